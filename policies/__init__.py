@@ -1,0 +1,1 @@
+"""Symbolic shape policies for tensors and (recursively) tensor subclasses. Imports only torch and sympy."""

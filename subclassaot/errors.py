@@ -1,0 +1,27 @@
+"""The project's error vocabulary.
+
+Input: nothing. Output: exception classes. Invariants: every error derives `SubclassAOTError` and the builtin that
+matches its meaning, so `except TypeError` in user code still catches a broken protocol.
+"""
+
+from __future__ import annotations
+
+
+class SubclassAOTError(Exception):
+    """Base of every error subclassaot raises on purpose."""
+
+
+class ProtocolError(SubclassAOTError, TypeError):
+    """A tensor subclass breaks the `__tensor_flatten__` / `__tensor_unflatten__` contract."""
+
+
+class PolicyError(SubclassAOTError, ValueError):
+    """A symbolic shape policy contradicts itself or the input it is applied to."""
+
+
+class UnsupportedError(SubclassAOTError, NotImplementedError):
+    """The program does something the pipeline cannot express faithfully; it refuses instead of guessing."""
+
+
+class BackendError(SubclassAOTError, RuntimeError):
+    """A backend broke its contract (for example it returned a graph that mutates its inputs)."""

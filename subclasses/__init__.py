@@ -1,0 +1,1 @@
+"""Sample tensor subclasses built with subclassaot: PairTensor, Float8Tensor, JaggedTensor, ShardedTensor."""
