@@ -1,0 +1,327 @@
+"""The flatten/unflatten protocol for traceable wrapper subclasses, typed and checked.
+
+Input: tensors, plain or subclass (possibly nested). Output: a typed tree (`SubclassNode`) plus the plain inner
+leaves in a fixed depth-first order, and the inverse that rebuilds a subclass from leaves.
+Invariants: every call of `__tensor_unflatten__` made by subclassaot goes through `unflatten_subclass`, which checks
+the contract (type, outer size, outer stride, dtype, device) and raises `ProtocolError` naming the input's path.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeAlias, runtime_checkable
+
+import torch
+from typing_extensions import TypeIs
+
+from subclassaot.errors import ProtocolError
+
+SizeLike: TypeAlias = Sequence[int | torch.SymInt]
+
+# Note [The Flatten Protocol]
+# A traceable wrapper subclass exposes two dunders, exactly as torch.compile expects:
+#     attrs, ctx = x.__tensor_flatten__()        # attrs: names readable with getattr; ctx: metadata
+#     y = type(x).__tensor_unflatten__(inner, ctx, outer_size, outer_stride)
+# `outer_size` / `outer_stride` are the size and stride the rebuilt wrapper must have; they may hold SymInts while
+# tracing. A wrapper's strides do not always follow from its inner tensors (a sharded tensor's global strides, a
+# transposed wrapper over contiguous inner tensors), which is why they are passed in and checked on the way out.
+# Leaves are ordered depth-first by `attrs` order; this is the order of the desugared (dense) calling convention,
+# the same one PyTorch's AOTDispatch uses, so a subclass moves between the two systems unchanged.
+# ctx rules (checked by `check_ctx`): survives copy.deepcopy with == (reflexive), holds no tensors and no SymInts,
+# and pickles to the same bytes twice (it keys caches). `hash` is not required.
+
+
+@runtime_checkable
+class TraceableWrapperSubclass(Protocol):
+    """Static type of a tensor subclass that implements the flatten protocol."""
+
+    def __tensor_flatten__(self) -> tuple[Sequence[str], object]: ...
+
+    @staticmethod
+    def __tensor_unflatten__(
+        inner_tensors: dict[str, torch.Tensor], ctx: object, outer_size: SizeLike, outer_stride: SizeLike
+    ) -> torch.Tensor: ...
+
+
+def is_traceable_subclass(x: object) -> TypeIs[TraceableWrapperSubclass]:
+    """True for a tensor whose type is a strict subclass of Tensor implementing both protocol dunders."""
+    return (
+        isinstance(x, torch.Tensor)
+        and type(x) is not torch.Tensor
+        and type(x) is not torch.nn.Parameter
+        and hasattr(type(x), "__tensor_flatten__")
+        and hasattr(type(x), "__tensor_unflatten__")
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeafInfo:
+    """A plain inner tensor of a flattened subclass (or a plain input itself)."""
+
+    path: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubclassNode:
+    """One wrapper subclass in a flattened tree; `children[i]` belongs to `attrs[i]`."""
+
+    path: str
+    cls: type[torch.Tensor]
+    attrs: tuple[str, ...]  # len = number of inner tensors; indexed like `children`
+    ctx: object
+    outer_size: tuple[int | torch.SymInt, ...]  # len = outer ndim
+    outer_stride: tuple[int | torch.SymInt, ...]  # len = outer ndim
+    dtype: torch.dtype
+    device: torch.device
+    children: tuple[SubclassNode | LeafInfo, ...]  # len = len(attrs)
+    num_leaves: int  # plain leaves below this node, depth-first
+
+    def leaf_paths(self) -> tuple[str, ...]:
+        """Source paths of the plain leaves, in leaf order."""
+        out: list[str] = []
+        for child in self.children:
+            out.extend(child.leaf_paths() if isinstance(child, SubclassNode) else (child.path,))
+        return tuple(out)
+
+
+def inner_path(path: str, attr: str) -> str:
+    return f"{path}.{attr}"
+
+
+def _flatten_call(x: TraceableWrapperSubclass, path: str) -> tuple[tuple[str, ...], object]:
+    try:
+        attrs, ctx = x.__tensor_flatten__()
+    except Exception as e:
+        raise ProtocolError(f"{path}: {type(x).__name__}.__tensor_flatten__() raised {e!r}") from e
+    if not all(isinstance(a, str) for a in attrs):
+        raise ProtocolError(
+            f"{path}: {type(x).__name__}.__tensor_flatten__() must return attribute *names* (str) first; got {attrs!r}"
+        )
+    return tuple(attrs), ctx
+
+
+def flatten_subclass(x: torch.Tensor, path: str) -> tuple[SubclassNode, list[torch.Tensor]]:
+    """Flatten `x` (a traceable subclass) recursively; leaves are plain tensors in depth-first attrs order."""
+    if not is_traceable_subclass(x):
+        raise ProtocolError(
+            f"{path}: {type(x).__name__} does not implement __tensor_flatten__/__tensor_unflatten__; "
+            "define both (see subclassaot.WrapperTensor for a base class that derives them)"
+        )
+    attrs, ctx = _flatten_call(x, path)
+    children: list[SubclassNode | LeafInfo] = []
+    leaves: list[torch.Tensor] = []
+    for attr in attrs:
+        sub_path = inner_path(path, attr)
+        inner = getattr(x, attr, None)
+        if not isinstance(inner, torch.Tensor):
+            raise ProtocolError(
+                f"{sub_path}: __tensor_flatten__ names attribute {attr!r} but getattr gives "
+                f"{type(inner).__name__}, not a Tensor; leave optional inner tensors that are None out of attrs"
+            )
+        if is_traceable_subclass(inner):
+            node, sub_leaves = flatten_subclass(inner, sub_path)
+            children.append(node)
+            leaves.extend(sub_leaves)
+        elif type(inner) is torch.Tensor or type(inner) is torch.nn.Parameter or _is_plain_like(inner):
+            children.append(LeafInfo(path=sub_path))
+            leaves.append(inner)
+        else:
+            raise ProtocolError(
+                f"{sub_path}: inner tensor of type {type(inner).__name__} is a subclass that does not implement "
+                "the flatten protocol; every nested subclass must implement it too"
+            )
+    node = SubclassNode(
+        path=path,
+        cls=type(x),
+        attrs=attrs,
+        ctx=ctx,
+        outer_size=tuple(x.size()),
+        outer_stride=tuple(x.stride()),
+        dtype=x.dtype,
+        device=x.device,
+        children=tuple(children),
+        num_leaves=len(leaves),
+    )
+    return node, leaves
+
+
+def _is_plain_like(t: torch.Tensor) -> bool:
+    # FunctionalTensor and FakeTensor are torch's own mode tensors: they stand for plain tensors while tracing.
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch._subclasses.functional_tensor import FunctionalTensor
+
+    return isinstance(t, FakeTensor | FunctionalTensor)
+
+
+def unflatten_subclass(
+    node: SubclassNode,
+    leaves: Sequence[torch.Tensor],
+    *,
+    outer_size: SizeLike | None = None,
+    outer_stride: SizeLike | None = None,
+    check_dtype_device: bool = True,
+) -> torch.Tensor:
+    """Rebuild a subclass from `leaves` (depth-first, as `flatten_subclass` gave them) and check the contract."""
+    if len(leaves) != node.num_leaves:
+        raise AssertionError(f"BUG: {node.path} expects {node.num_leaves} leaves, got {len(leaves)}")
+    size = tuple(node.outer_size if outer_size is None else outer_size)
+    stride = tuple(node.outer_stride if outer_stride is None else outer_stride)
+    inner: dict[str, torch.Tensor] = {}
+    start = 0
+    for attr, child in zip(node.attrs, node.children, strict=True):
+        if isinstance(child, SubclassNode):
+            inner[attr] = unflatten_subclass(
+                child, leaves[start : start + child.num_leaves], check_dtype_device=check_dtype_device
+            )
+            start += child.num_leaves
+        else:
+            inner[attr] = leaves[start]
+            start += 1
+    try:
+        unflatten: Callable[..., object] = getattr(node.cls, "__tensor_unflatten__")
+        out = unflatten(inner, node.ctx, size, stride)
+    except ProtocolError:
+        raise
+    except Exception as e:
+        raise ProtocolError(f"{node.path}: {node.cls.__name__}.__tensor_unflatten__ raised {e!r}") from e
+    check_unflatten_result(node, out, size, stride, check_dtype_device=check_dtype_device)
+    assert isinstance(out, torch.Tensor)
+    return out
+
+
+def check_unflatten_result(
+    node: SubclassNode, out: object, size: SizeLike, stride: SizeLike, *, check_dtype_device: bool = True
+) -> None:
+    """Raise ProtocolError unless `out` is what `__tensor_unflatten__` promised for `node`."""
+    name = node.cls.__name__
+    if type(out) is not node.cls:
+        raise ProtocolError(f"{node.path}: {name}.__tensor_unflatten__ must return a {name}, got {type(out).__name__}")
+    assert isinstance(out, torch.Tensor)
+    _check_dims(node.path, name, "size", tuple(out.size()), tuple(size))
+    _check_dims(node.path, name, "stride", tuple(out.stride()), tuple(stride))
+    if check_dtype_device and out.dtype != node.dtype:
+        raise ProtocolError(
+            f"{node.path}: {name}.__tensor_unflatten__ gave dtype {out.dtype}, expected {node.dtype} "
+            "(the dtype the flattened tensor had)"
+        )
+    if check_dtype_device and out.device.type != node.device.type:
+        raise ProtocolError(
+            f"{node.path}: {name}.__tensor_unflatten__ gave device {out.device}, expected {node.device}"
+        )
+
+
+def _check_dims(
+    path: str, name: str, what: str, got: tuple[int | torch.SymInt, ...], expected: tuple[int | torch.SymInt, ...]
+) -> None:
+    # A -1 stands for a dimension only the subclass can rebuild (a nested int); it is not checked.
+    ok = len(got) == len(expected) and all(
+        (isinstance(e, int) and e == -1) or bool(g == e) for g, e in zip(got, expected, strict=True)
+    )
+    if not ok:
+        raise ProtocolError(
+            f"{path}: {name}.__tensor_unflatten__ broke the outer {what} contract: expected {what} "
+            f"{_show(expected)}, got {_show(got)}. Build the wrapper with the outer_size/outer_stride it is given, "
+            "e.g. torch.Tensor._make_wrapper_subclass(cls, outer_size, strides=outer_stride, ...)"
+        )
+
+
+def _show(dims: Sequence[int | torch.SymInt]) -> str:
+    return "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def map_inner_tensors(
+    x: torch.Tensor,
+    fn: Callable[[str, torch.Tensor], torch.Tensor],
+    path: str,
+    *,
+    outer_size: SizeLike | None = None,
+    outer_stride: SizeLike | None = None,
+) -> torch.Tensor:
+    """Rebuild subclass `x` with `fn(leaf_path, leaf)` applied to every plain leaf (recursively), checked."""
+    node, leaves = flatten_subclass(x, path)
+    new_leaves = [fn(p, leaf) for p, leaf in zip(node.leaf_paths(), leaves, strict=True)]
+    return unflatten_subclass(node, new_leaves, outer_size=outer_size, outer_stride=outer_stride)
+
+
+def check_ctx(ctx: object, path: str, cls_name: str) -> None:
+    """The ctx rules of Note [The Flatten Protocol]; raises ProtocolError naming the broken rule."""
+    where = f"{path}: {cls_name}.__tensor_flatten__() ctx"
+    bad = find_tensor_or_symint(ctx)
+    if bad is not None:
+        raise ProtocolError(
+            f"{where} holds a {bad}; ctx is compared as a constant by guards and keys caches. Move tensors into the "
+            "inner-tensor attrs and keep sizes out of ctx (they are the outer_size passed to __tensor_unflatten__)"
+        )
+    unordered = find_unordered_set(ctx)
+    if unordered is not None:
+        raise ProtocolError(
+            f"{where} holds a {unordered}: its pickle (a cache key) depends on the process's hash seed. "
+            "Use a sorted tuple instead"
+        )
+    try:
+        copied = copy.deepcopy(ctx)
+    except Exception as e:
+        raise ProtocolError(f"{where} does not survive copy.deepcopy: {e!r}") from e
+    try:
+        equal = bool(copied == ctx)
+    except Exception as e:
+        raise ProtocolError(f"{where} cannot be compared with ==: {e!r}") from e
+    if not equal:
+        raise ProtocolError(
+            f"{where} is not equal to its deepcopy ({ctx!r}); guards compare ctx with == against a deepcopy, so "
+            "it would recompile on every call. Give its types value equality (e.g. @dataclass(frozen=True))"
+        )
+    try:
+        first, second = pickle.dumps(ctx), pickle.dumps(copied)
+    except Exception as e:
+        raise ProtocolError(f"{where} cannot be pickled: {e!r}") from e
+    if first != second or pickle.dumps(ctx) != first:
+        raise ProtocolError(
+            f"{where} does not pickle to the same bytes twice (a set, a dict keyed by objects, an address?); "
+            "cache keys need deterministic pickling: use tuples and sorted items instead of sets"
+        )
+
+
+def find_tensor_or_symint(obj: object, _seen: set[int] | None = None) -> str | None:
+    """Describe the first tensor or symbolic number inside `obj` (containers and dataclasses searched)."""
+    seen = set() if _seen is None else _seen
+    if id(obj) in seen:
+        return None
+    seen.add(id(obj))
+    if isinstance(obj, torch.Tensor):
+        return f"Tensor of shape {tuple(obj.shape)}"
+    if isinstance(obj, torch.SymInt | torch.SymFloat | torch.SymBool):
+        return f"symbolic value {obj}"
+    children: list[object] = []
+    if isinstance(obj, Mapping):
+        children = [*obj.keys(), *obj.values()]
+    elif isinstance(obj, list | tuple | set | frozenset):
+        children = list(obj)
+    elif hasattr(obj, "__dataclass_fields__"):
+        children = [getattr(obj, f, None) for f in obj.__dataclass_fields__]
+    for child in children:
+        found = find_tensor_or_symint(child, seen)
+        if found is not None:
+            return found
+    return None
+
+
+def find_unordered_set(obj: object) -> str | None:
+    """Describe the first set/frozenset inside `obj` (whose iteration order is process-dependent)."""
+    if isinstance(obj, set | frozenset):
+        return f"{type(obj).__name__} {obj!r}"
+    children: list[object] = []
+    if isinstance(obj, Mapping):
+        children = [*obj.keys(), *obj.values()]
+    elif isinstance(obj, list | tuple):
+        children = list(obj)
+    elif hasattr(obj, "__dataclass_fields__"):
+        children = [getattr(obj, f, None) for f in obj.__dataclass_fields__]
+    for child in children:
+        found = find_unordered_set(child)
+        if found is not None:
+            return found
+    return None
