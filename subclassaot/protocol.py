@@ -12,7 +12,7 @@ import copy
 import pickle
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeAlias, runtime_checkable
+from typing import Protocol, TypeAlias, cast, runtime_checkable
 
 import torch
 from typing_extensions import TypeIs
@@ -181,8 +181,8 @@ def unflatten_subclass(
             inner[attr] = leaves[start]
             start += 1
     try:
-        unflatten: Callable[..., object] = getattr(node.cls, "__tensor_unflatten__")
-        out = unflatten(inner, node.ctx, size, stride)
+        protocol_cls = cast("type[TraceableWrapperSubclass]", node.cls)
+        out: object = protocol_cls.__tensor_unflatten__(inner, node.ctx, size, stride)
     except ProtocolError:
         raise
     except Exception as e:
