@@ -6,6 +6,8 @@ matches its meaning, so `except TypeError` in user code still catches a broken p
 
 from __future__ import annotations
 
+from policies.errors import PolicyError as _PolicyErrorBase
+
 
 class SubclassAOTError(Exception):
     """Base of every error subclassaot raises on purpose."""
@@ -15,8 +17,12 @@ class ProtocolError(SubclassAOTError, TypeError):
     """A tensor subclass breaks the `__tensor_flatten__` / `__tensor_unflatten__` contract."""
 
 
-class PolicyError(SubclassAOTError, ValueError):
-    """A symbolic shape policy contradicts itself or the input it is applied to."""
+class PolicyError(SubclassAOTError, _PolicyErrorBase):
+    """A symbolic shape policy contradicts itself or the input it is applied to.
+
+    Derives `policies.PolicyError` (a ValueError; `policies` cannot import this module), so `except
+    policies.PolicyError` catches the errors of both packages; `subclassaot.fakify` re-raises policies' errors as this.
+    """
 
 
 class UnsupportedError(SubclassAOTError, NotImplementedError):

@@ -1,0 +1,306 @@
+"""Resolve a policy against a real input: one decision per dim (static, a new symbol, or an expression of another).
+
+Input: a real tensor or subclass, its source path, the complete policy in force for it (`derive_policy`), the
+automatic-dynamic state. Output: a `TensorPlan` tree (outer, then inner tensors depth-first) whose `DimPlan`s say
+what `subclassaot.fakify` must build. Invariants: every relation names existing attributes and dims and holds for
+the input; ranges and divisibility hold for the input; derivations form no cycle; a derived dim has no range of
+its own. `policies` decides here and never creates fake tensors or symbols.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+
+from policies.automatic import AutomaticDynamicState
+from policies.errors import PolicyError
+from policies.marks import inner_tensors
+from policies.spec import (
+    DimKind,
+    DimPolicy,
+    DimRef,
+    Origin,
+    Policy,
+    Prop,
+    Relation,
+    SubclassSymbolicPolicy,
+    linear_text,
+)
+
+# Note [Zero One Specialization]
+# A dim that the policy makes dynamic but whose size is 0 or 1 in the input is planned static, as torch does: the
+# ShapeEnv assumes every size symbol is >= 2 (that is what lets it decide broadcasting and contiguity without
+# guards), so a symbol cannot stand for 0 or 1. The guard then pins that size; a later call with another size fails
+# it and recompiles, and the dim becomes a symbol then. A `min` below 2 is therefore clamped to 2 for the symbol's
+# range. `describe` says so on the dim ("size 1 is static").
+
+# Note [Inner Dims Share Outer Symbols]
+# torch gives every inner tensor its own symbols and ties them to the outer ones afterwards by guarding
+# `inner.size(d) == outer.size(d)` inside the unflatten check; a PairTensor then costs three symbols per dynamic dim
+# and extra guards. Here an inner tensor of the outer's rank whose size in dim d equals the outer's, where the outer
+# dim is a symbol and the inner dim is not explicitly static, constrained or related, is planned as the outer's
+# expression itself (origin SHARED). Its runtime check is `inner.size(d) == <outer symbol>`, which fails (and
+# recompiles) when the inner size stops following the outer size; the recompile then gives it its own symbol.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DimAddress:
+    """One size or stride dim of the tensor at `path`: where a symbol is bound or read."""
+
+    path: str
+    prop: Prop
+    dim: int
+
+    def __repr__(self) -> str:
+        return f"{self.path}.{self.prop.value}({self.dim})"
+
+    def source_name(self) -> str:
+        """The name torch's ShapeEnv gives this dim's source (`TensorPropertySource.name`)."""
+        return f"{self.path}.{self.prop.value}()[{self.dim}]"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Derivation:
+    """`value == source * scale // divisor + offset`."""
+
+    source: DimAddress
+    scale: int = 1
+    divisor: int = 1
+    offset: int = 0
+    origin: Origin  # SHARED or RELATION
+    relation: Relation | None = None  # the declared relation, for RELATION
+
+    def apply(self, value: int) -> int:
+        return value * self.scale // self.divisor + self.offset
+
+    def __repr__(self) -> str:
+        return linear_text(repr(self.source), scale=self.scale, divisor=self.divisor, offset=self.offset)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DimPlan:
+    """The decision for one dim of one tensor node."""
+
+    address: DimAddress
+    hint: int  # the value in the real input
+    policy: DimPolicy  # the policy in force; its origin says where it came from
+    dynamic: bool  # a symbol (or, if derived, an expression of one) rather than the constant `hint`
+    derived: Derivation | None = None
+    inferred: bool = False  # a stride computed from the sizes (static where the layout is not dense)
+    note: str = ""
+
+    @property
+    def needs_symbol(self) -> bool:
+        return self.dynamic and self.derived is None and not self.inferred
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TensorPlan:
+    """One tensor node: a plain input, or a subclass (outer) with its inner tensors as `children`."""
+
+    path: str
+    type_name: str
+    sizes: tuple[DimPlan, ...]  # len = ndim, indexed by dim
+    strides: tuple[DimPlan, ...]  # len = ndim, indexed by dim
+    storage_offset: int
+    attrs: tuple[str, ...]  # inner tensor names for a subclass, () for a plain tensor
+    children: tuple[TensorPlan, ...]  # len = len(attrs), children[i] belongs to attrs[i]
+    relations: tuple[Relation, ...]  # declared on this node, as given
+    share_outer_dims: bool
+
+    def nodes(self) -> Iterator[TensorPlan]:
+        """This node, then its inner tensors depth-first in attrs order."""
+        yield self
+        for child in self.children:
+            yield from child.nodes()
+
+    def dims(self) -> Iterator[DimPlan]:
+        for node in self.nodes():
+            yield from node.sizes
+            yield from node.strides
+
+    def free_dims(self) -> tuple[DimPlan, ...]:
+        """The dims that need a new symbol, in traversal order."""
+        return tuple(d for d in self.dims() if d.needs_symbol)
+
+
+def _check_constraints(p: DimPolicy, address: DimAddress, value: int) -> None:
+    rule = ""
+    if p.min is not None and value < p.min:
+        rule = f"min={p.min}"
+    elif p.max is not None and value > p.max:
+        rule = f"max={p.max}"
+    elif p.divisible_by is not None and value % p.divisible_by:
+        rule = f"divisible_by={p.divisible_by}"
+    if rule:
+        raise PolicyError(
+            f"{address!r} is {value}, which breaks the policy {p!r} ({rule}, from {p.origin.value}); pass an input "
+            "that satisfies it, or widen the policy"
+        )
+
+
+def _plan_dim(p: DimPolicy, address: DimAddress, value: int, state: AutomaticDynamicState | None) -> DimPlan:
+    _check_constraints(p, address, value)
+    note = ""
+    if p.kind is DimKind.AUTOMATIC:
+        is_dynamic = state is not None and state.is_dynamic(address.path, address.dim)
+        note = "automatic: size changed" if is_dynamic else "automatic: first sighting"
+    else:
+        is_dynamic = p.kind is DimKind.DYNAMIC
+    if is_dynamic and value in (0, 1):
+        is_dynamic, note = False, f"{address.prop.value} {value} is static (see Note [Zero One Specialization])"
+    return DimPlan(address=address, hint=value, policy=p, dynamic=is_dynamic, note=note)
+
+
+def _plan_node(x: torch.Tensor, path: str, policy: Policy, state: AutomaticDynamicState | None) -> TensorPlan:
+    if state is not None:
+        state.observe(path, tuple(x.shape))
+    outer = policy.outer if isinstance(policy, SubclassSymbolicPolicy) else policy
+    sizes = tuple(
+        _plan_dim(p, DimAddress(path=path, prop=Prop.SIZE, dim=d), int(x.size(d)), state)
+        for d, p in enumerate(outer.sizes)
+    )
+    strides = []
+    for d in range(x.dim()):
+        address = DimAddress(path=path, prop=Prop.STRIDE, dim=d)
+        sp = None if outer.strides is None else outer.strides[d]
+        if sp is None:
+            strides.append(
+                DimPlan(address=address, hint=int(x.stride(d)), policy=_INFERRED, dynamic=False, inferred=True)
+            )
+        else:
+            strides.append(_plan_dim(sp, address, int(x.stride(d)), None))
+    children: list[TensorPlan] = []
+    attrs: list[str] = []
+    relations: tuple[Relation, ...] = ()
+    share = True
+    inners = inner_tensors(x)
+    if inners is not None:
+        assert isinstance(policy, SubclassSymbolicPolicy), f"BUG: {path}: plan needs the derived subclass policy"
+        relations, share = tuple(policy.relations), policy.share_outer_dims
+        for attr, t in inners:
+            attrs.append(attr)
+            children.append(_plan_node(t, f"{path}.{attr}", policy.inner[attr], state))
+    return TensorPlan(
+        path=path,
+        type_name=type(x).__name__,
+        sizes=sizes,
+        strides=tuple(strides),
+        storage_offset=int(x.storage_offset()),
+        attrs=tuple(attrs),
+        children=tuple(children),
+        relations=relations,
+        share_outer_dims=share,
+    )
+
+
+_INFERRED = DimPolicy(kind=DimKind.STATIC, origin=Origin.DEFAULT)
+
+
+def _resolve_ref(node: TensorPlan, ref: DimRef, rel: Relation) -> DimPlan:
+    target = node
+    for attr in ref.attr.split(".") if ref.attr else ():
+        if attr not in target.attrs:
+            raise PolicyError(
+                f"{node.path}: relation `{rel!r}` names inner tensor {ref.attr!r}, but {target.path} "
+                f"({target.type_name}) has inner tensors {list(target.attrs)}; name one of those"
+            )
+        target = target.children[target.attrs.index(attr)]
+    dims = target.sizes if ref.prop is Prop.SIZE else target.strides
+    if not 0 <= ref.dim < len(dims):
+        raise PolicyError(
+            f"{node.path}: relation `{rel!r}` names {ref.prop.value}({ref.dim}) of {target.path}, which has "
+            f"{len(dims)} dims; use a dim in [0, {len(dims) - 1}]"
+        )
+    return dims[ref.dim]
+
+
+def _apply_relations(node: TensorPlan, dims: dict[DimAddress, DimPlan]) -> None:
+    for rel in node.relations:
+        if rel.source.prop is Prop.STRIDE:
+            raise PolicyError(
+                f"{node.path}: relation `{rel!r}` reads a stride; relations derive a dim from a size, so state it "
+                "the other way round or leave the stride inferred"
+            )
+        target = dims[_resolve_ref(node, rel.target, rel).address]
+        source = dims[_resolve_ref(node, rel.source, rel).address]
+        expected = rel.apply(source.hint)
+        if target.hint != expected:
+            raise PolicyError(
+                f"{node.path}: relation `{rel!r}` does not hold for this input: {target.address!r} is {target.hint} "
+                f"but {rel.rhs()} is {expected} ({source.address!r} = {source.hint}); fix the relation or the input"
+            )
+        p = target.policy
+        if p.min is not None or p.max is not None or p.divisible_by is not None:
+            raise PolicyError(
+                f"{node.path}: {target.address!r} is derived by relation `{rel!r}` but also has its own constraint "
+                f"{p!r}; put ranges and divisibility on the source dim {source.address!r} instead"
+            )
+        derivation = Derivation(
+            source=source.address,
+            scale=rel.scale,
+            divisor=rel.divisor,
+            offset=rel.offset,
+            origin=Origin.RELATION,
+            relation=rel,
+        )
+        dims[target.address] = dataclasses.replace(target, derived=derivation, inferred=False, note="")
+
+
+_EXPLICIT = (Origin.POLICY, Origin.MARK, Origin.HOOK, Origin.TORCH_MARK)
+
+
+def _share_outer_dims(node: TensorPlan, dims: dict[DimAddress, DimPlan]) -> None:
+    if not node.share_outer_dims:
+        return
+    for child in node.children:
+        if len(child.sizes) != len(node.sizes):
+            continue
+        for outer_dim, child_dim in zip(node.sizes, child.sizes, strict=True):
+            o, c = dims[outer_dim.address], dims[child_dim.address]
+            p = c.policy
+            explicit_static = p.kind is DimKind.STATIC and p.origin in _EXPLICIT
+            constrained = p.min is not None or p.max is not None or p.divisible_by is not None
+            if o.derived or c.derived or not o.dynamic or o.hint != c.hint or explicit_static or constrained:
+                continue
+            shared = Derivation(source=o.address, origin=Origin.SHARED)
+            dims[c.address] = dataclasses.replace(c, derived=shared, note="")
+
+
+def _root(address: DimAddress, dims: dict[DimAddress, DimPlan]) -> DimPlan:
+    seen = [address]
+    current = dims[address]
+    while current.derived is not None:
+        nxt = current.derived.source
+        if nxt in seen:
+            cycle = " -> ".join(repr(a) for a in (*seen, nxt))
+            raise PolicyError(f"relations form a cycle ({cycle}); every chain of relations must end at a free dim")
+        seen.append(nxt)
+        current = dims[nxt]
+    return current
+
+
+def _rebuild(node: TensorPlan, dims: dict[DimAddress, DimPlan]) -> TensorPlan:
+    return dataclasses.replace(
+        node,
+        sizes=tuple(dims[d.address] for d in node.sizes),
+        strides=tuple(dims[d.address] for d in node.strides),
+        children=tuple(_rebuild(c, dims) for c in node.children),
+    )
+
+
+def plan_input(x: torch.Tensor, path: str, policy: Policy, *, state: AutomaticDynamicState | None = None) -> TensorPlan:
+    """Decide every dim of `x` (recursively) under `policy` (complete: from `derive_policy`); validates it."""
+    raw = _plan_node(x, path, policy, state)
+    dims = {d.address: d for d in raw.dims()}
+    for node in raw.nodes():
+        _apply_relations(node, dims)
+    for node in raw.nodes():
+        _share_outer_dims(node, dims)
+    for address, plan in list(dims.items()):
+        if plan.derived is not None:
+            dims[address] = dataclasses.replace(plan, dynamic=_root(address, dims).dynamic)
+    return _rebuild(raw, dims)

@@ -1,0 +1,39 @@
+"""subclassaot: a typed toolkit for PyTorch tensor subclasses and a mutation-aware AOT compile pipeline.
+
+The pipeline, data flowing one way (each arrow is one module; `api.py` is the only code that knows the order)::
+
+    fn, args
+     -> inputs      flatten the argument pytree; lift module parameters and buffers      (inputs.py)
+     -> fakify      policies -> fresh fake inputs with symbols                             (fakify.py, policies/)
+     -> desugar     subclasses -> plain dense leaves; aliased leaves -> synthetic bases     (desugar.py)
+     -> analyze     one functionalized run: input mutations, output aliasing                (analyze.py)
+     -> trace       make_fx + functionalization -> a purely functional graph               (trace.py)
+        (training: a joint forward+backward graph -> partition)                            (partition.py)
+     -> backend     graph -> callable (eager, inductor, or yours)                          (backends.py)
+     -> runtime     guards -> unwrap -> compiled graph -> epilogue -> wrap -> outputs        (guards.py, runtime.py)
+
+Authoring side: the checked flatten protocol (protocol.py), a base class for wrapper subclasses (authoring.py) and
+a conformance checker (checker.py, `python -m subclassaot check MODULE:FACTORY`).
+"""
+
+from __future__ import annotations
+
+from subclassaot.errors import BackendError, PolicyError, ProtocolError, SubclassAOTError, UnsupportedError
+from subclassaot.protocol import (
+    TraceableWrapperSubclass,
+    flatten_subclass,
+    is_traceable_subclass,
+    unflatten_subclass,
+)
+
+__all__ = [
+    "BackendError",
+    "PolicyError",
+    "ProtocolError",
+    "SubclassAOTError",
+    "TraceableWrapperSubclass",
+    "UnsupportedError",
+    "flatten_subclass",
+    "is_traceable_subclass",
+    "unflatten_subclass",
+]

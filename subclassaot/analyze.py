@@ -1,0 +1,173 @@
+"""Stage `analyze`: run the program once under functionalization and record every observable effect.
+
+Input: the traced call, `FlatInputs`, `DenseLayout` and the fake inputs. Output: `Analysis` — per dense input leaf
+what happened to it (data, metadata, storage swap by set_, hidden from autograd, under no_grad), per output what it
+is (a constant, a symint, an input itself, a fresh tensor, a view of an input or of an intermediate).
+Invariants: no graph is built here; the analysis alone decides the graph's output layout (see trace.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+from torch.utils import _pytree as pytree
+
+from subclassaot.desugar import graph_example_inputs, leaf_meta
+from subclassaot.errors import UnsupportedError
+from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
+from subclassaot.schemas import (
+    Analysis,
+    DenseIndex,
+    DenseLayout,
+    FlatInputs,
+    InputIndex,
+    LeafMutation,
+    LeafSource,
+    Meta,
+    OutputInfo,
+    OutputKind,
+    OutputLeaf,
+)
+from subclassaot.torch_internals import (
+    has_data_mutation,
+    mutations_hidden_from_autograd,
+    mutations_under_no_grad,
+    new_functional_mode,
+    storage_key,
+)
+
+_CONSTANT_TYPES = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout)
+
+
+def analyze(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    layout: DenseLayout,
+    dense_fakes: Sequence[torch.Tensor],
+    fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
+) -> Analysis:
+    graph_fakes = graph_example_inputs(layout, dense_fakes)
+    with fake_mode, new_functional_mode():
+        run = run_functional(call, flat, layout, graph_fakes)
+        mutations = tuple(_leaf_mutation(i, run) for i in range(len(layout.leaves)))
+        wrapper_after = tuple(
+            None if tree is None else leaf_meta(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
+        )
+        outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
+    return Analysis(
+        mutations=mutations,
+        wrapper_meta_after=wrapper_after,
+        outputs=outputs,
+        output_spec=spec,
+        num_intermediate_bases=num_bases,
+    )
+
+
+def _leaf_mutation(i: int, run: FunctionalRun) -> LeafMutation:
+    orig, final = run.originals[i], run.finals[i]
+    storage_changed = storage_key(final) != storage_key(orig)
+    set_source = None
+    if storage_changed:
+        for j, other in enumerate(run.originals):
+            if storage_key(other) == storage_key(final):
+                set_source = DenseIndex(j)
+                break
+    data = has_data_mutation(orig)
+    final_meta, orig_meta = leaf_meta(final), leaf_meta(orig)
+    return LeafMutation(
+        data=data,
+        metadata=final_meta != orig_meta,
+        storage_changed=storage_changed,
+        set_source=set_source,
+        final_data=storage_changed and set_source is None,
+        hidden_from_autograd=data and mutations_hidden_from_autograd(orig),
+        under_no_grad=data and mutations_under_no_grad(orig),
+        final_meta=final_meta,
+        resized=_extent(final_meta) > _extent(orig_meta) and not storage_changed,
+    )
+
+
+def _extent(meta: Meta) -> object:
+    """Elements of storage a view needs (offset + 1 + sum((size - 1) * stride)); symbolic where sizes are."""
+    size, stride, offset = meta
+    total: object = offset
+    for s, st in zip(size, stride, strict=True):
+        total = total + (s - 1) * st  # type: ignore[operator]
+    if any(s == 0 for s in size):
+        return 0
+    try:
+        return int(total) + 1  # type: ignore[call-overload]
+    except TypeError:
+        return total
+
+
+def _analyze_outputs(
+    flat: FlatInputs, layout: DenseLayout, run: FunctionalRun, mutations: tuple[LeafMutation, ...]
+) -> tuple[tuple[OutputInfo, ...], pytree.TreeSpec, int]:
+    leaves, spec = pytree.tree_flatten(run.output)
+    paths = [("out" + pytree.keystr(kp)) for kp, _ in pytree.tree_flatten_with_path(run.output)[0]]
+    input_by_id = {id(t): idx for t, idx in zip(run.user_tensors, flat.tensor_indices, strict=True)}
+    current = {storage_key(f): DenseIndex(j) for j, f in enumerate(run.finals)}
+    original = {storage_key(o): DenseIndex(j) for j, o in enumerate(run.originals)}
+    bases = intermediate_bases(leaves, current, original)
+    infos = []
+    graph_count = 0
+    for path, value in zip(paths, leaves, strict=True):
+        info, graph_count = _output_info(path, value, input_by_id, current, original, bases, graph_count)
+        infos.append(info)
+    return tuple(infos), spec, len({b for b, _ in bases.values()})
+
+
+def _output_info(
+    path: str,
+    value: object,
+    input_by_id: dict[int, InputIndex],
+    current: dict[object, DenseIndex],
+    original: dict[object, DenseIndex],
+    bases: dict[object, tuple[int, torch.Tensor]],
+    graph_count: int,
+) -> tuple[OutputInfo, int]:
+    def info(kind: OutputKind, **kw: object) -> OutputInfo:
+        fields: dict[str, object] = dict(
+            path=path, kind=kind, constant=None, input_index=None, tree=None, outer_meta=None, leaves=()
+        )
+        fields.update(kw)
+        return OutputInfo(**fields)  # type: ignore[arg-type]
+
+    if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
+        return info(OutputKind.SYMINT), graph_count
+    if not isinstance(value, torch.Tensor):
+        if not isinstance(value, _CONSTANT_TYPES):
+            raise UnsupportedError(
+                f"{path}: the program returns a {type(value).__name__}; outputs must be tensors, symbolic ints or "
+                "constants (int, float, bool, str, None, dtype, device). Return tensors and rebuild objects outside"
+            )
+        return info(OutputKind.CONSTANT, constant=value), graph_count
+    if id(value) in input_by_id:
+        return info(OutputKind.IS_INPUT, input_index=input_by_id[id(value)]), graph_count
+    tree, dense = dense_leaves_of(value, path)
+    out_leaves = []
+    for leaf in dense:
+        key = storage_key(leaf)
+        meta = leaf_meta(leaf)
+        if key in current:
+            out_leaves.append(
+                OutputLeaf(source=LeafSource.INPUT_ALIAS, index=current[key], meta=meta, is_view=leaf._is_view())
+            )
+        elif key in original:
+            raise UnsupportedError(
+                f"{path} is a view of the storage that input {original[key]} had before set_() replaced it; "
+                "returning views of a replaced storage is not supported. Return a clone (.clone()) instead"
+            )
+        elif key in bases:
+            out_leaves.append(
+                OutputLeaf(
+                    source=LeafSource.INTERMEDIATE_ALIAS, index=bases[key][0], meta=meta, is_view=leaf._is_view()
+                )
+            )
+        else:
+            out_leaves.append(OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False))
+            graph_count += 1
+    outer = None if tree is None else leaf_meta(value)
+    return info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=tuple(out_leaves)), graph_count

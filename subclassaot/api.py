@@ -1,0 +1,222 @@
+"""The driver: `subclassaot.compile` and `CompiledFunction`, the only code that knows the stage order.
+
+Input: a function or nn.Module and a `CompileConfig`. Output: a callable with a cache of compiled entries.
+Invariants: each compile starts from fresh fake tensors made from the real inputs and the stored policies; a call
+that fails every entry's guards recompiles and records why; past `recompile_limit` it runs eagerly and warns; the
+cache is filled under a lock, so one CompiledFunction may be called from several threads.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Generic, ParamSpec, TypeVar, overload
+
+import torch
+from torch.utils import _pytree as pytree
+
+from subclassaot import backends, guards
+from subclassaot.analyze import analyze
+from subclassaot.config import BackendFn, CompileConfig
+from subclassaot.desugar import dense_layout
+from subclassaot.errors import BackendError
+from subclassaot.inputs import flatten_call, module_state
+from subclassaot.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.runtime import RuntimePlan, leaf_attr_paths, make_runner
+from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, InputIndex
+from subclassaot.torch_internals import new_fake_mode, shape_env_of
+from subclassaot.trace import TracedGraph, trace_inference
+
+log = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompiledEntry:
+    spec: pytree.TreeSpec
+    guards: guards.Guards
+    run: Callable[[Sequence[object], dict[str, int]], object]
+    # Compile-time records kept for explain(); the per-call path above never touches them.
+    flat: FlatInputs
+    layout: DenseLayout
+    analysis: Analysis
+    traced: TracedGraph
+
+
+class CompiledFunction(Generic[P, R]):
+    """A compiled function (or module): call it like the original."""
+
+    def __init__(self, fn: Callable[P, R], config: CompileConfig) -> None:
+        self.fn = fn
+        self.config = config
+        self._entries: list[CompiledEntry] = []
+        self._reasons: list[str] = []
+        self._lock = threading.RLock()
+        self._state = None
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+
+    @property
+    def recompile_reasons(self) -> tuple[str, ...]:
+        return tuple(self._reasons)
+
+    @property
+    def compile_count(self) -> int:
+        return len(self._entries)
+
+    @property
+    def entries(self) -> tuple[CompiledEntry, ...]:
+        return tuple(self._entries)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        state = module_state(self.fn) if isinstance(self.fn, torch.nn.Module) else {}
+        values, spec = pytree.tree_flatten((state, args, kwargs))
+        failures = []
+        for entry in tuple(self._entries):
+            if entry.spec != spec:
+                failures.append("the structure of the arguments changed")
+                continue
+            bound = entry.guards.check(values)
+            if isinstance(bound, dict):
+                return entry.run(values, bound)  # type: ignore[return-value]
+            failures.append(bound)
+        return self._compile_and_run(args, kwargs, failures)
+
+    def _compile_and_run(self, args: tuple[object, ...], kwargs: Mapping[str, object], failures: list[str]) -> R:
+        with self._lock:
+            if len(self._entries) >= self.config.recompile_limit:
+                warnings.warn(
+                    f"subclassaot: {getattr(self.fn, '__name__', self.fn)} hit recompile_limit="
+                    f"{self.config.recompile_limit}; running eagerly. Last reason: {failures[-1] if failures else '?'}",
+                    stacklevel=3,
+                )
+                return self.fn(*args, **kwargs)  # type: ignore[arg-type]
+            if failures:
+                reason = failures[-1] if len(failures) == 1 else "; ".join(dict.fromkeys(failures))
+                self._reasons.append(reason)
+                log.info("recompiling %s: %s", getattr(self.fn, "__name__", self.fn), reason)
+            entry = compile_entry(self.fn, args, kwargs, self.config, self._state)
+            self._entries.append(entry)
+        values = list(entry.flat.values)
+        bound = entry.guards.check(values)
+        if not isinstance(bound, dict):
+            raise AssertionError(f"BUG: a freshly compiled entry rejects the inputs it was compiled for: {bound}")
+        return entry.run(values, bound)  # type: ignore[return-value]
+
+
+def compile_entry(
+    fn: Callable[..., object],
+    args: tuple[object, ...],
+    kwargs: Mapping[str, object],
+    config: CompileConfig,
+    state: object,
+) -> CompiledEntry:
+    """inputs -> fakify -> desugar -> analyze -> trace -> backend -> guards -> runtime."""
+    flat, call = flatten_call(fn, args, kwargs)
+    fake_mode = new_fake_mode()
+    tensors = [flat.values[i] for i in flat.tensor_indices]
+    paths = [flat.leaves[i].path for i in flat.tensor_indices]
+    fakes = _fakify_static(tensors, fake_mode)  # type: ignore[arg-type]
+    layout = dense_layout(fakes, paths, flat.tensor_indices)
+    dense_fakes = _dense(fakes, paths)
+    with torch.no_grad():
+        analysis = analyze(call, flat, layout, dense_fakes, fake_mode)
+        traced = trace_inference(call, flat, layout, analysis, dense_fakes, fake_mode)
+    backends.verify_functional(traced.graph)
+    backend = backends.get_backend(config.backend)
+    compiled = _checked_first_call(backend(traced.graph, traced.example_inputs), config.backend)
+    entry_guards = guards.build_guards(flat, layout, fakes, shape_env_of(fake_mode))
+    plan = RuntimePlan(
+        flat=flat,
+        layout=layout,
+        analysis=analysis,
+        graph_outputs=traced.outputs,
+        leaf_attr_paths=leaf_attr_paths(layout),
+    )
+    _, spec = pytree.tree_flatten(pytree.tree_unflatten(list(flat.values), flat.spec))
+    return CompiledEntry(
+        spec=spec,
+        guards=entry_guards,
+        run=make_runner(plan, compiled),
+        flat=flat,
+        layout=layout,
+        analysis=analysis,
+        traced=traced,
+    )
+
+
+def _fakify_static(tensors: Sequence[torch.Tensor], fake_mode: torch._subclasses.FakeTensorMode) -> list[torch.Tensor]:
+    return [fake_mode.from_tensor(t, static_shapes=True) for t in tensors]
+
+
+def _dense(fakes: Sequence[torch.Tensor], paths: Sequence[str]) -> list[torch.Tensor]:
+    out: list[torch.Tensor] = []
+    for fake, path in zip(fakes, paths, strict=True):
+        out.extend(flatten_subclass(fake, path)[1] if is_traceable_subclass(fake) else [fake])
+    return out
+
+
+def _checked_first_call(compiled: Callable[..., object], backend: str | BackendFn) -> Callable[..., object]:
+    """Check, on the first call only, that the backend's callable leaves its inputs unwritten."""
+    checked = threading.Event()
+    name = backend if isinstance(backend, str) else getattr(backend, "__name__", repr(backend))
+
+    def run(*graph_inputs: torch.Tensor) -> object:
+        if checked.is_set():
+            return compiled(*graph_inputs)
+        before = [t._version for t in graph_inputs]
+        out = compiled(*graph_inputs)
+        backends.check_inputs_untouched(before, graph_inputs, name)
+        checked.set()
+        return out
+
+    return run
+
+
+@overload
+def compile(
+    fn: Callable[P, R],
+    *,
+    backend: str | BackendFn = ...,
+    dynamic: bool | None = ...,
+    policies: Mapping[str, object] | None = ...,
+    recompile_limit: int = ...,
+    keep_input_mutations: bool = ...,
+) -> CompiledFunction[P, R]: ...
+@overload
+def compile(
+    fn: None = None,
+    *,
+    backend: str | BackendFn = ...,
+    dynamic: bool | None = ...,
+    policies: Mapping[str, object] | None = ...,
+    recompile_limit: int = ...,
+    keep_input_mutations: bool = ...,
+) -> Callable[[Callable[P, R]], CompiledFunction[P, R]]: ...
+def compile(
+    fn: Callable[P, R] | None = None,
+    *,
+    backend: str | BackendFn = "inductor",
+    dynamic: bool | None = None,
+    policies: Mapping[str, object] | None = None,
+    recompile_limit: int = 8,
+    keep_input_mutations: bool = False,
+) -> CompiledFunction[P, R] | Callable[[Callable[P, R]], CompiledFunction[P, R]]:
+    """Compile `fn` (a function or nn.Module) over pytrees of tensors, tensor subclasses and Python scalars."""
+    config = CompileConfig(
+        backend=backend,
+        dynamic=dynamic,
+        policies=dict(policies or {}),  # type: ignore[arg-type]
+        recompile_limit=recompile_limit,
+        keep_input_mutations=keep_input_mutations,
+    )
+    if fn is None:
+        return lambda f: CompiledFunction(f, config)
+    return CompiledFunction(fn, config)
+
+
+__all__ = ["BackendError", "CompiledFunction", "InputIndex", "compile"]

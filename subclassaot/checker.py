@@ -1,0 +1,112 @@
+"""The conformance checker: `check_subclass(factory)` runs a registry of rules and reports PASS / FAIL / SKIP.
+
+Input: a zero-argument factory returning a fresh instance of the subclass under test (called once or more per rule).
+Output: a `CheckReport`, one `RuleResult` per rule, in registry order.
+Invariants: a rule never lets an exception escape (an unexpected one is that rule's FAIL, with the exception named);
+rules do not share instances (each calls the factory), so one rule's mutation cannot fail another.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from subclassaot.checker_rules import BASE_RULES, Factory, Rule, RuleFailed, RuleSkipped, fail, skip
+
+__all__ = [
+    "DEFAULT_RULES",
+    "CheckReport",
+    "Factory",
+    "Rule",
+    "RuleResult",
+    "Status",
+    "check_subclass",
+    "fail",
+    "skip",
+]
+
+# Note [Checker Rule Registry]
+# A rule is a `Rule(name=..., description=..., check=fn)` where `fn(factory) -> None` returns to PASS, calls
+# `fail(reason)` to FAIL and `skip(reason)` to SKIP. A reason is for a subclass author: the rule, what was expected,
+# what was got, and the fix. `DEFAULT_RULES` is the registry `check_subclass` runs when given no `rules=`; a new
+# rule (the pipeline's: compile with input mutation, output aliasing, recompile reasons, aot_eager parity) is
+# added by appending to the tuple built here, e.g.
+#     DEFAULT_RULES = (*BASE_RULES, *PIPELINE_RULES)
+# or, for one call, `check_subclass(factory, rules=(*DEFAULT_RULES, my_rule))`. Rules run in order and
+# independently: every rule calls the factory itself, so rule order never changes a result.
+
+DEFAULT_RULES: tuple[Rule, ...] = BASE_RULES
+
+
+class Status(enum.Enum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    SKIP = "SKIP"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuleResult:
+    """The outcome of one rule on one subclass."""
+
+    name: str
+    status: Status
+    reason: str  # empty for PASS
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckReport:
+    """Every rule's result for one subclass; `str(report)` renders the table."""
+
+    subject: str  # the class name the factory produced
+    results: tuple[RuleResult, ...]  # len = number of rules run; in registry order
+
+    @property
+    def ok(self) -> bool:
+        return all(r.status is not Status.FAIL for r in self.results)
+
+    def failed(self) -> tuple[RuleResult, ...]:
+        return tuple(r for r in self.results if r.status is Status.FAIL)
+
+    def get_result(self, name: str) -> RuleResult:
+        for result in self.results:
+            if result.name == name:
+                return result
+        raise KeyError(f"no rule named {name!r} in this report; rules run: {[r.name for r in self.results]}")
+
+    def __str__(self) -> str:
+        width = max([len("rule"), *(len(r.name) for r in self.results)])
+        lines = [f"check_subclass({self.subject})", f"{'rule':<{width}}  status  reason"]
+        for r in self.results:
+            reason_lines = r.reason.splitlines() or [""]
+            lines.append(f"{r.name:<{width}}  {r.status.value:<6}  {reason_lines[0]}")
+            lines.extend(f"{'':<{width}}  {'':<6}  {more}" for more in reason_lines[1:])
+        passed = sum(r.status is Status.PASS for r in self.results)
+        lines.append(
+            f"{passed} passed, {len(self.failed())} failed, {len(self.results) - passed - len(self.failed())} skipped"
+        )
+        return "\n".join(lines)
+
+
+def check_subclass(factory: Factory, *, rules: Sequence[Rule] | None = None) -> CheckReport:
+    """Run `rules` (default: DEFAULT_RULES, see Note [Checker Rule Registry]) on instances made by `factory`."""
+    try:
+        subject = type(factory()).__name__
+    except Exception as e:
+        outcome = RuleResult(name="factory", status=Status.FAIL, reason=f"the factory raised {e!r}")
+        return CheckReport(subject="?", results=(outcome,))
+    chosen = DEFAULT_RULES if rules is None else tuple(rules)
+    return CheckReport(subject=subject, results=tuple(_run_rule(rule, factory) for rule in chosen))
+
+
+def _run_rule(rule: Rule, factory: Factory) -> RuleResult:
+    try:
+        rule.check(factory)
+    except RuleFailed as e:
+        return RuleResult(name=rule.name, status=Status.FAIL, reason=f"{rule.name}: {e.reason}")
+    except RuleSkipped as e:
+        return RuleResult(name=rule.name, status=Status.SKIP, reason=e.reason)
+    except Exception as e:
+        reason = f"{rule.name}: unexpected {type(e).__name__}: {e}"
+        return RuleResult(name=rule.name, status=Status.FAIL, reason=reason)
+    return RuleResult(name=rule.name, status=Status.PASS, reason="")

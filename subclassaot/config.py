@@ -1,0 +1,34 @@
+"""The frozen configuration a compile runs under (no mutable globals, no environment variables).
+
+Input: the keyword arguments of `subclassaot.compile`. Output: a `CompileConfig`. Invariants: validated once, at
+construction; every stage reads it, none changes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeAlias
+
+import torch
+
+if TYPE_CHECKING:
+    from policies import SubclassSymbolicPolicy, TensorPolicy
+
+# A backend takes a purely functional graph over plain tensors and symints plus example inputs and returns a callable.
+BackendFn: TypeAlias = Callable[[torch.fx.GraphModule, Sequence[object]], Callable[..., object]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompileConfig:
+    backend: str | BackendFn = "inductor"
+    dynamic: bool | None = None  # None: automatic dynamic; True: every dim dynamic unless a policy says otherwise
+    policies: Mapping[str, TensorPolicy | SubclassSymbolicPolicy] = field(default_factory=dict)
+    recompile_limit: int = 8
+    keep_input_mutations: bool = False
+
+    def __post_init__(self) -> None:
+        if self.recompile_limit < 1:
+            raise ValueError(f"recompile_limit must be >= 1, got {self.recompile_limit}")
+        if not (isinstance(self.backend, str) or callable(self.backend)):
+            raise TypeError(f"backend must be a registered name or a callable, got {type(self.backend).__name__}")

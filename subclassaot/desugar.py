@@ -1,0 +1,152 @@
+"""Stage `desugar`: subclass inputs become their (recursively) flattened plain leaves; aliased leaves share a base.
+
+Input: the fake tensor inputs (one per tensor input, plain or subclass) with their paths. Output: `DenseLayout`, and
+`rebuild_user_tensors`, which turns graph-level values back into user-level tensors inside a trace.
+Invariants: leaf order is depth-first by `__tensor_flatten__` attrs (Note [The Flatten Protocol]); every storage
+shared by two or more dense leaves becomes exactly one graph input (Note [Synthetic Bases]).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
+from subclassaot.schemas import AliasGroup, AliasGroupRef, DenseIndex, DenseLayout, DenseLeaf, InputIndex, Meta
+from subclassaot.torch_internals import storage_key, symint_expr
+
+# Note [Synthetic Bases]
+# Two inputs that share storage (f(x, x), f(x, x.view(-1)), two slices of one tensor, a PairTensor whose inner
+# tensors are one tensor) must see each other's mutations inside the program. Functionalization tracks aliasing
+# per storage it was given, so giving it two separate inputs would lose that. Instead every storage shared by two or
+# more dense leaves becomes ONE graph input: a flat 1-D view of the whole storage (the synthetic base), and inside the
+# trace each member is regenerated as `base.as_strided(size, stride, offset)`. A mutation of any member is then a
+# mutation of the base, which the epilogue writes back once with `base.copy_`, so every alias sees it, exactly as in
+# eager. Members' metadata is baked in as constants and guarded, because the aliasing pattern itself is part of
+# what a compiled entry assumes (a call with a different pattern recompiles, with the reason printed).
+
+
+def dense_layout(fakes: Sequence[torch.Tensor], paths: Sequence[str], owners: Sequence[InputIndex]) -> DenseLayout:
+    """Flatten every fake tensor input and group dense leaves by storage."""
+    trees: list[SubclassNode | None] = []
+    leaves: list[DenseLeaf] = []
+    leaf_values: list[torch.Tensor] = []
+    leaves_of_input: list[tuple[DenseIndex, ...]] = []
+    for fake, path, owner in zip(fakes, paths, owners, strict=True):
+        if is_traceable_subclass(fake):
+            node, inner = flatten_subclass(fake, path)
+            trees.append(node)
+            inner_paths = node.leaf_paths()
+        else:
+            trees.append(None)
+            inner, inner_paths = [fake], (path,)
+        start = len(leaves)
+        for position, (leaf, leaf_path) in enumerate(zip(inner, inner_paths, strict=True)):
+            leaves.append(DenseLeaf(path=leaf_path, owner=owner, position=position))
+            leaf_values.append(leaf)
+        leaves_of_input.append(tuple(DenseIndex(i) for i in range(start, len(leaves))))
+    groups = _alias_groups(leaf_values, [leaf.path for leaf in leaves])
+    grouped = {m: g for g, group in enumerate(groups) for m in group.members}
+    graph_inputs: list[DenseIndex | AliasGroupRef] = []
+    seen_groups: set[int] = set()
+    for i in range(len(leaves)):
+        g = grouped.get(DenseIndex(i))
+        if g is None:
+            graph_inputs.append(DenseIndex(i))
+        elif g not in seen_groups:
+            seen_groups.add(g)
+            graph_inputs.append(AliasGroupRef(group=g))
+    return DenseLayout(
+        trees=tuple(trees),
+        leaves=tuple(leaves),
+        leaves_of_input=tuple(leaves_of_input),
+        groups=tuple(groups),
+        graph_inputs=tuple(graph_inputs),
+    )
+
+
+def leaf_meta(t: torch.Tensor) -> Meta:
+    return (
+        tuple(symint_expr(s) for s in t.size()),
+        tuple(symint_expr(s) for s in t.stride()),
+        symint_expr(t.storage_offset()),
+    )
+
+
+def _alias_groups(values: Sequence[torch.Tensor], paths: Sequence[str]) -> list[AliasGroup]:
+    by_storage: dict[object, list[int]] = {}
+    for i, t in enumerate(values):
+        by_storage.setdefault(storage_key(t), []).append(i)
+    groups = []
+    for members in by_storage.values():
+        if len(members) < 2:
+            continue
+        dtypes = {values[m].dtype for m in members}
+        if len(dtypes) > 1:
+            names = ", ".join(f"{paths[m]} ({values[m].dtype})" for m in members)
+            raise UnsupportedError(
+                f"inputs {names} share one storage with different dtypes; aliasing across dtypes (view(dtype)) "
+                "is not supported between inputs. Pass one of them and take the dtype view inside the function"
+            )
+        first = values[members[0]]
+        nbytes = first.untyped_storage().nbytes()
+        numel = symint_expr(nbytes // first.element_size())
+        if not isinstance(numel, int):
+            raise UnsupportedError(
+                f"inputs {', '.join(paths[m] for m in members)} alias each other and have dynamic sizes; aliased "
+                "inputs are compiled with static shapes. Mark them static (policies.mark_static) or pass dynamic=False"
+            )
+        groups.append(
+            AliasGroup(
+                members=tuple(DenseIndex(m) for m in members),
+                member_meta=tuple(leaf_meta(values[m]) for m in members),
+                base_numel=numel,
+            )
+        )
+    return groups
+
+
+def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The tensors standing for each graph placeholder (fake at compile time, real at run time)."""
+    out = []
+    for item in layout.graph_inputs:
+        if isinstance(item, AliasGroupRef):
+            group = layout.groups[item.group]
+            out.append(dense_values[group.members[0]].as_strided((group.base_numel,), (1,), 0))
+        else:
+            out.append(dense_values[item])
+    return out
+
+
+def dense_from_graph_inputs(layout: DenseLayout, graph_values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """Inside a trace: each dense leaf from the graph's placeholders (group members as views of their base)."""
+    dense: list[torch.Tensor | None] = [None] * len(layout.leaves)
+    for item, value in zip(layout.graph_inputs, graph_values, strict=True):
+        if isinstance(item, AliasGroupRef):
+            group = layout.groups[item.group]
+            for member, (size, stride, offset) in zip(group.members, group.member_meta, strict=True):
+                dense[member] = value.as_strided(_ints(size), _ints(stride), _int(offset))
+        else:
+            dense[item] = value
+    assert all(d is not None for d in dense), "BUG: a dense leaf has no graph input"
+    return [d for d in dense if d is not None]
+
+
+def rebuild_user_tensors(layout: DenseLayout, dense: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """User-level tensor inputs (subclasses unflattened, checked) over the given dense leaves."""
+    out = []
+    for tree, indices in zip(layout.trees, layout.leaves_of_input, strict=True):
+        leaves = [dense[i] for i in indices]
+        out.append(leaves[0] if tree is None else unflatten_subclass(tree, leaves))
+    return out
+
+
+def _ints(dims: tuple[object, ...]) -> tuple[int, ...]:
+    return tuple(_int(d) for d in dims)
+
+
+def _int(d: object) -> int:
+    assert isinstance(d, int), f"BUG: alias-group metadata must be static, got {d}"
+    return d

@@ -1,0 +1,84 @@
+"""One run of the user's program under functionalization, shared by the `analyze` and `trace` stages.
+
+Input: the call, `FlatInputs`, `DenseLayout` and graph-level values (fake at analysis, proxies while tracing).
+Output: `FunctionalRun`: the program's view of its inputs before and after, and what it returned.
+Invariants: deterministic: the same program run twice yields outputs, aliases and intermediate bases in the same
+order, which is how the trace reproduces exactly the layout the analysis decided.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from subclassaot.desugar import dense_from_graph_inputs, rebuild_user_tensors
+from subclassaot.inputs import unflatten_call
+from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
+from subclassaot.schemas import DenseIndex, DenseLayout, FlatInputs
+from subclassaot.torch_internals import storage_key, to_functional
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FunctionalRun:
+    """What one run of the program under functionalization leaves behind (used by analyze and by trace)."""
+
+    graph_inputs: list[torch.Tensor]  # per graph placeholder: its functional wrapper
+    user_tensors: list[torch.Tensor]  # per tensor input: the object the program received
+    originals: list[torch.Tensor]  # per dense leaf: an alias of its original storage with its original metadata
+    finals: list[torch.Tensor]  # per dense leaf: the leaf as the program left it (re-flattened for subclasses)
+    output: object  # what the program returned
+
+
+def run_functional(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    layout: DenseLayout,
+    graph_values: Sequence[torch.Tensor],
+) -> FunctionalRun:
+    """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
+    graph_fun = [to_functional(v) for v in graph_values]
+    dense = dense_from_graph_inputs(layout, graph_fun)
+    originals = [torch.ops.aten.alias.default(d) for d in dense]
+    user_tensors = rebuild_user_tensors(layout, dense)
+    values = list(flat.values)
+    for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):
+        values[index] = tensor
+    state, args, kwargs = unflatten_call(flat, values)
+    output = call(state, args, kwargs)
+    finals: list[torch.Tensor] = []
+    for tree, tensor in zip(layout.trees, user_tensors, strict=True):
+        finals.extend([tensor] if tree is None else flatten_subclass(tensor, tree.path)[1])
+    return FunctionalRun(
+        graph_inputs=graph_fun, user_tensors=user_tensors, originals=originals, finals=finals, output=output
+    )
+
+
+def dense_leaves_of(value: torch.Tensor, path: str) -> tuple[SubclassNode | None, list[torch.Tensor]]:
+    if is_traceable_subclass(value):
+        return flatten_subclass(value, path)
+    return None, [value]
+
+
+def intermediate_bases(
+    leaves: list[object], current: dict[object, DenseIndex], original: dict[object, DenseIndex]
+) -> dict[object, tuple[int, torch.Tensor]]:
+    """Storages of outputs that are views of intermediates or shared by several outputs -> (base number, base)."""
+    by_storage: dict[object, list[torch.Tensor]] = {}
+    for i, value in enumerate(leaves):
+        if isinstance(value, torch.Tensor):
+            for leaf in dense_leaves_of(value, f"out[{i}]")[1]:
+                key = storage_key(leaf)
+                if key not in current and key not in original:
+                    by_storage.setdefault(key, []).append(leaf)
+    bases: dict[object, tuple[int, torch.Tensor]] = {}
+    for key, members in by_storage.items():
+        distinct = {id(m) for m in members}
+        if len(distinct) < 2 and not members[0]._is_view():
+            continue
+        views = [m for m in members if m._is_view() and m._base is not None]
+        base = views[0]._base if views else members[0]
+        assert base is not None
+        bases[key] = (len(bases), base)
+    return bases

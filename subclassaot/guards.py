@@ -1,0 +1,234 @@
+"""Guards: what a compiled entry assumes about its inputs, compiled to one straight-line Python function.
+
+Input: `FlatInputs`, `DenseLayout`, the fake inputs (user-level and dense) and the ShapeEnv after tracing.
+Output: `Guards`: the generated source and the function it defines, `check(values) -> dict[str, int] | str`: the
+symbol values (for the epilogue) when every guard holds, else the first failure in words
+("args[0].size(0): expected 8, got 16").
+Invariants: guards cover the pytree structure (checked by the cache before this), each leaf's type, each constant's
+value, each tensor's dtype, device, requires_grad, sizes, strides and offset (static, a symbol bound here, or an
+expression checked here), each subclass's type, attrs and ctx (by ==, reported field by field), recursively; the
+pattern of storage sharing between dense leaves; and the ShapeEnv's own guards and symbol ranges.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import sympy
+import torch
+
+from subclassaot.protocol import SubclassNode
+from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
+from subclassaot.torch_internals import python_source, symint_expr
+
+GuardFn = Callable[[Sequence[object]], "dict[str, int] | str"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Guards:
+    source: str  # the generated Python, printable for users
+    check: GuardFn
+    symbols: tuple[str, ...]  # names bound by the guards, in binding order
+
+
+def describe_ctx_change(path: str, old: object, new: object) -> str:
+    """Name the ctx fields that changed (dataclasses, tuples, dicts are compared field by field)."""
+    changes = _ctx_diff(old, new, "")
+    if not changes:
+        return f"{path} ctx changed: {old!r} -> {new!r}"
+    return "; ".join(f"{path} ctx field {name or 'value'!s} changed: {a!r} -> {b!r}" for name, a, b in changes)
+
+
+def _ctx_diff(old: object, new: object, prefix: str) -> list[tuple[str, object, object]]:
+    if type(old) is not type(new):
+        return [(prefix, old, new)]
+    if dataclasses.is_dataclass(old) and not isinstance(old, type):
+        out = []
+        for f in dataclasses.fields(old):
+            out += _ctx_diff(getattr(old, f.name), getattr(new, f.name), f"{prefix}.{f.name}".lstrip("."))
+        return out
+    if isinstance(old, dict) and isinstance(new, dict) and old.keys() == new.keys():
+        out = []
+        for k in old:
+            out += _ctx_diff(old[k], new[k], f"{prefix}[{k!r}]".lstrip("."))
+        return out
+    if isinstance(old, tuple | list) and isinstance(new, tuple | list) and len(old) == len(new):
+        out = []
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
+            out += _ctx_diff(a, b, f"{prefix}[{i}]")
+        return out
+    try:
+        equal = bool(old == new)
+    except Exception:
+        equal = False
+    return [] if equal else [(prefix, old, new)]
+
+
+class _Writer:
+    """Accumulates guard lines; checks return a message, bindings assign symbols."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.globals: dict[str, object] = {"describe_ctx_change": describe_ctx_change, "torch": torch}
+        self.bound: dict[str, str] = {}  # symbol name -> the access expression it was read from
+        self.deferred: list[tuple[str, str, str]] = []  # (access, expected expr source, label) checked after binding
+
+    def constant(self, value: object) -> str:
+        name = f"_c{len(self.globals)}"
+        self.globals[name] = value
+        return name
+
+    def check(self, cond: str, message: str) -> None:
+        self.lines.append(f"    if not ({cond}):\n        return {message}")
+
+    def dim(self, access: str, label: str, value: int | torch.SymInt) -> None:
+        expr = symint_expr(value)
+        if isinstance(expr, int):
+            self.check(f"{access} == {expr}", f"f'{label}: expected {expr}, got {{{access}}}'")
+        elif isinstance(expr, sympy.Symbol) and expr.name not in self.bound:
+            self.bound[expr.name] = access
+            self.lines.append(f"    {expr.name} = {access}")
+        else:
+            self.deferred.append((access, python_source(expr), label))
+
+
+def build_guards(
+    flat: FlatInputs,
+    layout: DenseLayout,
+    user_fakes: Sequence[torch.Tensor],
+    shape_env: torch.fx.experimental.symbolic_shapes.ShapeEnv,
+) -> Guards:
+    w = _Writer()
+    fake_by_index = dict(zip(flat.tensor_indices, user_fakes, strict=True))
+    for leaf in flat.leaves:
+        w.lines.append(f"    v{leaf.index} = L[{leaf.index}]")
+        if leaf.kind is LeafKind.CONSTANT:
+            value = flat.values[leaf.index]
+            c = w.constant(value)
+            w.check(
+                f"type(v{leaf.index}) is type({c}) and v{leaf.index} == {c}",
+                f"f'{leaf.path}: expected {value!r}, got {{v{leaf.index}!r}}'",
+            )
+    for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
+        index = flat.tensor_indices[t_index]
+        real = flat.values[index]
+        assert isinstance(real, torch.Tensor)
+        _tensor_guards(w, f"v{index}", flat.leaves[index].path, fake, tree, type(real))
+    _alias_guards(w, layout, flat)
+    for access, expected, label in w.deferred:
+        w.check(f"{access} == {expected}", f"f'{label}: expected {expected} = {{{expected}}}, got {{{access}}}'")
+    _shape_env_guards(w, shape_env)
+    symbols = tuple(w.bound)
+    w.lines.append("    return {" + ", ".join(f"{s!r}: {s}" for s in symbols) + "}")
+    source = "def check(L):\n" + "\n".join(w.lines) + "\n"
+    namespace = dict(w.globals)
+    exec(compile(source, "<subclassaot guards>", "exec"), namespace)
+    return Guards(source=source, check=cast(GuardFn, namespace["check"]), symbols=symbols)
+
+
+def _tensor_guards(
+    w: _Writer, var: str, path: str, fake: torch.Tensor, tree: SubclassNode | None, real_type: type
+) -> None:
+    cls = w.constant(real_type)
+    w.check(f"type({var}) is {cls}", f"f'{path}: expected type {real_type.__name__}, got {{type({var}).__name__}}'")
+    for field in ("dtype", "device", "requires_grad"):
+        expected = getattr(fake, field)
+        if field == "device":
+            expected = torch.device(expected)
+        c = w.constant(expected)
+        w.check(f"{var}.{field} == {c}", f"f'{path}.{field}: expected {expected}, got {{{var}.{field}}}'")
+    w.check(f"{var}.dim() == {fake.dim()}", f"f'{path}.dim(): expected {fake.dim()}, got {{{var}.dim()}}'")
+    w.lines.append(f"    {var}_size = {var}.shape")
+    if tree is None:
+        w.lines.append(f"    {var}_stride = {var}.stride()")
+    for d, size in enumerate(fake.size()):
+        w.dim(f"{var}_size[{d}]", f"{path}.size({d})", size)
+    if tree is not None:
+        _subclass_guards(w, var, path, tree, fake)
+        return
+    for d, stride in enumerate(fake.stride()):
+        w.dim(f"{var}_stride[{d}]", f"{path}.stride({d})", stride)
+    w.dim(f"{var}.storage_offset()", f"{path}.storage_offset()", fake.storage_offset())
+
+
+def _subclass_guards(w: _Writer, var: str, path: str, tree: SubclassNode, fake: torch.Tensor) -> None:
+    attrs = w.constant(list(tree.attrs))
+    ctx = w.constant(copy.deepcopy(tree.ctx))
+    w.lines.append(f"    {var}_flat = {var}.__tensor_flatten__()")
+    w.check(
+        f"list({var}_flat[0]) == {attrs}",
+        f"f'{path}: inner tensors expected {list(tree.attrs)}, got {{list({var}_flat[0])}}'",
+    )
+    w.check(f"{var}_flat[1] == {ctx}", f"describe_ctx_change({path!r}, {ctx}, {var}_flat[1])")
+    w.lines.append(f"    {var}_stride = {var}.stride()")
+    for d, stride in enumerate(fake.stride()):
+        w.dim(f"{var}_stride[{d}]", f"{path}.stride({d})", stride)
+    for i, (attr, child) in enumerate(zip(tree.attrs, tree.children, strict=True)):
+        inner_var = f"{var}_{i}"
+        w.lines.append(f"    {inner_var} = {var}.{attr}")
+        inner_fake = getattr(fake, attr)
+        inner_tree = child if isinstance(child, SubclassNode) else None
+        inner_type = inner_tree.cls if inner_tree is not None else torch.Tensor
+        _tensor_guards(w, inner_var, child.path, inner_fake, inner_tree, inner_type)
+
+
+def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
+    if len(layout.leaves) < 2:
+        return
+    accesses = [_dense_access(layout, flat, j) for j in range(len(layout.leaves))]
+    w.lines.append("    _st = [" + ", ".join(f"{a}.untyped_storage()._cdata" for a in accesses) + "]")
+    distinct = len(layout.leaves) - sum(len(g.members) - 1 for g in layout.groups)
+    pattern = "; ".join(" ~ ".join(layout.leaves[m].path for m in g.members) for g in layout.groups) or "none"
+    conds = [f"len(set(_st)) == {distinct}"]
+    for g in layout.groups:
+        conds += [f"_st[{g.members[0]}] == _st[{m}]" for m in g.members[1:]]
+    w.check(
+        " and ".join(conds),
+        f"f'input aliasing changed: compiled for shared storages [{pattern}], got a different pattern'",
+    )
+
+
+def _dense_access(layout: DenseLayout, flat: FlatInputs, j: int) -> str:
+    leaf = layout.leaves[j]
+    t_index = flat.tensor_indices.index(leaf.owner)
+    tree = layout.trees[t_index]
+    var = f"v{leaf.owner}"
+    if tree is None:
+        return var
+    # Walk the tree to the leaf's position, naming the same locals _subclass_guards assigned.
+    return _leaf_var(tree, var, leaf.position)
+
+
+def _leaf_var(node: SubclassNode, var: str, position: int) -> str:
+    for i, child in enumerate(node.children):
+        width = child.num_leaves if isinstance(child, SubclassNode) else 1
+        if position < width:
+            return _leaf_var(child, f"{var}_{i}", position) if isinstance(child, SubclassNode) else f"{var}_{i}"
+        position -= width
+    raise AssertionError("BUG: leaf position out of range")
+
+
+def _shape_env_guards(w: _Writer, shape_env: torch.fx.experimental.symbolic_shapes.ShapeEnv) -> None:
+    for name in list(w.bound):
+        symbol = sympy.Symbol(name, integer=True, positive=True)
+        value_range = shape_env.var_to_range.get(symbol)
+        if value_range is None:
+            continue
+        lower, upper = value_range.lower, value_range.upper
+        if lower.is_finite:
+            w.check(f"{name} >= {int(lower)}", f"f'{w.bound[name]} = {{{name}}} is below {int(lower)} ({name})'")
+        if upper.is_finite:
+            w.check(f"{name} <= {int(upper)}", f"f'{w.bound[name]} = {{{name}}} is above {int(upper)} ({name})'")
+    for guard in shape_env.guards:
+        expr = shape_env.simplify(guard.expr)
+        if expr == sympy.true:
+            continue
+        unbound = {s.name for s in expr.free_symbols} - set(w.bound)
+        if unbound:
+            raise AssertionError(f"BUG: shape guard {expr} uses symbols {sorted(unbound)} no input binds")
+        src = python_source(expr)
+        w.check(src, f"f'shape guard {src} failed'")

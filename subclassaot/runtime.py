@@ -1,0 +1,247 @@
+"""Stage `runtime`: the per-call path of one compiled entry: unwrap -> compiled graph -> epilogue -> wrap.
+
+Input: a `RuntimePlan` (no fake tensors, no ShapeEnv, no graphs it does not run) and the compiled callable.
+Output: `run(values, symbols) -> output pytree`, given the real flat input leaves and the symbol values the guards
+bound. Invariants: the epilogue applies input mutations in the order of Note [Input Updates]; outputs that alias
+inputs or intermediates are regenerated from the real tensors after the epilogue (Note [Output Regeneration]).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch.utils import _pytree as pytree
+
+from subclassaot.protocol import SubclassNode, unflatten_subclass
+from subclassaot.schemas import (
+    AliasGroupRef,
+    Analysis,
+    DenseLayout,
+    FlatInputs,
+    LeafSource,
+    Meta,
+    OutputInfo,
+    OutputKind,
+)
+from subclassaot.torch_internals import get_version, python_source, set_version, set_wrapper_metadata
+from subclassaot.trace import GraphOutputs, UpdateKind
+
+# Note [Output Regeneration]
+# The graph is functional, so a user output that is a view of an input (or of an intermediate it shares with other
+# outputs) cannot come out of the graph as such: the graph would return a copy. Instead the epilogue rebuilds it from
+# the real tensor it aliases, after input mutations are applied: `source.as_strided(size, stride, offset)` when eager
+# returns a view (so `._base` and storage sharing match eager), or a non-view alias sharing the storage when eager
+# returns one (detach-like). Sizes, strides and offsets are expressions over the guards' symbols, evaluated per call.
+# Intermediate bases come out of the graph once and every output aliasing them is rebuilt from that one tensor, so
+# two outputs that share storage in eager share it here too.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuntimePlan:
+    flat: FlatInputs  # structure only at run time: leaf kinds, tensor indices, output spec
+    layout: DenseLayout
+    analysis: Analysis
+    graph_outputs: GraphOutputs
+    leaf_attr_paths: tuple[tuple[str, ...], ...]  # per dense leaf: attribute names from its owner input
+
+
+def leaf_attr_paths(layout: DenseLayout) -> tuple[tuple[str, ...], ...]:
+    out: list[tuple[str, ...]] = []
+    for tree in layout.trees:
+        out.extend(_attr_paths(tree) if tree is not None else [()])
+    return tuple(out)
+
+
+def _attr_paths(node: SubclassNode) -> list[tuple[str, ...]]:
+    out: list[tuple[str, ...]] = []
+    for attr, child in zip(node.attrs, node.children, strict=True):
+        out.extend([(attr, *p) for p in _attr_paths(child)] if isinstance(child, SubclassNode) else [(attr,)])
+    return out
+
+
+class MetaEvaluator:
+    """Evaluates (size, stride, offset) expressions over symbols; compiled once per expression."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, Callable[[dict[str, int]], int]] = {}
+
+    def dim(self, d: object, symbols: dict[str, int]) -> int:
+        if isinstance(d, int):
+            return d
+        src = python_source(d)  # type: ignore[arg-type]
+        fn = self._cache.get(src)
+        if fn is None:
+            code = compile(src, "<shape expr>", "eval")
+            import math
+
+            def fn(syms: dict[str, int], code: object = code) -> int:
+                return int(eval(code, {"math": math, "floor": math.floor, "ceil": math.ceil}, dict(syms)))  # type: ignore[arg-type]
+
+            self._cache[src] = fn
+        return fn(symbols)
+
+    def meta(self, meta: Meta, symbols: dict[str, int]) -> tuple[list[int], list[int], int]:
+        size, stride, offset = meta
+        return (
+            [self.dim(s, symbols) for s in size],
+            [self.dim(s, symbols) for s in stride],
+            self.dim(offset, symbols),
+        )
+
+
+def make_runner(plan: RuntimePlan, compiled: Callable[..., object]) -> Callable[[Sequence[object], dict[str, int]], object]:
+    ev = MetaEvaluator()
+    flat, layout, analysis, gout = plan.flat, plan.layout, plan.analysis, plan.graph_outputs
+    owners = [flat.tensor_indices.index(leaf.owner) for leaf in layout.leaves]
+
+    def dense_of(values: Sequence[object]) -> list[torch.Tensor]:
+        dense = []
+        for leaf, attrs in zip(layout.leaves, plan.leaf_attr_paths, strict=True):
+            t = values[leaf.owner]
+            for a in attrs:
+                t = getattr(t, a)
+            dense.append(t)
+        return dense  # type: ignore[return-value]
+
+    def run(values: Sequence[object], symbols: dict[str, int]) -> object:
+        dense = dense_of(values)
+        graph_in = []
+        for item in layout.graph_inputs:
+            if isinstance(item, AliasGroupRef):
+                group = layout.groups[item.group]
+                graph_in.append(dense[group.members[0]].as_strided((group.base_numel,), (1,), 0))
+            else:
+                graph_in.append(dense[item])
+        outs = list(compiled(*graph_in))  # type: ignore[call-overload]
+        _epilogue(plan, ev, values, dense, graph_in, outs, symbols, owners)
+        return _outputs(plan, ev, values, dense, outs, symbols)
+
+    return run
+
+
+def _epilogue(
+    plan: RuntimePlan,
+    ev: MetaEvaluator,
+    values: Sequence[object],
+    dense: list[torch.Tensor],
+    graph_in: list[torch.Tensor],
+    outs: list[object],
+    symbols: dict[str, int],
+    owners: list[int],
+) -> None:
+    analysis, gout = plan.analysis, plan.graph_outputs
+    by_target: dict[tuple[UpdateKind, int], torch.Tensor] = {}
+    for k, update in enumerate(gout.updates):
+        by_target[(update.kind, update.target)] = outs[k]  # type: ignore[assignment]
+    hidden_versions = {j: get_version(dense[j]) for j, m in enumerate(analysis.mutations) if m.hidden_from_autograd}
+    with torch.no_grad():
+        for (kind, target), value in by_target.items():
+            if kind is UpdateKind.BASE:
+                graph_in[target].copy_(value)
+            elif kind is UpdateKind.ORIGINAL:
+                dense[target].copy_(value)
+        for j, m in enumerate(analysis.mutations):
+            if not (m.metadata or m.storage_changed):
+                continue
+            size, stride, offset = ev.meta(m.final_meta, symbols)
+            x = dense[j]
+            if m.storage_changed and m.set_source is not None:
+                x.set_(dense[m.set_source].untyped_storage(), offset, size, stride)
+            elif m.storage_changed:
+                fresh = torch.empty_strided(size, stride, dtype=x.dtype, device=x.device)
+                x.set_(fresh.untyped_storage(), 0, size, stride)
+            elif m.resized:
+                x.resize_(size)
+                if list(x.stride()) != stride or x.storage_offset() != offset:
+                    x.as_strided_(size, stride, offset)
+            else:
+                x.as_strided_(size, stride, offset)
+        for (kind, target), value in by_target.items():
+            if kind is UpdateKind.FINAL:
+                dense[target].copy_(value)
+    for j, version in hidden_versions.items():
+        set_version(dense[j], version)
+    _fix_wrappers(plan, ev, values, symbols)
+
+
+def _fix_wrappers(plan: RuntimePlan, ev: MetaEvaluator, values: Sequence[object], symbols: dict[str, int]) -> None:
+    flat, layout, analysis = plan.flat, plan.layout, plan.analysis
+    for t, (tree, after) in enumerate(zip(layout.trees, analysis.wrapper_meta_after, strict=True)):
+        if tree is None or after is None:
+            continue
+        wrapper = values[flat.tensor_indices[t]]
+        assert isinstance(wrapper, torch.Tensor)
+        size, stride, offset = ev.meta(after, symbols)
+        if list(wrapper.shape) != size or list(wrapper.stride()) != stride or wrapper.storage_offset() != offset:
+            set_wrapper_metadata(wrapper, size, stride, offset)
+        leaves = layout.leaves_of_input[t]
+        if any(analysis.mutations[j].data and not analysis.mutations[j].hidden_from_autograd for j in leaves):
+            set_version(wrapper, get_version(wrapper) + 1)
+
+
+def _outputs(
+    plan: RuntimePlan,
+    ev: MetaEvaluator,
+    values: Sequence[object],
+    dense: list[torch.Tensor],
+    outs: list[object],
+    symbols: dict[str, int],
+) -> object:
+    gout = plan.graph_outputs
+    fresh_start = len(gout.updates)
+    base_start = fresh_start + gout.num_fresh
+    symint_start = base_start + gout.num_bases
+    bases = outs[base_start:symint_start]
+    symint_iter = iter(outs[symint_start:])
+    result = []
+    for info in plan.analysis.outputs:
+        if info.kind is OutputKind.CONSTANT:
+            result.append(info.constant)
+        elif info.kind is OutputKind.SYMINT:
+            result.append(next(symint_iter))
+        elif info.kind is OutputKind.IS_INPUT:
+            assert info.input_index is not None
+            result.append(values[info.input_index])
+        else:
+            result.append(_tensor_output(info, ev, dense, outs, fresh_start, bases, symbols))
+    return pytree.tree_unflatten(result, plan.analysis.output_spec)
+
+
+def _tensor_output(
+    info: OutputInfo,
+    ev: MetaEvaluator,
+    dense: list[torch.Tensor],
+    outs: list[object],
+    fresh_start: int,
+    bases: list[object],
+    symbols: dict[str, int],
+) -> torch.Tensor:
+    leaves = []
+    for leaf in info.leaves:
+        if leaf.source is LeafSource.GRAPH:
+            value = outs[fresh_start + leaf.index]
+            assert isinstance(value, torch.Tensor)
+            leaves.append(value)
+            continue
+        source = dense[leaf.index] if leaf.source is LeafSource.INPUT_ALIAS else bases[leaf.index]
+        assert isinstance(source, torch.Tensor)
+        leaves.append(_regenerate(source, ev.meta(leaf.meta, symbols), leaf.is_view))
+    if info.tree is None:
+        return leaves[0]
+    assert info.outer_meta is not None
+    size, stride, _ = ev.meta(info.outer_meta, symbols)
+    return unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride)
+
+
+def _regenerate(source: torch.Tensor, meta: tuple[list[int], list[int], int], is_view: bool) -> torch.Tensor:
+    size, stride, offset = meta
+    if not is_view and list(source.shape) == size and list(source.stride()) == stride and source.storage_offset() == offset:
+        return source
+    if is_view:
+        return source.as_strided(size, stride, offset)
+    alias = torch.empty((0,), dtype=source.dtype, device=source.device)
+    with torch.no_grad():
+        alias.set_(source.untyped_storage(), offset, size, stride)
+    return alias

@@ -1,0 +1,153 @@
+"""Cross-stage vocabulary: the frozen dataclasses that flow from one pipeline stage to the next.
+
+Input: nothing. Output: types. Invariants: distinct index spaces have distinct NewTypes (most AOT bugs are index
+mix-ups); sequence fields say their length and what indexes them; nothing here holds a graph or a fake tensor except
+the compile-time records (`FlatInputs`, `DenseLayout`, `Analysis`) that never reach the per-call path.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import NewType, TypeAlias
+
+import sympy
+import torch
+from torch.utils._pytree import TreeSpec
+
+from subclassaot.protocol import SubclassNode
+
+InputIndex = NewType("InputIndex", int)  # index into the user's flat input leaves (tensors and constants)
+DenseIndex = NewType("DenseIndex", int)  # index into the plain tensor leaves after desugaring every tensor input
+GraphInputIndex = NewType("GraphInputIndex", int)  # index into the graph's placeholders
+OutputIndex = NewType("OutputIndex", int)  # index into the user's flat output leaves
+GraphOutputIndex = NewType("GraphOutputIndex", int)  # index into the graph's outputs
+
+Dim: TypeAlias = "int | sympy.Expr"  # a size, stride or offset: concrete, or an expression over the ShapeEnv's symbols
+Meta: TypeAlias = "tuple[tuple[Dim, ...], tuple[Dim, ...], Dim]"  # (size, stride, storage_offset)
+
+
+class LeafKind(enum.Enum):
+    TENSOR = "tensor"
+    CONSTANT = "constant"  # any non-tensor leaf: guarded by ==, baked into the graph
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InputLeaf:
+    index: InputIndex
+    path: str  # "args[0]", "kwargs['x']", "self.weight"
+    kind: LeafKind
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlatInputs:
+    """The user's call flattened: module state first (when compiling a module), then args and kwargs."""
+
+    spec: TreeSpec  # of (params_and_buffers_dict, args, kwargs)
+    leaves: tuple[InputLeaf, ...]  # len = number of pytree leaves; indexed by InputIndex
+    values: tuple[object, ...]  # the real leaf values of this call; indexed by InputIndex (compile time only)
+    tensor_indices: tuple[InputIndex, ...]  # the TENSOR leaves, in order
+    module_state_names: tuple[str, ...]  # parameter and buffer names lifted from a module; () for a function
+
+
+# ----------------------------------------------------------------------------- desugar
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DenseLeaf:
+    path: str  # "args[0]" for a plain input, "args[0].a" for an inner tensor
+    owner: InputIndex  # the user input this leaf belongs to
+    position: int  # position among the owner's leaves (0 for a plain input)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AliasGroup:
+    """Dense leaves that share one storage; traced as views of one synthetic base (a flat view of the storage)."""
+
+    members: tuple[DenseIndex, ...]  # len >= 2
+    member_meta: tuple[Meta, ...]  # len = len(members): each member's (size, stride, offset) as a view of the base
+    base_numel: int  # elements in the shared storage
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DenseLayout:
+    trees: tuple[SubclassNode | None, ...]  # len = number of tensor inputs (FlatInputs.tensor_indices order)
+    leaves: tuple[DenseLeaf, ...]  # indexed by DenseIndex
+    leaves_of_input: tuple[tuple[DenseIndex, ...], ...]  # len = number of tensor inputs
+    groups: tuple[AliasGroup, ...]
+    # What each graph placeholder is: a dense leaf, or the synthetic base of groups[g].
+    graph_inputs: tuple[DenseIndex | AliasGroupRef, ...]  # indexed by GraphInputIndex
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AliasGroupRef:
+    group: int  # index into DenseLayout.groups
+
+
+# ----------------------------------------------------------------------------- analyze
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeafMutation:
+    """What the program did to one dense input leaf, observed under functionalization."""
+
+    data: bool  # the leaf's original storage was written (through it or any alias)
+    metadata: bool  # size/stride/offset changed (t_, unsqueeze_, as_strided_, resize_, ...)
+    storage_changed: bool  # set_() gave it another storage
+    set_source: DenseIndex | None  # after set_(), the dense input whose storage it now shares (None: a new storage)
+    final_data: bool  # the storage it ends with holds values written during the call
+    hidden_from_autograd: bool  # every mutation went through .data / under no autograd tracking
+    under_no_grad: bool  # every mutation happened under no_grad or inference mode
+    final_meta: Meta  # size, stride, storage_offset at the end
+    resized: bool  # its storage had to grow (resize_): replay with resize_, not as_strided_
+
+    @property
+    def any(self) -> bool:
+        return self.data or self.metadata or self.storage_changed
+
+
+class OutputKind(enum.Enum):
+    CONSTANT = "constant"  # a Python value returned as is
+    SYMINT = "symint"  # a symbolic int computed by the graph
+    IS_INPUT = "is_input"  # the very input object
+    TENSOR = "tensor"  # a tensor (plain or subclass) whose dense leaves are described per leaf
+
+
+class LeafSource(enum.Enum):
+    GRAPH = "graph"  # a fresh value computed by the graph
+    INPUT_ALIAS = "input_alias"  # a view of a dense input leaf, regenerated after the epilogue
+    INTERMEDIATE_ALIAS = "intermediate_alias"  # a view of a graph-computed base shared with other outputs
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutputLeaf:
+    source: LeafSource
+    index: int  # GRAPH: position among graph tensor outputs; INPUT_ALIAS: DenseIndex; INTERMEDIATE: base number
+    meta: Meta  # the output's size, stride, storage_offset (used by regeneration)
+    is_view: bool  # eager gives a view (`._base` set); otherwise a plain alias sharing storage
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutputInfo:
+    path: str  # "out", "out[0]", "out['loss']"
+    kind: OutputKind
+    constant: object  # CONSTANT: the value; otherwise None
+    input_index: InputIndex | None  # IS_INPUT: which input
+    tree: SubclassNode | None  # TENSOR subclass: how to rebuild it (ctx and outer size from tracing)
+    outer_meta: Meta | None  # TENSOR subclass: outer size, stride, offset
+    leaves: tuple[OutputLeaf, ...]  # TENSOR: one per dense leaf
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Analysis:
+    mutations: tuple[LeafMutation, ...]  # indexed by DenseIndex
+    wrapper_meta_after: tuple[Meta | None, ...]  # per tensor input: a subclass's outer metadata at the end
+    outputs: tuple[OutputInfo, ...]  # indexed by OutputIndex
+    output_spec: TreeSpec
+    num_intermediate_bases: int
+
+    def mutated_leaves(self) -> tuple[DenseIndex, ...]:
+        return tuple(DenseIndex(i) for i, m in enumerate(self.mutations) if m.any)

@@ -1,0 +1,301 @@
+"""The one place that touches torch's private or loosely typed machinery, each piece behind a typed function.
+
+Input: nothing. Output: typed wrappers over functionalization, make_fx, fake tensors, storages and version counters.
+Invariants: casts and `type: ignore[code]` for torch internals live here and nowhere else (STYLE.md "Typing").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from typing import cast
+
+import sympy
+import torch
+import torch._guards
+import torch.fx
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._sympy.printers import PythonPrinter
+
+# ---------------------------------------------------------------------------------------------------------------
+# Functionalization (used by analyze and trace)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def new_functional_mode() -> FunctionalTensorMode:
+    return FunctionalTensorMode(pre_dispatch=False, export=False, _allow_token_discovery=True)
+
+
+def to_functional(t: torch.Tensor) -> torch.Tensor:
+    """Wrap a plain (fake or proxy-tracked) tensor as a FunctionalTensor; a FunctionalTensorMode must be active."""
+    return FunctionalTensor.to_functional(t)
+
+
+def is_functional(t: object) -> bool:
+    return isinstance(t, FunctionalTensor)
+
+
+def from_functional(t: torch.Tensor) -> torch.Tensor:
+    """The current value behind a FunctionalTensor after applying pending updates."""
+    assert isinstance(t, FunctionalTensor), f"BUG: expected a FunctionalTensor, got {type(t).__name__}"
+    torch._sync(t)
+    return cast(torch.Tensor, torch._from_functional_tensor(t.elem))
+
+
+def _elem(t: torch.Tensor) -> torch.Tensor:
+    assert isinstance(t, FunctionalTensor), f"BUG: expected a FunctionalTensor, got {type(t).__name__}"
+    torch._sync(t)
+    return t.elem
+
+
+def has_data_mutation(t: torch.Tensor) -> bool:
+    return bool(torch._functionalize_has_data_mutation(_elem(t)))
+
+
+def has_metadata_mutation(t: torch.Tensor) -> bool:
+    return bool(torch._functionalize_has_metadata_mutation(_elem(t)))
+
+
+def was_storage_changed(t: torch.Tensor) -> bool:
+    return bool(torch._functionalize_was_storage_changed(_elem(t)))
+
+
+def mutations_hidden_from_autograd(t: torch.Tensor) -> bool:
+    return bool(torch._functionalize_are_all_mutations_hidden_from_autograd(_elem(t)))
+
+
+def mutations_under_no_grad(t: torch.Tensor) -> bool:
+    return bool(torch._functionalize_are_all_mutations_under_no_grad_or_inference_mode(_elem(t)))
+
+
+def mutation_counter(t: torch.Tensor) -> int:
+    return int(torch._functionalize_mutation_counter(_elem(t)))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Storages, versions, dispatch
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def storage_key(t: torch.Tensor) -> StorageWeakRef:
+    """A hashable identity of `t`'s storage (works for real, fake and functional tensors)."""
+    return StorageWeakRef(t.untyped_storage())
+
+
+def get_version(t: torch.Tensor) -> int:
+    return int(t._version)
+
+
+def set_version(t: torch.Tensor, version: int) -> None:
+    torch._C._autograd._unsafe_set_version_counter((t,), (version,))
+
+
+def is_fake(t: object) -> bool:
+    return isinstance(t, FakeTensor)
+
+
+def new_fake_mode() -> FakeTensorMode:
+    """A fresh fake mode with its own ShapeEnv, as every compile needs (fake tensor freshness)."""
+    return FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=False)
+
+
+def shape_env_of(mode: FakeTensorMode) -> ShapeEnv:
+    env = mode.shape_env
+    assert env is not None, "BUG: fake modes made by subclassaot always carry a ShapeEnv"
+    return env
+
+
+@contextlib.contextmanager
+def no_python_dispatch() -> Iterator[None]:
+    """Run below every Python mode and subclass (for the epilogue's metadata fix-ups on wrappers)."""
+    with torch.utils._mode_utils.no_dispatch():
+        yield
+
+
+class ForwardingMode(TorchDispatchMode):
+    """A dispatch mode that sees each aten call first, then forwards it unchanged; subclasses override `seen`."""
+
+    def seen(self, func: torch._ops.OpOverload, args: tuple[object, ...], out: object) -> None:
+        raise NotImplementedError
+
+    def __torch_dispatch__(  # type: ignore[override]  # torch's signature is untyped
+        self,
+        func: torch._ops.OpOverload,
+        types: Sequence[type],
+        args: tuple[object, ...] = (),
+        kwargs: dict[str, object] | None = None,
+    ) -> object:
+        out = func(*args, **(kwargs or {}))
+        self.seen(func, args, out)
+        return out
+
+
+def is_view_op(func: torch._ops.OpOverload) -> bool:
+    return bool(func.is_view)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tracing and symbolic expressions
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def trace_graph(fn: Callable[..., object], example_inputs: Sequence[object]) -> torch.fx.GraphModule:
+    """make_fx over fake inputs (already symbolic where the policy says so); the fake mode must be active."""
+    return make_fx(fn, tracing_mode="real", _allow_non_fake_inputs=False)(*example_inputs)
+
+
+def symint_expr(value: int | torch.SymInt) -> sympy.Expr | int:
+    """An int stays an int; a SymInt becomes its sympy expression (simplified by its ShapeEnv)."""
+    if isinstance(value, int):
+        return value
+    node = value.node
+    expr = cast(sympy.Expr, node.expr)
+    simplified = node.shape_env.simplify(expr) if node.shape_env is not None else expr
+    if isinstance(simplified, sympy.Integer):
+        return int(simplified)
+    return cast(sympy.Expr, simplified)
+
+
+_PRINTER = PythonPrinter()
+
+
+def python_source(expr: sympy.Expr | int) -> str:
+    """Python source for a shape expression (FloorDiv, Mod and friends printed as Python integer ops)."""
+    if isinstance(expr, int):
+        return str(expr)
+    return cast(str, _PRINTER.doprint(expr))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fakify: sources, symbols and symbolic contexts (owned by fakify.py; see Note [Fakify Through The Symbol Cache])
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class PathSource(torch._guards.Source):
+    """A source named by its path (`args[0].values`); what the ShapeEnv records for a symbol, without dynamo."""
+
+    path: str
+
+    @property
+    def name(self) -> str:
+        return self.path
+
+    @property
+    def guard_source(self) -> torch._guards.GuardSource:
+        return torch._guards.GuardSource.LOCAL
+
+    def is_ephemeral(self) -> bool:
+        return False
+
+
+def new_size_symbol(shape_env: ShapeEnv, value: int, source_name: str) -> sympy.Symbol:
+    """A fresh backed symbol (never duck-shaped) for `value` at `source_name`, range [2, oo]."""
+    from torch.fx.experimental.symbolic_shapes import DimDynamic
+
+    sym = shape_env.create_symbol(value, PathSource(source_name), dynamic_dim=DimDynamic.DYNAMIC)
+    assert isinstance(sym, sympy.Symbol), (
+        f"BUG: {source_name}={value} did not make a symbol (0/1 must be planned static)"
+    )
+    return sym
+
+
+def reserve_symbol_name(shape_env: ShapeEnv, name: str) -> None:
+    """Keep `name` (`s42`) from being handed out, as if its symbol had been created (replays creation order)."""
+    if name[1:].isdigit():
+        shape_env.unique_ids.add(int(name[1:]))
+
+
+def constrain_range(shape_env: ShapeEnv, symbol: sympy.Symbol, lower: int | None, upper: int | None) -> None:
+    """Narrow `symbol`'s value range (kept in `shape_env.var_to_range`); sizes stay >= 2."""
+    from torch.utils._sympy.numbers import int_oo
+
+    shape_env.constrain_symbol_range(
+        symbol, compiler_min=max(2, lower or 2), compiler_max=int_oo if upper is None else upper
+    )
+
+
+def make_symint(shape_env: ShapeEnv, expr: sympy.Expr, hint: int) -> int | torch.SymInt:
+    """An int for a constant expression, else a SymInt over `expr` whose hint is the real value."""
+    out = shape_env.create_symintnode(expr, hint=hint)
+    assert isinstance(out, int | torch.SymInt), f"BUG: create_symintnode gave {type(out).__name__}"
+    return out
+
+
+def floordiv_expr(expr: sympy.Expr, divisor: int) -> sympy.Expr:
+    """`expr // divisor` in the form the ShapeEnv reasons about."""
+    from torch.utils._sympy.functions import FloorDiv
+
+    return cast(sympy.Expr, FloorDiv(expr, sympy.Integer(divisor)))
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class DimExprs:
+    """The size, stride and storage offset expressions fakify decided for one tensor at `path`."""
+
+    path: str
+    sizes: tuple[sympy.Expr, ...]  # len = ndim
+    strides: tuple[sympy.Expr, ...]  # len = ndim
+    storage_offset: sympy.Expr
+    inferred_strides: tuple[bool, ...]  # len = ndim; True where torch may infer the stride from the sizes
+
+
+def _symbolic_context(shape_env: ShapeEnv, exprs: DimExprs, base: DimExprs | None) -> object:
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, StatefulSymbolicContext
+
+    base_context = None if base is None else _symbolic_context(shape_env, base, None)
+    context = StatefulSymbolicContext(
+        dynamic_sizes=[DimDynamic.STATIC if e.is_number else DimDynamic.DYNAMIC for e in exprs.sizes],
+        dynamic_strides=[DimDynamic.INFER_STRIDE if i else DimDynamic.DYNAMIC for i in exprs.inferred_strides],
+        tensor_source=PathSource(exprs.path),
+        view_base_context=cast("torch.fx.experimental.symbolic_shapes.SymbolicContext | None", base_context),
+    )
+    cache: dict[str, sympy.Expr] = {f"{exprs.path}.size()[{d}]": e for d, e in enumerate(exprs.sizes)}
+    cache.update({f"{exprs.path}.stride()[{d}]": e for d, e in enumerate(exprs.strides)})
+    cache[f"{exprs.path}.storage_offset()"] = exprs.storage_offset
+    context.shape_env_to_source_to_symbol_cache[id(shape_env)] = cache
+    return context
+
+
+def fake_leaf(fake_mode: FakeTensorMode, t: torch.Tensor, exprs: DimExprs, base: DimExprs | None) -> torch.Tensor:
+    """`fake_mode.from_tensor(t)` with exactly the given expressions (the ShapeEnv makes no symbols of its own).
+
+    The converter memoises on the real tensor and its storage, so aliasing inputs become aliasing fakes. For a view,
+    `base` gives the expressions of `t._base` under the source `<path>._base` (the name torch gives it).
+    """
+    from torch.fx.experimental.symbolic_shapes import SymbolicContext
+
+    shape_env = shape_env_of(fake_mode)
+    context = cast(SymbolicContext, _symbolic_context(shape_env, exprs, base))
+    return fake_mode.from_tensor(t, source=PathSource(exprs.path), symbolic_context=context)
+
+
+def expr_of(value: int | torch.SymInt) -> sympy.Expr:
+    """The raw (unsimplified) sympy expression of a size, stride or offset."""
+    if isinstance(value, int):
+        return sympy.Integer(value)
+    return cast(sympy.Expr, value.node.expr)
+
+
+def add_divisibility_guard(value: int | torch.SymInt, divisor: int) -> None:
+    """Record `value % divisor == 0` in its ShapeEnv (as a guard, which also marks it divisible)."""
+    if isinstance(value, torch.SymInt):
+        holds = bool(value % divisor == 0)
+        assert holds, f"BUG: divisibility by {divisor} is checked on the input before it is installed"
+
+
+def set_wrapper_metadata(t: torch.Tensor, size: Sequence[int], stride: Sequence[int], offset: int) -> None:
+    """Change a wrapper subclass's own size/stride/offset without dispatching to it (its inner tensors are done)."""
+    with torch.utils._mode_utils.no_dispatch():
+        meta_in_tls = torch._C._meta_in_tls_dispatch_include()
+        torch._C._set_meta_in_tls_dispatch_include(True)
+        try:
+            torch.ops.aten.as_strided_.default(t, list(size), list(stride), offset)
+        finally:
+            torch._C._set_meta_in_tls_dispatch_include(meta_in_tls)

@@ -1,0 +1,1 @@
+"""FP8-scaled tensors: Triton kernels (`kernels.py`) and their pure-torch oracle (`reference.py`)."""

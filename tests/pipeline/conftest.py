@@ -1,0 +1,29 @@
+"""`--identity-compile`: run the corpus with `compile_fn = lambda fn, **kw: fn`, i.e. eager against eager.
+
+That run checks the corpus and the oracle themselves (every program must pass it) without the pipeline:
+`pytest tests/pipeline --identity-compile`. Without the flag, the corpus compiles with `subclassaot.compile`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.oracle import CompileFn
+from tests.pipeline.corpus import identity_compile
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--identity-compile",
+        action="store_true",
+        default=False,
+        help="run the pipeline corpus eager-vs-eager, to check the corpus and the oracle",
+    )
+
+
+@pytest.fixture
+def compile_fn(request: pytest.FixtureRequest) -> CompileFn | None:
+    """None means `subclassaot.compile`; with --identity-compile, a compile that returns the program unchanged."""
+    if request.config.getoption("--identity-compile", default=False):
+        return identity_compile
+    return None

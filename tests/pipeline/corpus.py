@@ -1,0 +1,72 @@
+"""Shared vocabulary of the pipeline corpus: a `Case` is one program, its inputs, and how to check it.
+
+Input: programs written in the corpus modules. Output: pytest parameters, one per (case, backend).
+Invariants: every case is correct against eager semantics (`pytest tests/pipeline --identity-compile` passes);
+a case whose program eager rejects says so (`eager_raises=True`) and is checked with `assert_raises_like_eager`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import pytest
+import torch
+
+from tests.oracle import Call, CompileFn, assert_matches_eager, assert_raises_like_eager
+
+__all__ = ["Case", "identity_compile", "params", "run_case", "set_to"]
+
+MakeInputs = Callable[[], tuple[object, ...] | Call]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Case:
+    """One corpus program. `inductor=True` also runs it on the inductor backend (keep that subset small)."""
+
+    name: str
+    fn: Callable[..., object]
+    make_inputs: MakeInputs
+    after_call: Callable[[object, tuple[object, ...]], object] | None = None
+    inductor: bool = False
+    eager_raises: bool = False
+    check_grads: bool | None = None
+    compile_kwargs: dict[str, object] = dataclasses.field(default_factory=dict)
+
+
+def identity_compile(fn: Callable[..., object], **kwargs: object) -> Callable[..., object]:
+    return fn
+
+
+def params(cases: Sequence[Case]) -> list[object]:
+    """One pytest param per case on the eager backend, plus one on inductor for the cases that ask for it."""
+    names = [c.name for c in cases]
+    duplicates = {n for n in names if names.count(n) > 1}
+    if duplicates:
+        raise ValueError(f"duplicate case names: {sorted(duplicates)}")
+    out: list[object] = [pytest.param(c, "eager", id=c.name) for c in cases]
+    out += [pytest.param(c, "inductor", id=f"{c.name}-inductor") for c in cases if c.inductor]
+    return out
+
+
+def run_case(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
+    if case.eager_raises:
+        assert_raises_like_eager(
+            case.fn, case.make_inputs, backend=backend, compile_kwargs=case.compile_kwargs, compile_fn=compile_fn
+        )
+        return
+    assert_matches_eager(
+        case.fn,
+        case.make_inputs,
+        backend=backend,
+        compile_kwargs=case.compile_kwargs,
+        after_call=case.after_call,
+        check_grads=case.check_grads,
+        compile_fn=compile_fn,
+    )
+
+
+def set_to(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """`x.set_(y)`; torch's stubs only list the storage overloads of `set_`."""
+    out: torch.Tensor = x.set_(y)  # type: ignore[call-overload]
+    return out
