@@ -264,7 +264,11 @@ def _share_outer_dims(node: TensorPlan, dims: dict[DimAddress, DimPlan]) -> None
             p = c.policy
             explicit_static = p.kind is DimKind.STATIC and p.origin in _EXPLICIT
             constrained = p.min is not None or p.max is not None or p.divisible_by is not None
-            if o.derived or c.derived or not o.dynamic or o.hint != c.hint or explicit_static or constrained:
+            # A shared outer dim passes its symbol on to nested inner tensors; a related one does not (no cycles).
+            related = o.derived is not None and o.derived.origin is not Origin.SHARED
+            if related or c.derived or o.hint != c.hint or explicit_static or constrained:
+                continue
+            if not _root(o.address, dims).dynamic:
                 continue
             shared = Derivation(source=o.address, origin=Origin.SHARED)
             dims[c.address] = dataclasses.replace(c, derived=shared, note="")

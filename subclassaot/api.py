@@ -26,7 +26,9 @@ from subclassaot.desugar import dense_layout
 from subclassaot.errors import BackendError
 from subclassaot.inputs import flatten_call, module_state
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.runtime import RuntimePlan, leaf_attr_paths, make_runner
+from subclassaot.autograd_runtime import training_call
+from subclassaot.joint import check_training_supported, trace_backward
+from subclassaot.runtime import RuntimePlan, inference_call, leaf_attr_paths, make_runner
 from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, InputIndex
 from subclassaot.torch_internals import new_fake_mode, shape_env_of
 from subclassaot.trace import TracedGraph, trace_inference
@@ -123,8 +125,12 @@ def compile_entry(
     fakes = _fakify_static(tensors, fake_mode)  # type: ignore[arg-type]
     layout = dense_layout(fakes, paths, flat.tensor_indices)
     dense_fakes = _dense(fakes, paths)
-    with torch.no_grad():
+    training = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)  # type: ignore[union-attr]
+    with torch.enable_grad() if training else torch.no_grad():
         analysis = analyze(call, flat, layout, dense_fakes, fake_mode)
+    if training:
+        check_training_supported(flat, layout, analysis, fakes)
+    with torch.no_grad():
         traced = trace_inference(call, flat, layout, analysis, dense_fakes, fake_mode)
     backends.verify_functional(traced.graph)
     backend = backends.get_backend(config.backend)
@@ -137,11 +143,17 @@ def compile_entry(
         graph_outputs=traced.outputs,
         leaf_attr_paths=leaf_attr_paths(layout),
     )
+    graph_call = inference_call(compiled)
+    if training:
+        bw_meta = trace_backward(call, flat, layout, analysis, traced, dense_fakes, fakes, fake_mode)
+        backends.verify_functional(bw_meta.graph)
+        bw = backend(bw_meta.graph, bw_meta.example_inputs)
+        graph_call = training_call(plan, compiled, bw, bw_meta)
     _, spec = pytree.tree_flatten(pytree.tree_unflatten(list(flat.values), flat.spec))
     return CompiledEntry(
         spec=spec,
         guards=entry_guards,
-        run=make_runner(plan, compiled),
+        run=make_runner(plan, graph_call),
         flat=flat,
         layout=layout,
         analysis=analysis,

@@ -26,6 +26,7 @@ class FunctionalRun:
 
     graph_inputs: list[torch.Tensor]  # per graph placeholder: its functional wrapper
     user_tensors: list[torch.Tensor]  # per tensor input: the object the program received
+    grad_leaves: list[torch.Tensor]  # per tensor input: what gradients are taken with respect to
     originals: list[torch.Tensor]  # per dense leaf: an alias of its original storage with its original metadata
     finals: list[torch.Tensor]  # per dense leaf: the leaf as the program left it (re-flattened for subclasses)
     output: object  # what the program returned
@@ -36,12 +37,29 @@ def run_functional(
     flat: FlatInputs,
     layout: DenseLayout,
     graph_values: Sequence[torch.Tensor],
+    *,
+    requires_grad_like: Sequence[torch.Tensor] | None = None,
+    clone_inputs: frozenset[int] = frozenset(),
 ) -> FunctionalRun:
     """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
     graph_fun = [to_functional(v) for v in graph_values]
     dense = dense_from_graph_inputs(layout, graph_fun)
+    uncloned = list(dense)
+    for i in clone_inputs:
+        # Gradients are taken with respect to the input as it was: the program mutates a clone of a plain input
+        # (see Note [Training By Recompute]).
+        j = layout.leaves_of_input[i][0]
+        dense[j] = dense[j].clone()
     originals = [torch.ops.aten.alias.default(d) for d in dense]
     user_tensors = rebuild_user_tensors(layout, dense)
+    if requires_grad_like is not None:
+        # Rebuilt wrappers are fresh leaves: give them the requires_grad of the input they stand for.
+        for t, like in zip(user_tensors, requires_grad_like, strict=True):
+            if like.requires_grad and not t.requires_grad:
+                t.requires_grad_(True)
+    grad_leaves = list(user_tensors)
+    for i in clone_inputs:
+        grad_leaves[i] = uncloned[layout.leaves_of_input[i][0]]
     values = list(flat.values)
     for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):
         values[index] = tensor
@@ -51,7 +69,12 @@ def run_functional(
     for tree, tensor in zip(layout.trees, user_tensors, strict=True):
         finals.extend([tensor] if tree is None else flatten_subclass(tensor, tree.path)[1])
     return FunctionalRun(
-        graph_inputs=graph_fun, user_tensors=user_tensors, originals=originals, finals=finals, output=output
+        graph_inputs=graph_fun,
+        grad_leaves=grad_leaves,
+        user_tensors=user_tensors,
+        originals=originals,
+        finals=finals,
+        output=output,
     )
 
 

@@ -68,6 +68,11 @@ def _ctx_diff(old: object, new: object, prefix: str) -> list[tuple[str, object, 
     return [] if equal else [(prefix, old, new)]
 
 
+def _lit(text: str) -> str:
+    """`text` made safe inside a single-quoted f-string literal (paths hold quotes: kwargs['x'])."""
+    return text.replace("\\", "\\\\").replace("'", "\\'").replace("{", "{{").replace("}", "}}")
+
+
 class _Writer:
     """Accumulates guard lines; checks return a message, bindings assign symbols."""
 
@@ -88,7 +93,7 @@ class _Writer:
     def dim(self, access: str, label: str, value: int | torch.SymInt) -> None:
         expr = symint_expr(value)
         if isinstance(expr, int):
-            self.check(f"{access} == {expr}", f"f'{label}: expected {expr}, got {{{access}}}'")
+            self.check(f"{access} == {expr}", f"f'{_lit(label)}: expected {expr}, got {{{access}}}'")
         elif isinstance(expr, sympy.Symbol) and expr.name not in self.bound:
             self.bound[expr.name] = access
             self.lines.append(f"    {expr.name} = {access}")
@@ -111,7 +116,7 @@ def build_guards(
             c = w.constant(value)
             w.check(
                 f"type(v{leaf.index}) is type({c}) and v{leaf.index} == {c}",
-                f"f'{leaf.path}: expected {value!r}, got {{v{leaf.index}!r}}'",
+                f"f'{_lit(leaf.path)}: expected {value!r}, got {{v{leaf.index}!r}}'",
             )
     for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
         index = flat.tensor_indices[t_index]
@@ -120,7 +125,7 @@ def build_guards(
         _tensor_guards(w, f"v{index}", flat.leaves[index].path, fake, tree, type(real))
     _alias_guards(w, layout, flat)
     for access, expected, label in w.deferred:
-        w.check(f"{access} == {expected}", f"f'{label}: expected {expected} = {{{expected}}}, got {{{access}}}'")
+        w.check(f"{access} == {expected}", f"f'{_lit(label)}: expected {expected} = {{{expected}}}, got {{{access}}}'")
     _shape_env_guards(w, shape_env)
     symbols = tuple(w.bound)
     w.lines.append("    return {" + ", ".join(f"{s!r}: {s}" for s in symbols) + "}")
@@ -134,14 +139,14 @@ def _tensor_guards(
     w: _Writer, var: str, path: str, fake: torch.Tensor, tree: SubclassNode | None, real_type: type
 ) -> None:
     cls = w.constant(real_type)
-    w.check(f"type({var}) is {cls}", f"f'{path}: expected type {real_type.__name__}, got {{type({var}).__name__}}'")
+    w.check(f"type({var}) is {cls}", f"f'{_lit(path)}: expected type {real_type.__name__}, got {{type({var}).__name__}}'")
     for field in ("dtype", "device", "requires_grad"):
         expected = getattr(fake, field)
         if field == "device":
             expected = torch.device(expected)
         c = w.constant(expected)
-        w.check(f"{var}.{field} == {c}", f"f'{path}.{field}: expected {expected}, got {{{var}.{field}}}'")
-    w.check(f"{var}.dim() == {fake.dim()}", f"f'{path}.dim(): expected {fake.dim()}, got {{{var}.dim()}}'")
+        w.check(f"{var}.{field} == {c}", f"f'{_lit(path)}.{field}: expected {expected}, got {{{var}.{field}}}'")
+    w.check(f"{var}.dim() == {fake.dim()}", f"f'{_lit(path)}.dim(): expected {fake.dim()}, got {{{var}.dim()}}'")
     w.lines.append(f"    {var}_size = {var}.shape")
     if tree is None:
         w.lines.append(f"    {var}_stride = {var}.stride()")
@@ -161,7 +166,7 @@ def _subclass_guards(w: _Writer, var: str, path: str, tree: SubclassNode, fake: 
     w.lines.append(f"    {var}_flat = {var}.__tensor_flatten__()")
     w.check(
         f"list({var}_flat[0]) == {attrs}",
-        f"f'{path}: inner tensors expected {list(tree.attrs)}, got {{list({var}_flat[0])}}'",
+        f"f'{_lit(path)}: inner tensors expected {' '.join(tree.attrs)}, got {{list({var}_flat[0])}}'",
     )
     w.check(f"{var}_flat[1] == {ctx}", f"describe_ctx_change({path!r}, {ctx}, {var}_flat[1])")
     w.lines.append(f"    {var}_stride = {var}.stride()")
@@ -182,7 +187,7 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
     accesses = [_dense_access(layout, flat, j) for j in range(len(layout.leaves))]
     w.lines.append("    _st = [" + ", ".join(f"{a}.untyped_storage()._cdata" for a in accesses) + "]")
     distinct = len(layout.leaves) - sum(len(g.members) - 1 for g in layout.groups)
-    pattern = "; ".join(" ~ ".join(layout.leaves[m].path for m in g.members) for g in layout.groups) or "none"
+    pattern = _lit("; ".join(" ~ ".join(layout.leaves[m].path for m in g.members) for g in layout.groups) or "none")
     conds = [f"len(set(_st)) == {distinct}"]
     for g in layout.groups:
         conds += [f"_st[{g.members[0]}] == _st[{m}]" for m in g.members[1:]]
@@ -220,9 +225,9 @@ def _shape_env_guards(w: _Writer, shape_env: torch.fx.experimental.symbolic_shap
             continue
         lower, upper = value_range.lower, value_range.upper
         if lower.is_finite:
-            w.check(f"{name} >= {int(lower)}", f"f'{w.bound[name]} = {{{name}}} is below {int(lower)} ({name})'")
+            w.check(f"{name} >= {int(lower)}", f"f'{_lit(w.bound[name])} = {{{name}}} is below {int(lower)} ({name})'")
         if upper.is_finite:
-            w.check(f"{name} <= {int(upper)}", f"f'{w.bound[name]} = {{{name}}} is above {int(upper)} ({name})'")
+            w.check(f"{name} <= {int(upper)}", f"f'{_lit(w.bound[name])} = {{{name}}} is above {int(upper)} ({name})'")
     for guard in shape_env.guards:
         expr = shape_env.simplify(guard.expr)
         if expr == sympy.true:

@@ -20,6 +20,7 @@ from subclassaot.schemas import (
     Analysis,
     DenseLayout,
     FlatInputs,
+    LeafMutation,
     LeafSource,
     Meta,
     OutputInfo,
@@ -91,7 +92,17 @@ class MetaEvaluator:
         )
 
 
-def make_runner(plan: RuntimePlan, compiled: Callable[..., object]) -> Callable[[Sequence[object], dict[str, int]], object]:
+GraphCall = Callable[[Sequence[object], list[torch.Tensor]], tuple[list[object], dict[int, torch.Tensor]]]
+
+
+def inference_call(compiled: Callable[..., object]) -> GraphCall:
+    def call(values: Sequence[object], graph_in: list[torch.Tensor]) -> tuple[list[object], dict[int, torch.Tensor]]:
+        return list(compiled(*graph_in)), {}  # type: ignore[call-overload]
+
+    return call
+
+
+def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[object], dict[str, int]], object]:
     ev = MetaEvaluator()
     flat, layout, analysis, gout = plan.flat, plan.layout, plan.analysis, plan.graph_outputs
     owners = [flat.tensor_indices.index(leaf.owner) for leaf in layout.leaves]
@@ -114,9 +125,9 @@ def make_runner(plan: RuntimePlan, compiled: Callable[..., object]) -> Callable[
                 graph_in.append(dense[group.members[0]].as_strided((group.base_numel,), (1,), 0))
             else:
                 graph_in.append(dense[item])
-        outs = list(compiled(*graph_in))  # type: ignore[call-overload]
+        outs, prewrapped = graph_call(values, graph_in)
         _epilogue(plan, ev, values, dense, graph_in, outs, symbols, owners)
-        return _outputs(plan, ev, values, dense, outs, symbols)
+        return _outputs(plan, ev, values, dense, outs, symbols, prewrapped)
 
     return run
 
@@ -136,12 +147,13 @@ def _epilogue(
     for k, update in enumerate(gout.updates):
         by_target[(update.kind, update.target)] = outs[k]  # type: ignore[assignment]
     hidden_versions = {j: get_version(dense[j]) for j, m in enumerate(analysis.mutations) if m.hidden_from_autograd}
-    with torch.no_grad():
-        for (kind, target), value in by_target.items():
-            if kind is UpdateKind.BASE:
+    for (kind, target), value in by_target.items():
+        if kind is UpdateKind.BASE:
+            with torch.no_grad():
                 graph_in[target].copy_(value)
-            elif kind is UpdateKind.ORIGINAL:
-                dense[target].copy_(value)
+        elif kind is UpdateKind.ORIGINAL:
+            _copy_into(dense[target], value, analysis.mutations[target])
+    with torch.no_grad():
         for j, m in enumerate(analysis.mutations):
             if not (m.metadata or m.storage_changed):
                 continue
@@ -158,12 +170,22 @@ def _epilogue(
                     x.as_strided_(size, stride, offset)
             else:
                 x.as_strided_(size, stride, offset)
-        for (kind, target), value in by_target.items():
-            if kind is UpdateKind.FINAL:
-                dense[target].copy_(value)
+    for (kind, target), value in by_target.items():
+        if kind is UpdateKind.FINAL:
+            _copy_into(dense[target], value, analysis.mutations[target])
     for j, version in hidden_versions.items():
         set_version(dense[j], version)
     _fix_wrappers(plan, ev, values, symbols)
+
+
+def _copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation) -> None:
+    # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's
+    # grad_fn and version match eager; .data and no_grad mutations stay invisible to autograd, as in eager.
+    if x.requires_grad and not (mutation.under_no_grad or mutation.hidden_from_autograd):
+        x.copy_(value)
+    else:
+        with torch.no_grad():
+            x.copy_(value)
 
 
 def _fix_wrappers(plan: RuntimePlan, ev: MetaEvaluator, values: Sequence[object], symbols: dict[str, int]) -> None:
@@ -188,6 +210,7 @@ def _outputs(
     dense: list[torch.Tensor],
     outs: list[object],
     symbols: dict[str, int],
+    prewrapped: dict[int, torch.Tensor],
 ) -> object:
     gout = plan.graph_outputs
     fresh_start = len(gout.updates)
@@ -196,8 +219,10 @@ def _outputs(
     bases = outs[base_start:symint_start]
     symint_iter = iter(outs[symint_start:])
     result = []
-    for info in plan.analysis.outputs:
-        if info.kind is OutputKind.CONSTANT:
+    for o, info in enumerate(plan.analysis.outputs):
+        if o in prewrapped:
+            result.append(prewrapped[o])
+        elif info.kind is OutputKind.CONSTANT:
             result.append(info.constant)
         elif info.kind is OutputKind.SYMINT:
             result.append(next(symint_iter))

@@ -283,11 +283,10 @@ def _compare_aliasing(got: Sequence[_Entry], want: Sequence[_Entry], errors: lis
 
 def _run(
     fn: Callable[..., object],
-    make_inputs: Callable[[], tuple[object, ...] | Call],
+    call: Call,
     module: torch.nn.Module | None,
     after_call: Callable[[object, tuple[object, ...]], object] | None,
 ) -> _Run:
-    call = _fresh(make_inputs)
     inputs = tuple(_input_entries(call, module))
     run = _Run(
         call=call,
@@ -461,13 +460,14 @@ def assert_matches_eager(
     do_compile = compile_fn if compile_fn is not None else _default_compile
     compiled = do_compile(compiled_target, backend=backend, **dict(compile_kwargs or {}))
     for index in range(calls):
+        eager_call = _fresh(make_inputs)
         try:
-            want = _run(eager_fn, make_inputs, _as_module(eager_fn), after_call)
+            want = _run(eager_fn, eager_call, _as_module(eager_fn), after_call)
         except Exception as e:
             raise AssertionError(
                 f"eager itself raised {e!r}: this program is not legal in eager; use assert_raises_like_eager"
             ) from e
-        got = _run(compiled, make_inputs, _as_module(compiled_target), after_call)
+        got = _run(compiled, _fresh(make_inputs), _as_module(compiled_target), after_call)
         errors: list[str] = []
         _compare_forward(got, want, tol, errors)
         if _wants_grads(want, check_grads):

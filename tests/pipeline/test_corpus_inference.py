@@ -239,7 +239,12 @@ DATA_MUTATIONS = [
     Case(
         name="input_mutation_output_view_multiple",
         fn=input_mutation_output_view_multiple,
-        make_inputs=lambda: (torch.arange(4.0).view(2, 2) + 1, torch.arange(4.0).view(2, 2) + 1, randn(2, 2), randn(2, 2)),
+        make_inputs=lambda: (
+            torch.arange(4.0).view(2, 2) + 1,
+            torch.arange(4.0).view(2, 2) + 1,
+            randn(2, 2),
+            randn(2, 2),
+        ),
     ),
     Case(name="int_mutation", fn=int_mutation, make_inputs=lambda: (torch.randint(0, 10, (5,)),)),
     Case(
@@ -515,14 +520,14 @@ VIEWS: dict[str, Callable[[T], object]] = {
     "slice": lambda x: x[:, 1:3],
     "diagonal": lambda x: x.diagonal(),
     "unbind": lambda x: x.unbind(0),
-    "split": lambda x: x.split(2, dim=1),
+    "split": lambda x: torch.split(x, 2, dim=1),
     "expand": lambda x: x[:, :1].expand(3, 5),
     "as_strided": lambda x: x.as_strided((2, 2), (1, 4), 1),
     "unsqueeze": lambda x: x.unsqueeze(1),
     "ellipsis": lambda x: x[...],
     "narrow": lambda x: x.narrow(1, 1, 2),
     "chunk": lambda x: x.chunk(3, dim=0),
-    "alias": lambda x: torch.ops.aten.alias.default(x),
+    "alias": torch.ops.aten.alias.default,
     "detach": lambda x: x.detach(),
     "permute_contiguous": lambda x: x.t().contiguous(),
 }

@@ -359,7 +359,7 @@ class Identity(torch.autograd.Function):
 
 
 def custom_function_returns_input(x: T) -> object:
-    return Identity.apply(x)
+    return Identity.apply(x)  # type: ignore[no-untyped-call]
 
 
 class MutatesInBackward(torch.autograd.Function):
@@ -376,7 +376,7 @@ class MutatesInBackward(torch.autograd.Function):
 
 
 def backward_mutation(a: T, b: T) -> object:
-    return a * MutatesInBackward.apply(b)
+    return a * MutatesInBackward.apply(b)  # type: ignore[no-untyped-call]
 
 
 def mul_out0(out: object, args: tuple[object, ...]) -> None:
@@ -452,7 +452,9 @@ OUTPUTS = [
         make_inputs=lambda: (leaf(3),),
         after_call=mul_out,
     ),
-    Case(name="no_grad_view_mutated_after_call", fn=no_grad_view, make_inputs=lambda: (nonleaf(3),), after_call=mul_out),
+    Case(
+        name="no_grad_view_mutated_after_call", fn=no_grad_view, make_inputs=lambda: (nonleaf(3),), after_call=mul_out
+    ),
     Case(name="sin_cos", fn=sin_cos, make_inputs=lambda: (leaf(3, 2), leaf(3, 2)), inductor=True),
     Case(name="custom_function_returns_input", fn=custom_function_returns_input, make_inputs=lambda: (leaf(2, 2),)),
     Case(name="backward_mutation", fn=backward_mutation, make_inputs=lambda: (leaf(3, 3), torch.ones(3, 3))),
@@ -472,7 +474,8 @@ class Counter(torch.nn.Module):
     def forward(self, x: T) -> T:
         count = self.get_buffer("count")
         count.add_(1)
-        return self.lin(x) * count
+        out: T = self.lin(x) * count
+        return out
 
 
 class DecayedWeight(torch.nn.Module):

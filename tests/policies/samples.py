@@ -50,7 +50,7 @@ class _Wrapper(torch.Tensor):
         return cls(inner, outer_size, outer_stride)
 
     @classmethod
-    def __torch_dispatch__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+    def __torch_dispatch__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:  # type: ignore[override]
         raise NotImplementedError(f"{cls.__name__} runs no ops in these tests ({func})")
 
     def __repr__(self) -> str:  # type: ignore[override]
@@ -70,23 +70,23 @@ def pair(a: torch.Tensor, b: torch.Tensor) -> Pair:
 
 
 class Scaled(_Wrapper):
-    """`data` of the outer shape times a 0-dim `scale` (scale stays static under mark_dynamic)."""
+    """`qdata` of the outer shape times a 0-dim `scale` (scale stays static under mark_dynamic)."""
 
-    inner_names = ("data", "scale")
-    data: torch.Tensor
+    inner_names = ("qdata", "scale")
+    qdata: torch.Tensor
     scale: torch.Tensor
 
 
 def scaled(data: torch.Tensor, scale: float = 0.5) -> Scaled:
-    return Scaled({"data": data, "scale": torch.tensor(scale)}, data.shape, data.stride())
+    return Scaled({"qdata": data, "scale": torch.tensor(scale)}, data.shape, data.stride())
 
 
 class Bag(_Wrapper):
-    """B bags of D-vectors: `_values` (N, D), `_offsets` (B + 1,); outer shape (B, D) (names as in NJT)."""
+    """B bags of D-vectors: `flat_values` (N, D), `offsets` (B + 1,); outer shape (B, D)."""
 
-    inner_names = ("_values", "_offsets")
-    _values: torch.Tensor
-    _offsets: torch.Tensor
+    inner_names = ("flat_values", "offsets")
+    flat_values: torch.Tensor
+    offsets: torch.Tensor
 
     def __tensor_mark_dynamic__(
         self, dims: tuple[int, ...], min: int | None, max: int | None
@@ -96,8 +96,8 @@ class Bag(_Wrapper):
             return SubclassSymbolicPolicy(outer=outer_policy)
         return SubclassSymbolicPolicy(
             outer=outer_policy,
-            inner={"_values": marked(2, (0, *dims), dynamic()), "_offsets": TensorPolicy(sizes=(dynamic(),))},
-            relations=[affine(inner("_offsets", 0), outer(0), offset=1)],
+            inner={"flat_values": marked(2, (0, *dims), dynamic()), "offsets": TensorPolicy(sizes=(dynamic(),))},
+            relations=[affine(inner("offsets", 0), outer(0), offset=1)],
         )
 
 
@@ -105,4 +105,4 @@ def bag(lengths: Sequence[int], d: int = 3) -> Bag:
     offsets = torch.tensor([0, *torch.tensor(list(lengths)).cumsum(0).tolist()])
     values = torch.randn(int(offsets[-1]), d)
     size = (len(lengths), d)
-    return Bag({"_values": values, "_offsets": offsets}, size, (d, 1))
+    return Bag({"flat_values": values, "offsets": offsets}, size, (d, 1))

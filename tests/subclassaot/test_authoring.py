@@ -23,6 +23,9 @@ class Scaled(WrapperTensor):
     inner_names: ClassVar[tuple[str, ...]] = ("payload",)
     optional_inner_names: ClassVar[tuple[str, ...]] = ("scale",)
     ctx_names: ClassVar[tuple[str, ...]] = ("label",)
+    payload: torch.Tensor
+    scale: torch.Tensor | None
+    label: str
 
     @implements(aten.mul.Tensor)
     def _mul(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -75,16 +78,21 @@ def test_unlisted_op_names_class_op_and_arg_types() -> None:
 
 def test_op_table_inheritance_and_override() -> None:
     x = Scaled(torch.ones(2), None, "s")
-    assert (x * 2).payload.tolist() == [2.0, 2.0]
+    doubled = x * 2
+    assert isinstance(doubled, Scaled) and doubled.payload.tolist() == [2.0, 2.0]
     y = ScaledChild(torch.ones(2), None, "s")
     z = y * 2
-    assert type(z) is ScaledChild and z.payload.tolist() == [20.0, 20.0] and z.label == "child"
-    assert torch.equal(y.detach().payload, y.payload)  # the base table's detach is inherited
+    assert isinstance(z, ScaledChild) and z.payload.tolist() == [20.0, 20.0] and z.label == "child"
+    detached = y.detach()
+    assert isinstance(detached, ScaledChild) and torch.equal(
+        detached.payload, y.payload
+    )  # the base table's detach is inherited
 
 
 def test_late_registration_is_inherited() -> None:
     class Base(WrapperTensor):
         inner_names: ClassVar[tuple[str, ...]] = ("p",)
+        p: torch.Tensor
 
     class Child(Base):
         pass
@@ -93,7 +101,8 @@ def test_late_registration_is_inherited() -> None:
     def _neg(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         return type(args[0])(-args[0].p)
 
-    assert (-Child(torch.ones(2))).p.tolist() == [-1.0, -1.0]
+    negated = -Child(torch.ones(2))
+    assert isinstance(negated, Child) and negated.p.tolist() == [-1.0, -1.0]
 
 
 def test_optional_inner_tensors() -> None:
@@ -121,6 +130,7 @@ class Transposed(WrapperTensor):
     """A wrapper whose outer strides are not its inner tensor's: a transposed view over contiguous data."""
 
     inner_names: ClassVar[tuple[str, ...]] = ("payload",)
+    payload: torch.Tensor
 
     @classmethod
     def over(cls, payload: torch.Tensor) -> Transposed:
@@ -146,9 +156,11 @@ def test_copies_and_pickle() -> None:
     x = example()
     for y in (x.detach(), x.clone(), copy.deepcopy(x), pickle.loads(pickle.dumps(x)), x.to(torch.float32)):
         assert isinstance(y, PairTensor) and torch.equal(y.a, x.a) and torch.equal(y.b, x.b)
-    assert x.clone().a.untyped_storage().data_ptr() != x.a.untyped_storage().data_ptr()
+    cloned = x.clone()
+    assert isinstance(cloned, PairTensor)
+    assert cloned.a.untyped_storage().data_ptr() != x.a.untyped_storage().data_ptr()
     z = x.to(torch.float64)
-    assert z.dtype == torch.float64 and z.a.dtype == torch.float64
+    assert isinstance(z, PairTensor) and z.dtype == torch.float64 and z.a.dtype == torch.float64
 
 
 def test_deepcopy_keeps_requires_grad() -> None:
@@ -170,7 +182,7 @@ def test_copy_between_wrappers() -> None:
 def test_wrapper_with_requires_grad_is_a_leaf_and_grads_reach_inner() -> None:
     x = PairTensor(torch.ones(2, 2), torch.full((2, 2), 3.0), requires_grad=True)
     assert x.is_leaf
-    (x * x).sum().backward()
+    torch.autograd.backward((x * x).sum())
     assert isinstance(x.grad, PairTensor)
     assert x.grad.a.tolist() == [[2.0, 2.0], [2.0, 2.0]] and x.grad.b.tolist() == [[6.0, 6.0], [6.0, 6.0]]
 
@@ -180,6 +192,6 @@ def test_compile_aot_eager_fullgraph_matches_eager() -> None:
         return (t.transpose(0, 1) * 3)[1:].sum(1)
 
     got, expected = torch.compile(fn, backend="aot_eager", fullgraph=True)(example()), fn(example())
-    assert isinstance(got, PairTensor)
+    assert isinstance(got, PairTensor) and isinstance(expected, PairTensor)
     torch.testing.assert_close(got.a, expected.a)
     torch.testing.assert_close(got.b, expected.b)

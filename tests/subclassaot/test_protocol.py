@@ -21,9 +21,11 @@ def test_nested_flatten_unflatten() -> None:
     assert all(type(leaf) is torch.Tensor for leaf in leaves) and node.num_leaves == 4
     y = unflatten_subclass(node, leaves)
     assert isinstance(y, PairTensor) and isinstance(y.a, PairTensor)
+    assert isinstance(y.b, PairTensor) and isinstance(x.b, PairTensor)
     assert torch.equal(y.b.a, x.b.a)
     doubled = map_inner_tensors(x, lambda path, t: t * 2, "x")
     assert isinstance(doubled, PairTensor) and isinstance(doubled.a, PairTensor)
+    assert isinstance(x.a, PairTensor)
     assert torch.equal(doubled.a.b, x.a.b * 2)
 
 
@@ -41,9 +43,9 @@ def test_unflatten_with_symbolic_outer_sizes() -> None:
 
 
 class Raw(torch.Tensor):
-    """A hand-written wrapper whose flatten / unflatten misbehave as `mode` says."""
+    """A hand-written wrapper whose flatten / unflatten misbehave as `breakage` says."""
 
-    mode: ClassVar[str] = "ok"
+    breakage: ClassVar[str] = "ok"
     ctx_value: ClassVar[object] = None
 
     @staticmethod
@@ -58,9 +60,10 @@ class Raw(torch.Tensor):
         super().__init__()
 
     def __tensor_flatten__(self) -> tuple[list[str], object]:
-        if self.mode == "raises":
+        if self.breakage == "raises":
             raise RuntimeError("flatten broke")
-        return (["missing"] if self.mode == "bad_attr" else [0] if self.mode == "not_str" else ["a"]), self.ctx_value  # type: ignore[list-item]
+        attrs: list[Any] = ["missing"] if self.breakage == "bad_attr" else [0] if self.breakage == "not_str" else ["a"]
+        return attrs, self.ctx_value
 
     @classmethod
     def __torch_dispatch__(  # type: ignore[override]
@@ -71,21 +74,21 @@ class Raw(torch.Tensor):
     @classmethod
     def __tensor_unflatten__(cls, inner: dict[str, torch.Tensor], ctx: object, size: Any, stride: Any) -> Any:
         a = inner["a"]
-        if cls.mode == "wrong_type":
+        if cls.breakage == "wrong_type":
             return a
-        if cls.mode == "wrong_size":
+        if cls.breakage == "wrong_size":
             return cls(a)
-        if cls.mode == "wrong_stride":
+        if cls.breakage == "wrong_stride":
             return cls(a, size, [1] * len(size))
-        if cls.mode == "wrong_dtype":
+        if cls.breakage == "wrong_dtype":
             return cls(a, size, stride, torch.float64)
-        if cls.mode == "unflatten_raises":
+        if cls.breakage == "unflatten_raises":
             raise ValueError("unflatten broke")
         return cls(a, size, stride)
 
 
 def _raw(mode: str, ctx: object = None) -> torch.Tensor:
-    cls = type(f"Raw_{mode}", (Raw,), {"mode": mode, "ctx_value": ctx})
+    cls = type(f"Raw_{mode}", (Raw,), {"breakage": mode, "ctx_value": ctx})
     return cls(torch.ones(2, 3))  # type: ignore[no-any-return]
 
 

@@ -1,0 +1,99 @@
+"""Stage `runtime` (training): the forward and backward graphs inside one autograd.Function.
+
+Input: the `RuntimePlan`, the compiled forward and backward callables and the `BackwardGraph` record.
+Output: a `GraphCall` for `runtime.make_runner`: it runs the forward graph through the Function so that autograd
+sees user-level tensors (subclass outputs wrapped inside the Function, subclass gradients rebuilt from dense ones).
+Invariants: autograd happens above subclass desugaring; saved tensors are the primals only (copies for the ones the
+epilogue is about to mutate), see Note [Training By Recompute].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from subclassaot.joint import BackwardGraph
+from subclassaot.protocol import flatten_subclass, is_traceable_subclass, unflatten_subclass
+from subclassaot.runtime import GraphCall, RuntimePlan
+from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind
+
+
+def training_call(
+    plan: RuntimePlan, fw: Callable[..., object], bw: Callable[..., object], bw_meta: BackwardGraph
+) -> GraphCall:
+    analysis, layout, flat = plan.analysis, plan.layout, plan.flat
+    n_updates = len(plan.graph_outputs.updates)
+    fresh_outputs = [
+        o
+        for o, info in enumerate(analysis.outputs)
+        if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves)
+    ]
+    mutated_graph_inputs = set()
+    for k, item in enumerate(layout.graph_inputs):
+        members = layout.groups[item.group].members if isinstance(item, AliasGroupRef) else (item,)
+        if any(analysis.mutations[m].any for m in members):
+            mutated_graph_inputs.add(k)
+
+    class CompiledStep(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, graph_in_holder: list[torch.Tensor], *user_tensors: torch.Tensor) -> Any:
+            graph_in = graph_in_holder
+            with torch.no_grad():
+                outs = list(fw(*graph_in))  # type: ignore[call-overload]
+            saved = [g.clone() if k in mutated_graph_inputs else g for k, g in enumerate(graph_in)]
+            ctx.save_for_backward(*saved)
+            tensors = outs[:n_updates]
+            pos = n_updates
+            for o in fresh_outputs:
+                info = analysis.outputs[o]
+                leaves = outs[pos : pos + len(info.leaves)]
+                pos += len(info.leaves)
+                if info.tree is None:
+                    tensors.append(leaves[0])
+                else:
+                    assert info.outer_meta is not None
+                    tensors.append(unflatten_subclass(info.tree, leaves))  # static outer meta in training
+            n_bases = plan.graph_outputs.num_bases
+            tensors.extend(outs[pos : pos + n_bases])
+            ctx.extra = outs[pos + n_bases :]
+            non_diff = [t for i, t in enumerate(tensors) if i not in bw_meta.diff_outputs]
+            ctx.mark_non_differentiable(*[t for t in non_diff if isinstance(t, torch.Tensor)])
+            return tuple(tensors)
+
+        @staticmethod
+        def backward(ctx: Any, *grads: torch.Tensor | None) -> Any:
+            saved = ctx.saved_tensors
+            tangents: list[torch.Tensor] = []
+            for i in bw_meta.diff_outputs:
+                g = grads[i]
+                assert g is not None, "BUG: materialized grads are never None"
+                tangents.extend(flatten_subclass(g, "grad")[1] if is_traceable_subclass(g) else [g.contiguous()])
+            dense_grads = list(bw(*saved, *tangents))  # type: ignore[call-overload]
+            result: list[torch.Tensor | None] = [None] * len(layout.trees)
+            pos = 0
+            for i in bw_meta.grad_inputs:
+                tree = layout.trees[i]
+                if tree is None:
+                    result[i] = dense_grads[pos]
+                    pos += 1
+                else:
+                    result[i] = unflatten_subclass(tree, dense_grads[pos : pos + tree.num_leaves])
+                    pos += tree.num_leaves
+            return (None, *result)
+
+    def call(values: Sequence[object], graph_in: list[torch.Tensor]) -> tuple[list[object], dict[int, torch.Tensor]]:
+        user = [values[i] for i in flat.tensor_indices]
+        tensors = list(CompiledStep.apply(graph_in, *user))
+        outs: list[object] = list(tensors[:n_updates])
+        prewrapped: dict[int, torch.Tensor] = {}
+        pos = n_updates
+        for o in fresh_outputs:
+            prewrapped[o] = tensors[pos]
+            outs.extend([tensors[pos]] * len(analysis.outputs[o].leaves))  # placeholders keep the layout
+            pos += 1
+        outs.extend(tensors[pos:])
+        return outs, prewrapped
+
+    return call

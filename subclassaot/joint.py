@@ -1,0 +1,170 @@
+"""Stage `trace` (training): the backward graph, traced from a joint forward+backward run.
+
+Input: the call, `FlatInputs`, `DenseLayout`, `Analysis`, the forward `TracedGraph`, dense fakes, fake mode.
+Output: `BackwardGraph`: a functional fx graph `(primals..., tangents...) -> grads per user tensor input (dense)`.
+Invariants: see Note [Training By Recompute]; the graph is purely functional; tangents come in dense (subclass
+tangents flattened), one per differentiable forward output, in forward-output order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.fx
+from torch.utils import _pytree as pytree
+
+from subclassaot.desugar import graph_example_inputs
+from subclassaot.errors import UnsupportedError
+from subclassaot.functional_run import dense_leaves_of, intermediate_bases, run_functional
+from subclassaot.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
+from subclassaot.torch_internals import from_functional, new_functional_mode, storage_key, to_functional, trace_graph
+from subclassaot.trace import TracedGraph, UpdateKind
+
+# Note [Training By Recompute]
+# When an input requires grad, the forward graph (the inference trace) runs inside one autograd.Function and the
+# backward graph is traced from a joint run: the program runs again on the primals, then torch.autograd.grad of its
+# differentiable outputs with respect to the user tensor inputs that require grad. The backward graph therefore
+# recomputes the forward from the primals and saves nothing else: saved activations are the inputs alone (copies
+# for inputs the epilogue mutates), never more than eager keeps. The partitioner that saves selected activations
+# instead of recomputing them is future work (see the notes); the calling convention leaves room for it.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackwardGraph:
+    graph: torch.fx.GraphModule
+    diff_outputs: tuple[int, ...]  # forward-output positions (tensor outputs) that receive a tangent
+    grad_inputs: tuple[int, ...]  # tensor-input positions (FlatInputs.tensor_indices order) that get a gradient
+    example_inputs: tuple[torch.Tensor, ...]
+
+
+def forward_output_values(
+    run_output: object,
+    finals: Sequence[torch.Tensor],
+    originals: Sequence[torch.Tensor],
+    graph_inputs: Sequence[torch.Tensor],
+    traced: TracedGraph,
+    analysis: Analysis,
+) -> list[torch.Tensor]:
+    """The forward graph's tensor outputs as user-level tensors (fresh subclass outputs wrapped), in order."""
+    out: list[torch.Tensor] = []
+    for update in traced.outputs.updates:
+        if update.kind is UpdateKind.BASE:
+            out.append(graph_inputs[update.target])
+        else:
+            out.append((originals if update.kind is UpdateKind.ORIGINAL else finals)[DenseIndex(update.target)])
+    leaves, _ = pytree.tree_flatten(run_output)
+    for info, value in zip(analysis.outputs, leaves, strict=True):
+        if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves):
+            assert isinstance(value, torch.Tensor)
+            out.append(value)
+    current = {storage_key(f): DenseIndex(j) for j, f in enumerate(finals)}
+    original = {storage_key(o): DenseIndex(j) for j, o in enumerate(originals)}
+    bases = intermediate_bases(leaves, current, original)
+    out.extend(base for _, base in sorted(bases.values(), key=lambda item: item[0]))
+    return out
+
+
+def trace_backward(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    layout: DenseLayout,
+    analysis: Analysis,
+    traced: TracedGraph,
+    dense_fakes: Sequence[torch.Tensor],
+    user_fakes: Sequence[torch.Tensor],
+    fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
+) -> BackwardGraph:
+    grad_inputs = tuple(i for i, t in enumerate(user_fakes) if t.requires_grad)
+    example = graph_example_inputs(layout, dense_fakes)
+    with fake_mode, torch.enable_grad():
+        fw_example = _forward_example(call, flat, layout, analysis, traced, example, user_fakes)
+    diff = tuple(i for i, (grad, _) in enumerate(fw_example) if grad)
+    with fake_mode:
+        tangent_fakes = [torch.empty_like(t) for i in diff for t in fw_example[i][1]]
+    n_primals = len(example)
+    clone = frozenset(
+        i
+        for i in grad_inputs
+        if layout.trees[i] is None and analysis.mutations[layout.leaves_of_input[i][0]].any
+    )
+
+    def bw_fn(*values: torch.Tensor) -> list[torch.Tensor]:
+        primals, tangents = values[:n_primals], list(values[n_primals:])
+        with new_functional_mode(), torch.enable_grad():
+            tangents = [to_functional(t) for t in tangents]
+            run = run_functional(
+                call, flat, layout, primals, requires_grad_like=user_fakes, clone_inputs=clone
+            )
+            outs = forward_output_values(run.output, run.finals, run.originals, run.graph_inputs, traced, analysis)
+            diff_outs = [outs[i] for i in diff]
+            grad_outs = [_rewrap_tangent(o, tangents) for o in diff_outs]
+            wrt = [run.grad_leaves[i] for i in grad_inputs]
+            grads = torch.autograd.grad(diff_outs, wrt, grad_outs, allow_unused=True)
+            dense: list[torch.Tensor] = []
+            for g, x in zip(grads, wrt, strict=True):
+                g = torch.zeros_like(x) if g is None else g
+                for leaf in flatten_subclass(g, "grad")[1] if is_traceable_subclass(g) else [g]:
+                    dense.append(from_functional(leaf))
+            return dense
+
+    with fake_mode:
+        gm = trace_graph(bw_fn, [*example, *tangent_fakes])
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return BackwardGraph(
+        graph=gm, diff_outputs=diff, grad_inputs=grad_inputs, example_inputs=(*example, *tangent_fakes)
+    )
+
+
+def _rewrap_tangent(out: torch.Tensor, tangents: list[torch.Tensor]) -> torch.Tensor:
+    if not is_traceable_subclass(out):
+        return tangents.pop(0)
+    node, leaves = flatten_subclass(out, "tangent")
+    from subclassaot.protocol import unflatten_subclass
+
+    taken = [tangents.pop(0) for _ in leaves]
+    return unflatten_subclass(node, taken)
+
+
+def _forward_example(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    layout: DenseLayout,
+    analysis: Analysis,
+    traced: TracedGraph,
+    example: Sequence[torch.Tensor],
+    user_fakes: Sequence[torch.Tensor],
+) -> list[tuple[bool, list[torch.Tensor]]]:
+    with new_functional_mode():
+        run = run_functional(call, flat, layout, example, requires_grad_like=user_fakes)
+        outs = forward_output_values(run.output, run.finals, run.originals, run.graph_inputs, traced, analysis)
+        # Per output: whether it gets a tangent, and its dense leaves (plain fakes, to shape the tangents).
+        return [
+            (
+                o.requires_grad and o.dtype.is_floating_point,
+                [from_functional(leaf) for leaf in (flatten_subclass(o, "out")[1] if is_traceable_subclass(o) else [o])],
+            )
+            for o in outs
+        ]
+
+
+def check_training_supported(flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]) -> None:
+    for group in layout.groups:
+        owners = {layout.leaves[m].owner for m in group.members}
+        for t_index, fake in enumerate(user_fakes):
+            if flat.tensor_indices[t_index] in owners and fake.requires_grad:
+                raise UnsupportedError(
+                    f"{flat.leaves[flat.tensor_indices[t_index]].path} requires grad and shares storage with another "
+                    "input; aliased inputs that require grad are not supported in training yet. Pass one base "
+                    "tensor and take the views inside the function"
+                )
+    for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
+        if tree is not None and fake.requires_grad:
+            if any(analysis.mutations[j].any for j in layout.leaves_of_input[t_index]):
+                raise UnsupportedError(
+                    f"{tree.path}: mutating a tensor subclass input that requires grad is not supported in training "
+                    "yet; mutate a clone, or run it under torch.no_grad()"
+                )

@@ -1,0 +1,1 @@
+"""Jagged nested tensors: Triton kernels (`kernels.py`) and their pure-torch oracle (`reference.py`)."""
