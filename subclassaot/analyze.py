@@ -9,6 +9,7 @@ Invariants: no graph is built here; the analysis alone decides the graph's outpu
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
@@ -88,7 +89,7 @@ def _leaf_mutation(i: int, run: FunctionalRun) -> LeafMutation:
     )
 
 
-def _extent(meta: Meta) -> object:
+def _extent(meta: Meta) -> Any:
     """Elements of storage a view needs (offset + 1 + sum((size - 1) * stride)); symbolic where sizes are."""
     size, stride, offset = meta
     total: object = offset

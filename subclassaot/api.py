@@ -21,13 +21,13 @@ from torch.utils import _pytree as pytree
 
 from subclassaot import backends, guards
 from subclassaot.analyze import analyze
+from subclassaot.autograd_runtime import training_call
 from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.desugar import dense_layout
 from subclassaot.errors import BackendError
 from subclassaot.inputs import flatten_call, module_state
-from subclassaot.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.autograd_runtime import training_call
 from subclassaot.joint import check_training_supported, trace_backward
+from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.runtime import RuntimePlan, inference_call, leaf_attr_paths, make_runner
 from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, InputIndex
 from subclassaot.torch_internals import new_fake_mode, shape_env_of
@@ -60,7 +60,7 @@ class CompiledFunction(Generic[P, R]):
         self._reasons: list[str] = []
         self._lock = threading.RLock()
         self._state = None
-        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+        functools.update_wrapper(self, fn)
 
     @property
     def recompile_reasons(self) -> tuple[str, ...]:
@@ -125,7 +125,7 @@ def compile_entry(
     fakes = _fakify_static(tensors, fake_mode)  # type: ignore[arg-type]
     layout = dense_layout(fakes, paths, flat.tensor_indices)
     dense_fakes = _dense(fakes, paths)
-    training = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)  # type: ignore[union-attr]
+    training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
     with torch.enable_grad() if training else torch.no_grad():
         analysis = analyze(call, flat, layout, dense_fakes, fake_mode)
     if training:

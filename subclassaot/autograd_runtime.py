@@ -85,7 +85,7 @@ def training_call(
 
     def call(values: Sequence[object], graph_in: list[torch.Tensor]) -> tuple[list[object], dict[int, torch.Tensor]]:
         user = [values[i] for i in flat.tensor_indices]
-        tensors = list(CompiledStep.apply(graph_in, *user))
+        tensors = list(CompiledStep.apply(graph_in, *user))  # type: ignore[no-untyped-call]  # torch stub
         outs: list[object] = list(tensors[:n_updates])
         prewrapped: dict[int, torch.Tensor] = {}
         pos = n_updates

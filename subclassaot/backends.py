@@ -47,7 +47,7 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
     """Inductor on the functional graph (compile_fx_inner: the graph is already functional aten)."""
     from torch._inductor.compile_fx import compile_fx_inner
 
-    compiled = compile_fx_inner(gm, list(example_inputs))
+    compiled = compile_fx_inner(gm, [t for t in example_inputs if isinstance(t, torch.Tensor)])
 
     def run(*args: object) -> object:
         return compiled(list(args))

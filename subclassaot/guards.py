@@ -108,7 +108,6 @@ def build_guards(
     shape_env: torch.fx.experimental.symbolic_shapes.ShapeEnv,
 ) -> Guards:
     w = _Writer()
-    fake_by_index = dict(zip(flat.tensor_indices, user_fakes, strict=True))
     for leaf in flat.leaves:
         w.lines.append(f"    v{leaf.index} = L[{leaf.index}]")
         if leaf.kind is LeafKind.CONSTANT:
@@ -139,7 +138,9 @@ def _tensor_guards(
     w: _Writer, var: str, path: str, fake: torch.Tensor, tree: SubclassNode | None, real_type: type
 ) -> None:
     cls = w.constant(real_type)
-    w.check(f"type({var}) is {cls}", f"f'{_lit(path)}: expected type {real_type.__name__}, got {{type({var}).__name__}}'")
+    w.check(
+        f"type({var}) is {cls}", f"f'{_lit(path)}: expected type {real_type.__name__}, got {{type({var}).__name__}}'"
+    )
     for field in ("dtype", "device", "requires_grad"):
         expected = getattr(fake, field)
         if field == "device":
@@ -224,9 +225,9 @@ def _shape_env_guards(w: _Writer, shape_env: torch.fx.experimental.symbolic_shap
         if value_range is None:
             continue
         lower, upper = value_range.lower, value_range.upper
-        if lower.is_finite:
+        if lower.is_finite:  # type: ignore[attr-defined]
             w.check(f"{name} >= {int(lower)}", f"f'{_lit(w.bound[name])} = {{{name}}} is below {int(lower)} ({name})'")
-        if upper.is_finite:
+        if upper.is_finite:  # type: ignore[attr-defined]
             w.check(f"{name} <= {int(upper)}", f"f'{_lit(w.bound[name])} = {{{name}}} is above {int(upper)} ({name})'")
     for guard in shape_env.guards:
         expr = shape_env.simplify(guard.expr)

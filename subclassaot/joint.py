@@ -17,7 +17,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import graph_example_inputs
 from subclassaot.errors import UnsupportedError
-from subclassaot.functional_run import dense_leaves_of, intermediate_bases, run_functional
+from subclassaot.functional_run import intermediate_bases, run_functional
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
 from subclassaot.torch_internals import from_functional, new_functional_mode, storage_key, to_functional, trace_graph
@@ -86,18 +86,14 @@ def trace_backward(
         tangent_fakes = [torch.empty_like(t) for i in diff for t in fw_example[i][1]]
     n_primals = len(example)
     clone = frozenset(
-        i
-        for i in grad_inputs
-        if layout.trees[i] is None and analysis.mutations[layout.leaves_of_input[i][0]].any
+        i for i in grad_inputs if layout.trees[i] is None and analysis.mutations[layout.leaves_of_input[i][0]].any
     )
 
     def bw_fn(*values: torch.Tensor) -> list[torch.Tensor]:
         primals, tangents = values[:n_primals], list(values[n_primals:])
         with new_functional_mode(), torch.enable_grad():
             tangents = [to_functional(t) for t in tangents]
-            run = run_functional(
-                call, flat, layout, primals, requires_grad_like=user_fakes, clone_inputs=clone
-            )
+            run = run_functional(call, flat, layout, primals, requires_grad_like=user_fakes, clone_inputs=clone)
             outs = forward_output_values(run.output, run.finals, run.originals, run.graph_inputs, traced, analysis)
             diff_outs = [outs[i] for i in diff]
             grad_outs = [_rewrap_tangent(o, tangents) for o in diff_outs]
@@ -105,7 +101,7 @@ def trace_backward(
             grads = torch.autograd.grad(diff_outs, wrt, grad_outs, allow_unused=True)
             dense: list[torch.Tensor] = []
             for g, x in zip(grads, wrt, strict=True):
-                g = torch.zeros_like(x) if g is None else g
+                g = torch.zeros_like(x) if g is None else g  # type: ignore[redundant-expr]  # unused inputs
                 for leaf in flatten_subclass(g, "grad")[1] if is_traceable_subclass(g) else [g]:
                     dense.append(from_functional(leaf))
             return dense
@@ -145,13 +141,18 @@ def _forward_example(
         return [
             (
                 o.requires_grad and o.dtype.is_floating_point,
-                [from_functional(leaf) for leaf in (flatten_subclass(o, "out")[1] if is_traceable_subclass(o) else [o])],
+                [
+                    from_functional(leaf)
+                    for leaf in (flatten_subclass(o, "out")[1] if is_traceable_subclass(o) else [o])
+                ],
             )
             for o in outs
         ]
 
 
-def check_training_supported(flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]) -> None:
+def check_training_supported(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
+) -> None:
     for group in layout.groups:
         owners = {layout.leaves[m].owner for m in group.members}
         for t_index, fake in enumerate(user_fakes):

@@ -104,7 +104,7 @@ def inference_call(compiled: Callable[..., object]) -> GraphCall:
 
 def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[object], dict[str, int]], object]:
     ev = MetaEvaluator()
-    flat, layout, analysis, gout = plan.flat, plan.layout, plan.analysis, plan.graph_outputs
+    flat, layout = plan.flat, plan.layout
     owners = [flat.tensor_indices.index(leaf.owner) for leaf in layout.leaves]
 
     def dense_of(values: Sequence[object]) -> list[torch.Tensor]:
@@ -218,7 +218,7 @@ def _outputs(
     symint_start = base_start + gout.num_bases
     bases = outs[base_start:symint_start]
     symint_iter = iter(outs[symint_start:])
-    result = []
+    result: list[object] = []
     for o, info in enumerate(plan.analysis.outputs):
         if o in prewrapped:
             result.append(prewrapped[o])
@@ -243,7 +243,7 @@ def _tensor_output(
     bases: list[object],
     symbols: dict[str, int],
 ) -> torch.Tensor:
-    leaves = []
+    leaves: list[torch.Tensor] = []
     for leaf in info.leaves:
         if leaf.source is LeafSource.GRAPH:
             value = outs[fresh_start + leaf.index]
@@ -262,7 +262,12 @@ def _tensor_output(
 
 def _regenerate(source: torch.Tensor, meta: tuple[list[int], list[int], int], is_view: bool) -> torch.Tensor:
     size, stride, offset = meta
-    if not is_view and list(source.shape) == size and list(source.stride()) == stride and source.storage_offset() == offset:
+    if (
+        not is_view
+        and list(source.shape) == size
+        and list(source.stride()) == stride
+        and source.storage_offset() == offset
+    ):
         return source
     if is_view:
         return source.as_strided(size, stride, offset)

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import NewType, TypeAlias
 
 import sympy
-import torch
 from torch.utils._pytree import TreeSpec
 
 from subclassaot.protocol import SubclassNode

@@ -44,18 +44,22 @@ def is_functional(t: object) -> bool:
 def from_functional(t: torch.Tensor) -> torch.Tensor:
     """The current value behind a FunctionalTensor after applying pending updates."""
     assert isinstance(t, FunctionalTensor), f"BUG: expected a FunctionalTensor, got {type(t).__name__}"
-    torch._sync(t)
-    return cast(torch.Tensor, torch._from_functional_tensor(t.elem))
+    _sync(t)
+    return torch._from_functional_tensor(t.elem)
+
+
+def _sync(t: torch.Tensor) -> None:
+    torch._functionalize_sync(t)
 
 
 def _elem(t: torch.Tensor) -> torch.Tensor:
     assert isinstance(t, FunctionalTensor), f"BUG: expected a FunctionalTensor, got {type(t).__name__}"
-    torch._sync(t)
+    _sync(t)
     return t.elem
 
 
 def has_data_mutation(t: torch.Tensor) -> bool:
-    return bool(torch._functionalize_has_data_mutation(_elem(t)))
+    return bool(torch._functionalize_has_data_mutation(_elem(t)))  # type: ignore[attr-defined]  # no stub
 
 
 def has_metadata_mutation(t: torch.Tensor) -> bool:
@@ -83,9 +87,9 @@ def mutation_counter(t: torch.Tensor) -> int:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def storage_key(t: torch.Tensor) -> StorageWeakRef:
+def storage_key(t: torch.Tensor) -> object:
     """A hashable identity of `t`'s storage (works for real, fake and functional tensors)."""
-    return StorageWeakRef(t.untyped_storage())
+    return StorageWeakRef(t.untyped_storage())  # type: ignore[no-untyped-call]  # torch leaves it unannotated
 
 
 def get_version(t: torch.Tensor) -> int:
@@ -118,13 +122,13 @@ def no_python_dispatch() -> Iterator[None]:
         yield
 
 
-class ForwardingMode(TorchDispatchMode):
+class ForwardingMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
     """A dispatch mode that sees each aten call first, then forwards it unchanged; subclasses override `seen`."""
 
     def seen(self, func: torch._ops.OpOverload, args: tuple[object, ...], out: object) -> None:
         raise NotImplementedError
 
-    def __torch_dispatch__(  # type: ignore[override]  # torch's signature is untyped
+    def __torch_dispatch__(
         self,
         func: torch._ops.OpOverload,
         types: Sequence[type],

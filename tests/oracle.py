@@ -45,6 +45,7 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 __all__ = [
     "Call",
     "CompileFn",
+    "assert_call_matches_eager",
     "assert_matches_eager",
     "assert_raises_like_eager",
     "fixed_random_like",
@@ -84,9 +85,9 @@ class _Run:
 
 
 def _default_compile(fn: Callable[..., object], **kwargs: object) -> Callable[..., object]:
-    import subclassaot
+    from subclassaot.api import compile as subclassaot_compile
 
-    compiled: Callable[..., object] = subclassaot.compile(fn, **kwargs)  # type: ignore[attr-defined,unused-ignore]
+    compiled: Callable[..., object] = subclassaot_compile(fn, **kwargs)  # type: ignore[arg-type]
     return compiled
 
 
@@ -460,21 +461,52 @@ def assert_matches_eager(
     do_compile = compile_fn if compile_fn is not None else _default_compile
     compiled = do_compile(compiled_target, backend=backend, **dict(compile_kwargs or {}))
     for index in range(calls):
-        eager_call = _fresh(make_inputs)
-        try:
-            want = _run(eager_fn, eager_call, _as_module(eager_fn), after_call)
-        except Exception as e:
-            raise AssertionError(
-                f"eager itself raised {e!r}: this program is not legal in eager; use assert_raises_like_eager"
-            ) from e
-        got = _run(compiled, _fresh(make_inputs), _as_module(compiled_target), after_call)
-        errors: list[str] = []
-        _compare_forward(got, want, tol, errors)
-        if _wants_grads(want, check_grads):
-            _compare_grads(got, want, tol, errors)
-        if errors:
-            raise AssertionError(f"call {index}: compiled differs from eager:\n  " + "\n  ".join(errors))
+        _check_one_call(
+            index, compiled, eager_fn, make_inputs, _as_module(compiled_target), after_call, check_grads, tol
+        )
     return compiled
+
+
+def assert_call_matches_eager(
+    compiled: Callable[..., object],
+    fn: Callable[..., object],
+    make_inputs: Callable[[], tuple[object, ...] | Call],
+    *,
+    check_grads: bool | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    after_call: Callable[[object, tuple[object, ...]], object] | None = None,
+) -> None:
+    """One call of an already compiled function against `fn` in eager (recompile tests call this repeatedly)."""
+    if (atol is None) != (rtol is None):
+        raise ValueError("give both atol and rtol, or neither")
+    _check_one_call(0, compiled, fn, make_inputs, None, after_call, check_grads, _Tol(atol, rtol))
+
+
+def _check_one_call(
+    index: int,
+    compiled: Callable[..., object],
+    eager_fn: Callable[..., object],
+    make_inputs: Callable[[], tuple[object, ...] | Call],
+    compiled_module: torch.nn.Module | None,
+    after_call: Callable[[object, tuple[object, ...]], object] | None,
+    check_grads: bool | None,
+    tol: _Tol,
+) -> None:
+    eager_call = _fresh(make_inputs)
+    try:
+        want = _run(eager_fn, eager_call, _as_module(eager_fn), after_call)
+    except Exception as e:
+        raise AssertionError(
+            f"eager itself raised {e!r}: this program is not legal in eager; use assert_raises_like_eager"
+        ) from e
+    got = _run(compiled, _fresh(make_inputs), compiled_module, after_call)
+    errors: list[str] = []
+    _compare_forward(got, want, tol, errors)
+    if _wants_grads(want, check_grads):
+        _compare_grads(got, want, tol, errors)
+    if errors:
+        raise AssertionError(f"call {index}: compiled differs from eager:\n  " + "\n  ".join(errors))
 
 
 def _as_module(fn: Callable[..., object]) -> torch.nn.Module | None:

@@ -57,10 +57,14 @@ def test_errors_that_need_the_input_name_its_path() -> None:
     b = bag([2, 3, 1])
     two_d = P.TensorPolicy.all_dynamic(2)
     missing_attr = P.SubclassSymbolicPolicy(outer=two_d, relations=[P.equal(P.inner("lengths", 0), P.outer(0))])
-    with pytest.raises(PolicyError, match=r"args\[0\]: relation .* names inner tensor 'lengths'.*\['flat_values', 'offsets'\]"):
+    with pytest.raises(
+        PolicyError, match=r"args\[0\]: relation .* names inner tensor 'lengths'.*\['flat_values', 'offsets'\]"
+    ):
         _plan(b, missing_attr)
     missing_dim = P.SubclassSymbolicPolicy(outer=two_d, relations=[P.equal(P.inner("offsets", 1), P.outer(0))])
-    with pytest.raises(PolicyError, match=r"args\[0\]: relation .* names size\(1\) of args\[0\].offsets, which has 1 dims"):
+    with pytest.raises(
+        PolicyError, match=r"args\[0\]: relation .* names size\(1\) of args\[0\].offsets, which has 1 dims"
+    ):
         _plan(b, missing_dim)
     violated = P.SubclassSymbolicPolicy(outer=two_d, relations=[P.affine(P.inner("offsets", 0), P.outer(0), offset=2)])
     with pytest.raises(PolicyError, match=r"args\[0\]: relation `offsets.size\(0\) == size\(0\) \+ 2` does not hold"):
@@ -203,7 +207,10 @@ def test_share_outer_dims_can_be_turned_off() -> None:
     plan = _plan(p, policy, "x")
     assert all(d.derived is None for d in plan.children[0].sizes)
     shared = _plan(p, P.SubclassSymbolicPolicy(outer=P.TensorPolicy.all_dynamic(2)), "x")
-    assert all(d.derived is None for d in shared.children[0].sizes)  # inner dims default static: not shared
+    # inner dims nobody spoke about follow the outer symbols (the default relation)
+    assert all(d.derived is not None and d.dynamic for d in shared.children[0].sizes)
+    explicit = P.SubclassSymbolicPolicy(outer=P.TensorPolicy.all_dynamic(2), inner={"a": P.TensorPolicy.all_static(2)})
+    assert all(d.derived is None and not d.dynamic for d in _plan(p, explicit, "x").children[0].sizes)
     P.mark_dynamic(p, (0, 1))
     marked_plan = P.plan_input(p, "x", P.policy_for(p))
     assert all(d.derived is not None and d.derived.origin is P.Origin.SHARED for d in marked_plan.children[1].sizes)

@@ -6,6 +6,7 @@ Note [Narrow Casts In The Interpreter]). The matmul differs only by accumulation
 """
 
 import importlib.util
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -197,8 +198,9 @@ def test_opcheck_amax_and_quantize() -> None:
 WITHOUT_SCHEMA = ("test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
 
 
-def _assert_pure(out: Tensor, *inputs: Tensor) -> None:
+def _assert_pure(op: Callable[..., Tensor], *inputs: Tensor) -> None:
     before = [t.view(torch.uint8).clone() if t.element_size() == 1 else t.clone() for t in inputs]
+    out = op(*inputs, torch.float32)
     for t, saved in zip(inputs, before, strict=True):
         assert torch.equal(t.view(saved.dtype), saved)
         assert out.untyped_storage().data_ptr() != t.untyped_storage().data_ptr()
@@ -209,7 +211,7 @@ def test_opcheck_dequantize() -> None:
     torch.library.opcheck(
         kernels.dequantize_op, (data, scale.requires_grad_(), torch.bfloat16), test_utils=WITHOUT_SCHEMA
     )
-    _assert_pure(kernels.dequantize_op(data, scale, torch.float32), data, scale)
+    _assert_pure(kernels.dequantize_op, data, scale)
 
 
 def test_opcheck_scaled_mm() -> None:
@@ -218,7 +220,7 @@ def test_opcheck_scaled_mm() -> None:
     scale_a, scale_b = _mm_scales(5, 3, True, True)
     args = (a, b, scale_a, scale_b, torch.float32)
     torch.library.opcheck(kernels.scaled_mm_op, args, test_utils=WITHOUT_SCHEMA)
-    _assert_pure(kernels.scaled_mm_op(*args), a, b, scale_a, scale_b)
+    _assert_pure(kernels.scaled_mm_op, a, b, scale_a, scale_b)
 
 
 @gpu
