@@ -18,6 +18,11 @@ a conformance checker (checker.py, `python -m subclassaot check MODULE:FACTORY`)
 
 from __future__ import annotations
 
+from subclassaot.api import CompiledFunction, compile
+from subclassaot.authoring import OuterMeta, WrapperTensor, implements
+from subclassaot.backends import register_backend
+from subclassaot.checker import DEFAULT_RULES, CheckReport, RuleResult, Status, check_subclass
+from subclassaot.checker_rules import Rule, fail, skip
 from subclassaot.errors import BackendError, PolicyError, ProtocolError, SubclassAOTError, UnsupportedError
 from subclassaot.protocol import (
     TraceableWrapperSubclass,
@@ -27,6 +32,20 @@ from subclassaot.protocol import (
 )
 
 __all__ = [
+    "DEFAULT_RULES",
+    "CheckReport",
+    "CompiledFunction",
+    "OuterMeta",
+    "Rule",
+    "RuleResult",
+    "Status",
+    "WrapperTensor",
+    "check_subclass",
+    "compile",
+    "fail",
+    "implements",
+    "register_backend",
+    "skip",
     "BackendError",
     "PolicyError",
     "ProtocolError",

@@ -49,7 +49,8 @@ def from_functional(t: torch.Tensor) -> torch.Tensor:
 
 
 def _sync(t: torch.Tensor) -> None:
-    torch._functionalize_sync(t)
+    assert isinstance(t, FunctionalTensor), f"BUG: expected a FunctionalTensor, got {type(t).__name__}"
+    torch._functionalize_sync(t.elem)
 
 
 def _elem(t: torch.Tensor) -> torch.Tensor:
