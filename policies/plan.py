@@ -35,7 +35,9 @@ from policies.spec import (
 # ShapeEnv assumes every size symbol is >= 2 (that is what lets it decide broadcasting and contiguity without
 # guards), so a symbol cannot stand for 0 or 1. The guard then pins that size; a later call with another size fails
 # it and recompiles, and the dim becomes a symbol then. A `min` below 2 is therefore clamped to 2 for the symbol's
-# range. `describe` says so on the dim ("size 1 is static").
+# range. A dim derived by a relation whose value is 0 or 1 (`local == size // 4` at size 2) is static too: the
+# relation is checked on the input but not kept as an expression (the ShapeEnv would specialise it anyway).
+# `describe` says so on the dim ("size 1 is static").
 
 # Note [Inner Dims Share Outer Symbols]
 # torch gives every inner tensor its own symbols and ties them to the outer ones afterwards by guarding
@@ -305,6 +307,11 @@ def plan_input(x: torch.Tensor, path: str, policy: Policy, *, state: AutomaticDy
     for node in raw.nodes():
         _share_outer_dims(node, dims)
     for address, plan in list(dims.items()):
-        if plan.derived is not None:
+        if plan.derived is None:
+            continue
+        if _root(address, dims).dynamic and plan.hint in (0, 1):
+            note = f"{plan.hint} is static (see Note [Zero One Specialization]); relation checked, not kept"
+            dims[address] = dataclasses.replace(plan, derived=None, dynamic=False, note=note)
+        else:
             dims[address] = dataclasses.replace(plan, dynamic=_root(address, dims).dynamic)
     return _rebuild(raw, dims)

@@ -87,7 +87,7 @@ class _Run:
 def _default_compile(fn: Callable[..., object], **kwargs: object) -> Callable[..., object]:
     from subclassaot.api import compile as subclassaot_compile
 
-    compiled: Callable[..., object] = subclassaot_compile(fn, **kwargs)  # type: ignore[arg-type]
+    compiled: Callable[..., object] = subclassaot_compile(fn, **kwargs)  # type: ignore[call-overload]
     return compiled
 
 

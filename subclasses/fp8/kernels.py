@@ -457,9 +457,7 @@ class _DequantizeCtx(Protocol):
     def save_for_backward(self, *tensors: Tensor) -> None: ...
 
 
-def _dequantize_setup_context(
-    ctx: _DequantizeCtx, inputs: tuple[Tensor, Tensor, torch.dtype], output: Tensor
-) -> None:
+def _dequantize_setup_context(ctx: _DequantizeCtx, inputs: tuple[Tensor, Tensor, torch.dtype], output: Tensor) -> None:
     data, scale, _ = inputs
     ctx.save_for_backward(data, scale)
     ctx.data_dtype = data.dtype

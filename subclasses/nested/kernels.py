@@ -182,8 +182,8 @@ else:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Dispatch. The same three paths as the FP8 kernels; see Note [Kernel Dispatch] and
-# Note [Narrow Casts In The Interpreter] in subclasses/fp8/kernels.py.
+# Dispatch: the same three paths as the FP8 kernels (See Note [Kernel Dispatch]), and narrow outputs staged in
+# fp32 in the interpreter (See Note [Narrow Casts In The Interpreter]); both Notes live in subclasses/fp8/kernels.py.
 # TODO(lead): KernelPath, kernel_path, _kernel_out_dtype and _custom_op duplicate subclasses/fp8/kernels.py;
 # they belong in one shared module once it has an owner.
 
@@ -474,9 +474,7 @@ def _from_padded_backward(ctx: _AutogradCtx, grad: Tensor) -> tuple[Tensor, None
 torch.library.register_autograd("subclassaot_jagged::sum", _sum_backward, setup_context=_setup_from_values)
 torch.library.register_autograd("subclassaot_jagged::mean", _mean_backward, setup_context=_setup_from_values)
 torch.library.register_autograd("subclassaot_jagged::softmax", _softmax_backward, setup_context=_softmax_setup)
-torch.library.register_autograd(
-    "subclassaot_jagged::to_padded", _to_padded_backward, setup_context=_to_padded_setup
-)
+torch.library.register_autograd("subclassaot_jagged::to_padded", _to_padded_backward, setup_context=_to_padded_setup)
 torch.library.register_autograd(
     "subclassaot_jagged::from_padded", _from_padded_backward, setup_context=_from_padded_setup
 )

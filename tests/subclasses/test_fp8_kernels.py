@@ -187,9 +187,9 @@ def test_scaled_mm_rejects_mismatched_shapes() -> None:
 
 def test_opcheck_amax_and_quantize() -> None:
     x = torch.randn(5, 7)
-    torch.library.opcheck(kernels.amax_op, (x,))
+    torch.library.opcheck(torch.ops.subclassaot_fp8.amax.default, (x,))
     for granularity in Granularity:
-        torch.library.opcheck(kernels.quantize_op, (x, torch.float8_e4m3fn, granularity.value))
+        torch.library.opcheck(torch.ops.subclassaot_fp8.quantize.default, (x, torch.float8_e4m3fn, granularity.value))
 
 
 # opcheck's test_schema (SchemaCheckMode) compares inputs before and after the call with arithmetic that torch does
@@ -209,7 +209,9 @@ def _assert_pure(op: Callable[..., Tensor], *inputs: Tensor) -> None:
 def test_opcheck_dequantize() -> None:
     data, scale = reference.quantize(torch.randn(5, 7), torch.float8_e5m2, Granularity.ROWWISE)
     torch.library.opcheck(
-        kernels.dequantize_op, (data, scale.requires_grad_(), torch.bfloat16), test_utils=WITHOUT_SCHEMA
+        torch.ops.subclassaot_fp8.dequantize.default,
+        (data, scale.requires_grad_(), torch.bfloat16),
+        test_utils=WITHOUT_SCHEMA,
     )
     _assert_pure(kernels.dequantize_op, data, scale)
 
@@ -219,7 +221,7 @@ def test_opcheck_scaled_mm() -> None:
     b = torch.randn(7, 3).to(torch.float8_e4m3fn)
     scale_a, scale_b = _mm_scales(5, 3, True, True)
     args = (a, b, scale_a, scale_b, torch.float32)
-    torch.library.opcheck(kernels.scaled_mm_op, args, test_utils=WITHOUT_SCHEMA)
+    torch.library.opcheck(torch.ops.subclassaot_fp8.scaled_mm.default, args, test_utils=WITHOUT_SCHEMA)
     _assert_pure(kernels.scaled_mm_op, a, b, scale_a, scale_b)
 
 

@@ -157,12 +157,12 @@ def test_opcheck() -> None:
     # Small inputs: opcheck runs each op several times, in the interpreter.
     values, offsets = _jagged((0, 3, 5), 6)
     values.requires_grad_()
-    for op in (kernels.jagged_sum_op, kernels.jagged_softmax_op):
+    for op in (torch.ops.subclassaot_jagged.sum.default, torch.ops.subclassaot_jagged.softmax.default):
         torch.library.opcheck(op, (values, offsets))
     # opcheck compares outputs without equal_nan, and the mean of an empty row is NaN: no empty row here.
     full_values, full_offsets = _jagged((2, 3, 5), 6)
-    torch.library.opcheck(kernels.jagged_mean_op, (full_values.requires_grad_(), full_offsets))
-    torch.library.opcheck(kernels.jagged_amax_op, (values.detach(), offsets))
-    torch.library.opcheck(kernels.jagged_to_padded_op, (values, offsets, 5, -1.0))
+    torch.library.opcheck(torch.ops.subclassaot_jagged.mean.default, (full_values.requires_grad_(), full_offsets))
+    torch.library.opcheck(torch.ops.subclassaot_jagged.amax.default, (values.detach(), offsets))
+    torch.library.opcheck(torch.ops.subclassaot_jagged.to_padded.default, (values, offsets, 5, -1.0))
     padded = reference.to_padded(values.detach(), offsets, 5, 0.0).requires_grad_()
-    torch.library.opcheck(kernels.jagged_from_padded_op, (padded, offsets, 8))
+    torch.library.opcheck(torch.ops.subclassaot_jagged.from_padded.default, (padded, offsets, 8))
