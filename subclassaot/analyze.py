@@ -56,9 +56,13 @@ def analyze(
             None if tree is None else leaf_meta(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
         )
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
+        wrapper_bumped = tuple(
+            tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
+        )
     return Analysis(
         mutations=mutations,
         wrapper_meta_after=wrapper_after,
+        wrapper_version_bumped=wrapper_bumped,
         outputs=outputs,
         output_spec=spec,
         num_intermediate_bases=num_bases,
@@ -76,16 +80,21 @@ def _leaf_mutation(i: int, run: FunctionalRun) -> LeafMutation:
                 break
     data = has_data_mutation(orig)
     final_meta, orig_meta = leaf_meta(final), leaf_meta(orig)
+    swaps = run.swaps
     return LeafMutation(
         data=data,
         metadata=final_meta != orig_meta,
         storage_changed=storage_changed,
         set_source=set_source,
         final_data=storage_changed and set_source is None,
-        hidden_from_autograd=data and mutations_hidden_from_autograd(orig),
+        hidden_from_autograd=data
+        and (mutations_hidden_from_autograd(orig) or storage_key(orig) not in swaps.visible_writes),
         under_no_grad=data and mutations_under_no_grad(orig),
         final_meta=final_meta,
         resized=_extent(final_meta) > _extent(orig_meta) and not storage_changed,
+        swapped=id(final) in swaps.swapped_ids,
+        swapped_by_data=id(final) in swaps.swapped_by_data,
+        version_bumped=swaps.bumps(run.dense[i]),
     )
 
 

@@ -17,6 +17,7 @@ from subclassaot.desugar import dense_from_graph_inputs, rebuild_user_tensors
 from subclassaot.inputs import unflatten_call
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import DenseIndex, DenseLayout, FlatInputs
+from subclassaot.storage_swaps import SwapRecord, swap_modes
 from subclassaot.torch_internals import storage_key, to_functional
 
 
@@ -25,6 +26,8 @@ class FunctionalRun:
     """What one run of the program under functionalization leaves behind (used by analyze and by trace)."""
 
     graph_inputs: list[torch.Tensor]  # per graph placeholder: its functional wrapper
+    swaps: SwapRecord  # storage swaps and .data aliases seen while the program ran
+    dense: list[torch.Tensor]  # per dense leaf: the functional leaf handed to the program (before it ran)
     user_tensors: list[torch.Tensor]  # per tensor input: the object the program received
     grad_leaves: list[torch.Tensor]  # per tensor input: what gradients are taken with respect to
     originals: list[torch.Tensor]  # per dense leaf: an alias of its original storage with its original metadata
@@ -64,12 +67,16 @@ def run_functional(
     for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):
         values[index] = tensor
     state, args, kwargs = unflatten_call(flat, values)
-    output = call(state, args, kwargs)
+    record = SwapRecord()
+    with swap_modes(record, [*dense, *originals]):
+        output = call(state, args, kwargs)
     finals: list[torch.Tensor] = []
     for tree, tensor in zip(layout.trees, user_tensors, strict=True):
         finals.extend([tensor] if tree is None else flatten_subclass(tensor, tree.path)[1])
     return FunctionalRun(
         graph_inputs=graph_fun,
+        swaps=record,
+        dense=uncloned,
         grad_leaves=grad_leaves,
         user_tensors=user_tensors,
         originals=originals,

@@ -146,7 +146,7 @@ def _epilogue(
     by_target: dict[tuple[UpdateKind, int], torch.Tensor] = {}
     for k, update in enumerate(gout.updates):
         by_target[(update.kind, update.target)] = outs[k]  # type: ignore[assignment]
-    hidden_versions = {j: get_version(dense[j]) for j, m in enumerate(analysis.mutations) if m.hidden_from_autograd}
+    versions = {j: get_version(dense[j]) for j, m in enumerate(analysis.mutations) if m.any or m.version_bumped}
     for (kind, target), value in by_target.items():
         if kind is UpdateKind.BASE:
             with torch.no_grad():
@@ -160,10 +160,17 @@ def _epilogue(
             size, stride, offset = ev.meta(m.final_meta, symbols)
             x = dense[j]
             if m.storage_changed and m.set_source is not None:
-                x.set_(dense[m.set_source].untyped_storage(), offset, size, stride)
+                source = dense[m.set_source]
+                if m.swapped_by_data:
+                    x.data = source.as_strided(size, stride, offset)
+                else:
+                    x.set_(source.untyped_storage(), offset, size, stride)
             elif m.storage_changed:
-                fresh = torch.empty_strided(size, stride, dtype=x.dtype, device=x.device)
-                x.set_(fresh.untyped_storage(), 0, size, stride)
+                fresh = torch.empty(offset + _extent(size, stride), dtype=x.dtype, device=x.device)
+                if m.swapped_by_data:
+                    x.data = fresh.as_strided(size, stride, offset)
+                else:
+                    x.set_(fresh.untyped_storage(), offset, size, stride)
             elif m.resized:
                 x.resize_(size)
                 if list(x.stride()) != stride or x.storage_offset() != offset:
@@ -173,9 +180,24 @@ def _epilogue(
     for (kind, target), value in by_target.items():
         if kind is UpdateKind.FINAL:
             _copy_into(dense[target], value, analysis.mutations[target])
-    for j, version in hidden_versions.items():
-        set_version(dense[j], version)
+    for j, before in versions.items():
+        _settle_version(dense[j], before, analysis.mutations[j].version_bumped)
     _fix_wrappers(plan, ev, values, symbols)
+
+
+def _settle_version(t: torch.Tensor, before: int, bumped: bool) -> None:
+    """Leave the version counter as eager does: advanced iff eager advanced it (counts may differ)."""
+    now = get_version(t)
+    if not bumped and now != before:
+        set_version(t, before)
+    elif bumped and now == before:
+        set_version(t, before + 1)
+
+
+def _extent(size: list[int], stride: list[int]) -> int:
+    if any(s == 0 for s in size):
+        return 0
+    return 1 + sum((s - 1) * st for s, st in zip(size, stride, strict=True))
 
 
 def _copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation) -> None:
@@ -198,8 +220,7 @@ def _fix_wrappers(plan: RuntimePlan, ev: MetaEvaluator, values: Sequence[object]
         size, stride, offset = ev.meta(after, symbols)
         if list(wrapper.shape) != size or list(wrapper.stride()) != stride or wrapper.storage_offset() != offset:
             set_wrapper_metadata(wrapper, size, stride, offset)
-        leaves = layout.leaves_of_input[t]
-        if any(analysis.mutations[j].data and not analysis.mutations[j].hidden_from_autograd for j in leaves):
+        if analysis.wrapper_version_bumped[t]:
             set_version(wrapper, get_version(wrapper) + 1)
 
 

@@ -102,10 +102,13 @@ class LeafMutation:
     under_no_grad: bool  # every mutation happened under no_grad or inference mode
     final_meta: Meta  # size, stride, storage_offset at the end
     resized: bool  # its storage had to grow (resize_): replay with resize_, not as_strided_
+    swapped: bool  # set_() or `.data =` was called on it (even if it ends on its original storage)
+    swapped_by_data: bool  # its last storage swap was `.data =` (invisible to autograd and the version counter)
+    version_bumped: bool  # eager advances its version counter (a write through it or a view sharing its counter)
 
     @property
     def any(self) -> bool:
-        return self.data or self.metadata or self.storage_changed
+        return self.data or self.metadata or self.storage_changed or self.swapped
 
 
 class OutputKind(enum.Enum):
@@ -144,6 +147,7 @@ class OutputInfo:
 class Analysis:
     mutations: tuple[LeafMutation, ...]  # indexed by DenseIndex
     wrapper_meta_after: tuple[Meta | None, ...]  # per tensor input: a subclass's outer metadata at the end
+    wrapper_version_bumped: tuple[bool, ...]  # per tensor input: eager advances the wrapper's version counter
     outputs: tuple[OutputInfo, ...]  # indexed by OutputIndex
     output_spec: TreeSpec
     num_intermediate_bases: int

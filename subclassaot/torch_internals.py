@@ -304,3 +304,19 @@ def set_wrapper_metadata(t: torch.Tensor, size: Sequence[int], stride: Sequence[
             torch.ops.aten.as_strided_.default(t, list(size), list(stride), offset)
         finally:
             torch._C._set_meta_in_tls_dispatch_include(meta_in_tls)
+
+
+def rebind_functional(x: torch.Tensor, src: torch.Tensor, meta: tuple[list[int], list[int], int] | None) -> None:
+    """Make FunctionalTensor `x` an alias of `src` (or of `src`'s storage with `meta`), as eager's set_ does.
+
+    See Note [Storage Swaps By Rebinding]. A FunctionalTensorMode must be active (below the caller).
+    """
+    assert isinstance(x, FunctionalTensor) and isinstance(src, FunctionalTensor), "BUG: rebinding needs functionals"
+    if meta is None:
+        new = torch.ops.aten.alias.default(src)
+    else:
+        new = torch.ops.aten.as_strided.default(src, meta[0], meta[1], meta[2])
+    assert isinstance(new, FunctionalTensor)
+    x.elem = new.elem
+    torch._functionalize_unsafe_set(x, new)
+    set_wrapper_metadata(x, list(new.size()), list(new.stride()), new.storage_offset())

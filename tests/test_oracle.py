@@ -424,3 +424,24 @@ def test_mutating_nodes_finds_in_place_ops() -> None:
 
     assert mutating_nodes(make_fx(f)(torch.zeros(2))) == ["add_ = aten.add_.Tensor"]
     assert mutating_nodes(make_fx(lambda x: x * 2)(torch.zeros(2))) == []
+
+
+def test_wrong_gradient_behind_a_nonleaf_input_is_reported() -> None:
+    def f(x: torch.Tensor) -> torch.Tensor:
+        x.mul_(2)
+        return x.sin()
+
+    def make() -> tuple[object, ...]:
+        return (torch.randn(3, requires_grad=True).clone(),)
+
+    def mutation_without_grad(fn: Fn) -> Fn:
+        def run(x: torch.Tensor) -> object:
+            with torch.no_grad():
+                x.mul_(2)
+            return x.sin()
+
+        return run
+
+    assert_matches_eager(f, make, compile_fn=identity_compile)
+    with pytest.raises(AssertionError, match=r"leaf 0 behind args\[0\]\.grad: values differ from eager"):
+        assert_matches_eager(f, make, compile_fn=fake_compile(mutation_without_grad))

@@ -1,0 +1,171 @@
+"""Storage swaps (`set_`, `.data =`) and `.data` aliases, given eager semantics under functionalization.
+
+Input: the FunctionalTensors of one functional run. Output: `SwapModes`, two modes entered around the user's program,
+and what they saw (`SwapRecord`). Invariants: see Note [Storage Swaps By Rebinding].
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.protocol import is_traceable_subclass
+from subclassaot.torch_internals import is_functional, rebind_functional, storage_key
+
+# Note [Storage Swaps By Rebinding]
+# Functionalization implements `x.set_(src)` by replacing x's value and then freezing x's old storage: any later write
+# through a view taken before the set_ raises "cannot mutate tensors with frozen storage" (and torch.compile gets
+# such programs wrong). Eager semantics are simpler: x now shares src's storage; old views still share the old one.
+# We implement exactly that one level up: a dispatch mode above functionalization handles set_ by *rebinding* the
+# FunctionalTensor x to a functional alias of src (its inner wrapper replaced, its own storage and metadata pointed at
+# src's), so later writes through x reach src, and writes through old views reach the old storage, which stays live.
+# `.data = y` is the same rebinding, seen through a torch-function mode (it never dispatches), but hidden from
+# autograd and the version counter. `.data` reads are tracked so that writes through them, and through views of
+# them, count as hidden from autograd, which functionalization does not record for us.
+
+
+@dataclass(slots=True)
+class SwapRecord:
+    swapped_by_data: set[int] = field(default_factory=set)  # id() of tensors whose last swap was `.data =`
+    swapped_ids: set[int] = field(default_factory=set)  # id() of tensors set_() or `.data =` was called on
+    hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
+    visible_writes: set[object] = field(default_factory=set)  # storage keys written through autograd-visible tensors
+    keep_alive: list[torch.Tensor] = field(default_factory=list)  # ids above stay valid while the run lives
+    family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
+    written_families: set[int] = field(default_factory=set)  # roots whose version counter eager would bump
+
+    def family_of(self, t: torch.Tensor) -> int:
+        found = self.family.get(id(t))
+        if found is not None:
+            return found
+        root = t._base if t._is_view() and t._base is not None else t
+        return self.family.get(id(root), id(root))
+
+    def bumps(self, t: torch.Tensor) -> bool:
+        """Would eager have advanced `t`'s version counter during the program?"""
+        return self.family_of(t) in self.written_families
+
+
+_SET_OPS = {
+    torch.ops.aten.set_.source_Tensor,
+    torch.ops.aten.set_.source_Storage,
+    torch.ops.aten.set_.source_Storage_storage_offset,
+    torch.ops.aten.set_.source_Tensor_storage_offset,
+}
+
+
+class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
+    def __init__(self, record: SwapRecord, known: list[torch.Tensor]) -> None:
+        super().__init__()
+        self.record = record
+        self.known = known  # tensors whose storage a set_(storage, ...) may name
+
+    def __torch_dispatch__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        subclass = next((a for a in args if is_traceable_subclass(a) and not is_functional(a)), None)
+        if subclass is not None:
+            # Let the subclass run with this mode still active, so its inner set_ calls are seen too.
+            with self:
+                out = type(subclass).__torch_dispatch__(func, types, args, kwargs)
+            self._track(func, args, out)
+            return out
+        if func in _SET_OPS and args and is_functional(args[0]):
+            self._set(func, args, kwargs)
+            self.record.swapped_by_data.discard(id(args[0]))
+            self.record.swapped_ids.add(id(args[0]))
+            self.record.written_families.add(self.record.family_of(args[0]))
+            return args[0]
+        out = func(*args, **kwargs)
+        self._track(func, args, out)
+        return out
+
+    def _set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        x = args[0]
+        if func in (torch.ops.aten.set_.source_Tensor,):
+            rebind_functional(x, args[1], None)
+            return
+        source, rest = args[1], args[2:]
+        if isinstance(source, torch.Tensor):
+            owner = source
+        else:
+            owner = next((t for t in self.known if storage_key(t) == _key_of_storage(source)), None)
+            if owner is None:
+                raise UnsupportedError(
+                    "set_(storage, ...) with a storage that belongs to no input or intermediate the compiler saw; "
+                    "pass the tensor instead: x.set_(t) or x.set_(t.untyped_storage() of an input)"
+                )
+        offset = rest[0] if rest else kwargs.get("storage_offset", 0)
+        size = rest[1] if len(rest) > 1 else kwargs.get("size", owner.shape)
+        stride = rest[2] if len(rest) > 2 else kwargs.get("stride", None)
+        if stride is None or len(stride) == 0:
+            stride = torch._prims_common.make_contiguous_strides_for(size)
+        rebind_functional(x, owner, (list(size), list(stride), offset))
+
+    def _track(self, func: Any, args: tuple[Any, ...], out: Any) -> None:
+        if isinstance(out, torch.Tensor):
+            self.known.append(out)
+        schema = getattr(func, "_schema", None)
+        if schema is None:
+            return
+        shares_version = getattr(func, "is_view", False) or func is torch.ops.aten.detach.default
+        if shares_version and args and isinstance(args[0], torch.Tensor):
+            root = self.record.family_of(args[0])
+            for o in out if isinstance(out, list | tuple) else (out,):
+                if isinstance(o, torch.Tensor):
+                    self.record.family[id(o)] = root
+                    self.record.keep_alive.append(o)
+                    if id(args[0]) in self.record.hidden:
+                        self.record.hidden.add(id(o))
+        if schema.is_mutable:
+            for arg_schema, arg in zip(schema.arguments, args, strict=False):
+                if arg_schema.is_write and isinstance(arg, torch.Tensor):
+                    self.record.written_families.add(self.record.family_of(arg))
+                    if id(arg) not in self.record.hidden:
+                        self.record.visible_writes.add(storage_key(arg))
+
+
+def _key_of_storage(storage: object) -> object:
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    return StorageWeakRef(storage)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+
+
+class _DataMode(TorchFunctionMode):
+    def __init__(self, record: SwapRecord) -> None:
+        super().__init__()
+        self.record = record
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        owner = getattr(getattr(func, "__self__", None), "__name__", None)
+        if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
+            rebind_functional(args[0], args[1], None)
+            self.record.swapped_by_data.add(id(args[0]))
+            self.record.swapped_ids.add(id(args[0]))
+            return None
+        out = func(*args, **kwargs)
+        if owner == "data" and name == "__get__" and isinstance(out, torch.Tensor):
+            # `.data` has a version counter of its own: writes through it leave the original's unchanged.
+            self.record.hidden.add(id(out))
+            self.record.family[id(out)] = id(out)
+            self.record.keep_alive.append(out)
+        return out
+
+
+@contextlib.contextmanager
+def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
+    """Enter both modes (above an active FunctionalTensorMode)."""
+    with _DataMode(record), _SwapDispatchMode(record, known):
+        yield

@@ -1,0 +1,164 @@
+"""Recompiles: each guard that fails says which input path and field changed, and the new entry is correct.
+
+Wording is matched loosely (path, field and both values), not the exact sentence.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Callable
+
+import pytest
+import torch
+
+import subclassaot.api
+from subclasses.pair import PairTensor, nested_example
+from tests.oracle import assert_call_matches_eager
+
+T = torch.Tensor
+
+
+def mutate_and_add(a: T, b: T) -> T:
+    a.add_(1)
+    return a + b
+
+
+def double(x: T) -> T:
+    return x * 2
+
+
+def compiled(
+    fn: Callable[..., object], *, dynamic: bool | None = None, recompile_limit: int = 8
+) -> subclassaot.api.CompiledFunction[..., object]:
+    return subclassaot.api.compile(fn, backend="eager", dynamic=dynamic, recompile_limit=recompile_limit)
+
+
+def reason_matches(c: subclassaot.api.CompiledFunction[..., object], *patterns: str) -> None:
+    assert c.recompile_reasons, "expected a recompile reason"
+    last = c.recompile_reasons[-1]
+    for pattern in patterns:
+        assert re.search(pattern, last), f"recompile reason {last!r} does not match {pattern!r}"
+
+
+def test_no_recompile_for_the_same_metadata() -> None:
+    c = compiled(double)
+    for _ in range(3):
+        assert_call_matches_eager(c, double, lambda: (torch.randn(4),))
+    assert c.compile_count == 1
+    assert c.recompile_reasons == ()
+
+
+def test_dtype_change_recompiles_and_says_why() -> None:
+    c = compiled(double)
+    assert_call_matches_eager(c, double, lambda: (torch.randn(8),))
+    assert_call_matches_eager(c, double, lambda: (torch.randn(8, dtype=torch.float64),))
+    assert c.compile_count == 2
+    reason_matches(c, r"args\[0\]", r"dtype", r"torch\.float32", r"torch\.float64")
+
+
+def test_automatic_dynamic_second_size_compiles_dynamic_third_size_reuses_it() -> None:
+    c = compiled(double)
+    assert_call_matches_eager(c, double, lambda: (torch.randn(8),))
+    assert_call_matches_eager(c, double, lambda: (torch.randn(16),))
+    assert c.compile_count == 2
+    reason_matches(c, r"args\[0\]\.size\(0\)", r"\b8\b", r"\b16\b")
+    assert_call_matches_eager(c, double, lambda: (torch.randn(24),))
+    assert c.compile_count == 2
+
+
+def test_dynamic_false_recompiles_every_size() -> None:
+    c = compiled(double, dynamic=False)
+    for n in (4, 6, 9):
+        assert_call_matches_eager(c, double, lambda n=n: (torch.randn(n),))  # type: ignore[misc]
+    assert c.compile_count == 3
+
+
+def test_dynamic_true_compiles_once() -> None:
+    c = compiled(mutate_and_add, dynamic=True)
+    for n in (4, 6, 9):
+        assert_call_matches_eager(c, mutate_and_add, lambda n=n: (torch.randn(n), torch.randn(n)))  # type: ignore[misc]
+    assert c.compile_count == 1
+
+
+def test_requires_grad_change_recompiles() -> None:
+    c = compiled(double)
+    assert_call_matches_eager(c, double, lambda: (torch.randn(3),))
+    assert_call_matches_eager(c, double, lambda: (torch.randn(3, requires_grad=True),))
+    assert c.compile_count == 2
+    reason_matches(c, r"args\[0\]", r"requires_grad", r"False", r"True")
+
+
+def test_aliasing_pattern_change_recompiles_and_stays_correct() -> None:
+    c = compiled(mutate_and_add)
+    assert_call_matches_eager(c, mutate_and_add, lambda: (torch.randn(3), torch.randn(3)))
+    assert_call_matches_eager(c, mutate_and_add, lambda: (x := torch.randn(3), x))
+    assert c.compile_count == 2
+    reason_matches(c, r"args\[0\]|args\[1\]", r"alias")
+    assert_call_matches_eager(c, mutate_and_add, lambda: (torch.randn(3), torch.randn(3)))
+    assert c.compile_count == 2
+
+
+def test_subclass_to_plain_recompiles() -> None:
+    c = compiled(double)
+    assert_call_matches_eager(c, double, lambda: (PairTensor(torch.randn(3), torch.randn(3)),))
+    assert_call_matches_eager(c, double, lambda: (torch.randn(3),))
+    assert c.compile_count == 2
+    reason_matches(c, r"args\[0\]", r"PairTensor|type")
+
+
+def test_inner_type_change_recompiles() -> None:
+    c = compiled(double)
+    assert_call_matches_eager(c, double, lambda: (PairTensor(torch.randn(3, 4), torch.randn(3, 4)),))
+    assert_call_matches_eager(c, double, lambda: (nested_example(),))
+    assert c.compile_count == 2
+    reason_matches(c, r"args\[0\]\.a|args\[0\]", r"PairTensor|type|ctx")
+
+
+def test_inner_dtype_change_names_the_inner_path() -> None:
+    c = compiled(double)
+    assert_call_matches_eager(c, double, lambda: (PairTensor(torch.randn(3), torch.randn(3)),))
+    assert_call_matches_eager(
+        c, double, lambda: (PairTensor(torch.randn(3, dtype=torch.float64), torch.randn(3, dtype=torch.float64)),)
+    )
+    assert c.compile_count == 2
+    reason_matches(c, r"args\[0\]", r"dtype", r"float64")
+
+
+def test_stride_change_is_correct() -> None:
+    c = compiled(mutate_and_add)
+    assert_call_matches_eager(c, mutate_and_add, lambda: (torch.randn(3, 4), torch.randn(3, 4)))
+    assert_call_matches_eager(c, mutate_and_add, lambda: (torch.randn(4, 3).t(), torch.randn(3, 4)))
+
+
+def test_python_scalar_change_is_correct() -> None:
+    def scale(x: T, s: float) -> T:
+        x.mul_(s)
+        return x + s
+
+    c = compiled(scale)
+    assert_call_matches_eager(c, scale, lambda: (torch.randn(3), 2.0))
+    assert_call_matches_eager(c, scale, lambda: (torch.randn(3), 3.0))
+
+
+def test_structure_change_recompiles() -> None:
+    def total(xs: list[T]) -> T:
+        return sum(xs, torch.zeros(()))
+
+    c = compiled(total)
+    assert_call_matches_eager(c, total, lambda: ([torch.randn(2), torch.randn(2)],))
+    assert_call_matches_eager(c, total, lambda: ([torch.randn(2), torch.randn(2), torch.randn(2)],))
+    assert c.compile_count == 2
+
+
+def test_recompile_limit_falls_back_to_eager_with_a_warning() -> None:
+    c = compiled(double, recompile_limit=2, dynamic=False)
+    assert_call_matches_eager(c, double, lambda: (torch.randn(2),))
+    assert_call_matches_eager(c, double, lambda: (torch.randn(3),))
+    with pytest.warns(UserWarning, match="recompile_limit"):
+        assert_call_matches_eager(c, double, lambda: (torch.randn(4),))
+    assert c.compile_count == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_call_matches_eager(c, double, lambda: (torch.randn(2),))
+    assert c.compile_count == 2
