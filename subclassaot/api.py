@@ -14,16 +14,20 @@ import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, ParamSpec, TypeVar, overload
+from typing import Generic, ParamSpec, TypeVar, cast, overload
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
+
+from policies import AutomaticDynamicState
 
 from subclassaot import backends, guards
 from subclassaot.analyze import analyze
 from subclassaot.autograd_runtime import training_call
 from subclassaot.config import BackendFn, CompileConfig
-from subclassaot.desugar import dense_layout
+from subclassaot.desugar import DynamicAliasError, dense_layout
+from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.errors import BackendError
 from subclassaot.inputs import flatten_call, module_state
 from subclassaot.joint import check_training_supported, trace_backward
@@ -59,7 +63,8 @@ class CompiledFunction(Generic[P, R]):
         self._entries: list[CompiledEntry] = []
         self._reasons: list[str] = []
         self._lock = threading.RLock()
-        self._state = None
+        self._state = AutomaticDynamicState()
+        self._symbols = SymbolCache()
         functools.update_wrapper(self, fn)
 
     @property
@@ -101,7 +106,7 @@ class CompiledFunction(Generic[P, R]):
                 reason = failures[-1] if len(failures) == 1 else "; ".join(dict.fromkeys(failures))
                 self._reasons.append(reason)
                 log.info("recompiling %s: %s", getattr(self.fn, "__name__", self.fn), reason)
-            entry = compile_entry(self.fn, args, kwargs, self.config, self._state)
+            entry = compile_entry(self.fn, args, kwargs, self.config, self._state, self._symbols)
             self._entries.append(entry)
         values = list(entry.flat.values)
         bound = entry.guards.check(values)
@@ -115,23 +120,24 @@ def compile_entry(
     args: tuple[object, ...],
     kwargs: Mapping[str, object],
     config: CompileConfig,
-    state: object,
+    state: AutomaticDynamicState,
+    symbols: SymbolCache,
 ) -> CompiledEntry:
     """inputs -> fakify -> desugar -> analyze -> trace -> backend -> guards -> runtime."""
     flat, call = flatten_call(fn, args, kwargs)
-    fake_mode = new_fake_mode()
-    tensors = [flat.values[i] for i in flat.tensor_indices]
+    tensors = [cast(torch.Tensor, flat.values[i]) for i in flat.tensor_indices]
     paths = [flat.leaves[i].path for i in flat.tensor_indices]
-    fakes = _fakify_static(tensors, fake_mode)  # type: ignore[arg-type]
-    layout = dense_layout(fakes, paths, flat.tensor_indices)
+    fake_mode, fakified, layout = _fakify_and_desugar(tensors, paths, flat, config, state, symbols)
+    fakes = list(fakified.fakes)
     dense_fakes = _dense(fakes, paths)
+    decompositions = backends.decompositions_for(config.backend)
     training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
     with torch.enable_grad() if training else torch.no_grad():
         analysis = analyze(call, flat, layout, dense_fakes, fake_mode)
     if training:
         check_training_supported(flat, layout, analysis, fakes)
     with torch.no_grad():
-        traced = trace_inference(call, flat, layout, analysis, dense_fakes, fake_mode)
+        traced = trace_inference(call, flat, layout, analysis, dense_fakes, fake_mode, decompositions)
     backends.verify_functional(traced.graph)
     backend = backends.get_backend(config.backend)
     compiled = _checked_first_call(backend(traced.graph, traced.example_inputs), config.backend)
@@ -145,7 +151,7 @@ def compile_entry(
     )
     graph_call = inference_call(compiled)
     if training:
-        bw_meta = trace_backward(call, flat, layout, analysis, traced, dense_fakes, fakes, fake_mode)
+        bw_meta = trace_backward(call, flat, layout, analysis, traced, dense_fakes, fakes, fake_mode, decompositions)
         backends.verify_functional(bw_meta.graph)
         bw = backend(bw_meta.graph, bw_meta.example_inputs)
         graph_call = training_call(plan, compiled, bw, bw_meta)
@@ -161,8 +167,33 @@ def compile_entry(
     )
 
 
-def _fakify_static(tensors: Sequence[torch.Tensor], fake_mode: torch._subclasses.FakeTensorMode) -> list[torch.Tensor]:
-    return [fake_mode.from_tensor(t, static_shapes=True) for t in tensors]
+def _fakify_and_desugar(
+    tensors: Sequence[torch.Tensor],
+    paths: Sequence[str],
+    flat: FlatInputs,
+    config: CompileConfig,
+    state: AutomaticDynamicState,
+    symbols: SymbolCache,
+) -> tuple[FakeTensorMode, FakifyResult, DenseLayout]:
+    """Fresh fakes from the real inputs and the policies; aliased inputs fall back to static shapes."""
+    dynamic = config.dynamic
+    while True:
+        fake_mode = new_fake_mode()
+        fakified = fakify_inputs(
+            tensors,
+            paths,
+            fake_mode=fake_mode,
+            dynamic=dynamic,
+            policies=config.policies,
+            state=state,
+            symbol_cache=symbols,
+        )
+        try:
+            return fake_mode, fakified, dense_layout(list(fakified.fakes), paths, flat.tensor_indices)
+        except DynamicAliasError:
+            if dynamic is False:
+                raise
+            dynamic = False  # See Note [Synthetic Bases]: aliased inputs compile with static shapes.
 
 
 def _dense(fakes: Sequence[torch.Tensor], paths: Sequence[str]) -> list[torch.Tensor]:

@@ -9,7 +9,7 @@ on the first call that the backend's callable did not mutate its inputs either.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 import torch.fx
@@ -57,6 +57,16 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
 
 register_backend("eager", eager_backend)
 register_backend("inductor", inductor_backend)
+
+
+def decompositions_for(backend: str | BackendFn) -> Mapping[torch._ops.OperatorBase, Callable[..., object]] | None:
+    """The decomposition table a backend wants applied while tracing (inductor lowers only decomposed aten)."""
+    if backend == "inductor" or backend is inductor_backend:
+        from torch._inductor.decomposition import select_decomp_table
+
+        return select_decomp_table()
+    table = getattr(backend, "decompositions", None)
+    return table if isinstance(table, Mapping) else None
 
 
 def verify_functional(gm: torch.fx.GraphModule) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
+from subclassaot import fuzz_runner
 from subclassaot.checker import check_subclass
 
 __all__ = ["SUBCOMMANDS", "Subcommand", "add_subcommand", "main"]
@@ -70,6 +71,15 @@ add_subcommand(
         help="run the conformance checker on a subclass instance",
         add_arguments=_add_check_arguments,
         run=run_check,
+    )
+)
+
+add_subcommand(
+    Subcommand(
+        name="fuzz",
+        help="fuzz the pipeline against eager with random programs; shrink and write out failures",
+        add_arguments=fuzz_runner.add_arguments,
+        run=lambda args: fuzz_runner.run_cli(args, lambda line: print(line, flush=True)),
     )
 )
 

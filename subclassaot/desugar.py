@@ -28,6 +28,10 @@ from subclassaot.torch_internals import storage_key, symint_expr
 # what a compiled entry assumes (a call with a different pattern recompiles, with the reason printed).
 
 
+class DynamicAliasError(UnsupportedError):
+    """Aliased inputs were fakified with dynamic shapes; the driver retries with static ones."""
+
+
 def dense_layout(fakes: Sequence[torch.Tensor], paths: Sequence[str], owners: Sequence[InputIndex]) -> DenseLayout:
     """Flatten every fake tensor input and group dense leaves by storage."""
     trees: list[SubclassNode | None] = []
@@ -93,8 +97,10 @@ def _alias_groups(values: Sequence[torch.Tensor], paths: Sequence[str]) -> list[
         first = values[members[0]]
         nbytes = first.untyped_storage().nbytes()
         numel = symint_expr(nbytes // first.element_size())
-        if not isinstance(numel, int):
-            raise UnsupportedError(
+        if not isinstance(numel, int) or any(
+            not isinstance(d, int) for m in members for part in leaf_meta(values[m])[:2] for d in part
+        ):
+            raise DynamicAliasError(
                 f"inputs {', '.join(paths[m] for m in members)} alias each other and have dynamic sizes; aliased "
                 "inputs are compiled with static shapes. Mark them static (policies.mark_static) or pass dynamic=False"
             )

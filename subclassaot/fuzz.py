@@ -20,7 +20,7 @@ import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import torch
 
@@ -41,7 +41,11 @@ from subclassaot.fuzz_program import (
 )
 from subclassaot.parity import EagerRaised, compare_with_eager
 
+if TYPE_CHECKING:
+    from hypothesis.strategies import DrawFn, SearchStrategy
+
 __all__ = [
+    "DEFAULT_CONFIG",
     "CompileFn",
     "FuzzConfig",
     "Outcome",
@@ -68,6 +72,9 @@ class FuzzConfig:
     max_size: int = 4
 
 
+DEFAULT_CONFIG = FuzzConfig()
+
+
 class RandomChooser:
     """Decisions from `random.Random(seed)`: the runner's deterministic source of programs."""
 
@@ -85,7 +92,7 @@ class RandomChooser:
 # Generation
 
 
-def generate(choose: Chooser, config: FuzzConfig = FuzzConfig()) -> Program:
+def generate(choose: Chooser, config: FuzzConfig = DEFAULT_CONFIG) -> Program:
     """One program. Each op is run on real tensors as it is drawn; an op eager rejects is drawn again."""
     grad_mode = choose.chance(60)
     n_inputs = choose.integer(1, config.max_inputs)
@@ -197,27 +204,25 @@ def _legal(op: Op, env: dict[int, torch.Tensor]) -> bool:
     return True
 
 
-def programs(config: FuzzConfig = FuzzConfig()) -> object:
+def programs(config: FuzzConfig = DEFAULT_CONFIG) -> SearchStrategy[Program]:
     """A hypothesis strategy of programs (hypothesis is imported here only: it is a test-time dependency)."""
     from hypothesis import strategies as st
 
     @st.composite
-    def strategy(draw: st.DrawFn) -> Program:
+    def strategy(draw: DrawFn) -> Program:
         return generate(_DrawChooser(draw), config)
 
     return strategy()
 
 
 class _DrawChooser:
-    def __init__(self, draw: Callable[[object], object]) -> None:
+    def __init__(self, draw: DrawFn) -> None:
         self._draw = draw
 
     def integer(self, lo: int, hi: int) -> int:
         from hypothesis import strategies as st
 
-        value = self._draw(st.integers(lo, hi))
-        assert isinstance(value, int)
-        return value
+        return self._draw(st.integers(lo, hi))
 
     def chance(self, percent: int) -> bool:
         return self.integer(0, 99) >= 100 - percent  # hypothesis shrinks toward 0, i.e. toward False

@@ -218,7 +218,7 @@ def _binary(method: str) -> tuple[Apply, Expr]:
         return out
 
     def expr(t: str, o: str | None, p: Params) -> str:
-        return f"{t}.{method}({o if o is not None else _f(p[0])!r})"
+        return f"{t}.{method}({o if o is not None else repr(_f(p[0]))})"
 
     return apply, expr
 
@@ -276,16 +276,16 @@ def _op(
     )
 
 
-V, I, F = Family.VIEW, Family.INPLACE, Family.FUNCTIONAL
+VIEW, INPLACE, FUNC = Family.VIEW, Family.INPLACE, Family.FUNCTIONAL
 _OPS: tuple[OpDef, ...] = (
-    _op("view", V, _gen_numel_shape, _shape_method("view"), weight=4),
-    _op("reshape", V, _gen_numel_shape, _shape_method("reshape"), weight=2),
-    _op("transpose", V, _gen_two_dims, _nullary("transpose"), weight=3),
-    _op("t", V, _gen_t, _nullary("t"), weight=2),
-    _op("select", V, _gen_select, _nullary("select"), weight=3),
+    _op("view", VIEW, _gen_numel_shape, _shape_method("view"), weight=4),
+    _op("reshape", VIEW, _gen_numel_shape, _shape_method("reshape"), weight=2),
+    _op("transpose", VIEW, _gen_two_dims, _nullary("transpose"), weight=3),
+    _op("t", VIEW, _gen_t, _nullary("t"), weight=2),
+    _op("select", VIEW, _gen_select, _nullary("select"), weight=3),
     _op(
         "slice",
-        V,
+        VIEW,
         _gen_slice,
         (
             lambda t, o, p: t[_slice_index(_i(p[0]), _i(p[1]), _i(p[2]), _i(p[3]))],
@@ -293,19 +293,19 @@ _OPS: tuple[OpDef, ...] = (
         ),
         weight=3,
     ),
-    _op("unsqueeze", V, _gen_unsqueeze, _nullary("unsqueeze"), weight=2),
-    _op("expand", V, _gen_expand, _shape_method("expand"), weight=2),
-    _op("diagonal", V, _gen_diagonal, _nullary("diagonal"), weight=2),
+    _op("unsqueeze", VIEW, _gen_unsqueeze, _nullary("unsqueeze"), weight=2),
+    _op("expand", VIEW, _gen_expand, _shape_method("expand"), weight=2),
+    _op("diagonal", VIEW, _gen_diagonal, _nullary("diagonal"), weight=2),
     _op(
         "unbind",
-        V,
+        VIEW,
         _gen_unbind,
         (lambda t, o, p: t.unbind(_i(p[0]))[_i(p[1])], lambda t, o, p: f"{t}.unbind({p[0]})[{p[1]}]"),
         weight=2,
     ),
     _op(
         "as_strided",
-        V,
+        VIEW,
         _gen_as_strided,
         (
             lambda t, o, p: t.as_strided(_s(p[0]), _s(p[1]), _i(p[2])),
@@ -313,23 +313,23 @@ _OPS: tuple[OpDef, ...] = (
         ),
         weight=1,
     ),
-    _op("detach", V, _gen_none, _nullary("detach"), weight=1),
-    _op("contiguous", V, _gen_none, _nullary("contiguous"), weight=1),
-    _op("add_", I, _gen_scalar_or_other, _binary("add_"), weight=5, other="maybe"),
-    _op("mul_", I, _gen_scalar_or_other, _binary("mul_"), weight=4, other="maybe"),
-    _op("copy_", I, _gen_none, _with_other("copy_"), weight=3, other="always"),
-    _op("zero_", I, _gen_none, _nullary("zero_"), weight=1),
-    _op("fill_", I, _gen_scalar_or_other, _nullary("fill_"), weight=1),
-    _op("t_", I, _gen_t, _nullary("t_"), weight=2),
-    _op("unsqueeze_", I, _gen_unsqueeze_, _nullary("unsqueeze_"), weight=1),
-    _op("transpose_", I, _gen_two_dims, _nullary("transpose_"), weight=1),
-    _op("set_", I, _gen_none, _with_other("set_"), weight=2, other="always"),
-    _op("resize_", I, _gen_resize_, _shape_method("resize_"), weight=1),
-    _op("add", F, _gen_scalar_or_other, _binary("add"), weight=3, other="maybe"),
-    _op("mul", F, _gen_scalar_or_other, _binary("mul"), weight=3, other="maybe"),
-    _op("sin", F, _gen_none, _nullary("sin"), weight=1),
-    _op("clone", F, _gen_none, _nullary("clone"), weight=2),
-    _op("sum", F, _gen_sum, _nullary("sum"), weight=1),
+    _op("detach", VIEW, _gen_none, _nullary("detach"), weight=1),
+    _op("contiguous", VIEW, _gen_none, _nullary("contiguous"), weight=1),
+    _op("add_", INPLACE, _gen_scalar_or_other, _binary("add_"), weight=5, other="maybe"),
+    _op("mul_", INPLACE, _gen_scalar_or_other, _binary("mul_"), weight=4, other="maybe"),
+    _op("copy_", INPLACE, _gen_none, _with_other("copy_"), weight=3, other="always"),
+    _op("zero_", INPLACE, _gen_none, _nullary("zero_"), weight=1),
+    _op("fill_", INPLACE, _gen_scalar_or_other, _nullary("fill_"), weight=1),
+    _op("t_", INPLACE, _gen_t, _nullary("t_"), weight=2),
+    _op("unsqueeze_", INPLACE, _gen_unsqueeze_, _nullary("unsqueeze_"), weight=1),
+    _op("transpose_", INPLACE, _gen_two_dims, _nullary("transpose_"), weight=1),
+    _op("set_", INPLACE, _gen_none, _with_other("set_"), weight=2, other="always"),
+    _op("resize_", INPLACE, _gen_resize_, _shape_method("resize_"), weight=1),
+    _op("add", FUNC, _gen_scalar_or_other, _binary("add"), weight=3, other="maybe"),
+    _op("mul", FUNC, _gen_scalar_or_other, _binary("mul"), weight=3, other="maybe"),
+    _op("sin", FUNC, _gen_none, _nullary("sin"), weight=1),
+    _op("clone", FUNC, _gen_none, _nullary("clone"), weight=2),
+    _op("sum", FUNC, _gen_sum, _nullary("sum"), weight=1),
     _op(
         "data_assign",
         Family.STATEMENT,

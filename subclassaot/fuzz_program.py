@@ -11,6 +11,7 @@ Invariants: variables are named by ids that never change when a program is shrun
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -197,19 +198,11 @@ def run_op(op: Op, env: dict[int, torch.Tensor]) -> None:
     if op.via_data:
         src = src.data
     other = None if op.other is None else env[op.other]
-    with torch.no_grad() if op.no_grad else _nothing():
+    with torch.no_grad() if op.no_grad else contextlib.nullcontext():
         result = OPS[op.name].apply(src, other, op.params)
     if op.out is not None:
         assert result is not None, f"BUG: {op.name} returned nothing to bind"
         env[op.out] = result
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def run_program(program: Program, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:

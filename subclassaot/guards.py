@@ -73,13 +73,26 @@ def _lit(text: str) -> str:
     return text.replace("\\", "\\\\").replace("'", "\\'").replace("{", "{{").replace("}", "}}")
 
 
+def describe_aliasing(paths: Sequence[str], storages: Sequence[object]) -> str:
+    """Which inputs share storage, in words ("args[0] ~ args[1]"; "none")."""
+    groups: dict[object, list[str]] = {}
+    for path, storage in zip(paths, storages, strict=True):
+        groups.setdefault(storage, []).append(path)
+    return "; ".join(" ~ ".join(g) for g in groups.values() if len(g) > 1) or "none"
+
+
 class _Writer:
     """Accumulates guard lines; checks return a message, bindings assign symbols."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.globals: dict[str, object] = {"describe_ctx_change": describe_ctx_change, "torch": torch}
+        self.globals: dict[str, object] = {
+            "describe_ctx_change": describe_ctx_change,
+            "describe_aliasing": describe_aliasing,
+            "torch": torch,
+        }
         self.bound: dict[str, str] = {}  # symbol name -> the access expression it was read from
+        self.bound_label: dict[str, str] = {}  # symbol name -> the user-facing path it was read from
         self.deferred: list[tuple[str, str, str]] = []  # (access, expected expr source, label) checked after binding
 
     def constant(self, value: object) -> str:
@@ -96,6 +109,7 @@ class _Writer:
             self.check(f"{access} == {expr}", f"f'{_lit(label)}: expected {expr}, got {{{access}}}'")
         elif isinstance(expr, sympy.Symbol) and expr.name not in self.bound:
             self.bound[expr.name] = access
+            self.bound_label[expr.name] = label
             self.lines.append(f"    {expr.name} = {access}")
         else:
             self.deferred.append((access, python_source(expr), label))
@@ -192,9 +206,10 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
     conds = [f"len(set(_st)) == {distinct}"]
     for g in layout.groups:
         conds += [f"_st[{g.members[0]}] == _st[{m}]" for m in g.members[1:]]
+    paths = w.constant(tuple(leaf.path for leaf in layout.leaves))
     w.check(
         " and ".join(conds),
-        f"f'input aliasing changed: compiled for shared storages [{pattern}], got a different pattern'",
+        f"f'input aliasing changed: compiled for shared storages [{pattern}], got [{{describe_aliasing({paths}, _st)}}]'",
     )
 
 
@@ -218,17 +233,26 @@ def _leaf_var(node: SubclassNode, var: str, position: int) -> str:
     raise AssertionError("BUG: leaf position out of range")
 
 
+def _finite_int(value: object) -> int | None:
+    if isinstance(value, int):
+        return value
+    if isinstance(value, sympy.Integer):
+        return int(value)
+    return None
+
+
 def _shape_env_guards(w: _Writer, shape_env: torch.fx.experimental.symbolic_shapes.ShapeEnv) -> None:
+    ranges = {symbol.name: value_range for symbol, value_range in shape_env.var_to_range.items()}
     for name in list(w.bound):
-        symbol = sympy.Symbol(name, integer=True, positive=True)
-        value_range = shape_env.var_to_range.get(symbol)
+        value_range = ranges.get(name)
         if value_range is None:
             continue
-        lower, upper = value_range.lower, value_range.upper
-        if lower.is_finite:  # type: ignore[attr-defined]
-            w.check(f"{name} >= {int(lower)}", f"f'{_lit(w.bound[name])} = {{{name}}} is below {int(lower)} ({name})'")
-        if upper.is_finite:  # type: ignore[attr-defined]
-            w.check(f"{name} <= {int(upper)}", f"f'{_lit(w.bound[name])} = {{{name}}} is above {int(upper)} ({name})'")
+        lower, upper = _finite_int(value_range.lower), _finite_int(value_range.upper)
+        where = _lit(w.bound_label[name])
+        if lower is not None:
+            w.check(f"{name} >= {lower}", f"f'{where} = {{{name}}} is below {lower}, the least value of {name}'")
+        if upper is not None:
+            w.check(f"{name} <= {upper}", f"f'{where} = {{{name}}} is above {upper}, the largest value of {name}'")
     for guard in shape_env.guards:
         expr = shape_env.simplify(guard.expr)
         if expr == sympy.true:

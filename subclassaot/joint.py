@@ -8,7 +8,7 @@ tangents flattened), one per differentiable forward output, in forward-output or
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -76,6 +76,7 @@ def trace_backward(
     dense_fakes: Sequence[torch.Tensor],
     user_fakes: Sequence[torch.Tensor],
     fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
+    decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None = None,
 ) -> BackwardGraph:
     grad_inputs = tuple(i for i, t in enumerate(user_fakes) if t.requires_grad)
     example = graph_example_inputs(layout, dense_fakes)
@@ -107,7 +108,7 @@ def trace_backward(
             return dense
 
     with fake_mode:
-        gm = trace_graph(bw_fn, [*example, *tangent_fakes])
+        gm = trace_graph(bw_fn, [*example, *tangent_fakes], decompositions)
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return BackwardGraph(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import cast
 
 import sympy
@@ -150,9 +150,16 @@ def is_view_op(func: torch._ops.OpOverload) -> bool:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def trace_graph(fn: Callable[..., object], example_inputs: Sequence[object]) -> torch.fx.GraphModule:
+def trace_graph(
+    fn: Callable[..., object],
+    example_inputs: Sequence[object],
+    decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None = None,
+) -> torch.fx.GraphModule:
     """make_fx over fake inputs (already symbolic where the policy says so); the fake mode must be active."""
-    return make_fx(fn, tracing_mode="real", _allow_non_fake_inputs=False)(*example_inputs)
+    table = dict(decompositions) if decompositions is not None else None
+    return make_fx(fn, decomposition_table=table, tracing_mode="real", _allow_non_fake_inputs=False)(  # type: ignore[arg-type]
+        *example_inputs
+    )
 
 
 def symint_expr(value: int | torch.SymInt) -> sympy.Expr | int:

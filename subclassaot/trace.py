@@ -10,7 +10,7 @@ are regenerated from, and the symbolic ints the user returns.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -97,6 +97,7 @@ def trace_inference(
     analysis: Analysis,
     dense_fakes: Sequence[torch.Tensor],
     fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
+    decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None = None,
 ) -> TracedGraph:
     updates = input_updates(layout, analysis)
     counts = {"fresh": 0, "symints": 0}
@@ -111,7 +112,7 @@ def trace_inference(
 
     example = graph_example_inputs(layout, dense_fakes)
     with fake_mode:
-        gm = trace_graph(graph_fn, example)
+        gm = trace_graph(graph_fn, example, decompositions)
     _drop_dead_code(gm)
     outputs = GraphOutputs(
         updates=updates,

@@ -69,7 +69,7 @@ def all_gather(local: torch.Tensor, dim: int, global_len: int | torch.SymInt, me
     chunk = _padded_chunk_len(global_len, mesh.world_size)
     moved = _pad_to(local, dim, chunk).movedim(dim, 0).contiguous()
     gathered = _c10d.wait_tensor(_c10d.all_gather_into_tensor(moved, mesh.world_size, mesh.group_name))
-    return gathered.movedim(0, dim).narrow(dim, 0, global_len)
+    return gathered.movedim(0, dim).narrow(dim, 0, global_len).contiguous()
 
 
 def reduce_scatter(local: torch.Tensor, dim: int, mesh: MeshSpec) -> torch.Tensor:
@@ -78,7 +78,7 @@ def reduce_scatter(local: torch.Tensor, dim: int, mesh: MeshSpec) -> torch.Tenso
     chunk = _padded_chunk_len(n, mesh.world_size)
     moved = _pad_to(local, dim, chunk * mesh.world_size).movedim(dim, 0).contiguous()
     scattered = _c10d.wait_tensor(_c10d.reduce_scatter_tensor(moved, "sum", mesh.world_size, mesh.group_name))
-    return scattered.movedim(0, dim).narrow(dim, 0, chunk_bounds(n, mesh.world_size, mesh.rank)[1])
+    return scattered.movedim(0, dim).narrow(dim, 0, chunk_bounds(n, mesh.world_size, mesh.rank)[1]).contiguous()
 
 
 def all_reduce(local: torch.Tensor, mesh: MeshSpec) -> torch.Tensor:

@@ -162,6 +162,13 @@ class Float8Tensor(WrapperTensor):
         """The op table's handler, else the dequantizing fallback; see Note [Float8 Op Semantics] in ops.py."""
         return super().try_get_handler(func) or ops.try_get_fallback(func)
 
+    def __reduce_ex__(self, proto: Any) -> tuple[Any, ...]:
+        # torch 2.13 cannot unpickle a float8 tensor ("UntypedStorage has no attribute dtype"): pickle the fp8
+        # payload as its uint8 bits (same element size, so any strides view) and view it back on load.
+        ctx = (self.orig_dtype, self.fp8_dtype, self.granularity)
+        meta = (tuple(self.size()), tuple(self.stride()), self.requires_grad)
+        return (_unpickle, (self.qdata.view(torch.uint8), self.scale, ctx, meta))
+
     def dequantize(self) -> Tensor:
         """qdata.float() / scale in orig_dtype, as a plain tensor, read from the inner tensors (no autograd link)."""
         if self.granularity is Float8Granularity.COLWISE:
@@ -195,6 +202,19 @@ class Float8Tensor(WrapperTensor):
         )
 
 
+def _unpickle(
+    bits: Tensor,
+    scale: Tensor,
+    ctx: tuple[torch.dtype, torch.dtype, Float8Granularity],
+    meta: tuple[tuple[int, ...], tuple[int, ...], bool],
+) -> Float8Tensor:
+    size, stride, requires_grad = meta
+    inner_tensors = {"qdata": bits.view(ctx[1]), "scale": scale}
+    out = Float8Tensor.__tensor_unflatten__(inner_tensors, ctx, size, stride)
+    assert isinstance(out, Float8Tensor), "BUG: Float8Tensor.__tensor_unflatten__ builds a Float8Tensor"
+    return out.requires_grad_(requires_grad)
+
+
 class _ToOriginal(torch.autograd.Function):
     """Float8Tensor -> its high-precision value; the gradient passes through unchanged (straight-through)."""
 
@@ -210,3 +230,16 @@ class _ToOriginal(torch.autograd.Function):
 # The op table builds Float8Tensors, so it is imported once the class exists; importing it registers every
 # handler, so importing this module is all a user needs. `try_get_handler` reads its fallback at call time.
 from subclasses.fp8 import ops  # noqa: E402
+
+
+
+def example() -> Float8Tensor:
+    """A small tensorwise float8_e4m3fn Float8Tensor standing for a (4, 6) float32 tensor."""
+    x = torch.linspace(-3.0, 3.0, 24, dtype=torch.float32).reshape(4, 6)
+    return Float8Tensor.from_hp(x)
+
+
+def rowwise_example() -> Float8Tensor:
+    """A small rowwise float8_e4m3fn Float8Tensor standing for a (4, 6) bfloat16 tensor."""
+    x = torch.linspace(-3.0, 3.0, 24, dtype=torch.bfloat16).reshape(4, 6)
+    return Float8Tensor.from_hp(x, granularity=Float8Granularity.ROWWISE)

@@ -1,0 +1,197 @@
+"""The fuzz runner: N eager-legal programs from one seed, a verdict each, failures shrunk and written out.
+
+Input: a program count, a seed, a `FuzzConfig`, a compile function.
+Output: a `FuzzReport` (counts per outcome, UNSUPPORTED per rule, failures grouped by signature with a shrunk
+program each); `write_report(report, out_dir)` writes one regression-test file per shrunk failure and REPORT.md.
+Invariants: program i of seed s is the same program on every run (`RandomChooser(seed * 1_000_003 + i)`);
+programs eager rejects are skipped and not counted. Shrinking costs many compiles, so only the first
+`shrink_per_signature` failures of each signature are shrunk; the rest are counted and listed unshrunk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from subclassaot.fuzz import (
+    DEFAULT_CONFIG,
+    CompileFn,
+    FuzzConfig,
+    Outcome,
+    RandomChooser,
+    Verdict,
+    check_program,
+    generate,
+    same_failure,
+    shrink,
+)
+from subclassaot.fuzz_program import Program, to_source
+
+__all__ = ["Failure", "FuzzReport", "add_arguments", "fuzz", "pipeline_compile", "run_cli", "write_report"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Failure:
+    index: int  # the program's index under the run's seed
+    program: Program
+    verdict: Verdict
+    shrunk: Program | None  # None when not shrunk (past `shrink_per_signature`)
+    shrunk_verdict: Verdict | None
+
+
+@dataclass(slots=True, kw_only=True)
+class FuzzReport:
+    seed: int
+    backend: str
+    counts: Counter[Outcome] = field(default_factory=Counter)  # DISCARDED counts programs skipped, not run
+    unsupported_rules: Counter[str] = field(default_factory=Counter)
+    failure_signatures: Counter[tuple[Outcome, str]] = field(default_factory=Counter)
+    failures: list[Failure] = field(default_factory=list)  # DIVERGED and CRASHED, in program order
+
+    @property
+    def counted(self) -> int:
+        return sum(n for o, n in self.counts.items() if o is not Outcome.DISCARDED)
+
+    def __str__(self) -> str:
+        lines = [f"fuzz seed={self.seed} backend={self.backend}: {self.counted} programs"]
+        lines += [f"  {o.value:<11} {self.counts[o]}" for o in Outcome]
+        if self.unsupported_rules:
+            lines.append("UNSUPPORTED by rule:")
+            lines += [f"  {n:>5}  {rule}" for rule, n in self.unsupported_rules.most_common()]
+        if self.failure_signatures:
+            lines.append("DIVERGED / CRASHED by signature:")
+            lines += [f"  {n:>5}  {o.value}: {sig}" for (o, sig), n in self.failure_signatures.most_common()]
+        return "\n".join(lines)
+
+
+def pipeline_compile(backend: str) -> CompileFn:
+    from subclassaot.api import compile as subclassaot_compile
+
+    def compile_fn(fn: Callable[..., object]) -> Callable[..., object]:
+        return subclassaot_compile(fn, backend=backend)
+
+    return compile_fn
+
+
+def fuzz(
+    programs: int,
+    seed: int,
+    *,
+    config: FuzzConfig = DEFAULT_CONFIG,
+    compile_fn: CompileFn | None = None,
+    backend: str = "eager",
+    shrink_per_signature: int = 2,
+    progress: Callable[[str], None] | None = None,
+) -> FuzzReport:
+    """Check `programs` eager-legal programs; see the module docstring."""
+    compile_fn = compile_fn if compile_fn is not None else pipeline_compile(backend)
+    report = FuzzReport(seed=seed, backend=backend)
+    index = 0
+    while report.counted < programs and index < 20 * programs:
+        program = generate(RandomChooser(seed * 1_000_003 + index), config)
+        verdict = check_program(program, compile_fn)
+        report.counts[verdict.outcome] += 1
+        if verdict.outcome is Outcome.UNSUPPORTED:
+            report.unsupported_rules[verdict.signature] += 1
+        elif verdict.outcome in (Outcome.DIVERGED, Outcome.CRASHED):
+            key = (verdict.outcome, verdict.signature)
+            report.failure_signatures[key] += 1
+            report.failures.append(
+                _failure(index, program, verdict, compile_fn, report.failure_signatures[key], shrink_per_signature)
+            )
+        if progress is not None and report.counted % 100 == 0 and verdict.outcome is not Outcome.DISCARDED:
+            progress(f"[{report.counted}/{programs}] " + " ".join(f"{o.value}={report.counts[o]}" for o in Outcome))
+        index += 1
+    return report
+
+
+def _failure(index: int, program: Program, verdict: Verdict, compile_fn: CompileFn, nth: int, limit: int) -> Failure:
+    if nth > limit:
+        return Failure(index=index, program=program, verdict=verdict, shrunk=None, shrunk_verdict=None)
+    predicate = same_failure(verdict)
+    small = shrink(program, lambda p: predicate(check_program(p, compile_fn)))
+    return Failure(
+        index=index, program=program, verdict=verdict, shrunk=small, shrunk_verdict=check_program(small, compile_fn)
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Writing failures out as regression tests
+
+
+def regression_source(failure: Failure, seed: int) -> str:
+    program = failure.shrunk if failure.shrunk is not None else failure.program
+    verdict = failure.shrunk_verdict if failure.shrunk_verdict is not None else failure.verdict
+    name = f"test_fuzz_seed{seed}_program{failure.index}"
+    what = "\n".join(f"#   {line}" for line in verdict.detail.splitlines()[:12])
+    grad = "enable_grad" if program.grad_mode else "no_grad"
+    return (
+        f"# subclassaot fuzz, seed {seed}, program {failure.index}: {verdict.outcome.value}"
+        f"{' (shrunk)' if failure.shrunk is not None else ''}\n# signature: {verdict.signature}\n"
+        f"# what differed:\n{what}\n{to_source(program)}\n\n"
+        f"def {name}() -> None:\n"
+        "    from tests.oracle import assert_matches_eager\n\n"
+        f"    with torch.{grad}():\n"
+        "        assert_matches_eager(f, make_inputs)\n"
+    )
+
+
+def write_report(report: FuzzReport, out_dir: str) -> str:
+    """Write one `<outcome>_<index>.py` per shrunk failure and REPORT.md (returned as text too)."""
+    os.makedirs(out_dir, exist_ok=True)
+    sections = [f"# Fuzz report\n\n```\n{report}\n```\n"]
+    for failure in report.failures:
+        if failure.shrunk is None:
+            continue
+        text = regression_source(failure, report.seed)
+        path = os.path.join(out_dir, f"{failure.verdict.outcome.value.lower()}_{failure.index:05d}.py")
+        with open(path, "w") as f:
+            f.write(text)
+        sections.append(f"## {os.path.basename(path)}\n\n```python\n{text}```\n")
+    unshrunk = [f.index for f in report.failures if f.shrunk is None]
+    if unshrunk:
+        sections.append(f"Not shrunk (signature already shrunk twice), program indexes: {unshrunk}\n")
+    text = "\n".join(sections)
+    with open(os.path.join(out_dir, "REPORT.md"), "w") as f:
+        f.write(text)
+    return text
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# `python -m subclassaot fuzz`
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--programs", type=int, default=200, help="how many eager-legal programs to check")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--subclass",
+        action="append",
+        default=[],
+        metavar="MODULE:FACTORY",
+        help="an input kind besides plain tensors (repeatable), e.g. subclasses.pair:example",
+    )
+    parser.add_argument("--backend", default="eager")
+    parser.add_argument("--max-ops", type=int, default=6)
+    parser.add_argument("--shrink-per-signature", type=int, default=2)
+    parser.add_argument("--out", default=None, help="a folder for shrunk failures (regression tests) and REPORT.md")
+
+
+def run_cli(args: argparse.Namespace, echo: Callable[[str], None]) -> int:
+    config = FuzzConfig(kinds=("plain", *args.subclass), max_ops=args.max_ops)
+    report = fuzz(
+        args.programs,
+        args.seed,
+        config=config,
+        backend=args.backend,
+        shrink_per_signature=args.shrink_per_signature,
+        progress=echo,
+    )
+    echo(str(report))
+    if args.out is not None:
+        write_report(report, args.out)
+        echo(f"wrote {args.out}/REPORT.md")
+    return 0 if not report.failures else 1

@@ -1,0 +1,474 @@
+"""JaggedTensor's op table: aten handlers (below autograd) and torch-function implementations (above it).
+
+Input: JaggedTensors, dense tensors and scalars as PyTorch passes them to `__torch_dispatch__` / `__torch_function__`.
+Output: JaggedTensors (ops that keep the rows: pointwise, linear, layer norm, softmax, views, in-place ops) or dense
+tensors (reductions over the ragged dim, `to_padded`, `unbind`).
+Invariants: no op reads offsets' data except the constructors named in Note [Jagged Ragged Size] and `unbind`; every
+JaggedTensor result keeps its input's offsets object and ragged size; the reductions, softmax and padding run the
+`subclassaot_jagged` custom ops (one opaque node each under tracing). See Note [Jagged Ops Above Autograd].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+import torch
+import torch.nn.functional as F
+import torch.utils._pytree as pytree
+from torch import Tensor
+from torch._ops import OpOverload
+
+from subclassaot.errors import UnsupportedError
+from subclasses.nested import kernels
+from subclasses.nested.tensor import JaggedTensor, max_row_length, ragged_size_tensor_for, readable, validate_rows
+
+aten = torch.ops.aten
+Args = tuple[Any, ...]
+Kwargs = dict[str, Any]
+
+# Note [Jagged Ops Above Autograd]
+# An aten op reaches __torch_dispatch__ below autograd, so autograd differentiates it with its own formula at the
+# wrapper level. For pointwise ops that formula is pointwise too and the gradient is a JaggedTensor. For reductions
+# over the ragged dim, softmax, linear (a CompositeImplicit op that would reshape (B, R, D) to (B * R, D)) and
+# padding, it is not: SumBackward expands a dense (B, D) grad to a dense (B, R, D). Those ops are therefore taken
+# in `__torch_function__` and written on the values: `values_of(x)` (an autograd.Function whose backward wraps the
+# values' gradient with x's offsets) -> dense ops / custom ops with autograd formulas -> `jagged_like(x, values)`
+# (whose backward unwraps). Autograd then sees only dense values and the kernels' formulas. Reductions still have
+# aten handlers, for the reductions autograd itself runs (`sum_to_size` of a broadcast dense operand's grad).
+# Rows with holes (`lengths`): reductions and softmax mask the hole positions with the reduction's identity first,
+# then run the kernels over each row's whole slot (Note [Empty Jagged Rows] in reference.py).
+
+
+# -- values <-> JaggedTensor with autograd -------------------------------------------------------------------------
+class _ValuesOf(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: JaggedTensor) -> Tensor:
+        ctx.like = (x.offsets, x.ragged_size_tensor, x.lengths)
+        return x.flat_values.detach()
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> JaggedTensor:
+        offsets, holder, lengths = ctx.like
+        return JaggedTensor(grad, offsets, holder, lengths)
+
+
+class _JaggedFrom(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, values: Tensor, offsets: Tensor, holder: Tensor, lengths: Tensor | None) -> JaggedTensor:
+        return JaggedTensor(values.detach(), offsets, holder, lengths)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None, None]:
+        if not isinstance(grad, JaggedTensor):
+            raise UnsupportedError(f"BUG: a JaggedTensor output got a dense gradient of shape {tuple(grad.shape)}")
+        return grad.flat_values, None, None, None
+
+
+def values_of(x: JaggedTensor) -> Tensor:
+    """x's packed values (total_length, *features); differentiable: the gradient flows back to x."""
+    if torch.is_grad_enabled() and x.requires_grad:
+        out: Tensor = _ValuesOf.apply(x)  # type: ignore[no-untyped-call]  # torch stub
+        return out
+    return x.flat_values
+
+
+def jagged(values: Tensor, offsets: Tensor, holder: Tensor, lengths: Tensor | None) -> JaggedTensor:
+    """A JaggedTensor over `values` (total_length, *features); differentiable in `values`."""
+    if torch.is_grad_enabled() and values.requires_grad:
+        out: JaggedTensor = _JaggedFrom.apply(values, offsets, holder, lengths)  # type: ignore[no-untyped-call]  # torch stub
+        return out
+    return JaggedTensor(values, offsets, holder, lengths)
+
+
+def jagged_like(x: JaggedTensor, values: Tensor) -> JaggedTensor:
+    """`values` with x's rows and ragged size (features may differ)."""
+    return jagged(values, x.offsets, x.ragged_size_tensor, x.lengths)
+
+
+def rewrap(x: JaggedTensor, values: Tensor) -> JaggedTensor:
+    """`values` with x's rows and ragged size, below autograd (in aten handlers)."""
+    return JaggedTensor(values, x.offsets, x.ragged_size_tensor, x.lengths)
+
+
+# -- row bookkeeping -----------------------------------------------------------------------------------------------
+def row_ids(x: JaggedTensor) -> Tensor:
+    """The row of every packed position, (total_length,) int64 (sizes from shapes only: traceable)."""
+    slots = x.offsets[1:] - x.offsets[:-1]
+    batch = torch.arange(x.offsets.shape[0] - 1, device=x.offsets.device)
+    return torch.repeat_interleave(batch, slots, output_size=x.flat_values.shape[0])
+
+
+def valid_mask(x: JaggedTensor) -> Tensor | None:
+    """(total_length,) bool: the positions inside rows (None when x has no holes)."""
+    if x.lengths is None:
+        return None
+    rows = row_ids(x)
+    positions = torch.arange(x.flat_values.shape[0], device=rows.device) - x.offsets[rows]
+    return positions < x.lengths[rows]
+
+
+def _masked(x: JaggedTensor, values: Tensor, fill: float) -> Tensor:
+    mask = valid_mask(x)
+    if mask is None:
+        return values
+    mask = mask.view(-1, *([1] * (values.dim() - 1)))
+    return torch.where(mask, values, torch.full((), fill, dtype=values.dtype, device=values.device))
+
+
+def _size(n: int | torch.SymInt) -> int:
+    # The custom ops' schemas take SymInt; their Python signatures say int (kernels.py is typed for eager calls).
+    return cast(int, n)
+
+
+def _as_2d(values: Tensor) -> Tensor:
+    return values.reshape(values.shape[0], -1)
+
+
+def _dense_operand(ref: JaggedTensor, t: Tensor) -> Tensor:
+    """A dense operand of a pointwise op as a (total_length, *features)-broadcastable tensor."""
+    n_features = ref.dim() - 2
+    if t.dim() <= n_features:
+        return t
+    if t.dim() == ref.dim() and t.shape[1] == 1:
+        per_row = t.reshape(t.shape[0], *t.shape[2:])
+        return per_row[0] if t.shape[0] == 1 else per_row[row_ids(ref)]
+    raise UnsupportedError(
+        f"JaggedTensor {tuple(ref.shape)}: a dense operand of shape {tuple(t.shape)} does not broadcast against the "
+        f"rows without padding; give one of shape (*features) = {tuple(ref.shape[2:])} or (batch, 1, *features), "
+        "or pad first: x.to_padded(0.0)"
+    )
+
+
+def _check_same_rows(ref: JaggedTensor, other: JaggedTensor, what: object) -> None:
+    if other is not ref and not ref.same_rows(other):
+        raise ValueError(
+            f"{what}: JaggedTensors with different rows (offsets {tuple(ref.offsets.shape)} vs "
+            f"{tuple(other.offsets.shape)}) cannot be combined position by position; see Note [Jagged Same Rows]"
+        )
+
+
+def _first_jagged(tree: object) -> JaggedTensor:
+    for leaf in pytree.tree_leaves(tree):
+        if isinstance(leaf, JaggedTensor):
+            return leaf
+    raise AssertionError("BUG: a JaggedTensor handler was called without a JaggedTensor")
+
+
+# -- aten handlers (below autograd) --------------------------------------------------------------------------------
+def _on_values(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> tuple[JaggedTensor, Any]:
+    ref = _first_jagged((args, kwargs))
+
+    def convert(t: Tensor) -> Tensor:
+        if isinstance(t, JaggedTensor):
+            _check_same_rows(ref, t, func)
+            return t.flat_values
+        return _dense_operand(ref, t)
+
+    new_args, new_kwargs = pytree.tree_map_only(Tensor, convert, (args, kwargs))
+    return ref, func(*new_args, **new_kwargs)
+
+
+def pointwise(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Any:
+    """Any op tagged pointwise: run on the values (other jagged operands must have the same rows)."""
+    if any(a.is_out for a in func._schema.arguments):
+        raise UnsupportedError(f"JaggedTensor: out= variants ({func}) are not supported; use the functional op")
+    if func._schema.is_mutable:
+        if not isinstance(args[0], JaggedTensor):
+            raise UnsupportedError(f"{func}: an in-place op on a dense tensor cannot take a JaggedTensor operand")
+        _on_values(func, args, kwargs)
+        return args[0]
+    ref, out = _on_values(func, args, kwargs)
+    return rewrap(ref, out)
+
+
+JaggedTensor.pointwise_handler = pointwise
+
+
+@JaggedTensor.implements(aten.fill_, aten.zero_)
+def _inplace_values(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Any:
+    _on_values(func, args, kwargs)
+    return args[0]
+
+
+@JaggedTensor.implements(aten.copy_)
+def _copy_(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Any:
+    dst, src = args[0], args[1]
+    if not isinstance(dst, JaggedTensor):
+        raise UnsupportedError("copy_ of a JaggedTensor into a dense tensor: use x.to_padded() first")
+    _check_same_rows(dst, src, func) if isinstance(src, JaggedTensor) else None
+    value = src.flat_values if isinstance(src, JaggedTensor) else _dense_operand(dst, src)
+    dst.flat_values.copy_(value, *args[2:], **kwargs)
+    return dst
+
+
+@JaggedTensor.implements(aten.detach, aten.alias, aten.clone, aten.contiguous)
+def _copy_like(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Any:
+    x: JaggedTensor = args[0]
+    values = func(x.flat_values, *args[1:], **kwargs)
+    if func.overloadpacket is aten.clone:
+        lengths = None if x.lengths is None else x.lengths.clone()
+        return JaggedTensor(values, x.offsets.clone(), x.ragged_size_tensor.clone(), lengths)
+    return rewrap(x, values)
+
+
+@JaggedTensor.implements(aten._to_copy)
+def _to_copy(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Any:
+    x: JaggedTensor = args[0]
+    values = func(x.flat_values, **kwargs)
+    device = values.device
+    if device == x.offsets.device:
+        return rewrap(x, values)
+    lengths = None if x.lengths is None else x.lengths.to(device)
+    return JaggedTensor(values, x.offsets.to(device), x.ragged_size_tensor.to(device), lengths)
+
+
+@JaggedTensor.implements(aten.zeros_like, aten.ones_like, aten.empty_like, aten.full_like, aten.rand_like)
+def _like(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Any:
+    x: JaggedTensor = args[0]
+    kwargs = {k: v for k, v in kwargs.items() if k != "memory_format"}
+    return jagged_like(x, func(x.flat_values, *args[1:], **kwargs))
+
+
+@JaggedTensor.implements(aten.view, aten._unsafe_view)
+def _view(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Any:
+    x: JaggedTensor = args[0]
+    shape = list(args[1])
+    if len(shape) < 2 or not (shape[0] == x.shape[0] and shape[1] == x.shape[1]):
+        raise UnsupportedError(
+            f"JaggedTensor {tuple(x.shape)}.view{tuple(shape)}: only the feature dims can be reshaped (batch and "
+            "ragged dims stay); reshape the padded tensor instead: x.to_padded(0.0).view(...)"
+        )
+    values = func(x.flat_values, [x.flat_values.shape[0], *shape[2:]])
+    return rewrap(x, values)
+
+
+@JaggedTensor.implements(aten.is_same_size)
+def _is_same_size(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> bool:
+    return tuple(args[0].shape) == tuple(args[1].shape)
+
+
+@JaggedTensor.implements(aten.sum.dim_IntList, aten.sum.default, aten.mean.dim, aten.amax.default)
+def _reduce_aten(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Any:
+    name = func.overloadpacket.__name__
+    if func is aten.sum.default:
+        return reduce(name, args[0], None, False, kwargs.get("dtype"))
+    dims = args[1] if len(args) > 1 else kwargs.get("dim")
+    keepdim = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
+    return reduce(name, args[0], dims, bool(keepdim), kwargs.get("dtype"))
+
+
+# -- reductions ----------------------------------------------------------------------------------------------------
+_IDENTITY = {"sum": 0.0, "mean": 0.0, "amax": float("-inf")}
+_ROW_OPS: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
+    "sum": kernels.jagged_sum_op,
+    "mean": kernels.jagged_mean_op,
+    "amax": kernels.jagged_amax_op,
+}
+
+
+def _normalize_dims(x: JaggedTensor, dims: int | Sequence[int] | None) -> tuple[int, ...]:
+    if dims is None or (isinstance(dims, Sequence) and len(dims) == 0):
+        return tuple(range(x.dim()))
+    chosen = (dims,) if isinstance(dims, int) else tuple(dims)
+    return tuple(sorted({d % x.dim() for d in chosen}))
+
+
+def reduce(name: str, x: JaggedTensor, dims: int | Sequence[int] | None, keepdim: bool, dtype: object) -> Tensor:
+    """sum / mean / amax of x over `dims`: a JaggedTensor over feature dims only, else a dense tensor."""
+    chosen = _normalize_dims(x, dims)
+    values = values_of(x)
+    if isinstance(dtype, torch.dtype):
+        values = values.to(dtype)
+    feature_dims = [d - 1 for d in chosen if d >= 2]  # dims of the values
+    if 1 not in chosen:
+        if 0 in chosen:
+            raise UnsupportedError(f"JaggedTensor.{name} over the batch dim alone has no meaning; add dim 1 too")
+        return jagged_like(x, _dense_reduce(name, values, feature_dims, keepdim))
+    values = _masked(x, values, _IDENTITY[name])
+    if 0 in chosen:
+        out = _reduce_all_rows(name, x, values)  # (*features)
+        out = _dense_reduce(name, out, [d - 1 for d in feature_dims], keepdim)
+        return out.reshape(1, 1, *out.shape) if keepdim else out
+    out = _reduce_rows(name, x, values)  # (B, *features)
+    out = _dense_reduce(name, out, feature_dims, keepdim)
+    return out.unsqueeze(1) if keepdim else out
+
+
+def _dense_reduce(name: str, t: Tensor, dims: Sequence[int], keepdim: bool) -> Tensor:
+    if not dims:
+        return t
+    if name == "amax":
+        return t.amax(tuple(dims), keepdim)
+    return t.sum(tuple(dims), keepdim) if name == "sum" else t.mean(tuple(dims), keepdim)
+
+
+def _reduce_all_rows(name: str, x: JaggedTensor, values: Tensor) -> Tensor:
+    if name == "amax":
+        return values.amax(0)
+    total = values.sum(0)
+    if name == "sum":
+        return total
+    count = x.row_lengths().sum() if x.lengths is not None else values.shape[0]
+    return total / count
+
+
+def _reduce_rows(name: str, x: JaggedTensor, values: Tensor) -> Tensor:
+    features = values.shape[1:]
+    flat = _as_2d(values)
+    if name == "amax" and flat.requires_grad:
+        # The amax kernel has no autograd formula: go through padding (to_padded has one).
+        padded = kernels.jagged_to_padded_op(flat, x.offsets, _size(torch.sym_max(x.shape[1], 1)), float("-inf"))
+        out = padded.amax(1)
+    elif name == "mean" and x.lengths is not None:
+        out = kernels.jagged_sum_op(flat, x.offsets) / x.lengths.to(flat.dtype)[:, None]
+    else:
+        out = _ROW_OPS[name](flat, x.offsets)
+    return out.reshape(out.shape[0], *features)
+
+
+def _reduction_call(name: str) -> Callable[..., Tensor]:
+    def impl(x: JaggedTensor, dim: Any = None, keepdim: bool = False, *, dtype: torch.dtype | None = None) -> Tensor:
+        return reduce(name, x, dim, keepdim, dtype)
+
+    impl.__name__ = f"jagged_{name}"
+    return impl
+
+
+JaggedTensor.function(torch.sum, Tensor.sum)(_reduction_call("sum"))
+JaggedTensor.function(torch.mean, Tensor.mean)(_reduction_call("mean"))
+JaggedTensor.function(torch.amax, Tensor.amax)(_reduction_call("amax"))
+
+
+# -- softmax, linear, layer norm -----------------------------------------------------------------------------------
+@JaggedTensor.function(torch.softmax, Tensor.softmax, F.softmax)
+def softmax(x: JaggedTensor, dim: int, *args: Any, dtype: torch.dtype | None = None, **kwargs: Any) -> JaggedTensor:
+    """Softmax over the ragged dim (each row's positions, per feature) or over a feature dim."""
+    dtype = dtype if dtype is not None else next((a for a in args if isinstance(a, torch.dtype)), None)
+    values = values_of(x) if dtype is None else values_of(x).to(dtype)
+    dim = dim % x.dim()
+    if dim == 0:
+        raise UnsupportedError(
+            "JaggedTensor.softmax over the batch dim is not supported; use dim=1 (ragged) or a feature dim"
+        )
+    if dim >= 2:
+        return jagged_like(x, torch.softmax(values, dim - 1))
+    probs = kernels.jagged_softmax_op(_as_2d(_masked(x, values, float("-inf"))), x.offsets)
+    return jagged_like(x, _masked(x, probs.reshape(values.shape), 0.0))
+
+
+@JaggedTensor.function(F.linear)
+def linear(x: JaggedTensor, weight: Tensor, bias: Tensor | None = None) -> JaggedTensor:
+    """`x @ weight.T + bias` over the last feature dim."""
+    if isinstance(weight, JaggedTensor):
+        raise UnsupportedError("F.linear with a JaggedTensor weight is not supported; the input may be jagged")
+    return jagged_like(x, F.linear(values_of(x), weight, bias))
+
+
+@JaggedTensor.function(torch.matmul, Tensor.matmul, Tensor.__matmul__)
+def matmul(x: JaggedTensor, other: Tensor) -> JaggedTensor:
+    """`x @ other` for a dense 2-d `other` (over the last feature dim)."""
+    if isinstance(other, JaggedTensor) or other.dim() != 2:
+        raise UnsupportedError("JaggedTensor matmul: only jagged @ dense 2-d matrix is supported")
+    return jagged_like(x, values_of(x) @ other)
+
+
+@JaggedTensor.function(F.layer_norm, torch.layer_norm)
+def layer_norm(
+    x: JaggedTensor,
+    normalized_shape: Sequence[int],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+    *args: Any,
+) -> JaggedTensor:
+    """Layer norm over trailing feature dims (never over the ragged dim)."""
+    if len(normalized_shape) > x.dim() - 2:
+        raise UnsupportedError("JaggedTensor layer_norm: normalized_shape may only cover feature dims")
+    return jagged_like(x, F.layer_norm(values_of(x), list(normalized_shape), weight, bias, eps))
+
+
+# -- padding and rows ----------------------------------------------------------------------------------------------
+def to_padded(x: JaggedTensor, padding_value: float = 0.0, output_size: int | torch.SymInt | None = None) -> Tensor:
+    """(B, L, *features), L = output_size or the ragged size (Note [Jagged Ragged Size]); longer rows truncated."""
+    width = x.shape[1] if output_size is None else output_size
+    values = values_of(x)
+    padded = kernels.jagged_to_padded_op(_as_2d(values), x.offsets, _size(width), padding_value)
+    if x.lengths is not None:
+        positions = torch.arange(padded.shape[1], device=padded.device)
+        inside = (positions[None, :] < x.lengths[:, None])[:, :, None]
+        padded = torch.where(inside, padded, torch.full((), padding_value, dtype=padded.dtype, device=padded.device))
+    return padded.reshape(padded.shape[0], padded.shape[1], *values.shape[1:])
+
+
+def from_padded(padded: Tensor, lengths: Tensor, *, total_length: int | torch.SymInt | None = None) -> JaggedTensor:
+    """Rows `padded[i, :lengths[i]]` of a (B, L, *features) tensor; ragged size L (Note [Jagged Ragged Size]).
+
+    Reads `lengths` for total_length unless it is given (pass it under tracing)."""
+    lengths = lengths.to(device=padded.device, dtype=torch.int64)
+    offsets = torch.cat([lengths.new_zeros(1), lengths.cumsum(0)])
+    if total_length is None:
+        if not readable(lengths):
+            raise UnsupportedError(
+                "from_padded(t, lengths) reads lengths.sum() for the packed size, and lengths hold no data here "
+                "(under tracing): pass total_length=..., or use from_padded_like(t, x) to reuse x's rows"
+            )
+        total_length = int(offsets[-1])
+        if lengths.numel() and int(lengths.max()) > padded.shape[1]:
+            raise ValueError(f"from_padded: a length exceeds the padded width {padded.shape[1]}: {lengths.tolist()}")
+    holder = ragged_size_tensor_for(padded.shape[1], offsets.device)
+    return _from_padded(padded, offsets, holder, None, total_length)
+
+
+def from_padded_like(padded: Tensor, like: JaggedTensor) -> JaggedTensor:
+    """`padded` (B, L, *features) packed into `like`'s rows (traceable: reads no data)."""
+    return _from_padded(padded, like.offsets, like.ragged_size_tensor, like.lengths, like.flat_values.shape[0])
+
+
+def _from_padded(
+    padded: Tensor,
+    offsets: Tensor,
+    holder: Tensor,
+    lengths: Tensor | None,
+    total_length: int | torch.SymInt,
+) -> JaggedTensor:
+    batch, width, features = padded.shape[0], padded.shape[1], padded.shape[2:]
+    flat = kernels.jagged_from_padded_op(padded.reshape(batch, width, -1), offsets, _size(total_length))
+    return jagged(flat.reshape(flat.shape[0], *features), offsets, holder, lengths)
+
+
+@JaggedTensor.function(Tensor.unbind, torch.unbind)
+def unbind(x: JaggedTensor, dim: int = 0) -> tuple[Tensor, ...]:
+    """Per-row tensors (len_i, *features), views of the values; reads the offsets (a device sync)."""
+    if dim != 0:
+        raise UnsupportedError("JaggedTensor.unbind: only dim=0 (one tensor per row) is supported")
+    if not readable(x.offsets):
+        raise UnsupportedError(
+            "JaggedTensor.unbind reads the row offsets, which hold no data under tracing; unbind outside the "
+            "compiled function, or use to_padded()"
+        )
+    values = values_of(x)
+    starts, lens = x.offsets[:-1].tolist(), x.row_lengths().tolist()
+    return tuple(values[s : s + n] for s, n in zip(starts, lens, strict=True))
+
+
+__all__ = [
+    "from_padded",
+    "from_padded_like",
+    "jagged",
+    "jagged_like",
+    "layer_norm",
+    "linear",
+    "matmul",
+    "max_row_length",
+    "pointwise",
+    "reduce",
+    "rewrap",
+    "row_ids",
+    "softmax",
+    "to_padded",
+    "unbind",
+    "valid_mask",
+    "validate_rows",
+    "values_of",
+]

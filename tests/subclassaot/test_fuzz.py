@@ -1,0 +1,111 @@
+"""The fuzzer: its generator (legal programs, source that round-trips), its shrinker, and a fixed-seed smoke run.
+
+The smoke run (`test_fixed_seed_smoke_has_no_divergence_or_crash`) asserts what the pipeline must achieve: no
+DIVERGED and no CRASHED program. Until the pipeline bugs it finds are fixed it fails, listing each shrunk program.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from hypothesis import HealthCheck, given, settings
+
+from subclassaot.fuzz import (
+    FuzzConfig,
+    Outcome,
+    RandomChooser,
+    check_program,
+    generate,
+    programs,
+    same_failure,
+    shrink,
+)
+from subclassaot.fuzz_program import Program, as_function, make_inputs, to_source
+from subclassaot.fuzz_runner import fuzz, regression_source
+from subclassaot.parity import compare_with_eager, fresh_call
+
+PAIR = "subclasses.pair:example"
+CONFIG = FuzzConfig(kinds=("plain", PAIR))
+Fn = Callable[..., object]
+
+
+def identity_compile(fn: Fn) -> Fn:
+    return fn
+
+
+def drops_input_mutations(fn: Fn) -> Fn:
+    """A broken "compiler": runs the program on clones of its inputs, so every input mutation is lost."""
+
+    def run(*args: torch.Tensor) -> object:
+        return fn(*(a.clone() for a in args))
+
+    return run
+
+
+def _exec_source(program: Program) -> dict[str, object]:
+    namespace: dict[str, object] = {}
+    exec(compile(to_source(program), "<fuzz program>", "exec"), namespace)
+    return namespace
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(programs(CONFIG))
+def test_printed_source_does_what_the_interpreter_does(program: Program) -> None:
+    namespace = _exec_source(program)
+    f, make = namespace["f"], namespace["make_inputs"]
+    assert callable(f) and callable(make)
+    with torch.set_grad_enabled(program.grad_mode):
+        diffs = compare_with_eager(f, as_function(program), lambda: make_inputs(program))
+    assert diffs == (), to_source(program)
+    printed_inputs, interpreted_inputs = fresh_call(make), fresh_call(lambda: make_inputs(program))
+    for p, i in zip(printed_inputs.args, interpreted_inputs.args, strict=True):
+        assert isinstance(p, torch.Tensor) and isinstance(i, torch.Tensor)
+        torch.testing.assert_close(p.detach(), i.detach())
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(programs(CONFIG))
+def test_generated_programs_are_legal_in_eager_and_pass_an_identity_compiler(program: Program) -> None:
+    verdict = check_program(program, identity_compile)
+    assert verdict.outcome is Outcome.PASS, f"{verdict.detail}\n{to_source(program)}"
+
+
+def test_generation_is_deterministic_per_seed() -> None:
+    assert generate(RandomChooser(7), CONFIG) == generate(RandomChooser(7), CONFIG)
+    assert len({generate(RandomChooser(s), CONFIG) for s in range(20)}) > 15
+
+
+def test_shrinking_finds_a_smaller_program_that_a_broken_compiler_still_gets_wrong() -> None:
+    found = None
+    for seed in range(200):
+        program = generate(RandomChooser(seed), FuzzConfig(max_ops=8))
+        verdict = check_program(program, drops_input_mutations)
+        if verdict.outcome is Outcome.DIVERGED and len(program.ops) >= 4:
+            found = program, verdict
+            break
+    assert found is not None, "no program with an input mutation in 200 seeds"
+    program, verdict = found
+    predicate = same_failure(verdict)
+    small = shrink(program, lambda p: predicate(check_program(p, drops_input_mutations)))
+    assert small.size() < program.size()
+    assert check_program(small, drops_input_mutations).outcome is Outcome.DIVERGED
+    assert check_program(small, identity_compile).outcome is Outcome.PASS
+    assert len(small.ops) <= 2, to_source(small)  # one mutation (plus at most one view to reach the input)
+
+
+def test_a_broken_compiler_is_caught_by_the_runner_and_written_as_a_regression_test() -> None:
+    report = fuzz(30, seed=3, config=CONFIG, compile_fn=drops_input_mutations, shrink_per_signature=1)
+    assert report.counts[Outcome.DIVERGED] > 0
+    shrunk = [f for f in report.failures if f.shrunk is not None]
+    assert shrunk
+    text = regression_source(shrunk[0], seed=3)
+    assert "def test_fuzz_seed3_program" in text and "assert_matches_eager(f, make_inputs)" in text
+    compile(text, "<regression>", "exec")
+
+
+def test_fixed_seed_smoke_has_no_divergence_or_crash() -> None:
+    report = fuzz(200, seed=0, config=CONFIG, backend="eager", shrink_per_signature=1)
+    assert report.counted == 200
+    shrunk = "\n\n".join(to_source(f.shrunk) + f.verdict.detail for f in report.failures if f.shrunk is not None)
+    assert report.counts[Outcome.DIVERGED] == 0 and report.counts[Outcome.CRASHED] == 0, f"{report}\n\n{shrunk}"
