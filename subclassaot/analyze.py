@@ -17,6 +17,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
+from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import (
     Analysis,
     DenseIndex,
@@ -29,13 +30,18 @@ from subclassaot.schemas import (
     OutputInfo,
     OutputKind,
     OutputLeaf,
+    Replay,
+    ReplaySource,
+    ViewStep,
 )
+from subclassaot.storage_swaps import ViewRecord
 from subclassaot.torch_internals import (
     has_data_mutation,
     mutations_hidden_from_autograd,
     mutations_under_no_grad,
     new_functional_mode,
     storage_key,
+    symint_expr,
 )
 
 _CONSTANT_TYPES = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout)
@@ -124,7 +130,7 @@ def _analyze_outputs(
     infos = []
     graph_count = 0
     for path, value in zip(paths, leaves, strict=True):
-        info, graph_count = _output_info(path, value, input_by_id, current, original, bases, graph_count)
+        info, graph_count = _output_info(path, value, run, input_by_id, current, original, bases, graph_count)
         infos.append(info)
     return tuple(infos), spec, len({b for b, _ in bases.values()})
 
@@ -132,6 +138,7 @@ def _analyze_outputs(
 def _output_info(
     path: str,
     value: object,
+    run: FunctionalRun,
     input_by_id: dict[int, InputIndex],
     current: dict[object, DenseIndex],
     original: dict[object, DenseIndex],
@@ -140,7 +147,7 @@ def _output_info(
 ) -> tuple[OutputInfo, int]:
     def info(kind: OutputKind, **kw: object) -> OutputInfo:
         fields: dict[str, object] = dict(
-            path=path, kind=kind, constant=None, input_index=None, tree=None, outer_meta=None, leaves=()
+            path=path, kind=kind, constant=None, input_index=None, tree=None, outer_meta=None, leaves=(), replay=None
         )
         fields.update(kw)
         return OutputInfo(**fields)  # type: ignore[arg-type]
@@ -180,4 +187,67 @@ def _output_info(
             out_leaves.append(OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False))
             graph_count += 1
     outer = None if tree is None else leaf_meta(value)
-    return info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=tuple(out_leaves)), graph_count
+    replay = _replay(value, tuple(out_leaves), run, input_by_id, bases)
+    return info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=tuple(out_leaves), replay=replay), graph_count
+
+
+def _replay(
+    value: torch.Tensor,
+    leaves: tuple[OutputLeaf, ...],
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    bases: dict[object, tuple[int, torch.Tensor]],
+) -> Replay | None:
+    """The view chain eager used to make `value` from an input or an intermediate base, if replaying it is exact."""
+    if all(leaf.source is LeafSource.GRAPH for leaf in leaves):
+        return None
+    steps: list[ViewStep] = []
+    t = value
+    first: ViewRecord | None = None
+    while id(t) not in input_by_id:
+        record = run.swaps.views.get(id(t))
+        if record is None:
+            break
+        step = _step(record)
+        if step is None:
+            return None
+        steps.append(step)
+        first, t = record, record.source
+    if not steps or first is None:
+        return None
+    steps.reverse()
+    if _meta_exprs(first.source_meta) != leaf_meta(t):
+        return None  # the source changed shape after the view was taken (t_(), set_()): regenerate instead
+    if id(t) in input_by_id:
+        if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
+            return None
+        return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps))
+    base = bases.get(storage_key(t))
+    if base is not None and base[1] is t and not is_traceable_subclass(value):
+        return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
+    return None
+
+
+def _step(record: ViewRecord) -> ViewStep | None:
+    def convert(a: object) -> object:
+        if isinstance(a, torch.SymInt):
+            return symint_expr(a)
+        if isinstance(a, list | tuple):
+            return type(a)(convert(x) for x in a)
+        return a
+
+    values = [*record.args, *record.kwargs.values()]
+    if any(isinstance(a, torch.Tensor) for a in pytree.tree_leaves(values)):
+        return None
+    return ViewStep(
+        op=record.func,
+        args=tuple(convert(a) for a in record.args),
+        kwargs=tuple((k, convert(v)) for k, v in record.kwargs.items()),
+        index=record.index,
+        grad_enabled=record.grad_enabled,
+    )
+
+
+def _meta_exprs(meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]) -> Meta:
+    size, stride, offset = meta
+    return tuple(symint_expr(s) for s in size), tuple(symint_expr(s) for s in stride), symint_expr(offset)

@@ -153,7 +153,10 @@ def _draw_ops(choose: Chooser, config: FuzzConfig, env: dict[int, torch.Tensor],
     ops: list[Op] = []
     for _ in range(choose.integer(0, config.max_ops)):
         for _attempt in range(4):
-            op = _draw_op(choose, env, next_var)
+            try:
+                op = _draw_op(choose, env, next_var)
+            except Exception:  # reading the source's shape (`x.data` of a swapped subclass) can raise in eager
+                continue
             if op is not None and _legal(op, env):
                 ops.append(op)
                 next_var += op.out is not None

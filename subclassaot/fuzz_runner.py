@@ -84,7 +84,7 @@ def fuzz(
     compile_fn: CompileFn | None = None,
     backend: str = "eager",
     shrink_per_signature: int = 2,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[FuzzReport], None] | None = None,
 ) -> FuzzReport:
     """Check `programs` eager-legal programs; see the module docstring."""
     compile_fn = compile_fn if compile_fn is not None else pipeline_compile(backend)
@@ -103,7 +103,7 @@ def fuzz(
                 _failure(index, program, verdict, compile_fn, report.failure_signatures[key], shrink_per_signature)
             )
         if progress is not None and report.counted % 100 == 0 and verdict.outcome is not Outcome.DISCARDED:
-            progress(f"[{report.counted}/{programs}] " + " ".join(f"{o.value}={report.counts[o]}" for o in Outcome))
+            progress(report)
         index += 1
     return report
 
@@ -180,6 +180,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="a folder for shrunk failures (regression tests) and REPORT.md")
 
 
+def _checkpoint(report: FuzzReport, programs: int, out_dir: str | None, echo: Callable[[str], None]) -> None:
+    echo(f"[{report.counted}/{programs}] " + " ".join(f"{o.value}={report.counts[o]}" for o in Outcome))
+    if out_dir is not None and report.counted % 1000 == 0:
+        write_report(report, out_dir)
+
+
 def run_cli(args: argparse.Namespace, echo: Callable[[str], None]) -> int:
     config = FuzzConfig(kinds=("plain", *args.subclass), max_ops=args.max_ops)
     report = fuzz(
@@ -188,7 +194,7 @@ def run_cli(args: argparse.Namespace, echo: Callable[[str], None]) -> int:
         config=config,
         backend=args.backend,
         shrink_per_signature=args.shrink_per_signature,
-        progress=echo,
+        progress=lambda r: _checkpoint(r, args.programs, args.out, echo),
     )
     echo(str(report))
     if args.out is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import sympy
 import torch
 from torch.utils import _pytree as pytree
 
@@ -25,6 +26,8 @@ from subclassaot.schemas import (
     Meta,
     OutputInfo,
     OutputKind,
+    Replay,
+    ReplaySource,
 )
 from subclassaot.torch_internals import get_version, python_source, set_version, set_wrapper_metadata
 from subclassaot.trace import GraphOutputs, UpdateKind
@@ -251,19 +254,22 @@ def _outputs(
             assert info.input_index is not None
             result.append(values[info.input_index])
         else:
-            result.append(_tensor_output(info, ev, dense, outs, fresh_start, bases, symbols))
+            result.append(_tensor_output(info, ev, values, dense, outs, fresh_start, bases, symbols))
     return pytree.tree_unflatten(result, plan.analysis.output_spec)
 
 
 def _tensor_output(
     info: OutputInfo,
     ev: MetaEvaluator,
+    values: Sequence[object],
     dense: list[torch.Tensor],
     outs: list[object],
     fresh_start: int,
     bases: list[object],
     symbols: dict[str, int],
 ) -> torch.Tensor:
+    if info.replay is not None:
+        return _replay(info.replay, ev, values, bases, symbols)
     leaves: list[torch.Tensor] = []
     for leaf in info.leaves:
         if leaf.source is LeafSource.GRAPH:
@@ -279,6 +285,28 @@ def _tensor_output(
     assert info.outer_meta is not None
     size, stride, _ = ev.meta(info.outer_meta, symbols)
     return unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride)
+
+
+def _replay(
+    replay: Replay, ev: MetaEvaluator, values: Sequence[object], bases: list[object], symbols: dict[str, int]
+) -> torch.Tensor:
+    src = values[replay.index] if replay.source is ReplaySource.INPUT else bases[replay.index]
+    assert isinstance(src, torch.Tensor)
+    for step in replay.steps:
+        args = [_eval_arg(a, ev, symbols) for a in step.args]
+        kwargs = {k: _eval_arg(v, ev, symbols) for k, v in step.kwargs}
+        with torch.set_grad_enabled(step.grad_enabled and torch.is_grad_enabled()):
+            out = step.op(src, *args, **kwargs)
+        src = out[step.index] if step.index is not None else out
+    return src
+
+
+def _eval_arg(a: object, ev: MetaEvaluator, symbols: dict[str, int]) -> object:
+    if isinstance(a, list | tuple):
+        return type(a)(_eval_arg(x, ev, symbols) for x in a)
+    if isinstance(a, sympy.Expr):
+        return ev.dim(a, symbols)
+    return a
 
 
 def _regenerate(source: torch.Tensor, meta: tuple[list[int], list[int], int], is_view: bool) -> torch.Tensor:

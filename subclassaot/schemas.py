@@ -132,6 +132,31 @@ class OutputLeaf:
     is_view: bool  # eager gives a view (`._base` set); otherwise a plain alias sharing storage
 
 
+class ReplaySource(enum.Enum):
+    INPUT = "input"  # a user tensor input (index: InputIndex), after the epilogue
+    BASE = "base"  # an intermediate base the graph returns (index: base number)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ViewStep:
+    """One view op of a chain that eager ran to produce an output from its source."""
+
+    op: torch._ops.OpOverload
+    args: tuple[object, ...]  # the op's arguments after the source; sizes as Dim expressions
+    kwargs: tuple[tuple[str, object], ...]
+    index: int | None  # which output of a multi-output view (unbind, split); None for single-output views
+    grad_enabled: bool  # grad mode when eager ran it (views made under no_grad behave differently later)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Replay:
+    """How to rebuild an aliased output exactly as eager made it (Note [Output Regeneration])."""
+
+    source: ReplaySource
+    index: int
+    steps: tuple[ViewStep, ...]  # len >= 1, applied in order
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OutputInfo:
     path: str  # "out", "out[0]", "out['loss']"
@@ -141,6 +166,7 @@ class OutputInfo:
     tree: SubclassNode | None  # TENSOR subclass: how to rebuild it (ctx and outer size from tracing)
     outer_meta: Meta | None  # TENSOR subclass: outer size, stride, offset
     leaves: tuple[OutputLeaf, ...]  # TENSOR: one per dense leaf
+    replay: Replay | None  # TENSOR aliasing an input or intermediate: the view chain to replay, when exact
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

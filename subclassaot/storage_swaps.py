@@ -31,6 +31,17 @@ from subclassaot.torch_internals import is_functional, rebind_functional, storag
 # them, count as hidden from autograd, which functionalization does not record for us.
 
 
+@dataclass(frozen=True, slots=True)
+class ViewRecord:
+    func: Any  # the view OpOverload
+    source: torch.Tensor  # its first argument
+    args: tuple[Any, ...]  # the remaining arguments
+    kwargs: dict[str, Any]
+    index: int | None  # position in a multi-output view's result
+    grad_enabled: bool
+    source_meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]  # the source's size, stride, offset at the time
+
+
 @dataclass(slots=True)
 class SwapRecord:
     swapped_by_data: set[int] = field(default_factory=set)  # id() of tensors whose last swap was `.data =`
@@ -40,6 +51,7 @@ class SwapRecord:
     keep_alive: list[torch.Tensor] = field(default_factory=list)  # ids above stay valid while the run lives
     family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
     written_families: set[int] = field(default_factory=set)  # roots whose version counter eager would bump
+    views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
 
     def family_of(self, t: torch.Tensor) -> int:
         found = self.family.get(id(t))
@@ -76,7 +88,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Let the subclass run with this mode still active, so its inner set_ calls are seen too.
             with self:
                 out = type(subclass).__torch_dispatch__(func, types, args, kwargs)
-            self._track(func, args, out)
+            self._track(func, args, out, kwargs)
             return out
         if func in _SET_OPS and args and is_functional(args[0]):
             self._set(func, args, kwargs)
@@ -85,7 +97,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.written_families.add(self.record.family_of(args[0]))
             return args[0]
         out = func(*args, **kwargs)
-        self._track(func, args, out)
+        self._track(func, args, out, kwargs)
         return out
 
     def _set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -110,7 +122,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             stride = torch._prims_common.make_contiguous_strides_for(size)
         rebind_functional(x, owner, (list(size), list(stride), offset))
 
-    def _track(self, func: Any, args: tuple[Any, ...], out: Any) -> None:
+    def _track(self, func: Any, args: tuple[Any, ...], out: Any, kwargs: dict[str, Any] | None = None) -> None:
+        kwargs = kwargs or {}
         if isinstance(out, torch.Tensor):
             self.known.append(out)
         schema = getattr(func, "_schema", None)
@@ -119,8 +132,14 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         shares_version = getattr(func, "is_view", False) or func is torch.ops.aten.detach.default
         if shares_version and args and isinstance(args[0], torch.Tensor):
             root = self.record.family_of(args[0])
-            for o in out if isinstance(out, list | tuple) else (out,):
+            multi = isinstance(out, list | tuple)
+            src = args[0]
+            meta = (tuple(src.size()), tuple(src.stride()), src.storage_offset())
+            for i, o in enumerate(out if multi else (out,)):
                 if isinstance(o, torch.Tensor):
+                    self.record.views[id(o)] = ViewRecord(
+                        func, src, tuple(args[1:]), dict(kwargs), i if multi else None, torch.is_grad_enabled(), meta
+                    )
                     self.record.family[id(o)] = root
                     self.record.keep_alive.append(o)
                     if id(args[0]) in self.record.hidden:

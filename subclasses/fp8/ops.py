@@ -158,7 +158,8 @@ def _transpose(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Float8
 
 @implements(aten.permute)
 def _permute(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Float8Tensor:
-    x, dims = args[0], [d % x.dim() for d in args[1]]
+    x = args[0]
+    dims = [d % x.dim() for d in args[1]]
     axis = _axis(x)
 
     def op(t: Tensor) -> Tensor:

@@ -318,7 +318,9 @@ def _reduce_rows(name: str, x: JaggedTensor, values: Tensor) -> Tensor:
     flat = _as_2d(values)
     if name == "amax" and flat.requires_grad:
         # The amax kernel has no autograd formula: go through padding (to_padded has one).
-        padded = kernels.jagged_to_padded_op(flat, x.offsets, _size(torch.sym_max(x.shape[1], 1)), float("-inf"))
+        ragged = x.shape[1]
+        width = ragged if ragged != 0 else 1  # a symbolic R is >= 2: no guard
+        padded = kernels.jagged_to_padded_op(flat, x.offsets, _size(width), float("-inf"))
         out = padded.amax(1)
     elif name == "mean" and x.lengths is not None:
         out = kernels.jagged_sum_op(flat, x.offsets) / x.lengths.to(flat.dtype)[:, None]
