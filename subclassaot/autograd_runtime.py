@@ -16,7 +16,7 @@ import torch
 
 from subclassaot.joint import BackwardGraph
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass, unflatten_subclass
-from subclassaot.runtime import GraphCall, RuntimePlan
+from subclassaot.runtime import GraphCall, RuntimePlan, non_view_alias
 from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind
 
 
@@ -41,7 +41,10 @@ def training_call(
         def forward(ctx: Any, graph_in_holder: list[torch.Tensor], *user_tensors: torch.Tensor) -> Any:
             graph_in = graph_in_holder
             with torch.no_grad():
-                outs = list(fw(*graph_in))  # type: ignore[call-overload]
+                outs = [
+                    non_view_alias(o) if isinstance(o, torch.Tensor) and o._is_view() else o
+                    for o in fw(*graph_in)  # type: ignore[attr-defined]
+                ]
             saved = [g.clone() if k in mutated_graph_inputs else g for k, g in enumerate(graph_in)]
             ctx.save_for_backward(*saved)
             tensors = outs[:n_updates]

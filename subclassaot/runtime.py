@@ -156,36 +156,43 @@ def _epilogue(
                 graph_in[target].copy_(value)
         elif kind is UpdateKind.ORIGINAL:
             _copy_into(dense[target], value, analysis.mutations[target])
-    with torch.no_grad():
-        for j, m in enumerate(analysis.mutations):
-            if not (m.metadata or m.storage_changed):
-                continue
-            size, stride, offset = ev.meta(m.final_meta, symbols)
-            x = dense[j]
-            if m.storage_changed and m.set_source is not None:
-                source = dense[m.set_source]
-                if m.swapped_by_data:
-                    x.data = source.as_strided(size, stride, offset)
-                else:
-                    x.set_(source.untyped_storage(), offset, size, stride)
-            elif m.storage_changed:
-                fresh = torch.empty(offset + _extent(size, stride), dtype=x.dtype, device=x.device)
-                if m.swapped_by_data:
-                    x.data = fresh.as_strided(size, stride, offset)
-                else:
-                    x.set_(fresh.untyped_storage(), offset, size, stride)
-            elif m.resized:
-                x.resize_(size)
-                if list(x.stride()) != stride or x.storage_offset() != offset:
-                    x.as_strided_(size, stride, offset)
-            else:
-                x.as_strided_(size, stride, offset)
+    for j, m in enumerate(analysis.mutations):
+        if m.metadata or m.storage_changed:
+            _replay_metadata(dense, j, m, ev.meta(m.final_meta, symbols))
     for (kind, target), value in by_target.items():
         if kind is UpdateKind.FINAL:
             _copy_into(dense[target], value, analysis.mutations[target])
     for j, before in versions.items():
         _settle_version(dense[j], before, analysis.mutations[j].version_bumped)
     _fix_wrappers(plan, ev, values, symbols)
+
+
+def _replay_metadata(
+    dense: list[torch.Tensor], j: int, m: LeafMutation, meta: tuple[list[int], list[int], int]
+) -> None:
+    size, stride, offset = meta
+    x = dense[j]
+    # An in-place view op on a non-leaf that requires grad rewrites its grad_fn in eager: let autograd see ours.
+    visible = x.requires_grad and not m.under_no_grad and not m.storage_changed
+    with torch.set_grad_enabled(visible and torch.is_grad_enabled()):
+        if m.storage_changed and m.set_source is not None:
+            source = dense[m.set_source]
+            if m.swapped_by_data:
+                x.data = source.as_strided(size, stride, offset)
+            else:
+                x.set_(source.untyped_storage(), offset, size, stride)
+        elif m.storage_changed:
+            fresh = torch.empty(offset + _extent(size, stride), dtype=x.dtype, device=x.device)
+            if m.swapped_by_data:
+                x.data = fresh.as_strided(size, stride, offset)
+            else:
+                x.set_(fresh.untyped_storage(), offset, size, stride)
+        elif m.resized:
+            x.resize_(size)
+            if list(x.stride()) != stride or x.storage_offset() != offset:
+                x.as_strided_(size, stride, offset)
+        else:
+            x.as_strided_(size, stride, offset)
 
 
 def _settle_version(t: torch.Tensor, before: int, bumped: bool) -> None:
@@ -275,7 +282,8 @@ def _tensor_output(
         if leaf.source is LeafSource.GRAPH:
             value = outs[fresh_start + leaf.index]
             assert isinstance(value, torch.Tensor)
-            leaves.append(value)
+            # A fresh output is never a view in eager; the eager backend may return a view of a graph temporary.
+            leaves.append(non_view_alias(value) if value._is_view() and not value.requires_grad else value)
             continue
         source = dense[leaf.index] if leaf.source is LeafSource.INPUT_ALIAS else bases[leaf.index]
         assert isinstance(source, torch.Tensor)
@@ -320,7 +328,12 @@ def _regenerate(source: torch.Tensor, meta: tuple[list[int], list[int], int], is
         return source
     if is_view:
         return source.as_strided(size, stride, offset)
-    alias = torch.empty((0,), dtype=source.dtype, device=source.device)
+    return non_view_alias(source.as_strided(size, stride, offset))
+
+
+def non_view_alias(t: torch.Tensor) -> torch.Tensor:
+    """A tensor sharing `t`'s storage and metadata that is not a view (no `._base`)."""
+    alias = torch.empty((0,), dtype=t.dtype, device=t.device)
     with torch.no_grad():
-        alias.set_(source.untyped_storage(), offset, size, stride)
+        alias.set_(t.untyped_storage(), t.storage_offset(), t.size(), t.stride())
     return alias

@@ -4,4 +4,12 @@
 from subclasses.fp8.linear import Float8Linear, ScalingType, to_float8
 from subclasses.fp8.tensor import Float8Granularity, Float8Tensor, example, rowwise_example
 
-__all__ = ["Float8Granularity", "Float8Linear", "Float8Tensor", "ScalingType", "example", "rowwise_example", "to_float8"]
+__all__ = [
+    "Float8Granularity",
+    "Float8Linear",
+    "Float8Tensor",
+    "ScalingType",
+    "example",
+    "rowwise_example",
+    "to_float8",
+]

@@ -69,7 +69,9 @@ class _Float8Matmul(torch.autograd.Function):
     def forward(
         ctx: Any, x: Tensor, weight: Tensor, x_scale: Tensor | None, w_scale: Tensor | None, grad_history: Tensor | None
     ) -> Tensor:
-        x8 = Float8Tensor.from_hp(x) if x_scale is None else Float8Tensor.from_hp_with_scale(x, x_scale, fp8_dtype=_E4M3)
+        x8 = (
+            Float8Tensor.from_hp(x) if x_scale is None else Float8Tensor.from_hp_with_scale(x, x_scale, fp8_dtype=_E4M3)
+        )
         w8 = (
             Float8Tensor.from_hp(weight)
             if w_scale is None
@@ -148,7 +150,8 @@ class Float8Linear(nn.Linear):
                 x_scale = _delayed_scale(self.fp8_amax_history_input, x2, _E4M3)
                 w_scale = _delayed_scale(self.fp8_amax_history_weight, self.weight, _E4M3)
             grad_history = self.fp8_amax_history_grad_output
-        out: Tensor = _Float8Matmul.apply(x2, self.weight, x_scale, w_scale, grad_history)
+        # torch's stub leaves Function.apply untyped.
+        out: Tensor = _Float8Matmul.apply(x2, self.weight, x_scale, w_scale, grad_history)  # type: ignore[no-untyped-call]
         if self.bias is not None:
             out = out + self.bias
         return out.reshape(*x.shape[:-1], self.out_features)
@@ -157,9 +160,7 @@ class Float8Linear(nn.Linear):
         return f"{super().extra_repr()}, scaling={self.scaling.value}, history_len={self.history_len}"
 
 
-def to_float8(
-    model: nn.Module, *, scaling: ScalingType = ScalingType.DYNAMIC, history_len: int = 16
-) -> nn.Module:
+def to_float8(model: nn.Module, *, scaling: ScalingType = ScalingType.DYNAMIC, history_len: int = 16) -> nn.Module:
     """Swap every `nn.Linear` in `model` (recursively, in place) for a `Float8Linear`; returns `model`.
 
     A bare `nn.Linear` cannot be replaced in place (it has no parent): for one, use the returned module.

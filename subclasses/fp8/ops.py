@@ -174,7 +174,9 @@ def _permute(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Float8Te
 def _slice(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Float8Tensor:
     x = args[0]
     dim = _arg(args, kwargs, 1, "dim", 0) % x.dim()
-    start, end, step = (_arg(args, kwargs, i, n, d) for i, n, d in ((2, "start", None), (3, "end", None), (4, "step", 1)))
+    start, end, step = (
+        _arg(args, kwargs, i, n, d) for i, n, d in ((2, "start", None), (3, "end", None), (4, "step", 1))
+    )
 
     def op(t: Tensor) -> Tensor:
         return func(t, dim, start, end, step)  # type: ignore[no-any-return]
@@ -241,23 +243,24 @@ def _as_strided(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Float
             f"Float8Tensor: as_strided on a {x.granularity.value} tensor cannot say which scale each element "
             "keeps; use a named view op (view, transpose, slice, ...) or a tensorwise Float8Tensor"
         )
-    return _tensorwise_view(x, lambda t: func(t, *args[1:], **kwargs))  # type: ignore[no-any-return]
+    return _tensorwise_view(x, lambda t: func(t, *args[1:], **kwargs))
 
 
 # In-place view ops: the out-of-place handler computes the result (and checks its layout); the inner tensors are
 # then changed in place, as the base class's aliasing correction expects (it replays the op on the wrapper).
-_INPLACE_VIEWS: dict[Any, OpHandler] = {
-    aten.t_: _transpose,
-    aten.transpose_: _transpose,
-    aten.unsqueeze_: _unsqueeze,
-    aten.as_strided_: _as_strided,
+_INPLACE_VIEWS: dict[Any, tuple[OpHandler, OpOverload[..., Any]]] = {
+    aten.t_: (_transpose, aten.t.default),
+    aten.transpose_: (_transpose, aten.transpose.int),
+    aten.unsqueeze_: (_unsqueeze, aten.unsqueeze.default),
+    aten.as_strided_: (_as_strided, aten.as_strided.default),
 }
 
 
 @implements(*_INPLACE_VIEWS)
 def _inplace_view(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Float8Tensor:
-    x = args[0]
-    result = _INPLACE_VIEWS[func.overloadpacket](func, args, kwargs)
+    x: Float8Tensor = args[0]
+    handler, out_of_place = _INPLACE_VIEWS[func.overloadpacket]
+    result: Float8Tensor = handler(out_of_place, args, kwargs)
     if result.granularity is not x.granularity:
         raise UnsupportedError(
             f"Float8Tensor: {func} would turn a {x.granularity.value} tensor {result.granularity.value}, and an "

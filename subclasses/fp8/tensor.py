@@ -177,7 +177,7 @@ class Float8Tensor(WrapperTensor):
 
     def to_original(self) -> Tensor:
         """The high-precision tensor this stands for; differentiable (the gradient passes straight through)."""
-        out: Tensor = _ToOriginal.apply(self)
+        out: Tensor = _ToOriginal.apply(self)  # type: ignore[no-untyped-call]  # torch's stub leaves apply untyped
         return out
 
     def __tensor_mark_dynamic__(
@@ -212,7 +212,8 @@ def _unpickle(
     inner_tensors = {"qdata": bits.view(ctx[1]), "scale": scale}
     out = Float8Tensor.__tensor_unflatten__(inner_tensors, ctx, size, stride)
     assert isinstance(out, Float8Tensor), "BUG: Float8Tensor.__tensor_unflatten__ builds a Float8Tensor"
-    return out.requires_grad_(requires_grad)
+    out.requires_grad_(requires_grad)
+    return out
 
 
 class _ToOriginal(torch.autograd.Function):
@@ -230,7 +231,6 @@ class _ToOriginal(torch.autograd.Function):
 # The op table builds Float8Tensors, so it is imported once the class exists; importing it registers every
 # handler, so importing this module is all a user needs. `try_get_handler` reads its fallback at call time.
 from subclasses.fp8 import ops  # noqa: E402
-
 
 
 def example() -> Float8Tensor:

@@ -355,7 +355,8 @@ def softmax(x: JaggedTensor, dim: int, *args: Any, dtype: torch.dtype | None = N
         )
     if dim >= 2:
         return jagged_like(x, torch.softmax(values, dim - 1))
-    probs = kernels.jagged_softmax_op(_as_2d(_masked(x, values, float("-inf"))), x.offsets)
+    # Holes get the lowest finite value, not -inf: a row that is all hole then stays finite (and is masked below).
+    probs = kernels.jagged_softmax_op(_as_2d(_masked(x, values, torch.finfo(values.dtype).min)), x.offsets)
     return jagged_like(x, _masked(x, probs.reshape(values.shape), 0.0))
 
 

@@ -46,7 +46,7 @@ from subclassaot.protocol import SizeLike
 #     the same offsets shape have different R;
 #   - what the pipeline must do: nothing special. It binds R from `args[i].ragged_size_tensor.size(0)` like any
 #     dense leaf's size, and checks `args[i].size(1) == R` (always true: the wrapper derives it). Under a static
-#     policy R is a constant and IS guarded (`...ragged_size_tensor.size(0): expected 7, got 9` recompiles; automatic
+#     policy R is a constant and IS guarded (`args[0].size(1): expected 7, got 9` recompiles; automatic
 #     dynamic then makes it a symbol): "a guard says so", never a stale R. R of 0 or 1 is planned static
 #     (Note [Zero One Specialization]) and guarded; the next batch recompiles once.
 
