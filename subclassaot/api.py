@@ -129,6 +129,9 @@ def compile_entry(
     paths = [flat.leaves[i].path for i in flat.tensor_indices]
     fake_mode, fakified, layout = _fakify_and_desugar(tensors, paths, flat, config, state, symbols)
     fakes = list(fakified.fakes)
+    for real, fake in zip(tensors, fakes, strict=True):
+        if real.requires_grad and not fake.requires_grad and fake.is_leaf:
+            fake.requires_grad_(True)  # a wrapper rebuilt by __tensor_unflatten__ may not carry it
     dense_fakes = _dense(fakes, paths)
     decompositions = backends.decompositions_for(config.backend)
     training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
@@ -189,7 +192,8 @@ def _fakify_and_desugar(
             symbol_cache=symbols,
         )
         try:
-            return fake_mode, fakified, dense_layout(list(fakified.fakes), paths, flat.tensor_indices)
+            layout = dense_layout(list(fakified.fakes), paths, flat.tensor_indices, tensors)
+            return fake_mode, fakified, layout
         except DynamicAliasError:
             if dynamic is False:
                 raise

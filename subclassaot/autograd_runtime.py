@@ -9,6 +9,7 @@ epilogue is about to mutate), see Note [Training By Recompute].
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,6 +19,13 @@ from subclassaot.joint import BackwardGraph
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.runtime import GraphCall, RuntimePlan, non_view_alias
 from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind
+
+
+def _dense_zeros(t: torch.Tensor) -> list[Callable[[], torch.Tensor]]:
+    """Makers of zero tangents for `t`'s dense leaves (shape, dtype, device only: nothing is kept alive)."""
+    leaves = flatten_subclass(t, "out")[1] if is_traceable_subclass(t) else [t]
+    metas = [(tuple(leaf.shape), leaf.dtype, leaf.device) for leaf in leaves]
+    return [functools.partial(torch.zeros, shape, dtype=dtype, device=device) for shape, dtype, device in metas]
 
 
 def training_call(
@@ -63,27 +71,34 @@ def training_call(
             ctx.extra = outs[pos + n_bases :]
             non_diff = [t for i, t in enumerate(tensors) if i not in bw_meta.diff_outputs]
             ctx.mark_non_differentiable(*[t for t in non_diff if isinstance(t, torch.Tensor)])
+            # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
+            ctx.set_materialize_grads(False)
+            ctx.zeros = [_dense_zeros(tensors[i]) for i in bw_meta.diff_outputs]
             return tuple(tensors)
 
         @staticmethod
         def backward(ctx: Any, *grads: torch.Tensor | None) -> Any:
             saved = ctx.saved_tensors
             tangents: list[torch.Tensor] = []
-            for i in bw_meta.diff_outputs:
+            present: set[int] = set()
+            for k, i in enumerate(bw_meta.diff_outputs):
                 g = grads[i]
-                assert g is not None, "BUG: materialized grads are never None"
+                if g is None:
+                    tangents.extend(z() for z in ctx.zeros[k])
+                    continue
+                present.add(k)
                 tangents.extend(flatten_subclass(g, "grad")[1] if is_traceable_subclass(g) else [g.contiguous()])
             dense_grads = list(bw(*saved, *tangents))  # type: ignore[call-overload]
             result: list[torch.Tensor | None] = [None] * len(layout.trees)
             pos = 0
-            for i in bw_meta.grad_inputs:
-                tree = layout.trees[i]
-                if tree is None:
-                    result[i] = dense_grads[pos]
-                    pos += 1
-                else:
-                    result[i] = unflatten_subclass(tree, dense_grads[pos : pos + tree.num_leaves])
-                    pos += tree.num_leaves
+            for k, i in enumerate(bw_meta.grad_inputs):
+                tree = bw_meta.grad_trees[k]
+                width = 1 if tree is None else tree.num_leaves
+                leaves = dense_grads[pos : pos + width]
+                pos += width
+                if k in bw_meta.unused or not (bw_meta.tangent_deps[k] & present):
+                    continue  # eager's gradient is None: no used output reaches this input
+                result[i] = leaves[0] if tree is None else unflatten_subclass(tree, leaves)
             return (None, *result)
 
     def call(values: Sequence[object], graph_in: list[torch.Tensor]) -> tuple[list[object], dict[int, torch.Tensor]]:

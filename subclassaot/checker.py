@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from subclassaot.checker_rules import BASE_RULES, Factory, Rule, RuleFailed, RuleSkipped, fail, skip
+from subclassaot.fuzz_runner import fuzz_rule
 
 __all__ = [
     "DEFAULT_RULES",
@@ -88,14 +89,20 @@ class CheckReport:
         return "\n".join(lines)
 
 
-def check_subclass(factory: Factory, *, rules: Sequence[Rule] | None = None) -> CheckReport:
-    """Run `rules` (default: DEFAULT_RULES, see Note [Checker Rule Registry]) on instances made by `factory`."""
+def check_subclass(factory: Factory, *, rules: Sequence[Rule] | None = None, fuzz: int = 0) -> CheckReport:
+    """Run `rules` (default: DEFAULT_RULES, see Note [Checker Rule Registry]) on instances made by `factory`.
+
+    `fuzz=N` adds the rule `pipeline.fuzz`: N random programs over the subclass (subclassaot.fuzz) must compile and
+    match eager.
+    """
     try:
         subject = type(factory()).__name__
     except Exception as e:
         outcome = RuleResult(name="factory", status=Status.FAIL, reason=f"the factory raised {e!r}")
         return CheckReport(subject="?", results=(outcome,))
     chosen = DEFAULT_RULES if rules is None else tuple(rules)
+    if fuzz > 0:
+        chosen = (*chosen, fuzz_rule(fuzz))
     return CheckReport(subject=subject, results=tuple(_run_rule(rule, factory) for rule in chosen))
 
 

@@ -32,8 +32,13 @@ class DynamicAliasError(UnsupportedError):
     """Aliased inputs were fakified with dynamic shapes; the driver retries with static ones."""
 
 
-def dense_layout(fakes: Sequence[torch.Tensor], paths: Sequence[str], owners: Sequence[InputIndex]) -> DenseLayout:
-    """Flatten every fake tensor input and group dense leaves by storage."""
+def dense_layout(
+    fakes: Sequence[torch.Tensor],
+    paths: Sequence[str],
+    owners: Sequence[InputIndex],
+    reals: Sequence[torch.Tensor],
+) -> DenseLayout:
+    """Flatten every fake tensor input and group dense leaves by storage (families come from the real inputs)."""
     trees: list[SubclassNode | None] = []
     leaves: list[DenseLeaf] = []
     leaf_values: list[torch.Tensor] = []
@@ -62,13 +67,36 @@ def dense_layout(fakes: Sequence[torch.Tensor], paths: Sequence[str], owners: Se
         elif g not in seen_groups:
             seen_groups.add(g)
             graph_inputs.append(AliasGroupRef(group=g))
+    leaf_families, wrapper_families = _version_families(reals)
     return DenseLayout(
+        leaf_families=leaf_families,
+        wrapper_families=wrapper_families,
         trees=tuple(trees),
         leaves=tuple(leaves),
         leaves_of_input=tuple(leaves_of_input),
         groups=tuple(groups),
         graph_inputs=tuple(graph_inputs),
     )
+
+
+def _version_families(reals: Sequence[torch.Tensor]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Number the version counters of the real inputs: a view shares its base's counter, as in eager."""
+    numbers: dict[int, int] = {}
+
+    def family(t: torch.Tensor) -> int:
+        root = t._base if t._base is not None else t
+        return numbers.setdefault(id(root), len(numbers))
+
+    leaves: list[int] = []
+    wrappers: list[int] = []
+    for real in reals:
+        if is_traceable_subclass(real):
+            wrappers.append(family(real))
+            leaves.extend(family(leaf) for leaf in flatten_subclass(real, "x")[1])
+        else:
+            wrappers.append(-1)
+            leaves.append(family(real))
+    return tuple(leaves), tuple(wrappers)
 
 
 def leaf_meta(t: torch.Tensor) -> Meta:

@@ -68,6 +68,11 @@ def run_functional(
         values[index] = tensor
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord()
+    for j, d in enumerate(uncloned):
+        record.family[id(d)] = -1 - layout.leaf_families[j]
+    for t, fam in zip(user_tensors, layout.wrapper_families, strict=True):
+        if fam >= 0:
+            record.family[id(t)] = -1_000_000 - fam
     with swap_modes(record, [*dense, *originals]):
         output = call(state, args, kwargs)
     finals: list[torch.Tensor] = []

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from subclassaot.checker_rules import Factory, Rule, fail
 from subclassaot.fuzz import (
     DEFAULT_CONFIG,
     CompileFn,
@@ -28,9 +29,18 @@ from subclassaot.fuzz import (
     same_failure,
     shrink,
 )
-from subclassaot.fuzz_program import Program, to_source
+from subclassaot.fuzz_program import Program, kind_from_factory, register_input_kind, to_source
 
-__all__ = ["Failure", "FuzzReport", "add_arguments", "fuzz", "pipeline_compile", "run_cli", "write_report"]
+__all__ = [
+    "Failure",
+    "FuzzReport",
+    "add_arguments",
+    "fuzz",
+    "fuzz_rule",
+    "pipeline_compile",
+    "run_cli",
+    "write_report",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -201,3 +211,31 @@ def run_cli(args: argparse.Namespace, echo: Callable[[str], None]) -> int:
         write_report(report, args.out)
         echo(f"wrote {args.out}/REPORT.md")
     return 0 if not report.failures else 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The checker's `pipeline.fuzz` rule
+
+
+def fuzz_rule(programs: int, *, seed: int = 0) -> Rule:
+    """`check_subclass(factory, fuzz=N)`: N programs whose first input is the author's subclass, the rest mixed."""
+
+    def check(factory: Factory) -> None:
+        key = f"{factory.__module__}:{factory.__qualname__}"
+        register_input_kind(kind_from_factory(factory, key=key))
+        config = FuzzConfig(kinds=(key, "plain"), first_kind_always=True)
+        report = fuzz(programs, seed, config=config, shrink_per_signature=1)
+        if report.failures:
+            shown = [f for f in report.failures if f.shrunk is not None][:3]
+            programs_text = "\n\n".join(regression_source(f, seed) for f in shown)
+            fail(
+                f"{len(report.failures)} of {report.counted} random programs over this subclass differ from eager "
+                f"or crash when compiled:\n{report}\nminimal programs (paste one into a test to debug):\n"
+                f"{programs_text}"
+            )
+
+    return Rule(
+        name="pipeline.fuzz",
+        description=f"{programs} random programs over the subclass compile and match eager",
+        check=check,
+    )

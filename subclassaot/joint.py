@@ -18,7 +18,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import graph_example_inputs
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import intermediate_bases, run_functional
-from subclassaot.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
 from subclassaot.torch_internals import from_functional, new_functional_mode, storage_key, to_functional, trace_graph
 from subclassaot.trace import TracedGraph, UpdateKind
@@ -37,6 +37,10 @@ class BackwardGraph:
     graph: torch.fx.GraphModule
     diff_outputs: tuple[int, ...]  # forward-output positions (tensor outputs) that receive a tangent
     grad_inputs: tuple[int, ...]  # tensor-input positions (FlatInputs.tensor_indices order) that get a gradient
+    unused: frozenset[int]  # positions in grad_inputs whose gradient eager leaves None (unreachable from outputs)
+    grad_trees: tuple[SubclassNode | None, ...]  # per grad input: the gradient's subclass structure (None: plain)
+    # per grad input: the diff outputs (positions in diff_outputs) whose tangents reach its gradient in the graph
+    tangent_deps: tuple[frozenset[int], ...]
     example_inputs: tuple[torch.Tensor, ...]
 
 
@@ -86,6 +90,8 @@ def trace_backward(
     with fake_mode:
         tangent_fakes = [torch.empty_like(t) for i in diff for t in fw_example[i][1]]
     n_primals = len(example)
+    unused: set[int] = set()
+    grad_trees: list[SubclassNode | None] = []
     clone = frozenset(
         i for i in grad_inputs if layout.trees[i] is None and analysis.mutations[layout.leaves_of_input[i][0]].any
     )
@@ -101,10 +107,18 @@ def trace_backward(
             wrt = [run.grad_leaves[i] for i in grad_inputs]
             grads = torch.autograd.grad(diff_outs, wrt, grad_outs, allow_unused=True)
             dense: list[torch.Tensor] = []
-            for g, x in zip(grads, wrt, strict=True):
-                g = torch.zeros_like(x) if g is None else g  # type: ignore[redundant-expr]  # unused inputs
-                for leaf in flatten_subclass(g, "grad")[1] if is_traceable_subclass(g) else [g]:
-                    dense.append(from_functional(leaf))
+            grad_trees.clear()
+            for k, (g, x) in enumerate(zip(grads, wrt, strict=True)):
+                if g is None:  # type: ignore[redundant-expr]  # allow_unused
+                    unused.add(k)
+                    g = torch.zeros_like(x)
+                if is_traceable_subclass(g):
+                    node, leaves = flatten_subclass(g, "grad")
+                    grad_trees.append(node)
+                else:
+                    grad_trees.append(None)
+                    leaves = [g]
+                dense.extend(from_functional(leaf) for leaf in leaves)
             return dense
 
     with fake_mode:
@@ -112,8 +126,46 @@ def trace_backward(
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return BackwardGraph(
-        graph=gm, diff_outputs=diff, grad_inputs=grad_inputs, example_inputs=(*example, *tangent_fakes)
+        graph=gm,
+        diff_outputs=diff,
+        grad_inputs=grad_inputs,
+        unused=frozenset(unused),
+        grad_trees=tuple(grad_trees),
+        tangent_deps=_tangent_deps(gm, n_primals, diff, fw_example, grad_trees),
+        example_inputs=(*example, *tangent_fakes),
     )
+
+
+def _tangent_deps(
+    gm: torch.fx.GraphModule,
+    n_primals: int,
+    diff: tuple[int, ...],
+    fw_example: list[tuple[bool, list[torch.Tensor]]],
+    grad_trees: list[SubclassNode | None],
+) -> tuple[frozenset[int], ...]:
+    """For each gradient output, which diff outputs' tangents it is computed from (graph reachability)."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    owner: dict[torch.fx.Node, int] = {}
+    pos = n_primals
+    for k, i in enumerate(diff):
+        for _ in fw_example[i][1]:
+            owner[placeholders[pos]] = k
+            pos += 1
+    deps: dict[torch.fx.Node, frozenset[int]] = {}
+    for node in gm.graph.nodes:
+        found = {owner[node]} if node in owner else set()
+        for parent in node.all_input_nodes:
+            found |= deps.get(parent, frozenset())
+        deps[node] = frozenset(found)
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    flat_outs = [a for a in pytree.tree_leaves(output.args[0]) if isinstance(a, torch.fx.Node)]
+    result = []
+    start = 0
+    for tree in grad_trees:
+        width = 1 if tree is None else tree.num_leaves
+        result.append(frozenset().union(*(deps[n] for n in flat_outs[start : start + width])))
+        start += width
+    return tuple(result)
 
 
 def _rewrap_tangent(out: torch.Tensor, tangents: list[torch.Tensor]) -> torch.Tensor:
@@ -155,13 +207,15 @@ def check_training_supported(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
     for group in layout.groups:
+        if not any(analysis.mutations[m].any for m in group.members):
+            continue  # aliased inputs that are only read differentiate like any other inputs
         owners = {layout.leaves[m].owner for m in group.members}
         for t_index, fake in enumerate(user_fakes):
             if flat.tensor_indices[t_index] in owners and fake.requires_grad:
                 raise UnsupportedError(
-                    f"{flat.leaves[flat.tensor_indices[t_index]].path} requires grad and shares storage with another "
-                    "input; aliased inputs that require grad are not supported in training yet. Pass one base "
-                    "tensor and take the views inside the function"
+                    f"{flat.leaves[flat.tensor_indices[t_index]].path} requires grad, shares storage with another "
+                    "input, and the program mutates that storage; this is not supported in training yet. Pass one "
+                    "base tensor and take the views inside the function"
                 )
     for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
         if tree is not None and fake.requires_grad:

@@ -213,7 +213,8 @@ def _extent(size: list[int], stride: list[int]) -> int:
 def _copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation) -> None:
     # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's
     # grad_fn and version match eager; .data and no_grad mutations stay invisible to autograd, as in eager.
-    if x.requires_grad and not (mutation.under_no_grad or mutation.hidden_from_autograd):
+    hidden = mutation.under_no_grad or mutation.hidden_from_autograd or mutation.storage_changed
+    if (x.requires_grad or value.requires_grad) and not hidden:
         x.copy_(value)
     else:
         with torch.no_grad():

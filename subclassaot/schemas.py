@@ -79,6 +79,9 @@ class DenseLayout:
     groups: tuple[AliasGroup, ...]
     # What each graph placeholder is: a dense leaf, or the synthetic base of groups[g].
     graph_inputs: tuple[DenseIndex | AliasGroupRef, ...]  # indexed by GraphInputIndex
+    # Which dense leaves / wrappers share a version counter in eager (views of one base): equal numbers share.
+    leaf_families: tuple[int, ...]  # indexed by DenseIndex
+    wrapper_families: tuple[int, ...]  # per tensor input (-1 for plain inputs)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

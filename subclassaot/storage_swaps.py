@@ -78,6 +78,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         super().__init__()
         self.record = record
         self.known = known  # tensors whose storage a set_(storage, ...) may name
+        self.depth = 0  # > 0 while a subclass's __torch_dispatch__ runs
 
     def __torch_dispatch__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
@@ -85,9 +86,14 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         kwargs = kwargs or {}
         subclass = next((a for a in args if is_traceable_subclass(a) and not is_functional(a)), None)
         if subclass is not None:
-            # Let the subclass run with this mode still active, so its inner set_ calls are seen too.
-            with self:
-                out = type(subclass).__torch_dispatch__(func, types, args, kwargs)
+            # Let the subclass run with this mode still active, so its inner set_ calls are seen too. Its inner
+            # ops run below autograd, so in eager they advance no version counter: count them as not writing.
+            self.depth += 1
+            try:
+                with self:
+                    out = type(subclass).__torch_dispatch__(func, types, args, kwargs)
+            finally:
+                self.depth -= 1
             self._track(func, args, out, kwargs)
             return out
         if func in _SET_OPS and args and is_functional(args[0]):
@@ -142,12 +148,19 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     )
                     self.record.family[id(o)] = root
                     self.record.keep_alive.append(o)
-                    if id(args[0]) in self.record.hidden:
+                    if id(args[0]) in self.record.hidden or func is torch.ops.aten.detach.default:
+                        # Writes through detach() (and views of it) are invisible to autograd, as in eager.
                         self.record.hidden.add(id(o))
         if schema.is_mutable:
-            for arg_schema, arg in zip(schema.arguments, args, strict=False):
+            # Eager bumps version counters in ADInplaceOrView kernels, which exist for in-place (`op_`) and
+            # out= variants only: ops that mutate an argument otherwise (batch norm's running statistics in
+            # _native_batch_norm_legit) leave its version alone. Follow it.
+            inplace = schema.name.endswith("_")
+            for i, arg_schema in enumerate(schema.arguments):
+                arg = args[i] if i < len(args) else kwargs.get(arg_schema.name)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
-                    self.record.written_families.add(self.record.family_of(arg))
+                    if self.depth == 0 and (inplace or arg_schema.is_out):
+                        self.record.written_families.add(self.record.family_of(arg))
                     if id(arg) not in self.record.hidden:
                         self.record.visible_writes.add(storage_key(arg))
 

@@ -360,7 +360,7 @@ def _resolve_size(numel: Dim, size: Sequence[Dim]) -> list[Dim]:
 def _view(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Any:
     x: ShardedTensor = args[0]
     size = _resolve_size(x.numel(), args[1])
-    placement = propagation.view(x.spec.placement, tuple(x.shape), size)
+    placement = propagation.view(x.spec.placement, tuple(x.shape), size, x.mesh.world_size)
     if placement is None:
         x = _gathered(x)
         placement = Replicate()

@@ -158,19 +158,21 @@ def squeeze(p: Placement, removed: Sequence[int]) -> Placement:
     return Shard(p.dim - sum(1 for d in removed if d < p.dim))
 
 
-def view(p: Placement, in_shape: SizeLike, out_shape: SizeLike) -> Placement | None:
+def view(p: Placement, in_shape: SizeLike, out_shape: SizeLike, world: int) -> Placement | None:
     """The placement after viewing `in_shape` as `out_shape`, or None if the shard does not survive the view.
 
     Shard(d) survives when the product of the dims before d equals the product of some prefix of the output dims:
     the sharded dim then starts a group of merged or split dims and its chunk stays contiguous in that group's
-    first output dim (the caller views the local tensor with -1 there).
+    first output dim (the caller views the local tensor with -1 there). Both dims must divide evenly by `world`:
+    torch.chunk of a merged dim (n * m) cuts elsewhere than chunks of n times m when n is uneven.
     """
     if not isinstance(p, Shard):
         return p
     before = math.prod(in_shape[: p.dim])
     for d in range(len(out_shape)):
         if _same(math.prod(out_shape[:d]), before) and not _is_one(out_shape[d]):
-            return Shard(d)
+            even = _same(in_shape[p.dim] % world, 0) and _same(out_shape[d] % world, 0)
+            return Shard(d) if even else None
     return None
 
 

@@ -48,10 +48,6 @@ implements = Float8Tensor.implements
 #   tensor, and rescaling through one view would change the values of the others. To rescale, quantize again.
 
 
-def _is_f8(x: object) -> bool:
-    return isinstance(x, Float8Tensor)
-
-
 def _dequantize_tree(tree: Any) -> Any:
     return pytree.tree_map_only(Float8Tensor, Float8Tensor.dequantize, tree)
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import torch
 from hypothesis import HealthCheck, given, settings
 
+from subclassaot.checker import Status, check_subclass
 from subclassaot.fuzz import (
     FuzzConfig,
     Outcome,
@@ -109,3 +110,13 @@ def test_fixed_seed_smoke_has_no_divergence_or_crash() -> None:
     assert report.counted == 200
     shrunk = "\n\n".join(to_source(f.shrunk) + f.verdict.detail for f in report.failures if f.shrunk is not None)
     assert report.counts[Outcome.DIVERGED] == 0 and report.counts[Outcome.CRASHED] == 0, f"{report}\n\n{shrunk}"
+
+
+def test_check_subclass_fuzz_adds_the_pipeline_fuzz_rule() -> None:
+    from subclasses.pair import example
+
+    report = check_subclass(example, rules=(), fuzz=10)
+    result = report.get_result("pipeline.fuzz")
+    assert result.status is not Status.SKIP
+    if result.status is Status.FAIL:
+        assert "minimal programs" in result.reason and "def f(" in result.reason

@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 import policies
+import subclassaot
 from subclassaot import check_subclass
 from subclassaot import checker_rules as rules
 from subclassaot.checker import Status
@@ -341,3 +342,21 @@ def _output_aliases_input(x: Tensor, y: Tensor) -> object:
 
 def test_pipeline_output_aliases_input() -> None:
     assert_matches_eager(_output_aliases_input, lambda: (_f8(4, 6), _f8(4, 6, seed=1)))
+
+
+def _matmul_and_reduce(x: Tensor, w: Tensor) -> object:
+    return torch.mm(x, w.t()), x.sum(dim=1)
+
+
+def test_pipeline_mark_dynamic_rows_compiles_once() -> None:
+    # __tensor_mark_dynamic__ ties qdata's rows and the rowwise scale's rows to the outer row symbol.
+    compiled = subclassaot.compile(_matmul_and_reduce, backend="eager")
+    w = _f8(5, 6, granularity=G.ROWWISE, seed=1)
+    for rows in (4, 7, 9):
+        x = _f8(rows, 6, granularity=G.ROWWISE)
+        policies.mark_dynamic(x, 0)
+        got, expected = compiled(x, w), _matmul_and_reduce(x, w)
+        assert isinstance(got, tuple) and isinstance(expected, tuple)
+        for g, e in zip(got, expected, strict=True):
+            torch.testing.assert_close(g, e, atol=MM_TOL, rtol=MM_TOL)
+    assert compiled.compile_count == 1

@@ -215,11 +215,13 @@ def test_inplace_ops_write_the_values() -> None:
 
 def test_views_share_values_and_copies_do_not() -> None:
     x = make(features=(6,))
-    v = x.view(4, 5, 2, 3)
+    v, detached, cloned = x.view(4, 5, 2, 3), x.detach(), x.clone()
+    assert isinstance(v, JaggedTensor) and isinstance(detached, JaggedTensor) and isinstance(cloned, JaggedTensor)
     assert v.shape == (4, 5, 2, 3) and v._base is x
-    assert v.flat_values.untyped_storage()._cdata == x.flat_values.untyped_storage()._cdata
-    assert x.detach().flat_values.untyped_storage()._cdata == x.flat_values.untyped_storage()._cdata
-    assert x.clone().flat_values.untyped_storage()._cdata != x.flat_values.untyped_storage()._cdata
+    storage = x.flat_values.untyped_storage()._cdata
+    assert v.flat_values.untyped_storage()._cdata == storage
+    assert detached.flat_values.untyped_storage()._cdata == storage
+    assert cloned.flat_values.untyped_storage()._cdata != storage
 
 
 def test_view_of_batch_or_ragged_dims_raises() -> None:
@@ -245,19 +247,19 @@ def test_gradients_through_values(name: str, holes: Sequence[int] | None) -> Non
     jagged_fn, row_fn = GRAD_FNS[name]
     lengths = (3, 2, 5, 1)  # no empty rows: their mean/amax gradients are NaN/undefined per row
     x = make(lengths, holes=holes, requires_grad=True)
-    jagged_fn(x).backward()
+    torch.autograd.backward(jagged_fn(x))
     rows = [r.detach().clone().requires_grad_(True) for r in rows_of(x)]
-    torch.stack([row_fn(r) for r in rows]).sum().backward()
+    torch.autograd.backward(torch.stack([row_fn(r) for r in rows]).sum())
     assert isinstance(x.grad, JaggedTensor)
     assert_rows(x.grad, [r.grad for r in rows if r.grad is not None])
 
 
 def test_gradient_of_linear_weight_and_input() -> None:
     x, w = make(requires_grad=True), torch.randn(5, 3, requires_grad=True)
-    F.linear(x, w).softmax(1).pow(2).sum().backward()
+    torch.autograd.backward(F.linear(x, w).softmax(1).pow(2).sum())
     rows = [r.detach().clone().requires_grad_(True) for r in rows_of(x)]
     w2 = w.detach().clone().requires_grad_(True)
-    sum(F.linear(r, w2).softmax(0).pow(2).sum() for r in rows if r.shape[0]).backward()  # type: ignore[union-attr]
+    torch.autograd.backward(torch.stack([F.linear(r, w2).softmax(0).pow(2).sum() for r in rows if r.shape[0]]).sum())
     torch.testing.assert_close(w.grad, w2.grad)
     assert isinstance(x.grad, JaggedTensor)
     assert_rows(x.grad, [torch.zeros_like(r) if r.grad is None else r.grad for r in rows])
