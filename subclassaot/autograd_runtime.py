@@ -46,8 +46,8 @@ def training_call(
 
     class CompiledStep(torch.autograd.Function):
         @staticmethod
-        def forward(ctx: Any, graph_in_holder: list[torch.Tensor], *user_tensors: torch.Tensor) -> Any:
-            graph_in = graph_in_holder
+        def forward(ctx: Any, holder: tuple[list[torch.Tensor], list[torch.Tensor]], *user: torch.Tensor) -> Any:
+            graph_in, graph_dense = holder
             with torch.no_grad():
                 outs = [
                     non_view_alias(o) if isinstance(o, torch.Tensor) and o._is_view() else o
@@ -74,6 +74,7 @@ def training_call(
             # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
             ctx.set_materialize_grads(False)
             ctx.zeros = [_dense_zeros(tensors[i]) for i in bw_meta.diff_outputs]
+            ctx.bw_targets = [graph_dense[j] for j in bw_meta.backward_mutations] if bw_meta.backward_mutations else []
             return tuple(tensors)
 
         @staticmethod
@@ -89,6 +90,12 @@ def training_call(
                 present.add(k)
                 tangents.extend(flatten_subclass(g, "grad")[1] if is_traceable_subclass(g) else [g.contiguous()])
             dense_grads = list(bw(*saved, *tangents))  # type: ignore[call-overload]
+            n_grads = len(dense_grads) - len(ctx.bw_targets)
+            with torch.no_grad():
+                # See BackwardGraph.backward_mutations: what the program's backward wrote, written for real.
+                for target, value in zip(ctx.bw_targets, dense_grads[n_grads:], strict=True):
+                    target.copy_(value)
+            dense_grads = dense_grads[:n_grads]
             result: list[torch.Tensor | None] = [None] * len(layout.trees)
             pos = 0
             for k, i in enumerate(bw_meta.grad_inputs):
@@ -101,9 +108,11 @@ def training_call(
                 result[i] = leaves[0] if tree is None else unflatten_subclass(tree, leaves)
             return (None, *result)
 
-    def call(values: Sequence[object], graph_in: list[torch.Tensor]) -> tuple[list[object], dict[int, torch.Tensor]]:
+    def call(
+        values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor]
+    ) -> tuple[list[object], dict[int, torch.Tensor]]:
         user = [values[i] for i in flat.tensor_indices]
-        tensors = list(CompiledStep.apply(graph_in, *user))  # type: ignore[no-untyped-call]  # torch stub
+        tensors = list(CompiledStep.apply((graph_in, dense), *user))  # type: ignore[no-untyped-call]  # torch stub
         outs: list[object] = list(tensors[:n_updates])
         prewrapped: dict[int, torch.Tensor] = {}
         pos = n_updates

@@ -20,7 +20,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import intermediate_bases, run_functional
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
-from subclassaot.torch_internals import from_functional, new_functional_mode, storage_key, to_functional, trace_graph
+from subclassaot.torch_internals import from_functional, mutation_counter, new_functional_mode, storage_key, to_functional, trace_graph
 from subclassaot.trace import TracedGraph, UpdateKind
 
 # Note [Training By Recompute]
@@ -41,6 +41,9 @@ class BackwardGraph:
     grad_trees: tuple[SubclassNode | None, ...]  # per grad input: the gradient's subclass structure (None: plain)
     # per grad input: the diff outputs (positions in diff_outputs) whose tangents reach its gradient in the graph
     tangent_deps: tuple[frozenset[int], ...]
+    # dense inputs the backward itself writes (a custom Function's backward updating a buffer); their new values
+    # follow the gradients in the graph's outputs, and the runtime copies them into the real inputs
+    backward_mutations: tuple[DenseIndex, ...]
     example_inputs: tuple[torch.Tensor, ...]
 
 
@@ -92,6 +95,7 @@ def trace_backward(
     n_primals = len(example)
     unused: set[int] = set()
     grad_trees: list[SubclassNode | None] = []
+    bw_mutated: list[DenseIndex] = []
     clone = frozenset(
         i for i in grad_inputs if layout.trees[i] is None and analysis.mutations[layout.leaves_of_input[i][0]].any
     )
@@ -105,7 +109,11 @@ def trace_backward(
             diff_outs = [outs[i] for i in diff]
             grad_outs = [_rewrap_tangent(o, tangents) for o in diff_outs]
             wrt = [run.grad_leaves[i] for i in grad_inputs]
+            before = [mutation_counter(o) for o in run.originals]
             grads = torch.autograd.grad(diff_outs, wrt, grad_outs, allow_unused=True)
+            bw_mutated[:] = [
+                DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]
+            ]
             dense: list[torch.Tensor] = []
             grad_trees.clear()
             for k, (g, x) in enumerate(zip(grads, wrt, strict=True)):
@@ -119,7 +127,7 @@ def trace_backward(
                     grad_trees.append(None)
                     leaves = [g]
                 dense.extend(from_functional(leaf) for leaf in leaves)
-            return dense
+            return dense + [from_functional(run.originals[j]) for j in bw_mutated]
 
     with fake_mode:
         gm = trace_graph(bw_fn, [*example, *tangent_fakes], decompositions)
@@ -132,6 +140,7 @@ def trace_backward(
         unused=frozenset(unused),
         grad_trees=tuple(grad_trees),
         tangent_deps=_tangent_deps(gm, n_primals, diff, fw_example, grad_trees),
+        backward_mutations=tuple(bw_mutated),
         example_inputs=(*example, *tangent_fakes),
     )
 
@@ -159,6 +168,7 @@ def _tangent_deps(
         deps[node] = frozenset(found)
     output = next(n for n in gm.graph.nodes if n.op == "output")
     flat_outs = [a for a in pytree.tree_leaves(output.args[0]) if isinstance(a, torch.fx.Node)]
+    flat_outs = flat_outs[: sum(1 if t is None else t.num_leaves for t in grad_trees)]
     result = []
     start = 0
     for tree in grad_trees:

@@ -95,11 +95,15 @@ class MetaEvaluator:
         )
 
 
-GraphCall = Callable[[Sequence[object], list[torch.Tensor]], tuple[list[object], dict[int, torch.Tensor]]]
+GraphCall = Callable[
+    [Sequence[object], list[torch.Tensor], list[torch.Tensor]], tuple[list[object], dict[int, torch.Tensor]]
+]
 
 
 def inference_call(compiled: Callable[..., object]) -> GraphCall:
-    def call(values: Sequence[object], graph_in: list[torch.Tensor]) -> tuple[list[object], dict[int, torch.Tensor]]:
+    def call(
+        values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor]
+    ) -> tuple[list[object], dict[int, torch.Tensor]]:
         return list(compiled(*graph_in)), {}  # type: ignore[call-overload]
 
     return call
@@ -128,7 +132,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
                 graph_in.append(dense[group.members[0]].as_strided((group.base_numel,), (1,), 0))
             else:
                 graph_in.append(dense[item])
-        outs, prewrapped = graph_call(values, graph_in)
+        outs, prewrapped = graph_call(values, graph_in, dense)
         _epilogue(plan, ev, values, dense, graph_in, outs, symbols, owners)
         return _outputs(plan, ev, values, dense, outs, symbols, prewrapped)
 

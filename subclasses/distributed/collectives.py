@@ -27,10 +27,15 @@ _c10d = torch.ops._c10d_functional
 # so no Min/Max expressions reach the shape environment.
 
 
+def _check(cond: bool | torch.SymBool, message: str) -> None:
+    # torch._check is untyped; under symbolic shapes it records a runtime assert instead of specializing.
+    torch._check(cond, lambda: message)  # type: ignore[no-untyped-call]
+
+
 def chunk_bounds(n: int | torch.SymInt, world: int, rank: int) -> tuple[int | torch.SymInt, int | torch.SymInt]:
     """(start, length) of rank `rank`'s chunk of a dim of size `n`; see Note [Chunk Sizes]."""
     if isinstance(n, torch.SymInt):
-        torch._check(n % world == 0, lambda: f"a symbolic sharded dim must divide evenly by the world size {world}")
+        _check(n % world == 0, f"a symbolic sharded dim must divide evenly by the world size {world}")
         length = n // world
         return rank * length, length
     chunk = -(-n // world)
@@ -59,7 +64,7 @@ def _pad_to(t: torch.Tensor, dim: int, length: int | torch.SymInt) -> torch.Tens
     missing = length - t.size(dim)
     if isinstance(missing, int) and missing == 0:
         return t
-    pad_shape = list(t.shape)
+    pad_shape: list[int | torch.SymInt] = list(t.shape)
     pad_shape[dim] = missing
     return torch.cat([t, t.new_zeros(pad_shape)], dim=dim)
 
@@ -68,7 +73,7 @@ def all_gather(local: torch.Tensor, dim: int, global_len: int | torch.SymInt, me
     """Shard(dim) -> Replicate: gather every rank's chunk along `dim`."""
     chunk = _padded_chunk_len(global_len, mesh.world_size)
     moved = _pad_to(local, dim, chunk).movedim(dim, 0).contiguous()
-    gathered = _c10d.wait_tensor(_c10d.all_gather_into_tensor(moved, mesh.world_size, mesh.group_name))
+    gathered: torch.Tensor = _c10d.wait_tensor(_c10d.all_gather_into_tensor(moved, mesh.world_size, mesh.group_name))
     return gathered.movedim(0, dim).narrow(dim, 0, global_len).contiguous()
 
 
@@ -77,13 +82,16 @@ def reduce_scatter(local: torch.Tensor, dim: int, mesh: MeshSpec) -> torch.Tenso
     n = local.size(dim)
     chunk = _padded_chunk_len(n, mesh.world_size)
     moved = _pad_to(local, dim, chunk * mesh.world_size).movedim(dim, 0).contiguous()
-    scattered = _c10d.wait_tensor(_c10d.reduce_scatter_tensor(moved, "sum", mesh.world_size, mesh.group_name))
+    scattered: torch.Tensor = _c10d.wait_tensor(
+        _c10d.reduce_scatter_tensor(moved, "sum", mesh.world_size, mesh.group_name)
+    )
     return scattered.movedim(0, dim).narrow(dim, 0, chunk_bounds(n, mesh.world_size, mesh.rank)[1]).contiguous()
 
 
 def all_reduce(local: torch.Tensor, mesh: MeshSpec) -> torch.Tensor:
     """Partial -> Replicate."""
-    return _c10d.wait_tensor(_c10d.all_reduce(local.contiguous(), "sum", mesh.group_name))
+    reduced: torch.Tensor = _c10d.wait_tensor(_c10d.all_reduce(local.contiguous(), "sum", mesh.group_name))
+    return reduced
 
 
 def redistribute_local(

@@ -268,8 +268,8 @@ def _reduce(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Any:
     if func.overloadpacket is aten.mean:
         count: Dim = math.prod([x.shape[d] for d in all_dims])
         local = aten.div.Tensor(local, count)
-    shard_len = x.shape[x.spec.placement.dim] if isinstance(placement, Shard) else None
-    assert isinstance(x.spec.placement, Shard) or shard_len is None
+    source = x.spec.placement
+    shard_len = x.shape[source.dim] if isinstance(placement, Shard) and isinstance(source, Shard) else None
     return _wrap(local, x.spec, placement, shard_len)
 
 
@@ -321,7 +321,7 @@ def _touches_shard(func: OpOverload[..., Any], x: ShardedTensor, args: Args) -> 
         return bool((args[0] if args else 0) % x.dim() == p.dim)
     if func is aten.expand.default:
         sizes = args[0]
-        return not (sizes[p.dim + len(sizes) - x.dim()] in (-1, x.shape[p.dim]))
+        return sizes[p.dim + len(sizes) - x.dim()] not in (-1, x.shape[p.dim])
     return False
 
 

@@ -100,9 +100,24 @@ class ShardedTensor(WrapperTensor):
             )
         return cls(inner_tensors["local"], ctx, outer_size=outer_size, outer_stride=outer_stride)
 
-    def __tensor_mark_dynamic__(self, dims: tuple[int, ...], min: int | None, max: int | None) -> SubclassSymbolicPolicy:
+    def __tensor_mark_dynamic__(
+        self, dims: tuple[int, ...], min: int | None, max: int | None
+    ) -> SubclassSymbolicPolicy:
         """Outer dims dynamic; the local dim follows: equal to it, or (Shard, even) global == local * world."""
         return mark_dynamic_policy(self, dims, min, max)
+
+    def __coerce_same_metadata_as_tangent__(
+        self, expected_metadata: object, expected_type: type | None = None
+    ) -> ShardedTensor | None:
+        """A tangent with other placements than the output it belongs to, redistributed to the output's (#118600)."""
+        if not isinstance(expected_metadata, ShardingSpec) or expected_metadata.mesh != self.mesh:
+            return None
+        if expected_metadata == self.spec:
+            return self
+        local = collectives.redistribute_local(
+            self.local, self.shape, self.spec.placement, expected_metadata.placement, self.mesh
+        )
+        return rewrap(local, expected_metadata, self.shape)
 
     # -- placements and conversions ----------------------------------------------------------------------------
     @property
@@ -123,17 +138,20 @@ class ShardedTensor(WrapperTensor):
     ) -> ShardedTensor:
         """Wrap this rank's `local` (differentiably); `global_size` is needed only for uneven sharding."""
         spec = ShardingSpec(mesh=mesh, placements=placements)
-        out: ShardedTensor = _FromLocal.apply(local, spec, None if global_size is None else tuple(global_size))
+        out: ShardedTensor = _FromLocal.apply(  # type: ignore[no-untyped-call]  # torch's stub leaves apply untyped
+            local, spec, None if global_size is None else tuple(global_size)
+        )
         return out
 
     def to_local(self) -> torch.Tensor:
         """This rank's local tensor (differentiably: its gradient comes back with this tensor's placement)."""
-        out: torch.Tensor = _ToLocal.apply(self)
+        out: torch.Tensor = _ToLocal.apply(self)  # type: ignore[no-untyped-call]  # torch's stub leaves apply untyped
         return out
 
     def redistribute(self, placements: tuple[Placement, ...]) -> ShardedTensor:
         """The same global tensor with `placements`, through functional collectives (differentiably)."""
-        out: ShardedTensor = _Redistribute.apply(self, ShardingSpec(mesh=self.mesh, placements=placements))
+        spec = ShardingSpec(mesh=self.mesh, placements=placements)
+        out: ShardedTensor = _Redistribute.apply(self, spec)  # type: ignore[no-untyped-call]  # untyped torch stub
         return out
 
     def full_tensor(self) -> torch.Tensor:

@@ -3,7 +3,8 @@
 Input: JaggedTensors, dense tensors and scalars as PyTorch passes them to `__torch_dispatch__` / `__torch_function__`.
 Output: JaggedTensors (ops that keep the rows: pointwise, linear, layer norm, softmax, views, in-place ops) or dense
 tensors (reductions over the ragged dim, `to_padded`, `unbind`).
-Invariants: no op reads offsets' data except the constructors named in Note [Jagged Ragged Size] and `unbind`; every
+Invariants: no op reads offsets' data except the constructors named in Note [Jagged Ragged Size], `unbind`,
+`from_padded` without total_length, and the eager same-rows check of Note [Jagged Same Rows]; every
 JaggedTensor result keeps its input's offsets object and ragged size; the reductions, softmax and padding run the
 `subclassaot_jagged` custom ops (one opaque node each under tracing). See Note [Jagged Ops Above Autograd].
 """
@@ -196,7 +197,8 @@ def _copy_(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Any:
     dst, src = args[0], args[1]
     if not isinstance(dst, JaggedTensor):
         raise UnsupportedError("copy_ of a JaggedTensor into a dense tensor: use x.to_padded() first")
-    _check_same_rows(dst, src, func) if isinstance(src, JaggedTensor) else None
+    if isinstance(src, JaggedTensor):
+        _check_same_rows(dst, src, func)
     value = src.flat_values if isinstance(src, JaggedTensor) else _dense_operand(dst, src)
     dst.flat_values.copy_(value, *args[2:], **kwargs)
     return dst

@@ -25,6 +25,11 @@ def _close(got: torch.Tensor, expected: torch.Tensor, what: str) -> None:
     torch.testing.assert_close(full, expected, msg=lambda m: f"{what}: {m}")
 
 
+def _sharded(t: torch.Tensor) -> ShardedTensor:
+    assert isinstance(t, ShardedTensor), f"expected a ShardedTensor, got {type(t).__name__}"
+    return t
+
+
 def _dist(t: torch.Tensor, mesh: MeshSpec, p: Placement) -> ShardedTensor:
     return distribute_tensor(t, mesh, (p,))
 
@@ -37,10 +42,10 @@ def redistribute_all_pairs(mesh: MeshSpec) -> None:
         weight = torch.randn(shape)
         for src, dst in itertools.product(PLACEMENTS, PLACEMENTS):
             x = _dist(full, mesh, src).requires_grad_(True)
-            y = x.redistribute((dst,))
+            y = _sharded(x).redistribute((dst,))
             _close(y, full, f"{src} -> {dst} on {shape}")
-            loss = (y * weight).sum().full_tensor()
-            loss.backward()
+            loss = _sharded((y * weight).sum()).full_tensor()
+            torch.autograd.backward(loss)
             assert x.grad is not None
             _close(x.grad, weight, f"grad of {src} -> {dst} on {shape}")
 
@@ -77,11 +82,11 @@ def matmul_parity(mesh: MeshSpec) -> None:
         _close(_dist(a, mesh, pa) @ _dist(b, mesh, pb), a @ b, f"mm({pa}, {pb})")
     w, bias = torch.randn(8, 6), torch.randn(8)
     col = F.linear(_dist(a, mesh, Replicate()), _dist(w, mesh, Shard(0)), _dist(bias, mesh, Shard(0)))
-    assert col.placements == (Shard(1),), col.placements
+    assert _sharded(col).placements == (Shard(1),)
     _close(col, F.linear(a, w, bias), "column-parallel linear")
     w2 = torch.randn(3, 8)
     row = F.linear(col, _dist(w2, mesh, Shard(1)))
-    assert row.placements == (Partial(),), row.placements
+    assert _sharded(row).placements == (Partial(),)
     _close(row, F.linear(F.linear(a, w, bias), w2), "row-parallel linear")
     x3, y3 = torch.randn(4, 3, 6), torch.randn(4, 6, 5)
     for p in (Replicate(), Shard(0)):
@@ -101,9 +106,9 @@ def reduction_parity(mesh: MeshSpec) -> None:
             _close(x.sum(dims, keepdim=keep), full.sum(dims, keepdim=keep), f"sum({p}, {dims}, {keep})")
             _close(x.mean(dims, keepdim=keep), full.mean(dims, keepdim=keep), f"mean({p}, {dims}, {keep})")
     reduced = _dist(full, mesh, Shard(1)).sum(1)
-    assert reduced.placements == (Partial(),), reduced.placements
+    assert _sharded(reduced).placements == (Partial(),)
     kept = _dist(full, mesh, Shard(1)).sum(0)
-    assert kept.placements == (Shard(0),), kept.placements
+    assert _sharded(kept).placements == (Shard(0),)
 
 
 def view_parity(mesh: MeshSpec) -> None:
@@ -121,13 +126,14 @@ def view_parity(mesh: MeshSpec) -> None:
         ("expand", lambda t: t.unsqueeze(0).expand(2, 4, 3, 6)),
         ("view then back", lambda t: t.view(12, 6).view(4, 3, 6)),
     ]
-    for (name, op), p in itertools.product(cases, (Replicate(), Shard(0), Shard(1), Shard(2), Partial())):
+    placements: tuple[Placement, ...] = (Replicate(), Shard(0), Shard(1), Shard(2), Partial())
+    for (name, op), p in itertools.product(cases, placements):
         _close(op(_dist(full, mesh, p)), op(full), f"{name} on {p}")
     merged = _dist(full, mesh, Shard(0)).view(12, 6)
-    assert merged.placements == (Shard(0),), merged.placements
-    assert _dist(full, mesh, Shard(2)).transpose(0, 2).placements == (Shard(0),)
+    assert _sharded(merged).placements == (Shard(0),)
+    assert _sharded(_dist(full, mesh, Shard(2)).transpose(0, 2)).placements == (Shard(0),)
     matrix = _dist(torch.randn(4, 6), mesh, Shard(0))
-    assert matrix.t().placements == (Shard(1),) and matrix.t().stride() == (1, 6), matrix.t().stride()
+    assert _sharded(matrix.t()).placements == (Shard(1),) and matrix.t().stride() == (1, 6), matrix.t().stride()
 
 
 # -- tensor-parallel MLP -------------------------------------------------------------------------------------------
@@ -136,7 +142,7 @@ class TPMLP(torch.nn.Module):
 
     def __init__(self, ref: torch.nn.Module, mesh: MeshSpec) -> None:
         super().__init__()
-        fc1, fc2 = ref.fc1, ref.fc2  # type: ignore[union-attr]
+        fc1, fc2 = ref.fc1, ref.fc2
         assert isinstance(fc1, torch.nn.Linear) and isinstance(fc2, torch.nn.Linear)
         self.w1 = torch.nn.Parameter(_dist(fc1.weight.detach(), mesh, Shard(0)))
         self.b1 = torch.nn.Parameter(_dist(fc1.bias.detach(), mesh, Shard(0)))
@@ -145,7 +151,7 @@ class TPMLP(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         h = F.gelu(F.linear(x, self.w1, self.b1))  # Shard(1): column parallel
-        y = F.linear(h, self.w2).redistribute((Replicate(),)) + self.b2  # Partial -> all_reduce -> Replicate
+        y = _sharded(F.linear(h, self.w2)).redistribute((Replicate(),)) + self.b2  # Partial -> all_reduce -> Replicate
         return y, (y * y).mean()
 
 
@@ -181,11 +187,12 @@ def train_tp_mlp(mesh: MeshSpec, backend: str = "eager", steps: int = 3) -> subc
         y, loss = compiled(_dist(x, mesh, Replicate()))
         _close(y, y_ref, f"step {step} output")
         _close(loss, loss_ref, f"step {step} loss")
-        loss.backward()
+        torch.autograd.backward(loss)
         for (name, p), p_ref in zip(tp.named_parameters(), ref.parameters(), strict=True):
             assert p.grad is not None and isinstance(p.grad, ShardedTensor), name
-            assert p.grad.placements == p.placements, (name, p.grad.placements, p.placements)
-            _close(p.grad, p_ref.grad, f"step {step} grad {name}")  # type: ignore[arg-type]
+            assert p.grad.placements == _sharded(p).placements, (name, p.grad.placements)
+            assert p_ref.grad is not None
+            _close(p.grad, p_ref.grad, f"step {step} grad {name}")
         _sgd_step(list(tp.parameters()), 0.1)
         _sgd_step(list(ref.parameters()), 0.1)
         for (name, p), p_ref in zip(tp.named_parameters(), ref.parameters(), strict=True):
@@ -206,7 +213,9 @@ def copy_into_input_training(mesh: MeshSpec) -> None:
 
     def step(state: torch.Tensor, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         state.copy_(x * 2)
-        return (x * w).sum()  # Partial; see test_to_local_output_keeps_grad for why not .full_tensor() here
+        # A Replicate ShardedTensor loss: .full_tensor() here would hit test_to_local_output_keeps_grad, and a
+        # Partial loss would hit partial_output_tangent (both pipeline issues).
+        return _sharded((x * w).sum()).redistribute((Replicate(),))
 
     torch.manual_seed(6)
     full_x, full_w = torch.randn(4, 6), torch.randn(4, 6)
@@ -215,14 +224,24 @@ def copy_into_input_training(mesh: MeshSpec) -> None:
         state = _dist(torch.zeros(4, 6), mesh, Shard(0))
         w = _dist(full_w, mesh, Shard(1)).requires_grad_(True)
         loss = compiled(state, _dist(full_x + i, mesh, Replicate()), w)
-        assert state.placements == (Shard(0),)
+        assert _sharded(state).placements == (Shard(0),)
         _close(state, (full_x + i) * 2, f"call {i}: state after copy_")
         _close(loss, (full_x + i).mul(full_w).sum(), f"call {i}: loss")
-        assert loss.placements == (Partial(),), loss.placements
-        loss.backward()
+        torch.autograd.backward(loss)
         assert w.grad is not None
         _close(w.grad, full_x + i, f"call {i}: grad of w")
     assert compiled.compile_count == 1, compiled.recompile_reasons
+
+
+def partial_output_tangent(mesh: MeshSpec) -> None:
+    """A Partial output: autograd's tangent (ones_like) is Replicate, so the pipeline must not read it as Partial."""
+    full_w = torch.randn(4, 6)
+    w = _dist(full_w, mesh, Shard(1)).requires_grad_(True)
+    loss = subclassaot.compile(lambda w: (w * 3).sum(), backend="eager")(w)
+    assert _sharded(loss).placements == (Partial(),)
+    torch.autograd.backward(loss)
+    assert w.grad is not None
+    _close(w.grad, torch.full_like(full_w, 3.0), "grad through a Partial output")
 
 
 def placements_recompile(mesh: MeshSpec) -> None:
@@ -257,6 +276,7 @@ ALL = [
     "view_parity",
     "tp_mlp_compiled",
     "copy_into_input_training",
+    "partial_output_tangent",
     "placements_recompile",
     "dynamic_batch",
 ]

@@ -20,13 +20,19 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+import torch.multiprocessing
 
 from subclasses.distributed import MeshSpec, mesh_from_group
 from tests.subclasses import distributed_scenarios
 
 Scenario = Callable[[MeshSpec], None]
 REPO = Path(__file__).resolve().parents[2]
+
+
+def spawn(fn: Callable[..., None], args: tuple[object, ...], nprocs: int) -> None:
+    """`torch.multiprocessing.spawn(fn, args, nprocs)`: start `nprocs` processes running `fn(rank, *args)`, join."""
+    start = torch.multiprocessing.spawn  # type: ignore[attr-defined]  # untyped and not re-exported in the stub
+    start(fn, args=args, nprocs=nprocs)  # type: ignore[no-untyped-call]  # untyped in torch
 
 
 def free_port() -> int:
@@ -83,7 +89,7 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("names", nargs="+")
     ns = parser.parse_args()
-    mp.spawn(_rank_main, args=(ns.world, ns.port, ns.out, ns.names), nprocs=ns.world)
+    spawn(_rank_main, (ns.world, ns.port, ns.out, ns.names), ns.world)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,16 @@ import pytest
 import torch
 
 import subclassaot
-from subclasses.distributed import Partial, Replicate, Shard, ShardedTensor, distribute_tensor, example, local_mesh
+from subclasses.distributed import (
+    Partial,
+    Placement,
+    Replicate,
+    Shard,
+    ShardedTensor,
+    distribute_tensor,
+    example,
+    local_mesh,
+)
 from subclasses.distributed import propagation as prop
 from subclasses.distributed.collectives import chunk_bounds
 from subclasses.distributed.propagation import Linearity
@@ -23,7 +32,7 @@ R, P = Replicate(), Partial()
     ("a", "b", "out"),
     [(R, Shard(1), Shard(1)), (Shard(0), R, Shard(0)), (Shard(1), Shard(0), P), (P, R, P), (R, R, R)],
 )
-def test_mm_rule_keeps_parallel_layouts(a: prop.Placement, b: prop.Placement, out: prop.Placement) -> None:
+def test_mm_rule_keeps_parallel_layouts(a: Placement, b: Placement, out: Placement) -> None:
     decision = prop.mm(a, b)
     assert decision.inputs == (a, b) and decision.output == out
 
