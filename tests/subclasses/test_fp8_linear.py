@@ -130,11 +130,6 @@ def test_training_parity_dynamic() -> None:
     _train_and_compare(ScalingType.DYNAMIC)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipeline: fp8_amax_history_grad_output, written in the backward, is left unchanged by the compiled "
-    "backward (no error); the lead is building backward mutations",
-)
 def test_training_parity_delayed() -> None:
     _train_and_compare(ScalingType.DELAYED)
 
