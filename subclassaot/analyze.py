@@ -52,11 +52,12 @@ def analyze(
     flat: FlatInputs,
     layout: DenseLayout,
     dense_fakes: Sequence[torch.Tensor],
+    user_fakes: Sequence[torch.Tensor],
     fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
 ) -> Analysis:
     graph_fakes = graph_example_inputs(layout, dense_fakes)
     with fake_mode, new_functional_mode():
-        run = run_functional(call, flat, layout, graph_fakes)
+        run = run_functional(call, flat, layout, graph_fakes, requires_grad_like=user_fakes)
         mutations = tuple(_leaf_mutation(i, run) for i in range(len(layout.leaves)))
         wrapper_after = tuple(
             None if tree is None else leaf_meta(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
@@ -177,7 +178,7 @@ def _output_info(
                 f"{path} is a view of the storage that input {original[key]} had before set_() replaced it; "
                 "returning views of a replaced storage is not supported. Return a clone (.clone()) instead"
             )
-        elif key in bases:
+        elif key in bases and not (leaf.requires_grad and not bases[key][1].requires_grad):
             out_leaves.append(
                 OutputLeaf(
                     source=LeafSource.INTERMEDIATE_ALIAS, index=bases[key][0], meta=meta, is_view=leaf._is_view()

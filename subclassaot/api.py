@@ -21,14 +21,13 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 
 from policies import AutomaticDynamicState
-
 from subclassaot import backends, guards
 from subclassaot.analyze import analyze
 from subclassaot.autograd_runtime import training_call
 from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.desugar import DynamicAliasError, dense_layout
-from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.errors import BackendError
+from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.inputs import flatten_call, module_state
 from subclassaot.joint import check_training_supported, trace_backward
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
@@ -136,11 +135,11 @@ def compile_entry(
     decompositions = backends.decompositions_for(config.backend)
     training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
     with torch.enable_grad() if training else torch.no_grad():
-        analysis = analyze(call, flat, layout, dense_fakes, fake_mode)
+        analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode)
     if training:
         check_training_supported(flat, layout, analysis, fakes)
     with torch.no_grad():
-        traced = trace_inference(call, flat, layout, analysis, dense_fakes, fake_mode, decompositions)
+        traced = trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)
     backends.verify_functional(traced.graph)
     backend = backends.get_backend(config.backend)
     compiled = _checked_first_call(backend(traced.graph, traced.example_inputs), config.backend)

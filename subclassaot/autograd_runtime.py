@@ -15,10 +15,46 @@ from typing import Any
 
 import torch
 
+from subclassaot.errors import UnsupportedError
 from subclassaot.joint import BackwardGraph
-from subclassaot.protocol import flatten_subclass, is_traceable_subclass, unflatten_subclass
+from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.runtime import GraphCall, RuntimePlan, non_view_alias
 from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind
+
+
+def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None, k: int) -> list[torch.Tensor]:
+    """Dense leaves of a runtime tangent, coerced to the structure the backward graph was traced for."""
+    if expected is None:
+        if is_traceable_subclass(g):
+            raise UnsupportedError(
+                f"the gradient for differentiable output {k} is a {type(g).__name__}, but the backward was compiled "
+                "for a plain tensor; return a plain tensor from the loss path, or call the backward on a plain loss"
+            )
+        return [g.contiguous()]
+    if not is_traceable_subclass(g) or type(g) is not expected.cls:
+        coerce = getattr(expected.cls, "__coerce_tangent_from__", None)
+        coerced = coerce(g, expected.ctx) if coerce is not None else None
+        if coerced is None:
+            raise UnsupportedError(
+                f"the gradient for differentiable output {k} is a {type(g).__name__}, but the backward was compiled "
+                f"for a {expected.cls.__name__} tangent; give {expected.cls.__name__} a classmethod "
+                "__coerce_tangent_from__(tangent, ctx) that converts it"
+            )
+        g = coerced
+    node, leaves = flatten_subclass(g, "grad")
+    if node.ctx != expected.ctx:
+        # The tangent has other metadata than the output it belongs to (a Replicate tangent for a Partial output):
+        # let the subclass convert it, or refuse; reading it with the wrong metadata would be a wrong gradient.
+        coerce_same = getattr(g, "__coerce_same_metadata_as_tangent__", None)
+        coerced = coerce_same(expected.ctx) if coerce_same is not None else None
+        if coerced is None:
+            raise UnsupportedError(
+                f"the gradient for differentiable output {k} ({type(g).__name__}) has ctx {node.ctx!r}, but the "
+                f"backward was compiled for ctx {expected.ctx!r}; implement __coerce_same_metadata_as_tangent__"
+                "(expected_ctx) on the class to convert it"
+            )
+        node, leaves = flatten_subclass(coerced, "grad")
+    return [leaf.contiguous() for leaf in leaves]
 
 
 def _dense_zeros(t: torch.Tensor) -> list[Callable[[], torch.Tensor]]:
@@ -88,7 +124,7 @@ def training_call(
                     tangents.extend(z() for z in ctx.zeros[k])
                     continue
                 present.add(k)
-                tangents.extend(flatten_subclass(g, "grad")[1] if is_traceable_subclass(g) else [g.contiguous()])
+                tangents.extend(_tangent_leaves(g, bw_meta.tangent_trees[k], k))
             dense_grads = list(bw(*saved, *tangents))  # type: ignore[call-overload]
             n_grads = len(dense_grads) - len(ctx.bw_targets)
             with torch.no_grad():

@@ -20,7 +20,14 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import intermediate_bases, run_functional
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
-from subclassaot.torch_internals import from_functional, mutation_counter, new_functional_mode, storage_key, to_functional, trace_graph
+from subclassaot.torch_internals import (
+    from_functional,
+    mutation_counter,
+    new_functional_mode,
+    storage_key,
+    to_functional,
+    trace_graph,
+)
 from subclassaot.trace import TracedGraph, UpdateKind
 
 # Note [Training By Recompute]
@@ -44,6 +51,7 @@ class BackwardGraph:
     # dense inputs the backward itself writes (a custom Function's backward updating a buffer); their new values
     # follow the gradients in the graph's outputs, and the runtime copies them into the real inputs
     backward_mutations: tuple[DenseIndex, ...]
+    tangent_trees: tuple[SubclassNode | None, ...]  # per diff output: the subclass structure its tangent must have
     example_inputs: tuple[torch.Tensor, ...]
 
 
@@ -89,7 +97,7 @@ def trace_backward(
     example = graph_example_inputs(layout, dense_fakes)
     with fake_mode, torch.enable_grad():
         fw_example = _forward_example(call, flat, layout, analysis, traced, example, user_fakes)
-    diff = tuple(i for i, (grad, _) in enumerate(fw_example) if grad)
+    diff = tuple(i for i, (grad, _, _) in enumerate(fw_example) if grad)
     with fake_mode:
         tangent_fakes = [torch.empty_like(t) for i in diff for t in fw_example[i][1]]
     n_primals = len(example)
@@ -141,6 +149,7 @@ def trace_backward(
         grad_trees=tuple(grad_trees),
         tangent_deps=_tangent_deps(gm, n_primals, diff, fw_example, grad_trees),
         backward_mutations=tuple(bw_mutated),
+        tangent_trees=tuple(fw_example[i][2] for i in diff),
         example_inputs=(*example, *tangent_fakes),
     )
 
@@ -149,7 +158,7 @@ def _tangent_deps(
     gm: torch.fx.GraphModule,
     n_primals: int,
     diff: tuple[int, ...],
-    fw_example: list[tuple[bool, list[torch.Tensor]]],
+    fw_example: list[tuple[bool, list[torch.Tensor], SubclassNode | None]],
     grad_trees: list[SubclassNode | None],
 ) -> tuple[frozenset[int], ...]:
     """For each gradient output, which diff outputs' tangents it is computed from (graph reachability)."""
@@ -196,21 +205,18 @@ def _forward_example(
     traced: TracedGraph,
     example: Sequence[torch.Tensor],
     user_fakes: Sequence[torch.Tensor],
-) -> list[tuple[bool, list[torch.Tensor]]]:
+) -> list[tuple[bool, list[torch.Tensor], SubclassNode | None]]:
     with new_functional_mode():
         run = run_functional(call, flat, layout, example, requires_grad_like=user_fakes)
         outs = forward_output_values(run.output, run.finals, run.originals, run.graph_inputs, traced, analysis)
-        # Per output: whether it gets a tangent, and its dense leaves (plain fakes, to shape the tangents).
-        return [
-            (
-                o.requires_grad and o.dtype.is_floating_point,
-                [
-                    from_functional(leaf)
-                    for leaf in (flatten_subclass(o, "out")[1] if is_traceable_subclass(o) else [o])
-                ],
-            )
-            for o in outs
-        ]
+        # Per output: whether it gets a tangent, its dense leaves (plain fakes, to shape the tangents) and its
+        # subclass structure (what a runtime tangent is checked and coerced against).
+        result: list[tuple[bool, list[torch.Tensor], SubclassNode | None]] = []
+        for o in outs:
+            node, leaves = flatten_subclass(o, "out") if is_traceable_subclass(o) else (None, [o])
+            grad = o.requires_grad and o.dtype.is_floating_point
+            result.append((grad, [from_functional(leaf) for leaf in leaves], node))
+        return result
 
 
 def check_training_supported(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import NewType, TypeAlias
 
 import sympy
+import torch
 from torch.utils._pytree import TreeSpec
 
 from subclassaot.protocol import SubclassNode

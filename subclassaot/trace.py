@@ -96,6 +96,7 @@ def trace_inference(
     layout: DenseLayout,
     analysis: Analysis,
     dense_fakes: Sequence[torch.Tensor],
+    user_fakes: Sequence[torch.Tensor],
     fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
     decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None = None,
 ) -> TracedGraph:
@@ -104,7 +105,7 @@ def trace_inference(
 
     def graph_fn(*graph_values: torch.Tensor) -> list[object]:
         with new_functional_mode():
-            run = run_functional(call, flat, layout, graph_values)
+            run = run_functional(call, flat, layout, graph_values, requires_grad_like=user_fakes)
             outs: list[object] = [_update_value(u, run.graph_inputs, run.originals, run.finals) for u in updates]
             fresh, bases, symints = _output_values(run.output, run.finals, run.originals, analysis)
             counts["fresh"], counts["symints"] = len(fresh), len(symints)

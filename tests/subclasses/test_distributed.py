@@ -114,10 +114,6 @@ def test_mark_dynamic_hook_relates_local_and_global() -> None:
     assert [repr(r) for r in policy.relations] == ["local.size(0) == size(0)"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipeline: an output aliasing an intermediate subclass's inner tensor is regenerated without grad_fn",
-)
 def test_to_local_output_keeps_grad() -> None:
     """Pipeline: an output that is a view of an intermediate subclass's inner tensor keeps its autograd history."""
     w = distribute_tensor(torch.randn(4, 6), local_mesh(), (Shard(1),)).requires_grad_(True)

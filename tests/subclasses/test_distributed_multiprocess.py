@@ -19,16 +19,11 @@ def world_of_two() -> dict[str, str]:
     return run_scenarios(distributed_scenarios.ALL, world=2, timeout=80.0)
 
 
-_PIPELINE_XFAIL = pytest.mark.xfail(
-    strict=True,
-    reason="pipeline: a subclass tangent is flattened as if it had the output's ctx (Replicate ones read as Partial); "
-    "it should coerce it (ShardedTensor.__coerce_same_metadata_as_tangent__) or reject it",
-)
 
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=_PIPELINE_XFAIL) if n == "partial_output_tangent" else n for n in distributed_scenarios.ALL],
+    list(distributed_scenarios.ALL),
 )
 def test_scenario_world_of_two(world_of_two: dict[str, str], name: str) -> None:
     result = world_of_two[name]
