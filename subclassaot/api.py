@@ -133,7 +133,7 @@ def compile_entry(
             fake.requires_grad_(True)  # a wrapper rebuilt by __tensor_unflatten__ may not carry it
     dense_fakes = _dense(fakes, paths)
     decompositions = backends.decompositions_for(config.backend)
-    training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
+    training = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
     with torch.enable_grad() if training else torch.no_grad():
         analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode)
     if training:

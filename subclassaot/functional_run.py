@@ -68,8 +68,8 @@ def run_functional(
         values[index] = tensor
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord()
-    for j, d in enumerate(uncloned):
-        record.family[id(d)] = -1 - layout.leaf_families[j]
+    for leaf_family, d in zip(layout.leaf_families, uncloned, strict=True):
+        record.family[id(d)] = -1 - leaf_family
     for t, fam in zip(user_tensors, layout.wrapper_families, strict=True):
         if fam >= 0:
             record.family[id(t)] = -1_000_000 - fam

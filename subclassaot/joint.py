@@ -119,13 +119,11 @@ def trace_backward(
             wrt = [run.grad_leaves[i] for i in grad_inputs]
             before = [mutation_counter(o) for o in run.originals]
             grads = torch.autograd.grad(diff_outs, wrt, grad_outs, allow_unused=True)
-            bw_mutated[:] = [
-                DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]
-            ]
+            bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
             dense: list[torch.Tensor] = []
             grad_trees.clear()
             for k, (g, x) in enumerate(zip(grads, wrt, strict=True)):
-                if g is None:  # type: ignore[redundant-expr]  # allow_unused
+                if g is None:
                     unused.add(k)
                     g = torch.zeros_like(x)
                 if is_traceable_subclass(g):

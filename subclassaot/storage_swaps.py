@@ -75,7 +75,7 @@ _SET_OPS = {
 
 class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
     def __init__(self, record: SwapRecord, known: list[torch.Tensor]) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
         self.record = record
         self.known = known  # tensors whose storage a set_(storage, ...) may name
         self.depth = 0  # > 0 while a subclass's __torch_dispatch__ runs
@@ -91,7 +91,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.depth += 1
             try:
                 with self:
-                    out = type(subclass).__torch_dispatch__(func, types, args, kwargs)
+                    out = getattr(type(subclass), "__torch_dispatch__")(func, types, args, kwargs)  # noqa: B009
             finally:
                 self.depth -= 1
             self._track(func, args, out, kwargs)
@@ -112,6 +112,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             rebind_functional(x, args[1], None)
             return
         source, rest = args[1], args[2:]
+        owner: torch.Tensor | None
         if isinstance(source, torch.Tensor):
             owner = source
         else:

@@ -326,4 +326,4 @@ def rebind_functional(x: torch.Tensor, src: torch.Tensor, meta: tuple[list[int],
     assert isinstance(new, FunctionalTensor)
     x.elem = new.elem
     torch._functionalize_unsafe_set(x, new)
-    set_wrapper_metadata(x, list(new.size()), list(new.stride()), new.storage_offset())
+    set_wrapper_metadata(x, list(new.size()), list(new.stride()), int(new.storage_offset()))

@@ -19,8 +19,6 @@ def world_of_two() -> dict[str, str]:
     return run_scenarios(distributed_scenarios.ALL, world=2, timeout=80.0)
 
 
-
-
 @pytest.mark.parametrize(
     "name",
     list(distributed_scenarios.ALL),
