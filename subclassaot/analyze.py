@@ -70,6 +70,7 @@ def analyze(
         mutations=mutations,
         wrapper_meta_after=wrapper_after,
         wrapper_version_bumped=wrapper_bumped,
+        requires_grad_after=tuple(bool(t.requires_grad) for t in run.user_tensors),
         outputs=outputs,
         output_spec=spec,
         num_intermediate_bases=num_bases,
@@ -166,9 +167,18 @@ def _output_info(
         return info(OutputKind.IS_INPUT, input_index=input_by_id[id(value)]), graph_count
     tree, dense = dense_leaves_of(value, path)
     out_leaves = []
+    fresh = _needs_program_autograd(value, run)
     for leaf in dense:
         key = storage_key(leaf)
         meta = leaf_meta(leaf)
+        if fresh:
+            same = current.get(key)
+            through = same if same is not None and leaf_meta(run.finals[same]) == meta else None
+            out_leaves.append(
+                OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False, passthrough=through)
+            )
+            graph_count += 1
+            continue
         if key in current:
             out_leaves.append(
                 OutputLeaf(source=LeafSource.INPUT_ALIAS, index=current[key], meta=meta, is_view=leaf._is_view())
@@ -190,6 +200,20 @@ def _output_info(
     outer = None if tree is None else leaf_meta(value)
     replay = _replay(value, tuple(out_leaves), run, input_by_id, bases)
     return info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=tuple(out_leaves), replay=replay), graph_count
+
+
+def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """An output whose autograd history comes from the program itself (a custom autograd.Function returning a
+    view of its input): only the compiled autograd.Function can give it that history, so it comes from the graph
+    (its values and gradients match eager; its storage is not shared with the input)."""
+    if not value.requires_grad:
+        return False
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None:
+        if not record.grad_enabled:
+            return True
+        t = record.source
+    return False
 
 
 def _replay(

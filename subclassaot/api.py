@@ -136,6 +136,19 @@ def compile_entry(
     training = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
     with torch.enable_grad() if training else torch.no_grad():
         analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode)
+    gains_grad = [
+        i
+        for i, (t, after) in enumerate(zip(tensors, analysis.requires_grad_after, strict=True))
+        if after and not t.requires_grad
+    ]
+    if gains_grad and torch.is_grad_enabled():
+        # The program calls requires_grad_() on an input: compile for training with it requiring grad from the
+        # start (the runtime sets it on the real input before running, as eager's program would).
+        for i in gains_grad:
+            fakes[i].requires_grad_(True)
+        training = True
+        with torch.enable_grad():
+            analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode)
     if training:
         check_training_supported(flat, layout, analysis, fakes)
     with torch.no_grad():
@@ -150,6 +163,7 @@ def compile_entry(
         analysis=analysis,
         graph_outputs=traced.outputs,
         leaf_attr_paths=leaf_attr_paths(layout),
+        input_requires_grad=tuple(t.requires_grad for t in tensors),
     )
     graph_call = inference_call(compiled)
     if training:

@@ -95,7 +95,12 @@ def training_call(
             pos = n_updates
             for o in fresh_outputs:
                 info = analysis.outputs[o]
-                leaves = outs[pos : pos + len(info.leaves)]
+                leaves = [
+                    # An input returned by the program's own autograd.Function: return it as is, and autograd
+                    # makes the output a view of it with our backward, exactly as eager does.
+                    graph_dense[leaf.passthrough] if leaf.passthrough is not None else out
+                    for leaf, out in zip(info.leaves, outs[pos : pos + len(info.leaves)], strict=True)
+                ]
                 pos += len(info.leaves)
                 if info.tree is None:
                     tensors.append(leaves[0])

@@ -1,6 +1,7 @@
 """The `python -m subclassaot` command line: a registry of subcommands, each a function from parsed args to an exit code.
 
-Purpose: `check MODULE:FACTORY` runs the conformance checker on the subclass a factory returns. A new subcommand
+Purpose: `check MODULE:FACTORY` runs the conformance checker on the subclass a factory returns; `demo` tours the
+pipeline on the sample subclasses (implemented in `subclasses/demo.py`, imported by name). A new subcommand
 (`demo`, `fuzz`) is one `add_subcommand(...)` call: a name, help text, a function that adds its arguments to its
 parser, and the function that runs it.
 """
@@ -80,6 +81,28 @@ add_subcommand(
         help="fuzz the pipeline against eager with random programs; shrink and write out failures",
         add_arguments=fuzz_runner.add_arguments,
         run=lambda args: fuzz_runner.run_cli(args, lambda line: print(line, flush=True)),
+    )
+)
+
+
+def _add_demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--calls", type=int, default=200, help="calls per timing (median per-call time is printed)")
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    # The demo uses the sample subclasses; `subclassaot` never imports `subclasses` (see DESIGN.md), so it is
+    # reached by module name at run time.
+    demo = importlib.import_module("subclasses.demo")
+    code: int = demo.run(lambda line: print(line, flush=True), calls=args.calls)
+    return code
+
+
+add_subcommand(
+    Subcommand(
+        name="demo",
+        help="compile programs over the sample subclasses, explain one, check parity with eager and time them",
+        add_arguments=_add_demo_arguments,
+        run=run_demo,
     )
 )
 

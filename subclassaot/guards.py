@@ -135,7 +135,7 @@ def build_guards(
         index = flat.tensor_indices[t_index]
         real = flat.values[index]
         assert isinstance(real, torch.Tensor)
-        _tensor_guards(w, f"v{index}", flat.leaves[index].path, fake, tree, type(real))
+        _tensor_guards(w, f"v{index}", flat.leaves[index].path, fake, tree, type(real), real.requires_grad)
     _alias_guards(w, layout, flat)
     for access, expected, label in w.deferred:
         w.check(f"{access} == {expected}", f"f'{_lit(label)}: expected {expected} = {{{expected}}}, got {{{access}}}'")
@@ -149,7 +149,13 @@ def build_guards(
 
 
 def _tensor_guards(
-    w: _Writer, var: str, path: str, fake: torch.Tensor, tree: SubclassNode | None, real_type: type
+    w: _Writer,
+    var: str,
+    path: str,
+    fake: torch.Tensor,
+    tree: SubclassNode | None,
+    real_type: type,
+    requires_grad: bool | None = None,
 ) -> None:
     cls = w.constant(real_type)
     w.check(
@@ -157,6 +163,8 @@ def _tensor_guards(
     )
     for field in ("dtype", "device", "requires_grad"):
         expected = getattr(fake, field)
+        if field == "requires_grad" and requires_grad is not None:
+            expected = requires_grad  # the real input's: a compile may give the fake requires_grad on purpose
         if field == "device":
             expected = torch.device(expected)
         c = w.constant(expected)

@@ -118,7 +118,15 @@ def trace_backward(
             grad_outs = [_rewrap_tangent(o, tangents) for o in diff_outs]
             wrt = [run.grad_leaves[i] for i in grad_inputs]
             before = [mutation_counter(o) for o in run.originals]
-            grads = torch.autograd.grad(diff_outs, wrt, grad_outs, allow_unused=True)
+            live = [k for k, x in enumerate(wrt) if x.requires_grad]  # detach_() in the program drops an input
+            found = (
+                torch.autograd.grad(diff_outs, [wrt[k] for k in live], grad_outs, allow_unused=True)
+                if diff_outs and live
+                else [None] * len(live)
+            )
+            grads: list[torch.Tensor | None] = [None] * len(wrt)
+            for k, g in zip(live, found, strict=True):
+                grads[k] = g
             bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
             dense: list[torch.Tensor] = []
             grad_trees.clear()

@@ -49,6 +49,7 @@ class RuntimePlan:
     analysis: Analysis
     graph_outputs: GraphOutputs
     leaf_attr_paths: tuple[tuple[str, ...], ...]  # per dense leaf: attribute names from its owner input
+    input_requires_grad: tuple[bool, ...]  # per tensor input: requires_grad when compiled (a guard holds it)
 
 
 def leaf_attr_paths(layout: DenseLayout) -> tuple[tuple[str, ...], ...]:
@@ -123,7 +124,20 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
             dense.append(t)
         return dense  # type: ignore[return-value]
 
+    gains = [
+        flat.tensor_indices[i]
+        for i, after in enumerate(plan.analysis.requires_grad_after)
+        if after and not plan.input_requires_grad[i]
+    ]
+    loses = [
+        flat.tensor_indices[i]
+        for i, after in enumerate(plan.analysis.requires_grad_after)
+        if plan.input_requires_grad[i] and not after
+    ]
+
     def run(values: Sequence[object], symbols: dict[str, int]) -> object:
+        for i in gains:
+            values[i].requires_grad_(True)  # type: ignore[union-attr]  # the program's requires_grad_()
         dense = dense_of(values)
         graph_in = []
         for item in layout.graph_inputs:
@@ -134,6 +148,8 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
                 graph_in.append(dense[item])
         outs, prewrapped = graph_call(values, graph_in, dense)
         _epilogue(plan, ev, values, dense, graph_in, outs, symbols, owners)
+        for i in loses:
+            values[i].detach_()  # type: ignore[union-attr]  # the program's detach_()
         return _outputs(plan, ev, values, dense, outs, symbols, prewrapped)
 
     return run
@@ -267,7 +283,30 @@ def _outputs(
             result.append(values[info.input_index])
         else:
             result.append(_tensor_output(info, ev, values, dense, outs, fresh_start, bases, symbols))
-    return pytree.tree_unflatten(result, plan.analysis.output_spec)
+    return unflatten_output(result, plan.analysis.output_spec)
+
+
+def unflatten_output(values: list[object], spec: pytree.TreeSpec) -> object:
+    """tree_unflatten, except that torch.Size nodes come back as torch.Size (pytree rebuilds them as tuples)."""
+    out = pytree.tree_unflatten(values, spec)
+    return _restore_sizes(out, spec) if _has_size(spec) else out
+
+
+def _has_size(spec: pytree.TreeSpec) -> bool:
+    return spec.type is torch.Size or any(_has_size(c) for c in spec.children_specs)
+
+
+def _restore_sizes(value: object, spec: pytree.TreeSpec) -> object:
+    if spec.type is torch.Size:
+        return torch.Size(value)  # type: ignore[arg-type]
+    if not _has_size(spec):
+        return value
+    if isinstance(value, dict):
+        return {k: _restore_sizes(v, c) for (k, v), c in zip(value.items(), spec.children_specs, strict=True)}
+    if isinstance(value, list | tuple):
+        rebuilt = [_restore_sizes(v, c) for v, c in zip(value, spec.children_specs, strict=True)]
+        return type(value)(rebuilt) if type(value) in (list, tuple) else type(value)(*rebuilt)
+    return value
 
 
 def _tensor_output(

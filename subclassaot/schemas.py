@@ -134,6 +134,7 @@ class OutputLeaf:
     index: int  # GRAPH: position among graph tensor outputs; INPUT_ALIAS: DenseIndex; INTERMEDIATE: base number
     meta: Meta  # the output's size, stride, storage_offset (used by regeneration)
     is_view: bool  # eager gives a view (`._base` set); otherwise a plain alias sharing storage
+    passthrough: DenseIndex | None = None  # GRAPH in training: return this dense input itself from the Function
 
 
 class ReplaySource(enum.Enum):
@@ -178,6 +179,7 @@ class Analysis:
     mutations: tuple[LeafMutation, ...]  # indexed by DenseIndex
     wrapper_meta_after: tuple[Meta | None, ...]  # per tensor input: a subclass's outer metadata at the end
     wrapper_version_bumped: tuple[bool, ...]  # per tensor input: eager advances the wrapper's version counter
+    requires_grad_after: tuple[bool, ...]  # per tensor input: requires_grad when the program returns
     outputs: tuple[OutputInfo, ...]  # indexed by OutputIndex
     output_spec: TreeSpec
     num_intermediate_bases: int

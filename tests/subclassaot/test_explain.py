@@ -1,0 +1,129 @@
+"""explain(): the sections and facts of a mutation + aliasing program, DOT output, and untouched user inputs."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from subclassaot.explain import Explanation, clone_arguments, explain
+from subclassaot.graph_dot import NodeShape
+from subclasses.pair import PairTensor
+
+SECTIONS = (
+    "== Inputs",
+    "== Outputs",
+    "== Functional graph (forward) ==",
+    "== Backward graph ==",
+    "== Epilogue",
+    "== Guards ==",
+    "== Symbols and policies ==",
+)
+
+
+def add_then_view(p: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    p.add_(x)
+    return p.view(-1), (p * x).sum()
+
+
+def _pair() -> PairTensor:
+    return PairTensor(torch.randn(3, 2), torch.randn(3, 2))
+
+
+def _explained() -> Explanation:
+    return explain(add_then_view, _pair(), torch.randn(3, 2))
+
+
+def test_sections_and_facts_of_a_mutation_and_alias_program() -> None:
+    text = str(_explained())
+    positions = [text.index(title) for title in SECTIONS]
+    assert positions == sorted(positions)
+    assert "explain(add_then_view): inference" in text
+    assert "args[0]: PairTensor with inner tensors a, b" in text
+    assert re.search(r"args\[0\]\.a: data mutated", text)
+    assert "args[1] (Tensor): untouched" in text
+    assert "out[0]: PairTensor, a view of input args[0]" in text
+    assert "replaying: aten.view.default((-1,))" in text
+    assert "out[1].a: fresh from the graph" in text
+    assert "args[0].a: copy_ the new value (graph output 0) into it" in text
+    assert "def forward(" in text and "aten.add.Tensor" in text
+    assert "def check(L):" in text
+    assert "symbols: none" in text
+
+
+def test_metadata_mutation_symbols_and_output_kinds() -> None:
+    def transpose_in_place(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
+        x.t_()
+        return x, x[0][:2], x.shape[0]
+
+    text = str(explain(transpose_in_place, torch.randn(3, 5), dynamic=True))
+    assert "args[0] (Tensor): metadata mutated" in text
+    assert "out[0]: the input args[0] itself" in text
+    assert "aten.select.int(0, 0) -> aten.slice.Tensor" in text
+    assert "out[2]: a symbolic int computed by the graph" in text
+    assert re.search(r"args\[0\]: as_strided_ to \(\w+, \w+\)/\(1, \w+\)", text)
+    assert re.search(r"s\d+ = args\[0\]\.size\(0\)", text)
+
+
+def test_training_says_the_backward_graph_is_not_recorded() -> None:
+    def loss(w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        b.mul_(2)
+        return (w * b).sum()
+
+    w = torch.randn(3, requires_grad=True)
+    text = str(explain(loss, w, torch.randn(3)))
+    assert "training (forward + backward)" in text
+    assert "== Backward graph ==\nnot recorded" in text
+    assert w.grad is None
+
+
+def test_explaining_leaves_the_users_inputs_alone() -> None:
+    p, x = _pair(), torch.randn(3, 2)
+    a, b, versions = p.a.clone(), p.b.clone(), (p._version, p.a._version, x._version)
+    explain(add_then_view, p, x)
+    assert torch.equal(p.a, a) and torch.equal(p.b, b)
+    assert (p._version, p.a._version, x._version) == versions
+
+
+def test_clone_arguments_keeps_aliasing_between_inputs() -> None:
+    base = torch.randn(6)
+    p = PairTensor(base[:3], base[3:])
+    copied = clone_arguments((p, base))
+    assert isinstance(copied, tuple)
+    q, base2 = copied
+    assert isinstance(q, PairTensor)
+    assert q.a.untyped_storage().data_ptr() == base2.untyped_storage().data_ptr()
+    assert q.b.untyped_storage().data_ptr() == base2.untyped_storage().data_ptr()
+    assert base2.untyped_storage().data_ptr() != base.untyped_storage().data_ptr()
+
+
+@pytest.mark.parametrize("shape", ["html", "record", "box", "ellipse"])
+def test_to_dot_has_one_node_line_per_fx_node(shape: NodeShape) -> None:
+    explanation = _explained()
+    dot = explanation.to_dot(shape)
+    assert dot.startswith('digraph "add_then_view" {') and dot.rstrip().endswith("}")
+    if shape == "record":
+        unescaped = re.sub(r"\\.", "", dot)
+        assert unescaped.count("{") == unescaped.count("}")
+    else:
+        assert dot.count("{") == dot.count("}")
+    nodes = list(explanation.entry.traced.graph.graph.nodes)
+    node_lines = [line for line in dot.splitlines() if re.match(r'^  "[^"]+" \[', line)]
+    assert len(node_lines) == len(nodes)
+    assert {line.split('"')[1] for line in node_lines} == {n.name for n in nodes}
+    edges = sum(len(n.all_input_nodes) for n in nodes)
+    assert sum(1 for line in dot.splitlines() if " -> " in line) == edges
+    if shape == "html":
+        assert dot.count("<<TABLE") == len(nodes)
+    assert "args[0].a" in dot  # placeholders say which input leaf they stand for
+
+
+def test_record_labels_escape_special_characters() -> None:
+    from subclassaot.graph_dot import graph_to_dot
+
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    graph.output(x)
+    dot = graph_to_dot(graph, node_shape="record", placeholder_words={"x": "kwargs['{a|b}<c>']"})
+    assert r"kwargs['\{a\|b\}\<c\>']" in dot
