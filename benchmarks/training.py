@@ -113,25 +113,47 @@ def saved_bytes(model_fn: Callable[[torch.Tensor], torch.Tensor], model: nn.Modu
     )
 
 
-def median_ms(step: Step, warmup: int, steps: int) -> float:
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+def interleaved(calls: dict[str, Step], rounds: int, batch: int) -> dict[str, float]:
+    """Per callable: the median over `rounds` of the mean time of one call in a batch of `batch`, in seconds.
+
+    The callables take turns within each round (in a rotating order), so that load from other work on the machine
+    falls on all of them alike.
+    """
+    names = list(calls)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    gc.collect()
+    gc.disable()
+    try:
+        for round_ in range(rounds):
+            for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+                call = calls[name]
+                start = time.perf_counter()
+                for _ in range(batch):
+                    call()
+                times[name].append((time.perf_counter() - start) / batch)
+    finally:
+        gc.enable()
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prepared:
+    kind: str
+    model: MLPLoss
+    fn: Callable[[torch.Tensor], torch.Tensor]
+    step: Step
+    first_ms: float  # the first forward + backward (compiles)
+    max_grad_diff: float  # first step's weight gradients vs eager's (sum of both PairTensor sides)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepResult:
     kind: str
-    first_ms: float  # the first step (compiles)
+    first_ms: float
     step_ms: float
     saved: Saved | None
-    max_grad_diff: float  # first step's weight gradients vs eager's (sum of both PairTensor sides)
-    note: str
+    max_grad_diff: float
+    note: str  # why the figures are missing; '' when they are not
 
 
 def summed(g: torch.Tensor | None) -> torch.Tensor:
@@ -139,9 +161,8 @@ def summed(g: torch.Tensor | None) -> torch.Tensor:
     return sum(inner_tensors(g), torch.zeros(()))
 
 
-def train_step(
-    kind: str, initial: MLPLoss, x: torch.Tensor, reference: list[torch.Tensor], budget: Budget
-) -> StepResult:
+def prepare(kind: str, initial: MLPLoss, x: torch.Tensor, reference: list[torch.Tensor]) -> Prepared:
+    """A copy of the model for `kind`, its first forward + backward timed and its gradients checked against eager."""
     model = copy.deepcopy(initial)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     fn = compiled_model(kind, model)
@@ -151,45 +172,62 @@ def train_step(
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    try:
-        start = time.perf_counter()
-        torch.autograd.backward(fn(x))
-        first_ms = (time.perf_counter() - start) * 1e3
-        grads = [summed(p.grad) for p in model.parameters()]
-        diff = max(float((g - r).abs().max()) for g, r in zip(grads, reference, strict=True)) if reference else 0.0
-        reference.extend([] if reference else grads)
-        opt.zero_grad(set_to_none=True)
-        step_ms = median_ms(step, budget.warmup, budget.steps)
-        saved = saved_bytes(fn, model, x)
-    except Exception as e:  # a failure is a result here: report it and go on with the other variants
-        reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        nan = float("nan")
-        return StepResult(kind=kind, first_ms=nan, step_ms=nan, saved=None, max_grad_diff=nan, note=reason[:200])
-    return StepResult(kind=kind, first_ms=first_ms, step_ms=step_ms, saved=saved, max_grad_diff=diff, note="")
+    start = time.perf_counter()
+    torch.autograd.backward(fn(x))
+    first_ms = (time.perf_counter() - start) * 1e3
+    grads = [summed(p.grad) for p in model.parameters()]
+    diff = max(float((g - r).abs().max()) for g, r in zip(grads, reference, strict=True)) if reference else 0.0
+    reference.extend([] if reference else grads)
+    opt.zero_grad(set_to_none=True)
+    return Prepared(kind=kind, model=model, fn=fn, step=step, first_ms=first_ms, max_grad_diff=diff)
 
 
-def tiny_us(fn: Callable[[torch.Tensor], torch.Tensor], budget: Budget) -> float:
-    """Median per-call time of forward + backward of `fn` on a (2, 2) input requiring grad, in microseconds."""
+def train_steps(initial: MLPLoss, x: torch.Tensor, budget: Budget) -> list[StepResult]:
+    nan = float("nan")
+    failed: dict[str, str] = {}
+    ready: dict[str, Prepared] = {}
+    reference: list[torch.Tensor] = []
+    for kind in KINDS:
+        try:
+            ready[kind] = prepare(kind, initial, x, reference)
+            for _ in range(budget.warmup):
+                ready[kind].step()
+        except Exception as e:  # a failure is a result here: report it and go on with the other versions
+            failed[kind] = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+    step_s = interleaved({kind: p.step for kind, p in ready.items()}, budget.steps, 1)
+    results = []
+    for kind in KINDS:
+        if kind in failed:
+            results.append(
+                StepResult(kind=kind, first_ms=nan, step_ms=nan, saved=None, max_grad_diff=nan, note=failed[kind])
+            )
+            continue
+        p = ready[kind]
+        saved = saved_bytes(p.fn, p.model, x)
+        results.append(
+            StepResult(
+                kind=kind,
+                first_ms=p.first_ms,
+                step_ms=step_s[kind] * 1e3,
+                saved=saved,
+                max_grad_diff=p.max_grad_diff,
+                note="",
+            )
+        )
+    return results
+
+
+def tiny_call(fn: Callable[[torch.Tensor], torch.Tensor]) -> Step:
+    """Forward + backward of `fn` on a (2, 2) input requiring grad (warmed up)."""
     x = torch.randn(2, 2, requires_grad=True)
 
     def call() -> None:
         torch.autograd.backward(fn(x))
         x.grad = None
 
-    for _ in range(max(3, budget.batch // 10)):
+    for _ in range(5):
         call()
-    times = []
-    gc.collect()
-    gc.disable()
-    try:
-        for _ in range(budget.repeats):
-            start = time.perf_counter()
-            for _ in range(budget.batch):
-                call()
-            times.append((time.perf_counter() - start) / budget.batch)
-    finally:
-        gc.enable()
-    return statistics.median(times) * 1e6
+    return call
 
 
 def double_sum(x: torch.Tensor) -> torch.Tensor:
@@ -235,14 +273,16 @@ def main() -> None:
     torch.manual_seed(0)
     initial = MLPLoss()
     x = PairTensor(torch.randn(BATCH, D_IN), torch.randn(BATCH, D_IN))
-    reference: list[torch.Tensor] = []
-    results = [train_step(kind, initial, x, reference, budget) for kind in KINDS]
-    print_steps(results, budget)
+    print_steps(train_steps(initial, x, budget), budget)
 
-    eager = tiny_us(double_sum, budget)
-    mine = tiny_us(subclassaot.compile(double_sum, backend="eager"), budget)
     torch._dynamo.reset()
-    other = tiny_us(torch.compile(double_sum, backend="aot_eager", fullgraph=True), budget)
+    calls = {
+        "eager": tiny_call(double_sum),
+        "ours": tiny_call(subclassaot.compile(double_sum, backend="eager")),
+        "theirs": tiny_call(torch.compile(double_sum, backend="aot_eager", fullgraph=True)),
+    }
+    us = {name: t * 1e6 for name, t in interleaved(calls, budget.repeats, budget.batch).items()}
+    eager, mine, other = us["eager"], us["ours"], us["theirs"]
     print(
         f"\nTraining wrapper, (x * 2).sum() on (2, 2) requiring grad, forward + backward, "
         f"median of {budget.repeats} batches of {budget.batch} calls (us):"

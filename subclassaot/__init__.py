@@ -24,6 +24,7 @@ from subclassaot.backends import register_backend
 from subclassaot.checker import DEFAULT_RULES, CheckReport, RuleResult, Status, check_subclass
 from subclassaot.checker_rules import Rule, fail, skip
 from subclassaot.errors import BackendError, PolicyError, ProtocolError, SubclassAOTError, UnsupportedError
+from subclassaot.explain import Explanation, explain
 from subclassaot.protocol import (
     TraceableWrapperSubclass,
     flatten_subclass,
@@ -33,6 +34,8 @@ from subclassaot.protocol import (
 
 __all__ = [
     "DEFAULT_RULES",
+    "Explanation",
+    "explain",
     "CheckReport",
     "CompiledFunction",
     "OuterMeta",

@@ -71,6 +71,12 @@ def analyze(
         wrapper_meta_after=wrapper_after,
         wrapper_version_bumped=wrapper_bumped,
         requires_grad_after=tuple(bool(t.requires_grad) for t in run.user_tensors),
+        # requires_grad_() was called on an input iff it requires grad at the end without having been written
+        # (a write by an op that requires grad, b.mul_(a), also makes it require grad, as a non-leaf)
+        requires_grad_set=tuple(
+            bool(t.requires_grad) and not any(mutations[j].any for j in layout.leaves_of_input[i])
+            for i, t in enumerate(run.user_tensors)
+        ),
         outputs=outputs,
         output_spec=spec,
         num_intermediate_bases=num_bases,

@@ -51,6 +51,7 @@ class CompiledEntry:
     layout: DenseLayout
     analysis: Analysis
     traced: TracedGraph
+    backward: torch.fx.GraphModule | None  # training: the backward graph (see Note [Training By Recompute])
 
 
 class CompiledFunction(Generic[P, R]):
@@ -138,7 +139,7 @@ def compile_entry(
         analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode)
     gains_grad = [
         i
-        for i, (t, after) in enumerate(zip(tensors, analysis.requires_grad_after, strict=True))
+        for i, (t, after) in enumerate(zip(tensors, analysis.requires_grad_set, strict=True))
         if after and not t.requires_grad
     ]
     if gains_grad and torch.is_grad_enabled():
@@ -166,11 +167,13 @@ def compile_entry(
         input_requires_grad=tuple(t.requires_grad for t in tensors),
     )
     graph_call = inference_call(compiled)
+    backward_graph = None
     if training:
         bw_meta = trace_backward(call, flat, layout, analysis, traced, dense_fakes, fakes, fake_mode, decompositions)
         backends.verify_functional(bw_meta.graph)
         bw = backend(bw_meta.graph, bw_meta.example_inputs)
         graph_call = training_call(plan, compiled, bw, bw_meta)
+        backward_graph = bw_meta.graph
     _, spec = pytree.tree_flatten(pytree.tree_unflatten(list(flat.values), flat.spec))
     return CompiledEntry(
         spec=spec,
@@ -180,6 +183,7 @@ def compile_entry(
         layout=layout,
         analysis=analysis,
         traced=traced,
+        backward=backward_graph,
     )
 
 

@@ -86,7 +86,7 @@ def describe_mutation(m: LeafMutation, layout: DenseLayout) -> str:
     if m.final_data and (m.storage_changed or m.metadata):
         facts.append("the storage it ends with holds values written during the call")
     if m.hidden_from_autograd:
-        facts.append("hidden from autograd (.data)")
+        facts.append("hidden from autograd (.data or no autograd tracking)")
     elif m.any and m.under_no_grad:
         facts.append("under no_grad")
     if m.version_bumped:
@@ -171,7 +171,7 @@ def describe_output(info: OutputInfo, flat: FlatInputs, layout: DenseLayout, out
 
 def _leaf_names(info: OutputInfo) -> list[str]:
     assert info.tree is not None
-    names = [attr for attr in info.tree.attrs]
+    names = list(info.tree.attrs)
     return names if len(names) == len(info.leaves) else [f"leaf{i}" for i in range(len(info.leaves))]
 
 
@@ -332,10 +332,10 @@ class Explanation:
     def backward_text(self) -> str:
         if not self.training:
             return "none: inference (no input requires grad, or grad mode is off)"
-        return (
-            "not recorded: the compiled entry keeps only the forward graph (CompiledEntry has no field for the "
-            "backward graph yet)"
-        )
+        backward = self.entry.backward
+        if backward is None:
+            return "none: no input requires grad in this entry"
+        return backward.code.strip()
 
     def epilogue_text(self) -> str:
         return "\n".join(epilogue_plan(self.entry))
@@ -391,7 +391,8 @@ def _output_words(entry: CompiledEntry) -> list[str]:
         if update.kind is UpdateKind.BASE:
             words.append(f"new contents of synthetic base (graph input {update.target})")
         else:
-            words.append(f"{update.kind.value} value of {layout.leaves[DenseIndex(update.target)].path}")
+            what = "new value" if update.kind is UpdateKind.ORIGINAL else "final value"
+            words.append(f"{what} of {layout.leaves[DenseIndex(update.target)].path}")
     fresh = [
         f"{info.path}" + (f" leaf {i}" if len(info.leaves) > 1 else "")
         for info in entry.analysis.outputs

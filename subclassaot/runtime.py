@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import sympy
 import torch
@@ -126,7 +127,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
 
     gains = [
         flat.tensor_indices[i]
-        for i, after in enumerate(plan.analysis.requires_grad_after)
+        for i, after in enumerate(plan.analysis.requires_grad_set)
         if after and not plan.input_requires_grad[i]
     ]
     loses = [
@@ -137,7 +138,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
 
     def run(values: Sequence[object], symbols: dict[str, int]) -> object:
         for i in gains:
-            values[i].requires_grad_(True)  # type: ignore[union-attr]  # the program's requires_grad_()
+            cast(torch.Tensor, values[i]).requires_grad_(True)  # the program's requires_grad_()
         dense = dense_of(values)
         graph_in = []
         for item in layout.graph_inputs:
@@ -149,7 +150,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         outs, prewrapped = graph_call(values, graph_in, dense)
         _epilogue(plan, ev, values, dense, graph_in, outs, symbols, owners)
         for i in loses:
-            values[i].detach_()  # type: ignore[union-attr]  # the program's detach_()
+            cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
         return _outputs(plan, ev, values, dense, outs, symbols, prewrapped)
 
     return run
@@ -293,7 +294,7 @@ def unflatten_output(values: list[object], spec: pytree.TreeSpec) -> object:
 
 
 def _has_size(spec: pytree.TreeSpec) -> bool:
-    return spec.type is torch.Size or any(_has_size(c) for c in spec.children_specs)
+    return spec.type is torch.Size or any(_has_size(c) for c in spec.children())
 
 
 def _restore_sizes(value: object, spec: pytree.TreeSpec) -> object:
@@ -302,10 +303,13 @@ def _restore_sizes(value: object, spec: pytree.TreeSpec) -> object:
     if not _has_size(spec):
         return value
     if isinstance(value, dict):
-        return {k: _restore_sizes(v, c) for (k, v), c in zip(value.items(), spec.children_specs, strict=True)}
+        return {k: _restore_sizes(v, c) for (k, v), c in zip(value.items(), spec.children(), strict=True)}
     if isinstance(value, list | tuple):
-        rebuilt = [_restore_sizes(v, c) for v, c in zip(value, spec.children_specs, strict=True)]
-        return type(value)(rebuilt) if type(value) in (list, tuple) else type(value)(*rebuilt)
+        rebuilt = [_restore_sizes(v, c) for v, c in zip(value, spec.children(), strict=True)]
+        if type(value) in (list, tuple):
+            return type(value)(rebuilt)
+        make: Callable[..., object] = type(value)
+        return make(*rebuilt)  # a namedtuple
     return value
 
 

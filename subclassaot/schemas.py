@@ -180,6 +180,7 @@ class Analysis:
     wrapper_meta_after: tuple[Meta | None, ...]  # per tensor input: a subclass's outer metadata at the end
     wrapper_version_bumped: tuple[bool, ...]  # per tensor input: eager advances the wrapper's version counter
     requires_grad_after: tuple[bool, ...]  # per tensor input: requires_grad when the program returns
+    requires_grad_set: tuple[bool, ...]  # per tensor input: the program called requires_grad_() on it (a leaf)
     outputs: tuple[OutputInfo, ...]  # indexed by OutputIndex
     output_spec: TreeSpec
     num_intermediate_bases: int

@@ -105,7 +105,7 @@ def _float8_step(emit: Emit) -> bool:
     x, target = torch.randn(4, 16), torch.randn(4, 8)
     outputs: tuple[torch.Tensor, torch.Tensor] = (eager(x), compiled(x))
     for m, out in zip((eager, model), outputs, strict=True):
-        torch.nn.functional.mse_loss(out, target).backward()
+        torch.autograd.backward(torch.nn.functional.mse_loss(out, target))
         torch.optim.SGD(m.parameters(), lr=0.1).step()
     mismatched = [
         name
