@@ -9,6 +9,7 @@ Invariants: no graph is built here; the analysis alone decides the graph's outpu
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -109,6 +110,7 @@ def _leaf_mutation(i: int, run: FunctionalRun) -> LeafMutation:
         swapped=id(final) in swaps.swapped_ids,
         swapped_by_data=id(final) in swaps.swapped_by_data,
         version_bumped=swaps.bumps(run.dense[i]),
+        autograd_visible=storage_key(orig) in swaps.visible_writes,
     )
 
 
@@ -135,9 +137,17 @@ def _analyze_outputs(
     current = {storage_key(f): DenseIndex(j) for j, f in enumerate(run.finals)}
     original = {storage_key(o): DenseIndex(j) for j, o in enumerate(run.originals)}
     bases = intermediate_bases(leaves, current, original)
-    infos = []
+    infos: list[OutputInfo] = []
     graph_count = 0
+    first_seen: dict[int, int] = {}
     for path, value in zip(paths, leaves, strict=True):
+        if isinstance(value, torch.Tensor) and id(value) in first_seen and id(value) not in input_by_id:
+            # `return t, t`: eager returns one object twice; so do we.
+            earlier = first_seen[id(value)]
+            infos.append(replace(infos[earlier], path=path, kind=OutputKind.SAME_AS, input_index=InputIndex(earlier)))
+            continue
+        if isinstance(value, torch.Tensor):
+            first_seen[id(value)] = len(infos)
         info, graph_count = _output_info(path, value, run, input_by_id, current, original, bases, graph_count)
         infos.append(info)
     return tuple(infos), spec, len({b for b, _ in bases.values()})

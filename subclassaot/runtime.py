@@ -194,7 +194,7 @@ def _replay_metadata(
     size, stride, offset = meta
     x = dense[j]
     # An in-place view op on a non-leaf that requires grad rewrites its grad_fn in eager: let autograd see ours.
-    visible = x.requires_grad and not m.under_no_grad and not m.storage_changed
+    visible = x.requires_grad and m.autograd_visible and not m.storage_changed
     with torch.set_grad_enabled(visible and torch.is_grad_enabled()):
         if m.storage_changed and m.set_source is not None:
             source = dense[m.set_source]
@@ -234,7 +234,7 @@ def _extent(size: list[int], stride: list[int]) -> int:
 def _copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation) -> None:
     # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's
     # grad_fn and version match eager; .data and no_grad mutations stay invisible to autograd, as in eager.
-    hidden = mutation.under_no_grad or mutation.hidden_from_autograd or mutation.storage_changed
+    hidden = not mutation.autograd_visible or mutation.hidden_from_autograd or mutation.storage_changed
     if (x.requires_grad or value.requires_grad) and not hidden:
         x.copy_(value)
     else:
@@ -282,6 +282,9 @@ def _outputs(
         elif info.kind is OutputKind.IS_INPUT:
             assert info.input_index is not None
             result.append(values[info.input_index])
+        elif info.kind is OutputKind.SAME_AS:
+            assert info.input_index is not None
+            result.append(result[info.input_index])
         else:
             result.append(_tensor_output(info, ev, values, dense, outs, fresh_start, bases, symbols))
     return unflatten_output(result, plan.analysis.output_spec)

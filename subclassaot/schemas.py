@@ -109,6 +109,7 @@ class LeafMutation:
     swapped: bool  # set_() or `.data =` was called on it (even if it ends on its original storage)
     swapped_by_data: bool  # its last storage swap was `.data =` (invisible to autograd and the version counter)
     version_bumped: bool  # eager advances its version counter (a write through it or a view sharing its counter)
+    autograd_visible: bool  # some write to it happened with grad enabled, not through .data / detach()
 
     @property
     def any(self) -> bool:
@@ -119,6 +120,7 @@ class OutputKind(enum.Enum):
     CONSTANT = "constant"  # a Python value returned as is
     SYMINT = "symint"  # a symbolic int computed by the graph
     IS_INPUT = "is_input"  # the very input object
+    SAME_AS = "same_as"  # the very object of an earlier output (input_index holds that OutputIndex)
     TENSOR = "tensor"  # a tensor (plain or subclass) whose dense leaves are described per leaf
 
 

@@ -162,7 +162,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
                     if self.depth == 0 and (inplace or arg_schema.is_out):
                         self.record.written_families.add(self.record.family_of(arg))
-                    if id(arg) not in self.record.hidden:
+                    if id(arg) not in self.record.hidden and torch.is_grad_enabled():
+                        # Writes under no_grad or through .data/detach() are invisible to autograd in eager.
                         self.record.visible_writes.add(storage_key(arg))
 
 

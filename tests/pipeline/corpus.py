@@ -38,14 +38,35 @@ def identity_compile(fn: Callable[..., object], **kwargs: object) -> Callable[..
     return fn
 
 
-def params(cases: Sequence[Case]) -> list[object]:
+# Programs the pipeline does not yet run like eager ("corpus:name"), each with the gap in words. They stay in the corpus as strict
+# xfails, so fixing a gap turns its test red until the entry here is removed (and --identity-compile drops them).
+KNOWN_GAPS: dict[str, str] = {
+    "inference:resize_grow": "resize_ that grows an input: functionalization refuses to grow a tensor that has views",
+    "subclass:set_to_other": "set_ between two subclass inputs: inner storages are swapped, the wrappers' own are not shared",
+    "subclass:metadata_then_view_output": "a subclass output viewing an input after t_(): regenerated without the view link",
+    "subclass:view_of_intermediate": "a view of an intermediate subclass comes back as a fresh wrapper (no wrapper-level base)",
+    "subclass:intermediate_and_view": "a view of an intermediate subclass comes back as a fresh wrapper (no wrapper-level base)",
+    "subclass:training_mutation": "training: mutating a subclass input that requires grad raises UnsupportedError",
+    "subclass:training_metadata_mutation": "training: mutating a subclass input that requires grad raises UnsupportedError",
+    "training:data_and_metadata_aliases_other": "training: aliased inputs that require grad and are mutated: UnsupportedError",
+    "training:modifies_autograd_meta_of_aliases": "training: aliased inputs that require grad and are mutated: UnsupportedError",
+    "training:no_grad_view_mutated_after_call": "a no_grad view of an input that requires grad: the oracle's backward fails",
+}
+
+
+def params(cases: Sequence[Case], corpus: str) -> list[object]:
     """One pytest param per case on the eager backend, plus one on inductor for the cases that ask for it."""
     names = [c.name for c in cases]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
         raise ValueError(f"duplicate case names: {sorted(duplicates)}")
-    out: list[object] = [pytest.param(c, "eager", id=c.name) for c in cases]
-    out += [pytest.param(c, "inductor", id=f"{c.name}-inductor") for c in cases if c.inductor]
+
+    def marks(c: Case) -> list[pytest.MarkDecorator]:
+        gap = KNOWN_GAPS.get(f"{corpus}:{c.name}")
+        return [pytest.mark.xfail(strict=True, reason=f"known gap: {gap}")] if gap else []
+
+    out: list[object] = [pytest.param(c, "eager", id=c.name, marks=marks(c)) for c in cases]
+    out += [pytest.param(c, "inductor", id=f"{c.name}-inductor", marks=marks(c)) for c in cases if c.inductor]
     return out
 
 

@@ -755,6 +755,6 @@ EAGER_ERRORS = [
 CASES = DATA_MUTATIONS + METADATA_MUTATIONS + STORAGE_MUTATIONS + ALIASED_OUTPUTS + ALIASED_INPUTS + EAGER_ERRORS
 
 
-@pytest.mark.parametrize(("case", "backend"), params(CASES))
+@pytest.mark.parametrize(("case", "backend"), params(CASES, "inference"))
 def test_inference_program_matches_eager(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
     run_case(case, backend, compile_fn)

@@ -247,6 +247,6 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("case", "backend"), params(CASES))
+@pytest.mark.parametrize(("case", "backend"), params(CASES, "subclass"))
 def test_subclass_program_matches_eager(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
     run_case(case, backend, compile_fn)

@@ -521,6 +521,6 @@ MODULES = [
 CASES = INPUT_MUTATIONS + OUTPUTS + MODULES
 
 
-@pytest.mark.parametrize(("case", "backend"), params(CASES))
+@pytest.mark.parametrize(("case", "backend"), params(CASES, "training"))
 def test_training_program_matches_eager(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
     run_case(case, backend, compile_fn)
