@@ -44,6 +44,7 @@ R = TypeVar("R")
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompiledEntry:
     spec: pytree.TreeSpec
+    simple_arity: int | None  # the call was `fn(*leaves)`: its flat inputs are its positional args (fast path)
     guards: guards.Guards
     run: Callable[[Sequence[object], dict[str, int]], object]
     # Compile-time records kept for explain(); the per-call path above never touches them.
@@ -63,6 +64,7 @@ class CompiledFunction(Generic[P, R]):
         self._entries: list[CompiledEntry] = []
         self._reasons: list[str] = []
         self._lock = threading.RLock()
+        self._is_module = isinstance(fn, torch.nn.Module)
         self._state = AutomaticDynamicState()
         self._symbols = SymbolCache()
         functools.update_wrapper(self, fn)
@@ -80,6 +82,14 @@ class CompiledFunction(Generic[P, R]):
         return tuple(self._entries)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        if not kwargs and not self._is_module:
+            # Fast path: a function called with positional leaves only; its flat inputs are `args` itself. A
+            # container where a tensor or constant was compiled fails a type guard and takes the full path below.
+            for entry in tuple(self._entries):
+                if entry.simple_arity == len(args):
+                    bound = entry.guards.check(args)
+                    if isinstance(bound, dict):
+                        return entry.run(args, bound)  # type: ignore[return-value]
         state = module_state(self.fn) if isinstance(self.fn, torch.nn.Module) else {}
         values, spec = pytree.tree_flatten((state, args, kwargs))
         failures = []
@@ -175,8 +185,10 @@ def compile_entry(
         graph_call = training_call(plan, compiled, bw, bw_meta)
         backward_graph = bw_meta.graph
     _, spec = pytree.tree_flatten(pytree.tree_unflatten(list(flat.values), flat.spec))
+    simple = not flat.module_state_names and len(flat.leaves) == len(args) and not kwargs
     return CompiledEntry(
         spec=spec,
+        simple_arity=len(args) if simple else None,
         guards=entry_guards,
         run=make_runner(plan, graph_call),
         flat=flat,

@@ -39,8 +39,8 @@ def get_backend(backend: str | BackendFn) -> BackendFn:
 
 
 def eager_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object]) -> Callable[..., object]:
-    """Run the graph module as Python (the reference backend)."""
-    return gm
+    """Run the graph module as Python (the reference backend); `forward` skips GraphModule's call wrapper."""
+    return gm.forward
 
 
 def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object]) -> Callable[..., object]:

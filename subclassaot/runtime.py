@@ -114,7 +114,7 @@ def inference_call(compiled: Callable[..., object]) -> GraphCall:
 def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[object], dict[str, int]], object]:
     ev = MetaEvaluator()
     flat, layout = plan.flat, plan.layout
-    owners = [flat.tensor_indices.index(leaf.owner) for leaf in layout.leaves]
+    epilogue = epilogue_plan(plan)
 
     def dense_of(values: Sequence[object]) -> list[torch.Tensor]:
         dense = []
@@ -148,7 +148,8 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
             else:
                 graph_in.append(dense[item])
         outs, prewrapped = graph_call(values, graph_in, dense)
-        _epilogue(plan, ev, values, dense, graph_in, outs, symbols, owners)
+        if not epilogue.empty:
+            _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols)
         for i in loses:
             cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
         return _outputs(plan, ev, values, dense, outs, symbols, prewrapped)
@@ -156,36 +157,68 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
     return run
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EpiloguePlan:
+    """What the epilogue does, decided once per entry so that the per-call path only loops over real work."""
+
+    base_copies: tuple[tuple[int, int], ...]  # (graph input, graph output) for alias-group bases
+    original_copies: tuple[tuple[int, int], ...]  # (dense leaf, graph output): values of the original storage
+    metadata: tuple[int, ...]  # dense leaves whose metadata or storage changes
+    final_copies: tuple[tuple[int, int], ...]  # (dense leaf, graph output): values with the final metadata
+    versions: tuple[int, ...]  # dense leaves whose version counter is settled to eager's
+    wrappers: tuple[int, ...]  # tensor inputs (subclasses) whose own metadata or version changes
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.base_copies or self.original_copies or self.metadata or self.final_copies or self.versions
+        ) and not self.wrappers
+
+
+def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
+    analysis, updates = plan.analysis, plan.graph_outputs.updates
+    by_kind = {kind: tuple((u.target, k) for k, u in enumerate(updates) if u.kind is kind) for kind in UpdateKind}
+    wrappers = tuple(
+        t
+        for t, (tree, after) in enumerate(zip(plan.layout.trees, analysis.wrapper_meta_after, strict=True))
+        if tree is not None and (after is not None or analysis.wrapper_version_bumped[t])
+    )
+    return EpiloguePlan(
+        base_copies=by_kind[UpdateKind.BASE],
+        original_copies=by_kind[UpdateKind.ORIGINAL],
+        metadata=tuple(j for j, m in enumerate(analysis.mutations) if m.metadata or m.storage_changed),
+        final_copies=by_kind[UpdateKind.FINAL],
+        versions=tuple(j for j, m in enumerate(analysis.mutations) if m.any or m.version_bumped),
+        wrappers=wrappers,
+    )
+
+
 def _epilogue(
     plan: RuntimePlan,
+    epilogue: EpiloguePlan,
     ev: MetaEvaluator,
     values: Sequence[object],
     dense: list[torch.Tensor],
     graph_in: list[torch.Tensor],
     outs: list[object],
     symbols: dict[str, int],
-    owners: list[int],
 ) -> None:
-    analysis, gout = plan.analysis, plan.graph_outputs
-    by_target: dict[tuple[UpdateKind, int], torch.Tensor] = {}
-    for k, update in enumerate(gout.updates):
-        by_target[(update.kind, update.target)] = outs[k]  # type: ignore[assignment]
-    versions = {j: get_version(dense[j]) for j, m in enumerate(analysis.mutations) if m.any or m.version_bumped}
-    for (kind, target), value in by_target.items():
-        if kind is UpdateKind.BASE:
-            with torch.no_grad():
-                graph_in[target].copy_(value)
-        elif kind is UpdateKind.ORIGINAL:
-            _copy_into(dense[target], value, analysis.mutations[target])
-    for j, m in enumerate(analysis.mutations):
-        if m.metadata or m.storage_changed:
-            _replay_metadata(dense, j, m, ev.meta(m.final_meta, symbols))
-    for (kind, target), value in by_target.items():
-        if kind is UpdateKind.FINAL:
-            _copy_into(dense[target], value, analysis.mutations[target])
-    for j, before in versions.items():
-        _settle_version(dense[j], before, analysis.mutations[j].version_bumped)
-    _fix_wrappers(plan, ev, values, symbols)
+    """Apply input mutations in the order of Note [Input Updates]."""
+    mutations = plan.analysis.mutations
+    versions = [get_version(dense[j]) for j in epilogue.versions]
+    with torch.no_grad():
+        for g, k in epilogue.base_copies:
+            graph_in[g].copy_(cast(torch.Tensor, outs[k]))
+    for j, k in epilogue.original_copies:
+        _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j])
+    for j in epilogue.metadata:
+        _replay_metadata(dense, j, mutations[j], ev.meta(mutations[j].final_meta, symbols))
+    for j, k in epilogue.final_copies:
+        _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j])
+    for j, before in zip(epilogue.versions, versions, strict=True):
+        _settle_version(dense[j], before, mutations[j].version_bumped)
+    if epilogue.wrappers:
+        _fix_wrappers(plan, epilogue.wrappers, ev, values, symbols)
 
 
 def _replay_metadata(
@@ -242,16 +275,18 @@ def _copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation) -> 
             x.copy_(value)
 
 
-def _fix_wrappers(plan: RuntimePlan, ev: MetaEvaluator, values: Sequence[object], symbols: dict[str, int]) -> None:
-    flat, layout, analysis = plan.flat, plan.layout, plan.analysis
-    for t, (tree, after) in enumerate(zip(layout.trees, analysis.wrapper_meta_after, strict=True)):
-        if tree is None or after is None:
-            continue
+def _fix_wrappers(
+    plan: RuntimePlan, wrappers: tuple[int, ...], ev: MetaEvaluator, values: Sequence[object], symbols: dict[str, int]
+) -> None:
+    flat, analysis = plan.flat, plan.analysis
+    for t in wrappers:
         wrapper = values[flat.tensor_indices[t]]
         assert isinstance(wrapper, torch.Tensor)
-        size, stride, offset = ev.meta(after, symbols)
-        if list(wrapper.shape) != size or list(wrapper.stride()) != stride or wrapper.storage_offset() != offset:
-            set_wrapper_metadata(wrapper, size, stride, offset)
+        after = analysis.wrapper_meta_after[t]
+        if after is not None:
+            size, stride, offset = ev.meta(after, symbols)
+            if list(wrapper.shape) != size or list(wrapper.stride()) != stride or wrapper.storage_offset() != offset:
+                set_wrapper_metadata(wrapper, size, stride, offset)
         if analysis.wrapper_version_bumped[t]:
             set_version(wrapper, get_version(wrapper) + 1)
 
@@ -343,7 +378,8 @@ def _tensor_output(
         return leaves[0]
     assert info.outer_meta is not None
     size, stride, _ = ev.meta(info.outer_meta, symbols)
-    return unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride)
+    # The contract was checked when this entry was traced (same tree, symbolic sizes); not again per call.
+    return unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
 
 
 def _replay(
