@@ -96,7 +96,8 @@ def _outer_meta(tree: SubclassNode) -> Meta:
 
 def _leaf_mutation(i: int, run: FunctionalRun) -> LeafMutation:
     orig, final = run.originals[i], run.finals[i]
-    storage_changed = storage_key(final) != storage_key(orig)
+    grown = id(final) in run.swaps.grown_ids
+    storage_changed = storage_key(final) != storage_key(orig) and not grown
     set_source = None
     if storage_changed:
         for j, other in enumerate(run.originals):
@@ -111,12 +112,12 @@ def _leaf_mutation(i: int, run: FunctionalRun) -> LeafMutation:
         metadata=final_meta != orig_meta,
         storage_changed=storage_changed,
         set_source=set_source,
-        final_data=storage_changed and set_source is None,
+        final_data=(storage_changed and set_source is None) or grown,
         hidden_from_autograd=data
         and (mutations_hidden_from_autograd(orig) or storage_key(orig) not in swaps.visible_writes),
         under_no_grad=data and mutations_under_no_grad(orig),
         final_meta=final_meta,
-        resized=_extent(final_meta) > _extent(orig_meta) and not storage_changed,
+        resized=grown or (_extent(final_meta) > _extent(orig_meta) and not storage_changed),
         swapped=id(final) in swaps.swapped_ids,
         swapped_by_data=id(final) in swaps.swapped_by_data,
         version_bumped=swaps.bumps(run.dense[i]),

@@ -46,6 +46,7 @@ class ViewRecord:
 class SwapRecord:
     swapped_by_data: set[int] = field(default_factory=set)  # id() of tensors whose last swap was `.data =`
     swapped_ids: set[int] = field(default_factory=set)  # id() of tensors set_() or `.data =` was called on
+    grown_ids: set[int] = field(default_factory=set)  # id() of tensors resize_() grew beyond their storage
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
     visible_writes: set[object] = field(default_factory=set)  # storage keys written through autograd-visible tensors
     keep_alive: list[torch.Tensor] = field(default_factory=list)  # ids above stay valid while the run lives
@@ -96,6 +97,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.depth -= 1
             self._track(func, args, out, kwargs)
             return out
+        if func is torch.ops.aten.resize_.default and args and is_functional(args[0]) and self._grows(args):
+            self._grow(args[0], list(args[1]))
+            return args[0]
         if func in _SET_OPS and args and is_functional(args[0]):
             self._set(func, args, kwargs)
             self.record.swapped_by_data.discard(id(args[0]))
@@ -105,6 +109,24 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         out = func(*args, **kwargs)
         self._track(func, args, out, kwargs)
         return out
+
+    @staticmethod
+    def _grows(args: tuple[Any, ...]) -> bool:
+        x, size = args[0], list(args[1])
+        needed = x.storage_offset() + int(torch.Size(size).numel())
+        return bool(needed > x.untyped_storage().nbytes() // x.element_size())
+
+    def _grow(self, x: torch.Tensor, size: list[int]) -> None:
+        # Eager grows the storage in place and keeps its old contents at the front (Note [Storage Swaps By
+        # Rebinding] explains why functionalization cannot: here x is rebound to a fresh, larger tensor).
+        old = x.detach().reshape(-1) if x.is_contiguous() else x.detach().contiguous().reshape(-1)
+        grown = torch.empty(x.storage_offset() + int(torch.Size(size).numel()), dtype=x.dtype, device=x.device)
+        grown[x.storage_offset() : x.storage_offset() + old.numel()].copy_(old)
+        rebind_functional(
+            x, grown, (size, list(torch._prims_common.make_contiguous_strides_for(size)), x.storage_offset())
+        )
+        self.record.grown_ids.add(id(x))
+        self.record.written_families.add(self.record.family_of(x))
 
     def _set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         x = args[0]

@@ -41,7 +41,6 @@ def identity_compile(fn: Callable[..., object], **kwargs: object) -> Callable[..
 # Programs the pipeline does not yet run like eager ("corpus:name"), each with the gap in words. They stay in the corpus as strict
 # xfails, so fixing a gap turns its test red until the entry here is removed (and --identity-compile drops them).
 KNOWN_GAPS: dict[str, str] = {
-    "inference:resize_grow": "resize_ that grows an input: functionalization refuses to grow a tensor that has views",
     "subclass:set_to_other": "set_ between two subclass inputs: inner storages are swapped, the wrappers' own are not shared",
     "subclass:metadata_then_view_output": "a subclass output viewing an input after t_(): regenerated without the view link",
     "subclass:view_of_intermediate": "a view of an intermediate subclass comes back as a fresh wrapper (no wrapper-level base)",
