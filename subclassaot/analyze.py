@@ -18,7 +18,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
-from subclassaot.protocol import SubclassNode, is_traceable_subclass
+from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import (
     Analysis,
     DenseIndex,
@@ -147,7 +147,7 @@ def _analyze_outputs(
     input_by_id = {id(t): idx for t, idx in zip(run.user_tensors, flat.tensor_indices, strict=True)}
     current = {storage_key(f): DenseIndex(j) for j, f in enumerate(run.finals)}
     original = {storage_key(o): DenseIndex(j) for j, o in enumerate(run.originals)}
-    bases = intermediate_bases(leaves, current, original)
+    bases = intermediate_bases(leaves, current, original, run.swaps)
     infos: list[OutputInfo] = []
     graph_count = 0
     first_seen: dict[int, int] = {}
@@ -157,9 +157,11 @@ def _analyze_outputs(
             earlier = first_seen[id(value)]
             infos.append(replace(infos[earlier], path=path, kind=OutputKind.SAME_AS, input_index=InputIndex(earlier)))
             continue
+        info, graph_count = _output_info(
+            path, value, run, input_by_id, current, original, bases, graph_count, first_seen
+        )
         if isinstance(value, torch.Tensor):
             first_seen[id(value)] = len(infos)
-        info, graph_count = _output_info(path, value, run, input_by_id, current, original, bases, graph_count)
         infos.append(info)
     return tuple(infos), spec, len({b for b, _ in bases.values()})
 
@@ -173,6 +175,7 @@ def _output_info(
     original: dict[object, DenseIndex],
     bases: dict[object, tuple[int, torch.Tensor]],
     graph_count: int,
+    earlier: dict[int, int],
 ) -> tuple[OutputInfo, int]:
     def info(kind: OutputKind, **kw: object) -> OutputInfo:
         fields: dict[str, object] = dict(
@@ -225,7 +228,7 @@ def _output_info(
             out_leaves.append(OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False))
             graph_count += 1
     outer = None if tree is None else leaf_meta(value)
-    replay = _replay(value, tuple(out_leaves), run, input_by_id, bases)
+    replay = _replay(value, tuple(out_leaves), run, input_by_id, bases, earlier)
     return info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=tuple(out_leaves), replay=replay), graph_count
 
 
@@ -249,14 +252,16 @@ def _replay(
     run: FunctionalRun,
     input_by_id: dict[int, InputIndex],
     bases: dict[object, tuple[int, torch.Tensor]],
+    earlier: dict[int, int],
 ) -> Replay | None:
-    """The view chain eager used to make `value` from an input or an intermediate base, if replaying it is exact."""
+    """The view chain eager used to make `value` from an input, an earlier output or an intermediate base, if
+    replaying it is exact."""
     if all(leaf.source is LeafSource.GRAPH for leaf in leaves):
         return None
     steps: list[ViewStep] = []
     t = value
     first: ViewRecord | None = None
-    while id(t) not in input_by_id:
+    while id(t) not in input_by_id and id(t) not in earlier:
         record = run.swaps.views.get(id(t))
         if record is None:
             break
@@ -274,6 +279,21 @@ def _replay(
         if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
             return None
         return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps))
+    if id(t) in earlier:
+        return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps))
+    if is_traceable_subclass(t):
+        node, root_leaves = flatten_subclass(t, "root")
+        found = [bases.get(storage_key(leaf)) for leaf in root_leaves]
+        if all(b is not None and b[1] is leaf for b, leaf in zip(found, root_leaves, strict=True)):
+            return Replay(
+                source=ReplaySource.WRAPPER,
+                index=-1,
+                steps=tuple(steps),
+                root_tree=node,
+                root_bases=tuple(b[0] for b in found if b is not None),
+                root_meta=leaf_meta(t),
+            )
+        return None
     base = bases.get(storage_key(t))
     if base is not None and base[1] is t and not is_traceable_subclass(value):
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))

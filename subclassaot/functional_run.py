@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 
@@ -97,9 +98,16 @@ def dense_leaves_of(value: torch.Tensor, path: str) -> tuple[SubclassNode | None
 
 
 def intermediate_bases(
-    leaves: list[object], current: dict[object, DenseIndex], original: dict[object, DenseIndex]
+    leaves: list[object],
+    current: dict[object, DenseIndex],
+    original: dict[object, DenseIndex],
+    swaps: SwapRecord,
 ) -> dict[object, tuple[int, torch.Tensor]]:
-    """Storages of outputs that are views of intermediates or shared by several outputs -> (base number, base)."""
+    """Storages of outputs that are views of intermediates or shared by several outputs -> (base number, base).
+
+    The inner tensors of a subclass view are not autograd views (subclass ops run below autograd), so a subclass
+    output that is a view of an intermediate subclass names its root's inner tensors as bases explicitly."""
+    forced = _wrapper_roots(leaves, current, original, swaps)
     by_storage: dict[object, list[torch.Tensor]] = {}
     for i, value in enumerate(leaves):
         if isinstance(value, torch.Tensor):
@@ -110,6 +118,9 @@ def intermediate_bases(
     bases: dict[object, tuple[int, torch.Tensor]] = {}
     for key, members in by_storage.items():
         distinct = {id(m) for m in members}
+        if key in forced:
+            bases[key] = (len(bases), forced[key])
+            continue
         if len(distinct) < 2 and not members[0]._is_view():
             continue
         views = [m for m in members if m._is_view() and m._base is not None]
@@ -117,3 +128,23 @@ def intermediate_bases(
         assert base is not None
         bases[key] = (len(bases), base)
     return bases
+
+
+def _wrapper_roots(
+    leaves: list[object], current: dict[object, DenseIndex], original: dict[object, DenseIndex], swaps: SwapRecord
+) -> dict[object, torch.Tensor]:
+    forced: dict[object, torch.Tensor] = {}
+    for value in leaves:
+        if not isinstance(value, torch.Tensor) or not is_traceable_subclass(value):
+            continue
+        t = cast(torch.Tensor, value)
+        while (record := swaps.views.get(id(t))) is not None:
+            t = record.source
+        if t is cast(object, value) or not is_traceable_subclass(t):
+            continue
+        root_leaves = flatten_subclass(t, "root")[1]
+        keys = [storage_key(leaf) for leaf in root_leaves]
+        if any(k in current or k in original for k in keys):
+            continue  # a view of an input: regenerated from the input, not from a base
+        forced.update(zip(keys, root_leaves, strict=True))
+    return forced

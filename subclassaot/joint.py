@@ -17,7 +17,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import graph_example_inputs
 from subclassaot.errors import UnsupportedError
-from subclassaot.functional_run import intermediate_bases, run_functional
+from subclassaot.functional_run import FunctionalRun, intermediate_bases, run_functional
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
 from subclassaot.torch_internals import (
@@ -55,15 +55,9 @@ class BackwardGraph:
     example_inputs: tuple[torch.Tensor, ...]
 
 
-def forward_output_values(
-    run_output: object,
-    finals: Sequence[torch.Tensor],
-    originals: Sequence[torch.Tensor],
-    graph_inputs: Sequence[torch.Tensor],
-    traced: TracedGraph,
-    analysis: Analysis,
-) -> list[torch.Tensor]:
+def forward_output_values(run: FunctionalRun, traced: TracedGraph, analysis: Analysis) -> list[torch.Tensor]:
     """The forward graph's tensor outputs as user-level tensors (fresh subclass outputs wrapped), in order."""
+    run_output, finals, originals, graph_inputs = run.output, run.finals, run.originals, run.graph_inputs
     out: list[torch.Tensor] = []
     for update in traced.outputs.updates:
         if update.kind is UpdateKind.BASE:
@@ -77,7 +71,7 @@ def forward_output_values(
             out.append(value)
     current = {storage_key(f): DenseIndex(j) for j, f in enumerate(finals)}
     original = {storage_key(o): DenseIndex(j) for j, o in enumerate(originals)}
-    bases = intermediate_bases(leaves, current, original)
+    bases = intermediate_bases(leaves, current, original, run.swaps)
     out.extend(base for _, base in sorted(bases.values(), key=lambda item: item[0]))
     return out
 
@@ -113,7 +107,7 @@ def trace_backward(
         with new_functional_mode(), torch.enable_grad():
             tangents = [to_functional(t) for t in tangents]
             run = run_functional(call, flat, layout, primals, requires_grad_like=user_fakes, clone_inputs=clone)
-            outs = forward_output_values(run.output, run.finals, run.originals, run.graph_inputs, traced, analysis)
+            outs = forward_output_values(run, traced, analysis)
             diff_outs = [outs[i] for i in diff]
             grad_outs = [_rewrap_tangent(o, tangents) for o in diff_outs]
             wrt = [run.grad_leaves[i] for i in grad_inputs]
@@ -214,7 +208,7 @@ def _forward_example(
 ) -> list[tuple[bool, list[torch.Tensor], SubclassNode | None]]:
     with new_functional_mode():
         run = run_functional(call, flat, layout, example, requires_grad_like=user_fakes)
-        outs = forward_output_values(run.output, run.finals, run.originals, run.graph_inputs, traced, analysis)
+        outs = forward_output_values(run, traced, analysis)
         # Per output: whether it gets a tangent, its dense leaves (plain fakes, to shape the tangents) and its
         # subclass structure (what a runtime tangent is checked and coerced against).
         result: list[tuple[bool, list[torch.Tensor], SubclassNode | None]] = []

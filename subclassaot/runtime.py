@@ -170,9 +170,10 @@ class EpiloguePlan:
 
     @property
     def empty(self) -> bool:
-        return not (
-            self.base_copies or self.original_copies or self.metadata or self.final_copies or self.versions
-        ) and not self.wrappers
+        return (
+            not (self.base_copies or self.original_copies or self.metadata or self.final_copies or self.versions)
+            and not self.wrappers
+        )
 
 
 def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
@@ -321,7 +322,7 @@ def _outputs(
             assert info.input_index is not None
             result.append(result[info.input_index])
         else:
-            result.append(_tensor_output(info, ev, values, dense, outs, fresh_start, bases, symbols))
+            result.append(_tensor_output(info, ev, values, dense, outs, fresh_start, bases, symbols, result))
     return unflatten_output(result, plan.analysis.output_spec)
 
 
@@ -360,9 +361,10 @@ def _tensor_output(
     fresh_start: int,
     bases: list[object],
     symbols: dict[str, int],
+    earlier: list[object],
 ) -> torch.Tensor:
     if info.replay is not None:
-        return _replay(info.replay, ev, values, bases, symbols)
+        return _replay(info.replay, ev, values, bases, symbols, earlier)
     leaves: list[torch.Tensor] = []
     for leaf in info.leaves:
         if leaf.source is LeafSource.GRAPH:
@@ -383,10 +385,14 @@ def _tensor_output(
 
 
 def _replay(
-    replay: Replay, ev: MetaEvaluator, values: Sequence[object], bases: list[object], symbols: dict[str, int]
+    replay: Replay,
+    ev: MetaEvaluator,
+    values: Sequence[object],
+    bases: list[object],
+    symbols: dict[str, int],
+    earlier: list[object],
 ) -> torch.Tensor:
-    src = values[replay.index] if replay.source is ReplaySource.INPUT else bases[replay.index]
-    assert isinstance(src, torch.Tensor)
+    src = _replay_source(replay, ev, values, bases, symbols, earlier)
     for step in replay.steps:
         args = [_eval_arg(a, ev, symbols) for a in step.args]
         kwargs = {k: _eval_arg(v, ev, symbols) for k, v in step.kwargs}
@@ -394,6 +400,26 @@ def _replay(
             out = step.op(src, *args, **kwargs)
         src = out[step.index] if step.index is not None else out
     return src
+
+
+def _replay_source(
+    replay: Replay,
+    ev: MetaEvaluator,
+    values: Sequence[object],
+    bases: list[object],
+    symbols: dict[str, int],
+    earlier: list[object],
+) -> torch.Tensor:
+    if replay.source is ReplaySource.INPUT:
+        return cast(torch.Tensor, values[replay.index])
+    if replay.source is ReplaySource.OUTPUT:
+        return cast(torch.Tensor, earlier[replay.index])
+    if replay.source is ReplaySource.BASE:
+        return cast(torch.Tensor, bases[replay.index])
+    assert replay.root_tree is not None and replay.root_meta is not None
+    size, stride, _ = ev.meta(replay.root_meta, symbols)
+    leaves = [cast(torch.Tensor, bases[i]) for i in replay.root_bases]
+    return unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
 
 
 def _eval_arg(a: object, ev: MetaEvaluator, symbols: dict[str, int]) -> object:

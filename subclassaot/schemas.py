@@ -142,6 +142,8 @@ class OutputLeaf:
 class ReplaySource(enum.Enum):
     INPUT = "input"  # a user tensor input (index: InputIndex), after the epilogue
     BASE = "base"  # an intermediate base the graph returns (index: base number)
+    OUTPUT = "output"  # an earlier output of the same call (index: OutputIndex)
+    WRAPPER = "wrapper"  # an intermediate subclass rebuilt from intermediate bases (root_tree / root_bases)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -162,6 +164,9 @@ class Replay:
     source: ReplaySource
     index: int
     steps: tuple[ViewStep, ...]  # len >= 1, applied in order
+    root_tree: SubclassNode | None = None  # WRAPPER: the intermediate subclass's structure
+    root_bases: tuple[int, ...] = ()  # WRAPPER: per dense leaf of the root, its intermediate base number
+    root_meta: Meta | None = None  # WRAPPER: the root's outer size, stride, offset
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -122,9 +122,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         old = x.detach().reshape(-1) if x.is_contiguous() else x.detach().contiguous().reshape(-1)
         grown = torch.empty(x.storage_offset() + int(torch.Size(size).numel()), dtype=x.dtype, device=x.device)
         grown[x.storage_offset() : x.storage_offset() + old.numel()].copy_(old)
-        rebind_functional(
-            x, grown, (size, list(torch._prims_common.make_contiguous_strides_for(size)), x.storage_offset())
-        )
+        strides = list(torch._prims_common.make_contiguous_strides_for(size))
+        rebind_functional(x, grown, (size, strides, int(x.storage_offset())))
         self.record.grown_ids.add(id(x))
         self.record.written_families.add(self.record.family_of(x))
 

@@ -18,7 +18,7 @@ import torch.fx
 from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import graph_example_inputs
-from subclassaot.functional_run import dense_leaves_of, intermediate_bases, run_functional
+from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
@@ -107,7 +107,7 @@ def trace_inference(
         with new_functional_mode():
             run = run_functional(call, flat, layout, graph_values, requires_grad_like=user_fakes)
             outs: list[object] = [_update_value(u, run.graph_inputs, run.originals, run.finals) for u in updates]
-            fresh, bases, symints = _output_values(run.output, run.finals, run.originals, analysis)
+            fresh, bases, symints = _output_values(run, analysis)
             counts["fresh"], counts["symints"] = len(fresh), len(symints)
             return outs + fresh + bases + symints
 
@@ -136,13 +136,11 @@ def _update_value(
     return from_functional(source[DenseIndex(update.target)])
 
 
-def _output_values(
-    output: object, finals: Sequence[torch.Tensor], originals: Sequence[torch.Tensor], analysis: Analysis
-) -> tuple[list[object], list[object], list[object]]:
-    leaves, _ = pytree.tree_flatten(output)
-    current = {storage_key(f): DenseIndex(j) for j, f in enumerate(finals)}
-    original = {storage_key(o): DenseIndex(j) for j, o in enumerate(originals)}
-    bases = intermediate_bases(leaves, current, original)
+def _output_values(run: FunctionalRun, analysis: Analysis) -> tuple[list[object], list[object], list[object]]:
+    leaves, _ = pytree.tree_flatten(run.output)
+    current = {storage_key(f): DenseIndex(j) for j, f in enumerate(run.finals)}
+    original = {storage_key(o): DenseIndex(j) for j, o in enumerate(run.originals)}
+    bases = intermediate_bases(leaves, current, original, run.swaps)
     fresh: list[object] = []
     symints: list[object] = []
     for info, value in zip(analysis.outputs, leaves, strict=True):

@@ -42,9 +42,6 @@ def identity_compile(fn: Callable[..., object], **kwargs: object) -> Callable[..
 # xfails, so fixing a gap turns its test red until the entry here is removed (and --identity-compile drops them).
 KNOWN_GAPS: dict[str, str] = {
     "subclass:set_to_other": "set_ between two subclass inputs: inner storages are swapped, the wrappers' own are not shared",
-    "subclass:metadata_then_view_output": "a subclass output viewing an input after t_(): regenerated without the view link",
-    "subclass:view_of_intermediate": "a view of an intermediate subclass comes back as a fresh wrapper (no wrapper-level base)",
-    "subclass:intermediate_and_view": "a view of an intermediate subclass comes back as a fresh wrapper (no wrapper-level base)",
     "subclass:training_mutation": "training: mutating a subclass input that requires grad raises UnsupportedError",
     "subclass:training_metadata_mutation": "training: mutating a subclass input that requires grad raises UnsupportedError",
     "training:data_and_metadata_aliases_other": "training: aliased inputs that require grad and are mutated: UnsupportedError",
