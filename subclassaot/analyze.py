@@ -236,7 +236,7 @@ def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
     """An output whose autograd history comes from the program itself (a custom autograd.Function returning a
     view of its input): only the compiled autograd.Function can give it that history, so it comes from the graph
     (its values and gradients match eager; its storage is not shared with the input)."""
-    if not value.requires_grad:
+    if not value.requires_grad or value.grad_fn is None:
         return False
     t = value
     while (record := run.swaps.views.get(id(t))) is not None:

@@ -180,8 +180,10 @@ def compile_entry(
     backward_graph = None
     if training:
         bw_meta = trace_backward(call, flat, layout, analysis, traced, dense_fakes, fakes, fake_mode, decompositions)
-        backends.verify_functional(bw_meta.graph)
-        bw = backend(bw_meta.graph, bw_meta.example_inputs)
+        bw: Callable[..., object] | None = None
+        if bw_meta.graph is not None:
+            backends.verify_functional(bw_meta.graph)
+            bw = backend(bw_meta.graph, bw_meta.example_inputs)
         graph_call = training_call(plan, compiled, bw, bw_meta)
         backward_graph = bw_meta.graph
     _, spec = pytree.tree_flatten(pytree.tree_unflatten(list(flat.values), flat.spec))

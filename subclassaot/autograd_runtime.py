@@ -65,7 +65,7 @@ def _dense_zeros(t: torch.Tensor) -> list[Callable[[], torch.Tensor]]:
 
 
 def training_call(
-    plan: RuntimePlan, fw: Callable[..., object], bw: Callable[..., object], bw_meta: BackwardGraph
+    plan: RuntimePlan, fw: Callable[..., object], bw: Callable[..., object] | None, bw_meta: BackwardGraph
 ) -> GraphCall:
     analysis, layout, flat = plan.analysis, plan.layout, plan.flat
     n_updates = len(plan.graph_outputs.updates)
@@ -120,6 +120,8 @@ def training_call(
 
         @staticmethod
         def backward(ctx: Any, *grads: torch.Tensor | None) -> Any:
+            if bw_meta.error is not None or bw is None:
+                raise RuntimeError(str(bw_meta.error)) from bw_meta.error  # Note [Backward Errors Are Deferred]
             saved = ctx.saved_tensors
             tangents: list[torch.Tensor] = []
             present: set[int] = set()

@@ -39,9 +39,17 @@ from subclassaot.trace import TracedGraph, UpdateKind
 # instead of recomputing them is future work (see the notes); the calling convention leaves room for it.
 
 
+# Note [Backward Errors Are Deferred]
+# Some programs run forward fine in eager and fail only in backward: x.mul_(x) on a tensor autograd saved, set_() on
+# a tensor that requires grad, a custom backward that raises. Tracing our backward graph hits the same error at
+# compile time. Raising it there would fail a call that eager completes, so the error is kept with the entry and
+# raised, unchanged, when (and only when) the backward runs.
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BackwardGraph:
-    graph: torch.fx.GraphModule
+    graph: torch.fx.GraphModule | None  # None when tracing the backward failed: see `error`
+    error: RuntimeError | None  # the program's own backward error, raised when backward runs
     diff_outputs: tuple[int, ...]  # forward-output positions (tensor outputs) that receive a tangent
     grad_inputs: tuple[int, ...]  # tensor-input positions (FlatInputs.tensor_indices order) that get a gradient
     unused: frozenset[int]  # positions in grad_inputs whose gradient eager leaves None (unreachable from outputs)
@@ -137,12 +145,29 @@ def trace_backward(
                 dense.extend(from_functional(leaf) for leaf in leaves)
             return dense + [from_functional(run.originals[j]) for j in bw_mutated]
 
-    with fake_mode:
-        gm = trace_graph(bw_fn, [*example, *tangent_fakes], decompositions)
+    try:
+        with fake_mode:
+            gm = trace_graph(bw_fn, [*example, *tangent_fakes], decompositions)
+    except RuntimeError as e:
+        # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
+        # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
+        return BackwardGraph(
+            graph=None,
+            error=e,
+            diff_outputs=diff,
+            grad_inputs=grad_inputs,
+            unused=frozenset(),
+            grad_trees=(),
+            tangent_deps=(),
+            backward_mutations=(),
+            tangent_trees=tuple(fw_example[i][2] for i in diff),
+            example_inputs=(),
+        )
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return BackwardGraph(
         graph=gm,
+        error=None,
         diff_outputs=diff,
         grad_inputs=grad_inputs,
         unused=frozenset(unused),
@@ -214,7 +239,8 @@ def _forward_example(
         result: list[tuple[bool, list[torch.Tensor], SubclassNode | None]] = []
         for o in outs:
             node, leaves = flatten_subclass(o, "out") if is_traceable_subclass(o) else (None, [o])
-            grad = o.requires_grad and o.dtype.is_floating_point
+            # A no_grad view of an input that requires grad may report requires_grad under tracing; it has no grad_fn.
+            grad = o.requires_grad and o.grad_fn is not None and o.dtype.is_floating_point
             result.append((grad, [from_functional(leaf) for leaf in leaves], node))
         return result
 

@@ -46,7 +46,6 @@ KNOWN_GAPS: dict[str, str] = {
     "subclass:training_metadata_mutation": "training: mutating a subclass input that requires grad raises UnsupportedError",
     "training:data_and_metadata_aliases_other": "training: aliased inputs that require grad and are mutated: UnsupportedError",
     "training:modifies_autograd_meta_of_aliases": "training: aliased inputs that require grad and are mutated: UnsupportedError",
-    "training:no_grad_view_mutated_after_call": "a no_grad view of an input that requires grad: the oracle's backward fails",
 }
 
 
