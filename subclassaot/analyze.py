@@ -73,12 +73,7 @@ def analyze(
         wrapper_meta_after=wrapper_after,
         wrapper_version_bumped=wrapper_bumped,
         requires_grad_after=tuple(bool(t.requires_grad) for t in run.user_tensors),
-        # requires_grad_() was called on an input iff it requires grad at the end without having been written
-        # (a write by an op that requires grad, b.mul_(a), also makes it require grad, as a non-leaf)
-        requires_grad_set=tuple(
-            bool(t.requires_grad) and not any(mutations[j].any for j in layout.leaves_of_input[i])
-            for i, t in enumerate(run.user_tensors)
-        ),
+        requires_grad_set=tuple(id(t) in run.swaps.requires_grad_set for t in run.user_tensors),
         outputs=outputs,
         output_spec=spec,
         num_intermediate_bases=num_bases,
@@ -151,6 +146,10 @@ def _analyze_outputs(
     infos: list[OutputInfo] = []
     graph_count = 0
     first_seen: dict[int, int] = {}
+    output_ids: dict[int, int] = {}  # id() of each tensor output -> its first OutputIndex (views replay from them)
+    for k, value in enumerate(leaves):
+        if isinstance(value, torch.Tensor) and id(value) not in input_by_id:
+            output_ids.setdefault(id(value), k)
     for path, value in zip(paths, leaves, strict=True):
         if isinstance(value, torch.Tensor) and id(value) in first_seen and id(value) not in input_by_id:
             # `return t, t`: eager returns one object twice; so do we.
@@ -158,7 +157,15 @@ def _analyze_outputs(
             infos.append(replace(infos[earlier], path=path, kind=OutputKind.SAME_AS, input_index=InputIndex(earlier)))
             continue
         info, graph_count = _output_info(
-            path, value, run, input_by_id, current, original, bases, graph_count, first_seen
+            path,
+            value,
+            run,
+            input_by_id,
+            current,
+            original,
+            bases,
+            graph_count,
+            {i: k for i, k in output_ids.items() if i != id(value)},
         )
         if isinstance(value, torch.Tensor):
             first_seen[id(value)] = len(infos)
@@ -211,7 +218,9 @@ def _output_info(
             continue
         if key in current:
             out_leaves.append(
-                OutputLeaf(source=LeafSource.INPUT_ALIAS, index=current[key], meta=meta, is_view=leaf._is_view())
+                OutputLeaf(
+                    source=LeafSource.INPUT_ALIAS, index=current[key], meta=meta, is_view=run.swaps.is_view(leaf)
+                )
             )
         elif key in original:
             raise UnsupportedError(
@@ -221,7 +230,10 @@ def _output_info(
         elif key in bases and not (leaf.requires_grad and not bases[key][1].requires_grad):
             out_leaves.append(
                 OutputLeaf(
-                    source=LeafSource.INTERMEDIATE_ALIAS, index=bases[key][0], meta=meta, is_view=leaf._is_view()
+                    source=LeafSource.INTERMEDIATE_ALIAS,
+                    index=bases[key][0],
+                    meta=meta,
+                    is_view=run.swaps.is_view(leaf),
                 )
             )
         else:

@@ -15,7 +15,7 @@ import torch
 from subclassaot.errors import UnsupportedError
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.schemas import AliasGroup, AliasGroupRef, DenseIndex, DenseLayout, DenseLeaf, InputIndex, Meta
-from subclassaot.torch_internals import storage_key, symint_expr
+from subclassaot.torch_internals import get_version, set_version, storage_key, symint_expr
 
 # Note [Synthetic Bases]
 # Two inputs that share storage (f(x, x), f(x, x.view(-1)), two slices of one tensor, a PairTensor whose inner
@@ -80,23 +80,42 @@ def dense_layout(
 
 
 def _version_families(reals: Sequence[torch.Tensor]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Number the version counters of the real inputs: a view shares its base's counter, as in eager."""
-    numbers: dict[int, int] = {}
-
-    def family(t: torch.Tensor) -> int:
-        root = t._base if t._base is not None else t
-        return numbers.setdefault(id(root), len(numbers))
-
-    leaves: list[int] = []
+    """Number the version counters of the real inputs: equal numbers share one counter in eager (views of one
+    base, detach() of a tensor, the same tensor twice). Sharing is observed, not inferred: see `_share_counter`."""
+    tensors: list[torch.Tensor] = []
     wrappers: list[int] = []
+    leaves: list[int] = []
     for real in reals:
         if is_traceable_subclass(real):
-            wrappers.append(family(real))
-            leaves.extend(family(leaf) for leaf in flatten_subclass(real, "x")[1])
+            wrappers.append(len(tensors))
+            tensors.append(real)
+            inner = flatten_subclass(real, "x")[1]
         else:
             wrappers.append(-1)
-            leaves.append(family(real))
-    return tuple(leaves), tuple(wrappers)
+            inner = [real]
+        for leaf in inner:
+            leaves.append(len(tensors))
+            tensors.append(leaf)
+    family = list(range(len(tensors)))
+    for i, t in enumerate(tensors):
+        for j in range(i):
+            if family[j] == j and _share_counter(tensors[j], t):
+                family[i] = j
+                break
+    return tuple(family[k] for k in leaves), tuple(family[k] if k >= 0 else -1 for k in wrappers)
+
+
+def _share_counter(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Do `a` and `b` share a version counter? Advance a's and see whether b's moves (then restore it)."""
+    if a is b:
+        return True
+    if storage_key(a) != storage_key(b):
+        return False  # only aliases (views, detach) can share a counter
+    before = get_version(a)
+    set_version(a, before + 1)
+    shared = get_version(b) == before + 1
+    set_version(a, before)
+    return shared
 
 
 def leaf_meta(t: torch.Tensor) -> Meta:
@@ -137,6 +156,9 @@ def _alias_groups(values: Sequence[torch.Tensor], paths: Sequence[str]) -> list[
                 members=tuple(DenseIndex(m) for m in members),
                 member_meta=tuple(leaf_meta(values[m]) for m in members),
                 base_numel=numel,
+                same_as=tuple(
+                    next((k for k in range(i) if values[members[k]] is values[m]), None) for i, m in enumerate(members)
+                ),
             )
         )
     return groups
@@ -160,8 +182,14 @@ def dense_from_graph_inputs(layout: DenseLayout, graph_values: Sequence[torch.Te
     for item, value in zip(layout.graph_inputs, graph_values, strict=True):
         if isinstance(item, AliasGroupRef):
             group = layout.groups[item.group]
-            for member, (size, stride, offset) in zip(group.members, group.member_meta, strict=True):
-                dense[member] = value.as_strided(_ints(size), _ints(stride), _int(offset))
+            for i, (member, (size, stride, offset)) in enumerate(zip(group.members, group.member_meta, strict=True)):
+                same = group.same_as[i]
+                # The same tensor passed twice is one object in the program too (a t_() on one is seen on both).
+                dense[member] = (
+                    dense[group.members[same]]
+                    if same is not None
+                    else value.as_strided(_ints(size), _ints(stride), _int(offset))
+                )
         else:
             dense[item] = value
     assert all(d is not None for d in dense), "BUG: a dense leaf has no graph input"

@@ -121,11 +121,10 @@ def intermediate_bases(
         if key in forced:
             bases[key] = (len(bases), forced[key])
             continue
-        if len(distinct) < 2 and not members[0]._is_view():
+        if len(distinct) < 2 and not swaps.is_view(members[0]):
             continue
-        views = [m for m in members if m._is_view() and m._base is not None]
-        base = views[0]._base if views else members[0]
-        assert base is not None
+        views = [m for m in members if swaps.is_view(m)]
+        base = swaps.view_root(views[0]) if views else members[0]
         bases[key] = (len(bases), base)
     return bases
 

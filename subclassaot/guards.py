@@ -214,6 +214,11 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
     conds = [f"len(set(_st)) == {distinct}"]
     for g in layout.groups:
         conds += [f"_st[{g.members[0]}] == _st[{m}]" for m in g.members[1:]]
+        # Which members are the very same tensor (f(x, x)) is part of the pattern too.
+        for i, m in enumerate(g.members):
+            for k in range(i):
+                same = g.same_as[i] == k or (g.same_as[i] is not None and g.same_as[i] == g.same_as[k])
+                conds.append(f"({accesses[m]} is {accesses[g.members[k]]}) == {same}")
     paths = w.constant(tuple(leaf.path for leaf in layout.leaves))
     w.check(
         " and ".join(conds),

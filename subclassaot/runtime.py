@@ -305,25 +305,45 @@ def _outputs(
     fresh_start = len(gout.updates)
     base_start = fresh_start + gout.num_fresh
     symint_start = base_start + gout.num_bases
-    bases = outs[base_start:symint_start]
-    symint_iter = iter(outs[symint_start:])
-    result: list[object] = []
-    for o, info in enumerate(plan.analysis.outputs):
+    # A base is an intermediate, never a view in eager; the eager backend may return one as a view of a temporary.
+    bases = [
+        non_view_alias(b) if isinstance(b, torch.Tensor) and b._is_view() and not b.requires_grad else b
+        for b in outs[base_start:symint_start]
+    ]
+    symints = outs[symint_start:]
+    infos = plan.analysis.outputs
+    result: list[object] = [_PENDING] * len(infos)
+    symint_positions = [o for o, info in enumerate(infos) if info.kind is OutputKind.SYMINT]
+
+    def get(o: int) -> object:
+        # Outputs are built on demand: a view replays from another output, which is built first.
+        if result[o] is not _PENDING:
+            return result[o]
+        info = infos[o]
+        value: object
         if o in prewrapped:
-            result.append(prewrapped[o])
+            value = prewrapped[o]
         elif info.kind is OutputKind.CONSTANT:
-            result.append(info.constant)
+            value = info.constant
         elif info.kind is OutputKind.SYMINT:
-            result.append(next(symint_iter))
+            value = symints[symint_positions.index(o)]
         elif info.kind is OutputKind.IS_INPUT:
             assert info.input_index is not None
-            result.append(values[info.input_index])
+            value = values[info.input_index]
         elif info.kind is OutputKind.SAME_AS:
             assert info.input_index is not None
-            result.append(result[info.input_index])
+            value = get(info.input_index)
         else:
-            result.append(_tensor_output(info, ev, values, dense, outs, fresh_start, bases, symbols, result))
+            value = _tensor_output(info, ev, values, dense, outs, fresh_start, bases, symbols, get)
+        result[o] = value
+        return value
+
+    for o in range(len(infos)):
+        get(o)
     return unflatten_output(result, plan.analysis.output_spec)
+
+
+_PENDING = object()
 
 
 def unflatten_output(values: list[object], spec: pytree.TreeSpec) -> object:
@@ -361,7 +381,7 @@ def _tensor_output(
     fresh_start: int,
     bases: list[object],
     symbols: dict[str, int],
-    earlier: list[object],
+    earlier: Callable[[int], object],
 ) -> torch.Tensor:
     if info.replay is not None:
         return _replay(info.replay, ev, values, bases, symbols, earlier)
@@ -390,7 +410,7 @@ def _replay(
     values: Sequence[object],
     bases: list[object],
     symbols: dict[str, int],
-    earlier: list[object],
+    earlier: Callable[[int], object],
 ) -> torch.Tensor:
     src = _replay_source(replay, ev, values, bases, symbols, earlier)
     for step in replay.steps:
@@ -408,12 +428,12 @@ def _replay_source(
     values: Sequence[object],
     bases: list[object],
     symbols: dict[str, int],
-    earlier: list[object],
+    earlier: Callable[[int], object],
 ) -> torch.Tensor:
     if replay.source is ReplaySource.INPUT:
         return cast(torch.Tensor, values[replay.index])
     if replay.source is ReplaySource.OUTPUT:
-        return cast(torch.Tensor, earlier[replay.index])
+        return cast(torch.Tensor, earlier(replay.index))
     if replay.source is ReplaySource.BASE:
         return cast(torch.Tensor, bases[replay.index])
     assert replay.root_tree is not None and replay.root_meta is not None

@@ -70,6 +70,7 @@ class AliasGroup:
     members: tuple[DenseIndex, ...]  # len >= 2
     member_meta: tuple[Meta, ...]  # len = len(members): each member's (size, stride, offset) as a view of the base
     base_numel: int  # elements in the shared storage
+    same_as: tuple[int | None, ...]  # per member: the earlier member that is the very same tensor (f(x, x)), or None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -47,6 +47,7 @@ class SwapRecord:
     swapped_by_data: set[int] = field(default_factory=set)  # id() of tensors whose last swap was `.data =`
     swapped_ids: set[int] = field(default_factory=set)  # id() of tensors set_() or `.data =` was called on
     grown_ids: set[int] = field(default_factory=set)  # id() of tensors resize_() grew beyond their storage
+    requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
     visible_writes: set[object] = field(default_factory=set)  # storage keys written through autograd-visible tensors
     keep_alive: list[torch.Tensor] = field(default_factory=list)  # ids above stay valid while the run lives
@@ -61,10 +62,25 @@ class SwapRecord:
         root = t._base if t._is_view() and t._base is not None else t
         return self.family.get(id(root), id(root))
 
+    def is_view(self, t: torch.Tensor) -> bool:
+        """Did the program make `t` with a view op? (Functionalization turns in-place view ops like t.t_() into
+        views internally, and inner tensors of subclasses are never autograd views: `_is_view()` can't tell.)"""
+        record = self.views.get(id(t))
+        return record is not None and record.func is not torch.ops.aten.detach.default
+
+    def view_root(self, t: torch.Tensor) -> torch.Tensor:
+        """The tensor a chain of view ops started from (eager's `._base`)."""
+        while (record := self.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+            t = record.source
+        return t
+
     def bumps(self, t: torch.Tensor) -> bool:
         """Would eager have advanced `t`'s version counter during the program?"""
         return self.family_of(t) in self.written_families
 
+
+# In-place ops whose eager kernels leave the version counter alone (resize_ changes only sizes and storage).
+_NO_VERSION_BUMP = frozenset({"aten::resize_", "aten::resize_as_"})
 
 _SET_OPS = {
     torch.ops.aten.set_.source_Tensor,
@@ -177,7 +193,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Eager bumps version counters in ADInplaceOrView kernels, which exist for in-place (`op_`) and
             # out= variants only: ops that mutate an argument otherwise (batch norm's running statistics in
             # _native_batch_norm_legit) leave its version alone. Follow it.
-            inplace = schema.name.endswith("_")
+            inplace = schema.name.endswith("_") and schema.name not in _NO_VERSION_BUMP
             for i, arg_schema in enumerate(schema.arguments):
                 arg = args[i] if i < len(args) else kwargs.get(arg_schema.name)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
@@ -210,6 +226,12 @@ class _DataMode(TorchFunctionMode):
             self.record.swapped_by_data.add(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             return None
+        if (
+            func is torch.Tensor.requires_grad_
+            and args
+            and (args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
+        ):
+            self.record.requires_grad_set.add(id(args[0]))
         out = func(*args, **kwargs)
         if owner == "data" and name == "__get__" and isinstance(out, torch.Tensor):
             # `.data` has a version counter of its own: writes through it leave the original's unchanged.
