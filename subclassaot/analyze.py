@@ -35,7 +35,7 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
-from subclassaot.storage_swaps import ViewRecord
+from subclassaot.storage_swaps import InplaceViewRecord, ViewRecord
 from subclassaot.torch_internals import (
     has_data_mutation,
     mutations_hidden_from_autograd,
@@ -74,6 +74,7 @@ def analyze(
         wrapper_version_bumped=wrapper_bumped,
         requires_grad_after=tuple(bool(t.requires_grad) for t in run.user_tensors),
         requires_grad_set=tuple(id(t) in run.swaps.requires_grad_set for t in run.user_tensors),
+        inplace_replay=tuple(_inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors)),
         outputs=outputs,
         output_spec=spec,
         num_intermediate_bases=num_bases,
@@ -270,21 +271,23 @@ def _replay(
     replaying it is exact."""
     if all(leaf.source is LeafSource.GRAPH for leaf in leaves):
         return None
-    steps: list[ViewStep] = []
+    segments: list[list[ViewStep]] = []
     t = value
     first: ViewRecord | None = None
+    upto = 1 << 62  # in-place view ops on a tensor count until the next view was taken from it
     while id(t) not in input_by_id and id(t) not in earlier:
         record = run.swaps.views.get(id(t))
         if record is None:
             break
-        step = _step(record)
-        if step is None:
+        own = [r for r in run.swaps.inplace_views.get(id(t), []) if record.seq < r.seq < upto]
+        segment = [_step(record), *(_inplace_step(r) for r in own)]
+        if any(s is None for s in segment):
             return None
-        steps.append(step)
-        first, t = record, record.source
-    if not steps or first is None:
+        segments.append([s for s in segment if s is not None])
+        first, t, upto = record, record.source, record.seq
+    if not segments or first is None:
         return None
-    steps.reverse()
+    steps = [s for segment in reversed(segments) for s in segment]
     if _meta_exprs(first.source_meta) != leaf_meta(t):
         return None  # the source changed shape after the view was taken (t_(), set_()): regenerate instead
     if id(t) in input_by_id:
@@ -312,7 +315,31 @@ def _replay(
     return None
 
 
+def _inplace_replay(
+    i: int, t: torch.Tensor, run: FunctionalRun, layout: DenseLayout, mutations: tuple[LeafMutation, ...]
+) -> tuple[ViewStep, ...]:
+    """The in-place view ops applied to subclass input `i`, when replaying them reproduces its final state."""
+    records = run.swaps.inplace_views.get(id(t), [])
+    leaves = layout.leaves_of_input[i]
+    if not records or layout.trees[i] is None:
+        return ()
+    if any(mutations[j].storage_changed or mutations[j].resized for j in leaves):
+        return ()
+    steps = [_inplace_step(r) for r in records]
+    return tuple(s for s in steps if s is not None) if all(s is not None for s in steps) else ()
+
+
+def _inplace_step(record: InplaceViewRecord) -> ViewStep | None:
+    return _make_step(record.func, record.args, record.kwargs, None, record.grad_enabled)
+
+
 def _step(record: ViewRecord) -> ViewStep | None:
+    return _make_step(record.func, record.args, record.kwargs, record.index, record.grad_enabled)
+
+
+def _make_step(
+    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], index: int | None, grad_enabled: bool
+) -> ViewStep | None:
     def convert(a: object) -> object:
         if isinstance(a, torch.SymInt):
             return symint_expr(a)
@@ -320,15 +347,15 @@ def _step(record: ViewRecord) -> ViewStep | None:
             return type(a)(convert(x) for x in a)
         return a
 
-    values = [*record.args, *record.kwargs.values()]
+    values = [*args, *kwargs.values()]
     if any(isinstance(a, torch.Tensor) for a in pytree.tree_leaves(values)):
         return None
     return ViewStep(
-        op=record.func,
-        args=tuple(convert(a) for a in record.args),
-        kwargs=tuple((k, convert(v)) for k, v in record.kwargs.items()),
-        index=record.index,
-        grad_enabled=record.grad_enabled,
+        op=func,
+        args=tuple(convert(a) for a in args),
+        kwargs=tuple((k, convert(v)) for k, v in kwargs.items()),
+        index=index,
+        grad_enabled=grad_enabled,
     )
 
 

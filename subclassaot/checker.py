@@ -12,6 +12,7 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from subclassaot.checker_pipeline import PIPELINE_RULES
 from subclassaot.checker_rules import BASE_RULES, Factory, Rule, RuleFailed, RuleSkipped, fail, skip
 from subclassaot.fuzz_runner import fuzz_rule
 
@@ -30,14 +31,13 @@ __all__ = [
 # Note [Checker Rule Registry]
 # A rule is a `Rule(name=..., description=..., check=fn)` where `fn(factory) -> None` returns to PASS, calls
 # `fail(reason)` to FAIL and `skip(reason)` to SKIP. A reason is for a subclass author: the rule, what was expected,
-# what was got, and the fix. `DEFAULT_RULES` is the registry `check_subclass` runs when given no `rules=`; a new
-# rule (the pipeline's: compile with input mutation, output aliasing, recompile reasons, aot_eager parity) is
-# added by appending to the tuple built here, e.g.
-#     DEFAULT_RULES = (*BASE_RULES, *PIPELINE_RULES)
-# or, for one call, `check_subclass(factory, rules=(*DEFAULT_RULES, my_rule))`. Rules run in order and
+# what was got, and the fix. `DEFAULT_RULES` is the registry `check_subclass` runs when given no `rules=`: the
+# protocol rules (checker_rules.py), then the pipeline's (checker_pipeline.py: compiled input mutations, output
+# aliasing, recompile reasons, torch's aot_eager). A new rule is added by appending to the tuple built here or,
+# for one call, `check_subclass(factory, rules=(*DEFAULT_RULES, my_rule))`. Rules run in order and
 # independently: every rule calls the factory itself, so rule order never changes a result.
 
-DEFAULT_RULES: tuple[Rule, ...] = BASE_RULES
+DEFAULT_RULES: tuple[Rule, ...] = (*BASE_RULES, *PIPELINE_RULES)
 
 
 class Status(enum.Enum):

@@ -164,6 +164,7 @@ class EpiloguePlan:
     base_copies: tuple[tuple[int, int], ...]  # (graph input, graph output) for alias-group bases
     original_copies: tuple[tuple[int, int], ...]  # (dense leaf, graph output): values of the original storage
     metadata: tuple[int, ...]  # dense leaves whose metadata or storage changes
+    inplace_ops: tuple[int, ...]  # tensor inputs whose in-place view ops are replayed on the real input
     final_copies: tuple[tuple[int, int], ...]  # (dense leaf, graph output): values with the final metadata
     versions: tuple[int, ...]  # dense leaves whose version counter is settled to eager's
     wrappers: tuple[int, ...]  # tensor inputs (subclasses) whose own metadata or version changes
@@ -173,12 +174,15 @@ class EpiloguePlan:
         return (
             not (self.base_copies or self.original_copies or self.metadata or self.final_copies or self.versions)
             and not self.wrappers
+            and not self.inplace_ops
         )
 
 
 def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
     analysis, updates = plan.analysis, plan.graph_outputs.updates
     by_kind = {kind: tuple((u.target, k) for k, u in enumerate(updates) if u.kind is kind) for kind in UpdateKind}
+    replayed = {t for t, steps in enumerate(analysis.inplace_replay) if steps}
+    by_ops = {j for t in replayed for j in plan.layout.leaves_of_input[t]}
     wrappers = tuple(
         t
         for t, (tree, after) in enumerate(zip(plan.layout.trees, analysis.wrapper_meta_after, strict=True))
@@ -187,7 +191,10 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
     return EpiloguePlan(
         base_copies=by_kind[UpdateKind.BASE],
         original_copies=by_kind[UpdateKind.ORIGINAL],
-        metadata=tuple(j for j, m in enumerate(analysis.mutations) if m.metadata or m.storage_changed),
+        metadata=tuple(
+            j for j, m in enumerate(analysis.mutations) if (m.metadata or m.storage_changed) and j not in by_ops
+        ),
+        inplace_ops=tuple(sorted(replayed)),
         final_copies=by_kind[UpdateKind.FINAL],
         versions=tuple(j for j, m in enumerate(analysis.mutations) if m.any or m.version_bumped),
         wrappers=wrappers,
@@ -214,6 +221,15 @@ def _epilogue(
         _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j])
     for j in epilogue.metadata:
         _replay_metadata(dense, j, mutations[j], ev.meta(mutations[j].final_meta, symbols))
+    for t in epilogue.inplace_ops:
+        wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+        with torch.no_grad():
+            for step in plan.analysis.inplace_replay[t]:
+                step.op(
+                    wrapper,
+                    *cast(tuple[object, ...], _eval_arg(step.args, ev, symbols)),
+                    **{k: _eval_arg(v, ev, symbols) for k, v in step.kwargs},
+                )
     for j, k in epilogue.final_copies:
         _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j])
     for j, before in zip(epilogue.versions, versions, strict=True):
@@ -284,7 +300,7 @@ def _fix_wrappers(
         wrapper = values[flat.tensor_indices[t]]
         assert isinstance(wrapper, torch.Tensor)
         after = analysis.wrapper_meta_after[t]
-        if after is not None:
+        if after is not None and not analysis.inplace_replay[t]:
             size, stride, offset = ev.meta(after, symbols)
             if list(wrapper.shape) != size or list(wrapper.stride()) != stride or wrapper.storage_offset() != offset:
                 set_wrapper_metadata(wrapper, size, stride, offset)

@@ -189,6 +189,9 @@ class Analysis:
     wrapper_version_bumped: tuple[bool, ...]  # per tensor input: eager advances the wrapper's version counter
     requires_grad_after: tuple[bool, ...]  # per tensor input: requires_grad when the program returns
     requires_grad_set: tuple[bool, ...]  # per tensor input: the program called requires_grad_() on it (a leaf)
+    # per tensor input: the in-place view ops (t_, unsqueeze_, ...) the program applied to it, replayed on the real
+    # input by the epilogue (exact for subclasses: their ctx and nested wrappers change as in eager); () if none
+    inplace_replay: tuple[tuple[ViewStep, ...], ...]
     outputs: tuple[OutputInfo, ...]  # indexed by OutputIndex
     output_spec: TreeSpec
     num_intermediate_bases: int

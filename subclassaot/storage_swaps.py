@@ -40,6 +40,18 @@ class ViewRecord:
     index: int | None  # position in a multi-output view's result
     grad_enabled: bool
     source_meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]  # the source's size, stride, offset at the time
+    seq: int  # when it happened, among view and in-place view ops
+
+
+@dataclass(frozen=True, slots=True)
+class InplaceViewRecord:
+    """An in-place view op (t_, unsqueeze_, transpose_, ...) applied to a tensor after it was made."""
+
+    func: Any
+    args: tuple[Any, ...]  # the arguments after the tensor itself
+    kwargs: dict[str, Any]
+    grad_enabled: bool
+    seq: int
 
 
 @dataclass(slots=True)
@@ -54,6 +66,8 @@ class SwapRecord:
     family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
     written_families: set[int] = field(default_factory=set)  # roots whose version counter eager would bump
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
+    inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
+    seq: int = 0
 
     def family_of(self, t: torch.Tensor) -> int:
         found = self.family.get(id(t))
@@ -79,7 +93,7 @@ class SwapRecord:
         return self.family_of(t) in self.written_families
 
 
-# In-place ops whose eager kernels leave the version counter alone (resize_ changes only sizes and storage).
+# In-place ops whose version bump is decided elsewhere (resize_ bumps only when the size changes).
 _NO_VERSION_BUMP = frozenset({"aten::resize_", "aten::resize_as_"})
 
 _SET_OPS = {
@@ -113,9 +127,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.depth -= 1
             self._track(func, args, out, kwargs)
             return out
-        if func is torch.ops.aten.resize_.default and args and is_functional(args[0]) and self._grows(args):
-            self._grow(args[0], list(args[1]))
-            return args[0]
+        if func is torch.ops.aten.resize_.default and args and is_functional(args[0]):
+            # Eager advances the version counter only when resize_ changes the size.
+            if tuple(args[0].shape) != tuple(args[1]) and self.depth == 0:
+                self.record.written_families.add(self.record.family_of(args[0]))
+            if self._grows(args):
+                self._grow(args[0], list(args[1]))
+                return args[0]
         if func in _SET_OPS and args and is_functional(args[0]):
             self._set(func, args, kwargs)
             self.record.swapped_by_data.discard(id(args[0]))
@@ -141,7 +159,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         strides = list(torch._prims_common.make_contiguous_strides_for(size))
         rebind_functional(x, grown, (size, strides, int(x.storage_offset())))
         self.record.grown_ids.add(id(x))
-        self.record.written_families.add(self.record.family_of(x))
 
     def _set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         x = args[0]
@@ -173,6 +190,12 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         schema = getattr(func, "_schema", None)
         if schema is None:
             return
+        if torch.Tag.inplace_view in getattr(func, "tags", ()) and args and isinstance(args[0], torch.Tensor):
+            self.record.seq += 1
+            self.record.inplace_views.setdefault(id(args[0]), []).append(
+                InplaceViewRecord(func, tuple(args[1:]), dict(kwargs), torch.is_grad_enabled(), self.record.seq)
+            )
+            self.record.keep_alive.append(args[0])
         shares_version = getattr(func, "is_view", False) or func is torch.ops.aten.detach.default
         if shares_version and args and isinstance(args[0], torch.Tensor):
             root = self.record.family_of(args[0])
@@ -181,8 +204,16 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             meta = (tuple(src.size()), tuple(src.stride()), src.storage_offset())
             for i, o in enumerate(out if multi else (out,)):
                 if isinstance(o, torch.Tensor):
+                    self.record.seq += 1
                     self.record.views[id(o)] = ViewRecord(
-                        func, src, tuple(args[1:]), dict(kwargs), i if multi else None, torch.is_grad_enabled(), meta
+                        func,
+                        src,
+                        tuple(args[1:]),
+                        dict(kwargs),
+                        i if multi else None,
+                        torch.is_grad_enabled(),
+                        meta,
+                        self.record.seq,
                     )
                     self.record.family[id(o)] = root
                     self.record.keep_alive.append(o)

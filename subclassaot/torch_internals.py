@@ -326,4 +326,8 @@ def rebind_functional(x: torch.Tensor, src: torch.Tensor, meta: tuple[list[int],
     assert isinstance(new, FunctionalTensor)
     x.elem = new.elem
     torch._functionalize_unsafe_set(x, new)
-    set_wrapper_metadata(x, list(new.size()), list(new.stride()), int(new.storage_offset()))
+    # The wrapper carries the user-visible layout: src's own (functionalization may have re-laid-out its value
+    # after a write), or the one set_(storage, offset, size, stride) asked for.
+    if meta is None:
+        meta = (list(src.size()), list(src.stride()), int(src.storage_offset()))
+    set_wrapper_metadata(x, meta[0], meta[1], meta[2])

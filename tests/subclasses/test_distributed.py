@@ -84,6 +84,8 @@ def test_scenario_world_of_one(name: str) -> None:
     getattr(distributed_scenarios, name)(local_mesh())
 
 
+# pipeline.metadata_mutation fails on a known pipeline gap (a ctx change made by an in-place view op is not
+# replayed), not on the class: see test_known_gap_ctx_changed_by_inplace_view_op in test_checker_pipeline.py.
 def test_check_subclass_passes_on_example() -> None:
     report = subclassaot.check_subclass(example)
     assert report.ok, str(report)
