@@ -184,7 +184,7 @@ def compile_entry(
         if bw_meta.graph is not None:
             backends.verify_functional(bw_meta.graph)
             bw = backend(bw_meta.graph, bw_meta.example_inputs)
-        graph_call = training_call(plan, compiled, bw, bw_meta)
+        graph_call = training_call(plan, compiled, bw, bw_meta, differentiable_backward=config.backend == "eager")
         backward_graph = bw_meta.graph
     _, spec = pytree.tree_flatten(pytree.tree_unflatten(list(flat.values), flat.spec))
     simple = not flat.module_state_names and len(flat.leaves) == len(args) and not kwargs

@@ -65,7 +65,11 @@ def _dense_zeros(t: torch.Tensor) -> list[Callable[[], torch.Tensor]]:
 
 
 def training_call(
-    plan: RuntimePlan, fw: Callable[..., object], bw: Callable[..., object] | None, bw_meta: BackwardGraph
+    plan: RuntimePlan,
+    fw: Callable[..., object],
+    bw: Callable[..., object] | None,
+    bw_meta: BackwardGraph,
+    differentiable_backward: bool,
 ) -> GraphCall:
     analysis, layout, flat = plan.analysis, plan.layout, plan.flat
     n_updates = len(plan.graph_outputs.updates)
@@ -122,6 +126,13 @@ def training_call(
         def backward(ctx: Any, *grads: torch.Tensor | None) -> Any:
             if bw_meta.error is not None or bw is None:
                 raise RuntimeError(str(bw_meta.error)) from bw_meta.error  # Note [Backward Errors Are Deferred]
+            if torch.is_grad_enabled() and not differentiable_backward:
+                # create_graph=True: the eager backend's backward graph runs aten ops autograd records (double
+                # backward works); a compiled backend's kernels are opaque to autograd.
+                raise UnsupportedError(
+                    "double backward (create_graph=True) through a compiled backward: the backend's kernels are "
+                    'not differentiable. Compile with backend="eager" to differentiate the gradient again'
+                )
             saved = ctx.saved_tensors
             tangents: list[torch.Tensor] = []
             present: set[int] = set()

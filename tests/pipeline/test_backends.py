@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+import subclassaot
 import subclassaot.api
-from subclassaot.errors import BackendError
+from subclassaot.errors import BackendError, UnsupportedError
 from tests.backends import CountingBackend, MutatingBackend, RecordingBackend, mutating_nodes
 from tests.oracle import assert_matches_eager
 
@@ -61,3 +62,26 @@ def test_backend_that_mutates_its_inputs_is_rejected() -> None:
     c = subclassaot.api.compile(mutates, backend=broken)
     with pytest.raises(BackendError, match=r"mutat|input"):
         c(*make())  # type: ignore[arg-type]
+
+
+def test_double_backward_works_on_the_eager_backend() -> None:
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return (x * x * x).sum()
+
+    x = torch.randn(3, requires_grad=True)
+    (g,) = torch.autograd.grad(subclassaot.compile(f, backend="eager")(x), x, create_graph=True)
+    (gg,) = torch.autograd.grad(g.sum(), x)
+    x2 = x.detach().requires_grad_(True)
+    (e,) = torch.autograd.grad(f(x2), x2, create_graph=True)
+    (ee,) = torch.autograd.grad(e.sum(), x2)
+    torch.testing.assert_close(gg, ee)
+
+
+def test_double_backward_through_inductor_is_refused_clearly() -> None:
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return (x * x).sum()
+
+    x = torch.randn(3, requires_grad=True)
+    y = subclassaot.compile(f, backend="inductor")(x)
+    with pytest.raises(UnsupportedError, match="double backward"):
+        torch.autograd.grad(y, x, create_graph=True)
