@@ -1,0 +1,572 @@
+"""Fuzz regressions: one hand-minimized program per distinct bug the fuzzer found (`python -m subclassaot fuzz`).
+
+Each test is a strict xfail naming the bug; remove the mark when the bug is fixed. The triage that produced them
+(fuzz seeds, counts, suspected stage) is in the session's triage notes. With `--identity-compile` (eager against
+eager) the xfail marks are dropped and every program here must pass, which checks that each one is eager-legal.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from subclasses.pair import PairTensor
+from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
+
+T = torch.Tensor
+
+
+def pair(*shape: int, requires_grad: bool = False) -> T:
+    return PairTensor.from_tensor(torch.randn(shape), requires_grad=requires_grad)
+
+
+def nonleaf(*shape: int) -> T:
+    with torch.enable_grad():
+        return torch.randn(shape, requires_grad=True).clone()
+
+
+def pair_nonleaf(*shape: int) -> T:
+    with torch.enable_grad():
+        return pair(*shape, requires_grad=True).clone()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Training (grad mode on)
+
+
+def test_no_grad_view_of_grad_input_returned(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        with torch.no_grad():
+            y = x.view(2)
+        return y
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(2, requires_grad=True),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a view taken under no_grad of a requires-grad input, then viewed again with grad on: the output is "
+    "not a view of the input (eager: a view whose _base is the input)",
+)
+def test_view_of_no_grad_view_is_not_a_view(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        with torch.no_grad():
+            t = x.view(3)
+        return t.unsqueeze(0)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(3, requires_grad=True),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_backward_only_error_raised_at_compile_time(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        x.mul_(x)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (nonleaf(),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="x.set_(a view of x) on a requires-grad input: eager's backward raises 'derivative for set_ is not "
+    "implemented', the compiled backward succeeds",
+)
+def test_set_to_own_view_backward_does_not_raise(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        set_to(x, x.view(2))
+        return x
+
+    def make_inputs() -> tuple[object, ...]:
+        return (nonleaf(2),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="x.set_(y) with x not requiring grad and y requiring grad: after the call eager's x requires grad "
+    "(non-leaf, grad_fn set); compiled leaves x a leaf without requires_grad",
+)
+def test_set_to_grad_tensor_drops_requires_grad(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        set_to(x, y)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(2), nonleaf(2))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_metadata_mutation_then_data_mutation_grad_shape(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        x.unsqueeze_(0)
+        x.mul_(2)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (nonleaf(),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="in-place mutation of a non-leaf PairTensor input that requires grad crashes in analysis with 'a "
+    "leaf Variable that requires grad is being used in an in-place operation' (eager is fine; the "
+    "UNSUPPORTED check for subclass input mutation is never reached)",
+)
+def test_subclass_nonleaf_grad_input_mutation(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        x.add_(1.0)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(2),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a mutated plain requires-grad input returned next to a PairTensor output: the backward pairs the "
+    "tangents with the wrong outputs ('the gradient for differentiable output 0 is a PairTensor, but the "
+    "backward was compiled for a plain tensor')",
+)
+def test_mutated_plain_output_beside_subclass_output_tangents(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        x.add_(1.0)
+        return (x, y)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (nonleaf(2), pair(2, requires_grad=True))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a PairTensor input that does not require grad, mutated in place with a requires-grad value: after "
+    "the call eager's input requires grad (grad_fn set); compiled leaves it a leaf without requires_grad",
+)
+def test_subclass_input_mutated_by_grad_value_drops_requires_grad(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        x.mul_(y)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(2), torch.randn(2, requires_grad=True))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="inputs (b.detach(), b) with b a non-leaf that requires grad, an in-place metadata op on a view of b: "
+    "the analysis treats b as a leaf and crashes ('a view of a leaf Variable that requires grad is being used "
+    "in an in-place operation'); eager is fine",
+)
+def test_metadata_op_on_view_of_aliased_nonleaf_grad_input(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        y.view(4).t_()
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b = nonleaf(4)
+        return (b.detach(), b)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an identity in-place metadata op (transpose_(0, 0), t_ on 1-D) on an input that does not require "
+    "grad, in training: the compiled backward raises 'one of the variables needed for gradient computation has "
+    "been modified by an inplace operation' (the saved primal's version was bumped by the epilogue)",
+)
+def test_identity_metadata_op_in_training_breaks_backward(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        x.transpose_(0, 0)
+        return y * 2
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(2), torch.randn(2, requires_grad=True))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="`t.data = y` on an unbind() output of a requires-grad input, in training: compiled crashes with 'Output "
+    "0 of Unbind is a view and is being modified inplace' (the swap is replayed as an autograd-visible in-place "
+    "op); eager's .data assignment is hidden from autograd",
+)
+def test_data_assign_on_unbind_view_of_grad_input(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        t = x.unbind(0)[0]
+        t.data = y
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(2, 2, requires_grad=True), torch.randn(3))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Output aliasing and metadata (inference)
+
+
+def test_metadata_mutation_of_input_view_output(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        t = x.view(4)
+        t.unsqueeze_(0)
+        return t
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(4),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_view_of_intermediate_is_not_a_view(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        return x.sin().view(2)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(2),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_same_object_inputs_metadata_mutation(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        y.unsqueeze_(0)
+        return x + 0
+
+    def make_inputs() -> tuple[object, ...]:
+        b = torch.randn(3)
+        return (b, b)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="storage swap between an input and an intermediate (x.set_(t), t.set_(x), t.data = x) with the "
+    "intermediate returned: compiled returns the input object itself (eager: a distinct tensor sharing storage)",
+)
+def test_set_input_to_intermediate_returns_input_object(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        t = x * 2
+        set_to(x, t)
+        return t
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(3),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="set_ or .data= on a view (or detach()) of an input, then that tensor used: the swap is ignored and "
+    "the output is regenerated as the old view of the input (shape (3,) vs eager (2,))",
+)
+def test_storage_swap_on_input_view_ignored(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        t = x.view(3)
+        set_to(t, y)
+        return t
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(3), torch.randn(2))
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_detach_output_and_its_view_base(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        t = x.detach()
+        return (t.t(), t)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(2, 2),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_intermediate_metadata_mutation_with_view_output(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        t = x + 1
+        t.unsqueeze_(0)
+        return (t.view(4), t)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(4),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="clone of a mutated empty (0-element) strided input: the output strides are contiguous, eager "
+    "preserves the input's strides ((1, 1) vs eager (2, 1))",
+)
+def test_empty_mutated_input_clone_strides(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        x.add_(1)
+        return x.clone()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(2, 2)[:, 0:0],)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a fresh PairTensor output computed from a transposed PairTensor input with a size-1 dim: the "
+    "wrapper's strides differ from eager ((4, 1) vs eager (1, 1))",
+)
+def test_subclass_fresh_output_strides(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        return x + 1
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(4, 1).t(),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_view_of_grad_input_under_no_grad(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        return x.view(4, 3)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(3, 4),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a view of a PairTensor input returned after the input is resize_d smaller: the output is not a view",
+)
+def test_subclass_view_output_after_input_resize(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        t = x.view(12)
+        x.resize_(1)
+        return t
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(3, 4),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="under no_grad, a view of a requires-grad input returned after the input is mutated in place: the "
+    "output is a fresh tensor that does not require grad (eager: a view of the input, requires_grad True, whose "
+    "grad_fn raises 'A view was created in no_grad mode and its base ... has been modified inplace')",
+)
+def test_view_of_grad_input_mutated_under_no_grad(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        t = x.view(2)
+        x.add_(1)
+        return t
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(2, requires_grad=True),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Epilogue, version counters and input metadata (inference)
+
+
+def test_aliased_inputs_version_counter_not_bumped(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        x.add_(1)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b = torch.randn(4)
+        return (b, b.detach())
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_resize_to_same_shape_bumps_version(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        x.resize_(2)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(2),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_detached_alias_input_gains_requires_grad(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b = torch.randn(2, requires_grad=True)
+        return (b, b.detach())
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an in-place op on an input with internal overlap (an expand): the epilogue's copy_ back into the "
+    "input crashes ('more than one element of the written-to tensor refers to a single memory location')",
+)
+def test_mutation_of_overlapping_input(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        x.fill_(1.0)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(2).expand(2, 2),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_set_to_mutated_offset_view_input(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        x.add_(1)
+        set_to(y, x)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(4)[1:3], torch.randn(3))
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="zero_() through an expand of an input: the input's values are not what eager writes",
+)
+def test_mutation_through_expand_view(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        x.expand(3, 4).zero_()
+        return x
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(4),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an in-place metadata op on an as_strided view (with its own storage offset) of an input that is "
+    "itself an offset view: the epilogue's set_ is out of bounds of the storage",
+)
+def test_as_strided_view_of_offset_input_metadata_mutation(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        x.as_strided((3,), (1,), 1).unsqueeze_(1)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(4)[2],)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="under no_grad, an in-place op through as_strided of a non-contiguous input that requires grad: "
+    "functionalization's as_strided_scatter hits an INTERNAL ASSERT ('!self.requires_grad() || "
+    "self.is_contiguous()')",
+)
+def test_as_strided_mutation_of_noncontiguous_grad_input(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        x.as_strided((1,), (1,), 1).add_(1)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(4, requires_grad=True)[::2],)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="x.set_(y) between two PairTensor inputs of different sizes: the epilogue crashes (setStorage out "
+    "of bounds); with equal sizes the inputs do not end up sharing storage as in eager",
+)
+def test_subclass_set_between_inputs(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        set_to(x, y)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(2), pair(3))
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="x.data = y between two PairTensor inputs of different sizes: compiled bumps x's version counter "
+    "(eager does not) and the wrappers do not share storage as in eager",
+)
+def test_subclass_data_assign_between_inputs(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        x.data = y
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(3), pair(2))
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
