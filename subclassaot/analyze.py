@@ -55,10 +55,15 @@ def analyze(
     dense_fakes: Sequence[torch.Tensor],
     user_fakes: Sequence[torch.Tensor],
     fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
+    nonleaf_wrappers: frozenset[int] = frozenset(),
 ) -> Analysis:
+    """`nonleaf_wrappers`: subclass inputs that require grad and are not leaves in eager (the program may mutate
+    them in place); the analysis runs them as clones, which are non-leaves too."""
     graph_fakes = graph_example_inputs(layout, dense_fakes)
     with fake_mode, new_functional_mode():
-        run = run_functional(call, flat, layout, graph_fakes, requires_grad_like=user_fakes)
+        run = run_functional(
+            call, flat, layout, graph_fakes, requires_grad_like=user_fakes, clone_inputs=nonleaf_wrappers
+        )
         mutations = tuple(_leaf_mutation(i, run) for i in range(len(layout.leaves)))
         wrapper_after = tuple(
             None if tree is None or _outer_meta(tree) == leaf_meta(t) else leaf_meta(t)

@@ -144,9 +144,14 @@ def compile_entry(
             fake.requires_grad_(True)  # a wrapper rebuilt by __tensor_unflatten__ may not carry it
     dense_fakes = _dense(fakes, paths)
     decompositions = backends.decompositions_for(config.backend)
+    nonleaf = frozenset(
+        i
+        for i, t in enumerate(tensors)
+        if torch.is_grad_enabled() and is_traceable_subclass(t) and t.requires_grad and not t.is_leaf
+    )
     training = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
     with torch.enable_grad() if training else torch.no_grad():
-        analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode)
+        analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
     gains_grad = [
         i
         for i, (t, after) in enumerate(zip(tensors, analysis.requires_grad_set, strict=True))
@@ -159,7 +164,7 @@ def compile_entry(
             fakes[i].requires_grad_(True)
         training = True
         with torch.enable_grad():
-            analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode)
+            analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
     if training:
         check_training_supported(flat, layout, analysis, fakes)
     with torch.no_grad():

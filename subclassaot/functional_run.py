@@ -28,7 +28,7 @@ class FunctionalRun:
 
     graph_inputs: list[torch.Tensor]  # per graph placeholder: its functional wrapper
     swaps: SwapRecord  # storage swaps and .data aliases seen while the program ran
-    dense: list[torch.Tensor]  # per dense leaf: the functional leaf handed to the program (before it ran)
+    dense: list[torch.Tensor]  # per dense leaf: the functional leaf handed to the program (clones for cloned inputs)
     user_tensors: list[torch.Tensor]  # per tensor input: the object the program received
     grad_leaves: list[torch.Tensor]  # per tensor input: what gradients are taken with respect to
     originals: list[torch.Tensor]  # per dense leaf: an alias of its original storage with its original metadata
@@ -48,13 +48,6 @@ def run_functional(
     """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
     graph_fun = [to_functional(v) for v in graph_values]
     dense = dense_from_graph_inputs(layout, graph_fun)
-    uncloned = list(dense)
-    for i in clone_inputs:
-        # Gradients are taken with respect to the input as it was: the program mutates a clone of a plain input
-        # (see Note [Training By Recompute]).
-        j = layout.leaves_of_input[i][0]
-        dense[j] = dense[j].clone()
-    originals = [torch.ops.aten.alias.default(d) for d in dense]
     user_tensors = rebuild_user_tensors(layout, dense)
     if requires_grad_like is not None:
         # Rebuilt wrappers are fresh leaves: give them the requires_grad of the input they stand for.
@@ -62,14 +55,22 @@ def run_functional(
             if like.requires_grad and not t.requires_grad:
                 t.requires_grad_(True)
     grad_leaves = list(user_tensors)
-    for i in clone_inputs:
-        grad_leaves[i] = uncloned[layout.leaves_of_input[i][0]]
+    for i in sorted(clone_inputs):
+        # The program runs on a clone of the input (autograd-visible): gradients are taken with respect to the
+        # input as it was, and a wrapper that is a non-leaf in eager is one here too (see Note [Training By
+        # Recompute]). The clone's leaves stand for the input's leaves from here on.
+        clone = user_tensors[i].clone()
+        user_tensors[i] = clone
+        leaves = [clone] if layout.trees[i] is None else flatten_subclass(clone, "clone")[1]
+        for j, leaf in zip(layout.leaves_of_input[i], leaves, strict=True):
+            dense[j] = leaf
+    originals = [torch.ops.aten.alias.default(d) for d in dense]
     values = list(flat.values)
     for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):
         values[index] = tensor
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord()
-    for leaf_family, d in zip(layout.leaf_families, uncloned, strict=True):
+    for leaf_family, d in zip(layout.leaf_families, dense, strict=True):
         record.family[id(d)] = -1 - leaf_family
     for t, fam in zip(user_tensors, layout.wrapper_families, strict=True):
         if fam >= 0:
@@ -82,7 +83,7 @@ def run_functional(
     return FunctionalRun(
         graph_inputs=graph_fun,
         swaps=record,
-        dense=uncloned,
+        dense=dense,
         grad_leaves=grad_leaves,
         user_tensors=user_tensors,
         originals=originals,

@@ -107,7 +107,7 @@ def trace_backward(
     grad_trees: list[SubclassNode | None] = []
     bw_mutated: list[DenseIndex] = []
     clone = frozenset(
-        i for i in grad_inputs if layout.trees[i] is None and analysis.mutations[layout.leaves_of_input[i][0]].any
+        i for i in grad_inputs if any(analysis.mutations[j].any for j in layout.leaves_of_input[i])
     )
 
     def bw_fn(*values: torch.Tensor) -> list[torch.Tensor]:

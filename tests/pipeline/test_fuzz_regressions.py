@@ -127,9 +127,8 @@ def test_metadata_mutation_then_data_mutation_grad_shape(compile_fn: CompileFn |
 
 @pytest.mark.xfail(
     strict=True,
-    reason="in-place mutation of a non-leaf PairTensor input that requires grad crashes in analysis with 'a "
-    "leaf Variable that requires grad is being used in an in-place operation' (eager is fine; the "
-    "UNSUPPORTED check for subclass input mutation is never reached)",
+    reason="in-place mutation of a non-leaf PairTensor input that requires grad: the pipeline refuses it with a "
+    "clear UnsupportedError (training mutation of subclass inputs is not supported yet); eager is fine",
 )
 def test_subclass_nonleaf_grad_input_mutation(compile_fn: CompileFn | None) -> None:
     def f(x: T) -> object:
