@@ -106,9 +106,7 @@ def trace_backward(
     unused: set[int] = set()
     grad_trees: list[SubclassNode | None] = []
     bw_mutated: list[DenseIndex] = []
-    clone = frozenset(
-        i for i in grad_inputs if any(analysis.mutations[j].any for j in layout.leaves_of_input[i])
-    )
+    clone = frozenset(i for i in grad_inputs if any(analysis.mutations[j].any for j in layout.leaves_of_input[i]))
 
     def bw_fn(*values: torch.Tensor) -> list[torch.Tensor]:
         primals, tangents = values[:n_primals], list(values[n_primals:])

@@ -227,12 +227,23 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             inplace = schema.name.endswith("_") and schema.name not in _NO_VERSION_BUMP
             for i, arg_schema in enumerate(schema.arguments):
                 arg = args[i] if i < len(args) else kwargs.get(arg_schema.name)
+                if arg_schema.is_write and isinstance(arg, torch.Tensor) and self.depth == 0 and _overlaps(arg):
+                    raise UnsupportedError(
+                        f"{func}: an in-place write through a tensor whose elements overlap in memory (an expand() "
+                        "or a zero stride) cannot be functionalized faithfully; write into the base tensor, or "
+                        "call .contiguous()/.clone() before writing"
+                    )
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
                     if self.depth == 0 and (inplace or arg_schema.is_out):
                         self.record.written_families.add(self.record.family_of(arg))
                     if id(arg) not in self.record.hidden and torch.is_grad_enabled():
                         # Writes under no_grad or through .data/detach() are invisible to autograd in eager.
                         self.record.visible_writes.add(storage_key(arg))
+
+
+def _overlaps(t: torch.Tensor) -> bool:
+    # A zero stride on a dimension longer than 1 means several elements share one memory location.
+    return any(st == 0 and sz > 1 for sz, st in zip(t.shape, t.stride(), strict=True))
 
 
 def _key_of_storage(storage: object) -> object:

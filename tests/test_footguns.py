@@ -1,0 +1,77 @@
+"""Known surprises: what should happen, as strict xfails (they turn red when fixed), plus the clear errors the
+pipeline gives instead of a wrong result where it cannot yet do what eager does."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import subclassaot
+from subclasses.pair import PairTensor
+from tests.oracle import assert_matches_eager
+
+
+def test_write_through_an_expanded_view_is_refused_not_wrong() -> None:
+    def f(x: torch.Tensor) -> torch.Tensor:
+        x.expand(3, 4).zero_()
+        return x
+
+    with pytest.raises(subclassaot.UnsupportedError, match="overlap in memory"):
+        subclassaot.compile(f, backend="eager")(torch.randn(4))
+
+
+@pytest.mark.xfail(strict=True, reason="should match eager: x.expand(...).zero_() writes zeros into x")
+def test_write_through_an_expanded_view_matches_eager() -> None:
+    def f(x: torch.Tensor) -> torch.Tensor:
+        x.expand(3, 4).zero_()
+        return x + 1
+
+    assert_matches_eager(f, lambda: (torch.randn(4),))
+
+
+def test_training_mutation_of_a_subclass_input_is_refused_clearly() -> None:
+    def f(p: torch.Tensor) -> torch.Tensor:
+        p.mul_(2)
+        return p.sum()
+
+    p = PairTensor.from_tensor(torch.randn(3), requires_grad=True) * 1.0
+    with pytest.raises(subclassaot.UnsupportedError, match="mutating a tensor subclass input that requires grad"):
+        subclassaot.compile(f, backend="eager")(p)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="should match eager: a non-leaf PairTensor that requires grad, mutated in place in training "
+    "(today: UnsupportedError; needs a wrapper-level update out of the compiled autograd.Function)",
+)
+def test_training_mutation_of_a_subclass_input_matches_eager() -> None:
+    def f(p: torch.Tensor) -> torch.Tensor:
+        p.mul_(2)
+        return p.sum()
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (PairTensor.from_tensor(torch.randn(3), requires_grad=True) * 1.0,))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="should compile: a tensor captured by the function's closure (not an argument) is not lifted to a "
+    "graph input yet ('Please convert all Tensors to FakeTensors first'); pass it as an argument or compile the module",
+)
+def test_tensor_captured_in_a_closure() -> None:
+    w = torch.randn(3)
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return x * w
+
+    assert_matches_eager(f, lambda: (torch.randn(3),))
+
+
+def test_view_of_the_storage_an_input_had_before_set_is_refused() -> None:
+    def f(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        v = x.view(-1)
+        x.set_(y)  # type: ignore[call-overload]  # torch stub lacks set_(Tensor)
+        return v
+
+    with pytest.raises(subclassaot.UnsupportedError, match="before set_"):
+        subclassaot.compile(f, backend="eager")(torch.randn(3), torch.randn(3))
