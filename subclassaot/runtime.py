@@ -16,9 +16,9 @@ import sympy
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.desugar import graph_example_inputs
 from subclassaot.protocol import SubclassNode, unflatten_subclass
 from subclassaot.schemas import (
-    AliasGroupRef,
     Analysis,
     DenseLayout,
     FlatInputs,
@@ -140,13 +140,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         for i in gains:
             cast(torch.Tensor, values[i]).requires_grad_(True)  # the program's requires_grad_()
         dense = dense_of(values)
-        graph_in = []
-        for item in layout.graph_inputs:
-            if isinstance(item, AliasGroupRef):
-                group = layout.groups[item.group]
-                graph_in.append(dense[group.members[0]].as_strided((group.base_numel,), (1,), 0))
-            else:
-                graph_in.append(dense[item])
+        graph_in = graph_example_inputs(layout, dense)
         outs, prewrapped = graph_call(values, graph_in, dense)
         if not epilogue.empty:
             _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols)

@@ -8,16 +8,15 @@ rounding of the final cast); the path that ran is `kernel_path(device)`. See Not
 Note [FP8 Scaling Conventions].
 """
 
-import enum
 import math
-from collections.abc import Callable
-from typing import ParamSpec, Protocol, TypeVar, cast
+from typing import Protocol
 
 import torch
 from torch import Tensor
 
 from subclasses.fp8 import reference
 from subclasses.fp8.reference import EPS, Granularity, fp8_max, scale_shape
+from subclasses.kernel_dispatch import KernelPath, custom_op, kernel_out_dtype, select_path
 
 # Note [Kernel Dispatch]
 # Each launcher picks one of three paths, reported by `kernel_path(device)`:
@@ -39,30 +38,6 @@ from subclasses.fp8.reference import EPS, Granularity, fp8_max, scale_shape
 # the launcher casts with torch, which rounds to nearest even, as the GPU's cvt instructions do. On the COMPILED
 # path the kernel stores straight into the narrow dtype (the store casts to the pointer's element type), which is
 # where the fused cast pays. The kernels are the same in both cases: only the output buffer's dtype differs.
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-class KernelPath(enum.Enum):
-    """Which implementation of a kernel ran; see Note [Kernel Dispatch]."""
-
-    COMPILED = "compiled"
-    INTERPRETER = "interpreter"
-    REFERENCE = "reference"
-
-
-def _custom_op(name: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
-    """`torch.library.custom_op` with no mutated args, typed as the function it wraps.
-
-    A CustomOpDef forwards calls to the registered op, whose schema is inferred from the function's signature, so
-    typing the result as that function keeps callers type-checked (torch types it as CustomOpDef, returning Any).
-    """
-
-    def register(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-        return cast("Callable[_P, _R]", torch.library.custom_op(name, mutates_args=())(fn))
-
-    return register
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -235,16 +210,7 @@ _HP_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 def kernel_path(device: torch.device) -> KernelPath:
     """The path the launchers take for tensors on `device`; see Note [Kernel Dispatch]."""
-    if not _HAS_TRITON:
-        return KernelPath.REFERENCE
-    if _INTERPRETED:
-        return KernelPath.INTERPRETER
-    return KernelPath.COMPILED if device.type == "cuda" else KernelPath.REFERENCE
-
-
-def _kernel_out_dtype(dtype: torch.dtype, path: KernelPath) -> torch.dtype:
-    """The dtype a kernel writes for an output of `dtype`; see Note [Narrow Casts In The Interpreter]."""
-    return torch.float32 if path is KernelPath.INTERPRETER and dtype.itemsize < 4 else dtype
+    return select_path(device, has_triton=_HAS_TRITON, interpreted=_INTERPRETED)
 
 
 def _block_n(n_cols: int) -> int:
@@ -279,7 +245,7 @@ def quantize(x: Tensor, fp8_dtype: torch.dtype, granularity: Granularity) -> tup
     path = kernel_path(x.device)
     if path is KernelPath.REFERENCE:
         return reference.quantize(x, fp8_dtype, granularity)
-    staged = torch.empty(x.shape, dtype=_kernel_out_dtype(fp8_dtype, path), device=x.device)
+    staged = torch.empty(x.shape, dtype=kernel_out_dtype(fp8_dtype, path), device=x.device)
     scale = torch.empty(scale_shape(x.shape, granularity), dtype=torch.float32, device=x.device)
     if granularity is Granularity.TENSORWISE:
         flat = x.contiguous().view(-1)
@@ -323,7 +289,7 @@ def dequantize(data: Tensor, scale: Tensor, out_dtype: torch.dtype) -> Tensor:
         return reference.dequantize(data, scale, out_dtype)
     n_rows, n_cols = (math.prod(data.shape[:-1]), data.shape[-1]) if data.dim() > 0 else (1, 1)
     data2 = data.reshape(n_rows, n_cols)
-    staged = torch.empty(data.shape, dtype=_kernel_out_dtype(out_dtype, path), device=data.device)
+    staged = torch.empty(data.shape, dtype=kernel_out_dtype(out_dtype, path), device=data.device)
     out2 = staged.view(n_rows, n_cols)
     block_n = _block_n(n_cols)
     grid = (triton.cdiv(n_rows, _BLOCK_M), triton.cdiv(n_cols, block_n))
@@ -370,7 +336,7 @@ def scaled_mm(
     if path is KernelPath.REFERENCE:
         return reference.scaled_mm(a, b, scale_a, scale_b, out_dtype)
     (m, k), n = a.shape, b.shape[1]
-    staged = torch.empty((m, n), dtype=_kernel_out_dtype(out_dtype, path), device=a.device)
+    staged = torch.empty((m, n), dtype=kernel_out_dtype(out_dtype, path), device=a.device)
     grid = (triton.cdiv(m, _MM_BLOCK_M), triton.cdiv(n, _MM_BLOCK_N))
     if m > 0 and n > 0:
         _scaled_mm_kernel[grid](
@@ -388,25 +354,25 @@ def scaled_mm(
 # with SymInts.
 
 
-@_custom_op("subclassaot_fp8::amax")
+@custom_op("subclassaot_fp8::amax")
 def amax_op(x: Tensor) -> Tensor:
     """max(|x|) as an fp32 scalar: the amax for delayed scaling."""
     return amax(x)
 
 
-@_custom_op("subclassaot_fp8::quantize")
+@custom_op("subclassaot_fp8::quantize")
 def quantize_op(x: Tensor, fp8_dtype: torch.dtype, granularity: str) -> tuple[Tensor, Tensor]:
     """(data, scale); `granularity` is a `Granularity` value ("tensorwise" or "rowwise")."""
     return quantize(x, fp8_dtype, _granularity(granularity))
 
 
-@_custom_op("subclassaot_fp8::dequantize")
+@custom_op("subclassaot_fp8::dequantize")
 def dequantize_op(data: Tensor, scale: Tensor, out_dtype: torch.dtype) -> Tensor:
     """data.float() / scale, cast to out_dtype."""
     return dequantize(data, scale, out_dtype)
 
 
-@_custom_op("subclassaot_fp8::scaled_mm")
+@custom_op("subclassaot_fp8::scaled_mm")
 def scaled_mm_op(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, out_dtype: torch.dtype) -> Tensor:
     """(a.float() @ b.float()) / (scale_a * scale_b), cast to out_dtype."""
     return scaled_mm(a, b, scale_a, scale_b, out_dtype)

@@ -12,11 +12,12 @@ See Note [Empty Jagged Rows] and Note [Kernel Dispatch].
 
 import enum
 from collections.abc import Callable
-from typing import ParamSpec, Protocol, TypeVar, cast
+from typing import Protocol
 
 import torch
 from torch import Tensor
 
+from subclasses.kernel_dispatch import KernelPath, custom_op, kernel_out_dtype, select_path
 from subclasses.nested import reference
 
 
@@ -184,46 +185,15 @@ else:
 # ---------------------------------------------------------------------------------------------------------------
 # Dispatch: the same three paths as the FP8 kernels (See Note [Kernel Dispatch]), and narrow outputs staged in
 # fp32 in the interpreter (See Note [Narrow Casts In The Interpreter]); both Notes live in subclasses/fp8/kernels.py.
-# TODO(lead): KernelPath, kernel_path, _kernel_out_dtype and _custom_op duplicate subclasses/fp8/kernels.py;
-# they belong in one shared module once it has an owner.
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
 _BLOCK_L = 16  # positions per loop step
 _MAX_BLOCK_D = 64  # features per program
 _DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
-class KernelPath(enum.Enum):
-    """Which implementation of a kernel ran; see Note [Kernel Dispatch]."""
-
-    COMPILED = "compiled"
-    INTERPRETER = "interpreter"
-    REFERENCE = "reference"
-
-
 def kernel_path(device: torch.device) -> KernelPath:
     """The path the launchers take for tensors on `device`; see Note [Kernel Dispatch]."""
-    if not _HAS_TRITON:
-        return KernelPath.REFERENCE
-    if _INTERPRETED:
-        return KernelPath.INTERPRETER
-    return KernelPath.COMPILED if device.type == "cuda" else KernelPath.REFERENCE
-
-
-def _kernel_out_dtype(dtype: torch.dtype, path: KernelPath) -> torch.dtype:
-    """The dtype a kernel writes for an output of `dtype`; see Note [Narrow Casts In The Interpreter]."""
-    return torch.float32 if path is KernelPath.INTERPRETER and dtype.itemsize < 4 else dtype
-
-
-def _custom_op(name: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
-    """`torch.library.custom_op` with no mutated args, typed as the function it wraps (a CustomOpDef forwards
-    calls to the op, whose schema comes from the function's signature)."""
-
-    def register(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-        return cast("Callable[_P, _R]", torch.library.custom_op(name, mutates_args=())(fn))
-
-    return register
+    return select_path(device, has_triton=_HAS_TRITON, interpreted=_INTERPRETED)
 
 
 def _check_values(op: str, values: Tensor, ndim: int) -> None:
@@ -264,7 +234,7 @@ def jagged_reduce(values: Tensor, offsets: Tensor, reduction: Reduction) -> Tens
     if path is KernelPath.REFERENCE:
         return _REFERENCE_REDUCTIONS[reduction](values, offsets)
     n_rows, d = offsets.shape[0] - 1, values.shape[1]
-    out = torch.empty((n_rows, d), dtype=_kernel_out_dtype(values.dtype, path), device=values.device)
+    out = torch.empty((n_rows, d), dtype=kernel_out_dtype(values.dtype, path), device=values.device)
     grid, block_d = _grid(n_rows, d)
     if n_rows > 0 and d > 0:
         _jagged_reduce_kernel[grid](
@@ -283,7 +253,7 @@ def jagged_softmax(values: Tensor, offsets: Tensor) -> Tensor:
         return reference.jagged_softmax(values, offsets)
     n_rows, d = offsets.shape[0] - 1, values.shape[1]
     # Zeros, not empty: positions no row covers (only with bad offsets) read as 0 rather than garbage.
-    out = torch.zeros(values.shape, dtype=_kernel_out_dtype(values.dtype, path), device=values.device)
+    out = torch.zeros(values.shape, dtype=kernel_out_dtype(values.dtype, path), device=values.device)
     grid, block_d = _grid(n_rows, d)
     if n_rows > 0 and d > 0:
         _jagged_softmax_kernel[grid](
@@ -301,7 +271,7 @@ def jagged_to_padded(values: Tensor, offsets: Tensor, max_len: int, padding_valu
     if path is KernelPath.REFERENCE:
         return reference.to_padded(values, offsets, max_len, padding_value)
     n_rows, d = offsets.shape[0] - 1, values.shape[1]
-    out = torch.empty((n_rows, max_len, d), dtype=_kernel_out_dtype(values.dtype, path), device=values.device)
+    out = torch.empty((n_rows, max_len, d), dtype=kernel_out_dtype(values.dtype, path), device=values.device)
     grid, block_d = _grid(n_rows, d)
     if n_rows > 0 and d > 0 and max_len > 0:
         _jagged_to_padded_kernel[grid](
@@ -319,7 +289,7 @@ def jagged_from_padded(padded: Tensor, offsets: Tensor, total_length: int) -> Te
     if path is KernelPath.REFERENCE:
         return reference.from_padded(padded, offsets, total_length)
     n_rows, max_len, d = padded.shape
-    out = torch.zeros((total_length, d), dtype=_kernel_out_dtype(padded.dtype, path), device=padded.device)
+    out = torch.zeros((total_length, d), dtype=kernel_out_dtype(padded.dtype, path), device=padded.device)
     grid, block_d = _grid(n_rows, d)
     if n_rows > 0 and d > 0 and total_length > 0:
         _jagged_from_padded_kernel[grid](
@@ -334,37 +304,37 @@ def jagged_from_padded(padded: Tensor, offsets: Tensor, total_length: int) -> Te
 # fake impls derive every size from their inputs and work with SymInts.
 
 
-@_custom_op("subclassaot_jagged::sum")
+@custom_op("subclassaot_jagged::sum")
 def jagged_sum_op(values: Tensor, offsets: Tensor) -> Tensor:
     """(B, D): the sum of each row (0 for an empty row)."""
     return jagged_reduce(values, offsets, Reduction.SUM)
 
 
-@_custom_op("subclassaot_jagged::mean")
+@custom_op("subclassaot_jagged::mean")
 def jagged_mean_op(values: Tensor, offsets: Tensor) -> Tensor:
     """(B, D): the mean of each row (NaN for an empty row)."""
     return jagged_reduce(values, offsets, Reduction.MEAN)
 
 
-@_custom_op("subclassaot_jagged::amax")
+@custom_op("subclassaot_jagged::amax")
 def jagged_amax_op(values: Tensor, offsets: Tensor) -> Tensor:
     """(B, D): the max of each row (-inf for an empty row). No autograd formula."""
     return jagged_reduce(values, offsets, Reduction.AMAX)
 
 
-@_custom_op("subclassaot_jagged::softmax")
+@custom_op("subclassaot_jagged::softmax")
 def jagged_softmax_op(values: Tensor, offsets: Tensor) -> Tensor:
     """(total_length, D): softmax over each row's positions."""
     return jagged_softmax(values, offsets)
 
 
-@_custom_op("subclassaot_jagged::to_padded")
+@custom_op("subclassaot_jagged::to_padded")
 def jagged_to_padded_op(values: Tensor, offsets: Tensor, max_len: int, padding_value: float) -> Tensor:
     """(B, max_len, D): each row followed by `padding_value`; rows longer than max_len truncated."""
     return jagged_to_padded(values, offsets, max_len, padding_value)
 
 
-@_custom_op("subclassaot_jagged::from_padded")
+@custom_op("subclassaot_jagged::from_padded")
 def jagged_from_padded_op(padded: Tensor, offsets: Tensor, total_length: int) -> Tensor:
     """(total_length, D): the rows of `padded` packed by `offsets`."""
     return jagged_from_padded(padded, offsets, total_length)

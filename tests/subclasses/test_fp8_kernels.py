@@ -13,8 +13,8 @@ import torch
 from torch import Tensor
 
 from subclasses.fp8 import kernels, reference
-from subclasses.fp8.kernels import KernelPath
 from subclasses.fp8.reference import Granularity, fp8_max
+from subclasses.kernel_dispatch import KernelPath
 
 FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
 CPU = torch.device("cpu")

@@ -11,8 +11,8 @@ import pytest
 import torch
 from torch import Tensor
 
+from subclasses.kernel_dispatch import KernelPath
 from subclasses.nested import kernels, reference
-from subclasses.nested.kernels import KernelPath
 
 CPU = torch.device("cpu")
 LENGTHS = (0, 3, 17, 1, 9)  # an empty row first, and a row longer than one BLOCK_L
