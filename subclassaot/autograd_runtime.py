@@ -20,6 +20,7 @@ from subclassaot.joint import BackwardGraph
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.runtime import GraphCall, RuntimePlan, non_view_alias
 from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind
+from subclassaot.trace import UpdateKind
 
 
 def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None, k: int) -> list[torch.Tensor]:
@@ -113,12 +114,19 @@ def training_call(
                     tensors.append(unflatten_subclass(info.tree, leaves))  # static outer meta in training
             n_bases = plan.graph_outputs.num_bases
             tensors.extend(outs[pos : pos + n_bases])
-            ctx.extra = outs[pos + n_bases :]
+            symints = outs[pos + n_bases :]
+            # Note [Subclass Inputs Mutated In Training]: the new value of such an input, as a wrapper.
+            for i in bw_meta.wrapper_updates:
+                tree = layout.trees[i]
+                assert tree is not None
+                leaves = [outs[original_update[j]] for j in layout.leaves_of_input[i]]
+                tensors.append(unflatten_subclass(tree, leaves, check=False))
             non_diff = [t for i, t in enumerate(tensors) if i not in bw_meta.diff_outputs]
             ctx.mark_non_differentiable(*[t for t in non_diff if isinstance(t, torch.Tensor)])
             # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
             ctx.set_materialize_grads(False)
             ctx.zeros = [_dense_zeros(tensors[i]) for i in bw_meta.diff_outputs]
+            tensors.extend(symints)
             ctx.bw_targets = [graph_dense[j] for j in bw_meta.backward_mutations] if bw_meta.backward_mutations else []
             return tuple(tensors)
 
@@ -162,9 +170,12 @@ def training_call(
                 result[i] = leaves[0] if tree is None else unflatten_subclass(tree, leaves)
             return (None, *result)
 
+    n_wrappers = len(bw_meta.wrapper_updates)
+    original_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.ORIGINAL}
+
     def call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor]
-    ) -> tuple[list[object], dict[int, torch.Tensor]]:
+    ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor]]:
         user = [values[i] for i in flat.tensor_indices]
         tensors = list(CompiledStep.apply((graph_in, dense), *user))  # type: ignore[no-untyped-call]  # torch stub
         outs: list[object] = list(tensors[:n_updates])
@@ -174,7 +185,11 @@ def training_call(
             prewrapped[o] = tensors[pos]
             outs.extend([tensors[pos]] * len(analysis.outputs[o].leaves))  # placeholders keep the layout
             pos += 1
-        outs.extend(tensors[pos:])
-        return outs, prewrapped
+        n_bases = plan.graph_outputs.num_bases
+        outs.extend(tensors[pos : pos + n_bases])
+        pos += n_bases
+        wrappers = dict(zip(bw_meta.wrapper_updates, tensors[pos : pos + n_wrappers], strict=True))
+        outs.extend(tensors[pos + n_wrappers :])  # the symbolic ints
+        return outs, prewrapped, wrappers
 
     return call

@@ -60,11 +60,15 @@ class BackwardGraph:
     # follow the gradients in the graph's outputs, and the runtime copies them into the real inputs
     backward_mutations: tuple[DenseIndex, ...]
     tangent_trees: tuple[SubclassNode | None, ...]  # per diff output: the subclass structure its tangent must have
+    wrapper_updates: tuple[int, ...]  # tensor inputs whose new value the Function returns as a wrapper (last outputs)
     example_inputs: tuple[torch.Tensor, ...]
 
 
-def forward_output_values(run: FunctionalRun, traced: TracedGraph, analysis: Analysis) -> list[torch.Tensor]:
-    """The forward graph's tensor outputs as user-level tensors (fresh subclass outputs wrapped), in order."""
+def forward_output_values(
+    run: FunctionalRun, traced: TracedGraph, analysis: Analysis, wrapper_updates: tuple[int, ...]
+) -> list[torch.Tensor]:
+    """The forward graph's tensor outputs as user-level tensors (fresh subclass outputs wrapped), in order, then
+    the new value of each subclass input in `wrapper_updates` (Note [Subclass Inputs Mutated In Training])."""
     run_output, finals, originals, graph_inputs = run.output, run.finals, run.originals, run.graph_inputs
     out: list[torch.Tensor] = []
     for update in traced.outputs.updates:
@@ -81,7 +85,37 @@ def forward_output_values(run: FunctionalRun, traced: TracedGraph, analysis: Ana
     original = {storage_key(o): DenseIndex(j) for j, o in enumerate(originals)}
     bases = intermediate_bases(leaves, current, original, run.swaps)
     out.extend(base for _, base in sorted(bases.values(), key=lambda item: item[0]))
+    out.extend(run.user_tensors[i] for i in wrapper_updates)
     return out
+
+
+# Note [Subclass Inputs Mutated In Training]
+# Autograd sees a subclass at the wrapper level: its inner tensors carry no history. So when the program writes
+# into a subclass input that requires grad, writing the new inner values into the real input (as inference does)
+# would leave autograd blind. Instead the compiled autograd.Function also returns the input's new value as a
+# wrapper (rebuilt from the graph's ORIGINAL updates of its leaves), differentiable like any output, and the
+# epilogue applies `input.copy_(new)` at the wrapper level with grad enabled, which autograd records as eager does.
+# In the backward graph the program runs on a clone of the input (Note [Training By Recompute]), whose mutated self
+# is that output. Data mutations only: an input whose metadata or storage also changes is refused.
+
+
+def wrapper_update_inputs(
+    layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
+) -> tuple[int, ...]:
+    """Subclass inputs that require grad and whose data the program writes (and nothing else)."""
+    grouped = {m for g in layout.groups for m in g.members}
+    out = []
+    for i, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
+        leaves = layout.leaves_of_input[i]
+        muts = [analysis.mutations[j] for j in leaves]
+        if tree is None or not fake.requires_grad or not any(m.data for m in muts):
+            continue
+        if any(m.metadata or m.storage_changed or m.swapped or m.resized or m.final_data for m in muts):
+            continue
+        if any(j in grouped for j in leaves) or analysis.inplace_replay[i]:
+            continue
+        out.append(i)
+    return tuple(out)
 
 
 def trace_backward(
@@ -97,8 +131,10 @@ def trace_backward(
 ) -> BackwardGraph:
     grad_inputs = tuple(i for i, t in enumerate(user_fakes) if t.requires_grad)
     example = graph_example_inputs(layout, dense_fakes)
+    wrapper_updates = wrapper_update_inputs(layout, analysis, user_fakes)
+    clone = frozenset(i for i in grad_inputs if any(analysis.mutations[j].any for j in layout.leaves_of_input[i]))
     with fake_mode, torch.enable_grad():
-        fw_example = _forward_example(call, flat, layout, analysis, traced, example, user_fakes)
+        fw_example = _forward_example(call, flat, layout, analysis, traced, example, user_fakes, clone, wrapper_updates)
     diff = tuple(i for i, (grad, _, _) in enumerate(fw_example) if grad)
     with fake_mode:
         tangent_fakes = [torch.empty_like(t) for i in diff for t in fw_example[i][1]]
@@ -106,14 +142,13 @@ def trace_backward(
     unused: set[int] = set()
     grad_trees: list[SubclassNode | None] = []
     bw_mutated: list[DenseIndex] = []
-    clone = frozenset(i for i in grad_inputs if any(analysis.mutations[j].any for j in layout.leaves_of_input[i]))
 
     def bw_fn(*values: torch.Tensor) -> list[torch.Tensor]:
         primals, tangents = values[:n_primals], list(values[n_primals:])
         with new_functional_mode(), torch.enable_grad():
             tangents = [to_functional(t) for t in tangents]
             run = run_functional(call, flat, layout, primals, requires_grad_like=user_fakes, clone_inputs=clone)
-            outs = forward_output_values(run, traced, analysis)
+            outs = forward_output_values(run, traced, analysis, wrapper_updates)
             diff_outs = [outs[i] for i in diff]
             grad_outs = [_rewrap_tangent(o, tangents) for o in diff_outs]
             wrt = [run.grad_leaves[i] for i in grad_inputs]
@@ -160,6 +195,7 @@ def trace_backward(
             backward_mutations=(),
             tangent_trees=tuple(fw_example[i][2] for i in diff),
             example_inputs=(),
+            wrapper_updates=wrapper_updates,
         )
     gm.graph.eliminate_dead_code()
     gm.recompile()
@@ -174,6 +210,7 @@ def trace_backward(
         backward_mutations=tuple(bw_mutated),
         tangent_trees=tuple(fw_example[i][2] for i in diff),
         example_inputs=(*example, *tangent_fakes),
+        wrapper_updates=wrapper_updates,
     )
 
 
@@ -228,10 +265,12 @@ def _forward_example(
     traced: TracedGraph,
     example: Sequence[torch.Tensor],
     user_fakes: Sequence[torch.Tensor],
+    clone: frozenset[int],
+    wrapper_updates: tuple[int, ...],
 ) -> list[tuple[bool, list[torch.Tensor], SubclassNode | None]]:
     with new_functional_mode():
-        run = run_functional(call, flat, layout, example, requires_grad_like=user_fakes)
-        outs = forward_output_values(run, traced, analysis)
+        run = run_functional(call, flat, layout, example, requires_grad_like=user_fakes, clone_inputs=clone)
+        outs = forward_output_values(run, traced, analysis, wrapper_updates)
         # Per output: whether it gets a tangent, its dense leaves (plain fakes, to shape the tangents) and its
         # subclass structure (what a runtime tangent is checked and coerced against).
         result: list[tuple[bool, list[torch.Tensor], SubclassNode | None]] = []
@@ -257,10 +296,12 @@ def check_training_supported(
                     "input, and the program mutates that storage; this is not supported in training yet. Pass one "
                     "base tensor and take the views inside the function"
                 )
+    supported = wrapper_update_inputs(layout, analysis, user_fakes)
     for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
-        if tree is not None and fake.requires_grad:
+        if tree is not None and fake.requires_grad and t_index not in supported:
             if any(analysis.mutations[j].any for j in layout.leaves_of_input[t_index]):
                 raise UnsupportedError(
-                    f"{tree.path}: mutating a tensor subclass input that requires grad is not supported in training "
-                    "yet; mutate a clone, or run it under torch.no_grad()"
+                    f"{tree.path}: a tensor subclass input that requires grad has its metadata or storage changed "
+                    "in place (t_, set_, resize_ ...); in training only data writes to such inputs are supported "
+                    "yet. Change a clone instead, or run it under torch.no_grad()"
                 )

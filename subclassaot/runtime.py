@@ -97,16 +97,19 @@ class MetaEvaluator:
         )
 
 
+# (values, graph inputs, dense inputs) -> (graph outputs, prewrapped fresh outputs by OutputIndex, new values of
+# subclass inputs mutated in training by tensor-input position: Note [Subclass Inputs Mutated In Training])
 GraphCall = Callable[
-    [Sequence[object], list[torch.Tensor], list[torch.Tensor]], tuple[list[object], dict[int, torch.Tensor]]
+    [Sequence[object], list[torch.Tensor], list[torch.Tensor]],
+    tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor]],
 ]
 
 
 def inference_call(compiled: Callable[..., object]) -> GraphCall:
     def call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor]
-    ) -> tuple[list[object], dict[int, torch.Tensor]]:
-        return list(compiled(*graph_in)), {}  # type: ignore[call-overload]
+    ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor]]:
+        return list(compiled(*graph_in)), {}, {}  # type: ignore[call-overload]
 
     return call
 
@@ -141,9 +144,9 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
             cast(torch.Tensor, values[i]).requires_grad_(True)  # the program's requires_grad_()
         dense = dense_of(values)
         graph_in = graph_example_inputs(layout, dense)
-        outs, prewrapped = graph_call(values, graph_in, dense)
+        outs, prewrapped, wrapper_values = graph_call(values, graph_in, dense)
         if not epilogue.empty:
-            _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols)
+            _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values)
         for i in loses:
             cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
         return _outputs(plan, ev, values, dense, outs, symbols, prewrapped)
@@ -204,6 +207,7 @@ def _epilogue(
     graph_in: list[torch.Tensor],
     outs: list[object],
     symbols: dict[str, int],
+    wrapper_values: dict[int, torch.Tensor],
 ) -> None:
     """Apply input mutations in the order of Note [Input Updates]."""
     mutations = plan.analysis.mutations
@@ -211,7 +215,16 @@ def _epilogue(
     with torch.no_grad():
         for g, k in epilogue.base_copies:
             graph_in[g].copy_(cast(torch.Tensor, outs[k]))
+    by_wrapper = {j for t in wrapper_values for j in plan.layout.leaves_of_input[t]}
+    for t, value in wrapper_values.items():
+        # Note [Subclass Inputs Mutated In Training]: a wrapper-level copy_ that autograd records.
+        wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+        visible = any(mutations[j].autograd_visible for j in plan.layout.leaves_of_input[t])
+        with torch.set_grad_enabled(visible and torch.is_grad_enabled()):
+            wrapper.copy_(value)
     for j, k in epilogue.original_copies:
+        if j in by_wrapper:
+            continue
         _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j])
     for j in epilogue.metadata:
         _replay_metadata(dense, j, mutations[j], ev.meta(mutations[j].final_meta, symbols))

@@ -125,11 +125,6 @@ def test_metadata_mutation_then_data_mutation_grad_shape(compile_fn: CompileFn |
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="in-place mutation of a non-leaf PairTensor input that requires grad: the pipeline refuses it with a "
-    "clear UnsupportedError (training mutation of subclass inputs is not supported yet); eager is fine",
-)
 def test_subclass_nonleaf_grad_input_mutation(compile_fn: CompileFn | None) -> None:
     def f(x: T) -> object:
         x.add_(1.0)
