@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+import sympy
 import torch
 from torch.utils import _pytree as pytree
 
@@ -118,7 +119,7 @@ def _leaf_mutation(i: int, run: FunctionalRun) -> LeafMutation:
         and (mutations_hidden_from_autograd(orig) or storage_key(orig) not in swaps.visible_writes),
         under_no_grad=data and mutations_under_no_grad(orig),
         final_meta=final_meta,
-        resized=grown or (_extent(final_meta) > _extent(orig_meta) and not storage_changed),
+        resized=grown or (bool(_extent(final_meta) > _extent(orig_meta)) and not storage_changed),
         swapped=id(final) in swaps.swapped_ids,
         swapped_by_data=id(final) in swaps.swapped_by_data,
         version_bumped=swaps.bumps(run.dense[i]),
@@ -126,18 +127,19 @@ def _leaf_mutation(i: int, run: FunctionalRun) -> LeafMutation:
     )
 
 
-def _extent(meta: Meta) -> Any:
+def _extent(meta: Meta) -> int | sympy.Expr:
     """Elements of storage a view needs (offset + 1 + sum((size - 1) * stride)); symbolic where sizes are."""
     size, stride, offset = meta
-    total: object = offset
-    for s, st in zip(size, stride, strict=True):
-        total = total + (s - 1) * st  # type: ignore[operator]
-    if any(s == 0 for s in size):
+    if any(isinstance(s, int) and s == 0 for s in size):
         return 0
-    try:
-        return int(total) + 1  # type: ignore[call-overload]
-    except TypeError:
-        return total
+    total = _expr(offset) + 1
+    for s, st in zip(size, stride, strict=True):
+        total = total + (_expr(s) - 1) * _expr(st)
+    return int(total) if total.is_number else total
+
+
+def _expr(d: int | sympy.Expr) -> sympy.Expr:
+    return sympy.Integer(d) if isinstance(d, int) else d
 
 
 def _analyze_outputs(
@@ -190,12 +192,19 @@ def _output_info(
     graph_count: int,
     earlier: dict[int, int],
 ) -> tuple[OutputInfo, int]:
-    def info(kind: OutputKind, **kw: object) -> OutputInfo:
-        fields: dict[str, object] = dict(
-            path=path, kind=kind, constant=None, input_index=None, tree=None, outer_meta=None, leaves=(), replay=None
-        )
-        fields.update(kw)
-        return OutputInfo(**fields)  # type: ignore[arg-type]
+    blank = OutputInfo(
+        path=path,
+        kind=OutputKind.CONSTANT,
+        constant=None,
+        input_index=None,
+        tree=None,
+        outer_meta=None,
+        leaves=(),
+        replay=None,
+    )
+
+    def info(kind: OutputKind, **kw: Any) -> OutputInfo:
+        return replace(blank, kind=kind, **kw)
 
     if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
         return info(OutputKind.SYMINT), graph_count

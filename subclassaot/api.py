@@ -20,7 +20,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 
-from policies import AutomaticDynamicState
+from policies import AutomaticDynamicState, Policy
 from subclassaot import backends, guards
 from subclassaot.analyze import analyze
 from subclassaot.autograd_runtime import training_call
@@ -89,7 +89,7 @@ class CompiledFunction(Generic[P, R]):
                 if entry.simple_arity == len(args):
                     bound = entry.guards.check(args)
                     if isinstance(bound, dict):
-                        return entry.run(args, bound)  # type: ignore[return-value]
+                        return cast(R, entry.run(args, bound))
         state = module_state(self.fn) if isinstance(self.fn, torch.nn.Module) else {}
         values, spec = pytree.tree_flatten((state, args, kwargs))
         failures = []
@@ -99,7 +99,7 @@ class CompiledFunction(Generic[P, R]):
                 continue
             bound = entry.guards.check(values)
             if isinstance(bound, dict):
-                return entry.run(values, bound)  # type: ignore[return-value]
+                return cast(R, entry.run(values, bound))
             failures.append(bound)
         return self._compile_and_run(args, kwargs, failures)
 
@@ -111,7 +111,8 @@ class CompiledFunction(Generic[P, R]):
                     f"{self.config.recompile_limit}; running eagerly. Last reason: {failures[-1] if failures else '?'}",
                     stacklevel=3,
                 )
-                return self.fn(*args, **kwargs)  # type: ignore[arg-type]
+                eager: Callable[..., R] = self.fn
+                return eager(*args, **kwargs)
             if failures:
                 reason = failures[-1] if len(failures) == 1 else "; ".join(dict.fromkeys(failures))
                 self._reasons.append(reason)
@@ -122,7 +123,7 @@ class CompiledFunction(Generic[P, R]):
         bound = entry.guards.check(values)
         if not isinstance(bound, dict):
             raise AssertionError(f"BUG: a freshly compiled entry rejects the inputs it was compiled for: {bound}")
-        return entry.run(values, bound)  # type: ignore[return-value]
+        return cast(R, entry.run(values, bound))
 
 
 def compile_entry(
@@ -266,7 +267,7 @@ def compile(
     *,
     backend: str | BackendFn = ...,
     dynamic: bool | None = ...,
-    policies: Mapping[str, object] | None = ...,
+    policies: Mapping[str, Policy] | None = ...,
     recompile_limit: int = ...,
     keep_input_mutations: bool = ...,
 ) -> CompiledFunction[P, R]: ...
@@ -276,7 +277,7 @@ def compile(
     *,
     backend: str | BackendFn = ...,
     dynamic: bool | None = ...,
-    policies: Mapping[str, object] | None = ...,
+    policies: Mapping[str, Policy] | None = ...,
     recompile_limit: int = ...,
     keep_input_mutations: bool = ...,
 ) -> Callable[[Callable[P, R]], CompiledFunction[P, R]]: ...
@@ -285,7 +286,7 @@ def compile(
     *,
     backend: str | BackendFn = "inductor",
     dynamic: bool | None = None,
-    policies: Mapping[str, object] | None = None,
+    policies: Mapping[str, Policy] | None = None,
     recompile_limit: int = 8,
     keep_input_mutations: bool = False,
 ) -> CompiledFunction[P, R] | Callable[[Callable[P, R]], CompiledFunction[P, R]]:
@@ -293,7 +294,7 @@ def compile(
     config = CompileConfig(
         backend=backend,
         dynamic=dynamic,
-        policies=dict(policies or {}),  # type: ignore[arg-type]
+        policies=dict(policies or {}),
         recompile_limit=recompile_limit,
         keep_input_mutations=keep_input_mutations,
     )

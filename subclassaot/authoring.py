@@ -80,6 +80,7 @@ def implements(*ops: OpKey) -> Callable[[_H], _H]:
     """
 
     def mark(fn: _H) -> _H:
+        # An attribute on the function object marks it for the class's op table (read in __init_subclass__).
         fn.__subclassaot_ops__ = (*getattr(fn, "__subclassaot_ops__", ()), *ops)  # type: ignore[attr-defined]
         return fn
 
@@ -207,7 +208,7 @@ class WrapperTensor(torch.Tensor):
 
     def __deepcopy__(self, memo: dict[int, Any]) -> WrapperTensor:
         if id(self) in memo:
-            return memo[id(self)]  # type: ignore[no-any-return]
+            return memo[id(self)]  # type: ignore[no-any-return]  # deepcopy's memo is a dict[int, Any]
         attrs, ctx = self.__tensor_flatten__()
         inner = {n: copy.deepcopy(getattr(self, n), memo) for n in attrs}
         out = _rebuild_wrapper(type(self), inner, copy.deepcopy(ctx, memo), (self.size(), self.stride(), False))

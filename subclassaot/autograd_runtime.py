@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -92,7 +92,7 @@ def training_call(
             with torch.no_grad():
                 outs = [
                     non_view_alias(o) if isinstance(o, torch.Tensor) and o._is_view() else o
-                    for o in fw(*graph_in)  # type: ignore[attr-defined]
+                    for o in cast(Sequence[Any], fw(*graph_in))  # tensors, then symbolic ints
                 ]
             saved = [g.clone() if k in mutated_graph_inputs else g for k, g in enumerate(graph_in)]
             ctx.save_for_backward(*saved)
@@ -151,7 +151,7 @@ def training_call(
                     continue
                 present.add(k)
                 tangents.extend(_tangent_leaves(g, bw_meta.tangent_trees[k], k))
-            dense_grads = list(bw(*saved, *tangents))  # type: ignore[call-overload]
+            dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
             n_grads = len(dense_grads) - len(ctx.bw_targets)
             with torch.no_grad():
                 # See BackwardGraph.backward_mutations: what the program's backward wrote, written for real.

@@ -21,6 +21,7 @@ from typing import cast
 import torch
 from torch.utils import _pytree as pytree
 
+from policies import Policy
 from subclassaot.api import CompiledEntry
 from subclassaot.api import compile as compile_fn
 from subclassaot.config import BackendFn, CompileConfig
@@ -424,7 +425,7 @@ def explain(
     *args: object,
     backend: str | BackendFn = "eager",
     dynamic: bool | None = None,
-    policies: Mapping[str, object] | None = None,
+    policies: Mapping[str, Policy] | None = None,
     keep_input_mutations: bool = False,
 ) -> Explanation:
     """Compile `fn` with `subclassaot.compile`, call it once on deep copies of `args`, and explain the entry it made.

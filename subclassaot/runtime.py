@@ -76,7 +76,7 @@ class MetaEvaluator:
     def dim(self, d: object, symbols: dict[str, int]) -> int:
         if isinstance(d, int):
             return d
-        src = python_source(d)  # type: ignore[arg-type]
+        src = python_source(cast(sympy.Expr, d))
         fn = self._cache.get(src)
         if fn is None:
             code = compile(src, "<shape expr>", "eval")
@@ -109,7 +109,7 @@ def inference_call(compiled: Callable[..., object]) -> GraphCall:
     def call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor]
     ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor]]:
-        return list(compiled(*graph_in)), {}, {}  # type: ignore[call-overload]
+        return list(cast(Sequence[object], compiled(*graph_in))), {}, {}
 
     return call
 
@@ -381,7 +381,7 @@ def _has_size(spec: pytree.TreeSpec) -> bool:
 
 def _restore_sizes(value: object, spec: pytree.TreeSpec) -> object:
     if spec.type is torch.Size:
-        return torch.Size(value)  # type: ignore[arg-type]
+        return torch.Size(cast(Sequence[int], value))
     if not _has_size(spec):
         return value
     if isinstance(value, dict):

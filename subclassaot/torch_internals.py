@@ -157,6 +157,7 @@ def trace_graph(
 ) -> torch.fx.GraphModule:
     """make_fx over fake inputs (already symbolic where the policy says so); the fake mode must be active."""
     table = dict(decompositions) if decompositions is not None else None
+    # make_fx types its table as Mapping[OpOverload, ...]; decomposition tables are keyed by OperatorBase.
     return make_fx(fn, decomposition_table=table, tracing_mode="real", _allow_non_fake_inputs=False)(  # type: ignore[arg-type]
         *example_inputs
     )
