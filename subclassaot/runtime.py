@@ -8,8 +8,10 @@ inputs or intermediates are regenerated from the real tensors after the epilogue
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import CodeType
 from typing import cast
 
 import sympy
@@ -67,26 +69,23 @@ def _attr_paths(node: SubclassNode) -> list[tuple[str, ...]]:
     return out
 
 
+_EVAL_GLOBALS: dict[str, object] = {"math": math, "floor": math.floor, "ceil": math.ceil}
+
+
 class MetaEvaluator:
     """Evaluates (size, stride, offset) expressions over symbols; compiled once per expression."""
 
     def __init__(self) -> None:
-        self._cache: dict[str, Callable[[dict[str, int]], int]] = {}
+        self._cache: dict[object, CodeType] = {}  # keyed by the sympy expression: printed and compiled once
 
     def dim(self, d: object, symbols: dict[str, int]) -> int:
         if isinstance(d, int):
             return d
-        src = python_source(cast(sympy.Expr, d))
-        fn = self._cache.get(src)
-        if fn is None:
-            code = compile(src, "<shape expr>", "eval")
-            import math
-
-            def fn(syms: dict[str, int], code: object = code) -> int:
-                return int(eval(code, {"math": math, "floor": math.floor, "ceil": math.ceil}, dict(syms)))  # type: ignore[arg-type]
-
-            self._cache[src] = fn
-        return fn(symbols)
+        code = self._cache.get(d)
+        if code is None:
+            code = compile(python_source(cast(sympy.Expr, d)), "<shape expr>", "eval")
+            self._cache[d] = code
+        return int(eval(code, _EVAL_GLOBALS, dict(symbols)))
 
     def meta(self, meta: Meta, symbols: dict[str, int]) -> tuple[list[int], list[int], int]:
         size, stride, offset = meta
@@ -120,13 +119,13 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
     epilogue = epilogue_plan(plan)
 
     def dense_of(values: Sequence[object]) -> list[torch.Tensor]:
-        dense = []
+        dense: list[torch.Tensor] = []
         for leaf, attrs in zip(layout.leaves, plan.leaf_attr_paths, strict=True):
             t = values[leaf.owner]
             for a in attrs:
                 t = getattr(t, a)
-            dense.append(t)
-        return dense  # type: ignore[return-value]
+            dense.append(cast(torch.Tensor, t))
+        return dense
 
     gains = [
         flat.tensor_indices[i]
