@@ -31,7 +31,7 @@ def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None, k: int) -> l
                 f"the gradient for differentiable output {k} is a {type(g).__name__}, but the backward was compiled "
                 "for a plain tensor; return a plain tensor from the loss path, or call the backward on a plain loss"
             )
-        return [g.contiguous()]
+        return [g]
     if not is_traceable_subclass(g) or type(g) is not expected.cls:
         coerce = getattr(expected.cls, "__coerce_tangent_from__", None)
         coerced = coerce(g, expected.ctx) if coerce is not None else None
@@ -55,7 +55,15 @@ def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None, k: int) -> l
                 "(expected_ctx) on the class to convert it"
             )
         node, leaves = flatten_subclass(coerced, "grad")
-    return [leaf.contiguous() for leaf in leaves]
+    return leaves
+
+
+def _restride(t: torch.Tensor, stride: tuple[int, ...] | None) -> torch.Tensor:
+    if stride is None or tuple(t.stride()) == stride:
+        return t
+    out = torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device)
+    out.copy_(t)
+    return out
 
 
 def _dense_zeros(t: torch.Tensor) -> list[Callable[[], torch.Tensor]]:
@@ -82,7 +90,7 @@ def training_call(
     mutated_graph_inputs = set()
     for k, item in enumerate(layout.graph_inputs):
         members = layout.groups[item.group].members if isinstance(item, AliasGroupRef) else (item,)
-        if any(analysis.mutations[m].any for m in members):
+        if any(analysis.mutations[m].any or analysis.mutations[m].version_bumped for m in members):
             mutated_graph_inputs.add(k)
 
     class CompiledStep(torch.autograd.Function):
@@ -151,6 +159,9 @@ def training_call(
                     continue
                 present.add(k)
                 tangents.extend(_tangent_leaves(g, bw_meta.tangent_trees[k], k))
+            # The backward graph was traced for tangents laid out like the forward outputs (views in it depend on
+            # that layout): give the runtime tangents the same strides.
+            tangents = [_restride(t, s) for t, s in zip(tangents, bw_meta.tangent_strides, strict=True)]
             dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
             n_grads = len(dense_grads) - len(ctx.bw_targets)
             with torch.no_grad():
@@ -158,9 +169,12 @@ def training_call(
                 for target, value in zip(ctx.bw_targets, dense_grads[n_grads:], strict=True):
                     target.copy_(value)
             dense_grads = dense_grads[:n_grads]
-            result: list[torch.Tensor | None] = [None] * len(layout.trees)
+            n_user = len(layout.trees)
+            # Gradients of the Function's inputs: the user tensors, then the synthetic bases of aliased inputs.
+            result: list[torch.Tensor | None] = [None] * (n_user + len(bw_meta.group_grads))
             pos = 0
-            for k, i in enumerate(bw_meta.grad_inputs):
+            targets = [*bw_meta.grad_inputs, *range(n_user, n_user + len(bw_meta.group_grads))]
+            for k, i in enumerate(targets):
                 tree = bw_meta.grad_trees[k]
                 width = 1 if tree is None else tree.num_leaves
                 leaves = dense_grads[pos : pos + width]
@@ -177,7 +191,8 @@ def training_call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor]
     ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor]]:
         user = [values[i] for i in flat.tensor_indices]
-        tensors = list(CompiledStep.apply((graph_in, dense), *user))  # type: ignore[no-untyped-call]  # torch stub
+        bases = [graph_in[k] for k in bw_meta.group_grads]  # Note [Aliased Inputs In Training]
+        tensors = list(CompiledStep.apply((graph_in, dense), *user, *bases))  # type: ignore[no-untyped-call]
         outs: list[object] = list(tensors[:n_updates])
         prewrapped: dict[int, torch.Tensor] = {}
         pos = n_updates

@@ -170,7 +170,11 @@ def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tenso
     for item in layout.graph_inputs:
         if isinstance(item, AliasGroupRef):
             group = layout.groups[item.group]
-            out.append(dense_values[group.members[0]].as_strided((group.base_numel,), (1,), 0))
+            first = dense_values[group.members[0]]
+            # From the members' autograd root (eager's `._base`), so that in training the gradient of the base
+            # reaches the whole storage (Note [Aliased Inputs In Training]); offsets are absolute either way.
+            root = first._base if first._base is not None else first
+            out.append(root.as_strided((group.base_numel,), (1,), 0))
         else:
             out.append(dense_values[item])
     return out

@@ -26,7 +26,8 @@ from subclassaot.torch_internals import storage_key, to_functional
 class FunctionalRun:
     """What one run of the program under functionalization leaves behind (used by analyze and by trace)."""
 
-    graph_inputs: list[torch.Tensor]  # per graph placeholder: its functional wrapper
+    graph_inputs: list[torch.Tensor]  # per graph placeholder: its functional wrapper (a clone where asked)
+    graph_grad_leaves: list[torch.Tensor]  # per graph placeholder: what gradients are taken with respect to
     swaps: SwapRecord  # storage swaps and .data aliases seen while the program ran
     dense: list[torch.Tensor]  # per dense leaf: the functional leaf handed to the program (clones for cloned inputs)
     user_tensors: list[torch.Tensor]  # per tensor input: the object the program received
@@ -44,9 +45,15 @@ def run_functional(
     *,
     requires_grad_like: Sequence[torch.Tensor] | None = None,
     clone_inputs: frozenset[int] = frozenset(),
+    clone_graph_inputs: frozenset[int] = frozenset(),
 ) -> FunctionalRun:
     """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
     graph_fun = [to_functional(v) for v in graph_values]
+    graph_grad_leaves = list(graph_fun)
+    for k in sorted(clone_graph_inputs):
+        # A synthetic base that requires grad: the program mutates (views of) a clone, and gradients are taken
+        # with respect to the base as it was (Note [Training By Recompute]).
+        graph_fun[k] = graph_fun[k].clone()
     dense = dense_from_graph_inputs(layout, graph_fun)
     user_tensors = rebuild_user_tensors(layout, dense)
     if requires_grad_like is not None:
@@ -82,6 +89,7 @@ def run_functional(
         finals.extend([tensor] if tree is None else flatten_subclass(tensor, tree.path)[1])
     return FunctionalRun(
         graph_inputs=graph_fun,
+        graph_grad_leaves=graph_grad_leaves,
         swaps=record,
         dense=dense,
         grad_leaves=grad_leaves,

@@ -19,7 +19,7 @@ from subclassaot.desugar import graph_example_inputs
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, intermediate_bases, run_functional
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
-from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
+from subclassaot.schemas import AliasGroupRef, Analysis, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
 from subclassaot.torch_internals import (
     from_functional,
     mutation_counter,
@@ -61,6 +61,10 @@ class BackwardGraph:
     backward_mutations: tuple[DenseIndex, ...]
     tangent_trees: tuple[SubclassNode | None, ...]  # per diff output: the subclass structure its tangent must have
     wrapper_updates: tuple[int, ...]  # tensor inputs whose new value the Function returns as a wrapper (last outputs)
+    # graph inputs (synthetic bases of aliased inputs) that require grad: Function inputs after the user tensors,
+    # their gradients after the user inputs' (Note [Aliased Inputs In Training])
+    group_grads: tuple[int, ...] = ()
+    tangent_strides: tuple[tuple[int, ...] | None, ...] = ()  # per dense tangent: its traced strides (static ones)
     example_inputs: tuple[torch.Tensor, ...]
 
 
@@ -129,12 +133,20 @@ def trace_backward(
     fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
     decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None = None,
 ) -> BackwardGraph:
-    grad_inputs = tuple(i for i, t in enumerate(user_fakes) if t.requires_grad)
+    group_grads = grad_bases(layout, user_fakes)
+    in_groups = {layout.leaves[m].owner for k in group_grads for m in layout.groups[_group_of(layout, k)].members}
+    grad_inputs = tuple(
+        i for i, t in enumerate(user_fakes) if t.requires_grad and flat.tensor_indices[i] not in in_groups
+    )
     example = graph_example_inputs(layout, dense_fakes)
     wrapper_updates = wrapper_update_inputs(layout, analysis, user_fakes)
-    clone = frozenset(i for i in grad_inputs if any(analysis.mutations[j].any for j in layout.leaves_of_input[i]))
+    # Every input gradients are taken for runs as a clone: a write to it, or an in-place view op on a view of it,
+    # then happens to a non-leaf as in eager (Note [Training By Recompute]).
+    clone = frozenset(grad_inputs)
     with fake_mode, torch.enable_grad():
-        fw_example = _forward_example(call, flat, layout, analysis, traced, example, user_fakes, clone, wrapper_updates)
+        fw_example = _forward_example(
+            call, flat, layout, analysis, traced, example, user_fakes, clone, wrapper_updates, group_grads
+        )
     diff = tuple(i for i, (grad, _, _) in enumerate(fw_example) if grad)
     with fake_mode:
         tangent_fakes = [torch.empty_like(t) for i in diff for t in fw_example[i][1]]
@@ -147,11 +159,19 @@ def trace_backward(
         primals, tangents = values[:n_primals], list(values[n_primals:])
         with new_functional_mode(), torch.enable_grad():
             tangents = [to_functional(t) for t in tangents]
-            run = run_functional(call, flat, layout, primals, requires_grad_like=user_fakes, clone_inputs=clone)
+            run = run_functional(
+                call,
+                flat,
+                layout,
+                primals,
+                requires_grad_like=user_fakes,
+                clone_inputs=clone,
+                clone_graph_inputs=frozenset(group_grads),
+            )
             outs = forward_output_values(run, traced, analysis, wrapper_updates)
             diff_outs = [outs[i] for i in diff]
             grad_outs = [_rewrap_tangent(o, tangents) for o in diff_outs]
-            wrt = [run.grad_leaves[i] for i in grad_inputs]
+            wrt = [run.grad_leaves[i] for i in grad_inputs] + [run.graph_grad_leaves[k] for k in group_grads]
             before = [mutation_counter(o) for o in run.originals]
             live = [k for k, x in enumerate(wrt) if x.requires_grad]  # detach_() in the program drops an input
             found = (
@@ -165,7 +185,7 @@ def trace_backward(
             bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
             dense: list[torch.Tensor] = []
             grad_trees.clear()
-            for k, (g, x) in enumerate(zip(grads, wrt, strict=True)):
+            for k, (g, x) in enumerate(zip(grads, wrt, strict=True)):  # user inputs, then synthetic bases
                 if g is None:
                     unused.add(k)
                     g = torch.zeros_like(x)
@@ -196,6 +216,7 @@ def trace_backward(
             tangent_trees=tuple(fw_example[i][2] for i in diff),
             example_inputs=(),
             wrapper_updates=wrapper_updates,
+            group_grads=group_grads,
         )
     gm.graph.eliminate_dead_code()
     gm.recompile()
@@ -211,7 +232,14 @@ def trace_backward(
         tangent_trees=tuple(fw_example[i][2] for i in diff),
         example_inputs=(*example, *tangent_fakes),
         wrapper_updates=wrapper_updates,
+        group_grads=group_grads,
+        tangent_strides=tuple(_static_strides(t) for t in tangent_fakes),
     )
+
+
+def _static_strides(t: torch.Tensor) -> tuple[int, ...] | None:
+    strides = t.stride()
+    return tuple(int(s) for s in strides) if all(isinstance(s, int) for s in strides) else None
 
 
 def _tangent_deps(
@@ -267,9 +295,18 @@ def _forward_example(
     user_fakes: Sequence[torch.Tensor],
     clone: frozenset[int],
     wrapper_updates: tuple[int, ...],
+    group_grads: tuple[int, ...],
 ) -> list[tuple[bool, list[torch.Tensor], SubclassNode | None]]:
     with new_functional_mode():
-        run = run_functional(call, flat, layout, example, requires_grad_like=user_fakes, clone_inputs=clone)
+        run = run_functional(
+            call,
+            flat,
+            layout,
+            example,
+            requires_grad_like=user_fakes,
+            clone_inputs=clone,
+            clone_graph_inputs=frozenset(group_grads),
+        )
         outs = forward_output_values(run, traced, analysis, wrapper_updates)
         # Per output: whether it gets a tangent, its dense leaves (plain fakes, to shape the tangents) and its
         # subclass structure (what a runtime tangent is checked and coerced against).
@@ -282,19 +319,59 @@ def _forward_example(
         return result
 
 
+# Note [Aliased Inputs In Training]
+# Inputs that share storage are traced as views of one synthetic base (Note [Synthetic Bases]). In training, that base
+# is what autograd sees: the runtime makes it from the real inputs (an as_strided view of one member, recorded by
+# autograd), passes it to the compiled autograd.Function, and the backward returns the gradient with respect to it,
+# which autograd carries back through the as_strided to the real tensors behind the members, the way eager's
+# gradients reach them through both aliases. A mutation of a member is a copy into that base, which autograd
+# records as well. Subclass members are not covered (refused).
+
+
+def grad_bases(layout: DenseLayout, user_fakes: Sequence[torch.Tensor]) -> tuple[int, ...]:
+    """Graph inputs that are synthetic bases of plain inputs one of which requires grad."""
+    out = []
+    for k, item in enumerate(layout.graph_inputs):
+        if isinstance(item, AliasGroupRef):
+            owners = [layout.leaves[m].owner for m in layout.groups[item.group].members]
+            if any(_requires_grad_of(layout, user_fakes, o) for o in owners):
+                out.append(k)
+    return tuple(out)
+
+
+def _requires_grad_of(layout: DenseLayout, user_fakes: Sequence[torch.Tensor], owner: int) -> bool:
+    for i, leaves in enumerate(layout.leaves_of_input):
+        if leaves and layout.leaves[leaves[0]].owner == owner:
+            return bool(user_fakes[i].requires_grad)
+    return False
+
+
+def _group_of(layout: DenseLayout, k: int) -> int:
+    item = layout.graph_inputs[k]
+    assert isinstance(item, AliasGroupRef), "BUG: not a synthetic base"
+    return item.group
+
+
 def check_training_supported(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
     for group in layout.groups:
-        if not any(analysis.mutations[m].any for m in group.members):
-            continue  # aliased inputs that are only read differentiate like any other inputs
         owners = {layout.leaves[m].owner for m in group.members}
-        for t_index, fake in enumerate(user_fakes):
-            if flat.tensor_indices[t_index] in owners and fake.requires_grad:
+        needs_grad = any(fake.requires_grad for t, fake in enumerate(user_fakes) if flat.tensor_indices[t] in owners)
+        changed = [m for m in group.members if analysis.mutations[m].metadata or analysis.mutations[m].storage_changed]
+        if needs_grad and changed:
+            raise UnsupportedError(
+                f"{layout.leaves[changed[0]].path} shares storage with another input that requires grad and the "
+                "program changes its metadata or storage in place (t_, set_, ...); in training this is not "
+                "supported yet (its gradients would not be eager's). Pass one base tensor and take the views "
+                "inside the function"
+            )
+        for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
+            if flat.tensor_indices[t_index] in owners and fake.requires_grad and tree is not None:
                 raise UnsupportedError(
-                    f"{flat.leaves[flat.tensor_indices[t_index]].path} requires grad, shares storage with another "
-                    "input, and the program mutates that storage; this is not supported in training yet. Pass one "
-                    "base tensor and take the views inside the function"
+                    f"{flat.leaves[flat.tensor_indices[t_index]].path} is a tensor subclass that requires grad and "
+                    "shares storage with another input; in training this is not supported yet. Pass one base "
+                    "tensor and take the views inside the function"
                 )
     supported = wrapper_update_inputs(layout, analysis, user_fakes)
     for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):

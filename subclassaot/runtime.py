@@ -21,6 +21,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import graph_example_inputs
 from subclassaot.protocol import SubclassNode, unflatten_subclass
 from subclassaot.schemas import (
+    AliasGroupRef,
     Analysis,
     DenseLayout,
     FlatInputs,
@@ -211,9 +212,16 @@ def _epilogue(
     """Apply input mutations in the order of Note [Input Updates]."""
     mutations = plan.analysis.mutations
     versions = [get_version(dense[j]) for j in epilogue.versions]
-    with torch.no_grad():
-        for g, k in epilogue.base_copies:
-            graph_in[g].copy_(cast(torch.Tensor, outs[k]))
+    for g, k in epilogue.base_copies:
+        # A synthetic base that requires grad is written where autograd records it (Note [Aliased Inputs In
+        # Training]); otherwise, as every input write the program hid from autograd, under no_grad.
+        base, value = graph_in[g], cast(torch.Tensor, outs[k])
+        members = plan.layout.groups[cast(AliasGroupRef, plan.layout.graph_inputs[g]).group].members
+        visible = any(mutations[m].autograd_visible and not mutations[m].hidden_from_autograd for m in members)
+        with torch.set_grad_enabled(
+            torch.is_grad_enabled() and visible and (base.requires_grad or value.requires_grad)
+        ):
+            base.copy_(value)
     by_wrapper = {j for t in wrapper_values for j in plan.layout.leaves_of_input[t]}
     for t, value in wrapper_values.items():
         # Note [Subclass Inputs Mutated In Training]: a wrapper-level copy_ that autograd records.

@@ -43,8 +43,6 @@ def identity_compile(fn: Callable[..., object], **kwargs: object) -> Callable[..
 KNOWN_GAPS: dict[str, str] = {
     "subclass:set_to_other": "set_ between two subclass inputs: inner storages are swapped, the wrappers' own are not shared",
     "subclass:training_metadata_mutation": "training: t_() on a subclass input that requires grad: UnsupportedError",
-    "training:data_and_metadata_aliases_other": "training: aliased inputs that require grad and are mutated: UnsupportedError",
-    "training:modifies_autograd_meta_of_aliases": "training: aliased inputs that require grad and are mutated: UnsupportedError",
 }
 
 

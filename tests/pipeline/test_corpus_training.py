@@ -524,3 +524,63 @@ CASES = INPUT_MUTATIONS + OUTPUTS + MODULES
 @pytest.mark.parametrize(("case", "backend"), params(CASES, "training"))
 def test_training_program_matches_eager(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
     run_case(case, backend, compile_fn)
+
+
+# Aliased inputs in training (Note [Aliased Inputs In Training]), in the spirit of TestAOTAutograd's
+# test_input_mutation_aliases_other_input* programs, plus in-place view ops on views of inputs.
+def _nl(*shape: int) -> T:
+    return torch.randn(*shape, requires_grad=True).clone()
+
+
+def _overlapping_add(a: T, b: T) -> object:
+    a.add_(1)
+    return a + b
+
+
+def _mutate_view_read_base(a: T, b: T) -> object:
+    b.add_(1)
+    return a + 1
+
+
+def _mutate_and_return_alias(a: T, b: T) -> object:
+    a.mul_(2)
+    return b.view(-1)
+
+
+def _bases_out_of_order(a: T, b: T, c: T) -> object:
+    c.mul_(2)
+    return a * b + c
+
+
+def _view_t_(x: T) -> object:
+    v = x.view(2, 2)
+    v.t_()
+    return v * torch.arange(4.0).view(2, 2)
+
+
+def _view_unsqueeze_(x: T) -> object:
+    v = x[0]
+    v.unsqueeze_(0)
+    return v * 3
+
+
+ALIASED_TRAINING = [
+    Case(name="aliases_overlapping_add", fn=_overlapping_add, make_inputs=lambda: (x := _nl(4), x[0:2], x[1:3])[1:]),
+    Case(
+        name="aliases_mutate_view", fn=_mutate_view_read_base, make_inputs=lambda: (x := _nl(2, 2), x, x.view(-1))[1:]
+    ),
+    Case(name="aliases_output_alias", fn=_mutate_and_return_alias, make_inputs=lambda: (x := _nl(4), x, x.view(4))[1:]),
+    Case(
+        name="aliases_out_of_order",
+        fn=_bases_out_of_order,
+        make_inputs=lambda: (x := _nl(4), y := _nl(4), x.view(-1), y, x)[2:],
+    ),
+    Case(name="inplace_view_op_on_view", fn=_view_t_, make_inputs=lambda: (_nl(4),)),
+    Case(name="unsqueeze_on_select", fn=_view_unsqueeze_, make_inputs=lambda: (_nl(2, 3),)),
+]
+
+
+@pytest.mark.parametrize(("case", "backend"), params(ALIASED_TRAINING, "training-aliases"))
+def test_aliased_training_program_matches_eager(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
+    with torch.enable_grad():
+        run_case(case, backend, compile_fn)

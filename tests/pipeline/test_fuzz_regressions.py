@@ -191,12 +191,6 @@ def test_metadata_op_on_view_of_aliased_nonleaf_grad_input(compile_fn: CompileFn
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an identity in-place metadata op (transpose_(0, 0), t_ on 1-D) on an input that does not require "
-    "grad, in training: the compiled backward raises 'one of the variables needed for gradient computation has "
-    "been modified by an inplace operation' (the saved primal's version was bumped by the epilogue)",
-)
 def test_identity_metadata_op_in_training_breaks_backward(compile_fn: CompileFn | None) -> None:
     def f(x: T, y: T) -> object:
         x.transpose_(0, 0)
