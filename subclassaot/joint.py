@@ -352,6 +352,19 @@ def _group_of(layout: DenseLayout, k: int) -> int:
     return item.group
 
 
+def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
+    """Subclass inputs whose only change is in-place view ops the epilogue replays on the real input (autograd
+    records them there, as in eager); no value comes out of the compiled Function for them."""
+    out = []
+    for i, tree in enumerate(layout.trees):
+        muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
+        if tree is None or not analysis.inplace_replay[i]:
+            continue
+        if not any(m.data or m.storage_changed or m.swapped or m.resized or m.final_data for m in muts):
+            out.append(i)
+    return tuple(out)
+
+
 def check_training_supported(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
@@ -373,7 +386,7 @@ def check_training_supported(
                     "shares storage with another input; in training this is not supported yet. Pass one base "
                     "tensor and take the views inside the function"
                 )
-    supported = wrapper_update_inputs(layout, analysis, user_fakes)
+    supported = (*wrapper_update_inputs(layout, analysis, user_fakes), *_metadata_only_inputs(layout, analysis))
     for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
         if tree is not None and fake.requires_grad and t_index not in supported:
             if any(analysis.mutations[j].any for j in layout.leaves_of_input[t_index]):

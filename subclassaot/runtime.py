@@ -237,8 +237,9 @@ def _epilogue(
         _replay_metadata(dense, j, mutations[j], ev.meta(mutations[j].final_meta, symbols))
     for t in epilogue.inplace_ops:
         wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
-        with torch.no_grad():
-            for step in plan.analysis.inplace_replay[t]:
+        for step in plan.analysis.inplace_replay[t]:
+            # Under the grad mode the program had: autograd records it on a wrapper that requires grad, as in eager.
+            with torch.set_grad_enabled(step.grad_enabled and torch.is_grad_enabled()):
                 step.op(
                     wrapper,
                     *cast(tuple[object, ...], _eval_arg(step.args, ev, symbols)),

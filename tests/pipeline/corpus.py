@@ -42,7 +42,6 @@ def identity_compile(fn: Callable[..., object], **kwargs: object) -> Callable[..
 # xfails, so fixing a gap turns its test red until the entry here is removed (and --identity-compile drops them).
 KNOWN_GAPS: dict[str, str] = {
     "subclass:set_to_other": "set_ between two subclass inputs: inner storages are swapped, the wrappers' own are not shared",
-    "subclass:training_metadata_mutation": "training: t_() on a subclass input that requires grad: UnsupportedError",
 }
 
 
