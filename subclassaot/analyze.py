@@ -119,7 +119,7 @@ def _leaf_mutation(i: int, run: FunctionalRun) -> LeafMutation:
         and (mutations_hidden_from_autograd(orig) or storage_key(orig) not in swaps.visible_writes),
         under_no_grad=data and mutations_under_no_grad(orig),
         final_meta=final_meta,
-        resized=grown or (bool(_extent(final_meta) > _extent(orig_meta)) and not storage_changed),
+        resized=grown or (_surely_greater(_extent(final_meta), _extent(orig_meta)) and not storage_changed),
         swapped=id(final) in swaps.swapped_ids,
         swapped_by_data=id(final) in swaps.swapped_by_data,
         version_bumped=swaps.bumps(run.dense[i]),
@@ -136,6 +136,14 @@ def _extent(meta: Meta) -> int | sympy.Expr:
     for s, st in zip(size, stride, strict=True):
         total = total + (_expr(s) - 1) * _expr(st)
     return int(total) if total.is_number else total
+
+
+def _surely_greater(a: int | sympy.Expr, b: int | sympy.Expr) -> bool:
+    """a > b when that is decidable from the expressions alone (symbolic sizes: only if it always holds)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a > b
+    relation = sympy.simplify(_expr(a) - _expr(b))
+    return bool(relation.is_number and relation > 0) or bool(relation.is_positive)
 
 
 def _expr(d: int | sympy.Expr) -> sympy.Expr:

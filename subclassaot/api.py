@@ -8,6 +8,7 @@ cache is filled under a lock, so one CompiledFunction may be called from several
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import threading
@@ -26,7 +27,7 @@ from subclassaot.analyze import analyze
 from subclassaot.autograd_runtime import training_call
 from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.desugar import DynamicAliasError, dense_layout
-from subclassaot.errors import BackendError
+from subclassaot.errors import BackendError, SubclassAOTError
 from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.inputs import flatten_call, module_state
 from subclassaot.joint import check_training_supported, trace_backward
@@ -127,6 +128,27 @@ class CompiledFunction(Generic[P, R]):
 
 
 def compile_entry(
+    fn: Callable[..., object],
+    args: tuple[object, ...],
+    kwargs: Mapping[str, object],
+    config: CompileConfig,
+    state: AutomaticDynamicState,
+    symbols: SymbolCache,
+) -> CompiledEntry:
+    """Compile one entry; if tracing with symbolic sizes fails (an op without symbolic support, a size the program
+    branches on), compile it again with static sizes rather than fail a call eager completes."""
+    try:
+        return _compile_entry(fn, args, kwargs, config, state, symbols)
+    except SubclassAOTError:
+        raise
+    except Exception as e:  # any failure of the symbolic trace; the static compile decides
+        if config.dynamic is False:
+            raise
+        log.info("symbolic trace of %s failed (%s); compiling with static shapes", getattr(fn, "__name__", fn), e)
+        return _compile_entry(fn, args, kwargs, dataclasses.replace(config, dynamic=False), state, symbols)
+
+
+def _compile_entry(
     fn: Callable[..., object],
     args: tuple[object, ...],
     kwargs: Mapping[str, object],

@@ -18,7 +18,7 @@ import torch
 from subclassaot.errors import UnsupportedError
 from subclassaot.joint import BackwardGraph
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
-from subclassaot.runtime import GraphCall, RuntimePlan, non_view_alias
+from subclassaot.runtime import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias
 from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind
 from subclassaot.trace import UpdateKind
 
@@ -95,8 +95,13 @@ def training_call(
 
     class CompiledStep(torch.autograd.Function):
         @staticmethod
-        def forward(ctx: Any, holder: tuple[list[torch.Tensor], list[torch.Tensor]], *user: torch.Tensor) -> Any:
-            graph_in, graph_dense = holder
+        def forward(
+            ctx: Any, holder: tuple[list[torch.Tensor], list[torch.Tensor], dict[str, int]], *user: torch.Tensor
+        ) -> Any:
+            graph_in, graph_dense, symbols = holder
+            # Subclass gradients are rebuilt with the real inputs' outer size and stride (the traced ones may be
+            # symbolic).
+            ctx.input_meta = [(tuple(t.shape), tuple(t.stride())) for t in user]
             with torch.no_grad():
                 outs = [
                     non_view_alias(o) if isinstance(o, torch.Tensor) and o._is_view() else o
@@ -119,7 +124,10 @@ def training_call(
                     tensors.append(leaves[0])
                 else:
                     assert info.outer_meta is not None
-                    tensors.append(unflatten_subclass(info.tree, leaves))  # static outer meta in training
+                    size, stride, _ = ev.meta(info.outer_meta, symbols)
+                    tensors.append(
+                        unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
+                    )
             n_bases = plan.graph_outputs.num_bases
             tensors.extend(outs[pos : pos + n_bases])
             symints = outs[pos + n_bases :]
@@ -128,7 +136,10 @@ def training_call(
                 tree = layout.trees[i]
                 assert tree is not None
                 leaves = [outs[original_update[j]] for j in layout.leaves_of_input[i]]
-                tensors.append(unflatten_subclass(tree, leaves, check=False))
+                real = user[i]
+                tensors.append(
+                    unflatten_subclass(tree, leaves, outer_size=real.shape, outer_stride=real.stride(), check=False)
+                )
             non_diff = [t for i, t in enumerate(tensors) if i not in bw_meta.diff_outputs]
             ctx.mark_non_differentiable(*[t for t in non_diff if isinstance(t, torch.Tensor)])
             # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
@@ -181,18 +192,25 @@ def training_call(
                 pos += width
                 if k in bw_meta.unused or not (bw_meta.tangent_deps[k] & present):
                     continue  # eager's gradient is None: no used output reaches this input
-                result[i] = leaves[0] if tree is None else unflatten_subclass(tree, leaves)
+                if tree is None:
+                    result[i] = leaves[0]
+                elif i < n_user:
+                    size, stride = ctx.input_meta[i]
+                    result[i] = unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False)
+                else:
+                    result[i] = unflatten_subclass(tree, leaves, check=False)
             return (None, *result)
 
     n_wrappers = len(bw_meta.wrapper_updates)
+    ev = MetaEvaluator()
     original_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.ORIGINAL}
 
     def call(
-        values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor]
+        values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
     ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor]]:
         user = [values[i] for i in flat.tensor_indices]
         bases = [graph_in[k] for k in bw_meta.group_grads]  # Note [Aliased Inputs In Training]
-        tensors = list(CompiledStep.apply((graph_in, dense), *user, *bases))  # type: ignore[no-untyped-call]
+        tensors = list(CompiledStep.apply((graph_in, dense, symbols), *user, *bases))  # type: ignore[no-untyped-call]
         outs: list[object] = list(tensors[:n_updates])
         prewrapped: dict[int, torch.Tensor] = {}
         pos = n_updates

@@ -100,14 +100,14 @@ class MetaEvaluator:
 # (values, graph inputs, dense inputs) -> (graph outputs, prewrapped fresh outputs by OutputIndex, new values of
 # subclass inputs mutated in training by tensor-input position: Note [Subclass Inputs Mutated In Training])
 GraphCall = Callable[
-    [Sequence[object], list[torch.Tensor], list[torch.Tensor]],
+    [Sequence[object], list[torch.Tensor], list[torch.Tensor], dict[str, int]],
     tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor]],
 ]
 
 
 def inference_call(compiled: Callable[..., object]) -> GraphCall:
     def call(
-        values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor]
+        values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
     ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor]]:
         return list(cast(Sequence[object], compiled(*graph_in))), {}, {}
 
@@ -144,7 +144,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
             cast(torch.Tensor, values[i]).requires_grad_(True)  # the program's requires_grad_()
         dense = dense_of(values)
         graph_in = graph_example_inputs(layout, dense)
-        outs, prewrapped, wrapper_values = graph_call(values, graph_in, dense)
+        outs, prewrapped, wrapper_values = graph_call(values, graph_in, dense, symbols)
         if not epilogue.empty:
             _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values)
         for i in loses:

@@ -12,6 +12,9 @@ class Basic:
 class Expr(Basic):
     is_integer: bool | None
     is_number: bool
+    is_positive: bool | None
+    is_negative: bool | None
+    is_finite: bool | None
     def __add__(self, other: Expr | int) -> Expr: ...
     def __radd__(self, other: Expr | int) -> Expr: ...
     def __sub__(self, other: Expr | int) -> Expr: ...
