@@ -31,7 +31,7 @@ MARK_ATTR = "_subclassaot_policy"
 #   1. a policy given for p by the user (`policies={p: ...}` at compile);
 #   2. the entry for this attribute in the parent's policy (its own given policy, mark or hook);
 #   3. marks on the instance (mark_dynamic / mark_static, possibly through the class's __tensor_mark_dynamic__);
-#   4. torch's own marks (`torch._dynamo.mark_dynamic` sets `_dynamo_dynamic_indices`, mark_static the static ones);
+#   4. torch's own marks (torch's mark_dynamic sets `_dynamo_dynamic_indices`, mark_static the static ones);
 #   5. the compile's default: static (dynamic=False), dynamic (True) or automatic (None).
 # A dim whose DimPolicy has origin DEFAULT is "unspecified": a mark that names dim 0 leaves dim 1 to the next rule.
 # Marks and given policies win over the `dynamic` setting in every mode, as torch's mark_dynamic does.

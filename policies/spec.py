@@ -31,7 +31,7 @@ class Origin(Enum):
     POLICY = "policy"  # a policy object given by the user (to compile, or built by hand)
     MARK = "mark"  # mark_dynamic / mark_static on this instance
     HOOK = "hook"  # the class's __tensor_mark_dynamic__
-    TORCH_MARK = "torch mark"  # torch._dynamo.mark_dynamic (read from `_dynamo_dynamic_indices`)
+    TORCH_MARK = "torch mark"  # torch's own mark_dynamic (read from `_dynamo_dynamic_indices`)
     AUTOMATIC = "automatic"  # automatic dynamic saw this dim change
     SHARED = "shared"  # an inner dim that follows the outer dim of the same index (the default relation)
     RELATION = "relation"  # derived from another dim by a declared relation

@@ -40,7 +40,6 @@ from subclassaot.storage_swaps import InplaceViewRecord, ViewRecord
 from subclassaot.torch_internals import (
     has_data_mutation,
     mutations_hidden_from_autograd,
-    mutations_under_no_grad,
     new_functional_mode,
     storage_key,
     symint_expr,
@@ -117,7 +116,6 @@ def _leaf_mutation(i: int, run: FunctionalRun) -> LeafMutation:
         final_data=(storage_changed and set_source is None) or grown,
         hidden_from_autograd=data
         and (mutations_hidden_from_autograd(orig) or storage_key(orig) not in swaps.visible_writes),
-        under_no_grad=data and mutations_under_no_grad(orig),
         final_meta=final_meta,
         resized=grown or (_surely_greater(_extent(final_meta), _extent(orig_meta)) and not storage_changed),
         swapped=id(final) in swaps.swapped_ids,

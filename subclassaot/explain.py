@@ -88,7 +88,7 @@ def describe_mutation(m: LeafMutation, layout: DenseLayout) -> str:
         facts.append("the storage it ends with holds values written during the call")
     if m.hidden_from_autograd:
         facts.append("hidden from autograd (.data or no autograd tracking)")
-    elif m.any and m.under_no_grad:
+    elif m.any and not m.autograd_visible:
         facts.append("under no_grad")
     if m.version_bumped:
         facts.append("version counter advanced")
@@ -180,7 +180,7 @@ def _leaf_names(info: OutputInfo) -> list[str]:
 
 
 def _hidden(m: LeafMutation) -> str:
-    return " (under no_grad, invisible to autograd)" if m.under_no_grad or m.hidden_from_autograd else ""
+    return " (under no_grad or .data, invisible to autograd)" if not m.autograd_visible else ""
 
 
 def _metadata_step(m: LeafMutation, path: str, layout: DenseLayout) -> str:

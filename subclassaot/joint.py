@@ -330,20 +330,17 @@ def _forward_example(
 
 def grad_bases(layout: DenseLayout, user_fakes: Sequence[torch.Tensor]) -> tuple[int, ...]:
     """Graph inputs that are synthetic bases of plain inputs one of which requires grad."""
-    out = []
-    for k, item in enumerate(layout.graph_inputs):
-        if isinstance(item, AliasGroupRef):
-            owners = [layout.leaves[m].owner for m in layout.groups[item.group].members]
-            if any(_requires_grad_of(layout, user_fakes, o) for o in owners):
-                out.append(k)
-    return tuple(out)
-
-
-def _requires_grad_of(layout: DenseLayout, user_fakes: Sequence[torch.Tensor], owner: int) -> bool:
-    for i, leaves in enumerate(layout.leaves_of_input):
-        if leaves and layout.leaves[leaves[0]].owner == owner:
-            return bool(user_fakes[i].requires_grad)
-    return False
+    requires_grad = {
+        layout.leaves[leaves[0]].owner: fake.requires_grad
+        for leaves, fake in zip(layout.leaves_of_input, user_fakes, strict=True)
+        if leaves
+    }
+    return tuple(
+        k
+        for k, item in enumerate(layout.graph_inputs)
+        if isinstance(item, AliasGroupRef)
+        and any(requires_grad[layout.leaves[m].owner] for m in layout.groups[item.group].members)
+    )
 
 
 def _group_of(layout: DenseLayout, k: int) -> int:

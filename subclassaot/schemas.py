@@ -21,7 +21,6 @@ InputIndex = NewType("InputIndex", int)  # index into the user's flat input leav
 DenseIndex = NewType("DenseIndex", int)  # index into the plain tensor leaves after desugaring every tensor input
 GraphInputIndex = NewType("GraphInputIndex", int)  # index into the graph's placeholders
 OutputIndex = NewType("OutputIndex", int)  # index into the user's flat output leaves
-GraphOutputIndex = NewType("GraphOutputIndex", int)  # index into the graph's outputs
 
 Dim: TypeAlias = "int | sympy.Expr"  # a size, stride or offset: concrete, or an expression over the ShapeEnv's symbols
 Meta: TypeAlias = "tuple[tuple[Dim, ...], tuple[Dim, ...], Dim]"  # (size, stride, storage_offset)
@@ -104,7 +103,6 @@ class LeafMutation:
     set_source: DenseIndex | None  # after set_(), the dense input whose storage it now shares (None: a new storage)
     final_data: bool  # the storage it ends with holds values written during the call
     hidden_from_autograd: bool  # every mutation went through .data / under no autograd tracking
-    under_no_grad: bool  # every mutation happened under no_grad or inference mode
     final_meta: Meta  # size, stride, storage_offset at the end
     resized: bool  # its storage had to grow (resize_): replay with resize_, not as_strided_
     swapped: bool  # set_() or `.data =` was called on it (even if it ends on its original storage)

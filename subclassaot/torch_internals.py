@@ -6,9 +6,8 @@ Invariants: casts and `type: ignore[code]` for torch internals live here and now
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
 import sympy
@@ -20,7 +19,6 @@ from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTens
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.multiprocessing.reductions import StorageWeakRef
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._sympy.printers import PythonPrinter
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -63,20 +61,8 @@ def has_data_mutation(t: torch.Tensor) -> bool:
     return bool(torch._functionalize_has_data_mutation(_elem(t)))  # type: ignore[attr-defined]  # no stub
 
 
-def has_metadata_mutation(t: torch.Tensor) -> bool:
-    return bool(torch._functionalize_has_metadata_mutation(_elem(t)))
-
-
-def was_storage_changed(t: torch.Tensor) -> bool:
-    return bool(torch._functionalize_was_storage_changed(_elem(t)))
-
-
 def mutations_hidden_from_autograd(t: torch.Tensor) -> bool:
     return bool(torch._functionalize_are_all_mutations_hidden_from_autograd(_elem(t)))
-
-
-def mutations_under_no_grad(t: torch.Tensor) -> bool:
-    return bool(torch._functionalize_are_all_mutations_under_no_grad_or_inference_mode(_elem(t)))
 
 
 def mutation_counter(t: torch.Tensor) -> int:
@@ -114,35 +100,6 @@ def shape_env_of(mode: FakeTensorMode) -> ShapeEnv:
     env = mode.shape_env
     assert env is not None, "BUG: fake modes made by subclassaot always carry a ShapeEnv"
     return env
-
-
-@contextlib.contextmanager
-def no_python_dispatch() -> Iterator[None]:
-    """Run below every Python mode and subclass (for the epilogue's metadata fix-ups on wrappers)."""
-    with torch.utils._mode_utils.no_dispatch():
-        yield
-
-
-class ForwardingMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
-    """A dispatch mode that sees each aten call first, then forwards it unchanged; subclasses override `seen`."""
-
-    def seen(self, func: torch._ops.OpOverload, args: tuple[object, ...], out: object) -> None:
-        raise NotImplementedError
-
-    def __torch_dispatch__(
-        self,
-        func: torch._ops.OpOverload,
-        types: Sequence[type],
-        args: tuple[object, ...] = (),
-        kwargs: dict[str, object] | None = None,
-    ) -> object:
-        out = func(*args, **(kwargs or {}))
-        self.seen(func, args, out)
-        return out
-
-
-def is_view_op(func: torch._ops.OpOverload) -> bool:
-    return bool(func.is_view)
 
 
 # ---------------------------------------------------------------------------------------------------------------
