@@ -188,6 +188,12 @@ def _compile_entry(
         training = True
         with torch.enable_grad():
             analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
+    untraced = frozenset(g.members[0] for g in layout.groups if not any(analysis.mutations[m].any for m in g.members))
+    if untraced:
+        # See Note [Unmutated Aliases Stay Apart]: trace the untouched aliases as separate inputs.
+        layout = dense_layout(list(fakified.fakes), paths, flat.tensor_indices, tensors, untraced=untraced)
+        with torch.enable_grad() if training else torch.no_grad():
+            analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
     if training:
         check_training_supported(flat, layout, analysis, fakes)
     with torch.no_grad():

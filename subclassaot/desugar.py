@@ -28,6 +28,15 @@ from subclassaot.torch_internals import get_version, set_version, storage_key, s
 # what a compiled entry assumes (a call with a different pattern recompiles, with the reason printed).
 
 
+# Note [Unmutated Aliases Stay Apart]
+# A synthetic base is only needed when the program writes to (or changes the metadata or storage of) one of the
+# aliases: otherwise no alias can observe another, and each member is traced as the separate input it is. The driver
+# desugars, analyzes, and desugars again without the groups the analysis found untouched. Separate inputs keep the
+# graph simple and let training handle aliased inputs (subclass ones included) as autograd does in eager: each alias
+# gets its own gradient, which reaches the tensor behind both through the aliases' own grad_fns. The guards still
+# check the aliasing pattern the entry was compiled for (`observed_groups`).
+
+
 class DynamicAliasError(UnsupportedError):
     """Aliased inputs were fakified with dynamic shapes; the driver retries with static ones."""
 
@@ -37,8 +46,11 @@ def dense_layout(
     paths: Sequence[str],
     owners: Sequence[InputIndex],
     reals: Sequence[torch.Tensor],
+    *,
+    untraced: frozenset[DenseIndex] = frozenset(),
 ) -> DenseLayout:
-    """Flatten every fake tensor input and group dense leaves by storage (families come from the real inputs)."""
+    """Flatten every fake tensor input and group dense leaves by storage (families come from the real inputs).
+    Groups whose first member is in `untraced` stay separate graph inputs (Note [Unmutated Aliases Stay Apart])."""
     trees: list[SubclassNode | None] = []
     leaves: list[DenseLeaf] = []
     leaf_values: list[torch.Tensor] = []
@@ -56,7 +68,8 @@ def dense_layout(
             leaves.append(DenseLeaf(path=leaf_path, owner=owner, position=position))
             leaf_values.append(leaf)
         leaves_of_input.append(tuple(DenseIndex(i) for i in range(start, len(leaves))))
-    groups = _alias_groups(leaf_values, [leaf.path for leaf in leaves])
+    observed = _alias_groups(leaf_values, [leaf.path for leaf in leaves])
+    groups = [g for g in observed if g.members[0] not in untraced]
     grouped = {m: g for g, group in enumerate(groups) for m in group.members}
     graph_inputs: list[DenseIndex | AliasGroupRef] = []
     seen_groups: set[int] = set()
@@ -75,6 +88,7 @@ def dense_layout(
         leaves=tuple(leaves),
         leaves_of_input=tuple(leaves_of_input),
         groups=tuple(groups),
+        observed_groups=tuple(observed),
         graph_inputs=tuple(graph_inputs),
     )
 

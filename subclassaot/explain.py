@@ -114,11 +114,14 @@ def _input_lines(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> l
             prefix = "  " if tree is not None else ""
             label = leaf.path if tree is not None else f"{leaf.path} ({kind})"
             lines.append(f"{prefix}{label}: {describe_mutation(analysis.mutations[j], layout)}")
-    for group in layout.groups:
+    for group in layout.observed_groups:
         members = ", ".join(layout.leaves[m].path for m in group.members)
-        lines.append(
-            f"shared storage: {members} (traced as views of one synthetic base of {group.base_numel} elements)"
+        how = (
+            f"traced as views of one synthetic base of {group.base_numel} elements"
+            if group in layout.groups
+            else "untouched by the program: traced as separate inputs, the pattern guarded"
         )
+        lines.append(f"shared storage: {members} ({how})")
     constants = [leaf.path for leaf in flat.leaves if leaf.index not in flat.tensor_indices]
     if constants:
         lines.append(f"constants (guarded by ==, baked into the graph): {', '.join(constants)}")

@@ -209,10 +209,11 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
         return
     accesses = [_dense_access(layout, flat, j) for j in range(len(layout.leaves))]
     w.lines.append("    _st = [" + ", ".join(f"{a}.untyped_storage()._cdata" for a in accesses) + "]")
-    distinct = len(layout.leaves) - sum(len(g.members) - 1 for g in layout.groups)
-    pattern = _lit("; ".join(" ~ ".join(layout.leaves[m].path for m in g.members) for g in layout.groups) or "none")
+    groups = layout.observed_groups
+    distinct = len(layout.leaves) - sum(len(g.members) - 1 for g in groups)
+    pattern = _lit("; ".join(" ~ ".join(layout.leaves[m].path for m in g.members) for g in groups) or "none")
     conds = [f"len(set(_st)) == {distinct}"]
-    for g in layout.groups:
+    for g in groups:
         conds += [f"_st[{g.members[0]}] == _st[{m}]" for m in g.members[1:]]
         # Which members are the very same tensor (f(x, x)) is part of the pattern too.
         for i, m in enumerate(g.members):

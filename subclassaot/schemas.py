@@ -77,7 +77,9 @@ class DenseLayout:
     trees: tuple[SubclassNode | None, ...]  # len = number of tensor inputs (FlatInputs.tensor_indices order)
     leaves: tuple[DenseLeaf, ...]  # indexed by DenseIndex
     leaves_of_input: tuple[tuple[DenseIndex, ...], ...]  # len = number of tensor inputs
-    groups: tuple[AliasGroup, ...]
+    groups: tuple[AliasGroup, ...]  # the traced groups: each is one synthetic base (Note [Synthetic Bases])
+    # every storage the inputs share, traced or not: the aliasing pattern the guards check
+    observed_groups: tuple[AliasGroup, ...]
     # What each graph placeholder is: a dense leaf, or the synthetic base of groups[g].
     graph_inputs: tuple[DenseIndex | AliasGroupRef, ...]  # indexed by GraphInputIndex
     # Which dense leaves / wrappers share a version counter in eager (views of one base): equal numbers share.

@@ -244,6 +244,28 @@ CASES = [
     Case(name="training_mutation", fn=add_then_use, make_inputs=lambda: (pair_nonleaf(2, 2),)),
     Case(name="training_view_output", fn=pair_views("view"), make_inputs=lambda: (pair_nonleaf(2, 3),)),  # type: ignore[arg-type]
     Case(name="training_metadata_mutation", fn=transpose_in_place, make_inputs=lambda: (pair_nonleaf(2, 3),)),
+    # Aliased subclass inputs that require grad and that the program leaves untouched: traced as separate inputs
+    # (Note [Unmutated Aliases Stay Apart]), gradients reach the shared leaf through both wrappers' grad_fns.
+    Case(
+        name="training_untouched_aliases",
+        fn=lambda a, b: a * 2 + b.view(a.shape).sin(),
+        make_inputs=lambda: (p := pair(2, 3, requires_grad=True), p.view(-1)),
+    ),
+    Case(
+        name="training_untouched_same_pair_twice",
+        fn=lambda a, b: (a * b, a.t()),
+        make_inputs=lambda: (p := pair(3, requires_grad=True), p),
+    ),
+    Case(
+        name="training_untouched_inner_alias",
+        fn=lambda a: a.cos() * 3,
+        make_inputs=lambda: (PairTensor(x := torch.randn(4), x, requires_grad=True),),
+    ),
+    Case(
+        name="training_untouched_slices_view_output",
+        fn=lambda a, b: (a + b, b.view(-1)),
+        make_inputs=lambda: ((p := pair_nonleaf(4, 2))[0:2], p[1:3]),
+    ),
 ]
 
 

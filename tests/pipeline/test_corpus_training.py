@@ -575,6 +575,16 @@ ALIASED_TRAINING = [
         fn=_bases_out_of_order,
         make_inputs=lambda: (x := _nl(4), y := _nl(4), x.view(-1), y, x)[2:],
     ),
+    Case(
+        name="aliases_untouched_leaf_twice",
+        fn=lambda a, b: (a * b).sum(dim=0),
+        make_inputs=lambda: (x := leaf(3, 2), x),
+    ),
+    Case(
+        name="aliases_untouched_view_output",
+        fn=lambda a, b: (a.exp() + b.view(2, 2), b.t()),
+        make_inputs=lambda: (x := _nl(4), x.view(2, 2), x)[1:],
+    ),
     Case(name="inplace_view_op_on_view", fn=_view_t_, make_inputs=lambda: (_nl(4),)),
     Case(name="unsqueeze_on_select", fn=_view_unsqueeze_, make_inputs=lambda: (_nl(2, 3),)),
 ]
