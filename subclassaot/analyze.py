@@ -19,7 +19,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
-from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
+from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import (
     Analysis,
     DenseIndex,
@@ -65,9 +65,10 @@ def analyze(
             call, flat, layout, graph_fakes, requires_grad_like=user_fakes, clone_inputs=nonleaf_wrappers
         )
         mutations = tuple(_leaf_mutation(i, run) for i in range(len(layout.leaves)))
+        # Compared with the wrapper the program got (a clone for a non-leaf input, whose strides may differ).
         wrapper_after = tuple(
-            None if tree is None or _outer_meta(tree) == leaf_meta(t) else leaf_meta(t)
-            for tree, t in zip(layout.trees, run.user_tensors, strict=True)
+            None if tree is None or start == leaf_meta(t) else leaf_meta(t)
+            for tree, t, start in zip(layout.trees, run.user_tensors, run.start_meta, strict=True)
         )
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
         wrapper_bumped = tuple(
@@ -83,15 +84,6 @@ def analyze(
         outputs=outputs,
         output_spec=spec,
         num_intermediate_bases=num_bases,
-    )
-
-
-def _outer_meta(tree: SubclassNode) -> Meta:
-    # A wrapper input starts at storage offset 0 (wrappers built by _make_wrapper_subclass).
-    return (
-        tuple(symint_expr(s) for s in tree.outer_size),
-        tuple(symint_expr(s) for s in tree.outer_stride),
-        0,
     )
 
 

@@ -14,10 +14,10 @@ from typing import cast
 
 import torch
 
-from subclassaot.desugar import dense_from_graph_inputs, rebuild_user_tensors
+from subclassaot.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors
 from subclassaot.inputs import unflatten_call
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
-from subclassaot.schemas import DenseIndex, DenseLayout, FlatInputs
+from subclassaot.schemas import DenseIndex, DenseLayout, FlatInputs, Meta
 from subclassaot.storage_swaps import SwapRecord, swap_modes
 from subclassaot.torch_internals import storage_key, to_functional
 
@@ -31,6 +31,7 @@ class FunctionalRun:
     swaps: SwapRecord  # storage swaps and .data aliases seen while the program ran
     dense: list[torch.Tensor]  # per dense leaf: the functional leaf handed to the program (clones for cloned inputs)
     user_tensors: list[torch.Tensor]  # per tensor input: the object the program received
+    start_meta: list[Meta]  # per tensor input: its size, stride, storage offset when the program got it
     grad_leaves: list[torch.Tensor]  # per tensor input: what gradients are taken with respect to
     originals: list[torch.Tensor]  # per dense leaf: an alias of its original storage with its original metadata
     finals: list[torch.Tensor]  # per dense leaf: the leaf as the program left it (re-flattened for subclasses)
@@ -76,6 +77,7 @@ def run_functional(
     for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):
         values[index] = tensor
     state, args, kwargs = unflatten_call(flat, values)
+    start_meta = [leaf_meta(t) for t in user_tensors]
     record = SwapRecord()
     for leaf_family, d in zip(layout.leaf_families, dense, strict=True):
         record.family[id(d)] = -1 - leaf_family
@@ -94,6 +96,7 @@ def run_functional(
         dense=dense,
         grad_leaves=grad_leaves,
         user_tensors=user_tensors,
+        start_meta=start_meta,
         originals=originals,
         finals=finals,
         output=output,

@@ -558,3 +558,16 @@ def test_subclass_data_assign_between_inputs(compile_fn: CompileFn | None) -> No
 
     with torch.no_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_untouched_strided_nonleaf_subclass_input_keeps_metadata(compile_fn: CompileFn | None) -> None:
+    # The analysis runs a non-leaf subclass input as a clone (other strides): an untouched input must not look
+    # like one whose metadata changed (the epilogue then restrided the real input, or failed on an unbind view).
+    def f(x: T) -> object:
+        return (x * 2,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(2, 3, 1).unbind(1)[2],)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
