@@ -27,14 +27,14 @@ from subclassaot.analyze import analyze
 from subclassaot.autograd_runtime import training_call
 from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.desugar import DynamicAliasError, dense_layout
-from subclassaot.errors import BackendError, SubclassAOTError
+from subclassaot.errors import BackendError, SubclassAOTError, UnsupportedError
 from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.inputs import flatten_call, module_state
 from subclassaot.joint import check_training_supported, trace_backward
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.runtime import RuntimePlan, inference_call, leaf_attr_paths, make_runner
 from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, InputIndex
-from subclassaot.torch_internals import new_fake_mode, shape_env_of
+from subclassaot.torch_internals import DATA_DEPENDENT_ERRORS, new_fake_mode, shape_env_of
 from subclassaot.trace import TracedGraph, trace_inference
 
 log = logging.getLogger(__name__)
@@ -137,15 +137,26 @@ def compile_entry(
 ) -> CompiledEntry:
     """Compile one entry; if tracing with symbolic sizes fails (an op without symbolic support, a size the program
     branches on), compile it again with static sizes rather than fail a call eager completes."""
+    name = getattr(fn, "__name__", fn)
     try:
-        return _compile_entry(fn, args, kwargs, config, state, symbols)
-    except SubclassAOTError:
-        raise
-    except Exception as e:  # any failure of the symbolic trace; the static compile decides
-        if config.dynamic is False:
+        try:
+            return _compile_entry(fn, args, kwargs, config, state, symbols)
+        except SubclassAOTError:
             raise
-        log.info("symbolic trace of %s failed (%s); compiling with static shapes", getattr(fn, "__name__", fn), e)
-        return _compile_entry(fn, args, kwargs, dataclasses.replace(config, dynamic=False), state, symbols)
+        except Exception as e:  # any failure of the symbolic trace; the static compile decides
+            if config.dynamic is False:
+                raise
+            log.info("symbolic trace of %s failed (%s); compiling with static shapes", name, e)
+            return _compile_entry(fn, args, kwargs, dataclasses.replace(config, dynamic=False), state, symbols)
+    except DATA_DEPENDENT_ERRORS as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UnsupportedError(
+            f"{name}: the program depends on tensor values while it is traced ({type(e).__name__}: {first}). "
+            "subclassaot compiles a whole program into one graph, without graph breaks, so it cannot read a "
+            "tensor's value into Python (.item(), .tolist(), `if t.sum() > 0:`) or make a size out of tensor "
+            "values (nonzero, unique, masked_select). Compute that value outside the compiled function and pass "
+            "it in, or use a data-independent op (torch.where(cond, a, b) instead of an if)"
+        ) from e
 
 
 def _compile_entry(

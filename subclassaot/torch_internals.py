@@ -14,16 +14,34 @@ import sympy
 import torch
 import torch._guards
 import torch.fx
-from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensor,
+    FakeTensorMode,
+)
 from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
-from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.fx.experimental.symbolic_shapes import (
+    GuardOnDataDependentSymNode,
+    PendingUnbackedSymbolNotFound,
+    ShapeEnv,
+)
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._sympy.printers import PythonPrinter
 
 # ---------------------------------------------------------------------------------------------------------------
 # Functionalization (used by analyze and trace)
 # ---------------------------------------------------------------------------------------------------------------
+
+# What tracing raises when the program reads tensor values into Python (.item(), `if tensor:`) or makes a size out of
+# them (nonzero, unique): the value does not exist while tracing with fake tensors.
+DATA_DEPENDENT_ERRORS: tuple[type[Exception], ...] = (
+    GuardOnDataDependentSymNode,
+    PendingUnbackedSymbolNotFound,
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+)
 
 
 def new_functional_mode() -> FunctionalTensorMode:
