@@ -29,7 +29,7 @@ from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.desugar import DynamicAliasError, dense_layout
 from subclassaot.errors import BackendError, SubclassAOTError, UnsupportedError
 from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
-from subclassaot.inputs import flatten_call, module_state
+from subclassaot.inputs import CaptureRef, capture_refs, flatten_call, lifted_state
 from subclassaot.joint import check_training_supported, trace_backward
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.runtime import RuntimePlan, inference_call, leaf_attr_paths, make_runner
@@ -66,6 +66,7 @@ class CompiledFunction(Generic[P, R]):
         self._reasons: list[str] = []
         self._lock = threading.RLock()
         self._is_module = isinstance(fn, torch.nn.Module)
+        self._captures = capture_refs(fn)  # See Note [Captured Tensors Are Inputs]
         self._state = AutomaticDynamicState()
         self._symbols = SymbolCache()
         functools.update_wrapper(self, fn)
@@ -83,7 +84,7 @@ class CompiledFunction(Generic[P, R]):
         return tuple(self._entries)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        if not kwargs and not self._is_module:
+        if not kwargs and not self._is_module and not self._captures:
             # Fast path: a function called with positional leaves only; its flat inputs are `args` itself. A
             # container where a tensor or constant was compiled fails a type guard and takes the full path below.
             for entry in tuple(self._entries):
@@ -91,7 +92,7 @@ class CompiledFunction(Generic[P, R]):
                     bound = entry.guards.check(args)
                     if isinstance(bound, dict):
                         return cast(R, entry.run(args, bound))
-        state = module_state(self.fn) if isinstance(self.fn, torch.nn.Module) else {}
+        state = lifted_state(self.fn, self._captures)
         values, spec = pytree.tree_flatten((state, args, kwargs))
         failures = []
         for entry in tuple(self._entries):
@@ -118,7 +119,7 @@ class CompiledFunction(Generic[P, R]):
                 reason = failures[-1] if len(failures) == 1 else "; ".join(dict.fromkeys(failures))
                 self._reasons.append(reason)
                 log.info("recompiling %s: %s", getattr(self.fn, "__name__", self.fn), reason)
-            entry = compile_entry(self.fn, args, kwargs, self.config, self._state, self._symbols)
+            entry = compile_entry(self.fn, args, kwargs, self.config, self._state, self._symbols, self._captures)
             self._entries.append(entry)
         values = list(entry.flat.values)
         bound = entry.guards.check(values)
@@ -134,20 +135,22 @@ def compile_entry(
     config: CompileConfig,
     state: AutomaticDynamicState,
     symbols: SymbolCache,
+    captures: tuple[CaptureRef, ...] | None = None,
 ) -> CompiledEntry:
     """Compile one entry; if tracing with symbolic sizes fails (an op without symbolic support, a size the program
     branches on), compile it again with static sizes rather than fail a call eager completes."""
     name = getattr(fn, "__name__", fn)
     try:
         try:
-            return _compile_entry(fn, args, kwargs, config, state, symbols)
+            return _compile_entry(fn, args, kwargs, config, state, symbols, captures)
         except SubclassAOTError:
             raise
         except Exception as e:  # any failure of the symbolic trace; the static compile decides
             if config.dynamic is False:
                 raise
             log.info("symbolic trace of %s failed (%s); compiling with static shapes", name, e)
-            return _compile_entry(fn, args, kwargs, dataclasses.replace(config, dynamic=False), state, symbols)
+            static = dataclasses.replace(config, dynamic=False)
+            return _compile_entry(fn, args, kwargs, static, state, symbols, captures)
     except DATA_DEPENDENT_ERRORS as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UnsupportedError(
@@ -166,9 +169,10 @@ def _compile_entry(
     config: CompileConfig,
     state: AutomaticDynamicState,
     symbols: SymbolCache,
+    captures: tuple[CaptureRef, ...] | None,
 ) -> CompiledEntry:
     """inputs -> fakify -> desugar -> analyze -> trace -> backend -> guards -> runtime."""
-    flat, call = flatten_call(fn, args, kwargs)
+    flat, call = flatten_call(fn, args, kwargs, captures)
     tensors = [cast(torch.Tensor, flat.values[i]) for i in flat.tensor_indices]
     paths = [flat.leaves[i].path for i in flat.tensor_indices]
     fake_mode, fakified, layout = _fakify_and_desugar(tensors, paths, flat, config, state, symbols)

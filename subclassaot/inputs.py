@@ -1,4 +1,5 @@
-"""Stage `inputs`: flatten the call's argument pytree; lift a module's parameters and buffers to inputs.
+"""Stage `inputs`: flatten the call's argument pytree; lift a module's parameters and buffers, and the tensors a
+function captures (closure cells, globals), to inputs.
 
 Input: the user's callable (function or nn.Module) and one call's args/kwargs. Output: `FlatInputs` plus the
 function that the later stages trace, taking the same pytree back. Invariants: tensor leaves keep their identity
@@ -7,13 +8,29 @@ function that the later stages trace, taking the same pytree back. Invariants: t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import cast
+import types
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, cast
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
+from subclassaot.errors import UnsupportedError
 from subclassaot.schemas import FlatInputs, InputIndex, InputLeaf, LeafKind
+from subclassaot.torch_internals import is_real_plain_tensor
+
+# Note [Captured Tensors Are Inputs]
+# A function may read tensors it was not passed: a closure cell (`w` in `def f(x): return x * w`), a module-level
+# global, or a global nn.Module it calls. Eager reads them at call time, may write them, and differentiates through
+# them; baking them into the graph as constants would miss all three. So the tensors a function's closure cells and
+# referenced globals hold (a module's parameters and buffers for a module) are lifted to inputs like a module's state,
+# with paths `closure.w` / `globals.model.weight`, read afresh on every call (rebinding the name is seen) and
+# guarded like arguments. While the program is traced, a torch-function mode hands the traced stand-in to every op
+# that receives the real captured tensor. A real tensor the program reaches some other way (an attribute of an
+# object, a global of another module) is refused by name: it would otherwise be frozen into the graph.
+
+CaptureRef = tuple[str, str]  # ("closure" | "globals", name)
 
 
 def module_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -23,26 +40,139 @@ def module_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     return state
 
 
+def module_tensor_attributes(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Tensors held as plain attributes (`self.scale = torch.tensor(2.0)`, neither parameter nor buffer), by
+    qualified name: lifted like the state (Note [Captured Tensors Are Inputs])."""
+    out: dict[str, torch.Tensor] = {}
+    for prefix, sub in module.named_modules(remove_duplicate=False):
+        for name, value in vars(sub).items():
+            if isinstance(value, torch.Tensor):
+                out[f"{prefix}.{name}" if prefix else name] = value
+    return out
+
+
+def lifted_state(fn: Callable[..., object], refs: tuple[CaptureRef, ...]) -> dict[str, torch.Tensor]:
+    """What is lifted to inputs besides the arguments, by name: a module's parameters, buffers and tensor
+    attributes, or the tensors a function captures (`refs`, from `capture_refs`)."""
+    if isinstance(fn, torch.nn.Module):
+        return {**module_state(fn), **module_tensor_attributes(fn)}
+    return captured_state(fn, refs)
+
+
+def capture_refs(fn: Callable[..., object]) -> tuple[CaptureRef, ...]:
+    """The closure cells and referenced globals of `fn` (and of functions nested in it) that hold a tensor or an
+    nn.Module now: the names `captured_state` reads on every call (Note [Captured Tensors Are Inputs])."""
+    code = getattr(fn, "__code__", None)
+    if not isinstance(code, types.CodeType) or isinstance(fn, torch.nn.Module):
+        return ()
+    refs: list[CaptureRef] = []
+    closure = getattr(fn, "__closure__", None) or ()
+    for name, cell in zip(code.co_freevars, closure, strict=True):
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell (assigned later in the enclosing function)
+            value = None
+        if isinstance(value, torch.Tensor | torch.nn.Module):
+            refs.append(("closure", name))
+    fn_globals: dict[str, object] = getattr(fn, "__globals__", {})
+    for name in dict.fromkeys(_global_names(code)):
+        if isinstance(fn_globals.get(name), torch.Tensor | torch.nn.Module):
+            refs.append(("globals", name))
+    return tuple(refs)
+
+
+def _global_names(code: types.CodeType) -> Iterator[str]:
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _global_names(const)
+
+
+def captured_state(fn: Callable[..., object], refs: tuple[CaptureRef, ...]) -> dict[str, torch.Tensor]:
+    """The captured tensors by path, read now (a captured module contributes its parameters and buffers)."""
+    if not refs:
+        return {}
+    code = cast(types.FunctionType, fn).__code__
+    cells = dict(zip(code.co_freevars, cast(types.FunctionType, fn).__closure__ or (), strict=True))
+    fn_globals: dict[str, object] = cast(types.FunctionType, fn).__globals__
+    state: dict[str, torch.Tensor] = {}
+    for kind, name in refs:
+        value = cells[name].cell_contents if kind == "closure" else fn_globals.get(name)
+        if isinstance(value, torch.nn.Module):
+            state.update({f"{kind}.{name}.{k}": v for k, v in module_state(value).items()})
+        elif isinstance(value, torch.Tensor):
+            state[f"{kind}.{name}"] = value
+    return state
+
+
+class _LiftCaptured(TorchFunctionMode):
+    """While the program is traced: every op given a captured real tensor gets its traced stand-in instead; a real
+    tensor that was not lifted is refused (Note [Captured Tensors Are Inputs])."""
+
+    def __init__(self, table: dict[int, torch.Tensor], fn: Callable[..., object]) -> None:
+        super().__init__()
+        self.table = table
+        self.fn = fn
+
+    def __torch_function__(
+        self,
+        func: Callable[..., Any],
+        types: object,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        args, kwargs = pytree.tree_map_only(torch.Tensor, self._swap, (args, kwargs or {}))
+        return func(*args, **kwargs)
+
+    def _swap(self, t: torch.Tensor) -> torch.Tensor:
+        lifted = self.table.get(id(t))
+        if lifted is not None:
+            return lifted
+        if is_real_plain_tensor(t):
+            raise UnsupportedError(uncaptured_tensor_message(self.fn, t))
+        return t
+
+
+def uncaptured_tensor_message(fn: Callable[..., object], t: torch.Tensor) -> str:
+    name = getattr(fn, "__qualname__", type(fn).__name__)
+    return (
+        f"{name} uses a tensor of shape {tuple(t.shape)} and dtype {t.dtype} that is not an argument, not a closure "
+        "variable or global it names, and not a parameter, buffer or tensor attribute of the module: the compiled "
+        "program would freeze it as a constant, while eager reads it (and sees its changes) on every call. Pass it "
+        "as an argument, or make it an attribute of the module you compile"
+    )
+
+
 def flatten_call(
-    fn: Callable[..., object], args: tuple[object, ...], kwargs: Mapping[str, object]
+    fn: Callable[..., object],
+    args: tuple[object, ...],
+    kwargs: Mapping[str, object],
+    refs: tuple[CaptureRef, ...] | None = None,
 ) -> tuple[FlatInputs, Callable[..., object]]:
-    """Flatten one call; return the flat record and `call(state, args, kwargs)` that runs the user's code."""
+    """Flatten one call; return the flat record and `call(state, args, kwargs)` that runs the user's code. `refs`:
+    the captures to lift (default: what `capture_refs(fn)` finds now)."""
+    state = lifted_state(fn, capture_refs(fn) if refs is None else refs)
+    real = dict(state)
     if isinstance(fn, torch.nn.Module):
         module = fn
-        state = module_state(module)
+        names = tuple(module_state(module))
 
-        def call(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
-            return torch.func.functional_call(module, state, args, kwargs, tie_weights=False, strict=True)
+        def run(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
+            params = {k: state[k] for k in names}
+            return torch.func.functional_call(module, params, args, kwargs, tie_weights=False, strict=True)
 
     else:
-        state = {}
         user_fn = fn
 
-        def call(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
+        def run(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
             return user_fn(*args, **kwargs)
 
+    def call(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
+        with _LiftCaptured({id(real[k]): v for k, v in state.items() if v is not real[k]}, fn):
+            return run(state, args, kwargs)
+
     values, spec = pytree.tree_flatten((state, args, dict(kwargs)))
-    paths = _leaf_paths((state, args, dict(kwargs)))
+    paths = _leaf_paths((state, args, dict(kwargs)), isinstance(fn, torch.nn.Module))
     leaves = tuple(
         InputLeaf(
             index=InputIndex(i),
@@ -61,13 +191,17 @@ def flatten_call(
     return flat, cast(Callable[..., object], call)
 
 
-def _leaf_paths(tree: tuple[dict[str, torch.Tensor], tuple[object, ...], dict[str, object]]) -> list[str]:
+def _leaf_paths(
+    tree: tuple[dict[str, torch.Tensor], tuple[object, ...], dict[str, object]], is_module: bool
+) -> list[str]:
     keyed, _ = pytree.tree_flatten_with_path(tree)
     out: list[str] = []
     for key_path, _value in keyed:
         head, *rest = key_path
         root = ("self", "args", "kwargs")[cast(pytree.SequenceKey[object], head).idx]
-        if root == "self":
+        if root == "self" and not is_module:  # captured tensors: keyed by their path already
+            out.append(cast(pytree.MappingKey[str, object], rest[0]).key + pytree.keystr(tuple(rest[1:])))
+        elif root == "self":
             # Module state is keyed by qualified name: self.layer.weight reads better than self['layer.weight'].
             name = cast(pytree.MappingKey[str, object], rest[0]).key
             out.append(f"self.{name}" + pytree.keystr(tuple(rest[1:])))

@@ -109,6 +109,11 @@ def is_fake(t: object) -> bool:
     return isinstance(t, FakeTensor)
 
 
+def is_real_plain_tensor(t: torch.Tensor) -> bool:
+    """A plain tensor with real data: not a fake, not a functional wrapper (C++ ones show as torch.Tensor)."""
+    return type(t) in (torch.Tensor, torch.nn.Parameter) and not torch._is_functional_tensor(t)
+
+
 def new_fake_mode() -> FakeTensorMode:
     """A fresh fake mode with its own ShapeEnv, as every compile needs (fake tensor freshness)."""
     return FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=False)

@@ -73,20 +73,6 @@ def test_training_mutation_of_a_subclass_input_matches_eager() -> None:
         assert_matches_eager(f, lambda: (PairTensor.from_tensor(torch.randn(3), requires_grad=True) * 1.0,))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="should compile: a tensor captured by the function's closure (not an argument) is not lifted to a "
-    "graph input yet ('Please convert all Tensors to FakeTensors first'); pass it as an argument or compile the module",
-)
-def test_tensor_captured_in_a_closure() -> None:
-    w = torch.randn(3)
-
-    def f(x: torch.Tensor) -> torch.Tensor:
-        return x * w
-
-    assert_matches_eager(f, lambda: (torch.randn(3),))
-
-
 def test_view_of_the_storage_an_input_had_before_set_is_refused() -> None:
     def f(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         v = x.view(-1)
