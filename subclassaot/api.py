@@ -216,6 +216,8 @@ def _compile_entry(
     backends.verify_functional(traced.graph)
     backend = backends.get_backend(config.backend)
     compiled = _checked_first_call(backend(traced.graph, traced.example_inputs), config.backend)
+    if config.backend != "eager":  # the eager backend runs the graph's own aten ops: eager's strides already
+        compiled = backends.keep_eager_strides(compiled, traced.graph)
     entry_guards = guards.build_guards(flat, layout, fakes, shape_env_of(fake_mode))
     plan = RuntimePlan(
         flat=flat,

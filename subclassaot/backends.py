@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from typing import cast
 
 import torch
 import torch.fx
@@ -89,3 +90,76 @@ def check_inputs_untouched(versions_before: Sequence[int], inputs: Sequence[torc
                 "graph and must return a callable without side effects on its inputs (the epilogue applies input "
                 "mutations). Return a function that only reads its arguments"
             )
+
+
+# Note [Backend Output Strides]
+# The runtime promises eager's strides for every output, and regenerates views of intermediates from the strides
+# the graph returns. A backend may lay a fresh output out differently from eager: Inductor picks its own stride for
+# a size-1 dimension ((4, 4, 1) where eager has (8, 4, 1)), which changes no element's address but is observable
+# through .stride() (even the fake trace can disagree with eager there). So on the first call of a non-eager backend
+# the graph also runs eagerly (same inputs, the RNG state restored around it) and each output with static metadata
+# is compared with eager's; for the outputs that differ, every call gives back a tensor with eager's strides: an
+# alias of the same memory when only size-1 dimensions differ, a copy otherwise. Outputs that matched on the first
+# call are never touched again.
+
+
+def keep_eager_strides(compiled: Callable[..., object], gm: torch.fx.GraphModule) -> Callable[..., object]:
+    """Wrap a backend's callable so its outputs have eager's strides (Note [Backend Output Strides])."""
+    static = _static_outputs(gm)
+    if not any(static):
+        return compiled
+    fix: dict[int, tuple[int, ...]] | None = None
+    lock = threading.Lock()
+
+    def run(*args: object) -> object:
+        nonlocal fix
+        outs = compiled(*args)
+        assert isinstance(outs, list | tuple), "BUG: a backend returns a list or tuple of outputs"
+        if fix is None:
+            with lock:
+                fix = _stride_fixes(gm, args, outs, static)
+        if not fix:
+            return outs
+        fixed = list(outs)
+        for k, stride in fix.items():
+            fixed[k] = _with_strides(cast(torch.Tensor, outs[k]), stride)
+        return fixed
+
+    return run
+
+
+def _static_outputs(gm: torch.fx.GraphModule) -> list[bool]:
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    values = output.args[0]
+    out: list[bool] = []
+    for node in values if isinstance(values, list | tuple) else [values]:
+        val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+        out.append(isinstance(val, torch.Tensor) and all(isinstance(d, int) for d in (*val.shape, *val.stride())))
+    return out
+
+
+def _stride_fixes(
+    gm: torch.fx.GraphModule, args: Sequence[object], outs: Sequence[object], static: Sequence[bool]
+) -> dict[int, tuple[int, ...]]:
+    devices = sorted({str(a.device) for a in args if isinstance(a, torch.Tensor) and a.device.type != "cpu"})
+    with torch.random.fork_rng(devices=devices), torch.no_grad():
+        reference = gm.forward(*args)
+    return {
+        k: tuple(ref.stride())
+        for k, (ref, out, ok) in enumerate(zip(reference, outs, static, strict=True))
+        if ok and isinstance(out, torch.Tensor) and isinstance(ref, torch.Tensor) and out.stride() != ref.stride()
+    }
+
+
+def _with_strides(t: torch.Tensor, stride: tuple[int, ...]) -> torch.Tensor:
+    if tuple(t.stride()) == stride:
+        return t
+    if all(a == b or size <= 1 for a, b, size in zip(t.stride(), stride, t.shape, strict=True)):
+        alias = torch.empty((0,), dtype=t.dtype, device=t.device)
+        with torch.no_grad():
+            alias.set_(t.untyped_storage(), t.storage_offset(), t.size(), stride)
+        return alias
+    out = torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device)
+    with torch.no_grad():
+        out.copy_(t)
+    return out
