@@ -53,7 +53,7 @@ class CompiledEntry:
     layout: DenseLayout
     analysis: Analysis
     traced: TracedGraph
-    backward: torch.fx.GraphModule | None  # training: the backward graph (see Note [Training By Recompute])
+    backward: torch.fx.GraphModule | None  # training: the backward graph (see Note [Training Through A Joint Graph])
 
 
 class CompiledFunction(Generic[P, R]):
@@ -192,9 +192,7 @@ def _compile_entry(
         check_training_supported(flat, layout, analysis, fakes)
     with torch.no_grad():
         traced = trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)
-    backends.verify_functional(traced.graph)
     backend = backends.get_backend(config.backend)
-    compiled = _checked_first_call(backend(traced.graph, traced.example_inputs), config.backend)
     entry_guards = guards.build_guards(flat, layout, fakes, shape_env_of(fake_mode))
     plan = RuntimePlan(
         flat=flat,
@@ -204,16 +202,25 @@ def _compile_entry(
         leaf_attr_paths=leaf_attr_paths(layout),
         input_requires_grad=tuple(t.requires_grad for t in tensors),
     )
-    graph_call = inference_call(compiled)
     backward_graph = None
     if training:
         bw_meta = trace_backward(call, flat, layout, analysis, traced, dense_fakes, fakes, fake_mode, decompositions)
+        # The partitioned forward (Note [Training Through A Joint Graph]); the inference graph where the joint
+        # trace failed (the backward then raises the program's own error: Note [Backward Errors Are Deferred]).
+        forward = bw_meta.forward if bw_meta.forward is not None else traced.graph
+        backends.verify_functional(forward)
+        compiled = _checked_first_call(backend(forward, traced.example_inputs), config.backend)
         bw: Callable[..., object] | None = None
         if bw_meta.graph is not None:
             backends.verify_functional(bw_meta.graph)
             bw = backend(bw_meta.graph, bw_meta.example_inputs)
         graph_call = training_call(plan, compiled, bw, bw_meta, differentiable_backward=config.backend == "eager")
         backward_graph = bw_meta.graph
+    else:
+        backends.verify_functional(traced.graph)
+        graph_call = inference_call(
+            _checked_first_call(backend(traced.graph, traced.example_inputs), config.backend)
+        )
     _, spec = pytree.tree_flatten(pytree.tree_unflatten(list(flat.values), flat.spec))
     simple = not flat.module_state_names and len(flat.leaves) == len(args) and not kwargs
     return CompiledEntry(

@@ -3,8 +3,9 @@
 Input: the `RuntimePlan`, the compiled forward and backward callables and the `BackwardGraph` record.
 Output: a `GraphCall` for `runtime.make_runner`: it runs the forward graph through the Function so that autograd
 sees user-level tensors (subclass outputs wrapped inside the Function, subclass gradients rebuilt from dense ones).
-Invariants: autograd happens above subclass desugaring; saved tensors are the primals only (copies for the ones the
-epilogue is about to mutate), see Note [Training By Recompute].
+Invariants: autograd happens above subclass desugaring; saved values are what the partitioned forward returns after
+its GraphOutputs (tensors through save_for_backward, symbolic ints on ctx); a saved primal the epilogue is about to
+mutate is copied first. See Note [Training Through A Joint Graph].
 """
 
 from __future__ import annotations
@@ -93,6 +94,12 @@ def training_call(
         if any(analysis.mutations[m].any or analysis.mutations[m].version_bumped for m in members):
             mutated_graph_inputs.add(k)
 
+    rerun = (
+        bw_meta.joint.forward
+        if differentiable_backward and bw_meta.joint is not None and not mutated_graph_inputs
+        else None
+    )
+
     class CompiledStep(torch.autograd.Function):
         @staticmethod
         def forward(
@@ -103,12 +110,19 @@ def training_call(
             # symbolic).
             ctx.input_meta = [(tuple(t.shape), tuple(t.stride())) for t in user]
             with torch.no_grad():
+                all_outs = list(cast(Sequence[Any], fw(*graph_in)))  # GraphOutputs, then the saved values
+                n_outs = len(all_outs) - bw_meta.num_saved
                 outs = [
                     non_view_alias(o) if isinstance(o, torch.Tensor) and o._is_view() else o
-                    for o in cast(Sequence[Any], fw(*graph_in))  # tensors, then symbolic ints
+                    for o in all_outs[:n_outs]  # tensors, then symbolic ints
                 ]
-            saved = [g.clone() if k in mutated_graph_inputs else g for k, g in enumerate(graph_in)]
-            ctx.save_for_backward(*saved)
+                saved = [
+                    v.clone() if k is not None and k in mutated_graph_inputs else v
+                    for v, k in zip(all_outs[n_outs:], bw_meta.saved_primals, strict=True)
+                ]
+            ctx.save_for_backward(*[v for v in saved if isinstance(v, torch.Tensor)])
+            ctx.saved_ints = [(k, v) for k, v in enumerate(saved) if not isinstance(v, torch.Tensor)]
+            ctx.primals = graph_in if rerun is not None else None  # Note [Double Backward By Recompute]
             tensors = outs[:n_updates]
             pos = n_updates
             for o in fresh_outputs:
@@ -154,13 +168,21 @@ def training_call(
             if bw_meta.error is not None or bw is None:
                 raise RuntimeError(str(bw_meta.error)) from bw_meta.error  # Note [Backward Errors Are Deferred]
             if torch.is_grad_enabled() and not differentiable_backward:
-                # create_graph=True: the eager backend's backward graph runs aten ops autograd records (double
-                # backward works); a compiled backend's kernels are opaque to autograd.
+                # create_graph=True: a compiled backend's kernels are opaque to autograd.
                 raise UnsupportedError(
                     "double backward (create_graph=True) through a compiled backward: the backend's kernels are "
                     'not differentiable. Compile with backend="eager" to differentiate the gradient again'
                 )
-            saved = ctx.saved_tensors
+            if torch.is_grad_enabled() and ctx.primals is None:
+                raise UnsupportedError(
+                    "double backward (create_graph=True) of a program that draws random numbers or writes its "
+                    "inputs: the gradient is computed from values the forward saved without their history, and "
+                    "recomputing them would draw again or read the inputs after the write (Note [Double Backward "
+                    "By Recompute]). Differentiate an eager version of the program twice instead"
+                )
+            saved = list(ctx.saved_tensors)
+            for k, v in ctx.saved_ints:
+                saved.insert(k, v)
             tangents: list[torch.Tensor] = []
             present: set[int] = set()
             for k, i in enumerate(bw_meta.diff_outputs):
@@ -173,7 +195,12 @@ def training_call(
             # The backward graph was traced for tangents laid out like the forward outputs (views in it depend on
             # that layout): give the runtime tangents the same strides.
             tangents = [_restride(t, s) for t, s in zip(tangents, bw_meta.tangent_strides, strict=True)]
-            dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
+            if torch.is_grad_enabled():
+                assert rerun is not None
+                all_outs = cast(Sequence[torch.Tensor], rerun(*ctx.primals, *tangents))
+                dense_grads = list(all_outs[bw_meta.num_fw_outputs :])
+            else:
+                dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
             n_grads = len(dense_grads) - len(ctx.bw_targets)
             with torch.no_grad():
                 # See BackwardGraph.backward_mutations: what the program's backward wrote, written for real.

@@ -1,9 +1,12 @@
-"""Stage `trace` (training): the backward graph, traced from a joint forward+backward run.
+"""Stage `trace` (training): the joint forward+backward graph, partitioned into a forward and a backward graph.
 
-Input: the call, `FlatInputs`, `DenseLayout`, `Analysis`, the forward `TracedGraph`, dense fakes, fake mode.
-Output: `BackwardGraph`: a functional fx graph `(primals..., tangents...) -> grads per user tensor input (dense)`.
-Invariants: see Note [Training By Recompute]; the graph is purely functional; tangents come in dense (subclass
-tangents flattened), one per differentiable forward output, in forward-output order.
+Input: the call, `FlatInputs`, `DenseLayout`, `Analysis`, the inference `TracedGraph` (its GraphOutputs), dense
+fakes, fake mode.
+Output: `BackwardGraph`: the forward graph `(primals...) -> (GraphOutputs..., saved...)` and the backward graph
+`(saved..., tangents...) -> (grads per user tensor input (dense)..., backward-mutated inputs...)`, or the program's
+own backward error (Note [Backward Errors Are Deferred]).
+Invariants: see Note [Training Through A Joint Graph]; both graphs are purely functional; tangents come in dense
+(subclass tangents flattened), one per differentiable forward output, in forward-output order.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import graph_example_inputs
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, intermediate_bases, run_functional
+from subclassaot.partition import partition_joint
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import AliasGroupRef, Analysis, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
 from subclassaot.torch_internals import (
@@ -28,15 +32,28 @@ from subclassaot.torch_internals import (
     to_functional,
     trace_graph,
 )
-from subclassaot.trace import TracedGraph, UpdateKind
+from subclassaot.trace import TracedGraph, UpdateKind, graph_output_values
 
-# Note [Training By Recompute]
-# When an input requires grad, the forward graph (the inference trace) runs inside one autograd.Function and the
-# backward graph is traced from a joint run: the program runs again on the primals, then torch.autograd.grad of its
-# differentiable outputs with respect to the user tensor inputs that require grad. The backward graph therefore
-# recomputes the forward from the primals and saves nothing else: saved activations are the inputs alone (copies
-# for inputs the epilogue mutates), never more than eager keeps. The partitioner that saves selected activations
-# instead of recomputing them is future work (see the notes); the calling convention leaves room for it.
+# Note [Training Through A Joint Graph]
+# When an input requires grad, one make_fx trace over (primals, tangents) runs the program on the primals (under
+# functionalization, with autograd on), then torch.autograd.grad of its differentiable outputs with respect to the
+# user tensor inputs that require grad. The joint graph returns the forward graph's outputs (exactly the inference
+# graph's GraphOutputs: input updates, fresh leaves, intermediate bases, symbolic ints), then the dense gradients,
+# then the inputs the backward itself writes. partition.py splits it (Note [Partitioning The Joint Graph]): the
+# forward graph also returns the saved values, and the backward graph takes (saved..., tangents...). The runtime
+# runs both in one autograd.Function (autograd_runtime.py). So a random op is drawn once, in the forward, and its
+# value is saved for the backward (gradients agree with the forward and the generator advances as in eager), and
+# what is saved is what autograd's formulas read, never more than eager keeps. Inputs gradients are taken for run as
+# clones inside the trace, so that the program's writes to them happen to non-leaves, as in eager; the epilogue
+# then writes the real input, and a primal the backward reads is copied first if the epilogue is about to write it.
+
+# Note [Double Backward By Recompute]
+# The backward graph reads saved values the forward computed under no_grad: differentiating it again
+# (create_graph=True) would miss their dependence on the inputs. So with the eager backend (whose graphs run aten ops
+# autograd records) a double backward runs the joint graph again from the primals instead, which autograd records
+# from the inputs on, as eager does. That rerun must see the forward's values: it is refused (UnsupportedError) for
+# a program with random ops (it would draw again) or one that writes its inputs (the epilogue has changed them).
+# Only then does the Function keep references to its graph inputs until backward.
 
 
 # Note [Backward Errors Are Deferred]
@@ -48,7 +65,10 @@ from subclassaot.trace import TracedGraph, UpdateKind
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BackwardGraph:
-    graph: torch.fx.GraphModule | None  # None when tracing the backward failed: see `error`
+    graph: torch.fx.GraphModule | None  # (saved..., tangents...) -> (grads..., backward mutations...); None: `error`
+    # (primals...) -> (the forward graph's outputs (GraphOutputs)..., saved...); None when the joint trace failed
+    # (the inference graph is the forward then)
+    forward: torch.fx.GraphModule | None
     error: RuntimeError | None  # the program's own backward error, raised when backward runs
     diff_outputs: tuple[int, ...]  # forward-output positions (tensor outputs) that receive a tangent
     grad_inputs: tuple[int, ...]  # tensor-input positions (FlatInputs.tensor_indices order) that get a gradient
@@ -65,7 +85,13 @@ class BackwardGraph:
     # their gradients after the user inputs' (Note [Aliased Inputs In Training])
     group_grads: tuple[int, ...] = ()
     tangent_strides: tuple[tuple[int, ...] | None, ...] = ()  # per dense tangent: its traced strides (static ones)
-    example_inputs: tuple[torch.Tensor, ...]
+    example_inputs: tuple[object, ...]  # the backward graph's (fake tensors, symbolic ints)
+    num_saved: int = 0  # forward outputs after the GraphOutputs ones, the backward's first inputs
+    # The joint graph itself, kept where it can run again from the primals for double backward (no random op in
+    # the forward: a rerun would draw other values); see Note [Double Backward By Recompute]
+    joint: torch.fx.GraphModule | None = None
+    num_fw_outputs: int = 0  # the joint graph's outputs before the gradients
+    saved_primals: tuple[int | None, ...] = ()  # per saved value: the graph input it is, if it is one
 
 
 def forward_output_values(
@@ -99,7 +125,7 @@ def forward_output_values(
 # would leave autograd blind. Instead the compiled autograd.Function also returns the input's new value as a
 # wrapper (rebuilt from the graph's ORIGINAL updates of its leaves), differentiable like any output, and the
 # epilogue applies `input.copy_(new)` at the wrapper level with grad enabled, which autograd records as eager does.
-# In the backward graph the program runs on a clone of the input (Note [Training By Recompute]), whose mutated self
+# In the backward graph the program runs on a clone of the input (Note [Training Through A Joint Graph]), whose mutated self
 # is that output. Data mutations only: an input whose metadata or storage also changes is refused.
 
 
@@ -141,7 +167,7 @@ def trace_backward(
     example = graph_example_inputs(layout, dense_fakes)
     wrapper_updates = wrapper_update_inputs(layout, analysis, user_fakes)
     # Every input gradients are taken for runs as a clone: a write to it, or an in-place view op on a view of it,
-    # then happens to a non-leaf as in eager (Note [Training By Recompute]).
+    # then happens to a non-leaf as in eager (Note [Training Through A Joint Graph]).
     clone = frozenset(grad_inputs)
     with fake_mode, torch.enable_grad():
         fw_example = _forward_example(
@@ -154,8 +180,9 @@ def trace_backward(
     unused: set[int] = set()
     grad_trees: list[SubclassNode | None] = []
     bw_mutated: list[DenseIndex] = []
+    n_fw_outputs = [0]
 
-    def bw_fn(*values: torch.Tensor) -> list[torch.Tensor]:
+    def joint_fn(*values: torch.Tensor) -> list[object]:
         primals, tangents = values[:n_primals], list(values[n_primals:])
         with new_functional_mode(), torch.enable_grad():
             tangents = [to_functional(t) for t in tangents]
@@ -168,6 +195,8 @@ def trace_backward(
                 clone_inputs=clone,
                 clone_graph_inputs=frozenset(group_grads),
             )
+            fw_outs = graph_output_values(run, traced.outputs.updates, analysis)[0]
+            n_fw_outputs[0] = len(fw_outs)
             outs = forward_output_values(run, traced, analysis, wrapper_updates)
             diff_outs = [outs[i] for i in diff]
             grad_outs = [_rewrap_tangent(o, tangents) for o in diff_outs]
@@ -183,29 +212,19 @@ def trace_backward(
             for k, g in zip(live, found, strict=True):
                 grads[k] = g
             bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
-            dense: list[torch.Tensor] = []
             grad_trees.clear()
-            for k, (g, x) in enumerate(zip(grads, wrt, strict=True)):  # user inputs, then synthetic bases
-                if g is None:
-                    unused.add(k)
-                    g = torch.zeros_like(x)
-                if is_traceable_subclass(g):
-                    node, leaves = flatten_subclass(g, "grad")
-                    grad_trees.append(node)
-                else:
-                    grad_trees.append(None)
-                    leaves = [g]
-                dense.extend(from_functional(leaf) for leaf in leaves)
-            return dense + [from_functional(run.originals[j]) for j in bw_mutated]
+            dense = _dense_grads(grads, wrt, unused, grad_trees)
+            return [*fw_outs, *dense, *(from_functional(run.originals[j]) for j in bw_mutated)]
 
     try:
         with fake_mode:
-            gm = trace_graph(bw_fn, [*example, *tangent_fakes], decompositions)
+            joint = trace_graph(joint_fn, [*example, *tangent_fakes], decompositions)
     except RuntimeError as e:
         # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
         return BackwardGraph(
             graph=None,
+            forward=None,
             error=e,
             diff_outputs=diff,
             grad_inputs=grad_inputs,
@@ -218,23 +237,51 @@ def trace_backward(
             wrapper_updates=wrapper_updates,
             group_grads=group_grads,
         )
-    gm.graph.eliminate_dead_code()
-    gm.recompile()
+    parts = partition_joint(joint, n_primals, n_fw_outputs[0])
     return BackwardGraph(
-        graph=gm,
+        joint=None if parts.has_random else joint,
+        num_fw_outputs=n_fw_outputs[0],
+        graph=parts.backward,
+        forward=parts.forward,
+        num_saved=parts.num_saved,
+        saved_primals=parts.saved_primals,
         error=None,
         diff_outputs=diff,
         grad_inputs=grad_inputs,
         unused=frozenset(unused),
         grad_trees=tuple(grad_trees),
-        tangent_deps=_tangent_deps(gm, n_primals, diff, fw_example, grad_trees),
+        tangent_deps=_tangent_deps(joint, n_primals, n_fw_outputs[0], diff, fw_example, grad_trees),
         backward_mutations=tuple(bw_mutated),
         tangent_trees=tuple(fw_example[i][2] for i in diff),
-        example_inputs=(*example, *tangent_fakes),
+        example_inputs=parts.backward_example,
         wrapper_updates=wrapper_updates,
         group_grads=group_grads,
         tangent_strides=tuple(_static_strides(t) for t in tangent_fakes),
     )
+
+
+def _dense_grads(
+    grads: list[torch.Tensor | None],
+    wrt: list[torch.Tensor],
+    unused: set[int],
+    grad_trees: list[SubclassNode | None],
+) -> list[torch.Tensor]:
+    """The gradients' dense leaves (user inputs, then synthetic bases); records their structure in `grad_trees`."""
+    dense: list[torch.Tensor] = []
+    for k, (g, x) in enumerate(zip(grads, wrt, strict=True)):
+        if g is None:
+            unused.add(k)
+            # Never read by the runtime (eager's gradient is None); torch.zeros needs x's size, not x, so the
+            # backward does not keep x alive for it.
+            g = torch.zeros_like(x) if is_traceable_subclass(x) else torch.zeros(x.shape, dtype=x.dtype, device=x.device)
+        if is_traceable_subclass(g):
+            node, leaves = flatten_subclass(g, "grad")
+            grad_trees.append(node)
+        else:
+            grad_trees.append(None)
+            leaves = [g]
+        dense.extend(from_functional(leaf) for leaf in leaves)
+    return dense
 
 
 def _static_strides(t: torch.Tensor) -> tuple[int, ...] | None:
@@ -245,6 +292,7 @@ def _static_strides(t: torch.Tensor) -> tuple[int, ...] | None:
 def _tangent_deps(
     gm: torch.fx.GraphModule,
     n_primals: int,
+    n_fw_outputs: int,
     diff: tuple[int, ...],
     fw_example: list[tuple[bool, list[torch.Tensor], SubclassNode | None]],
     grad_trees: list[SubclassNode | None],
@@ -265,7 +313,7 @@ def _tangent_deps(
         deps[node] = frozenset(found)
     output = next(n for n in gm.graph.nodes if n.op == "output")
     flat_outs = [a for a in pytree.tree_leaves(output.args[0]) if isinstance(a, torch.fx.Node)]
-    flat_outs = flat_outs[: sum(1 if t is None else t.num_leaves for t in grad_trees)]
+    flat_outs = flat_outs[n_fw_outputs : n_fw_outputs + sum(1 if t is None else t.num_leaves for t in grad_trees)]
     result = []
     start = 0
     for tree in grad_trees:

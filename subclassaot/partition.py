@@ -1,0 +1,161 @@
+"""Stage `partition`: the joint forward+backward graph -> a forward graph and a backward graph.
+
+Input: the joint fx graph `(primals..., tangents...) -> (forward outputs..., backward outputs...)` (joint.py), the
+number of primals and of forward outputs.
+Output: `Partition`: `forward: (primals...) -> (forward outputs..., saved...)` and
+`backward: (saved..., tangents...) -> (backward outputs...)`, both purely functional, with their example inputs.
+Invariants: see Note [Partitioning The Joint Graph]; no node the forward runs is run again by the backward unless
+it is a view (free to recompute); a random op always runs in the forward, exactly once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.fx
+
+# Note [Partitioning The Joint Graph]
+# The joint graph runs the program on the primals, then autograd.grad of its differentiable outputs with the
+# tangents (joint.py). It is split by what each node needs:
+#   forward region  the nodes the forward outputs need, every random op (nondeterministic_seeded: eager draws it in
+#                   the forward, once, even when its value is unused), and every symbolic-int node that needs no
+#                   tangent (an int is cheaper to save than the tensor it is read from); with their ancestors;
+#   backward region every other node the backward outputs need (tangent-free ones included: a `zeros_like`, a
+#                   transpose of a weight are recomputed there from what is saved).
+# Saved values are forward-region nodes (primals included) the backward region reads. A saved view is not saved:
+# its source is, and the backward takes the view again (a view costs nothing and keeps the same storage alive, so
+# saved bytes never grow, and a primal is saved rather than a transposed copy of it). What is saved is what eager
+# autograd's formulas read (the joint graph *is* those formulas), so saved activations stay within eager's.
+# The forward region never depends on a tangent (the program runs before autograd.grad): checked, a BUG otherwise.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Partition:
+    forward: torch.fx.GraphModule  # (primals...) -> (forward outputs..., saved...)
+    backward: torch.fx.GraphModule  # (saved..., tangents...) -> (backward outputs...)
+    num_saved: int
+    # per saved value: the primal position it is (the runtime copies one the epilogue mutates), or None
+    saved_primals: tuple[int | None, ...]
+    backward_example: tuple[object, ...]  # fake tensors and symbolic ints, one per backward placeholder
+    has_random: bool  # the forward draws random numbers
+
+
+def _is_random(node: torch.fx.Node) -> bool:
+    target = node.target
+    return isinstance(target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in target.tags
+
+
+def _is_view(node: torch.fx.Node) -> bool:
+    target = node.target
+    return node.op == "call_function" and isinstance(target, torch._ops.OpOverload) and target.is_view
+
+
+def _is_symbolic(node: torch.fx.Node) -> bool:
+    return isinstance(node.meta.get("val"), torch.SymInt | torch.SymFloat | torch.SymBool)
+
+
+def _ancestors(roots: Iterable[torch.fx.Node]) -> set[torch.fx.Node]:
+    seen: set[torch.fx.Node] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if node not in seen:
+            seen.add(node)
+            stack.extend(node.all_input_nodes)
+    return seen
+
+
+def _nodes(values: Sequence[object]) -> list[torch.fx.Node]:
+    return [v for v in values if isinstance(v, torch.fx.Node)]
+
+
+def partition_joint(joint: torch.fx.GraphModule, num_primals: int, num_fw_outputs: int) -> Partition:
+    graph = joint.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    primals, tangents = placeholders[:num_primals], placeholders[num_primals:]
+    output = next(n for n in graph.nodes if n.op == "output")
+    outs = list(output.args[0])
+    fw_outs, bw_outs = outs[:num_fw_outputs], outs[num_fw_outputs:]
+    needs_tangent: set[torch.fx.Node] = set(tangents)
+    for node in graph.nodes:
+        if any(p in needs_tangent for p in node.all_input_nodes):
+            needs_tangent.add(node)
+    extra = [n for n in graph.nodes if (_is_random(n) or _is_symbolic(n)) and n not in needs_tangent]
+    forward = _ancestors([*_nodes(fw_outs), *extra])
+    if forward & needs_tangent:
+        raise AssertionError("BUG: a forward output of the joint graph depends on a tangent")
+    backward = _ancestors(_nodes(bw_outs)) - forward - set(placeholders)
+    available = forward | set(primals)
+    saved = _saved(graph, available, backward, _nodes(bw_outs))
+    while views := [n for n in saved if _is_view(n)]:
+        # Recompute saved views in the backward from their sources (Note [Partitioning The Joint Graph]).
+        backward |= set(views)
+        saved = _saved(graph, available, backward, _nodes(bw_outs))
+    fw_gm = _forward_module(joint, primals, forward, fw_outs, saved)
+    bw_gm = _backward_module(joint, saved, tangents, backward, bw_outs)
+    position = {p: k for k, p in enumerate(primals)}
+    return Partition(
+        forward=fw_gm,
+        backward=bw_gm,
+        num_saved=len(saved),
+        saved_primals=tuple(position.get(n) for n in saved),
+        backward_example=tuple(n.meta["val"] for n in [*saved, *tangents]),
+        has_random=any(_is_random(n) for n in forward),
+    )
+
+
+def _saved(
+    graph: torch.fx.Graph, available: set[torch.fx.Node], backward: set[torch.fx.Node], bw_outs: list[torch.fx.Node]
+) -> list[torch.fx.Node]:
+    """Forward-region nodes and primals (`available`) that the backward region reads, in graph order."""
+    read = {p for n in backward for p in n.all_input_nodes} | set(bw_outs)
+    return [n for n in graph.nodes if n in read and n in available and n not in backward]
+
+
+def _forward_module(
+    joint: torch.fx.GraphModule,
+    primals: list[torch.fx.Node],
+    forward: set[torch.fx.Node],
+    fw_outs: list[object],
+    saved: list[torch.fx.Node],
+) -> torch.fx.GraphModule:
+    g = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    for p in primals:
+        env[p] = g.node_copy(p)
+    for node in joint.graph.nodes:
+        if node.op != "placeholder" and node in forward:
+            env[node] = g.node_copy(node, env.__getitem__)
+    g.output([env[v] if isinstance(v, torch.fx.Node) else v for v in [*fw_outs, *saved]])
+    return _module(joint, g)
+
+
+def _backward_module(
+    joint: torch.fx.GraphModule,
+    saved: list[torch.fx.Node],
+    tangents: list[torch.fx.Node],
+    backward: set[torch.fx.Node],
+    bw_outs: list[object],
+) -> torch.fx.GraphModule:
+    g = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    for node in saved:
+        placeholder = g.placeholder(f"saved_{node.name}")
+        placeholder.meta = dict(node.meta)
+        env[node] = placeholder
+    for t in tangents:
+        env[t] = g.node_copy(t)
+    for node in joint.graph.nodes:
+        if node.op != "placeholder" and node in backward:
+            env[node] = g.node_copy(node, env.__getitem__)
+    g.output([env[v] if isinstance(v, torch.fx.Node) else v for v in bw_outs])
+    return _module(joint, g)
+
+
+def _module(joint: torch.fx.GraphModule, graph: torch.fx.Graph) -> torch.fx.GraphModule:
+    gm = torch.fx.GraphModule(joint, graph)
+    gm.graph.lint()
+    gm.recompile()
+    return gm
