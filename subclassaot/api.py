@@ -30,7 +30,7 @@ from subclassaot.desugar import DynamicAliasError, dense_layout
 from subclassaot.errors import BackendError, SubclassAOTError
 from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.inputs import flatten_call, module_state
-from subclassaot.joint import check_training_supported, trace_backward
+from subclassaot.joint import BackwardVariant, check_training_supported, trace_backward
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.runtime import RuntimePlan, inference_call, leaf_attr_paths, make_runner
 from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, InputIndex
@@ -214,13 +214,18 @@ def _compile_entry(
         if bw_meta.graph is not None:
             backends.verify_functional(bw_meta.graph)
             bw = backend(bw_meta.graph, bw_meta.example_inputs)
-        graph_call = training_call(plan, compiled, bw, bw_meta, differentiable_backward=config.backend == "eager")
+        graph_call = training_call(
+            plan,
+            compiled,
+            bw,
+            bw_meta,
+            differentiable_backward=config.backend == "eager",
+            compile_backward=functools.partial(_compile_variant, backend),
+        )
         backward_graph = bw_meta.graph
     else:
         backends.verify_functional(traced.graph)
-        graph_call = inference_call(
-            _checked_first_call(backend(traced.graph, traced.example_inputs), config.backend)
-        )
+        graph_call = inference_call(_checked_first_call(backend(traced.graph, traced.example_inputs), config.backend))
     _, spec = pytree.tree_flatten(pytree.tree_unflatten(list(flat.values), flat.spec))
     simple = not flat.module_state_names and len(flat.leaves) == len(args) and not kwargs
     return CompiledEntry(
@@ -234,6 +239,12 @@ def _compile_entry(
         traced=traced,
         backward=backward_graph,
     )
+
+
+def _compile_variant(backend: BackendFn, variant: BackwardVariant) -> Callable[..., object]:
+    """A backward retraced for new tangent types (Note [Tangent Retrace]), through the entry's backend."""
+    backends.verify_functional(variant.graph)
+    return backend(variant.graph, variant.example_inputs)
 
 
 def _fakify_and_desugar(

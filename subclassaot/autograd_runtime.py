@@ -11,52 +11,113 @@ mutate is copied first. See Note [Training Through A Joint Graph].
 from __future__ import annotations
 
 import functools
+import logging
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import torch
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.joint import BackwardGraph
+from subclassaot.joint import BackwardGraph, BackwardVariant, retrace_backward
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.runtime import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias
 from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind
 from subclassaot.trace import UpdateKind
 
+log = logging.getLogger(__name__)
 
-def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None, k: int) -> list[torch.Tensor]:
-    """Dense leaves of a runtime tangent, coerced to the structure the backward graph was traced for."""
+
+def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None) -> list[torch.Tensor] | None:
+    """Dense leaves of a runtime tangent, coerced to the structure the backward graph was traced for by the
+    subclass's hooks; None where it has another structure that no hook converts (Note [Tangent Retrace])."""
     if expected is None:
-        if is_traceable_subclass(g):
-            raise UnsupportedError(
-                f"the gradient for differentiable output {k} is a {type(g).__name__}, but the backward was compiled "
-                "for a plain tensor; return a plain tensor from the loss path, or call the backward on a plain loss"
-            )
-        return [g]
+        return None if is_traceable_subclass(g) else [g]
     if not is_traceable_subclass(g) or type(g) is not expected.cls:
         coerce = getattr(expected.cls, "__coerce_tangent_from__", None)
         coerced = coerce(g, expected.ctx) if coerce is not None else None
         if coerced is None:
-            raise UnsupportedError(
-                f"the gradient for differentiable output {k} is a {type(g).__name__}, but the backward was compiled "
-                f"for a {expected.cls.__name__} tangent; give {expected.cls.__name__} a classmethod "
-                "__coerce_tangent_from__(tangent, ctx) that converts it"
-            )
+            return None
         g = coerced
     node, leaves = flatten_subclass(g, "grad")
     if node.ctx != expected.ctx:
-        # The tangent has other metadata than the output it belongs to (a Replicate tangent for a Partial output):
-        # let the subclass convert it, or refuse; reading it with the wrong metadata would be a wrong gradient.
+        # Other metadata than the output's (a Replicate tangent for a Partial output): the subclass converts it,
+        # or it gets its own backward; reading it with the traced metadata would be a wrong gradient.
         coerce_same = getattr(g, "__coerce_same_metadata_as_tangent__", None)
         coerced = coerce_same(expected.ctx) if coerce_same is not None else None
         if coerced is None:
-            raise UnsupportedError(
-                f"the gradient for differentiable output {k} ({type(g).__name__}) has ctx {node.ctx!r}, but the "
-                f"backward was compiled for ctx {expected.ctx!r}; implement __coerce_same_metadata_as_tangent__"
-                "(expected_ctx) on the class to convert it"
-            )
+            return None
         node, leaves = flatten_subclass(coerced, "grad")
     return leaves
+
+
+class _Same:
+    """The marker for a tangent that has the traced structure (after the subclass's hooks)."""
+
+
+_SAME = _Same()
+TangentTree = SubclassNode | None | _Same
+
+
+def _collect_tangents(
+    grads: Sequence[torch.Tensor | None], bw_meta: BackwardGraph, zeros: list[list[Callable[[], torch.Tensor]]]
+) -> tuple[list[list[torch.Tensor]], list[TangentTree], set[int]]:
+    """Per diff output: the tangent's dense leaves and its structure (_SAME: the traced one); the outputs that got
+    a tangent (the others get zeros)."""
+    per_output: list[list[torch.Tensor]] = []
+    trees: list[TangentTree] = []
+    present: set[int] = set()
+    for k, i in enumerate(bw_meta.diff_outputs):
+        g = grads[i]
+        if g is None:
+            per_output.append([z() for z in zeros[k]])
+            trees.append(_SAME)
+            continue
+        present.add(k)
+        leaves = _tangent_leaves(g, bw_meta.tangent_trees[k])
+        if leaves is not None:
+            per_output.append(leaves)
+            trees.append(_SAME)
+        else:
+            tree, dense = flatten_subclass(g, "grad") if is_traceable_subclass(g) else (None, [g])
+            per_output.append(list(dense))
+            trees.append(tree)
+    return per_output, trees, present
+
+
+class _Variants:
+    """Backward graphs for tangent structures other than the traced one, traced on first sight (Note [Tangent
+    Retrace]); keyed by the tangents' structure and dense sizes, strides and dtypes."""
+
+    def __init__(self, compile_backward: Callable[[BackwardVariant], Callable[..., object]]) -> None:
+        self._compile = compile_backward
+        self._cache: list[tuple[object, BackwardVariant, Callable[..., object]]] = []
+        self._lock = threading.Lock()
+
+    def get(
+        self, bw_meta: BackwardGraph, trees: list[TangentTree], per_output: list[list[torch.Tensor]]
+    ) -> tuple[BackwardVariant, Callable[..., object]]:
+        resolved = [bw_meta.tangent_trees[k] if isinstance(tree, _Same) else tree for k, tree in enumerate(trees)]
+        key = (resolved, [[(t.shape, t.stride(), t.dtype) for t in ts] for ts in per_output])
+        with self._lock:
+            for seen, variant, fn in self._cache:
+                if seen == key:
+                    return variant, fn
+            reasons = [
+                f"output {bw_meta.diff_outputs[k]}: a {_describe(tree)} tangent, traced for "
+                f"{_describe(bw_meta.tangent_trees[k])}"
+                for k, tree in enumerate(trees)
+                if not isinstance(tree, _Same)
+            ]
+            log.info("retracing the backward for new tangent types: %s", "; ".join(reasons))
+            variant = retrace_backward(bw_meta, resolved, per_output)
+            fn = self._compile(variant)
+            self._cache.append((key, variant, fn))
+            return variant, fn
+
+
+def _describe(tree: SubclassNode | None) -> str:
+    return "plain" if tree is None else f"{tree.cls.__name__} (ctx {tree.ctx!r})"
 
 
 def _restride(t: torch.Tensor, stride: tuple[int, ...] | None) -> torch.Tensor:
@@ -80,6 +141,7 @@ def training_call(
     bw: Callable[..., object] | None,
     bw_meta: BackwardGraph,
     differentiable_backward: bool,
+    compile_backward: Callable[[BackwardVariant], Callable[..., object]],
 ) -> GraphCall:
     analysis, layout, flat = plan.analysis, plan.layout, plan.flat
     n_updates = len(plan.graph_outputs.updates)
@@ -99,6 +161,8 @@ def training_call(
         if differentiable_backward and bw_meta.joint is not None and not mutated_graph_inputs
         else None
     )
+
+    variants = _Variants(compile_backward)
 
     class CompiledStep(torch.autograd.Function):
         @staticmethod
@@ -183,24 +247,33 @@ def training_call(
             saved = list(ctx.saved_tensors)
             for k, v in ctx.saved_ints:
                 saved.insert(k, v)
-            tangents: list[torch.Tensor] = []
-            present: set[int] = set()
-            for k, i in enumerate(bw_meta.diff_outputs):
-                g = grads[i]
-                if g is None:
-                    tangents.extend(z() for z in ctx.zeros[k])
-                    continue
-                present.add(k)
-                tangents.extend(_tangent_leaves(g, bw_meta.tangent_trees[k], k))
-            # The backward graph was traced for tangents laid out like the forward outputs (views in it depend on
-            # that layout): give the runtime tangents the same strides.
-            tangents = [_restride(t, s) for t, s in zip(tangents, bw_meta.tangent_strides, strict=True)]
-            if torch.is_grad_enabled():
-                assert rerun is not None
-                all_outs = cast(Sequence[torch.Tensor], rerun(*ctx.primals, *tangents))
-                dense_grads = list(all_outs[bw_meta.num_fw_outputs :])
+            per_output, trees, present = _collect_tangents(grads, bw_meta, ctx.zeros)
+            if any(tree is not _SAME for tree in trees):
+                if torch.is_grad_enabled():
+                    raise UnsupportedError(
+                        "double backward (create_graph=True) with a tangent of another type than the output's "
+                        "(Note [Tangent Retrace]); pass tangents of the type of the outputs"
+                    )
+                variant, fn = variants.get(bw_meta, trees, per_output)
+                flat_tangents = [t for ts in per_output for t in ts]
+                dense_grads = list(
+                    cast(Sequence[torch.Tensor], fn(*[saved[j] for j in variant.saved_index], *flat_tangents))
+                )
+                shape: tuple[Any, ...] = (variant.grad_trees, variant.unused, variant.tangent_deps)
             else:
-                dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
+                # The backward graph was traced for tangents laid out like the forward outputs (views in it depend
+                # on that layout): give the runtime tangents the same strides.
+                tangents = [
+                    _restride(t, s)
+                    for t, s in zip([t for ts in per_output for t in ts], bw_meta.tangent_strides, strict=True)
+                ]
+                if torch.is_grad_enabled():
+                    assert rerun is not None
+                    all_outs = cast(Sequence[torch.Tensor], rerun(*ctx.primals, *tangents))
+                    dense_grads = list(all_outs[bw_meta.num_fw_outputs :])
+                else:
+                    dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
+                shape = (bw_meta.grad_trees, bw_meta.unused, bw_meta.tangent_deps)
             n_grads = len(dense_grads) - len(ctx.bw_targets)
             with torch.no_grad():
                 # See BackwardGraph.backward_mutations: what the program's backward wrote, written for real.
@@ -212,12 +285,13 @@ def training_call(
             result: list[torch.Tensor | None] = [None] * (n_user + len(bw_meta.group_grads))
             pos = 0
             targets = [*bw_meta.grad_inputs, *range(n_user, n_user + len(bw_meta.group_grads))]
+            grad_trees, unused, deps = shape
             for k, i in enumerate(targets):
-                tree = bw_meta.grad_trees[k]
+                tree = grad_trees[k]
                 width = 1 if tree is None else tree.num_leaves
                 leaves = dense_grads[pos : pos + width]
                 pos += width
-                if k in bw_meta.unused or not (bw_meta.tangent_deps[k] & present):
+                if k in unused or not (deps[k] & present):
                     continue  # eager's gradient is None: no used output reaches this input
                 if tree is None:
                     result[i] = leaves[0]

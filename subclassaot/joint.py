@@ -21,8 +21,8 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import graph_example_inputs
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, intermediate_bases, run_functional
-from subclassaot.partition import partition_joint
-from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
+from subclassaot.partition import Partition, partition_backward_like, partition_joint
+from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.schemas import AliasGroupRef, Analysis, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
 from subclassaot.torch_internals import (
     from_functional,
@@ -91,6 +91,9 @@ class BackwardGraph:
     # the forward: a rerun would draw other values); see Note [Double Backward By Recompute]
     joint: torch.fx.GraphModule | None = None
     num_fw_outputs: int = 0  # the joint graph's outputs before the gradients
+    # Compile-time records for a tangent retrace (Note [Tangent Retrace]); the per-call path never reads them
+    setup: JointSetup | None = None
+    partition: Partition | None = None
     saved_primals: tuple[int | None, ...] = ()  # per saved value: the graph input it is, if it is one
 
 
@@ -148,6 +151,104 @@ def wrapper_update_inputs(
     return tuple(out)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JointSetup:
+    """What tracing the joint graph needs (compile time only; a tangent retrace keeps it in a closure)."""
+
+    call: Callable[..., object]
+    flat: FlatInputs
+    layout: DenseLayout
+    analysis: Analysis
+    traced: TracedGraph
+    user_fakes: tuple[torch.Tensor, ...]  # per tensor input
+    fake_mode: torch._subclasses.fake_tensor.FakeTensorMode
+    decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None
+    example: tuple[torch.Tensor, ...]  # per graph input: its fake (the primals)
+    grad_inputs: tuple[int, ...]  # see BackwardGraph
+    group_grads: tuple[int, ...]
+    wrapper_updates: tuple[int, ...]
+    diff: tuple[int, ...]  # BackwardGraph.diff_outputs
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TracedJoint:
+    graph: torch.fx.GraphModule  # (primals..., tangents...) -> (GraphOutputs..., grads..., backward mutations...)
+    num_fw_outputs: int
+    unused: frozenset[int]
+    grad_trees: tuple[SubclassNode | None, ...]
+    backward_mutations: tuple[DenseIndex, ...]
+
+
+def trace_joint(
+    setup: JointSetup, tangent_fakes: Sequence[torch.Tensor], tangent_trees: Sequence[SubclassNode | None] | None
+) -> TracedJoint:
+    """make_fx of the program then autograd.grad (Note [Training Through A Joint Graph]). `tangent_trees`: the
+    structure each diff output's tangent is rebuilt with (None: the output's own structure)."""
+    n_primals = len(setup.example)
+    unused: set[int] = set()
+    grad_trees: list[SubclassNode | None] = []
+    bw_mutated: list[DenseIndex] = []
+    n_fw_outputs = [0]
+    clone = frozenset(setup.grad_inputs)
+
+    def joint_fn(*values: torch.Tensor) -> list[object]:
+        primals, tangents = values[:n_primals], list(values[n_primals:])
+        with new_functional_mode(), torch.enable_grad():
+            tangents = [to_functional(t) for t in tangents]
+            run = run_functional(
+                setup.call,
+                setup.flat,
+                setup.layout,
+                primals,
+                requires_grad_like=setup.user_fakes,
+                clone_inputs=clone,
+                clone_graph_inputs=frozenset(setup.group_grads),
+            )
+            fw_outs = graph_output_values(run, setup.traced.outputs.updates, setup.analysis)[0]
+            n_fw_outputs[0] = len(fw_outs)
+            outs = forward_output_values(run, setup.traced, setup.analysis, setup.wrapper_updates)
+            diff_outs = [outs[i] for i in setup.diff]
+            trees = tangent_trees if tangent_trees is not None else [_tree_of(o) for o in diff_outs]
+            grad_outs = [_rewrap_tangent(tree, tangents) for tree in trees]
+            wrt = [run.grad_leaves[i] for i in setup.grad_inputs]
+            wrt += [run.graph_grad_leaves[k] for k in setup.group_grads]
+            before = [mutation_counter(o) for o in run.originals]
+            grads = _grads(diff_outs, wrt, grad_outs)
+            bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
+            grad_trees.clear()
+            dense = _dense_grads(grads, wrt, unused, grad_trees)
+            return [*fw_outs, *dense, *(from_functional(run.originals[j]) for j in bw_mutated)]
+
+    with setup.fake_mode:
+        joint = trace_graph(joint_fn, [*setup.example, *tangent_fakes], setup.decompositions)
+    return TracedJoint(
+        graph=joint,
+        num_fw_outputs=n_fw_outputs[0],
+        unused=frozenset(unused),
+        grad_trees=tuple(grad_trees),
+        backward_mutations=tuple(bw_mutated),
+    )
+
+
+def _tree_of(t: torch.Tensor) -> SubclassNode | None:
+    return flatten_subclass(t, "tangent")[0] if is_traceable_subclass(t) else None
+
+
+def _grads(
+    diff_outs: list[torch.Tensor], wrt: list[torch.Tensor], grad_outs: list[torch.Tensor]
+) -> list[torch.Tensor | None]:
+    live = [k for k, x in enumerate(wrt) if x.requires_grad]  # detach_() in the program drops an input
+    found = (
+        torch.autograd.grad(diff_outs, [wrt[k] for k in live], grad_outs, allow_unused=True)
+        if diff_outs and live
+        else [None] * len(live)
+    )
+    grads: list[torch.Tensor | None] = [None] * len(wrt)
+    for k, g in zip(live, found, strict=True):
+        grads[k] = g
+    return grads
+
+
 def trace_backward(
     call: Callable[..., object],
     flat: FlatInputs,
@@ -176,49 +277,24 @@ def trace_backward(
     diff = tuple(i for i, (grad, _, _) in enumerate(fw_example) if grad)
     with fake_mode:
         tangent_fakes = [torch.empty_like(t) for i in diff for t in fw_example[i][1]]
-    n_primals = len(example)
-    unused: set[int] = set()
-    grad_trees: list[SubclassNode | None] = []
-    bw_mutated: list[DenseIndex] = []
-    n_fw_outputs = [0]
-
-    def joint_fn(*values: torch.Tensor) -> list[object]:
-        primals, tangents = values[:n_primals], list(values[n_primals:])
-        with new_functional_mode(), torch.enable_grad():
-            tangents = [to_functional(t) for t in tangents]
-            run = run_functional(
-                call,
-                flat,
-                layout,
-                primals,
-                requires_grad_like=user_fakes,
-                clone_inputs=clone,
-                clone_graph_inputs=frozenset(group_grads),
-            )
-            fw_outs = graph_output_values(run, traced.outputs.updates, analysis)[0]
-            n_fw_outputs[0] = len(fw_outs)
-            outs = forward_output_values(run, traced, analysis, wrapper_updates)
-            diff_outs = [outs[i] for i in diff]
-            grad_outs = [_rewrap_tangent(o, tangents) for o in diff_outs]
-            wrt = [run.grad_leaves[i] for i in grad_inputs] + [run.graph_grad_leaves[k] for k in group_grads]
-            before = [mutation_counter(o) for o in run.originals]
-            live = [k for k, x in enumerate(wrt) if x.requires_grad]  # detach_() in the program drops an input
-            found = (
-                torch.autograd.grad(diff_outs, [wrt[k] for k in live], grad_outs, allow_unused=True)
-                if diff_outs and live
-                else [None] * len(live)
-            )
-            grads: list[torch.Tensor | None] = [None] * len(wrt)
-            for k, g in zip(live, found, strict=True):
-                grads[k] = g
-            bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
-            grad_trees.clear()
-            dense = _dense_grads(grads, wrt, unused, grad_trees)
-            return [*fw_outs, *dense, *(from_functional(run.originals[j]) for j in bw_mutated)]
-
+    setup = JointSetup(
+        call=call,
+        flat=flat,
+        layout=layout,
+        analysis=analysis,
+        traced=traced,
+        user_fakes=tuple(user_fakes),
+        fake_mode=fake_mode,
+        decompositions=decompositions,
+        example=tuple(example),
+        grad_inputs=grad_inputs,
+        group_grads=group_grads,
+        wrapper_updates=wrapper_updates,
+        diff=diff,
+    )
+    tangent_trees = tuple(fw_example[i][2] for i in diff)
     try:
-        with fake_mode:
-            joint = trace_graph(joint_fn, [*example, *tangent_fakes], decompositions)
+        joint = trace_joint(setup, tangent_fakes, None)
     except RuntimeError as e:
         # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
@@ -232,15 +308,15 @@ def trace_backward(
             grad_trees=(),
             tangent_deps=(),
             backward_mutations=(),
-            tangent_trees=tuple(fw_example[i][2] for i in diff),
+            tangent_trees=tangent_trees,
             example_inputs=(),
             wrapper_updates=wrapper_updates,
             group_grads=group_grads,
         )
-    parts = partition_joint(joint, n_primals, n_fw_outputs[0])
+    parts = partition_joint(joint.graph, len(example), joint.num_fw_outputs)
     return BackwardGraph(
-        joint=None if parts.has_random else joint,
-        num_fw_outputs=n_fw_outputs[0],
+        joint=None if parts.has_random else joint.graph,
+        num_fw_outputs=joint.num_fw_outputs,
         graph=parts.backward,
         forward=parts.forward,
         num_saved=parts.num_saved,
@@ -248,15 +324,57 @@ def trace_backward(
         error=None,
         diff_outputs=diff,
         grad_inputs=grad_inputs,
-        unused=frozenset(unused),
-        grad_trees=tuple(grad_trees),
-        tangent_deps=_tangent_deps(joint, n_primals, n_fw_outputs[0], diff, fw_example, grad_trees),
-        backward_mutations=tuple(bw_mutated),
-        tangent_trees=tuple(fw_example[i][2] for i in diff),
+        unused=joint.unused,
+        grad_trees=joint.grad_trees,
+        tangent_deps=tangent_deps(joint, len(example), diff, [len(fw_example[i][1]) for i in diff]),
+        backward_mutations=joint.backward_mutations,
+        tangent_trees=tangent_trees,
         example_inputs=parts.backward_example,
         wrapper_updates=wrapper_updates,
         group_grads=group_grads,
         tangent_strides=tuple(_static_strides(t) for t in tangent_fakes),
+        setup=setup,
+        partition=parts,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackwardVariant:
+    """A backward graph for tangents of another structure than the traced one (Note [Tangent Retrace])."""
+
+    graph: torch.fx.GraphModule  # (saved[saved_index]..., tangents...) -> (grads..., backward mutations...)
+    saved_index: tuple[int, ...]  # per saved placeholder: its position among the forward's saved values
+    example_inputs: tuple[object, ...]
+    tangent_trees: tuple[SubclassNode | None, ...]  # per diff output: its tangent's structure
+    grad_trees: tuple[SubclassNode | None, ...]  # as BackwardGraph's, for this backward
+    unused: frozenset[int]
+    tangent_deps: tuple[frozenset[int], ...]
+
+
+def retrace_backward(
+    meta: BackwardGraph, trees: Sequence[SubclassNode | None], dense_tangents: Sequence[Sequence[torch.Tensor]]
+) -> BackwardVariant:
+    """The backward for runtime tangents of structure `trees` (dense leaves `dense_tangents`, per diff output)."""
+    setup, reference = meta.setup, meta.partition
+    if setup is None or reference is None:
+        raise AssertionError("BUG: a tangent retrace of an entry without a partition")
+    with setup.fake_mode:
+        fakes = [setup.fake_mode.from_tensor(t, static_shapes=True) for ts in dense_tangents for t in ts]
+    joint = trace_joint(setup, fakes, trees)
+    if joint.backward_mutations != meta.backward_mutations:
+        raise UnsupportedError(
+            "the backward retraced for a new tangent type writes other inputs than the compiled one; pass "
+            "tangents of the type of the outputs"
+        )
+    graph, index, example = partition_backward_like(joint.graph, len(setup.example), joint.num_fw_outputs, reference)
+    return BackwardVariant(
+        graph=graph,
+        saved_index=index,
+        example_inputs=example,
+        tangent_trees=tuple(trees),
+        grad_trees=joint.grad_trees,
+        unused=joint.unused,
+        tangent_deps=tangent_deps(joint, len(setup.example), setup.diff, [len(ts) for ts in dense_tangents]),
     )
 
 
@@ -273,7 +391,11 @@ def _dense_grads(
             unused.add(k)
             # Never read by the runtime (eager's gradient is None); torch.zeros needs x's size, not x, so the
             # backward does not keep x alive for it.
-            g = torch.zeros_like(x) if is_traceable_subclass(x) else torch.zeros(x.shape, dtype=x.dtype, device=x.device)
+            g = (
+                torch.zeros_like(x)
+                if is_traceable_subclass(x)
+                else torch.zeros(x.shape, dtype=x.dtype, device=x.device)
+            )
         if is_traceable_subclass(g):
             node, leaves = flatten_subclass(g, "grad")
             grad_trees.append(node)
@@ -289,20 +411,17 @@ def _static_strides(t: torch.Tensor) -> tuple[int, ...] | None:
     return tuple(int(s) for s in strides) if all(isinstance(s, int) for s in strides) else None
 
 
-def _tangent_deps(
-    gm: torch.fx.GraphModule,
-    n_primals: int,
-    n_fw_outputs: int,
-    diff: tuple[int, ...],
-    fw_example: list[tuple[bool, list[torch.Tensor], SubclassNode | None]],
-    grad_trees: list[SubclassNode | None],
+def tangent_deps(
+    joint: TracedJoint, n_primals: int, diff: tuple[int, ...], widths: Sequence[int]
 ) -> tuple[frozenset[int], ...]:
-    """For each gradient output, which diff outputs' tangents it is computed from (graph reachability)."""
+    """For each gradient output, which diff outputs' tangents (`widths[k]` dense leaves each) it is computed from
+    (graph reachability)."""
+    gm = joint.graph
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     owner: dict[torch.fx.Node, int] = {}
     pos = n_primals
-    for k, i in enumerate(diff):
-        for _ in fw_example[i][1]:
+    for k in range(len(diff)):
+        for _ in range(widths[k]):
             owner[placeholders[pos]] = k
             pos += 1
     deps: dict[torch.fx.Node, frozenset[int]] = {}
@@ -312,25 +431,22 @@ def _tangent_deps(
             found |= deps.get(parent, frozenset())
         deps[node] = frozenset(found)
     output = next(n for n in gm.graph.nodes if n.op == "output")
-    flat_outs = [a for a in pytree.tree_leaves(output.args[0]) if isinstance(a, torch.fx.Node)]
-    flat_outs = flat_outs[n_fw_outputs : n_fw_outputs + sum(1 if t is None else t.num_leaves for t in grad_trees)]
+    flat_outs = list(output.args[0])[joint.num_fw_outputs :]
     result = []
     start = 0
-    for tree in grad_trees:
+    for tree in joint.grad_trees:
         width = 1 if tree is None else tree.num_leaves
-        result.append(frozenset().union(*(deps[n] for n in flat_outs[start : start + width])))
+        nodes = [n for n in flat_outs[start : start + width] if isinstance(n, torch.fx.Node)]
+        result.append(frozenset().union(*(deps[n] for n in nodes)))
         start += width
     return tuple(result)
 
 
-def _rewrap_tangent(out: torch.Tensor, tangents: list[torch.Tensor]) -> torch.Tensor:
-    if not is_traceable_subclass(out):
+def _rewrap_tangent(tree: SubclassNode | None, tangents: list[torch.Tensor]) -> torch.Tensor:
+    if tree is None:
         return tangents.pop(0)
-    node, leaves = flatten_subclass(out, "tangent")
-    from subclassaot.protocol import unflatten_subclass
-
-    taken = [tangents.pop(0) for _ in leaves]
-    return unflatten_subclass(node, taken)
+    taken = [tangents.pop(0) for _ in range(tree.num_leaves)]
+    return unflatten_subclass(tree, taken)
 
 
 def _forward_example(

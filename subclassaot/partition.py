@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import torch
 import torch.fx
 
+from subclassaot.errors import UnsupportedError
+
 # Note [Partitioning The Joint Graph]
 # The joint graph runs the program on the primals, then autograd.grad of its differentiable outputs with the
 # tangents (joint.py). It is split by what each node needs:
@@ -40,6 +42,11 @@ class Partition:
     saved_primals: tuple[int | None, ...]
     backward_example: tuple[object, ...]  # fake tensors and symbolic ints, one per backward placeholder
     has_random: bool  # the forward draws random numbers
+    # Compile time only (Note [Tangent Retrace]): the joint graph's forward-region nodes (graph order), saved nodes
+    # (saved order) and primal placeholders
+    forward_nodes: tuple[torch.fx.Node, ...]
+    saved_nodes: tuple[torch.fx.Node, ...]
+    primal_nodes: tuple[torch.fx.Node, ...]
 
 
 def _is_random(node: torch.fx.Node) -> bool:
@@ -67,11 +74,22 @@ def _ancestors(roots: Iterable[torch.fx.Node]) -> set[torch.fx.Node]:
     return seen
 
 
-def _nodes(values: Sequence[object]) -> list[torch.fx.Node]:
+def _nodes(values: Sequence[torch.fx.node.Argument]) -> list[torch.fx.Node]:
     return [v for v in values if isinstance(v, torch.fx.Node)]
 
 
-def partition_joint(joint: torch.fx.GraphModule, num_primals: int, num_fw_outputs: int) -> Partition:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Regions:
+    primals: list[torch.fx.Node]
+    tangents: list[torch.fx.Node]
+    forward: set[torch.fx.Node]  # forward-region nodes, placeholders excluded
+    backward: set[torch.fx.Node]
+    saved: list[torch.fx.Node]
+    fw_outs: list[torch.fx.node.Argument]
+    bw_outs: list[torch.fx.node.Argument]
+
+
+def _regions(joint: torch.fx.GraphModule, num_primals: int, num_fw_outputs: int) -> _Regions:
     graph = joint.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     primals, tangents = placeholders[:num_primals], placeholders[num_primals:]
@@ -83,7 +101,7 @@ def partition_joint(joint: torch.fx.GraphModule, num_primals: int, num_fw_output
         if any(p in needs_tangent for p in node.all_input_nodes):
             needs_tangent.add(node)
     extra = [n for n in graph.nodes if (_is_random(n) or _is_symbolic(n)) and n not in needs_tangent]
-    forward = _ancestors([*_nodes(fw_outs), *extra])
+    forward = _ancestors([*_nodes(fw_outs), *extra]) - set(placeholders)
     if forward & needs_tangent:
         raise AssertionError("BUG: a forward output of the joint graph depends on a tangent")
     backward = _ancestors(_nodes(bw_outs)) - forward - set(placeholders)
@@ -93,17 +111,73 @@ def partition_joint(joint: torch.fx.GraphModule, num_primals: int, num_fw_output
         # Recompute saved views in the backward from their sources (Note [Partitioning The Joint Graph]).
         backward |= set(views)
         saved = _saved(graph, available, backward, _nodes(bw_outs))
-    fw_gm = _forward_module(joint, primals, forward, fw_outs, saved)
-    bw_gm = _backward_module(joint, saved, tangents, backward, bw_outs)
-    position = {p: k for k, p in enumerate(primals)}
-    return Partition(
-        forward=fw_gm,
-        backward=bw_gm,
-        num_saved=len(saved),
-        saved_primals=tuple(position.get(n) for n in saved),
-        backward_example=tuple(n.meta["val"] for n in [*saved, *tangents]),
-        has_random=any(_is_random(n) for n in forward),
+    return _Regions(
+        primals=primals,
+        tangents=tangents,
+        forward=forward,
+        backward=backward,
+        saved=saved,
+        fw_outs=fw_outs,
+        bw_outs=bw_outs,
     )
+
+
+def partition_joint(joint: torch.fx.GraphModule, num_primals: int, num_fw_outputs: int) -> Partition:
+    r = _regions(joint, num_primals, num_fw_outputs)
+    position = {p: k for k, p in enumerate(r.primals)}
+    return Partition(
+        forward=_forward_module(joint, r.primals, r.forward, r.fw_outs, r.saved),
+        backward=_backward_module(joint, r.saved, r.tangents, r.backward, r.bw_outs),
+        num_saved=len(r.saved),
+        saved_primals=tuple(position.get(n) for n in r.saved),
+        backward_example=tuple(n.meta["val"] for n in [*r.saved, *r.tangents]),
+        has_random=any(_is_random(n) for n in r.forward),
+        forward_nodes=tuple(n for n in joint.graph.nodes if n in r.forward),
+        saved_nodes=tuple(r.saved),
+        primal_nodes=tuple(r.primals),
+    )
+
+
+# Note [Tangent Retrace]
+# The backward graph is traced for tangents shaped like the forward outputs (a PairTensor tangent for a PairTensor
+# output, plain for plain). A runtime tangent of another type or ctx (a PairTensor tangent for a plain output, a
+# plain one for a PairTensor output, another ctx) that no hook of the subclass converts (__coerce_tangent_from__,
+# __coerce_same_metadata_as_tangent__) gets a backward of its own, traced lazily on first sight and cached per tangent
+# structure (types, ctx, dense sizes): the joint graph is traced again with such tangents and only its backward
+# region kept. The forward already ran and saved its values, so that backward may read only those: the new joint's
+# forward region runs the same ops in the same order (the program runs before the tangents are touched), which maps
+# each of its nodes to the first joint's; a backward that needs a forward value the first partition did not save
+# is refused with an UnsupportedError naming the node (never recomputed: it may be random).
+
+
+def partition_backward_like(
+    joint: torch.fx.GraphModule, num_primals: int, num_fw_outputs: int, reference: Partition
+) -> tuple[torch.fx.GraphModule, tuple[int, ...], tuple[object, ...]]:
+    """A backward graph from another joint graph of the same program, reading the values `reference`'s forward
+    saves (Note [Tangent Retrace]): (graph, per placeholder of it: the reference's saved position, example)."""
+    r = _regions(joint, num_primals, num_fw_outputs)
+    mine = [n for n in joint.graph.nodes if n in r.forward]
+    if len(mine) != len(reference.forward_nodes) or any(
+        a.target != b.target for a, b in zip(mine, reference.forward_nodes, strict=False)
+    ):
+        raise UnsupportedError(
+            "the backward retraced for a new tangent type runs another forward than the one compiled (the program "
+            "traces differently); pass tangents of the type of the outputs"
+        )
+    same = dict(zip(mine, reference.forward_nodes, strict=True)) | dict(
+        zip(r.primals, reference.primal_nodes, strict=True)
+    )
+    position = {n: k for k, n in enumerate(reference.saved_nodes)}
+    missing = [n for n in r.saved if same[n] not in position]
+    if missing:
+        raise UnsupportedError(
+            f"the backward retraced for a new tangent type needs the forward value {missing[0].name} "
+            f"({missing[0].target}), which the compiled forward does not save; pass tangents of the type of the "
+            "outputs, or give the subclass a __coerce_tangent_from__ hook"
+        )
+    graph = _backward_module(joint, r.saved, r.tangents, r.backward, r.bw_outs)
+    example = tuple(n.meta["val"] for n in [*r.saved, *r.tangents])
+    return graph, tuple(position[same[n]] for n in r.saved), example
 
 
 def _saved(
@@ -118,7 +192,7 @@ def _forward_module(
     joint: torch.fx.GraphModule,
     primals: list[torch.fx.Node],
     forward: set[torch.fx.Node],
-    fw_outs: list[object],
+    fw_outs: list[torch.fx.node.Argument],
     saved: list[torch.fx.Node],
 ) -> torch.fx.GraphModule:
     g = torch.fx.Graph()
@@ -137,7 +211,7 @@ def _backward_module(
     saved: list[torch.fx.Node],
     tangents: list[torch.fx.Node],
     backward: set[torch.fx.Node],
-    bw_outs: list[object],
+    bw_outs: list[torch.fx.node.Argument],
 ) -> torch.fx.GraphModule:
     g = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}

@@ -7,12 +7,15 @@ See Note [Training Through A Joint Graph] and Note [Partitioning The Joint Graph
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, ClassVar
 
 import pytest
 import torch
 from torch import nn
 
 import subclassaot
+from subclassaot.authoring import WrapperTensor, implements
+from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 
@@ -45,7 +48,7 @@ def _step(fn: Callable[..., object], make: Callable[[], tuple[T, ...]]) -> tuple
     torch.manual_seed(11)
     out = fn(*args)
     leaves = [o for o in (out if isinstance(out, tuple) else (out,)) if isinstance(o, torch.Tensor)]
-    sum(o.sum() for o in leaves).backward()  # type: ignore[union-attr]
+    torch.autograd.backward([o.sum() for o in leaves])
     params = list(fn.parameters()) if isinstance(fn, nn.Module) else []
     grads = [a.grad for a in args] + [p.grad for p in params]
     return [o.detach() for o in leaves], grads, torch.rand(3)
@@ -55,7 +58,7 @@ def _step(fn: Callable[..., object], make: Callable[[], tuple[T, ...]]) -> tuple
 def test_dropout_grad_consistent_with_forward(backend: str) -> None:
     x = torch.randn(1000, requires_grad=True)
     out = subclassaot.compile(dropout_sum, backend=backend)(x)[0]  # type: ignore[index]
-    out.backward()
+    torch.autograd.backward(out)
     assert x.grad is not None
     # d(sum(mask * x / 0.5))/dx = mask / 0.5, so x * grad sums back to the output: one mask, drawn once.
     torch.testing.assert_close((x.detach() * x.grad).sum(), out.detach(), rtol=1e-4, atol=1e-4)
@@ -121,7 +124,7 @@ def _saved_bytes(fn: Callable[[T], T], x: T) -> int:
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        fn(x).backward()
+        torch.autograd.backward(fn(x))
     return sum(storages.values())
 
 
@@ -143,14 +146,14 @@ def test_backward_twice_with_retain_graph() -> None:
     x, w = torch.randn(10, requires_grad=True), torch.randn(10, requires_grad=True)
     torch.manual_seed(3)
     want = f(x, w)
-    want.backward(retain_graph=True)
-    want.backward()
+    torch.autograd.backward(want, retain_graph=True)
+    torch.autograd.backward(want)
     want_grads = (x.grad.clone(), w.grad.clone())  # type: ignore[union-attr]
     x.grad, w.grad = None, None
     torch.manual_seed(3)
     got = subclassaot.compile(f, backend="eager")(x, w)
-    got.backward(retain_graph=True)
-    got.backward()
+    torch.autograd.backward(got, retain_graph=True)
+    torch.autograd.backward(got)
     torch.testing.assert_close((x.grad, w.grad), want_grads)
 
 
@@ -164,3 +167,88 @@ def test_double_backward_eager_backend() -> None:
     (want_g,) = torch.autograd.grad(f(x), x, create_graph=True)
     (want_gg,) = torch.autograd.grad(want_g.sum(), x)
     torch.testing.assert_close((g, gg), (want_g, want_gg))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tangents of another type than the output's (Note [Tangent Retrace])
+
+
+def test_pair_tangent_for_plain_output(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        return (x * 2.0, y * 3.0)  # the oracle's loss is a PairTensor: x * 2 gets a PairTensor tangent
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(3, requires_grad=True), PairTensor.from_tensor(torch.randn(3), requires_grad=True))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def _assert_same(got: T | None, want: T | None) -> None:
+    """Type, ctx and inner values of two gradients (assert_close cannot compare every subclass itself)."""
+    assert type(got) is type(want)
+    if got is None or want is None:
+        return
+    if not is_traceable_subclass(got):
+        torch.testing.assert_close(got, want)
+        return
+    (g_node, g_leaves), (w_node, w_leaves) = flatten_subclass(got, "got"), flatten_subclass(want, "want")
+    assert g_node.ctx == w_node.ctx
+    torch.testing.assert_close(g_leaves, w_leaves)
+
+
+def _grads_with_tangent(fn: Callable[..., object], args: list[T], tangent: T) -> list[T | None]:
+    out = fn(*args)
+    assert isinstance(out, torch.Tensor)
+    torch.autograd.backward(out, grad_tensors=tangent)
+    return [a.grad for a in args]
+
+
+def test_plain_tangent_for_pair_output_is_retraced_once(caplog: pytest.LogCaptureFixture) -> None:
+    def f(p: T, w: T) -> T:
+        return (p * w).sin()
+
+    def make() -> list[T]:
+        torch.manual_seed(0)
+        return [PairTensor.from_tensor(torch.randn(4), requires_grad=True), torch.randn(4, requires_grad=True)]
+
+    compiled = subclassaot.compile(f, backend="eager")
+    with caplog.at_level("INFO", logger="subclassaot.autograd_runtime"):
+        for scale in (1.0, 2.0):
+            tangent = torch.full((4,), scale)
+            got, want = _grads_with_tangent(compiled, make(), tangent), _grads_with_tangent(f, make(), tangent)
+            for g, w in zip(got, want, strict=True):
+                _assert_same(g, w)
+    assert sum("retracing the backward" in r.message for r in caplog.records) == 1
+
+
+class Gained(WrapperTensor):
+    """One inner tensor and a gain (ctx) that multiplications apply: a tangent's ctx changes the gradient."""
+
+    inner_names: ClassVar[tuple[str, ...]] = ("a",)
+    ctx_names: ClassVar[tuple[str, ...]] = ("gain",)
+    apply_to_inner_by_default: ClassVar[bool] = True
+    a: T
+    gain: float
+
+    @implements(torch.ops.aten.mul.Tensor)
+    def _mul(func: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        x, y = args
+        g = x if isinstance(x, Gained) else y
+        unwrap = [t.a if isinstance(t, Gained) else t for t in (x, y)]
+        return Gained(unwrap[0] * unwrap[1] * g.gain, g.gain)
+
+
+def test_tangent_with_other_ctx_is_retraced() -> None:
+    def f(p: T, w: T) -> T:
+        return p * w
+
+    def make() -> list[T]:
+        torch.manual_seed(0)
+        return [Gained(torch.randn(4), 1.0, requires_grad=True), torch.randn(4, requires_grad=True)]
+
+    tangent = Gained(torch.ones(4), 3.0)
+    got = _grads_with_tangent(subclassaot.compile(f, backend="eager"), make(), tangent)
+    want = _grads_with_tangent(f, make(), tangent)
+    for g, w in zip(got, want, strict=True):
+        _assert_same(g, w)
