@@ -54,6 +54,7 @@ class CompiledEntry:
     analysis: Analysis
     traced: TracedGraph
     backward: torch.fx.GraphModule | None  # training: the backward graph (see Note [Training Through A Joint Graph])
+    forward: torch.fx.GraphModule | None = None  # training: the forward partitioned from the joint graph
 
 
 class CompiledFunction(Generic[P, R]):
@@ -202,7 +203,7 @@ def _compile_entry(
         leaf_attr_paths=leaf_attr_paths(layout),
         input_requires_grad=tuple(t.requires_grad for t in tensors),
     )
-    backward_graph = None
+    backward_graph = forward_graph = None
     if training:
         bw_meta = trace_backward(call, flat, layout, analysis, traced, dense_fakes, fakes, fake_mode, decompositions)
         # The partitioned forward (Note [Training Through A Joint Graph]); the inference graph where the joint
@@ -222,7 +223,7 @@ def _compile_entry(
             differentiable_backward=config.backend == "eager",
             compile_backward=functools.partial(_compile_variant, backend),
         )
-        backward_graph = bw_meta.graph
+        backward_graph, forward_graph = bw_meta.graph, bw_meta.forward
     else:
         backends.verify_functional(traced.graph)
         graph_call = inference_call(_checked_first_call(backend(traced.graph, traced.example_inputs), config.backend))
@@ -238,6 +239,7 @@ def _compile_entry(
         analysis=analysis,
         traced=traced,
         backward=backward_graph,
+        forward=forward_graph,
     )
 
 

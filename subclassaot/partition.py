@@ -93,6 +93,7 @@ def _regions(joint: torch.fx.GraphModule, num_primals: int, num_fw_outputs: int)
     graph = joint.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     primals, tangents = placeholders[:num_primals], placeholders[num_primals:]
+    _read_primals_not_clones(graph, set(primals))
     output = next(n for n in graph.nodes if n.op == "output")
     outs = list(output.args[0])
     fw_outs, bw_outs = outs[:num_fw_outputs], outs[num_fw_outputs:]
@@ -178,6 +179,25 @@ def partition_backward_like(
     graph = _backward_module(joint, r.saved, r.tangents, r.backward, r.bw_outs)
     example = tuple(n.meta["val"] for n in [*r.saved, *r.tangents])
     return graph, tuple(position[same[n]] for n in r.saved), example
+
+
+def _read_primals_not_clones(graph: torch.fx.Graph, primals: set[torch.fx.Node]) -> None:
+    """Ops read a primal itself rather than the clone joint.py takes of each input gradients are taken for: in a
+    functional graph both hold the same values (same strides checked), and the clone would cost a copy per call and
+    a saved copy of every parameter. An output that is the clone stays one (it must be a fresh tensor)."""
+    for node in list(graph.nodes):
+        if node.target is not torch.ops.aten.clone.default or node.kwargs or node.args[0] not in primals:
+            continue
+        source = node.args[0]
+        assert isinstance(source, torch.fx.Node)
+        value, original = node.meta.get("val"), source.meta.get("val")
+        if not isinstance(value, torch.Tensor) or not isinstance(original, torch.Tensor):
+            continue
+        if value.stride() != original.stride():
+            continue
+        node.replace_all_uses_with(source, delete_user_cb=lambda user: user.op != "output")
+        if not node.users:
+            graph.erase_node(node)
 
 
 def _saved(
