@@ -10,7 +10,6 @@ mutate is copied first. See Note [Training Through A Joint Graph].
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -60,7 +59,7 @@ TangentTree = SubclassNode | None | _Same
 
 
 def _collect_tangents(
-    grads: Sequence[torch.Tensor | None], bw_meta: BackwardGraph, zeros: list[list[Callable[[], torch.Tensor]]]
+    grads: Sequence[torch.Tensor | None], bw_meta: BackwardGraph, zeros: list[list[ZeroMeta]]
 ) -> tuple[list[list[torch.Tensor]], list[TangentTree], set[int]]:
     """Per diff output: the tangent's dense leaves and its structure (_SAME: the traced one); the outputs that got
     a tangent (the others get zeros)."""
@@ -70,7 +69,7 @@ def _collect_tangents(
     for k, i in enumerate(bw_meta.diff_outputs):
         g = grads[i]
         if g is None:
-            per_output.append([z() for z in zeros[k]])
+            per_output.append([torch.zeros(shape, dtype=dtype, device=device) for shape, dtype, device in zeros[k]])
             trees.append(_SAME)
             continue
         present.add(k)
@@ -128,11 +127,14 @@ def _restride(t: torch.Tensor, stride: tuple[int, ...] | None) -> torch.Tensor:
     return out
 
 
-def _dense_zeros(t: torch.Tensor) -> list[Callable[[], torch.Tensor]]:
-    """Makers of zero tangents for `t`'s dense leaves (shape, dtype, device only: nothing is kept alive)."""
-    leaves = flatten_subclass(t, "out")[1] if is_traceable_subclass(t) else [t]
-    metas = [(tuple(leaf.shape), leaf.dtype, leaf.device) for leaf in leaves]
-    return [functools.partial(torch.zeros, shape, dtype=dtype, device=device) for shape, dtype, device in metas]
+ZeroMeta = tuple[torch.Size, torch.dtype, torch.device]
+
+
+def _dense_zeros(t: torch.Tensor) -> list[ZeroMeta]:
+    """What zero tangents for `t`'s dense leaves need (shape, dtype, device only: nothing is kept alive)."""
+    if not is_traceable_subclass(t):
+        return [(t.shape, t.dtype, t.device)]
+    return [(leaf.shape, leaf.dtype, leaf.device) for leaf in flatten_subclass(t, "out")[1]]
 
 
 def training_call(
@@ -163,6 +165,8 @@ def training_call(
     )
 
     variants = _Variants(compile_backward)
+    diff_set = frozenset(bw_meta.diff_outputs)
+    subclass_inputs = [i for i, tree in enumerate(layout.trees) if tree is not None]
 
     class CompiledStep(torch.autograd.Function):
         @staticmethod
@@ -172,7 +176,7 @@ def training_call(
             graph_in, graph_dense, symbols = holder
             # Subclass gradients are rebuilt with the real inputs' outer size and stride (the traced ones may be
             # symbolic).
-            ctx.input_meta = [(tuple(t.shape), tuple(t.stride())) for t in user]
+            ctx.input_meta = {i: (tuple(user[i].shape), tuple(user[i].stride())) for i in subclass_inputs}
             with torch.no_grad():
                 all_outs = list(cast(Sequence[Any], fw(*graph_in)))  # GraphOutputs, then the saved values
                 n_outs = len(all_outs) - bw_meta.num_saved
@@ -218,8 +222,9 @@ def training_call(
                 tensors.append(
                     unflatten_subclass(tree, leaves, outer_size=real.shape, outer_stride=real.stride(), check=False)
                 )
-            non_diff = [t for i, t in enumerate(tensors) if i not in bw_meta.diff_outputs]
-            ctx.mark_non_differentiable(*[t for t in non_diff if isinstance(t, torch.Tensor)])
+            if len(tensors) != len(bw_meta.diff_outputs):
+                non_diff = [t for i, t in enumerate(tensors) if i not in diff_set]
+                ctx.mark_non_differentiable(*[t for t in non_diff if isinstance(t, torch.Tensor)])
             # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
             ctx.set_materialize_grads(False)
             ctx.zeros = [_dense_zeros(tensors[i]) for i in bw_meta.diff_outputs]
@@ -295,7 +300,7 @@ def training_call(
                     continue  # eager's gradient is None: no used output reaches this input
                 if tree is None:
                     result[i] = leaves[0]
-                elif i < n_user:
+                elif i in ctx.input_meta:
                     size, stride = ctx.input_meta[i]
                     result[i] = unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False)
                 else:
