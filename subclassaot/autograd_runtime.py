@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -48,6 +49,23 @@ def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None) -> list[torc
             return None
         node, leaves = flatten_subclass(coerced, "grad")
     return leaves
+
+
+def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[torch.Tensor]:
+    """The graph inputs for a double backward's rerun, as the forward saw them (Note [Double Backward By
+    Recompute]); refused where one was freed or written since."""
+    out = []
+    for k, (ref, version) in enumerate(refs):
+        t = ref()
+        if t is None or t._version != version:
+            raise UnsupportedError(
+                f"double backward (create_graph=True): graph input {k} of the compiled program was "
+                f"{'freed' if t is None else 'modified in place'} after the forward, and the double backward "
+                "recomputes from it (Note [Double Backward By Recompute]). Keep the inputs alive and unchanged "
+                "until the backward"
+            )
+        out.append(t)
+    return out
 
 
 class _Same:
@@ -190,7 +208,8 @@ def training_call(
                 ]
             ctx.save_for_backward(*[v for v in saved if isinstance(v, torch.Tensor)])
             ctx.saved_ints = [(k, v) for k, v in enumerate(saved) if not isinstance(v, torch.Tensor)]
-            ctx.primals = graph_in if rerun is not None else None  # Note [Double Backward By Recompute]
+            # Note [Double Backward By Recompute]: weak references, so that the forward keeps no input alive.
+            ctx.primals = [(weakref.ref(g), g._version) for g in graph_in] if rerun is not None else None
             tensors = outs[:n_updates]
             pos = n_updates
             for o in fresh_outputs:
@@ -274,7 +293,7 @@ def training_call(
                 ]
                 if torch.is_grad_enabled():
                     assert rerun is not None
-                    all_outs = cast(Sequence[torch.Tensor], rerun(*ctx.primals, *tangents))
+                    all_outs = cast(Sequence[torch.Tensor], rerun(*_live_primals(ctx.primals), *tangents))
                     dense_grads = list(all_outs[bw_meta.num_fw_outputs :])
                 else:
                     dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))

@@ -53,7 +53,8 @@ from subclassaot.trace import TracedGraph, UpdateKind, graph_output_values
 # autograd records) a double backward runs the joint graph again from the primals instead, which autograd records
 # from the inputs on, as eager does. That rerun must see the forward's values: it is refused (UnsupportedError) for
 # a program with random ops (it would draw again) or one that writes its inputs (the epilogue has changed them).
-# Only then does the Function keep references to its graph inputs until backward.
+# The Function keeps weak references to its graph inputs (and their versions) for that: one freed or written since
+# the forward is refused too, rather than recomputed from other values.
 
 
 # Note [Backward Errors Are Deferred]

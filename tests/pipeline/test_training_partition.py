@@ -252,3 +252,22 @@ def test_tangent_with_other_ctx_is_retraced() -> None:
     want = _grads_with_tangent(f, make(), tangent)
     for g, w in zip(got, want, strict=True):
         _assert_same(g, w)
+
+
+def test_double_backward_of_random_program_is_refused_clearly() -> None:
+    x = torch.randn(5, requires_grad=True)
+    y = subclassaot.compile(dropout_sum, backend="eager")(x)[0]  # type: ignore[index]
+    with pytest.raises(subclassaot.errors.UnsupportedError, match="double backward.*random"):
+        torch.autograd.grad(y, x, create_graph=True)
+
+
+def test_double_backward_after_input_written_is_refused_clearly() -> None:
+    def f(x: T) -> T:
+        return x.exp().sum()  # saves exp(x), not x: autograd's own version check does not see the write
+
+    x = torch.randn(3, requires_grad=True)
+    y = subclassaot.compile(f, backend="eager")(x)
+    with torch.no_grad():
+        x.add_(1.0)
+    with pytest.raises(subclassaot.errors.UnsupportedError, match="modified in place after the forward"):
+        torch.autograd.grad(y, x, create_graph=True)
