@@ -314,6 +314,9 @@ def trace_backward(
             wrapper_updates=wrapper_updates,
             group_grads=group_grads,
         )
+    o = traced.outputs
+    if joint.num_fw_outputs != len(o.updates) + o.num_fresh + o.num_bases + o.num_symints:
+        raise AssertionError("BUG: the joint graph's forward outputs differ from the inference graph's")
     parts = partition_joint(joint.graph, len(example), joint.num_fw_outputs)
     return BackwardGraph(
         joint=None if parts.has_random else joint.graph,
