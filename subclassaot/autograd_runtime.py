@@ -32,7 +32,7 @@ def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None) -> list[torc
     """Dense leaves of a runtime tangent, coerced to the structure the backward graph was traced for by the
     subclass's hooks; None where it has another structure that no hook converts (Note [Tangent Retrace])."""
     if expected is None:
-        return None if is_traceable_subclass(g) else [g]
+        return [g] if type(g) is torch.Tensor or not is_traceable_subclass(g) else None
     if not is_traceable_subclass(g) or type(g) is not expected.cls:
         coerce = getattr(expected.cls, "__coerce_tangent_from__", None)
         coerced = coerce(g, expected.ctx) if coerce is not None else None
@@ -150,7 +150,7 @@ ZeroMeta = tuple[torch.Size, torch.dtype, torch.device]
 
 def _dense_zeros(t: torch.Tensor) -> list[ZeroMeta]:
     """What zero tangents for `t`'s dense leaves need (shape, dtype, device only: nothing is kept alive)."""
-    if not is_traceable_subclass(t):
+    if type(t) is torch.Tensor or not is_traceable_subclass(t):
         return [(t.shape, t.dtype, t.device)]
     return [(leaf.shape, leaf.dtype, leaf.device) for leaf in flatten_subclass(t, "out")[1]]
 
@@ -183,6 +183,9 @@ def training_call(
     )
 
     variants = _Variants(compile_backward)
+    n_user = len(layout.trees)
+    n_results = n_user + len(bw_meta.group_grads)
+    targets = [*bw_meta.grad_inputs, *range(n_user, n_results)]
     diff_set = frozenset(bw_meta.diff_outputs)
     subclass_inputs = [i for i, tree in enumerate(layout.trees) if tree is not None]
 
@@ -298,17 +301,16 @@ def training_call(
                 else:
                     dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
                 shape = (bw_meta.grad_trees, bw_meta.unused, bw_meta.tangent_deps)
-            n_grads = len(dense_grads) - len(ctx.bw_targets)
-            with torch.no_grad():
-                # See BackwardGraph.backward_mutations: what the program's backward wrote, written for real.
-                for target, value in zip(ctx.bw_targets, dense_grads[n_grads:], strict=True):
-                    target.copy_(value)
-            dense_grads = dense_grads[:n_grads]
-            n_user = len(layout.trees)
+            if ctx.bw_targets:
+                n_grads = len(dense_grads) - len(ctx.bw_targets)
+                with torch.no_grad():
+                    # See BackwardGraph.backward_mutations: what the program's backward wrote, written for real.
+                    for target, value in zip(ctx.bw_targets, dense_grads[n_grads:], strict=True):
+                        target.copy_(value)
+                dense_grads = dense_grads[:n_grads]
             # Gradients of the Function's inputs: the user tensors, then the synthetic bases of aliased inputs.
-            result: list[torch.Tensor | None] = [None] * (n_user + len(bw_meta.group_grads))
+            result: list[torch.Tensor | None] = [None] * n_results
             pos = 0
-            targets = [*bw_meta.grad_inputs, *range(n_user, n_user + len(bw_meta.group_grads))]
             grad_trees, unused, deps = shape
             for k, i in enumerate(targets):
                 tree = grad_trees[k]
