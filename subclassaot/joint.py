@@ -393,13 +393,12 @@ def _dense_grads(
     for k, (g, x) in enumerate(zip(grads, wrt, strict=True)):
         if g is None:
             unused.add(k)
-            # Never read by the runtime (eager's gradient is None); torch.zeros needs x's size, not x, so the
-            # backward does not keep x alive for it.
-            g = (
-                torch.zeros_like(x)
-                if is_traceable_subclass(x)
-                else torch.zeros(x.shape, dtype=x.dtype, device=x.device)
-            )
+            # Never read by the runtime (eager's gradient is None). Zeros made from sizes, not from x (zeros_like
+            # would make the backward read x, and the forward save it).
+            node, zero_of = flatten_subclass(x, "grad") if is_traceable_subclass(x) else (None, [x])
+            grad_trees.append(node)
+            dense.extend(from_functional(torch.zeros(t.shape, dtype=t.dtype, device=t.device)) for t in zero_of)
+            continue
         if is_traceable_subclass(g):
             node, leaves = flatten_subclass(g, "grad")
             grad_trees.append(node)

@@ -271,3 +271,23 @@ def test_double_backward_after_input_written_is_refused_clearly() -> None:
         x.add_(1.0)
     with pytest.raises(subclassaot.errors.UnsupportedError, match="modified in place after the forward"):
         torch.autograd.grad(y, x, create_graph=True)
+
+
+def test_unused_subclass_gradient_saves_nothing() -> None:
+    # The output is a view of the input whose gradient eager leaves None: the backward's zeros for it are made from
+    # sizes, so the forward saves nothing (eager saves nothing either).
+    def f(x: T) -> T:
+        return x.view(-1)
+
+    x = PairTensor.from_tensor(torch.randn(2, 3), requires_grad=True).clone()
+    compiled = subclassaot.compile(f, backend="eager")
+    compiled(x)
+    packed: list[T] = []
+
+    def pack(t: T) -> T:
+        packed.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        compiled(x)
+    assert packed == []
