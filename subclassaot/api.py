@@ -157,7 +157,7 @@ def _compile_entry(
     state: AutomaticDynamicState,
     symbols: SymbolCache,
 ) -> CompiledEntry:
-    """inputs -> fakify -> desugar -> analyze -> trace -> backend -> guards -> runtime."""
+    """inputs -> fakify -> desugar -> analyze -> trace (training: joint -> partition) -> backend -> guards -> runtime."""
     flat, call = flatten_call(fn, args, kwargs)
     tensors = [cast(torch.Tensor, flat.values[i]) for i in flat.tensor_indices]
     paths = [flat.leaves[i].path for i in flat.tensor_indices]

@@ -5,7 +5,8 @@ number of primals and of forward outputs.
 Output: `Partition`: `forward: (primals...) -> (forward outputs..., saved...)` and
 `backward: (saved..., tangents...) -> (backward outputs...)`, both purely functional, with their example inputs.
 Invariants: see Note [Partitioning The Joint Graph]; no node the forward runs is run again by the backward unless
-it is a view (free to recompute); a random op always runs in the forward, exactly once.
+it is a view (free to recompute); a random op that needs no tangent runs in the forward, exactly once (one that
+does, drawn by a custom backward, stays in the backward, as in eager).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from subclassaot.errors import UnsupportedError
 # its source is, and the backward takes the view again (a view costs nothing and keeps the same storage alive, so
 # saved bytes never grow, and a primal is saved rather than a transposed copy of it). What is saved is what eager
 # autograd's formulas read (the joint graph *is* those formulas), so saved activations stay within eager's.
-# The forward region never depends on a tangent (the program runs before autograd.grad): checked, a BUG otherwise.
+# Ops read a primal rather than the clone joint.py takes of each input gradients are taken for (same values in a
+# functional graph): no copy per call, no saved copy of each parameter. The forward region never depends on a
+# tangent (the program runs before autograd.grad): checked, a BUG otherwise.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
