@@ -183,6 +183,7 @@ def training_call(
     )
 
     variants = _Variants(compile_backward)
+    clone_saved = [k for k, p in enumerate(bw_meta.saved_primals) if p is not None and p in mutated_graph_inputs]
     n_user = len(layout.trees)
     n_results = n_user + len(bw_meta.group_grads)
     targets = [*bw_meta.grad_inputs, *range(n_user, n_results)]
@@ -198,17 +199,16 @@ def training_call(
             # Subclass gradients are rebuilt with the real inputs' outer size and stride (the traced ones may be
             # symbolic).
             ctx.input_meta = {i: (tuple(user[i].shape), tuple(user[i].stride())) for i in subclass_inputs}
-            with torch.no_grad():
-                all_outs = list(cast(Sequence[Any], fw(*graph_in)))  # GraphOutputs, then the saved values
-                n_outs = len(all_outs) - bw_meta.num_saved
-                outs = [
-                    non_view_alias(o) if isinstance(o, torch.Tensor) and o._is_view() else o
-                    for o in all_outs[:n_outs]  # tensors, then symbolic ints
-                ]
-                saved = [
-                    v.clone() if k is not None and k in mutated_graph_inputs else v
-                    for v, k in zip(all_outs[n_outs:], bw_meta.saved_primals, strict=True)
-                ]
+            # A Function's forward runs with grad mode off: the graph's ops record nothing.
+            all_outs = list(cast(Sequence[Any], fw(*graph_in)))  # GraphOutputs, then the saved values
+            n_outs = len(all_outs) - bw_meta.num_saved
+            outs = [
+                non_view_alias(o) if isinstance(o, torch.Tensor) and o._is_view() else o
+                for o in all_outs[:n_outs]  # tensors, then symbolic ints
+            ]
+            saved = all_outs[n_outs:]
+            for k in clone_saved:
+                saved[k] = saved[k].clone()  # the epilogue is about to write this input
             ctx.save_for_backward(*[v for v in saved if isinstance(v, torch.Tensor)])
             ctx.saved_ints = [(k, v) for k, v in enumerate(saved) if not isinstance(v, torch.Tensor)]
             # Note [Double Backward By Recompute]: weak references, so that the forward keeps no input alive.
@@ -258,13 +258,14 @@ def training_call(
         def backward(ctx: Any, *grads: torch.Tensor | None) -> Any:
             if bw_meta.error is not None or bw is None:
                 raise RuntimeError(str(bw_meta.error)) from bw_meta.error  # Note [Backward Errors Are Deferred]
-            if torch.is_grad_enabled() and not differentiable_backward:
+            create_graph = torch.is_grad_enabled()
+            if create_graph and not differentiable_backward:
                 # create_graph=True: a compiled backend's kernels are opaque to autograd.
                 raise UnsupportedError(
                     "double backward (create_graph=True) through a compiled backward: the backend's kernels are "
                     'not differentiable. Compile with backend="eager" to differentiate the gradient again'
                 )
-            if torch.is_grad_enabled() and ctx.primals is None:
+            if create_graph and ctx.primals is None:
                 raise UnsupportedError(
                     "double backward (create_graph=True) of a program that draws random numbers or writes its "
                     "inputs: the gradient is computed from values the forward saved without their history, and "
@@ -276,7 +277,7 @@ def training_call(
                 saved.insert(k, v)
             per_output, trees, present = _collect_tangents(grads, bw_meta, ctx.zeros)
             if any(tree is not _SAME for tree in trees):
-                if torch.is_grad_enabled():
+                if create_graph:
                     raise UnsupportedError(
                         "double backward (create_graph=True) with a tangent of another type than the output's "
                         "(Note [Tangent Retrace]); pass tangents of the type of the outputs"
@@ -294,7 +295,7 @@ def training_call(
                     _restride(t, s)
                     for t, s in zip([t for ts in per_output for t in ts], bw_meta.tangent_strides, strict=True)
                 ]
-                if torch.is_grad_enabled():
+                if create_graph:
                     assert rerun is not None
                     all_outs = cast(Sequence[torch.Tensor], rerun(*_live_primals(ctx.primals), *tangents))
                     dense_grads = list(all_outs[bw_meta.num_fw_outputs :])
