@@ -30,7 +30,7 @@ from subclassaot.desugar import DynamicAliasError, dense_layout
 from subclassaot.errors import BackendError, SubclassAOTError, UnsupportedError
 from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.inputs import CaptureRef, capture_refs, flatten_call, lifted_state
-from subclassaot.joint import check_training_supported, trace_backward
+from subclassaot.joint import BackwardVariant, check_training_supported, trace_backward
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.runtime import RuntimePlan, inference_call, leaf_attr_paths, make_runner
 from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, InputIndex
@@ -53,7 +53,8 @@ class CompiledEntry:
     layout: DenseLayout
     analysis: Analysis
     traced: TracedGraph
-    backward: torch.fx.GraphModule | None  # training: the backward graph (see Note [Training By Recompute])
+    backward: torch.fx.GraphModule | None  # training: the backward graph (see Note [Training Through A Joint Graph])
+    forward: torch.fx.GraphModule | None = None  # training: the forward partitioned from the joint graph
 
 
 class CompiledFunction(Generic[P, R]):
@@ -171,7 +172,7 @@ def _compile_entry(
     symbols: SymbolCache,
     captures: tuple[CaptureRef, ...] | None,
 ) -> CompiledEntry:
-    """inputs -> fakify -> desugar -> analyze -> trace -> backend -> guards -> runtime."""
+    """inputs -> fakify -> desugar -> analyze -> trace (training: joint -> partition) -> backend -> guards -> runtime."""
     flat, call = flatten_call(fn, args, kwargs, captures)
     tensors = [cast(torch.Tensor, flat.values[i]) for i in flat.tensor_indices]
     paths = [flat.leaves[i].path for i in flat.tensor_indices]
@@ -213,11 +214,7 @@ def _compile_entry(
         check_training_supported(flat, layout, analysis, fakes)
     with torch.no_grad():
         traced = trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)
-    backends.verify_functional(traced.graph)
     backend = backends.get_backend(config.backend)
-    compiled = _checked_first_call(backend(traced.graph, traced.example_inputs), config.backend)
-    if config.backend != "eager":  # the eager backend runs the graph's own aten ops: eager's strides already
-        compiled = backends.keep_eager_strides(compiled, traced.graph)
     entry_guards = guards.build_guards(flat, layout, fakes, shape_env_of(fake_mode))
     plan = RuntimePlan(
         flat=flat,
@@ -227,16 +224,30 @@ def _compile_entry(
         leaf_attr_paths=leaf_attr_paths(layout),
         input_requires_grad=tuple(t.requires_grad for t in tensors),
     )
-    graph_call = inference_call(compiled)
-    backward_graph = None
+    backward_graph = forward_graph = None
     if training:
         bw_meta = trace_backward(call, flat, layout, analysis, traced, dense_fakes, fakes, fake_mode, decompositions)
+        # The partitioned forward (Note [Training Through A Joint Graph]); the inference graph where the joint
+        # trace failed (the backward then raises the program's own error: Note [Backward Errors Are Deferred]).
+        forward = bw_meta.forward if bw_meta.forward is not None else traced.graph
+        backends.verify_functional(forward)
+        compiled = _compile_graph(backend, forward, traced.example_inputs, config)
         bw: Callable[..., object] | None = None
         if bw_meta.graph is not None:
             backends.verify_functional(bw_meta.graph)
             bw = backend(bw_meta.graph, bw_meta.example_inputs)
-        graph_call = training_call(plan, compiled, bw, bw_meta, differentiable_backward=config.backend == "eager")
-        backward_graph = bw_meta.graph
+        graph_call = training_call(
+            plan,
+            compiled,
+            bw,
+            bw_meta,
+            differentiable_backward=config.backend == "eager",
+            compile_backward=functools.partial(_compile_variant, backend),
+        )
+        backward_graph, forward_graph = bw_meta.graph, bw_meta.forward
+    else:
+        backends.verify_functional(traced.graph)
+        graph_call = inference_call(_compile_graph(backend, traced.graph, traced.example_inputs, config))
     _, spec = pytree.tree_flatten(pytree.tree_unflatten(list(flat.values), flat.spec))
     simple = not flat.module_state_names and len(flat.leaves) == len(args) and not kwargs
     return CompiledEntry(
@@ -249,7 +260,23 @@ def _compile_entry(
         analysis=analysis,
         traced=traced,
         backward=backward_graph,
+        forward=forward_graph,
     )
+
+
+def _compile_graph(
+    backend: BackendFn, gm: torch.fx.GraphModule, example_inputs: Sequence[torch.Tensor], config: CompileConfig
+) -> Callable[..., object]:
+    compiled = _checked_first_call(backend(gm, example_inputs), config.backend)
+    if config.backend != "eager":  # the eager backend runs the graph's own aten ops: eager's strides already
+        compiled = backends.keep_eager_strides(compiled, gm)
+    return compiled
+
+
+def _compile_variant(backend: BackendFn, variant: BackwardVariant) -> Callable[..., object]:
+    """A backward retraced for new tangent types (Note [Tangent Retrace]), through the entry's backend."""
+    backends.verify_functional(variant.graph)
+    return backend(variant.graph, variant.example_inputs)
 
 
 def _fakify_and_desugar(

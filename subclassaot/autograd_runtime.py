@@ -3,59 +3,138 @@
 Input: the `RuntimePlan`, the compiled forward and backward callables and the `BackwardGraph` record.
 Output: a `GraphCall` for `runtime.make_runner`: it runs the forward graph through the Function so that autograd
 sees user-level tensors (subclass outputs wrapped inside the Function, subclass gradients rebuilt from dense ones).
-Invariants: autograd happens above subclass desugaring; saved tensors are the primals only (copies for the ones the
-epilogue is about to mutate), see Note [Training By Recompute].
+Invariants: autograd happens above subclass desugaring; saved values are what the partitioned forward returns after
+its GraphOutputs (tensors through save_for_backward, symbolic ints on ctx); a saved primal the epilogue is about to
+mutate is copied first. See Note [Training Through A Joint Graph].
 """
 
 from __future__ import annotations
 
-import functools
+import logging
+import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import torch
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.joint import BackwardGraph
+from subclassaot.joint import BackwardGraph, BackwardVariant, retrace_backward
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.runtime import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias
 from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind
 from subclassaot.trace import UpdateKind
 
+log = logging.getLogger(__name__)
 
-def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None, k: int) -> list[torch.Tensor]:
-    """Dense leaves of a runtime tangent, coerced to the structure the backward graph was traced for."""
+
+def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None) -> list[torch.Tensor] | None:
+    """Dense leaves of a runtime tangent, coerced to the structure the backward graph was traced for by the
+    subclass's hooks; None where it has another structure that no hook converts (Note [Tangent Retrace])."""
     if expected is None:
-        if is_traceable_subclass(g):
-            raise UnsupportedError(
-                f"the gradient for differentiable output {k} is a {type(g).__name__}, but the backward was compiled "
-                "for a plain tensor; return a plain tensor from the loss path, or call the backward on a plain loss"
-            )
-        return [g]
+        return [g] if type(g) is torch.Tensor or not is_traceable_subclass(g) else None
     if not is_traceable_subclass(g) or type(g) is not expected.cls:
         coerce = getattr(expected.cls, "__coerce_tangent_from__", None)
         coerced = coerce(g, expected.ctx) if coerce is not None else None
         if coerced is None:
-            raise UnsupportedError(
-                f"the gradient for differentiable output {k} is a {type(g).__name__}, but the backward was compiled "
-                f"for a {expected.cls.__name__} tangent; give {expected.cls.__name__} a classmethod "
-                "__coerce_tangent_from__(tangent, ctx) that converts it"
-            )
+            return None
         g = coerced
     node, leaves = flatten_subclass(g, "grad")
     if node.ctx != expected.ctx:
-        # The tangent has other metadata than the output it belongs to (a Replicate tangent for a Partial output):
-        # let the subclass convert it, or refuse; reading it with the wrong metadata would be a wrong gradient.
+        # Other metadata than the output's (a Replicate tangent for a Partial output): the subclass converts it,
+        # or it gets its own backward; reading it with the traced metadata would be a wrong gradient.
         coerce_same = getattr(g, "__coerce_same_metadata_as_tangent__", None)
         coerced = coerce_same(expected.ctx) if coerce_same is not None else None
         if coerced is None:
-            raise UnsupportedError(
-                f"the gradient for differentiable output {k} ({type(g).__name__}) has ctx {node.ctx!r}, but the "
-                f"backward was compiled for ctx {expected.ctx!r}; implement __coerce_same_metadata_as_tangent__"
-                "(expected_ctx) on the class to convert it"
-            )
+            return None
         node, leaves = flatten_subclass(coerced, "grad")
     return leaves
+
+
+def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[torch.Tensor]:
+    """The graph inputs for a double backward's rerun, as the forward saw them (Note [Double Backward By
+    Recompute]); refused where one was freed or written since."""
+    out = []
+    for k, (ref, version) in enumerate(refs):
+        t = ref()
+        if t is None or t._version != version:
+            raise UnsupportedError(
+                f"double backward (create_graph=True): graph input {k} of the compiled program was "
+                f"{'freed' if t is None else 'modified in place'} after the forward, and the double backward "
+                "recomputes from it (Note [Double Backward By Recompute]). Keep the inputs alive and unchanged "
+                "until the backward"
+            )
+        out.append(t)
+    return out
+
+
+class _Same:
+    """The marker for a tangent that has the traced structure (after the subclass's hooks)."""
+
+
+_SAME = _Same()
+TangentTree = SubclassNode | None | _Same
+
+
+def _collect_tangents(
+    grads: Sequence[torch.Tensor | None], bw_meta: BackwardGraph, zeros: list[list[ZeroMeta]]
+) -> tuple[list[list[torch.Tensor]], list[TangentTree], set[int]]:
+    """Per diff output: the tangent's dense leaves and its structure (_SAME: the traced one); the outputs that got
+    a tangent (the others get zeros)."""
+    per_output: list[list[torch.Tensor]] = []
+    trees: list[TangentTree] = []
+    present: set[int] = set()
+    for k, i in enumerate(bw_meta.diff_outputs):
+        g = grads[i]
+        if g is None:
+            per_output.append([torch.zeros(shape, dtype=dtype, device=device) for shape, dtype, device in zeros[k]])
+            trees.append(_SAME)
+            continue
+        present.add(k)
+        leaves = _tangent_leaves(g, bw_meta.tangent_trees[k])
+        if leaves is not None:
+            per_output.append(leaves)
+            trees.append(_SAME)
+        else:
+            tree, dense = flatten_subclass(g, "grad") if is_traceable_subclass(g) else (None, [g])
+            per_output.append(list(dense))
+            trees.append(tree)
+    return per_output, trees, present
+
+
+class _Variants:
+    """Backward graphs for tangent structures other than the traced one, traced on first sight (Note [Tangent
+    Retrace]); keyed by the tangents' structure and dense sizes, strides and dtypes."""
+
+    def __init__(self, compile_backward: Callable[[BackwardVariant], Callable[..., object]]) -> None:
+        self._compile = compile_backward
+        self._cache: list[tuple[object, BackwardVariant, Callable[..., object]]] = []
+        self._lock = threading.Lock()
+
+    def get(
+        self, bw_meta: BackwardGraph, trees: list[TangentTree], per_output: list[list[torch.Tensor]]
+    ) -> tuple[BackwardVariant, Callable[..., object]]:
+        resolved = [bw_meta.tangent_trees[k] if isinstance(tree, _Same) else tree for k, tree in enumerate(trees)]
+        key = (resolved, [[(t.shape, t.stride(), t.dtype) for t in ts] for ts in per_output])
+        with self._lock:
+            for seen, variant, fn in self._cache:
+                if seen == key:
+                    return variant, fn
+            reasons = [
+                f"output {bw_meta.diff_outputs[k]}: a {_describe(tree)} tangent, traced for "
+                f"{_describe(bw_meta.tangent_trees[k])}"
+                for k, tree in enumerate(trees)
+                if not isinstance(tree, _Same)
+            ]
+            log.info("retracing the backward for new tangent types: %s", "; ".join(reasons))
+            variant = retrace_backward(bw_meta, resolved, per_output)
+            fn = self._compile(variant)
+            self._cache.append((key, variant, fn))
+            return variant, fn
+
+
+def _describe(tree: SubclassNode | None) -> str:
+    return "plain" if tree is None else f"{tree.cls.__name__} (ctx {tree.ctx!r})"
 
 
 def _restride(t: torch.Tensor, stride: tuple[int, ...] | None) -> torch.Tensor:
@@ -66,11 +145,14 @@ def _restride(t: torch.Tensor, stride: tuple[int, ...] | None) -> torch.Tensor:
     return out
 
 
-def _dense_zeros(t: torch.Tensor) -> list[Callable[[], torch.Tensor]]:
-    """Makers of zero tangents for `t`'s dense leaves (shape, dtype, device only: nothing is kept alive)."""
-    leaves = flatten_subclass(t, "out")[1] if is_traceable_subclass(t) else [t]
-    metas = [(tuple(leaf.shape), leaf.dtype, leaf.device) for leaf in leaves]
-    return [functools.partial(torch.zeros, shape, dtype=dtype, device=device) for shape, dtype, device in metas]
+ZeroMeta = tuple[torch.Size, torch.dtype, torch.device]
+
+
+def _dense_zeros(t: torch.Tensor) -> list[ZeroMeta]:
+    """What zero tangents for `t`'s dense leaves need (shape, dtype, device only: nothing is kept alive)."""
+    if type(t) is torch.Tensor or not is_traceable_subclass(t):
+        return [(t.shape, t.dtype, t.device)]
+    return [(leaf.shape, leaf.dtype, leaf.device) for leaf in flatten_subclass(t, "out")[1]]
 
 
 def training_call(
@@ -79,6 +161,7 @@ def training_call(
     bw: Callable[..., object] | None,
     bw_meta: BackwardGraph,
     differentiable_backward: bool,
+    compile_backward: Callable[[BackwardVariant], Callable[..., object]],
 ) -> GraphCall:
     analysis, layout, flat = plan.analysis, plan.layout, plan.flat
     n_updates = len(plan.graph_outputs.updates)
@@ -93,6 +176,20 @@ def training_call(
         if any(analysis.mutations[m].any or analysis.mutations[m].version_bumped for m in members):
             mutated_graph_inputs.add(k)
 
+    rerun = (
+        bw_meta.joint.forward
+        if differentiable_backward and bw_meta.joint is not None and not mutated_graph_inputs
+        else None
+    )
+
+    variants = _Variants(compile_backward)
+    clone_saved = [k for k, p in enumerate(bw_meta.saved_primals) if p is not None and p in mutated_graph_inputs]
+    n_user = len(layout.trees)
+    n_results = n_user + len(bw_meta.group_grads)
+    targets = [*bw_meta.grad_inputs, *range(n_user, n_results)]
+    diff_set = frozenset(bw_meta.diff_outputs)
+    subclass_inputs = [i for i, tree in enumerate(layout.trees) if tree is not None]
+
     class CompiledStep(torch.autograd.Function):
         @staticmethod
         def forward(
@@ -101,14 +198,21 @@ def training_call(
             graph_in, graph_dense, symbols = holder
             # Subclass gradients are rebuilt with the real inputs' outer size and stride (the traced ones may be
             # symbolic).
-            ctx.input_meta = [(tuple(t.shape), tuple(t.stride())) for t in user]
-            with torch.no_grad():
-                outs = [
-                    non_view_alias(o) if isinstance(o, torch.Tensor) and o._is_view() else o
-                    for o in cast(Sequence[Any], fw(*graph_in))  # tensors, then symbolic ints
-                ]
-            saved = [g.clone() if k in mutated_graph_inputs else g for k, g in enumerate(graph_in)]
-            ctx.save_for_backward(*saved)
+            ctx.input_meta = {i: (tuple(user[i].shape), tuple(user[i].stride())) for i in subclass_inputs}
+            # A Function's forward runs with grad mode off: the graph's ops record nothing.
+            all_outs = list(cast(Sequence[Any], fw(*graph_in)))  # GraphOutputs, then the saved values
+            n_outs = len(all_outs) - bw_meta.num_saved
+            outs = [
+                non_view_alias(o) if isinstance(o, torch.Tensor) and o._is_view() else o
+                for o in all_outs[:n_outs]  # tensors, then symbolic ints
+            ]
+            saved = all_outs[n_outs:]
+            for k in clone_saved:
+                saved[k] = saved[k].clone()  # the epilogue is about to write this input
+            ctx.save_for_backward(*[v for v in saved if isinstance(v, torch.Tensor)])
+            ctx.saved_ints = [(k, v) for k, v in enumerate(saved) if not isinstance(v, torch.Tensor)]
+            # Note [Double Backward By Recompute]: weak references, so that the forward keeps no input alive.
+            ctx.primals = [(weakref.ref(g), g._version) for g in graph_in] if rerun is not None else None
             tensors = outs[:n_updates]
             pos = n_updates
             for o in fresh_outputs:
@@ -140,8 +244,9 @@ def training_call(
                 tensors.append(
                     unflatten_subclass(tree, leaves, outer_size=real.shape, outer_stride=real.stride(), check=False)
                 )
-            non_diff = [t for i, t in enumerate(tensors) if i not in bw_meta.diff_outputs]
-            ctx.mark_non_differentiable(*[t for t in non_diff if isinstance(t, torch.Tensor)])
+            if len(tensors) != len(bw_meta.diff_outputs):
+                non_diff = [t for i, t in enumerate(tensors) if i not in diff_set]
+                ctx.mark_non_differentiable(*[t for t in non_diff if isinstance(t, torch.Tensor)])
             # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
             ctx.set_materialize_grads(False)
             ctx.zeros = [_dense_zeros(tensors[i]) for i in bw_meta.diff_outputs]
@@ -153,48 +258,71 @@ def training_call(
         def backward(ctx: Any, *grads: torch.Tensor | None) -> Any:
             if bw_meta.error is not None or bw is None:
                 raise RuntimeError(str(bw_meta.error)) from bw_meta.error  # Note [Backward Errors Are Deferred]
-            if torch.is_grad_enabled() and not differentiable_backward:
-                # create_graph=True: the eager backend's backward graph runs aten ops autograd records (double
-                # backward works); a compiled backend's kernels are opaque to autograd.
+            create_graph = torch.is_grad_enabled()
+            if create_graph and not differentiable_backward:
+                # create_graph=True: a compiled backend's kernels are opaque to autograd.
                 raise UnsupportedError(
                     "double backward (create_graph=True) through a compiled backward: the backend's kernels are "
                     'not differentiable. Compile with backend="eager" to differentiate the gradient again'
                 )
-            saved = ctx.saved_tensors
-            tangents: list[torch.Tensor] = []
-            present: set[int] = set()
-            for k, i in enumerate(bw_meta.diff_outputs):
-                g = grads[i]
-                if g is None:
-                    tangents.extend(z() for z in ctx.zeros[k])
-                    continue
-                present.add(k)
-                tangents.extend(_tangent_leaves(g, bw_meta.tangent_trees[k], k))
-            # The backward graph was traced for tangents laid out like the forward outputs (views in it depend on
-            # that layout): give the runtime tangents the same strides.
-            tangents = [_restride(t, s) for t, s in zip(tangents, bw_meta.tangent_strides, strict=True)]
-            dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
-            n_grads = len(dense_grads) - len(ctx.bw_targets)
-            with torch.no_grad():
-                # See BackwardGraph.backward_mutations: what the program's backward wrote, written for real.
-                for target, value in zip(ctx.bw_targets, dense_grads[n_grads:], strict=True):
-                    target.copy_(value)
-            dense_grads = dense_grads[:n_grads]
-            n_user = len(layout.trees)
+            if create_graph and ctx.primals is None:
+                raise UnsupportedError(
+                    "double backward (create_graph=True) of a program that draws random numbers or writes its "
+                    "inputs: the gradient is computed from values the forward saved without their history, and "
+                    "recomputing them would draw again or read the inputs after the write (Note [Double Backward "
+                    "By Recompute]). Differentiate an eager version of the program twice instead"
+                )
+            saved = list(ctx.saved_tensors)
+            for k, v in ctx.saved_ints:
+                saved.insert(k, v)
+            per_output, trees, present = _collect_tangents(grads, bw_meta, ctx.zeros)
+            if any(tree is not _SAME for tree in trees):
+                if create_graph:
+                    raise UnsupportedError(
+                        "double backward (create_graph=True) with a tangent of another type than the output's "
+                        "(Note [Tangent Retrace]); pass tangents of the type of the outputs"
+                    )
+                variant, fn = variants.get(bw_meta, trees, per_output)
+                flat_tangents = [t for ts in per_output for t in ts]
+                dense_grads = list(
+                    cast(Sequence[torch.Tensor], fn(*[saved[j] for j in variant.saved_index], *flat_tangents))
+                )
+                shape: tuple[Any, ...] = (variant.grad_trees, variant.unused, variant.tangent_deps)
+            else:
+                # The backward graph was traced for tangents laid out like the forward outputs (views in it depend
+                # on that layout): give the runtime tangents the same strides.
+                tangents = [
+                    _restride(t, s)
+                    for t, s in zip([t for ts in per_output for t in ts], bw_meta.tangent_strides, strict=True)
+                ]
+                if create_graph:
+                    assert rerun is not None
+                    all_outs = cast(Sequence[torch.Tensor], rerun(*_live_primals(ctx.primals), *tangents))
+                    dense_grads = list(all_outs[bw_meta.num_fw_outputs :])
+                else:
+                    dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
+                shape = (bw_meta.grad_trees, bw_meta.unused, bw_meta.tangent_deps)
+            if ctx.bw_targets:
+                n_grads = len(dense_grads) - len(ctx.bw_targets)
+                with torch.no_grad():
+                    # See BackwardGraph.backward_mutations: what the program's backward wrote, written for real.
+                    for target, value in zip(ctx.bw_targets, dense_grads[n_grads:], strict=True):
+                        target.copy_(value)
+                dense_grads = dense_grads[:n_grads]
             # Gradients of the Function's inputs: the user tensors, then the synthetic bases of aliased inputs.
-            result: list[torch.Tensor | None] = [None] * (n_user + len(bw_meta.group_grads))
+            result: list[torch.Tensor | None] = [None] * n_results
             pos = 0
-            targets = [*bw_meta.grad_inputs, *range(n_user, n_user + len(bw_meta.group_grads))]
+            grad_trees, unused, deps = shape
             for k, i in enumerate(targets):
-                tree = bw_meta.grad_trees[k]
+                tree = grad_trees[k]
                 width = 1 if tree is None else tree.num_leaves
                 leaves = dense_grads[pos : pos + width]
                 pos += width
-                if k in bw_meta.unused or not (bw_meta.tangent_deps[k] & present):
+                if k in unused or not (deps[k] & present):
                     continue  # eager's gradient is None: no used output reaches this input
                 if tree is None:
                     result[i] = leaves[0]
-                elif i < n_user:
+                elif i in ctx.input_meta:
                     size, stride = ctx.input_meta[i]
                     result[i] = unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False)
                 else:

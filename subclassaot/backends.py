@@ -48,7 +48,8 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
     """Inductor on the functional graph (compile_fx_inner: the graph is already functional aten)."""
     from torch._inductor.compile_fx import compile_fx_inner
 
-    compiled = compile_fx_inner(gm, [t for t in example_inputs if isinstance(t, torch.Tensor)])
+    # A backward graph also takes the symbolic sizes the forward saved (Note [Partitioning The Joint Graph]).
+    compiled = compile_fx_inner(gm, [t for t in example_inputs if isinstance(t, torch.Tensor | torch.SymInt | int)])
 
     def run(*args: object) -> object:
         return compiled(list(args))

@@ -331,7 +331,7 @@ class Explanation:
         words = _placeholder_words(self.entry)
         header = "\n".join(f"# {name}: {word}" for name, word in words.items())
         outs = "\n".join(f"# output {i}: {w}" for i, w in enumerate(_output_words(self.entry)))
-        return f"{header}\n{outs}\n{self.entry.traced.graph.code.strip()}"
+        return f"{header}\n{outs}\n{_forward_graph(self.entry).code.strip()}"
 
     def backward_text(self) -> str:
         if not self.training:
@@ -367,7 +367,7 @@ class Explanation:
     def to_dot(self, node_shape: NodeShape = "html") -> str:
         """The functional (forward) graph as Graphviz DOT; placeholders and outputs say what they stand for."""
         return graph_to_dot(
-            self.entry.traced.graph.graph,
+            _forward_graph(self.entry).graph,
             node_shape=node_shape,
             placeholder_words=_placeholder_words(self.entry),
             output_words=_output_words(self.entry),
@@ -406,7 +406,20 @@ def _output_words(entry: CompiledEntry) -> list[str]:
     words += fresh[: outputs.num_fresh] + [f"fresh output leaf {i}" for i in range(len(fresh), outputs.num_fresh)]
     words += [f"intermediate base #{b}" for b in range(outputs.num_bases)]
     words += [f"symbolic int {s}" for s in range(outputs.num_symints)]
+    if entry.forward is not None:
+        n_saved = sum(1 for _ in _output_nodes(entry.forward)) - len(words)
+        words += [f"saved for the backward #{k}" for k in range(n_saved)]
     return words
+
+
+def _forward_graph(entry: CompiledEntry) -> torch.fx.GraphModule:
+    """Training: the forward partitioned from the joint graph (Note [Training Through A Joint Graph])."""
+    return entry.forward if entry.forward is not None else entry.traced.graph
+
+
+def _output_nodes(gm: torch.fx.GraphModule) -> list[object]:
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    return list(output.args[0])
 
 
 def clone_arguments(tree: object) -> object:

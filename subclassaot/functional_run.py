@@ -53,7 +53,7 @@ def run_functional(
     graph_grad_leaves = list(graph_fun)
     for k in sorted(clone_graph_inputs):
         # A synthetic base that requires grad: the program mutates (views of) a clone, and gradients are taken
-        # with respect to the base as it was (Note [Training By Recompute]).
+        # with respect to the base as it was (Note [Training Through A Joint Graph]).
         graph_fun[k] = graph_fun[k].clone()
     dense = dense_from_graph_inputs(layout, graph_fun)
     user_tensors = rebuild_user_tensors(layout, dense)
@@ -65,8 +65,8 @@ def run_functional(
     grad_leaves = list(user_tensors)
     for i in sorted(clone_inputs):
         # The program runs on a clone of the input (autograd-visible): gradients are taken with respect to the
-        # input as it was, and a wrapper that is a non-leaf in eager is one here too (see Note [Training By
-        # Recompute]). The clone's leaves stand for the input's leaves from here on.
+        # input as it was, and a wrapper that is a non-leaf in eager is one here too (see Note [Training
+        # Through A Joint Graph]). The clone's leaves stand for the input's leaves from here on.
         clone = user_tensors[i].clone()
         user_tensors[i] = clone
         leaves = [clone] if layout.trees[i] is None else flatten_subclass(clone, "clone")[1]

@@ -1,9 +1,12 @@
-"""Stage `trace` (training): the backward graph, traced from a joint forward+backward run.
+"""Stage `trace` (training): the joint forward+backward graph, partitioned into a forward and a backward graph.
 
-Input: the call, `FlatInputs`, `DenseLayout`, `Analysis`, the forward `TracedGraph`, dense fakes, fake mode.
-Output: `BackwardGraph`: a functional fx graph `(primals..., tangents...) -> grads per user tensor input (dense)`.
-Invariants: see Note [Training By Recompute]; the graph is purely functional; tangents come in dense (subclass
-tangents flattened), one per differentiable forward output, in forward-output order.
+Input: the call, `FlatInputs`, `DenseLayout`, `Analysis`, the inference `TracedGraph` (its GraphOutputs), dense
+fakes, fake mode.
+Output: `BackwardGraph`: the forward graph `(primals...) -> (GraphOutputs..., saved...)` and the backward graph
+`(saved..., tangents...) -> (grads per user tensor input (dense)..., backward-mutated inputs...)`, or the program's
+own backward error (Note [Backward Errors Are Deferred]).
+Invariants: see Note [Training Through A Joint Graph]; both graphs are purely functional; tangents come in dense
+(subclass tangents flattened), one per differentiable forward output, in forward-output order.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import graph_example_inputs
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, intermediate_bases, run_functional
-from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
+from subclassaot.partition import Partition, partition_backward_like, partition_joint
+from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.schemas import AliasGroupRef, Analysis, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
 from subclassaot.torch_internals import (
     from_functional,
@@ -28,15 +32,29 @@ from subclassaot.torch_internals import (
     to_functional,
     trace_graph,
 )
-from subclassaot.trace import TracedGraph, UpdateKind
+from subclassaot.trace import TracedGraph, UpdateKind, graph_output_values
 
-# Note [Training By Recompute]
-# When an input requires grad, the forward graph (the inference trace) runs inside one autograd.Function and the
-# backward graph is traced from a joint run: the program runs again on the primals, then torch.autograd.grad of its
-# differentiable outputs with respect to the user tensor inputs that require grad. The backward graph therefore
-# recomputes the forward from the primals and saves nothing else: saved activations are the inputs alone (copies
-# for inputs the epilogue mutates), never more than eager keeps. The partitioner that saves selected activations
-# instead of recomputing them is future work (see the notes); the calling convention leaves room for it.
+# Note [Training Through A Joint Graph]
+# When an input requires grad, one make_fx trace over (primals, tangents) runs the program on the primals (under
+# functionalization, with autograd on), then torch.autograd.grad of its differentiable outputs with respect to the
+# user tensor inputs that require grad. The joint graph returns the forward graph's outputs (exactly the inference
+# graph's GraphOutputs: input updates, fresh leaves, intermediate bases, symbolic ints), then the dense gradients,
+# then the inputs the backward itself writes. partition.py splits it (Note [Partitioning The Joint Graph]): the
+# forward graph also returns the saved values, and the backward graph takes (saved..., tangents...). The runtime
+# runs both in one autograd.Function (autograd_runtime.py). So a random op is drawn once, in the forward, and its
+# value is saved for the backward (gradients agree with the forward and the generator advances as in eager), and
+# what is saved is what autograd's formulas read, never more than eager keeps. Inputs gradients are taken for run as
+# clones inside the trace, so that the program's writes to them happen to non-leaves, as in eager; the epilogue
+# then writes the real input, and a primal the backward reads is copied first if the epilogue is about to write it.
+
+# Note [Double Backward By Recompute]
+# The backward graph reads saved values the forward computed under no_grad: differentiating it again
+# (create_graph=True) would miss their dependence on the inputs. So with the eager backend (whose graphs run aten ops
+# autograd records) a double backward runs the joint graph again from the primals instead, which autograd records
+# from the inputs on, as eager does. That rerun must see the forward's values: it is refused (UnsupportedError) for
+# a program with random ops (it would draw again) or one that writes its inputs (the epilogue has changed them).
+# The Function keeps weak references to its graph inputs (and their versions) for that: one freed or written since
+# the forward is refused too, rather than recomputed from other values.
 
 
 # Note [Backward Errors Are Deferred]
@@ -48,7 +66,10 @@ from subclassaot.trace import TracedGraph, UpdateKind
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BackwardGraph:
-    graph: torch.fx.GraphModule | None  # None when tracing the backward failed: see `error`
+    graph: torch.fx.GraphModule | None  # (saved..., tangents...) -> (grads..., backward mutations...); None: `error`
+    # (primals...) -> (the forward graph's outputs (GraphOutputs)..., saved...); None when the joint trace failed
+    # (the inference graph is the forward then)
+    forward: torch.fx.GraphModule | None
     error: RuntimeError | None  # the program's own backward error, raised when backward runs
     diff_outputs: tuple[int, ...]  # forward-output positions (tensor outputs) that receive a tangent
     grad_inputs: tuple[int, ...]  # tensor-input positions (FlatInputs.tensor_indices order) that get a gradient
@@ -65,7 +86,16 @@ class BackwardGraph:
     # their gradients after the user inputs' (Note [Aliased Inputs In Training])
     group_grads: tuple[int, ...] = ()
     tangent_strides: tuple[tuple[int, ...] | None, ...] = ()  # per dense tangent: its traced strides (static ones)
-    example_inputs: tuple[torch.Tensor, ...]
+    example_inputs: tuple[object, ...]  # the backward graph's (fake tensors, symbolic ints)
+    num_saved: int = 0  # forward outputs after the GraphOutputs ones, the backward's first inputs
+    # The joint graph itself, kept where it can run again from the primals for double backward (no random op in
+    # the forward: a rerun would draw other values); see Note [Double Backward By Recompute]
+    joint: torch.fx.GraphModule | None = None
+    num_fw_outputs: int = 0  # the joint graph's outputs before the gradients
+    # Compile-time records for a tangent retrace (Note [Tangent Retrace]); the per-call path never reads them
+    setup: JointSetup | None = None
+    partition: Partition | None = None
+    saved_primals: tuple[int | None, ...] = ()  # per saved value: the graph input it is, if it is one
 
 
 def forward_output_values(
@@ -99,7 +129,7 @@ def forward_output_values(
 # would leave autograd blind. Instead the compiled autograd.Function also returns the input's new value as a
 # wrapper (rebuilt from the graph's ORIGINAL updates of its leaves), differentiable like any output, and the
 # epilogue applies `input.copy_(new)` at the wrapper level with grad enabled, which autograd records as eager does.
-# In the backward graph the program runs on a clone of the input (Note [Training By Recompute]), whose mutated self
+# In the backward graph the program runs on a clone of the input (Note [Training Through A Joint Graph]), whose mutated self
 # is that output. Data mutations only: an input whose metadata or storage also changes is refused.
 
 
@@ -122,6 +152,104 @@ def wrapper_update_inputs(
     return tuple(out)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JointSetup:
+    """What tracing the joint graph needs (compile time only; a tangent retrace keeps it in a closure)."""
+
+    call: Callable[..., object]
+    flat: FlatInputs
+    layout: DenseLayout
+    analysis: Analysis
+    traced: TracedGraph
+    user_fakes: tuple[torch.Tensor, ...]  # per tensor input
+    fake_mode: torch._subclasses.fake_tensor.FakeTensorMode
+    decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None
+    example: tuple[torch.Tensor, ...]  # per graph input: its fake (the primals)
+    grad_inputs: tuple[int, ...]  # see BackwardGraph
+    group_grads: tuple[int, ...]
+    wrapper_updates: tuple[int, ...]
+    diff: tuple[int, ...]  # BackwardGraph.diff_outputs
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TracedJoint:
+    graph: torch.fx.GraphModule  # (primals..., tangents...) -> (GraphOutputs..., grads..., backward mutations...)
+    num_fw_outputs: int
+    unused: frozenset[int]
+    grad_trees: tuple[SubclassNode | None, ...]
+    backward_mutations: tuple[DenseIndex, ...]
+
+
+def trace_joint(
+    setup: JointSetup, tangent_fakes: Sequence[torch.Tensor], tangent_trees: Sequence[SubclassNode | None] | None
+) -> TracedJoint:
+    """make_fx of the program then autograd.grad (Note [Training Through A Joint Graph]). `tangent_trees`: the
+    structure each diff output's tangent is rebuilt with (None: the output's own structure)."""
+    n_primals = len(setup.example)
+    unused: set[int] = set()
+    grad_trees: list[SubclassNode | None] = []
+    bw_mutated: list[DenseIndex] = []
+    n_fw_outputs = [0]
+    clone = frozenset(setup.grad_inputs)
+
+    def joint_fn(*values: torch.Tensor) -> list[object]:
+        primals, tangents = values[:n_primals], list(values[n_primals:])
+        with new_functional_mode(), torch.enable_grad():
+            tangents = [to_functional(t) for t in tangents]
+            run = run_functional(
+                setup.call,
+                setup.flat,
+                setup.layout,
+                primals,
+                requires_grad_like=setup.user_fakes,
+                clone_inputs=clone,
+                clone_graph_inputs=frozenset(setup.group_grads),
+            )
+            fw_outs = graph_output_values(run, setup.traced.outputs.updates, setup.analysis)[0]
+            n_fw_outputs[0] = len(fw_outs)
+            outs = forward_output_values(run, setup.traced, setup.analysis, setup.wrapper_updates)
+            diff_outs = [outs[i] for i in setup.diff]
+            trees = tangent_trees if tangent_trees is not None else [_tree_of(o) for o in diff_outs]
+            grad_outs = [_rewrap_tangent(tree, tangents) for tree in trees]
+            wrt = [run.grad_leaves[i] for i in setup.grad_inputs]
+            wrt += [run.graph_grad_leaves[k] for k in setup.group_grads]
+            before = [mutation_counter(o) for o in run.originals]
+            grads = _grads(diff_outs, wrt, grad_outs)
+            bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
+            grad_trees.clear()
+            dense = _dense_grads(grads, wrt, unused, grad_trees)
+            return [*fw_outs, *dense, *(from_functional(run.originals[j]) for j in bw_mutated)]
+
+    with setup.fake_mode:
+        joint = trace_graph(joint_fn, [*setup.example, *tangent_fakes], setup.decompositions)
+    return TracedJoint(
+        graph=joint,
+        num_fw_outputs=n_fw_outputs[0],
+        unused=frozenset(unused),
+        grad_trees=tuple(grad_trees),
+        backward_mutations=tuple(bw_mutated),
+    )
+
+
+def _tree_of(t: torch.Tensor) -> SubclassNode | None:
+    return flatten_subclass(t, "tangent")[0] if is_traceable_subclass(t) else None
+
+
+def _grads(
+    diff_outs: list[torch.Tensor], wrt: list[torch.Tensor], grad_outs: list[torch.Tensor]
+) -> list[torch.Tensor | None]:
+    live = [k for k, x in enumerate(wrt) if x.requires_grad]  # detach_() in the program drops an input
+    found = (
+        torch.autograd.grad(diff_outs, [wrt[k] for k in live], grad_outs, allow_unused=True)
+        if diff_outs and live
+        else [None] * len(live)
+    )
+    grads: list[torch.Tensor | None] = [None] * len(wrt)
+    for k, g in zip(live, found, strict=True):
+        grads[k] = g
+    return grads
+
+
 def trace_backward(
     call: Callable[..., object],
     flat: FlatInputs,
@@ -141,7 +269,7 @@ def trace_backward(
     example = graph_example_inputs(layout, dense_fakes)
     wrapper_updates = wrapper_update_inputs(layout, analysis, user_fakes)
     # Every input gradients are taken for runs as a clone: a write to it, or an in-place view op on a view of it,
-    # then happens to a non-leaf as in eager (Note [Training By Recompute]).
+    # then happens to a non-leaf as in eager (Note [Training Through A Joint Graph]).
     clone = frozenset(grad_inputs)
     with fake_mode, torch.enable_grad():
         fw_example = _forward_example(
@@ -150,62 +278,30 @@ def trace_backward(
     diff = tuple(i for i, (grad, _, _) in enumerate(fw_example) if grad)
     with fake_mode:
         tangent_fakes = [torch.empty_like(t) for i in diff for t in fw_example[i][1]]
-    n_primals = len(example)
-    unused: set[int] = set()
-    grad_trees: list[SubclassNode | None] = []
-    bw_mutated: list[DenseIndex] = []
-
-    def bw_fn(*values: torch.Tensor) -> list[torch.Tensor]:
-        primals, tangents = values[:n_primals], list(values[n_primals:])
-        with new_functional_mode(), torch.enable_grad():
-            tangents = [to_functional(t) for t in tangents]
-            run = run_functional(
-                call,
-                flat,
-                layout,
-                primals,
-                requires_grad_like=user_fakes,
-                clone_inputs=clone,
-                clone_graph_inputs=frozenset(group_grads),
-            )
-            outs = forward_output_values(run, traced, analysis, wrapper_updates)
-            diff_outs = [outs[i] for i in diff]
-            grad_outs = [_rewrap_tangent(o, tangents) for o in diff_outs]
-            wrt = [run.grad_leaves[i] for i in grad_inputs] + [run.graph_grad_leaves[k] for k in group_grads]
-            before = [mutation_counter(o) for o in run.originals]
-            live = [k for k, x in enumerate(wrt) if x.requires_grad]  # detach_() in the program drops an input
-            found = (
-                torch.autograd.grad(diff_outs, [wrt[k] for k in live], grad_outs, allow_unused=True)
-                if diff_outs and live
-                else [None] * len(live)
-            )
-            grads: list[torch.Tensor | None] = [None] * len(wrt)
-            for k, g in zip(live, found, strict=True):
-                grads[k] = g
-            bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
-            dense: list[torch.Tensor] = []
-            grad_trees.clear()
-            for k, (g, x) in enumerate(zip(grads, wrt, strict=True)):  # user inputs, then synthetic bases
-                if g is None:
-                    unused.add(k)
-                    g = torch.zeros_like(x)
-                if is_traceable_subclass(g):
-                    node, leaves = flatten_subclass(g, "grad")
-                    grad_trees.append(node)
-                else:
-                    grad_trees.append(None)
-                    leaves = [g]
-                dense.extend(from_functional(leaf) for leaf in leaves)
-            return dense + [from_functional(run.originals[j]) for j in bw_mutated]
-
+    setup = JointSetup(
+        call=call,
+        flat=flat,
+        layout=layout,
+        analysis=analysis,
+        traced=traced,
+        user_fakes=tuple(user_fakes),
+        fake_mode=fake_mode,
+        decompositions=decompositions,
+        example=tuple(example),
+        grad_inputs=grad_inputs,
+        group_grads=group_grads,
+        wrapper_updates=wrapper_updates,
+        diff=diff,
+    )
+    tangent_trees = tuple(fw_example[i][2] for i in diff)
     try:
-        with fake_mode:
-            gm = trace_graph(bw_fn, [*example, *tangent_fakes], decompositions)
+        joint = trace_joint(setup, tangent_fakes, None)
     except RuntimeError as e:
         # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
         return BackwardGraph(
             graph=None,
+            forward=None,
             error=e,
             diff_outputs=diff,
             grad_inputs=grad_inputs,
@@ -213,28 +309,104 @@ def trace_backward(
             grad_trees=(),
             tangent_deps=(),
             backward_mutations=(),
-            tangent_trees=tuple(fw_example[i][2] for i in diff),
+            tangent_trees=tangent_trees,
             example_inputs=(),
             wrapper_updates=wrapper_updates,
             group_grads=group_grads,
         )
-    gm.graph.eliminate_dead_code()
-    gm.recompile()
+    o = traced.outputs
+    if joint.num_fw_outputs != len(o.updates) + o.num_fresh + o.num_bases + o.num_symints:
+        raise AssertionError("BUG: the joint graph's forward outputs differ from the inference graph's")
+    parts = partition_joint(joint.graph, len(example), joint.num_fw_outputs)
     return BackwardGraph(
-        graph=gm,
+        joint=None if parts.has_random else joint.graph,
+        num_fw_outputs=joint.num_fw_outputs,
+        graph=parts.backward,
+        forward=parts.forward,
+        num_saved=parts.num_saved,
+        saved_primals=parts.saved_primals,
         error=None,
         diff_outputs=diff,
         grad_inputs=grad_inputs,
-        unused=frozenset(unused),
-        grad_trees=tuple(grad_trees),
-        tangent_deps=_tangent_deps(gm, n_primals, diff, fw_example, grad_trees),
-        backward_mutations=tuple(bw_mutated),
-        tangent_trees=tuple(fw_example[i][2] for i in diff),
-        example_inputs=(*example, *tangent_fakes),
+        unused=joint.unused,
+        grad_trees=joint.grad_trees,
+        tangent_deps=tangent_deps(joint, len(example), diff, [len(fw_example[i][1]) for i in diff]),
+        backward_mutations=joint.backward_mutations,
+        tangent_trees=tangent_trees,
+        example_inputs=parts.backward_example,
         wrapper_updates=wrapper_updates,
         group_grads=group_grads,
         tangent_strides=tuple(_static_strides(t) for t in tangent_fakes),
+        setup=setup,
+        partition=parts,
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackwardVariant:
+    """A backward graph for tangents of another structure than the traced one (Note [Tangent Retrace])."""
+
+    graph: torch.fx.GraphModule  # (saved[saved_index]..., tangents...) -> (grads..., backward mutations...)
+    saved_index: tuple[int, ...]  # per saved placeholder: its position among the forward's saved values
+    example_inputs: tuple[object, ...]
+    tangent_trees: tuple[SubclassNode | None, ...]  # per diff output: its tangent's structure
+    grad_trees: tuple[SubclassNode | None, ...]  # as BackwardGraph's, for this backward
+    unused: frozenset[int]
+    tangent_deps: tuple[frozenset[int], ...]
+
+
+def retrace_backward(
+    meta: BackwardGraph, trees: Sequence[SubclassNode | None], dense_tangents: Sequence[Sequence[torch.Tensor]]
+) -> BackwardVariant:
+    """The backward for runtime tangents of structure `trees` (dense leaves `dense_tangents`, per diff output)."""
+    setup, reference = meta.setup, meta.partition
+    if setup is None or reference is None:
+        raise AssertionError("BUG: a tangent retrace of an entry without a partition")
+    with setup.fake_mode:
+        fakes = [setup.fake_mode.from_tensor(t, static_shapes=True) for ts in dense_tangents for t in ts]
+    joint = trace_joint(setup, fakes, trees)
+    if joint.backward_mutations != meta.backward_mutations:
+        raise UnsupportedError(
+            "the backward retraced for a new tangent type writes other inputs than the compiled one; pass "
+            "tangents of the type of the outputs"
+        )
+    graph, index, example = partition_backward_like(joint.graph, len(setup.example), joint.num_fw_outputs, reference)
+    return BackwardVariant(
+        graph=graph,
+        saved_index=index,
+        example_inputs=example,
+        tangent_trees=tuple(trees),
+        grad_trees=joint.grad_trees,
+        unused=joint.unused,
+        tangent_deps=tangent_deps(joint, len(setup.example), setup.diff, [len(ts) for ts in dense_tangents]),
+    )
+
+
+def _dense_grads(
+    grads: list[torch.Tensor | None],
+    wrt: list[torch.Tensor],
+    unused: set[int],
+    grad_trees: list[SubclassNode | None],
+) -> list[torch.Tensor]:
+    """The gradients' dense leaves (user inputs, then synthetic bases); records their structure in `grad_trees`."""
+    dense: list[torch.Tensor] = []
+    for k, (g, x) in enumerate(zip(grads, wrt, strict=True)):
+        if g is None:
+            unused.add(k)
+            # Never read by the runtime (eager's gradient is None). Zeros made from sizes, not from x (zeros_like
+            # would make the backward read x, and the forward save it).
+            node, zero_of = flatten_subclass(x, "grad") if is_traceable_subclass(x) else (None, [x])
+            grad_trees.append(node)
+            dense.extend(from_functional(torch.zeros(t.shape, dtype=t.dtype, device=t.device)) for t in zero_of)
+            continue
+        if is_traceable_subclass(g):
+            node, leaves = flatten_subclass(g, "grad")
+            grad_trees.append(node)
+        else:
+            grad_trees.append(None)
+            leaves = [g]
+        dense.extend(from_functional(leaf) for leaf in leaves)
+    return dense
 
 
 def _static_strides(t: torch.Tensor) -> tuple[int, ...] | None:
@@ -242,19 +414,17 @@ def _static_strides(t: torch.Tensor) -> tuple[int, ...] | None:
     return tuple(int(s) for s in strides) if all(isinstance(s, int) for s in strides) else None
 
 
-def _tangent_deps(
-    gm: torch.fx.GraphModule,
-    n_primals: int,
-    diff: tuple[int, ...],
-    fw_example: list[tuple[bool, list[torch.Tensor], SubclassNode | None]],
-    grad_trees: list[SubclassNode | None],
+def tangent_deps(
+    joint: TracedJoint, n_primals: int, diff: tuple[int, ...], widths: Sequence[int]
 ) -> tuple[frozenset[int], ...]:
-    """For each gradient output, which diff outputs' tangents it is computed from (graph reachability)."""
+    """For each gradient output, which diff outputs' tangents (`widths[k]` dense leaves each) it is computed from
+    (graph reachability)."""
+    gm = joint.graph
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     owner: dict[torch.fx.Node, int] = {}
     pos = n_primals
-    for k, i in enumerate(diff):
-        for _ in fw_example[i][1]:
+    for k in range(len(diff)):
+        for _ in range(widths[k]):
             owner[placeholders[pos]] = k
             pos += 1
     deps: dict[torch.fx.Node, frozenset[int]] = {}
@@ -264,25 +434,22 @@ def _tangent_deps(
             found |= deps.get(parent, frozenset())
         deps[node] = frozenset(found)
     output = next(n for n in gm.graph.nodes if n.op == "output")
-    flat_outs = [a for a in pytree.tree_leaves(output.args[0]) if isinstance(a, torch.fx.Node)]
-    flat_outs = flat_outs[: sum(1 if t is None else t.num_leaves for t in grad_trees)]
+    flat_outs = list(output.args[0])[joint.num_fw_outputs :]
     result = []
     start = 0
-    for tree in grad_trees:
+    for tree in joint.grad_trees:
         width = 1 if tree is None else tree.num_leaves
-        result.append(frozenset().union(*(deps[n] for n in flat_outs[start : start + width])))
+        nodes = [n for n in flat_outs[start : start + width] if isinstance(n, torch.fx.Node)]
+        result.append(frozenset().union(*(deps[n] for n in nodes)))
         start += width
     return tuple(result)
 
 
-def _rewrap_tangent(out: torch.Tensor, tangents: list[torch.Tensor]) -> torch.Tensor:
-    if not is_traceable_subclass(out):
+def _rewrap_tangent(tree: SubclassNode | None, tangents: list[torch.Tensor]) -> torch.Tensor:
+    if tree is None:
         return tangents.pop(0)
-    node, leaves = flatten_subclass(out, "tangent")
-    from subclassaot.protocol import unflatten_subclass
-
-    taken = [tangents.pop(0) for _ in leaves]
-    return unflatten_subclass(node, taken)
+    taken = [tangents.pop(0) for _ in range(tree.num_leaves)]
+    return unflatten_subclass(tree, taken)
 
 
 def _forward_example(

@@ -106,10 +106,8 @@ def trace_inference(
     def graph_fn(*graph_values: torch.Tensor) -> list[object]:
         with new_functional_mode():
             run = run_functional(call, flat, layout, graph_values, requires_grad_like=user_fakes)
-            outs: list[object] = [_update_value(u, run.graph_inputs, run.originals, run.finals) for u in updates]
-            fresh, bases, symints = _output_values(run, analysis)
-            counts["fresh"], counts["symints"] = len(fresh), len(symints)
-            return outs + fresh + bases + symints
+            outs, counts["fresh"], counts["symints"] = graph_output_values(run, updates, analysis)
+            return outs
 
     example = graph_example_inputs(layout, dense_fakes)
     with fake_mode:
@@ -122,6 +120,16 @@ def trace_inference(
         num_symints=counts["symints"],
     )
     return TracedGraph(graph=gm, outputs=outputs, example_inputs=tuple(example))
+
+
+def graph_output_values(
+    run: FunctionalRun, updates: Sequence[InputUpdate], analysis: Analysis
+) -> tuple[list[object], int, int]:
+    """The graph's outputs (see GraphOutputs) from one functional run, with the number of fresh leaves and of
+    symbolic ints among them."""
+    outs: list[object] = [_update_value(u, run.graph_inputs, run.originals, run.finals) for u in updates]
+    fresh, bases, symints = _output_values(run, analysis)
+    return outs + fresh + bases + symints, len(fresh), len(symints)
 
 
 def _update_value(

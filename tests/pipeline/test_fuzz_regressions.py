@@ -137,12 +137,6 @@ def test_subclass_nonleaf_grad_input_mutation(compile_fn: CompileFn | None) -> N
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a mutated plain requires-grad input returned next to a PairTensor output: the backward pairs the "
-    "tangents with the wrong outputs ('the gradient for differentiable output 0 is a PairTensor, but the "
-    "backward was compiled for a plain tensor')",
-)
 def test_mutated_plain_output_beside_subclass_output_tangents(compile_fn: CompileFn | None) -> None:
     def f(x: T, y: T) -> object:
         x.add_(1.0)

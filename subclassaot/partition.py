@@ -1,0 +1,258 @@
+"""Stage `partition`: the joint forward+backward graph -> a forward graph and a backward graph.
+
+Input: the joint fx graph `(primals..., tangents...) -> (forward outputs..., backward outputs...)` (joint.py), the
+number of primals and of forward outputs.
+Output: `Partition`: `forward: (primals...) -> (forward outputs..., saved...)` and
+`backward: (saved..., tangents...) -> (backward outputs...)`, both purely functional, with their example inputs.
+Invariants: see Note [Partitioning The Joint Graph]; no node the forward runs is run again by the backward unless
+it is a view (free to recompute); a random op that needs no tangent runs in the forward, exactly once (one that
+does, drawn by a custom backward, stays in the backward, as in eager).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.fx
+
+from subclassaot.errors import UnsupportedError
+
+# Note [Partitioning The Joint Graph]
+# The joint graph runs the program on the primals, then autograd.grad of its differentiable outputs with the
+# tangents (joint.py). It is split by what each node needs:
+#   forward region  the nodes the forward outputs need, every random op (nondeterministic_seeded: eager draws it in
+#                   the forward, once, even when its value is unused), and every symbolic-int node that needs no
+#                   tangent (an int is cheaper to save than the tensor it is read from); with their ancestors;
+#   backward region every other node the backward outputs need (tangent-free ones included: a `zeros_like`, a
+#                   transpose of a weight are recomputed there from what is saved).
+# Saved values are forward-region nodes (primals included) the backward region reads. A saved view is not saved:
+# its source is, and the backward takes the view again (a view costs nothing and keeps the same storage alive, so
+# saved bytes never grow, and a primal is saved rather than a transposed copy of it). What is saved is what eager
+# autograd's formulas read (the joint graph *is* those formulas), so saved activations stay within eager's.
+# Ops read a primal rather than the clone joint.py takes of each input gradients are taken for (same values in a
+# functional graph): no copy per call, no saved copy of each parameter. The forward region never depends on a
+# tangent (the program runs before autograd.grad): checked, a BUG otherwise.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Partition:
+    forward: torch.fx.GraphModule  # (primals...) -> (forward outputs..., saved...)
+    backward: torch.fx.GraphModule  # (saved..., tangents...) -> (backward outputs...)
+    num_saved: int
+    # per saved value: the primal position it is (the runtime copies one the epilogue mutates), or None
+    saved_primals: tuple[int | None, ...]
+    backward_example: tuple[object, ...]  # fake tensors and symbolic ints, one per backward placeholder
+    has_random: bool  # the forward draws random numbers
+    # Compile time only (Note [Tangent Retrace]): the joint graph's forward-region nodes (graph order), saved nodes
+    # (saved order) and primal placeholders
+    forward_nodes: tuple[torch.fx.Node, ...]
+    saved_nodes: tuple[torch.fx.Node, ...]
+    primal_nodes: tuple[torch.fx.Node, ...]
+
+
+def _is_random(node: torch.fx.Node) -> bool:
+    target = node.target
+    return isinstance(target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in target.tags
+
+
+def _is_view(node: torch.fx.Node) -> bool:
+    target = node.target
+    return node.op == "call_function" and isinstance(target, torch._ops.OpOverload) and target.is_view
+
+
+def _is_symbolic(node: torch.fx.Node) -> bool:
+    return isinstance(node.meta.get("val"), torch.SymInt | torch.SymFloat | torch.SymBool)
+
+
+def _ancestors(roots: Iterable[torch.fx.Node]) -> set[torch.fx.Node]:
+    seen: set[torch.fx.Node] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if node not in seen:
+            seen.add(node)
+            stack.extend(node.all_input_nodes)
+    return seen
+
+
+def _nodes(values: Sequence[torch.fx.node.Argument]) -> list[torch.fx.Node]:
+    return [v for v in values if isinstance(v, torch.fx.Node)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Regions:
+    primals: list[torch.fx.Node]
+    tangents: list[torch.fx.Node]
+    forward: set[torch.fx.Node]  # forward-region nodes, placeholders excluded
+    backward: set[torch.fx.Node]
+    saved: list[torch.fx.Node]
+    fw_outs: list[torch.fx.node.Argument]
+    bw_outs: list[torch.fx.node.Argument]
+
+
+def _regions(joint: torch.fx.GraphModule, num_primals: int, num_fw_outputs: int) -> _Regions:
+    graph = joint.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    primals, tangents = placeholders[:num_primals], placeholders[num_primals:]
+    _read_primals_not_clones(graph, set(primals))
+    output = next(n for n in graph.nodes if n.op == "output")
+    outs = list(output.args[0])
+    fw_outs, bw_outs = outs[:num_fw_outputs], outs[num_fw_outputs:]
+    needs_tangent: set[torch.fx.Node] = set(tangents)
+    for node in graph.nodes:
+        if any(p in needs_tangent for p in node.all_input_nodes):
+            needs_tangent.add(node)
+    extra = [n for n in graph.nodes if (_is_random(n) or _is_symbolic(n)) and n not in needs_tangent]
+    forward = _ancestors([*_nodes(fw_outs), *extra]) - set(placeholders)
+    if forward & needs_tangent:
+        raise AssertionError("BUG: a forward output of the joint graph depends on a tangent")
+    backward = _ancestors(_nodes(bw_outs)) - forward - set(placeholders)
+    available = forward | set(primals)
+    saved = _saved(graph, available, backward, _nodes(bw_outs))
+    while views := [n for n in saved if _is_view(n)]:
+        # Recompute saved views in the backward from their sources (Note [Partitioning The Joint Graph]).
+        backward |= set(views)
+        saved = _saved(graph, available, backward, _nodes(bw_outs))
+    return _Regions(
+        primals=primals,
+        tangents=tangents,
+        forward=forward,
+        backward=backward,
+        saved=saved,
+        fw_outs=fw_outs,
+        bw_outs=bw_outs,
+    )
+
+
+def partition_joint(joint: torch.fx.GraphModule, num_primals: int, num_fw_outputs: int) -> Partition:
+    r = _regions(joint, num_primals, num_fw_outputs)
+    position = {p: k for k, p in enumerate(r.primals)}
+    return Partition(
+        forward=_forward_module(joint, r.primals, r.forward, r.fw_outs, r.saved),
+        backward=_backward_module(joint, r.saved, r.tangents, r.backward, r.bw_outs),
+        num_saved=len(r.saved),
+        saved_primals=tuple(position.get(n) for n in r.saved),
+        backward_example=tuple(n.meta["val"] for n in [*r.saved, *r.tangents]),
+        has_random=any(_is_random(n) for n in r.forward),
+        forward_nodes=tuple(n for n in joint.graph.nodes if n in r.forward),
+        saved_nodes=tuple(r.saved),
+        primal_nodes=tuple(r.primals),
+    )
+
+
+# Note [Tangent Retrace]
+# The backward graph is traced for tangents shaped like the forward outputs (a PairTensor tangent for a PairTensor
+# output, plain for plain). A runtime tangent of another type or ctx (a PairTensor tangent for a plain output, a
+# plain one for a PairTensor output, another ctx) that no hook of the subclass converts (__coerce_tangent_from__,
+# __coerce_same_metadata_as_tangent__) gets a backward of its own, traced lazily on first sight and cached per tangent
+# structure (types, ctx, dense sizes): the joint graph is traced again with such tangents and only its backward
+# region kept. The forward already ran and saved its values, so that backward may read only those: the new joint's
+# forward region runs the same ops in the same order (the program runs before the tangents are touched), which maps
+# each of its nodes to the first joint's; a backward that needs a forward value the first partition did not save
+# is refused with an UnsupportedError naming the node (never recomputed: it may be random).
+
+
+def partition_backward_like(
+    joint: torch.fx.GraphModule, num_primals: int, num_fw_outputs: int, reference: Partition
+) -> tuple[torch.fx.GraphModule, tuple[int, ...], tuple[object, ...]]:
+    """A backward graph from another joint graph of the same program, reading the values `reference`'s forward
+    saves (Note [Tangent Retrace]): (graph, per placeholder of it: the reference's saved position, example)."""
+    r = _regions(joint, num_primals, num_fw_outputs)
+    mine = [n for n in joint.graph.nodes if n in r.forward]
+    if len(mine) != len(reference.forward_nodes) or any(
+        a.target != b.target for a, b in zip(mine, reference.forward_nodes, strict=False)
+    ):
+        raise UnsupportedError(
+            "the backward retraced for a new tangent type runs another forward than the one compiled (the program "
+            "traces differently); pass tangents of the type of the outputs"
+        )
+    same = dict(zip(mine, reference.forward_nodes, strict=True)) | dict(
+        zip(r.primals, reference.primal_nodes, strict=True)
+    )
+    position = {n: k for k, n in enumerate(reference.saved_nodes)}
+    missing = [n for n in r.saved if same[n] not in position]
+    if missing:
+        raise UnsupportedError(
+            f"the backward retraced for a new tangent type needs the forward value {missing[0].name} "
+            f"({missing[0].target}), which the compiled forward does not save; pass tangents of the type of the "
+            "outputs, or give the subclass a __coerce_tangent_from__ hook"
+        )
+    graph = _backward_module(joint, r.saved, r.tangents, r.backward, r.bw_outs)
+    example = tuple(n.meta["val"] for n in [*r.saved, *r.tangents])
+    return graph, tuple(position[same[n]] for n in r.saved), example
+
+
+def _read_primals_not_clones(graph: torch.fx.Graph, primals: set[torch.fx.Node]) -> None:
+    """Ops read a primal itself rather than the clone joint.py takes of each input gradients are taken for: in a
+    functional graph both hold the same values (same strides checked), and the clone would cost a copy per call and
+    a saved copy of every parameter. An output that is the clone stays one (it must be a fresh tensor)."""
+    for node in list(graph.nodes):
+        if node.target is not torch.ops.aten.clone.default or node.kwargs or node.args[0] not in primals:
+            continue
+        source = node.args[0]
+        assert isinstance(source, torch.fx.Node)
+        value, original = node.meta.get("val"), source.meta.get("val")
+        if not isinstance(value, torch.Tensor) or not isinstance(original, torch.Tensor):
+            continue
+        if value.stride() != original.stride():
+            continue
+        node.replace_all_uses_with(source, delete_user_cb=lambda user: user.op != "output")
+        if not node.users:
+            graph.erase_node(node)
+
+
+def _saved(
+    graph: torch.fx.Graph, available: set[torch.fx.Node], backward: set[torch.fx.Node], bw_outs: list[torch.fx.Node]
+) -> list[torch.fx.Node]:
+    """Forward-region nodes and primals (`available`) that the backward region reads, in graph order."""
+    read = {p for n in backward for p in n.all_input_nodes} | set(bw_outs)
+    return [n for n in graph.nodes if n in read and n in available and n not in backward]
+
+
+def _forward_module(
+    joint: torch.fx.GraphModule,
+    primals: list[torch.fx.Node],
+    forward: set[torch.fx.Node],
+    fw_outs: list[torch.fx.node.Argument],
+    saved: list[torch.fx.Node],
+) -> torch.fx.GraphModule:
+    g = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    for p in primals:
+        env[p] = g.node_copy(p)
+    for node in joint.graph.nodes:
+        if node.op != "placeholder" and node in forward:
+            env[node] = g.node_copy(node, env.__getitem__)
+    g.output([env[v] if isinstance(v, torch.fx.Node) else v for v in [*fw_outs, *saved]])
+    return _module(joint, g)
+
+
+def _backward_module(
+    joint: torch.fx.GraphModule,
+    saved: list[torch.fx.Node],
+    tangents: list[torch.fx.Node],
+    backward: set[torch.fx.Node],
+    bw_outs: list[torch.fx.node.Argument],
+) -> torch.fx.GraphModule:
+    g = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    for node in saved:
+        placeholder = g.placeholder(f"saved_{node.name}")
+        placeholder.meta = dict(node.meta)
+        env[node] = placeholder
+    for t in tangents:
+        env[t] = g.node_copy(t)
+    for node in joint.graph.nodes:
+        if node.op != "placeholder" and node in backward:
+            env[node] = g.node_copy(node, env.__getitem__)
+    g.output([env[v] if isinstance(v, torch.fx.Node) else v for v in bw_outs])
+    return _module(joint, g)
+
+
+def _module(joint: torch.fx.GraphModule, graph: torch.fx.Graph) -> torch.fx.GraphModule:
+    gm = torch.fx.GraphModule(joint, graph)
+    gm.graph.lint()
+    gm.recompile()
+    return gm

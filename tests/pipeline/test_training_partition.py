@@ -1,0 +1,293 @@
+"""Training through the partitioned joint graph: random ops drawn once (gradients agree with the forward, the
+generator advances as in eager), saved activations within eager's, backward twice, double backward.
+
+See Note [Training Through A Joint Graph] and Note [Partitioning The Joint Graph].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import pytest
+import torch
+from torch import nn
+
+import subclassaot
+from subclassaot.authoring import WrapperTensor, implements
+from subclassaot.protocol import flatten_subclass, is_traceable_subclass
+from subclasses.pair import PairTensor
+from tests.oracle import CompileFn, assert_matches_eager
+
+T = torch.Tensor
+
+
+def dropout_sum(x: T) -> object:
+    return (nn.functional.dropout(x, 0.5, training=True).sum(),)
+
+
+def dropout_twice(x: T, w: T) -> object:
+    h = nn.functional.dropout(x * w, 0.3, training=True)
+    return (nn.functional.dropout(h.relu(), 0.6, training=True) * w).sum()
+
+
+class DropoutMLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(0.4), nn.Linear(16, 4))
+
+    def forward(self, x: T) -> T:
+        out: T = self.net(x)
+        return out.pow(2).mean()
+
+
+def _step(fn: Callable[..., object], make: Callable[[], tuple[T, ...]]) -> tuple[list[T], list[T | None], T]:
+    """Seeded forward + backward; returns outputs, input grads and the next draw of the global generator."""
+    torch.manual_seed(7)
+    args = make()
+    torch.manual_seed(11)
+    out = fn(*args)
+    leaves = [o for o in (out if isinstance(out, tuple) else (out,)) if isinstance(o, torch.Tensor)]
+    torch.autograd.backward([o.sum() for o in leaves])
+    params = list(fn.parameters()) if isinstance(fn, nn.Module) else []
+    grads = [a.grad for a in args] + [p.grad for p in params]
+    return [o.detach() for o in leaves], grads, torch.rand(3)
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_dropout_grad_consistent_with_forward(backend: str) -> None:
+    x = torch.randn(1000, requires_grad=True)
+    out = subclassaot.compile(dropout_sum, backend=backend)(x)[0]  # type: ignore[index]
+    torch.autograd.backward(out)
+    assert x.grad is not None
+    # d(sum(mask * x / 0.5))/dx = mask / 0.5, so x * grad sums back to the output: one mask, drawn once.
+    torch.testing.assert_close((x.detach() * x.grad).sum(), out.detach(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [
+        (dropout_sum, lambda: (torch.randn(100, requires_grad=True),)),
+        (dropout_twice, lambda: (torch.randn(6, 5, requires_grad=True), torch.randn(5, requires_grad=True))),
+        (dropout_sum, lambda: (PairTensor.from_tensor(torch.randn(50), requires_grad=True),)),
+    ],
+    ids=["dropout", "dropout_twice", "dropout_pair"],
+)
+def test_dropout_rng_state_matches_eager(fn: Callable[..., object], make: Callable[[], tuple[T, ...]]) -> None:
+    want = _step(fn, make)
+    got = _step(subclassaot.compile(fn, backend="eager"), make)
+    torch.testing.assert_close(got, want)
+
+
+def test_dropout_module_rng_state_matches_eager() -> None:
+    torch.manual_seed(0)
+    model = DropoutMLP()
+    compiled = subclassaot.compile(DropoutMLP(), backend="eager")
+    compiled.fn.load_state_dict(model.state_dict())  # type: ignore[attr-defined]
+    make = lambda: (torch.randn(5, 8),)  # noqa: E731
+    for _ in range(2):  # the second step runs the cached entry
+        want = _step(model, make)
+        got = _step(compiled, make)
+        torch.testing.assert_close(got[0], want[0])
+        torch.testing.assert_close(got[2], want[2])
+        for p, q in zip(compiled.fn.parameters(), model.parameters(), strict=True):  # type: ignore[attr-defined]
+            torch.testing.assert_close(p.grad, q.grad)
+            p.grad, q.grad = None, None
+
+
+def test_dropout_through_parity_oracle(compile_fn: CompileFn | None) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(
+            dropout_twice,
+            lambda: (torch.randn(6, 5, requires_grad=True), torch.randn(5, requires_grad=True)),
+            compile_fn=compile_fn,
+        )
+        assert_matches_eager(DropoutMLP(), lambda: (torch.randn(5, 8),), compile_fn=compile_fn)
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64), nn.Tanh())
+
+    def forward(self, x: T) -> T:
+        out: T = self.net(x)
+        return out.pow(2).mean()
+
+
+def _saved_bytes(fn: Callable[[T], T], x: T) -> int:
+    """nbytes of the unique storages packed by autograd during one forward."""
+    storages: dict[int, int] = {}
+
+    def pack(t: T) -> T:
+        storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        torch.autograd.backward(fn(x))
+    return sum(storages.values())
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_mlp_saved_bytes_within_eager(backend: str) -> None:
+    torch.manual_seed(0)
+    model = MLP()
+    compiled = subclassaot.compile(model, backend=backend)
+    x = torch.randn(32, 64)
+    compiled(x)  # compile first: the count below is one step of the compiled entry
+    ours, eager = _saved_bytes(compiled, x), _saved_bytes(model, x)
+    assert 0 < ours <= eager, (ours, eager)
+
+
+def test_backward_twice_with_retain_graph() -> None:
+    def f(x: T, w: T) -> T:
+        return (nn.functional.dropout(x, 0.5, training=True) * w).tanh().sum()
+
+    x, w = torch.randn(10, requires_grad=True), torch.randn(10, requires_grad=True)
+    torch.manual_seed(3)
+    want = f(x, w)
+    torch.autograd.backward(want, retain_graph=True)
+    torch.autograd.backward(want)
+    want_grads = (x.grad.clone(), w.grad.clone())  # type: ignore[union-attr]
+    x.grad, w.grad = None, None
+    torch.manual_seed(3)
+    got = subclassaot.compile(f, backend="eager")(x, w)
+    torch.autograd.backward(got, retain_graph=True)
+    torch.autograd.backward(got)
+    torch.testing.assert_close((x.grad, w.grad), want_grads)
+
+
+def test_double_backward_eager_backend() -> None:
+    def f(x: T) -> T:
+        return (x.sin() * x).sum()
+
+    x = torch.randn(5, requires_grad=True)
+    (g,) = torch.autograd.grad(subclassaot.compile(f, backend="eager")(x), x, create_graph=True)
+    (gg,) = torch.autograd.grad(g.sum(), x)
+    (want_g,) = torch.autograd.grad(f(x), x, create_graph=True)
+    (want_gg,) = torch.autograd.grad(want_g.sum(), x)
+    torch.testing.assert_close((g, gg), (want_g, want_gg))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tangents of another type than the output's (Note [Tangent Retrace])
+
+
+def test_pair_tangent_for_plain_output(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        return (x * 2.0, y * 3.0)  # the oracle's loss is a PairTensor: x * 2 gets a PairTensor tangent
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(3, requires_grad=True), PairTensor.from_tensor(torch.randn(3), requires_grad=True))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def _assert_same(got: T | None, want: T | None) -> None:
+    """Type, ctx and inner values of two gradients (assert_close cannot compare every subclass itself)."""
+    assert type(got) is type(want)
+    if got is None or want is None:
+        return
+    if not is_traceable_subclass(got):
+        torch.testing.assert_close(got, want)
+        return
+    (g_node, g_leaves), (w_node, w_leaves) = flatten_subclass(got, "got"), flatten_subclass(want, "want")
+    assert g_node.ctx == w_node.ctx
+    torch.testing.assert_close(g_leaves, w_leaves)
+
+
+def _grads_with_tangent(fn: Callable[..., object], args: list[T], tangent: T) -> list[T | None]:
+    out = fn(*args)
+    assert isinstance(out, torch.Tensor)
+    torch.autograd.backward(out, grad_tensors=tangent)
+    return [a.grad for a in args]
+
+
+def test_plain_tangent_for_pair_output_is_retraced_once(caplog: pytest.LogCaptureFixture) -> None:
+    def f(p: T, w: T) -> T:
+        return (p * w).sin()
+
+    def make() -> list[T]:
+        torch.manual_seed(0)
+        return [PairTensor.from_tensor(torch.randn(4), requires_grad=True), torch.randn(4, requires_grad=True)]
+
+    compiled = subclassaot.compile(f, backend="eager")
+    with caplog.at_level("INFO", logger="subclassaot.autograd_runtime"):
+        for scale in (1.0, 2.0):
+            tangent = torch.full((4,), scale)
+            got, want = _grads_with_tangent(compiled, make(), tangent), _grads_with_tangent(f, make(), tangent)
+            for g, w in zip(got, want, strict=True):
+                _assert_same(g, w)
+    assert sum("retracing the backward" in r.message for r in caplog.records) == 1
+
+
+class Gained(WrapperTensor):
+    """One inner tensor and a gain (ctx) that multiplications apply: a tangent's ctx changes the gradient."""
+
+    inner_names: ClassVar[tuple[str, ...]] = ("a",)
+    ctx_names: ClassVar[tuple[str, ...]] = ("gain",)
+    apply_to_inner_by_default: ClassVar[bool] = True
+    a: T
+    gain: float
+
+    @implements(torch.ops.aten.mul.Tensor)
+    def _mul(func: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        x, y = args
+        g = x if isinstance(x, Gained) else y
+        unwrap = [t.a if isinstance(t, Gained) else t for t in (x, y)]
+        return Gained(unwrap[0] * unwrap[1] * g.gain, g.gain)
+
+
+def test_tangent_with_other_ctx_is_retraced() -> None:
+    def f(p: T, w: T) -> T:
+        return p * w
+
+    def make() -> list[T]:
+        torch.manual_seed(0)
+        return [Gained(torch.randn(4), 1.0, requires_grad=True), torch.randn(4, requires_grad=True)]
+
+    tangent = Gained(torch.ones(4), 3.0)
+    got = _grads_with_tangent(subclassaot.compile(f, backend="eager"), make(), tangent)
+    want = _grads_with_tangent(f, make(), tangent)
+    for g, w in zip(got, want, strict=True):
+        _assert_same(g, w)
+
+
+def test_double_backward_of_random_program_is_refused_clearly() -> None:
+    x = torch.randn(5, requires_grad=True)
+    y = subclassaot.compile(dropout_sum, backend="eager")(x)[0]  # type: ignore[index]
+    with pytest.raises(subclassaot.errors.UnsupportedError, match="double backward.*random"):
+        torch.autograd.grad(y, x, create_graph=True)
+
+
+def test_double_backward_after_input_written_is_refused_clearly() -> None:
+    def f(x: T) -> T:
+        return x.exp().sum()  # saves exp(x), not x: autograd's own version check does not see the write
+
+    x = torch.randn(3, requires_grad=True)
+    y = subclassaot.compile(f, backend="eager")(x)
+    with torch.no_grad():
+        x.add_(1.0)
+    with pytest.raises(subclassaot.errors.UnsupportedError, match="modified in place after the forward"):
+        torch.autograd.grad(y, x, create_graph=True)
+
+
+def test_unused_subclass_gradient_saves_nothing() -> None:
+    # The output is a view of the input whose gradient eager leaves None: the backward's zeros for it are made from
+    # sizes, so the forward saves nothing (eager saves nothing either).
+    def f(x: T) -> T:
+        return x.view(-1)
+
+    x = PairTensor.from_tensor(torch.randn(2, 3), requires_grad=True).clone()
+    compiled = subclassaot.compile(f, backend="eager")
+    compiled(x)
+    packed: list[T] = []
+
+    def pack(t: T) -> T:
+        packed.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        compiled(x)
+    assert packed == []
