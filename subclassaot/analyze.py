@@ -64,6 +64,7 @@ def analyze(
         run = run_functional(
             call, flat, layout, graph_fakes, requires_grad_like=user_fakes, clone_inputs=nonleaf_wrappers
         )
+        _check_requires_grad_calls(run)
         mutations = tuple(_leaf_mutation(i, run) for i in range(len(layout.leaves)))
         wrapper_after = tuple(
             None if tree is None or _outer_meta(tree) == leaf_meta(t) else leaf_meta(t)
@@ -84,6 +85,16 @@ def analyze(
         output_spec=spec,
         num_intermediate_bases=num_bases,
     )
+
+
+def _check_requires_grad_calls(run: FunctionalRun) -> None:
+    inputs = {id(t) for t in run.user_tensors}
+    if run.swaps.requires_grad_gained - inputs:
+        raise UnsupportedError(
+            "the program calls requires_grad_() on a tensor that is not an input (a view of an input or an "
+            "intermediate); the compiled graph cannot make its outputs require grad that way. Call requires_grad_() "
+            "on the input itself, or on the output after the call"
+        )
 
 
 def _outer_meta(tree: SubclassNode) -> Meta:
@@ -230,10 +241,10 @@ def _output_info(
         key = storage_key(leaf)
         meta = leaf_meta(leaf)
         if fresh:
-            same = current.get(key)
-            through = same if same is not None and leaf_meta(run.finals[same]) == meta else None
+            same = current.get(key) if key in original else None  # the input's own storage, not one set_() gave it
+            view = same is not None and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
             out_leaves.append(
-                OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False, passthrough=through)
+                OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=view, passthrough=same)
             )
             graph_count += 1
             continue
@@ -260,6 +271,12 @@ def _output_info(
         else:
             out_leaves.append(OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False))
             graph_count += 1
+    if tree is not None and value.requires_grad and any(o.source is LeafSource.INTERMEDIATE_ALIAS for o in out_leaves):
+        # Note [Subclass Intermediate Roots]: the wrapper rebuilt around the dense bases has no autograd history.
+        raise UnsupportedError(
+            f"{path} is a {type(value).__name__} view of an intermediate {type(value).__name__} that requires grad; "
+            "in training such views are not supported yet (they would get no gradient). Return a clone (.clone())"
+        )
     outer = None if tree is None else leaf_meta(value)
     replay = _replay(value, tuple(out_leaves), run, input_by_id, bases, earlier)
     return info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=tuple(out_leaves), replay=replay), graph_count

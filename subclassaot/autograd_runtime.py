@@ -19,7 +19,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.joint import BackwardGraph
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.runtime import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias
-from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind
+from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf
 from subclassaot.trace import UpdateKind
 
 
@@ -73,6 +73,16 @@ def _dense_zeros(t: torch.Tensor) -> list[Callable[[], torch.Tensor]]:
     return [functools.partial(torch.zeros, shape, dtype=dtype, device=device) for shape, dtype, device in metas]
 
 
+def _passthrough(
+    graph_dense: list[torch.Tensor], leaf: OutputLeaf, ev: MetaEvaluator, symbols: dict[str, int]
+) -> torch.Tensor:
+    assert leaf.passthrough is not None
+    source = graph_dense[leaf.passthrough]
+    if not leaf.is_view:
+        return source
+    return source.as_strided(*ev.meta(leaf.meta, symbols))
+
+
 def training_call(
     plan: RuntimePlan,
     fw: Callable[..., object],
@@ -114,9 +124,9 @@ def training_call(
             for o in fresh_outputs:
                 info = analysis.outputs[o]
                 leaves = [
-                    # An input returned by the program's own autograd.Function: return it as is, and autograd
-                    # makes the output a view of it with our backward, exactly as eager does.
-                    graph_dense[leaf.passthrough] if leaf.passthrough is not None else out
+                    # An input (or a view of one) returned by the program's own autograd.Function: return it as is,
+                    # and autograd makes the output a view of it with our backward, exactly as eager does.
+                    _passthrough(graph_dense, leaf, ev, symbols) if leaf.passthrough is not None else out
                     for leaf, out in zip(info.leaves, outs[pos : pos + len(info.leaves)], strict=True)
                 ]
                 pos += len(info.leaves)

@@ -1,0 +1,96 @@
+"""Corpus, PyTorch's own mutation/aliasing programs (tests/pipeline/corpus_pytorch*.py) through the parity oracle.
+
+Each case runs on the eager backend (a sample on inductor too); a case the pipeline does not yet run like eager
+is a strict xfail in `GAPS` with what differs, so fixing it turns the test red until its entry goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+import torch
+
+from subclassaot.errors import UnsupportedError
+from tests.oracle import CompileFn
+from tests.pipeline.corpus import Case, run_case
+from tests.pipeline.corpus_pytorch import CASES
+from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
+
+RECOMPUTE = "training recompute re-draws random values"
+
+ALIASED_META = "aliased inputs that require grad with a metadata mutation (t_/unsqueeze_) are refused in training"
+PAIR_ALIASED = "PairTensor inputs that require grad and share storage are refused in training"
+PAIR_INTERMEDIATE = "PairTensor outputs that view an intermediate PairTensor requiring grad are refused in training"
+
+# Programs the pipeline refuses with an UnsupportedError naming the input or output and the rule (eager runs them).
+REFUSED: dict[str, str] = {
+    "metadata_mutation_aliases_train": ALIASED_META,
+    "aliases_bases_out_of_order_train": ALIASED_META,
+    "dupe_arg_torture_train": ALIASED_META,
+    "dupe_left_bias_train": ALIASED_META,
+    "pair_aliases_other_input_train": PAIR_ALIASED,
+    "pair_aliases_other_input_is_base_train": PAIR_ALIASED,
+    "pair_dupe_arg_train": PAIR_ALIASED,
+    "pair_false_aliasing_interleaved_train": PAIR_ALIASED,
+    "pair_intermediate_viewed_twice_train": PAIR_INTERMEDIATE,
+    "pair_intermediates_mixed_views_train": PAIR_INTERMEDIATE,
+    "pair_unbind_intermediate_and_view_train": PAIR_INTERMEDIATE,
+    "pair_chunk_and_base_train": PAIR_INTERMEDIATE,
+    "requires_grad_on_view": "requires_grad_() on a view of an input (not on the input) is refused",
+    "inner_grad": "torch.autograd.grad inside the compiled program is refused",
+}
+
+# Programs the pipeline does not yet run like eager, with what differs.
+GAPS: dict[str, str] = {
+    "dropout_train_train": RECOMPUTE,
+    "pair_dropout_train": RECOMPUTE,
+    "dropout_module": RECOMPUTE,
+    "detach_output_mutated_after_train": (
+        "training recompute saves the input for the backward; mutating the input through a detached output after "
+        "the call makes the backward raise 'modified by an inplace operation' (eager's mul by a constant saves "
+        "nothing)"
+    ),
+}
+
+# A few programs of each kind also run on inductor.
+INDUCTOR = frozenset(
+    {
+        "aliases_other_input_train",
+        "alias_everything",
+        "intermediate_viewed_twice_train",
+        "functionalization_everything",
+        "view_chain_mutation_train",
+        "pair_view_chain_mutation",
+        "pair_aliases_other_input",
+        "buffer_in_graph",
+    }
+)
+
+
+def _params(cases: Sequence[Case]) -> list[object]:
+    names = [c.name for c in cases]
+    duplicates = {n for n in names if names.count(n) > 1}
+    if duplicates:
+        raise ValueError(f"duplicate case names: {sorted(duplicates)}")
+    out: list[object] = []
+    for c in cases:
+        marks = []
+        if c.name in GAPS:
+            marks = [pytest.mark.xfail(strict=True, reason=f"known gap: {GAPS[c.name]}")]
+        elif c.name in REFUSED:
+            reason = f"refused: {REFUSED[c.name]}"
+            marks = [pytest.mark.xfail(strict=True, raises=UnsupportedError, reason=reason)]
+        out.append(pytest.param(c, "eager", id=c.name, marks=marks))
+        if c.name in INDUCTOR or c.inductor:
+            out.append(pytest.param(c, "inductor", id=f"{c.name}-inductor", marks=marks))
+    return out
+
+
+ALL = CASES + SUBCLASS_CASES + MODULE_CASES
+
+
+@pytest.mark.parametrize(("case", "backend"), _params(ALL))
+def test_pytorch_program_matches_eager(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
+    with torch.enable_grad():
+        run_case(case, backend, compile_fn)
