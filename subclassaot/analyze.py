@@ -195,7 +195,40 @@ def _analyze_outputs(
         if isinstance(value, torch.Tensor):
             first_seen[id(value)] = len(infos)
         infos.append(info)
+    _check_views_of_fresh(infos, leaves, bases)
     return tuple(infos), spec, len({b for b, _ in bases.values()})
+
+
+# Note [Subclass Views Of Intermediates In Training]
+# A subclass output that views an intermediate subclass (`y = x.clone(); return y.view(-1)`) is replayed, in
+# inference, from a wrapper rebuilt around the intermediate's dense leaves (Note [Subclass Intermediate Roots]).
+# In training that wrapper would have no autograd history: autograd runs above the subclass, and the compiled
+# autograd.Function returns dense bases whose inner tensors carry none. So the output is computed by the graph
+# like a fresh output (the Function wraps it and gives it a gradient) and returned as `fresh.view(fresh.shape)`:
+# a view of an intermediate nobody else sees, as in eager. Two outputs that view the same intermediate cannot be
+# made to share it this way, so that is refused.
+
+
+def _check_views_of_fresh(
+    infos: list[OutputInfo], leaves: list[object], bases: dict[object, tuple[int, torch.Tensor]]
+) -> None:
+    users: dict[int, list[str]] = {}
+    for info, value in zip(infos, leaves, strict=True):
+        if info.kind is not OutputKind.TENSOR or not isinstance(value, torch.Tensor):
+            continue
+        owned = {bases[k][0] for k in (storage_key(d) for d in dense_leaves_of(value, info.path)[1]) if k in bases}
+        for b in owned:
+            users.setdefault(b, []).append(info.path)
+    for info in infos:
+        if not info.view_of_fresh:
+            continue
+        shared = sorted({p for ps in users.values() if info.path in ps for p in ps} - {info.path})
+        if shared:
+            raise UnsupportedError(
+                f"{info.path} is a view of an intermediate tensor subclass that requires grad, and {', '.join(shared)} "
+                "shares storage with it; in training outputs that alias one intermediate subclass are not supported "
+                "yet. Return clones (.clone()) of all but one"
+            )
 
 
 def _output_info(
@@ -272,11 +305,15 @@ def _output_info(
             out_leaves.append(OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False))
             graph_count += 1
     if tree is not None and value.requires_grad and any(o.source is LeafSource.INTERMEDIATE_ALIAS for o in out_leaves):
-        # Note [Subclass Intermediate Roots]: the wrapper rebuilt around the dense bases has no autograd history.
-        raise UnsupportedError(
-            f"{path} is a {type(value).__name__} view of an intermediate {type(value).__name__} that requires grad; "
-            "in training such views are not supported yet (they would get no gradient). Return a clone (.clone())"
+        # Note [Subclass Views Of Intermediates In Training]
+        first = graph_count - sum(1 for o in out_leaves if o.source is LeafSource.GRAPH)
+        fresh_leaves = tuple(
+            OutputLeaf(source=LeafSource.GRAPH, index=first + k, meta=o.meta, is_view=False)
+            for k, o in enumerate(out_leaves)
         )
+        outer = leaf_meta(value)
+        kw = {"tree": tree, "outer_meta": outer, "leaves": fresh_leaves, "replay": None, "view_of_fresh": True}
+        return info(OutputKind.TENSOR, **kw), first + len(fresh_leaves)
     outer = None if tree is None else leaf_meta(value)
     replay = _replay(value, tuple(out_leaves), run, input_by_id, bases, earlier)
     return info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=tuple(out_leaves), replay=replay), graph_count

@@ -225,7 +225,9 @@ def training_call(
         prewrapped: dict[int, torch.Tensor] = {}
         pos = n_updates
         for o in fresh_outputs:
-            prewrapped[o] = tensors[pos]
+            value = tensors[pos]
+            # Note [Subclass Views Of Intermediates In Training]: a view of an intermediate only it sees.
+            prewrapped[o] = value.view(value.shape) if analysis.outputs[o].view_of_fresh else value
             outs.extend([tensors[pos]] * len(analysis.outputs[o].leaves))  # placeholders keep the layout
             pos += 1
         n_bases = plan.graph_outputs.num_bases

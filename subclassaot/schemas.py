@@ -178,6 +178,9 @@ class OutputInfo:
     outer_meta: Meta | None  # TENSOR subclass: outer size, stride, offset
     leaves: tuple[OutputLeaf, ...]  # TENSOR: one per dense leaf
     replay: Replay | None  # TENSOR aliasing an input or intermediate: the view chain to replay, when exact
+    # TENSOR in training: a subclass view of an intermediate no other output aliases, computed by the graph and
+    # returned as a view of that fresh value (Note [Subclass Views Of Intermediates In Training])
+    view_of_fresh: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

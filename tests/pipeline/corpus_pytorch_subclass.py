@@ -113,6 +113,21 @@ def pair_sum_outer(x: T) -> object:
     return (x * x).sum()
 
 
+def clone_then_view(x: T) -> object:
+    y = x.clone()
+    return y.view(y.shape[1], y.shape[0])
+
+
+def inner_and_view(x: T) -> object:
+    y = x.clone()
+    assert isinstance(y, PairTensor)
+    return y.a, y.t()
+
+
+def transposed_view_and_sin(x: T) -> object:
+    return (x * 2).t(), x.sin()
+
+
 INPUT_PROGRAMS = [
     *both("aliases_other_input", plain.add_first_read_both, _pair_rows),
     *both("aliases_other_input_is_base", plain.add_first_read_both, _pair_row_and_base),
@@ -153,6 +168,10 @@ OUTPUT_PROGRAMS = [
     *both("alias_op_output", plain.alias_op_output, _p(2, 3), after_call=plain.mul_out(0)),
     *both("dropout", pair_dropout, _p(4, 4)),
     *both("custom_plus_one_backward", plain.custom_plus_one_backward, lambda rg: (pair_leaf(3) if rg else pair(3),)),
+    *both("clone_then_view", clone_then_view, _p(2, 3)),
+    *both("view_of_intermediate_mutated_after", plain.plus_one_flat, _p(2, 3), after_call=plain.mul_out(-1)),
+    *both("inner_and_view", inner_and_view, _p(2, 3)),
+    *both("transposed_view_and_sin", transposed_view_and_sin, _p(2, 3)),
     Case(name="pair_construct_inside", fn=pair_construct_inside, make_inputs=lambda: (plain.t(3), plain.t(3))),
     Case(name="pair_inner_read", fn=pair_inner_read, make_inputs=lambda: (pair(3),)),
 ]

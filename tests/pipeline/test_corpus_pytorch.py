@@ -6,6 +6,7 @@ is a strict xfail in `GAPS` with what differs, so fixing it turns the test red u
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import pytest
@@ -21,7 +22,7 @@ RECOMPUTE = "training recompute re-draws random values"
 
 ALIASED_META = "aliased inputs that require grad with a metadata mutation (t_/unsqueeze_) are refused in training"
 PAIR_ALIASED = "PairTensor inputs that require grad and share storage are refused in training"
-PAIR_INTERMEDIATE = "PairTensor outputs that view an intermediate PairTensor requiring grad are refused in training"
+PAIR_INTERMEDIATE = "several outputs aliasing one intermediate PairTensor that requires grad are refused in training"
 
 # Programs the pipeline refuses with an UnsupportedError naming the input or output and the rule (eager runs them).
 REFUSED: dict[str, str] = {
@@ -37,6 +38,7 @@ REFUSED: dict[str, str] = {
     "pair_intermediates_mixed_views_train": PAIR_INTERMEDIATE,
     "pair_unbind_intermediate_and_view_train": PAIR_INTERMEDIATE,
     "pair_chunk_and_base_train": PAIR_INTERMEDIATE,
+    "pair_inner_and_view_train": PAIR_INTERMEDIATE,
     "requires_grad_on_view": "requires_grad_() on a view of an input (not on the input) is refused",
     "inner_grad": "torch.autograd.grad inside the compiled program is refused",
 }
@@ -68,7 +70,7 @@ INDUCTOR = frozenset(
 )
 
 
-def _params(cases: Sequence[Case]) -> list[object]:
+def _params(cases: Sequence[Case], *, inductor: bool = True) -> list[object]:
     names = [c.name for c in cases]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
@@ -76,13 +78,14 @@ def _params(cases: Sequence[Case]) -> list[object]:
     out: list[object] = []
     for c in cases:
         marks = []
-        if c.name in GAPS:
-            marks = [pytest.mark.xfail(strict=True, reason=f"known gap: {GAPS[c.name]}")]
-        elif c.name in REFUSED:
-            reason = f"refused: {REFUSED[c.name]}"
+        key = c.name.removesuffix("_dynamic")
+        if key in GAPS:
+            marks = [pytest.mark.xfail(strict=True, reason=f"known gap: {GAPS[key]}")]
+        elif key in REFUSED:
+            reason = f"refused: {REFUSED[key]}"
             marks = [pytest.mark.xfail(strict=True, raises=UnsupportedError, reason=reason)]
         out.append(pytest.param(c, "eager", id=c.name, marks=marks))
-        if c.name in INDUCTOR or c.inductor:
+        if inductor and (c.name in INDUCTOR or c.inductor):
             out.append(pytest.param(c, "inductor", id=f"{c.name}-inductor", marks=marks))
     return out
 
@@ -92,5 +95,14 @@ ALL = CASES + SUBCLASS_CASES + MODULE_CASES
 
 @pytest.mark.parametrize(("case", "backend"), _params(ALL))
 def test_pytorch_program_matches_eager(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
+    with torch.enable_grad():
+        run_case(case, backend, compile_fn)
+
+
+DYNAMIC = [dataclasses.replace(c, name=f"{c.name}_dynamic", compile_kwargs={"dynamic": True}) for c in ALL]
+
+
+@pytest.mark.parametrize(("case", "backend"), _params(DYNAMIC, inductor=False))
+def test_pytorch_program_dynamic(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
     with torch.enable_grad():
         run_case(case, backend, compile_fn)
