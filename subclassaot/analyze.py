@@ -311,9 +311,8 @@ def _output_info(
             OutputLeaf(source=LeafSource.GRAPH, index=first + k, meta=o.meta, is_view=False)
             for k, o in enumerate(out_leaves)
         )
-        outer = leaf_meta(value)
-        kw = {"tree": tree, "outer_meta": outer, "leaves": fresh_leaves, "replay": None, "view_of_fresh": True}
-        return info(OutputKind.TENSOR, **kw), first + len(fresh_leaves)
+        view = info(OutputKind.TENSOR, tree=tree, outer_meta=leaf_meta(value), leaves=fresh_leaves, view_of_fresh=True)
+        return view, first + len(fresh_leaves)
     outer = None if tree is None else leaf_meta(value)
     replay = _replay(value, tuple(out_leaves), run, input_by_id, bases, earlier)
     return info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=tuple(out_leaves), replay=replay), graph_count
