@@ -70,6 +70,7 @@ def analyze(
             None if tree is None or _outer_meta(tree) == leaf_meta(t) else leaf_meta(t)
             for tree, t in zip(layout.trees, run.user_tensors, strict=True)
         )
+        _check_wrapper_growth(flat, layout, wrapper_after)
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
         wrapper_bumped = tuple(
             tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
@@ -85,6 +86,21 @@ def analyze(
         output_spec=spec,
         num_intermediate_bases=num_bases,
     )
+
+
+def _check_wrapper_growth(flat: FlatInputs, layout: DenseLayout, after: tuple[Meta | None, ...]) -> None:
+    for i, (tree, meta) in enumerate(zip(layout.trees, after, strict=True)):
+        # Offsets aside: the traced wrapper of a view input keeps its offset, its tree records 0.
+        if (
+            tree is not None
+            and meta is not None
+            and _surely_greater(_extent((*meta[:2], 0)), _extent(_outer_meta(tree)))
+        ):
+            path = flat.leaves[flat.tensor_indices[i]].path
+            raise UnsupportedError(
+                f"{path}: the program grows this tensor subclass input in place (resize_() to more elements than "
+                "it had); the wrapper's own metadata cannot be made larger than its storage. Resize a clone instead"
+            )
 
 
 def _check_requires_grad_calls(run: FunctionalRun) -> None:
@@ -355,7 +371,10 @@ def _replay(
         if record is None:
             break
         own = [r for r in run.swaps.inplace_views.get(id(t), []) if record.seq < r.seq < upto]
-        segment = [_step(record), *(_inplace_step(r) for r in own)]
+        step = _step(record)
+        if step is not None and id(t) in run.swaps.data_aliases:
+            step = replace(step, own_version=True)  # `.data`: not eager's detach(), its version counter is its own
+        segment = [step, *(_inplace_step(r) for r in own)]
         if any(s is None for s in segment):
             return None
         segments.append([s for s in segment if s is not None])

@@ -13,6 +13,7 @@ from typing import cast
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.errors import UnsupportedError
 from subclassaot.schemas import FlatInputs, InputIndex, InputLeaf, LeafKind
 
 
@@ -32,7 +33,11 @@ def flatten_call(
         state = module_state(module)
 
         def call(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
-            return torch.func.functional_call(module, state, args, kwargs, tie_weights=False, strict=True)
+            handle = module.register_forward_hook(lambda mod, a, out: _check_state_kept(mod, state))
+            try:
+                return torch.func.functional_call(module, state, args, kwargs, tie_weights=False, strict=True)
+            finally:
+                handle.remove()
 
     else:
         state = {}
@@ -59,6 +64,18 @@ def flatten_call(
         module_state_names=tuple(state),
     )
     return flat, cast(Callable[..., object], call)
+
+
+def _check_state_kept(module: torch.nn.Module, state: Mapping[str, torch.Tensor]) -> None:
+    """Refuse a forward that rebinds a parameter or buffer (`self.buf = ...`): the compiled module would keep the
+    old tensor, where eager's module holds the new one after the call."""
+    for name, tensor in state.items():
+        owner, _, attr = name.rpartition(".")
+        if getattr(module.get_submodule(owner), attr) is not tensor:
+            raise UnsupportedError(
+                f"self.{name}: the forward assigns a new tensor to this parameter or buffer; rebinding module state "
+                f"in a compiled forward is not supported. Update it in place instead (self.{name}.copy_(...))"
+            )
 
 
 def _leaf_paths(tree: tuple[dict[str, torch.Tensor], tuple[object, ...], dict[str, object]]) -> list[str]:

@@ -458,6 +458,8 @@ def _replay(
         with torch.set_grad_enabled(step.grad_enabled and torch.is_grad_enabled()):
             out = step.op(src, *args, **kwargs)
         src = out[step.index] if step.index is not None else out
+        if step.own_version:
+            src = src.data
     return src
 
 

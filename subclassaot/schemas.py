@@ -154,6 +154,7 @@ class ViewStep:
     kwargs: tuple[tuple[str, object], ...]
     index: int | None  # which output of a multi-output view (unbind, split); None for single-output views
     grad_enabled: bool  # grad mode when eager ran it (views made under no_grad behave differently later)
+    own_version: bool = False  # the program took `.data`: the result has a version counter of its own
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -62,6 +62,7 @@ class SwapRecord:
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
+    data_aliases: set[int] = field(default_factory=set)  # id() of the `.data` aliases themselves
     visible_writes: set[object] = field(default_factory=set)  # storage keys written through autograd-visible tensors
     keep_alive: list[torch.Tensor] = field(default_factory=list)  # ids above stay valid while the run lives
     family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
@@ -271,8 +272,8 @@ class _DataMode(TorchFunctionMode):
             return None
         if func in _AUTOGRAD_CALLS:
             raise UnsupportedError(
-                f"the program calls {name or func}() inside the compiled function; differentiating inside the "
-                "program is not supported. Call it on the compiled function's outputs instead"
+                f"the program calls {name or func}() inside the compiled function; differentiating or hooking "
+                "gradients inside the program is not supported. Call it on the compiled function's outputs instead"
             )
         if (
             func is torch.Tensor.requires_grad_
@@ -286,12 +287,21 @@ class _DataMode(TorchFunctionMode):
         if owner == "data" and name == "__get__" and isinstance(out, torch.Tensor):
             # `.data` has a version counter of its own: writes through it leave the original's unchanged.
             self.record.hidden.add(id(out))
+            self.record.data_aliases.add(id(out))
             self.record.family[id(out)] = id(out)
             self.record.keep_alive.append(out)
         return out
 
 
-_AUTOGRAD_CALLS = frozenset({torch.autograd.grad, torch.autograd.backward, torch.Tensor.backward})
+_AUTOGRAD_CALLS = frozenset(
+    {
+        torch.autograd.grad,
+        torch.autograd.backward,
+        torch.Tensor.backward,
+        torch.Tensor.register_hook,
+        torch.Tensor.register_post_accumulate_grad_hook,
+    }
+)
 
 
 @contextlib.contextmanager

@@ -17,9 +17,12 @@ import torch.fx
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
-from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, ShapeEnv
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._sympy.printers import PythonPrinter
+
+# Raised when a traced program turns a tensor's value into a Python number (.item(), float(t), bool(t), ...).
+DataDependentError = GuardOnDataDependentSymNode
 
 # ---------------------------------------------------------------------------------------------------------------
 # Functionalization (used by analyze and trace)

@@ -641,4 +641,56 @@ RANDOMNESS = [
     Case(name="dropout_then_mutate", fn=dropout_then_mutate, make_inputs=lambda: (t(4), t(4))),
 ]
 
-CASES = ALIASED_INPUTS + OUTPUT_ALIASES + INPUT_MUTATIONS + GRAD_MODES + RANDOMNESS
+# ---------------------------------------------------------------------------------------------------------------
+# More: storage resizing, self-aliasing writes, out= aliasing an input, hooks, .data outputs
+
+
+def index_setitem_add(x: T, idx: T) -> object:
+    x[idx] += 1
+    return x * 2
+
+
+def add_out_into_input(a: T, b: T) -> object:
+    torch.add(a, b, out=a)
+    return a + 1
+
+
+def self_add(a: T) -> object:
+    a.add_(a)
+    return a
+
+
+def swap_values(a: T, b: T) -> object:
+    old = a.clone()
+    a.copy_(b)
+    b.copy_(old)
+    return a + b
+
+
+def resize_as(x: T, y: T) -> object:
+    x.resize_as_(y)
+    x.fill_(3)
+    return x.sum()
+
+
+def data_output(x: T) -> object:
+    return x.data, x * 2
+
+
+def hook_on_intermediate(x: T) -> object:
+    y = x * 2
+    y.register_hook(lambda g: g * 3)  # type: ignore[no-untyped-call]
+    return y.sum()
+
+
+MORE = [
+    *both("index_setitem_add", index_setitem_add, lambda rg: (t(5, rg=rg), torch.tensor([0, 3]))),
+    Case(name="add_out_into_input", fn=add_out_into_input, make_inputs=lambda: (t(3), t(3))),
+    *both("self_add", self_add, _g(3)),
+    *both("swap_values", swap_values, lambda rg: (t(3, rg=rg), t(3, rg=rg))),
+    Case(name="resize_as", fn=resize_as, make_inputs=lambda: (t(2), t(2, 3))),
+    *both("data_output_mutated_after", data_output, lambda rg: (leaf(3) if rg else t(3),), after_call=mul_out(0)),
+    Case(name="hook_on_intermediate", fn=hook_on_intermediate, make_inputs=lambda: (leaf(3),)),
+]
+
+CASES = ALIASED_INPUTS + OUTPUT_ALIASES + INPUT_MUTATIONS + GRAD_MODES + RANDOMNESS + MORE

@@ -176,7 +176,54 @@ OUTPUT_PROGRAMS = [
     Case(name="pair_inner_read", fn=pair_inner_read, make_inputs=lambda: (pair(3),)),
 ]
 
-SUBCLASS_CASES = INPUT_PROGRAMS + OUTPUT_PROGRAMS
+
+def pair_resize_grow(x: T) -> object:
+    x.resize_(6)
+    x.fill_(1.5)
+    return x * 2
+
+
+def pair_bernoulli(x: T) -> object:
+    x.bernoulli_(0.5)
+    return x + 1
+
+
+def pair_rand_like(x: T) -> object:
+    return x + torch.rand_like(x)
+
+
+def pair_linear(x: T, w: T) -> object:
+    return F.linear(x, w).relu()
+
+
+def nested_view_mutation(x: T) -> object:
+    x[0].mul_(2)
+    return x.sum()
+
+
+def _nested(rg: bool) -> tuple[object, ...]:
+    inner = PairTensor(torch.randn(3, 2), torch.randn(3, 2))
+    outer = PairTensor(inner, PairTensor(torch.randn(3, 2), torch.randn(3, 2)), requires_grad=rg)
+    return (outer.clone() if rg else outer,)
+
+
+MORE_PROGRAMS = [
+    *both("no_grad_view_then_mutate", plain.no_grad_view_then_mutate, _p(4)),
+    *both("grad_disabled_inside", plain.grad_disabled_inside, _p(3)),
+    *both("inference_mode_inside", plain.inference_mode_inside, _p(3)),
+    *both("detach_then_mutate_detached", plain.detach_then_mutate_detached, _p(3)),
+    *both("custom_mark_dirty", plain.custom_mark_dirty, _p(3)),
+    *both("output_dict_same", plain.output_dict_same, _p(3, 3)),
+    *both("self_add", plain.self_add, _p(3)),
+    *both("index_setitem_add", plain.index_setitem_add, lambda rg: (pair(5, rg=rg), torch.tensor([0, 3]))),
+    *both("nested_view_mutation", nested_view_mutation, _nested),
+    *both("linear", pair_linear, lambda rg: (pair(4, 3, rg=rg), plain.leaf(2, 3) if rg else plain.t(2, 3))),
+    Case(name="pair_resize_grow", fn=pair_resize_grow, make_inputs=lambda: (pair(2),)),
+    Case(name="pair_bernoulli", fn=pair_bernoulli, make_inputs=lambda: (pair(6),)),
+    Case(name="pair_rand_like", fn=pair_rand_like, make_inputs=lambda: (pair(3),)),
+]
+
+SUBCLASS_CASES = INPUT_PROGRAMS + OUTPUT_PROGRAMS + MORE_PROGRAMS
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -253,6 +300,40 @@ def _bn2d() -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Conv2d(2, 4, 1), torch.nn.BatchNorm2d(4))
 
 
+class ReassignedBuffer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("buf", torch.zeros(3))
+
+    def forward(self, x: T) -> T:
+        self.buf = self.get_buffer("buf") + x.detach()
+        return x * self.get_buffer("buf")
+
+
+class TiedWeights(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc = torch.nn.Linear(3, 3, bias=False)
+        self.dec = torch.nn.Linear(3, 3, bias=False)
+        self.dec.weight = self.enc.weight
+
+    def forward(self, x: T) -> T:
+        out: T = self.dec(self.enc(x).tanh())
+        return out
+
+
+class ReturnsMutatedBuffer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("steps", torch.zeros(()))
+        self.w = torch.nn.Parameter(torch.randn(3))
+
+    def forward(self, x: T) -> tuple[T, T]:
+        steps = self.get_buffer("steps")
+        steps.add_(1)
+        return x * self.w, steps
+
+
 MODULE_CASES = [
     Case(name="buffer_in_graph", fn=_seeded(BufferInGraph), make_inputs=lambda: (plain.leaf(1),)),
     Case(name="buffer_other_shape", fn=_seeded(BufferOtherShape), make_inputs=lambda: (plain.leaf(2, 4),)),
@@ -261,5 +342,13 @@ MODULE_CASES = [
     Case(name="param_data_mutation", fn=_seeded(ParamDataMutation), make_inputs=lambda: (plain.leaf(3),)),
     Case(name="conv_batch_norm2d_train", fn=_seeded(_bn2d), make_inputs=lambda: (plain.t(3, 2, 2, 2),)),
     Case(name="conv_batch_norm2d_eval", fn=_seeded(_bn2d).eval(), make_inputs=lambda: (plain.t(3, 2, 2, 2),)),
+    Case(
+        name="batch_norm_cumulative",
+        fn=_seeded(lambda: torch.nn.BatchNorm1d(3, momentum=None)),
+        make_inputs=lambda: (plain.leaf(4, 3),),
+    ),
+    Case(name="reassigned_buffer", fn=_seeded(ReassignedBuffer), make_inputs=lambda: (plain.leaf(3),)),
+    Case(name="tied_weights", fn=_seeded(TiedWeights), make_inputs=lambda: (plain.t(2, 3),)),
+    Case(name="returns_mutated_buffer", fn=_seeded(ReturnsMutatedBuffer), make_inputs=lambda: (plain.t(3),)),
     Case(name="dropout_module", fn=_seeded(lambda: torch.nn.Dropout(0.4)), make_inputs=lambda: (plain.leaf(8),)),
 ]

@@ -41,6 +41,10 @@ REFUSED: dict[str, str] = {
     "pair_inner_and_view_train": PAIR_INTERMEDIATE,
     "requires_grad_on_view": "requires_grad_() on a view of an input (not on the input) is refused",
     "inner_grad": "torch.autograd.grad inside the compiled program is refused",
+    "hook_on_intermediate": "register_hook() inside the compiled program is refused",
+    "reassigned_buffer": "rebinding a buffer in forward (self.buf = ...) is refused",
+    "batch_norm_cumulative": "BatchNorm(momentum=None) reads num_batches_tracked as a Python number",
+    "pair_resize_grow": "resize_() growing a tensor subclass input is refused",
 }
 
 # Programs the pipeline does not yet run like eager, with what differs.
@@ -48,6 +52,10 @@ GAPS: dict[str, str] = {
     "dropout_train_train": RECOMPUTE,
     "pair_dropout_train": RECOMPUTE,
     "dropout_module": RECOMPUTE,
+    "resize_as": (
+        "resize_as_() on an input is recorded as a data write of the original storage: the epilogue raises "
+        "(size mismatch) before changing the input"
+    ),
     "detach_output_mutated_after_train": (
         "training recompute saves the input for the backward; mutating the input through a detached output after "
         "the call makes the backward raise 'modified by an inplace operation' (eager's mul by a constant saves "
