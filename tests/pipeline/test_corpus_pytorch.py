@@ -78,7 +78,7 @@ INDUCTOR = frozenset(
 )
 
 
-def _params(cases: Sequence[Case], *, inductor: bool = True) -> list[object]:
+def _params(cases: Sequence[Case], *, inductor: bool = True, known_gaps: bool = True) -> list[object]:
     names = [c.name for c in cases]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
@@ -86,7 +86,7 @@ def _params(cases: Sequence[Case], *, inductor: bool = True) -> list[object]:
     out: list[object] = []
     for c in cases:
         marks = []
-        key = c.name.removesuffix("_dynamic")
+        key = c.name.removesuffix("_dynamic") if known_gaps else ""
         if key in GAPS:
             marks = [pytest.mark.xfail(strict=True, reason=f"known gap: {GAPS[key]}")]
         elif key in REFUSED:
@@ -113,4 +113,19 @@ DYNAMIC = [dataclasses.replace(c, name=f"{c.name}_dynamic", compile_kwargs={"dyn
 @pytest.mark.parametrize(("case", "backend"), _params(DYNAMIC, inductor=False))
 def test_pytorch_program_dynamic(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
     with torch.enable_grad():
+        run_case(case, backend, compile_fn)
+
+
+# The training variants called under an outer no_grad (inputs require grad, the program runs without autograd, so
+# the training gaps do not apply). grad_disabled_inside turns grad mode back on itself.
+NO_GRAD = [
+    dataclasses.replace(c, name=f"{c.name}_no_grad", inductor=False)
+    for c in ALL
+    if c.name.endswith("_train") and not c.eager_raises and "grad_disabled_inside" not in c.name
+]
+
+
+@pytest.mark.parametrize(("case", "backend"), _params(NO_GRAD, inductor=False, known_gaps=False))
+def test_pytorch_program_under_no_grad(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
+    with torch.no_grad():
         run_case(case, backend, compile_fn)
