@@ -683,6 +683,44 @@ def hook_on_intermediate(x: T) -> object:
     return y.sum()
 
 
+def unfold_output(x: T) -> object:
+    return x.unfold(0, 2, 1), x.as_strided((2, 2), (1, 1), 1)
+
+
+def view_clone_view_inplace(x: T) -> object:
+    y = x.view(-1).clone().view(2, 2)
+    y.add_(1)
+    return y, x * 1
+
+
+def select_copy_into(x: T, y: T) -> object:
+    x.select(1, 0).copy_(y)
+    return x
+
+
+def mutated_intermediate_outputs(a: T) -> object:
+    out = a * 3
+    out.add_(1)
+    return out.view(-1), out
+
+
+def expand_after_mutation(a: T) -> object:
+    a.mul_(2)
+    return a.unsqueeze(0).expand(3, -1)
+
+
+def same_input_thrice(a: T) -> object:
+    return a, a, a.view(-1)
+
+
+def nested_alias_structure(a: T) -> object:
+    return [a.view(-1), {"t": a.t(), "fresh": a + 1}]
+
+
+def unsafe_view_of_intermediate(a: T) -> object:
+    return torch.ops.aten._unsafe_view(a * 2, [-1])
+
+
 MORE = [
     *both("index_setitem_add", index_setitem_add, lambda rg: (t(5, rg=rg), torch.tensor([0, 3]))),
     Case(name="add_out_into_input", fn=add_out_into_input, make_inputs=lambda: (t(3), t(3))),
@@ -690,6 +728,14 @@ MORE = [
     *both("swap_values", swap_values, lambda rg: (t(3, rg=rg), t(3, rg=rg))),
     Case(name="resize_as", fn=resize_as, make_inputs=lambda: (t(2), t(2, 3))),
     *both("data_output_mutated_after", data_output, lambda rg: (leaf(3) if rg else t(3),), after_call=mul_out(0)),
+    *both("unfold_output", unfold_output, _g(4)),
+    *both("view_clone_view_inplace", view_clone_view_inplace, _g(4)),
+    *both("select_copy_into", select_copy_into, lambda rg: (t(3, 2, rg=rg), t(3))),
+    *both("mutated_intermediate_outputs", mutated_intermediate_outputs, _g(2, 2), after_call=mul_out(0)),
+    *both("expand_after_mutation", expand_after_mutation, _g(3)),
+    *both("same_input_thrice", same_input_thrice, _g(2, 2), after_call=mul_out(2)),
+    *both("nested_alias_structure", nested_alias_structure, _g(2, 3)),
+    *both("unsafe_view_of_intermediate", unsafe_view_of_intermediate, _g(2, 3), after_call=mul_out(-1)),
     Case(name="hook_on_intermediate", fn=hook_on_intermediate, make_inputs=lambda: (leaf(3),)),
 ]
 

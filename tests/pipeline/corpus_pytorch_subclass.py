@@ -208,6 +208,13 @@ def _nested(rg: bool) -> tuple[object, ...]:
 
 
 MORE_PROGRAMS = [
+    *both("unfold_output", plain.unfold_output, _p(4)),
+    *both("view_clone_view_inplace", plain.view_clone_view_inplace, _p(4)),
+    *both("select_copy_into", plain.select_copy_into, lambda rg: (pair(3, 2, rg=rg), plain.t(3))),
+    *both("mutated_intermediate_outputs", plain.mutated_intermediate_outputs, _p(2, 2)),
+    *both("expand_after_mutation", plain.expand_after_mutation, _p(3)),
+    *both("same_input_thrice", plain.same_input_thrice, _p(2, 2)),
+    *both("nested_alias_structure", plain.nested_alias_structure, _p(2, 3)),
     *both("no_grad_view_then_mutate", plain.no_grad_view_then_mutate, _p(4)),
     *both("grad_disabled_inside", plain.grad_disabled_inside, _p(3)),
     *both("inference_mode_inside", plain.inference_mode_inside, _p(3)),
@@ -334,6 +341,17 @@ class ReturnsMutatedBuffer(torch.nn.Module):
         return x * self.w, steps
 
 
+class BufferAddThenResize(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("buffer", torch.ones(4, 5))
+
+    def forward(self, x: T) -> T:
+        y = self.get_buffer("buffer").add_(3)
+        y.resize_([20])
+        return x.sum() + self.get_buffer("buffer").sum()
+
+
 MODULE_CASES = [
     Case(name="buffer_in_graph", fn=_seeded(BufferInGraph), make_inputs=lambda: (plain.leaf(1),)),
     Case(name="buffer_other_shape", fn=_seeded(BufferOtherShape), make_inputs=lambda: (plain.leaf(2, 4),)),
@@ -350,5 +368,11 @@ MODULE_CASES = [
     Case(name="reassigned_buffer", fn=_seeded(ReassignedBuffer), make_inputs=lambda: (plain.leaf(3),)),
     Case(name="tied_weights", fn=_seeded(TiedWeights), make_inputs=lambda: (plain.t(2, 3),)),
     Case(name="returns_mutated_buffer", fn=_seeded(ReturnsMutatedBuffer), make_inputs=lambda: (plain.t(3),)),
+    Case(name="buffer_add_then_resize", fn=_seeded(BufferAddThenResize), make_inputs=lambda: (plain.t(2, 5),)),
+    Case(
+        name="instance_norm_running_stats",
+        fn=_seeded(lambda: torch.nn.InstanceNorm1d(3, track_running_stats=True)),
+        make_inputs=lambda: (plain.leaf(2, 3, 4),),
+    ),
     Case(name="dropout_module", fn=_seeded(lambda: torch.nn.Dropout(0.4)), make_inputs=lambda: (plain.leaf(8),)),
 ]

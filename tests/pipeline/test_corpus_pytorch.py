@@ -39,6 +39,7 @@ REFUSED: dict[str, str] = {
     "pair_unbind_intermediate_and_view_train": PAIR_INTERMEDIATE,
     "pair_chunk_and_base_train": PAIR_INTERMEDIATE,
     "pair_inner_and_view_train": PAIR_INTERMEDIATE,
+    "pair_mutated_intermediate_outputs_train": PAIR_INTERMEDIATE,
     "requires_grad_on_view": "requires_grad_() on a view of an input (not on the input) is refused",
     "inner_grad": "torch.autograd.grad inside the compiled program is refused",
     "hook_on_intermediate": "register_hook() inside the compiled program is refused",
