@@ -214,6 +214,13 @@ def training_call(
     n_wrappers = len(bw_meta.wrapper_updates)
     ev = MetaEvaluator()
     original_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.ORIGINAL}
+    for i in bw_meta.wrapper_updates:
+        if any(j not in original_update for j in layout.leaves_of_input[i]):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path}: the program writes some inner tensors of this tensor "
+                "subclass input that requires grad but not others (x.a.add_(...)); in training this is not "
+                "supported yet. Write through the subclass (x.add_(...)) or write a clone"
+            )
 
     def call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]

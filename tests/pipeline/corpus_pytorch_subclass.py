@@ -207,7 +207,38 @@ def _nested(rg: bool) -> tuple[object, ...]:
     return (outer.clone() if rg else outer,)
 
 
+def inner_returned(x: T) -> object:
+    assert isinstance(x, PairTensor)
+    return x.a
+
+
+def inner_mutated(x: T) -> object:
+    assert isinstance(x, PairTensor)
+    x.a.add_(1)
+    return x * 2
+
+
+def inner_view_out(x: T) -> object:
+    assert isinstance(x, PairTensor)
+    return x.b.t()
+
+
+def build_then_mutate(x: T, y: T) -> object:
+    p = PairTensor(x, y)
+    p.add_(1)
+    return p
+
+
+def build_view_of_inputs(x: T, y: T) -> object:
+    return PairTensor(x, y).view(-1)
+
+
 MORE_PROGRAMS = [
+    *both("inner_returned", inner_returned, _p(2, 3)),
+    *both("inner_mutated", inner_mutated, _p(2, 3)),
+    *both("inner_view_out", inner_view_out, _p(2, 3)),
+    *both("build_then_mutate", build_then_mutate, lambda rg: (plain.t(3, rg=rg), plain.t(3, rg=rg))),
+    *both("build_view_of_inputs", build_view_of_inputs, lambda rg: (plain.t(2, 2, rg=rg), plain.t(2, 2, rg=rg))),
     *both("unfold_output", plain.unfold_output, _p(4)),
     *both("view_clone_view_inplace", plain.view_clone_view_inplace, _p(4)),
     *both("select_copy_into", plain.select_copy_into, lambda rg: (pair(3, 2, rg=rg), plain.t(3))),

@@ -7,7 +7,7 @@ is a strict xfail in `GAPS` with what differs, so fixing it turns the test red u
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pytest
 import torch
@@ -19,6 +19,11 @@ from tests.pipeline.corpus_pytorch import CASES
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
 RECOMPUTE = "training recompute re-draws random values"
+BUILT_VIEW = (
+    "a view of a PairTensor built inside the program from plain inputs: the output is not a view (eager: a view of "
+    "the built wrapper) and its inner tensors are regenerated as autograd views of the inputs (eager: plain tensors "
+    "made below autograd, which never require grad)"
+)
 
 ALIASED_META = "aliased inputs that require grad with a metadata mutation (t_/unsqueeze_) are refused in training"
 PAIR_ALIASED = "PairTensor inputs that require grad and share storage are refused in training"
@@ -46,6 +51,7 @@ REFUSED: dict[str, str] = {
     "reassigned_buffer": "rebinding a buffer in forward (self.buf = ...) is refused",
     "batch_norm_cumulative": "BatchNorm(momentum=None) reads num_batches_tracked as a Python number",
     "pair_resize_grow": "resize_() growing a tensor subclass input is refused",
+    "pair_inner_mutated_train": "writing one inner tensor of a PairTensor input that requires grad is refused",
 }
 
 # Programs the pipeline does not yet run like eager, with what differs.
@@ -53,6 +59,8 @@ GAPS: dict[str, str] = {
     "dropout_train_train": RECOMPUTE,
     "pair_dropout_train": RECOMPUTE,
     "dropout_module": RECOMPUTE,
+    "pair_build_view_of_inputs": BUILT_VIEW,
+    "pair_build_view_of_inputs_train": BUILT_VIEW,
     "resize_as": (
         "resize_as_() on an input is recorded as a data write of the original storage: the epilogue raises "
         "(size mismatch) before changing the input"
@@ -79,7 +87,13 @@ INDUCTOR = frozenset(
 )
 
 
-def _params(cases: Sequence[Case], *, inductor: bool = True, known_gaps: bool = True) -> list[object]:
+def _params(
+    cases: Sequence[Case],
+    *,
+    inductor: bool = True,
+    gaps: Mapping[str, str] = GAPS,
+    refused: Mapping[str, str] = REFUSED,
+) -> list[object]:
     names = [c.name for c in cases]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
@@ -87,11 +101,11 @@ def _params(cases: Sequence[Case], *, inductor: bool = True, known_gaps: bool = 
     out: list[object] = []
     for c in cases:
         marks = []
-        key = c.name.removesuffix("_dynamic") if known_gaps else ""
-        if key in GAPS:
-            marks = [pytest.mark.xfail(strict=True, reason=f"known gap: {GAPS[key]}")]
-        elif key in REFUSED:
-            reason = f"refused: {REFUSED[key]}"
+        key = c.name.removesuffix("_dynamic").removesuffix("_no_grad")
+        if key in gaps:
+            marks = [pytest.mark.xfail(strict=True, reason=f"known gap: {gaps[key]}")]
+        elif key in refused:
+            reason = f"refused: {refused[key]}"
             marks = [pytest.mark.xfail(strict=True, raises=UnsupportedError, reason=reason)]
         out.append(pytest.param(c, "eager", id=c.name, marks=marks))
         if inductor and (c.name in INDUCTOR or c.inductor):
@@ -117,6 +131,8 @@ def test_pytorch_program_dynamic(case: Case, backend: str, compile_fn: CompileFn
         run_case(case, backend, compile_fn)
 
 
+NO_GRAD_GAPS = {k: v for k, v in GAPS.items() if v is BUILT_VIEW}
+
 # The training variants called under an outer no_grad (inputs require grad, the program runs without autograd, so
 # the training gaps do not apply). grad_disabled_inside turns grad mode back on itself.
 NO_GRAD = [
@@ -126,7 +142,7 @@ NO_GRAD = [
 ]
 
 
-@pytest.mark.parametrize(("case", "backend"), _params(NO_GRAD, inductor=False, known_gaps=False))
+@pytest.mark.parametrize(("case", "backend"), _params(NO_GRAD, inductor=False, gaps=NO_GRAD_GAPS, refused={}))
 def test_pytorch_program_under_no_grad(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
     with torch.no_grad():
         run_case(case, backend, compile_fn)
