@@ -19,7 +19,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
-from subclassaot.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import (
     Analysis,
     DenseIndex,
@@ -64,12 +64,14 @@ def analyze(
         run = run_functional(
             call, flat, layout, graph_fakes, requires_grad_like=user_fakes, clone_inputs=nonleaf_wrappers
         )
+        _check_requires_grad_calls(run)
         mutations = tuple(_leaf_mutation(i, run) for i in range(len(layout.leaves)))
         # Compared with the wrapper the program got (a clone for a non-leaf input, whose strides may differ).
         wrapper_after = tuple(
             None if tree is None or start == leaf_meta(t) else leaf_meta(t)
             for tree, t, start in zip(layout.trees, run.user_tensors, run.start_meta, strict=True)
         )
+        _check_wrapper_growth(flat, layout, wrapper_after)
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
         wrapper_bumped = tuple(
             tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
@@ -84,6 +86,40 @@ def analyze(
         outputs=outputs,
         output_spec=spec,
         num_intermediate_bases=num_bases,
+    )
+
+
+def _check_wrapper_growth(flat: FlatInputs, layout: DenseLayout, after: tuple[Meta | None, ...]) -> None:
+    for i, (tree, meta) in enumerate(zip(layout.trees, after, strict=True)):
+        # Offsets aside: the traced wrapper of a view input keeps its offset, its tree records 0.
+        if (
+            tree is not None
+            and meta is not None
+            and _surely_greater(_extent((*meta[:2], 0)), _extent(_outer_meta(tree)))
+        ):
+            path = flat.leaves[flat.tensor_indices[i]].path
+            raise UnsupportedError(
+                f"{path}: the program grows this tensor subclass input in place (resize_() to more elements than "
+                "it had); the wrapper's own metadata cannot be made larger than its storage. Resize a clone instead"
+            )
+
+
+def _check_requires_grad_calls(run: FunctionalRun) -> None:
+    inputs = {id(t) for t in run.user_tensors}
+    if run.swaps.requires_grad_gained - inputs:
+        raise UnsupportedError(
+            "the program calls requires_grad_() on a tensor that is not an input (a view of an input or an "
+            "intermediate); the compiled graph cannot make its outputs require grad that way. Call requires_grad_() "
+            "on the input itself, or on the output after the call"
+        )
+
+
+def _outer_meta(tree: SubclassNode) -> Meta:
+    # A wrapper input starts at storage offset 0 (wrappers built by _make_wrapper_subclass).
+    return (
+        tuple(symint_expr(s) for s in tree.outer_size),
+        tuple(symint_expr(s) for s in tree.outer_stride),
+        0,
     )
 
 
@@ -176,7 +212,40 @@ def _analyze_outputs(
         if isinstance(value, torch.Tensor):
             first_seen[id(value)] = len(infos)
         infos.append(info)
+    _check_views_of_fresh(infos, leaves, bases)
     return tuple(infos), spec, len({b for b, _ in bases.values()})
+
+
+# Note [Subclass Views Of Intermediates In Training]
+# A subclass output that views an intermediate subclass (`y = x.clone(); return y.view(-1)`) is replayed, in
+# inference, from a wrapper rebuilt around the intermediate's dense leaves (Note [Subclass Intermediate Roots]).
+# In training that wrapper would have no autograd history: autograd runs above the subclass, and the compiled
+# autograd.Function returns dense bases whose inner tensors carry none. So the output is computed by the graph
+# like a fresh output (the Function wraps it and gives it a gradient) and returned as `fresh.view(fresh.shape)`:
+# a view of an intermediate nobody else sees, as in eager. Two outputs that view the same intermediate cannot be
+# made to share it this way, so that is refused.
+
+
+def _check_views_of_fresh(
+    infos: list[OutputInfo], leaves: list[object], bases: dict[object, tuple[int, torch.Tensor]]
+) -> None:
+    users: dict[int, list[str]] = {}
+    for info, value in zip(infos, leaves, strict=True):
+        if info.kind is not OutputKind.TENSOR or not isinstance(value, torch.Tensor):
+            continue
+        owned = {bases[k][0] for k in (storage_key(d) for d in dense_leaves_of(value, info.path)[1]) if k in bases}
+        for b in owned:
+            users.setdefault(b, []).append(info.path)
+    for info in infos:
+        if not info.view_of_fresh:
+            continue
+        shared = sorted({p for ps in users.values() if info.path in ps for p in ps} - {info.path})
+        if shared:
+            raise UnsupportedError(
+                f"{info.path} is a view of an intermediate tensor subclass that requires grad, and {', '.join(shared)} "
+                "shares storage with it; in training outputs that alias one intermediate subclass are not supported "
+                "yet. Return clones (.clone()) of all but one"
+            )
 
 
 def _output_info(
@@ -222,10 +291,10 @@ def _output_info(
         key = storage_key(leaf)
         meta = leaf_meta(leaf)
         if fresh:
-            same = current.get(key)
-            through = same if same is not None and leaf_meta(run.finals[same]) == meta else None
+            same = current.get(key) if key in original else None  # the input's own storage, not one set_() gave it
+            view = same is not None and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
             out_leaves.append(
-                OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False, passthrough=through)
+                OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=view, passthrough=same)
             )
             graph_count += 1
             continue
@@ -252,6 +321,17 @@ def _output_info(
         else:
             out_leaves.append(OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False))
             graph_count += 1
+    if tree is not None and value.requires_grad and any(o.source is LeafSource.INTERMEDIATE_ALIAS for o in out_leaves):
+        # Note [Subclass Views Of Intermediates In Training]
+        first = graph_count - sum(1 for o in out_leaves if o.source is LeafSource.GRAPH)
+        fresh_leaves = tuple(
+            OutputLeaf(source=LeafSource.GRAPH, index=first + k, meta=o.meta, is_view=False)
+            for k, o in enumerate(out_leaves)
+        )
+        as_fresh = info(
+            OutputKind.TENSOR, tree=tree, outer_meta=leaf_meta(value), leaves=fresh_leaves, view_of_fresh=True
+        )
+        return as_fresh, first + len(fresh_leaves)
     outer = None if tree is None else leaf_meta(value)
     replay = _replay(value, tuple(out_leaves), run, input_by_id, bases, earlier)
     return info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=tuple(out_leaves), replay=replay), graph_count
@@ -292,7 +372,10 @@ def _replay(
         if record is None:
             break
         own = [r for r in run.swaps.inplace_views.get(id(t), []) if record.seq < r.seq < upto]
-        segment = [_step(record), *(_inplace_step(r) for r in own)]
+        step = _step(record)
+        if step is not None and id(t) in run.swaps.data_aliases:
+            step = replace(step, own_version=True)  # `.data`: not eager's detach(), its version counter is its own
+        segment = [step, *(_inplace_step(r) for r in own)]
         if any(s is None for s in segment):
             return None
         segments.append([s for s in segment if s is not None])

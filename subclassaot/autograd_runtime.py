@@ -22,7 +22,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.joint import BackwardGraph, BackwardVariant, retrace_backward
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.runtime import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias
-from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind
+from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf
 from subclassaot.trace import UpdateKind
 
 log = logging.getLogger(__name__)
@@ -155,6 +155,16 @@ def _dense_zeros(t: torch.Tensor) -> list[ZeroMeta]:
     return [(leaf.shape, leaf.dtype, leaf.device) for leaf in flatten_subclass(t, "out")[1]]
 
 
+def _passthrough(
+    graph_dense: list[torch.Tensor], leaf: OutputLeaf, ev: MetaEvaluator, symbols: dict[str, int]
+) -> torch.Tensor:
+    assert leaf.passthrough is not None
+    source = graph_dense[leaf.passthrough]
+    if not leaf.is_view:
+        return source
+    return source.as_strided(*ev.meta(leaf.meta, symbols))
+
+
 def training_call(
     plan: RuntimePlan,
     fw: Callable[..., object],
@@ -218,9 +228,9 @@ def training_call(
             for o in fresh_outputs:
                 info = analysis.outputs[o]
                 leaves = [
-                    # An input returned by the program's own autograd.Function: return it as is, and autograd
-                    # makes the output a view of it with our backward, exactly as eager does.
-                    graph_dense[leaf.passthrough] if leaf.passthrough is not None else out
+                    # An input (or a view of one) returned by the program's own autograd.Function: return it as is,
+                    # and autograd makes the output a view of it with our backward, exactly as eager does.
+                    _passthrough(graph_dense, leaf, ev, symbols) if leaf.passthrough is not None else out
                     for leaf, out in zip(info.leaves, outs[pos : pos + len(info.leaves)], strict=True)
                 ]
                 pos += len(info.leaves)
@@ -332,6 +342,13 @@ def training_call(
     n_wrappers = len(bw_meta.wrapper_updates)
     ev = MetaEvaluator()
     original_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.ORIGINAL}
+    for i in bw_meta.wrapper_updates:
+        if any(j not in original_update for j in layout.leaves_of_input[i]):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path}: the program writes some inner tensors of this tensor "
+                "subclass input that requires grad but not others (x.a.add_(...)); in training this is not "
+                "supported yet. Write through the subclass (x.add_(...)) or write a clone"
+            )
 
     def call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
@@ -343,7 +360,9 @@ def training_call(
         prewrapped: dict[int, torch.Tensor] = {}
         pos = n_updates
         for o in fresh_outputs:
-            prewrapped[o] = tensors[pos]
+            value = tensors[pos]
+            # Note [Subclass Views Of Intermediates In Training]: a view of an intermediate only it sees.
+            prewrapped[o] = value.view(value.shape) if analysis.outputs[o].view_of_fresh else value
             outs.extend([tensors[pos]] * len(analysis.outputs[o].leaves))  # placeholders keep the layout
             pos += 1
         n_bases = plan.graph_outputs.num_bases

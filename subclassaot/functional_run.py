@@ -15,11 +15,12 @@ from typing import cast
 import torch
 
 from subclassaot.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors
+from subclassaot.errors import UnsupportedError
 from subclassaot.inputs import unflatten_call
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import DenseIndex, DenseLayout, FlatInputs, Meta
 from subclassaot.storage_swaps import SwapRecord, swap_modes
-from subclassaot.torch_internals import storage_key, to_functional
+from subclassaot.torch_internals import DataDependentError, storage_key, to_functional
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,7 +86,14 @@ def run_functional(
         if fam >= 0:
             record.family[id(t)] = -1_000_000 - fam
     with swap_modes(record, [*dense, *originals]):
-        output = call(state, args, kwargs)
+        try:
+            output = call(state, args, kwargs)
+        except DataDependentError as e:
+            raise UnsupportedError(
+                "the program reads a tensor's value as a Python number (.item(), float(t), bool(t), int(t), or a "
+                "module doing so, like BatchNorm with momentum=None); the compiled graph cannot depend on tensor "
+                "values. Keep the value a tensor"
+            ) from e
     finals: list[torch.Tensor] = []
     for tree, tensor in zip(layout.trees, user_tensors, strict=True):
         finals.extend([tensor] if tree is None else flatten_subclass(tensor, tree.path)[1])

@@ -156,10 +156,18 @@ def flatten_call(
     if isinstance(fn, torch.nn.Module):
         module = fn
         names = tuple(module_state(module))
+        attrs = {k: v for k, v in real.items() if k not in names}  # plain tensor attributes, lifted by the mode
 
         def run(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
             params = {k: state[k] for k in names}
-            return torch.func.functional_call(module, params, args, kwargs, tie_weights=False, strict=True)
+            handle = module.register_forward_hook(lambda mod, a, out: _check_state_kept(mod, params, attrs))
+            try:
+                return torch.func.functional_call(module, params, args, kwargs, tie_weights=False, strict=True)
+            finally:
+                handle.remove()
+                for k, v in attrs.items():  # a forward that rebinds one is refused; leave the module as it was
+                    owner, _, attr = k.rpartition(".")
+                    setattr(module.get_submodule(owner), attr, v)
 
     else:
         user_fn = fn
@@ -189,6 +197,21 @@ def flatten_call(
         module_state_names=tuple(state),
     )
     return flat, cast(Callable[..., object], call)
+
+
+def _check_state_kept(
+    module: torch.nn.Module, params: Mapping[str, torch.Tensor], attrs: Mapping[str, torch.Tensor]
+) -> None:
+    """Refuse a forward that rebinds a parameter, buffer or lifted tensor attribute (`self.buf = ...`): the compiled
+    module would keep the old tensor, where eager's module holds the new one after the call."""
+    for name, tensor in (*params.items(), *attrs.items()):
+        owner, _, attr = name.rpartition(".")
+        if getattr(module.get_submodule(owner), attr) is not tensor:
+            raise UnsupportedError(
+                f"self.{name}: the forward assigns a new tensor to this parameter, buffer or tensor attribute; "
+                f"rebinding module state in a compiled forward is not supported. Update it in place instead "
+                f"(self.{name}.copy_(...))"
+            )
 
 
 def _leaf_paths(

@@ -187,7 +187,9 @@ def partition_backward_like(
 def _read_primals_not_clones(graph: torch.fx.Graph, primals: set[torch.fx.Node]) -> None:
     """Ops read a primal itself rather than the clone joint.py takes of each input gradients are taken for: in a
     functional graph both hold the same values (same strides checked), and the clone would cost a copy per call and
-    a saved copy of every parameter. An output that is the clone stays one (it must be a fresh tensor)."""
+    a saved copy of every parameter. An output that is the clone, or a view of it, keeps reading the clone (it must
+    be a fresh tensor, not an alias of the input)."""
+    keep = _output_views(graph)
     for node in list(graph.nodes):
         if node.target is not torch.ops.aten.clone.default or node.kwargs or node.args[0] not in primals:
             continue
@@ -198,9 +200,24 @@ def _read_primals_not_clones(graph: torch.fx.Graph, primals: set[torch.fx.Node])
             continue
         if value.stride() != original.stride():
             continue
-        node.replace_all_uses_with(source, delete_user_cb=lambda user: user.op != "output")
+        node.replace_all_uses_with(source, delete_user_cb=lambda user: user.op != "output" and user not in keep)
         if not node.users:
             graph.erase_node(node)
+
+
+def _output_views(graph: torch.fx.Graph) -> set[torch.fx.Node]:
+    """Nodes whose value an output is, or is a view of (walking view ops back to their source)."""
+    output = next(n for n in graph.nodes if n.op == "output")
+    stack = [n for n in output.all_input_nodes]
+    seen: set[torch.fx.Node] = set()
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) and n.target.is_view:
+            stack.extend(n.all_input_nodes[:1])
+    return seen
 
 
 def _saved(

@@ -109,7 +109,10 @@ def inference_call(compiled: Callable[..., object]) -> GraphCall:
     def call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
     ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor]]:
-        return list(cast(Sequence[object], compiled(*graph_in))), {}, {}
+        # No user-level input requires grad here: autograd must not record the graph's ops on the inner tensors
+        # of a subclass input that happen to require grad (eager runs subclass ops below autograd).
+        with torch.no_grad():
+            return list(cast(Sequence[object], compiled(*graph_in))), {}, {}
 
     return call
 
@@ -227,8 +230,10 @@ def _epilogue(
         # Note [Subclass Inputs Mutated In Training]: a wrapper-level copy_ that autograd records.
         wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         visible = any(mutations[j].autograd_visible for j in plan.layout.leaves_of_input[t])
+        before = get_version(wrapper)
         with torch.set_grad_enabled(visible and torch.is_grad_enabled()):
             wrapper.copy_(value)
+        set_version(wrapper, before)  # advanced by _fix_wrappers iff eager advanced it (not for `.data` writes)
     for j, k in epilogue.original_copies:
         if j in by_wrapper:
             continue
@@ -345,6 +350,7 @@ def _outputs(
     infos = plan.analysis.outputs
     result: list[object] = [_PENDING] * len(infos)
     symint_positions = [o for o, info in enumerate(infos) if info.kind is OutputKind.SYMINT]
+    roots: dict[tuple[int, ...], torch.Tensor] = {}  # Note [Subclass Intermediate Roots]
 
     def get(o: int) -> object:
         # Outputs are built on demand: a view replays from another output, which is built first.
@@ -365,7 +371,7 @@ def _outputs(
             assert info.input_index is not None
             value = get(info.input_index)
         else:
-            value = _tensor_output(info, ev, values, dense, outs, fresh_start, bases, symbols, get)
+            value = _tensor_output(info, ev, values, dense, outs, fresh_start, bases, symbols, get, roots)
         result[o] = value
         return value
 
@@ -413,9 +419,10 @@ def _tensor_output(
     bases: list[object],
     symbols: dict[str, int],
     earlier: Callable[[int], object],
+    roots: dict[tuple[int, ...], torch.Tensor],
 ) -> torch.Tensor:
     if info.replay is not None:
-        return _replay(info.replay, ev, values, bases, symbols, earlier)
+        return _replay(info.replay, ev, values, bases, symbols, earlier, roots)
     leaves: list[torch.Tensor] = []
     for leaf in info.leaves:
         if leaf.source is LeafSource.GRAPH:
@@ -442,14 +449,17 @@ def _replay(
     bases: list[object],
     symbols: dict[str, int],
     earlier: Callable[[int], object],
+    roots: dict[tuple[int, ...], torch.Tensor],
 ) -> torch.Tensor:
-    src = _replay_source(replay, ev, values, bases, symbols, earlier)
+    src = _replay_source(replay, ev, values, bases, symbols, earlier, roots)
     for step in replay.steps:
         args = [_eval_arg(a, ev, symbols) for a in step.args]
         kwargs = {k: _eval_arg(v, ev, symbols) for k, v in step.kwargs}
         with torch.set_grad_enabled(step.grad_enabled and torch.is_grad_enabled()):
             out = step.op(src, *args, **kwargs)
         src = out[step.index] if step.index is not None else out
+        if step.own_version:
+            src = src.data
     return src
 
 
@@ -460,6 +470,7 @@ def _replay_source(
     bases: list[object],
     symbols: dict[str, int],
     earlier: Callable[[int], object],
+    roots: dict[tuple[int, ...], torch.Tensor],
 ) -> torch.Tensor:
     if replay.source is ReplaySource.INPUT:
         return cast(torch.Tensor, values[replay.index])
@@ -468,9 +479,21 @@ def _replay_source(
     if replay.source is ReplaySource.BASE:
         return cast(torch.Tensor, bases[replay.index])
     assert replay.root_tree is not None and replay.root_meta is not None
-    size, stride, _ = ev.meta(replay.root_meta, symbols)
-    leaves = [cast(torch.Tensor, bases[i]) for i in replay.root_bases]
-    return unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
+    if replay.root_bases not in roots:
+        size, stride, _ = ev.meta(replay.root_meta, symbols)
+        leaves = [cast(torch.Tensor, bases[i]) for i in replay.root_bases]
+        roots[replay.root_bases] = unflatten_subclass(
+            replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False
+        )
+    return roots[replay.root_bases]
+
+
+# Note [Subclass Intermediate Roots]
+# Outputs that are views of one intermediate subclass tensor (`out = x * 3; return out.view(-1), out.t()`) are
+# replayed from a wrapper rebuilt around the intermediate's dense leaves (the graph returns them as bases). Eager
+# has one such intermediate, so the wrapper is built once per call and every output views it (their `._base` is
+# the same object). In training such outputs are refused (analyze): a wrapper rebuilt here around dense leaves
+# would have no autograd history, so its views would get no gradient.
 
 
 def _eval_arg(a: object, ev: MetaEvaluator, symbols: dict[str, int]) -> object:

@@ -156,6 +156,7 @@ class ViewStep:
     kwargs: tuple[tuple[str, object], ...]
     index: int | None  # which output of a multi-output view (unbind, split); None for single-output views
     grad_enabled: bool  # grad mode when eager ran it (views made under no_grad behave differently later)
+    own_version: bool = False  # the program took `.data`: the result has a version counter of its own
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -180,6 +181,9 @@ class OutputInfo:
     outer_meta: Meta | None  # TENSOR subclass: outer size, stride, offset
     leaves: tuple[OutputLeaf, ...]  # TENSOR: one per dense leaf
     replay: Replay | None  # TENSOR aliasing an input or intermediate: the view chain to replay, when exact
+    # TENSOR in training: a subclass view of an intermediate no other output aliases, computed by the graph and
+    # returned as a view of that fresh value (Note [Subclass Views Of Intermediates In Training])
+    view_of_fresh: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -60,7 +60,9 @@ class SwapRecord:
     swapped_ids: set[int] = field(default_factory=set)  # id() of tensors set_() or `.data =` was called on
     grown_ids: set[int] = field(default_factory=set)  # id() of tensors resize_() grew beyond their storage
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
+    requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
+    data_aliases: set[int] = field(default_factory=set)  # id() of the `.data` aliases themselves
     visible_writes: set[object] = field(default_factory=set)  # storage keys written through autograd-visible tensors
     keep_alive: list[torch.Tensor] = field(default_factory=list)  # ids above stay valid while the run lives
     family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
@@ -268,19 +270,38 @@ class _DataMode(TorchFunctionMode):
             self.record.swapped_by_data.add(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             return None
+        if func in _AUTOGRAD_CALLS:
+            raise UnsupportedError(
+                f"the program calls {name or func}() inside the compiled function; differentiating or hooking "
+                "gradients inside the program is not supported. Call it on the compiled function's outputs instead"
+            )
         if (
             func is torch.Tensor.requires_grad_
             and args
             and (args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
         ):
             self.record.requires_grad_set.add(id(args[0]))
+            if not args[0].requires_grad:
+                self.record.requires_grad_gained.add(id(args[0]))
         out = func(*args, **kwargs)
         if owner == "data" and name == "__get__" and isinstance(out, torch.Tensor):
             # `.data` has a version counter of its own: writes through it leave the original's unchanged.
             self.record.hidden.add(id(out))
+            self.record.data_aliases.add(id(out))
             self.record.family[id(out)] = id(out)
             self.record.keep_alive.append(out)
         return out
+
+
+_AUTOGRAD_CALLS = frozenset(
+    {
+        torch.autograd.grad,
+        torch.autograd.backward,
+        torch.Tensor.backward,
+        torch.Tensor.register_hook,
+        torch.Tensor.register_post_accumulate_grad_hook,
+    }
+)
 
 
 @contextlib.contextmanager

@@ -30,6 +30,9 @@ from torch.fx.experimental.symbolic_shapes import (
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._sympy.printers import PythonPrinter
 
+# Raised when a traced program turns a tensor's value into a Python number (.item(), float(t), bool(t), ...).
+DataDependentError = GuardOnDataDependentSymNode
+
 # ---------------------------------------------------------------------------------------------------------------
 # Functionalization (used by analyze and trace)
 # ---------------------------------------------------------------------------------------------------------------

@@ -48,12 +48,7 @@ def test_no_grad_view_of_grad_input_returned(compile_fn: CompileFn | None) -> No
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a view taken under no_grad of a requires-grad input, then viewed again with grad on: the output is "
-    "not a view of the input (eager: a view whose _base is the input)",
-)
-def test_view_of_no_grad_view_is_not_a_view(compile_fn: CompileFn | None) -> None:
+def test_view_of_no_grad_view_is_a_view(compile_fn: CompileFn | None) -> None:
     def f(x: T) -> object:
         with torch.no_grad():
             t = x.view(3)

@@ -1,0 +1,138 @@
+"""Corpus, PyTorch's own mutation/aliasing programs (tests/pipeline/corpus_pytorch*.py) through the parity oracle.
+
+Each case runs on the eager backend (a sample on inductor too); a case the pipeline does not yet run like eager
+is a strict xfail in `GAPS` with what differs, so fixing it turns the test red until its entry goes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+import pytest
+import torch
+
+from subclassaot.errors import UnsupportedError
+from tests.oracle import CompileFn
+from tests.pipeline.corpus import Case, run_case
+from tests.pipeline.corpus_pytorch import CASES
+from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
+
+BUILT_VIEW = (
+    "a view of a PairTensor built inside the program from plain inputs: the output is not a view (eager: a view of "
+    "the built wrapper) and its inner tensors are regenerated as autograd views of the inputs (eager: plain tensors "
+    "made below autograd, which never require grad)"
+)
+
+ALIASED_META = "aliased inputs that require grad with a metadata mutation (t_/unsqueeze_) are refused in training"
+PAIR_ALIASED = "PairTensor inputs that require grad and share storage are refused in training"
+PAIR_INTERMEDIATE = "several outputs aliasing one intermediate PairTensor that requires grad are refused in training"
+
+# Programs the pipeline refuses with an UnsupportedError naming the input or output and the rule (eager runs them).
+REFUSED: dict[str, str] = {
+    "metadata_mutation_aliases_train": ALIASED_META,
+    "aliases_bases_out_of_order_train": ALIASED_META,
+    "dupe_arg_torture_train": ALIASED_META,
+    "dupe_left_bias_train": ALIASED_META,
+    "pair_aliases_other_input_train": PAIR_ALIASED,
+    "pair_aliases_other_input_is_base_train": PAIR_ALIASED,
+    "pair_false_aliasing_interleaved_train": PAIR_ALIASED,
+    "pair_intermediate_viewed_twice_train": PAIR_INTERMEDIATE,
+    "pair_intermediates_mixed_views_train": PAIR_INTERMEDIATE,
+    "pair_unbind_intermediate_and_view_train": PAIR_INTERMEDIATE,
+    "pair_chunk_and_base_train": PAIR_INTERMEDIATE,
+    "pair_inner_and_view_train": PAIR_INTERMEDIATE,
+    "pair_mutated_intermediate_outputs_train": PAIR_INTERMEDIATE,
+    "requires_grad_on_view": "requires_grad_() on a view of an input (not on the input) is refused",
+    "inner_grad": "torch.autograd.grad inside the compiled program is refused",
+    "hook_on_intermediate": "register_hook() inside the compiled program is refused",
+    "reassigned_buffer": "rebinding a buffer in forward (self.buf = ...) is refused",
+    "batch_norm_cumulative": "BatchNorm(momentum=None) reads num_batches_tracked as a Python number",
+    "pair_resize_grow": "resize_() growing a tensor subclass input is refused",
+    "pair_inner_mutated_train": "writing one inner tensor of a PairTensor input that requires grad is refused",
+}
+
+# Programs the pipeline does not yet run like eager, with what differs.
+GAPS: dict[str, str] = {
+    "pair_build_view_of_inputs": BUILT_VIEW,
+    "pair_build_view_of_inputs_train": BUILT_VIEW,
+    "resize_as": (
+        "resize_as_() on an input is recorded as a data write of the original storage: the epilogue raises "
+        "(size mismatch) before changing the input"
+    ),
+}
+
+# A few programs of each kind also run on inductor.
+INDUCTOR = frozenset(
+    {
+        "aliases_other_input_train",
+        "alias_everything",
+        "intermediate_viewed_twice_train",
+        "functionalization_everything",
+        "view_chain_mutation_train",
+        "pair_view_chain_mutation",
+        "pair_aliases_other_input",
+        "buffer_in_graph",
+    }
+)
+
+
+def _params(
+    cases: Sequence[Case],
+    *,
+    inductor: bool = True,
+    gaps: Mapping[str, str] = GAPS,
+    refused: Mapping[str, str] = REFUSED,
+) -> list[object]:
+    names = [c.name for c in cases]
+    duplicates = {n for n in names if names.count(n) > 1}
+    if duplicates:
+        raise ValueError(f"duplicate case names: {sorted(duplicates)}")
+    out: list[object] = []
+    for c in cases:
+        marks = []
+        key = c.name.removesuffix("_dynamic").removesuffix("_no_grad")
+        if key in gaps:
+            marks = [pytest.mark.xfail(strict=True, reason=f"known gap: {gaps[key]}")]
+        elif key in refused:
+            reason = f"refused: {refused[key]}"
+            marks = [pytest.mark.xfail(strict=True, raises=UnsupportedError, reason=reason)]
+        out.append(pytest.param(c, "eager", id=c.name, marks=marks))
+        if inductor and (c.name in INDUCTOR or c.inductor):
+            out.append(pytest.param(c, "inductor", id=f"{c.name}-inductor", marks=marks))
+    return out
+
+
+ALL = CASES + SUBCLASS_CASES + MODULE_CASES
+
+
+@pytest.mark.parametrize(("case", "backend"), _params(ALL))
+def test_pytorch_program_matches_eager(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
+    with torch.enable_grad():
+        run_case(case, backend, compile_fn)
+
+
+DYNAMIC = [dataclasses.replace(c, name=f"{c.name}_dynamic", compile_kwargs={"dynamic": True}) for c in ALL]
+
+
+@pytest.mark.parametrize(("case", "backend"), _params(DYNAMIC, inductor=False))
+def test_pytorch_program_dynamic(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
+    with torch.enable_grad():
+        run_case(case, backend, compile_fn)
+
+
+NO_GRAD_GAPS = {k: v for k, v in GAPS.items() if v is BUILT_VIEW}
+
+# The training variants called under an outer no_grad (inputs require grad, the program runs without autograd, so
+# the training gaps do not apply). grad_disabled_inside turns grad mode back on itself.
+NO_GRAD = [
+    dataclasses.replace(c, name=f"{c.name}_no_grad", inductor=False)
+    for c in ALL
+    if c.name.endswith("_train") and not c.eager_raises and "grad_disabled_inside" not in c.name
+]
+
+
+@pytest.mark.parametrize(("case", "backend"), _params(NO_GRAD, inductor=False, gaps=NO_GRAD_GAPS, refused={}))
+def test_pytorch_program_under_no_grad(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
+    with torch.no_grad():
+        run_case(case, backend, compile_fn)
