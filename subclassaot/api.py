@@ -23,7 +23,7 @@ from torch.utils import _pytree as pytree
 
 from policies import AutomaticDynamicState, Policy
 from subclassaot import backends, guards
-from subclassaot.analyze import analyze
+from subclassaot.analyze import analyze, check_trial, torch_function_trial
 from subclassaot.autograd_runtime import training_call
 from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.desugar import DynamicAliasError, dense_layout
@@ -216,6 +216,7 @@ def _compile_entry(
         traced = trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)
     backend = backends.get_backend(config.backend)
     entry_guards = guards.build_guards(flat, layout, fakes, shape_env_of(fake_mode))
+    trial = torch_function_trial(call, flat)  # See Note [Torch Function Subclass Outputs]
     plan = RuntimePlan(
         flat=flat,
         layout=layout,
@@ -223,6 +224,7 @@ def _compile_entry(
         graph_outputs=traced.outputs,
         leaf_attr_paths=leaf_attr_paths(layout),
         input_requires_grad=tuple(t.requires_grad for t in tensors),
+        output_types=trial.output_types if trial is not None else (),
     )
     backward_graph = forward_graph = None
     if training:
@@ -248,13 +250,16 @@ def _compile_entry(
     else:
         backends.verify_functional(traced.graph)
         graph_call = inference_call(_compile_graph(backend, traced.graph, traced.example_inputs, config))
+    runner = make_runner(plan, graph_call)
+    if trial is not None:
+        check_trial(trial, lambda values: _run_checked(entry_guards, runner, values))
     _, spec = pytree.tree_flatten(pytree.tree_unflatten(list(flat.values), flat.spec))
     simple = not flat.module_state_names and len(flat.leaves) == len(args) and not kwargs
     return CompiledEntry(
         spec=spec,
         simple_arity=len(args) if simple else None,
         guards=entry_guards,
-        run=make_runner(plan, graph_call),
+        run=runner,
         flat=flat,
         layout=layout,
         analysis=analysis,
@@ -262,6 +267,15 @@ def _compile_entry(
         backward=backward_graph,
         forward=forward_graph,
     )
+
+
+def _run_checked(
+    entry_guards: guards.Guards, runner: Callable[[Sequence[object], dict[str, int]], object], values: Sequence[object]
+) -> object:
+    bound = entry_guards.check(values)
+    if not isinstance(bound, dict):
+        raise AssertionError(f"BUG: a fresh entry rejects clones of the inputs it was compiled for: {bound}")
+    return runner(values, bound)
 
 
 def _compile_graph(

@@ -18,7 +18,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.schemas import FlatInputs, InputIndex, InputLeaf, LeafKind
-from subclassaot.torch_internals import is_real_plain_tensor
+from subclassaot.torch_internals import fake_mode_active, is_real_plain_tensor
 
 # Note [Captured Tensors Are Inputs]
 # A function may read tensors it was not passed: a closure cell (`w` in `def f(x): return x * w`), a module-level
@@ -128,7 +128,7 @@ class _LiftCaptured(TorchFunctionMode):
         lifted = self.table.get(id(t))
         if lifted is not None:
             return lifted
-        if is_real_plain_tensor(t):
+        if is_real_plain_tensor(t) and fake_mode_active():  # a real run (torch_function_output_types) makes them
             raise UnsupportedError(uncaptured_tensor_message(self.fn, t))
         return t
 

@@ -54,6 +54,9 @@ class RuntimePlan:
     graph_outputs: GraphOutputs
     leaf_attr_paths: tuple[tuple[str, ...], ...]  # per dense leaf: attribute names from its owner input
     input_requires_grad: tuple[bool, ...]  # per tensor input: requires_grad when compiled (a guard holds it)
+    # per output (OutputIndex): the torch-function subclass eager returns it as, or None (Note [Torch Function
+    # Subclass Outputs]); () when no input is such a subclass
+    output_types: tuple[type[torch.Tensor] | None, ...] = ()
 
 
 def leaf_attr_paths(layout: DenseLayout) -> tuple[tuple[str, ...], ...]:
@@ -372,6 +375,9 @@ def _outputs(
             value = get(info.input_index)
         else:
             value = _tensor_output(info, ev, values, dense, outs, fresh_start, bases, symbols, get, roots)
+        cls = plan.output_types[o] if plan.output_types else None
+        if cls is not None and isinstance(value, torch.Tensor) and type(value) is not cls:
+            value = value.as_subclass(cls)  # what Tensor.__torch_function__ does to eager's result
         result[o] = value
         return value
 

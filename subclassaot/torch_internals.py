@@ -112,6 +112,11 @@ def is_fake(t: object) -> bool:
     return isinstance(t, FakeTensor)
 
 
+def fake_mode_active() -> bool:
+    """Is a FakeTensorMode on the dispatch mode stack (we are tracing, not running for real)?"""
+    return torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE) is not None
+
+
 def is_real_plain_tensor(t: torch.Tensor) -> bool:
     """A plain tensor with real data: not a fake, not a functional wrapper (C++ ones show as torch.Tensor)."""
     return type(t) in (torch.Tensor, torch.nn.Parameter) and not torch._is_functional_tensor(t)
