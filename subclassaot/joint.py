@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.fx
@@ -178,6 +179,9 @@ class TracedJoint:
     unused: frozenset[int]
     grad_trees: tuple[SubclassNode | None, ...]
     backward_mutations: tuple[DenseIndex, ...]
+    # per gradient taken (grad inputs, then synthetic bases): the diff outputs (positions in diff) from whose
+    # autograd graph it is reachable; eager's gradient is None when no output with a tangent reaches it
+    reach: tuple[frozenset[int], ...]
 
 
 def trace_joint(
@@ -190,6 +194,7 @@ def trace_joint(
     grad_trees: list[SubclassNode | None] = []
     bw_mutated: list[DenseIndex] = []
     n_fw_outputs = [0]
+    reach: list[frozenset[int]] = []
     clone = frozenset(setup.grad_inputs)
 
     def joint_fn(*values: torch.Tensor) -> list[object]:
@@ -214,6 +219,7 @@ def trace_joint(
             wrt = [run.grad_leaves[i] for i in setup.grad_inputs]
             wrt += [run.graph_grad_leaves[k] for k in setup.group_grads]
             before = [mutation_counter(o) for o in run.originals]
+            reach[:] = _autograd_reach(diff_outs, wrt)
             grads = _grads(diff_outs, wrt, grad_outs)
             bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
             grad_trees.clear()
@@ -228,7 +234,35 @@ def trace_joint(
         unused=frozenset(unused),
         grad_trees=tuple(grad_trees),
         backward_mutations=tuple(bw_mutated),
+        reach=tuple(reach),
     )
+
+
+def _autograd_reach(outs: Sequence[torch.Tensor], wrt: Sequence[torch.Tensor]) -> list[frozenset[int]]:
+    """For each tensor in `wrt`: the outputs whose autograd graph reaches it (eager gives it a gradient, maybe zeros,
+    exactly when one of those outputs gets a tangent). Read off the autograd graph, not the traced fx graph, whose
+    data dependencies differ (a zero gradient may be a constant there)."""
+    visited: list[set[object]] = []
+    for out in outs:
+        seen: set[object] = set()
+        stack: list[Any] = [out.grad_fn]
+        while stack:
+            node = stack.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            stack.extend(parent for parent, _ in node.next_functions)
+        visited.append(seen)
+    result = []
+    for x in wrt:
+        result.append(frozenset(j for j, seen in enumerate(visited) if _autograd_node_of(x, seen)))
+    return result
+
+
+def _autograd_node_of(x: torch.Tensor, seen: set[object]) -> bool:
+    if x.grad_fn is not None:
+        return x.grad_fn in seen
+    return any(getattr(node, "variable", None) is x for node in seen)
 
 
 def _tree_of(t: torch.Tensor) -> SubclassNode | None:
@@ -330,7 +364,7 @@ def trace_backward(
         grad_inputs=grad_inputs,
         unused=joint.unused,
         grad_trees=joint.grad_trees,
-        tangent_deps=tangent_deps(joint, len(example), diff, [len(fw_example[i][1]) for i in diff]),
+        tangent_deps=joint.reach,
         backward_mutations=joint.backward_mutations,
         tangent_trees=tangent_trees,
         example_inputs=parts.backward_example,
@@ -378,7 +412,7 @@ def retrace_backward(
         tangent_trees=tuple(trees),
         grad_trees=joint.grad_trees,
         unused=joint.unused,
-        tangent_deps=tangent_deps(joint, len(setup.example), setup.diff, [len(ts) for ts in dense_tangents]),
+        tangent_deps=joint.reach,
     )
 
 
@@ -412,37 +446,6 @@ def _dense_grads(
 def _static_strides(t: torch.Tensor) -> tuple[int, ...] | None:
     strides = t.stride()
     return tuple(int(s) for s in strides) if all(isinstance(s, int) for s in strides) else None
-
-
-def tangent_deps(
-    joint: TracedJoint, n_primals: int, diff: tuple[int, ...], widths: Sequence[int]
-) -> tuple[frozenset[int], ...]:
-    """For each gradient output, which diff outputs' tangents (`widths[k]` dense leaves each) it is computed from
-    (graph reachability)."""
-    gm = joint.graph
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    owner: dict[torch.fx.Node, int] = {}
-    pos = n_primals
-    for k in range(len(diff)):
-        for _ in range(widths[k]):
-            owner[placeholders[pos]] = k
-            pos += 1
-    deps: dict[torch.fx.Node, frozenset[int]] = {}
-    for node in gm.graph.nodes:
-        found = {owner[node]} if node in owner else set()
-        for parent in node.all_input_nodes:
-            found |= deps.get(parent, frozenset())
-        deps[node] = frozenset(found)
-    output = next(n for n in gm.graph.nodes if n.op == "output")
-    flat_outs = list(output.args[0])[joint.num_fw_outputs :]
-    result = []
-    start = 0
-    for tree in joint.grad_trees:
-        width = 1 if tree is None else tree.num_leaves
-        nodes = [n for n in flat_outs[start : start + width] if isinstance(n, torch.fx.Node)]
-        result.append(frozenset().union(*(deps[n] for n in nodes)))
-        start += width
-    return tuple(result)
 
 
 def _rewrap_tangent(tree: SubclassNode | None, tangents: list[torch.Tensor]) -> torch.Tensor:

@@ -73,6 +73,11 @@ INDUCTOR = frozenset(
         "pair_view_chain_mutation",
         "pair_aliases_other_input",
         "buffer_in_graph",
+        "rand_like_plus",
+        "rand_like_plus_train",
+        "copy_broadcast_train",
+        "fill_from_zero_dim_train",
+        "pair_copy_from_plain_train",
     }
 )
 
