@@ -19,7 +19,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
-from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
+from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import (
     Analysis,
     DenseIndex,
@@ -65,9 +65,10 @@ def analyze(
             call, flat, layout, graph_fakes, requires_grad_like=user_fakes, clone_inputs=nonleaf_wrappers
         )
         mutations = tuple(_leaf_mutation(i, run) for i in range(len(layout.leaves)))
+        # Against the wrapper as the program got it: a non-leaf input runs as a clone, whose layout is its own.
         wrapper_after = tuple(
-            None if tree is None or _outer_meta(tree) == leaf_meta(t) else leaf_meta(t)
-            for tree, t in zip(layout.trees, run.user_tensors, strict=True)
+            None if tree is None or before == leaf_meta(t) else leaf_meta(t)
+            for tree, t, before in zip(layout.trees, run.user_tensors, run.initial_metas, strict=True)
         )
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
         wrapper_bumped = tuple(
@@ -80,18 +81,10 @@ def analyze(
         requires_grad_after=tuple(bool(t.requires_grad) for t in run.user_tensors),
         requires_grad_set=tuple(id(t) in run.swaps.requires_grad_set for t in run.user_tensors),
         inplace_replay=tuple(_inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors)),
+        wrapper_data_source=tuple(_wrapper_data_source(i, run, flat, wrapper_after) for i in range(len(layout.trees))),
         outputs=outputs,
         output_spec=spec,
         num_intermediate_bases=num_bases,
-    )
-
-
-def _outer_meta(tree: SubclassNode) -> Meta:
-    # A wrapper input starts at storage offset 0 (wrappers built by _make_wrapper_subclass).
-    return (
-        tuple(symint_expr(s) for s in tree.outer_size),
-        tuple(symint_expr(s) for s in tree.outer_stride),
-        0,
     )
 
 
@@ -223,6 +216,12 @@ def _output_info(
         return info(OutputKind.CONSTANT, constant=value), graph_count
     if id(value) in input_by_id:
         return info(OutputKind.IS_INPUT, input_index=input_by_id[id(value)]), graph_count
+    if is_traceable_subclass(value) and id(run.swaps.view_root(value)) in run.swaps.wrapper_data:
+        raise UnsupportedError(
+            f"{path} is (a view of) a tensor subclass intermediate whose `.data` the program assigned: its wrapper "
+            "shares the assigned tensor's storage while its inner tensors do not (Note [Wrapper Data Assignment]), "
+            "which the compiled output cannot reproduce. Return the assigned tensor, or a clone"
+        )
     tree, dense = dense_leaves_of(value, path)
     out_leaves = []
     fresh = _needs_program_autograd(value, run)
@@ -269,7 +268,14 @@ def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
     """An output whose autograd history comes from the program itself (a custom autograd.Function returning a
     view of its input): only the compiled autograd.Function can give it that history, so it comes from the graph
     (its values and gradients match eager; its storage is not shared with the input)."""
-    if not value.requires_grad or value.grad_fn is None:
+    if not value.requires_grad:
+        return False
+    try:
+        if value.grad_fn is None:
+            return False
+    except RuntimeError:
+        # A view taken under no_grad whose base was then written: reading grad_fn raises (as eager's does);
+        # such a view has no history of the program's own.
         return False
     t = value
     while (record := run.swaps.views.get(id(t))) is not None:
@@ -313,7 +319,13 @@ def _replay(
     if id(t) in input_by_id:
         if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
             return None
-        return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps))
+        early = (
+            value.requires_grad
+            and not all(s.grad_enabled for s in steps)
+            and not is_traceable_subclass(t)
+            and run.swaps.last_write.get(storage_key(t), 0) > first.seq
+        )
+        return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=early)
     if id(t) in earlier:
         return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps))
     if is_traceable_subclass(t):
@@ -333,6 +345,27 @@ def _replay(
     if base is not None and base[1] is t and not is_traceable_subclass(value):
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
     return None
+
+
+def _wrapper_data_source(
+    i: int, run: FunctionalRun, flat: FlatInputs, wrapper_after: tuple[Meta | None, ...]
+) -> int | None:
+    """The tensor input that `.data =` assigned to subclass input `i` (Note [Wrapper Data Assignment])."""
+    t = run.user_tensors[i]
+    found = run.swaps.wrapper_data.get(id(t))
+    if found is None:
+        return None
+    source, seq = found
+    path = flat.leaves[flat.tensor_indices[i]].path
+    j = next((k for k, u in enumerate(run.user_tensors) if u is source), None)
+    earlier = any(r.seq < seq for r in run.swaps.inplace_views.get(id(t), []))
+    if j is None or earlier or wrapper_after[j] is not None or run.swaps.inplace_views.get(id(source)):
+        raise UnsupportedError(
+            f"{path}.data = ...: assigning `.data` of a tensor subclass input is supported only from another input "
+            "whose own metadata the program leaves alone, before any in-place view op (t_, unsqueeze_) on it. "
+            "Assign the inner tensors, or rebind the name instead"
+        )
+    return j
 
 
 def _inplace_replay(
@@ -382,3 +415,21 @@ def _make_step(
 def _meta_exprs(meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]) -> Meta:
     size, stride, offset = meta
     return tuple(symint_expr(s) for s in size), tuple(symint_expr(s) for s in stride), symint_expr(offset)
+
+
+def check_gained_grad(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
+) -> None:
+    """Refuse an input that starts without requires_grad and ends with it (a write or set_() of a value that
+    requires grad) where the epilogue cannot give it eager's autograd history: a subclass input (its inner
+    tensors carry no history), or a storage swap (eager's set_ records a backward that is not implemented)."""
+    for i, (fake, after) in enumerate(zip(user_fakes, analysis.requires_grad_after, strict=True)):
+        if fake.requires_grad or not after or analysis.requires_grad_set[i]:
+            continue
+        muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
+        if layout.trees[i] is not None or any(m.storage_changed for m in muts):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad and the program writes or set_()s "
+                "a value that requires grad into it (so in eager it then requires grad); in training this is not "
+                "supported for tensor subclasses or storage swaps. Write into a clone, or detach() the value"
+            )

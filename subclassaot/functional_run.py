@@ -14,10 +14,10 @@ from typing import cast
 
 import torch
 
-from subclassaot.desugar import dense_from_graph_inputs, rebuild_user_tensors
+from subclassaot.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors
 from subclassaot.inputs import unflatten_call
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
-from subclassaot.schemas import DenseIndex, DenseLayout, FlatInputs
+from subclassaot.schemas import DenseIndex, DenseLayout, FlatInputs, Meta
 from subclassaot.storage_swaps import SwapRecord, swap_modes
 from subclassaot.torch_internals import storage_key, to_functional
 
@@ -34,6 +34,7 @@ class FunctionalRun:
     grad_leaves: list[torch.Tensor]  # per tensor input: what gradients are taken with respect to
     originals: list[torch.Tensor]  # per dense leaf: an alias of its original storage with its original metadata
     finals: list[torch.Tensor]  # per dense leaf: the leaf as the program left it (re-flattened for subclasses)
+    initial_metas: list[Meta]  # per tensor input: the object's (size, stride, offset) when the program got it
     output: object  # what the program returned
 
 
@@ -72,6 +73,7 @@ def run_functional(
         for j, leaf in zip(layout.leaves_of_input[i], leaves, strict=True):
             dense[j] = leaf
     originals = [torch.ops.aten.alias.default(d) for d in dense]
+    initial_metas = [leaf_meta(t) for t in user_tensors]
     values = list(flat.values)
     for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):
         values[index] = tensor
@@ -96,6 +98,7 @@ def run_functional(
         user_tensors=user_tensors,
         originals=originals,
         finals=finals,
+        initial_metas=initial_metas,
         output=output,
     )
 

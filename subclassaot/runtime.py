@@ -139,12 +139,20 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         if plan.input_requires_grad[i] and not after
     ]
 
+    early_replays = [
+        (o, info.replay)
+        for o, info in enumerate(plan.analysis.outputs)
+        if info.replay is not None and info.replay.before_epilogue
+    ]
+
     def run(values: Sequence[object], symbols: dict[str, int]) -> object:
         for i in gains:
             cast(torch.Tensor, values[i]).requires_grad_(True)  # the program's requires_grad_()
         dense = dense_of(values)
         graph_in = graph_example_inputs(layout, dense)
+        early = {o: _replay(r, ev, values, [], symbols, _no_output) for o, r in early_replays}
         outs, prewrapped, wrapper_values = graph_call(values, graph_in, dense, symbols)
+        prewrapped.update(early)
         if not epilogue.empty:
             _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values)
         for i in loses:
@@ -165,6 +173,7 @@ class EpiloguePlan:
     final_copies: tuple[tuple[int, int], ...]  # (dense leaf, graph output): values with the final metadata
     versions: tuple[int, ...]  # dense leaves whose version counter is settled to eager's
     wrappers: tuple[int, ...]  # tensor inputs (subclasses) whose own metadata or version changes
+    data_sources: tuple[tuple[int, int], ...]  # (tensor input, tensor input): Note [Wrapper Data Assignment]
 
     @property
     def empty(self) -> bool:
@@ -172,6 +181,7 @@ class EpiloguePlan:
             not (self.base_copies or self.original_copies or self.metadata or self.final_copies or self.versions)
             and not self.wrappers
             and not self.inplace_ops
+            and not self.data_sources
         )
 
 
@@ -185,6 +195,7 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         for t, (tree, after) in enumerate(zip(plan.layout.trees, analysis.wrapper_meta_after, strict=True))
         if tree is not None and (after is not None or analysis.wrapper_version_bumped[t])
     )
+    data_sources = tuple((t, src) for t, src in enumerate(analysis.wrapper_data_source) if src is not None)
     return EpiloguePlan(
         base_copies=by_kind[UpdateKind.BASE],
         original_copies=by_kind[UpdateKind.ORIGINAL],
@@ -195,6 +206,7 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         final_copies=by_kind[UpdateKind.FINAL],
         versions=tuple(j for j, m in enumerate(analysis.mutations) if m.any or m.version_bumped),
         wrappers=wrappers,
+        data_sources=data_sources,
     )
 
 
@@ -227,14 +239,20 @@ def _epilogue(
         # Note [Subclass Inputs Mutated In Training]: a wrapper-level copy_ that autograd records.
         wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         visible = any(mutations[j].autograd_visible for j in plan.layout.leaves_of_input[t])
+        before = get_version(wrapper)
         with torch.set_grad_enabled(visible and torch.is_grad_enabled()):
             wrapper.copy_(value)
+        if not plan.analysis.wrapper_version_bumped[t]:
+            set_version(wrapper, before)  # a write through `.data`: eager leaves the wrapper's counter alone
     for j, k in epilogue.original_copies:
         if j in by_wrapper:
             continue
         _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j])
     for j in epilogue.metadata:
         _replay_metadata(dense, j, mutations[j], ev.meta(mutations[j].final_meta, symbols))
+    for t, src in epilogue.data_sources:
+        wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+        wrapper.data = cast(torch.Tensor, values[plan.flat.tensor_indices[src]])
     for t in epilogue.inplace_ops:
         wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         for step in plan.analysis.inplace_replay[t]:
@@ -375,6 +393,10 @@ def _outputs(
 
 
 _PENDING = object()
+
+
+def _no_output(o: int) -> object:
+    raise AssertionError(f"BUG: an output rebuilt before the epilogue replays from output {o}")
 
 
 def unflatten_output(values: list[object], spec: pytree.TreeSpec) -> object:

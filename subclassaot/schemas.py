@@ -166,6 +166,9 @@ class Replay:
     root_tree: SubclassNode | None = None  # WRAPPER: the intermediate subclass's structure
     root_bases: tuple[int, ...] = ()  # WRAPPER: per dense leaf of the root, its intermediate base number
     root_meta: Meta | None = None  # WRAPPER: the root's outer size, stride, offset
+    # INPUT: a no_grad view of an input that requires grad, taken before the program wrote the input: rebuilt
+    # before the epilogue writes it, so that autograd sees the same order as in eager
+    before_epilogue: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -190,6 +193,9 @@ class Analysis:
     # per tensor input: the in-place view ops (t_, unsqueeze_, ...) the program applied to it, replayed on the real
     # input by the epilogue (exact for subclasses: their ctx and nested wrappers change as in eager); () if none
     inplace_replay: tuple[tuple[ViewStep, ...], ...]
+    # per tensor input: the tensor input whose wrapper `.data =` assigned to this subclass input (the epilogue
+    # assigns it the same way, before replaying in-place view ops); None if none
+    wrapper_data_source: tuple[int | None, ...]
     outputs: tuple[OutputInfo, ...]  # indexed by OutputIndex
     output_spec: TreeSpec
     num_intermediate_bases: int

@@ -65,8 +65,12 @@ class SwapRecord:
     keep_alive: list[torch.Tensor] = field(default_factory=list)  # ids above stay valid while the run lives
     family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
     written_families: set[int] = field(default_factory=set)  # roots whose version counter eager would bump
+    # id() of a wrapper subclass -> (the wrapper `.data =` last assigned to it, seq): a shallow copy of the
+    # wrapper's own metadata and storage; its inner tensors stay (Note [Wrapper Data Assignment])
+    wrapper_data: dict[int, tuple[torch.Tensor, int]] = field(default_factory=dict)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
+    last_write: dict[object, int] = field(default_factory=dict)  # storage key -> seq of the last write to it
     seq: int = 0
 
     def family_of(self, t: torch.Tensor) -> int:
@@ -234,6 +238,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         "call .contiguous()/.clone() before writing"
                     )
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
+                    self.record.seq += 1
+                    self.record.last_write[storage_key(arg)] = self.record.seq
                     if self.depth == 0 and (inplace or arg_schema.is_out):
                         self.record.written_families.add(self.record.family_of(arg))
                     if id(arg) not in self.record.hidden and torch.is_grad_enabled():
@@ -252,6 +258,13 @@ def _key_of_storage(storage: object) -> object:
     return StorageWeakRef(storage)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
 
 
+# Note [Wrapper Data Assignment]
+# `w.data = v` on a wrapper subclass never dispatches: it shallow-copies v's TensorImpl into w's (size, stride,
+# offset, storage, of the wrapper itself), while w's inner tensors (Python attributes) stay what they were. The
+# functional run does the same on the rebuilt wrappers, and the epilogue repeats `w.data = v` on the real input when
+# v is another input; an assignment from anything else is refused.
+
+
 class _DataMode(TorchFunctionMode):
     def __init__(self, record: SwapRecord) -> None:
         super().__init__()
@@ -268,6 +281,10 @@ class _DataMode(TorchFunctionMode):
             self.record.swapped_by_data.add(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             return None
+        if owner == "data" and name == "__set__" and is_traceable_subclass(args[0]) and not is_functional(args[0]):
+            self.record.seq += 1
+            self.record.wrapper_data[id(args[0])] = (args[1], self.record.seq)
+            self.record.keep_alive.append(args[1])
         if (
             func is torch.Tensor.requires_grad_
             and args
