@@ -353,8 +353,8 @@ def _wrapper_data_source(
     """The tensor input that `.data =` assigned to subclass input `i` (Note [Wrapper Data Assignment])."""
     t = run.user_tensors[i]
     found = run.swaps.wrapper_data.get(id(t))
-    if found is None:
-        return None
+    if found is None or next(k for k, u in enumerate(run.user_tensors) if u is t) != i:
+        return None  # the same object passed twice: assigned once, for its first position
     source, seq = found
     path = flat.leaves[flat.tensor_indices[i]].path
     j = next((k for k, u in enumerate(run.user_tensors) if u is source), None)
@@ -374,8 +374,8 @@ def _inplace_replay(
     """The in-place view ops applied to subclass input `i`, when replaying them reproduces its final state."""
     records = run.swaps.inplace_views.get(id(t), [])
     leaves = layout.leaves_of_input[i]
-    if not records or layout.trees[i] is None:
-        return ()
+    if not records or layout.trees[i] is None or (layout.same_wrapper and layout.same_wrapper[i] is not None):
+        return ()  # the same object passed twice: replayed once, for its first position
     if any(mutations[j].storage_changed or mutations[j].resized for j in leaves):
         return ()
     steps = [_inplace_step(r) for r in records]

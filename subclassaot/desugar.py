@@ -76,6 +76,10 @@ def dense_layout(
         leaves_of_input=tuple(leaves_of_input),
         groups=tuple(groups),
         graph_inputs=tuple(graph_inputs),
+        same_wrapper=tuple(
+            next((k for k in range(i) if reals[k] is real), None) if is_traceable_subclass(real) else None
+            for i, real in enumerate(reals)
+        ),
     )
 
 
@@ -202,9 +206,13 @@ def dense_from_graph_inputs(layout: DenseLayout, graph_values: Sequence[torch.Te
 
 def rebuild_user_tensors(layout: DenseLayout, dense: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     """User-level tensor inputs (subclasses unflattened, checked) over the given dense leaves."""
-    out = []
-    for tree, indices in zip(layout.trees, layout.leaves_of_input, strict=True):
-        leaves = [dense[i] for i in indices]
+    out: list[torch.Tensor] = []
+    for i, (tree, indices) in enumerate(zip(layout.trees, layout.leaves_of_input, strict=True)):
+        same = layout.same_wrapper[i] if layout.same_wrapper else None
+        if same is not None:
+            out.append(out[same])  # the same wrapper passed twice is one object in the program too
+            continue
+        leaves = [dense[j] for j in indices]
         out.append(leaves[0] if tree is None else unflatten_subclass(tree, leaves))
     return out
 

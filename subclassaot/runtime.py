@@ -189,7 +189,13 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
     analysis, updates = plan.analysis, plan.graph_outputs.updates
     by_kind = {kind: tuple((u.target, k) for k, u in enumerate(updates) if u.kind is kind) for kind in UpdateKind}
     replayed = {t for t, steps in enumerate(analysis.inplace_replay) if steps}
-    by_ops = {j for t in replayed for j in plan.layout.leaves_of_input[t]}
+    same = plan.layout.same_wrapper
+    by_ops = {
+        j
+        for t in range(len(plan.layout.trees))
+        if t in replayed or (same and same[t] in replayed)
+        for j in plan.layout.leaves_of_input[t]
+    }
     wrappers = tuple(
         t
         for t, (tree, after) in enumerate(zip(plan.layout.trees, analysis.wrapper_meta_after, strict=True))

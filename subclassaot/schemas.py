@@ -83,6 +83,8 @@ class DenseLayout:
     # Which dense leaves / wrappers share a version counter in eager (views of one base): equal numbers share.
     leaf_families: tuple[int, ...]  # indexed by DenseIndex
     wrapper_families: tuple[int, ...]  # per tensor input (-1 for plain inputs)
+    # per tensor input: the first earlier tensor input that is the very same subclass object (f(x, x)), else None
+    same_wrapper: tuple[int | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -7,9 +7,13 @@ eager) the xfail marks are dropped and every program here must pass, which check
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import torch
 
+import subclassaot
+from subclassaot.errors import UnsupportedError
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
@@ -29,6 +33,18 @@ def nonleaf(*shape: int) -> T:
 def pair_nonleaf(*shape: int) -> T:
     with torch.enable_grad():
         return pair(*shape, requires_grad=True).clone()
+
+
+def assert_refused(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None, match: str
+) -> None:
+    """The pipeline raises UnsupportedError naming the rule; eager against eager (--identity-compile), the program
+    must pass the oracle (it is eager-legal)."""
+    if compile_fn is not None:
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        return
+    with pytest.raises(UnsupportedError, match=match):
+        subclassaot.compile(f)(*make_inputs())
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -95,12 +111,8 @@ def test_set_to_own_view_backward_does_not_raise(compile_fn: CompileFn | None) -
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="x.set_(y) with x not requiring grad and y requiring grad: after the call eager's x requires grad "
-    "(non-leaf, grad_fn set); compiled leaves x a leaf without requires_grad",
-)
-def test_set_to_grad_tensor_drops_requires_grad(compile_fn: CompileFn | None) -> None:
+def test_set_to_grad_tensor_refused(compile_fn: CompileFn | None) -> None:
+    # Eager's x then requires grad with a set_ backward that raises; refused rather than a wrong requires_grad.
     def f(x: T, y: T) -> object:
         set_to(x, y)
         return ()
@@ -109,7 +121,22 @@ def test_set_to_grad_tensor_drops_requires_grad(compile_fn: CompileFn | None) ->
         return (torch.randn(2), nonleaf(2))
 
     with torch.enable_grad():
-        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        assert_refused(f, make_inputs, compile_fn, "args\\[0\\] does not require grad")
+
+
+def test_set_to_grad_intermediate_with_view_output_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 10, program 81: the view output would be regenerated from x, which does not require grad.
+    def f(x: T, y: T) -> object:
+        t = y.add(y)
+        v = t.select(0, 0)
+        x.set_(t)
+        return v
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(()), nonleaf(3))
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "args\\[0\\] does not require grad")
 
 
 def test_metadata_mutation_then_data_mutation_grad_shape(compile_fn: CompileFn | None) -> None:
@@ -155,12 +182,8 @@ def test_mutated_plain_output_beside_subclass_output_tangents(compile_fn: Compil
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a PairTensor input that does not require grad, mutated in place with a requires-grad value: after "
-    "the call eager's input requires grad (grad_fn set); compiled leaves it a leaf without requires_grad",
-)
-def test_subclass_input_mutated_by_grad_value_drops_requires_grad(compile_fn: CompileFn | None) -> None:
+def test_subclass_input_mutated_by_grad_value_refused(compile_fn: CompileFn | None) -> None:
+    # Eager's wrapper then requires grad; the epilogue writes inner tensors, which carry no history.
     def f(x: T, y: T) -> object:
         x.mul_(y)
         return ()
@@ -169,7 +192,7 @@ def test_subclass_input_mutated_by_grad_value_drops_requires_grad(compile_fn: Co
         return (pair(2), torch.randn(2, requires_grad=True))
 
     with torch.enable_grad():
-        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        assert_refused(f, make_inputs, compile_fn, "args\\[0\\] does not require grad")
 
 
 @pytest.mark.xfail(
@@ -385,12 +408,6 @@ def test_subclass_view_output_after_input_resize(compile_fn: CompileFn | None) -
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="under no_grad, a view of a requires-grad input returned after the input is mutated in place: the "
-    "output is a fresh tensor that does not require grad (eager: a view of the input, requires_grad True, whose "
-    "grad_fn raises 'A view was created in no_grad mode and its base ... has been modified inplace')",
-)
 def test_view_of_grad_input_mutated_under_no_grad(compile_fn: CompileFn | None) -> None:
     def f(x: T) -> object:
         t = x.view(2)
@@ -543,11 +560,6 @@ def test_subclass_set_between_inputs(compile_fn: CompileFn | None) -> None:
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="x.data = y between two PairTensor inputs of different sizes: compiled bumps x's version counter "
-    "(eager does not) and the wrappers do not share storage as in eager",
-)
 def test_subclass_data_assign_between_inputs(compile_fn: CompileFn | None) -> None:
     def f(x: T, y: T) -> object:
         x.data = y
@@ -555,6 +567,92 @@ def test_subclass_data_assign_between_inputs(compile_fn: CompileFn | None) -> No
 
     def make_inputs() -> tuple[object, ...]:
         return (pair(3), pair(2))
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fuzz seed 10 (second triage)
+
+
+def test_nonleaf_subclass_view_input_keeps_its_layout(compile_fn: CompileFn | None) -> None:
+    # Programs 21 and 285: a non-leaf wrapper runs as a clone, whose own (contiguous) layout was taken for a change.
+    def f(x: T) -> object:
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(2, 2, 2).select(1, 0),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_data_write_keeps_wrapper_version(compile_fn: CompileFn | None) -> None:
+    # Program 126: a write through `.data` of a requires-grad wrapper leaves the wrapper's version counter alone.
+    def f(x: T, y: T) -> object:
+        y.data.mul_(x)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(4, 1).as_strided((), (), 0), pair(requires_grad=True))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_data_assign_then_inplace_view(compile_fn: CompileFn | None) -> None:
+    # Program 98: `x.data = y` changes the wrapper's own metadata and storage; a t_() after it sees the new ones.
+    def f(x: T, y: T) -> object:
+        x.data = y
+        x.t_()
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1), pair())
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_intermediate_data_assign_returned_refused(compile_fn: CompileFn | None) -> None:
+    # Program 166: the returned wrapper would share the input's storage while its inner tensors do not.
+    def f(x: T) -> object:
+        t = x.add(-1.0)
+        t.data = x
+        return t.reshape(1, 1)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(),)
+
+    with torch.no_grad():
+        assert_refused(f, make_inputs, compile_fn, "whose `.data` the program assigned")
+
+
+def test_no_grad_unbind_view_of_grad_input_then_written(compile_fn: CompileFn | None) -> None:
+    # Programs 112 and 170: the view is rebuilt before the epilogue writes the input, as eager took it before.
+    def f(x: T) -> object:
+        t = x.unbind(2)[1]
+        t.mul_(2.0)
+        return t
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(4, 2, 2, requires_grad=True),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_same_subclass_object_twice_inplace_view(compile_fn: CompileFn | None) -> None:
+    # Programs 153 and 391: one wrapper passed twice is one object: its unsqueeze_ is seen through both names
+    # and applied once.
+    def f(x: T, y: T) -> object:
+        y.unsqueeze_(-1)
+        return x.transpose(0, 0).unbind(0)[0], y
+
+    def make_inputs() -> tuple[object, ...]:
+        b = pair()
+        return (b, b)
 
     with torch.no_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
