@@ -321,7 +321,6 @@ def _replay(
             return None
         early = (
             value.requires_grad
-            and not all(s.grad_enabled for s in steps)
             and not is_traceable_subclass(t)
             and run.swaps.last_write.get(storage_key(t), 0) > first.seq
         )

@@ -18,7 +18,7 @@ from subclassaot.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user
 from subclassaot.inputs import unflatten_call
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import DenseIndex, DenseLayout, FlatInputs, Meta
-from subclassaot.storage_swaps import SwapRecord, swap_modes
+from subclassaot.storage_swaps import SwapRecord, elements_of, swap_modes
 from subclassaot.torch_internals import storage_key, to_functional
 
 
@@ -63,6 +63,7 @@ def run_functional(
             if like.requires_grad and not t.requires_grad:
                 t.requires_grad_(True)
     grad_leaves = list(user_tensors)
+    cloned = {j for i in clone_inputs for j in layout.leaves_of_input[i]}
     for i in sorted(clone_inputs):
         # The program runs on a clone of the input (autograd-visible): gradients are taken with respect to the
         # input as it was, and a wrapper that is a non-leaf in eager is one here too (see Note [Training By
@@ -79,6 +80,11 @@ def run_functional(
         values[index] = tensor
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord()
+    grouped = {m for g in layout.groups for m in g.members}
+    for j, o in enumerate(originals):
+        span = elements_of(list(o.shape), list(o.stride()), o.storage_offset())
+        if j not in grouped and j not in cloned and span is not None:
+            record.input_spans[storage_key(o)] = (span, layout.leaves[j].path)
     for leaf_family, d in zip(layout.leaf_families, dense, strict=True):
         record.family[id(d)] = -1 - leaf_family
     for t, fam in zip(user_tensors, layout.wrapper_families, strict=True):

@@ -168,8 +168,9 @@ class Replay:
     root_tree: SubclassNode | None = None  # WRAPPER: the intermediate subclass's structure
     root_bases: tuple[int, ...] = ()  # WRAPPER: per dense leaf of the root, its intermediate base number
     root_meta: Meta | None = None  # WRAPPER: the root's outer size, stride, offset
-    # INPUT: a no_grad view of an input that requires grad, taken before the program wrote the input: rebuilt
-    # before the epilogue writes it, so that autograd sees the same order as in eager
+    # INPUT: a view of an input that requires grad, taken before the program wrote the input: rebuilt before the
+    # epilogue writes it, so that autograd sees the same order as in eager (a no_grad or multi-output view whose
+    # base is then written has a grad_fn that raises)
     before_epilogue: bool = False
 
 

@@ -19,6 +19,15 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.torch_internals import is_functional, rebind_functional, storage_key
 
+# Note [as_strided On Inputs]
+# as_strided takes absolute storage offsets, so it can reach storage elements of an input's base that the input
+# itself does not cover (x = base[1:3]; x.as_strided((1,), (1,), 0)). The graph receives the input, not its base: an
+# input that is its own graph input holds only the elements from its first to its last, and an as_strided view that
+# reaches outside them is refused. (Inputs that share storage come from one synthetic base over the whole storage,
+# Note [Synthetic Bases], and are not limited.) Inside the span, `v.as_strided(...)` of a view `v` is taken from the
+# view chain's root instead, the same view in eager, because functionalization refuses writes through an as_strided
+# at the end of a longer chain.
+
 # Note [Storage Swaps By Rebinding]
 # Functionalization implements `x.set_(src)` by replacing x's value and then freezing x's old storage: any later write
 # through a view taken before the set_ raises "cannot mutate tensors with frozen storage" (and torch.compile gets
@@ -71,6 +80,9 @@ class SwapRecord:
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
     last_write: dict[object, int] = field(default_factory=dict)  # storage key -> seq of the last write to it
+    # storage key of an input that is its own graph input -> (first, last storage element it covers, its path):
+    # the graph holds only those elements (Note [as_strided On Inputs])
+    input_spans: dict[object, tuple[Elements, str]] = field(default_factory=dict)
     seq: int = 0
 
     def family_of(self, t: torch.Tensor) -> int:
@@ -138,6 +150,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if self._grows(args):
                 self._grow(args[0], list(args[1]))
                 return args[0]
+        if func is torch.ops.aten.as_strided.default and args and is_functional(args[0]):
+            args = (self._as_strided_source(args), *args[1:])
         if func in _SET_OPS and args and is_functional(args[0]):
             self._set(func, args, kwargs)
             self.record.swapped_by_data.discard(id(args[0]))
@@ -147,6 +161,23 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         out = func(*args, **kwargs)
         self._track(func, args, out, kwargs)
         return out
+
+    def _as_strided_source(self, args: tuple[Any, ...]) -> torch.Tensor:
+        """Note [as_strided On Inputs]: the tensor to take an as_strided view of, checked against the input's span."""
+        x = args[0]
+        offset = args[3] if len(args) > 3 and args[3] is not None else x.storage_offset()
+        span = self.record.input_spans.get(storage_key(x))
+        wanted = elements_of(list(args[1]), list(args[2]), offset)
+        if span is not None and wanted is not None and not span[0].covers(wanted):
+            raise UnsupportedError(
+                f"{span[1]}: as_strided() reaches storage elements that are not the input's own elements; the "
+                "compiled graph holds only those. Pass the tensor that owns the storage and take the view inside "
+                "the function"
+            )
+        root = self.record.view_root(x)
+        # as_strided's offsets are absolute: a view of the chain's root is the same view in eager, and
+        # functionalization cannot write through as_strided at the end of a longer chain.
+        return root if root is not x and is_functional(root) and storage_key(root) == storage_key(x) else x
 
     @staticmethod
     def _grows(args: tuple[Any, ...]) -> bool:
@@ -245,6 +276,57 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     if id(arg) not in self.record.hidden and torch.is_grad_enabled():
                         # Writes under no_grad or through .data/detach() are invisible to autograd in eager.
                         self.record.visible_writes.add(storage_key(arg))
+
+
+@dataclass(frozen=True, slots=True)
+class Elements:
+    """The storage elements a strided tensor covers: the range lo..hi, exactly the set `exact` when given."""
+
+    lo: int
+    hi: int
+    exact: frozenset[int] | None
+
+    def covers(self, other: Elements) -> bool:
+        if other.hi < other.lo:
+            return True
+        if not (self.lo <= other.lo and other.hi <= self.hi):
+            return False
+        if self.exact is None:
+            return True
+        return other.exact is not None and other.exact <= self.exact
+
+
+_MAX_ENUMERATED = 1 << 14
+
+
+def elements_of(size: list[Any], stride: list[Any], offset: Any) -> Elements | None:
+    """None when sizes are symbolic or too many elements to list (not decided: allowed)."""
+    if not all(isinstance(v, int) for v in (*size, *stride, offset)):
+        return None
+    if any(s == 0 for s in size):
+        return Elements(offset, offset - 1, frozenset())
+    lo = offset + sum((s - 1) * st for s, st in zip(size, stride, strict=True) if st < 0)
+    hi = offset + sum((s - 1) * st for s, st in zip(size, stride, strict=True) if st > 0)
+    if _dense(size, stride):
+        return Elements(lo, hi, None)
+    numel = 1
+    for s in size:
+        numel *= s
+    if numel > _MAX_ENUMERATED:
+        return None
+    addresses = {offset}
+    for s, st in zip(size, stride, strict=True):
+        addresses = {a + k * st for a in addresses for k in range(s)}
+    return Elements(lo, hi, frozenset(addresses))
+
+
+def _dense(size: list[int], stride: list[int]) -> bool:
+    expected = 1
+    for st, s in sorted((abs(st), s) for s, st in zip(size, stride, strict=True) if s != 1):
+        if st != expected:
+            return False
+        expected *= s
+    return True
 
 
 def _overlaps(t: torch.Tensor) -> bool:

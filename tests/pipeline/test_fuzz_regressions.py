@@ -508,12 +508,8 @@ def test_mutation_through_expand_view(compile_fn: CompileFn | None) -> None:
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an in-place metadata op on an as_strided view (with its own storage offset) of an input that is "
-    "itself an offset view: the epilogue's set_ is out of bounds of the storage",
-)
-def test_as_strided_view_of_offset_input_metadata_mutation(compile_fn: CompileFn | None) -> None:
+def test_as_strided_outside_offset_input_refused(compile_fn: CompileFn | None) -> None:
+    # Note [as_strided On Inputs]: the view reaches storage elements the input does not cover.
     def f(x: T) -> object:
         x.as_strided((3,), (1,), 1).unsqueeze_(1)
         return ()
@@ -522,16 +518,11 @@ def test_as_strided_view_of_offset_input_metadata_mutation(compile_fn: CompileFn
         return (torch.randn(4)[2],)
 
     with torch.no_grad():
-        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        assert_refused(f, make_inputs, compile_fn, "not the input's own elements")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="under no_grad, an in-place op through as_strided of a non-contiguous input that requires grad: "
-    "functionalization's as_strided_scatter hits an INTERNAL ASSERT ('!self.requires_grad() || "
-    "self.is_contiguous()')",
-)
-def test_as_strided_mutation_of_noncontiguous_grad_input(compile_fn: CompileFn | None) -> None:
+def test_as_strided_into_hole_of_strided_input_refused(compile_fn: CompileFn | None) -> None:
+    # Note [as_strided On Inputs]: element 1 lies between the input's elements 0 and 2.
     def f(x: T) -> object:
         x.as_strided((1,), (1,), 1).add_(1)
         return ()
@@ -540,6 +531,50 @@ def test_as_strided_mutation_of_noncontiguous_grad_input(compile_fn: CompileFn |
         return (torch.randn(4, requires_grad=True)[::2],)
 
     with torch.no_grad():
+        assert_refused(f, make_inputs, compile_fn, "not the input's own elements")
+
+
+def test_as_strided_write_on_empty_input_view_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 10, program 251: the input has no elements; eager writes storage element 1 and returns it.
+    def f(x: T) -> object:
+        t = x.as_strided((), (), 1)
+        t.add_(2.0)
+        return t
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(4, 2)[:, 1:1],)
+
+    with torch.no_grad():
+        assert_refused(f, make_inputs, compile_fn, "not the input's own elements")
+
+
+def test_as_strided_write_after_subclass_reshape(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 10, program 210: functionalization refuses a write through as_strided at the end of a view chain;
+    # the view is taken from the chain's root instead (the same view: as_strided offsets are absolute).
+    def f(x: T) -> object:
+        x.reshape(1, 2, 3).as_strided((1,), (2,), 1).add_(3.0)
+        return x
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(3, 2),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_no_grad_write_through_multi_output_view_in_training(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 10, program 112 (training): eager's returned view has a grad_fn that raises, because its base was
+    # written after it was taken; the compiled output is taken before the epilogue writes the input, likewise.
+    def f(x: T) -> object:
+        t = x.unbind(0)[1].expand(())
+        with torch.no_grad():
+            t.add_(3.0)
+        return t
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(2, requires_grad=True),)
+
+    with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
