@@ -312,7 +312,7 @@ def _replay(
         segments.append([s for s in segment if s is not None])
         first, t, upto = record, record.source, record.seq
     if not segments or first is None:
-        return None
+        return _root_replay(value, bases)
     steps = [s for segment in reversed(segments) for s in segment]
     if _meta_exprs(first.source_meta) != leaf_meta(t):
         return None  # the source changed shape after the view was taken (t_(), set_()): regenerate instead
@@ -365,6 +365,24 @@ def _wrapper_data_source(
             "Assign the inner tensors, or rebind the name instead"
         )
     return j
+
+
+def _root_replay(value: torch.Tensor, bases: dict[object, tuple[int, torch.Tensor]]) -> Replay | None:
+    """An intermediate subclass that other outputs are views of: the wrapper they replay from, itself."""
+    if not is_traceable_subclass(value):
+        return None
+    node, root_leaves = flatten_subclass(value, "root")
+    found = [bases.get(storage_key(leaf)) for leaf in root_leaves]
+    if not all(b is not None and b[1] is leaf for b, leaf in zip(found, root_leaves, strict=True)):
+        return None
+    return Replay(
+        source=ReplaySource.WRAPPER,
+        index=-1,
+        steps=(),
+        root_tree=node,
+        root_bases=tuple(b[0] for b in found if b is not None),
+        root_meta=leaf_meta(value),
+    )
 
 
 def _inplace_replay(

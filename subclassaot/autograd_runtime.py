@@ -18,8 +18,8 @@ import torch
 from subclassaot.errors import UnsupportedError
 from subclassaot.joint import BackwardGraph
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
-from subclassaot.runtime import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias
-from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind
+from subclassaot.runtime import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias, replay_steps
+from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, ReplaySource
 from subclassaot.trace import UpdateKind
 
 
@@ -56,6 +56,16 @@ def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None, k: int) -> l
             )
         node, leaves = flatten_subclass(coerced, "grad")
     return leaves
+
+
+def _replays_from(analysis: Any, o: int, first: int) -> bool:
+    replay = analysis.outputs[o].replay
+    return bool(
+        replay is not None
+        and replay.source is ReplaySource.WRAPPER
+        and replay.root_bases
+        and replay.root_bases[0] == first
+    )
 
 
 def _restride(t: torch.Tensor, stride: tuple[int, ...] | None) -> torch.Tensor:
@@ -129,7 +139,7 @@ def training_call(
                         unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
                     )
             n_bases = plan.graph_outputs.num_bases
-            tensors.extend(outs[pos : pos + n_bases])
+            tensors.extend(_fold_roots(outs[pos : pos + n_bases], symbols))
             symints = outs[pos + n_bases :]
             # Note [Subclass Inputs Mutated In Training]: the new value of such an input, as a wrapper.
             for i in bw_meta.wrapper_updates:
@@ -203,6 +213,46 @@ def training_call(
 
     n_wrappers = len(bw_meta.wrapper_updates)
     ev = MetaEvaluator()
+    roots = analysis.wrapper_roots()
+    replays = {
+        first: analysis.outputs[o].replay
+        for o in range(len(analysis.outputs))
+        for first in roots
+        if _replays_from(analysis, o, first)
+    }
+
+    def _fold_roots(bases: list[Any], symbols: dict[str, int]) -> list[Any]:
+        # Note [Subclass Views Of Intermediates In Training]: each replayed-from intermediate subclass, wrapped.
+        folded: list[Any] = []
+        for number, base in enumerate(bases):
+            if number in roots:
+                replay = replays[number]
+                assert replay is not None and replay.root_tree is not None and replay.root_meta is not None
+                size, stride, _ = ev.meta(replay.root_meta, symbols)
+                leaves = [bases[b] for b in roots[number]]
+                folded.append(
+                    unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
+                )
+            elif not any(number in members for members in roots.values()):
+                folded.append(base)
+        return folded
+
+    def _unfold_roots(folded: list[Any], prewrapped: dict[int, torch.Tensor], symbols: dict[str, int]) -> list[Any]:
+        bases: list[Any] = [None] * plan.graph_outputs.num_bases
+        values = iter(folded)
+        for number in range(len(bases)):
+            if number in roots:
+                wrapper = next(values)
+                for b, leaf in zip(roots[number], flatten_subclass(wrapper, "base")[1], strict=True):
+                    bases[b] = leaf
+                for o, info in enumerate(analysis.outputs):
+                    if _replays_from(analysis, o, number):
+                        assert info.replay is not None
+                        prewrapped[o] = replay_steps(wrapper, info.replay.steps, ev, symbols)
+            elif bases[number] is None and not any(number in members for members in roots.values()):
+                bases[number] = next(values)
+        return bases
+
     original_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.ORIGINAL}
 
     def call(
@@ -219,8 +269,9 @@ def training_call(
             outs.extend([tensors[pos]] * len(analysis.outputs[o].leaves))  # placeholders keep the layout
             pos += 1
         n_bases = plan.graph_outputs.num_bases
-        outs.extend(tensors[pos : pos + n_bases])
-        pos += n_bases
+        n_folded = n_bases - sum(len(members) - 1 for members in roots.values())
+        outs.extend(_unfold_roots(tensors[pos : pos + n_folded], prewrapped, symbols))
+        pos += n_folded
         wrappers = dict(zip(bw_meta.wrapper_updates, tensors[pos : pos + n_wrappers], strict=True))
         outs.extend(tensors[pos + n_wrappers :])  # the symbolic ints
         return outs, prewrapped, wrappers

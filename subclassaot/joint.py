@@ -19,7 +19,16 @@ from subclassaot.desugar import graph_example_inputs
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, intermediate_bases, run_functional
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
-from subclassaot.schemas import AliasGroupRef, Analysis, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
+from subclassaot.schemas import (
+    AliasGroupRef,
+    Analysis,
+    DenseIndex,
+    DenseLayout,
+    FlatInputs,
+    LeafSource,
+    OutputKind,
+    ReplaySource,
+)
 from subclassaot.torch_internals import (
     from_functional,
     mutation_counter,
@@ -88,9 +97,37 @@ def forward_output_values(
     current = {storage_key(f): DenseIndex(j) for j, f in enumerate(finals)}
     original = {storage_key(o): DenseIndex(j) for j, o in enumerate(originals)}
     bases = intermediate_bases(leaves, current, original, run.swaps)
-    out.extend(base for _, base in sorted(bases.values(), key=lambda item: item[0]))
+    roots = analysis.wrapper_roots()
+    in_roots = {b for members in roots.values() for b in members}
+    wrappers = _wrapper_root_values(analysis, leaves, run)
+    for number, base in sorted(bases.values(), key=lambda item: item[0]):
+        if number in roots:
+            out.append(wrappers[number])  # Note [Subclass Views Of Intermediates In Training]
+        elif number not in in_roots:
+            out.append(base)
     out.extend(run.user_tensors[i] for i in wrapper_updates)
     return out
+
+
+def _wrapper_root_values(analysis: Analysis, leaves: list[object], run: FunctionalRun) -> dict[int, torch.Tensor]:
+    """First base number of each replayed-from intermediate subclass -> that subclass, as the run made it."""
+    found: dict[int, torch.Tensor] = {}
+    for info, value in zip(analysis.outputs, leaves, strict=True):
+        replay = info.replay
+        if replay is None or replay.source is not ReplaySource.WRAPPER or not isinstance(value, torch.Tensor):
+            continue
+        t = value
+        while (record := run.swaps.views.get(id(t))) is not None:
+            t = record.source
+        found.setdefault(replay.root_bases[0], t)
+    return found
+
+
+# Note [Subclass Views Of Intermediates In Training]
+# Autograd sees a subclass at the wrapper level, so a subclass output that is a view of an intermediate subclass
+# (`(x * 2).view(-1)`) cannot be replayed from the intermediate's inner tensors (the graph's bases): they carry no
+# history, and the output would not require grad. In training the Function returns the intermediate itself as a
+# wrapper, differentiable, in place of its inner bases, and the view is replayed from it under autograd, as in eager.
 
 
 # Note [Subclass Inputs Mutated In Training]

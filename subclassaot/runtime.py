@@ -32,6 +32,7 @@ from subclassaot.schemas import (
     OutputKind,
     Replay,
     ReplaySource,
+    ViewStep,
 )
 from subclassaot.torch_internals import get_version, python_source, set_version, set_wrapper_metadata
 from subclassaot.trace import GraphOutputs, UpdateKind
@@ -150,7 +151,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
             cast(torch.Tensor, values[i]).requires_grad_(True)  # the program's requires_grad_()
         dense = dense_of(values)
         graph_in = graph_example_inputs(layout, dense)
-        early = {o: _replay(r, ev, values, [], symbols, _no_output) for o, r in early_replays}
+        early = {o: _replay(r, ev, values, ([], {}), symbols, _no_output) for o, r in early_replays}
         outs, prewrapped, wrapper_values = graph_call(values, graph_in, dense, symbols)
         prewrapped.update(early)
         if not epilogue.empty:
@@ -369,6 +370,7 @@ def _outputs(
     infos = plan.analysis.outputs
     result: list[object] = [_PENDING] * len(infos)
     symint_positions = [o for o, info in enumerate(infos) if info.kind is OutputKind.SYMINT]
+    roots: dict[tuple[int, ...], torch.Tensor] = {}  # intermediate subclasses views replay from: one object each
 
     def get(o: int) -> object:
         # Outputs are built on demand: a view replays from another output, which is built first.
@@ -389,7 +391,7 @@ def _outputs(
             assert info.input_index is not None
             value = get(info.input_index)
         else:
-            value = _tensor_output(info, ev, values, dense, outs, fresh_start, bases, symbols, get)
+            value = _tensor_output(info, ev, values, dense, outs, fresh_start, (bases, roots), symbols, get)
         result[o] = value
         return value
 
@@ -438,12 +440,13 @@ def _tensor_output(
     dense: list[torch.Tensor],
     outs: list[object],
     fresh_start: int,
-    bases: list[object],
+    bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
     symbols: dict[str, int],
     earlier: Callable[[int], object],
 ) -> torch.Tensor:
+    bases, roots = bases_and_roots
     if info.replay is not None:
-        return _replay(info.replay, ev, values, bases, symbols, earlier)
+        return _replay(info.replay, ev, values, bases_and_roots, symbols, earlier)
     leaves: list[torch.Tensor] = []
     for leaf in info.leaves:
         if leaf.source is LeafSource.GRAPH:
@@ -467,12 +470,19 @@ def _replay(
     replay: Replay,
     ev: MetaEvaluator,
     values: Sequence[object],
-    bases: list[object],
+    bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
     symbols: dict[str, int],
     earlier: Callable[[int], object],
 ) -> torch.Tensor:
-    src = _replay_source(replay, ev, values, bases, symbols, earlier)
-    for step in replay.steps:
+    src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier)
+    return replay_steps(src, replay.steps, ev, symbols)
+
+
+def replay_steps(
+    src: torch.Tensor, steps: Sequence[ViewStep], ev: MetaEvaluator, symbols: dict[str, int]
+) -> torch.Tensor:
+    """Apply the recorded view ops to `src`, each under the grad mode the program had (Note [Output Regeneration])."""
+    for step in steps:
         args = [_eval_arg(a, ev, symbols) for a in step.args]
         kwargs = {k: _eval_arg(v, ev, symbols) for k, v in step.kwargs}
         with torch.set_grad_enabled(step.grad_enabled and torch.is_grad_enabled()):
@@ -485,20 +495,26 @@ def _replay_source(
     replay: Replay,
     ev: MetaEvaluator,
     values: Sequence[object],
-    bases: list[object],
+    bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
     symbols: dict[str, int],
     earlier: Callable[[int], object],
 ) -> torch.Tensor:
+    bases, roots = bases_and_roots
     if replay.source is ReplaySource.INPUT:
         return cast(torch.Tensor, values[replay.index])
     if replay.source is ReplaySource.OUTPUT:
         return cast(torch.Tensor, earlier(replay.index))
     if replay.source is ReplaySource.BASE:
         return cast(torch.Tensor, bases[replay.index])
-    assert replay.root_tree is not None and replay.root_meta is not None
-    size, stride, _ = ev.meta(replay.root_meta, symbols)
-    leaves = [cast(torch.Tensor, bases[i]) for i in replay.root_bases]
-    return unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
+    root = roots.get(replay.root_bases)
+    if root is None:
+        # Every view of one intermediate subclass replays from one wrapper, so that they share it as in eager.
+        assert replay.root_tree is not None and replay.root_meta is not None
+        size, stride, _ = ev.meta(replay.root_meta, symbols)
+        leaves = [cast(torch.Tensor, bases[i]) for i in replay.root_bases]
+        root = unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
+        roots[replay.root_bases] = root
+    return root
 
 
 def _eval_arg(a: object, ev: MetaEvaluator, symbols: dict[str, int]) -> object:

@@ -164,7 +164,7 @@ class Replay:
 
     source: ReplaySource
     index: int
-    steps: tuple[ViewStep, ...]  # len >= 1, applied in order
+    steps: tuple[ViewStep, ...]  # applied in order (none: the WRAPPER root itself)
     root_tree: SubclassNode | None = None  # WRAPPER: the intermediate subclass's structure
     root_bases: tuple[int, ...] = ()  # WRAPPER: per dense leaf of the root, its intermediate base number
     root_meta: Meta | None = None  # WRAPPER: the root's outer size, stride, offset
@@ -202,6 +202,16 @@ class Analysis:
     outputs: tuple[OutputInfo, ...]  # indexed by OutputIndex
     output_spec: TreeSpec
     num_intermediate_bases: int
+
+    def wrapper_roots(self) -> dict[int, tuple[int, ...]]:
+        """First base number -> the base numbers of one intermediate subclass that views are replayed from
+        (ReplaySource.WRAPPER). In training the Function returns that wrapper in their place (Note [Subclass Views
+        Of Intermediates In Training])."""
+        roots: dict[int, tuple[int, ...]] = {}
+        for info in self.outputs:
+            if info.replay is not None and info.replay.source is ReplaySource.WRAPPER and info.replay.root_bases:
+                roots.setdefault(info.replay.root_bases[0], info.replay.root_bases)
+        return roots
 
     def mutated_leaves(self) -> tuple[DenseIndex, ...]:
         return tuple(DenseIndex(i) for i, m in enumerate(self.mutations) if m.any)

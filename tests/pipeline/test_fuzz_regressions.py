@@ -691,3 +691,45 @@ def test_same_subclass_object_twice_inplace_view(compile_fn: CompileFn | None) -
 
     with torch.no_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("nonleaf", [False, True])
+def test_subclass_view_of_intermediate_in_training(compile_fn: CompileFn | None, nonleaf: bool) -> None:
+    # Program 104: the view was rebuilt from the intermediate's inner tensors and had no autograd history (no
+    # gradient at all); Note [Subclass Views Of Intermediates In Training].
+    def f(x: T) -> object:
+        return (x * 2).view(-1)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(2, 3) if nonleaf else pair(2, 3, requires_grad=True),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_subclass_intermediate_returned_with_its_views(compile_fn: CompileFn | None, grad: bool) -> None:
+    # The intermediate itself and its views come from one wrapper (shared storage, one autograd history).
+    def f(x: T) -> object:
+        t = x * 2
+        u = t.t()
+        u.mul_(2)
+        return t.view(-1), t, u.unbind(0)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(2, 3, requires_grad=True),)
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_views_of_one_subclass_intermediate_share_it(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        t = x * 2
+        return t.view(-1), t.t()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(2, 3),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
