@@ -23,10 +23,14 @@ from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, ReplaySou
 from subclassaot.trace import UpdateKind
 
 
-def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None, k: int) -> list[torch.Tensor]:
-    """Dense leaves of a runtime tangent, coerced to the structure the backward graph was traced for."""
+def _tangent_leaves(
+    g: torch.Tensor, expected: SubclassNode | None, k: int, subclass_ok: bool = False
+) -> list[torch.Tensor]:
+    """Dense leaves of a runtime tangent, coerced to the structure the backward graph was traced for.
+    `subclass_ok`: a subclass tangent of a plain output is passed as is (Note [Subclass Tangents Of Plain
+    Outputs])."""
     if expected is None:
-        if is_traceable_subclass(g):
+        if is_traceable_subclass(g) and not subclass_ok:
             raise UnsupportedError(
                 f"the gradient for differentiable output {k} is a {type(g).__name__}, but the backward was compiled "
                 "for a plain tensor; return a plain tensor from the loss path, or call the backward on a plain loss"
@@ -66,6 +70,14 @@ def _replays_from(analysis: Any, o: int, first: int) -> bool:
         and replay.root_bases
         and replay.root_bases[0] == first
     )
+
+
+# Note [Subclass Tangents Of Plain Outputs]
+# A loss that mixes a subclass output with a plain one (`pair_out.sum() + plain_out.sum()`) gives the plain output a
+# subclass gradient; eager's backward then runs the plain ops' derivatives on it, and the plain inputs get subclass
+# gradients. The eager backend's backward graph is a graph of aten ops, which does the same when called with the
+# subclass tangent as is. A compiled backend's kernels take plain tensors only: there such a tangent is refused, as is
+# a gradient of a subclass input that such a tangent reaches (its dense leaves would be subclasses).
 
 
 def _restride(t: torch.Tensor, stride: tuple[int, ...] | None) -> torch.Tensor:
@@ -179,10 +191,13 @@ def training_call(
                     tangents.extend(z() for z in ctx.zeros[k])
                     continue
                 present.add(k)
-                tangents.extend(_tangent_leaves(g, bw_meta.tangent_trees[k], k))
+                tangents.extend(_tangent_leaves(g, bw_meta.tangent_trees[k], k, subclass_ok=subclass_tangents_ok))
             # The backward graph was traced for tangents laid out like the forward outputs (views in it depend on
             # that layout): give the runtime tangents the same strides.
-            tangents = [_restride(t, s) for t, s in zip(tangents, bw_meta.tangent_strides, strict=True)]
+            tangents = [
+                t if is_traceable_subclass(t) else _restride(t, s)
+                for t, s in zip(tangents, bw_meta.tangent_strides, strict=True)
+            ]
             dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
             n_grads = len(dense_grads) - len(ctx.bw_targets)
             with torch.no_grad():
@@ -204,6 +219,12 @@ def training_call(
                     continue  # eager's gradient is None: no used output reaches this input
                 if tree is None:
                     result[i] = leaves[0]
+                elif any(is_traceable_subclass(leaf) for leaf in leaves):
+                    raise UnsupportedError(
+                        f"the gradient of tensor input {i} (a {tree.cls.__name__}) reaches a subclass tangent given "
+                        "to a plain output; the backward was compiled for plain tangents there. Call the backward "
+                        "on a plain loss, or return a plain tensor from the loss path"
+                    )
                 elif i < n_user:
                     size, stride = ctx.input_meta[i]
                     result[i] = unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False)
@@ -213,6 +234,8 @@ def training_call(
 
     n_wrappers = len(bw_meta.wrapper_updates)
     ev = MetaEvaluator()
+    # Note [Subclass Tangents Of Plain Outputs]: only a backward graph of aten ops (the eager backend) can run on them.
+    subclass_tangents_ok = differentiable_backward
     roots = analysis.wrapper_roots()
     replays = {
         first: analysis.outputs[o].replay

@@ -15,6 +15,7 @@ import torch
 import subclassaot
 from subclassaot.errors import UnsupportedError
 from subclasses.pair import PairTensor
+from tests.backends import RecordingBackend
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
 
@@ -164,12 +165,6 @@ def test_subclass_nonleaf_grad_input_mutation(compile_fn: CompileFn | None) -> N
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a mutated plain requires-grad input returned next to a PairTensor output: the backward pairs the "
-    "tangents with the wrong outputs ('the gradient for differentiable output 0 is a PairTensor, but the "
-    "backward was compiled for a plain tensor')",
-)
 def test_mutated_plain_output_beside_subclass_output_tangents(compile_fn: CompileFn | None) -> None:
     def f(x: T, y: T) -> object:
         x.add_(1.0)
@@ -733,3 +728,28 @@ def test_views_of_one_subclass_intermediate_share_it(compile_fn: CompileFn | Non
 
     with torch.no_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_tangent_of_plain_output(compile_fn: CompileFn | None) -> None:
+    # Program 464: the oracle's loss sums a PairTensor output with a plain one, so the plain output's gradient is a
+    # PairTensor (Note [Subclass Tangents Of Plain Outputs]).
+    def f(x: T, y: T) -> object:
+        return (y, x.add(3.0))
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(1, requires_grad=True), pair_nonleaf(4))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_tangent_of_plain_output_refused_by_compiled_backend() -> None:
+    # A backend other than eager runs plain kernels: the subclass tangent is refused when the backward runs.
+    def f(x: T, y: T) -> object:
+        return y * 2, x.add(3.0)
+
+    x, y = torch.randn(4, requires_grad=True), pair(4, requires_grad=True)
+    with torch.enable_grad():
+        a, b = subclassaot.compile(f, backend=RecordingBackend())(x, y)
+        with pytest.raises(UnsupportedError, match="is a PairTensor, but the backward was compiled for a plain"):
+            (a.sum() + b.sum()).backward()
