@@ -36,7 +36,7 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
-from subclassaot.storage_swaps import InplaceViewRecord, ViewRecord
+from subclassaot.storage_swaps import InplaceViewRecord, ViewRecord, elements_of
 from subclassaot.torch_internals import (
     has_data_mutation,
     mutations_hidden_from_autograd,
@@ -237,6 +237,7 @@ def _output_info(
             graph_count += 1
             continue
         if key in current:
+            _check_within_swapped_input(path, leaf, run, current[key])
             out_leaves.append(
                 OutputLeaf(
                     source=LeafSource.INPUT_ALIAS, index=current[key], meta=meta, is_view=run.swaps.is_view(leaf)
@@ -262,6 +263,23 @@ def _output_info(
     outer = None if tree is None else leaf_meta(value)
     replay = _replay(value, tuple(out_leaves), run, input_by_id, bases, earlier)
     return info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=tuple(out_leaves), replay=replay), graph_count
+
+
+def _check_within_swapped_input(path: str, leaf: torch.Tensor, run: FunctionalRun, j: DenseIndex) -> None:
+    """An output aliasing an input that set_() pointed at an intermediate is rebuilt from the input's new storage,
+    which holds the input's own elements only (copied from the graph)."""
+    final = run.finals[j]
+    if storage_key(final) == storage_key(run.originals[j]) or id(final) not in run.swaps.swapped_ids:
+        return
+    if any(storage_key(final) == storage_key(o) for o in run.originals):
+        return  # set_ to another input's storage: the real storage is there
+    have = elements_of(list(final.shape), list(final.stride()), final.storage_offset())
+    want = elements_of(list(leaf.shape), list(leaf.stride()), leaf.storage_offset())
+    if have is None or want is None or not have.covers(want):
+        raise UnsupportedError(
+            f"{path} is a view of an intermediate that input {j} was set_() to, and reaches elements of it that the "
+            "input does not cover; the input's new storage holds only its own elements. Return a clone instead"
+        )
 
 
 def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
@@ -305,6 +323,8 @@ def _replay(
         record = run.swaps.views.get(id(t))
         if record is None:
             break
+        if id(t) in run.swaps.swapped_ids or id(t) in run.swaps.grown_ids:
+            return None  # set_(), .data = or a growing resize_() since it was made: the view chain no longer says
         own = [r for r in run.swaps.inplace_views.get(id(t), []) if record.seq < r.seq < upto]
         segment = [_step(record), *(_inplace_step(r) for r in own)]
         if any(s is None for s in segment):

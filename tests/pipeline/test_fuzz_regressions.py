@@ -301,8 +301,8 @@ def test_set_input_to_intermediate_returns_input_object(compile_fn: CompileFn | 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="set_ or .data= on a view (or detach()) of an input, then that tensor used: the swap is ignored and "
-    "the output is regenerated as the old view of the input (shape (3,) vs eager (2,))",
+    reason="set_ on a view of an input, then that view returned: eager's output keeps its _base (the old input) "
+    "while sharing the new storage; compiled returns a view of the new storage's owner",
 )
 def test_storage_swap_on_input_view_ignored(compile_fn: CompileFn | None) -> None:
     def f(x: T, y: T) -> object:
@@ -753,3 +753,32 @@ def test_subclass_tangent_of_plain_output_refused_by_compiled_backend() -> None:
         a, b = subclassaot.compile(f, backend=RecordingBackend())(x, y)
         with pytest.raises(UnsupportedError, match="is a PairTensor, but the backward was compiled for a plain"):
             (a.sum() + b.sum()).backward()
+
+
+def test_set_on_intermediate_view_then_viewed(compile_fn: CompileFn | None) -> None:
+    # Program 445: the output's view chain passes through a tensor set_() changed; replaying it crashed.
+    def f(x: T) -> object:
+        t = x.transpose(1, 2)
+        set_to(t, x)
+        return t.expand(-1, 2, -1)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(3, 2, 3),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_beyond_input_set_to_intermediate_refused(compile_fn: CompileFn | None) -> None:
+    # Program 105: x.set_(t[0]) and an output t[1:] that shares x's new storage beyond x's own element.
+    def f(x: T) -> object:
+        t = x.mul(x)
+        v = t.select(0, -1)
+        set_to(x, t.unbind(0)[0])
+        return v.unsqueeze(-1)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(2),)
+
+    with torch.no_grad():
+        assert_refused(f, make_inputs, compile_fn, "reaches elements of it that the input does not cover")
