@@ -143,7 +143,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
     early_replays = [
         (o, info.replay)
         for o, info in enumerate(plan.analysis.outputs)
-        if info.replay is not None and info.replay.before_epilogue
+        if info.kind is OutputKind.TENSOR and info.replay is not None and info.replay.before_epilogue
     ]
 
     def run(values: Sequence[object], symbols: dict[str, int]) -> object:

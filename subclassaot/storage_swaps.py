@@ -269,8 +269,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         "call .contiguous()/.clone() before writing"
                     )
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
-                    self.record.seq += 1
-                    self.record.last_write[storage_key(arg)] = self.record.seq
+                    if torch.Tag.inplace_view not in func.tags:  # t_() and the like change no data
+                        self.record.seq += 1
+                        self.record.last_write[storage_key(arg)] = self.record.seq
                     if self.depth == 0 and (inplace or arg_schema.is_out):
                         self.record.written_families.add(self.record.family_of(arg))
                     if id(arg) not in self.record.hidden and torch.is_grad_enabled():

@@ -782,3 +782,17 @@ def test_view_beyond_input_set_to_intermediate_refused(compile_fn: CompileFn | N
 
     with torch.no_grad():
         assert_refused(f, make_inputs, compile_fn, "reaches elements of it that the input does not cover")
+
+
+def test_view_taken_before_write_returned_twice(compile_fn: CompileFn | None) -> None:
+    # Program 11: one object returned twice, a view rebuilt before the epilogue (seen as a copy per position).
+    def f(x: T) -> object:
+        t = x.select(0, 2)
+        t.t_()
+        return t, t
+
+    def make_inputs() -> tuple[object, ...]:
+        return (nonleaf(3),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
