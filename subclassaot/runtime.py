@@ -231,6 +231,7 @@ def _epilogue(
     """Apply input mutations in the order of Note [Input Updates]."""
     mutations = plan.analysis.mutations
     versions = [get_version(dense[j]) for j in epilogue.versions]
+    wrapper_versions = [get_version(cast(torch.Tensor, values[plan.flat.tensor_indices[t]])) for t in epilogue.wrappers]
     for g, k in epilogue.base_copies:
         # A synthetic base that requires grad is written where autograd records it (Note [Aliased Inputs In
         # Training]); otherwise, as every input write the program hid from autograd, under no_grad.
@@ -275,7 +276,7 @@ def _epilogue(
     for j, before in zip(epilogue.versions, versions, strict=True):
         _settle_version(dense[j], before, mutations[j].version_bumped)
     if epilogue.wrappers:
-        _fix_wrappers(plan, epilogue.wrappers, ev, values, symbols)
+        _fix_wrappers(plan, epilogue.wrappers, wrapper_versions, ev, values, symbols)
 
 
 def _replay_metadata(
@@ -333,10 +334,15 @@ def _copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation) -> 
 
 
 def _fix_wrappers(
-    plan: RuntimePlan, wrappers: tuple[int, ...], ev: MetaEvaluator, values: Sequence[object], symbols: dict[str, int]
+    plan: RuntimePlan,
+    wrappers: tuple[int, ...],
+    versions: list[int],
+    ev: MetaEvaluator,
+    values: Sequence[object],
+    symbols: dict[str, int],
 ) -> None:
     flat, analysis = plan.flat, plan.analysis
-    for t in wrappers:
+    for t, before in zip(wrappers, versions, strict=True):
         wrapper = values[flat.tensor_indices[t]]
         assert isinstance(wrapper, torch.Tensor)
         after = analysis.wrapper_meta_after[t]
@@ -344,7 +350,9 @@ def _fix_wrappers(
             size, stride, offset = ev.meta(after, symbols)
             if list(wrapper.shape) != size or list(wrapper.stride()) != stride or wrapper.storage_offset() != offset:
                 set_wrapper_metadata(wrapper, size, stride, offset)
-        if analysis.wrapper_version_bumped[t]:
+        if analysis.wrapper_version_bumped[t] and get_version(wrapper) == before:
+            # Only where the epilogue's own ops did not: autograd regenerates a view's grad_fn when its version
+            # moves, and after a replayed in-place view op (t_) that would lose the op from its history.
             set_version(wrapper, get_version(wrapper) + 1)
 
 

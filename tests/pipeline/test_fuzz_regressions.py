@@ -796,3 +796,19 @@ def test_view_taken_before_write_returned_twice(compile_fn: CompileFn | None) ->
 
     with torch.no_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("view", ["expand", "view", "t"])
+def test_inplace_view_op_on_subclass_view_input_gradient(compile_fn: CompileFn | None, view: str) -> None:
+    # Program 225: a wrong gradient. The epilogue replays transpose_ on the input (a view), then advanced its version
+    # counter again, and autograd regenerated the view's grad_fn without the transpose.
+    def f(x: T) -> object:
+        x.transpose_(0, 1)
+        return x
+
+    def make_inputs() -> tuple[object, ...]:
+        b = pair_nonleaf(4, 4)
+        return ({"expand": b.expand(4, 4), "view": b.view(4, 4), "t": b.t()}[view],)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
