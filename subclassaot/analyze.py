@@ -115,6 +115,7 @@ def _leaf_mutation(i: int, run: FunctionalRun) -> LeafMutation:
         swapped_by_data=id(final) in swaps.swapped_by_data,
         version_bumped=swaps.bumps(run.dense[i]),
         autograd_visible=storage_key(orig) in swaps.visible_writes,
+        set_under_grad=id(final) in swaps.grad_set_ids,
     )
 
 

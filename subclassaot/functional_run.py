@@ -17,7 +17,7 @@ import torch
 from subclassaot.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors
 from subclassaot.inputs import unflatten_call
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
-from subclassaot.schemas import DenseIndex, DenseLayout, FlatInputs, Meta
+from subclassaot.schemas import AliasGroupRef, DenseIndex, DenseLayout, FlatInputs, Meta
 from subclassaot.storage_swaps import SwapRecord, elements_of, swap_modes
 from subclassaot.torch_internals import storage_key, to_functional
 
@@ -80,6 +80,9 @@ def run_functional(
         values[index] = tensor
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord()
+    for item, value in zip(layout.graph_inputs, graph_fun, strict=True):
+        if isinstance(item, AliasGroupRef):
+            record.alias_bases[storage_key(value)] = value
     grouped = {m for g in layout.groups for m in g.members}
     for j, o in enumerate(originals):
         span = elements_of(list(o.shape), list(o.stride()), o.storage_offset())

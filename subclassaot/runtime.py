@@ -173,6 +173,7 @@ class EpiloguePlan:
     inplace_ops: tuple[int, ...]  # tensor inputs whose in-place view ops are replayed on the real input
     final_copies: tuple[tuple[int, int], ...]  # (dense leaf, graph output): values with the final metadata
     versions: tuple[int, ...]  # dense leaves whose version counter is settled to eager's
+    grad_sets: tuple[int, ...]  # plain inputs set_() under grad: Note [set_ Under Grad]
     wrappers: tuple[int, ...]  # tensor inputs (subclasses) whose own metadata or version changes
     data_sources: tuple[tuple[int, int], ...]  # (tensor input, tensor input): Note [Wrapper Data Assignment]
 
@@ -183,6 +184,7 @@ class EpiloguePlan:
             and not self.wrappers
             and not self.inplace_ops
             and not self.data_sources
+            and not self.grad_sets
         )
 
 
@@ -214,7 +216,23 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         versions=tuple(j for j, m in enumerate(analysis.mutations) if m.any or m.version_bumped),
         wrappers=wrappers,
         data_sources=data_sources,
+        grad_sets=tuple(
+            j
+            for j, m in enumerate(analysis.mutations)
+            if m.set_under_grad and plan.layout.trees[_input_of(plan, j)] is None
+        ),
     )
+
+
+def _input_of(plan: RuntimePlan, j: int) -> int:
+    return next(t for t, leaves in enumerate(plan.layout.leaves_of_input) if j in leaves)
+
+
+# Note [set_ Under Grad]
+# set_() on a tensor that requires grad, with grad enabled, makes autograd record a node whose backward raises
+# ("derivative for set_ is not implemented"), even when the storage ends where it was (x.set_(x)). The epilogue
+# repeats `x.set_(x)` (which changes nothing else) under grad on such an input, so a backward through it raises as
+# in eager.
 
 
 def _epilogue(
@@ -273,6 +291,9 @@ def _epilogue(
                 )
     for j, k in epilogue.final_copies:
         _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j])
+    for j in epilogue.grad_sets:
+        if dense[j].requires_grad and torch.is_grad_enabled():
+            dense[j].set_(dense[j])  # type: ignore[call-overload]  # Note [set_ Under Grad]
     for j, before in zip(epilogue.versions, versions, strict=True):
         _settle_version(dense[j], before, mutations[j].version_bumped)
     if epilogue.wrappers:

@@ -68,6 +68,7 @@ class SwapRecord:
     swapped_by_data: set[int] = field(default_factory=set)  # id() of tensors whose last swap was `.data =`
     swapped_ids: set[int] = field(default_factory=set)  # id() of tensors set_() or `.data =` was called on
     grown_ids: set[int] = field(default_factory=set)  # id() of tensors resize_() grew beyond their storage
+    grad_set_ids: set[int] = field(default_factory=set)  # id() of tensors set_() with grad on while requiring grad
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
     visible_writes: set[object] = field(default_factory=set)  # storage keys written through autograd-visible tensors
@@ -83,6 +84,7 @@ class SwapRecord:
     # storage key of an input that is its own graph input -> (first, last storage element it covers, its path):
     # the graph holds only those elements (Note [as_strided On Inputs])
     input_spans: dict[object, tuple[Elements, str]] = field(default_factory=dict)
+    alias_bases: dict[object, torch.Tensor] = field(default_factory=dict)  # storage key -> synthetic base
     seq: int = 0
 
     def family_of(self, t: torch.Tensor) -> int:
@@ -151,9 +153,14 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self._grow(args[0], list(args[1]))
                 return args[0]
         if func is torch.ops.aten.as_strided.default and args and is_functional(args[0]):
-            args = (self._as_strided_source(args), *args[1:])
+            # Tracked against the tensor the program named (version counter family, view chain).
+            out = func(self._as_strided_source(args), *args[1:], **kwargs)
+            self._track(func, args, out, kwargs)
+            return out
         if func in _SET_OPS and args and is_functional(args[0]):
             self._set(func, args, kwargs)
+            if torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
+                self.record.grad_set_ids.add(id(args[0]))  # autograd recorded a set_ it cannot differentiate
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             self.record.written_families.add(self.record.family_of(args[0]))
@@ -176,7 +183,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             )
         root = self.record.view_root(x)
         # as_strided's offsets are absolute: a view of the chain's root is the same view in eager, and
-        # functionalization cannot write through as_strided at the end of a longer chain.
+        # functionalization cannot write through as_strided at the end of a longer chain. Inputs that share storage
+        # are views of their synthetic base (Note [Synthetic Bases]): the root of their chains is that base.
+        root = self.record.alias_bases.get(storage_key(root), root)
         return root if root is not x and is_functional(root) and storage_key(root) == storage_key(x) else x
 
     @staticmethod
@@ -260,16 +269,23 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # out= variants only: ops that mutate an argument otherwise (batch norm's running statistics in
             # _native_batch_norm_legit) leave its version alone. Follow it.
             inplace = schema.name.endswith("_") and schema.name not in _NO_VERSION_BUMP
+            moves_data = torch.Tag.inplace_view not in func.tags  # t_() and the like change no data
             for i, arg_schema in enumerate(schema.arguments):
                 arg = args[i] if i < len(args) else kwargs.get(arg_schema.name)
-                if arg_schema.is_write and isinstance(arg, torch.Tensor) and self.depth == 0 and _overlaps(arg):
+                if (
+                    arg_schema.is_write
+                    and isinstance(arg, torch.Tensor)
+                    and self.depth == 0
+                    and moves_data
+                    and _overlaps(arg)
+                ):
                     raise UnsupportedError(
                         f"{func}: an in-place write through a tensor whose elements overlap in memory (an expand() "
                         "or a zero stride) cannot be functionalized faithfully; write into the base tensor, or "
                         "call .contiguous()/.clone() before writing"
                     )
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
-                    if torch.Tag.inplace_view not in func.tags:  # t_() and the like change no data
+                    if moves_data:
                         self.record.seq += 1
                         self.record.last_write[storage_key(arg)] = self.record.seq
                     if self.depth == 0 and (inplace or arg_schema.is_out):

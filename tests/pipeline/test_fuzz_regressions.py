@@ -95,11 +95,6 @@ def test_backward_only_error_raised_at_compile_time(compile_fn: CompileFn | None
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="x.set_(a view of x) on a requires-grad input: eager's backward raises 'derivative for set_ is not "
-    "implemented', the compiled backward succeeds",
-)
 def test_set_to_own_view_backward_does_not_raise(compile_fn: CompileFn | None) -> None:
     def f(x: T) -> object:
         set_to(x, x.view(2))
@@ -811,4 +806,44 @@ def test_inplace_view_op_on_subclass_view_input_gradient(compile_fn: CompileFn |
         return ({"expand": b.expand(4, 4), "view": b.view(4, 4), "t": b.t()}[view],)
 
     with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_set_to_itself_backward_raises(compile_fn: CompileFn | None) -> None:
+    # Seed 11, program 173: eager's backward raises through the set_ node (Note [set_ Under Grad]).
+    def f(x: T) -> object:
+        set_to(x, x)
+        return x
+
+    def make_inputs() -> tuple[object, ...]:
+        return (nonleaf(1, 2),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_as_strided_write_on_aliased_inputs(compile_fn: CompileFn | None) -> None:
+    # Seed 11, program 224: the inputs are views of one synthetic base; the as_strided view is taken from it.
+    def f(x: T, y: T) -> object:
+        x.as_strided((), (), 1).fill_(-1.0)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b = torch.randn(1, 4, 3)
+        return (b, b)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_inplace_view_op_on_expanded_input(compile_fn: CompileFn | None) -> None:
+    # transpose_ moves no data: the refusal of writes through overlapping elements does not apply to it.
+    def f(x: T) -> object:
+        x.transpose_(0, 1)
+        return x + 1
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(3, 1).expand(3, 2),)
+
+    with torch.no_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
