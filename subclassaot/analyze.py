@@ -299,9 +299,18 @@ def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
     t = value
     while (record := run.swaps.views.get(id(t))) is not None:
         if not record.grad_enabled:
-            return True
+            # A view made under no_grad has no grad_fn, unless an autograd.Function returned it (and gave it one);
+            # a view taken of it later with grad on (`with no_grad(): t = x.view(); return t.view()`) replays.
+            return _grad_fn_or_none(t) is not None
         t = record.source
     return False
+
+
+def _grad_fn_or_none(t: torch.Tensor) -> object:
+    try:
+        return t.grad_fn
+    except RuntimeError:  # a no_grad view whose base was then written
+        return None
 
 
 def _replay(

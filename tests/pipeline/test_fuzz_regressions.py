@@ -65,11 +65,6 @@ def test_no_grad_view_of_grad_input_returned(compile_fn: CompileFn | None) -> No
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a view taken under no_grad of a requires-grad input, then viewed again with grad on: the output is "
-    "not a view of the input (eager: a view whose _base is the input)",
-)
 def test_view_of_no_grad_view_is_not_a_view(compile_fn: CompileFn | None) -> None:
     def f(x: T) -> object:
         with torch.no_grad():
@@ -846,4 +841,18 @@ def test_inplace_view_op_on_expanded_input(compile_fn: CompileFn | None) -> None
         return (torch.randn(3, 1).expand(3, 2),)
 
     with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_view_of_no_grad_view_in_training(compile_fn: CompileFn | None) -> None:
+    # Seed 11, program 216: the subclass form of the test above.
+    def f(x: T) -> object:
+        with torch.no_grad():
+            t = x.view(1, 3, 2)
+        return t.unsqueeze(2)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(2, 1, 3),)
+
+    with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
