@@ -18,7 +18,7 @@ from subclassaot.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user
 from subclassaot.inputs import unflatten_call
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import AliasGroupRef, DenseIndex, DenseLayout, FlatInputs, Meta
-from subclassaot.storage_swaps import SwapRecord, elements_of, swap_modes
+from subclassaot.storage_swaps import SwapRecord, dense_strides, elements_of, swap_modes
 from subclassaot.torch_internals import storage_key, to_functional
 
 
@@ -68,7 +68,7 @@ def run_functional(
         # The program runs on a clone of the input (autograd-visible): gradients are taken with respect to the
         # input as it was, and a wrapper that is a non-leaf in eager is one here too (see Note [Training By
         # Recompute]). The clone's leaves stand for the input's leaves from here on.
-        clone = user_tensors[i].clone()
+        clone = _strided_clone(user_tensors[i])
         user_tensors[i] = clone
         leaves = [clone] if layout.trees[i] is None else flatten_subclass(clone, "clone")[1]
         for j, leaf in zip(layout.leaves_of_input[i], leaves, strict=True):
@@ -110,6 +110,17 @@ def run_functional(
         initial_metas=initial_metas,
         output=output,
     )
+
+
+def _strided_clone(t: torch.Tensor) -> torch.Tensor:
+    """A clone (autograd-visible) with the input's strides: eager's later ops see those strides (a size-1 dim's
+    stride shows in the strides of results), and clone() makes a non-dense input contiguous. Inputs whose elements
+    overlap (expand) are cloned contiguous."""
+    size, stride = list(t.shape), list(t.stride())
+    if not all(isinstance(s, int) and s > 0 for s in [*size, *stride]) or dense_strides(size, stride):
+        return t.clone()
+    out = t.new_empty_strided(t.shape, t.stride())
+    return out.copy_(t)
 
 
 def dense_leaves_of(value: torch.Tensor, path: str) -> tuple[SubclassNode | None, list[torch.Tensor]]:

@@ -324,7 +324,7 @@ def elements_of(size: list[Any], stride: list[Any], offset: Any) -> Elements | N
         return Elements(offset, offset - 1, frozenset())
     lo = offset + sum((s - 1) * st for s, st in zip(size, stride, strict=True) if st < 0)
     hi = offset + sum((s - 1) * st for s, st in zip(size, stride, strict=True) if st > 0)
-    if _dense(size, stride):
+    if dense_strides(size, stride):
         return Elements(lo, hi, None)
     numel = 1
     for s in size:
@@ -337,7 +337,8 @@ def elements_of(size: list[Any], stride: list[Any], offset: Any) -> Elements | N
     return Elements(lo, hi, frozenset(addresses))
 
 
-def _dense(size: list[int], stride: list[int]) -> bool:
+def dense_strides(size: list[int], stride: list[int]) -> bool:
+    """Non-overlapping and dense: the elements fill a contiguous range (in some dim order)."""
     expected = 1
     for st, s in sorted((abs(st), s) for s, st in zip(size, stride, strict=True) if s != 1):
         if st != expected:

@@ -856,3 +856,17 @@ def test_subclass_view_of_no_grad_view_in_training(compile_fn: CompileFn | None)
 
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_nonleaf_strided_subclass_input_result_strides(compile_fn: CompileFn | None) -> None:
+    # Seed 10, program 21: the input ran as a contiguous clone, so the strides of results (of a size-1 dim) differed.
+    def f(x: T) -> object:
+        t = x.view(1, 1, 2)
+        t.transpose_(2, 1)
+        return t.add(0.5)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(3, 4).diagonal(1, 1, 0),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
