@@ -19,6 +19,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
+from subclassaot.joint import grad_bases
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import (
     Analysis,
@@ -60,9 +61,21 @@ def analyze(
     """`nonleaf_wrappers`: subclass inputs that require grad and are not leaves in eager (the program may mutate
     them in place); the analysis runs them as clones, which are non-leaves too."""
     graph_fakes = graph_example_inputs(layout, dense_fakes)
+    # A synthetic base that requires grad runs as a clone, as in the backward trace (Note [Aliased Inputs In
+    # Training]): an in-place op on a member then happens to a non-leaf, as in eager.
+    grad_groups = frozenset(grad_bases(layout, user_fakes) if torch.is_grad_enabled() else ())
+    with fake_mode:
+        for k in grad_groups:
+            graph_fakes[k] = graph_fakes[k].detach().requires_grad_(True)
     with fake_mode, new_functional_mode():
         run = run_functional(
-            call, flat, layout, graph_fakes, requires_grad_like=user_fakes, clone_inputs=nonleaf_wrappers
+            call,
+            flat,
+            layout,
+            graph_fakes,
+            requires_grad_like=user_fakes,
+            clone_inputs=nonleaf_wrappers,
+            clone_graph_inputs=grad_groups,
         )
         mutations = tuple(_leaf_mutation(i, run) for i in range(len(layout.leaves)))
         # Against the wrapper as the program got it: a non-leaf input runs as a clone, whose layout is its own.
@@ -241,7 +254,11 @@ def _output_info(
             _check_within_swapped_input(path, leaf, run, current[key])
             out_leaves.append(
                 OutputLeaf(
-                    source=LeafSource.INPUT_ALIAS, index=current[key], meta=meta, is_view=run.swaps.is_view(leaf)
+                    source=LeafSource.INPUT_ALIAS,
+                    index=current[key],
+                    meta=meta,
+                    is_view=run.swaps.is_view(leaf),
+                    same_object=leaf is run.finals[current[key]],
                 )
             )
         elif key in original:

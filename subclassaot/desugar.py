@@ -174,9 +174,11 @@ def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tenso
     for item in layout.graph_inputs:
         if isinstance(item, AliasGroupRef):
             group = layout.groups[item.group]
-            first = dense_values[group.members[0]]
+            members = [dense_values[m] for m in group.members]
             # From the members' autograd root (eager's `._base`), so that in training the gradient of the base
-            # reaches the whole storage (Note [Aliased Inputs In Training]); offsets are absolute either way.
+            # reaches the whole storage (Note [Aliased Inputs In Training]); offsets are absolute either way. A
+            # member that requires grad names it (the first may be a detach() of it, with no history).
+            first = next((m for m in members if m.requires_grad), members[0])
             root = first._base if first._base is not None else first
             out.append(root.as_strided((group.base_numel,), (1,), 0))
         else:

@@ -56,6 +56,8 @@ def run_functional(
         # with respect to the base as it was (Note [Training By Recompute]).
         graph_fun[k] = graph_fun[k].clone()
     dense = dense_from_graph_inputs(layout, graph_fun)
+    if requires_grad_like is not None:
+        _detach_members_without_grad(layout, dense, requires_grad_like)
     user_tensors = rebuild_user_tensors(layout, dense)
     if requires_grad_like is not None:
         # Rebuilt wrappers are fresh leaves: give them the requires_grad of the input they stand for.
@@ -110,6 +112,21 @@ def run_functional(
         initial_metas=initial_metas,
         output=output,
     )
+
+
+def _detach_members_without_grad(layout: DenseLayout, dense: list[torch.Tensor], like: Sequence[torch.Tensor]) -> None:
+    """A plain input that shares storage with one that requires grad, and does not itself (x.detach(), x), is a
+    view of the synthetic base that requires grad: detach it, so that gradients do not flow through it and writes
+    through it stay hidden from autograd, as in eager."""
+    owner = {j: i for i, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    for group in layout.groups:
+        for k, m in enumerate(group.members):
+            i = owner[m]
+            same = group.same_as[k]
+            if same is not None:
+                dense[m] = dense[group.members[same]]
+            elif layout.trees[i] is None and dense[m].requires_grad and not like[i].requires_grad:
+                dense[m] = dense[m].detach()
 
 
 def _strided_clone(t: torch.Tensor) -> torch.Tensor:

@@ -486,7 +486,10 @@ def _tensor_output(
             continue
         source = dense[leaf.index] if leaf.source is LeafSource.INPUT_ALIAS else bases[leaf.index]
         assert isinstance(source, torch.Tensor)
-        leaves.append(_regenerate(source, ev.meta(leaf.meta, symbols), leaf.is_view))
+        # An intermediate base is the very tensor eager returned; an input is only where the output was the input's
+        # own leaf object.
+        own = leaf.same_object or leaf.source is not LeafSource.INPUT_ALIAS
+        leaves.append(_regenerate(source, ev.meta(leaf.meta, symbols), leaf.is_view, own))
     if info.tree is None:
         return leaves[0]
     assert info.outer_meta is not None
@@ -554,10 +557,13 @@ def _eval_arg(a: object, ev: MetaEvaluator, symbols: dict[str, int]) -> object:
     return a
 
 
-def _regenerate(source: torch.Tensor, meta: tuple[list[int], list[int], int], is_view: bool) -> torch.Tensor:
+def _regenerate(
+    source: torch.Tensor, meta: tuple[list[int], list[int], int], is_view: bool, same_object: bool = True
+) -> torch.Tensor:
     size, stride, offset = meta
     if (
-        not is_view
+        same_object
+        and not is_view
         and list(source.shape) == size
         and list(source.stride()) == stride
         and source.storage_offset() == offset

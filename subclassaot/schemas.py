@@ -139,6 +139,7 @@ class OutputLeaf:
     meta: Meta  # the output's size, stride, storage_offset (used by regeneration)
     is_view: bool  # eager gives a view (`._base` set); otherwise a plain alias sharing storage
     passthrough: DenseIndex | None = None  # GRAPH in training: return this dense input itself from the Function
+    same_object: bool = False  # INPUT_ALIAS: the very leaf object of the input (a subclass built around it)
 
 
 class ReplaySource(enum.Enum):

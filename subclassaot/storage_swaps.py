@@ -157,6 +157,12 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             out = func(self._as_strided_source(args), *args[1:], **kwargs)
             self._track(func, args, out, kwargs)
             return out
+        if func is torch.ops.aten.set_.source_Tensor and len(args) > 1 and args[1] is args[0]:
+            # x.set_(x) changes nothing but the version counter (and, under grad, autograd's history).
+            if torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
+                self.record.grad_set_ids.add(id(args[0]))
+            self.record.written_families.add(self.record.family_of(args[0]))
+            return args[0]
         if func in _SET_OPS and args and is_functional(args[0]):
             self._set(func, args, kwargs)
             if torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
@@ -348,8 +354,12 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
 
 
 def _overlaps(t: torch.Tensor) -> bool:
-    # A zero stride on a dimension longer than 1 means several elements share one memory location.
-    return any(st == 0 and sz > 1 for sz, st in zip(t.shape, t.stride(), strict=True))
+    """Do several elements share one memory location (a zero stride, or strides that meet, as_strided((3, 2),
+    (2, 2)))? Eager writes such elements once per index, in an order it does not promise."""
+    if any(st == 0 and sz > 1 for sz, st in zip(t.shape, t.stride(), strict=True)):
+        return True
+    found = elements_of(list(t.shape), list(t.stride()), t.storage_offset())
+    return found is not None and found.exact is not None and len(found.exact) < t.numel()
 
 
 def _key_of_storage(storage: object) -> object:
@@ -377,7 +387,8 @@ class _DataMode(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
-            rebind_functional(args[0], args[1], None)
+            with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
+                rebind_functional(args[0], args[1], None)
             self.record.swapped_by_data.add(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             return None
