@@ -86,10 +86,10 @@ def run_functional(
         if isinstance(item, AliasGroupRef):
             record.alias_bases[storage_key(value)] = value
     grouped = {m for g in layout.groups for m in g.members}
-    for j, o in enumerate(originals):
+    for leaf_index, o in enumerate(originals):
         span = elements_of(list(o.shape), list(o.stride()), o.storage_offset())
-        if j not in grouped and j not in cloned and span is not None:
-            record.input_spans[storage_key(o)] = (span, layout.leaves[j].path)
+        if leaf_index not in grouped and leaf_index not in cloned and span is not None:
+            record.input_spans[storage_key(o)] = (span, layout.leaves[leaf_index].path)
     for leaf_family, d in zip(layout.leaf_families, dense, strict=True):
         record.family[id(d)] = -1 - leaf_family
     for t, fam in zip(user_tensors, layout.wrapper_families, strict=True):
@@ -133,8 +133,8 @@ def _strided_clone(t: torch.Tensor) -> torch.Tensor:
     """A clone (autograd-visible) with the input's strides: eager's later ops see those strides (a size-1 dim's
     stride shows in the strides of results), and clone() makes a non-dense input contiguous. Inputs whose elements
     overlap (expand) are cloned contiguous."""
-    size, stride = list(t.shape), list(t.stride())
-    if not all(isinstance(s, int) and s > 0 for s in [*size, *stride]) or dense_strides(size, stride):
+    dims: list[object] = [*t.shape, *t.stride()]
+    if not all(isinstance(s, int) and s > 0 for s in dims) or dense_strides(list(t.shape), list(t.stride())):
         return t.clone()
     out = t.new_empty_strided(t.shape, t.stride())
     return out.copy_(t)
