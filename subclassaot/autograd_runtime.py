@@ -65,7 +65,8 @@ def _tangent_leaves(
 def _replays_from(analysis: Any, o: int, first: int) -> bool:
     replay = analysis.outputs[o].replay
     return bool(
-        replay is not None
+        analysis.outputs[o].kind is OutputKind.TENSOR  # not a second position of the same object
+        and replay is not None
         and replay.source is ReplaySource.WRAPPER
         and replay.root_bases
         and replay.root_bases[0] == first

@@ -56,8 +56,7 @@ def run_functional(
         # with respect to the base as it was (Note [Training By Recompute]).
         graph_fun[k] = graph_fun[k].clone()
     dense = dense_from_graph_inputs(layout, graph_fun)
-    if requires_grad_like is not None:
-        _detach_members_without_grad(layout, dense, requires_grad_like)
+    detached = [] if requires_grad_like is None else _detach_members_without_grad(layout, dense, requires_grad_like)
     user_tensors = rebuild_user_tensors(layout, dense)
     if requires_grad_like is not None:
         # Rebuilt wrappers are fresh leaves: give them the requires_grad of the input they stand for.
@@ -82,6 +81,7 @@ def run_functional(
         values[index] = tensor
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord()
+    record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
     for item, value in zip(layout.graph_inputs, graph_fun, strict=True):
         if isinstance(item, AliasGroupRef):
             record.alias_bases[storage_key(value)] = value
@@ -114,11 +114,14 @@ def run_functional(
     )
 
 
-def _detach_members_without_grad(layout: DenseLayout, dense: list[torch.Tensor], like: Sequence[torch.Tensor]) -> None:
+def _detach_members_without_grad(
+    layout: DenseLayout, dense: list[torch.Tensor], like: Sequence[torch.Tensor]
+) -> list[torch.Tensor]:
     """A plain input that shares storage with one that requires grad, and does not itself (x.detach(), x), is a
     view of the synthetic base that requires grad: detach it, so that gradients do not flow through it and writes
-    through it stay hidden from autograd, as in eager."""
+    through it stay hidden from autograd, as in eager. Returns the detached members."""
     owner = {j: i for i, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    detached: list[torch.Tensor] = []
     for group in layout.groups:
         for k, m in enumerate(group.members):
             i = owner[m]
@@ -127,6 +130,8 @@ def _detach_members_without_grad(layout: DenseLayout, dense: list[torch.Tensor],
                 dense[m] = dense[group.members[same]]
             elif layout.trees[i] is None and dense[m].requires_grad and not like[i].requires_grad:
                 dense[m] = dense[m].detach()
+                detached.append(dense[m])
+    return detached
 
 
 def _strided_clone(t: torch.Tensor) -> torch.Tensor:

@@ -906,3 +906,30 @@ def test_detached_alias_beside_grad_input_gradients(compile_fn: CompileFn | None
 
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_write_through_detached_alias_of_grad_leaf(compile_fn: CompileFn | None) -> None:
+    # Seed 10, program 455: the write goes through the detached member, hidden from autograd as in eager.
+    def f(x: T, y: T) -> object:
+        x.add_(-1.0)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b = torch.randn(1, 2, 2, requires_grad=True)
+        return (b.detach(), b)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_view_of_intermediate_returned_twice_in_training(compile_fn: CompileFn | None) -> None:
+    # Seed 10, program 153: one object twice (the second position is not rebuilt from the wrapper again).
+    def f(x: T, y: T) -> object:
+        t = y.mul(x).diagonal(1, 0, 1)
+        return t, t
+
+    def make_inputs() -> tuple[object, ...]:
+        return (nonleaf(1, 3, 2), pair(1))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
