@@ -362,7 +362,11 @@ def _replay(
         return _root_replay(value, bases)
     steps = [s for segment in reversed(segments) for s in segment]
     if _meta_exprs(first.source_meta) != leaf_meta(t):
-        return None  # the source changed shape after the view was taken (t_(), set_()): regenerate instead
+        # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
+        # then is viewed before the epilogue changes it; anything else is regenerated.
+        if id(t) in input_by_id and _as_received(t, first, run) and _all_input_alias(leaves):
+            return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=True)
+        return None
     if id(t) in input_by_id:
         if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
             return None
@@ -412,6 +416,17 @@ def _wrapper_data_source(
             "Assign the inner tensors, or rebind the name instead"
         )
     return j
+
+
+def _as_received(t: torch.Tensor, first: ViewRecord, run: FunctionalRun) -> bool:
+    """Was input `t` as the program received it when the view was taken from it?"""
+    position = next(k for k, u in enumerate(run.user_tensors) if u is t)
+    earlier_ops = any(r.seq < first.seq for r in run.swaps.inplace_views.get(id(t), []))
+    return not earlier_ops and _meta_exprs(first.source_meta) == run.initial_metas[position]
+
+
+def _all_input_alias(leaves: tuple[OutputLeaf, ...]) -> bool:
+    return all(leaf.source is LeafSource.INPUT_ALIAS for leaf in leaves)
 
 
 def _root_replay(value: torch.Tensor, bases: dict[object, tuple[int, torch.Tensor]]) -> Replay | None:
