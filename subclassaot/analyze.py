@@ -236,6 +236,12 @@ def _output_info(
             "shares the assigned tensor's storage while its inner tensors do not (Note [Wrapper Data Assignment]), "
             "which the compiled output cannot reproduce. Return the assigned tensor, or a clone"
         )
+    if value.requires_grad and id(value) in run.swaps.swapped_by_data and _grad_fn_or_none(value) is not None:
+        raise UnsupportedError(
+            f"{path}: the program assigned `.data` of this tensor, which has autograd history: eager returns it with "
+            "its own history over the assigned storage, which a compiled output cannot have. Return the assigned "
+            "tensor, or a clone"
+        )
     tree, dense = dense_leaves_of(value, path)
     out_leaves = []
     fresh = _needs_program_autograd(value, run)

@@ -945,3 +945,17 @@ def test_subclass_input_view_then_input_metadata_change(compile_fn: CompileFn | 
 
     with torch.set_grad_enabled(grad):
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_data_assigned_output_with_history_refused(compile_fn: CompileFn | None) -> None:
+    # Seed 13, program 217: eager's output keeps its grad_fn over the input's storage.
+    def f(x: T) -> object:
+        t = x.mul(0.5)
+        t.data = x
+        return t
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(2, 3, requires_grad=True),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "assigned `.data` of this tensor")
