@@ -22,11 +22,11 @@ from subclassaot.torch_internals import is_functional, rebind_functional, storag
 # Note [as_strided On Inputs]
 # as_strided takes absolute storage offsets, so it can reach storage elements of an input's base that the input
 # itself does not cover (x = base[1:3]; x.as_strided((1,), (1,), 0)). The graph receives the input, not its base: an
-# input that is its own graph input holds only the elements from its first to its last, and an as_strided view that
-# reaches outside them is refused. (Inputs that share storage come from one synthetic base over the whole storage,
-# Note [Synthetic Bases], and are not limited.) Inside the span, `v.as_strided(...)` of a view `v` is taken from the
-# view chain's root instead, the same view in eager, because functionalization refuses writes through an as_strided
-# at the end of a longer chain.
+# input that is its own graph input holds only its own elements, and an as_strided view that reaches other elements
+# is refused. Inputs that share storage come from one synthetic base over the whole storage (see Note [Synthetic
+# Bases]) and are not limited. Inside the span, `v.as_strided(...)` of a view `v` is taken from the view chain's root
+# instead (the synthetic base for aliased inputs), the same view in eager, because functionalization refuses writes
+# through an as_strided at the end of a longer chain.
 
 # Note [Storage Swaps By Rebinding]
 # Functionalization implements `x.set_(src)` by replacing x's value and then freezing x's old storage: any later write
