@@ -77,7 +77,9 @@ def analyze(
             clone_inputs=nonleaf_wrappers,
             clone_graph_inputs=grad_groups,
         )
-        mutations = tuple(_leaf_mutation(i, run) for i in range(len(layout.leaves)))
+        mutations = _with_wrapper_grad_sets(
+            tuple(_leaf_mutation(i, run) for i in range(len(layout.leaves))), run, layout
+        )
         # Against the wrapper as the program got it: a non-leaf input runs as a clone, whose layout is its own.
         wrapper_after = tuple(
             None if tree is None or before == leaf_meta(t) else leaf_meta(t)
@@ -130,6 +132,19 @@ def _leaf_mutation(i: int, run: FunctionalRun) -> LeafMutation:
         autograd_visible=storage_key(orig) in swaps.visible_writes,
         set_under_grad=id(final) in swaps.grad_set_ids,
     )
+
+
+def _with_wrapper_grad_sets(
+    mutations: tuple[LeafMutation, ...], run: FunctionalRun, layout: DenseLayout
+) -> tuple[LeafMutation, ...]:
+    """A subclass input set_() under grad (Note [set_ Under Grad]): marked on its leaves."""
+    marked = {
+        j
+        for i, t in enumerate(run.user_tensors)
+        if layout.trees[i] is not None and id(t) in run.swaps.grad_set_ids
+        for j in layout.leaves_of_input[i]
+    }
+    return tuple(replace(m, set_under_grad=True) if j in marked else m for j, m in enumerate(mutations))
 
 
 def _extent(meta: Meta) -> int | sympy.Expr:

@@ -173,7 +173,7 @@ class EpiloguePlan:
     inplace_ops: tuple[int, ...]  # tensor inputs whose in-place view ops are replayed on the real input
     final_copies: tuple[tuple[int, int], ...]  # (dense leaf, graph output): values with the final metadata
     versions: tuple[int, ...]  # dense leaves whose version counter is settled to eager's
-    grad_sets: tuple[int, ...]  # plain inputs set_() under grad: Note [set_ Under Grad]
+    grad_sets: tuple[int, ...]  # tensor inputs set_() under grad: Note [set_ Under Grad]
     wrappers: tuple[int, ...]  # tensor inputs (subclasses) whose own metadata or version changes
     data_sources: tuple[tuple[int, int], ...]  # (tensor input, tensor input): Note [Wrapper Data Assignment]
 
@@ -217,15 +217,11 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         wrappers=wrappers,
         data_sources=data_sources,
         grad_sets=tuple(
-            j
-            for j, m in enumerate(analysis.mutations)
-            if m.set_under_grad and plan.layout.trees[_input_of(plan, j)] is None
+            t
+            for t, leaves in enumerate(plan.layout.leaves_of_input)
+            if any(analysis.mutations[j].set_under_grad for j in leaves)
         ),
     )
-
-
-def _input_of(plan: RuntimePlan, j: int) -> int:
-    return next(t for t, leaves in enumerate(plan.layout.leaves_of_input) if j in leaves)
 
 
 # Note [set_ Under Grad]
@@ -291,9 +287,10 @@ def _epilogue(
                 )
     for j, k in epilogue.final_copies:
         _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j])
-    for j in epilogue.grad_sets:
-        if dense[j].requires_grad and torch.is_grad_enabled():
-            dense[j].set_(dense[j])  # type: ignore[call-overload]  # Note [set_ Under Grad]
+    for t in epilogue.grad_sets:
+        x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+        if x.requires_grad and torch.is_grad_enabled():
+            x.set_(x)  # type: ignore[call-overload]  # Note [set_ Under Grad]
     for j, before in zip(epilogue.versions, versions, strict=True):
         _settle_version(dense[j], before, mutations[j].version_bumped)
     if epilogue.wrappers:

@@ -80,7 +80,7 @@ class SwapRecord:
     wrapper_data: dict[int, tuple[torch.Tensor, int]] = field(default_factory=dict)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
-    last_write: dict[object, int] = field(default_factory=dict)  # storage key -> seq of the last write to it
+    last_write: dict[object, int] = field(default_factory=dict)  # storage key -> seq of its last in-place op
     # storage key of an input that is its own graph input -> (first, last storage element it covers, its path):
     # the graph holds only those elements (Note [as_strided On Inputs])
     input_spans: dict[object, tuple[Elements, str]] = field(default_factory=dict)
@@ -144,6 +144,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             finally:
                 self.depth -= 1
             self._track(func, args, out, kwargs)
+            if func in _SET_OPS and torch.is_grad_enabled() and subclass.requires_grad and self.depth == 0:
+                self.record.grad_set_ids.add(id(args[0]))  # Note [set_ Under Grad], at the wrapper level
             return out
         if func is torch.ops.aten.resize_.default and args and is_functional(args[0]):
             # Eager advances the version counter only when resize_ changes the size.
@@ -291,9 +293,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         "call .contiguous()/.clone() before writing"
                     )
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
-                    if moves_data:
-                        self.record.seq += 1
-                        self.record.last_write[storage_key(arg)] = self.record.seq
+                    # In-place view ops count too: they advance the version counter autograd checks views against.
+                    self.record.seq += 1
+                    self.record.last_write[storage_key(arg)] = self.record.seq
                     if self.depth == 0 and (inplace or arg_schema.is_out):
                         self.record.written_families.add(self.record.family_of(arg))
                     if id(arg) not in self.record.hidden and torch.is_grad_enabled():

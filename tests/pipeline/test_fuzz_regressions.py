@@ -959,3 +959,32 @@ def test_data_assigned_output_with_history_refused(compile_fn: CompileFn | None)
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, "assigned `.data` of this tensor")
+
+
+def test_subclass_set_to_itself_backward_raises(compile_fn: CompileFn | None) -> None:
+    # Seed 11, program 131: the wrapper-level set_ under grad is what autograd records.
+    def f(x: T) -> object:
+        t = x.transpose(1, 2)
+        set_to(x, x)
+        return t, x
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(1, 3, 4),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_no_grad_view_then_inplace_view_op_through_alias(compile_fn: CompileFn | None) -> None:
+    # Seed 11, program 187: t_() through another view advances the counter eager's grad_fn check reads.
+    def f(x: T, y: T) -> object:
+        t = x.transpose(0, 0)
+        y.expand(2, 2, 3).transpose_(2, 0)
+        return t
+
+    def make_inputs() -> tuple[object, ...]:
+        b = nonleaf(2, 2, 3)
+        return (b, b)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
