@@ -144,7 +144,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             finally:
                 self.depth -= 1
             self._track(func, args, out, kwargs)
-            if func in _SET_OPS and torch.is_grad_enabled() and subclass.requires_grad and self.depth == 0:
+            if func in _SET_OPS and torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
                 self.record.grad_set_ids.add(id(args[0]))  # Note [set_ Under Grad], at the wrapper level
             return out
         if func is torch.ops.aten.resize_.default and args and is_functional(args[0]):
