@@ -17,7 +17,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.protocol import is_traceable_subclass
-from subclassaot.torch_internals import is_functional, rebind_functional, storage_key
+from subclassaot.torch_internals import get_version, is_functional, rebind_functional, set_version, storage_key
 
 # Note [as_strided On Inputs]
 # as_strided takes absolute storage offsets, so it can reach storage elements of an input's base that the input
@@ -389,8 +389,10 @@ class _DataMode(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
+            version = get_version(args[0])
             with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
                 rebind_functional(args[0], args[1], None)
+            set_version(args[0], version)  # and from its version counter, which autograd checks views against
             self.record.swapped_by_data.add(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             return None
