@@ -20,6 +20,7 @@ from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.inputs import unflatten_call
+from subclassaot.joint import grad_bases
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import (
     Analysis,
@@ -37,7 +38,7 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
-from subclassaot.storage_swaps import InplaceViewRecord, ViewRecord
+from subclassaot.storage_swaps import InplaceViewRecord, ViewRecord, elements_of
 from subclassaot.torch_internals import (
     has_data_mutation,
     mutations_hidden_from_autograd,
@@ -61,16 +62,30 @@ def analyze(
     """`nonleaf_wrappers`: subclass inputs that require grad and are not leaves in eager (the program may mutate
     them in place); the analysis runs them as clones, which are non-leaves too."""
     graph_fakes = graph_example_inputs(layout, dense_fakes)
+    # A synthetic base that requires grad runs as a clone, as in the backward trace (Note [Aliased Inputs In
+    # Training]): an in-place op on a member then happens to a non-leaf, as in eager.
+    grad_groups = frozenset(grad_bases(layout, user_fakes) if torch.is_grad_enabled() else ())
+    with fake_mode:
+        for k in grad_groups:
+            graph_fakes[k] = graph_fakes[k].detach().requires_grad_(True)
     with fake_mode, new_functional_mode():
         run = run_functional(
-            call, flat, layout, graph_fakes, requires_grad_like=user_fakes, clone_inputs=nonleaf_wrappers
+            call,
+            flat,
+            layout,
+            graph_fakes,
+            requires_grad_like=user_fakes,
+            clone_inputs=nonleaf_wrappers,
+            clone_graph_inputs=grad_groups,
         )
         _check_requires_grad_calls(run)
-        mutations = tuple(_leaf_mutation(i, run) for i in range(len(layout.leaves)))
-        # Compared with the wrapper the program got (a clone for a non-leaf input, whose strides may differ).
+        mutations = _with_wrapper_grad_sets(
+            tuple(_leaf_mutation(i, run) for i in range(len(layout.leaves))), run, layout
+        )
+        # Against the wrapper as the program got it: a non-leaf input runs as a clone, whose layout is its own.
         wrapper_after = tuple(
-            None if tree is None or start == leaf_meta(t) else leaf_meta(t)
-            for tree, t, start in zip(layout.trees, run.user_tensors, run.start_meta, strict=True)
+            None if tree is None or before == leaf_meta(t) else leaf_meta(t)
+            for tree, t, before in zip(layout.trees, run.user_tensors, run.initial_metas, strict=True)
         )
         _check_wrapper_growth(flat, layout, wrapper_after)
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
@@ -84,6 +99,7 @@ def analyze(
         requires_grad_after=tuple(bool(t.requires_grad) for t in run.user_tensors),
         requires_grad_set=tuple(id(t) in run.swaps.requires_grad_set for t in run.user_tensors),
         inplace_replay=tuple(_inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors)),
+        wrapper_data_source=tuple(_wrapper_data_source(i, run, flat, wrapper_after) for i in range(len(layout.trees))),
         outputs=outputs,
         output_spec=spec,
         num_intermediate_bases=num_bases,
@@ -151,7 +167,21 @@ def _leaf_mutation(i: int, run: FunctionalRun) -> LeafMutation:
         swapped_by_data=id(final) in swaps.swapped_by_data,
         version_bumped=swaps.bumps(run.dense[i]),
         autograd_visible=storage_key(orig) in swaps.visible_writes,
+        set_under_grad=id(final) in swaps.grad_set_ids,
     )
+
+
+def _with_wrapper_grad_sets(
+    mutations: tuple[LeafMutation, ...], run: FunctionalRun, layout: DenseLayout
+) -> tuple[LeafMutation, ...]:
+    """A subclass input set_() under grad (Note [set_ Under Grad]): marked on its leaves."""
+    marked = {
+        j
+        for i, t in enumerate(run.user_tensors)
+        if layout.trees[i] is not None and id(t) in run.swaps.grad_set_ids
+        for j in layout.leaves_of_input[i]
+    }
+    return tuple(replace(m, set_under_grad=True) if j in marked else m for j, m in enumerate(mutations))
 
 
 def _extent(meta: Meta) -> int | sympy.Expr:
@@ -285,6 +315,18 @@ def _output_info(
         return info(OutputKind.CONSTANT, constant=value), graph_count
     if id(value) in input_by_id:
         return info(OutputKind.IS_INPUT, input_index=input_by_id[id(value)]), graph_count
+    if is_traceable_subclass(value) and id(run.swaps.view_root(value)) in run.swaps.wrapper_data:
+        raise UnsupportedError(
+            f"{path} is (a view of) a tensor subclass intermediate whose `.data` the program assigned: its wrapper "
+            "shares the assigned tensor's storage while its inner tensors do not (Note [Wrapper Data Assignment]), "
+            "which the compiled output cannot reproduce. Return the assigned tensor, or a clone"
+        )
+    if value.requires_grad and id(value) in run.swaps.swapped_by_data and _grad_fn_or_none(value) is not None:
+        raise UnsupportedError(
+            f"{path}: the program assigned `.data` of this tensor, which has autograd history: eager returns it with "
+            "its own history over the assigned storage, which a compiled output cannot have. Return the assigned "
+            "tensor, or a clone"
+        )
     tree, dense = dense_leaves_of(value, path)
     out_leaves = []
     fresh = _needs_program_autograd(value, run)
@@ -300,9 +342,14 @@ def _output_info(
             graph_count += 1
             continue
         if key in current:
+            _check_within_swapped_input(path, leaf, run, current[key])
             out_leaves.append(
                 OutputLeaf(
-                    source=LeafSource.INPUT_ALIAS, index=current[key], meta=meta, is_view=run.swaps.is_view(leaf)
+                    source=LeafSource.INPUT_ALIAS,
+                    index=current[key],
+                    meta=meta,
+                    is_view=run.swaps.is_view(leaf),
+                    same_object=leaf is run.finals[current[key]],
                 )
             )
         elif key in original:
@@ -338,18 +385,51 @@ def _output_info(
     return info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=tuple(out_leaves), replay=replay), graph_count
 
 
+def _check_within_swapped_input(path: str, leaf: torch.Tensor, run: FunctionalRun, j: DenseIndex) -> None:
+    """An output aliasing an input that set_() pointed at an intermediate is rebuilt from the input's new storage,
+    which holds the input's own elements only (copied from the graph)."""
+    final = run.finals[j]
+    if storage_key(final) == storage_key(run.originals[j]) or id(final) not in run.swaps.swapped_ids:
+        return
+    if any(storage_key(final) == storage_key(o) for o in run.originals):
+        return  # set_ to another input's storage: the real storage is there
+    have = elements_of(list(final.shape), list(final.stride()), final.storage_offset())
+    want = elements_of(list(leaf.shape), list(leaf.stride()), leaf.storage_offset())
+    if have is None or want is None or not have.covers(want):
+        raise UnsupportedError(
+            f"{path} is a view of an intermediate that input {j} was set_() to, and reaches elements of it that the "
+            "input does not cover; the input's new storage holds only its own elements. Return a clone instead"
+        )
+
+
 def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
     """An output whose autograd history comes from the program itself (a custom autograd.Function returning a
     view of its input): only the compiled autograd.Function can give it that history, so it comes from the graph
     (its values and gradients match eager; its storage is not shared with the input)."""
-    if not value.requires_grad or value.grad_fn is None:
+    if not value.requires_grad:
+        return False
+    try:
+        if value.grad_fn is None:
+            return False
+    except RuntimeError:
+        # A view taken under no_grad whose base was then written: reading grad_fn raises (as eager's does);
+        # such a view has no history of the program's own.
         return False
     t = value
     while (record := run.swaps.views.get(id(t))) is not None:
         if not record.grad_enabled:
-            return True
+            # A view made under no_grad has no grad_fn, unless an autograd.Function returned it (and gave it one);
+            # a view taken of it later with grad on (`with no_grad(): t = x.view(); return t.view()`) replays.
+            return _grad_fn_or_none(t) is not None
         t = record.source
     return False
+
+
+def _grad_fn_or_none(t: torch.Tensor) -> object:
+    try:
+        return t.grad_fn
+    except RuntimeError:  # a no_grad view whose base was then written
+        return None
 
 
 def _replay(
@@ -372,6 +452,8 @@ def _replay(
         record = run.swaps.views.get(id(t))
         if record is None:
             break
+        if id(t) in run.swaps.swapped_ids or id(t) in run.swaps.grown_ids:
+            return None  # set_(), .data = or a growing resize_() since it was made: the view chain no longer says
         own = [r for r in run.swaps.inplace_views.get(id(t), []) if record.seq < r.seq < upto]
         step = _step(record)
         if step is not None and id(t) in run.swaps.data_aliases:
@@ -382,14 +464,23 @@ def _replay(
         segments.append([s for s in segment if s is not None])
         first, t, upto = record, record.source, record.seq
     if not segments or first is None:
-        return None
+        return _root_replay(value, bases)
     steps = [s for segment in reversed(segments) for s in segment]
     if _meta_exprs(first.source_meta) != leaf_meta(t):
-        return None  # the source changed shape after the view was taken (t_(), set_()): regenerate instead
+        # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
+        # then is viewed before the epilogue changes it; anything else is regenerated.
+        if id(t) in input_by_id and _as_received(t, first, run) and _all_input_alias(leaves):
+            return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=True)
+        return None
     if id(t) in input_by_id:
         if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
             return None
-        return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps))
+        early = (
+            value.requires_grad
+            and not is_traceable_subclass(t)
+            and run.swaps.last_write.get(storage_key(t), 0) > first.seq
+        )
+        return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=early)
     if id(t) in earlier:
         return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps))
     if is_traceable_subclass(t):
@@ -411,14 +502,64 @@ def _replay(
     return None
 
 
+def _wrapper_data_source(
+    i: int, run: FunctionalRun, flat: FlatInputs, wrapper_after: tuple[Meta | None, ...]
+) -> int | None:
+    """The tensor input that `.data =` assigned to subclass input `i` (Note [Wrapper Data Assignment])."""
+    t = run.user_tensors[i]
+    found = run.swaps.wrapper_data.get(id(t))
+    if found is None or next(k for k, u in enumerate(run.user_tensors) if u is t) != i:
+        return None  # the same object passed twice: assigned once, for its first position
+    source, seq = found
+    path = flat.leaves[flat.tensor_indices[i]].path
+    j = next((k for k, u in enumerate(run.user_tensors) if u is source), None)
+    earlier = any(r.seq < seq for r in run.swaps.inplace_views.get(id(t), []))
+    if j is None or earlier or wrapper_after[j] is not None or run.swaps.inplace_views.get(id(source)):
+        raise UnsupportedError(
+            f"{path}.data = ...: assigning `.data` of a tensor subclass input is supported only from another input "
+            "whose own metadata the program leaves alone, before any in-place view op (t_, unsqueeze_) on it. "
+            "Assign the inner tensors, or rebind the name instead"
+        )
+    return j
+
+
+def _as_received(t: torch.Tensor, first: ViewRecord, run: FunctionalRun) -> bool:
+    """Was input `t` as the program received it when the view was taken from it?"""
+    position = next(k for k, u in enumerate(run.user_tensors) if u is t)
+    earlier_ops = any(r.seq < first.seq for r in run.swaps.inplace_views.get(id(t), []))
+    return not earlier_ops and _meta_exprs(first.source_meta) == run.initial_metas[position]
+
+
+def _all_input_alias(leaves: tuple[OutputLeaf, ...]) -> bool:
+    return all(leaf.source is LeafSource.INPUT_ALIAS for leaf in leaves)
+
+
+def _root_replay(value: torch.Tensor, bases: dict[object, tuple[int, torch.Tensor]]) -> Replay | None:
+    """An intermediate subclass that other outputs are views of: the wrapper they replay from, itself."""
+    if not is_traceable_subclass(value):
+        return None
+    node, root_leaves = flatten_subclass(value, "root")
+    found = [bases.get(storage_key(leaf)) for leaf in root_leaves]
+    if not all(b is not None and b[1] is leaf for b, leaf in zip(found, root_leaves, strict=True)):
+        return None
+    return Replay(
+        source=ReplaySource.WRAPPER,
+        index=-1,
+        steps=(),
+        root_tree=node,
+        root_bases=tuple(b[0] for b in found if b is not None),
+        root_meta=leaf_meta(value),
+    )
+
+
 def _inplace_replay(
     i: int, t: torch.Tensor, run: FunctionalRun, layout: DenseLayout, mutations: tuple[LeafMutation, ...]
 ) -> tuple[ViewStep, ...]:
     """The in-place view ops applied to subclass input `i`, when replaying them reproduces its final state."""
     records = run.swaps.inplace_views.get(id(t), [])
     leaves = layout.leaves_of_input[i]
-    if not records or layout.trees[i] is None:
-        return ()
+    if not records or layout.trees[i] is None or (layout.same_wrapper and layout.same_wrapper[i] is not None):
+        return ()  # the same object passed twice: replayed once, for its first position
     if any(mutations[j].storage_changed or mutations[j].resized for j in leaves):
         return ()
     steps = [_inplace_step(r) for r in records]
@@ -562,3 +703,21 @@ def _detached_clone(t: torch.Tensor) -> torch.Tensor:
         with torch.enable_grad():
             c = c.requires_grad_(True).clone()
     return c
+
+
+def check_gained_grad(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
+) -> None:
+    """Refuse an input that starts without requires_grad and ends with it (a write or set_() of a value that
+    requires grad) where the epilogue cannot give it eager's autograd history: a subclass input (its inner
+    tensors carry no history), or a storage swap (eager's set_ records a backward that is not implemented)."""
+    for i, (fake, after) in enumerate(zip(user_fakes, analysis.requires_grad_after, strict=True)):
+        if fake.requires_grad or not after or analysis.requires_grad_set[i]:
+            continue
+        muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
+        if layout.trees[i] is not None or any(m.storage_changed for m in muts):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad and the program writes or set_()s "
+                "a value that requires grad into it (so in eager it then requires grad); in training this is not "
+                "supported for tensor subclasses or storage swaps. Write into a clone, or detach() the value"
+            )

@@ -23,7 +23,7 @@ from torch.utils import _pytree as pytree
 
 from policies import AutomaticDynamicState, Policy
 from subclassaot import backends, guards
-from subclassaot.analyze import analyze, check_trial, torch_function_trial
+from subclassaot.analyze import analyze, check_gained_grad, check_trial, torch_function_trial
 from subclassaot.autograd_runtime import training_call
 from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.desugar import DynamicAliasError, dense_layout
@@ -211,6 +211,7 @@ def _compile_entry(
         with torch.enable_grad() if training else torch.no_grad():
             analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
     if training:
+        check_gained_grad(flat, layout, analysis, fakes)
         check_training_supported(flat, layout, analysis, fakes)
     with torch.no_grad():
         traced = trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)

@@ -46,12 +46,11 @@ def eager_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object]) ->
 
 def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object]) -> Callable[..., object]:
     """Inductor on the functional graph (compile_fx_inner: the graph is already functional aten)."""
-    from torch._inductor.compile_fx import compile_fx_inner
-
     # A backward graph also takes the symbolic sizes the forward saved (Note [Partitioning The Joint Graph]).
     # fallback_random: random ops call aten's own kernels on the global generator, so a compiled program draws
     # the same numbers as eager (and compile_fx_inner runs no pass that would lower them otherwise).
     from torch._inductor import config as inductor_config
+    from torch._inductor.compile_fx import compile_fx_inner
 
     with inductor_config.patch(fallback_random=True):
         compiled = compile_fx_inner(gm, [t for t in example_inputs if isinstance(t, torch.Tensor | torch.SymInt | int)])

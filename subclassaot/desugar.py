@@ -90,6 +90,10 @@ def dense_layout(
         groups=tuple(groups),
         observed_groups=tuple(observed),
         graph_inputs=tuple(graph_inputs),
+        same_wrapper=tuple(
+            next((k for k in range(i) if reals[k] is real), None) if is_traceable_subclass(real) else None
+            for i, real in enumerate(reals)
+        ),
     )
 
 
@@ -184,9 +188,11 @@ def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tenso
     for item in layout.graph_inputs:
         if isinstance(item, AliasGroupRef):
             group = layout.groups[item.group]
-            first = dense_values[group.members[0]]
+            members = [dense_values[m] for m in group.members]
             # From the members' autograd root (eager's `._base`), so that in training the gradient of the base
-            # reaches the whole storage (Note [Aliased Inputs In Training]); offsets are absolute either way.
+            # reaches the whole storage (Note [Aliased Inputs In Training]); offsets are absolute either way. A
+            # member that requires grad names it (the first may be a detach() of it, with no history).
+            first = next((m for m in members if m.requires_grad), members[0])
             root = first._base if first._base is not None else first
             out.append(root.as_strided((group.base_numel,), (1,), 0))
         else:
@@ -216,9 +222,15 @@ def dense_from_graph_inputs(layout: DenseLayout, graph_values: Sequence[torch.Te
 
 def rebuild_user_tensors(layout: DenseLayout, dense: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     """User-level tensor inputs (subclasses unflattened, checked) over the given dense leaves."""
-    out = []
-    for tree, indices in zip(layout.trees, layout.leaves_of_input, strict=True):
-        leaves = [dense[i] for i in indices]
+    out: list[torch.Tensor] = []
+    traced = {m for g in layout.groups for m in g.members}
+    for i, (tree, indices) in enumerate(zip(layout.trees, layout.leaves_of_input, strict=True)):
+        same = layout.same_wrapper[i] if layout.same_wrapper else None
+        # Untouched, the same wrapper twice is two separate inputs (Note [Unmutated Aliases Stay Apart]).
+        if same is not None and any(j in traced for j in indices):
+            out.append(out[same])  # the same wrapper passed twice is one object in the program too
+            continue
+        leaves = [dense[j] for j in indices]
         out.append(leaves[0] if tree is None else unflatten_subclass(tree, leaves))
     return out
 

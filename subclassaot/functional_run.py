@@ -18,8 +18,8 @@ from subclassaot.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user
 from subclassaot.errors import UnsupportedError
 from subclassaot.inputs import unflatten_call
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
-from subclassaot.schemas import DenseIndex, DenseLayout, FlatInputs, Meta
-from subclassaot.storage_swaps import SwapRecord, swap_modes
+from subclassaot.schemas import AliasGroupRef, DenseIndex, DenseLayout, FlatInputs, Meta
+from subclassaot.storage_swaps import SwapRecord, dense_strides, elements_of, swap_modes
 from subclassaot.torch_internals import DataDependentError, storage_key, to_functional
 
 
@@ -32,10 +32,10 @@ class FunctionalRun:
     swaps: SwapRecord  # storage swaps and .data aliases seen while the program ran
     dense: list[torch.Tensor]  # per dense leaf: the functional leaf handed to the program (clones for cloned inputs)
     user_tensors: list[torch.Tensor]  # per tensor input: the object the program received
-    start_meta: list[Meta]  # per tensor input: its size, stride, storage offset when the program got it
     grad_leaves: list[torch.Tensor]  # per tensor input: what gradients are taken with respect to
     originals: list[torch.Tensor]  # per dense leaf: an alias of its original storage with its original metadata
     finals: list[torch.Tensor]  # per dense leaf: the leaf as the program left it (re-flattened for subclasses)
+    initial_metas: list[Meta]  # per tensor input: the object's (size, stride, offset) when the program got it
     output: object  # what the program returned
 
 
@@ -57,6 +57,7 @@ def run_functional(
         # with respect to the base as it was (Note [Training Through A Joint Graph]).
         graph_fun[k] = graph_fun[k].clone()
     dense = dense_from_graph_inputs(layout, graph_fun)
+    detached = [] if requires_grad_like is None else _detach_members_without_grad(layout, dense, requires_grad_like)
     user_tensors = rebuild_user_tensors(layout, dense)
     if requires_grad_like is not None:
         # Rebuilt wrappers are fresh leaves: give them the requires_grad of the input they stand for.
@@ -64,22 +65,32 @@ def run_functional(
             if like.requires_grad and not t.requires_grad:
                 t.requires_grad_(True)
     grad_leaves = list(user_tensors)
+    cloned = {j for i in clone_inputs for j in layout.leaves_of_input[i]}
     for i in sorted(clone_inputs):
         # The program runs on a clone of the input (autograd-visible): gradients are taken with respect to the
         # input as it was, and a wrapper that is a non-leaf in eager is one here too (see Note [Training
         # Through A Joint Graph]). The clone's leaves stand for the input's leaves from here on.
-        clone = user_tensors[i].clone()
+        clone = _strided_clone(user_tensors[i])
         user_tensors[i] = clone
         leaves = [clone] if layout.trees[i] is None else flatten_subclass(clone, "clone")[1]
         for j, leaf in zip(layout.leaves_of_input[i], leaves, strict=True):
             dense[j] = leaf
     originals = [torch.ops.aten.alias.default(d) for d in dense]
+    initial_metas = [leaf_meta(t) for t in user_tensors]
     values = list(flat.values)
     for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):
         values[index] = tensor
     state, args, kwargs = unflatten_call(flat, values)
-    start_meta = [leaf_meta(t) for t in user_tensors]
     record = SwapRecord()
+    record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
+    for item, value in zip(layout.graph_inputs, graph_fun, strict=True):
+        if isinstance(item, AliasGroupRef):
+            record.alias_bases[storage_key(value)] = value
+    grouped = {m for g in layout.groups for m in g.members}
+    for leaf_index, o in enumerate(originals):
+        span = elements_of(list(o.shape), list(o.stride()), o.storage_offset())
+        if leaf_index not in grouped and leaf_index not in cloned and span is not None:
+            record.input_spans[storage_key(o)] = (span, layout.leaves[leaf_index].path)
     for leaf_family, d in zip(layout.leaf_families, dense, strict=True):
         record.family[id(d)] = -1 - leaf_family
     for t, fam in zip(user_tensors, layout.wrapper_families, strict=True):
@@ -104,11 +115,42 @@ def run_functional(
         dense=dense,
         grad_leaves=grad_leaves,
         user_tensors=user_tensors,
-        start_meta=start_meta,
         originals=originals,
         finals=finals,
+        initial_metas=initial_metas,
         output=output,
     )
+
+
+def _detach_members_without_grad(
+    layout: DenseLayout, dense: list[torch.Tensor], like: Sequence[torch.Tensor]
+) -> list[torch.Tensor]:
+    """A plain input that shares storage with one that requires grad, and does not itself (x.detach(), x), is a
+    view of the synthetic base that requires grad: detach it, so that gradients do not flow through it and writes
+    through it stay hidden from autograd, as in eager. Returns the detached members."""
+    owner = {j: i for i, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    detached: list[torch.Tensor] = []
+    for group in layout.groups:
+        for k, m in enumerate(group.members):
+            i = owner[m]
+            same = group.same_as[k]
+            if same is not None:
+                dense[m] = dense[group.members[same]]
+            elif layout.trees[i] is None and dense[m].requires_grad and not like[i].requires_grad:
+                dense[m] = dense[m].detach()
+                detached.append(dense[m])
+    return detached
+
+
+def _strided_clone(t: torch.Tensor) -> torch.Tensor:
+    """A clone (autograd-visible) with the input's strides: eager's later ops see those strides (a size-1 dim's
+    stride shows in the strides of results), and clone() makes a non-dense input contiguous. Inputs whose elements
+    overlap (expand) are cloned contiguous."""
+    dims: list[object] = [*t.shape, *t.stride()]
+    if not all(isinstance(s, int) and s > 0 for s in dims) or dense_strides(list(t.shape), list(t.stride())):
+        return t.clone()
+    out = t.new_empty_strided(t.shape, t.stride())
+    return out.copy_(t)
 
 
 def dense_leaves_of(value: torch.Tensor, path: str) -> tuple[SubclassNode | None, list[torch.Tensor]]:

@@ -220,6 +220,12 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
             for k in range(i):
                 same = g.same_as[i] == k or (g.same_as[i] is not None and g.same_as[i] == g.same_as[k])
                 conds.append(f"({accesses[m]} is {accesses[g.members[k]]}) == {same}")
+    for i, first in enumerate(layout.same_wrapper):
+        for k in range(i):
+            if layout.trees[i] is not None and layout.trees[k] is not None:
+                a, b = f"v{flat.tensor_indices[i]}", f"v{flat.tensor_indices[k]}"
+                is_same = first == k or (first is not None and first == layout.same_wrapper[k])
+                conds.append(f"({a} is {b}) == {is_same}")
     paths = w.constant(tuple(leaf.path for leaf in layout.leaves))
     w.check(
         " and ".join(conds),

@@ -301,6 +301,10 @@ def trace_backward(
         i for i, t in enumerate(user_fakes) if t.requires_grad and flat.tensor_indices[i] not in in_groups
     )
     example = graph_example_inputs(layout, dense_fakes)
+    with fake_mode:
+        for k in group_grads:  # a base taken from a member that does not require grad (x.detach(), x)
+            if not example[k].requires_grad:
+                example[k] = example[k].detach().requires_grad_(True)
     wrapper_updates = wrapper_update_inputs(layout, analysis, user_fakes)
     # Every input gradients are taken for runs as a clone: a write to it, or an in-place view op on a view of it,
     # then happens to a non-leaf as in eager (Note [Training Through A Joint Graph]).

@@ -32,6 +32,7 @@ from subclassaot.schemas import (
     OutputKind,
     Replay,
     ReplaySource,
+    ViewStep,
 )
 from subclassaot.torch_internals import get_version, python_source, set_version, set_wrapper_metadata
 from subclassaot.trace import GraphOutputs, UpdateKind
@@ -145,12 +146,20 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         if plan.input_requires_grad[i] and not after
     ]
 
+    early_replays = [
+        (o, info.replay)
+        for o, info in enumerate(plan.analysis.outputs)
+        if info.kind is OutputKind.TENSOR and info.replay is not None and info.replay.before_epilogue
+    ]
+
     def run(values: Sequence[object], symbols: dict[str, int]) -> object:
         for i in gains:
             cast(torch.Tensor, values[i]).requires_grad_(True)  # the program's requires_grad_()
         dense = dense_of(values)
         graph_in = graph_example_inputs(layout, dense)
+        early = {o: _replay(r, ev, values, ([], {}), symbols, _no_output) for o, r in early_replays}
         outs, prewrapped, wrapper_values = graph_call(values, graph_in, dense, symbols)
+        prewrapped.update(early)
         if not epilogue.empty:
             _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values)
         for i in loses:
@@ -170,7 +179,9 @@ class EpiloguePlan:
     inplace_ops: tuple[int, ...]  # tensor inputs whose in-place view ops are replayed on the real input
     final_copies: tuple[tuple[int, int], ...]  # (dense leaf, graph output): values with the final metadata
     versions: tuple[int, ...]  # dense leaves whose version counter is settled to eager's
+    grad_sets: tuple[int, ...]  # tensor inputs set_() under grad: Note [set_ Under Grad]
     wrappers: tuple[int, ...]  # tensor inputs (subclasses) whose own metadata or version changes
+    data_sources: tuple[tuple[int, int], ...]  # (tensor input, tensor input): Note [Wrapper Data Assignment]
 
     @property
     def empty(self) -> bool:
@@ -178,6 +189,8 @@ class EpiloguePlan:
             not (self.base_copies or self.original_copies or self.metadata or self.final_copies or self.versions)
             and not self.wrappers
             and not self.inplace_ops
+            and not self.data_sources
+            and not self.grad_sets
         )
 
 
@@ -185,12 +198,19 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
     analysis, updates = plan.analysis, plan.graph_outputs.updates
     by_kind = {kind: tuple((u.target, k) for k, u in enumerate(updates) if u.kind is kind) for kind in UpdateKind}
     replayed = {t for t, steps in enumerate(analysis.inplace_replay) if steps}
-    by_ops = {j for t in replayed for j in plan.layout.leaves_of_input[t]}
+    same = plan.layout.same_wrapper
+    by_ops = {
+        j
+        for t in range(len(plan.layout.trees))
+        if t in replayed or (same and same[t] in replayed)
+        for j in plan.layout.leaves_of_input[t]
+    }
     wrappers = tuple(
         t
         for t, (tree, after) in enumerate(zip(plan.layout.trees, analysis.wrapper_meta_after, strict=True))
         if tree is not None and (after is not None or analysis.wrapper_version_bumped[t])
     )
+    data_sources = tuple((t, src) for t, src in enumerate(analysis.wrapper_data_source) if src is not None)
     return EpiloguePlan(
         base_copies=by_kind[UpdateKind.BASE],
         original_copies=by_kind[UpdateKind.ORIGINAL],
@@ -201,7 +221,20 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         final_copies=by_kind[UpdateKind.FINAL],
         versions=tuple(j for j, m in enumerate(analysis.mutations) if m.any or m.version_bumped),
         wrappers=wrappers,
+        data_sources=data_sources,
+        grad_sets=tuple(
+            t
+            for t, leaves in enumerate(plan.layout.leaves_of_input)
+            if any(analysis.mutations[j].set_under_grad for j in leaves)
+        ),
     )
+
+
+# Note [set_ Under Grad]
+# set_() on a tensor that requires grad, with grad enabled, makes autograd record a node whose backward raises
+# ("derivative for set_ is not implemented"), even when the storage ends where it was (x.set_(x)). The epilogue
+# repeats `x.set_(x)` (which changes nothing else) under grad on such an input, so a backward through it raises as
+# in eager.
 
 
 def _epilogue(
@@ -218,6 +251,7 @@ def _epilogue(
     """Apply input mutations in the order of Note [Input Updates]."""
     mutations = plan.analysis.mutations
     versions = [get_version(dense[j]) for j in epilogue.versions]
+    wrapper_versions = [get_version(cast(torch.Tensor, values[plan.flat.tensor_indices[t]])) for t in epilogue.wrappers]
     for g, k in epilogue.base_copies:
         # A synthetic base that requires grad is written where autograd records it (Note [Aliased Inputs In
         # Training]); otherwise, as every input write the program hid from autograd, under no_grad.
@@ -236,13 +270,17 @@ def _epilogue(
         before = get_version(wrapper)
         with torch.set_grad_enabled(visible and torch.is_grad_enabled()):
             wrapper.copy_(value)
-        set_version(wrapper, before)  # advanced by _fix_wrappers iff eager advanced it (not for `.data` writes)
+        if not plan.analysis.wrapper_version_bumped[t]:
+            set_version(wrapper, before)  # a write through `.data`: eager leaves the wrapper's counter alone
     for j, k in epilogue.original_copies:
         if j in by_wrapper:
             continue
         _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j])
     for j in epilogue.metadata:
         _replay_metadata(dense, j, mutations[j], ev.meta(mutations[j].final_meta, symbols))
+    for t, src in epilogue.data_sources:
+        wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+        wrapper.data = cast(torch.Tensor, values[plan.flat.tensor_indices[src]])
     for t in epilogue.inplace_ops:
         wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         for step in plan.analysis.inplace_replay[t]:
@@ -255,10 +293,14 @@ def _epilogue(
                 )
     for j, k in epilogue.final_copies:
         _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j])
+    for t in epilogue.grad_sets:
+        x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+        if x.requires_grad and torch.is_grad_enabled():
+            x.set_(x)  # type: ignore[call-overload]  # Note [set_ Under Grad]
     for j, before in zip(epilogue.versions, versions, strict=True):
         _settle_version(dense[j], before, mutations[j].version_bumped)
     if epilogue.wrappers:
-        _fix_wrappers(plan, epilogue.wrappers, ev, values, symbols)
+        _fix_wrappers(plan, epilogue.wrappers, wrapper_versions, ev, values, symbols)
 
 
 def _replay_metadata(
@@ -316,10 +358,15 @@ def _copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation) -> 
 
 
 def _fix_wrappers(
-    plan: RuntimePlan, wrappers: tuple[int, ...], ev: MetaEvaluator, values: Sequence[object], symbols: dict[str, int]
+    plan: RuntimePlan,
+    wrappers: tuple[int, ...],
+    versions: list[int],
+    ev: MetaEvaluator,
+    values: Sequence[object],
+    symbols: dict[str, int],
 ) -> None:
     flat, analysis = plan.flat, plan.analysis
-    for t in wrappers:
+    for t, before in zip(wrappers, versions, strict=True):
         wrapper = values[flat.tensor_indices[t]]
         assert isinstance(wrapper, torch.Tensor)
         after = analysis.wrapper_meta_after[t]
@@ -327,7 +374,9 @@ def _fix_wrappers(
             size, stride, offset = ev.meta(after, symbols)
             if list(wrapper.shape) != size or list(wrapper.stride()) != stride or wrapper.storage_offset() != offset:
                 set_wrapper_metadata(wrapper, size, stride, offset)
-        if analysis.wrapper_version_bumped[t]:
+        if analysis.wrapper_version_bumped[t] and get_version(wrapper) == before:
+            # Only where the epilogue's own ops did not: autograd regenerates a view's grad_fn when its version
+            # moves, and after a replayed in-place view op (t_) that would lose the op from its history.
             set_version(wrapper, get_version(wrapper) + 1)
 
 
@@ -374,7 +423,7 @@ def _outputs(
             assert info.input_index is not None
             value = get(info.input_index)
         else:
-            value = _tensor_output(info, ev, values, dense, outs, fresh_start, bases, symbols, get, roots)
+            value = _tensor_output(info, ev, values, dense, outs, fresh_start, (bases, roots), symbols, get)
         cls = plan.output_types[o] if plan.output_types else None
         if cls is not None and isinstance(value, torch.Tensor) and type(value) is not cls:
             value = value.as_subclass(cls)  # what Tensor.__torch_function__ does to eager's result
@@ -387,6 +436,10 @@ def _outputs(
 
 
 _PENDING = object()
+
+
+def _no_output(o: int) -> object:
+    raise AssertionError(f"BUG: an output rebuilt before the epilogue replays from output {o}")
 
 
 def unflatten_output(values: list[object], spec: pytree.TreeSpec) -> object:
@@ -422,13 +475,13 @@ def _tensor_output(
     dense: list[torch.Tensor],
     outs: list[object],
     fresh_start: int,
-    bases: list[object],
+    bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
     symbols: dict[str, int],
     earlier: Callable[[int], object],
-    roots: dict[tuple[int, ...], torch.Tensor],
 ) -> torch.Tensor:
+    bases, roots = bases_and_roots
     if info.replay is not None:
-        return _replay(info.replay, ev, values, bases, symbols, earlier, roots)
+        return _replay(info.replay, ev, values, bases_and_roots, symbols, earlier)
     leaves: list[torch.Tensor] = []
     for leaf in info.leaves:
         if leaf.source is LeafSource.GRAPH:
@@ -439,7 +492,10 @@ def _tensor_output(
             continue
         source = dense[leaf.index] if leaf.source is LeafSource.INPUT_ALIAS else bases[leaf.index]
         assert isinstance(source, torch.Tensor)
-        leaves.append(_regenerate(source, ev.meta(leaf.meta, symbols), leaf.is_view))
+        # An intermediate base is the very tensor eager returned; an input is only where the output was the input's
+        # own leaf object.
+        own = leaf.same_object or leaf.source is not LeafSource.INPUT_ALIAS
+        leaves.append(_regenerate(source, ev.meta(leaf.meta, symbols), leaf.is_view, own))
     if info.tree is None:
         return leaves[0]
     assert info.outer_meta is not None
@@ -452,13 +508,19 @@ def _replay(
     replay: Replay,
     ev: MetaEvaluator,
     values: Sequence[object],
-    bases: list[object],
+    bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
     symbols: dict[str, int],
     earlier: Callable[[int], object],
-    roots: dict[tuple[int, ...], torch.Tensor],
 ) -> torch.Tensor:
-    src = _replay_source(replay, ev, values, bases, symbols, earlier, roots)
-    for step in replay.steps:
+    src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier)
+    return replay_steps(src, replay.steps, ev, symbols)
+
+
+def replay_steps(
+    src: torch.Tensor, steps: Sequence[ViewStep], ev: MetaEvaluator, symbols: dict[str, int]
+) -> torch.Tensor:
+    """Apply the recorded view ops to `src`, each under the grad mode the program had (Note [Output Regeneration])."""
+    for step in steps:
         args = [_eval_arg(a, ev, symbols) for a in step.args]
         kwargs = {k: _eval_arg(v, ev, symbols) for k, v in step.kwargs}
         with torch.set_grad_enabled(step.grad_enabled and torch.is_grad_enabled()):
@@ -473,33 +535,34 @@ def _replay_source(
     replay: Replay,
     ev: MetaEvaluator,
     values: Sequence[object],
-    bases: list[object],
+    bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
     symbols: dict[str, int],
     earlier: Callable[[int], object],
-    roots: dict[tuple[int, ...], torch.Tensor],
 ) -> torch.Tensor:
+    bases, roots = bases_and_roots
     if replay.source is ReplaySource.INPUT:
         return cast(torch.Tensor, values[replay.index])
     if replay.source is ReplaySource.OUTPUT:
         return cast(torch.Tensor, earlier(replay.index))
     if replay.source is ReplaySource.BASE:
         return cast(torch.Tensor, bases[replay.index])
-    assert replay.root_tree is not None and replay.root_meta is not None
-    if replay.root_bases not in roots:
+    root = roots.get(replay.root_bases)
+    if root is None:
+        # Every view of one intermediate subclass replays from one wrapper, so that they share it as in eager.
+        assert replay.root_tree is not None and replay.root_meta is not None
         size, stride, _ = ev.meta(replay.root_meta, symbols)
         leaves = [cast(torch.Tensor, bases[i]) for i in replay.root_bases]
-        roots[replay.root_bases] = unflatten_subclass(
-            replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False
-        )
-    return roots[replay.root_bases]
+        root = unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
+        roots[replay.root_bases] = root
+    return root
 
 
 # Note [Subclass Intermediate Roots]
 # Outputs that are views of one intermediate subclass tensor (`out = x * 3; return out.view(-1), out.t()`) are
 # replayed from a wrapper rebuilt around the intermediate's dense leaves (the graph returns them as bases). Eager
 # has one such intermediate, so the wrapper is built once per call and every output views it (their `._base` is
-# the same object). In training such outputs are refused (analyze): a wrapper rebuilt here around dense leaves
-# would have no autograd history, so its views would get no gradient.
+# the same object). In training the compiled Function returns the intermediate wrapper itself (with its autograd
+# history), and the views replay from it.
 
 
 def _eval_arg(a: object, ev: MetaEvaluator, symbols: dict[str, int]) -> object:
@@ -510,10 +573,13 @@ def _eval_arg(a: object, ev: MetaEvaluator, symbols: dict[str, int]) -> object:
     return a
 
 
-def _regenerate(source: torch.Tensor, meta: tuple[list[int], list[int], int], is_view: bool) -> torch.Tensor:
+def _regenerate(
+    source: torch.Tensor, meta: tuple[list[int], list[int], int], is_view: bool, same_object: bool = True
+) -> torch.Tensor:
     size, stride, offset = meta
     if (
-        not is_view
+        same_object
+        and not is_view
         and list(source.shape) == size
         and list(source.stride()) == stride
         and source.storage_offset() == offset

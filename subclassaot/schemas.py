@@ -85,6 +85,8 @@ class DenseLayout:
     # Which dense leaves / wrappers share a version counter in eager (views of one base): equal numbers share.
     leaf_families: tuple[int, ...]  # indexed by DenseIndex
     wrapper_families: tuple[int, ...]  # per tensor input (-1 for plain inputs)
+    # per tensor input: the first earlier tensor input that is the very same subclass object (f(x, x)), else None
+    same_wrapper: tuple[int | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,6 +113,7 @@ class LeafMutation:
     swapped_by_data: bool  # its last storage swap was `.data =` (invisible to autograd and the version counter)
     version_bumped: bool  # eager advances its version counter (a write through it or a view sharing its counter)
     autograd_visible: bool  # some write to it happened with grad enabled, not through .data / detach()
+    set_under_grad: bool = False  # set_() was called on it while it required grad, with grad enabled
 
     @property
     def any(self) -> bool:
@@ -138,6 +141,7 @@ class OutputLeaf:
     meta: Meta  # the output's size, stride, storage_offset (used by regeneration)
     is_view: bool  # eager gives a view (`._base` set); otherwise a plain alias sharing storage
     passthrough: DenseIndex | None = None  # GRAPH in training: return this dense input itself from the Function
+    same_object: bool = False  # INPUT_ALIAS: the very leaf object of the input (a subclass built around it)
 
 
 class ReplaySource(enum.Enum):
@@ -165,10 +169,14 @@ class Replay:
 
     source: ReplaySource
     index: int
-    steps: tuple[ViewStep, ...]  # len >= 1, applied in order
+    steps: tuple[ViewStep, ...]  # applied in order (none: the WRAPPER root itself)
     root_tree: SubclassNode | None = None  # WRAPPER: the intermediate subclass's structure
     root_bases: tuple[int, ...] = ()  # WRAPPER: per dense leaf of the root, its intermediate base number
     root_meta: Meta | None = None  # WRAPPER: the root's outer size, stride, offset
+    # INPUT: a view of an input that requires grad, taken before the program wrote the input: rebuilt before the
+    # epilogue writes it, so that autograd sees the same order as in eager (a no_grad or multi-output view whose
+    # base is then written has a grad_fn that raises)
+    before_epilogue: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -196,9 +204,22 @@ class Analysis:
     # per tensor input: the in-place view ops (t_, unsqueeze_, ...) the program applied to it, replayed on the real
     # input by the epilogue (exact for subclasses: their ctx and nested wrappers change as in eager); () if none
     inplace_replay: tuple[tuple[ViewStep, ...], ...]
+    # per tensor input: the tensor input whose wrapper `.data =` assigned to this subclass input (the epilogue
+    # assigns it the same way, before replaying in-place view ops); None if none
+    wrapper_data_source: tuple[int | None, ...]
     outputs: tuple[OutputInfo, ...]  # indexed by OutputIndex
     output_spec: TreeSpec
     num_intermediate_bases: int
+
+    def wrapper_roots(self) -> dict[int, tuple[int, ...]]:
+        """First base number -> the base numbers of one intermediate subclass that views are replayed from
+        (ReplaySource.WRAPPER). In training the Function returns that wrapper in their place (Note [Subclass Views
+        Of Intermediates In Training])."""
+        roots: dict[int, tuple[int, ...]] = {}
+        for info in self.outputs:
+            if info.replay is not None and info.replay.source is ReplaySource.WRAPPER and info.replay.root_bases:
+                roots.setdefault(info.replay.root_bases[0], info.replay.root_bases)
+        return roots
 
     def mutated_leaves(self) -> tuple[DenseIndex, ...]:
         return tuple(DenseIndex(i) for i, m in enumerate(self.mutations) if m.any)

@@ -17,7 +17,16 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.protocol import is_traceable_subclass
-from subclassaot.torch_internals import is_functional, rebind_functional, storage_key
+from subclassaot.torch_internals import get_version, is_functional, rebind_functional, set_version, storage_key
+
+# Note [as_strided On Inputs]
+# as_strided takes absolute storage offsets, so it can reach storage elements of an input's base that the input
+# itself does not cover (x = base[1:3]; x.as_strided((1,), (1,), 0)). The graph receives the input, not its base: an
+# input that is its own graph input holds only its own elements, and an as_strided view that reaches other elements
+# is refused. Inputs that share storage come from one synthetic base over the whole storage (see Note [Synthetic
+# Bases]) and are not limited. Inside the span, `v.as_strided(...)` of a view `v` is taken from the view chain's root
+# instead (the synthetic base for aliased inputs), the same view in eager, because functionalization refuses writes
+# through an as_strided at the end of a longer chain.
 
 # Note [Storage Swaps By Rebinding]
 # Functionalization implements `x.set_(src)` by replacing x's value and then freezing x's old storage: any later write
@@ -59,6 +68,7 @@ class SwapRecord:
     swapped_by_data: set[int] = field(default_factory=set)  # id() of tensors whose last swap was `.data =`
     swapped_ids: set[int] = field(default_factory=set)  # id() of tensors set_() or `.data =` was called on
     grown_ids: set[int] = field(default_factory=set)  # id() of tensors resize_() grew beyond their storage
+    grad_set_ids: set[int] = field(default_factory=set)  # id() of tensors set_() with grad on while requiring grad
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
@@ -67,8 +77,16 @@ class SwapRecord:
     keep_alive: list[torch.Tensor] = field(default_factory=list)  # ids above stay valid while the run lives
     family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
     written_families: set[int] = field(default_factory=set)  # roots whose version counter eager would bump
+    # id() of a wrapper subclass -> (the wrapper `.data =` last assigned to it, seq): a shallow copy of the
+    # wrapper's own metadata and storage; its inner tensors stay (Note [Wrapper Data Assignment])
+    wrapper_data: dict[int, tuple[torch.Tensor, int]] = field(default_factory=dict)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
+    last_write: dict[object, int] = field(default_factory=dict)  # storage key -> seq of its last in-place op
+    # storage key of an input that is its own graph input -> (first, last storage element it covers, its path):
+    # the graph holds only those elements (Note [as_strided On Inputs])
+    input_spans: dict[object, tuple[Elements, str]] = field(default_factory=dict)
+    alias_bases: dict[object, torch.Tensor] = field(default_factory=dict)  # storage key -> synthetic base
     seq: int = 0
 
     def family_of(self, t: torch.Tensor) -> int:
@@ -128,6 +146,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             finally:
                 self.depth -= 1
             self._track(func, args, out, kwargs)
+            if func in _SET_OPS and torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
+                self.record.grad_set_ids.add(id(args[0]))  # Note [set_ Under Grad], at the wrapper level
             return out
         if func is torch.ops.aten.resize_.default and args and is_functional(args[0]):
             # Eager advances the version counter only when resize_ changes the size.
@@ -136,8 +156,21 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if self._grows(args):
                 self._grow(args[0], list(args[1]))
                 return args[0]
+        if func is torch.ops.aten.as_strided.default and args and is_functional(args[0]):
+            # Tracked against the tensor the program named (version counter family, view chain).
+            out = func(self._as_strided_source(args), *args[1:], **kwargs)
+            self._track(func, args, out, kwargs)
+            return out
+        if func is torch.ops.aten.set_.source_Tensor and len(args) > 1 and args[1] is args[0]:
+            # x.set_(x) changes nothing but the version counter (and, under grad, autograd's history).
+            if torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
+                self.record.grad_set_ids.add(id(args[0]))
+            self.record.written_families.add(self.record.family_of(args[0]))
+            return args[0]
         if func in _SET_OPS and args and is_functional(args[0]):
             self._set(func, args, kwargs)
+            if torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
+                self.record.grad_set_ids.add(id(args[0]))  # autograd recorded a set_ it cannot differentiate
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             self.record.written_families.add(self.record.family_of(args[0]))
@@ -145,6 +178,25 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         out = func(*args, **kwargs)
         self._track(func, args, out, kwargs)
         return out
+
+    def _as_strided_source(self, args: tuple[Any, ...]) -> torch.Tensor:
+        """Note [as_strided On Inputs]: the tensor to take an as_strided view of, checked against the input's span."""
+        x = args[0]
+        offset = args[3] if len(args) > 3 and args[3] is not None else x.storage_offset()
+        span = self.record.input_spans.get(storage_key(x))
+        wanted = elements_of(list(args[1]), list(args[2]), offset)
+        if span is not None and wanted is not None and not span[0].covers(wanted):
+            raise UnsupportedError(
+                f"{span[1]}: as_strided() reaches storage elements that are not the input's own elements; the "
+                "compiled graph holds only those. Pass the tensor that owns the storage and take the view inside "
+                "the function"
+            )
+        root = self.record.view_root(x)
+        # as_strided's offsets are absolute: a view of the chain's root is the same view in eager, and
+        # functionalization cannot write through as_strided at the end of a longer chain. Inputs that share storage
+        # are views of their synthetic base (Note [Synthetic Bases]): the root of their chains is that base.
+        root = self.record.alias_bases.get(storage_key(root), root)
+        return root if root is not x and is_functional(root) and storage_key(root) == storage_key(x) else x
 
     @staticmethod
     def _grows(args: tuple[Any, ...]) -> bool:
@@ -227,15 +279,25 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # out= variants only: ops that mutate an argument otherwise (batch norm's running statistics in
             # _native_batch_norm_legit) leave its version alone. Follow it.
             inplace = schema.name.endswith("_") and schema.name not in _NO_VERSION_BUMP
+            moves_data = torch.Tag.inplace_view not in func.tags  # t_() and the like change no data
             for i, arg_schema in enumerate(schema.arguments):
                 arg = args[i] if i < len(args) else kwargs.get(arg_schema.name)
-                if arg_schema.is_write and isinstance(arg, torch.Tensor) and self.depth == 0 and _overlaps(arg):
+                if (
+                    arg_schema.is_write
+                    and isinstance(arg, torch.Tensor)
+                    and self.depth == 0
+                    and moves_data
+                    and _overlaps(arg)
+                ):
                     raise UnsupportedError(
                         f"{func}: an in-place write through a tensor whose elements overlap in memory (an expand() "
                         "or a zero stride) cannot be functionalized faithfully; write into the base tensor, or "
                         "call .contiguous()/.clone() before writing"
                     )
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
+                    # In-place view ops count too: they advance the version counter autograd checks views against.
+                    self.record.seq += 1
+                    self.record.last_write[storage_key(arg)] = self.record.seq
                     if self.depth == 0 and (inplace or arg_schema.is_out):
                         self.record.written_families.add(self.record.family_of(arg))
                     if id(arg) not in self.record.hidden and torch.is_grad_enabled():
@@ -243,15 +305,78 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         self.record.visible_writes.add(storage_key(arg))
 
 
+@dataclass(frozen=True, slots=True)
+class Elements:
+    """The storage elements a strided tensor covers: the range lo..hi, exactly the set `exact` when given."""
+
+    lo: int
+    hi: int
+    exact: frozenset[int] | None
+
+    def covers(self, other: Elements) -> bool:
+        if other.hi < other.lo:
+            return True
+        if not (self.lo <= other.lo and other.hi <= self.hi):
+            return False
+        if self.exact is None:
+            return True
+        return other.exact is not None and other.exact <= self.exact
+
+
+_MAX_ENUMERATED = 1 << 14
+
+
+def elements_of(size: list[Any], stride: list[Any], offset: Any) -> Elements | None:
+    """None when sizes are symbolic or too many elements to list (not decided: allowed)."""
+    if not all(isinstance(v, int) for v in (*size, *stride, offset)):
+        return None
+    if any(s == 0 for s in size):
+        return Elements(offset, offset - 1, frozenset())
+    lo = offset + sum((s - 1) * st for s, st in zip(size, stride, strict=True) if st < 0)
+    hi = offset + sum((s - 1) * st for s, st in zip(size, stride, strict=True) if st > 0)
+    if dense_strides(size, stride):
+        return Elements(lo, hi, None)
+    numel = 1
+    for s in size:
+        numel *= s
+    if numel > _MAX_ENUMERATED:
+        return None
+    addresses = {offset}
+    for s, st in zip(size, stride, strict=True):
+        addresses = {a + k * st for a in addresses for k in range(s)}
+    return Elements(lo, hi, frozenset(addresses))
+
+
+def dense_strides(size: list[int], stride: list[int]) -> bool:
+    """Non-overlapping and dense: the elements fill a contiguous range (in some dim order)."""
+    expected = 1
+    for st, s in sorted((abs(st), s) for s, st in zip(size, stride, strict=True) if s != 1):
+        if st != expected:
+            return False
+        expected *= s
+    return True
+
+
 def _overlaps(t: torch.Tensor) -> bool:
-    # A zero stride on a dimension longer than 1 means several elements share one memory location.
-    return any(st == 0 and sz > 1 for sz, st in zip(t.shape, t.stride(), strict=True))
+    """Do several elements share one memory location (a zero stride, or strides that meet, as_strided((3, 2),
+    (2, 2)))? Eager writes such elements once per index, in an order it does not promise."""
+    if any(st == 0 and sz > 1 for sz, st in zip(t.shape, t.stride(), strict=True)):
+        return True
+    found = elements_of(list(t.shape), list(t.stride()), t.storage_offset())
+    return found is not None and found.exact is not None and len(found.exact) < t.numel()
 
 
 def _key_of_storage(storage: object) -> object:
     from torch.multiprocessing.reductions import StorageWeakRef
 
     return StorageWeakRef(storage)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+
+
+# Note [Wrapper Data Assignment]
+# `w.data = v` on a wrapper subclass never dispatches: it shallow-copies v's TensorImpl into w's (size, stride,
+# offset, storage, of the wrapper itself), while w's inner tensors (Python attributes) stay what they were. The
+# functional run does the same on the rebuilt wrappers, and the epilogue repeats `w.data = v` on the real input when
+# v is another input; an assignment from anything else is refused.
 
 
 class _DataMode(TorchFunctionMode):
@@ -266,7 +391,10 @@ class _DataMode(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
-            rebind_functional(args[0], args[1], None)
+            version = get_version(args[0])
+            with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
+                rebind_functional(args[0], args[1], None)
+            set_version(args[0], version)  # and from its version counter, which autograd checks views against
             self.record.swapped_by_data.add(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             return None
@@ -275,6 +403,10 @@ class _DataMode(TorchFunctionMode):
                 f"the program calls {name or func}() inside the compiled function; differentiating or hooking "
                 "gradients inside the program is not supported. Call it on the compiled function's outputs instead"
             )
+        if owner == "data" and name == "__set__" and is_traceable_subclass(args[0]) and not is_functional(args[0]):
+            self.record.seq += 1
+            self.record.wrapper_data[id(args[0])] = (args[1], self.record.seq)
+            self.record.keep_alive.append(args[1])
         if (
             func is torch.Tensor.requires_grad_
             and args
