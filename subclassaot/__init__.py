@@ -3,7 +3,7 @@
 The pipeline, data flowing one way (each arrow is one module; `api.py` is the only code that knows the order)::
 
     fn, args
-     -> inputs      flatten the argument pytree; lift module parameters and buffers      (inputs.py)
+     -> inputs      flatten the argument pytree; lift module state and captured tensors  (inputs.py)
      -> fakify      policies -> fresh fake inputs with symbols                             (fakify.py, policies/)
      -> desugar     subclasses -> plain dense leaves; aliased leaves -> synthetic bases     (desugar.py)
      -> analyze     one functionalized run: input mutations, output aliasing                (analyze.py)
