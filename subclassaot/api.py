@@ -34,7 +34,7 @@ from subclassaot.joint import BackwardVariant, check_training_supported, trace_b
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.runtime import RuntimePlan, inference_call, leaf_attr_paths, make_runner
 from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, InputIndex
-from subclassaot.torch_internals import DATA_DEPENDENT_ERRORS, new_fake_mode, shape_env_of
+from subclassaot.torch_internals import DATA_DEPENDENT_ERRORS, get_version, new_fake_mode, shape_env_of
 from subclassaot.trace import TracedGraph, trace_inference
 
 log = logging.getLogger(__name__)
@@ -339,7 +339,7 @@ def _checked_first_call(compiled: Callable[..., object], backend: str | BackendF
     def run(*graph_inputs: torch.Tensor) -> object:
         if checked.is_set():
             return compiled(*graph_inputs)
-        before = [t._version for t in graph_inputs]
+        before = [get_version(t) for t in graph_inputs]
         out = compiled(*graph_inputs)
         backends.check_inputs_untouched(before, graph_inputs, name)
         checked.set()

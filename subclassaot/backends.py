@@ -17,6 +17,7 @@ import torch.fx
 
 from subclassaot.config import BackendFn
 from subclassaot.errors import BackendError
+from subclassaot.torch_internals import get_version
 
 _REGISTRY: dict[str, BackendFn] = {}
 _LOCK = threading.Lock()
@@ -89,7 +90,7 @@ def verify_functional(gm: torch.fx.GraphModule) -> None:
 def check_inputs_untouched(versions_before: Sequence[int], inputs: Sequence[torch.Tensor], backend_name: str) -> None:
     """The backend's callable must not write its inputs (the epilogue owns every input mutation)."""
     for i, (before, t) in enumerate(zip(versions_before, inputs, strict=True)):
-        if t._version != before:
+        if get_version(t) != before:
             raise BackendError(
                 f"backend {backend_name!r} mutated graph input {i} in place; a backend receives a purely functional "
                 "graph and must return a callable without side effects on its inputs (the epilogue applies input "

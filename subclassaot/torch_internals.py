@@ -101,11 +101,13 @@ def storage_key(t: torch.Tensor) -> object:
 
 
 def get_version(t: torch.Tensor) -> int:
-    return int(t._version)
+    """`t._version`; 0 for an inference tensor (made under torch.inference_mode), which has no version counter."""
+    return 0 if t.is_inference() else int(t._version)
 
 
 def set_version(t: torch.Tensor, version: int) -> None:
-    torch._C._autograd._unsafe_set_version_counter((t,), (version,))
+    if not t.is_inference():  # an inference tensor has no version counter to set (eager has none either)
+        torch._C._autograd._unsafe_set_version_counter((t,), (version,))
 
 
 def is_fake(t: object) -> bool:

@@ -1,0 +1,56 @@
+"""Calls under torch.inference_mode(): inference tensors have no version counter, so the runtime neither reads nor
+sets one for them (eager has none either); results, input mutations and view-ness are eager's. (The parity oracle
+reads version counters, so these compare by hand.)"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+import subclassaot
+from subclasses.pair import PairTensor
+
+T = torch.Tensor
+
+
+def mutate_and_views(x: T) -> tuple[T, T]:
+    x.add_(1)
+    return x.view(-1) * 2, x.t()
+
+
+def plain_of(t: T) -> T:
+    return t.a if isinstance(t, PairTensor) else t
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: torch.randn(2, 2), lambda: PairTensor.from_tensor(torch.randn(2, 2))],
+    ids=["plain", "pair"],
+)
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_inference_tensors_match_eager(make: Callable[[], T], backend: str) -> None:
+    compiled = subclassaot.compile(mutate_and_views, backend=backend)
+    for _ in range(2):
+        with torch.inference_mode():
+            torch.manual_seed(0)
+            x = make()
+            torch.manual_seed(0)
+            x_eager = make()
+            ours, eager = compiled(x), mutate_and_views(x_eager)
+            assert x.is_inference() and ours[0].is_inference()
+            for a, b in zip(ours, eager, strict=True):
+                assert type(a) is type(b) and a.shape == b.shape and a.stride() == b.stride()
+                assert a._is_view() == b._is_view()
+                torch.testing.assert_close(plain_of(a), plain_of(b))
+            torch.testing.assert_close(plain_of(x), plain_of(x_eager))
+
+
+def test_plain_tensor_called_under_inference_mode() -> None:
+    compiled = subclassaot.compile(mutate_and_views, backend="eager")
+    x, x_eager = torch.ones(2, 2), torch.ones(2, 2)
+    with torch.inference_mode():
+        ours, eager = compiled(x), mutate_and_views(x_eager)
+    torch.testing.assert_close(ours, eager)
+    assert x._version == x_eager._version and ours[1]._base is x
