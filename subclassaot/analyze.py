@@ -99,6 +99,7 @@ def analyze(
         requires_grad_after=tuple(bool(t.requires_grad) for t in run.user_tensors),
         requires_grad_set=tuple(id(t) in run.swaps.requires_grad_set for t in run.user_tensors),
         inplace_replay=tuple(_inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors)),
+        inplace_view_ops=tuple(id(t) in run.swaps.inplace_views for t in run.user_tensors),
         wrapper_data_source=tuple(_wrapper_data_source(i, run, flat, wrapper_after) for i in range(len(layout.trees))),
         outputs=outputs,
         output_spec=spec,

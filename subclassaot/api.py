@@ -204,7 +204,12 @@ def _compile_entry(
         training = True
         with torch.enable_grad():
             analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
-    untraced = frozenset(g.members[0] for g in layout.groups if not any(analysis.mutations[m].any for m in g.members))
+    # Untouched: no member written or changed, and no in-place view op on one (t_(); t_() cancel out, but on the
+    # same object passed twice they must stay one object).
+    reshaped = {j for t, ops in enumerate(analysis.inplace_view_ops) if ops for j in layout.leaves_of_input[t]}
+    untraced = frozenset(
+        g.members[0] for g in layout.groups if not any(analysis.mutations[m].any or m in reshaped for m in g.members)
+    )
     if untraced:
         # See Note [Unmutated Aliases Stay Apart]: trace the untouched aliases as separate inputs.
         layout = dense_layout(list(fakified.fakes), paths, flat.tensor_indices, tensors, untraced=untraced)

@@ -204,6 +204,8 @@ class Analysis:
     # per tensor input: the in-place view ops (t_, unsqueeze_, ...) the program applied to it, replayed on the real
     # input by the epilogue (exact for subclasses: their ctx and nested wrappers change as in eager); () if none
     inplace_replay: tuple[tuple[ViewStep, ...], ...]
+    # per tensor input: the program applied an in-place view op (t_, unsqueeze_, ...) to it, even if they cancel out
+    inplace_view_ops: tuple[bool, ...] = ()
     # per tensor input: the tensor input whose wrapper `.data =` assigned to this subclass input (the epilogue
     # assigns it the same way, before replaying in-place view ops); None if none
     wrapper_data_source: tuple[int | None, ...]
