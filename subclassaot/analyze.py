@@ -321,7 +321,16 @@ def _output_info(
         else:
             out_leaves.append(OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False))
             graph_count += 1
-    if tree is not None and value.requires_grad and any(o.source is LeafSource.INTERMEDIATE_ALIAS for o in out_leaves):
+    outer = None if tree is None else leaf_meta(value)
+    replay = _replay(value, tuple(out_leaves), run, input_by_id, bases, earlier)
+    on_root = tree is not None and value.requires_grad
+    if on_root and replay is None:
+        replay = _root_replay(value, bases, ())  # the intermediate itself, views of it returned too
+    if (
+        on_root
+        and any(o.source is LeafSource.INTERMEDIATE_ALIAS for o in out_leaves)
+        and (replay is None or replay.source not in (ReplaySource.WRAPPER, ReplaySource.OUTPUT))
+    ):
         # Note [Subclass Views Of Intermediates In Training]
         first = graph_count - sum(1 for o in out_leaves if o.source is LeafSource.GRAPH)
         fresh_leaves = tuple(
@@ -332,9 +341,28 @@ def _output_info(
             OutputKind.TENSOR, tree=tree, outer_meta=leaf_meta(value), leaves=fresh_leaves, view_of_fresh=True
         )
         return as_fresh, first + len(fresh_leaves)
-    outer = None if tree is None else leaf_meta(value)
-    replay = _replay(value, tuple(out_leaves), run, input_by_id, bases, earlier)
     return info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=tuple(out_leaves), replay=replay), graph_count
+
+
+def _root_replay(
+    t: torch.Tensor, bases: dict[object, tuple[int, torch.Tensor]], steps: tuple[ViewStep, ...]
+) -> Replay | None:
+    """Replay from the intermediate subclass `t` rebuilt around its dense leaves, when they are all intermediate
+    bases (Note [Subclass Intermediate Roots]); no steps: the output is `t` itself."""
+    if not is_traceable_subclass(t):
+        return None
+    node, root_leaves = flatten_subclass(t, "root")
+    found = [bases.get(storage_key(leaf)) for leaf in root_leaves]
+    if not all(b is not None and b[1] is leaf for b, leaf in zip(found, root_leaves, strict=True)):
+        return None
+    return Replay(
+        source=ReplaySource.WRAPPER,
+        index=-1,
+        steps=steps,
+        root_tree=node,
+        root_bases=tuple(b[0] for b in found if b is not None),
+        root_meta=leaf_meta(t),
+    )
 
 
 def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
@@ -392,18 +420,7 @@ def _replay(
     if id(t) in earlier:
         return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps))
     if is_traceable_subclass(t):
-        node, root_leaves = flatten_subclass(t, "root")
-        found = [bases.get(storage_key(leaf)) for leaf in root_leaves]
-        if all(b is not None and b[1] is leaf for b, leaf in zip(found, root_leaves, strict=True)):
-            return Replay(
-                source=ReplaySource.WRAPPER,
-                index=-1,
-                steps=tuple(steps),
-                root_tree=node,
-                root_bases=tuple(b[0] for b in found if b is not None),
-                root_meta=leaf_meta(t),
-            )
-        return None
+        return _root_replay(t, bases, tuple(steps))
     base = bases.get(storage_key(t))
     if base is not None and base[1] is t and not is_traceable_subclass(value):
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
