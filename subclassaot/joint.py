@@ -596,7 +596,7 @@ def _unsupported_group_change(
     """The member whose change makes the group unsupported in training (Note [Metadata Changes Of Aliased Inputs
     In Training]), if any. `object_of`: which input object a member belongs to (one object passed twice is one)."""
     muts = [(m, analysis.mutations[m]) for m in members]
-    swapped = [m for m, mut in muts if mut.storage_changed or mut.swapped or mut.resized]
+    swapped = [m for m, mut in muts if mut.storage_changed]
     if swapped:
         return swapped[0]
     meta = [m for m, mut in muts if mut.metadata]
