@@ -222,8 +222,10 @@ def _analyze_outputs(
 # In training that wrapper would have no autograd history: autograd runs above the subclass, and the compiled
 # autograd.Function returns dense bases whose inner tensors carry none. So the output is computed by the graph
 # like a fresh output (the Function wraps it and gives it a gradient) and returned as `fresh.view(fresh.shape)`:
-# a view of an intermediate nobody else sees, as in eager. Two outputs that view the same intermediate cannot be
-# made to share it this way, so that is refused.
+# a view of an intermediate nobody else sees, as in eager. That is the fallback: an output whose view chain replays
+# exactly from the intermediate (or from an earlier output) replays from the intermediate as the Function returns
+# it (Note [Intermediate Roots In Training]), which several outputs share. Two fallback outputs that view the same
+# intermediate cannot be made to share it, so that is refused.
 
 
 def _check_views_of_fresh(

@@ -284,6 +284,33 @@ def trace_joint(
     )
 
 
+# Note [Overwritten Original Updates]
+# A plain input the program writes and then changes the metadata of (x.mul_(2); x.t_()) gets an ORIGINAL update
+# (copied in before the view ops are replayed) and a FINAL one (copied in after, with grad). The FINAL copy_
+# replaces everything of the input autograd can see, so the ORIGINAL value's gradient is zero, in eager's history
+# as in ours; it is not differentiated (differentiating it through the traced in-place view ops fails). Only where
+# no one else sees the original storage through autograd: the input is not a view, keeps its storage, and its
+# writes are visible to autograd (else the FINAL copy is not recorded).
+
+
+def _overwritten_originals(
+    traced: TracedGraph, analysis: Analysis, dense_fakes: Sequence[torch.Tensor]
+) -> frozenset[int]:
+    """Forward-output positions of ORIGINAL updates that are not differentiated (Note [Overwritten Original
+    Updates])."""
+    updates = traced.outputs.updates
+    finals = {u.target for u in updates if u.kind is UpdateKind.FINAL}
+    out = set()
+    for k, u in enumerate(updates):
+        if u.kind is not UpdateKind.ORIGINAL or u.target not in finals:
+            continue
+        m = analysis.mutations[u.target]
+        hidden = m.storage_changed or m.swapped or m.hidden_from_autograd or not m.autograd_visible
+        if not hidden and not dense_fakes[u.target]._is_view():
+            out.add(k)
+    return frozenset(out)
+
+
 def _tree_of(t: torch.Tensor) -> SubclassNode | None:
     return flatten_subclass(t, "tangent")[0] if is_traceable_subclass(t) else None
 
@@ -328,7 +355,8 @@ def trace_backward(
         fw_example = _forward_example(
             call, flat, layout, analysis, traced, example, user_fakes, clone, wrapper_updates, group_grads
         )
-    diff = tuple(i for i, (grad, _, _) in enumerate(fw_example) if grad)
+    overwritten = _overwritten_originals(traced, analysis, dense_fakes)
+    diff = tuple(i for i, (grad, _, _) in enumerate(fw_example) if grad and i not in overwritten)
     with fake_mode:
         tangent_fakes = [torch.empty_like(t) for i in diff for t in fw_example[i][1]]
     setup = JointSetup(
