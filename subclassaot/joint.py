@@ -29,6 +29,7 @@ from subclassaot.schemas import (
     DenseIndex,
     DenseLayout,
     FlatInputs,
+    LeafMutation,
     LeafSource,
     OutputKind,
     Replay,
@@ -197,12 +198,21 @@ def wrapper_update_inputs(
             continue
         if any(m.storage_changed or m.swapped or m.resized for m in muts):
             continue
-        if any(m.metadata or m.final_data for m in muts) and not analysis.inplace_replay[i]:
+        if any(m.metadata or m.final_data for m in muts) and not _recorded_view_ops(analysis, i, muts):
             continue
         if any(j in grouped for j in leaves):
             continue
         out.append(i)
     return tuple(out)
+
+
+def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation]) -> bool:
+    """The input's metadata changes are in-place view ops the epilogue replays, and they and its writes all happened
+    where autograd records them (no_grad or `.data` ones are refused: Note [Subclass Inputs Mutated In
+    Training])."""
+    steps = analysis.inplace_replay[i]
+    visible = all(m.autograd_visible and not m.hidden_from_autograd for m in muts if m.data)
+    return bool(steps) and visible and all(step.grad_enabled for step in steps)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -613,22 +623,29 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
 # Note [Metadata Changes Of Aliased Inputs In Training]
 # A member of an alias group (Note [Aliased Inputs In Training]) whose metadata the program changes in place (a.t_())
 # is traced as an in-place view op on a view of the synthetic base, and the epilogue replays it on the real member,
-# where autograd records it as in eager. Gradients match eager when exactly one member changes its metadata and no
-# member is written. With two members changed, or one changed and written, autograd's view tracking of the traced
+# where autograd records it as in eager. Gradients match eager when exactly one member changes its metadata, by
+# in-place view ops run with grad enabled, and no member is written. With two members changed, or one changed and written, autograd's view tracking of the traced
 # views of the base gives other gradients than eager's (checked by the parity oracle), so those are refused.
 
 
 def _unsupported_group_change(
-    members: Sequence[DenseIndex], analysis: Analysis, object_of: Callable[[DenseIndex], int]
+    members: Sequence[DenseIndex], analysis: Analysis, input_of: Callable[[DenseIndex], int]
 ) -> DenseIndex | None:
     """The member whose change makes the group unsupported in training (Note [Metadata Changes Of Aliased Inputs
-    In Training]), if any. `object_of`: which input object a member belongs to (one object passed twice is one)."""
+    In Training]), if any. `input_of`: the tensor input a member belongs to."""
     muts = [(m, analysis.mutations[m]) for m in members]
     swapped = [m for m, mut in muts if mut.storage_changed]
     if swapped:
         return swapped[0]
     meta = [m for m, mut in muts if mut.metadata]
-    if len({object_of(m) for m in meta}) > 1 or (meta and any(mut.data for _, mut in muts)):
+    if not meta:
+        return None
+    # Replayed as view ops (subclasses) or as_strided_ (plain; recorded iff autograd saw the change)
+    steps = analysis.inplace_replay[input_of(meta[0])]
+    recorded = all(step.grad_enabled for step in steps) and all(
+        mut.autograd_visible and not mut.hidden_from_autograd for m, mut in muts if m in meta
+    )
+    if len({input_of(m) for m in meta}) > 1 or any(mut.data for _, mut in muts) or not recorded:
         return meta[-1]
     return None
 
@@ -636,13 +653,16 @@ def _unsupported_group_change(
 def check_training_supported(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
-    def object_of(m: DenseIndex) -> int:
-        return id(user_fakes[flat.tensor_indices.index(layout.leaves[m].owner)])
+    by_object = {id(fake): t for t, fake in reversed(list(enumerate(user_fakes)))}
+
+    def input_of(m: DenseIndex) -> int:
+        # one object passed twice is one input (its first position)
+        return by_object[id(user_fakes[flat.tensor_indices.index(layout.leaves[m].owner)])]
 
     for group in layout.groups:
         owners = {layout.leaves[m].owner for m in group.members}
         needs_grad = any(fake.requires_grad for t, fake in enumerate(user_fakes) if flat.tensor_indices[t] in owners)
-        changed = _unsupported_group_change(group.members, analysis, object_of)
+        changed = _unsupported_group_change(group.members, analysis, input_of)
         if needs_grad and changed is not None:
             raise UnsupportedError(
                 f"{layout.leaves[changed].path} shares storage with another input that requires grad and the "

@@ -214,7 +214,13 @@ def _both_transposed(a: T, b: T) -> object:
     return a @ b
 
 
-@pytest.mark.parametrize("fn", [_views_twice_written, _both_transposed])
+def _transposed_under_no_grad(a: T, b: T) -> object:
+    with torch.no_grad():
+        a.t_()
+    return a * b, a
+
+
+@pytest.mark.parametrize("fn", [_views_twice_written, _both_transposed, _transposed_under_no_grad])
 def test_aliased_inputs_metadata_changes_that_would_differ_are_refused(fn: Callable[..., object]) -> None:
     # Note [Metadata Changes Of Aliased Inputs In Training]: these gave other gradients than eager's.
     with torch.enable_grad():
@@ -242,3 +248,17 @@ def test_view_input_metadata_then_write_matches_eager() -> None:
 
     with torch.enable_grad():
         assert_matches_eager(f, _view_of_grad_base)
+
+
+def test_subclass_input_reshaped_and_written_under_no_grad_is_refused() -> None:
+    # Note [Subclass Inputs Mutated In Training]: the wrapper-level update covers changes autograd records only.
+    def f(x: T) -> object:
+        with torch.no_grad():
+            x.t_()
+            x.mul_(2)
+        return x * 2
+
+    with torch.enable_grad():
+        (p,) = pair_leaf(2, 3)()
+        with pytest.raises(subclassaot.UnsupportedError, match="metadata or storage changed in place"):
+            subclassaot.compile(f, backend="eager")(p)
