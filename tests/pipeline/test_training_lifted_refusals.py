@@ -259,6 +259,6 @@ def test_subclass_input_reshaped_and_written_under_no_grad_is_refused() -> None:
         return x * 2
 
     with torch.enable_grad():
-        (p,) = pair_leaf(2, 3)()
+        p = PairTensor.from_tensor(torch.randn(2, 3), requires_grad=True)
         with pytest.raises(subclassaot.UnsupportedError, match="metadata or storage changed in place"):
             subclassaot.compile(f, backend="eager")(p)
