@@ -254,8 +254,10 @@ def _analyze_outputs(
 # In training that wrapper would have no autograd history: autograd runs above the subclass, and the compiled
 # autograd.Function returns dense bases whose inner tensors carry none. So the output is computed by the graph
 # like a fresh output (the Function wraps it and gives it a gradient) and returned as `fresh.view(fresh.shape)`:
-# a view of an intermediate nobody else sees, as in eager. Two outputs that view the same intermediate cannot be
-# made to share it this way, so that is refused.
+# a view of an intermediate nobody else sees, as in eager. That is the fallback: an output whose view chain replays
+# exactly from the intermediate (or from an earlier output) replays from the intermediate as the Function returns
+# it (Note [Intermediate Roots In Training]), which several outputs share. Two fallback outputs that view the same
+# intermediate cannot be made to share it, so that is refused.
 
 
 def _check_views_of_fresh(
@@ -370,7 +372,16 @@ def _output_info(
         else:
             out_leaves.append(OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False))
             graph_count += 1
-    if tree is not None and value.requires_grad and any(o.source is LeafSource.INTERMEDIATE_ALIAS for o in out_leaves):
+    outer = None if tree is None else leaf_meta(value)
+    replay = _replay(value, tuple(out_leaves), run, input_by_id, bases, earlier)
+    on_root = tree is not None and value.requires_grad
+    if on_root and replay is None:
+        replay = _root_replay(value, bases, ())  # the intermediate itself, views of it returned too
+    if (
+        on_root
+        and any(o.source is LeafSource.INTERMEDIATE_ALIAS for o in out_leaves)
+        and (replay is None or replay.source not in (ReplaySource.WRAPPER, ReplaySource.OUTPUT))
+    ):
         # Note [Subclass Views Of Intermediates In Training]
         first = graph_count - sum(1 for o in out_leaves if o.source is LeafSource.GRAPH)
         fresh_leaves = tuple(
@@ -381,8 +392,6 @@ def _output_info(
             OutputKind.TENSOR, tree=tree, outer_meta=leaf_meta(value), leaves=fresh_leaves, view_of_fresh=True
         )
         return as_fresh, first + len(fresh_leaves)
-    outer = None if tree is None else leaf_meta(value)
-    replay = _replay(value, tuple(out_leaves), run, input_by_id, bases, earlier)
     return info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=tuple(out_leaves), replay=replay), graph_count
 
 
@@ -401,6 +410,27 @@ def _check_within_swapped_input(path: str, leaf: torch.Tensor, run: FunctionalRu
             f"{path} is a view of an intermediate that input {j} was set_() to, and reaches elements of it that the "
             "input does not cover; the input's new storage holds only its own elements. Return a clone instead"
         )
+
+
+def _root_replay(
+    t: torch.Tensor, bases: dict[object, tuple[int, torch.Tensor]], steps: tuple[ViewStep, ...]
+) -> Replay | None:
+    """Replay from the intermediate subclass `t` rebuilt around its dense leaves, when they are all intermediate
+    bases (Note [Subclass Intermediate Roots]); no steps: the output is `t` itself."""
+    if not is_traceable_subclass(t):
+        return None
+    node, root_leaves = flatten_subclass(t, "root")
+    found = [bases.get(storage_key(leaf)) for leaf in root_leaves]
+    if not all(b is not None and b[1] is leaf for b, leaf in zip(found, root_leaves, strict=True)):
+        return None
+    return Replay(
+        source=ReplaySource.WRAPPER,
+        index=-1,
+        steps=steps,
+        root_tree=node,
+        root_bases=tuple(b[0] for b in found if b is not None),
+        root_meta=leaf_meta(t),
+    )
 
 
 def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
@@ -465,7 +495,7 @@ def _replay(
         segments.append([s for s in segment if s is not None])
         first, t, upto = record, record.source, record.seq
     if not segments or first is None:
-        return _root_replay(value, bases)
+        return _root_replay(value, bases, ())
     steps = [s for segment in reversed(segments) for s in segment]
     if _meta_exprs(first.source_meta) != leaf_meta(t):
         # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
@@ -485,18 +515,7 @@ def _replay(
     if id(t) in earlier:
         return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps))
     if is_traceable_subclass(t):
-        node, root_leaves = flatten_subclass(t, "root")
-        found = [bases.get(storage_key(leaf)) for leaf in root_leaves]
-        if all(b is not None and b[1] is leaf for b, leaf in zip(found, root_leaves, strict=True)):
-            return Replay(
-                source=ReplaySource.WRAPPER,
-                index=-1,
-                steps=tuple(steps),
-                root_tree=node,
-                root_bases=tuple(b[0] for b in found if b is not None),
-                root_meta=leaf_meta(t),
-            )
-        return None
+        return _root_replay(t, bases, tuple(steps))
     base = bases.get(storage_key(t))
     if base is not None and base[1] is t and not is_traceable_subclass(value):
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
@@ -533,24 +552,6 @@ def _as_received(t: torch.Tensor, first: ViewRecord, run: FunctionalRun) -> bool
 
 def _all_input_alias(leaves: tuple[OutputLeaf, ...]) -> bool:
     return all(leaf.source is LeafSource.INPUT_ALIAS for leaf in leaves)
-
-
-def _root_replay(value: torch.Tensor, bases: dict[object, tuple[int, torch.Tensor]]) -> Replay | None:
-    """An intermediate subclass that other outputs are views of: the wrapper they replay from, itself."""
-    if not is_traceable_subclass(value):
-        return None
-    node, root_leaves = flatten_subclass(value, "root")
-    found = [bases.get(storage_key(leaf)) for leaf in root_leaves]
-    if not all(b is not None and b[1] is leaf for b, leaf in zip(found, root_leaves, strict=True)):
-        return None
-    return Replay(
-        source=ReplaySource.WRAPPER,
-        index=-1,
-        steps=(),
-        root_tree=node,
-        root_bases=tuple(b[0] for b in found if b is not None),
-        root_meta=leaf_meta(value),
-    )
 
 
 def _inplace_replay(

@@ -19,7 +19,7 @@ from typing import Any, cast
 import torch
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.joint import BackwardGraph, BackwardVariant, retrace_backward
+from subclassaot.joint import BackwardGraph, BackwardVariant, retrace_backward, training_roots
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.runtime import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias
 from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf
@@ -199,6 +199,7 @@ def training_call(
     targets = [*bw_meta.grad_inputs, *range(n_user, n_results)]
     diff_set = frozenset(bw_meta.diff_outputs)
     subclass_inputs = [i for i, tree in enumerate(layout.trees) if tree is not None]
+    roots = training_roots(analysis)
 
     class CompiledStep(torch.autograd.Function):
         @staticmethod
@@ -243,16 +244,27 @@ def training_call(
                         unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
                     )
             n_bases = plan.graph_outputs.num_bases
-            tensors.extend(outs[pos : pos + n_bases])
+            base_values = outs[pos : pos + n_bases]
+            tensors.extend(base_values)
             symints = outs[pos + n_bases :]
             # Note [Subclass Inputs Mutated In Training]: the new value of such an input, as a wrapper.
             for i in bw_meta.wrapper_updates:
                 tree = layout.trees[i]
                 assert tree is not None
-                leaves = [outs[original_update[j]] for j in layout.leaves_of_input[i]]
-                real = user[i]
+                size, stride = list(user[i].shape), list(user[i].stride())
+                after = analysis.wrapper_meta_after[i]
+                if analysis.inplace_replay[i] and after is not None:  # the value with the final metadata
+                    size, stride, _ = ev.meta(after, symbols)
+                    leaves = [outs[final_update[j]] for j in layout.leaves_of_input[i]]
+                else:
+                    leaves = [outs[original_update[j]] for j in layout.leaves_of_input[i]]
+                tensors.append(unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False))
+            for r in roots:  # Note [Intermediate Roots In Training]
+                assert r.root_tree is not None and r.root_meta is not None
+                size, stride, _ = ev.meta(r.root_meta, symbols)
+                root_leaves = [base_values[b] for b in r.root_bases]
                 tensors.append(
-                    unflatten_subclass(tree, leaves, outer_size=real.shape, outer_stride=real.stride(), check=False)
+                    unflatten_subclass(r.root_tree, root_leaves, outer_size=size, outer_stride=stride, check=False)
                 )
             if len(tensors) != len(bw_meta.diff_outputs):
                 non_diff = [t for i, t in enumerate(tensors) if i not in diff_set]
@@ -342,8 +354,10 @@ def training_call(
     n_wrappers = len(bw_meta.wrapper_updates)
     ev = MetaEvaluator()
     original_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.ORIGINAL}
+    final_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.FINAL}
     for i in bw_meta.wrapper_updates:
-        if any(j not in original_update for j in layout.leaves_of_input[i]):
+        needed = final_update if analysis.inplace_replay[i] and analysis.wrapper_meta_after[i] else original_update
+        if any(j not in needed for j in layout.leaves_of_input[i]):
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path}: the program writes some inner tensors of this tensor "
                 "subclass input that requires grad but not others (x.a.add_(...)); in training this is not "
@@ -352,7 +366,7 @@ def training_call(
 
     def call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
-    ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor]]:
+    ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
         user = [values[i] for i in flat.tensor_indices]
         bases = [graph_in[k] for k in bw_meta.group_grads]  # Note [Aliased Inputs In Training]
         tensors = list(CompiledStep.apply((graph_in, dense, symbols), *user, *bases))  # type: ignore[no-untyped-call]
@@ -369,7 +383,9 @@ def training_call(
         outs.extend(tensors[pos : pos + n_bases])
         pos += n_bases
         wrappers = dict(zip(bw_meta.wrapper_updates, tensors[pos : pos + n_wrappers], strict=True))
-        outs.extend(tensors[pos + n_wrappers :])  # the symbolic ints
-        return outs, prewrapped, wrappers
+        pos += n_wrappers
+        root_values = dict(zip((r.root_bases for r in roots), tensors[pos : pos + len(roots)], strict=True))
+        outs.extend(tensors[pos + len(roots) :])  # the symbolic ints
+        return outs, prewrapped, wrappers, root_values
 
     return call

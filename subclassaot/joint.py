@@ -24,7 +24,18 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, intermediate_bases, run_functional
 from subclassaot.partition import Partition, partition_backward_like, partition_joint
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
-from subclassaot.schemas import AliasGroupRef, Analysis, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
+from subclassaot.schemas import (
+    AliasGroupRef,
+    Analysis,
+    DenseIndex,
+    DenseLayout,
+    FlatInputs,
+    LeafMutation,
+    LeafSource,
+    OutputKind,
+    Replay,
+    ReplaySource,
+)
 from subclassaot.torch_internals import (
     from_functional,
     mutation_counter,
@@ -103,7 +114,8 @@ def forward_output_values(
     run: FunctionalRun, traced: TracedGraph, analysis: Analysis, wrapper_updates: tuple[int, ...]
 ) -> list[torch.Tensor]:
     """The forward graph's tensor outputs as user-level tensors (fresh subclass outputs wrapped), in order, then
-    the new value of each subclass input in `wrapper_updates` (Note [Subclass Inputs Mutated In Training])."""
+    the new value of each subclass input in `wrapper_updates` (Note [Subclass Inputs Mutated In Training]), then
+    the intermediate subclass roots (Note [Intermediate Roots In Training])."""
     run_output, finals, originals, graph_inputs = run.output, run.finals, run.originals, run.graph_inputs
     out: list[torch.Tensor] = []
     for update in traced.outputs.updates:
@@ -121,7 +133,42 @@ def forward_output_values(
     bases = intermediate_bases(leaves, current, original, run.swaps)
     out.extend(base for _, base in sorted(bases.values(), key=lambda item: item[0]))
     out.extend(run.user_tensors[i] for i in wrapper_updates)
+    out.extend(_root_values(run, analysis, leaves))
     return out
+
+
+# Note [Intermediate Roots In Training]
+# Outputs that view one intermediate subclass tensor (`y = x.clone(); return y.view(-1), y.t()`) are replayed from
+# a wrapper around the intermediate's dense leaves (Note [Subclass Intermediate Roots]). In training that wrapper is
+# the intermediate itself as the compiled autograd.Function returns it: one more differentiable output per root
+# (after the wrapper updates), built inside the Function from the intermediate bases, so that its inner tensors are
+# the very bases other outputs (`y.a`) alias. The views are replayed on it with grad enabled: each output is a view
+# of one shared `_base` and the gradients of all of them reach the root's tangent, as in eager.
+
+
+def training_roots(analysis: Analysis) -> tuple[Replay, ...]:
+    """The distinct intermediate subclass roots the outputs replay from, in output order."""
+    seen: dict[tuple[int, ...], Replay] = {}
+    for info in analysis.outputs:
+        r = info.replay
+        if info.kind is OutputKind.TENSOR and r is not None and r.source is ReplaySource.WRAPPER:
+            seen.setdefault(r.root_bases, r)
+    return tuple(seen.values())
+
+
+def _root_values(run: FunctionalRun, analysis: Analysis, leaves: list[object]) -> list[torch.Tensor]:
+    """Per training root: the intermediate subclass tensor of the traced run (the source of its view chain)."""
+    found: dict[tuple[int, ...], torch.Tensor] = {}
+    for info, value in zip(analysis.outputs, leaves, strict=True):
+        r = info.replay
+        if info.kind is not OutputKind.TENSOR or r is None or r.source is not ReplaySource.WRAPPER:
+            continue
+        assert isinstance(value, torch.Tensor)
+        t = value
+        while (record := run.swaps.views.get(id(t))) is not None:
+            t = record.source
+        found.setdefault(r.root_bases, t)
+    return [found[r.root_bases] for r in training_roots(analysis)]
 
 
 # Note [Subclass Inputs Mutated In Training]
@@ -131,13 +178,18 @@ def forward_output_values(
 # wrapper (rebuilt from the graph's ORIGINAL updates of its leaves), differentiable like any output, and the
 # epilogue applies `input.copy_(new)` at the wrapper level with grad enabled, which autograd records as eager does.
 # In the backward graph the program runs on a clone of the input (Note [Training Through A Joint Graph]), whose mutated self
-# is that output. Data mutations only: an input whose metadata or storage also changes is refused.
+# is that output. An input whose metadata the program also changes by in-place view ops (t_, unsqueeze_,
+# as_strided_) gets its new value with its final metadata: the epilogue writes the original storage below autograd
+# (as inference does), replays the view ops on the real input, then copies the new value in at the wrapper level
+# (the copy replaces all of it, so the gradient reaches the input through the Function alone, as eager's through its
+# ops). An input whose storage changes (set_, resize_) is refused.
 
 
 def wrapper_update_inputs(
     layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> tuple[int, ...]:
-    """Subclass inputs that require grad and whose data the program writes (and nothing else)."""
+    """Subclass inputs that require grad and whose data the program writes (and at most changes their metadata by
+    in-place view ops the epilogue replays)."""
     grouped = {m for g in layout.groups for m in g.members}
     out = []
     for i, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
@@ -145,12 +197,23 @@ def wrapper_update_inputs(
         muts = [analysis.mutations[j] for j in leaves]
         if tree is None or not fake.requires_grad or not any(m.data for m in muts):
             continue
-        if any(m.metadata or m.storage_changed or m.swapped or m.resized or m.final_data for m in muts):
+        if any(m.storage_changed or m.swapped or m.resized for m in muts):
             continue
-        if any(j in grouped for j in leaves) or analysis.inplace_replay[i]:
+        if any(m.metadata or m.final_data for m in muts) and not _recorded_view_ops(analysis, i, muts):
+            continue
+        if any(j in grouped for j in leaves):
             continue
         out.append(i)
     return tuple(out)
+
+
+def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation]) -> bool:
+    """The input's metadata changes are in-place view ops the epilogue replays, and they and its writes all happened
+    where autograd records them (no_grad or `.data` ones are refused: Note [Subclass Inputs Mutated In
+    Training])."""
+    steps = analysis.inplace_replay[i]
+    visible = all(m.autograd_visible and not m.hidden_from_autograd for m in muts if m.data)
+    return bool(steps) and visible and all(step.grad_enabled for step in steps)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -265,6 +328,33 @@ def _autograd_node_of(x: torch.Tensor, seen: set[object]) -> bool:
     return any(getattr(node, "variable", None) is x for node in seen)
 
 
+# Note [Overwritten Original Updates]
+# A plain input the program writes and then changes the metadata of (x.mul_(2); x.t_()) gets an ORIGINAL update
+# (copied in before the view ops are replayed) and a FINAL one (copied in after, with grad). The FINAL copy_
+# replaces everything of the input autograd can see, so the ORIGINAL value's gradient is zero, in eager's history
+# as in ours; it is not differentiated (differentiating it through the traced in-place view ops fails). Only where
+# no one else sees the original storage through autograd: the input is not a view, keeps its storage, and its
+# writes are visible to autograd (else the FINAL copy is not recorded).
+
+
+def _overwritten_originals(
+    traced: TracedGraph, analysis: Analysis, dense_fakes: Sequence[torch.Tensor]
+) -> frozenset[int]:
+    """Forward-output positions of ORIGINAL updates that are not differentiated (Note [Overwritten Original
+    Updates])."""
+    updates = traced.outputs.updates
+    finals = {u.target for u in updates if u.kind is UpdateKind.FINAL}
+    out = set()
+    for k, u in enumerate(updates):
+        if u.kind is not UpdateKind.ORIGINAL or u.target not in finals:
+            continue
+        m = analysis.mutations[u.target]
+        hidden = m.storage_changed or m.swapped or m.hidden_from_autograd or not m.autograd_visible
+        if not hidden and not dense_fakes[u.target]._is_view():
+            out.add(k)
+    return frozenset(out)
+
+
 def _tree_of(t: torch.Tensor) -> SubclassNode | None:
     return flatten_subclass(t, "tangent")[0] if is_traceable_subclass(t) else None
 
@@ -313,7 +403,8 @@ def trace_backward(
         fw_example = _forward_example(
             call, flat, layout, analysis, traced, example, user_fakes, clone, wrapper_updates, group_grads
         )
-    diff = tuple(i for i, (grad, _, _) in enumerate(fw_example) if grad)
+    overwritten = _overwritten_originals(traced, analysis, dense_fakes)
+    diff = tuple(i for i, (grad, _, _) in enumerate(fw_example) if grad and i not in overwritten)
     with fake_mode:
         tangent_fakes = [torch.empty_like(t) for i in diff for t in fw_example[i][1]]
     setup = JointSetup(
@@ -536,19 +627,55 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
     return tuple(out)
 
 
+# Note [Metadata Changes Of Aliased Inputs In Training]
+# A member of an alias group (Note [Aliased Inputs In Training]) whose metadata the program changes in place (a.t_())
+# is traced as an in-place view op on a view of the synthetic base, and the epilogue replays it on the real member,
+# where autograd records it as in eager. Gradients match eager when exactly one member changes its metadata, by
+# in-place view ops run with grad enabled, and no member is written. With two members changed, or one changed and written, autograd's view tracking of the traced
+# views of the base gives other gradients than eager's (checked by the parity oracle), so those are refused.
+
+
+def _unsupported_group_change(
+    members: Sequence[DenseIndex], analysis: Analysis, input_of: Callable[[DenseIndex], int]
+) -> DenseIndex | None:
+    """The member whose change makes the group unsupported in training (Note [Metadata Changes Of Aliased Inputs
+    In Training]), if any. `input_of`: the tensor input a member belongs to."""
+    muts = [(m, analysis.mutations[m]) for m in members]
+    swapped = [m for m, mut in muts if mut.storage_changed]
+    if swapped:
+        return swapped[0]
+    meta = [m for m, mut in muts if mut.metadata]
+    if not meta:
+        return None
+    # Replayed as view ops (subclasses) or as_strided_ (plain; recorded iff autograd saw the change)
+    steps = analysis.inplace_replay[input_of(meta[0])]
+    recorded = all(step.grad_enabled for step in steps) and all(
+        mut.autograd_visible and not mut.hidden_from_autograd for m, mut in muts if m in meta
+    )
+    if len({input_of(m) for m in meta}) > 1 or any(mut.data for _, mut in muts) or not recorded:
+        return meta[-1]
+    return None
+
+
 def check_training_supported(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
+    by_object = {id(fake): t for t, fake in reversed(list(enumerate(user_fakes)))}
+
+    def input_of(m: DenseIndex) -> int:
+        # one object passed twice is one input (its first position)
+        return by_object[id(user_fakes[flat.tensor_indices.index(layout.leaves[m].owner)])]
+
     for group in layout.groups:
         owners = {layout.leaves[m].owner for m in group.members}
         needs_grad = any(fake.requires_grad for t, fake in enumerate(user_fakes) if flat.tensor_indices[t] in owners)
-        changed = [m for m in group.members if analysis.mutations[m].metadata or analysis.mutations[m].storage_changed]
-        if needs_grad and changed:
+        changed = _unsupported_group_change(group.members, analysis, input_of)
+        if needs_grad and changed is not None:
             raise UnsupportedError(
-                f"{layout.leaves[changed[0]].path} shares storage with another input that requires grad and the "
-                "program changes its metadata or storage in place (t_, set_, ...); in training this is not "
-                "supported yet (its gradients would not be eager's). Pass one base tensor and take the views "
-                "inside the function"
+                f"{layout.leaves[changed].path} shares storage with another input that requires grad and the "
+                "program changes its storage in place (set_), or the metadata (t_, unsqueeze_, ...) of several "
+                "members or of one that is also written; in training this is not supported yet (its gradients "
+                "would not be eager's). Pass one base tensor and take the views inside the function"
             )
         for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
             if flat.tensor_indices[t_index] in owners and fake.requires_grad and tree is not None:

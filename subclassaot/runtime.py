@@ -102,21 +102,22 @@ class MetaEvaluator:
 
 
 # (values, graph inputs, dense inputs) -> (graph outputs, prewrapped fresh outputs by OutputIndex, new values of
-# subclass inputs mutated in training by tensor-input position: Note [Subclass Inputs Mutated In Training])
+# subclass inputs mutated in training by tensor-input position: Note [Subclass Inputs Mutated In Training],
+# intermediate subclass roots by Replay.root_bases: Note [Subclass Intermediate Roots])
 GraphCall = Callable[
     [Sequence[object], list[torch.Tensor], list[torch.Tensor], dict[str, int]],
-    tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor]],
+    tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]],
 ]
 
 
 def inference_call(compiled: Callable[..., object]) -> GraphCall:
     def call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
-    ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor]]:
+    ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
         # No user-level input requires grad here: autograd must not record the graph's ops on the inner tensors
         # of a subclass input that happen to require grad (eager runs subclass ops below autograd).
         with torch.no_grad():
-            return list(cast(Sequence[object], compiled(*graph_in))), {}, {}
+            return list(cast(Sequence[object], compiled(*graph_in))), {}, {}, {}
 
     return call
 
@@ -158,13 +159,13 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         dense = dense_of(values)
         graph_in = graph_example_inputs(layout, dense)
         early = {o: _replay(r, ev, values, ([], {}), symbols, _no_output) for o, r in early_replays}
-        outs, prewrapped, wrapper_values = graph_call(values, graph_in, dense, symbols)
+        outs, prewrapped, wrapper_values, roots = graph_call(values, graph_in, dense, symbols)
         prewrapped.update(early)
         if not epilogue.empty:
             _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values)
         for i in loses:
             cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
-        return _outputs(plan, ev, values, dense, outs, symbols, prewrapped)
+        return _outputs(plan, ev, values, dense, outs, symbols, prewrapped, roots)
 
     return run
 
@@ -262,18 +263,15 @@ def _epilogue(
             torch.is_grad_enabled() and visible and (base.requires_grad or value.requires_grad)
         ):
             base.copy_(value)
+    # Note [Subclass Inputs Mutated In Training]: inputs whose view ops are replayed get their value after them.
+    late = {t for t in wrapper_values if t in epilogue.inplace_ops}
     by_wrapper = {j for t in wrapper_values for j in plan.layout.leaves_of_input[t]}
+    early = by_wrapper - {j for t in late for j in plan.layout.leaves_of_input[t]}
     for t, value in wrapper_values.items():
-        # Note [Subclass Inputs Mutated In Training]: a wrapper-level copy_ that autograd records.
-        wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
-        visible = any(mutations[j].autograd_visible for j in plan.layout.leaves_of_input[t])
-        before = get_version(wrapper)
-        with torch.set_grad_enabled(visible and torch.is_grad_enabled()):
-            wrapper.copy_(value)
-        if not plan.analysis.wrapper_version_bumped[t]:
-            set_version(wrapper, before)  # a write through `.data`: eager leaves the wrapper's counter alone
+        if t not in late:
+            _copy_wrapper(plan, values, t, value)
     for j, k in epilogue.original_copies:
-        if j in by_wrapper:
+        if j in early:
             continue
         _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j])
     for j in epilogue.metadata:
@@ -291,8 +289,11 @@ def _epilogue(
                     *cast(tuple[object, ...], _eval_arg(step.args, ev, symbols)),
                     **{k: _eval_arg(v, ev, symbols) for k, v in step.kwargs},
                 )
+    for t in late:
+        _copy_wrapper(plan, values, t, wrapper_values[t])
     for j, k in epilogue.final_copies:
-        _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j])
+        if j not in by_wrapper:
+            _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j])
     for t in epilogue.grad_sets:
         x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         if x.requires_grad and torch.is_grad_enabled():
@@ -301,6 +302,17 @@ def _epilogue(
         _settle_version(dense[j], before, mutations[j].version_bumped)
     if epilogue.wrappers:
         _fix_wrappers(plan, epilogue.wrappers, wrapper_versions, ev, values, symbols)
+
+
+def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: torch.Tensor) -> None:
+    """A wrapper-level copy_ that autograd records (Note [Subclass Inputs Mutated In Training])."""
+    wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+    visible = any(plan.analysis.mutations[j].autograd_visible for j in plan.layout.leaves_of_input[t])
+    before = get_version(wrapper)
+    with torch.set_grad_enabled(visible and torch.is_grad_enabled()):
+        wrapper.copy_(value)
+    if not plan.analysis.wrapper_version_bumped[t]:
+        set_version(wrapper, before)  # a write through `.data`: eager leaves the wrapper's counter alone
 
 
 def _replay_metadata(
@@ -388,6 +400,7 @@ def _outputs(
     outs: list[object],
     symbols: dict[str, int],
     prewrapped: dict[int, torch.Tensor],
+    given_roots: dict[tuple[int, ...], torch.Tensor],
 ) -> object:
     gout = plan.graph_outputs
     fresh_start = len(gout.updates)
@@ -402,7 +415,7 @@ def _outputs(
     infos = plan.analysis.outputs
     result: list[object] = [_PENDING] * len(infos)
     symint_positions = [o for o, info in enumerate(infos) if info.kind is OutputKind.SYMINT]
-    roots: dict[tuple[int, ...], torch.Tensor] = {}  # Note [Subclass Intermediate Roots]
+    roots = dict(given_roots)  # Note [Subclass Intermediate Roots]
 
     def get(o: int) -> object:
         # Outputs are built on demand: a view replays from another output, which is built first.
@@ -561,8 +574,9 @@ def _replay_source(
 # Outputs that are views of one intermediate subclass tensor (`out = x * 3; return out.view(-1), out.t()`) are
 # replayed from a wrapper rebuilt around the intermediate's dense leaves (the graph returns them as bases). Eager
 # has one such intermediate, so the wrapper is built once per call and every output views it (their `._base` is
-# the same object). In training the compiled Function returns the intermediate wrapper itself (with its autograd
-# history), and the views replay from it.
+# the same object). In training a wrapper rebuilt here around dense leaves would have no autograd history, so its
+# views would get no gradient: there the compiled autograd.Function builds it and returns it as a differentiable
+# output (Note [Intermediate Roots In Training]), and the views replay from it with grad enabled, as in eager.
 
 
 def _eval_arg(a: object, ev: MetaEvaluator, symbols: dict[str, int]) -> object:

@@ -169,7 +169,7 @@ class Replay:
 
     source: ReplaySource
     index: int
-    steps: tuple[ViewStep, ...]  # applied in order (none: the WRAPPER root itself)
+    steps: tuple[ViewStep, ...]  # applied in order; () only for WRAPPER: the intermediate itself
     root_tree: SubclassNode | None = None  # WRAPPER: the intermediate subclass's structure
     root_bases: tuple[int, ...] = ()  # WRAPPER: per dense leaf of the root, its intermediate base number
     root_meta: Meta | None = None  # WRAPPER: the root's outer size, stride, offset

@@ -676,20 +676,7 @@ def test_subclass_view_of_intermediate_in_training(compile_fn: CompileFn | None,
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-@pytest.mark.parametrize(
-    "grad",
-    [
-        False,
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                strict=True,
-                raises=UnsupportedError,
-                reason="refused: several outputs aliasing one intermediate subclass that requires grad (training)",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("grad", [False, True])
 def test_subclass_intermediate_returned_with_its_views(compile_fn: CompileFn | None, grad: bool) -> None:
     # The intermediate itself and its views come from one wrapper (shared storage, one autograd history).
     def f(x: T) -> object:
