@@ -255,7 +255,8 @@ def _compile_entry(
         backward_graph, forward_graph = bw_meta.graph, bw_meta.forward
     else:
         backends.verify_functional(traced.graph)
-        graph_call = inference_call(_compile_graph(backend, traced.graph, traced.example_inputs, config))
+        inputs_grad = any(t.requires_grad for t in traced.example_inputs)
+        graph_call = inference_call(_compile_graph(backend, traced.graph, traced.example_inputs, config), inputs_grad)
     runner = make_runner(plan, graph_call)
     if trial is not None:
         check_trial(trial, lambda values: _run_checked(entry_guards, runner, values))

@@ -110,7 +110,17 @@ GraphCall = Callable[
 ]
 
 
-def inference_call(compiled: Callable[..., object]) -> GraphCall:
+def inference_call(compiled: Callable[..., object], inputs_require_grad: bool) -> GraphCall:
+    """`inputs_require_grad`: some graph input requires grad (a subclass input's inner tensor; guarded)."""
+    if not inputs_require_grad:
+
+        def plain_call(
+            values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
+        ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
+            return list(cast(Sequence[object], compiled(*graph_in))), {}, {}, {}
+
+        return plain_call
+
     def call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
     ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
@@ -165,9 +175,35 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
             _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values)
         for i in loses:
             cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
-        return _outputs(plan, ev, values, dense, outs, symbols, prewrapped, roots)
+        if fresh_only is not None and not prewrapped:
+            # Every output a fresh plain tensor of the graph: no replay, no wrapping (the common case, kept short).
+            fresh = [_fresh(cast(torch.Tensor, outs[k])) for k in fresh_only]
+            return unflatten_output(cast(list[object], fresh), plan.analysis.output_spec, has_size)
+        return _outputs(plan, ev, values, dense, outs, symbols, prewrapped, roots, has_size)
 
+    fresh_only = _fresh_only_outputs(plan)
+    has_size = _has_size(plan.analysis.output_spec)
     return run
+
+
+def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
+    """Graph-output positions of the outputs when each is a fresh plain tensor of the graph (None otherwise)."""
+    fresh_start = len(plan.graph_outputs.updates)
+    out = []
+    for info in plan.analysis.outputs:
+        if info.kind is not OutputKind.TENSOR or info.tree is not None or info.replay is not None:
+            return None
+        if len(info.leaves) != 1 or info.leaves[0].source is not LeafSource.GRAPH:
+            return None
+        out.append(fresh_start + info.leaves[0].index)
+    if plan.output_types or plan.graph_outputs.num_bases or plan.graph_outputs.num_symints:
+        return None
+    return tuple(out)
+
+
+def _fresh(value: torch.Tensor) -> torch.Tensor:
+    # A fresh output is never a view in eager; the eager backend may return a view of a graph temporary.
+    return non_view_alias(value) if value._is_view() and not value.requires_grad else value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -401,6 +437,7 @@ def _outputs(
     symbols: dict[str, int],
     prewrapped: dict[int, torch.Tensor],
     given_roots: dict[tuple[int, ...], torch.Tensor],
+    has_size: bool,
 ) -> object:
     gout = plan.graph_outputs
     fresh_start = len(gout.updates)
@@ -445,7 +482,7 @@ def _outputs(
 
     for o in range(len(infos)):
         get(o)
-    return unflatten_output(result, plan.analysis.output_spec)
+    return unflatten_output(result, plan.analysis.output_spec, has_size)
 
 
 _PENDING = object()
@@ -455,10 +492,11 @@ def _no_output(o: int) -> object:
     raise AssertionError(f"BUG: an output rebuilt before the epilogue replays from output {o}")
 
 
-def unflatten_output(values: list[object], spec: pytree.TreeSpec) -> object:
-    """tree_unflatten, except that torch.Size nodes come back as torch.Size (pytree rebuilds them as tuples)."""
+def unflatten_output(values: list[object], spec: pytree.TreeSpec, has_size: bool | None = None) -> object:
+    """tree_unflatten, except that torch.Size nodes come back as torch.Size (pytree rebuilds them as tuples).
+    `has_size`: whether `spec` holds a torch.Size node, when the caller knows it."""
     out = pytree.tree_unflatten(values, spec)
-    return _restore_sizes(out, spec) if _has_size(spec) else out
+    return _restore_sizes(out, spec) if (_has_size(spec) if has_size is None else has_size) else out
 
 
 def _has_size(spec: pytree.TreeSpec) -> bool:
@@ -500,8 +538,7 @@ def _tensor_output(
         if leaf.source is LeafSource.GRAPH:
             value = outs[fresh_start + leaf.index]
             assert isinstance(value, torch.Tensor)
-            # A fresh output is never a view in eager; the eager backend may return a view of a graph temporary.
-            leaves.append(non_view_alias(value) if value._is_view() and not value.requires_grad else value)
+            leaves.append(_fresh(value))
             continue
         source = dense[leaf.index] if leaf.source is LeafSource.INPUT_ALIAS else bases[leaf.index]
         assert isinstance(source, torch.Tensor)
