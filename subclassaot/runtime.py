@@ -175,10 +175,15 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
             _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values)
         for i in loses:
             cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
-        if fresh_only is not None and not prewrapped:
-            # Every output a fresh plain tensor of the graph: no replay, no wrapping (the common case, kept short).
-            fresh = [_fresh(cast(torch.Tensor, outs[k])) for k in fresh_only]
-            return unflatten_output(cast(list[object], fresh), plan.analysis.output_spec, has_size)
+        if fresh_only is not None:
+            # Every output a fresh plain tensor of the graph: no replay, no wrapping (the common case, kept short;
+            # in training the autograd.Function's outputs are all of them).
+            if not prewrapped:
+                fresh = [_fresh(cast(torch.Tensor, outs[k])) for k in fresh_only]
+                return unflatten_output(cast(list[object], fresh), plan.analysis.output_spec, has_size)
+            if len(prewrapped) == len(fresh_only):
+                given = [prewrapped[o] for o in range(len(fresh_only))]
+                return unflatten_output(cast(list[object], given), plan.analysis.output_spec, has_size)
         return _outputs(plan, ev, values, dense, outs, symbols, prewrapped, roots, has_size)
 
     fresh_only = _fresh_only_outputs(plan)
