@@ -23,19 +23,21 @@ from torch.utils import _pytree as pytree
 
 from policies import AutomaticDynamicState, Policy
 from subclassaot import backends, guards
-from subclassaot.analyze import analyze, check_gained_grad, check_trial, torch_function_trial
+from subclassaot.analyze import analyze, check_gained_grad
 from subclassaot.autograd_runtime import training_call
 from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.desugar import DynamicAliasError, dense_layout
 from subclassaot.errors import BackendError, SubclassAOTError, UnsupportedError
 from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.inputs import CaptureRef, capture_refs, flatten_call, lifted_state
-from subclassaot.joint import BackwardVariant, check_training_supported, trace_backward
+from subclassaot.joint import BackwardVariant, trace_backward
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.runtime import RuntimePlan, inference_call, leaf_attr_paths, make_runner
 from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, InputIndex
+from subclassaot.torch_function import check_trial, torch_function_trial
 from subclassaot.torch_internals import DATA_DEPENDENT_ERRORS, get_version, new_fake_mode, shape_env_of
 from subclassaot.trace import TracedGraph, trace_inference
+from subclassaot.training_rules import check_training_supported
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
