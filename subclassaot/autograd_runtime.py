@@ -369,7 +369,7 @@ def training_call(
     ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
         user = [values[i] for i in flat.tensor_indices]
         bases = [graph_in[k] for k in bw_meta.group_grads]  # Note [Aliased Inputs In Training]
-        tensors = list(CompiledStep.apply((graph_in, dense, symbols), *user, *bases))  # type: ignore[no-untyped-call]
+        tensors = list(CompiledStep.apply((graph_in, dense, symbols), *user, *bases))  # type: ignore[no-untyped-call]  # untyped in torch
         outs: list[object] = list(tensors[:n_updates])
         prewrapped: dict[int, torch.Tensor] = {}
         pos = n_updates

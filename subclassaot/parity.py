@@ -157,7 +157,7 @@ def _input_entries(call: Call, module: torch.nn.Module | None) -> list[_Entry]:
 def _storage_key(t: torch.Tensor) -> int | None:
     try:
         return int(t.untyped_storage()._cdata)
-    except (RuntimeError, NotImplementedError):
+    except (RuntimeError, NotImplementedError):  # a tensor with no storage to name (a wrapper subclass may refuse)
         return None
 
 

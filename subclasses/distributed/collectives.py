@@ -29,7 +29,7 @@ _c10d = torch.ops._c10d_functional
 
 def _check(cond: bool | torch.SymBool, message: str) -> None:
     # torch._check is untyped; under symbolic shapes it records a runtime assert instead of specializing.
-    torch._check(cond, lambda: message)  # type: ignore[no-untyped-call]
+    torch._check(cond, lambda: message)  # type: ignore[no-untyped-call]  # untyped in torch
 
 
 def chunk_bounds(n: int | torch.SymInt, world: int, rank: int) -> tuple[int | torch.SymInt, int | torch.SymInt]:

@@ -151,7 +151,7 @@ class Float8Linear(nn.Linear):
                 w_scale = _delayed_scale(self.fp8_amax_history_weight, self.weight, _E4M3)
             grad_history = self.fp8_amax_history_grad_output
         # torch's stub leaves Function.apply untyped.
-        out: Tensor = _Float8Matmul.apply(x2, self.weight, x_scale, w_scale, grad_history)  # type: ignore[no-untyped-call]
+        out: Tensor = _Float8Matmul.apply(x2, self.weight, x_scale, w_scale, grad_history)  # type: ignore[no-untyped-call]  # untyped in torch
         if self.bias is not None:
             out = out + self.bias
         return out.reshape(*x.shape[:-1], self.out_features)
