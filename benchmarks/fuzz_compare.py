@@ -1,6 +1,6 @@
 """The fuzzer's programs through subclassaot and through torch.compile(backend="aot_eager", fullgraph=True).
 
-Run: `python benchmarks/fuzz_compare.py --programs 1000 --seed 1 [--subclass subclasses.pair:example]`.
+Run: `python benchmarks/fuzz_compare.py --programs 1000 --seed 1 [--subclass subclasses.pair:example] [--jobs 2]`.
 Each program is checked by the same parity oracle (subclassaot.parity, two calls on fresh inputs) against eager:
 once compiled by subclassaot (the interpreter closure) and once by torch.compile (the printed source, exec'd, so that
 dynamo sees plain user code; tests/subclassaot/test_fuzz.py checks the two agree in eager). `torch._dynamo.reset()`
@@ -11,9 +11,12 @@ subclassaot's UnsupportedError does. Prints both sides' counts and divergence ra
 from __future__ import annotations
 
 import argparse
+import functools
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import torch
 import torch._dynamo
@@ -21,7 +24,7 @@ import torch._dynamo
 from subclassaot.errors import UnsupportedError
 from subclassaot.fuzz import FuzzConfig, Outcome, RandomChooser, Verdict, check_program, generate
 from subclassaot.fuzz_program import Program, to_source
-from subclassaot.fuzz_runner import pipeline_compile
+from subclassaot.fuzz_runner import pipeline_compile, run_shards, shard_share
 
 Fn = Callable[..., object]
 
@@ -49,42 +52,79 @@ def torch_compile_for(program: Program) -> Callable[[Fn], Fn]:
     return compile_fn
 
 
+@dataclass(slots=True)
+class Tally:
+    ours: Counter[Outcome] = field(default_factory=Counter)
+    theirs: Counter[Outcome] = field(default_factory=Counter)
+    our_sigs: Counter[str] = field(default_factory=Counter)
+    their_sigs: Counter[str] = field(default_factory=Counter)
+    our_failures: list[int] = field(default_factory=list)  # program indexes that DIVERGED or CRASHED on our side
+    both_wrong: int = 0
+
+    def add(self, other: Tally) -> None:
+        self.ours.update(other.ours)
+        self.theirs.update(other.theirs)
+        self.our_sigs.update(other.our_sigs)
+        self.their_sigs.update(other.their_sigs)
+        self.our_failures.extend(other.our_failures)
+        self.both_wrong += other.both_wrong
+
+
+def run_shard(args: argparse.Namespace, shard: tuple[int, int]) -> Tally:
+    """Programs with index = k mod n until this shard's share of `args.programs` is counted."""
+    config = FuzzConfig(kinds=("plain", *args.subclass))
+    tally = Tally()
+    k, n = shard
+    share, index = shard_share(args.programs, shard), k
+    subclassaot_compile = pipeline_compile("eager")
+    while sum(tally.ours.values()) < share:
+        program = generate(RandomChooser(args.seed * 1_000_003 + index), config)
+        mine = check_program(program, subclassaot_compile)
+        index += n
+        if mine.outcome is Outcome.DISCARDED:
+            continue
+        torch._dynamo.reset()
+        other: Verdict = check_program(program, torch_compile_for(program))
+        tally.ours[mine.outcome] += 1
+        tally.theirs[other.outcome] += 1
+        if mine.outcome is not Outcome.PASS:
+            tally.our_sigs[f"{mine.outcome.value}: {mine.signature}"] += 1
+        if mine.outcome in (Outcome.DIVERGED, Outcome.CRASHED):
+            tally.our_failures.append(index - n)
+        if other.outcome is not Outcome.PASS:
+            tally.their_sigs[f"{other.outcome.value}: {other.signature}"] += 1
+        tally.both_wrong += mine.outcome is Outcome.DIVERGED and other.outcome is Outcome.DIVERGED
+        done = sum(tally.ours.values())
+        if done % 500 == 0:
+            print(f"shard {k}/{n}: {done}/{share}", file=sys.stderr, flush=True)
+    return tally
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--programs", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--subclass", action="append", default=[])
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (programs split by index mod jobs)")
     args = parser.parse_args()
-    config = FuzzConfig(kinds=("plain", *args.subclass))
-    ours: Counter[Outcome] = Counter()
-    theirs: Counter[Outcome] = Counter()
-    their_sigs: Counter[str] = Counter()
-    both_wrong = index = 0
     start = time.perf_counter()
-    subclassaot_compile = pipeline_compile("eager")
-    while sum(ours.values()) < args.programs:
-        program = generate(RandomChooser(args.seed * 1_000_003 + index), config)
-        index += 1
-        mine = check_program(program, subclassaot_compile)
-        if mine.outcome is Outcome.DISCARDED:
-            continue
-        torch._dynamo.reset()
-        other: Verdict = check_program(program, torch_compile_for(program))
-        ours[mine.outcome] += 1
-        theirs[other.outcome] += 1
-        if other.outcome is not Outcome.PASS:
-            their_sigs[f"{other.outcome.value}: {other.signature}"] += 1
-        both_wrong += mine.outcome is Outcome.DIVERGED and other.outcome is Outcome.DIVERGED
+    tally = Tally()
+    for part in run_shards(functools.partial(run_shard, args), args.jobs):
+        tally.add(part)
+    ours, theirs = tally.ours, tally.theirs
     n = sum(ours.values())
-    print(f"{n} programs, seed {args.seed}, kinds {config.kinds}, {time.perf_counter() - start:.0f} s")
+    kinds = ("plain", *args.subclass)
+    print(f"{n} programs, seed {args.seed}, kinds {kinds}, {args.jobs} jobs, {time.perf_counter() - start:.0f} s")
     print(f"{'outcome':<12} {'subclassaot':>12} {'torch.compile':>14}")
     for o in Outcome:
         if o is not Outcome.DISCARDED:
-            print(f"{o.value:<12} {ours[o]:>6} {100 * ours[o] / n:4.1f}% {theirs[o]:>7} {100 * theirs[o] / n:4.1f}%")
-    print(f"DIVERGED on both: {both_wrong}")
-    print("torch.compile's non-PASS signatures:")
-    for sig, count in their_sigs.most_common(25):
-        print(f"  {count:>5}  {sig}")
+            print(f"{o.value:<12} {ours[o]:>6} {100 * ours[o] / n:5.2f}% {theirs[o]:>7} {100 * theirs[o] / n:5.2f}%")
+    print(f"DIVERGED on both: {tally.both_wrong}")
+    print(f"subclassaot's DIVERGED/CRASHED program indexes: {sorted(tally.our_failures)}")
+    for title, sigs in (("subclassaot", tally.our_sigs), ("torch.compile", tally.their_sigs)):
+        print(f"{title}'s non-PASS signatures:")
+        for sig, count in sigs.most_common(30):
+            print(f"  {count:>5}  {sig}")
 
 
 if __name__ == "__main__":

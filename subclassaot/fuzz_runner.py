@@ -11,10 +11,15 @@ programs eager rejects are skipped and not counted. Shrinking costs many compile
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import functools
+import multiprocessing
 import os
+import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from subclassaot.checker_rules import Factory, Rule, fail
 from subclassaot.fuzz import (
@@ -31,14 +36,19 @@ from subclassaot.fuzz import (
 )
 from subclassaot.fuzz_program import Program, kind_from_factory, register_input_kind, to_source
 
+R = TypeVar("R")
+
 __all__ = [
     "Failure",
     "FuzzReport",
     "add_arguments",
     "fuzz",
     "fuzz_rule",
+    "merge_reports",
     "pipeline_compile",
     "run_cli",
+    "run_shards",
+    "shard_share",
     "write_report",
 ]
 
@@ -95,12 +105,16 @@ def fuzz(
     backend: str = "eager",
     shrink_per_signature: int = 2,
     progress: Callable[[FuzzReport], None] | None = None,
+    shard: tuple[int, int] = (0, 1),
 ) -> FuzzReport:
-    """Check `programs` eager-legal programs; see the module docstring."""
+    """Check `programs` eager-legal programs; see the module docstring. `shard=(k, n)`: only program indexes
+    congruent to k mod n, until this shard's share of `programs` is counted (`fuzz_parallel` runs all n)."""
     compile_fn = compile_fn if compile_fn is not None else pipeline_compile(backend)
     report = FuzzReport(seed=seed, backend=backend)
-    index = 0
-    while report.counted < programs and index < 20 * programs:
+    k, n = shard
+    target = shard_share(programs, shard)
+    index = k
+    while report.counted < target and index < 20 * programs:
         program = generate(RandomChooser(seed * 1_000_003 + index), config)
         verdict = check_program(program, compile_fn)
         report.counts[verdict.outcome] += 1
@@ -114,8 +128,36 @@ def fuzz(
             )
         if progress is not None and report.counted % 100 == 0 and verdict.outcome is not Outcome.DISCARDED:
             progress(report)
-        index += 1
+        index += n
     return report
+
+
+def shard_share(programs: int, shard: tuple[int, int]) -> int:
+    """How many of `programs` shard (k, n) counts: the shares of all n shards add up to `programs`."""
+    k, n = shard
+    return programs // n + (1 if k < programs % n else 0)
+
+
+def run_shards(worker: Callable[[tuple[int, int]], R], jobs: int) -> list[R]:
+    """`worker((k, jobs))` for every k, in `jobs` forked processes (in this process when jobs == 1); the workers'
+    results in shard order. `worker` must be a module-level function (it is pickled by name)."""
+    if jobs <= 1:
+        return [worker((0, 1))]
+    context = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        return list(pool.map(worker, [(k, jobs) for k in range(jobs)]))
+
+
+def merge_reports(reports: Sequence[FuzzReport]) -> FuzzReport:
+    """One report for a run split into shards; failures in program order."""
+    merged = FuzzReport(seed=reports[0].seed, backend=reports[0].backend)
+    for r in reports:
+        merged.counts.update(r.counts)
+        merged.unsupported_rules.update(r.unsupported_rules)
+        merged.failure_signatures.update(r.failure_signatures)
+        merged.failures.extend(r.failures)
+    merged.failures.sort(key=lambda f: f.index)
+    return merged
 
 
 def _failure(index: int, program: Program, verdict: Verdict, compile_fn: CompileFn, nth: int, limit: int) -> Failure:
@@ -188,6 +230,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-ops", type=int, default=6)
     parser.add_argument("--shrink-per-signature", type=int, default=2)
     parser.add_argument("--out", default=None, help="a folder for shrunk failures (regression tests) and REPORT.md")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (programs split by index mod jobs)")
 
 
 def _checkpoint(report: FuzzReport, programs: int, out_dir: str | None, echo: Callable[[str], None]) -> None:
@@ -196,16 +239,32 @@ def _checkpoint(report: FuzzReport, programs: int, out_dir: str | None, echo: Ca
         write_report(report, out_dir)
 
 
-def run_cli(args: argparse.Namespace, echo: Callable[[str], None]) -> int:
+def _cli_shard(args: argparse.Namespace, echo: Callable[[str], None], shard: tuple[int, int]) -> FuzzReport:
     config = FuzzConfig(kinds=("plain", *args.subclass), max_ops=args.max_ops)
-    report = fuzz(
+    share = shard_share(args.programs, shard)
+    prefix = f"shard {shard[0]}/{shard[1]} " if shard[1] > 1 else ""
+    out_dir = args.out if shard[1] == 1 else None  # shards write nothing until merged
+    return fuzz(
         args.programs,
         args.seed,
         config=config,
         backend=args.backend,
         shrink_per_signature=args.shrink_per_signature,
-        progress=lambda r: _checkpoint(r, args.programs, args.out, echo),
+        progress=lambda r: _checkpoint(r, share, out_dir, lambda line: echo(prefix + line)),
+        shard=shard,
     )
+
+
+def _echo_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def run_cli(args: argparse.Namespace, echo: Callable[[str], None]) -> int:
+    if args.jobs > 1:
+        worker = functools.partial(_cli_shard, args, _echo_stderr)
+        report = merge_reports(run_shards(worker, args.jobs))
+    else:
+        report = _cli_shard(args, echo, (0, 1))
     echo(str(report))
     if args.out is not None:
         write_report(report, args.out)
