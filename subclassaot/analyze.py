@@ -35,6 +35,7 @@ from subclassaot.schemas import (
     Replay,
     ReplaySource,
     ViewStep,
+    WrapperStorageClass,
 )
 from subclassaot.storage_swaps import InplaceViewRecord, ViewRecord, elements_of
 from subclassaot.torch_internals import (
@@ -88,6 +89,7 @@ def analyze(
         )
         _check_wrapper_growth(flat, layout, wrapper_after)
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
+        wrapper_storage = _wrapper_storage_classes(run, layout, outputs)
         wrapper_bumped = tuple(
             tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
         )
@@ -103,7 +105,46 @@ def analyze(
         outputs=outputs,
         output_spec=spec,
         num_intermediate_bases=num_bases,
+        wrapper_storage=wrapper_storage,
     )
+
+
+# Note [Wrapper Storage After set_]
+# A wrapper subclass has a storage of its own (no data): views share it (return_and_correct_aliasing), and since set_
+# is an inplace_view op, `w.set_(src)` on a wrapper also replays on the wrapper itself, which then shares src's
+# wrapper storage and takes its metadata, while the subclass's own set_ handler points the inner tensors at src's
+# (the wrapper keeps its autograd identity: a view stays a view of its base). The functional run does all of this
+# on the traced wrappers exactly as eager does, so at its end the traced wrappers' storages say which subclass inputs
+# and outputs share one, and whether that is an input's storage as received. Two things reproduce it at run time,
+# only for programs that set_() a wrapper: an output that was a view when set_() replaced its contents is replayed
+# as that view and then set_() (without autograd) to a wrapper of its dense leaves (`Replay.then_set`); and after
+# the outputs are built, every member of a sharing class gets the class's storage (torch._functionalize_unsafe_set,
+# which changes neither metadata nor version counters).
+
+
+def _wrapper_storage_classes(
+    run: FunctionalRun, layout: DenseLayout, outputs: tuple[OutputInfo, ...]
+) -> tuple[WrapperStorageClass, ...]:
+    if not run.swaps.wrapper_sets:
+        return ()
+    anchors: dict[object, int] = {}
+    for t, key in enumerate(run.initial_wrapper_keys):
+        if key is not None:
+            anchors.setdefault(key, t)
+    members: dict[object, tuple[list[int], list[int]]] = {}
+    for t, (tree, u) in enumerate(zip(layout.trees, run.user_tensors, strict=True)):
+        if tree is not None:
+            members.setdefault(storage_key(u), ([], []))[0].append(t)
+    values = pytree.tree_leaves(run.output)
+    for o, (info, value) in enumerate(zip(outputs, values, strict=True)):
+        if info.kind is OutputKind.TENSOR and info.tree is not None and isinstance(value, torch.Tensor):
+            members.setdefault(storage_key(value), ([], []))[1].append(o)
+    classes = []
+    for key, (inputs, outs) in members.items():
+        anchor = anchors.get(key)
+        if outs or any(t != anchor for t in inputs):
+            classes.append(WrapperStorageClass(anchor=anchor, inputs=tuple(inputs), outputs=tuple(outs)))
+    return tuple(classes)
 
 
 def _check_wrapper_growth(flat: FlatInputs, layout: DenseLayout, after: tuple[Meta | None, ...]) -> None:
@@ -345,6 +386,9 @@ def _output_info(
             continue
         if key in current:
             _check_within_swapped_input(path, leaf, run, current[key])
+            shift = run.clone_offset_shift.get(current[key])
+            if shift is not None and not (isinstance(shift, int) and shift == 0):
+                meta = (meta[0], meta[1], symint_expr(leaf.storage_offset() + shift))
             out_leaves.append(
                 OutputLeaf(
                     source=LeafSource.INPUT_ALIAS,
@@ -472,12 +516,15 @@ def _replay(
 ) -> Replay | None:
     """The view chain eager used to make `value` from an input, an earlier output or an intermediate base, if
     replaying it is exact."""
-    if all(leaf.source is LeafSource.GRAPH for leaf in leaves):
+    then_set = _set_after_made(value, run)
+    if all(leaf.source is LeafSource.GRAPH for leaf in leaves) and not then_set:
         return None
     segments: list[list[ViewStep]] = []
     t = value
     first: ViewRecord | None = None
-    upto = 1 << 62  # in-place view ops on a tensor count until the next view was taken from it
+    # in-place view ops on a tensor count until the next view was taken from it (for the output itself: until the
+    # set_() that replaced its wrapper's contents)
+    upto = run.swaps.wrapper_sets[id(value)][0] if then_set else 1 << 62
     while id(t) not in input_by_id and id(t) not in earlier:
         record = run.swaps.views.get(id(t))
         if record is None:
@@ -494,8 +541,10 @@ def _replay(
         segments.append([s for s in segment if s is not None])
         first, t, upto = record, record.source, record.seq
     if not segments or first is None:
-        return _root_replay(value, bases, ())
+        return None if then_set else _root_replay(value, bases, ())
     steps = [s for segment in reversed(segments) for s in segment]
+    if then_set:
+        return _replay_then_set(t, first, steps, run, input_by_id, bases, earlier)
     if _meta_exprs(first.source_meta) != leaf_meta(t):
         # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
         # then is viewed before the epilogue changes it; anything else is regenerated.
@@ -519,6 +568,36 @@ def _replay(
     if base is not None and base[1] is t and not is_traceable_subclass(value):
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
     return None
+
+
+def _set_after_made(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """The program set_() the wrapper of subclass output `value` (Note [Wrapper Storage After set_]) after making it
+    as a view, in a way the runtime reproduces by a wrapper-level set_ without autograd: `value` does not require
+    grad, or the set_ ran under no_grad."""
+    found = run.swaps.wrapper_sets.get(id(value))
+    if found is None or id(value) not in run.swaps.views or not is_traceable_subclass(value):
+        return False
+    return not value.requires_grad or not found[1]
+
+
+def _replay_then_set(
+    t: torch.Tensor,
+    first: ViewRecord,
+    steps: list[ViewStep],
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    bases: dict[object, tuple[int, torch.Tensor]],
+    earlier: dict[int, int],
+) -> Replay | None:
+    """The view chain of an output whose wrapper was set_() after it was made, from its root `t`."""
+    if _meta_exprs(first.source_meta) != leaf_meta(t):
+        return None  # its source changed shape since: the view is not replayable after the epilogue
+    if id(t) in input_by_id:
+        return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), then_set=True)
+    if id(t) in earlier:
+        return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps), then_set=True)
+    root = _root_replay(t, bases, tuple(steps))
+    return None if root is None else replace(root, then_set=True)
 
 
 def _wrapper_data_source(

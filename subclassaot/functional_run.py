@@ -36,6 +36,11 @@ class FunctionalRun:
     originals: list[torch.Tensor]  # per dense leaf: an alias of its original storage with its original metadata
     finals: list[torch.Tensor]  # per dense leaf: the leaf as the program left it (re-flattened for subclasses)
     initial_metas: list[Meta]  # per tensor input: the object's (size, stride, offset) when the program got it
+    # per tensor input: the wrapper's own storage key when the program got it (None for plain tensors)
+    initial_wrapper_keys: list[object | None]
+    # per dense leaf of an input that runs as a clone: the input's storage offset minus the clone's (the clone's
+    # offsets, which the leaf's views record, are shifted by it to be the input's)
+    clone_offset_shift: dict[int, int | torch.SymInt]
     output: object  # what the program returned
 
 
@@ -66,6 +71,7 @@ def run_functional(
                 t.requires_grad_(True)
     grad_leaves = list(user_tensors)
     cloned = {j for i in clone_inputs for j in layout.leaves_of_input[i]}
+    shift: dict[int, int | torch.SymInt] = {}
     for i in sorted(clone_inputs):
         # The program runs on a clone of the input (autograd-visible): gradients are taken with respect to the
         # input as it was, and a wrapper that is a non-leaf in eager is one here too (see Note [Training
@@ -74,9 +80,13 @@ def run_functional(
         user_tensors[i] = clone
         leaves = [clone] if layout.trees[i] is None else flatten_subclass(clone, "clone")[1]
         for j, leaf in zip(layout.leaves_of_input[i], leaves, strict=True):
+            shift[j] = dense[j].storage_offset() - leaf.storage_offset()
             dense[j] = leaf
     originals = [torch.ops.aten.alias.default(d) for d in dense]
     initial_metas = [leaf_meta(t) for t in user_tensors]
+    initial_wrapper_keys = [
+        None if tree is None else storage_key(t) for tree, t in zip(layout.trees, user_tensors, strict=True)
+    ]
     values = list(flat.values)
     for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):
         values[index] = tensor
@@ -118,6 +128,8 @@ def run_functional(
         originals=originals,
         finals=finals,
         initial_metas=initial_metas,
+        initial_wrapper_keys=initial_wrapper_keys,
+        clone_offset_shift=shift,
         output=output,
     )
 

@@ -256,7 +256,8 @@ def _cli_shard(args: argparse.Namespace, echo: Callable[[str], None], shard: tup
 
 
 def _echo_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 def run_cli(args: argparse.Namespace, echo: Callable[[str], None]) -> int:

@@ -203,6 +203,8 @@ def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
         out.append(fresh_start + info.leaves[0].index)
     if plan.output_types or plan.graph_outputs.num_bases or plan.graph_outputs.num_symints:
         return None
+    if plan.analysis.wrapper_storage:
+        return None  # _outputs gives inputs their wrapper storage (Note [Wrapper Storage After set_])
     return tuple(out)
 
 
@@ -487,7 +489,31 @@ def _outputs(
 
     for o in range(len(infos)):
         get(o)
+    if plan.analysis.wrapper_storage:
+        _share_wrapper_storages(plan, values, result)
     return unflatten_output(result, plan.analysis.output_spec, has_size)
+
+
+def _share_wrapper_storages(plan: RuntimePlan, values: Sequence[object], result: list[object]) -> None:
+    """Note [Wrapper Storage After set_]: each member of a class ends on the class's wrapper storage."""
+    flat = plan.flat
+    classes = plan.analysis.wrapper_storage
+    # Holders of the target storages, taken before any member moves (an anchor may itself move to another class).
+    holders: list[torch.Tensor] = []
+    for c in classes:
+        first = values[flat.tensor_indices[c.anchor]] if c.anchor is not None else None
+        if first is None:
+            first = values[flat.tensor_indices[c.inputs[0]]] if c.inputs else result[c.outputs[0]]
+        assert isinstance(first, torch.Tensor)
+        holder = torch.empty(0, dtype=first.dtype, device=first.device)
+        torch._functionalize_unsafe_set(holder, first)
+        holders.append(holder)
+    for c, holder in zip(classes, holders, strict=True):
+        key = holder.untyped_storage()._cdata
+        members = [values[flat.tensor_indices[t]] for t in c.inputs] + [result[o] for o in c.outputs]
+        for m in members:
+            if isinstance(m, torch.Tensor) and m.untyped_storage()._cdata != key:
+                torch._functionalize_unsafe_set(m, holder)
 
 
 _PENDING = object()
@@ -537,7 +563,24 @@ def _tensor_output(
 ) -> torch.Tensor:
     bases, roots = bases_and_roots
     if info.replay is not None:
-        return _replay(info.replay, ev, values, bases_and_roots, symbols, earlier)
+        view = _replay(info.replay, ev, values, bases_and_roots, symbols, earlier)
+        if info.replay.then_set:  # Note [Wrapper Storage After set_]
+            contents = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols)
+            with torch.no_grad():
+                view.set_(contents)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
+        return view
+    return _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols)
+
+
+def _from_leaves(
+    info: OutputInfo,
+    ev: MetaEvaluator,
+    dense: list[torch.Tensor],
+    outs: list[object],
+    fresh_start: int,
+    bases: list[object],
+    symbols: dict[str, int],
+) -> torch.Tensor:
     leaves: list[torch.Tensor] = []
     for leaf in info.leaves:
         if leaf.source is LeafSource.GRAPH:

@@ -164,6 +164,15 @@ class ViewStep:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WrapperStorageClass:
+    """Subclass tensors whose wrappers share one storage after the call (Note [Wrapper Storage After set_])."""
+
+    anchor: int | None  # the tensor input whose wrapper storage (as received) it is; None: one made by the call
+    inputs: tuple[int, ...]  # tensor inputs (positions in DenseLayout.trees) whose wrapper ends on it
+    outputs: tuple[int, ...]  # OutputIndex of the outputs whose wrapper is on it
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Replay:
     """How to rebuild an aliased output exactly as eager made it (Note [Output Regeneration])."""
 
@@ -177,6 +186,9 @@ class Replay:
     # epilogue writes it, so that autograd sees the same order as in eager (a no_grad or multi-output view whose
     # base is then written has a grad_fn that raises)
     before_epilogue: bool = False
+    # the program set_() the output's wrapper after making it as this view: the view then takes the output's
+    # dense leaves by a wrapper-level set_ (Note [Wrapper Storage After set_])
+    then_set: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -212,6 +224,9 @@ class Analysis:
     outputs: tuple[OutputInfo, ...]  # indexed by OutputIndex
     output_spec: TreeSpec
     num_intermediate_bases: int
+    # which subclass inputs and outputs share one wrapper storage after the call; () unless the program called
+    # set_() on a wrapper (Note [Wrapper Storage After set_])
+    wrapper_storage: tuple[WrapperStorageClass, ...] = ()
 
     def wrapper_roots(self) -> dict[int, tuple[int, ...]]:
         """First base number -> the base numbers of one intermediate subclass that views are replayed from

@@ -80,6 +80,9 @@ class SwapRecord:
     # id() of a wrapper subclass -> (the wrapper `.data =` last assigned to it, seq): a shallow copy of the
     # wrapper's own metadata and storage; its inner tensors stay (Note [Wrapper Data Assignment])
     wrapper_data: dict[int, tuple[torch.Tensor, int]] = field(default_factory=dict)
+    # id() of a wrapper subclass -> (seq, grad mode) of the last set_() called on the wrapper itself (Note [Wrapper
+    # Storage After set_])
+    wrapper_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
     last_write: dict[object, int] = field(default_factory=dict)  # storage key -> seq of its last in-place op
@@ -146,6 +149,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             finally:
                 self.depth -= 1
             self._track(func, args, out, kwargs)
+            if func in _SET_OPS and self.depth == 0:
+                seq = self.record.inplace_views[id(args[0])][-1].seq  # set_ is an inplace_view op: _track saw it
+                self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
+                self.record.keep_alive.append(args[0])
             if func in _SET_OPS and torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
                 self.record.grad_set_ids.add(id(args[0]))  # Note [set_ Under Grad], at the wrapper level
             return out

@@ -40,9 +40,7 @@ def identity_compile(fn: Callable[..., object], **kwargs: object) -> Callable[..
 
 # Programs the pipeline does not yet run like eager ("corpus:name"), each with the gap in words. They stay in the corpus as strict
 # xfails, so fixing a gap turns its test red until the entry here is removed (and --identity-compile drops them).
-KNOWN_GAPS: dict[str, str] = {
-    "subclass:set_to_other": "set_ between two subclass inputs: inner storages are swapped, the wrappers' own are not shared",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def params(cases: Sequence[Case], corpus: str) -> list[object]:

@@ -1,0 +1,130 @@
+"""set_() on tensor subclass wrappers (Note [Wrapper Storage After set_]): the wrapper's own storage and view-ness
+after the call, as eager leaves them. Each program is a shrunk fuzz failure (seeds 20 and 21)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from subclasses.pair import PairTensor
+from tests.oracle import CompileFn, assert_matches_eager
+
+T = torch.Tensor
+Program = tuple[Callable[..., object], Callable[[], tuple[object, ...]]]
+
+
+def pair(*shape: int, requires_grad: bool = False) -> T:
+    return PairTensor.from_tensor(torch.randn(shape), requires_grad=requires_grad)
+
+
+def _set_input_to_input() -> Program:
+    def f(x0: T, x1: T) -> object:
+        x1.set_(x0)  # x1's wrapper now shares x0's wrapper storage
+        return ()
+
+    return f, lambda: (pair(), pair(2))
+
+
+def _set_input_to_empty_view() -> Program:
+    def f(x0: T, x1: T) -> object:
+        x0.set_(x1)
+        return ()
+
+    def make() -> tuple[object, ...]:
+        b1 = pair(2, 4, 4)
+        return (pair(), b1[0:0:1])
+
+    return f, make
+
+
+def _set_intermediate_to_input() -> Program:
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.add(x1)
+        t0.set_(x0)  # a fresh intermediate joins the input's wrapper storage
+        return (t0,)
+
+    def make() -> tuple[object, ...]:
+        b0 = pair(3, 2)
+        return (b0, b0)
+
+    return f, make
+
+
+def _self_set_of_view() -> Program:
+    def f(x0: T) -> object:
+        t1 = x0.select(0, -2).select(0, 1)
+        t1.set_(t1)  # still a view of x0 at the wrapper level; its inner tensors are no autograd views
+        return (t1,)
+
+    return f, lambda: (pair(3, 4),)
+
+
+def _self_set_of_view_of_intermediate() -> Program:
+    def f(x0: T) -> object:
+        t1 = x0.mul(x0).unbind(0)[2]
+        t1.set_(t1)
+        return (t1,)
+
+    return f, lambda: (pair(3),)
+
+
+def _set_view_to_its_transpose() -> Program:
+    def f(x0: T) -> object:
+        t0 = x0.view((12, -1))
+        t0.set_(t0.t())  # a no_grad view whose own set_ then moves its version: its grad_fn raises, as in eager
+        return (t0,)
+
+    return f, lambda: (pair(4, 3, 2, requires_grad=True),)
+
+
+def _self_set_of_detached_view_of_offset_input() -> Program:
+    def f(x0: T) -> object:
+        t1 = x0.detach().view((1, 3))
+        t1.set_(t1)
+        return (t1,)
+
+    def make() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (pair(3, 3, requires_grad=True).unbind(1)[1],)  # a non-leaf input at storage offset 1
+
+    return f, make
+
+
+INFERENCE = {
+    "set_input_to_input": _set_input_to_input,
+    "set_input_to_empty_view": _set_input_to_empty_view,
+    "set_intermediate_to_input": _set_intermediate_to_input,
+    "self_set_of_view": _self_set_of_view,
+    "self_set_of_view_of_intermediate": _self_set_of_view_of_intermediate,
+    "set_view_to_its_transpose": _set_view_to_its_transpose,
+}
+TRAINING = {"self_set_of_detached_view_of_offset_input": _self_set_of_detached_view_of_offset_input}
+
+
+@pytest.mark.parametrize("name", sorted(INFERENCE))
+def test_wrapper_set_inference(name: str, compile_fn: CompileFn | None) -> None:
+    f, make = INFERENCE[name]()
+    with torch.no_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("name", sorted(TRAINING))
+def test_wrapper_set_training(name: str, compile_fn: CompileFn | None) -> None:
+    f, make = TRAINING[name]()
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+def test_wrapper_storage_is_shared_after_set() -> None:
+    """The direct fact behind the oracle's aliasing check: x1's wrapper storage is x0's after the call."""
+    import subclassaot
+
+    f, make = _set_input_to_input()
+    x0, x1 = make()
+    assert isinstance(x0, torch.Tensor) and isinstance(x1, torch.Tensor)
+    with torch.no_grad():
+        subclassaot.compile(f)(x0, x1)
+    assert x1.untyped_storage()._cdata == x0.untyped_storage()._cdata
+    assert x1.shape == x0.shape and x1.a.untyped_storage()._cdata == x0.a.untyped_storage()._cdata
