@@ -10,6 +10,7 @@ import torch
 
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
 
 T = torch.Tensor
 Program = tuple[Callable[..., object], Callable[[], tuple[object, ...]]]
@@ -21,7 +22,7 @@ def pair(*shape: int, requires_grad: bool = False) -> T:
 
 def _set_input_to_input() -> Program:
     def f(x0: T, x1: T) -> object:
-        x1.set_(x0)  # x1's wrapper now shares x0's wrapper storage
+        set_to(x1, x0)  # x1's wrapper now shares x0's wrapper storage
         return ()
 
     return f, lambda: (pair(), pair(2))
@@ -29,7 +30,7 @@ def _set_input_to_input() -> Program:
 
 def _set_input_to_empty_view() -> Program:
     def f(x0: T, x1: T) -> object:
-        x0.set_(x1)
+        set_to(x0, x1)
         return ()
 
     def make() -> tuple[object, ...]:
@@ -42,7 +43,7 @@ def _set_input_to_empty_view() -> Program:
 def _set_intermediate_to_input() -> Program:
     def f(x0: T, x1: T) -> object:
         t0 = x1.add(x1)
-        t0.set_(x0)  # a fresh intermediate joins the input's wrapper storage
+        set_to(t0, x0)  # a fresh intermediate joins the input's wrapper storage
         return (t0,)
 
     def make() -> tuple[object, ...]:
@@ -55,7 +56,7 @@ def _set_intermediate_to_input() -> Program:
 def _self_set_of_view() -> Program:
     def f(x0: T) -> object:
         t1 = x0.select(0, -2).select(0, 1)
-        t1.set_(t1)  # still a view of x0 at the wrapper level; its inner tensors are no autograd views
+        set_to(t1, t1)  # still a view of x0 at the wrapper level; its inner tensors are no autograd views
         return (t1,)
 
     return f, lambda: (pair(3, 4),)
@@ -64,7 +65,7 @@ def _self_set_of_view() -> Program:
 def _self_set_of_view_of_intermediate() -> Program:
     def f(x0: T) -> object:
         t1 = x0.mul(x0).unbind(0)[2]
-        t1.set_(t1)
+        set_to(t1, t1)
         return (t1,)
 
     return f, lambda: (pair(3),)
@@ -73,7 +74,7 @@ def _self_set_of_view_of_intermediate() -> Program:
 def _set_view_to_its_transpose() -> Program:
     def f(x0: T) -> object:
         t0 = x0.view((12, -1))
-        t0.set_(t0.t())  # a no_grad view whose own set_ then moves its version: its grad_fn raises, as in eager
+        set_to(t0, t0.t())  # a no_grad view whose own set_ then moves its version: its grad_fn raises, as in eager
         return (t0,)
 
     return f, lambda: (pair(4, 3, 2, requires_grad=True),)
@@ -82,7 +83,7 @@ def _set_view_to_its_transpose() -> Program:
 def _self_set_of_detached_view_of_offset_input() -> Program:
     def f(x0: T) -> object:
         t1 = x0.detach().view((1, 3))
-        t1.set_(t1)
+        set_to(t1, t1)
         return (t1,)
 
     def make() -> tuple[object, ...]:
@@ -127,4 +128,5 @@ def test_wrapper_storage_is_shared_after_set() -> None:
     with torch.no_grad():
         subclassaot.compile(f)(x0, x1)
     assert x1.untyped_storage()._cdata == x0.untyped_storage()._cdata
+    assert isinstance(x0, PairTensor) and isinstance(x1, PairTensor)
     assert x1.shape == x0.shape and x1.a.untyped_storage()._cdata == x0.a.untyped_storage()._cdata
