@@ -558,6 +558,7 @@ def _replay(
             value.requires_grad
             and not is_traceable_subclass(t)
             and run.swaps.last_write.get(storage_key(t), 0) > first.seq
+            and _as_received(t, first, run)  # before the epilogue the input is as the program got it
         )
         return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=early)
     if id(t) in earlier:

@@ -1032,3 +1032,20 @@ def test_same_tensor_twice_with_cancelling_inplace_view_ops(compile_fn: CompileF
 
     with torch.no_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_of_input_after_its_metadata_change_then_inplace_view_op(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 21, program 894: the view is taken after t_() on the input, then changed by its own unsqueeze_();
+    # it must be replayed after the epilogue's t_(), not before it (it used to come back with the input's old shape).
+    def f(x0: T) -> object:
+        x0.t_()
+        t0 = x0.select(0, 0)
+        t0.unsqueeze_(1)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():  # a view that requires grad
+            return (nonleaf(3, 1, 3).diagonal(0, 0, 2),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
