@@ -370,6 +370,13 @@ def _output_info(
             "its own history over the assigned storage, which a compiled output cannot have. Return the assigned "
             "tensor, or a clone"
         )
+    set_under_grad = run.swaps.wrapper_sets.get(id(value))
+    if set_under_grad is not None and set_under_grad[1] and value.requires_grad:
+        raise UnsupportedError(
+            f"{path} is a tensor subclass whose wrapper the program set_() with grad enabled while it requires grad: "
+            "eager gives it an autograd history through set_ (whose derivative is not implemented), which a compiled "
+            "output cannot have. Call set_() under torch.no_grad(), or return a clone"
+        )
     tree, dense = dense_leaves_of(value, path)
     out_leaves = []
     fresh = _needs_program_autograd(value, run)
@@ -446,6 +453,12 @@ def _check_within_swapped_input(path: str, leaf: torch.Tensor, run: FunctionalRu
         return
     if any(storage_key(final) == storage_key(o) for o in run.originals):
         return  # set_ to another input's storage: the real storage is there
+    if leaf.requires_grad and torch.is_grad_enabled():
+        raise UnsupportedError(
+            f"{path} requires grad and shares storage with input {j}, which the program set_() to an intermediate: "
+            "the output needs the graph's autograd history and the input the output's storage, which the compiled "
+            "call cannot give both. Return a clone (.clone()) of it"
+        )
     have = elements_of(list(final.shape), list(final.stride()), final.storage_offset())
     want = elements_of(list(leaf.shape), list(leaf.stride()), leaf.storage_offset())
     if have is None or want is None or not have.covers(want):
