@@ -119,6 +119,9 @@ class SwapRecord:
 # In-place ops whose version bump is decided elsewhere (resize_ bumps only when the size changes).
 _NO_VERSION_BUMP = frozenset({"aten::resize_", "aten::resize_as_"})
 
+# Writes that store one value everywhere (Note [Uniform Writes Through Expand]).
+_UNIFORM_WRITES = frozenset({torch.ops.aten.fill_, torch.ops.aten.zero_})
+
 _SET_OPS = {
     torch.ops.aten.set_.source_Tensor,
     torch.ops.aten.set_.source_Storage,
@@ -181,6 +184,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             self.record.written_families.add(self.record.family_of(args[0]))
+            return args[0]
+        if args and is_functional(args[0]) and _uniform_write(func, args[0]) and 0 in args[0].stride():
+            func(_without_repeats(args[0]), *args[1:], **kwargs)  # Note [Uniform Writes Through Expand]
+            self._track(func, args, args[0], kwargs)
             return args[0]
         out = func(*args, **kwargs)
         self._track(func, args, out, kwargs)
@@ -294,7 +301,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     and isinstance(arg, torch.Tensor)
                     and self.depth == 0
                     and moves_data
-                    and _overlaps(arg)
+                    and _overlaps(arg, uniform=_uniform_write(func, arg))
                 ):
                     raise UnsupportedError(
                         f"{func}: an in-place write through a tensor whose elements overlap in memory (an expand() "
@@ -364,13 +371,42 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
     return True
 
 
-def _overlaps(t: torch.Tensor) -> bool:
+def _overlaps(t: torch.Tensor, uniform: bool = False) -> bool:
     """Do several elements share one memory location (a zero stride, or strides that meet, as_strided((3, 2),
-    (2, 2)))? Eager writes such elements once per index, in an order it does not promise."""
-    if any(st == 0 and sz > 1 for sz, st in zip(t.shape, t.stride(), strict=True)):
+    (2, 2)))? Eager writes such elements once per index, in an order it does not promise. `uniform`: the write
+    stores one value everywhere, so zero-stride dims are harmless (Note [Uniform Writes Through Expand])."""
+    pairs = [(sz, st) for sz, st in zip(t.shape, t.stride(), strict=True) if not (uniform and st == 0)]
+    if any(st == 0 and sz > 1 for sz, st in pairs):
         return True
-    found = elements_of(list(t.shape), list(t.stride()), t.storage_offset())
-    return found is not None and found.exact is not None and len(found.exact) < t.numel()
+    found = elements_of([sz for sz, _ in pairs], [st for _, st in pairs], t.storage_offset())
+    return found is not None and found.exact is not None and len(found.exact) < _numel(pairs)
+
+
+def _numel(pairs: list[tuple[int, int]]) -> int:
+    n = 1
+    for sz, _ in pairs:
+        n *= sz
+    return n
+
+
+# Note [Uniform Writes Through Expand]
+# fill_ and zero_ through an expanded view (x.expand(3, 4).zero_()) are legal in eager, and every order of the
+# repeated writes gives the same result. Functionalization gets them wrong (its write-back of the view reads the
+# materialized view with the base's strides), so the mode runs them on the view with each zero-stride dim narrowed
+# to one index: the same memory locations, each written once. Other writes through overlapping memory stay refused,
+# and so do uniform ones autograd records (eager's backward of them raises).
+
+
+def _uniform_write(func: Any, t: torch.Tensor) -> bool:
+    """A uniform write autograd does not record (eager's backward of one through an expand raises)."""
+    return func.overloadpacket in _UNIFORM_WRITES and not (torch.is_grad_enabled() and t.requires_grad)
+
+
+def _without_repeats(t: torch.Tensor) -> torch.Tensor:
+    for d, (sz, st) in enumerate(zip(t.shape, t.stride(), strict=True)):
+        if st == 0 and sz > 1:
+            t = t.narrow(d, 0, 1)
+    return t
 
 
 def _key_of_storage(storage: object) -> object:
