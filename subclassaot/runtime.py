@@ -276,7 +276,7 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
 # set_() on a tensor that requires grad, with grad enabled, makes autograd record a node whose backward raises
 # ("derivative for set_ is not implemented"), even when the storage ends where it was (x.set_(x)). The epilogue
 # repeats `x.set_(x)` (which changes nothing else) under grad on such an input, so a backward through it raises as
-# in eager.
+# in eager. A set_ on a view of the input taken with grad on counts too: autograd rebases the input's history on it.
 
 
 def _epilogue(
@@ -555,8 +555,19 @@ def _tensor_output(
         return leaves[0]
     assert info.outer_meta is not None
     size, stride, _ = ev.meta(info.outer_meta, symbols)
+    stride = fresh_outer_stride(info, leaves, size, stride)
     # The contract was checked when this entry was traced (same tree, symbolic sizes); not again per call.
     return unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
+
+
+def fresh_outer_stride(
+    info: OutputInfo, leaves: Sequence[torch.Tensor], size: list[int], stride: list[int]
+) -> list[int]:
+    """Note [Fresh Subclass Output Strides]: the real strides of the leaf the wrapper's followed while tracing."""
+    if info.outer_stride_leaf is None:
+        return stride
+    leaf = leaves[info.outer_stride_leaf]
+    return list(leaf.stride()) if list(leaf.shape) == size else stride
 
 
 def _replay(

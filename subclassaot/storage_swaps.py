@@ -116,6 +116,8 @@ class SwapRecord:
 # In-place ops whose version bump is decided elsewhere (resize_ bumps only when the size changes).
 _NO_VERSION_BUMP = frozenset({"aten::resize_", "aten::resize_as_"})
 
+_RESIZE_OPS = frozenset({torch.ops.aten.resize_.default, torch.ops.aten.resize_as_.default})
+
 _SET_OPS = {
     torch.ops.aten.set_.source_Tensor,
     torch.ops.aten.set_.source_Storage,
@@ -139,6 +141,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if subclass is not None:
             # Let the subclass run with this mode still active, so its inner set_ calls are seen too. Its inner
             # ops run below autograd, so in eager they advance no version counter: count them as not writing.
+            before = _outer_meta(args[0])
             self.depth += 1
             try:
                 with self:
@@ -146,8 +149,12 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             finally:
                 self.depth -= 1
             self._track(func, args, out, kwargs)
+            if func in _RESIZE_OPS and self.depth == 0 and _outer_meta(args[0]) != before:
+                # The wrapper takes its new size with a set_ of its own, which advances its version counter (and
+                # its base's, for a view), in eager.
+                self.record.written_families.add(self.record.family_of(args[0]))
             if func in _SET_OPS and torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
-                self.record.grad_set_ids.add(id(args[0]))  # Note [set_ Under Grad], at the wrapper level
+                self._grad_set(args[0])  # Note [set_ Under Grad], at the wrapper level
             return out
         if func is torch.ops.aten.resize_.default and args and is_functional(args[0]):
             # Eager advances the version counter only when resize_ changes the size.
@@ -164,13 +171,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if func is torch.ops.aten.set_.source_Tensor and len(args) > 1 and args[1] is args[0]:
             # x.set_(x) changes nothing but the version counter (and, under grad, autograd's history).
             if torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
-                self.record.grad_set_ids.add(id(args[0]))
+                self._grad_set(args[0])
             self.record.written_families.add(self.record.family_of(args[0]))
             return args[0]
         if func in _SET_OPS and args and is_functional(args[0]):
             self._set(func, args, kwargs)
             if torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
-                self.record.grad_set_ids.add(id(args[0]))  # autograd recorded a set_ it cannot differentiate
+                self._grad_set(args[0])  # autograd recorded a set_ it cannot differentiate
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             self.record.written_families.add(self.record.family_of(args[0]))
@@ -178,6 +185,18 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         out = func(*args, **kwargs)
         self._track(func, args, out, kwargs)
         return out
+
+    def _grad_set(self, x: torch.Tensor) -> None:
+        """Note [set_ Under Grad]: set_() of `x` with grad on. On a view taken with grad on, eager's autograd
+        rebases the view's base on the set_ node too: its history then raises in backward as well."""
+        self.record.grad_set_ids.add(id(x))
+        t = x
+        while (record := self.record.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+            if not record.grad_enabled or id(t) in self.record.hidden:
+                return
+            t = record.source
+        if t is not x and t.requires_grad:
+            self.record.grad_set_ids.add(id(t))
 
     def _as_strided_source(self, args: tuple[Any, ...]) -> torch.Tensor:
         """Note [as_strided On Inputs]: the tensor to take an as_strided view of, checked against the input's span."""
@@ -355,6 +374,10 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
             return False
         expected *= s
     return True
+
+
+def _outer_meta(t: object) -> object:
+    return (tuple(t.shape), tuple(t.stride())) if isinstance(t, torch.Tensor) else None
 
 
 def _overlaps(t: torch.Tensor) -> bool:
