@@ -427,17 +427,22 @@ def _outer_stride_leaf(outer: Meta | None, leaves: list[OutputLeaf]) -> int | No
 
 
 def _data_assigned_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
-    """Was `.data` of a wrapper on `value`'s view chain assigned before the chain went on from it (Note [Wrapper Data
-    Assignment])? The root counts whenever it was: a view of an input whose `.data` was assigned too."""
+    """Does `value`'s wrapper disagree with its inner tensors because of a `.data =` (Note [Wrapper Data
+    Assignment])? Where it was assigned to `value` itself or to its view chain's root; or to a tensor of the chain
+    before the chain went on from it, from a tensor whose storage is not the root's (a later view's wrapper shares
+    the assigned storage, its inner tensors view the root's)."""
+    chain: list[tuple[torch.Tensor, int | None]] = []  # (tensor, seq of the view taken from it; None for `value`)
     t, taken = value, None
-    while True:
-        found = run.swaps.wrapper_data.get(id(t))
-        record = run.swaps.views.get(id(t))
-        if record is None or record.func is torch.ops.aten.detach.default:
-            return found is not None  # the root
-        if found is not None and (taken is None or found[1] < taken):
-            return True
+    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        chain.append((t, taken))
         t, taken = record.source, record.seq
+    if id(t) in run.swaps.wrapper_data:
+        return True
+    for u, seq in chain:
+        found = run.swaps.wrapper_data.get(id(u))
+        if found is not None and (seq is None or (found[1] < seq and storage_key(found[0]) != storage_key(t))):
+            return True
+    return False
 
 
 def _check_within_swapped_input(path: str, leaf: torch.Tensor, run: FunctionalRun, j: DenseIndex) -> None:

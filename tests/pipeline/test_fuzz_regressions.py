@@ -1110,16 +1110,42 @@ def test_subclass_no_grad_view_then_sibling_set(compile_fn: CompileFn | None) ->
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-@pytest.mark.parametrize("view", ["select", "expand"])
+@pytest.mark.parametrize("view", ["select", "expand", "view_after"])
 def test_subclass_input_view_data_assign_returned_refused(compile_fn: CompileFn | None, view: str) -> None:
-    # Eager's wrapper takes the assigned tensor's size and storage while its inner tensors keep theirs.
+    # Eager's wrapper takes the assigned tensor's size and storage while its inner tensors keep theirs; a view taken
+    # after it shares the assigned storage while its inner tensors view the other input's.
     def f(x0: T, x1: T) -> object:
+        if view == "view_after":
+            t0 = x1.view(12)
+            t0.data = x0
+            return (t0.unsqueeze(0),)
         t0 = x1.select(1, -2) if view == "select" else x0.expand((4, 1, 3))
         t0.data = x0
         return (t0,)
 
     def make_inputs() -> tuple[object, ...]:
-        return (pair(), pair(4, 3)) if view == "select" else (pair(4, 1, 1), pair())
+        return {
+            "select": (pair(), pair(4, 3)),
+            "expand": (pair(4, 1, 1), pair()),
+            "view_after": (pair(12), pair(3, 4)),
+        }[view]
 
     with torch.no_grad():
         assert_refused(f, make_inputs, compile_fn, "whose `.data` the program assigned")
+
+
+def test_subclass_input_view_data_assign_from_its_input_then_viewed(compile_fn: CompileFn | None) -> None:
+    # Seed 24, program 70: the assigned tensor is the view's own base, so a view taken afterwards is an ordinary
+    # view of the input (not refused).
+    def f(x0: T) -> object:
+        t0 = x0.view((12,))
+        t0.data = x0
+        t1 = t0.unsqueeze(0)
+        t0.add_(2.0)
+        return (x0, x0, t1)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(3, 4, 1),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
