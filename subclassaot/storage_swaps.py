@@ -141,7 +141,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if subclass is not None:
             # Let the subclass run with this mode still active, so its inner set_ calls are seen too. Its inner
             # ops run below autograd, so in eager they advance no version counter: count them as not writing.
-            before = _outer_meta(args[0])
+            before = _size_and_stride(args[0]) if func in _RESIZE_OPS else None
             self.depth += 1
             try:
                 with self:
@@ -149,7 +149,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             finally:
                 self.depth -= 1
             self._track(func, args, out, kwargs)
-            if func in _RESIZE_OPS and self.depth == 0 and _outer_meta(args[0]) != before:
+            if func in _RESIZE_OPS and self.depth == 0 and _size_and_stride(args[0]) != before:
                 # The wrapper takes its new size with a set_ of its own, which advances its version counter (and
                 # its base's, for a view), in eager.
                 self.record.written_families.add(self.record.family_of(args[0]))
@@ -376,7 +376,7 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
     return True
 
 
-def _outer_meta(t: object) -> object:
+def _size_and_stride(t: object) -> object:
     return (tuple(t.shape), tuple(t.stride())) if isinstance(t, torch.Tensor) else None
 
 
