@@ -358,11 +358,11 @@ def _output_info(
         return info(OutputKind.CONSTANT, constant=value), graph_count
     if id(value) in input_by_id:
         return info(OutputKind.IS_INPUT, input_index=input_by_id[id(value)]), graph_count
-    if is_traceable_subclass(value) and id(run.swaps.view_root(value)) in run.swaps.wrapper_data:
+    if is_traceable_subclass(value) and _data_assigned_in_chain(value, run):
         raise UnsupportedError(
-            f"{path} is (a view of) a tensor subclass intermediate whose `.data` the program assigned: its wrapper "
-            "shares the assigned tensor's storage while its inner tensors do not (Note [Wrapper Data Assignment]), "
-            "which the compiled output cannot reproduce. Return the assigned tensor, or a clone"
+            f"{path} is (a view of) a tensor subclass intermediate, or view of an input, whose `.data` the program "
+            "assigned: its wrapper shares the assigned tensor's storage while its inner tensors do not (Note [Wrapper "
+            "Data Assignment]), which the compiled output cannot reproduce. Return the assigned tensor, or a clone"
         )
     if value.requires_grad and id(value) in run.swaps.swapped_by_data and _grad_fn_or_none(value) is not None:
         raise UnsupportedError(
@@ -442,7 +442,58 @@ def _output_info(
             OutputKind.TENSOR, tree=tree, outer_meta=leaf_meta(value), leaves=fresh_leaves, view_of_fresh=True
         )
         return as_fresh, first + len(fresh_leaves)
-    return info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=tuple(out_leaves), replay=replay), graph_count
+    stride_leaf = _outer_stride_leaf(outer, out_leaves) if replay is None else None
+    return (
+        info(
+            OutputKind.TENSOR,
+            tree=tree,
+            outer_meta=outer,
+            leaves=tuple(out_leaves),
+            replay=replay,
+            outer_stride_leaf=stride_leaf,
+        ),
+        graph_count,
+    )
+
+
+# Note [Fresh Subclass Output Strides]
+# The analysis runs on fake tensors, whose strides for results of elementwise ops can differ from the real kernels'
+# where a dim has size 1 (a (1, 3) result of a (1, 3) input with strides (1, 1): fake (3, 1), eager (1, 1)). A plain
+# fresh output takes its strides from the graph's real result; a subclass output is rebuilt with the outer strides
+# recorded here. A wrapper whose outer size and stride were those of one of its fresh leaves (a WrapperTensor takes
+# them from its first inner tensor) takes that leaf's real strides at run time instead, as eager's wrapper did.
+
+
+def _outer_stride_leaf(outer: Meta | None, leaves: list[OutputLeaf]) -> int | None:
+    if outer is None:
+        return None
+    return next(
+        (
+            k
+            for k, leaf in enumerate(leaves)
+            if leaf.source is LeafSource.GRAPH and leaf.passthrough is None and leaf.meta[:2] == outer[:2]
+        ),
+        None,
+    )
+
+
+def _data_assigned_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """Does `value`'s wrapper disagree with its inner tensors because of a `.data =` (Note [Wrapper Data
+    Assignment])? Where it was assigned to `value` itself or to its view chain's root; or to a tensor of the chain
+    before the chain went on from it, from a tensor whose storage is not the root's (a later view's wrapper shares
+    the assigned storage, its inner tensors view the root's)."""
+    chain: list[tuple[torch.Tensor, int | None]] = []  # (tensor, seq of the view taken from it; None for `value`)
+    t, taken = value, None
+    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        chain.append((t, taken))
+        t, taken = record.source, record.seq
+    if id(t) in run.swaps.wrapper_data:
+        return True
+    for u, seq in chain:
+        found = run.swaps.wrapper_data.get(id(u))
+        if found is not None and (seq is None or (found[1] < seq and storage_key(found[0]) != storage_key(t))):
+            return True
+    return False
 
 
 def _check_within_swapped_input(path: str, leaf: torch.Tensor, run: FunctionalRun, j: DenseIndex) -> None:
@@ -569,7 +620,8 @@ def _replay(
             return None
         early = (
             value.requires_grad
-            and not is_traceable_subclass(t)
+            # A subclass input: where eager advanced its wrapper's own version counter (a wrapper-level write)
+            and (not is_traceable_subclass(t) or run.swaps.bumps(t))
             and run.swaps.last_write.get(storage_key(t), 0) > first.seq
             and _as_received(t, first, run)  # before the epilogue the input is as the program got it
         )

@@ -34,6 +34,7 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
+from subclassaot.storage_swaps import without_repeats
 from subclassaot.torch_internals import get_version, python_source, set_version, set_wrapper_metadata
 from subclassaot.trace import GraphOutputs, UpdateKind
 
@@ -278,7 +279,7 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
 # set_() on a tensor that requires grad, with grad enabled, makes autograd record a node whose backward raises
 # ("derivative for set_ is not implemented"), even when the storage ends where it was (x.set_(x)). The epilogue
 # repeats `x.set_(x)` (which changes nothing else) under grad on such an input, so a backward through it raises as
-# in eager.
+# in eager. A set_ on a view of the input taken with grad on counts too: autograd rebases the input's history on it.
 
 
 def _epilogue(
@@ -405,6 +406,10 @@ def _copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation) -> 
     # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's
     # grad_fn and version match eager; .data and no_grad mutations stay invisible to autograd, as in eager.
     hidden = not mutation.autograd_visible or mutation.hidden_from_autograd or mutation.storage_changed
+    if 0 in x.stride():
+        # An input that overlaps itself (an expand) took uniform writes only (Note [Uniform Writes Through
+        # Expand]): its repeats hold equal values, written once each.
+        x, value = without_repeats(x, value)
     if (x.requires_grad or value.requires_grad) and not hidden:
         x.copy_(value)
     else:
@@ -598,8 +603,19 @@ def _from_leaves(
         return leaves[0]
     assert info.outer_meta is not None
     size, stride, _ = ev.meta(info.outer_meta, symbols)
+    stride = fresh_outer_stride(info, leaves, size, stride)
     # The contract was checked when this entry was traced (same tree, symbolic sizes); not again per call.
     return unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
+
+
+def fresh_outer_stride(
+    info: OutputInfo, leaves: Sequence[torch.Tensor], size: list[int], stride: list[int]
+) -> list[int]:
+    """Note [Fresh Subclass Output Strides]: the real strides of the leaf the wrapper's followed while tracing."""
+    if info.outer_stride_leaf is None:
+        return stride
+    leaf = leaves[info.outer_stride_leaf]
+    return list(leaf.stride()) if list(leaf.shape) == size else stride
 
 
 def _replay(

@@ -204,6 +204,9 @@ class OutputInfo:
     # TENSOR in training: a subclass view of an intermediate no other output aliases, computed by the graph and
     # returned as a view of that fresh value (Note [Subclass Views Of Intermediates In Training])
     view_of_fresh: bool = False
+    # TENSOR subclass computed by the graph: the position in `leaves` of a fresh leaf whose size and stride the wrapper
+    # had while tracing; its strides are that leaf's at run time (Note [Fresh Subclass Output Strides])
+    outer_stride_leaf: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -121,6 +121,7 @@ _NO_VERSION_BUMP = frozenset({"aten::resize_", "aten::resize_as_"})
 
 # Writes that store one value everywhere (Note [Uniform Writes Through Expand]).
 _UNIFORM_WRITES = frozenset({torch.ops.aten.fill_, torch.ops.aten.zero_})
+_RESIZE_OPS = frozenset({torch.ops.aten.resize_.default, torch.ops.aten.resize_as_.default})
 
 _SET_OPS = {
     torch.ops.aten.set_.source_Tensor,
@@ -145,6 +146,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if subclass is not None:
             # Let the subclass run with this mode still active, so its inner set_ calls are seen too. Its inner
             # ops run below autograd, so in eager they advance no version counter: count them as not writing.
+            before = _size_and_stride(args[0]) if func in _RESIZE_OPS else None
             self.depth += 1
             try:
                 with self:
@@ -156,8 +158,12 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 seq = self.record.inplace_views[id(args[0])][-1].seq  # set_ is an inplace_view op: _track saw it
                 self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
                 self.record.keep_alive.append(args[0])
+            if func in _RESIZE_OPS and self.depth == 0 and _size_and_stride(args[0]) != before:
+                # The wrapper takes its new size with a set_ of its own, which advances its version counter (and
+                # its base's, for a view), in eager.
+                self.record.written_families.add(self.record.family_of(args[0]))
             if func in _SET_OPS and torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
-                self.record.grad_set_ids.add(id(args[0]))  # Note [set_ Under Grad], at the wrapper level
+                self._grad_set(args[0])  # Note [set_ Under Grad], at the wrapper level
             return out
         if func is torch.ops.aten.resize_.default and args and is_functional(args[0]):
             # Eager advances the version counter only when resize_ changes the size.
@@ -174,24 +180,36 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if func is torch.ops.aten.set_.source_Tensor and len(args) > 1 and args[1] is args[0]:
             # x.set_(x) changes nothing but the version counter (and, under grad, autograd's history).
             if torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
-                self.record.grad_set_ids.add(id(args[0]))
+                self._grad_set(args[0])
             self.record.written_families.add(self.record.family_of(args[0]))
             return args[0]
         if func in _SET_OPS and args and is_functional(args[0]):
             self._set(func, args, kwargs)
             if torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
-                self.record.grad_set_ids.add(id(args[0]))  # autograd recorded a set_ it cannot differentiate
+                self._grad_set(args[0])  # autograd recorded a set_ it cannot differentiate
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             self.record.written_families.add(self.record.family_of(args[0]))
             return args[0]
         if args and is_functional(args[0]) and _uniform_write(func, args[0]) and 0 in args[0].stride():
-            func(_without_repeats(args[0]), *args[1:], **kwargs)  # Note [Uniform Writes Through Expand]
+            func(without_repeats(args[0])[0], *args[1:], **kwargs)  # Note [Uniform Writes Through Expand]
             self._track(func, args, args[0], kwargs)
             return args[0]
         out = func(*args, **kwargs)
         self._track(func, args, out, kwargs)
         return out
+
+    def _grad_set(self, x: torch.Tensor) -> None:
+        """Note [set_ Under Grad]: set_() of `x` with grad on. On a view taken with grad on, eager's autograd
+        rebases the view's base on the set_ node too: its history then raises in backward as well."""
+        self.record.grad_set_ids.add(id(x))
+        t = x
+        while (record := self.record.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+            if not record.grad_enabled or id(t) in self.record.hidden:
+                return
+            t = record.source
+        if t is not x and t.requires_grad:
+            self.record.grad_set_ids.add(id(t))
 
     def _as_strided_source(self, args: tuple[Any, ...]) -> torch.Tensor:
         """Note [as_strided On Inputs]: the tensor to take an as_strided view of, checked against the input's span."""
@@ -371,6 +389,10 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
     return True
 
 
+def _size_and_stride(t: object) -> object:
+    return (tuple(t.shape), tuple(t.stride())) if isinstance(t, torch.Tensor) else None
+
+
 def _overlaps(t: torch.Tensor, uniform: bool = False) -> bool:
     """Do several elements share one memory location (a zero stride, or strides that meet, as_strided((3, 2),
     (2, 2)))? Eager writes such elements once per index, in an order it does not promise. `uniform`: the write
@@ -402,11 +424,13 @@ def _uniform_write(func: Any, t: torch.Tensor) -> bool:
     return func.overloadpacket in _UNIFORM_WRITES and not (torch.is_grad_enabled() and t.requires_grad)
 
 
-def _without_repeats(t: torch.Tensor) -> torch.Tensor:
+def without_repeats(t: torch.Tensor, *like: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """`t` (and tensors of its shape) with each dim where `t` has stride 0 narrowed to its first index."""
+    out = (t, *like)
     for d, (sz, st) in enumerate(zip(t.shape, t.stride(), strict=True)):
         if st == 0 and sz > 1:
-            t = t.narrow(d, 0, 1)
-    return t
+            out = tuple(u.narrow(d, 0, 1) for u in out)
+    return out
 
 
 def _key_of_storage(storage: object) -> object:
