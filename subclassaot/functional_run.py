@@ -77,7 +77,11 @@ def run_functional(
         clone = clones.get(id(original))
         if clone is None:
             shared = layout.trees[i] is not None and any(j in grouped for j in layout.leaves_of_input[i])
-            clone = _SameStorageClone.apply(original) if shared else _strided_clone(original)
+            clone = (
+                cast(torch.Tensor, _SameStorageClone.apply(original))  # type: ignore[no-untyped-call]  # untyped in torch
+                if shared
+                else _strided_clone(original)
+            )
             clones[id(original)] = clone
         user_tensors[i] = clone
         leaves = [clone] if layout.trees[i] is None else flatten_subclass(clone, "clone")[1]

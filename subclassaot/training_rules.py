@@ -284,7 +284,7 @@ def _overlapping_members(
             continue  # the very same tensor as an earlier member: one object in the program
         size, stride, offset = group.member_meta[k]
         elements = torch.as_strided(index, _static(size), _static(stride), _static((offset,))[0]).flatten()
-        if elements.unique().numel() != elements.numel():
+        if elements.numel() and int(torch.bincount(elements).max()) > 1:
             return m
         t = position[layout.leaves[m].owner]
         family = layout.wrapper_families[t]

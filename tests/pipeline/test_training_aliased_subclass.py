@@ -17,7 +17,7 @@ T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
 
 
-def _nonleaf(*shape: int) -> PairTensor:
+def _nonleaf(*shape: int) -> T:
     """A PairTensor that is not a leaf (a clone of one that requires grad): views of it may be written."""
     b = PairTensor.from_tensor(torch.randn(shape), requires_grad=True)
     return b.clone()
@@ -30,7 +30,7 @@ def _leaf(*shape: int) -> PairTensor:
 # The two programs the fuzzer found refused
 
 
-def rows_written_and_read() -> tuple[object, ...]:
+def rows_written_and_read() -> tuple[T, ...]:
     b = _nonleaf(3, 3, 3)
     return b[0], b[1:]
 
@@ -40,7 +40,7 @@ def write_first_read_rest(x0: T, x1: T) -> object:
     return x1.sum(), x0 * 3
 
 
-def leaf_and_view() -> tuple[object, ...]:
+def leaf_and_view() -> tuple[T, ...]:
     b = _leaf()
     return b, b.view(())
 
@@ -66,7 +66,7 @@ def write_through_a_view_of_a_member(x0: T, x1: T) -> object:
     return (x0 + x1).sum()
 
 
-def split_rows() -> tuple[object, ...]:
+def split_rows() -> tuple[T, ...]:
     b = _nonleaf(4, 3)
     return b[:2], b[2:]
 
@@ -83,7 +83,7 @@ def outputs_view_members(x0: T, x1: T) -> object:
     return x0.view(-1), x1[0], x1.t()
 
 
-def views_of_a_leaf() -> tuple[object, ...]:
+def views_of_a_leaf() -> tuple[T, ...]:
     b = _leaf(3, 4)
     return b[0], b[1:]
 
@@ -94,7 +94,7 @@ def no_grad_write_to_views_of_a_leaf(x0: T, x1: T) -> object:
     return x0 * x1[0], x1.exp()
 
 
-def overlapping_views_of_a_leaf() -> tuple[object, ...]:
+def overlapping_views_of_a_leaf() -> tuple[T, ...]:
     b = _leaf(3, 4)
     return b, b[1], b.t()
 
@@ -105,7 +105,7 @@ def no_grad_write_read_every_alias(x0: T, x1: T, x2: T) -> object:
     return x0.sum(), x1 * 2, x2[0]
 
 
-def data_write_of_overlapping_nonleaf() -> tuple[object, ...]:
+def data_write_of_overlapping_nonleaf() -> tuple[T, ...]:
     b = _nonleaf(3, 3, 3)
     return b, b.unbind(1)[1].unsqueeze(-1)
 
@@ -116,7 +116,7 @@ def data_write_then_outputs(x0: T, x1: T) -> object:
     return x1, t0, t0.unsqueeze(-3)
 
 
-def same_nonleaf_twice() -> tuple[object, ...]:
+def same_nonleaf_twice() -> tuple[T, ...]:
     b = _nonleaf(2, 3)
     return b, b
 
@@ -126,7 +126,7 @@ def write_one_position_read_other(x0: T, x1: T) -> object:
     return x1.sum(), x0 * x1
 
 
-def same_leaf_twice() -> tuple[object, ...]:
+def same_leaf_twice() -> tuple[T, ...]:
     b = _leaf(2, 3)
     return b, b
 
@@ -138,7 +138,7 @@ def no_grad_write_same_leaf_twice(x0: T, x1: T) -> object:
     return t, x0 * 2
 
 
-def plain_and_pair_over_its_storage() -> tuple[object, ...]:
+def plain_and_pair_over_its_storage() -> tuple[T, ...]:
     t = torch.randn(3, 4)
     return t, PairTensor(t, torch.randn(3, 4), requires_grad=True)
 
@@ -148,7 +148,7 @@ def write_plain_read_pair(x0: T, x1: T) -> object:
     return x1 * 2, x0.sum()
 
 
-def plain_view_of_pair_clone() -> tuple[object, ...]:
+def plain_view_of_pair_clone() -> tuple[T, ...]:
     b = _nonleaf(3, 4)
     return b[0], b[1:], torch.randn(4)
 
@@ -182,7 +182,7 @@ def test_aliased_subclass_inputs_match_eager(fn: Callable[..., object], make: Ma
         assert_matches_eager(fn, make)
 
 
-def whole_and_row() -> tuple[object, ...]:
+def whole_and_row() -> tuple[T, ...]:
     b = _nonleaf(3, 4)
     return b, b[0]
 
@@ -200,7 +200,7 @@ def test_overlapping_views_written_under_grad_are_refused() -> None:
 
 
 def test_pair_and_plain_both_requiring_grad_are_refused() -> None:
-    def make() -> tuple[object, ...]:
+    def make() -> tuple[T, ...]:
         t = torch.randn(3, requires_grad=True)
         return t, PairTensor.from_tensor(t, requires_grad=True)
 
