@@ -92,7 +92,7 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation])
 # autograd), passes it to the compiled autograd.Function, and the backward returns the gradient with respect to it,
 # which autograd carries back through the as_strided to the real tensors behind the members, the way eager's
 # gradients reach them through both aliases. A mutation of a member is a copy into that base, which autograd
-# records as well. Subclass members are not covered (refused).
+# records as well. Subclass members: see Note [Aliased Subclass Inputs In Training].
 
 
 def grad_bases(layout: DenseLayout, user_fakes: Sequence[torch.Tensor]) -> tuple[int, ...]:
@@ -211,10 +211,16 @@ def check_training_supported(
 # one gradient (its first position). A member written through its own wrapper family comes back from the Function
 # as a wrapper around its region of the new base and is copied in at the wrapper level (Note [Subclass Inputs
 # Mutated In Training]); the base itself is written below autograd, where no one else sees it.
+# A leaf (or a view of one) written that way was written through an alias autograd does not relate to it (a
+# detach() beside it: eager would raise otherwise), so its copy is made below autograd (runtime `_copy_wrapper`).
 # That is exact except where autograd's rebasing matters: a write autograd records into a group in which two
 # distinct members of one wrapper family overlap (x and x[0], x written, x[0] read after). Then eager's history of
 # the second member goes through the write, ours would not, so that case is refused (as is a group mixing a plain
-# member and a subclass member that both require grad: their gradients would meet below autograd).
+# member and a subclass member that both require grad: their gradients would meet below autograd). Making it exact
+# needs the gradient with respect to the shared inner storage, split back per member, but the link from a wrapper
+# to its inner tensors is below autograd: that gradient would take either autograd on the inner tensors (not the
+# subclass's own wrapper-level formulas, so not eager's for a general subclass) or rebuilding the members as
+# wrapper-level views of one wrapper (as_strided on the subclass, which a general subclass need not support).
 
 
 def _written_through_alias(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
