@@ -269,3 +269,22 @@ def test_pair_and_plain_both_requiring_grad_are_refused() -> None:
     compiled = subclassaot.compile(f, backend="eager")
     with torch.enable_grad(), pytest.raises(subclassaot.UnsupportedError, match="shares storage with a plain input"):
         compiled(*make())
+
+
+def _copy_from_overlapping_view_of_itself(x: T) -> object:
+    x.copy_(x.as_strided((2, 3), (0, 2), 0))
+    return (x * 1,)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="eager's copy_ from a view that overlaps the destination reads elements it "
+    "has already written (memory order); the functional graph reads the values before the copy",
+)
+def test_copy_from_overlapping_view_of_itself() -> None:
+    # Seen by the fuzzer once PairTensor aliases were accepted (seed 20, program 395); a plain input alone shows it.
+    def make() -> tuple[T, ...]:
+        return (torch.randn(2, 3, requires_grad=True).clone(),)
+
+    with torch.enable_grad():
+        assert_matches_eager(_copy_from_overlapping_view_of_itself, make)
