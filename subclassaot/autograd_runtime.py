@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from typing import Any, cast
 
 import torch
@@ -155,6 +155,17 @@ def _dense_zeros(t: torch.Tensor) -> list[ZeroMeta]:
     return [(leaf.shape, leaf.dtype, leaf.device) for leaf in flatten_subclass(t, "out")[1]]
 
 
+def _member_of(outs: Sequence[object], source: tuple[int, tuple[int, ...], tuple[int, ...], int]) -> torch.Tensor:
+    """A group member's leaf as a view of its group's new base (a graph output)."""
+    k, size, stride, offset = source
+    return cast(torch.Tensor, outs[k]).as_strided(size, stride, offset)
+
+
+def _ints(dims: Sequence[object]) -> tuple[int, ...]:
+    assert all(isinstance(d, int) for d in dims), "BUG: alias-group metadata must be static"
+    return tuple(int(cast(int, d)) for d in dims)
+
+
 def _passthrough(
     graph_dense: list[torch.Tensor], leaf: OutputLeaf, ev: MetaEvaluator, symbols: dict[str, int]
 ) -> torch.Tensor:
@@ -257,7 +268,11 @@ def training_call(
                     size, stride, _ = ev.meta(after, symbols)
                     leaves = [outs[final_update[j]] for j in layout.leaves_of_input[i]]
                 else:
-                    leaves = [outs[original_update[j]] for j in layout.leaves_of_input[i]]
+                    leaves = [
+                        # Note [Aliased Subclass Inputs In Training]: a member's region of its group's new base
+                        outs[original_update[j]] if j in original_update else _member_of(outs, group_source[j])
+                        for j in layout.leaves_of_input[i]
+                    ]
                 tensors.append(unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False))
             for r in roots:  # Note [Intermediate Roots In Training]
                 assert r.root_tree is not None and r.root_meta is not None
@@ -355,8 +370,18 @@ def training_call(
     ev = MetaEvaluator()
     original_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.ORIGINAL}
     final_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.FINAL}
+    base_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.BASE}
+    group_source: dict[int, tuple[int, tuple[int, ...], tuple[int, ...], int]] = {}
+    for k, item in enumerate(layout.graph_inputs):
+        if isinstance(item, AliasGroupRef) and k in base_update:
+            group = layout.groups[item.group]
+            for m, (size, stride, offset) in zip(group.members, group.member_meta, strict=True):
+                group_source[m] = (base_update[k], _ints(size), _ints(stride), _ints((offset,))[0])
     for i in bw_meta.wrapper_updates:
-        needed = final_update if analysis.inplace_replay[i] and analysis.wrapper_meta_after[i] else original_update
+        if analysis.inplace_replay[i] and analysis.wrapper_meta_after[i]:
+            needed: Container[int] = final_update
+        else:
+            needed = {*original_update, *group_source}
         if any(j not in needed for j in layout.leaves_of_input[i]):
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path}: the program writes some inner tensors of this tensor "

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import torch
 
 from subclassaot.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors
 from subclassaot.errors import UnsupportedError
 from subclassaot.inputs import unflatten_call
-from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
+from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.schemas import AliasGroupRef, DenseIndex, DenseLayout, FlatInputs, Meta
 from subclassaot.storage_swaps import SwapRecord, dense_strides, elements_of, swap_modes
 from subclassaot.torch_internals import DataDependentError, storage_key, to_functional
@@ -72,16 +72,31 @@ def run_functional(
     grad_leaves = list(user_tensors)
     cloned = {j for i in clone_inputs for j in layout.leaves_of_input[i]}
     shift: dict[int, int | torch.SymInt] = {}
+    grouped = {m for g in layout.groups for m in g.members}
+    clones: dict[int, torch.Tensor] = {}  # id of the input object -> its clone (the same object passed twice)
     for i in sorted(clone_inputs):
         # The program runs on a clone of the input (autograd-visible): gradients are taken with respect to the
         # input as it was, and a wrapper that is a non-leaf in eager is one here too (see Note [Training
-        # Through A Joint Graph]). The clone's leaves stand for the input's leaves from here on.
-        clone = _strided_clone(user_tensors[i])
+        # Through A Joint Graph]). The clone's leaves stand for the input's leaves from here on. A subclass input
+        # that shares storage with another keeps its inner tensors (Note [Aliased Subclass Inputs In Training]).
+        original = user_tensors[i]
+        clone = clones.get(id(original))
+        if clone is None:
+            shared = layout.trees[i] is not None and any(j in grouped for j in layout.leaves_of_input[i])
+            clone = (
+                cast(torch.Tensor, _SameStorageClone.apply(original))  # type: ignore[no-untyped-call]  # untyped in torch
+                if shared
+                else _strided_clone(original)
+            )
+            clones[id(original)] = clone
         user_tensors[i] = clone
         leaves = [clone] if layout.trees[i] is None else flatten_subclass(clone, "clone")[1]
         for j, leaf in zip(layout.leaves_of_input[i], leaves, strict=True):
             shift[j] = dense[j].storage_offset() - leaf.storage_offset()
             dense[j] = leaf
+    for i, t in enumerate(user_tensors):
+        if id(t) in clones:  # the same object at a position not cloned itself: it is the clone too
+            user_tensors[i] = clones[id(t)]
     originals = [torch.ops.aten.alias.default(d) for d in dense]
     initial_metas = [leaf_meta(t) for t in user_tensors]
     initial_wrapper_keys = [
@@ -152,6 +167,20 @@ def _detach_members_without_grad(
                 dense[m] = dense[m].detach()
                 detached.append(dense[m])
     return detached
+
+
+class _SameStorageClone(torch.autograd.Function):
+    """A non-leaf wrapper over the very inner tensors of a subclass input (Note [Aliased Subclass Inputs In
+    Training]): writes through it reach the other aliases of those inner tensors, and autograd sees a non-leaf."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        node, leaves = flatten_subclass(x, "clone")
+        return unflatten_subclass(node, leaves, outer_size=x.shape, outer_stride=x.stride(), check=False)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad
 
 
 def _strided_clone(t: torch.Tensor) -> torch.Tensor:

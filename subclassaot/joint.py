@@ -43,7 +43,7 @@ from subclassaot.torch_internals import (
     trace_graph,
 )
 from subclassaot.trace import TracedGraph, UpdateKind, graph_output_values
-from subclassaot.training_rules import grad_bases, group_of, wrapper_update_inputs
+from subclassaot.training_rules import duplicate_wrappers, grad_bases, group_of, wrapper_update_inputs
 
 # Note [Training Through A Joint Graph]
 # When an input requires grad, one make_fx trace over (primals, tangents) runs the program on the primals (under
@@ -341,8 +341,11 @@ def trace_backward(
 ) -> BackwardGraph:
     group_grads = grad_bases(layout, user_fakes)
     in_groups = {layout.leaves[m].owner for k in group_grads for m in layout.groups[group_of(layout, k)].members}
+    duplicates = duplicate_wrappers(layout)  # Note [Aliased Subclass Inputs In Training]
     grad_inputs = tuple(
-        i for i, t in enumerate(user_fakes) if t.requires_grad and flat.tensor_indices[i] not in in_groups
+        i
+        for i, t in enumerate(user_fakes)
+        if t.requires_grad and flat.tensor_indices[i] not in in_groups and i not in duplicates
     )
     example = graph_example_inputs(layout, dense_fakes)
     with fake_mode:

@@ -352,6 +352,11 @@ def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: to
     """A wrapper-level copy_ that autograd records (Note [Subclass Inputs Mutated In Training])."""
     wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
     visible = any(plan.analysis.mutations[j].autograd_visible for j in plan.layout.leaves_of_input[t])
+    # A leaf that requires grad (or a view of one) cannot be written where autograd records it in eager: what
+    # wrote it was an alias autograd does not relate to it (a detach() passed beside it; Note [Aliased Subclass
+    # Inputs In Training]).
+    base = wrapper._base if wrapper._base is not None else wrapper
+    visible = visible and not (base.is_leaf and base.requires_grad)
     before = get_version(wrapper)
     with torch.set_grad_enabled(visible and torch.is_grad_enabled()):
         wrapper.copy_(value)

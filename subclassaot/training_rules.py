@@ -12,7 +12,16 @@ from collections.abc import Callable, Sequence
 import torch
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.schemas import AliasGroupRef, Analysis, DenseIndex, DenseLayout, FlatInputs, LeafMutation
+from subclassaot.schemas import (
+    AliasGroup,
+    AliasGroupRef,
+    Analysis,
+    DenseIndex,
+    DenseLayout,
+    FlatInputs,
+    InputIndex,
+    LeafMutation,
+)
 
 # Note [Subclass Inputs Mutated In Training]
 # Autograd sees a subclass at the wrapper level: its inner tensors carry no history. So when the program writes
@@ -44,10 +53,28 @@ def wrapper_update_inputs(
             continue
         if any(m.metadata or m.final_data for m in muts) and not _recorded_view_ops(analysis, i, muts):
             continue
-        if any(j in grouped for j in leaves):
+        # See Note [Aliased Subclass Inputs In Training]: a member of an alias group gets its new value only where
+        # the program wrote through its own wrapper family (not through an alias autograd does not relate to it),
+        # and once per object.
+        if any(j in grouped for j in leaves) and (
+            not analysis.wrapper_version_bumped[i] or _duplicate(layout, i) or any(m.metadata for m in muts)
+        ):
             continue
         out.append(i)
     return tuple(out)
+
+
+def _duplicate(layout: DenseLayout, i: int) -> bool:
+    """The same subclass object as an earlier input, traced as one object (Note [Synthetic Bases])."""
+    grouped = {m for g in layout.groups for m in g.members}
+    same = layout.same_wrapper[i] if layout.same_wrapper else None
+    return same is not None and any(j in grouped for j in layout.leaves_of_input[i])
+
+
+def duplicate_wrappers(layout: DenseLayout) -> frozenset[int]:
+    """Tensor inputs that are the same subclass object as an earlier one in a traced alias group: the program sees
+    one object, and its gradient goes to the first position only (autograd sums both positions in eager)."""
+    return frozenset(i for i in range(len(layout.trees)) if _duplicate(layout, i))
 
 
 def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation]) -> bool:
@@ -65,14 +92,15 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation])
 # autograd), passes it to the compiled autograd.Function, and the backward returns the gradient with respect to it,
 # which autograd carries back through the as_strided to the real tensors behind the members, the way eager's
 # gradients reach them through both aliases. A mutation of a member is a copy into that base, which autograd
-# records as well. Subclass members are not covered (refused).
+# records as well. Subclass members: see Note [Aliased Subclass Inputs In Training].
 
 
 def grad_bases(layout: DenseLayout, user_fakes: Sequence[torch.Tensor]) -> tuple[int, ...]:
-    """Graph inputs that are synthetic bases of plain inputs one of which requires grad."""
+    """Graph inputs that are synthetic bases of plain inputs one of which requires grad (subclass members get their
+    gradients at the wrapper level: Note [Aliased Subclass Inputs In Training])."""
     requires_grad = {
-        layout.leaves[leaves[0]].owner: fake.requires_grad
-        for leaves, fake in zip(layout.leaves_of_input, user_fakes, strict=True)
+        layout.leaves[leaves[0]].owner: fake.requires_grad and tree is None
+        for leaves, fake, tree in zip(layout.leaves_of_input, user_fakes, layout.trees, strict=True)
         if leaves
     }
     return tuple(
@@ -152,15 +180,16 @@ def check_training_supported(
                 "members or of one that is also written; in training this is not supported yet (its gradients "
                 "would not be eager's). Pass one base tensor and take the views inside the function"
             )
-        for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
-            if flat.tensor_indices[t_index] in owners and fake.requires_grad and tree is not None:
-                raise UnsupportedError(
-                    f"{flat.leaves[flat.tensor_indices[t_index]].path} is a tensor subclass that requires grad and "
-                    "shares storage with another input; in training this is not supported yet. Pass one base "
-                    "tensor and take the views inside the function"
-                )
-    supported = (*wrapper_update_inputs(layout, analysis, user_fakes), *_metadata_only_inputs(layout, analysis))
+        _check_aliased_subclass_group(flat, layout, analysis, user_fakes, group)
+    supported = (
+        *wrapper_update_inputs(layout, analysis, user_fakes),
+        *_metadata_only_inputs(layout, analysis),
+        *_written_through_alias(layout, analysis),
+    )
     for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
+        same = layout.same_wrapper[t_index] if layout.same_wrapper else None
+        if _duplicate(layout, t_index) and same in supported:
+            continue  # one object: its first position carries its updates
         if tree is not None and fake.requires_grad and t_index not in supported:
             if any(analysis.mutations[j].any for j in layout.leaves_of_input[t_index]):
                 raise UnsupportedError(
@@ -168,3 +197,110 @@ def check_training_supported(
                     "in place (t_, set_, resize_ ...); in training only data writes to such inputs are supported "
                     "yet. Change a clone instead, or run it under torch.no_grad()"
                 )
+
+
+# Note [Aliased Subclass Inputs In Training]
+# Subclass inputs whose inner tensors share storage (two views of one PairTensor, or the same one passed twice)
+# are traced like plain aliases, their inner tensors as views of one synthetic base per storage (Note [Synthetic
+# Bases]), so that every alias sees every write. Autograd, though, sees a subclass at the wrapper level, and in eager
+# it relates two wrappers only when they are views of one wrapper base (one version-counter family): there an
+# in-place op on one rebases the other's history. So each member stays its own input of the compiled
+# autograd.Function, with its own wrapper-level gradient (the program runs on a wrapper over its very inner tensors,
+# `_SameStorageClone`, a non-leaf as eager's views are), and autograd sums the members' gradients into the tensor
+# behind them through their own grad_fns, as in eager. The same object passed twice is one object in the program and
+# one gradient (its first position). A member written through its own wrapper family comes back from the Function
+# as a wrapper around its region of the new base and is copied in at the wrapper level (Note [Subclass Inputs
+# Mutated In Training]); the base itself is written below autograd, where no one else sees it.
+# A leaf (or a view of one) written that way was written through an alias autograd does not relate to it (a
+# detach() beside it: eager would raise otherwise), so its copy is made below autograd (runtime `_copy_wrapper`).
+# That is exact except where autograd's rebasing matters: a write autograd records into a group in which two
+# distinct members of one wrapper family overlap (x and x[0], x written, x[0] read after). Then eager's history of
+# the second member goes through the write, ours would not, so that case is refused (as is a group mixing a plain
+# member and a subclass member that both require grad: their gradients would meet below autograd). Making it exact
+# needs the gradient with respect to the shared inner storage, split back per member, but the link from a wrapper
+# to its inner tensors is below autograd: that gradient would take either autograd on the inner tensors (not the
+# subclass's own wrapper-level formulas, so not eager's for a general subclass) or rebuilding the members as
+# wrapper-level views of one wrapper (as_strided on the subclass, which a general subclass need not support).
+
+
+def _written_through_alias(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
+    """Subclass members of traced alias groups whose data changed only: the base copy writes their storage."""
+    grouped = {m for g in layout.groups for m in g.members}
+    out = []
+    for i, tree in enumerate(layout.trees):
+        leaves = layout.leaves_of_input[i]
+        muts = [analysis.mutations[j] for j in leaves]
+        if tree is None or not any(j in grouped for j in leaves):
+            continue
+        if not any(m.metadata or m.storage_changed or m.swapped or m.resized or m.final_data for m in muts):
+            out.append(i)
+    return tuple(out)
+
+
+def _check_aliased_subclass_group(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor], group: AliasGroup
+) -> None:
+    """Refuse the alias groups Note [Aliased Subclass Inputs In Training] cannot make exact."""
+    owner_of = {m: layout.leaves[m].owner for m in group.members}
+    position = {flat.tensor_indices[t]: t for t in range(len(layout.trees))}
+    subclass_grad = [
+        m
+        for m in group.members
+        if layout.trees[position[owner_of[m]]] is not None and user_fakes[position[owner_of[m]]].requires_grad
+    ]
+    if not subclass_grad:
+        return
+    path = flat.leaves[owner_of[subclass_grad[0]]].path
+    if any(
+        layout.trees[position[owner_of[m]]] is None and user_fakes[position[owner_of[m]]].requires_grad
+        for m in group.members
+    ):
+        raise UnsupportedError(
+            f"{path} is a tensor subclass that requires grad and shares storage with a plain input that requires "
+            "grad; in training this is not supported yet (Note [Aliased Subclass Inputs In Training]). Pass one "
+            "of them and take the other inside the function"
+        )
+    visible = any(
+        analysis.mutations[m].data
+        and analysis.mutations[m].autograd_visible
+        and not analysis.mutations[m].hidden_from_autograd
+        for m in group.members
+    )
+    if not visible:
+        return
+    clash = _overlapping_members(layout, group, subclass_grad, position)
+    if clash is not None:
+        raise UnsupportedError(
+            f"{layout.leaves[clash].path} overlaps another input that is a view of the same tensor subclass base "
+            "(or overlaps itself), and the program writes them where autograd records it; in training this is not "
+            "supported yet (autograd's history of one alias goes through the write to the other). Pass the base "
+            "tensor and take the views inside the function, or write under torch.no_grad()"
+        )
+
+
+def _overlapping_members(
+    layout: DenseLayout, group: AliasGroup, members: Sequence[DenseIndex], position: dict[InputIndex, int]
+) -> DenseIndex | None:
+    """A member whose elements overlap another distinct member of the same wrapper family, or themselves."""
+    index = torch.arange(group.base_numel)
+    seen: dict[int, list[tuple[int, torch.Tensor]]] = {}  # wrapper family -> (input, elements) of its members
+    for m in members:
+        k = group.members.index(m)
+        if group.same_as[k] is not None:
+            continue  # the very same tensor as an earlier member: one object in the program
+        size, stride, offset = group.member_meta[k]
+        elements = torch.as_strided(index, _static(size), _static(stride), _static((offset,))[0]).flatten()
+        if elements.numel() and int(torch.bincount(elements).max()) > 1:
+            return m
+        t = position[layout.leaves[m].owner]
+        family = layout.wrapper_families[t]
+        for other_t, other in seen.get(family, []):
+            if other_t != t and bool(torch.isin(elements, other).any()):
+                return m
+        seen.setdefault(family, []).append((t, elements))
+    return None
+
+
+def _static(dims: Sequence[object]) -> tuple[int, ...]:
+    assert all(isinstance(d, int) for d in dims), "BUG: alias-group metadata must be static"
+    return tuple(int(d) for d in dims if isinstance(d, int))

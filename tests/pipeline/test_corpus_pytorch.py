@@ -28,7 +28,10 @@ ALIASED_META = (
     "aliased inputs that require grad with a metadata mutation (t_/unsqueeze_) of one member and a data write in the "
     "group (or metadata mutations of several members) are refused in training"
 )
-PAIR_ALIASED = "PairTensor inputs that require grad and share storage are refused in training"
+PAIR_ALIASED = (
+    "overlapping views of one PairTensor that requires grad, one written under grad, are refused in training "
+    "(Note [Aliased Subclass Inputs In Training])"
+)
 PAIR_INTERMEDIATE = "several outputs aliasing one intermediate PairTensor that requires grad are refused in training"
 
 # Programs the pipeline refuses with an UnsupportedError naming the input or output and the rule (eager runs them).
@@ -36,7 +39,6 @@ REFUSED: dict[str, str] = {
     "aliases_bases_out_of_order_train": ALIASED_META,
     "pair_aliases_other_input_train": PAIR_ALIASED,
     "pair_aliases_other_input_is_base_train": PAIR_ALIASED,
-    "pair_false_aliasing_interleaved_train": PAIR_ALIASED,
     "requires_grad_on_view": "requires_grad_() on a view of an input (not on the input) is refused",
     "inner_grad": "torch.autograd.grad inside the compiled program is refused",
     "hook_on_intermediate": "register_hook() inside the compiled program is refused",
