@@ -618,11 +618,12 @@ def _replay(
     if id(t) in input_by_id:
         if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
             return None
+        made = run.swaps.views[id(value)].seq  # when the output itself was made (the chain's last view)
         early = (
             value.requires_grad
             # A subclass input: where eager advanced its wrapper's own version counter (a wrapper-level write)
             and (not is_traceable_subclass(t) or run.swaps.bumps(t))
-            and run.swaps.last_write.get(storage_key(t), 0) > first.seq
+            and run.swaps.last_write.get(storage_key(t), 0) > made
             and _as_received(t, first, run)  # before the epilogue the input is as the program got it
         )
         return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=early)

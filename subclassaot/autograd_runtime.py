@@ -21,7 +21,7 @@ import torch
 from subclassaot.errors import UnsupportedError
 from subclassaot.joint import BackwardGraph, BackwardVariant, retrace_backward, training_roots
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
-from subclassaot.runtime import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias
+from subclassaot.runtime import GraphCall, MetaEvaluator, RuntimePlan, fresh_outer_stride, non_view_alias
 from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf
 from subclassaot.trace import UpdateKind
 
@@ -251,6 +251,7 @@ def training_call(
                 else:
                     assert info.outer_meta is not None
                     size, stride, _ = ev.meta(info.outer_meta, symbols)
+                    stride = fresh_outer_stride(info, leaves, size, stride)
                     tensors.append(
                         unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
                     )

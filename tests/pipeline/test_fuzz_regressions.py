@@ -1248,3 +1248,30 @@ def test_subclass_input_view_data_assign_from_its_input_then_viewed(compile_fn: 
 
     with torch.no_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_made_after_the_write_from_a_view_made_before(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 21, program 173: t1 is made after the write from t0, a no_grad view made before it; eager's t1 is
+    # fine (its version is the written one), so it is replayed after the epilogue, not before the write.
+    def f(x0: T) -> object:
+        t0 = x0.expand((3, 2))
+        x0.fill_(0.5)
+        t1 = t0.unbind(1)[0]
+        return (t1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (pair_nonleaf(2, 4, 4).as_strided((3, 2), (3, 2), 0),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_fresh_subclass_output_strides_in_training(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 21, program 706: Note [Fresh Subclass Output Strides] in the training runtime too.
+    def f(x0: T, x1: T) -> object:
+        x0.transpose_(0, 1)
+        return (x1.add(x0.clone()),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair(4, 3), nonleaf(1, 3, 1)), compile_fn=compile_fn)
