@@ -44,7 +44,7 @@ from subclassaot.torch_internals import (
     storage_key,
     symint_expr,
 )
-from subclassaot.training_rules import grad_bases
+from subclassaot.training_rules import gains_grad, grad_bases, wrapper_update_inputs
 
 _CONSTANT_TYPES = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout)
 
@@ -606,15 +606,18 @@ def check_gained_grad(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
     """Refuse an input that starts without requires_grad and ends with it (a write or set_() of a value that
-    requires grad) where the epilogue cannot give it eager's autograd history: a subclass input (its inner
-    tensors carry no history), or a storage swap (eager's set_ records a backward that is not implemented)."""
-    for i, (fake, after) in enumerate(zip(user_fakes, analysis.requires_grad_after, strict=True)):
-        if fake.requires_grad or not after or analysis.requires_grad_set[i]:
+    requires grad) where the epilogue cannot give it eager's autograd history (Note [Inputs That Gain Grad In
+    Training]): a subclass input the Function cannot return as a wrapper (its inner tensors carry no history), or
+    one whose storage the program swaps."""
+    by_wrapper = wrapper_update_inputs(layout, analysis, user_fakes)
+    for i, fake in enumerate(user_fakes):
+        if not gains_grad(analysis, i, fake):
             continue
         muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
-        if layout.trees[i] is not None or any(m.storage_changed for m in muts):
+        if layout.trees[i] is not None and (i not in by_wrapper or any(m.storage_changed for m in muts)):
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad and the program writes or set_()s "
                 "a value that requires grad into it (so in eager it then requires grad); in training this is not "
-                "supported for tensor subclasses or storage swaps. Write into a clone, or detach() the value"
+                "supported for tensor subclasses whose storage it swaps or whose changes autograd does not record "
+                "(no_grad, .data) or that share storage with another input. Write into a clone, or detach() the value"
             )
