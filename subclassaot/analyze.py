@@ -614,6 +614,14 @@ def check_gained_grad(
         if not gains_grad(analysis, i, fake):
             continue
         muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
+        swapped = any(m.storage_changed or m.swapped for m in muts)
+        if layout.trees[i] is None and swapped and not any(m.set_under_grad for m in muts):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad, and the program set_()s it where "
+                "autograd does not record that (under no_grad, or to a value that does not require grad) and then "
+                "writes a value that requires grad into it; in training this is not supported (its new storage is "
+                "written below autograd). Write into a clone, or detach() the value"
+            )
         if layout.trees[i] is not None and (i not in by_wrapper or any(m.storage_changed for m in muts)):
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad and the program writes or set_()s "

@@ -286,7 +286,7 @@ def _grad_swaps(plan: RuntimePlan) -> tuple[int, ...]:
         and not plan.input_requires_grad[t]
         and analysis.requires_grad_after[t]
         and not analysis.requires_grad_set[t]
-        and any(analysis.mutations[j].storage_changed for j in layout.leaves_of_input[t])
+        and any(analysis.mutations[j].set_under_grad for j in layout.leaves_of_input[t])
     )
 
 

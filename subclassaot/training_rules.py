@@ -126,7 +126,10 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
 # A member set_() to another storage (x.set_(y), y not a view of the base) leaves the group: it is no view of the
 # base any more, so its metadata does not count, and the swap is replayed on the real member like any storage swap
 # (with `x.set_(x)` under grad where eager records it: Note [set_ Under Grad]); the updates of its new storage get
-# no gradient (joint._swapped_updates).
+# no gradient (joint._swapped_updates). Nor does the metadata of a member set_() under grad (to a view of the
+# base: b.set_(a[1:])) count: eager's backward through it raises, and ours too (the traced set_ fails the joint
+# trace's autograd.grad only where an output reaches it: Note [Backward Errors Are Deferred]), while the other
+# members' views are untouched.
 
 
 def _unsupported_group_change(
@@ -135,7 +138,8 @@ def _unsupported_group_change(
     """The member whose change makes the group unsupported in training (Note [Metadata Changes Of Aliased Inputs
     In Training]), if any. `input_of`: the tensor input a member belongs to."""
     muts = [(m, analysis.mutations[m]) for m in members]
-    meta = [m for m, mut in muts if mut.metadata and not mut.storage_changed]  # a swapped member left the group
+    # A member set_() elsewhere left the group; one set_() under grad has a backward that raises anyway.
+    meta = [m for m, mut in muts if mut.metadata and not (mut.storage_changed or mut.set_under_grad)]
     if not meta or not _returns_tensors(analysis):
         return None
     # Replayed as view ops (subclasses) or as_strided_ (plain; recorded iff autograd saw the change)
@@ -209,7 +213,9 @@ def check_training_supported(
 #   under no_grad), so a backward that does not pass through the swap completes, as in eager. An output that is the
 #   intermediate the input was set_() to (`y = w * 2; x.set_(y); return y`) would be rebuilt from the input without
 #   y's own history: refused (`check_swapped_storage_outputs`). A subclass input set_() that way is refused too (its
-#   inner tensors cannot carry the swap's history).
+#   inner tensors cannot carry the swap's history), and so is a plain input that gains grad by a write after a swap
+#   autograd did not record (`SwapRecord.grad_set_ids` holds the recorded ones: under grad, it or the source
+#   requiring grad), whose write lands in the new storage below autograd.
 
 
 def gains_grad(analysis: Analysis, i: int, fake: torch.Tensor) -> bool:

@@ -169,6 +169,11 @@ def set_in_return_view(x: T, w: T) -> object:
     return (x.view(-1),)
 
 
+def detached_and_source() -> tuple[object, ...]:
+    b = torch.randn(3, 2, requires_grad=True).clone()
+    return b.detach(), b
+
+
 # Alias groups that require grad: a member set_() elsewhere; metadata changes with no tensor returned
 
 
@@ -238,6 +243,23 @@ def member_set_then_written(a: T, b: T) -> object:
     return (b,)
 
 
+def member_set_to_rows(a: T, b: T) -> object:
+    set_to(b, a[1:])
+    return a * 3, b * 2  # eager's backward raises: set_ has no derivative
+
+
+def member_set_to_rows_other_used(a: T, b: T) -> object:
+    set_to(b, a[1:])
+    a.t_()
+    return (a * 3,)
+
+
+def member_set_to_transpose_other_written(a: T, b: T) -> object:
+    set_to(b, a.t())
+    a.mul_(2)
+    return (a * 3,)
+
+
 def member_set_to_third(a: T, b: T, c: T) -> object:
     set_to(b, c)
     b.mul_(2)
@@ -277,6 +299,7 @@ CASES = [
     Case(name="set_in_under_no_grad", fn=set_in_under_no_grad, make_inputs=plains(2, 3)),
     Case(name="set_in_then_write", fn=set_in_then_write, make_inputs=plains(2, 3)),
     Case(name="set_in_return_view", fn=set_in_return_view, make_inputs=plains(2, 3)),
+    Case(name="set_in_same_storage", fn=set_in, make_inputs=detached_and_source),
     Case(name="same_twice_unsqueeze_under_no_grad", fn=unsqueeze_under_no_grad, make_inputs=same_twice(1, leaf=True)),
     Case(name="base_view_unsqueeze_under_no_grad", fn=unsqueeze_under_no_grad, make_inputs=base_and_view(2, leaf=True)),
     Case(name="views_unsqueeze_under_no_grad", fn=unsqueeze_under_no_grad, make_inputs=two_views(3)),
@@ -304,6 +327,18 @@ CASES = [
         after_call=backward_through_inputs,
     ),
     Case(name="member_set_to_third", fn=member_set_to_third, make_inputs=two_views_and_third),
+    Case(name="same_twice_member_set_to_rows", fn=member_set_to_rows, make_inputs=same_twice(3, 3)),
+    Case(
+        name="views_member_set_to_rows_other_used",
+        fn=member_set_to_rows_other_used,
+        make_inputs=two_views(3, 3),
+        after_call=backward_through_inputs,
+    ),
+    Case(
+        name="base_view_member_set_to_transpose_other_written",
+        fn=member_set_to_transpose_other_written,
+        make_inputs=base_and_view(3, 3),
+    ),
 ]
 
 
@@ -359,6 +394,20 @@ def test_subclass_input_gaining_grad_then_reshaped_under_no_grad_is_refused() ->
         x, w = tensors(pairs(2, 3))
         with pytest.raises(subclassaot.UnsupportedError, match=r"args\[0\] does not require grad .* autograd does"):
             subclassaot.compile(f, backend="eager")(x, w)
+
+
+def test_plain_input_written_with_grad_after_an_unrecorded_set_is_refused() -> None:
+    def f(x: T, w: T, z: T) -> object:
+        set_to(x, z)
+        x.copy_(w)
+        return ()
+
+    with torch.enable_grad():
+        x, w = tensors(plains(2, 3))
+        with pytest.raises(
+            subclassaot.UnsupportedError, match=r"args\[0\] does not require grad, and the program set_"
+        ):
+            subclassaot.compile(f, backend="eager")(x, w, torch.randn(2, 3))
 
 
 def test_output_sharing_an_input_set_to_an_intermediate_is_refused() -> None:
