@@ -505,6 +505,15 @@ def _replay(
     if id(t) in input_by_id:
         if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
             return None
+        if _swapped_after_view(t, value):
+            # set_() moved the input off the storage the view was taken from: view it before the epilogue swaps it
+            # (as the program did), else regenerate the view from the input still holding that storage.
+            as_received = _as_received(t, first, run)
+            return (
+                Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=True)
+                if as_received
+                else None
+            )
         early = (
             value.requires_grad
             and not is_traceable_subclass(t)
@@ -519,6 +528,13 @@ def _replay(
     if base is not None and base[1] is t and not is_traceable_subclass(value):
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
     return None
+
+
+def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
+    """A plain input's view whose storage is no longer the input's (set_() swapped the input afterwards)."""
+    if is_traceable_subclass(source) or is_traceable_subclass(view):
+        return False
+    return storage_key(source) != storage_key(view)
 
 
 def _wrapper_data_source(

@@ -260,6 +260,18 @@ def member_set_to_transpose_other_written(a: T, b: T) -> object:
     return (a * 3,)
 
 
+def view_before_member_set(x: T, y: T, z: T) -> object:
+    # fuzz seed 21, program 139: `v` keeps the storage y had; it was replayed from y after the epilogue's swap
+    v = y.t()
+    set_to(y, y.sin())
+    return y, z, v
+
+
+def leaf_row_and_views() -> tuple[object, ...]:
+    b = torch.randn(2, requires_grad=True).clone()
+    return torch.randn(1, 1, requires_grad=True), b, b.contiguous().view(2, 1, 1)
+
+
 def member_set_to_third(a: T, b: T, c: T) -> object:
     set_to(b, c)
     b.mul_(2)
@@ -327,6 +339,7 @@ CASES = [
         after_call=backward_through_inputs,
     ),
     Case(name="member_set_to_third", fn=member_set_to_third, make_inputs=two_views_and_third),
+    Case(name="view_before_member_set", fn=view_before_member_set, make_inputs=leaf_row_and_views),
     Case(name="same_twice_member_set_to_rows", fn=member_set_to_rows, make_inputs=same_twice(3, 3)),
     Case(
         name="views_member_set_to_rows_other_used",
