@@ -129,18 +129,23 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
 # no gradient (joint._swapped_updates). Nor does the metadata of a member set_() under grad (to a view of the
 # base: b.set_(a[1:])) count: eager's backward through it raises, and ours too (the traced set_ fails the joint
 # trace's autograd.grad only where an output reaches it: Note [Backward Errors Are Deferred]), while the other
-# members' views are untouched.
+# members' views are untouched. These relaxations are checked (parity oracle) for plain members only: a group with
+# a subclass member keeps the earlier refusals of set_() and of metadata changes.
 
 
 def _unsupported_group_change(
-    members: Sequence[DenseIndex], analysis: Analysis, input_of: Callable[[DenseIndex], int]
+    members: Sequence[DenseIndex], analysis: Analysis, input_of: Callable[[DenseIndex], int], plain: bool
 ) -> DenseIndex | None:
     """The member whose change makes the group unsupported in training (Note [Metadata Changes Of Aliased Inputs
-    In Training]), if any. `input_of`: the tensor input a member belongs to."""
+    In Training]), if any. `input_of`: the tensor input a member belongs to; `plain`: no member is a subclass's."""
     muts = [(m, analysis.mutations[m]) for m in members]
+    if not plain:  # the relaxations below are checked for plain members only
+        swapped = [m for m, mut in muts if mut.storage_changed]
+        if swapped:
+            return swapped[0]
     # A member set_() elsewhere left the group; one set_() under grad has a backward that raises anyway.
-    meta = [m for m, mut in muts if mut.metadata and not (mut.storage_changed or mut.set_under_grad)]
-    if not meta or not _returns_tensors(analysis):
+    meta = [m for m, mut in muts if mut.metadata and not (plain and (mut.storage_changed or mut.set_under_grad))]
+    if not meta or (plain and not _returns_tensors(analysis)):
         return None
     # Replayed as view ops (subclasses) or as_strided_ (plain; recorded iff autograd saw the change)
     steps = analysis.inplace_replay[input_of(meta[0])]
@@ -168,13 +173,15 @@ def check_training_supported(
     for group in layout.groups:
         owners = {layout.leaves[m].owner for m in group.members}
         needs_grad = any(fake.requires_grad for t, fake in enumerate(user_fakes) if flat.tensor_indices[t] in owners)
-        changed = _unsupported_group_change(group.members, analysis, input_of)
+        plain = all(layout.trees[input_of(m)] is None for m in group.members)
+        changed = _unsupported_group_change(group.members, analysis, input_of, plain)
         if needs_grad and changed is not None:
             raise UnsupportedError(
                 f"{layout.leaves[changed].path} shares storage with another input that requires grad and the "
                 "program changes the metadata (t_, unsqueeze_, ...) of several members, or of one that is also "
-                "written or changed under no_grad, and returns tensors; in training this is not supported yet (their "
-                "gradients would not be eager's). Pass one base tensor and take the views inside the function"
+                "written or changed under no_grad, and returns tensors (for tensor subclass members: returning "
+                "tensors or not, and any set_() of one too); in training this is not supported yet (their gradients "
+                "would not be eager's). Pass one base tensor and take the views inside the function"
             )
         for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
             if flat.tensor_indices[t_index] in owners and fake.requires_grad and tree is not None:

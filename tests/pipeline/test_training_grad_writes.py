@@ -459,3 +459,15 @@ def test_subclass_gaining_grad_keeps_eager_autograd_facts() -> None:
         torch.autograd.backward((x * 2).sum())
         assert w.grad is not None
         torch.testing.assert_close(w.grad, torch.full_like(w.grad, 2.0))
+
+
+def test_subclass_alias_group_member_set_is_refused() -> None:
+    # Note [Metadata Changes Of Aliased Inputs In Training]: the relaxations are checked for plain members only.
+    def f(a: T, b: T) -> object:
+        set_to(b, a)
+        return ()
+
+    with torch.enable_grad():
+        p = PairTensor.from_tensor(torch.randn(4, 3), requires_grad=True) * 1.0
+        with pytest.raises(subclassaot.UnsupportedError, match=r"for tensor subclass members: .* any set_\(\)"):
+            subclassaot.compile(f, backend="eager")(p, p)
