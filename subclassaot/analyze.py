@@ -45,7 +45,7 @@ from subclassaot.torch_internals import (
     storage_key,
     symint_expr,
 )
-from subclassaot.training_rules import grad_bases
+from subclassaot.training_rules import gains_grad, grad_bases, wrapper_update_inputs
 
 _CONSTANT_TYPES = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout)
 
@@ -504,12 +504,6 @@ def _check_within_swapped_input(path: str, leaf: torch.Tensor, run: FunctionalRu
         return
     if any(storage_key(final) == storage_key(o) for o in run.originals):
         return  # set_ to another input's storage: the real storage is there
-    if leaf.requires_grad and torch.is_grad_enabled():
-        raise UnsupportedError(
-            f"{path} requires grad and shares storage with input {j}, which the program set_() to an intermediate: "
-            "the output needs the graph's autograd history and the input the output's storage, which the compiled "
-            "call cannot give both. Return a clone (.clone()) of it"
-        )
     have = elements_of(list(final.shape), list(final.stride()), final.storage_offset())
     want = elements_of(list(leaf.shape), list(leaf.stride()), leaf.storage_offset())
     if have is None or want is None or not have.covers(want):
@@ -618,6 +612,15 @@ def _replay(
     if id(t) in input_by_id:
         if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
             return None
+        if _swapped_after_view(t, value):
+            # set_() moved the input off the storage the view was taken from: view it before the epilogue swaps it
+            # (as the program did), else regenerate the view from the input still holding that storage.
+            as_received = _as_received(t, first, run)
+            return (
+                Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=True)
+                if as_received
+                else None
+            )
         made = run.swaps.views[id(value)].seq  # when the output itself was made (the chain's last view)
         early = (
             value.requires_grad
@@ -665,6 +668,13 @@ def _replay_then_set(
         return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps), then_set=True)
     root = _root_replay(t, bases, tuple(steps))
     return None if root is None else replace(root, then_set=True)
+
+
+def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
+    """A plain input's view whose storage is no longer the input's (set_() swapped the input afterwards)."""
+    if is_traceable_subclass(source) or is_traceable_subclass(view):
+        return False
+    return storage_key(source) != storage_key(view)
 
 
 def _wrapper_data_source(
@@ -752,15 +762,26 @@ def check_gained_grad(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
     """Refuse an input that starts without requires_grad and ends with it (a write or set_() of a value that
-    requires grad) where the epilogue cannot give it eager's autograd history: a subclass input (its inner
-    tensors carry no history), or a storage swap (eager's set_ records a backward that is not implemented)."""
-    for i, (fake, after) in enumerate(zip(user_fakes, analysis.requires_grad_after, strict=True)):
-        if fake.requires_grad or not after or analysis.requires_grad_set[i]:
+    requires grad) where the epilogue cannot give it eager's autograd history (Note [Inputs That Gain Grad In
+    Training]): a subclass input the Function cannot return as a wrapper (its inner tensors carry no history), or
+    one whose storage the program swaps."""
+    by_wrapper = wrapper_update_inputs(layout, analysis, user_fakes)
+    for i, fake in enumerate(user_fakes):
+        if not gains_grad(analysis, i, fake):
             continue
         muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
-        if layout.trees[i] is not None or any(m.storage_changed for m in muts):
+        swapped = any(m.storage_changed or m.swapped for m in muts)
+        if layout.trees[i] is None and swapped and not any(m.set_under_grad for m in muts):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad, and the program set_()s it where "
+                "autograd does not record that (under no_grad, or to a value that does not require grad) and then "
+                "writes a value that requires grad into it; in training this is not supported (its new storage is "
+                "written below autograd). Write into a clone, or detach() the value"
+            )
+        if layout.trees[i] is not None and (i not in by_wrapper or any(m.storage_changed for m in muts)):
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad and the program writes or set_()s "
                 "a value that requires grad into it (so in eager it then requires grad); in training this is not "
-                "supported for tensor subclasses or storage swaps. Write into a clone, or detach() the value"
+                "supported for tensor subclasses whose storage it swaps or whose changes autograd does not record "
+                "(no_grad, .data) or that share storage with another input. Write into a clone, or detach() the value"
             )

@@ -309,6 +309,18 @@ def _overwritten_originals(
     return frozenset(out)
 
 
+def _swapped_updates(traced: TracedGraph, analysis: Analysis) -> frozenset[int]:
+    """Forward-output positions of updates of leaves whose storage set_() swapped: the epilogue copies them in
+    under no_grad (the swap is the op autograd sees: Note [set_ Under Grad], Note [Inputs That Gain Grad In
+    Training]), so they get no gradient, and differentiating them would raise set_'s backward error for a
+    backward eager completes."""
+    return frozenset(
+        k
+        for k, u in enumerate(traced.outputs.updates)
+        if u.kind is not UpdateKind.BASE and analysis.mutations[u.target].storage_changed
+    )
+
+
 def _tree_of(t: torch.Tensor) -> SubclassNode | None:
     return flatten_subclass(t, "tangent")[0] if is_traceable_subclass(t) else None
 
@@ -360,7 +372,7 @@ def trace_backward(
         fw_example = _forward_example(
             call, flat, layout, analysis, traced, example, user_fakes, clone, wrapper_updates, group_grads
         )
-    overwritten = _overwritten_originals(traced, analysis, dense_fakes)
+    overwritten = _overwritten_originals(traced, analysis, dense_fakes) | _swapped_updates(traced, analysis)
     diff = tuple(i for i, (grad, _, _) in enumerate(fw_example) if grad and i not in overwritten)
     with fake_mode:
         tangent_fakes = [torch.empty_like(t) for i in diff for t in fw_example[i][1]]

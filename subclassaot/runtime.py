@@ -227,6 +227,8 @@ class EpiloguePlan:
     grad_sets: tuple[int, ...]  # tensor inputs set_() under grad: Note [set_ Under Grad]
     wrappers: tuple[int, ...]  # tensor inputs (subclasses) whose own metadata or version changes
     data_sources: tuple[tuple[int, int], ...]  # (tensor input, tensor input): Note [Wrapper Data Assignment]
+    # plain tensor inputs set_() to a value requiring grad: See Note [Inputs That Gain Grad In Training]
+    grad_swaps: tuple[int, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -236,6 +238,7 @@ class EpiloguePlan:
             and not self.inplace_ops
             and not self.data_sources
             and not self.grad_sets
+            and not self.grad_swaps
         )
 
 
@@ -272,7 +275,33 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
             for t, leaves in enumerate(plan.layout.leaves_of_input)
             if any(analysis.mutations[j].set_under_grad for j in leaves)
         ),
+        grad_swaps=_grad_swaps(plan),
     )
+
+
+def _grad_swaps(plan: RuntimePlan) -> tuple[int, ...]:
+    """Plain inputs that gain grad by a storage swap (Note [Inputs That Gain Grad In Training])."""
+    analysis, layout = plan.analysis, plan.layout
+    return tuple(
+        t
+        for t, tree in enumerate(layout.trees)
+        if tree is None
+        and not plan.input_requires_grad[t]
+        and analysis.requires_grad_after[t]
+        and not analysis.requires_grad_set[t]
+        and any(analysis.mutations[j].set_under_grad for j in layout.leaves_of_input[t])
+    )
+
+
+def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None) -> None:
+    """`x.set_(alias)` under grad, `alias` a differentiable alias of x's storage and metadata: x gets eager's
+    grad_fn for a set_ of a value that requires grad (Note [Inputs That Gain Grad In Training])."""
+    with torch.enable_grad():
+        if source is not None and source.requires_grad:
+            alias = source.as_strided(x.size(), x.stride(), x.storage_offset())
+        else:
+            alias = non_view_alias(x).requires_grad_(True)  # never reached by a backward: it stops at the set_
+        x.set_(alias)  # type: ignore[call-overload]  # torch's stubs miss set_(Tensor)
 
 
 # Note [set_ Under Grad]
@@ -342,6 +371,11 @@ def _epilogue(
         x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         if x.requires_grad and torch.is_grad_enabled():
             x.set_(x)  # type: ignore[call-overload]  # Note [set_ Under Grad]
+    if epilogue.grad_swaps and torch.is_grad_enabled():
+        for t in epilogue.grad_swaps:
+            j = plan.layout.leaves_of_input[t][0]
+            source = mutations[j].set_source
+            _repeat_swap_under_grad(dense[j], None if source is None else dense[source])
     for j, before in zip(epilogue.versions, versions, strict=True):
         _settle_version(dense[j], before, mutations[j].version_bumped)
     if epilogue.wrappers:

@@ -113,7 +113,7 @@ class LeafMutation:
     swapped_by_data: bool  # its last storage swap was `.data =` (invisible to autograd and the version counter)
     version_bumped: bool  # eager advances its version counter (a write through it or a view sharing its counter)
     autograd_visible: bool  # some write to it happened with grad enabled, not through .data / detach()
-    set_under_grad: bool = False  # set_() was called on it while it required grad, with grad enabled
+    set_under_grad: bool = False  # set_() was called on it with grad enabled while it or the source required grad
 
     @property
     def any(self) -> bool:

@@ -68,7 +68,8 @@ class SwapRecord:
     swapped_by_data: set[int] = field(default_factory=set)  # id() of tensors whose last swap was `.data =`
     swapped_ids: set[int] = field(default_factory=set)  # id() of tensors set_() or `.data =` was called on
     grown_ids: set[int] = field(default_factory=set)  # id() of tensors resize_() grew beyond their storage
-    grad_set_ids: set[int] = field(default_factory=set)  # id() of tensors set_() with grad on while requiring grad
+    # id() of tensors set_() with grad on while they or the source required grad (autograd recorded a set_ node)
+    grad_set_ids: set[int] = field(default_factory=set)
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
@@ -185,7 +186,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             return args[0]
         if func in _SET_OPS and args and is_functional(args[0]):
             self._set(func, args, kwargs)
-            if torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
+            source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
+            if torch.is_grad_enabled() and (args[0].requires_grad or source_grad) and self.depth == 0:
                 self._grad_set(args[0])  # autograd recorded a set_ it cannot differentiate
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))

@@ -1,5 +1,6 @@
 """Training rules shared by the stages: which inputs get a synthetic-base gradient, which subclass inputs come back
-from the compiled autograd.Function as wrappers, and what training refuses (`check_training_supported`).
+from the compiled autograd.Function as wrappers, which inputs gain grad, and what training refuses
+(`check_training_supported`, `check_swapped_storage_outputs`).
 
 Input: `DenseLayout`, `Analysis`, the fake user inputs. Output: index tuples and refusals (UnsupportedError naming
 the input and the rule). Invariants: pure functions of compile-time records; no tracing here.
@@ -21,6 +22,9 @@ from subclassaot.schemas import (
     FlatInputs,
     InputIndex,
     LeafMutation,
+    LeafSource,
+    OutputKind,
+    ReplaySource,
 )
 
 # Note [Subclass Inputs Mutated In Training]
@@ -47,7 +51,7 @@ def wrapper_update_inputs(
     for i, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
         leaves = layout.leaves_of_input[i]
         muts = [analysis.mutations[j] for j in leaves]
-        if tree is None or not fake.requires_grad or not any(m.data for m in muts):
+        if tree is None or not (fake.requires_grad or gains_grad(analysis, i, fake)) or not any(m.data for m in muts):
             continue
         if any(m.storage_changed or m.swapped or m.resized for m in muts):
             continue
@@ -134,21 +138,35 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
 # A member of an alias group (Note [Aliased Inputs In Training]) whose metadata the program changes in place (a.t_())
 # is traced as an in-place view op on a view of the synthetic base, and the epilogue replays it on the real member,
 # where autograd records it as in eager. Gradients match eager when exactly one member changes its metadata, by
-# in-place view ops run with grad enabled, and no member is written. With two members changed, or one changed and written, autograd's view tracking of the traced
-# views of the base gives other gradients than eager's (checked by the parity oracle), so those are refused.
+# in-place view ops run with grad enabled, and no member is written. With two members changed, or one changed and
+# written, or changed under no_grad, autograd's view tracking of the traced views of the base gives other gradients
+# than eager's for outputs computed from the changed members (checked by the parity oracle), so those are refused;
+# but only where the program returns a tensor. With no tensor output the Function's only differentiable outputs are
+# the input updates, whose gradient reaches the base through the epilogue's copy into it (never through the traced
+# views), and the members' metadata, values, versions and autograd flags are the epilogue's as for any group.
+# A member set_() to another storage (x.set_(y), y not a view of the base) leaves the group: it is no view of the
+# base any more, so its metadata does not count, and the swap is replayed on the real member like any storage swap
+# (with `x.set_(x)` under grad where eager records it: Note [set_ Under Grad]); the updates of its new storage get
+# no gradient (joint._swapped_updates). Nor does the metadata of a member set_() under grad (to a view of the
+# base: b.set_(a[1:])) count: eager's backward through it raises, and ours too (the traced set_ fails the joint
+# trace's autograd.grad only where an output reaches it: Note [Backward Errors Are Deferred]), while the other
+# members' views are untouched. These relaxations are checked (parity oracle) for plain members only: a group with
+# a subclass member keeps the earlier refusals of set_() and of metadata changes.
 
 
 def _unsupported_group_change(
-    members: Sequence[DenseIndex], analysis: Analysis, input_of: Callable[[DenseIndex], int]
+    members: Sequence[DenseIndex], analysis: Analysis, input_of: Callable[[DenseIndex], int], plain: bool
 ) -> DenseIndex | None:
     """The member whose change makes the group unsupported in training (Note [Metadata Changes Of Aliased Inputs
-    In Training]), if any. `input_of`: the tensor input a member belongs to."""
+    In Training]), if any. `input_of`: the tensor input a member belongs to; `plain`: no member is a subclass's."""
     muts = [(m, analysis.mutations[m]) for m in members]
-    swapped = [m for m, mut in muts if mut.storage_changed]
-    if swapped:
-        return swapped[0]
-    meta = [m for m, mut in muts if mut.metadata]
-    if not meta:
+    if not plain:  # the relaxations below are checked for plain members only
+        swapped = [m for m, mut in muts if mut.storage_changed]
+        if swapped:
+            return swapped[0]
+    # A member set_() elsewhere left the group; one set_() under grad has a backward that raises anyway.
+    meta = [m for m, mut in muts if mut.metadata and not (plain and (mut.storage_changed or mut.set_under_grad))]
+    if not meta or (plain and not _returns_tensors(analysis)):
         return None
     # Replayed as view ops (subclasses) or as_strided_ (plain; recorded iff autograd saw the change)
     steps = analysis.inplace_replay[input_of(meta[0])]
@@ -158,6 +176,10 @@ def _unsupported_group_change(
     if len({input_of(m) for m in meta}) > 1 or any(mut.data for _, mut in muts) or not recorded:
         return meta[-1]
     return None
+
+
+def _returns_tensors(analysis: Analysis) -> bool:
+    return any(info.kind not in (OutputKind.CONSTANT, OutputKind.SYMINT) for info in analysis.outputs)
 
 
 def check_training_supported(
@@ -172,12 +194,14 @@ def check_training_supported(
     for group in layout.groups:
         owners = {layout.leaves[m].owner for m in group.members}
         needs_grad = any(fake.requires_grad for t, fake in enumerate(user_fakes) if flat.tensor_indices[t] in owners)
-        changed = _unsupported_group_change(group.members, analysis, input_of)
+        plain = all(layout.trees[input_of(m)] is None for m in group.members)
+        changed = _unsupported_group_change(group.members, analysis, input_of, plain)
         if needs_grad and changed is not None:
             raise UnsupportedError(
                 f"{layout.leaves[changed].path} shares storage with another input that requires grad and the "
-                "program changes its storage in place (set_), or the metadata (t_, unsqueeze_, ...) of several "
-                "members or of one that is also written; in training this is not supported yet (its gradients "
+                "program changes the metadata (t_, unsqueeze_, ...) of several members, or of one that is also "
+                "written or changed under no_grad, and returns tensors (for tensor subclass members: returning "
+                "tensors or not, and any set_() of one too); in training this is not supported yet (their gradients "
                 "would not be eager's). Pass one base tensor and take the views inside the function"
             )
         _check_aliased_subclass_group(flat, layout, analysis, user_fakes, group)
@@ -304,3 +328,53 @@ def _overlapping_members(
 def _static(dims: Sequence[object]) -> tuple[int, ...]:
     assert all(isinstance(d, int) for d in dims), "BUG: alias-group metadata must be static"
     return tuple(int(d) for d in dims if isinstance(d, int))
+
+
+# Note [Inputs That Gain Grad In Training]
+# An input that does not require grad ends up requiring it when the program writes, or set_()s, a value that
+# requires grad into it (x.copy_(w), x.set_(w)); eager records that op on it, so afterwards it is a non-leaf with a
+# grad_fn. A plain input written that way needs nothing new: the epilogue's copy_ runs with grad enabled from the
+# Function's differentiable update. Two kinds need more:
+# - A subclass input written that way takes the path of Note [Subclass Inputs Mutated In Training]: the compiled
+#   Function returns its new value as a wrapper (differentiable, since the traced program's copy into the fake
+#   wrapper is recorded at the wrapper level as in eager), and the epilogue copies it in at the wrapper level with
+#   grad enabled, so the input gets eager's CopyBackwards and gradients reach the value written. Where that path is
+#   refused (storage swaps, changes autograd did not record), so is this.
+# - A plain input set_() to a value that requires grad gets eager's grad_fn, whose backward raises ("derivative for
+#   set_ is not implemented"): the epilogue swaps its storage as in inference, then repeats the swap as
+#   `x.set_(source)` under grad, where `source` is a differentiable alias of x's new storage and metadata (taken
+#   from the input whose storage it now shares; else a fresh leaf alias, never reached: the backward stops at the
+#   set_ node). Outputs the program computed from it come from the Function, whose backward raises the same error
+#   (Note [Backward Errors Are Deferred]); the updates of a swapped storage are not differentiated (their copies run
+#   under no_grad), so a backward that does not pass through the swap completes, as in eager. An output that is the
+#   intermediate the input was set_() to (`y = w * 2; x.set_(y); return y`) would be rebuilt from the input without
+#   y's own history: refused (`check_swapped_storage_outputs`). A subclass input set_() that way is refused too (its
+#   inner tensors cannot carry the swap's history), and so is a plain input that gains grad by a write after a swap
+#   autograd did not record (`SwapRecord.grad_set_ids` holds the recorded ones: under grad, it or the source
+#   requiring grad), whose write lands in the new storage below autograd.
+
+
+def gains_grad(analysis: Analysis, i: int, fake: torch.Tensor) -> bool:
+    """Tensor input `i` does not require grad and the program writes or set_()s a value that requires grad into it
+    (not requires_grad_(): that input is compiled as requiring grad from the start)."""
+    return not fake.requires_grad and analysis.requires_grad_after[i] and not analysis.requires_grad_set[i]
+
+
+def check_swapped_storage_outputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
+    """Refuse an output that shares the new storage of an input set_() to an intermediate that requires grad
+    (`y = w * 2; x.set_(y); return y`): it is rebuilt from the input after the epilogue, without the
+    intermediate's own history, so its gradient would not be eager's (Note [Inputs That Gain Grad In Training])."""
+    input_of: dict[int, int] = {leaf: i for i, leaves in enumerate(layout.leaves_of_input) for leaf in leaves}
+    for info in analysis.outputs:
+        if info.replay is not None and info.replay.source is ReplaySource.INPUT:
+            continue  # a view of the input itself, taken after the swap: replayed with grad, as in eager
+        for leaf in info.leaves:
+            if leaf.source is not LeafSource.INPUT_ALIAS:
+                continue
+            m, i = analysis.mutations[leaf.index], input_of[leaf.index]
+            if m.storage_changed and m.set_source is None and analysis.requires_grad_after[i]:
+                raise UnsupportedError(
+                    f"{info.path} shares storage with {flat.leaves[flat.tensor_indices[i]].path}, which the program "
+                    "set_() to a new tensor that requires grad; in training such an output cannot keep that "
+                    "tensor's autograd history. Return a clone of it (.clone()), or set_() the input to a clone"
+                )
