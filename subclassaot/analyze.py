@@ -370,12 +370,12 @@ def _output_info(
             "its own history over the assigned storage, which a compiled output cannot have. Return the assigned "
             "tensor, or a clone"
         )
-    set_under_grad = run.swaps.wrapper_sets.get(id(value))
-    if set_under_grad is not None and set_under_grad[1] and value.requires_grad:
+    wrapper_set = run.swaps.wrapper_sets.get(id(value))
+    if value.requires_grad and (id(value) in run.swaps.grad_set_ids or (wrapper_set is not None and wrapper_set[1])):
         raise UnsupportedError(
-            f"{path} is a tensor subclass whose wrapper the program set_() with grad enabled while it requires grad: "
-            "eager gives it an autograd history through set_ (whose derivative is not implemented), which a compiled "
-            "output cannot have. Call set_() under torch.no_grad(), or return a clone"
+            f"{path}: the program set_() this tensor with grad enabled, so eager gives it an autograd history through "
+            "set_ (whose derivative is not implemented), which a compiled output cannot have. Call set_() under "
+            "torch.no_grad(), or return a clone"
         )
     tree, dense = dense_leaves_of(value, path)
     out_leaves = []
@@ -777,6 +777,15 @@ def check_gained_grad(
                 "autograd does not record that (under no_grad, or to a value that does not require grad) and then "
                 "writes a value that requires grad into it; in training this is not supported (its new storage is "
                 "written below autograd). Write into a clone, or detach() the value"
+            )
+        grouped = {m for g in layout.groups for m in g.members}
+        if layout.trees[i] is None and not swapped and any(j in grouped for j in layout.leaves_of_input[i]):
+            # Its writes are copies into the group's synthetic base (Note [Aliased Inputs In Training]), which does
+            # not hand the input itself a grad_fn.
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad, shares storage with another input, "
+                "and the program writes a value that requires grad into it (so in eager it then requires grad); in "
+                "training this is not supported yet. Write into a clone, or detach() the value"
             )
         if layout.trees[i] is not None and (i not in by_wrapper or any(m.storage_changed for m in muts)):
             raise UnsupportedError(

@@ -545,12 +545,18 @@ def _share_wrapper_storages(plan: RuntimePlan, values: Sequence[object], result:
     # Holders of the target storages, taken before any member moves (an anchor may itself move to another class).
     holders: list[torch.Tensor] = []
     for c in classes:
-        first = values[flat.tensor_indices[c.anchor]] if c.anchor is not None else None
-        if first is None:
+        if c.anchor is not None:
+            anchor = values[flat.tensor_indices[c.anchor]]
+            assert isinstance(anchor, torch.Tensor)
+            holder = torch.empty(0, dtype=anchor.dtype, device=anchor.device)
+            torch._functionalize_unsafe_set(holder, anchor)
+        else:
+            # A storage the call made (set_() to an intermediate): a new wrapper storage, shared by no one else.
             first = values[flat.tensor_indices[c.inputs[0]]] if c.inputs else result[c.outputs[0]]
-        assert isinstance(first, torch.Tensor)
-        holder = torch.empty(0, dtype=first.dtype, device=first.device)
-        torch._functionalize_unsafe_set(holder, first)
+            assert isinstance(first, torch.Tensor)
+            holder = torch.Tensor._make_wrapper_subclass(  # private API: a storage with no data
+                type(first), first.shape, dtype=first.dtype, device=first.device
+            )
         holders.append(holder)
     for c, holder in zip(classes, holders, strict=True):
         key = holder.untyped_storage()._cdata

@@ -194,7 +194,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.written_families.add(self.record.family_of(args[0]))
             return args[0]
         if args and is_functional(args[0]) and _uniform_write(func, args[0]) and 0 in args[0].stride():
-            func(without_repeats(args[0])[0], *args[1:], **kwargs)  # Note [Uniform Writes Through Expand]
+            x = args[0]
+            once = [1 if st == 0 else sz for sz, st in zip(x.shape, x.stride(), strict=True)]
+            meta = (once, list(x.stride()), x.storage_offset())
+            # Note [Uniform Writes Through Expand]: as_strided from the chain's root, which functionalization writes
+            # back by one as_strided_scatter (a narrow at the end of the chain would scatter through the repeats)
+            root = x if self.record.view_root(x) is x else self._as_strided_source((x, *meta))
+            func(root.as_strided(*meta), *args[1:], **kwargs)
             self._track(func, args, args[0], kwargs)
             return args[0]
         out = func(*args, **kwargs)
@@ -416,9 +422,9 @@ def _numel(pairs: list[tuple[int, int]]) -> int:
 # Note [Uniform Writes Through Expand]
 # fill_ and zero_ through an expanded view (x.expand(3, 4).zero_()) are legal in eager, and every order of the
 # repeated writes gives the same result. Functionalization gets them wrong (its write-back of the view reads the
-# materialized view with the base's strides), so the mode runs them on the view with each zero-stride dim narrowed
-# to one index: the same memory locations, each written once. Other writes through overlapping memory stay refused,
-# and so do uniform ones autograd records (eager's backward of them raises).
+# materialized view with the base's strides), so the mode runs them on an as_strided view of the same memory with
+# each zero-stride dim of size one: the same memory locations, each written once. Other writes through overlapping
+# memory stay refused, and so do uniform ones autograd records (eager's backward of them raises).
 
 
 def _uniform_write(func: Any, t: torch.Tensor) -> bool:

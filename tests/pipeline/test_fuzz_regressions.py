@@ -1103,7 +1103,7 @@ def test_subclass_output_set_under_grad_refused(compile_fn: CompileFn | None) ->
         return (t0,)
 
     with torch.enable_grad():
-        assert_refused(f, lambda: (pair_nonleaf(),), compile_fn, "set_\\(\\) with grad enabled")
+        assert_refused(f, lambda: (pair_nonleaf(),), compile_fn, "set_\\(\\) this tensor with grad enabled")
 
 
 def _fill_expanded(x0: T) -> object:
@@ -1280,3 +1280,60 @@ def test_fresh_subclass_output_strides_in_training(compile_fn: CompileFn | None)
 
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (pair(4, 3), nonleaf(1, 3, 1)), compile_fn=compile_fn)
+
+
+def test_uniform_write_through_zero_stride_as_strided(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 22, program 899: the write-back of a narrow at the end of an as_strided chain scattered through the
+    # zero stride (a crash in the graph); the write goes through one as_strided of the root instead.
+    def f(x0: T) -> object:
+        t0 = x0.as_strided((2, 3), (3, 0), 0)
+        t0.zero_()
+        return ()
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(2, 3, 3),), compile_fn=compile_fn)
+
+
+def test_set_under_grad_output_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 22, program 167: a plain intermediate set_() under grad, returned: eager's has set_'s history.
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.sin()
+        set_to(t0, x1.t())
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((), requires_grad=True)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "set_\\(\\) this tensor with grad enabled")
+
+
+def test_aliased_input_gaining_grad_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 22, program 718: x1 (a detach() of x0) gains grad by the write; its writes are copies into the
+    # group's base, which gave it no grad_fn.
+    def f(x0: T, x1: T) -> object:
+        x1.add_(x0)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((3, 2), requires_grad=True)
+        return (b0, b0.detach())
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "shares storage with another input, and the program writes")
+
+
+def test_subclass_view_input_set_to_intermediate_leaves_wrapper_family(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 22, program 832 (Note [Wrapper Storage After set_]): x1's wrapper takes a storage of its own.
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.sin()
+        set_to(x1, t0)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair(2, 4)
+        return (b0, b0[:, 0:0:1])
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
