@@ -626,7 +626,7 @@ def _replay(
             value.requires_grad
             # A subclass input: where eager advanced its wrapper's own version counter (a wrapper-level write)
             and (not is_traceable_subclass(t) or run.swaps.bumps(t))
-            and run.swaps.last_write.get(storage_key(t), 0) > made
+            and run.swaps.last_bump.get(storage_key(t), 0) > made
             and _as_received(t, first, run)  # before the epilogue the input is as the program got it
         )
         return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=early)

@@ -74,6 +74,7 @@ class SwapRecord:
     requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
     data_aliases: set[int] = field(default_factory=set)  # id() of the `.data` aliases themselves
+    data_views: set[int] = field(default_factory=set)  # id() of views of them
     visible_writes: set[object] = field(default_factory=set)  # storage keys written through autograd-visible tensors
     keep_alive: list[torch.Tensor] = field(default_factory=list)  # ids above stay valid while the run lives
     family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
@@ -87,6 +88,7 @@ class SwapRecord:
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
     last_write: dict[object, int] = field(default_factory=dict)  # storage key -> seq of its last in-place op
+    last_bump: dict[object, int] = field(default_factory=dict)  # ... of its last one not through `.data`/detach()
     # storage key of an input that is its own graph input -> (first, last storage element it covers, its path):
     # the graph holds only those elements (Note [as_strided On Inputs])
     input_spans: dict[object, tuple[Elements, str]] = field(default_factory=dict)
@@ -311,6 +313,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     )
                     self.record.family[id(o)] = root
                     self.record.keep_alive.append(o)
+                    if id(args[0]) in self.record.data_aliases or id(args[0]) in self.record.data_views:
+                        self.record.data_views.add(id(o))  # shares the `.data` alias's own version counter
                     if id(args[0]) in self.record.hidden or func is torch.ops.aten.detach.default:
                         # Writes through detach() (and views of it) are invisible to autograd, as in eager.
                         self.record.hidden.add(id(o))
@@ -338,6 +342,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     # In-place view ops count too: they advance the version counter autograd checks views against.
                     self.record.seq += 1
                     self.record.last_write[storage_key(arg)] = self.record.seq
+                    if id(arg) not in self.record.data_aliases and id(arg) not in self.record.data_views:
+                        # a `.data` alias (and its views) has a version counter of its own
+                        self.record.last_bump[storage_key(arg)] = self.record.seq
                     if self.depth == 0 and (inplace or arg_schema.is_out):
                         self.record.written_families.add(self.record.family_of(arg))
                     if id(arg) not in self.record.hidden and torch.is_grad_enabled():

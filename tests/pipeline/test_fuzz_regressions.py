@@ -1337,3 +1337,20 @@ def test_subclass_view_input_set_to_intermediate_leaves_wrapper_family(compile_f
 
     with torch.no_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_write_through_data_after_a_no_grad_view(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 23, program 783: a write through `.data` does not move the input's version counter, so the no_grad
+    # view taken before it stays valid in eager; it was replayed before the epilogue's writes and then raised.
+    def f(x0: T, x1: T) -> object:
+        x1.copy_(x0)
+        t0 = x1.expand((2, 3))
+        t0.data.mul_(2.0)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((2, 3), requires_grad=True)
+        return (b0, b0)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
