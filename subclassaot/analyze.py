@@ -25,6 +25,7 @@ from subclassaot.schemas import (
     DenseIndex,
     DenseLayout,
     FlatInputs,
+    InputArg,
     InputIndex,
     LeafMutation,
     LeafSource,
@@ -583,7 +584,9 @@ def _replay(
     # in-place view ops on a tensor count until the next view was taken from it (for the output itself: until the
     # set_() that replaced its wrapper's contents)
     upto = run.swaps.wrapper_sets[id(value)][0] if then_set else 1 << 62
-    while id(t) not in input_by_id and id(t) not in earlier:
+    set_sources = _unchanged_subclass_inputs(run, input_by_id) if run.swaps.wrapper_sets else None
+    while id(t) not in input_by_id and (id(t) not in earlier or _changed_since(t, first)):
+        # (an earlier output whose metadata changed after this view was taken from it: replay from its own source)
         record = run.swaps.views.get(id(t))
         if record is None:
             break
@@ -593,7 +596,7 @@ def _replay(
         step = _step(record)
         if step is not None and id(t) in run.swaps.data_aliases:
             step = replace(step, own_version=True)  # `.data`: not eager's detach(), its version counter is its own
-        segment = [step, *(_inplace_step(r) for r in own)]
+        segment = [step, *(_inplace_step(r, set_sources) for r in own)]
         if any(s is None for s in segment):
             return None
         segments.append([s for s in segment if s is not None])
@@ -638,6 +641,11 @@ def _replay(
     if base is not None and base[1] is t and not is_traceable_subclass(value):
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
     return None
+
+
+def _changed_since(t: torch.Tensor, taken: ViewRecord | None) -> bool:
+    """Did `t`'s metadata change after the view `taken` was taken from it?"""
+    return taken is not None and _meta_exprs(taken.source_meta) != leaf_meta(t)
 
 
 def _set_after_made(value: torch.Tensor, run: FunctionalRun) -> bool:
@@ -723,8 +731,38 @@ def _inplace_replay(
     return tuple(s for s in steps if s is not None) if all(s is not None for s in steps) else ()
 
 
-def _inplace_step(record: InplaceViewRecord) -> ViewStep | None:
+def _inplace_step(record: InplaceViewRecord, set_sources: dict[int, InputIndex] | None = None) -> ViewStep | None:
+    """`set_sources`: inputs a wrapper-level `set_(src)` may name as a step (Note [Wrapper Storage After set_])."""
+    if (
+        set_sources is not None
+        and record.func is torch.ops.aten.set_.source_Tensor
+        and len(record.args) == 1
+        and id(record.args[0]) in set_sources
+        and not (record.grad_enabled and record.args[0].requires_grad)
+    ):
+        return ViewStep(
+            op=record.func,
+            args=(InputArg(index=set_sources[id(record.args[0])]),),
+            kwargs=(),
+            index=None,
+            grad_enabled=record.grad_enabled,
+        )
     return _make_step(record.func, record.args, record.kwargs, None, record.grad_enabled)
+
+
+def _unchanged_subclass_inputs(run: FunctionalRun, input_by_id: dict[int, InputIndex]) -> dict[int, InputIndex]:
+    """Subclass inputs the program leaves as they came (metadata, storages, wrapper): a set_() step may name them,
+    their value at run time being what it was when the program ran the set_ (writes aside, which storage carries)."""
+    out: dict[int, InputIndex] = {}
+    for t, meta in zip(run.user_tensors, run.initial_metas, strict=True):
+        if not is_traceable_subclass(t) or id(t) not in input_by_id or leaf_meta(t) != meta:
+            continue
+        if id(t) in run.swaps.inplace_views or id(t) in run.swaps.wrapper_data:
+            continue
+        _, leaves = flatten_subclass(t, "input")
+        if all(id(leaf) not in run.swaps.swapped_ids and id(leaf) not in run.swaps.grown_ids for leaf in leaves):
+            out[id(t)] = input_by_id[id(t)]
+    return out
 
 
 def _step(record: ViewRecord) -> ViewStep | None:

@@ -1354,3 +1354,31 @@ def test_write_through_data_after_a_no_grad_view(compile_fn: CompileFn | None) -
 
     with torch.no_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_of_wrapper_set_to_input_replays_the_set(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 23, program 721 (Note [Wrapper Storage After set_]): the output is a view of a wrapper that was
+    # set_() to an unchanged input; the set_ is a step of its replay, so the output stays a view of args[0].
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.view(())
+        set_to(t0, x0)
+        return (t0.reshape(()),)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair()
+        return (b0, b0)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_of_earlier_output_resized_after(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 23, program 646: t1 views t0, which is resized (and returned) after; t1 replays from the input.
+    def f(x0: T) -> object:
+        t0 = x0.reshape((8, 4))
+        t1 = t0.expand((1, 8, -1))
+        t0.resize_((1,))
+        return (t1, t0)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(4, 4, 2),), compile_fn=compile_fn)
