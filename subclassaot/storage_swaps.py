@@ -338,6 +338,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         "or a zero stride) cannot be functionalized faithfully; write into the base tensor, or "
                         "call .contiguous()/.clone() before writing"
                     )
+                if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
+                    _check_no_overlapping_read(func, arg, args, kwargs)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
                     # In-place view ops count too: they advance the version counter autograd checks views against.
                     self.record.seq += 1
@@ -401,6 +403,43 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
         if st != expected:
             return False
         expected *= s
+    return True
+
+
+# Note [Reads Of Written Memory]
+# An in-place op whose other operand views part of the memory it writes, other than exactly the written tensor
+# (x.add_(x[..., :1]) broadcast over a last dim of 2), computes in eager from values its own earlier element writes
+# may have changed: the result depends on eager's loop order (TensorIterator refuses most such partial overlaps, not
+# broadcast ones). Functionalization reads the old values, so such an op is refused. Exactly the written tensor
+# (x.mul_(x)) is elementwise and exact.
+
+
+def _check_no_overlapping_read(func: Any, written: torch.Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    key = storage_key(written)
+    mine = elements_of(list(written.shape), list(written.stride()), written.storage_offset())
+    for other in [*args, *kwargs.values()]:
+        if not isinstance(other, torch.Tensor) or other is written or is_traceable_subclass(other):
+            continue
+        if storage_key(other) != key or _meta_triple(other) == _meta_triple(written):
+            continue
+        theirs = elements_of(list(other.shape), list(other.stride()), other.storage_offset())
+        if mine is None or theirs is None or not _meet(mine, theirs):
+            continue  # disjoint, or not decidable here (symbolic sizes)
+        raise UnsupportedError(
+            f"{func}: an in-place op reads part of the memory it writes through another view of it (Note [Reads Of "
+            "Written Memory]); eager's result depends on its loop order. Read from a clone (.clone()) instead"
+        )
+
+
+def _meta_triple(t: torch.Tensor) -> tuple[object, ...]:
+    return (tuple(t.shape), tuple(t.stride()), t.storage_offset())
+
+
+def _meet(a: Elements, b: Elements) -> bool:
+    if a.hi < a.lo or b.hi < b.lo or a.hi < b.lo or b.hi < a.lo:
+        return False
+    if a.exact is not None and b.exact is not None:
+        return bool(a.exact & b.exact)
     return True
 
 
