@@ -583,14 +583,14 @@ def _replay(
     first: ViewRecord | None = None
     # in-place view ops on a tensor count until the next view was taken from it (for the output itself: until the
     # set_() that replaced its wrapper's contents)
-    upto = run.swaps.wrapper_sets[id(value)][0] if then_set else 1 << 62
+    upto = (run.swaps.wrapper_sets.get(id(value)) or run.swaps.plain_sets[id(value)])[0] if then_set else 1 << 62
     set_sources = _unchanged_subclass_inputs(run, input_by_id) if run.swaps.wrapper_sets else None
     while id(t) not in input_by_id and (id(t) not in earlier or _changed_since(t, first)):
         # (an earlier output whose metadata changed after this view was taken from it: replay from its own source)
         record = run.swaps.views.get(id(t))
         if record is None:
             break
-        if id(t) in run.swaps.swapped_ids or id(t) in run.swaps.grown_ids:
+        if (id(t) in run.swaps.swapped_ids and not (then_set and t is value)) or id(t) in run.swaps.grown_ids:
             return None  # set_(), .data = or a growing resize_() since it was made: the view chain no longer says
         own = [r for r in run.swaps.inplace_views.get(id(t), []) if record.seq < r.seq < upto]
         step = _step(record)
@@ -652,8 +652,13 @@ def _set_after_made(value: torch.Tensor, run: FunctionalRun) -> bool:
     """The program set_() the wrapper of subclass output `value` (Note [Wrapper Storage After set_]) after making it
     as a view, in a way the runtime reproduces by a wrapper-level set_ without autograd: `value` does not require
     grad, or the set_ ran under no_grad."""
-    found = run.swaps.wrapper_sets.get(id(value))
-    if found is None or id(value) not in run.swaps.views or not is_traceable_subclass(value):
+    if is_traceable_subclass(value):
+        found = run.swaps.wrapper_sets.get(id(value))
+    elif id(value) in run.swaps.swapped_by_data:
+        return False  # `.data =`: not a set_ the runtime repeats
+    else:
+        found = run.swaps.plain_sets.get(id(value))  # a plain view set_() to another storage stays a view
+    if found is None or id(value) not in run.swaps.views:
         return False
     return not value.requires_grad or not found[1]
 

@@ -85,6 +85,7 @@ class SwapRecord:
     # id() of a wrapper subclass -> (seq, grad mode) of the last set_() called on the wrapper itself (Note [Wrapper
     # Storage After set_])
     wrapper_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)
+    plain_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # the same for plain tensors' set_()
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
     last_write: dict[object, int] = field(default_factory=dict)  # storage key -> seq of its last in-place op
@@ -109,8 +110,11 @@ class SwapRecord:
         return record is not None and record.func is not torch.ops.aten.detach.default
 
     def view_root(self, t: torch.Tensor) -> torch.Tensor:
-        """The tensor a chain of view ops started from (eager's `._base`)."""
+        """The tensor a chain of view ops started from (eager's `._base`), as far as storage goes: a tensor set_()
+        to another storage since it was made is the root of its storage's chain (its `._base` is no longer that)."""
         while (record := self.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+            if id(t) in self.swapped_ids:
+                break
             t = record.source
         return t
 
@@ -194,6 +198,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             self.record.written_families.add(self.record.family_of(args[0]))
+            if self.depth == 0:
+                self.record.seq += 1
+                self.record.plain_sets[id(args[0])] = (self.record.seq, torch.is_grad_enabled())
+                self.record.keep_alive.append(args[0])
             return args[0]
         if args and is_functional(args[0]) and _uniform_write(func, args[0]) and 0 in args[0].stride():
             x = args[0]
