@@ -209,7 +209,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             meta = (once, list(x.stride()), x.storage_offset())
             # Note [Uniform Writes Through Expand]: as_strided from the chain's root, which functionalization writes
             # back by one as_strided_scatter (a narrow at the end of the chain would scatter through the repeats)
-            root = x if self.record.view_root(x) is x else self._as_strided_source((x, *meta))
+            own_root = self.record.view_root(x) is x and storage_key(x) not in self.record.alias_bases
+            root = x if own_root else self._as_strided_source((x, *meta))
             func(root.as_strided(*meta), *args[1:], **kwargs)
             self._track(func, args, args[0], kwargs)
             return args[0]

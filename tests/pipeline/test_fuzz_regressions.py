@@ -1408,3 +1408,32 @@ def test_view_set_to_intermediate_returned(
 
     with torch.no_grad():
         assert_matches_eager(program, make_inputs, compile_fn=compile_fn)
+
+
+def test_uniform_write_into_expanded_alias_member(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 25, program 121 (and seed 24, 798): a crash; the member is a view of the synthetic base, so the
+    # narrowed write is an as_strided of the base (Note [Uniform Writes Through Expand]).
+    def f(x0: T, x1: T) -> object:
+        x1.zero_()
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((2, 1, 3))
+        return (b0, b0.expand((-1, 3, -1)))
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_set_to_input_sharing_storage_requiring_grad_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 25, program 468: a crash ("cannot resize variables that require grad") replaying the set_ as a resize_.
+    def f(x0: T, x1: T) -> object:
+        set_to(x1, x0)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(2, 3)
+        return (b0, b0.diagonal(1, 1, 0))
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
