@@ -424,6 +424,8 @@ def _output_info(
             graph_count += 1
     outer = None if tree is None else leaf_meta(value)
     replay = _replay(value, tuple(out_leaves), run, input_by_id, bases, earlier)
+    if replay is not None and replay.source is ReplaySource.OUTPUT:
+        replay = _early_input_replay(value, tuple(out_leaves), run, input_by_id, bases) or replay
     on_root = tree is not None and value.requires_grad
     if on_root and replay is None:
         replay = _root_replay(value, bases, ())  # the intermediate itself, views of it returned too
@@ -637,6 +639,22 @@ def _replay(
     base = bases.get(storage_key(t))
     if base is not None and base[1] is t and not is_traceable_subclass(value):
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
+    return None
+
+
+def _early_input_replay(
+    value: torch.Tensor,
+    leaves: tuple[OutputLeaf, ...],
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    bases: dict[object, tuple[int, torch.Tensor]],
+) -> Replay | None:
+    """A view of an earlier output that is, through it, a view of an input rebuilt before the epilogue writes it:
+    the whole chain from the input, before the epilogue too (fuzz seed 23 #788: a view of an unbind() output,
+    made before the program wrote the input; made from the rebuilt output after the write, it would raise)."""
+    direct = _replay(value, leaves, run, input_by_id, bases, {})
+    if direct is not None and direct.source is ReplaySource.INPUT and direct.before_epilogue:
+        return direct
     return None
 
 

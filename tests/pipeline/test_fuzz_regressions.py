@@ -1337,3 +1337,60 @@ def test_subclass_view_input_set_to_intermediate_leaves_wrapper_family(compile_f
 
     with torch.no_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_write_with_grad_to_view_after_set_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 23, program 845 (Note [Writes To A View After set_]): t0 is a view of x1 set_() to all of x1; under
+    # functionalization autograd's gradient of the copy_ followed only t0's old select() region (wrong gradients).
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.select(0, 0)
+        set_to(t0, x1)
+        t0.copy_(x0)
+        return (x0, t0)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(4).select(0, 0), torch.randn(2, 3, 1))
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "a view and then set_\\(\\) to another tensor")
+
+
+def test_backward_error_leaves_unreached_input_grad(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 23, program 328 (Note [Backward Errors Are Deferred]): eager's backward raises (x0 saved, then
+    # written) after x1 (returned as is) got its gradient; x1 was an input of our Function, held behind its raise.
+    def f(x0: T, x1: T) -> object:
+        x0.mul_(x0)
+        return (x1, x0)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(), torch.randn((), requires_grad=True))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_backward_error_of_some_outputs_only_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 23, program 833 (Note [Backward Errors Are Deferred]): only the written input's backward fails (its
+    # set_() under grad); eager's backward through t1 alone succeeds, ours raised.
+    def f(x0: T) -> object:
+        t0 = x0.unsqueeze(1)
+        t1 = x0.mul(-1.0)
+        t0.add_(0.5)
+        set_to(x0, x0)
+        return (t1,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair_nonleaf(3),), compile_fn, "backward fails in eager .* but not through")
+
+
+def test_view_of_unbind_output_made_before_write(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 23, program 788: t1, a view of the output t0 (an unbind() view), was replayed from t0 after the
+    # epilogue wrote x0, which raises for a multi-output view; the chain replays from x0 before the epilogue.
+    def f(x0: T) -> object:
+        t0 = x0.unbind(1)[0]
+        t1 = t0[1:1:1]
+        x0.mul_(x0)
+        return (t0, t1)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair_nonleaf(1, 1),), compile_fn=compile_fn)
