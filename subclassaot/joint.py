@@ -75,11 +75,14 @@ from subclassaot.training_rules import duplicate_wrappers, grad_bases, group_of,
 # compile time. Raising it there would fail a call that eager completes, so the error is kept with the entry and
 # raised, unchanged, when (and only when) the backward runs. That is eager's behaviour only when
 #   * every differentiable output's backward fails alone (else eager's backward through the others succeeds: a
-#     backward for some tangents only is not traced, so such a program is refused), and
-#   * at most one input is reached from the outputs: eager accumulates the gradients of other leaves before the
-#     failing node runs or not, by the order autograd runs its nodes (refused); inputs that require grad but are
-#     reached by no output are given to the Function detached, so that their own gradient (a returned input) is
-#     not held back behind our raising backward.
+#     backward for some tangents only is not traced, so such a program is refused). Checked for the program's
+#     outputs only, not the new values of the inputs it writes: a backward through those alone (after the call)
+#     still raises where eager's may not (a spurious error, never a wrong gradient), and
+#   * no input reached from the program's outputs has a gradient that avoids the failing node (checked by one
+#     trace per input, `JointSetup.wrt_only`): eager accumulates such a gradient before the failing node runs or
+#     not, by the order autograd runs its nodes (refused); inputs that require grad but are reached by no output
+#     are given to the Function detached, so that their own gradient (a returned input) is not held back behind
+#     our raising backward.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -194,6 +197,8 @@ class JointSetup:
     group_grads: tuple[int, ...]
     wrapper_updates: tuple[int, ...]
     diff: tuple[int, ...]  # BackwardGraph.diff_outputs
+    # Note [Backward Errors Are Deferred]: differentiate with respect to this one of the gradients taken only
+    wrt_only: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -246,6 +251,8 @@ def trace_joint(
             grad_outs = [_rewrap_tangent(tree, tangents) for tree in trees]
             wrt = [run.grad_leaves[i] for i in setup.grad_inputs]
             wrt += [run.graph_grad_leaves[k] for k in setup.group_grads]
+            if setup.wrt_only is not None:
+                wrt = [wrt[setup.wrt_only]]
             before = [mutation_counter(o) for o in run.originals]
             reach[:] = _autograd_reach(diff_outs, wrt)
             grads = _grads(diff_outs, wrt, grad_outs)
@@ -458,8 +465,13 @@ def _check_deferred_error(
 ) -> None:
     """Refuse a backward error that deferring would not reproduce exactly (Note [Backward Errors Are Deferred]).
     `diff_leaves`: per diff output, its dense leaves (to shape the tangents)."""
+    outputs = setup.traced.outputs
+    wrappers_at = len(outputs.updates) + outputs.num_fresh + outputs.num_bases
+    input_values = {*range(len(outputs.updates)), *range(wrappers_at, wrappers_at + len(setup.wrapper_updates))}
     if len(setup.diff) > 1:
         for d, leaves in zip(setup.diff, diff_leaves, strict=True):
+            if d in input_values:
+                continue  # an input's new value: backward through it alone is rare; deferring is kept for it
             with setup.fake_mode:
                 tangents = [torch.empty_like(t) for t in leaves]
             try:
@@ -471,10 +483,20 @@ def _check_deferred_error(
                 f"not through forward output {d}: a backward for some outputs only is not supported (Note [Backward "
                 "Errors Are Deferred]). Return a clone, or do not write the tensor whose backward fails"
             )
-    if sum(1 for r in reach if r) > 1:
+    by_outputs = [p for p, d in enumerate(setup.diff) if d not in input_values]
+    user_diff = dataclasses.replace(setup, diff=tuple(setup.diff[p] for p in by_outputs))
+    with setup.fake_mode:
+        tangents = [torch.empty_like(t) for p in by_outputs for t in diff_leaves[p]]
+    for k, r in enumerate(reach):
+        if not r & set(by_outputs):
+            continue
+        try:
+            trace_joint(dataclasses.replace(user_diff, wrt_only=k), tangents, None)
+        except RuntimeError:
+            continue  # this input's gradient runs through the failing node: eager never accumulates it either
         raise UnsupportedError(
-            f"the program's backward fails in eager ({error}) and more than one input that requires grad is "
-            "reached from its outputs: which of them eager gives a gradient before it raises depends on the order "
+            f"the program's backward fails in eager ({error}), but the gradient of an input that requires grad "
+            "does not depend on the failing step: eager accumulates it before it raises or not, by the order "
             "autograd runs its nodes, which the compiled backward does not reproduce (Note [Backward Errors Are "
             "Deferred])"
         )

@@ -191,7 +191,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
             if torch.is_grad_enabled() and (args[0].requires_grad or source_grad) and self.depth == 0:
                 self._grad_set(args[0])  # autograd recorded a set_ it cannot differentiate
-            if torch.is_grad_enabled() and args[0]._is_view() and id(args[0]) not in self.record.hidden:
+            made_here = id(args[0]) in self.record.views  # a view the program took (not an aliased input's)
+            if torch.is_grad_enabled() and made_here and args[0]._is_view() and id(args[0]) not in self.record.hidden:
                 self.record.set_views.add(id(args[0]))  # Note [Writes To A View After set_]
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
