@@ -89,6 +89,7 @@ def analyze(
         )
         _check_wrapper_growth(flat, layout, wrapper_after)
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
+        _check_overlapping_clones(flat, user_fakes, nonleaf_wrappers, outputs)
         wrapper_storage = _wrapper_storage_classes(run, layout, outputs)
         wrapper_bumped = tuple(
             tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
@@ -557,6 +558,27 @@ def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
             return _grad_fn_or_none(t) is not None
         t = record.source
     return False
+
+
+def _check_overlapping_clones(
+    flat: FlatInputs, user_fakes: Sequence[torch.Tensor], cloned: frozenset[int], outputs: Sequence[OutputInfo]
+) -> None:
+    """A subclass input that requires grad runs as a clone, made contiguous where its elements overlap (expand()):
+    a view the program took of it may be one eager's strides forbid (reshape() copies in eager), so returning a
+    view of it is refused (fuzz seed 24 #187: replaying the view on the input itself raised)."""
+    for i in cloned:
+        t = user_fakes[i]
+        if not any(st == 0 and sz != 1 for sz, st in zip(t.shape, t.stride(), strict=True)):
+            continue
+        for info in outputs:
+            if info.replay is not None and info.replay.source is ReplaySource.INPUT:
+                if info.replay.index == flat.tensor_indices[i] and info.replay.steps:
+                    raise UnsupportedError(
+                        f"{info.path} is traced as a view of {flat.leaves[flat.tensor_indices[i]].path}, a tensor subclass "
+                        "input that requires grad and whose elements overlap (expand()); in training it is traced "
+                        "as a contiguous clone, whose views may differ from eager's. Pass it .contiguous(), or "
+                        "return a clone"
+                    )
 
 
 def _grad_fn_or_none(t: torch.Tensor) -> object:

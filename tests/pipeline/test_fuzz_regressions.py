@@ -1408,3 +1408,28 @@ def test_backward_error_with_gradient_avoiding_it_refused(compile_fn: CompileFn 
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, "does not depend on the failing step")
+
+
+def test_view_of_overlapping_subclass_input_in_training_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 24, program 187: the expanded input runs as a contiguous clone, so reshape() traced as a view, and
+    # replaying that view on the input itself raised (eager's reshape copies).
+    def f(x0: T) -> object:
+        return (x0.reshape((1, 4, -1)),)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 4, 3, requires_grad=True).expand((2, 4, 3)),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "whose elements overlap")
+
+
+def test_set_under_grad_of_view_of_input_without_grad_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 24, program 178: eager rebases x1 (the view's base) on the set_, so x1 requires grad after the call;
+    # ours left it as it was.
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.transpose(0, 0)
+        set_to(t0, x0)
+        return ()
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(), torch.randn(1)), compile_fn, "set_\\(\\) with grad enabled of a view")
