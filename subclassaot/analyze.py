@@ -427,6 +427,15 @@ def _output_info(
     replay = _replay(value, tuple(out_leaves), run, input_by_id, bases, earlier)
     if replay is not None and replay.source is ReplaySource.OUTPUT:
         replay = _early_input_replay(value, tuple(out_leaves), run, input_by_id, bases) or replay
+    rebuilt = replay is not None and (replay.before_epilogue or replay.then_set)
+    if torch.is_grad_enabled() and not rebuilt and _grad_fn_raises(value):
+        # Only a view of an input rebuilt before the epilogue writes it, or one whose wrapper the runtime set_()s
+        # (Note [Wrapper Storage After set_]), gets such a grad_fn at run time (fuzz seed 25 #327, #628: a no_grad view of an intermediate or swapped tensor came back with none).
+        raise UnsupportedError(
+            f"{path}: its grad_fn raises in eager (a view made under no_grad, or one of the views of a multi-output "
+            "op, whose base the program then wrote with grad enabled); returned, such a view is supported only as a "
+            "view of an input the program did not otherwise change. Return a clone made before the write"
+        )
     on_root = tree is not None and value.requires_grad
     if on_root and replay is None:
         replay = _root_replay(value, bases, ())  # the intermediate itself, views of it returned too
@@ -579,6 +588,14 @@ def _check_overlapping_clones(
                         "as a contiguous clone, whose views may differ from eager's. Pass it .contiguous(), or "
                         "return a clone"
                     )
+
+
+def _grad_fn_raises(t: torch.Tensor) -> bool:
+    try:
+        t.grad_fn  # noqa: B018  # the access itself is the check
+    except RuntimeError:
+        return True
+    return False
 
 
 def _grad_fn_or_none(t: torch.Tensor) -> object:

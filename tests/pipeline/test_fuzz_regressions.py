@@ -1433,3 +1433,31 @@ def test_set_under_grad_of_view_of_input_without_grad_refused(compile_fn: Compil
 
     with torch.enable_grad():
         assert_refused(f, lambda: (nonleaf(), torch.randn(1)), compile_fn, "set_\\(\\) with grad enabled of a view")
+
+
+def test_no_grad_view_of_intermediate_written_under_grad_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 25, program 327: eager's t1 has a grad_fn that raises (a no_grad view whose base was then written
+    # with grad); ours came back a leaf.
+    def f(x0: T) -> object:
+        t0 = x0.add(-1.0)
+        with torch.no_grad():
+            t1 = t0.t()
+        t0.mul_(t1)
+        return (t1,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(2),), compile_fn, "its grad_fn raises in eager")
+
+
+def test_no_grad_view_of_input_written_then_data_assigned_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 25, program 628: as above, t0 a no_grad view of the input, its `.data` then assigned.
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            t0 = x0.view((1, 1, 1))
+        t1 = t0.clone()
+        x0.fill_(2.0)
+        t0.data = t1
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(),), compile_fn, "its grad_fn raises in eager")
