@@ -25,6 +25,7 @@ from subclassaot.schemas import (
     DenseIndex,
     DenseLayout,
     FlatInputs,
+    InputArg,
     InputIndex,
     LeafMutation,
     LeafSource,
@@ -623,18 +624,20 @@ def _replay(
     first: ViewRecord | None = None
     # in-place view ops on a tensor count until the next view was taken from it (for the output itself: until the
     # set_() that replaced its wrapper's contents)
-    upto = run.swaps.wrapper_sets[id(value)][0] if then_set else 1 << 62
-    while id(t) not in input_by_id and id(t) not in earlier:
+    upto = (run.swaps.wrapper_sets.get(id(value)) or run.swaps.plain_sets[id(value)])[0] if then_set else 1 << 62
+    set_sources = _unchanged_subclass_inputs(run, input_by_id) if run.swaps.wrapper_sets else None
+    while id(t) not in input_by_id and (id(t) not in earlier or _changed_since(t, first)):
+        # (an earlier output whose metadata changed after this view was taken from it: replay from its own source)
         record = run.swaps.views.get(id(t))
         if record is None:
             break
-        if id(t) in run.swaps.swapped_ids or id(t) in run.swaps.grown_ids:
+        if (id(t) in run.swaps.swapped_ids and not (then_set and t is value)) or id(t) in run.swaps.grown_ids:
             return None  # set_(), .data = or a growing resize_() since it was made: the view chain no longer says
         own = [r for r in run.swaps.inplace_views.get(id(t), []) if record.seq < r.seq < upto]
         step = _step(record)
         if step is not None and id(t) in run.swaps.data_aliases:
             step = replace(step, own_version=True)  # `.data`: not eager's detach(), its version counter is its own
-        segment = [step, *(_inplace_step(r) for r in own)]
+        segment = [step, *(_inplace_step(r, set_sources) for r in own)]
         if any(s is None for s in segment):
             return None
         segments.append([s for s in segment if s is not None])
@@ -667,7 +670,7 @@ def _replay(
             value.requires_grad
             # A subclass input: where eager advanced its wrapper's own version counter (a wrapper-level write)
             and (not is_traceable_subclass(t) or run.swaps.bumps(t))
-            and run.swaps.last_write.get(storage_key(t), 0) > made
+            and run.swaps.last_bump.get(storage_key(t), 0) > made
             and _as_received(t, first, run)  # before the epilogue the input is as the program got it
         )
         return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=early)
@@ -697,12 +700,22 @@ def _early_input_replay(
     return None
 
 
+def _changed_since(t: torch.Tensor, taken: ViewRecord | None) -> bool:
+    """Did `t`'s metadata change after the view `taken` was taken from it?"""
+    return taken is not None and _meta_exprs(taken.source_meta) != leaf_meta(t)
+
+
 def _set_after_made(value: torch.Tensor, run: FunctionalRun) -> bool:
     """The program set_() the wrapper of subclass output `value` (Note [Wrapper Storage After set_]) after making it
     as a view, in a way the runtime reproduces by a wrapper-level set_ without autograd: `value` does not require
     grad, or the set_ ran under no_grad."""
-    found = run.swaps.wrapper_sets.get(id(value))
-    if found is None or id(value) not in run.swaps.views or not is_traceable_subclass(value):
+    if is_traceable_subclass(value):
+        found = run.swaps.wrapper_sets.get(id(value))
+    elif id(value) in run.swaps.swapped_by_data:
+        return False  # `.data =`: not a set_ the runtime repeats
+    else:
+        found = run.swaps.plain_sets.get(id(value))  # a plain view set_() to another storage stays a view
+    if found is None or id(value) not in run.swaps.views:
         return False
     return not value.requires_grad or not found[1]
 
@@ -780,8 +793,38 @@ def _inplace_replay(
     return tuple(s for s in steps if s is not None) if all(s is not None for s in steps) else ()
 
 
-def _inplace_step(record: InplaceViewRecord) -> ViewStep | None:
+def _inplace_step(record: InplaceViewRecord, set_sources: dict[int, InputIndex] | None = None) -> ViewStep | None:
+    """`set_sources`: inputs a wrapper-level `set_(src)` may name as a step (Note [Wrapper Storage After set_])."""
+    if (
+        set_sources is not None
+        and record.func is torch.ops.aten.set_.source_Tensor
+        and len(record.args) == 1
+        and id(record.args[0]) in set_sources
+        and not (record.grad_enabled and record.args[0].requires_grad)
+    ):
+        return ViewStep(
+            op=record.func,
+            args=(InputArg(index=set_sources[id(record.args[0])]),),
+            kwargs=(),
+            index=None,
+            grad_enabled=record.grad_enabled,
+        )
     return _make_step(record.func, record.args, record.kwargs, None, record.grad_enabled)
+
+
+def _unchanged_subclass_inputs(run: FunctionalRun, input_by_id: dict[int, InputIndex]) -> dict[int, InputIndex]:
+    """Subclass inputs the program leaves as they came (metadata, storages, wrapper): a set_() step may name them,
+    their value at run time being what it was when the program ran the set_ (writes aside, which storage carries)."""
+    out: dict[int, InputIndex] = {}
+    for t, meta in zip(run.user_tensors, run.initial_metas, strict=True):
+        if not is_traceable_subclass(t) or id(t) not in input_by_id or leaf_meta(t) != meta:
+            continue
+        if id(t) in run.swaps.inplace_views or id(t) in run.swaps.wrapper_data:
+            continue
+        _, leaves = flatten_subclass(t, "input")
+        if all(id(leaf) not in run.swaps.swapped_ids and id(leaf) not in run.swaps.grown_ids for leaf in leaves):
+            out[id(t)] = input_by_id[id(t)]
+    return out
 
 
 def _step(record: ViewRecord) -> ViewStep | None:

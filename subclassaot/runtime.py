@@ -25,6 +25,7 @@ from subclassaot.schemas import (
     Analysis,
     DenseLayout,
     FlatInputs,
+    InputArg,
     LeafMutation,
     LeafSource,
     Meta,
@@ -672,15 +673,20 @@ def _replay(
     earlier: Callable[[int], object],
 ) -> torch.Tensor:
     src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier)
-    return replay_steps(src, replay.steps, ev, symbols)
+    return replay_steps(src, replay.steps, ev, symbols, values)
 
 
 def replay_steps(
-    src: torch.Tensor, steps: Sequence[ViewStep], ev: MetaEvaluator, symbols: dict[str, int]
+    src: torch.Tensor,
+    steps: Sequence[ViewStep],
+    ev: MetaEvaluator,
+    symbols: dict[str, int],
+    values: Sequence[object] = (),
 ) -> torch.Tensor:
-    """Apply the recorded view ops to `src`, each under the grad mode the program had (Note [Output Regeneration])."""
+    """Apply the recorded view ops to `src`, each under the grad mode the program had (Note [Output Regeneration]).
+    `values`: the flat inputs, for steps that name one (InputArg)."""
     for step in steps:
-        args = [_eval_arg(a, ev, symbols) for a in step.args]
+        args = [values[a.index] if isinstance(a, InputArg) else _eval_arg(a, ev, symbols) for a in step.args]
         kwargs = {k: _eval_arg(v, ev, symbols) for k, v in step.kwargs}
         with torch.set_grad_enabled(step.grad_enabled and torch.is_grad_enabled()):
             out = step.op(src, *args, **kwargs)

@@ -152,6 +152,13 @@ class ReplaySource(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class InputArg:
+    """A ViewStep argument that is a user input (a wrapper-level set_() source): `index` is its flat input index."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ViewStep:
     """One view op of a chain that eager ran to produce an output from its source."""
 

@@ -76,6 +76,7 @@ class SwapRecord:
     # id() of autograd views set_() with grad on (and views of them): Note [Writes To A View After set_]
     set_views: set[int] = field(default_factory=set)
     data_aliases: set[int] = field(default_factory=set)  # id() of the `.data` aliases themselves
+    data_views: set[int] = field(default_factory=set)  # id() of views of them
     visible_writes: set[object] = field(default_factory=set)  # storage keys written through autograd-visible tensors
     keep_alive: list[torch.Tensor] = field(default_factory=list)  # ids above stay valid while the run lives
     family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
@@ -86,9 +87,11 @@ class SwapRecord:
     # id() of a wrapper subclass -> (seq, grad mode) of the last set_() called on the wrapper itself (Note [Wrapper
     # Storage After set_])
     wrapper_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)
+    plain_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # the same for plain tensors' set_()
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
     last_write: dict[object, int] = field(default_factory=dict)  # storage key -> seq of its last in-place op
+    last_bump: dict[object, int] = field(default_factory=dict)  # ... of its last one not through `.data`/detach()
     # storage key of an input that is its own graph input -> (first, last storage element it covers, its path):
     # the graph holds only those elements (Note [as_strided On Inputs])
     input_spans: dict[object, tuple[Elements, str]] = field(default_factory=dict)
@@ -109,8 +112,11 @@ class SwapRecord:
         return record is not None and record.func is not torch.ops.aten.detach.default
 
     def view_root(self, t: torch.Tensor) -> torch.Tensor:
-        """The tensor a chain of view ops started from (eager's `._base`)."""
+        """The tensor a chain of view ops started from (eager's `._base`), as far as storage goes: a tensor set_()
+        to another storage since it was made is the root of its storage's chain (its `._base` is no longer that)."""
         while (record := self.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+            if id(t) in self.swapped_ids:
+                break
             t = record.source
         return t
 
@@ -197,6 +203,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             self.record.written_families.add(self.record.family_of(args[0]))
+            if self.depth == 0:
+                self.record.seq += 1
+                self.record.plain_sets[id(args[0])] = (self.record.seq, torch.is_grad_enabled())
+                self.record.keep_alive.append(args[0])
             return args[0]
         if args and is_functional(args[0]) and _uniform_write(func, args[0]) and 0 in args[0].stride():
             x = args[0]
@@ -325,6 +335,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     self.record.keep_alive.append(o)
                     if id(args[0]) in self.record.set_views:
                         self.record.set_views.add(id(o))
+                    if id(args[0]) in self.record.data_aliases or id(args[0]) in self.record.data_views:
+                        self.record.data_views.add(id(o))  # shares the `.data` alias's own version counter
                     if id(args[0]) in self.record.hidden or func is torch.ops.aten.detach.default:
                         # Writes through detach() (and views of it) are invisible to autograd, as in eager.
                         self.record.hidden.add(id(o))
@@ -350,10 +362,15 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     )
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.set_views:
                     _check_write_after_set(func, args, kwargs)
+                if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
+                    _check_no_overlapping_read(func, arg, args, kwargs)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
                     # In-place view ops count too: they advance the version counter autograd checks views against.
                     self.record.seq += 1
                     self.record.last_write[storage_key(arg)] = self.record.seq
+                    if id(arg) not in self.record.data_aliases and id(arg) not in self.record.data_views:
+                        # a `.data` alias (and its views) has a version counter of its own
+                        self.record.last_bump[storage_key(arg)] = self.record.seq
                     if self.depth == 0 and (inplace or arg_schema.is_out):
                         self.record.written_families.add(self.record.family_of(arg))
                     if id(arg) not in self.record.hidden and torch.is_grad_enabled():
@@ -429,6 +446,43 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
         if st != expected:
             return False
         expected *= s
+    return True
+
+
+# Note [Reads Of Written Memory]
+# An in-place op whose other operand views part of the memory it writes, other than exactly the written tensor
+# (x.add_(x[..., :1]) broadcast over a last dim of 2), computes in eager from values its own earlier element writes
+# may have changed: the result depends on eager's loop order (TensorIterator refuses most such partial overlaps, not
+# broadcast ones). Functionalization reads the old values, so such an op is refused. Exactly the written tensor
+# (x.mul_(x)) is elementwise and exact.
+
+
+def _check_no_overlapping_read(func: Any, written: torch.Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    key = storage_key(written)
+    mine = elements_of(list(written.shape), list(written.stride()), written.storage_offset())
+    for other in [*args, *kwargs.values()]:
+        if not isinstance(other, torch.Tensor) or other is written or is_traceable_subclass(other):
+            continue
+        if storage_key(other) != key or _meta_triple(other) == _meta_triple(written):
+            continue
+        theirs = elements_of(list(other.shape), list(other.stride()), other.storage_offset())
+        if mine is None or theirs is None or not _meet(mine, theirs):
+            continue  # disjoint, or not decidable here (symbolic sizes)
+        raise UnsupportedError(
+            f"{func}: an in-place op reads part of the memory it writes through another view of it (Note [Reads Of "
+            "Written Memory]); eager's result depends on its loop order. Read from a clone (.clone()) instead"
+        )
+
+
+def _meta_triple(t: torch.Tensor) -> tuple[object, ...]:
+    return (tuple(t.shape), tuple(t.stride()), t.storage_offset())
+
+
+def _meet(a: Elements, b: Elements) -> bool:
+    if a.hi < a.lo or b.hi < b.lo or a.hi < b.lo or b.hi < a.lo:
+        return False
+    if a.exact is not None and b.exact is not None:
+        return bool(a.exact & b.exact)
     return True
 
 
