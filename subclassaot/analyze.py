@@ -90,6 +90,7 @@ def analyze(
         )
         _check_wrapper_growth(flat, layout, wrapper_after)
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
+        _check_overlapping_clones(flat, user_fakes, nonleaf_wrappers, outputs)
         wrapper_storage = _wrapper_storage_classes(run, layout, outputs)
         wrapper_bumped = tuple(
             tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
@@ -425,6 +426,17 @@ def _output_info(
             graph_count += 1
     outer = None if tree is None else leaf_meta(value)
     replay = _replay(value, tuple(out_leaves), run, input_by_id, bases, earlier)
+    if replay is not None and replay.source is ReplaySource.OUTPUT:
+        replay = _early_input_replay(value, tuple(out_leaves), run, input_by_id, bases) or replay
+    rebuilt = replay is not None and (replay.before_epilogue or replay.then_set)
+    if torch.is_grad_enabled() and not rebuilt and _grad_fn_raises(value):
+        # Only a view of an input rebuilt before the epilogue writes it, or one whose wrapper the runtime set_()s
+        # (Note [Wrapper Storage After set_]), gets such a grad_fn at run time (fuzz seed 25 #327, #628: a no_grad view of an intermediate or swapped tensor came back with none).
+        raise UnsupportedError(
+            f"{path}: its grad_fn raises in eager (a view made under no_grad, or one of the views of a multi-output "
+            "op, whose base the program then wrote with grad enabled); returned, such a view is supported only as a "
+            "view of an input the program did not otherwise change. Return a clone made before the write"
+        )
     on_root = tree is not None and value.requires_grad
     if on_root and replay is None:
         replay = _root_replay(value, bases, ())  # the intermediate itself, views of it returned too
@@ -558,6 +570,35 @@ def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
     return False
 
 
+def _check_overlapping_clones(
+    flat: FlatInputs, user_fakes: Sequence[torch.Tensor], cloned: frozenset[int], outputs: Sequence[OutputInfo]
+) -> None:
+    """A subclass input that requires grad runs as a clone, made contiguous where its elements overlap (expand()):
+    a view the program took of it may be one eager's strides forbid (reshape() copies in eager), so returning a
+    view of it is refused (fuzz seed 24 #187: replaying the view on the input itself raised)."""
+    for i in cloned:
+        t = user_fakes[i]
+        if not any(st == 0 and sz != 1 for sz, st in zip(t.shape, t.stride(), strict=True)):
+            continue
+        for info in outputs:
+            if info.replay is not None and info.replay.source is ReplaySource.INPUT:
+                if info.replay.index == flat.tensor_indices[i] and info.replay.steps:
+                    raise UnsupportedError(
+                        f"{info.path} is traced as a view of {flat.leaves[flat.tensor_indices[i]].path}, a tensor subclass "
+                        "input that requires grad and whose elements overlap (expand()); in training it is traced "
+                        "as a contiguous clone, whose views may differ from eager's. Pass it .contiguous(), or "
+                        "return a clone"
+                    )
+
+
+def _grad_fn_raises(t: torch.Tensor) -> bool:
+    try:
+        t.grad_fn  # noqa: B018  # the access itself is the check
+    except RuntimeError:
+        return True
+    return False
+
+
 def _grad_fn_or_none(t: torch.Tensor) -> object:
     try:
         return t.grad_fn
@@ -640,6 +681,22 @@ def _replay(
     base = bases.get(storage_key(t))
     if base is not None and base[1] is t and not is_traceable_subclass(value):
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
+    return None
+
+
+def _early_input_replay(
+    value: torch.Tensor,
+    leaves: tuple[OutputLeaf, ...],
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    bases: dict[object, tuple[int, torch.Tensor]],
+) -> Replay | None:
+    """A view of an earlier output that is, through it, a view of an input rebuilt before the epilogue writes it:
+    the whole chain from the input, before the epilogue too (fuzz seed 23 #788: a view of an unbind() output,
+    made before the program wrote the input; made from the rebuilt output after the write, it would raise)."""
+    direct = _replay(value, leaves, run, input_by_id, bases, {})
+    if direct is not None and direct.source is ReplaySource.INPUT and direct.before_epilogue:
+        return direct
     return None
 
 

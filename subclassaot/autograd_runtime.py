@@ -368,6 +368,11 @@ def training_call(
             return (None, *result)
 
     n_wrappers = len(bw_meta.wrapper_updates)
+    unreached = (
+        [i for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False) if not deps]
+        if bw_meta.error is not None and len(bw_meta.tangent_deps) >= len(bw_meta.grad_inputs)
+        else []
+    )
     ev = MetaEvaluator()
     original_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.ORIGINAL}
     final_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.FINAL}
@@ -394,6 +399,8 @@ def training_call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
     ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
         user = [values[i] for i in flat.tensor_indices]
+        for i in unreached:  # Note [Backward Errors Are Deferred]
+            user[i] = cast(torch.Tensor, user[i]).detach()
         bases = [graph_in[k] for k in bw_meta.group_grads]  # Note [Aliased Inputs In Training]
         tensors = list(CompiledStep.apply((graph_in, dense, symbols), *user, *bases))  # type: ignore[no-untyped-call]  # untyped in torch
         outs: list[object] = list(tensors[:n_updates])

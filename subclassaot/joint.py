@@ -11,6 +11,7 @@ Invariants: see Note [Training Through A Joint Graph]; both graphs are purely fu
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -72,7 +73,16 @@ from subclassaot.training_rules import duplicate_wrappers, grad_bases, group_of,
 # Some programs run forward fine in eager and fail only in backward: x.mul_(x) on a tensor autograd saved, set_() on
 # a tensor that requires grad, a custom backward that raises. Tracing our backward graph hits the same error at
 # compile time. Raising it there would fail a call that eager completes, so the error is kept with the entry and
-# raised, unchanged, when (and only when) the backward runs.
+# raised, unchanged, when (and only when) the backward runs. That is eager's behaviour only when
+#   * every differentiable output's backward fails alone (else eager's backward through the others succeeds: a
+#     backward for some tangents only is not traced, so such a program is refused). Checked for the program's
+#     outputs only, not the new values of the inputs it writes: a backward through those alone (after the call)
+#     still raises where eager's may not (a spurious error, never a wrong gradient), and
+#   * no input reached from the program's outputs has a gradient that avoids the failing node (checked by one
+#     trace per input, `JointSetup.wrt_only`): eager accumulates such a gradient before the failing node runs or
+#     not, by the order autograd runs its nodes (refused); inputs that require grad but are reached by no output
+#     are given to the Function detached, so that their own gradient (a returned input) is not held back behind
+#     our raising backward.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -187,6 +197,8 @@ class JointSetup:
     group_grads: tuple[int, ...]
     wrapper_updates: tuple[int, ...]
     diff: tuple[int, ...]  # BackwardGraph.diff_outputs
+    # Note [Backward Errors Are Deferred]: differentiate with respect to this one of the gradients taken only
+    wrt_only: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,16 +214,20 @@ class TracedJoint:
 
 
 def trace_joint(
-    setup: JointSetup, tangent_fakes: Sequence[torch.Tensor], tangent_trees: Sequence[SubclassNode | None] | None
+    setup: JointSetup,
+    tangent_fakes: Sequence[torch.Tensor],
+    tangent_trees: Sequence[SubclassNode | None] | None,
+    reach_sink: list[frozenset[int]] | None = None,
 ) -> TracedJoint:
     """make_fx of the program then autograd.grad (Note [Training Through A Joint Graph]). `tangent_trees`: the
-    structure each diff output's tangent is rebuilt with (None: the output's own structure)."""
+    structure each diff output's tangent is rebuilt with (None: the output's own structure). `reach_sink` receives
+    TracedJoint.reach even when autograd.grad then raises (Note [Backward Errors Are Deferred])."""
     n_primals = len(setup.example)
     unused: set[int] = set()
     grad_trees: list[SubclassNode | None] = []
     bw_mutated: list[DenseIndex] = []
     n_fw_outputs = [0]
-    reach: list[frozenset[int]] = []
+    reach: list[frozenset[int]] = [] if reach_sink is None else reach_sink
     clone = frozenset(setup.grad_inputs)
 
     def joint_fn(*values: torch.Tensor) -> list[object]:
@@ -235,6 +251,8 @@ def trace_joint(
             grad_outs = [_rewrap_tangent(tree, tangents) for tree in trees]
             wrt = [run.grad_leaves[i] for i in setup.grad_inputs]
             wrt += [run.graph_grad_leaves[k] for k in setup.group_grads]
+            if setup.wrt_only is not None:
+                wrt = [wrt[setup.wrt_only]]
             before = [mutation_counter(o) for o in run.originals]
             reach[:] = _autograd_reach(diff_outs, wrt)
             grads = _grads(diff_outs, wrt, grad_outs)
@@ -392,11 +410,13 @@ def trace_backward(
         diff=diff,
     )
     tangent_trees = tuple(fw_example[i][2] for i in diff)
+    reach: list[frozenset[int]] = []
     try:
-        joint = trace_joint(setup, tangent_fakes, None)
+        joint = trace_joint(setup, tangent_fakes, None, reach)
     except RuntimeError as e:
         # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
+        _check_deferred_error(setup, [fw_example[i][1] for i in diff], reach, e)
         return BackwardGraph(
             graph=None,
             forward=None,
@@ -405,7 +425,7 @@ def trace_backward(
             grad_inputs=grad_inputs,
             unused=frozenset(),
             grad_trees=(),
-            tangent_deps=(),
+            tangent_deps=tuple(reach),
             backward_mutations=(),
             tangent_trees=tangent_trees,
             example_inputs=(),
@@ -438,6 +458,48 @@ def trace_backward(
         setup=setup,
         partition=parts,
     )
+
+
+def _check_deferred_error(
+    setup: JointSetup, diff_leaves: Sequence[Sequence[torch.Tensor]], reach: Sequence[frozenset[int]], error: Exception
+) -> None:
+    """Refuse a backward error that deferring would not reproduce exactly (Note [Backward Errors Are Deferred]).
+    `diff_leaves`: per diff output, its dense leaves (to shape the tangents)."""
+    outputs = setup.traced.outputs
+    wrappers_at = len(outputs.updates) + outputs.num_fresh + outputs.num_bases
+    input_values = {*range(len(outputs.updates)), *range(wrappers_at, wrappers_at + len(setup.wrapper_updates))}
+    if len(setup.diff) > 1:
+        for d, leaves in zip(setup.diff, diff_leaves, strict=True):
+            if d in input_values:
+                continue  # an input's new value: backward through it alone is rare; deferring is kept for it
+            with setup.fake_mode:
+                tangents = [torch.empty_like(t) for t in leaves]
+            try:
+                trace_joint(dataclasses.replace(setup, diff=(d,)), tangents, None)
+            except RuntimeError:
+                continue
+            raise UnsupportedError(
+                f"the program's backward fails in eager ({error}) through some of its differentiable outputs but "
+                f"not through forward output {d}: a backward for some outputs only is not supported (Note [Backward "
+                "Errors Are Deferred]). Return a clone, or do not write the tensor whose backward fails"
+            )
+    by_outputs = [p for p, d in enumerate(setup.diff) if d not in input_values]
+    user_diff = dataclasses.replace(setup, diff=tuple(setup.diff[p] for p in by_outputs))
+    with setup.fake_mode:
+        tangents = [torch.empty_like(t) for p in by_outputs for t in diff_leaves[p]]
+    for k, r in enumerate(reach):
+        if not r & set(by_outputs):
+            continue
+        try:
+            trace_joint(dataclasses.replace(user_diff, wrt_only=k), tangents, None)
+        except RuntimeError:
+            continue  # this input's gradient runs through the failing node: eager never accumulates it either
+        raise UnsupportedError(
+            f"the program's backward fails in eager ({error}), but the gradient of an input that requires grad "
+            "does not depend on the failing step: eager accumulates it before it raises or not, by the order "
+            "autograd runs its nodes, which the compiled backward does not reproduce (Note [Backward Errors Are "
+            "Deferred])"
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -73,6 +73,8 @@ class SwapRecord:
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
+    # id() of autograd views set_() with grad on (and views of them): Note [Writes To A View After set_]
+    set_views: set[int] = field(default_factory=set)
     data_aliases: set[int] = field(default_factory=set)  # id() of the `.data` aliases themselves
     data_views: set[int] = field(default_factory=set)  # id() of views of them
     visible_writes: set[object] = field(default_factory=set)  # storage keys written through autograd-visible tensors
@@ -195,6 +197,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
             if torch.is_grad_enabled() and (args[0].requires_grad or source_grad) and self.depth == 0:
                 self._grad_set(args[0])  # autograd recorded a set_ it cannot differentiate
+            made_here = id(args[0]) in self.record.views  # a view the program took (not an aliased input's)
+            if torch.is_grad_enabled() and made_here and args[0]._is_view() and id(args[0]) not in self.record.hidden:
+                self.record.set_views.add(id(args[0]))  # Note [Writes To A View After set_]
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             self.record.written_families.add(self.record.family_of(args[0]))
@@ -229,6 +234,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             t = record.source
         if t is not x and t.requires_grad:
             self.record.grad_set_ids.add(id(t))
+        elif t is not x:
+            raise UnsupportedError(
+                "set_() with grad enabled of a view of a tensor that does not require grad, to a tensor that "
+                "does (or the view does): eager's autograd rebases the view's base on the set_, which then requires "
+                "grad with a history that raises in backward; not supported. set_() a tensor "
+                "that is not a view, or run the set_() under torch.no_grad()"
+            )
 
     def _as_strided_source(self, args: tuple[Any, ...]) -> torch.Tensor:
         """Note [as_strided On Inputs]: the tensor to take an as_strided view of, checked against the input's span."""
@@ -322,6 +334,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     )
                     self.record.family[id(o)] = root
                     self.record.keep_alive.append(o)
+                    if id(args[0]) in self.record.set_views:
+                        self.record.set_views.add(id(o))
                     if id(args[0]) in self.record.data_aliases or id(args[0]) in self.record.data_views:
                         self.record.data_views.add(id(o))  # shares the `.data` alias's own version counter
                     if id(args[0]) in self.record.hidden or func is torch.ops.aten.detach.default:
@@ -347,6 +361,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         "or a zero stride) cannot be functionalized faithfully; write into the base tensor, or "
                         "call .contiguous()/.clone() before writing"
                     )
+                if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.set_views:
+                    _check_write_after_set(func, args, kwargs)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
                     _check_no_overlapping_read(func, arg, args, kwargs)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
@@ -361,6 +377,25 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     if id(arg) not in self.record.hidden and torch.is_grad_enabled():
                         # Writes under no_grad or through .data/detach() are invisible to autograd in eager.
                         self.record.visible_writes.add(storage_key(arg))
+
+
+# Note [Writes To A View After set_]
+# Eager's autograd keeps a view's view-ness through set_(): a later write under grad rebases the view's old base,
+# regenerating the view from it by as_strided with the view's current (post-set_) layout. Under functionalization
+# autograd regenerates it by replaying the recorded view ops instead (x.select(0, 0) of the old base), which covers
+# only the view's old region: the gradient of the write reaches part of its elements (fuzz seed 23 #845). Such a
+# write, with grad flowing into it, is refused.
+
+
+def _check_write_after_set(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    values = [*args, *kwargs.values()]
+    if torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in values):
+        raise UnsupportedError(
+            f"{func}: an in-place write with grad into a tensor that was a view and then set_() to another tensor "
+            "(or a view of such a tensor): autograd's gradient of the write would follow the view's old region "
+            "(Note [Writes To A View After set_]). Write into the tensor it was set_() to, or set_() a tensor "
+            "that is not a view"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1321,6 +1321,130 @@ def test_subclass_view_input_set_to_intermediate_leaves_wrapper_family(compile_f
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
+def test_write_with_grad_to_view_after_set_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 23, program 845 (Note [Writes To A View After set_]): t0 is a view of x1 set_() to all of x1; under
+    # functionalization autograd's gradient of the copy_ followed only t0's old select() region (wrong gradients).
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.select(0, 0)
+        set_to(t0, x1)
+        t0.copy_(x0)
+        return (x0, t0)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(4).select(0, 0), torch.randn(2, 3, 1))
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "a view and then set_\\(\\) to another tensor")
+
+
+def test_backward_error_leaves_unreached_input_grad(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 23, program 328 (Note [Backward Errors Are Deferred]): eager's backward raises (x0 saved, then
+    # written) after x1 (returned as is) got its gradient; x1 was an input of our Function, held behind its raise.
+    def f(x0: T, x1: T) -> object:
+        x0.mul_(x0)
+        return (x1, x0)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(), torch.randn((), requires_grad=True))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_backward_error_of_some_outputs_only_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 23, program 833 (Note [Backward Errors Are Deferred]): only the written input's backward fails (its
+    # set_() under grad); eager's backward through t1 alone succeeds, ours raised.
+    def f(x0: T) -> object:
+        t0 = x0.unsqueeze(1)
+        t1 = x0.mul(-1.0)
+        t0.add_(0.5)
+        set_to(x0, x0)
+        return (t1,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair_nonleaf(3),), compile_fn, "backward fails in eager .* but not through")
+
+
+def test_view_of_unbind_output_made_before_write(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 23, program 788: t1, a view of the output t0 (an unbind() view), was replayed from t0 after the
+    # epilogue wrote x0, which raises for a multi-output view; the chain replays from x0 before the epilogue.
+    def f(x0: T) -> object:
+        t0 = x0.unbind(1)[0]
+        t1 = t0[1:1:1]
+        x0.mul_(x0)
+        return (t0, t1)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair_nonleaf(1, 1),), compile_fn=compile_fn)
+
+
+def test_backward_error_with_gradient_avoiding_it_refused(compile_fn: CompileFn | None) -> None:
+    # Beside seed 23 #328 (Note [Backward Errors Are Deferred]): y's gradient does not run through the failing
+    # MulBackward; eager accumulates it before raising, ours raised first.
+    def f(x: T, y: T) -> object:
+        x.mul_(x)
+        return (x + y,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (nonleaf(3), torch.randn(3, requires_grad=True))
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "does not depend on the failing step")
+
+
+def test_view_of_overlapping_subclass_input_in_training_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 24, program 187: the expanded input runs as a contiguous clone, so reshape() traced as a view, and
+    # replaying that view on the input itself raised (eager's reshape copies).
+    def f(x0: T) -> object:
+        return (x0.reshape((1, 4, -1)),)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 4, 3, requires_grad=True).expand((2, 4, 3)),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "whose elements overlap")
+
+
+def test_set_under_grad_of_view_of_input_without_grad_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 24, program 178: eager rebases x1 (the view's base) on the set_, so x1 requires grad after the call;
+    # ours left it as it was.
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.transpose(0, 0)
+        set_to(t0, x0)
+        return ()
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(), torch.randn(1)), compile_fn, "set_\\(\\) with grad enabled of a view")
+
+
+def test_no_grad_view_of_intermediate_written_under_grad_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 25, program 327: eager's t1 has a grad_fn that raises (a no_grad view whose base was then written
+    # with grad); ours came back a leaf.
+    def f(x0: T) -> object:
+        t0 = x0.add(-1.0)
+        with torch.no_grad():
+            t1 = t0.t()
+        t0.mul_(t1)
+        return (t1,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(2),), compile_fn, "its grad_fn raises in eager")
+
+
+def test_no_grad_view_of_input_written_then_data_assigned_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 25, program 628: as above, t0 a no_grad view of the input, its `.data` then assigned.
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            t0 = x0.view((1, 1, 1))
+        t1 = t0.clone()
+        x0.fill_(2.0)
+        t0.data = t1
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(),), compile_fn, "its grad_fn raises in eager")
+
+
 def test_write_through_data_after_a_no_grad_view(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 23, program 783: a write through `.data` does not move the input's version counter, so the no_grad
     # view taken before it stays valid in eager; it was replayed before the epilogue's writes and then raised.
