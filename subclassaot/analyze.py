@@ -19,13 +19,12 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
-from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass
+from subclassaot.protocol import SubclassNode, is_traceable_subclass
 from subclassaot.schemas import (
     Analysis,
     DenseIndex,
     DenseLayout,
     FlatInputs,
-    InputArg,
     InputIndex,
     LeafMutation,
     LeafSource,
@@ -33,12 +32,9 @@ from subclassaot.schemas import (
     OutputInfo,
     OutputKind,
     OutputLeaf,
-    Replay,
     ReplaySource,
-    ViewStep,
-    WrapperStorageClass,
 )
-from subclassaot.storage_swaps import InplaceViewRecord, ViewRecord, elements_of
+from subclassaot.storage_swaps import elements_of
 from subclassaot.torch_internals import (
     has_data_mutation,
     mutations_hidden_from_autograd,
@@ -47,6 +43,7 @@ from subclassaot.torch_internals import (
     symint_expr,
 )
 from subclassaot.training_rules import gains_grad, grad_bases, wrapper_update_inputs
+from subclassaot.view_chains import early_input_replay, inplace_replay, replay_of, root_replay, wrapper_storage_classes
 
 _CONSTANT_TYPES = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout)
 
@@ -91,7 +88,7 @@ def analyze(
         _check_wrapper_growth(flat, layout, wrapper_after)
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
         _check_overlapping_clones(flat, user_fakes, nonleaf_wrappers, outputs)
-        wrapper_storage = _wrapper_storage_classes(run, layout, outputs)
+        wrapper_storage = wrapper_storage_classes(run, layout, outputs)
         wrapper_bumped = tuple(
             tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
         )
@@ -101,7 +98,7 @@ def analyze(
         wrapper_version_bumped=wrapper_bumped,
         requires_grad_after=tuple(bool(t.requires_grad) for t in run.user_tensors),
         requires_grad_set=tuple(id(t) in run.swaps.requires_grad_set for t in run.user_tensors),
-        inplace_replay=tuple(_inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors)),
+        inplace_replay=tuple(inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors)),
         inplace_view_ops=tuple(id(t) in run.swaps.inplace_views for t in run.user_tensors),
         wrapper_data_source=tuple(_wrapper_data_source(i, run, flat, wrapper_after) for i in range(len(layout.trees))),
         outputs=outputs,
@@ -109,44 +106,6 @@ def analyze(
         num_intermediate_bases=num_bases,
         wrapper_storage=wrapper_storage,
     )
-
-
-# Note [Wrapper Storage After set_]
-# A wrapper subclass has a storage of its own (no data): views share it (return_and_correct_aliasing), and since set_
-# is an inplace_view op, `w.set_(src)` on a wrapper also replays on the wrapper itself, which then shares src's
-# wrapper storage and takes its metadata, while the subclass's own set_ handler points the inner tensors at src's
-# (the wrapper keeps its autograd identity: a view stays a view of its base). The functional run does all of this
-# on the traced wrappers exactly as eager does, so at its end the traced wrappers' storages say which subclass inputs
-# and outputs share one, and whether that is an input's storage as received. Two things reproduce it at run time,
-# only for programs that set_() a wrapper: an output that was a view when set_() replaced its contents is replayed
-# as that view and then set_() (without autograd) to a wrapper of its dense leaves (`Replay.then_set`); and after
-# the outputs are built, every member of a sharing class gets the class's storage (torch._functionalize_unsafe_set,
-# which changes neither metadata nor version counters).
-
-
-def _wrapper_storage_classes(
-    run: FunctionalRun, layout: DenseLayout, outputs: tuple[OutputInfo, ...]
-) -> tuple[WrapperStorageClass, ...]:
-    if not run.swaps.wrapper_sets:
-        return ()
-    anchors: dict[object, int] = {}
-    for t, key in enumerate(run.initial_wrapper_keys):
-        if key is not None:
-            anchors.setdefault(key, t)
-    members: dict[object, tuple[list[int], list[int]]] = {}
-    for t, (tree, u) in enumerate(zip(layout.trees, run.user_tensors, strict=True)):
-        if tree is not None:
-            members.setdefault(storage_key(u), ([], []))[0].append(t)
-    values = pytree.tree_leaves(run.output)
-    for o, (info, value) in enumerate(zip(outputs, values, strict=True)):
-        if info.kind is OutputKind.TENSOR and info.tree is not None and isinstance(value, torch.Tensor):
-            members.setdefault(storage_key(value), ([], []))[1].append(o)
-    classes = []
-    for key, (inputs, outs) in members.items():
-        anchor = anchors.get(key)
-        if outs or any(t != anchor for t in inputs):
-            classes.append(WrapperStorageClass(anchor=anchor, inputs=tuple(inputs), outputs=tuple(outs)))
-    return tuple(classes)
 
 
 def _check_wrapper_growth(flat: FlatInputs, layout: DenseLayout, after: tuple[Meta | None, ...]) -> None:
@@ -425,9 +384,9 @@ def _output_info(
             out_leaves.append(OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False))
             graph_count += 1
     outer = None if tree is None else leaf_meta(value)
-    replay = _replay(value, tuple(out_leaves), run, input_by_id, bases, earlier)
+    replay = replay_of(value, tuple(out_leaves), run, input_by_id, bases, earlier)
     if replay is not None and replay.source is ReplaySource.OUTPUT:
-        replay = _early_input_replay(value, tuple(out_leaves), run, input_by_id, bases) or replay
+        replay = early_input_replay(value, tuple(out_leaves), run, input_by_id, bases) or replay
     rebuilt = replay is not None and (replay.before_epilogue or replay.then_set)
     if torch.is_grad_enabled() and not rebuilt and _grad_fn_raises(value):
         # Only a view of an input rebuilt before the epilogue writes it, or one whose wrapper the runtime set_()s
@@ -439,7 +398,7 @@ def _output_info(
         )
     on_root = tree is not None and value.requires_grad
     if on_root and replay is None:
-        replay = _root_replay(value, bases, ())  # the intermediate itself, views of it returned too
+        replay = root_replay(value, bases, ())  # the intermediate itself, views of it returned too
     if (
         on_root
         and any(o.source is LeafSource.INTERMEDIATE_ALIAS for o in out_leaves)
@@ -526,27 +485,6 @@ def _check_within_swapped_input(path: str, leaf: torch.Tensor, run: FunctionalRu
         )
 
 
-def _root_replay(
-    t: torch.Tensor, bases: dict[object, tuple[int, torch.Tensor]], steps: tuple[ViewStep, ...]
-) -> Replay | None:
-    """Replay from the intermediate subclass `t` rebuilt around its dense leaves, when they are all intermediate
-    bases (Note [Subclass Intermediate Roots]); no steps: the output is `t` itself."""
-    if not is_traceable_subclass(t):
-        return None
-    node, root_leaves = flatten_subclass(t, "root")
-    found = [bases.get(storage_key(leaf)) for leaf in root_leaves]
-    if not all(b is not None and b[1] is leaf for b, leaf in zip(found, root_leaves, strict=True)):
-        return None
-    return Replay(
-        source=ReplaySource.WRAPPER,
-        index=-1,
-        steps=steps,
-        root_tree=node,
-        root_bases=tuple(b[0] for b in found if b is not None),
-        root_meta=leaf_meta(t),
-    )
-
-
 def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
     """An output whose autograd history comes from the program itself (a custom autograd.Function returning a
     view of its input): only the compiled autograd.Function can give it that history, so it comes from the graph
@@ -606,147 +544,6 @@ def _grad_fn_or_none(t: torch.Tensor) -> object:
         return None
 
 
-def _replay(
-    value: torch.Tensor,
-    leaves: tuple[OutputLeaf, ...],
-    run: FunctionalRun,
-    input_by_id: dict[int, InputIndex],
-    bases: dict[object, tuple[int, torch.Tensor]],
-    earlier: dict[int, int],
-) -> Replay | None:
-    """The view chain eager used to make `value` from an input, an earlier output or an intermediate base, if
-    replaying it is exact."""
-    then_set = _set_after_made(value, run)
-    if all(leaf.source is LeafSource.GRAPH for leaf in leaves) and not then_set:
-        return None
-    segments: list[list[ViewStep]] = []
-    t = value
-    first: ViewRecord | None = None
-    # in-place view ops on a tensor count until the next view was taken from it (for the output itself: until the
-    # set_() that replaced its wrapper's contents)
-    upto = (run.swaps.wrapper_sets.get(id(value)) or run.swaps.plain_sets[id(value)])[0] if then_set else 1 << 62
-    set_sources = _unchanged_subclass_inputs(run, input_by_id) if run.swaps.wrapper_sets else None
-    while id(t) not in input_by_id and (id(t) not in earlier or _changed_since(t, first)):
-        # (an earlier output whose metadata changed after this view was taken from it: replay from its own source)
-        record = run.swaps.views.get(id(t))
-        if record is None:
-            break
-        if (id(t) in run.swaps.swapped_ids and not (then_set and t is value)) or id(t) in run.swaps.grown_ids:
-            return None  # set_(), .data = or a growing resize_() since it was made: the view chain no longer says
-        own = [r for r in run.swaps.inplace_views.get(id(t), []) if record.seq < r.seq < upto]
-        step = _step(record)
-        if step is not None and id(t) in run.swaps.data_aliases:
-            step = replace(step, own_version=True)  # `.data`: not eager's detach(), its version counter is its own
-        segment = [step, *(_inplace_step(r, set_sources) for r in own)]
-        if any(s is None for s in segment):
-            return None
-        segments.append([s for s in segment if s is not None])
-        first, t, upto = record, record.source, record.seq
-    if not segments or first is None:
-        return None if then_set else _root_replay(value, bases, ())
-    steps = [s for segment in reversed(segments) for s in segment]
-    if then_set:
-        return _replay_then_set(t, first, steps, run, input_by_id, bases, earlier)
-    if _meta_exprs(first.source_meta) != leaf_meta(t):
-        # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
-        # then is viewed before the epilogue changes it; anything else is regenerated.
-        if id(t) in input_by_id and _as_received(t, first, run) and _all_input_alias(leaves):
-            return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=True)
-        return None
-    if id(t) in input_by_id:
-        if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
-            return None
-        if _swapped_after_view(t, value):
-            # set_() moved the input off the storage the view was taken from: view it before the epilogue swaps it
-            # (as the program did), else regenerate the view from the input still holding that storage.
-            as_received = _as_received(t, first, run)
-            return (
-                Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=True)
-                if as_received
-                else None
-            )
-        made = run.swaps.views[id(value)].seq  # when the output itself was made (the chain's last view)
-        early = (
-            value.requires_grad
-            # A subclass input: where eager advanced its wrapper's own version counter (a wrapper-level write)
-            and (not is_traceable_subclass(t) or run.swaps.bumps(t))
-            and run.swaps.last_bump.get(storage_key(t), 0) > made
-            and _as_received(t, first, run)  # before the epilogue the input is as the program got it
-        )
-        return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=early)
-    if id(t) in earlier:
-        return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps))
-    if is_traceable_subclass(t):
-        return _root_replay(t, bases, tuple(steps))
-    base = bases.get(storage_key(t))
-    if base is not None and base[1] is t and not is_traceable_subclass(value):
-        return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
-    return None
-
-
-def _early_input_replay(
-    value: torch.Tensor,
-    leaves: tuple[OutputLeaf, ...],
-    run: FunctionalRun,
-    input_by_id: dict[int, InputIndex],
-    bases: dict[object, tuple[int, torch.Tensor]],
-) -> Replay | None:
-    """A view of an earlier output that is, through it, a view of an input rebuilt before the epilogue writes it:
-    the whole chain from the input, before the epilogue too (fuzz seed 23 #788: a view of an unbind() output,
-    made before the program wrote the input; made from the rebuilt output after the write, it would raise)."""
-    direct = _replay(value, leaves, run, input_by_id, bases, {})
-    if direct is not None and direct.source is ReplaySource.INPUT and direct.before_epilogue:
-        return direct
-    return None
-
-
-def _changed_since(t: torch.Tensor, taken: ViewRecord | None) -> bool:
-    """Did `t`'s metadata change after the view `taken` was taken from it?"""
-    return taken is not None and _meta_exprs(taken.source_meta) != leaf_meta(t)
-
-
-def _set_after_made(value: torch.Tensor, run: FunctionalRun) -> bool:
-    """The program set_() the wrapper of subclass output `value` (Note [Wrapper Storage After set_]) after making it
-    as a view, in a way the runtime reproduces by a wrapper-level set_ without autograd: `value` does not require
-    grad, or the set_ ran under no_grad."""
-    if is_traceable_subclass(value):
-        found = run.swaps.wrapper_sets.get(id(value))
-    elif id(value) in run.swaps.swapped_by_data:
-        return False  # `.data =`: not a set_ the runtime repeats
-    else:
-        found = run.swaps.plain_sets.get(id(value))  # a plain view set_() to another storage stays a view
-    if found is None or id(value) not in run.swaps.views:
-        return False
-    return not value.requires_grad or not found[1]
-
-
-def _replay_then_set(
-    t: torch.Tensor,
-    first: ViewRecord,
-    steps: list[ViewStep],
-    run: FunctionalRun,
-    input_by_id: dict[int, InputIndex],
-    bases: dict[object, tuple[int, torch.Tensor]],
-    earlier: dict[int, int],
-) -> Replay | None:
-    """The view chain of an output whose wrapper was set_() after it was made, from its root `t`."""
-    if _meta_exprs(first.source_meta) != leaf_meta(t):
-        return None  # its source changed shape since: the view is not replayable after the epilogue
-    if id(t) in input_by_id:
-        return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), then_set=True)
-    if id(t) in earlier:
-        return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps), then_set=True)
-    root = _root_replay(t, bases, tuple(steps))
-    return None if root is None else replace(root, then_set=True)
-
-
-def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
-    """A plain input's view whose storage is no longer the input's (set_() swapped the input afterwards)."""
-    if is_traceable_subclass(source) or is_traceable_subclass(view):
-        return False
-    return storage_key(source) != storage_key(view)
-
-
 def _wrapper_data_source(
     i: int, run: FunctionalRun, flat: FlatInputs, wrapper_after: tuple[Meta | None, ...]
 ) -> int | None:
@@ -766,96 +563,6 @@ def _wrapper_data_source(
             "Assign the inner tensors, or rebind the name instead"
         )
     return j
-
-
-def _as_received(t: torch.Tensor, first: ViewRecord, run: FunctionalRun) -> bool:
-    """Was input `t` as the program received it when the view was taken from it?"""
-    position = next(k for k, u in enumerate(run.user_tensors) if u is t)
-    earlier_ops = any(r.seq < first.seq for r in run.swaps.inplace_views.get(id(t), []))
-    return not earlier_ops and _meta_exprs(first.source_meta) == run.initial_metas[position]
-
-
-def _all_input_alias(leaves: tuple[OutputLeaf, ...]) -> bool:
-    return all(leaf.source is LeafSource.INPUT_ALIAS for leaf in leaves)
-
-
-def _inplace_replay(
-    i: int, t: torch.Tensor, run: FunctionalRun, layout: DenseLayout, mutations: tuple[LeafMutation, ...]
-) -> tuple[ViewStep, ...]:
-    """The in-place view ops applied to subclass input `i`, when replaying them reproduces its final state."""
-    records = run.swaps.inplace_views.get(id(t), [])
-    leaves = layout.leaves_of_input[i]
-    if not records or layout.trees[i] is None or (layout.same_wrapper and layout.same_wrapper[i] is not None):
-        return ()  # the same object passed twice: replayed once, for its first position
-    if any(mutations[j].storage_changed or mutations[j].resized for j in leaves):
-        return ()
-    steps = [_inplace_step(r) for r in records]
-    return tuple(s for s in steps if s is not None) if all(s is not None for s in steps) else ()
-
-
-def _inplace_step(record: InplaceViewRecord, set_sources: dict[int, InputIndex] | None = None) -> ViewStep | None:
-    """`set_sources`: inputs a wrapper-level `set_(src)` may name as a step (Note [Wrapper Storage After set_])."""
-    if (
-        set_sources is not None
-        and record.func is torch.ops.aten.set_.source_Tensor
-        and len(record.args) == 1
-        and id(record.args[0]) in set_sources
-        and not (record.grad_enabled and record.args[0].requires_grad)
-    ):
-        return ViewStep(
-            op=record.func,
-            args=(InputArg(index=set_sources[id(record.args[0])]),),
-            kwargs=(),
-            index=None,
-            grad_enabled=record.grad_enabled,
-        )
-    return _make_step(record.func, record.args, record.kwargs, None, record.grad_enabled)
-
-
-def _unchanged_subclass_inputs(run: FunctionalRun, input_by_id: dict[int, InputIndex]) -> dict[int, InputIndex]:
-    """Subclass inputs the program leaves as they came (metadata, storages, wrapper): a set_() step may name them,
-    their value at run time being what it was when the program ran the set_ (writes aside, which storage carries)."""
-    out: dict[int, InputIndex] = {}
-    for t, meta in zip(run.user_tensors, run.initial_metas, strict=True):
-        if not is_traceable_subclass(t) or id(t) not in input_by_id or leaf_meta(t) != meta:
-            continue
-        if id(t) in run.swaps.inplace_views or id(t) in run.swaps.wrapper_data:
-            continue
-        _, leaves = flatten_subclass(t, "input")
-        if all(id(leaf) not in run.swaps.swapped_ids and id(leaf) not in run.swaps.grown_ids for leaf in leaves):
-            out[id(t)] = input_by_id[id(t)]
-    return out
-
-
-def _step(record: ViewRecord) -> ViewStep | None:
-    return _make_step(record.func, record.args, record.kwargs, record.index, record.grad_enabled)
-
-
-def _make_step(
-    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], index: int | None, grad_enabled: bool
-) -> ViewStep | None:
-    def convert(a: object) -> object:
-        if isinstance(a, torch.SymInt):
-            return symint_expr(a)
-        if isinstance(a, list | tuple):
-            return type(a)(convert(x) for x in a)
-        return a
-
-    values = [*args, *kwargs.values()]
-    if any(isinstance(a, torch.Tensor) for a in pytree.tree_leaves(values)):
-        return None
-    return ViewStep(
-        op=func,
-        args=tuple(convert(a) for a in args),
-        kwargs=tuple((k, convert(v)) for k, v in kwargs.items()),
-        index=index,
-        grad_enabled=grad_enabled,
-    )
-
-
-def _meta_exprs(meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]) -> Meta:
-    size, stride, offset = meta
-    return tuple(symint_expr(s) for s in size), tuple(symint_expr(s) for s in stride), symint_expr(offset)
 
 
 def check_gained_grad(
