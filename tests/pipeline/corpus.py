@@ -59,6 +59,16 @@ def params(cases: Sequence[Case], corpus: str) -> list[object]:
     return out
 
 
+def backend_params(cases: Sequence[Case]) -> list[object]:
+    """(case, backend) params: every case on the eager backend, and on inductor where the case asks for it."""
+    out: list[object] = []
+    for c in cases:
+        out.append(pytest.param(c, "eager", id=c.name))
+        if c.inductor:
+            out.append(pytest.param(c, "inductor", id=f"{c.name}-inductor"))
+    return out
+
+
 def run_case(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
     if case.eager_raises:
         assert_raises_like_eager(

@@ -13,7 +13,7 @@ import torch
 import subclassaot
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
-from tests.pipeline.corpus import Case, run_case
+from tests.pipeline.corpus import Case, backend_params, run_case
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
@@ -187,16 +187,7 @@ CASES = [
 ]
 
 
-def _params() -> list[object]:
-    out: list[object] = []
-    for c in CASES:
-        out.append(pytest.param(c, "eager", id=c.name))
-        if c.inductor:
-            out.append(pytest.param(c, "inductor", id=f"{c.name}-inductor"))
-    return out
-
-
-@pytest.mark.parametrize(("case", "backend"), _params())
+@pytest.mark.parametrize(("case", "backend"), backend_params(CASES))
 def test_once_refused_training_program_matches_eager(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
     with torch.enable_grad():
         run_case(case, backend, compile_fn)
