@@ -413,7 +413,7 @@ def _replay_metadata(
                 x.data = source.as_strided(size, stride, offset)
             else:
                 # set_(Tensor), as the program's: set_(storage, ...) refuses a tensor that requires grad
-                x.set_(source.detach().as_strided(size, stride, offset))  # type: ignore[call-overload]
+                x.set_(source.detach().as_strided(size, stride, offset))  # type: ignore[call-overload]  # stub: set_(Tensor)
         elif m.storage_changed:
             fresh = torch.empty(offset + _extent(size, stride), dtype=x.dtype, device=x.device)
             if m.swapped_by_data:
@@ -422,7 +422,7 @@ def _replay_metadata(
                 x.set_(fresh.untyped_storage(), offset, size, stride)
         elif m.resized and m.swapped:
             # set_() within its own storage (to another input sharing it): set_(Tensor) as the program's
-            x.set_(x.detach().as_strided(size, stride, offset))  # type: ignore[call-overload]
+            x.set_(x.detach().as_strided(size, stride, offset))  # type: ignore[call-overload]  # stub: set_(Tensor)
         elif m.resized:
             x.resize_(size)
             if list(x.stride()) != stride or x.storage_offset() != offset:
