@@ -210,12 +210,18 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             return args[0]
         if args and is_functional(args[0]) and _uniform_write(func, args[0]) and 0 in args[0].stride():
             x = args[0]
-            once = [1 if st == 0 else sz for sz, st in zip(x.shape, x.stride(), strict=True)]
+            once = [1 if st == 0 and sz > 1 else sz for sz, st in zip(x.shape, x.stride(), strict=True)]
             meta = (once, list(x.stride()), x.storage_offset())
             # Note [Uniform Writes Through Expand]: as_strided from the chain's root, which functionalization writes
             # back by one as_strided_scatter (a narrow at the end of the chain would scatter through the repeats)
             own_root = self.record.view_root(x) is x and storage_key(x) not in self.record.alias_bases
             root = x if own_root else self._as_strided_source((x, *meta))
+            if _overlaps(root) and storage_key(root) not in self.record.alias_bases:
+                raise UnsupportedError(
+                    f"{func}: an in-place write into an input whose elements overlap in memory (an expanded input): "
+                    "the compiled graph holds its repeated elements as separate values. Pass the tensor it was "
+                    "expanded from and expand it inside the function"
+                )
             func(root.as_strided(*meta), *args[1:], **kwargs)
             self._track(func, args, args[0], kwargs)
             return args[0]
@@ -514,7 +520,8 @@ def _numel(pairs: list[tuple[int, int]]) -> int:
 # repeated writes gives the same result. Functionalization gets them wrong (its write-back of the view reads the
 # materialized view with the base's strides), so the mode runs them on an as_strided view of the same memory with
 # each zero-stride dim of size one: the same memory locations, each written once. Other writes through overlapping
-# memory stay refused, and so do uniform ones autograd records (eager's backward of them raises).
+# memory stay refused, and so do uniform ones autograd records (eager's backward of them raises) and uniform ones
+# into an input that overlaps itself (the graph holds its repeats as separate values, which later reads would see).
 
 
 def _uniform_write(func: Any, t: torch.Tensor) -> bool:
