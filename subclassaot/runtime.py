@@ -23,6 +23,7 @@ from subclassaot.protocol import SubclassNode, unflatten_subclass
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
+    DenseIndex,
     DenseLayout,
     FlatInputs,
     InputArg,
@@ -348,8 +349,14 @@ def _epilogue(
         if j in early:
             continue
         _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j])
+    # set_ sources as the inputs came: an input swapped away earlier in this loop still names its old storage
+    sources = {
+        m.set_source: dense[m.set_source].detach()
+        for j in epilogue.metadata
+        if (m := mutations[j]).set_source is not None
+    }
     for j in epilogue.metadata:
-        _replay_metadata(dense, j, mutations[j], ev.meta(mutations[j].final_meta, symbols))
+        _replay_metadata(dense, j, mutations[j], ev.meta(mutations[j].final_meta, symbols), sources)
     for t, src in epilogue.data_sources:
         wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         wrapper.data = cast(torch.Tensor, values[plan.flat.tensor_indices[src]])
@@ -400,7 +407,11 @@ def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: to
 
 
 def _replay_metadata(
-    dense: list[torch.Tensor], j: int, m: LeafMutation, meta: tuple[list[int], list[int], int]
+    dense: list[torch.Tensor],
+    j: int,
+    m: LeafMutation,
+    meta: tuple[list[int], list[int], int],
+    sources: dict[DenseIndex, torch.Tensor],
 ) -> None:
     size, stride, offset = meta
     x = dense[j]
@@ -408,7 +419,7 @@ def _replay_metadata(
     visible = x.requires_grad and m.autograd_visible and not m.storage_changed
     with torch.set_grad_enabled(visible and torch.is_grad_enabled()):
         if m.storage_changed and m.set_source is not None:
-            source = dense[m.set_source]
+            source = sources[m.set_source]
             if m.swapped_by_data:
                 x.data = source.as_strided(size, stride, offset)
             else:

@@ -185,6 +185,7 @@ def _returns_tensors(analysis: Analysis) -> bool:
 def check_training_supported(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
+    _check_data_swap_after_recorded_write(flat, layout, analysis, user_fakes)
     by_object = {id(fake): t for t, fake in reversed(list(enumerate(user_fakes)))}
 
     def input_of(m: DenseIndex) -> int:
@@ -378,3 +379,19 @@ def check_swapped_storage_outputs(flat: FlatInputs, layout: DenseLayout, analysi
                     "set_() to a new tensor that requires grad; in training such an output cannot keep that "
                     "tensor's autograd history. Return a clone of it (.clone()), or set_() the input to a clone"
                 )
+
+
+def _check_data_swap_after_recorded_write(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
+) -> None:
+    """An input that requires grad, written where autograd records it and then given other data by `.data =`:
+    eager's history of the write (saved for its backward) and the new data disagree in ways the compiled Function
+    does not reproduce (fuzz seed 1000, program 4451: wrong gradients), so it is refused."""
+    for i, fake in enumerate(user_fakes):
+        muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
+        if fake.requires_grad and any(m.swapped_by_data and m.data and m.autograd_visible for m in muts):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path}: the program writes this input where autograd records "
+                "it and then assigns its `.data`; in training this is not supported (its gradients would not be "
+                "eager's). Assign `.data` of a detached clone, or write under torch.no_grad()"
+            )

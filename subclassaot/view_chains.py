@@ -243,7 +243,10 @@ def _as_received(t: torch.Tensor, first: ViewRecord, run: FunctionalRun) -> bool
     """Was input `t` as the program received it when the view was taken from it?"""
     position = next(k for k, u in enumerate(run.user_tensors) if u is t)
     earlier_ops = any(r.seq < first.seq for r in run.swaps.inplace_views.get(id(t), []))
-    return not earlier_ops and _meta_exprs(first.source_meta) == run.initial_metas[position]
+    swapped = run.swaps.plain_sets.get(id(t))
+    # a storage swap (set_, `.data =`) before the view: the view is of the storage the epilogue gives the input
+    earlier_swap = (swapped is not None and swapped[0] < first.seq) or id(t) in run.swaps.swapped_by_data
+    return not earlier_ops and not earlier_swap and _meta_exprs(first.source_meta) == run.initial_metas[position]
 
 
 def _all_input_alias(leaves: tuple[OutputLeaf, ...]) -> bool:

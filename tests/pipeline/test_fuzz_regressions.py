@@ -1574,3 +1574,46 @@ def test_set_to_input_sharing_storage_requiring_grad_under_no_grad(compile_fn: C
 
     with torch.no_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_after_set_then_input_metadata_change(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 1000, program 4394 (WRONG VALUES before): the view is of the storage set_() gave the input, so it
+    # is not replayed before the epilogue (where the input still has its old storage).
+    def f(x0: T, x1: T) -> object:
+        set_to(x1, x0)
+        t0 = x1.t()
+        x1.unsqueeze_(-1)
+        return (t0,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(()), torch.randn(())), compile_fn=compile_fn)
+
+
+def test_data_assigned_from_input_later_set_elsewhere(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 1000, program 8525 (WRONG VALUES before): x1 takes x0's storage by `.data =`, then x0 is set_()
+    # to a new tensor; the epilogue read x0 after swapping it instead of x0 as it came.
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.unbind(0)[0]
+        x1.data = t0
+        t1 = x1.add(x0)
+        set_to(x0, t1)
+        return (x1,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(1, 1, 3), torch.randn(())), compile_fn=compile_fn)
+
+
+def test_data_assigned_after_recorded_write_refused_in_training(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 1000, program 4451 (WRONG GRADIENTS before).
+    def f(x0: T) -> object:
+        x0.copy_(x0)
+        t0 = x0.mul(x0)
+        x0.data = t0
+        return (x0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (nonleaf(2, 1, 2).diagonal(1, 0, 2),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "then assigns its `.data`")
