@@ -573,6 +573,7 @@ def check_gained_grad(
     Training]): a subclass input the Function cannot return as a wrapper (its inner tensors carry no history), or
     one whose storage the program swaps."""
     by_wrapper = wrapper_update_inputs(layout, analysis, user_fakes)
+    grouped = {m for g in layout.groups for m in g.members}
     for i, fake in enumerate(user_fakes):
         if not gains_grad(analysis, i, fake):
             continue
@@ -585,7 +586,6 @@ def check_gained_grad(
                 "writes a value that requires grad into it; in training this is not supported (its new storage is "
                 "written below autograd). Write into a clone, or detach() the value"
             )
-        grouped = {m for g in layout.groups for m in g.members}
         if layout.trees[i] is None and not swapped and any(j in grouped for j in layout.leaves_of_input[i]):
             # Its writes are copies into the group's synthetic base (Note [Aliased Inputs In Training]), which does
             # not hand the input itself a grad_fn.

@@ -36,8 +36,7 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
-from subclassaot.storage_swaps import without_repeats
-from subclassaot.torch_internals import get_version, python_source, set_version, set_wrapper_metadata
+from subclassaot.torch_internals import get_version, python_source, set_to_tensor, set_version, set_wrapper_metadata
 from subclassaot.trace import GraphOutputs, UpdateKind
 
 # Note [Output Regeneration]
@@ -303,7 +302,7 @@ def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None) -> Non
             alias = source.as_strided(x.size(), x.stride(), x.storage_offset())
         else:
             alias = non_view_alias(x).requires_grad_(True)  # never reached by a backward: it stops at the set_
-        x.set_(alias)  # type: ignore[call-overload]  # torch's stubs miss set_(Tensor)
+        set_to_tensor(x, alias)
 
 
 # Note [set_ Under Grad]
@@ -378,7 +377,7 @@ def _epilogue(
     for t in epilogue.grad_sets:
         x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         if x.requires_grad and torch.is_grad_enabled():
-            x.set_(x)  # type: ignore[call-overload]  # Note [set_ Under Grad]
+            set_to_tensor(x, x)  # Note [set_ Under Grad]
     if epilogue.grad_swaps and torch.is_grad_enabled():
         for t in epilogue.grad_swaps:
             j = plan.layout.leaves_of_input[t][0]
@@ -424,7 +423,7 @@ def _replay_metadata(
                 x.data = source.as_strided(size, stride, offset)
             else:
                 # set_(Tensor), as the program's: set_(storage, ...) refuses a tensor that requires grad
-                x.set_(source.detach().as_strided(size, stride, offset))  # type: ignore[call-overload]  # stub: set_(Tensor)
+                set_to_tensor(x, source.detach().as_strided(size, stride, offset))
         elif m.storage_changed:
             fresh = torch.empty(offset + _extent(size, stride), dtype=x.dtype, device=x.device)
             if m.swapped_by_data:
@@ -433,7 +432,7 @@ def _replay_metadata(
                 x.set_(fresh.untyped_storage(), offset, size, stride)
         elif m.resized and m.swapped:
             # set_() within its own storage (to another input sharing it): set_(Tensor) as the program's
-            x.set_(x.detach().as_strided(size, stride, offset))  # type: ignore[call-overload]  # stub: set_(Tensor)
+            set_to_tensor(x, x.detach().as_strided(size, stride, offset))
         elif m.resized:
             x.resize_(size)
             if list(x.stride()) != stride or x.storage_offset() != offset:
@@ -461,10 +460,6 @@ def _copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation) -> 
     # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's
     # grad_fn and version match eager; .data and no_grad mutations stay invisible to autograd, as in eager.
     hidden = not mutation.autograd_visible or mutation.hidden_from_autograd or mutation.storage_changed
-    if 0 in x.stride():
-        # An input that overlaps itself (an expand) took uniform writes only (Note [Uniform Writes Through
-        # Expand]): its repeats hold equal values, written once each.
-        x, value = without_repeats(x, value)
     if (x.requires_grad or value.requires_grad) and not hidden:
         x.copy_(value)
     else:
@@ -633,7 +628,7 @@ def _tensor_output(
         if info.replay.then_set:  # Note [Wrapper Storage After set_]
             contents = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols)
             with torch.no_grad():
-                view.set_(contents)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
+                set_to_tensor(view, contents)
         return view
     return _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols)
 

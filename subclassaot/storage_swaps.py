@@ -529,15 +529,6 @@ def _uniform_write(func: Any, t: torch.Tensor) -> bool:
     return func.overloadpacket in _UNIFORM_WRITES and not (torch.is_grad_enabled() and t.requires_grad)
 
 
-def without_repeats(t: torch.Tensor, *like: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """`t` (and tensors of its shape) with each dim where `t` has stride 0 narrowed to its first index."""
-    out = (t, *like)
-    for d, (sz, st) in enumerate(zip(t.shape, t.stride(), strict=True)):
-        if st == 0 and sz > 1:
-            out = tuple(u.narrow(d, 0, 1) for u in out)
-    return out
-
-
 def _key_of_storage(storage: object) -> object:
     from torch.multiprocessing.reductions import StorageWeakRef
 

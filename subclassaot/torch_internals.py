@@ -293,6 +293,11 @@ def add_divisibility_guard(value: int | torch.SymInt, divisor: int) -> None:
         assert holds, f"BUG: divisibility by {divisor} is checked on the input before it is installed"
 
 
+def set_to_tensor(x: torch.Tensor, src: torch.Tensor) -> None:
+    """`x.set_(src)`: x takes src's storage, offset, size and stride (torch's stubs list only the storage overloads)."""
+    x.set_(src)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
+
+
 def set_wrapper_metadata(t: torch.Tensor, size: Sequence[int], stride: Sequence[int], offset: int) -> None:
     """Change a wrapper subclass's own size/stride/offset without dispatching to it (its inner tensors are done)."""
     with torch.utils._mode_utils.no_dispatch():
