@@ -68,6 +68,7 @@ class FuzzReport:
     backend: str
     counts: Counter[Outcome] = field(default_factory=Counter)  # DISCARDED counts programs skipped, not run
     unsupported_rules: Counter[str] = field(default_factory=Counter)
+    unsupported_indexes: dict[str, list[int]] = field(default_factory=dict)  # rule -> program indexes, in order
     failure_signatures: Counter[tuple[Outcome, str]] = field(default_factory=Counter)
     failures: list[Failure] = field(default_factory=list)  # DIVERGED and CRASHED, in program order
 
@@ -120,6 +121,7 @@ def fuzz(
         report.counts[verdict.outcome] += 1
         if verdict.outcome is Outcome.UNSUPPORTED:
             report.unsupported_rules[verdict.signature] += 1
+            report.unsupported_indexes.setdefault(verdict.signature, []).append(index)
         elif verdict.outcome in (Outcome.DIVERGED, Outcome.CRASHED):
             key = (verdict.outcome, verdict.signature)
             report.failure_signatures[key] += 1
@@ -154,9 +156,13 @@ def merge_reports(reports: Sequence[FuzzReport]) -> FuzzReport:
     for r in reports:
         merged.counts.update(r.counts)
         merged.unsupported_rules.update(r.unsupported_rules)
+        for rule, indexes in r.unsupported_indexes.items():
+            merged.unsupported_indexes.setdefault(rule, []).extend(indexes)
         merged.failure_signatures.update(r.failure_signatures)
         merged.failures.extend(r.failures)
     merged.failures.sort(key=lambda f: f.index)
+    for indexes in merged.unsupported_indexes.values():
+        indexes.sort()
     return merged
 
 
@@ -206,6 +212,12 @@ def write_report(report: FuzzReport, out_dir: str) -> str:
     unshrunk = [f.index for f in report.failures if f.shrunk is None]
     if unshrunk:
         sections.append(f"Not shrunk (signature already shrunk twice), program indexes: {unshrunk}\n")
+    if report.unsupported_indexes:
+        sections.append("## UNSUPPORTED program indexes, by rule\n")
+        sections += [
+            f"- {rule}: {indexes}\n"
+            for rule, indexes in sorted(report.unsupported_indexes.items(), key=lambda item: -len(item[1]))
+        ]
     text = "\n".join(sections)
     with open(os.path.join(out_dir, "REPORT.md"), "w") as f:
         f.write(text)

@@ -13,6 +13,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 
 from subclassaot.checker import Status, check_subclass
+from subclassaot.errors import UnsupportedError
 from subclassaot.fuzz import (
     FuzzConfig,
     Outcome,
@@ -24,7 +25,7 @@ from subclassaot.fuzz import (
     shrink,
 )
 from subclassaot.fuzz_program import Program, as_function, make_inputs, to_source
-from subclassaot.fuzz_runner import fuzz, regression_source
+from subclassaot.fuzz_runner import fuzz, merge_reports, regression_source, write_report
 from subclassaot.parity import compare_with_eager, fresh_call
 
 PAIR = "subclasses.pair:example"
@@ -104,6 +105,24 @@ def test_a_broken_compiler_is_caught_by_the_runner_and_written_as_a_regression_t
     text = regression_source(shrunk[0], seed=3)
     assert "def test_fuzz_seed3_program" in text and "assert_matches_eager(f, make_inputs)" in text
     compile(text, "<regression>", "exec")
+
+
+def refuses_everything(fn: Fn) -> Fn:
+    def run(*args: torch.Tensor) -> object:
+        raise UnsupportedError("refused by rule R")
+
+    return run
+
+
+def test_refused_programs_are_listed_by_rule_with_their_indexes(tmp_path: object) -> None:
+    shards = [fuzz(7, seed=4, config=CONFIG, compile_fn=refuses_everything, shard=(k, 2)) for k in range(2)]
+    merged = merge_reports(shards)
+    assert merged.counts[Outcome.UNSUPPORTED] == 7
+    (indexes,) = merged.unsupported_indexes.values()
+    assert indexes == sorted(indexes) and len(set(indexes)) == 7  # both shards' programs, in program order
+    assert {i % 2 for i in indexes} == {0, 1}
+    text = write_report(merged, str(tmp_path))
+    assert f"refused by rule R: {indexes}" in text
 
 
 @pytest.mark.xfail(
