@@ -16,6 +16,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.errors import UnsupportedError
+from subclassaot.inplace_strides import apply_keeping_strides
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.torch_internals import get_version, is_functional, rebind_functional, set_version, storage_key
 
@@ -225,7 +226,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             func(root.as_strided(*meta), *args[1:], **kwargs)
             self._track(func, args, args[0], kwargs)
             return args[0]
-        out = func(*args, **kwargs)
+        out = apply_keeping_strides(func, args, kwargs)  # Note [In-Place Strides]
+        if out is None:
+            out = func(*args, **kwargs)
         self._track(func, args, out, kwargs)
         return out
 

@@ -314,11 +314,6 @@ def test_intermediate_metadata_mutation_with_view_output(compile_fn: CompileFn |
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="clone of a mutated empty (0-element) strided input: the output strides are contiguous, eager "
-    "preserves the input's strides ((1, 1) vs eager (2, 1))",
-)
 def test_empty_mutated_input_clone_strides(compile_fn: CompileFn | None) -> None:
     def f(x: T) -> object:
         x.add_(1)
@@ -1617,3 +1612,40 @@ def test_data_assigned_after_recorded_write_refused_in_training(compile_fn: Comp
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, "then assigns its `.data`")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Strides after in-place ops (Note [In-Place Strides])
+
+
+def test_clone_of_empty_view_after_inplace_add_keeps_eager_strides(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 0, program 52: functionalization gave x0's inner tensors the out-of-place add's strides.
+    def f(x0: T) -> object:
+        x0.add_(x0)
+        return (x0[:, 0:0:1].clone(),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(1, 2, 2)[:, 2:2:1],), compile_fn=compile_fn)
+
+
+def test_inplace_ops_on_size_one_dims_keep_eager_strides(compile_fn: CompileFn | None) -> None:
+    # A (1, 3) transposed intermediate has strides (1, 1); the out-of-place add would give (3, 1).
+    def f(x: T) -> object:
+        y = (x * 2).t()
+        y.add_(1)
+        y.mul_(x.t())
+        z = y.clone()
+        y.zero_()
+        return (z, y.clone(), y + 1)
+
+    assert_matches_eager(f, lambda: (torch.randn(3, 1),), compile_fn=compile_fn)
+
+
+def test_inplace_op_keeping_strides_still_trains(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        y = (x * 2).t()
+        y.mul_(3)
+        return (y.clone(), y.sum())
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (torch.randn(3, 1, requires_grad=True),), compile_fn=compile_fn)
