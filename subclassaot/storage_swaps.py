@@ -153,6 +153,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
     ) -> Any:
         kwargs = kwargs or {}
         subclass = next((a for a in args if is_traceable_subclass(a) and not is_functional(a)), None)
+        if subclass is not None and _copy_to_same_data(func, args) and self.depth == 0:
+            self._record_write(
+                args[0], True
+            )  # its inner tensors' copies run below autograd: no counter of theirs moves
+            return args[0]
         if subclass is not None:
             # Let the subclass run with this mode still active, so its inner set_ calls are seen too. Its inner
             # ops run below autograd, so in eager they advance no version counter: count them as not writing.
@@ -208,6 +213,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.seq += 1
                 self.record.plain_sets[id(args[0])] = (self.record.seq, torch.is_grad_enabled())
                 self.record.keep_alive.append(args[0])
+            return args[0]
+        if _copy_to_same_data(func, args) and is_functional(args[0]):
+            self._record_write(args[0], True)
             return args[0]
         if args and is_functional(args[0]) and _uniform_write(func, args[0]) and 0 in args[0].stride():
             x = args[0]
@@ -376,16 +384,19 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     _check_no_overlapping_read(func, arg, args, kwargs)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
                     # In-place view ops count too: they advance the version counter autograd checks views against.
-                    self.record.seq += 1
-                    self.record.last_write[storage_key(arg)] = self.record.seq
-                    if id(arg) not in self.record.data_aliases and id(arg) not in self.record.data_views:
-                        # a `.data` alias (and its views) has a version counter of its own
-                        self.record.last_bump[storage_key(arg)] = self.record.seq
-                    if self.depth == 0 and (inplace or arg_schema.is_out):
-                        self.record.written_families.add(self.record.family_of(arg))
-                    if id(arg) not in self.record.hidden and torch.is_grad_enabled():
-                        # Writes under no_grad or through .data/detach() are invisible to autograd in eager.
-                        self.record.visible_writes.add(storage_key(arg))
+                    self._record_write(arg, inplace or arg_schema.is_out)
+
+    def _record_write(self, arg: torch.Tensor, bumps: bool) -> None:
+        self.record.seq += 1
+        self.record.last_write[storage_key(arg)] = self.record.seq
+        if id(arg) not in self.record.data_aliases and id(arg) not in self.record.data_views:
+            # a `.data` alias (and its views) has a version counter of its own
+            self.record.last_bump[storage_key(arg)] = self.record.seq
+        if self.depth == 0 and bumps:
+            self.record.written_families.add(self.record.family_of(arg))
+        if id(arg) not in self.record.hidden and torch.is_grad_enabled():
+            # Writes under no_grad or through .data/detach() are invisible to autograd in eager.
+            self.record.visible_writes.add(storage_key(arg))
 
 
 # Note [Writes To A View After set_]
@@ -494,6 +505,25 @@ def _meet(a: Elements, b: Elements) -> bool:
     if a.exact is not None and b.exact is not None:
         return bool(a.exact & b.exact)
     return True
+
+
+def _copy_to_same_data(func: Any, args: tuple[Any, ...]) -> bool:
+    """`dst.copy_(src)` where src views exactly dst's data: eager's copy_ returns at once (even through an expand,
+    where a real copy would be refused) and only the version counter moves. Not where autograd records it (eager's
+    backward of a copy into overlapping memory raises)."""
+    if func is not torch.ops.aten.copy_.default or len(args) < 2:
+        return False
+    dst, src = args[0], args[1]
+    if not isinstance(src, torch.Tensor) or (torch.is_grad_enabled() and (dst.requires_grad or src.requires_grad)):
+        return False
+    kinds = (is_functional(dst), is_traceable_subclass(dst))
+    return src is dst or (
+        (is_functional(src), is_traceable_subclass(src)) == kinds
+        and any(kinds)
+        and storage_key(src) == storage_key(dst)
+        and src.dtype == dst.dtype
+        and _meta_triple(src) == _meta_triple(dst)
+    )
 
 
 def _size_and_stride(t: object) -> object:

@@ -1649,3 +1649,43 @@ def test_inplace_op_keeping_strides_still_trains(compile_fn: CompileFn | None) -
 
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (torch.randn(3, 1, requires_grad=True),), compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# copy_ from exactly the destination's data: eager returns at once, only the version counter moves
+
+
+def test_copy_of_expanded_input_into_itself(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, programs 2215, 4330 (refused before: a write through overlapping memory).
+    def f(x0: T, x1: T) -> object:
+        x0.copy_(x0)
+        t = x1.view(-1, 1).expand(3, 3)[0:1:2]
+        t.copy_(t)
+        return (x0 + 1, t)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(()).expand(2), torch.randn(())), compile_fn=compile_fn)
+
+
+def test_copy_of_expanded_subclass_data_alias_into_itself(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 1202: the `.data` alias has a version counter of its own.
+    def f(x0: T) -> object:
+        x0.data.copy_(x0)
+        x0.copy_(x0)
+        return (x0.mul(2),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair().expand(2),), compile_fn=compile_fn)
+
+
+def test_copy_into_itself_through_expand_stays_refused_where_autograd_records_it(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 3035: eager's backward of such a copy raises.
+    def f(x0: T) -> object:
+        x0.copy_(x0)
+        return (x0 * 2,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (nonleaf(1, 4).as_strided((), (), 2).expand(2),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "overlap in memory")
