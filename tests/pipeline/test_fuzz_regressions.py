@@ -1689,3 +1689,28 @@ def test_copy_into_itself_through_expand_stays_refused_where_autograd_records_it
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, "overlap in memory")
+
+
+def test_inplace_op_on_size_one_dim_whose_fake_strides_differ_from_real(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 31, program 1824: fake and real add() choose different strides for the (1, 4) result, so the rewrite
+    # cannot be decided on fake strides.
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.add(x0)
+        t0.mul_(t0)
+        return (t0,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(4), torch.randn(4, 1).t()), compile_fn=compile_fn)
+
+
+def test_inplace_ops_of_many_kinds_on_undecided_layouts(compile_fn: CompileFn | None) -> None:
+    def f(x: T, m: T) -> object:
+        y = (x + 0).t()  # (1, 3) with strides (1, 1)
+        y.clamp_(-0.5, 0.5)
+        y.masked_fill_(m, 2.0)
+        y.gt_(0.1)
+        y.cumsum_(1)
+        y.index_add_(1, torch.tensor([0, 2]), torch.ones(1, 2))
+        return (y.clone(), y * 1)
+
+    assert_matches_eager(f, lambda: (torch.randn(3, 1), torch.tensor([[True, False, True]])), compile_fn=compile_fn)
