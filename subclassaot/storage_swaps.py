@@ -16,17 +16,30 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.protocol import is_traceable_subclass
+from subclassaot.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.schemas import DenseIndex
 from subclassaot.torch_internals import get_version, is_functional, rebind_functional, set_version, storage_key
 
 # Note [as_strided On Inputs]
 # as_strided takes absolute storage offsets, so it can reach storage elements of an input's base that the input
-# itself does not cover (x = base[1:3]; x.as_strided((1,), (1,), 0)). The graph receives the input, not its base: an
-# input that is its own graph input holds only its own elements, and an as_strided view that reaches other elements
-# is refused. Inputs that share storage come from one synthetic base over the whole storage (see Note [Synthetic
-# Bases]) and are not limited. Inside the span, `v.as_strided(...)` of a view `v` is taken from the view chain's root
-# instead (the synthetic base for aliased inputs), the same view in eager, because functionalization refuses writes
-# through an as_strided at the end of a longer chain.
+# itself does not cover (x = base[1:3]; x.as_strided((1,), (1,), 0)), and eager reads and writes them. An input that
+# is its own graph input holds only its own elements: when the program reaches others, the analysis raises
+# StorageReachError naming the input's leaf, and the driver compiles again with that leaf as a one-member alias
+# group: its whole storage becomes a synthetic base (Note [Synthetic Bases]), the leaf a view of it, and writes
+# anywhere in the storage reach the real one through the base's write-back. Such a group stays traced when
+# untouched, and the guards check the storage's size. Inside the span, `v.as_strided(...)` of a view `v` is taken
+# from the view chain's root instead (the synthetic base for aliased inputs), the same view in eager, because
+# functionalization refuses writes through an as_strided at the end of a longer chain.
+
+
+class StorageReachError(UnsupportedError):
+    """The program reaches storage elements outside an input that is its own graph input (Note [as_strided On
+    Inputs]): the driver compiles again with the input's whole storage as a synthetic base."""
+
+    def __init__(self, message: str, *, leaf: DenseIndex) -> None:
+        super().__init__(message)
+        self.leaf = leaf
+
 
 # Note [Storage Swaps By Rebinding]
 # Functionalization implements `x.set_(src)` by replacing x's value and then freezing x's old storage: any later write
@@ -75,6 +88,9 @@ class SwapRecord:
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
     # id() of autograd views set_() with grad on (and views of them): Note [Writes To A View After set_]
     set_views: set[int] = field(default_factory=set)
+    # id() of as_strided views taken from a synthetic base (and views of them): Note [Writes Through as_strided Of
+    # A Synthetic Base]
+    base_strided_views: set[int] = field(default_factory=set)
     data_aliases: set[int] = field(default_factory=set)  # id() of the `.data` aliases themselves
     data_views: set[int] = field(default_factory=set)  # id() of views of them
     visible_writes: set[object] = field(default_factory=set)  # storage keys written through autograd-visible tensors
@@ -92,9 +108,9 @@ class SwapRecord:
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
     last_write: dict[object, int] = field(default_factory=dict)  # storage key -> seq of its last in-place op
     last_bump: dict[object, int] = field(default_factory=dict)  # ... of its last one not through `.data`/detach()
-    # storage key of an input that is its own graph input -> (first, last storage element it covers, its path):
-    # the graph holds only those elements (Note [as_strided On Inputs])
-    input_spans: dict[object, tuple[Elements, str]] = field(default_factory=dict)
+    # storage key of an input that is its own graph input -> (the storage elements it covers, its path, its dense
+    # index): the graph holds only those elements (Note [as_strided On Inputs])
+    input_spans: dict[object, tuple[Elements, str, DenseIndex]] = field(default_factory=dict)
     alias_bases: dict[object, torch.Tensor] = field(default_factory=dict)  # storage key -> synthetic base
     seq: int = 0
 
@@ -163,6 +179,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             finally:
                 self.depth -= 1
             self._track(func, args, out, kwargs)
+            if isinstance(out, torch.Tensor) and is_traceable_subclass(out) and getattr(func, "is_view", False):
+                inner = flatten_subclass(out, "out")[1]
+                if any(id(t) in self.record.base_strided_views for t in inner):
+                    self.record.base_strided_views.add(id(out))  # its inner views were: so is the wrapper
             if func in _SET_OPS and self.depth == 0:
                 seq = self.record.inplace_views[id(args[0])][-1].seq  # set_ is an inplace_view op: _track saw it
                 self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
@@ -183,8 +203,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 return args[0]
         if func is torch.ops.aten.as_strided.default and args and is_functional(args[0]):
             # Tracked against the tensor the program named (version counter family, view chain).
-            out = func(self._as_strided_source(args), *args[1:], **kwargs)
+            source = self._as_strided_source(args)
+            out = func(source, *args[1:], **kwargs)
             self._track(func, args, out, kwargs)
+            if any(source is base for base in self.record.alias_bases.values()):
+                self.record.base_strided_views.add(id(out))  # Note [Writes Through as_strided Of A Synthetic Base]
             return out
         if func is torch.ops.aten.set_.source_Tensor and len(args) > 1 and args[1] is args[0]:
             # x.set_(x) changes nothing but the version counter (and, under grad, autograd's history).
@@ -255,10 +278,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         span = self.record.input_spans.get(storage_key(x))
         wanted = elements_of(list(args[1]), list(args[2]), offset)
         if span is not None and wanted is not None and not span[0].covers(wanted):
-            raise UnsupportedError(
+            raise StorageReachError(
                 f"{span[1]}: as_strided() reaches storage elements that are not the input's own elements; the "
                 "compiled graph holds only those. Pass the tensor that owns the storage and take the view inside "
-                "the function"
+                "the function",
+                leaf=span[2],
             )
         root = self.record.view_root(x)
         # as_strided's offsets are absolute: a view of the chain's root is the same view in eager, and
@@ -342,6 +366,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     self.record.keep_alive.append(o)
                     if id(args[0]) in self.record.set_views:
                         self.record.set_views.add(id(o))
+                    if id(args[0]) in self.record.base_strided_views:
+                        self.record.base_strided_views.add(id(o))
                     if id(args[0]) in self.record.data_aliases or id(args[0]) in self.record.data_views:
                         self.record.data_views.add(id(o))  # shares the `.data` alias's own version counter
                     if id(args[0]) in self.record.hidden or func is torch.ops.aten.detach.default:
@@ -369,6 +395,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     )
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.set_views:
                     _check_write_after_set(func, args, kwargs)
+                if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.base_strided_views:
+                    _check_write_through_base_strided(func, arg)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
                     _check_no_overlapping_read(func, arg, args, kwargs)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
@@ -401,6 +429,25 @@ def _check_write_after_set(func: Any, args: tuple[Any, ...], kwargs: dict[str, A
             "(or a view of such a tensor): autograd's gradient of the write would follow the view's old region "
             "(Note [Writes To A View After set_]). Write into the tensor it was set_() to, or set_() a tensor "
             "that is not a view"
+        )
+
+
+# Note [Writes Through as_strided Of A Synthetic Base]
+# In training, a write that autograd records through an as_strided view of a synthetic base (aliased inputs, or an
+# input whose whole storage the program reaches: Note [as_strided On Inputs]) is not differentiated as eager does:
+# the joint trace's backward replays the view chain of the base's clone (torch's functionalization then refuses a
+# mutation after an as_strided that is not first in a chain), and for a tensor subclass the gradients of the members
+# come out wrong. Such a write is refused; reads through the view, and writes through the inputs themselves, are
+# exact.
+
+
+def _check_write_through_base_strided(func: Any, written: torch.Tensor) -> None:
+    if torch.is_grad_enabled() and written.requires_grad:
+        raise UnsupportedError(
+            f"{func}: an in-place write with grad through an as_strided() view of an input that shares storage "
+            "with another input, or whose storage outside its own elements the program reaches (Note [Writes "
+            "Through as_strided Of A Synthetic Base]); its gradients would not be eager's. Write through the input "
+            "itself or a view of it taken without as_strided, or run the write under torch.no_grad()"
         )
 
 
