@@ -41,6 +41,8 @@ class FunctionalRun:
     # per dense leaf of an input that runs as a clone: the input's storage offset minus the clone's (the clone's
     # offsets, which the leaf's views record, are shifted by it to be the input's)
     clone_offset_shift: dict[int, int | torch.SymInt]
+    # dense leaves of inputs that run as a clone whose offsets or strides are not the input's
+    moved_clones: frozenset[int]
     output: object  # what the program returned
 
 
@@ -151,6 +153,7 @@ def run_functional(
         initial_metas=initial_metas,
         initial_wrapper_keys=initial_wrapper_keys,
         clone_offset_shift=shift,
+        moved_clones=frozenset(moved),
         output=output,
     )
 

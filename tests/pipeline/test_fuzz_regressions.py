@@ -543,18 +543,16 @@ def test_no_grad_write_through_multi_output_view_in_training(compile_fn: Compile
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="x.set_(y) between two PairTensor inputs of different sizes: the epilogue crashes (setStorage out "
-    "of bounds); with equal sizes the inputs do not end up sharing storage as in eager",
-)
-def test_subclass_set_between_inputs(compile_fn: CompileFn | None) -> None:
+@pytest.mark.parametrize("sizes", [(2, 3), (3, 3)])
+def test_subclass_set_between_inputs(sizes: tuple[int, int], compile_fn: CompileFn | None) -> None:
+    # x grows to y's size: the wrapper's own storage grows in place (it crashed: setStorage out of bounds).
     def f(x: T, y: T) -> object:
         set_to(x, y)
-        return ()
+        y.add_(1.0)  # seen through x too: their inner tensors share storage, as in eager
+        return (x + 0,)
 
     def make_inputs() -> tuple[object, ...]:
-        return (pair(2), pair(3))
+        return (pair(sizes[0]), pair(sizes[1]))
 
     with torch.no_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
@@ -1699,3 +1697,43 @@ def test_write_through_as_strided_of_aliased_inputs_refused_in_training(compile_
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, "write with grad through an as_strided")
+
+
+def test_subclass_input_set_to_a_larger_input(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 206 (refused before): the wrapper takes x0's larger metadata; its own storage grows
+    # in place, as eager's set_ of the wrapper does.
+    def f(x0: T, x1: T) -> object:
+        set_to(x1, x0)
+        return (x1 + 1,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(4), pair()), compile_fn=compile_fn)
+
+
+def test_subclass_input_grown_by_resize(compile_fn: CompileFn | None) -> None:
+    # Note [Op Tables And Aliasing]: resize_ grows the inner tensors, then the wrapper's own metadata and storage.
+    def f(x0: T) -> object:
+        x0.resize_(3, 4)
+        x0.fill_(2.0)
+        return (x0.sum(),)
+
+    with torch.no_grad():
+        compiled = assert_matches_eager(f, lambda: (pair(2, 2),), compile_fn=compile_fn)
+    x = pair(2, 2)
+    with torch.no_grad():
+        compiled(x)
+    assert x.shape == (3, 4) and x.untyped_storage().nbytes() >= 48
+
+
+def test_set_to_an_expanded_nonleaf_subclass_input_refused_in_training(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 2573 (crashed once growth was allowed): the source runs as a clone laid out unlike it.
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            set_to(x0, x1)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(2), pair_nonleaf(1, 4, 1).expand((1, 4, 3)))
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "runs as a clone in training")
