@@ -41,6 +41,14 @@ class StorageReachError(UnsupportedError):
         self.leaf = leaf
 
 
+# Note [Writes After as_strided In A View Chain]
+# Functionalization refuses a write through a view chain in which an as_strided is not the first view (pytorch
+# #104505): after x.t_() or x.set_(y) an input's own chain is not empty, so an as_strided of it, even taken from the
+# chain's root (Note [as_strided On Inputs]), comes second. For an input that is its own graph input, the mode turns
+# the refusal into StorageReachError: the input is then traced as a view of a synthetic base over its storage,
+# whose as_strided views are first in their chains. Elsewhere (an intermediate) it is refused precisely.
+
+
 # Note [Storage Swaps By Rebinding]
 # Functionalization implements `x.set_(src)` by replacing x's value and then freezing x's old storage: any later write
 # through a view taken before the set_ raises "cannot mutate tensors with frozen storage" (and torch.compile gets
@@ -245,12 +253,40 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     "the compiled graph holds its repeated elements as separate values. Pass the tensor it was "
                     "expanded from and expand it inside the function"
                 )
-            func(root.as_strided(*meta), *args[1:], **kwargs)
+            with self._as_strided_chain_refused(func, args, kwargs):
+                func(root.as_strided(*meta), *args[1:], **kwargs)
             self._track(func, args, args[0], kwargs)
             return args[0]
-        out = func(*args, **kwargs)
+        with self._as_strided_chain_refused(func, args, kwargs):
+            out = func(*args, **kwargs)
         self._track(func, args, out, kwargs)
         return out
+
+    @contextlib.contextmanager
+    def _as_strided_chain_refused(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[None]:
+        """Note [Writes After as_strided In A View Chain]: functionalization's refusal, as a precise one of ours."""
+        try:
+            yield
+        except RuntimeError as e:
+            if "encountered a mutation on a view chain" not in str(e):
+                raise
+            schema = getattr(func, "_schema", None)
+            written = [
+                a
+                for i, a_schema in enumerate(schema.arguments if schema is not None else ())
+                if a_schema.is_write
+                and isinstance(a := args[i] if i < len(args) else kwargs.get(a_schema.name), torch.Tensor)
+            ]
+            span = next((found for t in written if (found := self.record.input_spans.get(storage_key(t)))), None)
+            message = (
+                f"{func}: an in-place write through an as_strided() view that is not the first view of its chain "
+                "(an as_strided() of a view, or of a tensor changed by an in-place view op like t_() or by set_()): "
+                "functionalization cannot write it back (Note [Writes After as_strided In A View Chain]). Take the "
+                "as_strided() view of a tensor no view op made or changed (a .clone() of it)"
+            )
+            if span is not None:
+                raise StorageReachError(f"{span[1]}: {message}", leaf=span[2]) from e
+            raise UnsupportedError(message) from e
 
     def _grad_set(self, x: torch.Tensor) -> None:
         """Note [set_ Under Grad]: set_() of `x` with grad on. On a view taken with grad on, eager's autograd

@@ -1737,3 +1737,51 @@ def test_set_to_an_expanded_nonleaf_subclass_input_refused_in_training(compile_f
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, "runs as a clone in training")
+
+
+def test_as_strided_write_after_inplace_view_op_on_input(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 2072 (crashed: "mutation on a view chain ... as_strided"): after t_() the input's own
+    # chain is not empty; it is traced as a view of a synthetic base instead (Note [Writes After as_strided In A
+    # View Chain]).
+    def f(x0: T) -> object:
+        x0.t_()
+        x0.as_strided((), (), 0).add_(-1.0)
+        return (x0 + 0,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(2, 1),), compile_fn=compile_fn)
+
+
+def test_uniform_write_through_expand_after_set_to_subclass_input(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 1323 (crashed the same way).
+    def f(x0: T, x1: T) -> object:
+        set_to(x0, x1)
+        x0.expand((2, -1, 1)).fill_(3.0)
+        return ()
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(2, 1, 3), pair(1, 4, 1)), compile_fn=compile_fn)
+
+
+def test_uniform_write_through_expand_of_input_set_to_it(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 9792 (crashed the same way): x0 is set_() to its own expand.
+    def f(x0: T) -> object:
+        t0 = x0.expand((1,))
+        set_to(x0, t0)
+        t0.fill_(3.0)
+        return ()
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(()),), compile_fn=compile_fn)
+
+
+def test_as_strided_write_of_a_view_refused_in_training(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 6135 (the backward raised "mutation on a view chain ... as_strided" where eager's
+    # runs): refused when the program returns tensors; without outputs the error stays deferred.
+    def f(x0: T) -> object:
+        t1 = x0.view((2, 1, 2)).as_strided((3, 1), (1, 1), 0)
+        t1.add_(3.0)
+        return (t1,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(4, 1, 1),), compile_fn, "not the first view")
