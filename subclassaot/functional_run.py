@@ -124,6 +124,8 @@ def run_functional(
             span = Elements(0, -1, frozenset())
         if leaf_index not in grouped and span is not None:
             record.input_spans[storage_key(o)] = (span, layout.leaves[leaf_index].path, DenseIndex(leaf_index))
+            if span.exact is not None and len(span.exact) < o.numel():
+                record.overlapping_inputs.add(storage_key(o))
     for leaf_family, d in zip(layout.leaf_families, dense, strict=True):
         record.family[id(d)] = -1 - leaf_family
     for t, fam in zip(user_tensors, layout.wrapper_families, strict=True):

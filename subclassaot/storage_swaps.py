@@ -120,6 +120,7 @@ class SwapRecord:
     # index): the graph holds only those elements (Note [as_strided On Inputs])
     input_spans: dict[object, tuple[Elements, str, DenseIndex]] = field(default_factory=dict)
     alias_bases: dict[object, torch.Tensor] = field(default_factory=dict)  # storage key -> synthetic base
+    overlapping_inputs: set[object] = field(default_factory=set)  # storage keys of input_spans whose elements overlap
     seq: int = 0
 
     def family_of(self, t: torch.Tensor) -> int:
@@ -206,6 +207,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Eager advances the version counter only when resize_ changes the size.
             if tuple(args[0].shape) != tuple(args[1]) and self.depth == 0:
                 self.record.written_families.add(self.record.family_of(args[0]))
+            self._check_resize_reach(args[0], list(args[1]))
             if self._grows(args):
                 self._grow(args[0], list(args[1]))
                 return args[0]
@@ -247,6 +249,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # back by one as_strided_scatter (a narrow at the end of the chain would scatter through the repeats)
             own_root = self.record.view_root(x) is x and storage_key(x) not in self.record.alias_bases
             root = x if own_root else self._as_strided_source((x, *meta))
+            self._check_overlapping_input(x)
             if _overlaps(root) and storage_key(root) not in self.record.alias_bases:
                 raise UnsupportedError(
                     f"{func}: an in-place write into an input whose elements overlap in memory (an expanded input): "
@@ -257,6 +260,17 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 func(root.as_strided(*meta), *args[1:], **kwargs)
             self._track(func, args, args[0], kwargs)
             return args[0]
+        if args and is_functional(args[0]) and _writes_self(func) and self._through_overlap(args[0]):
+            # Note [Writes Below An Expanded Input]: the same memory, as a view of the synthetic base.
+            x = args[0]
+            self._check_overlapping_input(x)
+            meta = (list(x.shape), list(x.stride()), x.storage_offset())
+            root = self._as_strided_source((x, *meta))
+            if storage_key(root) in self.record.alias_bases:
+                with self._as_strided_chain_refused(func, args, kwargs):
+                    func(root.as_strided(*meta), *args[1:], **kwargs)
+                self._track(func, args, args[0], kwargs)
+                return args[0]
         with self._as_strided_chain_refused(func, args, kwargs):
             out = func(*args, **kwargs)
         self._track(func, args, out, kwargs)
@@ -333,15 +347,74 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         needed = x.storage_offset() + int(torch.Size(size).numel())
         return bool(needed > x.untyped_storage().nbytes() // x.element_size())
 
+    def _through_overlap(self, x: torch.Tensor) -> bool:
+        """Does a write into x (whose own elements do not overlap) go through a view whose elements do?"""
+        if _overlaps(x):
+            return False  # refused as it is (_track)
+        t = x
+        while (record := self.record.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+            t = record.source
+            if _overlaps(t):
+                return True
+        return t is not x and _overlaps(t)
+
+    def _check_overlapping_input(self, written: torch.Tensor) -> None:
+        """A write into the storage of an input that is its own graph input and whose elements overlap (an
+        expand()): the graph holds its repeats as separate values, of which the write would reach only some. The
+        driver traces the input as a view of a synthetic base over its storage instead (Note [as_strided On
+        Inputs]), where every repeat is one element."""
+        key = storage_key(written)
+        span = self.record.input_spans.get(key)
+        if span is not None and key in self.record.overlapping_inputs:
+            raise StorageReachError(
+                f"{span[1]}: an in-place write into an input whose elements overlap in memory (an expanded input): "
+                "the compiled graph holds its repeated elements as separate values. Pass the tensor it was expanded "
+                "from and expand it inside the function",
+                leaf=span[2],
+            )
+
+    def _check_resize_reach(self, x: torch.Tensor, size: list[int]) -> None:
+        """resize_() makes x contiguous from its offset: elements of its storage it did not cover become its own
+        (Note [as_strided On Inputs] applies, the storage's tail too when it grows)."""
+        span = self.record.input_spans.get(storage_key(x))
+        if span is None:
+            return
+        stored = x.untyped_storage().nbytes() // x.element_size()
+        new = elements_of(size, list(torch._prims_common.make_contiguous_strides_for(size)), x.storage_offset())
+        tail = elements_of([stored - x.storage_offset()], [1], x.storage_offset()) if self._grows((x, size)) else None
+        if any(e is not None and not span[0].covers(e) for e in (new, tail)):
+            raise StorageReachError(
+                f"{span[1]}: resize_() makes storage elements that are not the input's own elements its own; the "
+                "compiled graph holds only those. Pass the tensor that owns the storage and resize a view of it",
+                leaf=span[2],
+            )
+
     def _grow(self, x: torch.Tensor, size: list[int]) -> None:
         # Eager grows the storage in place and keeps its old contents at the front (Note [Storage Swaps By
         # Rebinding] explains why functionalization cannot: here x is rebound to a fresh, larger tensor).
-        old = x.detach().reshape(-1) if x.is_contiguous() else x.detach().contiguous().reshape(-1)
+        old = self._storage_tail(x)
         grown = torch.empty(x.storage_offset() + int(torch.Size(size).numel()), dtype=x.dtype, device=x.device)
         grown[x.storage_offset() : x.storage_offset() + old.numel()].copy_(old)
         strides = list(torch._prims_common.make_contiguous_strides_for(size))
         rebind_functional(x, grown, (size, strides, int(x.storage_offset())))
         self.record.grown_ids.add(id(x))
+
+    def _storage_tail(self, x: torch.Tensor) -> torch.Tensor:
+        """The elements of x's storage from x's offset on, which eager's grown storage keeps: from a tensor that
+        holds them contiguously (x, its view root, or the synthetic base over the storage)."""
+        offset, stored = x.storage_offset(), x.untyped_storage().nbytes() // x.element_size()
+        base = self.record.alias_bases.get(storage_key(x))
+        if base is not None:
+            return base.detach()[offset:stored]
+        for holder in (x, self.record.view_root(x)):
+            start = holder.storage_offset()
+            if holder.is_contiguous() and start <= offset and start + holder.numel() == stored:
+                return holder.detach().reshape(-1)[offset - start :]
+        raise UnsupportedError(
+            "resize_() grows a tensor whose storage holds elements that neither it nor the tensor it is a view of "
+            "holds contiguously up to the storage's end (a transposed or strided view); the grown storage keeps "
+            "those elements in eager. Resize a .clone() of it instead"
+        )
 
     def _set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         x = args[0]
@@ -417,6 +490,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             moves_data = torch.Tag.inplace_view not in func.tags  # t_() and the like change no data
             for i, arg_schema in enumerate(schema.arguments):
                 arg = args[i] if i < len(args) else kwargs.get(arg_schema.name)
+                if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
+                    self._check_overlapping_input(arg)
                 if (
                     arg_schema.is_write
                     and isinstance(arg, torch.Tensor)
@@ -596,6 +671,26 @@ def _numel(pairs: list[tuple[int, int]]) -> int:
     for sz, _ in pairs:
         n *= sz
     return n
+
+
+# Note [Writes Below An Expanded Input]
+# A write into a view whose own elements are distinct, taken of a tensor whose elements overlap (the diagonal of an
+# expanded input), is legal in eager. Functionalization writes it back view by view, the last step scattering into
+# the overlapping tensor, which raises. An input that overlaps is traced as a view of a synthetic base over its
+# storage (Note [as_strided On Inputs]), and the mode runs the write on the base's as_strided view of the same
+# memory: one as_strided_scatter into the base, every repeat of the input then reads the new value.
+
+
+def _writes_self(func: Any) -> bool:
+    schema = getattr(func, "_schema", None)
+    return (
+        schema is not None
+        and bool(schema.arguments)
+        and schema.arguments[0].is_write
+        and torch.Tag.inplace_view not in func.tags
+        and func not in _RESIZE_OPS
+        and func not in _SET_OPS
+    )
 
 
 # Note [Uniform Writes Through Expand]

@@ -1785,3 +1785,81 @@ def test_as_strided_write_of_a_view_refused_in_training(compile_fn: CompileFn | 
 
     with torch.enable_grad():
         assert_refused(f, lambda: (nonleaf(4, 1, 1),), compile_fn, "not the first view")
+
+
+def test_write_through_plain_input_set_to_a_leaf_that_requires_grad(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 300 (crashed: "a leaf Variable that requires grad is being used in an in-place
+    # operation"): eager writes x0's storage through x1, which autograd does not relate to x0; the epilogue's copy
+    # into x0 is made below autograd.
+    def f(x0: T, x1: T) -> object:
+        set_to(x1, x0)
+        x1.mul_(-1.0)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn((), requires_grad=True), torch.randn(2, 4))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_returned_view_after_inplace_view_op_of_its_subclass_base(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 1357 (crashed: "Cannot view a tensor with shape ..."): reading the view's grad_fn
+    # replays view() on the transposed base, which raises ValueError under fake tensors.
+    def f(x0: T) -> object:
+        t0 = x0.view((-1, 1, 3))
+        x0.t_()
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair_nonleaf(2, 3),), compile_fn=compile_fn)
+
+
+def test_returned_select_after_inplace_view_ops_of_its_base(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 5277 (crashed: "select(): index -2 out of range"): eager regenerates the view's
+    # grad_fn by as_strided; replaying select() on the transposed fake base raises IndexError.
+    def f(x0: T) -> object:
+        x0.t_()
+        t0 = x0.select(0, -2)
+        x0.t_()
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (nonleaf(3, 4, 2)[2:2:2].select(2, -1),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_resize_of_expanded_view_input_reaches_its_storage(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 5858 (crashed in the growth copy): the resized view becomes contiguous over storage
+    # elements the input does not cover; the input is traced as a view of its whole storage.
+    def f(x0: T) -> object:
+        t1 = x0.expand((3, 3, 3)).select(1, 1)
+        t1.resize_((2, 1, 3))
+        return (t1 + 0,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(1, 2, 3)[:, 0:1:1],), compile_fn=compile_fn)
+
+
+def test_write_through_diagonal_of_expanded_subclass_input(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 7855 (crashed: "more than one element of the written-to tensor refers to a single
+    # memory location"): Note [Writes Below An Expanded Input].
+    def f(x0: T) -> object:
+        x0.diagonal(1, 0, 2).mul_(-1.0)
+        return (x0 + 0,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(2, 3, 1).expand((-1, 3, 2)),), compile_fn=compile_fn)
+
+
+def test_write_through_as_strided_of_expanded_input(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 7877 (crashed the same way, in the epilogue's copy into the expanded input).
+    def f(x0: T) -> object:
+        t0 = x0.as_strided((3,), (2,), 1)
+        t0.copy_(t0 * 2)
+        return (x0 + 0,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(3, 2).expand((2, -1, 2)),), compile_fn=compile_fn)
