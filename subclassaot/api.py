@@ -175,20 +175,33 @@ def _compile_entry(
     symbols: SymbolCache,
     captures: tuple[CaptureRef, ...] | None,
 ) -> CompiledEntry:
+    """Compile; where a trace finds the program reaching storage elements outside an input that is its own graph
+    input, compile again with that input's whole storage as a synthetic base (Note [as_strided On Inputs])."""
+    whole_storage: frozenset[DenseIndex] = frozenset()
+    while True:
+        try:
+            return _compile_over(fn, args, kwargs, config, state, symbols, captures, whole_storage)
+        except StorageReachError as e:
+            if e.leaf in whole_storage:
+                raise
+            whole_storage |= {e.leaf}
+
+
+def _compile_over(
+    fn: Callable[..., object],
+    args: tuple[object, ...],
+    kwargs: Mapping[str, object],
+    config: CompileConfig,
+    state: AutomaticDynamicState,
+    symbols: SymbolCache,
+    captures: tuple[CaptureRef, ...] | None,
+    whole_storage: frozenset[DenseIndex],
+) -> CompiledEntry:
     """inputs -> fakify -> desugar -> analyze -> trace (training: joint -> partition) -> backend -> guards -> runtime."""
     flat, call = flatten_call(fn, args, kwargs, captures)
     tensors = [cast(torch.Tensor, flat.values[i]) for i in flat.tensor_indices]
     paths = [flat.leaves[i].path for i in flat.tensor_indices]
-    whole_storage: frozenset[DenseIndex] = frozenset()
-    found: _Analyzed | None = None
-    while found is None:
-        try:
-            found = _analyze_inputs(call, flat, tensors, paths, config, state, symbols, whole_storage)
-        except StorageReachError as e:
-            if e.leaf in whole_storage:
-                raise
-            # See Note [as_strided On Inputs]: again, with the input's whole storage as a synthetic base.
-            whole_storage |= {e.leaf}
+    found = _analyze_inputs(call, flat, tensors, paths, config, state, symbols, whole_storage)
     fake_mode, fakes, dense_fakes = found.fake_mode, found.fakes, found.dense_fakes
     layout, analysis, training = found.layout, found.analysis, found.training
     decompositions = backends.decompositions_for(config.backend)

@@ -118,14 +118,14 @@ def run_functional(
     grouped = {m for g in layout.groups for m in g.members}
     for leaf_index, o in enumerate(originals):
         span = elements_of(list(o.shape), list(o.stride()), o.storage_offset())
+        if span is not None and span.exact is not None and len(span.exact) < o.numel() and leaf_index not in moved:
+            record.overlapping_inputs.add(storage_key(o))
         if leaf_index in moved:
             # Elements of the clone are not at the input's offsets: an as_strided view of it is refused (Note
             # [as_strided On Inputs]).
             span = Elements(0, -1, frozenset())
         if leaf_index not in grouped and span is not None:
             record.input_spans[storage_key(o)] = (span, layout.leaves[leaf_index].path, DenseIndex(leaf_index))
-            if span.exact is not None and len(span.exact) < o.numel():
-                record.overlapping_inputs.add(storage_key(o))
     for leaf_family, d in zip(layout.leaf_families, dense, strict=True):
         record.family[id(d)] = -1 - leaf_family
     for t, fam in zip(user_tensors, layout.wrapper_families, strict=True):

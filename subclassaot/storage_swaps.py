@@ -22,14 +22,17 @@ from subclassaot.torch_internals import get_version, is_functional, rebind_funct
 
 # Note [as_strided On Inputs]
 # as_strided takes absolute storage offsets, so it can reach storage elements of an input's base that the input
-# itself does not cover (x = base[1:3]; x.as_strided((1,), (1,), 0)), and eager reads and writes them. An input that
-# is its own graph input holds only its own elements: when the program reaches others, the analysis raises
-# StorageReachError naming the input's leaf, and the driver compiles again with that leaf as a one-member alias
-# group: its whole storage becomes a synthetic base (Note [Synthetic Bases]), the leaf a view of it, and writes
-# anywhere in the storage reach the real one through the base's write-back. Such a group stays traced when
-# untouched, and the guards check the storage's size. Inside the span, `v.as_strided(...)` of a view `v` is taken
-# from the view chain's root instead (the synthetic base for aliased inputs), the same view in eager, because
-# functionalization refuses writes through an as_strided at the end of a longer chain.
+# itself does not cover (x = base[1:3]; x.as_strided((1,), (1,), 0)), and eager reads and writes them; so does a
+# resize_() that makes a view contiguous over its storage. An input that is its own graph input holds only its own
+# elements (a training clone, laid out at other offsets, not even those): when the program reaches others, the
+# trace raises StorageReachError naming the input's leaf, and the driver compiles again with that leaf as a
+# one-member alias group: its whole storage becomes a synthetic base (Note [Synthetic Bases]), the leaf a view of
+# it, and writes anywhere in the storage reach the real one through the base's write-back. The same retrace serves
+# inputs whose elements overlap and are written (Note [Writes Below An Expanded Input]) and writes functionalization
+# refuses (Note [Writes After as_strided In A View Chain]). Such a group stays traced when untouched, and the guards
+# check the storage's size. Inside the span, `v.as_strided(...)` of a view `v` is taken from the view chain's root
+# instead (the synthetic base for aliased inputs), the same view in eager, because functionalization refuses writes
+# through an as_strided at the end of a longer chain.
 
 
 class StorageReachError(UnsupportedError):
