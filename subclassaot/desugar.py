@@ -48,9 +48,12 @@ def dense_layout(
     reals: Sequence[torch.Tensor],
     *,
     untraced: frozenset[DenseIndex] = frozenset(),
+    whole_storage: frozenset[DenseIndex] = frozenset(),
 ) -> DenseLayout:
     """Flatten every fake tensor input and group dense leaves by storage (families come from the real inputs).
-    Groups whose first member is in `untraced` stay separate graph inputs (Note [Unmutated Aliases Stay Apart])."""
+    Groups whose first member is in `untraced` stay separate graph inputs (Note [Unmutated Aliases Stay Apart]).
+    A leaf in `whole_storage` is in a group even alone: the program reaches its whole storage (Note [as_strided On
+    Inputs])."""
     trees: list[SubclassNode | None] = []
     leaves: list[DenseLeaf] = []
     leaf_values: list[torch.Tensor] = []
@@ -68,7 +71,10 @@ def dense_layout(
             leaves.append(DenseLeaf(path=leaf_path, owner=owner, position=position))
             leaf_values.append(leaf)
         leaves_of_input.append(tuple(DenseIndex(i) for i in range(start, len(leaves))))
-    observed = _alias_groups(leaf_values, [leaf.path for leaf in leaves])
+    real_leaves = [
+        leaf for real in reals for leaf in (flatten_subclass(real, "x")[1] if is_traceable_subclass(real) else [real])
+    ]
+    observed = _alias_groups(leaf_values, [leaf.path for leaf in leaves], whole_storage, real_leaves)
     groups = [g for g in observed if g.members[0] not in untraced]
     grouped = {m: g for g, group in enumerate(groups) for m in group.members}
     graph_inputs: list[DenseIndex | AliasGroupRef] = []
@@ -144,13 +150,19 @@ def leaf_meta(t: torch.Tensor) -> Meta:
     )
 
 
-def _alias_groups(values: Sequence[torch.Tensor], paths: Sequence[str]) -> list[AliasGroup]:
+def _alias_groups(
+    values: Sequence[torch.Tensor],
+    paths: Sequence[str],
+    whole_storage: frozenset[DenseIndex],
+    real_values: Sequence[torch.Tensor],
+) -> list[AliasGroup]:
     by_storage: dict[object, list[int]] = {}
     for i, t in enumerate(values):
         by_storage.setdefault(storage_key(t), []).append(i)
     groups = []
     for members in by_storage.values():
-        if len(members) < 2:
+        whole = any(DenseIndex(m) in whole_storage for m in members)
+        if len(members) < 2 and not whole:
             continue
         dtypes = {values[m].dtype for m in members}
         if len(dtypes) > 1:
@@ -159,7 +171,8 @@ def _alias_groups(values: Sequence[torch.Tensor], paths: Sequence[str]) -> list[
                 f"inputs {names} share one storage with different dtypes; aliasing across dtypes (view(dtype)) "
                 "is not supported between inputs. Pass one of them and take the dtype view inside the function"
             )
-        first = values[members[0]]
+        # A whole storage is as large as the real one (the fake of a tensor with no elements has no storage).
+        first = real_values[members[0]] if whole else values[members[0]]
         nbytes = first.untyped_storage().nbytes()
         numel = symint_expr(nbytes // first.element_size())
         if not isinstance(numel, int) or any(
@@ -177,6 +190,7 @@ def _alias_groups(values: Sequence[torch.Tensor], paths: Sequence[str]) -> list[
                 same_as=tuple(
                     next((k for k in range(i) if values[members[k]] is values[m]), None) for i, m in enumerate(members)
                 ),
+                whole_storage=whole,
             )
         )
     return groups
@@ -194,6 +208,12 @@ def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tenso
             # member that requires grad names it (the first may be a detach() of it, with no history).
             first = next((m for m in members if m.requires_grad), members[0])
             root = first._base if first._base is not None else first
+            stored = symint_expr(root.untyped_storage().nbytes() // root.element_size())
+            if group.whole_storage and isinstance(stored, int) and stored < group.base_numel:
+                # A fake with no elements has no storage: any fresh base of the real size traces the same, since
+                # the group holds every input leaf of that storage. At run time the guards check its size.
+                out.append(root.new_empty((group.base_numel,)).requires_grad_(root.requires_grad))
+                continue
             out.append(root.as_strided((group.base_numel,), (1,), 0))
         else:
             out.append(dense_values[item])

@@ -19,7 +19,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.inputs import unflatten_call
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.schemas import AliasGroupRef, DenseIndex, DenseLayout, FlatInputs, Meta
-from subclassaot.storage_swaps import SwapRecord, dense_strides, elements_of, swap_modes
+from subclassaot.storage_swaps import Elements, SwapRecord, dense_strides, elements_of, swap_modes
 from subclassaot.torch_internals import DataDependentError, storage_key, to_functional
 
 
@@ -41,6 +41,8 @@ class FunctionalRun:
     # per dense leaf of an input that runs as a clone: the input's storage offset minus the clone's (the clone's
     # offsets, which the leaf's views record, are shifted by it to be the input's)
     clone_offset_shift: dict[int, int | torch.SymInt]
+    # dense leaves of inputs that run as a clone whose offsets or strides are not the input's
+    moved_clones: frozenset[int]
     output: object  # what the program returned
 
 
@@ -70,10 +72,10 @@ def run_functional(
             if like.requires_grad and not t.requires_grad:
                 t.requires_grad_(True)
     grad_leaves = list(user_tensors)
-    cloned = {j for i in clone_inputs for j in layout.leaves_of_input[i]}
     shift: dict[int, int | torch.SymInt] = {}
     grouped = {m for g in layout.groups for m in g.members}
     clones: dict[int, torch.Tensor] = {}  # id of the input object -> its clone (the same object passed twice)
+    moved: set[int] = set()  # dense leaves whose clone has other offsets or strides than the input
     for i in sorted(clone_inputs):
         # The program runs on a clone of the input (autograd-visible): gradients are taken with respect to the
         # input as it was, and a wrapper that is a non-leaf in eager is one here too (see Note [Training
@@ -93,6 +95,8 @@ def run_functional(
         leaves = [clone] if layout.trees[i] is None else flatten_subclass(clone, "clone")[1]
         for j, leaf in zip(layout.leaves_of_input[i], leaves, strict=True):
             shift[j] = dense[j].storage_offset() - leaf.storage_offset()
+            if not _same_offsets(shift[j]) or leaf_meta(leaf)[1] != leaf_meta(dense[j])[1]:
+                moved.add(j)
             dense[j] = leaf
     for i, t in enumerate(user_tensors):
         if id(t) in clones:  # the same object at a position not cloned itself: it is the clone too
@@ -114,8 +118,14 @@ def run_functional(
     grouped = {m for g in layout.groups for m in g.members}
     for leaf_index, o in enumerate(originals):
         span = elements_of(list(o.shape), list(o.stride()), o.storage_offset())
-        if leaf_index not in grouped and leaf_index not in cloned and span is not None:
-            record.input_spans[storage_key(o)] = (span, layout.leaves[leaf_index].path)
+        if span is not None and span.exact is not None and len(span.exact) < o.numel() and leaf_index not in moved:
+            record.overlapping_inputs.add(storage_key(o))
+        if leaf_index in moved:
+            # Elements of the clone are not at the input's offsets: an as_strided view of it is refused (Note
+            # [as_strided On Inputs]).
+            span = Elements(0, -1, frozenset())
+        if leaf_index not in grouped and span is not None:
+            record.input_spans[storage_key(o)] = (span, layout.leaves[leaf_index].path, DenseIndex(leaf_index))
     for leaf_family, d in zip(layout.leaf_families, dense, strict=True):
         record.family[id(d)] = -1 - leaf_family
     for t, fam in zip(user_tensors, layout.wrapper_families, strict=True):
@@ -145,8 +155,13 @@ def run_functional(
         initial_metas=initial_metas,
         initial_wrapper_keys=initial_wrapper_keys,
         clone_offset_shift=shift,
+        moved_clones=frozenset(moved),
         output=output,
     )
+
+
+def _same_offsets(shift: int | torch.SymInt) -> bool:
+    return isinstance(shift, int) and shift == 0
 
 
 def _detach_members_without_grad(

@@ -205,9 +205,18 @@ def _subclass_guards(w: _Writer, var: str, path: str, tree: SubclassNode, fake: 
 
 
 def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
+    accesses = [_dense_access(layout, flat, j) for j in range(len(layout.leaves))]
+    for g in layout.groups:
+        if g.whole_storage:
+            # The program reaches the whole storage (Note [as_strided On Inputs]): its size decides what it sees.
+            leaf, path = accesses[g.members[0]], _lit(layout.leaves[g.members[0]].path)
+            w.check(
+                f"{leaf}.untyped_storage().nbytes() == {g.base_numel} * {leaf}.element_size()",
+                f"f'{path}: storage of {g.base_numel} elements expected, got "
+                f"{{{leaf}.untyped_storage().nbytes() // {leaf}.element_size()}}'",
+            )
     if len(layout.leaves) < 2:
         return
-    accesses = [_dense_access(layout, flat, j) for j in range(len(layout.leaves))]
     w.lines.append("    _st = [" + ", ".join(f"{a}.untyped_storage()._cdata" for a in accesses) + "]")
     groups = layout.observed_groups
     distinct = len(layout.leaves) - sum(len(g.members) - 1 for g in groups)

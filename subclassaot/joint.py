@@ -468,6 +468,16 @@ def _check_deferred_error(
     outputs = setup.traced.outputs
     wrappers_at = len(outputs.updates) + outputs.num_fresh + outputs.num_bases
     input_values = {*range(len(outputs.updates)), *range(wrappers_at, wrappers_at + len(setup.wrapper_updates))}
+    returns_tensors = any(info.kind in (OutputKind.TENSOR, OutputKind.IS_INPUT) for info in setup.analysis.outputs)
+    if "encountered a mutation on a view chain" in str(error) and returns_tensors:
+        # A limit of functionalization, not the program's own error: eager's backward through the outputs (or
+        # views of the inputs it returns) runs.
+        raise UnsupportedError(
+            "the program writes through an as_strided() view with grad, and its backward would write back through "
+            "a view chain in which the as_strided() is not the first view (Note [Writes After as_strided In A View "
+            "Chain]); not supported in training. Take the as_strided() view of a clone, or write under "
+            "torch.no_grad()"
+        ) from error
     if len(setup.diff) > 1:
         for d, leaves in zip(setup.diff, diff_leaves, strict=True):
             if d in input_values:

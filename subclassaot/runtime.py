@@ -460,6 +460,10 @@ def _copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation) -> 
     # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's
     # grad_fn and version match eager; .data and no_grad mutations stay invisible to autograd, as in eager.
     hidden = not mutation.autograd_visible or mutation.hidden_from_autograd or mutation.storage_changed
+    # A leaf that requires grad (or a view of one) cannot be written where autograd records it in eager: what wrote
+    # it was an alias autograd does not relate to it (a tensor set_() to it), as in `_copy_wrapper`.
+    base = x._base if x._base is not None else x
+    hidden = hidden or (base.is_leaf and base.requires_grad)
     if (x.requires_grad or value.requires_grad) and not hidden:
         x.copy_(value)
     else:

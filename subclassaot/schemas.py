@@ -66,10 +66,13 @@ class DenseLeaf:
 class AliasGroup:
     """Dense leaves that share one storage; traced as views of one synthetic base (a flat view of the storage)."""
 
-    members: tuple[DenseIndex, ...]  # len >= 2
+    members: tuple[DenseIndex, ...]  # len >= 2, or 1 where whole_storage
     member_meta: tuple[Meta, ...]  # len = len(members): each member's (size, stride, offset) as a view of the base
     base_numel: int  # elements in the shared storage
     same_as: tuple[int | None, ...]  # per member: the earlier member that is the very same tensor (f(x, x)), or None
+    # the program reaches storage elements outside its members (Note [as_strided On Inputs]): the group stays traced
+    # even untouched, and the guards check the storage's size
+    whole_storage: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -17,17 +17,41 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.inplace_strides import apply_keeping_strides
-from subclassaot.protocol import is_traceable_subclass
+from subclassaot.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.schemas import DenseIndex
 from subclassaot.torch_internals import get_version, is_functional, rebind_functional, set_version, storage_key
 
 # Note [as_strided On Inputs]
 # as_strided takes absolute storage offsets, so it can reach storage elements of an input's base that the input
-# itself does not cover (x = base[1:3]; x.as_strided((1,), (1,), 0)). The graph receives the input, not its base: an
-# input that is its own graph input holds only its own elements, and an as_strided view that reaches other elements
-# is refused. Inputs that share storage come from one synthetic base over the whole storage (see Note [Synthetic
-# Bases]) and are not limited. Inside the span, `v.as_strided(...)` of a view `v` is taken from the view chain's root
+# itself does not cover (x = base[1:3]; x.as_strided((1,), (1,), 0)), and eager reads and writes them; so does a
+# resize_() that makes a view contiguous over its storage. An input that is its own graph input holds only its own
+# elements (a training clone, laid out at other offsets, not even those): when the program reaches others, the
+# trace raises StorageReachError naming the input's leaf, and the driver compiles again with that leaf as a
+# one-member alias group: its whole storage becomes a synthetic base (Note [Synthetic Bases]), the leaf a view of
+# it, and writes anywhere in the storage reach the real one through the base's write-back. The same retrace serves
+# inputs whose elements overlap and are written (Note [Writes Below An Expanded Input]) and writes functionalization
+# refuses (Note [Writes After as_strided In A View Chain]). Such a group stays traced when untouched, and the guards
+# check the storage's size. Inside the span, `v.as_strided(...)` of a view `v` is taken from the view chain's root
 # instead (the synthetic base for aliased inputs), the same view in eager, because functionalization refuses writes
 # through an as_strided at the end of a longer chain.
+
+
+class StorageReachError(UnsupportedError):
+    """The program reaches storage elements outside an input that is its own graph input (Note [as_strided On
+    Inputs]): the driver compiles again with the input's whole storage as a synthetic base."""
+
+    def __init__(self, message: str, *, leaf: DenseIndex) -> None:
+        super().__init__(message)
+        self.leaf = leaf
+
+
+# Note [Writes After as_strided In A View Chain]
+# Functionalization refuses a write through a view chain in which an as_strided is not the first view (pytorch
+# #104505): after x.t_() or x.set_(y) an input's own chain is not empty, so an as_strided of it, even taken from the
+# chain's root (Note [as_strided On Inputs]), comes second. For an input that is its own graph input, the mode turns
+# the refusal into StorageReachError: the input is then traced as a view of a synthetic base over its storage,
+# whose as_strided views are first in their chains. Elsewhere (an intermediate) it is refused precisely.
+
 
 # Note [Storage Swaps By Rebinding]
 # Functionalization implements `x.set_(src)` by replacing x's value and then freezing x's old storage: any later write
@@ -76,6 +100,9 @@ class SwapRecord:
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
     # id() of autograd views set_() with grad on (and views of them): Note [Writes To A View After set_]
     set_views: set[int] = field(default_factory=set)
+    # id() of as_strided views taken from a synthetic base (and views of them): Note [Writes Through as_strided Of
+    # A Synthetic Base]
+    base_strided_views: set[int] = field(default_factory=set)
     data_aliases: set[int] = field(default_factory=set)  # id() of the `.data` aliases themselves
     data_views: set[int] = field(default_factory=set)  # id() of views of them
     visible_writes: set[object] = field(default_factory=set)  # storage keys written through autograd-visible tensors
@@ -93,10 +120,11 @@ class SwapRecord:
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
     last_write: dict[object, int] = field(default_factory=dict)  # storage key -> seq of its last in-place op
     last_bump: dict[object, int] = field(default_factory=dict)  # ... of its last one not through `.data`/detach()
-    # storage key of an input that is its own graph input -> (first, last storage element it covers, its path):
-    # the graph holds only those elements (Note [as_strided On Inputs])
-    input_spans: dict[object, tuple[Elements, str]] = field(default_factory=dict)
+    # storage key of an input that is its own graph input -> (the storage elements it covers, its path, its dense
+    # index): the graph holds only those elements (Note [as_strided On Inputs])
+    input_spans: dict[object, tuple[Elements, str, DenseIndex]] = field(default_factory=dict)
     alias_bases: dict[object, torch.Tensor] = field(default_factory=dict)  # storage key -> synthetic base
+    overlapping_inputs: set[object] = field(default_factory=set)  # storage keys of input_spans whose elements overlap
     seq: int = 0
 
     def family_of(self, t: torch.Tensor) -> int:
@@ -169,6 +197,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             finally:
                 self.depth -= 1
             self._track(func, args, out, kwargs)
+            if isinstance(out, torch.Tensor) and is_traceable_subclass(out) and getattr(func, "is_view", False):
+                inner = flatten_subclass(out, "out")[1]
+                if any(id(t) in self.record.base_strided_views for t in inner):
+                    self.record.base_strided_views.add(id(out))  # its inner views were: so is the wrapper
             if func in _SET_OPS and self.depth == 0:
                 seq = self.record.inplace_views[id(args[0])][-1].seq  # set_ is an inplace_view op: _track saw it
                 self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
@@ -184,13 +216,17 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Eager advances the version counter only when resize_ changes the size.
             if tuple(args[0].shape) != tuple(args[1]) and self.depth == 0:
                 self.record.written_families.add(self.record.family_of(args[0]))
+            self._check_resize_reach(args[0], list(args[1]))
             if self._grows(args):
                 self._grow(args[0], list(args[1]))
                 return args[0]
         if func is torch.ops.aten.as_strided.default and args and is_functional(args[0]):
             # Tracked against the tensor the program named (version counter family, view chain).
-            out = func(self._as_strided_source(args), *args[1:], **kwargs)
+            source = self._as_strided_source(args)
+            out = func(source, *args[1:], **kwargs)
             self._track(func, args, out, kwargs)
+            if any(source is base for base in self.record.alias_bases.values()):
+                self.record.base_strided_views.add(id(out))  # Note [Writes Through as_strided Of A Synthetic Base]
             return out
         if func is torch.ops.aten.set_.source_Tensor and len(args) > 1 and args[1] is args[0]:
             # x.set_(x) changes nothing but the version counter (and, under grad, autograd's history).
@@ -225,20 +261,60 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # back by one as_strided_scatter (a narrow at the end of the chain would scatter through the repeats)
             own_root = self.record.view_root(x) is x and storage_key(x) not in self.record.alias_bases
             root = x if own_root else self._as_strided_source((x, *meta))
+            self._check_overlapping_input(x)
             if _overlaps(root) and storage_key(root) not in self.record.alias_bases:
                 raise UnsupportedError(
                     f"{func}: an in-place write into an input whose elements overlap in memory (an expanded input): "
                     "the compiled graph holds its repeated elements as separate values. Pass the tensor it was "
                     "expanded from and expand it inside the function"
                 )
-            func(root.as_strided(*meta), *args[1:], **kwargs)
+            with self._as_strided_chain_refused(func, args, kwargs):
+                func(root.as_strided(*meta), *args[1:], **kwargs)
             self._track(func, args, args[0], kwargs)
             return args[0]
-        out = apply_keeping_strides(func, args, kwargs)  # Note [In-Place Strides]
-        if out is None:
-            out = func(*args, **kwargs)
+        if args and is_functional(args[0]) and _writes_self(func) and self._through_overlap(args[0]):
+            # Note [Writes Below An Expanded Input]: the same memory, as a view of the synthetic base.
+            x = args[0]
+            self._check_overlapping_input(x)
+            meta = (list(x.shape), list(x.stride()), x.storage_offset())
+            root = self._as_strided_source((x, *meta))
+            if storage_key(root) in self.record.alias_bases:
+                with self._as_strided_chain_refused(func, args, kwargs):
+                    func(root.as_strided(*meta), *args[1:], **kwargs)
+                self._track(func, args, args[0], kwargs)
+                return args[0]
+        with self._as_strided_chain_refused(func, args, kwargs):
+            out = apply_keeping_strides(func, args, kwargs)  # Note [In-Place Strides]
+            if out is None:
+                out = func(*args, **kwargs)
         self._track(func, args, out, kwargs)
         return out
+
+    @contextlib.contextmanager
+    def _as_strided_chain_refused(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[None]:
+        """Note [Writes After as_strided In A View Chain]: functionalization's refusal, as a precise one of ours."""
+        try:
+            yield
+        except RuntimeError as e:
+            if "encountered a mutation on a view chain" not in str(e):
+                raise
+            schema = getattr(func, "_schema", None)
+            written = [
+                a
+                for i, a_schema in enumerate(schema.arguments if schema is not None else ())
+                if a_schema.is_write
+                and isinstance(a := args[i] if i < len(args) else kwargs.get(a_schema.name), torch.Tensor)
+            ]
+            span = next((found for t in written if (found := self.record.input_spans.get(storage_key(t)))), None)
+            message = (
+                f"{func}: an in-place write through an as_strided() view that is not the first view of its chain "
+                "(an as_strided() of a view, or of a tensor changed by an in-place view op like t_() or by set_()): "
+                "functionalization cannot write it back (Note [Writes After as_strided In A View Chain]). Take the "
+                "as_strided() view of a tensor no view op made or changed (a .clone() of it)"
+            )
+            if span is not None:
+                raise StorageReachError(f"{span[1]}: {message}", leaf=span[2]) from e
+            raise UnsupportedError(message) from e
 
     def _grad_set(self, x: torch.Tensor) -> None:
         """Note [set_ Under Grad]: set_() of `x` with grad on. On a view taken with grad on, eager's autograd
@@ -266,10 +342,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         span = self.record.input_spans.get(storage_key(x))
         wanted = elements_of(list(args[1]), list(args[2]), offset)
         if span is not None and wanted is not None and not span[0].covers(wanted):
-            raise UnsupportedError(
+            raise StorageReachError(
                 f"{span[1]}: as_strided() reaches storage elements that are not the input's own elements; the "
                 "compiled graph holds only those. Pass the tensor that owns the storage and take the view inside "
-                "the function"
+                "the function",
+                leaf=span[2],
             )
         root = self.record.view_root(x)
         # as_strided's offsets are absolute: a view of the chain's root is the same view in eager, and
@@ -284,15 +361,74 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         needed = x.storage_offset() + int(torch.Size(size).numel())
         return bool(needed > x.untyped_storage().nbytes() // x.element_size())
 
+    def _through_overlap(self, x: torch.Tensor) -> bool:
+        """Does a write into x (whose own elements do not overlap) go through a view whose elements do?"""
+        if _overlaps(x):
+            return False  # refused as it is (_track)
+        t = x
+        while (record := self.record.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+            t = record.source
+            if _overlaps(t):
+                return True
+        return t is not x and _overlaps(t)
+
+    def _check_overlapping_input(self, written: torch.Tensor) -> None:
+        """A write into the storage of an input that is its own graph input and whose elements overlap (an
+        expand()): the graph holds its repeats as separate values, of which the write would reach only some. The
+        driver traces the input as a view of a synthetic base over its storage instead (Note [as_strided On
+        Inputs]), where every repeat is one element."""
+        key = storage_key(written)
+        span = self.record.input_spans.get(key)
+        if span is not None and key in self.record.overlapping_inputs:
+            raise StorageReachError(
+                f"{span[1]}: an in-place write into an input whose elements overlap in memory (an expanded input): "
+                "the compiled graph holds its repeated elements as separate values. Pass the tensor it was expanded "
+                "from and expand it inside the function",
+                leaf=span[2],
+            )
+
+    def _check_resize_reach(self, x: torch.Tensor, size: list[int]) -> None:
+        """resize_() makes x contiguous from its offset: elements of its storage it did not cover become its own
+        (Note [as_strided On Inputs] applies, the storage's tail too when it grows)."""
+        span = self.record.input_spans.get(storage_key(x))
+        if span is None:
+            return
+        stored = x.untyped_storage().nbytes() // x.element_size()
+        new = elements_of(size, list(torch._prims_common.make_contiguous_strides_for(size)), x.storage_offset())
+        tail = elements_of([stored - x.storage_offset()], [1], x.storage_offset()) if self._grows((x, size)) else None
+        if any(e is not None and not span[0].covers(e) for e in (new, tail)):
+            raise StorageReachError(
+                f"{span[1]}: resize_() makes storage elements that are not the input's own elements its own; the "
+                "compiled graph holds only those. Pass the tensor that owns the storage and resize a view of it",
+                leaf=span[2],
+            )
+
     def _grow(self, x: torch.Tensor, size: list[int]) -> None:
         # Eager grows the storage in place and keeps its old contents at the front (Note [Storage Swaps By
         # Rebinding] explains why functionalization cannot: here x is rebound to a fresh, larger tensor).
-        old = x.detach().reshape(-1) if x.is_contiguous() else x.detach().contiguous().reshape(-1)
+        old = self._storage_tail(x)
         grown = torch.empty(x.storage_offset() + int(torch.Size(size).numel()), dtype=x.dtype, device=x.device)
         grown[x.storage_offset() : x.storage_offset() + old.numel()].copy_(old)
         strides = list(torch._prims_common.make_contiguous_strides_for(size))
         rebind_functional(x, grown, (size, strides, int(x.storage_offset())))
         self.record.grown_ids.add(id(x))
+
+    def _storage_tail(self, x: torch.Tensor) -> torch.Tensor:
+        """The elements of x's storage from x's offset on, which eager's grown storage keeps: from a tensor that
+        holds them contiguously (x, its view root, or the synthetic base over the storage)."""
+        offset, stored = x.storage_offset(), x.untyped_storage().nbytes() // x.element_size()
+        base = self.record.alias_bases.get(storage_key(x))
+        if base is not None:
+            return base.detach()[offset:stored]
+        for holder in (x, self.record.view_root(x)):
+            start = holder.storage_offset()
+            if holder.is_contiguous() and start <= offset and start + holder.numel() == stored:
+                return holder.detach().reshape(-1)[offset - start :]
+        raise UnsupportedError(
+            "resize_() grows a tensor whose storage holds elements that neither it nor the tensor it is a view of "
+            "holds contiguously up to the storage's end (a transposed or strided view); the grown storage keeps "
+            "those elements in eager. Resize a .clone() of it instead"
+        )
 
     def _set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         x = args[0]
@@ -353,6 +489,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     self.record.keep_alive.append(o)
                     if id(args[0]) in self.record.set_views:
                         self.record.set_views.add(id(o))
+                    if id(args[0]) in self.record.base_strided_views:
+                        self.record.base_strided_views.add(id(o))
                     if id(args[0]) in self.record.data_aliases or id(args[0]) in self.record.data_views:
                         self.record.data_views.add(id(o))  # shares the `.data` alias's own version counter
                     if id(args[0]) in self.record.hidden or func is torch.ops.aten.detach.default:
@@ -366,6 +504,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             moves_data = torch.Tag.inplace_view not in func.tags  # t_() and the like change no data
             for i, arg_schema in enumerate(schema.arguments):
                 arg = args[i] if i < len(args) else kwargs.get(arg_schema.name)
+                if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
+                    self._check_overlapping_input(arg)
                 if (
                     arg_schema.is_write
                     and isinstance(arg, torch.Tensor)
@@ -380,6 +520,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     )
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.set_views:
                     _check_write_after_set(func, args, kwargs)
+                if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.base_strided_views:
+                    _check_write_through_base_strided(func, arg)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
                     _check_no_overlapping_read(func, arg, args, kwargs)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
@@ -415,6 +557,25 @@ def _check_write_after_set(func: Any, args: tuple[Any, ...], kwargs: dict[str, A
             "(or a view of such a tensor): autograd's gradient of the write would follow the view's old region "
             "(Note [Writes To A View After set_]). Write into the tensor it was set_() to, or set_() a tensor "
             "that is not a view"
+        )
+
+
+# Note [Writes Through as_strided Of A Synthetic Base]
+# In training, a write that autograd records through an as_strided view of a synthetic base (aliased inputs, or an
+# input whose whole storage the program reaches: Note [as_strided On Inputs]) is not differentiated as eager does:
+# the joint trace's backward replays the view chain of the base's clone (torch's functionalization then refuses a
+# mutation after an as_strided that is not first in a chain), and for a tensor subclass the gradients of the members
+# come out wrong. Such a write is refused; reads through the view, and writes through the inputs themselves, are
+# exact.
+
+
+def _check_write_through_base_strided(func: Any, written: torch.Tensor) -> None:
+    if torch.is_grad_enabled() and written.requires_grad:
+        raise UnsupportedError(
+            f"{func}: an in-place write with grad through an as_strided() view of an input that shares storage "
+            "with another input, or whose storage outside its own elements the program reaches (Note [Writes "
+            "Through as_strided Of A Synthetic Base]); its gradients would not be eager's. Write through the input "
+            "itself or a view of it taken without as_strided, or run the write under torch.no_grad()"
         )
 
 
@@ -546,6 +707,26 @@ def _numel(pairs: list[tuple[int, int]]) -> int:
     for sz, _ in pairs:
         n *= sz
     return n
+
+
+# Note [Writes Below An Expanded Input]
+# A write into a view whose own elements are distinct, taken of a tensor whose elements overlap (the diagonal of an
+# expanded input), is legal in eager. Functionalization writes it back view by view, the last step scattering into
+# the overlapping tensor, which raises. An input that overlaps is traced as a view of a synthetic base over its
+# storage (Note [as_strided On Inputs]), and the mode runs the write on the base's as_strided view of the same
+# memory: one as_strided_scatter into the base, every repeat of the input then reads the new value.
+
+
+def _writes_self(func: Any) -> bool:
+    schema = getattr(func, "_schema", None)
+    return (
+        schema is not None
+        and bool(schema.arguments)
+        and schema.arguments[0].is_write
+        and torch.Tag.inplace_view not in func.tags
+        and func not in _RESIZE_OPS
+        and func not in _SET_OPS
+    )
 
 
 # Note [Uniform Writes Through Expand]

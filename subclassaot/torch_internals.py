@@ -299,12 +299,21 @@ def set_to_tensor(x: torch.Tensor, src: torch.Tensor) -> None:
 
 
 def set_wrapper_metadata(t: torch.Tensor, size: Sequence[int], stride: Sequence[int], offset: int) -> None:
-    """Change a wrapper subclass's own size/stride/offset without dispatching to it (its inner tensors are done)."""
+    """Change a wrapper subclass's own size/stride/offset without dispatching to it (its inner tensors are done).
+    Larger than its own storage, the storage grows in place (as eager's resize_ or set_ of a wrapper does)."""
+    needed = (
+        0 if any(s == 0 for s in size) else offset + 1 + sum((s - 1) * st for s, st in zip(size, stride, strict=True))
+    )
     with torch.utils._mode_utils.no_dispatch():
         meta_in_tls = torch._C._meta_in_tls_dispatch_include()
         torch._C._set_meta_in_tls_dispatch_include(True)
         try:
-            torch.ops.aten.as_strided_.default(t, list(size), list(stride), offset)
+            if needed * t.element_size() > t.untyped_storage().nbytes():
+                version = get_version(t)
+                t.set_(t.untyped_storage(), offset, list(size), list(stride))
+                set_version(t, version)  # the callers settle version counters
+            else:
+                torch.ops.aten.as_strided_.default(t, list(size), list(stride), offset)
         finally:
             torch._C._set_meta_in_tls_dispatch_include(meta_in_tls)
 

@@ -44,7 +44,6 @@ REFUSED: dict[str, str] = {
     "hook_on_intermediate": "register_hook() inside the compiled program is refused",
     "reassigned_buffer": "rebinding a buffer in forward (self.buf = ...) is refused",
     "batch_norm_cumulative": "BatchNorm(momentum=None) reads num_batches_tracked as a Python number",
-    "pair_resize_grow": "resize_() growing a tensor subclass input is refused",
     "pair_inner_mutated_train": "writing one inner tensor of a PairTensor input that requires grad is refused",
 }
 
