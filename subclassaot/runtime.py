@@ -460,10 +460,11 @@ def _copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation) -> 
     # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's
     # grad_fn and version match eager; .data and no_grad mutations stay invisible to autograd, as in eager.
     hidden = not mutation.autograd_visible or mutation.hidden_from_autograd or mutation.storage_changed
-    # A leaf that requires grad (or a view of one) cannot be written where autograd records it in eager: what wrote
-    # it was an alias autograd does not relate to it (a tensor set_() to it), as in `_copy_wrapper`.
+    # A leaf that requires grad (or a view of one) written through an alias autograd does not relate to it (a
+    # tensor set_() to it: its version counter stays) is written below autograd; written through itself, eager
+    # raises, and so does this copy.
     base = x._base if x._base is not None else x
-    hidden = hidden or (base.is_leaf and base.requires_grad)
+    hidden = hidden or (base.is_leaf and base.requires_grad and not mutation.version_bumped)
     if (x.requires_grad or value.requires_grad) and not hidden:
         x.copy_(value)
     else:
