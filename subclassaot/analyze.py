@@ -33,6 +33,7 @@ from subclassaot.schemas import (
     OutputKind,
     OutputLeaf,
     ReplaySource,
+    ViewStep,
 )
 from subclassaot.storage_swaps import elements_of
 from subclassaot.torch_internals import (
@@ -87,7 +88,7 @@ def analyze(
         )
         _check_wrapper_growth(flat, layout, wrapper_after)
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
-        _check_overlapping_clones(flat, user_fakes, nonleaf_wrappers, outputs)
+        _check_overlapping_clones(flat, layout, user_fakes, nonleaf_wrappers, outputs)
         wrapper_storage = wrapper_storage_classes(run, layout, outputs)
         wrapper_bumped = tuple(
             tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
@@ -509,24 +510,83 @@ def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
 
 
 def _check_overlapping_clones(
-    flat: FlatInputs, user_fakes: Sequence[torch.Tensor], cloned: frozenset[int], outputs: Sequence[OutputInfo]
+    flat: FlatInputs,
+    layout: DenseLayout,
+    user_fakes: Sequence[torch.Tensor],
+    cloned: frozenset[int],
+    outputs: Sequence[OutputInfo],
 ) -> None:
     """A subclass input that requires grad runs as a clone, made contiguous where its elements overlap (expand()):
     a view the program took of it may be one eager's strides forbid (reshape() copies in eager), so returning a
-    view of it is refused (fuzz seed 24 #187: replaying the view on the input itself raised)."""
+    view of it is refused (fuzz seed 24 #187: replaying the view on the input itself raised), except a chain of
+    views that takes the same elements on the input's own strides (fuzz seed 2000 #404, #6574)."""
     for i in cloned:
         t = user_fakes[i]
         if not any(st == 0 and sz != 1 for sz, st in zip(t.shape, t.stride(), strict=True)):
             continue
+        leaves = set(layout.leaves_of_input[i])
         for info in outputs:
-            if info.replay is not None and info.replay.source is ReplaySource.INPUT:
-                if info.replay.index == flat.tensor_indices[i] and info.replay.steps:
-                    raise UnsupportedError(
-                        f"{info.path} is traced as a view of {flat.leaves[flat.tensor_indices[i]].path}, a tensor subclass "
-                        "input that requires grad and whose elements overlap (expand()); in training it is traced "
-                        "as a contiguous clone, whose views may differ from eager's. Pass it .contiguous(), or "
-                        "return a clone"
-                    )
+            if info.kind is not OutputKind.TENSOR or not any(
+                leaf.source is LeafSource.INPUT_ALIAS and leaf.index in leaves for leaf in info.leaves
+            ):
+                continue
+            source, steps = _chain_from_input(info, outputs)
+            if source != flat.tensor_indices[i] or not _same_views_on(t, steps):
+                raise UnsupportedError(
+                    f"{info.path} is traced as a view of {flat.leaves[flat.tensor_indices[i]].path}, a tensor subclass "
+                    "input that requires grad and whose elements overlap (expand()); in training it is traced "
+                    "as a contiguous clone, whose views may differ from eager's. Pass it .contiguous(), or "
+                    "return a clone"
+                )
+
+
+# View ops that take the same elements of their source whatever its strides, so that on an input whose elements
+# overlap they give what the program's view of its contiguous clone gave; `view` too, where it succeeds on the
+# input's own strides (there reshape() is a view in eager as well). Not as_strided, nor in-place view ops (t_ on a
+# view of a subclass input that requires grad replays with other gradients than eager's).
+_aten = torch.ops.aten
+_STRIDE_AGNOSTIC = frozenset(
+    {
+        *(_aten.alias.default, _aten.diagonal.default, _aten.expand.default, _aten.narrow.default),
+        *(_aten.permute.default, _aten.select.int, _aten.slice.Tensor, _aten.split.Tensor, _aten.unbind.int),
+        *(_aten.split_with_sizes.default, _aten.squeeze.default, _aten.squeeze.dim, _aten.squeeze.dims),
+        *(_aten.t.default, _aten.transpose.int, _aten.unfold.default, _aten.unsqueeze.default, _aten.view.default),
+    }
+)
+
+
+def _chain_from_input(info: OutputInfo, outputs: Sequence[OutputInfo]) -> tuple[int | None, tuple[ViewStep, ...]]:
+    """The input an output is replayed from (through earlier outputs), and the whole view chain from it."""
+    steps: tuple[ViewStep, ...] = ()
+    replay = info.replay
+    while replay is not None and replay.source is ReplaySource.OUTPUT:
+        steps = replay.steps + steps
+        earlier = outputs[replay.index]
+        if earlier.kind is OutputKind.IS_INPUT:
+            return earlier.input_index, steps
+        replay = earlier.replay
+    if replay is None or replay.source is not ReplaySource.INPUT:
+        return None, ()
+    return replay.index, replay.steps + steps
+
+
+def _same_views_on(t: torch.Tensor, steps: Sequence[ViewStep]) -> bool:
+    """Replaying `steps` on `t`'s own (static) strides is exact: each op is stride-agnostic and succeeds there
+    (`_check_overlapping_clones`)."""
+    dims = [*t.shape, *t.stride()]
+    if not all(isinstance(d, int) for d in dims) or not all(s.op in _STRIDE_AGNOSTIC for s in steps):
+        return False
+    src = torch.empty_strided(tuple(t.shape), tuple(t.stride()), device="meta")
+    for step in steps:
+        args = pytree.tree_leaves((step.args, step.kwargs))
+        if not all(isinstance(a, int | bool | str | None) for a in args):
+            return False  # a symbolic size or an input argument: not checked here
+        try:
+            out = step.op(src, *step.args, **dict(step.kwargs))
+        except (RuntimeError, ValueError):  # ValueError: the meta kernel's own message
+            return False  # eager's reshape() copies here
+        src = out[step.index] if step.index is not None else out
+    return True
 
 
 def _grad_fn_raises(t: torch.Tensor) -> bool:

@@ -1617,3 +1617,46 @@ def test_data_assigned_after_recorded_write_refused_in_training(compile_fn: Comp
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, "then assigns its `.data`")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# trainalias (session 4): training programs over aliased inputs that were refused
+
+
+def test_stride_agnostic_view_of_overlapping_subclass_input(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, programs 404 and 2654 (refused before): the input runs as a contiguous clone, but transpose
+    # and select take the same elements on the input's own strides, so the view replays on it exactly.
+    def f(x0: T) -> object:
+        return (x0.transpose(2, 1), x0.select(0, -1))
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(2, 3, requires_grad=True).expand(2, 2, 3),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_of_overlapping_subclass_input_valid_on_its_strides(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 6574 (refused before): view() succeeds on the input's own strides.
+    def f(x0: T) -> object:
+        return (x0.view(1, 3, 4),)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 2, 2, requires_grad=True).expand(3, 2, 2),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_reshape_copy_of_overlapping_subclass_input_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 9386: on the input's own strides the second reshape copies in eager (on the traced
+    # contiguous clone it is a view); the check follows the chain through the earlier output.
+    def f(x0: T) -> object:
+        t0 = x0.view(1, 3, 4)
+        return (t0.reshape(4, 3),)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 2, 2, requires_grad=True).expand(3, 2, 2),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "whose elements overlap")
