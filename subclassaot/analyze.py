@@ -232,6 +232,9 @@ def _analyze_outputs(
             earlier = first_seen[id(value)]
             infos.append(replace(infos[earlier], path=path, kind=OutputKind.SAME_AS, input_index=InputIndex(earlier)))
             continue
+        grad_set = (
+            isinstance(value, torch.Tensor) and id(value) not in input_by_id and _set_under_grad(path, value, run)
+        )
         info, graph_count = _output_info(
             path,
             value,
@@ -245,8 +248,9 @@ def _analyze_outputs(
         )
         if isinstance(value, torch.Tensor):
             first_seen[id(value)] = len(infos)
-        infos.append(info)
+        infos.append(replace(info, set_under_grad=True) if grad_set else info)
     _check_views_of_fresh(infos, leaves, bases)
+    _check_set_under_grad(infos, leaves)
     return tuple(infos), spec, len({b for b, _ in bases.values()})
 
 
@@ -331,13 +335,6 @@ def _output_info(
             f"{path}: the program assigned `.data` of this tensor, which has autograd history: eager returns it with "
             "its own history over the assigned storage, which a compiled output cannot have. Return the assigned "
             "tensor, or a clone"
-        )
-    wrapper_set = run.swaps.wrapper_sets.get(id(value))
-    if value.requires_grad and (id(value) in run.swaps.grad_set_ids or (wrapper_set is not None and wrapper_set[1])):
-        raise UnsupportedError(
-            f"{path}: the program set_() this tensor with grad enabled, so eager gives it an autograd history through "
-            "set_ (whose derivative is not implemented), which a compiled output cannot have. Call set_() under "
-            "torch.no_grad(), or return a clone"
         )
     tree, dense = dense_leaves_of(value, path)
     out_leaves = []
@@ -435,6 +432,49 @@ def _output_info(
 # fresh output takes its strides from the graph's real result; a subclass output is rebuilt with the outer strides
 # recorded here. A wrapper whose outer size and stride were those of one of its fresh leaves (a WrapperTensor takes
 # them from its first inner tensor) takes that leaf's real strides at run time instead, as eager's wrapper did.
+
+
+# Note [Outputs set_() Under Grad]
+# `t = x * 3; t.set_(y); return t` with grad on: eager records the set_ on t, whose grad_fn (set_'s) raises in
+# backward. The output is built as usual (an alias of y's storage, from the input or the graph), then a fresh
+# tensor that requires grad is set_() to it with grad on: the same grad_fn, storage and metadata, not a view. A
+# backward through it raises before reaching anything else only if it is the program's only output that requires
+# grad: with others, which leaves eager has accumulated into when it raises depends on the order autograd runs its
+# nodes, which the compiled graph does not reproduce (Note [Backward Errors Are Deferred]), so that is refused, as
+# are subclass outputs (their wrapper storage: Note [Wrapper Storage After set_]) and views set_() under grad
+# (eager rebases their base on the set_: the input's history would raise too).
+
+
+def _set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
+    wrapper_set = run.swaps.wrapper_sets.get(id(value))
+    if not value.requires_grad or not (
+        id(value) in run.swaps.grad_set_ids or (wrapper_set is not None and wrapper_set[1])
+    ):
+        return False
+    if is_traceable_subclass(value) or wrapper_set is not None or run.swaps.is_view(value):
+        raise UnsupportedError(
+            f"{path}: the program set_() this tensor with grad enabled, so eager gives it an autograd history through "
+            "set_ "
+            "(whose derivative is not implemented), which a compiled output that is a tensor subclass or a view "
+            "cannot have. Call set_() under torch.no_grad(), or return a clone"
+        )
+    return True
+
+
+def _check_set_under_grad(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> None:
+    grad_set = [info.path for info in infos if info.set_under_grad]
+    others = [
+        info.path
+        for info, value in zip(infos, leaves, strict=True)
+        if not info.set_under_grad and isinstance(value, torch.Tensor) and value.requires_grad
+    ]
+    if grad_set and others:
+        raise UnsupportedError(
+            f"{grad_set[0]}: the program set_() this tensor with grad enabled, so its backward raises in eager, and "
+            f"{others[0]} also requires grad: which gradients eager accumulates before it raises depends on the "
+            "order autograd runs its nodes (Note [Outputs set_() Under Grad]). Call set_() under torch.no_grad(), "
+            "or return a clone"
+        )
 
 
 def _outer_stride_leaf(outer: Meta | None, leaves: list[OutputLeaf]) -> int | None:

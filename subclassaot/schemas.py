@@ -214,6 +214,9 @@ class OutputInfo:
     # TENSOR subclass computed by the graph: the position in `leaves` of a fresh leaf whose size and stride the wrapper
     # had while tracing; its strides are that leaf's at run time (Note [Fresh Subclass Output Strides])
     outer_stride_leaf: int | None = None
+    # TENSOR (plain) in training: the program set_() it with grad on; rebuilt by such a set_() of a fresh tensor
+    # (Note [Outputs set_() Under Grad])
+    set_under_grad: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

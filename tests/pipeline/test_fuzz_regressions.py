@@ -1289,8 +1289,9 @@ def test_uniform_write_through_zero_stride_as_strided(compile_fn: CompileFn | No
         assert_matches_eager(f, lambda: (torch.randn(2, 3, 3),), compile_fn=compile_fn)
 
 
-def test_set_under_grad_output_refused(compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 22, program 167: a plain intermediate set_() under grad, returned: eager's has set_'s history.
+def test_set_under_grad_output(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 22, program 167: a plain intermediate set_() under grad, returned: eager's has set_'s history, and
+    # so does ours (Note [Outputs set_() Under Grad]; refused before). Backward raises on both sides.
     def f(x0: T, x1: T) -> object:
         t0 = x0.sin()
         set_to(t0, x1.t())
@@ -1301,7 +1302,12 @@ def test_set_under_grad_output_refused(compile_fn: CompileFn | None) -> None:
         return (b0, b0)
 
     with torch.enable_grad():
-        assert_refused(f, make_inputs, compile_fn, "set_\\(\\) this tensor with grad enabled")
+        compiled = assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        x = torch.randn((), requires_grad=True)
+        out = cast(tuple[T, ...], compiled(x, x))[0]
+        assert out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() and out._base is None
+        with pytest.raises(RuntimeError, match="derivative for set_ is not implemented"):
+            out.backward()
 
 
 def test_aliased_input_gaining_grad_refused(compile_fn: CompileFn | None) -> None:
@@ -1660,3 +1666,26 @@ def test_reshape_copy_of_overlapping_subclass_input_refused(compile_fn: CompileF
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, "whose elements overlap")
+
+
+def test_set_under_grad_output_of_itself(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 6800 (refused before): `t0.set_(t0)` with grad on, t0 the only output.
+    def f(x0: T) -> object:
+        t0 = x0.mul(x0)
+        set_to(t0, t0)
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(2, 3),), compile_fn=compile_fn)
+
+
+def test_set_under_grad_output_beside_another_grad_output_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 262: which leaves eager accumulates into before set_'s backward raises depends on the
+    # order autograd runs its nodes.
+    def f(x0: T) -> object:
+        t0 = x0.mul(3.0)
+        set_to(t0, x0)
+        return (t0, x0 * 2)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (torch.randn(3, requires_grad=True),), compile_fn, "also requires grad")
