@@ -93,6 +93,7 @@ def analyze(
         wrapper_bumped = tuple(
             tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
         )
+    uses = _wrapper_uses(run, layout)
     return Analysis(
         mutations=mutations,
         wrapper_meta_after=wrapper_after,
@@ -101,12 +102,61 @@ def analyze(
         requires_grad_set=tuple(id(t) in run.swaps.requires_grad_set for t in run.user_tensors),
         inplace_replay=tuple(inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors)),
         inplace_view_ops=tuple(id(t) in run.swaps.inplace_views for t in run.user_tensors),
+        wrapper_first_write=uses[0],
+        wrapper_last_use=uses[1],
+        wrapper_saved=uses[2],
+        dense_written=uses[3],
         wrapper_data_source=tuple(_wrapper_data_source(i, run, flat, wrapper_after) for i in range(len(layout.trees))),
         outputs=outputs,
         output_spec=spec,
         num_intermediate_bases=num_bases,
         wrapper_storage=wrapper_storage,
     )
+
+
+# Ops whose backward saves none of their tensor arguments (Note [Overlapping Subclass Members Written Through One])
+_SAVES_NOTHING = frozenset(
+    {
+        *(torch.ops.aten.add.Tensor, torch.ops.aten.add_.Tensor, torch.ops.aten.sub.Tensor, torch.ops.aten.sub_.Tensor),
+        *(torch.ops.aten.copy_.default, torch.ops.aten.clone.default, torch.ops.aten.neg.default),
+    }
+)
+
+
+def _wrapper_uses(
+    run: FunctionalRun, layout: DenseLayout
+) -> tuple[tuple[int | None, ...], tuple[int | None, ...], tuple[bool, ...], tuple[bool, ...]]:
+    """Analysis.wrapper_first_write, wrapper_last_use, wrapper_saved and dense_written, from the program's own ops
+    on subclass tensors."""
+    position: dict[int, int] = {}
+    for i, t in enumerate(run.user_tensors):
+        position.setdefault(id(t), i)
+
+    def input_of(t: torch.Tensor) -> int | None:
+        while (record := run.swaps.views.get(id(t))) is not None:
+            t = record.source
+        return position.get(id(t))
+
+    n = len(run.user_tensors)
+    first_write: list[int | None] = [None] * n
+    last_use: list[int | None] = [None] * n
+    saved = [False] * n
+    for k, (func, tensors, writes) in enumerate(run.swaps.wrapper_ops):
+        moves_data = torch.Tag.inplace_view not in getattr(func, "tags", ())
+        for w in writes if moves_data else ():
+            if (x := input_of(w)) is not None and first_write[x] is None:
+                first_write[x] = k
+        if getattr(func, "is_view", False) or func is torch.ops.aten.detach.default:
+            continue
+        for t in tensors:
+            if (x := input_of(t)) is not None:
+                last_use[x] = k
+                saved[x] = saved[x] or func not in _SAVES_NOTHING
+    dense_written = tuple(
+        any(storage_key(x) in run.swaps.dense_writes for j in leaves for x in (run.dense[j], run.originals[j]))
+        for leaves in layout.leaves_of_input
+    )
+    return tuple(first_write), tuple(last_use), tuple(saved), dense_written
 
 
 def _check_wrapper_growth(flat: FlatInputs, layout: DenseLayout, after: tuple[Meta | None, ...]) -> None:

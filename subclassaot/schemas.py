@@ -231,6 +231,14 @@ class Analysis:
     inplace_replay: tuple[tuple[ViewStep, ...], ...]
     # per tensor input: the program applied an in-place view op (t_, unsqueeze_, ...) to it, even if they cancel out
     inplace_view_ops: tuple[bool, ...] = ()
+    # per tensor input (subclasses), positions in the program's ops on subclass tensors: the first that wrote
+    # through its own wrapper (or a view of it the program took), the last other than a view op that it (or such a
+    # view) was passed to; whether one of those may save it for the backward; whether the program wrote its inner
+    # tensors directly (x.a.mul_()). See Note [Overlapping Subclass Members Written Through One].
+    wrapper_first_write: tuple[int | None, ...] = ()
+    wrapper_last_use: tuple[int | None, ...] = ()
+    wrapper_saved: tuple[bool, ...] = ()
+    dense_written: tuple[bool, ...] = ()
     # per tensor input: the tensor input whose wrapper `.data =` assigned to this subclass input (the epilogue
     # assigns it the same way, before replaying in-place view ops); None if none
     wrapper_data_source: tuple[int | None, ...]

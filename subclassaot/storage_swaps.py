@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.errors import UnsupportedError
@@ -96,6 +97,10 @@ class SwapRecord:
     # the graph holds only those elements (Note [as_strided On Inputs])
     input_spans: dict[object, tuple[Elements, str]] = field(default_factory=dict)
     alias_bases: dict[object, torch.Tensor] = field(default_factory=dict)  # storage key -> synthetic base
+    # Ops on subclass tensors the program itself ran (not a subclass's inner ops), in order: (op, its subclass
+    # arguments, those it writes). See Note [Overlapping Subclass Members Written Through One].
+    wrapper_ops: list[tuple[Any, tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]] = field(default_factory=list)
+    dense_writes: set[object] = field(default_factory=set)  # storage keys the program wrote below any subclass
     seq: int = 0
 
     def family_of(self, t: torch.Tensor) -> int:
@@ -156,6 +161,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Let the subclass run with this mode still active, so its inner set_ calls are seen too. Its inner
             # ops run below autograd, so in eager they advance no version counter: count them as not writing.
             before = _size_and_stride(args[0]) if func in _RESIZE_OPS else None
+            if self.depth == 0:
+                self._note_wrapper_op(func, args, kwargs)
             self.depth += 1
             try:
                 with self:
@@ -228,6 +235,21 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         out = func(*args, **kwargs)
         self._track(func, args, out, kwargs)
         return out
+
+    def _note_wrapper_op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        subclass_args = tuple(
+            a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor) and is_traceable_subclass(a)
+        )
+        schema = getattr(func, "_schema", None)
+        written: tuple[torch.Tensor, ...] = ()
+        if schema is not None and schema.is_mutable:
+            written = tuple(
+                arg
+                for i, arg_schema in enumerate(schema.arguments)
+                if arg_schema.is_write
+                and isinstance(arg := args[i] if i < len(args) else kwargs.get(arg_schema.name), torch.Tensor)
+            )
+        self.record.wrapper_ops.append((func, subclass_args, written))
 
     def _grad_set(self, x: torch.Tensor) -> None:
         """Note [set_ Under Grad]: set_() of `x` with grad on. On a view taken with grad on, eager's autograd
@@ -371,6 +393,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     _check_write_after_set(func, args, kwargs)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
                     _check_no_overlapping_read(func, arg, args, kwargs)
+                    if self.depth == 0 and not is_traceable_subclass(arg):
+                        self.record.dense_writes.add(storage_key(arg))
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
                     # In-place view ops count too: they advance the version counter autograd checks views against.
                     self.record.seq += 1
