@@ -97,8 +97,8 @@ class SwapRecord:
     # the graph holds only those elements (Note [as_strided On Inputs])
     input_spans: dict[object, tuple[Elements, str]] = field(default_factory=dict)
     alias_bases: dict[object, torch.Tensor] = field(default_factory=dict)  # storage key -> synthetic base
-    # Ops on subclass tensors the program itself ran (not a subclass's inner ops), in order: (op, its subclass
-    # arguments, those it writes). See Note [Overlapping Subclass Members Written Through One].
+    # Ops on subclass tensors the program itself ran with grad enabled (not a subclass's inner ops), in order: (op,
+    # its subclass arguments, those it writes). See Note [Overlapping Subclass Members Written Through One].
     wrapper_ops: list[tuple[Any, tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]] = field(default_factory=list)
     dense_writes: set[object] = field(default_factory=set)  # storage keys the program wrote below any subclass
     seq: int = 0
@@ -161,7 +161,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Let the subclass run with this mode still active, so its inner set_ calls are seen too. Its inner
             # ops run below autograd, so in eager they advance no version counter: count them as not writing.
             before = _size_and_stride(args[0]) if func in _RESIZE_OPS else None
-            if self.depth == 0:
+            if self.depth == 0 and torch.is_grad_enabled():
                 self._note_wrapper_op(func, args, kwargs)
             self.depth += 1
             try:

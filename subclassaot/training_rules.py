@@ -308,15 +308,17 @@ def _check_aliased_subclass_group(
 
 # Note [Overlapping Subclass Members Written Through One]
 # The refusal above (Note [Aliased Subclass Inputs In Training]) is lifted where one member is the only one the
-# program writes through (its wrapper, or views of it the program took) and no other member is used by an op other
-# than a view op (before the write, such a use could save it for a backward that eager's version check then fails;
-# after it, eager's history of it goes through the write). Then autograd does what eager does: the writer's new value
-# comes from the Function (its history is the program's writes to its own wrapper, exact as in the trace) and is
-# copied into the real writer at the wrapper level, which rebases the wrappers' common base, so every other member,
-# a view of that base, gets its history from the write when autograd next reads it, as in eager. So the other members
-# get no wrapper update of their own (one would replace that history by a copy of their old one): their values come
-# with the base's dense copy, their outputs (views or the inputs themselves) are rebuilt from them. Writes to the
-# inner tensors directly, in-place view ops, and plain members keep the refusal.
+# program writes through with grad enabled (its wrapper, or views of it the program took) and no other member is
+# used with grad enabled by an op other than a view op (before the write, such a use could save it for a backward
+# that eager's version check then fails; after it, eager's history of it goes through the write). Ops under no_grad
+# record nothing: their values are the trace's, and writes through other members reach the writer's traced value
+# below autograd, where eager's history does not see them either. Then autograd does what eager does: the writer's
+# new value comes from the Function (its history is the program's writes to its own wrapper, exact in the trace)
+# and is copied into the real writer at the wrapper level, which rebases the wrappers' common base, so every other
+# member, a view of that base, gets its history from the write when autograd next reads it, as in eager. So the
+# other members get no wrapper update of their own (one would replace that history by a copy of their old one):
+# their values come with the base's dense copy, their outputs (views or the inputs themselves) are rebuilt from
+# them. Writes to the inner tensors directly, in-place view ops, and plain members keep the refusal.
 
 
 def _writer_of(layout: DenseLayout, analysis: Analysis, group: AliasGroup) -> int | None:

@@ -1752,3 +1752,20 @@ def test_overlapping_subclass_member_saved_before_write_refused(compile_fn: Comp
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, "overlaps another input")
+
+
+def test_overlapping_subclass_member_written_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 1418 (refused before): the second member is written under no_grad, which records
+    # nothing; the one member written with grad is the only writer.
+    def f(x0: T, x1: T) -> object:
+        x0.add_(2.0)
+        with torch.no_grad():
+            x1.zero_()
+        return (x0, x0 * 3)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(2, 3)
+        return (b0, b0.view(1, 2, 3))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
