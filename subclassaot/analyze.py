@@ -88,7 +88,7 @@ def analyze(
         )
         _check_wrapper_growth(flat, layout, wrapper_after)
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
-        _check_overlapping_clones(flat, layout, user_fakes, nonleaf_wrappers, outputs)
+        _check_overlapping_clones(flat, layout, run, mutations, user_fakes, nonleaf_wrappers, outputs)
         wrapper_storage = wrapper_storage_classes(run, layout, outputs)
         wrapper_bumped = tuple(
             tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
@@ -602,6 +602,8 @@ def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
 def _check_overlapping_clones(
     flat: FlatInputs,
     layout: DenseLayout,
+    run: FunctionalRun,
+    mutations: Sequence[LeafMutation],
     user_fakes: Sequence[torch.Tensor],
     cloned: frozenset[int],
     outputs: Sequence[OutputInfo],
@@ -615,15 +617,36 @@ def _check_overlapping_clones(
         if not any(st == 0 and sz != 1 for sz, st in zip(t.shape, t.stride(), strict=True)):
             continue
         leaves = set(layout.leaves_of_input[i])
+        path = flat.leaves[flat.tensor_indices[i]].path
+        aliased = any(
+            (info.kind is OutputKind.IS_INPUT and info.input_index == flat.tensor_indices[i])
+            or any(leaf.source is LeafSource.INPUT_ALIAS and leaf.index in leaves for leaf in info.leaves)
+            for info in outputs
+        )
+        clone = run.user_tensors[i]
+        if any(run.swaps.view_root(c) is clone for c in run.swaps.contiguous_self) and (
+            aliased or any(mutations[j].any for j in leaves)
+        ):
+            raise UnsupportedError(
+                f"{path}: the program calls contiguous() on a view of this tensor subclass input, which requires "
+                "grad and whose elements overlap (expand()), and returns or writes the input: eager's may be a copy, "
+                "the traced one a view of the input's contiguous clone (Note [contiguous() Of A Contiguous Clone]). "
+                "Call .clone() instead"
+            )
+        grouped = any(j in g.members for g in layout.groups for j in leaves)
         for info in outputs:
-            if info.kind is not OutputKind.TENSOR or not any(
-                leaf.source is LeafSource.INPUT_ALIAS and leaf.index in leaves for leaf in info.leaves
-            ):
-                continue
             source, steps = _chain_from_input(info, outputs)
-            if source != flat.tensor_indices[i] or not _same_views_on(t, steps):
+            if source == flat.tensor_indices[i]:
+                exact = _same_views_on(t, steps)
+            else:  # regenerated without a view chain (an alias of a group member may name another member's leaf)
+                exact = (
+                    grouped
+                    or info.replay is not None
+                    or not any(leaf.source is LeafSource.INPUT_ALIAS and leaf.index in leaves for leaf in info.leaves)
+                )
+            if not exact:
                 raise UnsupportedError(
-                    f"{info.path} is traced as a view of {flat.leaves[flat.tensor_indices[i]].path}, a tensor subclass "
+                    f"{info.path} is traced as a view of {path}, a tensor subclass "
                     "input that requires grad and whose elements overlap (expand()); in training it is traced "
                     "as a contiguous clone, whose views may differ from eager's. Pass it .contiguous(), or "
                     "return a clone"

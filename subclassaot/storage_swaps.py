@@ -17,7 +17,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.protocol import is_traceable_subclass
+from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.torch_internals import get_version, is_functional, rebind_functional, set_version, storage_key
 
 # Note [as_strided On Inputs]
@@ -101,6 +101,14 @@ class SwapRecord:
     # its subclass arguments, those it writes). See Note [Overlapping Subclass Members Written Through One].
     wrapper_ops: list[tuple[Any, tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]] = field(default_factory=list)
     dense_writes: set[object] = field(default_factory=set)  # storage keys the program wrote below any subclass
+    # id() of clones that inputs run as, contiguous where the input is not: contiguous() copies them, as eager's
+    # (Note [contiguous() Of A Contiguous Clone])
+    copy_on_contiguous: set[int] = field(default_factory=set)
+    contiguous_self: list[torch.Tensor] = field(default_factory=list)  # other tensors whose contiguous() was them
+    # inner storage key -> seq of the last wrapper-level write the program made to a subclass over it (its wrapper
+    # family's version counter advanced: views of another member see it; Note [Overlapping Subclass Members Written
+    # Through One])
+    wrapper_bumps: dict[object, int] = field(default_factory=dict)
     seq: int = 0
 
     def family_of(self, t: torch.Tensor) -> int:
@@ -206,7 +214,14 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self._grad_set(args[0])  # autograd recorded a set_ it cannot differentiate
             made_here = id(args[0]) in self.record.views  # a view the program took (not an aliased input's)
             if torch.is_grad_enabled() and made_here and args[0]._is_view() and id(args[0]) not in self.record.hidden:
-                self.record.set_views.add(id(args[0]))  # Note [Writes To A View After set_]
+                self.record.set_views.add(id(args[0]))  # Note [contiguous() Of A Contiguous Clone]
+            # An input that runs as a clone (Note [Training Through A Joint Graph]) is cloned contiguous where its own strides
+            # overlap or leave gaps (expand(), x[:, ::2]). Its contiguous() then returns the clone itself, where eager's copies
+            # the input: the torch-function mode makes that call a copy (clone(memory_format=torch.contiguous_format), eager's
+            # own), so that an output or a write through it is not taken for the input's. A view of such a clone whose
+            # contiguous() returns itself may differ from eager's the same way: that is refused where it matters (analyze).
+
+            # Note [Writes To A View After set_]
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             self.record.written_families.add(self.record.family_of(args[0]))
@@ -402,11 +417,22 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     if id(arg) not in self.record.data_aliases and id(arg) not in self.record.data_views:
                         # a `.data` alias (and its views) has a version counter of its own
                         self.record.last_bump[storage_key(arg)] = self.record.seq
+                        if self.depth == 0 and is_traceable_subclass(arg):
+                            for leaf in flatten_subclass(arg, "written")[1]:
+                                self.record.wrapper_bumps[storage_key(leaf)] = self.record.seq
                     if self.depth == 0 and (inplace or arg_schema.is_out):
                         self.record.written_families.add(self.record.family_of(arg))
                     if id(arg) not in self.record.hidden and torch.is_grad_enabled():
                         # Writes under no_grad or through .data/detach() are invisible to autograd in eager.
                         self.record.visible_writes.add(storage_key(arg))
+
+
+# Note [contiguous() Of A Contiguous Clone]
+# An input that runs as a clone (Note [Training Through A Joint Graph]) is cloned contiguous where its own strides
+# overlap or leave gaps (expand(), x[:, ::2]). Its contiguous() then returns the clone itself, where eager's copies
+# the input: the torch-function mode makes that call a copy (clone(memory_format=torch.contiguous_format), eager's
+# own), so that an output or a write through it is not taken for the input's. A view of such a clone whose
+# contiguous() returns itself may differ from eager's the same way: that is refused where it matters (analyze).
 
 
 # Note [Writes To A View After set_]
@@ -603,6 +629,10 @@ class _DataMode(TorchFunctionMode):
             if not args[0].requires_grad:
                 self.record.requires_grad_gained.add(id(args[0]))
         out = func(*args, **kwargs)
+        if func is torch.Tensor.contiguous and args and out is args[0]:
+            if id(out) in self.record.copy_on_contiguous and len(args) == 1 and not kwargs:
+                return out.clone(memory_format=torch.contiguous_format)
+            self.record.contiguous_self.append(out)
         if owner == "data" and name == "__get__" and isinstance(out, torch.Tensor):
             # `.data` has a version counter of its own: writes through it leave the original's unchanged.
             self.record.hidden.add(id(out))

@@ -193,12 +193,12 @@ def early_input_replay(
 
 
 def _last_bump(t: torch.Tensor, run: FunctionalRun) -> int:
-    """When the program last wrote `t`'s storage, for a subclass its wrapper's or its inner tensors' (written through
-    another member of its alias group: Note [Overlapping Subclass Members Written Through One])."""
-    keys = [storage_key(t)]
+    """When the program last advanced `t`'s version counter: for a subclass, also by a wrapper-level write through
+    another member of its alias group (Note [Overlapping Subclass Members Written Through One])."""
+    bumps = [run.swaps.last_bump.get(storage_key(t), 0)]
     if is_traceable_subclass(t):
-        keys += [storage_key(leaf) for leaf in flatten_subclass(t, "input")[1]]
-    return max(run.swaps.last_bump.get(k, 0) for k in keys)
+        bumps += [run.swaps.wrapper_bumps.get(storage_key(leaf), 0) for leaf in flatten_subclass(t, "input")[1]]
+    return max(bumps)
 
 
 def _changed_since(t: torch.Tensor, taken: ViewRecord | None) -> bool:

@@ -1769,3 +1769,30 @@ def test_overlapping_subclass_member_written_under_no_grad(compile_fn: CompileFn
 
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_contiguous_of_overlapping_subclass_input(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 31, program 47 (wrong aliasing before: the traced contiguous clone's contiguous() is itself, so
+    # the output came back as the input; eager's is a copy). Note [contiguous() Of A Contiguous Clone].
+    def f(x0: T) -> object:
+        y = x0.contiguous()
+        y.mul_(2.0)
+        return (y, x0.contiguous().t())
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 4, requires_grad=True).expand(3, 4),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_contiguous_of_view_of_overlapping_subclass_input_refused(compile_fn: CompileFn | None) -> None:
+    # unsqueeze(0) of the traced clone is contiguous, eager's (of the expanded input) is not: refused.
+    def f(x0: T) -> object:
+        return (x0.unsqueeze(0).contiguous(),)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 4, requires_grad=True).expand(3, 4),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "calls contiguous\\(\\) on a view")
