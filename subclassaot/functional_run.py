@@ -76,6 +76,7 @@ def run_functional(
     grouped = {m for g in layout.groups for m in g.members}
     clones: dict[int, torch.Tensor] = {}  # id of the input object -> its clone (the same object passed twice)
     moved: set[int] = set()  # dense leaves whose clone has other offsets or strides than the input
+    copy_on_contiguous: set[int] = set()
     for i in sorted(clone_inputs):
         # The program runs on a clone of the input (autograd-visible): gradients are taken with respect to the
         # input as it was, and a wrapper that is a non-leaf in eager is one here too (see Note [Training
@@ -91,6 +92,8 @@ def run_functional(
                 else _strided_clone(original)
             )
             clones[id(original)] = clone
+            if not shared and clone.is_contiguous() and not original.is_contiguous():
+                copy_on_contiguous.add(id(clone))  # Note [contiguous() Of A Contiguous Clone]
         user_tensors[i] = clone
         leaves = [clone] if layout.trees[i] is None else flatten_subclass(clone, "clone")[1]
         for j, leaf in zip(layout.leaves_of_input[i], leaves, strict=True):
@@ -110,7 +113,7 @@ def run_functional(
     for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):
         values[index] = tensor
     state, args, kwargs = unflatten_call(flat, values)
-    record = SwapRecord()
+    record = SwapRecord(copy_on_contiguous=copy_on_contiguous)
     record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
     for item, value in zip(layout.graph_inputs, graph_fun, strict=True):
         if isinstance(item, AliasGroupRef):

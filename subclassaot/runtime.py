@@ -541,6 +541,10 @@ def _outputs(
             value = get(info.input_index)
         else:
             value = _tensor_output(info, ev, values, dense, outs, fresh_start, (bases, roots), symbols, get)
+            if info.set_under_grad and torch.is_grad_enabled():  # Note [Outputs set_() Under Grad]
+                holder = torch.empty(0, dtype=value.dtype, device=value.device, requires_grad=True).clone()
+                set_to_tensor(holder, value)
+                value = holder
         cls = plan.output_types[o] if plan.output_types else None
         if cls is not None and isinstance(value, torch.Tensor) and type(value) is not cls:
             value = value.as_subclass(cls)  # what Tensor.__torch_function__ does to eager's result

@@ -217,6 +217,9 @@ class OutputInfo:
     # TENSOR subclass computed by the graph: the position in `leaves` of a fresh leaf whose size and stride the wrapper
     # had while tracing; its strides are that leaf's at run time (Note [Fresh Subclass Output Strides])
     outer_stride_leaf: int | None = None
+    # TENSOR (plain) in training: the program set_() it with grad on; rebuilt by such a set_() of a fresh tensor
+    # (Note [Outputs set_() Under Grad])
+    set_under_grad: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -231,6 +234,14 @@ class Analysis:
     inplace_replay: tuple[tuple[ViewStep, ...], ...]
     # per tensor input: the program applied an in-place view op (t_, unsqueeze_, ...) to it, even if they cancel out
     inplace_view_ops: tuple[bool, ...] = ()
+    # per tensor input (subclasses), positions in the program's ops on subclass tensors: the first that wrote
+    # through its own wrapper (or a view of it the program took), the last other than a view op that it (or such a
+    # view) was passed to; whether one of those may save it for the backward; whether the program wrote its inner
+    # tensors directly (x.a.mul_()). See Note [Overlapping Subclass Members Written Through One].
+    wrapper_first_write: tuple[int | None, ...] = ()
+    wrapper_last_use: tuple[int | None, ...] = ()
+    wrapper_saved: tuple[bool, ...] = ()
+    dense_written: tuple[bool, ...] = ()
     # per tensor input: the tensor input whose wrapper `.data =` assigned to this subclass input (the epilogue
     # assigns it the same way, before replaying in-place view ops); None if none
     wrapper_data_source: tuple[int | None, ...]

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.errors import UnsupportedError
@@ -125,6 +126,18 @@ class SwapRecord:
     input_spans: dict[object, tuple[Elements, str, DenseIndex]] = field(default_factory=dict)
     alias_bases: dict[object, torch.Tensor] = field(default_factory=dict)  # storage key -> synthetic base
     overlapping_inputs: set[object] = field(default_factory=set)  # storage keys of input_spans whose elements overlap
+    # Ops on subclass tensors the program itself ran with grad enabled (not a subclass's inner ops), in order: (op,
+    # its subclass arguments, those it writes). See Note [Overlapping Subclass Members Written Through One].
+    wrapper_ops: list[tuple[Any, tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]] = field(default_factory=list)
+    dense_writes: set[object] = field(default_factory=set)  # storage keys the program wrote below any subclass
+    # id() of clones that inputs run as, contiguous where the input is not: contiguous() copies them, as eager's
+    # (Note [contiguous() Of A Contiguous Clone])
+    copy_on_contiguous: set[int] = field(default_factory=set)
+    contiguous_self: list[torch.Tensor] = field(default_factory=list)  # other tensors whose contiguous() was them
+    # inner storage key -> seq of the last wrapper-level write the program made to a subclass over it (its wrapper
+    # family's version counter advanced: views of another member see it; Note [Overlapping Subclass Members Written
+    # Through One])
+    wrapper_bumps: dict[object, int] = field(default_factory=dict)
     seq: int = 0
 
     def family_of(self, t: torch.Tensor) -> int:
@@ -190,6 +203,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Let the subclass run with this mode still active, so its inner set_ calls are seen too. Its inner
             # ops run below autograd, so in eager they advance no version counter: count them as not writing.
             before = _size_and_stride(args[0]) if func in _RESIZE_OPS else None
+            if self.depth == 0 and torch.is_grad_enabled():
+                self._note_wrapper_op(func, args, kwargs)
             self.depth += 1
             try:
                 with self:
@@ -241,7 +256,14 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self._grad_set(args[0])  # autograd recorded a set_ it cannot differentiate
             made_here = id(args[0]) in self.record.views  # a view the program took (not an aliased input's)
             if torch.is_grad_enabled() and made_here and args[0]._is_view() and id(args[0]) not in self.record.hidden:
-                self.record.set_views.add(id(args[0]))  # Note [Writes To A View After set_]
+                self.record.set_views.add(id(args[0]))  # Note [contiguous() Of A Contiguous Clone]
+            # An input that runs as a clone (Note [Training Through A Joint Graph]) is cloned contiguous where its own strides
+            # overlap or leave gaps (expand(), x[:, ::2]). Its contiguous() then returns the clone itself, where eager's copies
+            # the input: the torch-function mode makes that call a copy (clone(memory_format=torch.contiguous_format), eager's
+            # own), so that an output or a write through it is not taken for the input's. A view of such a clone whose
+            # contiguous() returns itself may differ from eager's the same way: that is refused where it matters (analyze).
+
+            # Note [Writes To A View After set_]
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             self.record.written_families.add(self.record.family_of(args[0]))
@@ -315,6 +337,21 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if span is not None:
                 raise StorageReachError(f"{span[1]}: {message}", leaf=span[2]) from e
             raise UnsupportedError(message) from e
+
+    def _note_wrapper_op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        subclass_args = tuple(
+            a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor) and is_traceable_subclass(a)
+        )
+        schema = getattr(func, "_schema", None)
+        written: tuple[torch.Tensor, ...] = ()
+        if schema is not None and schema.is_mutable:
+            written = tuple(
+                arg
+                for i, arg_schema in enumerate(schema.arguments)
+                if arg_schema.is_write
+                and isinstance(arg := args[i] if i < len(args) else kwargs.get(arg_schema.name), torch.Tensor)
+            )
+        self.record.wrapper_ops.append((func, subclass_args, written))
 
     def _grad_set(self, x: torch.Tensor) -> None:
         """Note [set_ Under Grad]: set_() of `x` with grad on. On a view taken with grad on, eager's autograd
@@ -524,6 +561,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     _check_write_through_base_strided(func, arg)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
                     _check_no_overlapping_read(func, arg, args, kwargs)
+                    if self.depth == 0 and not is_traceable_subclass(arg):
+                        self.record.dense_writes.add(storage_key(arg))
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
                     # In-place view ops count too: they advance the version counter autograd checks views against.
                     self._record_write(arg, inplace or arg_schema.is_out)
@@ -534,11 +573,22 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if id(arg) not in self.record.data_aliases and id(arg) not in self.record.data_views:
             # a `.data` alias (and its views) has a version counter of its own
             self.record.last_bump[storage_key(arg)] = self.record.seq
+            if self.depth == 0 and is_traceable_subclass(arg):
+                for leaf in flatten_subclass(arg, "written")[1]:
+                    self.record.wrapper_bumps[storage_key(leaf)] = self.record.seq
         if self.depth == 0 and bumps:
             self.record.written_families.add(self.record.family_of(arg))
         if id(arg) not in self.record.hidden and torch.is_grad_enabled():
             # Writes under no_grad or through .data/detach() are invisible to autograd in eager.
             self.record.visible_writes.add(storage_key(arg))
+
+
+# Note [contiguous() Of A Contiguous Clone]
+# An input that runs as a clone (Note [Training Through A Joint Graph]) is cloned contiguous where its own strides
+# overlap or leave gaps (expand(), x[:, ::2]). Its contiguous() then returns the clone itself, where eager's copies
+# the input: the torch-function mode makes that call a copy (clone(memory_format=torch.contiguous_format), eager's
+# own), so that an output or a write through it is not taken for the input's. A view of such a clone whose
+# contiguous() returns itself may differ from eager's the same way: that is refused where it matters (analyze).
 
 
 # Note [Writes To A View After set_]
@@ -793,6 +843,10 @@ class _DataMode(TorchFunctionMode):
             if not args[0].requires_grad:
                 self.record.requires_grad_gained.add(id(args[0]))
         out = func(*args, **kwargs)
+        if func is torch.Tensor.contiguous and args and out is args[0]:
+            if id(out) in self.record.copy_on_contiguous and len(args) == 1 and not kwargs:
+                return out.clone(memory_format=torch.contiguous_format)
+            self.record.contiguous_self.append(out)
         if owner == "data" and name == "__get__" and isinstance(out, torch.Tensor):
             # `.data` has a version counter of its own: writes through it leave the original's unchanged.
             self.record.hidden.add(id(out))

@@ -64,6 +64,8 @@ def wrapper_update_inputs(
             not analysis.wrapper_version_bumped[i] or _duplicate(layout, i) or any(m.metadata for m in muts)
         ):
             continue
+        if any(_read_only_member(layout, analysis, g, i) for g in layout.groups if set(leaves) & set(g.members)):
+            continue  # Note [Overlapping Subclass Members Written Through One]
         out.append(i)
     return tuple(out)
 
@@ -240,8 +242,9 @@ def check_training_supported(
 # detach() beside it: eager would raise otherwise), so its copy is made below autograd (runtime `_copy_wrapper`).
 # That is exact except where autograd's rebasing matters: a write autograd records into a group in which two
 # distinct members of one wrapper family overlap (x and x[0], x written, x[0] read after). Then eager's history of
-# the second member goes through the write, ours would not, so that case is refused (as is a group mixing a plain
-# member and a subclass member that both require grad: their gradients would meet below autograd). Making it exact
+# the second member goes through the write, ours would not, so that case is refused unless Note [Overlapping
+# Subclass Members Written Through One] applies (as is a group mixing a plain member and a subclass member that
+# both require grad: their gradients would meet below autograd). Making it exact in general
 # needs the gradient with respect to the shared inner storage, split back per member, but the link from a wrapper
 # to its inner tensors is below autograd: that gradient would take either autograd on the inner tensors (not the
 # subclass's own wrapper-level formulas, so not eager's for a general subclass) or rebuilding the members as
@@ -294,13 +297,64 @@ def _check_aliased_subclass_group(
     if not visible:
         return
     clash = _overlapping_members(layout, group, subclass_grad, position)
-    if clash is not None:
+    if clash is not None and _writer_of(layout, analysis, group) is None:
         raise UnsupportedError(
             f"{layout.leaves[clash].path} overlaps another input that is a view of the same tensor subclass base "
             "(or overlaps itself), and the program writes them where autograd records it; in training this is not "
             "supported yet (autograd's history of one alias goes through the write to the other). Pass the base "
             "tensor and take the views inside the function, or write under torch.no_grad()"
         )
+
+
+# Note [Overlapping Subclass Members Written Through One]
+# The refusal above (Note [Aliased Subclass Inputs In Training]) is lifted where one member is the only one the
+# program writes through with grad enabled (its wrapper, or views of it the program took) and no other member is
+# used with grad enabled by an op other than a view op (before the write, such a use could save it for a backward
+# that eager's version check then fails; after it, eager's history of it goes through the write). Ops under no_grad
+# record nothing: their values are the trace's, and writes through other members reach the writer's traced value
+# below autograd, where eager's history does not see them either. Then autograd does what eager does: the writer's
+# new value comes from the Function (its history is the program's writes to its own wrapper, exact in the trace)
+# and is copied into the real writer at the wrapper level, which rebases the wrappers' common base, so every other
+# member, a view of that base, gets its history from the write when autograd next reads it, as in eager. So the
+# other members get no wrapper update of their own (one would replace that history by a copy of their old one):
+# their values come with the base's dense copy, their outputs (views or the inputs themselves) are rebuilt from
+# them. Writes to the inner tensors directly, in-place view ops, and plain members keep the refusal.
+
+
+def _writer_of(layout: DenseLayout, analysis: Analysis, group: AliasGroup) -> int | None:
+    """The one tensor input the program writes the group through, where Note [Overlapping Subclass Members Written
+    Through One] applies; else None."""
+    if not analysis.wrapper_first_write:
+        return None
+    input_of = {j: t for t, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    inputs = set()
+    for m in group.members:
+        t = input_of[m]
+        same = layout.same_wrapper[t] if layout.same_wrapper else None
+        inputs.add(t if same is None else same)
+    if any(layout.trees[t] is None or analysis.dense_written[t] or analysis.inplace_view_ops[t] for t in inputs):
+        return None
+    if any(analysis.mutations[m].metadata or analysis.mutations[m].storage_changed for m in group.members):
+        return None
+    writers = [t for t in inputs if analysis.wrapper_first_write[t] is not None]
+    if len(writers) != 1:
+        return None
+    first = analysis.wrapper_first_write[writers[0]]
+    for t in inputs - {writers[0]}:
+        last = analysis.wrapper_last_use[t]
+        if last is not None and (analysis.wrapper_saved[t] or first is None or last > first):
+            return None
+    return writers[0]
+
+
+def _read_only_member(layout: DenseLayout, analysis: Analysis, group: AliasGroup, i: int) -> bool:
+    """Tensor input `i` is a member of `group` other than its one writer, in a group whose members overlap (Note
+    [Overlapping Subclass Members Written Through One])."""
+    writer = _writer_of(layout, analysis, group)
+    if writer is None or writer == i or (layout.same_wrapper and layout.same_wrapper[i] == writer):
+        return False
+    position = {layout.leaves[j].owner: t for t, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    return _overlapping_members(layout, group, group.members, position) is not None
 
 
 def _overlapping_members(

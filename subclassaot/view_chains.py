@@ -162,7 +162,7 @@ def replay_of(
             value.requires_grad
             # A subclass input: where eager advanced its wrapper's own version counter (a wrapper-level write)
             and (not is_traceable_subclass(t) or run.swaps.bumps(t))
-            and run.swaps.last_bump.get(storage_key(t), 0) > made
+            and _last_bump(t, run) > made
             and _as_received(t, first, run)  # before the epilogue the input is as the program got it
         )
         return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=early)
@@ -190,6 +190,15 @@ def early_input_replay(
     if direct is not None and direct.source is ReplaySource.INPUT and direct.before_epilogue:
         return direct
     return None
+
+
+def _last_bump(t: torch.Tensor, run: FunctionalRun) -> int:
+    """When the program last advanced `t`'s version counter: for a subclass, also by a wrapper-level write through
+    another member of its alias group (Note [Overlapping Subclass Members Written Through One])."""
+    bumps = [run.swaps.last_bump.get(storage_key(t), 0)]
+    if is_traceable_subclass(t):
+        bumps += [run.swaps.wrapper_bumps.get(storage_key(leaf), 0) for leaf in flatten_subclass(t, "input")[1]]
+    return max(bumps)
 
 
 def _changed_since(t: torch.Tensor, taken: ViewRecord | None) -> bool:

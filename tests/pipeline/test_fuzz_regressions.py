@@ -1284,8 +1284,9 @@ def test_uniform_write_through_zero_stride_as_strided(compile_fn: CompileFn | No
         assert_matches_eager(f, lambda: (torch.randn(2, 3, 3),), compile_fn=compile_fn)
 
 
-def test_set_under_grad_output_refused(compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 22, program 167: a plain intermediate set_() under grad, returned: eager's has set_'s history.
+def test_set_under_grad_output(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 22, program 167: a plain intermediate set_() under grad, returned: eager's has set_'s history, and
+    # so does ours (Note [Outputs set_() Under Grad]; refused before). Backward raises on both sides.
     def f(x0: T, x1: T) -> object:
         t0 = x0.sin()
         set_to(t0, x1.t())
@@ -1296,7 +1297,12 @@ def test_set_under_grad_output_refused(compile_fn: CompileFn | None) -> None:
         return (b0, b0)
 
     with torch.enable_grad():
-        assert_refused(f, make_inputs, compile_fn, "set_\\(\\) this tensor with grad enabled")
+        compiled = assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        x = torch.randn((), requires_grad=True)
+        out = cast(tuple[T, ...], compiled(x, x))[0]
+        assert out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() and out._base is None
+        with pytest.raises(RuntimeError, match="derivative for set_ is not implemented"):
+            torch.autograd.backward(out)
 
 
 def test_aliased_input_gaining_grad_refused(compile_fn: CompileFn | None) -> None:
@@ -1983,3 +1989,176 @@ def test_write_into_strided_view_input_in_training_is_not_an_overlap(compile_fn:
 
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (nonleaf(4, 4, 2)[2:4:2],), compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# trainalias (session 4): training programs over aliased inputs that were refused
+
+
+def test_stride_agnostic_view_of_overlapping_subclass_input(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, programs 404 and 2654 (refused before): the input runs as a contiguous clone, but transpose
+    # and select take the same elements on the input's own strides, so the view replays on it exactly.
+    def f(x0: T) -> object:
+        return (x0.transpose(2, 1), x0.select(0, -1))
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(2, 3, requires_grad=True).expand(2, 2, 3),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_of_overlapping_subclass_input_valid_on_its_strides(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 6574 (refused before): view() succeeds on the input's own strides.
+    def f(x0: T) -> object:
+        return (x0.view(1, 3, 4),)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 2, 2, requires_grad=True).expand(3, 2, 2),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_reshape_copy_of_overlapping_subclass_input_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 9386: on the input's own strides the second reshape copies in eager (on the traced
+    # contiguous clone it is a view); the check follows the chain through the earlier output.
+    def f(x0: T) -> object:
+        t0 = x0.view(1, 3, 4)
+        return (t0.reshape(4, 3),)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 2, 2, requires_grad=True).expand(3, 2, 2),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "whose elements overlap")
+
+
+def test_set_under_grad_output_of_itself(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 6800 (refused before): `t0.set_(t0)` with grad on, t0 the only output.
+    def f(x0: T) -> object:
+        t0 = x0.mul(x0)
+        set_to(t0, t0)
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(2, 3),), compile_fn=compile_fn)
+
+
+def test_set_under_grad_output_beside_another_grad_output_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 262: which leaves eager accumulates into before set_'s backward raises depends on the
+    # order autograd runs its nodes.
+    def f(x0: T) -> object:
+        t0 = x0.mul(3.0)
+        set_to(t0, x0)
+        return (t0, x0 * 2)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (torch.randn(3, requires_grad=True),), compile_fn, "also requires grad")
+
+
+def test_overlapping_subclass_view_written_base_returned(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 1096 (refused before; wrong gradients with the refusal lifted alone: the base got a
+    # wrapper update of its own that replaced the write's history). Only the member written gets an update (Note
+    # [Overlapping Subclass Members Written Through One]).
+    def f(x0: T, x1: T) -> object:
+        x0.mul_(2.0)
+        return (x1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(2)
+        return (b0.reshape(2, 1, 1), b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_overlapping_subclass_members_one_written_others_returned(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 3091 shape: the writer reads another member in the write itself (copy_ saves
+    # nothing); views of the other member taken before and after the write are returned.
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.t()
+        x1.copy_(x0[1])
+        return (t0, x0.t(), x1 * 2)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(3, 4)
+        return (b0, b0[0])
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_overlapping_subclass_unbind_member_viewed_before_write(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 4110 (crashed with the refusal lifted): a view of a member written through another
+    # member is rebuilt before the epilogue writes the base (its grad_fn raises after, in eager too).
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.transpose(0, 0)
+        x1.fill_(2.0)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(4, 4)
+        return (b0.unbind(0)[3], b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_overlapping_subclass_member_saved_before_write_refused(compile_fn: CompileFn | None) -> None:
+    # mul saves x0 for its backward; eager's backward then fails its version check, ours would not: refused.
+    def f(x0: T, x1: T) -> object:
+        y = x0 * x0
+        x1.mul_(2.0)
+        return (y,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(3, 4)
+        return (b0, b0[0])
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "overlaps another input")
+
+
+def test_overlapping_subclass_member_written_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 1418 (refused before): the second member is written under no_grad, which records
+    # nothing; the one member written with grad is the only writer.
+    def f(x0: T, x1: T) -> object:
+        x0.add_(2.0)
+        with torch.no_grad():
+            x1.zero_()
+        return (x0, x0 * 3)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(2, 3)
+        return (b0, b0.view(1, 2, 3))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_contiguous_of_overlapping_subclass_input(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 31, program 47 (wrong aliasing before: the traced contiguous clone's contiguous() is itself, so
+    # the output came back as the input; eager's is a copy). Note [contiguous() Of A Contiguous Clone].
+    def f(x0: T) -> object:
+        y = x0.contiguous()
+        y.mul_(2.0)
+        return (y, x0.contiguous().t())
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 4, requires_grad=True).expand(3, 4),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_contiguous_of_view_of_overlapping_subclass_input_refused(compile_fn: CompileFn | None) -> None:
+    # unsqueeze(0) of the traced clone is contiguous, eager's (of the expanded input) is not: refused.
+    def f(x0: T) -> object:
+        return (x0.unsqueeze(0).contiguous(),)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 4, requires_grad=True).expand(3, 4),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "calls contiguous\\(\\) on a view")
