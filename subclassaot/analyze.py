@@ -77,6 +77,7 @@ def analyze(
             clone_graph_inputs=grad_groups,
         )
         _check_requires_grad_calls(run)
+        _check_mixed_grad_view_ops(flat, run)
         mutations = _with_wrapper_grad_sets(
             tuple(_leaf_mutation(i, run) for i in range(len(layout.leaves))), run, layout
         )
@@ -131,6 +132,30 @@ def _check_requires_grad_calls(run: FunctionalRun) -> None:
             "intermediate); the compiled graph cannot make its outputs require grad that way. Call requires_grad_() "
             "on the input itself, or on the output after the call"
         )
+
+
+# Note [In-Place View Ops Under Mixed Grad Modes]
+# An in-place view op (t_, unsqueeze_) on a tensor that requires grad rewrites its grad_fn in eager only with grad
+# enabled; under no_grad it changes the layout and leaves the history alone, which then reads a gradient of the new
+# layout as one of the old (a square x.t_() under no_grad reinterprets the gradient; another shape makes eager's
+# backward raise). The epilogue gives a plain input its final layout by one as_strided_, recorded by autograd or not:
+# exact when all of the input's in-place view ops ran under one grad mode, not when they mix (fuzz seed 2000 #344:
+# wrong gradients). Such an input is refused in training.
+
+
+def _check_mixed_grad_view_ops(flat: FlatInputs, run: FunctionalRun) -> None:
+    if not torch.is_grad_enabled():
+        return
+    for t, index in zip(run.user_tensors, flat.tensor_indices, strict=True):
+        modes = {r.grad_enabled for r in run.swaps.inplace_views.get(id(t), [])}
+        if t.requires_grad and not is_traceable_subclass(t) and len(modes) > 1:
+            raise UnsupportedError(
+                f"{flat.leaves[index].path}: the program changes the layout of this input, which requires grad, by "
+                "in-place view ops (t_, unsqueeze_, ...) both under no_grad and with grad enabled; eager's autograd "
+                "history of it then reads gradients in a layout it no longer has (Note [In-Place View Ops Under "
+                "Mixed Grad Modes]), which the compiled epilogue does not reproduce. Run them all under one grad "
+                "mode, or change a clone"
+            )
 
 
 def _outer_meta(tree: SubclassNode) -> Meta:

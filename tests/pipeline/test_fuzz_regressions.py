@@ -1617,3 +1617,20 @@ def test_data_assigned_after_recorded_write_refused_in_training(compile_fn: Comp
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, "then assigns its `.data`")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Helper "viewness": aliasing metadata of outputs (view-ness, `_base`, shared storage) and their autograd flags
+
+
+def test_inplace_view_ops_under_mixed_grad_modes_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 344 (WRONG GRADIENTS before): the no_grad t_() leaves eager's history alone, so the
+    # later recorded t_() reads the gradient transposed; the epilogue's one as_strided_ did not.
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            x0.t_()
+        x0.t_()
+        return (x0,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(4, 4),), compile_fn, "both under no_grad and with grad enabled")
