@@ -43,7 +43,14 @@ from subclassaot.torch_internals import (
     symint_expr,
 )
 from subclassaot.training_rules import gains_grad, grad_bases, wrapper_update_inputs
-from subclassaot.view_chains import early_input_replay, inplace_replay, replay_of, root_replay, wrapper_storage_classes
+from subclassaot.view_chains import (
+    early_input_replay,
+    inplace_replay,
+    replay_of,
+    root_replay,
+    view_rebuilt_by_set,
+    wrapper_storage_classes,
+)
 
 _CONSTANT_TYPES = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout)
 
@@ -412,6 +419,8 @@ def _output_info(
     replay = replay_of(value, tuple(out_leaves), run, input_by_id, bases, earlier)
     if replay is not None and replay.source is ReplaySource.OUTPUT:
         replay = early_input_replay(value, tuple(out_leaves), run, input_by_id, bases) or replay
+    if replay is None and tree is not None:
+        replay = view_rebuilt_by_set(value, run, input_by_id, bases, earlier)
     rebuilt = replay is not None and (replay.before_epilogue or replay.then_set)
     if torch.is_grad_enabled() and not rebuilt and _grad_fn_raises(value):
         # Only a view of an input rebuilt before the epilogue writes it, or one whose wrapper the runtime set_()s

@@ -627,10 +627,23 @@ def _tensor_output(
         view = _replay(info.replay, ev, values, bases_and_roots, symbols, earlier)
         if info.replay.then_set:  # Note [Wrapper Storage After set_]
             contents = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols)
-            with torch.no_grad():
-                set_to_tensor(view, contents)
+            if info.replay.runtime_set:
+                _set_keeping_storage(view, contents)
+            else:
+                with torch.no_grad():
+                    set_to_tensor(view, contents)
         return view
     return _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols)
+
+
+def _set_keeping_storage(view: torch.Tensor, contents: torch.Tensor) -> None:
+    """Note [Subclass Views Rebuilt By set_]: `view.set_(contents)`, leaving its version counter and wrapper storage."""
+    version, holder = get_version(view), torch.empty(0, dtype=view.dtype, device=view.device)
+    torch._functionalize_unsafe_set(holder, view)
+    with torch.no_grad():
+        set_to_tensor(view, contents)
+    set_version(view, version)
+    torch._functionalize_unsafe_set(view, holder)
 
 
 def _from_leaves(

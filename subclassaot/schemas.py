@@ -196,6 +196,9 @@ class Replay:
     # the program set_() the output's wrapper after making it as this view: the view then takes the output's
     # dense leaves by a wrapper-level set_ (Note [Wrapper Storage After set_])
     then_set: bool = False
+    # then_set is the runtime's own, not the program's (Note [Subclass Views Rebuilt By set_]): the view keeps its
+    # source's version counter and wrapper storage
+    runtime_set: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

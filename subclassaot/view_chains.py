@@ -36,7 +36,14 @@ from subclassaot.schemas import (
 from subclassaot.storage_swaps import InplaceViewRecord, ViewRecord
 from subclassaot.torch_internals import storage_key, symint_expr
 
-__all__ = ["early_input_replay", "inplace_replay", "replay_of", "root_replay", "wrapper_storage_classes"]
+__all__ = [
+    "early_input_replay",
+    "inplace_replay",
+    "replay_of",
+    "root_replay",
+    "view_rebuilt_by_set",
+    "wrapper_storage_classes",
+]
 
 
 # Note [Wrapper Storage After set_]
@@ -174,6 +181,46 @@ def replay_of(
     if base is not None and base[1] is t and not is_traceable_subclass(value):
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
     return None
+
+
+# Note [Subclass Views Rebuilt By set_]
+# A subclass output that eager returns as a wrapper-level view (its `._base` an input, an earlier output or an
+# intermediate subclass) is replayed from that base by its view chain where the chain is exact. Where it is not (the
+# base changed its metadata or storage after the view was taken: t_(), set_(), the same object passed twice), the
+# output is still made a view of eager's base: an alias() of the base, then set_() without autograd to a wrapper of
+# the output's dense leaves, as for Note [Wrapper Storage After set_]. set_ keeps a view a view of its base, and the
+# subclass's set_ points the alias's inner tensors (never autograd views, as in eager, where they are made below
+# autograd) at the leaves; the runtime then gives the view back its base's version counter value and wrapper storage
+# (eager advanced neither), unless a sharing class says otherwise. Only for outputs that carry no autograd history
+# (not requiring grad, or made under no_grad): a view made this way has none of the chain's.
+
+
+def view_rebuilt_by_set(
+    value: torch.Tensor,
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    bases: dict[object, tuple[int, torch.Tensor]],
+    earlier: dict[int, int],
+) -> Replay | None:
+    """Note [Subclass Views Rebuilt By set_]: `value` as a view of eager's `._base` set_() to its own leaves."""
+    if not is_traceable_subclass(value) or not value._is_view() or value._base is None:
+        return None
+    if torch.is_grad_enabled() and value.requires_grad:
+        return None
+    base = value._base
+    if not run.swaps.wrapper_sets and storage_key(base) != storage_key(value):
+        return None
+    alias = ViewStep(op=torch.ops.aten.alias.default, args=(), kwargs=(), index=None, grad_enabled=False)
+    if id(base) in input_by_id:
+        return Replay(
+            source=ReplaySource.INPUT, index=input_by_id[id(base)], steps=(alias,), then_set=True, runtime_set=True
+        )
+    if id(base) in earlier:
+        return Replay(
+            source=ReplaySource.OUTPUT, index=earlier[id(base)], steps=(alias,), then_set=True, runtime_set=True
+        )
+    root = root_replay(base, bases, (alias,))
+    return None if root is None else replace(root, then_set=True, runtime_set=True)
 
 
 def early_input_replay(

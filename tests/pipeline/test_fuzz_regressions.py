@@ -1634,3 +1634,59 @@ def test_inplace_view_ops_under_mixed_grad_modes_refused(compile_fn: CompileFn |
 
     with torch.enable_grad():
         assert_refused(f, lambda: (nonleaf(4, 4),), compile_fn, "both under no_grad and with grad enabled")
+
+
+def test_subclass_view_of_intermediate_changed_after(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, programs 23 and 8543: the intermediate's unsqueeze_() after the views broke their chain; the
+    # output came back as a wrapper of inner views instead of a wrapper-level view (Note [Subclass Views Rebuilt By
+    # set_]).
+    def f(x0: T) -> object:
+        t0 = x0.add(x0)
+        t1 = t0.select(0, 1)
+        t2 = t1.reshape(())
+        t0.unsqueeze_(-1)
+        return (t2,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(1, 3).unbind(0)[0],), compile_fn=compile_fn)
+
+
+def test_subclass_view_of_input_between_inplace_view_ops(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 2193: one object passed twice, viewed between two in-place view ops.
+    def f(x0: T, x1: T) -> object:
+        x1.unsqueeze_(0)
+        t0 = x0.view(())
+        x0.unsqueeze_(1)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair()
+        return (b0, b0)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_view_set_to_input_that_then_changes(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 4195: the view is set_() to its input, whose layout a later transpose_() changes.
+    def f(x0: T) -> object:
+        t0 = x0.diagonal(0, 2, 0)
+        set_to(t0, x0)
+        t1 = x0.contiguous()
+        t1.transpose_(1, 0)
+        return (t0,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(1, 3, 2),), compile_fn=compile_fn)
+
+
+def test_subclass_view_after_set_to_itself(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 2871.
+    def f(x0: T) -> object:
+        set_to(x0, x0)
+        t0 = x0.t()
+        set_to(t0, x0)
+        return (t0.t(),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(2),), compile_fn=compile_fn)
