@@ -184,6 +184,15 @@ def _leaf_mutation(i: int, run: FunctionalRun) -> LeafMutation:
             if storage_key(other) == storage_key(final):
                 set_source = DenseIndex(j)
                 break
+    # Two inputs set_() to one intermediate share its storage (fuzz seed 2000 #1795): the first makes it.
+    new_storage_of = next(
+        (
+            DenseIndex(j)
+            for j in range(i)
+            if storage_changed and set_source is None and storage_key(run.finals[j]) == storage_key(final)
+        ),
+        None,
+    )
     data = has_data_mutation(orig)
     final_meta, orig_meta = leaf_meta(final), leaf_meta(orig)
     swaps = run.swaps
@@ -202,6 +211,7 @@ def _leaf_mutation(i: int, run: FunctionalRun) -> LeafMutation:
         version_bumped=swaps.bumps(run.dense[i]),
         autograd_visible=storage_key(orig) in swaps.visible_writes,
         set_under_grad=id(final) in swaps.grad_set_ids,
+        new_storage_of=new_storage_of,
     )
 
 
@@ -396,6 +406,7 @@ def _output_info(
                     meta=meta,
                     is_view=run.swaps.is_view(leaf),
                     same_object=leaf is run.finals[current[key]],
+                    hidden_base=_hidden_base(leaf, run, current[key], input_by_id, earlier, meta != leaf_meta(leaf)),
                 )
             )
         elif key in original:
@@ -410,6 +421,7 @@ def _output_info(
                     index=bases[key][0],
                     meta=meta,
                     is_view=run.swaps.is_view(leaf),
+                    same_object=bases[key][1] is leaf,
                 )
             )
         else:
@@ -490,7 +502,8 @@ def _data_assigned_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
     the assigned storage, its inner tensors view the root's)."""
     chain: list[tuple[torch.Tensor, int | None]] = []  # (tensor, seq of the view taken from it; None for `value`)
     t, taken = value, None
-    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+    # detach() too: its wrapper shares the source's wrapper storage as a view's does (fuzz seed 2000 #6801)
+    while (record := run.swaps.views.get(id(t))) is not None:
         chain.append((t, taken))
         t, taken = record.source, record.seq
     if id(t) in run.swaps.wrapper_data:
@@ -500,6 +513,26 @@ def _data_assigned_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
         if found is not None and (seq is None or (found[1] < seq and storage_key(found[0]) != storage_key(t))):
             return True
     return False
+
+
+def _hidden_base(
+    leaf: torch.Tensor,
+    run: FunctionalRun,
+    j: DenseIndex,
+    input_by_id: dict[int, InputIndex],
+    earlier: dict[int, int],
+    shifted: bool,
+) -> Meta | None:
+    """A plain view of input `j`'s storage whose view chain starts at an intermediate that set_() made share it
+    (`t1 = t0.t(); x.set_(t0)`, fuzz seed 2000 #727): eager's `._base` is that intermediate, returned by no one."""
+    if is_traceable_subclass(leaf) or not run.swaps.is_view(leaf) or shifted or not leaf._is_view():
+        return None
+    root = leaf._base  # eager's, set_() or not
+    if root is None or root is run.finals[j] or id(root) in input_by_id or id(root) in earlier:
+        return None
+    if any(storage_key(root) == storage_key(o) for o in run.originals):
+        return None  # an input's own storage (a synthetic base of aliased inputs, ...): not a set_() target
+    return leaf_meta(root) if storage_key(root) == storage_key(leaf) else None
 
 
 def _check_within_swapped_input(path: str, leaf: torch.Tensor, run: FunctionalRun, j: DenseIndex) -> None:

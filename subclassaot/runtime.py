@@ -426,6 +426,10 @@ def _replay_metadata(
                 set_to_tensor(x, source.detach().as_strided(size, stride, offset))
         elif m.storage_changed:
             fresh = torch.empty(offset + _extent(size, stride), dtype=x.dtype, device=x.device)
+            if m.new_storage_of is not None:  # the storage an earlier input was set_() to, grown to fit
+                storage = dense[m.new_storage_of].untyped_storage()
+                storage.resize_(max(storage.nbytes(), fresh.untyped_storage().nbytes()))
+                fresh = torch.empty(0, dtype=x.dtype, device=x.device).set_(storage)
             if m.swapped_by_data:
                 x.data = fresh.as_strided(size, stride, offset)
             else:
@@ -664,9 +668,11 @@ def _from_leaves(
             continue
         source = dense[leaf.index] if leaf.source is LeafSource.INPUT_ALIAS else bases[leaf.index]
         assert isinstance(source, torch.Tensor)
-        # An intermediate base is the very tensor eager returned; an input is only where the output was the input's
-        # own leaf object.
-        own = leaf.same_object or leaf.source is not LeafSource.INPUT_ALIAS
+        # The base itself only where the output was that very leaf object (another output sharing its storage, as
+        # after `t0.set_(t1)`, is an alias of it: fuzz seed 2000 #4157).
+        own = leaf.same_object
+        if leaf.hidden_base is not None:
+            source = non_view_alias(source.as_strided(*ev.meta(leaf.hidden_base, symbols)))
         leaves.append(_regenerate(source, ev.meta(leaf.meta, symbols), leaf.is_view, own))
     if info.tree is None:
         return leaves[0]

@@ -114,6 +114,8 @@ class LeafMutation:
     version_bumped: bool  # eager advances its version counter (a write through it or a view sharing its counter)
     autograd_visible: bool  # some write to it happened with grad enabled, not through .data / detach()
     set_under_grad: bool = False  # set_() was called on it with grad enabled while it or the source required grad
+    # set_() to a new storage (set_source None) that an earlier dense leaf ends on too: the leaf that makes it
+    new_storage_of: DenseIndex | None = None
 
     @property
     def any(self) -> bool:
@@ -141,7 +143,11 @@ class OutputLeaf:
     meta: Meta  # the output's size, stride, storage_offset (used by regeneration)
     is_view: bool  # eager gives a view (`._base` set); otherwise a plain alias sharing storage
     passthrough: DenseIndex | None = None  # GRAPH in training: return this dense input itself from the Function
-    same_object: bool = False  # INPUT_ALIAS: the very leaf object of the input (a subclass built around it)
+    # INPUT_ALIAS: the very leaf object of the input (a subclass built around it); INTERMEDIATE_ALIAS: the base itself
+    same_object: bool = False
+    # INPUT_ALIAS view whose `._base` in eager is a tensor nobody else sees that set_() put on the input's storage
+    # (or the input was set_() to): its size, stride, offset; the output is regenerated as a view of such an alias
+    hidden_base: Meta | None = None
 
 
 class ReplaySource(enum.Enum):

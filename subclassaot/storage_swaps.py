@@ -553,6 +553,8 @@ class _DataMode(TorchFunctionMode):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
+        if owner == "data" and name == "__set__" and args[1] is args[0] and is_functional(args[0]):
+            return None  # `x.data = x` changes nothing (fuzz seed 2000 #7202: it broke the view chains through x)
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
             version = get_version(args[0])
             with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)

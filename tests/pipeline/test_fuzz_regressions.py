@@ -1690,3 +1690,81 @@ def test_subclass_view_after_set_to_itself(compile_fn: CompileFn | None) -> None
 
     with torch.no_grad():
         assert_matches_eager(f, lambda: (pair(2),), compile_fn=compile_fn)
+
+
+def test_output_set_to_another_output_is_its_own_object(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, programs 4157 and 8627: t0 shares t1's storage after set_(); both came back as one object.
+    def f(x0: T) -> object:
+        t0 = x0.sin()
+        t1 = t0.clone()
+        set_to(t0, t1)
+        return (t1, t0)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(2),), compile_fn=compile_fn)
+
+
+def test_two_inputs_set_to_one_intermediate_share_it(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 1795: each input got a fresh storage of its own.
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x1.add(0.5)
+        set_to(x2, t0)
+        set_to(x0, t0.view((1, 1, 2)))
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn(4)
+        return (b0, torch.randn(2), b0.reshape((1, 2, 2)))
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_of_intermediate_the_input_is_set_to(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 727: eager's `._base` is the intermediate, not the input now sharing its storage.
+    def f(x0: T) -> object:
+        t0 = x0.mul(-1.0)
+        t1 = t0.t()
+        set_to(x0, t0)
+        return (t1,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(3),), compile_fn=compile_fn)
+
+
+def test_data_assigned_to_itself_keeps_view_chains(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 7202: `t0.data = t0` counted as a storage swap; the no_grad view came back with a
+    # grad_fn.
+    def f(x0: T) -> object:
+        t0 = x0.view((6, -1))
+        with torch.no_grad():
+            t1 = t0[:, 0:1:1]
+        t0.data = t0
+        return (t1,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (torch.randn(2, 3, 3, requires_grad=True),), compile_fn=compile_fn)
+
+
+def test_view_of_storage_an_intermediate_left_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 2342: the output views the clone's storage, which `.data =` moved t0 off; it came
+    # back sharing the input's storage.
+    def f(x0: T) -> object:
+        t0 = x0.clone()
+        t1 = t0.diagonal(1, 0, 1)
+        t0.data = x0
+        return (t1,)
+
+    with torch.no_grad():
+        assert_refused(f, lambda: (torch.randn(1, 2, 3),), compile_fn, "moved to another storage")
+
+
+def test_detach_of_subclass_with_assigned_data_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 6801: detach() shares the wrapper storage `.data =` gave t0, like a view.
+    def f(x0: T) -> object:
+        t0 = x0.sin()
+        t0.data = x0
+        return (t0.detach(),)
+
+    with torch.no_grad():
+        assert_refused(f, lambda: (pair(1),), compile_fn, "whose `.data` the program assigned")
