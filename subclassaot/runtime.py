@@ -633,6 +633,8 @@ def _tensor_output(
             contents = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols)
             if info.replay.runtime_set:
                 _set_keeping_storage(view, contents)
+            elif info.replay.set_by_data:
+                view.data = contents
             else:
                 with torch.no_grad():
                     set_to_tensor(view, contents)

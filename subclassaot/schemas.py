@@ -205,6 +205,8 @@ class Replay:
     # then_set is the runtime's own, not the program's (Note [Subclass Views Rebuilt By set_]): the view keeps its
     # source's version counter and wrapper storage
     runtime_set: bool = False
+    # the program's was `.data =` on a plain view (it stays a view of its base): repeated as `.data =`
+    set_by_data: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -123,7 +123,8 @@ def replay_of(
     first: ViewRecord | None = None
     # in-place view ops on a tensor count until the next view was taken from it (for the output itself: until the
     # set_() that replaced its wrapper's contents)
-    upto = (run.swaps.wrapper_sets.get(id(value)) or run.swaps.plain_sets[id(value)])[0] if then_set else 1 << 62
+    found = _set_record(value, run) if then_set else None
+    upto = found[0] if found is not None else 1 << 62
     set_sources = _unchanged_subclass_inputs(run, input_by_id) if run.swaps.wrapper_sets else None
     while id(t) not in input_by_id and (id(t) not in earlier or _changed_since(t, first)):
         # (an earlier output whose metadata changed after this view was taken from it: replay from its own source)
@@ -145,7 +146,8 @@ def replay_of(
         return None if then_set else root_replay(value, bases, ())
     steps = [s for segment in reversed(segments) for s in segment]
     if then_set:
-        return _replay_then_set(t, first, steps, run, input_by_id, bases, earlier)
+        by_data = id(value) in run.swaps.swapped_by_data
+        return _replay_then_set(t, first, steps, run, input_by_id, bases, earlier, by_data)
     if _meta_exprs(first.source_meta) != leaf_meta(t):
         # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
         # then is viewed before the epilogue changes it; anything else is regenerated.
@@ -248,15 +250,20 @@ def _set_after_made(value: torch.Tensor, run: FunctionalRun) -> bool:
     """The program set_() the wrapper of subclass output `value` (Note [Wrapper Storage After set_]) after making it
     as a view, in a way the runtime reproduces by a wrapper-level set_ without autograd: `value` does not require
     grad, or the set_ ran under no_grad."""
-    if is_traceable_subclass(value):
-        found = run.swaps.wrapper_sets.get(id(value))
-    elif id(value) in run.swaps.swapped_by_data:
-        return False  # `.data =`: not a set_ the runtime repeats
-    else:
-        found = run.swaps.plain_sets.get(id(value))  # a plain view set_() to another storage stays a view
+    found = _set_record(value, run)
     if found is None or id(value) not in run.swaps.views:
         return False
     return not value.requires_grad or not found[1]
+
+
+def _set_record(value: torch.Tensor, run: FunctionalRun) -> tuple[int, bool] | None:
+    """(seq, grad mode) of the last set_() of `value`'s wrapper or plain tensor, or of its last `.data =` (a plain
+    view given other data stays a view of its base: fuzz seed 2000 #3966)."""
+    if is_traceable_subclass(value):
+        return run.swaps.wrapper_sets.get(id(value))
+    if id(value) in run.swaps.swapped_by_data:
+        return run.swaps.data_sets.get(id(value))
+    return run.swaps.plain_sets.get(id(value))  # a plain view set_() to another storage stays a view
 
 
 def _replay_then_set(
@@ -267,14 +274,16 @@ def _replay_then_set(
     input_by_id: dict[int, InputIndex],
     bases: dict[object, tuple[int, torch.Tensor]],
     earlier: dict[int, int],
+    by_data: bool,
 ) -> Replay | None:
     """The view chain of an output whose wrapper was set_() after it was made, from its root `t`."""
     if _meta_exprs(first.source_meta) != leaf_meta(t):
         return None  # its source changed shape since: the view is not replayable after the epilogue
-    if id(t) in input_by_id:
-        return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), then_set=True)
-    if id(t) in earlier:
-        return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps), then_set=True)
+    by_data = by_data and not is_traceable_subclass(t)
+    found: tuple[ReplaySource, int] | None = (ReplaySource.INPUT, input_by_id[id(t)]) if id(t) in input_by_id else None
+    found = (ReplaySource.OUTPUT, earlier[id(t)]) if id(t) in earlier else found
+    if found is not None:
+        return Replay(source=found[0], index=found[1], steps=tuple(steps), then_set=True, set_by_data=by_data)
     root = root_replay(t, bases, tuple(steps))
     return None if root is None else replace(root, then_set=True)
 

@@ -1768,3 +1768,26 @@ def test_detach_of_subclass_with_assigned_data_refused(compile_fn: CompileFn | N
 
     with torch.no_grad():
         assert_refused(f, lambda: (pair(1),), compile_fn, "whose `.data` the program assigned")
+
+
+def test_view_given_other_data_stays_a_view(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 3966: `t2.data = t1` keeps t2 a view of x0 (its `._base`), on x1's storage.
+    def f(x0: T, x1: T) -> object:
+        t1 = x1.transpose(0, 0)[1:1:1]
+        t2 = x0.unsqueeze(-3)
+        t2.data = t1
+        return (t2,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(4, 1), torch.randn(1)), compile_fn=compile_fn)
+
+
+def test_view_given_data_that_requires_grad_in_training(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 1447: the view of x0 came back as a view of x1, requiring grad.
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.reshape((3, 2, 1))
+        t0.data = x1
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (torch.randn(1, 3, 2), nonleaf(1, 4)), compile_fn=compile_fn)
