@@ -374,11 +374,15 @@ def _output_info(
             "tensor, or a clone"
         )
     wrapper_set = run.swaps.wrapper_sets.get(id(value))
-    if value.requires_grad and (id(value) in run.swaps.grad_set_ids or (wrapper_set is not None and wrapper_set[1])):
+    if value.requires_grad and (
+        id(value) in run.swaps.grad_set_ids
+        or (wrapper_set is not None and wrapper_set[1])
+        or _viewed_after_grad_set(value, run)
+    ):
         raise UnsupportedError(
-            f"{path}: the program set_() this tensor with grad enabled, so eager gives it an autograd history through "
-            "set_ (whose derivative is not implemented), which a compiled output cannot have. Call set_() under "
-            "torch.no_grad(), or return a clone"
+            f"{path}: the program set_() this tensor with grad enabled (or one it then took it as a view of), so "
+            "eager gives it an autograd history through set_ (whose derivative is not implemented), which a compiled "
+            "output cannot have. Call set_() under torch.no_grad(), or return a clone"
         )
     tree, dense = dense_leaves_of(value, path)
     out_leaves = []
@@ -511,6 +515,22 @@ def _data_assigned_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
     for u, seq in chain:
         found = run.swaps.wrapper_data.get(id(u))
         if found is not None and (seq is None or (found[1] < seq and storage_key(found[0]) != storage_key(t))):
+            return True
+    return False
+
+
+def _viewed_after_grad_set(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """A view taken (through its chain) of a tensor the program had set_() with grad enabled: its history goes
+    through that set_ too (fuzz seed 2000 #949, #2813)."""
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        t = record.source
+        found = run.swaps.wrapper_sets.get(id(t)) or run.swaps.plain_sets.get(id(t))
+        if (
+            found is not None
+            and found[0] < record.seq
+            and (found[1] if is_traceable_subclass(t) else id(t) in run.swaps.grad_set_ids)
+        ):
             return True
     return False
 

@@ -1791,3 +1791,14 @@ def test_view_given_data_that_requires_grad_in_training(compile_fn: CompileFn | 
 
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (torch.randn(1, 3, 2), nonleaf(1, 4)), compile_fn=compile_fn)
+
+
+def test_view_of_subclass_set_under_grad_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 949: t1's history goes through t0.set_(t0), recorded by autograd.
+    def f(x0: T) -> object:
+        t0 = x0.reshape((1, 4, 4))
+        set_to(t0, t0)
+        return (t0.select(1, -3),)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair_nonleaf(4, 4),), compile_fn, "\\(or one it then took it as a view of\\)")
