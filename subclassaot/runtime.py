@@ -628,7 +628,7 @@ def _tensor_output(
 ) -> torch.Tensor:
     bases, roots = bases_and_roots
     if info.replay is not None:
-        view = _replay(info.replay, ev, values, bases_and_roots, symbols, earlier)
+        view = _replay(info.replay, ev, values, bases_and_roots, symbols, earlier, dense)
         if info.replay.then_set:  # Note [Wrapper Storage After set_]
             contents = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols)
             if info.replay.runtime_set:
@@ -702,8 +702,9 @@ def _replay(
     bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
     symbols: dict[str, int],
     earlier: Callable[[int], object],
+    dense: Sequence[torch.Tensor] = (),
 ) -> torch.Tensor:
-    src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier)
+    src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier, dense)
     return replay_steps(src, replay.steps, ev, symbols, values)
 
 
@@ -734,8 +735,17 @@ def _replay_source(
     bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
     symbols: dict[str, int],
     earlier: Callable[[int], object],
+    dense: Sequence[torch.Tensor] = (),
 ) -> torch.Tensor:
     bases, roots = bases_and_roots
+    if replay.source is ReplaySource.INPUT_ROOT:
+        # Note [Subclass Views Rebuilt By set_]: a wrapper (not a view) around aliases of the input leaves
+        assert replay.root_tree is not None and replay.root_meta is not None
+        size, stride, _ = ev.meta(replay.root_meta, symbols)
+        leaves = [
+            _regenerate(dense[leaf.index], ev.meta(leaf.meta, symbols), False, False) for leaf in replay.root_leaves
+        ]
+        return unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
     if replay.source is ReplaySource.INPUT:
         return cast(torch.Tensor, values[replay.index])
     if replay.source is ReplaySource.OUTPUT:

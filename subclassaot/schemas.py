@@ -155,6 +155,8 @@ class ReplaySource(enum.Enum):
     BASE = "base"  # an intermediate base the graph returns (index: base number)
     OUTPUT = "output"  # an earlier output of the same call (index: OutputIndex)
     WRAPPER = "wrapper"  # an intermediate subclass rebuilt from intermediate bases (root_tree / root_bases)
+    # an intermediate subclass whose dense leaves are on input storages after set_() (root_tree / root_leaves)
+    INPUT_ROOT = "input_root"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -194,7 +196,8 @@ class Replay:
     steps: tuple[ViewStep, ...]  # applied in order; () only for WRAPPER: the intermediate itself
     root_tree: SubclassNode | None = None  # WRAPPER: the intermediate subclass's structure
     root_bases: tuple[int, ...] = ()  # WRAPPER: per dense leaf of the root, its intermediate base number
-    root_meta: Meta | None = None  # WRAPPER: the root's outer size, stride, offset
+    root_meta: Meta | None = None  # WRAPPER, INPUT_ROOT: the root's outer size, stride, offset
+    root_leaves: tuple[OutputLeaf, ...] = ()  # INPUT_ROOT: per dense leaf of the root, the input leaf it aliases
     # INPUT: a view of an input that requires grad, taken before the program wrote the input: rebuilt before the
     # epilogue writes it, so that autograd sees the same order as in eager (a no_grad or multi-output view whose
     # base is then written has a grad_fn that raises)

@@ -19,6 +19,7 @@ from subclassaot.desugar import leaf_meta
 from subclassaot.functional_run import FunctionalRun
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import (
+    DenseIndex,
     DenseLayout,
     InputArg,
     InputIndex,
@@ -221,8 +222,31 @@ def view_rebuilt_by_set(
         return Replay(
             source=ReplaySource.OUTPUT, index=earlier[id(base)], steps=(alias,), then_set=True, runtime_set=True
         )
-    root = root_replay(base, bases, (alias,))
+    root = root_replay(base, bases, (alias,)) or _input_root(base, run, alias)
     return None if root is None else replace(root, then_set=True, runtime_set=True)
+
+
+def _input_root(base: torch.Tensor, run: FunctionalRun, alias: ViewStep) -> Replay | None:
+    """An intermediate subclass whose dense leaves all alias input leaves after set_() (`t0.set_(x0)`, or
+    `x0.set_(t0)`: fuzz seed 2000 #9090, #2729), rebuilt around those."""
+    current = {storage_key(f): DenseIndex(j) for j, f in enumerate(run.finals)}
+    node, root_leaves = flatten_subclass(base, "root")
+    found = [current.get(storage_key(leaf)) for leaf in root_leaves]
+    if any(j is None for j in found):
+        return None
+    leaves = tuple(
+        OutputLeaf(source=LeafSource.INPUT_ALIAS, index=j, meta=leaf_meta(leaf), is_view=False)
+        for j, leaf in zip(found, root_leaves, strict=True)
+        if j is not None
+    )
+    return Replay(
+        source=ReplaySource.INPUT_ROOT,
+        index=-1,
+        steps=(alias,),
+        root_tree=node,
+        root_meta=leaf_meta(base),
+        root_leaves=leaves,
+    )
 
 
 def early_input_replay(

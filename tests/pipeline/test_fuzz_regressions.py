@@ -1802,3 +1802,25 @@ def test_view_of_subclass_set_under_grad_refused(compile_fn: CompileFn | None) -
 
     with torch.enable_grad():
         assert_refused(f, lambda: (pair_nonleaf(4, 4),), compile_fn, "\\(or one it then took it as a view of\\)")
+
+
+def test_subclass_view_of_intermediate_set_to_input(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 9090: eager's `._base` is t0, whose leaves set_() put on the input's storage.
+    def f(x0: T) -> object:
+        t0 = x0.mul(x0)
+        set_to(t0, x0)
+        return (t0.select(1, 0),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(3).unsqueeze(-2),), compile_fn=compile_fn)
+
+
+def test_subclass_view_of_intermediate_the_input_is_set_to(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 2729.
+    def f(x0: T) -> object:
+        t0 = x0.sum(0)
+        set_to(x0, t0)
+        return (t0.as_strided((), (), 1),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(1, 3),), compile_fn=compile_fn)
