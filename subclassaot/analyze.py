@@ -437,7 +437,7 @@ def _output_info(
         replay = early_input_replay(value, tuple(out_leaves), run, input_by_id, bases) or replay
     if replay is None and tree is not None:
         replay = view_rebuilt_by_set(value, run, input_by_id, bases, earlier)
-    rebuilt = replay is not None and (replay.before_epilogue or replay.then_set)
+    rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
     if torch.is_grad_enabled() and not rebuilt and _grad_fn_raises(value):
         # Only a view of an input rebuilt before the epilogue writes it, or one whose wrapper the runtime set_()s
         # (Note [Wrapper Storage After set_]), gets such a grad_fn at run time (fuzz seed 25 #327, #628: a no_grad view of an intermediate or swapped tensor came back with none).
