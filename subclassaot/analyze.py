@@ -520,17 +520,14 @@ def _data_assigned_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
 
 
 def _viewed_after_grad_set(value: torch.Tensor, run: FunctionalRun) -> bool:
-    """A view taken (through its chain) of a tensor the program had set_() with grad enabled: its history goes
-    through that set_ too (fuzz seed 2000 #949, #2813)."""
+    """A subclass view taken (through its chain) of a wrapper the program had set_() with grad enabled: its history
+    goes through that set_ too (fuzz seed 2000 #949, #2813). (A plain input's set_ under grad is repeated by the
+    epilogue, and views of it replay after: Note [set_ Under Grad].)"""
     t = value
     while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
         t = record.source
-        found = run.swaps.wrapper_sets.get(id(t)) or run.swaps.plain_sets.get(id(t))
-        if (
-            found is not None
-            and found[0] < record.seq
-            and (found[1] if is_traceable_subclass(t) else id(t) in run.swaps.grad_set_ids)
-        ):
+        found = run.swaps.wrapper_sets.get(id(t))
+        if found is not None and found[0] < record.seq and found[1]:
             return True
     return False
 

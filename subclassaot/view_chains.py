@@ -213,6 +213,9 @@ def view_rebuilt_by_set(
     base = value._base
     if not run.swaps.wrapper_sets and storage_key(base) != storage_key(value):
         return None
+    base_storages = {storage_key(leaf) for leaf in flatten_subclass(base, "base")[1]}
+    if any(storage_key(leaf) not in base_storages for leaf in flatten_subclass(value, "out")[1]):
+        return None  # an inner tensor that does not alias the base's: the subclass's view op copies (check_subclass)
     alias = ViewStep(op=torch.ops.aten.alias.default, args=(), kwargs=(), index=None, grad_enabled=False)
     if id(base) in input_by_id:
         return Replay(
