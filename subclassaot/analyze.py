@@ -386,6 +386,7 @@ def _output_info(
         )
     tree, dense = dense_leaves_of(value, path)
     out_leaves = []
+    replaced: DenseIndex | None = None  # an input whose storage before set_() an output leaf views
     fresh = _needs_program_autograd(value, run)
     for leaf in dense:
         key = storage_key(leaf)
@@ -414,9 +415,12 @@ def _output_info(
                 )
             )
         elif key in original:
-            raise UnsupportedError(
-                f"{path} is a view of the storage that input {original[key]} had before set_() replaced it; "
-                "returning views of a replaced storage is not supported. Return a clone (.clone()) instead"
+            # Only a view of the input made before the epilogue swaps it can reach that storage (below).
+            replaced = replaced if replaced is not None else original[key]
+            out_leaves.append(
+                OutputLeaf(
+                    source=LeafSource.INPUT_ALIAS, index=original[key], meta=meta, is_view=run.swaps.is_view(leaf)
+                )
             )
         elif key in bases and not (leaf.requires_grad and not bases[key][1].requires_grad):
             out_leaves.append(
@@ -435,8 +439,16 @@ def _output_info(
     replay = replay_of(value, tuple(out_leaves), run, input_by_id, bases, earlier)
     if replay is not None and replay.source is ReplaySource.OUTPUT:
         replay = early_input_replay(value, tuple(out_leaves), run, input_by_id, bases) or replay
-    if replay is None and tree is not None:
+    if replay is None and tree is not None and replaced is None:
         replay = view_rebuilt_by_set(value, run, input_by_id, bases, earlier)
+    early = replay is not None and replay.source is ReplaySource.INPUT and replay.before_epilogue
+    if replaced is not None and (not early or (torch.is_grad_enabled() and value.requires_grad)):
+        # (with autograd history: the epilogue's writes and swaps come after it, in eager they came before)
+        raise UnsupportedError(
+            f"{path} is a view of the storage that input {replaced} had before set_() replaced it; such a view is "
+            "supported only without autograd history and taken of the input as it came (it is rebuilt before the "
+            "epilogue swaps the input). Return a clone (.clone()) instead"
+        )
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
     if torch.is_grad_enabled() and not rebuilt and _grad_fn_raises(value):
         # Only a view of an input rebuilt before the epilogue writes it, or one whose wrapper the runtime set_()s

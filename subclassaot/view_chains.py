@@ -158,7 +158,7 @@ def replay_of(
     if id(t) in input_by_id:
         if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
             return None
-        if _swapped_after_view(t, value):
+        if _swapped_after_view(t, value) or _on_replaced_storage(value, run):
             # set_() moved the input off the storage the view was taken from: view it before the epilogue swaps it
             # (as the program did), else regenerate the view from the input still holding that storage.
             as_received = _as_received(t, first, run)
@@ -322,13 +322,23 @@ def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
     return storage_key(source) != storage_key(view)
 
 
+def _on_replaced_storage(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """A dense leaf of `value` is on an input's storage as received, which set_() then replaced (fuzz seed 2000
+    #4452: a subclass input's view)."""
+    finals = {storage_key(f) for f in run.finals}
+    originals = {storage_key(o) for o in run.originals}
+    _, leaves = flatten_subclass(value, "out") if is_traceable_subclass(value) else (None, [value])
+    return any(storage_key(leaf) in originals and storage_key(leaf) not in finals for leaf in leaves)
+
+
 def _as_received(t: torch.Tensor, first: ViewRecord, run: FunctionalRun) -> bool:
     """Was input `t` as the program received it when the view was taken from it?"""
     position = next(k for k, u in enumerate(run.user_tensors) if u is t)
     earlier_ops = any(r.seq < first.seq for r in run.swaps.inplace_views.get(id(t), []))
     swapped = run.swaps.plain_sets.get(id(t))
     # a storage swap (set_, `.data =`) before the view: the view is of the storage the epilogue gives the input
-    earlier_swap = (swapped is not None and swapped[0] < first.seq) or id(t) in run.swaps.swapped_by_data
+    by_data = run.swaps.data_sets.get(id(t)) if id(t) in run.swaps.swapped_by_data else None
+    earlier_swap = (swapped is not None and swapped[0] < first.seq) or (by_data is not None and by_data[0] < first.seq)
     return not earlier_ops and not earlier_swap and _meta_exprs(first.source_meta) == run.initial_metas[position]
 
 

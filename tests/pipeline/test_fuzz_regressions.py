@@ -1824,3 +1824,50 @@ def test_subclass_view_of_intermediate_the_input_is_set_to(compile_fn: CompileFn
 
     with torch.no_grad():
         assert_matches_eager(f, lambda: (pair(1, 3),), compile_fn=compile_fn)
+
+
+def test_view_of_input_before_set_elsewhere(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 3285 (refused before): the view keeps the storage the input had; it is rebuilt from
+    # the input before the epilogue swaps it.
+    def f(x0: T) -> object:
+        t0 = x0[3:3:1]
+        set_to(x0, t0.mul(-1.0))
+        return (t0,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(3),), compile_fn=compile_fn)
+
+
+def test_subclass_view_of_input_before_set_elsewhere(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 5414 (refused before).
+    def f(x0: T) -> object:
+        t0 = x0.mul(x0)
+        t1 = x0.unsqueeze(0)
+        set_to(x0, t0)
+        return (t1,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(3, 1),), compile_fn=compile_fn)
+
+
+def test_view_of_input_before_its_data_is_assigned(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 3017 (refused before).
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.reshape(())
+        x1.data = x0.mul(2.0)
+        return (t0,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(3), torch.randn(())), compile_fn=compile_fn)
+
+
+def test_view_of_input_before_set_with_history_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 1206: rebuilt before the epilogue's set_() under grad, the unbind() view's grad_fn
+    # would raise (eager took it after the set_).
+    def f(x0: T) -> object:
+        t0 = x0.view((2, 1, 1))
+        set_to(x0, t0.clone())
+        return (t0.unbind(0)[0],)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(2),), compile_fn, "such a view is supported only without autograd history")
