@@ -435,12 +435,26 @@ def _output_info(
         else:
             out_leaves.append(OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False))
             graph_count += 1
+    on_input = any(o.source is LeafSource.INPUT_ALIAS for o in out_leaves)
+    if on_input and value.requires_grad and _grad_fn_or_none(value) is not None and _detached_in_chain(value, run):
+        raise UnsupportedError(
+            f"{path} is a detach() of an input (or a view of one) that the program then wrote with a value that "
+            "requires grad: eager gives it an autograd history of its own over the input's storage, which a compiled "
+            "output cannot have. Return a clone, or write into a clone"
+        )
     outer = None if tree is None else leaf_meta(value)
     replay = replay_of(value, tuple(out_leaves), run, input_by_id, bases, earlier)
     if replay is not None and replay.source is ReplaySource.OUTPUT:
         replay = early_input_replay(value, tuple(out_leaves), run, input_by_id, bases) or replay
     if replay is None and tree is not None and replaced is None:
         replay = view_rebuilt_by_set(value, run, input_by_id, bases, earlier)
+    if replay is None and tree is None and id(value) in run.swaps.swapped_by_data and run.swaps.is_view(value):
+        raise UnsupportedError(
+            f"{path}: the program assigned `.data` of this view, which eager keeps a view of its base; its view chain "
+            "cannot be replayed here (it starts at an intermediate no output returns, or its source changed since), "
+            "so the compiled output could not be that view. Return a clone, or assign `.data` of a tensor that is "
+            "not a view"
+        )
     early = replay is not None and replay.source is ReplaySource.INPUT and replay.before_epilogue
     if replaced is not None and (not early or (torch.is_grad_enabled() and value.requires_grad)):
         # (with autograd history: the epilogue's writes and swaps come after it, in eager they came before)
@@ -528,6 +542,16 @@ def _data_assigned_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
         found = run.swaps.wrapper_data.get(id(u))
         if found is not None and (seq is None or (found[1] < seq and storage_key(found[0]) != storage_key(t))):
             return True
+    return False
+
+
+def _detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """`value` is a detach() or a view of one (fuzz seed 2000 #3651: `t = x.detach(); t.copy_(x)` with grad)."""
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None:
+        if record.func is torch.ops.aten.detach.default:
+            return True
+        t = record.source
     return False
 
 

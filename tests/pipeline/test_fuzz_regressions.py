@@ -1871,3 +1871,25 @@ def test_view_of_input_before_set_with_history_refused(compile_fn: CompileFn | N
 
     with torch.enable_grad():
         assert_refused(f, lambda: (nonleaf(2),), compile_fn, "such a view is supported only without autograd history")
+
+
+def test_detach_of_input_written_with_grad_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 3651: t0's CopyBackwards history came back missing.
+    def f(x0: T) -> object:
+        t0 = x0.detach()
+        t0.copy_(x0)
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair_nonleaf(4, 2, 2),), compile_fn, "is a detach\\(\\) of an input")
+
+
+def test_data_of_view_of_unreturned_intermediate_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 3412: eager's t1 stays a view of t0, which no output returns.
+    def f(x0: T) -> object:
+        t1 = x0.add(3.0)[0:1:1]
+        t1.data = x0
+        return (t1,)
+
+    with torch.no_grad():
+        assert_refused(f, lambda: (torch.randn(()).reshape((1, -1)),), compile_fn, "assigned `.data` of this view")
