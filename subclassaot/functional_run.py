@@ -230,12 +230,14 @@ def intermediate_bases(
     output that is a view of an intermediate subclass names its root's inner tensors as bases explicitly."""
     forced = _wrapper_roots(leaves, current, original, swaps)
     by_storage: dict[object, list[torch.Tensor]] = {}
+    paths: dict[object, str] = {}
     for i, value in enumerate(leaves):
         if isinstance(value, torch.Tensor):
             for leaf in dense_leaves_of(value, f"out[{i}]")[1]:
                 key = storage_key(leaf)
                 if key not in current and key not in original:
                     by_storage.setdefault(key, []).append(leaf)
+                    paths.setdefault(key, f"out[{i}]")
     bases: dict[object, tuple[int, torch.Tensor]] = {}
     for key, members in by_storage.items():
         distinct = {id(m) for m in members}
@@ -246,6 +248,12 @@ def intermediate_bases(
             continue
         views = [m for m in members if swaps.is_view(m)]
         base = swaps.view_root(views[0]) if views else members[0]
+        if storage_key(base) != key:
+            # `t1 = t0.diagonal(); t0.data = x` (fuzz seed 2000 #2342): no tensor holds the storage t1 views
+            raise UnsupportedError(
+                f"{paths[key]} is a view of an intermediate that `.data =` or set_() then moved to another storage; "
+                "returning a view of the storage it left is not supported. Return a clone (.clone()) instead"
+            )
         bases[key] = (len(bases), base)
     return bases
 

@@ -426,6 +426,10 @@ def _replay_metadata(
                 set_to_tensor(x, source.detach().as_strided(size, stride, offset))
         elif m.storage_changed:
             fresh = torch.empty(offset + _extent(size, stride), dtype=x.dtype, device=x.device)
+            if m.new_storage_of is not None:  # the storage an earlier input was set_() to, grown to fit
+                storage = dense[m.new_storage_of].untyped_storage()
+                storage.resize_(max(storage.nbytes(), fresh.untyped_storage().nbytes()))
+                fresh = torch.empty(0, dtype=x.dtype, device=x.device).set_(storage)
             if m.swapped_by_data:
                 x.data = fresh.as_strided(size, stride, offset)
             else:
@@ -633,13 +637,28 @@ def _tensor_output(
 ) -> torch.Tensor:
     bases, roots = bases_and_roots
     if info.replay is not None:
-        view = _replay(info.replay, ev, values, bases_and_roots, symbols, earlier)
+        view = _replay(info.replay, ev, values, bases_and_roots, symbols, earlier, dense)
         if info.replay.then_set:  # Note [Wrapper Storage After set_]
             contents = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols)
-            with torch.no_grad():
-                set_to_tensor(view, contents)
+            if info.replay.runtime_set:
+                _set_keeping_storage(view, contents)
+            elif info.replay.set_by_data:
+                view.data = contents
+            else:
+                with torch.no_grad():
+                    set_to_tensor(view, contents)
         return view
     return _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols)
+
+
+def _set_keeping_storage(view: torch.Tensor, contents: torch.Tensor) -> None:
+    """Note [Subclass Views Rebuilt By set_]: `view.set_(contents)`, leaving its version counter and wrapper storage."""
+    version, holder = get_version(view), torch.empty(0, dtype=view.dtype, device=view.device)
+    torch._functionalize_unsafe_set(holder, view)
+    with torch.no_grad():
+        set_to_tensor(view, contents)
+    set_version(view, version)
+    torch._functionalize_unsafe_set(view, holder)
 
 
 def _from_leaves(
@@ -660,9 +679,11 @@ def _from_leaves(
             continue
         source = dense[leaf.index] if leaf.source is LeafSource.INPUT_ALIAS else bases[leaf.index]
         assert isinstance(source, torch.Tensor)
-        # An intermediate base is the very tensor eager returned; an input is only where the output was the input's
-        # own leaf object.
-        own = leaf.same_object or leaf.source is not LeafSource.INPUT_ALIAS
+        # The base itself only where the output was that very leaf object (another output sharing its storage, as
+        # after `t0.set_(t1)`, is an alias of it: fuzz seed 2000 #4157).
+        own = leaf.same_object
+        if leaf.hidden_base is not None:
+            source = non_view_alias(source.as_strided(*ev.meta(leaf.hidden_base, symbols)))
         leaves.append(_regenerate(source, ev.meta(leaf.meta, symbols), leaf.is_view, own))
     if info.tree is None:
         return leaves[0]
@@ -690,8 +711,9 @@ def _replay(
     bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
     symbols: dict[str, int],
     earlier: Callable[[int], object],
+    dense: Sequence[torch.Tensor] = (),
 ) -> torch.Tensor:
-    src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier)
+    src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier, dense)
     return replay_steps(src, replay.steps, ev, symbols, values)
 
 
@@ -722,8 +744,17 @@ def _replay_source(
     bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
     symbols: dict[str, int],
     earlier: Callable[[int], object],
+    dense: Sequence[torch.Tensor] = (),
 ) -> torch.Tensor:
     bases, roots = bases_and_roots
+    if replay.source is ReplaySource.INPUT_ROOT:
+        # Note [Subclass Views Rebuilt By set_]: a wrapper (not a view) around aliases of the input leaves
+        assert replay.root_tree is not None and replay.root_meta is not None
+        size, stride, _ = ev.meta(replay.root_meta, symbols)
+        leaves = [
+            _regenerate(dense[leaf.index], ev.meta(leaf.meta, symbols), False, False) for leaf in replay.root_leaves
+        ]
+        return unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
     if replay.source is ReplaySource.INPUT:
         return cast(torch.Tensor, values[replay.index])
     if replay.source is ReplaySource.OUTPUT:

@@ -117,6 +117,8 @@ class LeafMutation:
     version_bumped: bool  # eager advances its version counter (a write through it or a view sharing its counter)
     autograd_visible: bool  # some write to it happened with grad enabled, not through .data / detach()
     set_under_grad: bool = False  # set_() was called on it with grad enabled while it or the source required grad
+    # set_() to a new storage (set_source None) that an earlier dense leaf ends on too: the leaf that makes it
+    new_storage_of: DenseIndex | None = None
 
     @property
     def any(self) -> bool:
@@ -144,7 +146,11 @@ class OutputLeaf:
     meta: Meta  # the output's size, stride, storage_offset (used by regeneration)
     is_view: bool  # eager gives a view (`._base` set); otherwise a plain alias sharing storage
     passthrough: DenseIndex | None = None  # GRAPH in training: return this dense input itself from the Function
-    same_object: bool = False  # INPUT_ALIAS: the very leaf object of the input (a subclass built around it)
+    # INPUT_ALIAS: the very leaf object of the input (a subclass built around it); INTERMEDIATE_ALIAS: the base itself
+    same_object: bool = False
+    # INPUT_ALIAS view whose `._base` in eager is a tensor nobody else sees that set_() put on the input's storage
+    # (or the input was set_() to): its size, stride, offset; the output is regenerated as a view of such an alias
+    hidden_base: Meta | None = None
 
 
 class ReplaySource(enum.Enum):
@@ -152,6 +158,8 @@ class ReplaySource(enum.Enum):
     BASE = "base"  # an intermediate base the graph returns (index: base number)
     OUTPUT = "output"  # an earlier output of the same call (index: OutputIndex)
     WRAPPER = "wrapper"  # an intermediate subclass rebuilt from intermediate bases (root_tree / root_bases)
+    # an intermediate subclass whose dense leaves are on input storages after set_() (root_tree / root_leaves)
+    INPUT_ROOT = "input_root"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -191,7 +199,8 @@ class Replay:
     steps: tuple[ViewStep, ...]  # applied in order; () only for WRAPPER: the intermediate itself
     root_tree: SubclassNode | None = None  # WRAPPER: the intermediate subclass's structure
     root_bases: tuple[int, ...] = ()  # WRAPPER: per dense leaf of the root, its intermediate base number
-    root_meta: Meta | None = None  # WRAPPER: the root's outer size, stride, offset
+    root_meta: Meta | None = None  # WRAPPER, INPUT_ROOT: the root's outer size, stride, offset
+    root_leaves: tuple[OutputLeaf, ...] = ()  # INPUT_ROOT: per dense leaf of the root, the input leaf it aliases
     # INPUT: a view of an input that requires grad, taken before the program wrote the input: rebuilt before the
     # epilogue writes it, so that autograd sees the same order as in eager (a no_grad or multi-output view whose
     # base is then written has a grad_fn that raises)
@@ -199,6 +208,11 @@ class Replay:
     # the program set_() the output's wrapper after making it as this view: the view then takes the output's
     # dense leaves by a wrapper-level set_ (Note [Wrapper Storage After set_])
     then_set: bool = False
+    # then_set is the runtime's own, not the program's (Note [Subclass Views Rebuilt By set_]): the view keeps its
+    # source's version counter and wrapper storage
+    runtime_set: bool = False
+    # the program's was `.data =` on a plain view (it stays a view of its base): repeated as `.data =`
+    set_by_data: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

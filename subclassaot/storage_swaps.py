@@ -117,6 +117,7 @@ class SwapRecord:
     # Storage After set_])
     wrapper_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)
     plain_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # the same for plain tensors' set_()
+    data_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # ... and `.data =` (grad mode: False)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
     last_write: dict[object, int] = field(default_factory=dict)  # storage key -> seq of its last in-place op
@@ -817,6 +818,8 @@ class _DataMode(TorchFunctionMode):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
+        if owner == "data" and name == "__set__" and args[1] is args[0] and is_functional(args[0]):
+            return None  # `x.data = x` changes nothing (fuzz seed 2000 #7202: it broke the view chains through x)
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
             version = get_version(args[0])
             with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
@@ -824,6 +827,9 @@ class _DataMode(TorchFunctionMode):
             set_version(args[0], version)  # and from its version counter, which autograd checks views against
             self.record.swapped_by_data.add(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
+            self.record.seq += 1
+            self.record.data_sets[id(args[0])] = (self.record.seq, False)  # hidden from autograd
+            self.record.keep_alive.append(args[0])
             return None
         if func in _AUTOGRAD_CALLS:
             raise UnsupportedError(

@@ -19,6 +19,7 @@ from subclassaot.desugar import leaf_meta
 from subclassaot.functional_run import FunctionalRun
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import (
+    DenseIndex,
     DenseLayout,
     InputArg,
     InputIndex,
@@ -36,7 +37,14 @@ from subclassaot.schemas import (
 from subclassaot.storage_swaps import InplaceViewRecord, ViewRecord
 from subclassaot.torch_internals import storage_key, symint_expr
 
-__all__ = ["early_input_replay", "inplace_replay", "replay_of", "root_replay", "wrapper_storage_classes"]
+__all__ = [
+    "early_input_replay",
+    "inplace_replay",
+    "replay_of",
+    "root_replay",
+    "view_rebuilt_by_set",
+    "wrapper_storage_classes",
+]
 
 
 # Note [Wrapper Storage After set_]
@@ -116,7 +124,8 @@ def replay_of(
     first: ViewRecord | None = None
     # in-place view ops on a tensor count until the next view was taken from it (for the output itself: until the
     # set_() that replaced its wrapper's contents)
-    upto = (run.swaps.wrapper_sets.get(id(value)) or run.swaps.plain_sets[id(value)])[0] if then_set else 1 << 62
+    found = _set_record(value, run) if then_set else None
+    upto = found[0] if found is not None else 1 << 62
     set_sources = _unchanged_subclass_inputs(run, input_by_id) if run.swaps.wrapper_sets else None
     while id(t) not in input_by_id and (id(t) not in earlier or _changed_since(t, first)):
         # (an earlier output whose metadata changed after this view was taken from it: replay from its own source)
@@ -138,7 +147,8 @@ def replay_of(
         return None if then_set else root_replay(value, bases, ())
     steps = [s for segment in reversed(segments) for s in segment]
     if then_set:
-        return _replay_then_set(t, first, steps, run, input_by_id, bases, earlier)
+        by_data = id(value) in run.swaps.swapped_by_data
+        return _replay_then_set(t, first, steps, run, input_by_id, bases, earlier, by_data)
     if _meta_exprs(first.source_meta) != leaf_meta(t):
         # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
         # then is viewed before the epilogue changes it; anything else is regenerated.
@@ -148,7 +158,7 @@ def replay_of(
     if id(t) in input_by_id:
         if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
             return None
-        if _swapped_after_view(t, value):
+        if _swapped_after_view(t, value) or _on_replaced_storage(value, run):
             # set_() moved the input off the storage the view was taken from: view it before the epilogue swaps it
             # (as the program did), else regenerate the view from the input still holding that storage.
             as_received = _as_received(t, first, run)
@@ -174,6 +184,72 @@ def replay_of(
     if base is not None and base[1] is t and not is_traceable_subclass(value):
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
     return None
+
+
+# Note [Subclass Views Rebuilt By set_]
+# A subclass output that eager returns as a wrapper-level view (its `._base` an input, an earlier output or an
+# intermediate subclass) is replayed from that base by its view chain where the chain is exact. Where it is not (the
+# base changed its metadata or storage after the view was taken: t_(), set_(), the same object passed twice), the
+# output is still made a view of eager's base: an alias() of the base, then set_() without autograd to a wrapper of
+# the output's dense leaves, as for Note [Wrapper Storage After set_]. set_ keeps a view a view of its base, and the
+# subclass's set_ points the alias's inner tensors (never autograd views, as in eager, where they are made below
+# autograd) at the leaves; the runtime then gives the view back its base's version counter value and wrapper storage
+# (eager advanced neither), unless a sharing class says otherwise. Only for outputs that carry no autograd history
+# (not requiring grad, or made under no_grad): a view made this way has none of the chain's.
+
+
+def view_rebuilt_by_set(
+    value: torch.Tensor,
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    bases: dict[object, tuple[int, torch.Tensor]],
+    earlier: dict[int, int],
+) -> Replay | None:
+    """Note [Subclass Views Rebuilt By set_]: `value` as a view of eager's `._base` set_() to its own leaves."""
+    if not is_traceable_subclass(value) or not value._is_view() or value._base is None:
+        return None
+    if torch.is_grad_enabled() and value.requires_grad:
+        return None
+    base = value._base
+    if not run.swaps.wrapper_sets and storage_key(base) != storage_key(value):
+        return None
+    base_storages = {storage_key(leaf) for leaf in flatten_subclass(base, "base")[1]}
+    if any(storage_key(leaf) not in base_storages for leaf in flatten_subclass(value, "out")[1]):
+        return None  # an inner tensor that does not alias the base's: the subclass's view op copies (check_subclass)
+    alias = ViewStep(op=torch.ops.aten.alias.default, args=(), kwargs=(), index=None, grad_enabled=False)
+    if id(base) in input_by_id:
+        return Replay(
+            source=ReplaySource.INPUT, index=input_by_id[id(base)], steps=(alias,), then_set=True, runtime_set=True
+        )
+    if id(base) in earlier:
+        return Replay(
+            source=ReplaySource.OUTPUT, index=earlier[id(base)], steps=(alias,), then_set=True, runtime_set=True
+        )
+    root = root_replay(base, bases, (alias,)) or _input_root(base, run, alias)
+    return None if root is None else replace(root, then_set=True, runtime_set=True)
+
+
+def _input_root(base: torch.Tensor, run: FunctionalRun, alias: ViewStep) -> Replay | None:
+    """An intermediate subclass whose dense leaves all alias input leaves after set_() (`t0.set_(x0)`, or
+    `x0.set_(t0)`: fuzz seed 2000 #9090, #2729), rebuilt around those."""
+    current = {storage_key(f): DenseIndex(j) for j, f in enumerate(run.finals)}
+    node, root_leaves = flatten_subclass(base, "root")
+    found = [current.get(storage_key(leaf)) for leaf in root_leaves]
+    if any(j is None for j in found):
+        return None
+    leaves = tuple(
+        OutputLeaf(source=LeafSource.INPUT_ALIAS, index=j, meta=leaf_meta(leaf), is_view=False)
+        for j, leaf in zip(found, root_leaves, strict=True)
+        if j is not None
+    )
+    return Replay(
+        source=ReplaySource.INPUT_ROOT,
+        index=-1,
+        steps=(alias,),
+        root_tree=node,
+        root_meta=leaf_meta(base),
+        root_leaves=leaves,
+    )
 
 
 def early_input_replay(
@@ -210,15 +286,20 @@ def _set_after_made(value: torch.Tensor, run: FunctionalRun) -> bool:
     """The program set_() the wrapper of subclass output `value` (Note [Wrapper Storage After set_]) after making it
     as a view, in a way the runtime reproduces by a wrapper-level set_ without autograd: `value` does not require
     grad, or the set_ ran under no_grad."""
-    if is_traceable_subclass(value):
-        found = run.swaps.wrapper_sets.get(id(value))
-    elif id(value) in run.swaps.swapped_by_data:
-        return False  # `.data =`: not a set_ the runtime repeats
-    else:
-        found = run.swaps.plain_sets.get(id(value))  # a plain view set_() to another storage stays a view
+    found = _set_record(value, run)
     if found is None or id(value) not in run.swaps.views:
         return False
     return not value.requires_grad or not found[1]
+
+
+def _set_record(value: torch.Tensor, run: FunctionalRun) -> tuple[int, bool] | None:
+    """(seq, grad mode) of the last set_() of `value`'s wrapper or plain tensor, or of its last `.data =` (a plain
+    view given other data stays a view of its base: fuzz seed 2000 #3966)."""
+    if is_traceable_subclass(value):
+        return run.swaps.wrapper_sets.get(id(value))
+    if id(value) in run.swaps.swapped_by_data:
+        return run.swaps.data_sets.get(id(value))
+    return run.swaps.plain_sets.get(id(value))  # a plain view set_() to another storage stays a view
 
 
 def _replay_then_set(
@@ -229,14 +310,16 @@ def _replay_then_set(
     input_by_id: dict[int, InputIndex],
     bases: dict[object, tuple[int, torch.Tensor]],
     earlier: dict[int, int],
+    by_data: bool,
 ) -> Replay | None:
     """The view chain of an output whose wrapper was set_() after it was made, from its root `t`."""
     if _meta_exprs(first.source_meta) != leaf_meta(t):
         return None  # its source changed shape since: the view is not replayable after the epilogue
-    if id(t) in input_by_id:
-        return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), then_set=True)
-    if id(t) in earlier:
-        return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps), then_set=True)
+    by_data = by_data and not is_traceable_subclass(t)
+    found: tuple[ReplaySource, int] | None = (ReplaySource.INPUT, input_by_id[id(t)]) if id(t) in input_by_id else None
+    found = (ReplaySource.OUTPUT, earlier[id(t)]) if id(t) in earlier else found
+    if found is not None:
+        return Replay(source=found[0], index=found[1], steps=tuple(steps), then_set=True, set_by_data=by_data)
     root = root_replay(t, bases, tuple(steps))
     return None if root is None else replace(root, then_set=True)
 
@@ -248,13 +331,23 @@ def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
     return storage_key(source) != storage_key(view)
 
 
+def _on_replaced_storage(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """A dense leaf of `value` is on an input's storage as received, which set_() then replaced (fuzz seed 2000
+    #4452: a subclass input's view)."""
+    finals = {storage_key(f) for f in run.finals}
+    originals = {storage_key(o) for o in run.originals}
+    _, leaves = flatten_subclass(value, "out") if is_traceable_subclass(value) else (None, [value])
+    return any(storage_key(leaf) in originals and storage_key(leaf) not in finals for leaf in leaves)
+
+
 def _as_received(t: torch.Tensor, first: ViewRecord, run: FunctionalRun) -> bool:
     """Was input `t` as the program received it when the view was taken from it?"""
     position = next(k for k, u in enumerate(run.user_tensors) if u is t)
     earlier_ops = any(r.seq < first.seq for r in run.swaps.inplace_views.get(id(t), []))
     swapped = run.swaps.plain_sets.get(id(t))
     # a storage swap (set_, `.data =`) before the view: the view is of the storage the epilogue gives the input
-    earlier_swap = (swapped is not None and swapped[0] < first.seq) or id(t) in run.swaps.swapped_by_data
+    by_data = run.swaps.data_sets.get(id(t)) if id(t) in run.swaps.swapped_by_data else None
+    earlier_swap = (swapped is not None and swapped[0] < first.seq) or (by_data is not None and by_data[0] < first.seq)
     return not earlier_ops and not earlier_swap and _meta_exprs(first.source_meta) == run.initial_metas[position]
 
 

@@ -18,12 +18,6 @@ from tests.pipeline.corpus import Case, run_case
 from tests.pipeline.corpus_pytorch import CASES
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
-BUILT_VIEW = (
-    "a view of a PairTensor built inside the program from plain inputs: the output is not a view (eager: a view of "
-    "the built wrapper) and its inner tensors are regenerated as autograd views of the inputs (eager: plain tensors "
-    "made below autograd, which never require grad)"
-)
-
 ALIASED_META = (
     "aliased inputs that require grad with a metadata mutation (t_/unsqueeze_) of one member and a data write in the "
     "group (or metadata mutations of several members) are refused in training"
@@ -49,8 +43,6 @@ REFUSED: dict[str, str] = {
 
 # Programs the pipeline does not yet run like eager, with what differs.
 GAPS: dict[str, str] = {
-    "pair_build_view_of_inputs": BUILT_VIEW,
-    "pair_build_view_of_inputs_train": BUILT_VIEW,
     "resize_as": (
         "resize_as_() on an input is recorded as a data write of the original storage: the epilogue raises "
         "(size mismatch) before changing the input"
@@ -121,8 +113,6 @@ def test_pytorch_program_dynamic(case: Case, backend: str, compile_fn: CompileFn
         run_case(case, backend, compile_fn)
 
 
-NO_GRAD_GAPS = {k: v for k, v in GAPS.items() if v is BUILT_VIEW}
-
 # The training variants called under an outer no_grad (inputs require grad, the program runs without autograd, so
 # the training gaps do not apply). grad_disabled_inside turns grad mode back on itself.
 NO_GRAD = [
@@ -132,7 +122,7 @@ NO_GRAD = [
 ]
 
 
-@pytest.mark.parametrize(("case", "backend"), _params(NO_GRAD, inductor=False, gaps=NO_GRAD_GAPS, refused={}))
+@pytest.mark.parametrize(("case", "backend"), _params(NO_GRAD, inductor=False, gaps={}, refused={}))
 def test_pytorch_program_under_no_grad(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
     with torch.no_grad():
         run_case(case, backend, compile_fn)

@@ -2162,3 +2162,279 @@ def test_contiguous_of_view_of_overlapping_subclass_input_refused(compile_fn: Co
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, "calls contiguous\\(\\) on a view")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Helper "viewness": aliasing metadata of outputs (view-ness, `_base`, shared storage) and their autograd flags
+
+
+def test_inplace_view_ops_under_mixed_grad_modes_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 344 (WRONG GRADIENTS before): the no_grad t_() leaves eager's history alone, so the
+    # later recorded t_() reads the gradient transposed; the epilogue's one as_strided_ did not.
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            x0.t_()
+        x0.t_()
+        return (x0,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(4, 4),), compile_fn, "both under no_grad and with grad enabled")
+
+
+def test_subclass_view_of_intermediate_changed_after(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, programs 23 and 8543: the intermediate's unsqueeze_() after the views broke their chain; the
+    # output came back as a wrapper of inner views instead of a wrapper-level view (Note [Subclass Views Rebuilt By
+    # set_]).
+    def f(x0: T) -> object:
+        t0 = x0.add(x0)
+        t1 = t0.select(0, 1)
+        t2 = t1.reshape(())
+        t0.unsqueeze_(-1)
+        return (t2,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(1, 3).unbind(0)[0],), compile_fn=compile_fn)
+
+
+def test_subclass_view_of_input_between_inplace_view_ops(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 2193: one object passed twice, viewed between two in-place view ops.
+    def f(x0: T, x1: T) -> object:
+        x1.unsqueeze_(0)
+        t0 = x0.view(())
+        x0.unsqueeze_(1)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair()
+        return (b0, b0)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_view_set_to_input_that_then_changes(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 4195: the view is set_() to its input, whose layout a later transpose_() changes.
+    def f(x0: T) -> object:
+        t0 = x0.diagonal(0, 2, 0)
+        set_to(t0, x0)
+        t1 = x0.contiguous()
+        t1.transpose_(1, 0)
+        return (t0,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(1, 3, 2),), compile_fn=compile_fn)
+
+
+def test_subclass_view_after_set_to_itself(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 2871.
+    def f(x0: T) -> object:
+        set_to(x0, x0)
+        t0 = x0.t()
+        set_to(t0, x0)
+        return (t0.t(),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(2),), compile_fn=compile_fn)
+
+
+def test_output_set_to_another_output_is_its_own_object(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, programs 4157 and 8627: t0 shares t1's storage after set_(); both came back as one object.
+    def f(x0: T) -> object:
+        t0 = x0.sin()
+        t1 = t0.clone()
+        set_to(t0, t1)
+        return (t1, t0)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(2),), compile_fn=compile_fn)
+
+
+def test_two_inputs_set_to_one_intermediate_share_it(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 1795: each input got a fresh storage of its own.
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x1.add(0.5)
+        set_to(x2, t0)
+        set_to(x0, t0.view((1, 1, 2)))
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn(4)
+        return (b0, torch.randn(2), b0.reshape((1, 2, 2)))
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_of_intermediate_the_input_is_set_to(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 727: eager's `._base` is the intermediate, not the input now sharing its storage.
+    def f(x0: T) -> object:
+        t0 = x0.mul(-1.0)
+        t1 = t0.t()
+        set_to(x0, t0)
+        return (t1,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(3),), compile_fn=compile_fn)
+
+
+def test_data_assigned_to_itself_keeps_view_chains(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 7202: `t0.data = t0` counted as a storage swap; the no_grad view came back with a
+    # grad_fn.
+    def f(x0: T) -> object:
+        t0 = x0.view((6, -1))
+        with torch.no_grad():
+            t1 = t0[:, 0:1:1]
+        t0.data = t0
+        return (t1,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (torch.randn(2, 3, 3, requires_grad=True),), compile_fn=compile_fn)
+
+
+def test_view_of_storage_an_intermediate_left_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 2342: the output views the clone's storage, which `.data =` moved t0 off; it came
+    # back sharing the input's storage.
+    def f(x0: T) -> object:
+        t0 = x0.clone()
+        t1 = t0.diagonal(1, 0, 1)
+        t0.data = x0
+        return (t1,)
+
+    with torch.no_grad():
+        assert_refused(f, lambda: (torch.randn(1, 2, 3),), compile_fn, "moved to another storage")
+
+
+def test_detach_of_subclass_with_assigned_data_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 6801: detach() shares the wrapper storage `.data =` gave t0, like a view.
+    def f(x0: T) -> object:
+        t0 = x0.sin()
+        t0.data = x0
+        return (t0.detach(),)
+
+    with torch.no_grad():
+        assert_refused(f, lambda: (pair(1),), compile_fn, "whose `.data` the program assigned")
+
+
+def test_view_given_other_data_stays_a_view(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 3966: `t2.data = t1` keeps t2 a view of x0 (its `._base`), on x1's storage.
+    def f(x0: T, x1: T) -> object:
+        t1 = x1.transpose(0, 0)[1:1:1]
+        t2 = x0.unsqueeze(-3)
+        t2.data = t1
+        return (t2,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(4, 1), torch.randn(1)), compile_fn=compile_fn)
+
+
+def test_view_given_data_that_requires_grad_in_training(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 1447: the view of x0 came back as a view of x1, requiring grad.
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.reshape((3, 2, 1))
+        t0.data = x1
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (torch.randn(1, 3, 2), nonleaf(1, 4)), compile_fn=compile_fn)
+
+
+def test_view_of_subclass_set_under_grad_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 949: t1's history goes through t0.set_(t0), recorded by autograd.
+    def f(x0: T) -> object:
+        t0 = x0.reshape((1, 4, 4))
+        set_to(t0, t0)
+        return (t0.select(1, -3),)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair_nonleaf(4, 4),), compile_fn, "is a view of a tensor the program set_\\(\\) with grad enabled")
+
+
+def test_subclass_view_of_intermediate_set_to_input(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 9090: eager's `._base` is t0, whose leaves set_() put on the input's storage.
+    def f(x0: T) -> object:
+        t0 = x0.mul(x0)
+        set_to(t0, x0)
+        return (t0.select(1, 0),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(3).unsqueeze(-2),), compile_fn=compile_fn)
+
+
+def test_subclass_view_of_intermediate_the_input_is_set_to(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 2729.
+    def f(x0: T) -> object:
+        t0 = x0.sum(0)
+        set_to(x0, t0)
+        return (t0.as_strided((), (), 1),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(1, 3),), compile_fn=compile_fn)
+
+
+def test_view_of_input_before_set_elsewhere(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 3285 (refused before): the view keeps the storage the input had; it is rebuilt from
+    # the input before the epilogue swaps it.
+    def f(x0: T) -> object:
+        t0 = x0[3:3:1]
+        set_to(x0, t0.mul(-1.0))
+        return (t0,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(3),), compile_fn=compile_fn)
+
+
+def test_subclass_view_of_input_before_set_elsewhere(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 5414 (refused before).
+    def f(x0: T) -> object:
+        t0 = x0.mul(x0)
+        t1 = x0.unsqueeze(0)
+        set_to(x0, t0)
+        return (t1,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(3, 1),), compile_fn=compile_fn)
+
+
+def test_view_of_input_before_its_data_is_assigned(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 3017 (refused before).
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.reshape(())
+        x1.data = x0.mul(2.0)
+        return (t0,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(3), torch.randn(())), compile_fn=compile_fn)
+
+
+def test_view_of_input_before_set_with_history_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 1206: rebuilt before the epilogue's set_() under grad, the unbind() view's grad_fn
+    # would raise (eager took it after the set_).
+    def f(x0: T) -> object:
+        t0 = x0.view((2, 1, 1))
+        set_to(x0, t0.clone())
+        return (t0.unbind(0)[0],)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(2),), compile_fn, "such a view is supported only without autograd history")
+
+
+def test_detach_of_input_written_with_grad_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 3651: t0's CopyBackwards history came back missing.
+    def f(x0: T) -> object:
+        t0 = x0.detach()
+        t0.copy_(x0)
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair_nonleaf(4, 2, 2),), compile_fn, "is a detach\\(\\) of an input")
+
+
+def test_data_of_view_of_unreturned_intermediate_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 3412: eager's t1 stays a view of t0, which no output returns.
+    def f(x0: T) -> object:
+        t1 = x0.add(3.0)[0:1:1]
+        t1.data = x0
+        return (t1,)
+
+    with torch.no_grad():
+        assert_refused(f, lambda: (torch.randn(()).reshape((1, -1)),), compile_fn, "assigned `.data` of this view")
