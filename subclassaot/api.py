@@ -206,9 +206,14 @@ def _compile_entry(
         training = True
         with torch.enable_grad():
             analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
-    # Untouched: no member written or changed, and no in-place view op on one (t_(); t_() cancel out, but on the
-    # same object passed twice they must stay one object).
-    reshaped = {j for t, ops in enumerate(analysis.inplace_view_ops) if ops for j in layout.leaves_of_input[t]}
+    # Untouched: no member written or changed, and no in-place view op or `.data =` on one (t_(); t_() cancel out,
+    # but on the same object passed twice they must stay one object).
+    reshaped = {
+        j
+        for t, (ops, data) in enumerate(zip(analysis.inplace_view_ops, analysis.wrapper_data, strict=True))
+        if ops or data is not None
+        for j in layout.leaves_of_input[t]
+    }
     untraced = frozenset(
         g.members[0] for g in layout.groups if not any(analysis.mutations[m].any or m in reshaped for m in g.members)
     )
