@@ -16,7 +16,7 @@ import sympy
 import torch
 from torch.utils import _pytree as pytree
 
-from subclassaot.data_assignment import check_data_meta_outputs, data_assigned_in_chain, wrapper_data_plans
+from subclassaot.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
@@ -325,8 +325,8 @@ def _output_info(
         return info(OutputKind.IS_INPUT, input_index=input_by_id[id(value)]), graph_count
     # Note [Wrapper Data Assignment]: the wrapper's own metadata, given to it once it is built, where a `.data =` to
     # it set them (views taken after one from a tensor it was assigned to have their inner tensors' metadata)
-    assigned = is_traceable_subclass(value) and data_assigned_in_chain(value, run)
-    data_meta = leaf_meta(value) if assigned and id(value) in run.swaps.wrapper_data else None
+    own = is_traceable_subclass(value) and id(value) in run.swaps.wrapper_data
+    data_meta = leaf_meta(value) if own else None
     if value.requires_grad and id(value) in run.swaps.swapped_by_data and _grad_fn_or_none(value) is not None:
         raise UnsupportedError(
             f"{path}: the program assigned `.data` of this tensor, which has autograd history: eager returns it with "
@@ -421,12 +421,8 @@ def _output_info(
             data_meta=data_meta,
         )
         return as_fresh, first + len(fresh_leaves)
-    if assigned and replay is None and value._is_view():
-        raise UnsupportedError(
-            f"{path} is a view of a tensor subclass whose `.data` the program assigned (Note [Wrapper Data "
-            "Assignment]), and its view chain cannot be replayed after the call (the metadata of a tensor in it "
-            "changed since); the compiled output would not be a view. Return a clone instead"
-        )
+    if run.swaps.wrapper_data:
+        check_assigned_view(path, value, replay, run, input_by_id)
     stride_leaf = _outer_stride_leaf(outer, out_leaves) if replay is None else None
     return (
         info(

@@ -16,31 +16,39 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun
-from subclassaot.schemas import DataAssignmentPlan, FlatInputs, Meta, OutputInfo, ViewStep
+from subclassaot.schemas import DataAssignmentPlan, FlatInputs, InputIndex, Meta, OutputInfo, Replay, ViewStep
 from subclassaot.storage_swaps import DataAssignment
 from subclassaot.torch_internals import storage_key, symint_expr
 
-__all__ = ["check_data_meta_outputs", "data_assigned_in_chain", "wrapper_data_plans"]
+__all__ = ["check_assigned_view", "check_data_meta_outputs", "wrapper_data_plans"]
 
 
-def data_assigned_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
-    """Does `value`'s wrapper disagree with its inner tensors because of a `.data =` (Note [Wrapper Data
-    Assignment])? Where it was assigned to `value` itself or to its view chain's root; or to a tensor of the chain
-    before the chain went on from it, from a tensor whose storage is not the root's (a later view's wrapper shares
-    the assigned storage, its inner tensors view the root's)."""
-    chain: list[tuple[torch.Tensor, int | None]] = []  # (tensor, seq of the view taken from it; None for `value`)
-    t, taken = value, None
-    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
-        chain.append((t, taken))
-        t, taken = record.source, record.seq
-    if id(t) in run.swaps.wrapper_data:
-        return True
-    for u, seq in chain:
-        found = run.swaps.wrapper_data.get(id(u))
-        last = found[-1] if found else None
-        if last is not None and (seq is None or (last.seq < seq and storage_key(last.source) != storage_key(t))):
-            return True
-    return False
+def check_assigned_view(
+    path: str, value: torch.Tensor, replay: Replay | None, run: FunctionalRun, input_by_id: dict[int, InputIndex]
+) -> None:
+    """Refuse a view whose view chain passes through a tensor whose `.data` the program assigned, where the view
+    cannot be made as eager made it: not replayed at all (rebuilt, it would be no view), or replayed from an input
+    before the epilogue while eager took it, under no_grad, after a write to the input (the epilogue's write would
+    then break its autograd history)."""
+    chain = [value]
+    while (record := run.swaps.views.get(id(chain[-1]))) is not None:
+        chain.append(record.source)
+    if not value._is_view() or not any(id(t) in run.swaps.wrapper_data for t in chain):
+        return
+    if replay is None:
+        raise UnsupportedError(
+            f"{path} is a view of a tensor subclass whose `.data` the program assigned (Note [Wrapper Data "
+            "Assignment]), and its view chain cannot be replayed after the call (the metadata of a tensor in it "
+            "changed since); the compiled output would not be a view. Return a clone instead"
+        )
+    written = any(run.swaps.bumps(t) for t in chain if id(t) in input_by_id)
+    no_grad_step = not all(step.grad_enabled for step in replay.steps)
+    if replay.before_epilogue and torch.is_grad_enabled() and no_grad_step and written:
+        raise UnsupportedError(
+            f"{path} is a view, partly taken under no_grad, of an input the program writes and whose `.data` it "
+            "assigns (Note [Wrapper Data Assignment]): it would be rebuilt before the input's write, whose version "
+            "change then makes its grad_fn raise, unlike eager's. Return a clone instead"
+        )
 
 
 def wrapper_data_plans(
@@ -78,6 +86,8 @@ def _plan(
             "metadata of an assignment that a later one overwrites. Assign `.data` once, or rebind the name instead"
         )
     source = _unchanged_input(last.source, run, wrapper_after)
+    if source is None and _strides_unknown(last, run):
+        _refuse_unknown_strides(f"{path}.data = ...")
     size, stride, offset = last.meta
     meta = (tuple(symint_expr(s) for s in size), tuple(symint_expr(s) for s in stride), symint_expr(offset))
     plan = DataAssignmentPlan(
@@ -85,10 +95,35 @@ def _plan(
         meta=meta,
         source=source,
         final=leaf_meta(t) == meta,
+        resizes=_resizes(found),
     )
     if storage_key(t) in off and not (plan.source is not None and plan.final):
         _refuse_off_layout(path, flat, off[storage_key(t)])
     return plan
+
+
+# Note [Strides Of Assigned Tensors]
+# The metadata a `.data =` gives a wrapper are recorded on fake tensors. Their strides are eager's except where the
+# kernel chooses them: a dim of size 1 in a tensor the program computed (Note [Fresh Subclass Output Strides]), and
+# the dims of a tensor with no elements (view() of an empty tensor). The compiled graph does not return the assigned
+# tensor, so its real strides are not known at run time: such an assignment is refused.
+
+
+def _strides_unknown(a: DataAssignment, run: FunctionalRun) -> bool:
+    """Note [Strides Of Assigned Tensors]."""
+    size = a.meta[0]
+    if any(isinstance(s, int) and s == 0 for s in size):
+        return True
+    computed = storage_key(a.source) not in {k for k in run.initial_wrapper_keys if k is not None}
+    return computed and any(isinstance(s, int) and s == 1 for s in size)
+
+
+def _refuse_unknown_strides(where: str) -> None:
+    raise UnsupportedError(
+        f"{where}: the assigned tensor subclass has no elements, or the program computed it and it has a dimension "
+        "of size 1: its strides come from the kernels, which the compiled program does not see (Note [Strides Of "
+        "Assigned Tensors]). Assign an input or a view of one"
+    )
 
 
 def _resizes(assignments: Sequence[DataAssignment]) -> bool:
@@ -127,6 +162,9 @@ def check_data_meta_outputs(
                 "of another size: eager's autograd takes gradients of the new size through its history, which a "
                 "compiled output cannot reproduce. Assign a tensor of its size, or return a clone made before"
             )
+        assignments = run.swaps.wrapper_data.get(id(value))
+        if assignments and _strides_unknown(assignments[-1], run):
+            _refuse_unknown_strides(f"{info.path}: its `.data` = ...")
         if storage_key(value) in off:
             _refuse_off_layout(info.path, flat, off[storage_key(value)])
 
@@ -145,8 +183,8 @@ def _clones_off_layout(
 
 def _refuse_off_layout(path: str, flat: FlatInputs, i: int) -> None:
     raise UnsupportedError(
-        f"{path}: the program assigned `.data` of this tensor subclass from a view of "
-        f"{flat.leaves[flat.tensor_indices[i]].path}, a tensor subclass input that requires grad and is not a leaf, "
+        f"{path}: the program assigned `.data` of this tensor subclass from {flat.leaves[flat.tensor_indices[i]].path} "
+        "or a view of it, a tensor subclass input that requires grad and is not a leaf, "
         "which runs in training as a clone whose layout (storage offset, strides) is not the input's; the wrapper's "
         "metadata after the assignment cannot be told exactly. Assign from a clone, or pass the input contiguous "
         "and at storage offset 0"

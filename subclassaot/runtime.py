@@ -379,7 +379,9 @@ def _epilogue(
                     *cast(tuple[object, ...], _eval_arg(step.args, ev, symbols)),
                     **{k: _eval_arg(v, ev, symbols) for k, v in step.kwargs},
                 )
-        if data is not None and data.after_steps >= len(plan.analysis.inplace_replay[t]):
+        steps = plan.analysis.inplace_replay[t]
+        # With no step after it, only where it gives the final metadata (else _fix_wrappers gives them).
+        if data is not None and data.after_steps >= len(steps) and (data.final or steps):
             _assign_data(plan, ev, values, symbols, wrapper, data)
     for t in late:
         _copy_wrapper(plan, values, t, wrapper_values[t])

@@ -180,6 +180,7 @@ class DataAssignmentPlan:
     # where the analysis ran on a clone of it), or None
     source: int | None
     final: bool  # no later op changes the wrapper's own metadata: `meta` are its metadata after the call
+    resizes: bool  # an assignment gave the wrapper another size than it had
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
