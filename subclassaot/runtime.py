@@ -368,8 +368,8 @@ def _epilogue(
         _replay_metadata(dense, j, mutations[j], ev.meta(mutations[j].final_meta, symbols), sources)
     for t in epilogue.reshaped:
         wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
-        data = plan.analysis.wrapper_data[t]
-        for k, step in enumerate(plan.analysis.inplace_replay[t]):
+        data, steps = plan.analysis.wrapper_data[t], plan.analysis.inplace_replay[t]
+        for k, step in enumerate(steps):
             if data is not None and k == data.after_steps:
                 _assign_data(plan, ev, values, symbols, wrapper, data)
             # Under the grad mode the program had: autograd records it on a wrapper that requires grad, as in eager.
@@ -379,7 +379,6 @@ def _epilogue(
                     *cast(tuple[object, ...], _eval_arg(step.args, ev, symbols)),
                     **{k: _eval_arg(v, ev, symbols) for k, v in step.kwargs},
                 )
-        steps = plan.analysis.inplace_replay[t]
         # With no step after it, only where it gives the final metadata (else _fix_wrappers gives them).
         if data is not None and data.after_steps >= len(steps) and (data.final or steps):
             _assign_data(plan, ev, values, symbols, wrapper, data)

@@ -560,8 +560,10 @@ def _key_of_storage(storage: object) -> object:
 #   ends on the wrapper storage its class had in the run, taken from the inputs before the epilogue.
 # Where the assigned metadata come from an input as received, they are read from the real input (the run may have
 # used a clone with another offset). Refused (data_assignment.py): in training, an output that requires grad and
-# took another size (eager's backward takes gradients of that size through the inner tensors' history); metadata
-# recorded on a clone whose layout is not the input's; a view whose chain cannot be replayed after the call.
+# took another size (eager's backward takes gradients of that size through the inner tensors' history), and an input
+# written where autograd records it and given another size; metadata recorded on a clone whose layout is not the
+# input's, or whose strides the kernels chose (Note [Strides Of Assigned Tensors]); a view through an assigned tensor
+# that cannot be replayed as eager made it. The same object passed twice stays one object in the trace.
 
 
 class _DataMode(TorchFunctionMode):
@@ -576,9 +578,8 @@ class _DataMode(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
         if owner == "data" and name == "__set__" and args[1] is args[0]:
-            return (
-                None  # `x.data = x` copies x's metadata onto itself: nothing changes (Note [Wrapper Data Assignment])
-            )
+            # `x.data = x` copies x's metadata onto itself: nothing changes (Note [Wrapper Data Assignment])
+            return None
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
             version = get_version(args[0])
             with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
