@@ -16,6 +16,7 @@ import sympy
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
@@ -96,10 +97,13 @@ def analyze(
         )
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
         _check_overlapping_clones(flat, layout, run, mutations, user_fakes, nonleaf_wrappers, outputs)
+        check_data_meta_outputs(flat, run, user_fakes, nonleaf_wrappers, outputs)
         wrapper_storage = wrapper_storage_classes(run, layout, outputs)
         wrapper_bumped = tuple(
             tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
         )
+        replays = tuple(inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors))
+        data_plans = wrapper_data_plans(flat, run, replays, wrapper_after, user_fakes, nonleaf_wrappers)
     uses = _wrapper_uses(run, layout)
     return Analysis(
         mutations=mutations,
@@ -107,13 +111,13 @@ def analyze(
         wrapper_version_bumped=wrapper_bumped,
         requires_grad_after=tuple(bool(t.requires_grad) for t in run.user_tensors),
         requires_grad_set=tuple(id(t) in run.swaps.requires_grad_set for t in run.user_tensors),
-        inplace_replay=tuple(inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors)),
+        inplace_replay=replays,
         inplace_view_ops=tuple(id(t) in run.swaps.inplace_views for t in run.user_tensors),
         wrapper_first_write=uses[0],
         wrapper_last_use=uses[1],
         wrapper_saved=uses[2],
         dense_written=uses[3],
-        wrapper_data_source=tuple(_wrapper_data_source(i, run, flat, wrapper_after) for i in range(len(layout.trees))),
+        wrapper_data=data_plans,
         outputs=outputs,
         output_spec=spec,
         num_intermediate_bases=num_bases,
@@ -407,12 +411,10 @@ def _output_info(
         return info(OutputKind.CONSTANT, constant=value), graph_count
     if id(value) in input_by_id:
         return info(OutputKind.IS_INPUT, input_index=input_by_id[id(value)]), graph_count
-    if is_traceable_subclass(value) and _data_assigned_in_chain(value, run):
-        raise UnsupportedError(
-            f"{path} is (a view of) a tensor subclass intermediate, or view of an input, whose `.data` the program "
-            "assigned: its wrapper shares the assigned tensor's storage while its inner tensors do not (Note [Wrapper "
-            "Data Assignment]), which the compiled output cannot reproduce. Return the assigned tensor, or a clone"
-        )
+    # Note [Wrapper Data Assignment]: the wrapper's own metadata, given to it once it is built, where a `.data =` to
+    # it set them (views taken after one from a tensor it was assigned to have their inner tensors' metadata)
+    own = is_traceable_subclass(value) and id(value) in run.swaps.wrapper_data
+    data_meta = leaf_meta(value) if own else None
     if value.requires_grad and id(value) in run.swaps.swapped_by_data and _grad_fn_or_none(value) is not None:
         raise UnsupportedError(
             f"{path}: the program assigned `.data` of this tensor, which has autograd history: eager returns it with "
@@ -522,9 +524,16 @@ def _output_info(
             for k, o in enumerate(out_leaves)
         )
         as_fresh = info(
-            OutputKind.TENSOR, tree=tree, outer_meta=leaf_meta(value), leaves=fresh_leaves, view_of_fresh=True
+            OutputKind.TENSOR,
+            tree=tree,
+            outer_meta=leaf_meta(value),
+            leaves=fresh_leaves,
+            view_of_fresh=True,
+            data_meta=data_meta,
         )
         return as_fresh, first + len(fresh_leaves)
+    if run.swaps.wrapper_data:
+        check_assigned_view(path, value, replay, run, input_by_id)
     stride_leaf = _outer_stride_leaf(outer, out_leaves) if replay is None else None
     return (
         info(
@@ -534,6 +543,7 @@ def _output_info(
             leaves=tuple(out_leaves),
             replay=replay,
             outer_stride_leaf=stride_leaf,
+            data_meta=data_meta,
         ),
         graph_count,
     )
@@ -607,26 +617,6 @@ def _outer_stride_leaf(outer: Meta | None, leaves: list[OutputLeaf]) -> int | No
         ),
         None,
     )
-
-
-def _data_assigned_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
-    """Does `value`'s wrapper disagree with its inner tensors because of a `.data =` (Note [Wrapper Data
-    Assignment])? Where it was assigned to `value` itself or to its view chain's root; or to a tensor of the chain
-    before the chain went on from it, from a tensor whose storage is not the root's (a later view's wrapper shares
-    the assigned storage, its inner tensors view the root's)."""
-    chain: list[tuple[torch.Tensor, int | None]] = []  # (tensor, seq of the view taken from it; None for `value`)
-    t, taken = value, None
-    # detach() too: its wrapper shares the source's wrapper storage as a view's does (fuzz seed 2000 #6801)
-    while (record := run.swaps.views.get(id(t))) is not None:
-        chain.append((t, taken))
-        t, taken = record.source, record.seq
-    if id(t) in run.swaps.wrapper_data:
-        return True
-    for u, seq in chain:
-        found = run.swaps.wrapper_data.get(id(u))
-        if found is not None and (seq is None or (found[1] < seq and storage_key(found[0]) != storage_key(t))):
-            return True
-    return False
 
 
 def _detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
@@ -833,27 +823,6 @@ def _grad_fn_or_none(t: torch.Tensor) -> object:
         return t.grad_fn
     except (RuntimeError, ValueError, IndexError):  # see _needs_program_autograd
         return None
-
-
-def _wrapper_data_source(
-    i: int, run: FunctionalRun, flat: FlatInputs, wrapper_after: tuple[Meta | None, ...]
-) -> int | None:
-    """The tensor input that `.data =` assigned to subclass input `i` (Note [Wrapper Data Assignment])."""
-    t = run.user_tensors[i]
-    found = run.swaps.wrapper_data.get(id(t))
-    if found is None or next(k for k, u in enumerate(run.user_tensors) if u is t) != i:
-        return None  # the same object passed twice: assigned once, for its first position
-    source, seq = found
-    path = flat.leaves[flat.tensor_indices[i]].path
-    j = next((k for k, u in enumerate(run.user_tensors) if u is source), None)
-    earlier = any(r.seq < seq for r in run.swaps.inplace_views.get(id(t), []))
-    if j is None or earlier or wrapper_after[j] is not None or run.swaps.inplace_views.get(id(source)):
-        raise UnsupportedError(
-            f"{path}.data = ...: assigning `.data` of a tensor subclass input is supported only from another input "
-            "whose own metadata the program leaves alone, before any in-place view op (t_, unsqueeze_) on it. "
-            "Assign the inner tensors, or rebind the name instead"
-        )
-    return j
 
 
 def check_gained_grad(

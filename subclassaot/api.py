@@ -316,10 +316,15 @@ def _analyze_inputs(
         training = True
         with torch.enable_grad():
             analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
-    # Untouched: no member written or changed, and no in-place view op on one (t_(); t_() cancel out, but on the
+    # Untouched: no member written or changed, and no in-place view op or `.data =` on one (t_(); t_() cancel out, but on the
     # same object passed twice they must stay one object). A group over a whole storage stays (the program reads
     # outside its members).
-    reshaped = {j for t, ops in enumerate(analysis.inplace_view_ops) if ops for j in layout.leaves_of_input[t]}
+    reshaped = {
+        j
+        for t, (ops, data) in enumerate(zip(analysis.inplace_view_ops, analysis.wrapper_data, strict=True))
+        if ops or data is not None
+        for j in layout.leaves_of_input[t]
+    }
     untraced = frozenset(
         g.members[0]
         for g in layout.groups

@@ -23,6 +23,7 @@ from subclassaot.protocol import SubclassNode, unflatten_subclass
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
+    DataAssignmentPlan,
     DenseIndex,
     DenseLayout,
     FlatInputs,
@@ -36,8 +37,16 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
-from subclassaot.torch_internals import get_version, python_source, set_to_tensor, set_version, set_wrapper_metadata
+from subclassaot.torch_internals import (
+    assign_wrapper_metadata,
+    get_version,
+    python_source,
+    set_to_tensor,
+    set_version,
+    set_wrapper_metadata,
+)
 from subclassaot.trace import GraphOutputs, UpdateKind
+from subclassaot.wrapper_storage import anchor_holders, assign_data_meta, share_wrapper_storages
 
 # Note [Output Regeneration]
 # The graph is functional, so a user output that is a view of an input (or of an intermediate it shares with other
@@ -171,6 +180,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         dense = dense_of(values)
         graph_in = graph_example_inputs(layout, dense)
         early = {o: _replay(r, ev, values, ([], {}), symbols, _no_output) for o, r in early_replays}
+        holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
         outs, prewrapped, wrapper_values, roots = graph_call(values, graph_in, dense, symbols)
         prewrapped.update(early)
         if not epilogue.empty:
@@ -186,8 +196,9 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
             if len(prewrapped) == len(fresh_only):
                 given = [prewrapped[o] for o in range(len(fresh_only))]
                 return unflatten_output(cast(list[object], given), plan.analysis.output_spec, has_size)
-        return _outputs(plan, ev, values, dense, outs, symbols, prewrapped, roots, has_size)
+        return _outputs(plan, ev, values, dense, outs, symbols, prewrapped, roots, has_size, holders)
 
+    storage_classes = plan.analysis.wrapper_storage
     fresh_only = _fresh_only_outputs(plan)
     has_size = _has_size(plan.analysis.output_spec)
     return run
@@ -223,11 +234,12 @@ class EpiloguePlan:
     original_copies: tuple[tuple[int, int], ...]  # (dense leaf, graph output): values of the original storage
     metadata: tuple[int, ...]  # dense leaves whose metadata or storage changes
     inplace_ops: tuple[int, ...]  # tensor inputs whose in-place view ops are replayed on the real input
+    # tensor inputs whose in-place view ops or `.data =` assignments are replayed (Note [Wrapper Data Assignment])
+    reshaped: tuple[int, ...]
     final_copies: tuple[tuple[int, int], ...]  # (dense leaf, graph output): values with the final metadata
     versions: tuple[int, ...]  # dense leaves whose version counter is settled to eager's
     grad_sets: tuple[int, ...]  # tensor inputs set_() under grad: Note [set_ Under Grad]
     wrappers: tuple[int, ...]  # tensor inputs (subclasses) whose own metadata or version changes
-    data_sources: tuple[tuple[int, int], ...]  # (tensor input, tensor input): Note [Wrapper Data Assignment]
     # plain tensor inputs set_() to a value requiring grad: See Note [Inputs That Gain Grad In Training]
     grad_swaps: tuple[int, ...] = ()
 
@@ -236,8 +248,7 @@ class EpiloguePlan:
         return (
             not (self.base_copies or self.original_copies or self.metadata or self.final_copies or self.versions)
             and not self.wrappers
-            and not self.inplace_ops
-            and not self.data_sources
+            and not self.reshaped
             and not self.grad_sets
             and not self.grad_swaps
         )
@@ -259,7 +270,6 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         for t, (tree, after) in enumerate(zip(plan.layout.trees, analysis.wrapper_meta_after, strict=True))
         if tree is not None and (after is not None or analysis.wrapper_version_bumped[t])
     )
-    data_sources = tuple((t, src) for t, src in enumerate(analysis.wrapper_data_source) if src is not None)
     return EpiloguePlan(
         base_copies=by_kind[UpdateKind.BASE],
         original_copies=by_kind[UpdateKind.ORIGINAL],
@@ -267,10 +277,10 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
             j for j, m in enumerate(analysis.mutations) if (m.metadata or m.storage_changed) and j not in by_ops
         ),
         inplace_ops=tuple(sorted(replayed)),
+        reshaped=tuple(sorted(replayed | {t for t, d in enumerate(analysis.wrapper_data) if d is not None})),
         final_copies=by_kind[UpdateKind.FINAL],
         versions=tuple(j for j, m in enumerate(analysis.mutations) if m.any or m.version_bumped),
         wrappers=wrappers,
-        data_sources=data_sources,
         grad_sets=tuple(
             t
             for t, leaves in enumerate(plan.layout.leaves_of_input)
@@ -356,12 +366,12 @@ def _epilogue(
     }
     for j in epilogue.metadata:
         _replay_metadata(dense, j, mutations[j], ev.meta(mutations[j].final_meta, symbols), sources)
-    for t, src in epilogue.data_sources:
+    for t in epilogue.reshaped:
         wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
-        wrapper.data = cast(torch.Tensor, values[plan.flat.tensor_indices[src]])
-    for t in epilogue.inplace_ops:
-        wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
-        for step in plan.analysis.inplace_replay[t]:
+        data, steps = plan.analysis.wrapper_data[t], plan.analysis.inplace_replay[t]
+        for k, step in enumerate(steps):
+            if data is not None and k == data.after_steps:
+                _assign_data(plan, ev, values, symbols, wrapper, data)
             # Under the grad mode the program had: autograd records it on a wrapper that requires grad, as in eager.
             with torch.set_grad_enabled(step.grad_enabled and torch.is_grad_enabled()):
                 step.op(
@@ -369,6 +379,9 @@ def _epilogue(
                     *cast(tuple[object, ...], _eval_arg(step.args, ev, symbols)),
                     **{k: _eval_arg(v, ev, symbols) for k, v in step.kwargs},
                 )
+        # With no step after it, only where it gives the final metadata (else _fix_wrappers gives them).
+        if data is not None and data.after_steps >= len(steps) and (data.final or steps):
+            _assign_data(plan, ev, values, symbols, wrapper, data)
     for t in late:
         _copy_wrapper(plan, values, t, wrapper_values[t])
     for j, k in epilogue.final_copies:
@@ -387,6 +400,24 @@ def _epilogue(
         _settle_version(dense[j], before, mutations[j].version_bumped)
     if epilogue.wrappers:
         _fix_wrappers(plan, epilogue.wrappers, wrapper_versions, ev, values, symbols)
+
+
+def _assign_data(
+    plan: RuntimePlan,
+    ev: MetaEvaluator,
+    values: Sequence[object],
+    symbols: dict[str, int],
+    wrapper: torch.Tensor,
+    data: DataAssignmentPlan,
+) -> None:
+    """Note [Wrapper Data Assignment]: the wrapper takes the assigned tensor's own metadata (not its storage: see
+    Note [Wrapper Storage After set_]), without autograd or the version counter, as eager's `.data =`."""
+    if data.source is not None:
+        source = cast(torch.Tensor, values[plan.flat.tensor_indices[data.source]])
+        size, stride, offset = list(source.shape), list(source.stride()), int(source.storage_offset())
+    else:
+        size, stride, offset = ev.meta(data.meta, symbols)
+    assign_data_meta(wrapper, size, stride, offset)
 
 
 def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: torch.Tensor) -> None:
@@ -489,10 +520,13 @@ def _fix_wrappers(
         wrapper = values[flat.tensor_indices[t]]
         assert isinstance(wrapper, torch.Tensor)
         after = analysis.wrapper_meta_after[t]
-        if after is not None and not analysis.inplace_replay[t]:
+        data = analysis.wrapper_data[t]
+        if after is not None and not analysis.inplace_replay[t] and not (data is not None and data.final):
             size, stride, offset = ev.meta(after, symbols)
             if list(wrapper.shape) != size or list(wrapper.stride()) != stride or wrapper.storage_offset() != offset:
-                set_wrapper_metadata(wrapper, size, stride, offset)
+                # after a `.data =`, without autograd or the version counter (Note [Wrapper Data Assignment])
+                change = assign_wrapper_metadata if data is not None else set_wrapper_metadata
+                change(wrapper, size, stride, offset)
         if analysis.wrapper_version_bumped[t] and get_version(wrapper) == before:
             # Only where the epilogue's own ops did not: autograd regenerates a view's grad_fn when its version
             # moves, and after a replayed in-place view op (t_) that would lose the op from its history.
@@ -509,6 +543,7 @@ def _outputs(
     prewrapped: dict[int, torch.Tensor],
     given_roots: dict[tuple[int, ...], torch.Tensor],
     has_size: bool,
+    holders: Sequence[torch.Tensor | None],
 ) -> object:
     gout = plan.graph_outputs
     fresh_start = len(gout.updates)
@@ -552,42 +587,16 @@ def _outputs(
         cls = plan.output_types[o] if plan.output_types else None
         if cls is not None and isinstance(value, torch.Tensor) and type(value) is not cls:
             value = value.as_subclass(cls)  # what Tensor.__torch_function__ does to eager's result
+        if info.data_meta is not None and isinstance(value, torch.Tensor):
+            assign_data_meta(value, *ev.meta(info.data_meta, symbols))  # Note [Wrapper Data Assignment]
         result[o] = value
         return value
 
     for o in range(len(infos)):
         get(o)
     if plan.analysis.wrapper_storage:
-        _share_wrapper_storages(plan, values, result)
+        share_wrapper_storages(plan.flat, plan.analysis.wrapper_storage, holders, values, result)
     return unflatten_output(result, plan.analysis.output_spec, has_size)
-
-
-def _share_wrapper_storages(plan: RuntimePlan, values: Sequence[object], result: list[object]) -> None:
-    """Note [Wrapper Storage After set_]: each member of a class ends on the class's wrapper storage."""
-    flat = plan.flat
-    classes = plan.analysis.wrapper_storage
-    # Holders of the target storages, taken before any member moves (an anchor may itself move to another class).
-    holders: list[torch.Tensor] = []
-    for c in classes:
-        if c.anchor is not None:
-            anchor = values[flat.tensor_indices[c.anchor]]
-            assert isinstance(anchor, torch.Tensor)
-            holder = torch.empty(0, dtype=anchor.dtype, device=anchor.device)
-            torch._functionalize_unsafe_set(holder, anchor)
-        else:
-            # A storage the call made (set_() to an intermediate): a new wrapper storage, shared by no one else.
-            first = values[flat.tensor_indices[c.inputs[0]]] if c.inputs else result[c.outputs[0]]
-            assert isinstance(first, torch.Tensor)
-            holder = torch.Tensor._make_wrapper_subclass(  # private API: a storage with no data
-                type(first), first.shape, dtype=first.dtype, device=first.device
-            )
-        holders.append(holder)
-    for c, holder in zip(classes, holders, strict=True):
-        key = holder.untyped_storage()._cdata
-        members = [values[flat.tensor_indices[t]] for t in c.inputs] + [result[o] for o in c.outputs]
-        for m in members:
-            if isinstance(m, torch.Tensor) and m.untyped_storage()._cdata != key:
-                torch._functionalize_unsafe_set(m, holder)
 
 
 _PENDING = object()

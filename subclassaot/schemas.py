@@ -182,6 +182,19 @@ class ViewStep:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DataAssignmentPlan:
+    """How the epilogue repeats the `.data =` assignments to one subclass input (Note [Wrapper Data Assignment])."""
+
+    after_steps: int  # how many of the input's `inplace_replay` steps are replayed before the wrapper takes `meta`
+    meta: Meta  # the wrapper's own size, stride, offset from the last assignment on (the assigned tensor's)
+    # the tensor input the last assignment assigned, as the program received it (its real metadata are `meta`, even
+    # where the analysis ran on a clone of it), or None
+    source: int | None
+    final: bool  # no later op changes the wrapper's own metadata: `meta` are its metadata after the call
+    resizes: bool  # an assignment gave the wrapper another size than it had
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WrapperStorageClass:
     """Subclass tensors whose wrappers share one storage after the call (Note [Wrapper Storage After set_])."""
 
@@ -234,6 +247,9 @@ class OutputInfo:
     # TENSOR (plain) in training: the program set_() it with grad on; rebuilt by such a set_() of a fresh tensor
     # (Note [Outputs set_() Under Grad])
     set_under_grad: bool = False
+    # TENSOR subclass whose own size/stride/offset a `.data =` set apart from its inner tensors': those eager left on
+    # the wrapper, given to it after it is built (Note [Wrapper Data Assignment])
+    data_meta: Meta | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -256,14 +272,13 @@ class Analysis:
     wrapper_last_use: tuple[int | None, ...] = ()
     wrapper_saved: tuple[bool, ...] = ()
     dense_written: tuple[bool, ...] = ()
-    # per tensor input: the tensor input whose wrapper `.data =` assigned to this subclass input (the epilogue
-    # assigns it the same way, before replaying in-place view ops); None if none
-    wrapper_data_source: tuple[int | None, ...]
+    # per tensor input: how the epilogue repeats the `.data =` assignments to a subclass input; None if none
+    wrapper_data: tuple[DataAssignmentPlan | None, ...]
     outputs: tuple[OutputInfo, ...]  # indexed by OutputIndex
     output_spec: TreeSpec
     num_intermediate_bases: int
     # which subclass inputs and outputs share one wrapper storage after the call; () unless the program called
-    # set_() on a wrapper (Note [Wrapper Storage After set_])
+    # set_() on a wrapper or assigned a wrapper's `.data` (Note [Wrapper Storage After set_])
     wrapper_storage: tuple[WrapperStorageClass, ...] = ()
 
     def wrapper_roots(self) -> dict[int, tuple[int, ...]]:

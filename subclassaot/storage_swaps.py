@@ -89,6 +89,16 @@ class InplaceViewRecord:
     seq: int
 
 
+@dataclass(frozen=True, slots=True)
+class DataAssignment:
+    """`w.data = source` on a wrapper subclass `w` (Note [Wrapper Data Assignment])."""
+
+    source: torch.Tensor
+    seq: int  # when it happened, among view and in-place view ops
+    meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]  # the source's size, stride, offset: w's own from then on
+    size_before: tuple[Any, ...]  # w's size before it
+
+
 @dataclass(slots=True)
 class SwapRecord:
     swapped_by_data: set[int] = field(default_factory=set)  # id() of tensors whose last swap was `.data =`
@@ -110,9 +120,9 @@ class SwapRecord:
     keep_alive: list[torch.Tensor] = field(default_factory=list)  # ids above stay valid while the run lives
     family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
     written_families: set[int] = field(default_factory=set)  # roots whose version counter eager would bump
-    # id() of a wrapper subclass -> (the wrapper `.data =` last assigned to it, seq): a shallow copy of the
-    # wrapper's own metadata and storage; its inner tensors stay (Note [Wrapper Data Assignment])
-    wrapper_data: dict[int, tuple[torch.Tensor, int]] = field(default_factory=dict)
+    # id() of a wrapper subclass -> the `.data =` assignments to it, in order: each a shallow copy of the wrapper's
+    # own metadata and storage; its inner tensors stay (Note [Wrapper Data Assignment])
+    wrapper_data: dict[int, list[DataAssignment]] = field(default_factory=dict)
     # id() of a wrapper subclass -> (seq, grad mode) of the last set_() called on the wrapper itself (Note [Wrapper
     # Storage After set_])
     wrapper_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)
@@ -802,9 +812,23 @@ def _key_of_storage(storage: object) -> object:
 
 # Note [Wrapper Data Assignment]
 # `w.data = v` on a wrapper subclass never dispatches: it shallow-copies v's TensorImpl into w's (size, stride,
-# offset, storage, of the wrapper itself), while w's inner tensors (Python attributes) stay what they were. The
-# functional run does the same on the rebuilt wrappers, and the epilogue repeats `w.data = v` on the real input when
-# v is another input; an assignment from anything else is refused.
+# offset, storage, of the wrapper itself), while w's inner tensors (Python attributes), autograd history and version
+# counter stay what they were; `w.data = w` changes nothing. The functional run does the same on the traced wrappers
+# and records each assignment (its seq, v's metadata then). So at the end of the run the traced wrappers hold eager's
+# own metadata and wrapper storages; the runtime gives them to the real tensors in two parts:
+# - metadata: a subclass input takes the assigned metadata in the epilogue, between the in-place view ops replayed
+#   before and after the assignment (those replay on the wrapper's own metadata, as in eager); a subclass output
+#   whose own wrapper was assigned takes the metadata it had at the end once it is built. Both by `t.data = shell`,
+#   shell an empty wrapper of that metadata on t's storage (torch_internals.assign_wrapper_metadata): no autograd
+#   record, no version bump. A view taken after an assignment has its inner tensors' metadata, as replayed.
+# - storage: as after a wrapper-level set_ (Note [Wrapper Storage After set_]), every subclass input and output
+#   ends on the wrapper storage its class had in the run, taken from the inputs before the epilogue.
+# Where the assigned metadata come from an input as received, they are read from the real input (the run may have
+# used a clone with another offset). Refused (data_assignment.py): in training, an output that requires grad and
+# took another size (eager's backward takes gradients of that size through the inner tensors' history), and an input
+# written where autograd records it and given another size; metadata recorded on a clone whose layout is not the
+# input's, or whose strides the kernels chose (Note [Strides Of Assigned Tensors]); a view through an assigned tensor
+# that cannot be replayed as eager made it. The same object passed twice stays one object in the trace.
 
 
 class _DataMode(TorchFunctionMode):
@@ -818,8 +842,9 @@ class _DataMode(TorchFunctionMode):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
-        if owner == "data" and name == "__set__" and args[1] is args[0] and is_functional(args[0]):
-            return None  # `x.data = x` changes nothing (fuzz seed 2000 #7202: it broke the view chains through x)
+        if owner == "data" and name == "__set__" and args[1] is args[0]:
+            # `x.data = x` copies x's metadata onto itself: nothing changes (Note [Wrapper Data Assignment])
+            return None
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
             version = get_version(args[0])
             with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
@@ -836,10 +861,15 @@ class _DataMode(TorchFunctionMode):
                 f"the program calls {name or func}() inside the compiled function; differentiating or hooking "
                 "gradients inside the program is not supported. Call it on the compiled function's outputs instead"
             )
-        if owner == "data" and name == "__set__" and is_traceable_subclass(args[0]) and not is_functional(args[0]):
-            self.record.seq += 1
-            self.record.wrapper_data[id(args[0])] = (args[1], self.record.seq)
-            self.record.keep_alive.append(args[1])
+        target = args[0] if args else None
+        if (
+            owner == "data"
+            and name == "__set__"
+            and isinstance(target, torch.Tensor)
+            and is_traceable_subclass(args[0])
+        ):
+            if not is_functional(target):
+                self._record_assignment(target, args[1])
         if (
             func is torch.Tensor.requires_grad_
             and args
@@ -860,6 +890,14 @@ class _DataMode(TorchFunctionMode):
             self.record.family[id(out)] = id(out)
             self.record.keep_alive.append(out)
         return out
+
+    def _record_assignment(self, target: torch.Tensor, source: torch.Tensor) -> None:
+        """`target.data = source`, target a wrapper subclass (Note [Wrapper Data Assignment])."""
+        self.record.seq += 1
+        meta = (tuple(source.shape), tuple(source.stride()), source.storage_offset())
+        assignment = DataAssignment(source, self.record.seq, meta, tuple(target.shape))
+        self.record.wrapper_data.setdefault(id(target), []).append(assignment)
+        self.record.keep_alive.append(source)
 
 
 _AUTOGRAD_CALLS = frozenset(

@@ -318,6 +318,18 @@ def set_wrapper_metadata(t: torch.Tensor, size: Sequence[int], stride: Sequence[
             torch._C._set_meta_in_tls_dispatch_include(meta_in_tls)
 
 
+def assign_wrapper_metadata(t: torch.Tensor, size: Sequence[int], stride: Sequence[int], offset: int) -> None:
+    """`t.data = shell`, shell an empty wrapper of t's class on t's own storage with this size/stride/offset: t's own
+    metadata change as eager's `.data =` changes them (no autograd record, no version bump, inner tensors and
+    storage untouched)."""
+    shell = torch.Tensor._make_wrapper_subclass(  # private API: a wrapper with no data and no inner tensors
+        type(t), list(size), strides=list(stride), storage_offset=offset, dtype=t.dtype, device=t.device
+    )
+    torch._functionalize_unsafe_set(shell, t)  # changes the storage only
+    with torch.no_grad():
+        t.data = shell
+
+
 def rebind_functional(x: torch.Tensor, src: torch.Tensor, meta: tuple[list[int], list[int], int] | None) -> None:
     """Make FunctionalTensor `x` an alias of `src` (or of `src`'s storage with `meta`), as eager's set_ does.
 

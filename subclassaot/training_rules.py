@@ -440,12 +440,17 @@ def _check_data_swap_after_recorded_write(
 ) -> None:
     """An input that requires grad, written where autograd records it and then given other data by `.data =`:
     eager's history of the write (saved for its backward) and the new data disagree in ways the compiled Function
-    does not reproduce (fuzz seed 1000, program 4451: wrong gradients), so it is refused."""
+    does not reproduce (fuzz seed 1000, program 4451: wrong gradients), so it is refused. For a subclass input, where
+    an assignment changes the wrapper's size (Note [Wrapper Data Assignment]), before or after the write (fuzz seed
+    30, program 2283: the backward raised)."""
     for i, fake in enumerate(user_fakes):
         muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
-        if fake.requires_grad and any(m.swapped_by_data and m.data and m.autograd_visible for m in muts):
+        data = analysis.wrapper_data[i]
+        assigned = data is not None and data.resizes
+        if fake.requires_grad and any((m.swapped_by_data or assigned) and m.data and m.autograd_visible for m in muts):
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path}: the program writes this input where autograd records "
-                "it and then assigns its `.data`; in training this is not supported (its gradients would not be "
-                "eager's). Assign `.data` of a detached clone, or write under torch.no_grad()"
+                "it and assigns its `.data` (a tensor subclass's: from a tensor of another size); in training this is "
+                "not supported (its gradients would not be eager's). Assign `.data` of a detached clone, or write "
+                "under torch.no_grad()"
             )

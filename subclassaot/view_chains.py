@@ -54,16 +54,17 @@ __all__ = [
 # (the wrapper keeps its autograd identity: a view stays a view of its base). The functional run does all of this
 # on the traced wrappers exactly as eager does, so at its end the traced wrappers' storages say which subclass inputs
 # and outputs share one, and whether that is an input's storage as received. Two things reproduce it at run time,
-# only for programs that set_() a wrapper: an output that was a view when set_() replaced its contents is replayed
-# as that view and then set_() (without autograd) to a wrapper of its dense leaves (`Replay.then_set`); and after
-# the outputs are built, every member of a sharing class gets the class's storage (torch._functionalize_unsafe_set,
-# which changes neither metadata nor version counters).
+# only for programs that set_() a wrapper (or assign its `.data`: Note [Wrapper Data Assignment]): an output that
+# was a view when set_() replaced its contents is replayed as that view and then set_() (without autograd) to a
+# wrapper of its dense leaves (`Replay.then_set`); and after the outputs are built, every member of a sharing class
+# gets the class's storage (torch._functionalize_unsafe_set, which changes neither metadata nor version counters),
+# an anchor's storage taken before the epilogue (which may move the anchor off it).
 
 
 def wrapper_storage_classes(
     run: FunctionalRun, layout: DenseLayout, outputs: tuple[OutputInfo, ...]
 ) -> tuple[WrapperStorageClass, ...]:
-    if not run.swaps.wrapper_sets:
+    if not run.swaps.wrapper_sets and not run.swaps.wrapper_data:
         return ()
     anchors: dict[object, int] = {}
     for t, key in enumerate(run.initial_wrapper_keys):

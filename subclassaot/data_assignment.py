@@ -1,0 +1,191 @@
+"""Stage `analyze`, `.data =` on wrapper subclasses: which outputs' wrappers an assignment set apart from their inner
+tensors, how the epilogue repeats an assignment to a subclass input, and which of them cannot be repeated exactly.
+
+Input: a `FunctionalRun` (its `SwapRecord.wrapper_data`) and the outputs analyzed so far. Output: whether an output's
+wrapper takes recorded metadata (`OutputInfo.data_meta`), a `DataAssignmentPlan` per subclass input, and an
+UnsupportedError for what is refused. Invariants: pure reads of the run's records (Note [Wrapper Data Assignment]).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch.utils import _pytree as pytree
+
+from subclassaot.desugar import leaf_meta
+from subclassaot.errors import UnsupportedError
+from subclassaot.functional_run import FunctionalRun
+from subclassaot.schemas import DataAssignmentPlan, FlatInputs, InputIndex, Meta, OutputInfo, Replay, ViewStep
+from subclassaot.storage_swaps import DataAssignment
+from subclassaot.torch_internals import storage_key, symint_expr
+
+__all__ = ["check_assigned_view", "check_data_meta_outputs", "wrapper_data_plans"]
+
+
+def check_assigned_view(
+    path: str, value: torch.Tensor, replay: Replay | None, run: FunctionalRun, input_by_id: dict[int, InputIndex]
+) -> None:
+    """Refuse a view whose view chain passes through a tensor whose `.data` the program assigned, where the view
+    cannot be made as eager made it: not replayed at all (rebuilt, it would be no view), or replayed from an input
+    before the epilogue while eager took it, under no_grad, after a write to the input (the epilogue's write would
+    then break its autograd history)."""
+    chain = [value]
+    while (record := run.swaps.views.get(id(chain[-1]))) is not None:
+        chain.append(record.source)
+    if not value._is_view() or not any(id(t) in run.swaps.wrapper_data for t in chain):
+        return
+    if replay is None:
+        raise UnsupportedError(
+            f"{path} is a view of a tensor subclass whose `.data` the program assigned (Note [Wrapper Data "
+            "Assignment]), and its view chain cannot be replayed after the call (the metadata of a tensor in it "
+            "changed since); the compiled output would not be a view. Return a clone instead"
+        )
+    written = any(run.swaps.bumps(t) for t in chain if id(t) in input_by_id)
+    no_grad_step = not all(step.grad_enabled for step in replay.steps)
+    if replay.before_epilogue and torch.is_grad_enabled() and no_grad_step and written:
+        raise UnsupportedError(
+            f"{path} is a view, partly taken under no_grad, of an input the program writes and whose `.data` it "
+            "assigns (Note [Wrapper Data Assignment]): it would be rebuilt before the input's write, whose version "
+            "change then makes its grad_fn raise, unlike eager's. Return a clone instead"
+        )
+
+
+def wrapper_data_plans(
+    flat: FlatInputs,
+    run: FunctionalRun,
+    replays: Sequence[tuple[ViewStep, ...]],
+    wrapper_after: Sequence[Meta | None],
+    user_fakes: Sequence[torch.Tensor],
+    cloned: frozenset[int],
+) -> tuple[DataAssignmentPlan | None, ...]:
+    """Per tensor input, how the epilogue repeats the `.data =` assignments to it (None: there were none)."""
+    off = _clones_off_layout(run, user_fakes, cloned)
+    return tuple(_plan(i, flat, run, replays[i], wrapper_after, off) for i in range(len(run.user_tensors)))
+
+
+def _plan(
+    i: int,
+    flat: FlatInputs,
+    run: FunctionalRun,
+    steps: tuple[ViewStep, ...],
+    wrapper_after: Sequence[Meta | None],
+    off: dict[object, int],
+) -> DataAssignmentPlan | None:
+    t = run.user_tensors[i]
+    found = run.swaps.wrapper_data.get(id(t))
+    if not found or next(k for k, u in enumerate(run.user_tensors) if u is t) != i:
+        return None  # the same object passed twice: assigned once, for its first position
+    path = flat.leaves[flat.tensor_indices[i]].path
+    records = run.swaps.inplace_views.get(id(t), [])
+    first, last = found[0], found[-1]
+    if steps and any(first.seq < r.seq < last.seq for r in records):
+        raise UnsupportedError(
+            f"{path}.data = ...: the program assigns `.data` of this tensor subclass input more than once, with an "
+            "in-place view op (t_, unsqueeze_) on it in between; replaying that op on the input needs the wrapper "
+            "metadata of an assignment that a later one overwrites. Assign `.data` once, or rebind the name instead"
+        )
+    source = _unchanged_input(last.source, run, wrapper_after)
+    if source is None and _strides_unknown(last, run):
+        _refuse_unknown_strides(f"{path}.data = ...")
+    size, stride, offset = last.meta
+    meta = (tuple(symint_expr(s) for s in size), tuple(symint_expr(s) for s in stride), symint_expr(offset))
+    plan = DataAssignmentPlan(
+        after_steps=sum(1 for r in records if r.seq < first.seq),
+        meta=meta,
+        source=source,
+        final=leaf_meta(t) == meta,
+        resizes=_resizes(found),
+    )
+    if storage_key(t) in off and not (plan.source is not None and plan.final):
+        _refuse_off_layout(path, flat, off[storage_key(t)])
+    return plan
+
+
+# Note [Strides Of Assigned Tensors]
+# The metadata a `.data =` gives a wrapper are recorded on fake tensors. Their strides are eager's except where the
+# kernel chooses them: a dim of size 1 in a tensor the program computed (Note [Fresh Subclass Output Strides]), and
+# the dims of a tensor with no elements (view() of an empty tensor). The compiled graph does not return the assigned
+# tensor, so its real strides are not known at run time: such an assignment is refused.
+
+
+def _strides_unknown(a: DataAssignment, run: FunctionalRun) -> bool:
+    """Note [Strides Of Assigned Tensors]."""
+    size = a.meta[0]
+    if any(isinstance(s, int) and s == 0 for s in size):
+        return True
+    computed = storage_key(a.source) not in {k for k in run.initial_wrapper_keys if k is not None}
+    return computed and any(isinstance(s, int) and s == 1 for s in size)
+
+
+def _refuse_unknown_strides(where: str) -> None:
+    raise UnsupportedError(
+        f"{where}: the assigned tensor subclass has no elements, or the program computed it and it has a dimension "
+        "of size 1: its strides come from the kernels, which the compiled program does not see (Note [Strides Of "
+        "Assigned Tensors]). Assign an input or a view of one"
+    )
+
+
+def _resizes(assignments: Sequence[DataAssignment]) -> bool:
+    return any(a.size_before != a.meta[0] for a in assignments)
+
+
+def _unchanged_input(source: torch.Tensor, run: FunctionalRun, wrapper_after: Sequence[Meta | None]) -> int | None:
+    """The tensor input `source` is, if the program leaves its own metadata and storage as they came (its real
+    metadata at run time are then those it had when assigned)."""
+    j = next((k for k, u in enumerate(run.user_tensors) if u is source), None)
+    if j is None or wrapper_after[j] is not None:
+        return None
+    swaps = run.swaps
+    if id(source) in swaps.inplace_views or id(source) in swaps.wrapper_data or id(source) in swaps.wrapper_sets:
+        return None
+    return j
+
+
+def check_data_meta_outputs(
+    flat: FlatInputs,
+    run: FunctionalRun,
+    user_fakes: Sequence[torch.Tensor],
+    cloned: frozenset[int],
+    outputs: Sequence[OutputInfo],
+) -> None:
+    """Refuse outputs whose wrapper metadata from a `.data =` cannot be given exactly: one that requires grad and
+    took another size (eager's backward takes gradients of that size through the history of the inner tensors, the
+    compiled autograd.Function does not), and one whose metadata were recorded on a clone with another layout."""
+    off = _clones_off_layout(run, user_fakes, cloned)
+    for info, value in zip(outputs, pytree.tree_leaves(run.output), strict=True):
+        if info.data_meta is None or not isinstance(value, torch.Tensor):
+            continue
+        if torch.is_grad_enabled() and value.requires_grad and _resizes(run.swaps.wrapper_data.get(id(value), [])):
+            raise UnsupportedError(
+                f"{info.path}: the program assigned `.data` of this tensor subclass, which requires grad, from a tensor "
+                "of another size: eager's autograd takes gradients of the new size through its history, which a "
+                "compiled output cannot reproduce. Assign a tensor of its size, or return a clone made before"
+            )
+        assignments = run.swaps.wrapper_data.get(id(value))
+        if assignments and _strides_unknown(assignments[-1], run):
+            _refuse_unknown_strides(f"{info.path}: its `.data` = ...")
+        if storage_key(value) in off:
+            _refuse_off_layout(info.path, flat, off[storage_key(value)])
+
+
+def _clones_off_layout(
+    run: FunctionalRun, user_fakes: Sequence[torch.Tensor], cloned: frozenset[int]
+) -> dict[object, int]:
+    """Wrapper storage key -> subclass input that runs as a clone whose layout is not the input's (a non-leaf input
+    that requires grad, in training: a storage offset, or strides of an overlapping input)."""
+    return {
+        run.initial_wrapper_keys[i]: i
+        for i in sorted(cloned)
+        if run.initial_wrapper_keys[i] is not None and leaf_meta(user_fakes[i]) != run.initial_metas[i]
+    }
+
+
+def _refuse_off_layout(path: str, flat: FlatInputs, i: int) -> None:
+    raise UnsupportedError(
+        f"{path}: the program assigned `.data` of this tensor subclass from {flat.leaves[flat.tensor_indices[i]].path} "
+        "or a view of it, a tensor subclass input that requires grad and is not a leaf, "
+        "which runs in training as a clone whose layout (storage offset, strides) is not the input's; the wrapper's "
+        "metadata after the assignment cannot be told exactly. Assign from a clone, or pass the input contiguous "
+        "and at storage offset 0"
+    )
