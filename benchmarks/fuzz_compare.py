@@ -1,6 +1,7 @@
 """The fuzzer's programs through subclassaot and through torch.compile(backend="aot_eager", fullgraph=True).
 
-Run: `python benchmarks/fuzz_compare.py --programs 1000 --seed 1 [--subclass subclasses.pair:example] [--jobs 2]`.
+Run: `python benchmarks/fuzz_compare.py --programs 1000 --seed 1 [--subclass subclasses.pair:example] [--jobs 2]
+[--side both|ours|torch]` (one side only: the same programs in the same order, the other column stays 0).
 Each program is checked by the same parity oracle (subclassaot.parity, two calls on fresh inputs) against eager:
 once compiled by subclassaot (the interpreter closure) and once by torch.compile (the printed source, exec'd, so that
 dynamo sees plain user code; tests/subclassaot/test_fuzz.py checks the two agree in eager). `torch._dynamo.reset()`
@@ -75,26 +76,34 @@ def run_shard(args: argparse.Namespace, shard: tuple[int, int]) -> Tally:
     config = FuzzConfig(kinds=("plain", *args.subclass))
     tally = Tally()
     k, n = shard
-    share, index = shard_share(args.programs, shard), k
+    share, index, done = shard_share(args.programs, shard), k, 0
     subclassaot_compile = pipeline_compile("eager")
-    while sum(tally.ours.values()) < share:
+    while done < share:
         program = generate(RandomChooser(args.seed * 1_000_003 + index), config)
-        mine = check_program(program, subclassaot_compile)
         index += n
-        if mine.outcome is Outcome.DISCARDED:
+        # DISCARDED comes from eager alone (the program raises there): either side decides it alike.
+        mine = check_program(program, subclassaot_compile) if args.side != "torch" else None
+        if mine is not None and mine.outcome is Outcome.DISCARDED:
             continue
-        torch._dynamo.reset()
-        other: Verdict = check_program(program, torch_compile_for(program))
-        tally.ours[mine.outcome] += 1
-        tally.theirs[other.outcome] += 1
-        if mine.outcome is not Outcome.PASS:
-            tally.our_sigs[f"{mine.outcome.value}: {mine.signature}"] += 1
-        if mine.outcome in (Outcome.DIVERGED, Outcome.CRASHED):
-            tally.our_failures.append(index - n)
-        if other.outcome is not Outcome.PASS:
-            tally.their_sigs[f"{other.outcome.value}: {other.signature}"] += 1
-        tally.both_wrong += mine.outcome is Outcome.DIVERGED and other.outcome is Outcome.DIVERGED
-        done = sum(tally.ours.values())
+        other: Verdict | None = None
+        if args.side != "ours":
+            torch._dynamo.reset()
+            other = check_program(program, torch_compile_for(program))
+            if other.outcome is Outcome.DISCARDED:
+                continue
+        done += 1
+        if mine is not None:
+            tally.ours[mine.outcome] += 1
+            if mine.outcome is not Outcome.PASS:
+                tally.our_sigs[f"{mine.outcome.value}: {mine.signature}"] += 1
+            if mine.outcome in (Outcome.DIVERGED, Outcome.CRASHED):
+                tally.our_failures.append(index - n)
+        if other is not None:
+            tally.theirs[other.outcome] += 1
+            if other.outcome is not Outcome.PASS:
+                tally.their_sigs[f"{other.outcome.value}: {other.signature}"] += 1
+        if mine is not None and other is not None:
+            tally.both_wrong += mine.outcome is Outcome.DIVERGED and other.outcome is Outcome.DIVERGED
         if done % 500 == 0:
             print(f"shard {k}/{n}: {done}/{share}", file=sys.stderr, flush=True)
     return tally
@@ -106,15 +115,24 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--subclass", action="append", default=[])
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (programs split by index mod jobs)")
+    parser.add_argument(
+        "--side",
+        choices=("both", "ours", "torch"),
+        default="both",
+        help="run one side only (the programs and their order are the same; the other side's column stays 0)",
+    )
     args = parser.parse_args()
     start = time.perf_counter()
     tally = Tally()
     for part in run_shards(functools.partial(run_shard, args), args.jobs):
         tally.add(part)
     ours, theirs = tally.ours, tally.theirs
-    n = sum(ours.values())
+    n = max(sum(ours.values()), sum(theirs.values()))
     kinds = ("plain", *args.subclass)
-    print(f"{n} programs, seed {args.seed}, kinds {kinds}, {args.jobs} jobs, {time.perf_counter() - start:.0f} s")
+    print(
+        f"{n} programs, seed {args.seed}, kinds {kinds}, {args.jobs} jobs, side {args.side}, "
+        f"{time.perf_counter() - start:.0f} s"
+    )
     print(f"{'outcome':<12} {'subclassaot':>12} {'torch.compile':>14}")
     for o in Outcome:
         if o is not Outcome.DISCARDED:
