@@ -1,0 +1,223 @@
+"""Stage `analyze`, training facts: how the program used subclass inputs of an alias group (Note [Overlapping
+Subclass Members Written Through One]), outputs set_() under grad (Note [Outputs set_() Under Grad]), and views of
+inputs that run as contiguous clones (`check_overlapping_clones`).
+
+Input: a `FunctionalRun`, the `DenseLayout`, the outputs' `OutputInfo`s. Output: per-input facts for `Analysis`,
+output flags, refusals (UnsupportedError naming the output or input and the rule).
+Invariants: pure reads of the run's records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch.utils import _pytree as pytree
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.functional_run import FunctionalRun
+from subclassaot.protocol import is_traceable_subclass
+from subclassaot.schemas import (
+    DenseLayout,
+    FlatInputs,
+    LeafMutation,
+    LeafSource,
+    OutputInfo,
+    OutputKind,
+    ReplaySource,
+    ViewStep,
+)
+from subclassaot.torch_internals import storage_key
+
+__all__ = ["check_overlapping_clones", "check_set_under_grad", "set_under_grad", "wrapper_uses"]
+
+
+# Ops whose backward saves none of their tensor arguments (Note [Overlapping Subclass Members Written Through One])
+_SAVES_NOTHING = frozenset(
+    {
+        *(torch.ops.aten.add.Tensor, torch.ops.aten.add_.Tensor, torch.ops.aten.sub.Tensor, torch.ops.aten.sub_.Tensor),
+        *(torch.ops.aten.copy_.default, torch.ops.aten.clone.default, torch.ops.aten.neg.default),
+    }
+)
+
+
+def wrapper_uses(
+    run: FunctionalRun, layout: DenseLayout
+) -> tuple[tuple[int | None, ...], tuple[int | None, ...], tuple[bool, ...], tuple[bool, ...]]:
+    """Analysis.wrapper_first_write, wrapper_last_use, wrapper_saved and dense_written, from the program's own ops
+    on subclass tensors."""
+    position: dict[int, int] = {}
+    for i, t in enumerate(run.user_tensors):
+        position.setdefault(id(t), i)
+
+    def input_of(t: torch.Tensor) -> int | None:
+        while (record := run.swaps.views.get(id(t))) is not None:
+            t = record.source
+        return position.get(id(t))
+
+    n = len(run.user_tensors)
+    first_write: list[int | None] = [None] * n
+    last_use: list[int | None] = [None] * n
+    saved = [False] * n
+    for k, (func, tensors, writes) in enumerate(run.swaps.wrapper_ops):
+        moves_data = torch.Tag.inplace_view not in getattr(func, "tags", ())
+        for w in writes if moves_data else ():
+            if (x := input_of(w)) is not None and first_write[x] is None:
+                first_write[x] = k
+        if getattr(func, "is_view", False) or func is torch.ops.aten.detach.default:
+            continue
+        for t in tensors:
+            if (x := input_of(t)) is not None:
+                last_use[x] = k
+                saved[x] = saved[x] or func not in _SAVES_NOTHING
+    dense_written = tuple(
+        any(storage_key(x) in run.swaps.dense_writes for j in leaves for x in (run.dense[j], run.originals[j]))
+        for leaves in layout.leaves_of_input
+    )
+    return tuple(first_write), tuple(last_use), tuple(saved), dense_written
+
+
+# Note [Outputs set_() Under Grad]
+# `t = x * 3; t.set_(y); return t` with grad on: eager records the set_ on t, whose grad_fn (set_'s) raises in
+# backward. The output is built as usual (an alias of y's storage, from the input or the graph), then a fresh
+# tensor that requires grad is set_() to it with grad on: the same grad_fn, storage and metadata, not a view. A
+# backward through it raises before reaching anything else only if it is the program's only output that requires
+# grad: with others, which leaves eager has accumulated into when it raises depends on the order autograd runs its
+# nodes, which the compiled graph does not reproduce (Note [Backward Errors Are Deferred]), so that is refused, as
+# are subclass outputs (their wrapper storage: Note [Wrapper Storage After set_]) and views set_() under grad
+# (eager rebases their base on the set_: the input's history would raise too).
+
+
+def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
+    wrapper_set = run.swaps.wrapper_sets.get(id(value))
+    if not value.requires_grad or not (
+        id(value) in run.swaps.grad_set_ids or (wrapper_set is not None and wrapper_set[1])
+    ):
+        return False
+    if is_traceable_subclass(value) or wrapper_set is not None or run.swaps.is_view(value):
+        raise UnsupportedError(
+            f"{path}: the program set_() this tensor with grad enabled, so eager gives it an autograd history through "
+            "set_ "
+            "(whose derivative is not implemented), which a compiled output that is a tensor subclass or a view "
+            "cannot have. Call set_() under torch.no_grad(), or return a clone"
+        )
+    return True
+
+
+def check_set_under_grad(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> None:
+    grad_set = [info.path for info in infos if info.set_under_grad]
+    others = [
+        info.path
+        for info, value in zip(infos, leaves, strict=True)
+        if not info.set_under_grad and isinstance(value, torch.Tensor) and value.requires_grad
+    ]
+    if grad_set and others:
+        raise UnsupportedError(
+            f"{grad_set[0]}: the program set_() this tensor with grad enabled, so its backward raises in eager, and "
+            f"{others[0]} also requires grad: which gradients eager accumulates before it raises depends on the "
+            "order autograd runs its nodes (Note [Outputs set_() Under Grad]). Call set_() under torch.no_grad(), "
+            "or return a clone"
+        )
+
+
+def check_overlapping_clones(
+    flat: FlatInputs,
+    layout: DenseLayout,
+    run: FunctionalRun,
+    mutations: Sequence[LeafMutation],
+    user_fakes: Sequence[torch.Tensor],
+    cloned: frozenset[int],
+    outputs: Sequence[OutputInfo],
+) -> None:
+    """A subclass input that requires grad runs as a clone, made contiguous where its elements overlap (expand()):
+    a view the program took of it may be one eager's strides forbid (reshape() copies in eager), so returning a
+    view of it is refused (fuzz seed 24 #187: replaying the view on the input itself raised), except a chain of
+    views that takes the same elements on the input's own strides (fuzz seed 2000 #404, #6574)."""
+    for i in cloned:
+        t = user_fakes[i]
+        if not any(st == 0 and sz != 1 for sz, st in zip(t.shape, t.stride(), strict=True)):
+            continue
+        leaves = set(layout.leaves_of_input[i])
+        path = flat.leaves[flat.tensor_indices[i]].path
+        aliased = any(
+            (info.kind is OutputKind.IS_INPUT and info.input_index == flat.tensor_indices[i])
+            or any(leaf.source is LeafSource.INPUT_ALIAS and leaf.index in leaves for leaf in info.leaves)
+            for info in outputs
+        )
+        clone = run.user_tensors[i]
+        if any(run.swaps.view_root(c) is clone for c in run.swaps.contiguous_self) and (
+            aliased or any(mutations[j].any for j in leaves)
+        ):
+            raise UnsupportedError(
+                f"{path}: the program calls contiguous() on a view of this tensor subclass input, which requires "
+                "grad and whose elements overlap (expand()), and returns or writes the input: eager's may be a copy, "
+                "the traced one a view of the input's contiguous clone (Note [contiguous() Of A Contiguous Clone]). "
+                "Call .clone() instead"
+            )
+        grouped = any(j in g.members for g in layout.groups for j in leaves)
+        for info in outputs:
+            source, steps = _chain_from_input(info, outputs)
+            if source == flat.tensor_indices[i]:
+                exact = _same_views_on(t, steps)
+            else:  # regenerated without a view chain (an alias of a group member may name another member's leaf)
+                exact = (
+                    grouped
+                    or info.replay is not None
+                    or not any(leaf.source is LeafSource.INPUT_ALIAS and leaf.index in leaves for leaf in info.leaves)
+                )
+            if not exact:
+                raise UnsupportedError(
+                    f"{info.path} is traced as a view of {path}, a tensor subclass "
+                    "input that requires grad and whose elements overlap (expand()); in training it is traced "
+                    "as a contiguous clone, whose views may differ from eager's. Pass it .contiguous(), or "
+                    "return a clone"
+                )
+
+
+# View ops that take the same elements of their source whatever its strides, so that on an input whose elements
+# overlap they give what the program's view of its contiguous clone gave; `view` too, where it succeeds on the
+# input's own strides (there reshape() is a view in eager as well). Not as_strided, nor in-place view ops (t_ on a
+# view of a subclass input that requires grad replays with other gradients than eager's).
+_aten = torch.ops.aten
+_STRIDE_AGNOSTIC = frozenset(
+    {
+        *(_aten.alias.default, _aten.diagonal.default, _aten.expand.default, _aten.narrow.default),
+        *(_aten.permute.default, _aten.select.int, _aten.slice.Tensor, _aten.split.Tensor, _aten.unbind.int),
+        *(_aten.split_with_sizes.default, _aten.squeeze.default, _aten.squeeze.dim, _aten.squeeze.dims),
+        *(_aten.t.default, _aten.transpose.int, _aten.unfold.default, _aten.unsqueeze.default, _aten.view.default),
+    }
+)
+
+
+def _chain_from_input(info: OutputInfo, outputs: Sequence[OutputInfo]) -> tuple[int | None, tuple[ViewStep, ...]]:
+    """The input an output is replayed from (through earlier outputs), and the whole view chain from it."""
+    steps: tuple[ViewStep, ...] = ()
+    replay = info.replay
+    while replay is not None and replay.source is ReplaySource.OUTPUT:
+        steps = replay.steps + steps
+        earlier = outputs[replay.index]
+        if earlier.kind is OutputKind.IS_INPUT:
+            return earlier.input_index, steps
+        replay = earlier.replay
+    if replay is None or replay.source is not ReplaySource.INPUT:
+        return None, ()
+    return replay.index, replay.steps + steps
+
+
+def _same_views_on(t: torch.Tensor, steps: Sequence[ViewStep]) -> bool:
+    """Replaying `steps` on `t`'s own (static) strides is exact: each op is stride-agnostic and succeeds there
+    (`check_overlapping_clones`)."""
+    dims = [*t.shape, *t.stride()]
+    if not all(isinstance(d, int) for d in dims) or not all(s.op in _STRIDE_AGNOSTIC for s in steps):
+        return False
+    src = torch.empty_strided(tuple(t.shape), tuple(t.stride()), device="meta")
+    for step in steps:
+        args = pytree.tree_leaves((step.args, step.kwargs))
+        if not all(isinstance(a, int | bool | str | None) for a in args):
+            return False  # a symbolic size or an input argument: not checked here
+        try:
+            out = step.op(src, *step.args, **dict(step.kwargs))
+        except (RuntimeError, ValueError):  # ValueError: the meta kernel's own message
+            return False  # eager's reshape() copies here
+        src = out[step.index] if step.index is not None else out
+    return True
