@@ -194,7 +194,16 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         ),
         None,
     )
-    data = has_data_mutation(orig)
+    # Functionalization reports a data mutation for in-place view ops on views of a subclass's inner tensors; with
+    # no op that moves data, no `.data` alias and no swap in the whole program, there is none (copying the values
+    # back with grad would make autograd regenerate views taken of the input, losing their t_(): a wrong gradient).
+    data = has_data_mutation(orig) and not (
+        any(layout.trees[t] is not None and i in leaves for t, leaves in enumerate(layout.leaves_of_input))
+        and not run.swaps.moved_data
+        and not run.swaps.data_aliases
+        and not run.swaps.swapped_ids
+        and not run.swaps.wrapper_data
+    )
     final_meta, orig_meta = leaf_meta(final), leaf_meta(orig)
     swaps = run.swaps
     return LeafMutation(

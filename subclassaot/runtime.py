@@ -179,12 +179,14 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
             cast(torch.Tensor, values[i]).requires_grad_(True)  # the program's requires_grad_()
         dense = dense_of(values)
         graph_in = graph_example_inputs(layout, dense)
+        # version counters as the inputs came: an early replay of an in-place view op (t_) advances them already
+        counters = _versions(plan, epilogue, values, dense)
         early = {o: _replay(r, ev, values, ([], {}), symbols, _no_output) for o, r in early_replays}
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
         outs, prewrapped, wrapper_values, roots = graph_call(values, graph_in, dense, symbols)
         prewrapped.update(early)
         if not epilogue.empty:
-            _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values)
+            _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values, counters)
         for i in loses:
             cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
         if fresh_only is not None:
@@ -332,11 +334,11 @@ def _epilogue(
     outs: list[object],
     symbols: dict[str, int],
     wrapper_values: dict[int, torch.Tensor],
+    counters: tuple[list[int], list[int]],
 ) -> None:
-    """Apply input mutations in the order of Note [Input Updates]."""
+    """Apply input mutations in the order of Note [Input Updates]. `counters`: `_versions` before the call."""
     mutations = plan.analysis.mutations
-    versions = [get_version(dense[j]) for j in epilogue.versions]
-    wrapper_versions = [get_version(cast(torch.Tensor, values[plan.flat.tensor_indices[t]])) for t in epilogue.wrappers]
+    versions, wrapper_versions = counters
     for g, k in epilogue.base_copies:
         # A synthetic base that requires grad is written where autograd records it (Note [Aliased Inputs In
         # Training]); otherwise, as every input write the program hid from autograd, under no_grad.
@@ -474,6 +476,14 @@ def _replay_metadata(
                 x.as_strided_(size, stride, offset)
         else:
             x.as_strided_(size, stride, offset)
+
+
+def _versions(
+    plan: RuntimePlan, epilogue: EpiloguePlan, values: Sequence[object], dense: list[torch.Tensor]
+) -> tuple[list[int], list[int]]:
+    """The version counters the epilogue settles (dense leaves, then wrappers), as they are now."""
+    wrappers = [get_version(cast(torch.Tensor, values[plan.flat.tensor_indices[t]])) for t in epilogue.wrappers]
+    return [get_version(dense[j]) for j in epilogue.versions], wrappers
 
 
 def _settle_version(t: torch.Tensor, before: int, bumped: bool) -> None:

@@ -141,6 +141,8 @@ class SwapRecord:
     # its subclass arguments, those it writes). See Note [Overlapping Subclass Members Written Through One].
     wrapper_ops: list[tuple[Any, tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]] = field(default_factory=list)
     dense_writes: set[object] = field(default_factory=set)  # storage keys the program wrote below any subclass
+    # an op that moves data (not an in-place view op) wrote a tensor, at any depth; also set by set_() and growth
+    moved_data: bool = False
     # id() of clones that inputs run as, contiguous where the input is not: contiguous() copies them, as eager's
     # (Note [contiguous() Of A Contiguous Clone])
     copy_on_contiguous: set[int] = field(default_factory=set)
@@ -452,6 +454,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             )
 
     def _grow(self, x: torch.Tensor, size: list[int]) -> None:
+        self.record.moved_data = True
         # Eager grows the storage in place and keeps its old contents at the front (Note [Storage Swaps By
         # Rebinding] explains why functionalization cannot: here x is rebound to a fresh, larger tensor).
         old = self._storage_tail(x)
@@ -479,6 +482,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         )
 
     def _set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.record.moved_data = True
         x = args[0]
         if func in (torch.ops.aten.set_.source_Tensor,):
             rebind_functional(x, args[1], None)
@@ -572,6 +576,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     _check_write_through_base_strided(func, arg)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
                     _check_no_overlapping_read(func, arg, args, kwargs)
+                    self.record.moved_data = True
                     if self.depth == 0 and not is_traceable_subclass(arg):
                         self.record.dense_writes.add(storage_key(arg))
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
