@@ -86,7 +86,13 @@ def analyze(
             None if tree is None or before == leaf_meta(t) else leaf_meta(t)
             for tree, t, before in zip(layout.trees, run.user_tensors, run.initial_metas, strict=True)
         )
-        _check_wrapper_growth(flat, layout, wrapper_after)
+        replays = tuple(inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors))
+        data_plans = wrapper_data_plans(flat, run, replays, wrapper_after, user_fakes, nonleaf_wrappers)
+        # After a `.data =`, the wrapper's metadata and storage are those it was assigned (Note [Wrapper Data
+        # Assignment]): it grows only beyond them.
+        assigned = {id(run.user_tensors[i]): plan.meta for i, plan in enumerate(data_plans) if plan is not None}
+        since = tuple(assigned.get(id(t)) for t in run.user_tensors)
+        _check_wrapper_growth(flat, layout, wrapper_after, since)
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
         _check_overlapping_clones(flat, user_fakes, nonleaf_wrappers, outputs)
         check_data_meta_outputs(flat, run, user_fakes, nonleaf_wrappers, outputs)
@@ -94,8 +100,6 @@ def analyze(
         wrapper_bumped = tuple(
             tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
         )
-        replays = tuple(inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors))
-        data_plans = wrapper_data_plans(flat, run, replays, wrapper_after, user_fakes, nonleaf_wrappers)
     return Analysis(
         mutations=mutations,
         wrapper_meta_after=wrapper_after,
@@ -112,13 +116,18 @@ def analyze(
     )
 
 
-def _check_wrapper_growth(flat: FlatInputs, layout: DenseLayout, after: tuple[Meta | None, ...]) -> None:
-    for i, (tree, meta) in enumerate(zip(layout.trees, after, strict=True)):
+def _check_wrapper_growth(
+    flat: FlatInputs, layout: DenseLayout, after: tuple[Meta | None, ...], assigned: tuple[Meta | None, ...]
+) -> None:
+    """`assigned`: per tensor input, the metadata the last `.data =` to it gave it, if any."""
+    for i, (tree, meta, given) in enumerate(zip(layout.trees, after, assigned, strict=True)):
         # Offsets aside: the traced wrapper of a view input keeps its offset, its tree records 0.
         if (
             tree is not None
             and meta is not None
-            and _surely_greater(_extent((*meta[:2], 0)), _extent(_outer_meta(tree)))
+            and _surely_greater(
+                _extent((*meta[:2], 0)), _extent(_outer_meta(tree) if given is None else (*given[:2], 0))
+            )
         ):
             path = flat.leaves[flat.tensor_indices[i]].path
             raise UnsupportedError(
