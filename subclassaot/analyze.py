@@ -95,6 +95,8 @@ def analyze(
             None if tree is None or before == leaf_meta(t) else leaf_meta(t)
             for tree, t, before in zip(layout.trees, run.user_tensors, run.initial_metas, strict=True)
         )
+        replays = tuple(inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors))
+        data_plans = wrapper_data_plans(flat, run, replays, wrapper_after, user_fakes, nonleaf_wrappers)
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
         check_overlapping_clones(flat, layout, run, mutations, user_fakes, nonleaf_wrappers, outputs)
         check_data_meta_outputs(flat, run, user_fakes, nonleaf_wrappers, outputs)
@@ -102,8 +104,6 @@ def analyze(
         wrapper_bumped = tuple(
             tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
         )
-        replays = tuple(inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors))
-        data_plans = wrapper_data_plans(flat, run, replays, wrapper_after, user_fakes, nonleaf_wrappers)
     uses = wrapper_uses(run, layout)
     return Analysis(
         mutations=mutations,

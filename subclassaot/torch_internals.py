@@ -319,13 +319,15 @@ def set_wrapper_metadata(t: torch.Tensor, size: Sequence[int], stride: Sequence[
 
 
 def assign_wrapper_metadata(t: torch.Tensor, size: Sequence[int], stride: Sequence[int], offset: int) -> None:
-    """`t.data = shell`, shell an empty wrapper of t's class on t's own storage with this size/stride/offset: t's own
-    metadata change as eager's `.data =` changes them (no autograd record, no version bump, inner tensors and
-    storage untouched)."""
+    """`t.data = shell`, shell an empty wrapper of t's class with this size/stride/offset: t's own metadata change as
+    eager's `.data =` changes them (no autograd record, no version bump, inner tensors untouched). The shell is on t's
+    own storage where that is large enough for them, else on a new one (the caller gives t its final storage)."""
     shell = torch.Tensor._make_wrapper_subclass(  # private API: a wrapper with no data and no inner tensors
         type(t), list(size), strides=list(stride), storage_offset=offset, dtype=t.dtype, device=t.device
     )
-    torch._functionalize_unsafe_set(shell, t)  # changes the storage only
+    extent = 0 if 0 in size else offset + 1 + sum((n - 1) * st for n, st in zip(size, stride, strict=True))
+    if t.untyped_storage().nbytes() >= extent * t.element_size():
+        torch._functionalize_unsafe_set(shell, t)  # changes the storage only
     with torch.no_grad():
         t.data = shell
 
