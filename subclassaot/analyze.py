@@ -21,7 +21,7 @@ from subclassaot.data_assignment import check_assigned_view, check_data_meta_out
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
-from subclassaot.protocol import SubclassNode, is_traceable_subclass
+from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import (
     Analysis,
     DenseIndex,
@@ -157,15 +157,6 @@ def _check_mixed_grad_view_ops(flat: FlatInputs, run: FunctionalRun) -> None:
                 "Mixed Grad Modes]), which the compiled epilogue does not reproduce. Run them all under one grad "
                 "mode, or change a clone"
             )
-
-
-def _outer_meta(tree: SubclassNode) -> Meta:
-    # A wrapper input starts at storage offset 0 (wrappers built by _make_wrapper_subclass).
-    return (
-        tuple(symint_expr(s) for s in tree.outer_size),
-        tuple(symint_expr(s) for s in tree.outer_stride),
-        0,
-    )
 
 
 def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutation:
