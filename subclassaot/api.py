@@ -38,7 +38,11 @@ from subclassaot.storage_swaps import StorageReachError
 from subclassaot.torch_function import check_trial, torch_function_trial
 from subclassaot.torch_internals import DATA_DEPENDENT_ERRORS, get_version, new_fake_mode, shape_env_of
 from subclassaot.trace import TracedGraph, trace_inference
-from subclassaot.training_rules import check_swapped_storage_outputs, check_training_supported
+from subclassaot.training_rules import (
+    check_overlapping_plain_groups,
+    check_swapped_storage_outputs,
+    check_training_supported,
+)
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -209,6 +213,7 @@ def _compile_over(
         check_gained_grad(flat, layout, analysis, fakes)
         check_training_supported(flat, layout, analysis, fakes)
         check_swapped_storage_outputs(flat, layout, analysis)
+        check_overlapping_plain_groups(flat, layout, analysis, fakes)
     with torch.no_grad():
         traced = trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)
     backend = backends.get_backend(config.backend)

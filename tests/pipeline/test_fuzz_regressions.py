@@ -1887,3 +1887,23 @@ def test_write_into_strided_view_input_in_training_is_not_an_overlap(compile_fn:
 
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (nonleaf(4, 4, 2)[2:4:2],), compile_fn=compile_fn)
+
+
+def test_write_below_expanded_input(compile_fn: CompileFn | None) -> None:
+    # Note [Writes Below An Expanded Input] (it crashed: "more than one element of the written-to tensor ...").
+    def f(x0: T) -> object:
+        x0[0].mul_(2.0)
+        return (x0 * 3,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(2).expand(2, 2),), compile_fn=compile_fn)
+
+
+def test_write_below_expanded_input_refused_in_training(compile_fn: CompileFn | None) -> None:
+    # The backward raised "more than one element of the written-to tensor ..." where eager's runs.
+    def f(x0: T) -> object:
+        x0[0].mul_(2.0)
+        return (x0 * 3,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(2).expand(2, 2),), compile_fn, "an input whose elements overlap in memory")
