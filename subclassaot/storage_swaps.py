@@ -104,6 +104,7 @@ class SwapRecord:
     base_strided_views: set[int] = field(default_factory=set)
     data_aliases: set[int] = field(default_factory=set)  # id() of the `.data` aliases themselves
     data_views: set[int] = field(default_factory=set)  # id() of views of them
+    data_of: dict[int, torch.Tensor] = field(default_factory=dict)  # id() of a `.data` alias -> the tensor it is of
     visible_writes: set[object] = field(default_factory=set)  # storage keys written through autograd-visible tensors
     keep_alive: list[torch.Tensor] = field(default_factory=list)  # ids above stay valid while the run lives
     family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
@@ -213,6 +214,16 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self._check_resize_reach(args[0], list(args[1]))
             if self._grows(args):
                 self._grow(args[0], list(args[1]))
+                return args[0]
+            base = self.record.alias_bases.get(storage_key(args[0]))
+            if base is not None:
+                # Within a synthetic base (Note [as_strided On Inputs]): x becomes the contiguous view of the same
+                # storage from its offset, as eager's resize_ makes it (functionalization's resize_ of a view loses
+                # later writes through it: fuzz seed 2000 #6566).
+                size = list(args[1])
+                strides = list(torch._prims_common.make_contiguous_strides_for(size))
+                rebind_functional(args[0], base, (size, strides, int(args[0].storage_offset())))
+                self._track(func, args, args[0], kwargs)
                 return args[0]
         if func is torch.ops.aten.as_strided.default and args and is_functional(args[0]):
             # Tracked against the tensor the program named (version counter family, view chain).
@@ -409,7 +420,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         base = self.record.alias_bases.get(storage_key(x))
         if base is not None:
             return base.detach()[offset:stored]
-        for holder in (x, self.record.view_root(x)):
+        holders = [x, self.record.view_root(x)]
+        while (source := self.record.data_of.get(id(holders[-1]))) is not None:
+            holders += [source, self.record.view_root(source)]  # `.data` of a view: the same storage
+        for holder in holders:
             start = holder.storage_offset()
             if holder.is_contiguous() and start <= offset and start + holder.numel() == stored:
                 return holder.detach().reshape(-1)[offset - start :]
@@ -762,6 +776,7 @@ class _DataMode(TorchFunctionMode):
         out = func(*args, **kwargs)
         if owner == "data" and name == "__get__" and isinstance(out, torch.Tensor):
             # `.data` has a version counter of its own: writes through it leave the original's unchanged.
+            self.record.data_of[id(out)] = args[0]
             self.record.hidden.add(id(out))
             self.record.data_aliases.add(id(out))
             self.record.family[id(out)] = id(out)

@@ -1907,3 +1907,27 @@ def test_write_below_expanded_input_refused_in_training(compile_fn: CompileFn | 
 
     with torch.enable_grad():
         assert_refused(f, lambda: (nonleaf(2).expand(2, 2),), compile_fn, "an input whose elements overlap in memory")
+
+
+def test_resize_within_storage_of_subclass_diagonal_input(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 6566 (WRONG VALUES while such a resize_ retraced the input over its whole storage):
+    # a resize_() that does not grow the storage is replayed on the input as it is.
+    def f(x0: T) -> object:
+        x0.resize_((4,))
+        x0.add_(2.0)
+        return ()
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(4, 3, 3).diagonal(0, 0, 1),), compile_fn=compile_fn)
+
+
+def test_resize_growing_data_of_expanded_view(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 5858 unshrunk: the grown tensor is a `.data` alias of a view; the storage's tail is
+    # read from the tensor that view was taken of.
+    def f(x0: T) -> object:
+        t1 = x0.expand((3, 3, 3)).select(1, 1)
+        t1.data.resize_((2, 1, 3))
+        return ()
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(1, 2, 3)[:, 0:1:1],), compile_fn=compile_fn)
