@@ -34,7 +34,7 @@ from subclassaot.joint import BackwardVariant, trace_backward
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.runtime import RuntimePlan, inference_call, leaf_attr_paths, make_runner
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, InputIndex
-from subclassaot.storage_swaps import StorageReachError
+from subclassaot.storage_reach import StorageReachError
 from subclassaot.torch_function import check_trial, torch_function_trial
 from subclassaot.torch_internals import DATA_DEPENDENT_ERRORS, get_version, new_fake_mode, shape_env_of
 from subclassaot.trace import TracedGraph, trace_inference
