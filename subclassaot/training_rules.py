@@ -400,7 +400,7 @@ def _check_data_swap_after_recorded_write(
 def check_overlapping_plain_groups(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
-    """A plain input whose elements overlap (an expand()) is traced as a view of a synthetic base when written (Note
+    """A plain input whose elements overlap (an expand()) is traced over its whole storage when written (Note
     [Writes Below An Expanded Input]); in training, autograd's gradient of such a view (as_strided onto repeated
     elements) raises in the backward where eager's expand backward does not: refused when a write is recorded."""
     for group in layout.groups:
@@ -410,8 +410,8 @@ def check_overlapping_plain_groups(
             analysis.mutations[m].autograd_visible and not analysis.mutations[m].hidden_from_autograd
             for m in group.members
         )
-        if not (needs_grad and recorded):
-            continue
+        if not (group.whole_storage and needs_grad and recorded):
+            continue  # aliased inputs written through a member that does not overlap pass (fuzz seed 2000 #5762)
         position = {index: t for t, index in enumerate(flat.tensor_indices)}
         for m, (size, stride, offset) in zip(group.members, group.member_meta, strict=True):
             if layout.trees[position[layout.leaves[m].owner]] is not None:
