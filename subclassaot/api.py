@@ -34,11 +34,15 @@ from subclassaot.joint import BackwardVariant, trace_backward
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.runtime import RuntimePlan, inference_call, leaf_attr_paths, make_runner
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, InputIndex
-from subclassaot.storage_swaps import StorageReachError
+from subclassaot.storage_reach import StorageReachError
 from subclassaot.torch_function import check_trial, torch_function_trial
 from subclassaot.torch_internals import DATA_DEPENDENT_ERRORS, get_version, new_fake_mode, shape_env_of
 from subclassaot.trace import TracedGraph, trace_inference
-from subclassaot.training_rules import check_swapped_storage_outputs, check_training_supported
+from subclassaot.training_rules import (
+    check_overlapping_plain_groups,
+    check_swapped_storage_outputs,
+    check_training_supported,
+)
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -201,14 +205,60 @@ def _compile_over(
     flat, call = flatten_call(fn, args, kwargs, captures)
     tensors = [cast(torch.Tensor, flat.values[i]) for i in flat.tensor_indices]
     paths = [flat.leaves[i].path for i in flat.tensor_indices]
-    found = _analyze_inputs(call, flat, tensors, paths, config, state, symbols, whole_storage)
-    fake_mode, fakes, dense_fakes = found.fake_mode, found.fakes, found.dense_fakes
-    layout, analysis, training = found.layout, found.analysis, found.training
+    fake_mode, fakified, layout = _fakify_and_desugar(tensors, paths, flat, config, state, symbols, whole_storage)
+    fakes = list(fakified.fakes)
+    for real, fake in zip(tensors, fakes, strict=True):
+        if real.requires_grad and not fake.requires_grad and fake.is_leaf:
+            fake.requires_grad_(True)  # a wrapper rebuilt by __tensor_unflatten__ may not carry it
+    dense_fakes = _dense(fakes, paths)
     decompositions = backends.decompositions_for(config.backend)
+    nonleaf = frozenset(
+        i
+        for i, t in enumerate(tensors)
+        if torch.is_grad_enabled() and is_traceable_subclass(t) and t.requires_grad and not t.is_leaf
+    )
+    training = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    with torch.enable_grad() if training else torch.no_grad():
+        analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
+    gains_grad = [
+        i
+        for i, (t, after) in enumerate(zip(tensors, analysis.requires_grad_set, strict=True))
+        if after and not t.requires_grad
+    ]
+    if gains_grad and torch.is_grad_enabled():
+        # The program calls requires_grad_() on an input: compile for training with it requiring grad from the
+        # start (the runtime sets it on the real input before running, as eager's program would).
+        for i in gains_grad:
+            fakes[i].requires_grad_(True)
+        training = True
+        with torch.enable_grad():
+            analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
+    # Untouched: no member written or changed, and no in-place view op or `.data =` on one (t_(); t_() cancel out,
+    # but on the same object passed twice they must stay one object). A group over a whole storage stays (the
+    # program reads outside its members).
+    reshaped = {
+        j
+        for t, (ops, data) in enumerate(zip(analysis.inplace_view_ops, analysis.wrapper_data, strict=True))
+        if ops or data is not None
+        for j in layout.leaves_of_input[t]
+    }
+    untraced = frozenset(
+        g.members[0]
+        for g in layout.groups
+        if not g.whole_storage and not any(analysis.mutations[m].any or m in reshaped for m in g.members)
+    )
+    if untraced:
+        # See Note [Unmutated Aliases Stay Apart]: trace the untouched aliases as separate inputs.
+        layout = dense_layout(
+            list(fakified.fakes), paths, flat.tensor_indices, tensors, untraced=untraced, whole_storage=whole_storage
+        )
+        with torch.enable_grad() if training else torch.no_grad():
+            analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
     if training:
         check_gained_grad(flat, layout, analysis, fakes)
         check_training_supported(flat, layout, analysis, fakes)
         check_swapped_storage_outputs(flat, layout, analysis)
+        check_overlapping_plain_groups(flat, layout, analysis, fakes)
     with torch.no_grad():
         traced = trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)
     backend = backends.get_backend(config.backend)
@@ -264,81 +314,6 @@ def _compile_over(
         traced=traced,
         backward=backward_graph,
         forward=forward_graph,
-    )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Analyzed:
-    fake_mode: FakeTensorMode
-    fakes: list[torch.Tensor]  # per tensor input
-    dense_fakes: list[torch.Tensor]  # per dense leaf
-    layout: DenseLayout
-    analysis: Analysis
-    training: bool
-
-
-def _analyze_inputs(
-    call: Callable[..., object],
-    flat: FlatInputs,
-    tensors: Sequence[torch.Tensor],
-    paths: Sequence[str],
-    config: CompileConfig,
-    state: AutomaticDynamicState,
-    symbols: SymbolCache,
-    whole_storage: frozenset[DenseIndex],
-) -> _Analyzed:
-    """fakify -> desugar -> analyze, again where the program turns out to need more (requires_grad_() on an input,
-    aliases it leaves untouched)."""
-    fake_mode, fakified, layout = _fakify_and_desugar(tensors, paths, flat, config, state, symbols, whole_storage)
-    fakes = list(fakified.fakes)
-    for real, fake in zip(tensors, fakes, strict=True):
-        if real.requires_grad and not fake.requires_grad and fake.is_leaf:
-            fake.requires_grad_(True)  # a wrapper rebuilt by __tensor_unflatten__ may not carry it
-    dense_fakes = _dense(fakes, paths)
-    nonleaf = frozenset(
-        i
-        for i, t in enumerate(tensors)
-        if torch.is_grad_enabled() and is_traceable_subclass(t) and t.requires_grad and not t.is_leaf
-    )
-    training = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
-    with torch.enable_grad() if training else torch.no_grad():
-        analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
-    gains_grad = [
-        i
-        for i, (t, after) in enumerate(zip(tensors, analysis.requires_grad_set, strict=True))
-        if after and not t.requires_grad
-    ]
-    if gains_grad and torch.is_grad_enabled():
-        # The program calls requires_grad_() on an input: compile for training with it requiring grad from the
-        # start (the runtime sets it on the real input before running, as eager's program would).
-        for i in gains_grad:
-            fakes[i].requires_grad_(True)
-        training = True
-        with torch.enable_grad():
-            analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
-    # Untouched: no member written or changed, and no in-place view op or `.data =` on one (t_(); t_() cancel out, but on the
-    # same object passed twice they must stay one object). A group over a whole storage stays (the program reads
-    # outside its members).
-    reshaped = {
-        j
-        for t, (ops, data) in enumerate(zip(analysis.inplace_view_ops, analysis.wrapper_data, strict=True))
-        if ops or data is not None
-        for j in layout.leaves_of_input[t]
-    }
-    untraced = frozenset(
-        g.members[0]
-        for g in layout.groups
-        if not g.whole_storage and not any(analysis.mutations[m].any or m in reshaped for m in g.members)
-    )
-    if untraced:
-        # See Note [Unmutated Aliases Stay Apart]: trace the untouched aliases as separate inputs.
-        layout = dense_layout(
-            list(fakified.fakes), paths, flat.tensor_indices, tensors, untraced=untraced, whole_storage=whole_storage
-        )
-        with torch.enable_grad() if training else torch.no_grad():
-            analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
-    return _Analyzed(
-        fake_mode=fake_mode, fakes=fakes, dense_fakes=dense_fakes, layout=layout, analysis=analysis, training=training
     )
 
 

@@ -20,6 +20,14 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.inplace_strides import apply_keeping_strides
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import DenseIndex
+from subclassaot.storage_reach import (
+    StorageReachError,
+    as_strided_chain_refused,
+    check_overlapping_input,
+    check_write_through_base_strided,
+    storage_tail,
+    writes_self,
+)
 from subclassaot.torch_internals import get_version, is_functional, rebind_functional, set_version, storage_key
 
 # Note [as_strided On Inputs]
@@ -35,23 +43,6 @@ from subclassaot.torch_internals import get_version, is_functional, rebind_funct
 # check the storage's size. Inside the span, `v.as_strided(...)` of a view `v` is taken from the view chain's root
 # instead (the synthetic base for aliased inputs), the same view in eager, because functionalization refuses writes
 # through an as_strided at the end of a longer chain.
-
-
-class StorageReachError(UnsupportedError):
-    """The program reaches storage elements outside an input that is its own graph input (Note [as_strided On
-    Inputs]): the driver compiles again with the input's whole storage as a synthetic base."""
-
-    def __init__(self, message: str, *, leaf: DenseIndex) -> None:
-        super().__init__(message)
-        self.leaf = leaf
-
-
-# Note [Writes After as_strided In A View Chain]
-# Functionalization refuses a write through a view chain in which an as_strided is not the first view (pytorch
-# #104505): after x.t_() or x.set_(y) an input's own chain is not empty, so an as_strided of it, even taken from the
-# chain's root (Note [as_strided On Inputs]), comes second. For an input that is its own graph input, the mode turns
-# the refusal into StorageReachError: the input is then traced as a view of a synthetic base over its storage,
-# whose as_strided views are first in their chains. Elsewhere (an intermediate) it is refused precisely.
 
 
 # Note [Storage Swaps By Rebinding]
@@ -116,6 +107,7 @@ class SwapRecord:
     base_strided_views: set[int] = field(default_factory=set)
     data_aliases: set[int] = field(default_factory=set)  # id() of the `.data` aliases themselves
     data_views: set[int] = field(default_factory=set)  # id() of views of them
+    data_of: dict[int, torch.Tensor] = field(default_factory=dict)  # id() of a `.data` alias -> the tensor it is of
     visible_writes: set[object] = field(default_factory=set)  # storage keys written through autograd-visible tensors
     keep_alive: list[torch.Tensor] = field(default_factory=list)  # ids above stay valid while the run lives
     family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
@@ -248,6 +240,16 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if self._grows(args):
                 self._grow(args[0], list(args[1]))
                 return args[0]
+            base = self.record.alias_bases.get(storage_key(args[0]))
+            if base is not None:
+                # Within a synthetic base (Note [as_strided On Inputs]): x becomes the contiguous view of the same
+                # storage from its offset, as eager's resize_ makes it (functionalization's resize_ of a view loses
+                # later writes through it: fuzz seed 2000 #6566).
+                size = list(args[1])
+                strides = list(torch._prims_common.make_contiguous_strides_for(size))
+                rebind_functional(args[0], base, (size, strides, int(args[0].storage_offset())))
+                self._track(func, args, args[0], kwargs)
+                return args[0]
         if func is torch.ops.aten.as_strided.default and args and is_functional(args[0]):
             # Tracked against the tensor the program named (version counter family, view chain).
             source = self._as_strided_source(args)
@@ -296,60 +298,34 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # back by one as_strided_scatter (a narrow at the end of the chain would scatter through the repeats)
             own_root = self.record.view_root(x) is x and storage_key(x) not in self.record.alias_bases
             root = x if own_root else self._as_strided_source((x, *meta))
-            self._check_overlapping_input(x)
+            check_overlapping_input(self.record, x)
             if _overlaps(root) and storage_key(root) not in self.record.alias_bases:
                 raise UnsupportedError(
                     f"{func}: an in-place write into an input whose elements overlap in memory (an expanded input): "
                     "the compiled graph holds its repeated elements as separate values. Pass the tensor it was "
                     "expanded from and expand it inside the function"
                 )
-            with self._as_strided_chain_refused(func, args, kwargs):
+            with as_strided_chain_refused(self.record, func, args, kwargs):
                 func(root.as_strided(*meta), *args[1:], **kwargs)
             self._track(func, args, args[0], kwargs)
             return args[0]
-        if args and is_functional(args[0]) and _writes_self(func) and self._through_overlap(args[0]):
+        if args and is_functional(args[0]) and writes_self(func) and self._through_overlap(args[0]):
             # Note [Writes Below An Expanded Input]: the same memory, as a view of the synthetic base.
             x = args[0]
-            self._check_overlapping_input(x)
+            check_overlapping_input(self.record, x)
             meta = (list(x.shape), list(x.stride()), x.storage_offset())
             root = self._as_strided_source((x, *meta))
             if storage_key(root) in self.record.alias_bases:
-                with self._as_strided_chain_refused(func, args, kwargs):
+                with as_strided_chain_refused(self.record, func, args, kwargs):
                     func(root.as_strided(*meta), *args[1:], **kwargs)
                 self._track(func, args, args[0], kwargs)
                 return args[0]
-        with self._as_strided_chain_refused(func, args, kwargs):
+        with as_strided_chain_refused(self.record, func, args, kwargs):
             out = apply_keeping_strides(func, args, kwargs)  # Note [In-Place Strides]
             if out is None:
                 out = func(*args, **kwargs)
         self._track(func, args, out, kwargs)
         return out
-
-    @contextlib.contextmanager
-    def _as_strided_chain_refused(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[None]:
-        """Note [Writes After as_strided In A View Chain]: functionalization's refusal, as a precise one of ours."""
-        try:
-            yield
-        except RuntimeError as e:
-            if "encountered a mutation on a view chain" not in str(e):
-                raise
-            schema = getattr(func, "_schema", None)
-            written = [
-                a
-                for i, a_schema in enumerate(schema.arguments if schema is not None else ())
-                if a_schema.is_write
-                and isinstance(a := args[i] if i < len(args) else kwargs.get(a_schema.name), torch.Tensor)
-            ]
-            span = next((found for t in written if (found := self.record.input_spans.get(storage_key(t)))), None)
-            message = (
-                f"{func}: an in-place write through an as_strided() view that is not the first view of its chain "
-                "(an as_strided() of a view, or of a tensor changed by an in-place view op like t_() or by set_()): "
-                "functionalization cannot write it back (Note [Writes After as_strided In A View Chain]). Take the "
-                "as_strided() view of a tensor no view op made or changed (a .clone() of it)"
-            )
-            if span is not None:
-                raise StorageReachError(f"{span[1]}: {message}", leaf=span[2]) from e
-            raise UnsupportedError(message) from e
 
     def _note_wrapper_op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         subclass_args = tuple(
@@ -422,21 +398,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 return True
         return t is not x and _overlaps(t)
 
-    def _check_overlapping_input(self, written: torch.Tensor) -> None:
-        """A write into the storage of an input that is its own graph input and whose elements overlap (an
-        expand()): the graph holds its repeats as separate values, of which the write would reach only some. The
-        driver traces the input as a view of a synthetic base over its storage instead (Note [as_strided On
-        Inputs]), where every repeat is one element."""
-        key = storage_key(written)
-        span = self.record.input_spans.get(key)
-        if span is not None and key in self.record.overlapping_inputs:
-            raise StorageReachError(
-                f"{span[1]}: an in-place write into an input whose elements overlap in memory (an expanded input): "
-                "the compiled graph holds its repeated elements as separate values. Pass the tensor it was expanded "
-                "from and expand it inside the function",
-                leaf=span[2],
-            )
-
     def _check_resize_reach(self, x: torch.Tensor, size: list[int]) -> None:
         """resize_() makes x contiguous from its offset: elements of its storage it did not cover become its own
         (Note [as_strided On Inputs] applies, the storage's tail too when it grows)."""
@@ -457,29 +418,12 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.record.moved_data = True
         # Eager grows the storage in place and keeps its old contents at the front (Note [Storage Swaps By
         # Rebinding] explains why functionalization cannot: here x is rebound to a fresh, larger tensor).
-        old = self._storage_tail(x)
+        old = storage_tail(self.record, x)
         grown = torch.empty(x.storage_offset() + int(torch.Size(size).numel()), dtype=x.dtype, device=x.device)
         grown[x.storage_offset() : x.storage_offset() + old.numel()].copy_(old)
         strides = list(torch._prims_common.make_contiguous_strides_for(size))
         rebind_functional(x, grown, (size, strides, int(x.storage_offset())))
         self.record.grown_ids.add(id(x))
-
-    def _storage_tail(self, x: torch.Tensor) -> torch.Tensor:
-        """The elements of x's storage from x's offset on, which eager's grown storage keeps: from a tensor that
-        holds them contiguously (x, its view root, or the synthetic base over the storage)."""
-        offset, stored = x.storage_offset(), x.untyped_storage().nbytes() // x.element_size()
-        base = self.record.alias_bases.get(storage_key(x))
-        if base is not None:
-            return base.detach()[offset:stored]
-        for holder in (x, self.record.view_root(x)):
-            start = holder.storage_offset()
-            if holder.is_contiguous() and start <= offset and start + holder.numel() == stored:
-                return holder.detach().reshape(-1)[offset - start :]
-        raise UnsupportedError(
-            "resize_() grows a tensor whose storage holds elements that neither it nor the tensor it is a view of "
-            "holds contiguously up to the storage's end (a transposed or strided view); the grown storage keeps "
-            "those elements in eager. Resize a .clone() of it instead"
-        )
 
     def _set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.record.moved_data = True
@@ -557,7 +501,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             for i, arg_schema in enumerate(schema.arguments):
                 arg = args[i] if i < len(args) else kwargs.get(arg_schema.name)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
-                    self._check_overlapping_input(arg)
+                    check_overlapping_input(self.record, arg)
                 if (
                     arg_schema.is_write
                     and isinstance(arg, torch.Tensor)
@@ -573,7 +517,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.set_views:
                     _check_write_after_set(func, args, kwargs)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.base_strided_views:
-                    _check_write_through_base_strided(func, arg)
+                    check_write_through_base_strided(func, arg)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
                     _check_no_overlapping_read(func, arg, args, kwargs)
                     self.record.moved_data = True
@@ -623,25 +567,6 @@ def _check_write_after_set(func: Any, args: tuple[Any, ...], kwargs: dict[str, A
             "(or a view of such a tensor): autograd's gradient of the write would follow the view's old region "
             "(Note [Writes To A View After set_]). Write into the tensor it was set_() to, or set_() a tensor "
             "that is not a view"
-        )
-
-
-# Note [Writes Through as_strided Of A Synthetic Base]
-# In training, a write that autograd records through an as_strided view of a synthetic base (aliased inputs, or an
-# input whose whole storage the program reaches: Note [as_strided On Inputs]) is not differentiated as eager does:
-# the joint trace's backward replays the view chain of the base's clone (torch's functionalization then refuses a
-# mutation after an as_strided that is not first in a chain), and for a tensor subclass the gradients of the members
-# come out wrong. Such a write is refused; reads through the view, and writes through the inputs themselves, are
-# exact.
-
-
-def _check_write_through_base_strided(func: Any, written: torch.Tensor) -> None:
-    if torch.is_grad_enabled() and written.requires_grad:
-        raise UnsupportedError(
-            f"{func}: an in-place write with grad through an as_strided() view of an input that shares storage "
-            "with another input, or whose storage outside its own elements the program reaches (Note [Writes "
-            "Through as_strided Of A Synthetic Base]); its gradients would not be eager's. Write through the input "
-            "itself or a view of it taken without as_strided, or run the write under torch.no_grad()"
         )
 
 
@@ -775,26 +700,6 @@ def _numel(pairs: list[tuple[int, int]]) -> int:
     return n
 
 
-# Note [Writes Below An Expanded Input]
-# A write into a view whose own elements are distinct, taken of a tensor whose elements overlap (the diagonal of an
-# expanded input), is legal in eager. Functionalization writes it back view by view, the last step scattering into
-# the overlapping tensor, which raises. An input that overlaps is traced as a view of a synthetic base over its
-# storage (Note [as_strided On Inputs]), and the mode runs the write on the base's as_strided view of the same
-# memory: one as_strided_scatter into the base, every repeat of the input then reads the new value.
-
-
-def _writes_self(func: Any) -> bool:
-    schema = getattr(func, "_schema", None)
-    return (
-        schema is not None
-        and bool(schema.arguments)
-        and schema.arguments[0].is_write
-        and torch.Tag.inplace_view not in func.tags
-        and func not in _RESIZE_OPS
-        and func not in _SET_OPS
-    )
-
-
 # Note [Uniform Writes Through Expand]
 # fill_ and zero_ through an expanded view (x.expand(3, 4).zero_()) are legal in eager, and every order of the
 # repeated writes gives the same result. Functionalization gets them wrong (its write-back of the view reads the
@@ -890,6 +795,7 @@ class _DataMode(TorchFunctionMode):
             self.record.contiguous_self.append(out)
         if owner == "data" and name == "__get__" and isinstance(out, torch.Tensor):
             # `.data` has a version counter of its own: writes through it leave the original's unchanged.
+            self.record.data_of[id(out)] = args[0]
             self.record.hidden.add(id(out))
             self.record.data_aliases.add(id(out))
             self.record.family[id(out)] = id(out)

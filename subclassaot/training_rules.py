@@ -454,3 +454,34 @@ def _check_data_swap_after_recorded_write(
                 "not supported (its gradients would not be eager's). Assign `.data` of a detached clone, or write "
                 "under torch.no_grad()"
             )
+
+
+def check_overlapping_plain_groups(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
+) -> None:
+    """A plain input whose elements overlap (an expand()) is traced over its whole storage when written (Note
+    [Writes Below An Expanded Input]); in training, autograd's gradient of such a view (as_strided onto repeated
+    elements) raises in the backward where eager's expand backward does not: refused when a write is recorded."""
+    for group in layout.groups:
+        owners = {layout.leaves[m].owner for m in group.members}
+        needs_grad = any(fake.requires_grad for t, fake in enumerate(user_fakes) if flat.tensor_indices[t] in owners)
+        recorded = any(
+            analysis.mutations[m].autograd_visible and not analysis.mutations[m].hidden_from_autograd
+            for m in group.members
+        )
+        if not (group.whole_storage and needs_grad and recorded):
+            continue  # aliased inputs written through a member that does not overlap pass (fuzz seed 2000 #5762)
+        position = {index: t for t, index in enumerate(flat.tensor_indices)}
+        for m, (size, stride, offset) in zip(group.members, group.member_meta, strict=True):
+            if layout.trees[position[layout.leaves[m].owner]] is not None:
+                continue  # subclass members: see _check_aliased_subclass_group
+            elements = torch.as_strided(
+                torch.arange(group.base_numel), _static(size), _static(stride), _static((offset,))[0]
+            )
+            if elements.numel() and int(torch.bincount(elements.flatten()).max()) > 1:
+                raise UnsupportedError(
+                    f"{layout.leaves[m].path}: an input whose elements overlap in memory (an expand()), that requires "
+                    "grad and that the program writes where autograd records it; in training this is not supported "
+                    "yet (the gradient through its repeated elements would not be eager's). Pass the tensor it was "
+                    "expanded from and expand it inside the function, or write under torch.no_grad()"
+                )

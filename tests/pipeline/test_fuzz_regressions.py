@@ -2712,3 +2712,63 @@ def test_select_then_inplace_transpose_of_subclass_input_in_training(compile_fn:
 
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (pair_nonleaf(2, 4, 3),), compile_fn=compile_fn)
+
+
+def test_write_below_expanded_input(compile_fn: CompileFn | None) -> None:
+    # Note [Writes Below An Expanded Input] (it crashed: "more than one element of the written-to tensor ...").
+    def f(x0: T) -> object:
+        x0[0].mul_(2.0)
+        return (x0 * 3,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(2).expand(2, 2),), compile_fn=compile_fn)
+
+
+def test_write_below_expanded_input_refused_in_training(compile_fn: CompileFn | None) -> None:
+    # The backward raised "more than one element of the written-to tensor ..." where eager's runs.
+    def f(x0: T) -> object:
+        x0[0].mul_(2.0)
+        return (x0 * 3,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(2).expand(2, 2),), compile_fn, "an input whose elements overlap in memory")
+
+
+def test_resize_within_storage_of_subclass_diagonal_input(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 6566 (WRONG VALUES while such a resize_ retraced the input over its whole storage):
+    # a resize_() that does not grow the storage is replayed on the input as it is.
+    def f(x0: T) -> object:
+        x0.resize_((4,))
+        x0.add_(2.0)
+        return ()
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(4, 3, 3).diagonal(0, 0, 1),), compile_fn=compile_fn)
+
+
+def test_resize_growing_data_of_expanded_view(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 5858 unshrunk: the grown tensor is a `.data` alias of a view; the storage's tail is
+    # read from the tensor that view was taken of.
+    def f(x0: T) -> object:
+        t1 = x0.expand((3, 3, 3)).select(1, 1)
+        t1.data.resize_((2, 1, 3))
+        return ()
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(1, 2, 3)[:, 0:1:1],), compile_fn=compile_fn)
+
+
+def test_aliased_inputs_one_overlapping_written_through_the_other_in_training(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 5762: stays supported (refused for a while by the rule of
+    # test_write_below_expanded_input_refused_in_training, which is about an input traced over its whole storage).
+    def f(x0: T, x1: T) -> object:
+        x0.add_(0.5)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = nonleaf(2)
+            return (b0, b0.as_strided((1, 3), (1, 0), 1))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)

@@ -1,0 +1,143 @@
+"""Inputs whose storage the program reaches beyond their own elements, and writes functionalization cannot take as
+they come: the refusals and rewrites the storage-swap mode (storage_swaps.py) applies to them.
+
+Input: the mode's `SwapRecord` and the tensors of one op. Output: StorageReachError (the driver then traces the
+input over its whole storage), a precise UnsupportedError, or the tensor to read from. Invariants: see Note
+[as_strided On Inputs] (storage_swaps.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.schemas import DenseIndex
+from subclassaot.torch_internals import storage_key
+
+if TYPE_CHECKING:
+    from subclassaot.storage_swaps import SwapRecord
+
+
+class StorageReachError(UnsupportedError):
+    """The program reaches storage elements outside an input that is its own graph input (Note [as_strided On
+    Inputs]): the driver compiles again with the input's whole storage as a synthetic base."""
+
+    def __init__(self, message: str, *, leaf: DenseIndex) -> None:
+        super().__init__(message)
+        self.leaf = leaf
+
+
+# Note [Writes After as_strided In A View Chain]
+# Functionalization refuses a write through a view chain in which an as_strided is not the first view (pytorch
+# #104505): after x.t_() or x.set_(y) an input's own chain is not empty, so an as_strided of it, even taken from the
+# chain's root (Note [as_strided On Inputs]), comes second. For an input that is its own graph input, the mode turns
+# the refusal into StorageReachError: the input is then traced as a view of a synthetic base over its storage,
+# whose as_strided views are first in their chains. Elsewhere (an intermediate) it is refused precisely.
+
+
+@contextlib.contextmanager
+def as_strided_chain_refused(
+    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Iterator[None]:
+    """Note [Writes After as_strided In A View Chain]: functionalization's refusal, as a precise one of ours."""
+    try:
+        yield
+    except RuntimeError as e:
+        if "encountered a mutation on a view chain" not in str(e):
+            raise
+        schema = getattr(func, "_schema", None)
+        written = [
+            a
+            for i, a_schema in enumerate(schema.arguments if schema is not None else ())
+            if a_schema.is_write
+            and isinstance(a := args[i] if i < len(args) else kwargs.get(a_schema.name), torch.Tensor)
+        ]
+        span = next((found for t in written if (found := record.input_spans.get(storage_key(t)))), None)
+        message = (
+            f"{func}: an in-place write through an as_strided() view that is not the first view of its chain "
+            "(an as_strided() of a view, or of a tensor changed by an in-place view op like t_() or by set_()): "
+            "functionalization cannot write it back (Note [Writes After as_strided In A View Chain]). Take the "
+            "as_strided() view of a tensor no view op made or changed (a .clone() of it)"
+        )
+        if span is not None:
+            raise StorageReachError(f"{span[1]}: {message}", leaf=span[2]) from e
+        raise UnsupportedError(message) from e
+
+
+def check_overlapping_input(record: SwapRecord, written: torch.Tensor) -> None:
+    """A write into the storage of an input that is its own graph input and whose elements overlap (an
+    expand()): the graph holds its repeats as separate values, of which the write would reach only some. The
+    driver traces the input as a view of a synthetic base over its storage instead (Note [as_strided On
+    Inputs]), where every repeat is one element."""
+    key = storage_key(written)
+    span = record.input_spans.get(key)
+    if span is not None and key in record.overlapping_inputs:
+        raise StorageReachError(
+            f"{span[1]}: an in-place write into an input whose elements overlap in memory (an expanded input): "
+            "the compiled graph holds its repeated elements as separate values. Pass the tensor it was expanded "
+            "from and expand it inside the function",
+            leaf=span[2],
+        )
+
+
+def storage_tail(record: SwapRecord, x: torch.Tensor) -> torch.Tensor:
+    """The elements of x's storage from x's offset on, which eager's grown storage keeps: from a tensor that
+    holds them contiguously (x, its view root, or the synthetic base over the storage)."""
+    offset, stored = x.storage_offset(), x.untyped_storage().nbytes() // x.element_size()
+    base = record.alias_bases.get(storage_key(x))
+    if base is not None:
+        return base.detach()[offset:stored]
+    holders = [x, record.view_root(x)]
+    while (source := record.data_of.get(id(holders[-1]))) is not None:
+        holders += [source, record.view_root(source)]  # `.data` of a view: the same storage
+    for holder in holders:
+        start = holder.storage_offset()
+        if holder.is_contiguous() and start <= offset and start + holder.numel() == stored:
+            return holder.detach().reshape(-1)[offset - start :]
+    raise UnsupportedError(
+        "resize_() grows a tensor whose storage holds elements that neither it nor the tensor it is a view of "
+        "holds contiguously up to the storage's end (a transposed or strided view); the grown storage keeps "
+        "those elements in eager. Resize a .clone() of it instead"
+    )
+
+
+# Note [Writes Through as_strided Of A Synthetic Base]
+# In training, a write that autograd records through an as_strided view of a synthetic base (aliased inputs, or an
+# input whose whole storage the program reaches: Note [as_strided On Inputs]) is not differentiated as eager does:
+# the joint trace's backward replays the view chain of the base's clone (torch's functionalization then refuses a
+# mutation after an as_strided that is not first in a chain), and for a tensor subclass the gradients of the members
+# come out wrong. Such a write is refused; reads through the view, and writes through the inputs themselves, are
+# exact.
+
+
+def check_write_through_base_strided(func: Any, written: torch.Tensor) -> None:
+    if torch.is_grad_enabled() and written.requires_grad:
+        raise UnsupportedError(
+            f"{func}: an in-place write with grad through an as_strided() view of an input that shares storage "
+            "with another input, or whose storage outside its own elements the program reaches (Note [Writes "
+            "Through as_strided Of A Synthetic Base]); its gradients would not be eager's. Write through the input "
+            "itself or a view of it taken without as_strided, or run the write under torch.no_grad()"
+        )
+
+
+# Note [Writes Below An Expanded Input]
+# A write into a view whose own elements are distinct, taken of a tensor whose elements overlap (the diagonal of an
+# expanded input), is legal in eager. Functionalization writes it back view by view, the last step scattering into
+# the overlapping tensor, which raises. An input that overlaps is traced as a view of a synthetic base over its
+# storage (Note [as_strided On Inputs]), and the mode runs the write on the base's as_strided view of the same
+# memory: one as_strided_scatter into the base, every repeat of the input then reads the new value.
+
+
+def writes_self(func: Any) -> bool:
+    schema = getattr(func, "_schema", None)
+    return (
+        schema is not None
+        and bool(schema.arguments)
+        and schema.arguments[0].is_write
+        and torch.Tag.inplace_view not in func.tags
+        and func.overloadpacket not in (torch.ops.aten.resize_, torch.ops.aten.resize_as_, torch.ops.aten.set_)
+    )
