@@ -1893,3 +1893,14 @@ def test_data_of_view_of_unreturned_intermediate_refused(compile_fn: CompileFn |
 
     with torch.no_grad():
         assert_refused(f, lambda: (torch.randn(()).reshape((1, -1)),), compile_fn, "assigned `.data` of this view")
+
+
+def test_view_of_subclass_input_set_to_itself_under_grad(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 151: the input's own set_() under grad is repeated by the epilogue (Note [set_ Under
+    # Grad]); its view, replayed after, goes through it as in eager (not refused like an intermediate's).
+    def f(x0: T) -> object:
+        set_to(x0, x0)
+        return (x0.unsqueeze(-4),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair_nonleaf(1, 3, 2),), compile_fn=compile_fn)
