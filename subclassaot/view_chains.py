@@ -181,7 +181,7 @@ def replay_of(
             value.requires_grad
             # A subclass input: where eager advanced its wrapper's own version counter (a wrapper-level write)
             and (not is_traceable_subclass(t) or run.swaps.bumps(t))
-            and run.swaps.last_bump.get(storage_key(t), 0) > made
+            and _last_bump(t, run) > made
             and _as_received(t, first, run)  # before the epilogue the input is as the program got it
         )
         return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=early)
@@ -329,6 +329,17 @@ def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
     if is_traceable_subclass(source) or is_traceable_subclass(view):
         return False
     return storage_key(source) != storage_key(view)
+
+
+def _last_bump(t: torch.Tensor, run: FunctionalRun) -> int:
+    """When the program last advanced `t`'s version counter: for a subclass input, through any input of its wrapper
+    family (`x0 = b.detach()` written, `x1 = b` viewed: fuzz seed 2000 #8270), whose wrappers have storages of
+    their own."""
+    if not is_traceable_subclass(t):
+        return run.swaps.last_bump.get(storage_key(t), 0)
+    family = run.swaps.family_of(t)
+    keys = {storage_key(u) for u in run.user_tensors if is_traceable_subclass(u) and run.swaps.family_of(u) == family}
+    return max(run.swaps.last_bump.get(key, 0) for key in keys | {storage_key(t)})
 
 
 def _on_replaced_storage(value: torch.Tensor, run: FunctionalRun) -> bool:

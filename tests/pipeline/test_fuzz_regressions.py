@@ -1904,3 +1904,19 @@ def test_view_of_subclass_input_set_to_itself_under_grad(compile_fn: CompileFn |
 
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (pair_nonleaf(1, 3, 2),), compile_fn=compile_fn)
+
+
+def test_unbind_view_of_input_whose_detached_alias_is_written(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 8270: x0 = b.detach() shares b's version counter; writing it makes the unbind() view
+    # of x1 = b raise in eager, so the view is rebuilt before the epilogue's write (its wrapper storage is its own).
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.unbind(1)[0]
+        x0.mul_(2.0)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair(1, 3, requires_grad=True)
+        return (b0.detach(), b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
