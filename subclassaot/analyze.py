@@ -34,6 +34,7 @@ from subclassaot.schemas import (
     OutputInfo,
     OutputKind,
     OutputLeaf,
+    Replay,
     ReplaySource,
 )
 from subclassaot.storage_swaps import elements_of
@@ -46,11 +47,15 @@ from subclassaot.torch_internals import (
 )
 from subclassaot.training_rules import gains_grad, grad_bases, wrapper_update_inputs
 from subclassaot.view_chains import (
+    check_mixed_grad_view_ops,
+    detached_in_chain,
     early_input_replay,
+    hidden_base,
     inplace_replay,
     replay_of,
     root_replay,
     view_rebuilt_by_set,
+    viewed_after_grad_set,
     wrapper_storage_classes,
 )
 
@@ -86,7 +91,7 @@ def analyze(
             clone_graph_inputs=grad_groups,
         )
         _check_requires_grad_calls(run)
-        _check_mixed_grad_view_ops(flat, run)
+        check_mixed_grad_view_ops(flat, run)
         mutations = _with_wrapper_grad_sets(
             tuple(_leaf_mutation(i, run, layout) for i in range(len(layout.leaves))), run, layout
         )
@@ -133,30 +138,6 @@ def _check_requires_grad_calls(run: FunctionalRun) -> None:
             "intermediate); the compiled graph cannot make its outputs require grad that way. Call requires_grad_() "
             "on the input itself, or on the output after the call"
         )
-
-
-# Note [In-Place View Ops Under Mixed Grad Modes]
-# An in-place view op (t_, unsqueeze_) on a tensor that requires grad rewrites its grad_fn in eager only with grad
-# enabled; under no_grad it changes the layout and leaves the history alone, which then reads a gradient of the new
-# layout as one of the old (a square x.t_() under no_grad reinterprets the gradient; another shape makes eager's
-# backward raise). The epilogue gives a plain input its final layout by one as_strided_, recorded by autograd or not:
-# exact when all of the input's in-place view ops ran under one grad mode, not when they mix (fuzz seed 2000 #344:
-# wrong gradients). Such an input is refused in training.
-
-
-def _check_mixed_grad_view_ops(flat: FlatInputs, run: FunctionalRun) -> None:
-    if not torch.is_grad_enabled():
-        return
-    for t, index in zip(run.user_tensors, flat.tensor_indices, strict=True):
-        modes = {r.grad_enabled for r in run.swaps.inplace_views.get(id(t), [])}
-        if t.requires_grad and not is_traceable_subclass(t) and len(modes) > 1:
-            raise UnsupportedError(
-                f"{flat.leaves[index].path}: the program changes the layout of this input, which requires grad, by "
-                "in-place view ops (t_, unsqueeze_, ...) both under no_grad and with grad enabled; eager's autograd "
-                "history of it then reads gradients in a layout it no longer has (Note [In-Place View Ops Under "
-                "Mixed Grad Modes]), which the compiled epilogue does not reproduce. Run them all under one grad "
-                "mode, or change a clone"
-            )
 
 
 def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutation:
@@ -274,7 +255,7 @@ def _analyze_outputs(
             earlier = first_seen[id(value)]
             infos.append(replace(infos[earlier], path=path, kind=OutputKind.SAME_AS, input_index=InputIndex(earlier)))
             continue
-        if isinstance(value, torch.Tensor) and value.requires_grad and _viewed_after_grad_set(value, run):
+        if isinstance(value, torch.Tensor) and value.requires_grad and viewed_after_grad_set(value, run):
             raise UnsupportedError(
                 f"{path} is a view of a tensor the program set_() with grad enabled before taking the view, so eager "
                 "gives it an autograd history through set_ (whose derivative is not implemented), which a compiled "
@@ -407,7 +388,7 @@ def _output_info(
                     meta=meta,
                     is_view=run.swaps.is_view(leaf),
                     same_object=leaf is run.finals[current[key]],
-                    hidden_base=_hidden_base(leaf, run, current[key], input_by_id, earlier, meta != leaf_meta(leaf)),
+                    hidden_base=hidden_base(leaf, run, current[key], input_by_id, earlier, meta != leaf_meta(leaf)),
                 )
             )
         elif key in original:
@@ -432,7 +413,7 @@ def _output_info(
             out_leaves.append(OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False))
             graph_count += 1
     on_input = any(o.source is LeafSource.INPUT_ALIAS for o in out_leaves)
-    if on_input and value.requires_grad and _grad_fn_or_none(value) is not None and _detached_in_chain(value, run):
+    if on_input and value.requires_grad and _grad_fn_or_none(value) is not None and detached_in_chain(value, run):
         raise UnsupportedError(
             f"{path} is a detach() of an input (or a view of one) that the program then wrote with a value that "
             "requires grad: eager gives it an autograd history of its own over the input's storage, which a compiled "
@@ -444,21 +425,7 @@ def _output_info(
         replay = early_input_replay(value, tuple(out_leaves), run, input_by_id, bases) or replay
     if replay is None and tree is not None and replaced is None:
         replay = view_rebuilt_by_set(value, run, input_by_id, bases, earlier)
-    if replay is None and tree is None and id(value) in run.swaps.swapped_by_data and run.swaps.is_view(value):
-        raise UnsupportedError(
-            f"{path}: the program assigned `.data` of this view, which eager keeps a view of its base; its view chain "
-            "cannot be replayed here (it starts at an intermediate no output returns, or its source changed since), "
-            "so the compiled output could not be that view. Return a clone, or assign `.data` of a tensor that is "
-            "not a view"
-        )
-    early = replay is not None and replay.source is ReplaySource.INPUT and replay.before_epilogue
-    if replaced is not None and (not early or (torch.is_grad_enabled() and value.requires_grad)):
-        # (with autograd history: the epilogue's writes and swaps come after it, in eager they came before)
-        raise UnsupportedError(
-            f"{path} is a view of the storage that input {replaced} had before set_() replaced it; such a view is "
-            "supported only without autograd history and taken of the input as it came (it is rebuilt before the "
-            "epilogue swaps the input). Return a clone (.clone()) instead"
-        )
+    _check_replay(path, value, tree is not None, replay, replaced, run)
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
     if torch.is_grad_enabled() and not rebuilt and _grad_fn_raises(value):
         # Only a view of an input rebuilt before the epilogue writes it, or one whose wrapper the runtime set_()s
@@ -516,6 +483,32 @@ def _output_info(
 # them from its first inner tensor) takes that leaf's real strides at run time instead, as eager's wrapper did.
 
 
+def _check_replay(
+    path: str,
+    value: torch.Tensor,
+    subclass: bool,
+    replay: Replay | None,
+    replaced: DenseIndex | None,
+    run: FunctionalRun,
+) -> None:
+    """Refuse an output whose aliasing the replay found (or its absence) cannot make eager's."""
+    if replay is None and not subclass and id(value) in run.swaps.swapped_by_data and run.swaps.is_view(value):
+        raise UnsupportedError(
+            f"{path}: the program assigned `.data` of this view, which eager keeps a view of its base; its view chain "
+            "cannot be replayed here (it starts at an intermediate no output returns, or its source changed since), "
+            "so the compiled output could not be that view. Return a clone, or assign `.data` of a tensor that is "
+            "not a view"
+        )
+    early = replay is not None and replay.source is ReplaySource.INPUT and replay.before_epilogue
+    if replaced is not None and (not early or (torch.is_grad_enabled() and value.requires_grad)):
+        # (with autograd history: the epilogue's writes and swaps come after it, in eager they came before)
+        raise UnsupportedError(
+            f"{path} is a view of the storage that input {replaced} had before set_() replaced it; such a view is "
+            "supported only without autograd history and taken of the input as it came (it is rebuilt before the "
+            "epilogue swaps the input). Return a clone (.clone()) instead"
+        )
+
+
 def _outer_stride_leaf(outer: Meta | None, leaves: list[OutputLeaf]) -> int | None:
     if outer is None:
         return None
@@ -527,49 +520,6 @@ def _outer_stride_leaf(outer: Meta | None, leaves: list[OutputLeaf]) -> int | No
         ),
         None,
     )
-
-
-def _detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
-    """`value` is a detach() or a view of one (fuzz seed 2000 #3651: `t = x.detach(); t.copy_(x)` with grad)."""
-    t = value
-    while (record := run.swaps.views.get(id(t))) is not None:
-        if record.func is torch.ops.aten.detach.default:
-            return True
-        t = record.source
-    return False
-
-
-def _viewed_after_grad_set(value: torch.Tensor, run: FunctionalRun) -> bool:
-    """A subclass view taken (through its chain) of a wrapper the program had set_() with grad enabled: its history
-    goes through that set_ too (fuzz seed 2000 #949, #2813). (A plain input's set_ under grad is repeated by the
-    epilogue, and views of it replay after: Note [set_ Under Grad].)"""
-    t = value
-    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
-        t = record.source
-        found = run.swaps.wrapper_sets.get(id(t))
-        if found is not None and found[0] < record.seq and found[1]:
-            return True
-    return False
-
-
-def _hidden_base(
-    leaf: torch.Tensor,
-    run: FunctionalRun,
-    j: DenseIndex,
-    input_by_id: dict[int, InputIndex],
-    earlier: dict[int, int],
-    shifted: bool,
-) -> Meta | None:
-    """A plain view of input `j`'s storage whose view chain starts at an intermediate that set_() made share it
-    (`t1 = t0.t(); x.set_(t0)`, fuzz seed 2000 #727): eager's `._base` is that intermediate, returned by no one."""
-    if is_traceable_subclass(leaf) or not run.swaps.is_view(leaf) or shifted or not leaf._is_view():
-        return None
-    root = leaf._base  # eager's, set_() or not
-    if root is None or root is run.finals[j] or id(root) in input_by_id or id(root) in earlier:
-        return None
-    if any(storage_key(root) == storage_key(o) for o in run.originals):
-        return None  # an input's own storage (a synthetic base of aliased inputs, ...): not a set_() target
-    return leaf_meta(root) if storage_key(root) == storage_key(leaf) else None
 
 
 def _check_within_swapped_input(path: str, leaf: torch.Tensor, run: FunctionalRun, j: DenseIndex) -> None:

@@ -1,10 +1,13 @@
 """Stage `analyze`, output regeneration: how eager made each aliased output (the view chain from an input, an
 earlier output or an intermediate base, with in-place view ops and wrapper-level set_() steps), the in-place view
-ops the epilogue replays on subclass inputs, and which subclass tensors share a wrapper storage after the call.
+ops the epilogue replays on subclass inputs, and which subclass tensors share a wrapper storage after the call;
+plus the facts about view chains the analysis refuses on (a detach() in the chain, a set_() under grad before it,
+in-place view ops under mixed grad modes).
 
 Input: a `FunctionalRun` and the output being analyzed. Output: `Replay` / `ViewStep` records and
-`WrapperStorageClass`es for the runtime (Note [Output Regeneration], Note [Wrapper Storage After set_]).
-Invariants: pure reads of the run's records; a chain is returned only when replaying it is exact, else None.
+`WrapperStorageClass`es for the runtime (Note [Output Regeneration], Note [Wrapper Storage After set_], Note
+[Subclass Views Rebuilt By set_]). Invariants: pure reads of the run's records; a chain is returned only when
+replaying it is exact, else None; only `check_mixed_grad_view_ops` raises.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import leaf_meta
+from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import (
     DenseIndex,
     DenseLayout,
+    FlatInputs,
     InputArg,
     InputIndex,
     LeafMutation,
@@ -38,11 +43,15 @@ from subclassaot.storage_swaps import InplaceViewRecord, ViewRecord
 from subclassaot.torch_internals import storage_key, symint_expr
 
 __all__ = [
+    "check_mixed_grad_view_ops",
+    "detached_in_chain",
     "early_input_replay",
+    "hidden_base",
     "inplace_replay",
     "replay_of",
     "root_replay",
     "view_rebuilt_by_set",
+    "viewed_after_grad_set",
     "wrapper_storage_classes",
 ]
 
@@ -269,15 +278,6 @@ def early_input_replay(
     return None
 
 
-def _last_bump(t: torch.Tensor, run: FunctionalRun) -> int:
-    """When the program last advanced `t`'s version counter: for a subclass, also by a wrapper-level write through
-    another member of its alias group (Note [Overlapping Subclass Members Written Through One])."""
-    bumps = [run.swaps.last_bump.get(storage_key(t), 0)]
-    if is_traceable_subclass(t):
-        bumps += [run.swaps.wrapper_bumps.get(storage_key(leaf), 0) for leaf in flatten_subclass(t, "input")[1]]
-    return max(bumps)
-
-
 def _changed_since(t: torch.Tensor, taken: ViewRecord | None) -> bool:
     """Did `t`'s metadata change after the view `taken` was taken from it?"""
     return taken is not None and _meta_exprs(taken.source_meta) != leaf_meta(t)
@@ -330,6 +330,20 @@ def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
     if is_traceable_subclass(source) or is_traceable_subclass(view):
         return False
     return storage_key(source) != storage_key(view)
+
+
+def _last_bump(t: torch.Tensor, run: FunctionalRun) -> int:
+    """When the program last advanced `t`'s version counter: for a subclass input, through any input of its wrapper
+    family (`x0 = b.detach()` written, `x1 = b` viewed: fuzz seed 2000 #8270), whose wrappers have storages of
+    their own."""
+    if not is_traceable_subclass(t):
+        return run.swaps.last_bump.get(storage_key(t), 0)
+    family = run.swaps.family_of(t)
+    keys = {storage_key(u) for u in run.user_tensors if is_traceable_subclass(u) and run.swaps.family_of(u) == family}
+    # also by a wrapper-level write through another member of its alias group (Note [Overlapping Subclass Members
+    # Written Through One])
+    wrapper_bumps = [run.swaps.wrapper_bumps.get(storage_key(leaf), 0) for leaf in flatten_subclass(t, "input")[1]]
+    return max([run.swaps.last_bump.get(key, 0) for key in keys | {storage_key(t)}] + wrapper_bumps)
 
 
 def _on_replaced_storage(value: torch.Tensor, run: FunctionalRun) -> bool:
@@ -433,3 +447,71 @@ def _make_step(
 def _meta_exprs(meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]) -> Meta:
     size, stride, offset = meta
     return tuple(symint_expr(s) for s in size), tuple(symint_expr(s) for s in stride), symint_expr(offset)
+
+
+def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """`value` is a detach() or a view of one (fuzz seed 2000 #3651: `t = x.detach(); t.copy_(x)` with grad)."""
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None:
+        if record.func is torch.ops.aten.detach.default:
+            return True
+        t = record.source
+    return False
+
+
+def viewed_after_grad_set(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """A subclass view taken (through its chain) of a wrapper, not an input, the program had set_() with grad
+    enabled: its history goes through that set_ too (fuzz seed 2000 #949, #2813). (An input's set_ under grad is
+    repeated by the epilogue, and views of it replay after: Note [set_ Under Grad].)"""
+    inputs = {id(u) for u in run.user_tensors}
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        t = record.source
+        found = run.swaps.wrapper_sets.get(id(t))
+        if found is not None and found[0] < record.seq and found[1] and id(t) not in inputs:
+            return True
+    return False
+
+
+def hidden_base(
+    leaf: torch.Tensor,
+    run: FunctionalRun,
+    j: DenseIndex,
+    input_by_id: dict[int, InputIndex],
+    earlier: dict[int, int],
+    shifted: bool,
+) -> Meta | None:
+    """A plain view of input `j`'s storage whose view chain starts at an intermediate that set_() made share it
+    (`t1 = t0.t(); x.set_(t0)`, fuzz seed 2000 #727): eager's `._base` is that intermediate, returned by no one."""
+    if is_traceable_subclass(leaf) or not run.swaps.is_view(leaf) or shifted or not leaf._is_view():
+        return None
+    root = leaf._base  # eager's, set_() or not
+    if root is None or root is run.finals[j] or id(root) in input_by_id or id(root) in earlier:
+        return None
+    if any(storage_key(root) == storage_key(o) for o in run.originals):
+        return None  # an input's own storage (a synthetic base of aliased inputs, ...): not a set_() target
+    return leaf_meta(root) if storage_key(root) == storage_key(leaf) else None
+
+
+# Note [In-Place View Ops Under Mixed Grad Modes]
+# An in-place view op (t_, unsqueeze_) on a tensor that requires grad rewrites its grad_fn in eager only with grad
+# enabled; under no_grad it changes the layout and leaves the history alone, which then reads a gradient of the new
+# layout as one of the old (a square x.t_() under no_grad reinterprets the gradient; another shape makes eager's
+# backward raise). The epilogue gives a plain input its final layout by one as_strided_, recorded by autograd or not:
+# exact when all of the input's in-place view ops ran under one grad mode, not when they mix (fuzz seed 2000 #344:
+# wrong gradients). Such an input is refused in training.
+
+
+def check_mixed_grad_view_ops(flat: FlatInputs, run: FunctionalRun) -> None:
+    if not torch.is_grad_enabled():
+        return
+    for t, index in zip(run.user_tensors, flat.tensor_indices, strict=True):
+        modes = {r.grad_enabled for r in run.swaps.inplace_views.get(id(t), [])}
+        if t.requires_grad and not is_traceable_subclass(t) and len(modes) > 1:
+            raise UnsupportedError(
+                f"{flat.leaves[index].path}: the program changes the layout of this input, which requires grad, by "
+                "in-place view ops (t_, unsqueeze_, ...) both under no_grad and with grad enabled; eager's autograd "
+                "history of it then reads gradients in a layout it no longer has (Note [In-Place View Ops Under "
+                "Mixed Grad Modes]), which the compiled epilogue does not reproduce. Run them all under one grad "
+                "mode, or change a clone"
+            )

@@ -2772,3 +2772,30 @@ def test_aliased_inputs_one_overlapping_written_through_the_other_in_training(co
 
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_of_subclass_input_set_to_itself_under_grad(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 151: the input's own set_() under grad is repeated by the epilogue (Note [set_ Under
+    # Grad]); its view, replayed after, goes through it as in eager (not refused like an intermediate's).
+    def f(x0: T) -> object:
+        set_to(x0, x0)
+        return (x0.unsqueeze(-4),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair_nonleaf(1, 3, 2),), compile_fn=compile_fn)
+
+
+def test_unbind_view_of_input_whose_detached_alias_is_written(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 8270: x0 = b.detach() shares b's version counter; writing it makes the unbind() view
+    # of x1 = b raise in eager, so the view is rebuilt before the epilogue's write (its wrapper storage is its own).
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.unbind(1)[0]
+        x0.mul_(2.0)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair(1, 3, requires_grad=True)
+        return (b0.detach(), b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
