@@ -37,7 +37,7 @@ from subclassaot.schemas import (
     Replay,
     ReplaySource,
 )
-from subclassaot.storage_swaps import elements_of
+from subclassaot.swap_record import elements_of
 from subclassaot.torch_internals import (
     has_data_mutation,
     mutations_hidden_from_autograd,

@@ -17,7 +17,7 @@ from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun
 from subclassaot.schemas import DataAssignmentPlan, FlatInputs, InputIndex, Meta, OutputInfo, Replay, ViewStep
-from subclassaot.storage_swaps import DataAssignment
+from subclassaot.swap_record import DataAssignment
 from subclassaot.torch_internals import storage_key, symint_expr
 
 __all__ = ["check_assigned_view", "check_data_meta_outputs", "wrapper_data_plans"]

@@ -19,7 +19,8 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.inputs import unflatten_call
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.schemas import AliasGroupRef, DenseIndex, DenseLayout, FlatInputs, Meta
-from subclassaot.storage_swaps import Elements, SwapRecord, dense_strides, elements_of, swap_modes
+from subclassaot.storage_swaps import swap_modes
+from subclassaot.swap_record import Elements, SwapRecord, dense_strides, elements_of
 from subclassaot.torch_internals import DataDependentError, storage_key, to_functional
 
 

@@ -16,6 +16,8 @@ from typing import Literal, Protocol
 
 import torch
 
+from subclassaot.protocol import flatten_subclass, is_traceable_subclass
+
 __all__ = ["OPS", "SCALARS", "Chooser", "Family", "OpDef", "OpName", "Param", "Params", "shape_for_numel"]
 
 Param = int | float | tuple[int, ...]
@@ -192,9 +194,17 @@ def _gen_unsqueeze_(choose: Chooser, t: torch.Tensor) -> Params | None:
 
 
 def _gen_resize_(choose: Chooser, t: torch.Tensor) -> Params | None:
-    # Never more elements than now: growing exposes uninitialized memory, whose values no two runs share.
+    # Never more elements than now, nor than its storage holds from its offset (an expanded tensor has more elements
+    # than storage: fuzz seed 5000 #3128): growing exposes uninitialized memory, whose values no two runs share.
     shape = tuple(choose.integer(1, 4) for _ in range(choose.integer(0, 3)))
-    return (shape,) if torch.Size(shape).numel() <= t.numel() else None
+    numel = torch.Size(shape).numel()
+    return (shape,) if numel <= t.numel() and numel <= _capacity(t) else None
+
+
+def _capacity(t: torch.Tensor) -> int:
+    """How many elements resize_() can give `t` without growing a storage (a subclass: its inner tensors')."""
+    leaves = flatten_subclass(t, "t")[1] if is_traceable_subclass(t) else [t]
+    return min((u.untyped_storage().nbytes() // u.element_size() - int(u.storage_offset()) for u in leaves), default=0)
 
 
 def _gen_sum(choose: Chooser, t: torch.Tensor) -> Params | None:

@@ -19,7 +19,7 @@ from subclassaot.schemas import DenseIndex
 from subclassaot.torch_internals import storage_key
 
 if TYPE_CHECKING:
-    from subclassaot.storage_swaps import SwapRecord
+    from subclassaot.swap_record import SwapRecord
 
 
 class StorageReachError(UnsupportedError):

@@ -39,7 +39,7 @@ from subclassaot.schemas import (
     ViewStep,
     WrapperStorageClass,
 )
-from subclassaot.storage_swaps import InplaceViewRecord, ViewRecord
+from subclassaot.swap_record import InplaceViewRecord, ViewRecord
 from subclassaot.torch_internals import storage_key, symint_expr
 
 __all__ = [

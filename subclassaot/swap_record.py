@@ -1,0 +1,181 @@
+"""What the storage-swap modes record about one functional run (Note [Storage Swaps By Rebinding]).
+
+Input: nothing (filled in by storage_swaps.py's modes while the program runs). Output: `SwapRecord` and its records
+of views, in-place view ops and `.data =` assignments, and `Elements`, the storage elements a strided tensor covers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from subclassaot.schemas import DenseIndex
+
+
+@dataclass(frozen=True, slots=True)
+class ViewRecord:
+    func: Any  # the view OpOverload
+    source: torch.Tensor  # its first argument
+    args: tuple[Any, ...]  # the remaining arguments
+    kwargs: dict[str, Any]
+    index: int | None  # position in a multi-output view's result
+    grad_enabled: bool
+    source_meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]  # the source's size, stride, offset at the time
+    seq: int  # when it happened, among view and in-place view ops
+
+
+@dataclass(frozen=True, slots=True)
+class InplaceViewRecord:
+    """An in-place view op (t_, unsqueeze_, transpose_, ...) applied to a tensor after it was made."""
+
+    func: Any
+    args: tuple[Any, ...]  # the arguments after the tensor itself
+    kwargs: dict[str, Any]
+    grad_enabled: bool
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class DataAssignment:
+    """`w.data = source` on a wrapper subclass `w` (Note [Wrapper Data Assignment])."""
+
+    source: torch.Tensor
+    seq: int  # when it happened, among view and in-place view ops
+    meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]  # the source's size, stride, offset: w's own from then on
+    size_before: tuple[Any, ...]  # w's size before it
+
+
+@dataclass(slots=True)
+class SwapRecord:
+    swapped_by_data: set[int] = field(default_factory=set)  # id() of tensors whose last swap was `.data =`
+    swapped_ids: set[int] = field(default_factory=set)  # id() of tensors set_() or `.data =` was called on
+    grown_ids: set[int] = field(default_factory=set)  # id() of tensors resize_() grew beyond their storage
+    # id() of tensors set_() with grad on while they or the source required grad (autograd recorded a set_ node)
+    grad_set_ids: set[int] = field(default_factory=set)
+    requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
+    requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
+    hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
+    # id() of autograd views set_() with grad on (and views of them): Note [Writes To A View After set_]
+    set_views: set[int] = field(default_factory=set)
+    # id() of as_strided views taken from a synthetic base (and views of them): Note [Writes Through as_strided Of
+    # A Synthetic Base]
+    base_strided_views: set[int] = field(default_factory=set)
+    data_aliases: set[int] = field(default_factory=set)  # id() of the `.data` aliases themselves
+    data_views: set[int] = field(default_factory=set)  # id() of views of them
+    data_of: dict[int, torch.Tensor] = field(default_factory=dict)  # id() of a `.data` alias -> the tensor it is of
+    visible_writes: set[object] = field(default_factory=set)  # storage keys written through autograd-visible tensors
+    keep_alive: list[torch.Tensor] = field(default_factory=list)  # ids above stay valid while the run lives
+    family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
+    written_families: set[int] = field(default_factory=set)  # roots whose version counter eager would bump
+    # id() of a wrapper subclass -> the `.data =` assignments to it, in order: each a shallow copy of the wrapper's
+    # own metadata and storage; its inner tensors stay (Note [Wrapper Data Assignment])
+    wrapper_data: dict[int, list[DataAssignment]] = field(default_factory=dict)
+    # id() of a wrapper subclass -> (seq, grad mode) of the last set_() called on the wrapper itself (Note [Wrapper
+    # Storage After set_])
+    wrapper_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)
+    plain_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # the same for plain tensors' set_()
+    data_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # ... and `.data =` (grad mode: False)
+    views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
+    inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
+    last_write: dict[object, int] = field(default_factory=dict)  # storage key -> seq of its last in-place op
+    last_bump: dict[object, int] = field(default_factory=dict)  # ... of its last one not through `.data`/detach()
+    # storage key of an input that is its own graph input -> (the storage elements it covers, its path, its dense
+    # index): the graph holds only those elements (Note [as_strided On Inputs])
+    input_spans: dict[object, tuple[Elements, str, DenseIndex]] = field(default_factory=dict)
+    alias_bases: dict[object, torch.Tensor] = field(default_factory=dict)  # storage key -> synthetic base
+    overlapping_inputs: set[object] = field(default_factory=set)  # storage keys of input_spans whose elements overlap
+    # Ops on subclass tensors the program itself ran with grad enabled (not a subclass's inner ops), in order: (op,
+    # its subclass arguments, those it writes). See Note [Overlapping Subclass Members Written Through One].
+    wrapper_ops: list[tuple[Any, tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]] = field(default_factory=list)
+    dense_writes: set[object] = field(default_factory=set)  # storage keys the program wrote below any subclass
+    # an op that moves data (not an in-place view op) wrote a tensor, at any depth; also set by set_() and growth
+    moved_data: bool = False
+    # id() of clones that inputs run as, contiguous where the input is not: contiguous() copies them, as eager's
+    # (Note [contiguous() Of A Contiguous Clone])
+    copy_on_contiguous: set[int] = field(default_factory=set)
+    contiguous_self: list[torch.Tensor] = field(default_factory=list)  # other tensors whose contiguous() was them
+    # inner storage key -> seq of the last wrapper-level write the program made to a subclass over it (its wrapper
+    # family's version counter advanced: views of another member see it; Note [Overlapping Subclass Members Written
+    # Through One])
+    wrapper_bumps: dict[object, int] = field(default_factory=dict)
+    seq: int = 0
+
+    def family_of(self, t: torch.Tensor) -> int:
+        found = self.family.get(id(t))
+        if found is not None:
+            return found
+        root = t._base if t._is_view() and t._base is not None else t
+        return self.family.get(id(root), id(root))
+
+    def is_view(self, t: torch.Tensor) -> bool:
+        """Did the program make `t` with a view op? (Functionalization turns in-place view ops like t.t_() into
+        views internally, and inner tensors of subclasses are never autograd views: `_is_view()` can't tell.)"""
+        record = self.views.get(id(t))
+        return record is not None and record.func is not torch.ops.aten.detach.default
+
+    def view_root(self, t: torch.Tensor) -> torch.Tensor:
+        """The tensor a chain of view ops started from (eager's `._base`), as far as storage goes: a tensor set_()
+        to another storage since it was made is the root of its storage's chain (its `._base` is no longer that)."""
+        while (record := self.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+            if id(t) in self.swapped_ids:
+                break
+            t = record.source
+        return t
+
+    def bumps(self, t: torch.Tensor) -> bool:
+        """Would eager have advanced `t`'s version counter during the program?"""
+        return self.family_of(t) in self.written_families
+
+
+@dataclass(frozen=True, slots=True)
+class Elements:
+    """The storage elements a strided tensor covers: the range lo..hi, exactly the set `exact` when given."""
+
+    lo: int
+    hi: int
+    exact: frozenset[int] | None
+
+    def covers(self, other: Elements) -> bool:
+        if other.hi < other.lo:
+            return True
+        if not (self.lo <= other.lo and other.hi <= self.hi):
+            return False
+        if self.exact is None:
+            return True
+        return other.exact is not None and other.exact <= self.exact
+
+
+_MAX_ENUMERATED = 1 << 14
+
+
+def elements_of(size: list[Any], stride: list[Any], offset: Any) -> Elements | None:
+    """None when sizes are symbolic or too many elements to list (not decided: allowed)."""
+    if not all(isinstance(v, int) for v in (*size, *stride, offset)):
+        return None
+    if any(s == 0 for s in size):
+        return Elements(offset, offset - 1, frozenset())
+    lo = offset + sum((s - 1) * st for s, st in zip(size, stride, strict=True) if st < 0)
+    hi = offset + sum((s - 1) * st for s, st in zip(size, stride, strict=True) if st > 0)
+    if dense_strides(size, stride):
+        return Elements(lo, hi, None)
+    numel = 1
+    for s in size:
+        numel *= s
+    if numel > _MAX_ENUMERATED:
+        return None
+    addresses = {offset}
+    for s, st in zip(size, stride, strict=True):
+        addresses = {a + k * st for a in addresses for k in range(s)}
+    return Elements(lo, hi, frozenset(addresses))
+
+
+def dense_strides(size: list[int], stride: list[int]) -> bool:
+    """Non-overlapping and dense: the elements fill a contiguous range (in some dim order)."""
+    expected = 1
+    for st, s in sorted((abs(st), s) for s, st in zip(size, stride, strict=True) if s != 1):
+        if st != expected:
+            return False
+        expected *= s
+    return True
