@@ -154,6 +154,18 @@ def check_data_meta_outputs(
     compiled autograd.Function does not), and one whose metadata were recorded on a clone with another layout."""
     off = _clones_off_layout(run, user_fakes, cloned)
     for info, value in zip(outputs, pytree.tree_leaves(run.output), strict=True):
+        if isinstance(value, torch.Tensor) and torch.is_grad_enabled() and value.requires_grad:
+            t = value
+            while (record := run.swaps.views.get(id(t))) is not None:
+                t = record.source
+                if _resizes(run.swaps.wrapper_data.get(id(t), [])):
+                    # fuzz seed 5000 #812: wrong gradients before
+                    raise UnsupportedError(
+                        f"{info.path} is a view of a tensor subclass that requires grad and whose `.data` the program "
+                        "assigned from a tensor of another size: eager's autograd takes the view's gradients through "
+                        "that tensor's history in the new size, which a compiled output cannot reproduce. Return a "
+                        "clone made before the assignment"
+                    )
         if info.data_meta is None or not isinstance(value, torch.Tensor):
             continue
         if torch.is_grad_enabled() and value.requires_grad and _resizes(run.swaps.wrapper_data.get(id(value), [])):

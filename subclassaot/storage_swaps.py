@@ -171,7 +171,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.plain_sets[id(args[0])] = (self.record.seq, torch.is_grad_enabled())
                 self.record.keep_alive.append(args[0])
             return args[0]
-        if _copy_to_same_data(func, args) and is_functional(args[0]):
+        if _copy_to_same_data(func, args) and is_functional(args[0]) and self.depth == 0:
+            # (not a subclass's inner copy: the wrapper-level copy_ decided that, autograd may record it)
             self._record_write(args[0], True)
             return args[0]
         if args and is_functional(args[0]) and _uniform_write(func, args[0]) and 0 in args[0].stride():
@@ -500,10 +501,25 @@ def _copy_to_same_data(func: Any, args: tuple[Any, ...]) -> bool:
     dst, src = args[0], args[1]
     if not isinstance(src, torch.Tensor) or (torch.is_grad_enabled() and (dst.requires_grad or src.requires_grad)):
         return False
-    kinds = (is_functional(dst), is_traceable_subclass(dst))
+    if src is dst:
+        return True
+    wrappers = is_traceable_subclass(dst) and is_traceable_subclass(src)  # (a bool: no narrowing off Tensor)
+    if wrappers and not is_functional(dst):
+        # A wrapper's data are its inner tensors (a `.data =` can give two wrappers one wrapper storage and metadata
+        # over different inner tensors: fuzz seed 5000 #6911): the same data only where every inner pair is.
+        inner_dst, inner_src = flatten_subclass(dst, "dst")[1], flatten_subclass(src, "src")[1]
+        return (
+            _meta_triple(src) == _meta_triple(dst)
+            and len(inner_dst) == len(inner_src)
+            and all(_same_functional_data(d, s) for d, s in zip(inner_dst, inner_src, strict=True))
+        )
+    return _same_functional_data(dst, src)
+
+
+def _same_functional_data(dst: torch.Tensor, src: torch.Tensor) -> bool:
     return src is dst or (
-        (is_functional(src), is_traceable_subclass(src)) == kinds
-        and any(kinds)
+        is_functional(src)
+        and is_functional(dst)
         and storage_key(src) == storage_key(dst)
         and src.dtype == dst.dtype
         and _meta_triple(src) == _meta_triple(dst)

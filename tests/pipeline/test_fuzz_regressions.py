@@ -2799,3 +2799,46 @@ def test_unbind_view_of_input_whose_detached_alias_is_written(compile_fn: Compil
 
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_copy_between_subclass_wrappers_made_alike_by_data_assignment(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 5000, program 6911 (WRONG VALUES before): after `x1.data = x0` the two wrappers share a wrapper
+    # storage and metadata over different inner tensors, so x1.copy_(x0) copies; it was taken for a copy of x1's
+    # own data (a no-op).
+    def f(x0: T, x1: T) -> object:
+        x1.data = x0
+        t0 = x0.view(())
+        x1.copy_(t0)
+        return (x1,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(), pair(1)), compile_fn=compile_fn)
+
+
+def test_subclass_copy_from_its_detach_under_grad_is_recorded(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 5000, program 8081 (WRONG GRADIENTS before): the inner copies of x1.expand(...).copy_(x1.detach())
+    # read exactly their own data, but the wrapper-level copy_ is recorded by autograd (it cuts the gradient).
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.detach()
+        t1 = x1.expand((3, 4, 2))
+        t1.copy_(t0)
+        return (x0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(3, 4, 2)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_of_subclass_given_data_of_another_size_refused_in_training(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 5000, program 812 (WRONG GRADIENTS before).
+    def f(x0: T) -> object:
+        t0 = x0.add(x0)
+        t1 = t0.expand((-1, 2))
+        t0.data = t1
+        return (t0.diagonal(0, 0, 1),)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair(3, 1, requires_grad=True),), compile_fn, "from a tensor of another size")

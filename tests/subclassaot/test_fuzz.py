@@ -7,6 +7,7 @@ DIVERGED and no CRASHED program; a failure lists each shrunk program.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import torch
 from hypothesis import HealthCheck, given, settings
@@ -149,5 +150,5 @@ def test_generated_resize_never_grows_a_storage() -> None:
 
     for t in (torch.randn(4, 1, 2).expand(4, 2, 2), PairTensor.from_tensor(torch.randn(4, 1, 2)).expand(4, 2, 2)):
         shapes = [_gen_resize_(RandomChooser(seed), t) for seed in range(300)]
-        chosen = [torch.Size(s[0]).numel() for s in shapes if s is not None]
+        chosen = [torch.Size(cast(tuple[int, ...], s[0])).numel() for s in shapes if s is not None]
         assert chosen and max(chosen) <= 8
