@@ -158,7 +158,8 @@ def check_data_meta_outputs(
             t = value
             while (record := run.swaps.views.get(id(t))) is not None:
                 t = record.source
-                if _resizes(run.swaps.wrapper_data.get(id(t), [])):
+                before = [a for a in run.swaps.wrapper_data.get(id(t), []) if a.seq < record.seq]
+                if _resizes(before):  # assigned before the view was taken from it
                     # fuzz seed 5000 #812: wrong gradients before
                     raise UnsupportedError(
                         f"{info.path} is a view of a tensor subclass that requires grad and whose `.data` the program "
