@@ -83,7 +83,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
     ) -> Any:
         kwargs = kwargs or {}
         subclass = next((a for a in args if is_traceable_subclass(a) and not is_functional(a)), None)
-        if subclass is not None and _copy_to_same_data(func, args) and self.depth == 0:
+        if (
+            subclass is not None
+            and _copy_to_same_data(func, args, id(args[0]) in self.record.hidden)
+            and self.depth == 0
+        ):
             self._record_write(
                 args[0], True
             )  # its inner tensors' copies run below autograd: no counter of theirs moves
@@ -171,7 +175,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.plain_sets[id(args[0])] = (self.record.seq, torch.is_grad_enabled())
                 self.record.keep_alive.append(args[0])
             return args[0]
-        if _copy_to_same_data(func, args) and is_functional(args[0]) and self.depth == 0:
+        if (
+            _copy_to_same_data(func, args, id(args[0]) in self.record.hidden)
+            and is_functional(args[0])
+            and self.depth == 0
+        ):
             # (not a subclass's inner copy: the wrapper-level copy_ decided that, autograd may record it)
             self._record_write(args[0], True)
             return args[0]
@@ -492,14 +500,17 @@ def _meet(a: Elements, b: Elements) -> bool:
     return True
 
 
-def _copy_to_same_data(func: Any, args: tuple[Any, ...]) -> bool:
+def _copy_to_same_data(func: Any, args: tuple[Any, ...], hidden: bool) -> bool:
     """`dst.copy_(src)` where src views exactly dst's data: eager's copy_ returns at once (even through an expand,
     where a real copy would be refused) and only the version counter moves. Not where autograd records it (eager's
     backward of a copy into overlapping memory raises)."""
     if func is not torch.ops.aten.copy_.default or len(args) < 2:
         return False
     dst, src = args[0], args[1]
-    if not isinstance(src, torch.Tensor) or (torch.is_grad_enabled() and (dst.requires_grad or src.requires_grad)):
+    # autograd records it where dst requires grad, or where src does and dst is no `.data`/detach() alias (which
+    # eager then makes require grad)
+    recorded = torch.is_grad_enabled() and (dst.requires_grad or (src.requires_grad and not hidden))
+    if not isinstance(src, torch.Tensor) or recorded:
         return False
     if src is dst:
         return True

@@ -2842,3 +2842,15 @@ def test_view_of_subclass_given_data_of_another_size_refused_in_training(compile
 
     with torch.enable_grad():
         assert_refused(f, lambda: (pair(3, 1, requires_grad=True),), compile_fn, "from a tensor of another size")
+
+
+def test_copy_of_expanded_subclass_into_its_data_alias_in_training(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 5000, program 3505 (crashed in the epilogue's copy into the expanded input): `.data` is hidden from
+    # autograd, so eager's same-data copy_ is a no-op there too, with grad on.
+    def f(x0: T) -> object:
+        t1 = x0.sin()
+        x0.data.copy_(x0)
+        return (x0, t1)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair(2, 1, requires_grad=True).expand(2, 3),), compile_fn=compile_fn)
