@@ -55,7 +55,6 @@ from subclassaot.view_chains import (
     replay_of,
     root_replay,
     view_rebuilt_by_set,
-    viewed_after_grad_set,
     wrapper_storage_classes,
 )
 
@@ -255,12 +254,6 @@ def _analyze_outputs(
             earlier = first_seen[id(value)]
             infos.append(replace(infos[earlier], path=path, kind=OutputKind.SAME_AS, input_index=InputIndex(earlier)))
             continue
-        if isinstance(value, torch.Tensor) and value.requires_grad and viewed_after_grad_set(value, run):
-            raise UnsupportedError(
-                f"{path} is a view of a tensor the program set_() with grad enabled before taking the view, so eager "
-                "gives it an autograd history through set_ (whose derivative is not implemented), which a compiled "
-                "output cannot have. Call set_() under torch.no_grad(), or return a clone"
-            )
         grad_set = isinstance(value, torch.Tensor) and id(value) not in input_by_id and set_under_grad(path, value, run)
         info, graph_count = _output_info(
             path,

@@ -28,6 +28,7 @@ from subclassaot.schemas import (
     ViewStep,
 )
 from subclassaot.torch_internals import storage_key
+from subclassaot.view_chains import viewed_after_grad_set
 
 __all__ = ["check_overlapping_clones", "check_set_under_grad", "set_under_grad", "wrapper_uses"]
 
@@ -89,6 +90,12 @@ def wrapper_uses(
 
 
 def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
+    if value.requires_grad and viewed_after_grad_set(value, run):
+        raise UnsupportedError(
+            f"{path} is a view of a tensor the program set_() with grad enabled before taking the view, so eager "
+            "gives it an autograd history through set_ (whose derivative is not implemented), which a compiled "
+            "output cannot have. Call set_() under torch.no_grad(), or return a clone"
+        )
     wrapper_set = run.swaps.wrapper_sets.get(id(value))
     if not value.requires_grad or not (
         id(value) in run.swaps.grad_set_ids or (wrapper_set is not None and wrapper_set[1])
