@@ -7,7 +7,8 @@ Output: `generate(chooser, config) -> Program`; `programs(config)`, the same as 
 itself raises); `shrink(program, still_fails)`; `fuzz(...) -> FuzzReport`, the runner behind
 `python -m subclassaot fuzz`.
 Invariants: only eager-legal programs are counted; every generated op was legal in eager on the tensors it was
-drawn for (the generator runs each op as it draws it); a verdict compares two fresh calls of one compiled function
+drawn for (the generator runs each op as it draws it), and none is a write whose eager result depends on loop
+order (Note [Writes Eager Leaves Unspecified]); a verdict compares two fresh calls of one compiled function
 (the second goes through the cached entry) with eager, through `subclassaot.parity`.
 """
 
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, TypeVar
 import torch
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.fuzz_ops import OPS, Chooser, Family, OpDef
+from subclassaot.fuzz_ops import OPS, Chooser, Family, OpDef, unspecified_write
 from subclassaot.fuzz_program import (
     BaseSpec,
     Grad,
@@ -200,6 +201,9 @@ def _draw_op(choose: Chooser, env: dict[int, torch.Tensor], next_var: int) -> Op
 
 
 def _legal(op: Op, env: dict[int, torch.Tensor]) -> bool:
+    src = env[op.src].data if op.via_data else env[op.src]
+    if unspecified_write(op.name, src, None if op.other is None else env[op.other]):
+        return False  # Note [Writes Eager Leaves Unspecified]
     try:
         run_op(op, env)
     except Exception:  # eager rejected it: draw another op (env may be partly updated; the final check decides)

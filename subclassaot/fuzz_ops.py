@@ -18,7 +18,18 @@ import torch
 
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 
-__all__ = ["OPS", "SCALARS", "Chooser", "Family", "OpDef", "OpName", "Param", "Params", "shape_for_numel"]
+__all__ = [
+    "OPS",
+    "SCALARS",
+    "Chooser",
+    "Family",
+    "OpDef",
+    "OpName",
+    "Param",
+    "Params",
+    "shape_for_numel",
+    "unspecified_write",
+]
 
 Param = int | float | tuple[int, ...]
 Params = tuple[Param, ...]
@@ -352,3 +363,57 @@ _OPS: tuple[OpDef, ...] = (
     ),
 )
 OPS: dict[OpName, OpDef] = {op.name: op for op in _OPS}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Note [Writes Eager Leaves Unspecified]
+# An elementwise in-place op through a tensor whose elements share memory (x.as_strided((2, 3), (1, 1)).mul_(2)), or
+# one that reads memory it writes at another index (x.add_(y) with y an overlapping view of x that is not x's own
+# layout), gives a result that depends on the order and vectorization of eager's loops: PyTorch documents such
+# writes as undefined (torch.Tensor.expand, torch.as_strided) and rejects the cases its overlap check detects. No
+# compiled program can be held to one of those orders, so the generator does not draw them. Writes of one value
+# (fill_, zero_) through shared memory are well defined and stay; so does a write of no elements.
+
+_ELEMENTWISE_WRITES = frozenset({"add_", "mul_", "copy_"})
+
+
+def unspecified_write(name: str, t: torch.Tensor, other: torch.Tensor | None) -> bool:
+    """Is op `name` on `t` (reading `other`) a write whose eager result depends on loop order?"""
+    if name not in _ELEMENTWISE_WRITES:
+        return False
+    return any(_unspecified_leaf_write(w, r) for w, r in _leaf_pairs(t, other))
+
+
+def _leaf_pairs(t: torch.Tensor, other: torch.Tensor | None) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+    """The dense tensors the op writes, each with the dense tensor it reads there (a subclass runs per inner)."""
+    writes = flatten_subclass(t, "t")[1] if is_traceable_subclass(t) else [t]
+    if other is None:
+        return [(w, None) for w in writes]
+    reads = flatten_subclass(other, "other")[1] if is_traceable_subclass(other) else [other]
+    if len(reads) == len(writes) and type(t) is type(other):
+        return list(zip(writes, reads, strict=True))
+    return [(w, r) for w in writes for r in reads]
+
+
+def _offsets(t: torch.Tensor) -> list[int]:
+    """The storage offset of each element of `t`, in index order."""
+    off = torch.tensor(int(t.storage_offset()), dtype=torch.int64)
+    for size, stride in zip(t.shape, t.stride(), strict=True):
+        off = off.unsqueeze(-1) + torch.arange(size, dtype=torch.int64) * stride
+    return [int(v) for v in off.reshape(-1).tolist()]
+
+
+def _unspecified_leaf_write(w: torch.Tensor, r: torch.Tensor | None) -> bool:
+    if w.numel() == 0:
+        return False
+    written = _offsets(w)
+    if len(set(written)) < len(written):
+        return True  # several elements of the written tensor share one memory location
+    if r is None or r.untyped_storage().data_ptr() != w.untyped_storage().data_ptr() or r.dtype != w.dtype:
+        return False
+    try:
+        read = _offsets(r.expand_as(w))
+    except RuntimeError:
+        return False  # not broadcastable to the written tensor: the op raises in eager
+    targets = set(written)
+    return any(o in targets and o != at for o, at in zip(read, written, strict=True))

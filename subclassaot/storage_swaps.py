@@ -545,6 +545,8 @@ def _overlaps(t: torch.Tensor, uniform: bool = False) -> bool:
     """Do several elements share one memory location (a zero stride, or strides that meet, as_strided((3, 2),
     (2, 2)))? Eager writes such elements once per index, in an order it does not promise. `uniform`: the write
     stores one value everywhere, so zero-stride dims are harmless (Note [Uniform Writes Through Expand])."""
+    if t.numel() == 0:
+        return False  # writes nothing
     pairs = [(sz, st) for sz, st in zip(t.shape, t.stride(), strict=True) if not (uniform and st == 0)]
     if any(st == 0 and sz > 1 for sz, st in pairs):
         return True

@@ -152,3 +152,25 @@ def test_generated_resize_never_grows_a_storage() -> None:
         shapes = [_gen_resize_(RandomChooser(seed), t) for seed in range(300)]
         chosen = [torch.Size(cast(tuple[int, ...], s[0])).numel() for s in shapes if s is not None]
         assert chosen and max(chosen) <= 8
+
+
+def test_writes_whose_eager_result_depends_on_loop_order_are_recognized() -> None:
+    # Note [Writes Eager Leaves Unspecified]: fuzz seed 3000 #5450 (mul_ through as_strided((2, 3), (1, 1))), #7829.
+    from subclassaot.fuzz_ops import unspecified_write
+    from subclasses.pair import PairTensor
+
+    x = torch.randn(4, 4)
+    assert unspecified_write("mul_", x.as_strided((2, 3), (1, 1)), None)
+    assert unspecified_write("add_", x[0].expand(2, 4), None)
+    assert unspecified_write("add_", x, x.t())  # reads x[j, i] where it writes x[i, j]
+    assert unspecified_write("copy_", x[1:3], x[0:2])
+    assert unspecified_write("mul_", PairTensor.from_tensor(x).as_strided((2, 3), (1, 1)), None)
+    # defined: one value everywhere, no elements, the written tensor's own layout, disjoint memory, other storage
+    assert not unspecified_write("fill_", x[0].expand(2, 4), None)
+    assert not unspecified_write("zero_", x[0].expand(2, 4), None)
+    assert not unspecified_write("add_", x[0].expand(0, 4), None)
+    assert not unspecified_write("add_", x, x)
+    assert not unspecified_write("add_", x[0], x[0].view(2, 2).view(4))
+    assert not unspecified_write("copy_", x[0:2], x[2:4])
+    assert not unspecified_write("add_", x, torch.randn(4, 4).t())
+    assert unspecified_write("add_", x, x[0])  # row 1 reads row 0, which the write of row 0 changes
