@@ -17,6 +17,7 @@ from typing import Literal, Protocol
 import torch
 
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.swap_record import element_offsets, reads_elsewhere_written
 
 __all__ = [
     "OPS",
@@ -395,25 +396,13 @@ def _leaf_pairs(t: torch.Tensor, other: torch.Tensor | None) -> list[tuple[torch
     return [(w, r) for w in writes for r in reads]
 
 
-def _offsets(t: torch.Tensor) -> list[int]:
-    """The storage offset of each element of `t`, in index order."""
-    off = torch.tensor(int(t.storage_offset()), dtype=torch.int64)
-    for size, stride in zip(t.shape, t.stride(), strict=True):
-        off = off.unsqueeze(-1) + torch.arange(size, dtype=torch.int64) * stride
-    return [int(v) for v in off.reshape(-1).tolist()]
-
-
 def _unspecified_leaf_write(w: torch.Tensor, r: torch.Tensor | None) -> bool:
     if w.numel() == 0:
         return False
-    written = _offsets(w)
+    written = element_offsets(w)
+    assert written is not None, "BUG: the fuzzer's tensors are small and concrete"
     if len(set(written)) < len(written):
         return True  # several elements of the written tensor share one memory location
     if r is None or r.untyped_storage().data_ptr() != w.untyped_storage().data_ptr() or r.dtype != w.dtype:
         return False
-    try:
-        read = _offsets(r.expand_as(w))
-    except RuntimeError:
-        return False  # not broadcastable to the written tensor: the op raises in eager
-    targets = set(written)
-    return any(o in targets and o != at for o, at in zip(read, written, strict=True))
+    return bool(reads_elsewhere_written(w, r))  # None: not broadcastable, the op raises in eager

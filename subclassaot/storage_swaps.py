@@ -26,7 +26,15 @@ from subclassaot.storage_reach import (
     storage_tail,
     writes_self,
 )
-from subclassaot.swap_record import DataAssignment, Elements, InplaceViewRecord, SwapRecord, ViewRecord, elements_of
+from subclassaot.swap_record import (
+    DataAssignment,
+    Elements,
+    InplaceViewRecord,
+    SwapRecord,
+    ViewRecord,
+    elements_of,
+    reads_elsewhere_written,
+)
 from subclassaot.torch_internals import get_version, is_functional, rebind_functional, set_version, storage_key
 
 # Note [as_strided On Inputs]
@@ -467,8 +475,10 @@ def _check_write_after_set(func: Any, args: tuple[Any, ...], kwargs: dict[str, A
 # An in-place op whose other operand views part of the memory it writes, other than exactly the written tensor
 # (x.add_(x[..., :1]) broadcast over a last dim of 2), computes in eager from values its own earlier element writes
 # may have changed: the result depends on eager's loop order (TensorIterator refuses most such partial overlaps, not
-# broadcast ones). Functionalization reads the old values, so such an op is refused. Exactly the written tensor
-# (x.mul_(x)) is elementwise and exact.
+# broadcast ones). Functionalization reads the old values, so such an op is refused. An elementwise op (copy_ and
+# pointwise ops) whose every index reads either memory it does not write or the location it writes at that same
+# index (x.mul_(x), x.select(1, -1).mul_(x.diagonal(-1, 1, 0)) where the two meet at one shared index, fuzz seed 3000
+# #473, #1365) is exact: each element reads its own old value. Other ops are refused on any shared memory.
 
 
 def _check_no_overlapping_read(func: Any, written: torch.Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -479,13 +489,23 @@ def _check_no_overlapping_read(func: Any, written: torch.Tensor, args: tuple[Any
             continue
         if storage_key(other) != key or _meta_triple(other) == _meta_triple(written):
             continue
+        if func is torch.ops.aten.copy_.default or torch.Tag.pointwise in func.tags:
+            elsewhere = reads_elsewhere_written(written, other)
+            if elsewhere is not None:
+                if elsewhere:
+                    raise _overlapping_read(func)
+                continue  # every index reads what it writes there, or memory the op does not write
         theirs = elements_of(list(other.shape), list(other.stride()), other.storage_offset())
         if mine is None or theirs is None or not _meet(mine, theirs):
             continue  # disjoint, or not decidable here (symbolic sizes)
-        raise UnsupportedError(
-            f"{func}: an in-place op reads part of the memory it writes through another view of it (Note [Reads Of "
-            "Written Memory]); eager's result depends on its loop order. Read from a clone (.clone()) instead"
-        )
+        raise _overlapping_read(func)
+
+
+def _overlapping_read(func: Any) -> UnsupportedError:
+    return UnsupportedError(
+        f"{func}: an in-place op reads part of the memory it writes through another view of it (Note [Reads Of "
+        "Written Memory]); eager's result depends on its loop order. Read from a clone (.clone()) instead"
+    )
 
 
 def _meta_triple(t: torch.Tensor) -> tuple[object, ...]:

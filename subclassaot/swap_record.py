@@ -171,6 +171,32 @@ def elements_of(size: list[Any], stride: list[Any], offset: Any) -> Elements | N
     return Elements(lo, hi, frozenset(addresses))
 
 
+def element_offsets(t: torch.Tensor) -> list[int] | None:
+    """The storage offset of each element of `t`, in index order; None when symbolic or too many to list."""
+    size, stride, offset = list(t.shape), list(t.stride()), t.storage_offset()
+    if not all(isinstance(v, int) for v in (*size, *stride, offset)) or t.numel() > _MAX_ENUMERATED:
+        return None
+    offsets = [int(offset)]
+    for s, st in zip(size, stride, strict=True):
+        offsets = [a + k * st for a in offsets for k in range(s)]
+    return offsets
+
+
+def reads_elsewhere_written(written: torch.Tensor, read: torch.Tensor) -> bool | None:
+    """An elementwise op writing `written` and reading `read` (broadcast to its shape), both on one storage: does
+    some index read a location the op writes at another index (eager's result then depends on its loop order)?
+    None when not decidable here (symbolic sizes, too many elements, not broadcastable)."""
+    try:
+        read = read.expand_as(written)
+    except RuntimeError:
+        return None
+    mine, theirs = element_offsets(written), element_offsets(read)
+    if mine is None or theirs is None:
+        return None
+    targets = set(mine)
+    return any(o in targets and o != at for o, at in zip(theirs, mine, strict=True))
+
+
 def dense_strides(size: list[int], stride: list[int]) -> bool:
     """Non-overlapping and dense: the elements fill a contiguous range (in some dim order)."""
     expected = 1
