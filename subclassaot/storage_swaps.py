@@ -206,6 +206,14 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     "the compiled graph holds its repeated elements as separate values. Pass the tensor it was "
                     "expanded from and expand it inside the function"
                 )
+            if root.requires_grad and not root.is_contiguous():
+                # functionalization writes it back by as_strided_scatter, which torch allows on contiguous tensors
+                # only where they require grad (fuzz seed 5000 #6159: an internal assert)
+                raise UnsupportedError(
+                    f"{func}: a write of one value through an expand() of a non-contiguous tensor that requires "
+                    "grad (an input's strided view) cannot be functionalized. Write into the tensor itself, or "
+                    "into a clone"
+                )
             with as_strided_chain_refused(self.record, func, args, kwargs):
                 func(root.as_strided(*meta), *args[1:], **kwargs)
             self._track(func, args, args[0], kwargs)
@@ -585,14 +593,20 @@ def _numel(pairs: list[tuple[int, int]]) -> int:
 # fill_ and zero_ through an expanded view (x.expand(3, 4).zero_()) are legal in eager, and every order of the
 # repeated writes gives the same result. Functionalization gets them wrong (its write-back of the view reads the
 # materialized view with the base's strides), so the mode runs them on an as_strided view of the same memory with
-# each zero-stride dim of size one: the same memory locations, each written once. Other writes through overlapping
-# memory stay refused, and so do uniform ones autograd records (eager's backward of them raises) and uniform ones
-# into an input that overlaps itself (the graph holds its repeats as separate values, which later reads would see).
+# each zero-stride dim of size one: the same memory locations, each written once. Where autograd records the write,
+# eager's backward through it raises (its CopySlices copies the gradient into the view's repeats): the data mode
+# follows the write with an in-place identity whose backward raises that error, so gradients that reach the written
+# tensor's new history fail as in eager (Note [Backward Errors Are Deferred]) and the others do not. Other writes
+# through overlapping memory stay refused, and so do uniform ones autograd records on a tensor subclass and uniform
+# ones into an input that overlaps itself (the graph holds its repeats as separate values, which later reads would
+# see).
 
 
 def _uniform_write(func: Any, t: torch.Tensor) -> bool:
-    """A uniform write autograd does not record (eager's backward of one through an expand raises)."""
-    return func.overloadpacket in _UNIFORM_WRITES and not (torch.is_grad_enabled() and t.requires_grad)
+    """A uniform write; on a tensor subclass, one autograd does not record (the wrapper's repeats would be written
+    back element by element)."""
+    recorded = torch.is_grad_enabled() and t.requires_grad and is_traceable_subclass(t)
+    return func.overloadpacket in _UNIFORM_WRITES and not recorded
 
 
 def _key_of_storage(storage: object) -> object:
@@ -670,6 +684,8 @@ class _DataMode(TorchFunctionMode):
             if not args[0].requires_grad:
                 self.record.requires_grad_gained.add(id(args[0]))
         out = func(*args, **kwargs)
+        if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
+            _OverlappingWriteBackward.apply(out)  # Note [Uniform Writes Through Expand]
         if func is torch.Tensor.contiguous and args and out is args[0]:
             if id(out) in self.record.copy_on_contiguous and len(args) == 1 and not kwargs:
                 return out.clone(memory_format=torch.contiguous_format)
@@ -690,6 +706,34 @@ class _DataMode(TorchFunctionMode):
         assignment = DataAssignment(source, self.record.seq, meta, tuple(target.shape))
         self.record.wrapper_data.setdefault(id(target), []).append(assignment)
         self.record.keep_alive.append(source)
+
+
+_UNIFORM_METHODS = frozenset({torch.Tensor.fill_, torch.Tensor.zero_, torch.fill_, torch.zero_})
+_OVERLAP_MESSAGE = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
+    "Please clone() the tensor before performing the operation."
+)
+
+
+def _recorded_overlapping_write(t: object) -> bool:
+    """A write autograd recorded on a tensor whose elements share memory (the backward of which raises in eager)."""
+    if not isinstance(t, torch.Tensor) or not torch.is_grad_enabled() or not t.requires_grad or t.numel() == 0:
+        return False
+    return any(st == 0 and sz > 1 for sz, st in zip(t.shape, t.stride(), strict=True))
+
+
+class _OverlappingWriteBackward(torch.autograd.Function):
+    """In-place identity whose backward raises eager's error for a write into overlapping memory: eager's CopySlices
+    copies the gradient of the written view into a tensor of the view's strides, whose repeats it rejects."""
+
+    @staticmethod
+    def forward(ctx: Any, t: torch.Tensor) -> torch.Tensor:
+        ctx.mark_dirty(t)
+        return t
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError(_OVERLAP_MESSAGE)
 
 
 _AUTOGRAD_CALLS = frozenset(

@@ -75,3 +75,48 @@ def test_elementwise_read_of_a_location_written_at_another_index_stays_refused(c
         return  # eager's result is unspecified: nothing to compare
     with pytest.raises(UnsupportedError, match="reads part of the memory it writes"):
         subclassaot.compile(f)(torch.randn(3, 4))
+
+
+@pytest.mark.parametrize("op", ["fill", "zero"])
+def test_write_of_one_value_through_an_expand_with_grad_raises_in_backward_as_eager(
+    compile_fn: CompileFn | None, op: str
+) -> None:
+    # Fuzz seed 3000 #1760, #7813 (refused before): fill_/zero_ through an expand() of a tensor that requires grad
+    # is legal in eager, and eager's backward through it raises (its CopySlices copies the gradient into the
+    # repeats); the compiled program writes the same memory once and its backward raises the same error.
+    def f(b: T) -> object:
+        t = b[:, 0:2:2].expand((2, 3))
+        t.fill_(2.0) if op == "fill" else t.zero_()
+        return b, t
+
+    assert_matches_eager(f, lambda: (_nonleaf(1, 3),), compile_fn=compile_fn)
+
+
+def test_write_of_one_value_through_an_expand_in_the_middle_of_a_program(compile_fn: CompileFn | None) -> None:
+    # After the write, gradients reach the written tensor only through the failing node; before it, they do not.
+    def f(b: T) -> object:
+        y = b.sin()
+        b.expand((2, 1, 3)).fill_(0.5)
+        return y, b * 2
+
+    assert_matches_eager(f, lambda: (_nonleaf(1, 3),), compile_fn=compile_fn)
+
+
+def test_write_of_one_value_through_an_expand_of_a_strided_input_that_requires_grad_is_refused(
+    compile_fn: CompileFn | None,
+) -> None:
+    # Fuzz seed 5000 #6159 (after the generator change): functionalization's as_strided_scatter of a non-contiguous
+    # tensor that requires grad is an internal assert in torch; refused with the rule instead.
+    def make_inputs() -> tuple[T]:
+        return (_nonleaf(4, 2, 4).as_strided((3,), (2,), 0),)
+
+    def f(x: T) -> object:
+        x.expand((2, -1)).zero_()
+        return ()
+
+    if compile_fn is not None:
+        with torch.no_grad():
+            assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        return
+    with torch.no_grad(), pytest.raises(UnsupportedError, match="a write of one value through an expand"):
+        subclassaot.compile(f)(*make_inputs())
