@@ -685,7 +685,7 @@ class _DataMode(TorchFunctionMode):
                 self.record.requires_grad_gained.add(id(args[0]))
         out = func(*args, **kwargs)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
-            _OverlappingWriteBackward.apply(out)  # Note [Uniform Writes Through Expand]
+            _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch; Note [Uniform Writes Through Expand]
         if func is torch.Tensor.contiguous and args and out is args[0]:
             if id(out) in self.record.copy_on_contiguous and len(args) == 1 and not kwargs:
                 return out.clone(memory_format=torch.contiguous_format)
