@@ -261,7 +261,11 @@ def _analyze_outputs(
             earlier = first_seen[id(value)]
             infos.append(replace(infos[earlier], path=path, kind=OutputKind.SAME_AS, input_index=InputIndex(earlier)))
             continue
-        grad_set = isinstance(value, torch.Tensor) and id(value) not in input_by_id and set_under_grad(path, value, run)
+        grad_set = (
+            isinstance(value, torch.Tensor)
+            and id(value) not in input_by_id
+            and set_under_grad(path, value, run, leaves)
+        )
         info, graph_count = _output_info(
             path,
             value,
@@ -275,7 +279,9 @@ def _analyze_outputs(
         )
         if isinstance(value, torch.Tensor):
             first_seen[id(value)] = len(infos)
-        infos.append(replace(info, set_under_grad=True) if grad_set else info)
+        if grad_set:
+            info = replace(info, set_under_grad=True, set_under_grad_view=run.swaps.is_view(value))
+        infos.append(info)
     _check_views_of_fresh(infos, leaves, bases)
     check_set_under_grad(infos, leaves)
     return tuple(infos), spec, len({b for b, _ in bases.values()})

@@ -92,10 +92,14 @@ def wrapper_uses(
 # nodes, which the compiled graph does not reproduce (Note [Backward Errors Are Deferred]), so that is refused, as
 # are views set_() under grad (eager rebases their base on the set_: the input's history would raise too). A
 # subclass output gets a holder of its own class (a clone of a detached alias), set_() at the wrapper level, whose
-# wrapper storage is then the output's (Note [Wrapper Storage After set_]; fuzz seed 3000 #4064).
+# wrapper storage is then the output's (Note [Wrapper Storage After set_]; fuzz seed 3000 #4064). A view of an
+# intermediate (`t = (x * 2).view(-1); t.set_(y)`) stays a view of it in eager, whose history the set_ rebases: the
+# holder is then a view of a fresh base that requires grad, and set_() rebases that base the same way (a view of a
+# tensor that is neither an input nor an output, whose backward raises; fuzz seed 3000 #3141, #7105). Views of
+# inputs are refused (eager rebases the input's own history on the set_).
 
 
-def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
+def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
     if value.requires_grad and viewed_after_grad_set(value, run):
         raise UnsupportedError(
             f"{path} is a view of a tensor the program set_() with grad enabled before taking the view, so eager "
@@ -107,7 +111,7 @@ def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
         id(value) in run.swaps.grad_set_ids or (wrapper_set is not None and wrapper_set[1])
     ):
         return False
-    if run.swaps.is_view(value):
+    if run.swaps.is_view(value) and not _grad_view_of_intermediate(value, run, outputs):
         raise UnsupportedError(
             f"{path}: the program set_() this tensor with grad enabled, so eager gives it an autograd history through "
             "set_ "
@@ -115,6 +119,18 @@ def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
             "set_() under torch.no_grad(), or return a clone"
         )
     return True
+
+
+def _grad_view_of_intermediate(value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
+    """`value` is a chain of views, all taken with grad on, of a tensor the program computed and does not return
+    (fuzz seed 3000 #7105: `_base` was not eager's): eager's set_() of it rebases only that intermediate (Note
+    [Outputs set_() Under Grad])."""
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        if not record.grad_enabled or id(t) in run.swaps.hidden:
+            return False
+        t = record.source
+    return t is not value and t.requires_grad and all(t is not u for u in (*run.user_tensors, *outputs))
 
 
 def check_set_under_grad(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> None:

@@ -622,6 +622,8 @@ def _outputs(
                     holder = value.detach().requires_grad_().clone()
                 else:
                     holder = torch.empty(0, dtype=value.dtype, device=value.device, requires_grad=True).clone()
+                if info.set_under_grad_view:
+                    holder = holder.view(holder.shape)
                 set_to_tensor(holder, value)
                 value = holder
         cls = plan.output_types[o] if plan.output_types else None

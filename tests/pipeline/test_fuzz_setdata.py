@@ -72,6 +72,39 @@ def test_subclass_intermediate_set_to_input_under_grad(compile_fn: CompileFn | N
     _check(f, lambda: (pair_nonleaf(4, 3, 2),), compile_fn)
 
 
+def test_subclass_view_of_intermediate_set_under_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #6751: eager's output stays a view of the intermediate, whose history the set_ rebases
+    def f(x0: T) -> object:
+        t0 = x0.sin()
+        t1 = t0.as_strided((2,), (1,), 0)
+        t0.fill_(-1.0)
+        set_to(t1, x0)
+        return (t1, t1, t1)
+
+    _check(f, lambda: (pair(4, 2, requires_grad=True),), compile_fn)
+
+
+def test_plain_view_of_intermediate_set_under_grad(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        t = (x * 2).t().unsqueeze(0)
+        set_to(t, y[2:])
+        return (t,)
+
+    _check(f, lambda: (torch.randn(4, 2, requires_grad=True), torch.randn(8, requires_grad=True)), compile_fn)
+
+
+def test_view_of_returned_intermediate_set_under_grad_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #7105 (wrong `_base` when supported): the intermediate is an output too
+    def f(x0: T) -> object:
+        t1 = x0.add(x0)
+        t3 = t1.view((3,))
+        t4 = t1.contiguous()
+        set_to(t3, t3)
+        return (t3, t4, t3)
+
+    assert_refused(f, lambda: (torch.randn(1, 3, requires_grad=True),), compile_fn, "that is a view cannot have")
+
+
 def test_subclass_view_set_under_grad_still_refused(compile_fn: CompileFn | None) -> None:
     # fuzz seed 3000 #8719: a view set_() under grad rebases its base in eager
     def f(x0: T) -> object:
