@@ -16,6 +16,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun
+from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import (
     DenseLayout,
     FlatInputs,
@@ -111,6 +112,12 @@ def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: 
         id(value) in run.swaps.grad_set_ids or (wrapper_set is not None and wrapper_set[1])
     ):
         return False
+    if _nested(value):
+        # Not checked: a nested subclass set_() loses its inner wrappers' shared storage even in inference
+        raise UnsupportedError(
+            f"{path}: the program set_() this tensor subclass, whose inner tensors are tensor subclasses too, with "
+            "grad enabled; in training this is not supported. Call set_() under torch.no_grad(), or return a clone"
+        )
     if run.swaps.is_view(value) and not _grad_view_of_intermediate(value, run, outputs):
         raise UnsupportedError(
             f"{path}: the program set_() this tensor with grad enabled, so eager gives it an autograd history through "
@@ -119,6 +126,14 @@ def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: 
             "set_() under torch.no_grad(), or return a clone"
         )
     return True
+
+
+def _nested(t: torch.Tensor) -> bool:
+    """A tensor subclass with a tensor subclass among its inner tensors."""
+    if not is_traceable_subclass(t):
+        return False
+    attrs, _ = t.__tensor_flatten__()
+    return any(is_traceable_subclass(getattr(t, a)) for a in attrs)
 
 
 def _grad_view_of_intermediate(value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
@@ -190,11 +205,12 @@ def check_wrapper_grad_gains(
         set_seq = run.swaps.wrapper_sets[id(u)][0] if id(u) in run.swaps.wrapper_sets else None
         assigned_after = any(set_seq is None or a.seq > set_seq for a in run.swaps.wrapper_data.get(id(u), []))
         exact = root is not None and owner is not None and position.get(id(root)) == owner
-        if not exact or written_after or assigned_after:
+        if not exact or written_after or assigned_after or _nested(u):
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad and the program set_()s it with "
                 "grad enabled to a tensor that requires grad and is not an input or a view of one taken with grad "
-                "enabled, or changes it after (Note [Subclass Inputs That Gain Grad By set_]): autograd's history of "
+                "enabled, or changes it after, or is a nested tensor subclass (Note [Subclass Inputs That Gain Grad "
+                "By set_]): autograd's history of "
                 "it would not be eager's. set_() it to a clone made outside the function, or under torch.no_grad()"
             )
 

@@ -13,7 +13,7 @@ import torch
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
-from subclasses.pair import PairTensor
+from subclasses.pair import PairTensor, nested_example
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
 
@@ -184,3 +184,21 @@ def test_subclass_input_written_after_grad_set_refused(compile_fn: CompileFn | N
         return ()
 
     assert_refused(f, lambda: (pair(1), pair_nonleaf(4, 1)), compile_fn, "or changes it after")
+
+
+def test_nested_subclass_set_under_grad_refused(compile_fn: CompileFn | None) -> None:
+    # A nested subclass set_() loses its inner wrappers' shared storage (even in inference): not lifted here
+    def f(x0: T, x1: T) -> object:
+        t = x1.sin()
+        set_to(t, x1)
+        return (t,)
+
+    def g(x0: T, x1: T) -> object:
+        set_to(x0, x1)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return nested_example(), nested_example().detach().requires_grad_()
+
+    assert_refused(f, make_inputs, compile_fn, "inner tensors are tensor subclasses too")
+    assert_refused(g, make_inputs, compile_fn, "nested tensor subclass")
