@@ -16,7 +16,13 @@ import sympy
 import torch
 from torch.utils import _pytree as pytree
 
-from subclassaot.analyze_training import check_overlapping_clones, check_set_under_grad, set_under_grad, wrapper_uses
+from subclassaot.analyze_training import (
+    check_overlapping_clones,
+    check_set_under_grad,
+    check_wrapper_grad_gains,
+    set_under_grad,
+    wrapper_uses,
+)
 from subclassaot.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
@@ -103,6 +109,7 @@ def analyze(
         data_plans = wrapper_data_plans(flat, run, replays, wrapper_after, user_fakes, nonleaf_wrappers)
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
         check_overlapping_clones(flat, layout, run, mutations, user_fakes, nonleaf_wrappers, outputs)
+        check_wrapper_grad_gains(flat, layout, run, mutations, user_fakes)
         check_data_meta_outputs(flat, run, user_fakes, nonleaf_wrappers, outputs)
         wrapper_storage = wrapper_storage_classes(run, layout, outputs)
         wrapper_bumped = tuple(
@@ -254,7 +261,11 @@ def _analyze_outputs(
             earlier = first_seen[id(value)]
             infos.append(replace(infos[earlier], path=path, kind=OutputKind.SAME_AS, input_index=InputIndex(earlier)))
             continue
-        grad_set = isinstance(value, torch.Tensor) and id(value) not in input_by_id and set_under_grad(path, value, run)
+        grad_set = (
+            isinstance(value, torch.Tensor)
+            and id(value) not in input_by_id
+            and set_under_grad(path, value, run, leaves)
+        )
         info, graph_count = _output_info(
             path,
             value,
@@ -268,7 +279,9 @@ def _analyze_outputs(
         )
         if isinstance(value, torch.Tensor):
             first_seen[id(value)] = len(infos)
-        infos.append(replace(info, set_under_grad=True) if grad_set else info)
+        if grad_set:
+            info = replace(info, set_under_grad=True, set_under_grad_view=run.swaps.is_view(value))
+        infos.append(info)
     _check_views_of_fresh(infos, leaves, bases)
     check_set_under_grad(infos, leaves)
     return tuple(infos), spec, len({b for b, _ in bases.values()})
@@ -604,7 +617,12 @@ def check_gained_grad(
                 "and the program writes a value that requires grad into it (so in eager it then requires grad); in "
                 "training this is not supported yet. Write into a clone, or detach() the value"
             )
-        if layout.trees[i] is not None and (i not in by_wrapper or any(m.storage_changed for m in muts)):
+        swapped_under_grad = any(m.storage_changed for m in muts) and all(m.set_under_grad for m in muts)
+        if (
+            layout.trees[i] is not None
+            and not swapped_under_grad
+            and (i not in by_wrapper or any(m.storage_changed for m in muts))
+        ):
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad and the program writes or set_()s "
                 "a value that requires grad into it (so in eager it then requires grad); in training this is not "

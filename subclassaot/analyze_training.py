@@ -30,7 +30,13 @@ from subclassaot.schemas import (
 from subclassaot.torch_internals import storage_key
 from subclassaot.view_chains import viewed_after_grad_set
 
-__all__ = ["check_overlapping_clones", "check_set_under_grad", "set_under_grad", "wrapper_uses"]
+__all__ = [
+    "check_overlapping_clones",
+    "check_set_under_grad",
+    "check_wrapper_grad_gains",
+    "set_under_grad",
+    "wrapper_uses",
+]
 
 
 # Ops whose backward saves none of their tensor arguments (Note [Overlapping Subclass Members Written Through One])
@@ -85,11 +91,16 @@ def wrapper_uses(
 # backward through it raises before reaching anything else only if it is the program's only output that requires
 # grad: with others, which leaves eager has accumulated into when it raises depends on the order autograd runs its
 # nodes, which the compiled graph does not reproduce (Note [Backward Errors Are Deferred]), so that is refused, as
-# are subclass outputs (their wrapper storage: Note [Wrapper Storage After set_]) and views set_() under grad
-# (eager rebases their base on the set_: the input's history would raise too).
+# are views set_() under grad (eager rebases their base on the set_: the input's history would raise too). A
+# subclass output gets a holder of its own class (a clone of a detached alias), set_() at the wrapper level, whose
+# wrapper storage is then the output's (Note [Wrapper Storage After set_]; fuzz seed 3000 #4064). A view of an
+# intermediate (`t = (x * 2).view(-1); t.set_(y)`) stays a view of it in eager, whose history the set_ rebases: the
+# holder is then a view of a fresh base that requires grad, and set_() rebases that base the same way (a view of a
+# tensor that is neither an input nor an output, whose backward raises; fuzz seed 3000 #3141, #7105). Views of
+# inputs are refused (eager rebases the input's own history on the set_).
 
 
-def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
+def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
     if value.requires_grad and viewed_after_grad_set(value, run):
         raise UnsupportedError(
             f"{path} is a view of a tensor the program set_() with grad enabled before taking the view, so eager "
@@ -101,14 +112,40 @@ def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
         id(value) in run.swaps.grad_set_ids or (wrapper_set is not None and wrapper_set[1])
     ):
         return False
-    if is_traceable_subclass(value) or wrapper_set is not None or run.swaps.is_view(value):
+    if _nested(value):
+        # Not checked: a nested subclass set_() loses its inner wrappers' shared storage even in inference
+        raise UnsupportedError(
+            f"{path}: the program set_() this tensor subclass, whose inner tensors are tensor subclasses too, with "
+            "grad enabled; in training this is not supported. Call set_() under torch.no_grad(), or return a clone"
+        )
+    if run.swaps.is_view(value) and not _grad_view_of_intermediate(value, run, outputs):
         raise UnsupportedError(
             f"{path}: the program set_() this tensor with grad enabled, so eager gives it an autograd history through "
             "set_ "
-            "(whose derivative is not implemented), which a compiled output that is a tensor subclass or a view "
-            "cannot have. Call set_() under torch.no_grad(), or return a clone"
+            "(whose derivative is not implemented), which a compiled output that is a view cannot have. Call "
+            "set_() under torch.no_grad(), or return a clone"
         )
     return True
+
+
+def _nested(t: torch.Tensor) -> bool:
+    """A tensor subclass with a tensor subclass among its inner tensors."""
+    if not is_traceable_subclass(t):
+        return False
+    attrs, _ = t.__tensor_flatten__()
+    return any(is_traceable_subclass(getattr(t, a)) for a in attrs)
+
+
+def _grad_view_of_intermediate(value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
+    """`value` is a chain of views, all taken with grad on, of a tensor the program computed and does not return
+    (fuzz seed 3000 #7105: `_base` was not eager's): eager's set_() of it rebases only that intermediate (Note
+    [Outputs set_() Under Grad])."""
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        if not record.grad_enabled or id(t) in run.swaps.hidden:
+            return False
+        t = record.source
+    return t is not value and t.requires_grad and all(t is not u for u in (*run.user_tensors, *outputs))
 
 
 def check_set_under_grad(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> None:
@@ -125,6 +162,57 @@ def check_set_under_grad(infos: Sequence[OutputInfo], leaves: Sequence[object]) 
             "order autograd runs its nodes (Note [Outputs set_() Under Grad]). Call set_() under torch.no_grad(), "
             "or return a clone"
         )
+
+
+# Note [Subclass Inputs That Gain Grad By set_]
+# `x.set_(w)` with grad on, x a subclass input that does not require grad and w a tensor that does: eager records the
+# set_ on the wrapper, so x ends a non-leaf whose grad_fn (set_'s) raises in backward, with an edge to w's history.
+# The epilogue repeats it at the wrapper level once x has its final storage and metadata: `x.set_(alias)` under grad,
+# `alias` x's new storage and metadata taken from the input w is (a view of), so that autograd's dependencies match
+# eager's too (which leaves a backward reaches before the set_ node raises depends on them: Note [Backward Errors Are
+# Deferred]). That is exact only where the set_ was the last change to x autograd saw (a later write or in-place
+# view op would stand between x and the set_ node in eager) and w is an input or a view of one taken with grad on;
+# otherwise (w an intermediate, a no_grad view: fuzz seed 3000 #3836) it is refused.
+
+
+def check_wrapper_grad_gains(
+    flat: FlatInputs,
+    layout: DenseLayout,
+    run: FunctionalRun,
+    mutations: Sequence[LeafMutation],
+    user_fakes: Sequence[torch.Tensor],
+) -> None:
+    """Note [Subclass Inputs That Gain Grad By set_]."""
+    position = {id(u): i for i, u in enumerate(run.user_tensors)}
+
+    def root_of(t: torch.Tensor, grad_only: bool) -> torch.Tensor | None:
+        while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+            if grad_only and not record.grad_enabled:
+                return None
+            t = record.source
+        return t
+
+    for i, (u, fake) in enumerate(zip(run.user_tensors, user_fakes, strict=True)):
+        if layout.trees[i] is None or fake.requires_grad or not u.requires_grad or id(u) not in run.swaps.grad_set_ids:
+            continue
+        recorded = run.swaps.wrapper_grad_sets.get(id(u))
+        source = None if recorded is None else recorded[0]
+        root = None if source is None else root_of(source, grad_only=True)
+        taken = mutations[layout.leaves_of_input[i][0]].set_source
+        owner = next((k for k, leaves in enumerate(layout.leaves_of_input) if taken in leaves), None)
+        later = () if recorded is None else run.swaps.wrapper_ops[recorded[1] + 1 :]
+        written_after = any(root_of(w, grad_only=False) is u for _, _, writes in later for w in writes)
+        set_seq = run.swaps.wrapper_sets[id(u)][0] if id(u) in run.swaps.wrapper_sets else None
+        assigned_after = any(set_seq is None or a.seq > set_seq for a in run.swaps.wrapper_data.get(id(u), []))
+        exact = root is not None and owner is not None and position.get(id(root)) == owner
+        if not exact or written_after or assigned_after or _nested(u):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad and the program set_()s it with "
+                "grad enabled to a tensor that requires grad and is not an input or a view of one taken with grad "
+                "enabled, or changes it after, or is a nested tensor subclass (Note [Subclass Inputs That Gain Grad "
+                "By set_]): autograd's history of "
+                "it would not be eager's. set_() it to a clone made outside the function, or under torch.no_grad()"
+            )
 
 
 def check_overlapping_clones(

@@ -19,7 +19,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import graph_example_inputs
-from subclassaot.protocol import SubclassNode, unflatten_subclass
+from subclassaot.protocol import SubclassNode, is_traceable_subclass, unflatten_subclass
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
@@ -293,25 +293,46 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
 
 
 def _grad_swaps(plan: RuntimePlan) -> tuple[int, ...]:
-    """Plain inputs that gain grad by a storage swap (Note [Inputs That Gain Grad In Training])."""
+    """Tensor inputs that gain grad by a storage swap (Note [Inputs That Gain Grad In Training])."""
     analysis, layout = plan.analysis, plan.layout
     return tuple(
         t
-        for t, tree in enumerate(layout.trees)
-        if tree is None
-        and not plan.input_requires_grad[t]
+        for t in range(len(layout.trees))
+        if not plan.input_requires_grad[t]
         and analysis.requires_grad_after[t]
         and not analysis.requires_grad_set[t]
         and any(analysis.mutations[j].set_under_grad for j in layout.leaves_of_input[t])
     )
 
 
+def _grad_swap_pair(
+    plan: RuntimePlan, values: Sequence[object], dense: list[torch.Tensor], t: int
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Tensor input `t`, swapped to a value that requires grad, and the tensor whose storage it took (if an input):
+    dense leaves for a plain input, wrappers for a subclass input (whose set_ autograd records at the wrapper level:
+    Note [Inputs That Gain Grad In Training])."""
+    layout, mutations = plan.layout, plan.analysis.mutations
+    j = layout.leaves_of_input[t][0]
+    source = mutations[j].set_source
+    if layout.trees[t] is None:
+        return dense[j], None if source is None else dense[source]
+    owner = None if source is None else next(s for s, ls in enumerate(layout.leaves_of_input) if source in ls)
+    wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+    return wrapper, None if owner is None else cast(torch.Tensor, values[plan.flat.tensor_indices[owner]])
+
+
 def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None) -> None:
     """`x.set_(alias)` under grad, `alias` a differentiable alias of x's storage and metadata: x gets eager's
     grad_fn for a set_ of a value that requires grad (Note [Inputs That Gain Grad In Training])."""
     with torch.enable_grad():
+        same = source is not None and (source.size(), source.stride()) == (x.size(), x.stride())
         if source is not None and source.requires_grad:
-            alias = source.as_strided(x.size(), x.stride(), x.storage_offset())
+            if same and source.storage_offset() == x.storage_offset():
+                alias = source  # a subclass need not implement as_strided
+            else:
+                alias = source.as_strided(x.size(), x.stride(), x.storage_offset())
+        elif is_traceable_subclass(x):
+            alias = x.detach().requires_grad_(True)  # never reached by a backward: it stops at the set_
         else:
             alias = non_view_alias(x).requires_grad_(True)  # never reached by a backward: it stops at the set_
         set_to_tensor(x, alias)
@@ -395,13 +416,19 @@ def _epilogue(
             set_to_tensor(x, x)  # Note [set_ Under Grad]
     if epilogue.grad_swaps and torch.is_grad_enabled():
         for t in epilogue.grad_swaps:
-            j = plan.layout.leaves_of_input[t][0]
-            source = mutations[j].set_source
-            _repeat_swap_under_grad(dense[j], None if source is None else dense[source])
+            if plan.layout.trees[t] is None:
+                _repeat_swap_under_grad(*_grad_swap_pair(plan, values, dense, t))
     for j, before in zip(epilogue.versions, versions, strict=True):
         _settle_version(dense[j], before, mutations[j].version_bumped)
     if epilogue.wrappers:
         _fix_wrappers(plan, epilogue.wrappers, wrapper_versions, ev, values, symbols)
+    if epilogue.grad_swaps and torch.is_grad_enabled():
+        for t in epilogue.grad_swaps:
+            if plan.layout.trees[t] is not None:  # once its wrapper has its final metadata and version
+                wrapper, source = _grad_swap_pair(plan, values, dense, t)
+                version = get_version(wrapper)
+                _repeat_swap_under_grad(wrapper, source)
+                set_version(wrapper, version)
 
 
 def _assign_data(
@@ -591,7 +618,12 @@ def _outputs(
         else:
             value = _tensor_output(info, ev, values, dense, outs, fresh_start, (bases, roots), symbols, get)
             if info.set_under_grad and torch.is_grad_enabled():  # Note [Outputs set_() Under Grad]
-                holder = torch.empty(0, dtype=value.dtype, device=value.device, requires_grad=True).clone()
+                if is_traceable_subclass(value):
+                    holder = value.detach().requires_grad_().clone()
+                else:
+                    holder = torch.empty(0, dtype=value.dtype, device=value.device, requires_grad=True).clone()
+                if info.set_under_grad_view:
+                    holder = holder.view(holder.shape)
                 set_to_tensor(holder, value)
                 value = holder
         cls = plan.output_types[o] if plan.output_types else None

@@ -244,9 +244,11 @@ class OutputInfo:
     # TENSOR subclass computed by the graph: the position in `leaves` of a fresh leaf whose size and stride the wrapper
     # had while tracing; its strides are that leaf's at run time (Note [Fresh Subclass Output Strides])
     outer_stride_leaf: int | None = None
-    # TENSOR (plain) in training: the program set_() it with grad on; rebuilt by such a set_() of a fresh tensor
+    # TENSOR in training: the program set_() it with grad on; rebuilt by such a set_() of a fresh tensor
     # (Note [Outputs set_() Under Grad])
     set_under_grad: bool = False
+    # ... and it was a view (of an intermediate) when set_(): the fresh tensor is a view of a fresh base
+    set_under_grad_view: bool = False
     # TENSOR subclass whose own size/stride/offset a `.data =` set apart from its inner tensors': those eager left on
     # the wrapper, given to it after it is built (Note [Wrapper Data Assignment])
     data_meta: Meta | None = None

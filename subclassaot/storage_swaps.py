@@ -125,8 +125,14 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 # The wrapper takes its new size with a set_ of its own, which advances its version counter (and
                 # its base's, for a view), in eager.
                 self.record.written_families.add(self.record.family_of(args[0]))
-            if func in _SET_OPS and torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
-                self._grad_set(args[0])  # Note [set_ Under Grad], at the wrapper level
+            source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
+            if func in _SET_OPS and self.depth == 0:
+                self.record.wrapper_grad_sets.pop(id(args[0]), None)
+            if func in _SET_OPS and torch.is_grad_enabled() and (args[0].requires_grad or source_grad):
+                if self.depth == 0:
+                    self._grad_set(args[0])  # Note [set_ Under Grad], at the wrapper level
+                    source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
+                    self.record.wrapper_grad_sets[id(args[0])] = (source, len(self.record.wrapper_ops) - 1)
             return out
         if func is torch.ops.aten.resize_.default and args and is_functional(args[0]):
             # Eager advances the version counter only when resize_ changes the size.

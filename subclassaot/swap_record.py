@@ -75,6 +75,9 @@ class SwapRecord:
     # id() of a wrapper subclass -> (seq, grad mode) of the last set_() called on the wrapper itself (Note [Wrapper
     # Storage After set_])
     wrapper_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)
+    # id() of a wrapper subclass whose last set_() autograd recorded -> (its source tensor, the set_'s position in
+    # `wrapper_ops`): Note [Subclass Inputs That Gain Grad By set_]
+    wrapper_grad_sets: dict[int, tuple[torch.Tensor | None, int]] = field(default_factory=dict)
     plain_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # the same for plain tensors' set_()
     data_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # ... and `.data =` (grad mode: False)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made

@@ -403,9 +403,9 @@ def _static(dims: Sequence[object]) -> tuple[int, ...]:
 #   (Note [Backward Errors Are Deferred]); the updates of a swapped storage are not differentiated (their copies run
 #   under no_grad), so a backward that does not pass through the swap completes, as in eager. An output that is the
 #   intermediate the input was set_() to (`y = w * 2; x.set_(y); return y`) would be rebuilt from the input without
-#   y's own history: refused (`check_swapped_storage_outputs`). A subclass input set_() that way is refused too (its
-#   inner tensors cannot carry the swap's history), and so is a plain input that gains grad by a write after a swap
-#   autograd did not record (`SwapRecord.grad_set_ids` holds the recorded ones: under grad, it or the source
+#   y's own history: refused (`check_swapped_storage_outputs`). A subclass input set_() that way repeats the set_
+#   at the wrapper level (Note [Subclass Inputs That Gain Grad By set_]; where that is not exact it is refused), and
+#   a plain input that gains grad by a write after a swap autograd did not record is refused (`SwapRecord.grad_set_ids` holds the recorded ones: under grad, it or the source
 #   requiring grad), whose write lands in the new storage below autograd.
 
 
