@@ -16,6 +16,7 @@ import torch
 
 from subclassaot.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors
 from subclassaot.errors import UnsupportedError
+from subclassaot.foreign_bases import foreign_root
 from subclassaot.inputs import unflatten_call
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.schemas import AliasGroupRef, DenseIndex, DenseLayout, FlatInputs, Meta
@@ -256,6 +257,10 @@ def intermediate_bases(
                 "returning a view of the storage it left is not supported. Return a clone (.clone()) instead"
             )
         bases[key] = (len(bases), base)
+    for value in leaves:  # Note [Views Set Onto Another Storage]
+        root = foreign_root(value, set(current), set(original)) if isinstance(value, torch.Tensor) else None
+        if root is not None and storage_key(root) not in bases:
+            bases[storage_key(root)] = (len(bases), root)
     return bases
 
 

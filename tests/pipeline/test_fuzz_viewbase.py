@@ -1,0 +1,187 @@
+"""Fuzz regressions about which tensor an output view's `._base` is (Note [Views Set Onto Another Storage], Note
+[Views Sharing An Intermediate]); each program is a shrunk fuzz program (seed and index in the test's name)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+import subclassaot
+from subclassaot.errors import UnsupportedError
+from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
+
+T = torch.Tensor
+
+
+def assert_refused(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None, match: str
+) -> None:
+    """The pipeline raises UnsupportedError naming the rule; eager against eager (--identity-compile), the program
+    must pass the oracle (it is eager-legal)."""
+    if compile_fn is not None:
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        return
+    with pytest.raises(UnsupportedError, match=match):
+        subclassaot.compile(f)(*make_inputs())
+
+
+def _no_grad_parity(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], cf: CompileFn | None
+) -> None:
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=cf)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A view set_() onto another storage keeps its `._base`
+
+
+def test_seed3000_3421_view_of_intermediate_set_to_input(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t1 = x0.mul(x0).diagonal(1, 2, 0)
+        set_to(t1, x0)
+        return (t1,)
+
+    _no_grad_parity(f, lambda: (torch.randn(2, 2, 2),), compile_fn)
+
+
+def test_seed3000_9980_view_of_clone_set_to_aliased_input(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t1 = x1.clone().unsqueeze(0)
+        set_to(t1, x0)
+        return (t1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b = torch.randn(())
+        return (b, b)
+
+    _no_grad_parity(f, make_inputs, compile_fn)
+
+
+def test_seed5000_2753_transposed_clone_set_to_input(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t1 = x0.clone().t()
+        set_to(t1, x0)
+        return t1, t1._base
+
+    _no_grad_parity(f, lambda: (torch.randn(3, 2),), compile_fn)
+
+
+def test_base_of_view_set_onto_input_has_eager_values() -> None:
+    def f(x0: T) -> object:
+        t1 = (x0 * 2).diagonal()
+        set_to(t1, x0)
+        return t1
+
+    x = torch.randn(3, 3)
+    with torch.no_grad():
+        out = subclassaot.compile(f)(x)
+    assert isinstance(out, torch.Tensor) and out._base is not None
+    assert out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    torch.testing.assert_close(out._base, x * 2)
+
+
+def test_seed3000_9510_view_of_input_moved_off_by_set(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        set_to(x1, x0)
+        t0 = x1.add(3.0)
+        t1 = x1.unsqueeze(1)
+        set_to(x1, t0)
+        return (t1,)
+
+    _no_grad_parity(f, lambda: (torch.randn(1, 4), torch.randn(2, 1)), compile_fn)
+
+
+def test_seed3000_8754_view_of_intermediate_set_to_input(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.add(3.0)
+        set_to(t0, x0)
+        return (t0.unbind(0)[2],)
+
+    _no_grad_parity(f, lambda: (torch.randn(3),), compile_fn)
+
+
+def test_seed5000_2310_view_of_intermediate_set_to_input(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.add(x0)
+        set_to(t0, x0)
+        return (t0.view((4, 1, 1)),)
+
+    _no_grad_parity(f, lambda: (torch.randn(4),), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Outputs viewing one intermediate share it
+
+
+def test_seed3000_9902_views_of_one_detach(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.detach()
+        return t0.view((1, 2, 1)), t0.t()
+
+    _no_grad_parity(f, lambda: (torch.randn(2),), compile_fn)
+
+
+def test_views_of_two_detaches_stay_apart(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        return x0.detach().view((1, 2)), x0.detach().view((2, 1))
+
+    _no_grad_parity(f, lambda: (torch.randn(2),), compile_fn)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Note [Views Sharing An Intermediate] skips intermediates an in-place view op changed between the views: "
+    "each output gets its own detach(), so output[1]._base is not output[0]._base",
+)
+def test_views_of_one_detach_transposed_in_place_between(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.detach()
+        a = t0.view(-1)
+        t0.t_()
+        return a, t0.unsqueeze(0)
+
+    _no_grad_parity(f, lambda: (torch.randn(2, 3),), compile_fn)
+
+
+def test_seed5000_847_view_of_a_returned_detach(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.select(0, -1)
+        set_to(x0, t0)
+        t1 = t0.detach()
+        return t1, t1[1:2:2]
+
+    _no_grad_parity(f, lambda: (torch.randn(4, 2),), compile_fn)
+
+
+def test_seed5000_5126_views_of_an_intermediate_assigned_to_input(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.add(x0)
+        t1 = t0.view((18,))
+        t2 = t0.unbind(1)[2]
+        x0.data = t0
+        return t1, t2
+
+    _no_grad_parity(f, lambda: (torch.randn(2, 3, 3),), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Training
+
+
+def test_seed3000_5331_view_of_detach_written_with_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            t0 = x0.detach()
+        t0.copy_(x0)
+        return (t0.diagonal(-1, 3, 2),)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (torch.randn(3, 2, 3, requires_grad=True).unsqueeze(-1),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, r"out\[0\] is a detach\(\) of an input .* requires grad")
