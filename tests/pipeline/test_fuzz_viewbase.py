@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 
 import pytest
@@ -10,6 +11,8 @@ import torch
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
+from subclassaot.inplace_strides import eager_view_strides
+from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
 
@@ -185,3 +188,47 @@ def test_seed3000_5331_view_of_detach_written_with_grad_is_refused(compile_fn: C
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, r"out\[0\] is a detach\(\) of an input .* requires grad")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Note [View Strides In Size-1 Dims]
+
+
+def testeager_view_strides_matches_eager_view() -> None:
+    rng = random.Random(0)
+    checked = 0
+    for _ in range(2000):
+        nd = rng.randint(0, 4)
+        shape = [rng.choice([0, 1, 1, 2, 3]) for _ in range(nd)]
+        perm = list(range(nd))
+        rng.shuffle(perm)
+        x = torch.empty(shape).permute(perm)
+        if nd and rng.random() < 0.3:
+            x = torch.empty(300).as_strided(x.shape, [rng.choice([0, 1, 2, 3, 6]) for _ in range(nd)])
+        numel = x.numel()
+        for new in ([numel], [1, numel], [numel, 1], list(x.shape), [1, *x.shape], [*x.shape, 1]):
+            try:
+                want: list[int] | None = list(x.view(new).stride())
+            except RuntimeError:
+                want = None
+            assert eager_view_strides(list(x.shape), list(x.stride()), new) == want, (x.shape, x.stride(), new)
+            checked += 1
+    assert checked > 10000
+
+
+def test_seed5000_283_view_of_a_size_1_slice(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0[0:2:2]
+        set_to(t0, t0.view((1, 3)))
+        return (t0,)
+
+    _no_grad_parity(f, lambda: (PairTensor.from_tensor(torch.randn(3, 3)),), compile_fn)
+
+
+def test_plain_view_of_a_size_1_slice_has_eager_strides(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        return x0[0:2:2].view((1, 3)).view(3, 1), x0[1:2].view(1, 1, 3).clone()
+
+    _no_grad_parity(f, lambda: (torch.randn(3, 3),), compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (torch.randn(3, 3, requires_grad=True),), compile_fn=compile_fn)
