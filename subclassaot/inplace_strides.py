@@ -143,6 +143,8 @@ def view_with_eager_strides(func: Any, args: tuple[Any, ...], kwargs: dict[str, 
     if stride is None:
         return None
     out = func(*args)
-    if not isinstance(out, torch.Tensor) or list(out.shape) != new_shape or list(out.stride()) == stride:
+    assert isinstance(out, torch.Tensor), f"BUG: {func} returned {type(out).__name__}"
+    if list(out.shape) != new_shape or list(out.stride()) == stride:
         return out
-    return torch.ops.aten.as_strided.default(x, new_shape, stride, x.storage_offset())
+    strided: torch.Tensor = torch.ops.aten.as_strided.default(x, new_shape, stride, x.storage_offset())
+    return strided
