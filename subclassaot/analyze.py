@@ -20,7 +20,7 @@ from subclassaot.analyze_training import check_overlapping_clones, check_set_und
 from subclassaot.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
-from subclassaot.foreign_bases import foreign_base
+from subclassaot.foreign_bases import check_grad_view_of_moved_input, foreign_base
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import (
@@ -372,6 +372,8 @@ def _output_info(
             continue
         if key in current:
             _check_within_swapped_input(path, leaf, run, current[key])
+            if tree is None:
+                check_grad_view_of_moved_input(path, leaf, run.finals)
             hidden = hidden_base(leaf, run, current[key], input_by_id, earlier, meta != leaf_meta(leaf))
             shift = run.clone_offset_shift.get(current[key])
             if shift is not None and not (isinstance(shift, int) and shift == 0):

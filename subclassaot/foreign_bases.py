@@ -2,7 +2,8 @@
 
 Input: output leaves of a functional run (at analysis and trace), or real tensors (at run time).
 Output: `foreign_root` and `foreign_base` (eager's `._base` of an output view that set_() left on another storage,
-and where the runtime finds it), `view_onto` (the run-time rebuild of such a view).
+and where the runtime finds it), `view_onto` (the run-time rebuild of such a view), and the refusal of such views
+that require grad (`check_grad_view_of_moved_input`).
 Invariants: analysis and trace decide the same foreign roots (the graph returns them as intermediate bases, numbered
 after the others, in output order); regeneration never writes data and leaves every version counter as it found it.
 """
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 
 import torch
 
+from subclassaot.errors import UnsupportedError
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import LeafSource
 from subclassaot.torch_internals import get_version, set_version, storage_key
@@ -41,7 +43,7 @@ def foreign_root(
 ) -> torch.Tensor | None:
     """Eager's `._base` of a plain output view that does not require grad, where that base is on another storage
     than the view (Note [Views Set Onto Another Storage]) and is an intermediate (not on any input's storage)."""
-    root = _moved_root(leaf)
+    root = None if leaf.requires_grad else _moved_root(leaf)
     if root is None or root.requires_grad:
         # (an intermediate with history would come out of the compiled autograd.Function as a base: not done)
         return None
@@ -58,7 +60,7 @@ def foreign_base(
     """Where eager's `._base` of a plain output view on another storage is at run time: an input's dense leaf
     (INPUT_ALIAS, its DenseIndex) or an intermediate base (INTERMEDIATE_ALIAS, its number); None when it is neither
     or the view is on its base's storage (Note [Views Set Onto Another Storage])."""
-    root = _moved_root(leaf)
+    root = None if leaf.requires_grad else _moved_root(leaf)
     if root is None:
         return None
     inputs = [j for j, f in enumerate(finals) if f is root]
@@ -71,8 +73,22 @@ def foreign_base(
     return None
 
 
+def check_grad_view_of_moved_input(path: str, leaf: torch.Tensor, finals: Sequence[torch.Tensor]) -> None:
+    """A plain output view that requires grad whose eager `._base` is an input now on another storage (fuzz seed 3000
+    #9510 in training): its history runs through the input as it was when the view was taken (its set_() under
+    grad, say), which a view rebuilt after the call cannot have (Note [Views Set Onto Another Storage])."""
+    root = _moved_root(leaf) if leaf.requires_grad else None
+    found = [j for j, f in enumerate(finals) if f is root] if root is not None else []
+    if found:
+        raise UnsupportedError(
+            f"{path} is a view that requires grad of input {found[0]}, taken while the input was on another storage "
+            "than the one it ends on (set_() or `.data =` moved it after): eager's view keeps the autograd history the "
+            "input had then, which a compiled output rebuilt after the call cannot have. Return a clone (.clone())"
+        )
+
+
 def _moved_root(leaf: torch.Tensor) -> torch.Tensor | None:
-    if is_traceable_subclass(leaf) or leaf.requires_grad or not leaf._is_view():
+    if is_traceable_subclass(leaf) or not leaf._is_view():
         return None
     root = leaf._base
     if root is None or is_traceable_subclass(root) or storage_key(root) == storage_key(leaf):

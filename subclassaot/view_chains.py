@@ -494,14 +494,15 @@ def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
 
 
 def viewed_after_grad_set(value: torch.Tensor, run: FunctionalRun) -> bool:
-    """A subclass view taken (through its chain) of a wrapper, not an input, the program had set_() with grad
-    enabled: its history goes through that set_ too (fuzz seed 2000 #949, #2813). (An input's set_ under grad is
-    repeated by the epilogue, and views of it replay after: Note [set_ Under Grad].)"""
+    """A view taken (through its chain) of a subclass wrapper or a plain tensor, not an input, the program had set_()
+    with grad enabled: its history goes through that set_ too (fuzz seed 2000 #949, #2813; seed 3000 #8754 for a
+    plain one). (An input's set_ under grad is repeated by the epilogue, and views of it replay after: Note [set_
+    Under Grad].)"""
     inputs = {id(u) for u in run.user_tensors}
     t = value
     while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
         t = record.source
-        found = run.swaps.wrapper_sets.get(id(t))
+        found = run.swaps.wrapper_sets.get(id(t)) or run.swaps.plain_sets.get(id(t))
         if found is not None and found[0] < record.seq and found[1] and id(t) not in inputs:
             return True
     return False

@@ -232,3 +232,63 @@ def test_plain_view_of_a_size_1_slice_has_eager_strides(compile_fn: CompileFn | 
     _no_grad_parity(f, lambda: (torch.randn(3, 3),), compile_fn)
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (torch.randn(3, 3, requires_grad=True),), compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Inputs with zero strides run as an expanded clone in training
+
+
+def test_seed5000_6223_transposed_expanded_subclass_input(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        return (x0.transpose(0, 1).add(2.0),)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = PairTensor.from_tensor(torch.randn(2, 1, 4), requires_grad=True)
+            return (b0.as_strided((3, 2), (0, 3), 0),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_expanded_plain_input_elementwise_strides(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t = x0.transpose(0, 1)
+        return t * t, x0.reshape(-1) + 1
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (torch.randn(1, 4, requires_grad=True).clone().expand(3, 4),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_seed3000_9510_grad_view_of_input_moved_off_by_set_is_refused(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        set_to(x1, x0)
+        t0 = x1.add(3.0)
+        t1 = x1.unsqueeze(1)
+        set_to(x1, t0)
+        return (t1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(1, 4, requires_grad=True), torch.randn(2, 1))
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, r"out\[0\] is a view that requires grad of input 1, taken while")
+
+
+def test_seed3000_8754_grad_view_of_intermediate_set_under_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.add(3.0)
+        set_to(t0, x0)
+        return (t0.unbind(0)[2],)
+
+    with torch.enable_grad():
+        assert_refused(
+            f,
+            lambda: (torch.randn(3, requires_grad=True),),
+            compile_fn,
+            r"out\[0\] is a view of a tensor the program set_\(\) with grad enabled before taking the view",
+        )
