@@ -19,6 +19,15 @@ from tests.pipeline.corpus import set_to
 T = torch.Tensor
 
 
+def pair(*shape: int, requires_grad: bool = False) -> T:
+    return PairTensor.from_tensor(torch.randn(shape), requires_grad=requires_grad)
+
+
+def pair_nonleaf(*shape: int) -> T:
+    with torch.enable_grad():
+        return pair(*shape, requires_grad=True).clone()
+
+
 def assert_refused(
     f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None, match: str
 ) -> None:
@@ -191,7 +200,7 @@ def test_seed3000_5331_view_of_detach_written_with_grad_is_refused(compile_fn: C
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Note [View Strides In Size-1 Dims]
+# Views in size-1 dims get eager strides (Note [View Strides In Size-1 Dims])
 
 
 def testeager_view_strides_matches_eager_view() -> None:
@@ -292,3 +301,54 @@ def test_seed3000_8754_grad_view_of_intermediate_set_under_grad_is_refused(compi
             compile_fn,
             r"out\[0\] is a view of a tensor the program set_\(\) with grad enabled before taking the view",
         )
+
+
+# Programs refused while such inputs ran as a contiguous clone (their tests were in test_fuzz_regressions.py): the
+# clone now has the input's zero strides, so they match eager.
+
+
+def test_seed24_187_reshape_of_expanded_subclass_input_in_training(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        return (x0.reshape((1, 4, -1)),)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 4, 3, requires_grad=True).expand((2, 4, 3)),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_seed2000_2573_set_to_an_expanded_nonleaf_subclass_input_in_training(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            set_to(x0, x1)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(2), pair_nonleaf(1, 4, 1).expand((1, 4, 3)))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_seed2000_9386_reshape_copy_of_expanded_subclass_input(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.view(1, 3, 4)
+        return (t0.reshape(4, 3),)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 2, 2, requires_grad=True).expand(3, 2, 2),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_contiguous_of_view_of_expanded_subclass_input(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        return (x0.unsqueeze(0).contiguous(),)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 4, requires_grad=True).expand(3, 4),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
