@@ -16,6 +16,7 @@ import torch
 
 from subclassaot.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors
 from subclassaot.errors import UnsupportedError
+from subclassaot.foreign_bases import foreign_root
 from subclassaot.inputs import unflatten_call
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.schemas import AliasGroupRef, DenseIndex, DenseLayout, FlatInputs, Meta
@@ -204,9 +205,17 @@ class _SameStorageClone(torch.autograd.Function):
 
 def _strided_clone(t: torch.Tensor) -> torch.Tensor:
     """A clone (autograd-visible) with the input's strides: eager's later ops see those strides (a size-1 dim's
-    stride shows in the strides of results), and clone() makes a non-dense input contiguous. Inputs whose elements
-    overlap (expand) are cloned contiguous."""
+    stride shows in the strides of results), and clone() makes a non-dense input contiguous. An input with zero
+    strides (expand) is a clone of its elements, expanded as the input is: the strides of results of elementwise ops
+    follow the input's zero strides in eager (fuzz seed 5000 #6223: a contiguous clone transposed gave (1, 2) where
+    eager's `x.transpose(0, 1).add(2)` is (3, 1)). Inputs whose elements overlap otherwise are cloned contiguous."""
     dims: list[object] = [*t.shape, *t.stride()]
+    if all(isinstance(s, int) and s >= 0 for s in dims):
+        shape, stride = cast(list[int], list(t.shape)), cast(list[int], list(t.stride()))
+        once = [1 if st == 0 else s for s, st in zip(shape, stride, strict=True)]
+        if once != shape and all(st > 0 for s, st in zip(once, stride, strict=True) if s > 1):
+            compact = _strided_clone(t.as_strided(once, stride, t.storage_offset()))
+            return compact.expand(shape)
     if not all(isinstance(s, int) and s > 0 for s in dims) or dense_strides(list(t.shape), list(t.stride())):
         return t.clone()
     out = t.new_empty_strided(t.shape, t.stride())
@@ -256,6 +265,10 @@ def intermediate_bases(
                 "returning a view of the storage it left is not supported. Return a clone (.clone()) instead"
             )
         bases[key] = (len(bases), base)
+    for value in leaves:  # Note [Views Set Onto Another Storage]
+        root = foreign_root(value, set(current), set(original)) if isinstance(value, torch.Tensor) else None
+        if root is not None and storage_key(root) not in bases:
+            bases[storage_key(root)] = (len(bases), root)
     return bases
 
 

@@ -1,7 +1,8 @@
-"""In-place ops that keep their tensor's strides under functionalization, as eager does.
+"""In-place ops and views whose strides under functionalization and fake tensors are eager's.
 
-Input: an in-place op called on a FunctionalTensor inside the functional run. Output: the op applied so that the
-tensor keeps its strides (`apply_keeping_strides`), or None where the op needs no help. See Note [In-Place Strides].
+Input: an op called on a FunctionalTensor inside the functional run. Output: the op applied so that the tensor keeps
+its strides (`apply_keeping_strides`, Note [In-Place Strides]) or so that a view gets eager's strides
+(`view_with_eager_strides`, Note [View Strides In Size-1 Dims]), or None where the op needs no help.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import torch
 
 from subclassaot.torch_internals import is_functional
 
-__all__ = ["apply_keeping_strides"]
+__all__ = ["apply_keeping_strides", "eager_view_strides", "view_with_eager_strides"]
 
 # Note [In-Place Strides]
 # Eager's in-place ops never change their tensor's metadata. Functionalization computes `x.add_(y)` as the
@@ -73,3 +74,77 @@ def apply_keeping_strides(func: Any, args: tuple[Any, ...], kwargs: dict[str, An
         raise AssertionError(f"{twin} gave {type(result).__name__} of another shape than {func}'s tensor")
     x.copy_(result)
     return x
+
+
+# Note [View Strides In Size-1 Dims]
+# Eager's `view` (and `reshape` where it can view) takes its strides from ATen's computeStride; the fake kernel
+# (torch._refs' reshape algorithm) picks other strides for size-1 dims, and keeps the source's strides outright when
+# the shape is unchanged: `x[0:2:2].view(1, 3)` of a (3, 3) x has strides (3, 1) in eager, (6, 1) fake (fuzz seed
+# 5000 #283). Everything the analysis derives from the view (an output's regenerated strides, a view made from it)
+# would then differ from eager. Where the two disagree the view runs as `as_strided` with computeStride's strides:
+# the same elements, eager's metadata, traced into the graph as such (the run records it as the program's `view`,
+# which is what a replay repeats on real tensors).
+
+
+def eager_view_strides(old_shape: list[int], old_stride: list[int], new_shape: list[int]) -> list[int] | None:
+    """ATen's computeStride: the strides `view(new_shape)` gives, or None where no view is possible."""
+    if not old_shape:
+        return [1] * len(new_shape)
+    numel = 1
+    for s in old_shape:
+        numel *= s
+    if numel == 0:
+        if old_shape == new_shape:
+            return list(old_stride)
+        contiguous = [1] * len(new_shape)
+        for d in range(len(new_shape) - 2, -1, -1):
+            contiguous[d] = max(new_shape[d + 1], 1) * contiguous[d + 1]
+        return contiguous
+    new_stride = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride, tensor_numel, view_numel = old_stride[-1], 1, 1
+    for tensor_d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[tensor_d]
+        if tensor_d == 0 or (
+            old_shape[tensor_d - 1] != 1 and old_stride[tensor_d - 1] != tensor_numel * chunk_base_stride
+        ):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_stride[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride, tensor_numel, view_numel = old_stride[tensor_d - 1], 1, 1
+    return new_stride if view_d == -1 else None
+
+
+def view_with_eager_strides(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
+    """Note [View Strides In Size-1 Dims]: `view` of FunctionalTensor args[0] as an as_strided with eager's strides
+    where the fake kernel would choose others; None where the caller should run `func` as usual."""
+    if func is not torch.ops.aten.view.default or kwargs or len(args) != 2 or not is_functional(args[0]):
+        return None
+    x, shape = args[0], args[1]
+    old_shape, old_stride = list(x.shape), list(x.stride())
+    if not all(type(v) is int for v in (*old_shape, *old_stride, *shape, x.storage_offset())):
+        return None  # symbolic sizes: left to the fake kernel
+    numel = 1
+    for s in old_shape:
+        numel *= s
+    new_shape = list(shape)
+    if -1 in new_shape:
+        known = 1
+        for s in new_shape:
+            known *= s if s != -1 else 1
+        if known == 0:
+            return None
+        new_shape[new_shape.index(-1)] = numel // known
+    stride = eager_view_strides(old_shape, old_stride, new_shape)
+    if stride is None:
+        return None
+    out = func(*args)
+    assert isinstance(out, torch.Tensor), f"BUG: {func} returned {type(out).__name__}"
+    if list(out.shape) != new_shape or list(out.stride()) == stride:
+        return out
+    strided: torch.Tensor = torch.ops.aten.as_strided.default(x, new_shape, stride, x.storage_offset())
+    return strided

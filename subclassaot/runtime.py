@@ -19,6 +19,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import graph_example_inputs
+from subclassaot.foreign_bases import view_onto
 from subclassaot.protocol import SubclassNode, is_traceable_subclass, unflatten_subclass
 from subclassaot.schemas import (
     AliasGroupRef,
@@ -181,7 +182,8 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         graph_in = graph_example_inputs(layout, dense)
         # version counters as the inputs came: an early replay of an in-place view op (t_) advances them already
         counters = _versions(plan, epilogue, values, dense)
-        early = {o: _replay(r, ev, values, ([], {}), symbols, _no_output) for o, r in early_replays}
+        shared: dict[int, torch.Tensor] = {}  # Note [Views Sharing An Intermediate]
+        early = {o: _replay(r, ev, values, ([], {}), symbols, _no_output, shared=shared) for o, r in early_replays}
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
         outs, prewrapped, wrapper_values, roots = graph_call(values, graph_in, dense, symbols)
         prewrapped.update(early)
@@ -198,7 +200,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
             if len(prewrapped) == len(fresh_only):
                 given = [prewrapped[o] for o in range(len(fresh_only))]
                 return unflatten_output(cast(list[object], given), plan.analysis.output_spec, has_size)
-        return _outputs(plan, ev, values, dense, outs, symbols, prewrapped, roots, has_size, holders)
+        return _outputs(plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared), has_size, holders)
 
     storage_classes = plan.analysis.wrapper_storage
     fresh_only = _fresh_only_outputs(plan)
@@ -578,7 +580,7 @@ def _outputs(
     outs: list[object],
     symbols: dict[str, int],
     prewrapped: dict[int, torch.Tensor],
-    given_roots: dict[tuple[int, ...], torch.Tensor],
+    given: tuple[dict[tuple[int, ...], torch.Tensor], dict[int, torch.Tensor]],
     has_size: bool,
     holders: Sequence[torch.Tensor | None],
 ) -> object:
@@ -595,6 +597,7 @@ def _outputs(
     infos = plan.analysis.outputs
     result: list[object] = [_PENDING] * len(infos)
     symint_positions = [o for o, info in enumerate(infos) if info.kind is OutputKind.SYMINT]
+    given_roots, shared = given
     roots = dict(given_roots)  # Note [Subclass Intermediate Roots]
 
     def get(o: int) -> object:
@@ -616,7 +619,7 @@ def _outputs(
             assert info.input_index is not None
             value = get(info.input_index)
         else:
-            value = _tensor_output(info, ev, values, dense, outs, fresh_start, (bases, roots), symbols, get)
+            value = _tensor_output(info, ev, values, dense, outs, fresh_start, (bases, roots), symbols, get, shared)
             if info.set_under_grad and torch.is_grad_enabled():  # Note [Outputs set_() Under Grad]
                 if is_traceable_subclass(value):
                     holder = value.detach().requires_grad_().clone()
@@ -685,12 +688,13 @@ def _tensor_output(
     bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
     symbols: dict[str, int],
     earlier: Callable[[int], object],
+    shared: dict[int, torch.Tensor],
 ) -> torch.Tensor:
     bases, roots = bases_and_roots
     if info.replay is not None:
-        view = _replay(info.replay, ev, values, bases_and_roots, symbols, earlier, dense)
+        view = _replay(info.replay, ev, values, bases_and_roots, symbols, earlier, dense, shared)
         if info.replay.then_set:  # Note [Wrapper Storage After set_]
-            contents = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols)
+            contents = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
             if info.replay.runtime_set:
                 _set_keeping_storage(view, contents)
             elif info.replay.set_by_data:
@@ -699,7 +703,7 @@ def _tensor_output(
                 with torch.no_grad():
                     set_to_tensor(view, contents)
         return view
-    return _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols)
+    return _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
 
 
 def _set_keeping_storage(view: torch.Tensor, contents: torch.Tensor) -> None:
@@ -720,6 +724,7 @@ def _from_leaves(
     fresh_start: int,
     bases: list[object],
     symbols: dict[str, int],
+    shared: dict[int, torch.Tensor],
 ) -> torch.Tensor:
     leaves: list[torch.Tensor] = []
     for leaf in info.leaves:
@@ -733,8 +738,15 @@ def _from_leaves(
         # The base itself only where the output was that very leaf object (another output sharing its storage, as
         # after `t0.set_(t1)`, is an alias of it: fuzz seed 2000 #4157).
         own = leaf.same_object
+        if leaf.foreign_base is not None:  # Note [Views Set Onto Another Storage]
+            kind, at = leaf.foreign_base
+            root = dense[at] if kind is LeafSource.INPUT_ALIAS else bases[at]
+            assert isinstance(root, torch.Tensor)
+            leaves.append(view_onto(root, source, *ev.meta(leaf.meta, symbols)))
+            continue
         if leaf.hidden_base is not None:
-            source = non_view_alias(source.as_strided(*ev.meta(leaf.hidden_base, symbols)))
+            hidden = non_view_alias(source.as_strided(*ev.meta(leaf.hidden_base, symbols)))
+            source = hidden if leaf.hidden_key is None else shared.setdefault(leaf.hidden_key, hidden)
         leaves.append(_regenerate(source, ev.meta(leaf.meta, symbols), leaf.is_view, own))
     if info.tree is None:
         return leaves[0]
@@ -763,9 +775,19 @@ def _replay(
     symbols: dict[str, int],
     earlier: Callable[[int], object],
     dense: Sequence[torch.Tensor] = (),
+    shared: dict[int, torch.Tensor] | None = None,
 ) -> torch.Tensor:
-    src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier, dense)
-    return replay_steps(src, replay.steps, ev, symbols, values)
+    if shared is None or not replay.marks:
+        src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier, dense)
+        return replay_steps(src, replay.steps, ev, symbols, values)
+    # Note [Views Sharing An Intermediate]: from the last object of the chain an earlier replay already made
+    made = [(count, shared[token]) for count, token in replay.marks if token in shared]
+    done, src = made[-1] if made else (0, _replay_source(replay, ev, values, bases_and_roots, symbols, earlier, dense))
+    for count, token in replay.marks:
+        if count > done:
+            src = replay_steps(src, replay.steps[done:count], ev, symbols, values)
+            src, done = shared.setdefault(token, src), count
+    return replay_steps(src, replay.steps[done:], ev, symbols, values)
 
 
 def replay_steps(

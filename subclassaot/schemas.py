@@ -151,6 +151,12 @@ class OutputLeaf:
     # INPUT_ALIAS view whose `._base` in eager is a tensor nobody else sees that set_() put on the input's storage
     # (or the input was set_() to): its size, stride, offset; the output is regenerated as a view of such an alias
     hidden_base: Meta | None = None
+    # a view whose `._base` in eager is on another storage (Note [Views Set Onto Another Storage]): that base, an
+    # input's dense leaf (INPUT_ALIAS, DenseIndex) or an intermediate base (INTERMEDIATE_ALIAS, base number)
+    foreign_base: tuple[LeafSource, int] | None = None
+    # hidden_base: a token naming eager's hidden base object, shared by the leaves that view it (Note [Views Sharing
+    # An Intermediate])
+    hidden_key: int | None = None
 
 
 class ReplaySource(enum.Enum):
@@ -226,6 +232,9 @@ class Replay:
     runtime_set: bool = False
     # the program's was `.data =` on a plain view (it stays a view of its base): repeated as `.data =`
     set_by_data: bool = False
+    # (steps applied, token) per eager object the chain makes that other chains may pass through, steps ascending;
+    # the token is the object's id() at analysis, opaque (Note [Views Sharing An Intermediate])
+    marks: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

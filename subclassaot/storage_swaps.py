@@ -16,7 +16,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.inplace_strides import apply_keeping_strides
+from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.storage_reach import (
     StorageReachError,
@@ -237,6 +237,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 return args[0]
         with as_strided_chain_refused(self.record, func, args, kwargs):
             out = apply_keeping_strides(func, args, kwargs)  # Note [In-Place Strides]
+            if out is None:
+                out = view_with_eager_strides(func, args, kwargs)  # Note [View Strides In Size-1 Dims]
             if out is None:
                 out = func(*args, **kwargs)
         self._track(func, args, out, kwargs)

@@ -125,11 +125,42 @@ def replay_of(
     earlier: dict[int, int],
 ) -> Replay | None:
     """The view chain eager used to make `value` from an input, an earlier output or an intermediate base, if
-    replaying it is exact."""
+    replaying it is exact; it names the eager objects it passes through (Note [Views Sharing An Intermediate])."""
+    chain: list[ViewStep] = []
+    marks: list[tuple[int, int]] = []
+    found = _replay_of(value, leaves, run, input_by_id, bases, earlier, (chain, marks))
+    if found is None or not marks or found.steps != tuple(chain):
+        return found
+    return replace(found, marks=tuple(marks))
+
+
+def _chain_marks(
+    segments: list[list[ViewStep]], objects: list[torch.Tensor], run: FunctionalRun
+) -> list[tuple[int, int]]:
+    """(steps replayed, id() of the eager object they make) per segment whose object no in-place view op changed."""
+    marks: list[tuple[int, int]] = []
+    count = 0
+    for segment, made in zip(reversed(segments), reversed(objects), strict=True):
+        count += len(segment)
+        if id(made) not in run.swaps.inplace_views and id(made) not in run.swaps.swapped_ids:
+            marks.append((count, id(made)))
+    return marks
+
+
+def _replay_of(
+    value: torch.Tensor,
+    leaves: tuple[OutputLeaf, ...],
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    bases: dict[object, tuple[int, torch.Tensor]],
+    earlier: dict[int, int],
+    named: tuple[list[ViewStep], list[tuple[int, int]]],
+) -> Replay | None:
     then_set = _set_after_made(value, run)
     if all(leaf.source is LeafSource.GRAPH for leaf in leaves) and not then_set:
         return None
     segments: list[list[ViewStep]] = []
+    objects: list[torch.Tensor] = []  # per segment: the object its steps make
     t = value
     first: ViewRecord | None = None
     # in-place view ops on a tensor count until the next view was taken from it (for the output itself: until the
@@ -152,10 +183,13 @@ def replay_of(
         if any(s is None for s in segment):
             return None
         segments.append([s for s in segment if s is not None])
+        objects.append(t)
         first, t, upto = record, record.source, record.seq
     if not segments or first is None:
         return None if then_set else root_replay(value, bases, ())
     steps = [s for segment in reversed(segments) for s in segment]
+    named[0].extend(steps)
+    named[1].extend(_chain_marks(segments, objects, run))
     if then_set:
         by_data = id(value) in run.swaps.swapped_by_data
         return _replay_then_set(t, first, steps, run, input_by_id, bases, earlier, by_data)
@@ -460,14 +494,15 @@ def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
 
 
 def viewed_after_grad_set(value: torch.Tensor, run: FunctionalRun) -> bool:
-    """A subclass view taken (through its chain) of a wrapper, not an input, the program had set_() with grad
-    enabled: its history goes through that set_ too (fuzz seed 2000 #949, #2813). (An input's set_ under grad is
-    repeated by the epilogue, and views of it replay after: Note [set_ Under Grad].)"""
+    """A view taken (through its chain) of a subclass wrapper or a plain tensor, not an input, the program had set_()
+    with grad enabled: its history goes through that set_ too (fuzz seed 2000 #949, #2813; seed 3000 #8754 for a
+    plain one). (An input's set_ under grad is repeated by the epilogue, and views of it replay after: Note [set_
+    Under Grad].)"""
     inputs = {id(u) for u in run.user_tensors}
     t = value
     while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
         t = record.source
-        found = run.swaps.wrapper_sets.get(id(t))
+        found = run.swaps.wrapper_sets.get(id(t)) or run.swaps.plain_sets.get(id(t))
         if found is not None and found[0] < record.seq and found[1] and id(t) not in inputs:
             return True
     return False
@@ -488,8 +523,10 @@ def hidden_base(
     root = leaf._base  # eager's, set_() or not
     if root is None or root is run.finals[j] or id(root) in input_by_id or id(root) in earlier:
         return None
-    if any(storage_key(root) == storage_key(o) for o in run.originals):
-        return None  # an input's own storage (a synthetic base of aliased inputs, ...): not a set_() target
+    if id(root) not in run.swaps.swapped_ids and any(storage_key(root) == storage_key(o) for o in run.originals):
+        # an input's own storage (a synthetic base of aliased inputs, ...) that no set_() put the root on (after
+        # `t0.set_(x)`, t0 is: fuzz seed 3000 #8754)
+        return None
     return leaf_meta(root) if storage_key(root) == storage_key(leaf) else None
 
 

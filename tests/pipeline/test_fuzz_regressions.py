@@ -1408,19 +1408,6 @@ def test_backward_error_with_gradient_avoiding_it_refused(compile_fn: CompileFn 
         assert_refused(f, make_inputs, compile_fn, "does not depend on the failing step")
 
 
-def test_view_of_overlapping_subclass_input_in_training_refused(compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 24, program 187: the expanded input runs as a contiguous clone, so reshape() traced as a view, and
-    # replaying that view on the input itself raised (eager's reshape copies).
-    def f(x0: T) -> object:
-        return (x0.reshape((1, 4, -1)),)
-
-    def make_inputs() -> tuple[object, ...]:
-        return (pair(1, 4, 3, requires_grad=True).expand((2, 4, 3)),)
-
-    with torch.enable_grad():
-        assert_refused(f, make_inputs, compile_fn, "whose elements overlap")
-
-
 def test_set_under_grad_of_view_of_input_without_grad_refused(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 24, program 178: eager rebases x1 (the view's base) on the set_, so x1 requires grad after the call;
     # ours left it as it was.
@@ -1831,20 +1818,6 @@ def test_subclass_input_grown_by_resize(compile_fn: CompileFn | None) -> None:
     assert x.shape == (3, 4) and x.untyped_storage().nbytes() >= 48
 
 
-def test_set_to_an_expanded_nonleaf_subclass_input_refused_in_training(compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 2000, program 2573 (crashed once growth was allowed): the source runs as a clone laid out unlike it.
-    def f(x0: T, x1: T) -> object:
-        with torch.no_grad():
-            set_to(x0, x1)
-        return ()
-
-    def make_inputs() -> tuple[object, ...]:
-        return (pair(2), pair_nonleaf(1, 4, 1).expand((1, 4, 3)))
-
-    with torch.enable_grad():
-        assert_refused(f, make_inputs, compile_fn, "runs as a clone in training")
-
-
 def test_as_strided_write_after_inplace_view_op_on_input(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 2000, program 2072 (crashed: "mutation on a view chain ... as_strided"): after t_() the input's own
     # chain is not empty; it is traced as a view of a synthetic base instead (Note [Writes After as_strided In A
@@ -2022,20 +1995,6 @@ def test_view_of_overlapping_subclass_input_valid_on_its_strides(compile_fn: Com
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-def test_reshape_copy_of_overlapping_subclass_input_refused(compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 2000, program 9386: on the input's own strides the second reshape copies in eager (on the traced
-    # contiguous clone it is a view); the check follows the chain through the earlier output.
-    def f(x0: T) -> object:
-        t0 = x0.view(1, 3, 4)
-        return (t0.reshape(4, 3),)
-
-    def make_inputs() -> tuple[object, ...]:
-        return (pair(1, 2, 2, requires_grad=True).expand(3, 2, 2),)
-
-    with torch.enable_grad():
-        assert_refused(f, make_inputs, compile_fn, "whose elements overlap")
-
-
 def test_set_under_grad_output_of_itself(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 2000, program 6800 (refused before): `t0.set_(t0)` with grad on, t0 the only output.
     def f(x0: T) -> object:
@@ -2152,18 +2111,6 @@ def test_contiguous_of_overlapping_subclass_input(compile_fn: CompileFn | None) 
 
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
-
-
-def test_contiguous_of_view_of_overlapping_subclass_input_refused(compile_fn: CompileFn | None) -> None:
-    # unsqueeze(0) of the traced clone is contiguous, eager's (of the expanded input) is not: refused.
-    def f(x0: T) -> object:
-        return (x0.unsqueeze(0).contiguous(),)
-
-    def make_inputs() -> tuple[object, ...]:
-        return (pair(1, 4, requires_grad=True).expand(3, 4),)
-
-    with torch.enable_grad():
-        assert_refused(f, make_inputs, compile_fn, "calls contiguous\\(\\) on a view")
 
 
 # ---------------------------------------------------------------------------------------------------------------

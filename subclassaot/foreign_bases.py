@@ -1,0 +1,109 @@
+"""Views whose `._base` is on another storage than their own (and the Note on intermediates that views share).
+
+Input: output leaves of a functional run (at analysis and trace), or real tensors (at run time).
+Output: `foreign_root` and `foreign_base` (eager's `._base` of an output view that set_() left on another storage,
+and where the runtime finds it), `view_onto` (the run-time rebuild of such a view), and the refusal of such views
+that require grad (`check_grad_view_of_moved_input`).
+Invariants: analysis and trace decide the same foreign roots (the graph returns them as intermediate bases, numbered
+after the others, in output order); regeneration never writes data and leaves every version counter as it found it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.protocol import is_traceable_subclass
+from subclassaot.schemas import LeafSource
+from subclassaot.torch_internals import get_version, set_version, storage_key
+
+# Note [Views Set Onto Another Storage]
+# A view keeps its `._base` when set_() moves it, or its base, to another storage: after `t1 = t0.diagonal();
+# t1.set_(x)` (fuzz seed 3000 #3421, #9980) t1 lives on x's storage and `t1._base` is t0, an intermediate on a
+# storage of its own; after `x1.set_(x0); t1 = x1.unsqueeze(1); x1.set_(t0)` (#9510) t1 lives on x0's storage and
+# `t1._base` is x1. Regenerated as `x.as_strided(...)`, the output would be a view of the wrong tensor. So such a
+# root is found at analysis (`foreign_root`): an input the program returns views of, or an intermediate, which the
+# graph then returns as an intermediate base (its values are eager's). The output is rebuilt as a view of that
+# root, empty, then set_() onto the storage, size, stride and offset it has in eager (`view_onto`), as the program
+# did; the set_() is the runtime's own, so the shared version counter is put back. Only for outputs that do not
+# require grad: a set_() on a view that does rewrites its history, which eager's never had.
+#
+# Note [Views Sharing An Intermediate]
+# Two outputs made by view chains through one eager intermediate (`t0 = x.detach(); return t0.view(...), t0.t()`,
+# fuzz seed 3000 #9902) have one `._base`. Each replays its own chain at run time, so the analysis names each
+# intermediate object a chain passes through (Replay.marks), and a memo that lives for one call hands the first
+# rebuild of each to every later chain through it (runtime `_replay`). The same holds for the hidden bases of Note [Output
+# Regeneration] (OutputLeaf.hidden_key).
+
+
+def foreign_root(
+    leaf: torch.Tensor, final_storages: set[object], original_storages: set[object]
+) -> torch.Tensor | None:
+    """Eager's `._base` of a plain output view that does not require grad, where that base is on another storage
+    than the view (Note [Views Set Onto Another Storage]) and is an intermediate (not on any input's storage)."""
+    root = None if leaf.requires_grad else _moved_root(leaf)
+    if root is None or root.requires_grad:
+        # (an intermediate with history would come out of the compiled autograd.Function as a base: not done)
+        return None
+    key = storage_key(root)
+    return None if key in final_storages or key in original_storages else root
+
+
+def foreign_base(
+    leaf: torch.Tensor,
+    finals: Sequence[torch.Tensor],
+    original_storages: set[object],
+    bases: dict[object, tuple[int, torch.Tensor]],
+) -> tuple[LeafSource, int] | None:
+    """Where eager's `._base` of a plain output view on another storage is at run time: an input's dense leaf
+    (INPUT_ALIAS, its DenseIndex) or an intermediate base (INTERMEDIATE_ALIAS, its number); None when it is neither
+    or the view is on its base's storage (Note [Views Set Onto Another Storage])."""
+    root = None if leaf.requires_grad else _moved_root(leaf)
+    if root is None:
+        return None
+    inputs = [j for j, f in enumerate(finals) if f is root]
+    if inputs:
+        return LeafSource.INPUT_ALIAS, inputs[0]
+    found = bases.get(storage_key(root))
+    intermediate = foreign_root(leaf, {storage_key(f) for f in finals}, original_storages)
+    if found is not None and intermediate is not None and found[1] is root:
+        return LeafSource.INTERMEDIATE_ALIAS, found[0]
+    return None
+
+
+def check_grad_view_of_moved_input(path: str, leaf: torch.Tensor, finals: Sequence[torch.Tensor]) -> None:
+    """A plain output view that requires grad whose eager `._base` is an input now on another storage (fuzz seed 3000
+    #9510 in training): its history runs through the input as it was when the view was taken (its set_() under
+    grad, say), which a view rebuilt after the call cannot have (Note [Views Set Onto Another Storage])."""
+    root = _moved_root(leaf) if leaf.requires_grad else None
+    found = [j for j, f in enumerate(finals) if f is root] if root is not None else []
+    if found:
+        raise UnsupportedError(
+            f"{path} is a view that requires grad of input {found[0]}, taken while the input was on another storage "
+            "than the one it ends on (set_() or `.data =` moved it after): eager's view keeps the autograd history the "
+            "input had then, which a compiled output rebuilt after the call cannot have. Return a clone (.clone())"
+        )
+
+
+def _moved_root(leaf: torch.Tensor) -> torch.Tensor | None:
+    if is_traceable_subclass(leaf) or not leaf._is_view():
+        return None
+    root = leaf._base
+    if root is None or is_traceable_subclass(root) or storage_key(root) == storage_key(leaf):
+        return None
+    return root
+
+
+def view_onto(
+    root: torch.Tensor, storage: torch.Tensor, size: Sequence[int], stride: Sequence[int], offset: int
+) -> torch.Tensor:
+    """A view of `root` that lives on `storage`'s storage with this size, stride and offset (Note [Views Set Onto
+    Another Storage])."""
+    version = get_version(root)
+    with torch.no_grad():  # eager's view does not require grad (foreign_root): it was made under no_grad
+        view = root.as_strided((0,), (1,), root.storage_offset())
+        view.set_(storage.untyped_storage(), offset, list(size), list(stride))
+    set_version(view, version)
+    return view
