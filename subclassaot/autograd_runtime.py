@@ -68,6 +68,17 @@ def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[tor
     return out
 
 
+# Note [Gradient Types Follow The Tangents Given]
+# Eager's gradient of a tensor subclass input is the sum of what autograd's formulas give back along each path from
+# an output that got a tangent: a subclass where some path makes one, else a plain tensor (x1.copy_(x0) with a plain
+# x1 sends x0 a plain gradient; a write x0.add_(1) sends its own). The backward graph is traced with a tangent for
+# every differentiable output, so its gradient types are those of a backward through all of them; a backward through
+# some only (the program's output, not the new value of the subclass input it wrote) may give a plain gradient where
+# the graph gives a subclass. So when an output that some subclass gradient depends on gets no tangent, the backward
+# is traced again without differentiating that output, and cached per such set (Note [Tangent Retrace]); a backward
+# through every output, or missing only tangents no subclass gradient depends on, runs the compiled one.
+
+
 class _Same:
     """The marker for a tangent that has the traced structure (after the subclass's hooks)."""
 
@@ -112,10 +123,14 @@ class _Variants:
         self._lock = threading.Lock()
 
     def get(
-        self, bw_meta: BackwardGraph, trees: list[TangentTree], per_output: list[list[torch.Tensor]]
+        self,
+        bw_meta: BackwardGraph,
+        trees: list[TangentTree],
+        per_output: list[list[torch.Tensor]],
+        absent: frozenset[int] = frozenset(),
     ) -> tuple[BackwardVariant, Callable[..., object]]:
         resolved = [bw_meta.tangent_trees[k] if isinstance(tree, _Same) else tree for k, tree in enumerate(trees)]
-        key = (resolved, [[(t.shape, t.stride(), t.dtype) for t in ts] for ts in per_output])
+        key = (resolved, [[(t.shape, t.stride(), t.dtype) for t in ts] for ts in per_output], absent)
         with self._lock:
             for seen, variant, fn in self._cache:
                 if seen == key:
@@ -126,8 +141,9 @@ class _Variants:
                 for k, tree in enumerate(trees)
                 if not isinstance(tree, _Same)
             ]
+            reasons += [f"output {bw_meta.diff_outputs[k]}: no tangent" for k in sorted(absent)]
             log.info("retracing the backward for new tangent types: %s", "; ".join(reasons))
-            variant = retrace_backward(bw_meta, resolved, per_output)
+            variant = retrace_backward(bw_meta, resolved, per_output, absent)
             fn = self._compile(variant)
             self._cache.append((key, variant, fn))
             return variant, fn
@@ -211,6 +227,10 @@ def training_call(
     diff_set = frozenset(bw_meta.diff_outputs)
     subclass_inputs = [i for i, tree in enumerate(layout.trees) if tree is not None]
     roots = training_roots(analysis)
+    # Note [Gradient Types Follow The Tangents Given]: the diff outputs a tensor subclass gradient depends on
+    typed_by = set().union(
+        *(deps for tree, deps in zip(bw_meta.grad_trees, bw_meta.tangent_deps, strict=False) if tree is not None)
+    )
 
     class CompiledStep(torch.autograd.Function):
         @staticmethod
@@ -314,13 +334,16 @@ def training_call(
             for k, v in ctx.saved_ints:
                 saved.insert(k, v)
             per_output, trees, present = _collect_tangents(grads, bw_meta, ctx.zeros)
-            if any(tree is not _SAME for tree in trees):
+            absent = typed_by - present  # Note [Gradient Types Follow The Tangents Given]
+            if any(tree is not _SAME for tree in trees) or absent:
                 if create_graph:
                     raise UnsupportedError(
-                        "double backward (create_graph=True) with a tangent of another type than the output's "
-                        "(Note [Tangent Retrace]); pass tangents of the type of the outputs"
+                        "double backward (create_graph=True) with a tangent of another type than the output's, or "
+                        "without a tangent for an output that a tensor subclass gradient depends on (Note [Tangent "
+                        "Retrace], Note [Gradient Types Follow The Tangents Given]); pass tangents of the type of "
+                        "the outputs, for all of them"
                     )
-                variant, fn = variants.get(bw_meta, trees, per_output)
+                variant, fn = variants.get(bw_meta, trees, per_output, frozenset(absent))
                 flat_tangents = [t for ts in per_output for t in ts]
                 dense_grads = list(
                     cast(Sequence[torch.Tensor], fn(*[saved[j] for j in variant.saved_index], *flat_tangents))

@@ -218,10 +218,13 @@ def trace_joint(
     tangent_fakes: Sequence[torch.Tensor],
     tangent_trees: Sequence[SubclassNode | None] | None,
     reach_sink: list[frozenset[int]] | None = None,
+    absent: frozenset[int] = frozenset(),
 ) -> TracedJoint:
     """make_fx of the program then autograd.grad (Note [Training Through A Joint Graph]). `tangent_trees`: the
     structure each diff output's tangent is rebuilt with (None: the output's own structure). `reach_sink` receives
-    TracedJoint.reach even when autograd.grad then raises (Note [Backward Errors Are Deferred])."""
+    TracedJoint.reach even when autograd.grad then raises (Note [Backward Errors Are Deferred]). `absent`: positions
+    in diff whose outputs get no tangent (their tangent placeholders stay unread; Note [Gradient Types Follow The
+    Tangents Given])."""
     n_primals = len(setup.example)
     unused: set[int] = set()
     grad_trees: list[SubclassNode | None] = []
@@ -255,7 +258,8 @@ def trace_joint(
                 wrt = [wrt[setup.wrt_only]]
             before = [mutation_counter(o) for o in run.originals]
             reach[:] = _autograd_reach(diff_outs, wrt)
-            grads = _grads(diff_outs, wrt, grad_outs)
+            given = [k for k in range(len(diff_outs)) if k not in absent]
+            grads = _grads([diff_outs[k] for k in given], wrt, [grad_outs[k] for k in given])
             bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
             grad_trees.clear()
             dense = _dense_grads(grads, wrt, unused, grad_trees)
@@ -526,15 +530,19 @@ class BackwardVariant:
 
 
 def retrace_backward(
-    meta: BackwardGraph, trees: Sequence[SubclassNode | None], dense_tangents: Sequence[Sequence[torch.Tensor]]
+    meta: BackwardGraph,
+    trees: Sequence[SubclassNode | None],
+    dense_tangents: Sequence[Sequence[torch.Tensor]],
+    absent: frozenset[int] = frozenset(),
 ) -> BackwardVariant:
-    """The backward for runtime tangents of structure `trees` (dense leaves `dense_tangents`, per diff output)."""
+    """The backward for runtime tangents of structure `trees` (dense leaves `dense_tangents`, per diff output),
+    where the diff outputs at positions `absent` got no tangent (Note [Gradient Types Follow The Tangents Given])."""
     setup, reference = meta.setup, meta.partition
     if setup is None or reference is None:
         raise AssertionError("BUG: a tangent retrace of an entry without a partition")
     with setup.fake_mode:
         fakes = [setup.fake_mode.from_tensor(t, static_shapes=True) for ts in dense_tangents for t in ts]
-    joint = trace_joint(setup, fakes, trees)
+    joint = trace_joint(setup, fakes, trees, absent=absent)
     if joint.backward_mutations != meta.backward_mutations:
         raise UnsupportedError(
             "the backward retraced for a new tangent type writes other inputs than the compiled one; pass "

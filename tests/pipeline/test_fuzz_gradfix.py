@@ -1,0 +1,74 @@
+"""Fuzz regressions about gradients and backward: gradient types and presence, requires_grad of outputs, backward
+errors (fuzz seeds 3000 and 5000). Each program passes the oracle or is refused with the rule's text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+import subclassaot
+from subclassaot.errors import UnsupportedError
+from subclasses.pair import PairTensor
+from tests.oracle import CompileFn, assert_matches_eager
+
+T = torch.Tensor
+
+
+def pair(*shape: int, requires_grad: bool = False) -> T:
+    return PairTensor.from_tensor(torch.randn(shape), requires_grad=requires_grad)
+
+
+def nonleaf(*shape: int) -> T:
+    with torch.enable_grad():
+        return torch.randn(shape, requires_grad=True).clone()
+
+
+def pair_nonleaf(*shape: int) -> T:
+    with torch.enable_grad():
+        return pair(*shape, requires_grad=True).clone()
+
+
+def assert_refused(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None, match: str
+) -> None:
+    """The pipeline raises UnsupportedError naming the rule; eager against eager (--identity-compile), the program
+    must pass the oracle (it is eager-legal)."""
+    if compile_fn is not None:
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        return
+    with pytest.raises(UnsupportedError, match=match):
+        subclassaot.compile(f)(*make_inputs())
+
+
+def check(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Note [Gradient Types Follow The Tangents Given]
+
+
+def test_plain_copy_from_written_subclass_sends_plain_grad(compile_fn: CompileFn | None) -> None:
+    # seed 3000 #5707 (and seed 5000 #3182, #8156, #9434, #9975): the backward through x1 alone gives x0 a plain
+    # gradient in eager; the graph, traced with a tangent for x0's new value too, gave a PairTensor.
+    def f(x0: T, x1: T) -> object:
+        x1.copy_(x0)
+        x0.add_(-1.0)
+        return (x1,)
+
+    check(f, lambda: (pair_nonleaf(), torch.randn(1, 2)), compile_fn)
+
+
+def test_grad_type_through_every_output_stays_subclass(compile_fn: CompileFn | None) -> None:
+    # The same program, differentiated through x0's new value as well: eager's gradient is a PairTensor.
+    def f(x0: T, x1: T) -> object:
+        x1.copy_(x0)
+        x0.add_(-1.0)
+        return (x1, x0)
+
+    check(f, lambda: (pair_nonleaf(), torch.randn(1, 2)), compile_fn)
