@@ -79,6 +79,15 @@ def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[tor
 # through every output, or missing only tangents no subclass gradient depends on, runs the compiled one.
 
 
+# Note [Unreached Inputs Are Detached]
+# An input that requires grad but that no differentiable output reaches is given to the Function detached. Eager
+# never puts it in the autograd graph; an attached Function input would, and would create its gradient accumulator
+# now, with its metadata now: the program may change that metadata under no_grad (x.transpose_(0, 1) on a leaf),
+# and a later backward through the new x would then fail against the stale accumulator where eager's succeeds. It
+# also keeps such an input's own gradient from waiting behind a backward that raises (Note [Backward Errors Are
+# Deferred]).
+
+
 class _Same:
     """The marker for a tangent that has the traced structure (after the subclass's hooks)."""
 
@@ -391,9 +400,9 @@ def training_call(
             return (None, *result)
 
     n_wrappers = len(bw_meta.wrapper_updates)
-    unreached = (
+    unreached = (  # Note [Unreached Inputs Are Detached]
         [i for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False) if not deps]
-        if bw_meta.error is not None and len(bw_meta.tangent_deps) >= len(bw_meta.grad_inputs)
+        if len(bw_meta.tangent_deps) >= len(bw_meta.grad_inputs)
         else []
     )
     ev = MetaEvaluator()
@@ -422,7 +431,7 @@ def training_call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
     ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
         user = [values[i] for i in flat.tensor_indices]
-        for i in unreached:  # Note [Backward Errors Are Deferred]
+        for i in unreached:  # Note [Unreached Inputs Are Detached]
             user[i] = cast(torch.Tensor, user[i]).detach()
         bases = [graph_in[k] for k in bw_meta.group_grads]  # Note [Aliased Inputs In Training]
         tensors = list(CompiledStep.apply((graph_in, dense, symbols), *user, *bases))  # type: ignore[no-untyped-call]  # untyped in torch

@@ -20,7 +20,7 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from subclassaot.desugar import graph_example_inputs
+from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, intermediate_bases, run_functional
 from subclassaot.partition import Partition, partition_backward_like, partition_joint
@@ -130,8 +130,10 @@ def forward_output_values(
     for update in traced.outputs.updates:
         if update.kind is UpdateKind.BASE:
             out.append(graph_inputs[update.target])
+        elif update.kind is UpdateKind.ORIGINAL:
+            out.append(_original_value(originals[update.target], finals[update.target]))
         else:
-            out.append((originals if update.kind is UpdateKind.ORIGINAL else finals)[DenseIndex(update.target)])
+            out.append(finals[DenseIndex(update.target)])
     leaves, _ = pytree.tree_flatten(run_output)
     for info, value in zip(analysis.outputs, leaves, strict=True):
         if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves):
@@ -144,6 +146,23 @@ def forward_output_values(
     out.extend(run.user_tensors[i] for i in wrapper_updates)
     out.extend(_root_values(run, analysis, leaves))
     return out
+
+
+# Note [Original Values After In-Place View Ops]
+# The new data of an input in its original layout (an ORIGINAL update) is read through an alias taken before the
+# program ran. Once the program writes the input, autograd rebuilds that alias's grad_fn from the input's current
+# history, which an in-place view op (x.transpose_(0, 1), x.as_strided_(...)) has left in another layout: the alias
+# then sends its gradient, in the original layout, to a node expecting the new one (autograd raises "invalid
+# gradient ... got [1, 2] but expected shape compatible with [2, 1]"). So where the input ends in another layout on
+# the same storage, the differentiated value is a view of the input as it ends instead, taken after the program,
+# with the original size, stride and offset: the same elements, through a history autograd keeps consistent.
+
+
+def _original_value(original: torch.Tensor, final: torch.Tensor) -> torch.Tensor:
+    """The value differentiated for an ORIGINAL update (Note [Original Values After In-Place View Ops])."""
+    if leaf_meta(original) == leaf_meta(final) or storage_key(original) != storage_key(final):
+        return original
+    return final.as_strided(original.shape, original.stride(), original.storage_offset())
 
 
 # Note [Intermediate Roots In Training]

@@ -72,3 +72,30 @@ def test_grad_type_through_every_output_stays_subclass(compile_fn: CompileFn | N
         return (x1, x0)
 
     check(f, lambda: (pair_nonleaf(), torch.randn(1, 2)), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Note [Original Values After In-Place View Ops]
+
+
+def test_write_then_transpose_of_view_input(compile_fn: CompileFn | None) -> None:
+    # seed 3000 #1940: the backward raised "invalid gradient at index 0 - got [1, 2] but expected shape compatible
+    # with [2, 1]".
+    def f(x0: T) -> object:
+        x0.add_(-1.0)
+        x0.transpose_(0, 1)
+        return (x0,)
+
+    check(f, lambda: (nonleaf(2).unsqueeze(-2),), compile_fn)
+
+
+def test_no_grad_transpose_of_leaf_returned_beside_nonleaf_sum(compile_fn: CompileFn | None) -> None:
+    # Note [Unreached Inputs Are Detached]: the Function took x0 and made its gradient accumulator for the (2, 3)
+    # layout; a backward through the returned (3, 2) x0 then raised in MulBackward0.
+    def f(x0: T, x1: T) -> object:
+        t1 = x1.transpose(0, 0).add(x1)
+        with torch.no_grad():
+            x0.transpose_(0, 1)
+        return (t1, x0)
+
+    check(f, lambda: (torch.randn(2, 3, requires_grad=True), nonleaf(2, 3)), compile_fn)
