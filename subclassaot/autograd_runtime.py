@@ -80,12 +80,13 @@ def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[tor
 
 
 # Note [Unreached Inputs Are Detached]
-# An input that requires grad but that no differentiable output reaches is given to the Function detached. Eager
-# never puts it in the autograd graph; an attached Function input would, and would create its gradient accumulator
-# now, with its metadata now: the program may change that metadata under no_grad (x.transpose_(0, 1) on a leaf),
-# and a later backward through the new x would then fail against the stale accumulator where eager's succeeds. It
-# also keeps such an input's own gradient from waiting behind a backward that raises (Note [Backward Errors Are
-# Deferred]).
+# An input that requires grad but that no differentiable output's gradient reaches is given to the Function
+# detached where the program changes its metadata, or where the backward raises. Eager never puts such an input in
+# the autograd graph; an attached Function input would, and would create its gradient accumulator now, with its
+# metadata now: after x.transpose_(0, 1) under no_grad on a leaf, a later backward through the new x would fail
+# against that stale accumulator where eager's succeeds. Detaching also keeps such an input's own gradient from
+# waiting behind a backward that raises (Note [Backward Errors Are Deferred]). Other unreached inputs stay
+# attached: outputs computed from a no_grad view of one still require grad in eager, and do through the Function.
 
 
 class _Same:
@@ -357,7 +358,12 @@ def training_call(
                 dense_grads = list(
                     cast(Sequence[torch.Tensor], fn(*[saved[j] for j in variant.saved_index], *flat_tangents))
                 )
-                shape: tuple[Any, ...] = (variant.grad_trees, variant.unused, variant.tangent_deps)
+                shape: tuple[Any, ...] = (
+                    variant.grad_trees,
+                    variant.unused,
+                    variant.tangent_deps,
+                    variant.grad_stride_leaves,
+                )
             else:
                 # The backward graph was traced for tangents laid out like the forward outputs (views in it depend
                 # on that layout): give the runtime tangents the same strides.
@@ -371,7 +377,7 @@ def training_call(
                     dense_grads = list(all_outs[bw_meta.num_fw_outputs :])
                 else:
                     dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
-                shape = (bw_meta.grad_trees, bw_meta.unused, bw_meta.tangent_deps)
+                shape = (bw_meta.grad_trees, bw_meta.unused, bw_meta.tangent_deps, bw_meta.grad_stride_leaves)
             if ctx.bw_targets:
                 n_grads = len(dense_grads) - len(ctx.bw_targets)
                 with torch.no_grad():
@@ -382,7 +388,7 @@ def training_call(
             # Gradients of the Function's inputs: the user tensors, then the synthetic bases of aliased inputs.
             result: list[torch.Tensor | None] = [None] * n_results
             pos = 0
-            grad_trees, unused, deps = shape
+            grad_trees, unused, deps, stride_leaves = shape
             for k, i in enumerate(targets):
                 tree = grad_trees[k]
                 width = 1 if tree is None else tree.num_leaves
@@ -394,6 +400,9 @@ def training_call(
                     result[i] = leaves[0]
                 elif i in ctx.input_meta:
                     size, stride = ctx.input_meta[i]
+                    j = stride_leaves[k]  # Note [Subclass Gradient Strides]
+                    if j is not None and tuple(leaves[j].shape) == size:
+                        stride = tuple(leaves[j].stride())
                     result[i] = unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False)
                 else:
                     result[i] = unflatten_subclass(tree, leaves, check=False)
@@ -401,7 +410,12 @@ def training_call(
 
     n_wrappers = len(bw_meta.wrapper_updates)
     unreached = (  # Note [Unreached Inputs Are Detached]
-        [i for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False) if not deps]
+        [
+            i
+            for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False)
+            if not deps
+            and (bw_meta.error is not None or any(analysis.mutations[j].metadata for j in layout.leaves_of_input[i]))
+        ]
         if len(bw_meta.tangent_deps) >= len(bw_meta.grad_inputs)
         else []
     )

@@ -96,6 +96,9 @@ class BackwardGraph:
     grad_inputs: tuple[int, ...]  # tensor-input positions (FlatInputs.tensor_indices order) that get a gradient
     unused: frozenset[int]  # positions in grad_inputs whose gradient eager leaves None (unreachable from outputs)
     grad_trees: tuple[SubclassNode | None, ...]  # per grad input: the gradient's subclass structure (None: plain)
+    # per grad input: the dense leaf (position among its leaves) whose size and stride its subclass gradient had
+    # while tracing (Note [Subclass Gradient Strides])
+    grad_stride_leaves: tuple[int | None, ...] = ()
     # per grad input: the diff outputs (positions in diff_outputs) whose tangents reach its gradient in the graph
     tangent_deps: tuple[frozenset[int], ...]
     # dense inputs the backward itself writes (a custom Function's backward updating a buffer); their new values
@@ -148,6 +151,14 @@ def forward_output_values(
     return out
 
 
+# Note [Subclass Gradient Strides]
+# A subclass gradient is rebuilt from its dense leaves after the backward graph ran. Its outer strides are what
+# autograd's later nodes read: the user's own ViewBackward (x = leaf.view(...)) reshapes it, which views it where its
+# outer strides allow and then views each inner tensor. So where the traced gradient had the size and stride of one
+# of its leaves (a wrapper taking them from its first inner tensor, as eager's did), it takes that leaf's real
+# strides; otherwise the input's own size and stride.
+
+
 # Note [Original Values After In-Place View Ops]
 # The new data of an input in its original layout (an ORIGINAL update) is read through an alias taken before the
 # program ran. Once the program writes the input, autograd rebuilds that alias's grad_fn from the input's current
@@ -155,7 +166,8 @@ def forward_output_values(
 # then sends its gradient, in the original layout, to a node expecting the new one (autograd raises "invalid
 # gradient ... got [1, 2] but expected shape compatible with [2, 1]"). So where the input ends in another layout on
 # the same storage, the differentiated value is a view of the input as it ends instead, taken after the program,
-# with the original size, stride and offset: the same elements, through a history autograd keeps consistent.
+# with the original size, stride and offset: the same elements, through a history autograd keeps consistent. (A
+# non-view input is mostly not differentiated there at all: Note [Overwritten Original Updates].)
 
 
 def _original_value(original: torch.Tensor, final: torch.Tensor) -> torch.Tensor:
@@ -226,6 +238,7 @@ class TracedJoint:
     num_fw_outputs: int
     unused: frozenset[int]
     grad_trees: tuple[SubclassNode | None, ...]
+    grad_stride_leaves: tuple[int | None, ...]
     backward_mutations: tuple[DenseIndex, ...]
     # per gradient taken (grad inputs, then synthetic bases): the diff outputs (positions in diff) from whose
     # autograd graph it is reachable; eager's gradient is None when no output with a tangent reaches it
@@ -247,6 +260,7 @@ def trace_joint(
     n_primals = len(setup.example)
     unused: set[int] = set()
     grad_trees: list[SubclassNode | None] = []
+    stride_leaves: list[int | None] = []
     bw_mutated: list[DenseIndex] = []
     n_fw_outputs = [0]
     reach: list[frozenset[int]] = [] if reach_sink is None else reach_sink
@@ -281,7 +295,8 @@ def trace_joint(
             grads = _grads([diff_outs[k] for k in given], wrt, [grad_outs[k] for k in given])
             bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
             grad_trees.clear()
-            dense = _dense_grads(grads, wrt, unused, grad_trees)
+            stride_leaves.clear()
+            dense = _dense_grads(grads, wrt, unused, grad_trees, stride_leaves)
             return [*fw_outs, *dense, *(from_functional(run.originals[j]) for j in bw_mutated)]
 
     with setup.fake_mode:
@@ -291,6 +306,7 @@ def trace_joint(
         num_fw_outputs=n_fw_outputs[0],
         unused=frozenset(unused),
         grad_trees=tuple(grad_trees),
+        grad_stride_leaves=tuple(stride_leaves),
         backward_mutations=tuple(bw_mutated),
         reach=tuple(reach),
     )
@@ -471,6 +487,7 @@ def trace_backward(
         grad_inputs=grad_inputs,
         unused=joint.unused,
         grad_trees=joint.grad_trees,
+        grad_stride_leaves=joint.grad_stride_leaves,
         tangent_deps=joint.reach,
         backward_mutations=joint.backward_mutations,
         tangent_trees=tangent_trees,
@@ -544,6 +561,7 @@ class BackwardVariant:
     example_inputs: tuple[object, ...]
     tangent_trees: tuple[SubclassNode | None, ...]  # per diff output: its tangent's structure
     grad_trees: tuple[SubclassNode | None, ...]  # as BackwardGraph's, for this backward
+    grad_stride_leaves: tuple[int | None, ...]  # as BackwardGraph's, for this backward
     unused: frozenset[int]
     tangent_deps: tuple[frozenset[int], ...]
 
@@ -574,6 +592,7 @@ def retrace_backward(
         example_inputs=example,
         tangent_trees=tuple(trees),
         grad_trees=joint.grad_trees,
+        grad_stride_leaves=joint.grad_stride_leaves,
         unused=joint.unused,
         tangent_deps=joint.reach,
     )
@@ -584,8 +603,11 @@ def _dense_grads(
     wrt: list[torch.Tensor],
     unused: set[int],
     grad_trees: list[SubclassNode | None],
+    stride_leaves: list[int | None],
 ) -> list[torch.Tensor]:
-    """The gradients' dense leaves (user inputs, then synthetic bases); records their structure in `grad_trees`."""
+    """The gradients' dense leaves (user inputs, then synthetic bases); records their structure in `grad_trees`
+    and, for a subclass gradient, the leaf whose size and stride it has in `stride_leaves` (Note [Subclass Gradient
+    Strides])."""
     dense: list[torch.Tensor] = []
     for k, (g, x) in enumerate(zip(grads, wrt, strict=True)):
         if g is None:
@@ -594,13 +616,17 @@ def _dense_grads(
             # would make the backward read x, and the forward save it).
             node, zero_of = flatten_subclass(x, "grad") if is_traceable_subclass(x) else (None, [x])
             grad_trees.append(node)
+            stride_leaves.append(None)
             dense.extend(from_functional(torch.zeros(t.shape, dtype=t.dtype, device=t.device)) for t in zero_of)
             continue
         if is_traceable_subclass(g):
             node, leaves = flatten_subclass(g, "grad")
             grad_trees.append(node)
+            outer = leaf_meta(g)[:2]
+            stride_leaves.append(next((j for j, leaf in enumerate(leaves) if leaf_meta(leaf)[:2] == outer), None))
         else:
             grad_trees.append(None)
+            stride_leaves.append(None)
             leaves = [g]
         dense.extend(from_functional(leaf) for leaf in leaves)
     return dense

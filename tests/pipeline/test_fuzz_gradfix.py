@@ -99,3 +99,20 @@ def test_no_grad_transpose_of_leaf_returned_beside_nonleaf_sum(compile_fn: Compi
         return (t1, x0)
 
     check(f, lambda: (torch.randn(2, 3, requires_grad=True), nonleaf(2, 3)), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Note [Subclass Gradient Strides]
+
+
+def test_subclass_gradient_through_user_view_of_leaf(compile_fn: CompileFn | None) -> None:
+    # seed 3000 #9854: the gradient of x0 (an expand of the tangent) was rebuilt with x0's contiguous strides, so
+    # the user's ViewBackward viewed it as contiguous and the inner view raised "view size is not compatible".
+    def f(x0: T) -> object:
+        return (x0.sum(2),)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (pair(2, 3, requires_grad=True).view(3, 1, 2),)
+
+    check(f, make_inputs, compile_fn)
