@@ -22,7 +22,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.joint import BackwardGraph, BackwardVariant, retrace_backward, training_roots
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.runtime import GraphCall, MetaEvaluator, RuntimePlan, fresh_outer_stride, non_view_alias
-from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf
+from subclassaot.schemas import AliasGroupRef, LeafMutation, LeafSource, OutputKind, OutputLeaf
 from subclassaot.trace import UpdateKind
 
 log = logging.getLogger(__name__)
@@ -80,13 +80,19 @@ def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[tor
 
 
 # Note [Unreached Inputs Are Detached]
-# An input that requires grad but that no differentiable output's gradient reaches is given to the Function
-# detached where the program changes its metadata, or where the backward raises. Eager never puts such an input in
+# An input that requires grad but that no differentiable output's gradient reaches (or only new values of inputs
+# that the epilogue writes under no_grad: .data and no_grad writes) is given to the Function detached where the
+# program changes its metadata, or where the backward raises. Eager never puts such an input in
 # the autograd graph; an attached Function input would, and would create its gradient accumulator now, with its
 # metadata now: after x.transpose_(0, 1) under no_grad on a leaf, a later backward through the new x would fail
 # against that stale accumulator where eager's succeeds. Detaching also keeps such an input's own gradient from
 # waiting behind a backward that raises (Note [Backward Errors Are Deferred]). Other unreached inputs stay
 # attached: outputs computed from a no_grad view of one still require grad in eager, and do through the Function.
+
+
+def _hidden_write(m: LeafMutation) -> bool:
+    """The epilogue writes this input's new value under no_grad (see runtime._copy_into)."""
+    return not m.autograd_visible or m.hidden_from_autograd or m.storage_changed
 
 
 class _Same:
@@ -409,11 +415,20 @@ def training_call(
             return (None, *result)
 
     n_wrappers = len(bw_meta.wrapper_updates)
+    # Diff outputs that are new values of inputs the epilogue writes hidden from autograd: no gradient flows
+    # through them (Note [Unreached Inputs Are Detached])
+    hidden_updates = {
+        p
+        for p, d in enumerate(bw_meta.diff_outputs)
+        if d < n_updates
+        and plan.graph_outputs.updates[d].kind is not UpdateKind.BASE
+        and _hidden_write(analysis.mutations[plan.graph_outputs.updates[d].target])
+    }
     unreached = (  # Note [Unreached Inputs Are Detached]
         [
             i
             for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False)
-            if not deps
+            if deps <= hidden_updates
             and (bw_meta.error is not None or any(analysis.mutations[j].metadata for j in layout.leaves_of_input[i]))
         ]
         if len(bw_meta.tangent_deps) >= len(bw_meta.grad_inputs)

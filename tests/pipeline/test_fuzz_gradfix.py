@@ -101,6 +101,18 @@ def test_no_grad_transpose_of_leaf_returned_beside_nonleaf_sum(compile_fn: Compi
     check(f, lambda: (torch.randn(2, 3, requires_grad=True), nonleaf(2, 3)), compile_fn)
 
 
+def test_no_grad_unsqueeze_then_data_write_of_leaf(compile_fn: CompileFn | None) -> None:
+    # seed 5000 #671: x0 reached the Function through the new values of its hidden (.data) write only, and its
+    # gradient accumulator kept the () layout: args[0].grad had shape () where eager's has (1,).
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            x0.unsqueeze_(-1)
+        x0.data.add_(2.0)
+        return (x0,)
+
+    check(f, lambda: (torch.randn((), requires_grad=True),), compile_fn)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Note [Subclass Gradient Strides]
 
