@@ -177,6 +177,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
     )
     final_meta, orig_meta = leaf_meta(final), leaf_meta(orig)
     swaps = run.swaps
+    view_ops = swaps.inplace_views.get(id(final), []) if any(final is t for t in run.user_tensors) else []
     return LeafMutation(
         data=data,
         metadata=final_meta != orig_meta,
@@ -193,6 +194,9 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         autograd_visible=storage_key(orig) in swaps.visible_writes,
         set_under_grad=id(final) in swaps.grad_set_ids,
         new_storage_of=new_storage_of,
+        metadata_hidden=bool(view_ops)
+        and not any(r.grad_enabled for r in view_ops)
+        and not is_traceable_subclass(final),
     )
 
 

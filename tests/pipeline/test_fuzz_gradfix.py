@@ -128,3 +128,34 @@ def test_subclass_gradient_through_user_view_of_leaf(compile_fn: CompileFn | Non
             return (pair(2, 3, requires_grad=True).view(3, 1, 2),)
 
     check(f, make_inputs, compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Note [Metadata Changes Under no_grad]
+
+
+def test_no_grad_transpose_beside_grad_view_op_on_view(compile_fn: CompileFn | None) -> None:
+    # seed 5000 #3709: eager's backward through x0 raises (its grad_fn expects the (3, 4) layout); ours replayed the
+    # t_() with grad, as the unsqueeze_() of a view made the input's change look autograd-visible, and did not.
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            x0.t_()
+        t0 = x0.transpose(0, 0)
+        t0.unsqueeze_(0)
+        return (x0,)
+
+    check(f, lambda: (nonleaf(3, 4),), compile_fn)
+
+
+@pytest.mark.parametrize("write_first", [True, False])
+def test_no_grad_transpose_beside_grad_write(compile_fn: CompileFn | None, write_first: bool) -> None:
+    def f(x0: T) -> object:
+        if write_first:
+            x0.mul_(2.0)
+        with torch.no_grad():
+            x0.t_()
+        if not write_first:
+            x0.mul_(2.0)
+        return (x0,)
+
+    check(f, lambda: (nonleaf(3, 4),), compile_fn)
