@@ -159,3 +159,31 @@ def test_no_grad_transpose_beside_grad_write(compile_fn: CompileFn | None, write
         return (x0,)
 
     check(f, lambda: (nonleaf(3, 4),), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Note [No-Grad Views Made After The Bump]
+
+
+def test_no_grad_view_made_after_transpose_of_input(compile_fn: CompileFn | None) -> None:
+    # seed 5000 #8637 (inference): t1 was replayed before the epilogue, whose t_() then moved x0's version counter,
+    # and reading t1.is_leaf raised "A view was created in no_grad mode ...".
+    def f(x0: T) -> object:
+        t0 = x0.t()
+        x0.t_()
+        t1 = t0[1:1:1]
+        return (t1,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (nonleaf(3, 3),), compile_fn=compile_fn)
+
+
+def test_no_grad_view_made_before_transpose_of_input(compile_fn: CompileFn | None) -> None:
+    # The view made before the t_() keeps the early replay: its is_leaf raises in eager too.
+    def f(x0: T) -> object:
+        t0 = x0.t()
+        x0.t_()
+        return (t0[1:2], t0)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (nonleaf(3, 3),), compile_fn=compile_fn)
