@@ -48,6 +48,7 @@ from subclassaot.torch_internals import (
 from subclassaot.training_rules import gains_grad, grad_bases, wrapper_update_inputs
 from subclassaot.view_chains import (
     check_mixed_grad_view_ops,
+    cut_history_replay,
     detached_in_chain,
     early_input_replay,
     hidden_base,
@@ -422,6 +423,8 @@ def _output_info(
         replay = early_input_replay(value, tuple(out_leaves), run, input_by_id, bases) or replay
     if replay is None and tree is not None and replaced is None:
         replay = view_rebuilt_by_set(value, run, input_by_id, bases, earlier)
+    if replay is None and replaced is None and torch.is_grad_enabled():
+        replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id)
     _check_replay(path, value, tree is not None, replay, replaced, run)
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
     if torch.is_grad_enabled() and not rebuilt and _grad_fn_raises(value):

@@ -369,6 +369,67 @@ def _late_no_grad_view(
     return Replay(source=ReplaySource.INPUT, index=0, steps=(step,))
 
 
+# Note [Input Views With Cut History]
+# A view of an input whose chain has a step made under no_grad (or a detach()) has no autograd path to the input
+# in eager: no grad_fn where the output itself was made under no_grad, else one that leads nowhere (`with no_grad():
+# t0 = x.unsqueeze(-1)`, then `t1 = t0.transpose(1, 1)`). Where its chain cannot be replayed (a `.data =` moved a
+# tensor of the chain), the as_strided() that regenerates it would run with grad on and send its gradient to the
+# input. So it is rebuilt as that as_strided() under no_grad, then, where eager's has a dead-end grad_fn, a view()
+# of it with grad on: where autograd reaches nothing from eager's output, and nothing bumped the input's version
+# after it was made (its grad_fn would raise then; ours, made after the epilogue, would not).
+
+
+def cut_history_replay(
+    value: torch.Tensor, leaves: tuple[OutputLeaf, ...], run: FunctionalRun, input_by_id: dict[int, InputIndex]
+) -> Replay | None:
+    """Note [Input Views With Cut History], where it applies."""
+    if is_traceable_subclass(value) or len(leaves) != 1 or leaves[0].source is not LeafSource.INPUT_ALIAS:
+        return None
+    chain: list[ViewRecord] = []
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None:
+        chain.append(record)
+        t = record.source
+    source = run.finals[leaves[0].index]
+    if (
+        not chain
+        or not value.requires_grad
+        or id(source) not in input_by_id
+        or all(r.grad_enabled and r.func is not torch.ops.aten.detach.default for r in chain)
+        or chain[0].seq < _last_bump(source, run)
+    ):
+        return None
+    try:
+        grad_fn = value.grad_fn
+    except (RuntimeError, ValueError, IndexError):
+        return None
+    if grad_fn is not None and _reaches_a_leaf(grad_fn):
+        return None
+    size, stride, offset = leaves[0].meta
+    steps = [
+        ViewStep(
+            op=torch.ops.aten.as_strided.default, args=(size, stride, offset), kwargs=(), index=None, grad_enabled=False
+        )
+    ]
+    if grad_fn is not None:
+        steps.append(ViewStep(op=torch.ops.aten.view.default, args=(size,), kwargs=(), index=None, grad_enabled=True))
+    return Replay(source=ReplaySource.INPUT, index=input_by_id[id(source)], steps=tuple(steps))
+
+
+def _reaches_a_leaf(grad_fn: Any) -> bool:
+    seen: set[object] = set()
+    stack = [grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if hasattr(node, "variable"):
+            return True
+        stack.extend(parent for parent, _ in node.next_functions)
+    return False
+
+
 def _last_bump(t: torch.Tensor, run: FunctionalRun) -> int:
     """When the program last advanced `t`'s version counter: for a subclass input, through any input of its wrapper
     family (`x0 = b.detach()` written, `x1 = b` viewed: fuzz seed 2000 #8270), whose wrappers have storages of
