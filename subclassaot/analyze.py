@@ -424,7 +424,7 @@ def _output_info(
     if replay is None and tree is not None and replaced is None:
         replay = view_rebuilt_by_set(value, run, input_by_id, bases, earlier)
     if replay is None and replaced is None and torch.is_grad_enabled():
-        replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id)
+        replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
     _check_replay(path, value, tree is not None, replay, replaced, run)
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
     if torch.is_grad_enabled() and not rebuilt and _grad_fn_raises(value):

@@ -370,8 +370,8 @@ def _late_no_grad_view(
 
 
 # Note [Input Views With Cut History]
-# A view of an input whose chain has a step made under no_grad (or a detach()) has no autograd path to the input
-# in eager: no grad_fn where the output itself was made under no_grad, else one that leads nowhere (`with no_grad():
+# A view of an input (or of an intermediate) whose chain has a step made under no_grad (or a detach()) has no
+# autograd path to it in eager: no grad_fn where the output itself was made under no_grad, else one that leads nowhere (`with no_grad():
 # t0 = x.unsqueeze(-1)`, then `t1 = t0.transpose(1, 1)`). Where its chain cannot be replayed (a `.data =` moved a
 # tensor of the chain), the as_strided() that regenerates it would run with grad on and send its gradient to the
 # input. So it is rebuilt as that as_strided() under no_grad, then, where eager's has a dead-end grad_fn, a view()
@@ -380,21 +380,32 @@ def _late_no_grad_view(
 
 
 def cut_history_replay(
-    value: torch.Tensor, leaves: tuple[OutputLeaf, ...], run: FunctionalRun, input_by_id: dict[int, InputIndex]
+    value: torch.Tensor,
+    leaves: tuple[OutputLeaf, ...],
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    bases: dict[object, tuple[int, torch.Tensor]],
 ) -> Replay | None:
     """Note [Input Views With Cut History], where it applies."""
-    if is_traceable_subclass(value) or len(leaves) != 1 or leaves[0].source is not LeafSource.INPUT_ALIAS:
+    if is_traceable_subclass(value) or len(leaves) != 1 or leaves[0].hidden_base is not None:
         return None
     chain: list[ViewRecord] = []
     t = value
     while (record := run.swaps.views.get(id(t))) is not None:
         chain.append(record)
         t = record.source
-    source = run.finals[leaves[0].index]
+    leaf = leaves[0]
+    if leaf.source is LeafSource.INPUT_ALIAS and id(run.finals[leaf.index]) in input_by_id:
+        source = run.finals[leaf.index]
+        kind, index = ReplaySource.INPUT, int(input_by_id[id(source)])
+    elif leaf.source is LeafSource.INTERMEDIATE_ALIAS and storage_key(value) in bases:
+        index, source = bases[storage_key(value)]
+        kind = ReplaySource.BASE
+    else:
+        return None
     if (
         not chain
         or not value.requires_grad
-        or id(source) not in input_by_id
         or all(r.grad_enabled and r.func is not torch.ops.aten.detach.default for r in chain)
         or chain[0].seq < _last_bump(source, run)
     ):
@@ -413,7 +424,7 @@ def cut_history_replay(
     ]
     if grad_fn is not None:
         steps.append(ViewStep(op=torch.ops.aten.view.default, args=(size,), kwargs=(), index=None, grad_enabled=True))
-    return Replay(source=ReplaySource.INPUT, index=input_by_id[id(source)], steps=tuple(steps))
+    return Replay(source=kind, index=index, steps=tuple(steps))
 
 
 def _reaches_a_leaf(grad_fn: Any) -> bool:

@@ -209,3 +209,17 @@ def test_view_of_no_grad_view_after_data_assignment(compile_fn: CompileFn | None
         return (t1,)
 
     check(f, lambda: (torch.randn(2, requires_grad=True),), compile_fn)
+
+
+def test_no_grad_view_of_intermediate_after_data_assignment(compile_fn: CompileFn | None) -> None:
+    # seed 3000 #3430: t2 (a no_grad view of t0) came back with a grad_fn (regenerated with grad on after `t0.data
+    # = t1`) and its backward raised "invalid gradient"; eager's is a leaf.
+    def f(x0: T) -> object:
+        t0 = x0.clone()
+        t1 = t0[2:2:1]
+        with torch.no_grad():
+            t2 = t0.view((1, 3, 1))
+        t0.data = t1
+        return (t2,)
+
+    check(f, lambda: (nonleaf(3, 1),), compile_fn)
