@@ -16,7 +16,13 @@ import sympy
 import torch
 from torch.utils import _pytree as pytree
 
-from subclassaot.analyze_training import check_overlapping_clones, check_set_under_grad, set_under_grad, wrapper_uses
+from subclassaot.analyze_training import (
+    check_history_over_alias,
+    check_overlapping_clones,
+    check_set_under_grad,
+    set_under_grad,
+    wrapper_uses,
+)
 from subclassaot.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
@@ -417,6 +423,7 @@ def _output_info(
             "requires grad: eager gives it an autograd history of its own over the input's storage, which a compiled "
             "output cannot have. Return a clone, or write into a clone"
         )
+    check_history_over_alias(path, value, out_leaves, run)
     outer = None if tree is None else leaf_meta(value)
     replay = replay_of(value, tuple(out_leaves), run, input_by_id, bases, earlier)
     if replay is not None and replay.source is ReplaySource.OUTPUT:

@@ -223,3 +223,48 @@ def test_no_grad_view_of_intermediate_after_data_assignment(compile_fn: CompileF
         return (t2,)
 
     check(f, lambda: (nonleaf(3, 1),), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Note [Histories Over Aliased Storage]
+
+
+@pytest.mark.parametrize("subclass", [False, True])
+def test_no_grad_set_of_computed_tensor_to_input_is_refused(compile_fn: CompileFn | None, subclass: bool) -> None:
+    # seed 3000 #2746, seed 5000 #1136: eager's output has AddBackward0 (MulBackward0) over x0's storage; ours came
+    # back without history.
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.add(x0)
+        with torch.no_grad():
+            t0.set_(x0)  # type: ignore[call-overload]  # torch's stubs list only the storage overloads of set_
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        x = pair_nonleaf(4, 2) if subclass else torch.randn(4, 2, requires_grad=True)
+        return (x, x)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "set_\\(\\) this tensor under no_grad after computing it with grad")
+
+
+def test_no_grad_set_of_computed_tensor_alone_matches_eager(compile_fn: CompileFn | None) -> None:
+    # Set to an intermediate no other output shares: computed by the graph, with its history.
+    def f(x0: T) -> object:
+        t0 = x0.mul(2.0)
+        with torch.no_grad():
+            t0.set_(x0.sin())  # type: ignore[call-overload]  # torch's stubs list only the storage overloads of set_
+        return (t0,)
+
+    check(f, lambda: (nonleaf(3),), compile_fn)
+
+
+def test_written_detach_of_intermediate_is_refused(compile_fn: CompileFn | None) -> None:
+    # seed 3000 #7187: eager's t1 has CopyBackwards over t0's storage; ours came back without history.
+    def f(x0: T) -> object:
+        t0 = x0.mul(x0)
+        t1 = t0.detach()
+        t1.copy_(x0)
+        return (t1,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair_nonleaf(4, 2),), compile_fn, "detach\\(\\) of an intermediate")
