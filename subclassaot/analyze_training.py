@@ -29,7 +29,7 @@ from subclassaot.schemas import (
     ViewStep,
 )
 from subclassaot.torch_internals import storage_key
-from subclassaot.view_chains import detached_in_chain, viewed_after_grad_set
+from subclassaot.view_chains import detached_in_chain, viewed_after_grad_set, viewed_before_resize
 
 __all__ = [
     "check_history_over_alias",
@@ -126,10 +126,16 @@ def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
 # of an intermediate other outputs share) is regenerated from that storage, with a history of views at most; one
 # the graph computes has the history but its own storage. So such an output is refused where it aliases storage
 # (like `.data =` of a tensor with history: analyze); alone on an intermediate's storage it is computed by the
-# graph, which is exact.
+# graph, which is exact. So is a view, with grad, of an intermediate taken before a `.data =` gave it another size.
 
 
-def check_history_over_alias(path: str, value: torch.Tensor, leaves: Sequence[OutputLeaf], run: FunctionalRun) -> None:
+def check_history_over_alias(
+    path: str,
+    value: torch.Tensor,
+    leaves: Sequence[OutputLeaf],
+    run: FunctionalRun,
+    bases: dict[object, tuple[int, torch.Tensor]],
+) -> None:
     """Note [Histories Over Aliased Storage]."""
     if all(leaf.source is LeafSource.GRAPH for leaf in leaves) or not value.requires_grad:
         return
@@ -139,6 +145,20 @@ def check_history_over_alias(path: str, value: torch.Tensor, leaves: Sequence[Ou
         return
     if not has_history:
         return
+    base = bases.get(storage_key(value))
+    if (
+        base is not None
+        and id(base[1]) in run.swaps.swapped_by_data
+        and base[1].requires_grad
+        and viewed_before_resize(value, base[1], run)
+    ):
+        # fuzz seed 3000 #3430: the backward raised "invalid gradient" (the base's history has its old size)
+        raise UnsupportedError(
+            f"{path} is a view of an intermediate that requires grad, taken before the program assigned its `.data` "
+            "a tensor of another size: eager's view keeps the history of the old size, and one regenerated from the "
+            "intermediate as it ends cannot (Note [Histories Over Aliased Storage]). Return a clone made before "
+            "the assignment"
+        )
     wrapper_set = run.swaps.wrapper_sets.get(id(value))
     no_grad_set = (id(value) in run.swaps.swapped_ids and id(value) not in run.swaps.grad_set_ids) or (
         wrapper_set is not None and not wrapper_set[1]

@@ -268,3 +268,17 @@ def test_written_detach_of_intermediate_is_refused(compile_fn: CompileFn | None)
 
     with torch.enable_grad():
         assert_refused(f, lambda: (pair_nonleaf(4, 2),), compile_fn, "detach\\(\\) of an intermediate")
+
+
+def test_grad_view_of_intermediate_before_resizing_data_assignment_is_refused(compile_fn: CompileFn | None) -> None:
+    # seed 3000 #3430 unshrunk: t1 was regenerated from t0 as it ends ((0, 1)), whose history has the (3, 1) size:
+    # the backward raised "invalid gradient".
+    def f(x0: T) -> object:
+        t0 = x0.clone()
+        t1 = t0.transpose(0, 0)
+        t2 = t0[2:2:1]
+        t0.data = t2
+        return (t2, t1)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(3, 1),), compile_fn, "taken before the program assigned its `.data`")
