@@ -12,7 +12,6 @@ replaying it is exact, else None; only `check_mixed_grad_view_ops` raises.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -164,7 +163,7 @@ def replay_of(
         # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
         # then is viewed before the epilogue changes it; anything else is regenerated.
         if id(t) in input_by_id and _as_received(t, first, run) and _all_input_alias(leaves):
-            late = _late_no_grad_view(value, t, steps, leaves, run)
+            late = _late_no_grad_view(value, t, leaves, run)
             if late is not None:
                 return replace(late, index=input_by_id[id(t)])
             return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=True)
@@ -341,13 +340,13 @@ def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
 # epilogue, on the input as the program got it. But the epilogue then advances the input's version counter, and a
 # view made under no_grad whose base's version moved since raises on grad_fn/is_leaf. Eager's output may have been
 # made after that bump (t1 = t0[1:1]: made from t0 after x.t_()), and reads fine there. Such an output, a plain
-# view made under no_grad by every step, is taken after the epilogue instead, by as_strided() of the input with
-# its recorded size, stride and offset, under no_grad: the same elements, base and (absent) history, and a version
-# it was made at.
+# view made under no_grad (its last step: it has no history whatever its source had), is taken after the epilogue
+# instead, by as_strided() of the input with its recorded size, stride and offset, under no_grad: the same
+# elements, base and (absent) history, and a version it was made at.
 
 
 def _late_no_grad_view(
-    value: torch.Tensor, t: torch.Tensor, steps: Sequence[ViewStep], leaves: tuple[OutputLeaf, ...], run: FunctionalRun
+    value: torch.Tensor, t: torch.Tensor, leaves: tuple[OutputLeaf, ...], run: FunctionalRun
 ) -> Replay | None:
     """The replay after the epilogue of Note [No-Grad Views Made After The Bump], where it applies (its index is
     the caller's to set)."""
@@ -356,7 +355,7 @@ def _late_no_grad_view(
         is_traceable_subclass(value)
         or len(leaves) != 1
         or record is None
-        or any(s.grad_enabled for s in steps)
+        or record.grad_enabled
         or id(t) in run.swaps.swapped_ids
         or id(t) in run.swaps.grown_ids
         or record.seq < _last_bump(t, run)

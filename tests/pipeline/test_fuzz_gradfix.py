@@ -282,3 +282,20 @@ def test_grad_view_of_intermediate_before_resizing_data_assignment_is_refused(co
 
     with torch.enable_grad():
         assert_refused(f, lambda: (nonleaf(3, 1),), compile_fn, "taken before the program assigned its `.data`")
+
+
+def test_no_grad_view_of_grad_view_made_after_transpose_of_aliased_input(compile_fn: CompileFn | None) -> None:
+    # seed 5000 #8637 unshrunk (training): the last step made t2 under no_grad after x1.t_(); its first step had
+    # grad on.
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.t()
+        x1.t_()
+        with torch.no_grad():
+            t2 = t0[1:1:1]
+        return (t2, x1.clone())
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(3, 3)
+        return (b0, b0.as_strided((2, 2), (3, 1), 0).expand((-1, 2)))
+
+    check(f, make_inputs, compile_fn)
