@@ -76,7 +76,9 @@ def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[tor
 # some only (the program's output, not the new value of the subclass input it wrote) may give a plain gradient where
 # the graph gives a subclass. So when an output that some subclass gradient depends on gets no tangent, the backward
 # is traced again without differentiating that output, and cached per such set (Note [Tangent Retrace]); a backward
-# through every output, or missing only tangents no subclass gradient depends on, runs the compiled one.
+# through every output, or missing only tangents no subclass gradient depends on, runs the compiled one. So does one
+# whose retrace fails (the retraced forward differs from the compiled one, as with some dynamic shapes) and a double
+# backward (create_graph=True): there the gradient types are those of a backward through every output (a known gap).
 
 
 # Note [Unreached Inputs Are Detached]
@@ -135,7 +137,9 @@ class _Variants:
 
     def __init__(self, compile_backward: Callable[[BackwardVariant], Callable[..., object]]) -> None:
         self._compile = compile_backward
-        self._cache: list[tuple[object, BackwardVariant, Callable[..., object]]] = []
+        # None: a retrace for missing tangents only that failed; the compiled backward runs (Note [Gradient Types
+        # Follow The Tangents Given])
+        self._cache: list[tuple[object, tuple[BackwardVariant, Callable[..., object]] | None]] = []
         self._lock = threading.Lock()
 
     def get(
@@ -144,13 +148,13 @@ class _Variants:
         trees: list[TangentTree],
         per_output: list[list[torch.Tensor]],
         absent: frozenset[int] = frozenset(),
-    ) -> tuple[BackwardVariant, Callable[..., object]]:
+    ) -> tuple[BackwardVariant, Callable[..., object]] | None:
         resolved = [bw_meta.tangent_trees[k] if isinstance(tree, _Same) else tree for k, tree in enumerate(trees)]
         key = (resolved, [[(t.shape, t.stride(), t.dtype) for t in ts] for ts in per_output], absent)
         with self._lock:
-            for seen, variant, fn in self._cache:
+            for seen, found in self._cache:
                 if seen == key:
-                    return variant, fn
+                    return found
             reasons = [
                 f"output {bw_meta.diff_outputs[k]}: a {_describe(tree)} tangent, traced for "
                 f"{_describe(bw_meta.tangent_trees[k])}"
@@ -159,9 +163,16 @@ class _Variants:
             ]
             reasons += [f"output {bw_meta.diff_outputs[k]}: no tangent" for k in sorted(absent)]
             log.info("retracing the backward for new tangent types: %s", "; ".join(reasons))
-            variant = retrace_backward(bw_meta, resolved, per_output, absent)
+            try:
+                variant = retrace_backward(bw_meta, resolved, per_output, absent)
+            except UnsupportedError:
+                if any(not isinstance(tree, _Same) for tree in trees):
+                    raise
+                log.info("the retrace for missing tangents failed; running the compiled backward")
+                self._cache.append((key, None))
+                return None
             fn = self._compile(variant)
-            self._cache.append((key, variant, fn))
+            self._cache.append((key, (variant, fn)))
             return variant, fn
 
 
@@ -350,16 +361,18 @@ def training_call(
             for k, v in ctx.saved_ints:
                 saved.insert(k, v)
             per_output, trees, present = _collect_tangents(grads, bw_meta, ctx.zeros)
-            absent = typed_by - present  # Note [Gradient Types Follow The Tangents Given]
-            if any(tree is not _SAME for tree in trees) or absent:
-                if create_graph:
-                    raise UnsupportedError(
-                        "double backward (create_graph=True) with a tangent of another type than the output's, or "
-                        "without a tangent for an output that a tensor subclass gradient depends on (Note [Tangent "
-                        "Retrace], Note [Gradient Types Follow The Tangents Given]); pass tangents of the type of "
-                        "the outputs, for all of them"
-                    )
-                variant, fn = variants.get(bw_meta, trees, per_output, frozenset(absent))
+            retyped = any(tree is not _SAME for tree in trees)
+            if retyped and create_graph:
+                raise UnsupportedError(
+                    "double backward (create_graph=True) with a tangent of another type than the output's "
+                    "(Note [Tangent Retrace]); pass tangents of the type of the outputs"
+                )
+            absent = frozenset(typed_by - present)  # Note [Gradient Types Follow The Tangents Given]
+            found = (
+                variants.get(bw_meta, trees, per_output, absent) if retyped or (absent and not create_graph) else None
+            )
+            if found is not None:
+                variant, fn = found
                 flat_tangents = [t for ts in per_output for t in ts]
                 dense_grads = list(
                     cast(Sequence[torch.Tensor], fn(*[saved[j] for j in variant.saved_index], *flat_tangents))

@@ -50,7 +50,7 @@ def check(
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Note [Gradient Types Follow The Tangents Given]
+# See Note [Gradient Types Follow The Tangents Given]
 
 
 def test_plain_copy_from_written_subclass_sends_plain_grad(compile_fn: CompileFn | None) -> None:
@@ -75,7 +75,7 @@ def test_grad_type_through_every_output_stays_subclass(compile_fn: CompileFn | N
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Note [Original Values After In-Place View Ops]
+# See Note [Original Values After In-Place View Ops]
 
 
 def test_write_then_transpose_of_view_input(compile_fn: CompileFn | None) -> None:
@@ -114,7 +114,7 @@ def test_no_grad_unsqueeze_then_data_write_of_leaf(compile_fn: CompileFn | None)
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Note [Subclass Gradient Strides]
+# See Note [Subclass Gradient Strides]
 
 
 def test_subclass_gradient_through_user_view_of_leaf(compile_fn: CompileFn | None) -> None:
@@ -131,7 +131,7 @@ def test_subclass_gradient_through_user_view_of_leaf(compile_fn: CompileFn | Non
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Note [Metadata Changes Under no_grad]
+# See Note [Metadata Changes Under no_grad]
 
 
 def test_no_grad_transpose_beside_grad_view_op_on_view(compile_fn: CompileFn | None) -> None:
@@ -162,7 +162,7 @@ def test_no_grad_transpose_beside_grad_write(compile_fn: CompileFn | None, write
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Note [No-Grad Views Made After The Bump]
+# See Note [No-Grad Views Made After The Bump]
 
 
 def test_no_grad_view_made_after_transpose_of_input(compile_fn: CompileFn | None) -> None:
@@ -190,7 +190,7 @@ def test_no_grad_view_made_before_transpose_of_input(compile_fn: CompileFn | Non
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Note [Input Views With Cut History]
+# See Note [Input Views With Cut History]
 
 
 @pytest.mark.parametrize("grad_view", [True, False])
@@ -226,7 +226,7 @@ def test_no_grad_view_of_intermediate_after_data_assignment(compile_fn: CompileF
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Note [Histories Over Aliased Storage]
+# See Note [Histories Over Aliased Storage]
 
 
 @pytest.mark.parametrize("subclass", [False, True])
