@@ -17,6 +17,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.analyze_training import (
+    check_history_over_alias,
     check_overlapping_clones,
     check_set_under_grad,
     check_wrapper_grad_gains,
@@ -55,6 +56,7 @@ from subclassaot.torch_internals import (
 from subclassaot.training_rules import gains_grad, grad_bases, wrapper_update_inputs
 from subclassaot.view_chains import (
     check_mixed_grad_view_ops,
+    cut_history_replay,
     detached_in_chain,
     early_input_replay,
     hidden_base,
@@ -185,6 +187,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
     )
     final_meta, orig_meta = leaf_meta(final), leaf_meta(orig)
     swaps = run.swaps
+    view_ops = swaps.inplace_views.get(id(final), []) if any(final is t for t in run.user_tensors) else []
     return LeafMutation(
         data=data,
         metadata=final_meta != orig_meta,
@@ -201,6 +204,9 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         autograd_visible=storage_key(orig) in swaps.visible_writes,
         set_under_grad=id(final) in swaps.grad_set_ids,
         new_storage_of=new_storage_of,
+        metadata_hidden=bool(view_ops)
+        and not any(r.grad_enabled for r in view_ops)
+        and not is_traceable_subclass(final),
     )
 
 
@@ -432,12 +438,15 @@ def _output_info(
             "requires grad: eager gives it an autograd history of its own over the input's storage, which a compiled "
             "output cannot have. Return a clone, or write into a clone"
         )
+    check_history_over_alias(path, value, out_leaves, run, bases)
     outer = None if tree is None else leaf_meta(value)
     replay = replay_of(value, tuple(out_leaves), run, input_by_id, bases, earlier)
     if replay is not None and replay.source is ReplaySource.OUTPUT:
         replay = early_input_replay(value, tuple(out_leaves), run, input_by_id, bases) or replay
     if replay is None and tree is not None and replaced is None:
         replay = view_rebuilt_by_set(value, run, input_by_id, bases, earlier)
+    if replay is None and replaced is None and torch.is_grad_enabled():
+        replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
     _check_replay(path, value, tree is not None, replay, replaced, run)
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
     if torch.is_grad_enabled() and not rebuilt and _grad_fn_raises(value):

@@ -24,13 +24,15 @@ from subclassaot.schemas import (
     LeafSource,
     OutputInfo,
     OutputKind,
+    OutputLeaf,
     ReplaySource,
     ViewStep,
 )
 from subclassaot.torch_internals import storage_key
-from subclassaot.view_chains import viewed_after_grad_set
+from subclassaot.view_chains import detached_in_chain, viewed_after_grad_set, viewed_before_resize
 
 __all__ = [
+    "check_history_over_alias",
     "check_overlapping_clones",
     "check_set_under_grad",
     "check_wrapper_grad_gains",
@@ -146,6 +148,67 @@ def _grad_view_of_intermediate(value: torch.Tensor, run: FunctionalRun, outputs:
             return False
         t = record.source
     return t is not value and t.requires_grad and all(t is not u for u in (*run.user_tensors, *outputs))
+
+
+# Note [Histories Over Aliased Storage]
+# Eager can return a tensor whose autograd history is its own while its storage is another tensor's: one computed
+# with grad and then set_() to an input under no_grad (`t0 = x1.add(x0); with no_grad(): t0.set_(x0)`: grad_fn
+# AddBackward0 over x0's storage), or a detach() of an intermediate written with a value that requires grad (`t1 =
+# t0.detach(); t1.copy_(x0)`: grad_fn CopyBackwards over t0's storage). An output that is an alias (of an input, or
+# of an intermediate other outputs share) is regenerated from that storage, with a history of views at most; one
+# the graph computes has the history but its own storage. So such an output is refused where it aliases storage
+# (like `.data =` of a tensor with history: analyze); alone on an intermediate's storage it is computed by the
+# graph, which is exact. So is a view, with grad, of an intermediate taken before a `.data =` gave it another size.
+
+
+def check_history_over_alias(
+    path: str,
+    value: torch.Tensor,
+    leaves: Sequence[OutputLeaf],
+    run: FunctionalRun,
+    bases: dict[object, tuple[int, torch.Tensor]],
+) -> None:
+    """Note [Histories Over Aliased Storage]."""
+    if all(leaf.source is LeafSource.GRAPH for leaf in leaves) or not value.requires_grad:
+        return
+    try:
+        has_history = value.grad_fn is not None
+    except (RuntimeError, ValueError, IndexError):  # see analyze._needs_program_autograd
+        return
+    if not has_history:
+        return
+    base = bases.get(storage_key(value))
+    if (
+        base is not None
+        and id(base[1]) in run.swaps.swapped_by_data
+        and base[1].requires_grad
+        and viewed_before_resize(value, base[1], run)
+    ):
+        # fuzz seed 3000 #3430: the backward raised "invalid gradient" (the base's history has its old size)
+        raise UnsupportedError(
+            f"{path} is a view of an intermediate that requires grad, taken before the program assigned its `.data` "
+            "a tensor of another size: eager's view keeps the history of the old size, and one regenerated from the "
+            "intermediate as it ends cannot (Note [Histories Over Aliased Storage]). Return a clone made before "
+            "the assignment"
+        )
+    wrapper_set = run.swaps.wrapper_sets.get(id(value))
+    no_grad_set = (id(value) in run.swaps.swapped_ids and id(value) not in run.swaps.grad_set_ids) or (
+        wrapper_set is not None and not wrapper_set[1]
+    )
+    if no_grad_set and id(value) not in run.swaps.swapped_by_data and not run.swaps.is_view(value):
+        raise UnsupportedError(
+            f"{path}: the program set_() this tensor under no_grad after computing it with grad: eager returns it "
+            "with its own autograd history over the storage it was set_() to, which a compiled output that shares "
+            "that storage cannot have (Note [Histories Over Aliased Storage]). Return a clone, or call set_() with "
+            "grad enabled"
+        )
+    if any(leaf.source is LeafSource.INTERMEDIATE_ALIAS for leaf in leaves) and detached_in_chain(value, run):
+        raise UnsupportedError(
+            f"{path} is a detach() of an intermediate (or a view of one) that the program then wrote with a value "
+            "that requires grad: eager gives it an autograd history of its own over the intermediate's storage, "
+            "which a compiled output cannot have (Note [Histories Over Aliased Storage]). Return a clone, or write "
+            "into a clone"
+        )
 
 
 def check_set_under_grad(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> None:

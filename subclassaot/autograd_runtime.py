@@ -22,7 +22,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.joint import BackwardGraph, BackwardVariant, retrace_backward, training_roots
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.runtime import GraphCall, MetaEvaluator, RuntimePlan, fresh_outer_stride, non_view_alias
-from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf
+from subclassaot.schemas import AliasGroupRef, LeafMutation, LeafSource, OutputKind, OutputLeaf
 from subclassaot.trace import UpdateKind
 
 log = logging.getLogger(__name__)
@@ -68,6 +68,35 @@ def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[tor
     return out
 
 
+# Note [Gradient Types Follow The Tangents Given]
+# Eager's gradient of a tensor subclass input is the sum of what autograd's formulas give back along each path from
+# an output that got a tangent: a subclass where some path makes one, else a plain tensor (x1.copy_(x0) with a plain
+# x1 sends x0 a plain gradient; a write x0.add_(1) sends its own). The backward graph is traced with a tangent for
+# every differentiable output, so its gradient types are those of a backward through all of them; a backward through
+# some only (the program's output, not the new value of the subclass input it wrote) may give a plain gradient where
+# the graph gives a subclass. So when an output that some subclass gradient depends on gets no tangent, the backward
+# is traced again without differentiating that output, and cached per such set (Note [Tangent Retrace]); a backward
+# through every output, or missing only tangents no subclass gradient depends on, runs the compiled one. So does one
+# whose retrace fails (the retraced forward differs from the compiled one, as with some dynamic shapes) and a double
+# backward (create_graph=True): there the gradient types are those of a backward through every output (a known gap).
+
+
+# Note [Unreached Inputs Are Detached]
+# An input that requires grad but that no differentiable output's gradient reaches (or only new values of inputs
+# that the epilogue writes under no_grad: .data and no_grad writes) is given to the Function detached where the
+# program changes its metadata, or where the backward raises. Eager never puts such an input in
+# the autograd graph; an attached Function input would, and would create its gradient accumulator now, with its
+# metadata now: after x.transpose_(0, 1) under no_grad on a leaf, a later backward through the new x would fail
+# against that stale accumulator where eager's succeeds. Detaching also keeps such an input's own gradient from
+# waiting behind a backward that raises (Note [Backward Errors Are Deferred]). Other unreached inputs stay
+# attached: outputs computed from a no_grad view of one still require grad in eager, and do through the Function.
+
+
+def _hidden_write(m: LeafMutation) -> bool:
+    """The epilogue writes this input's new value under no_grad (see runtime._copy_into)."""
+    return not m.autograd_visible or m.hidden_from_autograd or m.storage_changed
+
+
 class _Same:
     """The marker for a tangent that has the traced structure (after the subclass's hooks)."""
 
@@ -108,28 +137,42 @@ class _Variants:
 
     def __init__(self, compile_backward: Callable[[BackwardVariant], Callable[..., object]]) -> None:
         self._compile = compile_backward
-        self._cache: list[tuple[object, BackwardVariant, Callable[..., object]]] = []
+        # None: a retrace for missing tangents only that failed; the compiled backward runs (Note [Gradient Types
+        # Follow The Tangents Given])
+        self._cache: list[tuple[object, tuple[BackwardVariant, Callable[..., object]] | None]] = []
         self._lock = threading.Lock()
 
     def get(
-        self, bw_meta: BackwardGraph, trees: list[TangentTree], per_output: list[list[torch.Tensor]]
-    ) -> tuple[BackwardVariant, Callable[..., object]]:
+        self,
+        bw_meta: BackwardGraph,
+        trees: list[TangentTree],
+        per_output: list[list[torch.Tensor]],
+        absent: frozenset[int] = frozenset(),
+    ) -> tuple[BackwardVariant, Callable[..., object]] | None:
         resolved = [bw_meta.tangent_trees[k] if isinstance(tree, _Same) else tree for k, tree in enumerate(trees)]
-        key = (resolved, [[(t.shape, t.stride(), t.dtype) for t in ts] for ts in per_output])
+        key = (resolved, [[(t.shape, t.stride(), t.dtype) for t in ts] for ts in per_output], absent)
         with self._lock:
-            for seen, variant, fn in self._cache:
+            for seen, found in self._cache:
                 if seen == key:
-                    return variant, fn
+                    return found
             reasons = [
                 f"output {bw_meta.diff_outputs[k]}: a {_describe(tree)} tangent, traced for "
                 f"{_describe(bw_meta.tangent_trees[k])}"
                 for k, tree in enumerate(trees)
                 if not isinstance(tree, _Same)
             ]
+            reasons += [f"output {bw_meta.diff_outputs[k]}: no tangent" for k in sorted(absent)]
             log.info("retracing the backward for new tangent types: %s", "; ".join(reasons))
-            variant = retrace_backward(bw_meta, resolved, per_output)
+            try:
+                variant = retrace_backward(bw_meta, resolved, per_output, absent)
+            except UnsupportedError:
+                if any(not isinstance(tree, _Same) for tree in trees):
+                    raise
+                log.info("the retrace for missing tangents failed; running the compiled backward")
+                self._cache.append((key, None))
+                return None
             fn = self._compile(variant)
-            self._cache.append((key, variant, fn))
+            self._cache.append((key, (variant, fn)))
             return variant, fn
 
 
@@ -211,6 +254,10 @@ def training_call(
     diff_set = frozenset(bw_meta.diff_outputs)
     subclass_inputs = [i for i, tree in enumerate(layout.trees) if tree is not None]
     roots = training_roots(analysis)
+    # Note [Gradient Types Follow The Tangents Given]: the diff outputs a tensor subclass gradient depends on
+    typed_by = set().union(
+        *(deps for tree, deps in zip(bw_meta.grad_trees, bw_meta.tangent_deps, strict=False) if tree is not None)
+    )
 
     class CompiledStep(torch.autograd.Function):
         @staticmethod
@@ -314,18 +361,28 @@ def training_call(
             for k, v in ctx.saved_ints:
                 saved.insert(k, v)
             per_output, trees, present = _collect_tangents(grads, bw_meta, ctx.zeros)
-            if any(tree is not _SAME for tree in trees):
-                if create_graph:
-                    raise UnsupportedError(
-                        "double backward (create_graph=True) with a tangent of another type than the output's "
-                        "(Note [Tangent Retrace]); pass tangents of the type of the outputs"
-                    )
-                variant, fn = variants.get(bw_meta, trees, per_output)
+            retyped = any(tree is not _SAME for tree in trees)
+            if retyped and create_graph:
+                raise UnsupportedError(
+                    "double backward (create_graph=True) with a tangent of another type than the output's "
+                    "(Note [Tangent Retrace]); pass tangents of the type of the outputs"
+                )
+            absent = frozenset(typed_by - present)  # Note [Gradient Types Follow The Tangents Given]
+            found = (
+                variants.get(bw_meta, trees, per_output, absent) if retyped or (absent and not create_graph) else None
+            )
+            if found is not None:
+                variant, fn = found
                 flat_tangents = [t for ts in per_output for t in ts]
                 dense_grads = list(
                     cast(Sequence[torch.Tensor], fn(*[saved[j] for j in variant.saved_index], *flat_tangents))
                 )
-                shape: tuple[Any, ...] = (variant.grad_trees, variant.unused, variant.tangent_deps)
+                shape: tuple[Any, ...] = (
+                    variant.grad_trees,
+                    variant.unused,
+                    variant.tangent_deps,
+                    variant.grad_stride_leaves,
+                )
             else:
                 # The backward graph was traced for tangents laid out like the forward outputs (views in it depend
                 # on that layout): give the runtime tangents the same strides.
@@ -339,7 +396,7 @@ def training_call(
                     dense_grads = list(all_outs[bw_meta.num_fw_outputs :])
                 else:
                     dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
-                shape = (bw_meta.grad_trees, bw_meta.unused, bw_meta.tangent_deps)
+                shape = (bw_meta.grad_trees, bw_meta.unused, bw_meta.tangent_deps, bw_meta.grad_stride_leaves)
             if ctx.bw_targets:
                 n_grads = len(dense_grads) - len(ctx.bw_targets)
                 with torch.no_grad():
@@ -350,7 +407,7 @@ def training_call(
             # Gradients of the Function's inputs: the user tensors, then the synthetic bases of aliased inputs.
             result: list[torch.Tensor | None] = [None] * n_results
             pos = 0
-            grad_trees, unused, deps = shape
+            grad_trees, unused, deps, stride_leaves = shape
             for k, i in enumerate(targets):
                 tree = grad_trees[k]
                 width = 1 if tree is None else tree.num_leaves
@@ -362,15 +419,32 @@ def training_call(
                     result[i] = leaves[0]
                 elif i in ctx.input_meta:
                     size, stride = ctx.input_meta[i]
+                    j = stride_leaves[k]  # Note [Subclass Gradient Strides]
+                    if j is not None and tuple(leaves[j].shape) == size:
+                        stride = tuple(leaves[j].stride())
                     result[i] = unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False)
                 else:
                     result[i] = unflatten_subclass(tree, leaves, check=False)
             return (None, *result)
 
     n_wrappers = len(bw_meta.wrapper_updates)
-    unreached = (
-        [i for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False) if not deps]
-        if bw_meta.error is not None and len(bw_meta.tangent_deps) >= len(bw_meta.grad_inputs)
+    # Diff outputs that are new values of inputs the epilogue writes hidden from autograd: no gradient flows
+    # through them (Note [Unreached Inputs Are Detached])
+    hidden_updates = {
+        p
+        for p, d in enumerate(bw_meta.diff_outputs)
+        if d < n_updates
+        and plan.graph_outputs.updates[d].kind is not UpdateKind.BASE
+        and _hidden_write(analysis.mutations[plan.graph_outputs.updates[d].target])
+    }
+    unreached = (  # Note [Unreached Inputs Are Detached]
+        [
+            i
+            for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False)
+            if deps <= hidden_updates
+            and (bw_meta.error is not None or any(analysis.mutations[j].metadata for j in layout.leaves_of_input[i]))
+        ]
+        if len(bw_meta.tangent_deps) >= len(bw_meta.grad_inputs)
         else []
     )
     ev = MetaEvaluator()
@@ -399,7 +473,7 @@ def training_call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
     ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
         user = [values[i] for i in flat.tensor_indices]
-        for i in unreached:  # Note [Backward Errors Are Deferred]
+        for i in unreached:  # Note [Unreached Inputs Are Detached]
             user[i] = cast(torch.Tensor, user[i]).detach()
         bases = [graph_in[k] for k in bw_meta.group_grads]  # Note [Aliased Inputs In Training]
         tensors = list(CompiledStep.apply((graph_in, dense, symbols), *user, *bases))  # type: ignore[no-untyped-call]  # untyped in torch

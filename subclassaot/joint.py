@@ -20,7 +20,7 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from subclassaot.desugar import graph_example_inputs
+from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, intermediate_bases, run_functional
 from subclassaot.partition import Partition, partition_backward_like, partition_joint
@@ -96,6 +96,9 @@ class BackwardGraph:
     grad_inputs: tuple[int, ...]  # tensor-input positions (FlatInputs.tensor_indices order) that get a gradient
     unused: frozenset[int]  # positions in grad_inputs whose gradient eager leaves None (unreachable from outputs)
     grad_trees: tuple[SubclassNode | None, ...]  # per grad input: the gradient's subclass structure (None: plain)
+    # per grad input: the dense leaf (position among its leaves) whose size and stride its subclass gradient had
+    # while tracing (Note [Subclass Gradient Strides])
+    grad_stride_leaves: tuple[int | None, ...] = ()
     # per grad input: the diff outputs (positions in diff_outputs) whose tangents reach its gradient in the graph
     tangent_deps: tuple[frozenset[int], ...]
     # dense inputs the backward itself writes (a custom Function's backward updating a buffer); their new values
@@ -130,8 +133,10 @@ def forward_output_values(
     for update in traced.outputs.updates:
         if update.kind is UpdateKind.BASE:
             out.append(graph_inputs[update.target])
+        elif update.kind is UpdateKind.ORIGINAL:
+            out.append(_original_value(originals[update.target], finals[update.target]))
         else:
-            out.append((originals if update.kind is UpdateKind.ORIGINAL else finals)[DenseIndex(update.target)])
+            out.append(finals[DenseIndex(update.target)])
     leaves, _ = pytree.tree_flatten(run_output)
     for info, value in zip(analysis.outputs, leaves, strict=True):
         if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves):
@@ -144,6 +149,32 @@ def forward_output_values(
     out.extend(run.user_tensors[i] for i in wrapper_updates)
     out.extend(_root_values(run, analysis, leaves))
     return out
+
+
+# Note [Subclass Gradient Strides]
+# A subclass gradient is rebuilt from its dense leaves after the backward graph ran. Its outer strides are what
+# autograd's later nodes read: the user's own ViewBackward (x = leaf.view(...)) reshapes it, which views it where its
+# outer strides allow and then views each inner tensor. So where the traced gradient had the size and stride of one
+# of its leaves (a wrapper taking them from its first inner tensor, as eager's did), it takes that leaf's real
+# strides; otherwise the input's own size and stride.
+
+
+# Note [Original Values After In-Place View Ops]
+# The new data of an input in its original layout (an ORIGINAL update) is read through an alias taken before the
+# program ran. Once the program writes the input, autograd rebuilds that alias's grad_fn from the input's current
+# history, which an in-place view op (x.transpose_(0, 1), x.as_strided_(...)) has left in another layout: the alias
+# then sends its gradient, in the original layout, to a node expecting the new one (autograd raises "invalid
+# gradient ... got [1, 2] but expected shape compatible with [2, 1]"). So where the input ends in another layout on
+# the same storage, the differentiated value is a view of the input as it ends instead, taken after the program,
+# with the original size, stride and offset: the same elements, through a history autograd keeps consistent. (A
+# non-view input is mostly not differentiated there at all: Note [Overwritten Original Updates].)
+
+
+def _original_value(original: torch.Tensor, final: torch.Tensor) -> torch.Tensor:
+    """The value differentiated for an ORIGINAL update (Note [Original Values After In-Place View Ops])."""
+    if leaf_meta(original) == leaf_meta(final) or storage_key(original) != storage_key(final):
+        return original
+    return final.as_strided(original.shape, original.stride(), original.storage_offset())
 
 
 # Note [Intermediate Roots In Training]
@@ -207,6 +238,7 @@ class TracedJoint:
     num_fw_outputs: int
     unused: frozenset[int]
     grad_trees: tuple[SubclassNode | None, ...]
+    grad_stride_leaves: tuple[int | None, ...]
     backward_mutations: tuple[DenseIndex, ...]
     # per gradient taken (grad inputs, then synthetic bases): the diff outputs (positions in diff) from whose
     # autograd graph it is reachable; eager's gradient is None when no output with a tangent reaches it
@@ -218,13 +250,17 @@ def trace_joint(
     tangent_fakes: Sequence[torch.Tensor],
     tangent_trees: Sequence[SubclassNode | None] | None,
     reach_sink: list[frozenset[int]] | None = None,
+    absent: frozenset[int] = frozenset(),
 ) -> TracedJoint:
     """make_fx of the program then autograd.grad (Note [Training Through A Joint Graph]). `tangent_trees`: the
     structure each diff output's tangent is rebuilt with (None: the output's own structure). `reach_sink` receives
-    TracedJoint.reach even when autograd.grad then raises (Note [Backward Errors Are Deferred])."""
+    TracedJoint.reach even when autograd.grad then raises (Note [Backward Errors Are Deferred]). `absent`: positions
+    in diff whose outputs get no tangent (their tangent placeholders stay unread; Note [Gradient Types Follow The
+    Tangents Given])."""
     n_primals = len(setup.example)
     unused: set[int] = set()
     grad_trees: list[SubclassNode | None] = []
+    stride_leaves: list[int | None] = []
     bw_mutated: list[DenseIndex] = []
     n_fw_outputs = [0]
     reach: list[frozenset[int]] = [] if reach_sink is None else reach_sink
@@ -255,10 +291,12 @@ def trace_joint(
                 wrt = [wrt[setup.wrt_only]]
             before = [mutation_counter(o) for o in run.originals]
             reach[:] = _autograd_reach(diff_outs, wrt)
-            grads = _grads(diff_outs, wrt, grad_outs)
+            given = [k for k in range(len(diff_outs)) if k not in absent]
+            grads = _grads([diff_outs[k] for k in given], wrt, [grad_outs[k] for k in given])
             bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
             grad_trees.clear()
-            dense = _dense_grads(grads, wrt, unused, grad_trees)
+            stride_leaves.clear()
+            dense = _dense_grads(grads, wrt, unused, grad_trees, stride_leaves)
             return [*fw_outs, *dense, *(from_functional(run.originals[j]) for j in bw_mutated)]
 
     with setup.fake_mode:
@@ -268,6 +306,7 @@ def trace_joint(
         num_fw_outputs=n_fw_outputs[0],
         unused=frozenset(unused),
         grad_trees=tuple(grad_trees),
+        grad_stride_leaves=tuple(stride_leaves),
         backward_mutations=tuple(bw_mutated),
         reach=tuple(reach),
     )
@@ -448,6 +487,7 @@ def trace_backward(
         grad_inputs=grad_inputs,
         unused=joint.unused,
         grad_trees=joint.grad_trees,
+        grad_stride_leaves=joint.grad_stride_leaves,
         tangent_deps=joint.reach,
         backward_mutations=joint.backward_mutations,
         tangent_trees=tangent_trees,
@@ -521,20 +561,25 @@ class BackwardVariant:
     example_inputs: tuple[object, ...]
     tangent_trees: tuple[SubclassNode | None, ...]  # per diff output: its tangent's structure
     grad_trees: tuple[SubclassNode | None, ...]  # as BackwardGraph's, for this backward
+    grad_stride_leaves: tuple[int | None, ...]  # as BackwardGraph's, for this backward
     unused: frozenset[int]
     tangent_deps: tuple[frozenset[int], ...]
 
 
 def retrace_backward(
-    meta: BackwardGraph, trees: Sequence[SubclassNode | None], dense_tangents: Sequence[Sequence[torch.Tensor]]
+    meta: BackwardGraph,
+    trees: Sequence[SubclassNode | None],
+    dense_tangents: Sequence[Sequence[torch.Tensor]],
+    absent: frozenset[int] = frozenset(),
 ) -> BackwardVariant:
-    """The backward for runtime tangents of structure `trees` (dense leaves `dense_tangents`, per diff output)."""
+    """The backward for runtime tangents of structure `trees` (dense leaves `dense_tangents`, per diff output),
+    where the diff outputs at positions `absent` got no tangent (Note [Gradient Types Follow The Tangents Given])."""
     setup, reference = meta.setup, meta.partition
     if setup is None or reference is None:
         raise AssertionError("BUG: a tangent retrace of an entry without a partition")
     with setup.fake_mode:
         fakes = [setup.fake_mode.from_tensor(t, static_shapes=True) for ts in dense_tangents for t in ts]
-    joint = trace_joint(setup, fakes, trees)
+    joint = trace_joint(setup, fakes, trees, absent=absent)
     if joint.backward_mutations != meta.backward_mutations:
         raise UnsupportedError(
             "the backward retraced for a new tangent type writes other inputs than the compiled one; pass "
@@ -547,6 +592,7 @@ def retrace_backward(
         example_inputs=example,
         tangent_trees=tuple(trees),
         grad_trees=joint.grad_trees,
+        grad_stride_leaves=joint.grad_stride_leaves,
         unused=joint.unused,
         tangent_deps=joint.reach,
     )
@@ -557,8 +603,11 @@ def _dense_grads(
     wrt: list[torch.Tensor],
     unused: set[int],
     grad_trees: list[SubclassNode | None],
+    stride_leaves: list[int | None],
 ) -> list[torch.Tensor]:
-    """The gradients' dense leaves (user inputs, then synthetic bases); records their structure in `grad_trees`."""
+    """The gradients' dense leaves (user inputs, then synthetic bases); records their structure in `grad_trees`
+    and, for a subclass gradient, the leaf whose size and stride it has in `stride_leaves` (Note [Subclass Gradient
+    Strides])."""
     dense: list[torch.Tensor] = []
     for k, (g, x) in enumerate(zip(grads, wrt, strict=True)):
         if g is None:
@@ -567,13 +616,17 @@ def _dense_grads(
             # would make the backward read x, and the forward save it).
             node, zero_of = flatten_subclass(x, "grad") if is_traceable_subclass(x) else (None, [x])
             grad_trees.append(node)
+            stride_leaves.append(None)
             dense.extend(from_functional(torch.zeros(t.shape, dtype=t.dtype, device=t.device)) for t in zero_of)
             continue
         if is_traceable_subclass(g):
             node, leaves = flatten_subclass(g, "grad")
             grad_trees.append(node)
+            outer = leaf_meta(g)[:2]
+            stride_leaves.append(next((j for j, leaf in enumerate(leaves) if leaf_meta(leaf)[:2] == outer), None))
         else:
             grad_trees.append(None)
+            stride_leaves.append(None)
             leaves = [g]
         dense.extend(from_functional(leaf) for leaf in leaves)
     return dense

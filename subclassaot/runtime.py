@@ -467,6 +467,13 @@ def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: to
         set_version(wrapper, before)  # a write through `.data`: eager leaves the wrapper's counter alone
 
 
+# Note [Metadata Changes Under no_grad]
+# `with torch.no_grad(): x.t_()` on an input that requires grad leaves its grad_fn as it was in eager (a backward
+# through the new x then raises there, as its grad_fn expects the old layout). So the epilogue replays such a change
+# under no_grad too, even where the program's other writes (to x, or an in-place view op on a view of it with grad
+# on: t = x.transpose(0, 0); t.unsqueeze_(0)) make the input's mutation autograd-visible.
+
+
 def _replay_metadata(
     dense: list[torch.Tensor],
     j: int,
@@ -476,8 +483,9 @@ def _replay_metadata(
 ) -> None:
     size, stride, offset = meta
     x = dense[j]
-    # An in-place view op on a non-leaf that requires grad rewrites its grad_fn in eager: let autograd see ours.
-    visible = x.requires_grad and m.autograd_visible and not m.storage_changed
+    # An in-place view op on a non-leaf that requires grad rewrites its grad_fn in eager: let autograd see ours,
+    # unless the program ran them all under no_grad (Note [Metadata Changes Under no_grad]).
+    visible = x.requires_grad and m.autograd_visible and not m.storage_changed and not m.metadata_hidden
     with torch.set_grad_enabled(visible and torch.is_grad_enabled()):
         if m.storage_changed and m.set_source is not None:
             source = sources[m.set_source]

@@ -197,6 +197,9 @@ def _replay_of(
         # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
         # then is viewed before the epilogue changes it; anything else is regenerated.
         if id(t) in input_by_id and _as_received(t, first, run) and _all_input_alias(leaves):
+            late = _late_no_grad_view(value, t, leaves, run)
+            if late is not None:
+                return replace(late, index=input_by_id[id(t)])
             return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=True)
         return None
     if id(t) in input_by_id:
@@ -366,6 +369,111 @@ def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
     return storage_key(source) != storage_key(view)
 
 
+# Note [No-Grad Views Made After The Bump]
+# A view of an input taken before an in-place view op changed the input (t0 = x.t(); x.t_()) is replayed before the
+# epilogue, on the input as the program got it. But the epilogue then advances the input's version counter, and a
+# view made under no_grad whose base's version moved since raises on grad_fn/is_leaf. Eager's output may have been
+# made after that bump (t1 = t0[1:1]: made from t0 after x.t_()), and reads fine there. Such an output, a plain
+# view made under no_grad (its last step: it has no history whatever its source had), is taken after the epilogue
+# instead, by as_strided() of the input with its recorded size, stride and offset, under no_grad: the same
+# elements, base and (absent) history, and a version it was made at.
+
+
+def _late_no_grad_view(
+    value: torch.Tensor, t: torch.Tensor, leaves: tuple[OutputLeaf, ...], run: FunctionalRun
+) -> Replay | None:
+    """The replay after the epilogue of Note [No-Grad Views Made After The Bump], where it applies (its index is
+    the caller's to set)."""
+    record = run.swaps.views.get(id(value))
+    if (
+        is_traceable_subclass(value)
+        or len(leaves) != 1
+        or record is None
+        or record.grad_enabled
+        or id(t) in run.swaps.swapped_ids
+        or id(t) in run.swaps.grown_ids
+        or record.seq < _last_bump(t, run)
+    ):
+        return None
+    size, stride, offset = leaves[0].meta
+    step = ViewStep(
+        op=torch.ops.aten.as_strided.default, args=(size, stride, offset), kwargs=(), index=None, grad_enabled=False
+    )
+    return Replay(source=ReplaySource.INPUT, index=0, steps=(step,))
+
+
+# Note [Input Views With Cut History]
+# A view of an input (or of an intermediate) whose chain has a step made under no_grad (or a detach()) has no
+# autograd path to it in eager: no grad_fn where the output itself was made under no_grad, else one that leads nowhere (`with no_grad():
+# t0 = x.unsqueeze(-1)`, then `t1 = t0.transpose(1, 1)`). Where its chain cannot be replayed (a `.data =` moved a
+# tensor of the chain), the as_strided() that regenerates it would run with grad on and send its gradient to the
+# input. So it is rebuilt as that as_strided() under no_grad, then, where eager's has a dead-end grad_fn, a view()
+# of it with grad on: where autograd reaches nothing from eager's output, and nothing bumped the input's version
+# after it was made (its grad_fn would raise then; ours, made after the epilogue, would not).
+
+
+def cut_history_replay(
+    value: torch.Tensor,
+    leaves: tuple[OutputLeaf, ...],
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    bases: dict[object, tuple[int, torch.Tensor]],
+) -> Replay | None:
+    """Note [Input Views With Cut History], where it applies."""
+    if is_traceable_subclass(value) or len(leaves) != 1 or leaves[0].hidden_base is not None:
+        return None
+    chain: list[ViewRecord] = []
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None:
+        chain.append(record)
+        t = record.source
+    leaf = leaves[0]
+    if leaf.source is LeafSource.INPUT_ALIAS and id(run.finals[leaf.index]) in input_by_id:
+        source = run.finals[leaf.index]
+        kind, index = ReplaySource.INPUT, int(input_by_id[id(source)])
+    elif leaf.source is LeafSource.INTERMEDIATE_ALIAS and storage_key(value) in bases:
+        index, source = bases[storage_key(value)]
+        kind = ReplaySource.BASE
+    else:
+        return None
+    if (
+        not chain
+        or not value.requires_grad
+        or all(r.grad_enabled and r.func is not torch.ops.aten.detach.default for r in chain)
+        or chain[0].seq < _last_bump(source, run)
+    ):
+        return None
+    try:
+        grad_fn = value.grad_fn
+    except (RuntimeError, ValueError, IndexError):
+        return None
+    if grad_fn is not None and _reaches_a_leaf(grad_fn):
+        return None
+    size, stride, offset = leaves[0].meta
+    steps = [
+        ViewStep(
+            op=torch.ops.aten.as_strided.default, args=(size, stride, offset), kwargs=(), index=None, grad_enabled=False
+        )
+    ]
+    if grad_fn is not None:
+        steps.append(ViewStep(op=torch.ops.aten.view.default, args=(size,), kwargs=(), index=None, grad_enabled=True))
+    return Replay(source=kind, index=index, steps=tuple(steps))
+
+
+def _reaches_a_leaf(grad_fn: Any) -> bool:
+    seen: set[object] = set()
+    stack = [grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if hasattr(node, "variable"):
+            return True
+        stack.extend(parent for parent, _ in node.next_functions)
+    return False
+
+
 def _last_bump(t: torch.Tensor, run: FunctionalRun) -> int:
     """When the program last advanced `t`'s version counter: for a subclass input, through any input of its wrapper
     family (`x0 = b.detach()` written, `x1 = b` viewed: fuzz seed 2000 #8270), whose wrappers have storages of
@@ -481,6 +589,17 @@ def _make_step(
 def _meta_exprs(meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]) -> Meta:
     size, stride, offset = meta
     return tuple(symint_expr(s) for s in size), tuple(symint_expr(s) for s in stride), symint_expr(offset)
+
+
+def viewed_before_resize(value: torch.Tensor, base: torch.Tensor, run: FunctionalRun) -> bool:
+    """`value`'s view chain takes a view of `base` while it had another size than it ends with (a `.data =` of
+    another size came after)."""
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None:
+        if record.source is base:
+            return _meta_exprs(record.source_meta)[0] != leaf_meta(base)[0]
+        t = record.source
+    return False
 
 
 def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:

@@ -225,12 +225,6 @@ def _view_of_grad_base() -> tuple[object, ...]:
     return (b[:2],)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a plain input that is a view of a tensor requiring grad, t_() then a write: the joint trace's "
-    "autograd.grad fails ('invalid gradient at index 0') and the backward raises that error (eager: no error); "
-    "Note [Overwritten Original Updates] covers non-view inputs only",
-)
 def test_view_input_metadata_then_write_matches_eager() -> None:
     def f(x: T) -> object:
         x.t_()
