@@ -156,11 +156,27 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
 # a subclass member keeps the earlier refusals of set_() and of metadata changes.
 
 
+# Note [Metadata Changes Of Grad-Free Members]
+# The refusals of Note [Metadata Changes Of Aliased Inputs In Training] are about autograd's history of the changed
+# members: their traced views of the synthetic base and eager's tensors read gradients in different layouts once a
+# member's layout changes. A plain member whose tensor input requires grad neither before the call nor after it (a
+# `detach()` beside the input that requires grad) has no history to read: autograd records nothing on it in eager
+# (its in-place view ops, under no_grad or not, and anything computed from it do not require grad), and no gradient
+# of the compiled Function flows through it. Its new layout is the epilogue's as_strided_, its values the base's, as
+# for any member. So its metadata changes do not count, whatever the other members do (checked by the parity oracle:
+# fuzz seed 3000 #122, #7299; seed 5000 #8148). Subclass members keep the refusal (unchecked).
+
+
 def _unsupported_group_change(
-    members: Sequence[DenseIndex], analysis: Analysis, input_of: Callable[[DenseIndex], int], plain: bool
+    members: Sequence[DenseIndex],
+    analysis: Analysis,
+    input_of: Callable[[DenseIndex], int],
+    plain: bool,
+    grad_free: Callable[[int], bool],
 ) -> DenseIndex | None:
     """The member whose change makes the group unsupported in training (Note [Metadata Changes Of Aliased Inputs
-    In Training]), if any. `input_of`: the tensor input a member belongs to; `plain`: no member is a subclass's."""
+    In Training]), if any. `input_of`: the tensor input a member belongs to; `plain`: no member is a subclass's;
+    `grad_free`: the tensor input requires grad neither before nor after the call."""
     muts = [(m, analysis.mutations[m]) for m in members]
     if not plain:  # the relaxations below are checked for plain members only
         swapped = [m for m, mut in muts if mut.storage_changed]
@@ -168,6 +184,8 @@ def _unsupported_group_change(
             return swapped[0]
     # A member set_() elsewhere left the group; one set_() under grad has a backward that raises anyway.
     meta = [m for m, mut in muts if mut.metadata and not (plain and (mut.storage_changed or mut.set_under_grad))]
+    if plain and all(grad_free(input_of(m)) for m in meta):
+        return None  # no history reads their layout (Note [Metadata Changes Of Grad-Free Members])
     if not meta or (plain and not _returns_tensors(analysis)):
         return None
     # Replayed as view ops (subclasses) or as_strided_ (plain; recorded iff autograd saw the change)
@@ -194,11 +212,14 @@ def check_training_supported(
         # one object passed twice is one input (its first position)
         return by_object[id(user_fakes[flat.tensor_indices.index(layout.leaves[m].owner)])]
 
+    def grad_free(t: int) -> bool:
+        return not user_fakes[t].requires_grad and not analysis.requires_grad_after[t]
+
     for group in layout.groups:
         owners = {layout.leaves[m].owner for m in group.members}
         needs_grad = any(fake.requires_grad for t, fake in enumerate(user_fakes) if flat.tensor_indices[t] in owners)
         plain = all(layout.trees[input_of(m)] is None for m in group.members)
-        changed = _unsupported_group_change(group.members, analysis, input_of, plain)
+        changed = _unsupported_group_change(group.members, analysis, input_of, plain, grad_free)
         if needs_grad and changed is not None:
             raise UnsupportedError(
                 f"{layout.leaves[changed].path} shares storage with another input that requires grad and the "
