@@ -233,6 +233,7 @@ def check_training_supported(
         *wrapper_update_inputs(layout, analysis, user_fakes),
         *_metadata_only_inputs(layout, analysis),
         *_written_through_alias(layout, analysis),
+        *_set_under_grad_inputs(layout, analysis),
     )
     for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
         same = layout.same_wrapper[t_index] if layout.same_wrapper else None
@@ -245,6 +246,45 @@ def check_training_supported(
                     "in place (t_, set_, resize_ ...); in training only data writes to such inputs are supported "
                     "yet. Change a clone instead, or run it under torch.no_grad()"
                 )
+
+
+# Note [Subclass Inputs set_() Under Grad]
+# A subclass input that requires grad and that the program set_()s with grad enabled gets, in eager, a node whose
+# backward raises ("derivative for set_ is not implemented") at the wrapper level: no gradient reaches the input's
+# earlier history through it any more, whatever the program did to it before or after (writes, in-place view ops,
+# another set_). So the input needs no new value from the compiled Function (Note [Subclass Inputs Mutated In
+# Training]): the epilogue gives it its storage, metadata and values as in inference, then repeats `x.set_(x)` under
+# grad (Note [set_ Under Grad]), which gives it eager's grad_fn; outputs computed from it before the swap carry
+# gradients to its earlier history through the Function, those computed after it fail their backward as eager's
+# (Note [Backward Errors Are Deferred]). Checked (parity oracle) where every dense leaf of the input was set_() under
+# grad, not by `.data =` or resize_, and the input is in no alias group (fuzz seed 3000 #1495, #7047, #7769; seed
+# 5000 #2444, #6698). A set_() under no_grad keeps the refusal: the history it leaves reads the new layout (fuzz seed
+# 3000 #4811: wrong gradients); so does a leaf whose final strides a kernel chose (fuzz seed 3000 #1301: a set_() to
+# a computed empty tensor, whose strides the fake trace gets wrong in inference too).
+
+
+def _set_under_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
+    """Subclass inputs set_() with grad enabled (Note [Subclass Inputs set_() Under Grad])."""
+    grouped = {m for g in layout.groups for m in g.members}
+    out = []
+    for i, tree in enumerate(layout.trees):
+        leaves = layout.leaves_of_input[i]
+        muts = [analysis.mutations[j] for j in leaves]
+        if tree is None or not leaves or any(j in grouped for j in leaves) or analysis.wrapper_data[i] is not None:
+            continue
+        if all(m.set_under_grad and not m.resized and not m.swapped_by_data for m in muts) and not any(
+            _kernel_strides(m) for m in muts
+        ):
+            out.append(i)
+    return tuple(out)
+
+
+def _kernel_strides(m: LeafMutation) -> bool:
+    """The leaf ends with no elements, or set_() to a tensor the program computed with a dim of size 1: strides the
+    kernels choose (Note [Strides Of Assigned Tensors]), which the epilogue's fake-traced metadata may not match."""
+    size = m.final_meta[0]
+    computed = m.storage_changed and m.set_source is None
+    return any(isinstance(d, int) and (d == 0 or (computed and d == 1)) for d in size)
 
 
 # Note [Aliased Subclass Inputs In Training]

@@ -10,16 +10,28 @@ import torch
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
+from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
 
 T = torch.Tensor
 
 _GROUP_RULE = "shares storage with another input that requires grad and the program changes the metadata"
+_SUBCLASS_RULE = "a tensor subclass input that requires grad has its metadata or storage changed in place"
 
 
 def nonleaf(*shape: int) -> T:
     with torch.enable_grad():
         return torch.randn(shape, requires_grad=True).clone()
+
+
+def pair(*shape: int, requires_grad: bool = False) -> T:
+    return PairTensor.from_tensor(torch.randn(shape), requires_grad=requires_grad)
+
+
+def pair_nonleaf(*shape: int) -> T:
+    with torch.enable_grad():
+        return pair(*shape, requires_grad=True).clone()
 
 
 def assert_refused(
@@ -82,3 +94,69 @@ def test_member_that_requires_grad_changed_under_no_grad_is_refused(compile_fn: 
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, _GROUP_RULE)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Note [Subclass Inputs set_() Under Grad]
+
+
+@pytest.mark.parametrize("return_input", [False, True])
+def test_subclass_input_set_to_another_input_under_grad(compile_fn: CompileFn | None, return_input: bool) -> None:
+    # fuzz seed 3000 #1495, seed 5000 #3738: a value computed before the swap carries its gradient to the input's
+    # earlier history; the input itself, returned, fails its backward as eager's (derivative for set_)
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.sin()
+        set_to(x1, x0)
+        return (t0, x1) if return_input else (t0, x1.detach())
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(2, 3), pair_nonleaf(3, 2))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_input_written_then_set_to_a_computed_value(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #6938, #7047, #9740: writes recorded before the swap, a view taken before it, a new storage
+    def f(x0: T) -> object:
+        t0 = x0.reshape((1, -1, 6))
+        x0.mul_(0.5)
+        t1 = x0.add(2.0)
+        set_to(x0, t1)
+        return t0 * 3, x0.detach()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(2, 2, 3),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_input_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #4811 (wrong gradients when allowed): the history a no_grad set_() leaves reads the new layout
+    def f(x0: T) -> object:
+        t0 = x0.view((1, 2))
+        with torch.no_grad():
+            set_to(x0, t0)
+        t0.add_(x0)
+        return (x0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(1, 2),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _SUBCLASS_RULE)
+
+
+def test_subclass_input_set_to_a_computed_empty_value_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #1301 (output strides differed when allowed): strides of a computed empty tensor
+    def f(x0: T) -> object:
+        t0 = x0[1:1:1].mul(0.5)
+        set_to(x0, t0)
+        return (x0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(1, 1),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _SUBCLASS_RULE)
