@@ -9,6 +9,7 @@ the input and the rule). Invariants: pure functions of compile-time records; no 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import torch
 
@@ -234,6 +235,7 @@ def check_training_supported(
         *_metadata_only_inputs(layout, analysis),
         *_written_through_alias(layout, analysis),
         *_set_under_grad_inputs(layout, analysis),
+        *_hidden_change_inputs(flat, layout, analysis),
     )
     for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
         same = layout.same_wrapper[t_index] if layout.same_wrapper else None
@@ -275,6 +277,38 @@ def _set_under_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int
         if all(m.set_under_grad and not m.resized and not m.swapped_by_data for m in muts) and not any(
             _kernel_strides(m) for m in muts
         ):
+            out.append(i)
+    return tuple(out)
+
+
+# Note [Subclass Inputs Changed Below Autograd]
+# A subclass input that requires grad, whose layout the program changes by in-place view ops (t_, unsqueeze_, any
+# grad mode) and whose values it writes only where autograd does not record it (under no_grad, through `.data`),
+# needs no new value from the compiled Function: eager records nothing of the writes, so the epilogue writes its
+# inner tensors below autograd (as inference does) and replays the view ops on the real wrapper under the grad mode
+# each had, as for an input whose layout alone changes (`_metadata_only_inputs`). Checked (parity oracle) for inputs
+# that are views or non-leaves (fuzz seed 5000 #1628, #9092). An autograd leaf keeps the refusal: the compiled
+# Function is applied to it before the epilogue changes its layout, so a gradient of the new layout meets the
+# accumulator of the old one (a no_grad t_() of a non-square leaf, then x.sin(): the backward raises where eager's
+# does not; a layout change alone shows it too).
+
+
+def _hidden_change_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
+    """Subclass inputs, not autograd leaves, whose layout the program changes by in-place view ops the epilogue
+    replays, and whose values it writes only where autograd does not record it (Note [Subclass Inputs Changed Below
+    Autograd])."""
+    grouped = {m for g in layout.groups for m in g.members}
+    out = []
+    for i, tree in enumerate(layout.trees):
+        leaves = layout.leaves_of_input[i]
+        muts = [analysis.mutations[j] for j in leaves]
+        if tree is None or not analysis.inplace_replay[i] or any(j in grouped for j in leaves):
+            continue
+        if cast(torch.Tensor, flat.values[flat.tensor_indices[i]]).is_leaf:
+            continue
+        if analysis.wrapper_data[i] is not None or any(m.storage_changed or m.swapped or m.resized for m in muts):
+            continue
+        if all(not m.autograd_visible and (m.hidden_from_autograd or not m.data) for m in muts):
             out.append(i)
     return tuple(out)
 

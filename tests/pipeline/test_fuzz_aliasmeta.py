@@ -160,3 +160,60 @@ def test_subclass_input_set_to_a_computed_empty_value_is_refused(compile_fn: Com
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, _SUBCLASS_RULE)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Note [Subclass Inputs Changed Below Autograd]
+
+
+def pair_view(*shape: int) -> T:
+    with torch.enable_grad():
+        return pair(*shape, requires_grad=True).diagonal(0, 0, 1)
+
+
+def test_subclass_view_transposed_and_written_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 5000 #1628: a view of a leaf that requires grad, t_() and mul_() under no_grad, returned
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.reshape((1,))
+        with torch.no_grad():
+            x0.t_()
+            x0.mul_(2.0)
+        return t0, x0, x0 * 3
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_view(2, 2, 4), torch.randn(()))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_nonleaf_written_under_no_grad_through_a_view(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 5000 #9092: a view taken before, a no_grad write through it and t_(), then a write through .data
+    def f(x0: T) -> object:
+        t0 = x0.reshape((2, 3))
+        with torch.no_grad():
+            t0.add_(t0)
+            x0.t_()
+        x0.data.mul_(2.0)
+        return t0 * 2, x0.cos(), x0
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(3, 2),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_leaf_changed_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # A leaf keeps the refusal: the Function's gradient in the new layout would meet the old layout's accumulator
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            x0.t_()
+            x0.mul_(2.0)
+        return x0 * 3, x0
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(2, 3, requires_grad=True),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _SUBCLASS_RULE)
