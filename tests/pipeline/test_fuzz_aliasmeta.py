@@ -97,7 +97,7 @@ def test_member_that_requires_grad_changed_under_no_grad_is_refused(compile_fn: 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Note [Subclass Inputs set_() Under Grad]
+# See Note [Subclass Inputs set_() Under Grad]
 
 
 @pytest.mark.parametrize("return_input", [False, True])
@@ -163,7 +163,7 @@ def test_subclass_input_set_to_a_computed_empty_value_is_refused(compile_fn: Com
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Note [Subclass Inputs Changed Below Autograd]
+# See Note [Subclass Inputs Changed Below Autograd]
 
 
 def pair_view(*shape: int) -> T:
