@@ -168,16 +168,30 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
 # fuzz seed 3000 #122, #7299; seed 5000 #8148). Subclass members keep the refusal (unchecked).
 
 
+# Note [No-Grad Layout Changes Of Aliased Subclass Inputs]
+# A subclass member whose layout the program changes only by in-place view ops under no_grad records nothing in
+# eager: its history stays as it came, the ops change its wrapper's layout alone. The epilogue replays them on the
+# real member under no_grad (Note [Subclass Inputs Mutated In Training], `_metadata_only_inputs`), and each member
+# keeps its own wrapper-level gradient from the compiled Function (Note [Aliased Subclass Inputs In Training]). So
+# where that member's input is the only one changed, none of the group is written, set_() or resized, the group
+# needs nothing more (checked by the parity oracle: fuzz seed 5000 #4375). An autograd leaf keeps the refusal (see
+# Note [Subclass Inputs Changed Below Autograd]; seed 5000 #3045: a view of the leaf taken before the change, used
+# after it, made the backward raise another error than eager's; the same leaf passed twice, as in seed 3000 #268,
+# passed the oracle but is not told apart).
+
+
 def _unsupported_group_change(
     members: Sequence[DenseIndex],
     analysis: Analysis,
     input_of: Callable[[DenseIndex], int],
     plain: bool,
     grad_free: Callable[[int], bool],
+    leaf: Callable[[DenseIndex], bool],
 ) -> DenseIndex | None:
     """The member whose change makes the group unsupported in training (Note [Metadata Changes Of Aliased Inputs
     In Training]), if any. `input_of`: the tensor input a member belongs to; `plain`: no member is a subclass's;
-    `grad_free`: the tensor input requires grad neither before nor after the call."""
+    `grad_free`: the tensor input requires grad neither before nor after the call; `leaf`: the member's tensor input
+    is an autograd leaf."""
     muts = [(m, analysis.mutations[m]) for m in members]
     if not plain:  # the relaxations below are checked for plain members only
         swapped = [m for m, mut in muts if mut.storage_changed]
@@ -194,8 +208,10 @@ def _unsupported_group_change(
     recorded = all(step.grad_enabled for step in steps) and all(
         mut.autograd_visible and not mut.hidden_from_autograd for m, mut in muts if m in meta
     )
-    if len({input_of(m) for m in meta}) > 1 or any(mut.data for _, mut in muts) or not recorded:
+    if len({input_of(m) for m in meta}) > 1 or any(mut.data for _, mut in muts):
         return meta[-1]
+    if not recorded and not (not plain and steps and not any(s.grad_enabled for s in steps) and not leaf(meta[0])):
+        return meta[-1]  # the exception: Note [No-Grad Layout Changes Of Aliased Subclass Inputs]
     return None
 
 
@@ -216,11 +232,14 @@ def check_training_supported(
     def grad_free(t: int) -> bool:
         return not user_fakes[t].requires_grad and not analysis.requires_grad_after[t]
 
+    def leaf(m: DenseIndex) -> bool:
+        return bool(cast(torch.Tensor, flat.values[layout.leaves[m].owner]).is_leaf)
+
     for group in layout.groups:
         owners = {layout.leaves[m].owner for m in group.members}
         needs_grad = any(fake.requires_grad for t, fake in enumerate(user_fakes) if flat.tensor_indices[t] in owners)
         plain = all(layout.trees[input_of(m)] is None for m in group.members)
-        changed = _unsupported_group_change(group.members, analysis, input_of, plain, grad_free)
+        changed = _unsupported_group_change(group.members, analysis, input_of, plain, grad_free, leaf)
         if needs_grad and changed is not None:
             raise UnsupportedError(
                 f"{layout.leaves[changed].path} shares storage with another input that requires grad and the "

@@ -217,3 +217,40 @@ def test_subclass_leaf_changed_under_no_grad_is_refused(compile_fn: CompileFn | 
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, _SUBCLASS_RULE)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# See Note [No-Grad Layout Changes Of Aliased Subclass Inputs]
+
+
+def test_aliased_subclass_view_unsqueezed_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 5000 #4375: a view of a subclass leaf beside the leaf, its layout changed under no_grad
+    def f(x0: T, x1: T) -> object:
+        t0 = x1 * 2
+        with torch.no_grad():
+            x0.unsqueeze_(1)
+        return x0, t0, x1
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = pair(2, 3, requires_grad=True)
+            return (b0.unbind(0)[0], b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_aliased_subclass_leaf_changed_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 5000 #3045 (the backward raised another error than eager's when allowed): the changed member is a leaf
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.select(0, 1)
+        with torch.no_grad():
+            x1.unsqueeze_(1)
+        return (t0.select(0, 1),)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair(4, 4, requires_grad=True)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _GROUP_RULE)
