@@ -174,10 +174,10 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
 # real member under no_grad (Note [Subclass Inputs Mutated In Training], `_metadata_only_inputs`), and each member
 # keeps its own wrapper-level gradient from the compiled Function (Note [Aliased Subclass Inputs In Training]). So
 # where that member's input is the only one changed, none of the group is written, set_() or resized, the group
-# needs nothing more (checked by the parity oracle: fuzz seed 5000 #4375). An autograd leaf keeps the refusal (see
-# Note [Subclass Inputs Changed Below Autograd]; seed 5000 #3045: a view of the leaf taken before the change, used
-# after it, made the backward raise another error than eager's; the same leaf passed twice, as in seed 3000 #268,
-# passed the oracle but is not told apart).
+# needs nothing more (checked by the parity oracle: fuzz seed 5000 #4375). An autograd leaf keeps the refusal, for
+# the reason given in Note [Subclass Inputs Changed Below Autograd] (seed 5000 #3045: a view of the leaf taken
+# before the change, used after it, made the backward raise another error than eager's; the same leaf passed
+# twice, as in seed 3000 #268, passed the oracle but is not told apart).
 
 
 def _unsupported_group_change(
