@@ -254,3 +254,53 @@ def test_aliased_subclass_leaf_changed_under_no_grad_is_refused(compile_fn: Comp
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, _GROUP_RULE)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# See Note [Data Assignments To Aliased Inputs In Training]
+
+
+@pytest.mark.parametrize("before", [False, True])
+def test_aliased_view_data_assigned_from_another_member(compile_fn: CompileFn | None, before: bool) -> None:
+    # fuzz seed 3000 #9371, seed 5000 #115: `.data =` of one member from a view of the other, used before or after
+    def f(x0: T, x1: T) -> object:
+        y = x1 * 2
+        x1.data = x0[0:2] if before else x0[0:1]
+        return (y, x1, x0 * 3) if before else (y, x1.detach(), x0.sin())
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(3, 4)
+        return (b0, b0[1:3])
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_aliased_view_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # The same change by set_() under no_grad: the compiled backward raised where eager's did not when allowed
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            set_to(x1, x0[0:1])
+        return x1.cos(), x0
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(3, 4)
+        return (b0, b0[1:3])
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _GROUP_RULE)
+
+
+def test_aliased_leaf_data_assigned_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #784 (eager's backward raised, ours did not, when allowed): the member assigned is a leaf
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.as_strided((), (), 2)
+        x1.data = t0
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn(1, 4, 1, requires_grad=True)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _GROUP_RULE)
