@@ -9,6 +9,7 @@ the input and the rule). Invariants: pure functions of compile-time records; no 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import torch
 
@@ -156,11 +157,51 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
 # a subclass member keeps the earlier refusals of set_() and of metadata changes.
 
 
+# Note [Metadata Changes Of Grad-Free Members]
+# The refusals of Note [Metadata Changes Of Aliased Inputs In Training] are about autograd's history of the changed
+# members: their traced views of the synthetic base and eager's tensors read gradients in different layouts once a
+# member's layout changes. A plain member whose tensor input requires grad neither before the call nor after it (a
+# `detach()` beside the input that requires grad) has no history to read: autograd records nothing on it in eager
+# (its in-place view ops, under no_grad or not, and anything computed from it do not require grad), and no gradient
+# of the compiled Function flows through it. Its new layout is the epilogue's as_strided_, its values the base's, as
+# for any member. So its metadata changes do not count, whatever the other members do (checked by the parity oracle:
+# fuzz seed 3000 #122, #7299; seed 5000 #8148). Subclass members keep the refusal (unchecked).
+
+
+# Note [Data Assignments To Aliased Inputs In Training]
+# A plain member, not an autograd leaf, whose layout changes only by `.data =` (its last storage swap): eager records
+# nothing of the assignment, the member's history stays as it came, and the epilogue's as_strided_ below autograd
+# gives it the new layout, as for any member (Note [Metadata Changes Of Aliased Inputs In Training]). Checked (parity
+# oracle) on fuzz seed 3000 #792, #9371, seed 5000 #115, #4391, #7093, and on views and clones assigned before or
+# after a use, with or without later writes. A leaf keeps the refusal (seed 3000 #784: eager's backward raised
+# through the leaf's new layout, ours did not), and so does a set_() under no_grad in place of the assignment (the
+# compiled backward raised where eager's did not).
+
+
+# Note [No-Grad Layout Changes Of Aliased Subclass Inputs]
+# A subclass member whose layout the program changes only by in-place view ops under no_grad records nothing in
+# eager: its history stays as it came, the ops change its wrapper's layout alone. The epilogue replays them on the
+# real member under no_grad (Note [Subclass Inputs Mutated In Training], `_metadata_only_inputs`), and each member
+# keeps its own wrapper-level gradient from the compiled Function (Note [Aliased Subclass Inputs In Training]). So
+# where that member's input is the only one changed, none of the group is written, set_() or resized, the group
+# needs nothing more (checked by the parity oracle: fuzz seed 5000 #4375). An autograd leaf keeps the refusal, for
+# the reason given in Note [Subclass Inputs Changed Below Autograd] (seed 5000 #3045: a view of the leaf taken
+# before the change, used after it, made the backward raise another error than eager's; the same leaf passed
+# twice, as in seed 3000 #268, passed the oracle but is not told apart).
+
+
 def _unsupported_group_change(
-    members: Sequence[DenseIndex], analysis: Analysis, input_of: Callable[[DenseIndex], int], plain: bool
+    members: Sequence[DenseIndex],
+    analysis: Analysis,
+    input_of: Callable[[DenseIndex], int],
+    plain: bool,
+    grad_free: Callable[[int], bool],
+    leaf: Callable[[DenseIndex], bool],
 ) -> DenseIndex | None:
     """The member whose change makes the group unsupported in training (Note [Metadata Changes Of Aliased Inputs
-    In Training]), if any. `input_of`: the tensor input a member belongs to; `plain`: no member is a subclass's."""
+    In Training]), if any. `input_of`: the tensor input a member belongs to; `plain`: no member is a subclass's;
+    `grad_free`: the tensor input requires grad neither before nor after the call; `leaf`: the member's tensor input
+    is an autograd leaf."""
     muts = [(m, analysis.mutations[m]) for m in members]
     if not plain:  # the relaxations below are checked for plain members only
         swapped = [m for m, mut in muts if mut.storage_changed]
@@ -168,15 +209,21 @@ def _unsupported_group_change(
             return swapped[0]
     # A member set_() elsewhere left the group; one set_() under grad has a backward that raises anyway.
     meta = [m for m, mut in muts if mut.metadata and not (plain and (mut.storage_changed or mut.set_under_grad))]
+    if plain and all(grad_free(input_of(m)) for m in meta):
+        return None  # no history reads their layout (Note [Metadata Changes Of Grad-Free Members])
     if not meta or (plain and not _returns_tensors(analysis)):
         return None
+    if plain and all(analysis.mutations[m].swapped_by_data and not leaf(m) for m in meta):
+        return None  # Note [Data Assignments To Aliased Inputs In Training]
     # Replayed as view ops (subclasses) or as_strided_ (plain; recorded iff autograd saw the change)
     steps = analysis.inplace_replay[input_of(meta[0])]
     recorded = all(step.grad_enabled for step in steps) and all(
         mut.autograd_visible and not mut.hidden_from_autograd for m, mut in muts if m in meta
     )
-    if len({input_of(m) for m in meta}) > 1 or any(mut.data for _, mut in muts) or not recorded:
+    if len({input_of(m) for m in meta}) > 1 or any(mut.data for _, mut in muts):
         return meta[-1]
+    if not recorded and not (not plain and steps and not any(s.grad_enabled for s in steps) and not leaf(meta[0])):
+        return meta[-1]  # the exception: Note [No-Grad Layout Changes Of Aliased Subclass Inputs]
     return None
 
 
@@ -194,11 +241,17 @@ def check_training_supported(
         # one object passed twice is one input (its first position)
         return by_object[id(user_fakes[flat.tensor_indices.index(layout.leaves[m].owner)])]
 
+    def grad_free(t: int) -> bool:
+        return not user_fakes[t].requires_grad and not analysis.requires_grad_after[t]
+
+    def leaf(m: DenseIndex) -> bool:
+        return bool(cast(torch.Tensor, flat.values[layout.leaves[m].owner]).is_leaf)
+
     for group in layout.groups:
         owners = {layout.leaves[m].owner for m in group.members}
         needs_grad = any(fake.requires_grad for t, fake in enumerate(user_fakes) if flat.tensor_indices[t] in owners)
         plain = all(layout.trees[input_of(m)] is None for m in group.members)
-        changed = _unsupported_group_change(group.members, analysis, input_of, plain)
+        changed = _unsupported_group_change(group.members, analysis, input_of, plain, grad_free, leaf)
         if needs_grad and changed is not None:
             raise UnsupportedError(
                 f"{layout.leaves[changed].path} shares storage with another input that requires grad and the "
@@ -212,6 +265,8 @@ def check_training_supported(
         *wrapper_update_inputs(layout, analysis, user_fakes),
         *_metadata_only_inputs(layout, analysis),
         *_written_through_alias(layout, analysis),
+        *_set_under_grad_inputs(layout, analysis),
+        *_hidden_change_inputs(flat, layout, analysis),
     )
     for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
         same = layout.same_wrapper[t_index] if layout.same_wrapper else None
@@ -224,6 +279,77 @@ def check_training_supported(
                     "in place (t_, set_, resize_ ...); in training only data writes to such inputs are supported "
                     "yet. Change a clone instead, or run it under torch.no_grad()"
                 )
+
+
+# Note [Subclass Inputs set_() Under Grad]
+# A subclass input that requires grad and that the program set_()s with grad enabled gets, in eager, a node whose
+# backward raises ("derivative for set_ is not implemented") at the wrapper level: no gradient reaches the input's
+# earlier history through it any more, whatever the program did to it before or after (writes, in-place view ops,
+# another set_). So the input needs no new value from the compiled Function (Note [Subclass Inputs Mutated In
+# Training]): the epilogue gives it its storage, metadata and values as in inference, then repeats `x.set_(x)` under
+# grad (Note [set_ Under Grad]), which gives it eager's grad_fn; outputs computed from it before the swap carry
+# gradients to its earlier history through the Function, those computed after it fail their backward as eager's
+# (Note [Backward Errors Are Deferred]). Checked (parity oracle) where every dense leaf of the input was set_() under
+# grad, not by `.data =` or resize_, and the input is in no alias group (fuzz seed 3000 #1495, #7047, #7769; seed
+# 5000 #2444, #6698). A set_() under no_grad keeps the refusal: the history it leaves reads the new layout (fuzz seed
+# 3000 #4811: wrong gradients); so does a leaf whose final strides a kernel chose (fuzz seed 3000 #1301: a set_() to
+# a computed empty tensor, whose strides the fake trace gets wrong in inference too).
+
+
+def _set_under_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
+    """Subclass inputs set_() with grad enabled (Note [Subclass Inputs set_() Under Grad])."""
+    grouped = {m for g in layout.groups for m in g.members}
+    out = []
+    for i, tree in enumerate(layout.trees):
+        leaves = layout.leaves_of_input[i]
+        muts = [analysis.mutations[j] for j in leaves]
+        if tree is None or not leaves or any(j in grouped for j in leaves) or analysis.wrapper_data[i] is not None:
+            continue
+        if all(m.set_under_grad and not m.resized and not m.swapped_by_data for m in muts) and not any(
+            _kernel_strides(m) for m in muts
+        ):
+            out.append(i)
+    return tuple(out)
+
+
+# Note [Subclass Inputs Changed Below Autograd]
+# A subclass input that requires grad, whose layout the program changes by in-place view ops (t_, unsqueeze_, any
+# grad mode) and whose values it writes only where autograd does not record it (under no_grad, through `.data`),
+# needs no new value from the compiled Function: eager records nothing of the writes, so the epilogue writes its
+# inner tensors below autograd (as inference does) and replays the view ops on the real wrapper under the grad mode
+# each had, as for an input whose layout alone changes (`_metadata_only_inputs`). Checked (parity oracle) for inputs
+# that are views or non-leaves (fuzz seed 5000 #1628, #9092). An autograd leaf keeps the refusal: the compiled
+# Function is applied to it before the epilogue changes its layout, so a gradient of the new layout meets the
+# accumulator of the old one (a no_grad t_() of a non-square leaf, then x.sin(): the backward raises where eager's
+# does not; a layout change alone shows it too).
+
+
+def _hidden_change_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
+    """Subclass inputs, not autograd leaves, whose layout the program changes by in-place view ops the epilogue
+    replays, and whose values it writes only where autograd does not record it (Note [Subclass Inputs Changed Below
+    Autograd])."""
+    grouped = {m for g in layout.groups for m in g.members}
+    out = []
+    for i, tree in enumerate(layout.trees):
+        leaves = layout.leaves_of_input[i]
+        muts = [analysis.mutations[j] for j in leaves]
+        if tree is None or not analysis.inplace_replay[i] or any(j in grouped for j in leaves):
+            continue
+        if cast(torch.Tensor, flat.values[flat.tensor_indices[i]]).is_leaf:
+            continue
+        if analysis.wrapper_data[i] is not None or any(m.storage_changed or m.swapped or m.resized for m in muts):
+            continue
+        if all(not m.autograd_visible and (m.hidden_from_autograd or not m.data) for m in muts):
+            out.append(i)
+    return tuple(out)
+
+
+def _kernel_strides(m: LeafMutation) -> bool:
+    """The leaf ends with no elements, or set_() to a tensor the program computed with a dim of size 1: strides the
+    kernels choose (Note [Strides Of Assigned Tensors]), which the epilogue's fake-traced metadata may not match."""
+    size = m.final_meta[0]
+    computed = m.storage_changed and m.set_source is None
+    return any(isinstance(d, int) and (d == 0 or (computed and d == 1)) for d in size)
 
 
 # Note [Aliased Subclass Inputs In Training]
