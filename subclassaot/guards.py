@@ -5,9 +5,10 @@ Output: `Guards`: the generated source and the function it defines, `check(value
 symbol values (for the epilogue) when every guard holds, else the first failure in words
 ("args[0].size(0): expected 8, got 16").
 Invariants: guards cover the pytree structure (checked by the cache before this), each leaf's type, each constant's
-value, each tensor's dtype, device, requires_grad, sizes, strides and offset (static, a symbol bound here, or an
-expression checked here), each subclass's type, attrs and ctx (by ==, reported field by field), recursively; the
-pattern of storage sharing between dense leaves; and the ShapeEnv's own guards and symbol ranges.
+value, each tensor's dtype, device, requires_grad (and is_leaf where it requires grad: training rules differ for
+autograd leaves), sizes, strides and offset (static, a symbol bound here, or an expression checked here), each
+subclass's type, attrs and ctx (by ==, reported field by field), recursively; the pattern of storage sharing between
+dense leaves; and the ShapeEnv's own guards and symbol ranges.
 """
 
 from __future__ import annotations
@@ -136,6 +137,14 @@ def build_guards(
         real = flat.values[index]
         assert isinstance(real, torch.Tensor)
         _tensor_guards(w, f"v{index}", flat.leaves[index].path, fake, tree, type(real), real.requires_grad)
+        if real.requires_grad:
+            # compile-time rules differ for autograd leaves and non-leaves (in-place writes, layout changes)
+            c = w.constant(real.is_leaf)
+            path = flat.leaves[index].path
+            w.check(
+                f"v{index}.is_leaf == {c}",
+                f"f'{_lit(path)}.is_leaf: expected {real.is_leaf}, got {{v{index}.is_leaf}}'",
+            )
     _alias_guards(w, layout, flat)
     for access, expected, label in w.deferred:
         w.check(f"{access} == {expected}", f"f'{_lit(label)}: expected {expected} = {{{expected}}}, got {{{access}}}'")

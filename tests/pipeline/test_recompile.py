@@ -162,3 +162,15 @@ def test_recompile_limit_falls_back_to_eager_with_a_warning() -> None:
         warnings.simplefilter("ignore")
         assert_call_matches_eager(c, double, lambda: (torch.randn(2),))
     assert c.compile_count == 2
+
+
+def test_leafness_change_of_an_input_that_requires_grad_recompiles() -> None:
+    # Training rules differ for autograd leaves and non-leaves (in-place writes, layout changes, detached inputs):
+    # the entry compiled for one is not reused for the other.
+    c = compiled(double)
+    with torch.enable_grad():
+        assert_call_matches_eager(c, double, lambda: (torch.randn(3, requires_grad=True) * 1,))
+        assert_call_matches_eager(c, double, lambda: (torch.randn(3, requires_grad=True),))
+        assert_call_matches_eager(c, double, lambda: (torch.randn(3, requires_grad=True),))
+    assert c.compile_count == 2
+    reason_matches(c, r"args\[0\]", r"is_leaf", r"False", r"True")
