@@ -116,6 +116,9 @@ class LeafMutation:
     swapped_by_data: bool  # its last storage swap was `.data =` (invisible to autograd and the version counter)
     version_bumped: bool  # eager advances its version counter (a write through it or a view sharing its counter)
     autograd_visible: bool  # some write to it happened with grad enabled, not through .data / detach()
+    # some autograd-visible write went through it or a view of it (its version-counter family), not only through
+    # a tensor set_() or `.data =`-assigned to its storage: on a leaf that requires grad, eager raises
+    visible_through_self: bool = False
     set_under_grad: bool = False  # set_() was called on it with grad enabled while it or the source required grad
     # set_() to a new storage (set_source None) that an earlier dense leaf ends on too: the leaf that makes it
     new_storage_of: DenseIndex | None = None

@@ -1,0 +1,113 @@
+"""Fuzz regressions (issue #9): programs our pipeline crashed on where eager runs, and programs about eager's own
+errors on views (a grad_fn that raises, views of multi-output ops written in place). Each is a shrunk fuzz program;
+the seed and index are in the test's docstring."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+import subclassaot
+from subclassaot.errors import UnsupportedError
+from subclasses.pair import PairTensor
+from tests.oracle import CompileFn, assert_matches_eager
+
+T = torch.Tensor
+
+
+def pair(*shape: int, requires_grad: bool = False) -> T:
+    return PairTensor.from_tensor(torch.randn(shape), requires_grad=requires_grad)
+
+
+def pair_nonleaf(*shape: int) -> T:
+    with torch.enable_grad():
+        return pair(*shape, requires_grad=True).clone()
+
+
+def assert_refused(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None, match: str
+) -> None:
+    """The pipeline raises UnsupportedError naming the rule; eager against eager, the program passes the oracle."""
+    if compile_fn is not None:
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        return
+    with pytest.raises(UnsupportedError, match=match):
+        subclassaot.compile(f)(*make_inputs())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A leaf that requires grad written only through a tensor set_() or `.data =`-assigned to its storage
+
+
+def test_leaf_written_through_set_alias_after_no_grad_write(compile_fn: CompileFn | None) -> None:
+    """Seed 3000 #7901: the no_grad write advanced the leaf's version; the write under grad went through t0."""
+
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.add(3.0)
+        with torch.no_grad():
+            x0.copy_(t0)
+        t0.set_(x0)
+        t0.fill_(0.5)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn((), requires_grad=True), torch.randn(()))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_leaf_written_through_data_alias_after_no_grad_write(compile_fn: CompileFn | None) -> None:
+    """Seed 5000 #5074."""
+
+    def f(x0: T, x1: T) -> object:
+        x1.data = x0
+        with torch.no_grad():
+            x0.mul_(3.0)
+        x1.add_(-1.0)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn((2,), requires_grad=True), torch.randn((3, 2, 4)))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_aliased_leaf_inputs_data_alias_gets_inplace_view_op(compile_fn: CompileFn | None) -> None:
+    """Seed 5000 #2360: the same leaf passed twice (a synthetic base); t0.transpose_() under grad is no write to
+    the leaf's own autograd history."""
+
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.add(0.5)
+        x0.data.mul_(0.5)
+        t0.data = x0
+        t0.transpose_(0, 1)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((1, 1), requires_grad=True)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_leaf_written_through_itself_still_raises() -> None:
+    """The other side of the rule: a write under grad through the leaf itself raises, compiled as in eager."""
+
+    def f(x0: T, x1: T) -> object:
+        x1.set_(x0)
+        x0.mul_(2.0)
+        return ()
+
+    def make_inputs() -> tuple[T, T]:
+        return (torch.randn(2, requires_grad=True), torch.randn(2))
+
+    with torch.enable_grad():
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            f(*make_inputs())
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            subclassaot.compile(f)(*make_inputs())
