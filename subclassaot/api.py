@@ -234,8 +234,9 @@ def _compile_over(
         with torch.enable_grad():
             analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
     # Untouched: no member written or changed, and no in-place view op or `.data =` on one (t_(); t_() cancel out,
-    # but on the same object passed twice they must stay one object). A group over a whole storage stays (the
-    # program reads outside its members).
+    # but on the same object passed twice they must stay one object), and no member's version counter advanced (an
+    # in-place view op on a view of one: the others' unbind() views check that counter, fuzz seed 3000 #9285). A
+    # group over a whole storage stays (the program reads outside its members).
     reshaped = {
         j
         for t, (ops, data) in enumerate(zip(analysis.inplace_view_ops, analysis.wrapper_data, strict=True))
@@ -245,7 +246,10 @@ def _compile_over(
     untraced = frozenset(
         g.members[0]
         for g in layout.groups
-        if not g.whole_storage and not any(analysis.mutations[m].any or m in reshaped for m in g.members)
+        if not g.whole_storage
+        and not any(
+            analysis.mutations[m].any or analysis.mutations[m].version_bumped or m in reshaped for m in g.members
+        )
     )
     if untraced:
         # See Note [Unmutated Aliases Stay Apart]: trace the untouched aliases as separate inputs.

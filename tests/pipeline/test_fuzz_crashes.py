@@ -111,3 +111,59 @@ def test_leaf_written_through_itself_still_raises() -> None:
             f(*make_inputs())
         with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
             subclassaot.compile(f)(*make_inputs())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# unbind() views among the inputs and outputs: eager's grad_fn check on a multi-output view
+
+
+def test_subclass_member_written_only_through_another_member(compile_fn: CompileFn | None) -> None:
+    """Seed 5000 #2426: x0 (an unbind() output) shares its base's version counter with x1, written in place; x0
+    gets no wrapper-level copy_ of its own (eager writes nothing through it; a copy_ into it raises)."""
+
+    def f(x0: T, x1: T) -> object:
+        x1.mul_(x0)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(2)
+        return (b0.unbind(0)[0], b0.select(0, 1))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_unread_unbind_input_after_early_inplace_view_replay(compile_fn: CompileFn | None) -> None:
+    """Seed 5000 #550: the returned t0's t_() is replayed on the input before the graph runs, which makes reading
+    x1's grad_fn raise; x1 reaches no output, so it goes into the compiled Function detached."""
+
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.expand((3, 1))
+        t0.t_()
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(3, 1)
+        return (b0, b0.unbind(1)[0])
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_unbind_output_of_alias_whose_version_a_no_grad_view_op_advanced(compile_fn: CompileFn | None) -> None:
+    """Seed 3000 #9285: eager's returned unbind() view raises when its grad_fn is read (and in backward), because
+    an in-place view op on a view of the other alias advanced the shared counter: the aliases stay one base."""
+
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.unbind(1)[0]
+        t1 = x0.select(2, -2)
+        with torch.no_grad():
+            t1.unsqueeze_(0)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((3, 4, 3), requires_grad=True)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
