@@ -1,6 +1,7 @@
 """Stage `analyze`, training facts: how the program used subclass inputs of an alias group (Note [Overlapping
 Subclass Members Written Through One]), outputs set_() under grad (Note [Outputs set_() Under Grad]), and views of
-inputs that run as contiguous clones (`check_overlapping_clones`).
+inputs that run as contiguous clones (`check_overlapping_clones`), subclass inputs that are views of a multi-output op
+(`check_multi_output_view_inputs`).
 
 Input: a `FunctionalRun`, the `DenseLayout`, the outputs' `OutputInfo`s. Output: per-input facts for `Analysis`,
 output flags, refusals (UnsupportedError naming the output or input and the rule).
@@ -18,6 +19,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import (
+    Analysis,
     DenseLayout,
     FlatInputs,
     LeafMutation,
@@ -27,10 +29,16 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
-from subclassaot.torch_internals import storage_key
+from subclassaot.torch_internals import is_multi_output_view, storage_key
 from subclassaot.view_chains import viewed_after_grad_set
 
-__all__ = ["check_overlapping_clones", "check_set_under_grad", "set_under_grad", "wrapper_uses"]
+__all__ = [
+    "check_multi_output_view_inputs",
+    "check_overlapping_clones",
+    "check_set_under_grad",
+    "set_under_grad",
+    "wrapper_uses",
+]
 
 
 # Ops whose backward saves none of their tensor arguments (Note [Overlapping Subclass Members Written Through One])
@@ -228,3 +236,30 @@ def _same_views_on(t: torch.Tensor, steps: Sequence[ViewStep]) -> bool:
             return False  # eager's reshape() copies here
         src = out[step.index] if step.index is not None else out
     return True
+
+
+# Note [Multi-Output View Inputs]
+# A subclass input that is one of the views an op returning several views made (x.unbind(0)[0]) is rebuilt in the
+# trace as a wrapper of its own, not an autograd view: eager's check that refuses to read such a view's grad_fn once
+# its base's version counter advanced (a write through another view of the base) does not happen there. Where the
+# program writes the base through another input and reads this one with grad enabled, eager raises (at that read,
+# or in backward where the read saved it, fuzz seed 5000 #2426), and the compiled program would not: refused. A write
+# through the input itself raises in eager and in our epilogue alike.
+
+
+def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
+    """See Note [Multi-Output View Inputs]."""
+    if not analysis.wrapper_last_use:
+        return
+    for t, tree in enumerate(layout.trees):
+        real = flat.values[flat.tensor_indices[t]]
+        if tree is None or not isinstance(real, torch.Tensor) or not real.requires_grad:
+            continue
+        written_through_others = analysis.wrapper_version_bumped[t] and analysis.wrapper_first_write[t] is None
+        if written_through_others and analysis.wrapper_last_use[t] is not None and is_multi_output_view(real):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[t]].path} is a view made by an op that returns several views "
+                "(unbind, split, chunk), the program writes its base through another input and uses it with grad "
+                "enabled: eager raises when autograd reads it (Note [Multi-Output View Inputs]), which the "
+                "compiled program does not reproduce. Pass the base tensor and take the views inside the function"
+            )

@@ -117,13 +117,30 @@ def test_leaf_written_through_itself_still_raises() -> None:
 # unbind() views among the inputs and outputs: eager's grad_fn check on a multi-output view
 
 
-def test_subclass_member_written_only_through_another_member(compile_fn: CompileFn | None) -> None:
-    """Seed 5000 #2426: x0 (an unbind() output) shares its base's version counter with x1, written in place; x0
-    gets no wrapper-level copy_ of its own (eager writes nothing through it; a copy_ into it raises)."""
+def test_unbind_input_read_while_another_member_writes_is_refused(compile_fn: CompileFn | None) -> None:
+    """Seed 5000 #2426 (crashed: a wrapper-level copy_ into x0): x0, an unbind() output, is saved by the write
+    through x1, which advances their base's counter; eager's backward raises when it unpacks x0 (Note [Multi-Output
+    View Inputs])."""
 
     def f(x0: T, x1: T) -> object:
         x1.mul_(x0)
-        return ()
+        return (x1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(2)
+        return (b0.unbind(0)[0], b0.select(0, 1))
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "is a view made by an op that returns several views")
+
+
+def test_subclass_member_written_only_through_another_member(compile_fn: CompileFn | None) -> None:
+    """x0 shares its base's version counter with x1, written in place, but the program never reads x0: x0 gets no
+    wrapper-level copy_ of its own (eager writes nothing through it; a copy_ into an unbind() output raises)."""
+
+    def f(x0: T, x1: T) -> object:
+        x1.mul_(2.0)
+        return (x1,)
 
     def make_inputs() -> tuple[object, ...]:
         b0 = pair_nonleaf(2)
@@ -167,3 +184,39 @@ def test_unbind_output_of_alias_whose_version_a_no_grad_view_op_advanced(compile
 
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Inputs whose elements overlap run as contiguous clones in training
+
+
+def test_view_of_overlapping_input_that_only_its_strides_allow_is_refused(compile_fn: CompileFn | None) -> None:
+    """Seed 3000 #1090 (crashed with the fake view's ValueError): the view succeeds on eager's zero strides, not
+    on the contiguous clone the training trace runs on."""
+
+    def f(x0: T) -> object:
+        t0 = x0.expand((1, -1, 2))
+        t0.view((1, 4))
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(1, 2)
+        return (b0.as_strided((2,), (0,), 0).view((1, -1, 1)),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "its elements overlap .* a view of it fails there")
+
+
+def test_view_of_overlapping_plain_input_is_refused(compile_fn: CompileFn | None) -> None:
+    """The plain-tensor form of seed 3000 #1090: the joint trace runs on the contiguous clone."""
+
+    def f(x0: T) -> object:
+        return x0.expand((1, -1, 2)).view((1, 4)).sum()
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = torch.randn((1, 2), requires_grad=True).clone()
+        return (b0.as_strided((2,), (0,), 0).view((1, -1, 1)),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "its elements overlap .* a view of it fails there")
