@@ -52,6 +52,7 @@ from subclassaot.view_chains import (
     early_input_replay,
     hidden_base,
     inplace_replay,
+    made_seq,
     replay_of,
     root_replay,
     view_rebuilt_by_set,
@@ -420,6 +421,8 @@ def _output_info(
     if replay is None and tree is not None and replaced is None:
         replay = view_rebuilt_by_set(value, run, input_by_id, bases, earlier)
     _check_replay(path, value, tree is not None, replay, replaced, run)
+    if replay is not None and replay.before_epilogue:
+        replay = replace(replay, made=made_seq(value, run))
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
     if torch.is_grad_enabled() and not rebuilt and _grad_fn_raises(value):
         # Only a view of an input rebuilt before the epilogue writes it, or one whose wrapper the runtime set_()s

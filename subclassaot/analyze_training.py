@@ -34,6 +34,7 @@ from subclassaot.view_chains import viewed_after_grad_set
 
 __all__ = [
     "check_multi_output_view_inputs",
+    "check_multi_output_view_outputs",
     "check_overlapping_clones",
     "check_set_under_grad",
     "set_under_grad",
@@ -244,7 +245,11 @@ def _same_views_on(t: torch.Tensor, steps: Sequence[ViewStep]) -> bool:
 # its base's version counter advanced (a write through another view of the base) does not happen there. Where the
 # program writes the base through another input and reads this one with grad enabled, eager raises (at that read,
 # or in backward where the read saved it, fuzz seed 5000 #2426), and the compiled program would not: refused. A write
-# through the input itself raises in eager and in our epilogue alike.
+# through the input itself raises in eager and in our epilogue alike. Likewise an output the program made by such an
+# op from an input that the trace does not relate to another input sharing its eager base (traced apart: an
+# overlapping as_strided view, seed 3000 #9285): where the program advances that base's counter through the other
+# input, eager's output may raise when its grad_fn is read, and the rebuilt one would not: refused unless the
+# output is rebuilt before the epilogue (whose writes then advance the counter it checks, as in eager).
 
 
 def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
@@ -263,3 +268,32 @@ def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analys
                 "enabled: eager raises when autograd reads it (Note [Multi-Output View Inputs]), which the "
                 "compiled program does not reproduce. Pass the base tensor and take the views inside the function"
             )
+
+
+def check_multi_output_view_outputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
+    """See Note [Multi-Output View Inputs]."""
+    position = {index: t for t, index in enumerate(flat.tensor_indices)}
+    for k, info in enumerate(analysis.outputs):
+        replay = info.replay
+        if replay is None or replay.source is not ReplaySource.INPUT or replay.before_epilogue:
+            continue
+        if not any(step.index is not None and step.grad_enabled for step in replay.steps):
+            continue
+        source = position.get(replay.index)
+        real = flat.values[replay.index]
+        if source is None or not isinstance(real, torch.Tensor) or not real.requires_grad:
+            continue
+        root = real._base if real._base is not None else real
+        for t, other in enumerate(flat.values[i] for i in flat.tensor_indices):
+            if t == source or not isinstance(other, torch.Tensor) or other is real:
+                continue
+            if (other._base if other._base is not None else other) is not root:
+                continue
+            muts = [analysis.mutations[j] for j in layout.leaves_of_input[t]]
+            if any(m.any or m.version_bumped for m in muts):
+                raise UnsupportedError(
+                    f"out[{k}] is a view made by an op that returns several views (unbind, split, chunk) of "
+                    f"{flat.leaves[replay.index].path}, whose base the program advances through "
+                    f"{flat.leaves[flat.tensor_indices[t]].path}: eager's may raise when autograd reads its grad_fn "
+                    "(Note [Multi-Output View Inputs]), which the rebuilt output does not reproduce. Return a clone"
+                )

@@ -24,7 +24,7 @@ from torch.utils import _pytree as pytree
 from policies import AutomaticDynamicState, Policy
 from subclassaot import backends, guards
 from subclassaot.analyze import analyze, check_gained_grad
-from subclassaot.analyze_training import check_multi_output_view_inputs
+from subclassaot.analyze_training import check_multi_output_view_inputs, check_multi_output_view_outputs
 from subclassaot.autograd_runtime import training_call
 from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.desugar import DynamicAliasError, dense_layout
@@ -265,6 +265,7 @@ def _compile_over(
         check_swapped_storage_outputs(flat, layout, analysis)
         check_overlapping_plain_groups(flat, layout, analysis, fakes)
         check_multi_output_view_inputs(flat, layout, analysis)
+        check_multi_output_view_outputs(flat, layout, analysis)
     with torch.no_grad():
         traced = trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)
     backend = backends.get_backend(config.backend)

@@ -168,11 +168,14 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         if plan.input_requires_grad[i] and not after
     ]
 
-    early_replays = [
-        (o, info.replay)
-        for o, info in enumerate(plan.analysis.outputs)
-        if info.kind is OutputKind.TENSOR and info.replay is not None and info.replay.before_epilogue
-    ]
+    early_replays = sorted(
+        (
+            (o, info.replay)
+            for o, info in enumerate(plan.analysis.outputs)
+            if info.kind is OutputKind.TENSOR and info.replay is not None and info.replay.before_epilogue
+        ),
+        key=lambda item: item[1].made,  # in the program's order (Replay.made)
+    )
 
     def run(values: Sequence[object], symbols: dict[str, int]) -> object:
         for i in gains:

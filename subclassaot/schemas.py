@@ -221,6 +221,10 @@ class Replay:
     # epilogue writes it, so that autograd sees the same order as in eager (a no_grad or multi-output view whose
     # base is then written has a grad_fn that raises)
     before_epilogue: bool = False
+    # before_epilogue: when the program made the output (its last view or in-place view op, the run's sequence
+    # number): early replays run in this order, so that one's in-place view op advances a version counter after
+    # another's multi-output view was taken, as in eager (fuzz seed 3000 #9285)
+    made: int = 0
     # the program set_() the output's wrapper after making it as this view: the view then takes the output's
     # dense leaves by a wrapper-level set_ (Note [Wrapper Storage After set_])
     then_set: bool = False

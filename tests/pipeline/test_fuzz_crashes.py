@@ -220,3 +220,23 @@ def test_view_of_overlapping_plain_input_is_refused(compile_fn: CompileFn | None
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, "its elements overlap .* a view of it fails there")
+
+
+def test_early_replays_run_in_program_order(compile_fn: CompileFn | None) -> None:
+    """Seed 3000 #9285 (unshrunk): out[1], an unbind() view of x2, was made before out[0]'s no_grad unsqueeze_()
+    advanced their base's counter; both outputs are rebuilt before the epilogue, in the program's order, so that
+    out[1]'s grad_fn raises as eager's does."""
+
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x2.unbind(1)[0]
+        t1 = x1.select(2, -2)
+        with torch.no_grad():
+            t1.unsqueeze_(0)
+        return (t1, t0, t1)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((3, 4, 3), requires_grad=True)
+        return (b0, b0, b0.as_strided((1, 1), (1, 0), 0))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
