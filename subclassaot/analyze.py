@@ -432,6 +432,21 @@ def _output_info(
             "op, whose base the program then wrote with grad enabled); returned, such a view is supported only as a "
             "view of an input the program did not otherwise change. Return a clone made before the write"
         )
+    if (
+        replay is None
+        and tree is None
+        and torch.is_grad_enabled()
+        and _grad_fn_or_none(value) is not None
+        and out_leaves[0].source is LeafSource.INPUT_ALIAS
+        and not out_leaves[0].is_view
+        and not out_leaves[0].same_object
+    ):
+        # Rebuilt as an alias of the input made without autograd (runtime.non_view_alias): eager's has a history of
+        # its own (set_() to the input under no_grad, then written with grad: fuzz seed 3000 #7901).
+        raise UnsupportedError(
+            f"{path} shares the storage of an input (set_() to it) and has an autograd history of its own, which an "
+            "output rebuilt over the input's storage cannot have. Return a clone"
+        )
     on_root = tree is not None and value.requires_grad
     if on_root and replay is None:
         replay = root_replay(value, bases, ())  # the intermediate itself, views of it returned too

@@ -22,6 +22,7 @@ from subclassaot.schemas import (
     Analysis,
     DenseLayout,
     FlatInputs,
+    InputIndex,
     LeafMutation,
     LeafSource,
     OutputInfo,
@@ -279,7 +280,7 @@ def check_multi_output_view_outputs(flat: FlatInputs, layout: DenseLayout, analy
             continue
         if not any(step.index is not None and step.grad_enabled for step in replay.steps):
             continue
-        source = position.get(replay.index)
+        source = position.get(InputIndex(replay.index))
         real = flat.values[replay.index]
         if source is None or not isinstance(real, torch.Tensor) or not real.requires_grad:
             continue
