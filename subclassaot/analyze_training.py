@@ -257,11 +257,18 @@ def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analys
     """See Note [Multi-Output View Inputs]."""
     if not analysis.wrapper_last_use:
         return
+    reals = [flat.values[i] for i in flat.tensor_indices]
+    roots = [_autograd_root(r) if isinstance(r, torch.Tensor) else None for r in reals]
     for t, tree in enumerate(layout.trees):
-        real = flat.values[flat.tensor_indices[t]]
+        real = reals[t]
         if tree is None or not isinstance(real, torch.Tensor) or not real.requires_grad:
             continue
-        written_through_others = analysis.wrapper_version_bumped[t] and analysis.wrapper_first_write[t] is None
+        writers = [
+            u
+            for u, root in enumerate(roots)
+            if u != t and root is roots[t] and reals[u] is not real and analysis.wrapper_first_write[u] is not None
+        ]
+        written_through_others = bool(writers) and analysis.wrapper_first_write[t] is None
         if written_through_others and analysis.wrapper_last_use[t] is not None and is_multi_output_view(real):
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[t]].path} is a view made by an op that returns several views "
@@ -284,11 +291,11 @@ def check_multi_output_view_outputs(flat: FlatInputs, layout: DenseLayout, analy
         real = flat.values[replay.index]
         if source is None or not isinstance(real, torch.Tensor) or not real.requires_grad:
             continue
-        root = real._base if real._base is not None else real
+        root = _autograd_root(real)
         for t, other in enumerate(flat.values[i] for i in flat.tensor_indices):
             if t == source or not isinstance(other, torch.Tensor) or other is real:
                 continue
-            if (other._base if other._base is not None else other) is not root:
+            if _autograd_root(other) is not root:
                 continue
             muts = [analysis.mutations[j] for j in layout.leaves_of_input[t]]
             if any(m.any or m.version_bumped for m in muts):
@@ -298,3 +305,8 @@ def check_multi_output_view_outputs(flat: FlatInputs, layout: DenseLayout, analy
                     f"{flat.leaves[flat.tensor_indices[t]].path}: eager's may raise when autograd reads its grad_fn "
                     "(Note [Multi-Output View Inputs]), which the rebuilt output does not reproduce. Return a clone"
                 )
+
+
+def _autograd_root(t: torch.Tensor) -> torch.Tensor:
+    """The tensor whose version counter `t` shares: its autograd base, or itself."""
+    return t._base if t._base is not None else t
