@@ -436,6 +436,8 @@ def _output_info(
         replay is None
         and tree is None
         and torch.is_grad_enabled()
+        and id(value) in run.swaps.swapped_ids
+        and id(value) not in run.swaps.grad_set_ids  # Note [Outputs set_() Under Grad]
         and _grad_fn_or_none(value) is not None
         and out_leaves[0].source is LeafSource.INPUT_ALIAS
         and not out_leaves[0].is_view
