@@ -61,6 +61,7 @@ from subclassaot.view_chains import (
     early_input_replay,
     hidden_base,
     inplace_replay,
+    made_seq,
     replay_of,
     root_replay,
     view_rebuilt_by_set,
@@ -202,6 +203,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         swapped_by_data=id(final) in swaps.swapped_by_data,
         version_bumped=swaps.bumps(run.dense[i]),
         autograd_visible=storage_key(orig) in swaps.visible_writes,
+        visible_through_self=swaps.family_of(run.dense[i]) in swaps.visible_families,
         set_under_grad=id(final) in swaps.grad_set_ids,
         new_storage_of=new_storage_of,
         metadata_hidden=bool(view_ops)
@@ -448,6 +450,8 @@ def _output_info(
     if replay is None and replaced is None and torch.is_grad_enabled():
         replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
     _check_replay(path, value, tree is not None, replay, replaced, run)
+    if replay is not None and replay.before_epilogue:
+        replay = replace(replay, made=made_seq(value, run))
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
     if torch.is_grad_enabled() and not rebuilt and _grad_fn_raises(value):
         # Only a view of an input rebuilt before the epilogue writes it, or one whose wrapper the runtime set_()s
@@ -456,6 +460,23 @@ def _output_info(
             f"{path}: its grad_fn raises in eager (a view made under no_grad, or one of the views of a multi-output "
             "op, whose base the program then wrote with grad enabled); returned, such a view is supported only as a "
             "view of an input the program did not otherwise change. Return a clone made before the write"
+        )
+    if (
+        replay is None
+        and tree is None
+        and torch.is_grad_enabled()
+        and id(value) in run.swaps.swapped_ids
+        and id(value) not in run.swaps.grad_set_ids  # Note [Outputs set_() Under Grad]
+        and _grad_fn_or_none(value) is not None
+        and out_leaves[0].source is LeafSource.INPUT_ALIAS
+        and not out_leaves[0].is_view
+        and not out_leaves[0].same_object
+    ):
+        # Rebuilt as an alias of the input made without autograd (runtime.non_view_alias): eager's has a history of
+        # its own (set_() to the input under no_grad, then written with grad: fuzz seed 3000 #7901).
+        raise UnsupportedError(
+            f"{path} shares the storage of an input (set_() to it) and has an autograd history of its own, which an "
+            "output rebuilt over the input's storage cannot have. Return a clone"
         )
     on_root = tree is not None and value.requires_grad
     if on_root and replay is None:

@@ -1,6 +1,7 @@
 """Stage `analyze`, training facts: how the program used subclass inputs of an alias group (Note [Overlapping
 Subclass Members Written Through One]), outputs set_() under grad (Note [Outputs set_() Under Grad]), and views of
-inputs that run as contiguous clones (`check_overlapping_clones`).
+inputs that run as contiguous clones (`check_overlapping_clones`), subclass inputs that are views of a multi-output op
+(`check_multi_output_view_inputs`).
 
 Input: a `FunctionalRun`, the `DenseLayout`, the outputs' `OutputInfo`s. Output: per-input facts for `Analysis`,
 output flags, refusals (UnsupportedError naming the output or input and the rule).
@@ -18,8 +19,10 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import (
+    Analysis,
     DenseLayout,
     FlatInputs,
+    InputIndex,
     LeafMutation,
     LeafSource,
     OutputInfo,
@@ -28,11 +31,13 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
-from subclassaot.torch_internals import storage_key
+from subclassaot.torch_internals import is_multi_output_view, storage_key
 from subclassaot.view_chains import detached_in_chain, viewed_after_grad_set, viewed_before_resize
 
 __all__ = [
     "check_history_over_alias",
+    "check_multi_output_view_inputs",
+    "check_multi_output_view_outputs",
     "check_overlapping_clones",
     "check_set_under_grad",
     "check_wrapper_grad_gains",
@@ -379,3 +384,75 @@ def _same_views_on(t: torch.Tensor, steps: Sequence[ViewStep]) -> bool:
             return False  # eager's reshape() copies here
         src = out[step.index] if step.index is not None else out
     return True
+
+
+# Note [Multi-Output View Inputs]
+# A subclass input that is one of the views an op returning several views made (x.unbind(0)[0]) is rebuilt in the
+# trace as a wrapper of its own, not an autograd view: eager's check that refuses to read such a view's grad_fn once
+# its base's version counter advanced (a write through another view of the base) does not happen there. Where the
+# program writes the base through another input and reads this one with grad enabled, eager raises (at that read,
+# or in backward where the read saved it, fuzz seed 5000 #2426), and the compiled program would not: refused. A write
+# through the input itself raises in eager and in our epilogue alike. Likewise an output the program made by such an
+# op from an input that the trace does not relate to another input sharing its eager base (traced apart: an
+# overlapping as_strided view, seed 3000 #9285): where the program advances that base's counter through the other
+# input, eager's output may raise when its grad_fn is read, and the rebuilt one would not: refused unless the
+# output is rebuilt before the epilogue (whose writes then advance the counter it checks, as in eager).
+
+
+def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
+    """See Note [Multi-Output View Inputs]."""
+    if not analysis.wrapper_last_use:
+        return
+    reals = [flat.values[i] for i in flat.tensor_indices]
+    roots = [_autograd_root(r) if isinstance(r, torch.Tensor) else None for r in reals]
+    for t, tree in enumerate(layout.trees):
+        real = reals[t]
+        if tree is None or not isinstance(real, torch.Tensor) or not real.requires_grad:
+            continue
+        writers = [
+            u
+            for u, root in enumerate(roots)
+            if u != t and root is roots[t] and reals[u] is not real and analysis.wrapper_first_write[u] is not None
+        ]
+        written_through_others = bool(writers) and analysis.wrapper_first_write[t] is None
+        if written_through_others and analysis.wrapper_last_use[t] is not None and is_multi_output_view(real):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[t]].path} is a view made by an op that returns several views "
+                "(unbind, split, chunk), the program writes its base through another input and uses it with grad "
+                "enabled: eager raises when autograd reads it (Note [Multi-Output View Inputs]), which the "
+                "compiled program does not reproduce. Pass the base tensor and take the views inside the function"
+            )
+
+
+def check_multi_output_view_outputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
+    """See Note [Multi-Output View Inputs]."""
+    position = {index: t for t, index in enumerate(flat.tensor_indices)}
+    for k, info in enumerate(analysis.outputs):
+        replay = info.replay
+        if replay is None or replay.source is not ReplaySource.INPUT or replay.before_epilogue:
+            continue
+        if not any(step.index is not None and step.grad_enabled for step in replay.steps):
+            continue
+        source = position.get(InputIndex(replay.index))
+        real = flat.values[replay.index]
+        if source is None or not isinstance(real, torch.Tensor) or not real.requires_grad:
+            continue
+        root = _autograd_root(real)
+        for t, other in enumerate(flat.values[i] for i in flat.tensor_indices):
+            if t == source or not isinstance(other, torch.Tensor) or other is real:
+                continue
+            if _autograd_root(other) is not root:
+                continue
+            muts = [analysis.mutations[j] for j in layout.leaves_of_input[t]]
+            if any(m.any or m.version_bumped for m in muts):
+                raise UnsupportedError(
+                    f"out[{k}] is a view made by an op that returns several views (unbind, split, chunk) of "
+                    f"{flat.leaves[replay.index].path}, whose base the program advances through "
+                    f"{flat.leaves[flat.tensor_indices[t]].path}: eager's may raise when autograd reads its grad_fn "
+                    "(Note [Multi-Output View Inputs]), which the rebuilt output does not reproduce. Return a clone"
+                )
+
+
+def _autograd_root(t: torch.Tensor) -> torch.Tensor:
+    """The tensor whose version counter `t` shares: its autograd base, or itself."""
+    return t._base if t._base is not None else t

@@ -24,6 +24,7 @@ from torch.utils import _pytree as pytree
 from policies import AutomaticDynamicState, Policy
 from subclassaot import backends, guards
 from subclassaot.analyze import analyze, check_gained_grad
+from subclassaot.analyze_training import check_multi_output_view_inputs, check_multi_output_view_outputs
 from subclassaot.autograd_runtime import training_call
 from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.desugar import DynamicAliasError, dense_layout
@@ -234,8 +235,9 @@ def _compile_over(
         with torch.enable_grad():
             analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
     # Untouched: no member written or changed, and no in-place view op or `.data =` on one (t_(); t_() cancel out,
-    # but on the same object passed twice they must stay one object). A group over a whole storage stays (the
-    # program reads outside its members).
+    # but on the same object passed twice they must stay one object), and no member's version counter advanced (an
+    # in-place view op on a view of one: the others' unbind() views check that counter, fuzz seed 3000 #9285). A
+    # group over a whole storage stays (the program reads outside its members).
     reshaped = {
         j
         for t, (ops, data) in enumerate(zip(analysis.inplace_view_ops, analysis.wrapper_data, strict=True))
@@ -245,7 +247,10 @@ def _compile_over(
     untraced = frozenset(
         g.members[0]
         for g in layout.groups
-        if not g.whole_storage and not any(analysis.mutations[m].any or m in reshaped for m in g.members)
+        if not g.whole_storage
+        and not any(
+            analysis.mutations[m].any or analysis.mutations[m].version_bumped or m in reshaped for m in g.members
+        )
     )
     if untraced:
         # See Note [Unmutated Aliases Stay Apart]: trace the untouched aliases as separate inputs.
@@ -259,6 +264,8 @@ def _compile_over(
         check_training_supported(flat, layout, analysis, fakes)
         check_swapped_storage_outputs(flat, layout, analysis)
         check_overlapping_plain_groups(flat, layout, analysis, fakes)
+        check_multi_output_view_inputs(flat, layout, analysis)
+        check_multi_output_view_outputs(flat, layout, analysis)
     with torch.no_grad():
         traced = trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)
     backend = backends.get_backend(config.backend)

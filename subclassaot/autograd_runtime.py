@@ -447,6 +447,18 @@ def training_call(
         if len(bw_meta.tangent_deps) >= len(bw_meta.grad_inputs)
         else []
     )
+    # Inputs no output reaches: where reading one's grad_fn raises when the Function takes it (an unbind() output
+    # whose base an in-place view op replayed early, t_(), advanced: fuzz seed 5000 #550), it goes in detached;
+    # eager's program did not read it after that op.
+    unread = (
+        [
+            i
+            for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False)
+            if not deps and i not in unreached
+        ]
+        if len(bw_meta.tangent_deps) >= len(bw_meta.grad_inputs)
+        else []
+    )
     ev = MetaEvaluator()
     original_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.ORIGINAL}
     final_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.FINAL}
@@ -475,6 +487,9 @@ def training_call(
         user = [values[i] for i in flat.tensor_indices]
         for i in unreached:  # Note [Unreached Inputs Are Detached]
             user[i] = cast(torch.Tensor, user[i]).detach()
+        for i in unread:
+            if _grad_fn_raises(cast(torch.Tensor, user[i])):
+                user[i] = cast(torch.Tensor, user[i]).detach()
         bases = [graph_in[k] for k in bw_meta.group_grads]  # Note [Aliased Inputs In Training]
         tensors = list(CompiledStep.apply((graph_in, dense, symbols), *user, *bases))  # type: ignore[no-untyped-call]  # untyped in torch
         outs: list[object] = list(tensors[:n_updates])
@@ -496,3 +511,13 @@ def training_call(
         return outs, prewrapped, wrappers, root_values
 
     return call
+
+
+def _grad_fn_raises(t: torch.Tensor) -> bool:
+    if not t.requires_grad or not t._is_view():
+        return False
+    try:
+        t.grad_fn  # noqa: B018  # the access itself is the check (is_leaf reads it too)
+    except RuntimeError:
+        return True
+    return False

@@ -30,7 +30,8 @@ from subclassaot.torch_internals import get_version, set_version, storage_key, s
 
 # Note [Unmutated Aliases Stay Apart]
 # A synthetic base is only needed when the program writes to (or changes the metadata or storage of) one of the
-# aliases: otherwise no alias can observe another, and each member is traced as the separate input it is. The driver
+# aliases, or advances its version counter (an in-place view op on a view of it, which another alias's unbind()
+# views check when autograd reads their grad_fn): otherwise no alias can observe another, and each member is traced as the separate input it is. The driver
 # desugars, analyzes, and desugars again without the groups the analysis found untouched. Separate inputs keep the
 # graph simple and let training handle aliased inputs (subclass ones included) as autograd does in eager: each alias
 # gets its own gradient, which reaches the tensor behind both through the aliases' own grad_fns. The guards still

@@ -78,6 +78,7 @@ def run_functional(
     grouped = {m for g in layout.groups for m in g.members}
     clones: dict[int, torch.Tensor] = {}  # id of the input object -> its clone (the same object passed twice)
     moved: set[int] = set()  # dense leaves whose clone has other offsets or strides than the input
+    restrided: list[int] = []  # ... other strides (an input whose elements overlap is cloned contiguous)
     copy_on_contiguous: set[int] = set()
     for i in sorted(clone_inputs):
         # The program runs on a clone of the input (autograd-visible): gradients are taken with respect to the
@@ -102,6 +103,8 @@ def run_functional(
             shift[j] = dense[j].storage_offset() - leaf.storage_offset()
             if not _same_offsets(shift[j]) or leaf_meta(leaf)[1] != leaf_meta(dense[j])[1]:
                 moved.add(j)
+            if leaf_meta(leaf)[1] != leaf_meta(dense[j])[1]:
+                restrided.append(j)
             dense[j] = leaf
     for i, t in enumerate(user_tensors):
         if id(t) in clones:  # the same object at a position not cloned itself: it is the clone too
@@ -145,6 +148,17 @@ def run_functional(
                 "module doing so, like BatchNorm with momentum=None); the compiled graph cannot depend on tensor "
                 "values. Keep the value a tensor"
             ) from e
+        except (RuntimeError, ValueError) as e:
+            if restrided and _is_view_stride_error(e):
+                path = flat.leaves[layout.leaves[restrided[0]].owner].path
+                raise UnsupportedError(
+                    f"{path}: this input requires grad and its elements overlap (an expand() or a zero stride), so in "
+                    "training the program runs on a contiguous clone of it (Note [Training Through A Joint Graph]), "
+                    f"and a view of it fails there that eager's strides allow ({type(e).__name__}: "
+                    f"{str(e).splitlines()[0]}). Pass the tensor before expand() and expand it inside the function, "
+                    "or use reshape()"
+                ) from e
+            raise
     finals: list[torch.Tensor] = []
     for tree, tensor in zip(layout.trees, user_tensors, strict=True):
         finals.extend([tensor] if tree is None else flatten_subclass(tensor, tree.path)[1])
@@ -163,6 +177,11 @@ def run_functional(
         moved_clones=frozenset(moved),
         output=output,
     )
+
+
+def _is_view_stride_error(e: Exception) -> bool:
+    text = str(e)
+    return "Cannot view a tensor with shape" in text or "view size is not compatible with input tensor's size" in text
 
 
 def _same_offsets(shift: int | torch.SymInt) -> bool:

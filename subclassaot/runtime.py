@@ -169,11 +169,14 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         if plan.input_requires_grad[i] and not after
     ]
 
-    early_replays = [
-        (o, info.replay)
-        for o, info in enumerate(plan.analysis.outputs)
-        if info.kind is OutputKind.TENSOR and info.replay is not None and info.replay.before_epilogue
-    ]
+    early_replays = sorted(
+        (
+            (o, info.replay)
+            for o, info in enumerate(plan.analysis.outputs)
+            if info.kind is OutputKind.TENSOR and info.replay is not None and info.replay.before_epilogue
+        ),
+        key=lambda item: item[1].made,  # in the program's order (Replay.made)
+    )
 
     def run(values: Sequence[object], symbols: dict[str, int]) -> object:
         for i in gains:
@@ -368,6 +371,11 @@ def _epilogue(
         base, value = graph_in[g], cast(torch.Tensor, outs[k])
         members = plan.layout.groups[cast(AliasGroupRef, plan.layout.graph_inputs[g]).group].members
         visible = any(mutations[m].autograd_visible and not mutations[m].hidden_from_autograd for m in members)
+        root = base._base if base._base is not None else base
+        if root.is_leaf and root.requires_grad:
+            # written only through tensors set_() or `.data =`-assigned to its storage: eager's autograd does not
+            # see the write (through the base's own views, eager raises, and so does this copy_)
+            visible = visible and any(mutations[m].visible_through_self for m in members)
         with torch.set_grad_enabled(
             torch.is_grad_enabled() and visible and (base.requires_grad or value.requires_grad)
         ):
@@ -543,10 +551,11 @@ def _copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation) -> 
     # grad_fn and version match eager; .data and no_grad mutations stay invisible to autograd, as in eager.
     hidden = not mutation.autograd_visible or mutation.hidden_from_autograd or mutation.storage_changed
     # A leaf that requires grad (or a view of one) written through an alias autograd does not relate to it (a
-    # tensor set_() to it: its version counter stays) is written below autograd; written through itself, eager
-    # raises, and so does this copy.
+    # tensor set_() or `.data =`-assigned to its storage, even where a no_grad write advanced its version: fuzz
+    # seed 3000 #7901, seed 5000 #5074) is written below autograd; written through itself, eager raises, and so
+    # does this copy.
     base = x._base if x._base is not None else x
-    hidden = hidden or (base.is_leaf and base.requires_grad and not mutation.version_bumped)
+    hidden = hidden or (base.is_leaf and base.requires_grad and not mutation.visible_through_self)
     if (x.requires_grad or value.requires_grad) and not hidden:
         x.copy_(value)
     else:

@@ -116,6 +116,9 @@ class LeafMutation:
     swapped_by_data: bool  # its last storage swap was `.data =` (invisible to autograd and the version counter)
     version_bumped: bool  # eager advances its version counter (a write through it or a view sharing its counter)
     autograd_visible: bool  # some write to it happened with grad enabled, not through .data / detach()
+    # some autograd-visible write went through it or a view of it (its version-counter family), not only through
+    # a tensor set_() or `.data =`-assigned to its storage: on a leaf that requires grad, eager raises
+    visible_through_self: bool = False
     set_under_grad: bool = False  # set_() was called on it with grad enabled while it or the source required grad
     # set_() to a new storage (set_source None) that an earlier dense leaf ends on too: the leaf that makes it
     new_storage_of: DenseIndex | None = None
@@ -227,6 +230,10 @@ class Replay:
     # epilogue writes it, so that autograd sees the same order as in eager (a no_grad or multi-output view whose
     # base is then written has a grad_fn that raises)
     before_epilogue: bool = False
+    # before_epilogue: when the program made the output (its last view or in-place view op, the run's sequence
+    # number): early replays run in this order, so that one's in-place view op advances a version counter after
+    # another's multi-output view was taken, as in eager (fuzz seed 3000 #9285)
+    made: int = 0
     # the program set_() the output's wrapper after making it as this view: the view then takes the output's
     # dense leaves by a wrapper-level set_ (Note [Wrapper Storage After set_])
     then_set: bool = False

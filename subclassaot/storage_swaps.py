@@ -458,6 +458,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if id(arg) not in self.record.hidden and torch.is_grad_enabled():
             # Writes under no_grad or through .data/detach() are invisible to autograd in eager.
             self.record.visible_writes.add(storage_key(arg))
+            self.record.visible_families.add(self.record.family_of(arg))
 
 
 # Note [contiguous() Of A Contiguous Clone]

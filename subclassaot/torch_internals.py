@@ -110,6 +110,15 @@ def set_version(t: torch.Tensor, version: int) -> None:
         torch._C._autograd._unsafe_set_version_counter((t,), (version,))
 
 
+def is_multi_output_view(t: torch.Tensor) -> bool:
+    """An autograd view made by an op returning several views (unbind, split, chunk): autograd refuses to read
+    its grad_fn once its base's version counter advanced."""
+    if not t._is_view():
+        return False
+    meta = torch._C._autograd._get_creation_meta(t)
+    return bool(meta == torch._C._autograd.CreationMeta.MULTI_OUTPUT_NODE)
+
+
 def is_fake(t: object) -> bool:
     return isinstance(t, FakeTensor)
 

@@ -60,15 +60,23 @@ def wrapper_update_inputs(
             continue
         # See Note [Aliased Subclass Inputs In Training]: a member of an alias group gets its new value only where
         # the program wrote through its own wrapper family (not through an alias autograd does not relate to it),
-        # and once per object.
+        # and once per object; not where it wrote only through another member of the family (it shares the
+        # member's version counter: fuzz seed 5000 #2426), whose wrapper-level copy_ rebases their common base.
         if any(j in grouped for j in leaves) and (
-            not analysis.wrapper_version_bumped[i] or _duplicate(layout, i) or any(m.metadata for m in muts)
+            not analysis.wrapper_version_bumped[i]
+            or _duplicate(layout, i)
+            or any(m.metadata for m in muts)
+            or _not_written_through_own_wrapper(analysis, i)
         ):
             continue
         if any(_read_only_member(layout, analysis, g, i) for g in layout.groups if set(leaves) & set(g.members)):
             continue  # Note [Overlapping Subclass Members Written Through One]
         out.append(i)
     return tuple(out)
+
+
+def _not_written_through_own_wrapper(analysis: Analysis, i: int) -> bool:
+    return bool(analysis.wrapper_first_write) and analysis.wrapper_first_write[i] is None
 
 
 def _duplicate(layout: DenseLayout, i: int) -> bool:

@@ -46,6 +46,7 @@ __all__ = [
     "check_mixed_grad_view_ops",
     "detached_in_chain",
     "early_input_replay",
+    "made_seq",
     "hidden_base",
     "inplace_replay",
     "replay_of",
@@ -671,3 +672,11 @@ def check_mixed_grad_view_ops(flat: FlatInputs, run: FunctionalRun) -> None:
                 "Mixed Grad Modes]), which the compiled epilogue does not reproduce. Run them all under one grad "
                 "mode, or change a clone"
             )
+
+
+def made_seq(value: torch.Tensor, run: FunctionalRun) -> int:
+    """When the program made `value`: its view op's or its last in-place view op's sequence number."""
+    record = run.swaps.views.get(id(value))
+    seqs = [record.seq] if record is not None else []
+    seqs.extend(r.seq for r in run.swaps.inplace_views.get(id(value), []))
+    return max(seqs, default=0)
