@@ -191,9 +191,9 @@ def test_unbind_output_of_alias_whose_version_a_no_grad_view_op_advanced(compile
 # Inputs whose elements overlap run as contiguous clones in training
 
 
-def test_view_of_overlapping_input_that_only_its_strides_allow_is_refused(compile_fn: CompileFn | None) -> None:
-    """Seed 3000 #1090 (crashed with the fake view's ValueError): the view succeeds on eager's zero strides, not
-    on the contiguous clone the training trace runs on."""
+def test_view_of_overlapping_input_that_only_its_strides_allow(compile_fn: CompileFn | None) -> None:
+    """Seed 3000 #1090 (crashed with the fake view's ValueError): the view succeeds on eager's zero strides, which
+    the training trace now keeps (zero-stride inputs run as an expanded clone, test_fuzz_viewbase.py)."""
 
     def f(x0: T) -> object:
         t0 = x0.expand((1, -1, 2))
@@ -205,11 +205,11 @@ def test_view_of_overlapping_input_that_only_its_strides_allow_is_refused(compil
         return (b0.as_strided((2,), (0,), 0).view((1, -1, 1)),)
 
     with torch.enable_grad():
-        assert_refused(f, make_inputs, compile_fn, "its elements overlap .* a view of it fails there")
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-def test_view_of_overlapping_plain_input_is_refused(compile_fn: CompileFn | None) -> None:
-    """The plain-tensor form of seed 3000 #1090: the joint trace runs on the contiguous clone."""
+def test_view_of_overlapping_plain_input(compile_fn: CompileFn | None) -> None:
+    """The plain-tensor form of seed 3000 #1090."""
 
     def f(x0: T) -> object:
         return x0.expand((1, -1, 2)).view((1, 4)).sum()
@@ -220,7 +220,7 @@ def test_view_of_overlapping_plain_input_is_refused(compile_fn: CompileFn | None
         return (b0.as_strided((2,), (0,), 0).view((1, -1, 1)),)
 
     with torch.enable_grad():
-        assert_refused(f, make_inputs, compile_fn, "its elements overlap .* a view of it fails there")
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
 def test_early_replays_run_in_program_order(compile_fn: CompileFn | None) -> None:
@@ -263,4 +263,4 @@ def test_output_set_to_input_then_written_with_grad_is_refused(compile_fn: Compi
         return (torch.randn((), requires_grad=True), b1)
 
     with torch.enable_grad():
-        assert_refused(f, make_inputs, compile_fn, "shares the storage of an input .* autograd history of its own")
+        assert_refused(f, make_inputs, compile_fn, "autograd history of its own|its own autograd history")
