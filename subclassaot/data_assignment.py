@@ -128,9 +128,10 @@ def _plan(
 # tensor) as a stride probe, and the wrapper takes that leaf's real strides at run time, as eager's did (fuzz seed
 # 3000 #3232: x.data = x.mul(-1.0) of a (1, 1, 3) input). Only where nothing changed that leaf or the wrapper after
 # it was made: no in-place view op, set_ or `.data =` on either, no write to the leaf's storage (functionalization
-# would return the written value, with the strides of the op that computed it), and the wrapper's metadata when
-# assigned are the leaf's at the end. Refused otherwise, and in training (the graph's outputs pass through the
-# autograd.Function, which returns no probes).
+# would return the value of the functional op that replaced the write, whose strides need not be the leaf's), and
+# the wrapper's metadata when assigned are the leaf's at the end. Refused otherwise, and in training (the graph's
+# outputs pass through the autograd.Function, which returns no probes). As for fresh subclass outputs, this trusts
+# the backend to give the graph's results the strides of eager's kernels.
 
 
 def _strides_unknown(a: DataAssignment, run: FunctionalRun) -> bool:

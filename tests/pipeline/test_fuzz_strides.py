@@ -44,7 +44,8 @@ def test_empty_view_of_input_assigned(compile_fn: CompileFn | None) -> None:
 
 
 def test_empty_slice_of_input_assigned_and_viewed(compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 39, program 6195 (refused before): the empty slice is a view of the input.
+    # Fuzz seeds 39 #6195 / 31 #4452 (refused before; was test_subclass_data_assigned_with_kernel_strides_refused):
+    # the empty slice is a view of the input.
     def f(x0: T) -> object:
         t0 = x0[0:0:2]
         x0.data = t0
@@ -56,9 +57,9 @@ def test_empty_slice_of_input_assigned_and_viewed(compile_fn: CompileFn | None) 
 
 @pytest.mark.parametrize("program", ["mul", "transposed_mul", "view", "expand"])
 def test_computed_size_one_assigned_to_input(compile_fn: CompileFn | None, program: str) -> None:
-    # Fuzz seed 3000, programs 3232 and 2908, seed 5000 #2968, seed 31 #4452 (refused before): the wrapper takes the
-    # real strides of the assigned tensor's leaf, which the graph returns as a stride probe. "transposed_mul": fake
-    # strides (1, 1), eager's (1, 2) (the refusal's own example).
+    # Shrunk from fuzz seed 3000 #3232, #2908, seed 5000 #2968 (the whole #2968 stays refused: a later write to the
+    # leaf's storage), seeds 39 #6195 / 31 #4452 (refused before): the wrapper takes the real strides of the assigned tensor's leaf, which the graph returns as a stride probe.
+    # "transposed_mul": fake strides (1, 1), eager's (1, 2) (the refusal's own example).
     def f(x0: T, x1: T) -> object:
         if program == "mul":
             x0.data = x0.mul(-1.0)
@@ -88,7 +89,8 @@ def test_computed_size_one_assigned_to_output(compile_fn: CompileFn | None) -> N
 
 
 def test_computed_size_one_written_after_refused(compile_fn: CompileFn | None) -> None:
-    # Functionalization returns the written value, with the strides of the op that wrote it, not the leaf's: refused.
+    # The graph would return the written value, made by the functional op that replaced the write, whose strides
+    # need not be the leaf's: refused (conservatively; add_ happens to keep them).
     def f(x0: T) -> object:
         t0 = x0.t().mul(0.5)
         t0.add_(1.0)
