@@ -110,11 +110,11 @@ def analyze(
             for tree, t, before in zip(layout.trees, run.user_tensors, run.initial_metas, strict=True)
         )
         replays = tuple(inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors))
-        data_plans = wrapper_data_plans(flat, run, replays, wrapper_after, user_fakes, nonleaf_wrappers)
+        data_plans, probes = wrapper_data_plans(flat, run, replays, wrapper_after, user_fakes, nonleaf_wrappers)
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
         check_overlapping_clones(flat, layout, run, mutations, user_fakes, nonleaf_wrappers, outputs)
         check_wrapper_grad_gains(flat, layout, run, mutations, user_fakes)
-        check_data_meta_outputs(flat, run, user_fakes, nonleaf_wrappers, outputs)
+        outputs, probes = check_data_meta_outputs(flat, run, user_fakes, nonleaf_wrappers, outputs, probes)
         wrapper_storage = wrapper_storage_classes(run, layout, outputs)
         wrapper_bumped = tuple(
             tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
@@ -136,6 +136,7 @@ def analyze(
         outputs=outputs,
         output_spec=spec,
         num_intermediate_bases=num_bases,
+        stride_probes=probes,
         wrapper_storage=wrapper_storage,
     )
 

@@ -8,19 +8,30 @@ UnsupportedError for what is refused. Invariants: pure reads of the run's record
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from typing import NoReturn
 
 import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
-from subclassaot.functional_run import FunctionalRun
-from subclassaot.schemas import DataAssignmentPlan, FlatInputs, InputIndex, Meta, OutputInfo, Replay, ViewStep
+from subclassaot.functional_run import FunctionalRun, dense_leaves_of
+from subclassaot.schemas import (
+    DataAssignmentPlan,
+    FlatInputs,
+    InputIndex,
+    Meta,
+    OutputInfo,
+    Replay,
+    StrideProbe,
+    ViewStep,
+)
 from subclassaot.swap_record import DataAssignment
-from subclassaot.torch_internals import storage_key, symint_expr
+from subclassaot.torch_internals import mutation_counter, storage_key, symint_expr
 
-__all__ = ["check_assigned_view", "check_data_meta_outputs", "wrapper_data_plans"]
+__all__ = ["assigned_probe_leaf", "check_assigned_view", "check_data_meta_outputs", "wrapper_data_plans"]
 
 
 def check_assigned_view(
@@ -58,10 +69,13 @@ def wrapper_data_plans(
     wrapper_after: Sequence[Meta | None],
     user_fakes: Sequence[torch.Tensor],
     cloned: frozenset[int],
-) -> tuple[DataAssignmentPlan | None, ...]:
-    """Per tensor input, how the epilogue repeats the `.data =` assignments to it (None: there were none)."""
+) -> tuple[tuple[DataAssignmentPlan | None, ...], tuple[StrideProbe, ...]]:
+    """Per tensor input, how the epilogue repeats the `.data =` assignments to it (None: there were none); and the
+    stride probes the plans name."""
     off = _clones_off_layout(run, user_fakes, cloned)
-    return tuple(_plan(i, flat, run, replays[i], wrapper_after, off) for i in range(len(run.user_tensors)))
+    probes: list[StrideProbe] = []
+    plans = tuple(_plan(i, flat, run, replays[i], wrapper_after, off, probes) for i in range(len(run.user_tensors)))
+    return plans, tuple(probes)
 
 
 def _plan(
@@ -71,6 +85,7 @@ def _plan(
     steps: tuple[ViewStep, ...],
     wrapper_after: Sequence[Meta | None],
     off: dict[object, int],
+    probes: list[StrideProbe],
 ) -> DataAssignmentPlan | None:
     t = run.user_tensors[i]
     found = run.swaps.wrapper_data.get(id(t))
@@ -86,8 +101,9 @@ def _plan(
             "metadata of an assignment that a later one overwrites. Assign `.data` once, or rebind the name instead"
         )
     source = _unchanged_input(last.source, run, wrapper_after)
+    probe = None
     if source is None and _strides_unknown(last, run):
-        _refuse_unknown_strides(f"{path}.data = ...")
+        probe = _probe(f"{path}.data = ...", last, run, probes, StrideProbe(input_index=i, output_index=None, leaf=0))
     size, stride, offset = last.meta
     meta = (tuple(symint_expr(s) for s in size), tuple(symint_expr(s) for s in stride), symint_expr(offset))
     plan = DataAssignmentPlan(
@@ -96,6 +112,7 @@ def _plan(
         source=source,
         final=leaf_meta(t) == meta,
         resizes=_resizes(found),
+        stride_probe=probe,
     )
     if storage_key(t) in off and not (plan.source is not None and plan.final):
         _refuse_off_layout(path, flat, off[storage_key(t)])
@@ -104,21 +121,52 @@ def _plan(
 
 # Note [Strides Of Assigned Tensors]
 # The metadata a `.data =` gives a wrapper are recorded on fake tensors. Their strides are eager's except where the
-# kernel chooses them: a dim of size 1 in a tensor the program computed (Note [Fresh Subclass Output Strides]), and
-# the dims of a tensor with no elements (view() of an empty tensor). The compiled graph does not return the assigned
-# tensor, so its real strides are not known at run time: such an assignment is refused.
+# kernel chooses them: a dim of size 0 or 1 in a tensor the program computed (Note [Fresh Subclass Output Strides]).
+# A view of an input takes its strides from the view ops, whose fake metadata are the real ones, empty or not (fuzz
+# seed 3000 #1635: x.expand((2, 0, 4)) assigned). For a computed tensor, in inference, the graph returns the dense
+# leaf of the assigned wrapper whose size and stride the wrapper had (a WrapperTensor takes them from its first inner
+# tensor) as a stride probe, and the wrapper takes that leaf's real strides at run time, as eager's did (fuzz seed
+# 3000 #3232: x.data = x.mul(-1.0) of a (1, 1, 3) input). Only where nothing changed that leaf or the wrapper after
+# it was made: no in-place view op, set_ or `.data =` on either, no write to the leaf's storage (functionalization
+# would return the value of the functional op that replaced the write, whose strides need not be the leaf's), and
+# the wrapper's metadata when assigned are the leaf's at the end. Refused otherwise, and in training (the graph's
+# outputs pass through the autograd.Function, which returns no probes). As for fresh subclass outputs, this trusts
+# the backend to give the graph's results the strides of eager's kernels.
 
 
 def _strides_unknown(a: DataAssignment, run: FunctionalRun) -> bool:
     """Note [Strides Of Assigned Tensors]."""
-    size = a.meta[0]
-    if any(isinstance(s, int) and s == 0 for s in size):
-        return True
     computed = storage_key(a.source) not in {k for k in run.initial_wrapper_keys if k is not None}
-    return computed and any(isinstance(s, int) and s == 1 for s in size)
+    return computed and any(isinstance(s, int) and s in (0, 1) for s in a.meta[0])
 
 
-def _refuse_unknown_strides(where: str) -> None:
+def assigned_probe_leaf(a: DataAssignment, run: FunctionalRun) -> torch.Tensor | None:
+    """Note [Strides Of Assigned Tensors]: the leaf of the assigned tensor whose real strides are the wrapper's."""
+    swaps, v = run.swaps, a.source
+    if torch.is_grad_enabled() or not isinstance(v, torch.Tensor):
+        return None
+    changed = (swaps.inplace_views, swaps.wrapper_data, swaps.wrapper_sets, swaps.data_sets)
+    if any(id(v) in d for d in changed) or id(v) in swaps.swapped_ids or leaf_meta(v)[:2] != a.meta[:2]:
+        return None
+    for leaf in dense_leaves_of(v, "")[1]:
+        if any(id(leaf) in d for d in changed) or id(leaf) in swaps.swapped_ids:
+            continue
+        if leaf_meta(leaf)[:2] == leaf_meta(v)[:2] and mutation_counter(leaf) == 0:
+            return leaf
+    return None
+
+
+def _probe(where: str, a: DataAssignment, run: FunctionalRun, probes: list[StrideProbe], probe: StrideProbe) -> int:
+    """Register a stride probe for assignment `a` (its `leaf` found here), or refuse."""
+    leaf = assigned_probe_leaf(a, run)
+    if leaf is None:
+        _refuse_unknown_strides(where)
+    k = next(n for n, d in enumerate(dense_leaves_of(a.source, "")[1]) if d is leaf)
+    probes.append(dataclasses.replace(probe, leaf=k))
+    return len(probes) - 1
+
+
+def _refuse_unknown_strides(where: str) -> NoReturn:
     raise UnsupportedError(
         f"{where}: the assigned tensor subclass has no elements, or the program computed it and it has a dimension "
         "of size 1: its strides come from the kernels, which the compiled program does not see (Note [Strides Of "
@@ -148,12 +196,15 @@ def check_data_meta_outputs(
     user_fakes: Sequence[torch.Tensor],
     cloned: frozenset[int],
     outputs: Sequence[OutputInfo],
-) -> None:
-    """Refuse outputs whose wrapper metadata from a `.data =` cannot be given exactly: one that requires grad and
+    probes: tuple[StrideProbe, ...],
+) -> tuple[tuple[OutputInfo, ...], tuple[StrideProbe, ...]]:
+    """The outputs, with the stride probes their wrappers take after a `.data =` (appended to `probes`). Refuse
+    outputs whose wrapper metadata from a `.data =` cannot be given exactly: one that requires grad and
     took another size (eager's backward takes gradients of that size through the history of the inner tensors, the
     compiled autograd.Function does not), and one whose metadata were recorded on a clone with another layout."""
     off = _clones_off_layout(run, user_fakes, cloned)
-    for info, value in zip(outputs, pytree.tree_leaves(run.output), strict=True):
+    found, result = list(probes), list(outputs)
+    for o, (info, value) in enumerate(zip(outputs, pytree.tree_leaves(run.output), strict=True)):
         if isinstance(value, torch.Tensor) and torch.is_grad_enabled() and value.requires_grad:
             t = value
             while (record := run.swaps.views.get(id(t))) is not None:
@@ -177,9 +228,12 @@ def check_data_meta_outputs(
             )
         assignments = run.swaps.wrapper_data.get(id(value))
         if assignments and _strides_unknown(assignments[-1], run):
-            _refuse_unknown_strides(f"{info.path}: its `.data` = ...")
+            probe = StrideProbe(input_index=None, output_index=o, leaf=0)
+            k = _probe(f"{info.path}: its `.data` = ...", assignments[-1], run, found, probe)
+            result[o] = dataclasses.replace(info, data_stride_probe=k)
         if storage_key(value) in off:
             _refuse_off_layout(info.path, flat, off[storage_key(value)])
+    return tuple(result), tuple(found)
 
 
 def _clones_off_layout(

@@ -406,6 +406,7 @@ def _output_words(entry: CompiledEntry) -> list[str]:
     words += fresh[: outputs.num_fresh] + [f"fresh output leaf {i}" for i in range(len(fresh), outputs.num_fresh)]
     words += [f"intermediate base #{b}" for b in range(outputs.num_bases)]
     words += [f"symbolic int {s}" for s in range(outputs.num_symints)]
+    words += [f"stride probe #{k}" for k in range(len(entry.analysis.stride_probes))]
     if entry.forward is not None:
         n_saved = sum(1 for _ in _output_nodes(entry.forward)) - len(words)
         words += [f"saved for the backward #{k}" for k in range(n_saved)]

@@ -221,7 +221,12 @@ def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
         if len(info.leaves) != 1 or info.leaves[0].source is not LeafSource.GRAPH:
             return None
         out.append(fresh_start + info.leaves[0].index)
-    if plan.output_types or plan.graph_outputs.num_bases or plan.graph_outputs.num_symints:
+    if (
+        plan.output_types
+        or plan.graph_outputs.num_bases
+        or plan.graph_outputs.num_symints
+        or plan.analysis.stride_probes
+    ):
         return None
     if plan.analysis.wrapper_storage:
         return None  # _outputs gives inputs their wrapper storage (Note [Wrapper Storage After set_])
@@ -404,7 +409,7 @@ def _epilogue(
         data, steps = plan.analysis.wrapper_data[t], plan.analysis.inplace_replay[t]
         for k, step in enumerate(steps):
             if data is not None and k == data.after_steps:
-                _assign_data(plan, ev, values, symbols, wrapper, data)
+                _assign_data(plan, ev, values, symbols, wrapper, data, outs)
             # Under the grad mode the program had: autograd records it on a wrapper that requires grad, as in eager.
             with torch.set_grad_enabled(step.grad_enabled and torch.is_grad_enabled()):
                 step.op(
@@ -414,7 +419,7 @@ def _epilogue(
                 )
         # With no step after it, only where it gives the final metadata (else _fix_wrappers gives them).
         if data is not None and data.after_steps >= len(steps) and (data.final or steps):
-            _assign_data(plan, ev, values, symbols, wrapper, data)
+            _assign_data(plan, ev, values, symbols, wrapper, data, outs)
     for t in late:
         _copy_wrapper(plan, values, t, wrapper_values[t])
     for j, k in epilogue.final_copies:
@@ -448,6 +453,7 @@ def _assign_data(
     symbols: dict[str, int],
     wrapper: torch.Tensor,
     data: DataAssignmentPlan,
+    outs: Sequence[object],
 ) -> None:
     """Note [Wrapper Data Assignment]: the wrapper takes the assigned tensor's own metadata (not its storage: see
     Note [Wrapper Storage After set_]), without autograd or the version counter, as eager's `.data =`."""
@@ -456,7 +462,20 @@ def _assign_data(
         size, stride, offset = list(source.shape), list(source.stride()), int(source.storage_offset())
     else:
         size, stride, offset = ev.meta(data.meta, symbols)
+        stride = probed_stride(plan, outs, data.stride_probe, size, stride)
     assign_data_meta(wrapper, size, stride, offset)
+
+
+def probed_stride(
+    plan: RuntimePlan, outs: Sequence[object], probe: int | None, size: list[int], stride: list[int]
+) -> list[int]:
+    """Note [Strides Of Assigned Tensors]: the real strides of the stride probe the analysis named, if any."""
+    if probe is None:
+        return stride
+    gout = plan.graph_outputs
+    leaf = outs[len(gout.updates) + gout.num_fresh + gout.num_bases + gout.num_symints + probe]
+    assert isinstance(leaf, torch.Tensor)
+    return list(leaf.stride()) if list(leaf.shape) == size else stride
 
 
 def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: torch.Tensor) -> None:
@@ -610,7 +629,7 @@ def _outputs(
         non_view_alias(b) if isinstance(b, torch.Tensor) and b._is_view() and not b.requires_grad else b
         for b in outs[base_start:symint_start]
     ]
-    symints = outs[symint_start:]
+    symints = outs[symint_start : symint_start + gout.num_symints]
     infos = plan.analysis.outputs
     result: list[object] = [_PENDING] * len(infos)
     symint_positions = [o for o, info in enumerate(infos) if info.kind is OutputKind.SYMINT]
@@ -650,7 +669,9 @@ def _outputs(
         if cls is not None and isinstance(value, torch.Tensor) and type(value) is not cls:
             value = value.as_subclass(cls)  # what Tensor.__torch_function__ does to eager's result
         if info.data_meta is not None and isinstance(value, torch.Tensor):
-            assign_data_meta(value, *ev.meta(info.data_meta, symbols))  # Note [Wrapper Data Assignment]
+            size, stride, offset = ev.meta(info.data_meta, symbols)
+            stride = probed_stride(plan, outs, info.data_stride_probe, size, stride)
+            assign_data_meta(value, size, stride, offset)  # Note [Wrapper Data Assignment]
         result[o] = value
         return value
 

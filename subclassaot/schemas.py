@@ -204,6 +204,19 @@ class DataAssignmentPlan:
     source: int | None
     final: bool  # no later op changes the wrapper's own metadata: `meta` are its metadata after the call
     resizes: bool  # an assignment gave the wrapper another size than it had
+    # the assigned tensor's strides are the real ones of this graph stride probe (Note [Strides Of Assigned Tensors])
+    stride_probe: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StrideProbe:
+    """A dense leaf the graph returns for its real strides: leaf `leaf` of the tensor the last `.data =` to tensor
+    input `input_index` or to output `output_index` (exactly one is set) assigned (Note [Strides Of Assigned
+    Tensors])."""
+
+    input_index: int | None
+    output_index: int | None
+    leaf: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -271,6 +284,8 @@ class OutputInfo:
     # TENSOR subclass whose own size/stride/offset a `.data =` set apart from its inner tensors': those eager left on
     # the wrapper, given to it after it is built (Note [Wrapper Data Assignment])
     data_meta: Meta | None = None
+    # ... where their strides are the real ones of this graph stride probe (Note [Strides Of Assigned Tensors])
+    data_stride_probe: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -298,6 +313,7 @@ class Analysis:
     outputs: tuple[OutputInfo, ...]  # indexed by OutputIndex
     output_spec: TreeSpec
     num_intermediate_bases: int
+    stride_probes: tuple[StrideProbe, ...] = ()  # returned by the graph after its symbolic ints, in this order
     # which subclass inputs and outputs share one wrapper storage after the call; () unless the program called
     # set_() on a wrapper or assigned a wrapper's `.data` (Note [Wrapper Storage After set_])
     wrapper_storage: tuple[WrapperStorageClass, ...] = ()

@@ -129,7 +129,22 @@ def graph_output_values(
     symbolic ints among them."""
     outs: list[object] = [_update_value(u, run.graph_inputs, run.originals, run.finals) for u in updates]
     fresh, bases, symints = _output_values(run, analysis)
-    return outs + fresh + bases + symints, len(fresh), len(symints)
+    return outs + fresh + bases + symints + _stride_probes(run, analysis), len(fresh), len(symints)
+
+
+def _stride_probes(run: FunctionalRun, analysis: Analysis) -> list[object]:
+    """Note [Strides Of Assigned Tensors]: the dense leaves whose real strides assigned wrappers take."""
+    probes: list[object] = []
+    outputs = pytree.tree_leaves(run.output)
+    for probe in analysis.stride_probes:
+        if probe.input_index is not None:
+            target = run.user_tensors[probe.input_index]
+        else:
+            assert probe.output_index is not None
+            target = outputs[probe.output_index]
+        source = run.swaps.wrapper_data[id(target)][-1].source
+        probes.append(from_functional(dense_leaves_of(source, "")[1][probe.leaf]))
+    return probes
 
 
 def _update_value(

@@ -2588,23 +2588,6 @@ def test_subclass_data_assigned_then_wrapper_set_to_itself(compile_fn: CompileFn
         assert_matches_eager(f, lambda: (pair(2, 3, 3).diagonal(1, 1, 2),), compile_fn=compile_fn)
 
 
-@pytest.mark.parametrize("program", ["size_one_dim", "empty"])
-def test_subclass_data_assigned_with_kernel_strides_refused(compile_fn: CompileFn | None, program: str) -> None:
-    # Fuzz seed 39, program 6195 and seed 31, program 4452 (wrong strides in a first version): Note [Strides Of
-    # Assigned Tensors].
-    def f(x0: T) -> object:
-        if program == "empty":
-            t0 = x0[0:0:2]
-            x0.data = t0
-            return (t0.view((0,)),)
-        x0.t_()
-        x0.data = x0.mul(0.5)
-        return ()
-
-    with torch.no_grad():
-        assert_refused(f, lambda: (pair(1, 2),), compile_fn, "its strides come from the kernels")
-
-
 def test_no_grad_view_of_written_input_then_data_assigned_refused(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 39, program 862 (grad_fn raised in a first version): rebuilt before the epilogue's write of the input,
     # the no_grad view's grad_fn raises; eager took it after the write.
