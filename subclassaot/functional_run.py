@@ -57,6 +57,7 @@ def run_functional(
     requires_grad_like: Sequence[torch.Tensor] | None = None,
     clone_inputs: frozenset[int] = frozenset(),
     clone_graph_inputs: frozenset[int] = frozenset(),
+    view_clone_inputs: frozenset[int] = frozenset(),
 ) -> FunctionalRun:
     """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
     graph_fun = [to_functional(v) for v in graph_values]
@@ -94,6 +95,8 @@ def run_functional(
                 if shared
                 else _strided_clone(original)
             )
+            if i in view_clone_inputs and not clone._is_view():
+                clone = clone.view_as(clone)  # Note [Writes To Plain View Inputs Make Plain Gradients]
             clones[id(original)] = clone
             if not shared and clone.is_contiguous() and not original.is_contiguous():
                 copy_on_contiguous.add(id(clone))  # Note [contiguous() Of A Contiguous Clone]

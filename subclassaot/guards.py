@@ -145,6 +145,13 @@ def build_guards(
                 f"v{index}.is_leaf == {c}",
                 f"f'{_lit(path)}.is_leaf: expected {real.is_leaf}, got {{v{index}.is_leaf}}'",
             )
+            if tree is None and not real.is_leaf:
+                # Note [Writes To Plain View Inputs Make Plain Gradients]
+                c = w.constant(real._is_view())
+                w.check(
+                    f"v{index}._is_view() == {c}",
+                    f"f'{_lit(path)}._is_view(): expected {real._is_view()}, got {{v{index}._is_view()}}'",
+                )
     _alias_guards(w, layout, flat)
     for access, expected, label in w.deferred:
         w.check(f"{access} == {expected}", f"f'{_lit(label)}: expected {expected} = {{{expected}}}, got {{{access}}}'")

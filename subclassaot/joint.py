@@ -230,6 +230,8 @@ class JointSetup:
     diff: tuple[int, ...]  # BackwardGraph.diff_outputs
     # Note [Backward Errors Are Deferred]: differentiate with respect to this one of the gradients taken only
     wrt_only: int | None = None
+    # tensor inputs run as a view of their clone (Note [Writes To Plain View Inputs Make Plain Gradients])
+    view_clones: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -278,6 +280,7 @@ def trace_joint(
                 requires_grad_like=setup.user_fakes,
                 clone_inputs=clone,
                 clone_graph_inputs=frozenset(setup.group_grads),
+                view_clone_inputs=setup.view_clones,
             )
             fw_outs = graph_output_values(run, setup.traced.outputs.updates, setup.analysis)[0]
             n_fw_outputs[0] = len(fw_outs)
@@ -452,6 +455,9 @@ def trace_backward(
     reach: list[frozenset[int]] = []
     try:
         joint = trace_joint(setup, tangent_fakes, None, reach)
+        if views := _plain_views_with_subclass_grads(setup, joint):
+            setup = dataclasses.replace(setup, view_clones=views)
+            joint = trace_joint(setup, tangent_fakes, None, reach)
     except RuntimeError as e:
         # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
@@ -498,6 +504,29 @@ def trace_backward(
         setup=setup,
         partition=parts,
     )
+
+
+# Note [Writes To Plain View Inputs Make Plain Gradients]
+# An in-place op on a view makes autograd's CopySlices node on its base: its backward writes the op's gradient for
+# the view's old value into a buffer made from the base's incoming gradient (grad.new_empty_strided(...), then
+# copy_), so that gradient takes the incoming gradient's type. A plain input that is a view, written with a subclass
+# operand (x1.mul_(pair)), thus gets a plain gradient along that path in eager where a write to a non-view gets the
+# subclass one (fuzz seed 3001 #1564). The joint trace runs each input a gradient is taken for as a clone (Note
+# [Training Through A Joint Graph]), a non-view; so where a plain input that is a view gets a subclass gradient in
+# that trace, the joint is traced again with the input run as a view of its clone (`view_as`), whose writes go
+# through CopySlices as eager's do. The gradient's values are the same either way. Plain inputs that require grad
+# and are not leaves are guarded on being views (guards.py), so an entry is not reused across the two.
+
+
+def _plain_views_with_subclass_grads(setup: JointSetup, joint: TracedJoint) -> frozenset[int]:
+    """Grad inputs that are plain views with a subclass gradient in `joint` (Note [Writes To Plain View Inputs
+    Make Plain Gradients])."""
+    found = set()
+    for i, tree in zip(setup.grad_inputs, joint.grad_trees, strict=False):
+        real = setup.flat.values[setup.flat.tensor_indices[i]]
+        if setup.layout.trees[i] is None and tree is not None and isinstance(real, torch.Tensor) and real._is_view():
+            found.add(i)
+    return frozenset(found)
 
 
 def _check_deferred_error(
