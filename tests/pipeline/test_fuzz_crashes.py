@@ -4,38 +4,15 @@ the seed and index are in the test's docstring."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 import torch
 
 import subclassaot
-from subclassaot.errors import UnsupportedError
-from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
+from tests.pipeline.fuzz_helpers import assert_refused, pair_nonleaf
 
 T = torch.Tensor
-
-
-def pair(*shape: int, requires_grad: bool = False) -> T:
-    return PairTensor.from_tensor(torch.randn(shape), requires_grad=requires_grad)
-
-
-def pair_nonleaf(*shape: int) -> T:
-    with torch.enable_grad():
-        return pair(*shape, requires_grad=True).clone()
-
-
-def assert_refused(
-    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None, match: str
-) -> None:
-    """The pipeline raises UnsupportedError naming the rule; eager against eager, the program passes the oracle."""
-    if compile_fn is not None:
-        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
-        return
-    with pytest.raises(UnsupportedError, match=match):
-        subclassaot.compile(f)(*make_inputs())
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -9,18 +9,9 @@ import subclassaot
 from subclassaot.errors import UnsupportedError
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.fuzz_helpers import nonleaf, pair_nonleaf
 
 T = torch.Tensor
-
-
-def _pair_nonleaf(*shape: int) -> T:
-    with torch.enable_grad():
-        return PairTensor.from_tensor(torch.randn(shape), requires_grad=True).clone()
-
-
-def _nonleaf(*shape: int) -> T:
-    with torch.enable_grad():
-        return torch.randn(shape, requires_grad=True).clone()
 
 
 @pytest.mark.parametrize("grad", [False, True])
@@ -39,7 +30,7 @@ def test_write_of_no_elements_through_an_expand_changes_nothing(
 
     def make_inputs() -> tuple[T]:
         if grad:
-            return (_pair_nonleaf(1, 1, 1) if kind == "pair" else _nonleaf(1, 1, 1),)
+            return (pair_nonleaf(1, 1, 1) if kind == "pair" else nonleaf(1, 1, 1),)
         return (PairTensor.from_tensor(torch.randn(1, 1, 1)) if kind == "pair" else torch.randn(1, 1, 1),)
 
     with torch.set_grad_enabled(grad):
@@ -89,7 +80,7 @@ def test_write_of_one_value_through_an_expand_with_grad_raises_in_backward_as_ea
         t.fill_(2.0) if op == "fill" else t.zero_()
         return b, t
 
-    assert_matches_eager(f, lambda: (_nonleaf(1, 3),), compile_fn=compile_fn)
+    assert_matches_eager(f, lambda: (nonleaf(1, 3),), compile_fn=compile_fn)
 
 
 def test_write_of_one_value_through_an_expand_in_the_middle_of_a_program(compile_fn: CompileFn | None) -> None:
@@ -99,7 +90,7 @@ def test_write_of_one_value_through_an_expand_in_the_middle_of_a_program(compile
         b.expand((2, 1, 3)).fill_(0.5)
         return y, b * 2
 
-    assert_matches_eager(f, lambda: (_nonleaf(1, 3),), compile_fn=compile_fn)
+    assert_matches_eager(f, lambda: (nonleaf(1, 3),), compile_fn=compile_fn)
 
 
 def test_write_of_one_value_through_an_expand_of_a_strided_input_that_requires_grad_is_refused(
@@ -108,7 +99,7 @@ def test_write_of_one_value_through_an_expand_of_a_strided_input_that_requires_g
     # Fuzz seed 5000 #6159 (after the generator change): functionalization's as_strided_scatter of a non-contiguous
     # tensor that requires grad is an internal assert in torch; refused with the rule instead.
     def make_inputs() -> tuple[T]:
-        return (_nonleaf(4, 2, 4).as_strided((3,), (2,), 0),)
+        return (nonleaf(4, 2, 4).as_strided((3,), (2,), 0),)
 
     def f(x: T) -> object:
         x.expand((2, -1)).zero_()

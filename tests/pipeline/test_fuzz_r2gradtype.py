@@ -12,12 +12,9 @@ import torch
 import subclassaot
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.fuzz_helpers import pair
 
 T = torch.Tensor
-
-
-def pair(*shape: int, requires_grad: bool = False) -> T:
-    return PairTensor.from_tensor(torch.randn(shape), requires_grad=requires_grad)
 
 
 def plain_view(*shape: int) -> T:

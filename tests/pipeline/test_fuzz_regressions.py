@@ -14,39 +14,12 @@ import pytest
 import torch
 
 import subclassaot
-from subclassaot.errors import UnsupportedError
-from subclasses.pair import PairTensor
 from tests.backends import RecordingBackend
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
+from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair, pair_nonleaf
 
 T = torch.Tensor
-
-
-def pair(*shape: int, requires_grad: bool = False) -> T:
-    return PairTensor.from_tensor(torch.randn(shape), requires_grad=requires_grad)
-
-
-def nonleaf(*shape: int) -> T:
-    with torch.enable_grad():
-        return torch.randn(shape, requires_grad=True).clone()
-
-
-def pair_nonleaf(*shape: int) -> T:
-    with torch.enable_grad():
-        return pair(*shape, requires_grad=True).clone()
-
-
-def assert_refused(
-    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None, match: str
-) -> None:
-    """The pipeline raises UnsupportedError naming the rule; eager against eager (--identity-compile), the program
-    must pass the oracle (it is eager-legal)."""
-    if compile_fn is not None:
-        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
-        return
-    with pytest.raises(UnsupportedError, match=match):
-        subclassaot.compile(f)(*make_inputs())
 
 
 # ---------------------------------------------------------------------------------------------------------------

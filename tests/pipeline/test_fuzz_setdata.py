@@ -8,37 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pytest
 import torch
 
-import subclassaot
-from subclassaot.errors import UnsupportedError
-from subclasses.pair import PairTensor, nested_example
+from subclasses.pair import nested_example
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
+from tests.pipeline.fuzz_helpers import assert_refused as refused
+from tests.pipeline.fuzz_helpers import pair, pair_nonleaf
 
 T = torch.Tensor
-
-
-def pair(*shape: int, requires_grad: bool = False) -> T:
-    return PairTensor.from_tensor(torch.randn(shape), requires_grad=requires_grad)
-
-
-def pair_nonleaf(*shape: int) -> T:
-    with torch.enable_grad():
-        return pair(*shape, requires_grad=True).clone()
 
 
 def assert_refused(
     f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None, match: str
 ) -> None:
-    """The pipeline raises UnsupportedError naming the rule; eager against eager, the program must pass."""
-    if compile_fn is not None:
-        with torch.enable_grad():
-            assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
-        return
-    with torch.enable_grad(), pytest.raises(UnsupportedError, match=match):
-        subclassaot.compile(f)(*make_inputs())
+    """fuzz_helpers.assert_refused with grad enabled."""
+    with torch.enable_grad():
+        refused(f, make_inputs, compile_fn, match)
 
 
 def _check(

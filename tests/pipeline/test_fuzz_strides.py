@@ -3,33 +3,13 @@ strides fake and real kernels may choose differently (size-0 and size-1 dims).""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 import torch
 
-import subclassaot
-from subclassaot.errors import UnsupportedError
-from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.fuzz_helpers import assert_refused, pair
 
 T = torch.Tensor
-
-
-def pair(*shape: int, requires_grad: bool = False) -> T:
-    return PairTensor.from_tensor(torch.randn(shape), requires_grad=requires_grad)
-
-
-def assert_refused(
-    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None, match: str
-) -> None:
-    """The pipeline raises UnsupportedError naming the rule; eager against eager (--identity-compile), the program
-    must pass the oracle (it is eager-legal)."""
-    if compile_fn is not None:
-        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
-        return
-    with pytest.raises(UnsupportedError, match=match):
-        subclassaot.compile(f)(*make_inputs())
 
 
 def test_empty_view_of_input_assigned(compile_fn: CompileFn | None) -> None:
