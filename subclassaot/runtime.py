@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import CodeType
 from typing import cast
 
@@ -177,6 +177,9 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         ),
         key=lambda item: item[1].made,  # in the program's order (Replay.made)
     )
+    # Note [No-Grad Views Made After The Bump]: steps before the epilogue, and those after it
+    early_heads = [(o, _head(r)) for o, r in early_replays]
+    late_tails = [(o, r.steps[len(r.steps) - r.late_steps :]) for o, r in early_replays if r.late_steps]
 
     def run(values: Sequence[object], symbols: dict[str, int]) -> object:
         for i in gains:
@@ -186,12 +189,14 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         # version counters as the inputs came: an early replay of an in-place view op (t_) advances them already
         counters = _versions(plan, epilogue, values, dense)
         shared: dict[int, torch.Tensor] = {}  # Note [Views Sharing An Intermediate]
-        early = {o: _replay(r, ev, values, ([], {}), symbols, _no_output, shared=shared) for o, r in early_replays}
+        early = {o: _replay(r, ev, values, ([], {}), symbols, _no_output, shared=shared) for o, r in early_heads}
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
         outs, prewrapped, wrapper_values, roots = graph_call(values, graph_in, dense, symbols)
         prewrapped.update(early)
         if not epilogue.empty:
             _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values, counters)
+        for o, tail in late_tails:
+            prewrapped[o] = replay_steps(prewrapped[o], tail, ev, symbols, values)
         for i in loses:
             cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
         if fresh_only is not None:
@@ -209,6 +214,14 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
     fresh_only = _fresh_only_outputs(plan)
     has_size = _has_size(plan.analysis.output_spec)
     return run
+
+
+def _head(replay: Replay) -> Replay:
+    """An early replay without its late steps (Note [No-Grad Views Made After The Bump])."""
+    if not replay.late_steps:
+        return replay
+    kept = len(replay.steps) - replay.late_steps
+    return replace(replay, steps=replay.steps[:kept], marks=tuple(m for m in replay.marks if m[0] <= kept))
 
 
 def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
