@@ -179,7 +179,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
     )
     # Note [No-Grad Views Made After The Bump]: steps before the epilogue, and those after it
     early_heads = [(o, _head(r)) for o, r in early_replays]
-    late_tails = [(o, r.steps[len(r.steps) - r.late_steps :]) for o, r in early_replays if r.late_steps]
+    late_tails = [(o, r) for o, r in early_replays if r.late_steps]
 
     def run(values: Sequence[object], symbols: dict[str, int]) -> object:
         for i in gains:
@@ -195,8 +195,9 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         prewrapped.update(early)
         if not epilogue.empty:
             _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values, counters)
-        for o, tail in late_tails:
-            prewrapped[o] = replay_steps(prewrapped[o], tail, ev, symbols, values)
+        for o, r in late_tails:
+            start = len(r.steps) - r.late_steps
+            prewrapped[o] = _replay_from(prewrapped[o], start, r, ev, symbols, values, shared)
         for i in loses:
             cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
         if fresh_only is not None:
@@ -810,9 +811,27 @@ def _replay(
     if shared is None or not replay.marks:
         src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier, dense)
         return replay_steps(src, replay.steps, ev, symbols, values)
+    if any(token in shared for _, token in replay.marks):
+        return _replay_from(None, 0, replay, ev, symbols, values, shared)
+    src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier, dense)
+    return _replay_from(src, 0, replay, ev, symbols, values, shared)
+
+
+def _replay_from(
+    src: torch.Tensor | None,
+    done: int,
+    replay: Replay,
+    ev: MetaEvaluator,
+    symbols: dict[str, int],
+    values: Sequence[object],
+    shared: dict[int, torch.Tensor],
+) -> torch.Tensor:
+    """The steps of `replay` after the first `done`, from `src` (what those made; None only where an earlier
+    replay made an object of the chain past them)."""
     # Note [Views Sharing An Intermediate]: from the last object of the chain an earlier replay already made
-    made = [(count, shared[token]) for count, token in replay.marks if token in shared]
-    done, src = made[-1] if made else (0, _replay_source(replay, ev, values, bases_and_roots, symbols, earlier, dense))
+    made = [(count, shared[token]) for count, token in replay.marks if count > done and token in shared]
+    done, src = made[-1] if made else (done, src)
+    assert src is not None, "BUG: a replay with no source and no shared object of its chain"
     for count, token in replay.marks:
         if count > done:
             src = replay_steps(src, replay.steps[done:count], ev, symbols, values)
