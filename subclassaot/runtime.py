@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import CodeType
 from typing import cast
 
@@ -177,6 +177,9 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         ),
         key=lambda item: item[1].made,  # in the program's order (Replay.made)
     )
+    # Note [No-Grad Views Made After The Bump]: steps before the epilogue, and those after it
+    early_heads = [(o, _head(r)) for o, r in early_replays]
+    late_tails = [(o, r) for o, r in early_replays if r.late_steps]
 
     def run(values: Sequence[object], symbols: dict[str, int]) -> object:
         for i in gains:
@@ -186,12 +189,15 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         # version counters as the inputs came: an early replay of an in-place view op (t_) advances them already
         counters = _versions(plan, epilogue, values, dense)
         shared: dict[int, torch.Tensor] = {}  # Note [Views Sharing An Intermediate]
-        early = {o: _replay(r, ev, values, ([], {}), symbols, _no_output, shared=shared) for o, r in early_replays}
+        early = {o: _replay(r, ev, values, ([], {}), symbols, _no_output, shared=shared) for o, r in early_heads}
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
         outs, prewrapped, wrapper_values, roots = graph_call(values, graph_in, dense, symbols)
         prewrapped.update(early)
         if not epilogue.empty:
             _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values, counters)
+        for o, r in late_tails:
+            start = len(r.steps) - r.late_steps
+            prewrapped[o] = _replay_from(prewrapped[o], start, r, ev, symbols, values, shared)
         for i in loses:
             cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
         if fresh_only is not None:
@@ -209,6 +215,14 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
     fresh_only = _fresh_only_outputs(plan)
     has_size = _has_size(plan.analysis.output_spec)
     return run
+
+
+def _head(replay: Replay) -> Replay:
+    """An early replay without its late steps (Note [No-Grad Views Made After The Bump])."""
+    if not replay.late_steps:
+        return replay
+    kept = len(replay.steps) - replay.late_steps
+    return replace(replay, steps=replay.steps[:kept], marks=tuple(m for m in replay.marks if m[0] <= kept))
 
 
 def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
@@ -818,9 +832,27 @@ def _replay(
     if shared is None or not replay.marks:
         src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier, dense)
         return replay_steps(src, replay.steps, ev, symbols, values)
+    if any(token in shared for _, token in replay.marks):
+        return _replay_from(None, 0, replay, ev, symbols, values, shared)
+    src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier, dense)
+    return _replay_from(src, 0, replay, ev, symbols, values, shared)
+
+
+def _replay_from(
+    src: torch.Tensor | None,
+    done: int,
+    replay: Replay,
+    ev: MetaEvaluator,
+    symbols: dict[str, int],
+    values: Sequence[object],
+    shared: dict[int, torch.Tensor],
+) -> torch.Tensor:
+    """The steps of `replay` after the first `done`, from `src` (what those made; None only where an earlier
+    replay made an object of the chain past them)."""
     # Note [Views Sharing An Intermediate]: from the last object of the chain an earlier replay already made
-    made = [(count, shared[token]) for count, token in replay.marks if token in shared]
-    done, src = made[-1] if made else (0, _replay_source(replay, ev, values, bases_and_roots, symbols, earlier, dense))
+    made = [(count, shared[token]) for count, token in replay.marks if count > done and token in shared]
+    done, src = made[-1] if made else (done, src)
+    assert src is not None, "BUG: a replay with no source and no shared object of its chain"
     for count, token in replay.marks:
         if count > done:
             src = replay_steps(src, replay.steps[done:count], ev, symbols, values)

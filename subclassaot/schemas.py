@@ -247,6 +247,9 @@ class Replay:
     # number): early replays run in this order, so that one's in-place view op advances a version counter after
     # another's multi-output view was taken, as in eager (fuzz seed 3000 #9285)
     made: int = 0
+    # before_epilogue: how many of the last steps are taken after the epilogue instead, from what the early steps
+    # made (Note [No-Grad Views Made After The Bump])
+    late_steps: int = 0
     # the program set_() the output's wrapper after making it as this view: the view then takes the output's
     # dense leaves by a wrapper-level set_ (Note [Wrapper Storage After set_])
     then_set: bool = False

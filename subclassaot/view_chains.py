@@ -201,7 +201,13 @@ def _replay_of(
             late = _late_no_grad_view(value, t, leaves, run)
             if late is not None:
                 return replace(late, index=input_by_id[id(t)])
-            return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=True)
+            return Replay(
+                source=ReplaySource.INPUT,
+                index=input_by_id[id(t)],
+                steps=tuple(steps),
+                before_epilogue=True,
+                late_steps=_no_grad_tail(value, t, run, len(steps)),
+            )
         return None
     if id(t) in input_by_id:
         if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
@@ -377,7 +383,10 @@ def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
 # made after that bump (t1 = t0[1:1]: made from t0 after x.t_()), and reads fine there. Such an output, a plain
 # view made under no_grad (its last step: it has no history whatever its source had), is taken after the epilogue
 # instead, by as_strided() of the input with its recorded size, stride and offset, under no_grad: the same
-# elements, base and (absent) history, and a version it was made at.
+# elements, base and (absent) history, and a version it was made at. Where that does not apply (a subclass output,
+# whose wrapper's as_strided is the subclass's own: fuzz seed 3001 #2001), the chain is split as eager ran it: the
+# steps taken before the last bump are replayed before the epilogue, and the trailing pure views the program took
+# under no_grad after it (Replay.late_steps) are taken after the epilogue from what the early steps made.
 
 
 def _late_no_grad_view(
@@ -473,6 +482,24 @@ def _reaches_a_leaf(grad_fn: Any) -> bool:
             return True
         stack.extend(parent for parent, _ in node.next_functions)
     return False
+
+
+def _no_grad_tail(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, total: int) -> int:
+    """How many of the last steps of `value`'s chain from input `t` are views the program took under no_grad after
+    `t`'s last version bump, with no in-place view op on what they made (Note [No-Grad Views Made After The Bump])."""
+    bump = _last_bump(t, run)
+    count, u = 0, value
+    while count < total - 1 and (record := run.swaps.views.get(id(u))) is not None:
+        if (
+            record.grad_enabled
+            or record.seq <= bump
+            or id(u) in run.swaps.inplace_views
+            or id(u) in run.swaps.data_aliases
+            or id(u) in run.swaps.swapped_ids
+        ):
+            break
+        count, u = count + 1, record.source
+    return count
 
 
 def _last_bump(t: torch.Tensor, run: FunctionalRun) -> int:
