@@ -8,24 +8,10 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.fuzz_helpers import nonleaf, pair, pair_nonleaf
 
 T = torch.Tensor
-
-
-def pair(*shape: int, requires_grad: bool = False) -> T:
-    return PairTensor.from_tensor(torch.randn(shape), requires_grad=requires_grad)
-
-
-def nonleaf(*shape: int) -> T:
-    with torch.enable_grad():
-        return torch.randn(shape, requires_grad=True).clone()
-
-
-def pair_nonleaf(*shape: int) -> T:
-    with torch.enable_grad():
-        return pair(*shape, requires_grad=True).clone()
 
 
 MAKERS: dict[str, Callable[[], T]] = {
