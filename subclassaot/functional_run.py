@@ -48,6 +48,26 @@ class FunctionalRun:
     output: object  # what the program returned
 
 
+def _note_shared_storage(
+    record: SwapRecord,
+    flat: FlatInputs,
+    layout: DenseLayout,
+    item: AliasGroupRef,
+    base: torch.Tensor,
+    user_tensors: Sequence[torch.Tensor],
+) -> None:
+    """A storage that two or more distinct inputs share, none of which requires grad (Note [set_ Under Grad Into
+    Shared Storage])."""
+    group = layout.groups[item.group]
+    input_of = {j: i for i, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    members = [m for m, same in zip(group.members, group.same_as, strict=True) if same is None]
+    if any(user_tensors[input_of[m]].requires_grad for m in members):
+        return
+    paths = tuple(dict.fromkeys(flat.leaves[layout.leaves[m].owner].path for m in members))
+    if len(paths) > 1:
+        record.shared_storages[storage_key(base)] = paths
+
+
 def run_functional(
     call: Callable[..., object],
     flat: FlatInputs,
@@ -126,6 +146,7 @@ def run_functional(
     for item, value in zip(layout.graph_inputs, graph_fun, strict=True):
         if isinstance(item, AliasGroupRef):
             record.alias_bases[storage_key(value)] = value
+            _note_shared_storage(record, flat, layout, item, value, user_tensors)
     grouped = {m for g in layout.groups for m in g.members}
     for leaf_index, o in enumerate(originals):
         span = elements_of(list(o.shape), list(o.stride()), o.storage_offset())

@@ -9,7 +9,7 @@ input over its whole storage), a precise UnsupportedError, or the tensor to read
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -141,3 +141,33 @@ def writes_self(func: Any) -> bool:
         and torch.Tag.inplace_view not in func.tags
         and func.overloadpacket not in (torch.ops.aten.resize_, torch.ops.aten.resize_as_, torch.ops.aten.set_)
     )
+
+
+# Note [set_ Under Grad Into Shared Storage]
+# `v.set_(w)` with grad on, w requiring grad and v not, v (a view of) an input that shares storage with other inputs,
+# none of which requires grad (v not a `.data` or detach() alias): eager's autograd records the set_ as an in-place
+# op on a view, so it rebases the view's base on it (CopySlices), and every other alias of that base then requires
+# grad with a history whose backward raises; an alias that is itself a view even fails its next in-place op, unless
+# its grad_fn was read first (fuzz seed 3001 #1275). The trace holds the inputs as views of a synthetic base that
+# stands for no real tensor, so which of them eager makes require grad, and how, is not something it can reproduce:
+# a plain input ended a leaf view that autograd refused to write, and a subclass input's values computed after the
+# set_ lost the gradient requirement (a wrong result). Refused, naming the inputs that share the storage.
+
+
+def check_shared_grad_set(record: SwapRecord, args: tuple[Any, ...], leaves: Sequence[torch.Tensor]) -> None:
+    """Note [set_ Under Grad Into Shared Storage]; `leaves`: the set_ target's dense tensors (itself, if plain)."""
+    target, source = args[0], args[1] if len(args) > 1 else None
+    if not torch.is_grad_enabled() or target.requires_grad or id(target) in record.hidden:
+        return  # (`.data` and detach() aliases are no views autograd rebases)
+    if not isinstance(source, torch.Tensor) or not source.requires_grad:
+        return
+    for leaf in leaves:
+        paths = record.shared_storages.get(storage_key(leaf))
+        if paths is not None:
+            raise UnsupportedError(
+                f"set_() with grad enabled, to a tensor that requires grad, of a tensor in the storage that inputs "
+                f"{', '.join(paths)} share, none of which requires grad: eager's autograd then rebases that storage's "
+                "base on the set_, and its other aliases require grad with a history the compiled program cannot "
+                "reproduce (Note [set_ Under Grad Into Shared Storage]). set_() a clone of the input, run the set_() "
+                "under torch.no_grad(), or pass inputs that do not share storage"
+            )

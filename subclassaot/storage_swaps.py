@@ -22,6 +22,7 @@ from subclassaot.storage_reach import (
     StorageReachError,
     as_strided_chain_refused,
     check_overlapping_input,
+    check_shared_grad_set,
     check_write_through_base_strided,
     storage_tail,
     writes_self,
@@ -106,6 +107,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             before = _size_and_stride(args[0]) if func in _RESIZE_OPS else None
             if self.depth == 0 and torch.is_grad_enabled():
                 self._note_wrapper_op(func, args, kwargs)
+            if func in _SET_OPS and self.depth == 0:
+                check_shared_grad_set(self.record, args, flatten_subclass(args[0], "set_")[1])
             self.depth += 1
             try:
                 with self:
@@ -167,6 +170,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.written_families.add(self.record.family_of(args[0]))
             return args[0]
         if func in _SET_OPS and args and is_functional(args[0]):
+            if self.depth == 0:
+                check_shared_grad_set(self.record, args, (args[0],))
             self._set(func, args, kwargs)
             source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
             if torch.is_grad_enabled() and (args[0].requires_grad or source_grad) and self.depth == 0:

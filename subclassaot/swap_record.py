@@ -91,6 +91,9 @@ class SwapRecord:
     # index): the graph holds only those elements (Note [as_strided On Inputs])
     input_spans: dict[object, tuple[Elements, str, DenseIndex]] = field(default_factory=dict)
     alias_bases: dict[object, torch.Tensor] = field(default_factory=dict)  # storage key -> synthetic base
+    # storage key of a synthetic base that two or more distinct inputs share -> their paths (Note [set_ Under Grad
+    # Into Shared Storage])
+    shared_storages: dict[object, tuple[str, ...]] = field(default_factory=dict)
     overlapping_inputs: set[object] = field(default_factory=set)  # storage keys of input_spans whose elements overlap
     # Ops on subclass tensors the program itself ran with grad enabled (not a subclass's inner ops), in order: (op,
     # its subclass arguments, those it writes). See Note [Overlapping Subclass Members Written Through One].
