@@ -8,27 +8,14 @@ from collections.abc import Callable
 import pytest
 import torch
 
-import subclassaot
-from subclassaot.errors import UnsupportedError
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
+from tests.pipeline.fuzz_helpers import assert_refused
 
 T = torch.Tensor
 
 _RULE = r"set_\(\) with grad enabled, to a tensor that requires grad, of a tensor in the storage that inputs args\[1\], args\[2\] share"
-
-
-def assert_refused(
-    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None, match: str
-) -> None:
-    """The pipeline raises UnsupportedError naming the rule; eager against eager (--identity-compile), the program
-    must pass the oracle (it is eager-legal)."""
-    if compile_fn is not None:
-        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
-        return
-    with pytest.raises(UnsupportedError, match=match):
-        subclassaot.compile(f)(*make_inputs())
 
 
 def _inputs(kind: str, x0_nonleaf: bool = False) -> Callable[[], tuple[object, ...]]:
