@@ -169,7 +169,7 @@ def _replay_of(
     found = _set_record(value, run) if then_set else None
     upto = found[0] if found is not None else 1 << 62
     set_sources = _unchanged_subclass_inputs(run, input_by_id) if run.swaps.wrapper_sets else None
-    while id(t) not in input_by_id and (id(t) not in earlier or _changed_since(t, first)):
+    while id(t) not in input_by_id and (id(t) not in earlier or _changed_since(t, first, run)):
         # (an earlier output whose metadata changed after this view was taken from it: replay from its own source)
         record = run.swaps.views.get(id(t))
         if record is None:
@@ -322,9 +322,13 @@ def early_input_replay(
     return None
 
 
-def _changed_since(t: torch.Tensor, taken: ViewRecord | None) -> bool:
-    """Did `t`'s metadata change after the view `taken` was taken from it?"""
-    return taken is not None and _meta_exprs(taken.source_meta) != leaf_meta(t)
+def _changed_since(t: torch.Tensor, taken: ViewRecord | None, run: FunctionalRun) -> bool:
+    """Did `t`'s metadata or storage change after the view `taken` was taken from it? (A set_() to a tensor of the
+    same metadata moves the storage only: fuzz seed 6000 #1268 replayed a view from the set_() output.)"""
+    if taken is None:
+        return False
+    moved = _set_record(t, run)
+    return _meta_exprs(taken.source_meta) != leaf_meta(t) or (moved is not None and moved[0] > taken.seq)
 
 
 def _set_after_made(value: torch.Tensor, run: FunctionalRun) -> bool:

@@ -133,3 +133,21 @@ def test_leaf_transposed_under_no_grad_then_read_with_grad(compile_fn: CompileFn
         pytest.xfail("eager against eager passes")
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("twice", [False, True])
+def test_view_of_a_view_set_to_a_tensor_of_the_same_metadata(compile_fn: CompileFn | None, twice: bool) -> None:
+    # Fuzz seed 6000 #1268 (wrong values): t1 = t0.view((1,)) was replayed from the output t0, which set_() had
+    # moved to another storage of the same metadata; eager's t1 stays a view of the input's storage.
+    def f(*xs: T) -> object:
+        t0 = xs[0].view(())
+        t1 = t0.view((1,))
+        t0.set_(xs[-1].mul(xs[-1]))
+        return t1, t0
+
+    def make_inputs() -> tuple[T, ...]:
+        b = torch.randn(())
+        return (b, b) if twice else (b,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
