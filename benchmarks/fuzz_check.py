@@ -8,10 +8,30 @@ it and prints the shrunk program and its detail. Program i of seed S is the one 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
-from subclassaot.fuzz import FuzzConfig, Outcome, RandomChooser, check_program, generate, same_failure, shrink
-from subclassaot.fuzz_program import to_source
+from subclassaot.fuzz import (
+    CompileFn,
+    FuzzConfig,
+    Outcome,
+    RandomChooser,
+    Verdict,
+    check_program,
+    generate,
+    same_failure,
+    shrink,
+)
+from subclassaot.fuzz_program import Program, to_source
 from subclassaot.fuzz_runner import pipeline_compile
+
+
+def _fails_alike(verdict: Verdict, compile_fn: CompileFn) -> Callable[[Program], bool]:
+    still = same_failure(verdict)
+
+    def check(q: Program) -> bool:
+        return still(check_program(q, compile_fn))
+
+    return check
 
 
 def main() -> None:
@@ -25,8 +45,7 @@ def main() -> None:
         print(i, verdict.outcome.value, verdict.signature[:140], flush=True)
         if want is None or verdict.outcome is Outcome.PASS or want not in verdict.detail:
             continue
-        still = same_failure(verdict)
-        small = shrink(program, lambda q, still=still: still(check_program(q, compile_fn)))
+        small = shrink(program, _fails_alike(verdict, compile_fn))
         print(to_source(small))
         print(check_program(small, compile_fn).detail[:1500], flush=True)
 
