@@ -47,6 +47,7 @@ from subclassaot.schemas import (
 )
 from subclassaot.swap_record import elements_of
 from subclassaot.torch_internals import (
+    grad_fn_raises,
     has_data_mutation,
     mutations_hidden_from_autograd,
     new_functional_mode,
@@ -454,7 +455,7 @@ def _output_info(
     if replay is not None and replay.before_epilogue:
         replay = replace(replay, made=made_seq(value, run))
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
-    if torch.is_grad_enabled() and not rebuilt and _grad_fn_raises(value):
+    if torch.is_grad_enabled() and not rebuilt and grad_fn_raises(value):
         # Only a view of an input rebuilt before the epilogue writes it, or one whose wrapper the runtime set_()s
         # (Note [Wrapper Storage After set_]), gets such a grad_fn at run time (fuzz seed 25 #327, #628: a no_grad view of an intermediate or swapped tensor came back with none).
         raise UnsupportedError(
@@ -608,18 +609,6 @@ def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
             # a view taken of it later with grad on (`with no_grad(): t = x.view(); return t.view()`) replays.
             return _grad_fn_or_none(t) is not None
         t = record.source
-    return False
-
-
-def _grad_fn_raises(t: torch.Tensor) -> bool:
-    try:
-        t.grad_fn  # noqa: B018  # the access itself is the check
-    except RuntimeError:
-        return True
-    except (ValueError, IndexError):
-        # Replaying view ops after an in-place view op of the base (t_) failed here; eager's grad_fn regenerates
-        # a plain view by as_strided instead (fuzz seed 2000 #5277): it is not the view-after-write error.
-        return False
     return False
 
 

@@ -23,6 +23,7 @@ from subclassaot.joint import BackwardGraph, BackwardVariant, retrace_backward, 
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.runtime import GraphCall, MetaEvaluator, RuntimePlan, fresh_outer_stride, non_view_alias
 from subclassaot.schemas import AliasGroupRef, LeafMutation, LeafSource, OutputKind, OutputLeaf
+from subclassaot.torch_internals import grad_fn_raises
 from subclassaot.trace import UpdateKind
 
 log = logging.getLogger(__name__)
@@ -488,7 +489,7 @@ def training_call(
         for i in unreached:  # Note [Unreached Inputs Are Detached]
             user[i] = cast(torch.Tensor, user[i]).detach()
         for i in unread:
-            if _grad_fn_raises(cast(torch.Tensor, user[i])):
+            if grad_fn_raises(cast(torch.Tensor, user[i])):
                 user[i] = cast(torch.Tensor, user[i]).detach()
         bases = [graph_in[k] for k in bw_meta.group_grads]  # Note [Aliased Inputs In Training]
         tensors = list(CompiledStep.apply((graph_in, dense, symbols), *user, *bases))  # type: ignore[no-untyped-call]  # untyped in torch
@@ -511,13 +512,3 @@ def training_call(
         return outs, prewrapped, wrappers, root_values
 
     return call
-
-
-def _grad_fn_raises(t: torch.Tensor) -> bool:
-    if not t.requires_grad or not t._is_view():
-        return False
-    try:
-        t.grad_fn  # noqa: B018  # the access itself is the check (is_leaf reads it too)
-    except RuntimeError:
-        return True
-    return False
