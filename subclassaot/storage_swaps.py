@@ -310,15 +310,17 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         return bool(needed > x.untyped_storage().nbytes() // x.element_size())
 
     def _through_overlap(self, x: torch.Tensor) -> bool:
-        """Does a write into x (whose own elements do not overlap) go through a view whose elements do?"""
+        """Does a write into x (whose own elements do not overlap) go through a view whose elements do, or did
+        when the view was taken from it? Functionalization writes back through the chain as it was taken (fuzz
+        seed 6000 #6572: a select() of an expanded input, which resize_() then made one element)."""
         if _overlaps(x):
             return False  # refused as it is (_track)
         t = x
         while (record := self.record.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
             t = record.source
-            if _overlaps(t):
+            if _overlaps(t) or _meta_overlaps(*record.source_meta):
                 return True
-        return t is not x and _overlaps(t)
+        return False
 
     def _check_resize_reach(self, x: torch.Tensor, size: list[int]) -> None:
         """resize_() makes x contiguous from its offset: elements of its storage it did not cover become its own
@@ -587,12 +589,18 @@ def _overlaps(t: torch.Tensor, uniform: bool = False) -> bool:
     """Do several elements share one memory location (a zero stride, or strides that meet, as_strided((3, 2),
     (2, 2)))? Eager writes such elements once per index, in an order it does not promise. `uniform`: the write
     stores one value everywhere, so zero-stride dims are harmless (Note [Uniform Writes Through Expand])."""
-    if t.numel() == 0:
+    return _meta_overlaps(tuple(t.shape), tuple(t.stride()), t.storage_offset(), uniform)
+
+
+def _meta_overlaps(size: tuple[Any, ...], stride: tuple[Any, ...], offset: Any, uniform: bool = False) -> bool:
+    """`_overlaps` of a tensor of this size, stride and offset."""
+    pairs = list(zip(size, stride, strict=True))
+    if _numel(pairs) == 0:
         return False  # writes nothing
-    pairs = [(sz, st) for sz, st in zip(t.shape, t.stride(), strict=True) if not (uniform and st == 0)]
+    pairs = [(sz, st) for sz, st in pairs if not (uniform and st == 0)]
     if any(st == 0 and sz > 1 for sz, st in pairs):
         return True
-    found = elements_of([sz for sz, _ in pairs], [st for _, st in pairs], t.storage_offset())
+    found = elements_of([sz for sz, _ in pairs], [st for _, st in pairs], offset)
     return found is not None and found.exact is not None and len(found.exact) < _numel(pairs)
 
 
