@@ -589,11 +589,24 @@ def _copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation) -> 
     # does this copy.
     base = x._base if x._base is not None else x
     hidden = hidden or (base.is_leaf and base.requires_grad and not mutation.visible_through_self)
+    x, value = _once_per_location(x, value)
     if (x.requires_grad or value.requires_grad) and not hidden:
         x.copy_(value)
     else:
         with torch.no_grad():
             x.copy_(value)
+
+
+def _once_per_location(x: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`x` and `value` at index 0 of each dim where `x` repeats one memory location (a zero stride, after `.data =`
+    of an expand(): fuzz seed 6000 #1630): copy_ refuses such a target, and the graph's value, a view of the same
+    functional storage, holds one value at every repeat."""
+    repeated = [d for d, (sz, st) in enumerate(zip(x.shape, x.stride(), strict=True)) if st == 0 and sz > 1]
+    if repeated:
+        value = value.expand_as(x)
+        for d in repeated:
+            x, value = x.narrow(d, 0, 1), value.narrow(d, 0, 1)
+    return x, value
 
 
 def _fix_wrappers(
