@@ -113,7 +113,7 @@ def analyze(
         replays = tuple(inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors))
         data_plans, probes = wrapper_data_plans(flat, run, replays, wrapper_after, user_fakes, nonleaf_wrappers)
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
-        check_overlapping_clones(flat, layout, run, mutations, user_fakes, nonleaf_wrappers, outputs)
+        check_overlapping_clones(flat, layout, run, mutations, user_fakes, nonleaf_wrappers, outputs, replays)
         check_wrapper_grad_gains(flat, layout, run, mutations, user_fakes)
         outputs, probes = check_data_meta_outputs(flat, run, user_fakes, nonleaf_wrappers, outputs, probes)
         wrapper_storage = wrapper_storage_classes(run, layout, outputs)
@@ -455,7 +455,8 @@ def _output_info(
     if replay is not None and replay.before_epilogue:
         replay = replace(replay, made=made_seq(value, run))
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
-    if torch.is_grad_enabled() and not rebuilt and grad_fn_raises(value):
+    raises = torch.is_grad_enabled() and grad_fn_raises(value)
+    if raises and not rebuilt:
         # Only a view of an input rebuilt before the epilogue writes it, or one whose wrapper the runtime set_()s
         # (Note [Wrapper Storage After set_]), gets such a grad_fn at run time (fuzz seed 25 #327, #628: a no_grad view of an intermediate or swapped tensor came back with none).
         raise UnsupportedError(
@@ -487,6 +488,7 @@ def _output_info(
         on_root
         and any(o.source is LeafSource.INTERMEDIATE_ALIAS for o in out_leaves)
         and (replay is None or replay.source not in (ReplaySource.WRAPPER, ReplaySource.OUTPUT))
+        and not raises  # no history to keep: rebuilt by its replay, whose grad_fn raises too (fuzz seed 7000 #4719)
     ):
         # Note [Subclass Views Of Intermediates In Training]
         first = graph_count - sum(1 for o in out_leaves if o.source is LeafSource.GRAPH)

@@ -37,6 +37,7 @@ from subclassaot.schemas import (
 )
 from subclassaot.torch_internals import (
     from_functional,
+    grad_fn_raises,
     mutation_counter,
     new_functional_mode,
     storage_key,
@@ -702,6 +703,8 @@ def _forward_example(
         for o in outs:
             node, leaves = flatten_subclass(o, "out") if is_traceable_subclass(o) else (None, [o])
             # A no_grad view of an input that requires grad may report requires_grad under tracing; it has no grad_fn.
-            grad = o.requires_grad and o.grad_fn is not None and o.dtype.is_floating_point
+            # One whose grad_fn raises (a no_grad view whose base was written since: fuzz seed 7000 #4719) gets no
+            # tangent: eager's raises when autograd reads it, and so does the runtime's (analyze._output_info).
+            grad = o.requires_grad and not grad_fn_raises(o) and o.grad_fn is not None and o.dtype.is_floating_point
             result.append((grad, [from_functional(leaf) for leaf in leaves], node))
         return result
