@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun
 from subclassaot.protocol import is_traceable_subclass
@@ -291,11 +292,13 @@ def check_overlapping_clones(
     user_fakes: Sequence[torch.Tensor],
     cloned: frozenset[int],
     outputs: Sequence[OutputInfo],
+    replays: Sequence[tuple[ViewStep, ...]],
 ) -> None:
     """A subclass input that requires grad runs as a clone, made contiguous where its elements overlap (expand()):
     a view the program took of it may be one eager's strides forbid (reshape() copies in eager), so returning a
     view of it is refused (fuzz seed 24 #187: replaying the view on the input itself raised), except a chain of
-    views that takes the same elements on the input's own strides (fuzz seed 2000 #404, #6574)."""
+    views that takes the same elements on the input's own strides (fuzz seed 2000 #404, #6574), as the epilogue
+    left them: after its in-place view ops (`replays`) where the view is replayed after the epilogue."""
     for i in cloned:
         t = user_fakes[i]
         if not any(st == 0 and sz != 1 for sz, st in zip(t.shape, t.stride(), strict=True)):
@@ -317,11 +320,20 @@ def check_overlapping_clones(
                 "the traced one a view of the input's contiguous clone (Note [contiguous() Of A Contiguous Clone]). "
                 "Call .clone() instead"
             )
+        if any(mutations[j].data for j in leaves):
+            # the epilogue's copy_ into the input's repeated elements raises (fuzz seed 6000 #6885: an empty write)
+            raise UnsupportedError(
+                f"{path}: the program writes this tensor subclass input, which requires grad and whose elements "
+                "overlap (expand()); in training it runs as a clone, and writing the clone's values back into the "
+                "input's repeated elements is not supported. Pass the tensor it was expanded from and expand it "
+                "inside the function, or write a clone of it"
+            )
         grouped = any(j in g.members for g in layout.groups for j in leaves)
         for info in outputs:
-            source, steps = _chain_from_input(info, outputs)
+            source, steps, early = _chain_from_input(info, outputs)
             if source == flat.tensor_indices[i]:
-                exact = _same_views_on(t, steps)
+                changed = run.initial_metas[i] != leaf_meta(clone)
+                exact = _same_views_on(t, () if early or not changed else replays[i] or None, steps)
             else:  # regenerated without a view chain (an alias of a group member may name another member's leaf)
                 exact = (
                     grouped
@@ -352,35 +364,49 @@ _STRIDE_AGNOSTIC = frozenset(
 )
 
 
-def _chain_from_input(info: OutputInfo, outputs: Sequence[OutputInfo]) -> tuple[int | None, tuple[ViewStep, ...]]:
-    """The input an output is replayed from (through earlier outputs), and the whole view chain from it."""
+def _chain_from_input(info: OutputInfo, outputs: Sequence[OutputInfo]) -> tuple[int | None, tuple[ViewStep, ...], bool]:
+    """The input an output is replayed from (through earlier outputs), the whole view chain from it, and whether
+    the chain starts before the epilogue (from the input as the program got it)."""
     steps: tuple[ViewStep, ...] = ()
     replay = info.replay
     while replay is not None and replay.source is ReplaySource.OUTPUT:
         steps = replay.steps + steps
         earlier = outputs[replay.index]
         if earlier.kind is OutputKind.IS_INPUT:
-            return earlier.input_index, steps
+            return earlier.input_index, steps, False
         replay = earlier.replay
     if replay is None or replay.source is not ReplaySource.INPUT:
-        return None, ()
-    return replay.index, replay.steps + steps
+        return None, (), False
+    return replay.index, replay.steps + steps, replay.before_epilogue
 
 
-def _same_views_on(t: torch.Tensor, steps: Sequence[ViewStep]) -> bool:
-    """Replaying `steps` on `t`'s own (static) strides is exact: each op is stride-agnostic and succeeds there
-    (`check_overlapping_clones`)."""
+# In-place view ops the epilogue replays on an input (`inplace_replay`) that, like _STRIDE_AGNOSTIC, take the same
+# elements whatever the input's strides.
+_INPLACE_STRIDE_AGNOSTIC = frozenset(
+    {
+        *(_aten.t_.default, _aten.transpose_.default, _aten.squeeze_.default, _aten.squeeze_.dim),
+        *(_aten.squeeze_.dims, _aten.unsqueeze_.default),
+    }
+)
+
+
+def _same_views_on(t: torch.Tensor, prefix: Sequence[ViewStep] | None, steps: Sequence[ViewStep]) -> bool:
+    """Replaying `steps` on `t`'s own (static) strides, after the epilogue's in-place view ops `prefix` (None: the
+    epilogue changes `t`'s layout otherwise), is exact: each op is stride-agnostic and succeeds there
+    (`check_overlapping_clones`; fuzz seed 7000 #9147: select(0, -4) after t_() checked on the layout before it)."""
     dims = [*t.shape, *t.stride()]
-    if not all(isinstance(d, int) for d in dims) or not all(s.op in _STRIDE_AGNOSTIC for s in steps):
+    if prefix is None or not all(isinstance(d, int) for d in dims):
+        return False
+    if not all(s.op in _INPLACE_STRIDE_AGNOSTIC for s in prefix) or not all(s.op in _STRIDE_AGNOSTIC for s in steps):
         return False
     src = torch.empty_strided(tuple(t.shape), tuple(t.stride()), device="meta")
-    for step in steps:
+    for step in (*prefix, *steps):
         args = pytree.tree_leaves((step.args, step.kwargs))
         if not all(isinstance(a, int | bool | str | None) for a in args):
             return False  # a symbolic size or an input argument: not checked here
         try:
             out = step.op(src, *step.args, **dict(step.kwargs))
-        except (RuntimeError, ValueError):  # ValueError: the meta kernel's own message
+        except (RuntimeError, ValueError, IndexError):  # ValueError, IndexError: the meta kernel's own messages
             return False  # eager's reshape() copies here
         src = out[step.index] if step.index is not None else out
     return True
