@@ -11,7 +11,7 @@ import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.fuzz_helpers import assert_refused, pair, pair_nonleaf
+from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair, pair_nonleaf
 
 T = torch.Tensor
 
@@ -59,6 +59,23 @@ def test_written_input_ending_expanded_matches_eager(
 ) -> None:
     with torch.set_grad_enabled(grad):
         assert_matches_eager(f, _plain_3x2, compile_fn=compile_fn)
+
+
+def _plain_nonleaf_3x2() -> tuple[object, ...]:
+    return (nonleaf(3, 2),)
+
+
+def _as_strided_expand_after_write(x0: T) -> object:
+    x0.add_(3.0)
+    x0.as_strided_((2, 3, 2), (0, 2, 1))
+    return (x0 * 1,)
+
+
+@pytest.mark.parametrize("f", [_set_expand_after_write, _as_strided_expand_after_write])
+def test_written_nonleaf_ending_expanded_matches_eager(f: Callable[..., object], compile_fn: CompileFn | None) -> None:
+    # training: the final value's copy_ (recorded by autograd) goes into the expanded layout once per location
+    with torch.enable_grad():
+        assert_matches_eager(f, _plain_nonleaf_3x2, compile_fn=compile_fn)
 
 
 def _expanded_one() -> tuple[object, ...]:
