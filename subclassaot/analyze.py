@@ -294,7 +294,7 @@ def _analyze_outputs(
             info = replace(info, set_under_grad=True, set_under_grad_view=run.swaps.is_view(value))
         infos.append(info)
     _check_views_of_fresh(infos, leaves, bases)
-    check_set_under_grad(infos, leaves)
+    check_set_under_grad(infos, flat)
     return tuple(infos), spec, len({b for b, _ in bases.values()})
 
 

@@ -95,10 +95,16 @@ def wrapper_uses(
 # `t = x * 3; t.set_(y); return t` with grad on: eager records the set_ on t, whose grad_fn (set_'s) raises in
 # backward. The output is built as usual (an alias of y's storage, from the input or the graph), then a fresh
 # tensor that requires grad is set_() to it with grad on: the same grad_fn, storage and metadata, not a view. A
-# backward through it raises before reaching anything else only if it is the program's only output that requires
-# grad: with others, which leaves eager has accumulated into when it raises depends on the order autograd runs its
-# nodes, which the compiled graph does not reproduce (Note [Backward Errors Are Deferred]), so that is refused, as
-# are views set_() under grad (eager rebases their base on the set_: the input's history would raise too). A
+# backward through it and other outputs raises in eager and here alike; which leaves got a gradient first depends
+# on the engine's order: a set_ node runs as soon as it is ready (as AccumulateGrad does), other nodes latest-made
+# first. Eager's set_ node is ready once the loss reaches its output, or later, after the program's ops that read
+# it after the set_; ours (a holder's, or the Function's deferred error: Note [Backward Errors Are Deferred]) once
+# the loss is done or sooner. Between the two only the loss's nodes and nodes the program made after the set_
+# run: a leaf gets a gradient there only where the loss reaches it directly (a returned autograd leaf input:
+# refused, fuzz seed 7000 #4015, #4050, #6854) or where none of its paths crosses a set_ node (a gradient that
+# avoids the failing node: refused by Note [Backward Errors Are Deferred]). The leaves behind non-leaf inputs are
+# reached through nodes make_inputs made, which run last. Supported: seed 7000 #380, #742, #1249, #9601. Views
+# set_() under grad are refused (eager rebases their base on the set_: the input's history would raise too). A
 # subclass output gets a holder of its own class (a clone of a detached alias), set_() at the wrapper level, whose
 # wrapper storage is then the output's (Note [Wrapper Storage After set_]; fuzz seed 3000 #4064). A view of an
 # intermediate (`t = (x * 2).view(-1); t.set_(y)`) stays a view of it in eager, whose history the set_ rebases: the
@@ -216,20 +222,19 @@ def check_history_over_alias(
         )
 
 
-def check_set_under_grad(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> None:
+def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs) -> None:
+    """Note [Outputs set_() Under Grad]: an autograd leaf input returned beside a set_() output is refused."""
     grad_set = [info.path for info in infos if info.set_under_grad]
-    others = [
-        info.path
-        for info, value in zip(infos, leaves, strict=True)
-        if not info.set_under_grad and isinstance(value, torch.Tensor) and value.requires_grad
-    ]
-    if grad_set and others:
-        raise UnsupportedError(
-            f"{grad_set[0]}: the program set_() this tensor with grad enabled, so its backward raises in eager, and "
-            f"{others[0]} also requires grad: which gradients eager accumulates before it raises depends on the "
-            "order autograd runs its nodes (Note [Outputs set_() Under Grad]). Call set_() under torch.no_grad(), "
-            "or return a clone"
-        )
+    for info in infos if grad_set else ():
+        index = info.input_index if info.kind is OutputKind.IS_INPUT else None
+        real = None if index is None else flat.values[index]
+        if index is not None and isinstance(real, torch.Tensor) and real.requires_grad and real.is_leaf:
+            raise UnsupportedError(
+                f"{grad_set[0]}: the program set_() this tensor with grad enabled, so its backward raises in eager, "
+                f"and {info.path} is {flat.leaves[index].path}, an autograd leaf that requires grad: whether eager "
+                "accumulates its gradient before the backward raises depends on the order autograd runs its nodes "
+                "(Note [Outputs set_() Under Grad]). Call set_() under torch.no_grad(), or return a clone"
+            )
 
 
 # Note [Subclass Inputs That Gain Grad By set_]
