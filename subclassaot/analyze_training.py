@@ -110,15 +110,23 @@ def wrapper_uses(
 # intermediate (`t = (x * 2).view(-1); t.set_(y)`) stays a view of it in eager, whose history the set_ rebases: the
 # holder is then a view of a fresh base that requires grad, and set_() rebases that base the same way (a view of a
 # tensor that is neither an input nor an output, whose backward raises; fuzz seed 3000 #3141, #7105). Views of
-# inputs are refused (eager rebases the input's own history on the set_).
+# inputs are refused (eager rebases the input's own history on the set_). So is a view taken after the set_ (`t0 =
+# x * 2; t0.set_(x); return t0.t()`: a grad_fn through the set_, `_base` t0) unless t0 is an intermediate no other
+# output is or views, no view, and every view in the chain was taken with grad on (none by unbind, split, ...,
+# whose in-place writes eager refuses): then it is built the same way as a view of an intermediate set_() (fuzz
+# seed 7000 #1471, #4697).
 
 
 def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
     if value.requires_grad and viewed_after_grad_set(value, run):
+        if _view_of_grad_set_intermediate(value, run, outputs):
+            return True
         raise UnsupportedError(
             f"{path} is a view of a tensor the program set_() with grad enabled before taking the view, so eager "
             "gives it an autograd history through set_ (whose derivative is not implemented), which a compiled "
-            "output cannot have. Call set_() under torch.no_grad(), or return a clone"
+            "output cannot have where that tensor is an input, a view, or (a view of it) returned too, or a view "
+            "in the chain was taken under no_grad (Note [Outputs set_() Under Grad]). Call set_() under "
+            "torch.no_grad(), or return a clone"
         )
     wrapper_set = run.swaps.wrapper_sets.get(id(value))
     if not value.requires_grad or not (
@@ -139,6 +147,31 @@ def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: 
             "set_() under torch.no_grad(), or return a clone"
         )
     return True
+
+
+def _view_of_grad_set_intermediate(value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
+    """`value` is a chain of views (none of a multi-output op), all taken with grad on, of an intermediate `t` the
+    program set_() with grad on before the first of them, where `t` is no view, no input, and no other output is `t` or a view of it (fuzz seed
+    7000 #1471, #4697): rebuilt as a view of a fresh tensor set_() under grad (Note [Outputs set_() Under Grad])."""
+    chain = []
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        if not record.grad_enabled or id(t) in run.swaps.hidden or record.index is not None:
+            return False  # (a view of a multi-output op: eager's refuses in-place writes, ours would not)
+        chain.append(record.seq)
+        t = record.source
+    found = run.swaps.wrapper_sets.get(id(t)) or run.swaps.plain_sets.get(id(t))
+    if found is None or not found[1] or not chain or found[0] >= chain[-1] or id(t) not in run.swaps.grad_set_ids:
+        return False
+    if not t.requires_grad or _nested(t) or any(t is u for u in run.user_tensors):
+        return False
+    return not any(o is not value and isinstance(o, torch.Tensor) and _view_root_of(o, run) is t for o in outputs)
+
+
+def _view_root_of(t: torch.Tensor, run: FunctionalRun) -> torch.Tensor:
+    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        t = record.source
+    return t
 
 
 def _nested(t: torch.Tensor) -> bool:

@@ -154,3 +154,68 @@ def test_set_output_beside_leaf_passed_twice_refused(compile_fn: CompileFn | Non
         return (t0, x0)
 
     assert_refused(f, _twice(lambda: _leaf(1, 3)), compile_fn, "an autograd leaf that requires grad")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A view taken of an intermediate after the program set_() it under grad (Note [Outputs set_() Under Grad])
+
+
+def test_view_after_set_of_intermediate(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #4697: refused before; eager's t1 is a view of t0 (returned by no one), its grad_fn through
+    # the set_
+    def f(x0: T) -> object:
+        t0 = x0.add(x0)
+        set_to(t0, x0)
+        t1 = t0.t()
+        return (t1,)
+
+    _check(f, lambda: (_leaf(2),), compile_fn)
+
+
+def test_subclass_view_after_set_of_intermediate(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #1471
+    def f(x0: T) -> object:
+        t0 = x0.as_strided((), (), 2)
+        t1 = x0.sin()
+        set_to(t1, t0)
+        return (t1.reshape(()),)
+
+    _check(f, lambda: (pair(2, 2, 1, requires_grad=True),), compile_fn)
+
+
+def test_view_chain_after_set_beside_another_output(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.add(x0)
+        set_to(t0, x0)
+        return (t0.t().unsqueeze(0), x0 * 2)
+
+    _check(f, lambda: (_leaf(2, 3),), compile_fn)
+
+
+def test_subclass_view_after_set_of_clone(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.clone()
+        set_to(t0, t0)
+        return (t0[1:],)
+
+    _check(f, lambda: (pair_nonleaf(3, 2),), compile_fn)
+
+
+def test_view_after_set_of_returned_intermediate_refused(compile_fn: CompileFn | None) -> None:
+    # eager's view has the returned t0 as its `_base`
+    def f(x0: T) -> object:
+        t0 = x0.mul(2.0)
+        set_to(t0, x0)
+        return (t0.view(-1), t0)
+
+    assert_refused(f, lambda: (_leaf(2, 3),), compile_fn, "before taking the view")
+
+
+def test_view_after_set_of_view_of_input_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #2196: t0 is a view of the input, whose history eager rebases on the set_
+    def f(x0: T) -> object:
+        t0 = x0.view((3, 1))
+        set_to(t0, t0.transpose(1, 0))
+        return (t0.reshape((1, -1, 1)),)
+
+    assert_refused(f, lambda: (pair_nonleaf(1, 1, 3),), compile_fn, "before taking the view")
