@@ -15,11 +15,13 @@ from collections.abc import Sequence
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import (
     Analysis,
+    DenseIndex,
     DenseLayout,
     FlatInputs,
     InputIndex,
@@ -41,6 +43,7 @@ __all__ = [
     "check_overlapping_clones",
     "check_set_under_grad",
     "check_wrapper_grad_gains",
+    "outputs_set_onto_inputs",
     "set_under_grad",
     "wrapper_uses",
 ]
@@ -268,6 +271,52 @@ def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs) -> None:
                 "accumulates its gradient before the backward raises depends on the order autograd runs its nodes "
                 "(Note [Outputs set_() Under Grad]). Call set_() under torch.no_grad(), or return a clone"
             )
+
+
+# Note [Outputs That An Input Was set_() To]
+# `t0 = x * 2; x.set_(t0); return t0` (or `x.data = t0`, or the set_ under no_grad): eager's t0 keeps its own
+# history (MulBackward) and shares the storage x now has. Rebuilt from x after the epilogue, as other aliases of an
+# input are, it would lose that history (`check_swapped_storage_outputs`). So the graph computes it, as a fresh
+# output with the Function's history, and after the epilogue gave x its new storage, t0 is set_() under no_grad
+# onto it, keeping its version counter: eager's set_ moved x, not t0. Only for a plain t0 that is no view, no
+# input, not itself moved, with x's final size, stride and offset (so x's new storage is exactly t0's), and no other
+# output on that storage (its `_base` or aliasing would name x, not t0); fuzz seed 7000 #292, #523, #831, #5356.
+# A t0 that does not require grad, assigned to an x that does, is built the same way (rebuilt from x it would
+# require grad; seed 7000 #3507).
+
+
+def outputs_set_onto_inputs(
+    outputs: Sequence[object],
+    run: FunctionalRun,
+    current: dict[object, DenseIndex],
+    original: dict[object, DenseIndex],
+    mutations: Sequence[LeafMutation],
+) -> dict[int, DenseIndex]:
+    """Note [Outputs That An Input Was set_() To]: id() of each such output -> the input's dense leaf."""
+    tensors = [o for o in outputs if isinstance(o, torch.Tensor)]
+    if not torch.is_grad_enabled() or any(is_traceable_subclass(o) for o in tensors):
+        return {}
+    keys = [storage_key(o) for o in tensors]
+    found: dict[int, DenseIndex] = {}
+    for value, key in zip(tensors, keys, strict=True):
+        j = current.get(key)
+        if j is None or key in original or keys.count(key) != 1:
+            continue
+        if not value.requires_grad and not run.finals[j].requires_grad:
+            continue  # rebuilt from the input: it has no history to lose
+        m = mutations[j]
+        moved = id(value) in run.swaps.swapped_ids or id(value) in run.swaps.hidden or run.swaps.is_view(value)
+        if not m.storage_changed or m.set_source is not None or moved or value._is_view():
+            continue
+        if any(value is u for u in run.user_tensors) or leaf_meta(run.finals[j]) != leaf_meta(value):
+            continue
+        try:
+            if value.requires_grad and value.grad_fn is None:
+                continue
+        except (RuntimeError, ValueError, IndexError):  # see analyze._needs_program_autograd
+            continue
+        found[id(value)] = j
+    return found
 
 
 # Note [Subclass Inputs That Gain Grad By set_]

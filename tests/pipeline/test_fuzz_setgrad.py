@@ -219,3 +219,91 @@ def test_view_after_set_of_view_of_input_refused(compile_fn: CompileFn | None) -
         return (t0.reshape((1, -1, 1)),)
 
     assert_refused(f, lambda: (pair_nonleaf(1, 1, 3),), compile_fn, "before taking the view")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# An output that an input was set_() or `.data =`-assigned to (Note [Outputs That An Input Was set_() To])
+
+
+def test_output_input_was_set_to_under_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #292: refused before; eager's t0 keeps MulBackward and shares x0's new storage
+    def f(x0: T) -> object:
+        t0 = x0.mul(-1.0)
+        set_to(x0, t0)
+        return (t0,)
+
+    _check(f, lambda: (nonleaf(),), compile_fn)
+
+
+def test_output_input_data_was_assigned(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #523, #5356
+    def f(x0: T) -> object:
+        t1 = x0.mul(x0.clone())
+        x0.data = t1
+        return (t1,)
+
+    _check(f, lambda: (nonleaf(1, 2, 2),), compile_fn)
+
+
+def test_output_leaf_input_was_set_to_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #831
+    def f(x0: T) -> object:
+        t0 = x0.add(3.0)
+        with torch.no_grad():
+            set_to(x0, t0)
+        return (t0,)
+
+    _check(f, lambda: (_leaf(1, 4, 1),), compile_fn)
+
+
+def test_output_leaf_passed_twice_set_to_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #3276
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.mul(-1.0)
+        with torch.no_grad():
+            set_to(x1, t0)
+        return (t0,)
+
+    _check(f, _twice(lambda: _leaf(1, 1, 3)), compile_fn)
+
+
+def test_output_without_grad_assigned_to_leaf_data(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #3507: rebuilt from x0 it would require grad
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.add(2.0)
+        x0.data = t0
+        return (t0,)
+
+    _check(f, lambda: (_leaf(), torch.randn(())), compile_fn)
+
+
+def test_output_input_was_set_to_then_written(compile_fn: CompileFn | None) -> None:
+    # the write through x0 reaches t0 (one storage), whose history saved exp's result
+    def f(x0: T) -> object:
+        t0 = x0.exp()
+        set_to(x0, t0)
+        with torch.no_grad():
+            x0.mul_(2)
+        return (t0,)
+
+    _check(f, lambda: (nonleaf(3),), compile_fn)
+
+
+def test_view_input_was_set_to_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #282: t1 is a view of t0; eager's `_base` is t0
+    def f(x0: T) -> object:
+        t1 = x0.clone().transpose(0, 1)
+        set_to(x0, t1)
+        return (t1,)
+
+    assert_refused(f, lambda: (nonleaf(1, 3, 1),), compile_fn, "set_\\(\\) to a new tensor that requires grad")
+
+
+def test_subclass_output_input_was_set_to_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #7966
+    def f(x0: T) -> object:
+        t0 = x0.clone()
+        set_to(x0, t0)
+        return (t0,)
+
+    assert_refused(f, lambda: (pair_nonleaf(4),), compile_fn, "set_\\(\\) to a new tensor that requires grad")
