@@ -17,7 +17,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
-from subclassaot.functional_run import FunctionalRun
+from subclassaot.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import (
     Analysis,
@@ -280,7 +280,8 @@ def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs) -> None:
 # output with the Function's history, and after the epilogue gave x its new storage, t0 is set_() under no_grad
 # onto it, keeping its version counter: eager's set_ moved x, not t0. Only for a plain t0 that is no view, no
 # input, not itself moved, with x's final size, stride and offset (so x's new storage is exactly t0's), and no other
-# output on that storage (its `_base` or aliasing would name x, not t0); fuzz seed 7000 #292, #523, #831, #5356.
+# output that is t0 or a view of it (its `_base` would be x, not t0; views of x taken after the set_ are x's) or a
+# subclass on that storage; fuzz seed 7000 #292, #523, #831, #5356.
 # A t0 that does not require grad, assigned to an x that does, is built the same way (rebuilt from x it would
 # require grad; seed 7000 #3507).
 
@@ -294,13 +295,17 @@ def outputs_set_onto_inputs(
 ) -> dict[int, DenseIndex]:
     """Note [Outputs That An Input Was set_() To]: id() of each such output -> the input's dense leaf."""
     tensors = [o for o in outputs if isinstance(o, torch.Tensor)]
-    if not torch.is_grad_enabled() or any(is_traceable_subclass(o) for o in tensors):
-        return {}
-    keys = [storage_key(o) for o in tensors]
+    no_grad_views = any(
+        not r.grad_enabled and r.source.requires_grad and r.func not in (_aten.detach.default, _aten.alias.default)
+        for r in run.swaps.views.values()  # (`.data` aliases: detach, alias)
+    )
+    if not torch.is_grad_enabled() or no_grad_views:
+        return {}  # (a no_grad view of a tensor that requires grad: the trace's output had no grad, seed 7000 #7885)
     found: dict[int, DenseIndex] = {}
-    for value, key in zip(tensors, keys, strict=True):
+    for value in tensors:
+        key = storage_key(value)
         j = current.get(key)
-        if j is None or key in original or keys.count(key) != 1:
+        if j is None or key in original or is_traceable_subclass(value) or _viewed_by_others(value, tensors, run):
             continue
         if not value.requires_grad and not run.finals[j].requires_grad:
             continue  # rebuilt from the input: it has no history to lose
@@ -317,6 +322,20 @@ def outputs_set_onto_inputs(
             continue
         found[id(value)] = j
     return found
+
+
+def _viewed_by_others(value: torch.Tensor, outputs: Sequence[torch.Tensor], run: FunctionalRun) -> bool:
+    """Another output is `value` or a view of it (its `_base` in eager), or a subclass over its storage."""
+    for o in outputs:
+        if o is value:
+            if sum(1 for p in outputs if p is value) > 1:
+                return True
+        elif is_traceable_subclass(o):
+            if any(storage_key(d) == storage_key(value) for d in dense_leaves_of(o, "out")[1]):
+                return True
+        elif storage_key(o) == storage_key(value) and _view_root_of(o, run) is value:
+            return True
+    return False
 
 
 # Note [Subclass Inputs That Gain Grad By set_]

@@ -307,3 +307,30 @@ def test_subclass_output_input_was_set_to_refused(compile_fn: CompileFn | None) 
         return (t0,)
 
     assert_refused(f, lambda: (pair_nonleaf(4),), compile_fn, "set_\\(\\) to a new tensor that requires grad")
+
+
+def test_output_input_was_set_to_beside_view_of_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #292 (shortened): t2, a view of x1 (x0 passed twice) taken after the set_, shares t0's storage
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.mul(-1.0)
+        with torch.no_grad():
+            set_to(x0, t0)
+        t2 = x1.t()
+        t2.unsqueeze_(0)
+        return (t2, t0)
+
+    _check(f, _twice(nonleaf), compile_fn)
+
+
+def test_output_assigned_to_data_after_no_grad_view_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #7885: t1, a no_grad view of x0, makes eager's t2 require grad; the traced one would not
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            t1 = x0.unsqueeze(-3).as_strided((), (), 2)
+        t2 = x1.add(t1)
+        x0.data = t2
+        return (t2,)
+
+    assert_refused(
+        f, lambda: (nonleaf(4, 3, 3), torch.randn(3, 4)), compile_fn, "set_\\(\\) to a new tensor that requires grad"
+    )
