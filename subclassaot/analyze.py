@@ -21,6 +21,7 @@ from subclassaot.analyze_training import (
     check_overlapping_clones,
     check_set_under_grad,
     check_wrapper_grad_gains,
+    outputs_set_onto_inputs,
     set_under_grad,
     wrapper_uses,
 )
@@ -259,6 +260,7 @@ def _analyze_outputs(
     current = {storage_key(f): DenseIndex(j) for j, f in enumerate(run.finals)}
     original = {storage_key(o): DenseIndex(j) for j, o in enumerate(run.originals)}
     bases = intermediate_bases(leaves, current, original, run.swaps)
+    set_targets = outputs_set_onto_inputs(leaves, run, current, original, mutations)
     infos: list[OutputInfo] = []
     graph_count = 0
     first_seen: dict[int, int] = {}
@@ -287,6 +289,7 @@ def _analyze_outputs(
             bases,
             graph_count,
             {i: k for i, k in output_ids.items() if i != id(value)},
+            set_targets,
         )
         if isinstance(value, torch.Tensor):
             first_seen[id(value)] = len(infos)
@@ -294,7 +297,7 @@ def _analyze_outputs(
             info = replace(info, set_under_grad=True, set_under_grad_view=run.swaps.is_view(value))
         infos.append(info)
     _check_views_of_fresh(infos, leaves, bases)
-    check_set_under_grad(infos, leaves)
+    check_set_under_grad(infos, flat)
     return tuple(infos), spec, len({b for b, _ in bases.values()})
 
 
@@ -342,6 +345,7 @@ def _output_info(
     bases: dict[object, tuple[int, torch.Tensor]],
     graph_count: int,
     earlier: dict[int, int],
+    set_targets: dict[int, DenseIndex],
 ) -> tuple[OutputInfo, int]:
     blank = OutputInfo(
         path=path,
@@ -390,6 +394,18 @@ def _output_info(
             view = same is not None and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
             out_leaves.append(
                 OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=view, passthrough=same)
+            )
+            graph_count += 1
+            continue
+        if id(value) in set_targets:
+            out_leaves.append(
+                OutputLeaf(
+                    source=LeafSource.GRAPH,
+                    index=graph_count,
+                    meta=meta,
+                    is_view=False,
+                    storage_of=set_targets[id(value)],
+                )
             )
             graph_count += 1
             continue

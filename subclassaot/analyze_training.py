@@ -17,10 +17,11 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
-from subclassaot.functional_run import FunctionalRun
+from subclassaot.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import (
     Analysis,
+    DenseIndex,
     DenseLayout,
     FlatInputs,
     InputIndex,
@@ -42,6 +43,7 @@ __all__ = [
     "check_overlapping_clones",
     "check_set_under_grad",
     "check_wrapper_grad_gains",
+    "outputs_set_onto_inputs",
     "set_under_grad",
     "wrapper_uses",
 ]
@@ -96,24 +98,38 @@ def wrapper_uses(
 # `t = x * 3; t.set_(y); return t` with grad on: eager records the set_ on t, whose grad_fn (set_'s) raises in
 # backward. The output is built as usual (an alias of y's storage, from the input or the graph), then a fresh
 # tensor that requires grad is set_() to it with grad on: the same grad_fn, storage and metadata, not a view. A
-# backward through it raises before reaching anything else only if it is the program's only output that requires
-# grad: with others, which leaves eager has accumulated into when it raises depends on the order autograd runs its
-# nodes, which the compiled graph does not reproduce (Note [Backward Errors Are Deferred]), so that is refused, as
-# are views set_() under grad (eager rebases their base on the set_: the input's history would raise too). A
+# backward through it and other outputs raises in eager and here alike; which leaves got a gradient first depends
+# on the engine's order: a set_ node runs as soon as it is ready (as AccumulateGrad does), other nodes latest-made
+# first. Eager's set_ node is ready once the loss reaches its output, or later, after the program's ops that read
+# it after the set_; ours (a holder's, or the Function's deferred error: Note [Backward Errors Are Deferred]) once
+# the loss is done or sooner. Between the two only the loss's nodes and nodes the program made after the set_
+# run: a leaf gets a gradient there only where the loss reaches it directly (a returned autograd leaf input:
+# refused, fuzz seed 7000 #4015, #4050, #6854) or where none of its paths crosses a set_ node (a gradient that
+# avoids the failing node: refused by Note [Backward Errors Are Deferred]). The leaves behind non-leaf inputs are
+# reached through nodes make_inputs made, which run last. Supported: seed 7000 #380, #742, #1249, #9601. Views
+# set_() under grad are refused (eager rebases their base on the set_: the input's history would raise too). A
 # subclass output gets a holder of its own class (a clone of a detached alias), set_() at the wrapper level, whose
 # wrapper storage is then the output's (Note [Wrapper Storage After set_]; fuzz seed 3000 #4064). A view of an
 # intermediate (`t = (x * 2).view(-1); t.set_(y)`) stays a view of it in eager, whose history the set_ rebases: the
 # holder is then a view of a fresh base that requires grad, and set_() rebases that base the same way (a view of a
 # tensor that is neither an input nor an output, whose backward raises; fuzz seed 3000 #3141, #7105). Views of
-# inputs are refused (eager rebases the input's own history on the set_).
+# inputs are refused (eager rebases the input's own history on the set_). So is a view taken after the set_ (`t0 =
+# x * 2; t0.set_(x); return t0.t()`: a grad_fn through the set_, `_base` t0) unless t0 is an intermediate no other
+# output is or views, no view, and every view in the chain was taken with grad on (none by unbind, split, ...,
+# whose in-place writes eager refuses): then it is built the same way as a view of an intermediate set_() (fuzz
+# seed 7000 #1471, #4697).
 
 
 def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
     if value.requires_grad and viewed_after_grad_set(value, run):
+        if _view_of_grad_set_intermediate(value, run, outputs):
+            return True
         raise UnsupportedError(
             f"{path} is a view of a tensor the program set_() with grad enabled before taking the view, so eager "
             "gives it an autograd history through set_ (whose derivative is not implemented), which a compiled "
-            "output cannot have. Call set_() under torch.no_grad(), or return a clone"
+            "output cannot have where that tensor is an input, a view, or (a view of it) returned too, or a view "
+            "in the chain was taken under no_grad (Note [Outputs set_() Under Grad]). Call set_() under "
+            "torch.no_grad(), or return a clone"
         )
     wrapper_set = run.swaps.wrapper_sets.get(id(value))
     if not value.requires_grad or not (
@@ -134,6 +150,31 @@ def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: 
             "set_() under torch.no_grad(), or return a clone"
         )
     return True
+
+
+def _view_of_grad_set_intermediate(value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
+    """`value` is a chain of views (none of a multi-output op), all taken with grad on, of an intermediate `t` the
+    program set_() with grad on before the first of them, where `t` is no view, no input, and no other output is `t` or a view of it (fuzz seed
+    7000 #1471, #4697): rebuilt as a view of a fresh tensor set_() under grad (Note [Outputs set_() Under Grad])."""
+    chain = []
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        if not record.grad_enabled or id(t) in run.swaps.hidden or record.index is not None:
+            return False  # (a view of a multi-output op: eager's refuses in-place writes, ours would not)
+        chain.append(record.seq)
+        t = record.source
+    found = run.swaps.wrapper_sets.get(id(t)) or run.swaps.plain_sets.get(id(t))
+    if found is None or not found[1] or not chain or found[0] >= chain[-1] or id(t) not in run.swaps.grad_set_ids:
+        return False
+    if not t.requires_grad or _nested(t) or any(t is u for u in run.user_tensors):
+        return False
+    return not any(o is not value and isinstance(o, torch.Tensor) and _view_root_of(o, run) is t for o in outputs)
+
+
+def _view_root_of(t: torch.Tensor, run: FunctionalRun) -> torch.Tensor:
+    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        t = record.source
+    return t
 
 
 def _nested(t: torch.Tensor) -> bool:
@@ -217,20 +258,84 @@ def check_history_over_alias(
         )
 
 
-def check_set_under_grad(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> None:
+def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs) -> None:
+    """Note [Outputs set_() Under Grad]: an autograd leaf input returned beside a set_() output is refused."""
     grad_set = [info.path for info in infos if info.set_under_grad]
-    others = [
-        info.path
-        for info, value in zip(infos, leaves, strict=True)
-        if not info.set_under_grad and isinstance(value, torch.Tensor) and value.requires_grad
-    ]
-    if grad_set and others:
-        raise UnsupportedError(
-            f"{grad_set[0]}: the program set_() this tensor with grad enabled, so its backward raises in eager, and "
-            f"{others[0]} also requires grad: which gradients eager accumulates before it raises depends on the "
-            "order autograd runs its nodes (Note [Outputs set_() Under Grad]). Call set_() under torch.no_grad(), "
-            "or return a clone"
-        )
+    for info in infos if grad_set else ():
+        index = info.input_index if info.kind is OutputKind.IS_INPUT else None
+        real = None if index is None else flat.values[index]
+        if index is not None and isinstance(real, torch.Tensor) and real.requires_grad and real.is_leaf:
+            raise UnsupportedError(
+                f"{grad_set[0]}: the program set_() this tensor with grad enabled, so its backward raises in eager, "
+                f"and {info.path} is {flat.leaves[index].path}, an autograd leaf that requires grad: whether eager "
+                "accumulates its gradient before the backward raises depends on the order autograd runs its nodes "
+                "(Note [Outputs set_() Under Grad]). Call set_() under torch.no_grad(), or return a clone"
+            )
+
+
+# Note [Outputs That An Input Was set_() To]
+# `t0 = x * 2; x.set_(t0); return t0` (or `x.data = t0`, or the set_ under no_grad): eager's t0 keeps its own
+# history (MulBackward) and shares the storage x now has. Rebuilt from x after the epilogue, as other aliases of an
+# input are, it would lose that history (`check_swapped_storage_outputs`). So the graph computes it, as a fresh
+# output with the Function's history, and after the epilogue gave x its new storage, t0 is set_() under no_grad
+# onto it, keeping its version counter: eager's set_ moved x, not t0. Only for a plain t0 that is no view, no
+# input, not itself moved, with x's final size, stride and offset (so x's new storage is exactly t0's), and no other
+# output that is t0 or a view of it (its `_base` would be x, not t0; views of x taken after the set_ are x's) or a
+# subclass on that storage; fuzz seed 7000 #292, #523, #831, #5356.
+# A t0 that does not require grad, assigned to an x that does, is built the same way (rebuilt from x it would
+# require grad; seed 7000 #3507).
+
+
+def outputs_set_onto_inputs(
+    outputs: Sequence[object],
+    run: FunctionalRun,
+    current: dict[object, DenseIndex],
+    original: dict[object, DenseIndex],
+    mutations: Sequence[LeafMutation],
+) -> dict[int, DenseIndex]:
+    """Note [Outputs That An Input Was set_() To]: id() of each such output -> the input's dense leaf."""
+    tensors = [o for o in outputs if isinstance(o, torch.Tensor)]
+    no_grad_views = any(
+        not r.grad_enabled and r.source.requires_grad and r.func not in (_aten.detach.default, _aten.alias.default)
+        for r in run.swaps.views.values()  # (`.data` aliases: detach, alias)
+    )
+    if not torch.is_grad_enabled() or no_grad_views:
+        return {}  # (a no_grad view of a tensor that requires grad: the trace's output had no grad, seed 7000 #7885)
+    found: dict[int, DenseIndex] = {}
+    for value in tensors:
+        key = storage_key(value)
+        j = current.get(key)
+        if j is None or key in original or is_traceable_subclass(value) or _viewed_by_others(value, tensors, run):
+            continue
+        if not value.requires_grad and not run.finals[j].requires_grad:
+            continue  # rebuilt from the input: it has no history to lose
+        m = mutations[j]
+        moved = id(value) in run.swaps.swapped_ids or id(value) in run.swaps.hidden or run.swaps.is_view(value)
+        if not m.storage_changed or m.set_source is not None or moved or value._is_view():
+            continue
+        if any(value is u for u in run.user_tensors) or leaf_meta(run.finals[j]) != leaf_meta(value):
+            continue
+        try:
+            if value.requires_grad and value.grad_fn is None:
+                continue
+        except (RuntimeError, ValueError, IndexError):  # see analyze._needs_program_autograd
+            continue
+        found[id(value)] = j
+    return found
+
+
+def _viewed_by_others(value: torch.Tensor, outputs: Sequence[torch.Tensor], run: FunctionalRun) -> bool:
+    """Another output is `value` or a view of it (its `_base` in eager), or a subclass over its storage."""
+    for o in outputs:
+        if o is value:
+            if sum(1 for p in outputs if p is value) > 1:
+                return True
+        elif is_traceable_subclass(o):
+            if any(storage_key(d) == storage_key(value) for d in dense_leaves_of(o, "out")[1]):
+                return True
+        elif storage_key(o) == storage_key(value) and _view_root_of(o, run) is value:
+            return True
+    return False
 
 
 # Note [Subclass Inputs That Gain Grad By set_]

@@ -232,7 +232,8 @@ def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
     for info in plan.analysis.outputs:
         if info.kind is not OutputKind.TENSOR or info.tree is not None or info.replay is not None:
             return None
-        if len(info.leaves) != 1 or info.leaves[0].source is not LeafSource.GRAPH:
+        leaf = info.leaves[0] if len(info.leaves) == 1 else None
+        if leaf is None or leaf.source is not LeafSource.GRAPH or leaf.storage_of is not None:
             return None
         out.append(fresh_start + info.leaves[0].index)
     if (
@@ -692,6 +693,12 @@ def _outputs(
                     holder = holder.view(holder.shape)
                 set_to_tensor(holder, value)
                 value = holder
+        onto = info.leaves[0].storage_of if info.leaves else None
+        if onto is not None and isinstance(value, torch.Tensor):  # Note [Outputs That An Input Was set_() To]
+            version = get_version(value)
+            with torch.no_grad():
+                set_to_tensor(value, dense[onto].detach())
+            set_version(value, version)
         cls = plan.output_types[o] if plan.output_types else None
         if cls is not None and isinstance(value, torch.Tensor) and type(value) is not cls:
             value = value.as_subclass(cls)  # what Tensor.__torch_function__ does to eager's result

@@ -163,6 +163,10 @@ class OutputLeaf:
     # hidden_base: a token naming eager's hidden base object, shared by the leaves that view it (Note [Views Sharing
     # An Intermediate])
     hidden_key: int | None = None
+    # GRAPH in training: the intermediate an input was set_() (or `.data =`-assigned) to, with its own history: after
+    # the epilogue it is set_() under no_grad onto that dense input's new storage (Note [Outputs That An Input Was
+    # set_() To])
+    storage_of: DenseIndex | None = None
 
 
 class ReplaySource(enum.Enum):

@@ -1040,18 +1040,17 @@ def test_subclass_result_strides_after_inplace_transpose(compile_fn: CompileFn |
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-def test_output_sharing_input_set_to_it_refused_in_training(compile_fn: CompileFn | None) -> None:
+def test_output_sharing_input_set_to_it_in_training(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 21, program 755: the output (with its autograd history) is the intermediate the input was set_() to;
-    # it used to come back as an alias of the input's new storage without a grad_fn.
+    # it used to come back as an alias of the input's new storage without a grad_fn, then was refused; supported
+    # since fuzz seed 7000 #292 (Note [Outputs That An Input Was set_() To]).
     def f(x0: T, x1: T) -> object:
         t0 = x1.add(-1.0)
         set_to(x0, t0)
         return (t0,)
 
     with torch.enable_grad():
-        assert_refused(
-            f, lambda: (nonleaf(2, 4, 3), nonleaf()), compile_fn, "which the program set_\\(\\) to a new tensor"
-        )
+        assert_matches_eager(f, lambda: (nonleaf(2, 4, 3), nonleaf()), compile_fn=compile_fn)
 
 
 def test_subclass_output_set_under_grad(compile_fn: CompileFn | None) -> None:
@@ -1975,16 +1974,16 @@ def test_set_under_grad_output_of_itself(compile_fn: CompileFn | None) -> None:
         assert_matches_eager(f, lambda: (nonleaf(2, 3),), compile_fn=compile_fn)
 
 
-def test_set_under_grad_output_beside_another_grad_output_refused(compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 2000, program 262: which leaves eager accumulates into before set_'s backward raises depends on the
-    # order autograd runs its nodes.
+def test_set_under_grad_output_beside_another_grad_output(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 262: refused before; no leaf gets a gradient before set_'s backward raises, in eager
+    # and compiled alike (Note [Outputs set_() Under Grad])
     def f(x0: T) -> object:
         t0 = x0.mul(3.0)
         set_to(t0, x0)
         return (t0, x0 * 2)
 
     with torch.enable_grad():
-        assert_refused(f, lambda: (torch.randn(3, requires_grad=True),), compile_fn, "also requires grad")
+        assert_matches_eager(f, lambda: (torch.randn(3, requires_grad=True),), compile_fn=compile_fn)
 
 
 def test_overlapping_subclass_view_written_base_returned(compile_fn: CompileFn | None) -> None:
