@@ -2,7 +2,8 @@
 
 Input: the call and `FlatInputs` (the real values of this call), the `Analysis`.
 Output: `probe_eager_backward(...)`: per nonempty set of the program's tensor outputs that require grad, how eager's
-backward through them ends (`BackwardEnd`), or None where the program cannot be probed; `outputs_from_graph(...)`.
+backward through them ends (`BackwardEnd`), or None where the program cannot be probed; `tangent_patterns(...)`:
+the same by the Function outputs each set gives tangents to.
 Invariants: see Note [Probing Eager's Backward]; the probe runs on static fakes in a fresh fake mode, so it reads
 no real tensor, draws no random number and adds no guard.
 """
@@ -44,10 +45,13 @@ from subclassaot.trace import InputUpdate, UpdateKind
 # program's part of the backward completed, and a leaf behind a non-leaf input never gets its gradient before the
 # program's own node raises. Only leaf inputs can, and the probe reads their `.grad`.
 # The compiled backward (one autograd.Function node over the forward and backward graphs) raises the program's error
-# before anything behind it runs. So deferring the error is exact where every such set raises before any input
-# leaf's gradient, and the outputs are all computed by the graph (an output regenerated from an input by the
-# epilogue reaches that input's AccumulateGrad outside the Function). Outputs beyond MAX_PROBED_OUTPUTS are not
-# probed (2^n backwards).
+# before anything behind it runs, and before it only the epilogue's and the caller's nodes run. So deferring the
+# error is exact for a backward through all of the outputs where eager's raises before any input leaf's gradient,
+# and no output that requires grad is, or is regenerated from, a leaf input that requires grad (that leaf's
+# AccumulateGrad would run outside the Function). Each probed set of outputs is mapped to the Function outputs it
+# gives tangents to (`tangent_patterns`); a backward that gives the Function another set than one probed to raise
+# so is refused when it runs (UnsupportedError), never answered with a guess. Outputs beyond MAX_PROBED_OUTPUTS are
+# not probed (2^n backwards).
 
 MAX_PROBED_OUTPUTS = 4
 

@@ -84,6 +84,11 @@ from subclassaot.training_rules import duplicate_wrappers, grad_bases, group_of,
 #     not, by the order autograd runs its nodes (refused); inputs that require grad but are reached by no output
 #     are given to the Function detached, so that their own gradient (a returned input) is not held back behind
 #     our raising backward.
+# Both checks read the functional trace, whose saved values and version counters are not eager's. So first the
+# compile runs eager's own backward on fakes (Note [Probing Eager's Backward]): where it shows every backward through
+# all of the outputs raising before any gradient, the error is deferred without the checks, and a backward through
+# other outputs is refused when it runs unless the probe saw that set raise so too; where it shows that backward
+# completing, Note [Backward Errors Through Input Values Only] may apply.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -577,10 +582,10 @@ def _input_values(setup: JointSetup) -> frozenset[int]:
 # A program may write an input so that a backward through the input's new value fails (x0.mul_(x0) on a non-leaf
 # saves the x0 it overwrites) while a backward through its outputs completes, in eager and in a joint trace that
 # takes no tangent for the new values of inputs (`absent`). Where the probe (Note [Probing Eager's Backward]) shows
-# eager's backward through all the outputs completing, and the outputs are all computed by the graph (so a backward
-# through them never reaches a new value of an input), the backward graph is that trace: its placeholders for the
-# absent tangents stay unread, and the program's error is raised, unchanged, when one of those tangents is given
-# (a backward through the written input after the call, which fails in eager too).
+# eager's backward through all the outputs completing, and that backward gives no tangent to a new value of an input
+# (TangentPatterns.full), the backward graph is that trace: its placeholders for the absent tangents stay unread,
+# and the program's error is raised, unchanged, when one of those tangents is given (a backward through the written
+# input after the call, which fails in eager too).
 
 
 def _backward_without_input_values(
