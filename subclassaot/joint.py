@@ -581,9 +581,10 @@ def _input_values(setup: JointSetup) -> frozenset[int]:
 # Note [Backward Errors Through Input Values Only]
 # A program may write an input so that a backward through the input's new value fails (x0.mul_(x0) on a non-leaf
 # saves the x0 it overwrites) while a backward through its outputs completes, in eager and in a joint trace that
-# takes no tangent for the new values of inputs (`absent`). Where the probe (Note [Probing Eager's Backward]) shows
-# eager's backward through all the outputs completing, and that backward gives no tangent to a new value of an input
-# (TangentPatterns.full), the backward graph is that trace: its placeholders for the absent tangents stay unread,
+# takes no tangent for the new values of inputs that no output reaches (`absent`: those a backward through all the
+# outputs gives none, TangentPatterns.full). Where the probe (Note [Probing Eager's Backward]) shows eager's
+# backward through all the outputs completing, the backward graph is that trace: its placeholders for the absent
+# tangents stay unread,
 # and the program's error is raised, unchanged, when one of those tangents is given (a backward through the written
 # input after the call, which fails in eager too).
 
@@ -596,9 +597,11 @@ def _backward_without_input_values(
 ) -> tuple[JointSetup, TracedJoint, frozenset[int]] | None:
     """The joint traced without tangents for the new values of inputs, and their positions in diff, where that
     is eager's backward through the outputs (Note [Backward Errors Through Input Values Only]); else None."""
+    if patterns is None:
+        return None
     values = _input_values(setup)
-    absent = frozenset(p for p, d in enumerate(setup.diff) if d in values)
-    if not absent or patterns is None or patterns.full & absent:
+    absent = frozenset(p for p, d in enumerate(setup.diff) if d in values) - patterns.full
+    if not absent:
         return None
     if patterns.ends.get(patterns.full) is not BackwardEnd.COMPLETES:
         return None

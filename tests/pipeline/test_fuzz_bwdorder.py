@@ -4,6 +4,7 @@ what it does before raising (Note [Probing Eager's Backward], Note [Backward Err
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import pytest
 import torch
@@ -96,12 +97,14 @@ def test_backward_through_some_outputs_only(compile_fn: CompileFn | None) -> Non
             return
         g = subclassaot.compile(f)
         for chosen in ((0,), (0, 1)):
-            out = g(*make_inputs())
+            x = nonleaf(2, 2)
+            out = cast(tuple[T, T], g(x, x))
             with pytest.raises(RuntimeError, match="modified by an inplace operation"):
                 torch.autograd.backward([out[k].sum() for k in chosen])
-        out = g(*make_inputs())
+        x = nonleaf(2, 2)
+        out = cast(tuple[T, T], g(x, x))
         with pytest.raises(UnsupportedError, match="was not checked to fail there"):
-            out[1].sum().backward()
+            torch.autograd.backward(out[1].sum())
 
 
 def test_gradient_accumulated_before_the_error_refused(compile_fn: CompileFn | None) -> None:
@@ -135,10 +138,10 @@ def test_write_fails_backward_of_the_written_input_only(compile_fn: CompileFn | 
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
         if compile_fn is not None:
             return
-        x0, x1 = make_inputs()
-        out = subclassaot.compile(f)(x0, x1)
+        x0, x1 = pair_nonleaf(1), pair(2, 1, requires_grad=True)
+        out = cast(tuple[T], subclassaot.compile(f)(x0, x1))
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-            (x0.sum() + out[0].sum()).backward()
+            torch.autograd.backward(x0.sum() + out[0].sum())
 
 
 def test_set_of_the_input_to_itself_after_a_clone(compile_fn: CompileFn | None) -> None:
@@ -167,3 +170,32 @@ def test_view_of_a_leaf_returned_beside_a_failing_output(compile_fn: CompileFn |
 
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_written_input_returned_beside_another_whose_backward_fails(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #8804 (DIVERGED before: our backward raised): x1.mul_(x1) fails only a backward through x1's
+    # new value; the returned x0 is written from the leaf x2, and eager's backward through it completes. The
+    # backward graph takes no tangent for x1's new value only (Note [Backward Errors Through Input Values Only]).
+    def f(x0: T, x1: T, x2: T) -> object:
+        x0.mul_(x2)
+        x1.mul_(x1)
+        return (x0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(3), nonleaf(1, 2), torch.randn((), requires_grad=True))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_written_input_copied_into_itself_returned(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #2947 (DIVERGED before: our backward raised): only x1's new value (mul_ saved the x1 it wrote)
+    # fails; the returned x0's backward completes in eager
+    def f(x0: T, x1: T) -> object:
+        x1.copy_(x0)
+        x1.mul_(x0)
+        x0.copy_(x0)
+        return (x0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair_nonleaf(), pair()), compile_fn=compile_fn)
