@@ -155,8 +155,10 @@ def tangent_patterns(
         real = flat.values[flat.tensor_indices[i]]
         if isinstance(real, torch.Tensor) and real.requires_grad and real.is_leaf:
             leaf_inputs.add(i)
-        found = {wrappers_at + k for k, w in enumerate(wrapper_updates) if w == i}
-        own = set(layout.leaves_of_input[i])
+        # the same object passed at several positions: the epilogue writes it once per position
+        same = [j for j, k in enumerate(flat.tensor_indices) if flat.values[k] is real]
+        found = {wrappers_at + k for k, w in enumerate(wrapper_updates) if w in same}
+        own = {leaf for j in same for leaf in layout.leaves_of_input[j]}
         for k, u in enumerate(updates):
             if u.kind is UpdateKind.BASE:
                 item = layout.graph_inputs[u.target]

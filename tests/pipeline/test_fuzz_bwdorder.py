@@ -199,3 +199,21 @@ def test_written_input_copied_into_itself_returned(compile_fn: CompileFn | None)
 
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (pair_nonleaf(), pair()), compile_fn=compile_fn)
+
+
+def test_input_passed_twice_returned_beside_a_failing_output(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #1788 unshrunk: x1 (the object passed as x0 too) is returned; its tangent reaches the new values
+    # of both positions, and a backward through both outputs raises eager's error, not a refusal
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.mul(x0)
+        x1.add_(0.5)
+        return (t0, x1)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, _same_twice(lambda: pair_nonleaf(1, 3, 1)), compile_fn=compile_fn)
+        if compile_fn is not None:
+            return
+        x = pair_nonleaf(1, 3, 1)
+        out = cast(tuple[T, T], subclassaot.compile(f)(x, x))
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            torch.autograd.backward([out[0].sum(), out[1].sum()])
