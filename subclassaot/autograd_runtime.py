@@ -18,11 +18,12 @@ from typing import Any, cast
 
 import torch
 
+from subclassaot.backward_probe import epilogue_write_hidden
 from subclassaot.errors import UnsupportedError
 from subclassaot.joint import BackwardGraph, BackwardVariant, retrace_backward, training_roots
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.runtime import GraphCall, MetaEvaluator, RuntimePlan, fresh_outer_stride, non_view_alias
-from subclassaot.schemas import AliasGroupRef, LeafMutation, LeafSource, OutputKind, OutputLeaf
+from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf
 from subclassaot.torch_internals import grad_fn_raises
 from subclassaot.trace import UpdateKind
 
@@ -93,9 +94,21 @@ def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[tor
 # attached: outputs computed from a no_grad view of one still require grad in eager, and do through the Function.
 
 
-def _hidden_write(m: LeafMutation) -> bool:
-    """The epilogue writes this input's new value under no_grad (see runtime._copy_into)."""
-    return not m.autograd_visible or m.hidden_from_autograd or m.storage_changed
+def _raise_deferred(bw_meta: BackwardGraph, no_graph: bool, grads: Sequence[torch.Tensor | None]) -> None:
+    """Raise the program's own backward error where this backward is eager's failing one (Note [Backward Errors
+    Are Deferred], Note [Backward Errors Through Input Values Only]); refuse one the probe did not see (Note
+    [Probing Eager's Backward])."""
+    error = bw_meta.error
+    given = frozenset(k for k, i in enumerate(bw_meta.diff_outputs) if grads[i] is not None)
+    if not no_graph and not given & bw_meta.raising_tangents:
+        return
+    if no_graph and bw_meta.raising_patterns is not None and given not in bw_meta.raising_patterns:
+        raise UnsupportedError(
+            f"the program's backward fails in eager ({error}), and this backward, through some of its outputs "
+            "only, was not checked to fail there before any gradient is accumulated (Note [Probing Eager's "
+            "Backward]). Call backward through all of the outputs that require grad"
+        )
+    raise RuntimeError(str(error)) from error
 
 
 class _Same:
@@ -342,8 +355,10 @@ def training_call(
 
         @staticmethod
         def backward(ctx: Any, *grads: torch.Tensor | None) -> Any:
-            if bw_meta.error is not None or bw is None:
-                raise RuntimeError(str(bw_meta.error)) from bw_meta.error  # Note [Backward Errors Are Deferred]
+            if bw_meta.error is not None:
+                _raise_deferred(bw_meta, bw is None, grads)
+            if bw is None:
+                raise AssertionError("BUG: a backward without a graph or an error")
             create_graph = torch.is_grad_enabled()
             if create_graph and not differentiable_backward:
                 # create_graph=True: a compiled backend's kernels are opaque to autograd.
@@ -436,7 +451,7 @@ def training_call(
         for p, d in enumerate(bw_meta.diff_outputs)
         if d < n_updates
         and plan.graph_outputs.updates[d].kind is not UpdateKind.BASE
-        and _hidden_write(analysis.mutations[plan.graph_outputs.updates[d].target])
+        and epilogue_write_hidden(analysis.mutations[plan.graph_outputs.updates[d].target])
     }
     unreached = (  # Note [Unreached Inputs Are Detached]
         [

@@ -20,6 +20,7 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
+from subclassaot.backward_probe import BackwardEnd, TangentPatterns, probe_eager_backward, tangent_patterns
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, intermediate_bases, run_functional
@@ -84,6 +85,11 @@ from subclassaot.training_rules import duplicate_wrappers, grad_bases, group_of,
 #     not, by the order autograd runs its nodes (refused); inputs that require grad but are reached by no output
 #     are given to the Function detached, so that their own gradient (a returned input) is not held back behind
 #     our raising backward.
+# Both checks read the functional trace, whose saved values and version counters are not eager's. So first the
+# compile runs eager's own backward on fakes (Note [Probing Eager's Backward]): where it shows every backward through
+# all of the outputs raising before any gradient, the error is deferred without the checks, and a backward through
+# other outputs is refused when it runs unless the probe saw that set raise so too; where it shows that backward
+# completing, Note [Backward Errors Through Input Values Only] may apply.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,7 +98,13 @@ class BackwardGraph:
     # (primals...) -> (the forward graph's outputs (GraphOutputs)..., saved...); None when the joint trace failed
     # (the inference graph is the forward then)
     forward: torch.fx.GraphModule | None
-    error: RuntimeError | None  # the program's own backward error, raised when backward runs
+    # the program's own backward error, raised when backward runs (`graph` None) or when one of the diff outputs at
+    # positions `raising_tangents` gets a tangent (Note [Backward Errors Through Input Values Only])
+    error: RuntimeError | None
+    raising_tangents: frozenset[int] = frozenset()
+    # `graph` None: the sets of diff positions given a tangent for which eager's backward was seen to raise before
+    # any gradient (Note [Probing Eager's Backward]); another set is refused when backward runs. None: not probed
+    raising_patterns: frozenset[frozenset[int]] | None = None
     diff_outputs: tuple[int, ...]  # forward-output positions (tensor outputs) that receive a tangent
     grad_inputs: tuple[int, ...]  # tensor-input positions (FlatInputs.tensor_indices order) that get a gradient
     unused: frozenset[int]  # positions in grad_inputs whose gradient eager leaves None (unreachable from outputs)
@@ -454,30 +466,38 @@ def trace_backward(
     )
     tangent_trees = tuple(fw_example[i][2] for i in diff)
     reach: list[frozenset[int]] = []
+    error: RuntimeError | None = None
+    raising: frozenset[int] = frozenset()
     try:
-        joint = trace_joint(setup, tangent_fakes, None, reach)
-        if views := _plain_views_with_subclass_grads(setup, joint):
-            setup = dataclasses.replace(setup, view_clones=views)
-            joint = trace_joint(setup, tangent_fakes, None, reach)
+        setup, joint = _trace_joint_views(setup, tangent_fakes, reach)
     except RuntimeError as e:
         # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
-        _check_deferred_error(setup, [fw_example[i][1] for i in diff], reach, e)
-        return BackwardGraph(
-            graph=None,
-            forward=None,
-            error=e,
-            diff_outputs=diff,
-            grad_inputs=grad_inputs,
-            unused=frozenset(),
-            grad_trees=(),
-            tangent_deps=tuple(reach),
-            backward_mutations=(),
-            tangent_trees=tangent_trees,
-            example_inputs=(),
-            wrapper_updates=wrapper_updates,
-            group_grads=group_grads,
-        )
+        error = e
+        patterns = _probe(setup)
+        found = _backward_without_input_values(setup, tangent_fakes, reach, patterns)
+        if found is not None:
+            setup, joint, raising = found
+        else:
+            verified = _deferred_exactly(setup, patterns)
+            if verified is None:
+                _check_deferred_error(setup, [fw_example[i][1] for i in diff], reach, e)
+            return BackwardGraph(
+                raising_patterns=verified,
+                graph=None,
+                forward=None,
+                error=e,
+                diff_outputs=diff,
+                grad_inputs=grad_inputs,
+                unused=frozenset(),
+                grad_trees=(),
+                tangent_deps=tuple(reach),
+                backward_mutations=(),
+                tangent_trees=tangent_trees,
+                example_inputs=(),
+                wrapper_updates=wrapper_updates,
+                group_grads=group_grads,
+            )
     o = traced.outputs
     if joint.num_fw_outputs != len(o.updates) + o.num_fresh + o.num_bases + o.num_symints:
         raise AssertionError("BUG: the joint graph's forward outputs differ from the inference graph's")
@@ -489,7 +509,7 @@ def trace_backward(
         forward=parts.forward,
         num_saved=parts.num_saved,
         saved_primals=parts.saved_primals,
-        error=None,
+        error=error,
         diff_outputs=diff,
         grad_inputs=grad_inputs,
         unused=joint.unused,
@@ -504,6 +524,7 @@ def trace_backward(
         tangent_strides=tuple(_static_strides(t) for t in tangent_fakes),
         setup=setup,
         partition=parts,
+        raising_tangents=raising,
     )
 
 
@@ -530,14 +551,106 @@ def _plain_views_with_subclass_grads(setup: JointSetup, joint: TracedJoint) -> f
     return frozenset(found)
 
 
+def _trace_joint_views(
+    setup: JointSetup,
+    tangent_fakes: Sequence[torch.Tensor],
+    reach: list[frozenset[int]],
+    absent: frozenset[int] = frozenset(),
+) -> tuple[JointSetup, TracedJoint]:
+    """trace_joint, again with plain view inputs run as views where needed (Note [Writes To Plain View Inputs Make
+    Plain Gradients])."""
+    joint = trace_joint(setup, tangent_fakes, None, reach, absent=absent)
+    if views := _plain_views_with_subclass_grads(setup, joint):
+        setup = dataclasses.replace(setup, view_clones=views)
+        joint = trace_joint(setup, tangent_fakes, None, reach, absent=absent)
+    return setup, joint
+
+
+def _input_values(setup: JointSetup) -> frozenset[int]:
+    """Forward-output positions holding new values of inputs (updates, then wrapper updates)."""
+    outputs = setup.traced.outputs
+    # one forward output per fresh output (a subclass one has several graph leaves): see forward_output_values
+    n_fresh = sum(
+        1
+        for info in setup.analysis.outputs
+        if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves)
+    )
+    wrappers_at = len(outputs.updates) + n_fresh + outputs.num_bases
+    return frozenset({*range(len(outputs.updates)), *range(wrappers_at, wrappers_at + len(setup.wrapper_updates))})
+
+
+# Note [Backward Errors Through Input Values Only]
+# A program may write an input so that a backward through the input's new value fails (x0.mul_(x0) on a non-leaf
+# saves the x0 it overwrites) while a backward through its outputs completes, in eager and in a joint trace that
+# takes no tangent for the new values of inputs that no output reaches (`absent`: those a backward through all the
+# outputs gives none, TangentPatterns.full). Where the probe (Note [Probing Eager's Backward]) shows eager's
+# backward through all the outputs completing, the backward graph is that trace: its placeholders for the absent
+# tangents stay unread,
+# and the program's error is raised, unchanged, when one of those tangents is given (a backward through the written
+# input after the call, which fails in eager too).
+
+
+def _backward_without_input_values(
+    setup: JointSetup,
+    tangent_fakes: Sequence[torch.Tensor],
+    reach: list[frozenset[int]],
+    patterns: TangentPatterns | None,
+) -> tuple[JointSetup, TracedJoint, frozenset[int]] | None:
+    """The joint traced without tangents for the new values of inputs, and their positions in diff, where that
+    is eager's backward through the outputs (Note [Backward Errors Through Input Values Only]); else None."""
+    if patterns is None:
+        return None
+    values = _input_values(setup)
+    absent = frozenset(p for p, d in enumerate(setup.diff) if d in values) - patterns.full
+    if not absent:
+        return None
+    if patterns.ends.get(patterns.full) is not BackwardEnd.COMPLETES:
+        return None
+    try:
+        traced_setup, joint = _trace_joint_views(setup, tangent_fakes, reach, absent)
+    except RuntimeError:
+        return None
+    return traced_setup, joint, absent
+
+
+def _probe(setup: JointSetup) -> TangentPatterns | None:
+    """Note [Probing Eager's Backward]: how eager's backward through each set of outputs ends, by the tangents the
+    compiled Function gets for them."""
+    ends = probe_eager_backward(setup.call, setup.flat)
+    if ends is None:
+        return None
+    outputs = setup.traced.outputs
+    return tangent_patterns(
+        setup.analysis,
+        setup.layout,
+        setup.flat,
+        outputs.updates,
+        outputs.num_bases,
+        setup.wrapper_updates,
+        [r.root_bases for r in training_roots(setup.analysis)],
+        setup.diff,
+        ends,
+    )
+
+
+def _deferred_exactly(setup: JointSetup, patterns: TangentPatterns | None) -> frozenset[frozenset[int]] | None:
+    """Where eager's backward through every output raises before any gradient, and so does the Function's:
+    the sets of diff positions whose backward raises so (Note [Probing Eager's Backward]); else None."""
+    if patterns is None or patterns.leaf_bypass or not patterns.full:
+        return None
+    if patterns.ends.get(patterns.full) is not BackwardEnd.RAISES:
+        return None
+    if patterns.ends.get(frozenset(), BackwardEnd.COMPLETES) is not BackwardEnd.COMPLETES:
+        return None  # outputs whose backward never reaches the Function raise in eager
+    return frozenset(p for p, end in patterns.ends.items() if end is BackwardEnd.RAISES)
+
+
 def _check_deferred_error(
     setup: JointSetup, diff_leaves: Sequence[Sequence[torch.Tensor]], reach: Sequence[frozenset[int]], error: Exception
 ) -> None:
     """Refuse a backward error that deferring would not reproduce exactly (Note [Backward Errors Are Deferred]).
     `diff_leaves`: per diff output, its dense leaves (to shape the tangents)."""
-    outputs = setup.traced.outputs
-    wrappers_at = len(outputs.updates) + outputs.num_fresh + outputs.num_bases
-    input_values = {*range(len(outputs.updates)), *range(wrappers_at, wrappers_at + len(setup.wrapper_updates))}
+    input_values = _input_values(setup)
     returns_tensors = any(info.kind in (OutputKind.TENSOR, OutputKind.IS_INPUT) for info in setup.analysis.outputs)
     if "encountered a mutation on a view chain" in str(error) and returns_tensors:
         # A limit of functionalization, not the program's own error: eager's backward through the outputs (or
@@ -609,7 +722,8 @@ def retrace_backward(
         raise AssertionError("BUG: a tangent retrace of an entry without a partition")
     with setup.fake_mode:
         fakes = [setup.fake_mode.from_tensor(t, static_shapes=True) for ts in dense_tangents for t in ts]
-    joint = trace_joint(setup, fakes, trees, absent=absent)
+    # Note [Backward Errors Through Input Values Only]: those tangents are never given to this backward
+    joint = trace_joint(setup, fakes, trees, absent=absent | meta.raising_tangents)
     if joint.backward_mutations != meta.backward_mutations:
         raise UnsupportedError(
             "the backward retraced for a new tangent type writes other inputs than the compiled one; pass "

@@ -154,6 +154,19 @@ def new_fake_mode() -> FakeTensorMode:
     return FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=False)
 
 
+# The error autograd raises where a backward reaches the history a non-leaf input had before it was fakified
+# (meta_utils wraps such a fake in a node that raises it).
+EXAMPLE_INPUT_HISTORY_ERROR = "Tried to backward() through example input"
+
+
+def static_fake_copies(values: Sequence[object]) -> tuple[FakeTensorMode, list[object]]:
+    """Fakes of `values`' tensors with static shapes in a fresh fake mode (no ShapeEnv, so no guards), aliasing
+    kept (the same object gives the same fake, a view a view of its base's fake); a non-leaf that requires grad
+    becomes a non-leaf whose earlier history raises EXAMPLE_INPUT_HISTORY_ERROR. Other values as they are."""
+    mode = FakeTensorMode(allow_non_fake_inputs=False)
+    return mode, [mode.from_tensor(v, static_shapes=True) if isinstance(v, torch.Tensor) else v for v in values]
+
+
 def shape_env_of(mode: FakeTensorMode) -> ShapeEnv:
     env = mode.shape_env
     assert env is not None, "BUG: fake modes made by subclassaot always carry a ShapeEnv"

@@ -1,0 +1,226 @@
+"""Part of stage `trace` (training): how eager's own backward ends, for a program whose traced backward fails.
+
+Input: the call and `FlatInputs` (the real values of this call), the `Analysis`.
+Output: `probe_eager_backward(...)`: per nonempty set of the program's tensor outputs that require grad, how eager's
+backward through them ends (`BackwardEnd`), or None where the program cannot be probed; `tangent_patterns(...)`:
+the same by the Function outputs each set gives tangents to.
+Invariants: see Note [Probing Eager's Backward]; the probe runs on static fakes in a fresh fake mode, so it reads
+no real tensor, draws no random number and adds no guard.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import torch
+from torch.utils import _pytree as pytree
+
+from subclassaot.inputs import unflatten_call
+from subclassaot.schemas import (
+    AliasGroupRef,
+    Analysis,
+    DenseLayout,
+    FlatInputs,
+    InputIndex,
+    LeafMutation,
+    LeafSource,
+    OutputKind,
+    ReplaySource,
+)
+from subclassaot.torch_internals import EXAMPLE_INPUT_HISTORY_ERROR, static_fake_copies
+from subclassaot.trace import InputUpdate, UpdateKind
+
+# Note [Probing Eager's Backward]
+# Where the traced backward fails (Note [Backward Errors Are Deferred]), what eager's backward does before it raises
+# is fixed by the program's autograd graph: on CPU the engine runs the ready node with the highest sequence number
+# (creation order), and a leaf's AccumulateGrad, numbered above all, as soon as it is ready. So the compile runs the
+# program once more, eagerly, on static fakes of the real inputs (aliasing kept), and calls backward through each
+# nonempty set of its outputs that require grad (tangents do not change the order), to see whether it raises and
+# whether some input leaf got its gradient first. The fakes of non-leaf inputs keep no history: a node standing for
+# it raises EXAMPLE_INPUT_HISTORY_ERROR. That node (like every node of the earlier history) is numbered below all
+# of the program's nodes, and one of those is ready while any of them has not run, so reaching it means the
+# program's part of the backward completed, and a leaf behind a non-leaf input never gets its gradient before the
+# program's own node raises. Only leaf inputs can, and the probe reads their `.grad`.
+# The compiled backward (one autograd.Function node over the forward and backward graphs) raises the program's error
+# before anything behind it runs, and before it only the epilogue's and the caller's nodes run. So deferring the
+# error is exact for a backward through all of the outputs where eager's raises before any input leaf's gradient,
+# and no output that requires grad is, or is regenerated from, a leaf input that requires grad (that leaf's
+# AccumulateGrad would run outside the Function). Each probed set of outputs is mapped to the Function outputs it
+# gives tangents to (`tangent_patterns`); a backward that gives the Function another set than one probed to raise
+# so is refused when it runs (UnsupportedError), never answered with a guess. Outputs beyond MAX_PROBED_OUTPUTS are
+# not probed (2^n backwards).
+
+MAX_PROBED_OUTPUTS = 4
+
+
+class BackwardEnd(enum.Enum):
+    COMPLETES = "completes"  # no node of the program raises
+    RAISES = "raises"  # a node of the program raises before any input leaf gets its gradient
+    RAISES_AFTER_GRADS = "raises after gradients"  # ... after some input leaf got its gradient
+
+
+def probe_eager_backward(call: Callable[..., object], flat: FlatInputs) -> Mapping[frozenset[int], BackwardEnd] | None:
+    """Per nonempty set of the program's tensor outputs that require grad (positions among its output pytree's
+    leaves): how eager's backward through them ends (Note [Probing Eager's Backward]). None where the program does
+    not run on static fakes, has no such output, or more than MAX_PROBED_OUTPUTS."""
+    try:
+        grad_outputs, _ = _trial(call, flat, None)
+        if not 0 < len(grad_outputs) <= MAX_PROBED_OUTPUTS:
+            return None
+        ends: dict[frozenset[int], BackwardEnd] = {}
+        for mask in range(1, 1 << len(grad_outputs)):
+            chosen = frozenset(p for k, p in enumerate(grad_outputs) if mask >> k & 1)
+            _, end = _trial(call, flat, chosen)
+            if end is None:
+                return None
+            ends[chosen] = end
+    except Exception:  # a program the probe cannot run: the caller keeps its own checks
+        return None
+    return ends
+
+
+def _trial(
+    call: Callable[..., object], flat: FlatInputs, chosen: frozenset[int] | None
+) -> tuple[list[int], BackwardEnd | None]:
+    """Run the program on fresh static fakes; with `chosen`, backward through those outputs. Returns the positions
+    of the tensor outputs that require grad and how the backward ended (None: not run)."""
+    mode, values = static_fake_copies(flat.values)
+    leaves = [v for v in values if isinstance(v, torch.Tensor) and v.requires_grad and v.is_leaf]
+    with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
+        state, args, kwargs = unflatten_call(flat, values)
+        outs = pytree.tree_leaves(call(state, args, kwargs))
+        grad_outputs = [p for p, o in enumerate(outs) if isinstance(o, torch.Tensor) and o.requires_grad]
+        if chosen is None:
+            return grad_outputs, None
+        roots = [cast(torch.Tensor, outs[p]) for p in sorted(chosen)]
+        try:
+            torch.autograd.backward(roots, [torch.ones_like(o) for o in roots])
+        except RuntimeError as e:
+            if EXAMPLE_INPUT_HISTORY_ERROR in str(e):
+                return grad_outputs, BackwardEnd.COMPLETES
+            graded = any(leaf.grad is not None for leaf in leaves)
+            return grad_outputs, BackwardEnd.RAISES_AFTER_GRADS if graded else BackwardEnd.RAISES
+    return grad_outputs, BackwardEnd.COMPLETES
+
+
+def epilogue_write_hidden(m: LeafMutation) -> bool:
+    """The epilogue writes this input's new value under no_grad (see runtime._copy_into): no gradient flows from
+    the input back into the graph's output for it."""
+    return not m.autograd_visible or m.hidden_from_autograd or m.storage_changed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TangentPatterns:
+    """How the probed backwards show in the compiled Function (Note [Probing Eager's Backward])."""
+
+    # per set of diff positions given a tangent by a backward through some outputs: how eager's backward through
+    # those outputs ends (None: sets of outputs giving the same positions end differently in eager)
+    ends: Mapping[frozenset[int], BackwardEnd | None]
+    full: frozenset[int]  # the positions a backward through every output gives
+    # an output that requires grad is, or is regenerated from, a leaf input that requires grad: its AccumulateGrad
+    # runs outside the Function
+    leaf_bypass: bool
+
+
+def tangent_patterns(
+    analysis: Analysis,
+    layout: DenseLayout,
+    flat: FlatInputs,
+    updates: Sequence[InputUpdate],
+    num_bases: int,
+    wrapper_updates: Sequence[int],
+    roots: Sequence[tuple[int, ...]],
+    diff: Sequence[int],
+    ends: Mapping[frozenset[int], BackwardEnd],
+) -> TangentPatterns | None:
+    """The diff positions (Function outputs given a tangent) of each probed set of outputs; None where an output's
+    path to the Function is not modelled here. `roots`: the intermediate subclass roots' bases, in their order
+    among the forward outputs (joint.training_roots). An output regenerated from an input is taken to reach every
+    new value of that input the epilogue writes with grad: where it reaches fewer, the set given at run time
+    matches none probed, and is refused then."""
+    n_fresh = sum(
+        1
+        for info in analysis.outputs
+        if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves)
+    )
+    fresh_rank: dict[int, int] = {}
+    wrappers_at = len(updates) + n_fresh + num_bases
+    position = {d: p for p, d in enumerate(diff)}
+    leaf_inputs: set[int] = set()
+
+    def of_input(i: int) -> set[int] | None:
+        real = flat.values[flat.tensor_indices[i]]
+        if isinstance(real, torch.Tensor) and real.requires_grad and real.is_leaf:
+            leaf_inputs.add(i)
+        # the same object passed at several positions: the epilogue writes it once per position
+        same = [j for j, k in enumerate(flat.tensor_indices) if flat.values[k] is real]
+        found = {wrappers_at + k for k, w in enumerate(wrapper_updates) if w in same}
+        own = {leaf for j in same for leaf in layout.leaves_of_input[j]}
+        for k, u in enumerate(updates):
+            if u.kind is UpdateKind.BASE:
+                item = layout.graph_inputs[u.target]
+                if isinstance(item, AliasGroupRef) and own & set(layout.groups[item.group].members):
+                    found.add(k)
+            elif u.target in own and not epilogue_write_hidden(analysis.mutations[u.target]):
+                found.add(k)
+        return found
+
+    def of_output(o: int) -> set[int] | None:
+        info = analysis.outputs[o]
+        if info.kind is OutputKind.SAME_AS:
+            assert info.input_index is not None
+            return of_output(info.input_index)
+        if info.kind is OutputKind.IS_INPUT:
+            assert info.input_index is not None
+            return of_input(flat.tensor_indices.index(info.input_index))
+        if info.kind is not OutputKind.TENSOR:
+            return None
+        r = info.replay
+        if r is not None:  # the view replayed by the epilogue from its source (runtime._replay_source)
+            if r.then_set:
+                return None
+            if r.source is ReplaySource.WRAPPER:
+                return {wrappers_at + len(wrapper_updates) + list(roots).index(r.root_bases)}
+            if r.source is ReplaySource.OUTPUT:
+                return of_output(r.index)
+            if r.source is ReplaySource.BASE:
+                return {len(updates) + n_fresh + r.index}
+            if r.source is ReplaySource.INPUT:
+                return of_input(flat.tensor_indices.index(InputIndex(r.index)))
+            return None
+        if all(leaf.source is LeafSource.GRAPH for leaf in info.leaves):
+            return {len(updates) + fresh_rank[o]}
+        found: set[int] = set()
+        for leaf in info.leaves:
+            if leaf.source is LeafSource.GRAPH:
+                return None
+            reached = (
+                {len(updates) + n_fresh + leaf.index}
+                if leaf.source is LeafSource.INTERMEDIATE_ALIAS
+                else of_input(flat.tensor_indices.index(layout.leaves[leaf.index].owner))
+            )
+            if reached is None:
+                return None
+            found |= reached
+        return found
+
+    for o, info in enumerate(analysis.outputs):  # fresh outputs are numbered in output order
+        if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves):
+            fresh_rank.setdefault(o, len(fresh_rank))
+    patterns: dict[frozenset[int], BackwardEnd | None] = {}
+    per_output: dict[int, frozenset[int]] = {}
+    for chosen, end in ends.items():
+        pattern: set[int] = set()
+        for o in chosen:
+            if o not in per_output:
+                reached = of_output(o)
+                if reached is None:
+                    return None
+                per_output[o] = frozenset(position[d] for d in reached if d in position)
+            pattern |= per_output[o]
+        key = frozenset(pattern)
+        patterns[key] = end if patterns.get(key, end) is end else None
+    return TangentPatterns(ends=patterns, full=frozenset().union(*per_output.values()), leaf_bypass=bool(leaf_inputs))
