@@ -474,6 +474,7 @@ def trace_backward(
         # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
         error = e
+        _refuse_view_replay_limit(e)
         patterns = _probe(setup)
         found = _backward_without_input_values(setup, tangent_fakes, reach, patterns)
         if found is not None:
@@ -482,6 +483,7 @@ def trace_backward(
             verified = _deferred_exactly(setup, patterns)
             if verified is None:
                 _check_deferred_error(setup, [fw_example[i][1] for i in diff], reach, e)
+                _refuse_by_probe(patterns, e)
             return BackwardGraph(
                 raising_patterns=verified,
                 graph=None,
@@ -643,6 +645,34 @@ def _deferred_exactly(setup: JointSetup, patterns: TangentPatterns | None) -> fr
     if patterns.ends.get(frozenset(), BackwardEnd.COMPLETES) is not BackwardEnd.COMPLETES:
         return None  # outputs whose backward never reaches the Function raise in eager
     return frozenset(p for p, end in patterns.ends.items() if end is BackwardEnd.RAISES)
+
+
+def _refuse_view_replay_limit(error: Exception) -> None:
+    """Refuse a traced backward that fails by a limit of autograd's view replay, not by the program's own error."""
+    if "CopySlices returned an invalid gradient" in str(error):
+        # A limit of autograd's view replay, which it uses on functional tensors: a write through a view whose
+        # shape an in-place view op changed replays the view without that op (fuzz seed 7000 #3857); eager's
+        # backward, which takes the view with as_strided, runs.
+        raise UnsupportedError(
+            f"the program writes in place through a view whose shape an in-place view op changed (t = x.t(); "
+            f"t.unsqueeze_(0); t.add_(1)), and its traced backward fails ({error}) where eager's runs: autograd "
+            "replays such a view without the in-place view op under functionalization; not supported in training. "
+            "Use the out-of-place view op (t = t.unsqueeze(0)), or write under torch.no_grad()"
+        ) from error
+
+
+def _refuse_by_probe(patterns: TangentPatterns | None, error: Exception) -> None:
+    """Refuse a deferred backward error where the probe saw eager's backward through every output raise only
+    after an input leaf got its gradient (Note [Probing Eager's Backward])."""
+    # A probe that completes is not trusted on its own: fake tensors skip checks eager makes on real data (the
+    # memory overlap of a write through an expand), so only a raise the probe saw decides here.
+    end = None if patterns is None else patterns.ends.get(patterns.full)
+    if end is BackwardEnd.RAISES_AFTER_GRADS:
+        raise UnsupportedError(
+            f"the program's backward fails in eager ({error}) after eager accumulated the gradient of an input "
+            "leaf, by the order autograd runs its nodes, which the compiled backward does not reproduce (Note "
+            "[Probing Eager's Backward]). Write a clone instead of the tensor whose backward fails"
+        ) from error
 
 
 def _check_deferred_error(
