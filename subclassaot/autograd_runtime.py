@@ -342,7 +342,7 @@ def training_call(
 
         @staticmethod
         def backward(ctx: Any, *grads: torch.Tensor | None) -> Any:
-            if bw_meta.error is not None or bw is None:
+            if bw is None:
                 raise RuntimeError(str(bw_meta.error)) from bw_meta.error  # Note [Backward Errors Are Deferred]
             create_graph = torch.is_grad_enabled()
             if create_graph and not differentiable_backward:
@@ -362,6 +362,8 @@ def training_call(
             for k, v in ctx.saved_ints:
                 saved.insert(k, v)
             per_output, trees, present = _collect_tangents(grads, bw_meta, ctx.zeros)
+            if bw_meta.failing & present:  # Note [Backward Errors Through Some Outputs Only]
+                raise RuntimeError(str(bw_meta.error)) from bw_meta.error
             retyped = any(tree is not _SAME for tree in trees)
             if retyped and create_graph:
                 raise UnsupportedError(

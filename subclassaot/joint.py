@@ -20,6 +20,7 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
+from subclassaot.backward_errors import trace_without_failing
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, intermediate_bases, run_functional
@@ -74,10 +75,10 @@ from subclassaot.training_rules import duplicate_wrappers, grad_bases, group_of,
 # a tensor that requires grad, a custom backward that raises. Tracing our backward graph hits the same error at
 # compile time. Raising it there would fail a call that eager completes, so the error is kept with the entry and
 # raised, unchanged, when (and only when) the backward runs. That is eager's behaviour only when
-#   * every differentiable output's backward fails alone (else eager's backward through the others succeeds: a
-#     backward for some tangents only is not traced, so such a program is refused). Checked for the program's
-#     outputs only, not the new values of the inputs it writes: a backward through those alone (after the call)
-#     still raises where eager's may not (a spurious error, never a wrong gradient), and
+#   * every differentiable output's backward fails alone (else eager's backward through the others succeeds: such
+#     a program is refused where one of its own outputs succeeds alone; where only new values of the inputs it
+#     writes do, the backward is traced without the failing outputs' tangents: Note [Backward Errors Through Some
+#     Outputs Only]), and
 #   * no input reached from the program's outputs has a gradient that avoids the failing node (checked by one
 #     trace per input, `JointSetup.wrt_only`): eager accumulates such a gradient before the failing node runs or
 #     not, by the order autograd runs its nodes (refused); inputs that require grad but are reached by no output
@@ -92,6 +93,9 @@ class BackwardGraph:
     # (the inference graph is the forward then)
     forward: torch.fx.GraphModule | None
     error: RuntimeError | None  # the program's own backward error, raised when backward runs
+    # positions in diff_outputs whose tangent makes the backward raise `error`; with a graph, the graph was traced
+    # without their tangents (Note [Backward Errors Through Some Outputs Only])
+    failing: frozenset[int] = frozenset()
     diff_outputs: tuple[int, ...]  # forward-output positions (tensor outputs) that receive a tangent
     grad_inputs: tuple[int, ...]  # tensor-input positions (FlatInputs.tensor_indices order) that get a gradient
     unused: frozenset[int]  # positions in grad_inputs whose gradient eager leaves None (unreachable from outputs)
@@ -453,30 +457,34 @@ def trace_backward(
     )
     tangent_trees = tuple(fw_example[i][2] for i in diff)
     reach: list[frozenset[int]] = []
+    error: RuntimeError | None = None
+    failing: frozenset[int] = frozenset()
     try:
-        joint = trace_joint(setup, tangent_fakes, None, reach)
-        if views := _plain_views_with_subclass_grads(setup, joint):
-            setup = dataclasses.replace(setup, view_clones=views)
-            joint = trace_joint(setup, tangent_fakes, None, reach)
+        setup, joint = _trace_with_view_clones(setup, tangent_fakes, reach)
     except RuntimeError as e:
         # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
-        _check_deferred_error(setup, [fw_example[i][1] for i in diff], reach, e)
-        return BackwardGraph(
-            graph=None,
-            forward=None,
-            error=e,
-            diff_outputs=diff,
-            grad_inputs=grad_inputs,
-            unused=frozenset(),
-            grad_trees=(),
-            tangent_deps=tuple(reach),
-            backward_mutations=(),
-            tangent_trees=tangent_trees,
-            example_inputs=(),
-            wrapper_updates=wrapper_updates,
-            group_grads=group_grads,
-        )
+        diff_leaves = [fw_example[i][1] for i in diff]
+        _check_deferred_error(setup, diff_leaves, reach, e)
+        partial = trace_without_failing(setup, tangent_fakes, diff_leaves, reach, _trace_with_view_clones)
+        if partial is not None:
+            error, (setup, joint, failing) = e, partial
+        else:
+            return BackwardGraph(
+                graph=None,
+                forward=None,
+                error=e,
+                diff_outputs=diff,
+                grad_inputs=grad_inputs,
+                unused=frozenset(),
+                grad_trees=(),
+                tangent_deps=tuple(reach),
+                backward_mutations=(),
+                tangent_trees=tangent_trees,
+                example_inputs=(),
+                wrapper_updates=wrapper_updates,
+                group_grads=group_grads,
+            )
     o = traced.outputs
     if joint.num_fw_outputs != len(o.updates) + o.num_fresh + o.num_bases + o.num_symints:
         raise AssertionError("BUG: the joint graph's forward outputs differ from the inference graph's")
@@ -488,7 +496,8 @@ def trace_backward(
         forward=parts.forward,
         num_saved=parts.num_saved,
         saved_primals=parts.saved_primals,
-        error=None,
+        error=error,
+        failing=failing,
         diff_outputs=diff,
         grad_inputs=grad_inputs,
         unused=joint.unused,
@@ -516,6 +525,21 @@ def trace_backward(
 # that trace, the joint is traced again with the input run as a view of its clone (`view_as`), whose writes go
 # through CopySlices as eager's do. The gradient's values are the same either way. Plain inputs that require grad
 # and are not leaves are guarded on being views (guards.py), so an entry is not reused across the two.
+
+
+def _trace_with_view_clones(
+    setup: JointSetup,
+    tangent_fakes: Sequence[torch.Tensor],
+    reach: list[frozenset[int]],
+    absent: frozenset[int] = frozenset(),
+) -> tuple[JointSetup, TracedJoint]:
+    """The joint, traced again with plain view inputs run as views of their clones where that changes their
+    gradient's type (Note [Writes To Plain View Inputs Make Plain Gradients])."""
+    joint = trace_joint(setup, tangent_fakes, None, reach, absent)
+    if views := _plain_views_with_subclass_grads(setup, joint):
+        setup = dataclasses.replace(setup, view_clones=views)
+        joint = trace_joint(setup, tangent_fakes, None, reach, absent)
+    return setup, joint
 
 
 def _plain_views_with_subclass_grads(setup: JointSetup, joint: TracedJoint) -> frozenset[int]:
@@ -608,7 +632,7 @@ def retrace_backward(
         raise AssertionError("BUG: a tangent retrace of an entry without a partition")
     with setup.fake_mode:
         fakes = [setup.fake_mode.from_tensor(t, static_shapes=True) for ts in dense_tangents for t in ts]
-    joint = trace_joint(setup, fakes, trees, absent=absent)
+    joint = trace_joint(setup, fakes, trees, absent=absent | meta.failing)
     if joint.backward_mutations != meta.backward_mutations:
         raise UnsupportedError(
             "the backward retraced for a new tangent type writes other inputs than the compiled one; pass "

@@ -1,0 +1,60 @@
+"""Fuzz regressions about backward errors and gradient presence (fuzz seeds 6000 and 7000): a backward that eager
+completes must run, one eager raises must raise, and gradients eager accumulates before raising must match or the
+program is refused with the rule's text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+import subclassaot
+from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.fuzz_helpers import nonleaf, pair, pair_nonleaf
+
+T = torch.Tensor
+
+
+def check(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_backward_error_only_through_written_input(compile_fn: CompileFn | None) -> None:
+    # seed 7000 #2947: only a backward through x1's new value fails (MulBackward saved x1 before x1.mul_ wrote
+    # it); eager's backward through x0 runs.
+    def f(x0: T, x1: T) -> object:
+        x1.copy_(x0)
+        x1.mul_(x0)
+        x0.copy_(x0)
+        return (x0,)
+
+    check(f, lambda: (pair_nonleaf(), pair()), compile_fn)
+
+
+def test_backward_error_only_through_written_plain_input(compile_fn: CompileFn | None) -> None:
+    # seed 7000 #8804: x1.mul_(x1) makes x1's new value's backward fail; eager's backward through x0 runs.
+    def f(x0: T, x1: T, x2: T) -> object:
+        x0.mul_(x2)
+        x1.mul_(x1)
+        return (x0,)
+
+    check(f, lambda: (pair(3), nonleaf(1, 2), torch.randn((), requires_grad=True)), compile_fn)
+
+
+def test_backward_through_failing_written_input_still_raises(compile_fn: CompileFn | None) -> None:
+    # Note [Backward Errors Through Some Outputs Only]: a backward through x1's new value raises, as in eager.
+    def f(x0: T, x1: T, x2: T) -> object:
+        x0.mul_(x2)
+        x1.mul_(x1)
+        return (x0,)
+
+    compiled = (compile_fn or subclassaot.compile)(f)
+    x1 = nonleaf(1, 2)
+    with torch.enable_grad():
+        compiled(pair(3), x1, torch.randn((), requires_grad=True))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        x1.sum().backward()
