@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Protocol
 
 import torch
 
+from subclassaot.schemas import AliasGroupRef, InputIndex, LeafSource, OutputKind
+from subclassaot.trace import UpdateKind
+
 if TYPE_CHECKING:
     from subclassaot.joint import JointSetup, TracedJoint
 
@@ -43,18 +46,13 @@ class TraceJoint(Protocol):
     ) -> tuple[JointSetup, TracedJoint]: ...
 
 
-def trace_without_failing(
-    setup: JointSetup,
-    tangent_fakes: Sequence[torch.Tensor],
-    diff_leaves: Sequence[Sequence[torch.Tensor]],
-    reach: list[frozenset[int]],
-    trace: TraceJoint,
-) -> tuple[JointSetup, TracedJoint, frozenset[int]] | None:
-    """The joint traced without the tangents of the diff outputs whose backward fails alone, and their positions in
-    `setup.diff` (Note [Backward Errors Through Some Outputs Only]); None where there is no such joint.
-    `diff_leaves`: per diff output, its dense leaves (to shape its tangents alone)."""
+def failing_outputs(
+    setup: JointSetup, diff_leaves: Sequence[Sequence[torch.Tensor]], trace: TraceJoint
+) -> frozenset[int]:
+    """Positions in `setup.diff` whose backward alone fails (Note [Backward Errors Through Some Outputs Only]), for
+    a setup whose joint trace failed. `diff_leaves`: per diff output, its dense leaves (to shape its tangents)."""
     if len(setup.diff) < 2:
-        return None
+        return frozenset(range(len(setup.diff)))
     failing = set()
     for p, (d, leaves) in enumerate(zip(setup.diff, diff_leaves, strict=True)):
         with setup.fake_mode:
@@ -63,10 +61,51 @@ def trace_without_failing(
             trace(dataclasses.replace(setup, diff=(d,)), tangents, [])
         except RuntimeError:
             failing.add(p)
+    return frozenset(failing)
+
+
+def trace_without_failing(
+    setup: JointSetup,
+    tangent_fakes: Sequence[torch.Tensor],
+    reach: list[frozenset[int]],
+    failing: frozenset[int],
+    trace: TraceJoint,
+) -> tuple[JointSetup, TracedJoint] | None:
+    """The joint traced without the tangents of the diff outputs at positions `failing` (Note [Backward Errors
+    Through Some Outputs Only]); None where every output fails or that backward fails too."""
     if not failing or len(failing) == len(setup.diff):
         return None
     try:
-        found_setup, joint = trace(setup, tangent_fakes, reach, frozenset(failing))
+        return trace(setup, tangent_fakes, reach, failing)
     except RuntimeError:
         return None
-    return found_setup, joint, frozenset(failing)
+
+
+def input_value_owners(setup: JointSetup) -> dict[int, frozenset[InputIndex]]:
+    """Forward-output positions that are new values of inputs (updates, wrapper updates): the inputs each is of."""
+    layout, updates = setup.layout, setup.traced.outputs.updates
+    owners: dict[int, frozenset[InputIndex]] = {}
+    for k, u in enumerate(updates):
+        if u.kind is UpdateKind.BASE:
+            item = layout.graph_inputs[u.target]
+            members = layout.groups[item.group].members if isinstance(item, AliasGroupRef) else (item,)
+            owners[k] = frozenset(layout.leaves[m].owner for m in members)
+        else:
+            owners[k] = frozenset((layout.leaves[u.target].owner,))
+    outputs = setup.traced.outputs
+    wrappers_at = len(updates) + outputs.num_fresh + outputs.num_bases
+    for j, t in enumerate(setup.wrapper_updates):
+        owners[wrappers_at + j] = frozenset((setup.flat.tensor_indices[t],))
+    return owners
+
+
+def returned_inputs(setup: JointSetup) -> frozenset[InputIndex]:
+    """The inputs the program returns, or returns views of: eager's backward through its outputs runs through
+    their new values."""
+    found: set[InputIndex] = set()
+    for info in setup.analysis.outputs:
+        if info.kind is OutputKind.IS_INPUT and info.input_index is not None:
+            found.add(info.input_index)
+        elif info.kind is OutputKind.TENSOR:
+            found.update(setup.layout.leaves[leaf.index].owner for leaf in info.leaves if leaf.source is LeafSource.INPUT_ALIAS)
+    return frozenset(found)

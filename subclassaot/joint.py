@@ -20,7 +20,7 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from subclassaot.backward_errors import trace_without_failing
+from subclassaot.backward_errors import failing_outputs, input_value_owners, returned_inputs, trace_without_failing
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, intermediate_bases, run_functional
@@ -465,10 +465,11 @@ def trace_backward(
         # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
         diff_leaves = [fw_example[i][1] for i in diff]
-        _check_deferred_error(setup, diff_leaves, reach, e)
-        partial = trace_without_failing(setup, tangent_fakes, diff_leaves, reach, _trace_with_view_clones)
+        failing = failing_outputs(setup, diff_leaves, _trace_with_view_clones)
+        partial = trace_without_failing(setup, tangent_fakes, reach, failing, _trace_with_view_clones)
+        _check_deferred_error(setup, diff_leaves, reach, e, failing, served=partial is not None)
         if partial is not None:
-            error, (setup, joint, failing) = e, partial
+            error, (setup, joint) = e, partial
         else:
             return BackwardGraph(
                 graph=None,
@@ -554,13 +555,19 @@ def _plain_views_with_subclass_grads(setup: JointSetup, joint: TracedJoint) -> f
 
 
 def _check_deferred_error(
-    setup: JointSetup, diff_leaves: Sequence[Sequence[torch.Tensor]], reach: Sequence[frozenset[int]], error: Exception
+    setup: JointSetup,
+    diff_leaves: Sequence[Sequence[torch.Tensor]],
+    reach: Sequence[frozenset[int]],
+    error: Exception,
+    failing: frozenset[int],
+    *,
+    served: bool,
 ) -> None:
     """Refuse a backward error that deferring would not reproduce exactly (Note [Backward Errors Are Deferred]).
-    `diff_leaves`: per diff output, its dense leaves (to shape the tangents)."""
-    outputs = setup.traced.outputs
-    wrappers_at = len(outputs.updates) + outputs.num_fresh + outputs.num_bases
-    input_values = {*range(len(outputs.updates)), *range(wrappers_at, wrappers_at + len(setup.wrapper_updates))}
+    `diff_leaves`: per diff output, its dense leaves (to shape the tangents); `failing`: positions in diff whose
+    backward fails alone; `served`: a backward without their tangents was traced (Note [Backward Errors Through
+    Some Outputs Only])."""
+    owners = input_value_owners(setup)
     returns_tensors = any(info.kind in (OutputKind.TENSOR, OutputKind.IS_INPUT) for info in setup.analysis.outputs)
     if "encountered a mutation on a view chain" in str(error) and returns_tensors:
         # A limit of functionalization, not the program's own error: eager's backward through the outputs (or
@@ -571,22 +578,22 @@ def _check_deferred_error(
             "Chain]); not supported in training. Take the as_strided() view of a clone, or write under "
             "torch.no_grad()"
         ) from error
-    if len(setup.diff) > 1:
-        for d, leaves in zip(setup.diff, diff_leaves, strict=True):
-            if d in input_values:
-                continue  # an input's new value: backward through it alone is rare; deferring is kept for it
-            with setup.fake_mode:
-                tangents = [torch.empty_like(t) for t in leaves]
-            try:
-                trace_joint(dataclasses.replace(setup, diff=(d,)), tangents, None)
-            except RuntimeError:
-                continue
+    # The outputs eager's backward through the program's outputs takes: its own, and the new values of the inputs
+    # it returns (or returns views of), which the returned tensors are rebuilt from.
+    returned = returned_inputs(setup)
+    by_outputs = [p for p, d in enumerate(setup.diff) if d not in owners or owners[d] & returned]
+    for p in by_outputs:
+        # A backward through some of the program's outputs only; the new value of a returned input is refused only
+        # where eager's backward through all the outputs runs.
+        if not served and p not in failing and (setup.diff[p] not in owners or not failing & set(by_outputs)):
             raise UnsupportedError(
                 f"the program's backward fails in eager ({error}) through some of its differentiable outputs but "
-                f"not through forward output {d}: a backward for some outputs only is not supported (Note [Backward "
-                "Errors Are Deferred]). Return a clone, or do not write the tensor whose backward fails"
+                f"not through forward output {setup.diff[p]}: a backward for some outputs only is not supported "
+                "(Note [Backward Errors Are Deferred]). Return a clone, or do not write the tensor whose backward "
+                "fails"
             )
-    by_outputs = [p for p, d in enumerate(setup.diff) if d not in input_values]
+    if not failing & set(by_outputs):
+        return  # eager's backward through the outputs runs, and so does the compiled one
     user_diff = dataclasses.replace(setup, diff=tuple(setup.diff[p] for p in by_outputs))
     with setup.fake_mode:
         tangents = [torch.empty_like(t) for p in by_outputs for t in diff_leaves[p]]

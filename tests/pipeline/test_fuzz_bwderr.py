@@ -11,7 +11,7 @@ import torch
 
 import subclassaot
 from tests.oracle import CompileFn, assert_matches_eager
-from tests.pipeline.fuzz_helpers import nonleaf, pair, pair_nonleaf
+from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair, pair_nonleaf
 
 T = torch.Tensor
 
@@ -58,3 +58,20 @@ def test_backward_through_failing_written_input_still_raises(compile_fn: Compile
         compiled(pair(3), x1, torch.randn((), requires_grad=True))
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         x1.sum().backward()
+
+
+def test_grad_accumulated_before_error_through_returned_input_refused(compile_fn: CompileFn | None) -> None:
+    # seed 6000 #7494: eager's backward through the returned x0 accumulates x1.grad (MulBackward of x0.mul_(x1))
+    # before MulBackward of x0.mul_(x0) raises; the check looked at the program's own outputs only, not at the new
+    # value of a returned input.
+    def f(x0: T, x1: T) -> object:
+        x0.mul_(x0)
+        x0.mul_(x1)
+        return (x0,)
+
+    assert_refused(
+        f,
+        lambda: (nonleaf(1), torch.randn((), requires_grad=True)),
+        compile_fn,
+        "does not depend on the failing step",
+    )
