@@ -107,5 +107,7 @@ def returned_inputs(setup: JointSetup) -> frozenset[InputIndex]:
         if info.kind is OutputKind.IS_INPUT and info.input_index is not None:
             found.add(info.input_index)
         elif info.kind is OutputKind.TENSOR:
-            found.update(setup.layout.leaves[leaf.index].owner for leaf in info.leaves if leaf.source is LeafSource.INPUT_ALIAS)
+            found.update(
+                setup.layout.leaves[leaf.index].owner for leaf in info.leaves if leaf.source is LeafSource.INPUT_ALIAS
+            )
     return frozenset(found)

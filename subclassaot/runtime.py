@@ -45,6 +45,7 @@ from subclassaot.torch_internals import (
     set_to_tensor,
     set_version,
     set_wrapper_metadata,
+    storage_key,
 )
 from subclassaot.trace import GraphOutputs, UpdateKind
 from subclassaot.wrapper_storage import anchor_holders, assign_data_meta, share_wrapper_storages
@@ -367,6 +368,9 @@ def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None) -> Non
 # ("derivative for set_ is not implemented"), even when the storage ends where it was (x.set_(x)). The epilogue
 # repeats `x.set_(x)` (which changes nothing else) under grad on such an input, so a backward through it raises as
 # in eager. A set_ on a view of the input taken with grad on counts too: autograd rebases the input's history on it.
+# Where a plain input was set_() to another input whose storage it still has, the epilogue's set_ takes that input
+# (or a view of it) as its source instead: eager's set_ node has an edge to the source's history, so the source's
+# gradient waits behind the raising node (fuzz seed 6000 #544: `x0.set_(x2)`, x2 also returned, got a gradient).
 
 
 def _epilogue(
@@ -442,7 +446,11 @@ def _epilogue(
     for t in epilogue.grad_sets:
         x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         if x.requires_grad and torch.is_grad_enabled():
-            set_to_tensor(x, x)  # Note [set_ Under Grad]
+            _, source = _grad_swap_pair(plan, values, dense, t)  # Note [set_ Under Grad]
+            if plan.layout.trees[t] is None and source is not None and storage_key(source) == storage_key(x):
+                _repeat_swap_under_grad(x, source)
+            else:
+                set_to_tensor(x, x)
     if epilogue.grad_swaps and torch.is_grad_enabled():
         for t in epilogue.grad_swaps:
             if plan.layout.trees[t] is None:
@@ -545,8 +553,10 @@ def _replay_metadata(
                 x.data = fresh.as_strided(size, stride, offset)
             else:
                 x.set_(fresh.untyped_storage(), offset, size, stride)
-        elif m.resized and m.swapped:
-            # set_() within its own storage (to another input sharing it): set_(Tensor) as the program's
+        elif m.swapped and (m.resized or not visible):
+            # set_() within its own storage (to another input sharing it, or to a view of itself): set_(Tensor) as
+            # the program's. On a leaf, unlike as_strided_, it also renews the gradient accumulator autograd
+            # checks the leaf's gradient against (fuzz seed 6000 #183: x0.set_(x0.view(-1)) under no_grad)
             set_to_tensor(x, x.detach().as_strided(size, stride, offset))
         elif m.resized:
             x.resize_(size)

@@ -75,3 +75,30 @@ def test_grad_accumulated_before_error_through_returned_input_refused(compile_fn
         compile_fn,
         "does not depend on the failing step",
     )
+
+
+def test_set_to_returned_leaf_holds_its_grad_behind_set_node(compile_fn: CompileFn | None) -> None:
+    # seed 6000 #544 (Note [set_ Under Grad]): eager's set_ node has an edge to x2's history, so x1 (the same leaf)
+    # gets no gradient when the backward through x0 raises; the epilogue's x0.set_(x0) left x1's gradient free.
+    def f(x0: T, x1: T, x2: T) -> object:
+        x0.set_(x2)
+        return (x0, x1)
+
+    def make_inputs() -> tuple[object, ...]:
+        b1 = torch.randn((), requires_grad=True)
+        return (nonleaf(), b1, b1)
+
+    check(f, make_inputs, compile_fn)
+
+
+def test_no_grad_set_to_own_view_renews_grad_accumulator(compile_fn: CompileFn | None) -> None:
+    # seed 6000 #183: the epilogue gave x0 its new metadata with as_strided_, which keeps the leaf's gradient
+    # accumulator made for the (4, 1, 1) layout; eager's set_ renews it, so the backward through t1 runs.
+    def f(x0: T) -> object:
+        t0 = x0.view((1, 1, 4))
+        t1 = t0.view((4,))
+        with torch.no_grad():
+            x0.set_(t1)
+        return (t1,)
+
+    check(f, lambda: (torch.randn((4, 1, 1), requires_grad=True),), compile_fn)
