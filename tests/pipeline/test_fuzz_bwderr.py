@@ -102,3 +102,20 @@ def test_no_grad_set_to_own_view_renews_grad_accumulator(compile_fn: CompileFn |
         return (t1,)
 
     check(f, lambda: (torch.randn((4, 1, 1), requires_grad=True),), compile_fn)
+
+
+def test_write_through_view_reshaped_in_place_refused(compile_fn: CompileFn | None) -> None:
+    # seed 7000 #3857: the traced backward raised "CopySlices returned an invalid gradient" (autograd's view replay
+    # drops the unsqueeze_) where eager's backward runs; refused rather than deferred.
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.transpose(1, 0)
+        t0.unsqueeze_(-1)
+        t0.add_(t0)
+        return (x1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(2, 1)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "whose shape an in-place view op changed")
