@@ -2,8 +2,9 @@
 and the backward traced without them (Note [Backward Errors Through Some Outputs Only]).
 
 Input: a `JointSetup` whose joint trace raised, the tangent fakes, and the trace function (joint.trace_joint).
-Output: the joint traced without the failing outputs' tangents and their positions in `diff`, or None (the error
-is then raised for every backward: Note [Backward Errors Are Deferred]).
+Output: the positions in `diff` whose backward fails alone; the joint traced without their tangents, or None (the
+error is then raised for every backward: Note [Backward Errors Are Deferred]); which forward outputs are new values
+of which inputs, and which inputs the program returns (what the checks in joint._check_deferred_error read).
 Invariants: the returned joint is traced for every diff output (the forward and its outputs are unchanged); only
 the failing outputs' tangents stay unread.
 """
@@ -31,9 +32,10 @@ if TYPE_CHECKING:
 # (eager's backward reaches the failing node then too), else it runs that backward. Where every output fails, or
 # the backward without the failing ones fails too, there is no such graph: the error is raised for every backward
 # (Note [Backward Errors Are Deferred]). A backward through a failing output and others raises before any gradient
-# is accumulated, where eager may accumulate some first, by the order autograd runs its nodes: the program's own
-# outputs are checked for that (joint._check_deferred_error); new values of its inputs, differentiated only by a
-# backward the user writes after the call, are not (a known gap, as in Note [Backward Errors Are Deferred]).
+# is accumulated, where eager may accumulate some first, by the order autograd runs its nodes: that is checked for
+# a backward through the program's outputs, the new values of the inputs it returns included (such a program is
+# refused: joint._check_deferred_error); not for a backward the user writes after the call through the new value of
+# an input the program does not return (a known gap, as in Note [Backward Errors Are Deferred]).
 
 
 class TraceJoint(Protocol):

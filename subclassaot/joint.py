@@ -75,15 +75,17 @@ from subclassaot.training_rules import duplicate_wrappers, grad_bases, group_of,
 # a tensor that requires grad, a custom backward that raises. Tracing our backward graph hits the same error at
 # compile time. Raising it there would fail a call that eager completes, so the error is kept with the entry and
 # raised, unchanged, when (and only when) the backward runs. That is eager's behaviour only when
-#   * every differentiable output's backward fails alone (else eager's backward through the others succeeds: such
-#     a program is refused where one of its own outputs succeeds alone; where only new values of the inputs it
-#     writes do, the backward is traced without the failing outputs' tangents: Note [Backward Errors Through Some
-#     Outputs Only]), and
-#   * no input reached from the program's outputs has a gradient that avoids the failing node (checked by one
-#     trace per input, `JointSetup.wrt_only`): eager accumulates such a gradient before the failing node runs or
-#     not, by the order autograd runs its nodes (refused); inputs that require grad but are reached by no output
-#     are given to the Function detached, so that their own gradient (a returned input) is not held back behind
-#     our raising backward.
+#   * every differentiable output's backward fails alone (else eager's backward through the others succeeds). Where
+#     some succeed, the backward is traced without the failing outputs' tangents (Note [Backward Errors Through
+#     Some Outputs Only]); where that trace fails too, a program one of whose own outputs succeeds alone is refused
+#     (new values of inputs that succeed alone keep the error for every backward, as do the program's outputs that
+#     fail alone), and
+#   * no input reached from the program's outputs (the new values of the inputs it returns, or returns views of,
+#     included: fuzz seed 6000 #7494) has a gradient that avoids the failing node, where the backward through the
+#     outputs fails (checked by one trace per input, `JointSetup.wrt_only`): eager accumulates such a gradient
+#     before the failing node runs or not, by the order autograd runs its nodes (refused); inputs that require
+#     grad but are reached by no output are given to the Function detached, so that their own gradient (a
+#     returned input) is not held back behind our raising backward.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
