@@ -30,6 +30,7 @@ from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.foreign_bases import check_grad_view_of_moved_input, foreign_base
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
+from subclassaot.grad_scope import check_subclass_input_through_function
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import (
     Analysis,
@@ -140,6 +141,7 @@ def analyze(
         num_intermediate_bases=num_bases,
         stride_probes=probes,
         wrapper_storage=wrapper_storage,
+        grad_factories=tuple(run.swaps.grad_factories),
     )
 
 
@@ -392,6 +394,7 @@ def _output_info(
         if fresh:
             same = current.get(key) if key in original else None  # the input's own storage, not one set_() gave it
             view = same is not None and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
+            check_subclass_input_through_function(path, value, tree is not None, same is not None)
             out_leaves.append(
                 OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=view, passthrough=same)
             )

@@ -27,9 +27,11 @@ from subclassaot.analyze import analyze, check_gained_grad
 from subclassaot.analyze_training import check_multi_output_view_inputs, check_multi_output_view_outputs
 from subclassaot.autograd_runtime import training_call
 from subclassaot.config import BackendFn, CompileConfig
+from subclassaot.data_assignment import resimplified_data_metas
 from subclassaot.desugar import DynamicAliasError, dense_layout
 from subclassaot.errors import BackendError, SubclassAOTError, UnsupportedError
 from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
+from subclassaot.grad_scope import check_grad_factories
 from subclassaot.inputs import CaptureRef, capture_refs, flatten_call, lifted_state
 from subclassaot.joint import BackwardVariant, trace_backward
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
@@ -259,6 +261,7 @@ def _compile_over(
         )
         with torch.enable_grad() if training else torch.no_grad():
             analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
+    check_grad_factories(analysis.grad_factories, training=training)
     if training:
         check_gained_grad(flat, layout, analysis, fakes)
         check_training_supported(flat, layout, analysis, fakes)
@@ -268,6 +271,7 @@ def _compile_over(
         check_multi_output_view_outputs(flat, layout, analysis)
     with torch.no_grad():
         traced = trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)
+    analysis = resimplified_data_metas(analysis, shape_env_of(fake_mode))
     backend = backends.get_backend(config.backend)
     entry_guards = guards.build_guards(flat, layout, fakes, shape_env_of(fake_mode))
     trial = torch_function_trial(call, flat)  # See Note [Torch Function Subclass Outputs]

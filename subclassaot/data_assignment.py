@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import NoReturn, cast
 
+import sympy
 import torch
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.schemas import (
+    Analysis,
     DataAssignmentPlan,
     FlatInputs,
     InputIndex,
@@ -31,7 +34,13 @@ from subclassaot.schemas import (
 from subclassaot.swap_record import DataAssignment
 from subclassaot.torch_internals import mutation_counter, storage_key, symint_expr
 
-__all__ = ["assigned_probe_leaf", "check_assigned_view", "check_data_meta_outputs", "wrapper_data_plans"]
+__all__ = [
+    "assigned_probe_leaf",
+    "check_assigned_view",
+    "check_data_meta_outputs",
+    "resimplified_data_metas",
+    "wrapper_data_plans",
+]
 
 
 def check_assigned_view(
@@ -256,3 +265,29 @@ def _refuse_off_layout(path: str, flat: FlatInputs, i: int) -> None:
         "metadata after the assignment cannot be told exactly. Assign from a clone, or pass the input contiguous "
         "and at storage offset 0"
     )
+
+
+def resimplified_data_metas(analysis: Analysis, shape_env: ShapeEnv) -> Analysis:
+    """The `.data =` metadata simplified again once tracing is done: an assignment that makes a wrapper's outer size
+    that of another input ties the two sizes, and the guards bind only the symbol that survives."""
+
+    def meta(m: Meta) -> Meta:
+        size, stride, offset = m
+        return (
+            tuple(_dim(d, shape_env) for d in size),
+            tuple(_dim(d, shape_env) for d in stride),
+            _dim(offset, shape_env),
+        )
+
+    plans = tuple(None if p is None else dataclasses.replace(p, meta=meta(p.meta)) for p in analysis.wrapper_data)
+    outputs = tuple(
+        o if o.data_meta is None else dataclasses.replace(o, data_meta=meta(o.data_meta)) for o in analysis.outputs
+    )
+    return dataclasses.replace(analysis, wrapper_data=plans, outputs=outputs)
+
+
+def _dim(d: object, shape_env: ShapeEnv) -> int | sympy.Expr:
+    if isinstance(d, int):
+        return d
+    simplified = shape_env.simplify(cast(sympy.Expr, d))
+    return int(simplified) if isinstance(simplified, sympy.Integer) else cast(sympy.Expr, simplified)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import torch
+from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors
 from subclassaot.errors import UnsupportedError
@@ -183,6 +184,7 @@ def run_functional(
                     "or use reshape()"
                 ) from e
             raise
+    _check_containers_unchanged(flat, values, (state, args, kwargs))
     finals: list[torch.Tensor] = []
     for tree, tensor in zip(layout.trees, user_tensors, strict=True):
         finals.extend([tensor] if tree is None else flatten_subclass(tensor, tree.path)[1])
@@ -201,6 +203,23 @@ def run_functional(
         moved_clones=frozenset(moved),
         output=output,
     )
+
+
+def _check_containers_unchanged(flat: FlatInputs, values: Sequence[object], call: object) -> None:
+    """Refuse a program that assigned into a list or dict it was given (`d["a"] = d["a"] * 2`): the compiled
+    program runs on containers rebuilt from the leaves, so the caller's would keep their old entries."""
+    after, spec = pytree.tree_flatten(call)
+    if spec != flat.spec:
+        raise UnsupportedError(
+            "the program adds, removes or replaces entries of a list or dict passed as an input; the caller's "
+            "container would not change as in eager. Return the new values instead of storing them in the input"
+        )
+    for leaf, before, now in zip(flat.leaves, values, after, strict=True):
+        if now is not before:
+            raise UnsupportedError(
+                f"{leaf.path}: the program stores a new value into the list or dict that held this input; the "
+                "caller's container would keep the old one. Return the new value instead of storing it in the input"
+            )
 
 
 def _is_view_stride_error(e: Exception) -> bool:

@@ -24,6 +24,7 @@ from subclassaot.backward_probe import BackwardEnd, TangentPatterns, probe_eager
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, intermediate_bases, run_functional
+from subclassaot.grad_scope import check_backward_metadata, metadata_of
 from subclassaot.partition import Partition, partition_backward_like, partition_joint
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.schemas import (
@@ -306,9 +307,11 @@ def trace_joint(
             if setup.wrt_only is not None:
                 wrt = [wrt[setup.wrt_only]]
             before = [mutation_counter(o) for o in run.originals]
+            metas = [metadata_of(t) for t in run.user_tensors]
             reach[:] = _autograd_reach(diff_outs, wrt)
             given = [k for k in range(len(diff_outs)) if k not in absent]
             grads = _grads([diff_outs[k] for k in given], wrt, [grad_outs[k] for k in given])
+            check_backward_metadata(setup.flat, run.user_tensors, metas)
             bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
             grad_trees.clear()
             stride_leaves.clear()
@@ -470,6 +473,8 @@ def trace_backward(
     raising: frozenset[int] = frozenset()
     try:
         setup, joint = _trace_joint_views(setup, tangent_fakes, reach)
+    except UnsupportedError:
+        raise
     except RuntimeError as e:
         # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).

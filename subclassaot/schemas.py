@@ -324,6 +324,9 @@ class Analysis:
     # which subclass inputs and outputs share one wrapper storage after the call; () unless the program called
     # set_() on a wrapper or assigned a wrapper's `.data` (Note [Wrapper Storage After set_])
     wrapper_storage: tuple[WrapperStorageClass, ...] = ()
+    # torch functions the program called with requires_grad=True, in call order
+    # (See Note [Tensors Made Requiring Grad Inside The Program])
+    grad_factories: tuple[str, ...] = ()
 
     def wrapper_roots(self) -> dict[int, tuple[int, ...]]:
         """First base number -> the base numbers of one intermediate subclass that views are replayed from

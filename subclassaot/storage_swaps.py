@@ -705,6 +705,8 @@ class _DataMode(TorchFunctionMode):
             self.record.requires_grad_set.add(id(args[0]))
             if not args[0].requires_grad:
                 self.record.requires_grad_gained.add(id(args[0]))
+        if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
+            self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
         out = func(*args, **kwargs)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
             _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch; Note [Uniform Writes Through Expand]

@@ -56,6 +56,8 @@ class SwapRecord:
     grad_set_ids: set[int] = field(default_factory=set)
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
+    # torch functions the program called with requires_grad=True (Note [Tensors Made Requiring Grad Inside The Program])
+    grad_factories: list[str] = field(default_factory=list)
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
     # id() of autograd views set_() with grad on (and views of them): Note [Writes To A View After set_]
     set_views: set[int] = field(default_factory=set)

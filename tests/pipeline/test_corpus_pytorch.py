@@ -16,6 +16,8 @@ from subclassaot.errors import UnsupportedError
 from tests.oracle import CompileFn
 from tests.pipeline.corpus import Case, run_case
 from tests.pipeline.corpus_pytorch import CASES
+from tests.pipeline.corpus_pytorch2 import CASES2
+from tests.pipeline.corpus_pytorch3 import CASES3
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
 ALIASED_META = (
@@ -26,6 +28,12 @@ PAIR_ALIASED = (
     "overlapping views of one PairTensor that requires grad, one written under grad, are refused in training "
     "(Note [Aliased Subclass Inputs In Training])"
 )
+GRAD_FACTORY = "a tensor made with requires_grad=True inside a program none of whose inputs requires grad is refused"
+FUNCTION_RETURNS_PAIR_INPUT = (
+    "a custom autograd.Function that returns its PairTensor input (or a view of it) is refused: eager's output is an "
+    "autograd view of the input wrapper"
+)
+CONTAINER_WRITE = "storing a new value into a dict passed as an input (d['a'] = ...) is refused"
 PAIR_INTERMEDIATE = "several outputs aliasing one intermediate PairTensor that requires grad are refused in training"
 
 # Programs the pipeline refuses with an UnsupportedError naming the input or output and the rule (eager runs them).
@@ -39,6 +47,18 @@ REFUSED: dict[str, str] = {
     "reassigned_buffer": "rebinding a buffer in forward (self.buf = ...) is refused",
     "batch_norm_cumulative": "BatchNorm(momentum=None) reads num_batches_tracked as a Python number",
     "pair_inner_mutated_train": "writing one inner tensor of a PairTensor input that requires grad is refused",
+    "pair_input_data_and_metadata_mutation_aliases_other_input_train": PAIR_ALIASED,
+    "pair_aliasing_strided_overlap_by_one_train": PAIR_ALIASED,
+    "pair_aliasing_3d_then_slice_overlap_train": PAIR_ALIASED,
+    "set__and_data_mutation_bad": GRAD_FACTORY,
+    "backward_mutation_metadata": "a metadata mutation (transpose_) of an input in a custom Function's backward",
+    "pair_input_output_alias_custom_autograd_function": FUNCTION_RETURNS_PAIR_INPUT,
+    "pair_input_output_alias_custom_autograd_function_nonleaf_train": FUNCTION_RETURNS_PAIR_INPUT,
+    "pair_custom_autograd_function_view_of_leaf": FUNCTION_RETURNS_PAIR_INPUT,
+    "pair_custom_autograd_function_view_train": FUNCTION_RETURNS_PAIR_INPUT,
+    "pair_aot_export_synthetic_bases_mutated_train": PAIR_ALIASED,
+    "nnc_passthrough_dict": CONTAINER_WRITE,
+    "pair_nnc_passthrough_dict": CONTAINER_WRITE,
 }
 
 # Programs the pipeline does not yet run like eager, with what differs.
@@ -95,7 +115,7 @@ def _params(
     return out
 
 
-ALL = CASES + SUBCLASS_CASES + MODULE_CASES
+ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3
 
 
 @pytest.mark.parametrize(("case", "backend"), _params(ALL))

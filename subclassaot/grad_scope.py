@@ -1,0 +1,83 @@
+"""Refusals about autograd state that the compiled program cannot reproduce: tensors the program makes requiring
+grad itself, and metadata mutations of inputs that the program's own backward (a custom autograd.Function) makes.
+
+Input: the analysis's record of grad-requiring factory calls; the tensors the program received in the joint trace.
+Output: nothing, or an UnsupportedError naming the call or the input and the rule.
+Invariants: pure reads; no guards are added on symbolic sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.schemas import FlatInputs
+
+__all__ = [
+    "check_backward_metadata",
+    "check_grad_factories",
+    "check_subclass_input_through_function",
+    "metadata_of",
+]
+
+# Note [Tensors Made Requiring Grad Inside The Program]
+# `torch.ones(3, requires_grad=True)` inside the program makes a leaf of its own: with grad mode on, eager's outputs
+# computed from it require grad and carry a grad_fn even when no input requires grad. The pipeline decides training
+# from the inputs, and an inference graph returns outputs without autograd history, so such a program is refused
+# when no input requires grad and grad mode is on (under no_grad eager's outputs carry no history either). In
+# training the outputs carry history through the compiled Function, as eager's do; the leaf's own gradient is not
+# observable outside the program.
+
+
+def check_grad_factories(factories: Sequence[str], *, training: bool) -> None:
+    """Refuse factory calls with requires_grad=True in a program compiled for inference with grad mode on."""
+    if factories and not training and torch.is_grad_enabled():
+        raise UnsupportedError(
+            f"the program makes a tensor that requires grad itself ({factories[0]}(..., requires_grad=True)) while "
+            "no input requires grad; eager's outputs computed from it require grad, the compiled inference graph's "
+            "cannot (Note [Tensors Made Requiring Grad Inside The Program]). Pass that tensor as an input instead"
+        )
+
+
+Metadata = tuple[tuple[int | torch.SymInt, ...], tuple[int | torch.SymInt, ...], int | torch.SymInt]
+
+
+def metadata_of(t: torch.Tensor) -> Metadata:
+    return (tuple(t.size()), tuple(t.stride()), t.storage_offset())
+
+
+def _surely_same(before: Metadata, after: Metadata) -> bool:
+    """Equal without guarding on symbolic sizes (a backward may specialize them; that is no mutation)."""
+    pairs = [*zip(before[0], after[0], strict=False), *zip(before[1], after[1], strict=False)]
+    pairs.append((before[2], after[2]))
+    same_rank = len(before[0]) == len(after[0])
+    return same_rank and all(statically_known_true(a == b) for a, b in pairs)
+
+
+def check_backward_metadata(flat: FlatInputs, user_tensors: Sequence[torch.Tensor], before: Sequence[Metadata]) -> None:
+    """Refuse an input whose size, stride or offset the program's backward changed (t_() on a saved tensor): the
+    epilogue replays metadata mutations of the forward only."""
+    for i, (t, meta) in enumerate(zip(user_tensors, before, strict=True)):
+        if not _surely_same(meta, metadata_of(t)):
+            path = flat.leaves[flat.tensor_indices[i]].path
+            raise UnsupportedError(
+                f"{path}: the program's backward (a custom autograd.Function) changes this input's metadata "
+                "(transpose_, unsqueeze_, ... on a saved tensor); metadata mutations during the backward are not "
+                "supported. Change the metadata of a clone in the backward instead"
+            )
+
+
+def check_subclass_input_through_function(path: str, value: torch.Tensor, subclass: bool, on_input: bool) -> None:
+    """Refuse a subclass output that a custom autograd.Function returned as its input or a view of it: eager's is
+    an autograd view of the input wrapper carrying the Function's history, its inner tensors as the subclass made
+    them; the compiled output carries that history from the graph, as a fresh wrapper over views of the input's
+    inner tensors (or the inner tensors themselves)."""
+    if subclass and on_input and value._is_view():
+        raise UnsupportedError(
+            f"{path}: a custom autograd.Function returned its tensor subclass input, or a view of it; eager returns "
+            "an autograd view of that input with the Function's history, which a compiled output cannot be. Return "
+            "a clone from the Function's forward"
+        )
