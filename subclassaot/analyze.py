@@ -21,6 +21,7 @@ from subclassaot.analyze_training import (
     check_overlapping_clones,
     check_set_under_grad,
     check_wrapper_grad_gains,
+    check_writes_after_hidden_set,
     set_under_grad,
     wrapper_uses,
 )
@@ -115,6 +116,7 @@ def analyze(
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
         check_overlapping_clones(flat, layout, run, mutations, user_fakes, nonleaf_wrappers, outputs)
         check_wrapper_grad_gains(flat, layout, run, mutations, user_fakes)
+        check_writes_after_hidden_set(flat, layout, run, mutations, user_fakes)
         outputs, probes = check_data_meta_outputs(flat, run, user_fakes, nonleaf_wrappers, outputs, probes)
         wrapper_storage = wrapper_storage_classes(run, layout, outputs)
         wrapper_bumped = tuple(

@@ -464,6 +464,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Writes under no_grad or through .data/detach() are invisible to autograd in eager.
             self.record.visible_writes.add(storage_key(arg))
             self.record.visible_families.add(self.record.family_of(arg))
+            self.record.visible_seq[id(arg)] = self.record.seq
 
 
 # Note [contiguous() Of A Contiguous Clone]

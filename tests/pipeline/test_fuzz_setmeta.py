@@ -1,0 +1,121 @@
+"""Fuzz follow-ups: set_() under no_grad of tensors with autograd history, and metadata parity after set_() and
+in-place view ops (fuzz seeds 6000 and 7000)."""
+
+from __future__ import annotations
+
+import torch
+
+from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair, pair_nonleaf
+
+T = torch.Tensor
+
+_VIEW_SET_RULE = "a view the program took with grad and then set_\\(\\) under no_grad"
+_VIEW_AFTER_SET_RULE = "a view of a tensor the program computed with grad and set_\\(\\) under no_grad before taking"
+
+
+def test_view_of_intermediate_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #9637: eager's output keeps its expand's history (AsStridedBackward0 reaching args[0]) over
+    # args[1]'s storage; ours was a view of args[1] without grad
+    def f(x0: T, x1: T) -> object:
+        t1 = x0.clone().expand((3, 1, 2))
+        with torch.no_grad():
+            t1.set_(x1)
+        return (t1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((3, 4, 2), requires_grad=True)
+        return (b0[:, 2:4:2], torch.randn((2, 4)))
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _VIEW_SET_RULE)
+
+
+def test_view_of_clone_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 6000 #8850: the same through view(); eager's `_base` is the clone, ours was args[0]
+    def f(x0: T, x1: T) -> object:
+        t1 = x1.clone().view((3, 1, -1))
+        with torch.no_grad():
+            t1.set_(x0)
+        return (t1,)
+
+    with torch.enable_grad():
+        assert_refused(
+            f, lambda: (torch.randn((4, 2, 3)), torch.randn((3, 1), requires_grad=True)), compile_fn, _VIEW_SET_RULE
+        )
+
+
+def test_view_taken_after_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #501: eager's view has ViewBackward0 over MulBackward0 of the old size (its backward raises);
+    # ours was a leaf without grad
+    def f(x0: T) -> object:
+        t2 = x0.expand((6,)).mul(0.5)
+        with torch.no_grad():
+            t2.set_(x0[1:1:2])
+        return (t2.view((0,)),)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(2, 3).view((6,)),), compile_fn, _VIEW_AFTER_SET_RULE)
+
+
+def test_subclass_view_taken_after_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t = x0 * 2
+        with torch.no_grad():
+            t.set_(x1)
+        return (t.view(-1),)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair_nonleaf(4), pair(4)), compile_fn, _VIEW_AFTER_SET_RULE)
+
+
+def test_subclass_view_of_input_set_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # Views of inputs are rebuilt with their own history: not refused
+    def f(x0: T, x1: T) -> object:
+        t = x0.view(-1)
+        with torch.no_grad():
+            t.set_(x1)
+        return (t,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair_nonleaf(4), pair(4)), compile_fn=compile_fn)
+
+
+def test_view_of_set_intermediate_used_by_the_graph(compile_fn: CompileFn | None) -> None:
+    # A value computed from such a view is the graph's own: exact
+    def f(x0: T, x1: T) -> object:
+        t = x0 * 2
+        with torch.no_grad():
+            t.set_(x1)
+        return (t.view(-1) * 2,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(4), torch.randn(4)), compile_fn=compile_fn)
+
+
+_WRITE_AFTER_SET_RULE = "set_\\(\\) it under no_grad to another input's storage and then wrote it with grad enabled"
+
+
+def test_write_with_grad_after_no_grad_set_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #29: eager's fill_ is recorded on args[1]'s history (its gradient is zeros); ours gave the
+    # leaf behind args[1] the output's gradient
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            x1.set_(x0)
+        x1.fill_(2.0)
+        return (x1,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (torch.randn((3, 4)), nonleaf(4)), compile_fn, _WRITE_AFTER_SET_RULE)
+
+
+def test_write_through_other_input_after_no_grad_set(compile_fn: CompileFn | None) -> None:
+    # The write goes through the set_() source, not the input that requires grad: not refused
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            x1.set_(x0)
+        x0.mul_(2.0)
+        return (x1 * 1,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (torch.randn(4), nonleaf(4)), compile_fn=compile_fn)
