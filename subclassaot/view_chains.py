@@ -413,7 +413,11 @@ def _late_no_grad_view(
     step = ViewStep(
         op=torch.ops.aten.as_strided.default, args=(size, stride, offset), kwargs=(), index=None, grad_enabled=False
     )
-    return Replay(source=ReplaySource.INPUT, index=0, steps=(step,))
+    if leaves[0].is_view:
+        return Replay(source=ReplaySource.INPUT, index=0, steps=(step,))
+    # eager's ends in a detach(), which is no view (fuzz seed 7000 #7202)
+    detach = ViewStep(op=torch.ops.aten.detach.default, args=(), kwargs=(), index=None, grad_enabled=False)
+    return Replay(source=ReplaySource.INPUT, index=0, steps=(step, detach))
 
 
 # Note [Input Views With Cut History]

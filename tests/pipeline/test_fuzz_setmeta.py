@@ -119,3 +119,25 @@ def test_write_through_other_input_after_no_grad_set(compile_fn: CompileFn | Non
 
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (torch.randn(4), nonleaf(4)), compile_fn=compile_fn)
+
+
+def test_detach_of_view_taken_before_resize(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #7202: eager's detach() is no view; the as_strided() replay after the resize_() made one
+    def f(x0: T) -> object:
+        t0 = x0.view((12, 4))
+        x0.resize_((4,))
+        return (t0.detach(),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn((4, 3, 4)),), compile_fn=compile_fn)
+
+
+def test_view_of_view_taken_before_resize(compile_fn: CompileFn | None) -> None:
+    # The same chain ending in a view stays a view of the input
+    def f(x0: T) -> object:
+        t0 = x0.view((12, 4))
+        x0.resize_((4,))
+        return (t0.view(-1),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn((4, 3, 4)),), compile_fn=compile_fn)
