@@ -18,6 +18,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from subclassaot.errors import UnsupportedError
 from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.stale_views import check_stale_views
 from subclassaot.storage_reach import (
     StorageReachError,
     as_strided_chain_refused,
@@ -698,6 +699,7 @@ class _DataMode(TorchFunctionMode):
             self.record.requires_grad_set.add(id(args[0]))
             if not args[0].requires_grad:
                 self.record.requires_grad_gained.add(id(args[0]))
+        check_stale_views(self.record, args, kwargs)
         out = func(*args, **kwargs)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
             _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch; Note [Uniform Writes Through Expand]
