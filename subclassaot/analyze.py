@@ -482,6 +482,21 @@ def _output_info(
             f"{path} shares the storage of an input (set_() to it) and has an autograd history of its own, which an "
             "output rebuilt over the input's storage cannot have. Return a clone"
         )
+    if (
+        replay is None
+        and tree is not None
+        and torch.is_grad_enabled()
+        and run.swaps.is_view(value)
+        and all(o.source is LeafSource.INPUT_ALIAS and not o.same_object for o in out_leaves)
+        and _grad_fn_or_none(value) is not None
+    ):
+        # Rebuilt from its dense leaves, it would have no autograd history (fuzz seed 6000 #5093: a view taken
+        # between in-place view ops on the input)
+        raise UnsupportedError(
+            f"{path} is a view with autograd history of a tensor subclass input whose layout the program changed "
+            "in place (t_, unsqueeze_, set_ ...) around taking the view, so its view chain cannot be replayed on the "
+            "input, and an output rebuilt from its inner tensors would have no history. Return a clone"
+        )
     on_root = tree is not None and value.requires_grad
     if on_root and replay is None:
         replay = root_replay(value, bases, ())  # the intermediate itself, views of it returned too

@@ -141,3 +141,79 @@ def test_view_of_view_taken_before_resize(compile_fn: CompileFn | None) -> None:
 
     with torch.no_grad():
         assert_matches_eager(f, lambda: (torch.randn((4, 3, 4)),), compile_fn=compile_fn)
+
+
+_STALE_VIEW_RULE = "a view taken with grad enabled is used with grad after the program changed the layout of the tensor"
+
+
+def test_view_used_after_transpose_of_its_base_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #6722: the traced backward sent t0's gradient to the transposed elements of the leaf
+    def f(x0: T) -> object:
+        t0 = x0.view((4, -1, 1))
+        x0.transpose_(1, 0)
+        return (t0.add(2.0),)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(4, 4),), compile_fn, _STALE_VIEW_RULE + ".*transpose_\\(\\)")
+
+
+def test_slice_of_intermediate_used_after_its_t_is_refused(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t = x0 * 2
+        v = t[1:]
+        t.t_()
+        return (v.add(2.0), t)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (torch.randn(4, 4, requires_grad=True),), compile_fn, _STALE_VIEW_RULE)
+
+
+def test_view_used_after_in_place_view_op_that_replays_the_same(compile_fn: CompileFn | None) -> None:
+    # unsqueeze_() then view((4, -1, 1)) of the new layout is the same view, squeeze_() of a 4x4 changes nothing:
+    # the regenerated histories agree, not refused
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.view((4, -1, 1))
+        t1 = x1[1:]
+        x0.unsqueeze_(0)
+        x1.squeeze_()
+        return (t0.add(2.0), t1.mul(3.0))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(4, 4), nonleaf(4, 4)), compile_fn=compile_fn)
+
+
+_SUBCLASS_VIEW_RULE = "is a view with autograd history of a tensor subclass input whose layout the program changed"
+
+
+def test_subclass_view_between_in_place_view_ops_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 6000 #5093: eager's output is a view of args[0] with history (whose backward raises); ours was
+    # rebuilt from its inner tensors, without history
+    def f(x0: T) -> object:
+        x0.transpose_(0, 0)
+        t0 = x0.transpose(0, 0)
+        x0.unsqueeze_(-1)
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair_nonleaf(1),), compile_fn, _SUBCLASS_VIEW_RULE)
+
+
+def test_subclass_view_after_t_then_unsqueeze_is_refused(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        x0.t_()
+        t0 = x0[0]
+        x0.unsqueeze_(0)
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair_nonleaf(2, 3),), compile_fn, _SUBCLASS_VIEW_RULE)
+
+
+def test_subclass_view_after_t(compile_fn: CompileFn | None) -> None:
+    # A view taken after the only in-place view op is replayed: not refused
+    def f(x0: T) -> object:
+        x0.t_()
+        return (x0[0],)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair_nonleaf(2, 3),), compile_fn=compile_fn)
