@@ -14,6 +14,17 @@ import torch
 from subclassaot.schemas import DenseIndex
 
 
+# set_() overloads: each replaces a tensor's storage and metadata
+SET_OPS = frozenset(
+    {
+        torch.ops.aten.set_.source_Tensor,
+        torch.ops.aten.set_.source_Storage,
+        torch.ops.aten.set_.source_Storage_storage_offset,
+        torch.ops.aten.set_.source_Tensor_storage_offset,
+    }
+)
+
+
 @dataclass(frozen=True, slots=True)
 class ViewRecord:
     func: Any  # the view OpOverload

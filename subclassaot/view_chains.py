@@ -39,7 +39,7 @@ from subclassaot.schemas import (
     ViewStep,
     WrapperStorageClass,
 )
-from subclassaot.swap_record import InplaceViewRecord, ViewRecord
+from subclassaot.swap_record import SET_OPS, InplaceViewRecord, ViewRecord
 from subclassaot.torch_internals import storage_key, symint_expr
 
 __all__ = [
@@ -176,7 +176,11 @@ def _replay_of(
             break
         if (id(t) in run.swaps.swapped_ids and not (then_set and t is value)) or id(t) in run.swaps.grown_ids:
             return None  # set_(), .data = or a growing resize_() since it was made: the view chain no longer says
-        own = [r for r in run.swaps.inplace_views.get(id(t), []) if record.seq < r.seq < upto]
+        own = [
+            r
+            for r in run.swaps.inplace_views.get(id(t), [])
+            if record.seq < r.seq < upto and not (then_set and t is value and r.func in SET_OPS)
+        ]  # (an earlier set_() of the output itself: the last one, replayed after the chain, overrides it)
         step = _step(record)
         if step is not None and id(t) in run.swaps.data_aliases:
             step = replace(step, own_version=True)  # `.data`: not eager's detach(), its version counter is its own
