@@ -542,7 +542,8 @@ def _output_info(
 # where a dim has size 1 (a (1, 3) result of a (1, 3) input with strides (1, 1): fake (3, 1), eager (1, 1)). A plain
 # fresh output takes its strides from the graph's real result; a subclass output is rebuilt with the outer strides
 # recorded here. A wrapper whose outer size and stride were those of one of its fresh leaves (a WrapperTensor takes
-# them from its first inner tensor) takes that leaf's real strides at run time instead, as eager's wrapper did.
+# them from its first inner tensor) takes that leaf's real strides at run time instead, as eager's wrapper did; so
+# does an intermediate subclass that outputs are replayed from (Replay.root_stride_leaf; fuzz seed 6000 #8603).
 
 
 def _check_replay(

@@ -107,13 +107,15 @@ def root_replay(
     found = [bases.get(storage_key(leaf)) for leaf in root_leaves]
     if not all(b is not None and b[1] is leaf for b, leaf in zip(found, root_leaves, strict=True)):
         return None
+    meta = leaf_meta(t)
     return Replay(
         source=ReplaySource.WRAPPER,
         index=-1,
         steps=steps,
         root_tree=node,
         root_bases=tuple(b[0] for b in found if b is not None),
-        root_meta=leaf_meta(t),
+        root_meta=meta,
+        root_stride_leaf=next((k for k, leaf in enumerate(root_leaves) if leaf_meta(leaf)[:2] == meta[:2]), None),
     )
 
 

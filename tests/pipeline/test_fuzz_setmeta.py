@@ -243,3 +243,24 @@ def test_subclass_view_set_to_two_tensors(compile_fn: CompileFn | None) -> None:
 
     with torch.no_grad():
         assert_matches_eager(f, lambda: (pair(1, 2),), compile_fn=compile_fn)
+
+
+def test_subclass_intermediate_root_takes_its_leaf_strides(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 6000 #8603: t0, a root its view t1 replays from, was rebuilt with the fake trace's outer strides
+    # (4, 1); eager's add of a (1, 4) tensor with strides (1, 1) keeps them
+    def f(x0: T) -> object:
+        x0.t_()
+        t0 = x0.add(3.0)
+        return (t0, t0.diagonal(0, 0, 1))
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(4, 1),), compile_fn=compile_fn)
+
+
+def test_subclass_intermediate_root_takes_its_leaf_strides_in_training(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.t().add(3.0)
+        return (t0, t0.diagonal(0, 0, 1))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair(4, 1, requires_grad=True),), compile_fn=compile_fn)
