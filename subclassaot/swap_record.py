@@ -13,7 +13,6 @@ import torch
 
 from subclassaot.schemas import DenseIndex
 
-
 # set_() overloads: each replaces a tensor's storage and metadata
 SET_OPS = frozenset(
     {
