@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
 from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair, pair_nonleaf
 
 T = torch.Tensor
@@ -20,7 +21,7 @@ def test_view_of_intermediate_set_under_no_grad_is_refused(compile_fn: CompileFn
     def f(x0: T, x1: T) -> object:
         t1 = x0.clone().expand((3, 1, 2))
         with torch.no_grad():
-            t1.set_(x1)
+            set_to(t1, x1)
         return (t1,)
 
     def make_inputs() -> tuple[object, ...]:
@@ -36,7 +37,7 @@ def test_view_of_clone_set_under_no_grad_is_refused(compile_fn: CompileFn | None
     def f(x0: T, x1: T) -> object:
         t1 = x1.clone().view((3, 1, -1))
         with torch.no_grad():
-            t1.set_(x0)
+            set_to(t1, x0)
         return (t1,)
 
     with torch.enable_grad():
@@ -51,7 +52,7 @@ def test_view_taken_after_set_under_no_grad_is_refused(compile_fn: CompileFn | N
     def f(x0: T) -> object:
         t2 = x0.expand((6,)).mul(0.5)
         with torch.no_grad():
-            t2.set_(x0[1:1:2])
+            set_to(t2, x0[1:1:2])
         return (t2.view((0,)),)
 
     with torch.enable_grad():
@@ -62,7 +63,7 @@ def test_subclass_view_taken_after_set_under_no_grad_is_refused(compile_fn: Comp
     def f(x0: T, x1: T) -> object:
         t = x0 * 2
         with torch.no_grad():
-            t.set_(x1)
+            set_to(t, x1)
         return (t.view(-1),)
 
     with torch.enable_grad():
@@ -74,7 +75,7 @@ def test_subclass_view_of_input_set_under_no_grad(compile_fn: CompileFn | None) 
     def f(x0: T, x1: T) -> object:
         t = x0.view(-1)
         with torch.no_grad():
-            t.set_(x1)
+            set_to(t, x1)
         return (t,)
 
     with torch.enable_grad():
@@ -86,7 +87,7 @@ def test_view_of_set_intermediate_used_by_the_graph(compile_fn: CompileFn | None
     def f(x0: T, x1: T) -> object:
         t = x0 * 2
         with torch.no_grad():
-            t.set_(x1)
+            set_to(t, x1)
         return (t.view(-1) * 2,)
 
     with torch.enable_grad():
@@ -101,7 +102,7 @@ def test_write_with_grad_after_no_grad_set_is_refused(compile_fn: CompileFn | No
     # leaf behind args[1] the output's gradient
     def f(x0: T, x1: T) -> object:
         with torch.no_grad():
-            x1.set_(x0)
+            set_to(x1, x0)
         x1.fill_(2.0)
         return (x1,)
 
@@ -113,7 +114,7 @@ def test_write_through_other_input_after_no_grad_set(compile_fn: CompileFn | Non
     # The write goes through the set_() source, not the input that requires grad: not refused
     def f(x0: T, x1: T) -> object:
         with torch.no_grad():
-            x1.set_(x0)
+            set_to(x1, x0)
         x0.mul_(2.0)
         return (x1 * 1,)
 
@@ -225,8 +226,8 @@ def test_subclass_view_set_twice(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t0 = x0.view((2, 1))
         t1 = t0.clone()
-        t0.set_(t1)
-        t0.set_(t1)
+        set_to(t0, t1)
+        set_to(t0, t1)
         return (t0,)
 
     with torch.no_grad():
@@ -237,8 +238,8 @@ def test_subclass_view_set_to_two_tensors(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t0 = x0.view((2, 1))
         t1 = t0.clone()
-        t0.set_(t1.t())
-        t0.set_(t1 * 2)
+        set_to(t0, t1.t())
+        set_to(t0, t1 * 2)
         return (t0, t1)
 
     with torch.no_grad():
