@@ -11,9 +11,10 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.swap_record import SwapRecord, ViewRecord
-from subclassaot.torch_internals import no_dispatch
+from subclassaot.torch_internals import no_dispatch, symint_expr
 
 __all__ = ["check_stale_views"]
 
@@ -63,9 +64,11 @@ Meta = tuple[tuple[Any, ...], tuple[Any, ...], Any]
 def _replays_the_same(view: ViewRecord, source: torch.Tensor) -> bool:
     """Does the view op, replayed on `source` as it is now, make the layout it made from `source` as it was? False
     where that is not decidable here (symbolic sizes)."""
-    now: Meta = (tuple(source.shape), tuple(source.stride()), source.storage_offset())
-    if now == view.source_meta:
+    size, stride, offset = view.source_meta
+    then = (tuple(symint_expr(s) for s in size), tuple(symint_expr(s) for s in stride), symint_expr(offset))
+    if leaf_meta(source) == then:  # (as expressions: comparing SymInts would add guards)
         return True
+    now: Meta = (tuple(source.shape), tuple(source.stride()), source.storage_offset())
     values = pytree.tree_leaves((now, view.source_meta, view.args, view.kwargs))
     if any(isinstance(v, torch.SymInt | torch.SymFloat | torch.Tensor) for v in values):
         return False
