@@ -487,6 +487,8 @@ def _output_info(
         and tree is not None
         and torch.is_grad_enabled()
         and run.swaps.is_view(value)
+        and id(value) not in run.swaps.swapped_ids
+        and any(run.swaps.view_root(value) is u for u in run.user_tensors)
         and all(o.source is LeafSource.INPUT_ALIAS and not o.same_object for o in out_leaves)
         and _grad_fn_or_none(value) is not None
     ):
