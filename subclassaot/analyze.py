@@ -21,6 +21,7 @@ from subclassaot.analyze_training import (
     check_overlapping_clones,
     check_set_under_grad,
     check_wrapper_grad_gains,
+    check_writes_after_hidden_set,
     outputs_set_onto_inputs,
     set_under_grad,
     wrapper_uses,
@@ -117,6 +118,7 @@ def analyze(
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
         check_overlapping_clones(flat, layout, run, mutations, user_fakes, nonleaf_wrappers, outputs, replays)
         check_wrapper_grad_gains(flat, layout, run, mutations, user_fakes)
+        check_writes_after_hidden_set(flat, layout, run, mutations, user_fakes)
         outputs, probes = check_data_meta_outputs(flat, run, user_fakes, nonleaf_wrappers, outputs, probes)
         wrapper_storage = wrapper_storage_classes(run, layout, outputs)
         wrapper_bumped = tuple(
@@ -500,6 +502,23 @@ def _output_info(
             f"{path} shares the storage of an input (set_() to it) and has an autograd history of its own, which an "
             "output rebuilt over the input's storage cannot have. Return a clone"
         )
+    if (
+        replay is None
+        and tree is not None
+        and torch.is_grad_enabled()
+        and run.swaps.is_view(value)
+        and id(value) not in run.swaps.swapped_ids
+        and any(run.swaps.view_root(value) is u for u in run.user_tensors)
+        and all(o.source is LeafSource.INPUT_ALIAS and not o.same_object for o in out_leaves)
+        and _grad_fn_or_none(value) is not None
+    ):
+        # Rebuilt from its dense leaves, it would have no autograd history (fuzz seed 6000 #5093: a view taken
+        # between in-place view ops on the input)
+        raise UnsupportedError(
+            f"{path} is a view with autograd history of a tensor subclass input whose layout the program changed "
+            "in place (t_, unsqueeze_, set_ ...) around taking the view, so its view chain cannot be replayed on the "
+            "input, and an output rebuilt from its inner tensors would have no history. Return a clone"
+        )
     on_root = tree is not None and value.requires_grad
     if on_root and replay is None:
         replay = root_replay(value, bases, ())  # the intermediate itself, views of it returned too
@@ -546,7 +565,8 @@ def _output_info(
 # where a dim has size 1 (a (1, 3) result of a (1, 3) input with strides (1, 1): fake (3, 1), eager (1, 1)). A plain
 # fresh output takes its strides from the graph's real result; a subclass output is rebuilt with the outer strides
 # recorded here. A wrapper whose outer size and stride were those of one of its fresh leaves (a WrapperTensor takes
-# them from its first inner tensor) takes that leaf's real strides at run time instead, as eager's wrapper did.
+# them from its first inner tensor) takes that leaf's real strides at run time instead, as eager's wrapper did; so
+# does an intermediate subclass that outputs are replayed from (Replay.root_stride_leaf; fuzz seed 6000 #8603).
 
 
 def _check_replay(

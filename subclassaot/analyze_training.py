@@ -44,6 +44,7 @@ __all__ = [
     "check_set_under_grad",
     "check_wrapper_grad_gains",
     "outputs_set_onto_inputs",
+    "check_writes_after_hidden_set",
     "set_under_grad",
     "wrapper_uses",
 ]
@@ -206,6 +207,10 @@ def _grad_view_of_intermediate(value: torch.Tensor, run: FunctionalRun, outputs:
 # the graph computes has the history but its own storage. So such an output is refused where it aliases storage
 # (like `.data =` of a tensor with history: analyze); alone on an intermediate's storage it is computed by the
 # graph, which is exact. So is a view, with grad, of an intermediate taken before a `.data =` gave it another size.
+# The same holds for a view of an intermediate set_() under no_grad, and for views taken after such a set_() of a
+# tensor with history (`t = x * 2; with no_grad(): t.set_(y); return t.view(-1)`: ViewBackward0 over MulBackward0,
+# which raises in backward where set_ changed the size; fuzz seed 7000 #501, #9637). Views of inputs are rebuilt
+# with their own history (Note [Subclass Views Rebuilt By set_]).
 
 
 def check_history_over_alias(
@@ -218,11 +223,7 @@ def check_history_over_alias(
     """Note [Histories Over Aliased Storage]."""
     if all(leaf.source is LeafSource.GRAPH for leaf in leaves) or not value.requires_grad:
         return
-    try:
-        has_history = value.grad_fn is not None
-    except (RuntimeError, ValueError, IndexError):  # see analyze._needs_program_autograd
-        return
-    if not has_history:
+    if not _has_history(value):
         return
     base = bases.get(storage_key(value))
     if (
@@ -248,6 +249,18 @@ def check_history_over_alias(
             "with its own autograd history over the storage it was set_() to, which a compiled output that shares "
             "that storage cannot have (Note [Histories Over Aliased Storage]). Return a clone, or call set_() with "
             "grad enabled"
+        )
+    if (set_view := no_grad_set_in_view_chain(value, run)) is not None:
+        what = (
+            "a view the program took with grad and then set_() under no_grad"
+            if set_view is value
+            else "a view of a tensor the program computed with grad and set_() under no_grad before taking the view"
+        )
+        raise UnsupportedError(
+            f"{path} is {what}: eager returns it with an autograd history of views over that tensor's own history "
+            "(whose backward may raise on the changed size), on the storage it was set_() to, which a compiled "
+            "output that shares that storage cannot have (Note [Histories Over Aliased Storage]; fuzz seed 7000 "
+            "#501, #9637). Return a clone"
         )
     if any(leaf.source is LeafSource.INTERMEDIATE_ALIAS for leaf in leaves) and detached_in_chain(value, run):
         raise UnsupportedError(
@@ -587,3 +600,77 @@ def check_multi_output_view_outputs(flat: FlatInputs, layout: DenseLayout, analy
 def _autograd_root(t: torch.Tensor) -> torch.Tensor:
     """The tensor whose version counter `t` shares: its autograd base, or itself."""
     return t._base if t._base is not None else t
+
+
+def no_grad_set_in_view_chain(value: torch.Tensor, run: FunctionalRun) -> torch.Tensor | None:
+    """`value` if it is a view that the program set_() under no_grad after computing it with grad, or the tensor
+    with grad history that it is a chain of views of, taken after the program set_() that one under no_grad
+    (Note [Histories Over Aliased Storage]); else None. A `value` that is no view is the rule before this one;
+    inputs, and views of them, are rebuilt by the epilogue with their own history (Note [Subclass Views Rebuilt By
+    set_])."""
+    t, taken = value, None
+    while True:
+        record = run.swaps.plain_sets.get(id(t))
+        wrapper = run.swaps.wrapper_sets.get(id(t))
+        last = record if wrapper is None or (record is not None and record[0] > wrapper[0]) else wrapper
+        if (
+            last is not None
+            and not last[1]
+            and (taken is None or last[0] < taken)
+            and id(t) not in run.swaps.swapped_by_data
+            and (t is not value or run.swaps.is_view(t))
+            and t.requires_grad
+            and not _on_input_chain(t, run)
+            and _has_history(t)
+        ):
+            return t
+        view = run.swaps.views.get(id(t))
+        if view is None or view.func is torch.ops.aten.detach.default:
+            return None
+        t, taken = view.source, view.seq
+
+
+def _on_input_chain(t: torch.Tensor, run: FunctionalRun) -> bool:
+    """`t` is an input or a chain of views of one."""
+    while (view := run.swaps.views.get(id(t))) is not None and view.func is not torch.ops.aten.detach.default:
+        t = view.source
+    return any(t is u for u in run.user_tensors)
+
+
+def _has_history(t: torch.Tensor) -> bool:
+    try:
+        return t.grad_fn is not None
+    except (RuntimeError, ValueError, IndexError):  # see analyze._needs_program_autograd
+        return False
+
+
+# Note [Writes With Grad After A Hidden set_]
+# `with no_grad(): x.set_(y)`, then `x.mul_(2)` with grad on, x a plain input that requires grad and y another
+# input: eager records the write on x's own history (MulBackward0 over x's grad_fn from before the set_, which sums
+# the gradient to x's old size), while the functional graph sees a write to y's storage that does not depend on x:
+# the gradient that reaches x's history differs (fuzz seed 7000 #29: `fill_`, eager's gradient is zeros). Refused
+# where the write goes through x itself; a set_() autograd records (Note [Outputs set_() Under Grad]), writes
+# before the set_(), through views, or after a set_() to a new storage are handled elsewhere.
+
+
+def check_writes_after_hidden_set(
+    flat: FlatInputs,
+    layout: DenseLayout,
+    run: FunctionalRun,
+    mutations: Sequence[LeafMutation],
+    user_fakes: Sequence[torch.Tensor],
+) -> None:
+    """Note [Writes With Grad After A Hidden set_]."""
+    for i, t in enumerate(run.user_tensors):
+        record = run.swaps.plain_sets.get(id(t))
+        if layout.trees[i] is not None or not user_fakes[i].requires_grad or record is None or record[1]:
+            continue
+        onto_input = any(mutations[j].set_source is not None for j in layout.leaves_of_input[i])
+        if onto_input and run.swaps.visible_seq.get(id(t), -1) > record[0]:
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path} requires grad, and the program set_() it under no_grad "
+                "to another input's storage and then wrote it with grad enabled: eager records that write on the "
+                "history it had before the set_(), which the compiled graph, where the write reads only the other "
+                "input's storage, cannot reproduce (Note [Writes With Grad After A Hidden set_]). Call set_() with "
+                "grad enabled, or write into a clone"
+            )

@@ -22,7 +22,14 @@ from subclassaot.backward_probe import epilogue_write_hidden
 from subclassaot.errors import UnsupportedError
 from subclassaot.joint import BackwardGraph, BackwardVariant, retrace_backward, training_roots
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
-from subclassaot.runtime import GraphCall, MetaEvaluator, RuntimePlan, fresh_outer_stride, non_view_alias
+from subclassaot.runtime import (
+    GraphCall,
+    MetaEvaluator,
+    RuntimePlan,
+    fresh_outer_stride,
+    non_view_alias,
+    root_outer_stride,
+)
 from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf
 from subclassaot.torch_internals import grad_fn_raises
 from subclassaot.trace import UpdateKind
@@ -340,6 +347,7 @@ def training_call(
                 assert r.root_tree is not None and r.root_meta is not None
                 size, stride, _ = ev.meta(r.root_meta, symbols)
                 root_leaves = [base_values[b] for b in r.root_bases]
+                stride = root_outer_stride(r, root_leaves, size, stride)
                 tensors.append(
                     unflatten_subclass(r.root_tree, root_leaves, outer_size=size, outer_stride=stride, check=False)
                 )

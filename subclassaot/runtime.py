@@ -849,6 +849,14 @@ def fresh_outer_stride(
     return list(leaf.stride()) if list(leaf.shape) == size else stride
 
 
+def root_outer_stride(replay: Replay, leaves: Sequence[torch.Tensor], size: list[int], stride: list[int]) -> list[int]:
+    """Note [Fresh Subclass Output Strides], for an intermediate subclass root (fuzz seed 6000 #8603)."""
+    if replay.root_stride_leaf is None:
+        return stride
+    leaf = leaves[replay.root_stride_leaf]
+    return list(leaf.stride()) if list(leaf.shape) == size else stride
+
+
 def _replay(
     replay: Replay,
     ev: MetaEvaluator,
@@ -940,6 +948,7 @@ def _replay_source(
         assert replay.root_tree is not None and replay.root_meta is not None
         size, stride, _ = ev.meta(replay.root_meta, symbols)
         leaves = [cast(torch.Tensor, bases[i]) for i in replay.root_bases]
+        stride = root_outer_stride(replay, leaves, size, stride)
         root = unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
         roots[replay.root_bases] = root
     return root

@@ -242,6 +242,9 @@ class Replay:
     root_tree: SubclassNode | None = None  # WRAPPER: the intermediate subclass's structure
     root_bases: tuple[int, ...] = ()  # WRAPPER: per dense leaf of the root, its intermediate base number
     root_meta: Meta | None = None  # WRAPPER, INPUT_ROOT: the root's outer size, stride, offset
+    # WRAPPER: the root dense leaf whose size and stride the root's were while tracing; the root takes its real
+    # strides at run time (Note [Fresh Subclass Output Strides])
+    root_stride_leaf: int | None = None
     root_leaves: tuple[OutputLeaf, ...] = ()  # INPUT_ROOT: per dense leaf of the root, the input leaf it aliases
     # INPUT: a view of an input that requires grad, taken before the program wrote the input: rebuilt before the
     # epilogue writes it, so that autograd sees the same order as in eager (a no_grad or multi-output view whose

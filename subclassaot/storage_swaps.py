@@ -18,6 +18,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from subclassaot.errors import UnsupportedError
 from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.stale_views import check_stale_views
 from subclassaot.storage_reach import (
     StorageReachError,
     as_strided_chain_refused,
@@ -28,6 +29,7 @@ from subclassaot.storage_reach import (
     writes_self,
 )
 from subclassaot.swap_record import (
+    SET_OPS,
     DataAssignment,
     Elements,
     InplaceViewRecord,
@@ -72,13 +74,6 @@ _NO_VERSION_BUMP = frozenset({"aten::resize_", "aten::resize_as_"})
 _UNIFORM_WRITES = frozenset({torch.ops.aten.fill_, torch.ops.aten.zero_})
 _RESIZE_OPS = frozenset({torch.ops.aten.resize_.default, torch.ops.aten.resize_as_.default})
 
-_SET_OPS = {
-    torch.ops.aten.set_.source_Tensor,
-    torch.ops.aten.set_.source_Storage,
-    torch.ops.aten.set_.source_Storage_storage_offset,
-    torch.ops.aten.set_.source_Tensor_storage_offset,
-}
-
 
 class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
     def __init__(self, record: SwapRecord, known: list[torch.Tensor]) -> None:
@@ -107,7 +102,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             before = _size_and_stride(args[0]) if func in _RESIZE_OPS else None
             if self.depth == 0 and torch.is_grad_enabled():
                 self._note_wrapper_op(func, args, kwargs)
-            if func in _SET_OPS and self.depth == 0:
+            if func in SET_OPS and self.depth == 0:
                 check_shared_grad_set(self.record, args, flatten_subclass(args[0], "set_")[1])
             self.depth += 1
             try:
@@ -120,7 +115,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 inner = flatten_subclass(out, "out")[1]
                 if any(id(t) in self.record.base_strided_views for t in inner):
                     self.record.base_strided_views.add(id(out))  # its inner views were: so is the wrapper
-            if func in _SET_OPS and self.depth == 0:
+            if func in SET_OPS and self.depth == 0:
                 seq = self.record.inplace_views[id(args[0])][-1].seq  # set_ is an inplace_view op: _track saw it
                 self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
                 self.record.keep_alive.append(args[0])
@@ -129,9 +124,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 # its base's, for a view), in eager.
                 self.record.written_families.add(self.record.family_of(args[0]))
             source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
-            if func in _SET_OPS and self.depth == 0:
+            if func in SET_OPS and self.depth == 0:
                 self.record.wrapper_grad_sets.pop(id(args[0]), None)
-            if func in _SET_OPS and torch.is_grad_enabled() and (args[0].requires_grad or source_grad):
+            if func in SET_OPS and torch.is_grad_enabled() and (args[0].requires_grad or source_grad):
                 if self.depth == 0:
                     self._grad_set(args[0])  # Note [set_ Under Grad], at the wrapper level
                     source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
@@ -169,7 +164,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self._grad_set(args[0])
             self.record.written_families.add(self.record.family_of(args[0]))
             return args[0]
-        if func in _SET_OPS and args and is_functional(args[0]):
+        if func in SET_OPS and args and is_functional(args[0]):
             if self.depth == 0:
                 check_shared_grad_set(self.record, args, (args[0],))
             self._set(func, args, kwargs)
@@ -466,6 +461,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Writes under no_grad or through .data/detach() are invisible to autograd in eager.
             self.record.visible_writes.add(storage_key(arg))
             self.record.visible_families.add(self.record.family_of(arg))
+            self.record.visible_seq[id(arg)] = self.record.seq
 
 
 # Note [contiguous() Of A Contiguous Clone]
@@ -707,6 +703,7 @@ class _DataMode(TorchFunctionMode):
                 self.record.requires_grad_gained.add(id(args[0]))
         if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
             self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
+        check_stale_views(self.record, args, kwargs)
         out = func(*args, **kwargs)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
             _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch; Note [Uniform Writes Through Expand]

@@ -13,6 +13,16 @@ import torch
 
 from subclassaot.schemas import DenseIndex
 
+# set_() overloads: each replaces a tensor's storage and metadata
+SET_OPS = frozenset(
+    {
+        torch.ops.aten.set_.source_Tensor,
+        torch.ops.aten.set_.source_Storage,
+        torch.ops.aten.set_.source_Storage_storage_offset,
+        torch.ops.aten.set_.source_Tensor_storage_offset,
+    }
+)
+
 
 @dataclass(frozen=True, slots=True)
 class ViewRecord:
@@ -74,6 +84,7 @@ class SwapRecord:
     # roots written through with grad enabled, not through .data/detach(): the writes autograd records on that
     # family (a tensor set_() or `.data =`-assigned to another's storage is of its own family)
     visible_families: set[int] = field(default_factory=set)
+    visible_seq: dict[int, int] = field(default_factory=dict)  # id() of a tensor so written -> seq of its last write
     # id() of a wrapper subclass -> the `.data =` assignments to it, in order: each a shallow copy of the wrapper's
     # own metadata and storage; its inner tensors stay (Note [Wrapper Data Assignment])
     wrapper_data: dict[int, list[DataAssignment]] = field(default_factory=dict)

@@ -6,6 +6,7 @@ Invariants: casts and `type: ignore[code]` for torch internals live here and now
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import cast
@@ -388,3 +389,9 @@ def rebind_functional(x: torch.Tensor, src: torch.Tensor, meta: tuple[list[int],
     if meta is None:
         meta = (list(src.size()), list(src.stride()), int(src.storage_offset()))
     set_wrapper_metadata(x, meta[0], meta[1], meta[2])
+
+
+def no_dispatch() -> contextlib.AbstractContextManager[None]:
+    """Run ops below every Python mode (functionalization, fake tensors, ours): for meta-tensor arithmetic on
+    layouts inside a functional run."""
+    return cast("contextlib.AbstractContextManager[None]", torch.utils._mode_utils.no_dispatch())

@@ -39,7 +39,7 @@ from subclassaot.schemas import (
     ViewStep,
     WrapperStorageClass,
 )
-from subclassaot.swap_record import InplaceViewRecord, ViewRecord
+from subclassaot.swap_record import SET_OPS, InplaceViewRecord, ViewRecord
 from subclassaot.torch_internals import storage_key, symint_expr
 
 __all__ = [
@@ -107,13 +107,15 @@ def root_replay(
     found = [bases.get(storage_key(leaf)) for leaf in root_leaves]
     if not all(b is not None and b[1] is leaf for b, leaf in zip(found, root_leaves, strict=True)):
         return None
+    meta = leaf_meta(t)
     return Replay(
         source=ReplaySource.WRAPPER,
         index=-1,
         steps=steps,
         root_tree=node,
         root_bases=tuple(b[0] for b in found if b is not None),
-        root_meta=leaf_meta(t),
+        root_meta=meta,
+        root_stride_leaf=next((k for k, leaf in enumerate(root_leaves) if leaf_meta(leaf)[:2] == meta[:2]), None),
     )
 
 
@@ -176,7 +178,11 @@ def _replay_of(
             break
         if (id(t) in run.swaps.swapped_ids and not (then_set and t is value)) or id(t) in run.swaps.grown_ids:
             return None  # set_(), .data = or a growing resize_() since it was made: the view chain no longer says
-        own = [r for r in run.swaps.inplace_views.get(id(t), []) if record.seq < r.seq < upto]
+        own = [
+            r
+            for r in run.swaps.inplace_views.get(id(t), [])
+            if record.seq < r.seq < upto and not (then_set and t is value and r.func in SET_OPS)
+        ]  # (an earlier set_() of the output itself: the last one, replayed after the chain, overrides it)
         step = _step(record)
         if step is not None and id(t) in run.swaps.data_aliases:
             step = replace(step, own_version=True)  # `.data`: not eager's detach(), its version counter is its own
@@ -413,7 +419,11 @@ def _late_no_grad_view(
     step = ViewStep(
         op=torch.ops.aten.as_strided.default, args=(size, stride, offset), kwargs=(), index=None, grad_enabled=False
     )
-    return Replay(source=ReplaySource.INPUT, index=0, steps=(step,))
+    if leaves[0].is_view:
+        return Replay(source=ReplaySource.INPUT, index=0, steps=(step,))
+    # eager's ends in a detach(), which is no view (fuzz seed 7000 #7202)
+    detach = ViewStep(op=torch.ops.aten.detach.default, args=(), kwargs=(), index=None, grad_enabled=False)
+    return Replay(source=ReplaySource.INPUT, index=0, steps=(step, detach))
 
 
 # Note [Input Views With Cut History]
