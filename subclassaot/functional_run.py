@@ -163,6 +163,7 @@ def run_functional(
     for t, fam in zip(user_tensors, layout.wrapper_families, strict=True):
         if fam >= 0:
             record.family[id(t)] = -1_000_000 - fam
+            record.family_wrappers.setdefault(-1_000_000 - fam, []).append(t)
     with swap_modes(record, [*dense, *originals]):
         try:
             output = call(state, args, kwargs)

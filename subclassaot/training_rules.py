@@ -443,8 +443,9 @@ def _check_aliased_subclass_group(
 # Note [Overlapping Subclass Members Written Through One]
 # The refusal above (Note [Aliased Subclass Inputs In Training]) is lifted where one member is the only one the
 # program writes through with grad enabled (its wrapper, or views of it the program took) and no other member is
-# used with grad enabled by an op other than a view op (before the write, such a use could save it for a backward
-# that eager's version check then fails; after it, eager's history of it goes through the write). Ops under no_grad
+# used with grad enabled by an op other than a view op after the write (eager's history of that use goes through the
+# write). A use before the write, or by the write itself, may save the member for a backward that eager's version
+# check then fails: the trace's check fails alike (Note [Saved Members Of A Written Wrapper Family]). Ops under no_grad
 # record nothing: their values are the trace's, and writes through other members reach the writer's traced value
 # below autograd, where eager's history does not see them either. Then autograd does what eager does: the writer's
 # new value comes from the Function (its history is the program's writes to its own wrapper, exact in the trace)
@@ -475,8 +476,11 @@ def _writer_of(layout: DenseLayout, analysis: Analysis, group: AliasGroup) -> in
         return None
     first = analysis.wrapper_first_write[writers[0]]
     for t in inputs - {writers[0]}:
+        # Used after the write: eager's history of that use goes through the write. Saved by an op before it, or
+        # by the write itself: the trace's backward fails as eager's (Note [Saved Members Of A Written Wrapper
+        # Family]).
         last = analysis.wrapper_last_use[t]
-        if last is not None and (analysis.wrapper_saved[t] or first is None or last > first):
+        if last is not None and (first is None or last > first):
             return None
     return writers[0]
 
