@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
 from tests.pipeline.fuzz_helpers import assert_refused, pair_nonleaf
 
 T = torch.Tensor
@@ -84,7 +85,7 @@ def test_member_saved_before_write_views_returned(compile_fn: CompileFn | None) 
         x0.contiguous()
         x1.mul_(0.5)
         with torch.no_grad():
-            t0.set_(x0)
+            set_to(t0, x0)
         t2 = x0.view((3, 1, 1))
         return (t2, x2)
 
