@@ -377,7 +377,7 @@ def _kernel_strides(m: LeafMutation) -> bool:
 # That is exact except where autograd's rebasing matters: a write autograd records into a group in which two
 # distinct members of one wrapper family overlap (x and x[0], x written, x[0] read after). Then eager's history of
 # the second member goes through the write, ours would not, so that case is refused unless Note [Overlapping
-# Subclass Members Written Through One] applies (as is a group mixing a plain member and a subclass member that
+# Subclass Members Written Through One] or Note [Subclass Members Traced As Views Of Their Base Input] applies (as is a group mixing a plain member and a subclass member that
 # both require grad: their gradients would meet below autograd). Making it exact in general
 # needs the gradient with respect to the shared inner storage, split back per member, but the link from a wrapper
 # to its inner tensors is below autograd: that gradient would take either autograd on the inner tensors (not the
@@ -431,7 +431,7 @@ def _check_aliased_subclass_group(
     if not visible:
         return
     clash = _overlapping_members(layout, group, subclass_grad, position)
-    if clash is not None and _writer_of(layout, analysis, group) is None:
+    if clash is not None and _writer_of(layout, analysis, group) is None and not _one_traced_view_family(layout, group):
         raise UnsupportedError(
             f"{layout.leaves[clash].path} overlaps another input that is a view of the same tensor subclass base "
             "(or overlaps itself), and the program writes them where autograd records it; in training this is not "
@@ -480,9 +480,28 @@ def _writer_of(layout: DenseLayout, analysis: Analysis, group: AliasGroup) -> in
         # by the write itself: the trace's backward fails as eager's (Note [Saved Members Of A Written Wrapper
         # Family]).
         last = analysis.wrapper_last_use[t]
-        if last is not None and (first is None or last > first):
+        if last is not None and (first is None or last > first) and not _traced_as_view(layout, t, writers[0]):
             return None
     return writers[0]
+
+
+def _one_traced_view_family(layout: DenseLayout, group: AliasGroup) -> bool:
+    """Every subclass input of `group` is one base input or a view of it traced as one (Note [Subclass Members
+    Traced As Views Of Their Base Input])."""
+    input_of = {j: t for t, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    inputs = set()
+    for m in group.members:
+        t = input_of[m]
+        same = layout.same_wrapper[t] if layout.same_wrapper else None
+        inputs.add(t if same is None else same)
+    bases = {t if layout.view_of[t] is None else layout.view_of[t] for t in inputs} if layout.view_of else inputs
+    return len(bases) == 1 and all(layout.trees[t] is not None for t in inputs)
+
+
+def _traced_as_view(layout: DenseLayout, t: int, writer: int) -> bool:
+    """Input `t` or the writer is the other's autograd `._base`: the trace differentiates a use after the write
+    through it (Note [Subclass Members Traced As Views Of Their Base Input])."""
+    return bool(layout.view_of) and (layout.view_of[t] == writer or layout.view_of[writer] == t)
 
 
 def _read_only_member(layout: DenseLayout, analysis: Analysis, group: AliasGroup, i: int) -> bool:
