@@ -377,12 +377,14 @@ def _kernel_strides(m: LeafMutation) -> bool:
 # That is exact except where autograd's rebasing matters: a write autograd records into a group in which two
 # distinct members of one wrapper family overlap (x and x[0], x written, x[0] read after). Then eager's history of
 # the second member goes through the write, ours would not, so that case is refused unless Note [Overlapping
-# Subclass Members Written Through One] or Note [Subclass Members Traced As Views Of Their Base Input] applies (as is a group mixing a plain member and a subclass member that
-# both require grad: their gradients would meet below autograd). Making it exact in general
-# needs the gradient with respect to the shared inner storage, split back per member, but the link from a wrapper
-# to its inner tensors is below autograd: that gradient would take either autograd on the inner tensors (not the
-# subclass's own wrapper-level formulas, so not eager's for a general subclass) or rebuilding the members as
-# wrapper-level views of one wrapper (as_strided on the subclass, which a general subclass need not support).
+# Subclass Members Written Through One] or Note [Subclass Members Traced As Views Of Their Base Input] applies (as is
+# a group mixing a plain member and a subclass member that both require grad: their gradients would meet below
+# autograd). Making it exact in general needs the gradient with respect to the shared inner storage, split back per
+# member, but the link from a wrapper to its inner tensors is below autograd: that gradient would take either
+# autograd on the inner tensors (not the subclass's own wrapper-level formulas, so not eager's for a general
+# subclass) or rebuilding the members as wrapper-level views of one wrapper (as_strided on the subclass, which a
+# general subclass need not support). Where one member is the other's real `._base`, the real view's own view ops
+# rebuild it exactly: that is the Note on traced views.
 
 
 def _written_through_alias(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:

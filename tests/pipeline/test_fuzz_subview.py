@@ -3,8 +3,11 @@ Written Wrapper Family], Note [Overlapping Subclass Members Written Through One]
 
 from __future__ import annotations
 
+import pytest
 import torch
 
+import subclassaot
+from subclassaot.errors import UnsupportedError
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.fuzz_helpers import assert_refused, pair_nonleaf
@@ -175,3 +178,19 @@ def test_members_not_views_of_each_other_used_after_write_refused(compile_fn: Co
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, "overlaps another input that is a view of the same tensor subclass")
+
+
+def test_base_relation_is_guarded() -> None:
+    # Compiled for (x[0], x); called with (y[0], y.view_as(y)): the same storages and layouts, but the second input
+    # is no `._base` of the first, so the entry's traced view link does not hold: the guard fails and recompiles.
+    def f(x0: T, x1: T) -> object:
+        x1.mul_(0.5)
+        return (x0.sin(),)
+
+    compiled = subclassaot.compile(f)
+    with torch.enable_grad():
+        b0 = pair_nonleaf(2, 3)
+        compiled(b0[0], b0)
+        b1 = pair_nonleaf(2, 3)
+        with pytest.raises(UnsupportedError, match="overlaps another input that is a view of the same tensor subclass"):
+            compiled(b1[0], b1.view_as(b1))
