@@ -433,7 +433,11 @@ def _check_aliased_subclass_group(
     if not visible:
         return
     clash = _overlapping_members(layout, group, subclass_grad, position)
-    if clash is not None and _writer_of(layout, analysis, group) is None and not _one_traced_view_family(layout, group):
+    if (
+        clash is not None
+        and _writer_of(layout, analysis, group) is None
+        and not _one_traced_view_family(layout, subclass_grad)
+    ):
         raise UnsupportedError(
             f"{layout.leaves[clash].path} overlaps another input that is a view of the same tensor subclass base "
             "(or overlaps itself), and the program writes them where autograd records it; in training this is not "
@@ -487,12 +491,13 @@ def _writer_of(layout: DenseLayout, analysis: Analysis, group: AliasGroup) -> in
     return writers[0]
 
 
-def _one_traced_view_family(layout: DenseLayout, group: AliasGroup) -> bool:
-    """Every subclass input of `group` is one base input or a view of it traced as one (Note [Subclass Members
-    Traced As Views Of Their Base Input])."""
+def _one_traced_view_family(layout: DenseLayout, members: Sequence[DenseIndex]) -> bool:
+    """The tensor inputs of `members` (those of a group that require grad: the others are written below autograd,
+    as in eager) are one base input and views of it traced as such (Note [Subclass Members Traced As Views Of Their
+    Base Input])."""
     input_of = {j: t for t, leaves in enumerate(layout.leaves_of_input) for j in leaves}
     inputs = set()
-    for m in group.members:
+    for m in members:
         t = input_of[m]
         same = layout.same_wrapper[t] if layout.same_wrapper else None
         inputs.add(t if same is None else same)

@@ -165,6 +165,23 @@ def test_base_written_and_transposed_in_place(compile_fn: CompileFn | None) -> N
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
+def test_detached_member_written_beside_traced_views(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 7000, program 221 (refused before): a detached alias (no grad) is written below autograd, beside a
+    # base and its view that require grad; one of them is saved before the write (eager's backward through it
+    # raises, ours too) and the other returned.
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x0 * x0
+        x1.mul_(0.5)
+        return (t0, x2)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(2, 3)
+        return (b0[0], b0[1].detach(), b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
 def test_members_not_views_of_each_other_used_after_write_refused(compile_fn: CompileFn | None) -> None:
     # Two overlapping views of a base the program does not get: neither is the other's `._base`, so a use of one
     # after a write through the other stays refused.
