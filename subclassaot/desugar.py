@@ -101,7 +101,17 @@ def dense_layout(
             next((k for k in range(i) if reals[k] is real), None) if is_traceable_subclass(real) else None
             for i, real in enumerate(reals)
         ),
+        view_of=tuple(_base_input(real, reals) for real in reals),
     )
+
+
+def _base_input(real: torch.Tensor, reals: Sequence[torch.Tensor]) -> int | None:
+    """The first subclass input that is `real`'s autograd `._base` (Note [Subclass Members Traced As Views Of Their
+    Base Input]): both require grad and are no autograd leaves (in training, both run as clones)."""
+    base = real._base if is_traceable_subclass(real) and real._is_view() and real.requires_grad else None
+    if base is None or base.is_leaf or not base.requires_grad:
+        return None
+    return next((k for k, other in enumerate(reals) if other is base and is_traceable_subclass(other)), None)
 
 
 def _version_families(reals: Sequence[torch.Tensor]) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -23,7 +23,7 @@ from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_su
 from subclassaot.schemas import AliasGroupRef, DenseIndex, DenseLayout, FlatInputs, Meta
 from subclassaot.storage_swaps import swap_modes
 from subclassaot.swap_record import Elements, SwapRecord, dense_strides, elements_of
-from subclassaot.torch_internals import DataDependentError, storage_key, to_functional
+from subclassaot.torch_internals import DataDependentError, replay_view, storage_key, to_functional
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,7 +102,8 @@ def run_functional(
     moved: set[int] = set()  # dense leaves whose clone has other offsets or strides than the input
     restrided: list[int] = []  # ... other strides (an input whose elements overlap is cloned contiguous)
     copy_on_contiguous: set[int] = set()
-    for i in sorted(clone_inputs):
+    viewed = _traced_as_views(layout, flat, clone_inputs)
+    for i in sorted(clone_inputs, key=lambda i: i in viewed):
         # The program runs on a clone of the input (autograd-visible): gradients are taken with respect to the
         # input as it was, and a wrapper that is a non-leaf in eager is one here too (see Note [Training
         # Through A Joint Graph]). The clone's leaves stand for the input's leaves from here on. A subclass input
@@ -111,11 +112,14 @@ def run_functional(
         clone = clones.get(id(original))
         if clone is None:
             shared = layout.trees[i] is not None and any(j in grouped for j in layout.leaves_of_input[i])
-            clone = (
-                cast(torch.Tensor, _SameStorageClone.apply(original))  # type: ignore[no-untyped-call]  # untyped in torch
-                if shared
-                else _strided_clone(original)
-            )
+            if i in viewed:  # Note [Subclass Members Traced As Views Of Their Base Input]
+                clone = replay_view(cast(torch.Tensor, flat.values[flat.tensor_indices[i]]), user_tensors[viewed[i]])
+            else:
+                clone = (
+                    cast(torch.Tensor, _SameStorageClone.apply(original))  # type: ignore[no-untyped-call]  # untyped in torch
+                    if shared
+                    else _strided_clone(original)
+                )
             if i in view_clone_inputs and not clone._is_view():
                 clone = clone.view_as(clone)  # Note [Writes To Plain View Inputs Make Plain Gradients]
             clones[id(original)] = clone
@@ -164,6 +168,7 @@ def run_functional(
     for t, fam in zip(user_tensors, layout.wrapper_families, strict=True):
         if fam >= 0:
             record.family[id(t)] = -1_000_000 - fam
+            record.family_wrappers.setdefault(-1_000_000 - fam, []).append(t)
     with swap_modes(record, [*dense, *originals]):
         try:
             output = call(state, args, kwargs)
@@ -249,6 +254,37 @@ def _detach_members_without_grad(
                 dense[m] = dense[m].detach()
                 detached.append(dense[m])
     return detached
+
+
+# Note [Subclass Members Traced As Views Of Their Base Input]
+# Two subclass inputs of one alias group where the real wrapper of one is the other's autograd `._base` (x and
+# x[0], x and x.t()): in eager a write through either rebases the other's history on the write, and a use of the
+# other after it differentiates through the write. Each member its own wrapper in the trace (Note [Aliased Subclass
+# Inputs In Training]) cannot show that. So in training the view member runs as the same view of its base's traced
+# wrapper (the real view's own view ops, replayed: `replay_view`), and autograd in the trace rebases it as eager's
+# does; its gradient, all of it, reaches the Function's input for the base, whose real history is the one eager's
+# view reaches through its own grad_fn (the same view ops over the same base). A guard keeps the `._base` relation
+# (guards.py). The trace's autograd then relates the family's members as eager's does, so a group whose subclass
+# inputs are one base input and views of it traced so is not refused for overlapping members at all, whoever writes
+# (training_rules `_one_traced_view_family`; other rules, on metadata changes of aliased inputs, still apply), nor
+# is a member used after the write where it and the one writer are linked so (Note [Overlapping Subclass Members
+# Written Through One]). Checked (parity oracle) on fuzz seed 7000 #50, #1874, #4705, #6343, #6461, #8053, #8328,
+# #9986 and on every training program of seeds 6000 (#0-2999) and 7000 (#0-3999) with such a pair of inputs.
+
+
+def _traced_as_views(layout: DenseLayout, flat: FlatInputs, clone_inputs: frozenset[int]) -> dict[int, int]:
+    """Cloned subclass inputs of an alias group that run as views of another cloned one, their `._base` -> it."""
+    grouped = {m for g in layout.groups for m in g.members}
+    out = {}
+    for i, k in enumerate(layout.view_of):
+        same = layout.same_wrapper[i] if layout.same_wrapper else None
+        if k is None or same is not None or i not in clone_inputs or k not in clone_inputs:
+            continue
+        if any(j in grouped for j in layout.leaves_of_input[i]) and any(
+            j in grouped for j in layout.leaves_of_input[k]
+        ):
+            out[i] = k
+    return out
 
 
 class _SameStorageClone(torch.autograd.Function):

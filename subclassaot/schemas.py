@@ -90,6 +90,9 @@ class DenseLayout:
     wrapper_families: tuple[int, ...]  # per tensor input (-1 for plain inputs)
     # per tensor input: the first earlier tensor input that is the very same subclass object (f(x, x)), else None
     same_wrapper: tuple[int | None, ...] = ()
+    # per tensor input: the subclass tensor input whose real wrapper is its autograd `._base` (Note [Subclass Members
+    # Traced As Views Of Their Base Input]), else None
+    view_of: tuple[int | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -35,6 +35,7 @@ from subclassaot.swap_record import (
     InplaceViewRecord,
     SwapRecord,
     ViewRecord,
+    bump_family_wrappers,
     elements_of,
     reads_elsewhere_written,
 )
@@ -455,6 +456,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if self.depth == 0 and is_traceable_subclass(arg):
                 for leaf in flatten_subclass(arg, "written")[1]:
                     self.record.wrapper_bumps[storage_key(leaf)] = self.record.seq
+                if bumps:
+                    bump_family_wrappers(self.record, arg)
         if self.depth == 0 and bumps:
             self.record.written_families.add(self.record.family_of(arg))
         if id(arg) not in self.record.hidden and torch.is_grad_enabled():

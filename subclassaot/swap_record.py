@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from subclassaot.schemas import DenseIndex
+from subclassaot.torch_internals import get_version, set_version
 
 # set_() overloads: each replaces a tensor's storage and metadata
 SET_OPS = frozenset(
@@ -122,6 +123,9 @@ class SwapRecord:
     # family's version counter advanced: views of another member see it; Note [Overlapping Subclass Members Written
     # Through One])
     wrapper_bumps: dict[object, int] = field(default_factory=dict)
+    # version-counter root (as `family`) -> the subclass inputs of that family as the program runs them, each its own
+    # wrapper with its own counter here: Note [Saved Members Of A Written Wrapper Family]
+    family_wrappers: dict[int, list[torch.Tensor]] = field(default_factory=dict)
     seq: int = 0
 
     def family_of(self, t: torch.Tensor) -> int:
@@ -227,3 +231,23 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
             return False
         expected *= s
     return True
+
+
+# Note [Saved Members Of A Written Wrapper Family]
+# Subclass inputs that are views of one wrapper (x and x.t(), x and x[0]) share one version counter in eager: a
+# write through any of them advances it for all, so a member saved for a backward before the write (`t = x0 * x0;
+# x1.mul_(2); return t`) makes eager's backward raise. In the trace each member is its own wrapper over the shared
+# inner tensors (Note [Aliased Subclass Inputs In Training]), with a counter of its own, so a wrapper-level write
+# through one member advances the counters of the other members of its family too: autograd's saved-tensor check
+# then fails in the joint trace where eager's backward would, and the failure is deferred to the compiled backward
+# or refused (Note [Backward Errors Are Deferred]). That lets Note [Overlapping Subclass Members Written Through
+# One] admit members used before the write by ops that save them (fuzz seed 7000 #575, #7049, #8305). A counter
+# advanced twice (a member that is the written one's own view) only fails the same checks as once.
+
+
+def bump_family_wrappers(record: SwapRecord, written: torch.Tensor) -> None:
+    """Advance the version counters of the inputs of `written`'s wrapper family (Note [Saved Members Of A Written
+    Wrapper Family])."""
+    for member in record.family_wrappers.get(record.family_of(written), ()):
+        if member is not written:
+            set_version(member, get_version(member) + 1)

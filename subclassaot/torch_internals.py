@@ -111,6 +111,12 @@ def set_version(t: torch.Tensor, version: int) -> None:
         torch._C._autograd._unsafe_set_version_counter((t,), (version,))
 
 
+def replay_view(view: torch.Tensor, new_base: torch.Tensor) -> torch.Tensor:
+    """The view ops that made `view` from its autograd `._base`, replayed on `new_base` (autograd's view function:
+    the ops themselves, not an as_strided)."""
+    return cast(torch.Tensor, view._view_func_unsafe(new_base))
+
+
 def grad_fn_raises(t: torch.Tensor) -> bool:
     """Does reading `t.grad_fn` raise autograd's view-after-write error (a view made under no_grad, or by a
     multi-output op, whose base was written since)? Only views that require grad can."""

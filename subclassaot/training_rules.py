@@ -377,12 +377,14 @@ def _kernel_strides(m: LeafMutation) -> bool:
 # That is exact except where autograd's rebasing matters: a write autograd records into a group in which two
 # distinct members of one wrapper family overlap (x and x[0], x written, x[0] read after). Then eager's history of
 # the second member goes through the write, ours would not, so that case is refused unless Note [Overlapping
-# Subclass Members Written Through One] applies (as is a group mixing a plain member and a subclass member that
-# both require grad: their gradients would meet below autograd). Making it exact in general
-# needs the gradient with respect to the shared inner storage, split back per member, but the link from a wrapper
-# to its inner tensors is below autograd: that gradient would take either autograd on the inner tensors (not the
-# subclass's own wrapper-level formulas, so not eager's for a general subclass) or rebuilding the members as
-# wrapper-level views of one wrapper (as_strided on the subclass, which a general subclass need not support).
+# Subclass Members Written Through One] or Note [Subclass Members Traced As Views Of Their Base Input] applies (as is
+# a group mixing a plain member and a subclass member that both require grad: their gradients would meet below
+# autograd). Making it exact in general needs the gradient with respect to the shared inner storage, split back per
+# member, but the link from a wrapper to its inner tensors is below autograd: that gradient would take either
+# autograd on the inner tensors (not the subclass's own wrapper-level formulas, so not eager's for a general
+# subclass) or rebuilding the members as wrapper-level views of one wrapper (as_strided on the subclass, which a
+# general subclass need not support). Where one member is the other's real `._base`, the real view's own view ops
+# rebuild it exactly: that is the Note on traced views.
 
 
 def _written_through_alias(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
@@ -431,7 +433,11 @@ def _check_aliased_subclass_group(
     if not visible:
         return
     clash = _overlapping_members(layout, group, subclass_grad, position)
-    if clash is not None and _writer_of(layout, analysis, group) is None:
+    if (
+        clash is not None
+        and _writer_of(layout, analysis, group) is None
+        and not _one_traced_view_family(layout, subclass_grad)
+    ):
         raise UnsupportedError(
             f"{layout.leaves[clash].path} overlaps another input that is a view of the same tensor subclass base "
             "(or overlaps itself), and the program writes them where autograd records it; in training this is not "
@@ -443,8 +449,9 @@ def _check_aliased_subclass_group(
 # Note [Overlapping Subclass Members Written Through One]
 # The refusal above (Note [Aliased Subclass Inputs In Training]) is lifted where one member is the only one the
 # program writes through with grad enabled (its wrapper, or views of it the program took) and no other member is
-# used with grad enabled by an op other than a view op (before the write, such a use could save it for a backward
-# that eager's version check then fails; after it, eager's history of it goes through the write). Ops under no_grad
+# used with grad enabled by an op other than a view op after the write (eager's history of that use goes through the
+# write). A use before the write, or by the write itself, may save the member for a backward that eager's version
+# check then fails: the trace's check fails alike (Note [Saved Members Of A Written Wrapper Family]). Ops under no_grad
 # record nothing: their values are the trace's, and writes through other members reach the writer's traced value
 # below autograd, where eager's history does not see them either. Then autograd does what eager does: the writer's
 # new value comes from the Function (its history is the program's writes to its own wrapper, exact in the trace)
@@ -475,10 +482,33 @@ def _writer_of(layout: DenseLayout, analysis: Analysis, group: AliasGroup) -> in
         return None
     first = analysis.wrapper_first_write[writers[0]]
     for t in inputs - {writers[0]}:
+        # Used after the write: eager's history of that use goes through the write. Saved by an op before it, or
+        # by the write itself: the trace's backward fails as eager's (Note [Saved Members Of A Written Wrapper
+        # Family]).
         last = analysis.wrapper_last_use[t]
-        if last is not None and (analysis.wrapper_saved[t] or first is None or last > first):
+        if last is not None and (first is None or last > first) and not _traced_as_view(layout, t, writers[0]):
             return None
     return writers[0]
+
+
+def _one_traced_view_family(layout: DenseLayout, members: Sequence[DenseIndex]) -> bool:
+    """The tensor inputs of `members` (those of a group that require grad: the others are written below autograd,
+    as in eager) are one base input and views of it traced as such (Note [Subclass Members Traced As Views Of Their
+    Base Input])."""
+    input_of = {j: t for t, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    inputs = set()
+    for m in members:
+        t = input_of[m]
+        same = layout.same_wrapper[t] if layout.same_wrapper else None
+        inputs.add(t if same is None else same)
+    bases = {t if layout.view_of[t] is None else layout.view_of[t] for t in inputs} if layout.view_of else inputs
+    return len(bases) == 1 and all(layout.trees[t] is not None for t in inputs)
+
+
+def _traced_as_view(layout: DenseLayout, t: int, writer: int) -> bool:
+    """Input `t` or the writer is the other's autograd `._base`: the trace differentiates a use after the write
+    through it (Note [Subclass Members Traced As Views Of Their Base Input])."""
+    return bool(layout.view_of) and (layout.view_of[t] == writer or layout.view_of[writer] == t)
 
 
 def _read_only_member(layout: DenseLayout, analysis: Analysis, group: AliasGroup, i: int) -> bool:

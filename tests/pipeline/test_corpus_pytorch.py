@@ -40,7 +40,6 @@ PAIR_INTERMEDIATE = "several outputs aliasing one intermediate PairTensor that r
 REFUSED: dict[str, str] = {
     "aliases_bases_out_of_order_train": ALIASED_META,
     "pair_aliases_other_input_train": PAIR_ALIASED,
-    "pair_aliases_other_input_is_base_train": PAIR_ALIASED,
     "requires_grad_on_view": "requires_grad_() on a view of an input (not on the input) is refused",
     "inner_grad": "torch.autograd.grad inside the compiled program is refused",
     "hook_on_intermediate": "register_hook() inside the compiled program is refused",
