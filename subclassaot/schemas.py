@@ -320,6 +320,9 @@ class Analysis:
     # which subclass inputs and outputs share one wrapper storage after the call; () unless the program called
     # set_() on a wrapper or assigned a wrapper's `.data` (Note [Wrapper Storage After set_])
     wrapper_storage: tuple[WrapperStorageClass, ...] = ()
+    # per dense leaf: the program read a view of its synthetic base whose history autograd rebuilt from a view
+    # function that misses an in-place view op (Note [Stale View Functions]); () outside alias groups
+    stale_view_reads: tuple[bool, ...] = ()
 
     def wrapper_roots(self) -> dict[int, tuple[int, ...]]:
         """First base number -> the base numbers of one intermediate subclass that views are replayed from

@@ -109,6 +109,11 @@ class SwapRecord:
     # family's version counter advanced: views of another member see it; Note [Overlapping Subclass Members Written
     # Through One])
     wrapper_bumps: dict[object, int] = field(default_factory=dict)
+    # id() of a view of a synthetic base whose view function misses an in-place view op -> the seq at which its
+    # history was last set; storage keys of such views read after their history was rebuilt (Note [Stale View
+    # Functions])
+    stale_views: dict[int, int] = field(default_factory=dict)
+    stale_reads: set[object] = field(default_factory=set)
     seq: int = 0
 
     def family_of(self, t: torch.Tensor) -> int:
