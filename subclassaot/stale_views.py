@@ -31,6 +31,25 @@ from subclassaot.torch_internals import storage_key
 # write, the member read after it: a shape error; a square one gives wrong gradients silently).
 
 
+def note_before(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
+    """Before an in-place view op runs: the layout a view of a synthetic base has while its view function is right."""
+    if torch.Tag.inplace_view in getattr(func, "tags", ()) and args and isinstance(args[0], torch.Tensor):
+        if id(args[0]) not in record.stale_views and storage_key(args[0]) in record.alias_bases:
+            record.function_layouts[id(args[0])] = _layout(args[0])
+
+
+def _layout(t: torch.Tensor) -> tuple[object, ...]:
+    """What autograd's history of a view reads: its sizes, and the strides of its dims of more than one element."""
+    strides = tuple(st if sz != 1 else 0 for sz, st in zip(t.shape, t.stride(), strict=True))
+    return (tuple(t.shape), strides, t.storage_offset() if t.numel() else 0)
+
+
+def _stale(record: SwapRecord, t: torch.Tensor) -> bool:
+    """The view function of `t` no longer makes its layout (one that got back its layout is right again)."""
+    before = record.function_layouts.get(id(t))
+    return id(t) in record.stale_views and (before is None or before != _layout(t))
+
+
 def note_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Before an op is recorded: note the storages of stale views it reads with a rebuilt history, or writes with
     grad enabled (autograd's CopySlices slices the base's gradient by the stale function)."""
@@ -40,7 +59,7 @@ def note_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dic
     written = [] if schema is None else _written(schema, args, kwargs)
     data_write = torch.Tag.inplace_view not in getattr(func, "tags", ())
     for a in pytree.tree_leaves((args, kwargs)):
-        if not isinstance(a, torch.Tensor) or id(a) not in record.stale_views or not a.requires_grad:
+        if not isinstance(a, torch.Tensor) or not a.requires_grad or not _stale(record, a):
             continue
         key = storage_key(a)
         rebuilt = record.last_bump.get(key, -1) > record.stale_views[id(a)]
@@ -70,7 +89,7 @@ def note_layout(record: SwapRecord, func: Any, args: tuple[Any, ...], out: Any, 
         set_at = record.seq if recorded else min(seq_before, record.stale_views.get(id(src), seq_before))
         record.stale_views[id(src)] = set_at
         record.keep_alive.append(src)
-    elif getattr(func, "is_view", False) and id(src) in record.stale_views:
+    elif getattr(func, "is_view", False) and _stale(record, src):
         rebuilt = record.last_bump.get(storage_key(src), -1) > record.stale_views[id(src)]
         for o in out if isinstance(out, list | tuple) else (out,):
             if isinstance(o, torch.Tensor):

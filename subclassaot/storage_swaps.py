@@ -18,7 +18,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from subclassaot.errors import UnsupportedError
 from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.stale_views import note_layout, note_reads
+from subclassaot.stale_views import note_before, note_layout, note_reads
 from subclassaot.storage_reach import (
     StorageReachError,
     as_strided_chain_refused,
@@ -92,6 +92,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        if self.depth == 0:
+            note_before(self.record, func, args)  # Note [Stale View Functions]
         subclass = next((a for a in args if is_traceable_subclass(a) and not is_functional(a)), None)
         if (
             subclass is not None

@@ -114,6 +114,7 @@ class SwapRecord:
     # Functions])
     stale_views: dict[int, int] = field(default_factory=dict)
     stale_reads: set[object] = field(default_factory=set)
+    function_layouts: dict[int, tuple[object, ...]] = field(default_factory=dict)  # ... the layout it makes
     seq: int = 0
 
     def family_of(self, t: torch.Tensor) -> int:

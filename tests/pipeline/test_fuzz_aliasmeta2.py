@@ -179,3 +179,22 @@ def test_subclass_leaf_passed_twice_changed_under_no_grad_is_refused(compile_fn:
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, _GROUP_RULE)
+
+
+@pytest.mark.parametrize("twice", [False, True])
+def test_layout_change_that_keeps_the_layout_then_written(compile_fn: CompileFn | None, twice: bool) -> None:
+    # fuzz seed 7000 #9885: t_() of a member of one element per dim (or t_() twice) leaves the layout its view
+    # function makes, so its rebuilt history is right
+    def f(x0: T, x1: T) -> object:
+        x1.t_()
+        if twice:
+            x1.t_()
+        x1.mul_(_W if twice else 2.0)
+        return x1 * (_W if twice else 3.0), x0
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(3, 3)
+        return (b0, b0) if twice else (b0[0:1, 0:1], b0[0:1, 0:1].unsqueeze(-1).squeeze(-1))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
