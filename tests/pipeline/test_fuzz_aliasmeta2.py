@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
 from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair, pair_nonleaf
 
 T = torch.Tensor
@@ -116,7 +117,7 @@ def test_member_set_to_another_under_no_grad_is_refused(compile_fn: CompileFn | 
     def f(x0: T, x1: T) -> object:
         x1.fill_(0.5)
         with torch.no_grad():
-            x0.set_(x1)
+            set_to(x0, x1)
         return (x1,)
 
     def make_inputs() -> tuple[object, ...]:
