@@ -184,8 +184,8 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
 # grad-enabled in-place view op records its own node, writes before it and members never changed rebuild theirs
 # exactly, and the epilogue replays the new layouts on the real members as for one member. So such groups are
 # refused only where a stale history is read: several members changed, written, changed under no_grad, returning
-# tensors or not (checked by the parity oracle: fuzz seed 7000 #454, #968, #1147, #3149, #3471, #4117, #6485,
-# #8161, #8944; seed 6000 #251, #700; wrong gradients where a stale history was read: seed 6000 #3969).
+# tensors or not (checked by the parity oracle: fuzz seed 7000 #454, #968, #1147, #3471, #4117, #6485, #6501,
+# #8944, #9885; wrong gradients where a stale history was read: seed 6000 #3969).
 
 
 # Note [Metadata Changes Of Grad-Free Members]
