@@ -124,6 +124,7 @@ def analyze(
         wrapper_bumped = tuple(
             tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
         )
+        stale = tuple(storage_key(o) in run.swaps.stale_reads for o in run.originals)
     uses = wrapper_uses(run, layout)
     return Analysis(
         mutations=mutations,
@@ -133,6 +134,7 @@ def analyze(
         requires_grad_set=tuple(id(t) in run.swaps.requires_grad_set for t in run.user_tensors),
         inplace_replay=replays,
         inplace_view_ops=tuple(id(t) in run.swaps.inplace_views for t in run.user_tensors),
+        stale_view_reads=stale,
         wrapper_first_write=uses[0],
         wrapper_last_use=uses[1],
         wrapper_saved=uses[2],

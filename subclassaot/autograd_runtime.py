@@ -335,7 +335,10 @@ def training_call(
                 after = analysis.wrapper_meta_after[i]
                 if analysis.inplace_replay[i] and after is not None:  # the value with the final metadata
                     size, stride, _ = ev.meta(after, symbols)
-                    leaves = [outs[final_update[j]] for j in layout.leaves_of_input[i]]
+                    leaves = [
+                        outs[final_update[j]] if j in final_update else _member_of(outs, group_final[j])
+                        for j in layout.leaves_of_input[i]
+                    ]
                 else:
                     leaves = [
                         # Note [Aliased Subclass Inputs In Training]: a member's region of its group's new base
@@ -488,14 +491,18 @@ def training_call(
     final_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.FINAL}
     base_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.BASE}
     group_source: dict[int, tuple[int, tuple[int, ...], tuple[int, ...], int]] = {}
+    group_final: dict[int, tuple[int, tuple[int, ...], tuple[int, ...], int]] = {}  # ... with its final metadata
     for k, item in enumerate(layout.graph_inputs):
         if isinstance(item, AliasGroupRef) and k in base_update:
             group = layout.groups[item.group]
             for m, (size, stride, offset) in zip(group.members, group.member_meta, strict=True):
                 group_source[m] = (base_update[k], _ints(size), _ints(stride), _ints((offset,))[0])
+                size, stride, offset = analysis.mutations[m].final_meta
+                if all(isinstance(d, int) for d in (*size, *stride, offset)):
+                    group_final[m] = (base_update[k], _ints(size), _ints(stride), _ints((offset,))[0])
     for i in bw_meta.wrapper_updates:
         if analysis.inplace_replay[i] and analysis.wrapper_meta_after[i]:
-            needed: Container[int] = final_update
+            needed: Container[int] = {*final_update, *group_final}  # Note [Subclass Inputs Passed Twice In Training]
         else:
             needed = {*original_update, *group_source}
         if any(j not in needed for j in layout.leaves_of_input[i]):

@@ -333,6 +333,9 @@ class Analysis:
     # torch functions the program called with requires_grad=True, in call order
     # (See Note [Tensors Made Requiring Grad Inside The Program])
     grad_factories: tuple[str, ...] = ()
+    # per dense leaf: the program read a view of its synthetic base whose history autograd rebuilt from a view
+    # function that misses an in-place view op (Note [Stale View Functions]); () outside alias groups
+    stale_view_reads: tuple[bool, ...] = ()
 
     def wrapper_roots(self) -> dict[int, tuple[int, ...]]:
         """First base number -> the base numbers of one intermediate subclass that views are replayed from

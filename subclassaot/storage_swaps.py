@@ -18,7 +18,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from subclassaot.errors import UnsupportedError
 from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.stale_views import check_stale_views
+from subclassaot.stale_views import check_stale_views, note_before, note_layout, note_reads
 from subclassaot.storage_reach import (
     StorageReachError,
     as_strided_chain_refused,
@@ -87,6 +87,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        if self.depth == 0:
+            note_before(self.record, func, args)  # Note [Stale View Functions]
         subclass = next((a for a in args if is_traceable_subclass(a) and not is_functional(a)), None)
         if (
             subclass is not None
@@ -196,6 +198,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             and self.depth == 0
         ):
             # (not a subclass's inner copy: the wrapper-level copy_ decided that, autograd may record it)
+            note_reads(self.record, func, args, kwargs)
             self._record_write(args[0], True)
             return args[0]
         if args and is_functional(args[0]) and _uniform_write(func, args[0]) and 0 in args[0].stride():
@@ -376,6 +379,14 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         schema = getattr(func, "_schema", None)
         if schema is None:
             return
+        if self.depth == 0:
+            note_reads(self.record, func, args, kwargs)
+        seq_before = self.record.seq
+        self._track_op(func, schema, args, out, kwargs)
+        if self.depth == 0:
+            note_layout(self.record, func, args, out, seq_before)
+
+    def _track_op(self, func: Any, schema: Any, args: tuple[Any, ...], out: Any, kwargs: dict[str, Any]) -> None:
         if torch.Tag.inplace_view in getattr(func, "tags", ()) and args and isinstance(args[0], torch.Tensor):
             self.record.seq += 1
             self.record.inplace_views.setdefault(id(args[0]), []).append(

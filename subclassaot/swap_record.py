@@ -126,6 +126,12 @@ class SwapRecord:
     # version-counter root (as `family`) -> the subclass inputs of that family as the program runs them, each its own
     # wrapper with its own counter here: Note [Saved Members Of A Written Wrapper Family]
     family_wrappers: dict[int, list[torch.Tensor]] = field(default_factory=dict)
+    # id() of a view of a synthetic base whose view function misses an in-place view op -> the seq at which its
+    # history was last set; storage keys of such views read after their history was rebuilt (Note [Stale View
+    # Functions])
+    stale_views: dict[int, int] = field(default_factory=dict)
+    stale_reads: set[object] = field(default_factory=set)
+    function_layouts: dict[int, tuple[object, ...]] = field(default_factory=dict)  # ... the layout it makes
     seq: int = 0
 
     def family_of(self, t: torch.Tensor) -> int:

@@ -65,7 +65,7 @@ def wrapper_update_inputs(
         if any(j in grouped for j in leaves) and (
             not analysis.wrapper_version_bumped[i]
             or _duplicate(layout, i)
-            or any(m.metadata for m in muts)
+            or (any(m.metadata for m in muts) and not _one_object(layout, i))
             or _not_written_through_own_wrapper(analysis, i)
         ):
             continue
@@ -73,6 +73,15 @@ def wrapper_update_inputs(
             continue  # Note [Overlapping Subclass Members Written Through One]
         out.append(i)
     return tuple(out)
+
+
+def _one_object(layout: DenseLayout, i: int) -> bool:
+    """Every alias group tensor input `i` is in holds only `i` itself (the same object passed several times)."""
+    same = layout.same_wrapper or (None,) * len(layout.trees)
+    first = {t: t if same[t] is None else same[t] for t in range(len(layout.trees))}
+    owner = {j: t for t, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    mine = set(layout.leaves_of_input[i])
+    return all(first[owner[m]] == first[i] for g in layout.groups if mine & set(g.members) for m in g.members)
 
 
 def _not_written_through_own_wrapper(analysis: Analysis, i: int) -> bool:
@@ -162,7 +171,21 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
 # base: b.set_(a[1:])) count: eager's backward through it raises, and ours too (the traced set_ fails the joint
 # trace's autograd.grad only where an output reaches it: Note [Backward Errors Are Deferred]), while the other
 # members' views are untouched. These relaxations are checked (parity oracle) for plain members only: a group with
-# a subclass member keeps the earlier refusals of set_() and of metadata changes.
+# a subclass member keeps the earlier refusals of set_() and of metadata changes. Plain members changed by in-place
+# view ops alone follow Note [Layout Changes Of Aliased Inputs By In-Place View Ops] instead.
+
+
+# Note [Layout Changes Of Aliased Inputs By In-Place View Ops]
+# For plain members whose metadata the program changes by in-place view ops alone (t_, unsqueeze_, transpose_,
+# as_strided_; not set_() or `.data =`), the refusals of Note [Metadata Changes Of Aliased Inputs In Training] were
+# all one cause: autograd rebuilds the history of a traced view of the synthetic base from a view function that
+# misses the in-place view ops (Note [Stale View Functions]). Where no such rebuilt history is read (the analysis
+# records it per storage: `Analysis.stale_view_reads`), every traced member's history is eager's, op for op: a
+# grad-enabled in-place view op records its own node, writes before it and members never changed rebuild theirs
+# exactly, and the epilogue replays the new layouts on the real members as for one member. So such groups are
+# refused only where a stale history is read: several members changed, written, changed under no_grad, returning
+# tensors or not (checked by the parity oracle: fuzz seed 7000 #454, #968, #1147, #3471, #4117, #6485, #6501,
+# #8944, #9885; wrong gradients where a stale history was read: seed 6000 #3969).
 
 
 # Note [Metadata Changes Of Grad-Free Members]
@@ -215,6 +238,8 @@ def _unsupported_group_change(
         swapped = [m for m, mut in muts if mut.storage_changed]
         if swapped:
             return swapped[0]
+        if len({input_of(m) for m in members}) == 1 and not any(mut.swapped for _, mut in muts):
+            return _one_subclass_object_change(muts, analysis, input_of, leaf)
     # A member set_() elsewhere left the group; one set_() under grad has a backward that raises anyway.
     meta = [m for m, mut in muts if mut.metadata and not (plain and (mut.storage_changed or mut.set_under_grad))]
     if plain and all(grad_free(input_of(m)) for m in meta):
@@ -223,6 +248,10 @@ def _unsupported_group_change(
         return None
     if plain and all(analysis.mutations[m].swapped_by_data and not leaf(m) for m in meta):
         return None  # Note [Data Assignments To Aliased Inputs In Training]
+    if plain and not any(analysis.mutations[m].swapped for m in meta):
+        # Note [Layout Changes Of Aliased Inputs By In-Place View Ops]
+        stale = [m for m in members if analysis.stale_view_reads and analysis.stale_view_reads[m]]
+        return meta[-1] if stale else None
     # Replayed as view ops (subclasses) or as_strided_ (plain; recorded iff autograd saw the change)
     steps = analysis.inplace_replay[input_of(meta[0])]
     recorded = all(step.grad_enabled for step in steps) and all(
@@ -233,6 +262,37 @@ def _unsupported_group_change(
     if not recorded and not (not plain and steps and not any(s.grad_enabled for s in steps) and not leaf(meta[0])):
         return meta[-1]  # the exception: Note [No-Grad Layout Changes Of Aliased Subclass Inputs]
     return None
+
+
+# Note [Subclass Inputs Passed Twice In Training]
+# One subclass object passed at several positions (f(x, x)) is one object in the program (Note [Aliased Subclass
+# Inputs In Training]): its traced group holds that object alone, so no other member's history can meet its own.
+# Its layout changes by in-place view ops with grad enabled are then those of one input (Note [Subclass Inputs
+# Mutated In Training]): the Function returns its new value with its final metadata, rebuilt from the group's new
+# base (autograd_runtime `group_final`), and the epilogue replays the view ops on the real input, then copies the
+# value in at the wrapper level; written or not, returning tensors or not. Under no_grad they follow Note [No-Grad
+# Layout Changes Of Aliased Subclass Inputs] (a leaf, or a write, keeps the refusal where tensors are returned).
+# Checked (parity oracle) on fuzz seed 7000 #2657, #2688, #3989, #6609, #9855 and on square transposes with
+# position-dependent writes and reads; a set_() of the object keeps the refusal.
+
+
+def _one_subclass_object_change(
+    muts: Sequence[tuple[DenseIndex, LeafMutation]],
+    analysis: Analysis,
+    input_of: Callable[[DenseIndex], int],
+    leaf: Callable[[DenseIndex], bool],
+) -> DenseIndex | None:
+    """One subclass object passed several times (Note [Subclass Inputs Passed Twice In Training])."""
+    meta = [m for m, mut in muts if mut.metadata]
+    if not meta:
+        return None
+    steps = analysis.inplace_replay[input_of(meta[0])]
+    if steps and all(step.grad_enabled for step in steps):
+        return None
+    hidden = steps and not any(step.grad_enabled for step in steps)
+    if hidden and (not _returns_tensors(analysis) or not (leaf(meta[0]) or any(mut.data for _, mut in muts))):
+        return None  # as Note [No-Grad Layout Changes Of Aliased Subclass Inputs]
+    return meta[-1]
 
 
 def _returns_tensors(analysis: Analysis) -> bool:
@@ -261,12 +321,23 @@ def check_training_supported(
         plain = all(layout.trees[input_of(m)] is None for m in group.members)
         changed = _unsupported_group_change(group.members, analysis, input_of, plain, grad_free, leaf)
         if needs_grad and changed is not None:
+            path = layout.leaves[changed].path
+            if plain and any(analysis.stale_view_reads[m] for m in group.members if analysis.stale_view_reads):
+                raise UnsupportedError(
+                    f"{path} shares storage with another input that requires grad and the program changes the "
+                    "metadata (t_, unsqueeze_, ...) of a member, then writes through it (or a view of it taken "
+                    "after), or uses it after a write to the storage or after an in-place view op under no_grad; in "
+                    "training this is not supported yet (autograd would rebuild its history in its old layout: Note "
+                    "[Stale View Functions]). Pass one base tensor and take the views inside the function, or change "
+                    "the layout of a clone"
+                )
             raise UnsupportedError(
-                f"{layout.leaves[changed].path} shares storage with another input that requires grad and the "
-                "program changes the metadata (t_, unsqueeze_, ...) of several members, or of one that is also "
-                "written or changed under no_grad, and returns tensors (for tensor subclass members: returning "
-                "tensors or not, and any set_() of one too); in training this is not supported yet (their gradients "
-                "would not be eager's). Pass one base tensor and take the views inside the function"
+                f"{path} shares storage with another input that requires grad and the program changes the metadata "
+                "(for plain members: by set_() or `.data =` onto the shared storage) of several members, or of one "
+                "that is also written or changed under no_grad, and returns tensors (for tensor subclass members: "
+                "returning tensors or not where they are distinct objects, and any set_() of one too); in training "
+                "this is not supported yet (their gradients would not be eager's). Pass one base tensor and take the "
+                "views inside the function"
             )
         _check_aliased_subclass_group(flat, layout, analysis, user_fakes, group)
     supported = (

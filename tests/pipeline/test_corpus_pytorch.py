@@ -20,10 +20,6 @@ from tests.pipeline.corpus_pytorch2 import CASES2
 from tests.pipeline.corpus_pytorch3 import CASES3
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
-ALIASED_META = (
-    "aliased inputs that require grad with a metadata mutation (t_/unsqueeze_) of one member and a data write in the "
-    "group (or metadata mutations of several members) are refused in training"
-)
 PAIR_ALIASED = (
     "overlapping views of one PairTensor that requires grad, one written under grad, are refused in training "
     "(Note [Aliased Subclass Inputs In Training])"
@@ -38,7 +34,6 @@ PAIR_INTERMEDIATE = "several outputs aliasing one intermediate PairTensor that r
 
 # Programs the pipeline refuses with an UnsupportedError naming the input or output and the rule (eager runs them).
 REFUSED: dict[str, str] = {
-    "aliases_bases_out_of_order_train": ALIASED_META,
     "pair_aliases_other_input_train": PAIR_ALIASED,
     "requires_grad_on_view": "requires_grad_() on a view of an input (not on the input) is refused",
     "inner_grad": "torch.autograd.grad inside the compiled program is refused",
