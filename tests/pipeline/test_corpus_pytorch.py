@@ -50,7 +50,6 @@ REFUSED: dict[str, str] = {
     "pair_input_output_alias_custom_autograd_function_nonleaf_train": FUNCTION_RETURNS_PAIR_INPUT,
     "pair_custom_autograd_function_view_of_leaf": FUNCTION_RETURNS_PAIR_INPUT,
     "pair_custom_autograd_function_view_train": FUNCTION_RETURNS_PAIR_INPUT,
-    "pair_aot_export_synthetic_bases_mutated_train": PAIR_ALIASED,
     "nnc_passthrough_dict": CONTAINER_WRITE,
     "pair_nnc_passthrough_dict": CONTAINER_WRITE,
 }

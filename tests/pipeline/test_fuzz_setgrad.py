@@ -218,7 +218,9 @@ def test_view_after_set_of_view_of_input_refused(compile_fn: CompileFn | None) -
         set_to(t0, t0.transpose(1, 0))
         return (t0.reshape((1, -1, 1)),)
 
-    assert_refused(f, lambda: (pair_nonleaf(1, 1, 3),), compile_fn, "used with grad after the program changed the layout")
+    assert_refused(
+        f, lambda: (pair_nonleaf(1, 1, 3),), compile_fn, "used with grad after the program changed the layout"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
