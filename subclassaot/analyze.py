@@ -65,9 +65,11 @@ from subclassaot.view_chains import (
     early_input_replay,
     hidden_base,
     inplace_replay,
+    last_bump,
     made_seq,
     replay_of,
     root_replay,
+    split_seq,
     view_rebuilt_by_set,
     wrapper_storage_classes,
 )
@@ -135,6 +137,7 @@ def analyze(
         inplace_replay=replays,
         inplace_view_ops=tuple(id(t) in run.swaps.inplace_views for t in run.user_tensors),
         stale_view_reads=stale,
+        last_bumps=tuple(last_bump(t, run) for t in run.user_tensors),
         wrapper_first_write=uses[0],
         wrapper_last_use=uses[1],
         wrapper_saved=uses[2],
@@ -477,6 +480,8 @@ def _output_info(
     _check_replay(path, value, tree is not None, replay, replaced, run)
     if replay is not None and replay.before_epilogue:
         replay = replace(replay, made=made_seq(value, run))
+    elif replay is not None and replay.source is ReplaySource.INPUT and torch.is_grad_enabled():
+        replay = replace(replay, split_made=split_seq(value, run, input_by_id))
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
     raises = torch.is_grad_enabled() and grad_fn_raises(value)
     if raises and not rebuilt:

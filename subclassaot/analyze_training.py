@@ -30,6 +30,7 @@ from subclassaot.schemas import (
     OutputInfo,
     OutputKind,
     OutputLeaf,
+    Replay,
     ReplaySource,
     ViewStep,
 )
@@ -540,7 +541,9 @@ def _same_views_on(t: torch.Tensor, prefix: Sequence[ViewStep] | None, steps: Se
 # op from an input that the trace does not relate to another input sharing its eager base (traced apart: an
 # overlapping as_strided view, seed 3000 #9285): where the program advances that base's counter through the other
 # input, eager's output may raise when its grad_fn is read, and the rebuilt one would not: refused unless the
-# output is rebuilt before the epilogue (whose writes then advance the counter it checks, as in eager).
+# output is rebuilt before the epilogue (whose writes then advance the counter it checks, as in eager), or the
+# program took the multi-output view after its last write through either input (Replay.split_made): eager's view
+# then never sees its counter advance, nor does the one rebuilt after the epilogue (seed 7000 #4454, #8006).
 
 
 def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
@@ -588,13 +591,21 @@ def check_multi_output_view_outputs(flat: FlatInputs, layout: DenseLayout, analy
             if _autograd_root(other) is not root:
                 continue
             muts = [analysis.mutations[j] for j in layout.leaves_of_input[t]]
-            if any(m.any or m.version_bumped for m in muts):
+            if any(m.any or m.version_bumped for m in muts) and not _split_after_writes(replay, source, t, analysis):
                 raise UnsupportedError(
                     f"out[{k}] is a view made by an op that returns several views (unbind, split, chunk) of "
                     f"{flat.leaves[replay.index].path}, whose base the program advances through "
                     f"{flat.leaves[flat.tensor_indices[t]].path}: eager's may raise when autograd reads its grad_fn "
                     "(Note [Multi-Output View Inputs]), which the rebuilt output does not reproduce. Return a clone"
                 )
+
+
+def _split_after_writes(replay: Replay, source: int, other: int, analysis: Analysis) -> bool:
+    """The program took the output's multi-output view after its last write through `source` or `other` (tensor
+    input positions): eager's view was made after its base's counter advanced, as the one rebuilt after the epilogue
+    is (fuzz seed 7000 #4454, #8006)."""
+    bumps = analysis.last_bumps
+    return bool(bumps) and replay.split_made > max(bumps[source], bumps[other])
 
 
 def _autograd_root(t: torch.Tensor) -> torch.Tensor:

@@ -260,6 +260,9 @@ class Replay:
     # before_epilogue: how many of the last steps are taken after the epilogue instead, from what the early steps
     # made (Note [No-Grad Views Made After The Bump])
     late_steps: int = 0
+    # INPUT, rebuilt after the epilogue: when the program took the chain's first view made by a multi-output view op
+    # with grad enabled (the run's sequence number; 0: none). See Note [Multi-Output View Inputs].
+    split_made: int = 0
     # the program set_() the output's wrapper after making it as this view: the view then takes the output's
     # dense leaves by a wrapper-level set_ (Note [Wrapper Storage After set_])
     then_set: bool = False
@@ -336,6 +339,8 @@ class Analysis:
     # per dense leaf: the program read a view of its synthetic base whose history autograd rebuilt from a view
     # function that misses an in-place view op (Note [Stale View Functions]); () outside alias groups
     stale_view_reads: tuple[bool, ...] = ()
+    # per tensor input: when the program last advanced its version counter (the run's sequence number; 0: never)
+    last_bumps: tuple[int, ...] = ()
 
     def wrapper_roots(self) -> dict[int, tuple[int, ...]]:
         """First base number -> the base numbers of one intermediate subclass that views are replayed from

@@ -232,7 +232,7 @@ def _replay_of(
             value.requires_grad
             # A subclass input: where eager advanced its wrapper's own version counter (a wrapper-level write)
             and (not is_traceable_subclass(t) or run.swaps.bumps(t))
-            and _last_bump(t, run) > made
+            and last_bump(t, run) > made
             and _as_received(t, first, run)  # before the epilogue the input is as the program got it
         )
         return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=early)
@@ -412,7 +412,7 @@ def _late_no_grad_view(
         or record.grad_enabled
         or id(t) in run.swaps.swapped_ids
         or id(t) in run.swaps.grown_ids
-        or record.seq < _last_bump(t, run)
+        or record.seq < last_bump(t, run)
     ):
         return None
     size, stride, offset = leaves[0].meta
@@ -464,7 +464,7 @@ def cut_history_replay(
         not chain
         or not value.requires_grad
         or all(r.grad_enabled and r.func is not torch.ops.aten.detach.default for r in chain)
-        or chain[0].seq < _last_bump(source, run)
+        or chain[0].seq < last_bump(source, run)
     ):
         return None
     try:
@@ -501,7 +501,7 @@ def _reaches_a_leaf(grad_fn: Any) -> bool:
 def _no_grad_tail(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, total: int) -> int:
     """How many of the last steps of `value`'s chain from input `t` are views the program took under no_grad after
     `t`'s last version bump, with no in-place view op on what they made (Note [No-Grad Views Made After The Bump])."""
-    bump = _last_bump(t, run)
+    bump = last_bump(t, run)
     count, u = 0, value
     while count < total - 1 and (record := run.swaps.views.get(id(u))) is not None:
         if (
@@ -516,7 +516,7 @@ def _no_grad_tail(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, tota
     return count
 
 
-def _last_bump(t: torch.Tensor, run: FunctionalRun) -> int:
+def last_bump(t: torch.Tensor, run: FunctionalRun) -> int:
     """When the program last advanced `t`'s version counter: for a subclass input, through any input of its wrapper
     family (`x0 = b.detach()` written, `x1 = b` viewed: fuzz seed 2000 #8270), whose wrappers have storages of
     their own."""
@@ -721,3 +721,14 @@ def made_seq(value: torch.Tensor, run: FunctionalRun) -> int:
     seqs = [record.seq] if record is not None else []
     seqs.extend(r.seq for r in run.swaps.inplace_views.get(id(value), []))
     return max(seqs, default=0)
+
+
+def split_seq(value: torch.Tensor, run: FunctionalRun, input_by_id: dict[int, InputIndex]) -> int:
+    """When the program took the first view of `value`'s chain (back to an input) that a multi-output view op
+    (unbind, split) made with grad enabled; 0 if none (Note [Multi-Output View Inputs])."""
+    t, seqs = value, []
+    while id(t) not in input_by_id and (record := run.swaps.views.get(id(t))) is not None:
+        if record.index is not None and record.grad_enabled:
+            seqs.append(record.seq)
+        t = record.source
+    return min(seqs, default=0)
