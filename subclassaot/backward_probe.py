@@ -18,6 +18,7 @@ from typing import cast
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.errors import UnsupportedError
 from subclassaot.inputs import unflatten_call
 from subclassaot.schemas import (
     AliasGroupRef,
@@ -54,6 +55,20 @@ from subclassaot.trace import InputUpdate, UpdateKind
 # not probed (2^n backwards).
 
 MAX_PROBED_OUTPUTS = 4
+
+# Note [Layouts Changed Behind Autograd]
+# `.data =` with a tensor of another layout, or an in-place view op under no_grad, changes a tensor's size behind
+# autograd: nodes made before it (its grad_fn, a leaf's AccumulateGrad kept alive by a view's backward) keep the
+# old size, and eager's backward checks each gradient against it ("returned an invalid gradient ... expected shape
+# compatible with"), while nodes made after it record the new one. The compiled Function's nodes record the sizes
+# at its call instead, and the joint trace runs input leaves as clones (non-leaves), whose node keeps the clone's
+# first size. So where a program changes an input's layout so, the compile probes eager's backward (Note [Probing
+# Eager's Backward]), whose checks read only sizes, and a program whose traced backward runs while the probe saw a
+# backward raise is refused (fuzz seed 8000 #800). A traced backward that fails such a check is refused too, since
+# eager's may run (a leaf's AccumulateGrad made after the change: seed 8000 #1466) or fail elsewhere (#3539), and
+# the probe's fakes do not tell which (their leaves' nodes are not eager's).
+
+SHAPE_CHECK_ERROR = "invalid gradient at index"
 
 
 class BackwardEnd(enum.Enum):
@@ -104,6 +119,35 @@ def _trial(
             graded = any(leaf.grad is not None for leaf in leaves)
             return grad_outputs, BackwardEnd.RAISES_AFTER_GRADS if graded else BackwardEnd.RAISES
     return grad_outputs, BackwardEnd.COMPLETES
+
+
+def refuse_layout_changed_behind_autograd(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    layout: DenseLayout,
+    analysis: Analysis,
+    error: RuntimeError | None,
+) -> None:
+    """Refuse a program whose backward's size checks ours would not repeat as eager's do (Note [Layouts Changed
+    Behind Autograd]). `error`: the traced backward's own failure (None: it ran)."""
+    if error is not None and SHAPE_CHECK_ERROR not in str(error):
+        return
+    changed = [d for d, m in enumerate(analysis.mutations) if m.swapped_by_data or m.metadata_hidden]
+    if not changed:
+        return
+    if error is None:
+        ends = probe_eager_backward(call, flat)
+        if not ends or all(end is BackwardEnd.COMPLETES for end in ends.values()):
+            return
+    ours = "runs where eager's fails" if error is None else f"fails ({error}) where eager's may run"
+    paths = ", ".join(layout.leaves[d].path for d in changed)
+    raise UnsupportedError(
+        f"{paths}: the program changes the size of a tensor that requires grad behind autograd (`.data =` with "
+        "a tensor of another shape, or an in-place view op under torch.no_grad()), and eager's backward checks "
+        f"gradients against the sizes autograd recorded before or after that change: the compiled backward {ours} "
+        "(Note [Layouts Changed Behind Autograd]); not supported in training. Assign "
+        "`.data` a tensor of the same shape, or use out-of-place view ops (x = x.unsqueeze(-1))"
+    ) from error
 
 
 def epilogue_write_hidden(m: LeafMutation) -> bool:
