@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import torch
 
-from tests.oracle import CompileFn
+from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.fuzz_helpers import assert_refused as refused
 from tests.pipeline.fuzz_helpers import nonleaf
 
@@ -63,3 +63,33 @@ def test_leaf_unsqueezed_under_no_grad_refused(compile_fn: CompileFn | None) -> 
         return (x0.clone(),)
 
     assert_refused(f, lambda: (_leaf(2),), compile_fn, RULE + r".*fails \(.*invalid gradient")
+
+
+def test_view_unsqueezed_under_no_grad_after_write_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 8000 #1466 unshrunk: the write under no_grad makes eager remake the view's grad_fn at its new size
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            x0.mul_(-1.0)
+            x0.unsqueeze_(-1)
+        return (x0.clone(),)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (_leaf(2).reshape(-1, 2),)
+
+    assert_refused(f, make_inputs, compile_fn, RULE + r".*fails \(.*invalid gradient")
+
+
+def test_non_leaf_transposed_under_no_grad_fails_as_eager(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #230 (not refused): the clone's node keeps its size in eager and in the trace, so eager's
+    # backward through x0 fails, and the deferred error mirrors it
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            x0.t_()
+        t0 = x0.detach()
+        with torch.no_grad():
+            x0.add_(3.0)
+        return (x0, t0, t0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(1, 4),), compile_fn=compile_fn)
