@@ -3,7 +3,8 @@
 Input: the call and `FlatInputs` (the real values of this call), the `Analysis`.
 Output: `probe_eager_backward(...)`: per nonempty set of the program's tensor outputs that require grad, how eager's
 backward through them ends (`BackwardEnd`), or None where the program cannot be probed; `tangent_patterns(...)`:
-the same by the Function outputs each set gives tangents to.
+the same by the Function outputs each set gives tangents to; `refuse_layout_changed_behind_autograd(...)`: an
+UnsupportedError for a program whose backward's size checks the compiled one would not repeat.
 Invariants: see Note [Probing Eager's Backward]; the probe runs on static fakes in a fresh fake mode, so it reads
 no real tensor, draws no random number and adds no guard.
 """
@@ -18,6 +19,7 @@ from typing import cast
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.errors import UnsupportedError
 from subclassaot.inputs import unflatten_call
 from subclassaot.schemas import (
     AliasGroupRef,
@@ -54,6 +56,24 @@ from subclassaot.trace import InputUpdate, UpdateKind
 # not probed (2^n backwards).
 
 MAX_PROBED_OUTPUTS = 4
+
+# Note [Layouts Changed Behind Autograd]
+# `.data =` with a tensor of another layout, or an in-place view op under no_grad, changes a tensor's size behind
+# autograd: nodes made before it (its grad_fn, a leaf's AccumulateGrad kept alive by a view's backward) keep the
+# old size, and eager's backward checks each gradient against it ("returned an invalid gradient ... expected shape
+# compatible with"), while nodes made after it record the new one. The compiled Function's nodes record the sizes
+# at its call instead, and the joint trace runs input leaves as clones (non-leaves), whose node keeps the clone's
+# first size. So where a program changes an input's layout so, the compile probes eager's backward (Note [Probing
+# Eager's Backward]), whose checks read only sizes: a program whose traced backward runs while the probe saw a
+# backward raise is refused, where an input got `.data =` after a write or in-place view op under grad (fuzz seed
+# 8000 #800: x.transpose_(0, 1); x.data = t leaves TransposeBackward0 expecting the transposed size; the analysis
+# sees only the net layout). A traced backward that fails such a check for an input that requires grad and is a
+# leaf or a view is refused too, since eager's may run (a leaf's AccumulateGrad made after the change, a view's
+# grad_fn remade after a write: seed 8000 #1466) or fail elsewhere (#3539), and the probe's fakes do not tell which
+# (their nodes for inputs are not eager's); another non-leaf input's node fails in the trace as in eager, and that
+# error is deferred (Note [Backward Errors Are Deferred]).
+
+SHAPE_CHECK_ERROR = "invalid gradient at index"
 
 
 class BackwardEnd(enum.Enum):
@@ -104,6 +124,49 @@ def _trial(
             graded = any(leaf.grad is not None for leaf in leaves)
             return grad_outputs, BackwardEnd.RAISES_AFTER_GRADS if graded else BackwardEnd.RAISES
     return grad_outputs, BackwardEnd.COMPLETES
+
+
+def refuse_layout_changed_behind_autograd(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    layout: DenseLayout,
+    analysis: Analysis,
+    error: RuntimeError | None,
+) -> None:
+    """Refuse a program whose backward's size checks ours would not repeat as eager's do (Note [Layouts Changed
+    Behind Autograd]). `error`: the traced backward's own failure (None: it ran)."""
+    if error is not None and SHAPE_CHECK_ERROR not in str(error):
+        return
+    if error is None:
+        # a write or in-place view op under grad before `.data =`: autograd's nodes keep what it made
+        changed = [d for d, m in enumerate(analysis.mutations) if m.swapped_by_data and m.autograd_visible]
+    else:
+        # a leaf runs as a clone in the joint trace, and eager remakes a view's node after a write: another
+        # non-leaf's node fails in the trace as in eager
+        changed = [
+            d
+            for d, m in enumerate(analysis.mutations)
+            if (m.swapped_by_data or m.metadata_hidden) and _leaf_or_view(flat.values[layout.leaves[d].owner])
+        ]
+    if not changed:
+        return
+    if error is None:
+        ends = probe_eager_backward(call, flat)
+        if not ends or all(end is BackwardEnd.COMPLETES for end in ends.values()):
+            return
+    ours = "runs where eager's fails" if error is None else f"fails ({error}) where eager's may run"
+    paths = ", ".join(layout.leaves[d].path for d in changed)
+    raise UnsupportedError(
+        f"{paths}: the program changes the size of a tensor that requires grad behind autograd (`.data =` with "
+        "a tensor of another shape, or an in-place view op under torch.no_grad()), and eager's backward checks "
+        f"gradients against the sizes autograd recorded before or after that change: the compiled backward {ours} "
+        "(Note [Layouts Changed Behind Autograd]); not supported in training. Assign "
+        "`.data` a tensor of the same shape, or use out-of-place view ops (x = x.unsqueeze(-1))"
+    ) from error
+
+
+def _leaf_or_view(value: object) -> bool:
+    return isinstance(value, torch.Tensor) and value.requires_grad and (value.is_leaf or value._is_view())
 
 
 def epilogue_write_hidden(m: LeafMutation) -> bool:

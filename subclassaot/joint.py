@@ -20,7 +20,13 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from subclassaot.backward_probe import BackwardEnd, TangentPatterns, probe_eager_backward, tangent_patterns
+from subclassaot.backward_probe import (
+    BackwardEnd,
+    TangentPatterns,
+    probe_eager_backward,
+    refuse_layout_changed_behind_autograd,
+    tangent_patterns,
+)
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, intermediate_bases, run_functional
@@ -480,6 +486,7 @@ def trace_backward(
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
         error = e
         _refuse_view_replay_limit(e)
+        refuse_layout_changed_behind_autograd(call, flat, layout, analysis, e)
         patterns = _probe(setup)
         found = _backward_without_input_values(setup, tangent_fakes, reach, patterns)
         if found is not None:
@@ -505,6 +512,8 @@ def trace_backward(
                 wrapper_updates=wrapper_updates,
                 group_grads=group_grads,
             )
+    if error is None:
+        refuse_layout_changed_behind_autograd(call, flat, layout, analysis, None)
     o = traced.outputs
     if joint.num_fw_outputs != len(o.updates) + o.num_fresh + o.num_bases + o.num_symints:
         raise AssertionError("BUG: the joint graph's forward outputs differ from the inference graph's")
