@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
 from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair_nonleaf
 
 T = torch.Tensor
@@ -78,7 +79,7 @@ def _t_then_set_3d(x0: T) -> object:
     t0 = x0.reshape((1, 1, 4))
     t1 = x0.t()
     with torch.no_grad():
-        x0.set_(t0)
+        set_to(x0, t0)
     t1.reshape((1, 1, 4))
     return ()
 
