@@ -163,6 +163,10 @@ def run_functional(
             span = Elements(0, -1, frozenset())
         if leaf_index not in grouped and span is not None:
             record.input_spans[storage_key(o)] = (span, layout.leaves[leaf_index].path, DenseIndex(leaf_index))
+    for leaf_index, o in enumerate(originals):
+        path = flat.leaves[layout.leaves[leaf_index].owner].path
+        paths = record.input_paths.get(storage_key(o), ())
+        record.input_paths[storage_key(o)] = paths if path in paths else (*paths, path)
     for leaf_family, d in zip(layout.leaf_families, dense, strict=True):
         record.family[id(d)] = -1 - leaf_family
     for t, fam in zip(user_tensors, layout.wrapper_families, strict=True):

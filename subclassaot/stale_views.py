@@ -13,17 +13,27 @@ Output: UnsupportedError naming the rule, or entries of the record. Invariants: 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import leaf_meta
-from subclassaot.errors import UnsupportedError
+from subclassaot.errors import SubclassAOTError, UnsupportedError
+from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.swap_record import SwapRecord, ViewRecord
-from subclassaot.torch_internals import no_dispatch, storage_key, symint_expr
+from subclassaot.torch_internals import DataDependentError, no_dispatch, storage_key, symint_expr
 
-__all__ = ["check_stale_views", "note_before", "note_layout", "note_reads"]
+__all__ = [
+    "check_stale_views",
+    "input_named",
+    "note_before",
+    "note_layout",
+    "note_reads",
+    "stale_history_failures_refused",
+]
 
 
 # Note [Views Used After An In-Place View Op On Their Base]
@@ -33,7 +43,11 @@ __all__ = ["check_stale_views", "note_before", "note_layout", "note_reads"]
 # (the joint trace) autograd replays t0's own view op on x as x is now, transposed, and the traced backward sends
 # the gradient to the transposed elements (fuzz seed 7000 #6722: wrong leaf gradients; t_(), as_strided_() and
 # unsqueeze_() of a slice the same). So a view taken with grad of a tensor that requires grad, used with grad after
-# an in-place view op with grad on that tensor (or on a tensor the view chain passes through), is refused.
+# an in-place view op with grad on that tensor (or on a tensor the view chain passes through), is refused. Under
+# no_grad the op records nothing, but its version bump makes autograd replay the view all the same: where the view
+# op does not apply to the new layout at all (t() of a tensor set_() to 3-d), the replay raises where eager's
+# as_strided() does not, so such an op counts too (fuzz seed 8000 #6485; #6268: select() of a tensor `.data =`-
+# assigned 0-d, refused elsewhere).
 
 
 def check_stale_views(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -41,26 +55,51 @@ def check_stale_views(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[st
     if not torch.is_grad_enabled():
         return
     for t in pytree.tree_leaves((args, kwargs)):
-        if isinstance(t, torch.Tensor) and t.requires_grad and (changed := _changed_base(record, t)) is not None:
+        if not isinstance(t, torch.Tensor) or not t.requires_grad or (changed := _changed_base(record, t)) is None:
+            continue
+        op, fails = changed
+        if fails:
             raise UnsupportedError(
-                f"a view taken with grad enabled is used with grad after the program changed the layout of the "
-                f"tensor it is a view of by {changed}() with grad enabled: autograd regenerates the view's history "
-                "from that tensor's new layout, which the traced backward cannot repeat as eager does (Note [Views "
-                "Used After An In-Place View Op On Their Base]). Take the view again after the in-place view op, "
-                "or use a clone"
+                f"{input_named(record, t)}a view taken with grad enabled is used with grad after the program changed "
+                f"the layout of the tensor it is a view of by {op}() (with grad enabled or not), and the view op "
+                "does not apply to that tensor's new layout: autograd rebuilds the view's history by replaying the "
+                "view op on it, which fails under functionalization where eager's as_strided() does not (Note "
+                f"[Views Used After An In-Place View Op On Their Base]). Take the view again after {op}(), or use "
+                "a clone"
             )
+        raise UnsupportedError(
+            f"{input_named(record, t)}a view taken with grad enabled is used with grad after the program changed the "
+            f"layout of the tensor it is a view of by {op}() with grad enabled: autograd regenerates the view's "
+            "history from that tensor's new layout, which the traced backward cannot repeat as eager does (Note "
+            "[Views Used After An In-Place View Op On Their Base]). Take the view again after the in-place view op, "
+            "or use a clone"
+        )
 
 
-def _changed_base(record: SwapRecord, t: torch.Tensor) -> str | None:
-    """The name of an in-place view op run with grad on a tensor of `t`'s view chain after the view of it was
-    taken, where replaying the view on that tensor's layout now gives another layout than eager's view has; else
-    None."""
+def input_named(record: SwapRecord, t: torch.Tensor) -> str:
+    """`"args[0]: "`, naming the inputs whose storage `t` is over, or "" where it is over none."""
+    for leaf in flatten_subclass(t, "t")[1] if is_traceable_subclass(t) else [t]:
+        paths = record.input_paths.get(storage_key(leaf))
+        if paths:
+            return f"{' and '.join(paths)}: "
+    return ""
+
+
+def _changed_base(record: SwapRecord, t: torch.Tensor) -> tuple[str, bool] | None:
+    """The name of an in-place view op run on a tensor of `t`'s view chain after the view of it was taken, where
+    replaying the view on that tensor's layout now gives another layout than eager's view has, and whether the
+    replay fails; else None. An op under no_grad counts only where the replay fails (its version bump makes autograd
+    replay the view all the same, and the replay raises where eager's as_strided() does not)."""
     while (view := record.views.get(id(t))) is not None and view.func is not torch.ops.aten.detach.default:
         source = view.source
         if view.grad_enabled and source.requires_grad and not _replays_the_same(view, source):
+            fails = _replay_fails(view, source)
             for op in record.inplace_views.get(id(source), []):
-                if op.grad_enabled and op.seq > view.seq:
-                    return str(getattr(op.func, "__name__", op.func)).split(".")[0]
+                if (op.grad_enabled or fails) and op.seq > view.seq:
+                    return str(getattr(op.func, "__name__", op.func)).split(".")[0], fails
+            plain_set = record.plain_sets.get(id(source))  # a plain tensor's set_() is not among its in-place views
+            if fails and plain_set is not None and plain_set[0] > view.seq:
+                return "set_", fails
         t = source
     return None
 
@@ -75,15 +114,38 @@ def _replays_the_same(view: ViewRecord, source: torch.Tensor) -> bool:
     then = (tuple(symint_expr(s) for s in size), tuple(symint_expr(s) for s in stride), symint_expr(offset))
     if leaf_meta(source) == then:  # (as expressions: comparing SymInts would add guards)
         return True
-    now: Meta = (tuple(source.shape), tuple(source.stride()), source.storage_offset())
-    values = pytree.tree_leaves((now, view.source_meta, view.args, view.kwargs))
-    if any(isinstance(v, torch.SymInt | torch.SymFloat | torch.Tensor) for v in values):
+    now = _concrete_layout(view, source)
+    if now is None:
         return False
     with no_dispatch():
         try:
             return _geometry(view, now) == _geometry(view, view.source_meta)
-        except RuntimeError:  # the view op does not apply to the new layout
+        except (RuntimeError, IndexError):  # the view op does not apply to the new layout (fuzz seed 8000 #6268)
             return False
+
+
+def _replay_fails(view: ViewRecord, source: torch.Tensor) -> bool:
+    """Does the view op raise, replayed on `source` as it is now (fuzz seed 8000 #6485: t() of a tensor set_() to
+    3-d)? False where that is not decidable here."""
+    now = _concrete_layout(view, source)
+    if now is None:
+        return False
+    with no_dispatch():
+        try:
+            _geometry(view, now)
+        except (RuntimeError, IndexError):
+            return True
+    return False
+
+
+def _concrete_layout(view: ViewRecord, source: torch.Tensor) -> Meta | None:
+    """`source`'s layout now, where it, the layout the view was taken from and the view op's arguments are all
+    concrete; else None."""
+    now: Meta = (tuple(source.shape), tuple(source.stride()), source.storage_offset())
+    values = pytree.tree_leaves((now, view.source_meta, view.args, view.kwargs))
+    if any(isinstance(v, torch.SymInt | torch.SymFloat | torch.Tensor) for v in values):
+        return None
+    return now
 
 
 def _geometry(view: ViewRecord, meta: Meta) -> Meta:
@@ -107,7 +169,10 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 # view's history, as eager's. So the mode tracks, per view whose function is stale, the sequence number at which
 # its history was last set; an op that reads it with grad enabled after the storage's counter moved past that
 # number reads a rebuilt, wrong history. training_rules refuses those groups (fuzz seed 6000 #3969: t_() then a
-# write, the member read after it: a shape error; a square one gives wrong gradients silently).
+# write, the member read after it: a shape error; a square one gives wrong gradients silently). Where the rebuild
+# itself raises while the program runs (the stale function's view ops do not apply to the layout: fuzz seed 8000
+# #4353, unsqueeze_() then transpose(0, 2) and a write; #6029, t_() then expand()), the op that read the stale view
+# is refused there (`stale_history_failures_refused`), naming the inputs over the storage.
 
 
 def note_before(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
@@ -144,6 +209,32 @@ def note_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dic
         rebuilt = record.last_bump.get(key, -1) > record.stale_views[id(a)]
         if rebuilt or (data_write and any(a is w for w in written)):
             record.stale_reads.add(key)
+
+
+@contextlib.contextmanager
+def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[None]:
+    """Note [Stale View Functions]: an op of the program that fails where it reads, with grad, a view whose view
+    function is stale: autograd rebuilt the view's history by that function, and the replay raised (fuzz seed 8000
+    #4353, #6029), where eager's as_strided() does not."""
+    try:
+        yield
+    except (SubclassAOTError, DataDependentError):
+        raise  # a refusal of the modes, or a read of a value: not a replay's failure
+    except (RuntimeError, IndexError) as e:
+        if not torch.is_grad_enabled():
+            raise
+        for a in pytree.tree_leaves((args, kwargs)):
+            if isinstance(a, torch.Tensor) and a.requires_grad and _stale(record, a):
+                raise UnsupportedError(
+                    f"{input_named(record, a)}the program changes the layout (t_, unsqueeze_, ...) of an input that "
+                    "shares storage with another, then uses it, or a view of it taken after, with grad after a write "
+                    "to the storage or through it: autograd rebuilds its history by replaying its view of the shared "
+                    "storage without the in-place view op, which fails here "
+                    f"({type(e).__name__}: {str(e).splitlines()[0]}) where eager's does not (Note [Stale View "
+                    "Functions]); in training this is not supported. Pass one base tensor and take the views inside "
+                    "the function, or change the layout of a clone"
+                ) from e
+        raise
 
 
 def _written(schema: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[object]:

@@ -18,7 +18,13 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from subclassaot.errors import UnsupportedError
 from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.stale_views import check_stale_views, note_before, note_layout, note_reads
+from subclassaot.stale_views import (
+    check_stale_views,
+    note_before,
+    note_layout,
+    note_reads,
+    stale_history_failures_refused,
+)
 from subclassaot.storage_reach import (
     StorageReachError,
     as_strided_chain_refused,
@@ -718,7 +724,8 @@ class _DataMode(TorchFunctionMode):
         if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
             self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
         check_stale_views(self.record, args, kwargs)
-        out = func(*args, **kwargs)
+        with stale_history_failures_refused(self.record, args, kwargs):
+            out = func(*args, **kwargs)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
             _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch; Note [Uniform Writes Through Expand]
         if func is torch.Tensor.contiguous and args and out is args[0]:
