@@ -30,6 +30,7 @@ from subclassaot.data_assignment import check_assigned_view, check_data_meta_out
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.foreign_bases import check_grad_view_of_moved_input, foreign_base
+from subclassaot.functional_offsets import check_set_output_offsets
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.grad_scope import check_subclass_input_through_function
 from subclassaot.protocol import is_traceable_subclass
@@ -301,6 +302,7 @@ def _analyze_outputs(
             first_seen[id(value)] = len(infos)
         if grad_set:
             info = replace(info, set_under_grad=True, set_under_grad_view=run.swaps.is_view(value))
+        check_set_output_offsets(info, run, mutations)
         infos.append(info)
     _check_views_of_fresh(infos, leaves, bases)
     check_set_under_grad(infos, flat)
