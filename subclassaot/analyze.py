@@ -489,6 +489,16 @@ def _output_info(
             "op, whose base the program then wrote with grad enabled); returned, such a view is supported only as a "
             "view of an input the program did not otherwise change. Return a clone made before the write"
         )
+    same = [] if replay is None else [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
+    twice = len(same) > 1 and id(same[0]) in run.swaps.swapped_ids  # an input passed twice and set_()
+    if twice and tree is None and not torch.is_grad_enabled() and grad_fn_raises(value):
+        # A set_() of its base, even under no_grad, makes eager's grad_fn raise (fuzz seed 8000 #3759: the base is
+        # an input passed twice); the view rebuilt from the input before the epilogue has none that raises.
+        raise UnsupportedError(
+            f"{path}: its grad_fn raises in eager (a view made under no_grad of a tensor that requires grad, whose "
+            "base the program then set_() or wrote in place), which a compiled output cannot reproduce. Return a "
+            "clone made before the set_()"
+        )
     if (
         replay is None
         and tree is None
@@ -547,6 +557,15 @@ def _output_info(
             data_meta=data_meta,
         )
         return as_fresh, first + len(fresh_leaves)
+    no_grad_sets = bool(run.swaps.wrapper_sets) and not any(g for _, g in run.swaps.wrapper_sets.values())
+    if replay is None and tree is not None and value._is_view() and no_grad_sets and not run.swaps.grad_set_ids:
+        # Built from its dense leaves, the wrapper would not be a view, and its leaves would be views where the
+        # program's set_() (without grad) left eager's plain aliases (fuzz seed 8000 #2870, #7374)
+        raise UnsupportedError(
+            f"{path} is a view of a tensor subclass whose view chain cannot be replayed (the program set_() it, or a "
+            "tensor it was viewed from, onto another tensor), so the compiled output could not be that view. Return "
+            "a clone, or set_() a tensor that is not a view"
+        )
     if run.swaps.wrapper_data:
         check_assigned_view(path, value, replay, run, input_by_id)
     stride_leaf = _outer_stride_leaf(outer, out_leaves) if replay is None else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
-from tests.pipeline.fuzz_helpers import assert_refused, pair
+from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair, pair_nonleaf
 
 T = torch.Tensor
 
@@ -38,3 +38,49 @@ def test_set_output_onto_view_of_unwritten_input_at_offset(compile_fn: CompileFn
 
     with torch.no_grad():
         assert_matches_eager(f, _pair_at_offset, compile_fn=compile_fn)
+
+
+def test_no_grad_view_returned_after_its_base_is_set_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 8000 #3759: eager's grad_fn (and is_leaf) of the view raises after set_() of its base, even under
+    # no_grad; the compiled output was a leaf
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.expand((1,))
+        t1 = t0[0:1:2]
+        x1.set_(t1)
+        return (t1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf()
+        return (b0, b0)
+
+    with torch.no_grad():
+        assert_refused(f, make_inputs, compile_fn, "its grad_fn raises in eager \\(a view made under no_grad")
+
+
+_VIEW_RULE = "is a view of a tensor subclass whose view chain cannot be replayed"
+
+
+def test_view_of_subclass_view_set_to_itself_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 8000 #2870: eager's output is a view (of the input) whose inner tensors are not views; the compiled
+    # one was the other way round, and without requires_grad
+    def f(x0: T) -> object:
+        t0 = x0.as_strided((2, 3), (3, 0), 2)
+        with torch.no_grad():
+            t0.set_(t0)
+            t1 = t0.transpose(1, 0)
+        return (t1,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair_nonleaf(2, 3, 1),), compile_fn, _VIEW_RULE)
+
+
+def test_subclass_view_of_intermediate_set_to_input_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 8000 #7374: eager's output is a view of an intermediate, its inner tensors plain aliases of the input's
+    def f(x0: T) -> object:
+        t0 = x0.clone()
+        t1 = t0.expand((2, -1, -1))
+        t1.set_(x0)
+        return (t1,)
+
+    with torch.no_grad():
+        assert_refused(f, lambda: (pair(2, 4),), compile_fn, _VIEW_RULE)
