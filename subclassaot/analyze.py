@@ -477,6 +477,14 @@ def _output_info(
     if replay is None and replaced is None and torch.is_grad_enabled():
         replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
     _check_replay(path, value, tree is not None, replay, replaced, run)
+    base = value._base if tree is None and value._is_view() else None
+    if base is not None and id(base) in earlier and id(base) in run.swaps.swapped_by_data:
+        if replay is None or replay.source is not ReplaySource.OUTPUT:
+            # eager's `._base` is that output, which `.data =` moved since (fuzz seed 8000 #2604)
+            raise UnsupportedError(
+                f"{path} is a view of another output whose `.data` the program assigned after taking the view; its "
+                "`._base` cannot be made that output. Return a clone"
+            )
     if replay is not None and replay.before_epilogue:
         replay = replace(replay, made=made_seq(value, run))
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
@@ -489,9 +497,9 @@ def _output_info(
             "op, whose base the program then wrote with grad enabled); returned, such a view is supported only as a "
             "view of an input the program did not otherwise change. Return a clone made before the write"
         )
-    same = [] if replay is None else [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
-    twice = len(same) > 1 and id(same[0]) in run.swaps.swapped_ids  # an input passed twice and set_()
-    if twice and tree is None and not torch.is_grad_enabled() and grad_fn_raises(value):
+    passed = [] if replay is None else [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
+    twice = len(passed) > 1 and id(passed[0]) in run.swaps.swapped_ids  # an input passed twice and set_()
+    if twice and tree is None and grad_fn_raises(value):
         # A set_() of its base, even under no_grad, makes eager's grad_fn raise (fuzz seed 8000 #3759: the base is
         # an input passed twice); the view rebuilt from the input before the epilogue has none that raises.
         raise UnsupportedError(

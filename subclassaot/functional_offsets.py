@@ -7,7 +7,6 @@ Invariants: only refuses; never changes a plan.
 
 from __future__ import annotations
 
-
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun
 from subclassaot.schemas import LeafMutation, LeafSource, OutputInfo

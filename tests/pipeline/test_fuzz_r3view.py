@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
 from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair, pair_nonleaf
 
 T = torch.Tensor
@@ -22,7 +23,7 @@ def test_set_output_onto_view_of_written_input_at_offset_is_refused(compile_fn: 
     def f(x0: T) -> object:
         x0.add_(x0)
         t0 = x0.unsqueeze(-2)
-        t0.set_(t0)
+        set_to(t0, t0)
         return (t0,)
 
     with torch.no_grad():
@@ -33,7 +34,7 @@ def test_set_output_onto_view_of_unwritten_input_at_offset(compile_fn: CompileFn
     # the same program without the write stays supported
     def f(x0: T) -> object:
         t0 = x0.unsqueeze(-2)
-        t0.set_(t0)
+        set_to(t0, t0)
         return (t0,)
 
     with torch.no_grad():
@@ -46,7 +47,7 @@ def test_no_grad_view_returned_after_its_base_is_set_is_refused(compile_fn: Comp
     def f(x0: T, x1: T) -> object:
         t0 = x0.expand((1,))
         t1 = t0[0:1:2]
-        x1.set_(t1)
+        set_to(x1, t1)
         return (t1,)
 
     def make_inputs() -> tuple[object, ...]:
@@ -66,7 +67,7 @@ def test_view_of_subclass_view_set_to_itself_is_refused(compile_fn: CompileFn | 
     def f(x0: T) -> object:
         t0 = x0.as_strided((2, 3), (3, 0), 2)
         with torch.no_grad():
-            t0.set_(t0)
+            set_to(t0, t0)
             t1 = t0.transpose(1, 0)
         return (t1,)
 
@@ -79,8 +80,39 @@ def test_subclass_view_of_intermediate_set_to_input_is_refused(compile_fn: Compi
     def f(x0: T) -> object:
         t0 = x0.clone()
         t1 = t0.expand((2, -1, -1))
-        t1.set_(x0)
+        set_to(t1, x0)
         return (t1,)
 
     with torch.no_grad():
         assert_refused(f, lambda: (pair(2, 4),), compile_fn, _VIEW_RULE)
+
+
+def test_view_of_output_whose_data_is_assigned_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 8000 #2604: eager's `t1._base` is t0, returned too; the compiled t1 was a view of the input
+    def f(x0: T) -> object:
+        t0 = x0.mul(2.0)
+        t1 = t0.t()
+        t0.data = t1
+        x0.data = t1
+        return (t0, t1)
+
+    with torch.no_grad():
+        assert_refused(f, lambda: (torch.randn(3, 3),), compile_fn, "whose `.data` the program assigned after taking")
+
+
+def test_no_grad_view_returned_after_its_base_is_set_with_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 8000 #3759 as generated: the set_() runs with grad enabled
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.expand((1,))
+        with torch.no_grad():
+            t1 = t0[0:1:2]
+        t2 = x1.expand(())
+        set_to(x1, t1)
+        return (t2, t1)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf()
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "its grad_fn raises in eager \\(a view made under no_grad")
