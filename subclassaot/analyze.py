@@ -30,6 +30,7 @@ from subclassaot.data_assignment import check_assigned_view, check_data_meta_out
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.foreign_bases import check_grad_view_of_moved_input, foreign_base
+from subclassaot.functional_offsets import check_set_output_offsets
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.grad_scope import check_subclass_input_through_function
 from subclassaot.protocol import is_traceable_subclass
@@ -304,6 +305,7 @@ def _analyze_outputs(
             first_seen[id(value)] = len(infos)
         if grad_set:
             info = replace(info, set_under_grad=True, set_under_grad_view=run.swaps.is_view(value))
+        check_set_output_offsets(info, run, mutations)
         infos.append(info)
     _check_views_of_fresh(infos, leaves, bases)
     check_set_under_grad(infos, flat)
@@ -478,6 +480,14 @@ def _output_info(
     if replay is None and replaced is None and torch.is_grad_enabled():
         replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
     _check_replay(path, value, tree is not None, replay, replaced, run)
+    base = value._base if tree is None and value._is_view() else None
+    if base is not None and id(base) in earlier and id(base) in run.swaps.swapped_by_data:
+        if replay is None or replay.source is not ReplaySource.OUTPUT:
+            # eager's `._base` is that output, which `.data =` moved since (fuzz seed 8000 #2604)
+            raise UnsupportedError(
+                f"{path} is a view of another output whose `.data` the program assigned after taking the view; its "
+                "`._base` cannot be made that output. Return a clone"
+            )
     if replay is not None and replay.before_epilogue:
         replay = replace(replay, made=made_seq(value, run))
     elif replay is not None and replay.source is ReplaySource.INPUT and torch.is_grad_enabled():
@@ -491,6 +501,16 @@ def _output_info(
             f"{path}: its grad_fn raises in eager (a view made under no_grad, or one of the views of a multi-output "
             "op, whose base the program then wrote with grad enabled); returned, such a view is supported only as a "
             "view of an input the program did not otherwise change. Return a clone made before the write"
+        )
+    passed = [] if replay is None else [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
+    twice = len(passed) > 1 and id(passed[0]) in run.swaps.swapped_ids  # an input passed twice and set_()
+    if twice and tree is None and grad_fn_raises(value):
+        # A set_() of its base, even under no_grad, makes eager's grad_fn raise (fuzz seed 8000 #3759: the base is
+        # an input passed twice); the view rebuilt from the input before the epilogue has none that raises.
+        raise UnsupportedError(
+            f"{path}: its grad_fn raises in eager (a view made under no_grad of a tensor that requires grad, whose "
+            "base the program then set_() or wrote in place), which a compiled output cannot reproduce. Return a "
+            "clone made before the set_()"
         )
     if (
         replay is None
@@ -550,6 +570,15 @@ def _output_info(
             data_meta=data_meta,
         )
         return as_fresh, first + len(fresh_leaves)
+    no_grad_sets = bool(run.swaps.wrapper_sets) and not any(g for _, g in run.swaps.wrapper_sets.values())
+    if replay is None and tree is not None and value._is_view() and no_grad_sets and not run.swaps.grad_set_ids:
+        # Built from its dense leaves, the wrapper would not be a view, and its leaves would be views where the
+        # program's set_() (without grad) left eager's plain aliases (fuzz seed 8000 #2870, #7374)
+        raise UnsupportedError(
+            f"{path} is a view of a tensor subclass whose view chain cannot be replayed (the program set_() it, or a "
+            "tensor it was viewed from, onto another tensor), so the compiled output could not be that view. Return "
+            "a clone, or set_() a tensor that is not a view"
+        )
     if run.swaps.wrapper_data:
         check_assigned_view(path, value, replay, run, input_by_id)
     stride_leaf = _outer_stride_leaf(outer, out_leaves) if replay is None else None
