@@ -26,6 +26,7 @@ from subclassaot import backends, guards
 from subclassaot.analyze import analyze, check_gained_grad
 from subclassaot.analyze_training import check_multi_output_view_inputs, check_multi_output_view_outputs
 from subclassaot.autograd_runtime import training_call
+from subclassaot.backward_trace import BackwardVariant, trace_backward
 from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.data_assignment import resimplified_data_metas
 from subclassaot.desugar import DynamicAliasError, dense_layout
@@ -33,7 +34,6 @@ from subclassaot.errors import BackendError, SubclassAOTError, UnsupportedError
 from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.grad_scope import check_grad_factories
 from subclassaot.inputs import CaptureRef, capture_refs, flatten_call, lifted_state
-from subclassaot.joint import BackwardVariant, trace_backward
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.runtime import RuntimePlan, inference_call, leaf_attr_paths, make_runner
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, InputIndex

@@ -19,8 +19,9 @@ from typing import Any, cast
 import torch
 
 from subclassaot.backward_probe import epilogue_write_hidden
+from subclassaot.backward_trace import BackwardGraph, BackwardVariant, retrace_backward
 from subclassaot.errors import UnsupportedError
-from subclassaot.joint import BackwardGraph, BackwardVariant, retrace_backward, training_roots
+from subclassaot.joint import training_roots
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.runtime import (
     GraphCall,

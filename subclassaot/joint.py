@@ -1,12 +1,12 @@
-"""Stage `trace` (training): the joint forward+backward graph, partitioned into a forward and a backward graph.
+"""Stage `trace` (training), the joint graph: one trace of the program's forward and of autograd's backward over
+it (Note [Training Through A Joint Graph]); backward_trace.py partitions it and handles the program's own backward
+errors.
 
-Input: the call, `FlatInputs`, `DenseLayout`, `Analysis`, the inference `TracedGraph` (its GraphOutputs), dense
-fakes, fake mode.
-Output: `BackwardGraph`: the forward graph `(primals...) -> (GraphOutputs..., saved...)` and the backward graph
-`(saved..., tangents...) -> (grads per user tensor input (dense)..., backward-mutated inputs...)`, or the program's
-own backward error (Note [Backward Errors Are Deferred]).
-Invariants: see Note [Training Through A Joint Graph]; both graphs are purely functional; tangents come in dense
-(subclass tangents flattened), one per differentiable forward output, in forward-output order.
+Input: `JointSetup` (the call, `FlatInputs`, `DenseLayout`, `Analysis`, the inference `TracedGraph`, fakes) and fake
+tangents.
+Output: `TracedJoint`: the graph `(primals..., tangents...) -> (GraphOutputs..., grads..., backward mutations...)`.
+Invariants: the graph is purely functional; tangents come in dense (subclass tangents flattened), one per
+differentiable forward output, in forward-output order.
 """
 
 from __future__ import annotations
@@ -20,18 +20,9 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from subclassaot.backward_probe import (
-    BackwardEnd,
-    TangentPatterns,
-    probe_eager_backward,
-    refuse_layout_changed_behind_autograd,
-    tangent_patterns,
-)
-from subclassaot.desugar import graph_example_inputs, leaf_meta
-from subclassaot.errors import UnsupportedError
+from subclassaot.desugar import leaf_meta
 from subclassaot.functional_run import FunctionalRun, intermediate_bases, run_functional
 from subclassaot.grad_scope import check_backward_metadata, metadata_of
-from subclassaot.partition import Partition, partition_backward_like, partition_joint
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.schemas import (
     Analysis,
@@ -53,7 +44,6 @@ from subclassaot.torch_internals import (
     trace_graph,
 )
 from subclassaot.trace import TracedGraph, UpdateKind, graph_output_values
-from subclassaot.training_rules import duplicate_wrappers, grad_bases, group_of, wrapper_update_inputs
 
 # Note [Training Through A Joint Graph]
 # When an input requires grad, one make_fx trace over (primals, tangents) runs the program on the primals (under
@@ -76,70 +66,6 @@ from subclassaot.training_rules import duplicate_wrappers, grad_bases, group_of,
 # a program with random ops (it would draw again) or one that writes its inputs (the epilogue has changed them).
 # The Function keeps weak references to its graph inputs (and their versions) for that: one freed or written since
 # the forward is refused too, rather than recomputed from other values.
-
-
-# Note [Backward Errors Are Deferred]
-# Some programs run forward fine in eager and fail only in backward: x.mul_(x) on a tensor autograd saved, set_() on
-# a tensor that requires grad, a custom backward that raises. Tracing our backward graph hits the same error at
-# compile time. Raising it there would fail a call that eager completes, so the error is kept with the entry and
-# raised, unchanged, when (and only when) the backward runs. That is eager's behaviour only when
-#   * every differentiable output's backward fails alone (else eager's backward through the others succeeds: a
-#     backward for some tangents only is not traced, so such a program is refused). Checked for the program's
-#     outputs only, not the new values of the inputs it writes: a backward through those alone (after the call)
-#     still raises where eager's may not (a spurious error, never a wrong gradient), and
-#   * no input reached from the program's outputs has a gradient that avoids the failing node (checked by one
-#     trace per input, `JointSetup.wrt_only`): eager accumulates such a gradient before the failing node runs or
-#     not, by the order autograd runs its nodes (refused); inputs that require grad but are reached by no output
-#     are given to the Function detached, so that their own gradient (a returned input) is not held back behind
-#     our raising backward.
-# Both checks read the functional trace, whose saved values and version counters are not eager's. So first the
-# compile runs eager's own backward on fakes (Note [Probing Eager's Backward]): where it shows every backward through
-# all of the outputs raising before any gradient, the error is deferred without the checks, and a backward through
-# other outputs is refused when it runs unless the probe saw that set raise so too; where it shows that backward
-# completing, Note [Backward Errors Through Input Values Only] may apply.
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BackwardGraph:
-    graph: torch.fx.GraphModule | None  # (saved..., tangents...) -> (grads..., backward mutations...); None: `error`
-    # (primals...) -> (the forward graph's outputs (GraphOutputs)..., saved...); None when the joint trace failed
-    # (the inference graph is the forward then)
-    forward: torch.fx.GraphModule | None
-    # the program's own backward error, raised when backward runs (`graph` None) or when one of the diff outputs at
-    # positions `raising_tangents` gets a tangent (Note [Backward Errors Through Input Values Only])
-    error: RuntimeError | None
-    raising_tangents: frozenset[int] = frozenset()
-    # `graph` None: the sets of diff positions given a tangent for which eager's backward was seen to raise before
-    # any gradient (Note [Probing Eager's Backward]); another set is refused when backward runs. None: not probed
-    raising_patterns: frozenset[frozenset[int]] | None = None
-    diff_outputs: tuple[int, ...]  # forward-output positions (tensor outputs) that receive a tangent
-    grad_inputs: tuple[int, ...]  # tensor-input positions (FlatInputs.tensor_indices order) that get a gradient
-    unused: frozenset[int]  # positions in grad_inputs whose gradient eager leaves None (unreachable from outputs)
-    grad_trees: tuple[SubclassNode | None, ...]  # per grad input: the gradient's subclass structure (None: plain)
-    # per grad input: the dense leaf (position among its leaves) whose size and stride its subclass gradient had
-    # while tracing (Note [Subclass Gradient Strides])
-    grad_stride_leaves: tuple[int | None, ...] = ()
-    # per grad input: the diff outputs (positions in diff_outputs) whose tangents reach its gradient in the graph
-    tangent_deps: tuple[frozenset[int], ...]
-    # dense inputs the backward itself writes (a custom Function's backward updating a buffer); their new values
-    # follow the gradients in the graph's outputs, and the runtime copies them into the real inputs
-    backward_mutations: tuple[DenseIndex, ...]
-    tangent_trees: tuple[SubclassNode | None, ...]  # per diff output: the subclass structure its tangent must have
-    wrapper_updates: tuple[int, ...]  # tensor inputs whose new value the Function returns as a wrapper (last outputs)
-    # graph inputs (synthetic bases of aliased inputs) that require grad: Function inputs after the user tensors,
-    # their gradients after the user inputs' (Note [Aliased Inputs In Training])
-    group_grads: tuple[int, ...] = ()
-    tangent_strides: tuple[tuple[int, ...] | None, ...] = ()  # per dense tangent: its traced strides (static ones)
-    example_inputs: tuple[object, ...]  # the backward graph's (fake tensors, symbolic ints)
-    num_saved: int = 0  # forward outputs after the GraphOutputs ones, the backward's first inputs
-    # The joint graph itself, kept where it can run again from the primals for double backward (no random op in
-    # the forward: a rerun would draw other values); see Note [Double Backward By Recompute]
-    joint: torch.fx.GraphModule | None = None
-    num_fw_outputs: int = 0  # the joint graph's outputs before the gradients
-    # Compile-time records for a tangent retrace (Note [Tangent Retrace]); the per-call path never reads them
-    setup: JointSetup | None = None
-    partition: Partition | None = None
-    saved_primals: tuple[int | None, ...] = ()  # per saved value: the graph input it is, if it is one
 
 
 def forward_output_values(
@@ -364,45 +290,6 @@ def _autograd_node_of(x: torch.Tensor, seen: set[object]) -> bool:
     return any(getattr(node, "variable", None) is x for node in seen)
 
 
-# Note [Overwritten Original Updates]
-# A plain input the program writes and then changes the metadata of (x.mul_(2); x.t_()) gets an ORIGINAL update
-# (copied in before the view ops are replayed) and a FINAL one (copied in after, with grad). The FINAL copy_
-# replaces everything of the input autograd can see, so the ORIGINAL value's gradient is zero, in eager's history
-# as in ours; it is not differentiated (differentiating it through the traced in-place view ops fails). Only where
-# no one else sees the original storage through autograd: the input is not a view, keeps its storage, and its
-# writes are visible to autograd (else the FINAL copy is not recorded).
-
-
-def _overwritten_originals(
-    traced: TracedGraph, analysis: Analysis, dense_fakes: Sequence[torch.Tensor]
-) -> frozenset[int]:
-    """Forward-output positions of ORIGINAL updates that are not differentiated (Note [Overwritten Original
-    Updates])."""
-    updates = traced.outputs.updates
-    finals = {u.target for u in updates if u.kind is UpdateKind.FINAL}
-    out = set()
-    for k, u in enumerate(updates):
-        if u.kind is not UpdateKind.ORIGINAL or u.target not in finals:
-            continue
-        m = analysis.mutations[u.target]
-        hidden = m.storage_changed or m.swapped or m.hidden_from_autograd or not m.autograd_visible
-        if not hidden and not dense_fakes[u.target]._is_view():
-            out.add(k)
-    return frozenset(out)
-
-
-def _swapped_updates(traced: TracedGraph, analysis: Analysis) -> frozenset[int]:
-    """Forward-output positions of updates of leaves whose storage set_() swapped: the epilogue copies them in
-    under no_grad (the swap is the op autograd sees: Note [set_ Under Grad], Note [Inputs That Gain Grad In
-    Training]), so they get no gradient, and differentiating them would raise set_'s backward error for a
-    backward eager completes."""
-    return frozenset(
-        k
-        for k, u in enumerate(traced.outputs.updates)
-        if u.kind is not UpdateKind.BASE and analysis.mutations[u.target].storage_changed
-    )
-
-
 def _tree_of(t: torch.Tensor) -> SubclassNode | None:
     return flatten_subclass(t, "tangent")[0] if is_traceable_subclass(t) else None
 
@@ -420,128 +307,6 @@ def _grads(
     for k, g in zip(live, found, strict=True):
         grads[k] = g
     return grads
-
-
-def trace_backward(
-    call: Callable[..., object],
-    flat: FlatInputs,
-    layout: DenseLayout,
-    analysis: Analysis,
-    traced: TracedGraph,
-    dense_fakes: Sequence[torch.Tensor],
-    user_fakes: Sequence[torch.Tensor],
-    fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
-    decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None = None,
-) -> BackwardGraph:
-    group_grads = grad_bases(layout, user_fakes)
-    in_groups = {layout.leaves[m].owner for k in group_grads for m in layout.groups[group_of(layout, k)].members}
-    duplicates = duplicate_wrappers(layout)  # Note [Aliased Subclass Inputs In Training]
-    grad_inputs = tuple(
-        i
-        for i, t in enumerate(user_fakes)
-        if t.requires_grad and flat.tensor_indices[i] not in in_groups and i not in duplicates
-    )
-    example = graph_example_inputs(layout, dense_fakes)
-    with fake_mode:
-        for k in group_grads:  # a base taken from a member that does not require grad (x.detach(), x)
-            if not example[k].requires_grad:
-                example[k] = example[k].detach().requires_grad_(True)
-    wrapper_updates = wrapper_update_inputs(layout, analysis, user_fakes)
-    # Every input gradients are taken for runs as a clone: a write to it, or an in-place view op on a view of it,
-    # then happens to a non-leaf as in eager (Note [Training Through A Joint Graph]).
-    clone = frozenset(grad_inputs)
-    with fake_mode, torch.enable_grad():
-        fw_example = _forward_example(
-            call, flat, layout, analysis, traced, example, user_fakes, clone, wrapper_updates, group_grads
-        )
-    overwritten = _overwritten_originals(traced, analysis, dense_fakes) | _swapped_updates(traced, analysis)
-    diff = tuple(i for i, (grad, _, _) in enumerate(fw_example) if grad and i not in overwritten)
-    with fake_mode:
-        tangent_fakes = [torch.empty_like(t) for i in diff for t in fw_example[i][1]]
-    setup = JointSetup(
-        call=call,
-        flat=flat,
-        layout=layout,
-        analysis=analysis,
-        traced=traced,
-        user_fakes=tuple(user_fakes),
-        fake_mode=fake_mode,
-        decompositions=decompositions,
-        example=tuple(example),
-        grad_inputs=grad_inputs,
-        group_grads=group_grads,
-        wrapper_updates=wrapper_updates,
-        diff=diff,
-    )
-    tangent_trees = tuple(fw_example[i][2] for i in diff)
-    reach: list[frozenset[int]] = []
-    error: RuntimeError | None = None
-    raising: frozenset[int] = frozenset()
-    try:
-        setup, joint = _trace_joint_views(setup, tangent_fakes, reach)
-    except UnsupportedError:
-        raise
-    except RuntimeError as e:
-        # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
-        # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
-        error = e
-        _refuse_view_replay_limit(e)
-        refuse_layout_changed_behind_autograd(call, flat, layout, analysis, e)
-        patterns = _probe(setup)
-        found = _backward_without_input_values(setup, tangent_fakes, reach, patterns)
-        if found is not None:
-            setup, joint, raising = found
-        else:
-            verified = _deferred_exactly(setup, patterns)
-            if verified is None:
-                _check_deferred_error(setup, [fw_example[i][1] for i in diff], reach, e)
-                _refuse_by_probe(patterns, e)
-            return BackwardGraph(
-                raising_patterns=verified,
-                graph=None,
-                forward=None,
-                error=e,
-                diff_outputs=diff,
-                grad_inputs=grad_inputs,
-                unused=frozenset(),
-                grad_trees=(),
-                tangent_deps=tuple(reach),
-                backward_mutations=(),
-                tangent_trees=tangent_trees,
-                example_inputs=(),
-                wrapper_updates=wrapper_updates,
-                group_grads=group_grads,
-            )
-    if error is None:
-        refuse_layout_changed_behind_autograd(call, flat, layout, analysis, None)
-    o = traced.outputs
-    if joint.num_fw_outputs != len(o.updates) + o.num_fresh + o.num_bases + o.num_symints:
-        raise AssertionError("BUG: the joint graph's forward outputs differ from the inference graph's")
-    parts = partition_joint(joint.graph, len(example), joint.num_fw_outputs)
-    return BackwardGraph(
-        joint=None if parts.has_random else joint.graph,
-        num_fw_outputs=joint.num_fw_outputs,
-        graph=parts.backward,
-        forward=parts.forward,
-        num_saved=parts.num_saved,
-        saved_primals=parts.saved_primals,
-        error=error,
-        diff_outputs=diff,
-        grad_inputs=grad_inputs,
-        unused=joint.unused,
-        grad_trees=joint.grad_trees,
-        grad_stride_leaves=joint.grad_stride_leaves,
-        tangent_deps=joint.reach,
-        backward_mutations=joint.backward_mutations,
-        tangent_trees=tangent_trees,
-        example_inputs=parts.backward_example,
-        wrapper_updates=wrapper_updates,
-        group_grads=group_grads,
-        tangent_strides=tuple(_static_strides(t) for t in tangent_fakes),
-        setup=setup,
-        partition=parts,
-        raising_tangents=raising,
-    )
 
 
 # Note [Writes To Plain View Inputs Make Plain Gradients]
@@ -567,7 +332,7 @@ def _plain_views_with_subclass_grads(setup: JointSetup, joint: TracedJoint) -> f
     return frozenset(found)
 
 
-def _trace_joint_views(
+def trace_joint_views(
     setup: JointSetup,
     tangent_fakes: Sequence[torch.Tensor],
     reach: list[frozenset[int]],
@@ -580,210 +345,6 @@ def _trace_joint_views(
         setup = dataclasses.replace(setup, view_clones=views)
         joint = trace_joint(setup, tangent_fakes, None, reach, absent=absent)
     return setup, joint
-
-
-def _input_values(setup: JointSetup) -> frozenset[int]:
-    """Forward-output positions holding new values of inputs (updates, then wrapper updates)."""
-    outputs = setup.traced.outputs
-    # one forward output per fresh output (a subclass one has several graph leaves): see forward_output_values
-    n_fresh = sum(
-        1
-        for info in setup.analysis.outputs
-        if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves)
-    )
-    wrappers_at = len(outputs.updates) + n_fresh + outputs.num_bases
-    return frozenset({*range(len(outputs.updates)), *range(wrappers_at, wrappers_at + len(setup.wrapper_updates))})
-
-
-# Note [Backward Errors Through Input Values Only]
-# A program may write an input so that a backward through the input's new value fails (x0.mul_(x0) on a non-leaf
-# saves the x0 it overwrites) while a backward through its outputs completes, in eager and in a joint trace that
-# takes no tangent for the new values of inputs that no output reaches (`absent`: those a backward through all the
-# outputs gives none, TangentPatterns.full). Where the probe (Note [Probing Eager's Backward]) shows eager's
-# backward through all the outputs completing, the backward graph is that trace: its placeholders for the absent
-# tangents stay unread,
-# and the program's error is raised, unchanged, when one of those tangents is given (a backward through the written
-# input after the call, which fails in eager too).
-
-
-def _backward_without_input_values(
-    setup: JointSetup,
-    tangent_fakes: Sequence[torch.Tensor],
-    reach: list[frozenset[int]],
-    patterns: TangentPatterns | None,
-) -> tuple[JointSetup, TracedJoint, frozenset[int]] | None:
-    """The joint traced without tangents for the new values of inputs, and their positions in diff, where that
-    is eager's backward through the outputs (Note [Backward Errors Through Input Values Only]); else None."""
-    if patterns is None:
-        return None
-    values = _input_values(setup)
-    absent = frozenset(p for p, d in enumerate(setup.diff) if d in values) - patterns.full
-    if not absent:
-        return None
-    if patterns.ends.get(patterns.full) is not BackwardEnd.COMPLETES:
-        return None
-    try:
-        traced_setup, joint = _trace_joint_views(setup, tangent_fakes, reach, absent)
-    except RuntimeError:
-        return None
-    return traced_setup, joint, absent
-
-
-def _probe(setup: JointSetup) -> TangentPatterns | None:
-    """Note [Probing Eager's Backward]: how eager's backward through each set of outputs ends, by the tangents the
-    compiled Function gets for them."""
-    ends = probe_eager_backward(setup.call, setup.flat)
-    if ends is None:
-        return None
-    outputs = setup.traced.outputs
-    return tangent_patterns(
-        setup.analysis,
-        setup.layout,
-        setup.flat,
-        outputs.updates,
-        outputs.num_bases,
-        setup.wrapper_updates,
-        [r.root_bases for r in training_roots(setup.analysis)],
-        setup.diff,
-        ends,
-    )
-
-
-def _deferred_exactly(setup: JointSetup, patterns: TangentPatterns | None) -> frozenset[frozenset[int]] | None:
-    """Where eager's backward through every output raises before any gradient, and so does the Function's:
-    the sets of diff positions whose backward raises so (Note [Probing Eager's Backward]); else None."""
-    if patterns is None or patterns.leaf_bypass or not patterns.full:
-        return None
-    if patterns.ends.get(patterns.full) is not BackwardEnd.RAISES:
-        return None
-    if patterns.ends.get(frozenset(), BackwardEnd.COMPLETES) is not BackwardEnd.COMPLETES:
-        return None  # outputs whose backward never reaches the Function raise in eager
-    return frozenset(p for p, end in patterns.ends.items() if end is BackwardEnd.RAISES)
-
-
-def _refuse_view_replay_limit(error: Exception) -> None:
-    """Refuse a traced backward that fails by a limit of autograd's view replay, not by the program's own error."""
-    if "CopySlices returned an invalid gradient" in str(error):
-        # A limit of autograd's view replay, which it uses on functional tensors: a write through a view whose
-        # shape an in-place view op changed replays the view without that op (fuzz seed 7000 #3857); eager's
-        # backward, which takes the view with as_strided, runs.
-        raise UnsupportedError(
-            f"the program writes in place through a view whose shape an in-place view op changed (t = x.t(); "
-            f"t.unsqueeze_(0); t.add_(1)), and its traced backward fails ({error}) where eager's runs: autograd "
-            "replays such a view without the in-place view op under functionalization; not supported in training. "
-            "Use the out-of-place view op (t = t.unsqueeze(0)), or write under torch.no_grad()"
-        ) from error
-
-
-def _refuse_by_probe(patterns: TangentPatterns | None, error: Exception) -> None:
-    """Refuse a deferred backward error where the probe saw eager's backward through every output raise only
-    after an input leaf got its gradient (Note [Probing Eager's Backward])."""
-    # A probe that completes is not trusted on its own: fake tensors skip checks eager makes on real data (the
-    # memory overlap of a write through an expand), so only a raise the probe saw decides here.
-    end = None if patterns is None else patterns.ends.get(patterns.full)
-    if end is BackwardEnd.RAISES_AFTER_GRADS:
-        raise UnsupportedError(
-            f"the program's backward fails in eager ({error}) after eager accumulated the gradient of an input "
-            "leaf, by the order autograd runs its nodes, which the compiled backward does not reproduce (Note "
-            "[Probing Eager's Backward]). Write a clone instead of the tensor whose backward fails"
-        ) from error
-
-
-def _check_deferred_error(
-    setup: JointSetup, diff_leaves: Sequence[Sequence[torch.Tensor]], reach: Sequence[frozenset[int]], error: Exception
-) -> None:
-    """Refuse a backward error that deferring would not reproduce exactly (Note [Backward Errors Are Deferred]).
-    `diff_leaves`: per diff output, its dense leaves (to shape the tangents)."""
-    input_values = _input_values(setup)
-    returns_tensors = any(info.kind in (OutputKind.TENSOR, OutputKind.IS_INPUT) for info in setup.analysis.outputs)
-    if "encountered a mutation on a view chain" in str(error) and returns_tensors:
-        # A limit of functionalization, not the program's own error: eager's backward through the outputs (or
-        # views of the inputs it returns) runs.
-        raise UnsupportedError(
-            "the program writes through an as_strided() view with grad, and its backward would write back through "
-            "a view chain in which the as_strided() is not the first view (Note [Writes After as_strided In A View "
-            "Chain]); not supported in training. Take the as_strided() view of a clone, or write under "
-            "torch.no_grad()"
-        ) from error
-    if len(setup.diff) > 1:
-        for d, leaves in zip(setup.diff, diff_leaves, strict=True):
-            if d in input_values:
-                continue  # an input's new value: backward through it alone is rare; deferring is kept for it
-            with setup.fake_mode:
-                tangents = [torch.empty_like(t) for t in leaves]
-            try:
-                trace_joint(dataclasses.replace(setup, diff=(d,)), tangents, None)
-            except RuntimeError:
-                continue
-            raise UnsupportedError(
-                f"the program's backward fails in eager ({error}) through some of its differentiable outputs but "
-                f"not through forward output {d}: a backward for some outputs only is not supported (Note [Backward "
-                "Errors Are Deferred]). Return a clone, or do not write the tensor whose backward fails"
-            )
-    by_outputs = [p for p, d in enumerate(setup.diff) if d not in input_values]
-    user_diff = dataclasses.replace(setup, diff=tuple(setup.diff[p] for p in by_outputs))
-    with setup.fake_mode:
-        tangents = [torch.empty_like(t) for p in by_outputs for t in diff_leaves[p]]
-    for k, r in enumerate(reach):
-        if not r & set(by_outputs):
-            continue
-        try:
-            trace_joint(dataclasses.replace(user_diff, wrt_only=k), tangents, None)
-        except RuntimeError:
-            continue  # this input's gradient runs through the failing node: eager never accumulates it either
-        raise UnsupportedError(
-            f"the program's backward fails in eager ({error}), but the gradient of an input that requires grad "
-            "does not depend on the failing step: eager accumulates it before it raises or not, by the order "
-            "autograd runs its nodes, which the compiled backward does not reproduce (Note [Backward Errors Are "
-            "Deferred])"
-        )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BackwardVariant:
-    """A backward graph for tangents of another structure than the traced one (Note [Tangent Retrace])."""
-
-    graph: torch.fx.GraphModule  # (saved[saved_index]..., tangents...) -> (grads..., backward mutations...)
-    saved_index: tuple[int, ...]  # per saved placeholder: its position among the forward's saved values
-    example_inputs: tuple[object, ...]
-    tangent_trees: tuple[SubclassNode | None, ...]  # per diff output: its tangent's structure
-    grad_trees: tuple[SubclassNode | None, ...]  # as BackwardGraph's, for this backward
-    grad_stride_leaves: tuple[int | None, ...]  # as BackwardGraph's, for this backward
-    unused: frozenset[int]
-    tangent_deps: tuple[frozenset[int], ...]
-
-
-def retrace_backward(
-    meta: BackwardGraph,
-    trees: Sequence[SubclassNode | None],
-    dense_tangents: Sequence[Sequence[torch.Tensor]],
-    absent: frozenset[int] = frozenset(),
-) -> BackwardVariant:
-    """The backward for runtime tangents of structure `trees` (dense leaves `dense_tangents`, per diff output),
-    where the diff outputs at positions `absent` got no tangent (Note [Gradient Types Follow The Tangents Given])."""
-    setup, reference = meta.setup, meta.partition
-    if setup is None or reference is None:
-        raise AssertionError("BUG: a tangent retrace of an entry without a partition")
-    with setup.fake_mode:
-        fakes = [setup.fake_mode.from_tensor(t, static_shapes=True) for ts in dense_tangents for t in ts]
-    # Note [Backward Errors Through Input Values Only]: those tangents are never given to this backward
-    joint = trace_joint(setup, fakes, trees, absent=absent | meta.raising_tangents)
-    if joint.backward_mutations != meta.backward_mutations:
-        raise UnsupportedError(
-            "the backward retraced for a new tangent type writes other inputs than the compiled one; pass "
-            "tangents of the type of the outputs"
-        )
-    graph, index, example = partition_backward_like(joint.graph, len(setup.example), joint.num_fw_outputs, reference)
-    return BackwardVariant(
-        graph=graph,
-        saved_index=index,
-        example_inputs=example,
-        tangent_trees=tuple(trees),
-        grad_trees=joint.grad_trees,
-        grad_stride_leaves=joint.grad_stride_leaves,
-        unused=joint.unused,
-        tangent_deps=joint.reach,
-    )
 
 
 def _dense_grads(
@@ -820,11 +381,6 @@ def _dense_grads(
     return dense
 
 
-def _static_strides(t: torch.Tensor) -> tuple[int, ...] | None:
-    strides = t.stride()
-    return tuple(int(s) for s in strides) if all(isinstance(s, int) for s in strides) else None
-
-
 def _rewrap_tangent(tree: SubclassNode | None, tangents: list[torch.Tensor]) -> torch.Tensor:
     if tree is None:
         return tangents.pop(0)
@@ -832,7 +388,7 @@ def _rewrap_tangent(tree: SubclassNode | None, tangents: list[torch.Tensor]) -> 
     return unflatten_subclass(tree, taken)
 
 
-def _forward_example(
+def forward_example(
     call: Callable[..., object],
     flat: FlatInputs,
     layout: DenseLayout,

@@ -167,7 +167,7 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
 # A member set_() to another storage (x.set_(y), y not a view of the base) leaves the group: it is no view of the
 # base any more, so its metadata does not count, and the swap is replayed on the real member like any storage swap
 # (with `x.set_(x)` under grad where eager records it: Note [set_ Under Grad]); the updates of its new storage get
-# no gradient (joint._swapped_updates). Nor does the metadata of a member set_() under grad (to a view of the
+# no gradient (backward_trace._swapped_updates). Nor does the metadata of a member set_() under grad (to a view of the
 # base: b.set_(a[1:])) count: eager's backward through it raises, and ours too (the traced set_ fails the joint
 # trace's autograd.grad only where an output reaches it: Note [Backward Errors Are Deferred]), while the other
 # members' views are untouched. These relaxations are checked (parity oracle) for plain members only: a group with
