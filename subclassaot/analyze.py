@@ -30,7 +30,7 @@ from subclassaot.data_assignment import check_assigned_view, check_data_meta_out
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.foreign_bases import check_grad_view_of_moved_input, foreign_base
-from subclassaot.functional_offsets import check_set_output_offsets
+from subclassaot.functional_offsets import check_set_output_offsets, eager_offset
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.grad_scope import check_subclass_input_through_function
 from subclassaot.protocol import is_traceable_subclass
@@ -112,10 +112,7 @@ def analyze(
             tuple(_leaf_mutation(i, run, layout) for i in range(len(layout.leaves))), run, layout
         )
         # Against the wrapper as the program got it: a non-leaf input runs as a clone, whose layout is its own.
-        wrapper_after = tuple(
-            None if tree is None or before == leaf_meta(t) else leaf_meta(t)
-            for tree, t, before in zip(layout.trees, run.user_tensors, run.initial_metas, strict=True)
-        )
+        wrapper_after = _wrappers_after(layout, run, mutations)
         replays = tuple(inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors))
         data_plans, probes = wrapper_data_plans(flat, run, replays, wrapper_after, user_fakes, nonleaf_wrappers)
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
@@ -200,6 +197,8 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         and not run.swaps.wrapper_data
     )
     final_meta, orig_meta = leaf_meta(final), leaf_meta(orig)
+    if not storage_changed and not grown:  # Note [Offsets After A Write]
+        final_meta = (final_meta[0], final_meta[1], symint_expr(eager_offset(final, orig)))
     swaps = run.swaps
     view_ops = swaps.inplace_views.get(id(final), []) if any(final is t for t in run.user_tensors) else []
     return LeafMutation(
@@ -223,6 +222,24 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         and not any(r.grad_enabled for r in view_ops)
         and not is_traceable_subclass(final),
     )
+
+
+def _wrappers_after(
+    layout: DenseLayout, run: FunctionalRun, mutations: Sequence[LeafMutation]
+) -> tuple[Meta | None, ...]:
+    """Per tensor input: a subclass's outer metadata at the end where they changed, else None. Against the wrapper
+    as the program got it: a non-leaf input runs as a clone, whose layout is its own. The offset is eager's (Note
+    [Offsets After A Write]): that of the first of its dense leaves whose offset the wrapper had."""
+    result: list[Meta | None] = []
+    for tree, t, before, leaves in zip(
+        layout.trees, run.user_tensors, run.initial_metas, layout.leaves_of_input, strict=True
+    ):
+        meta = leaf_meta(t)
+        j = next((j for j in leaves if leaf_meta(run.finals[j])[2] == meta[2]), None)
+        if j is not None:
+            meta = (meta[0], meta[1], mutations[j].final_meta[2])
+        result.append(None if tree is None or before == meta else meta)
+    return tuple(result)
 
 
 def _with_wrapper_grad_sets(
@@ -429,6 +446,8 @@ def _output_info(
             shift = run.clone_offset_shift.get(current[key])
             if shift is not None and not (isinstance(shift, int) and shift == 0):
                 meta = (meta[0], meta[1], symint_expr(leaf.storage_offset() + shift))
+            elif key in original:  # Note [Offsets After A Write]
+                meta = (meta[0], meta[1], symint_expr(eager_offset(leaf, run.originals[original[key]])))
             out_leaves.append(
                 OutputLeaf(
                     source=LeafSource.INPUT_ALIAS,
@@ -436,6 +455,7 @@ def _output_info(
                     meta=meta,
                     is_view=run.swaps.is_view(leaf),
                     same_object=leaf is run.finals[current[key]],
+                    input_layout=key not in original and meta == leaf_meta(run.finals[current[key]]),
                     hidden_base=hidden,
                     foreign_base=None if tree is not None else foreign_base(leaf, run.finals, set(original), bases),
                     hidden_key=None if hidden is None else id(leaf._base),
@@ -638,7 +658,8 @@ def _outer_stride_leaf(outer: Meta | None, leaves: list[OutputLeaf]) -> int | No
         (
             k
             for k, leaf in enumerate(leaves)
-            if leaf.source is LeafSource.GRAPH and leaf.passthrough is None and leaf.meta[:2] == outer[:2]
+            if ((leaf.source is LeafSource.GRAPH and leaf.passthrough is None) or leaf.input_layout)
+            and leaf.meta[:2] == outer[:2]
         ),
         None,
     )

@@ -1,15 +1,19 @@
-"""Refusals where the functional run's storage offsets are not eager's.
+"""Where the functional run's storage offsets are not eager's: corrected, or refused.
 
-Input: an output's `OutputInfo` from the analysis, the functional run, and the per-leaf input mutations.
-Output: nothing, or an UnsupportedError naming the output and the rule.
-Invariants: only refuses; never changes a plan.
+Input: functional tensors of the analysis's run; an output's `OutputInfo`, the run and the per-leaf input mutations.
+Output: eager's offset of a tensor on a written input's storage (`eager_offset`); nothing, or an UnsupportedError
+naming the output and the rule (`check_set_output_offsets`).
+Invariants: the checks only refuse; never change a plan.
 """
 
 from __future__ import annotations
 
+import torch
+
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun
 from subclassaot.schemas import LeafMutation, LeafSource, OutputInfo
+from subclassaot.torch_internals import has_data_mutation, inner_storage_offset
 
 # Note [Offsets Of Views Of Written Inputs]
 # Functionalization regenerates a written tensor from a fresh value, and a view taken of it afterwards reports that
@@ -19,6 +23,24 @@ from subclassaot.schemas import LeafMutation, LeafSource, OutputInfo
 # on the input at run time. An output that the program set_() (`Replay.then_set`, the program's own set_) is
 # rebuilt from the metadata its leaves had at analysis, so where a leaf is on the storage of an input that was
 # written and does not start at offset 0, the rebuilt output would sit at the wrong offset: that is refused.
+
+# Note [Offsets After A Write]
+# A FunctionalTensor keeps eager's offset for the tensors that had one before a write to its storage (the input
+# itself, views taken before, in-place view ops on them), but a view op run after the write computes its offset from
+# the regenerated value, which starts at offset 0 where the storage's base (the input) started at its own offset:
+# after `x0.mul_(2.0)` on a (4, 3) input at offset 12, `x0[1:]` reports offset 3, eager's 15 (fuzz seed 9000 #8570:
+# `x0.set_(x0.transpose(1, 1))` then ended x0 at offset 0). The offsets functionalization keeps behind the wrappers
+# are all relative to the regenerated value, so eager's offset of a tensor on the input's storage is that offset plus
+# the input's original offset minus its original one behind the wrapper (0 where nothing wrote the storage). The
+# analysis records that offset for an input's final metadata and for outputs that alias the input's storage.
+
+
+def eager_offset(t: torch.Tensor, original: torch.Tensor) -> int | torch.SymInt:
+    """Note [Offsets After A Write]: eager's storage offset of FunctionalTensor `t`, which is on the storage of
+    `original` (an input's alias with its original metadata); `t`'s own where nothing wrote that storage."""
+    if not has_data_mutation(original):
+        return t.storage_offset()
+    return inner_storage_offset(t) + (original.storage_offset() - inner_storage_offset(original))
 
 
 def check_set_output_offsets(info: OutputInfo, run: FunctionalRun, mutations: tuple[LeafMutation, ...]) -> None:
@@ -39,4 +61,4 @@ def check_set_output_offsets(info: OutputInfo, run: FunctionalRun, mutations: tu
         )
 
 
-__all__ = ["check_set_output_offsets"]
+__all__ = ["check_set_output_offsets", "eager_offset"]

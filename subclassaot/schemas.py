@@ -170,6 +170,9 @@ class OutputLeaf:
     # the epilogue it is set_() under no_grad onto that dense input's new storage (Note [Outputs That An Input Was
     # set_() To])
     storage_of: DenseIndex | None = None
+    # INPUT_ALIAS, not a view: its metadata are those the input ends with, on a storage set_() gave it: it takes the
+    # input's real layout after the epilogue (Note [Inputs Set To Computed Tensors])
+    input_layout: bool = False
 
 
 class ReplaySource(enum.Enum):
@@ -253,6 +256,10 @@ class Replay:
     # epilogue writes it, so that autograd sees the same order as in eager (a no_grad or multi-output view whose
     # base is then written has a grad_fn that raises)
     before_epilogue: bool = False
+    # INPUT, after the epilogue: the input's metadata when the chain's first view was taken, where it changed in
+    # place before and after that: the chain starts from an alias of the input with them (Note [Views Between
+    # In-Place View Ops])
+    source_meta: Meta | None = None
     # before_epilogue: when the program made the output (its last view or in-place view op, the run's sequence
     # number): early replays run in this order, so that one's in-place view op advances a version counter after
     # another's multi-output view was taken, as in eager (fuzz seed 3000 #9285)

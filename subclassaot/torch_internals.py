@@ -91,6 +91,12 @@ def mutation_counter(t: torch.Tensor) -> int:
     return int(torch._functionalize_mutation_counter(_elem(t)))
 
 
+def inner_storage_offset(t: torch.Tensor) -> int | torch.SymInt:
+    """The storage offset functionalization keeps for FunctionalTensor `t` (after pending updates): once its storage
+    was written, relative to the regenerated value, not to the input's storage (Note [Offsets After A Write])."""
+    return _elem(t).storage_offset()
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Storages, versions, dispatch
 # ---------------------------------------------------------------------------------------------------------------

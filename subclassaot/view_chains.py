@@ -20,7 +20,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
-from subclassaot.functional_run import FunctionalRun
+from subclassaot.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import (
     DenseIndex,
@@ -213,6 +213,11 @@ def _replay_of(
                 steps=tuple(steps),
                 before_epilogue=True,
                 late_steps=_no_grad_tail(value, t, run, len(steps)),
+            )
+        if id(t) in input_by_id and _all_input_alias(leaves) and _replays_between(value, t, leaves, run):
+            source_meta = _meta_exprs(first.source_meta)
+            return Replay(
+                source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), source_meta=source_meta
             )
         return None
     if id(t) in input_by_id:
@@ -548,6 +553,24 @@ def _as_received(t: torch.Tensor, first: ViewRecord, run: FunctionalRun) -> bool
     by_data = run.swaps.data_sets.get(id(t)) if id(t) in run.swaps.swapped_by_data else None
     earlier_swap = (swapped is not None and swapped[0] < first.seq) or (by_data is not None and by_data[0] < first.seq)
     return not earlier_ops and not earlier_swap and _meta_exprs(first.source_meta) == run.initial_metas[position]
+
+
+# Note [Views Between In-Place View Ops]
+# A view taken of an input between two in-place view ops on it (`x.resize_((4, 1)); t = x.detach(); x.t_()`, fuzz
+# seed 11000 #7526) can be replayed neither before the epilogue (the input is not yet as the program had it) nor
+# after it from the input as it ends. Rebuilt with as_strided it loses its aliasing: its `._base` is the input,
+# eager's is the chain's own (t), and a subclass output gets a wrapper storage of its own. So the chain is replayed
+# after the epilogue from `x.as_strided(...)` with x's metadata when the first view was taken: the same elements of
+# the same storage, and from there eager's objects (the input's own metadata are eager's, written or not: Note
+# [Offsets After A Write]). Only without autograd history (as_strided is not the program's op), and for a subclass
+# whose dense leaves are laid out as it is (its as_strided gives them the wrapper's metadata).
+
+
+def _replays_between(value: torch.Tensor, t: torch.Tensor, leaves: tuple[OutputLeaf, ...], run: FunctionalRun) -> bool:
+    """Note [Views Between In-Place View Ops]: can `value`'s chain replay from input `t` with its metadata then?"""
+    if value.requires_grad or t.requires_grad:
+        return False
+    return not is_traceable_subclass(t) or all(leaf_meta(d) == leaf_meta(t) for d in dense_leaves_of(t, "")[1])
 
 
 def _all_input_alias(leaves: tuple[OutputLeaf, ...]) -> bool:
