@@ -40,7 +40,7 @@ from subclassaot.schemas import (
     WrapperStorageClass,
 )
 from subclassaot.swap_record import SET_OPS, InplaceViewRecord, ViewRecord
-from subclassaot.torch_internals import storage_key, symint_expr
+from subclassaot.torch_internals import grad_fn_raises, storage_key, symint_expr
 
 __all__ = [
     "check_mixed_grad_view_ops",
@@ -652,6 +652,25 @@ def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
             return True
         t = record.source
     return False
+
+
+# Note [Views Of A Detach That Gained Grad]
+# `t = x.detach(); t.copy_(x)` with grad on gives t a history (CopyBackwards); a view of t taken under no_grad has
+# none, yet requires grad, as a view does whose `._base` (t) requires grad (fuzz seed 10000 #9135). Replayed from
+# the input, t is a fresh detach() that does not: the runtime calls requires_grad_() on the replayed `._base` (a
+# leaf; no gradient reaches it, as none reaches eager's through a view without grad_fn). A view of t with a history
+# of its own is refused (analyze: a detach() of an input written with a value that requires grad).
+
+
+def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
+    """Note [Views Of A Detach That Gained Grad]: `value`'s replay makes a `._base` that must be given requires_grad."""
+    if not torch.is_grad_enabled() or not value.requires_grad or not value._is_view():
+        return False
+    if grad_fn_raises(value) or value.grad_fn is not None or not detached_in_chain(value, run):
+        return False
+    base = value._base
+    detach = torch.ops.aten.detach.default
+    return base is not None and base.requires_grad and any(step.op is detach for step in replay.steps)
 
 
 def viewed_after_grad_set(value: torch.Tensor, run: FunctionalRun) -> bool:
