@@ -40,7 +40,7 @@ from subclassaot.schemas import (
     WrapperStorageClass,
 )
 from subclassaot.swap_record import SET_OPS, InplaceViewRecord, ViewRecord
-from subclassaot.torch_internals import grad_fn_raises, storage_key, symint_expr
+from subclassaot.torch_internals import storage_key, symint_expr
 
 __all__ = [
     "check_mixed_grad_view_ops",
@@ -666,7 +666,12 @@ def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> 
     """Note [Views Of A Detach That Gained Grad]: `value`'s replay makes a `._base` that must be given requires_grad."""
     if not torch.is_grad_enabled() or not value.requires_grad or not value._is_view():
         return False
-    if grad_fn_raises(value) or value.grad_fn is not None or not detached_in_chain(value, run):
+    if not detached_in_chain(value, run):
+        return False
+    try:
+        if value.grad_fn is not None:
+            return False
+    except (RuntimeError, ValueError, IndexError):  # its grad_fn raises, or cannot be replayed on fake tensors
         return False
     base = value._base
     detach = torch.ops.aten.detach.default
