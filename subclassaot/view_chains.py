@@ -659,7 +659,10 @@ def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
 # none, yet requires grad, as a view does whose `._base` (t) requires grad (fuzz seed 10000 #9135). Replayed from
 # the input, t is a fresh detach() that does not: the runtime calls requires_grad_() on the replayed `._base` (a
 # leaf; no gradient reaches it, as none reaches eager's through a view without grad_fn). A view of t with a history
-# of its own is refused (analyze: a detach() of an input written with a value that requires grad).
+# of its own is refused (analyze: a detach() of an input written with a value that requires grad). Where the view was
+# taken before the write (`with no_grad(): t1 = t.unsqueeze(0)`, then `t.mul_(x)`), eager's grad_fn raises: the view
+# is replayed before the epilogue, whose write moves its version, and with its `._base` requiring grad, ours raises
+# too.
 
 
 def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
@@ -671,7 +674,10 @@ def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> 
     try:
         if value.grad_fn is not None:
             return False
-    except (RuntimeError, ValueError, IndexError):  # its grad_fn raises, or cannot be replayed on fake tensors
+    except RuntimeError:
+        if not replay.before_epilogue:  # eager's view-after-write error: ours too only if made before the epilogue
+            return False
+    except (ValueError, IndexError):  # its grad_fn cannot be replayed on fake tensors
         return False
     base = value._base
     detach = torch.ops.aten.detach.default

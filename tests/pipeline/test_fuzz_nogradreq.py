@@ -59,6 +59,23 @@ def test_no_grad_view_of_detach_written_with_grad(compile_fn: CompileFn | None, 
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
+@pytest.mark.parametrize("subclass", [False, True])
+def test_no_grad_view_of_detach_then_written_with_grad(compile_fn: CompileFn | None, subclass: bool) -> None:
+    # the view is taken before the write: eager's grad_fn raises (and requires_grad is True)
+    def f(x0: T) -> object:
+        t0 = x0.detach()
+        with torch.no_grad():
+            t1 = t0.unsqueeze(-3)
+        t0.mul_(x0)
+        return (t1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 4, requires_grad=True) if subclass else torch.randn(1, 4, requires_grad=True),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
 def test_no_grad_views_of_detach_written_with_grad_and_computed_from(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t0 = x0.detach()
