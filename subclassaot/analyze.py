@@ -60,6 +60,7 @@ from subclassaot.torch_internals import (
 )
 from subclassaot.training_rules import gains_grad, grad_bases, wrapper_update_inputs
 from subclassaot.view_chains import (
+    base_gains_grad,
     check_mixed_grad_view_ops,
     cut_history_replay,
     detached_in_chain,
@@ -611,6 +612,7 @@ def _output_info(
             replay=replay,
             outer_stride_leaf=stride_leaf,
             data_meta=data_meta,
+            base_gains_grad=replay is not None and base_gains_grad(value, replay, run),
         ),
         graph_count,
     )

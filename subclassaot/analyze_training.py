@@ -263,6 +263,15 @@ def check_history_over_alias(
             "output that shares that storage cannot have (Note [Histories Over Aliased Storage]; fuzz seed 7000 "
             "#501, #9637). Return a clone"
         )
+    plain_owner = not is_traceable_subclass(value) and not run.swaps.is_view(value)
+    if plain_owner and base is not None and base[1] is not value and id(value) not in run.swaps.swapped_ids:
+        # `t0.set_(t1); return t1, t0.view(-1)`: the outputs' base is t0, which the views name; t1, computed by the
+        # program, would come back as a plain alias of t0's storage without its history
+        raise UnsupportedError(
+            f"{path} has an autograd history of its own, and the program set_() another tensor onto its storage "
+            "whose views it also returns: rebuilt as an alias of that storage, it would have no history (Note "
+            "[Histories Over Aliased Storage]). Return a clone"
+        )
     if any(leaf.source is LeafSource.INTERMEDIATE_ALIAS for leaf in leaves) and detached_in_chain(value, run):
         raise UnsupportedError(
             f"{path} is a detach() of an intermediate (or a view of one) that the program then wrote with a value "

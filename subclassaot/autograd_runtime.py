@@ -100,6 +100,9 @@ def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[tor
 # against that stale accumulator where eager's succeeds. Detaching also keeps such an input's own gradient from
 # waiting behind a backward that raises (Note [Backward Errors Are Deferred]). Other unreached inputs stay
 # attached: outputs computed from a no_grad view of one still require grad in eager, and do through the Function.
+# Where every input that requires grad went in detached, the first detached one goes in as a fresh alias leaf that
+# requires grad (it gets no gradient), so that the differentiable outputs require grad as eager's (fuzz seed 9000
+# #2949: `x.unsqueeze_(-1); with no_grad(): t = x.unsqueeze(-2)`, then `t.sum(1)` with grad on).
 
 
 def _raise_deferred(bw_meta: BackwardGraph, no_graph: bool, grads: Sequence[torch.Tensor | None]) -> None:
@@ -523,6 +526,14 @@ def training_call(
             if grad_fn_raises(cast(torch.Tensor, user[i])):
                 user[i] = cast(torch.Tensor, user[i]).detach()
         bases = [graph_in[k] for k in bw_meta.group_grads]  # Note [Aliased Inputs In Training]
+        if (
+            unreached
+            and bw_meta.diff_outputs
+            and not any(isinstance(t, torch.Tensor) and t.requires_grad for t in (*user, *bases))
+        ):
+            # Differentiable outputs (computed from a no_grad view of a detached input) still require grad in eager,
+            # with no gradient flowing back: a fresh alias leaf that requires grad carries that, and gets None.
+            user[unreached[0]] = cast(torch.Tensor, user[unreached[0]]).requires_grad_(True)
         tensors = list(CompiledStep.apply((graph_in, dense, symbols), *user, *bases))  # type: ignore[no-untyped-call]  # untyped in torch
         outs: list[object] = list(tensors[:n_updates])
         prewrapped: dict[int, torch.Tensor] = {}

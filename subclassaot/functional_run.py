@@ -359,7 +359,10 @@ def intermediate_bases(
         if len(distinct) < 2 and not swaps.is_view(members[0]):
             continue
         views = [m for m in members if swaps.is_view(m)]
-        base = swaps.view_root(views[0]) if views else members[0]
+        # (not a tensor the program set_() onto the storage: the one whose storage it is keeps its autograd history,
+        # `t0.set_(t1); return t0, t1`, fuzz seed 11000 #7045)
+        owners = [m for m in members if id(m) not in swaps.swapped_ids]
+        base = swaps.view_root(views[0]) if views else (owners or members)[0]
         if storage_key(base) != key:
             # `t1 = t0.diagonal(); t0.data = x` (fuzz seed 2000 #2342): no tensor holds the storage t1 views
             raise UnsupportedError(

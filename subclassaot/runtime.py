@@ -42,6 +42,7 @@ from subclassaot.schemas import (
 from subclassaot.torch_internals import (
     assign_wrapper_metadata,
     get_version,
+    give_base_grad,
     python_source,
     set_to_tensor,
     set_version,
@@ -712,6 +713,8 @@ def _outputs(
                     holder = holder.view(holder.shape)
                 set_to_tensor(holder, value)
                 value = holder
+        if info.base_gains_grad and isinstance(value, torch.Tensor) and torch.is_grad_enabled():
+            give_base_grad(value)  # Note [Views Of A Detach That Gained Grad]
         onto = info.leaves[0].storage_of if info.leaves else None
         if onto is not None and isinstance(value, torch.Tensor):  # Note [Outputs That An Input Was set_() To]
             version = get_version(value)

@@ -309,6 +309,9 @@ class OutputInfo:
     data_meta: Meta | None = None
     # ... where their strides are the real ones of this graph stride probe (Note [Strides Of Assigned Tensors])
     data_stride_probe: int | None = None
+    # TENSOR in training replayed through a detach(): eager's `._base` (that detach, written since with a value that
+    # requires grad) requires grad, and the replayed one is made to (Note [Views Of A Detach That Gained Grad])
+    base_gains_grad: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

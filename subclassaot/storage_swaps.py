@@ -88,6 +88,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.record = record
         self.known = known  # tensors whose storage a set_(storage, ...) may name
         self.depth = 0  # > 0 while a subclass's __torch_dispatch__ runs
+        # id() of a wrapper a set_() is moving -> the storages (its own, then its leaves') it had before: the set_'s
+        # version bump is theirs (Note [Wrapper set_ Bumps The Storages It Leaves])
+        self.left_storages: dict[int, tuple[object, list[object]]] = {}
 
     def __torch_dispatch__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
@@ -112,7 +115,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if self.depth == 0 and torch.is_grad_enabled():
                 self._note_wrapper_op(func, args, kwargs)
             if func in SET_OPS and self.depth == 0:
-                check_shared_grad_set(self.record, args, flatten_subclass(args[0], "set_")[1])
+                leaves = flatten_subclass(args[0], "set_")[1]
+                check_shared_grad_set(self.record, args, leaves)
+                self.left_storages[id(args[0])] = (storage_key(args[0]), [storage_key(leaf) for leaf in leaves])
             self.depth += 1
             try:
                 with self:
@@ -466,13 +471,16 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
 
     def _record_write(self, arg: torch.Tensor, bumps: bool) -> None:
         self.record.seq += 1
-        self.record.last_write[storage_key(arg)] = self.record.seq
+        left = self.left_storages.pop(id(arg), None)  # Note [Wrapper set_ Bumps The Storages It Leaves]
+        key = storage_key(arg) if left is None else left[0]
+        self.record.last_write[key] = self.record.seq
         if id(arg) not in self.record.data_aliases and id(arg) not in self.record.data_views:
             # a `.data` alias (and its views) has a version counter of its own
-            self.record.last_bump[storage_key(arg)] = self.record.seq
+            self.record.last_bump[key] = self.record.seq
             if self.depth == 0 and is_traceable_subclass(arg):
-                for leaf in flatten_subclass(arg, "written")[1]:
-                    self.record.wrapper_bumps[storage_key(leaf)] = self.record.seq
+                leaf_keys = [storage_key(leaf) for leaf in flatten_subclass(arg, "written")[1]]
+                for leaf_key in leaf_keys if left is None else left[1]:
+                    self.record.wrapper_bumps[leaf_key] = self.record.seq
                 if bumps:
                     bump_family_wrappers(self.record, arg)
         if self.depth == 0 and bumps:
@@ -482,6 +490,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.visible_writes.add(storage_key(arg))
             self.record.visible_families.add(self.record.family_of(arg))
             self.record.visible_seq[id(arg)] = self.record.seq
+
+
+# Note [Wrapper set_ Bumps The Storages It Leaves]
+# `t1.set_(t0)` on a wrapper subclass advances t1's version counter, which the views of t1's old storages share,
+# not t0's. Recorded after the op, the write would be keyed by the storages t1 now shares with t0, and a view of t0
+# taken before it would look written since (fuzz seed 10000 #2840: the view of input x0 was replayed before the
+# epilogue, whose version bump then made its grad_fn raise). So the bump goes to the storages t1 left.
 
 
 # Note [contiguous() Of A Contiguous Clone]

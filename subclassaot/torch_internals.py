@@ -123,6 +123,14 @@ def replay_view(view: torch.Tensor, new_base: torch.Tensor) -> torch.Tensor:
     return cast(torch.Tensor, view._view_func_unsafe(new_base))
 
 
+def give_base_grad(view: torch.Tensor) -> None:
+    """requires_grad_() on `view`'s autograd `._base` where that is a leaf without it: the view then requires grad,
+    as a view does whose base requires grad (Note [Views Of A Detach That Gained Grad])."""
+    base = view._base
+    if base is not None and base.is_leaf and not base.requires_grad:
+        base.requires_grad_(True)
+
+
 def grad_fn_raises(t: torch.Tensor) -> bool:
     """Does reading `t.grad_fn` raise autograd's view-after-write error (a view made under no_grad, or by a
     multi-output op, whose base was written since)? Only views that require grad can."""

@@ -677,6 +677,36 @@ def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
     return False
 
 
+# Note [Views Of A Detach That Gained Grad]
+# `t = x.detach(); t.copy_(x)` with grad on gives t a history (CopyBackwards); a view of t taken under no_grad has
+# none, yet requires grad, as a view does whose `._base` (t) requires grad (fuzz seed 10000 #9135). Replayed from
+# the input, t is a fresh detach() that does not: the runtime calls requires_grad_() on the replayed `._base` (a
+# leaf; no gradient reaches it, as none reaches eager's through a view without grad_fn). A view of t with a history
+# of its own is refused (analyze: a detach() of an input written with a value that requires grad). Where the view was
+# taken before the write (`with no_grad(): t1 = t.unsqueeze(0)`, then `t.mul_(x)`), eager's grad_fn raises: the view
+# is replayed before the epilogue, whose write moves its version, and with its `._base` requiring grad, ours raises
+# too.
+
+
+def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
+    """Note [Views Of A Detach That Gained Grad]: `value`'s replay makes a `._base` that must be given requires_grad."""
+    if not torch.is_grad_enabled() or not value.requires_grad or not value._is_view():
+        return False
+    if not detached_in_chain(value, run):
+        return False
+    try:
+        if value.grad_fn is not None:
+            return False
+    except RuntimeError:
+        if not replay.before_epilogue:  # eager's view-after-write error: ours too only if made before the epilogue
+            return False
+    except (ValueError, IndexError):  # its grad_fn cannot be replayed on fake tensors
+        return False
+    base = value._base
+    detach = torch.ops.aten.detach.default
+    return base is not None and base.requires_grad and any(step.op is detach for step in replay.steps)
+
+
 def viewed_after_grad_set(value: torch.Tensor, run: FunctionalRun) -> bool:
     """A view taken (through its chain) of a subclass wrapper or a plain tensor, not an input, the program had set_()
     with grad enabled: its history goes through that set_ too (fuzz seed 2000 #949, #2813; seed 3000 #8754 for a
