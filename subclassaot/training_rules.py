@@ -199,6 +199,18 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
 # fuzz seed 3000 #122, #7299; seed 5000 #8148). Subclass members keep the refusal (unchecked).
 
 
+# Note [Metadata Changes Of Grad-Free Subclass Members]
+# As for plain members (Note [Metadata Changes Of Grad-Free Members]), a subclass member whose tensor input requires
+# grad neither before nor after the call (a `detach()` beside the input that requires grad) has no history for a
+# changed layout to spoil: eager records nothing on it, and the compiled Function gives it no gradient (it is no
+# input of the Function's differentiable part: Note [Aliased Subclass Inputs In Training]). So its in-place view
+# ops, under no_grad or not, do not count, and the group is judged by the members that need grad alone: one object
+# there follows Note [Subclass Inputs Passed Twice In Training], counting the writes through every member (a write
+# through the detached alias is a write to the leaf's storage too). Checked (parity oracle) on fuzz seed 10000
+# #9327 and on detached members transposed beside a member that is read, written, t_()d or a leaf; set_() of any
+# member keeps the refusal.
+
+
 # Note [Data Assignments To Aliased Inputs In Training]
 # A plain member, not an autograd leaf, whose layout changes only by `.data =` (its last storage swap): eager records
 # nothing of the assignment, the member's history stays as it came, and the epilogue's as_strided_ below autograd
@@ -238,8 +250,11 @@ def _unsupported_group_change(
         swapped = [m for m, mut in muts if mut.storage_changed]
         if swapped:
             return swapped[0]
-        if len({input_of(m) for m in members}) == 1 and not any(mut.swapped for _, mut in muts):
-            return _one_subclass_object_change(muts, analysis, input_of, leaf)
+        # See Note [Metadata Changes Of Grad-Free Subclass Members]
+        held = [(m, mut) for m, mut in muts if not grad_free(input_of(m))]
+        if len({input_of(m) for m, _ in held}) == 1 and not any(mut.swapped for _, mut in muts):
+            written = any(mut.data for _, mut in muts)
+            return _one_subclass_object_change(held, analysis, input_of, leaf, written)
     # A member set_() elsewhere left the group; one set_() under grad has a backward that raises anyway.
     meta = [m for m, mut in muts if mut.metadata and not (plain and (mut.storage_changed or mut.set_under_grad))]
     if plain and all(grad_free(input_of(m)) for m in meta):
@@ -281,8 +296,10 @@ def _one_subclass_object_change(
     analysis: Analysis,
     input_of: Callable[[DenseIndex], int],
     leaf: Callable[[DenseIndex], bool],
+    written: bool,
 ) -> DenseIndex | None:
-    """One subclass object passed several times (Note [Subclass Inputs Passed Twice In Training])."""
+    """One subclass object passed several times (Note [Subclass Inputs Passed Twice In Training]); `written`: the
+    program writes a member of its group."""
     meta = [m for m, mut in muts if mut.metadata]
     if not meta:
         return None
@@ -290,7 +307,7 @@ def _one_subclass_object_change(
     if steps and all(step.grad_enabled for step in steps):
         return None
     hidden = steps and not any(step.grad_enabled for step in steps)
-    if hidden and (not _returns_tensors(analysis) or not (leaf(meta[0]) or any(mut.data for _, mut in muts))):
+    if hidden and (not _returns_tensors(analysis) or not (leaf(meta[0]) or written)):
         return None  # as Note [No-Grad Layout Changes Of Aliased Subclass Inputs]
     return meta[-1]
 
