@@ -199,6 +199,18 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
 # fuzz seed 3000 #122, #7299; seed 5000 #8148). Subclass members keep the refusal (unchecked).
 
 
+# Note [Metadata Changes Of Grad-Free Subclass Members]
+# As for plain members (Note [Metadata Changes Of Grad-Free Members]), a subclass member whose tensor input requires
+# grad neither before nor after the call (a `detach()` beside the input that requires grad) has no history for a
+# changed layout to spoil: eager records nothing on it, and the compiled Function gives it no gradient (it is no
+# input of the Function's differentiable part: Note [Aliased Subclass Inputs In Training]). So its in-place view
+# ops, under no_grad or not, do not count, and the group is judged by the members that need grad alone: one object
+# there follows Note [Subclass Inputs Passed Twice In Training], counting the writes through every member (a write
+# through the detached alias is a write to the leaf's storage too). Checked (parity oracle) on fuzz seed 10000
+# #9327 and on detached members transposed beside a member that is read, written, t_()d or a leaf; set_() of any
+# member keeps the refusal.
+
+
 # Note [Data Assignments To Aliased Inputs In Training]
 # A plain member, not an autograd leaf, whose layout changes only by `.data =` (its last storage swap): eager records
 # nothing of the assignment, the member's history stays as it came, and the epilogue's as_strided_ below autograd
@@ -228,18 +240,25 @@ def _unsupported_group_change(
     plain: bool,
     grad_free: Callable[[int], bool],
     leaf: Callable[[DenseIndex], bool],
+    set_by_grad: Callable[[int], bool],
 ) -> DenseIndex | None:
     """The member whose change makes the group unsupported in training (Note [Metadata Changes Of Aliased Inputs
     In Training]), if any. `input_of`: the tensor input a member belongs to; `plain`: no member is a subclass's;
     `grad_free`: the tensor input requires grad neither before nor after the call; `leaf`: the member's tensor input
-    is an autograd leaf."""
+    is an autograd leaf; `set_by_grad`: a subclass input set_() under grad (Note [Subclass Members set_() Under
+    Grad])."""
     muts = [(m, analysis.mutations[m]) for m in members]
+    if not plain:  # See Note [Subclass Members set_() Under Grad]
+        muts = [(m, mut) for m, mut in muts if not set_by_grad(input_of(m))]
     if not plain:  # the relaxations below are checked for plain members only
         swapped = [m for m, mut in muts if mut.storage_changed]
         if swapped:
             return swapped[0]
-        if len({input_of(m) for m in members}) == 1 and not any(mut.swapped for _, mut in muts):
-            return _one_subclass_object_change(muts, analysis, input_of, leaf)
+        # See Note [Metadata Changes Of Grad-Free Subclass Members]
+        held = [(m, mut) for m, mut in muts if not grad_free(input_of(m))]
+        if len({input_of(m) for m, _ in held}) == 1 and not any(mut.swapped for _, mut in muts):
+            written = any(mut.data for _, mut in muts)
+            return _one_subclass_object_change(held, analysis, input_of, leaf, written)
     # A member set_() elsewhere left the group; one set_() under grad has a backward that raises anyway.
     meta = [m for m, mut in muts if mut.metadata and not (plain and (mut.storage_changed or mut.set_under_grad))]
     if plain and all(grad_free(input_of(m)) for m in meta):
@@ -281,8 +300,10 @@ def _one_subclass_object_change(
     analysis: Analysis,
     input_of: Callable[[DenseIndex], int],
     leaf: Callable[[DenseIndex], bool],
+    written: bool,
 ) -> DenseIndex | None:
-    """One subclass object passed several times (Note [Subclass Inputs Passed Twice In Training])."""
+    """One subclass object passed several times (Note [Subclass Inputs Passed Twice In Training]); `written`: the
+    program writes a member of its group."""
     meta = [m for m, mut in muts if mut.metadata]
     if not meta:
         return None
@@ -290,7 +311,7 @@ def _one_subclass_object_change(
     if steps and all(step.grad_enabled for step in steps):
         return None
     hidden = steps and not any(step.grad_enabled for step in steps)
-    if hidden and (not _returns_tensors(analysis) or not (leaf(meta[0]) or any(mut.data for _, mut in muts))):
+    if hidden and (not _returns_tensors(analysis) or not (leaf(meta[0]) or written)):
         return None  # as Note [No-Grad Layout Changes Of Aliased Subclass Inputs]
     return meta[-1]
 
@@ -315,11 +336,14 @@ def check_training_supported(
     def leaf(m: DenseIndex) -> bool:
         return bool(cast(torch.Tensor, flat.values[layout.leaves[m].owner]).is_leaf)
 
+    def set_by_grad(t: int) -> bool:
+        return _set_under_grad(layout, analysis, t)
+
     for group in layout.groups:
         owners = {layout.leaves[m].owner for m in group.members}
         needs_grad = any(fake.requires_grad for t, fake in enumerate(user_fakes) if flat.tensor_indices[t] in owners)
         plain = all(layout.trees[input_of(m)] is None for m in group.members)
-        changed = _unsupported_group_change(group.members, analysis, input_of, plain, grad_free, leaf)
+        changed = _unsupported_group_change(group.members, analysis, input_of, plain, grad_free, leaf, set_by_grad)
         if needs_grad and changed is not None:
             path = layout.leaves[changed].path
             if plain and any(analysis.stale_view_reads[m] for m in group.members if analysis.stale_view_reads):
@@ -367,28 +391,42 @@ def check_training_supported(
 # another set_). So the input needs no new value from the compiled Function (Note [Subclass Inputs Mutated In
 # Training]): the epilogue gives it its storage, metadata and values as in inference, then repeats `x.set_(x)` under
 # grad (Note [set_ Under Grad]), which gives it eager's grad_fn; outputs computed from it before the swap carry
-# gradients to its earlier history through the Function, those computed after it fail their backward as eager's
-# (Note [Backward Errors Are Deferred]). Checked (parity oracle) where every dense leaf of the input was set_() under
-# grad, not by `.data =` or resize_, and the input is in no alias group (fuzz seed 3000 #1495, #7047, #7769; seed
-# 5000 #2444, #6698). A set_() under no_grad keeps the refusal: the history it leaves reads the new layout (fuzz seed
-# 3000 #4811: wrong gradients); so does a leaf whose final strides a kernel chose (fuzz seed 3000 #1301: a set_() to
-# a computed empty tensor, whose strides the fake trace gets wrong in inference too).
+# gradients to its earlier history through the Function, those computed after it fail their backward as eager's (Note
+# [Backward Errors Are Deferred]). Checked (parity oracle) where every dense leaf of the input was set_() under grad,
+# not by `.data =` or resize_ (fuzz seed 3000 #1495, #7047, #7769; seed 5000 #2444, #6698; in an alias group, see Note
+# [Subclass Members set_() Under Grad]). A set_() under no_grad keeps the refusal: the history it leaves reads the new
+# layout (fuzz seed 3000 #4811: wrong gradients); so does a leaf whose final strides a kernel chose (fuzz seed 3000
+# #1301: a set_() to a computed empty tensor, whose strides the fake trace gets wrong in inference too).
+
+
+# Note [Subclass Members set_() Under Grad]
+# What Note [Subclass Inputs set_() Under Grad] says holds for a member of an alias group as well. Eager's set_() with
+# grad enabled gives the member a node whose backward raises, at the wrapper level, where autograd relates it to the
+# other members only as views of one wrapper base (Note [Aliased Subclass Inputs In Training]); the epilogue's
+# `x.set_(x)` under grad on the real member does the same to the same real tensors (a real view rebases its real base,
+# as in eager). The group's values, metadata and version counters are the epilogue's as for any swap, and outputs
+# computed from any member before or after the set_() come from the Function (a backward that reaches the traced
+# set_ raises: Note [Backward Errors Are Deferred]). So such a member leaves the group's metadata check
+# (`_unsupported_group_change`), as plain members set_() under grad do (Note [Metadata Changes Of Aliased Inputs In
+# Training]). Checked (parity oracle) on fuzz seed 10000 #8822, seed 11000 #6116 and on a view set_() to the base and
+# back, the same object passed twice, each read or written after the swap. A set_() under no_grad, by `.data =`, or one
+# whose final strides a kernel chose keeps the refusal.
 
 
 def _set_under_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
-    """Subclass inputs set_() with grad enabled (Note [Subclass Inputs set_() Under Grad])."""
-    grouped = {m for g in layout.groups for m in g.members}
-    out = []
-    for i, tree in enumerate(layout.trees):
-        leaves = layout.leaves_of_input[i]
-        muts = [analysis.mutations[j] for j in leaves]
-        if tree is None or not leaves or any(j in grouped for j in leaves) or analysis.wrapper_data[i] is not None:
-            continue
-        if all(m.set_under_grad and not m.resized and not m.swapped_by_data for m in muts) and not any(
-            _kernel_strides(m) for m in muts
-        ):
-            out.append(i)
-    return tuple(out)
+    """Subclass inputs set_() with grad enabled (Note [Subclass Inputs set_() Under Grad], Note [Subclass Members
+    set_() Under Grad])."""
+    return tuple(i for i in range(len(layout.trees)) if _set_under_grad(layout, analysis, i))
+
+
+def _set_under_grad(layout: DenseLayout, analysis: Analysis, i: int) -> bool:
+    leaves = layout.leaves_of_input[i]
+    muts = [analysis.mutations[j] for j in leaves]
+    if layout.trees[i] is None or not leaves or analysis.wrapper_data[i] is not None:
+        return False
+    return all(m.set_under_grad and not m.resized and not m.swapped_by_data for m in muts) and not any(
+        _kernel_strides(m) for m in muts
+    )
 
 
 # Note [Subclass Inputs Changed Below Autograd]
