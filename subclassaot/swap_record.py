@@ -95,6 +95,10 @@ class SwapRecord:
     # id() of a wrapper subclass whose last set_() autograd recorded -> (its source tensor, the set_'s position in
     # `wrapper_ops`): Note [Subclass Inputs That Gain Grad By set_]
     wrapper_grad_sets: dict[int, tuple[torch.Tensor | None, int]] = field(default_factory=dict)
+    # id() of a wrapper subclass -> seq of the first set_() called on the wrapper itself; id() of those an op the
+    # program ran with grad enabled read after it (Note [Subclass Inputs set_() Under no_grad])
+    wrapper_first_sets: dict[int, int] = field(default_factory=dict)
+    read_after_set: set[int] = field(default_factory=set)
     plain_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # the same for plain tensors' set_()
     data_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # ... and `.data =` (grad mode: False)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
@@ -135,6 +139,20 @@ class SwapRecord:
     stale_reads: set[object] = field(default_factory=set)
     function_layouts: dict[int, tuple[object, ...]] = field(default_factory=dict)  # ... the layout it makes
     seq: int = 0
+
+    def note_reads_after_set(self, tensors: tuple[torch.Tensor, ...]) -> None:
+        """`tensors`, read by an op with grad enabled: mark each wrapper set_() before that it is, or whose view
+        taken after the set_() it is (a view taken before reads the old storage, through the old history)."""
+        for t in tensors:
+            taken: int | None = None  # when the view below `t` in the chain was taken
+            while True:
+                first = self.wrapper_first_sets.get(id(t))
+                if first is not None and (taken is None or taken > first):
+                    self.read_after_set.add(id(t))
+                record = self.views.get(id(t))
+                if record is None or record.func is torch.ops.aten.detach.default:
+                    break
+                taken, t = record.seq, record.source
 
     def family_of(self, t: torch.Tensor) -> int:
         found = self.family.get(id(t))
