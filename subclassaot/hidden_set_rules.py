@@ -12,17 +12,19 @@ from subclassaot.schemas import Analysis, DenseLayout, LeafMutation
 # Note [Subclass Inputs set_() Under no_grad]
 # `with torch.no_grad(): x.set_(y)` on a subclass input x that requires grad records nothing in eager: x keeps its
 # autograd identity (a leaf stays a leaf, a non-leaf keeps its grad_fn), and only its wrapper's storage, metadata and
-# inner tensors change. Whatever the program computed from x before the set_() (or from views of x taken before it,
-# which keep the old storage) reaches x's history with x's old layout: in the compiled autograd.Function that is the
-# gradient with respect to x as it came, as for any input. So such an input needs no new value from the Function: the
-# epilogue gives it its storage, metadata and values below autograd as in inference, and its wrapper's own metadata
-# under no_grad (runtime `_fix_wrappers`). Checked (parity oracle) where every dense leaf was swapped by set_() (not
-# `.data =`, not resize_), none under grad (Note [Subclass Inputs set_() Under Grad]) and with no write autograd
-# records, with no in-place view op and in no alias group, and where no op with grad enabled read x (or a view of
-# it taken after) after its first set_(): fuzz seed 10000 #998, #5481, #7502, #9420, #9652; seed 11000 #3834,
-# #7875. Such a read keeps the refusal: in eager its gradient reaches x's history in x's NEW layout, in ours the
-# Function's input in the old one (x.set_(x.view(-1)) then x.sum(): the compiled backward raised where eager's did
-# not); so does a set_() to a computed tensor whose strides a kernel chose (`kernel_strides`).
+# inner tensors change. The joint trace sees the same at the wrapper level, so whatever the program computes from x,
+# before or after the set_(), carries its gradient to x's primal, as eager's to x's history. So x needs no new value
+# from the compiled Function: the epilogue gives it its storage, metadata and values below autograd as in inference,
+# and its wrapper's own metadata under no_grad (runtime `_fix_wrappers`). Checked (parity oracle) where every dense
+# leaf was swapped by set_() (not `.data =`, not resize_), none under grad (Note [Subclass Inputs set_() Under
+# Grad]) and with no write autograd records, with no in-place view op and in no alias group: fuzz seed 10000 #998,
+# #5481, #7502, #9420, #9652; seed 11000 #3834, #7875; reads after the set_() of x and of views taken before or
+# after it, at the same size. Refused: a read with grad after a set_() gave x another size (of x, or of a view taken
+# after the set_(); a view taken before is rebuilt from x by autograd, which reads x): eager's gradient reaches x's
+# history in the new size, ours the Function's input, whose autograd checks it against the old one (x.set_(x.view(-1))
+# then x.sum(): the compiled backward raised where eager's did not). Refused too: a write with grad after the set_()
+# (x.mul_(2): eager records it on x, the epilogue does not: wrong gradients), and a set_() to a computed tensor whose
+# strides a kernel chose (`kernel_strides`).
 
 
 def kernel_strides(m: LeafMutation) -> bool:

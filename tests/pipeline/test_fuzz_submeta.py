@@ -95,8 +95,51 @@ def test_set_under_no_grad_then_returned(compile_fn: CompileFn | None) -> None:
         assert_matches_eager(f, lambda: (pair_nonleaf(3), pair_nonleaf(2, 2)), compile_fn=compile_fn)
 
 
+def test_read_after_set_under_no_grad_at_the_same_size(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 10000 #5481 (a view taken before, read after: autograd rebuilds it from the input), and reads of the
+    # input itself and of views taken after, with gradients that tell the layouts apart
+    w = torch.arange(4.0).view(2, 2)
+
+    def before(x0: T) -> object:
+        t0 = x0.t()
+        with torch.no_grad():
+            set_to(x0, x0.t())
+        return (t0 * w, t0)
+
+    def after(x0: T, x1: T) -> object:
+        a = x0 * 3.0
+        with torch.no_grad():
+            set_to(x0, x1)
+        return (a, x0 * w, x0.t()[0])
+
+    with torch.enable_grad():
+        assert_matches_eager(before, lambda: (pair(2, 2, requires_grad=True),), compile_fn=compile_fn)
+        assert_matches_eager(before, lambda: (pair_nonleaf(2, 2),), compile_fn=compile_fn)
+        assert_matches_eager(after, lambda: (pair(2, 2, requires_grad=True), pair(2, 2)), compile_fn=compile_fn)
+        assert_matches_eager(after, lambda: (pair_nonleaf(2, 2), pair_nonleaf(2, 2)), compile_fn=compile_fn)
+
+
+def test_write_after_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # eager records the write on the input (its grad_fn, its gradient), the epilogue would not: wrong gradients
+    def itself(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            set_to(x0, x1)
+        x0.mul_(2.0)
+        return (x0,)
+
+    def view(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            set_to(x0, x1)
+        x0[0].mul_(2.0)
+        return (x0,)
+
+    with torch.enable_grad():
+        assert_refused(itself, lambda: (pair_nonleaf(2, 2), pair(2, 2)), compile_fn, _RULE)
+        assert_refused(view, lambda: (pair_nonleaf(2, 2), pair(2, 2)), compile_fn, _RULE)
+
+
 def test_read_after_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
-    # A read with grad after the set_(): eager's gradient reaches the leaf in its new layout, the compiled
+    # A read with grad after a set_() to another size: eager's gradient reaches the leaf in its new layout, the compiled
     # Function's input has the old one (the compiled backward raised where eager's did not)
     def f(x0: T) -> object:
         with torch.no_grad():
