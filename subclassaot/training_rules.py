@@ -52,9 +52,11 @@ from subclassaot.schemas import (
 # (the Function's gradient with respect to the input, computed by the joint trace, whose wrapper-level autograd saw
 # the same ops, and copy_'s zeros for the old value); autograd's check against the old layout raises, or sums the
 # gradient down (an unsqueeze_), alike. Checked (parity oracle) on fuzz seed 10000 #5999, #6031, seed 11000 #3577,
-# and on square and non-square t_(), unsqueeze_() then writes, reads and copies from another input. Leaves are not
-# concerned (eager refuses the write); a leaf written through `.data` keeps the refusal (Note [Subclass Inputs Changed
-# Below Autograd]), as do the members of alias groups and inputs that gain grad (unchecked).
+# and on square and non-square t_(), unsqueeze_() then writes, reads and copies from another input. A leaf is
+# written so only through an alias autograd does not relate to it (z.set_(x), then z.mul_(2)): its copy is made below
+# autograd (runtime `_copy_wrapper`), as eager's write reached it (checked). A leaf written through `.data` keeps the
+# refusal (Note [Subclass Inputs Changed Below Autograd]), as do members of alias groups and inputs that gain grad
+# (unchecked).
 
 
 def wrapper_update_inputs(

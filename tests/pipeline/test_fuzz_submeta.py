@@ -219,3 +219,16 @@ def test_leaf_written_through_data_then_no_grad_view_op_is_refused(compile_fn: C
 
     with torch.enable_grad():
         assert_refused(f, lambda: (pair(requires_grad=True),), compile_fn, _RULE)
+
+
+def test_leaf_with_no_grad_view_op_written_through_an_alias(compile_fn: CompileFn | None) -> None:
+    # Note [No-Grad View Ops Of Written Subclass Inputs]: a leaf written with grad through a tensor set_() to it
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            x0.t_()
+            set_to(x1, x0)
+        x1.mul_(2.0)
+        return (x0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair(2, 3, requires_grad=True), pair(1)), compile_fn=compile_fn)
