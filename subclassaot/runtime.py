@@ -649,7 +649,8 @@ def _fix_wrappers(
             if list(wrapper.shape) != size or list(wrapper.stride()) != stride or wrapper.storage_offset() != offset:
                 # after a `.data =`, without autograd or the version counter (Note [Wrapper Data Assignment])
                 change = assign_wrapper_metadata if data is not None else set_wrapper_metadata
-                change(wrapper, size, stride, offset)
+                with torch.no_grad():  # the program's set_ under grad, if any, is repeated (Note [set_ Under Grad])
+                    change(wrapper, size, stride, offset)
         if analysis.wrapper_version_bumped[t] and get_version(wrapper) == before:
             # Only where the epilogue's own ops did not: autograd regenerates a view's grad_fn when its version
             # moves, and after a replayed in-place view op (t_) that would lose the op from its history.

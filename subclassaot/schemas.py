@@ -351,6 +351,9 @@ class Analysis:
     stale_view_reads: tuple[bool, ...] = ()
     # per tensor input: when the program last advanced its version counter (the run's sequence number; 0: never)
     last_bumps: tuple[int, ...] = ()
+    # per tensor input (subclasses): an op with grad enabled read its wrapper (or a view of it taken after) after the
+    # program set_() the wrapper (Note [Subclass Inputs set_() Under no_grad])
+    read_after_set: tuple[bool, ...] = ()
 
     def wrapper_roots(self) -> dict[int, tuple[int, ...]]:
         """First base number -> the base numbers of one intermediate subclass that views are replayed from

@@ -112,6 +112,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Let the subclass run with this mode still active, so its inner set_ calls are seen too. Its inner
             # ops run below autograd, so in eager they advance no version counter: count them as not writing.
             before = _size_and_stride(args[0]) if func in _RESIZE_OPS else None
+            size_before = tuple(args[0].shape) if func in SET_OPS else ()
             if self.depth == 0 and torch.is_grad_enabled():
                 self._note_wrapper_op(func, args, kwargs)
             if func in SET_OPS and self.depth == 0:
@@ -132,6 +133,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if func in SET_OPS and self.depth == 0:
                 seq = self.record.inplace_views[id(args[0])][-1].seq  # set_ is an inplace_view op: _track saw it
                 self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
+                self.record.note_wrapper_set(args[0], seq, size_before)
                 self.record.keep_alive.append(args[0])
             if func in _RESIZE_OPS and self.depth == 0 and _size_and_stride(args[0]) != before:
                 # The wrapper takes its new size with a set_ of its own, which advances its version counter (and
@@ -273,6 +275,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 and isinstance(arg := args[i] if i < len(args) else kwargs.get(arg_schema.name), torch.Tensor)
             )
         self.record.wrapper_ops.append((func, subclass_args, written))
+        if self.record.wrapper_first_sets:
+            self.record.note_reads_after_set(subclass_args, written)
 
     def _grad_set(self, x: torch.Tensor) -> None:
         """Note [set_ Under Grad]: set_() of `x` with grad on. On a view taken with grad on, eager's autograd

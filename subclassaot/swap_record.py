@@ -95,6 +95,12 @@ class SwapRecord:
     # id() of a wrapper subclass whose last set_() autograd recorded -> (its source tensor, the set_'s position in
     # `wrapper_ops`): Note [Subclass Inputs That Gain Grad By set_]
     wrapper_grad_sets: dict[int, tuple[torch.Tensor | None, int]] = field(default_factory=dict)
+    # id() of a wrapper subclass -> (seq, its size before) of the first set_() called on the wrapper itself; id() of
+    # those a set_() gave another size; id() of those an op the program ran with grad enabled read after a set_()
+    # had given them another size (Note [Subclass Inputs set_() Under no_grad])
+    wrapper_first_sets: dict[int, tuple[int, tuple[Any, ...]]] = field(default_factory=dict)
+    set_resized: set[int] = field(default_factory=set)
+    read_after_set: set[int] = field(default_factory=set)
     plain_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # the same for plain tensors' set_()
     data_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # ... and `.data =` (grad mode: False)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
@@ -135,6 +141,31 @@ class SwapRecord:
     stale_reads: set[object] = field(default_factory=set)
     function_layouts: dict[int, tuple[object, ...]] = field(default_factory=dict)  # ... the layout it makes
     seq: int = 0
+
+    def note_wrapper_set(self, t: torch.Tensor, seq: int, size_before: tuple[Any, ...]) -> None:
+        """`t.set_(...)` on a wrapper subclass, at `seq`; `size_before`: t's size before it."""
+        first = self.wrapper_first_sets.setdefault(id(t), (seq, size_before))
+        size = tuple(t.shape)
+        if not all(isinstance(d, int) for d in (*size, *first[1])) or size != first[1]:
+            self.set_resized.add(id(t))  # symbolic sizes count as changed: no guard is added here
+
+    def note_reads_after_set(self, tensors: tuple[torch.Tensor, ...], writes: tuple[torch.Tensor, ...]) -> None:
+        """`tensors`, read by an op with grad enabled that writes `writes`: mark each wrapper set_() before that it
+        is, or whose view taken after its first set_() it is, where it is written or a set_() gave it another size
+        (a view taken before reads the old storage, through the old history; where autograd rebuilds such a view
+        from the wrapper, that is an op reading the wrapper itself)."""
+        for t in tensors:
+            written = any(t is w for w in writes)
+            taken: int | None = None  # when the view below `t` in the chain was taken
+            while True:
+                first = self.wrapper_first_sets.get(id(t))
+                changed = written or id(t) in self.set_resized
+                if first is not None and changed and (taken is None or taken > first[0]):
+                    self.read_after_set.add(id(t))
+                record = self.views.get(id(t))
+                if record is None or record.func is torch.ops.aten.detach.default:
+                    break
+                taken, t = record.seq, record.source
 
     def family_of(self, t: torch.Tensor) -> int:
         found = self.family.get(id(t))

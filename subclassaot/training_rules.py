@@ -14,6 +14,7 @@ from typing import cast
 import torch
 
 from subclassaot.errors import UnsupportedError
+from subclassaot.hidden_set_rules import kernel_strides, set_under_no_grad_inputs
 from subclassaot.schemas import (
     AliasGroup,
     AliasGroupRef,
@@ -42,6 +43,22 @@ from subclassaot.schemas import (
 # ops). An input whose storage changes (set_, resize_) is refused.
 
 
+# Note [No-Grad View Ops Of Written Subclass Inputs]
+# An input of Note [Subclass Inputs Mutated In Training] whose in-place view ops (some or all) ran under no_grad, and
+# whose writes autograd records, is handled the same way where it requires grad and is in no alias group: eager
+# leaves its grad_fn as it was at a no_grad view op (which expects the old layout), and so does the epilogue, which
+# replays each op under the grad mode the program had. Every gradient that reaches the input's history then comes
+# with the new layout in both: eager's through the ops autograd recorded after, ours through the wrapper-level copy_
+# (the Function's gradient with respect to the input, computed by the joint trace, whose wrapper-level autograd saw
+# the same ops, and copy_'s zeros for the old value); autograd's check against the old layout raises, or sums the
+# gradient down (an unsqueeze_), alike. Checked (parity oracle) on fuzz seed 10000 #5999, #6031, seed 11000 #3577,
+# and on square and non-square t_(), unsqueeze_() then writes, reads and copies from another input. A leaf is
+# written so only through an alias autograd does not relate to it (z.set_(x), then z.mul_(2)): its copy is made below
+# autograd (runtime `_copy_wrapper`), as eager's write reached it (checked). A leaf written through `.data` keeps the
+# refusal (Note [Subclass Inputs Changed Below Autograd]), as do members of alias groups and inputs that gain grad
+# (unchecked).
+
+
 def wrapper_update_inputs(
     layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> tuple[int, ...]:
@@ -56,7 +73,8 @@ def wrapper_update_inputs(
             continue
         if any(m.storage_changed or m.swapped or m.resized for m in muts):
             continue
-        if any(m.metadata or m.final_data for m in muts) and not _recorded_view_ops(analysis, i, muts):
+        alone = fake.requires_grad and not any(j in grouped for j in leaves)
+        if any(m.metadata or m.final_data for m in muts) and not _recorded_view_ops(analysis, i, muts, alone):
             continue
         # See Note [Aliased Subclass Inputs In Training]: a member of an alias group gets its new value only where
         # the program wrote through its own wrapper family (not through an alias autograd does not relate to it),
@@ -101,13 +119,14 @@ def duplicate_wrappers(layout: DenseLayout) -> frozenset[int]:
     return frozenset(i for i in range(len(layout.trees)) if _duplicate(layout, i))
 
 
-def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation]) -> bool:
-    """The input's metadata changes are in-place view ops the epilogue replays, and they and its writes all happened
-    where autograd records them (no_grad or `.data` ones are refused: Note [Subclass Inputs Mutated In
-    Training])."""
+def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation], alone: bool) -> bool:
+    """The input's metadata changes are in-place view ops the epilogue replays, and its writes all happened where
+    autograd records them (`.data` ones are refused: Note [Subclass Inputs Mutated In Training]); so did the view
+    ops, unless the input requires grad and is in no alias group (`alone`: Note [No-Grad View Ops Of Written Subclass
+    Inputs])."""
     steps = analysis.inplace_replay[i]
     visible = all(m.autograd_visible and not m.hidden_from_autograd for m in muts if m.data)
-    return bool(steps) and visible and all(step.grad_enabled for step in steps)
+    return bool(steps) and visible and (alone or all(step.grad_enabled for step in steps))
 
 
 # Note [Aliased Inputs In Training]
@@ -370,6 +389,7 @@ def check_training_supported(
         *_written_through_alias(layout, analysis),
         *_set_under_grad_inputs(layout, analysis),
         *_hidden_change_inputs(flat, layout, analysis),
+        *set_under_no_grad_inputs(layout, analysis),
     )
     for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
         same = layout.same_wrapper[t_index] if layout.same_wrapper else None
@@ -425,7 +445,7 @@ def _set_under_grad(layout: DenseLayout, analysis: Analysis, i: int) -> bool:
     if layout.trees[i] is None or not leaves or analysis.wrapper_data[i] is not None:
         return False
     return all(m.set_under_grad and not m.resized and not m.swapped_by_data for m in muts) and not any(
-        _kernel_strides(m) for m in muts
+        kernel_strides(m) for m in muts
     )
 
 
@@ -459,14 +479,6 @@ def _hidden_change_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analy
         if all(not m.autograd_visible and (m.hidden_from_autograd or not m.data) for m in muts):
             out.append(i)
     return tuple(out)
-
-
-def _kernel_strides(m: LeafMutation) -> bool:
-    """The leaf ends with no elements, or set_() to a tensor the program computed with a dim of size 1: strides the
-    kernels choose (Note [Strides Of Assigned Tensors]), which the epilogue's fake-traced metadata may not match."""
-    size = m.final_meta[0]
-    computed = m.storage_changed and m.set_source is None
-    return any(isinstance(d, int) and (d == 0 or (computed and d == 1)) for d in size)
 
 
 # Note [Aliased Subclass Inputs In Training]

@@ -30,10 +30,21 @@ def test_uniform_write_through_an_expanded_view_matches_eager() -> None:
     assert_matches_eager(f, lambda: (torch.randn(4),))
 
 
-def test_training_set_of_a_subclass_input_under_no_grad_is_refused_clearly() -> None:
+def test_training_set_of_a_subclass_input_under_no_grad_matches_eager() -> None:
+    # Note [Subclass Inputs set_() Under no_grad]: the read after the set_() is at the same size
     def f(p: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
             p.set_(p.clone())  # type: ignore[call-overload]  # torch stub lacks set_(Tensor)
+        return p * 2
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (PairTensor.from_tensor(torch.randn(3), requires_grad=True) * 1.0,))
+
+
+def test_training_set_of_a_subclass_input_under_no_grad_to_another_size_is_refused_clearly() -> None:
+    def f(p: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            p.set_(p.clone().view(3, 1))  # type: ignore[call-overload]  # torch stub lacks set_(Tensor)
         return p * 2
 
     p = PairTensor.from_tensor(torch.randn(3), requires_grad=True) * 1.0

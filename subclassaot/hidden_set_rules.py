@@ -1,0 +1,59 @@
+"""Training rule for tensor subclass inputs that require grad and that the program set_()s where autograd does not
+record it (under no_grad): which of them the epilogue changes exactly as inference does.
+
+Input: `DenseLayout`, `Analysis`. Output: tensor input indexes (positions in `DenseLayout.trees`). Invariants: pure
+functions of compile-time records, as the rest of `training_rules`.
+"""
+
+from __future__ import annotations
+
+from subclassaot.schemas import Analysis, DenseLayout, LeafMutation
+
+# Note [Subclass Inputs set_() Under no_grad]
+# `with torch.no_grad(): x.set_(y)` on a subclass input x that requires grad records nothing in eager: x keeps its
+# autograd identity (a leaf stays a leaf, a non-leaf keeps its grad_fn), and only its wrapper's storage, metadata and
+# inner tensors change. The joint trace sees the same at the wrapper level, so whatever the program computes from x,
+# before or after the set_(), carries its gradient to x's primal, as eager's to x's history. So x needs no new value
+# from the compiled Function: the epilogue gives it its storage, metadata and values below autograd as in inference,
+# and its wrapper's own metadata under no_grad (runtime `_fix_wrappers`). Checked (parity oracle) where every dense
+# leaf was swapped by set_() (not `.data =`, not resize_), none under grad (Note [Subclass Inputs set_() Under
+# Grad]) and with no write autograd records, with no in-place view op and in no alias group: fuzz seed 10000 #998,
+# #5481, #7502, #9420, #9652; seed 11000 #3834, #7875; reads after the set_() of x and of views taken before or
+# after it, at the same size. Refused: a read with grad after a set_() gave x another size (of x, or of a view taken
+# after the set_(); a view taken before is rebuilt from x by autograd, which reads x): eager's gradient reaches x's
+# history in the new size, ours the Function's input, whose autograd checks it against the old one (x.set_(x.view(-1))
+# then x.sum(): the compiled backward raised where eager's did not). Refused too: a write with grad after the set_()
+# (x.mul_(2): eager records it on x, the epilogue does not: wrong gradients), and a set_() to a computed tensor whose
+# strides a kernel chose (`kernel_strides`).
+
+
+def kernel_strides(m: LeafMutation) -> bool:
+    """The leaf ends with no elements, or set_() to a tensor the program computed with a dim of size 1: strides the
+    kernels choose (Note [Strides Of Assigned Tensors]), which the epilogue's fake-traced metadata may not match."""
+    size = m.final_meta[0]
+    computed = m.storage_changed and m.set_source is None
+    return any(isinstance(d, int) and (d == 0 or (computed and d == 1)) for d in size)
+
+
+def set_under_no_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
+    """Subclass inputs set_() under no_grad only (Note [Subclass Inputs set_() Under no_grad])."""
+    grouped = {m for g in layout.groups for m in g.members}
+    out = []
+    for i, tree in enumerate(layout.trees):
+        leaves = layout.leaves_of_input[i]
+        muts = [analysis.mutations[j] for j in leaves]
+        if tree is None or not leaves or any(j in grouped for j in leaves) or analysis.wrapper_data[i] is not None:
+            continue
+        if analysis.inplace_replay[i] or (analysis.read_after_set and analysis.read_after_set[i]):
+            continue
+        if all(_hidden_swap(m) for m in muts):
+            out.append(i)
+    return tuple(out)
+
+
+def _hidden_swap(m: LeafMutation) -> bool:
+    return (
+        m.swapped
+        and not (m.swapped_by_data or m.set_under_grad or m.resized or m.autograd_visible)
+        and not kernel_strides(m)
+    )
