@@ -19,7 +19,10 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.stale_views import (
+    check_stale_set,
     check_stale_views,
+    layout_of,
+    note_assigned,
     note_before,
     note_layout,
     note_reads,
@@ -176,6 +179,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if func in SET_OPS and args and is_functional(args[0]):
             if self.depth == 0:
                 check_shared_grad_set(self.record, args, (args[0],))
+                check_stale_set(self.record, args[0], args[1] if len(args) > 1 else None)
             self._set(func, args, kwargs)
             source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
             if torch.is_grad_enabled() and (args[0].requires_grad or source_grad) and self.depth == 0:
@@ -321,7 +325,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if _overlaps(x):
             return False  # refused as it is (_track)
         t = x
-        while (record := self.record.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        while (record := self.record.views.get(id(t))) is not None:
             t = record.source
             if _overlaps(t) or _meta_overlaps(*record.source_meta):
                 return True
@@ -689,10 +693,11 @@ class _DataMode(TorchFunctionMode):
             # `x.data = x` copies x's metadata onto itself: nothing changes (Note [Wrapper Data Assignment])
             return None
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
-            version = get_version(args[0])
+            version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
             with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
                 rebind_functional(args[0], args[1], None)
             set_version(args[0], version)  # and from its version counter, which autograd checks views against
+            note_assigned(self.record, args[0], key, before)  # Note [Stale View Functions]
             self.record.swapped_by_data.add(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             self.record.seq += 1

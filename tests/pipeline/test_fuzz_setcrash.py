@@ -1,0 +1,86 @@
+"""Fuzz regressions of helper setcrash: crashes around set_(), `.data` and writes below tensors whose elements overlap
+(fuzz seeds 9000, 10000, 11000). Each program is now either compiled with eager's results or refused, naming the
+input and the rule."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
+from tests.pipeline.fuzz_helpers import assert_refused
+
+T = torch.Tensor
+
+
+def _overlapping_view() -> tuple[object, ...]:
+    b0 = torch.randn((4, 2))
+    return (b0.as_strided((2, 2), (0, 2), 2),)
+
+
+def _diagonal_data_add(x0: T) -> object:
+    t0 = x0.diagonal(0, 1, 0)
+    t0.data.add_(2.0)
+    return ()
+
+
+def _diagonal_data_add_returned(x0: T) -> object:
+    t0 = x0.diagonal(0, 1, 0)
+    t0.data.add_(2.0)
+    return (t0, x0 * 1)
+
+
+@pytest.mark.parametrize("f", [_diagonal_data_add, _diagonal_data_add_returned], ids=["bare", "returned"])
+def test_write_through_data_below_overlapping_input_7524(f: Callable[..., object], compile_fn: CompileFn | None) -> None:
+    # seed 11000 #7524, #9684: the diagonal of an input whose rows are one memory location has distinct elements;
+    # a write through its `.data` was written back view by view, the last step scattering into the overlapping
+    # input, which raised (Note [Writes Below An Expanded Input] now follows the chain through `.data`)
+    with torch.no_grad():
+        assert_matches_eager(f, _overlapping_view, compile_fn=compile_fn)
+
+
+def _aliased_nonleaf() -> tuple[object, ...]:
+    with torch.enable_grad():
+        b0 = torch.randn((4,), requires_grad=True).clone()
+        return (b0, b0.view((2, 2)))
+
+
+def _data_expand_set(x0: T, x1: T) -> object:
+    x0.data = x1
+    t0 = x0.expand((2, 2, 2))
+    set_to(t0, x1)
+    return ()
+
+
+def _data_transpose_write(x0: T, x1: T) -> object:
+    x0.data = x1
+    t0 = x0.transpose(0, 1)
+    t0.mul_(2)
+    return ()
+
+
+_STALE = r"args\[0\] and args\[1\]: the program changes the layout .*`\.data =`.*\(Note \[Stale View Functions\]"
+
+
+@pytest.mark.parametrize("f", [_data_expand_set, _data_transpose_write], ids=["set_", "mul_"])
+def test_data_assigned_view_of_synthetic_base_refused_9696(f: Callable[..., object], compile_fn: CompileFn | None) -> None:
+    # seed 10000 #9696: x0 and x1 share storage, so both are views of a synthetic base; `x0.data = x1` changed x0's
+    # layout but not its view function, and autograd's rebase of t0 on set_() (or mul_()) replayed it: expand((2,
+    # 2, 2)) of a (4,) tensor raised, where eager's as_strided() does not
+    with torch.enable_grad():
+        assert_refused(f, _aliased_nonleaf, compile_fn, _STALE)
+
+
+def _separate_inputs() -> tuple[object, ...]:
+    with torch.enable_grad():
+        return (torch.randn((4,), requires_grad=True).clone(), torch.randn((2, 2)))
+
+
+@pytest.mark.parametrize("f", [_data_expand_set, _data_transpose_write], ids=["set_", "mul_"])
+def test_data_assigned_input_of_its_own_storage_still_supported(f: Callable[..., object], compile_fn: CompileFn | None) -> None:
+    # The same programs over inputs that share no storage: x0 is no view, nothing is replayed
+    with torch.enable_grad():
+        assert_matches_eager(f, _separate_inputs, compile_fn=compile_fn)
