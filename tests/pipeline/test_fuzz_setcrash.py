@@ -11,7 +11,7 @@ import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.fuzz_helpers import assert_refused
+from tests.pipeline.fuzz_helpers import assert_refused, nonleaf
 
 T = torch.Tensor
 
@@ -84,3 +84,26 @@ def test_data_assigned_input_of_its_own_storage_still_supported(f: Callable[...,
     # The same programs over inputs that share no storage: x0 is no view, nothing is replayed
     with torch.enable_grad():
         assert_matches_eager(f, _separate_inputs, compile_fn=compile_fn)
+
+
+def _t_then_set_data_to_view(x0: T) -> object:
+    t0 = x0.diagonal(-1, 2, 1)
+    t1 = t0.transpose(0, 1)
+    t0.t_()
+    src = t0.data
+    set_to(src, t1)
+    return ()
+
+
+def test_set_of_data_to_view_after_t_refused_3406(compile_fn: CompileFn | None) -> None:
+    # seed 9000 #3406: t1 is a view of t0 taken with grad and used with grad (the set_() source) after t0.t_(); the
+    # refusal was raised in the torch-function mode on `_backward_hooks.__set__`, which torch calls from C++ under
+    # set_(), and came out as a SystemError. Setters are no use of a view; set_() itself, which never reaches the
+    # torch-function mode, is checked in the dispatch mode
+    with torch.enable_grad():
+        assert_refused(
+            _t_then_set_data_to_view,
+            lambda: (nonleaf(1, 1, 3),),
+            compile_fn,
+            r"args\[0\]: a view taken with grad enabled is used with grad after .* by t_\(\) with grad enabled",
+        )
