@@ -11,7 +11,8 @@ import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.fuzz_helpers import assert_refused, nonleaf
+from subclasses.pair import PairTensor
+from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair
 
 T = torch.Tensor
 
@@ -107,3 +108,35 @@ def test_set_of_data_to_view_after_t_refused_3406(compile_fn: CompileFn | None) 
             compile_fn,
             r"args\[0\]: a view taken with grad enabled is used with grad after .* by t_\(\) with grad enabled",
         )
+
+
+def _set_to_unbound_element(x0: T) -> object:
+    t0 = x0.mul(x0)
+    t1 = t0.unbind(0)[2]
+    set_to(x0, t1)
+    t2 = t1.contiguous()
+    return (t2,)
+
+
+def _set_to_unbound_element_bare(x0: T) -> object:
+    t0 = x0.mul(x0)
+    set_to(x0, t0.unbind(0)[2])
+    return ()
+
+
+@pytest.mark.parametrize("f", [_set_to_unbound_element, _set_to_unbound_element_bare], ids=["view_out", "bare"])
+def test_set_to_element_of_intermediate_subclass_3608(f: Callable[..., object], compile_fn: CompileFn | None) -> None:
+    # seed 9000 #3608: x0 set_() to the third element of an intermediate; the epilogue gave it a fresh storage of
+    # 3 elements (offset 2 + 1), and t2, a view of the intermediate rebuilt around x0's leaves, needs all 4
+    # (setStorage out of bounds). The fresh storage now has the intermediate's size, as eager's
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(4),)
+
+    with torch.no_grad():
+        compiled = assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        got, want = make_inputs(), make_inputs()
+        compiled(*got)
+        f(*want)
+    for x, name in ((got[0], "compiled"), (want[0], "eager")):
+        assert isinstance(x, PairTensor), name
+        assert [t.untyped_storage().nbytes() for t in (x.a, x.b)] == [16, 16], name
