@@ -227,7 +227,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
 
 
 def _storage_numel(t: torch.Tensor) -> int | None:
-    nbytes = t.untyped_storage().nbytes()
+    nbytes: object = t.untyped_storage().nbytes()  # a SymInt where the storage's size is symbolic
     return nbytes // t.element_size() if isinstance(nbytes, int) else None
 
 

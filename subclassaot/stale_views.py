@@ -241,7 +241,9 @@ def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kw
             raise
         for a in pytree.tree_leaves((args, kwargs)):
             if isinstance(a, torch.Tensor) and a.requires_grad and _stale(record, a):
-                raise _stale_refusal(record, a, f"which fails here ({type(e).__name__}: {str(e).splitlines()[0]})") from e
+                raise _stale_refusal(
+                    record, a, f"which fails here ({type(e).__name__}: {str(e).splitlines()[0]})"
+                ) from e
         raise
 
 

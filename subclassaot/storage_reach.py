@@ -154,6 +154,20 @@ def writes_self(func: Any) -> bool:
 # set_ lost the gradient requirement (a wrong result). Refused, naming the inputs that share the storage.
 
 
+def refresh_shared_histories(record: SwapRecord) -> None:
+    """Note [set_ Under Grad Into Shared Storage]: after an op with grad, read the history of every plain input over
+    a shared storage that now requires grad. A write with grad through one of them (`x0.copy_(x1)`, x1 requiring
+    grad) rebases the synthetic base; the others, its views, only regenerate their grad_fn when it is read, and an
+    in-place op before that takes such a view for a leaf that requires grad and raises, where eager's input, no
+    view, is a non-leaf (fuzz seed 9000 #756: `x2.set_(x0)` after it; the program is then refused by the rule on
+    inputs that gain grad)."""
+    for members in record.shared_members.values():
+        for t in members:
+            if t.requires_grad:
+                with contextlib.suppress(RuntimeError, ValueError, IndexError):  # (a history that raises: analyze)
+                    t.grad_fn  # noqa: B018  # regenerates a view's history, as eager's next use of it would
+
+
 def check_shared_grad_set(record: SwapRecord, args: tuple[Any, ...], leaves: Sequence[torch.Tensor]) -> None:
     """Note [set_ Under Grad Into Shared Storage]; `leaves`: the set_ target's dense tensors (itself, if plain)."""
     target, source = args[0], args[1] if len(args) > 1 else None

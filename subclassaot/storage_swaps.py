@@ -34,6 +34,7 @@ from subclassaot.storage_reach import (
     check_overlapping_input,
     check_shared_grad_set,
     check_write_through_base_strided,
+    refresh_shared_histories,
     storage_tail,
     writes_self,
 )
@@ -743,6 +744,8 @@ class _DataMode(TorchFunctionMode):
             check_stale_views(self.record, args, kwargs)
         with stale_history_failures_refused(self.record, args, kwargs):
             out = func(*args, **kwargs)
+        if self.record.shared_members and torch.is_grad_enabled():
+            refresh_shared_histories(self.record)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
             _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch; Note [Uniform Writes Through Expand]
         if func is torch.Tensor.contiguous and args and out is args[0]:

@@ -407,4 +407,4 @@ def no_torch_function() -> contextlib.AbstractContextManager[None]:
     """Run Python code inside a dispatch mode without the torch-function modes seeing its tensor accesses: a check
     that raises there would otherwise raise inside a property getter called from C++ (a SystemError, fuzz seed 9000
     #3406)."""
-    return cast("contextlib.AbstractContextManager[None]", torch._C.DisableTorchFunction())
+    return torch._C.DisableTorchFunction()

@@ -9,9 +9,9 @@ from collections.abc import Callable
 import pytest
 import torch
 
+from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from subclasses.pair import PairTensor
 from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair
 
 T = torch.Tensor
@@ -35,7 +35,9 @@ def _diagonal_data_add_returned(x0: T) -> object:
 
 
 @pytest.mark.parametrize("f", [_diagonal_data_add, _diagonal_data_add_returned], ids=["bare", "returned"])
-def test_write_through_data_below_overlapping_input_7524(f: Callable[..., object], compile_fn: CompileFn | None) -> None:
+def test_write_through_data_below_overlapping_input_7524(
+    f: Callable[..., object], compile_fn: CompileFn | None
+) -> None:
     # seed 11000 #7524, #9684: the diagonal of an input whose rows are one memory location has distinct elements;
     # a write through its `.data` was written back view by view, the last step scattering into the overlapping
     # input, which raised (Note [Writes Below An Expanded Input] now follows the chain through `.data`)
@@ -67,7 +69,9 @@ _STALE = r"args\[0\] and args\[1\]: the program changes the layout .*`\.data =`.
 
 
 @pytest.mark.parametrize("f", [_data_expand_set, _data_transpose_write], ids=["set_", "mul_"])
-def test_data_assigned_view_of_synthetic_base_refused_9696(f: Callable[..., object], compile_fn: CompileFn | None) -> None:
+def test_data_assigned_view_of_synthetic_base_refused_9696(
+    f: Callable[..., object], compile_fn: CompileFn | None
+) -> None:
     # seed 10000 #9696: x0 and x1 share storage, so both are views of a synthetic base; `x0.data = x1` changed x0's
     # layout but not its view function, and autograd's rebase of t0 on set_() (or mul_()) replayed it: expand((2,
     # 2, 2)) of a (4,) tensor raised, where eager's as_strided() does not
@@ -81,7 +85,9 @@ def _separate_inputs() -> tuple[object, ...]:
 
 
 @pytest.mark.parametrize("f", [_data_expand_set, _data_transpose_write], ids=["set_", "mul_"])
-def test_data_assigned_input_of_its_own_storage_still_supported(f: Callable[..., object], compile_fn: CompileFn | None) -> None:
+def test_data_assigned_input_of_its_own_storage_still_supported(
+    f: Callable[..., object], compile_fn: CompileFn | None
+) -> None:
     # The same programs over inputs that share no storage: x0 is no view, nothing is replayed
     with torch.enable_grad():
         assert_matches_eager(f, _separate_inputs, compile_fn=compile_fn)
@@ -140,3 +146,27 @@ def test_set_to_element_of_intermediate_subclass_3608(f: Callable[..., object], 
     for x, name in ((got[0], "compiled"), (want[0], "eager")):
         assert isinstance(x, PairTensor), name
         assert [t.untyped_storage().nbytes() for t in (x.a, x.b)] == [16, 16], name
+
+
+def _write_view_then_set_base(x0: T, x1: T, x2: T) -> object:
+    x0.copy_(x1)
+    set_to(x2, x0)
+    return ()
+
+
+def test_set_of_shared_input_after_grad_write_refused_756(compile_fn: CompileFn | None) -> None:
+    # seed 9000 #756: x0 (a diagonal of x2) and x2 are views of one synthetic base; x0.copy_(x1) with x1 requiring
+    # grad rebased the base, and x2.set_(x0), x2's history not yet regenerated, took x2 for a leaf that requires grad
+    # (RuntimeError). The histories are read after each op with grad; the program is refused by the rule on inputs
+    # that gain grad
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((3, 4, 2))
+        return (b0.diagonal(-1, 1, 2), torch.randn((1,), requires_grad=True), b0)
+
+    with torch.enable_grad():
+        assert_refused(
+            _write_view_then_set_base,
+            make_inputs,
+            compile_fn,
+            r"args\[0\] does not require grad, shares storage with another input, and the program writes a value",
+        )
