@@ -263,9 +263,8 @@ def _stale_refusal(record: SwapRecord, t: torch.Tensor, what: str) -> Unsupporte
         "shares storage with another, then uses it, or a view of it taken after, with grad where autograd rebuilds "
         "its history (after a write to the storage, or a write or set_() of the view itself): autograd replays its "
         f"view of the shared storage without the layout change, {what}, where eager's does not (Note [Stale View "
-        "Functions]); in "
-        "training this is not supported. Pass one base tensor and take the views inside the function, or change "
-        "the layout of a clone"
+        "Functions]); in training this is not supported. Pass one base tensor and take the views inside the "
+        "function, or change the layout of a clone"
     )
 
 
