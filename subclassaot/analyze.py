@@ -220,6 +220,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         visible_through_self=swaps.family_of(run.dense[i]) in swaps.visible_families,
         set_under_grad=id(final) in swaps.grad_set_ids,
         new_storage_of=new_storage_of,
+        new_storage_numel=_storage_numel(final) if storage_changed and set_source is None else None,
         metadata_hidden=bool(view_ops)
         and not any(r.grad_enabled for r in view_ops)
         and not is_traceable_subclass(final),
@@ -242,6 +243,11 @@ def _wrappers_after(
             meta = (meta[0], meta[1], mutations[j].final_meta[2])
         result.append(None if tree is None or before == meta else meta)
     return tuple(result)
+
+
+def _storage_numel(t: torch.Tensor) -> int | None:
+    nbytes: object = t.untyped_storage().nbytes()  # a SymInt where the storage's size is symbolic
+    return nbytes // t.element_size() if isinstance(nbytes, int) else None
 
 
 def _with_wrapper_grad_sets(

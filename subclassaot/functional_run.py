@@ -67,6 +67,8 @@ def _note_shared_storage(
     paths = tuple(dict.fromkeys(flat.leaves[layout.leaves[m].owner].path for m in members))
     if len(paths) > 1:
         record.shared_storages[storage_key(base)] = paths
+        plain = (user_tensors[input_of[m]] for m in members if layout.trees[input_of[m]] is None)
+        record.shared_members[storage_key(base)] = tuple(dict.fromkeys(plain))
 
 
 def run_functional(

@@ -551,7 +551,8 @@ def _replay_metadata(
                 # set_(Tensor), as the program's: set_(storage, ...) refuses a tensor that requires grad
                 set_to_tensor(x, source.detach().as_strided(size, stride, offset))
         elif m.storage_changed:
-            fresh = torch.empty(offset + _extent(size, stride), dtype=x.dtype, device=x.device)
+            numel = max(offset + _extent(size, stride), m.new_storage_numel or 0)  # eager's storage size
+            fresh = torch.empty(numel, dtype=x.dtype, device=x.device)
             if m.new_storage_of is not None:  # the storage an earlier input was set_() to, grown to fit
                 storage = dense[m.new_storage_of].untyped_storage()
                 storage.resize_(max(storage.nbytes(), fresh.untyped_storage().nbytes()))

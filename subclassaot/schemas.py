@@ -125,6 +125,9 @@ class LeafMutation:
     set_under_grad: bool = False  # set_() was called on it with grad enabled while it or the source required grad
     # set_() to a new storage (set_source None) that an earlier dense leaf ends on too: the leaf that makes it
     new_storage_of: DenseIndex | None = None
+    # set_() to a new storage: its size in elements, where concrete (an intermediate's, which the leaf may cover in
+    # part: a view of it taken after reads past the leaf's elements, fuzz seed 9000 #3608); else None: just the leaf's
+    new_storage_numel: int | None = None
     # a plain input whose metadata changed by in-place view ops (t_, unsqueeze_) all run under no_grad: eager leaves
     # its grad_fn as it was, and so does the epilogue's as_strided_ (Note [Metadata Changes Under no_grad])
     metadata_hidden: bool = False

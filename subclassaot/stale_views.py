@@ -27,8 +27,11 @@ from subclassaot.swap_record import SwapRecord, ViewRecord
 from subclassaot.torch_internals import DataDependentError, no_dispatch, storage_key, symint_expr
 
 __all__ = [
+    "check_stale_set",
     "check_stale_views",
     "input_named",
+    "layout_of",
+    "note_assigned",
     "note_before",
     "note_layout",
     "note_reads",
@@ -172,17 +175,30 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 # write, the member read after it: a shape error; a square one gives wrong gradients silently). Where the rebuild
 # itself raises while the program runs (the stale function's view ops do not apply to the layout: fuzz seed 8000
 # #4353, unsqueeze_() then transpose(0, 2) and a write; #6029, t_() then expand()), the op that read the stale view
-# is refused there (`stale_history_failures_refused`), naming the inputs over the storage.
+# is refused there (`stale_history_failures_refused`), naming the inputs over the storage. `m.data = v` changes the
+# view's layout without its function as well (`note_assigned`).
+
+
+def note_assigned(record: SwapRecord, t: torch.Tensor, key: object, before: tuple[object, ...]) -> None:
+    """After `t.data = ...`, t a view of a synthetic base (over storage `key`, in layout `before`, until then): the
+    assignment changes t's layout but not its view function, as an in-place view op under no_grad does; it records
+    nothing and bumps no version (fuzz seed 10000 #9696: an expand() of it set_() with grad, whose replay raised)."""
+    if key not in record.alias_bases or any(t is b for b in record.alias_bases.values()):
+        return
+    if id(t) not in record.stale_views:
+        record.function_layouts[id(t)] = before
+    record.stale_views[id(t)] = min(record.seq, record.stale_views.get(id(t), record.seq))
+    record.keep_alive.append(t)
 
 
 def note_before(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
     """Before an in-place view op runs: the layout a view of a synthetic base has while its view function is right."""
     if torch.Tag.inplace_view in getattr(func, "tags", ()) and args and isinstance(args[0], torch.Tensor):
         if id(args[0]) not in record.stale_views and storage_key(args[0]) in record.alias_bases:
-            record.function_layouts[id(args[0])] = _layout(args[0])
+            record.function_layouts[id(args[0])] = layout_of(args[0])
 
 
-def _layout(t: torch.Tensor) -> tuple[object, ...]:
+def layout_of(t: torch.Tensor) -> tuple[object, ...]:
     """What autograd's history of a view reads: its sizes, and the strides of its dims of more than one element."""
     strides = tuple(st if sz != 1 else 0 for sz, st in zip(t.shape, t.stride(), strict=True))
     return (tuple(t.shape), strides, t.storage_offset() if t.numel() else 0)
@@ -191,7 +207,7 @@ def _layout(t: torch.Tensor) -> tuple[object, ...]:
 def _stale(record: SwapRecord, t: torch.Tensor) -> bool:
     """The view function of `t` no longer makes its layout (one that got back its layout is right again)."""
     before = record.function_layouts.get(id(t))
-    return id(t) in record.stale_views and (before is None or before != _layout(t))
+    return id(t) in record.stale_views and (before is None or before != layout_of(t))
 
 
 def note_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -225,16 +241,31 @@ def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kw
             raise
         for a in pytree.tree_leaves((args, kwargs)):
             if isinstance(a, torch.Tensor) and a.requires_grad and _stale(record, a):
-                raise UnsupportedError(
-                    f"{input_named(record, a)}the program changes the layout (t_, unsqueeze_, ...) of an input that "
-                    "shares storage with another, then uses it, or a view of it taken after, with grad after a write "
-                    "to the storage or through it: autograd rebuilds its history by replaying its view of the shared "
-                    "storage without the in-place view op, which fails here "
-                    f"({type(e).__name__}: {str(e).splitlines()[0]}) where eager's does not (Note [Stale View "
-                    "Functions]); in training this is not supported. Pass one base tensor and take the views inside "
-                    "the function, or change the layout of a clone"
+                raise _stale_refusal(
+                    record, a, f"which fails here ({type(e).__name__}: {str(e).splitlines()[0]})"
                 ) from e
         raise
+
+
+def check_stale_set(record: SwapRecord, target: torch.Tensor, source: object) -> None:
+    """Note [Stale View Functions]: `target.set_(source)` with grad, where autograd records it (either requires
+    grad), on a view whose view function is stale: autograd rebases the view's history by replaying that function
+    once the set_ ran, below the ops the program calls (fuzz seed 10000 #9696: it raised; where it does not, the
+    history it makes is not eager's either)."""
+    recorded = target.requires_grad or (isinstance(source, torch.Tensor) and source.requires_grad)
+    if torch.is_grad_enabled() and recorded and _stale(record, target):
+        raise _stale_refusal(record, target, "for the set_(), which does not make eager's history")
+
+
+def _stale_refusal(record: SwapRecord, t: torch.Tensor, what: str) -> UnsupportedError:
+    return UnsupportedError(
+        f"{input_named(record, t)}the program changes the layout (t_, unsqueeze_, `.data =`, ...) of an input that "
+        "shares storage with another, then uses it, or a view of it taken after, with grad where autograd rebuilds "
+        "its history (after a write to the storage, or a write or set_() of the view itself): autograd replays its "
+        f"view of the shared storage without the layout change, {what}, where eager's does not (Note [Stale View "
+        "Functions]); in training this is not supported. Pass one base tensor and take the views inside the "
+        "function, or change the layout of a clone"
+    )
 
 
 def _written(schema: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[object]:

@@ -129,7 +129,8 @@ def check_write_through_base_strided(func: Any, written: torch.Tensor) -> None:
 # expanded input), is legal in eager. Functionalization writes it back view by view, the last step scattering into
 # the overlapping tensor, which raises. An input that overlaps is traced as a view of a synthetic base over its
 # storage (Note [as_strided On Inputs]), and the mode runs the write on the base's as_strided view of the same
-# memory: one as_strided_scatter into the base, every repeat of the input then reads the new value.
+# memory: one as_strided_scatter into the base, every repeat of the input then reads the new value. A write through
+# a `.data` or detach() alias of such a view is the same memory (fuzz seed 11000 #7524: `x.diagonal().data.add_()`).
 
 
 def writes_self(func: Any) -> bool:
@@ -151,7 +152,23 @@ def writes_self(func: Any) -> bool:
 # its grad_fn was read first (fuzz seed 3001 #1275). The trace holds the inputs as views of a synthetic base that
 # stands for no real tensor, so which of them eager makes require grad, and how, is not something it can reproduce:
 # a plain input ended a leaf view that autograd refused to write, and a subclass input's values computed after the
-# set_ lost the gradient requirement (a wrong result). Refused, naming the inputs that share the storage.
+# set_ lost the gradient requirement (a wrong result). Refused, naming the inputs that share the storage. The other
+# way round (a write with grad through one input first), the histories of the others are read after each op with
+# grad (`refresh_shared_histories`), so that their next in-place op does not take them for leaves (seed 9000 #756).
+
+
+def refresh_shared_histories(record: SwapRecord) -> None:
+    """Note [set_ Under Grad Into Shared Storage]: after an op with grad, read the history of every plain input over
+    a shared storage that now requires grad. A write with grad through one of them (`x0.copy_(x1)`, x1 requiring
+    grad) rebases the synthetic base; the others, its views, only regenerate their grad_fn when it is read, and an
+    in-place op before that takes such a view for a leaf that requires grad and raises, where eager's input, no
+    view, is a non-leaf (fuzz seed 9000 #756: `x2.set_(x0)` after it; the program is then refused by the rule on
+    inputs that gain grad)."""
+    for members in record.shared_members.values():
+        for t in members:
+            if t.requires_grad:
+                with contextlib.suppress(RuntimeError, ValueError, IndexError):  # (a history that raises: analyze)
+                    t.grad_fn  # noqa: B018  # regenerates a view's history, as eager's next use of it would
 
 
 def check_shared_grad_set(record: SwapRecord, args: tuple[Any, ...], leaves: Sequence[torch.Tensor]) -> None:

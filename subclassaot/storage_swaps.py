@@ -19,7 +19,10 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.stale_views import (
+    check_stale_set,
     check_stale_views,
+    layout_of,
+    note_assigned,
     note_before,
     note_layout,
     note_reads,
@@ -31,6 +34,7 @@ from subclassaot.storage_reach import (
     check_overlapping_input,
     check_shared_grad_set,
     check_write_through_base_strided,
+    refresh_shared_histories,
     storage_tail,
     writes_self,
 )
@@ -45,7 +49,14 @@ from subclassaot.swap_record import (
     elements_of,
     reads_elsewhere_written,
 )
-from subclassaot.torch_internals import get_version, is_functional, rebind_functional, set_version, storage_key
+from subclassaot.torch_internals import (
+    get_version,
+    is_functional,
+    no_torch_function,
+    rebind_functional,
+    set_version,
+    storage_key,
+)
 
 # Note [as_strided On Inputs]
 # as_strided takes absolute storage offsets, so it can reach storage elements of an input's base that the input
@@ -182,7 +193,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             return args[0]
         if func in SET_OPS and args and is_functional(args[0]):
             if self.depth == 0:
-                check_shared_grad_set(self.record, args, (args[0],))
+                with no_torch_function():  # set_ never reaches the torch-function mode: its checks run here
+                    check_stale_views(self.record, args, kwargs)
+                    check_shared_grad_set(self.record, args, (args[0],))
+                    check_stale_set(self.record, args[0], args[1] if len(args) > 1 else None)
             self._set(func, args, kwargs)
             source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
             if torch.is_grad_enabled() and (args[0].requires_grad or source_grad) and self.depth == 0:
@@ -330,7 +344,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if _overlaps(x):
             return False  # refused as it is (_track)
         t = x
-        while (record := self.record.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        while (record := self.record.views.get(id(t))) is not None:
             t = record.source
             if _overlaps(t) or _meta_overlaps(*record.source_meta):
                 return True
@@ -708,10 +722,11 @@ class _DataMode(TorchFunctionMode):
             # `x.data = x` copies x's metadata onto itself: nothing changes (Note [Wrapper Data Assignment])
             return None
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
-            version = get_version(args[0])
+            version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
             with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
                 rebind_functional(args[0], args[1], None)
             set_version(args[0], version)  # and from its version counter, which autograd checks views against
+            note_assigned(self.record, args[0], key, before)  # Note [Stale View Functions]
             self.record.swapped_by_data.add(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             self.record.seq += 1
@@ -742,9 +757,14 @@ class _DataMode(TorchFunctionMode):
                 self.record.requires_grad_gained.add(id(args[0]))
         if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
             self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
-        check_stale_views(self.record, args, kwargs)
+        if name != "__set__":
+            # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise
+            # came out as a SystemError: fuzz seed 9000 #3406)
+            check_stale_views(self.record, args, kwargs)
         with stale_history_failures_refused(self.record, args, kwargs):
             out = func(*args, **kwargs)
+        if self.record.shared_members and torch.is_grad_enabled():
+            refresh_shared_histories(self.record)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
             _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch; Note [Uniform Writes Through Expand]
         if func is torch.Tensor.contiguous and args and out is args[0]:

@@ -116,6 +116,8 @@ class SwapRecord:
     # storage key of a synthetic base that two or more distinct inputs share -> their paths (Note [set_ Under Grad
     # Into Shared Storage])
     shared_storages: dict[object, tuple[str, ...]] = field(default_factory=dict)
+    # ... and the plain inputs over it, views of the base in the trace (`refresh_shared_histories`)
+    shared_members: dict[object, tuple[torch.Tensor, ...]] = field(default_factory=dict)
     overlapping_inputs: set[object] = field(default_factory=set)  # storage keys of input_spans whose elements overlap
     # Ops on subclass tensors the program itself ran with grad enabled (not a subclass's inner ops), in order: (op,
     # its subclass arguments, those it writes). See Note [Overlapping Subclass Members Written Through One].

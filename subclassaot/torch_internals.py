@@ -415,3 +415,10 @@ def no_dispatch() -> contextlib.AbstractContextManager[None]:
     """Run ops below every Python mode (functionalization, fake tensors, ours): for meta-tensor arithmetic on
     layouts inside a functional run."""
     return cast("contextlib.AbstractContextManager[None]", torch.utils._mode_utils.no_dispatch())
+
+
+def no_torch_function() -> contextlib.AbstractContextManager[None]:
+    """Run Python code inside a dispatch mode without the torch-function modes seeing its tensor accesses: a check
+    that raises there would otherwise raise inside a property getter called from C++ (a SystemError, fuzz seed 9000
+    #3406)."""
+    return torch._C.DisableTorchFunction()
