@@ -66,6 +66,7 @@ from subclassaot.view_chains import (
     detached_in_chain,
     early_input_replay,
     hidden_base,
+    hidden_base_uncovered,
     inplace_replay,
     last_bump,
     made_seq,
@@ -417,6 +418,12 @@ def _output_info(
             f"{path}: the program assigned `.data` of this tensor, which has autograd history: eager returns it with "
             "its own history over the assigned storage, which a compiled output cannot have. Return the assigned "
             "tensor, or a clone"
+        )
+    if hidden_base_uncovered(value, run):
+        raise UnsupportedError(
+            f"{path} is a view of an intermediate that the program set_() an input to in part: eager's `._base` of "
+            "it is that intermediate, whose elements outside the input's are not kept by the compiled program (Note "
+            "[Hidden Bases On A Fresh Storage]). Return a clone, or set_() the input to the whole intermediate"
         )
     tree, dense = dense_leaves_of(value, path)
     out_leaves = []
