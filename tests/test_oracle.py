@@ -445,3 +445,17 @@ def test_wrong_gradient_behind_a_nonleaf_input_is_reported() -> None:
     assert_matches_eager(f, make, compile_fn=identity_compile)
     with pytest.raises(AssertionError, match=r"leaf 0 behind args\[0\]\.grad: values differ from eager"):
         assert_matches_eager(f, make, compile_fn=fake_compile(mutation_without_grad))
+
+
+def test_wrong_values_of_a_hidden_base_are_reported() -> None:
+    # fuzz seed 9000 #3608: an output's `._base` that no one else returns is the user's to read too
+    def f(x: torch.Tensor) -> object:
+        return (x * 2)[1:]
+
+    def scribble_base(out: torch.Tensor) -> object:
+        assert out._base is not None
+        out._base[0] = 99.0
+        return out
+
+    with pytest.raises(AssertionError, match=r"output\._base: values differ from eager"):
+        assert_matches_eager(f, one_input, compile_fn=on_output(scribble_base))
