@@ -205,3 +205,32 @@ def test_leaf_set_to_itself_then_returned_gets_its_gradient(compile_fn: CompileF
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             torch.autograd.backward([out.sum(), t0.sum()])
     assert x.grad is not None and torch.equal(x.grad, torch.ones(3))
+
+
+def test_leaf_view_made_before_a_failing_node(compile_fn: CompileFn | None) -> None:
+    # seed 9000 #8833: eager's SinBackward0 (made after t0) raises before t0's ViewBackward0 runs, so args[1].grad
+    # stays None; ours regenerated t0 after the call, its node ran first (Note [Leaf Views Replayed Before A Raising
+    # Backward])
+    def f(x0: T, x1: T) -> tuple[T, T]:
+        with torch.no_grad():
+            x0.unsqueeze_(-1)
+        t0 = x1.view(())
+        t1 = x0.sin()
+        return (t1, t0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(4), torch.randn((), requires_grad=True)), compile_fn=compile_fn)
+
+
+def test_leaf_view_made_after_a_failing_node(compile_fn: CompileFn | None) -> None:
+    # The view made after sin: eager's ViewBackward0 runs first and args[1] gets its gradient before the raise;
+    # the view stays replayed after the call
+    def f(x0: T, x1: T) -> tuple[T, T]:
+        with torch.no_grad():
+            x0.unsqueeze_(-1)
+        t1 = x0.sin()
+        t0 = x1.view(())
+        return (t1, t0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(4), torch.randn((), requires_grad=True)), compile_fn=compile_fn)
