@@ -21,17 +21,16 @@ from subclassaot.swap_record import dense_strides
 # Plain inputs that share storage are traced as views of their group's synthetic base (Note [Synthetic Bases]),
 # which training clones (Note [Training Through A Joint Graph]). A write to a member then goes through autograd's
 # CopySlices on that clone, whose backward gives the write's gradient the type of the base's incoming gradient (Note
-# [Writes To Plain View Inputs Make Plain Gradients]). Where the member's real tensor is no view (f(x, x), or x and
-# x.t()), eager's write is recorded on x itself: `x.mul_(pair)` sends x the PairTensor gradient of MulBackward (fuzz
-# seed 10000 #1788, 11000 #6100: a plain gradient where eager's is a PairTensor). So where a plain member that
-# requires grad is no view, its elements are the base's exactly (offset 0, dense strides), and every other member is
-# that object or a view of it (its real `._base`), the trace runs the member as a clone of the base's elements in its
-# own layout and the base as a flat view of that clone; the other members are their views of the clone (not of the
-# flat view: functionalization cannot write through an as_strided() of a view), as eager's are views of x. Values
-# are the same; writes are recorded as eager records them. The runtime's base is an as_strided view of x
+# [Writes To Plain View Inputs Make Plain Gradients]). Where the member's real tensor is no view (f(x, x)), eager's
+# write is recorded on x itself: `x.mul_(pair)` sends x the PairTensor gradient of MulBackward (fuzz seed 10000
+# #1788: a plain gradient where eager's is a PairTensor). So where a plain member that requires grad is no view,
+# its elements are the base's exactly (offset 0, dense strides), and every member is that one object, the trace
+# runs it as a clone of the base's elements in its own layout and the base as a flat view of that clone. Values are
+# the same; writes are recorded as eager records them. The runtime's base is an as_strided view of x
 # (desugar.graph_example_inputs), through which the base's gradient reaches x with its type. The member requires
-# grad and so is a leaf (never a view) or guarded on being no view (guards.py); the other members' `._base` is not
-# guarded (a view of a detach() of x requiring grad of its own would pass the aliasing guards as before).
+# grad and so is a leaf (never a view) or guarded on being no view (guards.py). Not yet with views of x among the
+# members (x and x.t(): seed 11000 #6100): the views' `._base` in the joint run then changes, and rules that read it
+# refuse programs that pass today (test_training_grad_writes view_before_member_set).
 
 
 def clone_synthetic_base(
@@ -83,8 +82,5 @@ def _own_base_member(layout: DenseLayout, flat: FlatInputs, group: AliasGroup) -
         shape, strides = [int(d) for d in size], [int(d) for d in stride]
         if math.prod(shape) != group.base_numel or not dense_strides(shape, strides):
             return None
-        others = [r for r in reals if r is not real]
-        if all(isinstance(r, torch.Tensor) and r._base is real for r in others):
-            return pos
-        return None
+        return pos if all(r is real for r in reals) else None
     return None
