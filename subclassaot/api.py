@@ -30,6 +30,7 @@ from subclassaot.backward_trace import BackwardVariant, trace_backward
 from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.data_assignment import resimplified_data_metas
 from subclassaot.desugar import DynamicAliasError, dense_layout
+from subclassaot.early_views import replays_before_call
 from subclassaot.errors import BackendError, SubclassAOTError, UnsupportedError
 from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.grad_scope import check_grad_factories
@@ -287,6 +288,8 @@ def _compile_over(
     backward_graph = forward_graph = None
     if training:
         bw_meta = trace_backward(call, flat, layout, analysis, traced, dense_fakes, fakes, fake_mode, decompositions)
+        if bw_meta.early_views:  # Note [Leaf Views Replayed Before A Raising Backward]
+            plan = dataclasses.replace(plan, analysis=replays_before_call(analysis, bw_meta.early_views))
         # The partitioned forward (Note [Training Through A Joint Graph]); the inference graph where the joint
         # trace failed (the backward then raises the program's own error: Note [Backward Errors Are Deferred]).
         forward = bw_meta.forward if bw_meta.forward is not None else traced.graph

@@ -183,9 +183,9 @@ class TangentPatterns:
     # those outputs ends (None: sets of outputs giving the same positions end differently in eager)
     ends: Mapping[frozenset[int], BackwardEnd | None]
     full: frozenset[int]  # the positions a backward through every output gives
-    # an output that requires grad is, or is regenerated from, a leaf input that requires grad: its AccumulateGrad
-    # runs outside the Function
-    leaf_bypass: bool
+    # the outputs that require grad and are, or are regenerated from, a leaf input that requires grad: its
+    # AccumulateGrad runs outside the Function
+    leaf_bypass: frozenset[int]
 
 
 def tangent_patterns(
@@ -212,12 +212,12 @@ def tangent_patterns(
     fresh_rank: dict[int, int] = {}
     wrappers_at = len(updates) + n_fresh + num_bases
     position = {d: p for p, d in enumerate(diff)}
-    leaf_inputs: set[int] = set()
+    leaf_inputs: list[int] = []  # leaf inputs reached, once per path
 
     def of_input(i: int) -> set[int] | None:
         real = flat.values[flat.tensor_indices[i]]
         if isinstance(real, torch.Tensor) and real.requires_grad and real.is_leaf:
-            leaf_inputs.add(i)
+            leaf_inputs.append(i)
         # the same object passed at several positions: the epilogue writes it once per position
         same = [j for j, k in enumerate(flat.tensor_indices) if flat.values[k] is real]
         found = {wrappers_at + k for k, w in enumerate(wrapper_updates) if w in same}
@@ -275,15 +275,19 @@ def tangent_patterns(
             fresh_rank.setdefault(o, len(fresh_rank))
     patterns: dict[frozenset[int], BackwardEnd | None] = {}
     per_output: dict[int, frozenset[int]] = {}
+    bypass: set[int] = set()
     for chosen, end in ends.items():
         pattern: set[int] = set()
         for o in chosen:
             if o not in per_output:
+                seen = len(leaf_inputs)
                 reached = of_output(o)
                 if reached is None:
                     return None
+                if len(leaf_inputs) > seen:
+                    bypass.add(o)
                 per_output[o] = frozenset(position[d] for d in reached if d in position)
             pattern |= per_output[o]
         key = frozenset(pattern)
         patterns[key] = end if patterns.get(key, end) is end else None
-    return TangentPatterns(ends=patterns, full=frozenset().union(*per_output.values()), leaf_bypass=bool(leaf_inputs))
+    return TangentPatterns(ends=patterns, full=frozenset().union(*per_output.values()), leaf_bypass=frozenset(bypass))

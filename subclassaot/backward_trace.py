@@ -28,6 +28,7 @@ from subclassaot.backward_probe import (
     tangent_patterns,
 )
 from subclassaot.desugar import graph_example_inputs
+from subclassaot.early_views import early_leaf_views
 from subclassaot.errors import UnsupportedError
 from subclassaot.joint import (
     JointSetup,
@@ -77,6 +78,8 @@ class BackwardGraph:
     # `graph` None: the sets of diff positions given a tangent for which eager's backward was seen to raise before
     # any gradient (Note [Probing Eager's Backward]); another set is refused when backward runs. None: not probed
     raising_patterns: frozenset[frozenset[int]] | None = None
+    # with raising_patterns: outputs replayed before the call (Note [Leaf Views Replayed Before A Raising Backward])
+    early_views: frozenset[int] = frozenset()
     diff_outputs: tuple[int, ...]  # forward-output positions (tensor outputs) that receive a tangent
     grad_inputs: tuple[int, ...]  # tensor-input positions (FlatInputs.tensor_indices order) that get a gradient
     unused: frozenset[int]  # positions in grad_inputs whose gradient eager leaves None (unreachable from outputs)
@@ -216,12 +219,13 @@ def trace_backward(
         if found is not None:
             setup, joint, raising = found
         else:
-            verified = _deferred_exactly(setup, patterns)
+            verified, early = _deferred_exactly(setup, patterns)
             if verified is None:
                 _check_deferred_error(setup, [fw_example[i][1] for i in diff], reach, e)
                 _refuse_by_probe(patterns, e)
             return BackwardGraph(
                 raising_patterns=verified,
+                early_views=early,
                 graph=None,
                 forward=None,
                 error=e,
@@ -335,16 +339,20 @@ def _probe(setup: JointSetup) -> TangentPatterns | None:
     )
 
 
-def _deferred_exactly(setup: JointSetup, patterns: TangentPatterns | None) -> frozenset[frozenset[int]] | None:
+def _deferred_exactly(
+    setup: JointSetup, patterns: TangentPatterns | None
+) -> tuple[frozenset[frozenset[int]] | None, frozenset[int]]:
     """Where eager's backward through every output raises before any gradient, and so does the Function's:
-    the sets of diff positions whose backward raises so (Note [Probing Eager's Backward]); else None."""
-    if patterns is None or patterns.leaf_bypass or not patterns.full:
-        return None
-    if patterns.ends.get(patterns.full) is not BackwardEnd.RAISES:
-        return None
+    the sets of diff positions whose backward raises so (Note [Probing Eager's Backward]), and the outputs replayed
+    before the call for it (Note [Leaf Views Replayed Before A Raising Backward]); else None."""
+    if patterns is None or not patterns.full:
+        return None, frozenset()
+    early = early_leaf_views(setup.analysis, setup.flat, setup.layout, patterns.leaf_bypass)
+    if early is None or patterns.ends.get(patterns.full) is not BackwardEnd.RAISES:
+        return None, frozenset()
     if patterns.ends.get(frozenset(), BackwardEnd.COMPLETES) is not BackwardEnd.COMPLETES:
-        return None  # outputs whose backward never reaches the Function raise in eager
-    return frozenset(p for p, end in patterns.ends.items() if end is BackwardEnd.RAISES)
+        return None, frozenset()  # outputs whose backward never reaches the Function raise in eager
+    return frozenset(p for p, end in patterns.ends.items() if end is BackwardEnd.RAISES), early
 
 
 def _refuse_view_replay_limit(error: Exception) -> None:

@@ -19,6 +19,7 @@ from subclassaot.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user
 from subclassaot.errors import UnsupportedError
 from subclassaot.foreign_bases import foreign_root
 from subclassaot.inputs import unflatten_call
+from subclassaot.own_base import clone_synthetic_base
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.schemas import AliasGroupRef, DenseIndex, DenseLayout, FlatInputs, Meta
 from subclassaot.storage_swaps import swap_modes
@@ -85,11 +86,15 @@ def run_functional(
     """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
     graph_fun = [to_functional(v) for v in graph_values]
     graph_grad_leaves = list(graph_fun)
+    own: dict[DenseIndex, torch.Tensor] = {}  # Note [Plain Inputs Traced As Their Own Base]
     for k in sorted(clone_graph_inputs):
         # A synthetic base that requires grad: the program mutates (views of) a clone, and gradients are taken
         # with respect to the base as it was (Note [Training Through A Joint Graph]).
-        graph_fun[k] = graph_fun[k].clone()
+        graph_fun[k], members = clone_synthetic_base(layout, flat, k, graph_fun[k])
+        own.update(members)
     dense = dense_from_graph_inputs(layout, graph_fun)
+    for m, member in own.items():
+        dense[m] = member
     detached = [] if requires_grad_like is None else _detach_members_without_grad(layout, dense, requires_grad_like)
     user_tensors = rebuild_user_tensors(layout, dense)
     if requires_grad_like is not None:

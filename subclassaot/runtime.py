@@ -44,6 +44,7 @@ from subclassaot.torch_internals import (
     get_version,
     give_base_grad,
     python_source,
+    renew_grad_accumulator,
     set_to_tensor,
     set_version,
     set_wrapper_metadata,
@@ -172,6 +173,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         if plan.input_requires_grad[i] and not after
     ]
 
+    self_set = [flat.tensor_indices[t] for t, s in enumerate(plan.analysis.self_set) if s]
     early_replays = sorted(
         (
             (o, info.replay)
@@ -198,6 +200,8 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         prewrapped.update(early)
         if not epilogue.empty:
             _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values, counters)
+        for i in self_set:  # Note [set_ Renews A Leaf's Accumulator]
+            renew_grad_accumulator(cast(torch.Tensor, values[i]))
         for o, r in late_tails:
             start = len(r.steps) - r.late_steps
             prewrapped[o] = _replay_from(prewrapped[o], start, r, ev, symbols, values, shared)

@@ -357,6 +357,8 @@ class Analysis:
     # per tensor input (subclasses): an op with grad enabled read its wrapper (or a view of it taken after) after the
     # program set_() the wrapper (Note [Subclass Inputs set_() Under no_grad])
     read_after_set: tuple[bool, ...] = ()
+    # per tensor input: the program called x.set_(x) on it under no_grad (Note [set_ Renews A Leaf's Accumulator])
+    self_set: tuple[bool, ...] = ()
 
     def wrapper_roots(self) -> dict[int, tuple[int, ...]]:
         """First base number -> the base numbers of one intermediate subclass that views are replayed from

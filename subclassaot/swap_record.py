@@ -102,6 +102,8 @@ class SwapRecord:
     set_resized: set[int] = field(default_factory=set)
     read_after_set: set[int] = field(default_factory=set)
     plain_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # the same for plain tensors' set_()
+    # id() of tensors the program called x.set_(x) on under no_grad (Note [set_ Renews A Leaf's Accumulator])
+    self_sets: set[int] = field(default_factory=set)
     data_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # ... and `.data =` (grad mode: False)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
@@ -272,6 +274,16 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
             return False
         expected *= s
     return True
+
+
+# Note [set_ Renews A Leaf's Accumulator]
+# set_() on an autograd leaf that requires grad (under no_grad: with grad it raises) gives the leaf a new gradient
+# accumulator: nodes made before it (x.sin()'s SinBackward0) feed the old one, uses after it (returning x) the new
+# one, and a backward in which an old node raises (it saved x, whose version set_ advanced) still accumulates the
+# gradient reaching the new one (fuzz seed 10000 #2934: args[0].grad None where eager's is a tensor). x.set_(x)
+# changes nothing else, so the trace sees no swap; the runtime renews the accumulator after the compiled call (its
+# autograd.Function took the old one), by set_() of the input to itself under no_grad, as the program did. Other
+# set_() calls are replayed as set_() already (runtime._replay_metadata).
 
 
 # Note [Saved Members Of A Written Wrapper Family]

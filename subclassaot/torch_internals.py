@@ -357,6 +357,17 @@ def set_to_tensor(x: torch.Tensor, src: torch.Tensor) -> None:
     x.set_(src)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
 
 
+def renew_grad_accumulator(x: torch.Tensor) -> None:
+    """On a leaf that requires grad, what the program's `x.set_(x)` under no_grad did to autograd: a new gradient
+    accumulator (Note [set_ Renews A Leaf's Accumulator]); the version counter is left as it was."""
+    if not (x.is_leaf and x.requires_grad):
+        return
+    version = get_version(x)
+    with torch.no_grad():
+        set_to_tensor(x, x)
+    set_version(x, version)
+
+
 def set_wrapper_metadata(t: torch.Tensor, size: Sequence[int], stride: Sequence[int], offset: int) -> None:
     """Change a wrapper subclass's own size/stride/offset without dispatching to it (its inner tensors are done).
     Larger than its own storage, the storage grows in place (as eager's resize_ or set_ of a wrapper does)."""

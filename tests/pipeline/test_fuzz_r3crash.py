@@ -20,10 +20,13 @@ _STALE = r"args\[0\] and args\[1\]: the program changes the layout .*\(Note \[St
 _FAILS = r"args\[0\]: a view taken with grad enabled is used with grad after .* by set_\(\) .* does not apply"
 
 
-def _twice(*shape: int) -> Callable[[], tuple[object, ...]]:
+def _two_views(*shape: int) -> Callable[[], tuple[object, ...]]:
+    """Two views of one base: the same object passed twice runs as its own base in the joint trace, whose view
+    functions are exact (Note [Plain Inputs Traced As Their Own Base]; test_fuzz_gradtype.py)."""
+
     def make_inputs() -> tuple[object, ...]:
         b0 = nonleaf(*shape)
-        return (b0, b0)
+        return (b0.view(shape), b0.view(shape))
 
     return make_inputs
 
@@ -45,15 +48,16 @@ def _t_expand_write_other(x0: T, x1: T) -> object:
 
 def test_stale_view_function_replay_fails_refused_4353(compile_fn: CompileFn | None) -> None:
     # seed 8000 #4353: autograd rebuilt t0's history by the synthetic base's view function, which misses
-    # unsqueeze_(): transpose(0, 2) of a 2-d tensor (IndexError)
+    # unsqueeze_(): transpose(0, 2) of a 2-d tensor (IndexError); there one object passed twice, which now passes
+    # (test_fuzz_gradtype.py), here two views of one base
     with torch.enable_grad():
-        assert_refused(_unsqueeze_transpose_write, _twice(1, 2), compile_fn, _STALE)
+        assert_refused(_unsqueeze_transpose_write, _two_views(1, 2), compile_fn, _STALE)
 
 
 def test_stale_view_function_replay_fails_refused_6029(compile_fn: CompileFn | None) -> None:
     # seed 8000 #6029: the same, the function missing t_(): expand((4, 1)) of a (1, 4) tensor (RuntimeError)
     with torch.enable_grad():
-        assert_refused(_t_expand_write_other, _twice(1, 4), compile_fn, _STALE)
+        assert_refused(_t_expand_write_other, _two_views(1, 4), compile_fn, _STALE)
 
 
 def _select_data_write(x0: T) -> object:

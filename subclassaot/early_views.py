@@ -1,0 +1,61 @@
+"""Stage `trace` (training), deferred backward errors: views of leaf inputs replayed before the compiled call, so
+that autograd runs their nodes after the Function's, as eager ran them after the failing node (Note [Leaf Views
+Replayed Before A Raising Backward]).
+
+Input: the `Analysis`, `FlatInputs` and `DenseLayout`, and the outputs that bypass the Function to a leaf input
+(`TangentPatterns.leaf_bypass`).
+Output: those outputs where each is such a view (else None); the analysis with their replays made early.
+Invariants: only outputs whose source input the program leaves untouched: replayed before or after the epilogue,
+they are the same views of the same tensor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Set
+
+import torch
+
+from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, InputIndex, OutputKind, ReplaySource
+
+# Note [Leaf Views Replayed Before A Raising Backward]
+# Where eager's backward through every output raises before any input leaf gets its gradient (Note [Probing
+# Eager's Backward]), the failing node ran before the node of each output that is a view of a leaf input (x1.view(())
+# made before x0.sin(), whose SinBackward0 fails: the engine runs the ready node made last first). The runtime
+# regenerates such a view after the compiled call, so its node was made after the Function's and ran first: the
+# leaf got its gradient before our Function raised (fuzz seed 9000 #8833: args[1].grad a tensor vs eager None). So
+# where every output that bypasses the Function to a leaf is such a view of an input the program does not change,
+# the view is replayed before the call instead (Replay.before_epilogue, the early replays' path) and the error is
+# deferred exactly: the Function's node, made after the view's, runs and raises first. A leaf input returned as is,
+# or a view of one the program changes, stays refused as before.
+
+
+def early_leaf_views(
+    analysis: Analysis, flat: FlatInputs, layout: DenseLayout, outputs: Set[int]
+) -> frozenset[int] | None:
+    """`outputs` where each is a view replayed from a leaf input the program does not change, else None."""
+    for o in outputs:
+        info = analysis.outputs[o]
+        r = info.replay
+        if info.kind is not OutputKind.TENSOR or r is None or r.source is not ReplaySource.INPUT:
+            return None
+        if r.then_set or r.late_steps or r.split_made:
+            return None
+        real = flat.values[r.index]
+        if not isinstance(real, torch.Tensor) or not real.is_leaf:
+            return None
+        t = flat.tensor_indices.index(InputIndex(r.index))
+        if any(analysis.mutations[j].any or analysis.mutations[j].version_bumped for j in layout.leaves_of_input[t]):
+            return None
+    return frozenset(outputs)
+
+
+def replays_before_call(analysis: Analysis, outputs: Set[int]) -> Analysis:
+    """The analysis with the replays of `outputs` made before the compiled call."""
+    infos = tuple(
+        dataclasses.replace(info, replay=dataclasses.replace(info.replay, before_epilogue=True))
+        if o in outputs and info.replay is not None
+        else info
+        for o, info in enumerate(analysis.outputs)
+    )
+    return dataclasses.replace(analysis, outputs=infos)
