@@ -66,7 +66,6 @@ from subclassaot.view_chains import (
     detached_in_chain,
     early_input_replay,
     hidden_base,
-    hidden_base_uncovered,
     inplace_replay,
     last_bump,
     made_seq,
@@ -420,12 +419,7 @@ def _output_info(
             "its own history over the assigned storage, which a compiled output cannot have. Return the assigned "
             "tensor, or a clone"
         )
-    if hidden_base_uncovered(value, run):
-        raise UnsupportedError(
-            f"{path} is a view of an intermediate that the program set_() an input to in part: eager's `._base` of "
-            "it is that intermediate, whose elements outside the input's are not kept by the compiled program (Note "
-            "[Hidden Bases On A Fresh Storage]). Return a clone, or set_() the input to the whole intermediate"
-        )
+    _check_wrapper_base_within(path, value, run, current)
     tree, dense = dense_leaves_of(value, path)
     out_leaves = []
     replaced: DenseIndex | None = None  # an input whose storage before set_() an output leaf views
@@ -682,14 +676,20 @@ def _outer_stride_leaf(outer: Meta | None, leaves: list[OutputLeaf]) -> int | No
     )
 
 
+def _on_fresh_storage(run: FunctionalRun, j: DenseIndex) -> bool:
+    """Input `j` was set_() onto an intermediate's storage: at run time a fresh one, holding its own elements."""
+    final = run.finals[j]
+    if storage_key(final) == storage_key(run.originals[j]) or id(final) not in run.swaps.swapped_ids:
+        return False
+    return not any(storage_key(final) == storage_key(o) for o in run.originals)  # else another input's storage
+
+
 def _check_within_swapped_input(path: str, leaf: torch.Tensor, run: FunctionalRun, j: DenseIndex) -> None:
     """An output aliasing an input that set_() pointed at an intermediate is rebuilt from the input's new storage,
     which holds the input's own elements only (copied from the graph)."""
-    final = run.finals[j]
-    if storage_key(final) == storage_key(run.originals[j]) or id(final) not in run.swaps.swapped_ids:
+    if not _on_fresh_storage(run, j):
         return
-    if any(storage_key(final) == storage_key(o) for o in run.originals):
-        return  # set_ to another input's storage: the real storage is there
+    final = run.finals[j]
     have = elements_of(list(final.shape), list(final.stride()), final.storage_offset())
     want = elements_of(list(leaf.shape), list(leaf.stride()), leaf.storage_offset())
     if have is None or want is None or not have.covers(want):
@@ -697,6 +697,44 @@ def _check_within_swapped_input(path: str, leaf: torch.Tensor, run: FunctionalRu
             f"{path} is a view of an intermediate that input {j} was set_() to, and reaches elements of it that the "
             "input does not cover; the input's new storage holds only its own elements. Return a clone instead"
         )
+    _check_base_within(path, leaf._base, run, j)
+
+
+def _check_base_within(path: str, base: torch.Tensor | None, run: FunctionalRun, j: DenseIndex) -> None:
+    """Note [Hidden Bases On A Fresh Storage]: `base`, eager's `._base` of an output (a dense leaf of it), on the
+    fresh storage of input `j`, must lie within the input's elements."""
+    final = run.finals[j]
+    if base is None or storage_key(base) != storage_key(final):
+        return
+    have = elements_of(list(final.shape), list(final.stride()), final.storage_offset())
+    whole = elements_of(list(base.shape), list(base.stride()), base.storage_offset())
+    if have is None or whole is None or not have.covers(whole):
+        raise UnsupportedError(
+            f"{path} is a view of an intermediate that input {j} was set_() to in part: eager's `._base` of it is "
+            "that intermediate, whose elements the input does not cover are not kept by the compiled program (Note "
+            "[Hidden Bases On A Fresh Storage]). Return a clone, or set_() the input to the whole intermediate"
+        )
+
+
+def _check_wrapper_base_within(
+    path: str, value: torch.Tensor, run: FunctionalRun, current: dict[object, DenseIndex]
+) -> None:
+    """_check_base_within for a tensor subclass output, whose `._base` is a wrapper (its inner tensors are no views
+    in the trace)."""
+    base = value._base
+    if base is None or not is_traceable_subclass(base):
+        return
+    for leaf in dense_leaves_of(base, path)[1]:
+        j = current.get(storage_key(leaf))
+        if j is not None and _on_fresh_storage(run, j):
+            _check_base_within(path, leaf, run, j)
+
+
+# Note [Hidden Bases On A Fresh Storage]
+# An input set_() to part of an intermediate (`t0 = x * x; x.set_(t0[2:])`) ends, in eager, on the intermediate's
+# storage, all of it holding the intermediate's values; the epilogue gives it a fresh storage and writes only the
+# input's own elements. A returned view of the input's elements whose eager `._base` is that intermediate would get a
+# `._base` whose other elements are uninitialized memory (fuzz seed 9000 #3608), so it is refused.
 
 
 def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:

@@ -48,7 +48,6 @@ __all__ = [
     "early_input_replay",
     "made_seq",
     "hidden_base",
-    "hidden_base_uncovered",
     "inplace_replay",
     "replay_of",
     "root_replay",
@@ -743,59 +742,6 @@ def hidden_base(
         # `t0.set_(x)`, t0 is: fuzz seed 3000 #8754)
         return None
     return leaf_meta(root) if storage_key(root) == storage_key(leaf) else None
-
-
-# Note [Hidden Bases On A Fresh Storage]
-# An input set_() to part of an intermediate (`t0 = x * x; x.set_(t0[2:])`) ends, in eager, on the intermediate's
-# storage, all of it holding the intermediate's values; the epilogue gives it a fresh storage and writes only the
-# input's own elements. A returned view whose eager `._base` is that intermediate (Note [Views Sharing An
-# Intermediate]) is rebuilt as a view of such a hidden base over the fresh storage: its own elements are right, but
-# its `._base`'s others would be uninitialized memory (fuzz seed 9000 #3608). So where the hidden base reaches
-# elements of a storage no input had that no input's final value covers, the program is refused.
-
-
-def _elements(meta: tuple[object, object, object]) -> frozenset[int] | None:
-    """The storage elements a layout covers, where static and small; else None."""
-    size, stride, offset = meta
-    if not isinstance(offset, int) or not isinstance(size, (list, tuple)) or not isinstance(stride, (list, tuple)):
-        return None
-    if not all(isinstance(v, int) for v in (*size, *stride)):
-        return None
-    found = {offset}
-    for n, st in zip(size, stride, strict=True):
-        if n == 0:
-            return frozenset()
-        if len(found) * n > 100_000:
-            return None
-        found = {e + k * st for e in found for k in range(n)}
-    return frozenset(found)
-
-
-def hidden_base_uncovered(value: torch.Tensor, run: FunctionalRun) -> bool:
-    """Whether eager's `._base` of output `value` (a dense leaf of it, for a subclass) reaches elements of a storage
-    no input had that no input's final value covers (Note [Hidden Bases On A Fresh Storage])."""
-    root = value._base
-    if root is None:
-        return False
-    leaves = dense_leaves_of(root, "")[1] if is_traceable_subclass(root) else [root]
-    return any(_uncovered(leaf, run) for leaf in leaves)
-
-
-def _uncovered(root: torch.Tensor, run: FunctionalRun) -> bool:
-    key = storage_key(root)
-    if any(storage_key(o) == key for o in run.originals):
-        return False
-    finals = [f for f in run.finals if storage_key(f) == key]
-    if not finals:
-        return False  # not an input's storage: an intermediate base the graph returns whole
-    want = _elements(leaf_meta(root))
-    covered: set[int] = set()
-    for final in finals:
-        have = _elements(leaf_meta(final))
-        if want is None or have is None:
-            return True
-        covered |= have
-    return want is None or not want <= covered
 
 
 # Note [In-Place View Ops Under Mixed Grad Modes]
