@@ -775,8 +775,13 @@ def _tensor_output(
     bases, roots = bases_and_roots
     if info.replay is not None:
         view = _replay(info.replay, ev, values, bases_and_roots, symbols, earlier, dense, shared)
+        if info.replay.bump_after:  # Note [Views Of Intermediates Written After]
+            set_version(view, get_version(view) + 1)
         if info.replay.then_set:  # Note [Wrapper Storage After set_]
-            contents = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
+            # only the contents' storage and metadata are used: no autograd view of an input whose grad_fn may raise
+            # (an unbind() output whose version the epilogue advanced: fuzz seed 9000 #8076)
+            with torch.no_grad():
+                contents = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
             if info.replay.runtime_set:
                 _set_keeping_storage(view, contents)
             elif info.replay.set_by_data:

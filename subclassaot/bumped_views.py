@@ -1,0 +1,54 @@
+"""Outputs that view an intermediate the program wrote after taking them (Note [Views Of Intermediates Written
+After]).
+
+Input: the analysis's output infos and the eager objects they describe. Output: nothing, or UnsupportedError.
+Invariants: an output whose Replay has bump_after shares its intermediate's storage only with outputs that have it
+too, so the runtime's version-counter bump reaches no output whose eager grad_fn reads fine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.functional_run import dense_leaves_of
+from subclassaot.schemas import OutputInfo, OutputKind
+from subclassaot.torch_internals import storage_key
+
+# Note [Views Of Intermediates Written After]
+# A view the program took of an intermediate under no_grad, or by a multi-output op (unbind), and whose base it then
+# wrote with grad enabled, has a grad_fn that raises in eager: autograd refuses to rebase its history. The graph
+# computes the intermediate with the write already in it, so the view replayed from it (Replay source BASE, or
+# WRAPPER for a subclass) is made by the same ops in the same grad modes, hence with the same creation meta, but
+# reads fine. The runtime then advances the view's version counter by one (Replay.bump_after), which the view
+# shares with its base: the counter no longer matches the one recorded when the view was made, and reading its
+# grad_fn or is_leaf raises the same error as eager's (fuzz seed 10000 #7533, #1981). The view may replay from an
+# earlier output that is the intermediate itself (Replay source OUTPUT: seed 11000 #5304), whose counter eager's
+# write advanced too; a tensor that is no view reads its grad_fn the same whatever its counter. Another output that
+# is a view sharing that storage would see the bump too, where eager's may have been made after the write and read
+# fine: refused unless its grad_fn raises as well.
+
+
+def check_bumped_views(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> None:
+    """See Note [Views Of Intermediates Written After]."""
+    owned: list[set[object]] = []
+    for info, value in zip(infos, leaves, strict=True):
+        # (an output that is no view reads its grad_fn the same whatever its counter: the intermediate itself)
+        if info.kind is not OutputKind.TENSOR or not isinstance(value, torch.Tensor) or not value._is_view():
+            owned.append(set())
+            continue
+        owned.append({storage_key(d) for d in dense_leaves_of(value, info.path)[1]})
+    for k, info in enumerate(infos):
+        if info.replay is None or not info.replay.bump_after:
+            continue
+        for j, other in enumerate(infos):
+            bumped = other.replay is not None and other.replay.bump_after
+            if j != k and owned[j] & owned[k] and not bumped and other.kind is not OutputKind.SAME_AS:
+                raise UnsupportedError(
+                    f"{info.path}: its grad_fn raises in eager (a view made under no_grad, or by a multi-output op, "
+                    f"of an intermediate the program then wrote), and {other.path} shares that intermediate's "
+                    "storage but reads its grad_fn fine; the compiled outputs cannot be made so. Return a clone of "
+                    f"{info.path} made before the write"
+                )
