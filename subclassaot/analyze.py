@@ -349,7 +349,7 @@ def _check_views_of_fresh(
 
 
 # See Note [Views Of Intermediates Written After]
-_BUMPED_SOURCES = (ReplaySource.BASE, ReplaySource.WRAPPER, ReplaySource.OUTPUT)
+_BUMPED_SOURCES = (ReplaySource.BASE, ReplaySource.WRAPPER, ReplaySource.OUTPUT, ReplaySource.INPUT)
 
 
 def _output_info(
@@ -503,12 +503,13 @@ def _output_info(
     if raises and not rebuilt and replay is not None and replay.source in _BUMPED_SOURCES:
         replay = replace(replay, bump_after=True)  # Note [Views Of Intermediates Written After]
     elif raises and not rebuilt:
-        # Only a view of an input rebuilt before the epilogue writes it, or one whose wrapper the runtime set_()s
-        # (Note [Wrapper Storage After set_]), gets such a grad_fn at run time (fuzz seed 25 #327, #628: a no_grad view of an intermediate or swapped tensor came back with none).
+        # Only a view replayed exactly (then rebuilt before the epilogue writes it, or its counter advanced), or one
+        # whose wrapper the runtime set_()s (Note [Wrapper Storage After set_]), gets such a grad_fn at run time
+        # (fuzz seed 25 #327, #628: a no_grad view of an intermediate or swapped tensor came back with none).
         raise UnsupportedError(
             f"{path}: its grad_fn raises in eager (a view made under no_grad, or one of the views of a multi-output "
-            "op, whose base the program then wrote with grad enabled); returned, such a view is supported only as a "
-            "view of an input the program did not otherwise change. Return a clone made before the write"
+            "op, whose base the program then wrote with grad enabled); returned, such a view is supported only where "
+            "its view chain can be replayed. Return a clone made before the write"
         )
     passed = [] if replay is None else [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
     twice = len(passed) > 1 and id(passed[0]) in run.swaps.swapped_ids  # an input passed twice and set_()

@@ -1,5 +1,5 @@
-"""Outputs that view an intermediate the program wrote after taking them (Note [Views Of Intermediates Written
-After]).
+"""Outputs that view an intermediate (or an input) the program wrote after taking them (Note [Views Of
+Intermediates Written After]).
 
 Input: the analysis's output infos and the eager objects they describe. Output: nothing, or UnsupportedError.
 Invariants: an output whose Replay has bump_after shares its intermediate's storage only with outputs that have it
@@ -26,7 +26,10 @@ from subclassaot.torch_internals import storage_key
 # shares with its base: the counter no longer matches the one recorded when the view was made, and reading its
 # grad_fn or is_leaf raises the same error as eager's (fuzz seed 10000 #7533, #1981). The view may replay from an
 # earlier output that is the intermediate itself (Replay source OUTPUT: seed 11000 #5304), whose counter eager's
-# write advanced too; a tensor that is no view reads its grad_fn the same whatever its counter. Another output that
+# write advanced too; a tensor that is no view reads its grad_fn the same whatever its counter. Likewise a view of
+# an input replayed after the epilogue (source INPUT: seed 10000 #2418, #1602): the write or set_() that makes
+# eager's raise advanced the input's counter in eager, and the extra step of ours keeps it changed, which is what
+# is observable of an input's counter (Note [Parity Of Version Counters]). Another output that
 # is a view sharing that storage would see the bump too, where eager's may have been made after the write and read
 # fine: refused unless its grad_fn raises as well.
 

@@ -271,7 +271,7 @@ class Replay:
     runtime_set: bool = False
     # the program's was `.data =` on a plain view (it stays a view of its base): repeated as `.data =`
     set_by_data: bool = False
-    # BASE, WRAPPER: eager's grad_fn raises (the program wrote the intermediate after taking this no_grad or
+    # not INPUT_ROOT, nor before_epilogue: eager's grad_fn raises (the program wrote the intermediate after taking this no_grad or
     # multi-output view of it): the runtime advances the view's version counter after the replay
     # (Note [Views Of Intermediates Written After])
     bump_after: bool = False
