@@ -165,3 +165,73 @@ def test_raising_view_beside_a_view_made_after_the_write_is_refused(compile_fn: 
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, "shares that intermediate's storage but reads its grad_fn fine")
+
+
+def test_no_grad_view_of_input_written_after(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 10000, program 2418 (refused before): a no_grad view of an input after an in-place view op, the
+    # input then written with grad; replayed after the epilogue, its counter advanced.
+    def f(x0: T) -> object:
+        x0.unsqueeze_(0)
+        with torch.no_grad():
+            t0 = x0.view((1, 1))
+        x0.mul_(-1.0)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (nonleaf(),)
+
+    _raises_in_eager(f, make_inputs, 0)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_unbind_view_of_leaf_input_set_to_itself(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 10000, program 1602 (refused before); y saves the input after the set_(), and its backward runs
+    # as eager's does.
+    def f(x0: T) -> object:
+        t0 = x0.unbind(2)[1]
+        with torch.no_grad():
+            set_to(x0, x0)
+        y = x0 * x0
+        return (t0, y)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn((2, 1, 4), requires_grad=True),)
+
+    _raises_in_eager(f, make_inputs, 0)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_no_grad_diagonal_of_subclass_input_then_transposed(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 10000, program 9029 (refused before).
+    def f(x0: T) -> object:
+        x0.unsqueeze_(1)
+        with torch.no_grad():
+            t0 = x0.diagonal(1, 0, 2)
+        x0.transpose_(1, 1)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(2, 4),)
+
+    _raises_in_eager(f, make_inputs, 0)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_no_grad_view_of_input_passed_twice_then_set(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 10000, program 6701 (refused before).
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            t0 = x1[:, 0:1:2]
+        set_to(x0, x1)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(1, 1)
+        return (b0, b0)
+
+    _raises_in_eager(f, make_inputs, 0)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
