@@ -15,7 +15,7 @@ import torch
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import dense_leaves_of
 from subclassaot.schemas import OutputInfo, OutputKind
-from subclassaot.torch_internals import storage_key
+from subclassaot.torch_internals import is_plain_autograd_view, storage_key
 
 # Note [Views Of Intermediates Written After]
 # A view the program took of an intermediate under no_grad, or by a multi-output op (unbind), and whose base it then
@@ -26,20 +26,27 @@ from subclassaot.torch_internals import storage_key
 # shares with its base: the counter no longer matches the one recorded when the view was made, and reading its
 # grad_fn or is_leaf raises the same error as eager's (fuzz seed 10000 #7533, #1981). The view may replay from an
 # earlier output that is the intermediate itself (Replay source OUTPUT: seed 11000 #5304), whose counter eager's
-# write advanced too; a tensor that is no view reads its grad_fn the same whatever its counter. Likewise a view of
-# an input replayed after the epilogue (source INPUT: seed 10000 #2418, #1602): the write or set_() that makes
-# eager's raise advanced the input's counter in eager, and the extra step of ours keeps it changed, which is what
-# is observable of an input's counter (Note [Parity Of Version Counters]). Another output that
-# is a view sharing that storage would see the bump too, where eager's may have been made after the write and read
-# fine: refused unless its grad_fn raises as well.
+# write advanced too; a tensor that is no view reads its grad_fn the same whatever its counter, and a view of the
+# default kind rebuilds its grad_fn over its base's history as it stands (eager's does after any write to the base:
+# fuzz seed 10000 #9450, a reshape() of the input beside the raising view). Likewise a view of an input replayed
+# after the epilogue (source INPUT: seed 10000 #2418, #1602): the write or set_() that makes eager's raise advanced
+# the input's counter in eager, and the extra step of ours keeps it changed, which is what is observable of an
+# input's counter (Note [Parity Of Version Counters]). Another output that is a no_grad or multi-output view
+# sharing that storage would see the bump too, where eager's may have been made after the write and read fine:
+# refused unless its grad_fn raises as well.
 
 
 def check_bumped_views(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> None:
     """See Note [Views Of Intermediates Written After]."""
     owned: list[set[object]] = []
     for info, value in zip(infos, leaves, strict=True):
-        # (an output that is no view reads its grad_fn the same whatever its counter: the intermediate itself)
-        if info.kind is not OutputKind.TENSOR or not isinstance(value, torch.Tensor) or not value._is_view():
+        # (an output that is no view, or a view of the default kind, reads its grad_fn whatever its counter)
+        if (
+            info.kind is not OutputKind.TENSOR
+            or not isinstance(value, torch.Tensor)
+            or not value._is_view()
+            or is_plain_autograd_view(value)
+        ):
             owned.append(set())
             continue
         owned.append({storage_key(d) for d in dense_leaves_of(value, info.path)[1]})
@@ -50,8 +57,8 @@ def check_bumped_views(infos: Sequence[OutputInfo], leaves: Sequence[object]) ->
             bumped = other.replay is not None and other.replay.bump_after
             if j != k and owned[j] & owned[k] and not bumped and other.kind is not OutputKind.SAME_AS:
                 raise UnsupportedError(
-                    f"{info.path}: its grad_fn raises in eager (a view made under no_grad, or by a multi-output op, "
-                    f"of an intermediate the program then wrote), and {other.path} shares that intermediate's "
-                    "storage but reads its grad_fn fine; the compiled outputs cannot be made so. Return a clone of "
-                    f"{info.path} made before the write"
+                    f"{info.path} and {other.path} are views (made under no_grad, or by a multi-output op) of one "
+                    f"tensor the program wrote between taking them: eager's {info.path} raises when its grad_fn is "
+                    f"read, {other.path} does not, which compiled outputs sharing a version counter cannot be. Return "
+                    f"a clone of {info.path} made before the write"
                 )

@@ -164,7 +164,7 @@ def test_raising_view_beside_a_view_made_after_the_write_is_refused(compile_fn: 
         return (torch.randn((2, 2, 1), requires_grad=True),)
 
     with torch.enable_grad():
-        assert_refused(f, make_inputs, compile_fn, "shares that intermediate's storage but reads its grad_fn fine")
+        assert_refused(f, make_inputs, compile_fn, "of one tensor the program wrote between taking them")
 
 
 def test_no_grad_view_of_input_written_after(compile_fn: CompileFn | None) -> None:
