@@ -14,8 +14,14 @@ import torch
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import dense_leaves_of
-from subclassaot.schemas import OutputInfo, OutputKind
-from subclassaot.torch_internals import is_plain_autograd_view, storage_key
+from subclassaot.schemas import OutputInfo, OutputKind, Replay, ReplaySource
+from subclassaot.torch_internals import (
+    get_version,
+    grad_fn_raises,
+    is_plain_autograd_view,
+    set_version,
+    storage_key,
+)
 
 # Note [Views Of Intermediates Written After]
 # A view the program took of an intermediate under no_grad, or by a multi-output op (unbind), and whose base it then
@@ -31,7 +37,11 @@ from subclassaot.torch_internals import is_plain_autograd_view, storage_key
 # fuzz seed 10000 #9450, a reshape() of the input beside the raising view). Likewise a view of an input replayed
 # after the epilogue (source INPUT: seed 10000 #2418, #1602): the write or set_() that makes eager's raise advanced
 # the input's counter in eager, and the extra step of ours keeps it changed, which is what is observable of an
-# input's counter (Note [Parity Of Version Counters]). Another output that is a no_grad or multi-output view
+# input's counter (Note [Parity Of Version Counters]). Where the input is itself a view whose grad_fn raises once its
+# counter moves (an unbind() output the program wrote: fuzz seed 11000 #6991), the replay's first view, taken with
+# grad enabled, would raise: the runtime gives the input back the counter it came with for the replay, as eager's
+# view was taken before the write, then restores it, and only advances the view's if it does not raise already.
+# Another output that is a no_grad or multi-output view
 # sharing that storage would see the bump too, where eager's may have been made after the write and read fine:
 # refused unless its grad_fn raises as well.
 
@@ -62,3 +72,40 @@ def check_bumped_views(infos: Sequence[OutputInfo], leaves: Sequence[object]) ->
                     f"read, {other.path} does not, which compiled outputs sharing a version counter cannot be. Return "
                     f"a clone of {info.path} made before the write"
                 )
+
+
+def bumped_input_sources(infos: Sequence[OutputInfo]) -> tuple[int, ...]:
+    """The inputs (flat value indexes) whose counter at entry the runtime keeps for Replay.bump_after."""
+    found = {
+        info.replay.index
+        for info in infos
+        if info.replay is not None
+        and (info.replay.bump_after or info.replay.entry_counter)
+        and info.replay.source is ReplaySource.INPUT
+    }
+    return tuple(sorted(found))
+
+
+def lower_input_counter(
+    replay: Replay, values: Sequence[object], entry: dict[int, int]
+) -> tuple[torch.Tensor, int] | None:
+    """Before replaying a bump_after view of an input: give the input its counter at entry (the input and the
+    counter it has now), where the epilogue moved it and its grad_fn raises since (Replay.entry_counter too)."""
+    if replay.source is not ReplaySource.INPUT or replay.index not in entry:
+        return None
+    source = values[replay.index]
+    assert isinstance(source, torch.Tensor), "BUG: an INPUT replay of a value that is no tensor"
+    now = get_version(source)
+    if now == entry[replay.index] or not grad_fn_raises(source):
+        return None
+    set_version(source, entry[replay.index])
+    return source, now
+
+
+def finish_bumped_view(view: torch.Tensor, lowered: tuple[torch.Tensor, int] | None, *, bump: bool) -> None:
+    """After the replay: the input's counter back, then (`bump`) the view's advanced unless reading its grad_fn
+    raises already, as eager's does."""
+    if lowered is not None:
+        set_version(*lowered)
+    if bump and not grad_fn_raises(view):
+        set_version(view, get_version(view) + 1)

@@ -275,6 +275,10 @@ class Replay:
     # multi-output view of it): the runtime advances the view's version counter after the replay
     # (Note [Views Of Intermediates Written After])
     bump_after: bool = False
+    # INPUT, after the epilogue: the program made the view before its last write to the input; where the input's
+    # grad_fn raises by then, the view is replayed with the input's counter at entry (Note [Views Of Intermediates
+    # Written After])
+    entry_counter: bool = False
     # (steps applied, token) per eager object the chain makes that other chains may pass through, steps ascending;
     # the token is the object's id() at analysis, opaque (Note [Views Sharing An Intermediate])
     marks: tuple[tuple[int, int], ...] = ()

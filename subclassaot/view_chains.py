@@ -244,7 +244,17 @@ def _replay_of(
                 before_epilogue=True,
                 late_steps=tail,
             )
-        return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=early)
+        # made before a write to any input: the input may share an eager base with the one written, traced apart
+        # (Note [Multi-Output View Inputs]; fuzz seed 11000 #6991)
+        bumps = [*run.swaps.last_bump.values(), *run.swaps.wrapper_bumps.values()]
+        before_bump = not early and made < max(bumps, default=0)
+        return Replay(
+            source=ReplaySource.INPUT,
+            index=input_by_id[id(t)],
+            steps=tuple(steps),
+            before_epilogue=early,
+            entry_counter=before_bump,
+        )
     if id(t) in earlier:
         return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps))
     if is_traceable_subclass(t):
