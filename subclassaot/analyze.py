@@ -26,6 +26,7 @@ from subclassaot.analyze_training import (
     set_under_grad,
     wrapper_uses,
 )
+from subclassaot.bumped_views import check_bumped_views
 from subclassaot.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
@@ -334,6 +335,7 @@ def _analyze_outputs(
         check_set_output_offsets(info, run, mutations)
         infos.append(info)
     _check_views_of_fresh(infos, leaves, bases)
+    check_bumped_views(infos, leaves)
     check_set_under_grad(infos, flat)
     return tuple(infos), spec, len({b for b, _ in bases.values()})
 
@@ -370,6 +372,10 @@ def _check_views_of_fresh(
                 "shares storage with it; in training outputs that alias one intermediate subclass are not supported "
                 "yet. Return clones (.clone()) of all but one"
             )
+
+
+# See Note [Views Of Intermediates Written After]
+_BUMPED_SOURCES = (ReplaySource.BASE, ReplaySource.WRAPPER, ReplaySource.OUTPUT, ReplaySource.INPUT)
 
 
 def _output_info(
@@ -524,13 +530,16 @@ def _output_info(
         replay = replace(replay, split_made=split_seq(value, run, input_by_id))
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
     raises = torch.is_grad_enabled() and grad_fn_raises(value)
-    if raises and not rebuilt:
-        # Only a view of an input rebuilt before the epilogue writes it, or one whose wrapper the runtime set_()s
-        # (Note [Wrapper Storage After set_]), gets such a grad_fn at run time (fuzz seed 25 #327, #628: a no_grad view of an intermediate or swapped tensor came back with none).
+    if raises and not rebuilt and replay is not None and replay.source in _BUMPED_SOURCES:
+        replay = replace(replay, bump_after=True)  # Note [Views Of Intermediates Written After]
+    elif raises and not rebuilt:
+        # Only a view replayed exactly (then rebuilt before the epilogue writes it, or its counter advanced), or one
+        # whose wrapper the runtime set_()s (Note [Wrapper Storage After set_]), gets such a grad_fn at run time
+        # (fuzz seed 25 #327, #628: a no_grad view of an intermediate or swapped tensor came back with none).
         raise UnsupportedError(
             f"{path}: its grad_fn raises in eager (a view made under no_grad, or one of the views of a multi-output "
-            "op, whose base the program then wrote with grad enabled); returned, such a view is supported only as a "
-            "view of an input the program did not otherwise change. Return a clone made before the write"
+            "op, whose base the program then wrote with grad enabled); returned, such a view is supported only where "
+            "its view chain can be replayed. Return a clone made before the write"
         )
     passed = [] if replay is None else [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
     twice = len(passed) > 1 and id(passed[0]) in run.swaps.swapped_ids  # an input passed twice and set_()

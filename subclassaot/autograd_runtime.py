@@ -490,6 +490,10 @@ def training_call(
         if len(bw_meta.tangent_deps) >= len(bw_meta.grad_inputs)
         else []
     )
+    # ... and likewise inputs that get no gradient of their own (an alias group's members, whose gradient goes to
+    # the group's base: fuzz seed 9000 #5294, an unbind() output passed beside its base, unread by the program)
+    with_grad = set(bw_meta.grad_inputs)
+    unread.extend(i for i in range(len(flat.tensor_indices)) if i not in with_grad)
     ev = MetaEvaluator()
     original_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.ORIGINAL}
     final_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.FINAL}

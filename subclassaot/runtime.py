@@ -18,6 +18,7 @@ import sympy
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.bumped_views import bumped_input_sources, finish_bumped_view, lower_input_counter
 from subclassaot.desugar import graph_example_inputs
 from subclassaot.foreign_bases import view_onto
 from subclassaot.protocol import SubclassNode, is_traceable_subclass, unflatten_subclass
@@ -187,6 +188,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
     late_tails = [(o, r) for o, r in early_replays if r.late_steps]
 
     def run(values: Sequence[object], symbols: dict[str, int]) -> object:
+        entry = {i: get_version(cast(torch.Tensor, values[i])) for i in bumped_inputs}
         for i in gains:
             cast(torch.Tensor, values[i]).requires_grad_(True)  # the program's requires_grad_()
         dense = dense_of(values)
@@ -216,9 +218,10 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
             if len(prewrapped) == len(fresh_only):
                 given = [prewrapped[o] for o in range(len(fresh_only))]
                 return unflatten_output(cast(list[object], given), plan.analysis.output_spec, has_size)
-        return _outputs(plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared), has_size, holders)
+        return _outputs(plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, entry), has_size, holders)
 
     storage_classes = plan.analysis.wrapper_storage
+    bumped_inputs = bumped_input_sources(plan.analysis.outputs)
     fresh_only = _fresh_only_outputs(plan)
     has_size = _has_size(plan.analysis.output_spec)
     return run
@@ -670,7 +673,7 @@ def _outputs(
     outs: list[object],
     symbols: dict[str, int],
     prewrapped: dict[int, torch.Tensor],
-    given: tuple[dict[tuple[int, ...], torch.Tensor], dict[int, torch.Tensor]],
+    given: tuple[dict[tuple[int, ...], torch.Tensor], dict[int, torch.Tensor], dict[int, int]],
     has_size: bool,
     holders: Sequence[torch.Tensor | None],
 ) -> object:
@@ -687,7 +690,7 @@ def _outputs(
     infos = plan.analysis.outputs
     result: list[object] = [_PENDING] * len(infos)
     symint_positions = [o for o, info in enumerate(infos) if info.kind is OutputKind.SYMINT]
-    given_roots, shared = given
+    given_roots, shared, entry = given
     roots = dict(given_roots)  # Note [Subclass Intermediate Roots]
 
     def get(o: int) -> object:
@@ -709,7 +712,9 @@ def _outputs(
             assert info.input_index is not None
             value = get(info.input_index)
         else:
-            value = _tensor_output(info, ev, values, dense, outs, fresh_start, (bases, roots), symbols, get, shared)
+            value = _tensor_output(
+                info, ev, values, dense, outs, fresh_start, (bases, roots), symbols, get, shared, entry
+            )
             if info.set_under_grad and torch.is_grad_enabled():  # Note [Outputs set_() Under Grad]
                 if is_traceable_subclass(value):
                     holder = value.detach().requires_grad_().clone()
@@ -789,12 +794,19 @@ def _tensor_output(
     symbols: dict[str, int],
     earlier: Callable[[int], object],
     shared: dict[int, torch.Tensor],
+    entry: dict[int, int],
 ) -> torch.Tensor:
     bases, roots = bases_and_roots
     if info.replay is not None:
+        lowered = lower_input_counter(info.replay, values, entry)  # Note [Views Of Intermediates Written After]
         view = _replay(info.replay, ev, values, bases_and_roots, symbols, earlier, dense, shared)
+        if info.replay.bump_after or lowered is not None:
+            finish_bumped_view(view, lowered, bump=info.replay.bump_after)
         if info.replay.then_set:  # Note [Wrapper Storage After set_]
-            contents = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
+            # only the contents' storage and metadata are used: no autograd view of an input whose grad_fn may raise
+            # (an unbind() output whose version the epilogue advanced: fuzz seed 9000 #8076)
+            with torch.no_grad():
+                contents = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
             if info.replay.runtime_set:
                 _set_keeping_storage(view, contents)
             elif info.replay.set_by_data:

@@ -281,6 +281,14 @@ class Replay:
     runtime_set: bool = False
     # the program's was `.data =` on a plain view (it stays a view of its base): repeated as `.data =`
     set_by_data: bool = False
+    # not INPUT_ROOT, nor before_epilogue: eager's grad_fn raises (the program wrote the intermediate after taking this no_grad or
+    # multi-output view of it): the runtime advances the view's version counter after the replay
+    # (Note [Views Of Intermediates Written After])
+    bump_after: bool = False
+    # INPUT, after the epilogue: the program made the view before its last write to the input; where the input's
+    # grad_fn raises by then, the view is replayed with the input's counter at entry (Note [Views Of Intermediates
+    # Written After])
+    entry_counter: bool = False
     # (steps applied, token) per eager object the chain makes that other chains may pass through, steps ascending;
     # the token is the object's id() at analysis, opaque (Note [Views Sharing An Intermediate])
     marks: tuple[tuple[int, int], ...] = ()

@@ -156,6 +156,15 @@ def is_multi_output_view(t: torch.Tensor) -> bool:
     return bool(meta == torch._C._autograd.CreationMeta.MULTI_OUTPUT_NODE)
 
 
+def is_plain_autograd_view(t: torch.Tensor) -> bool:
+    """An autograd view of the default kind (not made under no_grad nor by a multi-output op): reading its grad_fn
+    after its base's version counter advanced rebuilds it over the base's history instead of raising."""
+    if not t._is_view():
+        return False
+    meta = torch._C._autograd._get_creation_meta(t)
+    return bool(meta == torch._C._autograd.CreationMeta.DEFAULT)
+
+
 def is_fake(t: object) -> bool:
     return isinstance(t, FakeTensor)
 

@@ -240,7 +240,26 @@ def _replay_of(
             and last_bump(t, run) > made
             and _as_received(t, first, run)  # before the epilogue the input is as the program got it
         )
-        return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=early)
+        tail = 0 if early or not value.requires_grad else _split_at_bump(value, t, run, len(steps))
+        if tail and _as_received(t, first, run):
+            return Replay(
+                source=ReplaySource.INPUT,
+                index=input_by_id[id(t)],
+                steps=tuple(steps),
+                before_epilogue=True,
+                late_steps=tail,
+            )
+        # made before a write to any input: the input may share an eager base with the one written, traced apart
+        # (Note [Multi-Output View Inputs]; fuzz seed 11000 #6991)
+        bumps = [*run.swaps.last_bump.values(), *run.swaps.wrapper_bumps.values()]
+        before_bump = not early and made < max(bumps, default=0)
+        return Replay(
+            source=ReplaySource.INPUT,
+            index=input_by_id[id(t)],
+            steps=tuple(steps),
+            before_epilogue=early,
+            entry_counter=before_bump,
+        )
     if id(t) in earlier:
         return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps))
     if is_traceable_subclass(t):
@@ -519,6 +538,23 @@ def _no_grad_tail(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, tota
             break
         count, u = count + 1, record.source
     return count
+
+
+def _split_at_bump(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, total: int) -> int:
+    """Note [No-Grad Views Made After The Bump], for a chain that the program took partly before `t`'s last version
+    bump, with grad enabled, and ended under no_grad after it: replayed after the epilogue, its first view would read
+    the input's grad_fn, which raises where the input is a multi-output view (fuzz seed 10000 #2529). How many
+    trailing steps to take after the epilogue; 0 where the chain is not so split."""
+    tail, bump = _no_grad_tail(value, t, run, total), last_bump(t, run)
+    u, skipped, grad_step = value, 0, False
+    while (record := run.swaps.views.get(id(u))) is not None and id(u) not in run.swaps.swapped_ids:
+        if skipped >= tail:
+            seqs = [record.seq, *(r.seq for r in run.swaps.inplace_views.get(id(u), []))]
+            if max(seqs) > bump:
+                return 0  # made or changed after the bump, with grad enabled: not a no_grad tail
+            grad_step = grad_step or record.grad_enabled
+        skipped, u = skipped + 1, record.source
+    return tail if tail and grad_step and u is t else 0
 
 
 def last_bump(t: torch.Tensor, run: FunctionalRun) -> int:
