@@ -139,6 +139,7 @@ def analyze(
         inplace_view_ops=tuple(id(t) in run.swaps.inplace_views for t in run.user_tensors),
         stale_view_reads=stale,
         last_bumps=tuple(last_bump(t, run) for t in run.user_tensors),
+        data_assigned=bool(run.swaps.data_sets or run.swaps.wrapper_data),
         wrapper_first_write=uses[0],
         wrapper_last_use=uses[1],
         wrapper_saved=uses[2],

@@ -341,6 +341,8 @@ class Analysis:
     stale_view_reads: tuple[bool, ...] = ()
     # per tensor input: when the program last advanced its version counter (the run's sequence number; 0: never)
     last_bumps: tuple[int, ...] = ()
+    # the program assigned some tensor's `.data` (Note [Layouts Changed Behind Autograd])
+    data_assigned: bool = False
 
     def wrapper_roots(self) -> dict[int, tuple[int, ...]]:
         """First base number -> the base numbers of one intermediate subclass that views are replayed from
