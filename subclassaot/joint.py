@@ -301,13 +301,16 @@ def _autograd_node_of(x: torch.Tensor, seen: set[object]) -> bool:
 # t1.clone(); t3 = t2.view(-1); t2.mul_(t2), fuzz seed 10000 #7477) is the program's. So the joint trace also takes
 # the gradient flowing into each node that ends such a path (a GradientEdge: all of the nodes before it run), and
 # drops it: the failing node raises while tracing, and the error is deferred (Note [Backward Errors Are Deferred]).
-# Where every node is on a path to the differentiated tensors (the usual case), nothing is added.
+# Where every node is on a path to the differentiated tensors (the usual case), nothing is added; nor for paths
+# that end at a leaf's accumulator (the trace's own graph inputs, whose nodes eager does not have).
 
 
 def _uncovered_ends(outs: Sequence[torch.Tensor], wrt: Sequence[torch.Tensor]) -> list[GradientEdge]:
     """The edges into the nodes that end the paths of `outs`' autograd graph that reach none of `wrt` (Note
     [Backward Runs Every Node])."""
-    targets = {get_gradient_edge(x).node for x in wrt}
+    # read as _autograd_reach reads them (get_gradient_edge would rebuild a view's grad_fn through a dispatch)
+    targets = {x.grad_fn for x in wrt if x.grad_fn is not None}
+    leaves = {id(x) for x in wrt if x.grad_fn is None}
     order: list[Any] = []  # nodes, each after every node it leads to
     seen: set[object] = set()
     stack: list[tuple[Any, bool]] = [(o.grad_fn, False) for o in outs]
@@ -323,12 +326,20 @@ def _uncovered_ends(outs: Sequence[torch.Tensor], wrt: Sequence[torch.Tensor]) -
         stack.extend((parent, False) for parent, _ in node.next_functions)
     covered: set[object] = set()
     for node in order:
-        if node in targets or any(parent in covered for parent, _ in node.next_functions):
+        if (
+            node in targets
+            or id(getattr(node, "variable", None)) in leaves
+            or any(parent in covered for parent, _ in node.next_functions)
+        ):
             covered.add(node)
     return [
         GradientEdge(node, 0)
         for node in order
-        if node not in covered and all(parent is None for parent, _ in node.next_functions)
+        if node not in covered
+        and all(parent is None for parent, _ in node.next_functions)
+        # a leaf's accumulator: graph inputs that no gradient is taken for (a synthetic base's members, whose
+        # nodes the trace, not eager, has) are left alone
+        and getattr(node, "variable", None) is None
     ]
 
 
