@@ -21,6 +21,7 @@ import torch
 import torch.fx
 
 from subclassaot.backward_probe import (
+    SHAPE_CHECK_ERROR,
     BackwardEnd,
     TangentPatterns,
     eager_backward_error,
@@ -357,8 +358,8 @@ def _defer_probed_error(
     patterns = _probe(setup)
     verified = _deferred_exactly(setup, patterns)
     error = eager_backward_error(setup.call, setup.flat)
-    if error is None:
-        return None
+    if error is None or SHAPE_CHECK_ERROR not in str(error):
+        return None  # only the size checks the trace does not make: other errors the fakes may not share
     if verified is None:
         ends = probe_eager_backward(setup.call, setup.flat) or {}
         if not any(end is not BackwardEnd.COMPLETES for end in ends.values()):
