@@ -469,14 +469,19 @@ def training_call(
         and epilogue_write_hidden(analysis.mutations[plan.graph_outputs.updates[d].target])
     }
     unreached = (  # Note [Unreached Inputs Are Detached]
-        [
-            i
-            for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False)
-            if deps <= hidden_updates
-            and (bw_meta.error is not None or any(analysis.mutations[j].metadata for j in layout.leaves_of_input[i]))
-        ]
+        [i for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False) if deps <= hidden_updates]
         if len(bw_meta.tangent_deps) >= len(bw_meta.grad_inputs)
         else []
+    )
+    changed = [i for i in unreached if any(analysis.mutations[j].metadata for j in layout.leaves_of_input[i])]
+    unreached = changed if bw_meta.error is None else unreached
+    # Where the backward raises and no input would stay attached, the outputs still require grad in eager (through
+    # a no_grad view: Note [Backward Runs Every Node]): such inputs go in as new leaves over the same data, which
+    # require grad and whose accumulators nothing observes.
+    stand_ins = (
+        frozenset(i for i in unreached if i not in changed)
+        if bw_meta.error is not None and len(unreached) == len(bw_meta.grad_inputs) and not bw_meta.group_grads
+        else frozenset()
     )
     # Inputs no output reaches: where reading one's grad_fn raises when the Function takes it (an unbind() output
     # whose base an in-place view op replayed early, t_(), advanced: fuzz seed 5000 #550), it goes in detached;
@@ -525,7 +530,14 @@ def training_call(
     ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
         user = [values[i] for i in flat.tensor_indices]
         for i in unreached:  # Note [Unreached Inputs Are Detached]
-            user[i] = cast(torch.Tensor, user[i]).detach()
+            given = user[i]
+            user[i] = detached = cast(torch.Tensor, given).detach()
+            if i in stand_ins:
+                detached.requires_grad_()
+                # the same object passed again, at a position no gradient is taken for: it goes in detached too
+                for j, other in enumerate(user):
+                    if other is given:
+                        user[j] = user[i]
         for i in unread:
             if grad_fn_raises(cast(torch.Tensor, user[i])):
                 user[i] = cast(torch.Tensor, user[i]).detach()

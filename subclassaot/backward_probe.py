@@ -102,8 +102,24 @@ def probe_eager_backward(call: Callable[..., object], flat: FlatInputs) -> Mappi
     return ends
 
 
+def eager_backward_error(call: Callable[..., object], flat: FlatInputs) -> RuntimeError | None:
+    """The error eager's backward through every output that requires grad raises on static fakes, if any (Note
+    [Probing Eager's Backward])."""
+    found: list[RuntimeError] = []
+    try:
+        grad_outputs, _ = _trial(call, flat, None)
+        if grad_outputs:
+            _trial(call, flat, frozenset(grad_outputs), found)
+    except Exception:  # a program the probe cannot run
+        return None
+    return found[0] if found else None
+
+
 def _trial(
-    call: Callable[..., object], flat: FlatInputs, chosen: frozenset[int] | None
+    call: Callable[..., object],
+    flat: FlatInputs,
+    chosen: frozenset[int] | None,
+    errors: list[RuntimeError] | None = None,
 ) -> tuple[list[int], BackwardEnd | None]:
     """Run the program on fresh static fakes; with `chosen`, backward through those outputs. Returns the positions
     of the tensor outputs that require grad and how the backward ended (None: not run)."""
@@ -121,6 +137,8 @@ def _trial(
         except RuntimeError as e:
             if EXAMPLE_INPUT_HISTORY_ERROR in str(e):
                 return grad_outputs, BackwardEnd.COMPLETES
+            if errors is not None:
+                errors.append(e)
             graded = any(leaf.grad is not None for leaf in leaves)
             return grad_outputs, BackwardEnd.RAISES_AFTER_GRADS if graded else BackwardEnd.RAISES
     return grad_outputs, BackwardEnd.COMPLETES

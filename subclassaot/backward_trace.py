@@ -21,8 +21,10 @@ import torch
 import torch.fx
 
 from subclassaot.backward_probe import (
+    SHAPE_CHECK_ERROR,
     BackwardEnd,
     TangentPatterns,
+    eager_backward_error,
     probe_eager_backward,
     refuse_layout_changed_behind_autograd,
     tangent_patterns,
@@ -242,6 +244,8 @@ def trace_backward(
             )
     if error is None:
         refuse_layout_changed_behind_autograd(call, flat, layout, analysis, None)
+        if analysis.data_assigned and (deferred := _defer_probed_error(setup, joint.reach, tangent_trees)) is not None:
+            return deferred
     o = traced.outputs
     if joint.num_fw_outputs != len(o.updates) + o.num_fresh + o.num_bases + o.num_symints:
         raise AssertionError("BUG: the joint graph's forward outputs differ from the inference graph's")
@@ -336,6 +340,58 @@ def _probe(setup: JointSetup) -> TangentPatterns | None:
         [r.root_bases for r in training_roots(setup.analysis)],
         setup.diff,
         ends,
+    )
+
+
+# Note [Errors Only Eager's Backward Sees]
+# `.data =` with a tensor of another size on an intermediate that requires grad (t0 = x.diagonal(1, 0, 1);
+# t0.data = t0[1:3]; return t0.t()) leaves nodes made before it expecting the old size, so eager's backward fails
+# its size check ("TBackward0 returned an invalid gradient"), while the functional trace, whose tensors carry the
+# sizes of each value as computed, runs (fuzz seed 11000 #2988). So a program that assigned `.data` and whose
+# traced backward ran is probed too (Note [Probing Eager's Backward]): where eager's backward through every output
+# raises before any gradient, that error (from the static fakes: the same text) is deferred as the program's own
+# (Note [Backward Errors Are Deferred]); where the probe sees some backward raise otherwise (an output regenerated
+# from an input leaf, whose nodes are outside the Function), the program is refused.
+
+
+def _defer_probed_error(
+    setup: JointSetup, reach: Sequence[frozenset[int]], tangent_trees: tuple[SubclassNode | None, ...]
+) -> BackwardGraph | None:
+    """The BackwardGraph deferring eager's error where the probe sees eager's backward raise though ours ran
+    (Note [Errors Only Eager's Backward Sees]); else None."""
+    patterns = _probe(setup)
+    verified, early = _deferred_exactly(setup, patterns)
+    error = eager_backward_error(setup.call, setup.flat)
+    if error is None or SHAPE_CHECK_ERROR not in str(error):
+        return None  # only the size checks the trace does not make: other errors the fakes may not share
+    if verified is None:
+        ends = probe_eager_backward(setup.call, setup.flat) or {}
+        if not any(end is not BackwardEnd.COMPLETES for end in ends.values()):
+            return None
+        # the failing node is not behind the Function (an output regenerated from an input leaf), or eager
+        # accumulates a gradient first: the compiled backward cannot raise where eager's does
+        raise UnsupportedError(
+            f"the program assigns `.data` (a tensor of another size), and eager's backward fails ({error}) where "
+            "the compiled backward, which sees the sizes of the values as computed, runs and cannot raise at the "
+            "same step (Note [Errors Only Eager's Backward Sees]); not supported in training. Assign `.data` a "
+            "tensor of the same shape"
+        ) from error
+    return BackwardGraph(
+        raising_patterns=verified,
+        graph=None,
+        forward=None,
+        error=error,
+        diff_outputs=setup.diff,
+        grad_inputs=setup.grad_inputs,
+        unused=frozenset(),
+        grad_trees=(),
+        tangent_deps=tuple(reach),
+        backward_mutations=(),
+        tangent_trees=tangent_trees,
+        example_inputs=(),
+        wrapper_updates=setup.wrapper_updates,
+        group_grads=setup.group_grads,
+        early_views=early,
     )
 
 

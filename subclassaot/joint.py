@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 import torch.fx
+from torch.autograd.graph import GradientEdge, get_gradient_edge
 from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import leaf_meta
@@ -242,7 +243,9 @@ def trace_joint(
             metas = [metadata_of(t) for t in run.user_tensors]
             reach[:] = _autograd_reach(diff_outs, wrt)
             given = [k for k in range(len(diff_outs)) if k not in absent]
-            grads = _grads([diff_outs[k] for k in given], wrt, [grad_outs[k] for k in given])
+            # a trace for one input's gradient asks what depends on the failing node: only its own nodes run
+            every = setup.wrt_only is None
+            grads = _grads([diff_outs[k] for k in given], wrt, [grad_outs[k] for k in given], every)
             check_backward_metadata(setup.flat, run.user_tensors, metas)
             bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
             grad_trees.clear()
@@ -290,21 +293,76 @@ def _autograd_node_of(x: torch.Tensor, seen: set[object]) -> bool:
     return any(getattr(node, "variable", None) is x for node in seen)
 
 
+# Note [Backward Runs Every Node]
+# Eager's backward through the outputs runs every node of their autograd graph; autograd.grad runs only the nodes
+# on a path to the tensors it differentiates. A node on no path to them, where the program cut the history (`with
+# torch.no_grad(): t1 = x.view(-1)`, and the graph of t1.clone() ends there), still runs in eager, and its error
+# ("one of the variables needed for gradient computation has been modified by an inplace operation": t2 =
+# t1.clone(); t3 = t2.view(-1); t2.mul_(t2), fuzz seed 10000 #7477) is the program's. So the joint trace also takes
+# the gradient flowing into each node that ends such a path (a GradientEdge: all of the nodes before it run), and
+# drops it: the failing node raises while tracing, and the error is deferred (Note [Backward Errors Are Deferred]).
+# Where every node is on a path to the differentiated tensors (the usual case), nothing is added; nor for paths
+# that end at a leaf's accumulator (the trace's own graph inputs, whose nodes eager does not have).
+
+
+def _uncovered_ends(outs: Sequence[torch.Tensor], wrt: Sequence[torch.Tensor]) -> list[GradientEdge]:
+    """The edges into the nodes that end the paths of `outs`' autograd graph that reach none of `wrt` (Note
+    [Backward Runs Every Node])."""
+    # read as _autograd_reach reads them (get_gradient_edge would rebuild a view's grad_fn through a dispatch)
+    targets = {x.grad_fn for x in wrt if x.grad_fn is not None}
+    leaves = {id(x) for x in wrt if x.grad_fn is None}
+    order: list[Any] = []  # nodes, each after every node it leads to
+    seen: set[object] = set()
+    stack: list[tuple[Any, bool]] = [(o.grad_fn, False) for o in outs]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        stack.append((node, True))
+        stack.extend((parent, False) for parent, _ in node.next_functions)
+    covered: set[object] = set()
+    for node in order:
+        if (
+            node in targets
+            or id(getattr(node, "variable", None)) in leaves
+            or any(parent in covered for parent, _ in node.next_functions)
+        ):
+            covered.add(node)
+    return [
+        GradientEdge(node, 0)
+        for node in order
+        if node not in covered
+        and all(parent is None for parent, _ in node.next_functions)
+        # a leaf's accumulator: graph inputs that no gradient is taken for (a synthetic base's members, whose
+        # nodes the trace, not eager, has) are left alone
+        and getattr(node, "variable", None) is None
+    ]
+
+
 def _tree_of(t: torch.Tensor) -> SubclassNode | None:
     return flatten_subclass(t, "tangent")[0] if is_traceable_subclass(t) else None
 
 
 def _grads(
-    diff_outs: list[torch.Tensor], wrt: list[torch.Tensor], grad_outs: list[torch.Tensor]
+    diff_outs: list[torch.Tensor], wrt: list[torch.Tensor], grad_outs: list[torch.Tensor], every_node: bool
 ) -> list[torch.Tensor | None]:
+    """Gradients of `wrt`; `every_node`: run every node of the outputs' graph (Note [Backward Runs Every Node])."""
     live = [k for k, x in enumerate(wrt) if x.requires_grad]  # detach_() in the program drops an input
-    found = (
-        torch.autograd.grad(diff_outs, [wrt[k] for k in live], grad_outs, allow_unused=True)
-        if diff_outs and live
-        else [None] * len(live)
-    )
+    extra = _uncovered_ends(diff_outs, [wrt[k] for k in live]) if diff_outs and every_node else []
+    found: Sequence[torch.Tensor | None]
+    if extra:
+        edges = [*(get_gradient_edge(wrt[k]) for k in live), *extra]
+        found = torch.autograd.grad(diff_outs, edges, grad_outs, allow_unused=True)
+    elif diff_outs and live:
+        found = torch.autograd.grad(diff_outs, [wrt[k] for k in live], grad_outs, allow_unused=True)
+    else:
+        found = (None,) * len(live)
     grads: list[torch.Tensor | None] = [None] * len(wrt)
-    for k, g in zip(live, found, strict=True):
+    for k, g in zip(live, found[: len(live)], strict=True):
         grads[k] = g
     return grads
 

@@ -367,6 +367,8 @@ class Analysis:
     read_after_set: tuple[bool, ...] = ()
     # per tensor input: the program called x.set_(x) on it under no_grad (Note [set_ Renews A Leaf's Accumulator])
     self_set: tuple[bool, ...] = ()
+    # the program assigned some tensor's `.data` (Note [Layouts Changed Behind Autograd])
+    data_assigned: bool = False
 
     def wrapper_roots(self) -> dict[int, tuple[int, ...]]:
         """First base number -> the base numbers of one intermediate subclass that views are replayed from
