@@ -225,23 +225,7 @@ def trace_backward(
             if verified is None:
                 _check_deferred_error(setup, [fw_example[i][1] for i in diff], reach, e)
                 _refuse_by_probe(patterns, e)
-            return BackwardGraph(
-                raising_patterns=verified,
-                early_views=early,
-                graph=None,
-                forward=None,
-                error=e,
-                diff_outputs=diff,
-                grad_inputs=grad_inputs,
-                unused=frozenset(),
-                grad_trees=(),
-                tangent_deps=tuple(reach),
-                backward_mutations=(),
-                tangent_trees=tangent_trees,
-                example_inputs=(),
-                wrapper_updates=wrapper_updates,
-                group_grads=group_grads,
-            )
+            return _error_graph(setup, e, reach, tangent_trees, verified, early)
     if error is None:
         refuse_layout_changed_behind_autograd(call, flat, layout, analysis, None)
         if analysis.data_assigned and (deferred := _defer_probed_error(setup, joint.reach, tangent_trees)) is not None:
@@ -376,8 +360,21 @@ def _defer_probed_error(
             "same step (Note [Errors Only Eager's Backward Sees]); not supported in training. Assign `.data` a "
             "tensor of the same shape"
         ) from error
+    return _error_graph(setup, error, reach, tangent_trees, verified, early)
+
+
+def _error_graph(
+    setup: JointSetup,
+    error: RuntimeError,
+    reach: Sequence[frozenset[int]],
+    tangent_trees: tuple[SubclassNode | None, ...],
+    verified: frozenset[frozenset[int]] | None,
+    early: frozenset[int],
+) -> BackwardGraph:
+    """The BackwardGraph of a program whose backward raises `error` (Note [Backward Errors Are Deferred])."""
     return BackwardGraph(
         raising_patterns=verified,
+        early_views=early,
         graph=None,
         forward=None,
         error=error,
@@ -391,7 +388,6 @@ def _defer_probed_error(
         example_inputs=(),
         wrapper_updates=setup.wrapper_updates,
         group_grads=setup.group_grads,
-        early_views=early,
     )
 
 
