@@ -51,6 +51,7 @@ __all__ = [
     "inplace_replay",
     "replay_of",
     "root_replay",
+    "viewed_before_set",
     "view_rebuilt_by_set",
     "viewed_after_grad_set",
     "wrapper_storage_classes",
@@ -394,6 +395,18 @@ def _changed_since(t: torch.Tensor, taken: ViewRecord | None, run: FunctionalRun
         return False
     moved = _set_record(t, run)
     return _meta_exprs(taken.source_meta) != leaf_meta(t) or (moved is not None and moved[0] > taken.seq)
+
+
+def viewed_before_set(value: torch.Tensor, run: FunctionalRun, earlier: dict[int, int]) -> torch.Tensor | None:
+    """The earlier output that is eager's `value._base`, if the program set_() its wrapper after `value`'s view chain
+    viewed it."""
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None:
+        t = record.source
+        moved = _set_record(t, run) if is_traceable_subclass(t) else None
+        if t is value._base and id(t) in earlier and moved is not None and moved[0] > record.seq:
+            return t
+    return None
 
 
 def _set_after_made(value: torch.Tensor, run: FunctionalRun) -> bool:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
-from tests.pipeline.fuzz_helpers import pair
+from tests.pipeline.fuzz_helpers import assert_refused, pair
 
 T = torch.Tensor
 
@@ -69,3 +69,21 @@ def test_views_of_root_before_and_after_its_data_was_assigned(compile_fn: Compil
     _check(f, _unbound_pair_view, compile_fn)
     with torch.no_grad():
         assert_matches_eager(f, _unbound_pair_view, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A subclass view of another output that the program set_() after taking the view
+
+
+def test_view_of_output_set_after_the_view_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 12000 #5902: eager's out[1]._base is out[0]; the replayed view's `._base` was a detach of its own
+    def f(x0: T) -> object:
+        t0 = x0.detach()
+        t1 = t0.reshape((1, 1, 1))
+        t0.set_(t1)
+        return (t0, t1)
+
+    with torch.no_grad():
+        assert_refused(
+            f, lambda: (pair(),), compile_fn, r"out\[1\] is a view of another output that the program set_\(\)"
+        )
