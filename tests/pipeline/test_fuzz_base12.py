@@ -11,6 +11,7 @@ from collections.abc import Callable
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
 from tests.pipeline.fuzz_helpers import assert_refused, pair
 
 T = torch.Tensor
@@ -80,7 +81,7 @@ def test_view_of_output_set_after_the_view_is_refused(compile_fn: CompileFn | No
     def f(x0: T) -> object:
         t0 = x0.detach()
         t1 = t0.reshape((1, 1, 1))
-        t0.set_(t1)
+        set_to(t0, t1)
         return (t0, t1)
 
     with torch.no_grad():
