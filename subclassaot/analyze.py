@@ -74,6 +74,7 @@ from subclassaot.view_chains import (
     root_replay,
     split_seq,
     view_rebuilt_by_set,
+    viewed_before_set,
     wrapper_storage_classes,
 )
 
@@ -518,12 +519,18 @@ def _output_info(
         replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
     _check_replay(path, value, tree is not None, replay, replaced, run)
     base = value._base if tree is None and value._is_view() else None
-    if base is not None and id(base) in earlier and id(base) in run.swaps.swapped_by_data:
-        if replay is None or replay.source is not ReplaySource.OUTPUT:
-            # eager's `._base` is that output, which `.data =` moved since (fuzz seed 8000 #2604)
+    moved = base is not None and id(base) in run.swaps.swapped_by_data
+    if tree is not None:  # a subclass view of an output set_() since: fuzz seed 12000 #5902
+        base = viewed_before_set(value, run, earlier)
+        moved = base is not None
+    if base is not None and moved and id(base) in earlier:
+        shared = replay is not None and any(token == id(base) for _, token in replay.marks)
+        if replay is None or (replay.source is not ReplaySource.OUTPUT and not shared):
+            # eager's `._base` is that output, which `.data =` (fuzz seed 8000 #2604) or set_() moved since
+            what = "that the program set_()" if tree is not None else "whose `.data` the program assigned"
             raise UnsupportedError(
-                f"{path} is a view of another output whose `.data` the program assigned after taking the view; its "
-                "`._base` cannot be made that output. Return a clone"
+                f"{path} is a view of another output {what} after taking the view; its `._base` cannot be made that "
+                "output. Return a clone"
             )
     if replay is not None and replay.before_epilogue:
         replay = replace(replay, made=made_seq(value, run))

@@ -51,6 +51,7 @@ __all__ = [
     "inplace_replay",
     "replay_of",
     "root_replay",
+    "viewed_before_set",
     "view_rebuilt_by_set",
     "viewed_after_grad_set",
     "wrapper_storage_classes",
@@ -97,17 +98,21 @@ def wrapper_storage_classes(
 
 
 def root_replay(
-    t: torch.Tensor, bases: dict[object, tuple[int, torch.Tensor]], steps: tuple[ViewStep, ...]
+    t: torch.Tensor,
+    bases: dict[object, tuple[int, torch.Tensor]],
+    steps: tuple[ViewStep, ...],
+    meta: Meta | None = None,
 ) -> Replay | None:
     """Replay from the intermediate subclass `t` rebuilt around its dense leaves, when they are all intermediate
-    bases (Note [Subclass Intermediate Roots]); no steps: the output is `t` itself."""
+    bases (Note [Subclass Intermediate Roots]); no steps: the output is `t` itself. `meta`: the wrapper's metadata
+    when the chain viewed it, where a `.data =` changed it since (Note [Views Of A Root Whose .data Was Assigned])."""
     if not is_traceable_subclass(t):
         return None
     node, root_leaves = flatten_subclass(t, "root")
     found = [bases.get(storage_key(leaf)) for leaf in root_leaves]
     if not all(b is not None and b[1] is leaf for b, leaf in zip(found, root_leaves, strict=True)):
         return None
-    meta = leaf_meta(t)
+    meta = leaf_meta(t) if meta is None else meta
     return Replay(
         source=ReplaySource.WRAPPER,
         index=-1,
@@ -200,6 +205,8 @@ def _replay_of(
     if then_set:
         by_data = id(value) in run.swaps.swapped_by_data
         return _replay_then_set(t, first, steps, run, input_by_id, bases, earlier, by_data)
+    if _assigned_root(t, first, run, input_by_id, earlier):
+        return root_replay(t, bases, tuple(steps), _meta_exprs(first.source_meta))
     if _meta_exprs(first.source_meta) != leaf_meta(t):
         # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
         # then is viewed before the epilogue changes it; anything else is regenerated.
@@ -268,6 +275,35 @@ def _replay_of(
     if base is not None and base[1] is t and not is_traceable_subclass(value):
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
     return None
+
+
+# Note [Views Of A Root Whose .data Was Assigned]
+# `y = x.add(0.5); v = y.expand(...); y.data = x; return v.t()`: `.data =` on an intermediate wrapper subclass gives
+# the wrapper the assigned tensor's metadata and leaves its inner tensors and its views as they were (Note [Wrapper
+# Data Assignment]). A view of it taken before is replayed from the intermediate rebuilt around its dense leaves
+# with the metadata it had when viewed, so the output is that view, with eager's strides, `._base` shape, values and
+# requires_grad (fuzz seed 12000 #4677). The rebuilt root keeps that metadata (the one `.data =` gave eager's is
+# not repeated): `._base` strides are the one difference. Only where no in-place view op changed the root.
+
+
+def _assigned_root(
+    t: torch.Tensor,
+    first: ViewRecord,
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    earlier: dict[int, int],
+) -> bool:
+    """`t`, the intermediate subclass a view chain starts at, had its metadata changed only by `.data =` after
+    the chain's first view (Note [Views Of A Root Whose .data Was Assigned])."""
+    assignments = run.swaps.wrapper_data.get(id(t), [])
+    return (
+        bool(assignments)
+        and is_traceable_subclass(t)
+        and id(t) not in input_by_id
+        and id(t) not in earlier
+        and id(t) not in run.swaps.inplace_views
+        and all(a.seq > first.seq for a in assignments)
+    )
 
 
 # Note [Subclass Views Rebuilt By set_]
@@ -359,6 +395,18 @@ def _changed_since(t: torch.Tensor, taken: ViewRecord | None, run: FunctionalRun
         return False
     moved = _set_record(t, run)
     return _meta_exprs(taken.source_meta) != leaf_meta(t) or (moved is not None and moved[0] > taken.seq)
+
+
+def viewed_before_set(value: torch.Tensor, run: FunctionalRun, earlier: dict[int, int]) -> torch.Tensor | None:
+    """The earlier output that is eager's `value._base`, if the program set_() its wrapper after `value`'s view chain
+    viewed it."""
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None:
+        t = record.source
+        moved = _set_record(t, run) if is_traceable_subclass(t) else None
+        if t is value._base and id(t) in earlier and moved is not None and moved[0] > record.seq:
+            return t
+    return None
 
 
 def _set_after_made(value: torch.Tensor, run: FunctionalRun) -> bool:
