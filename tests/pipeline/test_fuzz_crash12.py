@@ -1,5 +1,5 @@
 """Fuzz follow-ups (seed 12000): crashes of the epilogue where eager runs (Note [set_ Renews A Leaf's Accumulator],
-Note [In-Place Ops On A View Whose Base Gained Grad])."""
+Note [In-Place Ops On A View Whose Base Gained Grad], Note [Members Of A Subclass Family That Gained Grad])."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
-from tests.pipeline.fuzz_helpers import nonleaf, pair
+from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair
 
 T = torch.Tensor
 
@@ -58,3 +58,21 @@ def test_inplace_view_op_on_2d_member_whose_base_gains_grad(compile_fn: CompileF
 
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_member_used_after_another_gains_grad_is_refused(compile_fn: CompileFn | None, transposed: bool) -> None:
+    # #2613's neighbour: x2 read after x1.copy_(x0) gave x1 grad; eager's x2, a view of x1, then requires grad, the
+    # trace's own wrapper for it does not (before the refusal: output without grad_fn, args[0].grad None)
+    def f(x0: T, x1: T, x2: T) -> object:
+        if transposed:
+            x2.t_()
+        x1.copy_(x0)
+        return (x2 * 2,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b1 = pair(2)
+        return (nonleaf(), b1, b1.select(0, -1))
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "share storage and do not require grad; a write with grad")
