@@ -180,6 +180,8 @@ def run_functional(
         if fam >= 0:
             record.family[id(t)] = -1_000_000 - fam
             record.family_wrappers.setdefault(-1_000_000 - fam, []).append(t)
+            if not t.requires_grad:
+                record.grad_free_members.add(id(t))
     with swap_modes(record, [*dense, *originals]):
         try:
             output = call(state, args, kwargs)

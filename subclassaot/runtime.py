@@ -45,6 +45,7 @@ from subclassaot.torch_internals import (
     get_version,
     give_base_grad,
     python_source,
+    refresh_view_grad_fn,
     renew_grad_accumulator,
     set_to_tensor,
     set_version,
@@ -444,6 +445,7 @@ def _epilogue(
                 _assign_data(plan, ev, values, symbols, wrapper, data, outs)
             # Under the grad mode the program had: autograd records it on a wrapper that requires grad, as in eager.
             with torch.set_grad_enabled(step.grad_enabled and torch.is_grad_enabled()):
+                refresh_view_grad_fn(wrapper)  # Note [In-Place Ops On A View Whose Base Gained Grad]
                 step.op(
                     wrapper,
                     *cast(tuple[object, ...], _eval_arg(step.args, ev, symbols)),

@@ -188,3 +188,37 @@ def check_shared_grad_set(record: SwapRecord, args: tuple[Any, ...], leaves: Seq
                 "reproduce (Note [set_ Under Grad Into Shared Storage]). set_() a clone of the input, run the set_() "
                 "under torch.no_grad(), or pass inputs that do not share storage"
             )
+
+
+# Note [Members Of A Subclass Family That Gained Grad]
+# Subclass inputs that are views of one wrapper (x1 and x2 = x1.select(0, -1)), none requiring grad, are each their
+# own wrapper in the trace (Note [Aliased Subclass Inputs In Training]). A write with grad into one (x1.copy_(x0), x0
+# requiring grad) makes it require grad, in eager as here; eager's other members, autograd views of it, then require
+# grad too, but the trace's do not, so what the program computes from them after the write (x2 * 2) would come out
+# without eager's history. Refused (fuzz seed 12000 #2613's neighbours); a member only written or changed before
+# the write, or returned as it is, is supported.
+
+
+def check_gained_family_member(record: SwapRecord, args: tuple[Any, ...]) -> None:
+    """Note [Members Of A Subclass Family That Gained Grad]: refuse an op with grad on a grad-free member of a family
+    another member of which has gained grad."""
+    if not record.grad_free_members or not torch.is_grad_enabled():
+        return
+    for a in args:
+        if not isinstance(a, torch.Tensor) or id(a) not in record.grad_free_members or a.requires_grad:
+            continue
+        gained = [
+            w
+            for w in record.family_wrappers.get(record.family_of(a), ())
+            if w is not a and id(w) in record.grad_free_members and w.requires_grad
+        ]
+        if gained:
+            attrs, _ = a.__tensor_flatten__()  # type: ignore[attr-defined]  # a traceable subclass (family member)
+            keys = [storage_key(getattr(a, n)) for n in attrs]
+            paths = sorted({p for k in keys for p in record.input_paths.get(k, ())})
+            raise UnsupportedError(
+                f"tensor subclass inputs {', '.join(paths)} share storage and do not require grad; a write with "
+                "grad makes one of them require grad (in eager its views then do too), and the program then uses "
+                "another; in training this is not supported (Note [Members Of A Subclass Family That Gained Grad]). "
+                "Write into a clone, or detach() the value"
+            )

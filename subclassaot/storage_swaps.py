@@ -31,6 +31,7 @@ from subclassaot.stale_views import (
 from subclassaot.storage_reach import (
     StorageReachError,
     as_strided_chain_refused,
+    check_gained_family_member,
     check_overlapping_input,
     check_shared_grad_set,
     check_write_through_base_strided,
@@ -769,6 +770,7 @@ class _DataMode(TorchFunctionMode):
             # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise
             # came out as a SystemError: fuzz seed 9000 #3406)
             check_stale_views(self.record, args, kwargs)
+        check_gained_family_member(self.record, args)
         with stale_history_failures_refused(self.record, args, kwargs):
             out = func(*args, **kwargs)
         if self.record.shared_members and torch.is_grad_enabled():

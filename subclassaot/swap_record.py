@@ -138,6 +138,8 @@ class SwapRecord:
     # version-counter root (as `family`) -> the subclass inputs of that family as the program runs them, each its own
     # wrapper with its own counter here: Note [Saved Members Of A Written Wrapper Family]
     family_wrappers: dict[int, list[torch.Tensor]] = field(default_factory=dict)
+    # id() of those that did not require grad as they came (Note [Members Of A Subclass Family That Gained Grad])
+    grad_free_members: set[int] = field(default_factory=set)
     # id() of a view of a synthetic base whose view function misses an in-place view op -> the seq at which its
     # history was last set; storage keys of such views read after their history was rebuilt (Note [Stale View
     # Functions])

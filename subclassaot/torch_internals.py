@@ -131,6 +131,20 @@ def give_base_grad(view: torch.Tensor) -> None:
         base.requires_grad_(True)
 
 
+def refresh_view_grad_fn(t: torch.Tensor) -> None:
+    """Read `t.grad_fn` of a view that requires grad, so that autograd regenerates it after its base gained grad
+    (Note [In-Place Ops On A View Whose Base Gained Grad]); a grad_fn whose read raises is left to the op."""
+    grad_fn_raises(t)  # its read of grad_fn is the refresh
+
+
+# Note [In-Place Ops On A View Whose Base Gained Grad]
+# A view of a tensor that did not require grad (x2 = b1.select(0, -1)) requires grad once its base does (b1.copy_(b0)
+# with b0 requiring grad), but autograd makes its grad_fn only when someone reads it: until then an in-place op on the
+# view (x2.t_()) takes it for a leaf that requires grad and raises. Eager's program ran the op first and the copy_
+# after; the epilogue copies the value first and replays the op after (Note [Subclass Inputs Mutated In Training]),
+# so it reads the grad_fn before each replayed in-place step (fuzz seed 12000 #2613).
+
+
 def grad_fn_raises(t: torch.Tensor) -> bool:
     """Does reading `t.grad_fn` raise autograd's view-after-write error (a view made under no_grad, or by a
     multi-output op, whose base was written since)? Only views that require grad can."""
@@ -369,7 +383,9 @@ def set_to_tensor(x: torch.Tensor, src: torch.Tensor) -> None:
 def renew_grad_accumulator(x: torch.Tensor) -> None:
     """On a leaf that requires grad, what the program's `x.set_(x)` under no_grad did to autograd: a new gradient
     accumulator (Note [set_ Renews A Leaf's Accumulator]); the version counter is left as it was."""
-    if not (x.is_leaf and x.requires_grad):
+    if not x.requires_grad or grad_fn_raises(x) or not x.is_leaf:
+        # a multi-output view (x.unbind(0)[3]) the program's x.set_(x) wrote: its grad_fn raises when read, in eager
+        # as here, so it has one and is no leaf (fuzz seed 12000 #1059)
         return
     version = get_version(x)
     with torch.no_grad():
