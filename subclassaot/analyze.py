@@ -192,12 +192,15 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         ),
         None,
     )
+    # Note [Spurious Data Mutations Of Subclass Leaves]
     # Functionalization reports a data mutation for in-place view ops on views of a subclass's inner tensors; with
-    # no op that moves data, no `.data` alias and no swap in the whole program, there is none (copying the values
-    # back with grad would make autograd regenerate views taken of the input, losing their t_(): a wrong gradient).
+    # no op that moves data into this leaf's storage, no set_() or growth, no `.data` alias and no swap in the whole
+    # program, there is none (copying the values back with grad would make autograd regenerate views taken of the
+    # input, losing their t_(): a wrong gradient; fuzz seed 12000 #1766, where only another input was written).
     data = has_data_mutation(orig) and not (
         any(layout.trees[t] is not None and i in leaves for t, leaves in enumerate(layout.leaves_of_input))
-        and not run.swaps.moved_data
+        and not run.swaps.moved_by_swap
+        and storage_key(orig) not in run.swaps.moved_storages
         and not run.swaps.data_aliases
         and not run.swaps.swapped_ids
         and not run.swaps.wrapper_data

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.fx
@@ -44,7 +45,13 @@ from subclassaot.partition import Partition, partition_backward_like, partition_
 from subclassaot.protocol import SubclassNode
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
 from subclassaot.trace import TracedGraph, UpdateKind
-from subclassaot.training_rules import duplicate_wrappers, grad_bases, group_of, wrapper_update_inputs
+from subclassaot.training_rules import (
+    duplicate_wrappers,
+    grad_bases,
+    group_of,
+    refuse_written_views_changed_in_place,
+    wrapper_update_inputs,
+)
 
 # Note [Backward Errors Are Deferred]
 # Some programs run forward fine in eager and fail only in backward: x.mul_(x) on a tensor autograd saved, set_() on
@@ -176,6 +183,8 @@ def trace_backward(
             if not example[k].requires_grad:
                 example[k] = example[k].detach().requires_grad_(True)
     wrapper_updates = wrapper_update_inputs(layout, analysis, user_fakes)
+    real = [cast(torch.Tensor, flat.values[k]) for k in flat.tensor_indices]
+    refuse_written_views_changed_in_place(layout, analysis, real, wrapper_updates)
     # Every input gradients are taken for runs as a clone: a write to it, or an in-place view op on a view of it,
     # then happens to a non-leaf as in eager (Note [Training Through A Joint Graph]).
     clone = frozenset(grad_inputs)

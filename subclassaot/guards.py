@@ -137,6 +137,12 @@ def build_guards(
         real = flat.values[index]
         assert isinstance(real, torch.Tensor)
         _tensor_guards(w, f"v{index}", flat.leaves[index].path, fake, tree, type(real), real.requires_grad)
+        if tree is not None:  # Note [Written Subclass Views Changed In Place]
+            c = w.constant(real._is_view())
+            w.check(
+                f"v{index}._is_view() == {c}",
+                f"f'{_lit(flat.leaves[index].path)}._is_view(): expected {real._is_view()}, got {{v{index}._is_view()}}'",
+            )
         if real.requires_grad:
             # compile-time rules differ for autograd leaves and non-leaves (in-place writes, layout changes)
             c = w.constant(real.is_leaf)

@@ -376,7 +376,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             )
 
     def _grow(self, x: torch.Tensor, size: list[int]) -> None:
-        self.record.moved_data = True
+        self.record.moved_data = self.record.moved_by_swap = True
         # Eager grows the storage in place and keeps its old contents at the front (Note [Storage Swaps By
         # Rebinding] explains why functionalization cannot: here x is rebound to a fresh, larger tensor).
         old = storage_tail(self.record, x)
@@ -387,7 +387,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.record.grown_ids.add(id(x))
 
     def _set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        self.record.moved_data = True
+        self.record.moved_data = self.record.moved_by_swap = True
         x = args[0]
         if func in (torch.ops.aten.set_.source_Tensor,):
             rebind_functional(x, args[1], None)
@@ -490,6 +490,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
                     _check_no_overlapping_read(func, arg, args, kwargs)
                     self.record.moved_data = True
+                    self.record.moved_storages.add(storage_key(arg))
                     if self.depth == 0 and not is_traceable_subclass(arg):
                         self.record.dense_writes.add(storage_key(arg))
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):

@@ -127,6 +127,9 @@ class SwapRecord:
     dense_writes: set[object] = field(default_factory=set)  # storage keys the program wrote below any subclass
     # an op that moves data (not an in-place view op) wrote a tensor, at any depth; also set by set_() and growth
     moved_data: bool = False
+    # storage keys such an op (not set_() or growth) wrote: Note [Spurious Data Mutations Of Subclass Leaves]
+    moved_storages: set[object] = field(default_factory=set)
+    moved_by_swap: bool = False  # set_() or growth moved data (their storages are not in moved_storages)
     # id() of clones that inputs run as, contiguous where the input is not: contiguous() copies them, as eager's
     # (Note [contiguous() Of A Contiguous Clone])
     copy_on_contiguous: set[int] = field(default_factory=set)
