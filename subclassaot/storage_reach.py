@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from subclassaot.errors import UnsupportedError
+from subclassaot.protocol import flatten_subclass
 from subclassaot.schemas import DenseIndex
 from subclassaot.torch_internals import storage_key
 
@@ -213,8 +214,7 @@ def check_gained_family_member(record: SwapRecord, args: tuple[Any, ...]) -> Non
             if w is not a and id(w) in record.grad_free_members and w.requires_grad
         ]
         if gained:
-            attrs, _ = a.__tensor_flatten__()  # type: ignore[attr-defined]  # a traceable subclass (family member)
-            keys = [storage_key(getattr(a, n)) for n in attrs]
+            keys = [storage_key(leaf) for leaf in flatten_subclass(a, "")[1]]
             paths = sorted({p for k in keys for p in record.input_paths.get(k, ())})
             raise UnsupportedError(
                 f"tensor subclass inputs {', '.join(paths)} share storage and do not require grad; a write with "
