@@ -10,7 +10,7 @@ The pipeline, data flowing one way (each arrow is one module; `api.py` is the on
      -> trace       make_fx + functionalization -> a purely functional graph               (trace.py)
         (training: a joint forward+backward graph -> partition)                            (partition.py)
      -> backend     graph -> callable (eager, inductor, or yours)                          (backends.py)
-     -> runtime     guards -> unwrap -> compiled graph -> epilogue -> wrap -> outputs        (guards.py, runtime.py)
+     -> runtime     guards -> unwrap -> graph -> epilogue -> outputs   (guards.py, runtime_plan.py, runtime.py, regenerate.py)
 
 Authoring side: the checked flatten protocol (protocol.py), a base class for wrapper subclasses (authoring.py) and
 a conformance checker (checker.py, `python -m subclassaot check MODULE:FACTORY`).

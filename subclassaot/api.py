@@ -36,7 +36,8 @@ from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.grad_scope import check_grad_factories
 from subclassaot.inputs import CaptureRef, capture_refs, flatten_call, lifted_state
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.runtime import RuntimePlan, inference_call, leaf_attr_paths, make_runner
+from subclassaot.runtime import inference_call, make_runner
+from subclassaot.runtime_plan import RuntimePlan, leaf_attr_paths
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, InputIndex
 from subclassaot.storage_reach import StorageReachError
 from subclassaot.torch_function import check_trial, torch_function_trial

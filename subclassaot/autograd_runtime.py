@@ -23,14 +23,8 @@ from subclassaot.backward_trace import BackwardGraph, BackwardVariant, retrace_b
 from subclassaot.errors import UnsupportedError
 from subclassaot.joint import training_roots
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
-from subclassaot.runtime import (
-    GraphCall,
-    MetaEvaluator,
-    RuntimePlan,
-    fresh_outer_stride,
-    non_view_alias,
-    root_outer_stride,
-)
+from subclassaot.regenerate import fresh_outer_stride, root_outer_stride
+from subclassaot.runtime_plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias
 from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf
 from subclassaot.torch_internals import grad_fn_raises
 from subclassaot.trace import UpdateKind

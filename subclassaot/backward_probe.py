@@ -260,7 +260,7 @@ def tangent_patterns(
         if info.kind is not OutputKind.TENSOR:
             return None
         r = info.replay
-        if r is not None:  # the view replayed by the epilogue from its source (runtime._replay_source)
+        if r is not None:  # the view replayed by the epilogue from its source (regenerate._replay_source)
             if r.then_set:
                 return None
             if r.source is ReplaySource.WRAPPER:

@@ -190,7 +190,7 @@ def check_output_aliasing(factory: Factory) -> None:
     tensor by inner tensor, as in eager), and a write into it reaches x.
 
     The pipeline rebuilds such an output from the real x after the graph runs (See Note [Output Regeneration] in
-    runtime.py), so a view op that copies an inner tensor instead of viewing it shows up here.
+    regenerate.py), so a view op that copies an inner tensor instead of viewing it shows up here.
     """
     candidates = (
         _Program(source="return x.view(x.shape)", fn=_view_same_shape),

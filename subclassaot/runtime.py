@@ -8,43 +8,37 @@ inputs or intermediates are regenerated from the real tensors after the epilogue
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from types import CodeType
 from typing import cast
 
-import sympy
 import torch
-from torch.utils import _pytree as pytree
 
-from subclassaot.bumped_views import bumped_input_sources, finish_bumped_view, lower_input_counter
+from subclassaot.bumped_views import bumped_input_sources
 from subclassaot.desugar import graph_example_inputs
-from subclassaot.foreign_bases import view_onto
-from subclassaot.protocol import SubclassNode, is_traceable_subclass, unflatten_subclass
+from subclassaot.protocol import is_traceable_subclass
 from subclassaot.real_layouts import set_target_layout, wrapper_layout
+from subclassaot.regenerate import build_outputs, has_size_spec, no_output, replay_from, replay_view, unflatten_output
+from subclassaot.runtime_plan import (
+    GraphCall,
+    MetaEvaluator,
+    RuntimePlan,
+    fresh_output,
+    non_view_alias,
+    probed_stride,
+)
 from subclassaot.schemas import (
     AliasGroupRef,
-    Analysis,
     DataAssignmentPlan,
     DenseIndex,
-    DenseLayout,
-    FlatInputs,
-    InputArg,
     LeafMutation,
     LeafSource,
-    Meta,
-    OutputInfo,
     OutputKind,
     Replay,
-    ReplaySource,
-    ViewStep,
 )
 from subclassaot.torch_internals import (
     assign_wrapper_metadata,
     get_version,
-    give_base_grad,
-    python_source,
     refresh_view_grad_fn,
     renew_grad_accumulator,
     set_to_tensor,
@@ -52,80 +46,8 @@ from subclassaot.torch_internals import (
     set_wrapper_metadata,
     storage_key,
 )
-from subclassaot.trace import GraphOutputs, UpdateKind
-from subclassaot.wrapper_storage import anchor_holders, assign_data_meta, share_wrapper_storages
-
-# Note [Output Regeneration]
-# The graph is functional, so a user output that is a view of an input (or of an intermediate it shares with other
-# outputs) cannot come out of the graph as such: the graph would return a copy. Instead the epilogue rebuilds it from
-# the real tensor it aliases, after input mutations are applied: `source.as_strided(size, stride, offset)` when eager
-# returns a view (so `._base` and storage sharing match eager), or a non-view alias sharing the storage when eager
-# returns one (detach-like). Sizes, strides and offsets are expressions over the guards' symbols, evaluated per call.
-# Intermediate bases come out of the graph once and every output aliasing them is rebuilt from that one tensor, so
-# two outputs that share storage in eager share it here too.
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RuntimePlan:
-    flat: FlatInputs  # structure only at run time: leaf kinds, tensor indices, output spec
-    layout: DenseLayout
-    analysis: Analysis
-    graph_outputs: GraphOutputs
-    leaf_attr_paths: tuple[tuple[str, ...], ...]  # per dense leaf: attribute names from its owner input
-    input_requires_grad: tuple[bool, ...]  # per tensor input: requires_grad when compiled (a guard holds it)
-    # per output (OutputIndex): the torch-function subclass eager returns it as, or None (Note [Torch Function
-    # Subclass Outputs]); () when no input is such a subclass
-    output_types: tuple[type[torch.Tensor] | None, ...] = ()
-
-
-def leaf_attr_paths(layout: DenseLayout) -> tuple[tuple[str, ...], ...]:
-    out: list[tuple[str, ...]] = []
-    for tree in layout.trees:
-        out.extend(_attr_paths(tree) if tree is not None else [()])
-    return tuple(out)
-
-
-def _attr_paths(node: SubclassNode) -> list[tuple[str, ...]]:
-    out: list[tuple[str, ...]] = []
-    for attr, child in zip(node.attrs, node.children, strict=True):
-        out.extend([(attr, *p) for p in _attr_paths(child)] if isinstance(child, SubclassNode) else [(attr,)])
-    return out
-
-
-_EVAL_GLOBALS: dict[str, object] = {"math": math, "floor": math.floor, "ceil": math.ceil}
-
-
-class MetaEvaluator:
-    """Evaluates (size, stride, offset) expressions over symbols; compiled once per expression."""
-
-    def __init__(self) -> None:
-        self._cache: dict[object, CodeType] = {}  # keyed by the sympy expression: printed and compiled once
-
-    def dim(self, d: object, symbols: dict[str, int]) -> int:
-        if isinstance(d, int):
-            return d
-        code = self._cache.get(d)
-        if code is None:
-            code = compile(python_source(cast(sympy.Expr, d)), "<shape expr>", "eval")
-            self._cache[d] = code
-        return int(eval(code, _EVAL_GLOBALS, dict(symbols)))
-
-    def meta(self, meta: Meta, symbols: dict[str, int]) -> tuple[list[int], list[int], int]:
-        size, stride, offset = meta
-        return (
-            [self.dim(s, symbols) for s in size],
-            [self.dim(s, symbols) for s in stride],
-            self.dim(offset, symbols),
-        )
-
-
-# (values, graph inputs, dense inputs) -> (graph outputs, prewrapped fresh outputs by OutputIndex, new values of
-# subclass inputs mutated in training by tensor-input position: Note [Subclass Inputs Mutated In Training],
-# intermediate subclass roots by Replay.root_bases: Note [Subclass Intermediate Roots])
-GraphCall = Callable[
-    [Sequence[object], list[torch.Tensor], list[torch.Tensor], dict[str, int]],
-    tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]],
-]
+from subclassaot.trace import UpdateKind
+from subclassaot.wrapper_storage import anchor_holders, assign_data_meta
 
 
 def inference_call(compiled: Callable[..., object], inputs_require_grad: bool) -> GraphCall:
@@ -197,7 +119,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         # version counters as the inputs came: an early replay of an in-place view op (t_) advances them already
         counters = _versions(plan, epilogue, values, dense)
         shared: dict[int, torch.Tensor] = {}  # Note [Views Sharing An Intermediate]
-        early = {o: _replay(r, ev, values, ([], {}), symbols, _no_output, shared=shared) for o, r in early_heads}
+        early = {o: replay_view(r, ev, values, ([], {}), symbols, no_output, shared=shared) for o, r in early_heads}
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
         outs, prewrapped, wrapper_values, roots = graph_call(values, graph_in, dense, symbols)
         prewrapped.update(early)
@@ -207,24 +129,26 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
             renew_grad_accumulator(cast(torch.Tensor, values[i]))
         for o, r in late_tails:
             start = len(r.steps) - r.late_steps
-            prewrapped[o] = _replay_from(prewrapped[o], start, r, ev, symbols, values, shared)
+            prewrapped[o] = replay_from(prewrapped[o], start, r, ev, symbols, values, shared)
         for i in loses:
             cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
         if fresh_only is not None:
             # Every output a fresh plain tensor of the graph: no replay, no wrapping (the common case, kept short;
             # in training the autograd.Function's outputs are all of them).
             if not prewrapped:
-                fresh = [_fresh(cast(torch.Tensor, outs[k])) for k in fresh_only]
+                fresh = [fresh_output(cast(torch.Tensor, outs[k])) for k in fresh_only]
                 return unflatten_output(cast(list[object], fresh), plan.analysis.output_spec, has_size)
             if len(prewrapped) == len(fresh_only):
                 given = [prewrapped[o] for o in range(len(fresh_only))]
                 return unflatten_output(cast(list[object], given), plan.analysis.output_spec, has_size)
-        return _outputs(plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, entry), has_size, holders)
+        return build_outputs(
+            plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, entry), has_size, holders
+        )
 
     storage_classes = plan.analysis.wrapper_storage
     bumped_inputs = bumped_input_sources(plan.analysis.outputs)
     fresh_only = _fresh_only_outputs(plan)
-    has_size = _has_size(plan.analysis.output_spec)
+    has_size = has_size_spec(plan.analysis.output_spec)
     return run
 
 
@@ -257,11 +181,6 @@ def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
     if plan.analysis.wrapper_storage:
         return None  # _outputs gives inputs their wrapper storage (Note [Wrapper Storage After set_])
     return tuple(out)
-
-
-def _fresh(value: torch.Tensor) -> torch.Tensor:
-    # A fresh output is never a view in eager; the eager backend may return a view of a graph temporary.
-    return non_view_alias(value) if value._is_view() and not value.requires_grad else value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -448,8 +367,8 @@ def _epilogue(
                 refresh_view_grad_fn(wrapper)  # Note [In-Place Ops On A View Whose Base Gained Grad]
                 step.op(
                     wrapper,
-                    *cast(tuple[object, ...], _eval_arg(step.args, ev, symbols)),
-                    **{k: _eval_arg(v, ev, symbols) for k, v in step.kwargs},
+                    *cast(tuple[object, ...], ev.arg(step.args, symbols)),
+                    **{k: ev.arg(v, symbols) for k, v in step.kwargs},
                 )
         # With no step after it, only where it gives the final metadata (else _fix_wrappers gives them).
         if data is not None and data.after_steps >= len(steps) and (data.final or steps):
@@ -502,18 +421,6 @@ def _assign_data(
         size, stride, offset = ev.meta(data.meta, symbols)
         stride = probed_stride(plan, outs, data.stride_probe, size, stride)
     assign_data_meta(wrapper, size, stride, offset)
-
-
-def probed_stride(
-    plan: RuntimePlan, outs: Sequence[object], probe: int | None, size: list[int], stride: list[int]
-) -> list[int]:
-    """Note [Strides Of Assigned Tensors]: the real strides of the stride probe the analysis named, if any."""
-    if probe is None:
-        return stride
-    gout = plan.graph_outputs
-    leaf = outs[len(gout.updates) + gout.num_fresh + gout.num_bases + gout.num_symints + probe]
-    assert isinstance(leaf, torch.Tensor)
-    return list(leaf.stride()) if list(leaf.shape) == size else stride
 
 
 def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: torch.Tensor) -> None:
@@ -665,366 +572,3 @@ def _fix_wrappers(
             # Only where the epilogue's own ops did not: autograd regenerates a view's grad_fn when its version
             # moves, and after a replayed in-place view op (t_) that would lose the op from its history.
             set_version(wrapper, get_version(wrapper) + 1)
-
-
-def _outputs(
-    plan: RuntimePlan,
-    ev: MetaEvaluator,
-    values: Sequence[object],
-    dense: list[torch.Tensor],
-    outs: list[object],
-    symbols: dict[str, int],
-    prewrapped: dict[int, torch.Tensor],
-    given: tuple[dict[tuple[int, ...], torch.Tensor], dict[int, torch.Tensor], dict[int, int]],
-    has_size: bool,
-    holders: Sequence[torch.Tensor | None],
-) -> object:
-    gout = plan.graph_outputs
-    fresh_start = len(gout.updates)
-    base_start = fresh_start + gout.num_fresh
-    symint_start = base_start + gout.num_bases
-    # A base is an intermediate, never a view in eager; the eager backend may return one as a view of a temporary.
-    bases = [
-        non_view_alias(b) if isinstance(b, torch.Tensor) and b._is_view() and not b.requires_grad else b
-        for b in outs[base_start:symint_start]
-    ]
-    symints = outs[symint_start : symint_start + gout.num_symints]
-    infos = plan.analysis.outputs
-    result: list[object] = [_PENDING] * len(infos)
-    symint_positions = [o for o, info in enumerate(infos) if info.kind is OutputKind.SYMINT]
-    given_roots, shared, entry = given
-    roots = dict(given_roots)  # Note [Subclass Intermediate Roots]
-
-    def get(o: int) -> object:
-        # Outputs are built on demand: a view replays from another output, which is built first.
-        if result[o] is not _PENDING:
-            return result[o]
-        info = infos[o]
-        value: object
-        if o in prewrapped:
-            value = prewrapped[o]
-        elif info.kind is OutputKind.CONSTANT:
-            value = info.constant
-        elif info.kind is OutputKind.SYMINT:
-            value = symints[symint_positions.index(o)]
-        elif info.kind is OutputKind.IS_INPUT:
-            assert info.input_index is not None
-            value = values[info.input_index]
-        elif info.kind is OutputKind.SAME_AS:
-            assert info.input_index is not None
-            value = get(info.input_index)
-        else:
-            value = _tensor_output(
-                info, ev, values, dense, outs, fresh_start, (bases, roots), symbols, get, shared, entry
-            )
-            if info.set_under_grad and torch.is_grad_enabled():  # Note [Outputs set_() Under Grad]
-                if is_traceable_subclass(value):
-                    holder = value.detach().requires_grad_().clone()
-                else:
-                    holder = torch.empty(0, dtype=value.dtype, device=value.device, requires_grad=True).clone()
-                if info.set_under_grad_view:
-                    holder = holder.view(holder.shape)
-                set_to_tensor(holder, value)
-                value = holder
-        if info.base_gains_grad and isinstance(value, torch.Tensor) and torch.is_grad_enabled():
-            give_base_grad(value)  # Note [Views Of A Detach That Gained Grad]
-        onto = info.leaves[0].storage_of if info.leaves else None
-        if onto is not None and isinstance(value, torch.Tensor):  # Note [Outputs That An Input Was set_() To]
-            version = get_version(value)
-            with torch.no_grad():
-                set_to_tensor(value, dense[onto].detach())
-            set_version(value, version)
-        cls = plan.output_types[o] if plan.output_types else None
-        if cls is not None and isinstance(value, torch.Tensor) and type(value) is not cls:
-            value = value.as_subclass(cls)  # what Tensor.__torch_function__ does to eager's result
-        if info.data_meta is not None and isinstance(value, torch.Tensor):
-            size, stride, offset = ev.meta(info.data_meta, symbols)
-            stride = probed_stride(plan, outs, info.data_stride_probe, size, stride)
-            assign_data_meta(value, size, stride, offset)  # Note [Wrapper Data Assignment]
-        result[o] = value
-        return value
-
-    for o in range(len(infos)):
-        get(o)
-    if plan.analysis.wrapper_storage:
-        share_wrapper_storages(plan.flat, plan.analysis.wrapper_storage, holders, values, result)
-    return unflatten_output(result, plan.analysis.output_spec, has_size)
-
-
-_PENDING = object()
-
-
-def _no_output(o: int) -> object:
-    raise AssertionError(f"BUG: an output rebuilt before the epilogue replays from output {o}")
-
-
-def unflatten_output(values: list[object], spec: pytree.TreeSpec, has_size: bool | None = None) -> object:
-    """tree_unflatten, except that torch.Size nodes come back as torch.Size (pytree rebuilds them as tuples).
-    `has_size`: whether `spec` holds a torch.Size node, when the caller knows it."""
-    out = pytree.tree_unflatten(values, spec)
-    return _restore_sizes(out, spec) if (_has_size(spec) if has_size is None else has_size) else out
-
-
-def _has_size(spec: pytree.TreeSpec) -> bool:
-    return spec.type is torch.Size or any(_has_size(c) for c in spec.children())
-
-
-def _restore_sizes(value: object, spec: pytree.TreeSpec) -> object:
-    if spec.type is torch.Size:
-        return torch.Size(cast(Sequence[int], value))
-    if not _has_size(spec):
-        return value
-    if isinstance(value, dict):
-        return {k: _restore_sizes(v, c) for (k, v), c in zip(value.items(), spec.children(), strict=True)}
-    if isinstance(value, list | tuple):
-        rebuilt = [_restore_sizes(v, c) for v, c in zip(value, spec.children(), strict=True)]
-        if type(value) in (list, tuple):
-            return type(value)(rebuilt)
-        make: Callable[..., object] = type(value)
-        return make(*rebuilt)  # a namedtuple
-    return value
-
-
-def _tensor_output(
-    info: OutputInfo,
-    ev: MetaEvaluator,
-    values: Sequence[object],
-    dense: list[torch.Tensor],
-    outs: list[object],
-    fresh_start: int,
-    bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
-    symbols: dict[str, int],
-    earlier: Callable[[int], object],
-    shared: dict[int, torch.Tensor],
-    entry: dict[int, int],
-) -> torch.Tensor:
-    bases, roots = bases_and_roots
-    if info.replay is not None:
-        lowered = lower_input_counter(info.replay, values, entry)  # Note [Views Of Intermediates Written After]
-        view = _replay(info.replay, ev, values, bases_and_roots, symbols, earlier, dense, shared)
-        if info.replay.bump_after or lowered is not None:
-            finish_bumped_view(view, lowered, bump=info.replay.bump_after)
-        if info.replay.then_set:  # Note [Wrapper Storage After set_]
-            # only the contents' storage and metadata are used: no autograd view of an input whose grad_fn may raise
-            # (an unbind() output whose version the epilogue advanced: fuzz seed 9000 #8076)
-            with torch.no_grad():
-                contents = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
-            if info.replay.runtime_set:
-                _set_keeping_storage(view, contents)
-            elif info.replay.set_by_data:
-                view.data = contents
-            else:
-                with torch.no_grad():
-                    set_to_tensor(view, contents)
-        return view
-    return _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
-
-
-def _set_keeping_storage(view: torch.Tensor, contents: torch.Tensor) -> None:
-    """Note [Subclass Views Rebuilt By set_]: `view.set_(contents)`, leaving its version counter and wrapper storage."""
-    version, holder = get_version(view), torch.empty(0, dtype=view.dtype, device=view.device)
-    torch._functionalize_unsafe_set(holder, view)
-    with torch.no_grad():
-        set_to_tensor(view, contents)
-    set_version(view, version)
-    torch._functionalize_unsafe_set(view, holder)
-
-
-def _from_leaves(
-    info: OutputInfo,
-    ev: MetaEvaluator,
-    dense: list[torch.Tensor],
-    outs: list[object],
-    fresh_start: int,
-    bases: list[object],
-    symbols: dict[str, int],
-    shared: dict[int, torch.Tensor],
-) -> torch.Tensor:
-    leaves: list[torch.Tensor] = []
-    for leaf in info.leaves:
-        if leaf.source is LeafSource.GRAPH:
-            value = outs[fresh_start + leaf.index]
-            assert isinstance(value, torch.Tensor)
-            leaves.append(_fresh(value))
-            continue
-        source = dense[leaf.index] if leaf.source is LeafSource.INPUT_ALIAS else bases[leaf.index]
-        assert isinstance(source, torch.Tensor)
-        # The base itself only where the output was that very leaf object (another output sharing its storage, as
-        # after `t0.set_(t1)`, is an alias of it: fuzz seed 2000 #4157).
-        own = leaf.same_object
-        if leaf.foreign_base is not None:  # Note [Views Set Onto Another Storage]
-            kind, at = leaf.foreign_base
-            root = dense[at] if kind is LeafSource.INPUT_ALIAS else bases[at]
-            assert isinstance(root, torch.Tensor)
-            leaves.append(view_onto(root, source, *ev.meta(leaf.meta, symbols)))
-            continue
-        if leaf.hidden_base is not None:
-            hidden = non_view_alias(source.as_strided(*ev.meta(leaf.hidden_base, symbols)))
-            source = hidden if leaf.hidden_key is None else shared.setdefault(leaf.hidden_key, hidden)
-        meta = ev.meta(leaf.meta, symbols)
-        if leaf.input_layout and not leaf.is_view:  # Note [Inputs Set To Computed Tensors]
-            meta = set_target_layout(meta, source)
-        leaves.append(_regenerate(source, meta, leaf.is_view, own))
-    if info.tree is None:
-        return leaves[0]
-    assert info.outer_meta is not None
-    size, stride, _ = ev.meta(info.outer_meta, symbols)
-    stride = fresh_outer_stride(info, leaves, size, stride)
-    # The contract was checked when this entry was traced (same tree, symbolic sizes); not again per call.
-    return unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
-
-
-def fresh_outer_stride(
-    info: OutputInfo, leaves: Sequence[torch.Tensor], size: list[int], stride: list[int]
-) -> list[int]:
-    """Note [Fresh Subclass Output Strides]: the real strides of the leaf the wrapper's followed while tracing."""
-    if info.outer_stride_leaf is None:
-        return stride
-    leaf = leaves[info.outer_stride_leaf]
-    return list(leaf.stride()) if list(leaf.shape) == size else stride
-
-
-def root_outer_stride(replay: Replay, leaves: Sequence[torch.Tensor], size: list[int], stride: list[int]) -> list[int]:
-    """Note [Fresh Subclass Output Strides], for an intermediate subclass root (fuzz seed 6000 #8603)."""
-    if replay.root_stride_leaf is None:
-        return stride
-    leaf = leaves[replay.root_stride_leaf]
-    return list(leaf.stride()) if list(leaf.shape) == size else stride
-
-
-def _replay(
-    replay: Replay,
-    ev: MetaEvaluator,
-    values: Sequence[object],
-    bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
-    symbols: dict[str, int],
-    earlier: Callable[[int], object],
-    dense: Sequence[torch.Tensor] = (),
-    shared: dict[int, torch.Tensor] | None = None,
-) -> torch.Tensor:
-    if shared is None or not replay.marks:
-        src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier, dense)
-        return replay_steps(src, replay.steps, ev, symbols, values)
-    if any(token in shared for _, token in replay.marks):
-        return _replay_from(None, 0, replay, ev, symbols, values, shared)
-    src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier, dense)
-    return _replay_from(src, 0, replay, ev, symbols, values, shared)
-
-
-def _replay_from(
-    src: torch.Tensor | None,
-    done: int,
-    replay: Replay,
-    ev: MetaEvaluator,
-    symbols: dict[str, int],
-    values: Sequence[object],
-    shared: dict[int, torch.Tensor],
-) -> torch.Tensor:
-    """The steps of `replay` after the first `done`, from `src` (what those made; None only where an earlier
-    replay made an object of the chain past them)."""
-    # Note [Views Sharing An Intermediate]: from the last object of the chain an earlier replay already made
-    made = [(count, shared[token]) for count, token in replay.marks if count > done and token in shared]
-    done, src = made[-1] if made else (done, src)
-    assert src is not None, "BUG: a replay with no source and no shared object of its chain"
-    for count, token in replay.marks:
-        if count > done:
-            src = replay_steps(src, replay.steps[done:count], ev, symbols, values)
-            src, done = shared.setdefault(token, src), count
-    return replay_steps(src, replay.steps[done:], ev, symbols, values)
-
-
-def replay_steps(
-    src: torch.Tensor,
-    steps: Sequence[ViewStep],
-    ev: MetaEvaluator,
-    symbols: dict[str, int],
-    values: Sequence[object] = (),
-) -> torch.Tensor:
-    """Apply the recorded view ops to `src`, each under the grad mode the program had (Note [Output Regeneration]).
-    `values`: the flat inputs, for steps that name one (InputArg)."""
-    for step in steps:
-        args = [values[a.index] if isinstance(a, InputArg) else _eval_arg(a, ev, symbols) for a in step.args]
-        kwargs = {k: _eval_arg(v, ev, symbols) for k, v in step.kwargs}
-        with torch.set_grad_enabled(step.grad_enabled and torch.is_grad_enabled()):
-            out = step.op(src, *args, **kwargs)
-        src = out[step.index] if step.index is not None else out
-        if step.own_version:
-            src = src.data
-    return src
-
-
-def _replay_source(
-    replay: Replay,
-    ev: MetaEvaluator,
-    values: Sequence[object],
-    bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
-    symbols: dict[str, int],
-    earlier: Callable[[int], object],
-    dense: Sequence[torch.Tensor] = (),
-) -> torch.Tensor:
-    bases, roots = bases_and_roots
-    if replay.source is ReplaySource.INPUT_ROOT:
-        # Note [Subclass Views Rebuilt By set_]: a wrapper (not a view) around aliases of the input leaves
-        assert replay.root_tree is not None and replay.root_meta is not None
-        size, stride, _ = ev.meta(replay.root_meta, symbols)
-        leaves = [
-            _regenerate(dense[leaf.index], ev.meta(leaf.meta, symbols), False, False) for leaf in replay.root_leaves
-        ]
-        return unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
-    if replay.source is ReplaySource.INPUT:
-        source = cast(torch.Tensor, values[replay.index])
-        if replay.source_meta is not None:  # Note [Views Between In-Place View Ops]
-            return source.as_strided(*ev.meta(replay.source_meta, symbols))
-        return source
-    if replay.source is ReplaySource.OUTPUT:
-        return cast(torch.Tensor, earlier(replay.index))
-    if replay.source is ReplaySource.BASE:
-        return cast(torch.Tensor, bases[replay.index])
-    root = roots.get(replay.root_bases)
-    if root is None:
-        # Every view of one intermediate subclass replays from one wrapper, so that they share it as in eager.
-        assert replay.root_tree is not None and replay.root_meta is not None
-        size, stride, _ = ev.meta(replay.root_meta, symbols)
-        leaves = [cast(torch.Tensor, bases[i]) for i in replay.root_bases]
-        stride = root_outer_stride(replay, leaves, size, stride)
-        root = unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
-        roots[replay.root_bases] = root
-    return root
-
-
-# Note [Subclass Intermediate Roots]
-# Outputs that are views of one intermediate subclass tensor (`out = x * 3; return out.view(-1), out.t()`) are
-# replayed from a wrapper rebuilt around the intermediate's dense leaves (the graph returns them as bases). Eager
-# has one such intermediate, so the wrapper is built once per call and every output views it (their `._base` is
-# the same object). In training a wrapper rebuilt here around dense leaves would have no autograd history, so its
-# views would get no gradient: there the compiled autograd.Function builds it and returns it as a differentiable
-# output (Note [Intermediate Roots In Training]), and the views replay from it with grad enabled, as in eager.
-
-
-def _eval_arg(a: object, ev: MetaEvaluator, symbols: dict[str, int]) -> object:
-    if isinstance(a, list | tuple):
-        return type(a)(_eval_arg(x, ev, symbols) for x in a)
-    if isinstance(a, sympy.Expr):
-        return ev.dim(a, symbols)
-    return a
-
-
-def _regenerate(
-    source: torch.Tensor, meta: tuple[list[int], list[int], int], is_view: bool, same_object: bool = True
-) -> torch.Tensor:
-    size, stride, offset = meta
-    # The very object, strides included: fake strides can differ from the real kernel's (Note [Fresh Subclass
-    # Output Strides]; fuzz seed 10000 #3436)
-    if same_object and not is_view and list(source.shape) == size and source.storage_offset() == offset:
-        return source
-    if is_view:
-        return source.as_strided(size, stride, offset)
-    return non_view_alias(source.as_strided(size, stride, offset))
-
-
-def non_view_alias(t: torch.Tensor) -> torch.Tensor:
-    """A tensor sharing `t`'s storage and metadata that is not a view (no `._base`)."""
-    alias = torch.empty((0,), dtype=t.dtype, device=t.device)
-    with torch.no_grad():
-        alias.set_(t.untyped_storage(), t.storage_offset(), t.size(), t.stride())
-    return alias
