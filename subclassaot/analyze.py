@@ -22,6 +22,7 @@ from subclassaot.analyze_training import (
     check_set_under_grad,
     check_wrapper_grad_gains,
     check_writes_after_hidden_set,
+    grad_set_base,
     outputs_set_onto_inputs,
     set_under_grad,
     wrapper_uses,
@@ -336,7 +337,12 @@ def _analyze_outputs(
         if isinstance(value, torch.Tensor):
             first_seen[id(value)] = len(infos)
         if grad_set:
-            info = replace(info, set_under_grad=True, set_under_grad_view=run.swaps.is_view(value))
+            info = replace(
+                info,
+                set_under_grad=True,
+                set_under_grad_view=run.swaps.is_view(value),
+                grad_set_base=grad_set_base(path, value, run, bases),
+            )
         check_set_output_offsets(info, run, mutations)
         infos.append(info)
     _check_views_of_fresh(infos, leaves, bases)

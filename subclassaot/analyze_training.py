@@ -18,12 +18,14 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of
+from subclassaot.grad_set_bases import chain_root, grad_set_view_root
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import (
     Analysis,
     DenseIndex,
     DenseLayout,
     FlatInputs,
+    GradSetBase,
     InputIndex,
     LeafMutation,
     LeafSource,
@@ -35,7 +37,7 @@ from subclassaot.schemas import (
     ViewStep,
 )
 from subclassaot.torch_internals import is_multi_output_view, storage_key
-from subclassaot.view_chains import detached_in_chain, viewed_after_grad_set, viewed_before_resize
+from subclassaot.view_chains import detached_in_chain, root_replay, viewed_after_grad_set, viewed_before_resize
 
 __all__ = [
     "check_history_over_alias",
@@ -46,6 +48,7 @@ __all__ = [
     "check_wrapper_grad_gains",
     "outputs_set_onto_inputs",
     "check_writes_after_hidden_set",
+    "grad_set_base",
     "set_under_grad",
     "wrapper_uses",
 ]
@@ -113,13 +116,14 @@ def wrapper_uses(
 # subclass output gets a holder of its own class (a clone of a detached alias), set_() at the wrapper level, whose
 # wrapper storage is then the output's (Note [Wrapper Storage After set_]; fuzz seed 3000 #4064). A view of an
 # intermediate (`t = (x * 2).view(-1); t.set_(y)`) stays a view of it in eager, whose history the set_ rebases: the
-# holder is then a view of a fresh base that requires grad, and set_() rebases that base the same way (a view of a
-# tensor that is neither an input nor an output, whose backward raises; fuzz seed 3000 #3141, #7105). Views of
+# holder is then a view of a base that requires grad with the intermediate's values, and set_() rebases that base
+# the same way (a view of a tensor that is neither an input nor an output, whose backward raises; fuzz seed 3000
+# #3141, #7105; Note [Bases Of Outputs set_() Under Grad]). Views of
 # inputs are refused (eager rebases the input's own history on the set_). So is a view taken after the set_ (`t0 =
 # x * 2; t0.set_(x); return t0.t()`: a grad_fn through the set_, `_base` t0) unless t0 is an intermediate no other
 # output is or views, no view, and every view in the chain was taken with grad on (none by unbind, split, ...,
-# whose in-place writes eager refuses): then it is built the same way as a view of an intermediate set_() (fuzz
-# seed 7000 #1471, #4697).
+# whose in-place writes eager refuses): then it is a view of a holder set_() to t0 as it ends (fuzz seed 7000
+# #1471, #4697).
 
 
 def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
@@ -152,6 +156,30 @@ def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: 
             "set_() under torch.no_grad(), or return a clone"
         )
     return True
+
+
+def grad_set_base(
+    path: str, value: torch.Tensor, run: FunctionalRun, bases: dict[object, tuple[int, torch.Tensor]]
+) -> GradSetBase | None:
+    """Where eager's `._base` of `value`, an output set_() under grad, is (Note [Bases Of Outputs set_() Under
+    Grad]); None where eager's output is no view."""
+    if not run.swaps.is_view(value):
+        return None
+    root = chain_root(value, run.swaps)
+    if grad_set_view_root(value, run.swaps, set()) is None:
+        return GradSetBase(source=None, meta=leaf_meta(root))  # views taken after the root's set_()
+    if is_traceable_subclass(root):
+        replay = root_replay(root, bases, ())
+        if replay is not None:
+            return GradSetBase(source=replay, meta=None, same_object=True)
+    elif (found := bases.get(storage_key(root))) is not None:
+        replay = Replay(source=ReplaySource.BASE, index=found[0], steps=())
+        return GradSetBase(source=replay, meta=leaf_meta(root), same_object=found[1] is root)
+    raise UnsupportedError(
+        f"{path} is a view of an intermediate that the program set_() with grad enabled, and that intermediate (the "
+        "output's `._base` in eager) does not end on storage of its own the compiled graph can return (Note [Bases "
+        "Of Outputs set_() Under Grad]). Call set_() under torch.no_grad(), or return a clone"
+    )
 
 
 def _view_of_grad_set_intermediate(value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:

@@ -15,10 +15,12 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.bumped_views import finish_bumped_view, lower_input_counter
 from subclassaot.foreign_bases import view_onto
-from subclassaot.protocol import is_traceable_subclass, unflatten_subclass
+from subclassaot.grad_set_bases import set_under_grad_holder
+from subclassaot.protocol import unflatten_subclass
 from subclassaot.real_layouts import set_target_layout
 from subclassaot.runtime_plan import MetaEvaluator, RuntimePlan, fresh_output, non_view_alias, probed_stride
 from subclassaot.schemas import (
+    GradSetBase,
     InputArg,
     LeafSource,
     OutputInfo,
@@ -96,14 +98,13 @@ def build_outputs(
                 info, ev, values, dense, outs, fresh_start, (bases, roots), symbols, get, shared, entry
             )
             if info.set_under_grad and torch.is_grad_enabled():  # Note [Outputs set_() Under Grad]
-                if is_traceable_subclass(value):
-                    holder = value.detach().requires_grad_().clone()
-                else:
-                    holder = torch.empty(0, dtype=value.dtype, device=value.device, requires_grad=True).clone()
-                if info.set_under_grad_view:
-                    holder = holder.view(holder.shape)
-                set_to_tensor(holder, value)
-                value = holder
+                root = _grad_set_root(info.grad_set_base, value, ev, (bases, roots), symbols, get, values, dense)
+                value = set_under_grad_holder(
+                    value,
+                    root,
+                    view=info.set_under_grad_view,
+                    viewed_after=info.grad_set_base is not None and info.grad_set_base.source is None,
+                )
         if info.base_gains_grad and isinstance(value, torch.Tensor) and torch.is_grad_enabled():
             give_base_grad(value)  # Note [Views Of A Detach That Gained Grad]
         onto = info.leaves[0].storage_of if info.leaves else None
@@ -196,6 +197,33 @@ def _tensor_output(
                     set_to_tensor(view, contents)
         return view
     return _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
+
+
+def _grad_set_root(
+    found: GradSetBase | None,
+    value: torch.Tensor,
+    ev: MetaEvaluator,
+    bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
+    symbols: dict[str, int],
+    earlier: Callable[[int], object],
+    values: Sequence[object],
+    dense: Sequence[torch.Tensor],
+) -> tuple[torch.Tensor, bool] | None:
+    """Eager's `._base` of an output set_() under grad, and whether it is that very object (Note [Bases Of Outputs
+    set_() Under Grad])."""
+    if found is None:
+        return None
+    if found.source is None:
+        assert found.meta is not None
+        with torch.no_grad():
+            return value.detach().as_strided(*ev.meta(found.meta, symbols)), False
+    source = _replay_source(found.source, ev, values, bases_and_roots, symbols, earlier, dense)
+    if found.same_object and source.requires_grad and not source._is_view():
+        return source, True
+    with torch.no_grad():
+        if found.meta is None:
+            return source.detach(), False
+        return source.detach().as_strided(*ev.meta(found.meta, symbols)), False
 
 
 def _set_keeping_storage(view: torch.Tensor, contents: torch.Tensor) -> None:

@@ -295,6 +295,18 @@ class Replay:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GradSetBase:
+    """Eager's `._base` of an output view set_() under grad (Note [Bases Of Outputs set_() Under Grad])."""
+
+    # where the base's dense leaves are: intermediate bases (BASE for a plain base, WRAPPER for a subclass); None:
+    # on the output's own storage (views taken after the base was set_())
+    source: Replay | None
+    meta: Meta | None  # the base's size, stride, offset on that storage; None: the WRAPPER root as it is
+    # the source is eager's base object itself, which other outputs may view too: the holder is a view of it
+    same_object: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class OutputInfo:
     path: str  # "out", "out[0]", "out['loss']"
     kind: OutputKind
@@ -315,6 +327,9 @@ class OutputInfo:
     set_under_grad: bool = False
     # ... and it was a view (of an intermediate) when set_(): the fresh tensor is a view of a fresh base
     set_under_grad_view: bool = False
+    # ... where eager's output is a view: that fresh base is eager's `._base` (Note [Bases Of Outputs set_() Under
+    # Grad])
+    grad_set_base: GradSetBase | None = None
     # TENSOR subclass whose own size/stride/offset a `.data =` set apart from its inner tensors': those eager left on
     # the wrapper, given to it after it is built (Note [Wrapper Data Assignment])
     data_meta: Meta | None = None

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -42,16 +41,3 @@ def assert_refused(
         return
     with pytest.raises(UnsupportedError, match=match):
         subclassaot.compile(f)(*make_inputs())
-
-
-@contextlib.contextmanager
-def known_base_divergence(compile_fn: CompileFn | None) -> Iterator[None]:
-    """A known divergence, kept as a test that fails once it is fixed (a strict xfail that still runs eager against
-    eager under --identity-compile): the `._base` of an output the program set_() with grad enabled is not eager's
-    (its shape or its values). Found when the oracle began comparing hidden bases (fuzz seed 9000 #3608); see the
-    session 7 notes."""
-    if compile_fn is not None:
-        yield
-        return
-    with pytest.raises(AssertionError, match=r"_base(\.\w+)?: (shape|values differ)"):
-        yield

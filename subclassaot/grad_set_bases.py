@@ -1,0 +1,95 @@
+"""Eager's `._base` of outputs set_() under grad: where it is found at analysis, and the holder built at run time.
+
+Input: output leaves of a functional run and its `SwapRecord` (analysis and trace); at run time, a regenerated
+output and the value of the tensor eager's output is a view of.
+Output: `grad_set_view_root` (the intermediate a view set_() under grad still views, which the graph returns as an
+intermediate base), `chain_root` (the tensor a view chain started from), and `set_under_grad_holder` (the output
+rebuilt by a set_() under grad of a fresh tensor, a view of eager's base where eager's output is a view).
+Invariants: Note [Bases Of Outputs set_() Under Grad]; analysis and trace find the same roots (they are intermediate
+bases, numbered after the others, in output order).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from subclassaot.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.swap_record import SwapRecord
+from subclassaot.torch_internals import set_to_tensor, storage_key
+
+# Note [Bases Of Outputs set_() Under Grad]
+# An output set_() under grad is rebuilt by a set_() under grad of a fresh tensor (Note [Outputs set_() Under
+# Grad]); where eager's output is a view, that fresh tensor is a view of a fresh base, which must be eager's
+# `._base`: its shape and values are the user's to read (fuzz seed 9000 #3608). Two chains make such a view:
+# - the program took views (with grad) of an intermediate r and then set_() the last of them (`t = (x * 2).t();
+#   t.set_(y)`): eager's `._base` is r as it ends, on its own storage, whose values only the graph knows. So r
+#   (its dense leaves, for a subclass) is returned by the graph as an intermediate base (`grad_set_view_root`).
+#   The holder, a view of r, is set_() to the output, where r is that base object (or the wrapper around them)
+#   and requires grad: other outputs that view r then view the same object, as in eager. Otherwise the holder is
+#   a view of a fresh tensor set_() to r (fuzz seed 3000 #6751, seed 7000 #2259);
+# - the program set_() an intermediate r under grad and then took views of it (`t0 = x * 2; t0.set_(y); return
+#   t0.t()`): eager's `._base` is r, on the storage the output lives on, with r's final size, stride and offset
+#   (GradSetBase.meta). The holder's base is a fresh tensor set_() to that alias of the output's storage,
+#   and the output is a view of it with the output's own geometry (fuzz seed 7000 #4697).
+# Either way the base's history runs through a set_ node, as eager's does (CopySlices over set_, or set_ itself):
+# the output's backward raises in both.
+
+
+def _is_grad_set(value: torch.Tensor, swaps: SwapRecord) -> bool:
+    wrapper_set = swaps.wrapper_sets.get(id(value))
+    return id(value) in swaps.grad_set_ids or (wrapper_set is not None and wrapper_set[1])
+
+
+def chain_root(value: torch.Tensor, swaps: SwapRecord) -> torch.Tensor:
+    """The tensor a chain of recorded view ops (not detach) started from; `value` itself when it is no view."""
+    t = value
+    while (record := swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        t = record.source
+    return t
+
+
+def grad_set_view_root(
+    value: object, swaps: SwapRecord, input_storages: set[object]
+) -> tuple[torch.Tensor, list[torch.Tensor]] | None:
+    """The intermediate r (and its dense leaves) that `value`, a view of r set_() under grad that requires grad,
+    still views in eager, when r is on storages of its own (Note [Bases Of Outputs set_() Under Grad])."""
+    if not isinstance(value, torch.Tensor) or not value.requires_grad or not swaps.is_view(value):
+        return None
+    if not _is_grad_set(value, swaps):
+        return None
+    root = chain_root(value, swaps)
+    if root is value or not root.requires_grad:
+        return None
+    leaves = flatten_subclass(root, "root")[1] if is_traceable_subclass(root) else [root]
+    if any(storage_key(leaf) in input_storages for leaf in leaves):
+        return None
+    return root, leaves
+
+
+def set_under_grad_holder(
+    value: torch.Tensor, found: tuple[torch.Tensor, bool] | None, *, view: bool, viewed_after: bool
+) -> torch.Tensor:
+    """`value` rebuilt as eager's output set_() under grad (Note [Outputs set_() Under Grad]). `found`: where eager's
+    output is a view, the value of its `._base` and whether that is eager's base object itself (Note [Bases Of
+    Outputs set_() Under Grad]). `view`: the output was a view when set_(); `viewed_after`: it is a view taken of
+    the tensor set_() (eager's base) after the set_."""
+    root = None if found is None else found[0]
+    if found is not None and found[1]:
+        holder = found[0].view(found[0].shape)  # other outputs view that base too: one object, as in eager
+        set_to_tensor(holder, value)
+        return holder
+    src = value if root is None else root
+    if is_traceable_subclass(src):
+        # a holder of the output's own class: a clone of a detached alias (Note [Outputs set_() Under Grad])
+        holder = src.detach().requires_grad_().clone()
+    else:
+        holder = torch.empty(0, dtype=src.dtype, device=src.device, requires_grad=True).clone()
+    if root is not None:
+        set_to_tensor(holder, root.detach())  # eager's base, set_() under grad
+        if viewed_after:
+            return holder.as_strided(value.shape, value.stride(), value.storage_offset())
+        holder = holder.view(holder.shape)
+    elif view:
+        holder = holder.view(holder.shape)
+    set_to_tensor(holder, value)
+    return holder

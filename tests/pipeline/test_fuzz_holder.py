@@ -1,0 +1,166 @@
+"""Fuzz regressions: outputs set_() under grad whose `._base` is eager's (Note [Bases Of Outputs set_() Under Grad]).
+
+The six programs once pinned as known `._base` divergences live on as parity tests in test_fuzz_setgrad.py and
+test_fuzz_setdata.py; these are variants of them (other shapes, subclasses, several outputs on one base). With
+`--identity-compile` (eager against eager) every program here must pass the oracle (it is eager-legal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
+from tests.pipeline.fuzz_helpers import nonleaf, pair, pair_nonleaf
+
+T = torch.Tensor
+
+
+def _check(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def _leaf(*shape: int) -> T:
+    return torch.randn(shape, requires_grad=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A view of an intermediate, then set_() under grad: eager's `._base` is the intermediate as it ends
+
+
+def test_view_of_intermediate_written_then_set(compile_fn: CompileFn | None) -> None:
+    # the base's values are the fill's, which only the graph knows
+    def f(x: T, y: T) -> object:
+        r = x * 2
+        t = r.view(-1)
+        r.fill_(1.5)
+        set_to(t, y)
+        return (t,)
+
+    _check(f, lambda: (_leaf(3, 2), _leaf(6)), compile_fn)
+
+
+def test_view_of_intermediate_set_to_another_intermediate(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        r = x.exp()
+        t = r[1]
+        set_to(t, x.cos())
+        return (t,)
+
+    _check(f, lambda: (_leaf(2, 3),), compile_fn)
+
+
+def test_view_of_clone_set_to_itself(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #2259's shape: the output stays on the clone's storage, eager's `._base` the clone
+    def f(x: T) -> object:
+        c = x.clone()
+        t = c.t()
+        set_to(t, t)
+        return (t,)
+
+    _check(f, lambda: (nonleaf(4, 2),), compile_fn)
+
+
+def test_view_of_intermediate_set_then_base_unsqueezed(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        r = x * 3
+        t = r.view(-1)
+        set_to(t, y)
+        r.unsqueeze_(0)
+        return (t,)
+
+    _check(f, lambda: (_leaf(2, 3), _leaf(4)), compile_fn)
+
+
+def test_set_view_beside_other_views_of_its_base(compile_fn: CompileFn | None) -> None:
+    # eager's outputs share one `._base` object: so do ours
+    def f(x: T, y: T) -> object:
+        r = x * 3
+        t = r.view(-1)
+        u = r[0]
+        set_to(t, y)
+        return (u, t, r.t())
+
+    _check(f, lambda: (_leaf(2, 3), _leaf(4)), compile_fn)
+
+
+def test_subclass_view_of_intermediate_set_under_grad(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        r = x * 2
+        t = r.view(-1)
+        set_to(t, y[1:])
+        return (t,)
+
+    with torch.enable_grad():
+        assert_matches_eager(
+            f, lambda: (pair(3, 2, requires_grad=True), pair(6, requires_grad=True)), compile_fn=compile_fn
+        )
+
+
+def test_subclass_view_chain_of_nonleaf_set_under_grad(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        r = x.sin()
+        t = r.t().unsqueeze(0)
+        set_to(t, y)
+        return (t, y * 2)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair_nonleaf(2, 4), pair_nonleaf(3)), compile_fn=compile_fn)
+
+
+def test_subclass_set_view_beside_another_view_of_its_base(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        r = x * 3
+        t = r.view(-1)
+        set_to(t, y)
+        return (t, r.t())
+
+    _check(f, lambda: (pair(2, 3, requires_grad=True), pair(4, requires_grad=True)), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# set_() under grad, then a view: eager's `._base` is the tensor set_(), on the storage the output lives on
+
+
+def test_view_after_set_to_another_intermediate(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        t0 = x * 2
+        set_to(t0, x * 3)
+        return (t0.t(),)
+
+    _check(f, lambda: (_leaf(2, 3),), compile_fn)
+
+
+def test_view_after_set_to_a_view_of_an_input(compile_fn: CompileFn | None) -> None:
+    # eager's `._base` has the input row's size, not the sum's
+    def f(x: T) -> object:
+        t0 = x.sum(0)
+        set_to(t0, x[1])
+        return (t0[1:],)
+
+    _check(f, lambda: (_leaf(4, 3),), compile_fn)
+
+
+def test_subclass_view_chain_after_set_to_input(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        t0 = x * 2
+        set_to(t0, x)
+        return (t0.t()[1:],)
+
+    _check(f, lambda: (pair(2, 3, requires_grad=True),), compile_fn)
+
+
+def test_subclass_view_after_set_to_a_view_of_a_nonleaf(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        t0 = x.sum(0)
+        set_to(t0, x[1])
+        return (t0[1:],)
+
+    _check(f, lambda: (pair_nonleaf(4, 3),), compile_fn)
