@@ -517,7 +517,7 @@ def _output_info(
             "requires grad: eager gives it an autograd history of its own over the input's storage, which a compiled "
             "output cannot have. Return a clone, or write into a clone"
         )
-    check_history_over_alias(path, value, out_leaves, run, bases)
+    check_history_over_alias(path, value, out_leaves, run, bases, (input_by_id, earlier))
     outer = None if tree is None else leaf_meta(value)
     replay = replay_of(value, tuple(out_leaves), run, input_by_id, bases, earlier)
     if replay is not None and replay.source is ReplaySource.OUTPUT:

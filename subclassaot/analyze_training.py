@@ -36,8 +36,14 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
-from subclassaot.torch_internals import is_multi_output_view, storage_key
-from subclassaot.view_chains import detached_in_chain, root_replay, viewed_after_grad_set, viewed_before_resize
+from subclassaot.torch_internals import history_size, is_multi_output_view, storage_key
+from subclassaot.view_chains import (
+    detached_in_chain,
+    replay_of,
+    root_replay,
+    viewed_after_grad_set,
+    viewed_before_resize,
+)
 
 __all__ = [
     "check_history_over_alias",
@@ -234,12 +240,14 @@ def _grad_view_of_intermediate(value: torch.Tensor, run: FunctionalRun, outputs:
 # t0.detach(); t1.copy_(x0)`: grad_fn CopyBackwards over t0's storage). An output that is an alias (of an input, or
 # of an intermediate other outputs share) is regenerated from that storage, with a history of views at most; one
 # the graph computes has the history but its own storage. So such an output is refused where it aliases storage
-# (like `.data =` of a tensor with history: analyze); alone on an intermediate's storage it is computed by the
-# graph, which is exact. So is a view, with grad, of an intermediate taken before a `.data =` gave it another size.
-# The same holds for a view of an intermediate set_() under no_grad, and for views taken after such a set_() of a
+# (like `.data =` of a tensor with history: analyze), unless the graph computes it and the runtime set_()s it onto
+# the input after the epilogue (Note [Outputs That An Input Was set_() To]); alone on an intermediate's storage it
+# is computed by the graph, which is exact. So is a view, with grad, of an intermediate taken before a `.data =`
+# gave it another size. The same holds for a view of an intermediate set_() under no_grad whose chain is not
+# replayed from it (Note [Views Set Under no_grad With History]), and for views taken after such a set_() of a
 # tensor with history (`t = x * 2; with no_grad(): t.set_(y); return t.view(-1)`: ViewBackward0 over MulBackward0,
-# which raises in backward where set_ changed the size; fuzz seed 7000 #501, #9637). Views of inputs are rebuilt
-# with their own history (Note [Subclass Views Rebuilt By set_]).
+# which raises in backward where set_ changed the size; fuzz seed 7000 #501). Views of inputs are rebuilt with
+# their own history (Note [Subclass Views Rebuilt By set_]).
 
 
 def check_history_over_alias(
@@ -248,8 +256,10 @@ def check_history_over_alias(
     leaves: Sequence[OutputLeaf],
     run: FunctionalRun,
     bases: dict[object, tuple[int, torch.Tensor]],
+    named: tuple[dict[int, InputIndex], dict[int, int]],
 ) -> None:
-    """Note [Histories Over Aliased Storage]."""
+    """Note [Histories Over Aliased Storage]. `named`: the input index of each input's id(), the first output index
+    of each output's id() (to find the output's view chain)."""
     if all(leaf.source is LeafSource.GRAPH for leaf in leaves) or not value.requires_grad:
         return
     if not _has_history(value):
@@ -279,7 +289,9 @@ def check_history_over_alias(
             "that storage cannot have (Note [Histories Over Aliased Storage]). Return a clone, or call set_() with "
             "grad enabled"
         )
-    if (set_view := no_grad_set_in_view_chain(value, run)) is not None:
+    if (set_view := no_grad_set_in_view_chain(value, run)) is not None and not (
+        set_view is value and _then_set_from_base(value, leaves, run, bases, named)
+    ):
         what = (
             "a view the program took with grad and then set_() under no_grad"
             if set_view is value
@@ -309,6 +321,19 @@ def check_history_over_alias(
         )
 
 
+def _then_set_from_base(
+    value: torch.Tensor,
+    leaves: Sequence[OutputLeaf],
+    run: FunctionalRun,
+    bases: dict[object, tuple[int, torch.Tensor]],
+    named: tuple[dict[int, InputIndex], dict[int, int]],
+) -> bool:
+    """Note [Views Set Under no_grad With History]: replayed from an intermediate (a base, or an earlier output),
+    then set_() as in eager."""
+    replay = replay_of(value, tuple(leaves), run, named[0], bases, named[1])
+    return replay is not None and replay.then_set and replay.source in (ReplaySource.BASE, ReplaySource.OUTPUT)
+
+
 def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs) -> None:
     """Note [Outputs set_() Under Grad]: an autograd leaf input returned beside a set_() output is refused."""
     grad_set = [info.path for info in infos if info.set_under_grad]
@@ -334,7 +359,9 @@ def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs) -> None:
 # output that is t0 or a view of it (its `_base` would be x, not t0; views of x taken after the set_ are x's) or a
 # subclass on that storage; fuzz seed 7000 #292, #523, #831, #5356.
 # A t0 that does not require grad, assigned to an x that does, is built the same way (rebuilt from x it would
-# require grad; seed 7000 #3507).
+# require grad; seed 7000 #3507). So is a t0 computed with grad and then itself set_() onto x under no_grad (`t0 =
+# x0 + x1; with no_grad(): t0.set_(x1)`; fuzz seed 40000 #178), where its history expects its size after the set_
+# (a backward through a history of another size raises in eager, and would have to in the joint trace too).
 
 
 def outputs_set_onto_inputs(
@@ -356,7 +383,12 @@ def outputs_set_onto_inputs(
     for value in tensors:
         key = storage_key(value)
         j = current.get(key)
-        if j is None or key in original or is_traceable_subclass(value) or _viewed_by_others(value, tensors, run):
+        if j is None or is_traceable_subclass(value) or _viewed_by_others(value, tensors, run):
+            continue
+        if _set_onto_input_under_no_grad(value, run, j):
+            found[id(value)] = j
+            continue
+        if key in original:
             continue
         if not value.requires_grad and not run.finals[j].requires_grad:
             continue  # rebuilt from the input: it has no history to lose
@@ -373,6 +405,24 @@ def outputs_set_onto_inputs(
             continue
         found[id(value)] = j
     return found
+
+
+def _set_onto_input_under_no_grad(value: torch.Tensor, run: FunctionalRun, j: DenseIndex) -> bool:
+    """`t0 = x0 + x1; with no_grad(): t0.set_(x1); return t0` (Note [Outputs That An Input Was set_() To]): t0 has a
+    history of its own, and the size that history expects, on the storage, size, stride and offset of input leaf
+    `j` as it ends."""
+    swaps = run.swaps
+    if id(value) not in swaps.swapped_ids or id(value) in swaps.grad_set_ids or id(value) in swaps.swapped_by_data:
+        return False
+    if id(value) in swaps.hidden or swaps.is_view(value) or value._is_view() or not value.requires_grad:
+        return False
+    if any(value is u for u in run.user_tensors) or leaf_meta(run.finals[j]) != leaf_meta(value):
+        return False
+    try:
+        size = history_size(value)
+    except (RuntimeError, ValueError, IndexError):  # see analyze._needs_program_autograd
+        return False
+    return size is not None and len(size) == value.dim() and all(a == b for a, b in zip(size, value.shape, strict=True))
 
 
 def _viewed_by_others(value: torch.Tensor, outputs: Sequence[torch.Tensor], run: FunctionalRun) -> bool:

@@ -18,7 +18,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors
 from subclassaot.errors import UnsupportedError
 from subclassaot.foreign_bases import foreign_root
-from subclassaot.grad_set_bases import grad_set_view_root
+from subclassaot.grad_set_bases import grad_set_view_root, no_grad_set_view_root
 from subclassaot.inputs import unflatten_call
 from subclassaot.own_base import clone_synthetic_base
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
@@ -384,10 +384,14 @@ def intermediate_bases(
         root = foreign_root(value, set(current), set(original)) if isinstance(value, torch.Tensor) else None
         if root is not None and storage_key(root) not in bases:
             bases[storage_key(root)] = (len(bases), root)
+    inputs = set(current) | set(original)
     for value in leaves:  # Note [Bases Of Outputs set_() Under Grad]
-        found = grad_set_view_root(value, swaps, set(current) | set(original))
+        found = grad_set_view_root(value, swaps, inputs)
         for leaf in found[1] if found is not None else ():
             bases.setdefault(storage_key(leaf), (len(bases), leaf))
+    for value in leaves:  # Note [Views Set Under no_grad With History]
+        if (root := no_grad_set_view_root(value, swaps, inputs)) is not None:
+            bases.setdefault(storage_key(root), (len(bases), root))
     return bases
 
 

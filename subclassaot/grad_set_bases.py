@@ -33,6 +33,14 @@ from subclassaot.torch_internals import set_to_tensor, storage_key
 #   and the output is a view of it with the output's own geometry (fuzz seed 7000 #4697).
 # Either way the base's history runs through a set_ node, as eager's does (CopySlices over set_, or set_ itself):
 # the output's backward raises in both.
+#
+# Note [Views Set Under no_grad With History]
+# `t0 = x * 2; t1 = t0.unsqueeze(-1); with no_grad(): t1.set_(x)` (fuzz seed 40000 #674): eager's t1 lives on x's
+# storage, a view of t0 (its `._base`) with the history of its view chain over t0's (UnsqueezeBackward0 over
+# MulBackward0, whose backward raises where the set_ changed the size). The graph returns t0 as an intermediate base
+# (`no_grad_set_view_root`), with the compiled Function's history; the output replays its chain from it with grad
+# and is then set_() under no_grad onto its dense leaf (Replay.then_set), as the program did. Only for a plain t0
+# with history of its own storage, not itself set_(), and a chain the replay reproduces exactly.
 
 
 def _is_grad_set(value: torch.Tensor, swaps: SwapRecord) -> bool:
@@ -64,6 +72,21 @@ def grad_set_view_root(
     if any(storage_key(leaf) in input_storages for leaf in leaves):
         return None
     return root, leaves
+
+
+def no_grad_set_view_root(value: object, swaps: SwapRecord, input_storages: set[object]) -> torch.Tensor | None:
+    """The plain intermediate r with history that `value`, a plain view of r the program took with grad and then
+    set_() under no_grad onto another storage, still views in eager (Note [Views Set Under no_grad With History])."""
+    if not isinstance(value, torch.Tensor) or not value.requires_grad or is_traceable_subclass(value):
+        return None
+    record = swaps.plain_sets.get(id(value))
+    if record is None or record[1] or id(value) in swaps.swapped_by_data or not swaps.is_view(value):
+        return None
+    root = chain_root(value, swaps)
+    if root is value or is_traceable_subclass(root) or not root.requires_grad or id(root) in swaps.swapped_ids:
+        return None
+    key = storage_key(root)
+    return None if key in input_storages or key == storage_key(value) else root
 
 
 def set_under_grad_holder(

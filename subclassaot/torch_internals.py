@@ -161,6 +161,15 @@ def grad_fn_raises(t: torch.Tensor) -> bool:
     return False
 
 
+def history_size(t: torch.Tensor) -> tuple[int | torch.SymInt, ...] | None:
+    """The size the first output of `t.grad_fn` had when autograd recorded it (what its backward expects of the
+    gradient); None where `t` has no grad_fn. A set_() under no_grad changes `t`'s size but not this."""
+    node = t.grad_fn
+    if node is None:
+        return None
+    return tuple(node._input_metadata[t.output_nr].shape)
+
+
 def is_multi_output_view(t: torch.Tensor) -> bool:
     """An autograd view made by an op returning several views (unbind, split, chunk): autograd refuses to read
     its grad_fn once its base's version counter advanced."""

@@ -447,6 +447,10 @@ def _replay_then_set(
     found = (ReplaySource.OUTPUT, earlier[id(t)]) if id(t) in earlier else found
     if found is not None:
         return Replay(source=found[0], index=found[1], steps=tuple(steps), then_set=True, set_by_data=by_data)
+    base = bases.get(storage_key(t))
+    if not is_traceable_subclass(t) and base is not None and base[1] is t:
+        # Note [Views Set Under no_grad With History]
+        return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps), then_set=True)
     root = root_replay(t, bases, tuple(steps))
     return None if root is None else replace(root, then_set=True)
 

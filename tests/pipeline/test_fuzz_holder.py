@@ -13,7 +13,7 @@ import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.fuzz_helpers import nonleaf, pair, pair_nonleaf
+from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair, pair_nonleaf
 
 T = torch.Tensor
 
@@ -164,3 +164,191 @@ def test_subclass_view_after_set_to_a_view_of_a_nonleaf(compile_fn: CompileFn | 
         return (t0[1:],)
 
     _check(f, lambda: (pair_nonleaf(4, 3),), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Computed with grad, then set_() onto an input under no_grad (Note [Outputs That An Input Was set_() To])
+
+
+def _twice(make: Callable[[], T]) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        x = make()
+        return (x, x)
+
+    return make_inputs
+
+
+def test_no_grad_set_onto_input_passed_twice(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #178: eager's t0 keeps AddBackward0 over x1's storage
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.add(x1)
+        with torch.no_grad():
+            set_to(t0, x1)
+        return (t0,)
+
+    _check(f, _twice(_leaf), compile_fn)
+
+
+def test_no_grad_set_onto_input_then_written(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.sin()
+        with torch.no_grad():
+            set_to(t0, x1)
+        t0.mul_(2.0)
+        return (t0, x0 * 2)
+
+    _check(f, lambda: (_leaf(2, 3), torch.randn(2, 3)), compile_fn)
+
+
+def test_no_grad_sets_of_two_outputs_onto_one_nonleaf(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t0 = x0 * x1
+        with torch.no_grad():
+            set_to(t0, x1)
+        t1 = x0.cos()
+        with torch.no_grad():
+            set_to(t1, x1)
+        return (t0, t1, x1)
+
+    _check(f, lambda: (nonleaf(2, 3), nonleaf(2, 3)), compile_fn)
+
+
+def test_no_grad_set_onto_input_of_another_size_refused(compile_fn: CompileFn | None) -> None:
+    # eager's backward raises (MulBackward0 gets a gradient of the new size): the joint cannot trace that
+    def f(x0: T, x1: T) -> object:
+        t0 = x0 * 2
+        with torch.no_grad():
+            set_to(t0, x1)
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_refused(
+            f, lambda: (_leaf(3), torch.randn(2, 2)), compile_fn, "set_\\(\\) this tensor under no_grad after computing"
+        )
+
+
+def test_no_grad_set_onto_part_of_input_refused(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t0 = x0 * 2
+        with torch.no_grad():
+            set_to(t0, x1[1])
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_refused(
+            f, lambda: (_leaf(3), torch.randn(2, 3)), compile_fn, "set_\\(\\) this tensor under no_grad after computing"
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A view taken with grad, then set_() under no_grad (Note [Views Set Under no_grad With History])
+
+_VIEW_SET_RULE = "a view the program took with grad and then set_\\(\\) under no_grad"
+
+
+def test_view_of_intermediate_set_under_no_grad_onto_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #674 (shrunk): UnsqueezeBackward0 over MulBackward0 on x0's storage, `._base` t0; the backward
+    # raises on the changed size in both
+    def f(x0: T) -> object:
+        t0 = x0.mul(2.0)
+        t1 = t0.unsqueeze(-1)
+        with torch.no_grad():
+            set_to(t1, x0)
+        return (t1,)
+
+    _check(f, lambda: (_leaf(),), compile_fn)
+
+
+def test_view_set_under_no_grad_beside_its_base(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.mul(2.0)
+        t1 = t0.unsqueeze(-1)
+        with torch.no_grad():
+            set_to(t1, x0)
+        return (t1, t0)
+
+    _check(f, lambda: (_leaf(),), compile_fn)
+
+
+def test_view_set_under_no_grad_of_the_same_size(compile_fn: CompileFn | None) -> None:
+    # the backward runs: gradients through SelectBackward0 and MulBackward0
+    def f(x: T, y: T) -> object:
+        t0 = x * 2
+        t1 = t0[0]
+        with torch.no_grad():
+            set_to(t1, y)
+        return (t1,)
+
+    _check(f, lambda: (_leaf(2, 3), _leaf(3)), compile_fn)
+
+
+def test_view_chain_of_nonleaf_set_under_no_grad(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        t0 = x.sin()
+        t1 = t0.t()[1]
+        with torch.no_grad():
+            set_to(t1, y[1:])
+        return (t1, y * 2)
+
+    _check(f, lambda: (nonleaf(2, 3), nonleaf(3)), compile_fn)
+
+
+def test_two_views_one_set_under_no_grad_then_base_written(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        t0 = x * 2
+        t1 = t0[0]
+        t2 = t0[1]
+        with torch.no_grad():
+            set_to(t1, x.cos()[1])
+        t0.mul_(3.0)
+        return (t1, t2)
+
+    _check(f, lambda: (_leaf(2, 3), _leaf(3)), compile_fn)
+
+
+def test_subclass_view_set_under_no_grad_refused(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        t0 = x * 2
+        t1 = t0[0]
+        with torch.no_grad():
+            set_to(t1, y)
+        return (t1,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair(2, 3, requires_grad=True), pair(3)), compile_fn, _VIEW_SET_RULE)
+
+
+def test_view_set_under_no_grad_after_its_base_transposed_refused(compile_fn: CompileFn | None) -> None:
+    # the chain no longer replays from the base as it ends
+    def f(x: T, y: T) -> object:
+        t0 = x * 2
+        t1 = t0[0]
+        t0.t_()
+        with torch.no_grad():
+            set_to(t1, y)
+        return (t1,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (_leaf(2, 3), torch.randn(3)), compile_fn, _VIEW_SET_RULE)
+
+
+def test_data_of_view_of_unreturned_intermediate_of_another_size(compile_fn: CompileFn | None) -> None:
+    # like fuzz seed 2000 #3412: eager's t1 stays a view of the sum, on x0's first row
+    def f(x0: T) -> object:
+        t1 = x0.add(3.0)[1:3]
+        t1.data = x0[0]
+        return (t1,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(3, 4),), compile_fn=compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (torch.randn(3, 4),), compile_fn=compile_fn)
+
+
+def test_data_of_view_chain_of_unreturned_intermediate(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t1 = x0.mul(2.0).t()[1:3]
+        t1.data = x0
+        return (t1, x0 + 1)
+
+    _check(f, lambda: (torch.randn(3, 4),), compile_fn)
