@@ -226,6 +226,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         autograd_visible=storage_key(orig) in swaps.visible_writes,
         visible_through_self=swaps.family_of(run.dense[i]) in swaps.visible_families,
         set_under_grad=id(final) in swaps.grad_set_ids,
+        view_set_under_grad=id(final) in swaps.view_set_bases,
         new_storage_of=new_storage_of,
         new_storage_numel=_storage_numel(final) if storage_changed and set_source is None else None,
         metadata_hidden=bool(view_ops)
@@ -261,13 +262,16 @@ def _with_wrapper_grad_sets(
     mutations: tuple[LeafMutation, ...], run: FunctionalRun, layout: DenseLayout
 ) -> tuple[LeafMutation, ...]:
     """A subclass input set_() under grad (Note [set_ Under Grad]): marked on its leaves."""
-    marked = {
-        j
+    marked: dict[int, bool] = {
+        j: id(t) in run.swaps.view_set_bases
         for i, t in enumerate(run.user_tensors)
         if layout.trees[i] is not None and id(t) in run.swaps.grad_set_ids
         for j in layout.leaves_of_input[i]
     }
-    return tuple(replace(m, set_under_grad=True) if j in marked else m for j, m in enumerate(mutations))
+    return tuple(
+        replace(m, set_under_grad=True, view_set_under_grad=marked[j]) if j in marked else m
+        for j, m in enumerate(mutations)
+    )
 
 
 def _extent(meta: Meta) -> int | sympy.Expr:

@@ -123,6 +123,8 @@ class LeafMutation:
     # a tensor set_() or `.data =`-assigned to its storage: on a leaf that requires grad, eager raises
     visible_through_self: bool = False
     set_under_grad: bool = False  # set_() was called on it with grad enabled while it or the source required grad
+    # ... on a view of it, which rebased its history (Note [Views Of Inputs set_() Under Grad])
+    view_set_under_grad: bool = False
     # set_() to a new storage (set_source None) that an earlier dense leaf ends on too: the leaf that makes it
     new_storage_of: DenseIndex | None = None
     # set_() to a new storage: its size in elements, where concrete (an intermediate's, which the leaf may cover in

@@ -310,15 +310,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if not record.grad_enabled or id(t) in self.record.hidden:
                 return
             t = record.source
-        if t is not x and t.requires_grad:
+        if t is not x:  # (Note [Views Of Inputs set_() Under Grad])
             self.record.grad_set_ids.add(id(t))
-        elif t is not x:
-            raise UnsupportedError(
-                "set_() with grad enabled of a view of a tensor that does not require grad, to a tensor that "
-                "does (or the view does): eager's autograd rebases the view's base on the set_, which then requires "
-                "grad with a history that raises in backward; not supported. set_() a tensor "
-                "that is not a view, or run the set_() under torch.no_grad()"
-            )
+            self.record.view_set_bases.add(id(t))
+            if not t.requires_grad:
+                self.record.view_set_gained.add(id(t))
 
     def _as_strided_source(self, args: tuple[Any, ...]) -> torch.Tensor:
         """Note [as_strided On Inputs]: the tensor to take an as_strided view of, checked against the input's span."""
