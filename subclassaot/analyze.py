@@ -18,6 +18,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.analyze_training import (
     check_history_over_alias,
+    check_input_view_rebuilt,
     check_overlapping_clones,
     check_set_under_grad,
     check_wrapper_grad_gains,
@@ -342,6 +343,7 @@ def _analyze_outputs(
         if grad_set:
             info = replace(info, set_under_grad=True, set_under_grad_view=run.swaps.is_view(value))
         check_set_output_offsets(info, run, mutations)
+        check_input_view_rebuilt(value, info, run)
         infos.append(info)
     _check_views_of_fresh(infos, leaves, bases)
     check_bumped_views(infos, leaves)

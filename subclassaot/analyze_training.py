@@ -42,6 +42,7 @@ __all__ = [
     "check_multi_output_view_inputs",
     "check_multi_output_view_outputs",
     "check_overlapping_clones",
+    "check_input_view_rebuilt",
     "check_set_under_grad",
     "check_wrapper_grad_gains",
     "outputs_set_onto_inputs",
@@ -161,6 +162,28 @@ def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: 
             "set_() under torch.no_grad(), or return a clone"
         )
     return True
+
+
+def check_input_view_rebuilt(value: torch.Tensor, info: OutputInfo, run: FunctionalRun) -> None:
+    """A view of an input set_() under grad is supported where it is rebuilt from that input: replayed, or as_strided
+    of it (Note [Views Of Inputs set_() Under Grad]); a view the graph would compute (its chain not replayable on
+    the input as it ends: fuzz seed 42000 #4220) would not be a view of eager's `._base`."""
+    if not isinstance(value, torch.Tensor) or not run.swaps.grad_set_view_of(value, run.user_tensors):
+        return
+    if info.replay is not None and info.replay.source is ReplaySource.INPUT:
+        return
+    if (
+        info.tree is None
+        and info.replay is None
+        and all(leaf.source is LeafSource.INPUT_ALIAS and leaf.is_view for leaf in info.leaves)
+    ):
+        return
+    raise UnsupportedError(
+        f"{info.path}: the program set_() this tensor with grad enabled, so eager gives it an autograd history through "
+        "set_ (whose derivative is not implemented), which a compiled output that is a view cannot have where its "
+        "view chain cannot be replayed on the input it views (Note [Views Of Inputs set_() Under Grad]). Call set_() "
+        "under torch.no_grad(), or return a clone"
+    )
 
 
 def _view_of_grad_set_intermediate(value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
