@@ -164,7 +164,7 @@ def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: 
     return True
 
 
-def check_input_view_rebuilt(value: torch.Tensor, info: OutputInfo, run: FunctionalRun) -> None:
+def check_input_view_rebuilt(value: object, info: OutputInfo, run: FunctionalRun) -> None:
     """A view of an input set_() under grad is supported where it is rebuilt from that input: replayed, or as_strided
     of it (Note [Views Of Inputs set_() Under Grad]); a view the graph would compute (its chain not replayable on
     the input as it ends: fuzz seed 42000 #4220) would not be a view of eager's `._base`."""
