@@ -262,13 +262,21 @@ def _storage_numel(t: torch.Tensor) -> int | None:
 def _with_wrapper_grad_sets(
     mutations: tuple[LeafMutation, ...], run: FunctionalRun, layout: DenseLayout
 ) -> tuple[LeafMutation, ...]:
-    """A subclass input set_() under grad (Note [set_ Under Grad]): marked on its leaves."""
+    """A subclass input set_() under grad (Note [set_ Under Grad]): marked on its leaves; so are the inputs a view
+    of an input was set_() to under grad (Note [Views Of Inputs set_() Under Grad])."""
     marked: dict[int, bool] = {
         j: id(t) in run.swaps.view_set_bases
         for i, t in enumerate(run.user_tensors)
         if layout.trees[i] is not None and id(t) in run.swaps.grad_set_ids
         for j in layout.leaves_of_input[i]
     }
+    sources = {
+        j
+        for i, t in enumerate(run.user_tensors)
+        if id(t) in run.swaps.view_set_sources
+        for j in layout.leaves_of_input[i]
+    }
+    mutations = tuple(replace(m, view_set_source=True) if j in sources else m for j, m in enumerate(mutations))
     return tuple(
         replace(m, set_under_grad=True, view_set_under_grad=marked[j]) if j in marked else m
         for j, m in enumerate(mutations)
@@ -467,7 +475,8 @@ def _output_info(
             continue
         if key in current:
             _check_within_swapped_input(path, leaf, run, current[key])
-            if tree is None:
+            regrad = tree is None and run.swaps.grad_set_view_of(leaf, run.user_tensors)
+            if tree is None and not regrad:
                 check_grad_view_of_moved_input(path, leaf, run.finals)
             hidden = hidden_base(leaf, run, current[key], input_by_id, earlier, meta != leaf_meta(leaf))
             shift = run.clone_offset_shift.get(current[key])
@@ -484,7 +493,10 @@ def _output_info(
                     same_object=leaf is run.finals[current[key]],
                     input_layout=key not in original and meta == leaf_meta(run.finals[current[key]]),
                     hidden_base=hidden,
-                    foreign_base=None if tree is not None else foreign_base(leaf, run.finals, set(original), bases),
+                    foreign_base=None
+                    if tree is not None
+                    else foreign_base(leaf, run.finals, set(original), bases, regrad),
+                    foreign_grad=regrad,
                     hidden_key=None if hidden is None else id(leaf._base),
                 )
             )

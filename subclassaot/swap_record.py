@@ -69,6 +69,7 @@ class SwapRecord:
     # ... of those, the bases a set_() of their view rebased (Note [Views Of Inputs set_() Under Grad])
     view_set_bases: set[int] = field(default_factory=set)
     view_set_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad before
+    view_set_sources: set[int] = field(default_factory=set)  # ... the view roots of the tensors they were set_() to
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
     # torch functions the program called with requires_grad=True (Note [Tensors Made Requiring Grad Inside The Program])

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import torch
+
 from subclassaot.backward_probe import BackwardEnd, grad_output_count, probe_eager_backward
 from subclassaot.errors import UnsupportedError
 from subclassaot.schemas import Analysis, DenseLayout, FlatInputs
@@ -32,7 +34,10 @@ __all__ = ["refuse_view_set_order"]
 # before it in backward (Note [Probing Eager's Backward]), and one of them may hand a leaf its gradient before the
 # set_ raises (`t0 = x[0]; t0.set_(t0); return t0, w * 2`: w.grad is set). Ours are made by the epilogue, after the
 # compiled Function's node, and raise before that node runs. So such a program is probed, and refused where the probe
-# sees some backward raise after a leaf got its gradient (or cannot run it).
+# sees some backward raise after a leaf got its gradient (or cannot run it). Eager's set_ node also has an edge to
+# the history of the tensor set_() to, whose gradient then waits behind it: an autograd leaf input (`t0.set_(w);
+# return t0, w`) gets none where a backward reaches the node; ours, rebuilt on w's storage, has no such edge, so a
+# program whose probe sees any backward reach a raising node is refused there.
 
 
 def refuse_view_set_order(
@@ -43,6 +48,15 @@ def refuse_view_set_order(
     if not rebased or grad_output_count(call, flat) == 0:
         return  # no output to run a backward through
     ends = probe_eager_backward(call, flat)
+    held = [j for j, m in enumerate(analysis.mutations) if m.view_set_source and _grad_leaf(flat, layout, j)]
+    if held and (ends is None or any(end is not BackwardEnd.COMPLETES for end in ends.values())):
+        path = flat.leaves[layout.leaves[held[0]].owner].path
+        raise UnsupportedError(
+            f"{path}: the program set_() a view of an input with grad enabled to (a view of) this input, an autograd "
+            "leaf that requires grad: eager's set_ node holds back its gradient where a backward reaches that node, "
+            "which a compiled output rebuilt on its storage does not (Note [Views Of Inputs set_() Under Grad]). "
+            "set_() to a clone of it, or under torch.no_grad()"
+        )
     if ends is not None and BackwardEnd.RAISES_AFTER_GRADS not in ends.values():
         return
     paths = ", ".join(sorted({flat.leaves[layout.leaves[j].owner].path for j in rebased}))
@@ -53,3 +67,8 @@ def refuse_view_set_order(
         "be probed), which the compiled backward does not reproduce (Note [Views Of Inputs set_() Under Grad]). "
         "Call set_() under torch.no_grad(), or on a clone"
     )
+
+
+def _grad_leaf(flat: FlatInputs, layout: DenseLayout, j: int) -> bool:
+    real = flat.values[layout.leaves[j].owner]
+    return isinstance(real, torch.Tensor) and real.requires_grad and real.is_leaf

@@ -143,6 +143,52 @@ def test_view_of_input_view_set_under_grad_refused(compile_fn: CompileFn | None)
     assert_refused(f, make_inputs, compile_fn, "cannot be replayed on the input it views")
 
 
+def test_plain_view_of_input_set_onto_another_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #7491 (refused before): t0 stays a view of x0 (`._base`) on x1's storage
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            x1.t_()
+        t0 = x0.t()
+        set_to(t0, x1)
+        with torch.no_grad():
+            x1.unsqueeze(2)
+        return (t0,)
+
+    _check(f, lambda: (nonleaf(), nonleaf(4, 1)), compile_fn)
+
+
+def test_views_of_input_set_onto_other_inputs(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.t()
+        t1 = x0[1]
+        set_to(t0, x1)
+        set_to(t1, x1[1:])
+        return (t0, t1, x1, x0)
+
+    _check(f, lambda: (nonleaf(2, 3), torch.randn(4)), compile_fn)
+    _check(f, lambda: (nonleaf(2, 3), nonleaf(4)), compile_fn)
+    _check(f, lambda: (pair_nonleaf(2, 3), pair(4)), compile_fn)
+
+    def g(x0: T, x1: T) -> object:
+        t0 = x0.t()
+        set_to(t0, x1)
+        return (t0, x1, x0)
+
+    _check(g, lambda: (torch.randn(2, 3), nonleaf(4)), compile_fn)  # x0 gains grad
+
+
+def test_view_of_input_set_onto_grad_leaf_refused(compile_fn: CompileFn | None) -> None:
+    # diverged when first supported (x1.grad a tensor vs eager None): eager's set_ node holds back x1's gradient
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.t()
+        set_to(t0, x1)
+        return (t0, x1)
+
+    rule = "an autograd leaf that requires grad: eager's set_ node holds"
+    assert_refused(f, lambda: (nonleaf(2, 3), torch.randn(4, requires_grad=True)), compile_fn, rule)
+    assert_refused(f, lambda: (pair_nonleaf(2, 3), pair(4, requires_grad=True)), compile_fn, rule)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Eager's backward gives a leaf its gradient before the set_'s node raises: refused
 
