@@ -28,7 +28,8 @@ from subclassaot.torch_internals import get_version, set_to_tensor, set_version,
 # graph then returns as an intermediate base (its values are eager's). The output is rebuilt as a view of that
 # root, empty, then set_() onto the storage, size, stride and offset it has in eager (`view_onto`), as the program
 # did; the set_() is the runtime's own, so the shared version counter is put back. Only for outputs that do not
-# require grad: a set_() on a view that does rewrites its history, which eager's never had.
+# require grad: a set_() on a view that does rewrites its history, which eager's never had, unless the program's
+# own set_() with grad moved it there (Note [Views Of Inputs set_() Under Grad]: then the set_ runs with grad).
 #
 # Note [Views Sharing An Intermediate]
 # Two outputs made by view chains through one eager intermediate (`t0 = x.detach(); return t0.view(...), t0.t()`,

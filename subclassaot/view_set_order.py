@@ -25,7 +25,8 @@ __all__ = ["refuse_view_set_order"]
 # backward), while t0 stays a view of x (`t0._base is x`) with y's storage and layout. The epilogue repeats `x.set_(x)`
 # under grad (Note [set_ Under Grad]), so x and every view of it rebuilt after the epilogue get a history through a
 # raising node; a returned t0 is rebuilt so, by its view chain on x (a subclass view then takes its contents without
-# autograd: Note [Wrapper Storage After set_]), or by as_strided of x where it stays on x's storage: `_base`, storage,
+# autograd: Note [Wrapper Storage After set_]), by as_strided of x where it stays on x's storage, or as a view of x
+# set_() with grad onto another input's storage (Note [Views Set Onto Another Storage]; #7491): `_base`, storage,
 # layout and version are eager's (fuzz seed 40000 #26, #1538, #2713, #2842, #5887). A base that did not require
 # grad gains it so (an input: Note [Inputs That Gain Grad In Training]; an intermediate: the graph's, set_() by the
 # runtime as in Note [Outputs set_() Under Grad]; fuzz seed 40000 #2672, #8747); a returned view of such an
