@@ -18,6 +18,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.analyze_training import (
     check_history_over_alias,
+    check_input_view_rebuilt,
     check_overlapping_clones,
     check_set_under_grad,
     check_wrapper_grad_gains,
@@ -227,6 +228,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         autograd_visible=storage_key(orig) in swaps.visible_writes,
         visible_through_self=swaps.family_of(run.dense[i]) in swaps.visible_families,
         set_under_grad=id(final) in swaps.grad_set_ids,
+        view_set_under_grad=id(final) in swaps.view_set_bases,
         new_storage_of=new_storage_of,
         new_storage_numel=_storage_numel(final) if storage_changed and set_source is None else None,
         metadata_hidden=bool(view_ops)
@@ -261,14 +263,25 @@ def _storage_numel(t: torch.Tensor) -> int | None:
 def _with_wrapper_grad_sets(
     mutations: tuple[LeafMutation, ...], run: FunctionalRun, layout: DenseLayout
 ) -> tuple[LeafMutation, ...]:
-    """A subclass input set_() under grad (Note [set_ Under Grad]): marked on its leaves."""
-    marked = {
-        j
+    """A subclass input set_() under grad (Note [set_ Under Grad]): marked on its leaves; so are the inputs a view
+    of an input was set_() to under grad (Note [Views Of Inputs set_() Under Grad])."""
+    marked: dict[int, bool] = {
+        j: id(t) in run.swaps.view_set_bases
         for i, t in enumerate(run.user_tensors)
         if layout.trees[i] is not None and id(t) in run.swaps.grad_set_ids
         for j in layout.leaves_of_input[i]
     }
-    return tuple(replace(m, set_under_grad=True) if j in marked else m for j, m in enumerate(mutations))
+    sources = {
+        j
+        for i, t in enumerate(run.user_tensors)
+        if id(t) in run.swaps.view_set_sources
+        for j in layout.leaves_of_input[i]
+    }
+    mutations = tuple(replace(m, view_set_source=True) if j in sources else m for j, m in enumerate(mutations))
+    return tuple(
+        replace(m, set_under_grad=True, view_set_under_grad=marked[j]) if j in marked else m
+        for j, m in enumerate(mutations)
+    )
 
 
 def _extent(meta: Meta) -> int | sympy.Expr:
@@ -344,6 +357,7 @@ def _analyze_outputs(
                 grad_set_base=grad_set_base(path, value, run, bases),
             )
         check_set_output_offsets(info, run, mutations)
+        check_input_view_rebuilt(value, info, run)
         infos.append(info)
     _check_views_of_fresh(infos, leaves, bases)
     check_bumped_views(infos, leaves)
@@ -467,7 +481,8 @@ def _output_info(
             continue
         if key in current:
             _check_within_swapped_input(path, leaf, run, current[key])
-            if tree is None:
+            regrad = tree is None and run.swaps.grad_set_view_of(leaf, run.user_tensors)
+            if tree is None and not regrad:
                 check_grad_view_of_moved_input(path, leaf, run.finals)
             hidden = hidden_base(leaf, run, current[key], input_by_id, earlier, meta != leaf_meta(leaf))
             shift = run.clone_offset_shift.get(current[key])
@@ -484,7 +499,10 @@ def _output_info(
                     same_object=leaf is run.finals[current[key]],
                     input_layout=key not in original and meta == leaf_meta(run.finals[current[key]]),
                     hidden_base=hidden,
-                    foreign_base=None if tree is not None else foreign_base(leaf, run.finals, set(original), bases),
+                    foreign_base=None
+                    if tree is not None
+                    else foreign_base(leaf, run.finals, set(original), bases, regrad),
+                    foreign_grad=regrad,
                     hidden_key=None if hidden is None else id(leaf._base),
                 )
             )

@@ -50,6 +50,7 @@ __all__ = [
     "check_multi_output_view_inputs",
     "check_multi_output_view_outputs",
     "check_overlapping_clones",
+    "check_input_view_rebuilt",
     "check_set_under_grad",
     "check_wrapper_grad_gains",
     "outputs_set_onto_inputs",
@@ -118,15 +119,14 @@ def wrapper_uses(
 # refused, fuzz seed 7000 #4015, #4050, #6854) or where none of its paths crosses a set_ node (a gradient that
 # avoids the failing node: refused by Note [Backward Errors Are Deferred]). The leaves behind non-leaf inputs are
 # reached through nodes make_inputs made, which run last. Supported: seed 7000 #380, #742, #1249, #9601. Views
-# set_() under grad are refused (eager rebases their base on the set_: the input's history would raise too). A
+# of inputs set_() under grad are rebuilt from the input instead (Note [Views Of Inputs set_() Under Grad]). A
 # subclass output gets a holder of its own class (a clone of a detached alias), set_() at the wrapper level, whose
 # wrapper storage is then the output's (Note [Wrapper Storage After set_]; fuzz seed 3000 #4064). A view of an
 # intermediate (`t = (x * 2).view(-1); t.set_(y)`) stays a view of it in eager, whose history the set_ rebases: the
 # holder is then a view of a base that requires grad with the intermediate's values, and set_() rebases that base
 # the same way (a view of a tensor that is neither an input nor an output, whose backward raises; fuzz seed 3000
-# #3141, #7105; Note [Bases Of Outputs set_() Under Grad]). Views of
-# inputs are refused (eager rebases the input's own history on the set_). So is a view taken after the set_ (`t0 =
-# x * 2; t0.set_(x); return t0.t()`: a grad_fn through the set_, `_base` t0) unless t0 is an intermediate no other
+# #3141, #7105; Note [Bases Of Outputs set_() Under Grad]). Other views are refused. So is a view taken after the
+# set_ (`t0 = x * 2; t0.set_(x); return t0.t()`: a grad_fn through the set_, `_base` t0) unless t0 is an intermediate no other
 # output is or views, no view, and every view in the chain was taken with grad on (none by unbind, split, ...,
 # whose in-place writes eager refuses): then it is a view of a holder set_() to t0 as it ends (fuzz seed 7000
 # #1471, #4697).
@@ -153,6 +153,15 @@ def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: 
         raise UnsupportedError(
             f"{path}: the program set_() this tensor subclass, whose inner tensors are tensor subclasses too, with "
             "grad enabled; in training this is not supported. Call set_() under torch.no_grad(), or return a clone"
+        )
+    if run.swaps.grad_set_view_of(value, run.user_tensors):
+        return False  # rebuilt from the input the epilogue set_() under grad (Note [Views Of Inputs set_() Under Grad])
+    if run.swaps.is_view(value) and id(_view_root_of(value, run)) in run.swaps.view_set_gained:
+        raise UnsupportedError(
+            f"{path}: the program set_() this view with grad enabled, of a tensor that did not require grad, to a "
+            "tensor that does: eager's autograd rebases the view's base on the set_, and a compiled output that is "
+            "a view of that base cannot have its `._base` (Note [Views Of Inputs set_() Under Grad]). set_() a "
+            "tensor that is not a view, or run the set_() under torch.no_grad()"
         )
     if run.swaps.is_view(value) and not _grad_view_of_intermediate(value, run, outputs):
         raise UnsupportedError(
@@ -185,6 +194,28 @@ def grad_set_base(
         f"{path} is a view of an intermediate that the program set_() with grad enabled, and that intermediate (the "
         "output's `._base` in eager) does not end on storage of its own the compiled graph can return (Note [Bases "
         "Of Outputs set_() Under Grad]). Call set_() under torch.no_grad(), or return a clone"
+    )
+
+
+def check_input_view_rebuilt(value: object, info: OutputInfo, run: FunctionalRun) -> None:
+    """A view of an input set_() under grad is supported where it is rebuilt from that input: replayed, or as_strided
+    of it (Note [Views Of Inputs set_() Under Grad]); a view the graph would compute (its chain not replayable on
+    the input as it ends: fuzz seed 42000 #4220) would not be a view of eager's `._base`."""
+    if not isinstance(value, torch.Tensor) or not run.swaps.grad_set_view_of(value, run.user_tensors):
+        return
+    if info.replay is not None and info.replay.source is ReplaySource.INPUT:
+        return
+    if (
+        info.tree is None
+        and info.replay is None
+        and all(leaf.source is LeafSource.INPUT_ALIAS and leaf.is_view for leaf in info.leaves)
+    ):
+        return
+    raise UnsupportedError(
+        f"{info.path}: the program set_() this tensor with grad enabled, so eager gives it an autograd history through "
+        "set_ (whose derivative is not implemented), which a compiled output that is a view cannot have where its "
+        "view chain cannot be replayed on the input it views (Note [Views Of Inputs set_() Under Grad]). Call set_() "
+        "under torch.no_grad(), or return a clone"
     )
 
 

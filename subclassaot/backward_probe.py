@@ -102,6 +102,14 @@ def probe_eager_backward(call: Callable[..., object], flat: FlatInputs) -> Mappi
     return ends
 
 
+def grad_output_count(call: Callable[..., object], flat: FlatInputs) -> int | None:
+    """How many of the program's tensor outputs require grad, run on static fakes; None where it does not run."""
+    try:
+        return len(_trial(call, flat, None)[0])
+    except Exception:  # a program the probe cannot run
+        return None
+
+
 def eager_backward_error(call: Callable[..., object], flat: FlatInputs) -> RuntimeError | None:
     """The error eager's backward through every output that requires grad raises on static fakes, if any (Note
     [Probing Eager's Backward])."""

@@ -52,6 +52,7 @@ from subclassaot.training_rules import (
     refuse_written_views_changed_in_place,
     wrapper_update_inputs,
 )
+from subclassaot.view_set_order import refuse_view_set_order
 
 # Note [Backward Errors Are Deferred]
 # Some programs run forward fine in eager and fail only in backward: x.mul_(x) on a tensor autograd saved, set_() on
@@ -215,6 +216,7 @@ def trace_backward(
     reach: list[frozenset[int]] = []
     error: RuntimeError | None = None
     raising: frozenset[int] = frozenset()
+    refuse_view_set_order(call, flat, layout, analysis)
     try:
         setup, joint = trace_joint_views(setup, tangent_fakes, reach)
     except UnsupportedError:

@@ -17,7 +17,7 @@ import torch
 from subclassaot.errors import UnsupportedError
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import LeafSource
-from subclassaot.torch_internals import get_version, set_version, storage_key
+from subclassaot.torch_internals import get_version, set_to_tensor, set_version, storage_key
 
 # Note [Views Set Onto Another Storage]
 # A view keeps its `._base` when set_() moves it, or its base, to another storage: after `t1 = t0.diagonal();
@@ -28,7 +28,8 @@ from subclassaot.torch_internals import get_version, set_version, storage_key
 # graph then returns as an intermediate base (its values are eager's). The output is rebuilt as a view of that
 # root, empty, then set_() onto the storage, size, stride and offset it has in eager (`view_onto`), as the program
 # did; the set_() is the runtime's own, so the shared version counter is put back. Only for outputs that do not
-# require grad: a set_() on a view that does rewrites its history, which eager's never had.
+# require grad: a set_() on a view that does rewrites its history, which eager's never had, unless the program's
+# own set_() with grad moved it there (Note [Views Of Inputs set_() Under Grad]: then the set_ runs with grad).
 #
 # Note [Views Sharing An Intermediate]
 # Two outputs made by view chains through one eager intermediate (`t0 = x.detach(); return t0.view(...), t0.t()`,
@@ -56,11 +57,13 @@ def foreign_base(
     finals: Sequence[torch.Tensor],
     original_storages: set[object],
     bases: dict[object, tuple[int, torch.Tensor]],
+    grad_set: bool = False,
 ) -> tuple[LeafSource, int] | None:
     """Where eager's `._base` of a plain output view on another storage is at run time: an input's dense leaf
     (INPUT_ALIAS, its DenseIndex) or an intermediate base (INTERMEDIATE_ALIAS, its number); None when it is neither
-    or the view is on its base's storage (Note [Views Set Onto Another Storage])."""
-    root = None if leaf.requires_grad else _moved_root(leaf)
+    or the view is on its base's storage (Note [Views Set Onto Another Storage]). `grad_set`: a view of an input the
+    program set_() there with grad on, which requires grad (Note [Views Of Inputs set_() Under Grad])."""
+    root = None if leaf.requires_grad and not grad_set else _moved_root(leaf)
     if root is None:
         return None
     inputs = [j for j, f in enumerate(finals) if f is root]
@@ -97,13 +100,24 @@ def _moved_root(leaf: torch.Tensor) -> torch.Tensor | None:
 
 
 def view_onto(
-    root: torch.Tensor, storage: torch.Tensor, size: Sequence[int], stride: Sequence[int], offset: int
+    root: torch.Tensor,
+    storage: torch.Tensor,
+    size: Sequence[int],
+    stride: Sequence[int],
+    offset: int,
+    grad: bool = False,
 ) -> torch.Tensor:
     """A view of `root` that lives on `storage`'s storage with this size, stride and offset (Note [Views Set Onto
-    Another Storage])."""
+    Another Storage]). `grad`: made and set_() with grad on, as the program did (Note [Views Of Inputs set_() Under
+    Grad]); otherwise without (eager's view does not require grad: foreign_root)."""
     version = get_version(root)
-    with torch.no_grad():  # eager's view does not require grad (foreign_root): it was made under no_grad
+    if grad and torch.is_grad_enabled():
+        # eager's set_ node has an edge to the source's history: a gradient of the source waits behind it
         view = root.as_strided((0,), (1,), root.storage_offset())
-        view.set_(storage.untyped_storage(), offset, list(size), list(stride))
+        set_to_tensor(view, storage.as_strided(size, stride, offset))
+    else:
+        with torch.no_grad():
+            view = root.as_strided((0,), (1,), root.storage_offset())
+            view.set_(storage.untyped_storage(), offset, list(size), list(stride))
     set_version(view, version)
     return view

@@ -262,7 +262,7 @@ def _from_leaves(
             kind, at = leaf.foreign_base
             root = dense[at] if kind is LeafSource.INPUT_ALIAS else bases[at]
             assert isinstance(root, torch.Tensor)
-            leaves.append(view_onto(root, source, *ev.meta(leaf.meta, symbols)))
+            leaves.append(view_onto(root, source, *ev.meta(leaf.meta, symbols), grad=leaf.foreign_grad))
             continue
         if leaf.hidden_base is not None:
             hidden = non_view_alias(source.as_strided(*ev.meta(leaf.hidden_base, symbols)))

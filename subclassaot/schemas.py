@@ -123,6 +123,10 @@ class LeafMutation:
     # a tensor set_() or `.data =`-assigned to its storage: on a leaf that requires grad, eager raises
     visible_through_self: bool = False
     set_under_grad: bool = False  # set_() was called on it with grad enabled while it or the source required grad
+    # ... on a view of it, which rebased its history (Note [Views Of Inputs set_() Under Grad])
+    view_set_under_grad: bool = False
+    # a view of a tensor was set_() under grad to (a view of) it (Note [Views Of Inputs set_() Under Grad])
+    view_set_source: bool = False
     # set_() to a new storage (set_source None) that an earlier dense leaf ends on too: the leaf that makes it
     new_storage_of: DenseIndex | None = None
     # set_() to a new storage: its size in elements, where concrete (an intermediate's, which the leaf may cover in
@@ -166,6 +170,9 @@ class OutputLeaf:
     # a view whose `._base` in eager is on another storage (Note [Views Set Onto Another Storage]): that base, an
     # input's dense leaf (INPUT_ALIAS, DenseIndex) or an intermediate base (INTERMEDIATE_ALIAS, base number)
     foreign_base: tuple[LeafSource, int] | None = None
+    # ... an input whose view the program set_() there with grad on: rebuilt so, with grad (Note [Views Of Inputs
+    # set_() Under Grad])
+    foreign_grad: bool = False
     # hidden_base: a token naming eager's hidden base object, shared by the leaves that view it (Note [Views Sharing
     # An Intermediate])
     hidden_key: int | None = None

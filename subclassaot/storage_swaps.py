@@ -158,8 +158,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.wrapper_grad_sets.pop(id(args[0]), None)
             if func in SET_OPS and torch.is_grad_enabled() and (args[0].requires_grad or source_grad):
                 if self.depth == 0:
-                    self._grad_set(args[0])  # Note [set_ Under Grad], at the wrapper level
                     source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
+                    self._grad_set(args[0], source)  # Note [set_ Under Grad], at the wrapper level
                     self.record.wrapper_grad_sets[id(args[0])] = (source, len(self.record.wrapper_ops) - 1)
             return out
         if func is torch.ops.aten.resize_.default and args and is_functional(args[0]):
@@ -209,7 +209,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self._set(func, args, kwargs)
             source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
             if torch.is_grad_enabled() and (args[0].requires_grad or source_grad) and self.depth == 0:
-                self._grad_set(args[0])  # autograd recorded a set_ it cannot differentiate
+                source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
+                self._grad_set(args[0], source)  # autograd recorded a set_ it cannot differentiate
             made_here = id(args[0]) in self.record.views  # a view the program took (not an aliased input's)
             if torch.is_grad_enabled() and made_here and args[0]._is_view() and id(args[0]) not in self.record.hidden:
                 self.record.set_views.add(id(args[0]))  # Note [contiguous() Of A Contiguous Clone]
@@ -301,24 +302,23 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if self.record.wrapper_first_sets:
             self.record.note_reads_after_set(subclass_args, written)
 
-    def _grad_set(self, x: torch.Tensor) -> None:
+    def _grad_set(self, x: torch.Tensor, source: torch.Tensor | None = None) -> None:
         """Note [set_ Under Grad]: set_() of `x` with grad on. On a view taken with grad on, eager's autograd
-        rebases the view's base on the set_ node too: its history then raises in backward as well."""
+        rebases the view's base on the set_ node too: its history then raises in backward as well. `source`: the
+        tensor set_() to (Note [Views Of Inputs set_() Under Grad])."""
         self.record.grad_set_ids.add(id(x))
         t = x
         while (record := self.record.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
             if not record.grad_enabled or id(t) in self.record.hidden:
                 return
             t = record.source
-        if t is not x and t.requires_grad:
+        if t is not x:  # (Note [Views Of Inputs set_() Under Grad])
             self.record.grad_set_ids.add(id(t))
-        elif t is not x:
-            raise UnsupportedError(
-                "set_() with grad enabled of a view of a tensor that does not require grad, to a tensor that "
-                "does (or the view does): eager's autograd rebases the view's base on the set_, which then requires "
-                "grad with a history that raises in backward; not supported. set_() a tensor "
-                "that is not a view, or run the set_() under torch.no_grad()"
-            )
+            self.record.view_set_bases.add(id(t))
+            if source is not None:
+                self.record.view_set_sources.add(id(self.record.view_root(source)))
+            if not t.requires_grad:
+                self.record.view_set_gained.add(id(t))
 
     def _as_strided_source(self, args: tuple[Any, ...]) -> torch.Tensor:
         """Note [as_strided On Inputs]: the tensor to take an as_strided view of, checked against the input's span."""

@@ -6,6 +6,7 @@ of views, in-place view ops and `.data =` assignments, and `Elements`, the stora
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +66,10 @@ class SwapRecord:
     grown_ids: set[int] = field(default_factory=set)  # id() of tensors resize_() grew beyond their storage
     # id() of tensors set_() with grad on while they or the source required grad (autograd recorded a set_ node)
     grad_set_ids: set[int] = field(default_factory=set)
+    # ... of those, the bases a set_() of their view rebased (Note [Views Of Inputs set_() Under Grad])
+    view_set_bases: set[int] = field(default_factory=set)
+    view_set_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad before
+    view_set_sources: set[int] = field(default_factory=set)  # ... the view roots of the tensors they were set_() to
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
     # torch functions the program called with requires_grad=True (Note [Tensors Made Requiring Grad Inside The Program])
@@ -150,6 +155,17 @@ class SwapRecord:
     stale_reads: set[object] = field(default_factory=set)
     function_layouts: dict[int, tuple[object, ...]] = field(default_factory=dict)  # ... the layout it makes
     seq: int = 0
+
+    def grad_set_view_of(self, value: torch.Tensor, inputs: Sequence[torch.Tensor]) -> bool:
+        """`value` is a chain of views, all taken with grad on (none by a multi-output op, .data or detach()), of one
+        of `inputs` whose history a set_() under grad of such a view rebased (Note [Views Of Inputs set_() Under
+        Grad])."""
+        t = value
+        while (record := self.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+            if not record.grad_enabled or id(t) in self.hidden or record.index is not None:
+                return False
+            t = record.source
+        return t is not value and id(t) in self.view_set_bases and any(t is u for u in inputs)
 
     def note_wrapper_set(self, t: torch.Tensor, seq: int, size_before: tuple[Any, ...]) -> None:
         """`t.set_(...)` on a wrapper subclass, at `seq`; `size_before`: t's size before it."""

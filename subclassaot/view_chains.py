@@ -416,7 +416,8 @@ def _set_after_made(value: torch.Tensor, run: FunctionalRun) -> bool:
     found = _set_record(value, run)
     if found is None or id(value) not in run.swaps.views:
         return False
-    return not value.requires_grad or not found[1]
+    # or a view of an input set_() under grad: Note [Views Of Inputs set_() Under Grad]
+    return not value.requires_grad or not found[1] or run.swaps.grad_set_view_of(value, run.user_tensors)
 
 
 def _set_record(value: torch.Tensor, run: FunctionalRun) -> tuple[int, bool] | None:
