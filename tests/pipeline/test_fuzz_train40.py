@@ -7,6 +7,9 @@ that an in-place view op changed after they were taken.
 - `x.mul_(0.5); t0 = x.select(2, 0); t0.t_(); return t0` with a PairTensor x: t0 was replayed before the epilogue's
   write to x, whose bump left its grad_fn stale, regenerated without the t_() (Note [Views Refreshed By Their Own
   t_()]; seed 40000 #7249).
+- A plain input x2 and a view of it x1 (both inputs), x2 written with a PairTensor operand: x1's gradient is a
+  PairTensor in eager; the group was traced from its synthetic base, whose CopySlices made it plain (Note [Plain
+  Inputs Traced As Their Own Base]; seed 11000 #6100, whose test is in test_fuzz_gradtype.py).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import pytest
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
-from tests.pipeline.fuzz_helpers import nonleaf, pair_nonleaf
+from tests.pipeline.corpus import set_to
+from tests.pipeline.fuzz_helpers import nonleaf, pair, pair_nonleaf
 
 T = torch.Tensor
 
@@ -114,3 +118,56 @@ def test_written_input_view_changed_by_inplace_view_op(
     for grad in (True, False):
         with torch.set_grad_enabled(grad):
             assert_matches_eager(fn, lambda: (make_input(3, 3, 3),), compile_fn=compile_fn)
+
+
+def _written_with_operand(x0: T, x1: T, x2: T) -> tuple[T, ...]:
+    x2.mul_(x0)
+    return (x1,)
+
+
+def _viewed_then_written(x0: T, x1: T, x2: T) -> tuple[T, ...]:
+    v = x2.view(-1)
+    x2.mul_(x0)
+    return (v, x1, x2)
+
+
+def _written_then_set(x0: T, x1: T, x2: T) -> tuple[T, ...]:
+    # a storage moved: analyzed from the synthetic base, as before (Note [Plain Inputs Traced As Their Own Base])
+    v = x2.t()
+    x2.mul_(x0)
+    set_to(x2, x2.sin())
+    return (x1, v)
+
+
+def _t_view(requires_grad: bool) -> tuple[T, T, T]:
+    b1 = nonleaf(2, 1)
+    return (pair(requires_grad=requires_grad), b1.t(), b1)
+
+
+def _reshaped_view(requires_grad: bool) -> tuple[T, T, T]:
+    b1 = nonleaf(2, 3)
+    return (pair(3, requires_grad=requires_grad), b1.view(3, 2), b1)
+
+
+def _row_view(requires_grad: bool) -> tuple[T, T, T]:
+    b1 = nonleaf(2, 3)
+    return (pair(3, requires_grad=requires_grad), b1[1], b1)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [_written_with_operand, _viewed_then_written, _written_then_set],
+    ids=["written", "viewed_then_written", "written_then_set"],
+)
+@pytest.mark.parametrize("make", [_t_view, _reshaped_view, _row_view], ids=["t", "view", "row"])
+@pytest.mark.parametrize("operand_grad", [False, True], ids=["operand", "operand_grad"])
+def test_input_and_its_view_written_with_pair_operand(
+    fn: Callable[..., tuple[T, ...]],
+    make: Callable[[bool], tuple[T, T, T]],
+    operand_grad: bool,
+    compile_fn: CompileFn | None,
+) -> None:
+    # "leaf 0 behind args[1].grad: type 'Tensor' vs eager 'PairTensor'"
+    for grad in (True, False):
+        with torch.set_grad_enabled(grad):
+            assert_matches_eager(fn, lambda: make(operand_grad), compile_fn=compile_fn)
