@@ -36,6 +36,7 @@ from subclassaot.foreign_bases import check_grad_view_of_moved_input, foreign_ba
 from subclassaot.functional_offsets import check_set_output_offsets, eager_offset
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.grad_scope import check_subclass_input_through_function
+from subclassaot.own_base import check_own_base_run, with_own_base_views
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import (
     Analysis,
@@ -91,9 +92,14 @@ def analyze(
     user_fakes: Sequence[torch.Tensor],
     fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
     nonleaf_wrappers: frozenset[int] = frozenset(),
+    own_base_views: bool | None = None,
 ) -> Analysis:
     """`nonleaf_wrappers`: subclass inputs that require grad and are not leaves in eager (the program may mutate
-    them in place); the analysis runs them as clones, which are non-leaves too."""
+    them in place); the analysis runs them as clones, which are non-leaves too. `own_base_views`: Note [Plain Inputs
+    Traced As Their Own Base] (None: tried as `with_own_base_views` says)."""
+    if own_base_views is None:
+        args = (call, flat, layout, dense_fakes, user_fakes, fake_mode, nonleaf_wrappers)
+        return with_own_base_views(layout, flat, lambda views: analyze(*args, own_base_views=views))
     graph_fakes = graph_example_inputs(layout, dense_fakes)
     # A synthetic base that requires grad runs as a clone, as in the backward trace (Note [Aliased Inputs In
     # Training]): an in-place op on a member then happens to a non-leaf, as in eager.
@@ -110,7 +116,9 @@ def analyze(
             requires_grad_like=user_fakes,
             clone_inputs=nonleaf_wrappers,
             clone_graph_inputs=grad_groups,
+            own_base_views=own_base_views,
         )
+        check_own_base_run(run.swaps, own_base_views)
         _check_requires_grad_calls(run)
         check_mixed_grad_view_ops(flat, run)
         mutations = _with_wrapper_grad_sets(
@@ -143,6 +151,7 @@ def analyze(
         last_bumps=tuple(last_bump(t, run) for t in run.user_tensors),
         read_after_set=tuple(id(t) in run.swaps.read_after_set for t in run.user_tensors),
         self_set=tuple(id(t) in run.swaps.self_sets for t in run.user_tensors),
+        own_base_views=own_base_views,
         data_assigned=bool(run.swaps.data_sets or run.swaps.wrapper_data),
         wrapper_first_write=uses[0],
         wrapper_last_use=uses[1],

@@ -83,6 +83,7 @@ def run_functional(
     clone_inputs: frozenset[int] = frozenset(),
     clone_graph_inputs: frozenset[int] = frozenset(),
     view_clone_inputs: frozenset[int] = frozenset(),
+    own_base_views: bool = False,
 ) -> FunctionalRun:
     """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
     graph_fun = [to_functional(v) for v in graph_values]
@@ -91,7 +92,7 @@ def run_functional(
     for k in sorted(clone_graph_inputs):
         # A synthetic base that requires grad: the program mutates (views of) a clone, and gradients are taken
         # with respect to the base as it was (Note [Training Through A Joint Graph]).
-        graph_fun[k], members = clone_synthetic_base(layout, flat, k, graph_fun[k])
+        graph_fun[k], members = clone_synthetic_base(layout, flat, k, graph_fun[k], own_base_views)
         own.update(members)
     dense = dense_from_graph_inputs(layout, graph_fun)
     for m, member in own.items():

@@ -22,6 +22,7 @@ from typing import cast
 import sympy
 import torch
 
+from subclassaot.own_base import own_base_guards
 from subclassaot.protocol import SubclassNode
 from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
 from subclassaot.torch_internals import python_source, symint_expr
@@ -260,6 +261,7 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
     for i, base in enumerate(layout.view_of):
         if base is not None:  # Note [Subclass Members Traced As Views Of Their Base Input]
             conds.append(f"v{flat.tensor_indices[i]}._base is v{flat.tensor_indices[base]}")
+    conds += own_base_guards(layout, flat, accesses)  # Note [Plain Inputs Traced As Their Own Base]
     paths = w.constant(tuple(leaf.path for leaf in layout.leaves))
     w.check(
         " and ".join(conds),

@@ -228,6 +228,7 @@ def trace_joint(
                 clone_inputs=clone,
                 clone_graph_inputs=frozenset(setup.group_grads),
                 view_clone_inputs=setup.view_clones,
+                own_base_views=setup.analysis.own_base_views,
             )
             fw_outs = graph_output_values(run, setup.traced.outputs.updates, setup.analysis)[0]
             n_fw_outputs[0] = len(fw_outs)
@@ -467,6 +468,7 @@ def forward_example(
             requires_grad_like=user_fakes,
             clone_inputs=clone,
             clone_graph_inputs=frozenset(group_grads),
+            own_base_views=analysis.own_base_views,
         )
         outs = forward_output_values(run, traced, analysis, wrapper_updates)
         # Per output: whether it gets a tangent, its dense leaves (plain fakes, to shape the tangents) and its

@@ -9,13 +9,19 @@ Invariants: the clone holds the base's elements at the base's storage positions;
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import torch
 
+from subclassaot.errors import UnsupportedError
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import AliasGroup, AliasGroupRef, DenseIndex, DenseLayout, FlatInputs, Meta
-from subclassaot.swap_record import dense_strides
+from subclassaot.swap_record import SwapRecord, dense_strides
+
+_T = TypeVar("_T")
 
 # Note [Plain Inputs Traced As Their Own Base]
 # Plain inputs that share storage are traced as views of their group's synthetic base (Note [Synthetic Bases]),
@@ -28,21 +34,26 @@ from subclassaot.swap_record import dense_strides
 # runs it as a clone of the base's elements in its own layout and the base as a flat view of that clone. Values are
 # the same; writes are recorded as eager records them. The runtime's base is an as_strided view of x
 # (desugar.graph_example_inputs), through which the base's gradient reaches x with its type. The member requires
-# grad and so is a leaf (never a view) or guarded on being no view (guards.py). Not yet with views of x among the
-# members (x and x.t(): seed 11000 #6100): the views' `._base` in the joint run then changes, and rules that read it
-# refuse programs that pass today (test_training_grad_writes view_before_member_set).
+# grad and so is a leaf (never a view) or guarded on being no view (guards.py).
+# Likewise where the other members are views of x (x and x.t(): fuzz seed 11000 #6100, a plain gradient where
+# eager's is a PairTensor): they run as views of the clone, as eager's are views of x (guarded: `own_base_guards`).
+# That changes their `._base` in the run, and rules that read it refuse programs that pass traced from the base (`v =
+# y.t(); y.set_(...)`: test_training_grad_writes view_before_member_set). So the analysis traces such a group so only
+# where the program then moves no tensor to another storage (set_(), `.data =`, a growing resize_()) and no rule
+# refuses it, else it runs again from the base (`with_own_base_views`); the joint trace does as the analysis did
+# (Analysis.own_base_views).
 
 
 def clone_synthetic_base(
-    layout: DenseLayout, flat: FlatInputs, k: int, value: torch.Tensor
+    layout: DenseLayout, flat: FlatInputs, k: int, value: torch.Tensor, views: bool
 ) -> tuple[torch.Tensor, dict[DenseIndex, torch.Tensor]]:
     """The clone of synthetic base placeholder `k` (functional `value`) the program runs on, and where the group's
     members are made from the clone of their member rather than from it, those members (Note [Plain Inputs Traced
-    As Their Own Base])."""
+    As Their Own Base]; `views`: also where the other members are views of that one)."""
     item = layout.graph_inputs[k]
     assert isinstance(item, AliasGroupRef), "BUG: not a synthetic base"
     group = layout.groups[item.group]
-    root = _own_base_member(layout, flat, group)
+    root = own_base_member(layout, flat, group, views)
     if root is None:
         return value.clone(), {}
     size, stride, _ = _ints(group.member_meta[root])
@@ -63,7 +74,7 @@ def _ints(meta: Meta) -> tuple[list[int], list[int], int]:
     return [int(d) for d in size], [int(d) for d in stride], int(offset)
 
 
-def _own_base_member(layout: DenseLayout, flat: FlatInputs, group: AliasGroup) -> int | None:
+def own_base_member(layout: DenseLayout, flat: FlatInputs, group: AliasGroup, views: bool) -> int | None:
     """The position in `group` of the member traced as its own base, else None."""
     reals = [flat.values[layout.leaves[m].owner] for m in group.members]
     if (
@@ -82,5 +93,48 @@ def _own_base_member(layout: DenseLayout, flat: FlatInputs, group: AliasGroup) -
         shape, strides = [int(d) for d in size], [int(d) for d in stride]
         if math.prod(shape) != group.base_numel or not dense_strides(shape, strides):
             return None
-        return pos if all(r is real for r in reals) else None
+        others = [r for r in reals if r is not real]
+        if all(views and isinstance(r, torch.Tensor) and r._base is real for r in others):
+            return pos
+        return None
     return None
+
+
+class _StorageMoved(Exception):
+    """The program moved a tensor to another storage in a run with Analysis.own_base_views (Note [Plain Inputs
+    Traced As Their Own Base]): analyzed again from the base."""
+
+
+def check_own_base_run(swaps: SwapRecord, views: bool) -> None:
+    """Note [Plain Inputs Traced As Their Own Base]: raise _StorageMoved where a run with `views` moved a tensor."""
+    if views and (swaps.swapped_ids or swaps.grown_ids):
+        raise _StorageMoved
+
+
+def with_own_base_views(layout: DenseLayout, flat: FlatInputs, analyze: Callable[[bool], _T]) -> _T:
+    """`analyze(True)` where some group traces a member as its own base only with views of it among the others,
+    it moves no storage and no rule refuses it; else `analyze(False)` (Note [Plain Inputs Traced As Their Own
+    Base])."""
+    differs = torch.is_grad_enabled() and any(
+        own_base_member(layout, flat, g, True) != own_base_member(layout, flat, g, False) for g in layout.groups
+    )
+    if differs:
+        with contextlib.suppress(_StorageMoved, UnsupportedError):
+            return analyze(True)
+    return analyze(False)
+
+
+def own_base_guards(layout: DenseLayout, flat: FlatInputs, accesses: Sequence[str]) -> list[str]:
+    """Guard conditions (`accesses`: per dense leaf, the guard's expression for it): each member that a group's own
+    base member has among the others only as a view of it stays such a view (Note [Plain Inputs Traced As Their Own
+    Base])."""
+    conds = []
+    for g in layout.groups:
+        pos = own_base_member(layout, flat, g, True)
+        if pos is None or pos == own_base_member(layout, flat, g, False):
+            continue
+        root = flat.values[layout.leaves[g.members[pos]].owner]
+        for m in g.members:
+            if flat.values[layout.leaves[m].owner] is not root:
+                conds.append(f"{accesses[m]}._base is {accesses[g.members[pos]]}")
+    return conds

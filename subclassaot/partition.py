@@ -18,6 +18,7 @@ import torch
 import torch.fx
 
 from subclassaot.errors import UnsupportedError
+from subclassaot.torch_internals import symint_expr
 
 # Note [Partitioning The Joint Graph]
 # The joint graph runs the program on the primals, then autograd.grad of its differentiable outputs with the
@@ -186,9 +187,9 @@ def partition_backward_like(
 
 def _read_primals_not_clones(graph: torch.fx.Graph, primals: set[torch.fx.Node]) -> None:
     """Ops read a primal itself rather than the clone joint.py takes of each input gradients are taken for: in a
-    functional graph both hold the same values (same strides checked), and the clone would cost a copy per call and
-    a saved copy of every parameter. An output that is the clone, or a view of it, keeps reading the clone (it must
-    be a fresh tensor, not an alias of the input)."""
+    functional graph both hold the same values (same strides and offset checked), and the clone would cost a copy
+    per call and a saved copy of every parameter. An output that is the clone, or a view of it, keeps reading the
+    clone (it must be a fresh tensor, not an alias of the input)."""
     keep = _output_views(graph)
     for node in list(graph.nodes):
         if node.target is not torch.ops.aten.clone.default or node.kwargs or node.args[0] not in primals:
@@ -198,11 +199,22 @@ def _read_primals_not_clones(graph: torch.fx.Graph, primals: set[torch.fx.Node])
         value, original = node.meta.get("val"), source.meta.get("val")
         if not isinstance(value, torch.Tensor) or not isinstance(original, torch.Tensor):
             continue
-        if value.stride() != original.stride():
-            continue
+        if value.stride() != original.stride() or symint_expr(value.storage_offset()) != symint_expr(
+            original.storage_offset()
+        ):
+            continue  # Note [Clones Of Inputs At An Offset]
         node.replace_all_uses_with(source, delete_user_cb=lambda user: user.op != "output" and user not in keep)
         if not node.users:
             graph.erase_node(node)
+
+
+# Note [Clones Of Inputs At An Offset]
+# A write to a tensor is functionalized as `aten.copy(t, new)`, whose result keeps t's storage offset (it copies t's
+# whole storage: clone_preserve_strides). A clone of an input reads at offset 0; the input itself may not (`b[1:]`,
+# an empty `b[2:2:2]`). So where a clone has another offset than its primal, reading the primal instead would give a
+# write to the program's clone, and the views of it the program returns, the input's offset where eager's have 0
+# (`t0 = x.clone(); t0.unsqueeze_(-1); t1 = t0.view(1, -1); t0.mul_(3.0); return t1`: fuzz seed 40000 #5854). Such
+# clones stay: one copy per call of an input taken at an offset.
 
 
 def _output_views(graph: torch.fx.Graph) -> set[torch.fx.Node]:

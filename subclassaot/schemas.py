@@ -389,6 +389,9 @@ class Analysis:
     read_after_set: tuple[bool, ...] = ()
     # per tensor input: the program called x.set_(x) on it under no_grad (Note [set_ Renews A Leaf's Accumulator])
     self_set: tuple[bool, ...] = ()
+    # the run traced a group member with views of it among the others as its group's base (Note [Plain Inputs
+    # Traced As Their Own Base]); the joint trace does the same
+    own_base_views: bool = False
     # the program assigned some tensor's `.data` (Note [Layouts Changed Behind Autograd])
     data_assigned: bool = False
 

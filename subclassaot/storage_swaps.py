@@ -496,6 +496,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
                     # In-place view ops count too: they advance the version counter autograd checks views against.
                     self._record_write(arg, inplace or arg_schema.is_out)
+                    if not moves_data:
+                        self.record.inplace_view_bumps[id(arg)] = self.record.seq
 
     def _record_write(self, arg: torch.Tensor, bumps: bool) -> None:
         self.record.seq += 1

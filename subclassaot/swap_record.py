@@ -26,6 +26,17 @@ SET_OPS = frozenset(
 )
 
 
+# Note [Views Refreshed By Their Own t_()]
+# An in-place view op on a view (`t0 = x[0]; t0.t_()`) advances the version counter t0 shares with x, and autograd
+# rebuilds t0's grad_fn there (a TBackward over its SelectBackward), taking that version as t0's own: no write made
+# before it leaves t0 stale. So the writes after which an output view of an input is replayed before the epilogue
+# (Replay.before_epilogue, view_chains) are those after the bump of its own last in-place view op, which the record
+# keeps per tensor (`inplace_view_bumps`). Counted as a later write, that bump made `x.mul_(0.5); t0 = x.select(2,
+# 0); t0.t_(); return t0` replay t0 before the epilogue's copy_ into x, which then left t0's grad_fn stale: a subclass
+# view regenerates it from its view functions, which miss the t_() (a SelectBackward), and the leaf's gradient went
+# to the transposed elements (fuzz seed 40000 #7249, a PairTensor input; a plain view regenerates by as_strided).
+
+
 @dataclass(frozen=True, slots=True)
 class ViewRecord:
     func: Any  # the view OpOverload
@@ -112,6 +123,8 @@ class SwapRecord:
     data_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # ... and `.data =` (grad mode: False)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
+    # id() -> seq of the version bump of the last in-place view op on it (Note [Views Refreshed By Their Own t_()])
+    inplace_view_bumps: dict[int, int] = field(default_factory=dict)
     last_write: dict[object, int] = field(default_factory=dict)  # storage key -> seq of its last in-place op
     last_bump: dict[object, int] = field(default_factory=dict)  # ... of its last one not through `.data`/detach()
     # storage key of an input that is its own graph input -> (the storage elements it covers, its path, its dense

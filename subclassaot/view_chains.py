@@ -239,7 +239,8 @@ def _replay_of(
                 if as_received
                 else None
             )
-        made = run.swaps.views[id(value)].seq  # when the output itself was made (the chain's last view)
+        # the chain's last view, or its own last in-place view op's bump (Note [Views Refreshed By Their Own t_()])
+        made = max(run.swaps.views[id(value)].seq, run.swaps.inplace_view_bumps.get(id(value), 0))
         early = (
             value.requires_grad
             # A subclass input: where eager advanced its wrapper's own version counter (a wrapper-level write)

@@ -45,10 +45,6 @@ def test_one_object_passed_twice_written_with_pair(compile_fn: CompileFn | None)
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a view of the input among the members is still traced from the synthetic base (seed 11000 #6100)",
-)
 def test_input_and_its_view_written_with_pair(compile_fn: CompileFn | None) -> None:
     # seed 11000 #6100: x1 is x2.t() (a view of x2), x2 written with a PairTensor operand
     def f(x0: T, x1: T, x2: T) -> tuple[T]:
