@@ -102,6 +102,7 @@ def dense_layout(
             for i, real in enumerate(reals)
         ),
         view_of=tuple(_base_input(real, reals) for real in reals),
+        wrapper_bytes=tuple(real.untyped_storage().nbytes() if is_traceable_subclass(real) else None for real in reals),
     )
 
 
@@ -263,7 +264,29 @@ def rebuild_user_tensors(layout: DenseLayout, dense: Sequence[torch.Tensor]) -> 
             continue
         leaves = [dense[j] for j in indices]
         out.append(leaves[0] if tree is None else unflatten_subclass(tree, leaves))
+        if tree is not None and layout.wrapper_bytes:
+            widen_wrapper_storage(out[-1], layout.wrapper_bytes[i])
     return out
+
+
+# Note [Wrapper Storage Of A View Input]
+# A wrapper subclass input that is a view of a larger one (`b[1:1]`, `b[:2]`) shares its base's wrapper storage in
+# eager, which bounds the in-place view ops the wrapper allows: `x.as_strided((), (), 0).unsqueeze_(0)` on an empty
+# slice of a 1-element PairTensor is legal (fuzz seed 40000 #7513). Rebuilt by unflatten, the traced wrapper gets a
+# storage sized for its own elements only, and the same op raises (setStorage: out of bounds). So a traced wrapper
+# gets a (data-less) storage as large as the real input's, where that is larger and its metadata is static.
+
+
+def widen_wrapper_storage(wrapper: torch.Tensor, nbytes: int | None) -> None:
+    meta = (*wrapper.shape, *wrapper.stride(), wrapper.storage_offset())
+    if nbytes is None or any(isinstance(d, torch.SymInt) for d in meta):
+        return
+    if wrapper.untyped_storage().nbytes() >= nbytes:
+        return
+    holder = torch.Tensor._make_wrapper_subclass(  # private API: a storage with no data
+        type(wrapper), (nbytes // wrapper.element_size(),), dtype=wrapper.dtype, device=wrapper.device
+    )
+    torch._functionalize_unsafe_set(wrapper, holder)
 
 
 def _ints(dims: tuple[object, ...]) -> tuple[int, ...]:

@@ -15,7 +15,7 @@ from typing import Any, cast
 import torch
 from torch.utils import _pytree as pytree
 
-from subclassaot.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors
+from subclassaot.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors, widen_wrapper_storage
 from subclassaot.errors import UnsupportedError
 from subclassaot.foreign_bases import foreign_root
 from subclassaot.grad_set_bases import grad_set_view_root, no_grad_set_view_root
@@ -135,6 +135,8 @@ def run_functional(
             if not shared and clone.is_contiguous() and not original.is_contiguous():
                 copy_on_contiguous.add(id(clone))  # Note [contiguous() Of A Contiguous Clone]
         user_tensors[i] = clone
+        if layout.trees[i] is not None and layout.wrapper_bytes:
+            widen_wrapper_storage(clone, layout.wrapper_bytes[i])  # Note [Wrapper Storage Of A View Input]
         leaves = [clone] if layout.trees[i] is None else flatten_subclass(clone, "clone")[1]
         for j, leaf in zip(layout.leaves_of_input[i], leaves, strict=True):
             shift[j] = dense[j].storage_offset() - leaf.storage_offset()

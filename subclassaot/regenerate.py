@@ -125,12 +125,42 @@ def build_outputs(
 
     for o in range(len(infos)):
         get(o)
+    _change_bases(infos, result, ev, symbols, values)
     if plan.analysis.wrapper_storage:
         share_wrapper_storages(plan.flat, plan.analysis.wrapper_storage, holders, values, result)
     return unflatten_output(result, plan.analysis.output_spec, has_size)
 
 
 _PENDING = object()
+
+
+# Note [In-Place View Ops On A Base After Its Views]
+# `t0 = x.detach(); t1 = t0.view(-1, 1, 1); t0.unsqueeze_(0); return t1` (fuzz seed 40000 #4668): eager's
+# `t1._base` is t0, which is no view (a detach()), and the in-place view op changed its metadata after t1 was taken
+# from it, leaving t1 as it was. The replayed chain makes t0 as it was when t1 was taken; the in-place view ops the
+# program applied to it afterwards (Replay.base_after) are applied to the replayed `._base` once every output is
+# built, once per object (two outputs viewing t0 before the op share it: Note [Views Sharing An Intermediate]),
+# under the grad mode each ran in. They advance its version counter as eager's did. Only for the output's `._base`:
+# an in-place view op on a view in the middle of a chain leaves nothing an output can observe.
+
+
+def _change_bases(
+    infos: Sequence[OutputInfo],
+    result: list[object],
+    ev: MetaEvaluator,
+    symbols: dict[str, int],
+    values: Sequence[object],
+) -> None:
+    """Note [In-Place View Ops On A Base After Its Views]."""
+    done: set[int] = set()
+    for info, value in zip(infos, result, strict=True):
+        if info.replay is None or not info.replay.base_after or not isinstance(value, torch.Tensor):
+            continue
+        base = value._base
+        assert base is not None, "BUG: an output with in-place view ops for its `._base` is no view"
+        if id(base) not in done:
+            done.add(id(base))
+            replay_steps(base, info.replay.base_after, ev, symbols, values)
 
 
 def no_output(o: int) -> object:

@@ -483,7 +483,9 @@ def _replay_metadata(
             # the program's. On a leaf, unlike as_strided_, it also renews the gradient accumulator autograd
             # checks the leaf's gradient against (fuzz seed 6000 #183: x0.set_(x0.view(-1)) under no_grad)
             set_to_tensor(x, x.detach().as_strided(size, stride, offset))
-        elif m.resized:
+        elif m.resized and (offset + _extent(size, stride)) * x.element_size() > x.untyped_storage().nbytes():
+            # (an as_strided_() onto elements of its storage past its own is no resize: fuzz seed 40000 #7513's
+            # kin, where resize_ of an input that requires grad raises)
             x.resize_(size)
             if list(x.stride()) != stride or x.storage_offset() != offset:
                 x.as_strided_(size, stride, offset)

@@ -93,6 +93,9 @@ class DenseLayout:
     # per tensor input: the subclass tensor input whose real wrapper is its autograd `._base` (Note [Subclass Members
     # Traced As Views Of Their Base Input]), else None
     view_of: tuple[int | None, ...] = ()
+    # per tensor input: the real wrapper's own storage size in bytes (None for plain inputs): Note [Wrapper Storage Of
+    # A View Input]
+    wrapper_bytes: tuple[int | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -299,6 +302,10 @@ class Replay:
     # (steps applied, token) per eager object the chain makes that other chains may pass through, steps ascending;
     # the token is the object's id() at analysis, opaque (Note [Views Sharing An Intermediate])
     marks: tuple[tuple[int, int], ...] = ()
+    # in-place view ops the program applied to the output's eager `._base`, an object its chain makes, after the
+    # chain viewed it: applied to the replayed `._base` once every output is built (Note [In-Place View Ops On A Base
+    # After Its Views])
+    base_after: tuple[ViewStep, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

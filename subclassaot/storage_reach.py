@@ -17,6 +17,7 @@ import torch
 from subclassaot.errors import UnsupportedError
 from subclassaot.protocol import flatten_subclass
 from subclassaot.schemas import DenseIndex
+from subclassaot.swap_record import elements_of
 from subclassaot.torch_internals import storage_key
 
 if TYPE_CHECKING:
@@ -67,6 +68,21 @@ def as_strided_chain_refused(
         if span is not None:
             raise StorageReachError(f"{span[1]}: {message}", leaf=span[2]) from e
         raise UnsupportedError(message) from e
+
+
+def check_strided_reach(record: SwapRecord, args: tuple[Any, ...]) -> None:
+    """Note [as_strided On Inputs]: as_strided() or as_strided_() of `args[0]` within its input's elements."""
+    x = args[0]
+    offset = args[3] if len(args) > 3 and args[3] is not None else x.storage_offset()
+    span = record.input_spans.get(storage_key(x))
+    wanted = elements_of(list(args[1]), list(args[2]), offset)
+    if span is not None and wanted is not None and not span[0].covers(wanted):
+        raise StorageReachError(
+            f"{span[1]}: as_strided() reaches storage elements that are not the input's own elements; the "
+            "compiled graph holds only those. Pass the tensor that owns the storage and take the view inside "
+            "the function",
+            leaf=span[2],
+        )
 
 
 def check_overlapping_input(record: SwapRecord, written: torch.Tensor) -> None:

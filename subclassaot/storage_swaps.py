@@ -34,6 +34,7 @@ from subclassaot.storage_reach import (
     check_gained_family_member,
     check_overlapping_input,
     check_shared_grad_set,
+    check_strided_reach,
     check_write_through_base_strided,
     refresh_shared_histories,
     storage_tail,
@@ -180,6 +181,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 rebind_functional(args[0], base, (size, strides, int(args[0].storage_offset())))
                 self._track(func, args, args[0], kwargs)
                 return args[0]
+        if func is torch.ops.aten.as_strided_.default and args and is_functional(args[0]):
+            check_strided_reach(self.record, args)  # (fuzz seed 40000 #7513: an input's as_strided_ off its elements)
         if func is torch.ops.aten.as_strided.default and args and is_functional(args[0]):
             # Tracked against the tensor the program named (version counter family, view chain).
             source = self._as_strided_source(args)
@@ -323,16 +326,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
     def _as_strided_source(self, args: tuple[Any, ...]) -> torch.Tensor:
         """Note [as_strided On Inputs]: the tensor to take an as_strided view of, checked against the input's span."""
         x = args[0]
-        offset = args[3] if len(args) > 3 and args[3] is not None else x.storage_offset()
-        span = self.record.input_spans.get(storage_key(x))
-        wanted = elements_of(list(args[1]), list(args[2]), offset)
-        if span is not None and wanted is not None and not span[0].covers(wanted):
-            raise StorageReachError(
-                f"{span[1]}: as_strided() reaches storage elements that are not the input's own elements; the "
-                "compiled graph holds only those. Pass the tensor that owns the storage and take the view inside "
-                "the function",
-                leaf=span[2],
-            )
+        check_strided_reach(self.record, args)
         root = self.record.view_root(x)
         # as_strided's offsets are absolute: a view of the chain's root is the same view in eager, and
         # functionalization cannot write through as_strided at the end of a longer chain. Inputs that share storage

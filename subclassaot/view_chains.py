@@ -136,21 +136,27 @@ def replay_of(
     replaying it is exact; it names the eager objects it passes through (Note [Views Sharing An Intermediate])."""
     chain: list[ViewStep] = []
     marks: list[tuple[int, int]] = []
-    found = _replay_of(value, leaves, run, input_by_id, bases, earlier, (chain, marks))
-    if found is None or not marks or found.steps != tuple(chain):
+    after: list[ViewStep | None] = []
+    found = _replay_of(value, leaves, run, input_by_id, bases, earlier, (chain, marks, after))
+    if found is None or found.steps != tuple(chain):
         return found
-    return replace(found, marks=tuple(marks))
+    if after and all(s is not None for s in after):  # Note [In-Place View Ops On A Base After Its Views]
+        found = replace(found, base_after=tuple(s for s in after if s is not None))
+    return replace(found, marks=tuple(marks)) if marks else found
 
 
 def _chain_marks(
-    segments: list[list[ViewStep]], objects: list[torch.Tensor], run: FunctionalRun
+    segments: list[list[ViewStep]], objects: list[torch.Tensor], run: FunctionalRun, changed_base: int | None
 ) -> list[tuple[int, int]]:
-    """(steps replayed, id() of the eager object they make) per segment whose object no in-place view op changed."""
+    """(steps replayed, id() of the eager object they make) per segment whose object no in-place view op changed,
+    or only after the chain viewed it where it is `changed_base`, the `._base` they are applied to once (Note
+    [In-Place View Ops On A Base After Its Views])."""
     marks: list[tuple[int, int]] = []
     count = 0
     for segment, made in zip(reversed(segments), reversed(objects), strict=True):
         count += len(segment)
-        if id(made) not in run.swaps.inplace_views and id(made) not in run.swaps.swapped_ids:
+        unchanged = id(made) not in run.swaps.inplace_views or (id(made) == changed_base and len(segment) == 1)
+        if unchanged and id(made) not in run.swaps.swapped_ids:
             marks.append((count, id(made)))
     return marks
 
@@ -162,7 +168,7 @@ def _replay_of(
     input_by_id: dict[int, InputIndex],
     bases: dict[object, tuple[int, torch.Tensor]],
     earlier: dict[int, int],
-    named: tuple[list[ViewStep], list[tuple[int, int]]],
+    named: tuple[list[ViewStep], list[tuple[int, int]], list[ViewStep | None]],
 ) -> Replay | None:
     then_set = _set_after_made(value, run)
     if all(leaf.source is LeafSource.GRAPH for leaf in leaves) and not then_set:
@@ -176,6 +182,7 @@ def _replay_of(
     found = _set_record(value, run) if then_set else None
     upto = found[0] if found is not None else 1 << 62
     set_sources = _unchanged_subclass_inputs(run, input_by_id) if run.swaps.wrapper_sets else None
+    changed_base: int | None = None
     while id(t) not in input_by_id and (id(t) not in earlier or _changed_since(t, first, run)):
         # (an earlier output whose metadata changed after this view was taken from it: replay from its own source)
         record = run.swaps.views.get(id(t))
@@ -196,12 +203,15 @@ def _replay_of(
             return None
         segments.append([s for s in segment if s is not None])
         objects.append(t)
+        if t is value._base and t is not value:  # Note [In-Place View Ops On A Base After Its Views]
+            named[2].extend(_inplace_step(r) for r in run.swaps.inplace_views.get(id(t), []) if r.seq > upto)
+            changed_base = id(t) if named[2] and all(s is not None for s in named[2]) else None
         first, t, upto = record, record.source, record.seq
     if not segments or first is None:
         return None if then_set else root_replay(value, bases, ())
     steps = [s for segment in reversed(segments) for s in segment]
     named[0].extend(steps)
-    named[1].extend(_chain_marks(segments, objects, run))
+    named[1].extend(_chain_marks(segments, objects, run, changed_base))
     if then_set:
         by_data = id(value) in run.swaps.swapped_by_data
         return _replay_then_set(t, first, steps, run, input_by_id, bases, earlier, by_data)
