@@ -1,0 +1,130 @@
+"""Fuzz follow-ups (seed 40000, seed 12000 #2613): refusals of uses with grad whose result reaches nothing, held
+until the program ends (Note [Refusals Held Until A Use Reaches An Output])."""
+
+from __future__ import annotations
+
+import torch
+
+from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
+from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair, pair_nonleaf
+
+T = torch.Tensor
+
+_STALE_RULE = "a view taken with grad enabled is used with grad after the program changed the layout"
+_FAMILY_RULE = "share storage and do not require grad; a write with grad makes one of them require grad"
+
+
+def test_stale_view_used_by_dead_code_after_set(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #2942: t1 (an unbind() of x0 after x0.set_(t0)) reaches no output
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.unsqueeze(0)
+        set_to(x0, t0)
+        t1 = x0.unbind(0)[0]
+        del t1
+        return (x1, t0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair_nonleaf(1), nonleaf(2, 4, 3)), compile_fn=compile_fn)
+        assert_matches_eager(f, lambda: (nonleaf(1), nonleaf(2, 4, 3)), compile_fn=compile_fn)
+
+
+def test_stale_view_used_by_dead_code_after_t_(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #4209: t2 = t0.view(...) after x2.t_() (x1 and x2 the same tensor) reaches no output
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x1.select(0, -2)
+        x2.add_(2.0)
+        t1 = x2[0:1:1]
+        x2.t_()
+        with torch.no_grad():
+            set_to(t0, t1)
+        t2 = t0.view((1, 1, 2))
+        del t2
+        return (x2,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b1 = pair_nonleaf(2, 2)
+        return (nonleaf(4), b1, b1)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_stale_view_use_reaching_an_output_is_refused(compile_fn: CompileFn | None) -> None:
+    # the same use as above, returned (or computed on, or written into an input), stays refused
+    def returned(x0: T) -> object:
+        t0 = x0.select(0, -2)
+        x0.t_()
+        return (t0.view((1, 1, 2)),)
+
+    def computed_on(x0: T) -> object:
+        t0 = x0.select(0, -2)
+        x0.t_()
+        t1 = t0.view((1, 1, 2))
+        return (t1 * 2,)
+
+    def written(x0: T, x1: T) -> object:
+        t0 = x0.select(0, -2)
+        x0.t_()
+        t1 = t0.mul(2)
+        x1.copy_(t1.sum())
+        return ()
+
+    def set_onto(x0: T, x1: T) -> object:
+        t0 = x0.select(0, -2)
+        x0.t_()
+        t1 = t0.mul(2)
+        set_to(x1, t1)
+        return ()
+
+    with torch.enable_grad():
+        for make in (lambda: pair_nonleaf(2, 2), lambda: nonleaf(2, 2)):
+            assert_refused(returned, lambda make=make: (make(),), compile_fn, _STALE_RULE)  # type: ignore[misc]
+            assert_refused(computed_on, lambda make=make: (make(),), compile_fn, _STALE_RULE)  # type: ignore[misc]
+        assert_refused(written, lambda: (nonleaf(2, 2), nonleaf()), compile_fn, _STALE_RULE)
+        assert_refused(set_onto, lambda: (nonleaf(2, 2), nonleaf(2)), compile_fn, _STALE_RULE)
+
+
+def test_stale_view_write_into_its_input_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #5591 (shrunk): the use writes x0 through the view; x0 is an input, so it is reached
+    def f(x0: T) -> object:
+        t0 = x0.unsqueeze(-1)
+        x0.unsqueeze_(-1)
+        t0.fill_(-1.0)
+        return ()
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(),), compile_fn, _STALE_RULE)
+
+
+def test_family_member_used_by_dead_code_after_gaining_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 12000 #2613: x1 gains grad by copy_; x2 (a view of x1) is then used, but t1 reaches no output
+    def f(x0: T, x1: T, x2: T) -> object:
+        x2.t_()
+        t0 = x1.select(0, 0)
+        x1.copy_(x0)
+        t1 = x2.unsqueeze(0)
+        del t1
+        with torch.no_grad():
+            t0.mul_(0.5)
+        return (x0, x0, x0)
+
+    def make_inputs() -> tuple[object, ...]:
+        b1 = pair(2)
+        return (nonleaf(), b1, b1.select(0, -1))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_family_member_use_reaching_an_output_is_refused(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T, x2: T) -> object:
+        x1.copy_(x0)
+        return (x2.unsqueeze(0) * 2,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b1 = pair(2)
+        return (nonleaf(), b1, b1.select(0, -1))
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _FAMILY_RULE)
