@@ -760,6 +760,26 @@ def _check_wrapper_base_within(
 # `._base` whose other elements are uninitialized memory (fuzz seed 9000 #3608), so it is refused.
 
 
+# Note [Inputs Passed Twice That Gain Grad]
+# `f(x, w, x)` with x not requiring grad, w requiring it, and `x.add_(w)` (with grad on): in eager x gains grad, a
+# non-leaf with AddBackward0. Its two graph inputs are one alias group (Note [Aliased Inputs In Training]) whose
+# synthetic base, as no member requires grad, is an as_strided view of x: the epilogue's copy_ into it with grad on
+# gives x a CopySlices history whose backward reaches the Function's update, and so w (fuzz seed 40000 #1161,
+# #6072). That is eager's only where every member of the group is that one tensor (the guards hold which members
+# are the same object): members that are distinct views or detach() aliases of one storage gain grad in eager by
+# autograd relations the base copy does not reproduce (a detach() of an input that requires grad, written with grad:
+# seed 40000 #4021), and stay refused. So is a tensor whose layout the program changes (`x.t_()`): the epilogue
+# then replays that change on x after the base copy, and the gradient through x returned did not match eager's.
+
+
+def _one_tensor(layout: DenseLayout, analysis: Analysis, j: int) -> bool:
+    """Dense leaf `j` is in an alias group every member of which is one tensor passed several times, whose layout
+    the program leaves as it was (Note [Inputs Passed Twice That Gain Grad])."""
+    group = next(g for g in layout.groups if j in g.members)
+    same = not group.whole_storage and all(s is not None for s in group.same_as[1:])
+    return same and not any(analysis.mutations[m].metadata for m in group.members)
+
+
 def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
     """An output whose autograd history comes from the program itself (a custom autograd.Function returning a
     view of its input): only the compiled autograd.Function can give it that history, so it comes from the graph
@@ -816,13 +836,20 @@ def check_gained_grad(
                 "writes a value that requires grad into it; in training this is not supported (its new storage is "
                 "written below autograd). Write into a clone, or detach() the value"
             )
-        if layout.trees[i] is None and not swapped and any(j in grouped for j in layout.leaves_of_input[i]):
-            # Its writes are copies into the group's synthetic base (Note [Aliased Inputs In Training]), which does
-            # not hand the input itself a grad_fn.
+        if (
+            layout.trees[i] is None
+            and not swapped
+            and any(j in grouped and not _one_tensor(layout, analysis, j) for j in layout.leaves_of_input[i])
+        ):
+            # Its writes are copies into the group's synthetic base (Note [Aliased Inputs In Training]), which hands
+            # a grad_fn to the tensor the base views: eager's only where that is the input itself (Note [Inputs
+            # Passed Twice That Gain Grad]).
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad, shares storage with another input, "
                 "and the program writes a value that requires grad into it (so in eager it then requires grad); in "
-                "training this is not supported yet. Write into a clone, or detach() the value"
+                "training this is supported only where every input over that storage is this one tensor, whose "
+                "layout the program keeps (Note [Inputs Passed Twice That Gain Grad]). Write into a clone, or "
+                "detach() the value"
             )
         swapped_under_grad = any(m.storage_changed for m in muts) and all(m.set_under_grad for m in muts)
         if (

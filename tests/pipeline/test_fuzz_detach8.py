@@ -128,3 +128,64 @@ def test_family_member_use_reaching_an_output_is_refused(compile_fn: CompileFn |
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, _FAMILY_RULE)
+
+
+_ALIASED_GAIN_RULE = "does not require grad, shares storage with another input, and the program writes a value"
+
+
+def test_input_passed_twice_gains_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #1161, #6072 (shrunk): x0 and x2 are one tensor that does not require grad; a write of a value
+    # that requires grad gives it eager's history (Note [Inputs Passed Twice That Gain Grad])
+    def written(x0: T, x1: T, x2: T) -> object:
+        x2.add_(x1)
+        return ()
+
+    def returned(x0: T, x1: T, x2: T) -> object:
+        x0.add_(x1)
+        return (x2, x0 * 2)
+
+    def through_view(x0: T, x1: T, x2: T) -> object:
+        x2[0].mul_(x1)
+        with torch.no_grad():
+            x0[2].mul_(2.0)
+        return (x0[1], x2)
+
+    def make(second: T) -> tuple[object, ...]:
+        b0 = torch.randn((4, 4))
+        return (b0, second, b0)
+
+    with torch.enable_grad():
+        for f in (written, returned, through_view):
+            assert_matches_eager(f, lambda: make(nonleaf(4)), compile_fn=compile_fn)
+            assert_matches_eager(f, lambda: make(torch.randn((4,), requires_grad=True)), compile_fn=compile_fn)
+            assert_matches_eager(f, lambda: make(pair_nonleaf()), compile_fn=compile_fn)
+
+
+def test_aliased_inputs_gaining_grad_stay_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #6072: x2 a detach() alias of x0 (eager: only x0 gains grad; the trace's members all would);
+    # #1161: one tensor passed twice whose layout the program changes
+    def written(x0: T, x1: T, x2: T) -> object:
+        x0.add_(x1)
+        return (x2 * 2, x0)
+
+    def relaid(x0: T, x1: T, x2: T) -> object:
+        x0.t_()
+        x2.add_(x1)
+        return (x2,)
+
+    def detached() -> tuple[object, ...]:
+        b0 = torch.randn((3, 3))
+        return (b0, nonleaf(3), b0.detach())
+
+    def viewed() -> tuple[object, ...]:
+        b0 = torch.randn((3, 3))
+        return (b0, nonleaf(3), b0.view(3, 3))
+
+    def twice() -> tuple[object, ...]:
+        b0 = torch.randn((4, 4))
+        return (b0, nonleaf(4), b0)
+
+    with torch.enable_grad():
+        assert_refused(written, detached, compile_fn, _ALIASED_GAIN_RULE)
+        assert_refused(written, viewed, compile_fn, _ALIASED_GAIN_RULE)
+        assert_refused(relaid, twice, compile_fn, _ALIASED_GAIN_RULE)
