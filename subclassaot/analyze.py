@@ -29,9 +29,10 @@ from subclassaot.analyze_training import (
 from subclassaot.bumped_views import check_bumped_views
 from subclassaot.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
 from subclassaot.desugar import graph_example_inputs, leaf_meta
+from subclassaot.detached_outputs import detached_output_leaves
 from subclassaot.errors import UnsupportedError
 from subclassaot.foreign_bases import check_grad_view_of_moved_input, foreign_base
-from subclassaot.functional_offsets import check_set_output_offsets, eager_offset
+from subclassaot.functional_offsets import alias_meta, check_set_output_offsets, eager_offset
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.grad_scope import check_subclass_input_through_function
 from subclassaot.held_refusals import raise_if_reached
@@ -60,7 +61,7 @@ from subclassaot.torch_internals import (
     storage_key,
     symint_expr,
 )
-from subclassaot.training_rules import gains_grad, grad_bases, wrapper_update_inputs
+from subclassaot.training_rules import gains_grad, grad_bases, one_tensor_passed_again, wrapper_update_inputs
 from subclassaot.view_chains import (
     base_gains_grad,
     check_mixed_grad_view_ops,
@@ -435,6 +436,19 @@ def _output_info(
         )
     _check_wrapper_base_within(path, value, run, current)
     tree, dense = dense_leaves_of(value, path)
+    detached = detached_output_leaves(
+        value,
+        dense,
+        run,
+        (current, original),
+        graph_count,
+        lambda t, j: alias_meta(t, run, j, original.get(storage_key(t))),
+    )
+    if detached is not None:  # Note [Detached Outputs Written With Grad]
+        outer = None if tree is None else leaf_meta(value)
+        stride_leaf = _outer_stride_leaf(outer, list(detached))
+        made = info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=detached, outer_stride_leaf=stride_leaf)
+        return replace(made, data_meta=data_meta), graph_count + len(detached)
     out_leaves = []
     replaced: DenseIndex | None = None  # an input whose storage before set_() an output leaf views
     fresh = _needs_program_autograd(value, run)
@@ -467,11 +481,7 @@ def _output_info(
             if tree is None:
                 check_grad_view_of_moved_input(path, leaf, run.finals)
             hidden = hidden_base(leaf, run, current[key], input_by_id, earlier, meta != leaf_meta(leaf))
-            shift = run.clone_offset_shift.get(current[key])
-            if shift is not None and not (isinstance(shift, int) and shift == 0):
-                meta = (meta[0], meta[1], symint_expr(leaf.storage_offset() + shift))
-            elif key in original:  # Note [Offsets After A Write]
-                meta = (meta[0], meta[1], symint_expr(eager_offset(leaf, run.originals[original[key]])))
+            meta = alias_meta(leaf, run, current[key], original.get(key))  # Note [Offsets After A Write]
             out_leaves.append(
                 OutputLeaf(
                     source=LeafSource.INPUT_ALIAS,
@@ -760,26 +770,6 @@ def _check_wrapper_base_within(
 # `._base` whose other elements are uninitialized memory (fuzz seed 9000 #3608), so it is refused.
 
 
-# Note [Inputs Passed Twice That Gain Grad]
-# `f(x, w, x)` with x not requiring grad, w requiring it, and `x.add_(w)` (with grad on): in eager x gains grad, a
-# non-leaf with AddBackward0. Its two graph inputs are one alias group (Note [Aliased Inputs In Training]) whose
-# synthetic base, as no member requires grad, is an as_strided view of x: the epilogue's copy_ into it with grad on
-# gives x a CopySlices history whose backward reaches the Function's update, and so w (fuzz seed 40000 #1161,
-# #6072). That is eager's only where every member of the group is that one tensor (the guards hold which members
-# are the same object): members that are distinct views or detach() aliases of one storage gain grad in eager by
-# autograd relations the base copy does not reproduce (a detach() of an input that requires grad, written with grad:
-# seed 40000 #4021), and stay refused. So is a tensor whose layout the program changes (`x.t_()`): the epilogue
-# then replays that change on x after the base copy, and the gradient through x returned did not match eager's.
-
-
-def _one_tensor(layout: DenseLayout, analysis: Analysis, j: int) -> bool:
-    """Dense leaf `j` is in an alias group every member of which is one tensor passed several times, whose layout
-    the program leaves as it was (Note [Inputs Passed Twice That Gain Grad])."""
-    group = next(g for g in layout.groups if j in g.members)
-    same = not group.whole_storage and all(s is not None for s in group.same_as[1:])
-    return same and not any(analysis.mutations[m].metadata for m in group.members)
-
-
 def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
     """An output whose autograd history comes from the program itself (a custom autograd.Function returning a
     view of its input): only the compiled autograd.Function can give it that history, so it comes from the graph
@@ -839,7 +829,9 @@ def check_gained_grad(
         if (
             layout.trees[i] is None
             and not swapped
-            and any(j in grouped and not _one_tensor(layout, analysis, j) for j in layout.leaves_of_input[i])
+            and any(
+                j in grouped and not one_tensor_passed_again(layout, analysis, j) for j in layout.leaves_of_input[i]
+            )
         ):
             # Its writes are copies into the group's synthetic base (Note [Aliased Inputs In Training]), which hands
             # a grad_fn to the tensor the base views: eager's only where that is the input itself (Note [Inputs

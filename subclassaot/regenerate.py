@@ -14,6 +14,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.bumped_views import finish_bumped_view, lower_input_counter
+from subclassaot.detached_outputs import set_onto_inputs
 from subclassaot.foreign_bases import view_onto
 from subclassaot.protocol import is_traceable_subclass, unflatten_subclass
 from subclassaot.real_layouts import set_target_layout
@@ -104,6 +105,10 @@ def build_outputs(
                     holder = holder.view(holder.shape)
                 set_to_tensor(holder, value)
                 value = holder
+        if info.leaves and info.leaves[0].onto_input is not None and isinstance(value, torch.Tensor):
+            owner = values[plan.layout.leaves[info.leaves[0].onto_input].owner]
+            assert isinstance(owner, torch.Tensor)
+            set_onto_inputs(value, info, dense, [ev.meta(leaf.meta, symbols) for leaf in info.leaves], owner)
         if info.base_gains_grad and isinstance(value, torch.Tensor) and torch.is_grad_enabled():
             give_base_grad(value)  # Note [Views Of A Detach That Gained Grad]
         onto = info.leaves[0].storage_of if info.leaves else None

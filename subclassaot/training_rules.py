@@ -717,6 +717,26 @@ def _static(dims: Sequence[object]) -> tuple[int, ...]:
 #   requiring grad), whose write lands in the new storage below autograd.
 
 
+# Note [Inputs Passed Twice That Gain Grad]
+# `f(x, w, x)` with x not requiring grad, w requiring it, and `x.add_(w)` (with grad on): in eager x gains grad, a
+# non-leaf with AddBackward0. Its two graph inputs are one alias group (Note [Aliased Inputs In Training]) whose
+# synthetic base, as no member requires grad, is an as_strided view of x: the epilogue's copy_ into it with grad on
+# gives x a CopySlices history whose backward reaches the Function's update, and so w (fuzz seed 40000 #1161,
+# #6072). That is eager's only where every member of the group is that one tensor (the guards hold which members
+# are the same object): members that are distinct views or detach() aliases of one storage gain grad in eager by
+# autograd relations the base copy does not reproduce (a detach() of an input that requires grad, written with grad:
+# seed 40000 #4021), and stay refused. So is a tensor whose layout the program changes (`x.t_()`): the epilogue
+# then replays that change on x after the base copy, and the gradient through x returned did not match eager's.
+
+
+def one_tensor_passed_again(layout: DenseLayout, analysis: Analysis, j: int) -> bool:
+    """Dense leaf `j` is in an alias group every member of which is one tensor passed several times, whose layout
+    the program leaves as it was (Note [Inputs Passed Twice That Gain Grad])."""
+    group = next(g for g in layout.groups if j in g.members)
+    same = not group.whole_storage and all(s is not None for s in group.same_as[1:])
+    return same and not any(analysis.mutations[m].metadata for m in group.members)
+
+
 def gains_grad(analysis: Analysis, i: int, fake: torch.Tensor) -> bool:
     """Tensor input `i` does not require grad and the program writes or set_()s a value that requires grad into it
     (not requires_grad_(): that input is compiled as requiring grad from the start)."""

@@ -189,3 +189,99 @@ def test_aliased_inputs_gaining_grad_stay_refused(compile_fn: CompileFn | None) 
         assert_refused(written, detached, compile_fn, _ALIASED_GAIN_RULE)
         assert_refused(written, viewed, compile_fn, _ALIASED_GAIN_RULE)
         assert_refused(relaid, twice, compile_fn, _ALIASED_GAIN_RULE)
+
+
+_DETACH_RULE = "is a detach\\(\\) of an input \\(or a view of one\\) that the program then wrote with a value"
+
+
+def _leaf(*shape: int) -> T:
+    return torch.randn(shape, requires_grad=True)
+
+
+def test_detach_of_input_written_with_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #2743, #2811, #5641, seed 11000 #7533: the detach() gets its history from the Function and
+    # the input's storage (Note [Detached Outputs Written With Grad])
+    def copied(x0: T) -> object:
+        t0 = x0.detach()
+        t0.copy_(x0)
+        return (t0,)
+
+    def multiplied(x0: T) -> object:
+        t0 = x0.t()
+        t1 = x0.detach()
+        t1.mul_(t0)
+        return (t1,)
+
+    def added(x0: T) -> object:
+        t0 = x0.detach()
+        t0.add_(x0)
+        return (t0, x0, t0 * 2)
+
+    def written_twice(x0: T) -> object:
+        t0 = x0.detach()
+        with torch.no_grad():
+            t0.mul_(2.0)
+        t0.add_(x0 * 3.0)
+        t0.mul_(x0)
+        return (t0.sum(), t0, t0)
+
+    with torch.enable_grad():
+        assert_matches_eager(multiplied, lambda: (pair_nonleaf(),), compile_fn=compile_fn)  # (t() of 0-d: eager's own)
+        assert_matches_eager(multiplied, lambda: (nonleaf(),), compile_fn=compile_fn)
+        for f in (copied, added, written_twice):
+            assert_matches_eager(f, lambda: (nonleaf(),), compile_fn=compile_fn)
+            assert_matches_eager(f, lambda: (nonleaf(3, 3),), compile_fn=compile_fn)
+            assert_matches_eager(f, lambda: (_leaf(3, 3),), compile_fn=compile_fn)
+            assert_matches_eager(f, lambda: (pair_nonleaf(),), compile_fn=compile_fn)
+            assert_matches_eager(f, lambda: (pair(3, 3, requires_grad=True),), compile_fn=compile_fn)
+
+
+def test_detach_of_view_of_input_written_with_grad(compile_fn: CompileFn | None) -> None:
+    def row(x0: T) -> object:
+        t0 = x0[0].detach()
+        t0.mul_(x0[1])
+        return (t0,)
+
+    def transposed(x0: T) -> object:
+        t0 = x0.t().detach()
+        t0.add_(x0.t())
+        return (t0,)
+
+    with torch.enable_grad():
+        for f in (row, transposed):
+            assert_matches_eager(f, lambda: (nonleaf(2, 3),), compile_fn=compile_fn)
+            assert_matches_eager(f, lambda: (_leaf(2, 3),), compile_fn=compile_fn)
+
+
+def test_detach_of_input_written_with_grad_stays_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #8919: a view of the detach() taken after the write has it for `._base`; a no_grad view of it
+    # returned beside it; an input that does not require grad; an input the program then transposes in place
+    def selected(x0: T) -> object:
+        t0 = x0.detach()
+        t0.add_(x0)
+        return (t0.select(1, -1),)
+
+    def beside_no_grad_view(x0: T) -> object:
+        t0 = x0.detach()
+        t0.add_(x0)
+        with torch.no_grad():
+            t1 = t0.view(-1)
+        return (t0, t1)
+
+    def no_grad_input(x0: T, w: T) -> object:
+        t0 = x0.detach()
+        t0.add_(w)
+        return (t0,)
+
+    def transposed_after(x0: T) -> object:
+        t0 = x0.detach()
+        t0.add_(x0)
+        x0.t_()
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_refused(selected, lambda: (pair(1, 2, requires_grad=True),), compile_fn, _DETACH_RULE)
+        assert_refused(selected, lambda: (nonleaf(1, 2),), compile_fn, _DETACH_RULE)
+        assert_refused(beside_no_grad_view, lambda: (nonleaf(2, 3),), compile_fn, _DETACH_RULE)
+        assert_refused(no_grad_input, lambda: (torch.randn(2, 3), _leaf(3)), compile_fn, _DETACH_RULE)
+        assert_refused(transposed_after, lambda: (nonleaf(2, 3),), compile_fn, _DETACH_RULE)
