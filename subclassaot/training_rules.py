@@ -362,10 +362,29 @@ def _returns_tensors(analysis: Analysis) -> bool:
     return any(info.kind not in (OutputKind.CONSTANT, OutputKind.SYMINT) for info in analysis.outputs)
 
 
+def _check_overlapping_wrapper_writes(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
+) -> None:
+    """A subclass input whose elements overlap (expand()) that the epilogue writes at the wrapper level (Note
+    [Subclass Inputs Mutated In Training]): its copy_ into the repeated elements raises (fuzz seed 6000 #6885). One
+    written only through another input over its storage (fuzz seed 40000 #5481, #9365) or below autograd (#5857)
+    is not written that way."""
+    for i in wrapper_update_inputs(layout, analysis, user_fakes):
+        t = user_fakes[i]
+        if any(st == 0 and sz != 1 for sz, st in zip(t.shape, t.stride(), strict=True)):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path}: the program writes this tensor subclass input, which "
+                "requires grad and whose elements overlap (expand()), where autograd records it; writing its new "
+                "values back into the input's repeated elements is not supported. Pass the tensor it was expanded "
+                "from and expand it inside the function, or write a clone of it"
+            )
+
+
 def check_training_supported(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
     _check_data_swap_after_recorded_write(flat, layout, analysis, user_fakes)
+    _check_overlapping_wrapper_writes(flat, layout, analysis, user_fakes)
     by_object = {id(fake): t for t, fake in reversed(list(enumerate(user_fakes)))}
 
     def input_of(m: DenseIndex) -> int:

@@ -285,3 +285,43 @@ def test_detach_of_input_written_with_grad_stays_refused(compile_fn: CompileFn |
         assert_refused(beside_no_grad_view, lambda: (nonleaf(2, 3),), compile_fn, _DETACH_RULE)
         assert_refused(no_grad_input, lambda: (torch.randn(2, 3), _leaf(3)), compile_fn, _DETACH_RULE)
         assert_refused(transposed_after, lambda: (nonleaf(2, 3),), compile_fn, _DETACH_RULE)
+
+
+def test_expanded_subclass_input_written_through_another_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #5481, #9365: the expanded input is written only through the input it views (its base), whose
+    # wrapper-level copy_ the epilogue makes; #5857 and seed 6000 #6885's no_grad neighbour: written below autograd
+    def base_written(x0: T, x1: T) -> object:
+        x1.mul_(3.0)
+        return ()
+
+    def first_written(x0: T, x1: T) -> object:
+        x0.mul_(2.0)
+        return (x1 * 2,)
+
+    def no_grad_fill(x0: T) -> object:
+        with torch.no_grad():
+            x0.fill_(-1.0)
+        return ()
+
+    def no_grad_column(x0: T) -> object:
+        with torch.no_grad():
+            x0[:, 0:1].zero_()
+        return (x0 * 2, x0)
+
+    def expanded_first() -> tuple[object, ...]:
+        b0 = pair_nonleaf()
+        return (b0.expand((2, 3)), b0)
+
+    def expanded_second() -> tuple[object, ...]:
+        b0 = pair_nonleaf(2)
+        return (b0, b0.reshape((2, 1, 1)).expand((-1, 1, 2)))
+
+    with torch.enable_grad():
+        assert_matches_eager(base_written, expanded_first, compile_fn=compile_fn)
+        assert_matches_eager(first_written, expanded_second, compile_fn=compile_fn)
+        assert_matches_eager(
+            no_grad_fill,
+            lambda: (pair(3, 4, 3, requires_grad=True).as_strided((1, 3), (2, 0), 0),),
+            compile_fn=compile_fn,
+        )
+        assert_matches_eager(no_grad_column, lambda: (pair_nonleaf(3, 1, 1).expand((3, 2, 1)),), compile_fn=compile_fn)
