@@ -35,7 +35,6 @@ from subclassaot.foreign_bases import check_grad_view_of_moved_input, foreign_ba
 from subclassaot.functional_offsets import alias_meta, check_set_output_offsets, eager_offset
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.grad_scope import check_subclass_input_through_function
-from subclassaot.held_refusals import raise_if_reached
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import (
     Analysis,
@@ -112,8 +111,6 @@ def analyze(
             clone_graph_inputs=grad_groups,
         )
         _check_requires_grad_calls(run)
-        # Note [Refusals Held Until A Use Reaches An Output]
-        raise_if_reached(run.swaps, [*pytree.tree_leaves(run.output), *run.user_tensors, *run.finals])
         check_mixed_grad_view_ops(flat, run)
         mutations = _with_wrapper_grad_sets(
             tuple(_leaf_mutation(i, run, layout) for i in range(len(layout.leaves))), run, layout

@@ -22,7 +22,6 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import SubclassAOTError, UnsupportedError
-from subclassaot.held_refusals import HeldRefusal
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.swap_record import SwapRecord, ViewRecord
 from subclassaot.torch_internals import DataDependentError, no_dispatch, storage_key, symint_expr
@@ -71,13 +70,12 @@ def check_stale_views(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[st
                 f"[Views Used After An In-Place View Op On Their Base]). Take the view again after {op}(), or use "
                 "a clone"
             )
-        # held: what the use computes may reach nothing (Note [Refusals Held Until A Use Reaches An Output])
-        raise HeldRefusal(
+        raise UnsupportedError(
             f"{input_named(record, t)}a view taken with grad enabled is used with grad after the program changed the "
             f"layout of the tensor it is a view of by {op}() with grad enabled: autograd regenerates the view's "
             "history from that tensor's new layout, which the traced backward cannot repeat as eager does (Note "
-            "[Views Used After An In-Place View Op On Their Base]), and what the use computes reaches an output or "
-            "an input. Take the view again after the in-place view op, or use a clone"
+            "[Views Used After An In-Place View Op On Their Base]). Take the view again after the in-place view op, "
+            "or use a clone"
         )
 
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.held_refusals import HeldRefusal
 from subclassaot.protocol import flatten_subclass
 from subclassaot.schemas import DenseIndex
 from subclassaot.torch_internals import storage_key
@@ -197,9 +196,8 @@ def check_shared_grad_set(record: SwapRecord, args: tuple[Any, ...], leaves: Seq
 # own wrapper in the trace (Note [Aliased Subclass Inputs In Training]). A write with grad into one (x1.copy_(x0), x0
 # requiring grad) makes it require grad, in eager as here; eager's other members, autograd views of it, then require
 # grad too, but the trace's do not, so what the program computes from them after the write (x2 * 2) would come out
-# without eager's history. Refused (fuzz seed 12000 #2613's neighbours) where what such a use computes reaches an
-# output or an input (Note [Refusals Held Until A Use Reaches An Output]: #2613's own use reaches nothing); a member
-# only written or changed before the write, or returned as it is, is supported.
+# without eager's history. Refused (fuzz seed 12000 #2613's neighbours); a member only written or changed before
+# the write, or returned as it is, is supported.
 
 
 def check_gained_family_member(record: SwapRecord, args: tuple[Any, ...]) -> None:
@@ -218,9 +216,9 @@ def check_gained_family_member(record: SwapRecord, args: tuple[Any, ...]) -> Non
         if gained:
             keys = [storage_key(leaf) for leaf in flatten_subclass(a, "")[1]]
             paths = sorted({p for k in keys for p in record.input_paths.get(k, ())})
-            raise HeldRefusal(  # Note [Refusals Held Until A Use Reaches An Output]
+            raise UnsupportedError(
                 f"tensor subclass inputs {', '.join(paths)} share storage and do not require grad; a write with "
                 "grad makes one of them require grad (in eager its views then do too), and the program then uses "
-                "another where what it computes reaches an output or an input; in training this is not supported "
-                "(Note [Members Of A Subclass Family That Gained Grad]). Write into a clone, or detach() the value"
+                "another; in training this is not supported (Note [Members Of A Subclass Family That Gained Grad]). "
+                "Write into a clone, or detach() the value"
             )

@@ -16,7 +16,6 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.held_refusals import hold, note_call, note_set, versions_before
 from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.stale_views import (
@@ -208,7 +207,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     check_shared_grad_set(self.record, args, (args[0],))
                     check_stale_set(self.record, args[0], args[1] if len(args) > 1 else None)
             self._set(func, args, kwargs)
-            note_set(self.record, args[0], args[1] if len(args) > 1 else None)
             source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
             if torch.is_grad_enabled() and (args[0].requires_grad or source_grad) and self.depth == 0:
                 self._grad_set(args[0])  # autograd recorded a set_ it cannot differentiate
@@ -734,7 +732,6 @@ class _DataMode(TorchFunctionMode):
             # `x.data = x` copies x's metadata onto itself: nothing changes (Note [Wrapper Data Assignment])
             return None
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
-            note_set(self.record, args[0], args[1])
             version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
             with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
                 rebind_functional(args[0], args[1], None)
@@ -770,16 +767,13 @@ class _DataMode(TorchFunctionMode):
                 self.record.requires_grad_gained.add(id(args[0]))
         if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
             self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
-        checks = [lambda: check_gained_family_member(self.record, args)]
         if name != "__set__":
             # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise
             # came out as a SystemError: fuzz seed 9000 #3406)
-            checks.insert(0, lambda: check_stale_views(self.record, args, kwargs))
-        held = hold(self.record, checks)  # Note [Refusals Held Until A Use Reaches An Output]
-        before = versions_before(self.record, held, args, kwargs)
+            check_stale_views(self.record, args, kwargs)
+        check_gained_family_member(self.record, args)
         with stale_history_failures_refused(self.record, args, kwargs):
             out = func(*args, **kwargs)
-        note_call(self.record, before, out)
         if self.record.shared_members and torch.is_grad_enabled():
             refresh_shared_histories(self.record)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):

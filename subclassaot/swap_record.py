@@ -149,11 +149,6 @@ class SwapRecord:
     stale_views: dict[int, int] = field(default_factory=dict)
     stale_reads: set[object] = field(default_factory=set)
     function_layouts: dict[int, tuple[object, ...]] = field(default_factory=dict)  # ... the layout it makes
-    # Note [Refusals Held Until A Use Reaches An Output]: the refusals held (in the order raised), id() of the
-    # tensors computed from the uses they refuse, and the storage keys such a computation wrote
-    held_refusals: list[Exception] = field(default_factory=list)
-    held_ids: set[int] = field(default_factory=set)
-    held_storages: set[object] = field(default_factory=set)
     seq: int = 0
 
     def note_wrapper_set(self, t: torch.Tensor, seq: int, size_before: tuple[Any, ...]) -> None:
