@@ -31,9 +31,10 @@ from subclassaot.analyze_training import (
 from subclassaot.bumped_views import check_bumped_views
 from subclassaot.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
 from subclassaot.desugar import graph_example_inputs, leaf_meta
+from subclassaot.detached_outputs import detached_output_leaves
 from subclassaot.errors import UnsupportedError
 from subclassaot.foreign_bases import check_grad_view_of_moved_input, foreign_base
-from subclassaot.functional_offsets import check_set_output_offsets, eager_offset
+from subclassaot.functional_offsets import alias_meta, check_set_output_offsets, eager_offset
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.grad_scope import check_subclass_input_through_function
 from subclassaot.own_base import check_own_base_run, with_own_base_views
@@ -62,7 +63,7 @@ from subclassaot.torch_internals import (
     storage_key,
     symint_expr,
 )
-from subclassaot.training_rules import gains_grad, grad_bases, wrapper_update_inputs
+from subclassaot.training_rules import gains_grad, grad_bases, one_tensor_passed_again, wrapper_update_inputs
 from subclassaot.view_chains import (
     base_gains_grad,
     check_mixed_grad_view_ops,
@@ -461,6 +462,19 @@ def _output_info(
         )
     _check_wrapper_base_within(path, value, run, current)
     tree, dense = dense_leaves_of(value, path)
+    detached = detached_output_leaves(
+        value,
+        dense,
+        run,
+        (current, original),
+        graph_count,
+        lambda t, j: alias_meta(t, run, j, original.get(storage_key(t))),
+    )
+    if detached is not None:  # Note [Detached Outputs Written With Grad]
+        outer = None if tree is None else leaf_meta(value)
+        stride_leaf = _outer_stride_leaf(outer, list(detached))
+        made = info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=detached, outer_stride_leaf=stride_leaf)
+        return replace(made, data_meta=data_meta), graph_count + len(detached)
     out_leaves = []
     replaced: DenseIndex | None = None  # an input whose storage before set_() an output leaf views
     fresh = _needs_program_autograd(value, run)
@@ -494,11 +508,7 @@ def _output_info(
             if tree is None and not regrad:
                 check_grad_view_of_moved_input(path, leaf, run.finals)
             hidden = hidden_base(leaf, run, current[key], input_by_id, earlier, meta != leaf_meta(leaf))
-            shift = run.clone_offset_shift.get(current[key])
-            if shift is not None and not (isinstance(shift, int) and shift == 0):
-                meta = (meta[0], meta[1], symint_expr(leaf.storage_offset() + shift))
-            elif key in original:  # Note [Offsets After A Write]
-                meta = (meta[0], meta[1], symint_expr(eager_offset(leaf, run.originals[original[key]])))
+            meta = alias_meta(leaf, run, current[key], original.get(key))  # Note [Offsets After A Write]
             out_leaves.append(
                 OutputLeaf(
                     source=LeafSource.INPUT_ALIAS,
@@ -846,13 +856,22 @@ def check_gained_grad(
                 "writes a value that requires grad into it; in training this is not supported (its new storage is "
                 "written below autograd). Write into a clone, or detach() the value"
             )
-        if layout.trees[i] is None and not swapped and any(j in grouped for j in layout.leaves_of_input[i]):
-            # Its writes are copies into the group's synthetic base (Note [Aliased Inputs In Training]), which does
-            # not hand the input itself a grad_fn.
+        if (
+            layout.trees[i] is None
+            and not swapped
+            and any(
+                j in grouped and not one_tensor_passed_again(layout, analysis, j) for j in layout.leaves_of_input[i]
+            )
+        ):
+            # Its writes are copies into the group's synthetic base (Note [Aliased Inputs In Training]), which hands
+            # a grad_fn to the tensor the base views: eager's only where that is the input itself (Note [Inputs
+            # Passed Twice That Gain Grad]).
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad, shares storage with another input, "
                 "and the program writes a value that requires grad into it (so in eager it then requires grad); in "
-                "training this is not supported yet. Write into a clone, or detach() the value"
+                "training this is supported only where every input over that storage is this one tensor, whose "
+                "layout the program keeps (Note [Inputs Passed Twice That Gain Grad]). Write into a clone, or "
+                "detach() the value"
             )
         swapped_under_grad = any(m.storage_changed for m in muts) and all(m.set_under_grad for m in muts)
         if (

@@ -557,14 +557,6 @@ def check_overlapping_clones(
                 "the traced one a view of the input's contiguous clone (Note [contiguous() Of A Contiguous Clone]). "
                 "Call .clone() instead"
             )
-        if any(mutations[j].data for j in leaves):
-            # the epilogue's copy_ into the input's repeated elements raises (fuzz seed 6000 #6885: an empty write)
-            raise UnsupportedError(
-                f"{path}: the program writes this tensor subclass input, which requires grad and whose elements "
-                "overlap (expand()); in training it runs as a clone, and writing the clone's values back into the "
-                "input's repeated elements is not supported. Pass the tensor it was expanded from and expand it "
-                "inside the function, or write a clone of it"
-            )
         grouped = any(j in g.members for g in layout.groups for j in leaves)
         for info in outputs:
             source, steps, early = _chain_from_input(info, outputs)

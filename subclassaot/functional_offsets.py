@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import torch
 
+from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun
-from subclassaot.schemas import LeafMutation, LeafSource, OutputInfo
-from subclassaot.torch_internals import has_data_mutation, inner_storage_offset
+from subclassaot.schemas import DenseIndex, LeafMutation, LeafSource, Meta, OutputInfo
+from subclassaot.torch_internals import has_data_mutation, inner_storage_offset, symint_expr
 
 # Note [Offsets Of Views Of Written Inputs]
 # Functionalization regenerates a written tensor from a fresh value, and a view taken of it afterwards reports that
@@ -41,6 +42,19 @@ def eager_offset(t: torch.Tensor, original: torch.Tensor) -> int | torch.SymInt:
     if not has_data_mutation(original):
         return t.storage_offset()
     return inner_storage_offset(t) + (original.storage_offset() - inner_storage_offset(original))
+
+
+def alias_meta(leaf: torch.Tensor, run: FunctionalRun, j: DenseIndex, original: DenseIndex | None) -> Meta:
+    """Eager's metadata of FunctionalTensor `leaf`, on the storage dense input `j` has at the end (`original`: the
+    input whose storage that was as the inputs came, if any): the offset shifted where the input runs as a clone at
+    another offset, else corrected by Note [Offsets After A Write]."""
+    meta = leaf_meta(leaf)
+    shift = run.clone_offset_shift.get(j)
+    if shift is not None and not (isinstance(shift, int) and shift == 0):
+        return (meta[0], meta[1], symint_expr(leaf.storage_offset() + shift))
+    if original is not None:
+        return (meta[0], meta[1], symint_expr(eager_offset(leaf, run.originals[original])))
+    return meta
 
 
 def check_set_output_offsets(info: OutputInfo, run: FunctionalRun, mutations: tuple[LeafMutation, ...]) -> None:

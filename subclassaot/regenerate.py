@@ -14,6 +14,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.bumped_views import finish_bumped_view, lower_input_counter
+from subclassaot.detached_outputs import set_onto_inputs
 from subclassaot.foreign_bases import view_onto
 from subclassaot.grad_set_bases import set_under_grad_holder
 from subclassaot.protocol import unflatten_subclass
@@ -105,6 +106,10 @@ def build_outputs(
                     view=info.set_under_grad_view,
                     viewed_after=info.grad_set_base is not None and info.grad_set_base.source is None,
                 )
+        if info.leaves and info.leaves[0].onto_input is not None and isinstance(value, torch.Tensor):
+            owner = values[plan.layout.leaves[info.leaves[0].onto_input].owner]
+            assert isinstance(owner, torch.Tensor)
+            set_onto_inputs(value, info, dense, [ev.meta(leaf.meta, symbols) for leaf in info.leaves], owner)
         if info.base_gains_grad and isinstance(value, torch.Tensor) and torch.is_grad_enabled():
             give_base_grad(value)  # Note [Views Of A Detach That Gained Grad]
         onto = info.leaves[0].storage_of if info.leaves else None

@@ -168,7 +168,12 @@ def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
         if info.kind is not OutputKind.TENSOR or info.tree is not None or info.replay is not None:
             return None
         leaf = info.leaves[0] if len(info.leaves) == 1 else None
-        if leaf is None or leaf.source is not LeafSource.GRAPH or leaf.storage_of is not None:
+        if (
+            leaf is None
+            or leaf.source is not LeafSource.GRAPH
+            or leaf.storage_of is not None
+            or leaf.onto_input is not None
+        ):
             return None
         out.append(fresh_start + info.leaves[0].index)
     if (

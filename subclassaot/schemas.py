@@ -186,6 +186,10 @@ class OutputLeaf:
     # INPUT_ALIAS, not a view: its metadata are those the input ends with, on a storage set_() gave it: it takes the
     # input's real layout after the epilogue (Note [Inputs Set To Computed Tensors])
     input_layout: bool = False
+    # GRAPH in training: a detach() of this dense input the program wrote with a value that requires grad; after the
+    # epilogue it is set_() under no_grad onto that input's storage with `meta` (Note [Detached Outputs Written With
+    # Grad])
+    onto_input: DenseIndex | None = None
 
 
 class ReplaySource(enum.Enum):

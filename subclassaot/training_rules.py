@@ -362,10 +362,29 @@ def _returns_tensors(analysis: Analysis) -> bool:
     return any(info.kind not in (OutputKind.CONSTANT, OutputKind.SYMINT) for info in analysis.outputs)
 
 
+def _check_overlapping_wrapper_writes(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
+) -> None:
+    """A subclass input whose elements overlap (expand()) that the epilogue writes at the wrapper level (Note
+    [Subclass Inputs Mutated In Training]): its copy_ into the repeated elements raises (fuzz seed 6000 #6885). One
+    written only through another input over its storage (fuzz seed 40000 #5481, #9365) or below autograd (#5857)
+    is not written that way."""
+    for i in wrapper_update_inputs(layout, analysis, user_fakes):
+        t = user_fakes[i]
+        if any(st == 0 and sz != 1 for sz, st in zip(t.shape, t.stride(), strict=True)):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path}: the program writes this tensor subclass input, which "
+                "requires grad and whose elements overlap (expand()), where autograd records it; writing its new "
+                "values back into the input's repeated elements is not supported. Pass the tensor it was expanded "
+                "from and expand it inside the function, or write a clone of it"
+            )
+
+
 def check_training_supported(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
     _check_data_swap_after_recorded_write(flat, layout, analysis, user_fakes)
+    _check_overlapping_wrapper_writes(flat, layout, analysis, user_fakes)
     by_object = {id(fake): t for t, fake in reversed(list(enumerate(user_fakes)))}
 
     def input_of(m: DenseIndex) -> int:
@@ -715,6 +734,26 @@ def _static(dims: Sequence[object]) -> tuple[int, ...]:
 #   at the wrapper level (Note [Subclass Inputs That Gain Grad By set_]; where that is not exact it is refused), and
 #   a plain input that gains grad by a write after a swap autograd did not record is refused (`SwapRecord.grad_set_ids` holds the recorded ones: under grad, it or the source
 #   requiring grad), whose write lands in the new storage below autograd.
+
+
+# Note [Inputs Passed Twice That Gain Grad]
+# `f(x, w, x)` with x not requiring grad, w requiring it, and `x.add_(w)` (with grad on): in eager x gains grad, a
+# non-leaf with AddBackward0. Its two graph inputs are one alias group (Note [Aliased Inputs In Training]) whose
+# synthetic base, as no member requires grad, is an as_strided view of x: the epilogue's copy_ into it with grad on
+# gives x a CopySlices history whose backward reaches the Function's update, and so w (fuzz seed 40000 #1161,
+# #6072). That is eager's only where every member of the group is that one tensor (the guards hold which members
+# are the same object): members that are distinct views or detach() aliases of one storage gain grad in eager by
+# autograd relations the base copy does not reproduce (a detach() of an input that requires grad, written with grad:
+# seed 40000 #4021), and stay refused. So is a tensor whose layout the program changes (`x.t_()`): the epilogue
+# then replays that change on x after the base copy, and the gradient through x returned did not match eager's.
+
+
+def one_tensor_passed_again(layout: DenseLayout, analysis: Analysis, j: int) -> bool:
+    """Dense leaf `j` is in an alias group every member of which is one tensor passed several times, whose layout
+    the program leaves as it was (Note [Inputs Passed Twice That Gain Grad])."""
+    group = next(g for g in layout.groups if j in g.members)
+    same = not group.whole_storage and all(s is not None for s in group.same_as[1:])
+    return same and not any(analysis.mutations[m].metadata for m in group.members)
 
 
 def gains_grad(analysis: Analysis, i: int, fake: torch.Tensor) -> bool:
