@@ -124,7 +124,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Let the subclass run with this mode still active, so its inner set_ calls are seen too. Its inner
             # ops run below autograd, so in eager they advance no version counter: count them as not writing.
             before = _size_and_stride(args[0]) if func in _RESIZE_OPS else None
-            size_before = tuple(args[0].shape) if func in SET_OPS else ()
+            size_before = tuple(args[0].shape) if func in SET_OPS or torch.Tag.inplace_view in func.tags else ()
             if self.depth == 0 and torch.is_grad_enabled():
                 self._note_wrapper_op(func, args, kwargs)
             if func in SET_OPS and self.depth == 0:
@@ -142,6 +142,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 inner = flatten_subclass(out, "out")[1]
                 if any(id(t) in self.record.base_strided_views for t in inner):
                     self.record.base_strided_views.add(id(out))  # its inner views were: so is the wrapper
+            if torch.Tag.inplace_view in func.tags and self.depth == 0 and not torch.is_grad_enabled():
+                self._note_hidden_resize(args[0], size_before)  # Note [Subclass Leaves Resized Under no_grad]
             if func in SET_OPS and self.depth == 0:
                 seq = self.record.inplace_views[id(args[0])][-1].seq  # set_ is an inplace_view op: _track saw it
                 self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
@@ -300,6 +302,15 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.record.wrapper_ops.append((func, subclass_args, written))
         if self.record.wrapper_first_sets:
             self.record.note_reads_after_set(subclass_args, written)
+        if self.record.hidden_resizes:
+            self.record.note_reads_after_hidden_resize(subclass_args)
+
+    def _note_hidden_resize(self, t: torch.Tensor, size_before: tuple[Any, ...]) -> None:
+        """Note [Subclass Leaves Resized Under no_grad]."""
+        size = tuple(t.shape)
+        changed = not all(isinstance(d, int) for d in (*size, *size_before)) or size != size_before
+        if t.requires_grad and changed and id(t) not in self.record.hidden_resizes:
+            self.record.hidden_resizes[id(t)] = self.record.inplace_views[id(t)][-1].seq
 
     def _grad_set(self, x: torch.Tensor) -> None:
         """Note [set_ Under Grad]: set_() of `x` with grad on. On a view taken with grad on, eager's autograd

@@ -14,7 +14,7 @@ from typing import cast
 import torch
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.hidden_set_rules import kernel_strides, set_under_no_grad_inputs
+from subclassaot.hidden_set_rules import kernel_strides, refuse_leaves_resized_under_no_grad, set_under_no_grad_inputs
 from subclassaot.schemas import (
     AliasGroup,
     AliasGroupRef,
@@ -366,6 +366,7 @@ def check_training_supported(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
     _check_data_swap_after_recorded_write(flat, layout, analysis, user_fakes)
+    refuse_leaves_resized_under_no_grad(flat, layout, analysis)
     by_object = {id(fake): t for t, fake in reversed(list(enumerate(user_fakes)))}
 
     def input_of(m: DenseIndex) -> int:
