@@ -142,8 +142,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 inner = flatten_subclass(out, "out")[1]
                 if any(id(t) in self.record.base_strided_views for t in inner):
                     self.record.base_strided_views.add(id(out))  # its inner views were: so is the wrapper
-            if torch.Tag.inplace_view in func.tags and self.depth == 0 and not torch.is_grad_enabled():
-                self._note_hidden_resize(args[0], size_before)  # Note [Subclass Leaves Resized Under no_grad]
+            if torch.Tag.inplace_view in func.tags and func not in SET_OPS and self.depth == 0:  # set_: its own rules
+                self.record.note_hidden_resize(args[0], size_before)  # Note [Subclass Leaves Resized Under no_grad]
             if func in SET_OPS and self.depth == 0:
                 seq = self.record.inplace_views[id(args[0])][-1].seq  # set_ is an inplace_view op: _track saw it
                 self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
@@ -304,13 +304,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.note_reads_after_set(subclass_args, written)
         if self.record.hidden_resizes:
             self.record.note_reads_after_hidden_resize(subclass_args)
-
-    def _note_hidden_resize(self, t: torch.Tensor, size_before: tuple[Any, ...]) -> None:
-        """Note [Subclass Leaves Resized Under no_grad]."""
-        size = tuple(t.shape)
-        changed = not all(isinstance(d, int) for d in (*size, *size_before)) or size != size_before
-        if t.requires_grad and changed and id(t) not in self.record.hidden_resizes:
-            self.record.hidden_resizes[id(t)] = self.record.inplace_views[id(t)][-1].seq
 
     def _grad_set(self, x: torch.Tensor) -> None:
         """Note [set_ Under Grad]: set_() of `x` with grad on. On a view taken with grad on, eager's autograd
