@@ -30,7 +30,6 @@ from subclassaot.backward_trace import BackwardVariant, trace_backward
 from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.data_assignment import resimplified_data_metas
 from subclassaot.desugar import DynamicAliasError, dense_layout
-from subclassaot.duplicates import deduplicated, deduplicated_guards, deduplicated_runner, find_repeats
 from subclassaot.early_views import replays_before_call
 from subclassaot.errors import BackendError, SubclassAOTError, UnsupportedError
 from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
@@ -135,7 +134,7 @@ class CompiledFunction(Generic[P, R]):
                 log.info("recompiling %s: %s", getattr(self.fn, "__name__", self.fn), reason)
             entry = compile_entry(self.fn, args, kwargs, self.config, self._state, self._symbols, self._captures)
             self._entries.append(entry)
-        values, _ = pytree.tree_flatten((lifted_state(self.fn, self._captures), args, dict(kwargs)))
+        values = list(entry.flat.values)
         bound = entry.guards.check(values)
         if not isinstance(bound, dict):
             raise AssertionError(f"BUG: a freshly compiled entry rejects the inputs it was compiled for: {bound}")
@@ -208,9 +207,7 @@ def _compile_over(
     whole_storage: frozenset[DenseIndex],
 ) -> CompiledEntry:
     """inputs -> fakify -> desugar -> analyze -> trace (training: joint -> partition) -> backend -> guards -> runtime."""
-    caller_flat, call = flatten_call(fn, args, kwargs, captures)
-    repeats = find_repeats(caller_flat)  # See Note [Inputs Passed Twice Are One Input]
-    flat, call = deduplicated(caller_flat, call, repeats) if repeats.pairs else (caller_flat, call)
+    flat, call = flatten_call(fn, args, kwargs, captures)
     tensors = [cast(torch.Tensor, flat.values[i]) for i in flat.tensor_indices]
     paths = [flat.leaves[i].path for i in flat.tensor_indices]
     fake_mode, fakified, layout = _fakify_and_desugar(tensors, paths, flat, config, state, symbols, whole_storage)
@@ -319,11 +316,8 @@ def _compile_over(
     runner = make_runner(plan, graph_call)
     if trial is not None:
         check_trial(trial, lambda values: _run_checked(entry_guards, runner, values))
-    _, spec = pytree.tree_flatten(pytree.tree_unflatten(list(caller_flat.values), caller_flat.spec))
+    _, spec = pytree.tree_flatten(pytree.tree_unflatten(list(flat.values), flat.spec))
     simple = not flat.module_state_names and len(flat.leaves) == len(args) and not kwargs
-    if repeats.pairs:
-        entry_guards = deduplicated_guards(entry_guards, repeats, caller_flat)
-        runner = deduplicated_runner(runner, repeats)
     return CompiledEntry(
         spec=spec,
         simple_arity=len(args) if simple else None,

@@ -202,7 +202,7 @@ def run_functional(
                     "or use reshape()"
                 ) from e
             raise
-    check_containers_unchanged(flat, values, (state, args, kwargs))
+    _check_containers_unchanged(flat, values, (state, args, kwargs))
     finals: list[torch.Tensor] = []
     for tree, tensor in zip(layout.trees, user_tensors, strict=True):
         finals.extend([tensor] if tree is None else flatten_subclass(tensor, tree.path)[1])
@@ -223,7 +223,7 @@ def run_functional(
     )
 
 
-def check_containers_unchanged(flat: FlatInputs, values: Sequence[object], call: object) -> None:
+def _check_containers_unchanged(flat: FlatInputs, values: Sequence[object], call: object) -> None:
     """Refuse a program that assigned into a list or dict it was given (`d["a"] = d["a"] * 2`): the compiled
     program runs on containers rebuilt from the leaves, so the caller's would keep their old entries."""
     after, spec = pytree.tree_flatten(call)

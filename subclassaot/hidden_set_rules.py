@@ -74,8 +74,8 @@ def _hidden_swap(m: LeafMutation) -> bool:
 # expected shape compatible with"), or, where the check sums it down to the old size (an unsqueeze_), leaves the
 # gradient in the old size (a 0-d leaf unsqueeze_()d: `.grad` of shape () where eager's is (1,)). Plain leaves are
 # refused by Note [Layouts Changed Behind Autograd]; such a subclass leaf is refused where the program reads it (or a
-# view of it taken after the op) with grad after the op. Found on a PairTensor passed twice once fuzz seed 40000
-# #2813 was compiled as one input (Note [Inputs Passed Twice Are One Input]); a single input diverged the same.
+# view of it taken after the op) with grad after the op, once the alias-group and set_() rules have passed it.
+# Found while compiling fuzz seed 40000 #2813 (a PairTensor leaf passed twice) as one input; a single input diverged.
 
 
 def refuse_leaves_resized_under_no_grad(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:

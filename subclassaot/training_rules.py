@@ -366,7 +366,6 @@ def check_training_supported(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
     _check_data_swap_after_recorded_write(flat, layout, analysis, user_fakes)
-    refuse_leaves_resized_under_no_grad(flat, layout, analysis)
     by_object = {id(fake): t for t, fake in reversed(list(enumerate(user_fakes)))}
 
     def input_of(m: DenseIndex) -> int:
@@ -426,6 +425,7 @@ def check_training_supported(
                     "in place (t_, set_, resize_ ...); in training only data writes to such inputs are supported "
                     "yet. Change a clone instead, or run it under torch.no_grad()"
                 )
+    refuse_leaves_resized_under_no_grad(flat, layout, analysis)
 
 
 # Note [Subclass Inputs set_() Under Grad]
