@@ -1,13 +1,18 @@
-"""Training rule for tensor subclass inputs that require grad and that the program set_()s where autograd does not
-record it (under no_grad): which of them the epilogue changes exactly as inference does.
+"""Training rules for tensor subclass inputs that require grad and whose storage or size the program changes where
+autograd does not record it (under no_grad): which of them the epilogue changes exactly as inference does
+(`set_under_no_grad_inputs`), and which are refused (`refuse_leaves_resized_under_no_grad`).
 
-Input: `DenseLayout`, `Analysis`. Output: tensor input indexes (positions in `DenseLayout.trees`). Invariants: pure
-functions of compile-time records, as the rest of `training_rules`.
+Input: `FlatInputs`, `DenseLayout`, `Analysis`. Output: tensor input indexes (positions in `DenseLayout.trees`), or
+UnsupportedError naming the input and the rule. Invariants: pure functions of compile-time records, as the rest of
+`training_rules`.
 """
 
 from __future__ import annotations
 
-from subclassaot.schemas import Analysis, DenseLayout, LeafMutation
+import torch
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, LeafMutation
 
 # Note [Subclass Inputs set_() Under no_grad]
 # `with torch.no_grad(): x.set_(y)` on a subclass input x that requires grad records nothing in eager: x keeps its
@@ -57,3 +62,33 @@ def _hidden_swap(m: LeafMutation) -> bool:
         and not (m.swapped_by_data or m.set_under_grad or m.resized or m.autograd_visible)
         and not kernel_strides(m)
     )
+
+
+# Note [Subclass Leaves Resized Under no_grad]
+# An in-place view op under no_grad (t_, transpose_, squeeze_) that gives a subclass input which is an autograd leaf
+# another size records nothing in eager; an op that reads the leaf with grad after it makes the leaf's gradient
+# accumulator then, which expects the new size, and the gradient arrives in that size. The compiled Function is
+# called on the input before the epilogue replays the op (Note [Subclass Inputs Mutated In Training]), so its edge to
+# the leaf's accumulator expects the old size, and the gradient it returns, computed in the new one, fails autograd's
+# size check where eager's backward runs (x.t_() under no_grad, then x.mul(2): "returned an invalid gradient ...
+# expected shape compatible with"), or, where the check sums it down to the old size (an unsqueeze_), leaves the
+# gradient in the old size (a 0-d leaf unsqueeze_()d: `.grad` of shape () where eager's is (1,)). Plain leaves are
+# refused by Note [Layouts Changed Behind Autograd]; such a subclass leaf is refused where the program reads it (or a
+# view of it taken after the op) with grad after the op, once the alias-group and set_() rules have passed it.
+# Found while compiling fuzz seed 40000 #2813 (a PairTensor leaf passed twice) as one input; a single input diverged.
+
+
+def refuse_leaves_resized_under_no_grad(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
+    """Note [Subclass Leaves Resized Under no_grad]."""
+    for i, (tree, index) in enumerate(zip(layout.trees, flat.tensor_indices, strict=True)):
+        real = flat.values[index]
+        if tree is None or not isinstance(real, torch.Tensor) or not (real.is_leaf and real.requires_grad):
+            continue
+        if analysis.read_after_hidden_resize and analysis.read_after_hidden_resize[i]:
+            raise UnsupportedError(
+                f"{tree.path}: a tensor subclass input that is an autograd leaf and requires grad gets another size "
+                "from an in-place view op under torch.no_grad() (t_, transpose_, ...), and the program then uses it "
+                "with grad: eager's gradient reaches it in the new size, where the compiled one is checked against "
+                "the old (Note [Subclass Leaves Resized Under no_grad]); not supported in training. Use the "
+                "out-of-place view op (x = x.t()), or change its size with grad enabled"
+            )

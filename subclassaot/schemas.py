@@ -398,6 +398,9 @@ class Analysis:
     # per tensor input (subclasses): an op with grad enabled read its wrapper (or a view of it taken after) after the
     # program set_() the wrapper (Note [Subclass Inputs set_() Under no_grad])
     read_after_set: tuple[bool, ...] = ()
+    # per tensor input (subclasses): the same after an in-place view op under no_grad gave the wrapper another size
+    # (Note [Subclass Leaves Resized Under no_grad])
+    read_after_hidden_resize: tuple[bool, ...] = ()
     # per tensor input: the program called x.set_(x) on it under no_grad (Note [set_ Renews A Leaf's Accumulator])
     self_set: tuple[bool, ...] = ()
     # the run traced a group member with views of it among the others as its group's base (Note [Plain Inputs

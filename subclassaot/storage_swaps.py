@@ -125,7 +125,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Let the subclass run with this mode still active, so its inner set_ calls are seen too. Its inner
             # ops run below autograd, so in eager they advance no version counter: count them as not writing.
             before = _size_and_stride(args[0]) if func in _RESIZE_OPS else None
-            size_before = tuple(args[0].shape) if func in SET_OPS else ()
+            size_before = tuple(args[0].shape) if func in SET_OPS or torch.Tag.inplace_view in func.tags else ()
             if self.depth == 0 and torch.is_grad_enabled():
                 self._note_wrapper_op(func, args, kwargs)
             if func in SET_OPS and self.depth == 0:
@@ -143,6 +143,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 inner = flatten_subclass(out, "out")[1]
                 if any(id(t) in self.record.base_strided_views for t in inner):
                     self.record.base_strided_views.add(id(out))  # its inner views were: so is the wrapper
+            if torch.Tag.inplace_view in func.tags and func not in SET_OPS and self.depth == 0:  # set_: its own rules
+                self.record.note_hidden_resize(args[0], size_before)  # Note [Subclass Leaves Resized Under no_grad]
             if func in SET_OPS and self.depth == 0:
                 seq = self.record.inplace_views[id(args[0])][-1].seq  # set_ is an inplace_view op: _track saw it
                 self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
@@ -304,6 +306,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.record.wrapper_ops.append((func, subclass_args, written))
         if self.record.wrapper_first_sets:
             self.record.note_reads_after_set(subclass_args, written)
+        if self.record.hidden_resizes:
+            self.record.note_reads_after_hidden_resize(subclass_args)
 
     def _grad_set(self, x: torch.Tensor, source: torch.Tensor | None = None) -> None:
         """Note [set_ Under Grad]: set_() of `x` with grad on. On a view taken with grad on, eager's autograd

@@ -118,6 +118,10 @@ class SwapRecord:
     set_resized: set[int] = field(default_factory=set)
     read_after_set: set[int] = field(default_factory=set)
     plain_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # the same for plain tensors' set_()
+    # id() of a wrapper subclass that requires grad -> seq of the first in-place view op under no_grad that gave it
+    # another size; id() of those an op with grad enabled read after it (Note [Subclass Leaves Resized Under no_grad])
+    hidden_resizes: dict[int, int] = field(default_factory=dict)
+    read_after_hidden_resize: set[int] = field(default_factory=set)
     # id() of tensors the program called x.set_(x) on under no_grad (Note [set_ Renews A Leaf's Accumulator])
     self_sets: set[int] = field(default_factory=set)
     data_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # ... and `.data =` (grad mode: False)
@@ -200,6 +204,28 @@ class SwapRecord:
                 changed = written or id(t) in self.set_resized
                 if first is not None and changed and (taken is None or taken > first[0]):
                     self.read_after_set.add(id(t))
+                record = self.views.get(id(t))
+                if record is None or record.func is torch.ops.aten.detach.default:
+                    break
+                taken, t = record.seq, record.source
+
+    def note_hidden_resize(self, t: torch.Tensor, size_before: tuple[Any, ...]) -> None:
+        """After an in-place view op on wrapper `t`, whose size was `size_before`: note it where it ran under
+        no_grad and gave `t`, which requires grad, another size (Note [Subclass Leaves Resized Under no_grad])."""
+        size = tuple(t.shape)
+        changed = not all(isinstance(d, int) for d in (*size, *size_before)) or size != size_before
+        if not torch.is_grad_enabled() and t.requires_grad and changed and id(t) not in self.hidden_resizes:
+            self.hidden_resizes[id(t)] = self.inplace_views[id(t)][-1].seq
+
+    def note_reads_after_hidden_resize(self, tensors: tuple[torch.Tensor, ...]) -> None:
+        """`tensors`, read by an op with grad enabled: mark each wrapper an in-place view op under no_grad resized
+        before, that it is, or whose view taken after that op it is (as `note_reads_after_set`)."""
+        for t in tensors:
+            taken: int | None = None  # when the view below `t` in the chain was taken
+            while True:
+                seq = self.hidden_resizes.get(id(t))
+                if seq is not None and (taken is None or taken > seq):
+                    self.read_after_hidden_resize.add(id(t))
                 record = self.views.get(id(t))
                 if record is None or record.func is torch.ops.aten.detach.default:
                     break

@@ -14,7 +14,7 @@ from typing import cast
 import torch
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.hidden_set_rules import kernel_strides, set_under_no_grad_inputs
+from subclassaot.hidden_set_rules import kernel_strides, refuse_leaves_resized_under_no_grad, set_under_no_grad_inputs
 from subclassaot.schemas import (
     AliasGroup,
     AliasGroupRef,
@@ -444,6 +444,7 @@ def check_training_supported(
                     "in place (t_, set_, resize_ ...); in training only data writes to such inputs are supported "
                     "yet. Change a clone instead, or run it under torch.no_grad()"
                 )
+    refuse_leaves_resized_under_no_grad(flat, layout, analysis)
 
 
 # Note [Subclass Inputs set_() Under Grad]
