@@ -26,6 +26,7 @@ from subclassaot.runtime_plan import (
     fresh_output,
     non_view_alias,
     probed_stride,
+    wrapper_write_recorded,
 )
 from subclassaot.schemas import (
     AliasGroupRef,
@@ -426,7 +427,7 @@ def _assign_data(
 def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: torch.Tensor) -> None:
     """A wrapper-level copy_ that autograd records (Note [Subclass Inputs Mutated In Training])."""
     wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
-    visible = any(plan.analysis.mutations[j].autograd_visible for j in plan.layout.leaves_of_input[t])
+    visible = wrapper_write_recorded(plan.analysis, plan.layout, t)
     # A leaf that requires grad (or a view of one) cannot be written where autograd records it in eager: what
     # wrote it was an alias autograd does not relate to it (a detach() passed beside it; Note [Aliased Subclass
     # Inputs In Training]).

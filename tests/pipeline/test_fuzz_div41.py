@@ -1,0 +1,62 @@
+"""Fuzz regressions (helper div41): wrong results of dev seed 41000 (backward errors and the order of gradients)."""
+
+from __future__ import annotations
+
+import torch
+
+from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.fuzz_helpers import nonleaf, pair
+
+T = torch.Tensor
+
+
+def _leaf(*shape: int) -> T:
+    return torch.randn(shape, requires_grad=True)
+
+
+def test_returned_leaf_gets_its_gradient_before_a_raising_backward(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 41000 #1981 (Note [Returned Leaves Outside A Raising Backward]): t1's backward fails (x1 was saved,
+    # then written); x0 reaches only x1's new value, so eager accumulates x0's gradient from the output x0 first
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.expand(())
+        t1 = x1.mul(x1)
+        x1.add_(t0)
+        return (t1, x0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (_leaf(), nonleaf(3, 2)), compile_fn=compile_fn)
+
+
+def test_returned_subclass_leaf_first_before_a_raising_backward(compile_fn: CompileFn | None) -> None:
+    # #1981 with tensor subclasses, the leaf returned first
+    def f(x0: T, x1: T) -> object:
+        t1 = x1.mul(x1)
+        x1.add_(x0)
+        return (x0, t1)
+
+    def make() -> tuple[T, T]:
+        with torch.enable_grad():
+            return pair(requires_grad=True), pair(3, 2, requires_grad=True).clone()
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+def test_subclass_view_written_under_no_grad_before_a_raising_backward(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 41000 #7600: x0 (a view of a leaf) written under no_grad regenerates its grad_fn when the caller
+    # reads it, after the program's nodes, so eager's leaf gets its gradient before t1's backward fails; the
+    # epilogue copies x0's new value in under no_grad, so x0 goes in detached (Note [Unreached Inputs Are Detached])
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            x0.add_(2.0)
+            t0 = x0.reshape(())
+        t1 = t0.mul(0.5)
+        t1.mul_(t1)
+        return (x0, t1)
+
+    def make() -> tuple[T]:
+        with torch.enable_grad():
+            return (pair(requires_grad=True).reshape(()),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
