@@ -33,6 +33,7 @@ from subclassaot.backward_probe import (
 from subclassaot.desugar import graph_example_inputs
 from subclassaot.early_views import early_leaf_views
 from subclassaot.errors import UnsupportedError
+from subclassaot.escaping_views import refuse_written_escaping_views
 from subclassaot.joint import (
     JointSetup,
     TracedJoint,
@@ -187,6 +188,7 @@ def trace_backward(
     wrapper_updates = wrapper_update_inputs(layout, analysis, user_fakes)
     real = [cast(torch.Tensor, flat.values[k]) for k in flat.tensor_indices]
     refuse_written_views_changed_in_place(layout, analysis, real, wrapper_updates)
+    refuse_written_escaping_views(flat, layout, analysis)
     # Every input gradients are taken for runs as a clone: a write to it, or an in-place view op on a view of it,
     # then happens to a non-leaf as in eager (Note [Training Through A Joint Graph]).
     clone = frozenset(grad_inputs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
-from tests.pipeline.fuzz_helpers import nonleaf, pair
+from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair
 
 T = torch.Tensor
 
@@ -60,3 +60,28 @@ def test_subclass_view_written_under_no_grad_before_a_raising_backward(compile_f
 
     with torch.enable_grad():
         assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+def test_written_as_strided_view_escaping_its_slice_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 41000 #9801 (Note [Views That Escape Their History]): x0 reaches element 0, which the empty slice
+    # it was taken of does not cover; eager's add_ sends that element's gradient to the base
+    def f(x0: T) -> object:
+        t0 = x0.expand(())
+        t0.add_(2.0)
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_refused(
+            f, lambda: (nonleaf(4)[1:1:2].as_strided((), (), 0),), compile_fn, r"args\[0\]: an as_strided\(\) view"
+        )
+
+
+def test_written_as_strided_view_inside_its_slice(compile_fn: CompileFn | None) -> None:
+    # the same write through an as_strided() view that stays inside the slice it was taken of runs
+    def f(x0: T) -> object:
+        t0 = x0.expand(2)
+        t0.add_(2.0)
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(4)[1:3].as_strided((2,), (1,), 1),), compile_fn=compile_fn)
