@@ -440,6 +440,14 @@ def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: to
         set_version(wrapper, before)  # a write through `.data`: eager leaves the wrapper's counter alone
 
 
+# Note [data Assignment Keeps A Leaf's Accumulator]
+# Eager's `.data =` on a leaf that requires grad keeps its gradient accumulator, whose recorded size the engine
+# reduces gradients to (x0.reshape(()) took it at size (1,); x0.data = x0.unsqueeze(1); then x0 returned: eager's
+# x0.grad has size (1,), fuzz seed 41000 #1312), while set_() makes a new one (Note [set_ Renews A Leaf's
+# Accumulator]). So a plain input the program swapped only by `.data =`, within its own storage, gets its layout
+# by `.data =` too, not by set_().
+
+
 # Note [Metadata Changes Under no_grad]
 # `with torch.no_grad(): x.t_()` on an input that requires grad leaves its grad_fn as it was in eager (a backward
 # through the new x then raises there, as its grad_fn expects the old layout). So the epilogue replays such a change
@@ -482,7 +490,10 @@ def _replay_metadata(
             # set_() within its own storage (to another input sharing it, or to a view of itself): set_(Tensor) as
             # the program's. On a leaf, unlike as_strided_, it also renews the gradient accumulator autograd
             # checks the leaf's gradient against (fuzz seed 6000 #183: x0.set_(x0.view(-1)) under no_grad)
-            set_to_tensor(x, x.detach().as_strided(size, stride, offset))
+            if m.swapped_by_data_only:  # Note [data Assignment Keeps A Leaf's Accumulator]
+                x.data = x.detach().as_strided(size, stride, offset)
+            else:
+                set_to_tensor(x, x.detach().as_strided(size, stride, offset))
         elif m.resized:
             x.resize_(size)
             if list(x.stride()) != stride or x.storage_offset() != offset:

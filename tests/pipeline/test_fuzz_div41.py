@@ -85,3 +85,26 @@ def test_written_as_strided_view_inside_its_slice(compile_fn: CompileFn | None) 
 
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (nonleaf(4)[1:3].as_strided((2,), (1,), 1),), compile_fn=compile_fn)
+
+
+def test_data_assignment_keeps_the_leaf_accumulator(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 41000 #1312 (Note [data Assignment Keeps A Leaf's Accumulator]): eager's x0.grad keeps size (1,)
+    def f(x0: T) -> object:
+        t0 = x0.reshape(())
+        t1 = x0.unsqueeze(1)
+        x0.data = t1
+        t2 = t0.clone()
+        return (t2, x0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (_leaf(1),), compile_fn=compile_fn)
+
+
+def test_data_assignment_of_an_unsqueeze_keeps_the_leaf_accumulator(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.sum()
+        x0.data = x0.unsqueeze(0)
+        return (t0, x0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (_leaf(3),), compile_fn=compile_fn)
