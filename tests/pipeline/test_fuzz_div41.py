@@ -108,3 +108,27 @@ def test_data_assignment_of_an_unsqueeze_keeps_the_leaf_accumulator(compile_fn: 
 
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (_leaf(3),), compile_fn=compile_fn)
+
+
+def test_view_of_intermediate_assigned_an_input_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 41000 #3773: t1 is a view of t0 over x0's storage, with t0's history (sin): eager's t1 requires grad
+    def f(x0: T) -> object:
+        t0 = x0.sin()
+        t0.data = x0
+        t1 = t0.reshape(())
+        return (t1,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(),), compile_fn, r"out\[0\]: a view of a tensor with autograd history")
+
+
+def test_view_of_intermediate_assigned_an_intermediate(compile_fn: CompileFn | None) -> None:
+    # the same over an intermediate's storage is a graph output, with its history
+    def f(x0: T) -> object:
+        t0 = x0.sin()
+        t0.data = x0.cos()
+        t1 = t0.view(())
+        return (t1,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(),), compile_fn=compile_fn)
