@@ -132,3 +132,17 @@ def test_view_of_intermediate_assigned_an_intermediate(compile_fn: CompileFn | N
 
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (nonleaf(),), compile_fn=compile_fn)
+
+
+def test_view_of_subclass_intermediate_then_assigned_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 41000 #4420: eager's t1._base is t0, with x1's metadata over t0's own inner tensors
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.sin()
+        t1 = t0.transpose(1, 0)
+        t0.data = x1
+        return (t1,)
+
+    with torch.no_grad():
+        assert_refused(
+            f, lambda: (pair(3, 3), pair()), compile_fn, r"out\[0\] is a view of an intermediate tensor subclass"
+        )
