@@ -146,3 +146,21 @@ def test_view_of_subclass_intermediate_then_assigned_refused(compile_fn: Compile
         assert_refused(
             f, lambda: (pair(3, 3), pair()), compile_fn, r"out\[0\] is a view of an intermediate tensor subclass"
         )
+
+
+def test_data_assigned_subclass_backward_error_deferred_beside_a_returned_input(
+    compile_fn: CompileFn | None,
+) -> None:
+    # fuzz seed 41000 #2043 (Note [Probing Eager's Backward]): eager's backward fails its size check at t0's node
+    # before x1's history runs; the probe's stand-in for that history ran first and hid the error
+    def f(x0: T, x1: T) -> object:
+        x0.data = x1
+        t0 = x0.add(-1.0)
+        return (x1, t0)
+
+    def make() -> tuple[T, T]:
+        with torch.enable_grad():
+            return pair(requires_grad=True), pair(2, 1, requires_grad=True).clone()
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
