@@ -27,12 +27,7 @@ from subclassaot.analyze_training import (
     wrapper_uses,
 )
 from subclassaot.bumped_views import check_bumped_views
-from subclassaot.data_assignment import (
-    assigned_before_views,
-    check_assigned_view,
-    check_data_meta_outputs,
-    wrapper_data_plans,
-)
+from subclassaot.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.foreign_bases import check_grad_view_of_moved_input, foreign_base
@@ -438,13 +433,6 @@ def _output_info(
             "its own history over the assigned storage, which a compiled output cannot have. Return the assigned "
             "tensor, or a clone"
         )
-    if value.requires_grad and (root := assigned_before_views(value, run)) is not None and root.requires_grad:
-        if _grad_fn_or_none(root) is not None and id(root) not in input_by_id and storage_key(value) in current:
-            raise UnsupportedError(
-                f"{path}: a view of a tensor with autograd history whose `.data` the program assigned an input's "
-                "storage before taking the view: eager's view has that tensor's history over the input's storage, "
-                "which an output regenerated from the input cannot have. Return a clone"
-            )
     _check_wrapper_base_within(path, value, run, current)
     tree, dense = dense_leaves_of(value, path)
     out_leaves = []

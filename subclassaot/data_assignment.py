@@ -35,7 +35,6 @@ from subclassaot.swap_record import DataAssignment
 from subclassaot.torch_internals import mutation_counter, storage_key, symint_expr
 
 __all__ = [
-    "assigned_before_views",
     "assigned_probe_leaf",
     "check_assigned_view",
     "check_data_meta_outputs",
@@ -292,17 +291,3 @@ def _dim(d: object, shape_env: ShapeEnv) -> int | sympy.Expr:
         return d
     simplified = shape_env.simplify(cast(sympy.Expr, d))
     return int(simplified) if isinstance(simplified, sympy.Integer) else cast(sympy.Expr, simplified)
-
-
-def assigned_before_views(value: torch.Tensor, run: FunctionalRun) -> torch.Tensor | None:
-    """The tensor `value` is a chain of views of, taken after the program assigned its `.data` (t0.data = x;
-    return t0.reshape(...)), if any: eager's view has the history of that tensor over the assigned storage (fuzz
-    seed 41000 #3773)."""
-    views, assigned = run.swaps.views, run.swaps.data_sets
-    t = value
-    while (record := views.get(id(t))) is not None:
-        source = record.source
-        if id(source) in assigned and assigned[id(source)][0] < record.seq:
-            return source
-        t = source
-    return None

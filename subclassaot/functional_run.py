@@ -390,23 +390,14 @@ def _wrapper_roots(
     leaves: list[object], current: dict[object, DenseIndex], original: dict[object, DenseIndex], swaps: SwapRecord
 ) -> dict[object, torch.Tensor]:
     forced: dict[object, torch.Tensor] = {}
-    for i, value in enumerate(leaves):
+    for value in leaves:
         if not isinstance(value, torch.Tensor) or not is_traceable_subclass(value):
             continue
         t = cast(torch.Tensor, value)
-        first = None  # the view op taken from the root
         while (record := swaps.views.get(id(t))) is not None:
-            t, first = record.source, record
+            t = record.source
         if t is cast(object, value) or not is_traceable_subclass(t):
             continue
-        if first is not None and any(a.seq > first.seq for a in swaps.wrapper_data.get(id(t), ())):
-            # `t1 = t0.transpose(1, 0); t0.data = x1` (fuzz seed 41000 #4420): eager's t1._base is t0 with x1's
-            # metadata over its own inner tensors
-            raise UnsupportedError(
-                f"out[{i}] is a view of an intermediate tensor subclass whose `.data` the program then assigned; "
-                "returning such a view is not supported (its `._base` has the assigned tensor's metadata). Return "
-                "a clone (.clone()) instead"
-            )
         root_leaves = flatten_subclass(t, "root")[1]
         keys = [storage_key(leaf) for leaf in root_leaves]
         if any(k in current or k in original for k in keys):
