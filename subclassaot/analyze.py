@@ -235,6 +235,9 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         resized=grown or (_surely_greater(_extent(final_meta), _extent(orig_meta)) and not storage_changed),
         swapped=id(final) in swaps.swapped_ids,
         swapped_by_data=id(final) in swaps.swapped_by_data,
+        swapped_by_data_only=id(final) in swaps.swapped_by_data
+        and id(final) not in swaps.plain_sets
+        and layout.trees[layout.leaves[i].owner] is None,
         version_bumped=swaps.bumps(run.dense[i]),
         autograd_visible=storage_key(orig) in swaps.visible_writes,
         visible_through_self=swaps.family_of(run.dense[i]) in swaps.visible_families,

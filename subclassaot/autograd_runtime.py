@@ -24,7 +24,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.joint import training_roots
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.regenerate import fresh_outer_stride, root_outer_stride
-from subclassaot.runtime_plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias
+from subclassaot.runtime_plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias, wrapper_write_recorded
 from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf
 from subclassaot.torch_internals import grad_fn_raises
 from subclassaot.trace import UpdateKind
@@ -462,8 +462,20 @@ def training_call(
         and plan.graph_outputs.updates[d].kind is not UpdateKind.BASE
         and epilogue_write_hidden(analysis.mutations[plan.graph_outputs.updates[d].target])
     }
+    # ... and new values of tensor subclass inputs the epilogue copies in under no_grad (fuzz seed 41000 #7600)
+    wrappers_at = n_updates + len(fresh_outputs) + plan.graph_outputs.num_bases
+    hidden_updates |= {
+        p
+        for p, d in enumerate(bw_meta.diff_outputs)
+        if wrappers_at <= d < wrappers_at + n_wrappers
+        and not wrapper_write_recorded(analysis, layout, bw_meta.wrapper_updates[d - wrappers_at])
+    }
     unreached = (  # Note [Unreached Inputs Are Detached]
-        [i for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False) if deps <= hidden_updates]
+        [
+            i
+            for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False)
+            if deps <= hidden_updates or i in bw_meta.detached
+        ]
         if len(bw_meta.tangent_deps) >= len(bw_meta.grad_inputs)
         else []
     )

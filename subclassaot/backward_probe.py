@@ -45,7 +45,11 @@ from subclassaot.trace import InputUpdate, UpdateKind
 # it raises EXAMPLE_INPUT_HISTORY_ERROR. That node (like every node of the earlier history) is numbered below all
 # of the program's nodes, and one of those is ready while any of them has not run, so reaching it means the
 # program's part of the backward completed, and a leaf behind a non-leaf input never gets its gradient before the
-# program's own node raises. Only leaf inputs can, and the probe reads their `.grad`.
+# program's own node raises. Only leaf inputs can, and the probe reads their `.grad`. (In fact that node is
+# autograd's Error node, numbered above all like an AccumulateGrad, so it runs as soon as it is ready: a non-leaf
+# input returned as it came would make it a root that ends the probe first, so such an output is left out of the
+# probe's roots, as eager runs that history after the program's nodes (fuzz seed 41000 #2043). Reached through a
+# node of the program it may still end the probe before another ready node of the program raises: a known limit.)
 # The compiled backward (one autograd.Function node over the forward and backward graphs) raises the program's error
 # before anything behind it runs, and before it only the epilogue's and the caller's nodes run. So deferring the
 # error is exact for a backward through all of the outputs where eager's raises before any input leaf's gradient,
@@ -82,10 +86,14 @@ class BackwardEnd(enum.Enum):
     RAISES_AFTER_GRADS = "raises after gradients"  # ... after some input leaf got its gradient
 
 
-def probe_eager_backward(call: Callable[..., object], flat: FlatInputs) -> Mapping[frozenset[int], BackwardEnd] | None:
+def probe_eager_backward(
+    call: Callable[..., object], flat: FlatInputs, returned: frozenset[int] = frozenset()
+) -> Mapping[frozenset[int], BackwardEnd] | None:
     """Per nonempty set of the program's tensor outputs that require grad (positions among its output pytree's
     leaves): how eager's backward through them ends (Note [Probing Eager's Backward]). None where the program does
-    not run on static fakes, has no such output, or more than MAX_PROBED_OUTPUTS."""
+    not run on static fakes, has no such output, or more than MAX_PROBED_OUTPUTS. `returned`: positions in
+    `flat.values` of leaf inputs given to the Function detached (Note [Returned Leaves Outside A Raising
+    Backward]): their gradient counts where it is there exactly when the leaf itself is among the chosen outputs."""
     try:
         grad_outputs, _ = _trial(call, flat, None)
         if not 0 < len(grad_outputs) <= MAX_PROBED_OUTPUTS:
@@ -93,7 +101,7 @@ def probe_eager_backward(call: Callable[..., object], flat: FlatInputs) -> Mappi
         ends: dict[frozenset[int], BackwardEnd] = {}
         for mask in range(1, 1 << len(grad_outputs)):
             chosen = frozenset(p for k, p in enumerate(grad_outputs) if mask >> k & 1)
-            _, end = _trial(call, flat, chosen)
+            _, end = _trial(call, flat, chosen, returned=returned)
             if end is None:
                 return None
             ends[chosen] = end
@@ -128,28 +136,57 @@ def _trial(
     flat: FlatInputs,
     chosen: frozenset[int] | None,
     errors: list[RuntimeError] | None = None,
+    returned: frozenset[int] = frozenset(),
 ) -> tuple[list[int], BackwardEnd | None]:
     """Run the program on fresh static fakes; with `chosen`, backward through those outputs. Returns the positions
-    of the tensor outputs that require grad and how the backward ended (None: not run)."""
+    of the tensor outputs that require grad and how the backward ended (None: not run, or a `returned` leaf whose
+    gradient is not as the compiled backward gives it)."""
     mode, values = static_fake_copies(flat.values)
-    leaves = [v for v in values if isinstance(v, torch.Tensor) and v.requires_grad and v.is_leaf]
+    apart = [v for k, v in enumerate(values) if k in returned and isinstance(v, torch.Tensor)]
+    leaves = [
+        v
+        for v in values
+        if isinstance(v, torch.Tensor) and v.requires_grad and v.is_leaf and not any(v is a for a in apart)
+    ]
     with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
         state, args, kwargs = unflatten_call(flat, values)
         outs = pytree.tree_leaves(call(state, args, kwargs))
         grad_outputs = [p for p, o in enumerate(outs) if isinstance(o, torch.Tensor) and o.requires_grad]
         if chosen is None:
             return grad_outputs, None
-        roots = [cast(torch.Tensor, outs[p]) for p in sorted(chosen)]
+        # A non-leaf input returned as it came: its fake's history node is numbered above all (it would run first
+        # and end the probe, where eager's runs after the program's nodes): it is left out (Note [Probing Eager's
+        # Backward])
+        given = {id(v) for v in values}
+        roots = [
+            cast(torch.Tensor, outs[p])
+            for p in sorted(chosen)
+            if not (id(outs[p]) in given and type(cast(torch.Tensor, outs[p]).grad_fn).__name__ == "Error")
+        ]
+        if not roots:
+            return grad_outputs, _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
         try:
             torch.autograd.backward(roots, [torch.ones_like(o) for o in roots])
         except RuntimeError as e:
             if EXAMPLE_INPUT_HISTORY_ERROR in str(e):
-                return grad_outputs, BackwardEnd.COMPLETES
+                return grad_outputs, _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
             if errors is not None:
                 errors.append(e)
             graded = any(leaf.grad is not None for leaf in leaves)
-            return grad_outputs, BackwardEnd.RAISES_AFTER_GRADS if graded else BackwardEnd.RAISES
-    return grad_outputs, BackwardEnd.COMPLETES
+            end = BackwardEnd.RAISES_AFTER_GRADS if graded else BackwardEnd.RAISES
+            return grad_outputs, _apart_as_returned(apart, roots, end)
+    return grad_outputs, _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
+
+
+def _apart_as_returned(
+    apart: Sequence[torch.Tensor], roots: Sequence[torch.Tensor], end: BackwardEnd
+) -> BackwardEnd | None:
+    """`end`, where each leaf given to the Function detached got a gradient exactly when it is itself a root, as the
+    compiled backward gives it (Note [Returned Leaves Outside A Raising Backward]); else None."""
+    for leaf in apart:
+        if (leaf.grad is not None) != any(r is leaf for r in roots):
+            return None
+    return end
 
 
 def refuse_layout_changed_behind_autograd(
@@ -224,12 +261,14 @@ def tangent_patterns(
     roots: Sequence[tuple[int, ...]],
     diff: Sequence[int],
     ends: Mapping[frozenset[int], BackwardEnd],
+    returned: frozenset[int] = frozenset(),
 ) -> TangentPatterns | None:
     """The diff positions (Function outputs given a tangent) of each probed set of outputs; None where an output's
     path to the Function is not modelled here. `roots`: the intermediate subclass roots' bases, in their order
     among the forward outputs (joint.training_roots). An output regenerated from an input is taken to reach every
     new value of that input the epilogue writes with grad: where it reaches fewer, the set given at run time
-    matches none probed, and is refused then."""
+    matches none probed, and is refused then. `returned`: tensor input positions of leaves given to the Function
+    detached, whose outputs reach nothing in it (Note [Returned Leaves Outside A Raising Backward])."""
     n_fresh = sum(
         1
         for info in analysis.outputs
@@ -241,6 +280,8 @@ def tangent_patterns(
     leaf_inputs: list[int] = []  # leaf inputs reached, once per path
 
     def of_input(i: int) -> set[int] | None:
+        if i in returned:
+            return None  # reached otherwise than as the output it is: not modelled
         real = flat.values[flat.tensor_indices[i]]
         if isinstance(real, torch.Tensor) and real.requires_grad and real.is_leaf:
             leaf_inputs.append(i)
@@ -264,7 +305,8 @@ def tangent_patterns(
             return of_output(info.input_index)
         if info.kind is OutputKind.IS_INPUT:
             assert info.input_index is not None
-            return of_input(flat.tensor_indices.index(info.input_index))
+            i = flat.tensor_indices.index(info.input_index)
+            return set() if i in returned else of_input(i)
         if info.kind is not OutputKind.TENSOR:
             return None
         r = info.replay

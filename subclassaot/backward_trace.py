@@ -33,6 +33,7 @@ from subclassaot.backward_probe import (
 from subclassaot.desugar import graph_example_inputs
 from subclassaot.early_views import early_leaf_views
 from subclassaot.errors import UnsupportedError
+from subclassaot.escaping_views import refuse_written_escaping_views
 from subclassaot.joint import (
     JointSetup,
     TracedJoint,
@@ -88,6 +89,8 @@ class BackwardGraph:
     # `graph` None: the sets of diff positions given a tangent for which eager's backward was seen to raise before
     # any gradient (Note [Probing Eager's Backward]); another set is refused when backward runs. None: not probed
     raising_patterns: frozenset[frozenset[int]] | None = None
+    # `graph` None: tensor inputs given to the Function detached (Note [Returned Leaves Outside A Raising Backward])
+    detached: frozenset[int] = frozenset()
     # with raising_patterns: outputs replayed before the call (Note [Leaf Views Replayed Before A Raising Backward])
     early_views: frozenset[int] = frozenset()
     diff_outputs: tuple[int, ...]  # forward-output positions (tensor outputs) that receive a tangent
@@ -186,6 +189,7 @@ def trace_backward(
     wrapper_updates = wrapper_update_inputs(layout, analysis, user_fakes)
     real = [cast(torch.Tensor, flat.values[k]) for k in flat.tensor_indices]
     refuse_written_views_changed_in_place(layout, analysis, real, wrapper_updates)
+    refuse_written_escaping_views(flat, layout, analysis)
     # Every input gradients are taken for runs as a clone: a write to it, or an in-place view op on a view of it,
     # then happens to a non-leaf as in eager (Note [Training Through A Joint Graph]).
     clone = frozenset(grad_inputs)
@@ -233,6 +237,11 @@ def trace_backward(
             setup, joint, raising = found
         else:
             verified, early = _deferred_exactly(setup, patterns)
+            if verified is None and (returned := _returned_leaves(setup, patterns, reach)):
+                verified, early = _deferred_exactly(setup, _probe(setup, returned))
+                if verified is not None:
+                    graph = _error_graph(setup, e, reach, tangent_trees, verified, early)
+                    return dataclasses.replace(graph, detached=returned)
             if verified is None:
                 _check_deferred_error(setup, [fw_example[i][1] for i in diff], reach, e)
                 _refuse_by_probe(patterns, e)
@@ -318,10 +327,12 @@ def _backward_without_input_values(
     return traced_setup, joint, absent
 
 
-def _probe(setup: JointSetup) -> TangentPatterns | None:
+def _probe(setup: JointSetup, returned: frozenset[int] = frozenset()) -> TangentPatterns | None:
     """Note [Probing Eager's Backward]: how eager's backward through each set of outputs ends, by the tangents the
-    compiled Function gets for them."""
-    ends = probe_eager_backward(setup.call, setup.flat)
+    compiled Function gets for them. `returned`: tensor input positions of leaves given to the Function detached
+    (Note [Returned Leaves Outside A Raising Backward])."""
+    at = frozenset(setup.flat.tensor_indices[i] for i in returned)
+    ends = probe_eager_backward(setup.call, setup.flat, at)
     if ends is None:
         return None
     outputs = setup.traced.outputs
@@ -335,7 +346,39 @@ def _probe(setup: JointSetup) -> TangentPatterns | None:
         [r.root_bases for r in training_roots(setup.analysis)],
         setup.diff,
         ends,
+        returned,
     )
+
+
+# Note [Returned Leaves Outside A Raising Backward]
+# A leaf input that requires grad, that the program returns as itself and does not change, and whose gradient no
+# output reaches through the program's nodes (only the new value of an input it wrote into does: x1.add_(x0);
+# return t1, x0, with t1's backward failing), gets its gradient in eager straight from the caller's node for that
+# output: its AccumulateGrad, numbered above all nodes, runs before any node of the program, so before the one
+# that raises (fuzz seed 41000 #1981). As a Function input its accumulator would wait behind our raising backward.
+# Where the error is deferred (Note [Backward Errors Are Deferred]) no gradient ever leaves the Function, so such a
+# leaf goes in detached (Note [Unreached Inputs Are Detached]), and the probe (Note [Probing Eager's Backward])
+# counts its gradient as the compiled backward gives it: a set of outputs whose backward gives it one in eager
+# exactly when the leaf itself is among them. A leaf whose gradient eager gives otherwise makes the probe fail.
+
+
+def _returned_leaves(
+    setup: JointSetup, patterns: TangentPatterns | None, reach: Sequence[frozenset[int]]
+) -> frozenset[int]:
+    """Tensor input positions of the leaves of Note [Returned Leaves Outside A Raising Backward]."""
+    if patterns is None:
+        return frozenset()
+    flat, analysis = setup.flat, setup.analysis
+    returned = {info.input_index for info in analysis.outputs if info.kind is OutputKind.IS_INPUT}
+    out = set()
+    for k, i in enumerate(setup.grad_inputs):
+        real = flat.values[flat.tensor_indices[i]]
+        if not (isinstance(real, torch.Tensor) and real.is_leaf) or flat.tensor_indices[i] not in returned:
+            continue
+        muts = [analysis.mutations[j] for j in setup.layout.leaves_of_input[i]]
+        if k < len(reach) and not reach[k] & patterns.full and not any(m.any or m.version_bumped for m in muts):
+            out.add(i)
+    return frozenset(out)
 
 
 # Note [Errors Only Eager's Backward Sees]

@@ -26,6 +26,7 @@ from subclassaot.runtime_plan import (
     fresh_output,
     non_view_alias,
     probed_stride,
+    wrapper_write_recorded,
 )
 from subclassaot.schemas import (
     AliasGroupRef,
@@ -432,7 +433,7 @@ def _assign_data(
 def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: torch.Tensor) -> None:
     """A wrapper-level copy_ that autograd records (Note [Subclass Inputs Mutated In Training])."""
     wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
-    visible = any(plan.analysis.mutations[j].autograd_visible for j in plan.layout.leaves_of_input[t])
+    visible = wrapper_write_recorded(plan.analysis, plan.layout, t)
     # A leaf that requires grad (or a view of one) cannot be written where autograd records it in eager: what
     # wrote it was an alias autograd does not relate to it (a detach() passed beside it; Note [Aliased Subclass
     # Inputs In Training]).
@@ -443,6 +444,14 @@ def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: to
         wrapper.copy_(value)
     if not plan.analysis.wrapper_version_bumped[t]:
         set_version(wrapper, before)  # a write through `.data`: eager leaves the wrapper's counter alone
+
+
+# Note [data Assignment Keeps A Leaf's Accumulator]
+# Eager's `.data =` on a leaf that requires grad keeps its gradient accumulator, whose recorded size the engine
+# reduces gradients to (x0.reshape(()) took it at size (1,); x0.data = x0.unsqueeze(1); then x0 returned: eager's
+# x0.grad has size (1,), fuzz seed 41000 #1312), while set_() makes a new one (Note [set_ Renews A Leaf's
+# Accumulator]). So a plain input the program swapped only by `.data =`, within its own storage, gets its layout
+# by `.data =` too, not by set_().
 
 
 # Note [Metadata Changes Under no_grad]
@@ -487,7 +496,10 @@ def _replay_metadata(
             # set_() within its own storage (to another input sharing it, or to a view of itself): set_(Tensor) as
             # the program's. On a leaf, unlike as_strided_, it also renews the gradient accumulator autograd
             # checks the leaf's gradient against (fuzz seed 6000 #183: x0.set_(x0.view(-1)) under no_grad)
-            set_to_tensor(x, x.detach().as_strided(size, stride, offset))
+            if m.swapped_by_data_only:  # Note [data Assignment Keeps A Leaf's Accumulator]
+                x.data = x.detach().as_strided(size, stride, offset)
+            else:
+                set_to_tensor(x, x.detach().as_strided(size, stride, offset))
         elif m.resized and (offset + _extent(size, stride)) * x.element_size() > x.untyped_storage().nbytes():
             # (an as_strided_() onto elements of its storage past its own is no resize: fuzz seed 40000 #7513's
             # kin, where resize_ of an input that requires grad raises)

@@ -30,6 +30,13 @@ from subclassaot.torch_internals import (
 from subclassaot.trace import GraphOutputs
 
 
+def wrapper_write_recorded(analysis: Analysis, layout: DenseLayout, t: int) -> bool:
+    """Whether the program wrote tensor subclass input `t` where autograd records it: else the epilogue's
+    wrapper-level copy_ of its new value runs under no_grad, and no gradient flows through that value
+    (runtime._copy_wrapper, Note [Unreached Inputs Are Detached])."""
+    return any(analysis.mutations[j].autograd_visible for j in layout.leaves_of_input[t])
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RuntimePlan:
     flat: FlatInputs  # structure only at run time: leaf kinds, tensor indices, output spec

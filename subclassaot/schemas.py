@@ -120,6 +120,9 @@ class LeafMutation:
     resized: bool  # its storage had to grow (resize_): replay with resize_, not as_strided_
     swapped: bool  # set_() or `.data =` was called on it (even if it ends on its original storage)
     swapped_by_data: bool  # its last storage swap was `.data =` (invisible to autograd and the version counter)
+    # a plain input whose every storage swap was `.data =`, no set_(): a leaf keeps its gradient accumulator (Note
+    # [data Assignment Keeps A Leaf's Accumulator])
+    swapped_by_data_only: bool = False
     version_bumped: bool  # eager advances its version counter (a write through it or a view sharing its counter)
     autograd_visible: bool  # some write to it happened with grad enabled, not through .data / detach()
     # some autograd-visible write went through it or a view of it (its version-counter family), not only through

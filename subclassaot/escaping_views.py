@@ -1,0 +1,79 @@
+"""Part of stage `trace` (training): refuse a written view input whose own autograd history loses the gradient of
+elements it reaches (Note [Views That Escape Their History]).
+
+Input: `FlatInputs` (the real values of this call), `DenseLayout`, `Analysis`.
+Output: None, or an UnsupportedError naming the input.
+Invariants: reads the real inputs' autograd graphs only (autograd.grad to their bases: nothing accumulates).
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import torch
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.schemas import Analysis, DenseLayout, FlatInputs
+
+# Note [Views That Escape Their History]
+# An as_strided() view may reach elements its input does not cover (b[1:1:2].as_strided((), (), 0): an empty slice,
+# then the element at offset 0). Its grad_fn sends a gradient only to the input's elements, so a gradient through
+# the view's own history loses that element's. Eager's in-place write to such a view (a non-leaf input that
+# requires grad) records CopySlices on its base, which sends the old value's gradient to the base's region, while
+# the compiled Function takes the input as it came and sends that gradient through the view's history (fuzz seed
+# 41000 #9801: a leaf behind the input got 0 where eager's got the tangent). Other reads of the old value go through
+# that history in eager too, and the functional trace does not tell the two apart, so such a program is refused
+# where the two routes differ for the real input: the gradient of ones through its history to its base against
+# that of an as_strided() view of the base.
+
+_MAX_CHAIN = 16
+
+
+def refuse_written_escaping_views(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
+    """Note [Views That Escape Their History]."""
+    for i, k in enumerate(flat.tensor_indices):
+        real = flat.values[k]
+        if not isinstance(real, torch.Tensor) or not real.requires_grad or real.is_leaf or real._base is None:
+            continue
+        muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
+        if not any(m.data and m.autograd_visible and not m.hidden_from_autograd for m in muts):
+            continue
+        if _has_as_strided(real) and _history_loses_gradient(real, real._base):
+            raise UnsupportedError(
+                f"{flat.leaves[k].path}: an as_strided() view that reaches elements of its base that the view it "
+                "was taken of does not, and that the program writes where autograd records it: eager's write sends "
+                "the gradient to the base, while the view's own history loses it (Note [Views That Escape Their "
+                "History]); not supported in training. Take the as_strided() view of the base itself "
+                "(base.as_strided(...)), or write a clone"
+            )
+
+
+def _has_as_strided(t: torch.Tensor) -> bool:
+    """Whether t's history back to its base holds an as_strided()."""
+    base = t._base
+    stop = None if base is None else base.grad_fn
+    node = t.grad_fn
+    for _ in range(_MAX_CHAIN):
+        if node is None or node is stop:
+            return False
+        if type(node).__name__ == "AsStridedBackward0":
+            return True
+        node = node.next_functions[0][0] if node.next_functions else None
+    return True  # a longer chain: checked by its gradients
+
+
+def _history_loses_gradient(t: torch.Tensor, base: torch.Tensor) -> bool:
+    try:
+        with torch.enable_grad():
+            weights = torch.ones_like(t)
+            # None where the history does not reach the base (allow_unused)
+            history = cast(
+                torch.Tensor | None, torch.autograd.grad(t, base, weights, retain_graph=True, allow_unused=True)[0]
+            )
+            view = base.as_strided(t.size(), t.stride(), t.storage_offset())
+            direct = cast(torch.Tensor | None, torch.autograd.grad(view, base, weights, allow_unused=True)[0])
+    except RuntimeError:
+        return False  # a history autograd cannot run now: the backward says so in eager too
+    if history is None or direct is None:
+        return history is not direct
+    return not torch.equal(history, direct)
