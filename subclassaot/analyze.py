@@ -26,6 +26,7 @@ from subclassaot.analyze_training import (
     set_under_grad,
     wrapper_uses,
 )
+from subclassaot.assigned_history import history_data_leaf
 from subclassaot.bumped_views import check_bumped_views
 from subclassaot.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
 from subclassaot.desugar import graph_example_inputs, leaf_meta
@@ -424,12 +425,6 @@ def _output_info(
     # it set them (views taken after one from a tensor it was assigned to have their inner tensors' metadata)
     own = is_traceable_subclass(value) and id(value) in run.swaps.wrapper_data
     data_meta = leaf_meta(value) if own else None
-    if value.requires_grad and id(value) in run.swaps.swapped_by_data and _grad_fn_or_none(value) is not None:
-        raise UnsupportedError(
-            f"{path}: the program assigned `.data` of this tensor, which has autograd history: eager returns it with "
-            "its own history over the assigned storage, which a compiled output cannot have. Return the assigned "
-            "tensor, or a clone"
-        )
     _check_wrapper_base_within(path, value, run, current)
     tree, dense = dense_leaves_of(value, path)
     out_leaves = []
@@ -504,6 +499,10 @@ def _output_info(
         else:
             out_leaves.append(OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False))
             graph_count += 1
+    data_from = history_data_leaf(path, value, tree is not None, out_leaves, run)
+    if data_from is not None:  # Note [Outputs Assigned .data With History]
+        graph_leaf = OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=data_from.meta, is_view=False)
+        return info(OutputKind.TENSOR, leaves=(graph_leaf,), data_from=data_from), graph_count + 1
     on_input = any(o.source is LeafSource.INPUT_ALIAS for o in out_leaves)
     if on_input and value.requires_grad and _grad_fn_or_none(value) is not None and detached_in_chain(value, run):
         raise UnsupportedError(

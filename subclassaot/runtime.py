@@ -170,6 +170,8 @@ def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
         leaf = info.leaves[0] if len(info.leaves) == 1 else None
         if leaf is None or leaf.source is not LeafSource.GRAPH or leaf.storage_of is not None:
             return None
+        if info.data_from is not None:  # Note [Outputs Assigned .data With History]
+            return None
         out.append(fresh_start + info.leaves[0].index)
     if (
         plan.output_types

@@ -323,6 +323,9 @@ class OutputInfo:
     # TENSOR in training replayed through a detach(): eager's `._base` (that detach, written since with a value that
     # requires grad) requires grad, and the replayed one is made to (Note [Views Of A Detach That Gained Grad])
     base_gains_grad: bool = False
+    # TENSOR in training, from the graph with its history: its `.data` is then assigned from this leaf's alias, as
+    # eager's program did (Note [Outputs Assigned .data With History])
+    data_from: OutputLeaf | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,113 @@
+"""Fuzz regressions (seed 40000): `.data =` assignments in training and inference.
+
+Newly supported programs get a parity test; the refusals that stay get a test naming the rule. With
+`--identity-compile` (eager against eager) every program here must pass the oracle (it is eager-legal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.fuzz_helpers import assert_refused as refused
+from tests.pipeline.fuzz_helpers import nonleaf, pair_nonleaf
+
+T = torch.Tensor
+
+
+def assert_refused(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None, match: str
+) -> None:
+    """fuzz_helpers.assert_refused with grad enabled."""
+    with torch.enable_grad():
+        refused(f, make_inputs, compile_fn, match)
+
+
+def _check(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def _leaf(*shape: int) -> T:
+    return torch.randn(shape, requires_grad=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# An output with history whose `.data` the program assigned (Note [Outputs Assigned .data With History])
+
+
+def test_intermediate_assigned_its_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #4187: refused before; eager's output shares the input's storage and keeps AddBackward0
+    def f(x0: T) -> object:
+        t0 = x0.add(x0)
+        t0.data = x0
+        return (t0,)
+
+    _check(f, lambda: (_leaf(),), compile_fn)
+
+
+def test_intermediate_assigned_an_empty_slice(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #5126: eager's backward raises (the gradient's size is not the recorded one), ours too
+    def f(x0: T) -> object:
+        t0 = x0.sin()
+        t1 = x0[2:2:1]
+        t0.data = t1
+        return (t0,)
+
+    _check(f, lambda: (_leaf(2),), compile_fn)
+
+
+def test_reduction_assigned_its_input_sums_the_gradient(compile_fn: CompileFn | None) -> None:
+    # the recorded size (1, 2) expands to the new one (3, 2): the engine sums the gradient back, in both
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.sum(0, keepdim=True).mul(x1[:1])
+        t0.data = x1
+        return (t0, x0.cos())
+
+    _check(f, lambda: (_leaf(3, 2), nonleaf(3, 2)), compile_fn)
+
+
+def test_assigned_a_transposed_offset_view_then_written(compile_fn: CompileFn | None) -> None:
+    # an input view with an offset and other strides; the write through the output reaches the input
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.mul(2.0)
+        t0.data = x1[1:].t()
+        t0.mul_(3.0)
+        return (t0,)
+
+    _check(f, lambda: (_leaf(2, 2), torch.randn(3, 2)), compile_fn)
+
+
+def test_intermediate_assigned_a_fresh_value(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #9901: refused before; the graph's value is the assigned storage already
+    def f(x0: T) -> object:
+        t0 = x0.view((4, 1))
+        t1 = t0.sum(1)
+        t2 = x0.add(3.0)
+        t2.data = t1
+        return (t2,)
+
+    _check(f, lambda: (nonleaf(2, 1, 2),), compile_fn)
+
+
+def test_subclass_intermediate_assigned_its_input(compile_fn: CompileFn | None) -> None:
+    # the same program on a tensor subclass (Note [Wrapper Data Assignment])
+    def f(x0: T) -> object:
+        t0 = x0.add(x0)
+        t0.data = x0
+        return (t0,)
+
+    _check(f, lambda: (pair_nonleaf(3),), compile_fn)
+
+
+def test_view_assigned_an_input_stays_refused(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.mul(2.0).t()
+        t0.data = x1
+        return (t0,)
+
+    assert_refused(f, lambda: (_leaf(2, 3), torch.randn(3, 2)), compile_fn, "assigned `.data` of this")
