@@ -238,6 +238,14 @@ def _passthrough(
     return source.as_strided(*ev.meta(leaf.meta, symbols))
 
 
+def _contiguous_strides(size: Sequence[int]) -> list[int]:
+    strides, step = [], 1
+    for d in reversed(size):
+        strides.append(step)
+        step *= max(d, 1)
+    return strides[::-1]
+
+
 def training_call(
     plan: RuntimePlan,
     fw: Callable[..., object],
@@ -318,6 +326,9 @@ def training_call(
                     assert info.outer_meta is not None
                     size, stride, _ = ev.meta(info.outer_meta, symbols)
                     stride = fresh_outer_stride(info, leaves, size, stride)
+                    if info.history_size is not None:  # Note [Subclass Outputs Resized Under Their History]
+                        size = [ev.dim(d, symbols) for d in info.history_size]
+                        stride = _contiguous_strides(size)
                     tensors.append(
                         unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
                     )

@@ -161,6 +161,19 @@ def grad_fn_raises(t: torch.Tensor) -> bool:
     return False
 
 
+def recorded_size(t: torch.Tensor) -> tuple[int | torch.SymInt, ...] | None:
+    """The size autograd recorded for `t` with its grad_fn (what the engine checks `t`'s gradient against: a
+    `.data =` since may have given `t` another); None without a grad_fn."""
+    try:
+        node = t.grad_fn
+    except (RuntimeError, ValueError, IndexError):  # see grad_fn_raises
+        return None
+    if node is None:
+        return None
+    metadata = node._input_metadata
+    return tuple(metadata[t.output_nr].shape)
+
+
 def is_multi_output_view(t: torch.Tensor) -> bool:
     """An autograd view made by an op returning several views (unbind, split, chunk): autograd refuses to read
     its grad_fn once its base's version counter advanced."""
