@@ -335,7 +335,9 @@ def training_call(
             n_bases = plan.graph_outputs.num_bases
             base_values = outs[pos : pos + n_bases]
             tensors.extend(base_values)
-            symints = outs[pos + n_bases :]
+            # the symbolic ints, then the stride probes (Note [Strides Of Assigned Tensors]): only their strides are
+            # read, from aliases that are not the graph's outputs themselves (which may be returned above too)
+            symints = [o.detach() if isinstance(o, torch.Tensor) else o for o in outs[pos + n_bases :]]
             # Note [Subclass Inputs Mutated In Training]: the new value of such an input, as a wrapper.
             for i in bw_meta.wrapper_updates:
                 tree = layout.trees[i]

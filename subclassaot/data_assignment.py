@@ -134,15 +134,16 @@ def _plan(
 # The metadata a `.data =` gives a wrapper are recorded on fake tensors. Their strides are eager's except where the
 # kernel chooses them: a dim of size 0 or 1 in a tensor the program computed (Note [Fresh Subclass Output Strides]).
 # A view of an input takes its strides from the view ops, whose fake metadata are the real ones, empty or not (fuzz
-# seed 3000 #1635: x.expand((2, 0, 4)) assigned). For a computed tensor, in inference, the graph returns the dense
+# seed 3000 #1635: x.expand((2, 0, 4)) assigned). For a computed tensor the graph returns the dense
 # leaf of the assigned wrapper whose size and stride the wrapper had (a WrapperTensor takes them from its first inner
 # tensor) as a stride probe, and the wrapper takes that leaf's real strides at run time, as eager's did (fuzz seed
 # 3000 #3232: x.data = x.mul(-1.0) of a (1, 1, 3) input). Only where nothing changed that leaf or the wrapper after
 # it was made: no in-place view op, set_ or `.data =` on either, no write to the leaf's storage (functionalization
 # would return the value of the functional op that replaced the write, whose strides need not be the leaf's), and
-# the wrapper's metadata when assigned are the leaf's at the end. Refused otherwise, and in training (the graph's
-# outputs pass through the autograd.Function, which returns no probes). As for fresh subclass outputs, this trusts
-# the backend to give the graph's results the strides of eager's kernels.
+# the wrapper's metadata when assigned are the leaf's at the end. Refused otherwise. In training the compiled
+# autograd.Function returns the probes after its symbolic ints, as detached aliases it marks non-differentiable
+# (fuzz seed 40000 #833, #9250 shrunk). As for fresh subclass outputs, this trusts the backend to give the graph's
+# results the strides of eager's kernels.
 
 
 def _strides_unknown(a: DataAssignment, run: FunctionalRun) -> bool:
@@ -154,7 +155,7 @@ def _strides_unknown(a: DataAssignment, run: FunctionalRun) -> bool:
 def assigned_probe_leaf(a: DataAssignment, run: FunctionalRun) -> torch.Tensor | None:
     """Note [Strides Of Assigned Tensors]: the leaf of the assigned tensor whose real strides are the wrapper's."""
     swaps, v = run.swaps, a.source
-    if torch.is_grad_enabled() or not isinstance(v, torch.Tensor):
+    if not isinstance(v, torch.Tensor):
         return None
     changed = (swaps.inplace_views, swaps.wrapper_data, swaps.wrapper_sets, swaps.data_sets)
     if any(id(v) in d for d in changed) or id(v) in swaps.swapped_ids or leaf_meta(v)[:2] != a.meta[:2]:

@@ -222,3 +222,38 @@ def test_subclass_view_whose_base_changed_layout_stays_refused(compile_fn: Compi
         return (t0,)
 
     assert_refused(f, lambda: (pair_nonleaf(3, 4),), compile_fn, "from a tensor of another size")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Strides of a computed tensor subclass assigned by `.data =`, in training (Note [Strides Of Assigned Tensors])
+
+
+def test_view_of_input_assigned_a_computed_value_in_training(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #833: refused before (no stride probes in training); (1, 3) has a dim of size 1
+    def f(x0: T) -> object:
+        t0 = x0.select(2, 1)
+        t1 = t0.mul(2.0)
+        t0.data = t1
+        return (t0,)
+
+    _check(f, lambda: (pair_nonleaf(1, 3, 3),), compile_fn)
+
+
+def test_input_assigned_a_computed_value_in_training(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #9250 (shrunk): refused before
+    def f(x0: T) -> object:
+        t0 = x0.add(x0)
+        x0.data = t0
+        return (x0, t0)
+
+    _check(f, lambda: (pair_nonleaf(3).view((3, 1)),), compile_fn)
+
+
+def test_intermediate_assigned_a_computed_output_in_training(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.mul(2.0)
+        t1 = x0.sin()
+        t0.data = t1
+        return (t0, t1)
+
+    _check(f, lambda: (_pair_leaf(3, 1),), compile_fn)
