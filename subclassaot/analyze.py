@@ -519,7 +519,7 @@ def _output_info(
         replay = view_rebuilt_by_set(value, run, input_by_id, bases, earlier)
     if replay is None and replaced is None and torch.is_grad_enabled():
         replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
-    _check_replay(path, value, tree is not None, replay, replaced, run)
+    _check_replay(path, value, (tree is not None, replay, replaced), run, out_leaves)
     base = value._base if tree is None and value._is_view() else None
     moved = base is not None and id(base) in run.swaps.swapped_by_data
     if tree is not None:  # a subclass view of an output set_() since: fuzz seed 12000 #5902
@@ -658,13 +658,21 @@ def _output_info(
 def _check_replay(
     path: str,
     value: torch.Tensor,
-    subclass: bool,
-    replay: Replay | None,
-    replaced: DenseIndex | None,
+    found: tuple[bool, Replay | None, DenseIndex | None],
     run: FunctionalRun,
+    leaves: Sequence[OutputLeaf],
 ) -> None:
-    """Refuse an output whose aliasing the replay found (or its absence) cannot make eager's."""
-    if replay is None and not subclass and id(value) in run.swaps.swapped_by_data and run.swaps.is_view(value):
+    """Refuse an output whose aliasing the replay found (or its absence) cannot make eager's. `found`: whether the
+    output is a tensor subclass, its replay, the input whose storage before set_() it views."""
+    subclass, replay, replaced = found
+    # Rebuilt as a view of its base set onto the assigned storage (Note [Views Set Onto Another Storage]), or, without
+    # history, by as_strided() of the input it views, on that input's storage (fuzz seed 40000 #2384, #8389)
+    onto_base = any(leaf.foreign_base is not None for leaf in leaves)
+    of_input = not value.requires_grad and all(
+        leaf.source is LeafSource.INPUT_ALIAS and leaf.is_view and leaf.hidden_base is None for leaf in leaves
+    )
+    by_data = id(value) in run.swaps.swapped_by_data and run.swaps.is_view(value)
+    if replay is None and not subclass and by_data and not (onto_base or of_input):
         raise UnsupportedError(
             f"{path}: the program assigned `.data` of this view, which eager keeps a view of its base; its view chain "
             "cannot be replayed here (it starts at an intermediate no output returns, or its source changed since), "

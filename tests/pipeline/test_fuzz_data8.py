@@ -11,6 +11,7 @@ from collections.abc import Callable
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
 from tests.pipeline.fuzz_helpers import assert_refused as refused
 from tests.pipeline.fuzz_helpers import nonleaf, pair, pair_nonleaf
 
@@ -257,3 +258,70 @@ def test_intermediate_assigned_a_computed_output_in_training(compile_fn: Compile
         return (t0, t1)
 
     _check(f, lambda: (_pair_leaf(3, 1),), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A plain view whose `.data` the program assigned stays a view of its base (inference)
+
+
+def _no_grad_check(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_of_intermediate_assigned_an_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #7702: refused before; eager's `._base` is the sum, the storage the input's
+    def f(x0: T) -> object:
+        t0 = x0.sum()
+        t1 = t0.unsqueeze(-1)
+        t1.data = x0
+        return (t1,)
+
+    _no_grad_check(f, lambda: (torch.randn(()),), compile_fn)
+
+
+def test_view_of_input_assigned_its_own_view_then_input_transposed(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #2384: refused before; rebuilt by as_strided() of the input (its `._base`)
+    def f(x0: T) -> object:
+        t0 = x0.select(0, 1)
+        t1 = t0.unbind(0)[1]
+        t0.data = t1
+        x0.transpose_(1, 0)
+        return (t0,)
+
+    _no_grad_check(f, lambda: (torch.randn(3, 2),), compile_fn)
+
+
+def test_view_of_input_assigned_after_the_input_was_set(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #8389: refused before
+    def f(x0: T) -> object:
+        t0 = x0.unsqueeze(1)
+        set_to(x0, t0)
+        t1 = x0.unbind(2)[0]
+        t0.data = t1
+        return (t0,)
+
+    _no_grad_check(f, lambda: (torch.randn(1, 2),), compile_fn)
+
+
+def test_view_of_input_assigned_another_input_then_written(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t0 = x0[1]
+        t0.data = x1
+        x0.t_()
+        t0.add_(1.0)
+        return (t0, x0)
+
+    _no_grad_check(f, lambda: (torch.randn(3, 2), torch.randn(4)), compile_fn)
+
+
+def test_views_of_one_intermediate_one_assigned_an_input(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.mul(2.0)
+        t1 = t0[0]
+        t1.data = x1[1]
+        return (t1, t0[1])
+
+    _no_grad_check(f, lambda: (torch.randn(3, 2), torch.randn(3, 2)), compile_fn)
