@@ -29,9 +29,10 @@ __all__ = ["assigned_with_history", "history_data_leaf"]
 # input's (eager's t shares it), the runtime then assigns `.data` of that output from an alias of the input taken
 # after the epilogue, with the metadata t ended with (OutputInfo.data_from): no autograd record, no version bump,
 # as in eager. Where y is a fresh intermediate no output returns, the graph's own value is that storage already.
-# Refused: a view (eager keeps it a view of its base), a tensor subclass (its wrapper metadata follow Note [Wrapper
-# Data Assignment]), and an alias of an intermediate that another output shares, or a view's alias of an input
-# (hidden or foreign base): fuzz seed 40000 #2540, #4187, #5126 are supported.
+# A plain view stays a view of its base in eager: it is replayed from its base with its history, then assigned
+# (Replay.set_by_data) where its chain allows (fuzz seed 41000 #4275), else refused by the rules on views. Refused
+# here: a tensor subclass (its wrapper metadata follow Note [Wrapper Data Assignment]) and an alias of an
+# intermediate that another output shares. Fuzz seed 40000 #4187, #5126, #9901 are supported.
 
 
 def assigned_with_history(value: torch.Tensor, run: FunctionalRun) -> bool:
@@ -49,8 +50,8 @@ def history_data_leaf(
 ) -> OutputLeaf | None:
     """Note [Outputs Assigned .data With History]: for such an output, the leaf its `.data` is regenerated from after
     the graph gave it its history (None: the graph's own value is eager's storage, or the rule does not apply)."""
-    if not assigned_with_history(value, run):
-        return None
+    if not assigned_with_history(value, run) or (not subclass and run.swaps.is_view(value)):
+        return None  # (a plain view: replayed, then assigned, where its chain allows: analyze._check_replay)
     leaf = leaves[0] if len(leaves) == 1 else None
     plain = not subclass and not is_traceable_subclass(value) and not value._is_view() and not run.swaps.is_view(value)
     if plain and leaf is not None and leaf.source is LeafSource.GRAPH and leaf.storage_of is None:
@@ -67,7 +68,7 @@ def history_data_leaf(
         raise UnsupportedError(
             f"{path}: the program assigned `.data` of this tensor, which has autograd history: eager returns it with "
             "its own history over the assigned storage, which a compiled output cannot have here (Note [Outputs "
-            "Assigned .data With History]: supported for a plain tensor, no view, assigned an input or a view of "
-            "one, or a fresh intermediate). Return the assigned tensor, or a clone"
+            "Assigned .data With History]: supported for a plain tensor assigned an input or a view of one, or a "
+            "fresh intermediate). Return the assigned tensor, or a clone"
         )
     return leaf

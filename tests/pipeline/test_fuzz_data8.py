@@ -95,6 +95,16 @@ def test_intermediate_assigned_a_fresh_value(compile_fn: CompileFn | None) -> No
     _check(f, lambda: (nonleaf(2, 1, 2),), compile_fn)
 
 
+def test_view_of_leaf_assigned_the_leaf(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 41000 #4275: refused before; replayed from the input with its history, then assigned
+    def f(x0: T) -> object:
+        t0 = x0.t()
+        t0.data = x0
+        return (t0,)
+
+    _check(f, lambda: (_leaf(3),), compile_fn)
+
+
 def test_subclass_intermediate_assigned_its_input(compile_fn: CompileFn | None) -> None:
     # the same program on a tensor subclass (Note [Wrapper Data Assignment])
     def f(x0: T) -> object:
