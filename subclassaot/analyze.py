@@ -28,6 +28,7 @@ from subclassaot.analyze_training import (
     set_under_grad,
     wrapper_uses,
 )
+from subclassaot.assigned_history import history_data_leaf
 from subclassaot.bumped_views import check_bumped_views
 from subclassaot.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
 from subclassaot.desugar import graph_example_inputs, leaf_meta
@@ -458,12 +459,6 @@ def _output_info(
     # it set them (views taken after one from a tensor it was assigned to have their inner tensors' metadata)
     own = is_traceable_subclass(value) and id(value) in run.swaps.wrapper_data
     data_meta = leaf_meta(value) if own else None
-    if value.requires_grad and id(value) in run.swaps.swapped_by_data and _grad_fn_or_none(value) is not None:
-        raise UnsupportedError(
-            f"{path}: the program assigned `.data` of this tensor, which has autograd history: eager returns it with "
-            "its own history over the assigned storage, which a compiled output cannot have. Return the assigned "
-            "tensor, or a clone"
-        )
     _check_wrapper_base_within(path, value, run, current)
     tree, dense = dense_leaves_of(value, path)
     detached = detached_output_leaves(
@@ -551,6 +546,10 @@ def _output_info(
         else:
             out_leaves.append(OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False))
             graph_count += 1
+    data_from = history_data_leaf(path, value, tree is not None, out_leaves, run)
+    if data_from is not None:  # Note [Outputs Assigned .data With History]
+        graph_leaf = OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=data_from.meta, is_view=False)
+        return info(OutputKind.TENSOR, leaves=(graph_leaf,), data_from=data_from), graph_count + 1
     on_input = any(o.source is LeafSource.INPUT_ALIAS for o in out_leaves)
     if on_input and value.requires_grad and _grad_fn_or_none(value) is not None and detached_in_chain(value, run):
         raise UnsupportedError(
@@ -567,7 +566,7 @@ def _output_info(
         replay = view_rebuilt_by_set(value, run, input_by_id, bases, earlier)
     if replay is None and replaced is None and torch.is_grad_enabled():
         replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
-    _check_replay(path, value, tree is not None, replay, replaced, run)
+    _check_replay(path, value, (tree is not None, replay, replaced), run, out_leaves)
     base = value._base if tree is None and value._is_view() else None
     moved = base is not None and id(base) in run.swaps.swapped_by_data
     if tree is not None:  # a subclass view of an output set_() since: fuzz seed 12000 #5902
@@ -706,13 +705,21 @@ def _output_info(
 def _check_replay(
     path: str,
     value: torch.Tensor,
-    subclass: bool,
-    replay: Replay | None,
-    replaced: DenseIndex | None,
+    found: tuple[bool, Replay | None, DenseIndex | None],
     run: FunctionalRun,
+    leaves: Sequence[OutputLeaf],
 ) -> None:
-    """Refuse an output whose aliasing the replay found (or its absence) cannot make eager's."""
-    if replay is None and not subclass and id(value) in run.swaps.swapped_by_data and run.swaps.is_view(value):
+    """Refuse an output whose aliasing the replay found (or its absence) cannot make eager's. `found`: whether the
+    output is a tensor subclass, its replay, the input whose storage before set_() it views."""
+    subclass, replay, replaced = found
+    # Rebuilt as a view of its base set onto the assigned storage (Note [Views Set Onto Another Storage]), or, without
+    # history, by as_strided() of the input it views, on that input's storage (fuzz seed 40000 #2384, #8389)
+    onto_base = any(leaf.foreign_base is not None for leaf in leaves)
+    of_input = not value.requires_grad and all(
+        leaf.source is LeafSource.INPUT_ALIAS and leaf.is_view and leaf.hidden_base is None for leaf in leaves
+    )
+    by_data = id(value) in run.swaps.swapped_by_data and run.swaps.is_view(value)
+    if replay is None and not subclass and by_data and not (onto_base or of_input):
         raise UnsupportedError(
             f"{path}: the program assigned `.data` of this view, which eager keeps a view of its base; its view chain "
             "cannot be replayed here (it starts at an intermediate no output returns, or its source changed since), "

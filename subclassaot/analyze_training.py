@@ -36,7 +36,7 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
-from subclassaot.torch_internals import history_size, is_multi_output_view, storage_key
+from subclassaot.torch_internals import is_multi_output_view, recorded_size, storage_key
 from subclassaot.view_chains import (
     detached_in_chain,
     replay_of,
@@ -449,10 +449,7 @@ def _set_onto_input_under_no_grad(value: torch.Tensor, run: FunctionalRun, j: De
         return False
     if any(value is u for u in run.user_tensors) or leaf_meta(run.finals[j]) != leaf_meta(value):
         return False
-    try:
-        size = history_size(value)
-    except (RuntimeError, ValueError, IndexError):  # see analyze._needs_program_autograd
-        return False
+    size = recorded_size(value)  # None also where reading its grad_fn raises
     return size is not None and len(size) == value.dim() and all(a == b for a, b in zip(size, value.shape, strict=True))
 
 

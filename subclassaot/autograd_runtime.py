@@ -238,6 +238,14 @@ def _passthrough(
     return source.as_strided(*ev.meta(leaf.meta, symbols))
 
 
+def _contiguous_strides(size: Sequence[int]) -> list[int]:
+    strides, step = [], 1
+    for d in reversed(size):
+        strides.append(step)
+        step *= max(d, 1)
+    return strides[::-1]
+
+
 def training_call(
     plan: RuntimePlan,
     fw: Callable[..., object],
@@ -318,13 +326,18 @@ def training_call(
                     assert info.outer_meta is not None
                     size, stride, _ = ev.meta(info.outer_meta, symbols)
                     stride = fresh_outer_stride(info, leaves, size, stride)
+                    if info.history_size is not None:  # Note [Subclass Outputs Resized Under Their History]
+                        size = [ev.dim(d, symbols) for d in info.history_size]
+                        stride = _contiguous_strides(size)
                     tensors.append(
                         unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
                     )
             n_bases = plan.graph_outputs.num_bases
             base_values = outs[pos : pos + n_bases]
             tensors.extend(base_values)
-            symints = outs[pos + n_bases :]
+            # the symbolic ints, then the stride probes (Note [Strides Of Assigned Tensors]): only their strides are
+            # read, from aliases that are not the graph's outputs themselves (which may be returned above too)
+            symints = [o.detach() if isinstance(o, torch.Tensor) else o for o in outs[pos + n_bases :]]
             # Note [Subclass Inputs Mutated In Training]: the new value of such an input, as a wrapper.
             for i in bw_meta.wrapper_updates:
                 tree = layout.trees[i]

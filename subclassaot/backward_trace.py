@@ -251,7 +251,7 @@ def trace_backward(
         if analysis.data_assigned and (deferred := _defer_probed_error(setup, joint.reach, tangent_trees)) is not None:
             return deferred
     o = traced.outputs
-    if joint.num_fw_outputs != len(o.updates) + o.num_fresh + o.num_bases + o.num_symints:
+    if joint.num_fw_outputs != len(o.updates) + o.num_fresh + o.num_bases + o.num_symints + len(analysis.stride_probes):
         raise AssertionError("BUG: the joint graph's forward outputs differ from the inference graph's")
     parts = partition_joint(joint.graph, len(example), joint.num_fw_outputs)
     return BackwardGraph(

@@ -25,14 +25,16 @@ from subclassaot.schemas import (
     DataAssignmentPlan,
     FlatInputs,
     InputIndex,
+    LeafSource,
     Meta,
     OutputInfo,
     Replay,
+    ReplaySource,
     StrideProbe,
     ViewStep,
 )
 from subclassaot.swap_record import DataAssignment
-from subclassaot.torch_internals import mutation_counter, storage_key, symint_expr
+from subclassaot.torch_internals import mutation_counter, recorded_size, storage_key, symint_expr
 
 __all__ = [
     "assigned_probe_leaf",
@@ -132,15 +134,16 @@ def _plan(
 # The metadata a `.data =` gives a wrapper are recorded on fake tensors. Their strides are eager's except where the
 # kernel chooses them: a dim of size 0 or 1 in a tensor the program computed (Note [Fresh Subclass Output Strides]).
 # A view of an input takes its strides from the view ops, whose fake metadata are the real ones, empty or not (fuzz
-# seed 3000 #1635: x.expand((2, 0, 4)) assigned). For a computed tensor, in inference, the graph returns the dense
+# seed 3000 #1635: x.expand((2, 0, 4)) assigned). For a computed tensor the graph returns the dense
 # leaf of the assigned wrapper whose size and stride the wrapper had (a WrapperTensor takes them from its first inner
 # tensor) as a stride probe, and the wrapper takes that leaf's real strides at run time, as eager's did (fuzz seed
 # 3000 #3232: x.data = x.mul(-1.0) of a (1, 1, 3) input). Only where nothing changed that leaf or the wrapper after
 # it was made: no in-place view op, set_ or `.data =` on either, no write to the leaf's storage (functionalization
 # would return the value of the functional op that replaced the write, whose strides need not be the leaf's), and
-# the wrapper's metadata when assigned are the leaf's at the end. Refused otherwise, and in training (the graph's
-# outputs pass through the autograd.Function, which returns no probes). As for fresh subclass outputs, this trusts
-# the backend to give the graph's results the strides of eager's kernels.
+# the wrapper's metadata when assigned are the leaf's at the end. Refused otherwise. In training the compiled
+# autograd.Function returns the probes after its symbolic ints, as detached aliases it marks non-differentiable
+# (fuzz seed 40000 #833, #9250 shrunk). As for fresh subclass outputs, this trusts the backend to give the graph's
+# results the strides of eager's kernels.
 
 
 def _strides_unknown(a: DataAssignment, run: FunctionalRun) -> bool:
@@ -152,7 +155,7 @@ def _strides_unknown(a: DataAssignment, run: FunctionalRun) -> bool:
 def assigned_probe_leaf(a: DataAssignment, run: FunctionalRun) -> torch.Tensor | None:
     """Note [Strides Of Assigned Tensors]: the leaf of the assigned tensor whose real strides are the wrapper's."""
     swaps, v = run.swaps, a.source
-    if torch.is_grad_enabled() or not isinstance(v, torch.Tensor):
+    if not isinstance(v, torch.Tensor):
         return None
     changed = (swaps.inplace_views, swaps.wrapper_data, swaps.wrapper_sets, swaps.data_sets)
     if any(id(v) in d for d in changed) or id(v) in swaps.swapped_ids or leaf_meta(v)[:2] != a.meta[:2]:
@@ -219,7 +222,8 @@ def check_data_meta_outputs(
             while (record := run.swaps.views.get(id(t))) is not None:
                 t = record.source
                 before = [a for a in run.swaps.wrapper_data.get(id(t), []) if a.seq < record.seq]
-                if _resizes(before):  # assigned before the view was taken from it
+                if _resizes(before) and not _replayed_from_assigned_input(info, t, run):
+                    # assigned before the view was taken from it
                     # fuzz seed 5000 #812: wrong gradients before
                     raise UnsupportedError(
                         f"{info.path} is a view of a tensor subclass that requires grad and whose `.data` the program "
@@ -230,11 +234,7 @@ def check_data_meta_outputs(
         if info.data_meta is None or not isinstance(value, torch.Tensor):
             continue
         if torch.is_grad_enabled() and value.requires_grad and _resizes(run.swaps.wrapper_data.get(id(value), [])):
-            raise UnsupportedError(
-                f"{info.path}: the program assigned `.data` of this tensor subclass, which requires grad, from a tensor "
-                "of another size: eager's autograd takes gradients of the new size through its history, which a "
-                "compiled output cannot reproduce. Assign a tensor of its size, or return a clone made before"
-            )
+            result[o] = _resized_with_history(result[o], value, run)
         assignments = run.swaps.wrapper_data.get(id(value))
         if assignments and _strides_unknown(assignments[-1], run):
             probe = StrideProbe(input_index=None, output_index=o, leaf=0)
@@ -243,6 +243,62 @@ def check_data_meta_outputs(
         if storage_key(value) in off:
             _refuse_off_layout(info.path, flat, off[storage_key(value)])
     return tuple(result), tuple(found)
+
+
+# Note [Subclass Outputs Resized Under Their History]
+# `t = x.unbind(1)[0]; t.data = x; return t` with grad on: eager's t keeps the grad_fn it had (UnbindBackward0,
+# recorded with the size (1, 2) t had then) and takes x's wrapper size (1, 2, 2). The engine checks t's gradient
+# against the recorded size: it sums a gradient of the new size back to the recorded one where that one expands to it,
+# and raises where it does not. An output the compiled Function returns records the size it is returned with; so
+# such an output leaves the Function with the size autograd recorded for eager's (read on the traced wrapper, whose
+# grad_fn is eager's: OutputInfo.history_size, contiguous strides), and takes its assigned metadata after, by the
+# `.data =` of Note [Wrapper Data Assignment]. The engine then reduces the gradient before it reaches the Function's
+# backward, as it reduced eager's (fuzz seed 40000 #4383: the gradient of a size-() output assigned a (3,) input).
+# Only where the recorded size expands to the new one: otherwise whether eager's backward raises depends on the
+# gradient the subclass's ops give (its inner tensors keep the old size), which the trace cannot tell. An output
+# replayed as a view (from an input or an output) records its size when the view op runs again, before its metadata
+# are assigned: exact where that is the size recorded in the program (no history recorded on it since). So is a view
+# taken of an input after its `.data =` and replayed from it after the epilogue repeated the assignment: its chain
+# records its sizes over the input's own history, as eager's did (fuzz seed 40000 #1535). Other outputs (rebuilt
+# from an intermediate's leaves, views of an intermediate assigned before: seed 5000 #812) stay refused.
+
+
+def _resized_with_history(info: OutputInfo, value: torch.Tensor, run: FunctionalRun) -> OutputInfo:
+    """Note [Subclass Outputs Resized Under Their History]: `info` with the size its history recorded, or refuse."""
+    recorded = recorded_size(value)
+    assignments = run.swaps.wrapper_data[id(value)]
+    fresh = all(leaf.source is LeafSource.GRAPH for leaf in info.leaves) and info.replay is None
+    if recorded is not None and fresh and _expands_to(recorded, value.shape):
+        return dataclasses.replace(info, history_size=tuple(symint_expr(d) for d in recorded))
+    replayed = info.replay is not None and id(value) not in run.swaps.inplace_views
+    if recorded is not None and replayed and recorded == assignments[0].size_before:
+        return info
+    raise UnsupportedError(
+        f"{info.path}: the program assigned `.data` of this tensor subclass, which requires grad, from a tensor "
+        "of another size: eager's autograd takes gradients of the new size through its history, which this "
+        "compiled output cannot reproduce (Note [Subclass Outputs Resized Under Their History]: supported for an "
+        "output the program computed, or a view replayed from an input or output). Assign a tensor of its size, or "
+        "return a clone made before"
+    )
+
+
+def _expands_to(recorded: Sequence[int | torch.SymInt], size: Sequence[int | torch.SymInt]) -> bool:
+    """The engine sums a gradient of `size` back to `recorded` (static sizes only)."""
+    if not all(isinstance(d, int) for d in (*recorded, *size)) or len(recorded) > len(size):
+        return False
+    return all(r in (n, 1) for r, n in zip(reversed(recorded), reversed(size), strict=False))
+
+
+def _replayed_from_assigned_input(info: OutputInfo, base: torch.Tensor, run: FunctionalRun) -> bool:
+    """Note [Subclass Outputs Resized Under Their History]: a view of an input `base` (whose `.data` the program
+    assigned before the view was taken) replayed from it after the epilogue repeated that assignment."""
+    replay = info.replay
+    return (
+        replay is not None
+        and replay.source is ReplaySource.INPUT
+        and not replay.before_epilogue
+        and any(base is u for u in run.user_tensors)
+    )
 
 
 def _clones_off_layout(

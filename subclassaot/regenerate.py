@@ -8,6 +8,7 @@ Invariants: Note [Output Regeneration]; an output that replays from another outp
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import cast
 
 import torch
@@ -110,6 +111,10 @@ def build_outputs(
             owner = values[plan.layout.leaves[info.leaves[0].onto_input].owner]
             assert isinstance(owner, torch.Tensor)
             set_onto_inputs(value, info, dense, [ev.meta(leaf.meta, symbols) for leaf in info.leaves], owner)
+        if info.data_from is not None and isinstance(value, torch.Tensor):  # Note [Outputs Assigned .data With History]
+            value.data = _from_leaves(
+                replace(info, leaves=(info.data_from,)), ev, dense, outs, fresh_start, bases, symbols, shared
+            )
         if info.base_gains_grad and isinstance(value, torch.Tensor) and torch.is_grad_enabled():
             give_base_grad(value)  # Note [Views Of A Detach That Gained Grad]
         onto = info.leaves[0].storage_of if info.leaves else None

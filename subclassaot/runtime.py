@@ -176,6 +176,8 @@ def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
             or leaf.onto_input is not None
         ):
             return None
+        if info.data_from is not None:  # Note [Outputs Assigned .data With History]
+            return None
         out.append(fresh_start + info.leaves[0].index)
     if (
         plan.output_types

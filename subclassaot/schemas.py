@@ -356,9 +356,15 @@ class OutputInfo:
     data_meta: Meta | None = None
     # ... where their strides are the real ones of this graph stride probe (Note [Strides Of Assigned Tensors])
     data_stride_probe: int | None = None
+    # ... and, computed by the graph in training, the size its autograd history recorded before a `.data =` gave it
+    # another: the Function returns it with that size (Note [Subclass Outputs Resized Under Their History])
+    history_size: tuple[Dim, ...] | None = None
     # TENSOR in training replayed through a detach(): eager's `._base` (that detach, written since with a value that
     # requires grad) requires grad, and the replayed one is made to (Note [Views Of A Detach That Gained Grad])
     base_gains_grad: bool = False
+    # TENSOR in training, from the graph with its history: its `.data` is then assigned from this leaf's alias, as
+    # eager's program did (Note [Outputs Assigned .data With History])
+    data_from: OutputLeaf | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -711,8 +711,8 @@ def _key_of_storage(storage: object) -> object:
 #   ends on the wrapper storage its class had in the run, taken from the inputs before the epilogue.
 # Where the assigned metadata come from an input as received, they are read from the real input (the run may have
 # used a clone with another offset). Refused (data_assignment.py): in training, an output that requires grad and
-# took another size (eager's backward takes gradients of that size through the inner tensors' history), and an input
-# written where autograd records it and given another size; metadata recorded on a clone whose layout is not the
+# took another size where its history cannot record eager's size (Note [Subclass Outputs Resized Under Their
+# History]), and an input written where autograd records it and given another size; metadata recorded on a clone whose layout is not the
 # input's, or whose strides the kernels chose (Note [Strides Of Assigned Tensors]); a view through an assigned tensor
 # that cannot be replayed as eager made it. The same object passed twice stays one object in the trace.
 

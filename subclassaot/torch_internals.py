@@ -161,13 +161,17 @@ def grad_fn_raises(t: torch.Tensor) -> bool:
     return False
 
 
-def history_size(t: torch.Tensor) -> tuple[int | torch.SymInt, ...] | None:
-    """The size the first output of `t.grad_fn` had when autograd recorded it (what its backward expects of the
-    gradient); None where `t` has no grad_fn. A set_() under no_grad changes `t`'s size but not this."""
-    node = t.grad_fn
+def recorded_size(t: torch.Tensor) -> tuple[int | torch.SymInt, ...] | None:
+    """The size autograd recorded for `t` with its grad_fn (what the engine checks `t`'s gradient against: a
+    `.data =` since may have given `t` another); None without a grad_fn."""
+    try:
+        node = t.grad_fn
+    except (RuntimeError, ValueError, IndexError):  # see grad_fn_raises
+        return None
     if node is None:
         return None
-    return tuple(node._input_metadata[t.output_nr].shape)
+    metadata = node._input_metadata
+    return tuple(metadata[t.output_nr].shape)
 
 
 def is_multi_output_view(t: torch.Tensor) -> bool:

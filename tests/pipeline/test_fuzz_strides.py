@@ -81,12 +81,11 @@ def test_computed_size_one_written_after_refused(compile_fn: CompileFn | None) -
         assert_refused(f, lambda: (pair(1, 2),), compile_fn, "its strides come from the kernels")
 
 
-def test_computed_size_one_in_training_refused(compile_fn: CompileFn | None) -> None:
-    # Training: the graph's outputs pass through the autograd.Function, which returns no stride probes.
+def test_computed_size_one_in_training(compile_fn: CompileFn | None) -> None:
+    # Training (refused before): the autograd.Function returns the stride probes after its symbolic ints.
     def f(x0: T, x1: T) -> object:
         x1.data = x0.t().mul(0.5)
         return (x0 * 2,)
 
-    assert_refused(
-        f, lambda: (pair(1, 2, requires_grad=True), pair(3)), compile_fn, "its strides come from the kernels"
-    )
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair(1, 2, requires_grad=True), pair(3)), compile_fn=compile_fn)
