@@ -41,3 +41,24 @@ def assert_refused(
         return
     with pytest.raises(UnsupportedError, match=match):
         subclassaot.compile(f)(*make_inputs())
+
+
+def check_with_grad(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
+    """assert_matches_eager with grad enabled (a training program)."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def refused_with_grad(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None, match: str
+) -> None:
+    """assert_refused with grad enabled."""
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, match)
+
+
+def leaf(*shape: int) -> T:
+    """A plain leaf that requires grad."""
+    return torch.randn(shape, requires_grad=True)

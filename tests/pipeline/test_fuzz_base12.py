@@ -6,13 +6,12 @@ against eager) every program here must pass the oracle (it is eager-legal).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.fuzz_helpers import assert_refused, pair
+from tests.pipeline.fuzz_helpers import check_with_grad as _check
 
 T = torch.Tensor
 
@@ -21,13 +20,6 @@ def _unbound_pair_view() -> tuple[object, ...]:
     with torch.enable_grad():
         b0 = pair(2, 3, 3, requires_grad=True)
         return (b0.unbind(1)[1],)
-
-
-def _check(
-    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
-) -> None:
-    with torch.enable_grad():
-        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -12,29 +12,12 @@ import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.fuzz_helpers import assert_refused as refused
+from tests.pipeline.fuzz_helpers import check_with_grad as _check
+from tests.pipeline.fuzz_helpers import leaf as _leaf
 from tests.pipeline.fuzz_helpers import nonleaf, pair, pair_nonleaf
+from tests.pipeline.fuzz_helpers import refused_with_grad as assert_refused
 
 T = torch.Tensor
-
-
-def assert_refused(
-    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None, match: str
-) -> None:
-    """fuzz_helpers.assert_refused with grad enabled."""
-    with torch.enable_grad():
-        refused(f, make_inputs, compile_fn, match)
-
-
-def _check(
-    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
-) -> None:
-    with torch.enable_grad():
-        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
-
-
-def _leaf(*shape: int) -> T:
-    return torch.randn(shape, requires_grad=True)
 
 
 # ---------------------------------------------------------------------------------------------------------------

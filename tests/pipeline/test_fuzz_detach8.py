@@ -9,6 +9,7 @@ import torch
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair, pair_nonleaf
+from tests.pipeline.fuzz_helpers import leaf as _leaf
 
 T = torch.Tensor
 
@@ -138,10 +139,6 @@ def test_aliased_inputs_gaining_grad_stay_refused(compile_fn: CompileFn | None) 
 
 
 _DETACH_RULE = "is a detach\\(\\) of an input \\(or a view of one\\) that the program then wrote with a value"
-
-
-def _leaf(*shape: int) -> T:
-    return torch.randn(shape, requires_grad=True)
 
 
 def test_detach_of_input_written_with_grad(compile_fn: CompileFn | None) -> None:

@@ -6,12 +6,9 @@ import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair
+from tests.pipeline.fuzz_helpers import leaf as _leaf
 
 T = torch.Tensor
-
-
-def _leaf(*shape: int) -> T:
-    return torch.randn(shape, requires_grad=True)
 
 
 def test_returned_leaf_gets_its_gradient_before_a_raising_backward(compile_fn: CompileFn | None) -> None:

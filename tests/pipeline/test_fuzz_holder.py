@@ -14,6 +14,7 @@ import torch
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair, pair_nonleaf
+from tests.pipeline.fuzz_helpers import leaf as _leaf
 
 T = torch.Tensor
 
@@ -25,10 +26,6 @@ def _check(
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
     with torch.no_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
-
-
-def _leaf(*shape: int) -> T:
-    return torch.randn(shape, requires_grad=True)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -6,28 +6,15 @@ With `--identity-compile` (eager against eager) every program here must pass the
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
-from tests.pipeline.fuzz_helpers import assert_refused as refused
+from tests.pipeline.fuzz_helpers import leaf as _leaf
 from tests.pipeline.fuzz_helpers import nonleaf
+from tests.pipeline.fuzz_helpers import refused_with_grad as assert_refused
 
 T = torch.Tensor
 RULE = r"changes the size of a tensor that requires grad behind autograd"
-
-
-def assert_refused(
-    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None, match: str
-) -> None:
-    """fuzz_helpers.assert_refused with grad enabled."""
-    with torch.enable_grad():
-        refused(f, make_inputs, compile_fn, match)
-
-
-def _leaf(*shape: int) -> T:
-    return torch.randn(shape, requires_grad=True)
 
 
 def test_data_assigned_after_in_place_transpose_refused(compile_fn: CompileFn | None) -> None:

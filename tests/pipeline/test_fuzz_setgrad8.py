@@ -7,32 +7,17 @@ Newly supported programs get a parity test; the refusals that stay get a test na
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 
-from tests.oracle import CompileFn, assert_matches_eager
+from tests.oracle import CompileFn
 from tests.pipeline.corpus import set_to
-from tests.pipeline.fuzz_helpers import assert_refused as refused
+from tests.pipeline.fuzz_helpers import check_with_grad as _check
 from tests.pipeline.fuzz_helpers import nonleaf, pair, pair_nonleaf
+from tests.pipeline.fuzz_helpers import refused_with_grad as assert_refused
 
 T = torch.Tensor
 
 _ORDER_RULE = "set_\\(\\) a view of this input with grad enabled"
-
-
-def _check(
-    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
-) -> None:
-    with torch.enable_grad():
-        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
-
-
-def assert_refused(
-    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None, match: str
-) -> None:
-    with torch.enable_grad():
-        refused(f, make_inputs, compile_fn, match)
 
 
 # ---------------------------------------------------------------------------------------------------------------
