@@ -227,7 +227,10 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
 # exactly, and the epilogue replays the new layouts on the real members as for one member. So such groups are
 # refused only where a stale history is read: several members changed, written, changed under no_grad, returning
 # tensors or not (checked by the parity oracle: fuzz seed 7000 #454, #968, #1147, #3471, #4117, #6485, #6501,
-# #8944, #9885; wrong gradients where a stale history was read: seed 6000 #3969).
+# #8944, #9885; wrong gradients where a stale history was read: seed 6000 #3969). Refused too: a member whose input
+# is an autograd leaf changed by such ops under no_grad alone (fuzz seed 13000 #2682: one leaf passed twice,
+# x1.unsqueeze_(-1) under no_grad, then x0.view(...) with grad): eager makes the leaf's gradient accumulator where it
+# is first read with grad, in the new size, while ours sums the gradient down to the synthetic base's old one.
 
 
 # Note [Metadata Changes Of Grad-Free Members]
@@ -312,7 +315,8 @@ def _unsupported_group_change(
     if plain and not any(analysis.mutations[m].swapped for m in meta):
         # Note [Layout Changes Of Aliased Inputs By In-Place View Ops]
         stale = [m for m in members if analysis.stale_view_reads and analysis.stale_view_reads[m]]
-        return meta[-1] if stale else None
+        hidden = [m for m in meta if leaf(m) and analysis.mutations[m].metadata_hidden]
+        return meta[-1] if stale else (hidden[-1] if hidden else None)
     # Replayed as view ops (subclasses) or as_strided_ (plain; recorded iff autograd saw the change)
     steps = analysis.inplace_replay[input_of(meta[0])]
     recorded = all(step.grad_enabled for step in steps) and all(
