@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
 from tests.pipeline.fuzz_helpers import assert_refused
 
 T = torch.Tensor
@@ -32,7 +33,7 @@ def test_leaf_set_under_no_grad_to_a_smaller_tensor_then_multiplied_in(compile_f
     # fuzz seed 13000 #2390: leaf x1 (1, 4, 3) set_() under no_grad to x0 (1,), then x0.mul_(x1) with grad
     def f(x0: T, x1: T) -> object:
         with torch.no_grad():
-            x1.set_(x0)
+            set_to(x1, x0)
         t0 = x0.view(())
         x0.mul_(x1)
         return (t0,)
