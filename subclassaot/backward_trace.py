@@ -389,7 +389,13 @@ def _returned_leaves(
 # traced backward ran is probed too (Note [Probing Eager's Backward]): where eager's backward through every output
 # raises before any gradient, that error (from the static fakes: the same text) is deferred as the program's own
 # (Note [Backward Errors Are Deferred]); where the probe sees some backward raise otherwise (an output regenerated
-# from an input leaf, whose nodes are outside the Function), the program is refused.
+# from an input leaf, whose nodes are outside the Function), the program is refused. The same for a gradient
+# accumulated into a leaf whose `.data` took another size after the node that feeds it was made (t = x[3:4]; s =
+# x.sum(0); x.data = s, x a leaf: eager's backward through s fails "output with shape [] doesn't match the broadcast
+# shape [4]", fuzz seed 13000 #7958): like the size checks, a broadcast check reads sizes only, which the static fakes
+# have as eager's tensors do.
+
+BROADCAST_ERROR = "doesn't match the broadcast shape"
 
 
 def _defer_probed_error(
@@ -400,7 +406,7 @@ def _defer_probed_error(
     patterns = _probe(setup)
     verified, early = _deferred_exactly(setup, patterns)
     error = eager_backward_error(setup.call, setup.flat)
-    if error is None or SHAPE_CHECK_ERROR not in str(error):
+    if error is None or not any(text in str(error) for text in (SHAPE_CHECK_ERROR, BROADCAST_ERROR)):
         return None  # only the size checks the trace does not make: other errors the fakes may not share
     if verified is None:
         ends = probe_eager_backward(setup.call, setup.flat) or {}

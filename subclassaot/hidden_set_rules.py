@@ -78,13 +78,31 @@ def _hidden_swap(m: LeafMutation) -> bool:
 # Found while compiling fuzz seed 40000 #2813 (a PairTensor leaf passed twice) as one input; a single input diverged.
 
 
+# Note [Plain Leaves set_() To Another Size Under no_grad]
+# The same holds for a plain input that is an autograd leaf and requires grad, set_() under no_grad to a tensor of
+# another size (x1.set_(x0), x0 another input): eager makes the leaf's gradient accumulator where an op with grad
+# first reads it, in the new size, while the compiled Function's edge to it expects the old one ("MulBackward0
+# returned an invalid gradient ... got [1] but expected shape compatible with [1, 4, 3]" where eager's backward ran:
+# fuzz seed 13000 #2390, x0.mul_(x1); also x1.mul(2), x0.mul(x1)). Refused where an op with grad reads the leaf (or a
+# view of it taken after the set_()) after it; the swap record notes such a set_() as it notes the subclass ops.
+
+
 def refuse_leaves_resized_under_no_grad(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
-    """Note [Subclass Leaves Resized Under no_grad]."""
+    """Note [Subclass Leaves Resized Under no_grad], Note [Plain Leaves set_() To Another Size Under no_grad]."""
     for i, (tree, index) in enumerate(zip(layout.trees, flat.tensor_indices, strict=True)):
         real = flat.values[index]
-        if tree is None or not isinstance(real, torch.Tensor) or not (real.is_leaf and real.requires_grad):
+        if not isinstance(real, torch.Tensor) or not (real.is_leaf and real.requires_grad):
             continue
-        if analysis.read_after_hidden_resize and analysis.read_after_hidden_resize[i]:
+        read = bool(analysis.read_after_hidden_resize and analysis.read_after_hidden_resize[i])
+        if tree is None and read:
+            raise UnsupportedError(
+                f"{flat.leaves[index].path}: an input that is an autograd leaf and requires grad is set_() under "
+                "torch.no_grad() to a tensor of another size, and the program then uses it with grad: eager's "
+                "gradient reaches it in the new size, where the compiled one is checked against the old (Note "
+                "[Plain Leaves set_() To Another Size Under no_grad]); not supported in training. Call set_() on a "
+                "clone, or use the other tensor itself"
+            )
+        if tree is not None and read:
             raise UnsupportedError(
                 f"{tree.path}: a tensor subclass input that is an autograd leaf and requires grad gets another size "
                 "from an in-place view op under torch.no_grad() (t_, transpose_, ...), and the program then uses it "

@@ -211,8 +211,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     check_stale_views(self.record, args, kwargs)
                     check_shared_grad_set(self.record, args, (args[0],))
                     check_stale_set(self.record, args[0], args[1] if len(args) > 1 else None)
+            size_before = tuple(args[0].shape)
             self._set(func, args, kwargs)
             source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
+            if self.depth == 0:  # Note [Plain Leaves set_() To Another Size Under no_grad]
+                self.record.note_hidden_resize(args[0], size_before, self.record.seq + 1)
             if torch.is_grad_enabled() and (args[0].requires_grad or source_grad) and self.depth == 0:
                 source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
                 self._grad_set(args[0], source)  # autograd recorded a set_ it cannot differentiate
@@ -417,6 +420,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             return
         if self.depth == 0:
             note_reads(self.record, func, args, kwargs)
+            # See Note [Plain Leaves set_() To Another Size Under no_grad]
+            if self.record.hidden_resizes and torch.is_grad_enabled():
+                read = tuple(a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor))
+                self.record.note_reads_after_hidden_resize(read)
         seq_before = self.record.seq
         self._track_op(func, schema, args, out, kwargs)
         if self.depth == 0:

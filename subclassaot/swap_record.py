@@ -209,13 +209,15 @@ class SwapRecord:
                     break
                 taken, t = record.seq, record.source
 
-    def note_hidden_resize(self, t: torch.Tensor, size_before: tuple[Any, ...]) -> None:
+    def note_hidden_resize(self, t: torch.Tensor, size_before: tuple[Any, ...], seq: int | None = None) -> None:
         """After an in-place view op on wrapper `t`, whose size was `size_before`: note it where it ran under
-        no_grad and gave `t`, which requires grad, another size (Note [Subclass Leaves Resized Under no_grad])."""
+        no_grad and gave `t`, which requires grad, another size (Note [Subclass Leaves Resized Under no_grad]); with
+        `seq`, the same for a set_() of a plain tensor, at `seq` (Note [Plain Leaves set_() To Another Size Under
+        no_grad])."""
         size = tuple(t.shape)
         changed = not all(isinstance(d, int) for d in (*size, *size_before)) or size != size_before
         if not torch.is_grad_enabled() and t.requires_grad and changed and id(t) not in self.hidden_resizes:
-            self.hidden_resizes[id(t)] = self.inplace_views[id(t)][-1].seq
+            self.hidden_resizes[id(t)] = self.inplace_views[id(t)][-1].seq if seq is None else seq
 
     def note_reads_after_hidden_resize(self, tensors: tuple[torch.Tensor, ...]) -> None:
         """`tensors`, read by an op with grad enabled: mark each wrapper an in-place view op under no_grad resized

@@ -25,6 +25,7 @@ from subclassaot.schemas import (
     InputIndex,
     LeafMutation,
     LeafSource,
+    Meta,
     OutputKind,
     ReplaySource,
 )
@@ -227,7 +228,10 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
 # exactly, and the epilogue replays the new layouts on the real members as for one member. So such groups are
 # refused only where a stale history is read: several members changed, written, changed under no_grad, returning
 # tensors or not (checked by the parity oracle: fuzz seed 7000 #454, #968, #1147, #3471, #4117, #6485, #6501,
-# #8944, #9885; wrong gradients where a stale history was read: seed 6000 #3969).
+# #8944, #9885; wrong gradients where a stale history was read: seed 6000 #3969). Refused too: a member whose input
+# is an autograd leaf given another size by such ops under no_grad alone (fuzz seed 13000 #2682: one leaf passed twice,
+# x1.unsqueeze_(-1) under no_grad, then x0.view(...) with grad): eager makes the leaf's gradient accumulator where it
+# is first read with grad, in the new size, while ours sums the gradient down to the synthetic base's old one.
 
 
 # Note [Metadata Changes Of Grad-Free Members]
@@ -283,12 +287,13 @@ def _unsupported_group_change(
     grad_free: Callable[[int], bool],
     leaf: Callable[[DenseIndex], bool],
     set_by_grad: Callable[[int], bool],
+    member_meta: Sequence[Meta],
 ) -> DenseIndex | None:
     """The member whose change makes the group unsupported in training (Note [Metadata Changes Of Aliased Inputs
     In Training]), if any. `input_of`: the tensor input a member belongs to; `plain`: no member is a subclass's;
     `grad_free`: the tensor input requires grad neither before nor after the call; `leaf`: the member's tensor input
     is an autograd leaf; `set_by_grad`: a subclass input set_() under grad (Note [Subclass Members set_() Under
-    Grad])."""
+    Grad]); `member_meta`: each member's layout as it came."""
     muts = [(m, analysis.mutations[m]) for m in members]
     if not plain:  # See Note [Subclass Members set_() Under Grad]
         muts = [(m, mut) for m, mut in muts if not set_by_grad(input_of(m))]
@@ -312,7 +317,13 @@ def _unsupported_group_change(
     if plain and not any(analysis.mutations[m].swapped for m in meta):
         # Note [Layout Changes Of Aliased Inputs By In-Place View Ops]
         stale = [m for m in members if analysis.stale_view_reads and analysis.stale_view_reads[m]]
-        return meta[-1] if stale else None
+        sizes = dict(zip(members, (mm[0] for mm in member_meta), strict=True))
+        hidden = [
+            m
+            for m in meta
+            if leaf(m) and analysis.mutations[m].metadata_hidden and analysis.mutations[m].final_meta[0] != sizes[m]
+        ]
+        return meta[-1] if stale else (hidden[-1] if hidden else None)
     # Replayed as view ops (subclasses) or as_strided_ (plain; recorded iff autograd saw the change)
     steps = analysis.inplace_replay[input_of(meta[0])]
     recorded = all(step.grad_enabled for step in steps) and all(
@@ -404,7 +415,9 @@ def check_training_supported(
         owners = {layout.leaves[m].owner for m in group.members}
         needs_grad = any(fake.requires_grad for t, fake in enumerate(user_fakes) if flat.tensor_indices[t] in owners)
         plain = all(layout.trees[input_of(m)] is None for m in group.members)
-        changed = _unsupported_group_change(group.members, analysis, input_of, plain, grad_free, leaf, set_by_grad)
+        changed = _unsupported_group_change(
+            group.members, analysis, input_of, plain, grad_free, leaf, set_by_grad, group.member_meta
+        )
         if needs_grad and changed is not None:
             path = layout.leaves[changed].path
             if plain and any(analysis.stale_view_reads[m] for m in group.members if analysis.stale_view_reads):
