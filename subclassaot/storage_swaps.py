@@ -169,6 +169,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Eager advances the version counter only when resize_ changes the size.
             if tuple(args[0].shape) != tuple(args[1]) and self.depth == 0:
                 self.record.written_families.add(self.record.family_of(args[0]))
+            if tuple(args[0].shape) == tuple(args[1]) and kwargs.get("memory_format") is None:
+                # Eager's resize_ to the size a tensor has keeps its strides; functionalization's (and the synthetic
+                # base rebinding below) would make it contiguous (fuzz seed 13000 #9159).
+                return args[0]
             self._check_resize_reach(args[0], list(args[1]))
             if self._grows(args):
                 self._grow(args[0], list(args[1]))

@@ -221,7 +221,7 @@ def _replay_of(
         # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
         # then is viewed before the epilogue changes it; anything else is regenerated.
         if id(t) in input_by_id and _as_received(t, first, run) and _all_input_alias(leaves):
-            late = _late_no_grad_view(value, t, leaves, run)
+            late = _late_no_grad_view(value, t, leaves, run, tuple(steps), _meta_exprs(first.source_meta))
             if late is not None:
                 return replace(late, index=input_by_id[id(t)])
             return Replay(
@@ -484,11 +484,19 @@ def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
 # elements, base and (absent) history, and a version it was made at. Where that does not apply (a subclass output,
 # whose wrapper's as_strided is the subclass's own: fuzz seed 3001 #2001), the chain is split as eager ran it: the
 # steps taken before the last bump are replayed before the epilogue, and the trailing pure views the program took
-# under no_grad after it (Replay.late_steps) are taken after the epilogue from what the early steps made.
+# under no_grad after it (Replay.late_steps) are taken after the epilogue from what the early steps made. Where the
+# chain passes through a detach() (t0 = x.detach(); x.unsqueeze_(-1); t1 = t0.view(())), eager's `._base` is the
+# detach's result: the whole chain is replayed after the epilogue from the input's elements as they were when it
+# was taken, as for Note [Views Between In-Place View Ops].
 
 
 def _late_no_grad_view(
-    value: torch.Tensor, t: torch.Tensor, leaves: tuple[OutputLeaf, ...], run: FunctionalRun
+    value: torch.Tensor,
+    t: torch.Tensor,
+    leaves: tuple[OutputLeaf, ...],
+    run: FunctionalRun,
+    steps: tuple[ViewStep, ...],
+    source_meta: Meta,
 ) -> Replay | None:
     """The replay after the epilogue of Note [No-Grad Views Made After The Bump], where it applies (its index is
     the caller's to set)."""
@@ -503,6 +511,9 @@ def _late_no_grad_view(
         or record.seq < last_bump(t, run)
     ):
         return None
+    if any(s.op is torch.ops.aten.detach.default for s in steps[:-1]):
+        # eager's `._base` is what the chain's detach() made, not the input (fuzz seed 13000 #545)
+        return Replay(source=ReplaySource.INPUT, index=0, steps=steps, source_meta=source_meta)
     size, stride, offset = leaves[0].meta
     step = ViewStep(
         op=torch.ops.aten.as_strided.default, args=(size, stride, offset), kwargs=(), index=None, grad_enabled=False
