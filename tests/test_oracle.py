@@ -11,6 +11,7 @@ import pytest
 import torch
 from torch.testing._internal.two_tensor import TwoTensor
 
+from subclasses.pair import PairTensor
 from tests.backends import CountingBackend, MutatingBackend, RecordingBackend, mutating_nodes
 from tests.oracle import Call, assert_matches_eager, assert_raises_like_eager
 
@@ -75,6 +76,22 @@ def test_identity_compile_passes_on_a_program_with_every_kind_of_effect() -> Non
         return {"a": x.view(-1), "b": [x, y * 2]}, x.shape[0], None
 
     assert_matches_eager(f, lambda: (torch.randn(2, 2), torch.randn(2, 3), torch.zeros(3)), compile_fn=identity_compile)
+
+
+def test_a_view_whose_grad_fn_read_raises_index_error_is_compared_not_crashed() -> None:
+    # fuzz seed 13000 #1259: after x1.transpose_, reading x0.is_leaf replays select(0, -3) on the transposed base and
+    # raises IndexError in eager too; the oracle records that as a fact on both sides
+    def f(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        x1.transpose_(0, 1)
+        return ()
+
+    @torch.enable_grad()
+    def make_inputs() -> tuple[object, ...]:
+        b = PairTensor.from_tensor(torch.randn(4, 1)).requires_grad_().clone()
+        return (b.select(0, -3), b)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs)  # the pipeline keeps x0 a view of x1 (identity_compile clones inputs)
 
 
 def test_identity_compile_passes_with_aliased_inputs_kwargs_and_grads() -> None:
