@@ -155,10 +155,21 @@ def _chain_marks(
     count = 0
     for segment, made in zip(reversed(segments), reversed(objects), strict=True):
         count += len(segment)
-        unchanged = id(made) not in run.swaps.inplace_views or (id(made) == changed_base and len(segment) == 1)
+        unchanged = (
+            id(made) not in run.swaps.inplace_views
+            or (id(made) == changed_base and len(segment) == 1)
+            or (len(segment) == 1 + len(run.swaps.inplace_views[id(made)]) and _settled(made, run))
+        )
         if unchanged and id(made) not in run.swaps.swapped_ids:
             marks.append((count, id(made)))
     return marks
+
+
+def _settled(t: torch.Tensor, run: FunctionalRun) -> bool:
+    """Every in-place view op on `t` ran before any view was taken from it: each chain through `t` passes through it
+    as it finally is, with all of them (Note [Views Sharing An Intermediate]; fuzz seed 13000 #6810)."""
+    last = run.swaps.inplace_views[id(t)][-1].seq
+    return all(r.seq > last for r in run.swaps.views.values() if r.source is t)
 
 
 def _replay_of(
