@@ -56,9 +56,11 @@ def test_views_of_a_view_changed_in_place_first(op: str, kind: str, compile_fn: 
 
 @pytest.mark.parametrize("kind", ["plain", "pair"])
 def test_views_of_a_view_changed_in_place_first_no_grad(kind: str, compile_fn: CompileFn | None) -> None:
-    make = (lambda: torch.randn(2, 3)) if kind == "plain" else (lambda: pair(2, 3))
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(2, 3) if kind == "plain" else pair(2, 3),)
+
     with torch.no_grad():
-        assert_matches_eager(_changed_then_viewed(_OPS["t_"]), lambda: (make(),), compile_fn=compile_fn)
+        assert_matches_eager(_changed_then_viewed(_OPS["t_"]), make_inputs, compile_fn=compile_fn)
 
 
 def test_views_of_a_detach_transposed_in_place_first(compile_fn: CompileFn | None) -> None:
