@@ -63,6 +63,32 @@ def test_views_of_a_view_changed_in_place_first_no_grad(kind: str, compile_fn: C
         assert_matches_eager(_changed_then_viewed(_OPS["t_"]), make_inputs, compile_fn=compile_fn)
 
 
+def test_view_taken_before_the_in_place_view_op_stays_apart(compile_fn: CompileFn | None) -> None:
+    # a's chain passes through t0 as it was before t_(); the chains through t0 after it still share it
+    def f(x0: T) -> object:
+        t0 = x0.view(x0.shape)
+        a = t0.select(0, 0)
+        t0.t_()
+        with torch.no_grad():
+            t1 = t0.unsqueeze(0)
+        return t0, t1, a
+
+    assert_matches_eager(f, lambda: (nonleaf(2, 3),), compile_fn=compile_fn)
+    assert_matches_eager(f, lambda: (pair_nonleaf(2, 3),), compile_fn=compile_fn)
+
+
+def test_views_of_a_transposed_view_then_written(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.view(x0.shape)
+        t0.t_()
+        with torch.no_grad():
+            t1 = t0.unsqueeze(0)
+        t0.add_(1)
+        return t0, t1
+
+    assert_matches_eager(f, lambda: (nonleaf(2, 3),), compile_fn=compile_fn)
+
+
 def test_views_of_a_detach_transposed_in_place_first(compile_fn: CompileFn | None) -> None:
     # eager's outputs share one `._base`, t0
     def f(x0: T) -> object:
