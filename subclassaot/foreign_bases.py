@@ -11,6 +11,7 @@ after the others, in output order); regeneration never writes data and leaves ev
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -18,6 +19,9 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import LeafSource
 from subclassaot.torch_internals import get_version, set_to_tensor, set_version, storage_key
+
+if TYPE_CHECKING:  # functional_run imports this module
+    from subclassaot.functional_run import FunctionalRun
 
 # Note [Views Set Onto Another Storage]
 # A view keeps its `._base` when set_() moves it, or its base, to another storage: after `t1 = t0.diagonal();
@@ -125,3 +129,13 @@ def view_onto(
             view.set_(storage.untyped_storage(), offset, list(size), list(stride))
     set_version(view, version)
     return view
+
+
+def final_only(t: torch.Tensor, run: FunctionalRun) -> bool:
+    """No chain names `t` as it was before its in-place view ops: it is a view (never an output's `._base`, so never
+    named by Note [In-Place View Ops On A Base After Its Views]), or they all ran before any view was taken from it
+    (Note [Views Sharing An Intermediate]; fuzz seed 13000 #6810)."""
+    if t._is_view():
+        return True
+    last = run.swaps.inplace_views[id(t)][-1].seq
+    return all(r.seq > last for r in run.swaps.views.values() if r.source is t)

@@ -20,6 +20,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
+from subclassaot.foreign_bases import final_only
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import (
@@ -158,21 +159,11 @@ def _chain_marks(
         unchanged = (
             id(made) not in run.swaps.inplace_views
             or (id(made) == changed_base and len(segment) == 1)
-            or (len(segment) == 1 + len(run.swaps.inplace_views[id(made)]) and _final_only(made, run))
+            or (len(segment) == 1 + len(run.swaps.inplace_views[id(made)]) and final_only(made, run))
         )
         if unchanged and id(made) not in run.swaps.swapped_ids:
             marks.append((count, id(made)))
     return marks
-
-
-def _final_only(t: torch.Tensor, run: FunctionalRun) -> bool:
-    """No chain names `t` as it was before its in-place view ops: it is a view (never an output's `._base`, so never
-    named by Note [In-Place View Ops On A Base After Its Views]), or they all ran before any view was taken from it
-    (Note [Views Sharing An Intermediate]; fuzz seed 13000 #6810)."""
-    if t._is_view():
-        return True
-    last = run.swaps.inplace_views[id(t)][-1].seq
-    return all(r.seq > last for r in run.swaps.views.values() if r.source is t)
 
 
 def _replay_of(
