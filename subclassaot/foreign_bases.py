@@ -11,6 +11,7 @@ after the others, in output order); regeneration never writes data and leaves ev
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -18,6 +19,9 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import LeafSource
 from subclassaot.torch_internals import get_version, set_to_tensor, set_version, storage_key
+
+if TYPE_CHECKING:  # functional_run imports this module
+    from subclassaot.functional_run import FunctionalRun
 
 # Note [Views Set Onto Another Storage]
 # A view keeps its `._base` when set_() moves it, or its base, to another storage: after `t1 = t0.diagonal();
@@ -35,8 +39,12 @@ from subclassaot.torch_internals import get_version, set_to_tensor, set_version,
 # Two outputs made by view chains through one eager intermediate (`t0 = x.detach(); return t0.view(...), t0.t()`,
 # fuzz seed 3000 #9902) have one `._base`. Each replays its own chain at run time, so the analysis names each
 # intermediate object a chain passes through (Replay.marks), and a memo that lives for one call hands the first
-# rebuild of each to every later chain through it (runtime `_replay`). The same holds for the hidden bases of Note [Output
-# Regeneration] (OutputLeaf.hidden_key).
+# rebuild of each to every later chain through it (runtime `_replay`). An object that in-place view ops changed is
+# named only by chains that pass through it after all of them, and only where no chain names it as it was before
+# them (it is a view, or no view was taken from it before them: Note [In-Place View Ops On A Base After Its Views]);
+# fuzz seed 13000 #6810: else the returned `t0` of `t0.t_(); t1 = t0.unsqueeze(0)` replayed its t_() again after t1
+# was made, advancing the counter t1 shares. The same holds for the hidden bases of Note [Output Regeneration]
+# (OutputLeaf.hidden_key).
 
 
 def foreign_root(
@@ -121,3 +129,13 @@ def view_onto(
             view.set_(storage.untyped_storage(), offset, list(size), list(stride))
     set_version(view, version)
     return view
+
+
+def final_only(t: torch.Tensor, run: FunctionalRun) -> bool:
+    """No chain names `t` as it was before its in-place view ops: it is a view (never an output's `._base`, so never
+    named by Note [In-Place View Ops On A Base After Its Views]), or they all ran before any view was taken from it
+    (Note [Views Sharing An Intermediate]; fuzz seed 13000 #6810)."""
+    if t._is_view():
+        return True
+    last = run.swaps.inplace_views[id(t)][-1].seq
+    return all(r.seq > last for r in run.swaps.views.values() if r.source is t)

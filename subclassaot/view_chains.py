@@ -20,6 +20,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
+from subclassaot.foreign_bases import final_only
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import (
@@ -155,7 +156,11 @@ def _chain_marks(
     count = 0
     for segment, made in zip(reversed(segments), reversed(objects), strict=True):
         count += len(segment)
-        unchanged = id(made) not in run.swaps.inplace_views or (id(made) == changed_base and len(segment) == 1)
+        unchanged = (
+            id(made) not in run.swaps.inplace_views
+            or (id(made) == changed_base and len(segment) == 1)
+            or (len(segment) == 1 + len(run.swaps.inplace_views[id(made)]) and final_only(made, run))
+        )
         if unchanged and id(made) not in run.swaps.swapped_ids:
             marks.append((count, id(made)))
     return marks
