@@ -121,6 +121,8 @@ class SwapRecord:
     # id() of a wrapper subclass that requires grad -> seq of the first in-place view op under no_grad that gave it
     # another size; id() of those an op with grad enabled read after it (Note [Subclass Leaves Resized Under no_grad])
     hidden_resizes: dict[int, int] = field(default_factory=dict)
+    # by id: the size a plain leaf had before a set_() under no_grad noted in hidden_resizes (its accumulator's)
+    hidden_resize_from: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     read_after_hidden_resize: set[int] = field(default_factory=set)
     # id() of tensors the program called x.set_(x) on under no_grad (Note [set_ Renews A Leaf's Accumulator])
     self_sets: set[int] = field(default_factory=set)
@@ -215,9 +217,14 @@ class SwapRecord:
         `seq`, the same for a set_() of a plain tensor, at `seq` (Note [Plain Leaves set_() To Another Size Under
         no_grad])."""
         size = tuple(t.shape)
+        if seq is not None:  # a plain set_(): what matters is the size at each later read (a set_() back is none)
+            if not torch.is_grad_enabled() and t.requires_grad and id(t) not in self.hidden_resizes:
+                self.hidden_resizes[id(t)] = seq
+                self.hidden_resize_from[id(t)] = size_before
+            return
         changed = not all(isinstance(d, int) for d in (*size, *size_before)) or size != size_before
         if not torch.is_grad_enabled() and t.requires_grad and changed and id(t) not in self.hidden_resizes:
-            self.hidden_resizes[id(t)] = self.inplace_views[id(t)][-1].seq if seq is None else seq
+            self.hidden_resizes[id(t)] = self.inplace_views[id(t)][-1].seq
 
     def note_reads_after_hidden_resize(self, tensors: tuple[torch.Tensor, ...]) -> None:
         """`tensors`, read by an op with grad enabled: mark each wrapper an in-place view op under no_grad resized
@@ -226,7 +233,11 @@ class SwapRecord:
             taken: int | None = None  # when the view below `t` in the chain was taken
             while True:
                 seq = self.hidden_resizes.get(id(t))
-                if seq is not None and (taken is None or taken > seq):
+                before = self.hidden_resize_from.get(id(t))
+                # a plain leaf read at the size its accumulator has (set_() back, or the same size: the comparison
+                # guards symbolic sizes, as eager's engine compares them) is no resize
+                resized = before is None or tuple(t.shape) != before
+                if seq is not None and (taken is None or taken > seq) and resized:
                     self.read_after_hidden_resize.add(id(t))
                 record = self.views.get(id(t))
                 if record is None or record.func is torch.ops.aten.detach.default:
