@@ -84,7 +84,7 @@ def _hidden_swap(m: LeafMutation) -> bool:
 # first reads it, in the new size, while the compiled Function's edge to it expects the old one ("MulBackward0
 # returned an invalid gradient ... got [1] but expected shape compatible with [1, 4, 3]" where eager's backward ran:
 # fuzz seed 13000 #2390, x0.mul_(x1); also x1.mul(2), x0.mul(x1)). Refused where an op with grad reads the leaf (or a
-# view of it taken after the set_()) after it; the swap record notes such a set_() as it notes the subclass ops.
+# view of it taken after the set_()) after it at another size than it had before (a set_() back is none); the swap record notes such a set_() as it notes the subclass ops.
 
 
 def refuse_leaves_resized_under_no_grad(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
