@@ -62,3 +62,11 @@ def refused_with_grad(
 def leaf(*shape: int) -> T:
     """A plain leaf that requires grad."""
     return torch.randn(shape, requires_grad=True)
+
+
+def check_no_grad(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
+    """assert_matches_eager under no_grad (an inference program)."""
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)

@@ -3,22 +3,14 @@ test's name)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.fuzz_helpers import check_no_grad as _no_grad_parity
 from tests.pipeline.fuzz_helpers import pair
 
 T = torch.Tensor
-
-
-def _no_grad_parity(
-    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], cf: CompileFn | None
-) -> None:
-    with torch.no_grad():
-        assert_matches_eager(f, make_inputs, compile_fn=cf)
 
 
 # ---------------------------------------------------------------------------------------------------------------

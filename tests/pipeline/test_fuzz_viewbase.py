@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 
 import pytest
 import torch
@@ -15,15 +14,9 @@ from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.fuzz_helpers import assert_refused, pair, pair_nonleaf
+from tests.pipeline.fuzz_helpers import check_no_grad as _no_grad_parity
 
 T = torch.Tensor
-
-
-def _no_grad_parity(
-    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], cf: CompileFn | None
-) -> None:
-    with torch.no_grad():
-        assert_matches_eager(f, make_inputs, compile_fn=cf)
 
 
 # ---------------------------------------------------------------------------------------------------------------
