@@ -45,9 +45,9 @@ def test_stale_view_use_reaching_an_output_is_refused(compile_fn: CompileFn | No
         return ()
 
     with torch.enable_grad():
-        for make in (lambda: pair_nonleaf(2, 2), lambda: nonleaf(2, 2)):
-            assert_refused(returned, lambda make=make: (make(),), compile_fn, _STALE_RULE)  # type: ignore[misc]
-            assert_refused(computed_on, lambda make=make: (make(),), compile_fn, _STALE_RULE)  # type: ignore[misc]
+        for make_inputs in (lambda: (pair_nonleaf(2, 2),), lambda: (nonleaf(2, 2),)):
+            assert_refused(returned, make_inputs, compile_fn, _STALE_RULE)
+            assert_refused(computed_on, make_inputs, compile_fn, _STALE_RULE)
         assert_refused(written, lambda: (nonleaf(2, 2), nonleaf()), compile_fn, _STALE_RULE)
         assert_refused(set_onto, lambda: (nonleaf(2, 2), nonleaf(2)), compile_fn, _STALE_RULE)
 
