@@ -18,7 +18,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of
-from subclassaot.grad_set_bases import chain_root, grad_set_view_root
+from subclassaot.grad_set_bases import grad_set_view_root
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import (
     Analysis,
@@ -156,7 +156,7 @@ def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: 
         )
     if run.swaps.grad_set_view_of(value, run.user_tensors):
         return False  # rebuilt from the input the epilogue set_() under grad (Note [Views Of Inputs set_() Under Grad])
-    if run.swaps.is_view(value) and id(_view_root_of(value, run)) in run.swaps.view_set_gained:
+    if run.swaps.is_view(value) and id(run.swaps.view_root(value, through_swaps=True)) in run.swaps.view_set_gained:
         raise UnsupportedError(
             f"{path}: the program set_() this view with grad enabled, of a tensor that did not require grad, to a "
             "tensor that does: eager's autograd rebases the view's base on the set_, and a compiled output that is "
@@ -180,7 +180,7 @@ def grad_set_base(
     Grad]); None where eager's output is no view."""
     if not run.swaps.is_view(value):
         return None
-    root = chain_root(value, run.swaps)
+    root = run.swaps.view_root(value, through_swaps=True)
     if grad_set_view_root(value, run.swaps, set()) is None:
         return GradSetBase(source=None, meta=leaf_meta(root))  # views taken after the root's set_()
     if is_traceable_subclass(root):
@@ -235,13 +235,10 @@ def _view_of_grad_set_intermediate(value: torch.Tensor, run: FunctionalRun, outp
         return False
     if not t.requires_grad or _nested(t) or any(t is u for u in run.user_tensors):
         return False
-    return not any(o is not value and isinstance(o, torch.Tensor) and _view_root_of(o, run) is t for o in outputs)
-
-
-def _view_root_of(t: torch.Tensor, run: FunctionalRun) -> torch.Tensor:
-    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
-        t = record.source
-    return t
+    return not any(
+        o is not value and isinstance(o, torch.Tensor) and run.swaps.view_root(o, through_swaps=True) is t
+        for o in outputs
+    )
 
 
 def _nested(t: torch.Tensor) -> bool:
@@ -462,7 +459,7 @@ def _viewed_by_others(value: torch.Tensor, outputs: Sequence[torch.Tensor], run:
         elif is_traceable_subclass(o):
             if any(storage_key(d) == storage_key(value) for d in dense_leaves_of(o, "out")[1]):
                 return True
-        elif storage_key(o) == storage_key(value) and _view_root_of(o, run) is value:
+        elif storage_key(o) == storage_key(value) and run.swaps.view_root(o, through_swaps=True) is value:
             return True
     return False
 
@@ -488,9 +485,10 @@ def check_wrapper_grad_gains(
     """Note [Subclass Inputs That Gain Grad By set_]."""
     position = {id(u): i for i, u in enumerate(run.user_tensors)}
 
-    def root_of(t: torch.Tensor, grad_only: bool) -> torch.Tensor | None:
+    def grad_root_of(t: torch.Tensor) -> torch.Tensor | None:
+        """run.swaps.view_root(t, through_swaps=True) where every view of the chain was taken with grad on; else None."""
         while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
-            if grad_only and not record.grad_enabled:
+            if not record.grad_enabled:
                 return None
             t = record.source
         return t
@@ -500,11 +498,11 @@ def check_wrapper_grad_gains(
             continue
         recorded = run.swaps.wrapper_grad_sets.get(id(u))
         source = None if recorded is None else recorded[0]
-        root = None if source is None else root_of(source, grad_only=True)
+        root = None if source is None else grad_root_of(source)
         taken = mutations[layout.leaves_of_input[i][0]].set_source
         owner = next((k for k, leaves in enumerate(layout.leaves_of_input) if taken in leaves), None)
         later = () if recorded is None else run.swaps.wrapper_ops[recorded[1] + 1 :]
-        written_after = any(root_of(w, grad_only=False) is u for _, _, writes in later for w in writes)
+        written_after = any(run.swaps.view_root(w, through_swaps=True) is u for _, _, writes in later for w in writes)
         set_seq = run.swaps.wrapper_sets[id(u)][0] if id(u) in run.swaps.wrapper_sets else None
         assigned_after = any(set_seq is None or a.seq > set_seq for a in run.swaps.wrapper_data.get(id(u), []))
         exact = root is not None and owner is not None and position.get(id(root)) == owner
@@ -750,9 +748,8 @@ def no_grad_set_in_view_chain(value: torch.Tensor, run: FunctionalRun) -> torch.
 
 def _on_input_chain(t: torch.Tensor, run: FunctionalRun) -> bool:
     """`t` is an input or a chain of views of one."""
-    while (view := run.swaps.views.get(id(t))) is not None and view.func is not torch.ops.aten.detach.default:
-        t = view.source
-    return any(t is u for u in run.user_tensors)
+    root = run.swaps.view_root(t, through_swaps=True)
+    return any(root is u for u in run.user_tensors)
 
 
 def _has_history(t: torch.Tensor) -> bool:

@@ -3,8 +3,8 @@
 Input: output leaves of a functional run and its `SwapRecord` (analysis and trace); at run time, a regenerated
 output and the value of the tensor eager's output is a view of.
 Output: `grad_set_view_root` (the intermediate a view set_() under grad still views, which the graph returns as an
-intermediate base), `chain_root` (the tensor a view chain started from), and `set_under_grad_holder` (the output
-rebuilt by a set_() under grad of a fresh tensor, a view of eager's base where eager's output is a view).
+intermediate base), and `set_under_grad_holder` (the output rebuilt by a set_() under grad of a fresh tensor, a
+view of eager's base where eager's output is a view).
 Invariants: Note [Bases Of Outputs set_() Under Grad]; analysis and trace find the same roots (they are intermediate
 bases, numbered after the others, in output order).
 """
@@ -48,14 +48,6 @@ def _is_grad_set(value: torch.Tensor, swaps: SwapRecord) -> bool:
     return id(value) in swaps.grad_set_ids or (wrapper_set is not None and wrapper_set[1])
 
 
-def chain_root(value: torch.Tensor, swaps: SwapRecord) -> torch.Tensor:
-    """The tensor a chain of recorded view ops (not detach) started from; `value` itself when it is no view."""
-    t = value
-    while (record := swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
-        t = record.source
-    return t
-
-
 def grad_set_view_root(
     value: object, swaps: SwapRecord, input_storages: set[object]
 ) -> tuple[torch.Tensor, list[torch.Tensor]] | None:
@@ -65,7 +57,7 @@ def grad_set_view_root(
         return None
     if not _is_grad_set(value, swaps):
         return None
-    root = chain_root(value, swaps)
+    root = swaps.view_root(value, through_swaps=True)
     if root is value or not root.requires_grad:
         return None
     leaves = flatten_subclass(root, "root")[1] if is_traceable_subclass(root) else [root]
@@ -82,7 +74,7 @@ def no_grad_set_view_root(value: object, swaps: SwapRecord, input_storages: set[
     record = swaps.plain_sets.get(id(value))
     if record is None or record[1] or id(value) in swaps.swapped_by_data or not swaps.is_view(value):
         return None
-    root = chain_root(value, swaps)
+    root = swaps.view_root(value, through_swaps=True)
     if root is value or is_traceable_subclass(root) or not root.requires_grad or id(root) in swaps.swapped_ids:
         return None
     key = storage_key(root)

@@ -257,11 +257,12 @@ class SwapRecord:
         record = self.views.get(id(t))
         return record is not None and record.func is not torch.ops.aten.detach.default
 
-    def view_root(self, t: torch.Tensor) -> torch.Tensor:
-        """The tensor a chain of view ops started from (eager's `._base`), as far as storage goes: a tensor set_()
-        to another storage since it was made is the root of its storage's chain (its `._base` is no longer that)."""
+    def view_root(self, t: torch.Tensor, *, through_swaps: bool = False) -> torch.Tensor:
+        """The tensor a chain of view ops (not detach) started from (eager's `._base`), as far as storage goes: a
+        tensor set_() to another storage since it was made is the root of its storage's chain (its `._base` is no
+        longer that). `through_swaps`: the chain as the program took it, past such tensors."""
         while (record := self.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
-            if id(t) in self.swapped_ids:
+            if not through_swaps and id(t) in self.swapped_ids:
                 break
             t = record.source
         return t
