@@ -19,6 +19,7 @@ import os
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 from torch import nn
@@ -34,20 +35,42 @@ class Row:
     note: str = ""
 
 
-def bench_ms(fn: Callable[[], object], iters: int) -> float:
-    """Median milliseconds of `fn` on the GPU (CUDA events), after warm-up (which also compiles Triton kernels)."""
+def bench_ms(fn: Callable[[], object], iters: int, batches: int = 5, *, graph: bool = False) -> float:
+    """Milliseconds per call of `fn` on the GPU: median over `batches` of `iters` back-to-back calls (CUDA events).
+
+    `graph=False`: the calls are launched from Python; the host queues the next launch while the GPU runs the
+    current one, so for long kernels the figure is the GPU's time, but for short ones it includes whatever host
+    time per call (Python, custom-op dispatch, Triton's launcher) exceeds the GPU's.
+    `graph=True`: the `iters` calls are captured once in a CUDA graph and the graph is replayed, so the figure is
+    the kernels' own GPU time, with no host launch cost; this is how the kernel tables are measured.
+    Warm-up first (it also compiles the Triton kernels).
+    """
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
+    if graph:
+        cuda_graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(cuda_graph):
+            for _ in range(iters):
+                fn()
+        run: Callable[[], object] = cuda_graph.replay
+        run()
+    else:
+
+        def run() -> None:
+            for _ in range(iters):
+                fn()
+
+    torch.cuda.synchronize()
     times = []
-    for _ in range(iters):
+    for _ in range(batches):
         start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]  # untyped in torch's stub
         end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
         start.record()
-        fn()
+        run()
         end.record()
         torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
+        times.append(start.elapsed_time(end) / iters)
     return float(statistics.median(times))
 
 
@@ -63,16 +86,19 @@ def bandwidth_table(m: int, k: int, iters: int) -> list[Row]:
 
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     dst = torch.empty_like(x)
-    copy_ms = bench_ms(lambda: dst.copy_(x), iters)
+    copy_ms = bench_ms(lambda: dst.copy_(x), iters, graph=True)
     copy_gbs = 2 * x.numel() * 2 / copy_ms / 1e6
     data, scale = kernels.quantize_op(x, E4M3, "rowwise")
     rows = [Row(name="bf16 copy (reference bandwidth)", ms=copy_ms, value=copy_gbs, note="100%")]
     quantize_bytes = x.numel() * (2 + 1)  # read bf16, write e4m3 (scales are negligible)
     for granularity in ("tensorwise", "rowwise"):
-        ms = bench_ms(lambda g=granularity: kernels.quantize_op(x, E4M3, g), iters)  # type: ignore[misc]
+        ms = bench_ms(partial(kernels.quantize_op, x, E4M3, granularity), iters, graph=True)
         gbs = quantize_bytes / ms / 1e6
-        rows.append(Row(name=f"quantize {granularity}", ms=ms, value=gbs, note=f"{100 * gbs / copy_gbs:.0f}% of copy"))
-    ms = bench_ms(lambda: kernels.dequantize_op(data, scale, torch.bfloat16), iters)
+        note = f"{100 * gbs / copy_gbs:.0f}% of copy"
+        if granularity == "tensorwise":  # the amax pass reads x once more: 5 bytes per element actually move
+            note += f" ({100 * gbs * 5 / 3 / copy_gbs:.0f}% counting the amax pass's read)"
+        rows.append(Row(name=f"quantize {granularity}", ms=ms, value=gbs, note=note))
+    ms = bench_ms(partial(kernels.dequantize_op, data, scale, torch.bfloat16), iters, graph=True)
     gbs = quantize_bytes / ms / 1e6
     rows.append(Row(name="dequantize rowwise", ms=ms, value=gbs, note=f"{100 * gbs / copy_gbs:.0f}% of copy"))
     return rows
@@ -84,22 +110,33 @@ def matmul_table(m: int, k: int, n: int, iters: int) -> list[Row]:
     a_hp = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     b_hp = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)  # b = b_hp.t(): column-major, as _scaled_mm wants
     flops = 2 * m * k * n
-    rows = [Row(name="bf16 torch.mm", ms=(ms := bench_ms(lambda: a_hp @ b_hp.t(), iters)), value=flops / ms / 1e9)]
-    for granularity in ("tensorwise", "rowwise"):
+    rows = [
+        Row(
+            name="bf16 torch.mm",
+            ms=(ms := bench_ms(lambda: a_hp @ b_hp.t(), iters, graph=True)),
+            value=flops / ms / 1e9,
+        )
+    ]
+    for granularity in ("rowwise", "tensorwise"):
         a, sa = kernels.quantize_op(a_hp, E4M3, granularity)
         bt, sb_t = kernels.quantize_op(b_hp, E4M3, granularity)
         b, sb = bt.t(), sb_t.t() if granularity == "rowwise" else sb_t
-        ms = bench_ms(lambda a=a, b=b, sa=sa, sb=sb: kernels.scaled_mm_op(a, b, sa, sb, torch.bfloat16), iters)  # type: ignore[misc]
-        rows.append(Row(name=f"triton scaled_mm {granularity}", ms=ms, value=flops / ms / 1e9))
+        ms = bench_ms(partial(kernels.scaled_mm_op, a, b, sa, sb, torch.bfloat16), iters, graph=True)
+        ours = Row(name=f"triton scaled_mm {granularity}", ms=ms, value=flops / ms / 1e9)
+        rows.append(ours)
         inv_a, inv_b = sa.reciprocal(), sb.reciprocal()  # torch._scaled_mm takes dequantizing scales
-        try:
-            ms = bench_ms(
-                lambda a=a, b=b, ia=inv_a, ib=inv_b: torch._scaled_mm(a, b, ia, ib, out_dtype=torch.bfloat16),  # type: ignore[misc]
-                iters,
-            )
-            rows.append(Row(name=f"torch._scaled_mm {granularity}", ms=ms, value=flops / ms / 1e9))
-        except RuntimeError as e:  # e.g. no fp8 support on this GPU
-            rows.append(Row(name=f"torch._scaled_mm {granularity}", ms=float("nan"), value=float("nan"), note=str(e)))
+        for fast in (True, False):  # ours accumulates like fast_accum=True; see Note [FP8 Dot Accumulation]
+            name = f"torch._scaled_mm {granularity} fast_accum={fast}"
+            try:
+                ms = bench_ms(
+                    partial(torch._scaled_mm, a, b, inv_a, inv_b, out_dtype=torch.bfloat16, use_fast_accum=fast),
+                    iters,
+                    graph=True,
+                )
+            except RuntimeError as e:  # e.g. no fp8 support on this GPU
+                rows.append(Row(name=name, ms=float("nan"), value=float("nan"), note=str(e)[:60]))
+                continue
+            rows.append(Row(name=name, ms=ms, value=flops / ms / 1e9, note=f"ours {ms / ours.ms:.2f}x this"))
     return rows
 
 
@@ -124,29 +161,54 @@ def training_table(m: int, k: int, n: int, iters: int) -> list[Row]:
     return rows
 
 
-def check_correctness() -> None:
-    """The CPU path: kernels (Triton interpreter) against reference.py, Float8Linear against nn.Linear."""
+def check_correctness(device: torch.device) -> None:
+    """Kernels against reference.py and Float8Linear against nn.Linear, on `device` (the CPU: Triton's interpreter).
+
+    Raises AssertionError on a wrong result. On CUDA the kernels are compiled; quantize must still match the
+    reference bit for bit (both divide with IEEE rounding and cast round-to-nearest-even).
+    """
     from subclasses.fp8 import Float8Linear, kernels, reference
     from subclasses.fp8.reference import Granularity
 
     torch.manual_seed(0)
-    x, w = torch.randn(37, 53), torch.randn(29, 53)
-    for granularity in Granularity:
-        data, scale = kernels.quantize_op(x, E4M3, granularity.value)
-        ref_data, ref_scale = reference.quantize(x, E4M3, granularity)
-        assert torch.equal(data.view(torch.uint8), ref_data.view(torch.uint8)) and torch.equal(scale, ref_scale)
-    a, sa = kernels.quantize_op(x, E4M3, "rowwise")
-    bt, sb = kernels.quantize_op(w, E4M3, "rowwise")
+    shapes = [(37, 53), (29, 53)] if device.type == "cpu" else [(1031, 4133), (259, 4133), (3, 20000)]
+    for shape in shapes:
+        x = torch.randn(*shape, device=device)
+        for granularity in Granularity:
+            data, scale = kernels.quantize_op(x, E4M3, granularity.value)
+            ref_data, ref_scale = reference.quantize(x, E4M3, granularity)
+            assert torch.equal(data.view(torch.uint8), ref_data.view(torch.uint8)), (shape, granularity)
+            assert torch.equal(scale, ref_scale), (shape, granularity)
+            back = kernels.dequantize_op(data, scale, torch.float32)
+            assert torch.equal(back, reference.dequantize(data, scale, torch.float32)), (shape, granularity)
+    # torch._scaled_mm wants K and N divisible by 16; 4128 is not a multiple of the GPU's K tile (128).
+    m, n, k = (37, 29, 53) if device.type == "cpu" else (1031, 272, 4128)
+    a, sa = kernels.quantize_op(torch.randn(m, k, device=device), E4M3, "rowwise")
+    bt, sb = kernels.quantize_op(torch.randn(n, k, device=device), E4M3, "rowwise")
     got = kernels.scaled_mm_op(a, bt.t(), sa, sb.t(), torch.float32)
-    torch.testing.assert_close(got, reference.scaled_mm(a, bt.t(), sa, sb.t(), torch.float32), atol=1e-4, rtol=1e-5)
-    linear = nn.Linear(53, 29)
+    if device.type == "cpu":
+        want = reference.scaled_mm(a, bt.t(), sa, sb.t(), torch.float32)
+        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-5)
+    else:
+        # fp8 tensor cores accumulate with less than fp32 precision (Note [FP8 Dot Accumulation]): measure the
+        # error against an fp64 product and hold it to torch._scaled_mm's with the same accumulation (fast).
+        exact = (a.double() @ bt.t().double()) / (sa.double() * sb.t().double())
+        inv_a, inv_b = sa.reciprocal(), sb.t().reciprocal()
+        errors = {"ours": float((got.double() - exact).norm() / exact.norm())}
+        for fast in (True, False):
+            theirs = torch._scaled_mm(a, bt.t(), inv_a, inv_b, out_dtype=torch.float32, use_fast_accum=fast)
+            errors[f"torch._scaled_mm fast_accum={fast}"] = float((theirs.double() - exact).norm() / exact.norm())
+        print("scaled_mm relative error vs an fp64 product: " + ", ".join(f"{k} {v:.2e}" for k, v in errors.items()))
+        assert errors["ours"] <= 2 * errors["torch._scaled_mm fast_accum=True"], errors
+    linear = nn.Linear(k, n, device=device)
+    x = torch.randn(m, k, device=device)
     with torch.no_grad():
         out, ref = Float8Linear.from_linear(linear)(x), linear(x)
     sqnr = float(20 * torch.log10(ref.norm() / (out - ref).norm()))
     assert sqnr > 25, sqnr
-    print(f"kernel path: {kernels.kernel_path(torch.device('cpu')).value}")
-    print("quantize (tensorwise, rowwise): bit-exact vs reference.py")
-    print("scaled_mm (rowwise x colwise): matches reference.py")
+    print(f"kernel path on {device.type}: {kernels.kernel_path(device).value}")
+    print(f"quantize (tensorwise, rowwise) at {shapes}: bit-exact vs reference.py; dequantize: exact")
+    print(f"scaled_mm ({m}, {k}) x ({k}, {n}) rowwise x colwise: matches reference.py")
     print(f"Float8Linear vs nn.Linear output SQNR: {sqnr:.1f} dB")
 
 
@@ -161,10 +223,14 @@ def main() -> None:
         # Kernels are defined when subclasses.fp8 is imported: set the interpreter before that (a script's own
         # choice; the library never reads the variable, see Note [Kernel Dispatch]).
         os.environ.setdefault("TRITON_INTERPRET", "1")
-        check_correctness()
+        check_correctness(torch.device("cpu"))
         print("no CUDA device: checked correctness only; run on a GPU for the bandwidth / TFLOP/s tables")
         return
-    print(f"device: {torch.cuda.get_device_name()}, m={args.m} k={args.k} n={args.n}, median of {args.iters}")
+    print(
+        f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, m={args.m} k={args.k} n={args.n}, "
+        f"median of {args.iters}"
+    )
+    check_correctness(torch.device("cuda"))
     print_table(
         f"quantize / dequantize, ({args.m}, {args.k}) bf16", "GB/s", bandwidth_table(args.m, args.k, args.iters)
     )

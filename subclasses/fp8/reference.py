@@ -87,6 +87,12 @@ def quantize(x: Tensor, fp8_dtype: torch.dtype, granularity: Granularity) -> tup
     return data, scale
 
 
+def cast_with_scale(x: Tensor, scale: Tensor, fp8_dtype: torch.dtype) -> Tensor:
+    """saturate(x * scale).to(fp8_dtype) for a scale that is already known (broadcasting against x)."""
+    bound = fp8_max(fp8_dtype)
+    return (x.to(torch.float32) * scale).clamp(-bound, bound).to(fp8_dtype)
+
+
 def dequantize(data: Tensor, scale: Tensor, out_dtype: torch.dtype) -> Tensor:
     """data.float() / scale, cast to out_dtype (scale broadcasts: shape () or data.shape[:-1] + (1,))."""
     return (data.to(torch.float32) / scale).to(out_dtype)

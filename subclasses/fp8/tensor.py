@@ -20,8 +20,8 @@ from torch._ops import OpOverload
 from policies import SubclassSymbolicPolicy, TensorPolicy, dynamic, equal, inner, marked, outer, static
 from subclassaot.authoring import OpHandler, OuterMeta, WrapperTensor
 from subclassaot.errors import ProtocolError, UnsupportedError
-from subclasses.fp8 import kernels
-from subclasses.fp8.reference import Granularity, fp8_max
+from subclasses.fp8 import kernels, reference
+from subclasses.fp8.reference import Granularity
 
 # Note [Float8 Scale Layouts]
 # x ~= qdata.float() / scale (the quantizing-multiplier convention of Note [FP8 Scaling Conventions]), where
@@ -83,10 +83,11 @@ def scale_shape_for(shape: tuple[int | torch.SymInt, ...], granularity: Float8Gr
 def quantize_with_scale(x: Tensor, scale: Tensor, fp8_dtype: torch.dtype) -> Tensor:
     """saturate(x * scale).to(fp8_dtype) for a scale that is already known (delayed scaling, in-place writes).
 
-    Pure torch: kernels.py has a fused amax + scale + cast, but no cast with a given scale.
+    A tensorwise scale runs the fused cast kernel; any other scale shape, the pure-torch twin.
     """
-    bound = fp8_max(fp8_dtype)
-    return (x.to(torch.float32) * scale).clamp(-bound, bound).to(fp8_dtype)
+    if scale.dim() == 0:
+        return kernels.cast_with_scale_op(x, scale, fp8_dtype)
+    return reference.cast_with_scale(x, scale, fp8_dtype)
 
 
 class Float8Tensor(WrapperTensor):

@@ -5,6 +5,7 @@ reference bit for bit, since both do the same fp32 arithmetic and torch does the
 Note [Narrow Casts In The Interpreter]). The matmul differs only by accumulation order.
 """
 
+import dataclasses
 import importlib.util
 from collections.abc import Callable
 
@@ -116,6 +117,24 @@ def test_quantize_rejects_bad_arguments() -> None:
         kernels.quantize_op(x, torch.int8, "rowwise")
     with pytest.raises(TypeError, match=r"quantize: x has dtype torch.float64.*Cast first"):
         kernels.quantize_op(x.double(), torch.float8_e4m3fn, "rowwise")
+
+
+@pytest.mark.parametrize("fp8_dtype", FP8_DTYPES)
+@pytest.mark.parametrize("shape", [(37, 53), (2049,), (3, 0)])
+def test_cast_with_scale_matches_reference(fp8_dtype: torch.dtype, shape: tuple[int, ...]) -> None:
+    # Delayed scaling's cast: a given scale, values beyond fp8_max / scale saturate.
+    x = torch.randn(shape) * 30
+    scale = torch.tensor(fp8_max(fp8_dtype) / 40.0)
+    data = kernels.cast_with_scale_op(x, scale, fp8_dtype)
+    assert data.dtype == fp8_dtype and data.shape == x.shape
+    assert torch.equal(_bits(data), _bits(reference.cast_with_scale(x, scale, fp8_dtype)))
+    with pytest.raises(ValueError, match=r"cast_with_scale: scale has shape \(37, 1\).*expected an fp32 scalar"):
+        kernels.cast_with_scale_op(torch.randn(37, 53), torch.ones(37, 1), fp8_dtype)
+
+
+def test_opcheck_cast_with_scale() -> None:
+    args = (torch.randn(5, 7), torch.tensor(3.0), torch.float8_e4m3fn)
+    torch.library.opcheck(torch.ops.subclassaot_fp8.cast_with_scale.default, args, test_utils=WITHOUT_SCHEMA)
 
 
 def test_amax_matches_reference() -> None:
@@ -236,3 +255,30 @@ def test_compiled_quantize_matches_reference_on_cuda(granularity: Granularity) -
     ref_data, ref_scale = reference.quantize(x, torch.float8_e4m3fn, granularity)
     torch.testing.assert_close(scale, ref_scale)
     torch.testing.assert_close(data.float() / scale, ref_data.float() / ref_scale, rtol=0.07, atol=1e-6)
+
+
+# GPU_CONFIG's tiles in the interpreter: its one-pass rowwise quantize (several rows per program, columns not a
+# power of two), its K tiles with and without a ragged last one (EVEN_K), grouped tile order, the tensorwise
+# tile shape and the reversed tensorwise cast compute what the reference computes. See Note [FP8 Launch Configs].
+@pytest.mark.parametrize("granularity", list(Granularity))
+def test_gpu_config_quantize_matches_reference(granularity: Granularity) -> None:
+    x = torch.randn(19, 300) * 7
+    data, scale = kernels.quantize(x, torch.float8_e4m3fn, granularity, config=kernels.GPU_CONFIG)
+    ref_data, ref_scale = reference.quantize(x, torch.float8_e4m3fn, granularity)
+    assert torch.equal(scale, ref_scale) and torch.equal(_bits(data), _bits(ref_data))
+
+
+@pytest.mark.parametrize("k", [256, 200])
+@pytest.mark.parametrize(("a_rowwise", "b_colwise"), [(False, False), (True, True)])
+def test_gpu_config_scaled_mm_matches_reference(k: int, a_rowwise: bool, b_colwise: bool) -> None:
+    torch.manual_seed(1)
+    a = torch.randn(130, k).to(torch.float8_e4m3fn)
+    b = torch.randn(k, 270).to(torch.float8_e4m3fn)  # row-major: the launcher makes it K-major first
+    scale_a, scale_b = _mm_scales(130, 270, a_rowwise, b_colwise)
+    out = kernels.scaled_mm(a, b, scale_a, scale_b, torch.float32, config=kernels.GPU_CONFIG)
+    torch.testing.assert_close(out, reference.scaled_mm(a, b, scale_a, scale_b, torch.float32), rtol=1e-5, atol=1e-5)
+
+
+def test_launch_config_rejects_imprecise_accumulation_beyond_a_tile() -> None:
+    with pytest.raises(ValueError, match=r"mm_max_imprecise_acc=256 must be None or in \[1, mm_block_k=128\]"):
+        dataclasses.replace(kernels.GPU_CONFIG, mm_max_imprecise_acc=256)
