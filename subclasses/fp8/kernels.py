@@ -370,14 +370,7 @@ def quantize(
     scale = torch.empty(scale_shape(x.shape, granularity), dtype=torch.float32, device=x.device)
     if granularity is Granularity.TENSORWISE:
         flat = x.contiguous().view(-1)
-        x_amax = amax(flat, config=cfg)
-        # At least one program, so that program 0 writes the scale even for an empty tensor.
-        grid = (max(1, triton.cdiv(flat.numel(), cfg.block_size)),)
-        _quantize_tensorwise_kernel[grid](
-            flat, x_amax, staged, scale, flat.numel(), FP8_MAX=bound, EPS=EPS, REVERSE=cfg.reverse_cast, SCALE_GIVEN=False,
-            BLOCK_SIZE=cfg.block_size,
-            num_warps=cfg.elementwise_warps,
-        )  # fmt: skip
+        _cast_tensorwise(flat, staged, scale, amax(flat, config=cfg), bound, cfg)
     else:
         n_rows, n_cols = math.prod(x.shape[:-1]), x.shape[-1]
         x2 = x.reshape(n_rows, n_cols)
@@ -404,13 +397,21 @@ def cast_with_scale(x: Tensor, scale: Tensor, fp8_dtype: torch.dtype, *, config:
         return reference.cast_with_scale(x, scale, fp8_dtype)
     cfg = _config(path, config)
     staged = torch.empty(x.shape, dtype=kernel_out_dtype(fp8_dtype, path), device=x.device)
-    flat = x.contiguous().view(-1)
-    if flat.numel() > 0:
-        _quantize_tensorwise_kernel[(triton.cdiv(flat.numel(), cfg.block_size),)](
-            flat, scale, staged, scale, flat.numel(), FP8_MAX=bound, EPS=EPS, REVERSE=False, SCALE_GIVEN=True,
-            BLOCK_SIZE=cfg.block_size, num_warps=cfg.elementwise_warps,
-        )  # fmt: skip
+    _cast_tensorwise(x.contiguous().view(-1), staged, scale, None, bound, cfg)
     return staged.to(fp8_dtype)
+
+
+def _cast_tensorwise(
+    flat: Tensor, staged: Tensor, scale: Tensor, x_amax: Tensor | None, bound: float, cfg: LaunchConfig
+) -> None:
+    """staged = saturate(flat * scale); with `x_amax`, scale = fp8_max / amax is computed and written first."""
+    # At least one program, so that program 0 writes the scale even for an empty tensor.
+    grid = (max(1, triton.cdiv(flat.numel(), cfg.block_size)),)
+    _quantize_tensorwise_kernel[grid](
+        flat, scale if x_amax is None else x_amax, staged, scale, flat.numel(), FP8_MAX=bound, EPS=EPS,
+        REVERSE=cfg.reverse_cast and x_amax is not None, SCALE_GIVEN=x_amax is None, BLOCK_SIZE=cfg.block_size,
+        num_warps=cfg.elementwise_warps,
+    )  # fmt: skip
 
 
 def _check_tensorwise_scale(op: str, scale: Tensor) -> None:
