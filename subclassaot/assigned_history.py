@@ -28,7 +28,9 @@ __all__ = ["assigned_with_history", "history_data_leaf"]
 # Function (the joint traces the same history on the functional t, whose value is y's), and where y's storage is an
 # input's (eager's t shares it), the runtime then assigns `.data` of that output from an alias of the input taken
 # after the epilogue, with the metadata t ended with (OutputInfo.data_from): no autograd record, no version bump,
-# as in eager. Where y is a fresh intermediate no output returns, the graph's own value is that storage already.
+# as in eager (the alias is taken under no_grad: an input that is a multi-output view, `b.unbind(0)[1]`, whose base
+# the program changed in place, raises on any view made of it with grad on: fuzz seed 43000 #891). Where y is a
+# fresh intermediate no output returns, the graph's own value is that storage already.
 # A plain view stays a view of its base in eager: it is replayed from its base with its history, then assigned
 # (Replay.set_by_data) where its chain allows (fuzz seed 41000 #4275), else refused by the rules on views. Refused
 # here: a tensor subclass (its wrapper metadata follow Note [Wrapper Data Assignment]) and an alias of an

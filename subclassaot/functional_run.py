@@ -318,6 +318,28 @@ class _SameStorageClone(torch.autograd.Function):
         return grad
 
 
+# Note [Empty Expanded Inputs Keep Their Gradient Type]
+# An expanded input runs as a clone of its elements, expanded (_strided_clone): an as_strided view of the input,
+# cloned. autograd's as_strided backward gives an input with no elements a plain zeros gradient, whatever the type
+# of the incoming one, where eager's ops on the input (slices, expand) keep a subclass gradient a subclass (fuzz seed
+# 43000 #4613: `b0[4:4].expand((1, 0, 2))` of a PairTensor got a plain gradient). For such an input the view and
+# clone run inside one Function whose backward makes the (empty) gradient with `new_zeros` of the incoming one.
+
+
+class _EmptyCompactClone(torch.autograd.Function):
+    """_strided_clone's compact clone of an expanded input with no elements (Note [Empty Expanded Inputs Keep Their
+    Gradient Type])."""
+
+    @staticmethod
+    def forward(ctx: Any, t: torch.Tensor, once: list[int]) -> torch.Tensor:
+        ctx.size = tuple(t.shape)
+        return _strided_clone(t.as_strided(once, t.stride(), t.storage_offset()))
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad.new_zeros(ctx.size), None
+
+
 def _strided_clone(t: torch.Tensor) -> torch.Tensor:
     """A clone (autograd-visible) with the input's strides: eager's later ops see those strides (a size-1 dim's
     stride shows in the strides of results), and clone() makes a non-dense input contiguous. An input with zero
@@ -329,6 +351,9 @@ def _strided_clone(t: torch.Tensor) -> torch.Tensor:
         shape, stride = cast(list[int], list(t.shape)), cast(list[int], list(t.stride()))
         once = [1 if st == 0 else s for s, st in zip(shape, stride, strict=True)]
         if once != shape and all(st > 0 for s, st in zip(once, stride, strict=True) if s > 1):
+            if t.numel() == 0:  # Note [Empty Expanded Inputs Keep Their Gradient Type]
+                empty = _EmptyCompactClone.apply(t, once)  # type: ignore[no-untyped-call]  # untyped in torch
+                return cast(torch.Tensor, empty).expand(shape)
             compact = _strided_clone(t.as_strided(once, stride, t.storage_offset()))
             return compact.expand(shape)
     if not all(isinstance(s, int) and s > 0 for s in dims) or dense_strides(list(t.shape), list(t.stride())):

@@ -112,9 +112,11 @@ def build_outputs(
             assert isinstance(owner, torch.Tensor)
             set_onto_inputs(value, info, dense, [ev.meta(leaf.meta, symbols) for leaf in info.leaves], owner)
         if info.data_from is not None and isinstance(value, torch.Tensor):  # Note [Outputs Assigned .data With History]
-            value.data = _from_leaves(
-                replace(info, leaves=(info.data_from,)), ev, dense, outs, fresh_start, bases, symbols, shared
-            )
+            with torch.no_grad():  # see Note [Outputs Assigned .data With History]
+                data = _from_leaves(
+                    replace(info, leaves=(info.data_from,)), ev, dense, outs, fresh_start, bases, symbols, shared
+                )
+            value.data = data
         if info.base_gains_grad and isinstance(value, torch.Tensor) and torch.is_grad_enabled():
             give_base_grad(value)  # Note [Views Of A Detach That Gained Grad]
         onto = info.leaves[0].storage_of if info.leaves else None
