@@ -110,6 +110,13 @@ def set_view_root(
     return None if any(storage_key(leaf) in input_storages for leaf in leaves) else (root, leaves)
 
 
+def sets_without_history(value: torch.Tensor, swaps: SwapRecord) -> bool:
+    """Did the program set_() wrappers only where autograd records nothing: every wrapper set_() under no_grad, or
+    `value`'s own, as Note [Subclass Views set_() Off Their Base] rebuilds it (fuzz seed 8000 #2870, #7374)?"""
+    no_grad_sets = bool(swaps.wrapper_sets) and not any(g for _, g in swaps.wrapper_sets.values())
+    return (no_grad_sets and not swaps.grad_set_ids) or set_view_root(value, swaps, set()) is not None
+
+
 def set_under_grad_holder(
     value: torch.Tensor, found: tuple[torch.Tensor, bool] | None, *, view: bool, viewed_after: bool
 ) -> torch.Tensor:
