@@ -11,7 +11,7 @@ own tensors are never changed here.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.utils import _pytree as pytree
@@ -36,18 +36,27 @@ __all__ = ["check_nograd_set_write", "note_nograd_set", "original_of", "with_eag
 # its layout differs from that one, each torch call that reads it with grad reads a stand-in instead: the base's
 # as_strided() with the view's layout now, which is eager's rebuilt history, and the view's own elements where the
 # view is on its base's storage (set_() to the base or to a view of it). A result that is the stand-in itself
-# (contiguous() of a contiguous view) is the view again. Not substituted: the tensor an in-place op writes, whose
-# history autograd rebases through the same stale view function, so such a write with grad is refused
-# (`check_nograd_set_write`), as is a read with grad of such a view on another storage than its base's (eager's
-# history reads the base's elements at the view's layout, not the view's values) or given other data by `.data =`
-# since. A subclass view is left alone: eager rebuilds it by replaying its view ops, as the trace does.
+# (contiguous() of a contiguous view) is the view again. An in-place write with grad into the view (add_, copy_,
+# `t0[0] = ...`) goes to the stand-in too: autograd then rebases the base's history through the stand-in's
+# as_strided(), as eager's through its own, where the view's stale function would slice the old layout. Not
+# substituted: the view an in-place view op (t_, set_, ...) changes, which must stay the program's object (a stand-in
+# an unlisted op changed is refused after the call), and out= arguments; a write with grad the stand-in did not take
+# is refused (`check_nograd_set_write`), as is a read with grad of such a view on another storage than its base's
+# (eager's history reads the base's elements at the view's layout, not the view's values) or given other data by
+# `.data =` since. A subclass view is left alone: eager rebuilds it by replaying its view ops, as the trace does.
 
-_ATTRIBUTE_ACCESS = frozenset({"__get__", "__set__", "__delete__"})
+# calls that read no history of a tensor argument, or act on the objects themselves (set_(): Note [set_ Under Grad]
+# tracks its source by identity)
+_NO_STAND_INS = frozenset({"__get__", "__set__", "__delete__", "set_", "__hash__", "__deepcopy__", "__reduce_ex__"})
 _INPLACE_VIEW_OPS = frozenset(
     {"t_", "transpose_", "unsqueeze_", "squeeze_", "as_strided_", "swapdims_", "swapaxes_", "resize_", "resize_as_",
      "set_", "detach_"}
 )  # fmt: skip
 _NOT_READS = frozenset({"retain_grad", "requires_grad_", "register_hook", "share_memory_"})
+_INPLACE_DUNDERS = frozenset(
+    {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
+     "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__imatmul__"}
+)  # fmt: skip
 
 
 def note_nograd_set(record: SwapRecord, t: torch.Tensor, layout_before: tuple[object, ...]) -> None:
@@ -80,17 +89,40 @@ def _refusal(record: SwapRecord, t: torch.Tensor, what: str) -> UnsupportedError
     )
 
 
-def _stand_in(record: SwapRecord, t: torch.Tensor, recorded: bool) -> torch.Tensor | None:
-    """The tensor read in `t`'s place with grad (Note [Views set_() Under no_grad Read With Grad]), or None.
-    `recorded`: autograd records the call on `t` whether or not it requires grad (an in-place op on it with an
-    operand that does)."""
+class _RefusedHistory(torch.autograd.Function):
+    """A view of its input whose backward refuses the program: a gradient reached a history the trace cannot make
+    eager's (Note [Views set_() Under no_grad Read With Grad])."""
+
+    @staticmethod
+    def forward(ctx: Any, t: torch.Tensor, message: str) -> torch.Tensor:
+        ctx.message = message
+        return t.view_as(t)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, None]:
+        raise UnsupportedError(ctx.message)
+
+
+def _stand_in(record: SwapRecord, t: torch.Tensor, written: bool, recorded: bool) -> torch.Tensor | None:
+    """The tensor read (or `written` in place) in `t`'s place with grad (Note [Views set_() Under no_grad Read With
+    Grad]), or None. `recorded`: autograd records the call on `t` whether or not it requires grad (an in-place op on
+    it with an operand that does)."""
     if not (t.requires_grad or recorded) or not _stale(record, t):
         return None
     base = t._base
     assert base is not None, "BUG: an autograd view has a base"
     if id(t) in record.swapped_by_data or storage_key(base) != storage_key(t):
-        raise _refusal(record, t, "the program then uses it with grad while it is on another storage than its base")
+        if written:
+            raise _refusal(record, t, "the program then writes it in place with grad enabled")
+        # refused where a gradient reaches it in the traced backward (not a read whose result nothing differentiates)
+        message = _refusal(record, t, "a gradient reaches it while it is on another storage than its base").args[0]
+        return cast(torch.Tensor, _RefusedHistory.apply(t, message))  # type: ignore[no-untyped-call]  # untyped in torch
     return base.as_strided(t.shape, t.stride(), t.storage_offset())
+
+
+def _writes_first(name: str) -> bool:
+    """Does the torch function the program called write its first argument's elements in place?"""
+    return (name.endswith("_") and not name.startswith("__")) or name in _INPLACE_DUNDERS
 
 
 def _keeps_first(name: str) -> bool:
@@ -107,20 +139,20 @@ def with_eager_view_histories(
     if not record.nograd_set_layouts or not torch.is_grad_enabled() or not args:
         return args, kwargs
     name = getattr(func, "__name__", "")
-    if name in _ATTRIBUTE_ACCESS:
+    if name in _NO_STAND_INS:
         return args, kwargs
     made: dict[int, torch.Tensor | None] = {}
     grad = any(isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_leaves((args, kwargs)))
 
-    def swap(a: object, recorded: bool = False) -> object:
+    def swap(a: object, written: bool = False) -> object:
         if not isinstance(a, torch.Tensor) or not is_functional(a) or id(a) not in record.nograd_set_layouts:
             return a
         if id(a) not in made:
-            made[id(a)] = _stand_in(record, a, recorded)
+            made[id(a)] = _stand_in(record, a, written, grad and written)
         found = made[id(a)]
         return a if found is None else found
 
-    first = args[0] if _keeps_first(name) else swap(args[0], grad and name.endswith("_"))
+    first = args[0] if _keeps_first(name) else swap(args[0], _writes_first(name))
     rest = pytree.tree_map(swap, args[1:])
     new_kwargs = {k: v if k == "out" else pytree.tree_map(swap, v) for k, v in kwargs.items()}  # out=: written
     if not any(found is not None for found in made.values()):
@@ -128,13 +160,14 @@ def with_eager_view_histories(
     return (first, *rest), new_kwargs
 
 
-def original_of(out: object, args: tuple[Any, ...], call_args: tuple[Any, ...]) -> object:
-    """The call's result, where it is a stand-in the call was given (`call_args`) the tensor it stands for."""
+def original_of(out: object, name: str, args: tuple[Any, ...], call_args: tuple[Any, ...]) -> object:
+    """The result of the call `name`, where it is a stand-in the call was given (`call_args`) the tensor it stands
+    for."""
     if args and call_args[0] is not args[0] and layout_of(call_args[0]) != layout_of(args[0]):
         # an in-place op that changed the layout of the stand-in, not the view's: not one of _INPLACE_VIEW_OPS
         raise UnsupportedError(
-            f"{getattr(out, '__name__', 'an in-place op')} changed the layout of a view set_() under no_grad in "
-            "place, with grad enabled (Note [Views set_() Under no_grad Read With Grad]); not supported in training"
+            f"{name}() changed in place, with grad enabled, the layout of a view set_() under no_grad (Note [Views "
+            "set_() Under no_grad Read With Grad]); not supported in training. Use the out-of-place op"
         )
     for a, c in zip(args, call_args, strict=True):
         if out is c and c is not a:

@@ -795,7 +795,7 @@ class _DataMode(TorchFunctionMode):
             check_stale_views(self.record, call_args, call_kwargs)
         check_gained_family_member(self.record, args)
         with stale_history_failures_refused(self.record, call_args, call_kwargs):
-            out = original_of(func(*call_args, **call_kwargs), args, call_args)
+            out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
         if self.record.shared_members and torch.is_grad_enabled():
             refresh_shared_histories(self.record)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):

@@ -162,3 +162,34 @@ def test_subclass_view_set_off_its_base_then_written(compile_fn: CompileFn | Non
         return (t1, x1)
 
     check_with_grad(f, lambda: (leaf(2), pair(4)), compile_fn)
+
+
+def test_view_set_to_another_storage_read_but_not_differentiated(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 43000 #3583: the view on another storage is read with grad, but no gradient reaches what it made, so
+    # only a backward through it is refused
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.clone()
+        t1 = x1.reshape((1, 1, 4))
+        t0.transpose_(0, 0)
+        with torch.no_grad():
+            set_to(t1, t0)
+        t1.unsqueeze(0)
+        return (x0, t1.detach().mul(2.0))
+
+    def make() -> tuple[T, T]:
+        x = leaf(4)
+        return x, x
+
+    check_with_grad(f, make, compile_fn)
+
+
+def test_view_set_to_another_storage_then_written_with_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T, x2: T) -> object:
+        y = x0.mul(1.0)
+        t0 = y.t()
+        with torch.no_grad():
+            set_to(t0, x1)
+        t0.add_(x2)
+        return (y, t0)
+
+    refused_with_grad(f, lambda: (leaf(3, 2), torch.randn(3, 2), leaf(3, 2)), compile_fn, RULE)
