@@ -38,6 +38,7 @@ from subclassaot.foreign_bases import check_grad_view_of_moved_input, foreign_ba
 from subclassaot.functional_offsets import alias_meta, check_set_output_offsets, eager_offset
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.grad_scope import check_subclass_input_through_function
+from subclassaot.grad_set_bases import sets_without_history
 from subclassaot.own_base import check_own_base_run, with_own_base_views
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import (
@@ -666,8 +667,7 @@ def _output_info(
             data_meta=data_meta,
         )
         return as_fresh, first + len(fresh_leaves)
-    no_grad_sets = bool(run.swaps.wrapper_sets) and not any(g for _, g in run.swaps.wrapper_sets.values())
-    if replay is None and tree is not None and value._is_view() and no_grad_sets and not run.swaps.grad_set_ids:
+    if replay is None and tree is not None and value._is_view() and sets_without_history(value, run.swaps):
         # Built from its dense leaves, the wrapper would not be a view, and its leaves would be views where the
         # program's set_() (without grad) left eager's plain aliases (fuzz seed 8000 #2870, #7374)
         raise UnsupportedError(

@@ -18,7 +18,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors, widen_wrapper_storage
 from subclassaot.errors import UnsupportedError
 from subclassaot.foreign_bases import foreign_root
-from subclassaot.grad_set_bases import grad_set_view_root, no_grad_set_view_root
+from subclassaot.grad_set_bases import grad_set_view_root, no_grad_set_view_root, set_view_root
 from subclassaot.inputs import unflatten_call
 from subclassaot.own_base import clone_synthetic_base
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
@@ -420,6 +420,9 @@ def intermediate_bases(
     for value in leaves:  # Note [Views Set Under no_grad With History]
         if (root := no_grad_set_view_root(value, swaps, inputs)) is not None:
             bases.setdefault(storage_key(root), (len(bases), root))
+    for value in leaves:  # Note [Subclass Views set_() Off Their Base]
+        for leaf in found[1] if (found := set_view_root(value, swaps, inputs)) is not None else ():
+            bases.setdefault(storage_key(leaf), (len(bases), leaf))
     return bases
 
 

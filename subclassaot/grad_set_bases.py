@@ -81,6 +81,42 @@ def no_grad_set_view_root(value: object, swaps: SwapRecord, input_storages: set[
     return None if key in input_storages or key == storage_key(value) else root
 
 
+# Note [Subclass Views set_() Off Their Base]
+# `t0 = x1.add(3.0); t1 = t0.reshape(1, -1, 2); t1.set_(x1); return t1` (x1 a PairTensor; fuzz seed 41000 #9334):
+# eager's t1 stays a wrapper-level view of t0, its `._base`, while the subclass's set_ points its inner tensors at
+# x1's (plain aliases, never autograd views). Its inner tensors no longer share the base's storages, so it is rebuilt
+# as Note [Subclass Views Rebuilt By set_] says (an alias() of its base, then set_() without autograd to a wrapper of
+# its dense leaves), from t0 rebuilt around its dense leaves, which the graph returns as intermediate bases
+# (`set_view_root`): t0 as it ends, eager's `._base` (a set_() of t0 itself after that is t0's own: rebuilt as it
+# ends, around the input leaves it then aliases where it does). Only for a view that carries no autograd history (as
+# that Note), set_() after it was taken, whose base is an intermediate subclass whose `.data` the program did not
+# assign (Note [Views Of A Root Whose .data Was Assigned]).
+
+
+def set_view_root(
+    value: object, swaps: SwapRecord, input_storages: set[object]
+) -> tuple[torch.Tensor, list[torch.Tensor]] | None:
+    """The intermediate subclass (and its dense leaves) that `value`, a subclass view the program set_() after
+    taking it, still views in eager (Note [Subclass Views set_() Off Their Base])."""
+    if not isinstance(value, torch.Tensor) or not is_traceable_subclass(value) or not value._is_view():
+        return None
+    made, moved = swaps.views.get(id(value)), swaps.wrapper_sets.get(id(value))
+    root = value._base
+    if made is None or moved is None or moved[0] < made.seq or root is None or not is_traceable_subclass(root):
+        return None
+    if (torch.is_grad_enabled() and value.requires_grad) or id(root) in swaps.wrapper_data:
+        return None
+    leaves = flatten_subclass(root, "root")[1]
+    return None if any(storage_key(leaf) in input_storages for leaf in leaves) else (root, leaves)
+
+
+def sets_without_history(value: torch.Tensor, swaps: SwapRecord) -> bool:
+    """Did the program set_() wrappers only where autograd records nothing: every wrapper set_() under no_grad, or
+    `value`'s own, as Note [Subclass Views set_() Off Their Base] rebuilds it (fuzz seed 8000 #2870, #7374)?"""
+    no_grad_sets = bool(swaps.wrapper_sets) and not any(g for _, g in swaps.wrapper_sets.values())
+    return (no_grad_sets and not swaps.grad_set_ids) or set_view_root(value, swaps, set()) is not None
+
+
 def set_under_grad_holder(
     value: torch.Tensor, found: tuple[torch.Tensor, bool] | None, *, view: bool, viewed_after: bool
 ) -> torch.Tensor:

@@ -17,6 +17,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
+from subclassaot.nograd_set_views import (
+    check_nograd_set_write,
+    note_nograd_set,
+    original_of,
+    with_eager_view_histories,
+)
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.stale_views import (
     check_stale_set,
@@ -215,8 +221,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     check_stale_views(self.record, args, kwargs)
                     check_shared_grad_set(self.record, args, (args[0],))
                     check_stale_set(self.record, args[0], args[1] if len(args) > 1 else None)
-            size_before = tuple(args[0].shape)
+            size_before, layout_before = tuple(args[0].shape), layout_of(args[0])
             self._set(func, args, kwargs)
+            if self.depth == 0:
+                note_nograd_set(self.record, args[0], layout_before)  # Note [Views set_() Under no_grad Read With Grad]
             source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
             if self.depth == 0:  # Note [Plain Leaves set_() To Another Size Under no_grad]
                 self.record.note_hidden_resize(args[0], size_before, self.record.seq + 1)
@@ -494,6 +502,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     )
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.set_views:
                     _check_write_after_set(func, args, kwargs)
+                if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data and self.depth == 0:
+                    check_nograd_set_write(self.record, arg, [*args, *kwargs.values()])
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.base_strided_views:
                     check_write_through_base_strided(func, arg)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
@@ -778,13 +788,14 @@ class _DataMode(TorchFunctionMode):
                 self.record.requires_grad_gained.add(id(args[0]))
         if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
             self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
+        call_args, call_kwargs = with_eager_view_histories(self.record, func, args, kwargs)
         if name != "__set__":
             # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise
             # came out as a SystemError: fuzz seed 9000 #3406)
-            check_stale_views(self.record, args, kwargs)
+            check_stale_views(self.record, call_args, call_kwargs)
         check_gained_family_member(self.record, args)
-        with stale_history_failures_refused(self.record, args, kwargs):
-            out = func(*args, **kwargs)
+        with stale_history_failures_refused(self.record, call_args, call_kwargs):
+            out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
         if self.record.shared_members and torch.is_grad_enabled():
             refresh_shared_histories(self.record)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):

@@ -173,6 +173,9 @@ class SwapRecord:
     stale_views: dict[int, int] = field(default_factory=dict)
     stale_reads: set[object] = field(default_factory=set)
     function_layouts: dict[int, tuple[object, ...]] = field(default_factory=dict)  # ... the layout it makes
+    # id() of a plain view set_() under no_grad -> the layout its view function makes (Note [Views set_() Under
+    # no_grad Read With Grad])
+    nograd_set_layouts: dict[int, tuple[object, ...]] = field(default_factory=dict)
     seq: int = 0
 
     def grad_set_view_of(self, value: torch.Tensor, inputs: Sequence[torch.Tensor]) -> bool:

@@ -22,6 +22,7 @@ from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.foreign_bases import final_only
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of
+from subclassaot.grad_set_bases import set_view_root
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import (
     DenseIndex,
@@ -350,17 +351,14 @@ def view_rebuilt_by_set(
     if not run.swaps.wrapper_sets and storage_key(base) != storage_key(value):
         return None
     base_storages = {storage_key(leaf) for leaf in flatten_subclass(base, "base")[1]}
-    if any(storage_key(leaf) not in base_storages for leaf in flatten_subclass(value, "out")[1]):
+    copies = any(storage_key(leaf) not in base_storages for leaf in flatten_subclass(value, "out")[1])
+    if copies and set_view_root(value, run.swaps, set()) is None:  # Note [Subclass Views set_() Off Their Base]
         return None  # an inner tensor that does not alias the base's: the subclass's view op copies (check_subclass)
     alias = ViewStep(op=torch.ops.aten.alias.default, args=(), kwargs=(), index=None, grad_enabled=False)
-    if id(base) in input_by_id:
-        return Replay(
-            source=ReplaySource.INPUT, index=input_by_id[id(base)], steps=(alias,), then_set=True, runtime_set=True
-        )
-    if id(base) in earlier:
-        return Replay(
-            source=ReplaySource.OUTPUT, index=earlier[id(base)], steps=(alias,), then_set=True, runtime_set=True
-        )
+    found = (ReplaySource.OUTPUT, earlier[id(base)]) if id(base) in earlier else None
+    found = (ReplaySource.INPUT, input_by_id[id(base)]) if id(base) in input_by_id else found
+    if found is not None:
+        return Replay(source=found[0], index=found[1], steps=(alias,), then_set=True, runtime_set=True)
     root = root_replay(base, bases, (alias,)) or _input_root(base, run, alias)
     return None if root is None else replace(root, then_set=True, runtime_set=True)
 

@@ -75,8 +75,9 @@ def test_view_of_subclass_view_set_to_itself_is_refused(compile_fn: CompileFn | 
         assert_refused(f, lambda: (pair_nonleaf(2, 3, 1),), compile_fn, _VIEW_RULE)
 
 
-def test_subclass_view_of_intermediate_set_to_input_is_refused(compile_fn: CompileFn | None) -> None:
+def test_subclass_view_of_intermediate_set_to_input(compile_fn: CompileFn | None) -> None:
     # fuzz seed 8000 #7374: eager's output is a view of an intermediate, its inner tensors plain aliases of the input's
+    # (refused until Note [Subclass Views set_() Off Their Base])
     def f(x0: T) -> object:
         t0 = x0.clone()
         t1 = t0.expand((2, -1, -1))
@@ -84,7 +85,7 @@ def test_subclass_view_of_intermediate_set_to_input_is_refused(compile_fn: Compi
         return (t1,)
 
     with torch.no_grad():
-        assert_refused(f, lambda: (pair(2, 4),), compile_fn, _VIEW_RULE)
+        assert_matches_eager(f, lambda: (pair(2, 4),), compile_fn=compile_fn)
 
 
 def test_view_of_output_whose_data_is_assigned_is_refused(compile_fn: CompileFn | None) -> None:
