@@ -161,16 +161,19 @@ def _change_bases(
     symbols: dict[str, int],
     values: Sequence[object],
 ) -> None:
-    """Note [In-Place View Ops On A Base After Its Views]."""
+    """Note [In-Place View Ops On A Base After Its Views], Note [Views Of A Root Whose .data Was Assigned]."""
     done: set[int] = set()
     for info, value in zip(infos, result, strict=True):
-        if info.replay is None or not info.replay.base_after or not isinstance(value, torch.Tensor):
+        replay = info.replay
+        if replay is None or not (replay.base_after or replay.root_data_meta) or not isinstance(value, torch.Tensor):
             continue
         base = value._base
-        assert base is not None, "BUG: an output with in-place view ops for its `._base` is no view"
+        assert base is not None, "BUG: an output with in-place changes of its `._base` is no view"
         if id(base) not in done:
             done.add(id(base))
-            replay_steps(base, info.replay.base_after, ev, symbols, values)
+            replay_steps(base, replay.base_after, ev, symbols, values)
+            if replay.root_data_meta is not None:
+                assign_data_meta(base, *ev.meta(replay.root_data_meta, symbols))
 
 
 def no_output(o: int) -> object:

@@ -1,0 +1,103 @@
+"""Fuzz regressions (helper old41): wrong results left from seed 41000 and the strict xfails of earlier rounds.
+
+- `t0 = x.sin(); t0.data = x; return t0.reshape(())` with grad: the view came back without history (seed 41000
+  #3773); refused where no output returns t0 (Note [Views Of Tensors Assigned .data With History]).
+- `t1 = t0.transpose(1, 0); t0.data = x1; return t1` with t0 an intermediate PairTensor: eager's `t1._base` takes
+  x1's metadata, ours kept t0's (seed 41000 #4420); the rebuilt root now takes them (inference), refused in
+  training where the assignment resizes the root (Note [Views Of A Root Whose .data Was Assigned]).
+
+Newly supported programs get a parity test; refusals get a test naming the rule. With `--identity-compile` (eager
+against eager) every program here must pass the oracle (it is eager-legal).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tests.oracle import CompileFn
+from tests.pipeline.fuzz_helpers import check_no_grad, check_with_grad, nonleaf, pair, pair_nonleaf, refused_with_grad
+
+T = torch.Tensor
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A view of a tensor with history whose `.data` the program assigned (Note [Views Of Tensors Assigned .data With
+# History])
+
+
+def _view_of_assigned(x0: T) -> tuple[T]:
+    # seed 41000 #3773, shrunk
+    t0 = x0.sin()
+    t0.data = x0
+    t1 = t0.reshape(())
+    return (t1,)
+
+
+def _transpose_of_assigned(x0: T) -> tuple[T]:
+    t0 = x0.sin()
+    t0.data = x0
+    return (t0.t(),)
+
+
+def _view_of_assigned_and_it(x0: T) -> tuple[T, T]:
+    t0 = x0.sin()
+    t0.data = x0
+    return (t0.view(-1), t0)
+
+
+_HISTORY_RULE = "view of a tensor with autograd history whose `.data` the program assigned"
+
+
+def test_seed41000_3773_view_of_assigned_with_history_is_refused(compile_fn: CompileFn | None) -> None:
+    # was: output[0] requires_grad False vs eager True, and no gradient for x0
+    refused_with_grad(_view_of_assigned, lambda: (nonleaf(),), compile_fn, _HISTORY_RULE)
+    refused_with_grad(_transpose_of_assigned, lambda: (nonleaf(2, 3),), compile_fn, _HISTORY_RULE)
+    refused_with_grad(
+        _transpose_of_assigned, lambda: (torch.randn(2, 3, requires_grad=True),), compile_fn, _HISTORY_RULE
+    )
+
+
+def test_view_of_assigned_with_history_inference_and_returned(compile_fn: CompileFn | None) -> None:
+    # no history under no_grad: rebuilt as a view of x0's storage; with t0 returned, replayed from it
+    check_no_grad(_view_of_assigned, lambda: (nonleaf(),), compile_fn)
+    check_no_grad(_transpose_of_assigned, lambda: (nonleaf(2, 3),), compile_fn)
+    check_with_grad(_view_of_assigned_and_it, lambda: (nonleaf(2, 3),), compile_fn)
+    check_with_grad(_transpose_of_assigned, lambda: (pair_nonleaf(2, 3),), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A view of an intermediate subclass whose `.data` the program assigned after (Note [Views Of A Root Whose .data Was
+# Assigned])
+
+
+def _view_then_assigned(x0: T, x1: T) -> tuple[T]:
+    # seed 41000 #4420, shrunk
+    t0 = x0.sin()
+    t1 = t0.transpose(1, 0)
+    t0.data = x1
+    return (t1,)
+
+
+def _two_views_then_assigned(x0: T, x1: T) -> tuple[T, T]:
+    t0 = x0.sin()
+    t1 = t0.transpose(1, 0)
+    t2 = t0.view(-1)
+    t0.data = x1
+    return (t1, t2)
+
+
+def test_seed41000_4420_base_takes_assigned_metadata(compile_fn: CompileFn | None) -> None:
+    # was: output[0]._base shape (3, 3) vs eager ()
+    check_no_grad(_view_then_assigned, lambda: (pair(3, 3), pair()), compile_fn)
+    check_no_grad(_two_views_then_assigned, lambda: (pair(3, 3), pair()), compile_fn)
+    check_no_grad(_two_views_then_assigned, lambda: (pair(3, 3), pair(3, 1)), compile_fn)
+    # grad enabled, nothing requires grad; and an assignment of the same size in training
+    check_with_grad(_view_then_assigned, lambda: (pair(3, 3), pair()), compile_fn)
+    check_with_grad(_view_then_assigned, lambda: (pair_nonleaf(3, 3), pair_nonleaf(3, 3).t()), compile_fn)
+
+
+def test_seed41000_4420_resized_root_in_training_is_refused(compile_fn: CompileFn | None) -> None:
+    # the compiled backward raised "invalid gradient ... got [] but expected shape compatible with [3, 3]"
+    rule = "whose `.data` the program then assigned a tensor of another size"
+    refused_with_grad(_view_then_assigned, lambda: (pair_nonleaf(3, 3), pair_nonleaf()), compile_fn, rule)
+    refused_with_grad(_two_views_then_assigned, lambda: (pair(3, 3, requires_grad=True), pair(3, 1)), compile_fn, rule)
