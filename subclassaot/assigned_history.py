@@ -98,8 +98,8 @@ def check_unreplayed_assigned_view(
     if not (torch.is_grad_enabled() and value.requires_grad and run.swaps.is_view(value)):
         return
     root = run.swaps.view_root(value)
-    if root is value or not assigned_with_history(root, run):
-        return
+    if root is value or run.swaps.is_view(root) or not assigned_with_history(root, run):
+        return  # (a view assigned `.data`: the rules on views, and Note [Errors Only Eager's Backward Sees])
     if all(leaf.source is not LeafSource.GRAPH for leaf in leaves):
         raise UnsupportedError(
             f"{path} is a view of a tensor with autograd history whose `.data` the program assigned: eager's view keeps that history over the assigned storage, which a view rebuilt from that "

@@ -21,6 +21,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.assigned_roots import assigned_root, with_root_data_meta
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
+from subclassaot.final_marks import early_marks, final_pass_marks
 from subclassaot.foreign_bases import final_only
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
@@ -144,7 +145,7 @@ def replay_of(
         return found
     if after and all(s is not None for s in after):  # Note [In-Place View Ops On A Base After Its Views]
         found = replace(found, base_after=tuple(s for s in after if s is not None))
-    return replace(found, marks=tuple(marks)) if marks else found
+    return replace(found, marks=early_marks(marks) if found.before_epilogue else tuple(marks)) if marks else found
 
 
 def _chain_marks(
@@ -164,6 +165,8 @@ def _chain_marks(
         )
         if unchanged and id(made) not in run.swaps.swapped_ids:
             marks.append((count, id(made)))
+        else:  # Note [Views Across In-Place View Ops On An Intermediate]
+            marks.extend(final_pass_marks(made, len(segment), count, run))
     return marks
 
 

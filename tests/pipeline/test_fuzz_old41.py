@@ -101,3 +101,99 @@ def test_seed41000_4420_resized_root_in_training_is_refused(compile_fn: CompileF
     rule = "whose `.data` the program then assigned a tensor of another size"
     refused_with_grad(_view_then_assigned, lambda: (pair_nonleaf(3, 3), pair_nonleaf()), compile_fn, rule)
     refused_with_grad(_two_views_then_assigned, lambda: (pair(3, 3, requires_grad=True), pair(3, 1)), compile_fn, rule)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Plain views whose history autograd rebuilds from a view function that misses their own in-place view op (Note
+# [Stale View Functions]): wrong leaf gradients, now refused for any plain view, not only members of an alias group
+
+
+def _transpose_view_then_write_base(x: T) -> tuple[T]:
+    x0 = x.clone()
+    t0 = x0[0]
+    t0.t_()
+    x0.mul_(2)
+    return (t0 * 1,)
+
+
+def _transpose_view_then_write_its_row(x: T) -> tuple[T]:
+    x0 = x.clone()
+    t0 = x0[0]
+    t0.t_()
+    t0[1].mul_(2)
+    return (x0,)
+
+
+def _transpose_view_twice_then_write_base(x: T) -> tuple[T]:
+    x0 = x.clone()
+    t0 = x0[0]
+    t0.t_()
+    t0.t_()
+    x0.mul_(2)
+    return (t0 * 1,)
+
+
+_STALE = r"the program changes the layout .* of a view .*\(Note \[Stale View Functions\]"
+
+
+def test_stale_plain_views_in_training_are_refused(compile_fn: CompileFn | None) -> None:
+    # was: the leaf's gradient went to the untransposed elements (torch.compile's aot_eager is wrong the same way)
+    for fn in (_transpose_view_then_write_base, _transpose_view_then_write_its_row):
+        refused_with_grad(fn, lambda: (nonleaf(3, 3, 3),), compile_fn, _STALE)
+        refused_with_grad(fn, lambda: (torch.randn(3, 3, 3, requires_grad=True),), compile_fn, _STALE)
+
+
+def test_plain_views_changed_in_place_still_supported(compile_fn: CompileFn | None) -> None:
+    # the layout back as the view function makes it; no grad; a subclass (eager replays view functions too)
+    check_with_grad(_transpose_view_twice_then_write_base, lambda: (nonleaf(3, 3, 3),), compile_fn)
+    check_no_grad(_transpose_view_then_write_base, lambda: (torch.randn(3, 3, 3),), compile_fn)
+    check_with_grad(_transpose_view_then_write_base, lambda: (pair_nonleaf(3, 3, 3),), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Outputs viewing one intermediate before and after in-place view ops on it share it (Note [Views Across In-Place
+# View Ops On An Intermediate])
+
+
+def _view_then_base_unsqueezed(x: T) -> tuple[T, T]:
+    t0 = x.detach()
+    t1 = t0.view(-1)
+    t0.unsqueeze_(0)
+    return t1, t0
+
+
+def _after_first(x: T) -> tuple[T, T]:
+    t0 = x.detach()
+    a = t0.view(-1)
+    t0.t_()
+    return t0.unsqueeze(0), a
+
+
+def _three_states(x: T) -> tuple[T, T, T]:
+    t0 = x.detach()
+    a = t0.view(-1)
+    t0.t_()
+    b = t0.unsqueeze(0)
+    t0.unsqueeze_(0)
+    return a, b, t0
+
+
+def _intermediate_then_unsqueezed(x: T) -> tuple[T, T]:
+    t0 = x.sin()
+    t1 = t0.view(-1)
+    t0.unsqueeze_(0)
+    return t1, t0
+
+
+def test_views_across_in_place_view_ops_share_the_intermediate(compile_fn: CompileFn | None) -> None:
+    # was: aliasing: output[0]._base: a view of output[0]._base vs eager a view of output[1]
+    makers = (lambda: (torch.randn(2, 3),), lambda: (nonleaf(2, 3),), lambda: (pair(2, 3),))
+    for fn in (_view_then_base_unsqueezed, _after_first, _three_states):
+        for make in makers:
+            check_no_grad(fn, make, compile_fn)
+            check_with_grad(fn, make, compile_fn)
+    # the task's shape: t0 an intermediate (its base returned beside a view taken before the in-place view op)
+    for make in (*makers, lambda: (pair_nonleaf(2, 3),)):
+        check_no_grad(_intermediate_then_unsqueezed, make, compile_fn)
+    for make in makers:
+        check_with_grad(_intermediate_then_unsqueezed, make, compile_fn)
