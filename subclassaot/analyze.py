@@ -55,6 +55,7 @@ from subclassaot.schemas import (
     Replay,
     ReplaySource,
 )
+from subclassaot.stale_subclass_views import check_stale_subclass_outputs
 from subclassaot.swap_record import elements_of
 from subclassaot.torch_internals import (
     grad_fn_raises,
@@ -376,6 +377,7 @@ def _analyze_outputs(
         infos.append(info)
     _check_views_of_fresh(infos, leaves, bases)
     check_bumped_views(infos, leaves)
+    check_stale_subclass_outputs(infos, leaves, run)
     check_set_under_grad(infos, flat)
     return tuple(infos), spec, len({b for b, _ in bases.values()})
 
