@@ -28,7 +28,7 @@ from subclassaot.analyze_training import (
     set_under_grad,
     wrapper_uses,
 )
-from subclassaot.assigned_history import history_data_leaf
+from subclassaot.assigned_history import check_unreplayed_assigned_view, history_data_leaf
 from subclassaot.bumped_views import check_bumped_views
 from subclassaot.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
 from subclassaot.desugar import graph_example_inputs, leaf_meta
@@ -56,6 +56,7 @@ from subclassaot.schemas import (
     Replay,
     ReplaySource,
 )
+from subclassaot.stale_subclass_views import check_stale_subclass_outputs
 from subclassaot.swap_record import elements_of
 from subclassaot.torch_internals import (
     grad_fn_raises,
@@ -377,6 +378,7 @@ def _analyze_outputs(
         infos.append(info)
     _check_views_of_fresh(infos, leaves, bases)
     check_bumped_views(infos, leaves)
+    check_stale_subclass_outputs(infos, leaves, run)
     check_set_under_grad(infos, flat)
     return tuple(infos), spec, len({b for b, _ in bases.values()})
 
@@ -718,14 +720,8 @@ def _check_replay(
     of_input = not value.requires_grad and all(
         leaf.source is LeafSource.INPUT_ALIAS and leaf.is_view and leaf.hidden_base is None for leaf in leaves
     )
-    by_data = id(value) in run.swaps.swapped_by_data and run.swaps.is_view(value)
-    if replay is None and not subclass and by_data and not (onto_base or of_input):
-        raise UnsupportedError(
-            f"{path}: the program assigned `.data` of this view, which eager keeps a view of its base; its view chain "
-            "cannot be replayed here (it starts at an intermediate no output returns, or its source changed since), "
-            "so the compiled output could not be that view. Return a clone, or assign `.data` of a tensor that is "
-            "not a view"
-        )
+    if replay is None and not subclass:
+        check_unreplayed_assigned_view(path, value, run, onto_base or of_input, leaves)
     early = replay is not None and replay.source is ReplaySource.INPUT and replay.before_epilogue
     if replaced is not None and (not early or (torch.is_grad_enabled() and value.requires_grad)):
         # (with autograd history: the epilogue's writes and swaps come after it, in eager they came before)

@@ -17,7 +17,7 @@ from subclassaot.functional_run import FunctionalRun
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import LeafSource, OutputLeaf
 
-__all__ = ["assigned_with_history", "history_data_leaf"]
+__all__ = ["assigned_with_history", "check_unreplayed_assigned_view", "history_data_leaf"]
 
 # Note [Outputs Assigned .data With History]
 # `t = x.add(x); t.data = y; return t` with grad on: eager's t keeps its own history (AddBackward0, recorded with the
@@ -74,3 +74,37 @@ def history_data_leaf(
             "fresh intermediate). Return the assigned tensor, or a clone"
         )
     return leaf
+
+
+# Note [Views Of Tensors Assigned .data With History]
+# `t0 = x.sin(); t0.data = x; return t0.reshape(())` with grad on (fuzz seed 41000 #3773): eager's output is a view
+# of t0, over x's storage, whose history runs through t0's own (ViewBackward0 -> SinBackward0), so x gets a
+# gradient. Where t0 is returned too, the view replays from that output, which the graph gives its history (Note
+# [Outputs Assigned .data With History]). Where no output returns t0, no replay source has that history: the output
+# would be rebuilt as a view of x's storage with none (no grad_fn, no gradient for x), so that is refused.
+
+
+def check_unreplayed_assigned_view(
+    path: str, value: torch.Tensor, run: FunctionalRun, rebuilt_as_view: bool, leaves: Sequence[OutputLeaf]
+) -> None:
+    """Refuse a plain view output with no replay that `.data =` of it, or of its view root with history, makes
+    unreproducible. `rebuilt_as_view`: the output is rebuilt as a view onto its storage without replay (Note [Views
+    Set Onto Another Storage], or one without history of an input)."""
+    if id(value) in run.swaps.swapped_by_data and run.swaps.is_view(value) and not rebuilt_as_view:
+        raise UnsupportedError(
+            f"{path}: the program assigned `.data` of this view, which eager keeps a view of its base; its view chain "
+            "cannot be replayed here (it starts at an intermediate no output returns, or its source changed since), "
+            "so the compiled output could not be that view. Return a clone, or assign `.data` of a tensor that is "
+            "not a view"
+        )
+    if not (torch.is_grad_enabled() and value.requires_grad and run.swaps.is_view(value)):
+        return
+    root = run.swaps.view_root(value)
+    if root is value or run.swaps.is_view(root) or not assigned_with_history(root, run):
+        return  # (a view assigned `.data`: the rules on views, and Note [Errors Only Eager's Backward Sees])
+    if all(leaf.source is not LeafSource.GRAPH for leaf in leaves):
+        raise UnsupportedError(
+            f"{path} is a view of a tensor with autograd history whose `.data` the program assigned: eager's view keeps that history over the assigned storage, which a view rebuilt from that "
+            "storage cannot have unless the tensor is returned too (Note [Views Of Tensors Assigned .data With "
+            "History]). Return that tensor as well, or a clone of the view"
+        )

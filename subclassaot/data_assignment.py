@@ -63,6 +63,15 @@ def check_assigned_view(
             "Assignment]), and its view chain cannot be replayed after the call (the metadata of a tensor in it "
             "changed since); the compiled output would not be a view. Return a clone instead"
         )
+    assigned, viewed = replay.root_data_meta, replay.root_meta
+    resized = assigned is not None and viewed is not None and assigned[0] != viewed[0]
+    if resized and torch.is_grad_enabled() and value.requires_grad:
+        raise UnsupportedError(
+            f"{path} is a view, with autograd history, of an intermediate tensor subclass whose `.data` the program "
+            "then assigned a tensor of another size: the compiled backward sees the intermediate at the assigned "
+            "size, eager's its history's (Note [Views Of A Root Whose .data Was Assigned]). Return a clone made "
+            "before the assignment"
+        )
     written = any(run.swaps.bumps(t) for t in chain if id(t) in input_by_id)
     no_grad_step = not all(step.grad_enabled for step in replay.steps)
     if replay.before_epilogue and torch.is_grad_enabled() and no_grad_step and written:

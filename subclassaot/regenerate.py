@@ -16,6 +16,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.bumped_views import finish_bumped_view, lower_input_counter
 from subclassaot.detached_outputs import set_onto_inputs
+from subclassaot.final_marks import build_order, state_reached, use_only_tokens
 from subclassaot.foreign_bases import view_onto
 from subclassaot.grad_set_bases import set_under_grad_holder
 from subclassaot.protocol import unflatten_subclass
@@ -135,9 +136,9 @@ def build_outputs(
         result[o] = value
         return value
 
-    for o in range(len(infos)):
+    for o in build_order(infos):  # Note [Views Across In-Place View Ops On An Intermediate]
         get(o)
-    _change_bases(infos, result, ev, symbols, values)
+    _change_bases(infos, result, ev, symbols, values, shared)
     if plan.analysis.wrapper_storage:
         share_wrapper_storages(plan.flat, plan.analysis.wrapper_storage, holders, values, result)
     return unflatten_output(result, plan.analysis.output_spec, has_size)
@@ -162,17 +163,22 @@ def _change_bases(
     ev: MetaEvaluator,
     symbols: dict[str, int],
     values: Sequence[object],
+    shared: dict[int, torch.Tensor],
 ) -> None:
-    """Note [In-Place View Ops On A Base After Its Views]."""
+    """Note [In-Place View Ops On A Base After Its Views], Note [Views Of A Root Whose .data Was Assigned]."""
     done: set[int] = set()
     for info, value in zip(infos, result, strict=True):
-        if info.replay is None or not info.replay.base_after or not isinstance(value, torch.Tensor):
+        replay = info.replay
+        if replay is None or not (replay.base_after or replay.root_data_meta) or not isinstance(value, torch.Tensor):
             continue
         base = value._base
-        assert base is not None, "BUG: an output with in-place view ops for its `._base` is no view"
+        assert base is not None, "BUG: an output with in-place changes of its `._base` is no view"
         if id(base) not in done:
             done.add(id(base))
-            replay_steps(base, info.replay.base_after, ev, symbols, values)
+            done_ops = state_reached(base, shared)  # Note [Views Across In-Place View Ops On An Intermediate]
+            replay_steps(base, replay.base_after[done_ops:], ev, symbols, values)
+            if replay.root_data_meta is not None:
+                assign_data_meta(base, *ev.meta(replay.root_data_meta, symbols))
 
 
 def no_output(o: int) -> object:
@@ -374,10 +380,11 @@ def replay_from(
     made = [(count, shared[token]) for count, token in replay.marks if count > done and token in shared]
     done, src = made[-1] if made else (done, src)
     assert src is not None, "BUG: a replay with no source and no shared object of its chain"
+    changed = use_only_tokens(replay.marks)  # Note [Views Across In-Place View Ops On An Intermediate]
     for count, token in replay.marks:
         if count > done:
             src = replay_steps(src, replay.steps[done:count], ev, symbols, values)
-            src, done = shared.setdefault(token, src), count
+            src, done = (src if token in changed else shared.setdefault(token, src)), count
     return replay_steps(src, replay.steps[done:], ev, symbols, values)
 
 

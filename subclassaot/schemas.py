@@ -313,6 +313,9 @@ class Replay:
     # chain viewed it: applied to the replayed `._base` once every output is built (Note [In-Place View Ops On A Base
     # After Its Views])
     base_after: tuple[ViewStep, ...] = ()
+    # WRAPPER: the metadata a `.data =` after the chain's first view left on eager's root (its `._base`), given to the
+    # rebuilt root once every output is built (Note [Views Of A Root Whose .data Was Assigned])
+    root_data_meta: Meta | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

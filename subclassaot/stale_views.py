@@ -176,7 +176,10 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 # itself raises while the program runs (the stale function's view ops do not apply to the layout: fuzz seed 8000
 # #4353, unsqueeze_() then transpose(0, 2) and a write; #6029, t_() then expand()), the op that read the stale view
 # is refused there (`stale_history_failures_refused`), naming the inputs over the storage. `m.data = v` changes the
-# view's layout without its function as well (`note_assigned`).
+# view's layout without its function as well (`note_assigned`). The same holds for any plain view the program takes
+# of an input or an intermediate, with no alias group (`x.mul_(0.5); t0 = x[0]; t0.t_(); t0[1].mul_(2)`: the leaf's
+# gradient went to the untransposed elements; torch.compile's is wrong the same way): a stale read of such a view is
+# refused where it happens. A subclass view is not: eager rebuilds its history from view functions as well.
 
 
 def note_assigned(record: SwapRecord, t: torch.Tensor, key: object, before: tuple[object, ...]) -> None:
@@ -194,8 +197,17 @@ def note_assigned(record: SwapRecord, t: torch.Tensor, key: object, before: tupl
 def note_before(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
     """Before an in-place view op runs: the layout a view of a synthetic base has while its view function is right."""
     if torch.Tag.inplace_view in getattr(func, "tags", ()) and args and isinstance(args[0], torch.Tensor):
-        if id(args[0]) not in record.stale_views and storage_key(args[0]) in record.alias_bases:
+        if id(args[0]) not in record.stale_views and _has_view_function(record, args[0]):
             record.function_layouts[id(args[0])] = layout_of(args[0])
+
+
+def _has_view_function(record: SwapRecord, t: torch.Tensor) -> bool:
+    """Is `t` a view whose history autograd rebuilds from a view function: a member of an alias group (not its
+    synthetic base), or a plain view the program took (Note [Stale View Functions]). A subclass view is left out:
+    eager's rebuilds its history from view functions too."""
+    if storage_key(t) in record.alias_bases:
+        return not any(t is b for b in record.alias_bases.values())
+    return t._is_view() and not is_traceable_subclass(t)
 
 
 def layout_of(t: torch.Tensor) -> tuple[object, ...]:
@@ -223,8 +235,40 @@ def note_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dic
             continue
         key = storage_key(a)
         rebuilt = record.last_bump.get(key, -1) > record.stale_views[id(a)]
-        if rebuilt or (data_write and any(a is w for w in written)):
+        write = data_write and any(a is w for w in written)
+        if key not in record.alias_bases and (rebuilt or (write and not _uniform_write(record, a, func, args, kwargs))):
+            raise _stale_refusal(record, a, "which sends the gradient to other elements")
+        if rebuilt or write:
             record.stale_reads.add(key)
+
+
+def _uniform_write(
+    record: SwapRecord, t: torch.Tensor, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> bool:
+    """A write with scalar operands (the same gradient at every element; a copy_'s source only where it requires
+    grad) to a plain view whose own in-place view ops left it over the elements its view function makes: autograd's
+    CopySlices then slices the base's gradient by the stale function exactly as by the right one (`t0 =
+    x.view(x.shape); t0.t_(); t0.add_(1)`: test_fuzz_r13view.py)."""
+    before = record.function_layouts.get(id(t))
+    copy = func is torch.ops.aten.copy_.default
+    others = [
+        a
+        for a in pytree.tree_leaves((args, kwargs))
+        if isinstance(a, torch.Tensor) and a is not t and (a.requires_grad or not copy)
+    ]
+    elements = None if before is None else _dims(before)
+    return elements is not None and elements == _dims(layout_of(t)) and all(a.dim() == 0 for a in others)
+
+
+def _dims(layout: tuple[object, ...]) -> tuple[object, ...] | None:
+    """The elements a layout covers, as its (size, stride) pairs of dims of more than one element and its offset;
+    None where symbolic."""
+    size, stride, offset = layout
+    assert isinstance(size, tuple) and isinstance(stride, tuple), "BUG: not a layout_of()"
+    values = (*size, *stride, offset)
+    if not all(isinstance(v, int) for v in values):
+        return None
+    return tuple(sorted((sz, st) for sz, st in zip(size, stride, strict=True) if sz != 1)), offset
 
 
 @contextlib.contextmanager
@@ -259,12 +303,12 @@ def check_stale_set(record: SwapRecord, target: torch.Tensor, source: object) ->
 
 def _stale_refusal(record: SwapRecord, t: torch.Tensor, what: str) -> UnsupportedError:
     return UnsupportedError(
-        f"{input_named(record, t)}the program changes the layout (t_, unsqueeze_, `.data =`, ...) of an input that "
-        "shares storage with another, then uses it, or a view of it taken after, with grad where autograd rebuilds "
-        "its history (after a write to the storage, or a write or set_() of the view itself): autograd replays its "
-        f"view of the shared storage without the layout change, {what}, where eager's does not (Note [Stale View "
-        "Functions]); in training this is not supported. Pass one base tensor and take the views inside the "
-        "function, or change the layout of a clone"
+        f"{input_named(record, t)}the program changes the layout (t_, unsqueeze_, `.data =`, ...) of a view (one it "
+        "took, or an input that shares storage with another), then uses it, or a view of it taken after, with grad "
+        "where autograd rebuilds its history (after a write to the storage, or a write or set_() of the view "
+        f"itself): autograd replays the view without the layout change, {what}, where eager's does not (Note "
+        "[Stale View Functions]); in training this is not supported. Take the view again after the layout change, "
+        "or change the layout of a clone"
     )
 
 
@@ -283,7 +327,7 @@ def note_layout(record: SwapRecord, func: Any, args: tuple[Any, ...], out: Any, 
         return
     src = args[0]
     if torch.Tag.inplace_view in getattr(func, "tags", ()):
-        if storage_key(src) not in record.alias_bases or any(src is b for b in record.alias_bases.values()):
+        if not _has_view_function(record, src):
             return
         # under no_grad the op records nothing: the history stays as set before it, and its own bump rebuilds it
         recorded = torch.is_grad_enabled() and src.requires_grad

@@ -18,8 +18,10 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.assigned_roots import assigned_root, with_root_data_meta
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
+from subclassaot.final_marks import early_marks, final_pass_marks
 from subclassaot.foreign_bases import final_only
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.grad_set_bases import set_view_root
@@ -144,7 +146,7 @@ def replay_of(
         return found
     if after and all(s is not None for s in after):  # Note [In-Place View Ops On A Base After Its Views]
         found = replace(found, base_after=tuple(s for s in after if s is not None))
-    return replace(found, marks=tuple(marks)) if marks else found
+    return replace(found, marks=early_marks(marks) if found.before_epilogue else tuple(marks)) if marks else found
 
 
 def _chain_marks(
@@ -164,6 +166,8 @@ def _chain_marks(
         )
         if unchanged and id(made) not in run.swaps.swapped_ids:
             marks.append((count, id(made)))
+        else:  # Note [Views Across In-Place View Ops On An Intermediate]
+            marks.extend(final_pass_marks(made, len(segment), count, run))
     return marks
 
 
@@ -221,8 +225,8 @@ def _replay_of(
     if then_set:
         by_data = id(value) in run.swaps.swapped_by_data
         return _replay_then_set(t, first, steps, run, input_by_id, bases, earlier, by_data)
-    if _assigned_root(t, first, run, input_by_id, earlier):
-        return root_replay(t, bases, tuple(steps), _meta_exprs(first.source_meta))
+    if assigned_root(t, first, run, input_by_id, earlier):
+        return with_root_data_meta(root_replay(t, bases, tuple(steps), _meta_exprs(first.source_meta)), t)
     if _meta_exprs(first.source_meta) != leaf_meta(t):
         # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
         # then is viewed before the epilogue changes it; anything else is regenerated.
@@ -292,35 +296,6 @@ def _replay_of(
     if base is not None and base[1] is t and not is_traceable_subclass(value):
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
     return None
-
-
-# Note [Views Of A Root Whose .data Was Assigned]
-# `y = x.add(0.5); v = y.expand(...); y.data = x; return v.t()`: `.data =` on an intermediate wrapper subclass gives
-# the wrapper the assigned tensor's metadata and leaves its inner tensors and its views as they were (Note [Wrapper
-# Data Assignment]). A view of it taken before is replayed from the intermediate rebuilt around its dense leaves
-# with the metadata it had when viewed, so the output is that view, with eager's strides, `._base` shape, values and
-# requires_grad (fuzz seed 12000 #4677). The rebuilt root keeps that metadata (the one `.data =` gave eager's is
-# not repeated): `._base` strides are the one difference. Only where no in-place view op changed the root.
-
-
-def _assigned_root(
-    t: torch.Tensor,
-    first: ViewRecord,
-    run: FunctionalRun,
-    input_by_id: dict[int, InputIndex],
-    earlier: dict[int, int],
-) -> bool:
-    """`t`, the intermediate subclass a view chain starts at, had its metadata changed only by `.data =` after
-    the chain's first view (Note [Views Of A Root Whose .data Was Assigned])."""
-    assignments = run.swaps.wrapper_data.get(id(t), [])
-    return (
-        bool(assignments)
-        and is_traceable_subclass(t)
-        and id(t) not in input_by_id
-        and id(t) not in earlier
-        and id(t) not in run.swaps.inplace_views
-        and all(a.seq > first.seq for a in assignments)
-    )
 
 
 # Note [Subclass Views Rebuilt By set_]

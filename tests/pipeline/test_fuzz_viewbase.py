@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 
-import pytest
 import torch
 
 import subclassaot
@@ -116,11 +115,6 @@ def test_views_of_two_detaches_stay_apart(compile_fn: CompileFn | None) -> None:
     _no_grad_parity(f, lambda: (torch.randn(2),), compile_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Note [Views Sharing An Intermediate] skips intermediates an in-place view op changed between the views: "
-    "each output gets its own detach(), so output[1]._base is not output[0]._base",
-)
 def test_views_of_one_detach_transposed_in_place_between(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t0 = x0.detach()

@@ -1,0 +1,58 @@
+"""Stage `analyze`, training outputs: a subclass view that an in-place view op of its own changed, whose history eager
+then rebuilds from view functions that miss that op, where the replayed output keeps the history the op recorded.
+
+Input: the analysis's output infos and the eager objects they describe, the run. Output: nothing, or
+UnsupportedError. Invariants: pure reads of the run's records (Note [Subclass Views Rebuilt Without Their In-Place
+View Ops]).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.functional_run import FunctionalRun
+from subclassaot.protocol import is_traceable_subclass
+from subclassaot.schemas import OutputInfo, OutputKind
+
+__all__ = ["check_stale_subclass_outputs"]
+
+# Note [Subclass Views Rebuilt Without Their In-Place View Ops]
+# `t0 = x[0]; t0.t_(); t0[1].unsqueeze_(0); return t0` with a PairTensor x that requires grad: eager's t0 is a view
+# of a wrapper that does not support as_strided(), so autograd keeps view functions for it, and the t_() records
+# TBackward0 on t0 without changing them (as under functionalization: Note [Stale View Functions]). The later
+# in-place view op on another view of x advances their shared version counter, so eager rebuilds t0's history from
+# its view function, without the t_(): its gradient reaches x transposed. The output replayed at run time keeps the
+# TBackward0 its replayed t_() recorded (the other view's op is not replayed: it returns nothing), so the gradients
+# differ (found while fixing fuzz seed 40000 #7249). Refused in training where an in-place view op of a view that no
+# output returns, of the same version counter, came after the output's own grad-enabled one; a data write to the
+# storage after it is repeated by the epilogue with the bump (supported), and so is such an op of a returned view.
+
+
+def check_stale_subclass_outputs(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
+    """See Note [Subclass Views Rebuilt Without Their In-Place View Ops]."""
+    if not torch.is_grad_enabled():
+        return
+    returned = {id(v) for v in leaves if isinstance(v, torch.Tensor)}
+    for info, value in zip(infos, leaves, strict=True):
+        if info.kind is not OutputKind.TENSOR or info.replay is None or not isinstance(value, torch.Tensor):
+            continue
+        own = run.swaps.inplace_views.get(id(value), [])
+        if not (value.requires_grad and is_traceable_subclass(value) and run.swaps.is_view(value)):
+            continue
+        if not any(r.grad_enabled for r in own):
+            continue
+        last, family = max(r.seq for r in own), run.swaps.family_of(value)
+        for k, records in run.swaps.inplace_views.items():
+            if k in returned or run.swaps.family.get(k, k) != family or all(r.seq < last for r in records):
+                continue
+            raise UnsupportedError(
+                f"{info.path} is a view of a tensor subclass that an in-place view op (t_, unsqueeze_, ...) of its "
+                "own changed with grad enabled, after which the program applied an in-place view op to another view "
+                "of the same tensor that it does not return: eager then rebuilds the output's autograd history from "
+                "view functions without its own op, which the output rebuilt at run time cannot repeat (Note "
+                "[Subclass Views Rebuilt Without Their In-Place View Ops]). Return a clone, or apply the in-place "
+                "view ops to clones"
+            )
