@@ -1,0 +1,64 @@
+"""Fuzz follow-ups (seed 43000): `.data =` on an input passed twice, in inference: a no_grad view of it taken
+after the program's last write to it (Note [Early Views Made After The Last Write])."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from tests.oracle import CompileFn
+from tests.pipeline.fuzz_helpers import assert_refused, check_no_grad, leaf, nonleaf, pair_nonleaf
+
+T = torch.Tensor
+
+
+def _twice(make: Callable[[], T]) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        b0 = make()
+        return (b0, b0)
+
+    return make_inputs
+
+
+def test_no_grad_view_after_the_last_write_reads_fine(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 43000 #2024 (shrunk): t0 was made after x0.add_ and before `.data =`, which leaves the counter alone:
+    # eager's is_leaf reads True; ours, made before the epilogue's write, raised
+    def f(x0: T, x1: T) -> object:
+        x0.add_(2.0)
+        t0 = x1.expand((2, -1, 4))
+        t1 = x0.add(3.0)
+        x0.data = t1
+        return (t0,)
+
+    def chained(x0: T, x1: T) -> object:  # several steps, one of a multi-output op, and the input returned
+        x0.mul_(2.0)
+        t0 = x1.unbind(0)[0].unsqueeze(0)
+        x0.data = x0.add(3.0)
+        x1.data = x0.mul(2.0)
+        return (t0, x0)
+
+    for fn in (f, chained):
+        for make in (lambda: nonleaf(1, 4, 4), lambda: leaf(1, 4, 4), lambda: pair_nonleaf(1, 4, 4)):
+            check_no_grad(fn, _twice(make), compile_fn)
+
+
+def test_no_grad_view_before_a_write_still_raises(compile_fn: CompileFn | None) -> None:
+    # written after the view: eager's grad_fn raises; with the input passed twice that stays refused
+    def f(x0: T, x1: T) -> object:
+        x0.add_(2.0)
+        t0 = x1.expand((2, -1, 4))
+        x0.add_(1.0)
+        x0.data = x0.add(3.0)
+        return (t0,)
+
+    def other_input(x0: T, x1: T) -> object:  # x1 a view of x0: the write advances the counter they share
+        x0.add_(2.0)
+        t0 = x0.expand((2, -1, 4))
+        x1.add_(1.0)
+        x0.data = x0.add(3.0)
+        return (t0,)
+
+    with torch.no_grad():
+        assert_refused(f, _twice(lambda: nonleaf(1, 4, 4)), compile_fn, "its grad_fn raises in eager")
+    check_no_grad(other_input, lambda: (lambda b: (b, b[:]))(nonleaf(1, 4, 4)), compile_fn)
