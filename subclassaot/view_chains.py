@@ -222,9 +222,9 @@ def _replay_of(
         return _replay_then_set(t, first, steps, run, input_by_id, bases, earlier, by_data)
     if _assigned_root(t, first, run, input_by_id, earlier):
         return root_replay(t, bases, tuple(steps), _meta_exprs(first.source_meta))
-    if _meta_exprs(first.source_meta) != leaf_meta(t):
-        # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
-        # then is viewed before the epilogue changes it; anything else is regenerated.
+    if _meta_exprs(first.source_meta) != leaf_meta(t) or (is_traceable_subclass(t) and _changed_since(t, first, run)):
+        # The source changed shape after the view was taken (t_(), set_(); a wrapper set_() since: seed 43000 #8272)
+        # an input still as the program got it then is viewed before the epilogue changes it; else regenerated.
         if id(t) in input_by_id and _as_received(t, first, run) and _all_input_alias(leaves):
             late = _late_no_grad_view(value, t, leaves, run, tuple(steps), _meta_exprs(first.source_meta))
             if late is not None:

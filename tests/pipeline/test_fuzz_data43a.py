@@ -1,5 +1,6 @@
-"""Fuzz follow-ups (seed 43000): `.data =` on an input passed twice, in inference: a no_grad view of it taken
-after the program's last write to it (Note [Early Views Made After The Last Write])."""
+"""Fuzz follow-ups (seed 43000): `.data =` on an input passed twice: a no_grad view of it taken after the
+program's last write to it (Note [Early Views Made After The Last Write]); a subclass view taken before a set_() of
+its input's wrapper whose size a `.data =` then gives back."""
 
 from __future__ import annotations
 
@@ -8,7 +9,16 @@ from collections.abc import Callable
 import torch
 
 from tests.oracle import CompileFn
-from tests.pipeline.fuzz_helpers import assert_refused, check_no_grad, leaf, nonleaf, pair_nonleaf
+from tests.pipeline.corpus import set_to
+from tests.pipeline.fuzz_helpers import (
+    assert_refused,
+    check_no_grad,
+    check_with_grad,
+    leaf,
+    nonleaf,
+    pair,
+    pair_nonleaf,
+)
 
 T = torch.Tensor
 
@@ -62,3 +72,39 @@ def test_no_grad_view_before_a_write_still_raises(compile_fn: CompileFn | None) 
     with torch.no_grad():
         assert_refused(f, _twice(lambda: nonleaf(1, 4, 4)), compile_fn, "its grad_fn raises in eager")
     check_no_grad(other_input, lambda: (lambda b: (b, b[:]))(nonleaf(1, 4, 4)), compile_fn)
+
+
+def _with_view(make: Callable[[], T], view: Callable[[T], T]) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        b0 = make()
+        return (b0, view(b0), b0)
+
+    return make_inputs
+
+
+def test_subclass_view_before_a_wrapper_set_then_data_back(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 43000 #8272 (shrunk): `.data =` gives x2's wrapper back the size t0 was taken at, but its inner
+    # tensors keep the set_() target's layout: t0 replayed from x2 after the epilogue got that layout, eager's not
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x2.detach()
+        set_to(x0, x1)
+        x2.data = t0
+        return (t0,)
+
+    def unsqueezed(x0: T, x1: T, x2: T) -> object:
+        t0 = x2.unsqueeze(0)
+        set_to(x0, x1)
+        x2.data = t0[0]
+        return (t0, x2)
+
+    makes = (
+        _with_view(lambda: pair(3, 4, 4), lambda b: b.unbind(2)[3]),
+        _with_view(lambda: pair_nonleaf(3, 4, 4), lambda b: b.unbind(2)[3]),
+        _with_view(lambda: pair(3, 4, 4), lambda b: b[1:2]),
+        _with_view(lambda: torch.randn(3, 4, 4), lambda b: b.unbind(2)[3]),
+    )
+    for fn in (f, unsqueezed):
+        for make_inputs in makes:
+            check_no_grad(fn, make_inputs, compile_fn)
+    check_with_grad(f, makes[0], compile_fn)
+    check_with_grad(unsqueezed, makes[2], compile_fn)
