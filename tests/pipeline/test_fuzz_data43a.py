@@ -108,3 +108,43 @@ def test_subclass_view_before_a_wrapper_set_then_data_back(compile_fn: CompileFn
             check_no_grad(fn, make_inputs, compile_fn)
     check_with_grad(f, makes[0], compile_fn)
     check_with_grad(unsqueezed, makes[2], compile_fn)
+
+
+_DATA_RESIZE_RULE = r"assigned `\.data =` before any use with grad\) to a tensor of another size"
+
+
+def test_leaf_assigned_data_of_another_size_before_a_use_with_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 43000 #7773 (shrunk): eager makes x0's gradient accumulator at x0.sin(), in the size (3, 4, 1); ours
+    # was made at the call in the size () and the gradient summed down to it
+    def f(x0: T, x1: T) -> object:
+        x0.data = x1
+        t0 = x0.sin()
+        return (t0,)
+
+    def view_after(x0: T, x1: T) -> object:  # a view taken after the assignment, read with grad
+        x0.data = x1
+        t0 = x0.unsqueeze(0)
+        return (t0.mul(2),)
+
+    for fn in (f, view_after):
+        for make_inputs in (lambda: (leaf(), torch.randn(3, 4, 1)), lambda: (leaf(2), torch.randn(3, 4, 2))):
+            with torch.enable_grad():
+                assert_refused(fn, make_inputs, compile_fn, _DATA_RESIZE_RULE)
+
+
+def test_leaf_assigned_data_after_a_use_with_grad_keeps_its_accumulator(compile_fn: CompileFn | None) -> None:
+    # read with grad first: eager's accumulator keeps the size it had then, as ours (Note [data Assignment Keeps A
+    # Leaf's Accumulator]); a non-leaf's gradient goes through its own history; a same-size assignment is no resize
+    def before(x0: T, x1: T) -> object:
+        t = x0.mul(2)
+        x0.data = x1
+        return (x0.sin(), t)
+
+    def f(x0: T, x1: T) -> object:
+        x0.data = x1
+        return (x0.sin(),)
+
+    check_with_grad(before, lambda: (leaf(), torch.randn(3, 4, 1)), compile_fn)
+    check_with_grad(f, lambda: (nonleaf(), torch.randn(3, 4, 1)), compile_fn)
+    check_with_grad(f, lambda: (leaf(3, 4, 1), torch.randn(3, 4, 1)), compile_fn)
+    check_with_grad(f, lambda: (pair(requires_grad=True), pair(3, 4, 1)), compile_fn)
