@@ -426,8 +426,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             note_reads(self.record, func, args, kwargs)
             # See Note [Plain Leaves set_() To Another Size Under no_grad]
             if torch.is_grad_enabled():
-                read = tuple(a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor))
-                self.record.note_grad_reads(read)
+                self.record.note_grad_reads(pytree.tree_leaves((args, kwargs)))
         seq_before = self.record.seq
         self._track_op(func, schema, args, out, kwargs)
         if self.depth == 0:

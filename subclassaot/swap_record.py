@@ -236,9 +236,10 @@ class SwapRecord:
             self.hidden_resizes[id(t)] = self.seq + 1  # the assignment's
             self.hidden_resize_from[id(t)] = tuple(t.shape)
 
-    def note_grad_reads(self, tensors: tuple[torch.Tensor, ...]) -> None:
-        """`tensors`, read by an op with grad enabled (one that does not require grad reaches no accumulator)."""
-        tensors = tuple(t for t in tensors if t.requires_grad)
+    def note_grad_reads(self, args: Sequence[object]) -> None:
+        """The tensors among `args`, read by an op with grad enabled (one that does not require grad reaches no
+        accumulator)."""
+        tensors = tuple(t for t in args if isinstance(t, torch.Tensor) and t.requires_grad)
         self.grad_reads.update(id(t) for t in tensors)
         if self.hidden_resizes:
             self.note_reads_after_hidden_resize(tensors)
