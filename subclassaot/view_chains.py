@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.data_assignment import apart_from_leaves
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.foreign_bases import final_only
@@ -222,9 +223,9 @@ def _replay_of(
         return _replay_then_set(t, first, steps, run, input_by_id, bases, earlier, by_data)
     if _assigned_root(t, first, run, input_by_id, earlier):
         return root_replay(t, bases, tuple(steps), _meta_exprs(first.source_meta))
-    if _meta_exprs(first.source_meta) != leaf_meta(t) or (is_traceable_subclass(t) and _changed_since(t, first, run)):
-        # The source changed shape after the view was taken (t_(), set_(); a wrapper set_() since: seed 43000 #8272)
-        # an input still as the program got it then is viewed before the epilogue changes it; else regenerated.
+    if _meta_exprs(first.source_meta) != leaf_meta(t) or apart_from_leaves(t, first.seq, run):
+        # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
+        # then is viewed before the epilogue changes it; anything else is regenerated.
         if id(t) in input_by_id and _as_received(t, first, run) and _all_input_alias(leaves):
             late = _late_no_grad_view(value, t, leaves, run, tuple(steps), _meta_exprs(first.source_meta))
             if late is not None:
@@ -503,8 +504,7 @@ def _late_no_grad_view(
     steps: tuple[ViewStep, ...],
     source_meta: Meta,
 ) -> Replay | None:
-    """The replay after the epilogue of Note [No-Grad Views Made After The Bump], where it applies (its index is
-    the caller's to set)."""
+    """Note [No-Grad Views Made After The Bump]: the replay after the epilogue, where it applies (index: the caller's)."""
     record = run.swaps.views.get(id(value))
     if (
         is_traceable_subclass(value)
