@@ -29,7 +29,7 @@ from subclassaot.analyze_training import (
     wrapper_uses,
 )
 from subclassaot.assigned_history import check_unreplayed_assigned_view, history_data_leaf
-from subclassaot.bumped_views import check_bumped_views
+from subclassaot.bumped_views import check_bumped_views, counter_at_end
 from subclassaot.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.detached_outputs import detached_output_leaves
@@ -585,7 +585,7 @@ def _output_info(
                 "output. Return a clone"
             )
     if replay is not None and replay.before_epilogue:
-        replay = replace(replay, made=made_seq(value, run))
+        replay = counter_at_end(replace(replay, made=made_seq(value, run)), value, run, input_by_id)
     elif replay is not None and replay.source is ReplaySource.INPUT and torch.is_grad_enabled():
         replay = replace(replay, split_made=split_seq(value, run, input_by_id))
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))

@@ -8,13 +8,15 @@ too, so the runtime's version-counter bump reaches no output whose eager grad_fn
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import torch
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.functional_run import dense_leaves_of
-from subclassaot.schemas import OutputInfo, OutputKind, Replay, ReplaySource
+from subclassaot.functional_run import FunctionalRun, dense_leaves_of
+from subclassaot.protocol import is_traceable_subclass
+from subclassaot.schemas import InputIndex, OutputInfo, OutputKind, Replay, ReplaySource
 from subclassaot.torch_internals import (
     get_version,
     grad_fn_raises,
@@ -109,3 +111,69 @@ def finish_bumped_view(view: torch.Tensor, lowered: tuple[torch.Tensor, int] | N
         set_version(*lowered)
     if bump and not grad_fn_raises(view):
         set_version(view, get_version(view) + 1)
+
+
+# Note [Early Views Made After The Last Write]
+# An output view of an input that the runtime makes before the epilogue (Replay.before_epilogue: a `.data =` moved
+# the input off the storage the view was taken of, so only the input as it came gives the view eager's `._base`) is
+# made at the counter the input came with, which the epilogue's writes then advance: a view made under no_grad
+# whose base's counter moved since raises on grad_fn and is_leaf. Eager's may read fine: taken after the program's
+# last write to the input, and before the `.data =`, which leaves the counter alone (fuzz seed 43000 #2024, under
+# no_grad: `x0.add_(2.0); t0 = x1.expand(...); x0.data = x0.add(3.0)`, x0 and x1 one non-leaf). So where eager's
+# reads fine and the program advanced the input's counter (Replay.counter_at_end), the runtime makes the view with
+# the input's counter one past the one it came with, gives the input back the one it came with for the epilogue,
+# and after the epilogue (before any other output is made) sets that advanced count again: the input ends
+# advanced, as eager's (Note [Parity Of Version Counters]), at the count the view was made at. Early views made at
+# the counter the input came with still raise, as eager's taken before a write do. Only for plain views whose steps
+# all ran under no_grad and change no metadata in place: their grad_fn is None whatever history the input had when
+# they were made, so making them before the epilogue's writes loses nothing else.
+
+
+def counter_at_end(
+    replay: Replay, value: torch.Tensor, run: FunctionalRun, input_by_id: dict[int, InputIndex]
+) -> Replay:
+    """`replay`, an early replay of `value`, marked Replay.counter_at_end where Note [Early Views Made After The
+    Last Write] applies."""
+    sources = [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
+    if (
+        replay.source is not ReplaySource.INPUT
+        or replay.late_steps
+        or not sources
+        or is_traceable_subclass(value)
+        or is_traceable_subclass(sources[0])
+        or not value._is_view()
+        or is_plain_autograd_view(value)
+        or grad_fn_raises(value)
+        or not run.swaps.bumps(sources[0])
+        or any(s.grad_enabled or s.own_version or torch.Tag.inplace_view in s.op.tags for s in replay.steps)
+    ):
+        return replay
+    return replace(replay, counter_at_end=True)
+
+
+def replay_early(
+    heads: Sequence[tuple[int, Replay]], values: Sequence[object], make: Callable[[Replay], torch.Tensor]
+) -> tuple[dict[int, torch.Tensor], dict[int, int]]:
+    """The early replays `heads` (output index, replay), each made by `make`; and, per input of a replay with
+    Replay.counter_at_end, the count to give it after the epilogue (Note [Early Views Made After The Last Write])."""
+    made: dict[int, torch.Tensor] = {}
+    at_end: dict[int, int] = {}
+    for o, replay in heads:
+        source = values[replay.index]
+        if not replay.counter_at_end or not isinstance(source, torch.Tensor):
+            made[o] = make(replay)
+            continue
+        came = get_version(source)
+        at_end.setdefault(replay.index, came + 1)
+        set_version(source, at_end[replay.index])
+        made[o] = make(replay)
+        set_version(source, came)
+    return made, at_end
+
+
+def settle_early_counters(at_end: dict[int, int], values: Sequence[object]) -> None:
+    """After the epilogue: the counts of `replay_early` (Note [Early Views Made After The Last Write])."""
+    for i, version in at_end.items():
+        source = values[i]
+        assert isinstance(source, torch.Tensor), "BUG: an early replay of a value that is no tensor"
+        set_version(source, version)

@@ -37,6 +37,7 @@ from subclassaot.swap_record import DataAssignment
 from subclassaot.torch_internals import mutation_counter, recorded_size, storage_key, symint_expr
 
 __all__ = [
+    "apart_from_leaves",
     "assigned_probe_leaf",
     "check_assigned_view",
     "check_data_meta_outputs",
@@ -80,6 +81,17 @@ def check_assigned_view(
             "assigns (Note [Wrapper Data Assignment]): it would be rebuilt before the input's write, whose version "
             "change then makes its grad_fn raise, unlike eager's. Return a clone instead"
         )
+
+
+def apart_from_leaves(t: torch.Tensor, taken: int, run: FunctionalRun) -> bool:
+    """Subclass input `t` was set_() after `taken` (a view's seq), then assigned `.data =` metadata unlike its dense
+    leaves' (Note [Wrapper Data Assignment]): a view chain replayed on `t` as it ends starts from those leaves, not
+    from the layout the view was taken of, even where the wrapper's metadata are that layout again (fuzz seed 43000
+    #8272: `t0 = x2.detach(); x2.set_(x1); x2.data = t0`)."""
+    assigned, moved = run.swaps.wrapper_data.get(id(t)), run.swaps.wrapper_sets.get(id(t))
+    if not assigned or moved is None or not taken < moved[0] < assigned[-1].seq:
+        return False
+    return any(leaf_meta(d) != leaf_meta(t) for d in dense_leaves_of(t, "")[1])
 
 
 def wrapper_data_plans(

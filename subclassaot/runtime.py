@@ -14,7 +14,7 @@ from typing import cast
 
 import torch
 
-from subclassaot.bumped_views import bumped_input_sources
+from subclassaot.bumped_views import bumped_input_sources, replay_early, settle_early_counters
 from subclassaot.desugar import graph_example_inputs
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.real_layouts import set_target_layout, wrapper_layout
@@ -120,12 +120,15 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         # version counters as the inputs came: an early replay of an in-place view op (t_) advances them already
         counters = _versions(plan, epilogue, values, dense)
         shared: dict[int, torch.Tensor] = {}  # Note [Views Sharing An Intermediate]
-        early = {o: replay_view(r, ev, values, ([], {}), symbols, no_output, shared=shared) for o, r in early_heads}
+        early, at_end = replay_early(  # Note [Early Views Made After The Last Write]
+            early_heads, values, lambda r: replay_view(r, ev, values, ([], {}), symbols, no_output, shared=shared)
+        )
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
         outs, prewrapped, wrapper_values, roots = graph_call(values, graph_in, dense, symbols)
         prewrapped.update(early)
         if not epilogue.empty:
             _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values, counters)
+        settle_early_counters(at_end, values)
         for i in self_set:  # Note [set_ Renews A Leaf's Accumulator]
             renew_grad_accumulator(cast(torch.Tensor, values[i]))
         for o, r in late_tails:

@@ -433,9 +433,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if self.depth == 0:
             note_reads(self.record, func, args, kwargs)
             # See Note [Plain Leaves set_() To Another Size Under no_grad]
-            if self.record.hidden_resizes and torch.is_grad_enabled():
-                read = tuple(a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor))
-                self.record.note_reads_after_hidden_resize(read)
+            if torch.is_grad_enabled():
+                self.record.note_grad_reads(pytree.tree_leaves((args, kwargs)))
         seq_before = self.record.seq
         self._track_op(func, schema, args, out, kwargs)
         if self.depth == 0:
@@ -754,6 +753,7 @@ class _DataMode(TorchFunctionMode):
             return None
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
             version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
+            self.record.note_data_resize(args[0])  # before it takes the new size
             with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
                 rebind_functional(args[0], args[1], None)
             set_version(args[0], version)  # and from its version counter, which autograd checks views against

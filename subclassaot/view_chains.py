@@ -19,6 +19,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.assigned_roots import assigned_root, with_root_data_meta
+from subclassaot.data_assignment import apart_from_leaves
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.final_marks import early_marks, final_pass_marks
@@ -227,7 +228,7 @@ def _replay_of(
         return _replay_then_set(t, first, steps, run, input_by_id, bases, earlier, by_data)
     if assigned_root(t, first, run, input_by_id, earlier):
         return with_root_data_meta(root_replay(t, bases, tuple(steps), _meta_exprs(first.source_meta)), t)
-    if _meta_exprs(first.source_meta) != leaf_meta(t):
+    if _meta_exprs(first.source_meta) != leaf_meta(t) or apart_from_leaves(t, first.seq, run):
         # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
         # then is viewed before the epilogue changes it; anything else is regenerated.
         if id(t) in input_by_id and _as_received(t, first, run) and _all_input_alias(leaves):
@@ -476,8 +477,7 @@ def _late_no_grad_view(
     steps: tuple[ViewStep, ...],
     source_meta: Meta,
 ) -> Replay | None:
-    """The replay after the epilogue of Note [No-Grad Views Made After The Bump], where it applies (its index is
-    the caller's to set)."""
+    """Note [No-Grad Views Made After The Bump]: the replay after the epilogue, where it applies (index: the caller's)."""
     record = run.swaps.views.get(id(value))
     if (
         is_traceable_subclass(value)
