@@ -271,7 +271,7 @@ def _grad_view_of_intermediate(value: torch.Tensor, run: FunctionalRun, outputs:
 # (like `.data =` of a tensor with history: analyze), unless the graph computes it and the runtime set_()s it onto
 # the input after the epilogue (Note [Outputs That An Input Was set_() To]); alone on an intermediate's storage it
 # is computed by the graph, which is exact. So is a view, with grad, of an intermediate taken before a `.data =`
-# gave it another size. The same holds for a view of an intermediate set_() under no_grad whose chain is not
+# gave it another size (a plain one: or strides; a subclass's wrapper too, seed 43000 #3871 in training). The same holds for a view of an intermediate set_() under no_grad whose chain is not
 # replayed from it (Note [Views Set Under no_grad With History]), and for views taken after such a set_() of a
 # tensor with history (`t = x * 2; with no_grad(): t.set_(y); return t.view(-1)`: ViewBackward0 over MulBackward0,
 # which raises in backward where set_ changed the size; fuzz seed 7000 #501). Views of inputs are rebuilt with
@@ -293,17 +293,18 @@ def check_history_over_alias(
     if not _has_history(value):
         return
     base = bases.get(storage_key(value))
+    root = run.swaps.view_root(value)
     if (
         base is not None
         and id(base[1]) in run.swaps.swapped_by_data
         and base[1].requires_grad
-        and viewed_before_resize(value, base[1], run)
-    ):
+        and viewed_before_resize(value, base[1], run, strides=True)
+    ) or (id(root) in run.swaps.wrapper_data and root.requires_grad and viewed_before_resize(value, root, run)):
         # fuzz seed 3000 #3430: the backward raised "invalid gradient" (the base's history has its old size)
         raise UnsupportedError(
             f"{path} is a view of an intermediate that requires grad, taken before the program assigned its `.data` "
-            "a tensor of another size: eager's view keeps the history of the old size, and one regenerated from the "
-            "intermediate as it ends cannot (Note [Histories Over Aliased Storage]). Return a clone made before "
+            "a tensor of another size (of a plain one: or strides): eager's view keeps the history of the old "
+            "layout, and one regenerated from the intermediate as it ends cannot (Note [Histories Over Aliased Storage]). Return a clone made before "
             "the assignment"
         )
     wrapper_set = run.swaps.wrapper_sets.get(id(value))

@@ -161,16 +161,19 @@ def _change_bases(
     symbols: dict[str, int],
     values: Sequence[object],
 ) -> None:
-    """Note [In-Place View Ops On A Base After Its Views]."""
+    """Note [In-Place View Ops On A Base After Its Views], Note [Views Of A Root Whose .data Was Assigned]."""
     done: set[int] = set()
     for info, value in zip(infos, result, strict=True):
-        if info.replay is None or not info.replay.base_after or not isinstance(value, torch.Tensor):
+        r = info.replay
+        if r is None or not (r.base_after or r.base_data_meta) or not isinstance(value, torch.Tensor):
             continue
         base = value._base
         assert base is not None, "BUG: an output with in-place view ops for its `._base` is no view"
         if id(base) not in done:
             done.add(id(base))
-            replay_steps(base, info.replay.base_after, ev, symbols, values)
+            replay_steps(base, r.base_after, ev, symbols, values)
+            if r.base_data_meta is not None:  # Note [Views Of A Root Whose .data Was Assigned]
+                assign_data_meta(base, *ev.meta(r.base_data_meta, symbols))
 
 
 def no_output(o: int) -> object:

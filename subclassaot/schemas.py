@@ -313,6 +313,9 @@ class Replay:
     # chain viewed it: applied to the replayed `._base` once every output is built (Note [In-Place View Ops On A Base
     # After Its Views])
     base_after: tuple[ViewStep, ...] = ()
+    # WRAPPER, with steps: the metadata the program's `.data =` gave the root after the chain viewed it, given to the
+    # replayed `._base` once every output is built (Note [Views Of A Root Whose .data Was Assigned])
+    base_data_meta: Meta | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -113,6 +113,7 @@ def root_replay(
     found = [bases.get(storage_key(leaf)) for leaf in root_leaves]
     if not all(b is not None and b[1] is leaf for b, leaf in zip(found, root_leaves, strict=True)):
         return None
+    assigned = leaf_meta(t) if meta is not None and steps else None  # the root's as it ends
     meta = leaf_meta(t) if meta is None else meta
     return Replay(
         source=ReplaySource.WRAPPER,
@@ -121,6 +122,7 @@ def root_replay(
         root_tree=node,
         root_bases=tuple(b[0] for b in found if b is not None),
         root_meta=meta,
+        base_data_meta=assigned,
         root_stride_leaf=next((k for k, leaf in enumerate(root_leaves) if leaf_meta(leaf)[:2] == meta[:2]), None),
     )
 
@@ -297,9 +299,9 @@ def _replay_of(
 # `y = x.add(0.5); v = y.expand(...); y.data = x; return v.t()`: `.data =` on an intermediate wrapper subclass gives
 # the wrapper the assigned tensor's metadata and leaves its inner tensors and its views as they were (Note [Wrapper
 # Data Assignment]). A view of it taken before is replayed from the intermediate rebuilt around its dense leaves
-# with the metadata it had when viewed, so the output is that view, with eager's strides, `._base` shape, values and
-# requires_grad (fuzz seed 12000 #4677). The rebuilt root keeps that metadata (the one `.data =` gave eager's is
-# not repeated): `._base` strides are the one difference. Only where no in-place view op changed the root.
+# with the metadata it had when viewed, so the output is that view, with eager's strides, values and requires_grad
+# (fuzz seed 12000 #4677); once every output is built the root takes the metadata `.data =` gave eager's (as eager's
+# `._base` has them: fuzz seed 43000 #3871). Only where no in-place view op changed the root.
 
 
 def _assigned_root(
@@ -772,13 +774,13 @@ def _meta_exprs(meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]) -> Meta:
     return tuple(symint_expr(s) for s in size), tuple(symint_expr(s) for s in stride), symint_expr(offset)
 
 
-def viewed_before_resize(value: torch.Tensor, base: torch.Tensor, run: FunctionalRun) -> bool:
-    """`value`'s view chain takes a view of `base` while it had another size than it ends with (a `.data =` of
-    another size came after)."""
+def viewed_before_resize(value: torch.Tensor, base: torch.Tensor, run: FunctionalRun, strides: bool = False) -> bool:
+    """`value`'s view chain takes a view of `base` while it had another size (`strides`: or strides) than it ends
+    with (a `.data =` of another size came after)."""
     t = value
     while (record := run.swaps.views.get(id(t))) is not None:
         if record.source is base:
-            return _meta_exprs(record.source_meta)[0] != leaf_meta(base)[0]
+            return _meta_exprs(record.source_meta)[: 1 + strides] != leaf_meta(base)[: 1 + strides]
         t = record.source
     return False
 
