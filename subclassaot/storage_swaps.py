@@ -17,6 +17,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
+from subclassaot.kept_accumulators import note_data_assignment, note_grad_reads
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.stale_views import (
     check_stale_set,
@@ -744,6 +745,7 @@ class _DataMode(TorchFunctionMode):
             return None
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
             version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
+            note_data_assignment(self.record, args[0], tuple(args[0].shape))
             with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
                 rebind_functional(args[0], args[1], None)
             set_version(args[0], version)  # and from its version counter, which autograd checks views against
@@ -785,6 +787,7 @@ class _DataMode(TorchFunctionMode):
         check_gained_family_member(self.record, args)
         with stale_history_failures_refused(self.record, args, kwargs):
             out = func(*args, **kwargs)
+        note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]
         if self.record.shared_members and torch.is_grad_enabled():
             refresh_shared_histories(self.record)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
@@ -804,6 +807,7 @@ class _DataMode(TorchFunctionMode):
 
     def _record_assignment(self, target: torch.Tensor, source: torch.Tensor) -> None:
         """`target.data = source`, target a wrapper subclass (Note [Wrapper Data Assignment])."""
+        note_data_assignment(self.record, target, tuple(target.shape))
         self.record.seq += 1
         meta = (tuple(source.shape), tuple(source.stride()), source.storage_offset())
         assignment = DataAssignment(source, self.record.seq, meta, tuple(target.shape))

@@ -124,6 +124,11 @@ class SwapRecord:
     # by id: the size a plain leaf had before a set_() under no_grad noted in hidden_resizes (its accumulator's)
     hidden_resize_from: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     read_after_hidden_resize: set[int] = field(default_factory=set)
+    # Note [Accumulators Kept Through .data =], by id(): tensors an op with grad read before any `.data =` to them;
+    # leaves a `.data =` kept their accumulator for; those it left without one -> (seq before it, size before it)
+    grad_read: set[int] = field(default_factory=set)
+    kept_accumulators: set[int] = field(default_factory=set)
+    fresh_accumulators: dict[int, tuple[int, tuple[Any, ...]]] = field(default_factory=dict)
     # id() of tensors the program called x.set_(x) on under no_grad (Note [set_ Renews A Leaf's Accumulator])
     self_sets: set[int] = field(default_factory=set)
     data_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # ... and `.data =` (grad mode: False)
