@@ -36,13 +36,12 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
-from subclassaot.torch_internals import is_multi_output_view, recorded_size, storage_key
+from subclassaot.torch_internals import is_multi_output_view, recorded_size, storage_key, symint_expr
 from subclassaot.view_chains import (
     detached_in_chain,
     replay_of,
     root_replay,
     viewed_after_grad_set,
-    viewed_before_resize,
 )
 
 __all__ = [
@@ -294,12 +293,13 @@ def check_history_over_alias(
         return
     base = bases.get(storage_key(value))
     root = run.swaps.view_root(value)
+    root_assigned = id(root) in run.swaps.wrapper_data and id(root) not in named[0]  # an intermediate subclass
     if (
         base is not None
         and id(base[1]) in run.swaps.swapped_by_data
         and base[1].requires_grad
-        and viewed_before_resize(value, base[1], run, strides=True)
-    ) or (id(root) in run.swaps.wrapper_data and root.requires_grad and viewed_before_resize(value, root, run)):
+        and _viewed_before_resize(value, base[1], run, strides=True)
+    ) or (root_assigned and root.requires_grad and _viewed_before_resize(value, root, run)):
         # fuzz seed 3000 #3430: the backward raised "invalid gradient" (the base's history has its old size)
         raise UnsupportedError(
             f"{path} is a view of an intermediate that requires grad, taken before the program assigned its `.data` "
@@ -751,6 +751,18 @@ def _on_input_chain(t: torch.Tensor, run: FunctionalRun) -> bool:
     """`t` is an input or a chain of views of one."""
     root = run.swaps.view_root(t, through_swaps=True)
     return any(root is u for u in run.user_tensors)
+
+
+def _viewed_before_resize(value: torch.Tensor, base: torch.Tensor, run: FunctionalRun, strides: bool = False) -> bool:
+    """`value`'s view chain takes a view of `base` while it had another size (`strides`: or strides) than it ends
+    with (a `.data =` of another size came after)."""
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None:
+        if record.source is base:
+            then = tuple(tuple(symint_expr(s) for s in part) for part in record.source_meta[: 1 + strides])
+            return then != leaf_meta(base)[: 1 + strides]
+        t = record.source
+    return False
 
 
 def _has_history(t: torch.Tensor) -> bool:

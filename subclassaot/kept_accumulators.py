@@ -19,6 +19,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.swap_record import SwapRecord
+from subclassaot.torch_internals import grad_fn_raises
 
 __all__ = ["hold_accumulators", "note_data_assignment", "note_grad_reads"]
 
@@ -49,7 +50,11 @@ def note_grad_reads(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str,
     """After an op of the program (Note [Accumulators Kept Through .data =]): note the leaves it read with grad."""
     if not torch.is_grad_enabled():
         return
-    results = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+    results = [
+        t
+        for t in pytree.tree_leaves(out)
+        if isinstance(t, torch.Tensor) and t.requires_grad and not grad_fn_raises(t) and t.grad_fn is not None
+    ]
     if not results:
         return
     view = all(t._is_view() for t in results)

@@ -6,6 +6,8 @@ Newly supported programs get a parity test; the refusals get a test naming the r
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import torch
 
@@ -112,7 +114,7 @@ def test_kept_accumulator_of_one_leaf(compile_fn: CompileFn | None) -> None:
     check_with_grad(f, lambda: (pair(2, requires_grad=True),), compile_fn)
 
 
-def _read_assigned_then_viewed(view: str) -> object:
+def _read_assigned_then_viewed(view: str) -> Callable[[T, T], object]:
     def f(x0: T, x1: T) -> object:
         t0 = x0.mul(2.0)  # held until the views are made, as a program's local is
         x0.data = x1
