@@ -456,7 +456,7 @@ def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: to
 # reduces gradients to (x0.reshape(()) took it at size (1,); x0.data = x0.unsqueeze(1); then x0 returned: eager's
 # x0.grad has size (1,), fuzz seed 41000 #1312), while set_() makes a new one (Note [set_ Renews A Leaf's
 # Accumulator]). So a plain input the program swapped only by `.data =`, within its own storage, gets its layout
-# by `.data =` too, not by set_().
+# by `.data =` too, not by set_(). Whether eager has one to keep: See Note [Accumulators Kept Through .data =].
 
 
 # Note [Metadata Changes Under no_grad]
