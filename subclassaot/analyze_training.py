@@ -270,11 +270,12 @@ def _grad_view_of_intermediate(value: torch.Tensor, run: FunctionalRun, outputs:
 # (like `.data =` of a tensor with history: analyze), unless the graph computes it and the runtime set_()s it onto
 # the input after the epilogue (Note [Outputs That An Input Was set_() To]); alone on an intermediate's storage it
 # is computed by the graph, which is exact. So is a view, with grad, of an intermediate taken before a `.data =`
-# gave it another size (a plain one: or strides; a subclass's wrapper too, seed 43000 #3871 in training). The same holds for a view of an intermediate set_() under no_grad whose chain is not
-# replayed from it (Note [Views Set Under no_grad With History]), and for views taken after such a set_() of a
-# tensor with history (`t = x * 2; with no_grad(): t.set_(y); return t.view(-1)`: ViewBackward0 over MulBackward0,
-# which raises in backward where set_ changed the size; fuzz seed 7000 #501). Views of inputs are rebuilt with
-# their own history (Note [Subclass Views Rebuilt By set_]).
+# gave it another size (a plain one: or strides; a subclass's wrapper too, seed 43000 #3871 in training). The same
+# holds for a view of an intermediate set_() under no_grad whose chain is not replayed from it (Note [Views Set
+# Under no_grad With History]), and for views taken after such a set_() of a tensor with history (`t = x * 2; with
+# no_grad(): t.set_(y); return t.view(-1)`: ViewBackward0 over MulBackward0, which raises in backward where set_
+# changed the size; fuzz seed 7000 #501). Views of inputs are rebuilt with their own history (Note [Subclass Views
+# Rebuilt By set_]).
 
 
 def check_history_over_alias(
@@ -304,8 +305,8 @@ def check_history_over_alias(
         raise UnsupportedError(
             f"{path} is a view of an intermediate that requires grad, taken before the program assigned its `.data` "
             "a tensor of another size (of a plain one: or strides): eager's view keeps the history of the old "
-            "layout, and one regenerated from the intermediate as it ends cannot (Note [Histories Over Aliased Storage]). Return a clone made before "
-            "the assignment"
+            "layout, and one regenerated from the intermediate as it ends cannot (Note [Histories Over Aliased "
+            "Storage]). Return a clone made before the assignment"
         )
     wrapper_set = run.swaps.wrapper_sets.get(id(value))
     no_grad_set = (id(value) in run.swaps.swapped_ids and id(value) not in run.swaps.grad_set_ids) or (
