@@ -156,6 +156,7 @@ def analyze(
         read_after_set=tuple(id(t) in run.swaps.read_after_set for t in run.user_tensors),
         read_after_hidden_resize=tuple(id(t) in run.swaps.read_after_hidden_resize for t in run.user_tensors),
         self_set=tuple(id(t) in run.swaps.self_sets for t in run.user_tensors),
+        kept_accumulators=tuple(id(t) in run.swaps.kept_accumulators for t in run.user_tensors),
         own_base_views=own_base_views,
         data_assigned=bool(run.swaps.data_sets or run.swaps.wrapper_data),
         wrapper_first_write=uses[0],

@@ -36,13 +36,12 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
-from subclassaot.torch_internals import is_multi_output_view, recorded_size, storage_key
+from subclassaot.torch_internals import is_multi_output_view, recorded_size, storage_key, symint_expr
 from subclassaot.view_chains import (
     detached_in_chain,
     replay_of,
     root_replay,
     viewed_after_grad_set,
-    viewed_before_resize,
 )
 
 __all__ = [
@@ -271,11 +270,12 @@ def _grad_view_of_intermediate(value: torch.Tensor, run: FunctionalRun, outputs:
 # (like `.data =` of a tensor with history: analyze), unless the graph computes it and the runtime set_()s it onto
 # the input after the epilogue (Note [Outputs That An Input Was set_() To]); alone on an intermediate's storage it
 # is computed by the graph, which is exact. So is a view, with grad, of an intermediate taken before a `.data =`
-# gave it another size. The same holds for a view of an intermediate set_() under no_grad whose chain is not
-# replayed from it (Note [Views Set Under no_grad With History]), and for views taken after such a set_() of a
-# tensor with history (`t = x * 2; with no_grad(): t.set_(y); return t.view(-1)`: ViewBackward0 over MulBackward0,
-# which raises in backward where set_ changed the size; fuzz seed 7000 #501). Views of inputs are rebuilt with
-# their own history (Note [Subclass Views Rebuilt By set_]).
+# gave it another size (a plain one: or strides; a subclass's wrapper too, seed 43000 #3871 in training). The same
+# holds for a view of an intermediate set_() under no_grad whose chain is not replayed from it (Note [Views Set
+# Under no_grad With History]), and for views taken after such a set_() of a tensor with history (`t = x * 2; with
+# no_grad(): t.set_(y); return t.view(-1)`: ViewBackward0 over MulBackward0, which raises in backward where set_
+# changed the size; fuzz seed 7000 #501). Views of inputs are rebuilt with their own history (Note [Subclass Views
+# Rebuilt By set_]).
 
 
 def check_history_over_alias(
@@ -293,18 +293,19 @@ def check_history_over_alias(
     if not _has_history(value):
         return
     base = bases.get(storage_key(value))
+    # (an intermediate subclass so assigned: Note [Views Of A Root Whose .data Was Assigned], data_assignment.py)
     if (
         base is not None
         and id(base[1]) in run.swaps.swapped_by_data
         and base[1].requires_grad
-        and viewed_before_resize(value, base[1], run)
+        and _viewed_before_resize(value, base[1], run)
     ):
         # fuzz seed 3000 #3430: the backward raised "invalid gradient" (the base's history has its old size)
         raise UnsupportedError(
             f"{path} is a view of an intermediate that requires grad, taken before the program assigned its `.data` "
-            "a tensor of another size: eager's view keeps the history of the old size, and one regenerated from the "
-            "intermediate as it ends cannot (Note [Histories Over Aliased Storage]). Return a clone made before "
-            "the assignment"
+            "a tensor of another size (of a plain one: or strides): eager's view keeps the history of the old "
+            "layout, and one regenerated from the intermediate as it ends cannot (Note [Histories Over Aliased "
+            "Storage]). Return a clone made before the assignment"
         )
     wrapper_set = run.swaps.wrapper_sets.get(id(value))
     no_grad_set = (id(value) in run.swaps.swapped_ids and id(value) not in run.swaps.grad_set_ids) or (
@@ -750,6 +751,18 @@ def _on_input_chain(t: torch.Tensor, run: FunctionalRun) -> bool:
     """`t` is an input or a chain of views of one."""
     root = run.swaps.view_root(t, through_swaps=True)
     return any(root is u for u in run.user_tensors)
+
+
+def _viewed_before_resize(value: torch.Tensor, base: torch.Tensor, run: FunctionalRun) -> bool:
+    """`value`'s view chain takes a view of `base` while it had another size or strides than it ends with (a
+    `.data =` of another layout came after)."""
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None:
+        if record.source is base:
+            then = tuple(tuple(symint_expr(s) for s in part) for part in record.source_meta[:2])
+            return then != leaf_meta(base)[:2]
+        t = record.source
+    return False
 
 
 def _has_history(t: torch.Tensor) -> bool:

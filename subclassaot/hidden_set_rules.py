@@ -87,18 +87,9 @@ def _hidden_swap(m: LeafMutation) -> bool:
 # view of it taken after the set_()) after it at another size than it had before (a set_() back is none); the swap record notes such a set_() as it notes the subclass ops.
 
 
-# Note [Plain Leaves Assigned .data Before A Use With Grad]
-# `.data =` keeps a leaf's gradient accumulator where one exists (Note [data Assignment Keeps A Leaf's
-# Accumulator]), but a leaf no op with grad read yet has none: eager makes it where an op with grad first reads the
-# leaf, in the size the leaf has then. So `x0.data = x1` (x0 a 0-d leaf, x1 of size (3, 4, 1)), then x0.sin():
-# eager's x0.grad has size (3, 4, 1), ours, whose Function's edge to the accumulator was made at the call in the
-# size x0 came with, was summed down to () (fuzz seed 43000 #7773). Refused as the set_() above, where no op with
-# grad read the leaf before the assignment (the swap record notes it as such a set_()); where one did, eager's
-# accumulator keeps the size it had then, as ours does.
-
-
 def refuse_leaves_resized_under_no_grad(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
-    """Note [Subclass Leaves Resized Under no_grad], Note [Plain Leaves set_() To Another Size Under no_grad]."""
+    """Note [Subclass Leaves Resized Under no_grad], Note [Plain Leaves set_() To Another Size Under no_grad];
+    for `.data =`, Note [Accumulators Kept Through .data =]."""
     for i, (tree, index) in enumerate(zip(layout.trees, flat.tensor_indices, strict=True)):
         real = flat.values[index]
         if not isinstance(real, torch.Tensor) or not (real.is_leaf and real.requires_grad):
@@ -107,17 +98,18 @@ def refuse_leaves_resized_under_no_grad(flat: FlatInputs, layout: DenseLayout, a
         if tree is None and read:
             raise UnsupportedError(
                 f"{flat.leaves[index].path}: an input that is an autograd leaf and requires grad is set_() under "
-                "torch.no_grad() (or assigned `.data =` before any use with grad) to a tensor of another size, and "
-                "the program then uses it with grad: eager's gradient reaches it in the new size, where the compiled "
-                "one is checked against the old (Note [Plain Leaves set_() To Another Size Under no_grad], Note "
-                "[Plain Leaves Assigned .data Before A Use With Grad]); not supported in training. Call set_() on a "
+                "torch.no_grad() to a tensor of another size (or assigned one by `.data =` before any use with "
+                "grad), and the program then uses it with grad: eager's gradient reaches it in the new size, where "
+                "the compiled one is checked against the old (Note [Plain Leaves set_() To Another Size Under "
+                "no_grad], Note [Accumulators Kept Through .data =]); not supported in training. Call set_() on a "
                 "clone, or use the other tensor itself"
             )
         if tree is not None and read:
             raise UnsupportedError(
                 f"{tree.path}: a tensor subclass input that is an autograd leaf and requires grad gets another size "
-                "from an in-place view op under torch.no_grad() (t_, transpose_, ...), and the program then uses it "
-                "with grad: eager's gradient reaches it in the new size, where the compiled one is checked against "
-                "the old (Note [Subclass Leaves Resized Under no_grad]); not supported in training. Use the "
-                "out-of-place view op (x = x.t()), or change its size with grad enabled"
+                "from an in-place view op under torch.no_grad() (t_, transpose_, ...) or from a `.data =` before any "
+                "use with grad, and the program then uses it with grad: eager's gradient reaches it in the new size, "
+                "where the compiled one is checked against the old (Note [Subclass Leaves Resized Under no_grad], "
+                "Note [Accumulators Kept Through .data =]); not supported in training. Use the out-of-place view op "
+                "(x = x.t()) or the assigned tensor itself, or change its size with grad enabled"
             )

@@ -16,6 +16,7 @@ import torch
 
 from subclassaot.bumped_views import bumped_input_sources, replay_early, settle_early_counters
 from subclassaot.desugar import graph_example_inputs
+from subclassaot.kept_accumulators import hold_accumulators
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.real_layouts import set_target_layout, wrapper_layout
 from subclassaot.regenerate import build_outputs, has_size_spec, no_output, replay_from, replay_view, unflatten_output
@@ -99,6 +100,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
     ]
 
     self_set = [flat.tensor_indices[t] for t, s in enumerate(plan.analysis.self_set) if s]
+    kept = [flat.tensor_indices[t] for t, k in enumerate(plan.analysis.kept_accumulators) if k]
     early_replays = sorted(
         (
             (o, info.replay)
@@ -115,6 +117,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         entry = {i: get_version(cast(torch.Tensor, values[i])) for i in bumped_inputs}
         for i in gains:
             cast(torch.Tensor, values[i]).requires_grad_(True)  # the program's requires_grad_()
+        _held = hold_accumulators(values, kept)  # until the outputs are built: Note [Accumulators Kept Through .data =]
         dense = dense_of(values)
         graph_in = graph_example_inputs(layout, dense)
         # version counters as the inputs came: an early replay of an in-place view op (t_) advances them already
@@ -456,7 +459,7 @@ def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: to
 # reduces gradients to (x0.reshape(()) took it at size (1,); x0.data = x0.unsqueeze(1); then x0 returned: eager's
 # x0.grad has size (1,), fuzz seed 41000 #1312), while set_() makes a new one (Note [set_ Renews A Leaf's
 # Accumulator]). So a plain input the program swapped only by `.data =`, within its own storage, gets its layout
-# by `.data =` too, not by set_().
+# by `.data =` too, not by set_(). Whether eager has one to keep: See Note [Accumulators Kept Through .data =].
 
 
 # Note [Metadata Changes Under no_grad]

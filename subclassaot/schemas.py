@@ -419,6 +419,8 @@ class Analysis:
     read_after_hidden_resize: tuple[bool, ...] = ()
     # per tensor input: the program called x.set_(x) on it under no_grad (Note [set_ Renews A Leaf's Accumulator])
     self_set: tuple[bool, ...] = ()
+    # per tensor input: a leaf whose gradient accumulator a `.data =` kept (Note [Accumulators Kept Through .data =])
+    kept_accumulators: tuple[bool, ...] = ()
     # the run traced a group member with views of it among the others as its group's base (Note [Plain Inputs
     # Traced As Their Own Base]); the joint trace does the same
     own_base_views: bool = False

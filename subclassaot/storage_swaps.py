@@ -17,6 +17,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
+from subclassaot.kept_accumulators import note_data_assignment, note_grad_reads
 from subclassaot.nograd_set_views import (
     check_nograd_set_write,
     note_nograd_set,
@@ -433,8 +434,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if self.depth == 0:
             note_reads(self.record, func, args, kwargs)
             # See Note [Plain Leaves set_() To Another Size Under no_grad]
-            if torch.is_grad_enabled():
-                self.record.note_grad_reads(pytree.tree_leaves((args, kwargs)))
+            if self.record.hidden_resizes and torch.is_grad_enabled():
+                read = tuple(a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor))
+                self.record.note_reads_after_hidden_resize(read)
         seq_before = self.record.seq
         self._track_op(func, schema, args, out, kwargs)
         if self.depth == 0:
@@ -753,7 +755,7 @@ class _DataMode(TorchFunctionMode):
             return None
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
             version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
-            self.record.note_data_resize(args[0])  # before it takes the new size
+            note_data_assignment(self.record, args[0], tuple(args[0].shape))
             with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
                 rebind_functional(args[0], args[1], None)
             set_version(args[0], version)  # and from its version counter, which autograd checks views against
@@ -796,6 +798,7 @@ class _DataMode(TorchFunctionMode):
         check_gained_family_member(self.record, args)
         with stale_history_failures_refused(self.record, call_args, call_kwargs):
             out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
+        note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]
         if self.record.shared_members and torch.is_grad_enabled():
             refresh_shared_histories(self.record)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
@@ -815,6 +818,7 @@ class _DataMode(TorchFunctionMode):
 
     def _record_assignment(self, target: torch.Tensor, source: torch.Tensor) -> None:
         """`target.data = source`, target a wrapper subclass (Note [Wrapper Data Assignment])."""
+        note_data_assignment(self.record, target, tuple(target.shape))
         self.record.seq += 1
         meta = (tuple(source.shape), tuple(source.stride()), source.storage_offset())
         assignment = DataAssignment(source, self.record.seq, meta, tuple(target.shape))

@@ -124,9 +124,11 @@ class SwapRecord:
     # by id: the size a plain leaf had before a set_() under no_grad noted in hidden_resizes (its accumulator's)
     hidden_resize_from: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     read_after_hidden_resize: set[int] = field(default_factory=set)
-    # id() of plain tensors that require grad and that an op with grad enabled read (Note [Plain Leaves Assigned
-    # .data Before A Use With Grad])
-    grad_reads: set[int] = field(default_factory=set)
+    # Note [Accumulators Kept Through .data =], by id(): tensors an op with grad read before any `.data =` to them;
+    # leaves a `.data =` kept their accumulator for; those it left without one -> (seq before it, size before it)
+    grad_read: set[int] = field(default_factory=set)
+    kept_accumulators: set[int] = field(default_factory=set)
+    fresh_accumulators: dict[int, tuple[int, tuple[Any, ...]]] = field(default_factory=dict)
     # id() of tensors the program called x.set_(x) on under no_grad (Note [set_ Renews A Leaf's Accumulator])
     self_sets: set[int] = field(default_factory=set)
     data_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # ... and `.data =` (grad mode: False)
@@ -231,21 +233,6 @@ class SwapRecord:
         changed = not all(isinstance(d, int) for d in (*size, *size_before)) or size != size_before
         if not torch.is_grad_enabled() and t.requires_grad and changed and id(t) not in self.hidden_resizes:
             self.hidden_resizes[id(t)] = self.inplace_views[id(t)][-1].seq
-
-    def note_data_resize(self, t: torch.Tensor) -> None:
-        """Before `t.data = ...` on a plain tensor: where no op with grad read `t` before, noted as a set_() under
-        no_grad (Note [Plain Leaves Assigned .data Before A Use With Grad])."""
-        if t.requires_grad and id(t) not in self.grad_reads and id(t) not in self.hidden_resizes:
-            self.hidden_resizes[id(t)] = self.seq + 1  # the assignment's
-            self.hidden_resize_from[id(t)] = tuple(t.shape)
-
-    def note_grad_reads(self, args: Sequence[object]) -> None:
-        """The tensors among `args`, read by an op with grad enabled (one that does not require grad reaches no
-        accumulator)."""
-        tensors = tuple(t for t in args if isinstance(t, torch.Tensor) and t.requires_grad)
-        self.grad_reads.update(id(t) for t in tensors)
-        if self.hidden_resizes:
-            self.note_reads_after_hidden_resize(tensors)
 
     def note_reads_after_hidden_resize(self, tensors: tuple[torch.Tensor, ...]) -> None:
         """`tensors`, read by an op with grad enabled: mark each wrapper an in-place view op under no_grad resized

@@ -745,17 +745,6 @@ def _meta_exprs(meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]) -> Meta:
     return tuple(symint_expr(s) for s in size), tuple(symint_expr(s) for s in stride), symint_expr(offset)
 
 
-def viewed_before_resize(value: torch.Tensor, base: torch.Tensor, run: FunctionalRun) -> bool:
-    """`value`'s view chain takes a view of `base` while it had another size than it ends with (a `.data =` of
-    another size came after)."""
-    t = value
-    while (record := run.swaps.views.get(id(t))) is not None:
-        if record.source is base:
-            return _meta_exprs(record.source_meta)[0] != leaf_meta(base)[0]
-        t = record.source
-    return False
-
-
 def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
     """`value` is a detach() or a view of one (fuzz seed 2000 #3651: `t = x.detach(); t.copy_(x)` with grad)."""
     t = value
