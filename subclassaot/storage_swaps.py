@@ -50,13 +50,11 @@ from subclassaot.storage_reach import (
 from subclassaot.swap_record import (
     SET_OPS,
     DataAssignment,
-    Elements,
     InplaceViewRecord,
     SwapRecord,
     ViewRecord,
     bump_family_wrappers,
     elements_of,
-    reads_elsewhere_written,
 )
 from subclassaot.torch_internals import (
     get_version,
@@ -66,6 +64,7 @@ from subclassaot.torch_internals import (
     set_version,
     storage_key,
 )
+from subclassaot.write_overlaps import check_no_overlapping_read, meta_overlaps, meta_triple, overlaps
 
 # Note [as_strided On Inputs]
 # as_strided takes absolute storage offsets, so it can reach storage elements of an input's base that the input
@@ -268,7 +267,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             own_root = self.record.view_root(x) is x and storage_key(x) not in self.record.alias_bases
             root = x if own_root else self._as_strided_source((x, *meta))
             check_overlapping_input(self.record, x)
-            if _overlaps(root) and storage_key(root) not in self.record.alias_bases:
+            if overlaps(root) and storage_key(root) not in self.record.alias_bases:
                 raise UnsupportedError(
                     f"{func}: an in-place write into an input whose elements overlap in memory (an expanded input): "
                     "the compiled graph holds its repeated elements as separate values. Pass the tensor it was "
@@ -364,12 +363,12 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         """Does a write into x (whose own elements do not overlap) go through a view whose elements do, or did
         when the view was taken from it? Functionalization writes back through the chain as it was taken (fuzz
         seed 6000 #6572: a select() of an expanded input, which resize_() then made one element)."""
-        if _overlaps(x):
+        if overlaps(x):
             return False  # refused as it is (_track)
         t = x
         while (record := self.record.views.get(id(t))) is not None:
             t = record.source
-            if _overlaps(t) or _meta_overlaps(*record.source_meta):
+            if overlaps(t) or meta_overlaps(*record.source_meta):
                 return True
         return False
 
@@ -494,7 +493,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     and isinstance(arg, torch.Tensor)
                     and self.depth == 0
                     and moves_data
-                    and _overlaps(arg, uniform=_uniform_write(func, arg))
+                    and overlaps(arg, uniform=_uniform_write(func, arg))
                 ):
                     raise UnsupportedError(
                         f"{func}: an in-place write through a tensor whose elements overlap in memory (an expand() "
@@ -508,7 +507,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.base_strided_views:
                     check_write_through_base_strided(func, arg)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
-                    _check_no_overlapping_read(func, arg, args, kwargs)
+                    check_no_overlapping_read(func, arg, args, kwargs)
                     self.record.moved_data = True
                     self.record.moved_storages.add(storage_key(arg))
                     if self.depth == 0 and not is_traceable_subclass(arg):
@@ -576,55 +575,6 @@ def _check_write_after_set(func: Any, args: tuple[Any, ...], kwargs: dict[str, A
         )
 
 
-# Note [Reads Of Written Memory]
-# An in-place op whose other operand views part of the memory it writes, other than exactly the written tensor
-# (x.add_(x[..., :1]) broadcast over a last dim of 2), computes in eager from values its own earlier element writes
-# may have changed: the result depends on eager's loop order (TensorIterator refuses most such partial overlaps, not
-# broadcast ones). Functionalization reads the old values, so such an op is refused. An elementwise op (copy_ and
-# pointwise ops) whose every index reads either memory it does not write or the location it writes at that same
-# index (x.mul_(x), x.select(1, -1).mul_(x.diagonal(-1, 1, 0)) where the two meet at one shared index, fuzz seed 3000
-# #473, #1365) is exact: each element reads its own old value. Other ops are refused on any shared memory.
-
-
-def _check_no_overlapping_read(func: Any, written: torch.Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    key = storage_key(written)
-    mine = elements_of(list(written.shape), list(written.stride()), written.storage_offset())
-    for other in [*args, *kwargs.values()]:
-        if not isinstance(other, torch.Tensor) or other is written or is_traceable_subclass(other):
-            continue
-        if storage_key(other) != key or _meta_triple(other) == _meta_triple(written):
-            continue
-        if func is torch.ops.aten.copy_.default or torch.Tag.pointwise in func.tags:
-            elsewhere = reads_elsewhere_written(written, other)
-            if elsewhere is not None:
-                if elsewhere:
-                    raise _overlapping_read(func)
-                continue  # every index reads what it writes there, or memory the op does not write
-        theirs = elements_of(list(other.shape), list(other.stride()), other.storage_offset())
-        if mine is None or theirs is None or not _meet(mine, theirs):
-            continue  # disjoint, or not decidable here (symbolic sizes)
-        raise _overlapping_read(func)
-
-
-def _overlapping_read(func: Any) -> UnsupportedError:
-    return UnsupportedError(
-        f"{func}: an in-place op reads part of the memory it writes through another view of it (Note [Reads Of "
-        "Written Memory]); eager's result depends on its loop order. Read from a clone (.clone()) instead"
-    )
-
-
-def _meta_triple(t: torch.Tensor) -> tuple[object, ...]:
-    return (tuple(t.shape), tuple(t.stride()), t.storage_offset())
-
-
-def _meet(a: Elements, b: Elements) -> bool:
-    if a.hi < a.lo or b.hi < b.lo or a.hi < b.lo or b.hi < a.lo:
-        return False
-    if a.exact is not None and b.exact is not None:
-        return bool(a.exact & b.exact)
-    return True
-
-
 def _copy_to_same_data(func: Any, args: tuple[Any, ...], hidden: bool) -> bool:
     """`dst.copy_(src)` where src views exactly dst's data: eager's copy_ returns at once (even through an expand,
     where a real copy would be refused) and only the version counter moves. Not where autograd records it (eager's
@@ -645,7 +595,7 @@ def _copy_to_same_data(func: Any, args: tuple[Any, ...], hidden: bool) -> bool:
         # over different inner tensors: fuzz seed 5000 #6911): the same data only where every inner pair is.
         inner_dst, inner_src = flatten_subclass(dst, "dst")[1], flatten_subclass(src, "src")[1]
         return (
-            _meta_triple(src) == _meta_triple(dst)
+            meta_triple(src) == meta_triple(dst)
             and len(inner_dst) == len(inner_src)
             and all(_same_functional_data(d, s) for d, s in zip(inner_dst, inner_src, strict=True))
         )
@@ -658,38 +608,12 @@ def _same_functional_data(dst: torch.Tensor, src: torch.Tensor) -> bool:
         and is_functional(dst)
         and storage_key(src) == storage_key(dst)
         and src.dtype == dst.dtype
-        and _meta_triple(src) == _meta_triple(dst)
+        and meta_triple(src) == meta_triple(dst)
     )
 
 
 def _size_and_stride(t: object) -> object:
     return (tuple(t.shape), tuple(t.stride())) if isinstance(t, torch.Tensor) else None
-
-
-def _overlaps(t: torch.Tensor, uniform: bool = False) -> bool:
-    """Do several elements share one memory location (a zero stride, or strides that meet, as_strided((3, 2),
-    (2, 2)))? Eager writes such elements once per index, in an order it does not promise. `uniform`: the write
-    stores one value everywhere, so zero-stride dims are harmless (Note [Uniform Writes Through Expand])."""
-    return _meta_overlaps(tuple(t.shape), tuple(t.stride()), t.storage_offset(), uniform)
-
-
-def _meta_overlaps(size: tuple[Any, ...], stride: tuple[Any, ...], offset: Any, uniform: bool = False) -> bool:
-    """`_overlaps` of a tensor of this size, stride and offset."""
-    pairs = list(zip(size, stride, strict=True))
-    if _numel(pairs) == 0:
-        return False  # writes nothing
-    pairs = [(sz, st) for sz, st in pairs if not (uniform and st == 0)]
-    if any(st == 0 and sz > 1 for sz, st in pairs):
-        return True
-    found = elements_of([sz for sz, _ in pairs], [st for _, st in pairs], offset)
-    return found is not None and found.exact is not None and len(found.exact) < _numel(pairs)
-
-
-def _numel(pairs: list[tuple[int, int]]) -> int:
-    n = 1
-    for sz, _ in pairs:
-        n *= sz
-    return n
 
 
 # Note [Uniform Writes Through Expand]

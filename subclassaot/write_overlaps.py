@@ -1,0 +1,92 @@
+"""Which in-place writes meet memory they also read or write twice: the overlap checks of the storage-swap modes.
+
+Input: the tensors of an in-place op under functionalization (their sizes, strides and offsets). Output: refusals
+(UnsupportedError) for reads of memory the op writes (Note [Reads Of Written Memory]), and `overlaps` /
+`meta_overlaps` for writes through memory that several elements share. Invariants: reads metadata only; symbolic
+sizes that cannot be decided count as disjoint for reads and as not overlapping for writes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.protocol import is_traceable_subclass
+from subclassaot.swap_record import Elements, elements_of, reads_elsewhere_written
+from subclassaot.torch_internals import storage_key
+
+# Note [Reads Of Written Memory]
+# An in-place op whose other operand views part of the memory it writes, other than exactly the written tensor
+# (x.add_(x[..., :1]) broadcast over a last dim of 2), computes in eager from values its own earlier element writes
+# may have changed: the result depends on eager's loop order (TensorIterator refuses most such partial overlaps, not
+# broadcast ones). Functionalization reads the old values, so such an op is refused. An elementwise op (copy_ and
+# pointwise ops) whose every index reads either memory it does not write or the location it writes at that same
+# index (x.mul_(x), x.select(1, -1).mul_(x.diagonal(-1, 1, 0)) where the two meet at one shared index, fuzz seed 3000
+# #473, #1365) is exact: each element reads its own old value. Other ops are refused on any shared memory.
+
+
+def check_no_overlapping_read(func: Any, written: torch.Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    key = storage_key(written)
+    mine = elements_of(list(written.shape), list(written.stride()), written.storage_offset())
+    for other in [*args, *kwargs.values()]:
+        if not isinstance(other, torch.Tensor) or other is written or is_traceable_subclass(other):
+            continue
+        if storage_key(other) != key or meta_triple(other) == meta_triple(written):
+            continue
+        if func is torch.ops.aten.copy_.default or torch.Tag.pointwise in func.tags:
+            elsewhere = reads_elsewhere_written(written, other)
+            if elsewhere is not None:
+                if elsewhere:
+                    raise _overlapping_read(func)
+                continue  # every index reads what it writes there, or memory the op does not write
+        theirs = elements_of(list(other.shape), list(other.stride()), other.storage_offset())
+        if mine is None or theirs is None or not _meet(mine, theirs):
+            continue  # disjoint, or not decidable here (symbolic sizes)
+        raise _overlapping_read(func)
+
+
+def _overlapping_read(func: Any) -> UnsupportedError:
+    return UnsupportedError(
+        f"{func}: an in-place op reads part of the memory it writes through another view of it (Note [Reads Of "
+        "Written Memory]); eager's result depends on its loop order. Read from a clone (.clone()) instead"
+    )
+
+
+def meta_triple(t: torch.Tensor) -> tuple[object, ...]:
+    return (tuple(t.shape), tuple(t.stride()), t.storage_offset())
+
+
+def _meet(a: Elements, b: Elements) -> bool:
+    if a.hi < a.lo or b.hi < b.lo or a.hi < b.lo or b.hi < a.lo:
+        return False
+    if a.exact is not None and b.exact is not None:
+        return bool(a.exact & b.exact)
+    return True
+
+
+def overlaps(t: torch.Tensor, uniform: bool = False) -> bool:
+    """Do several elements share one memory location (a zero stride, or strides that meet, as_strided((3, 2),
+    (2, 2)))? Eager writes such elements once per index, in an order it does not promise. `uniform`: the write
+    stores one value everywhere, so zero-stride dims are harmless (Note [Uniform Writes Through Expand])."""
+    return meta_overlaps(tuple(t.shape), tuple(t.stride()), t.storage_offset(), uniform)
+
+
+def meta_overlaps(size: tuple[Any, ...], stride: tuple[Any, ...], offset: Any, uniform: bool = False) -> bool:
+    """`overlaps` of a tensor of this size, stride and offset."""
+    pairs = list(zip(size, stride, strict=True))
+    if _numel(pairs) == 0:
+        return False  # writes nothing
+    pairs = [(sz, st) for sz, st in pairs if not (uniform and st == 0)]
+    if any(st == 0 and sz > 1 for sz, st in pairs):
+        return True
+    found = elements_of([sz for sz, _ in pairs], [st for _, st in pairs], offset)
+    return found is not None and found.exact is not None and len(found.exact) < _numel(pairs)
+
+
+def _numel(pairs: list[tuple[int, int]]) -> int:
+    n = 1
+    for sz, _ in pairs:
+        n *= sz
+    return n
