@@ -50,7 +50,9 @@ __all__ = [
 # no_grad the op records nothing, but its version bump makes autograd replay the view all the same: where the view
 # op does not apply to the new layout at all (t() of a tensor set_() to 3-d), the replay raises where eager's
 # as_strided() does not, so such an op counts too (fuzz seed 8000 #6485; #6268: select() of a tensor `.data =`-
-# assigned 0-d, refused elsewhere).
+# assigned 0-d, refused elsewhere). `x.data = v` bumps no version, so a view of x is replayed on v's layout only
+# after a later write: where that replay raises, the op that read the view is refused there (fuzz seed 14000 #8176,
+# `stale_history_failures_refused`); where it does not, the view op is not checked against the new layout.
 
 
 def check_stale_views(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -283,12 +285,35 @@ def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kw
     except (RuntimeError, IndexError) as e:
         if not torch.is_grad_enabled():
             raise
+        failure = f"{type(e).__name__}: {str(e).splitlines()[0]}"
         for a in pytree.tree_leaves((args, kwargs)):
             if isinstance(a, torch.Tensor) and a.requires_grad and _stale(record, a):
-                raise _stale_refusal(
-                    record, a, f"which fails here ({type(e).__name__}: {str(e).splitlines()[0]})"
+                raise _stale_refusal(record, a, f"which fails here ({failure})") from e
+            if isinstance(a, torch.Tensor) and a.requires_grad and _replay_fails_after_assignment(record, a):
+                raise UnsupportedError(
+                    f"{input_named(record, a)}a view taken with grad enabled is used with grad after the program "
+                    "assigned `.data` of the tensor it is a view of (a layout the view op does not apply to) and a "
+                    "write moved their version: autograd rebuilds the view's history by replaying the view op on "
+                    f"that tensor, which fails under functionalization ({failure}) where eager's as_strided() does "
+                    "not (Note [Views Used After An In-Place View Op On Their Base]). Take the view again after the "
+                    "`.data =` assignment, or assign `.data` of a clone"
                 ) from e
         raise
+
+
+def _replay_fails_after_assignment(record: SwapRecord, t: torch.Tensor) -> bool:
+    """Is `t` a view, taken with grad, of a tensor (or through one, along its view chain) whose `.data` the program
+    assigned after the view was taken, to a layout the view op does not apply to (fuzz seed 14000 #8176)? The
+    assignment bumps no version, so autograd replays the view only after a later write: this is asked only once an
+    op that read `t` failed."""
+    while (view := record.views.get(id(t))) is not None and view.func is not torch.ops.aten.detach.default:
+        source = view.source
+        assigned = record.data_sets.get(id(source))
+        if view.grad_enabled and source.requires_grad and assigned is not None and assigned[0] > view.seq:
+            if _replay_fails(view, source):
+                return True
+        t = source
+    return False
 
 
 def check_stale_set(record: SwapRecord, target: torch.Tensor, source: object) -> None:
