@@ -12,9 +12,9 @@ import torch
 
 import subclassaot
 from subclasses.pair import PairTensor
-from tests.oracle import CompileFn
+from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.fuzz_helpers import check_no_grad, check_with_grad, pair
+from tests.pipeline.fuzz_helpers import assert_refused, check_no_grad, check_with_grad, pair, pair_nonleaf
 
 T = torch.Tensor
 
@@ -106,3 +106,37 @@ def test_output_is_still_a_view_of_the_input(compile_fn: CompileFn | None) -> No
         t2 = run(x0, x1)
     assert isinstance(t2, PairTensor) and t2._base is x1
     assert t2.shape == (4, 1, 4) and type(t2.grad_fn).__name__ == "ViewBackward0"
+
+
+@pytest.mark.parametrize("grad", [True, False])
+def test_view_of_a_view_set_to_an_intermediate_is_refused(compile_fn: CompileFn | None, grad: bool) -> None:
+    # a view taken of the set_() view: its chain cannot be replayed, and the fallback made it a view of a fresh
+    # tensor where eager's `._base` is the input (Note [Fresh Views Of Inputs])
+    def f(x0: T, x1: T) -> object:
+        t1 = x0.exp()
+        t2 = x1.view(16)
+        with torch.no_grad():
+            set_to(t2, t1)
+        return (t2.view(-1),)
+
+    with torch.set_grad_enabled(grad):
+        assert_refused(f, _pair_leaf_and_view(4, 4, transposed=False), compile_fn, r"Note \[Fresh Views Of Inputs\]")
+
+
+@pytest.mark.parametrize("grad", [True, False])
+def test_views_of_input_views_set_under_grad(compile_fn: CompileFn | None, grad: bool) -> None:
+    # set_() with grad on (the call under grad or not): replayed from the input, then set_(), as fuzz seed 42000
+    # #4220 (refused before, tests/pipeline/test_fuzz_setgrad8.py)
+    def g(x0: T) -> object:
+        t0 = x0.unsqueeze(0)
+        set_to(t0, x0.exp())
+        return (t0, t0.sum())
+
+    def h(x0: T) -> object:
+        t0 = x0.t()
+        set_to(t0, (x0 * 3.0).reshape(-1))
+        return (t0,)
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(g, lambda: (pair_nonleaf(3, 4).t(),), compile_fn=compile_fn)
+        assert_matches_eager(h, lambda: (pair_nonleaf(4, 4)[1:],), compile_fn=compile_fn)
