@@ -241,12 +241,12 @@ def _analyze_outputs(
 # A subclass output that views an intermediate subclass (`y = x.clone(); return y.view(-1)`) is replayed, in
 # inference, from a wrapper rebuilt around the intermediate's dense leaves (Note [Subclass Intermediate Roots]).
 # In training that wrapper would have no autograd history: autograd runs above the subclass, and the compiled
-# autograd.Function returns dense bases whose inner tensors carry none. So the output is computed by the graph
-# like a fresh output (the Function wraps it and gives it a gradient) and returned as `fresh.view(fresh.shape)`:
-# a view of an intermediate nobody else sees, as in eager. That is the fallback: an output whose view chain replays
-# exactly from the intermediate (or from an earlier output) replays from the intermediate as the Function returns
-# it (Note [Intermediate Roots In Training]), which several outputs share. Two fallback outputs that view the same
-# intermediate cannot be made to share it, so that is refused.
+# autograd.Function returns dense bases whose inner tensors carry none. So the output is computed by the graph like a
+# fresh output (the Function wraps it and gives it a gradient) and returned as `fresh.view(fresh.shape)`: a view of an
+# intermediate nobody else sees, as in eager. That is the fallback: an output whose view chain replays exactly from
+# the intermediate (or an earlier output) replays from it as the Function returns it (Note [Intermediate Roots In
+# Training]), which several outputs share; so does one whose wrapper was set_() after its chain (Replay.then_set),
+# from an input too, a view of it as in eager (fuzz seed 14000 #2383). Two fallbacks of one intermediate: refused.
 
 
 def _check_views_of_fresh(
@@ -499,7 +499,7 @@ def _output_info(
             "in place (t_, unsqueeze_, set_ ...) around taking the view, so its view chain cannot be replayed on the "
             "input, and an output rebuilt from its inner tensors would have no history. Return a clone"
         )
-    on_root = tree is not None and value.requires_grad
+    on_root = tree is not None and value.requires_grad and not (replay is not None and replay.then_set)
     if on_root and replay is None:
         replay = root_replay(value, bases, ())  # the intermediate itself, views of it returned too
     if (

@@ -1,9 +1,10 @@
 """Stage `analyze`, training outputs: a subclass view that an in-place view op of its own changed, whose history eager
-then rebuilds from view functions that miss that op, where the replayed output keeps the history the op recorded.
+then rebuilds from view functions that miss that op, where the replayed output keeps the history the op recorded;
+and a subclass view of an input or another output that only a fresh base could rebuild.
 
 Input: the analysis's output infos and the eager objects they describe, the run. Output: nothing, or
 UnsupportedError. Invariants: pure reads of the run's records (Note [Subclass Views Rebuilt Without Their In-Place
-View Ops]).
+View Ops], Note [Fresh Views Of Inputs]).
 """
 
 from __future__ import annotations
@@ -31,8 +32,31 @@ __all__ = ["check_stale_subclass_outputs"]
 # storage after it is repeated by the epilogue with the bump (supported), and so is such an op of a returned view.
 
 
+# Note [Fresh Views Of Inputs]
+# The fallback of Note [Subclass Views Of Intermediates In Training] returns an output as a view of a fresh tensor,
+# exact where eager's `._base` is an intermediate nobody else sees. Where it is an input or another output (`t2 =
+# x1.view(16); with no_grad(): t2.set_(t0); return t2.view(-1)`, a PairTensor x1: the chain through the set_() view
+# cannot be replayed), the output would be a view of the wrong tensor: refused instead (found beside fuzz seed 14000
+# #2383).
+
+
+def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
+    """See Note [Fresh Views Of Inputs]."""
+    named = {id(t): f"input {i}" for i, t in enumerate(run.user_tensors)}
+    named.update((id(v), info.path) for info, v in zip(infos, leaves, strict=True) if isinstance(v, torch.Tensor))
+    for info, value in zip(infos, leaves, strict=True):
+        base = value._base if info.view_of_fresh and isinstance(value, torch.Tensor) else None
+        if base is not None and id(base) in named:
+            raise UnsupportedError(
+                f"{info.path} is a view of {named[id(base)]} (a tensor subclass) whose view chain cannot be replayed "
+                "(it passes through a tensor the program set_() or changed in place after taking a view of it), so "
+                "the compiled output could not be a view of it (Note [Fresh Views Of Inputs]). Return a clone"
+            )
+
+
 def check_stale_subclass_outputs(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
-    """See Note [Subclass Views Rebuilt Without Their In-Place View Ops]."""
+    """See Note [Subclass Views Rebuilt Without Their In-Place View Ops] and Note [Fresh Views Of Inputs]."""
+    _check_fresh_views(infos, leaves, run)
     if not torch.is_grad_enabled():
         return
     returned = {id(v) for v in leaves if isinstance(v, torch.Tensor)}
