@@ -25,7 +25,7 @@ from subclassaot.joint import training_roots
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.regenerate import fresh_outer_stride, root_outer_stride
 from subclassaot.runtime_plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias, wrapper_write_recorded
-from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf
+from subclassaot.schemas import AliasGroupRef, DataAssignmentPlan, LeafSource, OutputKind, OutputLeaf
 from subclassaot.torch_internals import grad_fn_raises
 from subclassaot.trace import UpdateKind
 
@@ -88,10 +88,11 @@ def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[tor
 # Note [Unreached Inputs Are Detached]
 # An input that requires grad but that no differentiable output's gradient reaches (or only new values of inputs
 # that the epilogue writes under no_grad: .data and no_grad writes) is given to the Function detached where the
-# program changes its metadata, or where the backward raises. Eager never puts such an input in
-# the autograd graph; an attached Function input would, and would create its gradient accumulator now, with its
-# metadata now: after x.transpose_(0, 1) under no_grad on a leaf, a later backward through the new x would fail
-# against that stale accumulator where eager's succeeds. Detaching also keeps such an input's own gradient from
+# program changes its metadata (a tensor subclass's own size too, by `.data =`), or where the backward raises. Eager
+# never puts such an input in the autograd graph; an attached Function input would, and would create its gradient
+# accumulator now, with its metadata now: after x.transpose_(0, 1) under no_grad on a leaf, a later backward through
+# the new x would fail against that stale accumulator where eager's succeeds (so after `x0.data = x1` on a (4, 4)
+# PairTensor leaf, x1 of size (), with x0 returned: fuzz seed 14000 #1219). Detaching also keeps such an input's own gradient from
 # waiting behind a backward that raises (Note [Backward Errors Are Deferred]). Other unreached inputs stay
 # attached: outputs computed from a no_grad view of one still require grad in eager, and do through the Function.
 # Where every input that requires grad went in detached, the first detached one goes in as a fresh alias leaf that
@@ -236,6 +237,11 @@ def _passthrough(
     if not leaf.is_view:
         return source
     return source.as_strided(*ev.meta(leaf.meta, symbols))
+
+
+def _resized_by_data(plan: DataAssignmentPlan | None) -> bool:
+    """A `.data =` gave this subclass input another wrapper size (Note [Unreached Inputs Are Detached])."""
+    return plan is not None and plan.resizes
 
 
 def _contiguous_strides(size: Sequence[int]) -> list[int]:
@@ -492,7 +498,12 @@ def training_call(
         if len(bw_meta.tangent_deps) >= len(bw_meta.grad_inputs)
         else []
     )
-    changed = [i for i in unreached if any(analysis.mutations[j].metadata for j in layout.leaves_of_input[i])]
+    changed = [
+        i
+        for i in unreached
+        if any(analysis.mutations[j].metadata for j in layout.leaves_of_input[i])
+        or _resized_by_data(analysis.wrapper_data[i])
+    ]
     unreached = changed if bw_meta.error is None else unreached
     # Where the backward raises and no input would stay attached, the outputs still require grad in eager (through
     # a no_grad view: Note [Backward Runs Every Node]): such inputs go in as new leaves over the same data, which
