@@ -235,19 +235,3 @@ def test_subclass_view_rebuilt_without_its_t_is_refused(compile_fn: CompileFn | 
     # a data write after it, and the later op on a returned view, are repeated at run time
     check_with_grad(_t_then_written, lambda: (pair_nonleaf(3, 3, 3),), compile_fn)
     check_with_grad(_t_then_returned_view_unsqueezed, lambda: (pair_nonleaf(3, 3, 3),), compile_fn)
-
-
-def _unbind_then_root_assigned_transpose(x0: T) -> tuple[T]:
-    # seed 43000 #3871, shrunk: the assignment keeps the root's size, changes its strides
-    t0 = x0.unsqueeze(1)
-    t1 = t0.add(t0)
-    t2 = t1.unbind(1)[0]
-    t3 = t1.transpose(2, 1)
-    t1.data = t3
-    return (t2,)
-
-
-def test_seed43000_3871_base_takes_assigned_metadata(compile_fn: CompileFn | None) -> None:
-    # was: output[0]._base: shape (4, 1, 4) vs eager (4, 4, 1)
-    check_no_grad(_unbind_then_root_assigned_transpose, lambda: (pair(4, 4),), compile_fn)
-    check_with_grad(_unbind_then_root_assigned_transpose, lambda: (pair(4, 4),), compile_fn)
