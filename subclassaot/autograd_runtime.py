@@ -25,7 +25,7 @@ from subclassaot.joint import training_roots
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.regenerate import fresh_outer_stride, root_outer_stride
 from subclassaot.runtime_plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias, wrapper_write_recorded
-from subclassaot.schemas import AliasGroupRef, DataAssignmentPlan, LeafSource, OutputKind, OutputLeaf
+from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf
 from subclassaot.torch_internals import grad_fn_raises
 from subclassaot.trace import UpdateKind
 
@@ -237,11 +237,6 @@ def _passthrough(
     if not leaf.is_view:
         return source
     return source.as_strided(*ev.meta(leaf.meta, symbols))
-
-
-def _resized_by_data(plan: DataAssignmentPlan | None) -> bool:
-    """A `.data =` gave this subclass input another wrapper size (Note [Unreached Inputs Are Detached])."""
-    return plan is not None and plan.resizes
 
 
 def _contiguous_strides(size: Sequence[int]) -> list[int]:
@@ -502,7 +497,7 @@ def training_call(
         i
         for i in unreached
         if any(analysis.mutations[j].metadata for j in layout.leaves_of_input[i])
-        or _resized_by_data(analysis.wrapper_data[i])
+        or ((assigned := analysis.wrapper_data[i]) is not None and assigned.resizes)  # a subclass size, by `.data =`
     ]
     unreached = changed if bw_meta.error is None else unreached
     # Where the backward raises and no input would stay attached, the outputs still require grad in eager (through

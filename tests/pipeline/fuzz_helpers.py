@@ -12,7 +12,7 @@ from subclassaot.errors import UnsupportedError
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 
-__all__ = ["assert_refused", "nonleaf", "pair", "pair_nonleaf"]
+__all__ = ["assert_refused", "nonleaf", "pair", "pair_nonleaf", "twice"]
 
 T = torch.Tensor
 
@@ -70,3 +70,13 @@ def check_no_grad(
     """assert_matches_eager under no_grad (an inference program)."""
     with torch.no_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def twice(make: Callable[[], T]) -> Callable[[], tuple[object, ...]]:
+    """An input maker passing one tensor from `make` as two arguments (an alias group of the same object)."""
+
+    def make_inputs() -> tuple[object, ...]:
+        x = make()
+        return (x, x)
+
+    return make_inputs

@@ -18,17 +18,10 @@ from tests.pipeline.fuzz_helpers import (
     nonleaf,
     pair,
     pair_nonleaf,
+    twice,
 )
 
 T = torch.Tensor
-
-
-def _twice(make: Callable[[], T]) -> Callable[[], tuple[object, ...]]:
-    def make_inputs() -> tuple[object, ...]:
-        b0 = make()
-        return (b0, b0)
-
-    return make_inputs
 
 
 def test_no_grad_view_after_the_last_write_reads_fine(compile_fn: CompileFn | None) -> None:
@@ -50,7 +43,7 @@ def test_no_grad_view_after_the_last_write_reads_fine(compile_fn: CompileFn | No
 
     for fn in (f, chained):
         for make in (lambda: nonleaf(1, 4, 4), lambda: leaf(1, 4, 4), lambda: pair_nonleaf(1, 4, 4)):
-            check_no_grad(fn, _twice(make), compile_fn)
+            check_no_grad(fn, twice(make), compile_fn)
 
 
 def test_no_grad_view_before_a_write_still_raises(compile_fn: CompileFn | None) -> None:
@@ -70,7 +63,7 @@ def test_no_grad_view_before_a_write_still_raises(compile_fn: CompileFn | None) 
         return (t0,)
 
     with torch.no_grad():
-        assert_refused(f, _twice(lambda: nonleaf(1, 4, 4)), compile_fn, "its grad_fn raises in eager")
+        assert_refused(f, twice(lambda: nonleaf(1, 4, 4)), compile_fn, "its grad_fn raises in eager")
     check_no_grad(other_input, lambda: (lambda b: (b, b[:]))(nonleaf(1, 4, 4)), compile_fn)
 
 

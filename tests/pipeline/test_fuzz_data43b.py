@@ -178,7 +178,11 @@ def test_computed_from_after_an_assignment_of_the_same_size(compile_fn: CompileF
     check_with_grad(f, lambda: (leaf(2, 2), nonleaf(2, 2)), compile_fn)
 
 
-@pytest.mark.xfail(strict=True, reason="Note [Accumulators Kept Through .data =]: a read into a temporary counts")
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap (Note [Accumulators Kept Through .data =]): a read with grad whose result is dropped still counts "
+    "as keeping the leaf's accumulator, where eager's dies with the temporary",
+)
 def test_read_into_a_temporary_before_the_assignment(compile_fn: CompileFn | None) -> None:
     # eager's accumulator dies with the temporary expand(); the functional run keeps every result, so the compiled
     # replay feeds the accumulator of the old size (args[0].grad shape (2,) where eager's is (2, 2))

@@ -13,7 +13,7 @@ import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair, pair_nonleaf
+from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair, pair_nonleaf, twice
 from tests.pipeline.fuzz_helpers import leaf as _leaf
 
 T = torch.Tensor
@@ -167,15 +167,7 @@ def test_subclass_view_after_set_to_a_view_of_a_nonleaf(compile_fn: CompileFn | 
 # Computed with grad, then set_() onto an input under no_grad (Note [Outputs That An Input Was set_() To])
 
 
-def _twice(make: Callable[[], T]) -> Callable[[], tuple[object, ...]]:
-    def make_inputs() -> tuple[object, ...]:
-        x = make()
-        return (x, x)
-
-    return make_inputs
-
-
-def test_no_grad_set_onto_input_passed_twice(compile_fn: CompileFn | None) -> None:
+def test_no_grad_set_onto_input_passedtwice(compile_fn: CompileFn | None) -> None:
     # fuzz seed 40000 #178: eager's t0 keeps AddBackward0 over x1's storage
     def f(x0: T, x1: T) -> object:
         t0 = x0.add(x1)
@@ -183,7 +175,7 @@ def test_no_grad_set_onto_input_passed_twice(compile_fn: CompileFn | None) -> No
             set_to(t0, x1)
         return (t0,)
 
-    _check(f, _twice(_leaf), compile_fn)
+    _check(f, twice(_leaf), compile_fn)
 
 
 def test_no_grad_set_onto_input_then_written(compile_fn: CompileFn | None) -> None:

@@ -6,26 +6,16 @@ Newly supported programs get a parity test; the refusals that stay get a test na
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 
 from tests.oracle import CompileFn
 from tests.pipeline.corpus import set_to
 from tests.pipeline.fuzz_helpers import check_with_grad as _check
 from tests.pipeline.fuzz_helpers import leaf as _leaf
-from tests.pipeline.fuzz_helpers import nonleaf, pair, pair_nonleaf
+from tests.pipeline.fuzz_helpers import nonleaf, pair, pair_nonleaf, twice
 from tests.pipeline.fuzz_helpers import refused_with_grad as assert_refused
 
 T = torch.Tensor
-
-
-def _twice(make: Callable[[], T]) -> Callable[[], tuple[object, ...]]:
-    def make_inputs() -> tuple[object, ...]:
-        x = make()
-        return (x, x)
-
-    return make_inputs
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -84,7 +74,7 @@ def test_subclass_set_output_beside_view_of_input(compile_fn: CompileFn | None) 
         set_to(t0, x0)
         return (t1, t0)
 
-    _check(f, _twice(pair_nonleaf), compile_fn)
+    _check(f, twice(pair_nonleaf), compile_fn)
 
 
 def test_subclass_clone_set_to_returned_input(compile_fn: CompileFn | None) -> None:
@@ -136,7 +126,7 @@ def test_set_output_beside_leaf_passed_twice_refused(compile_fn: CompileFn | Non
         set_to(t0, t0)
         return (t0, x0)
 
-    assert_refused(f, _twice(lambda: _leaf(1, 3)), compile_fn, "an autograd leaf that requires grad")
+    assert_refused(f, twice(lambda: _leaf(1, 3)), compile_fn, "an autograd leaf that requires grad")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -249,7 +239,7 @@ def test_output_leaf_passed_twice_set_to_under_no_grad(compile_fn: CompileFn | N
             set_to(x1, t0)
         return (t0,)
 
-    _check(f, _twice(lambda: _leaf(1, 1, 3)), compile_fn)
+    _check(f, twice(lambda: _leaf(1, 1, 3)), compile_fn)
 
 
 def test_output_without_grad_assigned_to_leaf_data(compile_fn: CompileFn | None) -> None:
@@ -304,7 +294,7 @@ def test_output_input_was_set_to_beside_view_of_input(compile_fn: CompileFn | No
         t2.unsqueeze_(0)
         return (t2, t0)
 
-    _check(f, _twice(nonleaf), compile_fn)
+    _check(f, twice(nonleaf), compile_fn)
 
 
 def test_output_assigned_to_data_after_no_grad_view_refused(compile_fn: CompileFn | None) -> None:
