@@ -29,6 +29,14 @@ from subclassaot.analyze_training import (
 )
 from subclassaot.assigned_history import check_unreplayed_assigned_view, history_data_leaf
 from subclassaot.bumped_views import check_bumped_views, counter_at_end
+from subclassaot.chain_facts import (
+    base_gains_grad,
+    check_mixed_grad_view_ops,
+    detached_in_chain,
+    hidden_base,
+    made_seq,
+    split_seq,
+)
 from subclassaot.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.detached_outputs import detached_output_leaves
@@ -65,18 +73,12 @@ from subclassaot.torch_internals import (
 )
 from subclassaot.training_rules import gains_grad, grad_bases, one_tensor_passed_again, wrapper_update_inputs
 from subclassaot.view_chains import (
-    base_gains_grad,
-    check_mixed_grad_view_ops,
     cut_history_replay,
-    detached_in_chain,
     early_input_replay,
-    hidden_base,
     inplace_replay,
     last_bump,
-    made_seq,
     replay_of,
     root_replay,
-    split_seq,
     view_rebuilt_by_set,
     viewed_before_set,
     wrapper_storage_classes,

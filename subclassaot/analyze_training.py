@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.chain_facts import detached_in_chain, viewed_after_grad_set
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of
@@ -37,12 +38,7 @@ from subclassaot.schemas import (
     ViewStep,
 )
 from subclassaot.torch_internals import is_multi_output_view, recorded_size, storage_key, symint_expr
-from subclassaot.view_chains import (
-    detached_in_chain,
-    replay_of,
-    root_replay,
-    viewed_after_grad_set,
-)
+from subclassaot.view_chains import replay_of, root_replay
 
 __all__ = [
     "check_history_over_alias",

@@ -1,0 +1,149 @@
+"""Stage `analyze`, facts about view chains the analysis decides on: a detach() in the chain (and whether the
+replayed `._base` must gain requires_grad), a set_() under grad before a view, a hidden intermediate base, in-place
+view ops under mixed grad modes, and when the program made a value or split its chain.
+
+Input: a `FunctionalRun` and a value of it. Output: booleans, sequence numbers or a `Meta`. Invariants: pure reads
+of the run's records; only `check_mixed_grad_view_ops` raises. (Split out of view_chains.py, which builds the
+chains themselves: Note [Output Regeneration].)
+"""
+
+from __future__ import annotations
+
+import torch
+
+from subclassaot.desugar import leaf_meta
+from subclassaot.errors import UnsupportedError
+from subclassaot.functional_run import FunctionalRun
+from subclassaot.protocol import is_traceable_subclass
+from subclassaot.schemas import DenseIndex, FlatInputs, InputIndex, Meta, Replay
+from subclassaot.torch_internals import storage_key
+
+__all__ = [
+    "base_gains_grad",
+    "check_mixed_grad_view_ops",
+    "detached_in_chain",
+    "hidden_base",
+    "made_seq",
+    "split_seq",
+    "viewed_after_grad_set",
+]
+
+
+def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """`value` is a detach() or a view of one (fuzz seed 2000 #3651: `t = x.detach(); t.copy_(x)` with grad)."""
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None:
+        if record.func is torch.ops.aten.detach.default:
+            return True
+        t = record.source
+    return False
+
+
+# Note [Views Of A Detach That Gained Grad]
+# `t = x.detach(); t.copy_(x)` with grad on gives t a history (CopyBackwards); a view of t taken under no_grad has
+# none, yet requires grad, as a view does whose `._base` (t) requires grad (fuzz seed 10000 #9135). Replayed from
+# the input, t is a fresh detach() that does not: the runtime calls requires_grad_() on the replayed `._base` (a
+# leaf; no gradient reaches it, as none reaches eager's through a view without grad_fn). A view of t with a history
+# of its own is refused (analyze: a detach() of an input written with a value that requires grad). Where the view was
+# taken before the write (`with no_grad(): t1 = t.unsqueeze(0)`, then `t.mul_(x)`), eager's grad_fn raises: the view
+# is replayed before the epilogue, whose write moves its version, and with its `._base` requiring grad, ours raises
+# too.
+
+
+def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
+    """Note [Views Of A Detach That Gained Grad]: `value`'s replay makes a `._base` that must be given requires_grad."""
+    if not torch.is_grad_enabled() or not value.requires_grad or not value._is_view():
+        return False
+    if not detached_in_chain(value, run):
+        return False
+    try:
+        if value.grad_fn is not None:
+            return False
+    except RuntimeError:
+        if not replay.before_epilogue:  # eager's view-after-write error: ours too only if made before the epilogue
+            return False
+    except (ValueError, IndexError):  # its grad_fn cannot be replayed on fake tensors
+        return False
+    base = value._base
+    detach = torch.ops.aten.detach.default
+    return base is not None and base.requires_grad and any(step.op is detach for step in replay.steps)
+
+
+def viewed_after_grad_set(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """A view taken (through its chain) of a subclass wrapper or a plain tensor, not an input, the program had set_()
+    with grad enabled: its history goes through that set_ too (fuzz seed 2000 #949, #2813; seed 3000 #8754 for a
+    plain one). (An input's set_ under grad is repeated by the epilogue, and views of it replay after: Note [set_
+    Under Grad].)"""
+    inputs = {id(u) for u in run.user_tensors}
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        t = record.source
+        found = run.swaps.wrapper_sets.get(id(t)) or run.swaps.plain_sets.get(id(t))
+        if found is not None and found[0] < record.seq and found[1] and id(t) not in inputs:
+            return True
+    return False
+
+
+def hidden_base(
+    leaf: torch.Tensor,
+    run: FunctionalRun,
+    j: DenseIndex,
+    input_by_id: dict[int, InputIndex],
+    earlier: dict[int, int],
+    shifted: bool,
+) -> Meta | None:
+    """A plain view of input `j`'s storage whose view chain starts at an intermediate that set_() made share it
+    (`t1 = t0.t(); x.set_(t0)`, fuzz seed 2000 #727): eager's `._base` is that intermediate, returned by no one."""
+    if is_traceable_subclass(leaf) or not run.swaps.is_view(leaf) or shifted or not leaf._is_view():
+        return None
+    root = leaf._base  # eager's, set_() or not
+    if root is None or root is run.finals[j] or id(root) in input_by_id or id(root) in earlier:
+        return None
+    if id(root) not in run.swaps.swapped_ids and any(storage_key(root) == storage_key(o) for o in run.originals):
+        # an input's own storage (a synthetic base of aliased inputs, ...) that no set_() put the root on (after
+        # `t0.set_(x)`, t0 is: fuzz seed 3000 #8754)
+        return None
+    return leaf_meta(root) if storage_key(root) == storage_key(leaf) else None
+
+
+# Note [In-Place View Ops Under Mixed Grad Modes]
+# An in-place view op (t_, unsqueeze_) on a tensor that requires grad rewrites its grad_fn in eager only with grad
+# enabled; under no_grad it changes the layout and leaves the history alone, which then reads a gradient of the new
+# layout as one of the old (a square x.t_() under no_grad reinterprets the gradient; another shape makes eager's
+# backward raise). The epilogue gives a plain input its final layout by one as_strided_, recorded by autograd or not:
+# exact when all of the input's in-place view ops ran under one grad mode, not when they mix (fuzz seed 2000 #344:
+# wrong gradients). Such an input is refused in training.
+
+
+def check_mixed_grad_view_ops(flat: FlatInputs, run: FunctionalRun) -> None:
+    if not torch.is_grad_enabled():
+        return
+    for t, index in zip(run.user_tensors, flat.tensor_indices, strict=True):
+        modes = {r.grad_enabled for r in run.swaps.inplace_views.get(id(t), [])}
+        if t.requires_grad and not is_traceable_subclass(t) and len(modes) > 1:
+            raise UnsupportedError(
+                f"{flat.leaves[index].path}: the program changes the layout of this input, which requires grad, by "
+                "in-place view ops (t_, unsqueeze_, ...) both under no_grad and with grad enabled; eager's autograd "
+                "history of it then reads gradients in a layout it no longer has (Note [In-Place View Ops Under "
+                "Mixed Grad Modes]), which the compiled epilogue does not reproduce. Run them all under one grad "
+                "mode, or change a clone"
+            )
+
+
+def made_seq(value: torch.Tensor, run: FunctionalRun) -> int:
+    """When the program made `value`: its view op's or its last in-place view op's sequence number."""
+    record = run.swaps.views.get(id(value))
+    seqs = [record.seq] if record is not None else []
+    seqs.extend(r.seq for r in run.swaps.inplace_views.get(id(value), []))
+    return max(seqs, default=0)
+
+
+def split_seq(value: torch.Tensor, run: FunctionalRun, input_by_id: dict[int, InputIndex]) -> int:
+    """When the program took the first view of `value`'s chain (back to an input) that a multi-output view op
+    (unbind, split) made with grad enabled; 0 if none (Note [Multi-Output View Inputs])."""
+    t, seqs = value, []
+    while id(t) not in input_by_id and (record := run.swaps.views.get(id(t))) is not None:
+        if record.index is not None and record.grad_enabled:
+            seqs.append(record.seq)
+        t = record.source
+    return min(seqs, default=0)
