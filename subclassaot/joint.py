@@ -24,6 +24,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import leaf_meta
 from subclassaot.functional_run import FunctionalRun, intermediate_bases, run_functional
 from subclassaot.grad_scope import check_backward_metadata, metadata_of
+from subclassaot.nograd_set_views import differentiated_as_eager
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.schemas import (
     Analysis,
@@ -233,7 +234,7 @@ def trace_joint(
             fw_outs = graph_output_values(run, setup.traced.outputs.updates, setup.analysis)[0]
             n_fw_outputs[0] = len(fw_outs)
             outs = forward_output_values(run, setup.traced, setup.analysis, setup.wrapper_updates)
-            diff_outs = [outs[i] for i in setup.diff]
+            diff_outs = [differentiated_as_eager(run.swaps, outs[i]) for i in setup.diff]
             trees = tangent_trees if tangent_trees is not None else [_tree_of(o) for o in diff_outs]
             grad_outs = [_rewrap_tangent(tree, tangents) for tree in trees]
             wrt = [run.grad_leaves[i] for i in setup.grad_inputs]

@@ -22,7 +22,13 @@ from subclassaot.stale_views import input_named, layout_of
 from subclassaot.swap_record import SwapRecord
 from subclassaot.torch_internals import is_functional, storage_key
 
-__all__ = ["check_nograd_set_write", "note_nograd_set", "original_of", "with_eager_view_histories"]
+__all__ = [
+    "check_nograd_set_write",
+    "differentiated_as_eager",
+    "note_nograd_set",
+    "original_of",
+    "with_eager_view_histories",
+]
 
 # Note [Views set_() Under no_grad Read With Grad]
 # `t0 = x0.unsqueeze(0); with no_grad(): t0.set_(x0); t1 = t0.clone()` (fuzz seed 43000 #4392): the set_() bumps the
@@ -44,6 +50,16 @@ __all__ = ["check_nograd_set_write", "note_nograd_set", "original_of", "with_eag
 # is refused (`check_nograd_set_write`), as is a read with grad of such a view on another storage than its base's
 # (eager's history reads the base's elements at the view's layout, not the view's values) or given other data by
 # `.data =` since. A subclass view is left alone: eager rebuilds it by replaying its view ops, as the trace does.
+# The joint trace differentiates such a view returned as a forward output (an intermediate base) through its
+# stand-in too (`differentiated_as_eager`).
+#
+# Note [Views set_() Off Their Base Read With Grad]
+# A view of Note [Views set_() Under no_grad Read With Grad] on another storage than its base's (`t2 = x1.t();
+# with no_grad(): t2.set_(x0 * 2); t2.sum()`, found beside fuzz seed 43000): eager's rebuilt history is still
+# AsStridedBackward of the base at the view's new layout, whose backward reads no values, while every op reads the
+# view's own values. So the stand-in is `_EagerHistory(base.as_strided(...), t)`: t's elements (a view_as() of t)
+# with the as_strided() history; the gradient never reaches t's stale view function. Refused only where the base's
+# storage does not hold the new layout (base.as_strided() cannot take it) and a gradient reaches it.
 
 # calls that read no history of a tensor argument, or act on the objects themselves (set_(): Note [set_ Under Grad]
 # tracks its source by identity)
@@ -103,6 +119,18 @@ class _RefusedHistory(torch.autograd.Function):
         raise UnsupportedError(ctx.message)
 
 
+class _EagerHistory(torch.autograd.Function):
+    """`t`'s elements with the history of `history` (Note [Views set_() Off Their Base Read With Grad])."""
+
+    @staticmethod
+    def forward(ctx: Any, history: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        return t.view_as(t)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad, None
+
+
 def _stand_in(record: SwapRecord, t: torch.Tensor, written: bool, recorded: bool) -> torch.Tensor | None:
     """The tensor read (or `written` in place) in `t`'s place with grad (Note [Views set_() Under no_grad Read With
     Grad]), or None. `recorded`: autograd records the call on `t` whether or not it requires grad (an in-place op on
@@ -114,10 +142,34 @@ def _stand_in(record: SwapRecord, t: torch.Tensor, written: bool, recorded: bool
     if id(t) in record.swapped_by_data or storage_key(base) != storage_key(t):
         if written:
             raise _refusal(record, t, "the program then writes it in place with grad enabled")
+        if _within(base, t):  # Note [Views set_() Off Their Base Read With Grad]
+            history = base.as_strided(t.shape, t.stride(), t.storage_offset())
+            return cast(torch.Tensor, _EagerHistory.apply(history, t))  # type: ignore[no-untyped-call]  # untyped in torch
         # refused where a gradient reaches it in the traced backward (not a read whose result nothing differentiates)
-        message = _refusal(record, t, "a gradient reaches it while it is on another storage than its base").args[0]
+        message = _refusal(record, t, "a gradient reaches it at a layout its base's storage does not hold").args[0]
         return cast(torch.Tensor, _RefusedHistory.apply(t, message))  # type: ignore[no-untyped-call]  # untyped in torch
     return base.as_strided(t.shape, t.stride(), t.storage_offset())
+
+
+def _within(base: torch.Tensor, t: torch.Tensor) -> bool:
+    """Does `base`'s storage hold every element of `t`'s layout (so that base.as_strided() can take it)?"""
+    if t.numel() == 0:
+        return True
+    last = t.storage_offset() + sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True))
+    return (
+        t.storage_offset() >= 0
+        and all(s >= 0 for s in t.stride())
+        and last < base.untyped_storage().nbytes() // base.element_size()
+    )
+
+
+def differentiated_as_eager(record: SwapRecord, out: torch.Tensor) -> torch.Tensor:
+    """The tensor the joint trace differentiates for the forward output `out`: its stand-in where it is a view of
+    Note [Views set_() Under no_grad Read With Grad] (its own history is the stale view function's)."""
+    if not torch.is_grad_enabled() or id(out) not in record.nograd_set_layouts or not is_functional(out):
+        return out
+    found = _stand_in(record, out, written=False, recorded=False)
+    return out if found is None else found
 
 
 def _writes_first(name: str) -> bool:
