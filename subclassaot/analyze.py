@@ -41,7 +41,7 @@ from subclassaot.data_assignment import check_assigned_view, check_data_meta_out
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.detached_outputs import detached_output_leaves
 from subclassaot.errors import UnsupportedError
-from subclassaot.foreign_bases import check_grad_view_of_moved_input, foreign_base
+from subclassaot.foreign_bases import check_grad_view_of_moved_input, check_view_of_input_set_off_it, foreign_base
 from subclassaot.functional_offsets import alias_meta, check_set_output_offsets
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.grad_scope import check_subclass_input_through_function
@@ -578,6 +578,7 @@ def _check_replay(
     )
     if replay is None and not subclass:
         check_unreplayed_assigned_view(path, value, run, onto_base or of_input, leaves)
+        check_view_of_input_set_off_it(path, value, run.user_tensors, onto_base)
     early = replay is not None and replay.source is ReplaySource.INPUT and replay.before_epilogue
     if replaced is not None and (not early or (torch.is_grad_enabled() and value.requires_grad)):
         # (with autograd history: the epilogue's writes and swaps come after it, in eager they came before)

@@ -3,7 +3,7 @@
 Input: output leaves of a functional run (at analysis and trace), or real tensors (at run time).
 Output: `foreign_root` and `foreign_base` (eager's `._base` of an output view that set_() left on another storage,
 and where the runtime finds it), `view_onto` (the run-time rebuild of such a view), and the refusal of such views
-that require grad (`check_grad_view_of_moved_input`).
+that require grad (`check_grad_view_of_moved_input`, `check_view_of_input_set_off_it`).
 Invariants: analysis and trace decide the same foreign roots (the graph returns them as intermediate bases, numbered
 after the others, in output order); regeneration never writes data and leaves every version counter as it found it.
 """
@@ -95,6 +95,24 @@ def check_grad_view_of_moved_input(path: str, leaf: torch.Tensor, finals: Sequen
             f"{path} is a view that requires grad of input {found[0]}, taken while the input was on another storage "
             "than the one it ends on (set_() or `.data =` moved it after): eager's view keeps the autograd history the "
             "input had then, which a compiled output rebuilt after the call cannot have. Return a clone (.clone())"
+        )
+
+
+def check_view_of_input_set_off_it(
+    path: str, value: torch.Tensor, user_tensors: Sequence[torch.Tensor], rebuilt_onto_base: bool
+) -> None:
+    """Refuse a plain output view with no replay that requires grad and whose eager `._base` is an input on another
+    storage than the view (`t1 = x.view(16); with no_grad(): t1.set_(y); return t1.view(-1)`, found beside fuzz seed
+    43000): rebuilt from its storage, it would be no view of the input, or a view of another (Note [Views Set Onto
+    Another Storage])."""
+    root = _moved_root(value) if value.requires_grad and not rebuilt_onto_base else None
+    found = [k for k, u in enumerate(user_tensors) if u is root] if root is not None else []
+    if found:
+        raise UnsupportedError(
+            f"{path} is a view that requires grad of tensor input {found[0]}, taken from a view of it that the program "
+            "set_() (or assigned `.data`) onto another storage: eager's `._base` is the input, on another storage "
+            "than the view, which a compiled output rebuilt with autograd history cannot be (Note [Views Set Onto "
+            "Another Storage]). Return the set_() view itself, or a clone"
         )
 
 

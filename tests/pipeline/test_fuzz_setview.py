@@ -8,9 +8,18 @@ import torch
 
 from tests.oracle import CompileFn
 from tests.pipeline.corpus import set_to
-from tests.pipeline.fuzz_helpers import check_no_grad, check_with_grad, leaf, nonleaf, pair
+from tests.pipeline.fuzz_helpers import (
+    assert_refused,
+    check_no_grad,
+    check_with_grad,
+    leaf,
+    nonleaf,
+    pair,
+    refused_with_grad,
+)
 
 T = torch.Tensor
+SET_OFF = r"view that requires grad of tensor input 1, taken from a view of it that the program set_\(\)"
 
 
 def test_unsqueezed_transpose_set_to_a_product_returned_and_summed(compile_fn: CompileFn | None) -> None:
@@ -70,3 +79,38 @@ def test_subclass_view_set_off_its_base_read_with_grad(compile_fn: CompileFn | N
         return (t1.sum(), t1)
 
     check_with_grad(f, lambda: (pair(3, 3, requires_grad=True), pair(3, 3, requires_grad=True)), compile_fn)
+
+
+def test_view_of_a_view_set_off_its_base_returned_is_refused(compile_fn: CompileFn | None) -> None:
+    # r14b c2: eager's output is a view of x1 (its `._base`) on x0 * 2's storage; ours came back as no view (training)
+    # or a view of the intermediate without grad (inference); refused (Note [Views Set Onto Another Storage])
+    def f(x0: T, x1: T) -> object:
+        t2 = x1.view(16)
+        with torch.no_grad():
+            set_to(t2, x0 * 2)
+        return (t2.view(-1),)
+
+    refused_with_grad(f, lambda: (leaf(4, 4), leaf(4, 4)), compile_fn, SET_OFF)
+    with torch.no_grad():
+        assert_refused(f, lambda: (leaf(4, 4), leaf(4, 4)), compile_fn, SET_OFF)
+
+
+def test_view_of_a_view_set_to_another_input_returned_is_refused(compile_fn: CompileFn | None) -> None:
+    # the same onto input 0's storage: ours was a view of args[0]
+    def f(x0: T, x1: T) -> object:
+        t2 = x1[1]
+        with torch.no_grad():
+            set_to(t2, x0)
+        return (t2.view(-1), x0)
+
+    refused_with_grad(f, lambda: (nonleaf(4, 4), nonleaf(4, 4)), compile_fn, SET_OFF)
+
+
+def test_view_of_a_view_set_off_its_base_without_grad(compile_fn: CompileFn | None) -> None:
+    # inputs that do not require grad: rebuilt onto its base (Note [Views Set Onto Another Storage]), not refused
+    def f(x0: T, x1: T) -> object:
+        t2 = x1.view(16)
+        set_to(t2, x0 * 2)
+        return (t2.view(-1),)
+
+    check_with_grad(f, lambda: (torch.randn(4, 4), torch.randn(4, 4)), compile_fn)
