@@ -274,6 +274,24 @@ def _grad_swaps(plan: RuntimePlan) -> tuple[int, ...]:
     )
 
 
+def _copy_base(plan: RuntimePlan, base: torch.Tensor, value: torch.Tensor, g: int) -> None:
+    """A synthetic base (graph input `g`) that requires grad is written where autograd records it (Note [Aliased
+    Inputs In Training]); otherwise, as every input write the program hid from autograd, under no_grad."""
+    mutations = plan.analysis.mutations
+    members = plan.layout.groups[cast(AliasGroupRef, plan.layout.graph_inputs[g]).group].members
+    visible = any(mutations[m].autograd_visible and not mutations[m].hidden_from_autograd for m in members)
+    # written only through tensors set_() or `.data =`-assigned to its storage: Note [Writes Through A set_() Alias]
+    # (through the base's own views, a leaf that requires grad raises in eager, and so does this copy_)
+    through_self = any(mutations[m].visible_through_self for m in members)
+    before = get_version(base)
+    with torch.set_grad_enabled(
+        torch.is_grad_enabled() and visible and through_self and (base.requires_grad or value.requires_grad)
+    ):
+        base.copy_(value)
+    if not through_self and not any(mutations[m].version_bumped for m in members):
+        set_version(base, before)
+
+
 def _grad_swap_pair(
     plan: RuntimePlan, values: Sequence[object], dense: list[torch.Tensor], t: int
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -334,20 +352,7 @@ def _epilogue(
     mutations = plan.analysis.mutations
     versions, wrapper_versions = counters
     for g, k in epilogue.base_copies:
-        # A synthetic base that requires grad is written where autograd records it (Note [Aliased Inputs In
-        # Training]); otherwise, as every input write the program hid from autograd, under no_grad.
-        base, value = graph_in[g], cast(torch.Tensor, outs[k])
-        members = plan.layout.groups[cast(AliasGroupRef, plan.layout.graph_inputs[g]).group].members
-        visible = any(mutations[m].autograd_visible and not mutations[m].hidden_from_autograd for m in members)
-        root = base._base if base._base is not None else base
-        if root.is_leaf and root.requires_grad:
-            # written only through tensors set_() or `.data =`-assigned to its storage: eager's autograd does not
-            # see the write (through the base's own views, eager raises, and so does this copy_)
-            visible = visible and any(mutations[m].visible_through_self for m in members)
-        with torch.set_grad_enabled(
-            torch.is_grad_enabled() and visible and (base.requires_grad or value.requires_grad)
-        ):
-            base.copy_(value)
+        _copy_base(plan, graph_in[g], cast(torch.Tensor, outs[k]), g)
     # Note [Subclass Inputs Mutated In Training]: inputs whose view ops are replayed get their value after them.
     late = {t for t in wrapper_values if t in epilogue.inplace_ops}
     by_wrapper = {j for t in wrapper_values for j in plan.layout.leaves_of_input[t]}
@@ -447,6 +452,9 @@ def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: to
     # Inputs In Training]).
     base = wrapper._base if wrapper._base is not None else wrapper
     visible = visible and not (base.is_leaf and base.requires_grad)
+    # written only through an alias set_() or `.data =`-assigned to its storage (Note [Writes Through A set_() Alias])
+    mutations = plan.analysis.mutations
+    visible = visible and any(mutations[j].visible_through_self for j in plan.layout.leaves_of_input[t])
     before = get_version(wrapper)
     with torch.set_grad_enabled(visible and torch.is_grad_enabled()):
         wrapper.copy_(value)
@@ -541,22 +549,33 @@ def _extent(size: list[int], stride: list[int]) -> int:
     return 1 + sum((s - 1) * st for s, st in zip(size, stride, strict=True))
 
 
+# Note [Writes Through A set_() Alias]
+# A tensor set_() or `.data =`-assigned to an input's storage is a family of its own: eager's writes through it
+# change the input's values but not its autograd history or version counter (where no other write advanced it).
+# So the epilogue writes an input written only so (LeafMutation.visible_through_self false) below autograd and puts
+# its version back at once: on a leaf that requires grad a recorded copy_ would raise (fuzz seed 3000 #7901, seed
+# 5000 #5074), on a non-leaf it would give the input a grad_fn eager's has not, and on a view made by an op that
+# returns several views (unbind, split) both the recorded copy_ and a later read of its grad_fn at the moved version
+# (the epilogue's own set_() under grad to it) raise where eager runs (fuzz seed 44000 #7422). Subclass inputs
+# likewise, at the wrapper level (`_copy_wrapper`).
+
+
 def _copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation) -> None:
     # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's
     # grad_fn and version match eager; .data and no_grad mutations stay invisible to autograd, as in eager.
     hidden = not mutation.autograd_visible or mutation.hidden_from_autograd or mutation.storage_changed
-    # A leaf that requires grad (or a view of one) written through an alias autograd does not relate to it (a
-    # tensor set_() or `.data =`-assigned to its storage, even where a no_grad write advanced its version: fuzz
-    # seed 3000 #7901, seed 5000 #5074) is written below autograd; written through itself, eager raises, and so
-    # does this copy.
-    base = x._base if x._base is not None else x
-    hidden = hidden or (base.is_leaf and base.requires_grad and not mutation.visible_through_self)
+    # Note [Writes Through A set_() Alias]; written through itself, a leaf that requires grad raises in eager, and
+    # so does this copy.
+    hidden = hidden or not mutation.visible_through_self
     x, value = _once_per_location(x, value)
     if (x.requires_grad or value.requires_grad) and not hidden:
         x.copy_(value)
-    else:
-        with torch.no_grad():
-            x.copy_(value)
+        return
+    before = get_version(x)
+    with torch.no_grad():
+        x.copy_(value)
+    if not mutation.version_bumped:
+        set_version(x, before)
 
 
 def _once_per_location(x: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
