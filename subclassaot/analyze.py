@@ -35,6 +35,7 @@ from subclassaot.chain_facts import (
     detached_in_chain,
     hidden_base,
     made_seq,
+    set_after_viewed,
     split_seq,
 )
 from subclassaot.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
@@ -427,7 +428,8 @@ def _output_info(
         replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
     _check_replay(path, value, (tree is not None, replay, replaced), run, out_leaves)
     base = value._base if tree is None and value._is_view() else None
-    moved = base is not None and id(base) in run.swaps.swapped_by_data
+    set_since = base is not None and set_after_viewed(value, base, run)
+    moved = base is not None and (id(base) in run.swaps.swapped_by_data or set_since)
     if tree is not None:  # a subclass view of an output set_() since: fuzz seed 12000 #5902
         base = viewed_before_set(value, run, earlier)
         moved = base is not None
@@ -435,7 +437,7 @@ def _output_info(
         shared = replay is not None and any(token == id(base) for _, token in replay.marks)
         if replay is None or (replay.source is not ReplaySource.OUTPUT and not shared):
             # eager's `._base` is that output, which `.data =` (fuzz seed 8000 #2604) or set_() moved since
-            what = "that the program set_()" if tree is not None else "whose `.data` the program assigned"
+            what = "that the program set_()" if tree is not None or set_since else "whose `.data` the program assigned"
             raise UnsupportedError(
                 f"{path} is a view of another output {what} after taking the view; its `._base` cannot be made that "
                 "output. Return a clone"

@@ -24,6 +24,7 @@ __all__ = [
     "detached_in_chain",
     "hidden_base",
     "made_seq",
+    "set_after_viewed",
     "split_seq",
     "viewed_after_grad_set",
 ]
@@ -147,3 +148,19 @@ def split_seq(value: torch.Tensor, run: FunctionalRun, input_by_id: dict[int, In
             seqs.append(record.seq)
         t = record.source
     return min(seqs, default=0)
+
+
+def set_after_viewed(value: torch.Tensor, base: torch.Tensor, run: FunctionalRun) -> bool:
+    """The program set_() plain `base` (`value`'s `._base`) after the first view of `value`'s chain was taken from
+    it: eager's `._base` is `base` with its new metadata and storage, which no replay from the chain makes (`t0 =
+    x.detach(); t1 = t0.reshape(1, 1, 1); t0.set_(t1); return t0, t1`, found beside fuzz seed 45000 #1194)."""
+    found = run.swaps.plain_sets.get(id(base))
+    if found is None:
+        return False
+    t, first = value, None
+    while (record := run.swaps.views.get(id(t))) is not None:
+        first = record.seq
+        if record.source is base:
+            break
+        t = record.source
+    return first is not None and found[0] > first

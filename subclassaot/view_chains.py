@@ -142,6 +142,8 @@ def replay_of(
         return found
     if after and all(s is not None for s in after):  # Note [In-Place View Ops On A Base After Its Views]
         found = replace(found, base_after=tuple(s for s in after if s is not None))
+    elif after:  # an op on the `._base` after the view that no step replays (a set_() onto another tensor)
+        return None
     return replace(found, marks=early_marks(marks) if found.before_epilogue else tuple(marks)) if marks else found
 
 
