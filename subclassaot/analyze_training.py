@@ -109,8 +109,8 @@ def wrapper_uses(
 # first. Eager's set_ node is ready once the loss reaches its output, or later, after the program's ops that read
 # it after the set_; ours (a holder's, or the Function's deferred error: Note [Backward Errors Are Deferred]) once
 # the loss is done or sooner. Between the two only the loss's nodes and nodes the program made after the set_
-# run: a leaf gets a gradient there only where the loss reaches it directly (a returned autograd leaf input:
-# Note [Leaves Behind A Raising set_ Node]) or where none of its paths crosses a set_ node (a gradient that
+# run: a leaf gets a gradient there only where the loss reaches it directly (a returned autograd leaf input,
+# see Note [Leaves Behind A Raising set_ Node]) or where none of its paths crosses a set_ node (a gradient that
 # avoids the failing node: refused by Note [Backward Errors Are Deferred]). The leaves behind non-leaf inputs are
 # reached through nodes make_inputs made, which run last. Supported: seed 7000 #380, #742, #1249, #9601. Views
 # of inputs set_() under grad are rebuilt from the input instead (Note [Views Of Inputs set_() Under Grad]). A
