@@ -19,7 +19,6 @@ from subclassaot.analyze_training import (
     check_history_over_alias,
     check_input_view_rebuilt,
     check_overlapping_clones,
-    check_set_under_grad,
     check_wrapper_grad_gains,
     check_writes_after_hidden_set,
     grad_set_base,
@@ -28,6 +27,7 @@ from subclassaot.analyze_training import (
     wrapper_uses,
 )
 from subclassaot.assigned_history import check_unreplayed_assigned_view, history_data_leaf
+from subclassaot.blocked_leaves import check_set_under_grad, inputs_behind_raising_nodes
 from subclassaot.bumped_views import check_bumped_views, counter_at_end
 from subclassaot.chain_facts import (
     base_gains_grad,
@@ -229,6 +229,9 @@ def _analyze_outputs(
                 set_under_grad=True,
                 set_under_grad_view=run.swaps.is_view(value),
                 grad_set_base=grad_set_base(path, value, run, bases),
+                set_blocks=tuple(
+                    flat.tensor_indices[k] for k in sorted(inputs_behind_raising_nodes(value, run.user_tensors))
+                ),
             )
         check_set_output_offsets(info, run, mutations)
         check_input_view_rebuilt(value, info, run)

@@ -46,7 +46,6 @@ __all__ = [
     "check_multi_output_view_outputs",
     "check_overlapping_clones",
     "check_input_view_rebuilt",
-    "check_set_under_grad",
     "check_wrapper_grad_gains",
     "outputs_set_onto_inputs",
     "check_writes_after_hidden_set",
@@ -110,8 +109,8 @@ def wrapper_uses(
 # first. Eager's set_ node is ready once the loss reaches its output, or later, after the program's ops that read
 # it after the set_; ours (a holder's, or the Function's deferred error: Note [Backward Errors Are Deferred]) once
 # the loss is done or sooner. Between the two only the loss's nodes and nodes the program made after the set_
-# run: a leaf gets a gradient there only where the loss reaches it directly (a returned autograd leaf input:
-# refused, fuzz seed 7000 #4015, #4050, #6854) or where none of its paths crosses a set_ node (a gradient that
+# run: a leaf gets a gradient there only where the loss reaches it directly (a returned autograd leaf input,
+# see Note [Leaves Behind A Raising set_ Node]) or where none of its paths crosses a set_ node (a gradient that
 # avoids the failing node: refused by Note [Backward Errors Are Deferred]). The leaves behind non-leaf inputs are
 # reached through nodes make_inputs made, which run last. Supported: seed 7000 #380, #742, #1249, #9601. Views
 # of inputs set_() under grad are rebuilt from the input instead (Note [Views Of Inputs set_() Under Grad]). A
@@ -357,21 +356,6 @@ def _then_set_from_base(
     then set_() as in eager."""
     replay = replay_of(value, tuple(leaves), run, named[0], bases, named[1])
     return replay is not None and replay.then_set and replay.source in (ReplaySource.BASE, ReplaySource.OUTPUT)
-
-
-def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs) -> None:
-    """Note [Outputs set_() Under Grad]: an autograd leaf input returned beside a set_() output is refused."""
-    grad_set = [info.path for info in infos if info.set_under_grad]
-    for info in infos if grad_set else ():
-        index = info.input_index if info.kind is OutputKind.IS_INPUT else None
-        real = None if index is None else flat.values[index]
-        if index is not None and isinstance(real, torch.Tensor) and real.requires_grad and real.is_leaf:
-            raise UnsupportedError(
-                f"{grad_set[0]}: the program set_() this tensor with grad enabled, so its backward raises in eager, "
-                f"and {info.path} is {flat.leaves[index].path}, an autograd leaf that requires grad: whether eager "
-                "accumulates its gradient before the backward raises depends on the order autograd runs its nodes "
-                "(Note [Outputs set_() Under Grad]). Call set_() under torch.no_grad(), or return a clone"
-            )
 
 
 # Note [Outputs That An Input Was set_() To]

@@ -11,8 +11,11 @@ bases, numbered after the others, in output order).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
+from subclassaot.blocked_leaves import blocking_holder
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.swap_record import SwapRecord
 from subclassaot.torch_internals import set_to_tensor, storage_key
@@ -118,12 +121,18 @@ def sets_without_history(value: torch.Tensor, swaps: SwapRecord) -> bool:
 
 
 def set_under_grad_holder(
-    value: torch.Tensor, found: tuple[torch.Tensor, bool] | None, *, view: bool, viewed_after: bool
+    value: torch.Tensor,
+    found: tuple[torch.Tensor, bool] | None,
+    *,
+    view: bool,
+    viewed_after: bool,
+    blocked: Sequence[object] = (),
 ) -> torch.Tensor:
     """`value` rebuilt as eager's output set_() under grad (Note [Outputs set_() Under Grad]). `found`: where eager's
     output is a view, the value of its `._base` and whether that is eager's base object itself (Note [Bases Of
     Outputs set_() Under Grad]). `view`: the output was a view when set_(); `viewed_after`: it is a view taken of
-    the tensor set_() (eager's base) after the set_."""
+    the tensor set_() (eager's base) after the set_. `blocked`: the inputs eager's set_ node stands in front of
+    (Note [Leaves Behind A Raising set_ Node])."""
     root = None if found is None else found[0]
     if found is not None and found[1]:
         holder = found[0].view(found[0].shape)  # other outputs view that base too: one object, as in eager
@@ -132,9 +141,9 @@ def set_under_grad_holder(
     src = value if root is None else root
     if is_traceable_subclass(src):
         # a holder of the output's own class: a clone of a detached alias (Note [Outputs set_() Under Grad])
-        holder = src.detach().requires_grad_().clone()
+        holder = blocking_holder(src.detach().requires_grad_(), blocked)
     else:
-        holder = torch.empty(0, dtype=src.dtype, device=src.device, requires_grad=True).clone()
+        holder = blocking_holder(torch.empty(0, dtype=src.dtype, device=src.device, requires_grad=True), blocked)
     if root is not None:
         set_to_tensor(holder, root.detach())  # eager's base, set_() under grad
         if viewed_after:

@@ -107,6 +107,7 @@ def build_outputs(
                     root,
                     view=info.set_under_grad_view,
                     viewed_after=info.grad_set_base is not None and info.grad_set_base.source is None,
+                    blocked=[values[i] for i in info.set_blocks],
                 )
         if info.leaves and info.leaves[0].onto_input is not None and isinstance(value, torch.Tensor):
             owner = values[plan.layout.leaves[info.leaves[0].onto_input].owner]

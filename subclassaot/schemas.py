@@ -358,6 +358,9 @@ class OutputInfo:
     # ... where eager's output is a view: that fresh base is eager's `._base` (Note [Bases Of Outputs set_() Under
     # Grad])
     grad_set_base: GradSetBase | None = None
+    # ... the inputs eager's raising node of it stands in front of: the holder's history reaches them too (Note
+    # [Leaves Behind A Raising set_ Node]); any length, ascending input indexes
+    set_blocks: tuple[InputIndex, ...] = ()
     # TENSOR subclass whose own size/stride/offset a `.data =` set apart from its inner tensors': those eager left on
     # the wrapper, given to it after it is built (Note [Wrapper Data Assignment])
     data_meta: Meta | None = None

@@ -1,0 +1,114 @@
+"""Stage `analyze` (training) and the runtime's output rebuild: input leaves whose gradient eager never
+accumulates because a raising node of an output set_() under grad stands between them and the loss.
+
+Input: an output set_() under grad and the functional run's user tensors (analyze); the holder the runtime rebuilds
+that output from and the real inputs (runtime). Output: which inputs are behind the output's raising node
+(`inputs_behind_raising_nodes`), the refusal of the rest (`check_set_under_grad`), and a holder whose history
+reaches those inputs (`blocking_holder`). Invariants: the analysis only reads autograd graphs; the runtime's node
+never runs its backward (the set_ node in front of it raises first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+import torch
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.schemas import FlatInputs, OutputInfo, OutputKind
+
+__all__ = ["blocking_holder", "check_set_under_grad", "inputs_behind_raising_nodes"]
+
+
+# Note [Leaves Behind A Raising set_ Node]
+# `t0 = x.clone(); t0.set_(x); return t0, x` with grad on, x an autograd leaf: eager's t0 has set_'s grad_fn
+# (NotImplemented), whose edges lead to x's AccumulateGrad. An AccumulateGrad runs only once every node that has
+# an edge to it has run, and the set_ node raises when it runs, so whatever order the engine picks, a backward
+# through t0 ends without x's gradient, also where the loss reaches x directly (x returned). The compiled output
+# is a holder set_() with grad to its storage (Note [Outputs set_() Under Grad]), whose set_ node has edges to the
+# holder and to the output's value, which need not lead to x (fuzz seed 44000 #8877: x got a gradient). So the
+# analysis walks the output's history in the functional run and notes each input reached through a NotImplemented
+# node (`OutputInfo.set_blocks`), and the holder is made by an autograd Function with an edge to each of those
+# inputs (`blocking_holder`): the holder's set_ node raises before any of them can run, as eager's does. Where a
+# returned autograd leaf input is not behind such a node of every output set_() under grad, whether eager
+# accumulates its gradient before the backward raises depends on the engine's order: refused
+# (`check_set_under_grad`; fuzz seed 7000 #4015, #4050, #6854). So is one behind an output whose holder is a view
+# of eager's base object (`GradSetBase.same_object`), whose history the holder shares with other outputs.
+
+
+def inputs_behind_raising_nodes(value: torch.Tensor, user_tensors: Sequence[torch.Tensor]) -> frozenset[int]:
+    """Positions in `user_tensors` of the inputs whose node (an input's grad_fn, or a leaf's AccumulateGrad) the
+    history of `value` reaches through a NotImplemented node (Note [Leaves Behind A Raising set_ Node])."""
+    nodes: dict[int, int] = {}
+    for k, u in enumerate(user_tensors):
+        fn = _grad_fn_or_none(u)
+        if fn is not None:
+            nodes[id(fn)] = k
+    found: set[int] = set()
+    seen: set[tuple[int, bool]] = set()
+    stack: list[tuple[Any, bool]] = [(_grad_fn_or_none(value), False)]
+    while stack:
+        node, behind = stack.pop()
+        if node is None or (id(node), behind) in seen:
+            continue
+        seen.add((id(node), behind))
+        if behind and id(node) in nodes:
+            found.add(nodes[id(node)])
+        variable = getattr(node, "variable", None) if type(node).__name__ == "AccumulateGrad" else None
+        if behind and variable is not None:
+            found.update(k for k, u in enumerate(user_tensors) if u is variable)
+        behind = behind or type(node).__name__ == "NotImplemented"
+        stack.extend((child, behind) for child, _ in node.next_functions)
+    return frozenset(found)
+
+
+def _grad_fn_or_none(t: torch.Tensor) -> Any:
+    try:
+        return t.grad_fn
+    except (RuntimeError, ValueError, IndexError):  # see analyze._needs_program_autograd
+        return None
+
+
+def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs) -> None:
+    """Note [Leaves Behind A Raising set_ Node]: an autograd leaf input returned beside a set_() output is refused
+    unless eager's set_ node of each such output stands between it and the loss."""
+    grad_set = [info for info in infos if info.set_under_grad]
+    for info in infos if grad_set else ():
+        index = info.input_index if info.kind is OutputKind.IS_INPUT else None
+        real = None if index is None else flat.values[index]
+        if index is None or not isinstance(real, torch.Tensor) or not real.requires_grad or not real.is_leaf:
+            continue
+        if all(index in s.set_blocks and not _holder_shared(s) for s in grad_set):
+            continue
+        raise UnsupportedError(
+            f"{grad_set[0].path}: the program set_() this tensor with grad enabled, so its backward raises in eager, "
+            f"and {info.path} is {flat.leaves[index].path}, an autograd leaf that requires grad: whether eager "
+            "accumulates its gradient before the backward raises depends on the order autograd runs its nodes (Note "
+            "[Leaves Behind A Raising set_ Node]). Call set_() under torch.no_grad(), or return a clone"
+        )
+
+
+def _holder_shared(info: OutputInfo) -> bool:
+    return info.grad_set_base is not None and info.grad_set_base.same_object
+
+
+class _Blocked(torch.autograd.Function):
+    """A clone of `base` whose node has an edge to each of `blocked` (Note [Leaves Behind A Raising set_ Node])."""
+
+    @staticmethod
+    def forward(ctx: Any, base: torch.Tensor, *blocked: torch.Tensor) -> torch.Tensor:
+        return base.clone()
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> tuple[None, ...]:
+        raise AssertionError("BUG: the node behind a raising set_ node ran (Note [Leaves Behind A Raising set_ Node])")
+
+
+def blocking_holder(base: torch.Tensor, blocked: Sequence[object]) -> torch.Tensor:
+    """A clone of `base` (which requires grad), behind which the backward reaches each of `blocked` that requires
+    grad (Note [Leaves Behind A Raising set_ Node])."""
+    inputs = [b for b in blocked if isinstance(b, torch.Tensor) and b.requires_grad]
+    if not inputs:
+        return base.clone()
+    return cast(torch.Tensor, _Blocked.apply(base, *inputs))  # type: ignore[no-untyped-call]  # untyped in torch
