@@ -127,6 +127,8 @@ def make_assigned_accumulators(values: Sequence[object], sizes: Sequence[tuple[i
         x = values[i]
         if not isinstance(x, torch.Tensor) or not x.is_leaf or not x.requires_grad or list(x.shape) == size:
             continue
+        if x.untyped_storage().nbytes() < x.element_size():
+            continue  # the shell would move the wrapper to a new storage (an input with no elements: a known gap)
         old = (list(x.shape), list(x.stride()), int(x.storage_offset()))
         assign_wrapper_metadata(x, size, [0] * len(size), 0)
         held.append(wrapper_grad_accumulator(x))
