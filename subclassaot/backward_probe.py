@@ -230,49 +230,31 @@ def refuse_layout_changed_behind_autograd(
 
 
 def refuse_unreduced_assigned_gradients(
-    call: Callable[..., object],
-    flat: FlatInputs,
-    analysis: Analysis,
-    reached: Sequence[int],
-    error: RuntimeError | None,
+    flat: FlatInputs, analysis: Analysis, reached: Sequence[int], error: RuntimeError
 ) -> None:
-    """Note [Subclass Accumulators Made After .data =]: the compiled backward checks a subclass leaf's gradients
-    against its old size in the trace (the leaf runs as a clone there) and against its new size at run time, where
-    eager checks each against the new size only. Refuse where the traced backward failed such a check (eager's
-    may run: `x.data = y; return x.sum()`), or ran and gives a gradient of the old size that the new one does not
-    expand to while eager's backward completes. `reached`: the tensor inputs some diff output's gradient reaches
-    in the trace (the others get none from the Function)."""
-    if not any(size is not None for size in analysis.accumulator_sizes):
+    """Note [Subclass Accumulators Made After .data =]: the traced backward checks a subclass leaf's gradients
+    against its old size (the leaf runs as a clone there), where eager checks each against the new size. Refuse
+    where the traced backward failed such a check (eager's may run: `x.data = y; return x.sum()`). `reached`: the
+    tensor inputs some diff output's gradient reaches in the trace (the others get none from the Function)."""
+    if SHAPE_CHECK_ERROR not in str(error) and BROADCAST_ERROR not in str(error):
         return
-    if error is not None and SHAPE_CHECK_ERROR not in str(error) and BROADCAST_ERROR not in str(error):
-        return
-    paths = []
-    for i, size in enumerate(analysis.accumulator_sizes):
-        real = flat.values[flat.tensor_indices[i]]
-        if size is None or i not in reached or not (isinstance(real, torch.Tensor) and real.is_leaf):
-            continue
-        if error is not None or not _expands(size, tuple(real.shape)):
-            paths.append(flat.leaves[flat.tensor_indices[i]].path)
-    if not paths:
-        return
-    if error is None:
-        ends = probe_eager_backward(call, flat)
-        if ends and all(end is not BackwardEnd.COMPLETES for end in ends.values()):
-            return  # eager's backward fails too, as ours does at its size check
-    ours = "runs where eager's fails" if error is None else f"fails ({error}) where eager's may run"
-    raise UnsupportedError(
-        f"{', '.join(paths)}: the program assigns `.data` of this tensor subclass leaf a tensor of another size, "
-        "then reads it with grad: eager checks each gradient reaching it against its new size, the compiled "
-        f"backward against the size it came with first, and it {ours} (Note [Subclass Accumulators Made After "
-        ".data =]); not supported in training. Assign `.data` a tensor of the same shape, or read a clone"
-    ) from error
+    paths = [
+        flat.leaves[flat.tensor_indices[i]].path
+        for i, size in enumerate(analysis.accumulator_sizes)
+        if size is not None and i in reached and _is_leaf(flat.values[flat.tensor_indices[i]])
+    ]
+    if paths:
+        raise UnsupportedError(
+            f"{', '.join(paths)}: the program assigns `.data` of this tensor subclass leaf a tensor of another "
+            "size, then reads it with grad: eager checks each gradient reaching it against its new size, the "
+            f"compiled backward against the size it came with first, and it fails ({error}) where eager's may run "
+            "(Note [Subclass Accumulators Made After .data =]); not supported in training. Assign `.data` a tensor "
+            "of the same shape, or read a clone"
+        ) from error
 
 
-def _expands(size: Sequence[object], to: Sequence[int]) -> bool:
-    """A gradient of size `to` reduces to `size` (the engine's sum_to; static sizes only)."""
-    if not all(isinstance(d, int) for d in size) or len(size) > len(to):
-        return False
-    return all(d in (n, 1) for d, n in zip(reversed(size), reversed(to), strict=False))
+def _is_leaf(value: object) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_leaf
 
 
 def _leaf_or_view(value: object) -> bool:

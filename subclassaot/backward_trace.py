@@ -233,7 +233,7 @@ def trace_backward(
         error = e
         _refuse_view_replay_limit(e)
         refuse_layout_changed_behind_autograd(call, flat, layout, analysis, e)
-        refuse_unreduced_assigned_gradients(call, flat, analysis, _reached(setup, reach), e)
+        refuse_unreduced_assigned_gradients(flat, analysis, _reached(setup, reach), e)
         patterns = _probe(setup)
         found = _backward_without_input_values(setup, tangent_fakes, reach, patterns)
         if found is not None:
@@ -251,7 +251,6 @@ def trace_backward(
             return _error_graph(setup, e, reach, tangent_trees, verified, early)
     if error is None:
         refuse_layout_changed_behind_autograd(call, flat, layout, analysis, None)
-        refuse_unreduced_assigned_gradients(call, flat, analysis, _reached(setup, joint.reach), None)
         if analysis.data_assigned and (deferred := _defer_probed_error(setup, joint.reach, tangent_trees)) is not None:
             return deferred
     o = traced.outputs

@@ -106,8 +106,9 @@ def _note_read_after_assignment(record: SwapRecord, t: torch.Tensor) -> None:
 # autograd leaves when called (a non-leaf's grad_fn recorded its size when it was made, in eager as here).
 # The joint trace still runs the leaf as a clone of its old size, whose node checks each gradient against that size:
 # exact where every gradient reaching the leaf has its inner size (x0.sin(), x0.mul(2), views of x0). A traced
-# backward that fails that check (`x0.sum()`: a gradient of the new size), or one that runs but whose gradient the
-# new size cannot take while eager's backward completes, is refused (refuse_unreduced_assigned_gradients).
+# backward that fails that check (`x0.sum()`: a gradient of the new size) is refused
+# (refuse_unreduced_assigned_gradients). A known gap: where the new size does not expand to the old one, our backward
+# raises at that check for every backward reaching the leaf through the Function, eager's only where one does.
 
 
 def assigned_accumulator_size(record: SwapRecord, t: torch.Tensor) -> tuple[int | sympy.Expr, ...] | None:
