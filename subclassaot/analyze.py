@@ -47,6 +47,7 @@ from subclassaot.functional_offsets import alias_meta, check_set_output_offsets
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.grad_scope import check_subclass_input_through_function
 from subclassaot.grad_set_bases import sets_without_history
+from subclassaot.kept_accumulators import assigned_accumulator_size
 from subclassaot.leaf_mutations import leaf_mutations, wrappers_after
 from subclassaot.own_base import check_own_base_run, with_own_base_views
 from subclassaot.protocol import is_traceable_subclass
@@ -155,6 +156,7 @@ def analyze(
         read_after_hidden_resize=tuple(id(t) in run.swaps.read_after_hidden_resize for t in run.user_tensors),
         self_set=tuple(id(t) in run.swaps.self_sets for t in run.user_tensors),
         kept_accumulators=tuple(id(t) in run.swaps.kept_accumulators for t in run.user_tensors),
+        accumulator_sizes=tuple(assigned_accumulator_size(run.swaps, t) for t in run.user_tensors),
         own_base_views=own_base_views,
         data_assigned=bool(run.swaps.data_sets or run.swaps.wrapper_data),
         wrapper_first_write=uses[0],

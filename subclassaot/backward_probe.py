@@ -78,6 +78,7 @@ MAX_PROBED_OUTPUTS = 4
 # error is deferred (Note [Backward Errors Are Deferred]).
 
 SHAPE_CHECK_ERROR = "invalid gradient at index"
+BROADCAST_ERROR = "doesn't match the broadcast shape"
 
 
 class BackwardEnd(enum.Enum):
@@ -226,6 +227,34 @@ def refuse_layout_changed_behind_autograd(
         "(Note [Layouts Changed Behind Autograd]); not supported in training. Assign "
         "`.data` a tensor of the same shape, or use out-of-place view ops (x = x.unsqueeze(-1))"
     ) from error
+
+
+def refuse_unreduced_assigned_gradients(
+    flat: FlatInputs, analysis: Analysis, reached: Sequence[int], error: RuntimeError
+) -> None:
+    """Note [Subclass Accumulators Made After .data =]: the traced backward checks a subclass leaf's gradients
+    against its old size (the leaf runs as a clone there), where eager checks each against the new size. Refuse
+    where the traced backward failed such a check (eager's may run: `x.data = y; return x.sum()`). `reached`: the
+    tensor inputs some diff output's gradient reaches in the trace (the others get none from the Function)."""
+    if SHAPE_CHECK_ERROR not in str(error) and BROADCAST_ERROR not in str(error):
+        return
+    paths = [
+        flat.leaves[flat.tensor_indices[i]].path
+        for i, size in enumerate(analysis.accumulator_sizes)
+        if size is not None and i in reached and _is_leaf(flat.values[flat.tensor_indices[i]])
+    ]
+    if paths:
+        raise UnsupportedError(
+            f"{', '.join(paths)}: the program assigns `.data` of this tensor subclass leaf a tensor of another "
+            "size, then reads it with grad: eager checks each gradient reaching it against its new size, the "
+            f"compiled backward against the size it came with first, and it fails ({error}) where eager's may run "
+            "(Note [Subclass Accumulators Made After .data =]); not supported in training. Assign `.data` a tensor "
+            "of the same shape, or read a clone"
+        ) from error
+
+
+def _is_leaf(value: object) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_leaf
 
 
 def _leaf_or_view(value: object) -> bool:

@@ -22,12 +22,14 @@ import torch
 import torch.fx
 
 from subclassaot.backward_probe import (
+    BROADCAST_ERROR,
     SHAPE_CHECK_ERROR,
     BackwardEnd,
     TangentPatterns,
     eager_backward_error,
     probe_eager_backward,
     refuse_layout_changed_behind_autograd,
+    refuse_unreduced_assigned_gradients,
     tangent_patterns,
 )
 from subclassaot.desugar import graph_example_inputs
@@ -231,6 +233,7 @@ def trace_backward(
         error = e
         _refuse_view_replay_limit(e)
         refuse_layout_changed_behind_autograd(call, flat, layout, analysis, e)
+        refuse_unreduced_assigned_gradients(flat, analysis, _reached(setup, reach), e)
         patterns = _probe(setup)
         found = _backward_without_input_values(setup, tangent_fakes, reach, patterns)
         if found is not None:
@@ -362,6 +365,11 @@ def _probe(setup: JointSetup, returned: frozenset[int] = frozenset()) -> Tangent
 # exactly when the leaf itself is among them. A leaf whose gradient eager gives otherwise makes the probe fail.
 
 
+def _reached(setup: JointSetup, reach: Sequence[frozenset[int]]) -> list[int]:
+    """The tensor inputs whose gradient some diff output reaches in the trace."""
+    return [i for k, i in enumerate(setup.grad_inputs) if k < len(reach) and reach[k]]
+
+
 def _returned_leaves(
     setup: JointSetup, patterns: TangentPatterns | None, reach: Sequence[frozenset[int]]
 ) -> frozenset[int]:
@@ -394,8 +402,6 @@ def _returned_leaves(
 # x.sum(0); x.data = s, x a leaf: eager's backward through s fails "output with shape [] doesn't match the broadcast
 # shape [4]", fuzz seed 13000 #7958): like the size checks, a broadcast check reads sizes only, which the static fakes
 # have as eager's tensors do.
-
-BROADCAST_ERROR = "doesn't match the broadcast shape"
 
 
 def _defer_probed_error(

@@ -13,15 +13,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import sympy
 import torch
 from torch.autograd.graph import GradientEdge, get_gradient_edge
 from torch.utils import _pytree as pytree
 
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.swap_record import SwapRecord
-from subclassaot.torch_internals import grad_fn_raises
+from subclassaot.torch_internals import assign_wrapper_metadata, grad_fn_raises, symint_expr, wrapper_grad_accumulator
 
-__all__ = ["hold_accumulators", "note_data_assignment", "note_grad_reads"]
+__all__ = [
+    "assigned_accumulator_size",
+    "hold_accumulators",
+    "make_assigned_accumulators",
+    "note_data_assignment",
+    "note_grad_reads",
+]
 
 # Note [Accumulators Kept Through .data =]
 # `x.data = v` on an autograd leaf that requires grad keeps the leaf's gradient accumulator where one is alive then,
@@ -43,7 +50,8 @@ __all__ = ["hold_accumulators", "note_data_assignment", "note_grad_reads"]
 #   eager's gradient): refused with the no_grad set_() it mirrors (Note [Plain Leaves set_() To Another Size Under
 #   no_grad]). Views the runtime replays after the epilogue make the new accumulator as eager's reads do. A wrapper
 #   subclass keeps its inner tensors through `.data =` (Note [Wrapper Data Assignment]): its gradients keep their
-#   sizes, and the compiled ones matched eager's (or its backward error: fuzz seed 41000 #2043) where checked.
+#   sizes, and the compiled ones matched eager's (or its backward error: fuzz seed 41000 #2043) where checked; one
+#   read after the assignment gets its accumulator then (Note [Subclass Accumulators Made After .data =]).
 
 
 def note_grad_reads(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
@@ -63,6 +71,8 @@ def note_grad_reads(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str,
             continue
         if id(a) not in record.data_sets and id(a) not in record.wrapper_data:
             record.grad_read.add(id(a))
+        elif id(a) in record.wrapper_data and id(a) not in record.kept_accumulators:
+            record.assigned_reads.setdefault(id(a), tuple(a.shape))  # Note [Subclass Accumulators Made After .data =]
         if not view and record.fresh_accumulators:
             _note_read_after_assignment(record, a)
 
@@ -79,6 +89,52 @@ def _note_read_after_assignment(record: SwapRecord, t: torch.Tensor) -> None:
         if found is None or found.func is torch.ops.aten.detach.default:
             return
         taken, t = found.seq, found.source
+
+
+# Note [Subclass Accumulators Made After .data =]
+# A tensor subclass leaf that requires grad, whose `.data =` no op with grad read before (so no accumulator was kept),
+# gets its accumulator at the first read with grad after: in the wrapper size it has then, to which the engine
+# reduces every gradient reaching it, or raises where that size does not expand to the gradient's (its inner tensors
+# keep their sizes, so SinBackward0 of `x0.data = x1; x0.sin()` gives one of the old size). The compiled Function
+# takes the input attached before the epilogue repeats the assignment, which would make the accumulator at the size
+# the input came with: the Function's gradient (built at that size from ctx.input_meta) and every later one (the
+# input returned, at its new size) would be checked against the wrong size. So where the graph reads the leaf after
+# the assignment, the runtime makes the accumulator first, in the size the program read it at: it gives the wrapper
+# that size (zero strides: the wrapper's storage holds it) by `.data =`, takes the accumulator, gives the old
+# metadata back, and holds the accumulator until the Function's edge does. An accumulator already alive (the
+# caller holds a graph through the leaf) is the one eager's read finds too, and stays. Only for inputs that are
+# autograd leaves when called (a non-leaf's grad_fn recorded its size when it was made, in eager as here).
+# The joint trace still runs the leaf as a clone of its old size, whose node checks each gradient against that size:
+# exact where every gradient reaching the leaf has its inner size (x0.sin(), x0.mul(2), views of x0). A traced
+# backward that fails that check (`x0.sum()`: a gradient of the new size) is refused
+# (refuse_unreduced_assigned_gradients). A known gap: where the new size does not expand to the old one, our backward
+# raises at that check for every backward reaching the leaf through the Function, eager's only where one does.
+
+
+def assigned_accumulator_size(record: SwapRecord, t: torch.Tensor) -> tuple[int | sympy.Expr, ...] | None:
+    """Note [Subclass Accumulators Made After .data =]: the size of subclass input `t` at the first read with grad
+    after its `.data =` (None: none, or one before the assignment kept the accumulator)."""
+    size = record.assigned_reads.get(id(t))
+    if size is None or id(t) in record.kept_accumulators:
+        return None
+    return tuple(symint_expr(d) for d in size)
+
+
+def make_assigned_accumulators(values: Sequence[object], sizes: Sequence[tuple[int, list[int]]]) -> list[GradientEdge]:
+    """Note [Subclass Accumulators Made After .data =]: for each (flat input, size), the input's accumulator, made
+    at that size if none is alive; the caller holds them until the compiled Function has taken the inputs."""
+    held = []
+    for i, size in sizes:
+        x = values[i]
+        if not isinstance(x, torch.Tensor) or not x.is_leaf or not x.requires_grad or list(x.shape) == size:
+            continue
+        if x.untyped_storage().nbytes() < x.element_size():
+            continue  # the shell would move the wrapper to a new storage (an input with no elements: a known gap)
+        old = (list(x.shape), list(x.stride()), int(x.storage_offset()))
+        assign_wrapper_metadata(x, size, [0] * len(size), 0)
+        held.append(wrapper_grad_accumulator(x))
+        assign_wrapper_metadata(x, *old)
+    return held
 
 
 def note_data_assignment(record: SwapRecord, target: torch.Tensor, size_before: tuple[Any, ...]) -> None:

@@ -16,7 +16,7 @@ import torch
 
 from subclassaot.bumped_views import bumped_input_sources, replay_early, settle_early_counters
 from subclassaot.desugar import graph_example_inputs
-from subclassaot.kept_accumulators import hold_accumulators
+from subclassaot.kept_accumulators import hold_accumulators, make_assigned_accumulators
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.real_layouts import set_target_layout, wrapper_layout
 from subclassaot.regenerate import build_outputs, has_size_spec, no_output, replay_from, replay_view, unflatten_output
@@ -43,6 +43,7 @@ from subclassaot.torch_internals import (
     get_version,
     refresh_view_grad_fn,
     renew_grad_accumulator,
+    set_to_self,
     set_to_tensor,
     set_version,
     set_wrapper_metadata,
@@ -101,6 +102,9 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
 
     self_set = [flat.tensor_indices[t] for t, s in enumerate(plan.analysis.self_set) if s]
     kept = [flat.tensor_indices[t] for t, k in enumerate(plan.analysis.kept_accumulators) if k]
+    assigned_reads = [
+        (flat.tensor_indices[t], s) for t, s in enumerate(plan.analysis.accumulator_sizes) if s is not None
+    ]
     early_replays = sorted(
         (
             (o, info.replay)
@@ -118,6 +122,10 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         for i in gains:
             cast(torch.Tensor, values[i]).requires_grad_(True)  # the program's requires_grad_()
         _held = hold_accumulators(values, kept)  # until the outputs are built: Note [Accumulators Kept Through .data =]
+        if assigned_reads:  # Note [Subclass Accumulators Made After .data =]
+            _held += make_assigned_accumulators(
+                values, [(i, ev.meta((s, (), 0), symbols)[0]) for i, s in assigned_reads]
+            )
         dense = dense_of(values)
         graph_in = graph_example_inputs(layout, dense)
         # version counters as the inputs came: an early replay of an in-place view op (t_) advances them already
@@ -405,7 +413,7 @@ def _epilogue(
             if plan.layout.trees[t] is None and source is not None and storage_key(source) == storage_key(x):
                 _repeat_swap_under_grad(x, source)
             else:
-                set_to_tensor(x, x)
+                set_to_self(x)
     if epilogue.grad_swaps and torch.is_grad_enabled():
         for t in epilogue.grad_swaps:
             if plan.layout.trees[t] is None:

@@ -424,6 +424,9 @@ class Analysis:
     self_set: tuple[bool, ...] = ()
     # per tensor input: a leaf whose gradient accumulator a `.data =` kept (Note [Accumulators Kept Through .data =])
     kept_accumulators: tuple[bool, ...] = ()
+    # per tensor input: a subclass leaf's size when eager made its gradient accumulator, after a `.data =` (None:
+    # no such read; Note [Subclass Accumulators Made After .data =])
+    accumulator_sizes: tuple[tuple[int | sympy.Expr, ...] | None, ...] = ()
     # the run traced a group member with views of it among the others as its group's base (Note [Plain Inputs
     # Traced As Their Own Base]); the joint trace does the same
     own_base_views: bool = False

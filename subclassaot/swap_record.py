@@ -129,6 +129,9 @@ class SwapRecord:
     grad_read: set[int] = field(default_factory=set)
     kept_accumulators: set[int] = field(default_factory=set)
     fresh_accumulators: dict[int, tuple[int, tuple[Any, ...]]] = field(default_factory=dict)
+    # ... tensor subclasses a `.data =` left without one -> their size at the first op with grad that read them
+    # after (Note [Subclass Accumulators Made After .data =])
+    assigned_reads: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     # id() of tensors the program called x.set_(x) on under no_grad (Note [set_ Renews A Leaf's Accumulator])
     self_sets: set[int] = field(default_factory=set)
     data_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # ... and `.data =` (grad mode: False)

@@ -22,6 +22,7 @@ from torch._subclasses.fake_tensor import (
     FakeTensorMode,
 )
 from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
+from torch.autograd.graph import GradientEdge
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.fx.experimental.symbolic_shapes import (
     GuardOnDataDependentSymNode,
@@ -402,8 +403,35 @@ def renew_grad_accumulator(x: torch.Tensor) -> None:
         return
     version = get_version(x)
     with torch.no_grad():
-        set_to_tensor(x, x)
+        set_to_self(x)
     set_version(x, version)
+
+
+def set_to_self(x: torch.Tensor) -> None:
+    """`x.set_(x)`, repeated by the runtime for its autograd effect only (a raising grad_fn, a new accumulator): x
+    keeps the metadata it has. A wrapper subclass's set_ gives it its first inner tensor's, which a `.data =` the
+    program made after its own set_ left unlike the wrapper's (fuzz seed 44000 #6715: `x.set_(x); x.data =
+    x.reshape(12, -1)`); the epilogue has given the wrapper eager's metadata already."""
+    size, stride, offset = list(x.shape), list(x.stride()), int(x.storage_offset())
+    set_to_tensor(x, x)
+    if list(x.shape) != size or list(x.stride()) != stride or x.storage_offset() != offset:
+        assign_wrapper_metadata(x, size, stride, offset)
+
+
+def wrapper_grad_accumulator(t: torch.Tensor) -> GradientEdge:
+    """The gradient accumulator of wrapper subclass leaf `t` (made now, at t's own metadata, if none is alive),
+    without dispatching to the subclass: autograd records an alias of the wrapper itself, whose edge is the
+    accumulator (torch's get_gradient_edge would run the subclass's view op on its inner tensors)."""
+    with torch.enable_grad(), torch.utils._mode_utils.no_dispatch():
+        meta_in_tls = torch._C._meta_in_tls_dispatch_include()
+        torch._C._set_meta_in_tls_dispatch_include(True)
+        try:
+            grad_fn = torch.ops.aten.alias.default(t).grad_fn
+        finally:
+            torch._C._set_meta_in_tls_dispatch_include(meta_in_tls)
+    assert grad_fn is not None, "BUG: an alias of a leaf that requires grad records no grad_fn"
+    node, output_nr = grad_fn.next_functions[0]
+    return GradientEdge(node, output_nr)
 
 
 def set_wrapper_metadata(t: torch.Tensor, size: Sequence[int], stride: Sequence[int], offset: int) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pytest
 import torch
 
 from tests.oracle import CompileFn
@@ -53,22 +52,12 @@ def test_resized_subclass_leaf_returned_gets_a_fresh_accumulator(compile_fn: Com
         check_with_grad(fn, _inputs(lambda: leaf(4, 4), leaf), compile_fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="known gap: a subclass gradient of a leaf resized by `.data =`, read after",
-)
 def test_resized_subclass_leaf_read_after_the_assignment(compile_fn: CompileFn | None) -> None:
-    # Not fixed (found beside seed 14000 #1219): x0 is read with grad after the assignment, so eager makes its
-    # accumulator then, at the new wrapper size, and reduces SinBackward0's gradient (of the inner size) to it, or
-    # raises where that size does not expand to it. The Function takes x0 attached (its accumulator at the old size)
-    # and builds x0's gradient at the input's size (Function.backward's `input_meta`): our backward raises "output
-    # with shape [] doesn't match the broadcast shape [4, 4]" where eager's runs.
-    if compile_fn is not None:
-        pytest.skip(
-            "the gap is the compiled pipeline's: eager checked against itself passes (strict xfail would XPASS)"
-        )
-
+    # found beside seed 14000 #1219: x0 is read with grad after the assignment, so eager makes its accumulator then,
+    # at the new wrapper size, and reduces SinBackward0's gradient (of the inner size) to it. The Function took x0
+    # attached (its accumulator at the old size): our backward raised "output with shape [] doesn't match the
+    # broadcast shape [4, 4]" where eager's runs (Note [Subclass Accumulators Made After .data =]; variants in
+    # test_fuzz_pairdata.py)
     def f(x0: T, x1: T) -> object:
         x0.data = x1
         return (x0.sin(), x0)
