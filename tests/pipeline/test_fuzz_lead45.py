@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
 from tests.pipeline.fuzz_helpers import assert_refused, pair
 
 T = torch.Tensor
@@ -22,7 +23,7 @@ def test_view_of_detach_set_to_the_view_is_refused(compile_fn: CompileFn | None)
         t0 = x0.mul(x0)
         t1 = t0.detach()
         t2 = t1.view((1,))
-        t1.set_(t2)
+        set_to(t1, t2)
         return (t2,)
 
     for grad in (False, True):
@@ -39,19 +40,19 @@ def test_plain_view_of_output_set_after_the_view_is_refused(compile_fn: CompileF
     def returned(x0: T) -> object:
         t0 = x0.mul(2.0)
         t1 = t0.view((1, 1, 1))
-        t0.set_(t1)
+        set_to(t0, t1)
         return (t1, t0)
 
     def only_view(x0: T) -> object:
         t0 = x0.mul(2.0)
         t1 = t0.view((1, 1, 1))
-        t0.set_(t1)
+        set_to(t0, t1)
         return (t1,)
 
     def detached(x0: T) -> object:
         t0 = x0.detach()
         t1 = t0.reshape((1, 1, 1))
-        t0.set_(t1)
+        set_to(t0, t1)
         return (t1,)
 
     for grad in (False, True):
