@@ -42,6 +42,7 @@ from subclassaot.joint import (
     trace_joint_views,
     training_roots,
 )
+from subclassaot.outside_raises import raises_outside_program
 from subclassaot.partition import Partition, partition_backward_like, partition_joint
 from subclassaot.protocol import SubclassNode
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
@@ -410,8 +411,8 @@ def _defer_probed_error(
         return None  # only the size checks the trace does not make: other errors the fakes may not share
     if verified is None:
         ends = probe_eager_backward(setup.call, setup.flat) or {}
-        if not any(end is not BackwardEnd.COMPLETES for end in ends.values()):
-            return None
+        if not any(end is not BackwardEnd.COMPLETES for end in ends.values()) or raises_outside_program(setup):
+            return None  # See Note [Errors Raised Outside The Program]
         # the failing node is not behind the Function (an output regenerated from an input leaf), or eager
         # accumulates a gradient first: the compiled backward cannot raise where eager's does
         raise UnsupportedError(
