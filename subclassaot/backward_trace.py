@@ -390,7 +390,8 @@ def _returned_leaves(
 # traced backward ran is probed too (Note [Probing Eager's Backward]): where eager's backward through every output
 # raises before any gradient, that error (from the static fakes: the same text) is deferred as the program's own
 # (Note [Backward Errors Are Deferred]); where the probe sees some backward raise otherwise (an output regenerated
-# from an input leaf, whose nodes are outside the Function), the program is refused. The same for a gradient
+# from an input leaf, whose nodes are outside the Function), the program is refused, unless each such raise is at
+# a node the compiled program shares with eager (Note [Errors Raised Outside The Program]). The same for a gradient
 # accumulated into a leaf whose `.data` took another size after the node that feeds it was made (t = x[3:4]; s =
 # x.sum(0); x.data = s, x a leaf: eager's backward through s fails "output with shape [] doesn't match the broadcast
 # shape [4]", fuzz seed 13000 #7958): like the size checks, a broadcast check reads sizes only, which the static fakes
