@@ -138,10 +138,12 @@ def _trial(
     chosen: frozenset[int] | None,
     errors: list[RuntimeError] | None = None,
     returned: frozenset[int] = frozenset(),
+    before_backward: Callable[[list[int], list[torch.Tensor]], None] | None = None,
 ) -> tuple[list[int], BackwardEnd | None]:
     """Run the program on fresh static fakes; with `chosen`, backward through those outputs. Returns the positions
     of the tensor outputs that require grad and how the backward ended (None: not run, or a `returned` leaf whose
-    gradient is not as the compiled backward gives it)."""
+    gradient is not as the compiled backward gives it). `before_backward(positions, roots)` runs just before the
+    backward, with the outputs it takes as roots (and their positions)."""
     mode, values = static_fake_copies(flat.values)
     apart = [v for k, v in enumerate(values) if k in returned and isinstance(v, torch.Tensor)]
     leaves = [
@@ -159,13 +161,16 @@ def _trial(
         # and end the probe, where eager's runs after the program's nodes): it is left out (Note [Probing Eager's
         # Backward])
         given = {id(v) for v in values}
-        roots = [
-            cast(torch.Tensor, outs[p])
+        at = [
+            p
             for p in sorted(chosen)
             if not (id(outs[p]) in given and type(cast(torch.Tensor, outs[p]).grad_fn).__name__ == "Error")
         ]
+        roots = [cast(torch.Tensor, outs[p]) for p in at]
         if not roots:
             return grad_outputs, _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
+        if before_backward is not None:
+            before_backward(at, roots)
         try:
             torch.autograd.backward(roots, [torch.ones_like(o) for o in roots])
         except RuntimeError as e:

@@ -44,6 +44,7 @@ from subclassaot.joint import (
     trace_joint_views,
     training_roots,
 )
+from subclassaot.outside_raises import raises_outside_program
 from subclassaot.partition import Partition, partition_backward_like, partition_joint
 from subclassaot.protocol import SubclassNode
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
@@ -397,7 +398,8 @@ def _returned_leaves(
 # traced backward ran is probed too (Note [Probing Eager's Backward]): where eager's backward through every output
 # raises before any gradient, that error (from the static fakes: the same text) is deferred as the program's own
 # (Note [Backward Errors Are Deferred]); where the probe sees some backward raise otherwise (an output regenerated
-# from an input leaf, whose nodes are outside the Function), the program is refused. The same for a gradient
+# from an input leaf, whose nodes are outside the Function), the program is refused, unless each such raise is at
+# a node the compiled program shares with eager (Note [Errors Raised Outside The Program]). The same for a gradient
 # accumulated into a leaf whose `.data` took another size after the node that feeds it was made (t = x[3:4]; s =
 # x.sum(0); x.data = s, x a leaf: eager's backward through s fails "output with shape [] doesn't match the broadcast
 # shape [4]", fuzz seed 13000 #7958): like the size checks, a broadcast check reads sizes only, which the static fakes
@@ -416,8 +418,8 @@ def _defer_probed_error(
         return None  # only the size checks the trace does not make: other errors the fakes may not share
     if verified is None:
         ends = probe_eager_backward(setup.call, setup.flat) or {}
-        if not any(end is not BackwardEnd.COMPLETES for end in ends.values()):
-            return None
+        if not any(end is not BackwardEnd.COMPLETES for end in ends.values()) or raises_outside_program(setup):
+            return None  # See Note [Errors Raised Outside The Program]
         # the failing node is not behind the Function (an output regenerated from an input leaf), or eager
         # accumulates a gradient first: the compiled backward cannot raise where eager's does
         raise UnsupportedError(
