@@ -33,7 +33,9 @@ from subclassaot.torch_internals import has_data_mutation, inner_storage_offset,
 # `x0.set_(x0.transpose(1, 1))` then ended x0 at offset 0). The offsets functionalization keeps behind the wrappers
 # are all relative to the regenerated value, so eager's offset of a tensor on the input's storage is that offset plus
 # the input's original offset minus its original one behind the wrapper (0 where nothing wrote the storage). The
-# analysis records that offset for an input's final metadata and for outputs that alias the input's storage.
+# analysis records that offset for an input's final metadata (one set_() onto another input's storage too: fuzz seed
+# 44000 #109, `x0.set_(x1.unsqueeze(0))` after `x1.add_(-1.0)`, x1 at offset 2) and for outputs that alias the
+# input's storage. Absolute offsets the program names go the other way (Note [Absolute Offsets On Written Inputs]).
 
 
 def eager_offset(t: torch.Tensor, original: torch.Tensor) -> int | torch.SymInt:
