@@ -42,7 +42,7 @@ from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.detached_outputs import detached_output_leaves
 from subclassaot.errors import UnsupportedError
 from subclassaot.foreign_bases import check_grad_view_of_moved_input, foreign_base
-from subclassaot.functional_offsets import alias_meta, check_set_output_offsets
+from subclassaot.functional_offsets import alias_meta
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.grad_scope import check_subclass_input_through_function
 from subclassaot.grad_set_bases import sets_without_history
@@ -229,7 +229,6 @@ def _analyze_outputs(
                 set_under_grad_view=run.swaps.is_view(value),
                 grad_set_base=grad_set_base(path, value, run, bases),
             )
-        check_set_output_offsets(info, run, mutations)
         check_input_view_rebuilt(value, info, run)
         infos.append(info)
     _check_views_of_fresh(infos, leaves, bases)
