@@ -43,7 +43,7 @@ from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.detached_outputs import detached_output_leaves
 from subclassaot.errors import UnsupportedError
 from subclassaot.foreign_bases import check_grad_view_of_moved_input, check_view_of_input_set_off_it, foreign_base
-from subclassaot.functional_offsets import alias_meta, check_set_output_offsets
+from subclassaot.functional_offsets import alias_meta
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.grad_scope import check_subclass_input_through_function
 from subclassaot.grad_set_bases import sets_without_history
@@ -235,7 +235,6 @@ def _analyze_outputs(
                     flat.tensor_indices[k] for k in sorted(inputs_behind_raising_nodes(value, run.user_tensors))
                 ),
             )
-        check_set_output_offsets(info, run, mutations)
         check_input_view_rebuilt(value, info, run)
         infos.append(info)
     _check_views_of_fresh(infos, leaves, bases)

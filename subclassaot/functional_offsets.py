@@ -1,9 +1,8 @@
-"""Where the functional run's storage offsets are not eager's: corrected, or refused.
+"""Where the functional run's storage offsets are not eager's, and eager's from them.
 
-Input: functional tensors of the analysis's run; an output's `OutputInfo`, the run and the per-leaf input mutations.
-Output: eager's offset of a tensor on a written input's storage (`eager_offset`); nothing, or an UnsupportedError
-naming the output and the rule (`check_set_output_offsets`).
-Invariants: the checks only refuse; never change a plan.
+Input: functional tensors of the analysis's run. Output: eager's offset of a tensor on a written input's storage
+(`eager_offset`), eager's metadata of a leaf on an input's storage (`alias_meta`).
+Invariants: reads the run only.
 """
 
 from __future__ import annotations
@@ -11,9 +10,8 @@ from __future__ import annotations
 import torch
 
 from subclassaot.desugar import leaf_meta
-from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun
-from subclassaot.schemas import DenseIndex, LeafMutation, LeafSource, Meta, OutputInfo
+from subclassaot.schemas import DenseIndex, Meta
 from subclassaot.torch_internals import has_data_mutation, inner_storage_offset, symint_expr
 
 # Note [Offsets Of Views Of Written Inputs]
@@ -22,8 +20,9 @@ from subclassaot.torch_internals import has_data_mutation, inner_storage_offset,
 # `x0.add_(x0)` on an input at offset 2, `x0.unsqueeze(-2)` reports offset 0 for one inner tensor, 2 for the
 # other). The pipeline mostly never reads those offsets: a view of an input is rebuilt by replaying its view chain
 # on the input at run time. An output that the program set_() (`Replay.then_set`, the program's own set_) is
-# rebuilt from the metadata its leaves had at analysis, so where a leaf is on the storage of an input that was
-# written and does not start at offset 0, the rebuilt output would sit at the wrong offset: that is refused.
+# rebuilt from the metadata its leaves had at analysis: those are eager's, by Note [Offsets After A Write] (`alias_meta`
+# for outputs, `leaf_mutations` for inputs set_() onto another input's storage). Such outputs were refused until
+# that held for every leaf (fuzz seed 44000 #1228, #4584, #7294: `t0 = x0.view(...); t0.set_(x0); t0.add_(x0)`).
 
 # Note [Offsets After A Write]
 # A FunctionalTensor keeps eager's offset for the tensors that had one before a write to its storage (the input
@@ -33,7 +32,9 @@ from subclassaot.torch_internals import has_data_mutation, inner_storage_offset,
 # `x0.set_(x0.transpose(1, 1))` then ended x0 at offset 0). The offsets functionalization keeps behind the wrappers
 # are all relative to the regenerated value, so eager's offset of a tensor on the input's storage is that offset plus
 # the input's original offset minus its original one behind the wrapper (0 where nothing wrote the storage). The
-# analysis records that offset for an input's final metadata and for outputs that alias the input's storage.
+# analysis records that offset for an input's final metadata (one set_() onto another input's storage too: fuzz seed
+# 44000 #109, `x0.set_(x1.unsqueeze(0))` after `x1.add_(-1.0)`, x1 at offset 2) and for outputs that alias the
+# input's storage. Absolute offsets the program names go the other way (Note [Absolute Offsets On Written Inputs]).
 
 
 def eager_offset(t: torch.Tensor, original: torch.Tensor) -> int | torch.SymInt:
@@ -57,22 +58,4 @@ def alias_meta(leaf: torch.Tensor, run: FunctionalRun, j: DenseIndex, original: 
     return meta
 
 
-def check_set_output_offsets(info: OutputInfo, run: FunctionalRun, mutations: tuple[LeafMutation, ...]) -> None:
-    """Refuse an output set_() by the program onto a view of a written input at a nonzero offset (see Note)."""
-    replay = info.replay
-    if replay is None or not replay.then_set or replay.runtime_set:
-        return
-    for leaf in info.leaves:
-        if leaf.source is not LeafSource.INPUT_ALIAS or not mutations[leaf.index].data:
-            continue
-        offset = run.originals[leaf.index].storage_offset()
-        if isinstance(offset, int) and offset == 0:
-            continue
-        raise UnsupportedError(
-            f"{info.path}: the program set_() this output onto a view of an input that it also writes in place and "
-            "that starts at a nonzero storage offset; the offsets of such views are not known when compiling (Note "
-            "[Offsets Of Views Of Written Inputs]). Return a clone, or pass the input at storage offset 0"
-        )
-
-
-__all__ = ["check_set_output_offsets", "eager_offset"]
+__all__ = ["alias_meta", "eager_offset"]

@@ -175,6 +175,7 @@ def run_functional(
         if leaf_index not in grouped and span is not None:
             record.input_spans[storage_key(o)] = (span, layout.leaves[leaf_index].path, DenseIndex(leaf_index))
     for leaf_index, o in enumerate(originals):
+        record.input_originals.setdefault(storage_key(o), o)
         path = flat.leaves[layout.leaves[leaf_index].owner].path
         paths = record.input_paths.get(storage_key(o), ())
         record.input_paths[storage_key(o)] = paths if path in paths else (*paths, path)

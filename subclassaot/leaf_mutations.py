@@ -15,7 +15,7 @@ import torch
 
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
-from subclassaot.functional_offsets import eager_offset
+from subclassaot.functional_offsets import alias_meta, eager_offset
 from subclassaot.functional_run import FunctionalRun
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import DenseIndex, DenseLayout, LeafMutation, Meta
@@ -71,6 +71,8 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
     final_meta, orig_meta = leaf_meta(final), leaf_meta(orig)
     if not storage_changed and not grown:  # Note [Offsets After A Write]
         final_meta = (final_meta[0], final_meta[1], symint_expr(eager_offset(final, orig)))
+    elif set_source is not None:  # on another input's storage: its offset there (Note [Offsets After A Write])
+        final_meta = alias_meta(final, run, set_source, set_source)
     swaps = run.swaps
     view_ops = swaps.inplace_views.get(id(final), []) if any(final is t for t in run.user_tensors) else []
     return LeafMutation(

@@ -18,7 +18,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.protocol import flatten_subclass
 from subclassaot.schemas import DenseIndex
 from subclassaot.swap_record import elements_of
-from subclassaot.torch_internals import storage_key
+from subclassaot.torch_internals import has_data_mutation, inner_storage_offset, storage_key
 
 if TYPE_CHECKING:
     from subclassaot.swap_record import SwapRecord
@@ -68,6 +68,35 @@ def as_strided_chain_refused(
         if span is not None:
             raise StorageReachError(f"{span[1]}: {message}", leaf=span[2]) from e
         raise UnsupportedError(message) from e
+
+
+# Note [Absolute Offsets On Written Inputs]
+# as_strided() and set_(storage, offset, ...) name absolute storage offsets, eager's. Behind the wrappers,
+# functionalization keeps offsets relative to the value it regenerates an input from once its storage was written
+# (Note [Offsets After A Write]): at offset 0 where the input started at its own offset. Passed on as they are, the
+# offsets then name other elements, or none (fuzz seed 44000 #109's variants: after `x1.add_(1.0)` on an input at
+# offset 4 of a 4-element storage span, `x1.as_strided((2,), (1,), 5)` failed with "setStorage: ... out of bounds",
+# and `x0.set_(x1.untyped_storage(), 5, (2,), (1,))` read the wrong elements). They are moved into that frame (minus
+# the input's original offset, plus its own behind the wrapper); the wrapper keeps eager's offset, and the analysis
+# reads eager's back by the same shift (`eager_offset`). A synthetic base (Note [as_strided On Inputs]) starts at 0
+# in both frames: nothing moves.
+
+
+def functional_frame_offset(record: SwapRecord, t: torch.Tensor, offset: int | torch.SymInt) -> int | torch.SymInt:
+    """Note [Absolute Offsets On Written Inputs]: eager's absolute `offset` on FunctionalTensor `t`'s storage, as
+    functionalization counts it behind the wrappers."""
+    original = record.input_originals.get(storage_key(t))
+    if original is None or not has_data_mutation(original):
+        return offset
+    return offset - (original.storage_offset() - inner_storage_offset(original))
+
+
+def strided_in_frame(record: SwapRecord, t: torch.Tensor, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """as_strided's arguments after the tensor (size, stride, storage offset), the offset, where given, moved into
+    functionalization's frame (Note [Absolute Offsets On Written Inputs])."""
+    if len(args) < 3 or args[2] is None:
+        return args
+    return (*args[:2], functional_frame_offset(record, t, args[2]), *args[3:])
 
 
 def check_strided_reach(record: SwapRecord, args: tuple[Any, ...]) -> None:

@@ -43,8 +43,10 @@ from subclassaot.storage_reach import (
     check_shared_grad_set,
     check_strided_reach,
     check_write_through_base_strided,
+    functional_frame_offset,
     refresh_shared_histories,
     storage_tail,
+    strided_in_frame,
     writes_self,
 )
 from subclassaot.swap_record import (
@@ -198,7 +200,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if func is torch.ops.aten.as_strided.default and args and is_functional(args[0]):
             # Tracked against the tensor the program named (version counter family, view chain).
             source = self._as_strided_source(args)
-            out = func(source, *args[1:], **kwargs)
+            out = func(source, *strided_in_frame(self.record, source, args[1:]), **kwargs)
             self._track(func, args, out, kwargs)
             if any(source is base for base in self.record.alias_bases.values()):
                 self.record.base_strided_views.add(id(out))  # Note [Writes Through as_strided Of A Synthetic Base]
@@ -234,12 +236,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             made_here = id(args[0]) in self.record.views  # a view the program took (not an aliased input's)
             if torch.is_grad_enabled() and made_here and args[0]._is_view() and id(args[0]) not in self.record.hidden:
                 self.record.set_views.add(id(args[0]))  # Note [contiguous() Of A Contiguous Clone]
-            # An input that runs as a clone (Note [Training Through A Joint Graph]) is cloned contiguous where its own strides
-            # overlap or leave gaps (expand(), x[:, ::2]). Its contiguous() then returns the clone itself, where eager's copies
-            # the input: the torch-function mode makes that call a copy (clone(memory_format=torch.contiguous_format), eager's
-            # own), so that an output or a write through it is not taken for the input's. A view of such a clone whose
-            # contiguous() returns itself may differ from eager's the same way: that is refused where it matters (analyze).
-
             # Note [Writes To A View After set_]
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
@@ -421,7 +417,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         stride = rest[2] if len(rest) > 2 else kwargs.get("stride", None)
         if stride is None or len(stride) == 0:
             stride = torch._prims_common.make_contiguous_strides_for(size)
-        rebind_functional(x, owner, (list(size), list(stride), offset))
+        check_strided_reach(self.record, (owner, size, stride, offset))  # Note [as_strided On Inputs]
+        inner = functional_frame_offset(self.record, owner, offset)  # Note [Absolute Offsets On Written Inputs]
+        rebind_functional(x, owner, (list(size), list(stride), inner), wrapper_offset=offset)
 
     def _track(self, func: Any, args: tuple[Any, ...], out: Any, kwargs: dict[str, Any] | None = None) -> None:
         kwargs = kwargs or {}

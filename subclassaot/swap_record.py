@@ -145,6 +145,9 @@ class SwapRecord:
     # index): the graph holds only those elements (Note [as_strided On Inputs])
     input_spans: dict[object, tuple[Elements, str, DenseIndex]] = field(default_factory=dict)
     alias_bases: dict[object, torch.Tensor] = field(default_factory=dict)  # storage key -> synthetic base
+    # storage key of an input's dense leaf -> its alias with the original metadata (`FunctionalRun.originals`): the
+    # frame of the offsets functionalization keeps behind the wrappers (Note [Absolute Offsets On Written Inputs])
+    input_originals: dict[object, torch.Tensor] = field(default_factory=dict)
     # storage key of an input's dense leaf (its clone's, where it runs as one) -> the paths of the inputs over it
     input_paths: dict[object, tuple[str, ...]] = field(default_factory=dict)
     # storage key of a synthetic base that two or more distinct inputs share -> their paths (Note [set_ Under Grad

@@ -434,7 +434,9 @@ def wrapper_grad_accumulator(t: torch.Tensor) -> GradientEdge:
     return GradientEdge(node, output_nr)
 
 
-def set_wrapper_metadata(t: torch.Tensor, size: Sequence[int], stride: Sequence[int], offset: int) -> None:
+def set_wrapper_metadata(
+    t: torch.Tensor, size: Sequence[int], stride: Sequence[int], offset: int | torch.SymInt
+) -> None:
     """Change a wrapper subclass's own size/stride/offset without dispatching to it (its inner tensors are done).
     Larger than its own storage, the storage grows in place (as eager's resize_ or set_ of a wrapper does)."""
     needed = (
@@ -468,10 +470,17 @@ def assign_wrapper_metadata(t: torch.Tensor, size: Sequence[int], stride: Sequen
         t.data = shell
 
 
-def rebind_functional(x: torch.Tensor, src: torch.Tensor, meta: tuple[list[int], list[int], int] | None) -> None:
+def rebind_functional(
+    x: torch.Tensor,
+    src: torch.Tensor,
+    meta: tuple[list[int], list[int], int | torch.SymInt] | None,
+    wrapper_offset: int | torch.SymInt | None = None,
+) -> None:
     """Make FunctionalTensor `x` an alias of `src` (or of `src`'s storage with `meta`), as eager's set_ does.
 
     See Note [Storage Swaps By Rebinding]. A FunctionalTensorMode must be active (below the caller).
+    `wrapper_offset`: the offset x's wrapper reports, where meta's is in functionalization's frame and not eager's
+    (Note [Absolute Offsets On Written Inputs]).
     """
     assert isinstance(x, FunctionalTensor) and isinstance(src, FunctionalTensor), "BUG: rebinding needs functionals"
     if meta is None:
@@ -485,7 +494,7 @@ def rebind_functional(x: torch.Tensor, src: torch.Tensor, meta: tuple[list[int],
     # after a write), or the one set_(storage, offset, size, stride) asked for.
     if meta is None:
         meta = (list(src.size()), list(src.stride()), int(src.storage_offset()))
-    set_wrapper_metadata(x, meta[0], meta[1], meta[2])
+    set_wrapper_metadata(x, meta[0], meta[1], meta[2] if wrapper_offset is None else wrapper_offset)
 
 
 def no_dispatch() -> contextlib.AbstractContextManager[None]:
