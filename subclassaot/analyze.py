@@ -85,6 +85,7 @@ from subclassaot.view_chains import (
     viewed_before_set,
     wrapper_storage_classes,
 )
+from subclassaot.written_views import steps_before_last_write
 
 _CONSTANT_TYPES = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout)
 
@@ -149,6 +150,10 @@ def analyze(
         requires_grad_after=tuple(bool(t.requires_grad) for t in run.user_tensors),
         requires_grad_set=tuple(id(t) in run.swaps.requires_grad_set for t in run.user_tensors),
         inplace_replay=replays,
+        write_steps=tuple(
+            steps_before_last_write(t, u.dim(), run.swaps) if r else None
+            for t, u, r in zip(run.user_tensors, user_fakes, replays, strict=True)
+        ),
         inplace_view_ops=tuple(id(t) in run.swaps.inplace_views for t in run.user_tensors),
         stale_view_reads=stale,
         last_bumps=tuple(last_bump(t, run) for t in run.user_tensors),

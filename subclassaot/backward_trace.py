@@ -53,10 +53,10 @@ from subclassaot.training_rules import (
     duplicate_wrappers,
     grad_bases,
     group_of,
-    refuse_written_views_changed_in_place,
     wrapper_update_inputs,
 )
 from subclassaot.view_set_order import refuse_view_set_order
+from subclassaot.written_views import refuse_written_views_changed_in_place
 
 # Note [Backward Errors Are Deferred]
 # Some programs run forward fine in eager and fail only in backward: x.mul_(x) on a tensor autograd saved, set_() on

@@ -51,6 +51,7 @@ from subclassaot.torch_internals import (
 )
 from subclassaot.trace import UpdateKind
 from subclassaot.wrapper_storage import anchor_holders, assign_data_meta
+from subclassaot.written_views import copy_point, undo_steps
 
 
 def inference_call(compiled: Callable[..., object], inputs_require_grad: bool) -> GraphCall:
@@ -387,11 +388,17 @@ def _epilogue(
     for t in epilogue.reshaped:
         wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         data, steps = plan.analysis.wrapper_data[t], plan.analysis.inplace_replay[t]
+        # Note [Written Subclass Views Changed In Place]: a view takes its value first, in the layout it came with
+        copy_at = copy_point(plan.layout, plan.analysis, t) if t in late and wrapper._is_view() else None
+        if copy_at is not None:
+            _copy_wrapper(plan, values, t, undo_steps(wrapper_values[t], steps, ev, symbols))
+            late.discard(t)
         for k, step in enumerate(steps):
             if data is not None and k == data.after_steps:
                 _assign_data(plan, ev, values, symbols, wrapper, data, outs)
             # Under the grad mode the program had: autograd records it on a wrapper that requires grad, as in eager.
-            with torch.set_grad_enabled(step.grad_enabled and torch.is_grad_enabled()):
+            grad = step.grad_enabled and (copy_at is None or k >= copy_at)
+            with torch.set_grad_enabled(grad and torch.is_grad_enabled()):
                 refresh_view_grad_fn(wrapper)  # Note [In-Place Ops On A View Whose Base Gained Grad]
                 step.op(
                     wrapper,

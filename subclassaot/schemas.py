@@ -412,6 +412,9 @@ class Analysis:
     # per dense leaf: the program read a view of its synthetic base whose history autograd rebuilt from a view
     # function that misses an in-place view op (Note [Stale View Functions]); () outside alias groups
     stale_view_reads: tuple[bool, ...] = ()
+    # per tensor input with in-place view ops (subclasses): how many ran before the program's last write of its data,
+    # None if unknown (Note [Written Subclass Views Changed In Place]); () where not computed
+    write_steps: tuple[int | None, ...] = ()
     # per tensor input: when the program last advanced its version counter (the run's sequence number; 0: never)
     last_bumps: tuple[int, ...] = ()
     # per tensor input (subclasses): an op with grad enabled read its wrapper (or a view of it taken after) after the

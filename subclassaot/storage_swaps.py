@@ -314,7 +314,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 if arg_schema.is_write
                 and isinstance(arg := args[i] if i < len(args) else kwargs.get(arg_schema.name), torch.Tensor)
             )
-        self.record.wrapper_ops.append((func, subclass_args, written))
+        self.record.note_wrapper_op(func, subclass_args, written, pytree.tree_leaves((args, kwargs)))
         if self.record.wrapper_first_sets:
             self.record.note_reads_after_set(subclass_args, written)
         if self.record.hidden_resizes:
@@ -512,12 +512,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         self.record.dense_writes.add(storage_key(arg))
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
                     # In-place view ops count too: they advance the version counter autograd checks views against.
-                    self._record_write(arg, inplace or arg_schema.is_out)
-                    if not moves_data:
-                        self.record.inplace_view_bumps[id(arg)] = self.record.seq
+                    self._record_write(arg, inplace or arg_schema.is_out, moves_data)
 
-    def _record_write(self, arg: torch.Tensor, bumps: bool) -> None:
+    def _record_write(self, arg: torch.Tensor, bumps: bool, moves_data: bool = True) -> None:
         self.record.seq += 1
+        self.record.note_write_kind(arg, moves_data, self.depth == 0 and is_traceable_subclass(arg))
         left = self.left_storages.pop(id(arg), None)  # Note [Wrapper set_ Bumps The Storages It Leaves]
         key = storage_key(arg) if left is None else left[0]
         self.record.last_write[key] = self.record.seq

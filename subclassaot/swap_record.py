@@ -139,6 +139,11 @@ class SwapRecord:
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
     # id() -> seq of the version bump of the last in-place view op on it (Note [Views Refreshed By Their Own t_()])
     inplace_view_bumps: dict[int, int] = field(default_factory=dict)
+    # id() of a subclass the program itself wrote (an op that moves data, not an in-place view op) -> the seqs of
+    # those writes (Note [Written Subclass Views Changed In Place])
+    wrapper_data_writes: dict[int, list[int]] = field(default_factory=dict)
+    # per entry of `wrapper_ops`: the seq before it ran, and the tensors among its arguments it does not write
+    wrapper_op_reads: list[tuple[int, tuple[torch.Tensor, ...]]] = field(default_factory=list)
     last_write: dict[object, int] = field(default_factory=dict)  # storage key -> seq of its last in-place op
     last_bump: dict[object, int] = field(default_factory=dict)  # ... of its last one not through `.data`/detach()
     # storage key of an input that is its own graph input -> (the storage elements it covers, its path, its dense
@@ -199,6 +204,24 @@ class SwapRecord:
                 return False
             t = record.source
         return t is not value and id(t) in self.view_set_bases and any(t is u for u in inputs)
+
+    def note_write_kind(self, t: torch.Tensor, moves_data: bool, wrapper: bool) -> None:
+        """The write of `t` at `seq`: the bump of an in-place view op, or a write of data by the program into a
+        subclass (`wrapper`: at the top level), kept alive so that its id() names it for the whole run."""
+        if not moves_data:
+            self.inplace_view_bumps[id(t)] = self.seq
+        elif wrapper:
+            self.wrapper_data_writes.setdefault(id(t), []).append(self.seq)
+            self.keep_alive.append(t)
+
+    def note_wrapper_op(
+        self, func: Any, subclass_args: tuple[torch.Tensor, ...], written: tuple[torch.Tensor, ...], leaves: list[Any]
+    ) -> None:
+        """An op of the program on subclass tensors with grad enabled (`wrapper_ops`), and when (`leaves`: its
+        arguments, of which the tensors not written are kept)."""
+        self.wrapper_ops.append((func, subclass_args, written))
+        read = tuple(a for a in leaves if isinstance(a, torch.Tensor) and not any(a is w for w in written))
+        self.wrapper_op_reads.append((self.seq, read))
 
     def note_wrapper_set(self, t: torch.Tensor, seq: int, size_before: tuple[Any, ...]) -> None:
         """`t.set_(...)` on a wrapper subclass, at `seq`; `size_before`: t's size before it."""

@@ -44,15 +44,6 @@ from subclassaot.schemas import (
 # ops). An input whose storage changes (set_, resize_) is refused.
 
 
-# Note [Written Subclass Views Changed In Place]
-# The epilogue of Note [Subclass Inputs Mutated In Training] replays an input's in-place view ops, then copies the
-# new value in. Where the input is a view, that wrapper-level copy_ makes autograd rebuild the view's grad_fn from
-# its view function, which misses the in-place view ops: the grad_fn expects the old layout, and the backward raises
-# ("invalid gradient") where eager's, which recorded the write before the view ops, runs (fuzz seed 9000 #3729,
-# seed 11000 #2263). Such inputs are refused; the fix would copy the value in with its original layout first, then
-# replay the view ops with grad.
-
-
 # Note [No-Grad View Ops Of Written Subclass Inputs]
 # An input of Note [Subclass Inputs Mutated In Training] whose in-place view ops (some or all) ran under no_grad, and
 # whose writes autograd records, is handled the same way where it requires grad and is in no alias group: eager
@@ -101,20 +92,6 @@ def wrapper_update_inputs(
             continue  # Note [Overlapping Subclass Members Written Through One]
         out.append(i)
     return tuple(out)
-
-
-def refuse_written_views_changed_in_place(
-    layout: DenseLayout, analysis: Analysis, real: Sequence[torch.Tensor], wrapper_updates: Sequence[int]
-) -> None:
-    """Note [Written Subclass Views Changed In Place]. `real`: the real tensor inputs (guarded: `_is_view()`)."""
-    for i in wrapper_updates:
-        tree = layout.trees[i]
-        if tree is not None and real[i]._is_view() and analysis.inplace_replay[i]:
-            raise UnsupportedError(
-                f"{tree.path}: a tensor subclass input that is a view and requires grad (or gains it) is written and "
-                "has its metadata changed by in-place view ops (t_, unsqueeze_, ...); in training this is not "
-                "supported yet (Note [Written Subclass Views Changed In Place]). Pass the base, or change a clone"
-            )
 
 
 def _one_object(layout: DenseLayout, i: int) -> bool:
