@@ -458,10 +458,13 @@ def _output_info(
             "its view chain can be replayed. Return a clone made before the write"
         )
     passed = [] if replay is None else [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
-    twice = len(passed) > 1 and id(passed[0]) in run.swaps.swapped_ids  # an input passed twice and set_()
-    if twice and tree is None and grad_fn_raises(value):
+    # its input was set_() (last, not by `.data =`: checked for subclasses passed twice only)
+    swapped = bool(passed) and id(passed[0]) in run.swaps.swapped_ids
+    set_input = swapped and (len(passed) > 1 or id(passed[0]) not in run.swaps.swapped_by_data)
+    if set_input and tree is None and grad_fn_raises(value):
         # A set_() of its base, even under no_grad, makes eager's grad_fn raise (fuzz seed 8000 #3759: the base is
-        # an input passed twice); the view rebuilt from the input before the epilogue has none that raises.
+        # an input passed twice, one input since Note [One Tensor Passed Several Times]); the view rebuilt from the
+        # input before the epilogue has none that raises.
         raise UnsupportedError(
             f"{path}: its grad_fn raises in eager (a view made under no_grad of a tensor that requires grad, whose "
             "base the program then set_() or wrote in place), which a compiled output cannot reproduce. Return a "
