@@ -127,3 +127,46 @@ def test_entry_for_one_tensor_twice_is_not_run_for_two(compile_fn: CompileFn | N
     assert compiled.compile_count == 2
     assert "very same tensor" in compiled.recompile_reasons[0]
     assert torch.equal(out[0], f(b2, c2)[0]) and torch.equal(b, b2) and torch.equal(c, c2)
+
+
+def _leaf_and_detach() -> tuple[T, T]:
+    b0 = torch.randn((3, 3), requires_grad=True)
+    return (b0.detach().transpose(1, 1), b0)
+
+
+def test_leaf_data_assigned_a_view_of_its_detach(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 44000 #9720 (Note [Data Assignments To Aliased Inputs In Training]): the leaf is the group's only
+    # input that needs grad
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.contiguous()
+        t1 = x0.unbind(1)[1]
+        x1.data = t1
+        t2 = x0.clone()
+        return (x1, t0, t2)
+
+    check_with_grad(f, _leaf_and_detach, compile_fn)
+
+
+def test_leaf_data_assigned_its_transposed_detach_used_before_and_after(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t = x1.exp()
+        x1.data = x0.t()
+        x0.mul_(2.0)
+        return (t.sum() + x1.sum(), x1.mul(3.0), x1)
+
+    check_with_grad(f, _leaf_and_detach, compile_fn)
+
+
+def test_leaf_data_assigned_beside_two_detached_aliases(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T, x2: T) -> object:
+        t = x1 * x2.sum()
+        x1.data = x0.flip(0)
+        with torch.no_grad():
+            x2.mul_(2.0)
+        return (t, x1)
+
+    def make() -> tuple[T, T, T]:
+        b0 = torch.randn((4,), requires_grad=True)
+        return (b0.detach(), b0, b0.detach()[::2])
+
+    check_with_grad(f, make, compile_fn)
