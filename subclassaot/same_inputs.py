@@ -30,11 +30,11 @@ from subclassaot.protocol import is_traceable_subclass
 # program sees one object as eager's does, and every stage treats it as one input (its own mutations, metadata
 # changes and gradient; no alias group). The entry's guards check that the same positions hold the very same object
 # again (`is`), then the compiled guards over the marked values; a call with two distinct tensors there fails them
-# and compiles its own entry. Messages name the first position. The single-input rules then decide (seed 8000 #3759,
-# a view of the input set_() onto it, is refused as for one input: analyze `set_input`). Only plain tensors, and
-# functions called with their own arguments (no module state, no captured tensors: those lift to inputs the marked
-# function could not name). A subclass object passed twice keeps Note [Subclass Inputs Passed Twice In Training]
-# (marked, seed 10000 #7477, which that Note passes, was refused by a single-input rule).
+# and compiles its own entry. Messages name the first position. The single-input rules then decide; analyze keeps
+# its rule for a repeated input (`repeated`: seed 8000 #3759, a view of the input set_() onto it). Only plain
+# tensors, and functions called with their own arguments (no module state, no captured tensors: those lift to inputs
+# the marked function could not name). A subclass object passed twice keeps Note [Subclass Inputs Passed Twice In
+# Training] (marked, seed 10000 #7477, which that Note passes, was refused by a single-input rule).
 
 
 @dataclass(frozen=True, slots=True)
