@@ -51,6 +51,7 @@ from subclassaot.kept_accumulators import assigned_accumulator_size
 from subclassaot.leaf_mutations import leaf_mutations, wrappers_after
 from subclassaot.own_base import check_own_base_run, with_own_base_views
 from subclassaot.protocol import is_traceable_subclass
+from subclassaot.same_inputs import SameTensorAs
 from subclassaot.schemas import (
     Analysis,
     DenseIndex,
@@ -194,6 +195,7 @@ def _analyze_outputs(
     leaves, spec = pytree.tree_flatten(run.output)
     paths = [("out" + pytree.keystr(kp)) for kp, _ in pytree.tree_flatten_with_path(run.output)[0]]
     input_by_id = {id(t): idx for t, idx in zip(run.user_tensors, flat.tensor_indices, strict=True)}
+    repeated = frozenset(v.index for v in flat.values if isinstance(v, SameTensorAs))
     current = {storage_key(f): DenseIndex(j) for j, f in enumerate(run.finals)}
     original = {storage_key(o): DenseIndex(j) for j, o in enumerate(run.originals)}
     bases = intermediate_bases(leaves, current, original, run.swaps)
@@ -227,6 +229,7 @@ def _analyze_outputs(
             graph_count,
             {i: k for i, k in output_ids.items() if i != id(value)},
             set_targets,
+            repeated,
         )
         if isinstance(value, torch.Tensor):
             first_seen[id(value)] = len(infos)
@@ -298,6 +301,7 @@ def _output_info(
     graph_count: int,
     earlier: dict[int, int],
     set_targets: dict[int, DenseIndex],
+    repeated: frozenset[int],
 ) -> tuple[OutputInfo, int]:
     blank = OutputInfo(
         path=path,
@@ -469,10 +473,13 @@ def _output_info(
             "its view chain can be replayed. Return a clone made before the write"
         )
     passed = [] if replay is None else [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
-    twice = len(passed) > 1 and id(passed[0]) in run.swaps.swapped_ids  # an input passed twice and set_()
-    if twice and tree is None and grad_fn_raises(value):
+    # an input passed twice (one input since Note [One Tensor Passed Several Times]: `repeated`) and set_()
+    repeat = bool(passed) and (len(passed) > 1 or input_by_id[id(passed[0])] in repeated)
+    set_input = repeat and id(passed[0]) in run.swaps.swapped_ids
+    if set_input and tree is None and grad_fn_raises(value):
         # A set_() of its base, even under no_grad, makes eager's grad_fn raise (fuzz seed 8000 #3759: the base is
-        # an input passed twice); the view rebuilt from the input before the epilogue has none that raises.
+        # an input passed twice, one input since Note [One Tensor Passed Several Times]); the view rebuilt from the
+        # input before the epilogue has none that raises.
         raise UnsupportedError(
             f"{path}: its grad_fn raises in eager (a view made under no_grad of a tensor that requires grad, whose "
             "base the program then set_() or wrote in place), which a compiled output cannot reproduce. Return a "

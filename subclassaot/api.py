@@ -38,6 +38,7 @@ from subclassaot.inputs import CaptureRef, capture_refs, flatten_call, lifted_st
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.runtime import inference_call, make_runner
 from subclassaot.runtime_plan import RuntimePlan, leaf_attr_paths
+from subclassaot.same_inputs import find_same_inputs, marked_call, same_input_guards, unmarking
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, InputIndex
 from subclassaot.storage_reach import StorageReachError
 from subclassaot.torch_function import check_trial, torch_function_trial
@@ -116,9 +117,11 @@ class CompiledFunction(Generic[P, R]):
             if isinstance(bound, dict):
                 return cast(R, entry.run(values, bound))
             failures.append(bound)
-        return self._compile_and_run(args, kwargs, failures)
+        return self._compile_and_run(args, kwargs, values, failures)
 
-    def _compile_and_run(self, args: tuple[object, ...], kwargs: Mapping[str, object], failures: list[str]) -> R:
+    def _compile_and_run(
+        self, args: tuple[object, ...], kwargs: Mapping[str, object], values: list[object], failures: list[str]
+    ) -> R:
         with self._lock:
             if len(self._entries) >= self.config.recompile_limit:
                 warnings.warn(
@@ -134,7 +137,6 @@ class CompiledFunction(Generic[P, R]):
                 log.info("recompiling %s: %s", getattr(self.fn, "__name__", self.fn), reason)
             entry = compile_entry(self.fn, args, kwargs, self.config, self._state, self._symbols, self._captures)
             self._entries.append(entry)
-        values = list(entry.flat.values)
         bound = entry.guards.check(values)
         if not isinstance(bound, dict):
             raise AssertionError(f"BUG: a freshly compiled entry rejects the inputs it was compiled for: {bound}")
@@ -152,6 +154,15 @@ def compile_entry(
 ) -> CompiledEntry:
     """Compile one entry; if tracing with symbolic sizes fails (an op without symbolic support, a size the program
     branches on), compile it again with static sizes rather than fail a call eager completes."""
+    refs = capture_refs(fn) if captures is None else captures
+    same = find_same_inputs(args, kwargs) if not isinstance(fn, torch.nn.Module) and not refs else None
+    if same is not None:  # See Note [One Tensor Passed Several Times]
+        marked_args, marked_kwargs = marked_call(same, args, kwargs)
+        inner = compile_entry(unmarking(fn, same), marked_args, marked_kwargs, config, state, symbols, ())
+        entry_guards, marked = same_input_guards(same, inner.guards, [leaf.path for leaf in inner.flat.leaves])
+        return dataclasses.replace(
+            inner, guards=entry_guards, run=lambda values, bound: inner.run(marked(values), bound)
+        )
     name = getattr(fn, "__name__", fn)
     try:
         try:

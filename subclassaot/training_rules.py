@@ -13,6 +13,7 @@ from typing import cast
 
 import torch
 
+from subclassaot.aliased_data_rules import data_assignments_allowed
 from subclassaot.errors import UnsupportedError
 from subclassaot.hidden_set_rules import kernel_strides, refuse_leaves_resized_under_no_grad, set_under_no_grad_inputs
 from subclassaot.schemas import (
@@ -234,16 +235,6 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
 # member keeps the refusal.
 
 
-# Note [Data Assignments To Aliased Inputs In Training]
-# A plain member, not an autograd leaf, whose layout changes only by `.data =` (its last storage swap): eager records
-# nothing of the assignment, the member's history stays as it came, and the epilogue's as_strided_ below autograd
-# gives it the new layout, as for any member (Note [Metadata Changes Of Aliased Inputs In Training]). Checked (parity
-# oracle) on fuzz seed 3000 #792, #9371, seed 5000 #115, #4391, #7093, and on views and clones assigned before or
-# after a use, with or without later writes. A leaf keeps the refusal (seed 3000 #784: eager's backward raised
-# through the leaf's new layout, ours did not), and so does a set_() under no_grad in place of the assignment (the
-# compiled backward raised where eager's did not).
-
-
 # Note [No-Grad Layout Changes Of Aliased Subclass Inputs]
 # A subclass member whose layout the program changes only by in-place view ops under no_grad records nothing in
 # eager: its history stays as it came, the ops change its wrapper's layout alone. The epilogue replays them on the
@@ -289,8 +280,8 @@ def _unsupported_group_change(
         return None  # no history reads their layout (Note [Metadata Changes Of Grad-Free Members])
     if not meta or (plain and not _returns_tensors(analysis)):
         return None
-    if plain and all(analysis.mutations[m].swapped_by_data and not leaf(m) for m in meta):
-        return None  # Note [Data Assignments To Aliased Inputs In Training]
+    if plain and data_assignments_allowed(meta, members, analysis, input_of, grad_free, leaf):
+        return None  # See Note [Data Assignments To Aliased Inputs In Training]
     if plain and not any(analysis.mutations[m].swapped for m in meta):
         # Note [Layout Changes Of Aliased Inputs By In-Place View Ops]
         stale = [m for m in members if analysis.stale_view_reads and analysis.stale_view_reads[m]]
