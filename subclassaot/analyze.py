@@ -41,7 +41,11 @@ from subclassaot.data_assignment import check_assigned_view, check_data_meta_out
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.detached_outputs import detached_output_leaves
 from subclassaot.errors import UnsupportedError
-from subclassaot.foreign_bases import check_grad_view_of_moved_input, foreign_base
+from subclassaot.foreign_bases import (
+    check_grad_view_of_moved_input,
+    check_moved_view_of_grad_intermediate,
+    foreign_base,
+)
 from subclassaot.functional_offsets import alias_meta, check_set_output_offsets
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.grad_scope import check_subclass_input_through_function
@@ -339,6 +343,8 @@ def _output_info(
     for leaf in dense:
         key = storage_key(leaf)
         meta = leaf_meta(leaf)
+        if tree is None:
+            check_moved_view_of_grad_intermediate(path, leaf, run.finals, set(current) | set(original), set(bases))
         if fresh:
             same = current.get(key) if key in original else None  # the input's own storage, not one set_() gave it
             view = same is not None and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
