@@ -343,8 +343,6 @@ def _output_info(
     for leaf in dense:
         key = storage_key(leaf)
         meta = leaf_meta(leaf)
-        if tree is None:
-            check_moved_view_of_grad_intermediate(path, leaf, run.finals, set(current) | set(original), set(bases))
         if fresh:
             same = current.get(key) if key in original else None  # the input's own storage, not one set_() gave it
             view = same is not None and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
@@ -432,6 +430,8 @@ def _output_info(
     if replay is None and replaced is None and torch.is_grad_enabled():
         replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
     _check_replay(path, value, (tree is not None, replay, replaced), run, out_leaves)
+    for leaf in dense if tree is None else ():  # (after _check_replay: its refusals name their own rules)
+        check_moved_view_of_grad_intermediate(path, leaf, run.finals, set(current) | set(original), set(bases))
     base = value._base if tree is None and value._is_view() else None
     moved = base is not None and id(base) in run.swaps.swapped_by_data
     if tree is not None:  # a subclass view of an output set_() since: fuzz seed 12000 #5902
