@@ -42,7 +42,12 @@ from subclassaot.data_assignment import check_assigned_view, check_data_meta_out
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.detached_outputs import detached_output_leaves
 from subclassaot.errors import UnsupportedError
-from subclassaot.foreign_bases import check_grad_view_of_moved_input, check_view_of_input_set_off_it, foreign_base
+from subclassaot.foreign_bases import (
+    check_grad_view_of_moved_input,
+    check_moved_view_of_grad_intermediate,
+    check_view_of_input_set_off_it,
+    foreign_base,
+)
 from subclassaot.functional_offsets import alias_meta
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.grad_scope import check_subclass_input_through_function
@@ -440,6 +445,8 @@ def _output_info(
     if replay is None and replaced is None and torch.is_grad_enabled():
         replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
     _check_replay(path, value, (tree is not None, replay, replaced), run, out_leaves)
+    for leaf in dense if tree is None else ():  # (after _check_replay: its refusals name their own rules)
+        check_moved_view_of_grad_intermediate(path, leaf, run.finals, set(current) | set(original), set(bases))
     base = value._base if tree is None and value._is_view() else None
     set_since = base is not None and set_after_viewed(value, base, run)
     moved = base is not None and (id(base) in run.swaps.swapped_by_data or set_since)

@@ -3,7 +3,8 @@
 Input: output leaves of a functional run (at analysis and trace), or real tensors (at run time).
 Output: `foreign_root` and `foreign_base` (eager's `._base` of an output view that set_() left on another storage,
 and where the runtime finds it), `view_onto` (the run-time rebuild of such a view), and the refusal of such views
-that require grad (`check_grad_view_of_moved_input`, `check_view_of_input_set_off_it`).
+that require grad (`check_grad_view_of_moved_input`, `check_view_of_input_set_off_it`) or that view an
+intermediate with history (`check_moved_view_of_grad_intermediate`).
 Invariants: analysis and trace decide the same foreign roots (the graph returns them as intermediate bases, numbered
 after the others, in output order); regeneration never writes data and leaves every version counter as it found it.
 """
@@ -113,6 +114,27 @@ def check_view_of_input_set_off_it(
             "set_() (or assigned `.data`) onto another storage: eager's `._base` is the input, on another storage "
             "than the view, which a compiled output rebuilt with autograd history cannot be (Note [Views Set Onto "
             "Another Storage]). Return the set_() view itself, or a clone"
+        )
+
+
+def check_moved_view_of_grad_intermediate(
+    path: str, leaf: torch.Tensor, finals: Sequence[torch.Tensor], input_storages: set[object], bases: set[object]
+) -> None:
+    """Refuse a plain output view whose eager `._base` is an intermediate with autograd history on another storage,
+    that the graph does not return as an intermediate base (`bases`: their storages): `t1 = t0.as_strided(...)` under
+    no_grad, then `t1.data = x` (fuzz seed 46000 #590). That base is eager's to read, but `foreign_root` gives none
+    that requires grad, and a view rebuilt over the output's storage has the wrong `._base` (Note [Views Set Onto
+    Another Storage])."""
+    root = _moved_root(leaf)
+    if root is None or not root.requires_grad or any(f is root for f in finals):
+        return
+    key = storage_key(root)
+    if key not in input_storages and key not in bases:
+        raise UnsupportedError(
+            f"{path} is a view whose `._base` is an intermediate with autograd history that set_() or `.data =` left "
+            "on another storage: eager returns a view of that intermediate, which a compiled output cannot be here "
+            "(Note [Views Set Onto Another Storage]: supported where the base does not require grad). Return a clone "
+            "(.clone())"
         )
 
 

@@ -30,6 +30,9 @@ __all__ = ["check_stale_subclass_outputs"]
 # differ (found while fixing fuzz seed 40000 #7249). Refused in training where an in-place view op of a view that no
 # output returns, of the same version counter, came after the output's own grad-enabled one; a data write to the
 # storage after it is repeated by the epilogue with the bump (supported), and so is such an op of a returned view.
+# The same for a returned input, a view of an input base shared with other inputs (`x1.unsqueeze_(2); x0.t_();
+# return x1`, x0 and x1 views of one PairTensor: eager's backward rebuilds x1's history without its unsqueeze_() and
+# raises "invalid gradient", fuzz seed 45000 #3277), whose metadata change the epilogue applies as as_strided_().
 
 
 # Note [Fresh Views Of Inputs]
@@ -61,10 +64,13 @@ def check_stale_subclass_outputs(infos: Sequence[OutputInfo], leaves: Sequence[o
         return
     returned = {id(v) for v in leaves if isinstance(v, torch.Tensor)}
     for info, value in zip(infos, leaves, strict=True):
-        if info.kind is not OutputKind.TENSOR or info.replay is None or not isinstance(value, torch.Tensor):
+        replayed = info.kind is OutputKind.TENSOR and info.replay is not None
+        if not (replayed or info.kind is OutputKind.IS_INPUT) or not isinstance(value, torch.Tensor):
             continue
         own = run.swaps.inplace_views.get(id(value), [])
-        if not (value.requires_grad and is_traceable_subclass(value) and run.swaps.is_view(value)):
+        # (an input aliased by others is traced as a member of their base, not a view: its family says enough)
+        view = run.swaps.is_view(value) or info.kind is OutputKind.IS_INPUT
+        if not (value.requires_grad and is_traceable_subclass(value) and view):
             continue
         if not any(r.grad_enabled for r in own):
             continue
