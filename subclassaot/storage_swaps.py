@@ -66,7 +66,13 @@ from subclassaot.torch_internals import (
     set_version,
     storage_key,
 )
-from subclassaot.write_overlaps import check_no_overlapping_read, meta_overlaps, meta_triple, overlaps
+from subclassaot.write_overlaps import (
+    check_empty_write_through_overlap,
+    check_no_overlapping_read,
+    meta_overlaps,
+    meta_triple,
+    overlaps,
+)
 
 # Note [as_strided On Inputs]
 # as_strided takes absolute storage offsets, so it can reach storage elements of an input's base that the input
@@ -506,6 +512,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     check_write_through_base_strided(func, arg)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
                     check_no_overlapping_read(func, arg, args, kwargs)
+                    check_empty_write_through_overlap(func, arg, args, kwargs, self.record)
                     self.record.moved_data = True
                     self.record.moved_storages.add(storage_key(arg))
                     if self.depth == 0 and not is_traceable_subclass(arg):

@@ -14,7 +14,7 @@ import torch
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.protocol import is_traceable_subclass
-from subclassaot.swap_record import Elements, elements_of, reads_elsewhere_written
+from subclassaot.swap_record import Elements, SwapRecord, elements_of, reads_elsewhere_written
 from subclassaot.torch_internals import storage_key
 
 # Note [Reads Of Written Memory]
@@ -90,3 +90,31 @@ def _numel(pairs: list[tuple[int, int]]) -> int:
     for sz, _ in pairs:
         n *= sz
     return n
+
+
+# Note [Empty Writes Through Overlapping Views]
+# An in-place write into a view with no elements of a tensor whose elements overlap (`t0 = x0[1:1]; t0.zero_()`,
+# x0 an expand(), fuzz seed 45000 #6667) changes no value, but autograd records it with grad enabled; the joint
+# graph's backward then scatters the view's gradient back through the overlapping layout by as_strided_scatter, which
+# raises "more than one element of the written-to tensor refers to a single memory location" where eager's backward
+# runs. Such writes are refused when autograd records them; under no_grad they pass.
+
+
+def check_empty_write_through_overlap(
+    func: Any, written: torch.Tensor, args: tuple[Any, ...], kwargs: dict[str, Any], record: SwapRecord
+) -> None:
+    """Note [Empty Writes Through Overlapping Views]."""
+    if written.numel() != 0 or not torch.is_grad_enabled():
+        return
+    recorded = any(isinstance(a, torch.Tensor) and a.requires_grad for a in (*args, *kwargs.values()))
+    t, chain = written, []
+    while (view := record.views.get(id(t))) is not None and view.func is not torch.ops.aten.detach.default:
+        t = view.source
+        chain.append(t)
+    if recorded and any(overlaps(c) for c in chain):
+        raise UnsupportedError(
+            f"{func}: an in-place write with grad into a view with no elements of a tensor whose elements overlap in "
+            "memory (an expand()): autograd records it, and the compiled backward would scatter its gradient "
+            "through the overlapping layout, which raises where eager's does not (Note [Empty Writes Through "
+            "Overlapping Views]). Drop the empty write, or run it under torch.no_grad()"
+        )

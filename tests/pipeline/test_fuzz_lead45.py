@@ -67,3 +67,35 @@ def test_plain_view_of_output_set_after_the_view_is_refused(compile_fn: CompileF
                 assert_matches_eager(fn, lambda: (torch.randn(()),), compile_fn=compile_fn)
                 assert_matches_eager(fn, lambda: (pair(),), compile_fn=compile_fn)
             assert_matches_eager(returned, lambda: (pair(),), compile_fn=compile_fn)
+
+
+def _expanded_and_base() -> tuple[object, ...]:
+    with torch.enable_grad():
+        b0 = torch.randn((1, 4, 1), requires_grad=True).clone()
+        return (b0.expand((1, 4, 2)), b0)
+
+
+def test_empty_write_through_an_expand_is_refused_with_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 45000 #6667: the empty write was traced, and the compiled backward raised "more than one element of
+    # the written-to tensor refers to a single memory location" where eager's ran (Note [Empty Writes Through
+    # Overlapping Views]); under no_grad it passes, and so does a write that is not empty
+    def f(x0: T, x1: T) -> object:
+        t0 = x0[1:1:1]
+        t0.zero_()
+        return (t0,)
+
+    def whole(x0: T, x1: T) -> object:
+        t0 = x0[0:1]
+        t0.zero_()
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_refused(
+            f,
+            _expanded_and_base,
+            compile_fn,
+            r"aten.zero_.default: an in-place write with grad into a view with no elements",
+        )
+        assert_matches_eager(whole, _expanded_and_base, compile_fn=compile_fn)
+    with torch.no_grad():
+        assert_matches_eager(f, _expanded_and_base, compile_fn=compile_fn)
