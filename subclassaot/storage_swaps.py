@@ -15,6 +15,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from subclassaot.drifted_reads import call_with_eager_layouts
 from subclassaot.errors import UnsupportedError
 from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
 from subclassaot.kept_accumulators import note_data_assignment, note_grad_reads
@@ -303,7 +304,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if out is None:
                 out = view_with_eager_strides(func, args, kwargs)  # Note [View Strides In Size-1 Dims]
             if out is None:
-                out = func(*args, **kwargs)
+                out = call_with_eager_layouts(func, args, kwargs)  # Note [Reads After A Write Through A View]
         self._track(func, args, out, kwargs)
         return out
 
