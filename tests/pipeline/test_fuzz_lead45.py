@@ -9,7 +9,7 @@ import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.fuzz_helpers import assert_refused, pair
+from tests.pipeline.fuzz_helpers import assert_refused, nonleaf, pair, pair_nonleaf
 
 T = torch.Tensor
 
@@ -32,6 +32,11 @@ def test_view_of_detach_set_to_the_view_is_refused(compile_fn: CompileFn | None)
                 f, lambda: (pair(),), compile_fn, r"out\[0\] is a view of a tensor subclass whose view chain"
             )
             assert_matches_eager(f, lambda: (torch.randn(()),), compile_fn=compile_fn)
+    # the program's input requires grad (the fuzzed one): the set_() runs with grad enabled but autograd records
+    # nothing (neither t1 nor t2 requires grad); it was built as no view
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair_nonleaf(),), compile_fn, r"out\[0\] is a view of a tensor subclass whose")
+        assert_matches_eager(f, lambda: (nonleaf(),), compile_fn=compile_fn)
 
 
 def test_plain_view_of_output_set_after_the_view_is_refused(compile_fn: CompileFn | None) -> None:
