@@ -61,7 +61,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
     # program, there is none (copying the values back with grad would make autograd regenerate views taken of the
     # input, losing their t_(): a wrong gradient; fuzz seed 12000 #1766, where only another input was written).
     data = has_data_mutation(orig) and not (
-        any(layout.trees[t] is not None and i in leaves for t, leaves in enumerate(layout.leaves_of_input))
+        _in_subclass(i, layout)
         and not run.swaps.moved_by_swap
         and storage_key(orig) not in run.swaps.moved_storages
         and not run.swaps.data_aliases
@@ -89,7 +89,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         swapped_by_data=id(final) in swaps.swapped_by_data,
         swapped_by_data_only=id(final) in swaps.swapped_by_data
         and id(final) not in swaps.plain_sets
-        and layout.trees[layout.leaves[i].owner] is None,
+        and not _in_subclass(i, layout),
         version_bumped=swaps.bumps(run.dense[i]),
         autograd_visible=storage_key(orig) in swaps.visible_writes,
         visible_through_self=swaps.family_of(run.dense[i]) in swaps.visible_families,
@@ -171,3 +171,10 @@ def _surely_greater(a: int | sympy.Expr, b: int | sympy.Expr) -> bool:
 
 def _expr(d: int | sympy.Expr) -> sympy.Expr:
     return sympy.Integer(d) if isinstance(d, int) else d
+
+
+def _in_subclass(i: int, layout: DenseLayout) -> bool:
+    """Is dense leaf `i` an inner tensor of a subclass input? (`layout.trees` is indexed by tensor input, not by the
+    flat position a leaf's `owner` names: they differ where a tensor passed twice holds a marker: fuzz seed 15000
+    #5346.)"""
+    return any(layout.trees[t] is not None and i in leaves for t, leaves in enumerate(layout.leaves_of_input))
