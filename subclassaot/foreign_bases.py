@@ -89,11 +89,10 @@ def check_grad_view_of_moved_input(path: str, leaf: torch.Tensor, finals: Sequen
     """A plain output view that requires grad whose eager `._base` is an input now on another storage (fuzz seed 3000
     #9510 in training): its history runs through the input as it was when the view was taken (its set_() under
     grad, say), which a view rebuilt after the call cannot have (Note [Views Set Onto Another Storage])."""
-    root = _moved_root(leaf) if leaf.requires_grad else None
-    found = [j for j, f in enumerate(finals) if f is root] if root is not None else []
-    if found:
+    found = _index_of(_moved_root(leaf) if leaf.requires_grad else None, finals)
+    if found is not None:
         raise UnsupportedError(
-            f"{path} is a view that requires grad of input {found[0]}, taken while the input was on another storage "
+            f"{path} is a view that requires grad of input {found}, taken while the input was on another storage "
             "than the one it ends on (set_() or `.data =` moved it after): eager's view keeps the autograd history the "
             "input had then, which a compiled output rebuilt after the call cannot have. Return a clone (.clone())"
         )
@@ -106,11 +105,10 @@ def check_view_of_input_set_off_it(
     storage than the view (`t1 = x.view(16); with no_grad(): t1.set_(y); return t1.view(-1)`, found beside fuzz seed
     43000): rebuilt from its storage, it would be no view of the input, or a view of another (Note [Views Set Onto
     Another Storage])."""
-    root = _moved_root(value) if value.requires_grad and not rebuilt_onto_base else None
-    found = [k for k, u in enumerate(user_tensors) if u is root] if root is not None else []
-    if found:
+    found = _index_of(_moved_root(value) if value.requires_grad and not rebuilt_onto_base else None, user_tensors)
+    if found is not None:
         raise UnsupportedError(
-            f"{path} is a view that requires grad of tensor input {found[0]}, taken from a view of it that the program "
+            f"{path} is a view that requires grad of tensor input {found}, taken from a view of it that the program "
             "set_() (or assigned `.data`) onto another storage: eager's `._base` is the input, on another storage "
             "than the view, which a compiled output rebuilt with autograd history cannot be (Note [Views Set Onto "
             "Another Storage]). Return the set_() view itself, or a clone"
@@ -136,6 +134,11 @@ def check_moved_view_of_grad_intermediate(
             "(Note [Views Set Onto Another Storage]: supported where the base does not require grad). Return a clone "
             "(.clone())"
         )
+
+
+def _index_of(root: torch.Tensor | None, tensors: Sequence[torch.Tensor]) -> int | None:
+    """The position of `root` itself (not an equal tensor) among `tensors`, if there."""
+    return None if root is None else next((k for k, t in enumerate(tensors) if t is root), None)
 
 
 def _moved_root(leaf: torch.Tensor) -> torch.Tensor | None:
