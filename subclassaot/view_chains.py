@@ -381,7 +381,12 @@ def _changed_since(t: torch.Tensor, taken: ViewRecord | None, run: FunctionalRun
     if taken is None:
         return False
     moved = _set_record(t, run)
-    return _meta_exprs(taken.source_meta) != leaf_meta(t) or (moved is not None and moved[0] > taken.seq)
+    if _meta_exprs(taken.source_meta) != leaf_meta(t) or (moved is not None and moved[0] > taken.seq):
+        return True
+    # an in-place view op that left the metadata as it was (t_() of a 1-D tensor) still changed the object's
+    # autograd state: a view taken from it afterwards may raise where eager's, taken before, did not (fuzz seed
+    # 15000 #4729)
+    return any(r.seq > taken.seq for r in run.swaps.inplace_views.get(id(t), []))
 
 
 def viewed_before_set(value: torch.Tensor, run: FunctionalRun, earlier: dict[int, int]) -> torch.Tensor | None:
