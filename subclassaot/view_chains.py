@@ -21,6 +21,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.assigned_roots import assigned_root, with_root_data_meta
 from subclassaot.data_assignment import apart_from_leaves
 from subclassaot.desugar import leaf_meta
+from subclassaot.errors import UnsupportedError
 from subclassaot.final_marks import early_marks, final_pass_marks
 from subclassaot.foreign_bases import final_only
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of
@@ -43,7 +44,7 @@ from subclassaot.schemas import (
     WrapperStorageClass,
 )
 from subclassaot.swap_record import SET_OPS, InplaceViewRecord, ViewRecord
-from subclassaot.torch_internals import storage_key, symint_expr
+from subclassaot.torch_internals import is_plain_autograd_view, storage_key, symint_expr
 
 __all__ = [
     "cut_history_replay",
@@ -439,6 +440,8 @@ def _replay_then_set(
     found: tuple[ReplaySource, int] | None = (ReplaySource.INPUT, input_by_id[id(t)]) if id(t) in input_by_id else None
     found = (ReplaySource.OUTPUT, earlier[id(t)]) if id(t) in earlier else found
     if found is not None:
+        if found[0] is ReplaySource.OUTPUT:
+            _check_then_set_from_no_grad_view(t, first, steps, run, found[1])
         return Replay(source=found[0], index=found[1], steps=tuple(steps), then_set=True, set_by_data=by_data)
     base = bases.get(storage_key(t))
     if not is_traceable_subclass(t) and base is not None and base[1] is t:
@@ -446,6 +449,22 @@ def _replay_then_set(
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps), then_set=True)
     root = root_replay(t, bases, tuple(steps))
     return None if root is None else replace(root, then_set=True)
+
+
+def _check_then_set_from_no_grad_view(
+    t: torch.Tensor, first: ViewRecord, steps: list[ViewStep], run: FunctionalRun, index: int
+) -> None:
+    """An output set_() after its chain viewed an earlier output made under no_grad, under grad, before the program
+    advanced that output's version counter (fuzz seed 45000 #8651): the replay views it after the epilogue advanced
+    it, which raises where eager's view was taken before. Refused."""
+    if not t._is_view() or is_plain_autograd_view(t) or not t.requires_grad:
+        return
+    if any(s.grad_enabled for s in steps) and last_bump(t, run) > first.seq:
+        raise UnsupportedError(
+            f"out[{index}] is a view made under no_grad that requires grad; the program took a view of it under grad, "
+            f"set_() that view, and advanced out[{index}]'s version counter after taking it: the compiled output "
+            "cannot be viewed before that write. Take the view under no_grad as well, or return a clone of it"
+        )
 
 
 def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
