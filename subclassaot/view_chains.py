@@ -457,9 +457,11 @@ def _check_then_set_from_no_grad_view(
     """An output set_() after its chain viewed an earlier output made under no_grad, under grad, before the program
     advanced that output's version counter (fuzz seed 45000 #8651): the replay views it after the epilogue advanced
     it, which raises where eager's view was taken before. Refused."""
-    if not t._is_view() or is_plain_autograd_view(t) or not t.requires_grad:
+    # (a plain source: Note [Views Of Intermediates Written After] refuses it or replays it at its entry counter)
+    if not is_traceable_subclass(t) or not t._is_view() or is_plain_autograd_view(t) or not t.requires_grad:
         return
-    if any(s.grad_enabled for s in steps) and last_bump(t, run) > first.seq:
+    viewed = [s for s in steps if s.grad_enabled and s.op is not torch.ops.aten.detach.default]
+    if viewed and last_bump(t, run) > first.seq:
         raise UnsupportedError(
             f"out[{index}] is a view made under no_grad that requires grad; the program took a view of it under grad, "
             f"set_() that view, and advanced out[{index}]'s version counter after taking it: the compiled output "
