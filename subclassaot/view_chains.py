@@ -21,6 +21,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.assigned_roots import assigned_root, with_root_data_meta
 from subclassaot.data_assignment import apart_from_leaves
 from subclassaot.desugar import leaf_meta
+from subclassaot.errors import UnsupportedError
 from subclassaot.final_marks import early_marks, final_pass_marks
 from subclassaot.foreign_bases import final_only
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of
@@ -43,7 +44,7 @@ from subclassaot.schemas import (
     WrapperStorageClass,
 )
 from subclassaot.swap_record import SET_OPS, InplaceViewRecord, ViewRecord
-from subclassaot.torch_internals import storage_key, symint_expr
+from subclassaot.torch_internals import is_plain_autograd_view, storage_key, symint_expr
 
 __all__ = [
     "cut_history_replay",
@@ -381,7 +382,12 @@ def _changed_since(t: torch.Tensor, taken: ViewRecord | None, run: FunctionalRun
     if taken is None:
         return False
     moved = _set_record(t, run)
-    return _meta_exprs(taken.source_meta) != leaf_meta(t) or (moved is not None and moved[0] > taken.seq)
+    if _meta_exprs(taken.source_meta) != leaf_meta(t) or (moved is not None and moved[0] > taken.seq):
+        return True
+    # an in-place view op that left the metadata as it was (t_() of a 1-D tensor) still changed the object's
+    # autograd state: a view taken from it afterwards may raise where eager's, taken before, did not (fuzz seed
+    # 15000 #4729)
+    return any(r.seq > taken.seq for r in run.swaps.inplace_views.get(id(t), []))
 
 
 def viewed_before_set(value: torch.Tensor, run: FunctionalRun, earlier: dict[int, int]) -> torch.Tensor | None:
@@ -434,6 +440,8 @@ def _replay_then_set(
     found: tuple[ReplaySource, int] | None = (ReplaySource.INPUT, input_by_id[id(t)]) if id(t) in input_by_id else None
     found = (ReplaySource.OUTPUT, earlier[id(t)]) if id(t) in earlier else found
     if found is not None:
+        if found[0] is ReplaySource.OUTPUT:
+            _check_then_set_from_no_grad_view(t, first, steps, run, found[1])
         return Replay(source=found[0], index=found[1], steps=tuple(steps), then_set=True, set_by_data=by_data)
     base = bases.get(storage_key(t))
     if not is_traceable_subclass(t) and base is not None and base[1] is t:
@@ -441,6 +449,24 @@ def _replay_then_set(
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps), then_set=True)
     root = root_replay(t, bases, tuple(steps))
     return None if root is None else replace(root, then_set=True)
+
+
+def _check_then_set_from_no_grad_view(
+    t: torch.Tensor, first: ViewRecord, steps: list[ViewStep], run: FunctionalRun, index: int
+) -> None:
+    """An output set_() after its chain viewed an earlier output made under no_grad, under grad, before the program
+    advanced that output's version counter (fuzz seed 45000 #8651): the replay views it after the epilogue advanced
+    it, which raises where eager's view was taken before. Refused."""
+    # (a plain source: Note [Views Of Intermediates Written After] refuses it or replays it at its entry counter)
+    if not is_traceable_subclass(t) or not t._is_view() or is_plain_autograd_view(t) or not t.requires_grad:
+        return
+    viewed = [s for s in steps if s.grad_enabled and s.op is not torch.ops.aten.detach.default]
+    if viewed and last_bump(t, run) > first.seq:
+        raise UnsupportedError(
+            f"out[{index}] is a view made under no_grad that requires grad; the program took a view of it under grad, "
+            f"set_() that view, and advanced out[{index}]'s version counter after taking it: the compiled output "
+            "cannot be viewed before that write. Take the view under no_grad as well, or return a clone of it"
+        )
 
 
 def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
