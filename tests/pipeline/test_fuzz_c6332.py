@@ -10,6 +10,7 @@ import torch
 
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn
+from tests.pipeline.corpus import set_to
 from tests.pipeline.fuzz_helpers import check_with_grad
 
 T = torch.Tensor
@@ -20,7 +21,7 @@ def _unbind_input(shape: tuple[int, ...], *, wrapped: bool, split: bool) -> Call
         with torch.enable_grad():
             b0 = torch.randn(shape)
             base = PairTensor.from_tensor(b0, requires_grad=True) if wrapped else b0.requires_grad_()
-            return (base.split(1, 0)[0].squeeze(0) if split else base.unbind(0)[0],)
+            return (torch.split(base, 1, 0)[0].squeeze(0) if split else base.unbind(0)[0],)
 
     return make_inputs
 
@@ -31,7 +32,7 @@ def test_seed15000_6332_view_of_unbind_input_set_under_no_grad(compile_fn: Compi
         t0 = x0[:, 1:1:1]
         t1 = x0.diagonal(-1, 0, 1)
         with torch.no_grad():
-            t1.set_(t0)
+            set_to(t1, t0)
         return (t1,)
 
     check_with_grad(f, _unbind_input((3, 2, 1), wrapped=False, split=False), compile_fn)
@@ -46,7 +47,7 @@ def test_view_of_multi_output_input_set_to_other_storage(
         t0 = x0.clone()
         t1 = x0.t()
         with torch.no_grad():
-            t1.set_(t0)
+            set_to(t1, t0)
         return (t1, x0)
 
     check_with_grad(f, _unbind_input((2, 3, 4), wrapped=wrapped, split=split), compile_fn)
