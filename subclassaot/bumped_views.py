@@ -43,6 +43,8 @@ from subclassaot.torch_internals import (
 # counter moves (an unbind() output the program wrote: fuzz seed 11000 #6991), the replay's first view, taken with
 # grad enabled, would raise: the runtime gives the input back the counter it came with for the replay, as eager's
 # view was taken before the write, then restores it, and only advances the view's if it does not raise already.
+# The set_() of such a view (Replay.then_set) is that write too: it advances the counter the view shares with the
+# input before the runtime's set_() repeats it (fuzz seed 15000 #6332).
 # Another output that is a no_grad or multi-output view
 # sharing that storage would see the bump too, where eager's may have been made after the write and read fine:
 # refused unless its grad_fn raises as well.

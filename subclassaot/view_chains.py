@@ -223,7 +223,8 @@ def _replay_of(
     named[1].extend(_chain_marks(segments, objects, run, changed_base))
     if then_set:
         by_data = id(value) in run.swaps.swapped_by_data
-        return _replay_then_set(t, first, steps, run, input_by_id, bases, earlier, by_data)
+        replay = _replay_then_set(t, first, steps, run, input_by_id, bases, earlier, by_data)
+        return _then_set_entry_counter(replay, value, run)
     if assigned_root(t, first, run, input_by_id, earlier):
         return with_root_data_meta(root_replay(t, bases, tuple(steps), _meta_exprs(first.source_meta)), t)
     if _meta_exprs(first.source_meta) != leaf_meta(t) or apart_from_leaves(t, first.seq, run):
@@ -467,6 +468,20 @@ def _check_then_set_from_no_grad_view(
             f"set_() that view, and advanced out[{index}]'s version counter after taking it: the compiled output "
             "cannot be viewed before that write. Take the view under no_grad as well, or return a clone of it"
         )
+
+
+def _then_set_entry_counter(replay: Replay | None, value: torch.Tensor, run: FunctionalRun) -> Replay | None:
+    """`replay`, a then_set view of an input, marked Replay.entry_counter where the program took the view before a
+    write to an input: the set_() itself advances the counter of an input it views (t1 = x.diagonal(); with
+    no_grad: t1.set_(t0), x an unbind() output: fuzz seed 15000 #6332), whose grad_fn then raises, and eager's view
+    was taken before that (Note [Views Of Intermediates Written After])."""
+    if replay is None or replay.source is not ReplaySource.INPUT:
+        return replay
+    found = _set_record(value, run)
+    by_set = [] if found is None or id(value) in run.swaps.swapped_by_data else [found[0]]  # `.data =` bumps none
+    bumps = [*run.swaps.last_bump.values(), *run.swaps.wrapper_bumps.values(), *by_set]
+    made = run.swaps.views[id(value)].seq
+    return replace(replay, entry_counter=made < max(bumps, default=0))
 
 
 def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
