@@ -96,17 +96,58 @@ def _changed_base(record: SwapRecord, t: torch.Tensor) -> tuple[str, bool] | Non
     replay fails; else None. An op under no_grad counts only where the replay fails (its version bump makes autograd
     replay the view all the same, and the replay raises where eager's as_strided() does not)."""
     while (view := record.views.get(id(t))) is not None and view.func is not torch.ops.aten.detach.default:
-        source = view.source
-        if view.grad_enabled and source.requires_grad and not _replays_the_same(view, source):
-            fails = _replay_fails(view, source)
-            for op in record.inplace_views.get(id(source), []):
-                if (op.grad_enabled or fails) and op.seq > view.seq:
-                    return str(getattr(op.func, "__name__", op.func)).split(".")[0], fails
-            plain_set = record.plain_sets.get(id(source))  # a plain tensor's set_() is not among its in-place views
-            if fails and plain_set is not None and plain_set[0] > view.seq:
-                return "set_", fails
-        t = source
+        if (changed := _change_of(record, view)) is not None:
+            return changed
+        t = view.source
     return None
+
+
+def _change_of(record: SwapRecord, view: ViewRecord) -> tuple[str, bool] | None:
+    """One step of `_changed_base`: the in-place view op (or set_) on `view`'s source after it, and whether the
+    view's replay fails."""
+    source = view.source
+    if not view.grad_enabled or not source.requires_grad or _replays_the_same(view, source):
+        return None
+    fails = _replay_fails(view, source)
+    for op in record.inplace_views.get(id(source), []):
+        if (op.grad_enabled or fails) and op.seq > view.seq:
+            return str(getattr(op.func, "__name__", op.func)).split(".")[0], fails
+    plain_set = record.plain_sets.get(id(source))  # a plain tensor's set_() is not among its in-place views
+    if fails and plain_set is not None and plain_set[0] > view.seq:
+        return "set_", fails
+    return None
+
+
+def check_failing_replay(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Note [Views Used After An In-Place View Op On Their Base]: a view op about to run on a tensor whose layout
+    the program changed after it took that same view of it with grad, where the view op does not apply to the new
+    layout. Autograd replays the view so where the program writes or set_()s the view (`t0 = x0.t(); x0.set_(y);
+    t0.set_(t0)`, y 3-d: fuzz seed 15000 #537), below the ops the program calls, where no check of the torch-function
+    mode runs; eager's as_strided() does not fail. (A call of the program's own of the same op fails in eager too.)"""
+    if not getattr(func, "is_view", False) or torch.Tag.inplace_view in func.tags or not args:
+        return
+    rest = (tuple(args[1:]), kwargs)
+    for view in list(record.views.values()):
+        if view.source is not args[0] or view.func is not func or not _same_args((view.args, view.kwargs), rest):
+            continue
+        changed = _change_of(record, view)
+        if changed is not None and changed[1]:
+            raise UnsupportedError(
+                f"{input_named(record, args[0])}a view taken with grad enabled is written or set_() after the "
+                f"program changed the layout of the tensor it is a view of by {changed[0]}(), and the view op does "
+                "not apply to that tensor's new layout: autograd rebuilds the view's history by replaying the view "
+                "op on it, which fails under functionalization where eager's as_strided() does not (Note [Views "
+                f"Used After An In-Place View Op On Their Base]). Take the view again after {changed[0]}(), or use "
+                "a clone"
+            )
+
+
+def _same_args(a: object, b: object) -> bool:
+    """Are two view ops' non-tensor arguments equal (False where either holds a tensor or a symbol)?"""
+    leaves = pytree.tree_leaves((a, b))
+    if any(isinstance(v, torch.Tensor | torch.SymInt | torch.SymFloat | torch.SymBool) for v in leaves):
+        return False
+    return pytree.tree_flatten(a)[1] == pytree.tree_flatten(b)[1] and bool(a == b)
 
 
 Meta = tuple[tuple[Any, ...], tuple[Any, ...], Any]
@@ -196,8 +237,10 @@ def note_assigned(record: SwapRecord, t: torch.Tensor, key: object, before: tupl
     record.keep_alive.append(t)
 
 
-def note_before(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
-    """Before an in-place view op runs: the layout a view of a synthetic base has while its view function is right."""
+def note_before(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Before an op of the program runs: a view op's replay that fails (`check_failing_replay`); before an in-place
+    view op: the layout a view of a synthetic base has while its view function is right."""
+    check_failing_replay(record, func, args, kwargs)
     if torch.Tag.inplace_view in getattr(func, "tags", ()) and args and isinstance(args[0], torch.Tensor):
         if id(args[0]) not in record.stale_views and _has_view_function(record, args[0]):
             record.function_layouts[id(args[0])] = layout_of(args[0])

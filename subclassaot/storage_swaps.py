@@ -125,7 +125,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
     ) -> Any:
         kwargs = kwargs or {}
         if self.depth == 0:
-            note_before(self.record, func, args)  # Note [Stale View Functions]
+            note_before(self.record, func, args, kwargs)  # Note [Stale View Functions]
         subclass = next((a for a in args if is_traceable_subclass(a) and not is_functional(a)), None)
         if (
             subclass is not None
