@@ -222,6 +222,9 @@ class EpiloguePlan:
     wrappers: tuple[int, ...]  # tensor inputs (subclasses) whose own metadata or version changes
     # plain tensor inputs set_() to a value requiring grad: See Note [Inputs That Gain Grad In Training]
     grad_swaps: tuple[int, ...] = ()
+    # (tensor input, copy point) where a view's value is copied in before some of its replayed in-place view ops
+    # (Note [Written Subclass Views Changed In Place]; applied when the real input is a view)
+    copy_points: tuple[tuple[int, int], ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -267,6 +270,7 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
             if any(analysis.mutations[j].set_under_grad for j in leaves)
         ),
         grad_swaps=_grad_swaps(plan),
+        copy_points=tuple((t, k) for t in sorted(replayed) if (k := copy_point(plan.layout, analysis, t)) is not None),
     )
 
 
@@ -364,6 +368,7 @@ def _epilogue(
         _copy_base(plan, graph_in[g], cast(torch.Tensor, outs[k]), g)
     # Note [Subclass Inputs Mutated In Training]: inputs whose view ops are replayed get their value after them.
     late = {t for t in wrapper_values if t in epilogue.inplace_ops}
+    copy_points = dict(epilogue.copy_points)
     by_wrapper = {j for t in wrapper_values for j in plan.layout.leaves_of_input[t]}
     early = by_wrapper - {j for t in late for j in plan.layout.leaves_of_input[t]}
     for t, value in wrapper_values.items():
@@ -389,7 +394,7 @@ def _epilogue(
         wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         data, steps = plan.analysis.wrapper_data[t], plan.analysis.inplace_replay[t]
         # Note [Written Subclass Views Changed In Place]: a view takes its value first, in the layout it came with
-        copy_at = copy_point(plan.layout, plan.analysis, t) if t in late and wrapper._is_view() else None
+        copy_at = copy_points.get(t) if t in late and wrapper._is_view() else None
         if copy_at is not None:
             _copy_wrapper(plan, values, t, undo_steps(wrapper_values[t], steps, ev, symbols))
             late.discard(t)
