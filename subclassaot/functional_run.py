@@ -174,6 +174,8 @@ def run_functional(
             span = Elements(0, -1, frozenset())
         if leaf_index not in grouped and span is not None:
             record.input_spans[storage_key(o)] = (span, layout.leaves[leaf_index].path, DenseIndex(leaf_index))
+        if leaf_index not in grouped:
+            record.own_inputs[storage_key(o)] = (layout.leaves[leaf_index].path, DenseIndex(leaf_index))
     for leaf_index, o in enumerate(originals):
         record.input_originals.setdefault(storage_key(o), o)
         path = flat.leaves[layout.leaves[leaf_index].owner].path

@@ -26,6 +26,7 @@ from subclassaot.nograd_set_views import (
     with_eager_view_histories,
 )
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.resize_rules import as_resize, check_resize_within_storage, resize_strides
 from subclassaot.stale_views import (
     check_stale_set,
     check_stale_views,
@@ -124,6 +125,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        if func is torch.ops.aten.resize_as_.default:  # Note [resize_as_ Is A resize_]
+            func, (args, kwargs) = torch.ops.aten.resize_.default, as_resize(args, kwargs)
         if self.depth == 0:
             note_before(self.record, func, args, kwargs)  # Note [Stale View Functions]
         subclass = next((a for a in args if is_traceable_subclass(a) and not is_functional(a)), None)
@@ -189,16 +192,19 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 # base rebinding below) would make it contiguous (fuzz seed 13000 #9159).
                 return args[0]
             self._check_resize_reach(args[0], list(args[1]))
+            memory_format = kwargs.get("memory_format")
             if self._grows(args):
-                self._grow(args[0], list(args[1]))
+                self._grow(args[0], list(args[1]), memory_format)
                 return args[0]
             base = self.record.alias_bases.get(storage_key(args[0]))
-            if base is not None:
+            if base is None:
+                check_resize_within_storage(self.record, args[0], list(args[1]), memory_format)
+            else:
                 # Within a synthetic base (Note [as_strided On Inputs]): x becomes the contiguous view of the same
                 # storage from its offset, as eager's resize_ makes it (functionalization's resize_ of a view loses
                 # later writes through it: fuzz seed 2000 #6566).
                 size = list(args[1])
-                strides = list(torch._prims_common.make_contiguous_strides_for(size))
+                strides = resize_strides(size, memory_format)
                 rebind_functional(args[0], base, (size, strides, int(args[0].storage_offset())))
                 self._track(func, args, args[0], kwargs)
                 return args[0]
@@ -391,15 +397,14 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 leaf=span[2],
             )
 
-    def _grow(self, x: torch.Tensor, size: list[int]) -> None:
+    def _grow(self, x: torch.Tensor, size: list[int], memory_format: torch.memory_format | None) -> None:
         self.record.moved_data = self.record.moved_by_swap = True
         # Eager grows the storage in place and keeps its old contents at the front (Note [Storage Swaps By
         # Rebinding] explains why functionalization cannot: here x is rebound to a fresh, larger tensor).
         old = storage_tail(self.record, x)
         grown = torch.empty(x.storage_offset() + int(torch.Size(size).numel()), dtype=x.dtype, device=x.device)
         grown[x.storage_offset() : x.storage_offset() + old.numel()].copy_(old)
-        strides = list(torch._prims_common.make_contiguous_strides_for(size))
-        rebind_functional(x, grown, (size, strides, int(x.storage_offset())))
+        rebind_functional(x, grown, (size, resize_strides(size, memory_format), int(x.storage_offset())))
         self.record.grown_ids.add(id(x))
 
     def _set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

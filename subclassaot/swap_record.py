@@ -149,6 +149,8 @@ class SwapRecord:
     # storage key of an input that is its own graph input -> (the storage elements it covers, its path, its dense
     # index): the graph holds only those elements (Note [as_strided On Inputs])
     input_spans: dict[object, tuple[Elements, str, DenseIndex]] = field(default_factory=dict)
+    # ... the same for every such input, its elements where they are symbolic too: (its path, its dense index)
+    own_inputs: dict[object, tuple[str, DenseIndex]] = field(default_factory=dict)
     alias_bases: dict[object, torch.Tensor] = field(default_factory=dict)  # storage key -> synthetic base
     # storage key of an input's dense leaf -> its alias with the original metadata (`FunctionalRun.originals`): the
     # frame of the offsets functionalization keeps behind the wrappers (Note [Absolute Offsets On Written Inputs])

@@ -55,12 +55,7 @@ REFUSED: dict[str, str] = {
 }
 
 # Programs the pipeline does not yet run like eager, with what differs.
-GAPS: dict[str, str] = {
-    "resize_as": (
-        "resize_as_() on an input is recorded as a data write of the original storage: the epilogue raises "
-        "(size mismatch) before changing the input"
-    ),
-}
+GAPS: dict[str, str] = {}
 
 # A few programs of each kind also run on inductor.
 INDUCTOR = frozenset(
