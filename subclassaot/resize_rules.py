@@ -15,7 +15,7 @@ import torch
 from subclassaot.errors import UnsupportedError
 from subclassaot.storage_reach import StorageReachError
 from subclassaot.swap_record import elements_of
-from subclassaot.torch_internals import storage_key
+from subclassaot.torch_internals import has_view_chain, storage_key
 
 if TYPE_CHECKING:
     from subclassaot.swap_record import SwapRecord
@@ -65,7 +65,7 @@ def check_resize_within_storage(
     """Note [resize_ Past A Tensor's Own Elements], for a resize_ of FunctionalTensor x that does not grow its
     storage and is not on a synthetic base."""
     restrides = memory_format not in (None, torch.contiguous_format)
-    if not restrides and not torch._C._functionalization.get_view_meta_sequence(x.elem):
+    if not restrides and not has_view_chain(x):
         return
     if not restrides:
         new = elements_of(size, resize_strides(size, None), x.storage_offset())

@@ -80,6 +80,13 @@ def _elem(t: torch.Tensor) -> torch.Tensor:
     return t.elem
 
 
+def has_view_chain(t: torch.Tensor) -> bool:
+    """Did a view op, an in-place view op or a resize_() make FunctionalTensor `t` from (or into) a view of its
+    storage's value (functionalization's chain of ViewMetas is not empty)?"""
+    assert isinstance(t, FunctionalTensor), f"BUG: expected a FunctionalTensor, got {type(t).__name__}"
+    return bool(torch._C._functionalization.get_view_meta_sequence(t.elem))
+
+
 def has_data_mutation(t: torch.Tensor) -> bool:
     return bool(torch._functionalize_has_data_mutation(_elem(t)))  # type: ignore[attr-defined]  # no stub
 

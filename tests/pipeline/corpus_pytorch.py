@@ -445,6 +445,14 @@ def resize_larger_then_write(x: T) -> object:
     return x * 1
 
 
+def resize_zero_then_refill(x: T, y: T) -> object:  # FSDP's free and refill of a parameter's storage
+    z = x.sum()
+    x.resize_(0)
+    x.resize_(4)
+    x.copy_(y)
+    return z, x * 2
+
+
 def nested_updates(x: T) -> object:
     y = x[0]
     y.add_(1)
@@ -479,6 +487,7 @@ INPUT_MUTATIONS = [
     *both("index_put_accumulate", index_put_accumulate, _index_put),
     Case(name="resize_then_fill", fn=resize_then_fill, make_inputs=lambda: (t(3), t(2))),
     Case(name="resize_larger_then_write", fn=resize_larger_then_write, make_inputs=lambda: (t(2),)),
+    Case(name="resize_zero_then_refill", fn=resize_zero_then_refill, make_inputs=lambda: (t(4), t(4))),
     *both("nested_updates", nested_updates, _g(2, 3)),
     Case(name="add_inplace_result_returned", fn=add_inplace_result_returned, make_inputs=lambda: (t(3), leaf(3))),
 ]
