@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.fx.experimental.symbolic_shapes import optimization_hint
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.storage_reach import StorageReachError
@@ -39,6 +40,8 @@ def as_resize(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any,
 
 def resize_strides(size: list[Any], memory_format: torch.memory_format | None) -> list[Any]:
     """The strides eager's resize_ gives a tensor of `size` (contiguous, or in the memory format asked for)."""
+    if memory_format is torch.preserve_format:
+        raise UnsupportedError("resize_() with memory_format=torch.preserve_format, which raises in eager")
     if memory_format is torch.channels_last:
         return list(torch._prims_common.make_channels_last_strides_for(size))
     if memory_format is torch.channels_last_3d:
@@ -56,7 +59,15 @@ def resize_strides(size: list[Any], memory_format: torch.memory_format | None) -
 # whose storage is an input's that is its own graph input to the synthetic-base trace (StorageReachError), where the
 # mode rebinds the tensor to an as_strided() view of the base over the whole storage (first in its chain, written
 # back exactly); elsewhere (an intermediate) they are refused precisely. A tensor no view op or earlier resize_
-# changed (an empty functionalization view chain) holds its whole storage, as the new size needs.
+# changed (an empty functionalization view chain) holds its whole storage, as the new size needs. Symbolic sizes are
+# decided by their hints, without a guard: a call whose sizes would decide otherwise runs the same graph (as every
+# call did before this rule).
+
+
+def _hint(v: Any) -> Any:
+    """A symbolic size by its hint, no guard added (Note [resize_ Past A Tensor's Own Elements]: where sizes are
+    symbolic, the rule is decided for the sizes of the inputs compiled for)."""
+    return optimization_hint(v) if isinstance(v, torch.SymInt) else v
 
 
 def check_resize_within_storage(
@@ -68,10 +79,11 @@ def check_resize_within_storage(
     if not restrides and not has_view_chain(x):
         return
     if not restrides:
-        new = elements_of(size, resize_strides(size, None), x.storage_offset())
-        held = elements_of(list(x.shape), list(x.stride()), x.storage_offset())
-        if new is not None and held is not None and held.covers(new):
-            return
+        offset = _hint(x.storage_offset())
+        new = elements_of([_hint(s) for s in size], resize_strides([_hint(s) for s in size], None), offset)
+        held = elements_of([_hint(s) for s in x.shape], [_hint(s) for s in x.stride()], offset)
+        if new is None or held is None or held.covers(new):
+            return  # (too many elements to list: functionalization's resize_, as before this rule)
     why = (
         f"resize_() with memory_format={memory_format} (functionalization makes the tensor contiguous)"
         if restrides

@@ -189,6 +189,16 @@ def resize_channels_last_same_numel(x: T) -> object:
     return x * 1
 
 
+def restrided_same_size(x: T) -> object:  # no version bump in eager: the size does not change
+    x.resize_(1, 2, 2, 3, memory_format=torch.channels_last)
+    return x + 1
+
+
+def restrided_as_template(x: T, y: T) -> object:
+    x.resize_as_(y, memory_format=torch.channels_last)
+    return x * y
+
+
 def _plain(*shape: int) -> Make:
     return lambda: (torch.randn(shape),)
 
@@ -258,6 +268,8 @@ CASES: list[tuple[str, Callable[..., object], Make]] = [
     ("transposed_shrunk_pair", transposed_shrunk, lambda: (pair(2, 3),)),
     ("resize_channels_last_same_numel", resize_channels_last_same_numel, _plain(12)),
     ("resize_channels_last_grow", resize_channels_last_same_numel, _plain(5)),
+    ("restrided_same_size", restrided_same_size, _plain(1, 2, 2, 3)),
+    ("restrided_as_template", restrided_as_template, lambda: (torch.randn(1, 2, 2, 3), torch.randn(1, 2, 2, 3))),
 ]
 
 
@@ -355,3 +367,28 @@ def test_regrown_input_written_with_grad(f: Callable[..., object], make: Make, c
         assert_refused(f, make, compile_fn, "writes a value that requires grad into it")
     with torch.no_grad():
         _check(f, make, compile_fn)
+
+
+def resize_preserve_format(x: T) -> object:
+    x.resize_(5, memory_format=torch.preserve_format)
+    return x * 1
+
+
+@pytest.mark.parametrize("make", [_plain(4), _plain(8)], ids=["grows", "shrinks"])
+def test_resize_to_preserve_format_raises_like_eager(make: Make, compile_fn: CompileFn | None) -> None:
+    # eager: "Unsupported memory formatPreserve" (after resizing)
+    assert_raises_like_eager(resize_preserve_format, make, compile_fn=compile_fn)
+
+
+def intermediate_view_shrunk_then_written(x: T) -> object:  # held elements cover the new size: no refusal
+    t = x * 2
+    v = t[1:]
+    v.resize_(2)
+    v.fill_(1)
+    return t + 1
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_intermediate_view_shrunk_then_written_matches_eager(dynamic: bool, compile_fn: CompileFn | None) -> None:
+    # Note [resize_ Past A Tensor's Own Elements]: symbolic sizes decided by their hints
+    _check(intermediate_view_shrunk_then_written, _plain(5), compile_fn, dynamic=dynamic)
