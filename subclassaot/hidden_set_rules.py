@@ -95,6 +95,8 @@ def refuse_leaves_resized_under_no_grad(flat: FlatInputs, layout: DenseLayout, a
         if not isinstance(real, torch.Tensor) or not (real.is_leaf and real.requires_grad):
             continue
         read = bool(analysis.read_after_hidden_resize and analysis.read_after_hidden_resize[i])
+        if tree is not None and analysis.releaf_sizes and analysis.releaf_sizes[i] is not None:
+            continue  # made a leaf again in the trace: Note [Leaves Laid Out Anew Under no_grad]
         if tree is None and read:
             raise UnsupportedError(
                 f"{flat.leaves[index].path}: an input that is an autograd leaf and requires grad is set_() under "
