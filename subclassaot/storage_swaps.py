@@ -735,7 +735,7 @@ class _DataMode(TorchFunctionMode):
             check_stale_views(self.record, call_args, call_kwargs)
         check_gained_family_member(self.record, args)
         layout_op = is_layout_op(func, args)
-        before = view_layout(args[0]) if layout_op and self.record.view_layouts else None
+        view_before = view_layout(args[0]) if layout_op and self.record.view_layouts else None
         with stale_history_failures_refused(self.record, call_args, call_kwargs):
             out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
         note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]
@@ -744,8 +744,8 @@ class _DataMode(TorchFunctionMode):
             if layout_op:
                 note_layout_op(self.record, args[0])
         if self.record.view_layouts:  # Note [View Inputs Laid Out Anew Under no_grad]
-            if before is not None:
-                note_view_layout_op(self.record, args[0], before)
+            if view_before is not None:
+                note_view_layout_op(self.record, args[0], view_before)
             note_view_reads(self.record, args, kwargs)
         if self.record.shared_members and torch.is_grad_enabled():
             refresh_shared_histories(self.record)
