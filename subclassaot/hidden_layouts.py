@@ -1,12 +1,15 @@
-"""Autograd leaves whose layout an in-place view op changes under no_grad before any read with grad: the joint trace
-makes them leaves again after the op, and the runtime makes their gradient accumulator at the size eager's has
-(Note [Leaves Laid Out Anew Under no_grad]).
+"""In-place view ops under no_grad on inputs that require grad. Autograd leaves whose layout such an op changes before
+any read with grad: the joint trace makes them leaves again after the op, and the runtime makes their gradient
+accumulator at the size eager's has (Note [Leaves Laid Out Anew Under no_grad]). Inputs that are views: which reads
+after such an op the compiled history cannot give eager's rebuilt grad_fn, refused (Note [View Inputs Laid Out Anew
+Under no_grad]).
 
-Input: the `_DataMode` of storage_swaps.py calls `note_layout_op` around each in-place view op of the program and
-`note_first_read` after each op; run_functional marks the tensors standing for such leaves (`SwapRecord.releafable`).
-Output: `SwapRecord.releafed` (by id: the size at the first read with grad after the op, None until then), read by
-analyze (`Analysis.releaf_sizes`) and by the joint trace (the tensors gradients are taken with respect to).
-Invariants: records only, except the joint trace's detach_()/requires_grad_() of its own clone.
+Input: the `_DataMode` of storage_swaps.py calls `note_layout_op`/`note_view_layout_op` after each in-place view op of
+the program and `note_first_read`/`note_view_reads` after each op; run_functional marks the tensors standing for such
+inputs (`SwapRecord.releafable`, `note_view_inputs`). Output: `SwapRecord.releafed` (by id: the size at the first
+read with grad after the op, None until then), read by analyze (`Analysis.releaf_sizes`) and by the joint trace (the
+tensors gradients are taken with respect to); `SwapRecord.stale_view_layouts`, refused by analyze. Invariants:
+records only, except the joint trace's detach_()/requires_grad_() of its own clone.
 """
 
 from __future__ import annotations

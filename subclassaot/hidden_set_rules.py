@@ -76,6 +76,8 @@ def _hidden_swap(m: LeafMutation) -> bool:
 # refused by Note [Layouts Changed Behind Autograd]; such a subclass leaf is refused where the program reads it (or a
 # view of it taken after the op) with grad after the op, once the alias-group and set_() rules have passed it.
 # Found while compiling fuzz seed 40000 #2813 (a PairTensor leaf passed twice) as one input; a single input diverged.
+# Where no op with grad read the leaf before the op, the joint trace now makes it a leaf again and the runtime makes
+# its accumulator at the new size (Note [Leaves Laid Out Anew Under no_grad]): refused only where one did.
 
 
 # Note [Plain Leaves set_() To Another Size Under no_grad]

@@ -141,6 +141,9 @@ def test_subclass_view_transposed_with_grad_then_under_no_grad_refused(compile_f
     # node; ours raised "invalid gradient" where eager's backward ran (a t() view), or gave wrong gradients (a slice)
     refused_with_grad(_mixed, _view("pair", lambda b: b.t()), compile_fn, VIEW_RULE)
     refused_with_grad(_mixed, _view("pair", lambda b: b[1:]), compile_fn, VIEW_RULE)
+    # (the base's diagonal of a 3-d clone, an unsqueeze: eager's backward ran where ours raised)
+    refused_with_grad(_mixed, lambda: (pair_nonleaf(2, 3, 4).diagonal(),), compile_fn, VIEW_RULE)
+    refused_with_grad(_mixed, lambda: (pair_nonleaf(3).unsqueeze(0),), compile_fn, VIEW_RULE)
 
 
 def test_subclass_view_transposed_with_itself_stays(compile_fn: CompileFn | None) -> None:
