@@ -52,6 +52,7 @@ from subclassaot.functional_offsets import alias_meta
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.grad_scope import check_subclass_input_through_function
 from subclassaot.grad_set_bases import sets_without_history
+from subclassaot.hidden_layouts import refuse_stale_view_layouts, releaf_size
 from subclassaot.kept_accumulators import assigned_accumulator_size
 from subclassaot.leaf_mutations import leaf_mutations, wrappers_after
 from subclassaot.own_base import check_own_base_run, with_own_base_views
@@ -133,6 +134,13 @@ def analyze(
         check_own_base_run(run.swaps, own_base_views)
         _check_requires_grad_calls(run)
         check_mixed_grad_view_ops(flat, run)
+        refuse_stale_view_layouts(  # Note [View Inputs Laid Out Anew Under no_grad]
+            [
+                flat.leaves[k].path
+                for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True)
+                if id(t) in run.swaps.stale_view_layouts
+            ]
+        )
         mutations = leaf_mutations(run, layout)
         # Against the wrapper as the program got it: a non-leaf input runs as a clone, whose layout is its own.
         wrapper_after = wrappers_after(layout, run, mutations)
@@ -168,6 +176,7 @@ def analyze(
         self_set=tuple(id(t) in run.swaps.self_sets for t in run.user_tensors),
         kept_accumulators=tuple(id(t) in run.swaps.kept_accumulators for t in run.user_tensors),
         accumulator_sizes=tuple(assigned_accumulator_size(run.swaps, t) for t in run.user_tensors),
+        releaf_sizes=tuple(releaf_size(run.swaps, t) for t in run.user_tensors),
         own_base_views=own_base_views,
         data_assigned=bool(run.swaps.data_sets or run.swaps.wrapper_data),
         wrapper_first_write=uses[0],

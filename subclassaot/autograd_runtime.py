@@ -281,6 +281,7 @@ def training_call(
     targets = [*bw_meta.grad_inputs, *range(n_user, n_results)]
     diff_set = frozenset(bw_meta.diff_outputs)
     subclass_inputs = [i for i, tree in enumerate(layout.trees) if tree is not None]
+    releafed = frozenset(i for i, s in enumerate(analysis.releaf_sizes) if s is not None)
     roots = training_roots(analysis)
     # Note [Gradient Types Follow The Tangents Given]: the diff outputs a tensor subclass gradient depends on
     typed_by = set().union(
@@ -459,7 +460,11 @@ def training_call(
                 elif i in ctx.input_meta:
                     size, stride = ctx.input_meta[i]
                     j = stride_leaves[k]  # Note [Subclass Gradient Strides]
-                    if j is not None and tuple(leaves[j].shape) == size:
+                    if i in releafed:  # in the layout of eager's first read: Note [Leaves Laid Out Anew Under no_grad]
+                        first = leaves[0 if j is None else j]
+                        size = tuple(first.shape)
+                        stride = tuple(first.stride()) if j is not None else tuple(first.contiguous().stride())
+                    elif j is not None and tuple(leaves[j].shape) == size:
                         stride = tuple(leaves[j].stride())
                     result[i] = unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False)
                 else:

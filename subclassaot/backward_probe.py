@@ -75,7 +75,8 @@ MAX_PROBED_OUTPUTS = 4
 # leaf or a view is refused too, since eager's may run (a leaf's AccumulateGrad made after the change, a view's
 # grad_fn remade after a write: seed 8000 #1466) or fail elsewhere (#3539), and the probe's fakes do not tell which
 # (their nodes for inputs are not eager's); another non-leaf input's node fails in the trace as in eager, and that
-# error is deferred (Note [Backward Errors Are Deferred]).
+# error is deferred (Note [Backward Errors Are Deferred]). A leaf changed by an in-place view op under no_grad before
+# any read with grad runs as a leaf in the trace instead, and passes (Note [Leaves Laid Out Anew Under no_grad]).
 
 SHAPE_CHECK_ERROR = "invalid gradient at index"
 BROADCAST_ERROR = "doesn't match the broadcast shape"

@@ -361,7 +361,10 @@ def resimplified_data_metas(analysis: Analysis, shape_env: ShapeEnv) -> Analysis
         o if o.data_meta is None else dataclasses.replace(o, data_meta=meta(o.data_meta)) for o in analysis.outputs
     )
     sizes = tuple(None if s is None else tuple(_dim(d, shape_env) for d in s) for s in analysis.accumulator_sizes)
-    return dataclasses.replace(analysis, wrapper_data=plans, outputs=outputs, accumulator_sizes=sizes)
+    releaf = tuple(None if s is None else tuple(_dim(d, shape_env) for d in s) for s in analysis.releaf_sizes)
+    return dataclasses.replace(
+        analysis, wrapper_data=plans, outputs=outputs, accumulator_sizes=sizes, releaf_sizes=releaf
+    )
 
 
 def _dim(d: object, shape_env: ShapeEnv) -> int | sympy.Expr:

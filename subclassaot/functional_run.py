@@ -19,6 +19,7 @@ from subclassaot.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user
 from subclassaot.errors import UnsupportedError
 from subclassaot.foreign_bases import foreign_root
 from subclassaot.grad_set_bases import grad_set_view_root, no_grad_set_view_root, set_view_root
+from subclassaot.hidden_layouts import note_view_inputs
 from subclassaot.inputs import unflatten_call
 from subclassaot.own_base import clone_synthetic_base
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
@@ -159,6 +160,11 @@ def run_functional(
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord(copy_on_contiguous=copy_on_contiguous)
     record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
+    if requires_grad_like is not None:  # Note [Leaves Laid Out Anew Under no_grad]
+        record.releafable = _releafable(flat, layout, user_tensors, set(viewed) | set(view_clone_inputs))
+        note_view_inputs(
+            record, _view_inputs(flat, layout, user_tensors)
+        )  # Note [View Inputs Laid Out Anew Under no_grad]
     for item, value in zip(layout.graph_inputs, graph_fun, strict=True):
         if isinstance(item, AliasGroupRef):
             record.alias_bases[storage_key(value)] = value
@@ -447,3 +453,33 @@ def _wrapper_roots(
             continue  # a view of an input: regenerated from the input, not from a base
         forced.update(zip(keys, root_leaves, strict=True))
     return forced
+
+
+def _releafable(
+    flat: FlatInputs, layout: DenseLayout, user_tensors: Sequence[torch.Tensor], as_views: set[int]
+) -> set[int]:
+    """id() of the tensors the program gets for leaf inputs that require grad, in no alias group and not run as
+    views (Note [Leaves Laid Out Anew Under no_grad])."""
+    grouped = {m for g in layout.groups for m in g.members}
+    found = set()
+    for i, t in enumerate(user_tensors):
+        real = flat.values[flat.tensor_indices[i]]
+        if not isinstance(real, torch.Tensor) or not (real.is_leaf and real.requires_grad) or i in as_views:
+            continue
+        if not any(j in grouped for j in layout.leaves_of_input[i]):
+            found.add(id(t))
+    return found
+
+
+def _view_inputs(flat: FlatInputs, layout: DenseLayout, user_tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The tensors the program gets for inputs that are views and require grad, in no alias group (Note [Stale View
+    Functions] has their rule)."""
+    grouped = {m for g in layout.groups for m in g.members}
+    found = []
+    for i, t in enumerate(user_tensors):
+        real = flat.values[flat.tensor_indices[i]]
+        if any(j in grouped for j in layout.leaves_of_input[i]):
+            continue
+        if isinstance(real, torch.Tensor) and real.requires_grad and real._is_view():
+            found.append(t)
+    return found

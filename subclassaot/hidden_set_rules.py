@@ -76,6 +76,8 @@ def _hidden_swap(m: LeafMutation) -> bool:
 # refused by Note [Layouts Changed Behind Autograd]; such a subclass leaf is refused where the program reads it (or a
 # view of it taken after the op) with grad after the op, once the alias-group and set_() rules have passed it.
 # Found while compiling fuzz seed 40000 #2813 (a PairTensor leaf passed twice) as one input; a single input diverged.
+# Where no op with grad read the leaf before the op, the joint trace now makes it a leaf again and the runtime makes
+# its accumulator at the new size (Note [Leaves Laid Out Anew Under no_grad]): refused only where one did.
 
 
 # Note [Plain Leaves set_() To Another Size Under no_grad]
@@ -95,6 +97,8 @@ def refuse_leaves_resized_under_no_grad(flat: FlatInputs, layout: DenseLayout, a
         if not isinstance(real, torch.Tensor) or not (real.is_leaf and real.requires_grad):
             continue
         read = bool(analysis.read_after_hidden_resize and analysis.read_after_hidden_resize[i])
+        if tree is not None and analysis.releaf_sizes and analysis.releaf_sizes[i] is not None:
+            continue  # made a leaf again in the trace: Note [Leaves Laid Out Anew Under no_grad]
         if tree is None and read:
             raise UnsupportedError(
                 f"{flat.leaves[index].path}: an input that is an autograd leaf and requires grad is set_() under "

@@ -237,7 +237,11 @@ def trace_joint(
             diff_outs = [differentiated_as_eager(run.swaps, outs[i]) for i in setup.diff]
             trees = tangent_trees if tangent_trees is not None else [_tree_of(o) for o in diff_outs]
             grad_outs = [_rewrap_tangent(tree, tangents) for tree in trees]
-            wrt = [run.grad_leaves[i] for i in setup.grad_inputs]
+            # Note [Leaves Laid Out Anew Under no_grad]: the clone made a leaf again stands for the input
+            wrt = [
+                run.user_tensors[i] if id(run.user_tensors[i]) in run.swaps.releafed else run.grad_leaves[i]
+                for i in setup.grad_inputs
+            ]
             wrt += [run.graph_grad_leaves[k] for k in setup.group_grads]
             if setup.wrt_only is not None:
                 wrt = [wrt[setup.wrt_only]]

@@ -128,6 +128,14 @@ def make_assigned_accumulators(values: Sequence[object], sizes: Sequence[tuple[i
         x = values[i]
         if not isinstance(x, torch.Tensor) or not x.is_leaf or not x.requires_grad or list(x.shape) == size:
             continue
+        if not is_traceable_subclass(x):  # a plain leaf (Note [Leaves Laid Out Anew Under no_grad])
+            before = x.detach()  # shares x's storage, metadata and version counter
+            with torch.no_grad():
+                x.data = torch.empty((), dtype=x.dtype, device=x.device).expand(size)
+            held.append(get_gradient_edge(x))
+            with torch.no_grad():
+                x.data = before
+            continue
         if x.untyped_storage().nbytes() < x.element_size():
             continue  # the shell would move the wrapper to a new storage (an input with no elements: a known gap)
         old = (list(x.shape), list(x.stride()), int(x.storage_offset()))

@@ -106,6 +106,8 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
     assigned_reads = [
         (flat.tensor_indices[t], s) for t, s in enumerate(plan.analysis.accumulator_sizes) if s is not None
     ]
+    # Note [Leaves Laid Out Anew Under no_grad]
+    assigned_reads += [(flat.tensor_indices[t], s) for t, s in enumerate(plan.analysis.releaf_sizes) if s is not None]
     early_replays = sorted(
         (
             (o, info.replay)

@@ -430,6 +430,9 @@ class Analysis:
     # per tensor input: a subclass leaf's size when eager made its gradient accumulator, after a `.data =` (None:
     # no such read; Note [Subclass Accumulators Made After .data =])
     accumulator_sizes: tuple[tuple[int | sympy.Expr, ...] | None, ...] = ()
+    # per tensor input: a leaf's size when eager made its gradient accumulator, after an in-place view op under
+    # no_grad (None: no such read; Note [Leaves Laid Out Anew Under no_grad])
+    releaf_sizes: tuple[tuple[int | sympy.Expr, ...] | None, ...] = ()
     # the run traced a group member with views of it among the others as its group's base (Note [Plain Inputs
     # Traced As Their Own Base]); the joint trace does the same
     own_base_views: bool = False

@@ -17,6 +17,14 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.drifted_reads import call_with_eager_layouts
 from subclassaot.errors import UnsupportedError
+from subclassaot.hidden_layouts import (
+    is_layout_op,
+    note_first_read,
+    note_layout_op,
+    note_view_layout_op,
+    note_view_reads,
+    view_layout,
+)
 from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
 from subclassaot.kept_accumulators import note_data_assignment, note_grad_reads
 from subclassaot.nograd_set_views import (
@@ -731,9 +739,19 @@ class _DataMode(TorchFunctionMode):
             # came out as a SystemError: fuzz seed 9000 #3406)
             check_stale_views(self.record, call_args, call_kwargs)
         check_gained_family_member(self.record, args)
+        layout_op = is_layout_op(func, args)
+        view_before = view_layout(args[0]) if layout_op and self.record.view_layouts else None
         with stale_history_failures_refused(self.record, call_args, call_kwargs):
             out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
         note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]
+        if self.record.releafable:  # Note [Leaves Laid Out Anew Under no_grad]
+            note_first_read(self.record, args, kwargs)
+            if layout_op:
+                note_layout_op(self.record, args[0])
+        if self.record.view_layouts:  # Note [View Inputs Laid Out Anew Under no_grad]
+            if view_before is not None:
+                note_view_layout_op(self.record, args[0], view_before)
+            note_view_reads(self.record, args, kwargs)
         if self.record.shared_members and torch.is_grad_enabled():
             refresh_shared_histories(self.record)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
