@@ -245,6 +245,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     check_shared_grad_set(self.record, args, (args[0],))
                     check_stale_set(self.record, args[0], args[1] if len(args) > 1 else None)
             size_before, layout_before = tuple(args[0].shape), layout_of(args[0])
+            key_before = storage_key(args[0])
             self._set(func, args, kwargs)
             if self.depth == 0:
                 note_nograd_set(self.record, args[0], layout_before)  # Note [Views set_() Under no_grad Read With Grad]
@@ -265,6 +266,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.seq += 1
                 self.record.plain_sets[id(args[0])] = (self.record.seq, torch.is_grad_enabled())
                 self.record.keep_alive.append(args[0])
+                if id(args[0]) not in self.record.data_aliases | self.record.data_views:
+                    self.record.last_bump[key_before] = self.record.seq  # Note [set_ Bumps The Views It Leaves]
             return args[0]
         if (
             _copy_to_same_data(func, args, id(args[0]) in self.record.hidden)
@@ -558,6 +561,18 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.visible_writes.add(storage_key(arg))
             self.record.visible_families.add(self.record.family_of(arg))
             self.record.visible_seq[id(arg)] = self.record.seq
+
+
+# Note [set_ Bumps The Views It Leaves]
+# `with no_grad(): v = x.view_as(x); x.set_(v)`, then `return (v,)`, x requiring grad (noted by helper refshare):
+# set_() advances x's version counter, which every view taken of x before it shares, so eager's v (a view made under
+# no_grad) raises when its grad_fn or is_leaf is read. Where set_() changes x's layout or storage, such a view is
+# replayed before the epilogue (the input is no longer as the view saw it), whose set_() then advances its counter
+# too; where it leaves both as they were (onto a view of x with x's own layout, onto x's storage with its metadata),
+# nothing marked the bump, and the view was replayed after the epilogue, where it reads fine (is_leaf True). So a
+# plain set_() records a bump of the storage x leaves, as a write does (`_record_write`) and x.set_(x) does; not for
+# a `.data` alias, whose counter is its own. The view's replay point then follows the usual rules (Note [No-Grad
+# Views Made After The Bump]): replayed before the epilogue, it raises as eager's does.
 
 
 # Note [Wrapper set_ Bumps The Storages It Leaves]
