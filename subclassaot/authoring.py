@@ -318,27 +318,47 @@ def _run_on(func: OpOverload[..., Any], cls: type[WrapperTensor], name: str, arg
     return func(*inner_args, **inner_kwargs)
 
 
+# Note [Rewrapping Holds No Cycle]
+# What a subclass op or a compiled call makes per call is freed by reference counting, never left to the garbage
+# collector: a function that names itself from its own closure is a reference cycle, and keeps everything its closure
+# holds until a collection that no program can predict. Where that is a tensor with a grad_fn, its graph, and the
+# gradient accumulators of the leaves it reads, outlive the program's own references; an accumulator alive or not
+# decides which size a leaf's gradients are checked against after a `.data =` (Note [Accumulators Kept Through .data
+# =]). So `_rewrap` recurses through the module-level `_build` (its per-attribute results hold the plain tensor an
+# op writes in place, `plain.add_(pair)`, which then gets its grad_fn from that op), and the runtime's output builder
+# (regenerate.build_outputs) drops its hold on itself once the outputs are built (it held the compiled Function's
+# outputs). Fuzz seed 45000 #3453: `t0 = x1.select(0, -1); x0.data.add_(t0); x1.data = t0; return (x1,)`, x1 a
+# PairTensor leaf: eager's backward raised (the accumulator of size (4, 4), held by the cycle, met a (4,) gradient)
+# or not, as the collector had run or not; passing x1 twice with the cycle in eager gone, ours raised.
+
+
 def _rewrap(cls: type[WrapperTensor], per_attr: dict[str, Any], ctx: dict[str, object]) -> Any:
-    names = list(per_attr)
+    return _build(cls, per_attr, list(per_attr), ctx, (), per_attr[next(iter(per_attr))])
 
-    def build(position: tuple[int, ...], first: object) -> object:
-        if isinstance(first, torch.Tensor):
-            fields: dict[str, object] = {n: None for n in cls.optional_inner_names}
-            for n in names:
-                value = per_attr[n]
-                for i in position:
-                    value = value[i]
-                fields[n] = value
-            return cls(**fields, **ctx)
-        if isinstance(first, list | tuple):
-            items = [build((*position, i), item) for i, item in enumerate(first)]
-            make: Callable[..., object] = type(first)
-            if hasattr(first, "_fields"):  # a namedtuple
-                return make(*items)
-            return make(items)  # list, tuple, or a structseq such as torch.return_types.max
-        return first
 
-    return build((), per_attr[names[0]])
+def _build(
+    cls: type[WrapperTensor],
+    per_attr: dict[str, Any],
+    names: list[str],
+    ctx: dict[str, object],
+    position: tuple[int, ...],
+    first: object,
+) -> object:
+    if isinstance(first, torch.Tensor):
+        fields: dict[str, object] = {n: None for n in cls.optional_inner_names}
+        for n in names:
+            value = per_attr[n]
+            for i in position:
+                value = value[i]
+            fields[n] = value
+        return cls(**fields, **ctx)
+    if isinstance(first, list | tuple):
+        items = [_build(cls, per_attr, names, ctx, (*position, i), item) for i, item in enumerate(first)]
+        make: Callable[..., object] = type(first)
+        if hasattr(first, "_fields"):  # a namedtuple
+            return make(*items)
+        return make(items)  # list, tuple, or a structseq such as torch.return_types.max
+    return first
 
 
 def _resync_metadata(wrapper: WrapperTensor) -> None:

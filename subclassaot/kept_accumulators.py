@@ -34,7 +34,7 @@ __all__ = [
 # `x.data = v` on an autograd leaf that requires grad keeps the leaf's gradient accumulator where one is alive then,
 # and the engine reduces every gradient reaching it to the size it recorded when it was made (Note [data Assignment
 # Keeps A Leaf's Accumulator]). One is alive where an op with grad read the leaf before and its result is still
-# held: in a program whose results are its locals, once any op with grad read the leaf before the assignment (the
+# held (by references: no cycle may hold one until a collection, Note [Rewrapping Holds No Cycle]): in a program whose results are its locals, once any op with grad read the leaf before the assignment (the
 # functional run keeps every result, so a read into a temporary, `x.data = x.expand(2, -1)`, counts too: a known
 # gap, where eager's accumulator dies with the temporary). Without one, eager makes a new accumulator at the first
 # read with grad after the assignment, in the leaf's size then.

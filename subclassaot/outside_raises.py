@@ -40,7 +40,7 @@ class _Watch:
 
     def __init__(self) -> None:
         self.roots: list[int] = []
-        self.entered: list[object] = []
+        self.entered: list[str] = []  # the type names of the nodes entered
         self.keep: list[torch.Tensor] = []  # views keeping leaf roots' accumulators alive
 
     def install(self, positions: list[int], roots: list[torch.Tensor]) -> None:
@@ -61,8 +61,12 @@ class _Watch:
             todo.extend(n for n, _ in node.next_functions)
 
     def _entered(self, node: torch.autograd.graph.Node) -> Callable[[object], None]:
+        # the hook holds neither the node nor the watch (which holds views of the roots): the node holds the hook, so
+        # either would be a cycle, keeping the probe's graph until a collection (Note [Rewrapping Holds No Cycle])
+        entered, name = self.entered, type(node).__name__
+
         def hook(_: object) -> None:
-            self.entered.append(node)
+            entered.append(name)
 
         return hook
 
@@ -90,8 +94,7 @@ def raises_outside_program(setup: JointSetup) -> bool:
 def _shared_node_raised(setup: JointSetup, error: str, watch: _Watch) -> bool:
     if watch.entered:
         # the CPU engine runs one node at a time: the one that raised is the last one entered
-        last = watch.entered[-1]
-        return type(last).__name__ == "AccumulateGrad" and _single_grad_leaf(setup)
+        return watch.entered[-1] == "AccumulateGrad" and _single_grad_leaf(setup)
     found = _ROOT_INDEX.match(error)
     if found is None or SHAPE_CHECK_ERROR not in error or int(found.group(1)) >= len(watch.roots):
         return False

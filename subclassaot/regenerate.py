@@ -77,6 +77,9 @@ def build_outputs(
     symint_positions = [o for o, info in enumerate(infos) if info.kind is OutputKind.SYMINT]
     given_roots, shared, entry = given
     roots = dict(given_roots)  # Note [Subclass Intermediate Roots]
+    # `get` itself, for its recursion, emptied once the outputs are built: a closure naming itself would be a cycle
+    # holding every output of the graph, and their graph, until a garbage collection (Note [Rewrapping Holds No Cycle])
+    builder: list[Callable[[int], object]] = []
 
     def get(o: int) -> object:
         # Outputs are built on demand: a view replays from another output, which is built first.
@@ -95,13 +98,13 @@ def build_outputs(
             value = values[info.input_index]
         elif info.kind is OutputKind.SAME_AS:
             assert info.input_index is not None
-            value = get(info.input_index)
+            value = builder[0](info.input_index)
         else:
             value = _tensor_output(
-                info, ev, values, dense, outs, fresh_start, (bases, roots), symbols, get, shared, entry
+                info, ev, values, dense, outs, fresh_start, (bases, roots), symbols, builder[0], shared, entry
             )
             if info.set_under_grad and torch.is_grad_enabled():  # Note [Outputs set_() Under Grad]
-                root = _grad_set_root(info.grad_set_base, value, ev, (bases, roots), symbols, get, values, dense)
+                root = _grad_set_root(info.grad_set_base, value, ev, (bases, roots), symbols, builder[0], values, dense)
                 value = set_under_grad_holder(
                     value,
                     root,
@@ -137,8 +140,12 @@ def build_outputs(
         result[o] = value
         return value
 
-    for o in build_order(infos):  # Note [Views Across In-Place View Ops On An Intermediate]
-        get(o)
+    builder.append(get)
+    try:
+        for o in build_order(infos):  # Note [Views Across In-Place View Ops On An Intermediate]
+            get(o)
+    finally:
+        builder.clear()
     _change_bases(infos, result, ev, symbols, values, shared)
     if plan.analysis.wrapper_storage:
         share_wrapper_storages(plan.flat, plan.analysis.wrapper_storage, holders, values, result)
