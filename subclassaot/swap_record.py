@@ -153,6 +153,9 @@ class SwapRecord:
     # storage key of an input's dense leaf -> its alias with the original metadata (`FunctionalRun.originals`): the
     # frame of the offsets functionalization keeps behind the wrappers (Note [Absolute Offsets On Written Inputs])
     input_originals: dict[object, torch.Tensor] = field(default_factory=dict)
+    # storage key of such a leaf -> the frame shifts at which the program took views of it at absolute offsets
+    # (as_strided(), set_(storage, offset, ...)): Note [Absolute Offsets Across A Frame Change]
+    absolute_frames: dict[object, list[int | torch.SymInt]] = field(default_factory=dict)
     # storage key of an input's dense leaf (its clone's, where it runs as one) -> the paths of the inputs over it
     input_paths: dict[object, tuple[str, ...]] = field(default_factory=dict)
     # storage key of a synthetic base that two or more distinct inputs share -> their paths (Note [set_ Under Grad
