@@ -158,6 +158,59 @@ def check_inplace_strided_frame(record: SwapRecord, args: tuple[Any, ...], kwarg
     note_absolute_view(record, args[0])
 
 
+# Note [Escaping as_strided Views Read After A Write]
+# In eager, `y = x.as_strided(...)` of an input x that is a view of a base requiring grad records AsStridedBackward
+# over x: the gradient reaches x's elements only, not the base's others that y covers. Once the base's version
+# advances (a write to x or to any view of the storage, also under no_grad), autograd rebuilds y's history on its
+# next use as an as_strided of the base, and the gradient then reaches all of y's elements. The trace holds such an
+# input as a view of a synthetic base (Note [as_strided On Inputs]), and the compiled program sends y's gradient
+# through the input's elements in both cases: a leaf behind the input missed the gradient of y's other elements
+# (`y = x1.as_strided((2,), (1,), 3); x1.mul_(2.0); y * 1.0`, x1 = base[1] of a (3, 4) non-leaf base: b[0, 3] got 0,
+# eager's 1). Refused when such a view (or a view of it) is used with grad after a version bump of its storage;
+# used before, returned as it is, or taken after the write, it is exact.
+
+
+def note_escaping_view(record: SwapRecord, source: torch.Tensor, out: torch.Tensor) -> None:
+    """Note [Escaping as_strided Views Read After A Write]: remember an as_strided view `out` of the synthetic base
+    `source` that reaches elements outside its input's own, taken with grad."""
+    if not torch.is_grad_enabled() or not source.requires_grad:
+        return
+    key = storage_key(source)
+    original = record.input_originals.get(key)
+    if original is None:
+        return
+    own = elements_of(list(original.shape), list(original.stride()), original.storage_offset())
+    wanted = elements_of(list(out.shape), list(out.stride()), out.storage_offset())
+    if own is not None and wanted is not None and not own.covers(wanted):
+        record.escaping_strided[id(out)] = (key, record.last_bump.get(key, 0), out)
+
+
+def check_escaping_reads(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
+    """Note [Escaping as_strided Views Read After A Write]: refuse a use with grad of such a view (or of a view of
+    it) after its storage's version advanced."""
+    if not torch.is_grad_enabled():
+        return
+    for a in args:
+        t = a
+        for _ in range(16):
+            if not isinstance(t, torch.Tensor):
+                break
+            entry = record.escaping_strided.get(id(t))
+            if entry is not None and entry[2] is t:
+                if record.last_bump.get(entry[0], 0) > entry[1]:
+                    paths = ", ".join(record.input_paths.get(entry[0], ("an input",)))
+                    raise UnsupportedError(
+                        f"{paths}: {func} uses, with grad, an as_strided() view of this input that reaches storage "
+                        "elements outside it, taken before a write to its storage: eager's autograd then rebuilds "
+                        "the view's history from the input's base, whose gradient reaches those elements, and the "
+                        "compiled program's does not (Note [Escaping as_strided Views Read After A Write]); not "
+                        "supported in training. Take the as_strided() view after the write, or of the base"
+                    )
+                break
+            view = record.views.get(id(t))
+            t = None if view is None else view.source
+
+
 def check_absolute_frames(record: SwapRecord) -> None:
     """Note [Absolute Offsets Across A Frame Change]: refuse (retrace) once a view at an absolute offset is stale."""
     for key, shifts in record.absolute_frames.items():

@@ -40,6 +40,7 @@ from subclassaot.storage_reach import (
     StorageReachError,
     as_strided_chain_refused,
     check_absolute_frames,
+    check_escaping_reads,
     check_gained_family_member,
     check_inplace_strided_frame,
     check_overlapping_input,
@@ -48,6 +49,7 @@ from subclassaot.storage_reach import (
     check_write_through_base_strided,
     functional_frame_offset,
     note_absolute_view,
+    note_escaping_view,
     refresh_shared_histories,
     storage_tail,
     strided_call_args,
@@ -140,6 +142,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if self.record.absolute_frames:
                 check_absolute_frames(self.record)  # Note [Absolute Offsets Across A Frame Change]
             note_before(self.record, func, args, kwargs)  # Note [Stale View Functions]
+            if self.record.escaping_strided:
+                check_escaping_reads(self.record, func, args)  # Note [Escaping as_strided Views Read After A Write]
         subclass = next((a for a in args if is_traceable_subclass(a) and not is_functional(a)), None)
         if (
             subclass is not None
@@ -236,6 +240,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self._track(func, args, out, kwargs)
             if any(source is base for base in self.record.alias_bases.values()):
                 self.record.base_strided_views.add(id(out))  # Note [Writes Through as_strided Of A Synthetic Base]
+                note_escaping_view(self.record, source, out)  # Note [Escaping as_strided Views Read After A Write]
             return out
         if func is torch.ops.aten.set_.source_Tensor and len(args) > 1 and args[1] is args[0]:
             # x.set_(x) changes nothing but the version counter (and, under grad, autograd's history).

@@ -91,6 +91,9 @@ class SwapRecord:
     # id() of as_strided views taken from a synthetic base (and views of them): Note [Writes Through as_strided Of
     # A Synthetic Base]
     base_strided_views: set[int] = field(default_factory=set)
+    # id() of such a view taken with grad that reaches elements outside the input's own -> (the storage key, its
+    # last version bump then, the view): Note [Escaping as_strided Views Read After A Write]
+    escaping_strided: dict[int, tuple[object, int, torch.Tensor]] = field(default_factory=dict)
     data_aliases: set[int] = field(default_factory=set)  # id() of the `.data` aliases themselves
     data_views: set[int] = field(default_factory=set)  # id() of views of them
     data_of: dict[int, torch.Tensor] = field(default_factory=dict)  # id() of a `.data` alias -> the tensor it is of
