@@ -24,6 +24,7 @@ from subclassaot.inputs import unflatten_call
 from subclassaot.own_base import clone_synthetic_base
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.schemas import AliasGroupRef, DenseIndex, DenseLayout, FlatInputs, Meta
+from subclassaot.storage_reach import check_absolute_frames
 from subclassaot.storage_swaps import swap_modes
 from subclassaot.swap_record import Elements, SwapRecord, dense_strides, elements_of
 from subclassaot.torch_internals import DataDependentError, replay_view, storage_key, to_functional
@@ -215,6 +216,8 @@ def run_functional(
                     "or use reshape()"
                 ) from e
             raise
+        if record.absolute_frames:
+            check_absolute_frames(record)  # Note [Absolute Offsets Across A Frame Change]: the outputs read them
     _check_containers_unchanged(flat, values, (state, args, kwargs))
     finals: list[torch.Tensor] = []
     for tree, tensor in zip(layout.trees, user_tensors, strict=True):

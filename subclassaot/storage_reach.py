@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.protocol import flatten_subclass
@@ -82,13 +83,151 @@ def as_strided_chain_refused(
 # in both frames: nothing moves.
 
 
+def frame_shift(record: SwapRecord, key: object) -> int | torch.SymInt:
+    """Note [Absolute Offsets On Written Inputs]: eager's offsets on the input storage `key` minus the ones
+    functionalization keeps behind the wrappers (0 until a write regenerates the input's value)."""
+    original = record.input_originals.get(key)
+    if original is None or not has_data_mutation(original):
+        return 0
+    return original.storage_offset() - inner_storage_offset(original)
+
+
 def functional_frame_offset(record: SwapRecord, t: torch.Tensor, offset: int | torch.SymInt) -> int | torch.SymInt:
     """Note [Absolute Offsets On Written Inputs]: eager's absolute `offset` on FunctionalTensor `t`'s storage, as
     functionalization counts it behind the wrappers."""
-    original = record.input_originals.get(storage_key(t))
-    if original is None or not has_data_mutation(original):
-        return offset
-    return offset - (original.storage_offset() - inner_storage_offset(original))
+    shift = frame_shift(record, storage_key(t))
+    return offset if isinstance(shift, int) and shift == 0 else offset - shift
+
+
+# Note [Absolute Offsets Across A Frame Change]
+# Functionalization regenerates a view from its storage's current value by replaying the view ops it was taken by,
+# with their arguments as they were. An as_strided() view (or a set_(storage, offset, ...) target, rebound by one:
+# Note [Storage Swaps By Rebinding]) holds an absolute offset in the frame of its time (Note [Absolute Offsets On
+# Written Inputs]). A write through the input itself then replaces the value the storage regenerates from by one at
+# offset 0 (a write through a view of it scatters into it and keeps the frame): the view's replay names other
+# elements, or none. `y = x1.as_strided((2,), (1,), 5); x1.add_(1.0); y * 2.0`, x1 at offset 4 of a 12-element
+# storage, failed with "setStorage: ... out of bounds" (helper p109's variant), and with (1,) at 5 on x1 = b[2:8]
+# read b[7] for eager's b[5]. The frame shift at each such view is recorded; once the current shift differs from
+# one recorded, before the next op and at the end of the run, the trace raises StorageReachError: the driver traces
+# the input as a view of a synthetic base over its whole storage (Note [as_strided On Inputs]), which starts at 0 in
+# every frame. An input inside a synthetic base already is never recorded; one with no span to retrace (none known)
+# would be refused by name.
+
+
+def note_absolute_view(record: SwapRecord, t: torch.Tensor) -> None:
+    """Note [Absolute Offsets Across A Frame Change]: the program took a view of FunctionalTensor `t`'s storage at an
+    absolute offset."""
+    key = storage_key(t)
+    if key in record.input_originals and key not in record.alias_bases:
+        record.absolute_frames.setdefault(key, []).append(frame_shift(record, key))
+
+
+def strided_call_args(
+    record: SwapRecord, x: torch.Tensor, source: torch.Tensor, rest: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """`x.as_strided(*rest, **kwargs)` as an as_strided of `source` (x, or its view chain's root: Note [as_strided
+    On Inputs]): an offset the program gave moved into functionalization's frame (Note [Absolute Offsets On Written
+    Inputs]); none given, x's own, which eager takes (the root's would be another). Either is an absolute offset
+    (Note [Absolute Offsets Across A Frame Change])."""
+    if kwargs.get("storage_offset") is not None:
+        note_absolute_view(record, source)
+        return rest, {**kwargs, "storage_offset": functional_frame_offset(record, source, kwargs["storage_offset"])}
+    if len(rest) > 2 and rest[2] is not None:
+        note_absolute_view(record, source)
+        return strided_in_frame(record, source, rest), kwargs
+    if source is x:
+        return rest, kwargs  # (replayed at its base's offset: relative)
+    note_absolute_view(record, source)
+    return (*rest[:2], inner_storage_offset(x)), {k: v for k, v in kwargs.items() if k != "storage_offset"}
+
+
+def check_inplace_strided_frame(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """`x.as_strided_(size, stride, offset)`: Note [Absolute Offsets Across A Frame Change] for an in-place view op,
+    whose offset stays in x's wrapper; once the frame has shifted, the input is traced over its whole storage."""
+    offset = args[3] if len(args) > 3 else kwargs.get("storage_offset")
+    if offset is None:
+        return
+    key = storage_key(args[0])
+    shift = frame_shift(record, key)
+    if not (isinstance(shift, int) and shift == 0) and (span := record.input_spans.get(key)) is not None:
+        raise StorageReachError(
+            f"{span[1]}: as_strided_() at an absolute storage offset of this input, which sits at an offset of its "
+            "storage, after a write to the input itself (Note [Absolute Offsets Across A Frame Change])",
+            leaf=span[2],
+        )
+    note_absolute_view(record, args[0])
+
+
+# Note [Escaping as_strided Views Read After A Write]
+# In eager, `y = x.as_strided(...)` of an input x that is a view of a base requiring grad records AsStridedBackward
+# over x: the gradient reaches x's elements only, not the base's others that y covers. Once the base's version
+# advances (a write to x or to any view of the storage, also under no_grad), autograd rebuilds y's history on its
+# next use as an as_strided of the base, and the gradient then reaches all of y's elements. The trace holds such an
+# input as a view of a synthetic base (Note [as_strided On Inputs]), and the compiled program sends y's gradient
+# through the input's elements in both cases: a leaf behind the input missed the gradient of y's other elements
+# (`y = x1.as_strided((2,), (1,), 3); x1.mul_(2.0); y * 1.0`, x1 = base[1] of a (3, 4) non-leaf base: b[0, 3] got 0,
+# eager's 1). Refused when such a view (or a view of it) is used with grad after a version bump of its storage;
+# used before, returned as it is, or taken after the write, it is exact.
+
+
+def note_escaping_view(record: SwapRecord, source: torch.Tensor, out: torch.Tensor) -> None:
+    """Note [Escaping as_strided Views Read After A Write]: remember an as_strided view `out` of the synthetic base
+    `source` that reaches elements outside its input's own, taken with grad."""
+    if not torch.is_grad_enabled() or not source.requires_grad:
+        return
+    key = storage_key(source)
+    original = record.input_originals.get(key)
+    if original is None:
+        return
+    own = elements_of(list(original.shape), list(original.stride()), original.storage_offset())
+    wanted = elements_of(list(out.shape), list(out.stride()), out.storage_offset())
+    if own is not None and wanted is not None and not own.covers(wanted):
+        record.escaping_strided[id(out)] = (key, record.last_bump.get(key, 0), out)
+
+
+def check_escaping_reads(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
+    """Note [Escaping as_strided Views Read After A Write]: refuse a use with grad of such a view (or of a view of
+    it) after its storage's version advanced."""
+    if not torch.is_grad_enabled():
+        return
+    for a in args:
+        t = a
+        for _ in range(16):
+            if not isinstance(t, torch.Tensor):
+                break
+            entry = record.escaping_strided.get(id(t))
+            if entry is not None and entry[2] is t:
+                if record.last_bump.get(entry[0], 0) > entry[1]:
+                    paths = ", ".join(record.input_paths.get(entry[0], ("an input",)))
+                    raise UnsupportedError(
+                        f"{paths}: {func} uses, with grad, an as_strided() view of this input that reaches storage "
+                        "elements outside it, taken before a write to its storage: eager's autograd then rebuilds "
+                        "the view's history from the input's base, whose gradient reaches those elements, and the "
+                        "compiled program's does not (Note [Escaping as_strided Views Read After A Write]); not "
+                        "supported in training. Take the as_strided() view after the write, or of the base"
+                    )
+                break
+            view = record.views.get(id(t))
+            t = None if view is None else view.source
+
+
+def check_absolute_frames(record: SwapRecord) -> None:
+    """Note [Absolute Offsets Across A Frame Change]: refuse (retrace) once a view at an absolute offset is stale."""
+    for key, shifts in record.absolute_frames.items():
+        now = frame_shift(record, key)
+        if all(statically_known_true(s == now) for s in shifts):
+            continue
+        message = (
+            "the program took an as_strided() view (or a set_(storage, offset, ...)) at an absolute storage offset "
+            "of this input, which sits at an offset of its storage, and then wrote the input itself: the compiled "
+            "graph regenerates the input from a value at offset 0, where that view's offset names other elements "
+            "(Note [Absolute Offsets Across A Frame Change])"
+        )
+        span = record.input_spans.get(key)
+        if span is not None:
+            raise StorageReachError(f"{span[1]}: {message}", leaf=span[2])
+        paths = ", ".join(record.input_paths.get(key, ("an input",)))
+        raise UnsupportedError(f"{paths}: {message}. Take the view of a .clone() of the input, or after the write")
 
 
 def strided_in_frame(record: SwapRecord, t: torch.Tensor, args: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -48,15 +48,20 @@ from subclassaot.stale_views import (
 from subclassaot.storage_reach import (
     StorageReachError,
     as_strided_chain_refused,
+    check_absolute_frames,
+    check_escaping_reads,
     check_gained_family_member,
+    check_inplace_strided_frame,
     check_overlapping_input,
     check_shared_grad_set,
     check_strided_reach,
     check_write_through_base_strided,
     functional_frame_offset,
+    note_absolute_view,
+    note_escaping_view,
     refresh_shared_histories,
     storage_tail,
-    strided_in_frame,
+    strided_call_args,
     writes_self,
 )
 from subclassaot.swap_record import (
@@ -99,6 +104,15 @@ from subclassaot.write_overlaps import (
 # through an as_strided at the end of a longer chain.
 
 
+# Note [as_strided_ Of A View]
+# `v.as_strided_(size, stride, offset)` of a view v (a slice of an input, or an input traced as a view of a synthetic
+# base: Note [as_strided On Inputs]) adds an as_strided at the end of v's view chain, and functionalization writes a
+# later write through v back by an as_strided_scatter into the view before it, at the absolute offset, which names
+# other elements there (`x1.as_strided_((2,), (1,), 9); x1.add_(1.0)`, x1 = b[1] of a (3, 4) b, wrote nothing
+# where eager wrote b's elements 9 and 10). The same memory is the as_strided view of the chain's root, first in its
+# chain: v is rebound to it (Note [Storage Swaps By Rebinding]), its wrapper keeping eager's metadata.
+
+
 # Note [Storage Swaps By Rebinding]
 # Functionalization implements `x.set_(src)` by replacing x's value and then freezing x's old storage: any later write
 # through a view taken before the set_ raises "cannot mutate tensors with frozen storage" (and torch.compile gets
@@ -136,7 +150,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if func is torch.ops.aten.resize_as_.default:  # Note [resize_as_ Is A resize_]
             func, (args, kwargs) = torch.ops.aten.resize_.default, as_resize(args, kwargs)
         if self.depth == 0:
+            if self.record.absolute_frames:
+                check_absolute_frames(self.record)  # Note [Absolute Offsets Across A Frame Change]
             note_before(self.record, func, args, kwargs)  # Note [Stale View Functions]
+            if self.record.escaping_strided:
+                check_escaping_reads(self.record, func, args)  # Note [Escaping as_strided Views Read After A Write]
         subclass = next((a for a in args if is_traceable_subclass(a) and not is_functional(a)), None)
         if (
             subclass is not None
@@ -218,13 +236,25 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 return args[0]
         if func is torch.ops.aten.as_strided_.default and args and is_functional(args[0]):
             check_strided_reach(self.record, args)  # (fuzz seed 40000 #7513: an input's as_strided_ off its elements)
+            check_inplace_strided_frame(self.record, args, kwargs)  # Note [Absolute Offsets Across A Frame Change]
+            source = self._as_strided_source(args)
+            if source is not args[0]:  # Note [as_strided_ Of A View]
+                rest, strided_kwargs = strided_call_args(self.record, args[0], source, args[1:], kwargs)
+                offset = rest[2] if len(rest) > 2 else strided_kwargs["storage_offset"]
+                given = args[3] if len(args) > 3 else kwargs.get("storage_offset")
+                eager = args[0].storage_offset() if given is None else given
+                rebind_functional(args[0], source, (list(rest[0]), list(rest[1]), offset), wrapper_offset=eager)
+                self._track(func, args, args[0], kwargs)
+                return args[0]
         if func is torch.ops.aten.as_strided.default and args and is_functional(args[0]):
             # Tracked against the tensor the program named (version counter family, view chain).
             source = self._as_strided_source(args)
-            out = func(source, *strided_in_frame(self.record, source, args[1:]), **kwargs)
+            rest, strided_kwargs = strided_call_args(self.record, args[0], source, args[1:], kwargs)
+            out = func(source, *rest, **strided_kwargs)
             self._track(func, args, out, kwargs)
             if any(source is base for base in self.record.alias_bases.values()):
                 self.record.base_strided_views.add(id(out))  # Note [Writes Through as_strided Of A Synthetic Base]
+                note_escaping_view(self.record, source, out)  # Note [Escaping as_strided Views Read After A Write]
             return out
         if func is torch.ops.aten.set_.source_Tensor and len(args) > 1 and args[1] is args[0]:
             # x.set_(x) changes nothing but the version counter (and, under grad, autograd's history).
@@ -443,6 +473,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         check_strided_reach(self.record, (owner, size, stride, offset))  # Note [as_strided On Inputs]
         inner = functional_frame_offset(self.record, owner, offset)  # Note [Absolute Offsets On Written Inputs]
         rebind_functional(x, owner, (list(size), list(stride), inner), wrapper_offset=offset)
+        note_absolute_view(self.record, owner)  # Note [Absolute Offsets Across A Frame Change]
 
     def _track(self, func: Any, args: tuple[Any, ...], out: Any, kwargs: dict[str, Any] | None = None) -> None:
         kwargs = kwargs or {}

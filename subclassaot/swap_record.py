@@ -91,6 +91,9 @@ class SwapRecord:
     # id() of as_strided views taken from a synthetic base (and views of them): Note [Writes Through as_strided Of
     # A Synthetic Base]
     base_strided_views: set[int] = field(default_factory=set)
+    # id() of such a view taken with grad that reaches elements outside the input's own -> (the storage key, its
+    # last version bump then, the view): Note [Escaping as_strided Views Read After A Write]
+    escaping_strided: dict[int, tuple[object, int, torch.Tensor]] = field(default_factory=dict)
     data_aliases: set[int] = field(default_factory=set)  # id() of the `.data` aliases themselves
     data_views: set[int] = field(default_factory=set)  # id() of views of them
     data_of: dict[int, torch.Tensor] = field(default_factory=dict)  # id() of a `.data` alias -> the tensor it is of
@@ -166,6 +169,9 @@ class SwapRecord:
     # storage key of an input's dense leaf -> its alias with the original metadata (`FunctionalRun.originals`): the
     # frame of the offsets functionalization keeps behind the wrappers (Note [Absolute Offsets On Written Inputs])
     input_originals: dict[object, torch.Tensor] = field(default_factory=dict)
+    # storage key of such a leaf -> the frame shifts at which the program took views of it at absolute offsets
+    # (as_strided(), set_(storage, offset, ...)): Note [Absolute Offsets Across A Frame Change]
+    absolute_frames: dict[object, list[int | torch.SymInt]] = field(default_factory=dict)
     # storage key of an input's dense leaf (its clone's, where it runs as one) -> the paths of the inputs over it
     input_paths: dict[object, tuple[str, ...]] = field(default_factory=dict)
     # storage key of a synthetic base that two or more distinct inputs share -> their paths (Note [set_ Under Grad
