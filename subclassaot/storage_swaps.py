@@ -84,9 +84,11 @@ from subclassaot.torch_internals import (
 from subclassaot.write_overlaps import (
     check_empty_write_through_overlap,
     check_no_overlapping_read,
+    check_write_after_set,
+    copy_to_same_data,
     meta_overlaps,
-    meta_triple,
     overlaps,
+    uniform_write,
 )
 
 # Note [as_strided On Inputs]
@@ -129,7 +131,6 @@ from subclassaot.write_overlaps import (
 _NO_VERSION_BUMP = frozenset({"aten::resize_", "aten::resize_as_"})
 
 # Writes that store one value everywhere (Note [Uniform Writes Through Expand]).
-_UNIFORM_WRITES = frozenset({torch.ops.aten.fill_, torch.ops.aten.zero_})
 _RESIZE_OPS = frozenset({torch.ops.aten.resize_.default, torch.ops.aten.resize_as_.default})
 
 
@@ -158,7 +159,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         subclass = next((a for a in args if is_traceable_subclass(a) and not is_functional(a)), None)
         if (
             subclass is not None
-            and _copy_to_same_data(func, args, id(args[0]) in self.record.hidden)
+            and copy_to_same_data(func, args, id(args[0]) in self.record.hidden)
             and self.depth == 0
         ):
             self._record_write(
@@ -300,7 +301,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     self.record.last_bump[key_before] = self.record.seq  # Note [set_ Bumps The Views It Leaves]
             return args[0]
         if (
-            _copy_to_same_data(func, args, id(args[0]) in self.record.hidden)
+            copy_to_same_data(func, args, id(args[0]) in self.record.hidden)
             and is_functional(args[0])
             and self.depth == 0
         ):
@@ -308,7 +309,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             note_reads(self.record, func, args, kwargs)
             self._record_write(args[0], True)
             return args[0]
-        if args and is_functional(args[0]) and _uniform_write(func, args[0]) and 0 in args[0].stride():
+        if args and is_functional(args[0]) and uniform_write(func, args[0]) and 0 in args[0].stride():
             x = args[0]
             once = [1 if st == 0 and sz > 1 else sz for sz, st in zip(x.shape, x.stride(), strict=True)]
             meta = (once, list(x.stride()), x.storage_offset())
@@ -545,7 +546,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     and isinstance(arg, torch.Tensor)
                     and self.depth == 0
                     and moves_data
-                    and overlaps(arg, uniform=_uniform_write(func, arg))
+                    and overlaps(arg, uniform=uniform_write(func, arg))
                 ):
                     raise UnsupportedError(
                         f"{func}: an in-place write through a tensor whose elements overlap in memory (an expand() "
@@ -553,7 +554,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         "call .contiguous()/.clone() before writing"
                     )
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.set_views:
-                    _check_write_after_set(func, args, kwargs)
+                    check_write_after_set(func, args, kwargs)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data and self.depth == 0:
                     check_nograd_set_write(self.record, arg, [*args, *kwargs.values()])
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.base_strided_views:
@@ -621,84 +622,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
 # contiguous() returns itself may differ from eager's the same way: that is refused where it matters (analyze).
 
 
-# Note [Writes To A View After set_]
-# Eager's autograd keeps a view's view-ness through set_(): a later write under grad rebases the view's old base,
-# regenerating the view from it by as_strided with the view's current (post-set_) layout. Under functionalization
-# autograd regenerates it by replaying the recorded view ops instead (x.select(0, 0) of the old base), which covers
-# only the view's old region: the gradient of the write reaches part of its elements (fuzz seed 23 #845). Such a
-# write, with grad flowing into it, is refused.
-
-
-def _check_write_after_set(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    values = [*args, *kwargs.values()]
-    if torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in values):
-        raise UnsupportedError(
-            f"{func}: an in-place write with grad into a tensor that was a view and then set_() to another tensor "
-            "(or a view of such a tensor): autograd's gradient of the write would follow the view's old region "
-            "(Note [Writes To A View After set_]). Write into the tensor it was set_() to, or set_() a tensor "
-            "that is not a view"
-        )
-
-
-def _copy_to_same_data(func: Any, args: tuple[Any, ...], hidden: bool) -> bool:
-    """`dst.copy_(src)` where src views exactly dst's data: eager's copy_ returns at once (even through an expand,
-    where a real copy would be refused) and only the version counter moves. Not where autograd records it (eager's
-    backward of a copy into overlapping memory raises)."""
-    if func is not torch.ops.aten.copy_.default or len(args) < 2:
-        return False
-    dst, src = args[0], args[1]
-    # autograd records it where dst requires grad, or where src does and dst is no `.data`/detach() alias (which
-    # eager then makes require grad)
-    recorded = torch.is_grad_enabled() and (dst.requires_grad or (src.requires_grad and not hidden))
-    if not isinstance(src, torch.Tensor) or recorded:
-        return False
-    if src is dst:
-        return True
-    wrappers = is_traceable_subclass(dst) and is_traceable_subclass(src)  # (a bool: no narrowing off Tensor)
-    if wrappers and not is_functional(dst):
-        # A wrapper's data are its inner tensors (a `.data =` can give two wrappers one wrapper storage and metadata
-        # over different inner tensors: fuzz seed 5000 #6911): the same data only where every inner pair is.
-        inner_dst, inner_src = flatten_subclass(dst, "dst")[1], flatten_subclass(src, "src")[1]
-        return (
-            meta_triple(src) == meta_triple(dst)
-            and len(inner_dst) == len(inner_src)
-            and all(_same_functional_data(d, s) for d, s in zip(inner_dst, inner_src, strict=True))
-        )
-    return _same_functional_data(dst, src)
-
-
-def _same_functional_data(dst: torch.Tensor, src: torch.Tensor) -> bool:
-    return src is dst or (
-        is_functional(src)
-        and is_functional(dst)
-        and storage_key(src) == storage_key(dst)
-        and src.dtype == dst.dtype
-        and meta_triple(src) == meta_triple(dst)
-    )
-
-
 def _size_and_stride(t: object) -> object:
     return (tuple(t.shape), tuple(t.stride())) if isinstance(t, torch.Tensor) else None
-
-
-# Note [Uniform Writes Through Expand]
-# fill_ and zero_ through an expanded view (x.expand(3, 4).zero_()) are legal in eager, and every order of the
-# repeated writes gives the same result. Functionalization gets them wrong (its write-back of the view reads the
-# materialized view with the base's strides), so the mode runs them on an as_strided view of the same memory with
-# each zero-stride dim of size one: the same memory locations, each written once. Where autograd records the write,
-# eager's backward through it raises (its CopySlices copies the gradient into the view's repeats): the data mode
-# follows the write with an in-place identity whose backward raises that error, so gradients that reach the written
-# tensor's new history fail as in eager (Note [Backward Errors Are Deferred]) and the others do not. Other writes
-# through overlapping memory stay refused, and so do uniform ones autograd records on a tensor subclass and uniform
-# ones into an input that overlaps itself (the graph holds its repeats as separate values, which later reads would
-# see).
-
-
-def _uniform_write(func: Any, t: torch.Tensor) -> bool:
-    """A uniform write; on a tensor subclass, one autograd does not record (the wrapper's repeats would be written
-    back element by element)."""
-    recorded = torch.is_grad_enabled() and t.requires_grad and is_traceable_subclass(t)
-    return func.overloadpacket in _UNIFORM_WRITES and not recorded
 
 
 def _key_of_storage(storage: object) -> object:

@@ -2,8 +2,10 @@
 
 Input: the tensors of an in-place op under functionalization (their sizes, strides and offsets). Output: refusals
 (UnsupportedError) for reads of memory the op writes (Note [Reads Of Written Memory]), and `overlaps` /
-`meta_overlaps` for writes through memory that several elements share. Invariants: reads metadata only; symbolic
-sizes that cannot be decided count as disjoint for reads and as not overlapping for writes.
+`meta_overlaps` for writes through memory that several elements share; the checks the swap mode makes before a
+write (Note [Writes To A View After set_], copies onto the same data, Note [Uniform Writes Through Expand]).
+Invariants: reads metadata only; symbolic sizes that cannot be decided count as disjoint for reads and as not
+overlapping for writes.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from typing import Any
 import torch
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.protocol import is_traceable_subclass
+from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.swap_record import Elements, SwapRecord, elements_of, reads_elsewhere_written
-from subclassaot.torch_internals import storage_key
+from subclassaot.torch_internals import is_functional, storage_key
 
 # Note [Reads Of Written Memory]
 # An in-place op whose other operand views part of the memory it writes, other than exactly the written tensor
@@ -118,3 +120,82 @@ def check_empty_write_through_overlap(
             "through the overlapping layout, which raises where eager's does not (Note [Empty Writes Through "
             "Overlapping Views]). Drop the empty write, or run it under torch.no_grad()"
         )
+
+
+_UNIFORM_WRITES = frozenset({torch.ops.aten.fill_, torch.ops.aten.zero_})
+
+
+# Note [Writes To A View After set_]
+# Eager's autograd keeps a view's view-ness through set_(): a later write under grad rebases the view's old base,
+# regenerating the view from it by as_strided with the view's current (post-set_) layout. Under functionalization
+# autograd regenerates it by replaying the recorded view ops instead (x.select(0, 0) of the old base), which covers
+# only the view's old region: the gradient of the write reaches part of its elements (fuzz seed 23 #845). Such a
+# write, with grad flowing into it, is refused.
+
+
+def check_write_after_set(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    values = [*args, *kwargs.values()]
+    if torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in values):
+        raise UnsupportedError(
+            f"{func}: an in-place write with grad into a tensor that was a view and then set_() to another tensor "
+            "(or a view of such a tensor): autograd's gradient of the write would follow the view's old region "
+            "(Note [Writes To A View After set_]). Write into the tensor it was set_() to, or set_() a tensor "
+            "that is not a view"
+        )
+
+
+def copy_to_same_data(func: Any, args: tuple[Any, ...], hidden: bool) -> bool:
+    """`dst.copy_(src)` where src views exactly dst's data: eager's copy_ returns at once (even through an expand,
+    where a real copy would be refused) and only the version counter moves. Not where autograd records it (eager's
+    backward of a copy into overlapping memory raises)."""
+    if func is not torch.ops.aten.copy_.default or len(args) < 2:
+        return False
+    dst, src = args[0], args[1]
+    # autograd records it where dst requires grad, or where src does and dst is no `.data`/detach() alias (which
+    # eager then makes require grad)
+    recorded = torch.is_grad_enabled() and (dst.requires_grad or (src.requires_grad and not hidden))
+    if not isinstance(src, torch.Tensor) or recorded:
+        return False
+    if src is dst:
+        return True
+    wrappers = is_traceable_subclass(dst) and is_traceable_subclass(src)  # (a bool: no narrowing off Tensor)
+    if wrappers and not is_functional(dst):
+        # A wrapper's data are its inner tensors (a `.data =` can give two wrappers one wrapper storage and metadata
+        # over different inner tensors: fuzz seed 5000 #6911): the same data only where every inner pair is.
+        inner_dst, inner_src = flatten_subclass(dst, "dst")[1], flatten_subclass(src, "src")[1]
+        return (
+            meta_triple(src) == meta_triple(dst)
+            and len(inner_dst) == len(inner_src)
+            and all(_same_functional_data(d, s) for d, s in zip(inner_dst, inner_src, strict=True))
+        )
+    return _same_functional_data(dst, src)
+
+
+def _same_functional_data(dst: torch.Tensor, src: torch.Tensor) -> bool:
+    return src is dst or (
+        is_functional(src)
+        and is_functional(dst)
+        and storage_key(src) == storage_key(dst)
+        and src.dtype == dst.dtype
+        and meta_triple(src) == meta_triple(dst)
+    )
+
+
+# Note [Uniform Writes Through Expand]
+# fill_ and zero_ through an expanded view (x.expand(3, 4).zero_()) are legal in eager, and every order of the
+# repeated writes gives the same result. Functionalization gets them wrong (its write-back of the view reads the
+# materialized view with the base's strides), so the mode runs them on an as_strided view of the same memory with
+# each zero-stride dim of size one: the same memory locations, each written once. Where autograd records the write,
+# eager's backward through it raises (its CopySlices copies the gradient into the view's repeats): the data mode
+# follows the write with an in-place identity whose backward raises that error, so gradients that reach the written
+# tensor's new history fail as in eager (Note [Backward Errors Are Deferred]) and the others do not. Other writes
+# through overlapping memory stay refused, and so do uniform ones autograd records on a tensor subclass and uniform
+# ones into an input that overlaps itself (the graph holds its repeats as separate values, which later reads would
+# see).
+
+
+def uniform_write(func: Any, t: torch.Tensor) -> bool:
+    """A uniform write; on a tensor subclass, one autograd does not record (the wrapper's repeats would be written
+    back element by element)."""
+    recorded = torch.is_grad_enabled() and t.requires_grad and is_traceable_subclass(t)
+    return func.overloadpacket in _UNIFORM_WRITES and not recorded
