@@ -479,13 +479,22 @@ def _then_set_entry_counter(
     no_grad: t1.set_(t0), x an unbind() output: fuzz seed 15000 #6332), whose grad_fn then raises, and eager's view
     was taken before that (Note [Views Of Intermediates Written After]); and Replay.stale_view where eager's, assigned
     `.data =`, regenerates its history from its base (Note [Plain Views Assigned .data After A Write])."""
-    if replay is None or replay.source is not ReplaySource.INPUT:
+    if replay is None:
+        return None
+    made = run.swaps.views[id(value)].seq
+    stale = replay.set_by_data and stale_at_end(run.swaps, value, made, last_bump(t, run))
+    if replay.source is not ReplaySource.INPUT:
+        if stale:  # no counter at entry to replay it at
+            raise UnsupportedError(
+                f"an output is a view of out[{replay.index}] that the program assigned `.data =` after a write to "
+                "its storage (or wrote after): eager rebuilds its history over the assigned layout when it is "
+                f"read, which the compiled output, viewed from the rebuilt out[{replay.index}], cannot repeat (Note "
+                "[Plain Views Assigned .data After A Write]). Take the view from the input, or return a clone"
+            )
         return replay
     found = _set_record(value, run)
     by_set = [] if found is None or id(value) in run.swaps.swapped_by_data else [found[0]]  # `.data =` bumps none
     bumps = [*run.swaps.last_bump.values(), *run.swaps.wrapper_bumps.values(), *by_set]
-    made = run.swaps.views[id(value)].seq
-    stale = replay.set_by_data and stale_at_end(run.swaps, value, made, last_bump(t, run))
     return replace(replay, entry_counter=made < max(bumps, default=0), stale_view=stale)
 
 

@@ -214,3 +214,15 @@ def test_read_after_assignment_subclass(make: Callable[..., T], compile_fn: Comp
         return (t0, t0 * 2)
 
     check_with_grad(f, _aliased(make, _expanded), compile_fn)
+
+
+def test_view_of_earlier_output_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 47000 #428 variant: t0's chain starts at the earlier output v, which has no counter at entry
+    def f(x0: T, x1: T) -> object:
+        v = x0.view(1, 2)
+        t0 = v.diagonal(1, 0, 1)
+        x1.mul_(-1.0)
+        t0.data = x0
+        return (v, t0)
+
+    refused_with_grad(f, _aliased(nonleaf, _unsqueezed), compile_fn, "Plain Views Assigned .data After A Write")
