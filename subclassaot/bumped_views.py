@@ -84,7 +84,7 @@ def bumped_input_sources(infos: Sequence[OutputInfo]) -> tuple[int, ...]:
         info.replay.index
         for info in infos
         if info.replay is not None
-        and (info.replay.bump_after or info.replay.entry_counter)
+        and (info.replay.bump_after or info.replay.entry_counter or info.replay.stale_view)
         and info.replay.source is ReplaySource.INPUT
     }
     return tuple(sorted(found))
@@ -94,13 +94,14 @@ def lower_input_counter(
     replay: Replay, values: Sequence[object], entry: dict[int, int]
 ) -> tuple[torch.Tensor, int] | None:
     """Before replaying a bump_after view of an input: give the input its counter at entry (the input and the
-    counter it has now), where the epilogue moved it and its grad_fn raises since (Replay.entry_counter too)."""
+    counter it has now), where the epilogue moved it and its grad_fn raises since (Replay.entry_counter too), or
+    where eager's view is stale at the end (Replay.stale_view: Note [Plain Views Assigned .data After A Write])."""
     if replay.source is not ReplaySource.INPUT or replay.index not in entry:
         return None
     source = values[replay.index]
     assert isinstance(source, torch.Tensor), "BUG: an INPUT replay of a value that is no tensor"
     now = get_version(source)
-    if now == entry[replay.index] or not grad_fn_raises(source):
+    if now == entry[replay.index] or not (replay.stale_view or grad_fn_raises(source)):
         return None
     set_version(source, entry[replay.index])
     return source, now

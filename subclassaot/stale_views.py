@@ -23,6 +23,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import SubclassAOTError, UnsupportedError
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.regenerated_views import history_set_at
 from subclassaot.swap_record import SwapRecord, ViewRecord
 from subclassaot.torch_internals import DataDependentError, no_dispatch, storage_key, symint_expr
 
@@ -228,13 +229,30 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 def note_assigned(record: SwapRecord, t: torch.Tensor, key: object, before: tuple[object, ...]) -> None:
     """After `t.data = ...`, t a view of a synthetic base (over storage `key`, in layout `before`, until then): the
     assignment changes t's layout but not its view function, as an in-place view op under no_grad does; it records
-    nothing and bumps no version (fuzz seed 10000 #9696: an expand() of it set_() with grad, whose replay raised)."""
-    if key not in record.alias_bases or any(t is b for b in record.alias_bases.values()):
+    nothing and bumps no version (fuzz seed 10000 #9696: an expand() of it set_() with grad, whose replay raised).
+    A plain view the program took counts wherever it is, with the history autograd last set on it, which a write
+    may have made stale already (Note [Plain Views Assigned .data After A Write]: eager rebuilds it in the assigned
+    layout, ours by the view function)."""
+    taken = _taken_plain_view(record, t)
+    if (key not in record.alias_bases and not taken) or any(t is b for b in record.alias_bases.values()):
         return
     if id(t) not in record.stale_views:
         record.function_layouts[id(t)] = before
-    record.stale_views[id(t)] = min(record.seq, record.stale_views.get(id(t), record.seq))
+    set_at = min(record.seq, history_set_at(record, t)) if taken else record.seq
+    record.stale_views[id(t)] = min(set_at, record.stale_views.get(id(t), set_at))
     record.keep_alive.append(t)
+
+
+def _taken_plain_view(record: SwapRecord, t: torch.Tensor) -> bool:
+    """A plain view made by a view op of the program (not an input, not a `.data` alias)."""
+    found = record.views.get(id(t))
+    return (
+        found is not None
+        and found.func is not torch.ops.aten.detach.default
+        and t._is_view()
+        and not is_traceable_subclass(t)
+        and id(t) not in record.data_aliases
+    )
 
 
 def note_before(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -282,6 +300,9 @@ def note_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dic
         rebuilt = record.last_bump.get(key, -1) > record.stale_views[id(a)]
         write = data_write and any(a is w for w in written)
         if key not in record.alias_bases and (rebuilt or (write and not _uniform_write(record, a, func, args, kwargs))):
+            raise _stale_refusal(record, a, "which sends the gradient to other elements")
+        if rebuilt and id(a) in record.swapped_by_data and _taken_plain_view(record, a):
+            # Note [Plain Views Assigned .data After A Write]: in an alias group too (no member changed its layout)
             raise _stale_refusal(record, a, "which sends the gradient to other elements")
         if rebuilt or write:
             record.stale_reads.add(key)

@@ -34,6 +34,7 @@ from subclassaot.nograd_set_views import (
     with_eager_view_histories,
 )
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.regenerated_views import note_assignment_reads, note_grad_fn_reads
 from subclassaot.resize_rules import as_resize, check_resize_within_storage, resize_strides
 from subclassaot.stale_views import (
     check_stale_set,
@@ -670,6 +671,7 @@ class _DataMode(TorchFunctionMode):
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
             version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
             note_data_assignment(self.record, args[0], tuple(args[0].shape))
+            note_assignment_reads(self.record, args[0])  # Note [Plain Views Assigned .data After A Write]
             with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
                 rebind_functional(args[0], args[1], None)
             set_version(args[0], version)  # and from its version counter, which autograd checks views against
@@ -712,8 +714,11 @@ class _DataMode(TorchFunctionMode):
         check_gained_family_member(self.record, args)
         layout_op = is_layout_op(func, args)
         view_before = view_layout(args[0]) if layout_op and self.record.view_layouts else None
+        seq_before = self.record.seq
         with stale_history_failures_refused(self.record, call_args, call_kwargs):
             out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
+        # Note [Plain Views Assigned .data After A Write]
+        note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
         note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]
         if self.record.releafable:  # Note [Leaves Laid Out Anew Under no_grad]
             note_first_read(self.record, args, kwargs)

@@ -149,6 +149,10 @@ class SwapRecord:
     # id() of tensors the program called x.set_(x) on under no_grad (Note [set_ Renews A Leaf's Accumulator])
     self_sets: set[int] = field(default_factory=set)
     data_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # ... and `.data =` (grad mode: False)
+    # id() -> seq when autograd last read the tensor's grad_fn; ... of those assigned `.data =`, the one before the last
+    # assignment (-1: none): Note [Plain Views Assigned .data After A Write]
+    grad_fn_reads: dict[int, int] = field(default_factory=dict)
+    reads_before_data: dict[int, int] = field(default_factory=dict)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
     # id() -> seq of the version bump of the last in-place view op on it (Note [Views Refreshed By Their Own t_()])

@@ -27,6 +27,7 @@ from subclassaot.foreign_bases import final_only
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.grad_set_bases import set_view_root
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.regenerated_views import stale_at_end
 from subclassaot.schemas import (
     DenseIndex,
     DenseLayout,
@@ -224,7 +225,7 @@ def _replay_of(
     if then_set:
         by_data = id(value) in run.swaps.swapped_by_data
         replay = _replay_then_set(t, first, steps, run, input_by_id, bases, earlier, by_data)
-        return _then_set_entry_counter(replay, value, run)
+        return _then_set_entry_counter(replay, value, t, run)
     if assigned_root(t, first, run, input_by_id, earlier):
         return with_root_data_meta(root_replay(t, bases, tuple(steps), _meta_exprs(first.source_meta)), t)
     if _meta_exprs(first.source_meta) != leaf_meta(t) or apart_from_leaves(t, first.seq, run):
@@ -470,18 +471,31 @@ def _check_then_set_from_no_grad_view(
         )
 
 
-def _then_set_entry_counter(replay: Replay | None, value: torch.Tensor, run: FunctionalRun) -> Replay | None:
-    """`replay`, a then_set view of an input, marked Replay.entry_counter where the program took the view before a
+def _then_set_entry_counter(
+    replay: Replay | None, value: torch.Tensor, t: torch.Tensor, run: FunctionalRun
+) -> Replay | None:
+    """`replay`, a then_set view of input `t`, marked Replay.entry_counter where the program took the view before a
     write to an input: the set_() itself advances the counter of an input it views (t1 = x.diagonal(); with
     no_grad: t1.set_(t0), x an unbind() output: fuzz seed 15000 #6332), whose grad_fn then raises, and eager's view
-    was taken before that (Note [Views Of Intermediates Written After])."""
-    if replay is None or replay.source is not ReplaySource.INPUT:
+    was taken before that (Note [Views Of Intermediates Written After]); and Replay.stale_view where eager's, assigned
+    `.data =`, regenerates its history from its base (Note [Plain Views Assigned .data After A Write])."""
+    if replay is None:
+        return None
+    made = run.swaps.views[id(value)].seq
+    stale = replay.set_by_data and stale_at_end(run.swaps, value, made, last_bump(t, run))
+    if replay.source is not ReplaySource.INPUT:
+        if stale:  # no counter at entry to replay it at
+            raise UnsupportedError(
+                f"an output is a view of out[{replay.index}] that the program assigned `.data =` after a write to "
+                "its storage (or wrote after): eager rebuilds its history over the assigned layout when it is "
+                f"read, which the compiled output, viewed from the rebuilt out[{replay.index}], cannot repeat (Note "
+                "[Plain Views Assigned .data After A Write]). Take the view from the input, or return a clone"
+            )
         return replay
     found = _set_record(value, run)
     by_set = [] if found is None or id(value) in run.swaps.swapped_by_data else [found[0]]  # `.data =` bumps none
     bumps = [*run.swaps.last_bump.values(), *run.swaps.wrapper_bumps.values(), *by_set]
-    made = run.swaps.views[id(value)].seq
-    return replace(replay, entry_counter=made < max(bumps, default=0))
+    return replace(replay, entry_counter=made < max(bumps, default=0), stale_view=stale)
 
 
 def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
