@@ -124,6 +124,12 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        self.record.pin((args, kwargs))  # Note [Ids In The Swap Record]
+        out = self._dispatch(func, types, args, kwargs)
+        self.record.pin(out)
+        return out
+
+    def _dispatch(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if self.depth == 0:
             note_before(self.record, func, args, kwargs)  # Note [Stale View Functions]
         subclass = next((a for a in args if is_traceable_subclass(a) and not is_functional(a)), None)
@@ -166,7 +172,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.note_wrapper_set(args[0], seq, size_before)
                 if len(args) > 1 and args[1] is args[0] and not torch.is_grad_enabled():
                     self.record.self_sets.add(id(args[0]))  # Note [set_ Renews A Leaf's Accumulator]
-                self.record.keep_alive.append(args[0])
             if func in _RESIZE_OPS and self.depth == 0 and _size_and_stride(args[0]) != before:
                 # The wrapper takes its new size with a set_ of its own, which advances its version counter (and
                 # its base's, for a view), in eager.
@@ -250,7 +255,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if self.depth == 0:
                 self.record.seq += 1
                 self.record.plain_sets[id(args[0])] = (self.record.seq, torch.is_grad_enabled())
-                self.record.keep_alive.append(args[0])
             return args[0]
         if (
             _copy_to_same_data(func, args, id(args[0]) in self.record.hidden)
@@ -452,7 +456,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.inplace_views.setdefault(id(args[0]), []).append(
                 InplaceViewRecord(func, tuple(args[1:]), dict(kwargs), torch.is_grad_enabled(), self.record.seq)
             )
-            self.record.keep_alive.append(args[0])
         shares_version = getattr(func, "is_view", False) or func is torch.ops.aten.detach.default
         if shares_version and args and isinstance(args[0], torch.Tensor):
             root = self.record.family_of(args[0])
@@ -473,7 +476,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         self.record.seq,
                     )
                     self.record.family[id(o)] = root
-                    self.record.keep_alive.append(o)
                     if id(args[0]) in self.record.set_views:
                         self.record.set_views.add(id(o))
                     if id(args[0]) in self.record.base_strided_views:
@@ -678,6 +680,12 @@ class _DataMode(TorchFunctionMode):
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        self.record.pin((args, kwargs))  # Note [Ids In The Swap Record]
+        out = self._function(func, args, kwargs)
+        self.record.pin(out)
+        return out
+
+    def _function(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         name = getattr(func, "__name__", "")
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
         if owner == "data" and name == "__set__" and args[1] is args[0]:
@@ -694,7 +702,6 @@ class _DataMode(TorchFunctionMode):
             self.record.swapped_ids.add(id(args[0]))
             self.record.seq += 1
             self.record.data_sets[id(args[0])] = (self.record.seq, False)  # hidden from autograd
-            self.record.keep_alive.append(args[0])
             return None
         if func in _AUTOGRAD_CALLS:
             raise UnsupportedError(
@@ -743,7 +750,6 @@ class _DataMode(TorchFunctionMode):
             self.record.hidden.add(id(out))
             self.record.data_aliases.add(id(out))
             self.record.family[id(out)] = id(out)
-            self.record.keep_alive.append(out)
         return out
 
     def _record_assignment(self, target: torch.Tensor, source: torch.Tensor) -> None:
@@ -753,7 +759,6 @@ class _DataMode(TorchFunctionMode):
         meta = (tuple(source.shape), tuple(source.stride()), source.storage_offset())
         assignment = DataAssignment(source, self.record.seq, meta, tuple(target.shape))
         self.record.wrapper_data.setdefault(id(target), []).append(assignment)
-        self.record.keep_alive.append(source)
 
 
 _UNIFORM_METHODS = frozenset({torch.Tensor.fill_, torch.Tensor.zero_, torch.fill_, torch.zero_})
