@@ -160,6 +160,7 @@ def run_functional(
         values[index] = tensor
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord(copy_on_contiguous=copy_on_contiguous)
+    record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Ids In The Swap Record]
     record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
     if requires_grad_like is not None:  # Note [Leaves Laid Out Anew Under no_grad]
         record.releafable = _releafable(flat, layout, user_tensors, set(viewed) | set(view_clone_inputs))

@@ -142,7 +142,7 @@ def note_view_inputs(record: SwapRecord, views: list[torch.Tensor]) -> None:
     for t in views:
         subclass = is_traceable_subclass(t)
         record.view_layouts[id(t)] = (_meta(t) if subclass else _squeezed(t), subclass)
-        record.keep_alive.append(t)
+        record.pin(t)
 
 
 def note_view_layout_op(record: SwapRecord, t: torch.Tensor, before: Layout) -> None:

@@ -83,7 +83,6 @@ def note_nograd_set(record: SwapRecord, t: torch.Tensor, layout_before: tuple[ob
     if id(t) not in record.views:
         return
     record.nograd_set_layouts.setdefault(id(t), layout_before)  # the first: later set_()s keep its view function
-    record.keep_alive.append(t)
 
 
 def _stale(record: SwapRecord, t: torch.Tensor) -> bool:

@@ -240,7 +240,6 @@ def note_assigned(record: SwapRecord, t: torch.Tensor, key: object, before: tupl
         record.function_layouts[id(t)] = before
     set_at = min(record.seq, history_set_at(record, t)) if taken else record.seq
     record.stale_views[id(t)] = min(set_at, record.stale_views.get(id(t), set_at))
-    record.keep_alive.append(t)
 
 
 def _taken_plain_view(record: SwapRecord, t: torch.Tensor) -> bool:
@@ -422,10 +421,8 @@ def note_layout(record: SwapRecord, func: Any, args: tuple[Any, ...], out: Any, 
         recorded = torch.is_grad_enabled() and src.requires_grad
         set_at = record.seq if recorded else min(seq_before, record.stale_views.get(id(src), seq_before))
         record.stale_views[id(src)] = set_at
-        record.keep_alive.append(src)
     elif getattr(func, "is_view", False) and _stale(record, src):
         rebuilt = record.last_bump.get(storage_key(src), -1) > record.stale_views[id(src)]
         for o in out if isinstance(out, list | tuple) else (out,):
             if isinstance(o, torch.Tensor):
                 record.stale_views[id(o)] = -1 if rebuilt and torch.is_grad_enabled() else record.seq
-                record.keep_alive.append(o)

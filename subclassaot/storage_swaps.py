@@ -149,6 +149,12 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        self.record.pin((args, kwargs))  # Note [Ids In The Swap Record]
+        out = self._dispatch(func, types, args, kwargs)
+        self.record.pin(out)
+        return out
+
+    def _dispatch(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if func is torch.ops.aten.resize_as_.default:  # Note [resize_as_ Is A resize_]
             func, (args, kwargs) = torch.ops.aten.resize_.default, as_resize(args, kwargs)
         if self.depth == 0:
@@ -197,7 +203,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.note_wrapper_set(args[0], seq, size_before)
                 if len(args) > 1 and args[1] is args[0] and not torch.is_grad_enabled():
                     self.record.self_sets.add(id(args[0]))  # Note [set_ Renews A Leaf's Accumulator]
-                self.record.keep_alive.append(args[0])
             if func in _RESIZE_OPS and self.depth == 0 and _size_and_stride(args[0]) != before:
                 # The wrapper takes its new size with a set_ of its own, which advances its version counter (and
                 # its base's, for a view), in eager.
@@ -297,7 +302,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if self.depth == 0:
                 self.record.seq += 1
                 self.record.plain_sets[id(args[0])] = (self.record.seq, torch.is_grad_enabled())
-                self.record.keep_alive.append(args[0])
                 if id(args[0]) not in self.record.data_aliases | self.record.data_views:
                     self.record.last_bump[key_before] = self.record.seq  # Note [set_ Bumps The Views It Leaves]
             return args[0]
@@ -501,7 +505,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.inplace_views.setdefault(id(args[0]), []).append(
                 InplaceViewRecord(func, tuple(args[1:]), dict(kwargs), torch.is_grad_enabled(), self.record.seq)
             )
-            self.record.keep_alive.append(args[0])
         shares_version = getattr(func, "is_view", False) or func is torch.ops.aten.detach.default
         if shares_version and args and isinstance(args[0], torch.Tensor):
             root = self.record.family_of(args[0])
@@ -522,7 +525,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         self.record.seq,
                     )
                     self.record.family[id(o)] = root
-                    self.record.keep_alive.append(o)
                     if id(args[0]) in self.record.set_views:
                         self.record.set_views.add(id(o))
                     if id(args[0]) in self.record.base_strided_views:
@@ -663,6 +665,12 @@ class _DataMode(TorchFunctionMode):
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        self.record.pin((args, kwargs))  # Note [Ids In The Swap Record]
+        out = self._function(func, args, kwargs)
+        self.record.pin(out)
+        return out
+
+    def _function(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         name = getattr(func, "__name__", "")
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
         if owner == "data" and name == "__set__" and args[1] is args[0]:
@@ -680,7 +688,6 @@ class _DataMode(TorchFunctionMode):
             self.record.swapped_ids.add(id(args[0]))
             self.record.seq += 1
             self.record.data_sets[id(args[0])] = (self.record.seq, False)  # hidden from autograd
-            self.record.keep_alive.append(args[0])
             return None
         if func in _AUTOGRAD_CALLS:
             raise UnsupportedError(
@@ -742,7 +749,6 @@ class _DataMode(TorchFunctionMode):
             self.record.hidden.add(id(out))
             self.record.data_aliases.add(id(out))
             self.record.family[id(out)] = id(out)
-            self.record.keep_alive.append(out)
         return out
 
     def _record_assignment(self, target: torch.Tensor, source: torch.Tensor) -> None:
@@ -752,7 +758,6 @@ class _DataMode(TorchFunctionMode):
         meta = (tuple(source.shape), tuple(source.stride()), source.storage_offset())
         assignment = DataAssignment(source, self.record.seq, meta, tuple(target.shape))
         self.record.wrapper_data.setdefault(id(target), []).append(assignment)
-        self.record.keep_alive.append(source)
 
 
 _UNIFORM_METHODS = frozenset({torch.Tensor.fill_, torch.Tensor.zero_, torch.fill_, torch.zero_})

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.utils import _pytree as pytree
 
 from subclassaot.schemas import DenseIndex
 from subclassaot.torch_internals import get_version, set_version
@@ -70,6 +71,20 @@ class DataAssignment:
     size_before: tuple[Any, ...]  # w's size before it
 
 
+# Note [Ids In The Swap Record]
+# The record names tensors by id(): sets and dicts keyed by id() (and the version-counter families, by the id() of a
+# root), filled while the program runs and read by the analysis and the traces after it. CPython gives a freed
+# object's address to the next object of its size, so a key that outlives its tensor would name whichever tensor
+# is made next: a temporary the program drops (a tuple result, a wrapper it built, anything once the run is over
+# and the modes' own lists are gone) would hand its facts to a later output or view (`id(t) in swaps.hidden`,
+# `swapped_ids`, `grad_read`, ...), a wrong result that depends on the allocator. So the record keeps alive every
+# tensor the modes see, each argument and each result of every call at every depth (`pin`, by id(): `pinned`), and
+# the run's inputs, clones and originals: no two objects that the record can name ever share an id() while it
+# lives, and an id() key names one object. Only tensors: its other keys are storage keys (StorageWeakRef, whose
+# weak reference keeps the storage's address from being reused). The cost: the run's temporaries live until the
+# analysis or trace that made the run drops it (the dispatch mode's `known` list kept them during the run already).
+
+
 @dataclass(slots=True)
 class SwapRecord:
     swapped_by_data: set[int] = field(default_factory=set)  # id() of tensors whose last swap was `.data =`
@@ -98,7 +113,8 @@ class SwapRecord:
     data_views: set[int] = field(default_factory=set)  # id() of views of them
     data_of: dict[int, torch.Tensor] = field(default_factory=dict)  # id() of a `.data` alias -> the tensor it is of
     visible_writes: set[object] = field(default_factory=set)  # storage keys written through autograd-visible tensors
-    keep_alive: list[torch.Tensor] = field(default_factory=list)  # ids above stay valid while the run lives
+    # every object whose id() a field of this record may name, by id(): Note [Ids In The Swap Record]
+    pinned: dict[int, object] = field(default_factory=dict)
     family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
     written_families: set[int] = field(default_factory=set)  # roots whose version counter eager would bump
     # roots written through with grad enabled, not through .data/detach(): the writes autograd records on that
@@ -217,6 +233,12 @@ class SwapRecord:
     nograd_set_layouts: dict[int, tuple[object, ...]] = field(default_factory=dict)
     seq: int = 0
 
+    def pin(self, tree: object) -> None:
+        """Keep every tensor in `tree` (a pytree) alive as long as this record (Note [Ids In The Swap Record])."""
+        for t in pytree.tree_leaves(tree):
+            if isinstance(t, torch.Tensor):
+                self.pinned.setdefault(id(t), t)
+
     def grad_set_view_of(self, value: torch.Tensor, inputs: Sequence[torch.Tensor]) -> bool:
         """`value` is a chain of views, all taken with grad on (none by a multi-output op, .data or detach()), of one
         of `inputs` whose history a set_() under grad of such a view rebased (Note [Views Of Inputs set_() Under
@@ -230,12 +252,11 @@ class SwapRecord:
 
     def note_write_kind(self, t: torch.Tensor, moves_data: bool, wrapper: bool) -> None:
         """The write of `t` at `seq`: the bump of an in-place view op, or a write of data by the program into a
-        subclass (`wrapper`: at the top level), kept alive so that its id() names it for the whole run."""
+        subclass (`wrapper`: at the top level)."""
         if not moves_data:
             self.inplace_view_bumps[id(t)] = self.seq
         elif wrapper:
             self.wrapper_data_writes.setdefault(id(t), []).append(self.seq)
-            self.keep_alive.append(t)
 
     def note_wrapper_op(
         self, func: Any, subclass_args: tuple[torch.Tensor, ...], written: tuple[torch.Tensor, ...], leaves: list[Any]
