@@ -508,9 +508,7 @@ def _replayed_views(layout: DenseLayout, analysis: Analysis) -> str:
     ("args[0] (a view of args[2])"), else of the inputs whose storage or layout it changed."""
 
     def changed(i: int) -> bool:
-        return any(
-            analysis.mutations[j].swapped or analysis.mutations[j].metadata for j in layout.leaves_of_input[i]
-        )
+        return any(analysis.mutations[j].swapped or analysis.mutations[j].metadata for j in layout.leaves_of_input[i])
 
     def path(i: int) -> str:
         return layout.leaves[layout.leaves_of_input[i][0]].path.split(".")[0]

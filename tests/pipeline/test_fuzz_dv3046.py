@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from tests.oracle import CompileFn
+from tests.pipeline.corpus import set_to
 from tests.pipeline.fuzz_helpers import check_no_grad, check_with_grad, nonleaf, pair, pair_nonleaf, refused_with_grad
 
 T = torch.Tensor
@@ -37,7 +38,7 @@ def _inputs(
 
 def _write_view_then_set(x0: T, x1: T, x2: T) -> object:
     x0.mul_(3.0)
-    x2.set_(x1)
+    set_to(x2, x1)
     return ()
 
 
@@ -58,7 +59,7 @@ def test_seed47000_3046_view_ops_and_sizes(view: str, shape: tuple[int, ...], co
 def test_seed47000_3046_view_returned(compile_fn: CompileFn | None) -> None:
     def f(x0: T, x1: T, x2: T) -> object:
         x0.mul_(3.0)
-        x2.set_(x1)
+        set_to(x2, x1)
         return (x0, x2)
 
     check_with_grad(f, _inputs(), compile_fn)
@@ -68,7 +69,7 @@ def test_seed47000_3046_written_through_base_and_view(compile_fn: CompileFn | No
     def f(x0: T, x1: T, x2: T) -> object:
         x2.add_(1.0)
         x0.mul_(2.0)
-        x2.set_(x1)
+        set_to(x2, x1)
         return (x0,)
 
     check_with_grad(f, _inputs(VIEWS["select"]), compile_fn)
@@ -78,7 +79,7 @@ def test_seed47000_3046_output_computed_before_set(compile_fn: CompileFn | None)
     def f(x0: T, x1: T, x2: T) -> object:
         x0.mul_(3.0)
         t1 = x0.mul(2.0)  # saves no x0: its backward rebuilds no history
-        x2.set_(x1)
+        set_to(x2, x1)
         return (t1,)
 
     check_with_grad(f, _inputs(), compile_fn)
@@ -98,7 +99,7 @@ def test_seed47000_3046_backward_rebuilds_view_refused(compile_fn: CompileFn | N
         t0 = x0.mul(0.5)
         t1 = x0.mul(t0)
         x1.mul(2.0)
-        x2.set_(x1)
+        set_to(x2, x1)
         return (t1,)
 
     refused_with_grad(f, _inputs(), compile_fn, r"args\[0\] \(a view of args\[2\]\).*Backward View Replays That Raise")
