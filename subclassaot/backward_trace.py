@@ -34,7 +34,7 @@ from subclassaot.backward_probe import (
 )
 from subclassaot.desugar import graph_example_inputs
 from subclassaot.early_views import early_leaf_views
-from subclassaot.errors import UnsupportedError
+from subclassaot.errors import SubclassAOTError, UnsupportedError
 from subclassaot.escaping_views import refuse_written_escaping_views
 from subclassaot.joint import (
     JointSetup,
@@ -228,6 +228,10 @@ def trace_backward(
         setup, joint = trace_joint_views(setup, tangent_fakes, reach)
     except UnsupportedError:
         raise
+    except (IndexError, ValueError) as e:
+        if isinstance(e, SubclassAOTError):
+            raise
+        raise _view_replay_refusal(layout, analysis, e) from e  # Note [Backward View Replays That Raise]
     except RuntimeError as e:
         # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
@@ -473,6 +477,50 @@ def _deferred_exactly(
     if patterns.ends.get(frozenset(), BackwardEnd.COMPLETES) is not BackwardEnd.COMPLETES:
         return None, frozenset()  # outputs whose backward never reaches the Function raise in eager
     return frozenset(p for p, end in patterns.ends.items() if end is BackwardEnd.RAISES), early
+
+
+# Note [Backward View Replays That Raise]
+# The program's traced backward may fail by rebuilding a view's history: autograd replays the view's ops on its base,
+# which the program has since set_() to (or changed in place into) a layout they do not apply to, and the replay
+# raises IndexError (`x0.mul_(3.0); t1 = x0.mul(x0 * 0.5); x2.set_(x1); return t1`, x0 = b.transpose(1, 2) and x2 = b
+# PairTensors, x1 2-d: the backward unpacks x0, saved by the mul, and rebuilds its grad_fn; fuzz seed 47000 #3046
+# unshrunk). Eager's backward fails so too for a subclass view (for a plain one it rebuilds by as_strided() and may
+# run), but deferring the error (Note [Backward Errors Are Deferred]) holds for RuntimeErrors only: the probe and the
+# runtime's raise take those. So the program is refused, naming the views of inputs whose base the program set_() or
+# changed the layout of (`_replayed_views`).
+
+
+def _view_replay_refusal(layout: DenseLayout, analysis: Analysis, error: Exception) -> UnsupportedError:
+    """Note [Backward View Replays That Raise]."""
+    named = _replayed_views(layout, analysis)
+    where = f"{named}: " if named else ""
+    return UnsupportedError(
+        f"{where}the program's backward fails rebuilding the autograd history of a view ({type(error).__name__}: "
+        f"{str(error).splitlines()[0] if str(error) else ''}): autograd replays the view's ops on the tensor it is a "
+        "view of, which the program set_() or changed in place to a layout they do not apply to (Note [Backward View "
+        "Replays That Raise]); eager's backward fails so for a subclass view, but such a failure is not deferred to "
+        "the backward: not supported in training. Compute from a clone of the view, or set_() a clone of its base"
+    )
+
+
+def _replayed_views(layout: DenseLayout, analysis: Analysis) -> str:
+    """Paths of the tensor inputs that are views of another input whose storage or layout the program changed
+    ("args[0] (a view of args[2])"), else of the inputs whose storage or layout it changed."""
+
+    def changed(i: int) -> bool:
+        return any(analysis.mutations[j].swapped or analysis.mutations[j].metadata for j in layout.leaves_of_input[i])
+
+    def path(i: int) -> str:
+        return layout.leaves[layout.leaves_of_input[i][0]].path.split(".")[0]
+
+    views = [
+        f"{path(i)} (a view of {path(k)})"
+        for i, k in enumerate(layout.view_of)
+        if k is not None and layout.leaves_of_input[i] and layout.leaves_of_input[k] and changed(k)
+    ]
+    if views:
+        return ", ".join(views)
+    return ", ".join(path(i) for i in range(len(layout.trees)) if layout.leaves_of_input[i] and changed(i))
 
 
 def _refuse_view_replay_limit(error: Exception) -> None:

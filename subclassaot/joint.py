@@ -483,7 +483,32 @@ def forward_example(
             node, leaves = flatten_subclass(o, "out") if is_traceable_subclass(o) else (None, [o])
             # A no_grad view of an input that requires grad may report requires_grad under tracing; it has no grad_fn.
             # One whose grad_fn raises (a no_grad view whose base was written since: fuzz seed 7000 #4719) gets no
-            # tangent: eager's raises when autograd reads it, and so does the runtime's (analyze._output_info).
-            grad = o.requires_grad and not grad_fn_raises(o) and o.grad_fn is not None and o.dtype.is_floating_point
+            # tangent: eager's raises when autograd reads it, and so does the runtime's (analyze._output_info). See
+            # Note [Subclass Views Whose History Cannot Be Rebuilt] for one whose rebuild of its history raises.
+            grad = o.requires_grad and not grad_fn_raises(o) and _has_grad_fn(o) and o.dtype.is_floating_point
             result.append((grad, [from_functional(leaf) for leaf in leaves], node))
         return result
+
+
+# Note [Subclass Views Whose History Cannot Be Rebuilt]
+# `x0.mul_(3.0); x2.set_(x1)` with PairTensor inputs x0 = b.transpose(1, 2), x2 = b (b a non-leaf, x1 2-d): the
+# set_() bumps the version counter x0 shares with x2, so reading x0's grad_fn makes autograd rebuild it by replaying
+# x0's view ops on x2, now 2-d, which raises IndexError; eager's x0 does the same after the call (a wrapper subclass
+# has no as_strided replay, and x0 runs in the functional run as the same view of its base input: Note [Subclass
+# Members Traced As Views Of Their Base Input]). So such a forward output (a subclass one whose grad_fn read raises
+# IndexError or ValueError) gets no tangent, as one does whose read raises the view-after-write RuntimeError: no
+# backward of eager's goes through it, and the runtime's x0, copied in before the epilogue's set_(), raises the same
+# when read (fuzz seed 47000 #3046). A plain output is not covered: eager's plain views rebuild their history by
+# as_strided(), which does not raise there (grad_fn_raises), so its read raises here as before. A backward that
+# fails so while tracing is refused (Note [Backward View Replays That Raise], backward_trace.py).
+
+
+def _has_grad_fn(o: torch.Tensor) -> bool:
+    """`o.grad_fn is not None`; False for a subclass view whose history cannot be rebuilt (Note [Subclass Views Whose
+    History Cannot Be Rebuilt])."""
+    if not is_traceable_subclass(o):
+        return o.grad_fn is not None
+    try:
+        return o.grad_fn is not None
+    except (IndexError, ValueError):
+        return False
