@@ -673,10 +673,10 @@ def _check_empty_set_target(path: str, run: FunctionalRun, j: DenseIndex) -> Non
 # Note [Views Of An Empty set_() Target]
 # After `x.data = t` (or `x.set_(t)`) with t an empty tensor a kernel computed (`t = x.mul(x[:, :, 0:0])`: eager's
 # strides (0, 1, 2), the fake ones (2, 1, 1)), an output that is t itself or an alias with x's final metadata takes
-# x's real layout after the epilogue, a view too (`t.select(1, -1)` set_() to x and returned: fuzz seed 47000 #3804;
-# Note [Inputs Set To Computed Tensors]). A view of t with a layout of its own (`x.data = t; return t.select(1,
-# -1)`) would be rebuilt from the fake strides, which for an empty tensor need not be the kernel's: it is refused.
-# (A view of x itself replays its view ops on the real x and is exact.)
+# x's real layout after the epilogue, a view too (`t.select(1, -1)` set_() to x and returned: fuzz seed 47000
+# #3804; see Note [Inputs Set To Computed Tensors]). A view of t with a layout of its own (`x.data = t; return
+# t.select(1, -1)`) would be rebuilt from the fake strides, which for an empty tensor need not be the kernel's: it
+# is refused. (A view of x itself replays its view ops on the real x and is exact.)
 
 
 def _check_base_within(path: str, base: torch.Tensor | None, run: FunctionalRun, j: DenseIndex) -> None:
