@@ -364,6 +364,7 @@ def _output_info(
     out_leaves = []
     replaced: DenseIndex | None = None  # an input whose storage before set_() an output leaf views
     fresh = _needs_program_autograd(value, run)
+    own_layout: list[DenseIndex] = []
     for leaf in dense:
         key = storage_key(leaf)
         meta = leaf_meta(leaf)
@@ -395,6 +396,9 @@ def _output_info(
                 check_grad_view_of_moved_input(path, leaf, run.finals)
             hidden = hidden_base(leaf, run, current[key], input_by_id, earlier, meta != leaf_meta(leaf))
             meta = alias_meta(leaf, run, current[key], original.get(key))  # Note [Offsets After A Write]
+            input_layout = key not in original and meta == leaf_meta(run.finals[current[key]])
+            if key not in original and not input_layout:
+                own_layout.append(current[key])  # Note [Views Of An Empty set_() Target]
             out_leaves.append(
                 OutputLeaf(
                     source=LeafSource.INPUT_ALIAS,
@@ -402,7 +406,7 @@ def _output_info(
                     meta=meta,
                     is_view=run.swaps.is_view(leaf),
                     same_object=leaf is run.finals[current[key]],
-                    input_layout=key not in original and meta == leaf_meta(run.finals[current[key]]),
+                    input_layout=input_layout,
                     hidden_base=hidden,
                     foreign_base=None
                     if tree is not None
@@ -454,6 +458,9 @@ def _output_info(
     if replay is None and replaced is None and torch.is_grad_enabled():
         replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
     _check_replay(path, value, (tree is not None, replay, replaced), run, out_leaves)
+    # (a replayed view takes its strides from the real input, unless set_() to contents built from its leaves)
+    for j in own_layout if replay is None or replay.then_set else ():
+        _check_empty_set_target(path, run, j)
     for leaf in dense if tree is None else ():  # (after _check_replay: its refusals name their own rules)
         check_moved_view_of_grad_intermediate(path, leaf, run.finals, set(current) | set(original), set(bases))
     base = value._base if tree is None and value._is_view() else None
@@ -659,6 +666,26 @@ def _check_within_swapped_input(path: str, leaf: torch.Tensor, run: FunctionalRu
             "input does not cover; the input's new storage holds only its own elements. Return a clone instead"
         )
     _check_base_within(path, leaf._base, run, j)
+
+
+def _check_empty_set_target(path: str, run: FunctionalRun, j: DenseIndex) -> None:
+    """Note [Views Of An Empty set_() Target]."""
+    if run.finals[j].numel() == 0:
+        raise UnsupportedError(
+            f"{path} is a view, with a layout of its own, of an empty tensor the program computed and set_() input "
+            f"{j} to (or assigned to its `.data`); eager's strides of such an empty tensor are the kernel's, which "
+            "the compiled program does not see (Note [Views Of An Empty set_() Target]). Return a clone, or the "
+            "tensor the input was set_() to itself"
+        )
+
+
+# Note [Views Of An Empty set_() Target]
+# After `x.data = t` (or `x.set_(t)`) with t an empty tensor a kernel computed (`t = x.mul(x[:, :, 0:0])`: eager's
+# strides (0, 1, 2), the fake ones (2, 1, 1)), an output that is t itself or an alias with x's final metadata takes
+# x's real layout after the epilogue, a view too (`t.select(1, -1)` set_() to x and returned: fuzz seed 47000
+# #3804; see Note [Inputs Set To Computed Tensors]). A view of t with a layout of its own (`x.data = t; return
+# t.select(1, -1)`) would be rebuilt from the fake strides, which for an empty tensor need not be the kernel's: it
+# is refused. (A view of x itself replays its view ops on the real x and is exact.)
 
 
 def _check_base_within(path: str, base: torch.Tensor | None, run: FunctionalRun, j: DenseIndex) -> None:

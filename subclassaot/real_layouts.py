@@ -24,7 +24,10 @@ Layout = tuple[list[int], list[int], int]
 # returns x's final value, computed by the same ops on real tensors (views are replayed as views, writes become a
 # copy into the tensor written, which keeps its layout), so the epilogue gives x that value's strides and offset
 # instead of the fake ones, as eager's x has them. An output that is t itself, or another non-view alias with x's
-# final metadata, takes x's real layout after the epilogue (OutputLeaf.input_layout). A subclass input or output
+# final metadata, takes x's real layout after the epilogue (OutputLeaf.input_layout); so does a view with them (`t =
+# x.mul(x[:, :, 0:0]).select(1, -1); x.data = t; return t`: an empty t, eager's strides (0, 2), fake (2, 1); fuzz
+# seed 47000 #3804), and each leaf of an intermediate subclass rebuilt around x's leaves (an INPUT_ROOT replay),
+# whose outer strides are then those of its leaf. A subclass input or output
 # whose outer size and stride were those of one of its dense leaves (a WrapperTensor takes them from its first inner
 # tensor) takes that leaf's real strides too (fuzz seed 11000 #6737). As for fresh outputs, this trusts the backend to give the graph's results eager's strides (Note
 # [Backend Output Strides]).

@@ -20,7 +20,7 @@ from subclassaot.final_marks import build_order, state_reached, use_only_tokens
 from subclassaot.foreign_bases import view_onto
 from subclassaot.grad_set_bases import set_under_grad_holder
 from subclassaot.protocol import unflatten_subclass
-from subclassaot.real_layouts import set_target_layout
+from subclassaot.real_layouts import set_target_layout, wrapper_layout
 from subclassaot.runtime_plan import MetaEvaluator, RuntimePlan, fresh_output, non_view_alias, probed_stride
 from subclassaot.schemas import (
     GradSetBase,
@@ -324,8 +324,8 @@ def _from_leaves(
             hidden = non_view_alias(source.as_strided(*ev.meta(leaf.hidden_base, symbols)))
             source = hidden if leaf.hidden_key is None else shared.setdefault(leaf.hidden_key, hidden)
         meta = ev.meta(leaf.meta, symbols)
-        if leaf.input_layout and not leaf.is_view:  # Note [Inputs Set To Computed Tensors]
-            meta = set_target_layout(meta, source)
+        if leaf.input_layout:  # Note [Inputs Set To Computed Tensors]; a view too (fuzz seed 47000 #3804)
+            meta = set_target_layout(meta, dense[leaf.index])
         leaves.append(_regenerate(source, meta, leaf.is_view, own))
     if info.tree is None:
         return leaves[0]
@@ -429,10 +429,17 @@ def _replay_source(
     if replay.source is ReplaySource.INPUT_ROOT:
         # Note [Subclass Views Rebuilt By set_]: a wrapper (not a view) around aliases of the input leaves
         assert replay.root_tree is not None and replay.root_meta is not None
-        size, stride, _ = ev.meta(replay.root_meta, symbols)
-        leaves = [
-            _regenerate(dense[leaf.index], ev.meta(leaf.meta, symbols), False, False) for leaf in replay.root_leaves
+        metas = [ev.meta(leaf.meta, symbols) for leaf in replay.root_leaves]
+        real = [
+            set_target_layout(meta, dense[leaf.index]) if leaf.input_layout else meta
+            for leaf, meta in zip(replay.root_leaves, metas, strict=True)
         ]
+        leaves = [
+            _regenerate(dense[leaf.index], meta, False, False)
+            for leaf, meta in zip(replay.root_leaves, real, strict=True)
+        ]
+        # Note [Inputs Set To Computed Tensors]: the outer strides of the leaf it had them from
+        size, stride, _ = wrapper_layout(ev.meta(replay.root_meta, symbols), metas, leaves)
         return unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
     if replay.source is ReplaySource.INPUT:
         source = cast(torch.Tensor, values[replay.index])

@@ -347,8 +347,16 @@ def _input_root(base: torch.Tensor, run: FunctionalRun, alias: ViewStep) -> Repl
     found = [current.get(storage_key(leaf)) for leaf in root_leaves]
     if any(j is None for j in found):
         return None
+    original = {storage_key(o) for o in run.originals}
     leaves = tuple(
-        OutputLeaf(source=LeafSource.INPUT_ALIAS, index=j, meta=leaf_meta(leaf), is_view=False)
+        OutputLeaf(
+            source=LeafSource.INPUT_ALIAS,
+            index=j,
+            meta=leaf_meta(leaf),
+            is_view=False,
+            # Note [Inputs Set To Computed Tensors]: the input's real layout (fuzz seed 47000 #3804's PairTensor kin)
+            input_layout=storage_key(leaf) not in original and leaf_meta(leaf) == leaf_meta(run.finals[j]),
+        )
         for j, leaf in zip(found, root_leaves, strict=True)
         if j is not None
     )
