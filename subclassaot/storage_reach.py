@@ -101,8 +101,8 @@ def functional_frame_offset(record: SwapRecord, t: torch.Tensor, offset: int | t
 
 # Note [Absolute Offsets Across A Frame Change]
 # Functionalization regenerates a view from its storage's current value by replaying the view ops it was taken by,
-# with their arguments as they were. An as_strided() view (or a set_(storage, offset, ...) target, rebound by one:
-# Note [Storage Swaps By Rebinding]) holds an absolute offset in the frame of its time (Note [Absolute Offsets On
+# with their arguments as they were. An as_strided() view (or a set_(storage, offset, ...) target, rebound by one,
+# see Note [Storage Swaps By Rebinding]) holds an absolute offset in the frame of its time (Note [Absolute Offsets On
 # Written Inputs]). A write through the input itself then replaces the value the storage regenerates from by one at
 # offset 0 (a write through a view of it scatters into it and keeps the frame): the view's replay names other
 # elements, or none. `y = x1.as_strided((2,), (1,), 5); x1.add_(1.0); y * 2.0`, x1 at offset 4 of a 12-element
