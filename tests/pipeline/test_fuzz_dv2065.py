@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from tests.oracle import CompileFn
+from tests.pipeline.corpus import set_to
 from tests.pipeline.fuzz_helpers import check_no_grad, check_with_grad, leaf, nonleaf, pair, pair_nonleaf
 
 T = torch.Tensor
@@ -49,7 +50,7 @@ def test_fuzz_seed47000_program2065(compile_fn: CompileFn | None) -> None:
 
     def f(x0: T) -> object:
         t0 = x0.unbind(0)[1]
-        t0.set_(x0)
+        set_to(t0, x0)
         t1 = x0[2:3:2]
         return (t1, t0)
 
@@ -65,7 +66,7 @@ def test_view_taken_after_a_returned_view_set_to_the_input(
     # variants of fuzz seed 47000 #2065: the view set_() (any view op), onto the input or a view of it
     def f(x: T) -> object:
         t0 = _VIEWS[view](x)
-        t0.set_(_TARGETS[target](x))
+        set_to(t0, _TARGETS[target](x))
         t1 = x[2:3:2]
         return (t1, t0)
 
@@ -83,11 +84,9 @@ def test_views_before_or_after_the_set_with_or_without_the_set_view(
     # slice, a multi-output view or a select; the view set_() returned (first) or not
     def f(x: T) -> object:
         t0 = x.unbind(0)[1]
-        if not after:
-            t1 = _LATER[later](x)
-        t0.set_(x)
-        if after:
-            t1 = _LATER[later](x)
+        t1 = None if after else _LATER[later](x)
+        set_to(t0, x)
+        t1 = _LATER[later](x) if t1 is None else t1
         return (t0, t1) if returned else (t1,)
 
     check_no_grad(f, lambda: (_MAKERS[make](),), compile_fn)
@@ -99,12 +98,10 @@ def test_set_under_no_grad_in_a_training_program(make: str, after: bool, compile
     # a variant of fuzz seed 47000 #2065 with grad enabled around a no_grad set_()
     def f(x: T) -> object:
         t0 = x.unbind(0)[1]
-        if not after:
-            t1 = x[2:3:2]
+        t1 = None if after else x[2:3:2]
         with torch.no_grad():
-            t0.set_(x)
-        if after:
-            t1 = x[2:3:2]
+            set_to(t0, x)
+        t1 = x[2:3:2] if t1 is None else t1
         return (t1, t0)
 
     check_with_grad(f, lambda: (_MAKERS[make](),), compile_fn)
