@@ -42,6 +42,7 @@ from subclassaot.data_assignment import check_assigned_view, check_data_meta_out
 from subclassaot.desugar import graph_example_inputs, leaf_meta
 from subclassaot.detached_outputs import detached_output_leaves
 from subclassaot.errors import UnsupportedError
+from subclassaot.final_marks import late_build_seq
 from subclassaot.foreign_bases import (
     check_grad_view_of_moved_input,
     check_moved_view_of_grad_intermediate,
@@ -482,6 +483,8 @@ def _output_info(
         replay = counter_at_end(replace(replay, made=made_seq(value, run)), value, run, input_by_id)
     elif replay is not None and replay.source is ReplaySource.INPUT and torch.is_grad_enabled():
         replay = replace(replay, split_made=split_seq(value, run, input_by_id))
+    if replay is not None and not replay.before_epilogue:
+        replay = replace(replay, made=late_build_seq(value, replay, run))  # Note [Outputs Built After A Runtime set_]
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
     raises = torch.is_grad_enabled() and grad_fn_raises(value)
     if raises and not rebuilt and replay is not None and replay.source in _BUMPED_SOURCES:

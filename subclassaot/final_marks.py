@@ -13,9 +13,10 @@ from collections.abc import Sequence
 import torch
 
 from subclassaot.functional_run import FunctionalRun
-from subclassaot.schemas import OutputInfo
+from subclassaot.protocol import is_traceable_subclass
+from subclassaot.schemas import OutputInfo, Replay
 
-__all__ = ["build_order", "early_marks", "final_pass_marks", "state_reached", "use_only_tokens"]
+__all__ = ["build_order", "early_marks", "final_pass_marks", "late_build_seq", "state_reached", "use_only_tokens"]
 
 # Note [Views Across In-Place View Ops On An Intermediate]
 # `t0 = x.detach(); a = t0.view(-1); t0.t_(); return a, t0.unsqueeze(0)`: eager's outputs share one `._base`, t0,
@@ -67,9 +68,49 @@ def _max_state(marks: Sequence[tuple[int, int]]) -> int:
     return max((_state_of(t)[1] for _, t in marks), default=0)
 
 
+# Note [Outputs Built After A Runtime set_]
+# `t0 = x.unbind(0)[1]; t0.set_(x); t1 = x[2:3:2]; return t1, t0` under no_grad (fuzz seed 47000 #2065): the
+# runtime repeats the program's set_() of t0 (Replay.then_set) when it builds t0, after the epilogue, which advances
+# the version counter t0 shares with x, hence with t1. Built first (output order), t1 then reads as a no_grad view
+# whose base changed since (its grad_fn and is_leaf raise), where eager's t1 was taken after the set_() and reads
+# fine. So where an output repeats such a set_(), outputs built after the epilogue are built in the program's order
+# (Replay.made: when the program made the view, or for then_set when it ran the set_()): a view taken after the
+# set_() sees the counter the set_() left, one taken before it sees the set_() advance it, as in eager. Views taken
+# before it whose eager grad_fn raises by the bump are mostly rebuilt before the epilogue anyway (Note [set_ Bumps
+# The Views It Leaves]). Without such an output, the output order stands.
+
+
+def late_build_seq(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> int:
+    """Replay.made of an output built after the epilogue (Note [Outputs Built After A Runtime set_])."""
+    if replay.then_set:
+        sets = run.swaps.wrapper_sets if is_traceable_subclass(value) else run.swaps.plain_sets
+        if id(value) in run.swaps.swapped_by_data:
+            sets = run.swaps.data_sets
+        found = sets.get(id(value))
+        if found is not None:
+            return found[0]
+    record = run.swaps.views.get(id(value))
+    seqs = [record.seq] if record is not None else []
+    seqs.extend(r.seq for r in run.swaps.inplace_views.get(id(value), []))
+    return max(seqs, default=0)
+
+
+def _set_bumps(replay: Replay | None) -> bool:
+    return replay is not None and replay.then_set and not replay.runtime_set and not replay.set_by_data
+
+
 def build_order(infos: Sequence[OutputInfo]) -> list[int]:
-    """Outputs in the order of the object states their chains pass through, then output order."""
-    return sorted(range(len(infos)), key=lambda o: _max_state(m.marks) if (m := infos[o].replay) is not None else 0)
+    """Outputs in the order of the object states their chains pass through, then output order (or, where an output
+    repeats a set_(), program order: Note [Outputs Built After A Runtime set_])."""
+    by_program = any(_set_bumps(info.replay) for info in infos)
+
+    def key(o: int) -> tuple[int, int]:
+        replay = infos[o].replay
+        if replay is None:
+            return (0, 0)
+        return (_max_state(replay.marks), replay.made if by_program and not replay.before_epilogue else 0)
+
+    return sorted(range(len(infos)), key=key)
 
 
 def state_reached(base: torch.Tensor, shared: dict[int, torch.Tensor]) -> int:

@@ -282,7 +282,9 @@ class Replay:
     source_meta: Meta | None = None
     # before_epilogue: when the program made the output (its last view or in-place view op, the run's sequence
     # number): early replays run in this order, so that one's in-place view op advances a version counter after
-    # another's multi-output view was taken, as in eager (fuzz seed 3000 #9285)
+    # another's multi-output view was taken, as in eager (fuzz seed 3000 #9285). After the epilogue: when the program
+    # made the output (or, then_set, set_() it), its build order where an output repeats a set_() (Note [Outputs
+    # Built After A Runtime set_])
     made: int = 0
     # before_epilogue: how many of the last steps are taken after the epilogue instead, from what the early steps
     # made (Note [No-Grad Views Made After The Bump])
