@@ -6,6 +6,7 @@ Cycle]). The parity checks run with the collector off, so that a cycle would sho
 
 from __future__ import annotations
 
+import functools
 import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,11 +41,15 @@ def cyclic_tensors() -> list[object]:
     gc.set_debug(gc.DEBUG_SAVEALL)
     try:
         gc.collect()
-        found = [o for o in gc.garbage if isinstance(o, torch.Tensor | torch.autograd.graph.Node)]
+        found: list[object] = [o for o in gc.garbage if isinstance(o, torch.Tensor | torch.autograd.graph.Node)]
     finally:
         gc.set_debug(0)
         gc.garbage.clear()
     return found
+
+
+def _with_plain(maker: Callable[[], T]) -> tuple[object, ...]:
+    return (torch.randn(4, 4), maker())
 
 
 def pair_leaf() -> T:
@@ -70,9 +75,12 @@ def test_data_assigned_a_view_read_before_with_grad(compile_fn: CompileFn | None
         x1.data = t0
         return (x1,)
 
-    for maker in (pair_leaf, lambda: leaf(4, 4)):
+    def plain_leaf() -> T:
+        return leaf(4, 4)
+
+    for maker in (pair_leaf, plain_leaf):
         with no_collector():
-            check_with_grad(add, lambda maker=maker: (torch.randn(4, 4), maker()), compile_fn)
+            check_with_grad(add, functools.partial(_with_plain, maker), compile_fn)
 
 
 def test_data_assigned_a_view_variants(compile_fn: CompileFn | None) -> None:
