@@ -48,7 +48,10 @@ def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
 # of its own is refused (analyze: a detach() of an input written with a value that requires grad). Where the view was
 # taken before the write (`with no_grad(): t1 = t.unsqueeze(0)`, then `t.mul_(x)`), eager's grad_fn raises: the view
 # is replayed before the epilogue, whose write moves its version, and with its `._base` requiring grad, ours raises
-# too.
+# too. Replayed after the epilogue instead (the input's layout changed in place, `x.t_()` under no_grad: fuzz seed
+# 16000 #5952; or a subclass intermediate's view), the runtime advances the view's counter after the replay
+# (Replay.bump_after: Note [Views Of Intermediates Written After]), so with its `._base` given requires_grad it
+# raises as well; without bump_after such a view would read fine, and it is left without requires_grad.
 
 
 def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
@@ -61,8 +64,8 @@ def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> 
         if value.grad_fn is not None:
             return False
     except RuntimeError:
-        if not replay.before_epilogue:  # eager's view-after-write error: ours too only if made before the epilogue
-            return False
+        if not (replay.before_epilogue or replay.bump_after):  # eager's view-after-write error: ours too only if
+            return False  # made before the epilogue, or advanced by the runtime after its replay
     except (ValueError, IndexError):  # its grad_fn cannot be replayed on fake tensors
         return False
     base = value._base
