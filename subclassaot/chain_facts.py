@@ -51,7 +51,10 @@ def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
 # too. Replayed after the epilogue instead (the input's layout changed in place, `x.t_()` under no_grad: fuzz seed
 # 16000 #5952; or a subclass intermediate's view), the runtime advances the view's counter after the replay
 # (Replay.bump_after: Note [Views Of Intermediates Written After]), so with its `._base` given requires_grad it
-# raises as well; without bump_after such a view would read fine, and it is left without requires_grad.
+# raises as well; without bump_after such a view would read fine, and it is left without requires_grad. There the
+# `._base` gains requires_grad only once every output is built: eager's views of that view (`t2 = t1.squeeze(-1)`,
+# with grad enabled) were taken before the write, when none required grad, and their replay from the shared view
+# (Note [Views Sharing An Intermediate]) would raise on a view whose grad_fn raises already.
 
 
 def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:

@@ -80,6 +80,7 @@ def build_outputs(
     # `get` itself, for its recursion, emptied once the outputs are built: a closure naming itself would be a cycle
     # holding every output of the graph, and their graph, until a garbage collection (Note [Rewrapping Holds No Cycle])
     builder: list[Callable[[int], object]] = []
+    gains_late: list[torch.Tensor] = []
 
     def get(o: int) -> object:
         # Outputs are built on demand: a view replays from another output, which is built first.
@@ -123,7 +124,10 @@ def build_outputs(
                 )
             value.data = data
         if info.base_gains_grad and isinstance(value, torch.Tensor) and torch.is_grad_enabled():
-            give_base_grad(value)  # Note [Views Of A Detach That Gained Grad]
+            if info.replay is not None and info.replay.bump_after:
+                gains_late.append(value)  # once every output is built: Note [Views Of A Detach That Gained Grad]
+            else:
+                give_base_grad(value)  # Note [Views Of A Detach That Gained Grad]
         onto = info.leaves[0].storage_of if info.leaves else None
         if onto is not None and isinstance(value, torch.Tensor):  # Note [Outputs That An Input Was set_() To]
             version = get_version(value)
@@ -147,6 +151,8 @@ def build_outputs(
     finally:
         builder.clear()
     _change_bases(infos, result, ev, symbols, values, shared)
+    for view in gains_late:
+        give_base_grad(view)
     if plan.analysis.wrapper_storage:
         share_wrapper_storages(plan.flat, plan.analysis.wrapper_storage, holders, values, result)
     return unflatten_output(result, plan.analysis.output_spec, has_size)
