@@ -67,9 +67,7 @@ def test_no_grad_view_of_detach_written_after_in_place_view_op(compile_fn: Compi
 
 
 @pytest.mark.parametrize("kind", _KINDS)
-def test_no_grad_view_of_detach_written_after_in_place_view_op_no_grad(
-    compile_fn: CompileFn | None, kind: str
-) -> None:
+def test_no_grad_view_of_detach_written_after_in_place_view_op_no_grad(compile_fn: CompileFn | None, kind: str) -> None:
     # fuzz seed 16000 #5952, shrunk, under no_grad: nothing gains grad
     check_no_grad(_shrunk, lambda: (_MAKERS[kind](),), compile_fn)
 
