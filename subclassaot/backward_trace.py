@@ -157,11 +157,13 @@ def _swapped_updates(traced: TracedGraph, analysis: Analysis) -> frozenset[int]:
     """Forward-output positions of updates of leaves whose storage set_() swapped: the epilogue copies them in
     under no_grad (the swap is the op autograd sees: Note [set_ Under Grad], Note [Inputs That Gain Grad In
     Training]), so they get no gradient, and differentiating them would raise set_'s backward error for a
-    backward eager completes."""
+    backward eager completes. Not a FINAL update copied in with grad (Note [Writes With Grad After .data =])."""
     return frozenset(
         k
         for k, u in enumerate(traced.outputs.updates)
-        if u.kind is not UpdateKind.BASE and analysis.mutations[u.target].storage_changed
+        if u.kind is not UpdateKind.BASE
+        and analysis.mutations[u.target].storage_changed
+        and not (u.kind is UpdateKind.FINAL and analysis.mutations[u.target].written_after_data)
     )
 
 
