@@ -30,11 +30,13 @@ __all__ = ["assigned_write", "check_assigned_writes"]
 # copies it into x0 with grad after repeating the `.data =` (runtime._copy_into). x0's grad_fn is then a
 # CopyBackwards over the Function's, whose backward gives eager's gradients (x0's old history gets zeros from the
 # copy and its share through the Function). The engine checks those zeros against the size recorded on x0's old
-# history (its size when the call began), which must expand to x0's final size. Eager's write checks its gradient
-# against that same size, at the size x0 had when written: the same where no in-place view op changed x0 after its
-# `.data =` (both pass, with sum_to where it expands, or both raise in the backward: fuzz seed 16000 #6616 sends a
-# (2, 3) gradient to a 0-d x0). Where one did and the entry size does not expand to the final one (`x0.mul_(-1.0);
-# x0.t_()` on a (2, 3) x0: eager's TBackward0 turns its gradient back), that is refused (AssignedWrite.RESHAPED).
+# history (its size when the call began), and eager's write checks its gradient against that same size, at the size
+# x0 was written at, the one its `.data =` gave it: both pass (with sum_to where it expands: fuzz seed 16000 #6616
+# sends a (2, 3) gradient to a 0-d x0), or both raise in a backward through x0. There (AssignedWrite.AFTER_RAISING)
+# the FINAL value is copied in with grad but not differentiated, as the joint's backward through the write would
+# fail in the trace: x0's CopyBackwards then raises alone (a (4,) x0 written at (2, 2): fuzz seed 10000 #9696's
+# kin). An in-place view op on x0 after its `.data =` (`x0.mul_(-1.0); x0.t_()`: eager's TBackward0 turns the
+# gradient back to the written size) breaks that agreement: refused (AssignedWrite.RESHAPED).
 # Refused too (AssignedWrite.BEFORE): a write with grad through x0 before its last `.data =` (eager's history then
 # records a storage x0 no longer has: `x0.data = x1; x0.mul_(2.0); x0.data = x2`). Writes under no_grad or through a
 # `.data` alias are hidden from autograd, as before; subclass inputs keep their wrapper-level rule (Note [Subclass
@@ -55,9 +57,10 @@ def assigned_write(i: int, run: FunctionalRun, in_subclass: bool, storage_change
         return AssignedWrite.BEFORE
     if not storage_changed:
         return None
-    reshaped = any(r.seq > assigned[0] for r in swaps.inplace_views.get(id(final), []))
-    if reshaped and not _expands_to(run.originals[i].shape, final.shape):
+    if any(r.seq > assigned[0] for r in swaps.inplace_views.get(id(final), [])):
         return AssignedWrite.RESHAPED
+    if not _expands_to(run.originals[i].shape, final.shape):
+        return AssignedWrite.AFTER_RAISING
     return AssignedWrite.AFTER
 
 
@@ -79,9 +82,9 @@ def check_assigned_writes(
             if m.assigned_write is AssignedWrite.RESHAPED:
                 raise UnsupportedError(
                     f"{path}: the program assigns `.data` of this input, which requires grad, writes it where "
-                    "autograd records it, and changes its layout in place (t_, unsqueeze_) to a size its size when "
-                    "the call began does not expand to; the compiled program cannot give it eager's history (Note "
-                    "[Writes With Grad After .data =]). Return a clone of it, or write a clone"
+                    "autograd records it, and changes its layout in place (t_, unsqueeze_) after the `.data =`; the "
+                    "compiled program cannot give it eager's history (Note [Writes With Grad After .data =]). Use the "
+                    "out-of-place view op, or write a clone"
                 )
 
 

@@ -24,6 +24,7 @@ from subclassaot.inputs import unflatten_call
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
+    AssignedWrite,
     DenseLayout,
     FlatInputs,
     InputIndex,
@@ -270,7 +271,7 @@ def _leaf_or_view(value: object) -> bool:
 def epilogue_write_hidden(m: LeafMutation, kind: UpdateKind) -> bool:
     """The epilogue writes this input's new value (an update of `kind`) under no_grad (see runtime._copy_into): no
     gradient flows from the input back into the graph's output for it."""
-    if kind is UpdateKind.FINAL and m.written_after_data:
+    if kind is UpdateKind.FINAL and m.assigned_write is AssignedWrite.AFTER:
         return False  # Note [Writes With Grad After .data =]
     return not m.autograd_visible or m.hidden_from_autograd or m.storage_changed
 

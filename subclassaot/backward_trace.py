@@ -47,7 +47,7 @@ from subclassaot.joint import (
 from subclassaot.outside_raises import raises_outside_program
 from subclassaot.partition import Partition, partition_backward_like, partition_joint
 from subclassaot.protocol import SubclassNode
-from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
+from subclassaot.schemas import Analysis, AssignedWrite, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
 from subclassaot.trace import TracedGraph, UpdateKind
 from subclassaot.training_rules import (
     duplicate_wrappers,
@@ -163,7 +163,7 @@ def _swapped_updates(traced: TracedGraph, analysis: Analysis) -> frozenset[int]:
         for k, u in enumerate(traced.outputs.updates)
         if u.kind is not UpdateKind.BASE
         and analysis.mutations[u.target].storage_changed
-        and not (u.kind is UpdateKind.FINAL and analysis.mutations[u.target].written_after_data)
+        and not (u.kind is UpdateKind.FINAL and analysis.mutations[u.target].assigned_write is AssignedWrite.AFTER)
     )
 
 

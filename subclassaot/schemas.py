@@ -111,9 +111,11 @@ class AssignedWrite(enum.Enum):
     Grad After .data =])."""
 
     AFTER = "after"  # only after it, to the storage it gave: the epilogue gives the input the write's history
+    # ... where its size at entry does not expand to the assigned one: eager's backward through it raises, and so
+    # does the epilogue's copy_ of a value not differentiated
+    AFTER_RAISING = "after_raising"
     BEFORE = "before"  # (also) before it: refused
-    RESHAPED = "reshaped"  # after it, then an in-place view op gave another size, which the entry size does not
-    # expand to: refused
+    RESHAPED = "reshaped"  # after it, with an in-place view op on it after its `.data =`: refused
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -162,7 +164,7 @@ class LeafMutation:
     @property
     def written_after_data(self) -> bool:
         """Its history takes the write: Note [Writes With Grad After .data =]."""
-        return self.assigned_write is AssignedWrite.AFTER
+        return self.assigned_write in (AssignedWrite.AFTER, AssignedWrite.AFTER_RAISING)
 
 
 class OutputKind(enum.Enum):

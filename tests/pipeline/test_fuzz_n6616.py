@@ -169,5 +169,28 @@ def test_writes_around_data_assignment_refused(compile_fn: CompileFn | None) -> 
     refused_with_grad(transposed_after, make, compile_fn, "changes its layout in place")
     check_no_grad(written_before_last, make, compile_fn)
     check_no_grad(transposed_after, make, compile_fn)
-    # a 0-d input: its size expands to the transposed one, as eager's check needs it to
-    check_with_grad(transposed_after, _plain_makers()[0], compile_fn)
+    refused_with_grad(transposed_after, _plain_makers()[0], compile_fn, "changes its layout in place")
+
+
+def test_write_after_data_assignment_whose_backward_raises(compile_fn: CompileFn | None) -> None:
+    # a (4,) input written at (2, 2): eager's backward through it raises (its CloneBackward0 recorded (4,)), and so
+    # does the epilogue's copy_ (AssignedWrite.AFTER_RAISING); without a backward through it the program runs
+    # (test_fuzz_setcrash's `_data_transpose_write`)
+    def f(x0: T, x1: T) -> object:
+        x0.data = x1
+        x0.transpose(0, 1).mul_(2.0)
+        return (x0,)
+
+    def unreturned(x0: T, x1: T) -> object:
+        x0.data = x1
+        x0.mul_(2.0)
+        return (x1.sin(),)
+
+    def make() -> tuple[object, ...]:
+        return (nonleaf(4), torch.randn(2, 2))
+
+    # returned, eager's backward error is one the compiled backward cannot raise at the same step: refused
+    refused_with_grad(f, make, compile_fn, r"Note \[Errors Only Eager's Backward Sees\]")
+    check_with_grad(unreturned, make, compile_fn)
+    for fn in (f, unreturned):
+        check_no_grad(fn, make, compile_fn)
