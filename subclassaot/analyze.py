@@ -486,10 +486,10 @@ def _output_info(
     if replay is not None and not replay.before_epilogue:
         replay = replace(replay, made=late_build_seq(value, replay, run))  # Note [Outputs Built After A Runtime set_]
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
-    raises = torch.is_grad_enabled() and grad_fn_raises(value)
+    raises = grad_fn_raises(value)  # (under no_grad too: Note [Views Of Intermediates Written After])
     if raises and not rebuilt and replay is not None and replay.source in _BUMPED_SOURCES:
         replay = replace(replay, bump_after=True)  # Note [Views Of Intermediates Written After]
-    elif raises and not rebuilt:
+    elif raises and not rebuilt and torch.is_grad_enabled():
         # Only a view replayed exactly (then rebuilt before the epilogue writes it, or its counter advanced), or one
         # whose wrapper the runtime set_()s (Note [Wrapper Storage After set_]), gets such a grad_fn at run time
         # (fuzz seed 25 #327, #628: a no_grad view of an intermediate or swapped tensor came back with none).

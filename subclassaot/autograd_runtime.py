@@ -479,7 +479,9 @@ def training_call(
         for p, d in enumerate(bw_meta.diff_outputs)
         if d < n_updates
         and plan.graph_outputs.updates[d].kind is not UpdateKind.BASE
-        and epilogue_write_hidden(analysis.mutations[plan.graph_outputs.updates[d].target])
+        and epilogue_write_hidden(
+            analysis.mutations[plan.graph_outputs.updates[d].target], plan.graph_outputs.updates[d].kind
+        )
     }
     # ... and new values of tensor subclass inputs the epilogue copies in under no_grad (fuzz seed 41000 #7600)
     wrappers_at = n_updates + len(fresh_outputs) + plan.graph_outputs.num_bases

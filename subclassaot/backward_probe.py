@@ -24,6 +24,7 @@ from subclassaot.inputs import unflatten_call
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
+    AssignedWrite,
     DenseLayout,
     FlatInputs,
     InputIndex,
@@ -267,9 +268,11 @@ def _leaf_or_view(value: object) -> bool:
     return isinstance(value, torch.Tensor) and value.requires_grad and (value.is_leaf or value._is_view())
 
 
-def epilogue_write_hidden(m: LeafMutation) -> bool:
-    """The epilogue writes this input's new value under no_grad (see runtime._copy_into): no gradient flows from
-    the input back into the graph's output for it."""
+def epilogue_write_hidden(m: LeafMutation, kind: UpdateKind) -> bool:
+    """The epilogue writes this input's new value (an update of `kind`) under no_grad (see runtime._copy_into): no
+    gradient flows from the input back into the graph's output for it."""
+    if kind is UpdateKind.FINAL and m.assigned_write is AssignedWrite.AFTER:
+        return False  # Note [Writes With Grad After .data =]
     return not m.autograd_visible or m.hidden_from_autograd or m.storage_changed
 
 
@@ -329,7 +332,7 @@ def tangent_patterns(
                 item = layout.graph_inputs[u.target]
                 if isinstance(item, AliasGroupRef) and own & set(layout.groups[item.group].members):
                     found.add(k)
-            elif u.target in own and not epilogue_write_hidden(analysis.mutations[u.target]):
+            elif u.target in own and not epilogue_write_hidden(analysis.mutations[u.target], u.kind):
                 found.add(k)
         return found
 

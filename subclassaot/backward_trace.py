@@ -47,7 +47,7 @@ from subclassaot.joint import (
 from subclassaot.outside_raises import raises_outside_program
 from subclassaot.partition import Partition, partition_backward_like, partition_joint
 from subclassaot.protocol import SubclassNode
-from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
+from subclassaot.schemas import Analysis, AssignedWrite, DenseIndex, DenseLayout, FlatInputs, LeafSource, OutputKind
 from subclassaot.trace import TracedGraph, UpdateKind
 from subclassaot.training_rules import (
     duplicate_wrappers,
@@ -157,11 +157,13 @@ def _swapped_updates(traced: TracedGraph, analysis: Analysis) -> frozenset[int]:
     """Forward-output positions of updates of leaves whose storage set_() swapped: the epilogue copies them in
     under no_grad (the swap is the op autograd sees: Note [set_ Under Grad], Note [Inputs That Gain Grad In
     Training]), so they get no gradient, and differentiating them would raise set_'s backward error for a
-    backward eager completes."""
+    backward eager completes. Not a FINAL update copied in with grad (Note [Writes With Grad After .data =])."""
     return frozenset(
         k
         for k, u in enumerate(traced.outputs.updates)
-        if u.kind is not UpdateKind.BASE and analysis.mutations[u.target].storage_changed
+        if u.kind is not UpdateKind.BASE
+        and analysis.mutations[u.target].storage_changed
+        and not (u.kind is UpdateKind.FINAL and analysis.mutations[u.target].assigned_write is AssignedWrite.AFTER)
     )
 
 

@@ -44,7 +44,11 @@ from subclassaot.torch_internals import (
 # grad enabled, would raise: the runtime gives the input back the counter it came with for the replay, as eager's
 # view was taken before the write, then restores it, and only advances the view's if it does not raise already.
 # The set_() of such a view (Replay.then_set) is that write too: it advances the counter the view shares with the
-# input before the runtime's set_() repeats it (fuzz seed 15000 #6332).
+# input before the runtime's set_() repeats it (fuzz seed 15000 #6332). A program run under no_grad writes no base
+# with grad enabled, but a view it made under no_grad of an input that requires grad raises all the same once the
+# base's counter moved: where its replay reads fine, the runtime advances its counter too (`x0.data = x1; t0 =
+# x0[:, 0:2]; t0.mul_(-1.0); return t0`, x0 a non-leaf: t0 is replayed after the epilogue, which repeats the
+# `.data =`; fuzz seed 16000 #6616 under no_grad). Nothing is refused there that was not before.
 # Another output that is a no_grad or multi-output view
 # sharing that storage would see the bump too, where eager's may have been made after the write and read fine:
 # refused unless its grad_fn raises as well.

@@ -13,6 +13,7 @@ from dataclasses import replace
 import sympy
 import torch
 
+from subclassaot.assigned_writes import assigned_write
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_offsets import alias_meta, eager_offset
@@ -100,6 +101,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         metadata_hidden=bool(view_ops)
         and not any(r.grad_enabled for r in view_ops)
         and not is_traceable_subclass(final),
+        assigned_write=assigned_write(i, run, _in_subclass(i, layout), storage_changed),
     )
 
 

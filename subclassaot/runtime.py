@@ -419,7 +419,7 @@ def _epilogue(
         _copy_wrapper(plan, values, t, wrapper_values[t])
     for j, k in epilogue.final_copies:
         if j not in by_wrapper:
-            _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j])
+            _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j], final=True)
     for t in epilogue.grad_sets:
         x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         if x.requires_grad and torch.is_grad_enabled():
@@ -582,13 +582,14 @@ def _extent(size: list[int], stride: list[int]) -> int:
 # likewise, at the wrapper level (`_copy_wrapper`).
 
 
-def _copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation) -> None:
+def _copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, final: bool = False) -> None:
     # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's
     # grad_fn and version match eager; .data and no_grad mutations stay invisible to autograd, as in eager.
     hidden = not mutation.autograd_visible or mutation.hidden_from_autograd or mutation.storage_changed
     # Note [Writes Through A set_() Alias]; written through itself, a leaf that requires grad raises in eager, and
     # so does this copy.
     hidden = hidden or not mutation.visible_through_self
+    hidden = hidden and not (final and mutation.written_after_data)  # Note [Writes With Grad After .data =]
     x, value = _once_per_location(x, value)
     if (x.requires_grad or value.requires_grad) and not hidden:
         x.copy_(value)

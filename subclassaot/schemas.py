@@ -106,6 +106,18 @@ class AliasGroupRef:
 # ----------------------------------------------------------------------------- analyze
 
 
+class AssignedWrite(enum.Enum):
+    """When a plain input that requires grad was written with grad, against its last `.data =` (Note [Writes With
+    Grad After .data =])."""
+
+    AFTER = "after"  # only after it, to the storage it gave: the epilogue gives the input the write's history
+    # ... where its size at entry does not expand to the assigned one: eager's backward through it raises, and so
+    # does the epilogue's copy_ of a value not differentiated
+    AFTER_RAISING = "after_raising"
+    BEFORE = "before"  # (also) before it: refused
+    RESHAPED = "reshaped"  # after it, with an in-place view op on it after its `.data =`: refused
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LeafMutation:
     """What the program did to one dense input leaf, observed under functionalization."""
@@ -141,10 +153,18 @@ class LeafMutation:
     # a plain input whose metadata changed by in-place view ops (t_, unsqueeze_) all run under no_grad: eager leaves
     # its grad_fn as it was, and so does the epilogue's as_strided_ (Note [Metadata Changes Under no_grad])
     metadata_hidden: bool = False
+    # a plain input that requires grad, assigned `.data =` another storage, written with grad through itself or a
+    # view of it: when (Note [Writes With Grad After .data =])
+    assigned_write: AssignedWrite | None = None
 
     @property
     def any(self) -> bool:
         return self.data or self.metadata or self.storage_changed or self.swapped
+
+    @property
+    def written_after_data(self) -> bool:
+        """Its history takes the write: Note [Writes With Grad After .data =]."""
+        return self.assigned_write in (AssignedWrite.AFTER, AssignedWrite.AFTER_RAISING)
 
 
 class OutputKind(enum.Enum):

@@ -596,6 +596,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.visible_writes.add(storage_key(arg))
             self.record.visible_families.add(self.record.family_of(arg))
             self.record.visible_seq[id(arg)] = self.record.seq
+            if moves_data:
+                self.record.family_visible_seq.setdefault(self.record.family_of(arg), self.record.seq)
 
 
 # Note [set_ Bumps The Views It Leaves]

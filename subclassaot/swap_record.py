@@ -121,6 +121,9 @@ class SwapRecord:
     # family (a tensor set_() or `.data =`-assigned to another's storage is of its own family)
     visible_families: set[int] = field(default_factory=set)
     visible_seq: dict[int, int] = field(default_factory=dict)  # id() of a tensor so written -> seq of its last write
+    # version-counter root (as `family`) -> seq of the first write so recorded through the family (Note [Writes With
+    # Grad After .data =])
+    family_visible_seq: dict[int, int] = field(default_factory=dict)
     # id() of a wrapper subclass -> the `.data =` assignments to it, in order: each a shallow copy of the wrapper's
     # own metadata and storage; its inner tensors stay (Note [Wrapper Data Assignment])
     wrapper_data: dict[int, list[DataAssignment]] = field(default_factory=dict)

@@ -79,13 +79,15 @@ def input_updates(layout: DenseLayout, analysis: Analysis) -> tuple[InputUpdate,
             if any(analysis.mutations[m].data for m in members):
                 updates.append(InputUpdate(kind=UpdateKind.BASE, target=GraphInputIndex(k)))
             for m in members:
-                if analysis.mutations[m].final_data:
+                if analysis.mutations[m].final_data or analysis.mutations[m].written_after_data:
                     updates.append(InputUpdate(kind=UpdateKind.FINAL, target=m))
             continue
         mutation = analysis.mutations[item]
         if mutation.data:
             updates.append(InputUpdate(kind=UpdateKind.ORIGINAL, target=item))
-        if mutation.final_data or (mutation.data and mutation.metadata and not mutation.storage_changed):
+        # (Note [Writes With Grad After .data =]: the value that carries the input's history of the write)
+        final = mutation.final_data or mutation.written_after_data
+        if final or (mutation.data and mutation.metadata and not mutation.storage_changed):
             updates.append(InputUpdate(kind=UpdateKind.FINAL, target=item))
     return tuple(updates)
 

@@ -14,6 +14,7 @@ from typing import cast
 import torch
 
 from subclassaot.aliased_data_rules import data_assignments_allowed
+from subclassaot.assigned_writes import check_assigned_writes
 from subclassaot.errors import UnsupportedError
 from subclassaot.hidden_set_rules import kernel_strides, refuse_leaves_resized_under_no_grad, set_under_no_grad_inputs
 from subclassaot.schemas import (
@@ -363,6 +364,7 @@ def check_training_supported(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
     _check_data_swap_after_recorded_write(flat, layout, analysis, user_fakes)
+    check_assigned_writes(flat, layout, analysis, user_fakes)
     _check_overlapping_wrapper_writes(flat, layout, analysis, user_fakes)
     by_object = {id(fake): t for t, fake in reversed(list(enumerate(user_fakes)))}
 
