@@ -240,7 +240,7 @@ def _replay_of(
                 index=input_by_id[id(t)],
                 steps=tuple(steps),
                 before_epilogue=True,
-                late_steps=_no_grad_tail(value, t, run, len(steps)),
+                late_steps=_no_grad_tail(value, t, run, len(steps), with_grad=True),
             )
         if id(t) in input_by_id and _all_input_alias(leaves) and _replays_between(value, t, leaves, run):
             source_meta = _meta_exprs(first.source_meta)
@@ -635,14 +635,17 @@ def _reaches_a_leaf(grad_fn: Any) -> bool:
     return False
 
 
-def _no_grad_tail(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, total: int) -> int:
-    """How many of the last steps of `value`'s chain from input `t` are views the program took under no_grad after
-    `t`'s last version bump, with no in-place view op on what they made (Note [No-Grad Views Made After The Bump])."""
+def _no_grad_tail(
+    value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, total: int, *, with_grad: bool = False
+) -> int:
+    """How many of the last steps of `value`'s chain from input `t` are views the program took under no_grad (or,
+    `with_grad`, in either grad mode) after `t`'s last version bump, with no in-place view op on what they made
+    (Note [No-Grad Views Made After The Bump], Note [Views Made After An In-Place View Op])."""
     bump = last_bump(t, run)
     count, u = 0, value
     while count < total - 1 and (record := run.swaps.views.get(id(u))) is not None:
         if (
-            record.grad_enabled
+            (record.grad_enabled and not with_grad)
             or record.seq <= bump
             or id(u) in run.swaps.inplace_views
             or id(u) in run.swaps.data_aliases
