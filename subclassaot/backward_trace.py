@@ -28,6 +28,7 @@ from subclassaot.backward_probe import (
     TangentPatterns,
     eager_backward_error,
     probe_eager_backward,
+    reaches_output_node,
     refuse_layout_changed_behind_autograd,
     refuse_unreduced_assigned_gradients,
     tangent_patterns,
@@ -54,6 +55,7 @@ from subclassaot.schemas import (
     FlatInputs,
     LeafSource,
     OutputKind,
+    ReplaySource,
 )
 from subclassaot.trace import TracedGraph, UpdateKind
 from subclassaot.training_rules import (
@@ -387,8 +389,10 @@ def _probe(setup: JointSetup, returned: frozenset[int] = frozenset()) -> Tangent
 # MulBackward0, numbered below the caller's nodes, holds it back until x0's gradient is in; ours raised first and
 # x0.grad stayed None). The compiled Function, which stands for those nodes, cannot precede a node made after it. So
 # where a leaf is given to the Function detached so, and an input set_() under grad (through any position it is
-# passed at) that an output is is read by the program with grad (its gradient is reached in the trace: perhaps before
-# the set_, which this does not tell apart), the program is refused.
+# passed at) that an output is, is read by the program with grad after the set_ (eager's graph on static fakes: the
+# node of an output the Function computes reaches the set_ node), the program is refused. (Where the caller's
+# nodes of the leaf run before those of the set_() input, as for a loss summed over outputs in which the leaf comes
+# later, ours would match, but the Function cannot know the caller.)
 
 
 def refuse_set_beside_returned_leaves(
@@ -399,20 +403,29 @@ def refuse_set_beside_returned_leaves(
     flat, layout, analysis = setup.flat, setup.layout, setup.analysis
     reals = [flat.values[index] for index in flat.tensor_indices]
     read = {i for k, i in enumerate(setup.grad_inputs) if k < len(reach) and reach[k]}
-    for info in analysis.outputs:
-        if info.kind is not OutputKind.IS_INPUT or info.input_index is None:
+    # outputs the Function computes (not an input, nor regenerated from one after the epilogue)
+    computed = [
+        o
+        for o, info in enumerate(analysis.outputs)
+        if info.kind is OutputKind.TENSOR and (info.replay is None or info.replay.source is not ReplaySource.INPUT)
+    ]
+    for o, info in enumerate(analysis.outputs):
+        if info.kind is not OutputKind.IS_INPUT or info.input_index is None or not computed:
             continue
         real = flat.values[info.input_index]
         same = [t for t, r in enumerate(reals) if r is real]  # the same object passed at several positions
         if any(t in returned for t in same) or not read.intersection(same):
             continue
-        if any(analysis.mutations[j].set_under_grad for t in same for j in layout.leaves_of_input[t]):
-            raise UnsupportedError(
-                f"{flat.leaves[info.input_index].path} is set_() with grad enabled, returned and read by the program "
-                "with grad, beside a leaf input returned as itself: eager's backward gets that leaf its gradient "
-                "before the set_'s node raises, which the compiled program cannot order so (Note [Returned Leaves "
-                "Beside A Repeated set_]). Return a clone of the leaf, or read a clone of the set_() input"
-            )
+        if not any(analysis.mutations[j].set_under_grad for t in same for j in layout.leaves_of_input[t]):
+            continue
+        if reaches_output_node(setup.call, flat, computed, [o]) is False:
+            continue  # eager's set_ node waits behind no node of the program either
+        raise UnsupportedError(
+            f"{flat.leaves[info.input_index].path} is set_() with grad enabled, returned, and read with grad by the "
+            "program after the set_(), beside a leaf input returned as itself: eager's backward gets that leaf its "
+            "gradient before the set_'s node raises, which the compiled program cannot order so (Note [Returned "
+            "Leaves Beside A Repeated set_]). Return a clone of the leaf, or read a clone of the set_() input"
+        )
 
 
 def _reached(setup: JointSetup, reach: Sequence[frozenset[int]]) -> list[int]:
