@@ -527,6 +527,17 @@ def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
 # chain passes through a detach() (t0 = x.detach(); x.unsqueeze_(-1); t1 = t0.view(())), eager's `._base` is the
 # detach's result: the whole chain is replayed after the epilogue from the input's elements as they were when it
 # was taken, as for Note [Views Between In-Place View Ops].
+# The same split holds for trailing views taken with grad enabled after the bump (Note [Views Made After An In-Place
+# View Op]).
+#
+# Note [Views Made After An In-Place View Op]
+# A multi-output view (unbind, split, chunk) raises on grad_fn/is_leaf once its base's version moved after it was
+# made, like a no_grad view. `t0 = x.as_strided(...); x.t_(); t1 = t0.unbind(1)[1]` (fuzz seed 49000 #2330, x a
+# non-leaf): eager's unbind() ran after the bump and reads fine, while the whole chain replayed before the epilogue
+# made it before the epilogue's bump, and it raised. So for a chain replayed early because its input changed
+# layout, the trailing views taken after the input's last bump, in either grad mode (no in-place view op, `.data`
+# or set_() on what they made), are Replay.late_steps too: taken after the epilogue from what the early steps made,
+# in eager's order. With grad enabled they read the early view's grad_fn as eager's did, after the bump.
 
 
 def _late_no_grad_view(
