@@ -165,3 +165,18 @@ def test_seed49000_4037_view_set_onto_input_keeps_input_base(compile_fn: Compile
     check_no_grad(f, shared, compile_fn)
     check_no_grad(f, lambda: (torch.randn(3, 2), torch.randn(4, 2, 3)[1]), compile_fn)
     check_no_grad(f, lambda: (torch.randn(3, 2), torch.randn(2, 3)), compile_fn)
+
+
+# variant of fuzz seed 49000 #4037 with grad: x1, a view of a non-leaf, viewed and set_() onto x0 with grad on
+def test_seed49000_4037_grad_view_set_onto_input(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t3 = x1.unsqueeze(0).select(0, 0)
+        set_to(t3, x0)
+        return (t3, x1)
+
+    def shared() -> tuple[object, ...]:
+        b = nonleaf(2, 2, 3)
+        return (b[0], b[1])
+
+    check_with_grad(f, shared, compile_fn)
+    check_with_grad(f, lambda: (nonleaf(2, 3), nonleaf(4, 2, 3)[1]), compile_fn)
