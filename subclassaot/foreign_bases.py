@@ -30,7 +30,9 @@ if TYPE_CHECKING:  # functional_run imports this module
 # storage of its own; after `x1.set_(x0); t1 = x1.unsqueeze(1); x1.set_(t0)` (#9510) t1 lives on x0's storage and
 # `t1._base` is x1. Regenerated as `x.as_strided(...)`, the output would be a view of the wrong tensor. So such a
 # root is found at analysis (`foreign_root`): an input the program returns views of, or an intermediate, which the
-# graph then returns as an intermediate base (its values are eager's). The output is rebuilt as a view of that
+# graph then returns as an intermediate base (its values are eager's). An input that is itself a view stands for
+# its own `._base` (`input_root`), which its views share: after `t3 = x1.expand(...).select(0, -1); t3.set_(t2)`,
+# x1 a view of b0, `t3._base` is b0, taken at run time as `x1._base` (fuzz seed 49000 #4037). The output is rebuilt as a view of that
 # root, empty, then set_() onto the storage, size, stride and offset it has in eager (`view_onto`), as the program
 # did; the set_() is the runtime's own, so the shared version counter is put back. Only for outputs that do not
 # require grad: a set_() on a view that does rewrites its history, which eager's never had, unless the program's
@@ -69,13 +71,14 @@ def foreign_base(
     grad_set: bool = False,
 ) -> tuple[LeafSource, int] | None:
     """Where eager's `._base` of a plain output view on another storage is at run time: an input's dense leaf
-    (INPUT_ALIAS, its DenseIndex) or an intermediate base (INTERMEDIATE_ALIAS, its number); None when it is neither
+    (INPUT_ALIAS, its DenseIndex: the leaf's autograd root, `input_root`) or an intermediate base (INTERMEDIATE_ALIAS, its number); None when it is neither
     or the view is on its base's storage (Note [Views Set Onto Another Storage]). `grad_set`: a view of an input the
     program set_() there with grad on, which requires grad (Note [Views Of Inputs set_() Under Grad])."""
     root = None if leaf.requires_grad and not grad_set else _moved_root(leaf)
     if root is None:
         return None
-    inputs = [j for j, f in enumerate(finals) if f is root]
+    # the input itself, or the base an input is a view of (fuzz seed 49000 #4037): its autograd root
+    inputs = [j for j, f in enumerate(finals) if f is root or f._base is root]
     if inputs:
         return LeafSource.INPUT_ALIAS, inputs[0]
     found = bases.get(storage_key(root))
@@ -148,6 +151,12 @@ def _moved_root(leaf: torch.Tensor) -> torch.Tensor | None:
     if root is None or is_traceable_subclass(root) or storage_key(root) == storage_key(leaf):
         return None
     return root
+
+
+def input_root(t: torch.Tensor) -> torch.Tensor:
+    """The tensor whose views share `t`'s autograd base: `t._base`, or `t` itself where it is no view (Note [Views
+    Set Onto Another Storage])."""
+    return t._base if t._base is not None else t
 
 
 def view_onto(

@@ -17,7 +17,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.bumped_views import finish_bumped_view, lower_input_counter
 from subclassaot.detached_outputs import set_onto_inputs
 from subclassaot.final_marks import build_order, state_reached, use_only_tokens
-from subclassaot.foreign_bases import view_onto
+from subclassaot.foreign_bases import input_root, view_onto
 from subclassaot.grad_set_bases import set_under_grad_holder
 from subclassaot.protocol import unflatten_subclass
 from subclassaot.real_layouts import set_target_layout, wrapper_layout
@@ -322,7 +322,7 @@ def _from_leaves(
         own = leaf.same_object
         if leaf.foreign_base is not None:  # Note [Views Set Onto Another Storage]
             kind, at = leaf.foreign_base
-            root = dense[at] if kind is LeafSource.INPUT_ALIAS else bases[at]
+            root = input_root(dense[at]) if kind is LeafSource.INPUT_ALIAS else bases[at]
             assert isinstance(root, torch.Tensor)
             leaves.append(view_onto(root, source, *ev.meta(leaf.meta, symbols), grad=leaf.foreign_grad))
             continue

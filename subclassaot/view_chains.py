@@ -240,7 +240,7 @@ def _replay_of(
                 index=input_by_id[id(t)],
                 steps=tuple(steps),
                 before_epilogue=True,
-                late_steps=_no_grad_tail(value, t, run, len(steps)),
+                late_steps=_no_grad_tail(value, t, run, len(steps), with_grad=True),
             )
         if id(t) in input_by_id and _all_input_alias(leaves) and _replays_between(value, t, leaves, run):
             source_meta = _meta_exprs(first.source_meta)
@@ -527,6 +527,17 @@ def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
 # chain passes through a detach() (t0 = x.detach(); x.unsqueeze_(-1); t1 = t0.view(())), eager's `._base` is the
 # detach's result: the whole chain is replayed after the epilogue from the input's elements as they were when it
 # was taken, as for Note [Views Between In-Place View Ops].
+# The same split holds for trailing views taken with grad enabled after the bump (Note [Views Made After An In-Place
+# View Op]).
+#
+# Note [Views Made After An In-Place View Op]
+# A multi-output view (unbind, split, chunk) raises on grad_fn/is_leaf once its base's version moved after it was
+# made, like a no_grad view. `t0 = x.as_strided(...); x.t_(); t1 = t0.unbind(1)[1]` (fuzz seed 49000 #2330, x a
+# non-leaf): eager's unbind() ran after the bump and reads fine, while the whole chain replayed before the epilogue
+# made it before the epilogue's bump, and it raised. So for a chain replayed early because its input changed
+# layout, the trailing views taken after the input's last bump, in either grad mode (no in-place view op, `.data`
+# or set_() on what they made), are Replay.late_steps too: taken after the epilogue from what the early steps made,
+# in eager's order. With grad enabled they read the early view's grad_fn as eager's did, after the bump.
 
 
 def _late_no_grad_view(
@@ -635,14 +646,17 @@ def _reaches_a_leaf(grad_fn: Any) -> bool:
     return False
 
 
-def _no_grad_tail(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, total: int) -> int:
-    """How many of the last steps of `value`'s chain from input `t` are views the program took under no_grad after
-    `t`'s last version bump, with no in-place view op on what they made (Note [No-Grad Views Made After The Bump])."""
+def _no_grad_tail(
+    value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, total: int, *, with_grad: bool = False
+) -> int:
+    """How many of the last steps of `value`'s chain from input `t` are views the program took under no_grad (or,
+    `with_grad`, in either grad mode) after `t`'s last version bump, with no in-place view op on what they made
+    (Note [No-Grad Views Made After The Bump], Note [Views Made After An In-Place View Op])."""
     bump = last_bump(t, run)
     count, u = 0, value
     while count < total - 1 and (record := run.swaps.views.get(id(u))) is not None:
         if (
-            record.grad_enabled
+            (record.grad_enabled and not with_grad)
             or record.seq <= bump
             or id(u) in run.swaps.inplace_views
             or id(u) in run.swaps.data_aliases
