@@ -14,7 +14,7 @@ from typing import cast
 import torch
 
 from subclassaot.aliased_data_rules import data_assignments_allowed
-from subclassaot.errors import UnsupportedError
+from subclassaot.errors import AliasedSubclassRefusal, UnsupportedError
 from subclassaot.hidden_set_rules import kernel_strides, refuse_leaves_resized_under_no_grad, set_under_no_grad_inputs
 from subclassaot.schemas import (
     AliasGroup,
@@ -583,7 +583,7 @@ def _check_aliased_subclass_group(
         and _writer_of(layout, analysis, group) is None
         and not _one_traced_view_family(layout, subclass_grad)
     ):
-        raise UnsupportedError(
+        raise AliasedSubclassRefusal(
             f"{layout.leaves[clash].path} overlaps another input that is a view of the same tensor subclass base "
             "(or overlaps itself), and the program writes them where autograd records it; in training this is not "
             "supported yet (autograd's history of one alias goes through the write to the other). Pass the base "
