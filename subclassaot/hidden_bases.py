@@ -133,8 +133,11 @@ def hidden_base_guards(
         return inner.check(with_bases(values))
 
     lines = "".join(
-        "#   " + " and ".join(f"L[{k}]._base" for k in group) + " are one tensor  ("
-        + ", ".join(paths[k] for k in group) + ")\n"
+        "#   "
+        + " and ".join(f"L[{k}]._base" for k in group)
+        + " are one tensor  ("
+        + ", ".join(paths[k] for k in group)
+        + ")\n"
         for group in views
     )
     source = f"# Note [Subclass Views Of A Base Not Passed]: first\n{lines}# then, with those bases appended:\n"
