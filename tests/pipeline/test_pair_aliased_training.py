@@ -155,7 +155,8 @@ def test_views_passed_by_keyword(compile_fn: CompileFn | None) -> None:
         x = pair_nonleaf(4, 2)
         return Call(args=(), kwargs={"a": x[0], "b": x[0]})
 
-    check_with_grad(both_written, make, compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(both_written, make, compile_fn=compile_fn)
 
 
 def test_views_of_a_leaf_are_read_only(compile_fn: CompileFn | None) -> None:
@@ -195,7 +196,7 @@ def test_called_twice_on_the_same_views(compile_fn: CompileFn | None) -> None:
             a, b = x[0], x[0]
             first, second = fn(a, b), fn(a, b)
             assert isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor)
-            (first * second).sum().backward()
+            torch.autograd.backward((first * second).sum())
         assert leaf.grad is not None
         return [first.detach(), second.detach(), a.detach(), b.detach(), x.detach()], leaf.grad
 
