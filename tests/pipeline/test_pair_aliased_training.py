@@ -231,3 +231,45 @@ def test_module_and_captured_tensor_keep_the_refusal(compile_fn: CompileFn | Non
 
     refused_with_grad(Scale(), ROWS, compile_fn, REFUSAL)
     refused_with_grad(captured, ROWS, compile_fn, REFUSAL)
+
+
+def test_with_the_same_view_twice_and_plain_inputs(compile_fn: CompileFn | None) -> None:
+    # corpus pair_aliases_other_input_train beside Note [One Tensor Passed Several Times] (a view passed twice, a
+    # plain tensor passed twice) and a plain input that requires grad, and with a view of the whole base
+    def same_view_twice(a: T, a2: T, b: T) -> object:
+        a.add_(1)
+        a2.mul_(2)
+        return b * 3
+
+    def plain_twice(a: T, b: T, p: T, q: T) -> object:
+        a.add_(p)
+        b.mul_(2)
+        q.add_(1)
+        return a + b
+
+    def plain_grad(a: T, b: T, p: T) -> object:
+        a.mul_(p)
+        return b * p
+
+    def whole(a: T, b: T, c: T) -> object:
+        a.add_(1)
+        c.mul_(2)
+        return b + c[:2]
+
+    def view_twice() -> tuple[object, ...]:
+        x = pair_nonleaf(4, 2)
+        a = x[0]
+        return a, a, x[0]
+
+    def with_plain_twice() -> tuple[object, ...]:
+        x, p = pair_nonleaf(4, 2), torch.randn(2)
+        return x[0], x[0], p, p
+
+    def with_plain_grad() -> tuple[object, ...]:
+        x = pair_nonleaf(4, 2)
+        return x[0], x[0], torch.randn(2, requires_grad=True)
+
+    check_with_grad(same_view_twice, view_twice, compile_fn)
+    check_with_grad(plain_twice, with_plain_twice, compile_fn)
+    check_with_grad(plain_grad, with_plain_grad, compile_fn)
+    check_with_grad(whole, _views(4, 2, take=lambda x: (x[0], x[0], x.view(8))), compile_fn)
