@@ -31,9 +31,10 @@ from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.data_assignment import resimplified_data_metas
 from subclassaot.desugar import DynamicAliasError, dense_layout
 from subclassaot.early_views import replays_before_call
-from subclassaot.errors import BackendError, SubclassAOTError, UnsupportedError
+from subclassaot.errors import AliasedSubclassRefusal, BackendError, SubclassAOTError, UnsupportedError
 from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.grad_scope import check_grad_factories
+from subclassaot.hidden_bases import call_with_bases, dropping_bases, find_hidden_bases, hidden_base_guards
 from subclassaot.inputs import CaptureRef, capture_refs, flatten_call, lifted_state
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.runtime import inference_call, make_runner
@@ -163,6 +164,37 @@ def compile_entry(
         return dataclasses.replace(
             inner, guards=entry_guards, run=lambda values, bound: inner.run(marked(values), bound)
         )
+    try:
+        return _compile_entry_once(fn, args, kwargs, config, state, symbols, captures)
+    except AliasedSubclassRefusal as refusal:
+        hidden = find_hidden_bases(args, kwargs) if not isinstance(fn, torch.nn.Module) and not refs else None
+        if hidden is None:
+            raise
+        try:  # See Note [Subclass Views Of A Base Not Passed]
+            with_args, with_kwargs = call_with_bases(hidden, args, kwargs)
+            inner = compile_entry(dropping_bases(fn, hidden), with_args, with_kwargs, config, state, symbols, ())
+        except Exception:
+            raise refusal from None
+    entry_guards, extended = hidden_base_guards(hidden, inner.guards, [leaf.path for leaf in inner.flat.leaves])
+    _, spec = pytree.tree_flatten(({}, args, dict(kwargs)))
+    return dataclasses.replace(
+        inner,
+        spec=spec,
+        simple_arity=len(args) if not kwargs else None,
+        guards=entry_guards,
+        run=lambda values, bound: inner.run(extended(values), bound),
+    )
+
+
+def _compile_entry_once(
+    fn: Callable[..., object],
+    args: tuple[object, ...],
+    kwargs: Mapping[str, object],
+    config: CompileConfig,
+    state: AutomaticDynamicState,
+    symbols: SymbolCache,
+    captures: tuple[CaptureRef, ...] | None,
+) -> CompiledEntry:
     name = getattr(fn, "__name__", fn)
     try:
         try:

@@ -58,6 +58,7 @@ from subclassaot.schemas import (
     OutputKind,
     ReplaySource,
 )
+from subclassaot.torch_internals import refresh_view_grad_fn
 from subclassaot.trace import TracedGraph, UpdateKind
 from subclassaot.training_rules import (
     duplicate_wrappers,
@@ -687,6 +688,12 @@ def retrace_backward(
     setup, reference = meta.setup, meta.partition
     if setup is None or reference is None:
         raise AssertionError("BUG: a tangent retrace of an entry without a partition")
+    for value in setup.flat.values:
+        if isinstance(value, torch.Tensor):
+            # The compile-time inputs are read while the joint trace runs (is_leaf): a view among them whose base
+            # a later call wrote rebuilds its grad_fn on that read, on real tensors, so it does it here, outside
+            # the fake mode (Note [Subclass Views Of A Base Not Passed]: a member written rebases the others).
+            refresh_view_grad_fn(value)
     with setup.fake_mode:
         fakes = [setup.fake_mode.from_tensor(t, static_shapes=True) for ts in dense_tangents for t in ts]
     # Note [Backward Errors Through Input Values Only]: those tangents are never given to this backward

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import torch
 
 from subclassaot.errors import UnsupportedError
+from subclassaot.hidden_bases import is_hidden_base_path
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.schemas import AliasGroup, AliasGroupRef, DenseIndex, DenseLayout, DenseLeaf, InputIndex, Meta
 from subclassaot.torch_internals import get_version, set_version, storage_key, symint_expr
@@ -241,15 +242,30 @@ def dense_from_graph_inputs(layout: DenseLayout, graph_values: Sequence[torch.Te
             for i, (member, (size, stride, offset)) in enumerate(zip(group.members, group.member_meta, strict=True)):
                 same = group.same_as[i]
                 # The same tensor passed twice is one object in the program too (a t_() on one is seen on both).
-                dense[member] = (
-                    dense[group.members[same]]
-                    if same is not None
-                    else value.as_strided(_ints(size), _ints(stride), _int(offset))
-                )
+                if same is not None:
+                    dense[member] = dense[group.members[same]]
+                elif _whole_hidden_base(layout, group, member, (size, stride, offset)):
+                    dense[member] = value  # Note [Subclass Views Of A Base Not Passed]: its views' chains start here
+                else:
+                    dense[member] = value.as_strided(_ints(size), _ints(stride), _int(offset))
         else:
             dense[item] = value
     assert all(d is not None for d in dense), "BUG: a dense leaf has no graph input"
     return [d for d in dense if d is not None]
+
+
+def _whole_hidden_base(layout: DenseLayout, group: AliasGroup, member: DenseIndex, meta: Meta) -> bool:
+    """`member` is an inner tensor of a base the call does not pass, added by Note [Subclass Views Of A Base Not
+    Passed], and it is its group's whole base (offset 0, contiguous): it is traced as the base itself, so that an
+    as_strided() view of it (an input made by as_strided() replayed on it) is the first view of its chain (Note
+    [Writes After as_strided In A View Chain]). The program never sees that base, so nothing changes its layout."""
+    size, stride, offset = meta
+    return (
+        is_hidden_base_path(layout.leaves[member].path)
+        and list(size) == [group.base_numel]
+        and list(stride) == [1]
+        and offset == 0
+    )
 
 
 def rebuild_user_tensors(layout: DenseLayout, dense: Sequence[torch.Tensor]) -> list[torch.Tensor]:

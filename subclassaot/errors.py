@@ -29,5 +29,10 @@ class UnsupportedError(SubclassAOTError, NotImplementedError):
     """The program does something the pipeline cannot express faithfully; it refuses instead of guessing."""
 
 
+class AliasedSubclassRefusal(UnsupportedError):
+    """The refusal of overlapping subclass inputs written under grad (Note [Aliased Subclass Inputs In Training]),
+    which Note [Subclass Views Of A Base Not Passed] may lift by compiling again."""
+
+
 class BackendError(SubclassAOTError, RuntimeError):
     """A backend broke its contract (for example it returned a graph that mutates its inputs)."""

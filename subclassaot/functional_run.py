@@ -300,6 +300,8 @@ def _detach_members_without_grad(
 # is a member used after the write where it and the one writer are linked so (Note [Overlapping Subclass Members
 # Written Through One]). Checked (parity oracle) on fuzz seed 7000 #50, #1874, #4705, #6343, #6461, #8053, #8328,
 # #9986 and on every training program of seeds 6000 (#0-2999) and 7000 (#0-3999) with such a pair of inputs.
+# Views of one base the call does not pass get that base added as an input first (Note [Subclass Views Of A Base Not
+# Passed]).
 
 
 def _traced_as_views(layout: DenseLayout, flat: FlatInputs, clone_inputs: frozenset[int]) -> dict[int, int]:

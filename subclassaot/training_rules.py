@@ -15,7 +15,7 @@ import torch
 
 from subclassaot.aliased_data_rules import data_assignments_allowed
 from subclassaot.assigned_writes import check_assigned_writes
-from subclassaot.errors import UnsupportedError
+from subclassaot.errors import AliasedSubclassRefusal, UnsupportedError
 from subclassaot.hidden_set_rules import kernel_strides, refuse_leaves_resized_under_no_grad, set_under_no_grad_inputs
 from subclassaot.schemas import (
     AliasGroup,
@@ -531,7 +531,8 @@ def _hidden_change_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analy
 # autograd on the inner tensors (not the subclass's own wrapper-level formulas, so not eager's for a general
 # subclass) or rebuilding the members as wrapper-level views of one wrapper (as_strided on the subclass, which a
 # general subclass need not support). Where one member is the other's real `._base`, the real view's own view ops
-# rebuild it exactly: that is the Note on traced views.
+# rebuild it exactly: that is the Note on traced views; where the members are views of one base the call does not
+# pass, that base is added as an input (Note [Subclass Views Of A Base Not Passed]).
 
 
 def _written_through_alias(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
@@ -585,11 +586,12 @@ def _check_aliased_subclass_group(
         and _writer_of(layout, analysis, group) is None
         and not _one_traced_view_family(layout, subclass_grad)
     ):
-        raise UnsupportedError(
+        raise AliasedSubclassRefusal(
             f"{layout.leaves[clash].path} overlaps another input that is a view of the same tensor subclass base "
             "(or overlaps itself), and the program writes them where autograd records it; in training this is not "
-            "supported yet (autograd's history of one alias goes through the write to the other). Pass the base "
-            "tensor and take the views inside the function, or write under torch.no_grad()"
+            "supported yet (autograd's history of one alias goes through the write to the other; views of one base "
+            "that is not passed are compiled with that base, except in a module's forward or beside captured "
+            "tensors). Pass the base tensor and take the views inside the function, or write under torch.no_grad()"
         )
 
 

@@ -20,10 +20,6 @@ from tests.pipeline.corpus_pytorch2 import CASES2
 from tests.pipeline.corpus_pytorch3 import CASES3
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
-PAIR_ALIASED = (
-    "overlapping views of one PairTensor that requires grad, one written under grad, are refused in training "
-    "(Note [Aliased Subclass Inputs In Training])"
-)
 GRAD_FACTORY = "a tensor made with requires_grad=True inside a program none of whose inputs requires grad is refused"
 FUNCTION_RETURNS_PAIR_INPUT = (
     "a custom autograd.Function that returns its PairTensor input (or a view of it) is refused: eager's output is an "
@@ -34,16 +30,12 @@ PAIR_INTERMEDIATE = "several outputs aliasing one intermediate PairTensor that r
 
 # Programs the pipeline refuses with an UnsupportedError naming the input or output and the rule (eager runs them).
 REFUSED: dict[str, str] = {
-    "pair_aliases_other_input_train": PAIR_ALIASED,
     "requires_grad_on_view": "requires_grad_() on a view of an input (not on the input) is refused",
     "inner_grad": "torch.autograd.grad inside the compiled program is refused",
     "hook_on_intermediate": "register_hook() inside the compiled program is refused",
     "reassigned_buffer": "rebinding a buffer in forward (self.buf = ...) is refused",
     "batch_norm_cumulative": "BatchNorm(momentum=None) reads num_batches_tracked as a Python number",
     "pair_inner_mutated_train": "writing one inner tensor of a PairTensor input that requires grad is refused",
-    "pair_input_data_and_metadata_mutation_aliases_other_input_train": PAIR_ALIASED,
-    "pair_aliasing_strided_overlap_by_one_train": PAIR_ALIASED,
-    "pair_aliasing_3d_then_slice_overlap_train": PAIR_ALIASED,
     "set__and_data_mutation_bad": GRAD_FACTORY,
     "backward_mutation_metadata": "a metadata mutation (transpose_) of an input in a custom Function's backward",
     "pair_input_output_alias_custom_autograd_function": FUNCTION_RETURNS_PAIR_INPUT,
