@@ -191,6 +191,15 @@ def is_multi_output_view(t: torch.Tensor) -> bool:
     return bool(meta == torch._C._autograd.CreationMeta.MULTI_OUTPUT_NODE)
 
 
+def is_custom_function_view(t: torch.Tensor) -> bool:
+    """An autograd view a custom autograd.Function returned (its input, or a view of it), or a view of one: autograd
+    refuses to read its grad_fn once its base's version counter advanced, naming that Function."""
+    if not t._is_view():
+        return False
+    meta = torch._C._autograd._get_creation_meta(t)
+    return bool(meta == torch._C._autograd.CreationMeta.IN_CUSTOM_FUNCTION)
+
+
 def is_plain_autograd_view(t: torch.Tensor) -> bool:
     """An autograd view of the default kind (not made under no_grad nor by a multi-output op): reading its grad_fn
     after its base's version counter advanced rebuilds it over the base's history instead of raising."""

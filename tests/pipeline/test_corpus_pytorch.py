@@ -46,10 +46,6 @@ REFUSED: dict[str, str] = {
     "pair_aliasing_3d_then_slice_overlap_train": PAIR_ALIASED,
     "set__and_data_mutation_bad": GRAD_FACTORY,
     "backward_mutation_metadata": "a metadata mutation (transpose_) of an input in a custom Function's backward",
-    "pair_input_output_alias_custom_autograd_function": FUNCTION_RETURNS_PAIR_INPUT,
-    "pair_input_output_alias_custom_autograd_function_nonleaf_train": FUNCTION_RETURNS_PAIR_INPUT,
-    "pair_custom_autograd_function_view_of_leaf": FUNCTION_RETURNS_PAIR_INPUT,
-    "pair_custom_autograd_function_view_train": FUNCTION_RETURNS_PAIR_INPUT,
     "nnc_passthrough_dict": CONTAINER_WRITE,
     "pair_nnc_passthrough_dict": CONTAINER_WRITE,
 }

@@ -1,0 +1,215 @@
+"""A custom autograd.Function that returns its input, or a view of it (Note [Inputs Returned By A Custom Function]):
+eager's output is an autograd view of the input carrying the Function's history. PyTorch's test_aotdispatch.py
+(test_input_output_aliase_custom_autograd_function, test_input_output_view_custom_autograd_function), on plain and
+PairTensor inputs, leaf or not, with the variants around them: the Function's view ops, views taken after, two calls,
+inputs passed twice or as views, no_grad, dynamic shapes, and the writes to the input that are refused."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.fuzz_helpers import (
+    check_no_grad,
+    check_with_grad,
+    leaf,
+    nonleaf,
+    pair,
+    pair_nonleaf,
+    refused_with_grad,
+    twice,
+)
+
+T = torch.Tensor
+Ctx = Any
+
+
+class Identity(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Ctx, x: T) -> T:
+        return x
+
+    @staticmethod
+    def backward(ctx: Ctx, g: T) -> T:
+        return g * 0.5
+
+
+class Flat(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Ctx, x: T) -> T:
+        return x.view(-1)
+
+    @staticmethod
+    def backward(ctx: Ctx, g: T) -> T:
+        return g.view(2, 3) * 2
+
+
+class Row(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Ctx, x: T) -> T:
+        return x[1]
+
+    @staticmethod
+    def backward(ctx: Ctx, g: T) -> T:
+        return torch.stack([g, g * 3])
+
+
+class Transposed(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Ctx, x: T) -> T:
+        return x.t()
+
+    @staticmethod
+    def backward(ctx: Ctx, g: T) -> T:
+        return g.t() + 1
+
+
+class InputAndDouble(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Ctx, x: T) -> tuple[T, T]:
+        return x, x * 2
+
+    @staticmethod
+    def backward(ctx: Ctx, g: T, h: T) -> T:
+        return g + h * 2
+
+
+def identity(x: T) -> object:
+    return Identity.apply(x)  # type: ignore[no-untyped-call]
+
+
+def flat(x: T) -> object:
+    return Flat.apply(x)  # type: ignore[no-untyped-call]
+
+
+def row(x: T) -> object:
+    return Row.apply(x)  # type: ignore[no-untyped-call]
+
+
+def transposed(x: T) -> object:
+    return Transposed.apply(x)  # type: ignore[no-untyped-call]
+
+
+def called_twice(x: T) -> object:
+    return Identity.apply(x), Flat.apply(x)  # type: ignore[no-untyped-call]
+
+
+def viewed_after(x: T) -> object:
+    y = Identity.apply(x)  # type: ignore[no-untyped-call]
+    return y.view(3, 2), y
+
+
+def used_after(x: T) -> object:
+    y = Flat.apply(x)  # type: ignore[no-untyped-call]
+    return y, y * 2
+
+
+def input_and_double(x: T) -> object:
+    return InputAndDouble.apply(x)  # type: ignore[no-untyped-call]
+
+
+def first_of_two(x: T, y: T) -> object:
+    return Identity.apply(x), y.sin()  # type: ignore[no-untyped-call]
+
+
+PROGRAMS: list[Callable[[T], object]] = [
+    identity,
+    flat,
+    row,
+    transposed,
+    called_twice,
+    viewed_after,
+    used_after,
+    input_and_double,
+]
+
+MAKERS: dict[str, Callable[[], T]] = {
+    "plain_leaf": lambda: leaf(2, 3),
+    "plain_nonleaf": lambda: nonleaf(2, 3),
+    "pair_leaf": lambda: pair(2, 3, requires_grad=True),
+    "pair_nonleaf": lambda: pair_nonleaf(2, 3),
+    "pair_view": lambda: pair_nonleaf(4, 3)[1:3],
+    "pair_no_grad": lambda: pair(2, 3),
+}
+
+
+def _ids(fns: list[Callable[[T], object]]) -> list[str]:
+    return [f.__name__ for f in fns]
+
+
+@pytest.mark.parametrize("kind", list(MAKERS))
+@pytest.mark.parametrize("fn", PROGRAMS, ids=_ids(PROGRAMS))
+def test_function_returning_its_input_matches_eager(
+    fn: Callable[[T], object], kind: str, compile_fn: CompileFn | None
+) -> None:
+    # test_aotdispatch.py test_input_output_aliase_custom_autograd_function / _view_custom_autograd_function, and
+    # variants: corpus cases pair_input_output_alias_custom_autograd_function, pair_custom_autograd_function_view_*
+    make = MAKERS[kind]
+    check_with_grad(fn, lambda: (make(),), compile_fn)
+
+
+@pytest.mark.parametrize("kind", list(MAKERS))
+@pytest.mark.parametrize("fn", PROGRAMS, ids=_ids(PROGRAMS))
+def test_function_returning_its_input_under_no_grad(
+    fn: Callable[[T], object], kind: str, compile_fn: CompileFn | None
+) -> None:
+    # the same programs called under an outer no_grad: no history, the epilogue regenerates the views
+    make = MAKERS[kind]
+    check_no_grad(fn, lambda: (make(),), compile_fn)
+
+
+@pytest.mark.parametrize("fn", [identity, flat, row, viewed_after], ids=_ids([identity, flat, row, viewed_after]))
+def test_function_returning_its_input_dynamic(fn: Callable[[T], object], compile_fn: CompileFn | None) -> None:
+    # the view chain's sizes are symbolic: replayed on the real input with its own sizes
+    with torch.enable_grad():
+        assert_matches_eager(
+            fn, lambda: (pair_nonleaf(2, 3),), compile_kwargs={"dynamic": True}, compile_fn=compile_fn, calls=1
+        )
+
+
+@pytest.mark.parametrize("maker", [nonleaf, pair_nonleaf], ids=["plain", "pair"])
+def test_function_on_an_input_passed_twice(maker: Callable[..., T], compile_fn: CompileFn | None) -> None:
+    # one tensor as two arguments: the Function's output is a view of that one object
+    check_with_grad(first_of_two, twice(lambda: maker(2, 3)), compile_fn)
+
+
+def write_before(x: T) -> object:
+    x.mul_(2)
+    return Identity.apply(x)  # type: ignore[no-untyped-call]
+
+
+def write_after(x: T) -> object:
+    y = Flat.apply(x)  # type: ignore[no-untyped-call]
+    x.add_(1)
+    return y
+
+
+def transpose_before(x: T) -> object:
+    x.t_()
+    return Identity.apply(x)  # type: ignore[no-untyped-call]
+
+
+REFUSED = [write_before, write_after, transpose_before]
+
+
+@pytest.mark.parametrize("maker", [nonleaf, pair_nonleaf], ids=["plain", "pair"])
+@pytest.mark.parametrize("fn", REFUSED, ids=_ids(REFUSED))
+def test_function_returning_a_written_input_is_refused(
+    fn: Callable[[T], object], maker: Callable[..., T], compile_fn: CompileFn | None
+) -> None:
+    # The compiled Function returns the view before the epilogue writes the input (eager's was made after the write:
+    # its grad_fn reads fine), or eager's grad_fn raises naming the program's Function (a write after): refused.
+    refused_with_grad(fn, lambda: (maker(2, 3),), compile_fn, "Inputs Returned By A Custom Function")
+
+
+@pytest.mark.parametrize("maker", [nonleaf, pair_nonleaf], ids=["plain", "pair"])
+@pytest.mark.parametrize("fn", REFUSED, ids=_ids(REFUSED))
+def test_function_returning_a_written_input_under_no_grad(
+    fn: Callable[[T], object], maker: Callable[..., T], compile_fn: CompileFn | None
+) -> None:
+    # without autograd there is no Function history to keep: the epilogue writes and regenerates as usual
+    check_no_grad(fn, lambda: (maker(2, 3),), compile_fn)
