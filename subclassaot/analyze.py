@@ -49,12 +49,12 @@ from subclassaot.foreign_bases import (
     check_view_of_input_set_off_it,
     foreign_base,
 )
-from subclassaot.functional_offsets import alias_meta
 from subclassaot.function_views import (
     check_function_input_unwritten,
     check_written_function_view,
     function_view_replay,
 )
+from subclassaot.functional_offsets import alias_meta
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.grad_set_bases import sets_without_history
 from subclassaot.hidden_layouts import refuse_stale_view_layouts, releaf_size

@@ -41,7 +41,9 @@ __all__ = ["check_function_input_unwritten", "check_written_function_view", "fun
 # an error naming the program's Function, which no compiled output's can.
 
 
-def function_view_replay(path: str, value: torch.Tensor, run: FunctionalRun, input_by_id: dict[int, InputIndex]) -> Replay:
+def function_view_replay(
+    path: str, value: torch.Tensor, run: FunctionalRun, input_by_id: dict[int, InputIndex]
+) -> Replay:
     """The chain that makes `value` (a subclass output with the history of the program's own autograd.Function,
     over an input's storage) from that input; refused where replaying it inside the compiled Function is not exact."""
     steps: list[ViewStep] = []
@@ -73,13 +75,14 @@ def check_written_function_view(path: str, value: torch.Tensor) -> None:
 
 
 def written_or_changed(t: torch.Tensor, run: FunctionalRun) -> bool:
-    """Did the program advance `t`'s version counter (a write to it or to a tensor over its storages that autograd
-    sees), set_() it or change its metadata?"""
+    """Did the program advance `t`'s version counter (a write that autograd sees, to `t` or to a tensor over its
+    storages; for a subclass, one through a wrapper of its family), set_() it or change its metadata?"""
     k = next((k for k, u in enumerate(run.user_tensors) if u is t), None)
-    if k is None or leaf_meta(t) != run.initial_metas[k] or _changed(t, run) or run.swaps.bumps(t):
+    if k is None or leaf_meta(t) != run.initial_metas[k] or _changed(t, run):
         return True
-    leaves = dense_leaves_of(t, "input")[1]
-    return any(_changed(leaf, run) or storage_key(leaf) in run.swaps.last_bump for leaf in leaves)
+    if is_traceable_subclass(t):
+        return run.swaps.bumps(t) or any(_changed(leaf, run) for leaf in dense_leaves_of(t, "input")[1])
+    return storage_key(t) in run.swaps.last_bump
 
 
 def _changed(t: torch.Tensor, run: FunctionalRun) -> bool:

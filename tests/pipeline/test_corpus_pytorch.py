@@ -25,10 +25,6 @@ PAIR_ALIASED = (
     "(Note [Aliased Subclass Inputs In Training])"
 )
 GRAD_FACTORY = "a tensor made with requires_grad=True inside a program none of whose inputs requires grad is refused"
-FUNCTION_RETURNS_PAIR_INPUT = (
-    "a custom autograd.Function that returns its PairTensor input (or a view of it) is refused: eager's output is an "
-    "autograd view of the input wrapper"
-)
 CONTAINER_WRITE = "storing a new value into a dict passed as an input (d['a'] = ...) is refused"
 PAIR_INTERMEDIATE = "several outputs aliasing one intermediate PairTensor that requires grad are refused in training"
 

@@ -6,12 +6,13 @@ inputs passed twice or as views, no_grad, dynamic shapes, and the writes to the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 import torch
 
+from subclasses.pair import PairTensor, nested_example
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.fuzz_helpers import (
     check_no_grad,
@@ -112,6 +113,25 @@ def input_and_double(x: T) -> object:
     return InputAndDouble.apply(x)  # type: ignore[no-untyped-call]
 
 
+def input_and_output(x: T) -> object:
+    return x, Identity.apply(x)  # type: ignore[no-untyped-call]
+
+
+def nested_calls(x: T) -> object:
+    return Identity.apply(Identity.apply(x))  # type: ignore[no-untyped-call]
+
+
+def hidden_write_before(x: T) -> object:
+    x.data.mul_(2)
+    return Identity.apply(x)  # type: ignore[no-untyped-call]
+
+
+def hidden_write_after(x: T) -> object:
+    y = Flat.apply(x)  # type: ignore[no-untyped-call]
+    x.data.mul_(2)
+    return y
+
+
 def first_of_two(x: T, y: T) -> object:
     return Identity.apply(x), y.sin()  # type: ignore[no-untyped-call]
 
@@ -125,6 +145,10 @@ PROGRAMS: list[Callable[[T], object]] = [
     viewed_after,
     used_after,
     input_and_double,
+    input_and_output,
+    nested_calls,
+    hidden_write_before,
+    hidden_write_after,
 ]
 
 MAKERS: dict[str, Callable[[], T]] = {
@@ -137,7 +161,7 @@ MAKERS: dict[str, Callable[[], T]] = {
 }
 
 
-def _ids(fns: list[Callable[[T], object]]) -> list[str]:
+def _ids(fns: Sequence[Callable[[T], object]]) -> list[str]:
     return [f.__name__ for f in fns]
 
 
@@ -213,3 +237,42 @@ def test_function_returning_a_written_input_under_no_grad(
 ) -> None:
     # without autograd there is no Function history to keep: the epilogue writes and regenerates as usual
     check_no_grad(fn, lambda: (maker(2, 3),), compile_fn)
+
+
+def row_of_second(x: T, y: T) -> object:
+    return x * 2, Row.apply(y)  # type: ignore[no-untyped-call]
+
+
+def identity_of_other(x: T, y: T) -> object:
+    y.mul_(2)
+    return Identity.apply(x)  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize("maker", [nonleaf, pair_nonleaf], ids=["plain", "pair"])
+def test_function_on_one_of_two_inputs(maker: Callable[..., T], compile_fn: CompileFn | None) -> None:
+    # the view is replayed on the input it came from; another input the program writes does not matter
+    check_with_grad(row_of_second, lambda: (maker(2, 3), maker(2, 3)), compile_fn)
+    check_with_grad(identity_of_other, lambda: (maker(2, 3), maker(2, 3)), compile_fn)
+
+
+class _ReturnsParameter(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.p = torch.nn.Parameter(PairTensor(torch.randn(2, 3), torch.randn(2, 3)))
+
+    def forward(self, x: T) -> object:
+        return Identity.apply(self.p), x + 1  # type: ignore[no-untyped-call]
+
+
+def test_function_returning_a_pair_parameter(compile_fn: CompileFn | None) -> None:
+    # a lifted parameter is an input like any other: the output is a view of the module's own parameter
+    check_with_grad(_ReturnsParameter(), lambda: (pair(2, 3),), compile_fn)
+
+
+def test_function_returning_a_nested_pair(compile_fn: CompileFn | None) -> None:
+    # PairTensor of PairTensors: the wrapper-level view_as runs the subclass's own view ops at every level
+    def make() -> tuple[object, ...]:
+        return (PairTensor(nested_example(), nested_example(), requires_grad=True),)
+
+    check_with_grad(identity, make, compile_fn)
+    check_with_grad(transposed, make, compile_fn)
