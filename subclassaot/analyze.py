@@ -50,6 +50,7 @@ from subclassaot.foreign_bases import (
     foreign_base,
 )
 from subclassaot.function_views import (
+    check_dirty_inputs,
     check_function_input_unwritten,
     check_written_function_view,
     function_view_replay,
@@ -138,6 +139,7 @@ def analyze(
         )
         check_own_base_run(run.swaps, own_base_views)
         _check_requires_grad_calls(run)
+        check_dirty_inputs(flat, run)
         check_mixed_grad_view_ops(flat, run)
         refuse_stale_view_layouts(  # Note [View Inputs Laid Out Anew Under no_grad]
             [

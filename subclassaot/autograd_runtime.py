@@ -287,6 +287,7 @@ def training_call(
     typed_by = set().union(
         *(deps for tree, deps in zip(bw_meta.grad_trees, bw_meta.tangent_deps, strict=False) if tree is not None)
     )
+    tensor_position: dict[int, int] = {k: p for p, k in enumerate(flat.tensor_indices)}  # InputIndex -> `user`
 
     class CompiledStep(torch.autograd.Function):
         @staticmethod
@@ -317,7 +318,7 @@ def training_call(
                 info = analysis.outputs[o]
                 if info.function_view is not None:  # Note [Inputs Returned By A Custom Function]
                     view = info.function_view
-                    tensors.append(replay_steps(user[view.index], view.steps, ev, symbols))
+                    tensors.append(replay_steps(user[tensor_position[view.index]], view.steps, ev, symbols))
                     pos += len(info.leaves)
                     continue
                 leaves = [

@@ -1,10 +1,11 @@
-"""Stage `analyze`, training: outputs that a custom autograd.Function returned as its input, or as a view of it.
+"""Stage `analyze`, training: outputs that a custom autograd.Function returned as its input, or as a view of it,
+and inputs that one wrote and marked dirty.
 
 Input: the output's value in the functional run, its path, the run's records, the user inputs by id().
 Output: for a tensor subclass output, the `Replay` (source INPUT) that the compiled autograd.Function applies to the
-real input inside its forward; for any such output whose input the program writes, an UnsupportedError naming the
-output and the rule (Note [Inputs Returned By A Custom Function]).
-Invariants: pure reads of the run's records; no guards are added on symbolic sizes.
+real input inside its forward; otherwise nothing, or an UnsupportedError naming the output or input and the rule
+(Note [Inputs Returned By A Custom Function], Note [Inputs Marked Dirty By A Custom Function]).
+Invariants: pure reads of the run's records.
 """
 
 from __future__ import annotations
@@ -15,11 +16,16 @@ from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.protocol import is_traceable_subclass
-from subclassaot.schemas import InputIndex, Replay, ReplaySource, ViewStep
-from subclassaot.torch_internals import grad_fn_raises, is_custom_function_view, storage_key
+from subclassaot.schemas import FlatInputs, InputIndex, Replay, ReplaySource, ViewStep
+from subclassaot.torch_internals import custom_function_of, grad_fn_raises, is_custom_function_view, storage_key
 from subclassaot.view_chains import view_step
 
-__all__ = ["check_function_input_unwritten", "check_written_function_view", "function_view_replay"]
+__all__ = [
+    "check_dirty_inputs",
+    "check_function_input_unwritten",
+    "check_written_function_view",
+    "function_view_replay",
+]
 
 # Note [Inputs Returned By A Custom Function]
 # A custom autograd.Function whose forward returns its input `x` (autograd then returns `x.view_as(x)`, made with
@@ -72,6 +78,31 @@ def check_written_function_view(path: str, value: torch.Tensor) -> None:
     [Inputs Returned By A Custom Function])."""
     if torch.is_grad_enabled() and is_custom_function_view(value) and grad_fn_raises(value):
         raise _refusal(path, "the program then writes its base, so that its grad_fn raises naming that Function")
+
+
+# Note [Inputs Marked Dirty By A Custom Function]
+# A custom autograd.Function that writes its input in place and calls ctx.mark_dirty(x) gives eager's `x` the
+# Function's node as its grad_fn: the gradient that reaches x's earlier history is what the Function's backward
+# says, not the derivative of the write. The functional graph sees a write made with grad off (a Function's forward
+# runs so), and the epilogue repeats it as one, so the input would keep its old history. Refused: an input whose
+# version counter the program advanced and whose grad_fn at the end is a node of a Function of the program's.
+
+
+def check_dirty_inputs(flat: FlatInputs, run: FunctionalRun) -> None:
+    """Refuse an input that a custom autograd.Function of the program wrote and marked dirty (Note [Inputs Marked
+    Dirty By A Custom Function])."""
+    for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True):
+        cls = custom_function_of(t) if t.requires_grad else None
+        if cls is None or cls.__module__.startswith("subclassaot."):  # (the pipeline's own, around input clones)
+            continue
+        written = run.swaps.bumps(t) if is_traceable_subclass(t) else storage_key(t) in run.swaps.last_bump
+        if written:
+            raise UnsupportedError(
+                f"{flat.leaves[k].path}: a custom autograd.Function ({cls.__name__}) writes this input in place and "
+                "marks it dirty (ctx.mark_dirty), so that eager's input takes the Function's backward as its "
+                "history; the compiled program repeats the write without it (Note [Inputs Marked Dirty By A Custom "
+                "Function]). Return a new tensor from the Function's forward instead"
+            )
 
 
 def written_or_changed(t: torch.Tensor, run: FunctionalRun) -> bool:

@@ -276,3 +276,37 @@ def test_function_returning_a_nested_pair(compile_fn: CompileFn | None) -> None:
 
     check_with_grad(identity, make, compile_fn)
     check_with_grad(transposed, make, compile_fn)
+
+
+def after_constants(scale: float, w: T, x: T) -> object:
+    return Flat.apply(x), w * scale  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize("maker", [nonleaf, pair_nonleaf], ids=["plain", "pair"])
+def test_function_on_an_input_after_other_arguments(maker: Callable[..., T], compile_fn: CompileFn | None) -> None:
+    # the replayed view's source is found among the tensor inputs, past a constant and another tensor
+    check_with_grad(after_constants, lambda: (2.0, maker(3), maker(2, 3)), compile_fn)
+
+
+class Dirty(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Ctx, x: T) -> T:
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx: Ctx, g: T) -> T:
+        return g * 3
+
+
+def dirty(x: T) -> object:
+    return Dirty.apply(x)  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize("maker", [nonleaf, pair_nonleaf], ids=["plain", "pair"])
+def test_input_marked_dirty_by_a_function_is_refused(maker: Callable[..., T], compile_fn: CompileFn | None) -> None:
+    # Note [Inputs Marked Dirty By A Custom Function]: eager's input takes Dirty's backward (g * 3) as its history;
+    # the compiled program repeated the write without history, and the gradient behind the input was g, not 3 g
+    refused_with_grad(dirty, lambda: (maker(2, 3),), compile_fn, "marks it dirty")
+    check_no_grad(dirty, lambda: (maker(2, 3),), compile_fn)
