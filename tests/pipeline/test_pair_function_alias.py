@@ -310,3 +310,24 @@ def test_input_marked_dirty_by_a_function_is_refused(maker: Callable[..., T], co
     # the compiled program repeated the write without history, and the gradient behind the input was g, not 3 g
     refused_with_grad(dirty, lambda: (maker(2, 3),), compile_fn, "marks it dirty")
     check_no_grad(dirty, lambda: (maker(2, 3),), compile_fn)
+
+
+class ViewOfFirst(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Ctx, x: T, w: T) -> tuple[T, T]:
+        return x.unsqueeze(0).transpose(1, 2), w * 2
+
+    @staticmethod
+    def backward(ctx: Ctx, g: T, h: T) -> tuple[None, T]:
+        return None, h * 2
+
+
+def view_of_first(x: T, w: T) -> object:
+    return ViewOfFirst.apply(x, w)  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize("maker", [torch.randn, pair], ids=["plain", "pair"])
+def test_function_viewing_an_input_without_grad(maker: Callable[..., T], compile_fn: CompileFn | None) -> None:
+    # the view of x (which does not require grad) comes out of the Function requiring grad, because w does: a
+    # two-step chain (unsqueeze, transpose) replayed on x, and no gradient for x
+    check_with_grad(view_of_first, lambda: (maker(2, 3), maker(2, 3).requires_grad_()), compile_fn)
