@@ -11,6 +11,7 @@ Invariants: pure reads of the run's records.
 from __future__ import annotations
 
 import torch
+from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
@@ -84,14 +85,20 @@ def check_written_function_view(path: str, value: torch.Tensor) -> None:
 # A custom autograd.Function that writes its input in place and calls ctx.mark_dirty(x) gives eager's `x` the
 # Function's node as its grad_fn: the gradient that reaches x's earlier history is what the Function's backward
 # says, not the derivative of the write. The functional graph sees a write made with grad off (a Function's forward
-# runs so), and the epilogue repeats it as one, so the input would keep its old history. Refused: an input whose
-# version counter the program advanced and whose grad_fn at the end is a node of a Function of the program's.
+# runs so), and the epilogue repeats it as one, so the input would keep its old history. Refused where that input,
+# or a view of it, is an output (the gradient through it would be wrong): an input whose version counter the program
+# advanced and whose grad_fn at the end is a node of a Function of the program's. Not refused (a known gap): such an
+# input that is not returned; the outputs' gradients are right (the joint graph runs the Function's backward), but
+# the input keeps its old history for whatever the caller computes from it after the call.
 
 
 def check_dirty_inputs(flat: FlatInputs, run: FunctionalRun) -> None:
-    """Refuse an input that a custom autograd.Function of the program wrote and marked dirty (Note [Inputs Marked
-    Dirty By A Custom Function])."""
+    """Refuse an input that a custom autograd.Function of the program wrote and marked dirty, returned by the program
+    (Note [Inputs Marked Dirty By A Custom Function])."""
+    returned = [o for o in pytree.tree_leaves(run.output) if isinstance(o, torch.Tensor)]
     for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True):
+        if not any(o is t or run.swaps.view_root(o, through_swaps=True) is t for o in returned):
+            continue
         cls = custom_function_of(t) if t.requires_grad else None
         if cls is None or cls.__module__.startswith("subclassaot."):  # (the pipeline's own, around input clones)
             continue

@@ -331,3 +331,14 @@ def test_function_viewing_an_input_without_grad(maker: Callable[..., T], compile
     # the view of x (which does not require grad) comes out of the Function requiring grad, because w does: a
     # two-step chain (unsqueeze, transpose) replayed on x, and no gradient for x
     check_with_grad(view_of_first, lambda: (maker(2, 3), maker(2, 3).requires_grad_()), compile_fn)
+
+
+def dirty_plus_one(x: T) -> object:
+    return Dirty.apply(x) + 1  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize("maker", [nonleaf, pair_nonleaf], ids=["plain", "pair"])
+def test_input_marked_dirty_but_not_returned_runs(maker: Callable[..., T], compile_fn: CompileFn | None) -> None:
+    # corpus case custom_mark_dirty_train with another backward: the outputs' gradients come from the Function's
+    # backward in the joint graph (the input's own history after the call is the known gap of the Note)
+    check_with_grad(dirty_plus_one, lambda: (maker(2, 3),), compile_fn)
