@@ -53,6 +53,7 @@ from subclassaot.function_views import (
     check_dirty_inputs,
     check_function_input_unwritten,
     check_written_function_view,
+    from_program_function,
     function_view_replay,
 )
 from subclassaot.functional_offsets import alias_meta
@@ -444,7 +445,7 @@ def _output_info(
             out_leaves.append(OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False))
             graph_count += 1
     check_written_function_view(path, value)
-    root = run.swaps.view_root(value, through_swaps=True) if fresh else None
+    root = run.swaps.view_root(value, through_swaps=True) if fresh and from_program_function(value, run) else None
     if root is not None and id(root) in input_by_id:  # Note [Inputs Returned By A Custom Function]
         if tree is None:
             check_function_input_unwritten(path, root, run)
@@ -452,6 +453,12 @@ def _output_info(
             through = function_view_replay(path, value, run, input_by_id)
             made = info(OutputKind.TENSOR, tree=tree, outer_meta=leaf_meta(value), leaves=tuple(out_leaves))
             return replace(made, function_view=through), graph_count
+    elif fresh and tree is not None and value._is_view() and any(o.passthrough is not None for o in out_leaves):
+        raise UnsupportedError(
+            f"{path}: a view of a tensor subclass input with autograd history of the program's own, not returned by a "
+            "custom autograd.Function; eager's is an autograd view of that input, which a compiled output cannot be. "
+            "Return a clone"
+        )
     data_from = history_data_leaf(path, value, tree is not None, out_leaves, run)
     if data_from is not None:  # Note [Outputs Assigned .data With History]
         graph_leaf = OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=data_from.meta, is_view=False)

@@ -25,6 +25,7 @@ __all__ = [
     "check_dirty_inputs",
     "check_function_input_unwritten",
     "check_written_function_view",
+    "from_program_function",
     "function_view_replay",
 ]
 
@@ -65,6 +66,18 @@ def function_view_replay(
     if not is_traceable_subclass(t) or written_or_changed(t, run):
         raise _refusal(path, "the program also writes, set_()s or changes the metadata of that input")
     return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(reversed(steps)))
+
+
+def from_program_function(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """Is `value` an output of a custom autograd.Function of the program's (not the pipeline's own), or a view of one?"""
+    t: torch.Tensor | None = value
+    while t is not None:
+        cls = custom_function_of(t)
+        if cls is not None:
+            return not cls.__module__.startswith("subclassaot.")
+        record = run.swaps.views.get(id(t))
+        t = None if record is None else record.source
+    return False
 
 
 def check_function_input_unwritten(path: str, source: torch.Tensor, run: FunctionalRun) -> None:
