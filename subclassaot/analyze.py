@@ -49,9 +49,15 @@ from subclassaot.foreign_bases import (
     check_view_of_input_set_off_it,
     foreign_base,
 )
+from subclassaot.function_views import (
+    check_dirty_inputs,
+    check_function_input_unwritten,
+    check_written_function_view,
+    from_program_function,
+    function_view_replay,
+)
 from subclassaot.functional_offsets import alias_meta
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
-from subclassaot.grad_scope import check_subclass_input_through_function
 from subclassaot.grad_set_bases import sets_without_history
 from subclassaot.hidden_layouts import refuse_stale_view_layouts, releaf_size
 from subclassaot.kept_accumulators import assigned_accumulator_size
@@ -134,6 +140,7 @@ def analyze(
         )
         check_own_base_run(run.swaps, own_base_views)
         _check_requires_grad_calls(run)
+        check_dirty_inputs(flat, run)
         check_mixed_grad_view_ops(flat, run)
         refuse_stale_view_layouts(  # Note [View Inputs Laid Out Anew Under no_grad]
             [
@@ -372,7 +379,6 @@ def _output_info(
         if fresh:
             same = current.get(key) if key in original else None  # the input's own storage, not one set_() gave it
             view = same is not None and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
-            check_subclass_input_through_function(path, value, tree is not None, same is not None)
             out_leaves.append(
                 OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=view, passthrough=same)
             )
@@ -438,6 +444,21 @@ def _output_info(
         else:
             out_leaves.append(OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False))
             graph_count += 1
+    check_written_function_view(path, value)
+    root = run.swaps.view_root(value, through_swaps=True) if fresh and from_program_function(value, run) else None
+    if root is not None and id(root) in input_by_id:  # Note [Inputs Returned By A Custom Function]
+        if tree is None:
+            check_function_input_unwritten(path, root, run)
+        elif value._is_view():
+            through = function_view_replay(path, value, run, input_by_id)
+            made = info(OutputKind.TENSOR, tree=tree, outer_meta=leaf_meta(value), leaves=tuple(out_leaves))
+            return replace(made, function_view=through), graph_count
+    elif fresh and tree is not None and value._is_view() and any(o.passthrough is not None for o in out_leaves):
+        raise UnsupportedError(
+            f"{path}: a view of a tensor subclass input with autograd history of the program's own, not returned by a "
+            "custom autograd.Function; eager's is an autograd view of that input, which a compiled output cannot be. "
+            "Return a clone"
+        )
     data_from = history_data_leaf(path, value, tree is not None, out_leaves, run)
     if data_from is not None:  # Note [Outputs Assigned .data With History]
         graph_leaf = OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=data_from.meta, is_view=False)

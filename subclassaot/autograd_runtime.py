@@ -23,7 +23,7 @@ from subclassaot.backward_trace import BackwardGraph, BackwardVariant, retrace_b
 from subclassaot.errors import UnsupportedError
 from subclassaot.joint import training_roots
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
-from subclassaot.regenerate import fresh_outer_stride, root_outer_stride
+from subclassaot.regenerate import fresh_outer_stride, replay_steps, root_outer_stride
 from subclassaot.runtime_plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias, wrapper_write_recorded
 from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf
 from subclassaot.torch_internals import grad_fn_raises
@@ -287,6 +287,7 @@ def training_call(
     typed_by = set().union(
         *(deps for tree, deps in zip(bw_meta.grad_trees, bw_meta.tangent_deps, strict=False) if tree is not None)
     )
+    tensor_position: dict[int, int] = {k: p for p, k in enumerate(flat.tensor_indices)}  # InputIndex -> `user`
 
     class CompiledStep(torch.autograd.Function):
         @staticmethod
@@ -315,6 +316,11 @@ def training_call(
             pos = n_updates
             for o in fresh_outputs:
                 info = analysis.outputs[o]
+                if info.function_view is not None:  # Note [Inputs Returned By A Custom Function]
+                    view = info.function_view
+                    tensors.append(replay_steps(user[tensor_position[view.index]], view.steps, ev, symbols))
+                    pos += len(info.leaves)
+                    continue
                 leaves = [
                     # An input (or a view of one) returned by the program's own autograd.Function: return it as is,
                     # and autograd makes the output a view of it with our backward, exactly as eager does.

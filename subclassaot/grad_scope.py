@@ -19,7 +19,6 @@ from subclassaot.schemas import FlatInputs
 __all__ = [
     "check_backward_metadata",
     "check_grad_factories",
-    "check_subclass_input_through_function",
     "metadata_of",
 ]
 
@@ -68,16 +67,3 @@ def check_backward_metadata(flat: FlatInputs, user_tensors: Sequence[torch.Tenso
                 "(transpose_, unsqueeze_, ... on a saved tensor); metadata mutations during the backward are not "
                 "supported. Change the metadata of a clone in the backward instead"
             )
-
-
-def check_subclass_input_through_function(path: str, value: torch.Tensor, subclass: bool, on_input: bool) -> None:
-    """Refuse a subclass output that a custom autograd.Function returned as its input or a view of it: eager's is
-    an autograd view of the input wrapper carrying the Function's history, its inner tensors as the subclass made
-    them; the compiled output carries that history from the graph, as a fresh wrapper over views of the input's
-    inner tensors (or the inner tensors themselves)."""
-    if subclass and on_input and value._is_view():
-        raise UnsupportedError(
-            f"{path}: a custom autograd.Function returned its tensor subclass input, or a view of it; eager returns "
-            "an autograd view of that input with the Function's history, which a compiled output cannot be. Return "
-            "a clone from the Function's forward"
-        )

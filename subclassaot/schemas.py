@@ -401,6 +401,10 @@ class OutputInfo:
     # TENSOR in training, from the graph with its history: its `.data` is then assigned from this leaf's alias, as
     # eager's program did (Note [Outputs Assigned .data With History])
     data_from: OutputLeaf | None = None
+    # TENSOR subclass in training that the program's own autograd.Function returned as an input or a view of it: the
+    # wrapper-level view chain from that input, replayed on it inside the compiled Function's forward (Note [Inputs
+    # Returned By A Custom Function])
+    function_view: Replay | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -191,6 +191,28 @@ def is_multi_output_view(t: torch.Tensor) -> bool:
     return bool(meta == torch._C._autograd.CreationMeta.MULTI_OUTPUT_NODE)
 
 
+def custom_function_of(t: torch.Tensor) -> type | None:
+    """The custom autograd.Function class whose node is `t`'s grad_fn (an output of its forward, or an input it
+    marked dirty), if it is one."""
+    try:
+        node = t.grad_fn
+    except (RuntimeError, ValueError, IndexError):  # see grad_fn_raises
+        return None
+    if not isinstance(node, torch.autograd.function.BackwardCFunction):
+        return None
+    cls: type = node._forward_cls  # set on the node class by FunctionMeta
+    return cls
+
+
+def is_custom_function_view(t: torch.Tensor) -> bool:
+    """An autograd view a custom autograd.Function returned (its input, or a view of it), or a view of one: autograd
+    refuses to read its grad_fn once its base's version counter advanced, naming that Function."""
+    if not t._is_view():
+        return False
+    meta = torch._C._autograd._get_creation_meta(t)
+    return bool(meta == torch._C._autograd.CreationMeta.IN_CUSTOM_FUNCTION)
+
+
 def is_plain_autograd_view(t: torch.Tensor) -> bool:
     """An autograd view of the default kind (not made under no_grad nor by a multi-output op): reading its grad_fn
     after its base's version counter advanced rebuilds it over the base's history instead of raising."""

@@ -56,6 +56,7 @@ __all__ = [
     "root_replay",
     "viewed_before_set",
     "view_rebuilt_by_set",
+    "view_step",
     "wrapper_storage_classes",
 ]
 
@@ -205,7 +206,7 @@ def _replay_of(
             for r in run.swaps.inplace_views.get(id(t), [])
             if record.seq < r.seq < upto and not (then_set and t is value and r.func in SET_OPS)
         ]  # (an earlier set_() of the output itself: the last one, replayed after the chain, overrides it)
-        step = _step(record)
+        step = view_step(record)
         if step is not None and id(t) in run.swaps.data_aliases:
             step = replace(step, own_version=True)  # `.data`: not eager's detach(), its version counter is its own
         segment = [step, *(_inplace_step(r, set_sources) for r in own)]
@@ -788,7 +789,8 @@ def _unchanged_subclass_inputs(run: FunctionalRun, input_by_id: dict[int, InputI
     return out
 
 
-def _step(record: ViewRecord) -> ViewStep | None:
+def view_step(record: ViewRecord) -> ViewStep | None:
+    """The recorded view op as a step to replay; None where one of its arguments is a tensor."""
     return _make_step(record.func, record.args, record.kwargs, record.index, record.grad_enabled)
 
 

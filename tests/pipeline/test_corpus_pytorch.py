@@ -21,10 +21,6 @@ from tests.pipeline.corpus_pytorch3 import CASES3
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
 GRAD_FACTORY = "a tensor made with requires_grad=True inside a program none of whose inputs requires grad is refused"
-FUNCTION_RETURNS_PAIR_INPUT = (
-    "a custom autograd.Function that returns its PairTensor input (or a view of it) is refused: eager's output is an "
-    "autograd view of the input wrapper"
-)
 CONTAINER_WRITE = "storing a new value into a dict passed as an input (d['a'] = ...) is refused"
 PAIR_INTERMEDIATE = "several outputs aliasing one intermediate PairTensor that requires grad are refused in training"
 
@@ -38,10 +34,6 @@ REFUSED: dict[str, str] = {
     "pair_inner_mutated_train": "writing one inner tensor of a PairTensor input that requires grad is refused",
     "set__and_data_mutation_bad": GRAD_FACTORY,
     "backward_mutation_metadata": "a metadata mutation (transpose_) of an input in a custom Function's backward",
-    "pair_input_output_alias_custom_autograd_function": FUNCTION_RETURNS_PAIR_INPUT,
-    "pair_input_output_alias_custom_autograd_function_nonleaf_train": FUNCTION_RETURNS_PAIR_INPUT,
-    "pair_custom_autograd_function_view_of_leaf": FUNCTION_RETURNS_PAIR_INPUT,
-    "pair_custom_autograd_function_view_train": FUNCTION_RETURNS_PAIR_INPUT,
     "nnc_passthrough_dict": CONTAINER_WRITE,
     "pair_nnc_passthrough_dict": CONTAINER_WRITE,
 }
