@@ -18,6 +18,7 @@ from tests.pipeline.corpus import Case, run_case
 from tests.pipeline.corpus_pytorch import CASES
 from tests.pipeline.corpus_pytorch2 import CASES2
 from tests.pipeline.corpus_pytorch3 import CASES3
+from tests.pipeline.corpus_pytorch4 import CASES4
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
 PAIR_ALIASED = (
@@ -103,7 +104,7 @@ def _params(
     return out
 
 
-ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3
+ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4
 
 
 @pytest.mark.parametrize(("case", "backend"), _params(ALL))
