@@ -36,6 +36,7 @@ from subclassaot.nograd_set_views import (
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.regenerated_views import note_assignment_reads, note_grad_fn_reads
 from subclassaot.resize_rules import as_resize, check_resize_within_storage, resize_strides
+from subclassaot.run_calls import check_set_source, per_tensor_method, reads_grad
 from subclassaot.stale_views import (
     check_stale_set,
     check_stale_views,
@@ -181,6 +182,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if self.depth == 0 and torch.is_grad_enabled():
                 self._note_wrapper_op(func, args, kwargs)
             if func in SET_OPS and self.depth == 0:
+                check_set_source(args)
                 leaves = flatten_subclass(args[0], "set_")[1]
                 check_shared_grad_set(self.record, args, leaves)
                 self.left_storages[id(args[0])] = (storage_key(args[0]), [storage_key(leaf) for leaf in leaves])
@@ -656,28 +658,6 @@ def _key_of_storage(storage: object) -> object:
 # that cannot be replayed as eager made it. The same object passed twice stays one object in the trace.
 
 
-# Note [In-Place Foreach Ops Run Tensor By Tensor]
-# `torch._foreach_mul_([a, b], [2, 3])` writes every tensor of its first list argument. Functionalization and the
-# run's records (version counters, writes through subclass wrappers) follow a write through a Tensor argument, not
-# through a list: traced as one op, a written input kept its old version counter and a PairTensor input its old
-# values (test_fw_bw_mutation_no_functionalization1). The program's run therefore calls the per-tensor in-place
-# method (`Tensor.mul_`) on each tensor in turn, list arguments indexed alongside, others passed to every call; that
-# is eager's own order on CPU (the slow path loops the same way, a later tensor reading an earlier one's write). An
-# out-of-place `_foreach_mul` writes nothing and runs as it is. Eager's foreach op on a wrapper subclass writes its
-# inner tensors but leaves the wrapper's own version counter where it was; so does the run.
-
-
-def _per_tensor_method(func: Any) -> Any:
-    name = getattr(func, "__name__", "")
-    if not (name.startswith("_foreach_") and name.endswith("_")):
-        return None
-    return getattr(torch.Tensor, name[len("_foreach_") :], None)
-
-
-def _reads_grad(tree: object) -> bool:
-    return any(isinstance(t, torch.Tensor) and t.requires_grad for t in pytree.tree_leaves(tree))
-
-
 class _DataMode(TorchFunctionMode):
     def __init__(self, record: SwapRecord) -> None:
         super().__init__()
@@ -687,7 +667,7 @@ class _DataMode(TorchFunctionMode):
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
-        method = _per_tensor_method(func)
+        method = per_tensor_method(func)
         if method is not None and args and isinstance(args[0], (list, tuple)):
             for i, t in enumerate(args[0]):  # Note [In-Place Foreach Ops Run Tensor By Tensor]
                 rest = tuple(a[i] if isinstance(a, (list, tuple)) else a for a in args[1:])
@@ -746,7 +726,7 @@ class _DataMode(TorchFunctionMode):
                 self.record.requires_grad_gained.add(id(args[0]))
         if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
             self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
-        if not self.record.grad_at_start and torch.is_grad_enabled() and _reads_grad((args, kwargs)):
+        if not self.record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
             self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode Turned On Inside A no_grad Call]
         call_args, call_kwargs = with_eager_view_histories(self.record, func, args, kwargs)
         if name != "__set__":

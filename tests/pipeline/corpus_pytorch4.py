@@ -197,7 +197,9 @@ OUTPUT_ALIASES = [
     *leaf_kinds("aot_export_simplified_basic", product_and_self_detached, lambda new: (new(2), new(2))),
     *leaf_kinds("noncontig_nonmemformat_tangents", plus_one_transposed, lambda new: (new(2, 4, 6),)),
     Case(
-        name="aot_dispatch_incorrect_backward", fn=div_and_double, make_inputs=lambda: (pair_leaf(3, 3), plain.leaf(3, 3))
+        name="aot_dispatch_incorrect_backward",
+        fn=div_and_double,
+        make_inputs=lambda: (pair_leaf(3, 3), plain.leaf(3, 3)),
     ),
 ]
 
@@ -507,7 +509,11 @@ MODULES = [
     Case(name="buffer_batch_norm", fn=BatchNorm1dModule(), make_inputs=lambda: (plain.leaf(20, 10),)),
     Case(name="aot_export_module_joint", fn=ConvBatchnormRelu(), make_inputs=lambda: (plain.t(1, 1, 3, 3),)),
     Case(name="aot_export_metadata_mutation", fn=ParamAndInputTransposed(), make_inputs=lambda: (plain.t(2, 4),)),
-    Case(name="aot_export_forward_mutation_no_buffer_mut", fn=InputWrittenBufferRead(), make_inputs=lambda: (plain.t(6, 4),)),
+    Case(
+        name="aot_export_forward_mutation_no_buffer_mut",
+        fn=InputWrittenBufferRead(),
+        make_inputs=lambda: (plain.t(6, 4),),
+    ),
     Case(
         name="aot_export_forward_mutation_no_buffer_mut_train",
         fn=InputWrittenBufferRead(),
@@ -677,15 +683,33 @@ def _pair_set_inputs(rg: bool) -> tuple[object, ...]:
     return pair(3, 3, rg=rg), pair(3, 3, rg=rg)
 
 
+def pair_set_to_arange_no_grad(a: T) -> object:
+    # test_input_mutation_set__input_mutation, the source a PairTensor too
+    b = torch.arange(9, dtype=a.dtype).reshape(3, 3)
+    b = PairTensor(b, b * 2)
+    with torch.no_grad():
+        set_to(a, b)
+    return a * b
+
+
+def pair_set_there_and_back(a: T) -> object:
+    # test_input_mutation_set__nop, the source a PairTensor too
+    b = torch.arange(9, dtype=a.dtype)
+    b = PairTensor(b, b + 1)
+    a_old = torch.ops.aten.alias.default(a)
+    with torch.no_grad():
+        set_to(a, b)
+        set_to(a, a_old)
+    return a + b.reshape(3, 3)
+
+
 PAIR_VARIANTS = [
     *plain.both("pair_aliased_mutation_output_alias", plain.mutate_third_return_views, _pair_flat_pair_with_other),
     *plain.both("pair_metadata_mutation_aliases", plain.metadata_mutation_of_alias, _pair_flat_twice),
     *plain.both("pair_aliases_none_require_grad", plain.mutate_first_none_need_grad, _pair_flat_twice_and_grad),
     *plain.both("pair_aliases_bases_out_of_order", plain.bases_out_of_order, _pair_out_of_order),
     *plain.both("pair_alias_everything", plain.alias_everything, _pair_everything),
-    *plain.both(
-        "pair_outputs_view_correct_alias", plain.views_of_each, _pair_flat_and_base, after_call=plain.mul_arg0
-    ),
+    *plain.both("pair_outputs_view_correct_alias", plain.views_of_each, _pair_flat_and_base, after_call=plain.mul_arg0),
     *plain.both("pair_dupe_arg_torture", plain.dupe_torture, _pair_same_twice),
     *plain.both("pair_dupe_left_bias", plain.dupe_left_bias, _pair_same_twice),
     *plain.both("pair_dupe_arg_returned_as_output", plain.dupe_returned, _pair_dupe_with_other),
@@ -699,7 +723,9 @@ PAIR_VARIANTS = [
         after_call=plain.mul_out(0),
     ),
     *plain.both("pair_intermediate_view_no_grad", plain.intermediate_view_no_grad, _pair_no_grad_a),
-    *plain.both("pair_mutation_of_intermediate_view_output", plain.plus_one_flat, _p(3, 3), after_call=plain.mul_out(-1)),
+    *plain.both(
+        "pair_mutation_of_intermediate_view_output", plain.plus_one_flat, _p(3, 3), after_call=plain.mul_out(-1)
+    ),
     *plain.both(
         "pair_unbind_intermediate_and_both", plain.unbind_intermediate_and_both, _p(3, 3), after_call=plain.mul_out(-1)
     ),
@@ -726,6 +752,8 @@ PAIR_VARIANTS = [
         after_call=plain.mul_out(0),
     ),
     *plain.both("pair_input_mutation_set__input_mutation", p2.set_to_arange_no_grad, _p(3, 3)),
+    *plain.both("pair_input_mutation_set__input_mutation_pair_source", pair_set_to_arange_no_grad, _p(3, 3)),
+    *plain.both("pair_input_mutation_set__nop_pair_source", pair_set_there_and_back, _p(3, 3)),
     *plain.both("pair_set__and_data_mutation_good", p2.set_then_write_source, _pair_set_inputs),
     *plain.both("pair_input_mutation_set__nop", p2.set_there_and_back, _p(3, 3)),
     Case(name="pair_set__steals_view_chain", fn=p2.set_steals_view_chain, make_inputs=lambda: (pair(3, 3), pair(3, 9))),
