@@ -474,7 +474,7 @@ def training_call(
                 leaves = dense_grads[pos : pos + width]
                 pos += width
                 if tree is not None and shared:  # Note [Subclass Gradients Own Their Inner Tensors]
-                    leaves = [g.clone() if g is not None and id(g) in shared else g for g in leaves]
+                    leaves = [g.clone() if id(g) in shared else g for g in leaves]
                 if k in unused or not (deps[k] & present):
                     continue  # eager's gradient is None: no used output reaches this input
                 if tree is None:

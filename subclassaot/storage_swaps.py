@@ -674,7 +674,7 @@ class _DataMode(TorchFunctionMode):
                 family, version = self.record.family_of(t), get_version(t)
                 bumped = family in self.record.written_families
                 self.__torch_function__(method, types, (t, *rest), kwargs)
-                if is_traceable_subclass(t) and not bumped:
+                if isinstance(t, torch.Tensor) and is_traceable_subclass(t) and not bumped:
                     self.record.written_families.discard(family)
                     set_version(t, version)
             return None

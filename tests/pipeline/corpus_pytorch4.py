@@ -265,7 +265,8 @@ class ForeachWritesSavedOutput(torch.autograd.Function):
     def backward(ctx: FunctionCtx, grad_output: T) -> T:
         (x,) = ctx.saved_tensors  # type: ignore[attr-defined]
         torch._foreach_mul_([x], [4])
-        return grad_output * x
+        out: T = grad_output * x
+        return out
 
 
 def foreach_writes_both_passes(a: T, b: T) -> object:
@@ -288,7 +289,8 @@ class SavesItsInput(torch.autograd.Function):
     @staticmethod
     def backward(ctx: FunctionCtx, gx: T) -> T:
         (saved_x,) = ctx.saved_tensors  # type: ignore[attr-defined]
-        return gx + saved_x
+        out: T = gx + saved_x
+        return out
 
 
 def input_and_relu_of_saved_identity(x: T) -> object:
@@ -297,12 +299,12 @@ def input_and_relu_of_saved_identity(x: T) -> object:
     return x0, F.relu(y)
 
 
-@torch.library.custom_op("corpus4::clone_zero_in_backward", mutates_args=())  # type: ignore[misc]
+@torch.library.custom_op("corpus4::clone_zero_in_backward", mutates_args=())
 def clone_zero_in_backward(x: T, x1: T) -> T:
     return x.clone()
 
 
-@clone_zero_in_backward.register_fake  # type: ignore[misc]
+@clone_zero_in_backward.register_fake
 def _clone_zero_in_backward_fake(x: T, x1: T) -> T:
     return torch.empty_like(x)
 
@@ -468,7 +470,7 @@ class ConvAndViewsChannelsLast(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.conv = torch.nn.Conv2d(3, 3, 3)
-        self.to(memory_format=torch.channels_last)
+        self.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
 
     def forward(self, x: T, y: T, cont_inp: T) -> tuple[T, ...]:
         z = y + 3
