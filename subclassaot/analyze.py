@@ -198,6 +198,7 @@ def analyze(
         stride_probes=probes,
         wrapper_storage=wrapper_storage,
         grad_factories=tuple(run.swaps.grad_factories),
+        grad_reenabled=tuple(run.swaps.grad_reenabled),
     )
 
 

@@ -33,7 +33,7 @@ from subclassaot.desugar import DynamicAliasError, dense_layout
 from subclassaot.early_views import replays_before_call
 from subclassaot.errors import AliasedSubclassRefusal, BackendError, SubclassAOTError, UnsupportedError
 from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
-from subclassaot.grad_scope import check_grad_factories
+from subclassaot.grad_scope import check_grad_factories, check_grad_reenabled
 from subclassaot.hidden_bases import call_with_bases, dropping_bases, find_hidden_bases, hidden_base_guards
 from subclassaot.inputs import CaptureRef, capture_refs, flatten_call, lifted_state
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
@@ -307,6 +307,7 @@ def _compile_over(
         with torch.enable_grad() if training else torch.no_grad():
             analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
     check_grad_factories(analysis.grad_factories, training=training)
+    check_grad_reenabled(analysis.grad_reenabled, training=training)
     if training:
         check_gained_grad(flat, layout, analysis, fakes)
         check_training_supported(flat, layout, analysis, fakes)

@@ -85,6 +85,25 @@ def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[tor
 # backward (create_graph=True): there the gradient types are those of a backward through every output (a known gap).
 
 
+# Note [Subclass Gradients Own Their Inner Tensors]
+# The backward graph may return one tensor as several gradients (a broadcast add gives the same tangent to every
+# input it reached). For plain inputs autograd copes (AccumulateGrad copies a gradient it does not hold alone). A
+# subclass gradient rebuilt around that tensor shares it with the others, or with itself (`p.grad.a is p.grad.b`):
+# AccumulateGrad keeps the fresh wrapper, and the next accumulation `p.grad += g` runs in place on its inner tensors,
+# adding to the shared one twice or into another input's gradient (test_subclass_parameters, a second call gave 3
+# where eager gives 2). So a tensor the graph returns more than once is cloned wherever it becomes an inner tensor of
+# a subclass gradient; eager's gradients never share storage.
+
+
+def _shared_grads(grads: Sequence[torch.Tensor | None]) -> frozenset[int]:
+    seen: set[int] = set()
+    shared: set[int] = set()
+    for g in grads:
+        if g is not None:
+            (shared if id(g) in seen else seen).add(id(g))
+    return frozenset(shared)
+
+
 # Note [Unreached Inputs Are Detached]
 # An input that requires grad but that no differentiable output's gradient reaches (or only new values of inputs
 # that the epilogue writes under no_grad: .data and no_grad writes) is given to the Function detached where the
@@ -454,11 +473,14 @@ def training_call(
             result: list[torch.Tensor | None] = [None] * n_results
             pos = 0
             grad_trees, unused, deps, stride_leaves = shape
+            shared = _shared_grads(dense_grads)
             for k, i in enumerate(targets):
                 tree = grad_trees[k]
                 width = 1 if tree is None else tree.num_leaves
                 leaves = dense_grads[pos : pos + width]
                 pos += width
+                if tree is not None and shared:  # Note [Subclass Gradients Own Their Inner Tensors]
+                    leaves = [g.clone() if id(g) in shared else g for g in leaves]
                 if k in unused or not (deps[k] & present):
                     continue  # eager's gradient is None: no used output reaches this input
                 if tree is None:

@@ -19,6 +19,7 @@ from subclassaot.schemas import FlatInputs
 __all__ = [
     "check_backward_metadata",
     "check_grad_factories",
+    "check_grad_reenabled",
     "metadata_of",
 ]
 
@@ -38,6 +39,27 @@ def check_grad_factories(factories: Sequence[str], *, training: bool) -> None:
             f"the program makes a tensor that requires grad itself ({factories[0]}(..., requires_grad=True)) while "
             "no input requires grad; eager's outputs computed from it require grad, the compiled inference graph's "
             "cannot (Note [Tensors Made Requiring Grad Inside The Program]). Pass that tensor as an input instead"
+        )
+
+
+# Note [Grad Mode Turned On Inside A no_grad Call]
+# Called under torch.no_grad() with inputs that require grad, a program that turns grad mode back on inside
+# (`with torch.enable_grad(): out = x.cos()`) gives eager outputs that require grad and carry a grad_fn, next to
+# outputs computed outside that region that do not (test_aot_dispatch_output_requires_grad_in_no_grad). The pipeline
+# decides training from the grad mode at the call and the inputs, so such a call compiles for inference, whose
+# graph outputs carry no history: the analysis (run under no_grad as the call is) records every torch function that
+# ran with grad mode on and read a tensor that requires grad, and the call is refused if there is one. Under grad
+# mode, or with no tensor requiring grad inside the region, nothing differs and nothing is refused.
+
+
+def check_grad_reenabled(functions: Sequence[str], *, training: bool) -> None:
+    """Refuse a program compiled for inference that turned grad mode on inside and computed on tensors needing it."""
+    if functions and not training:
+        raise UnsupportedError(
+            f"the program turns grad mode back on inside (torch.enable_grad() / set_grad_enabled(True)) and calls "
+            f"{functions[0]}() on tensors that require grad, while it is called under no_grad: eager's results of "
+            "that region require grad, the compiled inference graph's cannot (Note [Grad Mode Turned On Inside A "
+            "no_grad Call]). Call the compiled function with grad mode on, or compute that region outside it"
         )
 
 

@@ -439,6 +439,9 @@ class Analysis:
     # torch functions the program called with requires_grad=True, in call order
     # (See Note [Tensors Made Requiring Grad Inside The Program])
     grad_factories: tuple[str, ...] = ()
+    # torch functions that ran with grad mode turned back on (torch.enable_grad()) in a run begun under no_grad, on
+    # tensors that require grad (Note [Grad Mode Turned On Inside A no_grad Call])
+    grad_reenabled: tuple[str, ...] = ()
     # per dense leaf: the program read a view of its synthetic base whose history autograd rebuilt from a view
     # function that misses an in-place view op (Note [Stale View Functions]); () outside alias groups
     stale_view_reads: tuple[bool, ...] = ()

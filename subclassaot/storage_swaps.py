@@ -36,6 +36,7 @@ from subclassaot.nograd_set_views import (
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.regenerated_views import note_assignment_reads, note_grad_fn_reads
 from subclassaot.resize_rules import as_resize, check_resize_within_storage, resize_strides
+from subclassaot.run_calls import check_set_source, per_tensor_method, reads_grad
 from subclassaot.stale_views import (
     check_stale_set,
     check_stale_views,
@@ -181,6 +182,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if self.depth == 0 and torch.is_grad_enabled():
                 self._note_wrapper_op(func, args, kwargs)
             if func in SET_OPS and self.depth == 0:
+                check_set_source(args)
                 leaves = flatten_subclass(args[0], "set_")[1]
                 check_shared_grad_set(self.record, args, leaves)
                 self.left_storages[id(args[0])] = (storage_key(args[0]), [storage_key(leaf) for leaf in leaves])
@@ -667,6 +669,17 @@ class _DataMode(TorchFunctionMode):
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        method = per_tensor_method(func)
+        if method is not None and args and isinstance(args[0], (list, tuple)):
+            for i, t in enumerate(args[0]):  # Note [In-Place Foreach Ops Run Tensor By Tensor]
+                rest = tuple(a[i] if isinstance(a, (list, tuple)) else a for a in args[1:])
+                family, version = self.record.family_of(t), get_version(t)
+                bumped = family in self.record.written_families
+                self.__torch_function__(method, types, (t, *rest), kwargs)
+                if isinstance(t, torch.Tensor) and is_traceable_subclass(t) and not bumped:
+                    self.record.written_families.discard(family)
+                    set_version(t, version)
+            return None
         self.record.pin((args, kwargs))  # Note [Ids In The Swap Record]
         out = self._function(func, args, kwargs)
         self.record.pin(out)
@@ -715,6 +728,8 @@ class _DataMode(TorchFunctionMode):
                 self.record.requires_grad_gained.add(id(args[0]))
         if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
             self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
+        if not self.record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
+            self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode Turned On Inside A no_grad Call]
         call_args, call_kwargs = with_eager_view_histories(self.record, func, args, kwargs)
         if name != "__set__":
             # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise

@@ -100,6 +100,10 @@ class SwapRecord:
     requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
     # torch functions the program called with requires_grad=True (Note [Tensors Made Requiring Grad Inside The Program])
     grad_factories: list[str] = field(default_factory=list)
+    # grad mode when the run began; torch functions that ran with grad mode turned back on inside a run begun
+    # without it, on tensors that require grad (Note [Grad Mode Turned On Inside A no_grad Call])
+    grad_at_start: bool = field(default_factory=torch.is_grad_enabled)
+    grad_reenabled: list[str] = field(default_factory=list)
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
     # id() of autograd views set_() with grad on (and views of them): Note [Writes To A View After set_]
     set_views: set[int] = field(default_factory=set)
