@@ -292,6 +292,9 @@ class Replay:
     # strides at run time (Note [Fresh Subclass Output Strides])
     root_stride_leaf: int | None = None
     root_leaves: tuple[OutputLeaf, ...] = ()  # INPUT_ROOT: per dense leaf of the root, the input leaf it aliases
+    # INPUT_ROOT: names eager's intermediate (its id() while analyzing); replays naming one share one rebuilt root
+    # (Note [Intermediates set_() Onto Inputs Are One Root])
+    root_token: int | None = None
     # INPUT: a view of an input that requires grad, taken before the program wrote the input: rebuilt before the
     # epilogue writes it, so that autograd sees the same order as in eager (a no_grad or multi-output view whose
     # base is then written has a grad_fn that raises)
