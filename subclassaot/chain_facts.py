@@ -1,26 +1,31 @@
 """Stage `analyze`, facts about view chains the analysis decides on: a detach() in the chain (and whether the
 replayed `._base` must gain requires_grad), a set_() under grad before a view, a hidden intermediate base, in-place
-view ops under mixed grad modes, and when the program made a value or split its chain.
+view ops under mixed grad modes, when the program made a value or split its chain, and how a detach() of an
+intermediate changed in place since replays.
 
-Input: a `FunctionalRun` and a value of it. Output: booleans, sequence numbers or a `Meta`. Invariants: pure reads
-of the run's records; only `check_mixed_grad_view_ops` raises. (Split out of view_chains.py, which builds the
+Input: a `FunctionalRun` and a value of it. Output: booleans, sequence numbers, a `Meta` or a `Replay`.
+Invariants: pure reads of the run's records; only `check_mixed_grad_view_ops` raises. (Split out of view_chains.py, which builds the
 chains themselves: Note [Output Regeneration].)
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import torch
 
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
-from subclassaot.functional_run import FunctionalRun
+from subclassaot.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.protocol import is_traceable_subclass
-from subclassaot.schemas import DenseIndex, FlatInputs, InputIndex, Meta, Replay
-from subclassaot.torch_internals import storage_key
+from subclassaot.schemas import DenseIndex, FlatInputs, InputIndex, Meta, Replay, ReplaySource, ViewStep
+from subclassaot.torch_internals import storage_key, symint_expr
 
 __all__ = [
     "base_gains_grad",
     "check_mixed_grad_view_ops",
+    "detached_before_change",
     "detached_in_chain",
     "hidden_base",
     "made_seq",
@@ -170,3 +175,33 @@ def set_after_viewed(value: torch.Tensor, base: torch.Tensor, run: FunctionalRun
             break
         t = record.source
     return first is not None and found[0] > first
+
+
+# Note [Detaches Of Intermediates Changed Since]
+# `t2 = t1.detach(); t1.unsqueeze_(0); return t2, t1` (fuzz seed 17000 #7333), t1 an output or an intermediate
+# subclass: eager's t2 shares t1's storage and, for a subclass, its wrapper storage (detach() is an alias op), at the
+# metadata t1 had when it was detached. Rebuilt leaf by leaf with as_strided, a subclass output gets a wrapper storage
+# of its own. So, as for Note [Views Between In-Place View Ops], the chain is replayed from `t1.as_strided(...)` with
+# t1's metadata at the detach: same storages (wrapper and dense), and the detach leaves no view and no history. Only
+# for chains that open with detach() (whatever t1's history: nothing after it has any), from a subclass whose dense
+# leaves are laid out as it is; plain tensors need no wrapper and keep their as_strided leaves.
+
+
+def detached_before_change(
+    t: torch.Tensor,
+    source_meta: tuple[tuple[Any, ...], tuple[Any, ...], Any],
+    steps: tuple[ViewStep, ...],
+    output: int | None,
+    root: Replay | None,
+) -> Replay | None:
+    """Note [Detaches Of Intermediates Changed Since]: the chain `steps` replayed from `t` (the output `output`, else
+    the intermediate subclass root `root`) as it was when the chain detached it (`source_meta`)."""
+    if steps[0].op is not torch.ops.aten.detach.default or not is_traceable_subclass(t):
+        return None
+    if any(leaf_meta(d) != leaf_meta(t) for d in dense_leaves_of(t, "")[1]):
+        return None
+    size, stride, offset = source_meta
+    meta = tuple(symint_expr(s) for s in size), tuple(symint_expr(s) for s in stride), symint_expr(offset)
+    if output is not None:
+        return Replay(source=ReplaySource.OUTPUT, index=output, steps=steps, source_meta=meta)
+    return None if root is None else replace(root, source_meta=meta)

@@ -19,6 +19,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.assigned_roots import assigned_root, with_root_data_meta
+from subclassaot.chain_facts import detached_before_change
 from subclassaot.data_assignment import apart_from_leaves
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
@@ -248,7 +249,10 @@ def _replay_of(
             return Replay(
                 source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), source_meta=source_meta
             )
-        return _detached_before_change(value, t, (first, tuple(steps)), run, bases, earlier)
+        if id(t) in earlier or is_traceable_subclass(t):  # Note [Detaches Of Intermediates Changed Since]
+            root = None if id(t) in earlier else root_replay(t, bases, tuple(steps))
+            return detached_before_change(t, first.source_meta, tuple(steps), earlier.get(id(t)), root)
+        return None
     if id(t) in input_by_id:
         if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
             return None
@@ -736,37 +740,6 @@ def _replays_between(value: torch.Tensor, t: torch.Tensor, leaves: tuple[OutputL
     if value.requires_grad or t.requires_grad:
         return False
     return not is_traceable_subclass(t) or all(leaf_meta(d) == leaf_meta(t) for d in dense_leaves_of(t, "")[1])
-
-
-# Note [Detaches Of Intermediates Changed Since]
-# `t2 = t1.detach(); t1.unsqueeze_(0); return t2, t1` (fuzz seed 17000 #7333), t1 an output or an intermediate
-# subclass: eager's t2 shares t1's storage and, for a subclass, its wrapper storage (detach() is an alias op), at the
-# metadata t1 had when it was detached. Rebuilt leaf by leaf with as_strided, a subclass output gets a wrapper storage
-# of its own. So, as for Note [Views Between In-Place View Ops], the chain is replayed from `t1.as_strided(...)` with
-# t1's metadata at the detach: same storages (wrapper and dense), and the detach leaves no view and no history. Only
-# for chains that open with detach() (whatever t1's history: nothing after it has any), from a subclass whose dense
-# leaves are laid out as it is; plain tensors need no wrapper and keep their as_strided leaves.
-
-
-def _detached_before_change(
-    value: torch.Tensor,
-    t: torch.Tensor,
-    chain: tuple[ViewRecord, tuple[ViewStep, ...]],
-    run: FunctionalRun,
-    bases: dict[object, tuple[int, torch.Tensor]],
-    earlier: dict[int, int],
-) -> Replay | None:
-    """Note [Detaches Of Intermediates Changed Since]: the replay from `t` as it was when the chain detached it."""
-    first, steps = chain
-    if steps[0].op is not torch.ops.aten.detach.default or not is_traceable_subclass(t):
-        return None
-    if any(leaf_meta(d) != leaf_meta(t) for d in dense_leaves_of(t, "")[1]):
-        return None
-    source_meta = _meta_exprs(first.source_meta)
-    if id(t) in earlier:
-        return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=steps, source_meta=source_meta)
-    root = root_replay(t, bases, steps)
-    return None if root is None else replace(root, source_meta=source_meta)
 
 
 def _all_input_alias(leaves: tuple[OutputLeaf, ...]) -> bool:

@@ -50,7 +50,7 @@ def test_seed17000_program4540(compile_fn: CompileFn | None) -> None:
     # holds; each was rebuilt from a wrapper of its own, so t2._base was not t1._base
     def f(x0: T) -> object:
         t0 = x0.mul(x0)
-        x0.set_(t0)
+        x0.set_(t0)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
         t1 = t0.unsqueeze(-1)
         t2 = t0.view((1, 1, 1))
         return (t1, t2)
@@ -64,46 +64,46 @@ def test_views_of_an_intermediate_an_input_was_set_onto(compile_fn: CompileFn | 
     # detach() of it returned too, an in-place write or view op on it between the views, the input returned
     def transposed(x0: T) -> object:
         t0 = x0.mul(2.0)
-        x0.set_(t0)
+        x0.set_(t0)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
         return (t0.t(), t0[0])
 
     def view_of_view(x0: T) -> object:
         t0 = x0.mul(2.0)
-        x0.set_(t0)
+        x0.set_(t0)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
         t1 = t0.unsqueeze(-1)
         return (t1, t1.view(-1))
 
     def before_set(x0: T) -> object:
         t0 = x0.mul(2.0)
         t1 = t0.unsqueeze(-1)
-        x0.set_(t0)
+        x0.set_(t0)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
         return (t1, t0.view(-1))
 
     def with_itself(x0: T) -> object:
         t0 = x0.mul(x0)
-        x0.set_(t0)
+        x0.set_(t0)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
         return (t0.unsqueeze(-1), t0.view(-1), t0)
 
     def with_detach(x0: T) -> object:
         t0 = x0.mul(2.0)
-        x0.set_(t0)
+        x0.set_(t0)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
         return (t0.unsqueeze(-1), t0.detach(), t0.view(-1))
 
     def with_input(x0: T) -> object:
         t0 = x0.mul(2.0)
-        x0.set_(t0)
+        x0.set_(t0)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
         return (t0.unsqueeze(-1), x0.view(-1), t0.view(-1))
 
     def written_between(x0: T) -> object:
         t0 = x0.mul(2.0)
-        x0.set_(t0)
+        x0.set_(t0)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
         t1 = t0.unsqueeze(-1)
         t0.mul_(2.0)
         return (t1, t0.view(-1))
 
     def changed_between(x0: T) -> object:
         t0 = x0.mul(2.0)
-        x0.set_(t0)
+        x0.set_(t0)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
         t1 = t0.unsqueeze(-1)
         t0.unsqueeze_(0)
         return (t1, t0.view(-1))
@@ -124,7 +124,7 @@ def test_views_of_an_intermediate_set_onto_an_input_in_training(compile_fn: Comp
     # and the outputs share its storage; refused, as before, for plain and subclass inputs alike
     def f(x0: T) -> object:
         t0 = x0.mul(x0)
-        x0.set_(t0)
+        x0.set_(t0)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
         return (t0.unsqueeze(-1), t0.view(-1))
 
     for make in (_one(lambda: nonleaf(2, 3)), _one(lambda: pair_nonleaf(2, 3)), _one(pair_nonleaf)):
