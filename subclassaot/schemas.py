@@ -301,7 +301,8 @@ class Replay:
     before_epilogue: bool = False
     # INPUT, after the epilogue: the input's metadata when the chain's first view was taken, where it changed in
     # place before and after that: the chain starts from an alias of the input with them (Note [Views Between
-    # In-Place View Ops])
+    # In-Place View Ops]). OUTPUT, WRAPPER: the same for a chain through a detach() of an earlier output or an
+    # intermediate subclass root changed in place since (Note [Detaches Of Intermediates Changed Since])
     source_meta: Meta | None = None
     # before_epilogue: when the program made the output (its last view or in-place view op, the run's sequence
     # number): early replays run in this order, so that one's in-place view op advances a version counter after

@@ -249,10 +249,10 @@ def _replay_of(
             return Replay(
                 source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), source_meta=source_meta
             )
-        if id(t) in earlier or is_traceable_subclass(t):  # Note [Detaches Of Intermediates Changed Since]
-            root = None if id(t) in earlier else root_replay(t, bases, tuple(steps))
-            return detached_before_change(t, first.source_meta, tuple(steps), earlier.get(id(t)), root)
-        return None
+        source = t  # Note [Detaches Of Intermediates Changed Since]
+        return detached_before_change(
+            value, t, first.source_meta, tuple(steps), earlier.get(id(t)), lambda s: root_replay(source, bases, s)
+        )
     if id(t) in input_by_id:
         if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
             return None

@@ -1,6 +1,7 @@
 """Fuzz follow-ups (seed 17000, PairTensor inputs): views of an intermediate that an input was set_() onto share one
 rebuilt root (Note [Intermediates set_() Onto Inputs Are One Root]); a detach() of an intermediate that an in-place
-view op changed since shares its wrapper storage (Note [Detaches Of Intermediates Changed Since])."""
+view op changed since shares its wrapper storage, wherever the detach() is in its chain (Note [Detaches Of
+Intermediates Changed Since])."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from collections.abc import Callable
 
 import torch
 
+from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.fuzz_helpers import (
+    assert_refused,
     check_no_grad,
     check_with_grad,
     leaf,
@@ -239,3 +242,88 @@ def test_aliases_of_an_intermediate_changed_since_in_training(compile_fn: Compil
     for make in (_one(lambda: pair(2, 3, requires_grad=True)), _one(pair_nonleaf)):
         refused_with_grad(f, make, compile_fn, "view of an intermediate tensor subclass that requires grad")
         check_no_grad(f, make, compile_fn)
+
+
+def _mixed(requires_grad: bool = False) -> T:
+    """A PairTensor whose `b` is laid out unlike the wrapper (transposed), so that its as_strided() does not give
+    its inner tensors their own metadata."""
+    return PairTensor(torch.randn(2, 3), torch.randn(3, 2).t(), requires_grad=requires_grad)
+
+
+def test_detach_anywhere_in_the_chain_of_an_intermediate_changed_since(compile_fn: CompileFn | None) -> None:
+    # beside seed 17000 #7333: the detach() comes after views of the intermediate (`t1.view(-1).detach()`), or twice
+    def view_then_detach(x0: T) -> object:
+        t1 = x0.mul(2.0)
+        t2 = t1.view(-1).detach()
+        t1.unsqueeze_(0)
+        return (t2, t1)
+
+    def t_then_detach(x0: T) -> object:
+        t1 = x0.mul(2.0)
+        t2 = t1.t().detach()
+        t1.unsqueeze_(0)
+        return (t2, t1)
+
+    def detach_twice(x0: T) -> object:
+        t1 = x0.mul(2.0)
+        t2 = t1.detach().detach()
+        t1.unsqueeze_(0)
+        return (t2, t1)
+
+    def changed_before_and_after(x0: T) -> object:
+        t1 = x0.mul(2.0)
+        t1.unsqueeze_(0)
+        t2 = t1.detach()
+        t1.squeeze_(0)
+        return (t1.view(-1), t2)
+
+    for fn in (view_then_detach, t_then_detach, detach_twice, changed_before_and_after):
+        for shape in ((), (2, 3)):
+            for make in (*_makers(*shape), *_grad_makers(*shape)):
+                check_no_grad(fn, make, compile_fn)
+                check_with_grad(fn, make, compile_fn)
+
+
+def test_detach_of_a_subclass_laid_out_unlike_its_inner_tensors(compile_fn: CompileFn | None) -> None:
+    # seed 17000 #7333 with a PairTensor whose `b` is transposed: its as_strided() would give `b` the wrapper's
+    # strides, so the detach is set_() to a wrapper of its own leaves instead; a view of it is refused
+    def t_(x0: T) -> object:
+        t1 = x0.mul(2.0)
+        t2 = t1.detach()
+        t1.t_()
+        return (t2, t1)
+
+    def t_then_detach(x0: T) -> object:
+        t1 = x0.mul(2.0)
+        t2 = t1.t().detach()
+        t1.unsqueeze_(0)
+        return (t1, t2)
+
+    def detach_written(x0: T) -> object:
+        t1 = x0.mul(2.0)
+        t2 = t1.detach()
+        t1.unsqueeze_(0)
+        t2.mul_(3.0)
+        return (t2, t1.squeeze(0))
+
+    def detach_changed(x0: T) -> object:
+        t1 = x0.mul(2.0)
+        t2 = t1.detach()
+        t2.t_()
+        t1.unsqueeze_(0)
+        return (t2, t1)
+
+    def view_of_detach(x0: T) -> object:
+        t1 = x0.mul(2.0)
+        t2 = t1.detach().t()
+        t1.t_()
+        return (t1, t2)
+
+    for fn in (t_, t_then_detach, detach_written, detach_changed):
+        for make in (_one(_mixed), _one(lambda: _mixed(True))):
+            check_no_grad(fn, make, compile_fn)
+            check_with_grad(fn, make, compile_fn)
+    rule = "a view of a detach\\(\\) of a PairTensor that an in-place view op"
+    with torch.no_grad():
+        assert_refused(view_of_detach, _one(_mixed), compile_fn, rule)
+    refused_with_grad(view_of_detach, _one(lambda: _mixed(True)), compile_fn, rule)
