@@ -575,6 +575,8 @@ def _chain_from_input(info: OutputInfo, outputs: Sequence[OutputInfo]) -> tuple[
     steps: tuple[ViewStep, ...] = ()
     replay = info.replay
     while replay is not None and replay.source is ReplaySource.OUTPUT:
+        if replay.source_meta is not None:  # from an intermediate (Note [Detaches Of Intermediates Changed Since])
+            return None, (), False
         steps = replay.steps + steps
         earlier = outputs[replay.index]
         if earlier.kind is OutputKind.IS_INPUT:

@@ -1,26 +1,32 @@
 """Stage `analyze`, facts about view chains the analysis decides on: a detach() in the chain (and whether the
 replayed `._base` must gain requires_grad), a set_() under grad before a view, a hidden intermediate base, in-place
-view ops under mixed grad modes, and when the program made a value or split its chain.
+view ops under mixed grad modes, when the program made a value or split its chain, and how a detach() of an
+intermediate changed in place since replays.
 
-Input: a `FunctionalRun` and a value of it. Output: booleans, sequence numbers or a `Meta`. Invariants: pure reads
-of the run's records; only `check_mixed_grad_view_ops` raises. (Split out of view_chains.py, which builds the
+Input: a `FunctionalRun` and a value of it. Output: booleans, sequence numbers, a `Meta` or a `Replay`.
+Invariants: pure reads of the run's records; only `check_mixed_grad_view_ops` raises. (Split out of view_chains.py, which builds the
 chains themselves: Note [Output Regeneration].)
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
 import torch
 
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
-from subclassaot.functional_run import FunctionalRun
+from subclassaot.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.protocol import is_traceable_subclass
-from subclassaot.schemas import DenseIndex, FlatInputs, InputIndex, Meta, Replay
-from subclassaot.torch_internals import storage_key
+from subclassaot.schemas import DenseIndex, FlatInputs, InputIndex, Meta, Replay, ReplaySource, ViewStep
+from subclassaot.torch_internals import storage_key, symint_expr
 
 __all__ = [
     "base_gains_grad",
     "check_mixed_grad_view_ops",
+    "detached_before_change",
     "detached_in_chain",
     "hidden_base",
     "made_seq",
@@ -170,3 +176,58 @@ def set_after_viewed(value: torch.Tensor, base: torch.Tensor, run: FunctionalRun
             break
         t = record.source
     return first is not None and found[0] > first
+
+
+# Note [Detaches Of Intermediates Changed Since]
+# `t2 = t1.detach(); t1.unsqueeze_(0); return t2, t1` (fuzz seed 17000 #7333), t1 an output or an intermediate
+# subclass: eager's t2 shares t1's storage and, for a subclass, its wrapper storage (detach() is an alias op), at the
+# metadata t1 had when it was detached. Rebuilt leaf by leaf with as_strided, a subclass output gets a wrapper storage
+# of its own. So, as for Note [Views Between In-Place View Ops], the chain is replayed from `t1.as_strided(...)` with
+# t1's metadata when the chain first viewed it: same storages (wrapper and dense), eager's objects from there on, and
+# no history (the chain passes through a detach() anywhere: `t1.t().detach()` too; what the steps before it make is
+# seen by no one). That needs a subclass whose dense leaves are laid out as it is (its as_strided gives them the
+# wrapper's metadata). Where they are not (a PairTensor whose `b` is transposed), the output is `t1.detach()` set_()
+# without autograd to a wrapper of its own dense leaves, keeping its wrapper storage and version counter (Note
+# [Subclass Views Rebuilt By set_]); a view of the detach is refused there: its `._base`, the detach with t1's
+# metadata then, has inner tensors whose layout then no record keeps. Plain tensors need no wrapper: their as_strided
+# leaves are exact.
+
+
+def detached_before_change(
+    value: torch.Tensor,
+    t: torch.Tensor,
+    source_meta: tuple[tuple[Any, ...], tuple[Any, ...], Any],
+    steps: tuple[ViewStep, ...],
+    output: int | None,
+    root_replay: Callable[[tuple[ViewStep, ...]], Replay | None],
+) -> Replay | None:
+    """Note [Detaches Of Intermediates Changed Since]: `value`, whose chain `steps` detached `t` (the output `output`,
+    else the intermediate subclass root that `root_replay(steps)` replays from) after viewing it with metadata
+    `source_meta`, replayed from `t`."""
+    detach = torch.ops.aten.detach.default
+    at = [k for k, step in enumerate(steps) if step.op is detach]
+    if not at or not is_traceable_subclass(t) or not is_traceable_subclass(value):
+        return None
+    if output is None and root_replay(()) is None:
+        return None  # (an input, or a subclass not rebuilt from intermediate bases)
+    if all(leaf_meta(d) == leaf_meta(t) for d in dense_leaves_of(t, "")[1]):
+        size, stride, offset = source_meta
+        meta = tuple(symint_expr(s) for s in size), tuple(symint_expr(s) for s in stride), symint_expr(offset)
+        if output is not None:
+            return Replay(source=ReplaySource.OUTPUT, index=output, steps=steps, source_meta=meta)
+        root = root_replay(steps)
+        return None if root is None else replace(root, source_meta=meta)
+    if torch.is_grad_enabled() and value.requires_grad:
+        return None  # (a history of its own after the detach: no set_() without autograd gives it)
+    if value._is_view():
+        raise UnsupportedError(
+            f"an output is a view of a detach() of a {type(t).__name__} that an in-place view op (t_, unsqueeze_, "
+            "...) then changed, and whose inner tensors are laid out unlike the wrapper: the detach's metadata at "
+            "the time (the output's `._base`) cannot be rebuilt (Note [Detaches Of Intermediates Changed Since]). "
+            "Return a clone, or take the view before the detach()"
+        )
+    rebuilt = (steps[at[-1]],)
+    if output is not None:
+        return Replay(source=ReplaySource.OUTPUT, index=output, steps=rebuilt, then_set=True, runtime_set=True)
+    root = root_replay(rebuilt)
+    return None if root is None else replace(root, then_set=True, runtime_set=True)

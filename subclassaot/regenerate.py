@@ -433,27 +433,18 @@ def _replay_source(
 ) -> torch.Tensor:
     bases, roots = bases_and_roots
     if replay.source is ReplaySource.INPUT_ROOT:
-        # Note [Subclass Views Rebuilt By set_]: a wrapper (not a view) around aliases of the input leaves
-        assert replay.root_tree is not None and replay.root_meta is not None
-        metas = [ev.meta(leaf.meta, symbols) for leaf in replay.root_leaves]
-        real = [
-            set_target_layout(meta, dense[leaf.index]) if leaf.input_layout else meta
-            for leaf, meta in zip(replay.root_leaves, metas, strict=True)
-        ]
-        leaves = [
-            _regenerate(dense[leaf.index], meta, False, False)
-            for leaf, meta in zip(replay.root_leaves, real, strict=True)
-        ]
-        # Note [Inputs Set To Computed Tensors]: the outer strides of the leaf it had them from
-        size, stride, _ = wrapper_layout(ev.meta(replay.root_meta, symbols), metas, leaves)
-        return unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
+        # Note [Subclass Views Rebuilt By set_]: a wrapper (not a view) around aliases of the input leaves, one per
+        # eager intermediate (Note [Intermediates set_() Onto Inputs Are One Root])
+        if replay.root_token is None:
+            return _input_root(replay, ev, symbols, dense)
+        key = (-1, replay.root_token)
+        if key not in roots:
+            roots[key] = _input_root(replay, ev, symbols, dense)
+        return roots[key]
     if replay.source is ReplaySource.INPUT:
-        source = cast(torch.Tensor, values[replay.index])
-        if replay.source_meta is not None:  # Note [Views Between In-Place View Ops]
-            return source.as_strided(*ev.meta(replay.source_meta, symbols))
-        return source
+        return _as_then(cast(torch.Tensor, values[replay.index]), replay, ev, symbols)
     if replay.source is ReplaySource.OUTPUT:
-        return cast(torch.Tensor, earlier(replay.index))
+        return _as_then(cast(torch.Tensor, earlier(replay.index)), replay, ev, symbols)
     if replay.source is ReplaySource.BASE:
         return cast(torch.Tensor, bases[replay.index])
     root = roots.get(replay.root_bases)
@@ -465,7 +456,15 @@ def _replay_source(
         stride = root_outer_stride(replay, leaves, size, stride)
         root = unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
         roots[replay.root_bases] = root
-    return root
+    return _as_then(root, replay, ev, symbols)
+
+
+def _as_then(source: torch.Tensor, replay: Replay, ev: MetaEvaluator, symbols: dict[str, int]) -> torch.Tensor:
+    """The source as it was when the chain viewed it (Note [Views Between In-Place View Ops], Note [Detaches Of
+    Intermediates Changed Since])."""
+    if replay.source_meta is None:
+        return source
+    return source.as_strided(*ev.meta(replay.source_meta, symbols))
 
 
 # Note [Subclass Intermediate Roots]
@@ -488,3 +487,27 @@ def _regenerate(
     if is_view:
         return source.as_strided(size, stride, offset)
     return non_view_alias(source.as_strided(size, stride, offset))
+
+
+# Note [Intermediates set_() Onto Inputs Are One Root]
+# `t0 = x0.mul(x0); x0.set_(t0); return t0.unsqueeze(-1), t0.view(1, 1, 1)` (fuzz seed 17000 #4540): both outputs
+# are eager views of the one intermediate t0, whose dense leaves end on the input's storages. They are rebuilt as
+# views of a wrapper around aliases of those leaves (Note [Subclass Views Rebuilt By set_]); built once per call per
+# eager intermediate, like Note [Subclass Intermediate Roots], so that their `._base` is one object, as in eager.
+
+
+def _input_root(
+    replay: Replay, ev: MetaEvaluator, symbols: dict[str, int], dense: Sequence[torch.Tensor]
+) -> torch.Tensor:
+    assert replay.root_tree is not None and replay.root_meta is not None
+    metas = [ev.meta(leaf.meta, symbols) for leaf in replay.root_leaves]
+    real = [
+        set_target_layout(meta, dense[leaf.index]) if leaf.input_layout else meta
+        for leaf, meta in zip(replay.root_leaves, metas, strict=True)
+    ]
+    leaves = [
+        _regenerate(dense[leaf.index], meta, False, False) for leaf, meta in zip(replay.root_leaves, real, strict=True)
+    ]
+    # Note [Inputs Set To Computed Tensors]: the outer strides of the leaf it had them from
+    size, stride, _ = wrapper_layout(ev.meta(replay.root_meta, symbols), metas, leaves)
+    return unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)

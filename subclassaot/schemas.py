@@ -292,13 +292,17 @@ class Replay:
     # strides at run time (Note [Fresh Subclass Output Strides])
     root_stride_leaf: int | None = None
     root_leaves: tuple[OutputLeaf, ...] = ()  # INPUT_ROOT: per dense leaf of the root, the input leaf it aliases
+    # INPUT_ROOT: names eager's intermediate (its id() while analyzing); replays naming one share one rebuilt root
+    # (Note [Intermediates set_() Onto Inputs Are One Root])
+    root_token: int | None = None
     # INPUT: a view of an input that requires grad, taken before the program wrote the input: rebuilt before the
     # epilogue writes it, so that autograd sees the same order as in eager (a no_grad or multi-output view whose
     # base is then written has a grad_fn that raises)
     before_epilogue: bool = False
     # INPUT, after the epilogue: the input's metadata when the chain's first view was taken, where it changed in
     # place before and after that: the chain starts from an alias of the input with them (Note [Views Between
-    # In-Place View Ops])
+    # In-Place View Ops]). OUTPUT, WRAPPER: the same for a chain through a detach() of an earlier output or an
+    # intermediate subclass root changed in place since (Note [Detaches Of Intermediates Changed Since])
     source_meta: Meta | None = None
     # before_epilogue: when the program made the output (its last view or in-place view op, the run's sequence
     # number): early replays run in this order, so that one's in-place view op advances a version counter after

@@ -19,6 +19,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.assigned_roots import assigned_root, with_root_data_meta
+from subclassaot.chain_facts import detached_before_change
 from subclassaot.data_assignment import apart_from_leaves
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
@@ -248,7 +249,10 @@ def _replay_of(
             return Replay(
                 source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), source_meta=source_meta
             )
-        return None
+        source = t  # Note [Detaches Of Intermediates Changed Since]
+        return detached_before_change(
+            value, t, first.source_meta, tuple(steps), earlier.get(id(t)), lambda s: root_replay(source, bases, s)
+        )
     if id(t) in input_by_id:
         if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
             return None
@@ -368,6 +372,7 @@ def _input_root(base: torch.Tensor, run: FunctionalRun, alias: ViewStep) -> Repl
         root_tree=node,
         root_meta=leaf_meta(base),
         root_leaves=leaves,
+        root_token=id(base),
     )
 
 
