@@ -154,7 +154,9 @@ def build_outputs(
     for view in gains_late:
         give_base_grad(view)
     if plan.analysis.wrapper_storage:
-        share_wrapper_storages(plan.flat, plan.analysis.wrapper_storage, holders, values, result)
+        share_wrapper_storages(
+            plan.flat, plan.analysis.wrapper_storage, holders, values, result, lambda k: _dense_leaf(plan, values, k)
+        )
     return unflatten_output(result, plan.analysis.output_spec, has_size)
 
 
@@ -488,3 +490,13 @@ def _regenerate(
     if is_view:
         return source.as_strided(size, stride, offset)
     return non_view_alias(source.as_strided(size, stride, offset))
+
+
+def _dense_leaf(plan: RuntimePlan, values: Sequence[object], k: int) -> torch.Tensor:
+    """Dense leaf `k` as the call left it: its owner input's inner tensor by attribute path (the epilogue's set_()
+    keeps the object, so this is the very tensor the caller sees)."""
+    t = values[plan.layout.leaves[k].owner]
+    for attr in plan.leaf_attr_paths[k]:
+        t = getattr(t, attr)
+    assert isinstance(t, torch.Tensor)
+    return t

@@ -46,7 +46,6 @@ HIDDEN_SET_WRITE = (
 PAIR_META_TRAIN = (
     "set_()/in-place view ops on a PairTensor input that requires grad are refused in training (only data writes)"
 )
-PAIR_SET_PLAIN = "set_() of a PairTensor onto a plain tensor is refused (the wrapper would share the plain storage)"
 GRAD_REENABLED = (
     "a program that turns grad mode on inside (enable_grad) is refused when called under no_grad with inputs that "
     "require grad (Note [Grad Mode Turned On Inside A no_grad Call])"
@@ -61,14 +60,6 @@ REFUSED.update(
             "aliased PairTensor members of one base whose metadata the program changes, in training"
         ),
         "pair_inplace_view_between_views_train": PAIR_INTERMEDIATE,
-        "pair_input_mutation_set__input_mutation": PAIR_SET_PLAIN,
-        "pair_input_mutation_set__input_mutation_train": PAIR_SET_PLAIN,
-        "pair_input_mutation_set__nop": PAIR_SET_PLAIN,
-        "pair_input_mutation_set__nop_train": PAIR_SET_PLAIN,
-        "pair_input_mutation_set__nop_pair_source_train": PAIR_META_TRAIN,
-        # refused with dynamic shapes only (the static program runs)
-        "pair_set__and_data_mutation_good_train_dynamic": PAIR_META_TRAIN,
-        "pair_input_mutation_set__input_mutation_pair_source_train_dynamic": PAIR_META_TRAIN,
     }
 )
 
@@ -76,8 +67,6 @@ REFUSED.update(
 NO_GRAD_REFUSED: dict[str, str] = {
     "aot_dispatch_output_requires_grad_in_no_grad_leaf_train": GRAD_REENABLED,
     "pair_aot_dispatch_output_requires_grad_in_no_grad_leaf_train": GRAD_REENABLED,
-    "pair_input_mutation_set__input_mutation_train": PAIR_SET_PLAIN,
-    "pair_input_mutation_set__nop_train": PAIR_SET_PLAIN,
 }
 
 # Programs the pipeline does not yet run like eager, with what differs.

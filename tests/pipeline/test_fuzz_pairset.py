@@ -1,0 +1,125 @@
+"""PyTorch-corpus follow-ups (session 13, "pairset"): PairTensor programs the pipeline refused, now parity tests.
+
+set_() of a PairTensor onto a plain tensor: eager's wrapper then shares the plain tensor's storage with its own inner
+tensors (Note [Wrappers set_() To A Plain Tensor]).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
+from tests.pipeline.fuzz_helpers import check_no_grad, check_with_grad, pair, pair_nonleaf
+
+T = torch.Tensor
+Make = Callable[[], tuple[object, ...]]
+
+
+def _pair_makers(*shape: int) -> list[tuple[Make, bool]]:
+    """(maker, may run with grad): a PairTensor without grad, a non-leaf one, a leaf one (set_ under no_grad only)."""
+    return [
+        (lambda: (pair(*shape),), True),
+        (lambda: (pair_nonleaf(*shape),), True),
+        (lambda: (pair(*shape, requires_grad=True),), False),
+    ]
+
+
+def _check_all(fn: Callable[..., object], makers: list[tuple[Make, bool]], compile_fn: CompileFn | None) -> None:
+    for make, with_grad in makers:
+        check_no_grad(fn, make, compile_fn)
+        if with_grad:
+            check_with_grad(fn, make, compile_fn)
+            with torch.enable_grad():
+                assert_matches_eager(fn, make, compile_fn=compile_fn, compile_kwargs={"dynamic": True})
+
+
+def test_pair_set_to_plain_intermediate(compile_fn: CompileFn | None) -> None:
+    # PyTorch test_input_mutation_set__input_mutation on a PairTensor (corpus pair_input_mutation_set__input_mutation):
+    # the compiled wrapper kept a storage of its own where eager's shares the arange's with its inner tensors
+    def f(a: T) -> object:
+        b = torch.arange(9, dtype=a.dtype).reshape(3, 3)
+        with torch.no_grad():
+            set_to(a, b)
+        return a * b
+
+    def written_after(a: T) -> object:  # a write through the wrapper writes the shared storage once per inner tensor
+        b = torch.arange(9, dtype=a.dtype).reshape(3, 3)
+        with torch.no_grad():
+            set_to(a, b)
+            a.mul_(2)
+        return a + 1, b
+
+    def returned(a: T) -> object:  # the plain source returned too: the wrapper shares the output's storage
+        b = torch.arange(9, dtype=a.dtype).reshape(3, 3)
+        with torch.no_grad():
+            set_to(a, b)
+        return b, a
+
+    def other_shape(a: T) -> object:  # the wrapper takes the source's shape
+        b = torch.arange(12, dtype=a.dtype)
+        with torch.no_grad():
+            set_to(a, b)
+        return a.sum()
+
+    def strided(a: T) -> object:  # a non-contiguous view as the source
+        b = torch.arange(18, dtype=a.dtype).reshape(3, 6)[:, ::2]
+        with torch.no_grad():
+            set_to(a, b)
+        return a + b
+
+    for fn in (f, written_after, returned, other_shape, strided):
+        _check_all(fn, _pair_makers(3, 3), compile_fn)
+
+
+def test_pair_set_to_plain_and_back(compile_fn: CompileFn | None) -> None:
+    # PyTorch test_input_mutation_set__nop on a PairTensor (corpus pair_input_mutation_set__nop)
+    def f(a: T) -> object:
+        b = torch.arange(9, dtype=a.dtype)
+        a_old = torch.ops.aten.alias.default(a)
+        with torch.no_grad():
+            set_to(a, b)
+            set_to(a, a_old)
+        return a + b.reshape(3, 3)
+
+    _check_all(f, _pair_makers(3, 3), compile_fn)
+
+
+def test_pair_set_to_plain_input(compile_fn: CompileFn | None) -> None:
+    # a plain input as the source: the wrapper ends on the plain input's storage
+    def f(a: T, x: T) -> object:
+        with torch.no_grad():
+            set_to(a, x)
+        return a + 1
+
+    def source_written(a: T, x: T) -> object:  # a later write of the source reaches both inner tensors
+        with torch.no_grad():
+            set_to(a, x)
+            x.add_(1)
+        return a * 2
+
+    for fn in (f, source_written):
+        check_no_grad(fn, lambda: (pair(3, 3), torch.randn(3, 3)), compile_fn)
+        check_with_grad(fn, lambda: (pair(3, 3), torch.randn(3, 3)), compile_fn)
+        check_with_grad(fn, lambda: (pair_nonleaf(3, 3), torch.randn(3, 3)), compile_fn)
+
+
+def test_pair_intermediate_set_to_plain(compile_fn: CompileFn | None) -> None:
+    # a PairTensor made by the program set_() onto a plain tensor and returned: its wrapper shares the plain storage
+    def f(a: T, x: T) -> object:
+        w = a * 2
+        set_to(w, x)
+        return w
+
+    def intermediate_source(a: T) -> object:
+        w = a * 2
+        b = torch.arange(9, dtype=a.dtype).reshape(3, 3)
+        set_to(w, b)
+        return w, b
+
+    check_no_grad(f, lambda: (pair(3, 3), torch.randn(3, 3)), compile_fn)
+    check_with_grad(f, lambda: (pair(3, 3), torch.randn(3, 3)), compile_fn)
+    check_no_grad(intermediate_source, lambda: (pair(3, 3),), compile_fn)
+    check_with_grad(intermediate_source, lambda: (pair(3, 3),), compile_fn)
