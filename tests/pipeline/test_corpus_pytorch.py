@@ -55,7 +55,7 @@ REFUSED.update(
     {
         # corpus_pytorch4.py
         "set__not_allowed_train": HIDDEN_SET_WRITE,
-        "pair_set__not_allowed_train": PAIR_META_TRAIN,
+        "pair_set__not_allowed_train": HIDDEN_SET_WRITE,
         "pair_aliases_bases_out_of_order_train": (
             "aliased PairTensor members of one base whose metadata the program changes, in training"
         ),
