@@ -32,7 +32,6 @@ REFUSED: dict[str, str] = {
     "hook_on_intermediate": "register_hook() inside the compiled program is refused",
     "reassigned_buffer": "rebinding a buffer in forward (self.buf = ...) is refused",
     "batch_norm_cumulative": "BatchNorm(momentum=None) reads num_batches_tracked as a Python number",
-    "pair_inner_mutated_train": "writing one inner tensor of a PairTensor input that requires grad is refused",
     "set__and_data_mutation_bad": GRAD_FACTORY,
     "backward_mutation_metadata": "a metadata mutation (transpose_) of an input in a custom Function's backward",
     "nnc_passthrough_dict": CONTAINER_WRITE,

@@ -1,7 +1,10 @@
 """PyTorch-corpus follow-ups (session 13, "pairset"): PairTensor programs the pipeline refused, now parity tests.
 
 set_() of a PairTensor onto a plain tensor: eager's wrapper then shares the plain tensor's storage with its own inner
-tensors (Note [Wrappers set_() To A Plain Tensor]).
+tensors (Note [Wrappers set_() To A Plain Tensor]); set_() back to the size it had, and set_() under dynamic shapes
+(Note [A Wrapper set_() Back To Its Size], Note [Symbolic Sizes Of A Wrapper set_()]); an inner tensor of an input
+that requires grad written directly (Note [Inner Tensors Of A Subclass Input Written Directly]); set_() under no_grad
+onto another input, then a write with grad (refused: Note [Writes With Grad After A Hidden set_]).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.fuzz_helpers import check_no_grad, check_with_grad, pair, pair_nonleaf, refused_with_grad
+from tests.pipeline.fuzz_helpers import check_no_grad, check_with_grad, leaf, pair, pair_nonleaf, refused_with_grad
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
@@ -80,7 +83,7 @@ def test_pair_set_to_plain_returned_or_resized(compile_fn: CompileFn | None) -> 
         return a.sum()
 
     for fn, match in ((returned, "shares storage with args"), (other_shape, "args.0.: a tensor subclass input")):
-        for make, with_grad in _pair_makers(3, 3):
+        for make, _ in _pair_makers(3, 3):
             check_no_grad(fn, make, compile_fn)
         check_with_grad(fn, lambda: (pair(3, 3),), compile_fn)
         refused_with_grad(fn, lambda: (pair_nonleaf(3, 3),), compile_fn, match)
@@ -158,3 +161,59 @@ def test_pair_intermediate_set_to_plain(compile_fn: CompileFn | None) -> None:
     check_with_grad(f, lambda: (pair(3, 3), torch.randn(3, 3)), compile_fn)
     check_no_grad(intermediate_source, lambda: (pair(3, 3),), compile_fn)
     check_with_grad(intermediate_source, lambda: (pair(3, 3),), compile_fn)
+
+
+def _pair_and_leaf() -> list[tuple[Make, bool]]:
+    return [
+        (lambda: (pair(2, 3), leaf(2, 3)), True),
+        (lambda: (pair_nonleaf(2, 3), leaf(2, 3)), True),
+        (lambda: (pair(2, 3, requires_grad=True), leaf(2, 3)), True),
+    ]
+
+
+def test_pair_inner_tensor_written_directly(compile_fn: CompileFn | None) -> None:
+    # PyTorch test_subclass_inner_mutated on a PairTensor that requires grad (corpus pair_inner_mutated_train): the
+    # pipeline refused writing some inner tensors but not others; eager records nothing on the wrapper
+    def f(x: T, y: T) -> object:
+        x.a.add_(1)  # type: ignore[attr-defined]
+        return x * 2
+
+    def squared(x: T, y: T) -> object:  # the gradient reads the new values, not the write
+        x.a.mul_(x.a)  # type: ignore[attr-defined]
+        return x * x
+
+    def both(x: T, y: T) -> object:
+        x.a.add_(1)  # type: ignore[attr-defined]
+        x.b.mul_(3)  # type: ignore[attr-defined]
+        return x.sin()
+
+    def through_view(x: T, y: T) -> object:
+        x.a.view(-1)[0].fill_(5)  # type: ignore[attr-defined]
+        return x * x, x.b  # type: ignore[attr-defined]
+
+    def grad_value(x: T, y: T) -> object:  # a value that requires grad written into the inner tensor
+        x.a.add_(y)  # type: ignore[attr-defined]
+        return x * 2
+
+    def other_input(x: T, y: T) -> object:
+        x.a.add_(1)  # type: ignore[attr-defined]
+        return x * y
+
+    for fn in (f, squared, both, through_view, grad_value, other_input):
+        _check_all(fn, _pair_and_leaf(), compile_fn)
+
+
+def test_pair_set_under_no_grad_then_written_stays_refused(compile_fn: CompileFn | None) -> None:
+    # PyTorch test_set__not_allowed on a PairTensor (corpus pair_set__not_allowed_train): refused by the rule for plain
+    # inputs, which now names it (it was the generic "only data writes" refusal)
+    def f(a: T, b: T) -> object:
+        with torch.no_grad():
+            set_to(a, b)
+        a.mul_(2)
+        return a + b
+
+    refused_with_grad(
+        f, lambda: (pair_nonleaf(3, 3), pair_nonleaf(3, 3)), compile_fn, "Writes With Grad After A Hidden set_"
+    )
+    check_no_grad(f, lambda: (pair_nonleaf(3, 3), pair_nonleaf(3, 3)), compile_fn)
+    check_with_grad(f, lambda: (pair(3, 3), pair(3, 3)), compile_fn)
