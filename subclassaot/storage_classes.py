@@ -67,8 +67,8 @@ def wrapper_storage_classes(
     for o, (info, value) in enumerate(zip(outputs, values, strict=True)):
         if info.kind is OutputKind.TENSOR and isinstance(value, torch.Tensor):
             tree, leaves = dense_leaves_of(value, "out")
-            for pos, leaf in enumerate(leaves):
-                output_keys.setdefault(storage_key(leaf), (o, pos if tree is not None else -1))
+            for pos, out_leaf in enumerate(leaves):
+                output_keys.setdefault(storage_key(out_leaf), (o, pos if tree is not None else -1))
     classes = []
     for key, (inputs, outs) in members.items():
         anchor = anchors.get(key)
