@@ -97,7 +97,6 @@ def inner_written_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, 
     return tuple(out)
 
 
-
 # Note [Subclass Leaves Resized Under no_grad]
 # An in-place view op under no_grad (t_, transpose_, squeeze_) that gives a subclass input which is an autograd leaf
 # another size records nothing in eager; an op that reads the leaf with grad after it makes the leaf's gradient
