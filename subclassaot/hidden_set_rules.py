@@ -72,14 +72,15 @@ def _hidden_swap(m: LeafMutation) -> bool:
 # input needs no new value from the compiled Function: the epilogue writes its inner tensors below autograd, as in
 # inference, instead of the wrapper-level copy_ of a written input (Note [Subclass Inputs Mutated In Training]), which
 # needs a new value for every inner tensor and refused writes of only some. Such an input: its wrapper family's
-# version counter did not move (no write through x or a view of it), some leaf was written with grad enabled, and
-# nothing else changed (no set_(), resize_, `.data =`, in-place view op, alias group). Checked (parity oracle) for
-# leaves and non-leaves, one or both inner tensors, through a view of an inner tensor, values that require grad,
+# version counter did not move (no write through x or a view of it), some leaf was written, with grad enabled or
+# not (an inner tensor has no history either way; `x.data.mul_()` writes them so too), and nothing else changed (no
+# set_(), resize_, `.data =`, in-place view op, alias group). Checked (parity oracle) for leaves and non-leaves, one
+# or both inner tensors, under no_grad, through a view of an inner tensor or of `x.data`, values that require grad,
 # x read by the outputs before and after (tests/pipeline/test_fuzz_pairset.py).
 
 
 def inner_written_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
-    """Subclass inputs whose inner tensors the program wrote directly, with grad enabled, and nothing else (Note
+    """Subclass inputs whose inner tensors the program wrote directly, and nothing else (Note
     [Inner Tensors Of A Subclass Input Written Directly])."""
     grouped = {m for g in layout.groups for m in g.members}
     out = []
@@ -92,7 +93,7 @@ def inner_written_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, 
             continue
         if any(m.storage_changed or m.swapped or m.resized or m.metadata or m.final_data for m in muts):
             continue
-        if any(m.autograd_visible for m in muts):
+        if any(m.data for m in muts):
             out.append(i)
     return tuple(out)
 

@@ -15,7 +15,15 @@ import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.fuzz_helpers import check_no_grad, check_with_grad, leaf, pair, pair_nonleaf, refused_with_grad
+from tests.pipeline.fuzz_helpers import (
+    check_no_grad,
+    check_with_grad,
+    leaf,
+    pair,
+    pair_nonleaf,
+    refused_with_grad,
+    twice,
+)
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
@@ -201,6 +209,45 @@ def test_pair_inner_tensor_written_directly(compile_fn: CompileFn | None) -> Non
 
     for fn in (f, squared, both, through_view, grad_value, other_input):
         _check_all(fn, _pair_and_leaf(), compile_fn)
+
+
+def test_pair_inner_tensor_written_below_autograd(compile_fn: CompileFn | None) -> None:
+    # corpus pair_inner_mutated_train, variants: the inner tensor written under no_grad (was refused as "some inner
+    # tensors but not others"), through `x.data` or `x.detach()`, the input returned or viewed after the write
+    def no_grad_one(x: T, y: T) -> object:
+        with torch.no_grad():
+            x.a.add_(1)  # type: ignore[attr-defined]
+        return x * 2
+
+    def no_grad_returned(x: T, y: T) -> object:
+        with torch.no_grad():
+            x.b.add_(1)  # type: ignore[attr-defined]
+        return x, x.view(-1)
+
+    def view_before(x: T, y: T) -> object:  # a view taken before the write, returned
+        v = x.view(-1)
+        with torch.no_grad():
+            x.a.add_(1)  # type: ignore[attr-defined]
+        return v
+
+    def through_data(x: T, y: T) -> object:
+        x.data.mul_(2)
+        return x * 2
+
+    def through_detach(x: T, y: T) -> object:  # shares x's version counter: the wrapper-level rule
+        x.detach().mul_(2)
+        return x * 2
+
+    def returned_inner(x: T, y: T) -> object:
+        x.a.mul_(2)  # type: ignore[attr-defined]
+        return x.a, x.t()  # type: ignore[attr-defined]
+
+    for fn in (no_grad_one, no_grad_returned, view_before, through_data, through_detach, returned_inner):
+        _check_all(fn, _pair_and_leaf(), compile_fn)
+    # a view of a PairTensor as the input, and one passed twice
+    check_with_grad(no_grad_one, lambda: (pair_nonleaf(2, 3).view(-1), leaf(6)), compile_fn)
+    check_with_grad(no_grad_one, lambda: (pair(2, 3, requires_grad=True)[0], leaf(3)), compile_fn)
+    check_with_grad(returned_inner, twice(lambda: pair_nonleaf(3, 3)), compile_fn)
 
 
 def test_pair_set_under_no_grad_then_written_stays_refused(compile_fn: CompileFn | None) -> None:
