@@ -81,6 +81,7 @@ from subclassaot.schemas import (
     ReplaySource,
 )
 from subclassaot.stale_subclass_views import check_stale_subclass_outputs
+from subclassaot.storage_classes import wrapper_storage_classes
 from subclassaot.swap_record import elements_of
 from subclassaot.torch_internals import (
     grad_fn_raises,
@@ -97,7 +98,6 @@ from subclassaot.view_chains import (
     root_replay,
     view_rebuilt_by_set,
     viewed_before_set,
-    wrapper_storage_classes,
 )
 from subclassaot.written_views import steps_before_last_write
 

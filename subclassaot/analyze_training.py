@@ -760,7 +760,8 @@ def _has_history(t: torch.Tensor) -> bool:
 # the gradient to x's old size), while the functional graph sees a write to y's storage that does not depend on x:
 # the gradient that reaches x's history differs (fuzz seed 7000 #29: `fill_`, eager's gradient is zeros). Refused
 # where the write goes through x itself; a set_() autograd records (Note [Outputs set_() Under Grad]), writes
-# before the set_(), through views, or after a set_() to a new storage are handled elsewhere.
+# before the set_(), through views, or after a set_() to a new storage are handled elsewhere. The same for a tensor
+# subclass input whose wrapper is set_() and then written with grad (eager records the write on the wrapper's history).
 
 
 def check_writes_after_hidden_set(
@@ -772,8 +773,10 @@ def check_writes_after_hidden_set(
 ) -> None:
     """Note [Writes With Grad After A Hidden set_]."""
     for i, t in enumerate(run.user_tensors):
-        record = run.swaps.plain_sets.get(id(t))
-        if layout.trees[i] is not None or not user_fakes[i].requires_grad or record is None or record[1]:
+        # a tensor subclass input: its wrapper's set_() (test_set__not_allowed on a PairTensor)
+        sets = run.swaps.plain_sets if layout.trees[i] is None else run.swaps.wrapper_sets
+        record = sets.get(id(t))
+        if not user_fakes[i].requires_grad or record is None or record[1]:
             continue
         onto_input = any(mutations[j].set_source is not None for j in layout.leaves_of_input[i])
         if onto_input and run.swaps.visible_seq.get(id(t), -1) > record[0]:

@@ -64,6 +64,40 @@ def _hidden_swap(m: LeafMutation) -> bool:
     )
 
 
+# Note [Inner Tensors Of A Subclass Input Written Directly]
+# `x.a.add_(1)`, x a tensor subclass input that requires grad (test_subclass_inner_mutated on a PairTensor, in
+# training): the program writes an inner tensor itself, below the wrapper, so in eager autograd records nothing on x
+# (x keeps its grad_fn and version counter; only x.a's counter moves) and later ops read x's new values, as after a
+# write through `.data`. The joint trace sees the same at the wrapper level (inner tensors carry no history), so the
+# input needs no new value from the compiled Function: the epilogue writes its inner tensors below autograd, as in
+# inference, instead of the wrapper-level copy_ of a written input (Note [Subclass Inputs Mutated In Training]), which
+# needs a new value for every inner tensor and refused writes of only some. Such an input: its wrapper family's
+# version counter did not move (no write through x or a view of it), some leaf was written, with grad enabled or
+# not (an inner tensor has no history either way; `x.data.mul_()` writes them so too), and nothing else changed (no
+# set_(), resize_, `.data =`, in-place view op, alias group). Checked (parity oracle) for leaves and non-leaves, one
+# or both inner tensors, under no_grad, through a view of an inner tensor or of `x.data`, values that require grad,
+# x read by the outputs before and after (tests/pipeline/test_fuzz_pairset.py).
+
+
+def inner_written_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
+    """Subclass inputs whose inner tensors the program wrote directly, and nothing else (Note
+    [Inner Tensors Of A Subclass Input Written Directly])."""
+    grouped = {m for g in layout.groups for m in g.members}
+    out = []
+    for i, tree in enumerate(layout.trees):
+        leaves = layout.leaves_of_input[i]
+        muts = [analysis.mutations[j] for j in leaves]
+        if tree is None or not leaves or any(j in grouped for j in leaves) or analysis.wrapper_data[i] is not None:
+            continue
+        if analysis.wrapper_version_bumped[i] or analysis.inplace_replay[i]:
+            continue
+        if any(m.storage_changed or m.swapped or m.resized or m.metadata or m.final_data for m in muts):
+            continue
+        if any(m.data for m in muts):
+            out.append(i)
+    return tuple(out)
+
+
 # Note [Subclass Leaves Resized Under no_grad]
 # An in-place view op under no_grad (t_, transpose_, squeeze_) that gives a subclass input which is an autograd leaf
 # another size records nothing in eager; an op that reads the leaf with grad after it makes the leaf's gradient

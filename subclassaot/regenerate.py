@@ -154,7 +154,9 @@ def build_outputs(
     for view in gains_late:
         give_base_grad(view)
     if plan.analysis.wrapper_storage:
-        share_wrapper_storages(plan.flat, plan.analysis.wrapper_storage, holders, values, result)
+        share_wrapper_storages(
+            plan.flat, plan.analysis.wrapper_storage, holders, values, result, lambda k: _dense_leaf(plan, values, k)
+        )
     return unflatten_output(result, plan.analysis.output_spec, has_size)
 
 
@@ -511,3 +513,13 @@ def _input_root(
     # Note [Inputs Set To Computed Tensors]: the outer strides of the leaf it had them from
     size, stride, _ = wrapper_layout(ev.meta(replay.root_meta, symbols), metas, leaves)
     return unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
+
+
+def _dense_leaf(plan: RuntimePlan, values: Sequence[object], k: int) -> torch.Tensor:
+    """Dense leaf `k` as the call left it: its owner input's inner tensor by attribute path (the epilogue's set_()
+    keeps the object, so this is the very tensor the caller sees)."""
+    t = values[plan.layout.leaves[k].owner]
+    for attr in plan.leaf_attr_paths[k]:
+        t = getattr(t, attr)
+    assert isinstance(t, torch.Tensor)
+    return t

@@ -1,8 +1,9 @@
 """Single calls of the program's run that the swap record's modes handle specially: in-place foreach ops (run
-tensor by tensor), set_() of a wrapper subclass onto a plain tensor (refused), and reads of tensors that require grad.
+tensor by tensor) and reads of tensors that require grad (set_() of a wrapper subclass onto a plain tensor, once
+refused here, is Note [Wrappers set_() To A Plain Tensor]).
 
-Input: one torch function or aten op call of the program, as the modes see it. Output: a per-tensor method, a
-refusal, or a flag. Invariants: pure reads of the call's arguments.
+Input: one torch function or aten op call of the program, as the modes see it. Output: a per-tensor method or a
+flag. Invariants: pure reads of the call's arguments.
 """
 
 from __future__ import annotations
@@ -12,10 +13,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from subclassaot.errors import UnsupportedError
-from subclassaot.protocol import is_traceable_subclass
-
-__all__ = ["check_set_source", "per_tensor_method", "reads_grad"]
+__all__ = ["per_tensor_method", "reads_grad"]
 
 
 # Note [In-Place Foreach Ops Run Tensor By Tensor]
@@ -34,18 +32,6 @@ def per_tensor_method(func: Any) -> Any:
     if not (name.startswith("_foreach_") and name.endswith("_")):
         return None
     return getattr(torch.Tensor, name[len("_foreach_") :], None)
-
-
-def check_set_source(args: tuple[Any, ...]) -> None:
-    """Refuse `w.set_(t)`, w a wrapper subclass and t a plain tensor: eager's wrapper then shares t's storage,
-    which its own inner tensors also use now; the epilogue gives wrappers only the storages of wrappers
-    (Note [Wrapper Storage After set_]), so the compiled wrapper would not alias them."""
-    if len(args) > 1 and isinstance(args[1], torch.Tensor) and not is_traceable_subclass(args[1]):
-        raise UnsupportedError(
-            "the program calls set_() on a tensor subclass with a plain tensor as the source: eager's wrapper then "
-            "shares that tensor's storage (with its own inner tensors), which the compiled program cannot give it. "
-            "set_() it to a tensor of its own subclass (wrap the source) instead"
-        )
 
 
 def reads_grad(tree: object) -> bool:

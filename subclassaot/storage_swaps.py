@@ -36,7 +36,7 @@ from subclassaot.nograd_set_views import (
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.regenerated_views import note_assignment_reads, note_grad_fn_reads
 from subclassaot.resize_rules import as_resize, check_resize_within_storage, resize_strides
-from subclassaot.run_calls import check_set_source, per_tensor_method, reads_grad
+from subclassaot.run_calls import per_tensor_method, reads_grad
 from subclassaot.stale_views import (
     check_stale_set,
     check_stale_views,
@@ -182,7 +182,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if self.depth == 0 and torch.is_grad_enabled():
                 self._note_wrapper_op(func, args, kwargs)
             if func in SET_OPS and self.depth == 0:
-                check_set_source(args)
                 leaves = flatten_subclass(args[0], "set_")[1]
                 check_shared_grad_set(self.record, args, leaves)
                 self.left_storages[id(args[0])] = (storage_key(args[0]), [storage_key(leaf) for leaf in leaves])

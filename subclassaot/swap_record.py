@@ -14,7 +14,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.schemas import DenseIndex
-from subclassaot.torch_internals import get_version, set_version
+from subclassaot.torch_internals import DataDependentError, get_version, set_version
 
 # set_() overloads: each replaces a tensor's storage and metadata
 SET_OPS = frozenset(
@@ -142,6 +142,9 @@ class SwapRecord:
     # had given them another size (Note [Subclass Inputs set_() Under no_grad])
     wrapper_first_sets: dict[int, tuple[int, tuple[Any, ...]]] = field(default_factory=dict)
     set_resized: set[int] = field(default_factory=set)
+    # id() of a wrapper in set_resized -> seq of the later set_() that gave it its first size back (Note [A Wrapper
+    # set_() Back To Its Size])
+    set_restored: dict[int, int] = field(default_factory=dict)
     read_after_set: set[int] = field(default_factory=set)
     plain_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # the same for plain tensors' set_()
     # id() of a wrapper subclass that requires grad -> seq of the first in-place view op under no_grad that gave it
@@ -277,9 +280,11 @@ class SwapRecord:
     def note_wrapper_set(self, t: torch.Tensor, seq: int, size_before: tuple[Any, ...]) -> None:
         """`t.set_(...)` on a wrapper subclass, at `seq`; `size_before`: t's size before it."""
         first = self.wrapper_first_sets.setdefault(id(t), (seq, size_before))
-        size = tuple(t.shape)
-        if not all(isinstance(d, int) for d in (*size, *first[1])) or size != first[1]:
-            self.set_resized.add(id(t))  # symbolic sizes count as changed: no guard is added here
+        if not same_size(tuple(t.shape), first[1]):
+            self.set_resized.add(id(t))
+            self.set_restored.pop(id(t), None)
+        elif id(t) in self.set_resized:
+            self.set_restored.setdefault(id(t), seq)  # Note [A Wrapper set_() Back To Its Size]
 
     def note_reads_after_set(self, tensors: tuple[torch.Tensor, ...], writes: tuple[torch.Tensor, ...]) -> None:
         """`tensors`, read by an op with grad enabled that writes `writes`: mark each wrapper set_() before that it
@@ -291,7 +296,9 @@ class SwapRecord:
             taken: int | None = None  # when the view below `t` in the chain was taken
             while True:
                 first = self.wrapper_first_sets.get(id(t))
-                changed = written or id(t) in self.set_resized
+                restored = self.set_restored.get(id(t))
+                back = restored is not None and (taken is None or taken > restored)
+                changed = written or (id(t) in self.set_resized and not back)
                 if first is not None and changed and (taken is None or taken > first[0]):
                     self.read_after_set.add(id(t))
                 record = self.views.get(id(t))
@@ -466,3 +473,27 @@ def bump_family_wrappers(record: SwapRecord, written: torch.Tensor) -> None:
     for member in record.family_wrappers.get(record.family_of(written), ()):
         if member is not written:
             set_version(member, get_version(member) + 1)
+
+
+# Note [A Wrapper set_() Back To Its Size]
+# `x.set_(b)` to another size, then `x.set_(x_old)` back (test_input_mutation_set__nop on a PairTensor that requires
+# grad, all under no_grad): the refusal of reads with grad after a set_() that gave x another size (Note [Subclass
+# Inputs set_() Under no_grad]) is about the size autograd sees when the read happens. A read of x itself after the
+# set_() that gave its size back, or of a view taken after that, sees x's size as the program got it, as the
+# compiled Function's input has it: such reads are not refused. A view taken while x had the other size still is.
+
+
+# Note [Symbolic Sizes Of A Wrapper set_()]
+# Whether a wrapper's set_() gave it another size decides whether a read with grad after it is refused (Note
+# [Subclass Inputs set_() Under no_grad]). With dynamic shapes the sizes before and after are symbolic or mixed
+# ((s0, s1) set_() to an arange's (3, 3): test_input_mutation_set__input_mutation on a PairTensor, compiled with
+# dynamic=True); counting every symbolic size as changed refused programs that compile statically. The comparison is
+# made as the static trace makes it, on the sizes this input has (a guard: s0 == 3 here, so another size compiles
+# anew and is judged there); a size that cannot be compared (unbacked) counts as changed.
+def same_size(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    if len(a) != len(b):
+        return False
+    try:
+        return all(bool(x == y) for x, y in zip(a, b, strict=True))
+    except DataDependentError:  # an unbacked size
+        return False

@@ -16,7 +16,12 @@ import torch
 from subclassaot.aliased_data_rules import data_assignments_allowed
 from subclassaot.assigned_writes import check_assigned_writes
 from subclassaot.errors import AliasedSubclassRefusal, UnsupportedError
-from subclassaot.hidden_set_rules import kernel_strides, refuse_leaves_resized_under_no_grad, set_under_no_grad_inputs
+from subclassaot.hidden_set_rules import (
+    inner_written_inputs,
+    kernel_strides,
+    refuse_leaves_resized_under_no_grad,
+    set_under_no_grad_inputs,
+)
 from subclassaot.schemas import (
     AliasGroup,
     AliasGroupRef,
@@ -75,6 +80,8 @@ def wrapper_update_inputs(
         if tree is None or not (fake.requires_grad or gains_grad(analysis, i, fake)) or not any(m.data for m in muts):
             continue
         if any(m.storage_changed or m.swapped or m.resized for m in muts):
+            continue
+        if i in inner_written_inputs(layout, analysis):
             continue
         alone = fake.requires_grad and not any(j in grouped for j in leaves)
         if any(m.metadata or m.final_data for m in muts) and not _recorded_view_ops(analysis, i, muts, alone):
@@ -415,6 +422,7 @@ def check_training_supported(
         *_set_under_grad_inputs(layout, analysis),
         *_hidden_change_inputs(flat, layout, analysis),
         *set_under_no_grad_inputs(layout, analysis),
+        *inner_written_inputs(layout, analysis),
     )
     for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
         same = layout.same_wrapper[t_index] if layout.same_wrapper else None

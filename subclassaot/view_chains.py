@@ -1,13 +1,12 @@
 """Stage `analyze`, output regeneration: how eager made each aliased output (the view chain from an input, an
-earlier output or an intermediate base, with in-place view ops and wrapper-level set_() steps), the in-place view
-ops the epilogue replays on subclass inputs, and which subclass tensors share a wrapper storage after the call.
-The facts about chains the analysis decides on (a detach() in the chain, a set_() under grad before it, in-place
-view ops under mixed grad modes) are in chain_facts.py.
+earlier output or an intermediate base, with in-place view ops and wrapper-level set_() steps), and the in-place view
+ops the epilogue replays on subclass inputs (which subclass tensors share a wrapper storage after the call is in
+storage_classes.py). The facts about chains the analysis decides on (a detach() in the chain, a set_() under grad
+before it, in-place view ops under mixed grad modes) are in chain_facts.py.
 
-Input: a `FunctionalRun` and the output being analyzed. Output: `Replay` / `ViewStep` records and
-`WrapperStorageClass`es for the runtime (Note [Output Regeneration], Note [Wrapper Storage After set_], Note
-[Subclass Views Rebuilt By set_]). Invariants: pure reads of the run's records; a chain is returned only when
-replaying it is exact, else None; nothing here raises.
+Input: a `FunctionalRun` and the output being analyzed. Output: `Replay` / `ViewStep` records for the runtime (Note
+[Output Regeneration], Note [Subclass Views Rebuilt By set_]). Invariants: pure reads of the run's records; a chain
+is returned only when replaying it is exact, else None; nothing here raises.
 """
 
 from __future__ import annotations
@@ -37,13 +36,10 @@ from subclassaot.schemas import (
     LeafMutation,
     LeafSource,
     Meta,
-    OutputInfo,
-    OutputKind,
     OutputLeaf,
     Replay,
     ReplaySource,
     ViewStep,
-    WrapperStorageClass,
 )
 from subclassaot.swap_record import SET_OPS, InplaceViewRecord, ViewRecord
 from subclassaot.torch_internals import is_plain_autograd_view, storage_key, symint_expr
@@ -58,47 +54,7 @@ __all__ = [
     "viewed_before_set",
     "view_rebuilt_by_set",
     "view_step",
-    "wrapper_storage_classes",
 ]
-
-
-# Note [Wrapper Storage After set_]
-# A wrapper subclass has a storage of its own (no data): views share it (return_and_correct_aliasing), and since set_
-# is an inplace_view op, `w.set_(src)` on a wrapper also replays on the wrapper itself, which then shares src's
-# wrapper storage and takes its metadata, while the subclass's own set_ handler points the inner tensors at src's
-# (the wrapper keeps its autograd identity: a view stays a view of its base). The functional run does all of this
-# on the traced wrappers exactly as eager does, so at its end the traced wrappers' storages say which subclass inputs
-# and outputs share one, and whether that is an input's storage as received. Two things reproduce it at run time,
-# only for programs that set_() a wrapper (or assign its `.data`: Note [Wrapper Data Assignment]): an output that
-# was a view when set_() replaced its contents is replayed as that view and then set_() (without autograd) to a
-# wrapper of its dense leaves (`Replay.then_set`); and after the outputs are built, every member of a sharing class
-# gets the class's storage (torch._functionalize_unsafe_set, which changes neither metadata nor version counters),
-# an anchor's storage taken before the epilogue (which may move the anchor off it).
-
-
-def wrapper_storage_classes(
-    run: FunctionalRun, layout: DenseLayout, outputs: tuple[OutputInfo, ...]
-) -> tuple[WrapperStorageClass, ...]:
-    if not run.swaps.wrapper_sets and not run.swaps.wrapper_data:
-        return ()
-    anchors: dict[object, int] = {}
-    for t, key in enumerate(run.initial_wrapper_keys):
-        if key is not None:
-            anchors.setdefault(key, t)
-    members: dict[object, tuple[list[int], list[int]]] = {}
-    for t, (tree, u) in enumerate(zip(layout.trees, run.user_tensors, strict=True)):
-        if tree is not None:
-            members.setdefault(storage_key(u), ([], []))[0].append(t)
-    values = pytree.tree_leaves(run.output)
-    for o, (info, value) in enumerate(zip(outputs, values, strict=True)):
-        if info.kind is OutputKind.TENSOR and info.tree is not None and isinstance(value, torch.Tensor):
-            members.setdefault(storage_key(value), ([], []))[1].append(o)
-    classes = []
-    for key, (inputs, outs) in members.items():
-        anchor = anchors.get(key)
-        if outs or any(t != anchor for t in inputs):
-            classes.append(WrapperStorageClass(anchor=anchor, inputs=tuple(inputs), outputs=tuple(outs)))
-    return tuple(classes)
 
 
 def root_replay(

@@ -1,5 +1,6 @@
 """Stage `runtime`, wrapper subclasses' own metadata and storage: what `set_()` and `.data =` leave on a wrapper that
-its inner tensors do not say (Note [Wrapper Storage After set_], Note [Wrapper Data Assignment]).
+its inner tensors do not say (Note [Wrapper Storage After set_], Note [Wrappers set_() To A Plain Tensor], Note
+[Wrapper Data Assignment]).
 
 Input: the per-call values (flat inputs, outputs as built) and the analysis's `WrapperStorageClass`es and per-output
 `data_meta`. Output: the same tensors, each wrapper on its class's storage and with eager's own size/stride/offset.
@@ -8,10 +9,11 @@ Invariants: nothing here dispatches to a subclass, records autograd history or m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
+from subclassaot.protocol import flatten_subclass
 from subclassaot.schemas import FlatInputs, WrapperStorageClass
 from subclassaot.torch_internals import assign_wrapper_metadata
 
@@ -42,11 +44,19 @@ def share_wrapper_storages(
     holders: Sequence[torch.Tensor | None],
     values: Sequence[object],
     result: Sequence[object],
+    dense_leaf: Callable[[int], torch.Tensor],
 ) -> None:
     """Note [Wrapper Storage After set_]: each member of a class ends on the class's wrapper storage. `holders`: from
-    `anchor_holders`, taken before the epilogue."""
+    `anchor_holders`, taken before the epilogue; `dense_leaf(k)`: dense leaf k as the call left it."""
     targets: list[torch.Tensor] = []
     for c, holder in zip(classes, holders, strict=True):
+        if c.leaf is not None:  # Note [Wrappers set_() To A Plain Tensor]
+            holder = dense_leaf(c.leaf)
+        elif c.output_leaf is not None:
+            o, pos = c.output_leaf
+            out = result[o]
+            assert isinstance(out, torch.Tensor)
+            holder = out if pos < 0 else flatten_subclass(out, "out")[1][pos]
         if holder is None:
             # A storage the call made (set_() to an intermediate): a new wrapper storage, shared by no one else.
             first = values[flat.tensor_indices[c.inputs[0]]] if c.inputs else result[c.outputs[0]]
