@@ -19,7 +19,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.assigned_roots import assigned_root, with_root_data_meta
-from subclassaot.data_assignment import apart_from_leaves
+from subclassaot.data_assignment import apart_from_leaves, leaves_moved
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.final_marks import early_marks, final_pass_marks
@@ -229,7 +229,7 @@ def _replay_of(
         return _then_set_entry_counter(replay, value, t, run)
     if assigned_root(t, first, run, input_by_id, earlier):
         return with_root_data_meta(root_replay(t, bases, tuple(steps), _meta_exprs(first.source_meta)), t)
-    if _meta_exprs(first.source_meta) != leaf_meta(t) or apart_from_leaves(t, first.seq, run):
+    if _meta_exprs(first.source_meta) != leaf_meta(t) or apart_from_leaves(t, first.seq, run) or leaves_moved(t, first):
         # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
         # then is viewed before the epilogue changes it; anything else is regenerated.
         if id(t) in input_by_id and _as_received(t, first, run) and _all_input_alias(leaves):
@@ -445,7 +445,7 @@ def _replay_then_set(
     by_data: bool,
 ) -> Replay | None:
     """The view chain of an output whose wrapper was set_() after it was made, from its root `t`."""
-    if _meta_exprs(first.source_meta) != leaf_meta(t):
+    if _meta_exprs(first.source_meta) != leaf_meta(t) or leaves_moved(t, first):
         return None  # its source changed shape since: the view is not replayable after the epilogue
     by_data = by_data and not is_traceable_subclass(t)
     found: tuple[ReplaySource, int] | None = (ReplaySource.INPUT, input_by_id[id(t)]) if id(t) in input_by_id else None
