@@ -17,7 +17,7 @@ T = torch.Tensor
 
 _VIEWS: dict[str, Callable[[T], T]] = {
     "detach": lambda x: x.detach(),
-    "alias": lambda x: torch.ops.aten.alias(x),
+    "alias": torch.ops.aten.alias.default,
     "view": lambda x: x.view(-1),  # raised: view() of the transposed leaves
     "select": lambda x: x[0],
     "detach_t": lambda x: x.detach().t(),
@@ -37,7 +37,7 @@ def _assign(how: str, x: T, t: T) -> None:
     elif how == "data_fresh":
         x.data = torch.zeros_like(t)
     else:
-        x.set_(t)
+        x.set_(t)  # type: ignore[call-overload]  # torch's stubs list only the storage overloads of set_
 
 
 def _program(view: str, meta: str, how: str, n: int) -> Callable[..., object]:
