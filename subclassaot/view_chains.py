@@ -252,7 +252,7 @@ def _replay_of(
     if id(t) in input_by_id:
         if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
             return None
-        if _swapped_after_view(t, value) or _on_replaced_storage(value, run):
+        if _swapped_after_view(t, value) or _on_replaced_storage(value, t, run):
             # set_() moved the input off the storage the view was taken from: view it before the epilogue swaps it
             # (as the program did), else regenerate the view from the input still holding that storage.
             as_received = _as_received(t, first, run)
@@ -699,13 +699,15 @@ def last_bump(t: torch.Tensor, run: FunctionalRun) -> int:
     return max([run.swaps.last_bump.get(key, 0) for key in keys | {storage_key(t)}] + wrapper_bumps)
 
 
-def _on_replaced_storage(value: torch.Tensor, run: FunctionalRun) -> bool:
-    """A dense leaf of `value` is on an input's storage as received, which set_() then replaced (fuzz seed 2000
-    #4452: a subclass input's view)."""
-    finals = {storage_key(f) for f in run.finals}
+def _on_replaced_storage(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun) -> bool:
+    """A dense leaf of `value`, a view of input `t`, is on an input's storage as received, which set_() then
+    replaced in `t` (fuzz seed 2000 #4452: a subclass input's view). Another input may still hold that storage
+    (the same PairTensor's view passed too: `t0 = x1.detach(); x1.set_(y)`, x1 = x0.view(...)): `t` as it ends is
+    still not what the view was taken of."""
+    own = {storage_key(f) for f in dense_leaves_of(t, "")[1]}
     originals = {storage_key(o) for o in run.originals}
     _, leaves = flatten_subclass(value, "out") if is_traceable_subclass(value) else (None, [value])
-    return any(storage_key(leaf) in originals and storage_key(leaf) not in finals for leaf in leaves)
+    return any(storage_key(leaf) in originals and storage_key(leaf) not in own for leaf in leaves)
 
 
 def _as_received(t: torch.Tensor, first: ViewRecord, run: FunctionalRun) -> bool:
