@@ -42,6 +42,16 @@ __all__ = ["assigned_write", "check_assigned_writes"]
 # `.data` alias are hidden from autograd, as before; subclass inputs keep their wrapper-level rule (Note [Subclass
 # Inputs Mutated In Training]).
 
+# Note [In-Place View Ops With Grad And .data =]
+# `x.data = x.sin(); x.transpose_(0, 1); return (x,)` with grad on, x a non-leaf input that requires grad (variant of
+# fuzz seed 49000 #6570; `x.transpose_(0, 1); x.data = ...` alike): the in-place view op with grad puts a
+# TransposeBackward0 on x's history, which `.data =` keeps, so the gradient reaching x's own history is transposed.
+# The epilogue gives x its final storage and layout by a `.data =` invisible to autograd, x keeping the grad_fn it
+# came with: the gradient reached it untransposed. Repeating the view ops with grad would need the layouts eager
+# applied them at (before or after the swap), which the run does not keep per op: refused (AssignedWrite.VIEWED)
+# where no write with grad applies Note [Writes With Grad After .data =] instead. Under no_grad the view ops leave
+# the history as it was (Note [Metadata Changes Under no_grad]), and set_() is replayed as the program's.
+
 
 def assigned_write(i: int, run: FunctionalRun, in_subclass: bool, storage_changed: bool) -> AssignedWrite | None:
     """Note [Writes With Grad After .data =]: when plain input leaf `i`, which requires grad at the end and was
@@ -51,8 +61,11 @@ def assigned_write(i: int, run: FunctionalRun, in_subclass: bool, storage_change
     if in_subclass or id(final) not in swaps.swapped_by_data or not final.requires_grad:
         return None
     assigned, written = swaps.data_sets.get(id(final)), swaps.family_visible_seq.get(swaps.family_of(final))
-    if assigned is None or written is None:
+    if assigned is None:
         return None
+    if written is None:  # Note [In-Place View Ops With Grad And .data =]
+        viewed = storage_changed and any(r.grad_enabled for r in swaps.inplace_views.get(id(final), []))
+        return AssignedWrite.VIEWED if viewed else None
     if written < assigned[0]:
         return AssignedWrite.BEFORE
     if not storage_changed:
@@ -78,6 +91,13 @@ def check_assigned_writes(
                     "again; eager's history of that write is of a storage the input no longer has, which the "
                     "compiled program does not reproduce (Note [Writes With Grad After .data =]). Write after the "
                     "last `.data =`, or under torch.no_grad()"
+                )
+            if m.assigned_write is AssignedWrite.VIEWED:
+                raise UnsupportedError(
+                    f"{path}: the program assigns `.data` of this input, which requires grad, a tensor on another "
+                    "storage and changes its layout in place (t_, transpose_, unsqueeze_) with grad enabled; the "
+                    "compiled program cannot give it eager's history of that view op (Note [In-Place View Ops With "
+                    "Grad And .data =]). Use the out-of-place view op, or change the layout under torch.no_grad()"
                 )
             if m.assigned_write is AssignedWrite.RESHAPED:
                 raise UnsupportedError(

@@ -33,7 +33,7 @@ from subclassaot.schemas import (
     StrideProbe,
     ViewStep,
 )
-from subclassaot.swap_record import DataAssignment
+from subclassaot.swap_record import DataAssignment, ViewRecord
 from subclassaot.torch_internals import mutation_counter, recorded_size, storage_key, symint_expr
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "assigned_probe_leaf",
     "check_assigned_view",
     "check_data_meta_outputs",
+    "leaves_moved",
     "resimplified_data_metas",
     "wrapper_data_plans",
 ]
@@ -92,6 +93,30 @@ def apart_from_leaves(t: torch.Tensor, taken: int, run: FunctionalRun) -> bool:
     if not assigned or moved is None or not taken < moved[0] < assigned[-1].seq:
         return False
     return any(leaf_meta(d) != leaf_meta(t) for d in dense_leaves_of(t, "")[1])
+
+
+# Note [Views Of Wrappers Whose Leaves Moved]
+# `t0 = x.detach(); x.transpose_(0, 1); x.data = t1; return t0`, a PairTensor x (fuzz seed 49000 #6570): the in-place
+# view op transposed x's dense leaves, and the `.data =` then gave the wrapper t1's metadata (Note [Wrapper Data
+# Assignment]; it leaves the leaves as they were), so x ends with the wrapper's metadata it had when t0 was taken and
+# leaves it did not have then. Compared on the wrapper alone, t0's chain looked replayable on x after the epilogue,
+# which replayed the detach() on the transposed leaves: t0 came out transposed (and a view() would raise). So a
+# view record of a subclass keeps its source's dense leaves' metadata too (ViewRecord.source_leaves), and the
+# source counts as changed since the view where they differ from its leaves' at the end: the chain is then
+# replayed before the epilogue from the input as the program received it, as for any source whose shape changed.
+
+
+def leaves_moved(t: torch.Tensor, taken: ViewRecord) -> bool:
+    """Note [Views Of Wrappers Whose Leaves Moved]: do subclass `t`'s dense leaves end with other metadata than
+    they had when the view `taken` was taken from it?"""
+    if taken.source_leaves is None:
+        return False
+    then = tuple((_exprs(size), _exprs(stride), symint_expr(offset)) for size, stride, offset in taken.source_leaves)
+    return then != tuple(leaf_meta(d) for d in dense_leaves_of(t, "")[1])
+
+
+def _exprs(values: tuple[int | torch.SymInt, ...]) -> tuple[sympy.Expr | int, ...]:
+    return tuple(symint_expr(v) for v in values)
 
 
 def wrapper_data_plans(

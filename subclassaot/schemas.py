@@ -116,6 +116,9 @@ class AssignedWrite(enum.Enum):
     AFTER_RAISING = "after_raising"
     BEFORE = "before"  # (also) before it: refused
     RESHAPED = "reshaped"  # after it, with an in-place view op on it after its `.data =`: refused
+    # not written with grad, but an in-place view op with grad changed it, and `.data =` gave it another storage:
+    # refused (Note [In-Place View Ops With Grad And .data =])
+    VIEWED = "viewed"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -74,6 +74,8 @@ from subclassaot.swap_record import (
     ViewRecord,
     bump_family_wrappers,
     elements_of,
+    source_leaf_metas,
+    tensor_meta,
 )
 from subclassaot.torch_internals import (
     get_version,
@@ -511,7 +513,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             root = self.record.family_of(args[0])
             multi = isinstance(out, list | tuple)
             src = args[0]
-            meta = (tuple(src.size()), tuple(src.stride()), src.storage_offset())
+            meta, leaves = tensor_meta(src), source_leaf_metas(src)
             for i, o in enumerate(out if multi else (out,)):
                 if isinstance(o, torch.Tensor):
                     self.record.seq += 1
@@ -524,6 +526,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         torch.is_grad_enabled(),
                         meta,
                         self.record.seq,
+                        leaves,
                     )
                     self.record.family[id(o)] = root
                     if id(args[0]) in self.record.set_views:

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import DenseIndex
 from subclassaot.torch_internals import DataDependentError, get_version, set_version
 
@@ -38,6 +39,18 @@ SET_OPS = frozenset(
 # to the transposed elements (fuzz seed 40000 #7249, a PairTensor input; a plain view regenerates by as_strided).
 
 
+RawMeta = tuple[tuple[Any, ...], tuple[Any, ...], Any]  # size, stride, offset, as the tensor gives them
+
+
+def tensor_meta(t: torch.Tensor) -> RawMeta:
+    return tuple(t.size()), tuple(t.stride()), t.storage_offset()
+
+
+def source_leaf_metas(t: torch.Tensor) -> tuple[RawMeta, ...] | None:
+    """ViewRecord.source_leaves: a subclass's dense leaves' metadata (None for a plain tensor)."""
+    return tuple(tensor_meta(d) for d in flatten_subclass(t, "")[1]) if is_traceable_subclass(t) else None
+
+
 @dataclass(frozen=True, slots=True)
 class ViewRecord:
     func: Any  # the view OpOverload
@@ -48,6 +61,8 @@ class ViewRecord:
     grad_enabled: bool
     source_meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]  # the source's size, stride, offset at the time
     seq: int  # when it happened, among view and in-place view ops
+    # a subclass source's dense leaves' size, stride, offset at the time (Note [Views Of Wrappers Whose Leaves Moved])
+    source_leaves: tuple[RawMeta, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

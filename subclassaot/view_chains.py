@@ -19,7 +19,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.assigned_roots import assigned_root, with_root_data_meta
 from subclassaot.chain_facts import detached_before_change
-from subclassaot.data_assignment import apart_from_leaves
+from subclassaot.data_assignment import apart_from_leaves, leaves_moved
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.final_marks import early_marks, final_pass_marks
@@ -186,7 +186,7 @@ def _replay_of(
         return _then_set_entry_counter(replay, value, t, run)
     if assigned_root(t, first, run, input_by_id, earlier):
         return with_root_data_meta(root_replay(t, bases, tuple(steps), _meta_exprs(first.source_meta)), t)
-    if _meta_exprs(first.source_meta) != leaf_meta(t) or apart_from_leaves(t, first.seq, run):
+    if _meta_exprs(first.source_meta) != leaf_meta(t) or apart_from_leaves(t, first.seq, run) or leaves_moved(t, first):
         # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
         # then is viewed before the epilogue changes it; anything else is regenerated.
         if id(t) in input_by_id and _as_received(t, first, run) and _all_input_alias(leaves):
@@ -212,7 +212,7 @@ def _replay_of(
     if id(t) in input_by_id:
         if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
             return None
-        if _swapped_after_view(t, value) or _on_replaced_storage(value, run):
+        if _swapped_after_view(t, value) or _on_replaced_storage(value, t, run):
             # set_() moved the input off the storage the view was taken from: view it before the epilogue swaps it
             # (as the program did), else regenerate the view from the input still holding that storage.
             as_received = _as_received(t, first, run)
@@ -406,7 +406,7 @@ def _replay_then_set(
     by_data: bool,
 ) -> Replay | None:
     """The view chain of an output whose wrapper was set_() after it was made, from its root `t`."""
-    if _meta_exprs(first.source_meta) != leaf_meta(t):
+    if _meta_exprs(first.source_meta) != leaf_meta(t) or leaves_moved(t, first):
         return None  # its source changed shape since: the view is not replayable after the epilogue
     by_data = by_data and not is_traceable_subclass(t)
     found: tuple[ReplaySource, int] | None = (ReplaySource.INPUT, input_by_id[id(t)]) if id(t) in input_by_id else None
@@ -660,13 +660,15 @@ def last_bump(t: torch.Tensor, run: FunctionalRun) -> int:
     return max([run.swaps.last_bump.get(key, 0) for key in keys | {storage_key(t)}] + wrapper_bumps)
 
 
-def _on_replaced_storage(value: torch.Tensor, run: FunctionalRun) -> bool:
-    """A dense leaf of `value` is on an input's storage as received, which set_() then replaced (fuzz seed 2000
-    #4452: a subclass input's view)."""
-    finals = {storage_key(f) for f in run.finals}
+def _on_replaced_storage(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun) -> bool:
+    """A dense leaf of `value`, a view of input `t`, is on an input's storage as received, which set_() then
+    replaced in `t` (fuzz seed 2000 #4452: a subclass input's view). Another input may still hold that storage
+    (the same PairTensor's view passed too: `t0 = x1.detach(); x1.set_(y)`, x1 = x0.view(...)): `t` as it ends is
+    still not what the view was taken of."""
+    own = {storage_key(f) for f in dense_leaves_of(t, "")[1]}
     originals = {storage_key(o) for o in run.originals}
     _, leaves = flatten_subclass(value, "out") if is_traceable_subclass(value) else (None, [value])
-    return any(storage_key(leaf) in originals and storage_key(leaf) not in finals for leaf in leaves)
+    return any(storage_key(leaf) in originals and storage_key(leaf) not in own for leaf in leaves)
 
 
 def _as_received(t: torch.Tensor, first: ViewRecord, run: FunctionalRun) -> bool:
