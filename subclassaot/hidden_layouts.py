@@ -72,10 +72,11 @@ __all__ = [
 # keeps every result alive (Note [Ids In The Swap Record]), so it only notes such a leaf (`layout_kept`); analyze
 # then runs the program eagerly on static fakes (backward_probe.eager_kept_accumulators), where results die as in
 # eager, and where the accumulator the outputs' graphs reach has the size the leaf came with, marks the leaf in
-# `kept_accumulators`: the runtime holds its accumulator, made at that size, until the outputs are built, as for
-# Note [Accumulators Kept Through .data =]. Checked (parity oracle) on plain and PairTensor leaves passed once and
-# twice, t_/transpose_/unsqueeze_/squeeze_/as_strided_, read by expand(), a view, mul, or a dead temporary, the
-# outputs views, the leaf, or reads of it (test_fuzz_bwdshape).
+# `kept_accumulators`: the runtime holds its accumulator, made at that size, until the outputs are built, as Note
+# [Accumulators Kept Through .data =] has it. Checked (parity oracle) on plain leaves passed once and twice,
+# t_/transpose_/unsqueeze_/squeeze_/as_strided_, read by expand(), a view, mul, or a dead temporary, the outputs
+# views of the leaf, the leaf, or reads of it; PairTensor leaves, refused by Note [Subclass Leaves Resized Under
+# no_grad] where read after the op (test_fuzz_bwdshape).
 
 _LAYOUT_OPS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_", "squeeze_", "as_strided_"})
 
