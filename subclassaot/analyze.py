@@ -27,6 +27,7 @@ from subclassaot.analyze_training import (
     wrapper_uses,
 )
 from subclassaot.assigned_history import check_unreplayed_assigned_view, history_data_leaf
+from subclassaot.backward_probe import eager_kept_accumulators
 from subclassaot.blocked_leaves import check_set_under_grad, inputs_behind_raising_nodes
 from subclassaot.bumped_views import check_bumped_views, counter_at_end
 from subclassaot.chain_facts import (
@@ -165,6 +166,9 @@ def analyze(
         )
         stale = tuple(storage_key(o) in run.swaps.stale_reads for o in run.originals)
     uses = wrapper_uses(run, layout)
+    # Note [Accumulators Kept Through Layout Ops]
+    layout_kept = [flat.tensor_indices[k] for k, t in enumerate(run.user_tensors) if id(t) in run.swaps.layout_kept]
+    kept_by_layout = eager_kept_accumulators(call, flat, layout_kept) if layout_kept else frozenset()
     return Analysis(
         mutations=mutations,
         wrapper_meta_after=wrapper_after,
@@ -182,7 +186,10 @@ def analyze(
         read_after_set=tuple(id(t) in run.swaps.read_after_set for t in run.user_tensors),
         read_after_hidden_resize=tuple(id(t) in run.swaps.read_after_hidden_resize for t in run.user_tensors),
         self_set=tuple(id(t) in run.swaps.self_sets for t in run.user_tensors),
-        kept_accumulators=tuple(id(t) in run.swaps.kept_accumulators for t in run.user_tensors),
+        kept_accumulators=tuple(
+            id(t) in run.swaps.kept_accumulators or flat.tensor_indices[k] in kept_by_layout
+            for k, t in enumerate(run.user_tensors)
+        ),
         accumulator_sizes=tuple(assigned_accumulator_size(run.swaps, t) for t in run.user_tensors),
         releaf_sizes=tuple(releaf_size(run.swaps, t) for t in run.user_tensors),
         own_base_views=own_base_views,

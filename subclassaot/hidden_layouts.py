@@ -8,7 +8,8 @@ Input: the `_DataMode` of storage_swaps.py calls `note_layout_op`/`note_view_lay
 the program and `note_first_read`/`note_view_reads` after each op; run_functional marks the tensors standing for such
 inputs (`SwapRecord.releafable`, `note_view_inputs`). Output: `SwapRecord.releafed` (by id: the size at the first
 read with grad after the op, None until then), read by analyze (`Analysis.releaf_sizes`) and by the joint trace (the
-tensors gradients are taken with respect to); `SwapRecord.stale_view_layouts`, refused by analyze. Invariants:
+tensors gradients are taken with respect to); `SwapRecord.layout_kept` (read by analyze, with
+backward_probe.eager_kept_accumulators); `SwapRecord.stale_view_layouts`, refused by analyze. Invariants:
 records only, except the joint trace's detach_()/requires_grad_() of its own clone.
 """
 
@@ -57,6 +58,26 @@ __all__ = [
 # Checked (parity oracle) on plain and PairTensor leaves, t_/transpose_/unsqueeze_/squeeze_/as_strided_ under
 # no_grad, once or repeated, read by sin/mul/views after, with and without reads before (test_fuzz_nogradlayout).
 
+# Note [Accumulators Kept Through Layout Ops]
+# The converse of Note [Leaves Laid Out Anew Under no_grad]: where an op with grad read the leaf before the in-place
+# view op under no_grad (fuzz seed 17000 #4088: `t0 = x1.expand(...)`, then `x0.t_()`, x0 and x1 one leaf), eager's
+# accumulator was made then, at the old size, and lives on while a node of a live result holds it: a read with grad
+# after the op (`x0.select(1, -2)`) finds it, and eager's backward fails its size check ("SelectBackward0 returned
+# an invalid gradient ... expected shape compatible with [2, 4]"), or sums a gradient that expands to it down to
+# it. Where the read's result died before the op (`x.sin()` unassigned), the read after the op makes a new one at
+# the new size, and the backward runs. Reads in the graph meet the trace clone's node, as old (a failure there is
+# refused or deferred: Note [Layouts Changed Behind Autograd]); but a view the runtime replays on the real leaf
+# after the epilogue (an output view of it) found no accumulator alive where the compiled Function holds none (the
+# leaf goes in detached: Note [Unreached Inputs Are Detached]) and made one at the new size. The functional run
+# keeps every result alive (Note [Ids In The Swap Record]), so it only notes such a leaf (`layout_kept`); analyze
+# then runs the program eagerly on static fakes (backward_probe.eager_kept_accumulators), where results die as in
+# eager, and where the accumulator the outputs' graphs reach has the size the leaf came with, marks the leaf in
+# `kept_accumulators`: the runtime holds its accumulator, made at that size, until the outputs are built, as Note
+# [Accumulators Kept Through .data =] has it. Checked (parity oracle) on plain leaves passed once and twice,
+# t_/transpose_/unsqueeze_/squeeze_/as_strided_, read by expand(), a view, mul, or a dead temporary, the outputs
+# views of the leaf, the leaf, or reads of it; PairTensor leaves, refused by Note [Subclass Leaves Resized Under
+# no_grad] where read after the op (test_fuzz_bwdshape).
+
 _LAYOUT_OPS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_", "squeeze_", "as_strided_"})
 
 
@@ -73,8 +94,12 @@ def is_layout_op(func: Callable[..., Any], args: tuple[Any, ...]) -> bool:
 
 def note_layout_op(record: SwapRecord, t: torch.Tensor) -> None:
     """After an in-place view op on `t`: under no_grad, on a tensor standing for a leaf that no op with grad has
-    read, make it a leaf again (a trace's clone) and note it (Note [Leaves Laid Out Anew Under no_grad])."""
-    if torch.is_grad_enabled() or id(t) not in record.releafable or id(t) in record.grad_read:
+    read, make it a leaf again (a trace's clone) and note it (Note [Leaves Laid Out Anew Under no_grad]); on one an op
+    with grad read before, note that eager may keep its accumulator (Note [Accumulators Kept Through Layout Ops])."""
+    if torch.is_grad_enabled() or id(t) not in record.releafable:
+        return
+    if id(t) in record.grad_read:
+        record.layout_kept.add(id(t))
         return
     if not t.requires_grad:
         return

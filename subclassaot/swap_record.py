@@ -172,6 +172,9 @@ class SwapRecord:
     # in-place view op under no_grad made leaves again -> their size at the first read with grad after (None: none yet)
     releafable: set[int] = field(default_factory=set)
     releafed: dict[int, tuple[Any, ...] | None] = field(default_factory=dict)
+    # ... those an op with grad read before such an op, whose accumulator eager may keep (Note [Accumulators Kept
+    # Through Layout Ops])
+    layout_kept: set[int] = field(default_factory=set)
     # Note [View Inputs Laid Out Anew Under no_grad], by id(): view inputs that require grad -> (the layout their
     # traced history expects, is a subclass); subclass views an in-place view op with grad gave another layout; those
     # an in-place view op under no_grad then bumped; those read with grad where their history is not eager's
