@@ -250,6 +250,7 @@ def trace_backward(
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
         error = e
         _refuse_view_replay_limit(e)
+        refuse_reads_around_self_set(setup, e)
         refuse_layout_changed_behind_autograd(call, flat, layout, analysis, e)
         refuse_unreduced_assigned_gradients(flat, analysis, _reached(setup, reach), e)
         patterns = _probe(setup)
@@ -430,6 +431,29 @@ def refuse_set_beside_returned_leaves(
             "gradient before the set_'s node raises, which the compiled program cannot order so (Note [Returned "
             "Leaves Beside A Repeated set_]). Return a clone of the leaf, or read a clone of the set_() input"
         )
+
+
+def refuse_reads_around_self_set(setup: JointSetup, error: Exception) -> None:
+    """Refuse a raising backward where the program read a leaf with grad both before and after its x.set_(x)
+    under no_grad (Note [Reads Around A set_ That Renews An Accumulator])."""
+    flat, analysis = setup.flat, setup.analysis
+    # outputs eager's backward reaches the leaf's last accumulator through outside the Function: the input itself,
+    # or a view the runtime regenerates from an input
+    outside = any(
+        info.kind is OutputKind.IS_INPUT or (info.replay is not None and info.replay.source is ReplaySource.INPUT)
+        for info in analysis.outputs
+    )
+    for i in setup.grad_inputs:
+        real = flat.values[flat.tensor_indices[i]]
+        if outside and analysis.self_set_mixed[i] and isinstance(real, torch.Tensor) and real.is_leaf:
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path} is set_() to itself under no_grad and read with grad "
+                f"both before and after its last such set_(), and the program's backward fails in eager ({error}): "
+                "eager's nodes feed two gradient accumulators of that leaf, the output that is (a view of) it the "
+                "last one, which the compiled Function's one edge cannot reproduce, nor so which gradients eager "
+                "accumulates before it raises (Note [Reads Around A set_ That Renews An Accumulator]). Read a clone "
+                "of it on one side of the set_()"
+            ) from error
 
 
 def _reached(setup: JointSetup, reach: Sequence[frozenset[int]]) -> list[int]:

@@ -101,7 +101,10 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         if plan.input_requires_grad[i] and not after
     ]
 
-    self_set = [flat.tensor_indices[t] for t, s in enumerate(plan.analysis.self_set) if s]
+    # Note [Reads Around A set_ That Renews An Accumulator]: renewed before the compiled call, or after it
+    first = plan.analysis.self_set_first or (False,) * len(plan.analysis.self_set)
+    self_set_first = [flat.tensor_indices[t] for t, s in enumerate(first) if s]
+    self_set = [flat.tensor_indices[t] for t, s in enumerate(plan.analysis.self_set) if s and not first[t]]
     kept = [flat.tensor_indices[t] for t, k in enumerate(plan.analysis.kept_accumulators) if k]
     assigned_reads = [
         (flat.tensor_indices[t], s) for t, s in enumerate(plan.analysis.accumulator_sizes) if s is not None
@@ -138,6 +141,8 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
             early_heads, values, lambda r: replay_view(r, ev, values, ([], {}), symbols, no_output, shared=shared)
         )
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
+        for i in self_set_first:  # Note [Reads Around A set_ That Renews An Accumulator]
+            renew_grad_accumulator(cast(torch.Tensor, values[i]))
         outs, prewrapped, wrapper_values, roots = graph_call(values, graph_in, dense, symbols)
         prewrapped.update(early)
         if not epilogue.empty:

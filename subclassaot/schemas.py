@@ -458,6 +458,10 @@ class Analysis:
     read_after_hidden_resize: tuple[bool, ...] = ()
     # per tensor input: the program called x.set_(x) on it under no_grad (Note [set_ Renews A Leaf's Accumulator])
     self_set: tuple[bool, ...] = ()
+    # ... read with grad only after its last x.set_(x): renewed before the compiled call; both before its last and
+    # after its first: mixed (Note [Reads Around A set_ That Renews An Accumulator])
+    self_set_first: tuple[bool, ...] = ()
+    self_set_mixed: tuple[bool, ...] = ()
     # per tensor input: a leaf whose gradient accumulator a `.data =` kept (Note [Accumulators Kept Through .data =])
     kept_accumulators: tuple[bool, ...] = ()
     # per tensor input: a subclass leaf's size when eager made its gradient accumulator, after a `.data =` (None:

@@ -26,7 +26,7 @@ from subclassaot.hidden_layouts import (
     view_layout,
 )
 from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
-from subclassaot.kept_accumulators import note_data_assignment, note_grad_reads
+from subclassaot.kept_accumulators import note_data_assignment, note_grad_reads, note_self_set
 from subclassaot.nograd_set_views import (
     check_nograd_set_write,
     note_nograd_set,
@@ -204,7 +204,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
                 self.record.note_wrapper_set(args[0], seq, size_before)
                 if len(args) > 1 and args[1] is args[0] and not torch.is_grad_enabled():
-                    self.record.self_sets.add(id(args[0]))  # Note [set_ Renews A Leaf's Accumulator]
+                    note_self_set(self.record, args[0])  # Note [set_ Renews A Leaf's Accumulator]
             if func in _RESIZE_OPS and self.depth == 0 and _size_and_stride(args[0]) != before:
                 # The wrapper takes its new size with a set_ of its own, which advances its version counter (and
                 # its base's, for a view), in eager.
@@ -275,7 +275,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.seq += 1
                 self.record.last_bump[storage_key(args[0])] = self.record.seq
             if self.depth == 0 and not torch.is_grad_enabled():
-                self.record.self_sets.add(id(args[0]))  # Note [set_ Renews A Leaf's Accumulator]
+                note_self_set(self.record, args[0])  # Note [set_ Renews A Leaf's Accumulator]
             return args[0]
         if func in SET_OPS and args and is_functional(args[0]):
             if self.depth == 0:
