@@ -184,6 +184,7 @@ def analyze(
         self_set=tuple(id(t) in run.swaps.self_sets for t in run.user_tensors),
         self_set_first=tuple(self_set_order(run.swaps, t) == "after" for t in run.user_tensors),
         self_set_mixed=tuple(self_set_order(run.swaps, t) == "both" for t in run.user_tensors),
+        read_after_grad_set=tuple(id(t) in run.swaps.read_after_grad_set for t in run.user_tensors),
         kept_accumulators=tuple(id(t) in run.swaps.kept_accumulators for t in run.user_tensors),
         accumulator_sizes=tuple(assigned_accumulator_size(run.swaps, t) for t in run.user_tensors),
         releaf_sizes=tuple(releaf_size(run.swaps, t) for t in run.user_tensors),

@@ -28,7 +28,6 @@ from subclassaot.backward_probe import (
     TangentPatterns,
     eager_backward_error,
     probe_eager_backward,
-    reaches_output_node,
     refuse_layout_changed_behind_autograd,
     refuse_unreduced_assigned_gradients,
     tangent_patterns,
@@ -260,7 +259,6 @@ def trace_backward(
         else:
             verified, early = _deferred_exactly(setup, patterns)
             if verified is None and (returned := _returned_leaves(setup, patterns, reach)):
-                refuse_set_beside_returned_leaves(setup, reach, returned)
                 verified, early = _deferred_exactly(setup, _probe(setup, returned))
                 if verified is not None:
                     graph = _error_graph(setup, e, reach, tangent_trees, verified, early)
@@ -383,54 +381,6 @@ def _probe(setup: JointSetup, returned: frozenset[int] = frozenset()) -> Tangent
 # leaf goes in detached (Note [Unreached Inputs Are Detached]), and the probe (Note [Probing Eager's Backward])
 # counts its gradient as the compiled backward gives it: a set of outputs whose backward gives it one in eager
 # exactly when the leaf itself is among them. A leaf whose gradient eager gives otherwise makes the probe fail.
-
-
-# Note [Returned Leaves Beside A Repeated set_]
-# The model of Note [Returned Leaves Outside A Raising Backward] holds only while no node outside the Function raises
-# before the caller's nodes have run. The epilogue's repeated set_() under grad (Note [set_ Under Grad]) makes one:
-# numbered above all, it runs as soon as the caller's nodes for the outputs that are that input (or its views) have.
-# Eager's own set_ node waits, besides, behind every node of the program that read the input after the set_ (fuzz
-# seed 49000 #3836: `x2.set_(x2); t0 = x1.mul(x1); return x0, x1, t0`, x1 and x2 one PairTensor, x0 a leaf: eager's
-# MulBackward0, numbered below the caller's nodes, holds it back until x0's gradient is in; ours raised first and
-# x0.grad stayed None). The compiled Function, which stands for those nodes, cannot precede a node made after it. So
-# where a leaf is given to the Function detached so, and an input set_() under grad (through any position it is
-# passed at) that an output is, is read by the program with grad after the set_ (eager's graph on static fakes: the
-# node of an output the Function computes reaches the set_ node), the program is refused. (Where the caller's
-# nodes of the leaf run before those of the set_() input, as for a loss summed over outputs in which the leaf comes
-# later, ours would match, but the Function cannot know the caller.)
-
-
-def refuse_set_beside_returned_leaves(
-    setup: JointSetup, reach: Sequence[frozenset[int]], returned: frozenset[int]
-) -> None:
-    """See Note [Returned Leaves Beside A Repeated set_]. `returned`: tensor input positions of the leaves given to
-    the Function detached."""
-    flat, layout, analysis = setup.flat, setup.layout, setup.analysis
-    reals = [flat.values[index] for index in flat.tensor_indices]
-    read = {i for k, i in enumerate(setup.grad_inputs) if k < len(reach) and reach[k]}
-    # outputs the Function computes (not an input, nor regenerated from one after the epilogue)
-    computed = [
-        o
-        for o, info in enumerate(analysis.outputs)
-        if info.kind is OutputKind.TENSOR and (info.replay is None or info.replay.source is not ReplaySource.INPUT)
-    ]
-    for o, info in enumerate(analysis.outputs):
-        if info.kind is not OutputKind.IS_INPUT or info.input_index is None or not computed:
-            continue
-        real = flat.values[info.input_index]
-        same = [t for t, r in enumerate(reals) if r is real]  # the same object passed at several positions
-        if any(t in returned for t in same) or not read.intersection(same):
-            continue
-        if not any(analysis.mutations[j].set_under_grad for t in same for j in layout.leaves_of_input[t]):
-            continue
-        if reaches_output_node(setup.call, flat, computed, [o]) is False:
-            continue  # eager's set_ node waits behind no node of the program either
-        raise UnsupportedError(
-            f"{flat.leaves[info.input_index].path} is set_() with grad enabled, returned, and read with grad by the "
-            "program after the set_(), beside a leaf input returned as itself: eager's backward gets that leaf its "
-            "gradient before the set_'s node raises, which the compiled program cannot order so (Note [Returned "
-            "Leaves Beside A Repeated set_]). Return a clone of the leaf, or read a clone of the set_() input"
-        )
 
 
 def refuse_reads_around_self_set(setup: JointSetup, error: Exception) -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "make_assigned_accumulators",
     "note_data_assignment",
     "note_grad_reads",
+    "note_reads_after_grad_set",
     "note_self_set",
     "self_set_order",
 ]
@@ -191,3 +192,15 @@ def self_set_order(record: SwapRecord, t: torch.Tensor) -> str | None:
         return None
     before, after = id(t) in record.read_before_self_set, id(t) in record.read_after_self_set
     return {(True, True): "both", (True, False): "before", (False, True): "after"}.get((before, after))
+
+
+def note_reads_after_grad_set(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
+    """After an op of the program other than set_(): note the tensors set_() under grad before that it read (or
+    wrote) with grad (Note [set_ Under Grad Before The Call])."""
+    if not torch.is_grad_enabled():
+        return
+    if not any(isinstance(t, torch.Tensor) and t.requires_grad for t in pytree.tree_leaves(out)):
+        return
+    for a in pytree.tree_leaves((args, kwargs)):
+        if isinstance(a, torch.Tensor) and id(a) in record.grad_set_ids:
+            record.read_after_grad_set.add(id(a))

@@ -143,6 +143,10 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
         for i in self_set_first:  # Note [Reads Around A set_ That Renews An Accumulator]
             renew_grad_accumulator(cast(torch.Tensor, values[i]))
+        if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad Before The Call]
+            for t in early_sets:
+                if (x := cast(torch.Tensor, values[flat.tensor_indices[t]])).requires_grad:
+                    set_to_self(x)
         outs, prewrapped, wrapper_values, roots = graph_call(values, graph_in, dense, symbols)
         prewrapped.update(early)
         if not epilogue.empty:
@@ -168,6 +172,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
             plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, entry), has_size, holders
         )
 
+    early_sets = epilogue.early_grad_sets
     storage_classes = plan.analysis.wrapper_storage
     bumped_inputs = bumped_input_sources(plan.analysis.outputs)
     fresh_only = _fresh_only_outputs(plan)
@@ -232,6 +237,8 @@ class EpiloguePlan:
     # (tensor input, copy point) where a view's value is copied in before some of its replayed in-place view ops
     # (Note [Written Subclass Views Changed In Place]; applied when the real input is a view)
     copy_points: tuple[tuple[int, int], ...] = ()
+    # grad_sets repeated before the compiled call instead (Note [set_ Under Grad Before The Call])
+    early_grad_sets: tuple[int, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -277,7 +284,37 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
             if any(analysis.mutations[j].set_under_grad for j in leaves)
         ),
         grad_swaps=_grad_swaps(plan),
+        early_grad_sets=_early_grad_sets(plan),
         copy_points=tuple((t, k) for t in sorted(replayed) if (k := copy_point(plan.layout, analysis, t)) is not None),
+    )
+
+
+# Note [set_ Under Grad Before The Call]
+# Eager's set_ node (Note [set_ Under Grad]) takes its place in the program's history: the nodes of the ops that read
+# or wrote the input with grad after the set_ feed it, so it runs, and raises, only after they have, and those are
+# numbered below every node the caller makes on the outputs. The epilogue's set_, made after the compiled Function,
+# has edges from the caller's nodes alone, and its node, numbered above all (autograd gives NotImplemented nodes
+# no sequence number), raised as soon as they had run: before the caller's nodes of a leaf returned beside it, which
+# in eager get that leaf its gradient first (fuzz seed 49000 #3836: `x2.set_(x2); t1 = x1.mul(x1); x2.mul_(t1);
+# return x0, x1, t1`, x1 and x2 one PairTensor, x0 a leaf: x0.grad stayed None). So where the program read the
+# input with grad after its set_() under grad (`Analysis.read_after_grad_set`), the runtime repeats the set_ before
+# the call: the Function's edge to the input goes to that node, which waits behind the Function's backward (standing
+# for the program's nodes) as eager's waits behind the program's. Where the program did not read it after, eager's
+# set_ node is the input's last history and the epilogue's set_ stays where it is. (A plain input set_() to another
+# input's storage keeps its epilogue set_ from that input: Note [set_ Under Grad].)
+
+
+def _early_grad_sets(plan: RuntimePlan) -> tuple[int, ...]:
+    """Tensor inputs whose set_() under grad is repeated before the compiled call (Note [set_ Under Grad Before
+    The Call])."""
+    analysis, layout = plan.analysis, plan.layout
+    after = analysis.read_after_grad_set or (False,) * len(layout.trees)
+    return tuple(
+        t
+        for t, leaves in enumerate(layout.leaves_of_input)
+        if after[t]
+        and any(analysis.mutations[j].set_under_grad for j in leaves)
+        and not (layout.trees[t] is None and analysis.mutations[leaves[0]].set_source is not None)
     )
 
 
@@ -427,7 +464,7 @@ def _epilogue(
             _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j], final=True)
     for t in epilogue.grad_sets:
         x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
-        if x.requires_grad and torch.is_grad_enabled():
+        if x.requires_grad and torch.is_grad_enabled() and t not in epilogue.early_grad_sets:
             _, source = _grad_swap_pair(plan, values, dense, t)  # Note [set_ Under Grad]
             if plan.layout.trees[t] is None and source is not None and storage_key(source) == storage_key(x):
                 _repeat_swap_under_grad(x, source)

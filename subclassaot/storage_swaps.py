@@ -26,7 +26,12 @@ from subclassaot.hidden_layouts import (
     view_layout,
 )
 from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
-from subclassaot.kept_accumulators import note_data_assignment, note_grad_reads, note_self_set
+from subclassaot.kept_accumulators import (
+    note_data_assignment,
+    note_grad_reads,
+    note_reads_after_grad_set,
+    note_self_set,
+)
 from subclassaot.nograd_set_views import (
     check_nograd_set_write,
     note_nograd_set,
@@ -744,6 +749,8 @@ class _DataMode(TorchFunctionMode):
         # Note [Plain Views Assigned .data After A Write]
         note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
         note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]
+        if self.record.grad_set_ids and func is not torch.Tensor.set_:
+            note_reads_after_grad_set(self.record, args, kwargs, out)  # Note [set_ Under Grad Before The Call]
         if self.record.releafable:  # Note [Leaves Laid Out Anew Under no_grad]
             note_first_read(self.record, args, kwargs)
             if layout_op:
