@@ -186,6 +186,35 @@ def _trial(
     return grad_outputs, _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
 
 
+def reaches_output_node(
+    call: Callable[..., object], flat: FlatInputs, starts: Sequence[int], targets: Sequence[int]
+) -> bool | None:
+    """Whether, in eager's autograd graph on static fakes, the node of an output at a position in `starts` (among
+    the output pytree's leaves) reaches the grad_fn of one at a position in `targets` (Note [set_ Under Grad
+    Before The Call]). None where the program does not run on static fakes."""
+    try:
+        mode, values = static_fake_copies(flat.values)
+        with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
+            state, args, kwargs = unflatten_call(flat, values)
+            outs = pytree.tree_leaves(call(state, args, kwargs))
+            wanted = {
+                node for p in targets if isinstance(o := outs[p], torch.Tensor) and (node := o.grad_fn) is not None
+            }
+            stack = [o.grad_fn for p in starts if isinstance(o := outs[p], torch.Tensor)]
+    except Exception:  # a program the probe cannot run
+        return None
+    seen: set[object] = set()
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        if node in wanted:
+            return True
+        seen.add(node)
+        stack.extend(parent for parent, _ in node.next_functions)
+    return False
+
+
 def _apart_as_returned(
     apart: Sequence[torch.Tensor], roots: Sequence[torch.Tensor], end: BackwardEnd
 ) -> BackwardEnd | None:

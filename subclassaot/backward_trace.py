@@ -28,6 +28,7 @@ from subclassaot.backward_probe import (
     TangentPatterns,
     eager_backward_error,
     probe_eager_backward,
+    reaches_output_node,
     refuse_layout_changed_behind_autograd,
     refuse_unreduced_assigned_gradients,
     tangent_patterns,
@@ -36,6 +37,7 @@ from subclassaot.desugar import graph_example_inputs
 from subclassaot.early_views import early_leaf_views
 from subclassaot.errors import SubclassAOTError, UnsupportedError
 from subclassaot.escaping_views import refuse_written_escaping_views
+from subclassaot.grad_set_order import early_grad_sets
 from subclassaot.joint import (
     JointSetup,
     TracedJoint,
@@ -259,6 +261,7 @@ def trace_backward(
         else:
             verified, early = _deferred_exactly(setup, patterns)
             if verified is None and (returned := _returned_leaves(setup, patterns, reach)):
+                refuse_set_beside_returned_leaves(setup, reach, returned)
                 verified, early = _deferred_exactly(setup, _probe(setup, returned))
                 if verified is not None:
                     graph = _error_graph(setup, e, reach, tangent_trees, verified, early)
@@ -381,6 +384,43 @@ def _probe(setup: JointSetup, returned: frozenset[int] = frozenset()) -> Tangent
 # leaf goes in detached (Note [Unreached Inputs Are Detached]), and the probe (Note [Probing Eager's Backward])
 # counts its gradient as the compiled backward gives it: a set of outputs whose backward gives it one in eager
 # exactly when the leaf itself is among them. A leaf whose gradient eager gives otherwise makes the probe fail.
+
+
+def refuse_set_beside_returned_leaves(
+    setup: JointSetup, reach: Sequence[frozenset[int]], returned: frozenset[int]
+) -> None:
+    """A plain input set_() under grad to another input's storage, returned, and read with grad after the set_(),
+    beside a leaf the Function takes detached, in a raising backward (Note [set_ Under Grad Before The Call]).
+    `returned`: tensor input positions of the leaves given to the Function detached."""
+    flat, layout, analysis = setup.flat, setup.layout, setup.analysis
+    reals = [flat.values[index] for index in flat.tensor_indices]
+    read = {i for k, i in enumerate(setup.grad_inputs) if k < len(reach) and reach[k]}
+    early = early_grad_sets(analysis, layout)
+    # outputs the Function computes (not an input, nor regenerated from one after the epilogue)
+    computed = [
+        o
+        for o, info in enumerate(analysis.outputs)
+        if info.kind is OutputKind.TENSOR and (info.replay is None or info.replay.source is not ReplaySource.INPUT)
+    ]
+    for o, info in enumerate(analysis.outputs):
+        if info.kind is not OutputKind.IS_INPUT or info.input_index is None or not computed:
+            continue
+        real = flat.values[info.input_index]
+        same = [t for t, r in enumerate(reals) if r is real]  # the same object passed at several positions
+        if any(t in returned for t in same) or not read.intersection(same):
+            continue
+        late = [t for t in same if t not in early]  # its set_ node made in the epilogue
+        if not any(analysis.mutations[j].set_under_grad for t in late for j in layout.leaves_of_input[t]):
+            continue
+        if reaches_output_node(setup.call, flat, computed, [o]) is False:
+            continue  # eager's set_ node waits behind no node of the program either
+        raise UnsupportedError(
+            f"{flat.leaves[info.input_index].path} is set_() with grad enabled to another input's storage, returned, "
+            "and read with grad by the program after the set_(), beside a leaf input returned as itself: eager's "
+            "backward gets that leaf its gradient before the set_'s node raises, which the compiled program, making "
+            "that node after its call, cannot order so (Note [set_ Under Grad Before The Call]). Return a clone of "
+            "the leaf, or read a clone of the set_() input"
+        )
 
 
 def refuse_reads_around_self_set(setup: JointSetup, error: Exception) -> None:

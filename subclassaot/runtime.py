@@ -16,6 +16,7 @@ import torch
 
 from subclassaot.bumped_views import bumped_input_sources, replay_early, settle_early_counters
 from subclassaot.desugar import graph_example_inputs
+from subclassaot.grad_set_order import early_grad_sets
 from subclassaot.kept_accumulators import hold_accumulators, make_assigned_accumulators
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.real_layouts import set_target_layout, wrapper_layout
@@ -144,9 +145,12 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         for i in self_set_first:  # Note [Reads Around A set_ That Renews An Accumulator]
             renew_grad_accumulator(cast(torch.Tensor, values[i]))
         if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad Before The Call]
+            done: list[torch.Tensor] = []  # an input passed at several positions takes one set_, as in eager
             for t in early_sets:
-                if (x := cast(torch.Tensor, values[flat.tensor_indices[t]])).requires_grad:
+                x = cast(torch.Tensor, values[flat.tensor_indices[t]])
+                if x.requires_grad and not any(x is d for d in done):
                     set_to_self(x)
+                    done.append(x)
         outs, prewrapped, wrapper_values, roots = graph_call(values, graph_in, dense, symbols)
         prewrapped.update(early)
         if not epilogue.empty:
@@ -284,37 +288,8 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
             if any(analysis.mutations[j].set_under_grad for j in leaves)
         ),
         grad_swaps=_grad_swaps(plan),
-        early_grad_sets=_early_grad_sets(plan),
+        early_grad_sets=early_grad_sets(plan.analysis, plan.layout),
         copy_points=tuple((t, k) for t in sorted(replayed) if (k := copy_point(plan.layout, analysis, t)) is not None),
-    )
-
-
-# Note [set_ Under Grad Before The Call]
-# Eager's set_ node (Note [set_ Under Grad]) takes its place in the program's history: the nodes of the ops that read
-# or wrote the input with grad after the set_ feed it, so it runs, and raises, only after they have, and those are
-# numbered below every node the caller makes on the outputs. The epilogue's set_, made after the compiled Function,
-# has edges from the caller's nodes alone, and its node, numbered above all (autograd gives NotImplemented nodes
-# no sequence number), raised as soon as they had run: before the caller's nodes of a leaf returned beside it, which
-# in eager get that leaf its gradient first (fuzz seed 49000 #3836: `x2.set_(x2); t1 = x1.mul(x1); x2.mul_(t1);
-# return x0, x1, t1`, x1 and x2 one PairTensor, x0 a leaf: x0.grad stayed None). So where the program read the
-# input with grad after its set_() under grad (`Analysis.read_after_grad_set`), the runtime repeats the set_ before
-# the call: the Function's edge to the input goes to that node, which waits behind the Function's backward (standing
-# for the program's nodes) as eager's waits behind the program's. Where the program did not read it after, eager's
-# set_ node is the input's last history and the epilogue's set_ stays where it is. (A plain input set_() to another
-# input's storage keeps its epilogue set_ from that input: Note [set_ Under Grad].)
-
-
-def _early_grad_sets(plan: RuntimePlan) -> tuple[int, ...]:
-    """Tensor inputs whose set_() under grad is repeated before the compiled call (Note [set_ Under Grad Before
-    The Call])."""
-    analysis, layout = plan.analysis, plan.layout
-    after = analysis.read_after_grad_set or (False,) * len(layout.trees)
-    return tuple(
-        t
-        for t, leaves in enumerate(layout.leaves_of_input)
-        if after[t]
-        and any(analysis.mutations[j].set_under_grad for j in leaves)
-        and not (layout.trees[t] is None and analysis.mutations[leaves[0]].set_source is not None)
     )
 
 

@@ -17,6 +17,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.drifted_reads import call_with_eager_layouts
 from subclassaot.errors import UnsupportedError
+from subclassaot.grad_set_order import note_reads_after_grad_set
 from subclassaot.hidden_layouts import (
     is_layout_op,
     note_first_read,
@@ -26,12 +27,7 @@ from subclassaot.hidden_layouts import (
     view_layout,
 )
 from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
-from subclassaot.kept_accumulators import (
-    note_data_assignment,
-    note_grad_reads,
-    note_reads_after_grad_set,
-    note_self_set,
-)
+from subclassaot.kept_accumulators import note_data_assignment, note_grad_reads, note_self_set
 from subclassaot.nograd_set_views import (
     check_nograd_set_write,
     note_nograd_set,
