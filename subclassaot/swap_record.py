@@ -468,8 +468,8 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
 # eager's nodes feed two accumulators and the Function's one edge cannot; that changes only which gradients a
 # raising backward accumulates before it raises (every one arrives where it completes), so a backward error is
 # refused where such a leaf is an input and an output is (a view of) an input: backward_trace's
-# refuse_reads_around_self_set. (Without such an output every gradient of the leaf comes through the Function, and
-# Note [Backward Errors Are Deferred] decides as for any leaf.)
+# refuse_reads_around_self_set. (Without such an output every gradient of the leaf comes through the Function,
+# and the rule of Note [Backward Errors Are Deferred] decides as for any leaf.)
 # A read is an op with grad that is no view op (a view feeds no accumulator by itself) reading the leaf or a view of
 # it, wherever the view was taken: the set_() advanced the version counter the views share, so eager regenerates a
 # view's grad_fn, read after it, from the new accumulator (`v = x0.view(-1); x0.set_(x0); t1 = v * t0`: eager's
