@@ -389,8 +389,8 @@ def _probe(setup: JointSetup, returned: frozenset[int] = frozenset()) -> Tangent
 def refuse_set_beside_returned_leaves(
     setup: JointSetup, reach: Sequence[frozenset[int]], returned: frozenset[int]
 ) -> None:
-    """A plain input set_() under grad to another input's storage, returned, and read with grad after the set_(),
-    beside a leaf the Function takes detached, in a raising backward (Note [set_ Under Grad Before The Call]).
+    """An input set_() under grad and returned beside a leaf the Function takes detached, in a raising backward,
+    whose set_ node the runtime cannot place where eager's is (Note [set_ Under Grad Before The Call]).
     `returned`: tensor input positions of the leaves given to the Function detached."""
     flat, layout, analysis = setup.flat, setup.layout, setup.analysis
     reals = [flat.values[index] for index in flat.tensor_indices]
@@ -415,11 +415,10 @@ def refuse_set_beside_returned_leaves(
         if reaches_output_node(setup.call, flat, computed, [o]) is False:
             continue  # eager's set_ node waits behind no node of the program either
         raise UnsupportedError(
-            f"{flat.leaves[info.input_index].path} is set_() with grad enabled to another input's storage, returned, "
-            "and read with grad by the program after the set_(), beside a leaf input returned as itself: eager's "
-            "backward gets that leaf its gradient before the set_'s node raises, which the compiled program, making "
-            "that node after its call, cannot order so (Note [set_ Under Grad Before The Call]). Return a clone of "
-            "the leaf, or read a clone of the set_() input"
+            f"{flat.leaves[info.input_index].path} is set_() with grad enabled and returned, beside a leaf input "
+            "returned as itself, in a backward that raises: eager's set_ node waits behind the program's nodes that "
+            "read it after the set_(), which orders that leaf's gradient against its error as the compiled program's "
+            "set_ node, made after its call, cannot (Note [set_ Under Grad Before The Call]). Return a clone of the leaf, or read a clone of the set_() input"
         )
 
 

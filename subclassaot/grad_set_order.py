@@ -9,6 +9,7 @@ whose set_() the runtime repeats before the call. Invariants: records only; noth
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -17,7 +18,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.schemas import Analysis, DenseLayout
 from subclassaot.swap_record import SwapRecord
 
-__all__ = ["early_grad_sets", "note_reads_after_grad_set"]
+__all__ = ["early_grad_sets", "early_set_inputs", "note_reads_after_grad_set"]
 
 # Note [set_ Under Grad Before The Call]
 # Eager's set_ node (Note [set_ Under Grad]) takes its place in the program's history: the nodes of the ops that read
@@ -33,11 +34,20 @@ __all__ = ["early_grad_sets", "note_reads_after_grad_set"]
 # behind the program's. A read of a view of the input counts, wherever the view was taken: the set_ advanced the
 # version counter the view shares, so eager regenerates the view's grad_fn from the input's set_ node (`v =
 # x.view(-1); x.set_(x); return x0, x, v * v`). Where the program did not read it after, eager's set_ node is the
-# input's last history and the epilogue's set_ stays where it is.
+# input's last history and the epilogue's set_ stays where it is. Only for an input returned as itself, and read
+# with grad before its set_() by no op apart from its own history (an in-place op on it, a view op): eager's set_
+# node, which raises when it runs, then runs in every backward the caller takes through the input, and no gradient
+# of the program's reads bypasses it. Elsewhere the Function's one edge would send it gradients eager never does
+# (`t0 = x0 * 2; x1.set_(x0[1:]); x1.mul_(3.0); return t0`, x1 a view of x0: eager's backward completes), or send
+# the gradients of reads before the set_() through it: the epilogue's set_ stays, and the refusal below covers it.
 # A plain input set_() to another input's storage keeps its epilogue set_ from that input (Note [set_ Under Grad]):
-# its node has an edge to that input's history too, which a set_ before the call cannot give. Where such an input is
-# read after the set_() and returned beside a leaf the Function takes detached, and the backward raises, the order
-# is out of reach and the program is refused (backward_trace's refuse_set_beside_returned_leaves).
+# its node has an edge to that input's history too, which a set_ before the call cannot give. Where an input set_()
+# under grad whose set_ stays in the epilogue is returned beside a leaf the Function takes detached, and the backward
+# raises, the program is refused where eager's set_ node waits behind the program's nodes (eager's graph on static
+# fakes: the node of an output the Function computes reaches the input's): backward_trace's
+# refuse_set_beside_returned_leaves. (A known gap: an input whose set_ is made before the call though no output the
+# Function computes reads it after the set_() gets a set_ node that waits behind the Function where eager's waits
+# behind no node of the program.)
 
 
 def note_reads_after_grad_set(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
@@ -47,13 +57,27 @@ def note_reads_after_grad_set(record: SwapRecord, args: tuple[Any, ...], kwargs:
         return
     if not any(isinstance(t, torch.Tensor) and t.requires_grad for t in pytree.tree_leaves(out)):
         return
-    for a in pytree.tree_leaves((args, kwargs)):
-        if not isinstance(a, torch.Tensor):
-            continue
+    results = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+    tensors = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+    # a node apart from the input's own history: no view op, nor an in-place op on what it read
+    apart = not all(t._is_view() for t in results) and not any(r is a for r in results for a in tensors)
+    for a in tensors:
         read = {id(a), record.family_of(a)}
         if a._is_view() and a._base is not None:
             read.add(id(a._base))
         record.read_after_grad_set.update(read & record.grad_set_ids)
+        if apart and a.requires_grad:
+            record.read_before_grad_set.update(read - record.grad_set_ids)
+
+
+def early_set_inputs(record: SwapRecord, tensors: Sequence[torch.Tensor], output: object) -> tuple[bool, ...]:
+    """Per tensor input: set_() under grad, read with grad after and never apart from its own history before, and
+    returned as itself (Note [set_ Under Grad Before The Call])."""
+    returned = {id(o) for o in pytree.tree_leaves(output) if isinstance(o, torch.Tensor)}
+    return tuple(
+        id(t) in record.read_after_grad_set and id(t) not in record.read_before_grad_set and id(t) in returned
+        for t in tensors
+    )
 
 
 def early_grad_sets(analysis: Analysis, layout: DenseLayout) -> tuple[int, ...]:

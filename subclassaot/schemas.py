@@ -462,7 +462,8 @@ class Analysis:
     # after its first: mixed (Note [Reads Around A set_ That Renews An Accumulator])
     self_set_first: tuple[bool, ...] = ()
     self_set_mixed: tuple[bool, ...] = ()
-    # per tensor input: set_() under grad, then read with grad (Note [set_ Under Grad Before The Call])
+    # per tensor input: set_() under grad, then read with grad, not apart before, and returned (Note [set_ Under Grad
+    # Before The Call])
     read_after_grad_set: tuple[bool, ...] = ()
     # per tensor input: a leaf whose gradient accumulator a `.data =` kept (Note [Accumulators Kept Through .data =])
     kept_accumulators: tuple[bool, ...] = ()

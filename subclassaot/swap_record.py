@@ -178,6 +178,7 @@ class SwapRecord:
     grad_reads: set[int] = field(default_factory=set)
     # id() of tensors set_() under grad that an op with grad read after (Note [set_ Under Grad Before The Call])
     read_after_grad_set: set[int] = field(default_factory=set)
+    read_before_grad_set: set[int] = field(default_factory=set)  # ... read with grad apart from it before the set_
     data_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # ... and `.data =` (grad mode: False)
     # id() -> seq when autograd last read the tensor's grad_fn; ... of those assigned `.data =`, the one before the last
     # assignment (-1: none): Note [Plain Views Assigned .data After A Write]
