@@ -60,8 +60,9 @@ from subclassaot.function_views import (
 from subclassaot.functional_offsets import alias_meta
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.grad_set_bases import sets_without_history
+from subclassaot.grad_set_order import early_set_inputs
 from subclassaot.hidden_layouts import refuse_stale_view_layouts, releaf_size
-from subclassaot.kept_accumulators import assigned_accumulator_size
+from subclassaot.kept_accumulators import assigned_accumulator_size, self_set_order
 from subclassaot.leaf_mutations import leaf_mutations, wrappers_after
 from subclassaot.own_base import check_own_base_run, with_own_base_views
 from subclassaot.protocol import is_traceable_subclass
@@ -186,6 +187,9 @@ def analyze(
         read_after_set=tuple(id(t) in run.swaps.read_after_set for t in run.user_tensors),
         read_after_hidden_resize=tuple(id(t) in run.swaps.read_after_hidden_resize for t in run.user_tensors),
         self_set=tuple(id(t) in run.swaps.self_sets for t in run.user_tensors),
+        self_set_first=tuple(self_set_order(run.swaps, t) == "after" for t in run.user_tensors),
+        self_set_mixed=tuple(self_set_order(run.swaps, t) == "both" for t in run.user_tensors),
+        read_after_grad_set=early_set_inputs(run.swaps, run.user_tensors, run.output),
         kept_accumulators=tuple(
             id(t) in run.swaps.kept_accumulators or flat.tensor_indices[k] in kept_by_layout
             for k, t in enumerate(run.user_tensors)

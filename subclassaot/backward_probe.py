@@ -196,8 +196,8 @@ def reaches_output_node(
     call: Callable[..., object], flat: FlatInputs, starts: Sequence[int], targets: Sequence[int]
 ) -> bool | None:
     """Whether, in eager's autograd graph on static fakes, the node of an output at a position in `starts` (among
-    the output pytree's leaves) reaches the grad_fn of one at a position in `targets` (Note [Returned Leaves Beside
-    A Repeated set_]). None where the program does not run on static fakes."""
+    the output pytree's leaves) reaches the grad_fn of one at a position in `targets` (Note [set_ Under Grad
+    Before The Call]). None where the program does not run on static fakes."""
     try:
         mode, values = static_fake_copies(flat.values)
         with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():

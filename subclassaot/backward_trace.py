@@ -37,6 +37,7 @@ from subclassaot.desugar import graph_example_inputs
 from subclassaot.early_views import early_leaf_views
 from subclassaot.errors import SubclassAOTError, UnsupportedError
 from subclassaot.escaping_views import refuse_written_escaping_views
+from subclassaot.grad_set_order import early_grad_sets
 from subclassaot.joint import (
     JointSetup,
     TracedJoint,
@@ -250,6 +251,7 @@ def trace_backward(
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
         error = e
         _refuse_view_replay_limit(e)
+        refuse_reads_around_self_set(setup, e)
         refuse_layout_changed_behind_autograd(call, flat, layout, analysis, e)
         refuse_unreduced_assigned_gradients(flat, analysis, _reached(setup, reach), e)
         patterns = _probe(setup)
@@ -384,29 +386,16 @@ def _probe(setup: JointSetup, returned: frozenset[int] = frozenset()) -> Tangent
 # exactly when the leaf itself is among them. A leaf whose gradient eager gives otherwise makes the probe fail.
 
 
-# Note [Returned Leaves Beside A Repeated set_]
-# The model of Note [Returned Leaves Outside A Raising Backward] holds only while no node outside the Function raises
-# before the caller's nodes have run. The epilogue's repeated set_() under grad (Note [set_ Under Grad]) makes one:
-# numbered above all, it runs as soon as the caller's nodes for the outputs that are that input (or its views) have.
-# Eager's own set_ node waits, besides, behind every node of the program that read the input after the set_ (fuzz
-# seed 49000 #3836: `x2.set_(x2); t0 = x1.mul(x1); return x0, x1, t0`, x1 and x2 one PairTensor, x0 a leaf: eager's
-# MulBackward0, numbered below the caller's nodes, holds it back until x0's gradient is in; ours raised first and
-# x0.grad stayed None). The compiled Function, which stands for those nodes, cannot precede a node made after it. So
-# where a leaf is given to the Function detached so, and an input set_() under grad (through any position it is
-# passed at) that an output is, is read by the program with grad after the set_ (eager's graph on static fakes: the
-# node of an output the Function computes reaches the set_ node), the program is refused. (Where the caller's
-# nodes of the leaf run before those of the set_() input, as for a loss summed over outputs in which the leaf comes
-# later, ours would match, but the Function cannot know the caller.)
-
-
 def refuse_set_beside_returned_leaves(
     setup: JointSetup, reach: Sequence[frozenset[int]], returned: frozenset[int]
 ) -> None:
-    """See Note [Returned Leaves Beside A Repeated set_]. `returned`: tensor input positions of the leaves given to
-    the Function detached."""
+    """An input set_() under grad and returned beside a leaf the Function takes detached, in a raising backward,
+    whose set_ node the runtime cannot place where eager's is (Note [set_ Under Grad Before The Call]).
+    `returned`: tensor input positions of the leaves given to the Function detached."""
     flat, layout, analysis = setup.flat, setup.layout, setup.analysis
     reals = [flat.values[index] for index in flat.tensor_indices]
     read = {i for k, i in enumerate(setup.grad_inputs) if k < len(reach) and reach[k]}
+    early = early_grad_sets(analysis, layout)
     # outputs the Function computes (not an input, nor regenerated from one after the epilogue)
     computed = [
         o
@@ -420,16 +409,40 @@ def refuse_set_beside_returned_leaves(
         same = [t for t, r in enumerate(reals) if r is real]  # the same object passed at several positions
         if any(t in returned for t in same) or not read.intersection(same):
             continue
-        if not any(analysis.mutations[j].set_under_grad for t in same for j in layout.leaves_of_input[t]):
+        late = [t for t in same if t not in early]  # its set_ node made in the epilogue
+        if not any(analysis.mutations[j].set_under_grad for t in late for j in layout.leaves_of_input[t]):
             continue
         if reaches_output_node(setup.call, flat, computed, [o]) is False:
             continue  # eager's set_ node waits behind no node of the program either
         raise UnsupportedError(
-            f"{flat.leaves[info.input_index].path} is set_() with grad enabled, returned, and read with grad by the "
-            "program after the set_(), beside a leaf input returned as itself: eager's backward gets that leaf its "
-            "gradient before the set_'s node raises, which the compiled program cannot order so (Note [Returned "
-            "Leaves Beside A Repeated set_]). Return a clone of the leaf, or read a clone of the set_() input"
+            f"{flat.leaves[info.input_index].path} is set_() with grad enabled and returned, beside a leaf input "
+            "returned as itself, in a backward that raises: eager's set_ node waits behind the program's nodes that "
+            "read it after the set_(), which orders that leaf's gradient against its error as the compiled program's "
+            "set_ node, made after its call, cannot (Note [set_ Under Grad Before The Call]). Return a clone of the leaf, or read a clone of the set_() input"
         )
+
+
+def refuse_reads_around_self_set(setup: JointSetup, error: Exception) -> None:
+    """Refuse a raising backward where the program read a leaf with grad both before and after its x.set_(x)
+    under no_grad (Note [Reads Around A set_ That Renews An Accumulator])."""
+    flat, analysis = setup.flat, setup.analysis
+    # outputs eager's backward reaches the leaf's last accumulator through outside the Function: the input itself,
+    # or a view the runtime regenerates from an input
+    outside = any(
+        info.kind is OutputKind.IS_INPUT or (info.replay is not None and info.replay.source is ReplaySource.INPUT)
+        for info in analysis.outputs
+    )
+    for i in setup.grad_inputs:
+        real = flat.values[flat.tensor_indices[i]]
+        if outside and analysis.self_set_mixed[i] and isinstance(real, torch.Tensor) and real.is_leaf:
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path} is set_() to itself under no_grad and read with grad "
+                f"both before and after its last such set_(), and the program's backward fails in eager ({error}): "
+                "eager's nodes feed two gradient accumulators of that leaf, the output that is (a view of) it the "
+                "last one, which the compiled Function's one edge cannot reproduce, nor so which gradients eager "
+                "accumulates before it raises (Note [Reads Around A set_ That Renews An Accumulator]). Read a clone "
+                "of it on one side of the set_()"
+            ) from error
 
 
 def _reached(setup: JointSetup, reach: Sequence[frozenset[int]]) -> list[int]:

@@ -28,6 +28,8 @@ __all__ = [
     "make_assigned_accumulators",
     "note_data_assignment",
     "note_grad_reads",
+    "note_self_set",
+    "self_set_order",
 ]
 
 # Note [Accumulators Kept Through .data =]
@@ -66,9 +68,13 @@ def note_grad_reads(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str,
     if not results:
         return
     view = all(t._is_view() for t in results)
-    for a in pytree.tree_leaves((args, kwargs)):
-        if not isinstance(a, torch.Tensor) or not a.requires_grad:
+    read = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+    view_op = view and not any(r is a for r in results for a in read)  # not an in-place op on a view
+    for a in read:
+        if not a.requires_grad:
             continue
+        if not view_op:
+            _note_accumulator_read(record, a)  # Note [Reads Around A set_ That Renews An Accumulator]
         if id(a) not in record.data_sets and id(a) not in record.wrapper_data:
             record.grad_read.add(id(a))
         elif id(a) in record.wrapper_data and id(a) not in record.kept_accumulators:
@@ -167,3 +173,32 @@ def hold_accumulators(values: Sequence[object], indices: Sequence[int]) -> list[
         if isinstance(x, torch.Tensor) and x.is_leaf and x.requires_grad:
             held.append(get_gradient_edge(x))
     return held
+
+
+def _note_accumulator_read(record: SwapRecord, a: torch.Tensor) -> None:
+    """`a`, read by an op with grad that is no view: note it, and the tensor it is a view of, as read then (Note
+    [Reads Around A set_ That Renews An Accumulator])."""
+    read = {id(a), record.family_of(a)}
+    if a._is_view() and a._base is not None:
+        read.add(id(a._base))
+    record.grad_reads.update(read)
+    record.read_after_self_set.update(read & record.self_sets)
+
+
+def note_self_set(record: SwapRecord, t: torch.Tensor) -> None:
+    """The program's `t.set_(t)` under no_grad (Note [set_ Renews A Leaf's Accumulator], Note [Reads Around A set_
+    That Renews An Accumulator])."""
+    record.self_sets.add(id(t))
+    record.read_after_self_set.discard(id(t))  # reads after the last one only
+    if id(t) in record.grad_reads:
+        record.read_before_self_set.add(id(t))
+
+
+def self_set_order(record: SwapRecord, t: torch.Tensor) -> str | None:
+    """Where an op with grad read `t`, which the program set_() to itself under no_grad, relative to the last such
+    set_(): "before", "after", "both" (None: not so set_(), or never read; Note [Reads Around A set_ That Renews An
+    Accumulator])."""
+    if id(t) not in record.self_sets:
+        return None
+    before, after = id(t) in record.read_before_self_set, id(t) in record.read_after_self_set
+    return {(True, True): "both", (True, False): "before", (False, True): "after"}.get((before, after))

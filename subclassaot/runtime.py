@@ -16,6 +16,7 @@ import torch
 
 from subclassaot.bumped_views import bumped_input_sources, replay_early, settle_early_counters
 from subclassaot.desugar import graph_example_inputs
+from subclassaot.grad_set_order import early_grad_sets
 from subclassaot.kept_accumulators import hold_accumulators, make_assigned_accumulators
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.real_layouts import set_target_layout, wrapper_layout
@@ -101,7 +102,10 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
         if plan.input_requires_grad[i] and not after
     ]
 
-    self_set = [flat.tensor_indices[t] for t, s in enumerate(plan.analysis.self_set) if s]
+    # Note [Reads Around A set_ That Renews An Accumulator]: renewed before the compiled call, or after it
+    first = plan.analysis.self_set_first or (False,) * len(plan.analysis.self_set)
+    self_set_first = [flat.tensor_indices[t] for t, s in enumerate(first) if s]
+    self_set = [flat.tensor_indices[t] for t, s in enumerate(plan.analysis.self_set) if s and not first[t]]
     kept = [flat.tensor_indices[t] for t, k in enumerate(plan.analysis.kept_accumulators) if k]
     assigned_reads = [
         (flat.tensor_indices[t], s) for t, s in enumerate(plan.analysis.accumulator_sizes) if s is not None
@@ -138,6 +142,15 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
             early_heads, values, lambda r: replay_view(r, ev, values, ([], {}), symbols, no_output, shared=shared)
         )
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
+        for i in self_set_first:  # Note [Reads Around A set_ That Renews An Accumulator]
+            renew_grad_accumulator(cast(torch.Tensor, values[i]))
+        if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad Before The Call]
+            done: list[torch.Tensor] = []  # an input passed at several positions takes one set_, as in eager
+            for t in early_sets:
+                x = cast(torch.Tensor, values[flat.tensor_indices[t]])
+                if x.requires_grad and not any(x is d for d in done):
+                    set_to_self(x)
+                    done.append(x)
         outs, prewrapped, wrapper_values, roots = graph_call(values, graph_in, dense, symbols)
         prewrapped.update(early)
         if not epilogue.empty:
@@ -163,6 +176,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
             plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, entry), has_size, holders
         )
 
+    early_sets = epilogue.early_grad_sets
     storage_classes = plan.analysis.wrapper_storage
     bumped_inputs = bumped_input_sources(plan.analysis.outputs)
     fresh_only = _fresh_only_outputs(plan)
@@ -227,6 +241,8 @@ class EpiloguePlan:
     # (tensor input, copy point) where a view's value is copied in before some of its replayed in-place view ops
     # (Note [Written Subclass Views Changed In Place]; applied when the real input is a view)
     copy_points: tuple[tuple[int, int], ...] = ()
+    # grad_sets repeated before the compiled call instead (Note [set_ Under Grad Before The Call])
+    early_grad_sets: tuple[int, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -272,6 +288,7 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
             if any(analysis.mutations[j].set_under_grad for j in leaves)
         ),
         grad_swaps=_grad_swaps(plan),
+        early_grad_sets=early_grad_sets(plan.analysis, plan.layout),
         copy_points=tuple((t, k) for t in sorted(replayed) if (k := copy_point(plan.layout, analysis, t)) is not None),
     )
 
@@ -422,7 +439,7 @@ def _epilogue(
             _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j], final=True)
     for t in epilogue.grad_sets:
         x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
-        if x.requires_grad and torch.is_grad_enabled():
+        if x.requires_grad and torch.is_grad_enabled() and t not in epilogue.early_grad_sets:
             _, source = _grad_swap_pair(plan, values, dense, t)  # Note [set_ Under Grad]
             if plan.layout.trees[t] is None and source is not None and storage_key(source) == storage_key(x):
                 _repeat_swap_under_grad(x, source)

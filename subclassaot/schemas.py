@@ -469,6 +469,13 @@ class Analysis:
     read_after_hidden_resize: tuple[bool, ...] = ()
     # per tensor input: the program called x.set_(x) on it under no_grad (Note [set_ Renews A Leaf's Accumulator])
     self_set: tuple[bool, ...] = ()
+    # ... read with grad only after its last x.set_(x): renewed before the compiled call; both before its last and
+    # after its first: mixed (Note [Reads Around A set_ That Renews An Accumulator])
+    self_set_first: tuple[bool, ...] = ()
+    self_set_mixed: tuple[bool, ...] = ()
+    # per tensor input: set_() under grad, then read with grad, not apart before, and returned (Note [set_ Under Grad
+    # Before The Call])
+    read_after_grad_set: tuple[bool, ...] = ()
     # per tensor input: a leaf whose gradient accumulator a `.data =` kept (Note [Accumulators Kept Through .data =]),
     # or an in-place view op under no_grad (Note [Accumulators Kept Through Layout Ops])
     kept_accumulators: tuple[bool, ...] = ()

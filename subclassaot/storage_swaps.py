@@ -17,6 +17,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.drifted_reads import call_with_eager_layouts
 from subclassaot.errors import UnsupportedError
+from subclassaot.grad_set_order import note_reads_after_grad_set
 from subclassaot.hidden_layouts import (
     is_layout_op,
     note_first_read,
@@ -26,7 +27,7 @@ from subclassaot.hidden_layouts import (
     view_layout,
 )
 from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
-from subclassaot.kept_accumulators import note_data_assignment, note_grad_reads
+from subclassaot.kept_accumulators import note_data_assignment, note_grad_reads, note_self_set
 from subclassaot.nograd_set_views import (
     check_nograd_set_write,
     note_nograd_set,
@@ -205,7 +206,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
                 self.record.note_wrapper_set(args[0], seq, size_before)
                 if len(args) > 1 and args[1] is args[0] and not torch.is_grad_enabled():
-                    self.record.self_sets.add(id(args[0]))  # Note [set_ Renews A Leaf's Accumulator]
+                    note_self_set(self.record, args[0])  # Note [set_ Renews A Leaf's Accumulator]
             if func in _RESIZE_OPS and self.depth == 0 and _size_and_stride(args[0]) != before:
                 # The wrapper takes its new size with a set_ of its own, which advances its version counter (and
                 # its base's, for a view), in eager.
@@ -276,7 +277,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.seq += 1
                 self.record.last_bump[storage_key(args[0])] = self.record.seq
             if self.depth == 0 and not torch.is_grad_enabled():
-                self.record.self_sets.add(id(args[0]))  # Note [set_ Renews A Leaf's Accumulator]
+                note_self_set(self.record, args[0])  # Note [set_ Renews A Leaf's Accumulator]
             return args[0]
         if func in SET_OPS and args and is_functional(args[0]):
             if self.depth == 0:
@@ -746,6 +747,8 @@ class _DataMode(TorchFunctionMode):
         # Note [Plain Views Assigned .data After A Write]
         note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
         note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]
+        if self.record.grad_set_ids and func is not torch.Tensor.set_:
+            note_reads_after_grad_set(self.record, args, kwargs, out)  # Note [set_ Under Grad Before The Call]
         if self.record.releafable:  # Note [Leaves Laid Out Anew Under no_grad]
             note_first_read(self.record, args, kwargs)
             if layout_op:

@@ -192,6 +192,14 @@ class SwapRecord:
     assigned_reads: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     # id() of tensors the program called x.set_(x) on under no_grad (Note [set_ Renews A Leaf's Accumulator])
     self_sets: set[int] = field(default_factory=set)
+    # ... those an op with grad read before the last such set_, and after it (Note [Reads Around A set_ That Renews
+    # An Accumulator]); `grad_reads`: every tensor an op with grad read so far
+    read_before_self_set: set[int] = field(default_factory=set)
+    read_after_self_set: set[int] = field(default_factory=set)
+    grad_reads: set[int] = field(default_factory=set)
+    # id() of tensors set_() under grad that an op with grad read after (Note [set_ Under Grad Before The Call])
+    read_after_grad_set: set[int] = field(default_factory=set)
+    read_before_grad_set: set[int] = field(default_factory=set)  # ... read with grad apart from it before the set_
     data_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # ... and `.data =` (grad mode: False)
     # id() -> seq when autograd last read the tensor's grad_fn; ... of those assigned `.data =`, the one before the last
     # assignment (-1: none): Note [Plain Views Assigned .data After A Write]
@@ -471,6 +479,27 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
 # changes nothing else, so the trace sees no swap; the runtime renews the accumulator after the compiled call (its
 # autograd.Function took the old one), by set_() of the input to itself under no_grad, as the program did. Other
 # set_() calls are replayed as set_() already (runtime._replay_metadata).
+
+
+# Note [Reads Around A set_ That Renews An Accumulator]
+# Which accumulator the compiled Function's edge to such a leaf feeds must be the one eager's nodes that read it
+# feed, relative to the last accumulator, which the returned leaf (or a view the runtime regenerates from it) feeds:
+# where the program read the leaf with grad only after its last x.set_(x), eager's nodes feed that one too (fuzz
+# seed 49000 #9292: `with no_grad(): x0.set_(x0)`, then t1 = x0 * t0 and `return t1, x0`, t0 changed in place so
+# that t1's backward raises: eager's MulBackward0 feeds the accumulator the returned x0 feeds, which waits behind
+# it, and x0.grad stays None; ours, renewing after the call, gave the returned x0 an accumulator of its own and a
+# gradient). So the runtime renews it before the call in that case (`Analysis.self_set_first`), after it
+# otherwise: where every read came before the last set_(), eager's nodes feed earlier accumulators, which the
+# returned leaf's does not wait behind. Where the program read it with grad before and after its last set_(),
+# eager's nodes feed two accumulators and the Function's one edge cannot; that changes only which gradients a
+# raising backward accumulates before it raises (every one arrives where it completes), so a backward error is
+# refused where such a leaf is an input and an output is (a view of) an input: backward_trace's
+# refuse_reads_around_self_set. (Without such an output every gradient of the leaf comes through the Function,
+# and the rule of Note [Backward Errors Are Deferred] decides as for any leaf.)
+# A read is an op with grad that is no view op (a view feeds no accumulator by itself) reading the leaf or a view of
+# it, wherever the view was taken: the set_() advanced the version counter the views share, so eager regenerates a
+# view's grad_fn, read after it, from the new accumulator (`v = x0.view(-1); x0.set_(x0); t1 = v * t0`: eager's
+# nodes feed the returned x0's accumulator).
 
 
 # Note [Saved Members Of A Written Wrapper Family]
