@@ -19,6 +19,7 @@ from tests.pipeline.corpus_pytorch import CASES
 from tests.pipeline.corpus_pytorch2 import CASES2
 from tests.pipeline.corpus_pytorch3 import CASES3
 from tests.pipeline.corpus_pytorch4 import CASES4
+from tests.pipeline.corpus_pytorch5 import CASES5
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
 GRAD_FACTORY = "a tensor made with requires_grad=True inside a program none of whose inputs requires grad is refused"
@@ -130,7 +131,7 @@ def _params(
     return out
 
 
-ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4
+ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4 + CASES5
 
 
 @pytest.mark.parametrize(("case", "backend"), _params(ALL))
