@@ -122,7 +122,7 @@ def nested_helper_writes_row(x: T) -> object:
 
 def split_diagonal_write(x: T) -> object:
     # test_split (training variant: eager refuses an in-place write on a multi-output view)
-    _, y2 = x.split(2)
+    _, y2 = x.split(2)  # type: ignore[no-untyped-call]
     y3 = y2.diagonal()
     y3.add_(torch.ones(2))
     return y3, x * x
@@ -275,7 +275,11 @@ FUNCTIONALIZATION_FRESH = [
     Case(name="fz_copy_broadcast", fn=copy_into_diagonal_of_zeros, make_inputs=lambda: (plain.t(1),)),
     Case(name="fz_copy_broadcast_train", fn=copy_into_diagonal_of_zeros, make_inputs=lambda: (plain.leaf(1),)),
     Case(name="fz_copy_other_dtype", fn=copy_into_diagonal_of_zeros, make_inputs=_copy_sources(torch.long, (2,))),
-    Case(name="fz_copy_other_dtype_broadcast", fn=copy_into_diagonal_of_zeros, make_inputs=_copy_sources(torch.long, (1,))),
+    Case(
+        name="fz_copy_other_dtype_broadcast",
+        fn=copy_into_diagonal_of_zeros,
+        make_inputs=_copy_sources(torch.long, (1,)),
+    ),
     *both_kinds("fz_copy_from_pair", pair_copy_into_diagonal_of_zeros, lambda new, rg: (new(2, rg=rg),)),
     *kinds("fz_fill", fill_diagonal_of_intermediate, (2, 2)),
     Case(name="fz_resize_smaller", fn=resize_view_of_intermediate_smaller, make_inputs=lambda: (plain.t(8, 2),)),
@@ -428,6 +432,12 @@ def mul_then_transposed(x: T) -> object:
     return x.t(), x.sum()
 
 
+def mul_then_add(x: T) -> object:
+    # test_subclasses.py TwoTensor of TwoTensors: a data write of the input
+    x.mul_(2)
+    return x + 1
+
+
 def view_out_of_mutated(x: T) -> object:
     # test_subclasses.py: the subclass input written, then outputs aliasing it
     x.add_(1)
@@ -445,6 +455,7 @@ SUBCLASS = [
     *plain.both("pair_nested_transpose_write", transpose_write_flat_out, _nested_pair),
     *plain.both("pair_nested_unsqueeze_write", unsqueeze_write_out, _nested_pair),
     *plain.both("pair_nested_outputs_alias", returns_three_aliases_of_input, _nested_pair),
+    *plain.both("pair_nested_mul_write", mul_then_add, _nested_pair),
     *plain.both("pair_strided_inner_mul", mul_then_transposed, _strided_pair),
     *plain.both("pair_strided_inner_unsqueeze", unsqueeze_write_out, _strided_pair),
     *plain.both("pair_strided_inner_view_out", view_out_of_mutated, _strided_pair),
@@ -472,7 +483,7 @@ class ScaleWithStats(torch.autograd.Function):
 
 def custom_writes_stats(x: T, stats: T) -> object:
     # test_aotdispatch.py custom autograd Functions that write a buffer in forward
-    return ScaleWithStats.apply(x, stats) + stats
+    return ScaleWithStats.apply(x, stats) + stats  # type: ignore[no-untyped-call]
 
 
 class ViewAndNew(torch.autograd.Function):
@@ -489,7 +500,7 @@ class ViewAndNew(torch.autograd.Function):
 
 def custom_view_and_new(x: T) -> object:
     # test_input_output_aliase_custom_autograd_function, two outputs
-    a, b = ViewAndNew.apply(x)
+    a, b = ViewAndNew.apply(x)  # type: ignore[no-untyped-call]
     return a, b
 
 
@@ -571,7 +582,11 @@ def addcmul_into_input(x: T, y: T) -> object:
 REPROS = [
     *kinds("repro_unsqueeze_input", unsqueeze_input_returned, (2, 3)),
     *kinds("repro_fill_diagonal", fill_diagonal_input, (3, 3)),
-    *both_kinds("repro_setitem_index_tensor", setitem_with_index_tensor, lambda new, rg: (new(4, 2, rg=rg), torch.tensor([0, 2]))),
+    *both_kinds(
+        "repro_setitem_index_tensor",
+        setitem_with_index_tensor,
+        lambda new, rg: (new(4, 2, rg=rg), torch.tensor([0, 2])),
+    ),
     *kinds("repro_clamp_slice", clamp_slice_inplace, (3, 2)),
     *kinds("repro_addcmul", addcmul_into_input, (3,), (3,)),
 ]

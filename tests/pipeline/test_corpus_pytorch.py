@@ -81,6 +81,13 @@ NO_GRAD_REFUSED: dict[str, str] = {
     "pair_input_mutation_set__nop_train": PAIR_SET_PLAIN,
 }
 
+REFUSED.update(
+    {
+        # corpus_pytorch5.py
+        "pair_intermediate_inplace_view_and_view_train": PAIR_INTERMEDIATE,
+    }
+)
+
 # Programs the pipeline does not yet run like eager, with what differs.
 GAPS: dict[str, str] = {}
 
