@@ -58,7 +58,7 @@ from subclassaot.schemas import (
     OutputKind,
     ReplaySource,
 )
-from subclassaot.torch_internals import expr_of, hint_of, refresh_view_grad_fn
+from subclassaot.torch_internals import hint_of, refresh_view_grad_fn, try_expr_of
 from subclassaot.trace import TracedGraph, UpdateKind
 from subclassaot.training_rules import (
     duplicate_wrappers,
@@ -725,12 +725,12 @@ _Dim = int | torch.SymInt
 def _dense_order(t: torch.Tensor) -> tuple[int, ...] | None:
     """Note [Symbolic Tangent Strides]: the dims of `t` (a traced tangent with symbolic strides), outermost first,
     where its strides are the dense strides of that order; None where they are static or not so."""
-    if _static_strides(t) is not None:
-        return None
     sizes, strides = t.shape, t.stride()
+    if _static_strides(t) is not None or any(try_expr_of(v) is None for v in (*sizes, *strides)):
+        return None
     order = tuple(sorted(range(t.dim()), key=lambda d: (-hint_of(strides[d]), d)))
     dense = _dense_strides(sizes, order)
-    return order if all(expr_of(a) == expr_of(b) for a, b in zip(strides, dense, strict=True)) else None
+    return order if all(try_expr_of(a) == try_expr_of(b) for a, b in zip(strides, dense, strict=True)) else None
 
 
 def _dense_strides(sizes: Sequence[_Dim], order: Sequence[int]) -> list[_Dim]:

@@ -18,7 +18,7 @@ import torch
 from typing_extensions import TypeIs
 
 from subclassaot.errors import ProtocolError
-from subclassaot.torch_internals import expr_of
+from subclassaot.torch_internals import try_expr_of
 
 SizeLike: TypeAlias = Sequence[int | torch.SymInt]
 
@@ -219,7 +219,8 @@ def check_unflatten_result(
 def _same_dim(got: int | torch.SymInt, expected: int | torch.SymInt) -> bool:
     # See Note [Unflatten Checks Of One Symbol]
     if isinstance(got, torch.SymInt) or isinstance(expected, torch.SymInt):
-        if expr_of(got) == expr_of(expected):
+        got_expr, expected_expr = try_expr_of(got), try_expr_of(expected)
+        if got_expr is not None and got_expr == expected_expr:
             return True
     return bool(got == expected)
 

@@ -2,8 +2,9 @@
 one base, out= into fresh tensors, as_strided/diagonal/split/unbind/slice writes, resize_ of intermediates, copy_
 across shapes and dtypes), the input/output aliasing and grad-mode programs of test_aotdispatch.py the first four
 parts did not yet run, TwoTensor programs of test/dynamo/test_subclasses.py (nested pairs, inner tensors of different
-strides, outputs aliasing subclass inputs), custom Functions and modules that write, and a few mutation repros of
-test/dynamo/test_repros.py; written fresh, on plain tensors and PairTensors, without and with grad.
+strides, outputs aliasing subclass inputs, inputs marked dynamic), custom Functions and modules that write, and a few
+mutation repros of test/dynamo/test_repros.py; written fresh, on plain tensors and PairTensors, without and with
+grad.
 
 Input: nothing. Output: `CASES5` for tests/pipeline/test_corpus_pytorch.py.
 Invariants: every case passes `pytest tests/pipeline --identity-compile`; names are unique across the corpus; a
@@ -16,6 +17,7 @@ from collections.abc import Callable
 
 import torch
 
+import policies
 from subclasses.pair import PairTensor
 from tests.pipeline import corpus_pytorch as plain
 from tests.pipeline.corpus import Case
@@ -464,6 +466,42 @@ SUBCLASS = [
 ]
 
 
+def _marked(make: Callable[[bool], tuple[object, ...]]) -> Callable[[bool], tuple[object, ...]]:
+    """The inputs of `make`, each marked dynamic in dim 0 (outer and same-rank inner tensors): test_subclasses.py
+    runs its TwoTensor programs with torch._dynamo.mark_dynamic."""
+
+    def made(rg: bool) -> tuple[object, ...]:
+        inputs = make(rg)
+        for x in inputs:
+            assert isinstance(x, torch.Tensor)
+            policies.mark_dynamic(x, 0)
+        return inputs
+
+    return made
+
+
+def _flat_pair(rg: bool) -> tuple[object, ...]:
+    p = PairTensor(torch.randn(4, 3), torch.randn(4, 3), requires_grad=rg)
+    return (p.clone() if rg else p,)
+
+
+def narrow_rows_after_write(x: T) -> object:
+    # test_subclasses.py, mark_dynamic on a TwoTensor: rows read through a view whose size follows the marked dim
+    x.mul_(2)
+    return x[1:], x.narrow(0, 0, x.shape[0] - 1).sum()
+
+
+MARKED = [
+    *plain.both("pair_marked_view_out_of_mutated", view_out_of_mutated, _marked(_flat_pair)),
+    *plain.both("pair_marked_unsqueeze_write", unsqueeze_write_out, _marked(_flat_pair)),
+    *plain.both("pair_marked_narrow_rows", narrow_rows_after_write, _marked(_flat_pair)),
+    *plain.both("pair_marked_outputs_alias", returns_three_aliases_of_input, _marked(_flat_pair)),
+    *plain.both("pair_marked_nested_mul_write", mul_then_add, _marked(_nested_pair)),
+    *plain.both("pair_marked_nested_transpose_write", transpose_write_flat_out, _marked(_nested_pair)),
+    *plain.both("pair_marked_strided_inner_mul", mul_then_transposed, _marked(_strided_pair)),
+]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Custom autograd Functions and modules that write
 
@@ -592,4 +630,6 @@ REPROS = [
 ]
 
 
-CASES5 = FUNCTIONALIZATION_VIEWS + FUNCTIONALIZATION_FRESH + AOTDISPATCH + SUBCLASS + CUSTOM_AND_MODULES + REPROS
+CASES5 = (
+    FUNCTIONALIZATION_VIEWS + FUNCTIONALIZATION_FRESH + AOTDISPATCH + SUBCLASS + MARKED + CUSTOM_AND_MODULES + REPROS
+)
