@@ -230,9 +230,10 @@ def _same_dim(got: int | torch.SymInt, expected: int | torch.SymInt) -> bool:
 # retraced for another tangent structure (Note [Tangent Retrace]) rebuilds the inputs under a new tracer, which
 # never saw those SymNodes: comparing one with `==` is a traced symbolic op, and make_fx raised "s0 is not tracked
 # with proxy" (a PairTensor of PairTensors, written, with dynamic shapes and an output without tangent: the inner
-# PairTensor's expected size held a SymInt of constant expression, 3, the rebuilt one an int). A size whose expression is
-# the expected one's (an int counting as a constant expression) is equal by construction, so it is accepted without
-# the traced op; only sizes that differ as expressions are compared symbolically (which may record a guard).
+# PairTensor's expected size held a SymInt of constant expression, 3, the rebuilt one an int). A size whose
+# expression is the expected one's (an int counting as a constant expression) is equal by construction, so it is
+# accepted without the traced op; only sizes that differ as expressions are compared symbolically (which may record
+# a guard). A jagged tensor's nested int has no expression and is always compared with `==`.
 
 
 def _check_dims(

@@ -109,8 +109,8 @@ def test_detach_of_fresh_tensor_written_with_grad_still_refused(compile_fn: Comp
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Note [Unflatten Checks Of One Symbol]: a PairTensor of PairTensors, written, with dynamic shapes, whose backward is
-# retraced (an output without tangent: the written input's new value) crashed in make_fx ("not tracked with proxy")
+# See Note [Unflatten Checks Of One Symbol]: a PairTensor of PairTensors, written, with dynamic shapes, whose
+# backward is retraced (an output without tangent: the written input's new value) crashed in make_fx ("not tracked with proxy")
 
 
 def _nested(requires_grad: bool) -> T:
@@ -163,7 +163,7 @@ def test_flat_pair_written_with_grad_dynamic(compile_fn: CompileFn | None) -> No
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Note [Symbolic Tangent Strides]: with dynamic shapes on inductor, `compiled(x).sum().backward()` (an expanded
+# See Note [Symbolic Tangent Strides]: with dynamic shapes on inductor, `compiled(x).sum().backward()` (an expanded
 # tangent, strides 0) failed inductor's assert_size_stride; found next to the nested-PairTensor corpus cases
 
 
