@@ -110,7 +110,8 @@ def test_detach_of_fresh_tensor_written_with_grad_still_refused(compile_fn: Comp
 
 # ---------------------------------------------------------------------------------------------------------------
 # See Note [Unflatten Checks Of One Symbol]: a PairTensor of PairTensors, written, with dynamic shapes, whose
-# backward is retraced (an output without tangent: the written input's new value) crashed in make_fx ("not tracked with proxy")
+# backward is retraced (an output without tangent: the written input's new value) crashed in make_fx ("not
+# tracked with proxy")
 
 
 def _nested(requires_grad: bool) -> T:
