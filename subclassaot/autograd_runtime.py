@@ -219,6 +219,16 @@ def _describe(tree: SubclassNode | None) -> str:
     return "plain" if tree is None else f"{tree.cls.__name__} (ctx {tree.ctx!r})"
 
 
+def _dense_strides(sizes: Sequence[int], order: Sequence[int]) -> tuple[int, ...]:
+    """The strides of a dense tensor whose dims, outermost first, are `order` (Note [Symbolic Tangent Strides])."""
+    out = [1] * len(sizes)
+    step = 1
+    for d in reversed(order):
+        out[d] = step
+        step *= max(sizes[d], 1)
+    return tuple(out)
+
+
 def _restride(t: torch.Tensor, stride: tuple[int, ...] | None) -> torch.Tensor:
     if stride is None or tuple(t.stride()) == stride:
         return t
@@ -452,9 +462,14 @@ def training_call(
                 # The backward graph was traced for tangents laid out like the forward outputs (views in it depend
                 # on that layout): give the runtime tangents the same strides.
                 tangents = [
-                    _restride(t, s)
-                    for t, s in zip([t for ts in per_output for t in ts], bw_meta.tangent_strides, strict=True)
-                ]
+                    _restride(t, s if order is None else _dense_strides(t.shape, order))
+                    for t, s, order in zip(
+                        [t for ts in per_output for t in ts],
+                        bw_meta.tangent_strides,
+                        bw_meta.tangent_orders,
+                        strict=True,
+                    )
+                ]  # Note [Symbolic Tangent Strides]
                 if create_graph:
                     assert rerun is not None
                     all_outs = cast(Sequence[torch.Tensor], rerun(*_live_primals(ctx.primals), *tangents))

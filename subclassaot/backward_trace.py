@@ -59,7 +59,7 @@ from subclassaot.schemas import (
     OutputKind,
     ReplaySource,
 )
-from subclassaot.torch_internals import refresh_view_grad_fn
+from subclassaot.torch_internals import hint_of, refresh_view_grad_fn, try_expr_of
 from subclassaot.trace import TracedGraph, UpdateKind
 from subclassaot.training_rules import (
     duplicate_wrappers,
@@ -126,6 +126,8 @@ class BackwardGraph:
     # their gradients after the user inputs' (Note [Aliased Inputs In Training])
     group_grads: tuple[int, ...] = ()
     tangent_strides: tuple[tuple[int, ...] | None, ...] = ()  # per dense tangent: its traced strides (static ones)
+    # per dense tangent: the dims outermost first, where its strides are symbolic (Note [Symbolic Tangent Strides])
+    tangent_orders: tuple[tuple[int, ...] | None, ...] = ()
     example_inputs: tuple[object, ...]  # the backward graph's (fake tensors, symbolic ints)
     num_saved: int = 0  # forward outputs after the GraphOutputs ones, the backward's first inputs
     # The joint graph itself, kept where it can run again from the primals for double backward (no random op in
@@ -298,6 +300,7 @@ def trace_backward(
         wrapper_updates=wrapper_updates,
         group_grads=group_grads,
         tangent_strides=tuple(_static_strides(t) for t in tangent_fakes),
+        tangent_orders=tuple(_dense_order(t) for t in tangent_fakes),
         setup=setup,
         partition=parts,
         raising_tangents=raising,
@@ -727,6 +730,42 @@ def retrace_backward(
         unused=joint.unused,
         tangent_deps=joint.reach,
     )
+
+
+_Dim = int | torch.SymInt
+
+
+def _dense_order(t: torch.Tensor) -> tuple[int, ...] | None:
+    """Note [Symbolic Tangent Strides]: the dims of `t` (a traced tangent with symbolic strides), outermost first,
+    where its strides are the dense strides of that order; None where they are static or not so."""
+    sizes, strides = t.shape, t.stride()
+    if _static_strides(t) is not None or any(try_expr_of(v) is None for v in (*sizes, *strides)):
+        return None
+    order = tuple(sorted(range(t.dim()), key=lambda d: (-hint_of(strides[d]), d)))
+    dense = _dense_strides(sizes, order)
+    return order if all(try_expr_of(a) == try_expr_of(b) for a, b in zip(strides, dense, strict=True)) else None
+
+
+def _dense_strides(sizes: Sequence[_Dim], order: Sequence[int]) -> list[_Dim]:
+    """The strides of a dense tensor of `sizes` whose dims, outermost first, are `order` (as empty_like lays out)."""
+    out: list[_Dim] = [1] * len(sizes)
+    step: _Dim = 1
+    for d in reversed(order):
+        out[d] = step
+        size = sizes[d]
+        step = step * (max(size, 1) if isinstance(size, int) else size)
+    return out
+
+
+# Note [Symbolic Tangent Strides]
+# The backward graph is traced for tangents laid out like the forward outputs (empty_like: dense, in the outputs'
+# dim order), and a compiled backward may rely on it: inductor's code asserts its inputs' sizes and strides. With
+# static strides the runtime copies a tangent of other strides into the traced ones (tangent_strides). With dynamic
+# shapes those strides are symbolic and were not checked, so `compiled(x).sum().backward()`, whose tangent is an
+# expanded tensor (strides 0), failed inductor's assert_size_stride ("expected stride 0==2") for plain tensors and
+# PairTensors alike. So a tangent with symbolic strides records its dim order, outermost first (by the strides'
+# hints; dims of equal stride keep their order), where its strides are exactly the dense strides of that order;
+# the runtime gives a tangent of other strides that layout, computed from its real sizes.
 
 
 def _static_strides(t: torch.Tensor) -> tuple[int, ...] | None:

@@ -18,6 +18,7 @@ import torch
 from typing_extensions import TypeIs
 
 from subclassaot.errors import ProtocolError
+from subclassaot.torch_internals import try_expr_of
 
 SizeLike: TypeAlias = Sequence[int | torch.SymInt]
 
@@ -215,12 +216,32 @@ def check_unflatten_result(
         )
 
 
+def _same_dim(got: int | torch.SymInt, expected: int | torch.SymInt) -> bool:
+    # See Note [Unflatten Checks Of One Symbol]
+    if isinstance(got, torch.SymInt) or isinstance(expected, torch.SymInt):
+        got_expr, expected_expr = try_expr_of(got), try_expr_of(expected)
+        if got_expr is not None and got_expr == expected_expr:
+            return True
+    return bool(got == expected)
+
+
+# Note [Unflatten Checks Of One Symbol]
+# The outer size an unflatten is checked against is the SymNode the subclass had when it was fakified. A backward
+# retraced for another tangent structure (Note [Tangent Retrace]) rebuilds the inputs under a new tracer, which
+# never saw those SymNodes: comparing one with `==` is a traced symbolic op, and make_fx raised "s0 is not tracked
+# with proxy" (a PairTensor of PairTensors, written, with dynamic shapes and an output without tangent: the inner
+# PairTensor's expected size held a SymInt of constant expression, 3, the rebuilt one an int). A size whose
+# expression is the expected one's (an int counting as a constant expression) is equal by construction, so it is
+# accepted without the traced op; only sizes that differ as expressions are compared symbolically (which may record
+# a guard). A jagged tensor's nested int has no expression and is always compared with `==`.
+
+
 def _check_dims(
     path: str, name: str, what: str, got: tuple[int | torch.SymInt, ...], expected: tuple[int | torch.SymInt, ...]
 ) -> None:
     # A -1 stands for a dimension only the subclass can rebuild (a nested int); it is not checked.
     ok = len(got) == len(expected) and all(
-        (isinstance(e, int) and e == -1) or bool(g == e) for g, e in zip(got, expected, strict=True)
+        (isinstance(e, int) and e == -1) or _same_dim(g, e) for g, e in zip(got, expected, strict=True)
     )
     if not ok:
         raise ProtocolError(

@@ -744,6 +744,7 @@ class _DataMode(TorchFunctionMode):
         seq_before = self.record.seq
         with stale_history_failures_refused(self.record, call_args, call_kwargs):
             out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
+        self.record.forget_factory_detach(out, args, kwargs)  # Note [Factory Results Are No detach()]
         # Note [Plain Views Assigned .data After A Write]
         note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
         note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]

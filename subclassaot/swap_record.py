@@ -365,6 +365,28 @@ class SwapRecord:
                     break
                 taken, t = record.seq, record.source
 
+    def forget_factory_detach(self, out: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Note [Factory Results Are No detach()]: `out`, the result of a call given no tensor, is a fresh root."""
+        if not isinstance(out, torch.Tensor) or any(
+            isinstance(a, torch.Tensor) for a in pytree.tree_leaves((args, kwargs))
+        ):
+            return
+        record = self.views.get(id(out))
+        if record is None or record.func is not torch.ops.aten.detach.default:
+            return
+        del self.views[id(out)]
+        self.family[id(out)] = id(out)
+        self.hidden.discard(id(out))
+
+    # Note [Factory Results Are No detach()]
+    # A factory (torch.zeros(2, 2), torch.ones, torch.empty, ...) called while the program is traced returns, through
+    # autograd's make_variable, a shallow copy of the tensor the functional mode made, and a shallow copy of a Python
+    # tensor dispatches aten.detach: the tracker records the result as a detach() of a tensor the program never saw.
+    # Left so, writes through it were hidden from autograd and `tmp = torch.zeros(2, 2); y = tmp.diagonal();
+    # y.copy_(x); return y` (test_functionalization.py test_copy_, x requiring grad) was refused as "a detach() of an
+    # intermediate written with a value that requires grad". A call given no tensor argument cannot detach one the
+    # program holds, so its result's detach record is dropped: the result is a root of its own, as in eager.
+
     def family_of(self, t: torch.Tensor) -> int:
         found = self.family.get(id(t))
         if found is not None:

@@ -404,6 +404,21 @@ def fake_leaf(fake_mode: FakeTensorMode, t: torch.Tensor, exprs: DimExprs, base:
     return fake_mode.from_tensor(t, source=PathSource(exprs.path), symbolic_context=context)
 
 
+def try_expr_of(value: int | torch.SymInt) -> sympy.Expr | None:
+    """The raw sympy expression of a size, stride or offset; None for one without (a jagged tensor's nested int)."""
+    if isinstance(value, int):
+        return sympy.Integer(value)
+    expr = getattr(value.node, "expr", None)
+    return cast(sympy.Expr, expr) if expr is not None else None
+
+
+def hint_of(value: int | torch.SymInt) -> int:
+    """The real value behind a size or stride (its hint), read without a guard."""
+    from torch.fx.experimental.symbolic_shapes import optimization_hint
+
+    return int(optimization_hint(value))
+
+
 def expr_of(value: int | torch.SymInt) -> sympy.Expr:
     """The raw (unsimplified) sympy expression of a size, stride or offset."""
     if isinstance(value, int):

@@ -19,6 +19,7 @@ from tests.pipeline.corpus_pytorch import CASES
 from tests.pipeline.corpus_pytorch2 import CASES2
 from tests.pipeline.corpus_pytorch3 import CASES3
 from tests.pipeline.corpus_pytorch4 import CASES4
+from tests.pipeline.corpus_pytorch5 import CASES5
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
 GRAD_FACTORY = "a tensor made with requires_grad=True inside a program none of whose inputs requires grad is refused"
@@ -66,6 +67,13 @@ NO_GRAD_REFUSED: dict[str, str] = {
     "aot_dispatch_output_requires_grad_in_no_grad_leaf_train": GRAD_REENABLED,
     "pair_aot_dispatch_output_requires_grad_in_no_grad_leaf_train": GRAD_REENABLED,
 }
+
+REFUSED.update(
+    {
+        # corpus_pytorch5.py
+        "pair_intermediate_inplace_view_and_view_train": PAIR_INTERMEDIATE,
+    }
+)
 
 # Programs the pipeline does not yet run like eager, with what differs.
 GAPS: dict[str, str] = {}
@@ -117,7 +125,7 @@ def _params(
     return out
 
 
-ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4
+ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4 + CASES5
 
 
 @pytest.mark.parametrize(("case", "backend"), _params(ALL))
