@@ -198,6 +198,7 @@ def analyze(
         stride_probes=probes,
         wrapper_storage=wrapper_storage,
         grad_factories=tuple(run.swaps.grad_factories),
+        autograd_reads=tuple(run.swaps.autograd_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
     )
 

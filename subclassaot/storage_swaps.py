@@ -66,6 +66,7 @@ from subclassaot.storage_reach import (
     strided_call_args,
     writes_self,
 )
+from subclassaot.autograd_reads import is_autograd_read, note_detach, read
 from subclassaot.swap_record import (
     SET_OPS,
     DataAssignment,
@@ -740,7 +741,11 @@ class _DataMode(TorchFunctionMode):
         view_before = view_layout(args[0]) if layout_op and self.record.view_layouts else None
         seq_before = self.record.seq
         with stale_history_failures_refused(self.record, call_args, call_kwargs):
-            out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
+            if is_autograd_read(func):  # Note [Autograd Reads Replayed In The Trace]
+                out = read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
+            else:
+                out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
+        note_detach(self.record, func, args)  # Note [Autograd Reads Of Inputs]
         # Note [Plain Views Assigned .data After A Write]
         note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
         note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]

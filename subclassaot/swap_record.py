@@ -100,6 +100,14 @@ class SwapRecord:
     requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
     # torch functions the program called with requires_grad=True (Note [Tensors Made Requiring Grad Inside The Program])
     grad_factories: list[str] = field(default_factory=list)
+    # answers of the program's reads of is_leaf / requires_grad / grad_fn, in call order; the analysis run's answers
+    # given back to the trace's run, and how many it took (Note [Autograd Reads Replayed In The Trace])
+    autograd_reads: list[object] = field(default_factory=list)
+    replayed_reads: tuple[object, ...] | None = None
+    replay_cursor: int = 0
+    # id() of inputs (as the run passes them) that require grad in eager -> the real input (Note [Autograd Reads Of
+    # Inputs])
+    eager_inputs: dict[int, torch.Tensor] = field(default_factory=dict)
     # grad mode when the run began; torch functions that ran with grad mode turned back on inside a run begun
     # without it, on tensors that require grad (Note [Grad Mode Turned On Inside A no_grad Call])
     grad_at_start: bool = field(default_factory=torch.is_grad_enabled)
