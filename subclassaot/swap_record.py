@@ -108,6 +108,9 @@ class SwapRecord:
     # id() of inputs (as the run passes them) that require grad in eager -> the real input (Note [Autograd Reads Of
     # Inputs])
     eager_inputs: dict[int, torch.Tensor] = field(default_factory=dict)
+    # storages untyped_storage() gave for tensor subclass wrappers -> the subclass's name (Note [set_ Onto A Wrapper's
+    # Own Storage])
+    wrapper_storages: dict[object, str] = field(default_factory=dict)
     # grad mode when the run began; torch functions that ran with grad mode turned back on inside a run begun
     # without it, on tensors that require grad (Note [Grad Mode Turned On Inside A no_grad Call])
     grad_at_start: bool = field(default_factory=torch.is_grad_enabled)
