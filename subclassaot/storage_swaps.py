@@ -15,6 +15,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from subclassaot.autograd_reads import is_autograd_read, note_detach, read
 from subclassaot.drifted_reads import call_with_eager_layouts
 from subclassaot.errors import UnsupportedError
 from subclassaot.hidden_layouts import (
@@ -37,6 +38,7 @@ from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.regenerated_views import note_assignment_reads, note_grad_fn_reads
 from subclassaot.resize_rules import as_resize, check_resize_within_storage, resize_strides
 from subclassaot.run_calls import check_set_source, per_tensor_method, reads_grad
+from subclassaot.set_storage_rules import check_wrapper_storage_set, note_wrapper_storage
 from subclassaot.stale_views import (
     check_stale_set,
     check_stale_views,
@@ -66,8 +68,6 @@ from subclassaot.storage_reach import (
     strided_call_args,
     writes_self,
 )
-from subclassaot.autograd_reads import is_autograd_read, note_detach, read
-from subclassaot.set_storage_rules import check_wrapper_storage_set, note_wrapper_storage
 from subclassaot.swap_record import (
     SET_OPS,
     DataAssignment,
