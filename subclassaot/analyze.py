@@ -199,6 +199,7 @@ def analyze(
         wrapper_storage=wrapper_storage,
         grad_factories=tuple(run.swaps.grad_factories),
         autograd_reads=tuple(run.swaps.autograd_reads),
+        base_reads=tuple(run.swaps.base_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
     )
 

@@ -13,9 +13,10 @@ from typing import Any
 
 import torch
 
+from subclassaot.errors import UnsupportedError
 from subclassaot.swap_record import SwapRecord
 
-__all__ = ["is_autograd_read", "note_detach", "read"]
+__all__ = ["base_read", "is_autograd_read", "is_base_read", "note_detach", "read"]
 
 # Note [Autograd Reads Replayed In The Trace]
 # `t0 = x.diagonal(); x.mul_(-1); return t0 * 2, t0.is_leaf`, x a non-leaf that requires grad, grad on (session 11's
@@ -54,9 +55,9 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
     """The answer of one autograd read `func(*args)`: the analysis run's where the record replays them, else
     `call()`'s (recorded)."""
     if record.replayed_reads is not None and record.replay_cursor < len(record.replayed_reads):
-        answer = record.replayed_reads[record.replay_cursor]
+        replayed = record.replayed_reads[record.replay_cursor]
         record.replay_cursor += 1
-        return answer
+        return replayed
     real = record.eager_inputs.get(id(args[0])) if args else None
     name = getattr(getattr(func, "__self__", None), "__name__", None)
     if real is not None and name == "is_leaf":  # Note [Autograd Reads Of Inputs]
@@ -64,12 +65,94 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
     elif real is not None and name == "grad_fn" and (real.is_leaf or not record.grad_at_start):
         answer = real.grad_fn
     else:
-        answer = call()
+        answer = _run_read(record, name, args, call)
     record.autograd_reads.append(answer)
     return answer
+
+
+# Note [Autograd Reads Failing On Views Of Inputs]
+# `t0 = x.diagonal(); x.mul_(-1); x.requires_grad_(True); return t0 * 2, t0.is_leaf`, x a plain tensor that does
+# not require grad, grad on: the run lays its inputs out as tensors (or views) made under no_grad, so t0, a view of
+# one, is a view "created in no_grad mode", and reading its grad_fn once its base requires grad and was written
+# raises autograd's "A view was created in no_grad mode ..." error, where eager's t0 (a view of a tensor made with
+# grad) answers. A read of is_leaf / requires_grad / grad_fn that fails so on a tensor whose view chain starts at an
+# input is refused by name (eager raises the same error only where the input itself is such a view).
+
+
+def _run_read(record: SwapRecord, name: object, args: tuple[Any, ...], call: Callable[[], object]) -> object:
+    """`call()`, the run's own answer to a read of `name` (Note [Autograd Reads Failing On Views Of Inputs])."""
+    try:
+        return call()
+    except RuntimeError as e:
+        t = args[0] if args else None
+        if not isinstance(t, torch.Tensor) or not str(e).startswith("A view was created in no_grad mode"):
+            raise
+        found = record.input_positions.get(id(record.view_root(t, through_swaps=True)))
+        if found is None:
+            raise
+        raise UnsupportedError(
+            f"the program reads `.{name}` of a view of tensor input {found[0]} that its base's in-place write "
+            "(with that base requiring grad) makes autograd rebuild: the compiler's run lays inputs out under "
+            'no_grad, where autograd refuses that view\'s history ("A view was created in no_grad mode ...") and '
+            "eager's view may have one (Note [Autograd Reads Failing On Views Of Inputs]). Take the view after the "
+            "write, or make the input require grad before the call"
+        ) from e
 
 
 def note_detach(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
     """`detach_()` makes its tensor a leaf (Note [Autograd Reads Of Inputs])."""
     if func in (torch.Tensor.detach_, torch.detach_) and args:
         record.eager_inputs.pop(id(args[0]), None)
+
+
+# Note [Base Reads Of Inputs]
+# `t0 = x.diagonal(); return t0 * 1, t0._base is x, x._base is None`, x a view input (`b[1:]`): eager answers False
+# twice (x._base is b, and so is t0's: a view of a view has the first view's base), ours True twice (the run's x is
+# no view: inputs are laid out anew, some as views of a base of the layout's own). So a read of `._base` whose view
+# chain in the program starts at an input answers from the real input: where it is no view, None for the input
+# itself and the input for a view of it; where it is a view of another input passed to the program, that input (the
+# object the program received); a view of a tensor not passed is refused (eager's answer is a tensor the compiled
+# program does not have). Reads whose chain starts at an intermediate answer the run's own `._base`, eager's. The
+# guards check, for each input so read, that it is still no view or still a view of that other input. `._is_view()`
+# answers the same way: the real input's for the input itself, True for a view of it.
+
+
+def is_base_read(func: Any) -> bool:
+    """Is `func` the getter of `Tensor._base`, or `Tensor._is_view` (Note [Base Reads Of Inputs])?"""
+    if func is torch.Tensor._is_view:
+        return True
+    owner = getattr(getattr(func, "__self__", None), "__name__", None)
+    return owner == "_base" and getattr(func, "__name__", "") == "__get__"
+
+
+def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[], object]) -> object:
+    """The answer of `args[0]._base` or `args[0]._is_view()` (Note [Base Reads Of Inputs]); `call()` gives the
+    run's own."""
+    out = call()
+    t = args[0] if args else None
+    if not isinstance(t, torch.Tensor):
+        return out
+    root = record.view_root(t, through_swaps=True)
+    found = record.input_positions.get(id(root))
+    if found is None:
+        return out
+    position, real = found
+    if func is torch.Tensor._is_view:
+        if t is not root:
+            return True
+        record.base_reads.append((position, None if real._base is None else -1))
+        return real._base is not None
+    base = real._base
+    if base is None:
+        record.base_reads.append((position, None))
+        return None if t is root else root
+    for j, other in record.input_positions.values():
+        if other is base:
+            record.base_reads.append((position, j))
+            return record.run_inputs[j]
+    what = "tensor input" if t is root else "a view of tensor input"
+    raise UnsupportedError(
+        f"the program reads `._base` of {what} {position} (of shape {tuple(real.shape)}), which is a view of a "
+        "tensor not passed to the program: eager's answer is that tensor, which the compiled program does not have "
+        "(Note [Base Reads Of Inputs]). Pass the base as an argument too, or test `._is_view()` instead"
+    )

@@ -166,6 +166,9 @@ def run_functional(
         real = flat.values[index]
         if isinstance(real, torch.Tensor) and real.requires_grad:
             record.eager_inputs[id(tensor)] = real
+    for position, (index, tensor) in enumerate(zip(flat.tensor_indices, user_tensors, strict=True)):
+        record.run_inputs.append(tensor)  # Note [Base Reads Of Inputs]
+        record.input_positions.setdefault(id(tensor), (position, cast(torch.Tensor, flat.values[index])))
     record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Ids In The Swap Record]
     record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
     if requires_grad_like is not None:  # Note [Leaves Laid Out Anew Under no_grad]

@@ -28,6 +28,7 @@ __all__ = ["check_wrapper_storage_set", "note_wrapper_storage"]
 # match, so such a call is refused, naming the rule; the same set_ with a plain tensor's storage (its own or another
 # input's) is supported (Note [set_ Onto A Whole Storage]), and so is x.set_(t) with a tensor.
 
+
 def note_wrapper_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], out: object) -> None:
     """After a call of the program: note the storage `untyped_storage()` gave for a tensor subclass wrapper."""
     if func is torch.Tensor.untyped_storage and args and isinstance(args[0], torch.Tensor):

@@ -15,7 +15,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from subclassaot.autograd_reads import is_autograd_read, note_detach, read
+from subclassaot.autograd_reads import base_read, is_autograd_read, is_base_read, note_detach, read
 from subclassaot.drifted_reads import call_with_eager_layouts
 from subclassaot.errors import UnsupportedError
 from subclassaot.hidden_layouts import (
@@ -752,6 +752,8 @@ class _DataMode(TorchFunctionMode):
         with stale_history_failures_refused(self.record, call_args, call_kwargs):
             if is_autograd_read(func):  # Note [Autograd Reads Replayed In The Trace]
                 out = read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
+            elif is_base_read(func):  # Note [Base Reads Of Inputs]
+                out = base_read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
             else:
                 out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
         note_detach(self.record, func, args)  # Note [Autograd Reads Of Inputs]

@@ -108,6 +108,12 @@ class SwapRecord:
     # id() of inputs (as the run passes them) that require grad in eager -> the real input (Note [Autograd Reads Of
     # Inputs])
     eager_inputs: dict[int, torch.Tensor] = field(default_factory=dict)
+    # id() of every tensor input (as the run passes it) -> (its tensor position, the real input); the run's inputs by
+    # position; the program's `._base` / `._is_view()` reads of inputs: (position, position of the input that is its
+    # base; None: it is no view; -1: a view of a tensor not passed) (Note [Base Reads Of Inputs])
+    input_positions: dict[int, tuple[int, torch.Tensor]] = field(default_factory=dict)
+    run_inputs: list[torch.Tensor] = field(default_factory=list)
+    base_reads: list[tuple[int, int | None]] = field(default_factory=list)
     # storages untyped_storage() gave for tensor subclass wrappers -> the subclass's name (Note [set_ Onto A Wrapper's
     # Own Storage])
     wrapper_storages: dict[object, str] = field(default_factory=dict)

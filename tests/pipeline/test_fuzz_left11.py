@@ -2,7 +2,8 @@
 
 - in-program reads of is_leaf / requires_grad / grad_fn after writes (Note [Autograd Reads Replayed In The Trace],
   Note [Autograd Reads Of Inputs]);
-- set_() onto an input's own storage (Note [set_ Onto A Whole Storage], Note [set_ Onto A Wrapper's Own Storage]).
+- set_() onto an input's own storage (Note [set_ Onto A Whole Storage], Note [set_ Onto A Wrapper's Own Storage]);
+- `._base` / `._is_view()` of inputs (Note [Base Reads Of Inputs]).
 
 With `--identity-compile` (eager against eager) every program here must pass the oracle (it is eager-legal).
 """
@@ -14,6 +15,8 @@ from collections.abc import Callable
 import pytest
 import torch
 
+import subclassaot
+from subclassaot.errors import UnsupportedError
 from tests.oracle import CompileFn
 from tests.pipeline.fuzz_helpers import (
     assert_refused,
@@ -23,6 +26,7 @@ from tests.pipeline.fuzz_helpers import (
     nonleaf,
     pair,
     pair_nonleaf,
+    refused_with_grad,
     twice,
 )
 
@@ -208,3 +212,96 @@ def test_set_onto_a_wrappers_own_storage_is_refused(compile_fn: CompileFn | None
                 None,
                 "storage of a tensor subclass wrapper holds no data|wrapper's storage holds no data",
             )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# `._base` and `._is_view()` of inputs and their views (Note [Base Reads Of Inputs])
+
+
+def _base_reads(x: T) -> object:
+    # the run's inputs are laid out anew: x._base / x._is_view() answered the run's tensors', not the input's
+    t0 = x.diagonal()
+    x.mul_(2)
+    return (t0 * 1, x._base is None, t0._base is x, x._is_view(), t0._is_view())
+
+
+def _base_of_other_input(x0: T, x1: T) -> object:
+    t0 = x1[0]
+    x0.add_(1)
+    return (t0 * 1, x1._base is x0, t0._base is x0, x0._base is None, x1._is_view(), x0._is_view())
+
+
+def _on_base(make: Callable[[], T]) -> Maker:
+    def make_inputs() -> tuple[object, ...]:
+        b = make()
+        return (b, b[1:])
+
+    return make_inputs
+
+
+_BASE_INPUTS: dict[str, Maker] = {
+    "plain": lambda: (torch.randn(3, 3),),
+    "pair": lambda: (pair(3, 3),),
+    **_NONLEAVES,
+}
+
+
+@pytest.mark.parametrize("make", list(_BASE_INPUTS))
+def test_base_reads_of_inputs(compile_fn: CompileFn | None, make: str) -> None:
+    check_with_grad(_base_reads, _BASE_INPUTS[make], compile_fn)
+    check_no_grad(_base_reads, _BASE_INPUTS[make], compile_fn)
+
+
+@pytest.mark.parametrize("make", ["plain", "pair", "nonleaf"])
+def test_base_reads_of_an_input_viewing_another(compile_fn: CompileFn | None, make: str) -> None:
+    makers: dict[str, Callable[[], T]] = {
+        "plain": lambda: torch.randn(4, 3),
+        "pair": lambda: pair(4, 3),
+        "nonleaf": lambda: nonleaf(4, 3),
+    }
+    check_with_grad(_base_of_other_input, _on_base(makers[make]), compile_fn)
+    check_no_grad(_base_of_other_input, _on_base(makers[make]), compile_fn)
+
+
+def test_base_read_of_a_view_of_a_tensor_not_passed_is_refused(compile_fn: CompileFn | None) -> None:
+    # eager's x._base is a tensor the compiled program does not have
+    for make in (lambda: (torch.randn(4, 3)[1:],), lambda: (nonleaf(4, 3)[1:],)):
+        refused_with_grad(_base_reads, make, compile_fn, r"reads `\._base` of tensor input 0 .* not passed")
+
+
+def test_is_view_of_a_view_input(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        t0 = x.diagonal()
+        x.mul_(2)
+        return (t0 * 1, x._is_view(), t0._is_view())
+
+    check_with_grad(f, lambda: (torch.randn(4, 3)[1:],), compile_fn)
+    check_no_grad(f, lambda: (pair(4, 3)[1:],), compile_fn)
+
+
+def test_base_reads_guarded(compile_fn: CompileFn | None) -> None:
+    # the answers are constants of the entry: a view input later gets its own entry (here a refusal)
+    if compile_fn is not None:
+        return  # a guard check: the identity compile has no entries
+    compiled = subclassaot.compile(_base_reads)
+    compiled(torch.randn(3, 3))
+    with pytest.raises(UnsupportedError, match=r"reads `\._base` of tensor input 0"):
+        compiled(torch.randn(4, 3)[1:])
+    b = torch.randn(4, 3)
+    compiled2 = subclassaot.compile(_base_of_other_input)
+    compiled2(b, b[1:])
+    with pytest.raises(UnsupportedError, match=r"reads `\._base` of tensor input 1"):
+        compiled2(b[1:], b[1:][1:])
+
+
+def test_autograd_read_of_a_view_of_an_input_made_to_require_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # the run's view of an input is made in no_grad mode (autograd refuses its history once the input requires grad
+    # and was written), where eager's view answers (Note [Autograd Reads Failing On Views Of Inputs])
+    def f(x: T) -> object:
+        t0 = x.diagonal()
+        x.mul_(-1)
+        x.requires_grad_(True)
+        return (t0 * 2, t0.is_leaf, x.requires_grad)
+
+    refused_with_grad(f, lambda: (torch.randn(3, 3),), compile_fn, r"reads `\.is_leaf` of a view of tensor input 0")
+    refused_with_grad(f, lambda: (pair(3, 3),), compile_fn, r"reads `\.is_leaf` of a view of tensor input 0")
