@@ -209,6 +209,8 @@ def analyze(
         stride_probes=probes,
         wrapper_storage=wrapper_storage,
         grad_factories=tuple(run.swaps.grad_factories),
+        autograd_reads=tuple(run.swaps.autograd_reads),
+        base_reads=tuple(run.swaps.base_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
     )
 

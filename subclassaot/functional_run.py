@@ -86,6 +86,7 @@ def run_functional(
     clone_graph_inputs: frozenset[int] = frozenset(),
     view_clone_inputs: frozenset[int] = frozenset(),
     own_base_views: bool = False,
+    replay_reads: tuple[object, ...] | None = None,
 ) -> FunctionalRun:
     """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
     graph_fun = [to_functional(v) for v in graph_values]
@@ -160,6 +161,14 @@ def run_functional(
         values[index] = tensor
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord(copy_on_contiguous=copy_on_contiguous)
+    record.replayed_reads = replay_reads  # Note [Autograd Reads Replayed In The Trace]
+    for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):  # Note [Autograd Reads Of Inputs]
+        real = flat.values[index]
+        if isinstance(real, torch.Tensor) and real.requires_grad:
+            record.eager_inputs[id(tensor)] = real
+    for position, (index, tensor) in enumerate(zip(flat.tensor_indices, user_tensors, strict=True)):
+        record.run_inputs.append(tensor)  # Note [Base Reads Of Inputs]
+        record.input_positions.setdefault(id(tensor), (position, cast(torch.Tensor, flat.values[index])))
     record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Ids In The Swap Record]
     record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
     if requires_grad_like is not None:  # Note [Leaves Laid Out Anew Under no_grad]

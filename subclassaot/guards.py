@@ -122,6 +122,7 @@ def build_guards(
     layout: DenseLayout,
     user_fakes: Sequence[torch.Tensor],
     shape_env: torch.fx.experimental.symbolic_shapes.ShapeEnv,
+    base_reads: Sequence[tuple[int, int | None]] = (),
 ) -> Guards:
     w = _Writer()
     for leaf in flat.leaves:
@@ -159,6 +160,14 @@ def build_guards(
                     f"v{index}._is_view() == {c}",
                     f"f'{_lit(path)}._is_view(): expected {real._is_view()}, got {{v{index}._is_view()}}'",
                 )
+    for position, base in dict.fromkeys(base_reads):  # Note [Base Reads Of Inputs]
+        index = flat.tensor_indices[position]
+        path = _lit(flat.leaves[index].path)
+        if base is None or base == -1:
+            w.check(f"v{index}._is_view() == {base == -1}", f"f'{path}._is_view(): expected {base == -1}'")
+        else:
+            other = flat.tensor_indices[base]
+            w.check(f"v{index}._base is v{other}", f"f'{path}._base: expected argument {other}'")
     _alias_guards(w, layout, flat)
     for access, expected, label in w.deferred:
         w.check(f"{access} == {expected}", f"f'{_lit(label)}: expected {expected} = {{{expected}}}, got {{{access}}}'")

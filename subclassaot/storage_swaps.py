@@ -15,6 +15,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from subclassaot.autograd_reads import base_read, is_autograd_read, is_base_read, note_detach, read
 from subclassaot.drifted_reads import call_with_eager_layouts
 from subclassaot.errors import UnsupportedError
 from subclassaot.grad_set_order import note_reads_after_grad_set
@@ -38,6 +39,7 @@ from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.regenerated_views import note_assignment_reads, note_grad_fn_reads
 from subclassaot.resize_rules import as_resize, check_resize_within_storage, resize_strides
 from subclassaot.run_calls import per_tensor_method, reads_grad
+from subclassaot.set_storage_rules import check_wrapper_storage_set, note_wrapper_storage
 from subclassaot.stale_views import (
     check_stale_set,
     check_stale_views,
@@ -458,6 +460,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         rebind_functional(x, grown, (size, resize_strides(size, memory_format), int(x.storage_offset())))
         self.record.grown_ids.add(id(x))
 
+    # Note [set_ Onto A Whole Storage]
+    # `x.set_(x.untyped_storage())` (aten.set_.source_Storage: no offset, size or stride) makes x the whole storage:
+    # 1-D, offset 0, nbytes // itemsize elements, whatever x's shape was (found by helper left11 of session 13: ours
+    # kept the owner's shape, (3, 3) where eager's x is (9,), or (12,) for a view of a (4, 3) base). The storage's
+    # elements beyond an input's own are reached as any strided view's (Note [as_strided On Inputs]).
     def _set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.record.moved_data = self.record.moved_by_swap = True
         x = args[0]
@@ -471,6 +478,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         else:
             owner = next((t for t in self.known if storage_key(t) == _key_of_storage(source)), None)
             if owner is None:
+                check_wrapper_storage_set(self.record, source)  # Note [set_ Onto A Wrapper's Own Storage]
                 raise UnsupportedError(
                     "set_(storage, ...) with a storage that belongs to no input or intermediate the compiler saw; "
                     "pass the tensor instead: x.set_(t) or x.set_(t.untyped_storage() of an input)"
@@ -478,6 +486,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         offset = rest[0] if rest else kwargs.get("storage_offset", 0)
         size = rest[1] if len(rest) > 1 else kwargs.get("size", owner.shape)
         stride = rest[2] if len(rest) > 2 else kwargs.get("stride", None)
+        if func is torch.ops.aten.set_.source_Storage:  # Note [set_ Onto A Whole Storage]
+            size, stride, offset = [source.nbytes() // x.element_size()], [1], 0
         if stride is None or len(stride) == 0:
             stride = torch._prims_common.make_contiguous_strides_for(size)
         check_strided_reach(self.record, (owner, size, stride, offset))  # Note [as_strided On Inputs]
@@ -743,8 +753,15 @@ class _DataMode(TorchFunctionMode):
         view_before = view_layout(args[0]) if layout_op and self.record.view_layouts else None
         seq_before = self.record.seq
         with stale_history_failures_refused(self.record, call_args, call_kwargs):
-            out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
+            if is_autograd_read(func):  # Note [Autograd Reads Replayed In The Trace]
+                out = read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
+            elif is_base_read(func):  # Note [Base Reads Of Inputs]
+                out = base_read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
+            else:
+                out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
         self.record.forget_factory_detach(out, args, kwargs)  # Note [Factory Results Are No detach()]
+        note_detach(self.record, func, args)  # Note [Autograd Reads Of Inputs]
+        note_wrapper_storage(self.record, func, args, out)  # Note [set_ Onto A Wrapper's Own Storage]
         # Note [Plain Views Assigned .data After A Write]
         note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
         note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]

@@ -115,6 +115,23 @@ class SwapRecord:
     requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
     # torch functions the program called with requires_grad=True (Note [Tensors Made Requiring Grad Inside The Program])
     grad_factories: list[str] = field(default_factory=list)
+    # answers of the program's reads of is_leaf / requires_grad / grad_fn, in call order; the analysis run's answers
+    # given back to the trace's run, and how many it took (Note [Autograd Reads Replayed In The Trace])
+    autograd_reads: list[object] = field(default_factory=list)
+    replayed_reads: tuple[object, ...] | None = None
+    replay_cursor: int = 0
+    # id() of inputs (as the run passes them) that require grad in eager -> the real input (Note [Autograd Reads Of
+    # Inputs])
+    eager_inputs: dict[int, torch.Tensor] = field(default_factory=dict)
+    # id() of every tensor input (as the run passes it) -> (its tensor position, the real input); the run's inputs by
+    # position; the program's `._base` / `._is_view()` reads of inputs: (position, position of the input that is its
+    # base; None: it is no view; -1: a view of a tensor not passed) (Note [Base Reads Of Inputs])
+    input_positions: dict[int, tuple[int, torch.Tensor]] = field(default_factory=dict)
+    run_inputs: list[torch.Tensor] = field(default_factory=list)
+    base_reads: list[tuple[int, int | None]] = field(default_factory=list)
+    # storages untyped_storage() gave for tensor subclass wrappers -> the subclass's name (Note [set_ Onto A Wrapper's
+    # Own Storage])
+    wrapper_storages: dict[object, str] = field(default_factory=dict)
     # grad mode when the run began; torch functions that ran with grad mode turned back on inside a run begun
     # without it, on tensors that require grad (Note [Grad Mode Turned On Inside A no_grad Call])
     grad_at_start: bool = field(default_factory=torch.is_grad_enabled)

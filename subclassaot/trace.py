@@ -107,7 +107,9 @@ def trace_inference(
 
     def graph_fn(*graph_values: torch.Tensor) -> list[object]:
         with new_functional_mode():
-            run = run_functional(call, flat, layout, graph_values, requires_grad_like=user_fakes)
+            run = run_functional(
+                call, flat, layout, graph_values, requires_grad_like=user_fakes, replay_reads=analysis.autograd_reads
+            )
             outs, counts["fresh"], counts["symints"] = graph_output_values(run, updates, analysis)
             return outs
 
