@@ -43,7 +43,7 @@ _BASE_KINDS = sorted(_BASES)
 
 _TAKE: dict[str, Callable[[T], T]] = {
     "unbind": lambda b: b.unbind(0)[1],
-    "split": lambda b: b.split(1)[1],
+    "chunk": lambda b: b.chunk(2)[1],
     "select": lambda b: b[1],
     "diagonal": lambda b: b.unsqueeze(0).expand(2, 2).diagonal(),
 }
@@ -136,7 +136,7 @@ _INPUT_KINDS = sorted(_INPUTS)
 
 _VIEW: dict[str, Callable[[T], T]] = {
     "unbind": lambda x: x.unbind(0)[2],
-    "split": lambda x: x.split(1)[2],
+    "chunk": lambda x: x.chunk(4)[2],
     "select": lambda x: x[2],
     "expand": lambda x: x.expand(2, 4),
     "diagonal": lambda x: x.unsqueeze(0).expand(4, 4).diagonal(),
