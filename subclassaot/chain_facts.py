@@ -29,6 +29,7 @@ __all__ = [
     "detached_before_change",
     "detached_in_chain",
     "hidden_base",
+    "input_bumps",
     "made_seq",
     "set_after_viewed",
     "split_seq",
@@ -149,6 +150,25 @@ def made_seq(value: torch.Tensor, run: FunctionalRun) -> int:
     seqs = [record.seq] if record is not None else []
     seqs.extend(r.seq for r in run.swaps.inplace_views.get(id(value), []))
     return max(seqs, default=0)
+
+
+# Note [Only Writes To Inputs Date A View Of An Input]
+# Replay.entry_counter replays an output view of an input at the input's counter at entry where the program took
+# the view before a write to an input (Note [Multi-Output View Inputs], Note [Views Of Intermediates Written
+# After]). Only writes to inputs count: a write to an intermediate of its own storage (`t1 = x0.sum();
+# t1.zero_()`) advances no counter an input's view shares. Counting it made a view of an unbind() input under
+# no_grad, taken after the program's last write to the input, raise on grad_fn and is_leaf where eager's reads
+# fine (fuzz seed 17000 #1356). An input's storages: each dense leaf's as received and as left, and a wrapper's
+# own.
+
+
+def input_bumps(run: FunctionalRun) -> list[int]:
+    """Note [Only Writes To Inputs Date A View Of An Input]: the sequence numbers of the program's last version
+    bump of each storage an input has or had."""
+    keys = {storage_key(t) for t in (*run.originals, *run.finals, *run.user_tensors)}
+    keys.update(k for k in run.initial_wrapper_keys if k is not None)
+    bumps = [seq for key, seq in run.swaps.last_bump.items() if key in keys]
+    return bumps + [seq for key, seq in run.swaps.wrapper_bumps.items() if key in keys]
 
 
 def split_seq(value: torch.Tensor, run: FunctionalRun, input_by_id: dict[int, InputIndex]) -> int:

@@ -349,6 +349,28 @@ def _uncovered_ends(outs: Sequence[torch.Tensor], wrt: Sequence[torch.Tensor]) -
     ]
 
 
+# Note [Ends Of Cut Paths Unpack Their Saved Tensors]
+# The gradient taken at an edge into a node that ends a cut path (Note [Backward Runs Every Node]) runs every node
+# before it, not that node itself, which eager's backward runs too: it unpacks the tensors the node saved, and that
+# raises where one was written since (autograd's "modified by an inplace operation" check, whose message reads the
+# saved tensor's grad_fn: for a view made under no_grad or by a multi-output op, written through its base since,
+# that read raises its own error instead). `with torch.no_grad(): t0 = x.unbind(0)[2]`, then `t1 = t0.sin();
+# x.add_(t1)` (fuzz seed 49000 #988): t1's SinBackward0 ends a cut path (t0 has no grad_fn), and eager's backward
+# through t1 raises the view error when it unpacks t0. So the joint trace reads each such node's saved tensors
+# (the `_saved_*` attributes of autograd's generated nodes, each read unpacking as the node's backward does) before
+# taking the gradients: the error is the program's, and is deferred (Note [Backward Errors Are Deferred]). A custom
+# autograd.Function's node is left alone: its backward reads what it saved only where it chooses to.
+
+
+def _unpack_saved(ends: Sequence[GradientEdge]) -> None:
+    """Note [Ends Of Cut Paths Unpack Their Saved Tensors]."""
+    for edge in ends:
+        node = edge.node
+        for name in dir(node):
+            if name.startswith("_saved_"):
+                getattr(node, name)  # raises as the node's backward would
+
+
 def _tree_of(t: torch.Tensor) -> SubclassNode | None:
     return flatten_subclass(t, "tangent")[0] if is_traceable_subclass(t) else None
 
@@ -361,6 +383,7 @@ def _grads(
     extra = _uncovered_ends(diff_outs, [wrt[k] for k in live]) if diff_outs and every_node else []
     found: Sequence[torch.Tensor | None]
     if extra:
+        _unpack_saved(extra)  # Note [Ends Of Cut Paths Unpack Their Saved Tensors]
         edges = [*(get_gradient_edge(wrt[k]) for k in live), *extra]
         found = torch.autograd.grad(diff_outs, edges, grad_outs, allow_unused=True)
     elif diff_outs and live:

@@ -18,7 +18,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.assigned_roots import assigned_root, with_root_data_meta
-from subclassaot.chain_facts import detached_before_change
+from subclassaot.chain_facts import detached_before_change, input_bumps
 from subclassaot.data_assignment import apart_from_leaves, leaves_moved
 from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
@@ -241,8 +241,8 @@ def _replay_of(
             )
         # made before a write to any input: the input may share an eager base with the one written, traced apart
         # (Note [Multi-Output View Inputs]; fuzz seed 11000 #6991)
-        bumps = [*run.swaps.last_bump.values(), *run.swaps.wrapper_bumps.values()]
-        before_bump = not early and made < max(bumps, default=0)
+        # (Note [Only Writes To Inputs Date A View Of An Input])
+        before_bump = not early and made < max(input_bumps(run), default=0)
         return Replay(
             source=ReplaySource.INPUT,
             index=input_by_id[id(t)],
@@ -464,7 +464,7 @@ def _then_set_entry_counter(
         return replay
     found = _set_record(value, run)
     by_set = [] if found is None or id(value) in run.swaps.swapped_by_data else [found[0]]  # `.data =` bumps none
-    bumps = [*run.swaps.last_bump.values(), *run.swaps.wrapper_bumps.values(), *by_set]
+    bumps = [*input_bumps(run), *by_set]  # Note [Only Writes To Inputs Date A View Of An Input]
     return replace(replay, entry_counter=made < max(bumps, default=0), stale_view=stale)
 
 
