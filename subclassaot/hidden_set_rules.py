@@ -9,6 +9,8 @@ UnsupportedError naming the input and the rule. Invariants: pure functions of co
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import torch
 
 from subclassaot.errors import UnsupportedError
@@ -40,15 +42,21 @@ def kernel_strides(m: LeafMutation) -> bool:
     return any(isinstance(d, int) and (d == 0 or (computed and d == 1)) for d in size)
 
 
-def set_under_no_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
-    """Subclass inputs set_() under no_grad only (Note [Subclass Inputs set_() Under no_grad])."""
+def _lone_subclass_inputs(layout: DenseLayout, analysis: Analysis) -> Iterator[tuple[int, list[LeafMutation]]]:
+    """Subclass inputs with dense leaves, in no alias group and with no `.data =` of the wrapper, and their leaves'
+    mutations."""
     grouped = {m for g in layout.groups for m in g.members}
-    out = []
     for i, tree in enumerate(layout.trees):
         leaves = layout.leaves_of_input[i]
-        muts = [analysis.mutations[j] for j in leaves]
         if tree is None or not leaves or any(j in grouped for j in leaves) or analysis.wrapper_data[i] is not None:
             continue
+        yield i, [analysis.mutations[j] for j in leaves]
+
+
+def set_under_no_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
+    """Subclass inputs set_() under no_grad only (Note [Subclass Inputs set_() Under no_grad])."""
+    out = []
+    for i, muts in _lone_subclass_inputs(layout, analysis):
         if analysis.inplace_replay[i] or (analysis.read_after_set and analysis.read_after_set[i]):
             continue
         if all(_hidden_swap(m) for m in muts):
@@ -82,13 +90,8 @@ def _hidden_swap(m: LeafMutation) -> bool:
 def inner_written_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
     """Subclass inputs whose inner tensors the program wrote directly, and nothing else (Note
     [Inner Tensors Of A Subclass Input Written Directly])."""
-    grouped = {m for g in layout.groups for m in g.members}
     out = []
-    for i, tree in enumerate(layout.trees):
-        leaves = layout.leaves_of_input[i]
-        muts = [analysis.mutations[j] for j in leaves]
-        if tree is None or not leaves or any(j in grouped for j in leaves) or analysis.wrapper_data[i] is not None:
-            continue
+    for i, muts in _lone_subclass_inputs(layout, analysis):
         if analysis.wrapper_version_bumped[i] or analysis.inplace_replay[i]:
             continue
         if any(m.storage_changed or m.swapped or m.resized or m.metadata or m.final_data for m in muts):
