@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import keyword
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -70,9 +72,21 @@ def _ctx_diff(old: object, new: object, prefix: str) -> list[tuple[str, object, 
     return [] if equal else [(prefix, old, new)]
 
 
-def _lit(text: str) -> str:
-    """`text` made safe inside a single-quoted f-string literal (paths hold quotes: kwargs['x'])."""
-    return text.replace("\\", "\\\\").replace("'", "\\'").replace("{", "{{").replace("}", "}}")
+# Note [Guard Source Holds No Caller Text]
+# The guards are generated Python, so any text spliced into that source is code. A call's values (a string argument,
+# a dict key that ends up in a path like args[0]['k'], a ctx field) are caller data: they never enter the source.
+# Every value a guard compares against and every piece of a failure message is bound by reference, as a global of
+# the generated function (`_c3`); the source holds only our own variable names, integer literals we produce, and
+# expressions over the ShapeEnv's symbol names. A failure message is assembled at run time by `_msg(...)` from bound
+# text and the guard's locals, so a quote, brace or newline in a value can neither break the source nor run.
+
+
+class Src(str):
+    """A piece of guard source over the guard's own locals (`v0_size[1]`), as opposed to message text to bind."""
+
+
+def _msg(*parts: object) -> str:
+    return "".join(map(str, parts))
 
 
 def describe_aliasing(paths: Sequence[str], storages: Sequence[object]) -> str:
@@ -92,6 +106,7 @@ class _Writer:
             "describe_ctx_change": describe_ctx_change,
             "describe_aliasing": describe_aliasing,
             "torch": torch,
+            "_msg": _msg,
         }
         self.bound: dict[str, str] = {}  # symbol name -> the access expression it was read from
         self.bound_label: dict[str, str] = {}  # symbol name -> the user-facing path it was read from
@@ -102,13 +117,34 @@ class _Writer:
         self.globals[name] = value
         return name
 
+    def msg(self, *parts: str) -> str:
+        """Source for a failure message: `Src` parts are guard expressions, plain text is bound by reference."""
+        args: list[str] = []
+        text = ""
+        for part in parts:
+            if isinstance(part, Src):
+                if text:
+                    args.append(self.constant(text))
+                    text = ""
+                args.append(str(part))
+            else:
+                text += part
+        if text:
+            args.append(self.constant(text))
+        return f"_msg({', '.join(args)})"
+
     def check(self, cond: str, message: str) -> None:
         self.lines.append(f"    if not ({cond}):\n        return {message}")
+
+    def expect(self, cond: str, label: str, expected: object, got: str | None = None) -> None:
+        """`label: expected E, got G` when `cond` fails; `got` is a guard expression, shown with str()."""
+        tail: tuple[str, ...] = (", got ", Src(got)) if got is not None else ()
+        self.check(cond, self.msg(f"{label}: expected {expected}", *tail))
 
     def dim(self, access: str, label: str, value: int | torch.SymInt) -> None:
         expr = symint_expr(value)
         if isinstance(expr, int):
-            self.check(f"{access} == {expr}", f"f'{_lit(label)}: expected {expr}, got {{{access}}}'")
+            self.expect(f"{access} == {expr}", label, expr, access)
         elif isinstance(expr, sympy.Symbol) and expr.name not in self.bound:
             self.bound[expr.name] = access
             self.bound_label[expr.name] = label
@@ -129,48 +165,37 @@ def build_guards(
         w.lines.append(f"    v{leaf.index} = L[{leaf.index}]")
         if leaf.kind is LeafKind.CONSTANT:
             value = flat.values[leaf.index]
-            c = w.constant(value)
-            w.check(
-                f"type(v{leaf.index}) is type({c}) and v{leaf.index} == {c}",
-                f"f'{_lit(leaf.path)}: expected {value!r}, got {{v{leaf.index}!r}}'",
-            )
+            w.expect(constant_condition(w, f"v{leaf.index}", value), leaf.path, repr(value), f"repr(v{leaf.index})")
     for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
         index = flat.tensor_indices[t_index]
         real = flat.values[index]
         assert isinstance(real, torch.Tensor)
         _tensor_guards(w, f"v{index}", flat.leaves[index].path, fake, tree, type(real), real.requires_grad)
+        path = flat.leaves[index].path
         if tree is not None:  # Note [Written Subclass Views Changed In Place]
             c = w.constant(real._is_view())
-            w.check(
-                f"v{index}._is_view() == {c}",
-                f"f'{_lit(flat.leaves[index].path)}._is_view(): expected {real._is_view()}, got {{v{index}._is_view()}}'",
-            )
+            w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
         if real.requires_grad:
             # compile-time rules differ for autograd leaves and non-leaves (in-place writes, layout changes)
             c = w.constant(real.is_leaf)
-            path = flat.leaves[index].path
-            w.check(
-                f"v{index}.is_leaf == {c}",
-                f"f'{_lit(path)}.is_leaf: expected {real.is_leaf}, got {{v{index}.is_leaf}}'",
-            )
+            w.expect(f"v{index}.is_leaf == {c}", f"{path}.is_leaf", real.is_leaf, f"v{index}.is_leaf")
             if tree is None and not real.is_leaf:
                 # Note [Writes To Plain View Inputs Make Plain Gradients]
                 c = w.constant(real._is_view())
-                w.check(
-                    f"v{index}._is_view() == {c}",
-                    f"f'{_lit(path)}._is_view(): expected {real._is_view()}, got {{v{index}._is_view()}}'",
-                )
+                w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
     for position, base in dict.fromkeys(base_reads):  # Note [Base Reads Of Inputs]
         index = flat.tensor_indices[position]
-        path = _lit(flat.leaves[index].path)
+        path = flat.leaves[index].path
         if base is None or base == -1:
-            w.check(f"v{index}._is_view() == {base == -1}", f"f'{path}._is_view(): expected {base == -1}'")
+            w.expect(f"v{index}._is_view() == {base == -1}", f"{path}._is_view()", base == -1)
         else:
             other = flat.tensor_indices[base]
-            w.check(f"v{index}._base is v{other}", f"f'{path}._base: expected argument {other}'")
+            w.expect(f"v{index}._base is v{other}", f"{path}._base", f"argument {other}")
     _alias_guards(w, layout, flat)
     for access, expected, label in w.deferred:
-        w.check(f"{access} == {expected}", f"f'{_lit(label)}: expected {expected} = {{{expected}}}, got {{{access}}}'")
+        w.check(
+            f"{access} == {expected}", w.msg(f"{label}: expected {expected} = ", Src(expected), ", got ", Src(access))
+        )
     _shape_env_guards(w, shape_env)
     symbols = tuple(w.bound)
     w.lines.append("    return {" + ", ".join(f"{s!r}: {s}" for s in symbols) + "}")
@@ -190,9 +215,7 @@ def _tensor_guards(
     requires_grad: bool | None = None,
 ) -> None:
     cls = w.constant(real_type)
-    w.check(
-        f"type({var}) is {cls}", f"f'{_lit(path)}: expected type {real_type.__name__}, got {{type({var}).__name__}}'"
-    )
+    w.expect(f"type({var}) is {cls}", path, f"type {real_type.__name__}", f"type({var}).__name__")
     for field in ("dtype", "device", "requires_grad"):
         expected = getattr(fake, field)
         if field == "requires_grad" and requires_grad is not None:
@@ -200,8 +223,8 @@ def _tensor_guards(
         if field == "device":
             expected = torch.device(expected)
         c = w.constant(expected)
-        w.check(f"{var}.{field} == {c}", f"f'{_lit(path)}.{field}: expected {expected}, got {{{var}.{field}}}'")
-    w.check(f"{var}.dim() == {fake.dim()}", f"f'{_lit(path)}.dim(): expected {fake.dim()}, got {{{var}.dim()}}'")
+        w.expect(f"{var}.{field} == {c}", f"{path}.{field}", expected, f"{var}.{field}")
+    w.expect(f"{var}.dim() == {fake.dim()}", f"{path}.dim()", fake.dim(), f"{var}.dim()")
     w.lines.append(f"    {var}_size = {var}.shape")
     if tree is None:
         w.lines.append(f"    {var}_stride = {var}.stride()")
@@ -221,15 +244,15 @@ def _subclass_guards(w: _Writer, var: str, path: str, tree: SubclassNode, fake: 
     w.lines.append(f"    {var}_flat = {var}.__tensor_flatten__()")
     w.check(
         f"list({var}_flat[0]) == {attrs}",
-        f"f'{_lit(path)}: inner tensors expected {' '.join(tree.attrs)}, got {{list({var}_flat[0])}}'",
+        w.msg(f"{path}: inner tensors expected {' '.join(tree.attrs)}, got ", Src(f"list({var}_flat[0])")),
     )
-    w.check(f"{var}_flat[1] == {ctx}", f"describe_ctx_change({path!r}, {ctx}, {var}_flat[1])")
+    w.check(f"{var}_flat[1] == {ctx}", f"describe_ctx_change({w.constant(path)}, {ctx}, {var}_flat[1])")
     w.lines.append(f"    {var}_stride = {var}.stride()")
     for d, stride in enumerate(fake.stride()):
         w.dim(f"{var}_stride[{d}]", f"{path}.stride({d})", stride)
     for i, (attr, child) in enumerate(zip(tree.attrs, tree.children, strict=True)):
         inner_var = f"{var}_{i}"
-        w.lines.append(f"    {inner_var} = {var}.{attr}")
+        w.lines.append(f"    {inner_var} = {_attribute(w, var, attr)}")
         inner_fake = getattr(fake, attr)
         inner_tree = child if isinstance(child, SubclassNode) else None
         inner_type = inner_tree.cls if inner_tree is not None else torch.Tensor
@@ -241,18 +264,20 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
     for g in layout.groups:
         if g.whole_storage:
             # The program reaches the whole storage (Note [as_strided On Inputs]): its size decides what it sees.
-            leaf, path = accesses[g.members[0]], _lit(layout.leaves[g.members[0]].path)
+            leaf, path = accesses[g.members[0]], layout.leaves[g.members[0]].path
             w.check(
                 f"{leaf}.untyped_storage().nbytes() == {g.base_numel} * {leaf}.element_size()",
-                f"f'{path}: storage of {g.base_numel} elements expected, got "
-                f"{{{leaf}.untyped_storage().nbytes() // {leaf}.element_size()}}'",
+                w.msg(
+                    f"{path}: storage of {g.base_numel} elements expected, got ",
+                    Src(f"{leaf}.untyped_storage().nbytes() // {leaf}.element_size()"),
+                ),
             )
     if len(layout.leaves) < 2:
         return
     w.lines.append("    _st = [" + ", ".join(f"{a}.untyped_storage()._cdata" for a in accesses) + "]")
     groups = layout.observed_groups
     distinct = len(layout.leaves) - sum(len(g.members) - 1 for g in groups)
-    pattern = _lit("; ".join(" ~ ".join(layout.leaves[m].path for m in g.members) for g in groups) or "none")
+    pattern = "; ".join(" ~ ".join(layout.leaves[m].path for m in g.members) for g in groups) or "none"
     conds = [f"len(set(_st)) == {distinct}"]
     for g in groups:
         conds += [f"_st[{g.members[0]}] == _st[{m}]" for m in g.members[1:]]
@@ -274,8 +299,34 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
     paths = w.constant(tuple(leaf.path for leaf in layout.leaves))
     w.check(
         " and ".join(conds),
-        f"f'input aliasing changed: compiled for shared storages [{pattern}], got [{{describe_aliasing({paths}, _st)}}]'",
+        w.msg(
+            f"input aliasing changed: compiled for shared storages [{pattern}], got [",
+            Src(f"describe_aliasing({paths}, _st)"),
+            "]",
+        ),
     )
+
+
+def constant_condition(w: _Writer, var: str, value: object) -> str:
+    """Guard source that holds when `var` is a value equal to `value`, of the same type. The value is bound as a
+    snapshot: a mutable object changed in place after this compile must not equal itself (Note [Guard Source Holds No
+    Caller Text])."""
+    kind = w.constant(type(value))
+    if isinstance(value, float) and math.isnan(value):
+        return f"type({var}) is {kind} and {var} != {var}"
+    try:
+        snapshot = copy.deepcopy(value)
+    except Exception:  # an object that cannot be copied is compared with itself
+        snapshot = value
+    return f"type({var}) is {kind} and {var} == {w.constant(snapshot)}"
+
+
+def _attribute(w: _Writer, var: str, attr: str) -> str:
+    """`var.attr` where `attr` is a plain name; otherwise `getattr(var, <bound name>)`: an attribute name is a subclass
+    author's text, and text never enters the source (Note [Guard Source Holds No Caller Text])."""
+    if attr.isidentifier() and not keyword.iskeyword(attr):
+        return f"{var}.{attr}"
+    return f"getattr({var}, {w.constant(attr)})"
 
 
 def _dense_access(layout: DenseLayout, flat: FlatInputs, j: int) -> str:
@@ -313,11 +364,15 @@ def _shape_env_guards(w: _Writer, shape_env: torch.fx.experimental.symbolic_shap
         if value_range is None:
             continue
         lower, upper = _finite_int(value_range.lower), _finite_int(value_range.upper)
-        where = _lit(w.bound_label[name])
+        where = w.bound_label[name]
         if lower is not None:
-            w.check(f"{name} >= {lower}", f"f'{where} = {{{name}}} is below {lower}, the least value of {name}'")
+            w.check(
+                f"{name} >= {lower}", w.msg(f"{where} = ", Src(name), f" is below {lower}, the least value of {name}")
+            )
         if upper is not None:
-            w.check(f"{name} <= {upper}", f"f'{where} = {{{name}}} is above {upper}, the largest value of {name}'")
+            w.check(
+                f"{name} <= {upper}", w.msg(f"{where} = ", Src(name), f" is above {upper}, the largest value of {name}")
+            )
     for guard in shape_env.guards:
         expr = shape_env.simplify(guard.expr)
         if expr == sympy.true:
@@ -326,4 +381,4 @@ def _shape_env_guards(w: _Writer, shape_env: torch.fx.experimental.symbolic_shap
         if unbound:
             raise AssertionError(f"BUG: shape guard {expr} uses symbols {sorted(unbound)} no input binds")
         src = python_source(expr)
-        w.check(src, f"f'shape guard {src} failed'")
+        w.check(src, w.msg(f"shape guard {src} failed"))
