@@ -51,26 +51,6 @@ except ImportError:  # the reference runs instead; see Note [Kernel Dispatch]
 else:
 
     @triton.jit
-    def _store_both(
-        x: tl.tensor,
-        scale: tl.tensor,
-        rows: tl.tensor,
-        cols: tl.tensor,
-        mask: tl.tensor,
-        data_ptr: tl.tensor,
-        data_t_ptr: tl.tensor,
-        stride_dm: tl.tensor,
-        stride_dn: tl.tensor,
-        stride_tm: tl.tensor,
-        stride_tn: tl.tensor,
-        FP8_MAX: tl.constexpr,
-    ) -> None:
-        # `scale` is a scalar or a (BLOCK_M, 1) column; data_t[c, r] = data[r, c] is the same value stored twice.
-        scaled = tl.clamp(x * scale, -FP8_MAX, FP8_MAX)
-        tl.store(data_ptr + rows[:, None] * stride_dm + cols[None, :] * stride_dn, scaled, mask=mask)
-        tl.store(data_t_ptr + cols[None, :] * stride_tm + rows[:, None] * stride_tn, scaled, mask=mask)
-
-    @triton.jit
     def _cast_transpose_kernel(
         x_ptr: tl.tensor,
         amax_ptr: tl.tensor,
@@ -113,10 +93,11 @@ else:
         cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
         mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
         x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :] * stride_xn, mask=mask, other=0.0)
-        _store_both(
-            x.to(tl.float32), scale, rows, cols, mask, data_ptr, data_t_ptr,
-            stride_dm, stride_dn, stride_tm, stride_tn, FP8_MAX,
-        )  # fmt: skip
+        # data_t[c, r] = data[r, c]: the same clamped values stored twice, the second time through a transposed
+        # pointer grid (the store casts to fp8 on the GPU; see Note [Narrow Casts In The Interpreter]).
+        scaled = tl.clamp(x.to(tl.float32) * scale, -FP8_MAX, FP8_MAX)
+        tl.store(data_ptr + rows[:, None] * stride_dm + cols[None, :] * stride_dn, scaled, mask=mask)
+        tl.store(data_t_ptr + cols[None, :] * stride_tm + rows[:, None] * stride_tn, scaled, mask=mask)
 
     @triton.jit
     def _cast_transpose_rowwise_kernel(
@@ -152,10 +133,9 @@ else:
             cols = start + tl.arange(0, BLOCK_N)
             mask = row_mask[:, None] & (cols < n_cols)[None, :]
             x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :] * stride_xn, mask=mask, other=0.0)
-            _store_both(
-                x.to(tl.float32), scale[:, None], rows, cols, mask, data_ptr, data_t_ptr,
-                stride_dm, stride_dn, stride_tm, stride_tn, FP8_MAX,
-            )  # fmt: skip
+            scaled = tl.clamp(x.to(tl.float32) * scale[:, None], -FP8_MAX, FP8_MAX)
+            tl.store(data_ptr + rows[:, None] * stride_dm + cols[None, :] * stride_dn, scaled, mask=mask)
+            tl.store(data_t_ptr + cols[None, :] * stride_tm + rows[:, None] * stride_tn, scaled, mask=mask)
 
 
 def _check_matrix(op: str, x: Tensor) -> None:

@@ -113,9 +113,7 @@ def cast_transpose(x: Tensor, fp8_dtype: torch.dtype, granularity: Granularity) 
     return data, data.t().contiguous(), scale
 
 
-def cast_transpose_delayed(
-    x: Tensor, history: Tensor, fp8_dtype: torch.dtype
-) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def cast_transpose_delayed(x: Tensor, history: Tensor, fp8_dtype: torch.dtype) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """(data, data_t, scale, new_history): delayed scaling's cast of a 2-D x, with the amax history updated.
 
     new_history = [amax(x), history[0], ..., history[-2]] (newest first), scale = fp8_max / max(new_history).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -9,7 +11,8 @@ from torch import Tensor
 
 import subclassaot
 from policies import mark_dynamic
-from subclasses.nested import JaggedTensor
+from subclasses.nested import JaggedTensor, softmax_pool
+from tests.backends import RecordingBackend
 from tests.oracle import assert_matches_eager
 
 D = 4
@@ -114,3 +117,50 @@ def test_static_compile_guards_the_ragged_size() -> None:
         _check_batch(compiled(x, w), x, w)
     assert compiled.compile_count == 2
     assert "args[0].size(1): expected 4, got 6" in compiled.recompile_reasons[0]
+
+
+def _unfused_pool(x: JaggedTensor, w: Tensor) -> Tensor:
+    y = F.linear(x, w).relu()
+    return (y.softmax(1) * y).sum(1)
+
+
+def _fused_pool(x: JaggedTensor, w: Tensor) -> Tensor:
+    y = F.linear(x, w).relu()
+    assert isinstance(y, JaggedTensor)
+    return softmax_pool(y)
+
+
+@pytest.mark.parametrize("holes", [False, True])
+def test_softmax_pool_matches_the_unfused_block(holes: bool) -> None:
+    x, w = _batch([3, 1, 5, 2], holes=holes, requires_grad=True), torch.randn(6, D, requires_grad=True)
+    x2, w2 = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    out, want = _fused_pool(x, w), _unfused_pool(x2, w2)
+    torch.testing.assert_close(out, want, atol=1e-5, rtol=1e-5)
+    g = torch.randn_like(out)
+    out.backward(g)
+    want.backward(g)
+    assert x.grad is not None and x2.grad is not None and w.grad is not None
+    torch.testing.assert_close(x.grad.flat_values, x2.grad.flat_values, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(w.grad, w2.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_softmax_pool_training_matches_eager() -> None:
+    def make() -> tuple[JaggedTensor, Tensor]:
+        return _batch([3, 2, 4], requires_grad=True), torch.randn(6, D, requires_grad=True)
+
+    assert_matches_eager(_fused_pool, make, atol=1e-5, rtol=1e-5)
+
+
+def _graph_ops(fn: Callable[[JaggedTensor, Tensor], Tensor]) -> list[str]:
+    backend = RecordingBackend()
+    subclassaot.compile(fn, backend=backend)(_batch([3, 1, 5]), torch.randn(6, D))
+    (gm,) = backend.graphs
+    return [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+
+
+def test_compiled_softmax_pool_is_one_kernel_where_the_block_had_three() -> None:
+    # The host-bound block's time is its launch count (Note [Fused Softmax Pool]).
+    fused, unfused = _graph_ops(_fused_pool), _graph_ops(_unfused_pool)
+    assert sum("subclassaot_jagged" in t for t in fused) == 1
+    assert sum("subclassaot_jagged" in t for t in unfused) == 2
+    assert len(fused) <= len(unfused) - 2, (fused, unfused)
