@@ -164,6 +164,26 @@ def test_extra_repr_names_the_baseline() -> None:
 
 @gpu
 @requires_cuda
+@pytest.mark.parametrize("granularity", list(Granularity))
+def test_compiled_cast_transpose_matches_reference_on_cuda(granularity: Granularity) -> None:
+    # Compiled Triton, GPU_CONFIG's tiles, sizes not multiples of them; the reference runs on the GPU too.
+    x = torch.randn(1031, 515, device="cuda", dtype=torch.bfloat16) * 10
+    assert kernels.kernel_path(x.device).value == "compiled"
+    data, data_t, scale = cast_transpose.cast_transpose_op(x, torch.float8_e4m3fn, granularity.value)
+    ref_data, _, ref_scale = reference.cast_transpose(x, torch.float8_e4m3fn, granularity)
+    torch.testing.assert_close(scale, ref_scale)
+    torch.testing.assert_close(data.float() / scale, ref_data.float() / ref_scale, rtol=0.07, atol=1e-6)
+    assert torch.equal(_bits(data_t), _bits(data.t()))
+    history = torch.rand(16, device="cuda")
+    got = cast_transpose.cast_transpose_delayed_op(x, history, torch.float8_e5m2)
+    want = reference.cast_transpose_delayed(x, history, torch.float8_e5m2)
+    torch.testing.assert_close(got[2], want[2])
+    assert torch.equal(got[3], want[3])
+    assert torch.equal(_bits(got[1]), _bits(got[0].t()))
+
+
+@gpu
+@requires_cuda
 @pytest.mark.parametrize("scaling", list(ScalingType), ids=lambda s: s.value)
 def test_fused_training_step_is_faster_on_cuda(scaling: ScalingType) -> None:
     # The fused casts remove three transposed copies and two extra casts per step; measured, not asserted as a

@@ -196,3 +196,13 @@ def test_softmax_pool_gradient_matches_reference() -> None:
 def test_softmax_pool_opcheck() -> None:
     values, offsets = _jagged((0, 3, 5), 6)
     torch.library.opcheck(torch.ops.subclassaot_jagged.softmax_pool.default, (values.requires_grad_(), offsets))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_compiled_softmax_pool_matches_reference_on_cuda() -> None:
+    values, offsets = _jagged((0, 1, 17, 1030, 3, 0, 64), 67)
+    values, offsets = values.cuda(), offsets.cuda()
+    assert kernels.kernel_path(values.device) is KernelPath.COMPILED
+    got, want = kernels.jagged_softmax_pool_op(values, offsets), reference.jagged_softmax_pool(values, offsets)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
