@@ -14,6 +14,8 @@ import pytest
 import torch
 from torch import Tensor, nn
 
+import subclassaot
+from policies import mark_dynamic
 from subclasses.fp8 import Float8Linear, ScalingType, cast_transpose, kernels, reference, to_float8
 from subclasses.fp8.reference import Granularity
 
@@ -155,6 +157,22 @@ def test_fused_backward_needs_no_transposed_copy(monkeypatch: pytest.MonkeyPatch
     x = torch.randn(11, 24, requires_grad=True)
     linear(x).sum().backward()
     assert seen == [(True, True)] * 3
+
+
+def test_compiled_fused_linear_with_a_dynamic_batch() -> None:
+    # The fake impls give data_t's shape from x's symbolic sizes: one compile serves every batch size.
+    model = _model(ScalingType.DELAYED, fused_cast=True, dtype=torch.float32)
+    eager = copy.deepcopy(model)
+    compiled = subclassaot.compile(model, backend="eager")
+    for batch in (5, 9, 13):
+        x = torch.randn(batch, 24)
+        mark_dynamic(x, 0)
+        out, want = compiled(x), eager(x)
+        assert torch.equal(out, want), batch
+        torch.autograd.backward([out, want], [torch.ones_like(out), torch.ones_like(want)])
+        for b, b_eager in zip(model.buffers(), eager.buffers(), strict=True):
+            assert torch.equal(b, b_eager), batch
+    assert compiled.compile_count == 1, compiled.recompile_reasons
 
 
 def test_extra_repr_names_the_baseline() -> None:
