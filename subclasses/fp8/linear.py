@@ -102,10 +102,8 @@ def _cast_pair(x: Tensor, history: Tensor | None, fp8_dtype: torch.dtype) -> tup
     else:
         data, data_t, scale, new_history = cast_transpose.cast_transpose_delayed_op(x, history, fp8_dtype)
         history.copy_(new_history)
-    tensorwise = Float8Granularity.TENSORWISE
-    return Float8Tensor(data, scale, x.dtype, fp8_dtype, tensorwise), Float8Tensor(
-        data_t, scale, x.dtype, fp8_dtype, tensorwise
-    )
+    meta = (x.dtype, fp8_dtype, Float8Granularity.TENSORWISE)
+    return Float8Tensor(data, scale, *meta), Float8Tensor(data_t, scale, *meta)
 
 
 class _Float8MatmulFused(torch.autograd.Function):
