@@ -596,3 +596,15 @@ def function_modes_on(modes: Sequence[object]) -> Iterator[None]:
     finally:
         for _ in modes:
             torch._C._pop_torch_function_stack()
+
+
+def clone_keeps_type(t: torch.Tensor) -> bool:
+    """Does `t.clone()` return `t`'s own type? Asked outside every mode (a fake `t` runs in its own fake mode), so a
+    trace in progress records nothing. A clone that raises counts as keeping the type (the caller's usual path)."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes(), torch.no_grad():
+        try:
+            return type(t.detach().clone()) is type(t)
+        except Exception:  # any failure: leave the decision to the usual path, which reports it
+            return True
