@@ -14,9 +14,10 @@ from collections.abc import Sequence
 import torch
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.functional_run import FunctionalRun
+from subclassaot.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import LeafSource, OutputInfo, OutputKind
+from subclassaot.torch_internals import storage_key
 
 __all__ = ["check_stale_subclass_outputs"]
 
@@ -60,11 +61,11 @@ def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence
             continue
         if not isinstance(value, torch.Tensor) or not value._is_view():
             continue
-        if any(leaf.source is LeafSource.INPUT_ALIAS for leaf in info.leaves):
+        if info.function_view is not None or any(leaf.source is LeafSource.INPUT_ALIAS for leaf in info.leaves):
             continue
         root = run.swaps.view_root(value, through_swaps=True)
         base = root if id(root) in named else value._base
-        if base is not None and id(base) in named:
+        if base is not None and id(base) in named and not _shares_inner_storage(value, base):
             raise UnsupportedError(
                 f"{info.path} is a view of input {named[id(base)]} (a {type(value).__name__}: eager's `._base`), but "
                 "its inner tensors share no storage with that input's: the subclass's view op returns new inner "
@@ -72,6 +73,11 @@ def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence
                 "Fresh Inner Tensors]). Return a clone of the view, or make the view op alias the input's inner "
                 "tensors (return torch.utils._python_dispatch.return_and_correct_aliasing(func, args, kwargs, out))"
             )
+
+
+def _shares_inner_storage(value: torch.Tensor, base: torch.Tensor) -> bool:
+    keys = {storage_key(leaf) for leaf in dense_leaves_of(base, "base")[1]}
+    return any(storage_key(leaf) in keys for leaf in dense_leaves_of(value, "out")[1])
 
 
 def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
