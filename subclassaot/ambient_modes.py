@@ -29,8 +29,9 @@ from subclassaot.torch_internals import ambient_mode_stacks, function_modes_on
 # - The modes on the stack are part of every entry's guards, by type, bottom first: an entry compiled with no mode
 #   is not reused under one, nor the reverse, and the recompile reason names the modes. A mode's own state is not
 #   guarded (nor does Dynamo guard it): instances of one mode class are taken to behave alike.
-# Infrastructure modes (fake tensors, functionalization, proxy tracing, modes that ignore compile internals) belong
-# to the tracer, not the caller: they are not ambient.
+# Infrastructure modes (fake tensors, functionalization, proxy tracing, modes that ignore compile internals, and
+# subclassaot's own, seen by a compiled function called while another is traced) belong to a tracer, not the
+# caller: they are not ambient.
 
 ModesKey = tuple[tuple[type, ...], tuple[type, ...]]  # (dispatch mode types, torch-function mode types), bottom first
 NO_MODES_KEY: ModesKey = ((), ())

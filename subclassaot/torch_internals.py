@@ -561,16 +561,24 @@ def no_torch_function() -> contextlib.AbstractContextManager[None]:
 
 def ambient_mode_stacks() -> tuple[tuple[object, ...], tuple[object, ...]]:
     """The user's modes on the stacks now, bottom first: (dispatch modes, torch-function modes). Infrastructure
-    dispatch modes (fake tensors, functionalization, proxy tracing) are left out: they are ours, not the caller's."""
+    modes (fake tensors, functionalization, proxy tracing, subclassaot's own) are left out: not the caller's."""
     if torch._C._len_torch_dispatch_stack() == 0 and torch._C._len_torch_function_stack() == 0:
         return (), ()
     from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
     dispatch = tuple(
-        m for m in _get_current_dispatch_mode_stack() if not m.is_infra_mode() and not m.ignore_compile_internals()
+        m
+        for m in _get_current_dispatch_mode_stack()
+        if not m.is_infra_mode() and not m.ignore_compile_internals() and not _pipeline_mode(m)
     )
-    function = tuple(torch.overrides._get_current_function_mode_stack())  # type: ignore[no-untyped-call]
+    stack = torch.overrides._get_current_function_mode_stack()  # type: ignore[no-untyped-call]
+    function = tuple(m for m in stack if not _pipeline_mode(m))
     return dispatch, function
+
+
+def _pipeline_mode(mode: object) -> bool:
+    """One of subclassaot's own modes (a compiled function called while another is traced sees them)."""
+    return type(mode).__module__.startswith("subclassaot.")
 
 
 @contextlib.contextmanager

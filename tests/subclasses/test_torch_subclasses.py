@@ -224,3 +224,38 @@ def test_torch_function_mode_is_guarded_and_named_in_the_reason() -> None:
     assert compiled.recompile_reasons == (
         "ambient modes: compiled under no modes, called under torch-function mode _SinIsCos",
     )
+
+
+def sin_then_mul_plus_factory(x: T) -> object:
+    return torch.sin(x).mul(2) + torch.ones(3, 4)
+
+
+def test_torch_function_mode_over_subclass_inputs_traced_once() -> None:
+    compiled = subclassaot.compile(sin_then_mul_plus_factory, backend="eager")
+
+    def make() -> tuple[object, ...]:
+        return (SUBCLASSES["TwoTensor"](),)
+
+    assert_matches_eager(
+        _under(_SinIsCos, sin_then_mul_plus_factory),
+        make,
+        calls=2,
+        compile_fn=lambda fn, **kw: _under(_SinIsCos, compiled),
+    )
+    assert compiled.compile_count == 1
+
+
+def test_default_device_context_is_a_traced_torch_function_mode() -> None:
+    # `with torch.device(...)` pushes a torch-function mode (DeviceContext) that gives factories their device.
+    compiled = subclassaot.compile(sin_then_mul_plus_factory, backend="eager")
+    x = torch.randn(3, 4)
+    with torch.device("cpu"):
+        want = sin_then_mul_plus_factory(x)
+        got = compiled(x)
+    assert isinstance(got, torch.Tensor) and isinstance(want, torch.Tensor)
+    torch.testing.assert_close(got, want)
+    assert [t.__name__ for t in compiled.entries[0].modes[1]] == ["DeviceContext"]
+    torch.testing.assert_close(compiled(x), want)  # outside the context: a new entry, the reason names the mode
+    assert compiled.recompile_reasons == (
+        "ambient modes: compiled under torch-function mode DeviceContext, called under no modes",
+    )
