@@ -208,8 +208,9 @@ def compile_entry(
     captures: tuple[CaptureRef, ...] | None = None,
     function_modes: tuple[object, ...] = (),
 ) -> CompiledEntry:
-    """Compile one entry (`function_modes`: the caller's torch-function modes, Note [Ambient Modes]); if tracing with symbolic sizes fails (an op without symbolic support, a size the program
-    branches on), compile it again with static sizes rather than fail a call eager completes."""
+    """Compile one entry; if tracing with symbolic sizes fails (an op without symbolic support, a size the program
+    branches on), compile it again with static sizes rather than fail a call eager completes. `function_modes`: the
+    caller's torch-function modes, pushed around the user's code while it is traced (Note [Ambient Modes])."""
     refs = capture_refs(fn) if captures is None else captures
     same = find_same_inputs(args, kwargs) if not isinstance(fn, torch.nn.Module) and not refs else None
     if same is not None:  # See Note [One Tensor Passed Several Times]
