@@ -21,8 +21,9 @@ from torch.testing._internal.two_tensor import TwoTensor, TwoTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import subclassaot
+from policies import mark_dynamic
 from subclassaot.errors import UnsupportedError
-from tests.oracle import assert_matches_eager
+from tests.oracle import assert_call_matches_eager, assert_matches_eager
 
 T = torch.Tensor
 Make = Callable[[], T]
@@ -259,3 +260,25 @@ def test_default_device_context_is_a_traced_torch_function_mode() -> None:
     assert compiled.recompile_reasons == (
         "ambient modes: compiled under torch-function mode DeviceContext, called under no modes",
     )
+
+
+def flat_view_and_result(x: T, y: T) -> object:
+    return x.view(-1), (x + y).sum()
+
+
+@pytest.mark.parametrize("name", ALIASING_VIEWS)
+def test_marked_dynamic_sizes_share_one_entry(name: str) -> None:
+    compiled = subclassaot.compile(flat_view_and_result, backend="eager")
+    cls = type(SUBCLASSES[name]())
+    inner_count = 2 if name in ("TwoTensor", "CustomTensorPlainOut") else 1
+    for rows in (3, 5, 7):
+
+        def make(rows: int = rows) -> tuple[object, ...]:
+            x = _new(cls, *[torch.randn(rows, 4) for _ in range(inner_count)])
+            y = torch.randn(rows, 4)
+            mark_dynamic(x, 0)
+            mark_dynamic(y, 0)  # (a static y would make x's dim 0 equal to a constant)
+            return (x, y)
+
+        assert_call_matches_eager(compiled, flat_view_and_result, make)
+    assert compiled.compile_count == 1, compiled.recompile_reasons
