@@ -55,6 +55,7 @@ from subclassaot.function_views import (
     check_function_input_unwritten,
     check_written_function_view,
     from_program_function,
+    function_view_of_fresh,
     function_view_replay,
 )
 from subclassaot.functional_offsets import alias_meta
@@ -625,6 +626,7 @@ def _output_info(
             outer_stride_leaf=stride_leaf,
             data_meta=data_meta,
             base_gains_grad=replay is not None and base_gains_grad(value, replay, run),
+            view_of_fresh=replay is None and function_view_of_fresh(value, tuple(out_leaves), run),
         ),
         graph_count,
     )
