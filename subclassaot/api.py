@@ -22,7 +22,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 
 from policies import AutomaticDynamicState, Policy
-from subclassaot import backends, guards
+from subclassaot import backends, guards, python_state
 from subclassaot.analyze import analyze, check_gained_grad
 from subclassaot.analyze_training import check_multi_output_view_inputs, check_multi_output_view_outputs
 from subclassaot.autograd_runtime import training_call
@@ -153,13 +153,32 @@ def compile_entry(
     symbols: SymbolCache,
     captures: tuple[CaptureRef, ...] | None = None,
 ) -> CompiledEntry:
+    """Compile one entry guarded by the Python state `fn` reads now (Note [Python State Is Snapshotted, Not
+    Recorded]): snapshot it, compile, refuse a program that changed it, and check it before the entry's guards."""
+    python = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
+    entry = _compile_any(fn, args, kwargs, config, state, symbols, captures)
+    python_state.check_unchanged(python, str(getattr(fn, "__qualname__", type(fn).__name__)))
+    if not python.watched and python.ambient is None:
+        return entry
+    return dataclasses.replace(entry, guards=guards.with_python_state(entry.guards, python.check, python.source))
+
+
+def _compile_any(
+    fn: Callable[..., object],
+    args: tuple[object, ...],
+    kwargs: Mapping[str, object],
+    config: CompileConfig,
+    state: AutomaticDynamicState,
+    symbols: SymbolCache,
+    captures: tuple[CaptureRef, ...] | None = None,
+) -> CompiledEntry:
     """Compile one entry; if tracing with symbolic sizes fails (an op without symbolic support, a size the program
     branches on), compile it again with static sizes rather than fail a call eager completes."""
     refs = capture_refs(fn) if captures is None else captures
     same = find_same_inputs(args, kwargs) if not isinstance(fn, torch.nn.Module) and not refs else None
     if same is not None:  # See Note [One Tensor Passed Several Times]
         marked_args, marked_kwargs = marked_call(same, args, kwargs)
-        inner = compile_entry(unmarking(fn, same), marked_args, marked_kwargs, config, state, symbols, ())
+        inner = _compile_any(unmarking(fn, same), marked_args, marked_kwargs, config, state, symbols, ())
         entry_guards, marked = same_input_guards(same, inner.guards, [leaf.path for leaf in inner.flat.leaves])
         return dataclasses.replace(
             inner, guards=entry_guards, run=lambda values, bound: inner.run(marked(values), bound)
@@ -172,7 +191,7 @@ def compile_entry(
             raise
         try:  # See Note [Subclass Views Of A Base Not Passed]
             with_args, with_kwargs = call_with_bases(hidden, args, kwargs)
-            inner = compile_entry(dropping_bases(fn, hidden), with_args, with_kwargs, config, state, symbols, ())
+            inner = _compile_any(dropping_bases(fn, hidden), with_args, with_kwargs, config, state, symbols, ())
         except Exception:
             raise refusal from None
     entry_guards, extended = hidden_base_guards(hidden, inner.guards, [leaf.path for leaf in inner.flat.leaves])
@@ -466,6 +485,7 @@ def compile(
     policies: Mapping[str, Policy] | None = ...,
     recompile_limit: int = ...,
     keep_input_mutations: bool = ...,
+    python_state_guards: bool = ...,
 ) -> CompiledFunction[P, R]: ...
 @overload
 def compile(
@@ -476,6 +496,7 @@ def compile(
     policies: Mapping[str, Policy] | None = ...,
     recompile_limit: int = ...,
     keep_input_mutations: bool = ...,
+    python_state_guards: bool = ...,
 ) -> Callable[[Callable[P, R]], CompiledFunction[P, R]]: ...
 def compile(
     fn: Callable[P, R] | None = None,
@@ -485,6 +506,7 @@ def compile(
     policies: Mapping[str, Policy] | None = None,
     recompile_limit: int = 8,
     keep_input_mutations: bool = False,
+    python_state_guards: bool = True,
 ) -> CompiledFunction[P, R] | Callable[[Callable[P, R]], CompiledFunction[P, R]]:
     """Compile `fn` (a function or nn.Module) over pytrees of tensors, tensor subclasses and Python scalars."""
     config = CompileConfig(
@@ -493,6 +515,7 @@ def compile(
         policies=dict(policies or {}),
         recompile_limit=recompile_limit,
         keep_input_mutations=keep_input_mutations,
+        python_state_guards=python_state_guards,
     )
     if fn is None:
         return lambda f: CompiledFunction(f, config)

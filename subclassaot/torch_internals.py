@@ -552,3 +552,13 @@ def no_torch_function() -> contextlib.AbstractContextManager[None]:
     that raises there would otherwise raise inside a property getter called from C++ (a SystemError, fuzz seed 9000
     #3406)."""
     return torch._C.DisableTorchFunction()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Ambient state (python_state)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def any_autocast_enabled() -> bool:
+    """Whether autocast is on for any device: one call instead of one per device (the common call has none on)."""
+    return bool(torch._C._is_any_autocast_enabled())
