@@ -155,9 +155,10 @@ def compile_entry(
 ) -> CompiledEntry:
     """Compile one entry guarded by the Python state `fn` reads now (Note [Python State Is Snapshotted, Not
     Recorded]): snapshot it, compile, refuse a program that changed it, and check it before the entry's guards."""
-    python = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
+    before = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
     entry = _compile_any(fn, args, kwargs, config, state, symbols, captures)
-    python_state.check_unchanged(python, str(getattr(fn, "__qualname__", type(fn).__name__)))
+    python_state.check_unchanged(before, str(getattr(fn, "__qualname__", type(fn).__name__)))
+    python = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
     if not python.watched and python.ambient is None:
         return entry
     return dataclasses.replace(entry, guards=guards.with_python_state(entry.guards, python.check, python.source))

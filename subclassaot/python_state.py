@@ -431,20 +431,25 @@ class _Walk:
         self.extend_globals(fn_globals, names)
 
     def extend_globals(self, fn_globals: dict[str, object], names: tuple[str, ...]) -> None:
-        """Add names to the PARTIAL watch of this globals dict (one watch per module's globals)."""
+        """Add names to the PARTIAL watch of this globals dict (one watch per module's globals). The entries are
+        in place before their values are walked: walking a helper may add names to this same watch."""
         index = next(i for i, w in enumerate(self.watched) if w.obj is fn_globals)
         old = self.watched[index]
         new = tuple(n for n in names if n not in old.keys)
-        self.watched[index] = dataclasses.replace(old, keys=old.keys + new)
         labels = tuple(f"globals.{n}" for n in new)
-        compares = tuple(self.value(fn_globals[n], lab) for n, lab in zip(new, labels, strict=True))
-        old = self.watched[index]
+        start = len(old.keys)
         self.watched[index] = dataclasses.replace(
             old,
+            keys=old.keys + new,
             values=[*old.values, *(fn_globals[n] for n in new)],
-            compares=old.compares + compares,
+            compares=old.compares + (Compare.SAME,) * len(new),
             labels=old.labels + labels,
         )
+        compares = [self.value(fn_globals[n], lab) for n, lab in zip(new, labels, strict=True)]
+        current = self.watched[index]
+        merged = list(current.compares)
+        merged[start : start + len(new)] = compares
+        self.watched[index] = dataclasses.replace(current, compares=tuple(merged))
 
 
 def _cell_value(cell: types.CellType) -> object:
@@ -586,7 +591,7 @@ def _slow(
     return None
 
 
-def describe_watched(w: Watched) -> str | None:
+def describe_watched(w: Watched, *, imports_allowed: bool = False) -> str | None:
     """Compare one container with its snapshot by value; adopt equal new immutable values; else name the change."""
     if w.kind is WatchKind.SET:
         now = frozenset(cast(set[object], w.obj))
@@ -602,7 +607,7 @@ def describe_watched(w: Watched) -> str | None:
         return f"{w.label}: the order of its entries changed"
     adopted = list(w.values)
     for i, (old, new, how, label) in enumerate(zip(w.values, now_values, w.compares, w.labels, strict=True)):
-        if new is old:
+        if new is old or (imports_allowed and types.ModuleType in (type(new), type(old))):
             continue
         reason = _differs(old, new, how, label)
         if reason is not None:
@@ -653,15 +658,15 @@ def _differs(old: object, new: object, how: Compare, label: str) -> str | None:
     return f"{label}: expected {_show(old)}, got {_show(new)}"
 
 
-def check_unchanged(state: PythonState, name: str) -> None:
-    """After tracing: refuse a program that changed the Python state it reads (the graph cannot replay that)."""
-    if not state.watched and state.ambient is None:
-        return
-    reason = state.check()
-    if reason is None or reason.startswith("torch."):
-        return
-    raise UnsupportedError(
-        f"{name}: the program changes Python state while it runs ({reason}); a compiled graph runs tensor ops only, "
-        "so it would not repeat that change on later calls. Keep Python side effects (counters, caches, attribute "
-        "assignments) outside the compiled function, or keep that value in a tensor buffer updated in place"
-    )
+def check_unchanged(before: PythonState, name: str) -> None:
+    """After tracing: refuse a program that changed the Python state it reads (the graph cannot replay that). An
+    import the program ran (a global now bound to a Python module) is not such a change."""
+    for w in before.watched:
+        reason = describe_watched(w, imports_allowed=True)
+        if reason is not None:
+            raise UnsupportedError(
+                f"{name}: the program changes Python state while it runs ({reason}); a compiled graph runs tensor "
+                "ops only, so it would not repeat that change on later calls. Keep Python side effects (counters, "
+                "caches, attribute assignments) outside the compiled function, or keep that value in a tensor buffer "
+                "updated in place"
+            )
