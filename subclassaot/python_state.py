@@ -502,7 +502,7 @@ def _generate(walk: _Walk, ambient: Ambient | None) -> PythonState:
         names[name] = value
         return name
 
-    lines = ["def check():", "    try:"]
+    lines = ["def check():", "    try:", "        pass"]
     if ambient is not None:
         lines.append(f"        if torch.is_grad_enabled() is not {bind(ambient.grad)}: return _slow(-1)")
         if not any(on for _, on, _ in ambient.autocast):
