@@ -60,7 +60,7 @@ def _apply(
     elif change == "module float":
         value = rng.choice(_VALUES)
         for m in modules:
-            m.scale = value
+            setattr(m, "scale", value)
     elif change == "global":
         ns["SHIFT"] = rng.choice(_VALUES)
     elif change == "closure item":
