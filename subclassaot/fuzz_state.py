@@ -60,7 +60,7 @@ def _apply(
     elif change == "module float":
         value = rng.choice(_VALUES)
         for m in modules:
-            setattr(m, "scale", value)
+            vars(m)["scale"] = value  # a plain attribute: where Module.__setattr__ would put it
     elif change == "global":
         ns["SHIFT"] = rng.choice(_VALUES)
     elif change == "closure item":
