@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import itertools
 import math
 import operator
 import sys
@@ -26,7 +27,12 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.torch_internals import any_autocast_enabled
+from subclassaot.torch_internals import (
+    any_autocast_enabled,
+    deterministic_algorithms,
+    deterministic_warn_only,
+    float32_matmul_precision,
+)
 
 # Note [Python State Is Snapshotted, Not Recorded]
 # A compiled graph bakes in every Python value its trace read: a module's `training` flag (dropout), a float attribute
@@ -495,7 +501,11 @@ def snapshot(
 
 def _generate(walk: _Walk, ambient: Ambient | None) -> PythonState:
     watched = tuple(walk.watched)
-    names: dict[str, object] = {"is_": operator.is_, "_cell": operator.attrgetter("cell_contents")}
+    names: dict[str, object] = {
+        "is_": operator.is_,
+        "_cell": operator.attrgetter("cell_contents"),
+        "chain": itertools.chain,
+    }
 
     def bind(value: object) -> str:
         name = f"_c{len(names)}"
@@ -510,26 +520,33 @@ def _generate(walk: _Walk, ambient: Ambient | None) -> PythonState:
         else:
             lines.append(f"        if {bind(read_ambient)}().autocast != {bind(ambient.autocast)}: return _slow(-1)")
         lines.append(f"        if torch.get_default_dtype() is not {bind(ambient.default_dtype)}: return _slow(-1)")
-        det = bind(ambient.deterministic)
+        enabled, warn_only = ambient.deterministic
         lines.append(
-            "        if (torch.are_deterministic_algorithms_enabled(), "
-            f"torch.is_deterministic_algorithms_warn_only_enabled()) != {det}: return _slow(-1)"
+            f"        if {bind(deterministic_algorithms)}() is not {bind(enabled)} or "
+            f"{bind(deterministic_warn_only)}() is not {bind(warn_only)}: return _slow(-1)"
         )
-        lines.append(
-            f"        if torch.get_float32_matmul_precision() != {bind(ambient.matmul_precision)}: return _slow(-1)"
-        )
+        precision = bind(ambient.matmul_precision)
+        lines.append(f"        if {bind(float32_matmul_precision)}() != {precision}: return _slow(-1)")
     if walk.modules:
         mods, types_ = bind(tuple(walk.modules)), bind(tuple(type(m) for m in walk.modules))
         lines.append(f"        if not all(map(is_, map(type, {mods}), {types_})): return _slow(-2)")
     if walk.empties:
         lines.append(f"        if any({bind(tuple(walk.empties))}): return _slow(-2)")
+    dicts = [w for w in watched if w.kind is WatchKind.DICT]
+    batch = _dict_batch(dicts)
+    if dicts:
+        # Every whole dict at once (Note [Python State Is Snapshotted, Not Recorded]): lengths, values, keys.
+        d, lens = bind(tuple(w.obj for w in dicts)), bind(tuple(len(w.keys) for w in dicts))
+        v, k = bind(batch), bind([key for w in dicts for key in w.keys])
+        lines.append(
+            f"        if tuple(map(len, {d})) != {lens} or not all(map(is_, chain(*map(dict.values, {d})), {v})) "
+            f"or not all(map(is_, chain(*{d}), {k})): return _slow(-2)"
+        )
     for i, w in enumerate(watched):
         o, v = bind(w.obj), bind(w.values)
         if w.kind is WatchKind.DICT:
-            cond = (
-                f"len({o}) == {len(w.keys)} and all(map(is_, {o}.values(), {v})) and all(map(is_, {o}, {bind(w.keys)}))"
-            )
-        elif w.kind is WatchKind.PARTIAL:
+            continue
+        if w.kind is WatchKind.PARTIAL:
             missing = bind((_MISSING,) * len(w.keys))
             cond = f"all(map(is_, map({o}.get, {bind(w.keys)}, {missing}), {v}))"
         elif w.kind is WatchKind.SEQ:
@@ -547,7 +564,10 @@ def _generate(walk: _Walk, ambient: Ambient | None) -> PythonState:
     labels, empties = tuple(walk.module_labels), tuple(walk.empties)
 
     def slow(failed: int) -> str | None:
-        return _slow(watched, modules, module_types, labels, empties, ambient, failed=failed)
+        reason = _slow(watched, modules, module_types, labels, empties, ambient, failed=failed)
+        if reason is None:  # equal new objects were adopted: the batched identity list follows them
+            batch[:] = _dict_batch(dicts)
+        return reason
 
     namespace: dict[str, object] = {"torch": torch, "_slow": slow, **names}
     exec(compile(source, "<subclassaot python state guards>", "exec"), namespace)
@@ -560,6 +580,10 @@ def _generate(walk: _Walk, ambient: Ambient | None) -> PythonState:
         source=source,
         check=cast(Callable[[], "str | None"], namespace["check"]),
     )
+
+
+def _dict_batch(dicts: Sequence[Watched]) -> list[object]:
+    return [value for w in dicts for value in w.values]
 
 
 def _slow(

@@ -559,6 +559,8 @@ def no_torch_function() -> contextlib.AbstractContextManager[None]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def any_autocast_enabled() -> bool:
-    """Whether autocast is on for any device: one call instead of one per device (the common call has none on)."""
-    return bool(torch._C._is_any_autocast_enabled())
+# The C functions behind torch's public getters, bound directly: the per-call guards skip a Python frame each.
+any_autocast_enabled: Callable[[], bool] = torch._C._is_any_autocast_enabled
+deterministic_algorithms: Callable[[], bool] = torch._C._get_deterministic_algorithms
+deterministic_warn_only: Callable[[], bool] = torch._C._get_deterministic_algorithms_warn_only
+float32_matmul_precision: Callable[[], str] = torch._C._get_float32_matmul_precision
