@@ -64,7 +64,7 @@ from subclassaot.torch_internals import (
 # = False turns all of this module's guards off for that path.
 
 _MISSING = object()
-_MAX_VALUES = 4000  # values walked per compile; past it the compile is refused by name
+_MAX_VALUES = 50_000  # values walked per compile (a large model has tens of thousands); past it, refused by name
 _LIBRARY_ROOTS = frozenset({"builtins", "subclassaot", "policies"}) | frozenset(sys.stdlib_module_names)
 _MODULE_SKIP = frozenset({"_parameters", "_buffers"})  # lifted to inputs and guarded there
 _ATOM_TYPES: tuple[type, ...] = (
