@@ -102,8 +102,8 @@ class CompiledFunction(Generic[P, R]):
         if not kwargs and not self._is_module and not self._captures:
             # Fast path: a function called with positional leaves only; its flat inputs are `args` itself. A
             # container where a tensor or constant was compiled fails a type guard and takes the full path below.
-            # The Python state the function reads is checked inside `guards.check` on this path too (See Note
-            # [Python State Is Snapshotted, Not Recorded]).
+            # The Python state the function reads is checked inside `guards.check` on this path too:
+            # See Note [Python State Is Snapshotted, Not Recorded]
             for entry in tuple(self._entries):
                 if entry.simple_arity == len(args):
                     bound = entry.guards.check(args)

@@ -49,14 +49,16 @@ from subclassaot.torch_internals import (
 # wrong result. What cannot be snapshotted (an object without attributes we can read, a walk past its budget) is
 # refused by name. Code (classes, Python modules, builtins, library functions, torch objects) is watched by identity
 # only: monkeypatching a library is out of scope.
-# Cheap on every call: each watched container is one line that compares, in C, the objects it holds now with the
-# objects it held (`all(map(is_, d.values(), V))`, plus its keys and length). For an immutable value, identity implies
-# equality, so the common call costs no Python-level comparison; only when an identity differs does the slow path
+# Cheap on every call: the check compares, in C, the objects each container holds now with the objects it held
+# (`all(map(is_, d.values(), V))`, plus keys and lengths); all whole dicts (every module's `__dict__`) share one such
+# line, a module tree's empty hook dicts one `any(...)`. For an immutable value, identity implies equality, so the
+# common call costs no Python-level comparison; only when an identity differs does the slow path
 # compare by value, name the change, and, if the value is merely an equal new object (`m.scale = 2.0` again), adopt
 # it so later calls are fast again. A mutable container (a list, a config object, a submodule) must stay the same
 # object: its contents are watched on their own line, bound to that object.
 # Writes: the compile compares the state after tracing with the snapshot; a program that changes Python state
-# (`self.calls += 1`) is refused, since the graph cannot replay it.
+# (`self.calls += 1`) is refused, since the graph cannot replay it (an import it runs is not such a change).
+# Modules passed as arguments are walked like the compiled one (labels `args[0].training`).
 # Dynamo: under torch.compile the backend gets a graph Dynamo has already specialised, and Dynamo guards every Python
 # value its bytecode analysis saw read (attributes, globals, closure cells, `training`, module identity) and, in its
 # GlobalStateGuard, grad mode, autocast (per device, with dtype and cache flag), default dtype, deterministic
