@@ -11,6 +11,7 @@ Caller Text]); a value that cannot be snapshotted is refused by name, never skip
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import enum
 import functools
@@ -179,11 +180,14 @@ def describe_ambient(expected: Ambient) -> str | None:
 
 
 def is_atom(value: object) -> bool:
-    """An immutable value compared by value: scalars, strings, dtypes, devices, enums, tuples of them."""
+    """An immutable value compared by value: scalars, strings, dtypes, devices, enums, tuples of them, and hashable
+    standard-library values without attributes (a date, a Decimal, a Path, a compiled regex)."""
     if isinstance(value, _ATOM_TYPES):
         return True
     if type(value) in (tuple, frozenset, torch.Size):
         return all(is_atom(v) for v in cast(tuple[object, ...], value))
+    if type(value).__module__.partition(".")[0] in sys.stdlib_module_names and not hasattr(value, "__dict__"):
+        return getattr(type(value), "__hash__", None) is not None
     return False
 
 
@@ -204,7 +208,8 @@ def _is_code(value: object) -> bool:
         return True
     if isinstance(value, types.FunctionType | types.MethodType | functools.partial):
         return _is_library(value.__func__ if isinstance(value, types.MethodType) else value)
-    return type(value).__module__.partition(".")[0] == "torch"
+    # torch objects, and loggers and locks: they do not change what the program computes
+    return type(value).__module__.partition(".")[0] in ("torch", "logging", "threading", "_thread")
 
 
 def _item_labels(label: str, keys: Sequence[object]) -> tuple[str, ...]:
@@ -257,7 +262,7 @@ class _Walk:
                 self.value(item, f"{label}[{i}]")
         elif isinstance(value, dict):
             self.container(WatchKind.DICT, value, label, _item_labels(label, tuple(value)), tuple(value.values()))
-        elif isinstance(value, list):
+        elif isinstance(value, list | collections.deque):
             keys = tuple(range(len(value)))
             self.container(WatchKind.SEQ, value, label, _item_labels(label, keys), tuple(value))
         elif isinstance(value, set | frozenset):
@@ -269,7 +274,10 @@ class _Walk:
     def instance(self, value: object, label: str) -> None:
         attrs = getattr(value, "__dict__", None)
         slots = [f.name for f in dataclasses.fields(value)] if dataclasses.is_dataclass(value) else []
-        slots = [s for s in slots if attrs is None or s not in attrs]
+        for cls in type(value).__mro__:
+            declared = vars(cls).get("__slots__", ())
+            slots += [declared] if isinstance(declared, str) else [n for n in declared if n != "__dict__"]
+        slots = [s for s in dict.fromkeys(slots) if (attrs is None or s not in attrs) and not s.startswith("__")]
         if attrs is None and not slots:
             raise UnsupportedError(
                 f"{label}: the program can read this {type(value).__qualname__} object, which has no attributes "

@@ -4,6 +4,7 @@ call equals eager. See Note [Python State Is Snapshotted, Not Recorded].
 
 from __future__ import annotations
 
+import array
 import collections
 import copy
 import dataclasses
@@ -386,13 +387,37 @@ def test_program_that_changes_python_state_is_refused() -> None:
         c(torch.randn(3))
 
 
-def test_unsnapshottable_object_is_refused_by_name() -> None:
+def test_deque_and_slots_object_are_watched() -> None:
     window = collections.deque([1.0, 2.0])
 
-    def f(x: T) -> T:
-        return x * window[0]
+    class Slotted:
+        __slots__ = ("scale",)
 
-    with pytest.raises(UnsupportedError, match=r"closure window: .*deque.*cannot tell whether it changed"):
+        def __init__(self) -> None:
+            self.scale = 2.0
+
+    holder = Slotted()
+
+    def f(x: T) -> T:
+        return x * window[0] + holder.scale
+
+    c = compiled(f)
+    assert_call_matches_eager(c, f, x84)
+    window.appendleft(5.0)
+    assert_call_matches_eager(c, f, x84)
+    last_reason(c, r"closure window: expected length 2, got 3")
+    holder.scale = 4.0
+    assert_call_matches_eager(c, f, x84)
+    last_reason(c, r"closure holder\.scale: expected 2\.0, got 4\.0")
+
+
+def test_unsnapshottable_object_is_refused_by_name() -> None:
+    buffer = array.array("d", [1.0, 2.0])  # mutable, no attributes to read: its contents cannot be watched
+
+    def f(x: T) -> T:
+        return x * buffer[0]
+
+    with pytest.raises(UnsupportedError, match=r"closure buffer: .*array.*cannot tell whether it changed"):
         compiled(f)(torch.randn(3))
 
 
