@@ -127,10 +127,7 @@ class Ambient:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PythonState:
-    watched: tuple[Watched, ...]
-    modules: tuple[torch.nn.Module, ...]  # every module reached, to check its type
-    module_types: tuple[type, ...]  # per module
-    empties: tuple[object, ...]  # containers empty at compile time (a module's hook dicts), checked together
+    watched: tuple[Watched, ...]  # in walk order: a container before what it holds
     ambient: Ambient | None  # None: not guarded (CompileConfig.python_state_guards=False)
     source: str  # the generated check, printable
     check: Callable[[], str | None]
@@ -226,6 +223,7 @@ class _Walk:
         self.modules: list[torch.nn.Module] = []
         self.module_labels: list[str] = []
         self.empties: list[object] = []
+        self.empty_labels: list[str] = []
         self.seen: set[int] = set()
         self.keep: list[object] = []  # keeps walked objects alive so their ids stay unique during the walk
         self.count = 0
@@ -368,6 +366,7 @@ class _Walk:
                 labels.append(f"{label}.{key}")
             elif key.startswith("_") and isinstance(value, dict | set) and not value:
                 self.empties.append(value)  # a hook dict or name set, empty as usual: one check for all
+                self.empty_labels.append(f"{label}.{key}")
                 compares.append(Compare.SAME)
                 labels.append(f"{label}.{key}")
             else:
@@ -571,10 +570,10 @@ def _generate(walk: _Walk, ambient: Ambient | None) -> PythonState:
     lines += ["    except Exception:", "        return _slow(-2)", "    return None"]
     source = "\n".join(lines) + "\n"
     modules, module_types = tuple(walk.modules), tuple(type(m) for m in walk.modules)
-    labels, empties = tuple(walk.module_labels), tuple(walk.empties)
+    labels, empties, empty_labels = tuple(walk.module_labels), tuple(walk.empties), tuple(walk.empty_labels)
 
     def slow(failed: int) -> str | None:
-        reason = _slow(watched, modules, module_types, labels, empties, ambient, failed=failed)
+        reason = _slow(watched, modules, module_types, labels, empties, empty_labels, ambient, failed=failed)
         if reason is None:  # equal new objects were adopted: the batched identity list follows them
             batch[:] = _dict_batch(dicts)
         return reason
@@ -583,9 +582,6 @@ def _generate(walk: _Walk, ambient: Ambient | None) -> PythonState:
     exec(compile(source, "<subclassaot python state guards>", "exec"), namespace)
     return PythonState(
         watched=watched,
-        modules=tuple(walk.modules),
-        module_types=tuple(type(m) for m in walk.modules),
-        empties=tuple(walk.empties),
         ambient=ambient,
         source=source,
         check=cast(Callable[[], "str | None"], namespace["check"]),
@@ -602,6 +598,7 @@ def _slow(
     module_types: Sequence[type],
     module_labels: Sequence[str],
     empties: Sequence[object],
+    empty_labels: Sequence[str],
     ambient: Ambient | None,
     *,
     failed: int,
@@ -619,9 +616,9 @@ def _slow(
         reason = describe_watched(w)
         if reason is not None:
             return reason
-    for container in empties:
+    for container, label in zip(empties, empty_labels, strict=True):
         if container:
-            return f"a module's hooks changed: a hook was registered ({type(container).__name__} no longer empty)"
+            return f"{label}: expected no entries (no hooks), got {len(cast(dict[object, object], container))}"
     return None
 
 
