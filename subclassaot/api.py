@@ -22,7 +22,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 
 from policies import AutomaticDynamicState, Policy
-from subclassaot import backends, guards
+from subclassaot import backends, guards, python_state
 from subclassaot.ambient_modes import (
     NO_MODES_KEY,
     AmbientModes,
@@ -122,6 +122,8 @@ class CompiledFunction(Generic[P, R]):
         if not kwargs and not self._is_module and not self._captures:
             # Fast path: a function called with positional leaves only; its flat inputs are `args` itself. A
             # container where a tensor or constant was compiled fails a type guard and takes the full path below.
+            # The Python state the function reads is checked inside `guards.check` on this path too:
+            # See Note [Python State Is Snapshotted, Not Recorded]
             for entry in tuple(self._entries):
                 if entry.simple_arity == len(args) and entry.modes == NO_MODES_KEY:
                     bound = entry.guards.check(args)
@@ -208,6 +210,27 @@ def compile_entry(
     captures: tuple[CaptureRef, ...] | None = None,
     function_modes: tuple[object, ...] = (),
 ) -> CompiledEntry:
+    """Compile one entry guarded by the Python state `fn` reads now (Note [Python State Is Snapshotted, Not
+    Recorded]): snapshot it, compile, refuse a program that changed it, and check it before the entry's guards."""
+    before = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
+    entry = _compile_any(fn, args, kwargs, config, state, symbols, captures, function_modes)
+    python_state.check_unchanged(before, str(getattr(fn, "__qualname__", type(fn).__name__)))
+    python = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
+    if not python.watched and python.ambient is None:
+        return entry
+    return dataclasses.replace(entry, guards=guards.with_python_state(entry.guards, python.check, python.source))
+
+
+def _compile_any(
+    fn: Callable[..., object],
+    args: tuple[object, ...],
+    kwargs: Mapping[str, object],
+    config: CompileConfig,
+    state: AutomaticDynamicState,
+    symbols: SymbolCache,
+    captures: tuple[CaptureRef, ...] | None = None,
+    function_modes: tuple[object, ...] = (),
+) -> CompiledEntry:
     """Compile one entry; if tracing with symbolic sizes fails (an op without symbolic support, a size the program
     branches on), compile it again with static sizes rather than fail a call eager completes. `function_modes`: the
     caller's torch-function modes, pushed around the user's code while it is traced (Note [Ambient Modes])."""
@@ -215,7 +238,7 @@ def compile_entry(
     same = find_same_inputs(args, kwargs) if not isinstance(fn, torch.nn.Module) and not refs else None
     if same is not None:  # See Note [One Tensor Passed Several Times]
         marked_args, marked_kwargs = marked_call(same, args, kwargs)
-        inner = compile_entry(
+        inner = _compile_any(
             unmarking(fn, same), marked_args, marked_kwargs, config, state, symbols, (), function_modes
         )
         entry_guards, marked = same_input_guards(same, inner.guards, [leaf.path for leaf in inner.flat.leaves])
@@ -230,7 +253,7 @@ def compile_entry(
             raise
         try:  # See Note [Subclass Views Of A Base Not Passed]
             with_args, with_kwargs = call_with_bases(hidden, args, kwargs)
-            inner = compile_entry(
+            inner = _compile_any(
                 dropping_bases(fn, hidden), with_args, with_kwargs, config, state, symbols, (), function_modes
             )
         except Exception:
@@ -530,6 +553,7 @@ def compile(
     policies: Mapping[str, Policy] | None = ...,
     recompile_limit: int = ...,
     keep_input_mutations: bool = ...,
+    python_state_guards: bool = ...,
 ) -> CompiledFunction[P, R]: ...
 @overload
 def compile(
@@ -540,6 +564,7 @@ def compile(
     policies: Mapping[str, Policy] | None = ...,
     recompile_limit: int = ...,
     keep_input_mutations: bool = ...,
+    python_state_guards: bool = ...,
 ) -> Callable[[Callable[P, R]], CompiledFunction[P, R]]: ...
 def compile(
     fn: Callable[P, R] | None = None,
@@ -549,6 +574,7 @@ def compile(
     policies: Mapping[str, Policy] | None = None,
     recompile_limit: int = 8,
     keep_input_mutations: bool = False,
+    python_state_guards: bool = True,
 ) -> CompiledFunction[P, R] | Callable[[Callable[P, R]], CompiledFunction[P, R]]:
     """Compile `fn` (a function or nn.Module) over pytrees of tensors, tensor subclasses and Python scalars."""
     config = CompileConfig(
@@ -557,6 +583,7 @@ def compile(
         policies=dict(policies or {}),
         recompile_limit=recompile_limit,
         keep_input_mutations=keep_input_mutations,
+        python_state_guards=python_state_guards,
     )
     if fn is None:
         return lambda f: CompiledFunction(f, config)

@@ -616,3 +616,15 @@ def clone_keeps_type(t: torch.Tensor) -> bool:
             return type(t.detach().clone()) is type(t)
         except Exception:  # any failure: leave the decision to the usual path, which reports it
             return True
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Ambient state (python_state)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+# The C functions behind torch's public getters, bound directly: the per-call guards skip a Python frame each.
+any_autocast_enabled: Callable[[], bool] = torch._C._is_any_autocast_enabled
+deterministic_algorithms: Callable[[], bool] = torch._C._get_deterministic_algorithms
+deterministic_warn_only: Callable[[], bool] = torch._C._get_deterministic_algorithms_warn_only
+float32_matmul_precision: Callable[[], str] = torch._C._get_float32_matmul_precision
