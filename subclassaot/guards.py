@@ -27,7 +27,7 @@ import torch
 from subclassaot.own_base import own_base_guards
 from subclassaot.protocol import SubclassNode
 from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
-from subclassaot.torch_internals import python_source, symint_expr
+from subclassaot.torch_internals import nested_coeff, python_source, symint_expr
 
 GuardFn = Callable[[Sequence[object]], "dict[str, int] | str"]
 
@@ -107,6 +107,7 @@ class _Writer:
             "describe_aliasing": describe_aliasing,
             "torch": torch,
             "_msg": _msg,
+            "_nested_coeff": nested_coeff,
         }
         self.bound: dict[str, str] = {}  # symbol name -> the access expression it was read from
         self.bound_label: dict[str, str] = {}  # symbol name -> the user-facing path it was read from
@@ -142,6 +143,11 @@ class _Writer:
         self.check(cond, self.msg(f"{label}: expected {expected}", *tail))
 
     def dim(self, access: str, label: str, value: int | torch.SymInt) -> None:
+        coeff = nested_coeff(value)
+        if coeff is not None:  # See Note [Nested Int Dims]: checked by structure, its value is the inner tensors'
+            text = "j" if coeff == 1 else f"{coeff}*j"
+            self.expect(f"_nested_coeff({access}) == {coeff}", label, f"a nested int {text}", Src(access))
+            return
         expr = symint_expr(value)
         if isinstance(expr, int):
             self.expect(f"{access} == {expr}", label, expr, access)

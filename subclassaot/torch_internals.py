@@ -283,6 +283,11 @@ def symint_expr(value: int | torch.SymInt) -> sympy.Expr | int:
     if isinstance(value, int):
         return value
     node = value.node
+    nested = nested_int_id(value)
+    if nested is not None:  # a plain nested int `c * j` (Note [Nested Int Dims]): equal exactly when it is the same
+        from torch.utils._sympy.singleton_int import SingletonInt
+
+        return cast(sympy.Expr, SingletonInt(nested, coeff=int(node.nested_int_coeff())))
     expr = cast(sympy.Expr, node.expr)
     simplified = node.shape_env.simplify(expr) if node.shape_env is not None else expr
     if isinstance(simplified, sympy.Integer):
@@ -408,8 +413,62 @@ def try_expr_of(value: int | torch.SymInt) -> sympy.Expr | None:
     """The raw sympy expression of a size, stride or offset; None for one without (a jagged tensor's nested int)."""
     if isinstance(value, int):
         return sympy.Integer(value)
+    if nested_int_id(value) is not None:
+        return cast(sympy.Expr, symint_expr(value))
     expr = getattr(value.node, "expr", None)
     return cast(sympy.Expr, expr) if expr is not None else None
+
+
+def nested_int_id(value: int | torch.SymInt) -> int | None:
+    """The id of a real nested int (`j3` -> 3), None for anything else (a fake's nested int is a ShapeEnv symbol)."""
+    found = value.node.nested_int() if isinstance(value, torch.SymInt) and value.node.is_nested_int() else None
+    return None if found is None else int(found)
+
+
+def nested_coeff(value: object) -> int | None:
+    """The coefficient c of a plain nested int `c * j`; None for anything else (ints, symbols, other objects)."""
+    if isinstance(value, torch.SymInt) and nested_int_id(value) is not None:
+        return int(value.node.nested_int_coeff())
+    return None
+
+
+def is_nested_expr(expr: object) -> bool:
+    """True for the expression `symint_expr` gives a plain nested int (a `SingletonInt`)."""
+    from torch.utils._sympy.singleton_int import SingletonInt
+
+    return isinstance(expr, SingletonInt)
+
+
+def ragged_source_attr(x: torch.Tensor, value: torch.SymInt, attrs: Sequence[str]) -> str | None:
+    """The inner tensor among `attrs` of `x` whose nested int `value` is (its offsets or lengths): torch keys a nested
+    int on the identity of that tensor (`nested_tensor._tensor_symint_registry`); None when none of them owns it."""
+    from torch.nested._internal.nested_tensor import _tensor_symint_registry
+
+    wanted = nested_int_id(value)
+    for attr in attrs:
+        inner = getattr(x, attr, None)
+        if isinstance(inner, torch.Tensor) and inner in _tensor_symint_registry:
+            if nested_int_id(cast(torch.SymInt, _tensor_symint_registry[inner])) == wanted:
+                return attr
+    return None
+
+
+def fake_nested_int(fake: torch.Tensor, nested_id: int, coeff: int) -> torch.SymInt:
+    """`coeff * j<nested_id>` for a fake offsets/lengths tensor, memoised on it as a plain nested int.
+
+    torch's converter memoises a ShapeEnv symbol (hinted by the nested int) on the fake; a symbol is a traced value,
+    so every size computed from it inside `__tensor_unflatten__` would need a proxy, and it is no graph input. A
+    plain nested int is a constant of the trace: NJT's metadata arithmetic (`j * D`) and comparisons (`j == j`) run
+    on it without tracing, exactly as in eager (see Note [Nested Int Dims]).
+    """
+    from torch.nested._internal.nested_int import NestedIntNode
+
+    assert isinstance(fake, FakeTensor), f"BUG: a nested int is read from a fake tensor, got {type(fake).__name__}"
+    memo = fake.nested_int_memo
+    if not isinstance(memo, torch.SymInt) or nested_int_id(memo) != nested_id:
+        memo = torch.SymInt(NestedIntNode(nested_id, 1))
+        fake.nested_int_memo = memo
+    return cast(torch.SymInt, memo * coeff)
 
 
 def hint_of(value: int | torch.SymInt) -> int:
@@ -423,6 +482,8 @@ def expr_of(value: int | torch.SymInt) -> sympy.Expr:
     """The raw (unsimplified) sympy expression of a size, stride or offset."""
     if isinstance(value, int):
         return sympy.Integer(value)
+    if nested_int_id(value) is not None:
+        return cast(sympy.Expr, symint_expr(value))
     return cast(sympy.Expr, value.node.expr)
 
 
