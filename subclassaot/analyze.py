@@ -384,6 +384,8 @@ def _output_info(
         made = info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=detached, outer_stride_leaf=stride_leaf)
         return replace(made, data_meta=data_meta), graph_count + len(detached)
     out_leaves = []
+    # an inner leaf made by the subclass's own dispatch is no autograd view (Note [Views Made Below Autograd])
+    is_view = run.swaps.is_view if tree is None else run.swaps.is_autograd_view
     replaced: DenseIndex | None = None  # an input whose storage before set_() an output leaf views
     fresh = _needs_program_autograd(value, run)
     own_layout: list[DenseIndex] = []
@@ -425,7 +427,7 @@ def _output_info(
                     source=LeafSource.INPUT_ALIAS,
                     index=current[key],
                     meta=meta,
-                    is_view=run.swaps.is_view(leaf),
+                    is_view=is_view(leaf),
                     same_object=leaf is run.finals[current[key]],
                     input_layout=input_layout,
                     hidden_base=hidden,
@@ -441,7 +443,7 @@ def _output_info(
             replaced = replaced if replaced is not None else original[key]
             out_leaves.append(
                 OutputLeaf(
-                    source=LeafSource.INPUT_ALIAS, index=original[key], meta=meta, is_view=run.swaps.is_view(leaf)
+                    source=LeafSource.INPUT_ALIAS, index=original[key], meta=meta, is_view=is_view(leaf)
                 )
             )
         elif key in bases and not (leaf.requires_grad and not bases[key][1].requires_grad):
@@ -450,7 +452,7 @@ def _output_info(
                     source=LeafSource.INTERMEDIATE_ALIAS,
                     index=bases[key][0],
                     meta=meta,
-                    is_view=run.swaps.is_view(leaf),
+                    is_view=is_view(leaf),
                     same_object=bases[key][1] is leaf,
                     foreign_base=None if tree is not None else foreign_base(leaf, run.finals, set(original), bases),
                 )

@@ -36,8 +36,8 @@ from policies import (
 )
 from policies import PolicyError as BasePolicyError
 from subclassaot import torch_internals as ti
-from subclassaot.errors import PolicyError, UnsupportedError
-from subclassaot.protocol import LeafInfo, SubclassNode, flatten_subclass, inner_path, unflatten_subclass
+from subclassaot.errors import PolicyError
+from subclassaot.protocol import LeafInfo, SubclassNode, flatten_subclass, unflatten_subclass
 
 log = logging.getLogger(__name__)
 
@@ -266,19 +266,12 @@ class _Builder:
     def _symbolic_dim(self, node: SubclassNode, d: DimPlan) -> int | torch.SymInt:
         if d.nested is None:
             return ti.make_symint(self.shape_env, self.expr(d.address), d.hint)
-        # See Note [Nested Int Dims]: the nested int of the fake ragged source (offsets or lengths).
+        # See Note [Nested Int Dims]: the real input's own nested int (its subclass ties it to the fake offsets)
         real = self.tensors[node.path]
         value = real.size(d.address.dim) if d.address.prop is Prop.SIZE else real.stride(d.address.dim)
-        attr = ti.ragged_source_attr(real, value, node.attrs)
-        if attr is None:
-            raise UnsupportedError(
-                f"{d.address!r} is a nested int that none of the inner tensors {list(node.attrs)} of {node.path} "
-                f"({node.cls.__name__}) owns; a nested int can only be rebuilt from the offsets or lengths tensor it "
-                "was made from. Build the tensor with torch.nested (nested_tensor_from_jagged(values, offsets))"
-            )
         nested_id = ti.nested_int_id(value)
         assert nested_id is not None, f"BUG: {d.address!r} was planned as a nested int"
-        return ti.fake_nested_int(self.fake(inner_path(node.path, attr)), nested_id, d.nested)
+        return ti.nested_int(nested_id, d.nested)
 
     def _check_leaf(self, fake: torch.Tensor, exprs: ti.DimExprs) -> None:
         got = tuple(ti.expr_of(s) for s in fake.size()), tuple(ti.expr_of(s) for s in fake.stride())

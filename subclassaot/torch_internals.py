@@ -439,36 +439,18 @@ def is_nested_expr(expr: object) -> bool:
     return isinstance(expr, SingletonInt)
 
 
-def ragged_source_attr(x: torch.Tensor, value: torch.SymInt, attrs: Sequence[str]) -> str | None:
-    """The inner tensor among `attrs` of `x` whose nested int `value` is (its offsets or lengths): torch keys a nested
-    int on the identity of that tensor (`nested_tensor._tensor_symint_registry`); None when none of them owns it."""
-    from torch.nested._internal.nested_tensor import _tensor_symint_registry
+def nested_int(nested_id: int, coeff: int) -> torch.SymInt:
+    """The plain nested int `coeff * j<nested_id>`, for a fake subclass's outer size.
 
-    wanted = nested_int_id(value)
-    for attr in attrs:
-        inner = getattr(x, attr, None)
-        if isinstance(inner, torch.Tensor) and inner in _tensor_symint_registry:
-            if nested_int_id(cast(torch.SymInt, _tensor_symint_registry[inner])) == wanted:
-                return attr
-    return None
-
-
-def fake_nested_int(fake: torch.Tensor, nested_id: int, coeff: int) -> torch.SymInt:
-    """`coeff * j<nested_id>` for a fake offsets/lengths tensor, memoised on it as a plain nested int.
-
-    torch's converter memoises a ShapeEnv symbol (hinted by the nested int) on the fake; a symbol is a traced value,
-    so every size computed from it inside `__tensor_unflatten__` would need a proxy, and it is no graph input. A
-    plain nested int is a constant of the trace: NJT's metadata arithmetic (`j * D`) and comparisons (`j == j`) run
-    on it without tracing, exactly as in eager (see Note [Nested Int Dims]).
+    torch's converter gives a fake offsets tensor a ShapeEnv symbol (hinted by the nested int); a symbol is a traced
+    value, so every size computed from it inside `__tensor_unflatten__` would need a proxy, and no graph input
+    carries it. A plain nested int is a constant of the trace: NJT's metadata arithmetic (`j * D`) and comparisons
+    (`j == j`) run on it without tracing, as in eager, and NJT's unflatten memoises it on the fake offsets (see
+    Note [Nested Int Dims]).
     """
     from torch.nested._internal.nested_int import NestedIntNode
 
-    assert isinstance(fake, FakeTensor), f"BUG: a nested int is read from a fake tensor, got {type(fake).__name__}"
-    memo = fake.nested_int_memo
-    if not isinstance(memo, torch.SymInt) or nested_int_id(memo) != nested_id:
-        memo = torch.SymInt(NestedIntNode(nested_id, 1))
-        fake.nested_int_memo = memo
-    return cast(torch.SymInt, memo * coeff)
+    return torch.SymInt(NestedIntNode(nested_id, coeff))
 
 
 def hint_of(value: int | torch.SymInt) -> int:
