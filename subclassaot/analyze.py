@@ -779,6 +779,9 @@ def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
         # base made impossible to replay: reading grad_fn raises (eager's may not: it regenerates by as_strided,
         # functionalization replays the view ops). Either way such a view has no history of the program's own.
         return False
+    if is_traceable_subclass(value) and id(value) not in run.swaps.views:
+        # a wrapper made by an op, not a view: Note [Fresh Wrappers Over Input Leaves]
+        return all(value is not u for u in (*run.user_tensors, *run.finals))
     t = value
     while (record := run.swaps.views.get(id(t))) is not None:
         if record.func is torch.ops.aten.detach.default:

@@ -453,6 +453,28 @@ def nested_int(nested_id: int, coeff: int) -> torch.SymInt:
     return torch.SymInt(NestedIntNode(nested_id, coeff))
 
 
+def memoise_jagged_nested_int(
+    cls: type, inner: Mapping[str, torch.Tensor], ctx: object, outer_size: Sequence[int | torch.SymInt]
+) -> None:
+    """NJT's `__tensor_unflatten__` memoises `outer_size[ragged_idx]` on a fake offsets (or lengths) tensor so that
+    the rebuilt tensor keeps that nested int; it skips a functional wrapper around a fake, which would then get a
+    fresh nested int. Do the same for the fake under the wrapper (Note [Nested Int Dims])."""
+    from torch.nested._internal.nested_tensor import NestedTensor
+
+    if not (isinstance(cls, type) and issubclass(cls, NestedTensor)) or not isinstance(ctx, dict):
+        return
+    ragged = ctx.get("ragged_idx")
+    source = inner.get("_lengths") if inner.get("_lengths") is not None else inner.get("_offsets")
+    if not isinstance(ragged, int) or not 0 <= ragged < len(outer_size) or source is None:
+        return
+    value = outer_size[ragged]
+    if nested_int_id(value) is None or not isinstance(source, FunctionalTensor):
+        return
+    fake = torch._from_functional_tensor(source.elem)
+    if isinstance(fake, FakeTensor):
+        fake.nested_int_memo = value
+
+
 def hint_of(value: int | torch.SymInt) -> int:
     """The real value behind a size or stride (its hint), read without a guard."""
     from torch.fx.experimental.symbolic_shapes import optimization_hint

@@ -4,6 +4,7 @@ and guards, and refusals."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 import pytest
@@ -157,16 +158,27 @@ def test_njt_requiring_grad_through_linear_matches_eager() -> None:
 
 
 def test_batches_of_other_lengths_reuse_one_entry() -> None:
-    compiled = subclassaot.compile(pointwise)
-    for lengths in ([2, 3], [4, 1], [5, 7], [1, 1]):
+    compiled = subclassaot.compile(pointwise, backend="eager")
+    for lengths in ([2, 3], [4, 2], [5, 7], [9, 3]):
         out = compiled(njt(lengths))
         torch.testing.assert_close(out.values(), pointwise(njt(lengths)).values())
     assert compiled.compile_count == 1, compiled.recompile_reasons
 
 
+def test_a_shortest_row_of_length_one_compiles_one_more_entry() -> None:
+    # NJT's min/max seqlen tensors have size (seqlen, 0); a seqlen of 1 is planned static (Note [Zero One
+    # Specialization]), as torch.compile does: one more entry, which later batches with such a row reuse.
+    compiled = subclassaot.compile(pointwise, backend="eager")
+    for lengths in ([2, 3], [4, 1], [5, 7], [1, 6], [3, 3]):
+        out = compiled(njt(lengths))
+        torch.testing.assert_close(out.values(), pointwise(njt(lengths)).values())
+    assert compiled.compile_count == 2, compiled.recompile_reasons
+    assert "args[0]._min_seqlen_tensor.size(0) = 1 is below 2" in compiled.recompile_reasons[0]
+
+
 def test_batch_size_changes_reuse_one_entry_with_mark_dynamic() -> None:
-    compiled = subclassaot.compile(sum_over_ragged)
-    for lengths in ([2, 3], [4, 1, 2], [5, 7, 1, 3], [3, 3, 3, 3, 3]):
+    compiled = subclassaot.compile(sum_over_ragged, backend="eager")
+    for lengths in ([2, 3], [4, 2, 2], [5, 7, 2, 3], [3, 3, 3, 3, 3]):
         x = njt(lengths)
         mark_dynamic(x, 0)
         torch.testing.assert_close(compiled(x), sum_over_ragged(njt(lengths)))
@@ -174,15 +186,15 @@ def test_batch_size_changes_reuse_one_entry_with_mark_dynamic() -> None:
 
 
 def test_batch_size_changes_recompile_once_under_automatic_dynamic() -> None:
-    compiled = subclassaot.compile(sum_over_ragged)
-    for lengths in ([2, 3], [4, 1, 2], [5, 7, 1, 3], [3, 3, 3, 3, 3]):
+    compiled = subclassaot.compile(sum_over_ragged, backend="eager")
+    for lengths in ([2, 3], [4, 2, 2], [5, 7, 2, 3], [3, 3, 3, 3, 3]):
         torch.testing.assert_close(compiled(njt(lengths)), sum_over_ragged(njt(lengths)))
     assert compiled.compile_count == 2, compiled.recompile_reasons
-    assert "args[0]._offsets.size(0)" in compiled.recompile_reasons[0] or "size(0)" in compiled.recompile_reasons[0]
+    assert "args[0].size(0): expected 2, got 3" in compiled.recompile_reasons[0]
 
 
 def test_feature_size_change_recompiles_with_a_reason() -> None:
-    compiled = subclassaot.compile(pointwise, dynamic=False)
+    compiled = subclassaot.compile(pointwise, backend="eager", dynamic=False)
     compiled(njt([2, 3]))
     gen = torch.Generator().manual_seed(0)
     other = torch.nested.nested_tensor([torch.randn(2, D + 1, generator=gen)] * 2, layout=torch.jagged)
@@ -192,12 +204,39 @@ def test_feature_size_change_recompiles_with_a_reason() -> None:
     assert "size(2): expected 4, got 5" in compiled.recompile_reasons[0]
 
 
-def test_guards_check_the_ragged_dim_by_structure() -> None:
-    compiled = subclassaot.compile(pointwise)
-    compiled(njt([2, 3]))
-    source = compiled.guard_source() if hasattr(compiled, "guard_source") else ""
-    if source:
-        assert "_nested_coeff(" in source
+def test_two_inputs_with_different_ragged_structure_recompile() -> None:
+    # compiled for a and a deepcopy of it (one nested int over two offsets tensors); then called with two separately
+    # built ones (two nested ints, storages as unshared as before), where eager raises
+    def fn(a: Tensor, b: Tensor) -> Tensor:
+        return a + b
+
+    compiled = subclassaot.compile(fn, backend="eager")
+    a = njt([2, 3])
+    compiled(a, copy.deepcopy(a))
+    with pytest.raises(RuntimeError, match="cannot call binary pointwise function"):
+        compiled(njt([2, 3]), copy.deepcopy(njt([2, 3], seed=1)))
+    assert "args[1].size(1): expected the same nested int as args[0].size(1)" in compiled.recompile_reasons[0]
+
+
+def test_inputs_sharing_offsets_then_not_recompile() -> None:
+    def fn(a: Tensor, b: Tensor) -> Tensor:
+        return a + b
+
+    compiled = subclassaot.compile(fn, backend="eager")
+    a = njt_from_values([2, 3])
+    compiled(a, torch.nested.nested_tensor_from_jagged(torch.randn(5, D), a.offsets()))
+    with pytest.raises(RuntimeError, match="cannot call binary pointwise function"):
+        compiled(njt_from_values([2, 3]), njt_from_values([2, 3], seed=1))
+    assert "input aliasing changed" in compiled.recompile_reasons[0]
+
+
+def test_deep_copied_njt_keeps_its_nested_int() -> None:
+    # a deepcopy keeps the original's nested int over copied offsets: eager adds the two
+    def make() -> tuple[Tensor, Tensor]:
+        a = njt([2, 3])
+        return a, copy.deepcopy(a)
+
+    assert_matches_eager(torch.add, make)
 
 
 def test_policy_describes_nested_ints_and_relations() -> None:
@@ -220,3 +259,18 @@ def test_dynamic_feature_dim_is_a_policy_error() -> None:
     mark_dynamic(x, 2)
     with pytest.raises(PolicyError, match=r"args\[0\]\.size\(2\) is dynamic .* nested stride"):
         subclassaot.compile(pointwise)(x)
+
+
+# -- inductor ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", [pointwise, sum_over_ragged], ids=lambda f: f.__name__)
+def test_inductor_matches_eager(fn: Callable[[Tensor], Tensor]) -> None:
+    assert_matches_eager(fn, inputs(2, 3), backend="inductor")
+
+
+def test_inductor_trains_like_eager() -> None:
+    def fn(x: Tensor) -> Tensor:
+        return (x.sin() * 2).sum(dim=1)
+
+    assert_matches_eager(fn, lambda: (njt([2, 3], requires_grad=True),), backend="inductor")
