@@ -442,9 +442,7 @@ def _output_info(
             # Only a view of the input made before the epilogue swaps it can reach that storage (below).
             replaced = replaced if replaced is not None else original[key]
             out_leaves.append(
-                OutputLeaf(
-                    source=LeafSource.INPUT_ALIAS, index=original[key], meta=meta, is_view=is_view(leaf)
-                )
+                OutputLeaf(source=LeafSource.INPUT_ALIAS, index=original[key], meta=meta, is_view=is_view(leaf))
             )
         elif key in bases and not (leaf.requires_grad and not bases[key][1].requires_grad):
             out_leaves.append(

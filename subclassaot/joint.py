@@ -37,10 +37,10 @@ from subclassaot.schemas import (
     ReplaySource,
 )
 from subclassaot.torch_internals import (
-    nested_coeff,
     from_functional,
     grad_fn_raises,
     mutation_counter,
+    nested_coeff,
     new_functional_mode,
     storage_key,
     to_functional,

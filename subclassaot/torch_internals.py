@@ -450,7 +450,7 @@ def nested_int(nested_id: int, coeff: int) -> torch.SymInt:
     """
     from torch.nested._internal.nested_int import NestedIntNode
 
-    return torch.SymInt(NestedIntNode(nested_id, coeff))
+    return torch.SymInt(NestedIntNode(nested_id, coeff))  # type: ignore[no-untyped-call]  # torch leaves it untyped
 
 
 def memoise_jagged_nested_int(
@@ -461,7 +461,7 @@ def memoise_jagged_nested_int(
     fresh nested int. Do the same for the fake under the wrapper (Note [Nested Int Dims])."""
     from torch.nested._internal.nested_tensor import NestedTensor
 
-    if not (isinstance(cls, type) and issubclass(cls, NestedTensor)) or not isinstance(ctx, dict):
+    if not issubclass(cls, NestedTensor) or not isinstance(ctx, dict):
         return
     ragged = ctx.get("ragged_idx")
     source = inner.get("_lengths") if inner.get("_lengths") is not None else inner.get("_offsets")
