@@ -432,6 +432,11 @@ def nested_coeff(value: object) -> int | None:
     return None
 
 
+def is_nested_int(value: object) -> bool:
+    """A nested int, plain (`j3`) or a ShapeEnv symbol standing for one (torch's fakification of an NJT)."""
+    return isinstance(value, torch.SymInt) and bool(value.node.is_nested_int())
+
+
 def is_nested_expr(expr: object) -> bool:
     """True for the expression `symint_expr` gives a plain nested int (a `SingletonInt`)."""
     from torch.utils._sympy.singleton_int import SingletonInt
@@ -451,6 +456,15 @@ def nested_int(nested_id: int, coeff: int) -> torch.SymInt:
     from torch.nested._internal.nested_int import NestedIntNode
 
     return torch.SymInt(NestedIntNode(nested_id, coeff))  # type: ignore[no-untyped-call]  # torch leaves it untyped
+
+
+def symbolic_nested_int(fake_mode: FakeTensorMode, nested_id: int, coeff: int) -> torch.SymInt:
+    """`coeff * j` as torch's fakification makes it: a ShapeEnv symbol hinted by the nested int (it can multiply
+    other symbols, but a make_fx trace would need a proxy for it; the pipeline uses `nested_int`)."""
+    with fake_mode:
+        base = fake_mode.create_symbolic_nested_int(nt_tensor_id=nested_id)
+    assert isinstance(base, torch.SymInt), f"BUG: a nested int symbol is a SymInt, got {type(base).__name__}"
+    return base * coeff
 
 
 def memoise_jagged_nested_int(
