@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 
 from subclassaot.checker_pipeline import PIPELINE_RULES
 from subclassaot.checker_rules import BASE_RULES, CheckerError, Factory, Rule, RuleFailed, RuleSkipped, fail, skip

@@ -19,7 +19,6 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
 from subclassaot.errors import ProtocolError
-from subclassaot.torch_internals import is_nested_int, nested_coeff, nested_int, symbolic_nested_int
 from subclassaot.protocol import (
     LeafInfo,
     SubclassNode,
@@ -28,6 +27,7 @@ from subclassaot.protocol import (
     is_traceable_subclass,
     unflatten_subclass,
 )
+from subclassaot.torch_internals import is_nested_int, nested_coeff, nested_int, symbolic_nested_int
 
 Factory: TypeAlias = Callable[[], torch.Tensor]
 aten = torch.ops.aten

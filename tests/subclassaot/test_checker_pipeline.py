@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import torch
 from torch._subclasses.fake_tensor import is_fake
 
-from subclassaot.authoring import implements
+from subclassaot.authoring import WrapperTensor, implements
 from subclassaot.checker import DEFAULT_RULES, CheckReport, Status, check_subclass
 from subclassaot.checker_pipeline import PIPELINE_RULES
 from subclasses.pair import PairTensor, example, nested_example
@@ -228,7 +228,7 @@ class UnflattenNeedsGradMode(PairTensor):
     @classmethod
     def __tensor_unflatten__(
         cls, inner: dict[str, torch.Tensor], ctx: object, outer_size: Any, outer_stride: Any
-    ) -> PairTensor:
+    ) -> WrapperTensor:
         if not torch.is_grad_enabled() and not any(is_fake(t) for t in inner.values()):
             raise RuntimeError("UnflattenNeedsGradMode cannot be rebuilt under no_grad")
         return super().__tensor_unflatten__(inner, ctx, outer_size, outer_stride)

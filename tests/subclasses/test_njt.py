@@ -280,3 +280,13 @@ def test_inductor_trains_like_eager() -> None:
         return (x.sin() * 2).sum(dim=1)
 
     assert_matches_eager(fn, lambda: (njt([2, 3], requires_grad=True),), backend="inductor")
+
+
+def test_inductor_batch_size_changes_reuse_one_entry_with_mark_dynamic() -> None:
+    # the batch lives only in `_offsets.size(0) == B + 1`: See Note [Symbols Inductor Cannot Bind]
+    compiled = subclassaot.compile(sum_over_ragged, backend="inductor")
+    for lengths in ([2, 3], [4, 2, 2], [5, 7, 2, 3]):
+        x = njt(lengths)
+        mark_dynamic(x, 0)
+        torch.testing.assert_close(compiled(x), sum_over_ragged(njt(lengths)))
+    assert compiled.compile_count == 1, compiled.recompile_reasons
