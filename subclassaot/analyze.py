@@ -51,6 +51,7 @@ from subclassaot.foreign_bases import (
     foreign_base,
 )
 from subclassaot.function_views import (
+    check_built_wrapper_output,
     check_dirty_inputs,
     check_function_input_unwritten,
     check_written_function_view,
@@ -369,6 +370,7 @@ def _output_info(
     own = is_traceable_subclass(value) and id(value) in run.swaps.wrapper_data
     data_meta = leaf_meta(value) if own else None
     _check_wrapper_base_within(path, value, run, current)
+    check_built_wrapper_output(path, value, run)
     tree, dense = dense_leaves_of(value, path)
     detached = detached_output_leaves(
         value,

@@ -272,8 +272,22 @@ def trace_graph(
 ) -> torch.fx.GraphModule:
     """make_fx over fake inputs (already symbolic where the policy says so); the fake mode must be active."""
     table = dict(decompositions) if decompositions is not None else None
+
+    def program(*args: object) -> object:
+        # make_fx runs on fx's symbolic tracer, which raises the flag that refuses Proxy-based tracing; the program
+        # itself sees fake tensors, not Proxies, so code that checks the flag (torch.nested's constructors) runs as
+        # it does in eager. torch drops the flag the same way when it traces a higher-order op's body.
+        import torch.fx._symbolic_trace as fx_trace
+
+        old = fx_trace._is_fx_tracing_flag
+        fx_trace._is_fx_tracing_flag = False
+        try:
+            return fn(*args)
+        finally:
+            fx_trace._is_fx_tracing_flag = old
+
     # make_fx types its table as Mapping[OpOverload, ...]; decomposition tables are keyed by OperatorBase.
-    return make_fx(fn, decomposition_table=table, tracing_mode="real", _allow_non_fake_inputs=False)(  # type: ignore[arg-type]
+    return make_fx(program, decomposition_table=table, tracing_mode="real", _allow_non_fake_inputs=False)(  # type: ignore[arg-type]
         *example_inputs
     )
 

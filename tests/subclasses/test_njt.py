@@ -15,6 +15,8 @@ from torch import Tensor
 import subclassaot
 from policies import PolicyError, describe, mark_dynamic
 from subclassaot.errors import PolicyError as PipelinePolicyError
+from subclassaot.errors import UnsupportedError
+from subclassaot.explain import explain
 from tests.oracle import assert_matches_eager
 
 D = 4
@@ -290,3 +292,33 @@ def test_inductor_batch_size_changes_reuse_one_entry_with_mark_dynamic() -> None
         mark_dynamic(x, 0)
         torch.testing.assert_close(compiled(x), sum_over_ragged(njt(lengths)))
     assert compiled.compile_count == 1, compiled.recompile_reasons
+
+
+# -- refusals ----------------------------------------------------------------------------------------------------
+
+
+def test_unbind_is_refused_as_data_dependent() -> None:
+    # the rows' lengths are offsets' values: eager reads them, a trace cannot (torch.compile graph-breaks there)
+    with pytest.raises(UnsupportedError, match="depends on tensor values while it is traced"):
+        subclassaot.compile(lambda x: x.unbind(), backend="eager")(njt([2, 3]))
+
+
+def test_njt_built_inside_and_returned_is_refused_naming_the_output() -> None:
+    def fn(x: Tensor) -> Tensor:
+        return torch.nested.nested_tensor_from_jagged(x.values() * 2, offsets_of(x))
+
+    with pytest.raises(UnsupportedError, match=r"out is a NestedTensor the program built as a view of a plain tensor"):
+        subclassaot.compile(fn, backend="eager")(njt([2, 3]))
+
+
+def test_njt_built_inside_from_input_offsets_and_reduced_matches_eager() -> None:
+    def fn(x: Tensor) -> Tensor:
+        return torch.nested.nested_tensor_from_jagged(x.values() * 2, offsets_of(x)).sum(dim=1)
+
+    assert_matches_eager(fn, inputs(2, 3))
+
+
+def test_explain_shows_the_structural_guard_on_the_ragged_dim() -> None:
+    text = str(explain(pointwise, njt([2, 3]), backend="eager"))
+    assert "_nested_coeff(v0_size[1]) == 1" in text
+    assert "args[0]._values.size(0)" in text
