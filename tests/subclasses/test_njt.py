@@ -322,3 +322,15 @@ def test_explain_shows_the_structural_guard_on_the_ragged_dim() -> None:
     text = str(explain(pointwise, njt([2, 3]), backend="eager"))
     assert "_nested_coeff(v0_size[1]) == 1" in text
     assert "args[0]._values.size(0)" in text
+
+
+def njt_with_lengths() -> Tensor:
+    """A non-contiguous NJT (`torch.nested.narrow` of a padded tensor): `_lengths` is its ragged source."""
+    gen = torch.Generator().manual_seed(0)
+    base = torch.randn(3, 5, D, generator=gen)
+    return torch.nested.narrow(base, 1, torch.tensor([0, 1, 2]), torch.tensor([2, 3, 1]), layout=torch.jagged)
+
+
+@pytest.mark.parametrize("fn", [pointwise, mean_over_features], ids=lambda f: f.__name__)
+def test_njt_with_lengths_matches_eager(fn: Callable[[Tensor], Tensor]) -> None:
+    assert_matches_eager(fn, lambda: (njt_with_lengths(),))
