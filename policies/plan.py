@@ -53,8 +53,9 @@ from policies.spec import (
 # name for the row lengths of one offsets (or lengths) tensor; two tensors share j exactly when they share that
 # tensor. Such a dim is planned as `DimPlan.nested = c` with hint -1 (torch's AOT convention for a nested int):
 # dynamic by nature, never a new symbol, never constrained, never the source or target of a relation, and observed
-# by automatic dynamic as the constant -1. Fakify gives it the nested int of the fake offsets/lengths, and guards
-# check it by structure (a nested int with coefficient c), since its value lives in the guarded inner tensors.
+# by automatic dynamic as the constant -1. Fakify gives the fake the input's own nested int (its subclass ties it to
+# the fake offsets/lengths), and guards check it by structure (a nested int with coefficient c, and which inputs
+# share one), since what it stands for lives in the guarded inner tensors.
 # The fake's nested int is a plain nested int, not a ShapeEnv symbol (no graph input carries it), so a nested stride
 # `c * j` needs a constant c: the other non-batch dims of a tensor with a nested stride are static (checked here).
 
