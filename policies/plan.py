@@ -50,8 +50,8 @@ from policies.spec import (
 
 # Note [Nested Int Dims]
 # A jagged NestedTensor's ragged size is a nested int j (and its strides multiples c * j): not an integer, but a
-# name for the row lengths of one offsets (or lengths) tensor; two tensors share j exactly when they share that
-# tensor. Such a dim is planned as `DimPlan.nested = c` with hint -1 (torch's AOT convention for a nested int):
+# name for the row lengths of one offsets (or lengths) tensor; tensors built from that tensor share j (and a
+# deepcopy keeps j over copied offsets). Such a dim is planned as `DimPlan.nested = c` with hint -1 (torch's AOT convention for a nested int):
 # dynamic by nature, never a new symbol, never constrained, never the source or target of a relation, and observed
 # by automatic dynamic as the constant -1. Fakify gives the fake the input's own nested int (its subclass ties it to
 # the fake offsets/lengths), and guards check it by structure (a nested int with coefficient c, and which inputs
