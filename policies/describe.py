@@ -13,6 +13,8 @@ from policies.plan import DimPlan, TensorPlan, plan_input
 
 
 def _dim_line(d: DimPlan) -> str:
+    if d.nested is not None:
+        return f"  {d.address.prop.value}({d.address.dim}) = {'j' if d.nested == 1 else f'{d.nested}*j'}: {d.note}"
     head = f"  {d.address.prop.value}({d.address.dim}) = {d.hint}: "
     if d.derived is not None:
         how = f"{'dynamic' if d.dynamic else 'static'}, = {d.derived!r}"

@@ -21,7 +21,11 @@ from policies.spec import (
     Policy,
     SubclassSymbolicPolicy,
     TensorPolicy,
+    affine,
     dynamic,
+    equal,
+    inner,
+    outer,
 )
 
 MARK_ATTR = "_subclassaot_policy"
@@ -52,6 +56,13 @@ class MarkDynamicHook(Protocol):
     def __tensor_mark_dynamic__(
         self, dims: tuple[int, ...], min: int | None, max: int | None
     ) -> SubclassSymbolicPolicy: ...
+
+
+def nested_int_coeff(value: int | torch.SymInt) -> int | None:
+    """The coefficient c of a nested int `c * j` (a jagged NestedTensor's ragged size or stride); None otherwise."""
+    if isinstance(value, torch.SymInt) and value.node.is_nested_int():
+        return int(value.node.nested_int_coeff())
+    return None
 
 
 def inner_tensors(x: torch.Tensor) -> tuple[tuple[str, torch.Tensor], ...] | None:
@@ -175,10 +186,13 @@ def mark_static(x: torch.Tensor, dims: int | Iterable[int] | None = None) -> Non
 
 def _torch_marks(x: torch.Tensor) -> TensorPolicy | None:
     dyn = getattr(x, "_dynamo_dynamic_indices", None)
+    # torch's unguarded mark (the jagged NestedTensor sets it on its ragged dim and on `_values`' packed dim)
+    propagated = getattr(x, "_dynamo_propagated_dynamic_indices", None)
     stat = getattr(x, "_dynamo_static_indices", None)
-    if not dyn and not stat:
+    if not dyn and not stat and not propagated:
         return None
     dyn_set = set(dyn) if isinstance(dyn, Iterable) else set()
+    dyn_set |= set(propagated) if isinstance(propagated, Iterable) else set()
     stat_set = set(stat) if isinstance(stat, Iterable) else set()
     sizes = []
     for d in range(x.dim()):
@@ -189,6 +203,44 @@ def _torch_marks(x: torch.Tensor) -> TensorPolicy | None:
         else:
             sizes.append(unspecified())
     return TensorPolicy(sizes=tuple(sizes))
+
+
+# Note [Jagged Layout Policy]
+# A jagged NestedTensor (layout torch.jagged: torch's NJT, seen through its flatten dunders) has shape
+# (B, ..., j, ...) with j at `ctx["ragged_idx"]`: a nested int that stands for the row lengths held in `_offsets`
+# (or `_lengths`). It has no value to guard or to make a symbol of; it is dynamic by nature, and what it stands for
+# is guarded through the inner tensors it comes from. Its class policy (below torch's marks in Note [Policy
+# Precedence], above the default) says how the other sizes follow the outer ones:
+#   _offsets.size(0) == size(0) + 1, _lengths.size(0) == size(0), and every non-ragged `_values` dim equals its
+#   outer dim, so `mark_dynamic(nt, 0)` makes the batch dynamic everywhere with one symbol;
+#   `_values`' packed dim (the total length) is dynamic: torch marks it (`_dynamo_propagated_dynamic_indices`), as it
+#   marks the `(seqlen, 0)` min/max tensors' dim 0 (`_dynamo_dynamic_indices`);
+#   the other outer dims (features) are static: they make the coefficient of the nested stride (Note [Nested Int
+#   Dims]).
+# So batches of other lengths reuse an entry; a new batch size recompiles once under automatic dynamic, never under
+# mark_dynamic(nt, 0). `policies.plan` plans each nested int dim (size or stride `c * j`) as its coefficient c.
+
+
+def _jagged_layout_policy(x: torch.Tensor) -> SubclassSymbolicPolicy | None:
+    if x.layout != torch.jagged or not hasattr(type(x), "__tensor_flatten__"):
+        return None
+    attrs, ctx = x.__tensor_flatten__()  # type: ignore[attr-defined]  # checked by hasattr above
+    ragged = ctx.get("ragged_idx") if isinstance(ctx, dict) else None
+    values = getattr(x, "_values", None)
+    if not isinstance(ragged, int) or "_values" not in attrs or "_offsets" not in attrs:
+        return None
+    if not isinstance(values, torch.Tensor) or values.dim() != x.dim() - 1:
+        return None
+    relations = [affine(inner("_offsets", 0), outer(0), offset=1)]
+    if "_lengths" in attrs:
+        relations.append(equal(inner("_lengths", 0), outer(0)))
+    relations += [equal(inner("_values", d - 1), outer(d)) for d in range(1, x.dim()) if d != ragged]
+    feature = DimPolicy(kind=DimKind.STATIC, origin=Origin.CLASS)
+    return SubclassSymbolicPolicy(
+        outer=TensorPolicy(sizes=tuple(unspecified() if d in (0, ragged) else feature for d in range(x.dim()))),
+        relations=relations,
+        share_outer_dims=False,
+    )
 
 
 def _fill_defaults(p: TensorPolicy, default: DimKind) -> TensorPolicy:
@@ -216,7 +268,7 @@ def derive_policy(
 ) -> Policy:
     """The policy in force for `x` at `path`, complete and stamped (see Note [Policy Precedence])."""
     given = {} if given is None else given
-    layers = [given.get(path), parent_entry, get_mark(x), _torch_marks(x)]
+    layers = [given.get(path), parent_entry, get_mark(x), _torch_marks(x), _jagged_layout_policy(x)]
     own: Policy = TensorPolicy(sizes=tuple(unspecified() for _ in range(x.dim())))
     for layer in reversed(layers):
         if layer is not None:

@@ -17,7 +17,7 @@ import torch
 
 from policies.automatic import AutomaticDynamicState
 from policies.errors import PolicyError
-from policies.marks import inner_tensors
+from policies.marks import inner_tensors, nested_int_coeff
 from policies.spec import (
     DimKind,
     DimPolicy,
@@ -46,6 +46,18 @@ from policies.spec import (
 # dim is a symbol and the inner dim is not explicitly static, constrained or related, is planned as the outer's
 # expression itself (origin SHARED). Its runtime check is `inner.size(d) == <outer symbol>`, which fails (and
 # recompiles) when the inner size stops following the outer size; the recompile then gives it its own symbol.
+
+
+# Note [Nested Int Dims]
+# A jagged NestedTensor's ragged size is a nested int j (and its strides multiples c * j): not an integer, but a
+# name for the row lengths of one offsets (or lengths) tensor; tensors built from that tensor share j (and a
+# deepcopy keeps j over copied offsets). Such a dim is planned as `DimPlan.nested = c` with hint -1 (torch's AOT convention for a nested int):
+# dynamic by nature, never a new symbol, never constrained, never the source or target of a relation, and observed
+# by automatic dynamic as the constant -1. Fakify gives the fake the input's own nested int (its subclass ties it to
+# the fake offsets/lengths), and guards check it by structure (a nested int with coefficient c, and which inputs
+# share one), since what it stands for lives in the guarded inner tensors.
+# The fake's nested int is a plain nested int, not a ShapeEnv symbol (no graph input carries it), so a nested stride
+# `c * j` needs a constant c: the other non-batch dims of a tensor with a nested stride are static (checked here).
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,10 +105,12 @@ class DimPlan:
     derived: Derivation | None = None
     inferred: bool = False  # a stride computed from the sizes (static where the layout is not dense)
     note: str = ""
+    # `nested * j`: a nested int (see Note [Nested Int Dims]); `hint` is then -1 and `dynamic` True
+    nested: int | None = None
 
     @property
     def needs_symbol(self) -> bool:
-        return self.dynamic and self.derived is None and not self.inferred
+        return self.dynamic and self.derived is None and not self.inferred and self.nested is None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -157,24 +171,43 @@ def _plan_dim(p: DimPolicy, address: DimAddress, value: int, state: AutomaticDyn
     return DimPlan(address=address, hint=value, policy=p, dynamic=is_dynamic, note=note)
 
 
+def _nested_dim(p: DimPolicy, address: DimAddress, coeff: int) -> DimPlan:
+    text = "j" if coeff == 1 else f"{coeff}*j"
+    if p.min is not None or p.max is not None or p.divisible_by is not None:
+        raise PolicyError(
+            f"{address!r} is the nested int {text} (a jagged tensor's ragged dim), which has no value to constrain; "
+            f"the policy {p!r} ({p.origin.value}) cannot hold for it. Drop the range, or constrain the packed "
+            "values dim (`_values`) instead"
+        )
+    note = f"nested int {text}: dynamic by nature, guarded by structure (see Note [Nested Int Dims])"
+    return DimPlan(address=address, hint=-1, policy=p, dynamic=True, nested=coeff, note=note)
+
+
 def _plan_node(x: torch.Tensor, path: str, policy: Policy, state: AutomaticDynamicState | None) -> TensorPlan:
+    shape = tuple(x.size())
     if state is not None:
-        state.observe(path, tuple(x.shape))
+        state.observe(path, tuple(-1 if nested_int_coeff(s) is not None else int(s) for s in shape))
     outer = policy.outer if isinstance(policy, SubclassSymbolicPolicy) else policy
-    sizes = tuple(
-        _plan_dim(p, DimAddress(path=path, prop=Prop.SIZE, dim=d), int(x.size(d)), state)
-        for d, p in enumerate(outer.sizes)
-    )
+    sizes = []
+    for d, p in enumerate(outer.sizes):
+        address = DimAddress(path=path, prop=Prop.SIZE, dim=d)
+        coeff = nested_int_coeff(shape[d])
+        sizes.append(_plan_dim(p, address, int(shape[d]), state) if coeff is None else _nested_dim(p, address, coeff))
     strides = []
+    stride = tuple(x.stride())
     for d in range(x.dim()):
         address = DimAddress(path=path, prop=Prop.STRIDE, dim=d)
         sp = None if outer.strides is None else outer.strides[d]
-        if sp is None:
+        coeff = nested_int_coeff(stride[d])
+        if coeff is not None:
+            strides.append(_nested_dim(_INFERRED if sp is None else sp, address, coeff))
+        elif sp is None:
             strides.append(
-                DimPlan(address=address, hint=int(x.stride(d)), policy=_INFERRED, dynamic=False, inferred=True)
+                DimPlan(address=address, hint=int(stride[d]), policy=_INFERRED, dynamic=False, inferred=True)
             )
         else:
-            strides.append(_plan_dim(sp, address, int(x.stride(d)), None))
+            strides.append(_plan_dim(sp, address, int(stride[d]), None))
+    _check_nested_coefficients(path, sizes, strides)
     children: list[TensorPlan] = []
     attrs: list[str] = []
     relations: tuple[Relation, ...] = ()
@@ -189,7 +222,7 @@ def _plan_node(x: torch.Tensor, path: str, policy: Policy, state: AutomaticDynam
     return TensorPlan(
         path=path,
         type_name=type(x).__name__,
-        sizes=sizes,
+        sizes=tuple(sizes),
         strides=tuple(strides),
         storage_offset=int(x.storage_offset()),
         attrs=tuple(attrs),
@@ -200,6 +233,21 @@ def _plan_node(x: torch.Tensor, path: str, policy: Policy, state: AutomaticDynam
 
 
 _INFERRED = DimPolicy(kind=DimKind.STATIC, origin=Origin.DEFAULT)
+
+
+def _check_nested_coefficients(path: str, sizes: list[DimPlan], strides: list[DimPlan]) -> None:
+    # See Note [Nested Int Dims]: a nested stride `c * j` needs a constant c, and c is made of the sizes of the dims
+    # other than the batch (0) and the ragged ones.
+    if not any(s.nested is not None for s in strides):
+        return
+    for d in sizes[1:]:
+        if d.nested is None and d.dynamic:
+            raise PolicyError(
+                f"{d.address!r} is dynamic ({d.policy!r} from {d.policy.origin.value}), but {path} has a nested "
+                "stride (c * j, j its ragged size) whose coefficient c is made of this dim's size; a nested int "
+                "times a symbol cannot be represented. Keep the feature dims of a jagged tensor static "
+                "(mark_dynamic only its batch dim 0)"
+            )
 
 
 def _resolve_ref(node: TensorPlan, ref: DimRef, rel: Relation) -> DimPlan:
@@ -229,6 +277,12 @@ def _apply_relations(node: TensorPlan, dims: dict[DimAddress, DimPlan]) -> None:
             )
         target = dims[_resolve_ref(node, rel.target, rel).address]
         source = dims[_resolve_ref(node, rel.source, rel).address]
+        for end in (target, source):
+            if end.nested is not None:
+                raise PolicyError(
+                    f"{node.path}: relation `{rel!r}` names {end.address!r}, a nested int (a jagged tensor's ragged "
+                    "dim, tied to its offsets; see Note [Nested Int Dims]); relate the offsets' sizes instead"
+                )
         expected = rel.apply(source.hint)
         if target.hint != expected:
             raise PolicyError(
@@ -252,7 +306,7 @@ def _apply_relations(node: TensorPlan, dims: dict[DimAddress, DimPlan]) -> None:
         dims[target.address] = dataclasses.replace(target, derived=derivation, inferred=False, note="")
 
 
-_EXPLICIT = (Origin.POLICY, Origin.MARK, Origin.HOOK, Origin.TORCH_MARK)
+_EXPLICIT = (Origin.POLICY, Origin.MARK, Origin.HOOK, Origin.TORCH_MARK, Origin.CLASS)
 
 
 def _share_outer_dims(node: TensorPlan, dims: dict[DimAddress, DimPlan]) -> None:
@@ -268,7 +322,8 @@ def _share_outer_dims(node: TensorPlan, dims: dict[DimAddress, DimPlan]) -> None
             constrained = p.min is not None or p.max is not None or p.divisible_by is not None
             # A shared outer dim passes its symbol on to nested inner tensors; a related one does not (no cycles).
             related = o.derived is not None and o.derived.origin is not Origin.SHARED
-            if related or c.derived or o.hint != c.hint or explicit_static or constrained:
+            nested = o.nested is not None or c.nested is not None
+            if related or nested or c.derived or o.hint != c.hint or explicit_static or constrained:
                 continue
             if not _root(o.address, dims).dynamic:
                 continue

@@ -32,6 +32,9 @@ class Origin(Enum):
     MARK = "mark"  # mark_dynamic / mark_static on this instance
     HOOK = "hook"  # the class's __tensor_mark_dynamic__
     TORCH_MARK = "torch mark"  # torch's own mark_dynamic (read from `_dynamo_dynamic_indices`)
+    CLASS = (
+        "class"  # the rule of a class that carries no hook: torch's jagged NestedTensor (Note [Jagged Layout Policy])
+    )
     AUTOMATIC = "automatic"  # automatic dynamic saw this dim change
     SHARED = "shared"  # an inner dim that follows the outer dim of the same index (the default relation)
     RELATION = "relation"  # derived from another dim by a declared relation

@@ -51,6 +51,7 @@ from subclassaot.foreign_bases import (
     foreign_base,
 )
 from subclassaot.function_views import (
+    check_built_wrapper_output,
     check_dirty_inputs,
     check_function_input_unwritten,
     check_written_function_view,
@@ -370,6 +371,7 @@ def _output_info(
     own = is_traceable_subclass(value) and id(value) in run.swaps.wrapper_data
     data_meta = leaf_meta(value) if own else None
     _check_wrapper_base_within(path, value, run, current)
+    check_built_wrapper_output(path, value, run)
     tree, dense = dense_leaves_of(value, path)
     detached = detached_output_leaves(
         value,
@@ -385,6 +387,8 @@ def _output_info(
         made = info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=detached, outer_stride_leaf=stride_leaf)
         return replace(made, data_meta=data_meta), graph_count + len(detached)
     out_leaves = []
+    # an inner leaf made by the subclass's own dispatch is no autograd view (Note [Views Made Below Autograd])
+    is_view = run.swaps.is_view if tree is None else run.swaps.is_autograd_view
     replaced: DenseIndex | None = None  # an input whose storage before set_() an output leaf views
     fresh = _needs_program_autograd(value, run)
     own_layout: list[DenseIndex] = []
@@ -426,7 +430,7 @@ def _output_info(
                     source=LeafSource.INPUT_ALIAS,
                     index=current[key],
                     meta=meta,
-                    is_view=run.swaps.is_view(leaf),
+                    is_view=is_view(leaf),
                     same_object=leaf is run.finals[current[key]],
                     input_layout=input_layout,
                     hidden_base=hidden,
@@ -441,9 +445,7 @@ def _output_info(
             # Only a view of the input made before the epilogue swaps it can reach that storage (below).
             replaced = replaced if replaced is not None else original[key]
             out_leaves.append(
-                OutputLeaf(
-                    source=LeafSource.INPUT_ALIAS, index=original[key], meta=meta, is_view=run.swaps.is_view(leaf)
-                )
+                OutputLeaf(source=LeafSource.INPUT_ALIAS, index=original[key], meta=meta, is_view=is_view(leaf))
             )
         elif key in bases and not (leaf.requires_grad and not bases[key][1].requires_grad):
             out_leaves.append(
@@ -451,7 +453,7 @@ def _output_info(
                     source=LeafSource.INTERMEDIATE_ALIAS,
                     index=bases[key][0],
                     meta=meta,
-                    is_view=run.swaps.is_view(leaf),
+                    is_view=is_view(leaf),
                     same_object=bases[key][1] is leaf,
                     foreign_base=None if tree is not None else foreign_base(leaf, run.finals, set(original), bases),
                 )
@@ -779,6 +781,9 @@ def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
         # base made impossible to replay: reading grad_fn raises (eager's may not: it regenerates by as_strided,
         # functionalization replays the view ops). Either way such a view has no history of the program's own.
         return False
+    if is_traceable_subclass(value) and id(value) not in run.swaps.views:
+        # a wrapper made by an op, not a view: Note [Fresh Wrappers Over Input Leaves]
+        return all(value is not u for u in (*run.user_tensors, *run.finals))
     t = value
     while (record := run.swaps.views.get(id(t))) is not None:
         if record.func is torch.ops.aten.detach.default:

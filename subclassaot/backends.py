@@ -8,10 +8,12 @@ on the first call that the backend's callable did not mutate its inputs either.
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
+import sympy
 import torch
 import torch.fx
 
@@ -53,13 +55,81 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
     from torch._inductor import config as inductor_config
     from torch._inductor.compile_fx import compile_fx_inner
 
+    inputs: list[torch.Tensor | torch.SymInt | int] = [
+        t for t in example_inputs if isinstance(t, torch.Tensor | torch.SymInt | int)
+    ]
+    solved = _symbols_only_in_expressions(inputs)
+    if solved:
+        gm, inputs = _with_symbol_inputs(gm, inputs, solved)
     with inductor_config.patch(fallback_random=True):
-        compiled = compile_fx_inner(gm, [t for t in example_inputs if isinstance(t, torch.Tensor | torch.SymInt | int)])
+        compiled = compile_fx_inner(gm, inputs)
 
     def run(*args: object) -> object:
-        return compiled(list(args))
+        extra: list[object] = []
+        for position, dim, scale, offset in solved:
+            t = args[position]
+            assert isinstance(t, torch.Tensor), "BUG: a symbol is read from a tensor input"
+            extra.append((t.size(dim) - offset) // scale)
+        return compiled([*extra, *args])
 
     return run
+
+
+# Note [Symbols Inductor Cannot Bind]
+# Inductor binds every size symbol of its graph from an input's size or stride where the symbol appears bare. A
+# relation makes a dim an expression instead (`offsets.size(0) == s0 + 1`, Note [Relations Are Expressions]); when
+# no input has s0 bare (the batch of a jagged tensor lives only in its offsets), inductor cannot generate code.
+# Such a symbol becomes an extra leading SymInt input of a copy of the graph, read at run time by inverting the
+# affine size it appears in (`s0 = offsets.size(0) - 1`). The pipeline's own graph keeps its signature.
+
+
+def _symbols_only_in_expressions(
+    inputs: Sequence[torch.Tensor | torch.SymInt | int],
+) -> list[tuple[int, int, int, int]]:
+    """(input position, dim, scale, offset) per symbol that appears in input sizes only as `scale * s + offset`."""
+    bare: set[sympy.Symbol] = set()
+    found: dict[sympy.Symbol, tuple[int, int, int, int]] = {}
+    for position, t in enumerate(inputs):
+        if not isinstance(t, torch.Tensor):
+            continue
+        for dims in (t.size(), t.stride()):
+            bare |= {e for e in map(_expr, dims) if isinstance(e, sympy.Symbol)}
+        for dim, size in enumerate(t.size()):
+            e = _expr(size)
+            if e is None or isinstance(e, sympy.Symbol) or len(e.free_symbols) != 1:
+                continue
+            (symbol,) = e.free_symbols
+            offset = e.subs(symbol, 0)
+            scale = e.subs(symbol, 1) - offset
+            linear = sympy.expand(scale * symbol + offset - e) == 0
+            if linear and isinstance(scale, sympy.Integer) and isinstance(offset, sympy.Integer):
+                found.setdefault(symbol, (position, dim, int(scale), int(offset)))
+    return [where for symbol, where in found.items() if symbol not in bare and where[2] > 0]
+
+
+def _expr(value: object) -> sympy.Expr | None:
+    return cast(sympy.Expr, value.node.expr) if isinstance(value, torch.SymInt) else None
+
+
+def _with_symbol_inputs(
+    gm: torch.fx.GraphModule,
+    inputs: list[torch.Tensor | torch.SymInt | int],
+    solved: list[tuple[int, int, int, int]],
+) -> tuple[torch.fx.GraphModule, list[torch.Tensor | torch.SymInt | int]]:
+    """A copy of `gm` with one leading SymInt placeholder per solved symbol (Note [Symbols Inductor Cannot Bind])."""
+    copied = copy.deepcopy(gm)
+    first = next(n for n in copied.graph.nodes if n.op == "placeholder")
+    extra: list[torch.Tensor | torch.SymInt | int] = []
+    with copied.graph.inserting_before(first):
+        for k, (position, dim, scale, offset) in enumerate(solved):
+            t = inputs[position]
+            assert isinstance(t, torch.Tensor)
+            value = (t.size(dim) - offset) // scale
+            node = copied.graph.placeholder(f"solved_symbol_{k}")
+            node.meta["val"] = value
+            extra.append(value)
+    copied.recompile()
+    return copied, [*extra, *inputs]
 
 
 register_backend("eager", eager_backend)

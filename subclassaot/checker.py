@@ -11,9 +11,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from subclassaot.checker_pipeline import PIPELINE_RULES
-from subclassaot.checker_rules import BASE_RULES, Factory, Rule, RuleFailed, RuleSkipped, fail, skip
+from subclassaot.checker_rules import BASE_RULES, CheckerError, Factory, Rule, RuleFailed, RuleSkipped, fail, skip
 from subclassaot.fuzz_runner import fuzz_rule
 
 __all__ = [
@@ -44,6 +45,7 @@ class Status(enum.Enum):
     PASS = "PASS"
     FAIL = "FAIL"
     SKIP = "SKIP"
+    ERROR = "ERROR"  # the checker's own code failed: no verdict on the class (Note [Whose Failure])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,7 +66,7 @@ class CheckReport:
 
     @property
     def ok(self) -> bool:
-        return all(r.status is not Status.FAIL for r in self.results)
+        return all(r.status not in (Status.FAIL, Status.ERROR) for r in self.results)
 
     def failed(self) -> tuple[RuleResult, ...]:
         return tuple(r for r in self.results if r.status is Status.FAIL)
@@ -83,9 +85,10 @@ class CheckReport:
             lines.append(f"{r.name:<{width}}  {r.status.value:<6}  {reason_lines[0]}")
             lines.extend(f"{'':<{width}}  {'':<6}  {more}" for more in reason_lines[1:])
         passed = sum(r.status is Status.PASS for r in self.results)
-        lines.append(
-            f"{passed} passed, {len(self.failed())} failed, {len(self.results) - passed - len(self.failed())} skipped"
-        )
+        errors = sum(r.status is Status.ERROR for r in self.results)
+        skipped = len(self.results) - passed - len(self.failed()) - errors
+        tail = f", {errors} checker errors" if errors else ""
+        lines.append(f"{passed} passed, {len(self.failed())} failed, {skipped} skipped{tail}")
         return "\n".join(lines)
 
 
@@ -113,7 +116,30 @@ def _run_rule(rule: Rule, factory: Factory) -> RuleResult:
         return RuleResult(name=rule.name, status=Status.FAIL, reason=f"{rule.name}: {e.reason}")
     except RuleSkipped as e:
         return RuleResult(name=rule.name, status=Status.SKIP, reason=e.reason)
+    except CheckerError as e:
+        return _checker_error(rule, e.reason)
     except Exception as e:
+        if _raised_in_checker(e):  # See Note [Whose Failure]
+            return _checker_error(rule, f"{type(e).__name__}: {e}")
         reason = f"{rule.name}: unexpected {type(e).__name__}: {e}"
         return RuleResult(name=rule.name, status=Status.FAIL, reason=reason)
     return RuleResult(name=rule.name, status=Status.PASS, reason="")
+
+
+def _checker_error(rule: Rule, what: str) -> RuleResult:
+    reason = f"{rule.name}: the checker itself failed (a checker bug, not a verdict on the class): {what}"
+    return RuleResult(name=rule.name, status=Status.ERROR, reason=reason)
+
+
+_CHECKER_MODULES = frozenset({"checker.py", "checker_rules.py", "checker_pipeline.py"})
+
+
+def _raised_in_checker(e: BaseException) -> bool:
+    """The innermost Python frame of `e` is in the checker's own modules (a C++ op called there counts too)."""
+    tb = e.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    path = Path(tb.tb_frame.f_code.co_filename)
+    return path.parent == Path(__file__).parent and path.name in _CHECKER_MODULES

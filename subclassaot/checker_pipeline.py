@@ -359,6 +359,40 @@ def check_recompile_reason(factory: Factory) -> None:
     _fail_on(diffs, program, how, "")
 
 
+# -- training --------------------------------------------------------------------------------------------------
+def _requiring_grad(factory: Factory) -> torch.Tensor:
+    return _fresh(factory).detach().requires_grad_(True)
+
+
+def check_training(factory: Factory) -> None:
+    """x requiring grad, `x * 2` (or `x + 1`) compiled, then a backward: outputs, x after the call and x.grad match
+    eager's (and a second call through the cache too).
+
+    The pipeline differentiates a joint graph of the desugared program and rebuilds the subclass gradient from
+    dense ones; a class whose wrapper loses its autograd history there, or whose gradient cannot be rebuilt by
+    __tensor_unflatten__, fails here although every inference rule passes.
+    """
+    x = _fresh(factory)
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        skip(f"dtype {x.dtype} cannot require grad")
+    candidates = (_Program(source="return x * 2", fn=_mul), _Program(source="return x + 1", fn=_add))
+    program = _pick_program(lambda: _requiring_grad(factory), candidates, "differentiable")
+    compiled = _pipeline_compile(program.fn)
+    how = f"{_HOW} on x.detach().requires_grad_(True), then a backward"
+    fix = (
+        "Fix: the gradient of a wrapper must be a wrapper __tensor_unflatten__ can rebuild from dense gradients, and "
+        "ops must keep the wrapper's autograd history (return it through return_and_correct_aliasing)"
+    )
+    for _ in range(2):
+        try:
+            diffs = compare_with_eager(compiled, program.fn, lambda: (_requiring_grad(factory),), check_grads=True)
+        except EagerRaised as e:
+            skip(f"eager raises on `{program.source}` for this class in training: {_first_line(e.error)}")
+        except Exception as e:  # the compiled call (or its backward) crashed: this rule's failure
+            fail(f"`{program.source}` compiled with {how} raised {_first_line(e)}; expected eager's result. {fix}")
+        _fail_on(diffs, program, how, fix)
+
+
 # -- torch's compile stack -------------------------------------------------------------------------------------
 def _torch_compile_stack() -> tuple[Callable[..., Callable[..., object]], Callable[[], None]]:
     """torch's `compile` and the reset of its frame-evaluation caches, looked up by name.
@@ -426,6 +460,11 @@ PIPELINE_RULES: tuple[Rule, ...] = (
         name="pipeline.recompile_reason",
         description="a ctx (or dtype) change recompiles and names args[0]",
         check=check_recompile_reason,
+    ),
+    Rule(
+        name="pipeline.training",
+        description="compiled x * 2 on x requiring grad, then backward, matches eager",
+        check=check_training,
     ),
     Rule(
         name="torch.compile.aot_eager",

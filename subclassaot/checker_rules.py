@@ -27,6 +27,7 @@ from subclassaot.protocol import (
     is_traceable_subclass,
     unflatten_subclass,
 )
+from subclassaot.torch_internals import is_nested_int, nested_coeff, nested_int, symbolic_nested_int
 
 Factory: TypeAlias = Callable[[], torch.Tensor]
 aten = torch.ops.aten
@@ -42,6 +43,23 @@ class RuleSkipped(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class CheckerError(Exception):
+    """The checker's own code failed on this class: no verdict about the class (Note [Whose Failure])."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# Note [Whose Failure]
+# A rule runs the class's code (its dunders and ops) and the checker's own (building references, comparing). Only
+# the first can fail the class. So: an op the class does not support (whatever it raises: NotImplementedError,
+# ValueError, RuntimeError) SKIPs its rule, naming the op (`_derive`); an exception whose innermost Python frame is
+# in the checker's own modules is the checker's ERROR, not a FAIL (`checker.py` tells them apart by traceback, and a
+# rule may raise `CheckerError` itself); facts are compared as the class defines them, nested ints by structure
+# (`c*j`), never by name (two instances built apart get different nested ints by design).
 
 
 def fail(reason: str) -> NoReturn:
@@ -75,8 +93,27 @@ def _derive(factory: Factory, op_name: str, op: Callable[[torch.Tensor], torch.T
     x = _make(factory)
     try:
         return op(x)
-    except NotImplementedError as e:
-        skip(f"{type(x).__name__} does not implement {op_name} ({e}); register it to have this rule checked")
+    except (RuleFailed, RuleSkipped, CheckerError):
+        raise
+    except Exception as e:  # whatever the class raises for an op it does not support: See Note [Whose Failure]
+        skip(
+            f"{type(x).__name__} does not support {op_name} ({type(e).__name__}: {_first_line(e)}); support it to "
+            "have this rule checked"
+        )
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def dims_text(dims: tuple[int | torch.SymInt, ...] | torch.Size) -> tuple[int | str, ...]:
+    """Sizes or strides as compared by the checker: a nested int by structure, `c*j` (Note [Whose Failure])."""
+    out: list[int | str] = []
+    for d in dims:
+        coeff = nested_coeff(d)
+        out.append(int(d) if coeff is None else ("j" if coeff == 1 else f"{coeff}*j"))
+    return tuple(out)
 
 
 def _leaves(x: torch.Tensor, path: str = "x") -> list[torch.Tensor]:
@@ -216,14 +253,49 @@ def _fake_context(t: torch.Tensor, dynamic: bool) -> StatelessSymbolicContext[..
 
 
 def _fakify(node: SubclassNode, inner: list[torch.Tensor], mode: FakeTensorMode, dynamic: bool) -> torch.Tensor:
-    """Rebuild `node` level by level from already-fake inner tensors, with (symbolic) outer size and stride."""
-    proxy = torch.empty_strided(node.outer_size, node.outer_stride, dtype=torch.uint8)
-    fake_proxy = mode.from_tensor(proxy, symbolic_context=_fake_context(proxy, dynamic))
+    """Rebuild `node` level by level from already-fake inner tensors, with (symbolic) outer size and stride; a nested
+    int stays a nested int (it has no symbol: see Note [Nested Int Dims] in policies/plan.py)."""
+    size, stride = _fake_outer(node, mode, dynamic)
     shallow = dataclasses.replace(
         node, children=tuple(LeafInfo(path=f"{node.path}.{a}") for a in node.attrs), num_leaves=len(node.attrs)
     )
     with mode:
-        return unflatten_subclass(shallow, inner, outer_size=fake_proxy.shape, outer_stride=fake_proxy.stride())
+        return unflatten_subclass(shallow, inner, outer_size=size, outer_stride=stride)
+
+
+def _fake_outer(
+    node: SubclassNode, mode: FakeTensorMode, dynamic: bool
+) -> tuple[tuple[int | torch.SymInt, ...], tuple[int | torch.SymInt, ...]]:
+    nested = [nested_coeff(d) is not None for d in node.outer_size]
+    try:  # a plain stand-in for the symbols: the checker's own step (Note [Whose Failure])
+        plain = [d for d, n in zip(node.outer_size, nested, strict=True) if not n]
+        proxy = torch.empty(tuple(int(d) for d in plain), dtype=torch.uint8)
+        context = _fake_context(proxy, dynamic)
+        if any(nested_coeff(d) is not None for d in node.outer_stride):
+            # See Note [Nested Int Dims] (policies/plan.py): the dims making a nested stride's coefficient are static
+            context = StatelessSymbolicContext(
+                dynamic_sizes=[context.dynamic_sizes[0], *([DimDynamic.STATIC] * (proxy.dim() - 1))]
+            )
+        fake_proxy = mode.from_tensor(proxy, symbolic_context=context)
+    except Exception as e:
+        raise CheckerError(f"could not make a fake stand-in for outer size {node.outer_size}: {e!r}") from e
+    symbols = iter(fake_proxy.shape)
+    size = tuple(
+        _same_nested(d, mode, dynamic) if n else next(symbols) for d, n in zip(node.outer_size, nested, strict=True)
+    )
+    if any(nested):  # strides: the class derives them from the nested int (-1: not checked, torch's convention)
+        return size, tuple(-1 if nested_coeff(d) is not None else d for d in node.outer_stride)
+    return size, tuple(fake_proxy.stride())
+
+
+def _same_nested(d: int | torch.SymInt, mode: FakeTensorMode, dynamic: bool) -> int | torch.SymInt:
+    """A nested int with the id and coefficient of `d`: plain for static sizes, torch's symbol for symbolic ones
+    (it then multiplies symbolic strides, as under torch's own fakification)."""
+    coeff = nested_coeff(d)
+    if coeff is None or not isinstance(d, torch.SymInt):
+        return d
+    nested_id = int(d.node.nested_int())
+    return symbolic_nested_int(mode, nested_id, coeff) if dynamic else nested_int(nested_id, coeff)
 
 
 def _fakify_tree(node: SubclassNode, leaves: list[torch.Tensor], mode: FakeTensorMode, dynamic: bool) -> torch.Tensor:
@@ -271,7 +343,10 @@ def _fail_unflatten_raised(e: BaseException, kind: str) -> NoReturn:
 
 def _check_not_specialized(fake: torch.Tensor, shape_env: ShapeEnv) -> None:
     dims: tuple[int | torch.SymInt, ...] = tuple(fake.shape)
+    nested_strides = any(is_nested_int(d) for d in fake.stride())
     for i, dim in enumerate(dims):
+        if is_nested_int(dim) or (nested_strides and i > 0):
+            continue  # a nested int, or a static feature dim beside one (Note [Nested Int Dims], policies/plan.py)
         expr = shape_env.simplify(dim.node.expr) if isinstance(dim, torch.SymInt) else None
         if expr is None or expr.is_number:
             fail(
@@ -316,10 +391,13 @@ def check_inplace_mutates(factory: Factory) -> None:
 
 def _check_inplace_view(factory: Factory, op_name: str, op: Callable[[torch.Tensor], torch.Tensor]) -> None:
     x = _make(factory)
-    reference = op(torch.empty_strided(x.size(), x.stride(), dtype=torch.uint8))
+    size, stride = tuple(x.size()), tuple(x.stride())
     out = _derive(lambda: x, op_name, op)
     if out is not x:
         fail(f"x.{op_name}() returned a new object, expected x itself")
+    if any(nested_coeff(d) is not None for d in (*size, *stride)):
+        skip(f"x has nested int sizes {dims_text(size)}: the checker has no plain tensor to compute {op_name}'s result")
+    reference = op(torch.empty_strided(size, stride, dtype=torch.uint8))
     got, expected = (tuple(x.shape), x.stride()), (tuple(reference.shape), reference.stride())
     if got != expected:
         fail(
@@ -348,10 +426,10 @@ def _check_copy(x: torch.Tensor, what: str, op: Callable[[torch.Tensor], torch.T
         fail(f"{what} is not implemented ({e}); every subclass needs it (WrapperTensor provides it)")
     except Exception as e:
         fail(f"{what} raised {type(e).__name__}: {e}. Fix: derive from WrapperTensor or define it from flatten")
-    if type(y) is not type(x) or tuple(y.shape) != tuple(x.shape) or y.dtype != x.dtype:
+    if type(y) is not type(x) or dims_text(y.shape) != dims_text(x.shape) or y.dtype != x.dtype:
         fail(
-            f"{what} gave {type(y).__name__}{tuple(y.shape)} {y.dtype}, expected {type(x).__name__}"
-            f"{tuple(x.shape)} {x.dtype}"
+            f"{what} gave {type(y).__name__}{dims_text(y.shape)} {y.dtype}, expected {type(x).__name__}"
+            f"{dims_text(x.shape)} {x.dtype}"
         )
     if not _same_values(x, y):
         fail(f"{what} changed the values of the inner tensors; it must copy them exactly")

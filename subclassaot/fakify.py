@@ -28,6 +28,7 @@ from policies import (
     DimKind,
     DimPlan,
     Policy,
+    Prop,
     TensorPlan,
     derive_policy,
     describe,
@@ -105,7 +106,8 @@ class FakifyResult:
     plans: tuple[TensorPlan, ...]  # len = len(inputs); the per-dim decisions (`policies.describe(plan)`)
     # every free symbol -> the size/stride dim where it was created and appears bare (read it from there at runtime)
     symbol_bindings: Mapping[sympy.Symbol, DimAddress]
-    exprs: Mapping[DimAddress, sympy.Expr]  # every size and stride dim of every tensor node, keyed by its address
+    # every size and stride dim of every tensor node but nested ints (Note [Nested Int Dims]), keyed by its address
+    exprs: Mapping[DimAddress, sympy.Expr]
     aliases: Mapping[str, str]  # path of a repeated tensor node -> the first path it was reached by
     shape_env: ShapeEnv  # the ShapeEnv the symbols live in (the caller's)
 
@@ -177,6 +179,7 @@ class _Builder:
         a = self.canonical(address)
         if a not in self.exprs:
             d = self.dims[a]
+            assert d.nested is None, f"BUG: {a!r} is a nested int, which has no expression (Note [Nested Int Dims])"
             if d.derived is not None:
                 src = self.expr(d.derived.source) * d.derived.scale
                 src = src if d.derived.divisor == 1 else ti.floordiv_expr(src, d.derived.divisor)
@@ -192,12 +195,14 @@ class _Builder:
     def _infer_strides(self, node: TensorPlan) -> None:
         # Mirrors ShapeEnv._compute_symbolic_stride so that whichever way torch takes (its candidates, or our cache)
         # it lands on the same expression: a stride equal to size*stride of a dim already seen is that product.
-        sizes = [self.expr(d.address) for d in node.sizes]
+        sizes = [None if d.nested is not None else self.expr(d.address) for d in node.sizes]
         hints = [d.hint for d in node.strides]
         candidates: dict[int, sympy.Expr] = {}
         for i in sorted(range(len(hints)), key=lambda i: (hints[i], -i)):
             d = node.strides[i]
             contiguous = i != len(hints) - 1 and hints[i] == node.sizes[i + 1].hint * hints[i + 1]
+            if d.nested is not None:
+                continue
             if not d.inferred:
                 out = self.expr(d.address)
             elif hints[i] in (0, 1) and not contiguous:
@@ -205,7 +210,9 @@ class _Builder:
             else:
                 out = candidates.get(hints[i], sympy.Integer(hints[i]))
             self.exprs[self.canonical(d.address)] = out
-            candidates[node.sizes[i].hint * hints[i]] = sizes[i] * out
+            size = sizes[i]
+            if size is not None:
+                candidates[node.sizes[i].hint * hints[i]] = size * out
 
     def dim_exprs(self, node: TensorPlan, path: str | None = None) -> ti.DimExprs:
         return ti.DimExprs(
@@ -251,13 +258,20 @@ class _Builder:
 
     def _symbolic_node(self, node: SubclassNode) -> SubclassNode:
         plan = self.nodes[self.canon[node.path]]
-        exprs = self.dim_exprs(plan)
-        sizes = tuple(ti.make_symint(self.shape_env, e, d.hint) for e, d in zip(exprs.sizes, plan.sizes, strict=True))
-        strides = tuple(
-            ti.make_symint(self.shape_env, e, d.hint) for e, d in zip(exprs.strides, plan.strides, strict=True)
-        )
+        sizes = tuple(self._symbolic_dim(node, d) for d in plan.sizes)
+        strides = tuple(self._symbolic_dim(node, d) for d in plan.strides)
         children = tuple(c if isinstance(c, LeafInfo) else self._symbolic_node(c) for c in node.children)
         return dataclasses.replace(node, outer_size=sizes, outer_stride=strides, children=children)
+
+    def _symbolic_dim(self, node: SubclassNode, d: DimPlan) -> int | torch.SymInt:
+        if d.nested is None:
+            return ti.make_symint(self.shape_env, self.expr(d.address), d.hint)
+        # See Note [Nested Int Dims]: the real input's own nested int (its subclass ties it to the fake offsets)
+        real = self.tensors[node.path]
+        value = real.size(d.address.dim) if d.address.prop is Prop.SIZE else real.stride(d.address.dim)
+        nested_id = ti.nested_int_id(value)
+        assert nested_id is not None, f"BUG: {d.address!r} was planned as a nested int"
+        return ti.nested_int(nested_id, d.nested)
 
     def _check_leaf(self, fake: torch.Tensor, exprs: ti.DimExprs) -> None:
         got = tuple(ti.expr_of(s) for s in fake.size()), tuple(ti.expr_of(s) for s in fake.stride())
@@ -310,10 +324,7 @@ def fakify_inputs(
     builder = _Builder(fake_mode, plans, tensors)
     builder.create_symbols(symbol_cache)
     fakes = tuple(builder.fake(p) for p in paths)
-    for plan in plans:
-        for d in plan.dims():
-            builder.expr(d.address)
-    exprs = {d.address: builder.expr(d.address) for plan in plans for d in plan.dims()}
+    exprs = {d.address: builder.expr(d.address) for plan in plans for d in plan.dims() if d.nested is None}
     symbol_cache.record_exprs({a.source_name(): str(e) for a, e in exprs.items()})
     return FakifyResult(
         fakes=fakes,

@@ -18,10 +18,18 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.protocol import is_traceable_subclass
 from subclassaot.schemas import FlatInputs, InputIndex, LeafSource, OutputLeaf, Replay, ReplaySource, ViewStep
-from subclassaot.torch_internals import custom_function_of, grad_fn_raises, is_custom_function_view, storage_key
+from subclassaot.torch_internals import (
+    custom_function_of,
+    grad_fn_raises,
+    is_custom_function_view,
+    is_nested_int,
+    nested_coeff,
+    storage_key,
+)
 from subclassaot.view_chains import view_step
 
 __all__ = [
+    "check_built_wrapper_output",
     "check_dirty_inputs",
     "check_function_input_unwritten",
     "check_written_function_view",
@@ -167,3 +175,32 @@ def function_view_of_fresh(value: torch.Tensor, leaves: tuple[OutputLeaf, ...], 
         return False
     base = value._base
     return base is not None and not base.requires_grad and all(base is not t for t in run.user_tensors)
+
+
+# Note [Wrapper Outputs Built Inside The Program]
+# A program may build a subclass from plain tensors (`torch.nested.nested_tensor_from_jagged(v, offsets)`). Eager
+# may make that wrapper a view of its plain tensor (the NJT's `._base` is `v`), which the runtime, rebuilding
+# wrappers from dense leaves, does not reproduce; and new offsets give a nested int that no input carries, which the
+# compiled code cannot name. Both are refused, naming the output; built from an input's offsets and returned as
+# values, or built outside the compiled function, such a tensor is fine.
+
+
+def check_built_wrapper_output(path: str, value: torch.Tensor, run: FunctionalRun) -> None:
+    """Note [Wrapper Outputs Built Inside The Program]."""
+    if not is_traceable_subclass(value):
+        return
+    record = run.swaps.views.get(id(value))
+    if record is not None and not is_traceable_subclass(record.source):
+        raise UnsupportedError(
+            f"{path} is a {type(value).__name__} the program built as a view of a plain tensor ({record.func}); "
+            "its `._base` cannot be rebuilt by the compiled code (Note [Wrapper Outputs Built Inside The "
+            "Program]). Build it outside the compiled function, or return its plain parts"
+        )
+    for dim, size in enumerate((*value.shape, *value.stride())):
+        if is_nested_int(size) and nested_coeff(size) is None:
+            raise UnsupportedError(
+                f"{path} has a ragged dim (size/stride entry {dim}) whose nested int the program made from a new "
+                "offsets or lengths tensor; no input carries it, so the compiled code cannot name it (Note [Wrapper "
+                "Outputs Built Inside The Program]). Reuse an input's offsets (nested_tensor_from_jagged(v, "
+                "x.offsets())), or build the tensor outside the compiled function"
+            )

@@ -27,7 +27,7 @@ import torch
 from subclassaot.own_base import own_base_guards
 from subclassaot.protocol import SubclassNode
 from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
-from subclassaot.torch_internals import python_source, symint_expr
+from subclassaot.torch_internals import nested_coeff, nested_int_id, python_source, symint_expr
 
 GuardFn = Callable[[Sequence[object]], "dict[str, int] | str"]
 
@@ -120,10 +120,12 @@ class _Writer:
             "describe_aliasing": describe_aliasing,
             "torch": torch,
             "_msg": _msg,
+            "_nested_coeff": nested_coeff,
         }
         self.bound: dict[str, str] = {}  # symbol name -> the access expression it was read from
         self.bound_label: dict[str, str] = {}  # symbol name -> the user-facing path it was read from
         self.deferred: list[tuple[str, str, str]] = []  # (access, expected expr source, label) checked after binding
+        self.nested: list[tuple[str, str, int]] = []  # (access, label, nested int id) of every nested size
 
     def constant(self, value: object) -> str:
         name = f"_c{len(self.globals)}"
@@ -155,6 +157,14 @@ class _Writer:
         self.check(cond, self.msg(f"{label}: expected {expected}", *tail))
 
     def dim(self, access: str, label: str, value: int | torch.SymInt) -> None:
+        coeff = nested_coeff(value)
+        if coeff is not None:  # See Note [Nested Int Dims]: checked by structure, its value is the inner tensors'
+            text = "j" if coeff == 1 else f"{coeff}*j"
+            self.expect(f"_nested_coeff({access}) == {coeff}", label, f"a nested int {text}", Src(access))
+            nested_id = nested_int_id(value)
+            if coeff == 1 and nested_id is not None:
+                self.nested.append((access, label, nested_id))
+            return
         expr = symint_expr(value)
         if isinstance(expr, int):
             self.expect(f"{access} == {expr}", label, expr, access)
@@ -205,6 +215,7 @@ def build_guards(
             other = flat.tensor_indices[base]
             w.expect(f"v{index}._base is v{other}", f"{path}._base", f"argument {other}")
     _alias_guards(w, layout, flat)
+    _nested_int_guards(w)
     for access, expected, label in w.deferred:
         w.check(
             f"{access} == {expected}", w.msg(f"{label}: expected {expected} = ", Src(expected), ", got ", Src(access))
@@ -318,6 +329,28 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
             "]",
         ),
     )
+
+
+# Note [Nested Ints Are Guarded As A Pattern]
+# A nested int names the row structure of one offsets (or lengths) tensor, and eager lets two jagged tensors meet
+# (`a + b`) only when they carry the same one. Which offsets tensor backs it is not the rule: a deepcopy of a
+# jagged tensor keeps the original's nested int over copied offsets. So, as for storage sharing, the guards check
+# the pattern: the ragged sizes of the inputs that were equal when compiling are equal, the others are not (one
+# comparison per nested size against the first size of each nested int seen before it).
+
+
+def _nested_int_guards(w: _Writer) -> None:
+    firsts: list[tuple[str, str, int]] = []
+    for access, label, nested_id in w.nested:
+        for first_access, first_label, first_id in firsts:
+            same = nested_id == first_id
+            relation = "the same nested int as" if same else "a different nested int from"
+            w.check(
+                f"({access} == {first_access}) == {same}",
+                w.msg(f"{label}: expected {relation} {first_label} (the ragged structure of the inputs changed)"),
+            )
+        if all(nested_id != first_id for _, _, first_id in firsts):
+            firsts.append((access, label, nested_id))
 
 
 def constant_condition(w: _Writer, var: str, value: object) -> str:

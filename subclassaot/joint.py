@@ -40,6 +40,7 @@ from subclassaot.torch_internals import (
     from_functional,
     grad_fn_raises,
     mutation_counter,
+    nested_coeff,
     new_functional_mode,
     storage_key,
     to_functional,
@@ -68,6 +69,15 @@ from subclassaot.trace import TracedGraph, UpdateKind, graph_output_values
 # a program with random ops (it would draw again) or one that writes its inputs (the epilogue has changed them).
 # The Function keeps weak references to its graph inputs (and their versions) for that: one freed or written since
 # the forward is refused too, rather than recomputed from other values.
+
+
+# Note [Fresh Wrappers Over Input Leaves]
+# An op on a subclass often returns a new wrapper (its own autograd node) around some inner tensors of its input:
+# torch's jagged tensor passes its offsets on, so `x.sin()` holds x's `_offsets` object. Eager's output then has a
+# grad_fn of its own while those inner leaves alias the input. Only the compiled autograd.Function can give a
+# wrapper that history, so such an output (a wrapper output that requires grad, is neither a view nor an input) is
+# produced by the Function: every leaf a graph output, and a leaf that is an input's own leaf is passed through
+# (the very object, `OutputLeaf.passthrough`), as for a custom Function returning its input.
 
 
 def forward_output_values(
@@ -236,7 +246,7 @@ def trace_joint(
             outs = forward_output_values(run, setup.traced, setup.analysis, setup.wrapper_updates)
             diff_outs = [differentiated_as_eager(run.swaps, outs[i]) for i in setup.diff]
             trees = tangent_trees if tangent_trees is not None else [_tree_of(o) for o in diff_outs]
-            grad_outs = [_rewrap_tangent(tree, tangents) for tree in trees]
+            grad_outs = [_rewrap_tangent(tree, tangents, o) for tree, o in zip(trees, diff_outs, strict=True)]
             # Note [Leaves Laid Out Anew Under no_grad]: the clone made a leaf again stands for the input
             wrt = [
                 run.user_tensors[i] if id(run.user_tensors[i]) in run.swaps.releafed else run.grad_leaves[i]
@@ -468,11 +478,25 @@ def _dense_grads(
     return dense
 
 
-def _rewrap_tangent(tree: SubclassNode | None, tangents: list[torch.Tensor]) -> torch.Tensor:
+def _rewrap_tangent(tree: SubclassNode | None, tangents: list[torch.Tensor], output: torch.Tensor) -> torch.Tensor:
     if tree is None:
         return tangents.pop(0)
     taken = [tangents.pop(0) for _ in range(tree.num_leaves)]
-    return unflatten_subclass(tree, taken)
+    # A runtime tangent's nested ints name the runtime's offsets; here they stand for the traced output's, which
+    # the tangent must match (Note [Nested Int Dims]).
+    size = _with_nested_of(tree.outer_size, tuple(output.shape))
+    stride = _with_nested_of(tree.outer_stride, tuple(output.stride()))
+    return unflatten_subclass(tree, taken, outer_size=size, outer_stride=stride)
+
+
+def _with_nested_of(
+    dims: tuple[int | torch.SymInt, ...], like: tuple[int | torch.SymInt, ...]
+) -> tuple[int | torch.SymInt, ...]:
+    if len(dims) != len(like):
+        return dims
+    return tuple(
+        o if nested_coeff(d) is not None and nested_coeff(o) is not None else d for d, o in zip(dims, like, strict=True)
+    )
 
 
 def forward_example(

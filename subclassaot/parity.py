@@ -32,6 +32,8 @@ import torch
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
+from subclassaot.torch_internals import nested_coeff
+
 __all__ = [
     "SEED",
     "Call",
@@ -161,14 +163,24 @@ def _storage_key(t: torch.Tensor) -> int | None:
         return None
 
 
+def _dims(values: Sequence[int | torch.SymInt]) -> tuple[int | str, ...]:
+    """Sizes or strides, a nested int `c * j` shown as "c*j": which tensor it stands for is compared as aliasing of
+    the offsets/lengths it is tied to (those are entries too), since separately built inputs get different j."""
+    out: list[int | str] = []
+    for v in values:
+        coeff = nested_coeff(v)
+        out.append(int(v) if coeff is None else ("j" if coeff == 1 else f"{coeff}*j"))
+    return tuple(out)
+
+
 def _metadata(t: torch.Tensor) -> dict[str, object]:
     meta: dict[str, object] = {
         "type": type(t).__qualname__,
         "dtype": t.dtype,
         "device": t.device,
         "layout": t.layout,
-        "shape": tuple(t.shape),
-        "stride": tuple(t.stride()),
+        "shape": _dims(t.shape),
+        "stride": _dims(t.stride()),
         "storage_offset": t.storage_offset(),
         "requires_grad": t.requires_grad,
         "is_leaf": _autograd_fact(lambda: t.is_leaf),
@@ -421,6 +433,8 @@ def _backward(run: _Run) -> BaseException | None:
     outs = [e.tensor for e in _tree_entries(run.out, "output") if e.top_level and e.tensor.requires_grad]
     if not outs:
         return None
+    # a jagged tensor's weights go on its packed values (a differentiable view): no plain tensor has its shape
+    outs = [o.values() if o.layout == torch.jagged else o for o in outs]
     try:
         loss = sum((o * fixed_random_like(o, i)).sum() for i, o in enumerate(outs))
         assert isinstance(loss, torch.Tensor)

@@ -18,7 +18,7 @@ import torch
 from typing_extensions import TypeIs
 
 from subclassaot.errors import ProtocolError
-from subclassaot.torch_internals import try_expr_of
+from subclassaot.torch_internals import is_nested_expr, memoise_jagged_nested_int, try_expr_of
 
 SizeLike: TypeAlias = Sequence[int | torch.SymInt]
 
@@ -182,6 +182,7 @@ def unflatten_subclass(
         else:
             inner[attr] = leaves[start]
             start += 1
+    memoise_jagged_nested_int(node.cls, inner, node.ctx, size)
     try:
         protocol_cls = cast("type[TraceableWrapperSubclass]", node.cls)
         out: object = protocol_cls.__tensor_unflatten__(inner, node.ctx, size, stride)
@@ -222,6 +223,8 @@ def _same_dim(got: int | torch.SymInt, expected: int | torch.SymInt) -> bool:
         got_expr, expected_expr = try_expr_of(got), try_expr_of(expected)
         if got_expr is not None and got_expr == expected_expr:
             return True
+        if is_nested_expr(got_expr) or is_nested_expr(expected_expr):
+            return False  # a plain nested int equals only itself (and `==` with a symbol has no meaning)
     return bool(got == expected)
 
 

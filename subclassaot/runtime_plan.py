@@ -25,6 +25,7 @@ from subclassaot.schemas import (
     Meta,
 )
 from subclassaot.torch_internals import (
+    is_nested_expr,
     python_source,
 )
 from subclassaot.trace import GraphOutputs
@@ -76,6 +77,10 @@ class MetaEvaluator:
     def dim(self, d: object, symbols: dict[str, int]) -> int:
         if isinstance(d, int):
             return d
+        if is_nested_expr(d):
+            # A nested int (Note [Nested Int Dims]) is rebuilt by its subclass from the offsets it is given; -1 is
+            # torch's convention for "not checked" in an outer size (see protocol's unflatten check).
+            return -1
         code = self._cache.get(d)
         if code is None:
             code = compile(python_source(cast(sympy.Expr, d)), "<shape expr>", "eval")

@@ -538,6 +538,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         meta,
                         self.record.seq,
                         leaves,
+                        self.depth > 0,
                     )
                     self.record.family[id(o)] = root
                     if id(args[0]) in self.record.set_views:

@@ -272,8 +272,22 @@ def trace_graph(
 ) -> torch.fx.GraphModule:
     """make_fx over fake inputs (already symbolic where the policy says so); the fake mode must be active."""
     table = dict(decompositions) if decompositions is not None else None
+
+    def program(*args: object) -> object:
+        # make_fx runs on fx's symbolic tracer, which raises the flag that refuses Proxy-based tracing; the program
+        # itself sees fake tensors, not Proxies, so code that checks the flag (torch.nested's constructors) runs as
+        # it does in eager. torch drops the flag the same way when it traces a higher-order op's body.
+        import torch.fx._symbolic_trace as fx_trace
+
+        old = fx_trace._is_fx_tracing_flag
+        fx_trace._is_fx_tracing_flag = False
+        try:
+            return fn(*args)
+        finally:
+            fx_trace._is_fx_tracing_flag = old
+
     # make_fx types its table as Mapping[OpOverload, ...]; decomposition tables are keyed by OperatorBase.
-    return make_fx(fn, decomposition_table=table, tracing_mode="real", _allow_non_fake_inputs=False)(  # type: ignore[arg-type]
+    return make_fx(program, decomposition_table=table, tracing_mode="real", _allow_non_fake_inputs=False)(  # type: ignore[arg-type]
         *example_inputs
     )
 
@@ -283,6 +297,11 @@ def symint_expr(value: int | torch.SymInt) -> sympy.Expr | int:
     if isinstance(value, int):
         return value
     node = value.node
+    nested = nested_int_id(value)
+    if nested is not None:  # a plain nested int `c * j` (Note [Nested Int Dims]): equal exactly when it is the same
+        from torch.utils._sympy.singleton_int import SingletonInt
+
+        return cast(sympy.Expr, SingletonInt(nested, coeff=int(node.nested_int_coeff())))
     expr = cast(sympy.Expr, node.expr)
     simplified = node.shape_env.simplify(expr) if node.shape_env is not None else expr
     if isinstance(simplified, sympy.Integer):
@@ -408,8 +427,80 @@ def try_expr_of(value: int | torch.SymInt) -> sympy.Expr | None:
     """The raw sympy expression of a size, stride or offset; None for one without (a jagged tensor's nested int)."""
     if isinstance(value, int):
         return sympy.Integer(value)
+    if nested_int_id(value) is not None:
+        return cast(sympy.Expr, symint_expr(value))
     expr = getattr(value.node, "expr", None)
     return cast(sympy.Expr, expr) if expr is not None else None
+
+
+def nested_int_id(value: int | torch.SymInt) -> int | None:
+    """The id of a real nested int (`j3` -> 3), None for anything else (a fake's nested int is a ShapeEnv symbol)."""
+    found = value.node.nested_int() if isinstance(value, torch.SymInt) and value.node.is_nested_int() else None
+    return None if found is None else int(found)
+
+
+def nested_coeff(value: object) -> int | None:
+    """The coefficient c of a plain nested int `c * j`; None for anything else (ints, symbols, other objects)."""
+    if isinstance(value, torch.SymInt) and nested_int_id(value) is not None:
+        return int(value.node.nested_int_coeff())
+    return None
+
+
+def is_nested_int(value: object) -> bool:
+    """A nested int, plain (`j3`) or a ShapeEnv symbol standing for one (torch's fakification of an NJT)."""
+    return isinstance(value, torch.SymInt) and bool(value.node.is_nested_int())
+
+
+def is_nested_expr(expr: object) -> bool:
+    """True for the expression `symint_expr` gives a plain nested int (a `SingletonInt`)."""
+    from torch.utils._sympy.singleton_int import SingletonInt
+
+    return isinstance(expr, SingletonInt)
+
+
+def nested_int(nested_id: int, coeff: int) -> torch.SymInt:
+    """The plain nested int `coeff * j<nested_id>`, for a fake subclass's outer size.
+
+    torch's converter gives a fake offsets tensor a ShapeEnv symbol (hinted by the nested int); a symbol is a traced
+    value, so every size computed from it inside `__tensor_unflatten__` would need a proxy, and no graph input
+    carries it. A plain nested int is a constant of the trace: NJT's metadata arithmetic (`j * D`) and comparisons
+    (`j == j`) run on it without tracing, as in eager, and NJT's unflatten memoises it on the fake offsets (see
+    Note [Nested Int Dims]).
+    """
+    from torch.nested._internal.nested_int import NestedIntNode
+
+    return torch.SymInt(NestedIntNode(nested_id, coeff))  # type: ignore[no-untyped-call]  # torch leaves it untyped
+
+
+def symbolic_nested_int(fake_mode: FakeTensorMode, nested_id: int, coeff: int) -> torch.SymInt:
+    """`coeff * j` as torch's fakification makes it: a ShapeEnv symbol hinted by the nested int (it can multiply
+    other symbols, but a make_fx trace would need a proxy for it; the pipeline uses `nested_int`)."""
+    with fake_mode:
+        base = fake_mode.create_symbolic_nested_int(nt_tensor_id=nested_id)
+    assert isinstance(base, torch.SymInt), f"BUG: a nested int symbol is a SymInt, got {type(base).__name__}"
+    return base * coeff
+
+
+def memoise_jagged_nested_int(
+    cls: type, inner: Mapping[str, torch.Tensor], ctx: object, outer_size: Sequence[int | torch.SymInt]
+) -> None:
+    """NJT's `__tensor_unflatten__` memoises `outer_size[ragged_idx]` on a fake offsets (or lengths) tensor so that
+    the rebuilt tensor keeps that nested int; it skips a functional wrapper around a fake, which would then get a
+    fresh nested int. Do the same for the fake under the wrapper (Note [Nested Int Dims])."""
+    from torch.nested._internal.nested_tensor import NestedTensor
+
+    if not issubclass(cls, NestedTensor) or not isinstance(ctx, dict):
+        return
+    ragged = ctx.get("ragged_idx")
+    source = inner.get("_lengths") if inner.get("_lengths") is not None else inner.get("_offsets")
+    if not isinstance(ragged, int) or not 0 <= ragged < len(outer_size) or source is None:
+        return
+    value = outer_size[ragged]
+    if nested_int_id(value) is None or not isinstance(source, FunctionalTensor):
+        return
+    fake = torch._from_functional_tensor(source.elem)
+    if isinstance(fake, FakeTensor):
+        fake.nested_int_memo = value
 
 
 def hint_of(value: int | torch.SymInt) -> int:
@@ -423,6 +514,8 @@ def expr_of(value: int | torch.SymInt) -> sympy.Expr:
     """The raw (unsimplified) sympy expression of a size, stride or offset."""
     if isinstance(value, int):
         return sympy.Integer(value)
+    if nested_int_id(value) is not None:
+        return cast(sympy.Expr, symint_expr(value))
     return cast(sympy.Expr, value.node.expr)
 
 

@@ -328,3 +328,59 @@ class Scaled(WrapperTensor):
 def test_wrapper_tensor_without_pair_is_checked() -> None:
     report = check_subclass(lambda: Scaled(torch.randn(3, 4), "s"))
     assert report.ok, str(report)
+
+
+# -- classes the checker did not see written (See Note [Whose Failure]) ------------------------------------------
+class TransposeRaisesValueError(PairTensor):
+    """Does not support transpose, and says so with a ValueError (as torch's jagged tensor does for dim 0)."""
+
+    @implements(aten.transpose.int)
+    def _transpose(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        raise ValueError("transpose is not supported by this class")
+
+
+def test_unsupported_op_is_a_skip_naming_the_op_whatever_it_raises() -> None:
+    report = check_subclass(_pair_factory(TransposeRaisesValueError), rules=BASE_RULES)
+    result = report.get_result("roundtrip.transposed")
+    assert result.status is Status.SKIP, str(report)
+    assert "does not support x.transpose(0, 1) (ValueError: transpose is not supported" in result.reason
+
+
+def test_failure_in_the_checkers_own_code_is_a_checker_error() -> None:
+    from subclassaot.checker_rules import dims_text
+
+    def crashes_in_checker(factory: Callable[[], torch.Tensor]) -> None:
+        dims_text(("not a size",))  # type: ignore[arg-type]  # a checker bug, simulated
+
+    rule = Rule(name="buggy", description="a rule whose own code fails", check=crashes_in_checker)
+    report = check_subclass(example, rules=(rule,))
+    result = report.results[0]
+    assert result.status is Status.ERROR, str(report)
+    assert "the checker itself failed (a checker bug, not a verdict on the class)" in result.reason
+    assert not report.ok and not report.failed()
+    assert "1 checker errors" in str(report)
+
+
+def test_njt_check_fails_only_real_properties_of_the_class(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "tests.subclasses.njt_samples:example"]) == 1
+    out = capsys.readouterr().out
+    statuses = {line.split()[0]: line.split()[1] for line in out.splitlines()[2:-1] if len(line.split()) > 1}
+    # each FAIL is true of torch's NJT in eager: x.view(x.shape)._base is another NJT, its dispatch of add_ returns
+    # a new wrapper, and clone() keeps the offsets (they carry the nested int)
+    assert {name for name, status in statuses.items() if status == "FAIL"} == {
+        "views.alias",
+        "inplace.mutates",
+        "clone",
+    }
+    for rule in ("fakify.static", "fakify.symbolic", "pickle", "deepcopy", "autograd", "torch.compile.aot_eager"):
+        assert statuses[rule] == "PASS", out
+    for rule in (
+        "pipeline.data_mutation",
+        "pipeline.output_aliasing",
+        "pipeline.recompile_reason",
+        "pipeline.training",
+    ):
+        assert statuses[rule] == "PASS", out
+    assert "does not support x.transpose(0, 1) (ValueError: Transpose is not supported on the batch dimension" in out
+    assert "does not support x[1:] (RuntimeError: slice(): not supported for NestedTensor on dim=0)" in out
+    assert "ERROR" not in out

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import torch
+from torch._subclasses.fake_tensor import is_fake
 
-from subclassaot.authoring import implements
+from subclassaot.authoring import WrapperTensor, implements
 from subclassaot.checker import DEFAULT_RULES, CheckReport, Status, check_subclass
 from subclassaot.checker_pipeline import PIPELINE_RULES
 from subclasses.pair import PairTensor, example, nested_example
@@ -20,6 +21,7 @@ PIPELINE_NAMES = (
     "pipeline.metadata_mutation",
     "pipeline.output_aliasing",
     "pipeline.recompile_reason",
+    "pipeline.training",
     "torch.compile.aot_eager",
 )
 
@@ -215,6 +217,29 @@ def test_recompile_reason_names_the_ctx_field() -> None:
     rule = next(r for r in PIPELINE_RULES if r.name == "pipeline.recompile_reason")
     report = check_subclass(lambda: Tagged(example().a, example().b, "t"), rules=(rule,))
     assert report.ok and report.results[0].status is Status.PASS, str(report)
+
+
+# -- pipeline.training -------------------------------------------------------------------------------------------
+class UnflattenNeedsGradMode(PairTensor):
+    """__tensor_unflatten__ refuses real inner tensors under no_grad: eager never calls it (ops build wrappers with
+    the constructor), inference compiles pass, but the compiled backward rebuilds the gradient wrapper from dense
+    gradients there, and crashes."""
+
+    @classmethod
+    def __tensor_unflatten__(
+        cls, inner: dict[str, torch.Tensor], ctx: object, outer_size: Any, outer_stride: Any
+    ) -> WrapperTensor:
+        if not torch.is_grad_enabled() and not any(is_fake(t) for t in inner.values()):
+            raise RuntimeError("UnflattenNeedsGradMode cannot be rebuilt under no_grad")
+        return super().__tensor_unflatten__(inner, ctx, outer_size, outer_stride)
+
+
+def test_training_rule_fails_a_class_whose_compiled_backward_crashes() -> None:
+    report = check_subclass(_pair_factory(UnflattenNeedsGradMode), rules=PIPELINE_RULES)
+    ours = {name for name in PIPELINE_NAMES if name.startswith("pipeline.")}
+    assert _failed(report) & ours == {"pipeline.training"}, str(report)
+    reason = report.get_result("pipeline.training").reason
+    assert re.search(r"x \* 2.*backward raised ProtocolError.*cannot be rebuilt under no_grad", reason), reason
 
 
 # -- torch.compile.aot_eager ---------------------------------------------------------------------------------------
