@@ -15,7 +15,7 @@ import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, ParamSpec, TypeVar, cast, overload
+from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -54,6 +54,7 @@ from subclassaot.training_rules import (
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
 R = TypeVar("R")
+M = TypeVar("M", bound=torch.nn.Module)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,7 +85,13 @@ class CompiledFunction(Generic[P, R]):
         self._captures = capture_refs(fn)  # See Note [Captured Tensors Are Inputs]
         self._state = AutomaticDynamicState()
         self._symbols = SymbolCache()
-        functools.update_wrapper(self, fn)
+        # The name and docstring, not the function's `__dict__`: its attributes must not clobber ours (a module
+        # is wrapped by CompiledModule instead: Note [A Compiled Module Is The Module]).
+        functools.update_wrapper(self, fn, updated=())
+
+    @property
+    def compile_config(self) -> CompileConfig:
+        return self.config
 
     @property
     def recompile_reasons(self) -> tuple[str, ...]:
@@ -142,6 +149,67 @@ class CompiledFunction(Generic[P, R]):
         if not isinstance(bound, dict):
             raise AssertionError(f"BUG: a freshly compiled entry rejects the inputs it was compiled for: {bound}")
         return cast(R, entry.run(values, bound))
+
+
+# Note [A Compiled Module Is The Module]
+# `subclassaot.compile(module)` returns an nn.Module that IS the module for everything but calling it: it shares the
+# module's `__dict__` (parameters, buffers, submodules, hooks, `training`, and plain attributes such as a Hugging
+# Face `config`), so `state_dict()`, `parameters()`, `train()`/`eval()`, `.to()`, `load_state_dict`, attribute reads
+# and writes, and nesting it in a parent module act on the module itself, with the module's own names (no
+# `_orig_mod.` prefix). What the module's class defines beyond nn.Module (methods, properties) is read off the
+# module. The compiled object's own state (its cache, config, the module itself) lives in slots, outside that
+# `__dict__`, so no module attribute can shadow it and nothing of ours leaks into the module. Calling it, or its
+# `forward`, runs the compiled program; the cache's facts are `compile_count`, `recompile_reasons`, `entries`
+# and `compile_config` (`config` is the module's own attribute, if it has one).
+
+
+class CompiledModule(torch.nn.Module, Generic[M]):
+    """A compiled nn.Module: the module itself, except that calling it runs the compiled program (Note [A
+    Compiled Module Is The Module])."""
+
+    __slots__ = ("_compiled", "_orig_mod")
+    _compiled: CompiledFunction[..., object]
+    _orig_mod: M
+
+    def __init__(self, module: M, config: CompileConfig) -> None:
+        # No nn.Module.__init__: it would reset the shared state.
+        object.__setattr__(self, "_orig_mod", module)
+        object.__setattr__(self, "_compiled", CompiledFunction(module, config))
+        object.__setattr__(self, "__dict__", module.__dict__)
+
+    # Any, as nn.Module.__call__: a module's forward returns what it returns.
+    def __call__(self, *args: object, **kwargs: object) -> Any:
+        return self._compiled(*args, **kwargs)
+
+    def forward(self, *args: object, **kwargs: object) -> Any:
+        return self._compiled(*args, **kwargs)
+
+    # Any: what the module's class defines is forwarded as it is, of whatever type it has.
+    def __getattr__(self, name: str) -> Any:
+        try:
+            module = object.__getattribute__(self, "_orig_mod")
+        except AttributeError:  # not initialised yet (unpickling, copying)
+            raise AttributeError(name) from None
+        return getattr(module, name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._orig_mod!r})"
+
+    @property
+    def compile_config(self) -> CompileConfig:
+        return self._compiled.config
+
+    @property
+    def recompile_reasons(self) -> tuple[str, ...]:
+        return self._compiled.recompile_reasons
+
+    @property
+    def compile_count(self) -> int:
+        return self._compiled.compile_count
+
+    @property
+    def entries(self) -> tuple[CompiledEntry, ...]:
+        return self._compiled.entries
 
 
 def compile_entry(
@@ -457,6 +525,17 @@ def _checked_first_call(compiled: Callable[..., object], backend: str | BackendF
     return run
 
 
+# A module is also a Callable: the first overload, which gives it the nn.Module type, wins (mypy flags the overlap).
+@overload
+def compile(  # type: ignore[overload-overlap]
+    fn: M,
+    *,
+    backend: str | BackendFn = ...,
+    dynamic: bool | None = ...,
+    policies: Mapping[str, Policy] | None = ...,
+    recompile_limit: int = ...,
+    keep_input_mutations: bool = ...,
+) -> CompiledModule[M]: ...
 @overload
 def compile(
     fn: Callable[P, R],
@@ -485,8 +564,9 @@ def compile(
     policies: Mapping[str, Policy] | None = None,
     recompile_limit: int = 8,
     keep_input_mutations: bool = False,
-) -> CompiledFunction[P, R] | Callable[[Callable[P, R]], CompiledFunction[P, R]]:
-    """Compile `fn` (a function or nn.Module) over pytrees of tensors, tensor subclasses and Python scalars."""
+) -> CompiledModule[M] | CompiledFunction[P, R] | Callable[[Callable[P, R]], CompiledFunction[P, R]]:
+    """Compile `fn` (a function or nn.Module) over pytrees of tensors, tensor subclasses and Python scalars; a
+    module gives a CompiledModule (Note [A Compiled Module Is The Module])."""
     config = CompileConfig(
         backend=backend,
         dynamic=dynamic,
@@ -495,8 +575,14 @@ def compile(
         keep_input_mutations=keep_input_mutations,
     )
     if fn is None:
-        return lambda f: CompiledFunction(f, config)
+        return lambda f: cast(CompiledFunction[P, R], _compiled(f, config))
+    return _compiled(fn, config)
+
+
+def _compiled(fn: Callable[P, R], config: CompileConfig) -> CompiledModule[Any] | CompiledFunction[P, R]:
+    if isinstance(fn, torch.nn.Module):
+        return CompiledModule(fn, config)
     return CompiledFunction(fn, config)
 
 
-__all__ = ["BackendError", "CompiledFunction", "InputIndex", "compile"]
+__all__ = ["BackendError", "CompiledFunction", "CompiledModule", "InputIndex", "compile"]
