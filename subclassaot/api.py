@@ -35,7 +35,7 @@ from subclassaot.errors import AliasedSubclassRefusal, BackendError, SubclassAOT
 from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.grad_scope import check_grad_factories, check_grad_reenabled
 from subclassaot.hidden_bases import call_with_bases, dropping_bases, find_hidden_bases, hidden_base_guards
-from subclassaot.inputs import CaptureRef, capture_refs, flatten_call, lifted_state
+from subclassaot.inputs import CaptureRef, argument_modules, capture_refs, flatten_call, lifted_state
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.runtime import inference_call, make_runner
 from subclassaot.runtime_plan import RuntimePlan, leaf_attr_paths
@@ -114,7 +114,7 @@ class CompiledFunction(Generic[P, R]):
                     bound = entry.guards.check(args)
                     if isinstance(bound, dict):
                         return cast(R, entry.run(args, bound))
-        state = lifted_state(self.fn, self._captures)
+        state = lifted_state(self.fn, self._captures, args, kwargs)
         values, spec = pytree.tree_flatten((state, args, kwargs))
         failures = []
         for entry in tuple(self._entries):
@@ -224,7 +224,9 @@ def compile_entry(
     """Compile one entry; if tracing with symbolic sizes fails (an op without symbolic support, a size the program
     branches on), compile it again with static sizes rather than fail a call eager completes."""
     refs = capture_refs(fn) if captures is None else captures
-    same = find_same_inputs(args, kwargs) if not isinstance(fn, torch.nn.Module) and not refs else None
+    # State lifted beside the arguments (Note [Modules Passed As Arguments]) keeps the arguments as they are.
+    lifts = isinstance(fn, torch.nn.Module) or bool(refs) or bool(argument_modules(args, kwargs))
+    same = find_same_inputs(args, kwargs) if not lifts else None
     if same is not None:  # See Note [One Tensor Passed Several Times]
         marked_args, marked_kwargs = marked_call(same, args, kwargs)
         inner = compile_entry(unmarking(fn, same), marked_args, marked_kwargs, config, state, symbols, ())
@@ -235,7 +237,7 @@ def compile_entry(
     try:
         return _compile_entry_once(fn, args, kwargs, config, state, symbols, captures)
     except AliasedSubclassRefusal as refusal:
-        hidden = find_hidden_bases(args, kwargs) if not isinstance(fn, torch.nn.Module) and not refs else None
+        hidden = find_hidden_bases(args, kwargs) if not lifts else None
         if hidden is None:
             raise
         try:  # See Note [Subclass Views Of A Base Not Passed]
