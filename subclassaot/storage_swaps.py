@@ -27,7 +27,7 @@ from subclassaot.hidden_layouts import (
     note_view_reads,
     view_layout,
 )
-from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
+from subclassaot.inplace_strides import apply_keeping_strides, fill_in_memory_order, view_with_eager_strides
 from subclassaot.kept_accumulators import note_data_assignment, note_grad_reads, note_self_set
 from subclassaot.nograd_set_views import (
     check_nograd_set_write,
@@ -359,7 +359,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self._track(func, args, args[0], kwargs)
                 return args[0]
         with as_strided_chain_refused(self.record, func, args, kwargs):
-            out = apply_keeping_strides(func, args, kwargs)  # Note [In-Place Strides]
+            out = fill_in_memory_order(func, args, kwargs)  # Note [Random Fills In Memory Order]
+            if out is None:
+                out = apply_keeping_strides(func, args, kwargs)  # Note [In-Place Strides]
             if out is None:
                 out = view_with_eager_strides(func, args, kwargs)  # Note [View Strides In Size-1 Dims]
             if out is None:
