@@ -158,9 +158,10 @@ class CompiledFunction(Generic[P, R]):
 # and writes, and nesting it in a parent module act on the module itself, with the module's own names (no
 # `_orig_mod.` prefix). What the module's class defines beyond nn.Module (methods, properties) is read off the
 # module. The compiled object's own state (its cache, config, the module itself) lives in slots, outside that
-# `__dict__`, so no module attribute can shadow it and nothing of ours leaks into the module. Calling it, or its
-# `forward`, runs the compiled program; the cache's facts are `compile_count`, `recompile_reasons`, `entries`
-# and `compile_config` (`config` is the module's own attribute, if it has one).
+# `__dict__`, so no module attribute can shadow it and nothing of ours leaks into the module; a deepcopy or pickle
+# copies the module and compiles the copy afresh. Calling it, or its `forward`, runs the compiled program; the
+# cache's facts are `compile_count`, `recompile_reasons`, `entries` and `compile_config` (`config` is the module's
+# own attribute, if it has one).
 
 
 class CompiledModule(torch.nn.Module, Generic[M]):
@@ -194,6 +195,10 @@ class CompiledModule(torch.nn.Module, Generic[M]):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._orig_mod!r})"
+
+    def __reduce__(self) -> tuple[type[CompiledModule[M]], tuple[M, CompileConfig]]:
+        # deepcopy and pickle copy the module and compile the copy afresh: entries are not copied.
+        return (type(self), (self._orig_mod, self._compiled.config))
 
     @property
     def compile_config(self) -> CompileConfig:

@@ -96,6 +96,19 @@ def test_nested_compiled_module_keeps_the_module_names() -> None:
     torch.testing.assert_close(parent(x), copy.deepcopy(module)(want))
 
 
+def test_deepcopy_copies_the_module_and_compiles_afresh() -> None:
+    module = Configured()
+    compiled = subclassaot.compile(module, backend="eager")
+    x = torch.randn(2, 4)
+    compiled(x)
+    copied = copy.deepcopy(compiled)
+    assert isinstance(copied, subclassaot.CompiledModule)
+    assert copied.lin is not module.lin and copied.compile_count == 0
+    torch.testing.assert_close(copied.lin.weight, module.lin.weight)
+    torch.testing.assert_close(copied(x), copy.deepcopy(module)(x))
+    assert compiled.compile_count == 1
+
+
 def test_compiled_module_matches_eager_training() -> None:
     with torch.enable_grad():
         assert_matches_eager(Configured(), lambda: (torch.randn(3, 4),))
@@ -131,6 +144,31 @@ def test_gpt2_trains_like_eager() -> None:
     assert compiled.config.n_layer == 2
     with torch.enable_grad():
         assert_matches_eager(model, lambda: _lm_call(100, mask=True, cache=True))
+
+
+def test_gpt2_two_sgd_steps_equal_eager() -> None:
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(
+        n_layer=1, n_head=2, n_embd=16, vocab_size=50, n_positions=16, attn_implementation="eager"
+    )
+    eager = transformers.GPT2LMHeadModel(config)
+    compiled = subclassaot.compile(copy.deepcopy(eager), backend="eager")
+    for step in range(2):
+        losses = []
+        for model in (eager, compiled):
+            torch.manual_seed(step)  # the same inputs and dropout draws on each side
+            call = _lm_call(50, mask=True, cache=True)
+            loss = model(*call.args, **call.kwargs).loss
+            torch.autograd.backward(loss)
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.sub_(0.1 * p.grad)
+                    p.grad = None
+            losses.append(loss.detach())
+        torch.testing.assert_close(losses[1], losses[0])
+    for (name, a), b in zip(compiled.state_dict().items(), eager.state_dict().values(), strict=True):
+        torch.testing.assert_close(a, b, msg=name)
+    assert compiled.compile_count == 1, compiled.recompile_reasons
 
 
 @pytest.mark.slow
