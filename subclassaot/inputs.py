@@ -1,5 +1,5 @@
-"""Stage `inputs`: flatten the call's argument pytree; lift a module's parameters and buffers, and the tensors a
-function captures (closure cells, globals), to inputs.
+"""Stage `inputs`: flatten the call's argument pytree; lift a module's parameters and buffers, the tensors a
+function captures (closure cells, globals), and the state of modules passed as arguments, to inputs.
 
 Input: the user's callable (function or nn.Module) and one call's args/kwargs. Output: `FlatInputs` plus the
 function that the later stages trace, taking the same pytree back. Invariants: tensor leaves keep their identity
@@ -175,7 +175,8 @@ def uncaptured_tensor_message(fn: Callable[..., object], t: torch.Tensor) -> str
     name = getattr(fn, "__qualname__", type(fn).__name__)
     return (
         f"{name} uses a tensor of shape {tuple(t.shape)} and dtype {t.dtype} that is not an argument, not a closure "
-        "variable or global it names, and not a parameter, buffer or tensor attribute of the module: the compiled "
+        "variable or global it names, and not a parameter, buffer or tensor attribute of the module or of a module "
+        "passed as an argument: the compiled "
         "program would freeze it as a constant, while eager reads it (and sees its changes) on every call. Pass it "
         "as an argument, or make it an attribute of the module you compile"
     )
