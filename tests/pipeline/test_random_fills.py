@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import subclassaot
+from tests.oracle import assert_matches_eager
 
 T = torch.Tensor
 
@@ -75,3 +76,19 @@ def test_random_fill_draws_like_eager(fn: Callable[[T], T], grad: bool) -> None:
             got, state = _run(compiled, x)
             assert torch.equal(got, want) and got.stride() == want.stride()
             assert torch.equal(state, want_state)
+
+
+def fill_an_input_through_its_transpose(x: T) -> T:
+    x.t().uniform_(-1, 1)
+    return x * 2
+
+
+def bernoulli_into_a_strided_input(x: T) -> T:
+    x.bernoulli_(0.3)
+    return x.sum()
+
+
+def test_random_fill_of_an_input_view_matches_eager() -> None:
+    assert_matches_eager(fill_an_input_through_its_transpose, lambda: (torch.randn(4, 6),))
+    assert_matches_eager(bernoulli_into_a_strided_input, lambda: (torch.randn(6, 4).t(),))
+    assert_matches_eager(bernoulli_into_a_strided_input, lambda: (torch.randn(4, 10)[:, ::2],))
