@@ -719,6 +719,13 @@ class _DataMode(TorchFunctionMode):
             self.record.seq += 1
             self.record.data_sets[id(args[0])] = (self.record.seq, False)  # hidden from autograd
             return None
+        if owner == "grad" and args and isinstance(args[0], torch.Tensor):
+            raise UnsupportedError(
+                f"the program {'reads' if name == '__get__' else 'assigns'} a tensor's .grad inside the compiled "
+                "function (an optimizer update, zero_grad(), gradient clipping): the compiled graph holds no "
+                "gradients, so it would read None or lose the assignment. Do it outside the compiled function, "
+                "after the backward, or pass the gradients in as arguments"
+            )
         if func in _AUTOGRAD_CALLS:
             raise UnsupportedError(
                 f"the program calls {name or func}() inside the compiled function; differentiating or hooking "

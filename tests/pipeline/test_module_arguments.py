@@ -179,3 +179,45 @@ class Outer(nn.Module):
 def test_compiled_module_taking_a_module_argument() -> None:
     with torch.enable_grad():
         assert_matches_eager(Outer(), lambda: (_x(), Net()))
+
+
+def _with_grads() -> nn.Module:
+    model = nn.Linear(3, 3)
+    torch.autograd.backward(model(torch.randn(2, 3)).sum())
+    return model
+
+
+def sgd_update(model: nn.Module) -> T:
+    with torch.no_grad():
+        for p in model.parameters():
+            assert p.grad is not None
+            p.sub_(0.1 * p.grad)
+    return model.get_parameter("weight").sum()
+
+
+def zero_grad_inside(model: nn.Module) -> T:
+    model.zero_grad()
+    return model.get_parameter("weight") * 2
+
+
+def set_grad_of_input(p: T) -> T:
+    p.grad = None
+    return p * 2
+
+
+@pytest.mark.parametrize("fn", [sgd_update, zero_grad_inside], ids=lambda f: f.__name__)
+def test_grad_of_an_argument_module_parameter_is_refused(fn: Callable[[nn.Module], T]) -> None:
+    model = _with_grads()
+    want = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+    with pytest.raises(subclassaot.UnsupportedError, match=r"\.grad inside the compiled function"):
+        subclassaot.compile(fn, backend="eager")(model)
+    assert all(p.grad is not None for p in model.parameters())
+    for p, g in zip(model.parameters(), want, strict=True):
+        torch.testing.assert_close(p.grad, g)
+
+
+def test_grad_assigned_to_an_input_is_refused() -> None:
+    p = torch.randn(3, requires_grad=True)
+    torch.autograd.backward((p * 2).sum())
+    with pytest.raises(subclassaot.UnsupportedError, match=r"assigns a tensor's \.grad"):
+        subclassaot.compile(set_grad_of_input, backend="eager")(p)
