@@ -587,6 +587,8 @@ def compile(
 
 
 def _compiled(fn: Callable[P, R], config: CompileConfig) -> CompiledModule[Any] | CompiledFunction[P, R]:
+    if isinstance(fn, CompiledModule):  # compiling a compiled module compiles its module anew
+        return CompiledModule(fn._orig_mod, config)
     if isinstance(fn, torch.nn.Module):
         return CompiledModule(fn, config)
     return CompiledFunction(fn, config)

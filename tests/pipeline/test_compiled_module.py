@@ -117,6 +117,10 @@ def test_compiled_module_matches_eager_training() -> None:
 def test_explain_a_module_with_a_config() -> None:
     text = str(explain(Configured(), torch.randn(2, 4)))
     assert "self.lin.weight" in text
+    compiled = subclassaot.compile(Configured(), backend="eager")
+    assert "self.lin.weight" in str(explain(compiled, torch.randn(2, 4)))
+    again = subclassaot.compile(compiled, backend="eager")
+    assert again.lin is compiled.lin and again.compile_count == 0
 
 
 # Hugging Face models from tiny configs. Eager attention: the SDPA mask path of transformers reads tensor values into
