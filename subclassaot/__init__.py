@@ -18,7 +18,7 @@ a conformance checker (checker.py, `python -m subclassaot check MODULE:FACTORY`)
 
 from __future__ import annotations
 
-from subclassaot.api import CompiledFunction, compile
+from subclassaot.api import CompiledFunction, CompiledModule, compile
 from subclassaot.authoring import OuterMeta, WrapperTensor, implements
 from subclassaot.backends import register_backend
 from subclassaot.checker import DEFAULT_RULES, CheckReport, RuleResult, Status, check_subclass
@@ -38,6 +38,7 @@ __all__ = [
     "explain",
     "CheckReport",
     "CompiledFunction",
+    "CompiledModule",
     "OuterMeta",
     "Rule",
     "RuleResult",

@@ -15,7 +15,7 @@ import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, ParamSpec, TypeVar, cast, overload
+from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -44,7 +44,7 @@ from subclassaot.errors import AliasedSubclassRefusal, BackendError, SubclassAOT
 from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.grad_scope import check_grad_factories, check_grad_reenabled
 from subclassaot.hidden_bases import call_with_bases, dropping_bases, find_hidden_bases, hidden_base_guards
-from subclassaot.inputs import CaptureRef, capture_refs, flatten_call, lifted_state
+from subclassaot.inputs import CaptureRef, argument_modules, capture_refs, flatten_call, lifted_state
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.runtime import inference_call, make_runner
 from subclassaot.runtime_plan import RuntimePlan, leaf_attr_paths
@@ -70,6 +70,7 @@ from subclassaot.training_rules import (
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
 R = TypeVar("R")
+M = TypeVar("M", bound=torch.nn.Module)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,7 +102,13 @@ class CompiledFunction(Generic[P, R]):
         self._captures = capture_refs(fn)  # See Note [Captured Tensors Are Inputs]
         self._state = AutomaticDynamicState()
         self._symbols = SymbolCache()
-        functools.update_wrapper(self, fn)
+        # The name and docstring, not the function's `__dict__`: its attributes must not clobber ours (a module
+        # is wrapped by CompiledModule instead: Note [A Compiled Module Is The Module]).
+        functools.update_wrapper(self, fn, updated=())
+
+    @property
+    def compile_config(self) -> CompileConfig:
+        return self.config
 
     @property
     def recompile_reasons(self) -> tuple[str, ...]:
@@ -132,7 +139,7 @@ class CompiledFunction(Generic[P, R]):
         return self._lookup_or_compile(args, kwargs, modes)
 
     def _lookup_or_compile(self, args: tuple[object, ...], kwargs: Mapping[str, object], modes: AmbientModes) -> R:
-        state = lifted_state(self.fn, self._captures)
+        state = lifted_state(self.fn, self._captures, args, kwargs)
         values, spec = pytree.tree_flatten((state, args, kwargs))
         failures = []
         for entry in tuple(self._entries):
@@ -200,6 +207,72 @@ class CompiledFunction(Generic[P, R]):
         return cast(R, entry.run(values, bound))
 
 
+# Note [A Compiled Module Is The Module]
+# `subclassaot.compile(module)` returns an nn.Module that IS the module for everything but calling it: it shares the
+# module's `__dict__` (parameters, buffers, submodules, hooks, `training`, and plain attributes such as a Hugging
+# Face `config`), so `state_dict()`, `parameters()`, `train()`/`eval()`, `.to()`, `load_state_dict`, attribute reads
+# and writes, and nesting it in a parent module act on the module itself, with the module's own names (no
+# `_orig_mod.` prefix). What the module's class defines beyond nn.Module (methods, properties) is read off the
+# module. The compiled object's own state (its cache, config, the module itself) lives in slots, outside that
+# `__dict__`, so no module attribute can shadow it and nothing of ours leaks into the module; a deepcopy or pickle
+# copies the module and compiles the copy afresh. Calling it, or its `forward`, runs the compiled program; the
+# cache's facts are `compile_count`, `recompile_reasons`, `entries` and `compile_config` (`config` is the module's
+# own attribute, if it has one).
+
+
+class CompiledModule(torch.nn.Module, Generic[M]):
+    """A compiled nn.Module: the module itself, except that calling it runs the compiled program (Note [A
+    Compiled Module Is The Module])."""
+
+    __slots__ = ("_compiled", "_orig_mod")
+    _compiled: CompiledFunction[..., object]
+    _orig_mod: M
+
+    def __init__(self, module: M, config: CompileConfig) -> None:
+        # No nn.Module.__init__: it would reset the shared state.
+        object.__setattr__(self, "_orig_mod", module)
+        object.__setattr__(self, "_compiled", CompiledFunction(module, config))
+        object.__setattr__(self, "__dict__", module.__dict__)
+
+    # Any, as nn.Module.__call__: a module's forward returns what it returns.
+    def __call__(self, *args: object, **kwargs: object) -> Any:
+        return self._compiled(*args, **kwargs)
+
+    def forward(self, *args: object, **kwargs: object) -> Any:
+        return self._compiled(*args, **kwargs)
+
+    # Any: what the module's class defines is forwarded as it is, of whatever type it has.
+    def __getattr__(self, name: str) -> Any:
+        try:
+            module = object.__getattribute__(self, "_orig_mod")
+        except AttributeError:  # not initialised yet (unpickling, copying)
+            raise AttributeError(name) from None
+        return getattr(module, name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._orig_mod!r})"
+
+    def __reduce__(self) -> tuple[type[CompiledModule[M]], tuple[M, CompileConfig]]:
+        # deepcopy and pickle copy the module and compile the copy afresh: entries are not copied.
+        return (type(self), (self._orig_mod, self._compiled.config))
+
+    @property
+    def compile_config(self) -> CompileConfig:
+        return self._compiled.config
+
+    @property
+    def recompile_reasons(self) -> tuple[str, ...]:
+        return self._compiled.recompile_reasons
+
+    @property
+    def compile_count(self) -> int:
+        return self._compiled.compile_count
+
+    @property
+    def entries(self) -> tuple[CompiledEntry, ...]:
+        return self._compiled.entries
+
+
 def compile_entry(
     fn: Callable[..., object],
     args: tuple[object, ...],
@@ -235,7 +308,9 @@ def _compile_any(
     branches on), compile it again with static sizes rather than fail a call eager completes. `function_modes`: the
     caller's torch-function modes, pushed around the user's code while it is traced (Note [Ambient Modes])."""
     refs = capture_refs(fn) if captures is None else captures
-    same = find_same_inputs(args, kwargs) if not isinstance(fn, torch.nn.Module) and not refs else None
+    # State lifted beside the arguments (Note [Modules Passed As Arguments]) keeps the arguments as they are.
+    lifts = isinstance(fn, torch.nn.Module) or bool(refs) or bool(argument_modules(args, kwargs))
+    same = find_same_inputs(args, kwargs) if not lifts else None
     if same is not None:  # See Note [One Tensor Passed Several Times]
         marked_args, marked_kwargs = marked_call(same, args, kwargs)
         inner = _compile_any(
@@ -248,7 +323,7 @@ def _compile_any(
     try:
         return _compile_entry_once(fn, args, kwargs, config, state, symbols, captures, function_modes)
     except AliasedSubclassRefusal as refusal:
-        hidden = find_hidden_bases(args, kwargs) if not isinstance(fn, torch.nn.Module) and not refs else None
+        hidden = find_hidden_bases(args, kwargs) if not lifts else None
         if hidden is None:
             raise
         try:  # See Note [Subclass Views Of A Base Not Passed]
@@ -544,6 +619,18 @@ def _checked_first_call(compiled: Callable[..., object], backend: str | BackendF
     return run
 
 
+# A module is also a Callable: the first overload, which gives it the nn.Module type, wins (mypy flags the overlap).
+@overload
+def compile(  # type: ignore[overload-overlap]
+    fn: M,
+    *,
+    backend: str | BackendFn = ...,
+    dynamic: bool | None = ...,
+    policies: Mapping[str, Policy] | None = ...,
+    recompile_limit: int = ...,
+    keep_input_mutations: bool = ...,
+    python_state_guards: bool = ...,
+) -> CompiledModule[M]: ...
 @overload
 def compile(
     fn: Callable[P, R],
@@ -575,8 +662,9 @@ def compile(
     recompile_limit: int = 8,
     keep_input_mutations: bool = False,
     python_state_guards: bool = True,
-) -> CompiledFunction[P, R] | Callable[[Callable[P, R]], CompiledFunction[P, R]]:
-    """Compile `fn` (a function or nn.Module) over pytrees of tensors, tensor subclasses and Python scalars."""
+) -> CompiledModule[M] | CompiledFunction[P, R] | Callable[[Callable[P, R]], CompiledFunction[P, R]]:
+    """Compile `fn` (a function or nn.Module) over pytrees of tensors, tensor subclasses and Python scalars; a
+    module gives a CompiledModule (Note [A Compiled Module Is The Module])."""
     config = CompileConfig(
         backend=backend,
         dynamic=dynamic,
@@ -586,8 +674,16 @@ def compile(
         python_state_guards=python_state_guards,
     )
     if fn is None:
-        return lambda f: CompiledFunction(f, config)
+        return lambda f: cast(CompiledFunction[P, R], _compiled(f, config))
+    return _compiled(fn, config)
+
+
+def _compiled(fn: Callable[P, R], config: CompileConfig) -> CompiledModule[Any] | CompiledFunction[P, R]:
+    if isinstance(fn, CompiledModule):  # compiling a compiled module compiles its module anew
+        return CompiledModule(fn._orig_mod, config)
+    if isinstance(fn, torch.nn.Module):
+        return CompiledModule(fn, config)
     return CompiledFunction(fn, config)
 
 
-__all__ = ["BackendError", "CompiledFunction", "InputIndex", "compile"]
+__all__ = ["BackendError", "CompiledFunction", "CompiledModule", "InputIndex", "compile"]

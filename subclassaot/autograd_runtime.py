@@ -328,7 +328,11 @@ def training_call(
             # symbolic).
             ctx.input_meta = {i: (tuple(user[i].shape), tuple(user[i].stride())) for i in subclass_inputs}
             # A Function's forward runs with grad mode off: the graph's ops record nothing.
-            all_outs = list(cast(Sequence[Any], fw(*graph_in)))  # GraphOutputs, then the saved values
+            if bw_meta.forward_reads_grad_mode:  # Note [Ops That Read Grad Mode]
+                with torch.enable_grad():
+                    all_outs = list(cast(Sequence[Any], fw(*[_detached(g) for g in graph_in])))
+            else:
+                all_outs = list(cast(Sequence[Any], fw(*graph_in)))  # GraphOutputs, then the saved values
             n_outs = len(all_outs) - bw_meta.num_saved
             outs = [
                 non_view_alias(o) if isinstance(o, torch.Tensor) and o._is_view() else o
@@ -645,3 +649,7 @@ def training_call(
         return outs, prewrapped, wrappers, root_values
 
     return call
+
+
+def _detached(value: object) -> object:
+    return value.detach() if isinstance(value, torch.Tensor) else value

@@ -137,6 +137,7 @@ class BackwardGraph:
     # Compile-time records for a tangent retrace (Note [Tangent Retrace]); the per-call path never reads them
     setup: JointSetup | None = None
     partition: Partition | None = None
+    forward_reads_grad_mode: bool = False  # Note [Ops That Read Grad Mode]
     saved_primals: tuple[int | None, ...] = ()  # per saved value: the graph input it is, if it is one
 
 
@@ -303,6 +304,7 @@ def trace_backward(
         tangent_orders=tuple(_dense_order(t) for t in tangent_fakes),
         setup=setup,
         partition=parts,
+        forward_reads_grad_mode=parts.reads_grad_mode,
         raising_tangents=raising,
     )
 

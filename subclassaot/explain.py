@@ -463,4 +463,4 @@ def explain(
     tensors = [entry.flat.values[i] for i in entry.flat.tensor_indices]
     training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
     name = getattr(fn, "__name__", type(fn).__name__)
-    return Explanation(name=str(name), entry=entry, config=compiled.config, training=training)
+    return Explanation(name=str(name), entry=entry, config=compiled.compile_config, training=training)

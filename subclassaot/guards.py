@@ -357,6 +357,8 @@ def constant_condition(w: _Writer, var: str, value: object) -> str:
     """Guard source that holds when `var` is a value equal to `value`, of the same type. The value is bound as a
     snapshot: a mutable object changed in place after this compile must not equal itself (Note [Guard Source Holds No
     Caller Text])."""
+    if isinstance(value, torch.nn.Module):  # Note [Modules Passed As Arguments]: the same module object
+        return f"{var} is {w.constant(value)}"
     kind = w.constant(type(value))
     if isinstance(value, float) and math.isnan(value):
         return f"type({var}) is {kind} and {var} != {var}"

@@ -13,7 +13,7 @@ import torch
 
 from subclassaot.torch_internals import is_functional
 
-__all__ = ["apply_keeping_strides", "eager_view_strides", "view_with_eager_strides"]
+__all__ = ["apply_keeping_strides", "eager_view_strides", "fill_in_memory_order", "view_with_eager_strides"]
 
 # Note [In-Place Strides]
 # Eager's in-place ops never change their tensor's metadata. Functionalization computes `x.add_(y)` as the
@@ -73,6 +73,44 @@ def apply_keeping_strides(func: Any, args: tuple[Any, ...], kwargs: dict[str, An
     if not isinstance(result, torch.Tensor) or result.shape != x.shape:
         raise AssertionError(f"{twin} gave {type(result).__name__} of another shape than {func}'s tensor")
     x.copy_(result)
+    return x
+
+
+# Note [Random Fills In Memory Order]
+# Eager's in-place random fills (`bernoulli_`, `uniform_`, `exponential_`, ..., as dropout's `empty_like(x)
+# .bernoulli_(1 - p)` on a transposed x runs) draw one number per element in memory order. Functionalization
+# computes `x.bernoulli_(p)` as the out-of-place `bernoulli(x, p)`, whose result is contiguous: the same draws land
+# on other elements, and dropout after a transpose (a transformer layer's) drops other units than eager. So a fill of
+# a non-contiguous, non-overlapping tensor is traced as a fill of a contiguous tensor whose dims are x's in memory
+# order, permuted back and copied into x: the draws, their count and their order are eager's, and so is the RNG state
+# after the call. `normal_` is left as it is: eager fills a contiguous tensor with another algorithm than a strided
+# one, so no contiguous fill reproduces a strided one.
+
+_MEMORY_ORDER_FILLS = frozenset(
+    {"bernoulli_", "uniform_", "exponential_", "geometric_", "cauchy_", "log_normal_", "random_"}
+)
+
+
+def fill_in_memory_order(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
+    """Note [Random Fills In Memory Order]: in-place random fill `func` of FunctionalTensor args[0] traced as a
+    contiguous fill in x's memory order; None where the caller should run `func` as usual."""
+    if not isinstance(func, torch._ops.OpOverload) or func.overloadpacket.__name__ not in _MEMORY_ORDER_FILLS:
+        return None
+    if not args or not isinstance(args[0], torch.Tensor) or not is_functional(args[0]):
+        return None
+    x = args[0]
+    shape, stride = list(x.shape), list(x.stride())
+    if not all(type(v) is int for v in (*shape, *stride)) or x.is_contiguous():
+        return None
+    if any(st == 0 and sz > 1 for sz, st in zip(shape, stride, strict=True)):
+        return None  # overlapping elements: eager draws once per memory location, left as it is
+    perm = sorted(range(x.dim()), key=lambda d: -stride[d])  # outermost dim first, as TensorIterator walks memory
+    rest = list(args[1:])
+    if rest and isinstance(rest[0], torch.Tensor):  # bernoulli_.Tensor: p per element, in the same order
+        rest[0] = rest[0].expand(shape).permute(perm)
+    flat = torch.empty([shape[d] for d in perm], dtype=x.dtype, device=x.device)
+    func(flat, *rest, **kwargs)
+    x.copy_(flat.permute(sorted(range(x.dim()), key=perm.__getitem__)))
     return x
 
 

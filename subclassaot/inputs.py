@@ -1,5 +1,5 @@
-"""Stage `inputs`: flatten the call's argument pytree; lift a module's parameters and buffers, and the tensors a
-function captures (closure cells, globals), to inputs.
+"""Stage `inputs`: flatten the call's argument pytree; lift a module's parameters and buffers, the tensors a
+function captures (closure cells, globals), and the state of modules passed as arguments, to inputs.
 
 Input: the user's callable (function or nn.Module) and one call's args/kwargs. Output: `FlatInputs` plus the
 function that the later stages trace, taking the same pytree back. Invariants: tensor leaves keep their identity
@@ -30,6 +30,18 @@ from subclassaot.torch_internals import fake_mode_active, is_real_plain_tensor
 # that receives the real captured tensor. A real tensor the program reaches some other way (an attribute of an
 # object, a global of another module) is refused by name: it would otherwise be frozen into the graph.
 
+# Note [Modules Passed As Arguments]
+# `def step(model, x)`, `f([enc, dec], x)`, `f({"m": m}, x)`: an nn.Module anywhere in the argument pytree holds
+# state eager reads and writes on every call (a BatchNorm's running statistics and its int64 `num_batches_tracked`,
+# an EMA copy, a step counter) and parameters whose `.grad` a backward fills. So its parameters, buffers and tensor
+# attributes are lifted to inputs like the compiled module's own, with paths under the argument (`args[0].weight`,
+# `args[0].bn.running_mean`), read afresh on every call, written back and differentiated as in eager; the traced
+# stand-ins reach the module's ops through the torch-function mode of captured tensors. A tensor reached twice (the
+# same module passed twice, a module also compiled or captured, weights shared between modules) is lifted once,
+# under its first path: eager has one tensor, so the graph has one input. The module itself stays an argument leaf,
+# guarded by identity; its state is guarded like any input (type, dtype, shape, requires_grad), and a parameter or
+# buffer added or removed changes the argument structure.
+
 CaptureRef = tuple[str, str]  # ("closure" | "globals", name)
 
 
@@ -51,12 +63,38 @@ def module_tensor_attributes(module: torch.nn.Module) -> dict[str, torch.Tensor]
     return out
 
 
-def lifted_state(fn: Callable[..., object], refs: tuple[CaptureRef, ...]) -> dict[str, torch.Tensor]:
+def lifted_state(
+    fn: Callable[..., object],
+    refs: tuple[CaptureRef, ...],
+    args: tuple[object, ...] = (),
+    kwargs: Mapping[str, object] | None = None,
+) -> dict[str, torch.Tensor]:
     """What is lifted to inputs besides the arguments, by name: a module's parameters, buffers and tensor
-    attributes, or the tensors a function captures (`refs`, from `capture_refs`)."""
+    attributes, or the tensors a function captures (`refs`, from `capture_refs`); then the state of the modules in
+    the arguments (Note [Modules Passed As Arguments])."""
     if isinstance(fn, torch.nn.Module):
-        return {**module_state(fn), **module_tensor_attributes(fn)}
-    return captured_state(fn, refs)
+        state = {**module_state(fn), **module_tensor_attributes(fn)}
+    else:
+        state = captured_state(fn, refs)
+    seen = {id(t) for t in state.values()}
+    for path, module in argument_modules(args, kwargs or {}):
+        for name, t in {**module_state(module), **module_tensor_attributes(module)}.items():
+            if id(t) not in seen:
+                seen.add(id(t))
+                state[f"{path}.{name}"] = t
+    return state
+
+
+def argument_modules(args: tuple[object, ...], kwargs: Mapping[str, object]) -> list[tuple[str, torch.nn.Module]]:
+    """The nn.Modules among the argument pytree's leaves, with their paths (`args[0]`, `kwargs['m']`)."""
+    keyed, _ = pytree.tree_flatten_with_path((args, dict(kwargs)))
+    out: list[tuple[str, torch.nn.Module]] = []
+    for key_path, value in keyed:
+        if isinstance(value, torch.nn.Module):
+            head, *rest = key_path
+            root = ("args", "kwargs")[cast(pytree.SequenceKey[object], head).idx]
+            out.append((root + pytree.keystr(tuple(rest)), value))
+    return out
 
 
 def capture_refs(fn: Callable[..., object]) -> tuple[CaptureRef, ...]:
@@ -137,7 +175,8 @@ def uncaptured_tensor_message(fn: Callable[..., object], t: torch.Tensor) -> str
     name = getattr(fn, "__qualname__", type(fn).__name__)
     return (
         f"{name} uses a tensor of shape {tuple(t.shape)} and dtype {t.dtype} that is not an argument, not a closure "
-        "variable or global it names, and not a parameter, buffer or tensor attribute of the module: the compiled "
+        "variable or global it names, and not a parameter, buffer or tensor attribute of the module or of a module "
+        "passed as an argument: the compiled "
         "program would freeze it as a constant, while eager reads it (and sees its changes) on every call. Pass it "
         "as an argument, or make it an attribute of the module you compile"
     )
@@ -151,12 +190,14 @@ def flatten_call(
 ) -> tuple[FlatInputs, Callable[..., object]]:
     """Flatten one call; return the flat record and `call(state, args, kwargs)` that runs the user's code. `refs`:
     the captures to lift (default: what `capture_refs(fn)` finds now)."""
-    state = lifted_state(fn, capture_refs(fn) if refs is None else refs)
+    state = lifted_state(fn, capture_refs(fn) if refs is None else refs, args, kwargs)
     real = dict(state)
+    own: frozenset[str] = frozenset()
     if isinstance(fn, torch.nn.Module):
         module = fn
         names = tuple(module_state(module))
-        attrs = {k: v for k, v in real.items() if k not in names}  # plain tensor attributes, lifted by the mode
+        attrs = module_tensor_attributes(module)  # plain tensor attributes, lifted by the mode
+        own = frozenset((*names, *attrs))
 
         def run(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
             params = {k: state[k] for k in names}
@@ -180,7 +221,7 @@ def flatten_call(
             return run(state, args, kwargs)
 
     values, spec = pytree.tree_flatten((state, args, dict(kwargs)))
-    paths = _leaf_paths((state, args, dict(kwargs)), isinstance(fn, torch.nn.Module))
+    paths = _leaf_paths((state, args, dict(kwargs)), own)
     leaves = tuple(
         InputLeaf(
             index=InputIndex(i),
@@ -215,18 +256,19 @@ def _check_state_kept(
 
 
 def _leaf_paths(
-    tree: tuple[dict[str, torch.Tensor], tuple[object, ...], dict[str, object]], is_module: bool
+    tree: tuple[dict[str, torch.Tensor], tuple[object, ...], dict[str, object]], own: frozenset[str]
 ) -> list[str]:
+    """Source paths; `own`: the compiled module's state names (the rest of the state is keyed by its path)."""
     keyed, _ = pytree.tree_flatten_with_path(tree)
     out: list[str] = []
     for key_path, _value in keyed:
         head, *rest = key_path
         root = ("self", "args", "kwargs")[cast(pytree.SequenceKey[object], head).idx]
-        if root == "self" and not is_module:  # captured tensors: keyed by their path already
-            out.append(cast(pytree.MappingKey[str, object], rest[0]).key + pytree.keystr(tuple(rest[1:])))
+        name = cast(pytree.MappingKey[str, object], rest[0]).key if root == "self" else ""
+        if root == "self" and name not in own:  # captured tensors, argument modules' state: keyed by their path
+            out.append(name + pytree.keystr(tuple(rest[1:])))
         elif root == "self":
             # Module state is keyed by qualified name: self.layer.weight reads better than self['layer.weight'].
-            name = cast(pytree.MappingKey[str, object], rest[0]).key
             out.append(f"self.{name}" + pytree.keystr(tuple(rest[1:])))
         else:
             out.append(root + pytree.keystr(tuple(rest)))

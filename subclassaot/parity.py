@@ -12,7 +12,8 @@ What is compared, per call:
 - outputs: pytree structure, non-tensor leaves (type and value), per tensor: type, dtype, device, layout, shape,
   stride, storage_offset, requires_grad, is_leaf, grad_fn presence, whether it is a view, and values; for a
   traceable wrapper subclass also its flatten attrs and ctx and, recursively, every inner tensor;
-- every input after the call (and, for an `nn.Module`, every parameter and buffer), the same way;
+- every input after the call (and, for an `nn.Module`, compiled or passed as an argument, every parameter and
+  buffer), the same way;
 - aliasing, over all tensors (inputs, outputs, and the inner tensors of subclasses): which pairs are the same
   Python object, which pairs share a storage, and what each view's `_base` is (an input, an input's `_base`, an
   output, or something else);
@@ -139,16 +140,24 @@ def _tree_entries(tree: object, prefix: str) -> list[_Entry]:
     for path, leaf in leaves:
         if isinstance(leaf, torch.Tensor):
             entries += _expand(prefix + pytree.keystr(path), leaf, True)
+        elif isinstance(leaf, torch.nn.Module):  # a module passed as an argument: its state, as the module's own
+            entries += _module_entries(leaf, prefix + pytree.keystr(path))
+    return entries
+
+
+def _module_entries(module: torch.nn.Module, prefix: str) -> list[_Entry]:
+    entries: list[_Entry] = []
+    for pname, p in module.named_parameters(remove_duplicate=False):
+        entries += _expand(f"{prefix}.{pname}", p, True)
+    for bname, b in module.named_buffers(remove_duplicate=False):
+        entries += _expand(f"{prefix}.{bname}", b, True)
     return entries
 
 
 def _input_entries(call: Call, module: torch.nn.Module | None) -> list[_Entry]:
     entries = _tree_entries(call.args, "args") + _tree_entries(dict(call.kwargs), "kwargs")
     if module is not None:
-        for pname, p in module.named_parameters(remove_duplicate=False):
-            entries += _expand(f"self.{pname}", p, True)
-        for bname, b in module.named_buffers(remove_duplicate=False):
-            entries += _expand(f"self.{bname}", b, True)
+        entries += _module_entries(module, "self")
     return entries
 
 

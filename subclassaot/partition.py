@@ -11,6 +11,7 @@ does, drawn by a custom backward, stays in the backward, as in eager).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -28,6 +29,8 @@ from subclassaot.torch_internals import symint_expr
 #                   tangent (an int is cheaper to save than the tensor it is read from); with their ancestors;
 #   backward region every other node the backward outputs need (tangent-free ones included: a `zeros_like`, a
 #                   transpose of a weight are recomputed there from what is saved).
+# An element of a forward op's tuple result (an LSTM layer's workspace, read by its backward only) is taken in the
+# forward region: the element is saved, never the tuple.
 # Saved values are forward-region nodes (primals included) the backward region reads. A saved view is not saved:
 # its source is, and the backward takes the view again (a view costs nothing and keeps the same storage alive, so
 # saved bytes never grow, and a primal is saved rather than a transposed copy of it). What is saved is what eager
@@ -35,6 +38,16 @@ from subclassaot.torch_internals import symint_expr
 # Ops read a primal rather than the clone joint.py takes of each input gradients are taken for (same values in a
 # functional graph): no copy per call, no saved copy of each parameter. The forward region never depends on a
 # tangent (the program runs before autograd.grad): checked, a BUG otherwise.
+
+
+# Note [Ops That Read Grad Mode]
+# A few kernels decide by grad mode, not by their arguments, whether to make what their backward reads: the oneDNN
+# LSTM/GRU layer (`mkldnn_rnn_layer`) returns its workspace only with grad mode on. Eager runs them with grad on; the
+# partitioned forward runs inside an autograd.Function's forward, where grad mode is off, and would hand the backward
+# an undefined workspace. So a forward that holds such an op runs with grad mode on, over detached inputs: the ops
+# make what eager's make, and record no history (no input requires grad).
+
+_READS_GRAD_MODE = frozenset({torch.ops.aten.mkldnn_rnn_layer.default})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +59,9 @@ class Partition:
     saved_primals: tuple[int | None, ...]
     backward_example: tuple[object, ...]  # fake tensors and symbolic ints, one per backward placeholder
     has_random: bool  # the forward draws random numbers
+    reads_grad_mode: (
+        bool  # the forward holds an op whose saved outputs need grad mode on (Note [Ops That Read Grad Mode])
+    )
     # Compile time only (Note [Tangent Retrace]): the joint graph's forward-region nodes (graph order), saved nodes
     # (saved order) and primal placeholders
     forward_nodes: tuple[torch.fx.Node, ...]
@@ -109,6 +125,8 @@ def _regions(joint: torch.fx.GraphModule, num_primals: int, num_fw_outputs: int)
     forward = _ancestors([*_nodes(fw_outs), *extra]) - set(placeholders)
     if forward & needs_tangent:
         raise AssertionError("BUG: a forward output of the joint graph depends on a tangent")
+    # Every element of a forward op's tuple result runs in the forward: a tuple is not a tensor to save.
+    forward |= {n for n in graph.nodes if n.target is operator.getitem and n.args[0] in forward}
     backward = _ancestors(_nodes(bw_outs)) - forward - set(placeholders)
     available = forward | set(primals)
     saved = _saved(graph, available, backward, _nodes(bw_outs))
@@ -137,6 +155,7 @@ def partition_joint(joint: torch.fx.GraphModule, num_primals: int, num_fw_output
         saved_primals=tuple(position.get(n) for n in r.saved),
         backward_example=tuple(n.meta["val"] for n in [*r.saved, *r.tangents]),
         has_random=any(_is_random(n) for n in r.forward),
+        reads_grad_mode=any(n.target in _READS_GRAD_MODE for n in r.forward),
         forward_nodes=tuple(n for n in joint.graph.nodes if n in r.forward),
         saved_nodes=tuple(r.saved),
         primal_nodes=tuple(r.primals),

@@ -485,12 +485,11 @@ def _assign_data(
 def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: torch.Tensor) -> None:
     """A wrapper-level copy_ that autograd records (Note [Subclass Inputs Mutated In Training])."""
     wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+    # Recorded only where the program wrote the input itself (or a view of it) with grad on: a write through an
+    # alias autograd does not relate to it (a detach() passed beside it) is not (Note [Aliased Subclass Inputs In
+    # Training]). Written through itself, a leaf that requires grad, or a view of one, raises eager's error here,
+    # as it does in eager.
     visible = wrapper_write_recorded(plan.analysis, plan.layout, t)
-    # A leaf that requires grad (or a view of one) cannot be written where autograd records it in eager: what
-    # wrote it was an alias autograd does not relate to it (a detach() passed beside it; Note [Aliased Subclass
-    # Inputs In Training]).
-    base = wrapper._base if wrapper._base is not None else wrapper
-    visible = visible and not (base.is_leaf and base.requires_grad)
     # written only through an alias set_() or `.data =`-assigned to its storage (Note [Writes Through A set_() Alias])
     mutations = plan.analysis.mutations
     visible = visible and any(mutations[j].visible_through_self for j in plan.layout.leaves_of_input[t])

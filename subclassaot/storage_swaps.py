@@ -27,7 +27,7 @@ from subclassaot.hidden_layouts import (
     note_view_reads,
     view_layout,
 )
-from subclassaot.inplace_strides import apply_keeping_strides, view_with_eager_strides
+from subclassaot.inplace_strides import apply_keeping_strides, fill_in_memory_order, view_with_eager_strides
 from subclassaot.kept_accumulators import note_data_assignment, note_grad_reads, note_self_set
 from subclassaot.nograd_set_views import (
     check_nograd_set_write,
@@ -359,7 +359,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self._track(func, args, args[0], kwargs)
                 return args[0]
         with as_strided_chain_refused(self.record, func, args, kwargs):
-            out = apply_keeping_strides(func, args, kwargs)  # Note [In-Place Strides]
+            out = fill_in_memory_order(func, args, kwargs)  # Note [Random Fills In Memory Order]
+            if out is None:
+                out = apply_keeping_strides(func, args, kwargs)  # Note [In-Place Strides]
             if out is None:
                 out = view_with_eager_strides(func, args, kwargs)  # Note [View Strides In Size-1 Dims]
             if out is None:
@@ -718,6 +720,13 @@ class _DataMode(TorchFunctionMode):
             self.record.seq += 1
             self.record.data_sets[id(args[0])] = (self.record.seq, False)  # hidden from autograd
             return None
+        if owner == "grad" and args and isinstance(args[0], torch.Tensor):
+            raise UnsupportedError(
+                f"the program {'reads' if name == '__get__' else 'assigns'} a tensor's .grad inside the compiled "
+                "function (an optimizer update, zero_grad(), gradient clipping): the compiled graph holds no "
+                "gradients, so it would read None or lose the assignment. Do it outside the compiled function, "
+                "after the backward, or pass the gradients in as arguments"
+            )
         if func in _AUTOGRAD_CALLS:
             raise UnsupportedError(
                 f"the program calls {name or func}() inside the compiled function; differentiating or hooking "

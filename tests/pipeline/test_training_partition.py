@@ -83,14 +83,14 @@ def test_dropout_module_rng_state_matches_eager() -> None:
     torch.manual_seed(0)
     model = DropoutMLP()
     compiled = subclassaot.compile(DropoutMLP(), backend="eager")
-    compiled.fn.load_state_dict(model.state_dict())  # type: ignore[attr-defined]
+    compiled.load_state_dict(model.state_dict())
     make = lambda: (torch.randn(5, 8),)  # noqa: E731
     for _ in range(2):  # the second step runs the cached entry
         want = _step(model, make)
         got = _step(compiled, make)
         torch.testing.assert_close(got[0], want[0])
         torch.testing.assert_close(got[2], want[2])
-        for p, q in zip(compiled.fn.parameters(), model.parameters(), strict=True):  # type: ignore[attr-defined]
+        for p, q in zip(compiled.parameters(), model.parameters(), strict=True):
             torch.testing.assert_close(p.grad, q.grad)
             p.grad, q.grad = None, None
 

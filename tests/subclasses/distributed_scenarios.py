@@ -174,7 +174,7 @@ def _sgd_step(params: Sequence[torch.nn.Parameter], lr: float) -> None:
             p.grad = None
 
 
-def train_tp_mlp(mesh: MeshSpec, backend: str = "eager", steps: int = 3) -> subclassaot.CompiledFunction[..., object]:
+def train_tp_mlp(mesh: MeshSpec, backend: str = "eager", steps: int = 3) -> subclassaot.CompiledModule[TPMLP]:
     """A few SGD steps of the compiled TP MLP against the plain single-process reference (outputs, grads, params)."""
     torch.manual_seed(5)
     ref = RefMLP(8, 16)
