@@ -319,7 +319,9 @@ def _compile_over(
         traced = trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)
     analysis = resimplified_data_metas(analysis, shape_env_of(fake_mode))
     backend = backends.get_backend(config.backend)
-    entry_guards = guards.build_guards(flat, layout, fakes, shape_env_of(fake_mode), analysis.base_reads)
+    entry_guards = guards.build_guards(
+        flat, layout, fakes, shape_env_of(fake_mode), analysis.base_reads, config.caller_guarded
+    )
     trial = torch_function_trial(call, flat)  # See Note [Torch Function Subclass Outputs]
     plan = RuntimePlan(
         flat=flat,

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
 import sympy
 import torch
 
+from subclassaot.config import CallerGuarded
 from subclassaot.own_base import own_base_guards
 from subclassaot.protocol import SubclassNode
 from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
@@ -123,7 +124,9 @@ def build_guards(
     user_fakes: Sequence[torch.Tensor],
     shape_env: torch.fx.experimental.symbolic_shapes.ShapeEnv,
     base_reads: Sequence[tuple[int, int | None]] = (),
+    caller_guarded: Mapping[str, CallerGuarded] | None = None,
 ) -> Guards:
+    """`caller_guarded`: facts the caller guards already, by input path (See Note [Guards Dynamo Already Holds])."""
     w = _Writer()
     for leaf in flat.leaves:
         w.lines.append(f"    v{leaf.index} = L[{leaf.index}]")
@@ -138,7 +141,9 @@ def build_guards(
         index = flat.tensor_indices[t_index]
         real = flat.values[index]
         assert isinstance(real, torch.Tensor)
-        _tensor_guards(w, f"v{index}", flat.leaves[index].path, fake, tree, type(real), real.requires_grad)
+        path = flat.leaves[index].path
+        known = None if tree is not None or caller_guarded is None else caller_guarded.get(path)
+        _tensor_guards(w, f"v{index}", path, fake, tree, type(real), real.requires_grad, known)
         if tree is not None:  # Note [Written Subclass Views Changed In Place]
             c = w.constant(real._is_view())
             w.check(
@@ -188,31 +193,48 @@ def _tensor_guards(
     tree: SubclassNode | None,
     real_type: type,
     requires_grad: bool | None = None,
+    known: CallerGuarded | None = None,
 ) -> None:
-    cls = w.constant(real_type)
-    w.check(
-        f"type({var}) is {cls}", f"f'{_lit(path)}: expected type {real_type.__name__}, got {{type({var}).__name__}}'"
-    )
+    if known is None or known.type is not real_type:
+        cls = w.constant(real_type)
+        w.check(
+            f"type({var}) is {cls}",
+            f"f'{_lit(path)}: expected type {real_type.__name__}, got {{type({var}).__name__}}'",
+        )
     for field in ("dtype", "device", "requires_grad"):
         expected = getattr(fake, field)
         if field == "requires_grad" and requires_grad is not None:
             expected = requires_grad  # the real input's: a compile may give the fake requires_grad on purpose
         if field == "device":
             expected = torch.device(expected)
+        if known is not None and getattr(known, field) == expected:
+            continue  # See Note [Guards Dynamo Already Holds]
         c = w.constant(expected)
         w.check(f"{var}.{field} == {c}", f"f'{_lit(path)}.{field}: expected {expected}, got {{{var}.{field}}}'")
-    w.check(f"{var}.dim() == {fake.dim()}", f"f'{_lit(path)}.dim(): expected {fake.dim()}, got {{{var}.dim()}}'")
-    w.lines.append(f"    {var}_size = {var}.shape")
-    if tree is None:
+    sizes, strides = fake.size(), fake.stride()
+    if known is None or len(known.sizes) != fake.dim():
+        w.check(f"{var}.dim() == {fake.dim()}", f"f'{_lit(path)}.dim(): expected {fake.dim()}, got {{{var}.dim()}}'")
+        known = None
+    size_dims = [d for d, s in enumerate(sizes) if known is None or not _held(known.sizes[d], s)]
+    stride_dims = [d for d, s in enumerate(strides) if known is None or not _held(known.strides[d], s)]
+    if size_dims:
+        w.lines.append(f"    {var}_size = {var}.shape")
+    if tree is None and stride_dims:
         w.lines.append(f"    {var}_stride = {var}.stride()")
-    for d, size in enumerate(fake.size()):
-        w.dim(f"{var}_size[{d}]", f"{path}.size({d})", size)
+    for d in size_dims:
+        w.dim(f"{var}_size[{d}]", f"{path}.size({d})", sizes[d])
     if tree is not None:
         _subclass_guards(w, var, path, tree, fake)
         return
-    for d, stride in enumerate(fake.stride()):
-        w.dim(f"{var}_stride[{d}]", f"{path}.stride({d})", stride)
+    for d in stride_dims:
+        w.dim(f"{var}_stride[{d}]", f"{path}.stride({d})", strides[d])
     w.dim(f"{var}.storage_offset()", f"{path}.storage_offset()", fake.storage_offset())
+
+
+def _held(guarded: int | None, value: int | torch.SymInt) -> bool:
+    """The caller guards this dim to exactly the static value our guard would check."""
+    expr = symint_expr(value)
+    return guarded is not None and isinstance(expr, int) and expr == guarded
 
 
 def _subclass_guards(w: _Writer, var: str, path: str, tree: SubclassNode, fake: torch.Tensor) -> None:

@@ -1,0 +1,289 @@
+"""The torch.compile backend adapter: `torch.compile(fn, backend="subclassaot")`.
+
+Input: what Dynamo hands a backend: one captured `torch.fx.GraphModule` and its example inputs (real tensors,
+Parameters, subclass instances and SymInts for sizes), plus torch.compile's `options=` (see `ADAPTER_OPTIONS`).
+Output: a callable that Dynamo calls with the graph's flat inputs; it runs the graph through `subclassaot`'s own
+pipeline (`CompiledFunction`), so mutations, aliasing, subclasses and training behave as under `subclassaot.compile`.
+Invariants: this is the only module of `subclassaot` that imports Dynamo; the pipeline never calls Dynamo. Each
+captured graph is one `CompiledFunction` with its own cache, guards and recompile limit. Registered through the
+`torch_dynamo_backends` entry point (pyproject.toml), so `backend="subclassaot"` works without importing us first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+import torch._dynamo
+
+from policies import Policy, TensorPolicy, dynamic, static
+from subclassaot.api import CompiledEntry, CompiledFunction
+from subclassaot.config import CallerGuarded, CompileConfig
+from subclassaot.errors import UnsupportedError
+from subclassaot.torch_internals import try_expr_of
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ADAPTER_OPTIONS", "CapturedGraph", "recording", "subclassaot_backend"]
+
+# Note [Dynamo Captures, The Pipeline Compiles]
+# Dynamo and subclassaot split the work at the captured graph. Dynamo runs the user's Python: it breaks the graph
+# where it must (data-dependent control flow, `.item()`, `loss.backward()`, unsupported calls), inlines nn.Modules and
+# lifts their parameters and buffers, globals and closure tensors to graph inputs, and guards the Python around each
+# graph. Each captured graph is an ordinary function over tensors, so it goes through the pipeline unchanged, as a
+# `CompiledFunction` of `gm.forward`: its in-place ops (Dynamo keeps input mutations as `add_` calls), aliasing
+# outputs, subclass inputs and training (some input requires grad) are handled exactly as for `subclassaot.compile`.
+# Two inputs need translating:
+# - SymInt inputs. Under dynamic shapes Dynamo passes sizes as extra int inputs (`s77` = `x.size(0)`). Fed to the
+#   pipeline as ints they would be constants, guarded by value: one recompile per size. Where a SymInt is a size,
+#   stride or offset of a tensor input (found on Dynamo's fakes, `node.meta["example_value"]`) the adapter reads it
+#   from that tensor inside the compiled function instead, so it is symbolic in our trace too. Any other int input
+#   (a Python int under `dynamic=True`) stays a constant.
+# - Dynamic dims. A dim whose size is a symbol on Dynamo's fake is given a dynamic policy at the input's path
+#   (`args[i]`, `args[i].a` for an inner tensor); every other dim is static, so our pipeline makes the shapes
+#   Dynamo decided (it still guards its own symbols: our trace may specialise where Dynamo's did not).
+# Guards are not repeated: see Note [Guards Dynamo Already Holds].
+
+# Note [Guards Dynamo Already Holds]
+# Dynamo guards every plain tensor input of a captured graph (TENSOR_MATCH: its Python type, dtype, device,
+# requires_grad, rank, and each size and stride that is static on Dynamo's fake) before it calls the graph's
+# callable; a failed guard recompiles above us, so our callable never sees other values. Our guards for exactly those
+# facts of exactly those inputs are dropped (`CompileConfig.dynamo_guarded`, read by guards.build_guards). Only the
+# facts that agree with Dynamo's fake are dropped, so a dim our pipeline specialised while Dynamo kept it symbolic
+# (a failed symbolic trace compiles static) keeps its guard. Everything else stays ours: storage offset, storage
+# sharing between inputs (Dynamo guards only identity), `is_leaf` and `_is_view`, subclass ctx and inner tensors,
+# and our ShapeEnv's guards.
+
+ADAPTER_OPTIONS = {
+    "backend": "the inner backend each captured graph goes to: 'eager', 'inductor' (default) or a registered name",
+    "dynamic": "None (default): follow Dynamo's fakes; False: static in our pipeline; True: every dim dynamic",
+    "recompile_limit": "compiled entries per captured graph before it runs eagerly (default 8)",
+    "keep_input_mutations": "as subclassaot.compile's keep_input_mutations",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SizeOf:
+    """A SymInt input read from a tensor input: `tensor.size(dim)` / `.stride(dim)` / `.storage_offset()`."""
+
+    tensor: int  # position among the graph's inputs
+    what: str  # "size" | "stride" | "offset"
+    dim: int
+
+
+class CapturedGraph:
+    """One captured graph compiled by our pipeline; Dynamo calls it with the graph's flat inputs."""
+
+    def __init__(self, gm: torch.fx.GraphModule, compiled: CompiledFunction[..., object], kept: Sequence[int]) -> None:
+        self.gm = gm
+        self.compiled = compiled
+        self.kept = tuple(kept)  # positions of the graph inputs passed on (derived SymInts are recomputed)
+
+    def __call__(self, *inputs: object) -> object:
+        if _RECORDERS:
+            _record(self)
+        kept = self.kept
+        return self.compiled(*[inputs[i] for i in kept])
+
+    @property
+    def entries(self) -> tuple[CompiledEntry, ...]:
+        return self.compiled.entries
+
+
+_RECORDERS: list[list[CapturedGraph]] = []
+_RECORD_LOCK = threading.Lock()
+
+
+def _record(graph: CapturedGraph) -> None:
+    with _RECORD_LOCK:
+        for seen in _RECORDERS:
+            if not any(g is graph for g in seen):
+                seen.append(graph)
+
+
+@contextmanager
+def recording() -> Iterator[list[CapturedGraph]]:
+    """Collect, in first-call order, every captured graph of ours that runs inside the block (for `explain`)."""
+    seen: list[CapturedGraph] = []
+    with _RECORD_LOCK:
+        _RECORDERS.append(seen)
+    try:
+        yield seen
+    finally:
+        with _RECORD_LOCK:
+            _RECORDERS.remove(seen)
+
+
+def config_from_options(options: Mapping[str, object] | None, mode: str | None) -> CompileConfig:
+    if mode not in (None, "default"):
+        raise UnsupportedError(
+            f"torch.compile(backend='subclassaot', mode={mode!r}): modes are not supported; pass "
+            "options={'backend': 'inductor'} (the inner backend) instead of a mode"
+        )
+    opts = dict(options or {})
+    unknown = sorted(set(opts) - set(ADAPTER_OPTIONS))
+    if unknown:
+        known = "; ".join(f"{k}: {v}" for k, v in ADAPTER_OPTIONS.items())
+        raise ValueError(f"torch.compile(backend='subclassaot'): unknown option(s) {unknown}; the options are: {known}")
+    dynamic = opts.get("dynamic")
+    limit = opts.get("recompile_limit", 8)
+    if dynamic is not None and not isinstance(dynamic, bool):
+        raise TypeError(f"options['dynamic'] must be None, True or False, got {dynamic!r}")
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        raise TypeError(f"options['recompile_limit'] must be an int, got {limit!r}")
+    backend = opts.get("backend", "inductor")
+    if not (isinstance(backend, str) or callable(backend)):
+        raise TypeError(f"options['backend'] must be a backend name or a callable, got {backend!r}")
+    return CompileConfig(
+        backend=backend,  # type: ignore[arg-type]  # a callable was checked above; BackendFn is a Callable alias
+        dynamic=dynamic,
+        recompile_limit=limit,
+        keep_input_mutations=bool(opts.get("keep_input_mutations", False)),
+    )
+
+
+def subclassaot_backend(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[object],
+    *,
+    options: Mapping[str, object] | None = None,
+    mode: str | None = None,
+) -> Callable[..., object]:
+    """The Dynamo backend (the `subclassaot` entry point). See Note [Dynamo Captures, The Pipeline Compiles]."""
+    config = config_from_options(options, mode)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    fakes = [n.meta.get("example_value") for n in placeholders]
+    derived = _derived_symints(fakes)
+    kept = [i for i in range(len(placeholders)) if i not in derived]
+    policies, guarded = _policies_and_guards(fakes, example_inputs, kept)
+    if config.dynamic is None:  # follow Dynamo's fakes, dim by dim
+        config = dataclasses.replace(config, policies=policies, caller_guarded=guarded)
+    fn = _graph_function(gm, derived, len(placeholders), kept)
+    log.debug("subclassaot backend: graph with %d inputs (%d recomputed sizes)", len(placeholders), len(derived))
+    return CapturedGraph(gm, CompiledFunction(fn, config), kept)
+
+
+def _derived_symints(fakes: Sequence[object]) -> dict[int, SizeOf]:
+    """SymInt inputs that are a size, stride or offset of a tensor input, by position (first source found)."""
+    sources: dict[object, SizeOf] = {}
+    for i, fake in enumerate(fakes):
+        if not isinstance(fake, torch.Tensor):
+            continue
+        facts = [("size", d, s) for d, s in enumerate(fake.size())]
+        if not _is_subclass(fake):
+            facts += [("stride", d, s) for d, s in enumerate(fake.stride())]
+            facts.append(("offset", 0, fake.storage_offset()))
+        for what, d, value in facts:
+            expr = try_expr_of(value) if isinstance(value, torch.SymInt) else None
+            if expr is not None and expr.is_Symbol and expr not in sources:
+                sources[expr] = SizeOf(tensor=i, what=what, dim=d)
+    derived: dict[int, SizeOf] = {}
+    for i, fake in enumerate(fakes):
+        if isinstance(fake, torch.SymInt):
+            expr = try_expr_of(fake)
+            if expr is not None and expr in sources:
+                derived[i] = sources[expr]
+    return derived
+
+
+def _graph_function(
+    gm: torch.fx.GraphModule, derived: Mapping[int, SizeOf], arity: int, kept: Sequence[int]
+) -> Callable[..., object]:
+    """The function our pipeline compiles: the graph's forward, with derived SymInts read from their tensors."""
+    if _has_state(gm):
+        raise UnsupportedError(
+            "torch.compile(backend='subclassaot'): the captured graph holds tensors as attributes (get_attr), "
+            f"{sorted(n for n, _ in _state_items(gm))}; subclassaot expects Dynamo to lift them to graph inputs "
+            "(torch._dynamo.config.inline_inbuilt_nn_modules=True, the default)"
+        )
+    forward: Callable[..., object] = gm.forward
+    if not derived:
+        return forward
+    slot_of = {position: slot for slot, position in enumerate(kept)}
+
+    def run(*inputs: object) -> object:
+        full: list[object] = []
+        for i in range(arity):
+            source = derived.get(i)
+            if source is None:
+                full.append(inputs[slot_of[i]])
+                continue
+            t = inputs[slot_of[source.tensor]]
+            assert isinstance(t, torch.Tensor), "BUG: a size source is not a tensor"
+            if source.what == "size":
+                full.append(t.size(source.dim))
+            elif source.what == "stride":
+                full.append(t.stride(source.dim))
+            else:
+                full.append(t.storage_offset())
+        return forward(*full)
+
+    return run
+
+
+def _state_items(gm: torch.fx.GraphModule) -> list[tuple[str, torch.Tensor]]:
+    items = list(gm.named_parameters()) + list(gm.named_buffers())
+    items += [(k, v) for k, v in vars(gm).items() if isinstance(v, torch.Tensor)]
+    return items
+
+
+def _has_state(gm: torch.fx.GraphModule) -> bool:
+    return bool(_state_items(gm))
+
+
+def _is_subclass(t: torch.Tensor) -> bool:
+    return type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter and hasattr(t, "__tensor_flatten__")
+
+
+def _policies_and_guards(
+    fakes: Sequence[object], reals: Sequence[object], kept: Sequence[int]
+) -> tuple[dict[str, Policy], dict[str, CallerGuarded]]:
+    """Per kept tensor input, by its path in our pipeline: its policy from Dynamo's fake (Note [Dynamo Captures, The
+    Pipeline Compiles]) and what Dynamo guards of it (Note [Guards Dynamo Already Holds])."""
+    policies: dict[str, Policy] = {}
+    guarded: dict[str, CallerGuarded] = {}
+    for slot, position in enumerate(kept):
+        fake, real = fakes[position], reals[position]
+        if not isinstance(fake, torch.Tensor) or not isinstance(real, torch.Tensor):
+            continue
+        path = f"args[{slot}]"
+        for sub_path, t in _tensors_under(fake, path):
+            policies[sub_path] = TensorPolicy(sizes=tuple(dynamic() if _symbolic(s) else static() for s in t.size()))
+        if _is_subclass(real):
+            continue  # Dynamo's subclass guards differ (ctx, inner tensors): ours all stay
+        guarded[path] = CallerGuarded(
+            type=type(real),
+            dtype=real.dtype,
+            device=real.device,
+            requires_grad=real.requires_grad,
+            sizes=tuple(None if _symbolic(s) else int(s) for s in fake.size()),
+            strides=tuple(None if _symbolic(s) else int(s) for s in fake.stride()),
+        )
+    return policies, guarded
+
+
+def _symbolic(value: int | torch.SymInt) -> bool:
+    return isinstance(value, torch.SymInt) and try_expr_of(value) is not None and not _is_number(value)
+
+
+def _is_number(value: torch.SymInt) -> bool:
+    expr = try_expr_of(value)
+    return expr is not None and bool(expr.is_number)
+
+
+def _tensors_under(t: torch.Tensor, path: str) -> Iterator[tuple[str, torch.Tensor]]:
+    yield path, t
+    if _is_subclass(t):
+        attrs, _ = t.__tensor_flatten__()  # type: ignore[attr-defined]  # a traceable wrapper subclass
+        for attr in attrs:
+            inner = getattr(t, attr)
+            if isinstance(inner, torch.Tensor):
+                yield from _tensors_under(inner, f"{path}.{attr}")
+
+
+_ = torch._dynamo  # the one Dynamo import of the package (see the module docstring)
