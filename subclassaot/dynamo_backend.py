@@ -195,15 +195,12 @@ def _graph_function(
     gm: torch.fx.GraphModule, derived: Mapping[int, SizeOf], arity: int, kept: Sequence[int]
 ) -> Callable[..., object]:
     """The function our pipeline compiles: the graph's forward, with derived SymInts read from their tensors."""
-    if _has_state(gm):
-        raise UnsupportedError(
-            "torch.compile(backend='subclassaot'): the captured graph holds tensors as attributes (get_attr), "
-            f"{sorted(n for n, _ in _state_items(gm))}; subclassaot expects Dynamo to lift them to graph inputs "
-            "(torch._dynamo.config.inline_inbuilt_nn_modules=True, the default)"
-        )
-    forward: Callable[..., object] = gm.forward
+    # A graph holding tensors as attributes (Dynamo keeps an optimizer's parameters as get_attr) compiles as a
+    # module (held in `run`'s closure below): our pipeline lifts its parameters, buffers and tensor attributes to
+    # inputs, read afresh on every call (Note [Captured Tensors Are Inputs]).
+    graph: Callable[..., object] = gm if _has_state(gm) else gm.forward
     if not derived:
-        return forward
+        return graph
     slot_of = {position: slot for slot, position in enumerate(kept)}
 
     def run(*inputs: object) -> object:
@@ -221,7 +218,7 @@ def _graph_function(
                 full.append(t.stride(source.dim))
             else:
                 full.append(t.storage_offset())
-        return forward(*full)
+        return graph(*full)
 
     return run
 
