@@ -98,6 +98,15 @@ class CompiledFunction(Generic[P, R]):
     def entries(self) -> tuple[CompiledEntry, ...]:
         return tuple(self._entries)
 
+    def entry_for(self, *args: object, **kwargs: object) -> CompiledEntry | None:
+        """The compiled entry a call with these arguments would run (None: it would compile). For explain()."""
+        state = lifted_state(self.fn, self._captures)
+        values, spec = pytree.tree_flatten((state, args, kwargs))
+        for entry in self.entries:
+            if entry.spec == spec and isinstance(entry.guards.check(values), dict):
+                return entry
+        return None
+
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         if not kwargs and not self._is_module and not self._captures:
             # Fast path: a function called with positional leaves only; its flat inputs are `args` itself. A

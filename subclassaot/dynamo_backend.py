@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch._dynamo
@@ -25,11 +26,12 @@ from policies import Policy, TensorPolicy, dynamic, static
 from subclassaot.api import CompiledEntry, CompiledFunction
 from subclassaot.config import CallerGuarded, CompileConfig
 from subclassaot.errors import UnsupportedError
+from subclassaot.explain import CapturedExplanation, Explanation, clone_arguments
 from subclassaot.torch_internals import try_expr_of
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ADAPTER_OPTIONS", "CapturedGraph", "recording", "subclassaot_backend"]
+__all__ = ["ADAPTER_OPTIONS", "CapturedGraph", "explain_compiled", "recording", "subclassaot_backend"]
 
 # Note [Dynamo Captures, The Pipeline Compiles]
 # Dynamo and subclassaot split the work at the captured graph. Dynamo runs the user's Python: it breaks the graph
@@ -85,31 +87,31 @@ class CapturedGraph:
         self.kept = tuple(kept)  # positions of the graph inputs passed on (derived SymInts are recomputed)
 
     def __call__(self, *inputs: object) -> object:
-        if _RECORDERS:
-            _record(self)
         kept = self.kept
+        if _RECORDERS:
+            return self._recorded_call([inputs[i] for i in kept])
         return self.compiled(*[inputs[i] for i in kept])
 
-    @property
-    def entries(self) -> tuple[CompiledEntry, ...]:
-        return self.compiled.entries
+    def _recorded_call(self, inputs: list[object]) -> object:
+        entry = self.compiled.entry_for(*inputs)
+        out = self.compiled(*inputs)
+        ran = entry if entry is not None else self.compiled.entries[-1]  # none matched: the call compiled one
+        with _RECORD_LOCK:
+            for seen in _RECORDERS:
+                seen.append((self, ran))
+        return out
 
 
-_RECORDERS: list[list[CapturedGraph]] = []
+# While `recording()` is active: each call of one of our captured graphs, with the entry it ran.
+_RECORDERS: list[list[tuple[CapturedGraph, CompiledEntry]]] = []
 _RECORD_LOCK = threading.Lock()
 
 
-def _record(graph: CapturedGraph) -> None:
-    with _RECORD_LOCK:
-        for seen in _RECORDERS:
-            if not any(g is graph for g in seen):
-                seen.append(graph)
-
-
 @contextmanager
-def recording() -> Iterator[list[CapturedGraph]]:
-    """Collect, in first-call order, every captured graph of ours that runs inside the block (for `explain`)."""
-    seen: list[CapturedGraph] = []
+def recording() -> Iterator[list[tuple[CapturedGraph, CompiledEntry]]]:
+    """Collect every call of a captured graph of ours made inside the block, in call order, with the compiled
+    entry it ran (for `explain` and tests)."""
+    seen: list[tuple[CapturedGraph, CompiledEntry]] = []
     with _RECORD_LOCK:
         _RECORDERS.append(seen)
     try:
@@ -117,6 +119,32 @@ def recording() -> Iterator[list[CapturedGraph]]:
     finally:
         with _RECORD_LOCK:
             _RECORDERS.remove(seen)
+
+
+def explain_compiled(compiled: Callable[..., object], args: Sequence[object]) -> CapturedExplanation:
+    """`explain` for a `torch.compile(fn, backend="subclassaot")` function: call it once on deep copies of `args`
+    (and of the module, for a compiled module) and explain each captured graph that ran, in call order."""
+    target, call_args = cast("tuple[Callable[..., object], tuple[object, ...]]", clone_arguments((compiled, args)))
+    with recording() as calls:
+        target(*call_args)
+    inner = getattr(compiled, "_orig_mod", None) or getattr(compiled, "_torchdynamo_orig_callable", compiled)
+    name = str(getattr(inner, "__name__", type(inner).__name__))
+    if not calls:
+        raise ValueError(
+            f"explain({name}): no graph captured by torch.compile ran through subclassaot; compile it with "
+            'torch.compile(fn, backend="subclassaot") (a function Dynamo runs eagerly captures no graph)'
+        )
+    graphs = []
+    for k, (graph, entry) in enumerate(calls):
+        tensors = [entry.flat.values[i] for i in entry.flat.tensor_indices]
+        training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
+        graphs.append(
+            Explanation(name=f"{name} graph {k}", entry=entry, config=graph.compiled.config, training=training)
+        )
+    first = graphs[0]
+    return CapturedExplanation(
+        name=name, entry=first.entry, config=first.config, training=first.training, graphs=tuple(graphs)
+    )
 
 
 def config_from_options(options: Mapping[str, object] | None, mode: str | None) -> CompileConfig:
