@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -21,13 +22,13 @@ from typing import cast
 
 import torch
 import torch._dynamo
+from torch._guards import TracingContext
 
 from policies import Policy, TensorPolicy, dynamic, static
 from subclassaot.api import CompiledEntry, CompiledFunction
 from subclassaot.config import CallerGuarded, CompileConfig
 from subclassaot.errors import UnsupportedError
 from subclassaot.explain import CapturedExplanation, Explanation, clone_arguments
-from subclassaot.torch_internals import try_expr_of
 
 log = logging.getLogger(__name__)
 
@@ -185,37 +186,51 @@ def subclassaot_backend(
     """The Dynamo backend (the `subclassaot` entry point). See Note [Dynamo Captures, The Pipeline Compiles]."""
     config = config_from_options(options, mode)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    fakes = [n.meta.get("example_value") for n in placeholders]
-    derived = _derived_symints(fakes)
+    sources = [_source_name(n) for n in placeholders]
+    derived = _derived_symints(sources)
     kept = [i for i in range(len(placeholders)) if i not in derived]
-    policies, guarded = _policies_and_guards(fakes, example_inputs, kept)
-    if config.dynamic is None:  # follow Dynamo's fakes, dim by dim
+    dynamic_sources = _dynamic_sources()
+    if config.dynamic is None and dynamic_sources is not None:  # follow Dynamo, dim by dim
+        policies, guarded = _policies_and_guards(example_inputs, sources, kept, dynamic_sources)
         config = dataclasses.replace(config, policies=policies, caller_guarded=guarded)
     fn = _graph_function(gm, derived, len(placeholders), kept)
     log.debug("subclassaot backend: graph with %d inputs (%d recomputed sizes)", len(placeholders), len(derived))
     return CapturedGraph(gm, CompiledFunction(fn, config), kept)
 
 
-def _derived_symints(fakes: Sequence[object]) -> dict[int, SizeOf]:
-    """SymInt inputs that are a size, stride or offset of a tensor input, by position (first source found)."""
-    sources: dict[object, SizeOf] = {}
-    for i, fake in enumerate(fakes):
-        if not isinstance(fake, torch.Tensor):
-            continue
-        facts = [("size", d, s) for d, s in enumerate(fake.size())]
-        if not _is_subclass(fake):
-            facts += [("stride", d, s) for d, s in enumerate(fake.stride())]
-            facts.append(("offset", 0, fake.storage_offset()))
-        for what, d, value in facts:
-            expr = try_expr_of(value) if isinstance(value, torch.SymInt) else None
-            if expr is not None and expr.is_Symbol and expr not in sources:
-                sources[expr] = SizeOf(tensor=i, what=what, dim=d)
+def _source_name(node: torch.fx.Node) -> str | None:
+    """Dynamo's name for where a graph input comes from (`L['x']`, `L['x'].size()[0]`), if it says."""
+    arg = node.meta.get("grapharg")
+    source = getattr(arg, "source", None)
+    name = getattr(source, "name", None)
+    return name if isinstance(name, str) else None
+
+
+def _dynamic_sources() -> frozenset[str] | None:
+    """The sources Dynamo made a symbol for (`L['x'].size()[0]`): the dims it did not guard to a value. None outside
+    a Dynamo compile (a hand call of the backend): then nothing is taken from Dynamo."""
+    context = TracingContext.try_get()
+    shape_env = getattr(getattr(context, "fake_mode", None), "shape_env", None)
+    if shape_env is None:
+        return None if context is None else frozenset()
+    return frozenset(source.name for sources in shape_env.var_to_sources.values() for source in sources)
+
+
+_SIZE_SOURCE = re.compile(r"^(?P<tensor>.*)\.(?P<what>size|stride)\(\)\[(?P<dim>\d+)\]$|^(?P<owner>.*)\.storage_offset\(\)$")
+
+
+def _derived_symints(sources: Sequence[str | None]) -> dict[int, SizeOf]:
+    """SymInt inputs that are a size, stride or offset of a tensor input (by their Dynamo source), by position."""
+    tensors = {name: i for i, name in enumerate(sources) if name is not None}
     derived: dict[int, SizeOf] = {}
-    for i, fake in enumerate(fakes):
-        if isinstance(fake, torch.SymInt):
-            expr = try_expr_of(fake)
-            if expr is not None and expr in sources:
-                derived[i] = sources[expr]
+    for i, name in enumerate(sources):
+        match = _SIZE_SOURCE.match(name or "")
+        if match is None:
+            continue
+        owner = match["tensor"] if match["tensor"] is not None else match["owner"]
+        if owner in tensors:
+            what = match["what"] or "offset"
+            derived[i] = SizeOf(tensor=tensors[owner], what=what, dim=int(match["dim"] or 0))
     return derived
 
 
@@ -266,39 +281,35 @@ def _is_subclass(t: torch.Tensor) -> bool:
 
 
 def _policies_and_guards(
-    fakes: Sequence[object], reals: Sequence[object], kept: Sequence[int]
+    reals: Sequence[object], sources: Sequence[str | None], kept: Sequence[int], dynamic_sources: frozenset[str]
 ) -> tuple[dict[str, Policy], dict[str, CallerGuarded]]:
-    """Per kept tensor input, by its path in our pipeline: its policy from Dynamo's fake (Note [Dynamo Captures, The
-    Pipeline Compiles]) and what Dynamo guards of it (Note [Guards Dynamo Already Holds])."""
+    """Per kept tensor input, by its path in our pipeline: a policy with the dims Dynamo made symbols for dynamic and
+    every other dim static (Note [Dynamo Captures, The Pipeline Compiles]), and what Dynamo guards of it (Note
+    [Guards Dynamo Already Holds]). Read from Dynamo's sources and the real inputs, not from Dynamo's fakes: its
+    trace mutates those (a set_() in the program leaves the placeholder's fake with the new shape)."""
     policies: dict[str, Policy] = {}
     guarded: dict[str, CallerGuarded] = {}
     for slot, position in enumerate(kept):
-        fake, real = fakes[position], reals[position]
-        if not isinstance(fake, torch.Tensor) or not isinstance(real, torch.Tensor):
+        real, source = reals[position], sources[position]
+        if not isinstance(real, torch.Tensor) or source is None:
             continue
         path = f"args[{slot}]"
-        for sub_path, t in _tensors_under(fake, path):
-            policies[sub_path] = TensorPolicy(sizes=tuple(dynamic() if _symbolic(s) else static() for s in t.size()))
+        for suffix, t in _tensors_under(real, ""):
+            dims = [f"{source}{suffix}.size()[{d}]" in dynamic_sources for d in range(t.dim())]
+            policies[path + suffix] = TensorPolicy(sizes=tuple(dynamic() if dyn else static() for dyn in dims))
         if _is_subclass(real):
             continue  # Dynamo's subclass guards differ (ctx, inner tensors): ours all stay
+        sizes = [f"{source}.size()[{d}]" in dynamic_sources for d in range(real.dim())]
         guarded[path] = CallerGuarded(
             type=type(real),
             dtype=real.dtype,
             device=real.device,
             requires_grad=real.requires_grad,
-            sizes=tuple(None if _symbolic(s) else int(s) for s in fake.size()),
-            strides=tuple(None if _symbolic(s) else int(s) for s in fake.stride()),
+            sizes=tuple(None if dyn else int(n) for dyn, n in zip(sizes, real.size(), strict=True)),
+            # a stride is trusted only where no size is symbolic (then Dynamo guards each stride to its value)
+            strides=tuple(None if any(sizes) else int(n) for n in real.stride()),
         )
     return policies, guarded
-
-
-def _symbolic(value: int | torch.SymInt) -> bool:
-    return isinstance(value, torch.SymInt) and try_expr_of(value) is not None and not _is_number(value)
-
-
-def _is_number(value: torch.SymInt) -> bool:
-    expr = try_expr_of(value)
-    return expr is not None and bool(expr.is_number)
 
 
 def _tensors_under(t: torch.Tensor, path: str) -> Iterator[tuple[str, torch.Tensor]]:
