@@ -30,6 +30,7 @@ class CallerGuarded:
     requires_grad: bool
     sizes: tuple[int | None, ...]  # len = ndim, indexed by dim; None: not guarded to a value (symbolic there)
     strides: tuple[int | None, ...]  # len = ndim, indexed by dim; None as for sizes
+    flatten_guarded: bool = False  # a subclass: its inner attribute names and flatten ctx (by ==) are guarded too
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -53,14 +53,16 @@ __all__ = ["ADAPTER_OPTIONS", "CapturedGraph", "explain_compiled", "recording", 
 # Guards are not repeated: see Note [Guards Dynamo Already Holds].
 
 # Note [Guards Dynamo Already Holds]
-# Dynamo guards every plain tensor input of a captured graph (TENSOR_MATCH: its Python type, dtype, device,
-# requires_grad, rank, and each size and stride that is static on Dynamo's fake) before it calls the graph's
-# callable; a failed guard recompiles above us, so our callable never sees other values. Our guards for exactly those
-# facts of exactly those inputs are dropped (`CompileConfig.dynamo_guarded`, read by guards.build_guards). Only the
-# facts that agree with Dynamo's fake are dropped, so a dim our pipeline specialised while Dynamo kept it symbolic
-# (a failed symbolic trace compiles static) keeps its guard. Everything else stays ours: storage offset, storage
-# sharing between inputs (Dynamo guards only identity), `is_leaf` and `_is_view`, subclass ctx and inner tensors,
-# and our ShapeEnv's guards.
+# Before it calls a captured graph's callable, Dynamo guards every tensor input (TENSOR_MATCH: Python type, dtype,
+# device, requires_grad, rank, and each size and stride that has no symbol), and for a traceable subclass also its
+# ctx (TENSOR_SUBCLASS_METADATA_MATCH, by == unless the class defines `__metadata_guard__`), its inner attribute
+# names, and a TENSOR_MATCH on every inner tensor, recursively (read from the guards Dynamo logs, torch 2.13). A
+# failed guard recompiles above us, so our callable never sees other values. Our guards for exactly those facts of
+# exactly those inputs are dropped (`CompileConfig.caller_guarded`, by input path, read by guards.build_guards): a
+# fact is dropped only where our guard would check the very value Dynamo checks, so a dim our pipeline specialised
+# while Dynamo kept it symbolic (a failed symbolic trace compiles static) keeps its guard, and a stride of a tensor
+# with a symbolic size keeps ours. What Dynamo does not guard stays ours: storage offset, storage sharing between
+# inputs (Dynamo checks identity only), `is_leaf` and `_is_view`, and our ShapeEnv's guards over our symbols.
 
 ADAPTER_OPTIONS = {
     "backend": "the inner backend each captured graph goes to: 'eager', 'inductor' (default) or a registered name",
@@ -312,20 +314,20 @@ def _policies_and_guards(
             continue
         path = f"args[{slot}]"
         for suffix, t in _tensors_under(real, ""):
-            dims = [f"{source}{suffix}.size()[{d}]" in dynamic_sources for d in range(t.dim())]
-            policies[path + suffix] = TensorPolicy(sizes=tuple(dynamic() if dyn else static() for dyn in dims))
-        if _is_subclass(real):
-            continue  # Dynamo's subclass guards differ (ctx, inner tensors): ours all stay
-        sizes = [f"{source}.size()[{d}]" in dynamic_sources for d in range(real.dim())]
-        guarded[path] = CallerGuarded(
-            type=type(real),
-            dtype=real.dtype,
-            device=real.device,
-            requires_grad=real.requires_grad,
-            sizes=tuple(None if dyn else int(n) for dyn, n in zip(sizes, real.size(), strict=True)),
-            # a stride is trusted only where no size is symbolic (then Dynamo guards each stride to its value)
-            strides=tuple(None if any(sizes) else int(n) for n in real.stride()),
-        )
+            name = source + suffix
+            sizes = [f"{name}.size()[{d}]" in dynamic_sources for d in range(t.dim())]
+            policies[path + suffix] = TensorPolicy(sizes=tuple(dynamic() if dyn else static() for dyn in sizes))
+            guarded[path + suffix] = CallerGuarded(
+                type=type(t),
+                dtype=t.dtype,
+                device=t.device,
+                requires_grad=t.requires_grad,
+                sizes=tuple(None if dyn else int(n) for dyn, n in zip(sizes, t.size(), strict=True)),
+                # a stride is trusted only where no size is symbolic (then Dynamo guards each stride to its value)
+                strides=tuple(None if any(sizes) else int(n) for n in t.stride()),
+                # TENSOR_SUBCLASS_METADATA_MATCH compares the ctx by == unless the class defines its own check
+                flatten_guarded=_is_subclass(t) and not hasattr(type(t), "__metadata_guard__"),
+            )
     return policies, guarded
 
 

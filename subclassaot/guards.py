@@ -142,8 +142,7 @@ def build_guards(
         real = flat.values[index]
         assert isinstance(real, torch.Tensor)
         path = flat.leaves[index].path
-        known = None if tree is not None or caller_guarded is None else caller_guarded.get(path)
-        _tensor_guards(w, f"v{index}", path, fake, tree, type(real), real.requires_grad, known)
+        _tensor_guards(w, f"v{index}", path, fake, tree, type(real), real.requires_grad, caller_guarded or {})
         if tree is not None:  # Note [Written Subclass Views Changed In Place]
             c = w.constant(real._is_view())
             w.check(
@@ -193,8 +192,9 @@ def _tensor_guards(
     tree: SubclassNode | None,
     real_type: type,
     requires_grad: bool | None = None,
-    known: CallerGuarded | None = None,
+    caller: Mapping[str, CallerGuarded] | None = None,
 ) -> None:
+    known = caller.get(path) if caller else None
     if known is None or known.type is not real_type:
         cls = w.constant(real_type)
         w.check(
@@ -224,7 +224,7 @@ def _tensor_guards(
     for d in size_dims:
         w.dim(f"{var}_size[{d}]", f"{path}.size({d})", sizes[d])
     if tree is not None:
-        _subclass_guards(w, var, path, tree, fake)
+        _subclass_guards(w, var, path, tree, fake, caller, known is not None and known.flatten_guarded)
         return
     for d in stride_dims:
         w.dim(f"{var}_stride[{d}]", f"{path}.stride({d})", strides[d])
@@ -237,25 +237,38 @@ def _held(guarded: int | None, value: int | torch.SymInt) -> bool:
     return guarded is not None and isinstance(expr, int) and expr == guarded
 
 
-def _subclass_guards(w: _Writer, var: str, path: str, tree: SubclassNode, fake: torch.Tensor) -> None:
-    attrs = w.constant(list(tree.attrs))
-    ctx = w.constant(copy.deepcopy(tree.ctx))
-    w.lines.append(f"    {var}_flat = {var}.__tensor_flatten__()")
-    w.check(
-        f"list({var}_flat[0]) == {attrs}",
-        f"f'{_lit(path)}: inner tensors expected {' '.join(tree.attrs)}, got {{list({var}_flat[0])}}'",
-    )
-    w.check(f"{var}_flat[1] == {ctx}", f"describe_ctx_change({path!r}, {ctx}, {var}_flat[1])")
-    w.lines.append(f"    {var}_stride = {var}.stride()")
-    for d, stride in enumerate(fake.stride()):
-        w.dim(f"{var}_stride[{d}]", f"{path}.stride({d})", stride)
+def _subclass_guards(
+    w: _Writer,
+    var: str,
+    path: str,
+    tree: SubclassNode,
+    fake: torch.Tensor,
+    caller: Mapping[str, CallerGuarded] | None = None,
+    flatten_guarded: bool = False,
+) -> None:
+    if not flatten_guarded:  # See Note [Guards Dynamo Already Holds]
+        attrs = w.constant(list(tree.attrs))
+        ctx = w.constant(copy.deepcopy(tree.ctx))
+        w.lines.append(f"    {var}_flat = {var}.__tensor_flatten__()")
+        w.check(
+            f"list({var}_flat[0]) == {attrs}",
+            f"f'{_lit(path)}: inner tensors expected {' '.join(tree.attrs)}, got {{list({var}_flat[0])}}'",
+        )
+        w.check(f"{var}_flat[1] == {ctx}", f"describe_ctx_change({path!r}, {ctx}, {var}_flat[1])")
+    known = caller.get(path) if caller else None
+    strides = fake.stride()
+    stride_dims = [d for d, s in enumerate(strides) if known is None or not _held(known.strides[d], s)]
+    if stride_dims:
+        w.lines.append(f"    {var}_stride = {var}.stride()")
+    for d in stride_dims:
+        w.dim(f"{var}_stride[{d}]", f"{path}.stride({d})", strides[d])
     for i, (attr, child) in enumerate(zip(tree.attrs, tree.children, strict=True)):
         inner_var = f"{var}_{i}"
         w.lines.append(f"    {inner_var} = {var}.{attr}")
         inner_fake = getattr(fake, attr)
         inner_tree = child if isinstance(child, SubclassNode) else None
         inner_type = inner_tree.cls if inner_tree is not None else torch.Tensor
-        _tensor_guards(w, inner_var, child.path, inner_fake, inner_tree, inner_type)
+        _tensor_guards(w, inner_var, child.path, inner_fake, inner_tree, inner_type, None, caller)
 
 
 def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
