@@ -188,6 +188,7 @@ def subclassaot_backend(
     """The Dynamo backend (the `subclassaot` entry point). See Note [Dynamo Captures, The Pipeline Compiles]."""
     config = config_from_options(options, mode)
     _check_custom_functions(gm, example_inputs)
+    _restore_data_reads(gm)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     sources = [_source_name(n) for n in placeholders]
     derived = _derived_symints(sources)
@@ -215,6 +216,23 @@ def _check_custom_functions(gm: torch.fx.GraphModule, example_inputs: Sequence[o
             "its custom backward from a captured graph. Use subclassaot.compile(fn) for this function, or run the "
             "Function outside the compiled region (torch.compiler.disable)"
         )
+
+
+def data_of(t: torch.Tensor) -> torch.Tensor:
+    """`t.data`, as the user wrote it (a graph node calls this; see `_restore_data_reads`)."""
+    return t.data
+
+
+def _restore_data_reads(gm: torch.fx.GraphModule) -> None:
+    """Dynamo records `t.data` as `torch._C._autograd._get_data_attr(t)`; our pipeline knows `.data` (a tensor with
+    its own version counter: eager's `w.data.add_(1)` leaves w's version alone), so the node calls `t.data` again."""
+    changed = False
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is torch._C._autograd._get_data_attr:
+            node.target = data_of
+            changed = True
+    if changed:
+        gm.recompile()
 
 
 def _source_name(node: torch.fx.Node) -> str | None:
