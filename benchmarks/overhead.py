@@ -257,7 +257,9 @@ def print_tables(rows: list[Row], budget: Budget) -> None:
             f"{ratio(r.ours.compile_ms, r.theirs.compile_ms)} |"
         )
     print('\ntorch.compile(backend="subclassaot") vs torch.compile(backend="aot_eager"), per call (us):')
-    print("| function | backend=subclassaot | backend=aot_eager | ratio | subclassaot.compile |\n|---|---:|---:|---:|---:|")
+    print(
+        "| function | backend=subclassaot | backend=aot_eager | ratio | subclassaot.compile |\n|---|---:|---:|---:|---:|"
+    )
     for r in rows:
         print(
             f"| {r.name} | {fmt(r.dynamo.call_us)} | {fmt(r.theirs.call_us)} | "

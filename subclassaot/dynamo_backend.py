@@ -171,7 +171,7 @@ def config_from_options(options: Mapping[str, object] | None, mode: str | None) 
     if not (isinstance(backend, str) or callable(backend)):
         raise TypeError(f"options['backend'] must be a backend name or a callable, got {backend!r}")
     return CompileConfig(
-        backend=backend,  # type: ignore[arg-type]  # a callable was checked above; BackendFn is a Callable alias
+        backend=backend,
         dynamic=dynamic,
         recompile_limit=limit,
         keep_input_mutations=bool(opts.get("keep_input_mutations", False)),
@@ -205,9 +205,7 @@ def subclassaot_backend(
 def _check_custom_functions(gm: torch.fx.GraphModule, example_inputs: Sequence[object]) -> None:
     """Dynamo captures a custom autograd.Function as one `autograd_function_apply` node; traced for training, our
     joint graph differentiates its forward instead of calling its backward, so gradients would differ: refused."""
-    training = torch.is_grad_enabled() and any(
-        isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs
-    )
+    training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs)
     nodes = [n for n in gm.graph.nodes if n.op == "call_function" and "autograd_function_apply" in str(n.target)]
     if training and nodes:
         raise UnsupportedError(
@@ -227,8 +225,9 @@ def _restore_data_reads(gm: torch.fx.GraphModule) -> None:
     """Dynamo records `t.data` as `torch._C._autograd._get_data_attr(t)`; our pipeline knows `.data` (a tensor with
     its own version counter: eager's `w.data.add_(1)` leaves w's version alone), so the node calls `t.data` again."""
     changed = False
+    get_data_attr = getattr(torch._C._autograd, "_get_data_attr", None)  # absent from torch's stubs
     for node in gm.graph.nodes:
-        if node.op == "call_function" and node.target is torch._C._autograd._get_data_attr:
+        if node.op == "call_function" and node.target is get_data_attr:
             node.target = data_of
             changed = True
     if changed:
@@ -253,7 +252,9 @@ def _dynamic_sources() -> frozenset[str] | None:
     return frozenset(source.name for sources in shape_env.var_to_sources.values() for source in sources)
 
 
-_SIZE_SOURCE = re.compile(r"^(?P<tensor>.*)\.(?P<what>size|stride)\(\)\[(?P<dim>\d+)\]$|^(?P<owner>.*)\.storage_offset\(\)$")
+_SIZE_SOURCE = re.compile(
+    r"^(?P<tensor>.*)\.(?P<what>size|stride)\(\)\[(?P<dim>\d+)\]$|^(?P<owner>.*)\.storage_offset\(\)$"
+)
 
 
 def _derived_symints(sources: Sequence[str | None]) -> dict[int, SizeOf]:

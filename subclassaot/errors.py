@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from policies.errors import PolicyError as _PolicyErrorBase
 
-
 # The pointer every refusal of a training step gives (a program that calls backward() or grad(), or reaches the
 # parameters of a module it was passed, as `step(model, opt, x)` does): See Note [Dynamo Captures, The Pipeline
 # Compiles].

@@ -10,9 +10,9 @@ from __future__ import annotations
 import copy
 import importlib.metadata
 import os
+import re
 import subprocess
 import sys
-import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -38,11 +38,11 @@ def fresh_dynamo() -> Iterator[None]:
     torch._dynamo.reset()
 
 
-def dynamo_compile(fn: Callable[..., object], *, backend: object = "eager", **options: object) -> Callable[..., object]:
+def dynamo_compile(fn: Callable[..., object], *, backend: object = "eager", **options: int) -> Callable[..., object]:
     """The oracle's `compile_fn`: torch.compile with our backend (by function: the installed entry point is tested
     in a fresh process below), the oracle's backend as the inner backend."""
     compiled: Callable[..., object] = torch.compile(
-        fn, backend=subclassaot_backend, options={"backend": backend, **options}
+        fn, backend=subclassaot_backend, options={"backend": str(backend), **options}
     )
     return compiled
 
@@ -87,8 +87,9 @@ class Net(torch.nn.Module):
         self.register_buffer("calls", torch.zeros(()))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.calls.add_(1)
-        return self.bn(self.lin(x)).relu()
+        self.get_buffer("calls").add_(1)
+        out: torch.Tensor = self.bn(self.lin(x)).relu()
+        return out
 
 
 def test_module_state_parameters_and_buffers() -> None:
@@ -108,7 +109,7 @@ def make_pair() -> torch.Tensor:
 
 
 def make_two() -> torch.Tensor:
-    return TwoTensor(torch.randn(2, 3), torch.randn(2, 3))
+    return make_two_sized(2, 3)
 
 
 @pytest.mark.parametrize("make", [make_pair, make_two], ids=["PairTensor", "TwoTensor"])
@@ -128,7 +129,12 @@ def test_subclass_inputs_training(make: Callable[[], torch.Tensor]) -> None:
     check(fn, lambda: (make().requires_grad_(),))
 
 
-@pytest.mark.parametrize("make", [torch.randn, lambda *s: TwoTensor(torch.randn(*s), torch.randn(*s))])
+def make_two_sized(*size: int) -> torch.Tensor:
+    out: torch.Tensor = TwoTensor(torch.randn(*size), torch.randn(*size))  # type: ignore[no-untyped-call]
+    return out
+
+
+@pytest.mark.parametrize("make", [torch.randn, make_two_sized], ids=["plain", "TwoTensor"])
 def test_dynamic_shapes_from_dynamo_compile_once(make: Callable[..., torch.Tensor]) -> None:
     def fn(x: torch.Tensor) -> torch.Tensor:
         x.mul_(2)
@@ -148,8 +154,8 @@ def test_dynamic_shapes_from_dynamo_compile_once(make: Callable[..., torch.Tenso
 
 
 def train_step(model: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor) -> torch.Tensor:
-    loss = model(x).pow(2).mean()
-    loss.backward()
+    loss: torch.Tensor = model(x).pow(2).mean()
+    loss.backward()  # type: ignore[no-untyped-call]
     opt.step()
     opt.zero_grad()
     return loss
@@ -166,7 +172,9 @@ def test_training_step_matches_eager_over_steps() -> None:
         for _ in range(4):
             x = torch.randn(6, 4)
             torch.testing.assert_close(step(model, opt, x), train_step(eager_model, eager_opt, x))
-            for (name, got), expected in zip(model.state_dict().items(), eager_model.state_dict().values(), strict=True):
+            for (name, got), expected in zip(
+                model.state_dict().items(), eager_model.state_dict().values(), strict=True
+            ):
                 torch.testing.assert_close(got, expected, msg=name)
             for p in model.parameters():
                 assert p.grad is None
@@ -180,8 +188,8 @@ def test_direct_path_refuses_a_training_step_pointing_to_the_backend() -> None:
         subclassaot.compile(train_step, backend="eager")(model, opt, torch.randn(2, 4))
 
     def closure_step(x: torch.Tensor) -> torch.Tensor:
-        loss = model(x).sum()
-        loss.backward()
+        loss: torch.Tensor = model(x).sum()
+        loss.backward()  # type: ignore[no-untyped-call]
         return loss
 
     with pytest.raises(UnsupportedError, match=r"calls backward\(\).*backend=\"subclassaot\""):
@@ -248,7 +256,7 @@ def test_custom_function_in_a_training_graph_is_refused() -> None:
             return g * 3  # not the derivative of forward: tracing forward would be wrong
 
     def fn(x: torch.Tensor) -> torch.Tensor:
-        out: torch.Tensor = Double.apply(x)
+        out: torch.Tensor = Double.apply(x)  # type: ignore[no-untyped-call]
         return out
 
     with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match="custom autograd.Function"):
@@ -259,8 +267,10 @@ def test_custom_function_in_a_training_graph_is_refused() -> None:
 
 
 def test_entry_point_is_declared() -> None:
-    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
-    assert declared["torch_dynamo_backends"]["subclassaot"] == "subclassaot.dynamo_backend:subclassaot_backend"
+    text = (ROOT / "pyproject.toml").read_text()
+    section = re.search(r"^\[project\.entry-points\.torch_dynamo_backends\]\n(?P<body>(?:[^\[].*\n)*)", text, re.M)
+    assert section is not None, "pyproject.toml declares no torch_dynamo_backends entry point"
+    assert 'subclassaot = "subclassaot.dynamo_backend:subclassaot_backend"' in section["body"]
 
 
 def test_backend_by_name_in_a_fresh_process() -> None:
