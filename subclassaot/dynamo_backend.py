@@ -221,15 +221,37 @@ def data_of(t: torch.Tensor) -> torch.Tensor:
     return t.data
 
 
+def assign_data(t: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """`t.data = value`, as the user wrote it (a graph node calls this; see `_restore_data_reads`)."""
+    t.data = value
+    return t
+
+
 def _restore_data_reads(gm: torch.fx.GraphModule) -> None:
-    """Dynamo records `t.data` as `torch._C._autograd._get_data_attr(t)`; our pipeline knows `.data` (a tensor with
-    its own version counter: eager's `w.data.add_(1)` leaves w's version alone), so the node calls `t.data` again."""
+    """Dynamo records `t.data` as `torch._C._autograd._get_data_attr(t)`, and `t.data = v` as `t.set_(v)` under
+    no_grad followed by `_lower_version_count_by_1(t)`. Our pipeline knows `.data` itself (a read is a tensor with
+    its own version counter: `w.data.add_(1)` leaves w's version alone; an assignment swaps t's storage and layout
+    hidden from autograd), so those nodes call `t.data` / `t.data = v` again."""
     changed = False
     get_data_attr = getattr(torch._C._autograd, "_get_data_attr", None)  # absent from torch's stubs
-    for node in gm.graph.nodes:
-        if node.op == "call_function" and node.target is get_data_attr:
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function":
+            continue
+        if node.target is get_data_attr:
             node.target = data_of
             changed = True
+        elif getattr(node.target, "__name__", "") == "_lower_version_count_by_1" and len(node.args) == 1:
+            source = node.args[0]
+            if (
+                isinstance(source, torch.fx.Node)
+                and source.target is torch.Tensor.set_
+                and len(source.args) == 2
+                and not source.kwargs
+            ):
+                source.target = assign_data
+                node.replace_all_uses_with(source)
+                gm.graph.erase_node(node)
+                changed = True
     if changed:
         gm.recompile()
 
