@@ -4,7 +4,8 @@ Run: `python benchmarks/overhead.py [--quick]`. Three functions on (2, 2) fp32 i
 (b) PairTensor `p * 2`, (c) PairTensor with an input mutation and an output aliasing the input
 (`p.add_(1); return p.view(-1)`). Each goes through `subclassaot.compile(backend="eager")` and through
 `torch.compile(backend="aot_eager", fullgraph=True)`: both run the same aten graph with no code generation, so the
-difference is the wrapper around the graph (guards, unwrap, epilogue, wrap). `torch._dynamo.reset()` runs before
+difference is the wrapper around the graph (guards, unwrap, epilogue, wrap). A third side,
+`torch.compile(backend="subclassaot")` (our Dynamo backend, inner backend eager), is compared with aot_eager too. `torch._dynamo.reset()` runs before
 every torch.compile. Per-call time: median over repeats of the mean time of a batch of calls, gc off; per-call
 overhead = that time minus the eager time of the same function. Compile time: the first call of a freshly compiled
 function (median over a few compiles, after a warm-up compile of each toolchain that pays one-time imports).
