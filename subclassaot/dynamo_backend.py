@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import cast
+from typing import Literal, cast
 
 import torch
 import torch._dynamo
@@ -66,7 +66,7 @@ __all__ = ["ADAPTER_OPTIONS", "CapturedGraph", "explain_compiled", "recording", 
 
 ADAPTER_OPTIONS = {
     "backend": "the inner backend each captured graph goes to: 'eager', 'inductor' (default) or a registered name",
-    "dynamic": "None (default): follow Dynamo's fakes; False: static in our pipeline; True: every dim dynamic",
+    "dynamic": "None (default): the dims Dynamo made symbols; False: static in our pipeline; True: all dynamic",
     "recompile_limit": "compiled entries per captured graph before it runs eagerly (default 8)",
     "keep_input_mutations": "as subclassaot.compile's keep_input_mutations",
 }
@@ -77,7 +77,7 @@ class SizeOf:
     """A SymInt input read from a tensor input: `tensor.size(dim)` / `.stride(dim)` / `.storage_offset()`."""
 
     tensor: int  # position among the graph's inputs
-    what: str  # "size" | "stride" | "offset"
+    what: Literal["size", "stride", "offset"]
     dim: int
 
 
@@ -289,7 +289,9 @@ def _derived_symints(sources: Sequence[str | None]) -> dict[int, SizeOf]:
             continue
         owner = match["tensor"] if match["tensor"] is not None else match["owner"]
         if owner in tensors:
-            what = match["what"] or "offset"
+            what: Literal["size", "stride", "offset"] = "size" if match["what"] == "size" else "offset"
+            if match["what"] == "stride":
+                what = "stride"
             derived[i] = SizeOf(tensor=tensors[owner], what=what, dim=int(match["dim"] or 0))
     return derived
 
