@@ -84,10 +84,18 @@ class SizeOf:
 class CapturedGraph:
     """One captured graph compiled by our pipeline; Dynamo calls it with the graph's flat inputs."""
 
-    def __init__(self, gm: torch.fx.GraphModule, compiled: CompiledFunction[..., object], kept: Sequence[int]) -> None:
+    def __init__(
+        self,
+        gm: torch.fx.GraphModule,
+        compiled: CompiledFunction[..., object],
+        kept: Sequence[int],
+        sources: Sequence[str | None] = (),
+    ) -> None:
         self.gm = gm
         self.compiled = compiled
         self.kept = tuple(kept)  # positions of the graph inputs passed on (derived SymInts are recomputed)
+        # len = len(kept), indexed by our input position (`args[i]`): Dynamo's name for it (`L['x']`), if known
+        self.sources = tuple(sources[i] if i < len(sources) else None for i in self.kept)
 
     def __call__(self, *inputs: object) -> object:
         kept = self.kept
@@ -145,8 +153,17 @@ def explain_compiled(compiled: Callable[..., object], args: Sequence[object]) ->
             Explanation(name=f"{name} graph {k}", entry=entry, config=graph.compiled.config, training=training)
         )
     first = graphs[0]
+    sources = tuple(
+        tuple(f"args[{i}] = {source}" for i, source in enumerate(graph.sources) if source is not None)
+        for graph, _ in calls
+    )
     return CapturedExplanation(
-        name=name, entry=first.entry, config=first.config, training=first.training, graphs=tuple(graphs)
+        name=name,
+        entry=first.entry,
+        config=first.config,
+        training=first.training,
+        graphs=tuple(graphs),
+        sources=sources,
     )
 
 
@@ -199,7 +216,7 @@ def subclassaot_backend(
         config = dataclasses.replace(config, policies=policies, caller_guarded=guarded)
     fn = _graph_function(gm, derived, len(placeholders), kept)
     log.debug("subclassaot backend: graph with %d inputs (%d recomputed sizes)", len(placeholders), len(derived))
-    return CapturedGraph(gm, CompiledFunction(fn, config), kept)
+    return CapturedGraph(gm, CompiledFunction(fn, config), kept, sources)
 
 
 def _check_custom_functions(gm: torch.fx.GraphModule, example_inputs: Sequence[object]) -> None:

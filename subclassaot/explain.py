@@ -382,10 +382,17 @@ class CapturedExplanation(Explanation):
     ran, in call order (`graphs`); `str()` reads them all out. The inherited fields and methods describe the first."""
 
     graphs: tuple[Explanation, ...]  # one per call of a captured graph, in call order
+    # len = len(graphs): per graph, what each of its inputs is in the user's program, in Dynamo's words
+    # ("args[0] = L['self']._modules['0']._parameters['weight']")
+    sources: tuple[tuple[str, ...], ...] = ()
 
     def __str__(self) -> str:
         head = f"explain({self.name}): torch.compile captured {len(self.graphs)} graph(s) run through subclassaot"
-        parts = [f"==== captured graph {k} of {len(self.graphs)} ====\n{g}" for k, g in enumerate(self.graphs)]
+        parts = []
+        for k, graph in enumerate(self.graphs):
+            names = self.sources[k] if k < len(self.sources) else ()
+            legend = "".join(f"{line}\n" for line in names)
+            parts.append(f"==== captured graph {k} of {len(self.graphs)} ====\n{legend}{graph}")
         return head + "\n\n" + "\n".join(parts)
 
 

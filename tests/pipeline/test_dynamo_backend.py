@@ -225,7 +225,18 @@ def test_explain_shows_each_captured_graph() -> None:
     text = str(explanation)
     assert "captured graph 0 of 2" in text and "captured graph 1 of 2" in text
     assert "copy_ the new value" in text  # the first graph's epilogue writes x back
+    assert "args[0] = L['x']" in text  # each graph's inputs in the user's words
     assert torch.equal(x, before)  # explained on copies
+
+
+def test_explain_a_compiled_module_leaves_its_state_alone() -> None:
+    net = Net()
+    running_mean = net.bn.running_mean.clone()
+    explanation = subclassaot.explain(dynamo_compile(net), torch.randn(5, 4))
+    assert isinstance(explanation, CapturedExplanation)
+    assert "_buffers['running_mean']" in str(explanation)
+    assert "data mutated" in explanation.graphs[0].inputs_text()  # the running stats, written by the graph
+    assert torch.equal(net.bn.running_mean, running_mean)
 
 
 def test_explain_refuses_a_function_compiled_with_another_backend() -> None:
