@@ -231,12 +231,14 @@ def test_explain_shows_each_captured_graph() -> None:
 
 def test_explain_a_compiled_module_leaves_its_state_alone() -> None:
     net = Net()
-    running_mean = net.bn.running_mean.clone()
+    stats = net.bn.running_mean
+    assert stats is not None
+    running_mean = stats.clone()
     explanation = subclassaot.explain(dynamo_compile(net), torch.randn(5, 4))
     assert isinstance(explanation, CapturedExplanation)
     assert "_buffers['running_mean']" in str(explanation)
     assert "data mutated" in explanation.graphs[0].inputs_text()  # the running stats, written by the graph
-    assert torch.equal(net.bn.running_mean, running_mean)
+    assert torch.equal(stats, running_mean)
 
 
 def test_explain_refuses_a_function_compiled_with_another_backend() -> None:
