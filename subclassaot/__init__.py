@@ -12,6 +12,10 @@ The pipeline, data flowing one way (each arrow is one module; `api.py` is the on
      -> backend     graph -> callable (eager, inductor, or yours)                          (backends.py)
      -> runtime     guards -> unwrap -> graph -> epilogue -> outputs   (guards.py, runtime_plan.py, runtime.py, regenerate.py)
 
+Two entry points share the pipeline: `subclassaot.compile(fn)` (we capture by tracing; no graph breaks) and
+`torch.compile(fn, backend="subclassaot")` (Dynamo captures, with graph breaks; each captured graph goes through
+the stages above; dynamo_backend.py, registered as a `torch_dynamo_backends` entry point).
+
 Authoring side: the checked flatten protocol (protocol.py), a base class for wrapper subclasses (authoring.py) and
 a conformance checker (checker.py, `python -m subclassaot check MODULE:FACTORY`).
 """
@@ -24,7 +28,7 @@ from subclassaot.backends import register_backend
 from subclassaot.checker import DEFAULT_RULES, CheckReport, RuleResult, Status, check_subclass
 from subclassaot.checker_rules import Rule, fail, skip
 from subclassaot.errors import BackendError, PolicyError, ProtocolError, SubclassAOTError, UnsupportedError
-from subclassaot.explain import Explanation, explain
+from subclassaot.explain import CapturedExplanation, Explanation, explain
 from subclassaot.protocol import (
     TraceableWrapperSubclass,
     flatten_subclass,
@@ -33,6 +37,7 @@ from subclassaot.protocol import (
 )
 
 __all__ = [
+    "CapturedExplanation",
     "DEFAULT_RULES",
     "Explanation",
     "explain",

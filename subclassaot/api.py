@@ -122,6 +122,15 @@ class CompiledFunction(Generic[P, R]):
     def entries(self) -> tuple[CompiledEntry, ...]:
         return tuple(self._entries)
 
+    def entry_for(self, *args: object, **kwargs: object) -> CompiledEntry | None:
+        """The compiled entry a call with these arguments would run (None: it would compile). For explain()."""
+        state = lifted_state(self.fn, self._captures)
+        values, spec = pytree.tree_flatten((state, args, kwargs))
+        for entry in self.entries:
+            if entry.spec == spec and isinstance(entry.guards.check(values), dict):
+                return entry
+        return None
+
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         modes = ambient_modes()
         if modes:  # See Note [Ambient Modes]
@@ -481,7 +490,9 @@ def _compile_over(
         traced = trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)
     analysis = resimplified_data_metas(analysis, shape_env_of(fake_mode))
     backend = backends.get_backend(config.backend)
-    entry_guards = guards.build_guards(flat, layout, fakes, shape_env_of(fake_mode), analysis.base_reads)
+    entry_guards = guards.build_guards(
+        flat, layout, fakes, shape_env_of(fake_mode), analysis.base_reads, config.caller_guarded
+    )
     trial = torch_function_trial(call, flat)  # See Note [Torch Function Subclass Outputs]
     plan = RuntimePlan(
         flat=flat,

@@ -20,6 +20,20 @@ BackendFn: TypeAlias = Callable[[torch.fx.GraphModule, Sequence[object]], Callab
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CallerGuarded:
+    """What the caller already guards of one plain tensor input before every call (Dynamo's TENSOR_MATCH, see
+    Note [Guards Dynamo Already Holds]): its guards for these exact values are not repeated."""
+
+    type: type
+    dtype: torch.dtype
+    device: torch.device
+    requires_grad: bool
+    sizes: tuple[int | None, ...]  # len = ndim, indexed by dim; None: not guarded to a value (symbolic there)
+    strides: tuple[int | None, ...]  # len = ndim, indexed by dim; None as for sizes
+    flatten_guarded: bool = False  # a subclass: its inner attribute names and flatten ctx (by ==) are guarded too
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CompileConfig:
     backend: str | BackendFn = "inductor"
     dynamic: bool | None = None  # None: automatic dynamic; True: every dim dynamic unless a policy says otherwise
@@ -29,6 +43,8 @@ class CompileConfig:
     # Guard the Python state the program reads and the ambient torch state (Note [Python State Is Snapshotted, Not
     # Recorded]); off where a caller (Dynamo, through the torch.compile backend) has guarded them already.
     python_state_guards: bool = True
+    # By input path ("args[0]"): what the caller guards already; only the torch.compile adapter sets it.
+    caller_guarded: Mapping[str, CallerGuarded] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.recompile_limit < 1:

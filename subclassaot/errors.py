@@ -8,6 +8,15 @@ from __future__ import annotations
 
 from policies.errors import PolicyError as _PolicyErrorBase
 
+# What every refusal of a training step says (a program that calls backward() or grad(), or that reaches the
+# parameters of a module it was passed, as `step(model, opt, x)` does).
+# See Note [Dynamo Captures, The Pipeline Compiles]
+TRAINING_STEP_HINT = (
+    "To compile a whole training step (forward, loss.backward(), optimizer.step()), use "
+    'torch.compile(step, backend="subclassaot"): Dynamo splits the step where it calls backward() and hands each '
+    "part to this pipeline"
+)
+
 
 class SubclassAOTError(Exception):
     """Base of every error subclassaot raises on purpose."""

@@ -13,6 +13,7 @@ and never runs a compile stage itself.
 from __future__ import annotations
 
 import copy
+import importlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ from subclassaot.schemas import (
 )
 from subclassaot.trace import GraphOutputs, UpdateKind
 
-__all__ = ["Explanation", "clone_arguments", "explain"]
+__all__ = ["CapturedExplanation", "Explanation", "clone_arguments", "explain"]
 
 
 # ----------------------------------------------------------------------------- small words
@@ -375,6 +376,26 @@ class Explanation:
         )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CapturedExplanation(Explanation):
+    """`explain` of a `torch.compile(fn, backend="subclassaot")` function: one Explanation per captured graph that
+    ran, in call order (`graphs`); `str()` reads them all out. The inherited fields and methods describe the first."""
+
+    graphs: tuple[Explanation, ...]  # one per call of a captured graph, in call order
+    # len = len(graphs): per graph, what each of its inputs is in the user's program, in Dynamo's words
+    # ("args[0] = L['self']._modules['0']._parameters['weight']")
+    sources: tuple[tuple[str, ...], ...] = ()
+
+    def __str__(self) -> str:
+        head = f"explain({self.name}): torch.compile captured {len(self.graphs)} graph(s) run through subclassaot"
+        parts = []
+        for k, graph in enumerate(self.graphs):
+            names = self.sources[k] if k < len(self.sources) else ()
+            legend = "".join(f"{line}\n" for line in names)
+            parts.append(f"==== captured graph {k} of {len(self.graphs)} ====\n{legend}{graph}")
+        return head + "\n\n" + "\n".join(parts)
+
+
 def _placeholder_words(entry: CompiledEntry) -> dict[str, str]:
     layout = entry.layout
     names = [n.name for n in entry.traced.graph.graph.nodes if n.op == "placeholder"]
@@ -448,8 +469,15 @@ def explain(
     """Compile `fn` with `subclassaot.compile`, call it once on deep copies of `args`, and explain the entry it made.
 
     `fn` (and, for a module, its parameters and buffers) and `args` are left untouched. The keyword arguments are
-    those of `subclassaot.compile`.
+    those of `subclassaot.compile`. Given a `torch.compile(f, backend="subclassaot")` function instead, it calls it
+    once on deep copies and returns a `CapturedExplanation`: one section per captured graph that ran (the keyword
+    arguments are then the options it was compiled with, and are ignored).
     """
+    if hasattr(fn, "_torchdynamo_orig_callable") or hasattr(fn, "_orig_mod"):
+        # Only the adapter talks to Dynamo (Note [Dynamo Captures, The Pipeline Compiles]); it is loaded on demand.
+        adapter = importlib.import_module("subclassaot.dynamo_backend")
+        captured: CapturedExplanation = adapter.explain_compiled(fn, args)
+        return captured
     target, call_args = cast("tuple[Callable[..., object], tuple[object, ...]]", clone_arguments((fn, args)))
     compiled = compile_fn(
         target,

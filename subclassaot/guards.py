@@ -17,13 +17,14 @@ import copy
 import dataclasses
 import keyword
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
 import sympy
 import torch
 
+from subclassaot.config import CallerGuarded
 from subclassaot.own_base import own_base_guards
 from subclassaot.protocol import SubclassNode
 from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
@@ -182,7 +183,9 @@ def build_guards(
     user_fakes: Sequence[torch.Tensor],
     shape_env: torch.fx.experimental.symbolic_shapes.ShapeEnv,
     base_reads: Sequence[tuple[int, int | None]] = (),
+    caller_guarded: Mapping[str, CallerGuarded] | None = None,
 ) -> Guards:
+    """`caller_guarded`: facts the caller guards already, by input path (See Note [Guards Dynamo Already Holds])."""
     w = _Writer()
     for leaf in flat.leaves:
         w.lines.append(f"    v{leaf.index} = L[{leaf.index}]")
@@ -193,8 +196,8 @@ def build_guards(
         index = flat.tensor_indices[t_index]
         real = flat.values[index]
         assert isinstance(real, torch.Tensor)
-        _tensor_guards(w, f"v{index}", flat.leaves[index].path, fake, tree, type(real), real.requires_grad)
         path = flat.leaves[index].path
+        _tensor_guards(w, f"v{index}", path, fake, tree, type(real), real.requires_grad, caller_guarded or {})
         if tree is not None:  # Note [Written Subclass Views Changed In Place]
             c = w.constant(real._is_view())
             w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
@@ -237,50 +240,80 @@ def _tensor_guards(
     tree: SubclassNode | None,
     real_type: type,
     requires_grad: bool | None = None,
+    caller: Mapping[str, CallerGuarded] | None = None,
 ) -> None:
-    cls = w.constant(real_type)
-    w.expect(f"type({var}) is {cls}", path, f"type {real_type.__name__}", f"type({var}).__name__")
+    known = caller.get(path) if caller else None
+    if known is None or known.type is not real_type:
+        cls = w.constant(real_type)
+        w.expect(f"type({var}) is {cls}", path, f"type {real_type.__name__}", f"type({var}).__name__")
     for field in ("dtype", "device", "requires_grad"):
         expected = getattr(fake, field)
         if field == "requires_grad" and requires_grad is not None:
             expected = requires_grad  # the real input's: a compile may give the fake requires_grad on purpose
         if field == "device":
             expected = torch.device(expected)
+        if known is not None and getattr(known, field) == expected:
+            continue  # See Note [Guards Dynamo Already Holds]
         c = w.constant(expected)
         w.expect(f"{var}.{field} == {c}", f"{path}.{field}", expected, f"{var}.{field}")
-    w.expect(f"{var}.dim() == {fake.dim()}", f"{path}.dim()", fake.dim(), f"{var}.dim()")
-    w.lines.append(f"    {var}_size = {var}.shape")
-    if tree is None:
+    sizes, strides = fake.size(), fake.stride()
+    if known is None or len(known.sizes) != fake.dim():
+        w.expect(f"{var}.dim() == {fake.dim()}", f"{path}.dim()", fake.dim(), f"{var}.dim()")
+        known = None
+    size_dims = [d for d, s in enumerate(sizes) if known is None or not _held(known.sizes[d], s)]
+    stride_dims = [d for d, s in enumerate(strides) if known is None or not _held(known.strides[d], s)]
+    if size_dims:
+        w.lines.append(f"    {var}_size = {var}.shape")
+    if tree is None and stride_dims:
         w.lines.append(f"    {var}_stride = {var}.stride()")
-    for d, size in enumerate(fake.size()):
-        w.dim(f"{var}_size[{d}]", f"{path}.size({d})", size)
+    for d in size_dims:
+        w.dim(f"{var}_size[{d}]", f"{path}.size({d})", sizes[d])
     if tree is not None:
-        _subclass_guards(w, var, path, tree, fake)
+        _subclass_guards(w, var, path, tree, fake, caller, known is not None and known.flatten_guarded)
         return
-    for d, stride in enumerate(fake.stride()):
-        w.dim(f"{var}_stride[{d}]", f"{path}.stride({d})", stride)
+    for d in stride_dims:
+        w.dim(f"{var}_stride[{d}]", f"{path}.stride({d})", strides[d])
     w.dim(f"{var}.storage_offset()", f"{path}.storage_offset()", fake.storage_offset())
 
 
-def _subclass_guards(w: _Writer, var: str, path: str, tree: SubclassNode, fake: torch.Tensor) -> None:
-    attrs = w.constant(list(tree.attrs))
-    ctx = w.constant(copy.deepcopy(tree.ctx))
-    w.lines.append(f"    {var}_flat = {var}.__tensor_flatten__()")
-    w.check(
-        f"list({var}_flat[0]) == {attrs}",
-        w.msg(f"{path}: inner tensors expected {' '.join(tree.attrs)}, got ", Src(f"list({var}_flat[0])")),
-    )
-    w.check(f"{var}_flat[1] == {ctx}", f"describe_ctx_change({w.constant(path)}, {ctx}, {var}_flat[1])")
-    w.lines.append(f"    {var}_stride = {var}.stride()")
-    for d, stride in enumerate(fake.stride()):
-        w.dim(f"{var}_stride[{d}]", f"{path}.stride({d})", stride)
+def _held(guarded: int | None, value: int | torch.SymInt) -> bool:
+    """The caller guards this dim to exactly the static value our guard would check."""
+    expr = symint_expr(value)
+    return guarded is not None and isinstance(expr, int) and expr == guarded
+
+
+def _subclass_guards(
+    w: _Writer,
+    var: str,
+    path: str,
+    tree: SubclassNode,
+    fake: torch.Tensor,
+    caller: Mapping[str, CallerGuarded] | None = None,
+    flatten_guarded: bool = False,
+) -> None:
+    if not flatten_guarded:  # See Note [Guards Dynamo Already Holds]
+        attrs = w.constant(list(tree.attrs))
+        ctx = w.constant(copy.deepcopy(tree.ctx))
+        w.lines.append(f"    {var}_flat = {var}.__tensor_flatten__()")
+        w.check(
+            f"list({var}_flat[0]) == {attrs}",
+            w.msg(f"{path}: inner tensors expected {' '.join(tree.attrs)}, got ", Src(f"list({var}_flat[0])")),
+        )
+        w.check(f"{var}_flat[1] == {ctx}", f"describe_ctx_change({w.constant(path)}, {ctx}, {var}_flat[1])")
+    known = caller.get(path) if caller else None
+    strides = fake.stride()
+    stride_dims = [d for d, s in enumerate(strides) if known is None or not _held(known.strides[d], s)]
+    if stride_dims:
+        w.lines.append(f"    {var}_stride = {var}.stride()")
+    for d in stride_dims:
+        w.dim(f"{var}_stride[{d}]", f"{path}.stride({d})", strides[d])
     for i, (attr, child) in enumerate(zip(tree.attrs, tree.children, strict=True)):
         inner_var = f"{var}_{i}"
         w.lines.append(f"    {inner_var} = {_attribute(w, var, attr)}")
         inner_fake = getattr(fake, attr)
         inner_tree = child if isinstance(child, SubclassNode) else None
         inner_type = inner_tree.cls if inner_tree is not None else torch.Tensor
-        _tensor_guards(w, inner_var, child.path, inner_fake, inner_tree, inner_type)
+        _tensor_guards(w, inner_var, child.path, inner_fake, inner_tree, inner_type, None, caller)
 
 
 def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:

@@ -16,7 +16,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
-from subclassaot.errors import UnsupportedError
+from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.schemas import FlatInputs, InputIndex, InputLeaf, LeafKind
 from subclassaot.torch_internals import fake_mode_active, is_real_plain_tensor
 
@@ -179,6 +179,7 @@ def uncaptured_tensor_message(fn: Callable[..., object], t: torch.Tensor) -> str
         "passed as an argument: the compiled "
         "program would freeze it as a constant, while eager reads it (and sees its changes) on every call. Pass it "
         "as an argument, or make it an attribute of the module you compile"
+        + (f". {TRAINING_STEP_HINT}" if isinstance(t, torch.nn.Parameter) else "")
     )
 
 

@@ -17,7 +17,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.autograd_reads import base_read, is_autograd_read, is_base_read, note_detach, read
 from subclassaot.drifted_reads import call_with_eager_layouts
-from subclassaot.errors import UnsupportedError
+from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.grad_set_order import note_reads_after_grad_set
 from subclassaot.hidden_layouts import (
     is_layout_op,
@@ -729,8 +729,9 @@ class _DataMode(TorchFunctionMode):
             )
         if func in _AUTOGRAD_CALLS:
             raise UnsupportedError(
-                f"the program calls {name or func}() inside the compiled function; differentiating or hooking "
-                "gradients inside the program is not supported. Call it on the compiled function's outputs instead"
+                f"the program calls {name or func}() inside the compiled function; subclassaot.compile does not "
+                "differentiate or hook gradients inside the program. Call it on the compiled function's outputs "
+                f"instead. {TRAINING_STEP_HINT}"
             )
         target = args[0] if args else None
         if (

@@ -83,3 +83,25 @@ def test_no_print_in_library_code() -> None:
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == []
+
+
+_DYNAMO_MODULES = ("torch._dynamo", "torch._functorch.aot_autograd", "torch._functorch._aot_autograd")
+
+
+def test_only_the_dynamo_adapter_talks_to_dynamo() -> None:
+    """See Note [Dynamo Captures, The Pipeline Compiles]: the pipeline never calls Dynamo or AOTAutograd."""
+    offenders = []
+    for path in _python_files("subclassaot"):
+        if "dynamo" in path.name:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module is not None:
+                names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
+                names = [f"torch.{node.attr}"] if node.attr in ("compile", "_dynamo") else []
+            hits = [n for n in names if n.startswith(_DYNAMO_MODULES) or n in ("torch.compile", "torch._dynamo")]
+            offenders += [f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)} uses {n}" for n in hits]
+    assert offenders == []
