@@ -259,12 +259,15 @@ def _ints(dims: Sequence[object]) -> tuple[int, ...]:
 
 
 def _passthrough(
-    graph_dense: list[torch.Tensor], leaf: OutputLeaf, ev: MetaEvaluator, symbols: dict[str, int]
+    plan: RuntimePlan, graph_dense: list[torch.Tensor], leaf: OutputLeaf, ev: MetaEvaluator, symbols: dict[str, int]
 ) -> torch.Tensor:
     assert leaf.passthrough is not None
     source = graph_dense[leaf.passthrough]
     if not leaf.is_view:
-        return source
+        # An inner tensor of a subclass input is no input of the Function: returned as is, it would take the
+        # Function's history itself. The program's Function made a view of it (DTensor.to_local: view_as), and
+        # so do we (Note [Inputs Returned By A Custom Function]).
+        return source.view_as(source) if plan.leaf_attr_paths[leaf.passthrough] else source
     return source.as_strided(*ev.meta(leaf.meta, symbols))
 
 
@@ -353,7 +356,9 @@ def training_call(
                 leaves = [
                     # An input (or a view of one) returned by the program's own autograd.Function: return it as is,
                     # and autograd makes the output a view of it with our backward, exactly as eager does.
-                    _passthrough(graph_dense, leaf, ev, symbols) if leaf.passthrough is not None else out
+                    _passthrough(plan, graph_dense, leaf, ev, symbols)
+                    if leaf.passthrough is not None
+                    else (out.view_as(out) if leaf.function_view else out)
                     for leaf, out in zip(info.leaves, outs[pos : pos + len(info.leaves)], strict=True)
                 ]
                 pos += len(info.leaves)

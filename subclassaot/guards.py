@@ -231,8 +231,15 @@ def build_guards(
     user_fakes: Sequence[torch.Tensor],
     shape_env: torch.fx.experimental.symbolic_shapes.ShapeEnv,
     base_reads: Sequence[tuple[int, int | None]] = (),
+    grad_mode: bool | None = None,
 ) -> Guards:
+    """`grad_mode`: the grad mode an inference entry was analyzed in (Note [Inference Runs In The Caller's Grad
+    Mode]); None for training entries."""
     w = _Writer()
+    if grad_mode is not None:
+        w.expect(
+            f"torch.is_grad_enabled() is {grad_mode}", "torch.is_grad_enabled()", grad_mode, "torch.is_grad_enabled()"
+        )
     for leaf in flat.leaves:
         w.lines.append(f"    v{leaf.index} = L[{leaf.index}]")
         if leaf.kind is LeafKind.CONSTANT:
