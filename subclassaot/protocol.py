@@ -31,8 +31,8 @@ SizeLike: TypeAlias = Sequence[int | torch.SymInt]
 # transposed wrapper over contiguous inner tensors), which is why they are passed in and checked on the way out.
 # Leaves are ordered depth-first by `attrs` order; this is the order of the desugared (dense) calling convention,
 # the same one PyTorch's AOTDispatch uses, so a subclass moves between the two systems unchanged.
-# Inner attributes that are registered opaque *reference* objects (DTensor's `device_mesh`) are not leaves: see
-# Note [Opaque Inner Objects].
+# Registered opaque reference objects among the attrs (DTensor's device_mesh) are no leaves:
+# See Note [Opaque Inner Objects].
 # ctx rules (checked by `check_ctx`): survives copy.deepcopy with == (reflexive), holds no tensors and no SymInts,
 # and pickles to the same bytes twice (it keys caches). `hash` is not required.
 

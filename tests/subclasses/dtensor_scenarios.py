@@ -18,7 +18,7 @@ from torch.distributed.tensor import DTensor, Partial, Placement, Replicate, Sha
 import subclassaot
 from subclassaot.api import CompiledFunction
 from policies import mark_dynamic
-from tests.backends import CountingBackend
+from tests.backends import CountingBackend, RecordingBackend
 from tests.oracle import assert_matches_eager
 
 Scenario = Callable[[DeviceMesh], None]
@@ -46,7 +46,9 @@ def pointwise(mesh: DeviceMesh) -> None:
     for placement in (Shard(0), Shard(1), Replicate()):
         make = _inputs(mesh, ((4, 6), placement), ((4, 6), placement))
         assert_matches_eager(lambda x, y: x * 2 + y.sin(), make)
-        assert_matches_eager(lambda x, y: torch.relu(x) * y, _inputs(mesh, ((4, 6), placement), ((4, 6), placement), grad=True))
+        assert_matches_eager(
+            lambda x, y: torch.relu(x) * y, _inputs(mesh, ((4, 6), placement), ((4, 6), placement), grad=True)
+        )
 
 
 def reductions(mesh: DeviceMesh) -> None:
@@ -88,7 +90,12 @@ def redistribute(mesh: DeviceMesh) -> None:
         assert isinstance(x, DTensor)
         return x.redistribute(mesh, [Shard(1)]) + 1
 
-    assert_matches_eager(gather, _inputs(mesh, ((4, 6), Shard(0))))
+    backend = RecordingBackend()
+    assert_matches_eager(gather, _inputs(mesh, ((4, 6), Shard(0))), backend=backend)
+    targets = [str(n.target) for gm in backend.graphs for n in gm.graph.nodes if n.op == "call_function"]
+    if mesh.size() > 1:  # one rank: redistribution is local, no collective
+        assert any("all_gather_into_tensor" in t for t in targets), targets
+        assert any("wait_tensor" in t for t in targets), targets
     assert_matches_eager(gather, _inputs(mesh, ((4, 6), Shard(1)), grad=True))
     assert_matches_eager(reshard, _inputs(mesh, ((4, 6), Shard(0))))
 
