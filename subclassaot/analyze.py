@@ -395,7 +395,7 @@ def _output_info(
             same = current.get(key) if key in original else None  # the input's own storage, not one set_() gave it
             view = same is not None and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
             # a view the program's Function made of an intermediate (DTensor.to_local of a computed DTensor)
-            made = same is None and tree is None and is_custom_function_view(leaf)
+            made_view = same is None and tree is None and is_custom_function_view(leaf)
             out_leaves.append(
                 OutputLeaf(
                     source=LeafSource.GRAPH,
@@ -403,7 +403,7 @@ def _output_info(
                     meta=meta,
                     is_view=view,
                     passthrough=same,
-                    function_view=made,
+                    function_view=made_view,
                 )
             )
             graph_count += 1

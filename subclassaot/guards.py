@@ -116,9 +116,9 @@ def ctx_for_guard(ctx: object) -> object:
     if isinstance(ctx, torch.SymInt):
         return ANY_SIZE
     if isinstance(ctx, tuple):
-        items = [ctx_for_guard(v) for v in ctx]
+        items: list[object] = [ctx_for_guard(v) for v in ctx]
         if isinstance(getattr(ctx, "_fields", None), tuple):
-            return type(ctx)(*items)
+            return cast(object, type(ctx)(*items))  # a NamedTuple's own constructor takes its fields
         return tuple(items)  # a torch.Size becomes a tuple: they compare equal
     if isinstance(ctx, list):
         return [ctx_for_guard(v) for v in ctx]

@@ -77,7 +77,9 @@ HANDLE = Handle("h")
 
 
 def _tagged(tag: object = HANDLE, *, grad: bool = False) -> Tagged:
-    return Tagged(torch.randn(3, 4), tag).requires_grad_(grad)
+    out = Tagged(torch.randn(3, 4), tag)
+    out.requires_grad_(grad)
+    return out
 
 
 def test_flatten_keeps_opaque_reference_out_of_the_leaves() -> None:

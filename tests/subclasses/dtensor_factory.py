@@ -19,7 +19,7 @@ from tests.subclasses.distributed_worker import free_port
 def one_rank_mesh() -> DeviceMesh:
     """A CPU mesh over a one-rank gloo group (started here if none is)."""
     if not dist.is_initialized():
-        store = dist.TCPStore("127.0.0.1", free_port(), 1, True)
+        store = dist.TCPStore("127.0.0.1", free_port(), 1, True)  # type: ignore[attr-defined]  # not re-exported in the stub
         dist.init_process_group("gloo", store=store, rank=0, world_size=1)
     return DeviceMesh("cpu", list(range(dist.get_world_size())))
 

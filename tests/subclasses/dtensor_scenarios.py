@@ -13,13 +13,13 @@ from collections.abc import Callable
 import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
-from torch.distributed.tensor import DTensor, Partial, Placement, Replicate, Shard, distribute_tensor
+from torch.distributed.tensor import DTensor, Placement, Replicate, Shard, distribute_tensor
 
 import subclassaot
-from subclassaot.api import CompiledFunction
 from policies import mark_dynamic
+from subclassaot.api import CompiledFunction
 from tests.backends import CountingBackend, RecordingBackend
-from tests.oracle import assert_matches_eager
+from tests.oracle import assert_call_matches_eager, assert_matches_eager
 
 Scenario = Callable[[DeviceMesh], None]
 
@@ -143,32 +143,36 @@ def tensor_parallel_mlp(mesh: DeviceMesh) -> None:
             with torch.no_grad():
                 for p in model.parameters():
                     assert p.grad is not None
-                    p -= 0.1 * p.grad
+                    p.sub_(0.1 * p.grad)
                     p.grad = None
             losses.append(loss.detach())
-        torch.testing.assert_close(losses[1], losses[0], msg=lambda m, s=step: f"step {s} loss: {m}")
+        torch.testing.assert_close(losses[1], losses[0], msg=f"step {step}: compiled loss differs from eager")
         for (name, p), q in zip(eager.named_parameters(), compiled_model.parameters(), strict=True):
             assert isinstance(p, DTensor) and isinstance(q, DTensor) and p.placements == q.placements, name
-            torch.testing.assert_close(q.full_tensor(), p.full_tensor(), msg=lambda m, n=name: f"{n}: {m}")
+            torch.testing.assert_close(q.full_tensor(), p.full_tensor(), msg=f"step {step}: {name} differs from eager")
     assert compiled.compile_count == 1
 
 
 def dynamic_batch(mesh: DeviceMesh) -> None:
-    """mark_dynamic on the batch dim: one compile serves every batch size."""
+    """mark_dynamic on the batch dim, sharded or replicated: one compile serves every batch size (a sharded dim is
+    `local * world`: policies.dtensor)."""
+    for placement in (Shard(0), Replicate()):
+        _one_compile_for_every_batch(mesh, placement)
+
+
+def _one_compile_for_every_batch(mesh: DeviceMesh, placement: Placement) -> None:
     backend = CountingBackend()
     compiled = None
     for batch in (4, 6, 8):
 
         def make(batch: int = batch) -> tuple[object, ...]:
-            x = distribute_tensor(torch.randn(batch * mesh.size(), 3), mesh, [Shard(0)])
+            x = distribute_tensor(torch.randn(batch * mesh.size(), 3), mesh, [placement])
             mark_dynamic(x, 0)
             return (x,)
 
         if compiled is None:
             compiled = assert_matches_eager(lambda x: (x * 2).sum(dim=1), make, backend=backend)
         else:
-            from tests.oracle import assert_call_matches_eager
-
             assert_call_matches_eager(compiled, lambda x: (x * 2).sum(dim=1), make)
     assert isinstance(compiled, CompiledFunction)
     assert compiled.compile_count == 1, compiled.recompile_reasons
@@ -177,7 +181,6 @@ def dynamic_batch(mesh: DeviceMesh) -> None:
 def placement_change_recompiles(mesh: DeviceMesh) -> None:
     """Another placement is another ctx: the entry's guard fails, naming the ctx field and both values."""
     compiled = assert_matches_eager(lambda x: x + 1, _inputs(mesh, ((4, 6), Shard(0))))
-    from tests.oracle import assert_call_matches_eager
 
     assert_call_matches_eager(compiled, lambda x: x + 1, _inputs(mesh, ((4, 6), Replicate())))
     reasons = compiled.recompile_reasons  # type: ignore[attr-defined]

@@ -26,7 +26,7 @@ from tests.subclasses.distributed_worker import free_port
 def mesh() -> Iterator[DeviceMesh]:
     started = not dist.is_initialized()
     if started:
-        store = dist.TCPStore("127.0.0.1", free_port(), 1, True)
+        store = dist.TCPStore("127.0.0.1", free_port(), 1, True)  # type: ignore[attr-defined]  # not re-exported in the stub
         dist.init_process_group("gloo", store=store, rank=0, world_size=1)
     yield dtensor_scenarios.world_mesh()
     if started:
@@ -72,7 +72,7 @@ def test_partial_output_gets_a_replicate_tangent(mesh: DeviceMesh) -> None:
     (x,) = make()
     out = compiled(x)
     assert isinstance(out, DTensor) and isinstance(x, DTensor)
-    out.backward(distribute_tensor(torch.ones(4), mesh, [Replicate()]))
+    torch.autograd.backward([out], [distribute_tensor(torch.ones(4), mesh, [Replicate()])])
     assert isinstance(x.grad, DTensor)
     torch.testing.assert_close(x.grad.full_tensor(), torch.full((4, 6), 3.0))
 
