@@ -118,7 +118,8 @@ def ctx_for_guard(ctx: object) -> object:
     if isinstance(ctx, tuple):
         items: list[object] = [ctx_for_guard(v) for v in ctx]
         if isinstance(getattr(ctx, "_fields", None), tuple):
-            return cast(object, type(ctx)(*items))  # a NamedTuple's own constructor takes its fields
+            make_named = cast("Callable[..., object]", type(ctx))  # a NamedTuple's constructor takes its fields
+            return make_named(*items)
         return tuple(items)  # a torch.Size becomes a tuple: they compare equal
     if isinstance(ctx, list):
         return [ctx_for_guard(v) for v in ctx]
