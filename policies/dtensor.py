@@ -14,7 +14,7 @@ import torch
 
 from policies.errors import PolicyError
 from policies.marks import marked
-from policies.spec import SubclassSymbolicPolicy, dynamic, equal, inner, outer, product
+from policies.spec import Relation, SubclassSymbolicPolicy, dynamic, equal, inner, outer, product
 
 # Note [DTensor Dims Are Tied To Their Local Dims]
 # A dim marked dynamic on a tensor subclass needs, in the trace, a size the graph's inputs determine: only the
@@ -23,7 +23,8 @@ from policies.spec import SubclassSymbolicPolicy, dynamic, equal, inner, outer, 
 # a DTensor: a dim that no mesh dim shards is the local dim itself (`local == global`); a dim sharded over k ranks
 # in all (the product of the sizes of the mesh dims whose placement is Shard(d)) is `global == local * k`, the local
 # dim being the symbol, which holds only while it divides evenly. An uneven sharded dim is a PolicyError: its local
-# size differs between ranks, and so would the graphs.
+# size differs between ranks, and so would the graphs. Automatic dynamic (a second size seen) uses the same ties:
+# `derive_policy` gives a DTensor these relations for every dim unless a policy gives relations of its own.
 
 
 def is_dtensor(x: object) -> bool:
@@ -31,21 +32,39 @@ def is_dtensor(x: object) -> bool:
     return api is not None and isinstance(x, getattr(api, "DTensor", ()))
 
 
+def _shards(x: torch.Tensor, d: int) -> int:
+    """How many ranks dim `d` of DTensor `x` is split over (1: not sharded)."""
+    placements = tuple(getattr(x, "placements", ()))
+    mesh_shape = tuple(getattr(x, "device_mesh").shape)  # noqa: B009  # DTensor's typed attribute, seen untyped here
+    return math.prod(
+        size
+        for size, p in zip(mesh_shape, placements, strict=True)
+        if type(p).__name__ == "Shard" and getattr(p, "dim", None) == d
+    )
+
+
+def dtensor_relations(x: torch.Tensor) -> list[Relation]:
+    """Every dim of DTensor `x` tied to its local dim (Note [DTensor Dims Are Tied To Their Local Dims]); a dim
+    sharded unevenly gets none (it can only be static)."""
+    out = []
+    for d in range(x.dim()):
+        k = _shards(x, d)
+        if k == 1:
+            out.append(equal(inner("_local_tensor", d), outer(d)))
+        elif x.shape[d] % k == 0:
+            out.append(product(outer(d), inner("_local_tensor", d), factor=k))
+    return out
+
+
 def dtensor_mark_dynamic(
     x: torch.Tensor, dims: tuple[int, ...], min: int | None, max: int | None
 ) -> SubclassSymbolicPolicy:
     """See Note [DTensor Dims Are Tied To Their Local Dims]."""
-    placements = tuple(getattr(x, "placements", ()))
-    mesh_shape = tuple(getattr(x, "device_mesh").shape)  # noqa: B009  # DTensor's typed attribute, seen untyped here
     relations = []
     outer_dims, local_dims = [], []
     shards_of: dict[int, int] = {}
     for d in dims:
-        shards = math.prod(
-            size
-            for size, p in zip(mesh_shape, placements, strict=True)
-            if type(p).__name__ == "Shard" and getattr(p, "dim", None) == d
-        )
+        shards = _shards(x, d)
         if shards > 1:
             if x.shape[d] % shards != 0:
                 raise PolicyError(

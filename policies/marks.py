@@ -247,10 +247,15 @@ def derive_policy(
         attr: derive_policy(t, f"{path}.{attr}", given=given, default=default, parent_entry=own_s.inner.get(attr))
         for attr, t in inners
     }
+    from policies.dtensor import dtensor_relations, is_dtensor  # it imports this module
+
+    relations = own_s.relations
+    if not relations and is_dtensor(x):  # See Note [DTensor Dims Are Tied To Their Local Dims]
+        relations = tuple(dtensor_relations(x))
     return SubclassSymbolicPolicy(
         outer=_fill_defaults(own_s.outer, default),
         inner=inner,
-        relations=own_s.relations,
+        relations=relations,
         share_outer_dims=own_s.share_outer_dims,
     )
 

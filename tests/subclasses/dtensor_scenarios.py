@@ -158,6 +158,23 @@ def dynamic_batch(mesh: DeviceMesh) -> None:
     `local * world`: policies.dtensor)."""
     for placement in (Shard(0), Replicate()):
         _one_compile_for_every_batch(mesh, placement)
+        _automatic_dynamic_batch(mesh, placement)
+
+
+def _automatic_dynamic_batch(mesh: DeviceMesh, placement: Placement) -> None:
+    """Without marks: the second batch size recompiles with the dim dynamic, the third reuses that entry."""
+    compiled = None
+    for batch in (4, 6, 8):
+
+        def make(batch: int = batch) -> tuple[object, ...]:
+            return (distribute_tensor(torch.randn(batch * mesh.size(), 3), mesh, [placement]),)
+
+        if compiled is None:
+            compiled = assert_matches_eager(lambda x: (x * 2).sum(dim=1), make)
+        else:
+            assert_call_matches_eager(compiled, lambda x: (x * 2).sum(dim=1), make)
+    assert isinstance(compiled, CompiledFunction)
+    assert compiled.compile_count == 2, compiled.recompile_reasons
 
 
 def _one_compile_for_every_batch(mesh: DeviceMesh, placement: Placement) -> None:
