@@ -11,7 +11,7 @@ import torch
 from torch.distributed.tensor import Replicate, Shard
 
 from policies import PolicyError
-from policies.dtensor import dtensor_mark_dynamic
+from policies.dtensor import dtensor_mark_dynamic, dtensor_relations
 
 
 def _standin(shape: tuple[int, ...], mesh_shape: tuple[int, ...], placements: tuple[object, ...]) -> torch.Tensor:
@@ -42,3 +42,11 @@ def test_uneven_sharded_dim_is_a_policy_error() -> None:
         PolicyError, match=r"mark_dynamic\(x, 0\): dim 0 of this DTensor \(size 5\) is sharded unevenly over 2 ranks"
     ):
         dtensor_mark_dynamic(_standin((5, 3), (2,), (Shard(0),)), (0,), None, None)
+
+
+def test_every_dim_is_tied_for_automatic_dynamic_except_uneven_shards() -> None:
+
+    even = dtensor_relations(_standin((8, 3), (2,), (Shard(0),)))
+    assert [repr(r) for r in even] == ["size(0) == _local_tensor.size(0) * 2", "_local_tensor.size(1) == size(1)"]
+    uneven = dtensor_relations(_standin((5, 3), (2,), (Shard(0),)))
+    assert [repr(r) for r in uneven] == ["_local_tensor.size(1) == size(1)"]
