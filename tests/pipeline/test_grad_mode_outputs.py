@@ -22,7 +22,7 @@ class _ViewAs(torch.autograd.Function):
 
 
 def _view_as(x: torch.Tensor) -> torch.Tensor:
-    out = _ViewAs.apply(x)
+    out = _ViewAs.apply(x)  # type: ignore[no-untyped-call]
     assert isinstance(out, torch.Tensor)
     return out
 
@@ -46,4 +46,5 @@ def test_program_reading_grad_mode_compiles_per_mode() -> None:
         assert_call_matches_eager(compiled, _grad_mode_view, lambda: (torch.randn(3),))
     assert compiled.recompile_reasons == ("torch.is_grad_enabled(): expected True, got False",)  # type: ignore[attr-defined]
     out = compiled(torch.randn(3))
+    assert isinstance(out, torch.Tensor)
     assert out._is_view()
