@@ -24,7 +24,9 @@ from policies.spec import Relation, SubclassSymbolicPolicy, dynamic, equal, inne
 # in all (the product of the sizes of the mesh dims whose placement is Shard(d)) is `global == local * k`, the local
 # dim being the symbol, which holds only while it divides evenly. An uneven sharded dim is a PolicyError: its local
 # size differs between ranks, and so would the graphs. Automatic dynamic (a second size seen) uses the same ties:
-# `derive_policy` gives a DTensor these relations for every dim unless a policy gives relations of its own.
+# `derive_policy` gives a DTensor these relations for every dim unless a policy gives relations of its own, and
+# keeps a dim sharded unevenly static where nothing else was said (a new size recompiles, its local dim may be
+# dynamic).
 
 
 def is_dtensor(x: object) -> bool:
@@ -54,6 +56,11 @@ def dtensor_relations(x: torch.Tensor) -> list[Relation]:
         elif x.shape[d] % k == 0:
             out.append(product(outer(d), inner("_local_tensor", d), factor=k))
     return out
+
+
+def uneven_dims(x: torch.Tensor) -> tuple[int, ...]:
+    """The dims of DTensor `x` sharded unevenly: they stay static unless a policy says otherwise."""
+    return tuple(d for d in range(x.dim()) if (k := _shards(x, d)) > 1 and x.shape[d] % k != 0)
 
 
 def dtensor_mark_dynamic(

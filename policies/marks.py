@@ -247,13 +247,21 @@ def derive_policy(
         attr: derive_policy(t, f"{path}.{attr}", given=given, default=default, parent_entry=own_s.inner.get(attr))
         for attr, t in inners
     }
-    from policies.dtensor import dtensor_relations, is_dtensor  # it imports this module
+    from policies.dtensor import dtensor_relations, is_dtensor, uneven_dims  # it imports this module
 
-    relations = own_s.relations
-    if not relations and is_dtensor(x):  # See Note [DTensor Dims Are Tied To Their Local Dims]
-        relations = tuple(dtensor_relations(x))
+    relations, outer_policy = own_s.relations, own_s.outer
+    if is_dtensor(x):  # See Note [DTensor Dims Are Tied To Their Local Dims]
+        relations = relations or tuple(dtensor_relations(x))
+        keep = uneven_dims(x)
+        outer_policy = TensorPolicy(
+            sizes=tuple(
+                DimPolicy(kind=DimKind.STATIC, origin=Origin.HOOK) if d in keep and p.origin is Origin.DEFAULT else p
+                for d, p in enumerate(outer_policy.sizes)
+            ),
+            strides=outer_policy.strides,
+        )
     return SubclassSymbolicPolicy(
-        outer=_fill_defaults(own_s.outer, default),
+        outer=_fill_defaults(outer_policy, default),
         inner=inner,
         relations=relations,
         share_outer_dims=own_s.share_outer_dims,

@@ -11,7 +11,7 @@ import torch
 from torch.distributed.tensor import Replicate, Shard
 
 from policies import PolicyError
-from policies.dtensor import dtensor_mark_dynamic, dtensor_relations
+from policies.dtensor import dtensor_mark_dynamic, dtensor_relations, uneven_dims
 
 
 def _standin(shape: tuple[int, ...], mesh_shape: tuple[int, ...], placements: tuple[object, ...]) -> torch.Tensor:
@@ -50,3 +50,9 @@ def test_every_dim_is_tied_for_automatic_dynamic_except_uneven_shards() -> None:
     assert [repr(r) for r in even] == ["size(0) == _local_tensor.size(0) * 2", "_local_tensor.size(1) == size(1)"]
     uneven = dtensor_relations(_standin((5, 3), (2,), (Shard(0),)))
     assert [repr(r) for r in uneven] == ["_local_tensor.size(1) == size(1)"]
+
+
+def test_uneven_sharded_dims_are_named() -> None:
+    assert uneven_dims(_standin((5, 4), (2,), (Shard(0),))) == (0,)
+    assert uneven_dims(_standin((6, 5), (2,), (Shard(1),))) == (1,)
+    assert uneven_dims(_standin((5, 5), (2,), (Replicate(),))) == ()

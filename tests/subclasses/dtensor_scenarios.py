@@ -159,6 +159,23 @@ def dynamic_batch(mesh: DeviceMesh) -> None:
     for placement in (Shard(0), Replicate()):
         _one_compile_for_every_batch(mesh, placement)
         _automatic_dynamic_batch(mesh, placement)
+    _uneven_batches_stay_static(mesh)
+
+
+def _uneven_batches_stay_static(mesh: DeviceMesh) -> None:
+    """Rows 5, 7, 9 sharded over the ranks: uneven on two ranks, so each size is its own static entry there."""
+    compiled = None
+    for rows in (5, 7, 9):
+
+        def make(rows: int = rows) -> tuple[object, ...]:
+            return (distribute_tensor(torch.randn(rows, 3), mesh, [Shard(0)]),)
+
+        if compiled is None:
+            compiled = assert_matches_eager(lambda x: (x * 2).sum(dim=1), make)
+        else:
+            assert_call_matches_eager(compiled, lambda x: (x * 2).sum(dim=1), make)
+    assert isinstance(compiled, CompiledFunction)
+    assert compiled.compile_count == (3 if mesh.size() > 1 else 2), compiled.recompile_reasons
 
 
 def _automatic_dynamic_batch(mesh: DeviceMesh, placement: Placement) -> None:
