@@ -1,13 +1,15 @@
 """FP8: quantize bandwidth, scaled-matmul throughput and a Float8Linear training step, side by side with baselines.
 
-Run: `python benchmarks/fp8.py [--m 8192 --k 8192 --n 8192 --iters 50]`.
-On a CUDA GPU, one run prints three tables:
-  1. quantize (fused amax + scale + cast, bf16 -> e4m3; tensorwise and rowwise) and dequantize, in GB/s of the
-     minimal traffic (read the input once, write the output once) and as % of the bandwidth measured for a plain
-     bf16 copy of the same tensor (`dst.copy_(src)`) in the same run;
+Run: `python benchmarks/fp8.py [--m 8192 --k 8192 --n 8192 --iters 50] [--tables quantize,matmul,training]`.
+On a CUDA GPU, one run prints three tables (`--tables` picks some):
+  1. quantize (fused amax + scale + cast, bf16 -> e4m3; tensorwise and rowwise), the fused cast-transpose (both
+     fp8 layouts from one read; Note [Fused Cast Transpose]) against quantize + a transposed copy, and dequantize,
+     in GB/s of the minimal traffic (read the input once, write each output once) and as % of the bandwidth
+     measured for a plain bf16 copy of the same tensor (`dst.copy_(src)`) in the same run;
   2. scaled matmul TFLOP/s: our Triton kernel (tensorwise, rowwise scales) vs `torch._scaled_mm` (same scales) vs
      a bf16 `torch.mm`;
-  3. a training step (forward + backward) of Float8Linear (dynamic and delayed scaling) vs a bf16 nn.Linear.
+  3. a training step (forward + backward) of Float8Linear (dynamic and delayed scaling; with the fused
+     cast-transpose, the default, and with `fused_cast=False`, the unfused baseline) vs a bf16 nn.Linear.
 Without CUDA it checks correctness only (kernels in Triton's interpreter against reference.py, Float8Linear against
 nn.Linear) and says so: CPU timings of the interpreter mean nothing.
 """
@@ -15,6 +17,7 @@ nn.Linear) and says so: CPU timings of the interpreter mean nothing.
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import statistics
 from collections.abc import Callable
@@ -101,6 +104,33 @@ def bandwidth_table(m: int, k: int, iters: int) -> list[Row]:
     ms = bench_ms(partial(kernels.dequantize_op, data, scale, torch.bfloat16), iters, graph=True)
     gbs = quantize_bytes / ms / 1e6
     rows.append(Row(name="dequantize rowwise", ms=ms, value=gbs, note=f"{100 * gbs / copy_gbs:.0f}% of copy"))
+    return rows + cast_transpose_rows(x, iters, copy_gbs)
+
+
+def cast_transpose_rows(x: torch.Tensor, iters: int, copy_gbs: float) -> list[Row]:
+    """The fused cast-transpose vs what it replaces (quantize, then the launcher's transposed fp8 copy)."""
+    from subclasses.fp8 import cast_transpose, kernels
+
+    both_bytes = x.numel() * (2 + 1 + 1)  # read bf16, write e4m3 twice
+    rows = []
+    for granularity in ("tensorwise", "rowwise"):
+        ms = bench_ms(partial(cast_transpose.cast_transpose_op, x, E4M3, granularity), iters, graph=True)
+        gbs = both_bytes / ms / 1e6
+        rows.append(Row(name=f"cast_transpose {granularity}", ms=ms, value=gbs, note=f"{100 * gbs / copy_gbs:.0f}%"))
+
+        def unfused(granularity: str = granularity) -> None:
+            data, _ = kernels.quantize_op(x, E4M3, granularity)
+            data.t().contiguous()
+
+        ms_unfused = bench_ms(unfused, iters, graph=True)
+        rows.append(
+            Row(
+                name=f"quantize + transposed copy {granularity}",
+                ms=ms_unfused,
+                value=both_bytes / ms_unfused / 1e6,
+                note=f"fused {ms_unfused / ms:.2f}x faster",
+            )
+        )
     return rows
 
 
@@ -149,7 +179,9 @@ def training_table(m: int, k: int, n: int, iters: int) -> list[Row]:
     base = nn.Linear(k, n, device="cuda", dtype=torch.bfloat16)
     modules: list[tuple[str, nn.Module]] = [("bf16 nn.Linear", base)]
     for scaling in ScalingType:
-        modules.append((f"Float8Linear {scaling.value}", Float8Linear.from_linear(base, scaling=scaling)))
+        for fused in (True, False):
+            fp8 = Float8Linear.from_linear(base, scaling=scaling, fused_cast=fused)
+            modules.append((f"Float8Linear {scaling.value}, {'fused' if fused else 'unfused'} casts", fp8))
     rows: list[Row] = []
     for name, module in modules:
 
@@ -200,16 +232,61 @@ def check_correctness(device: torch.device) -> None:
             errors[f"torch._scaled_mm fast_accum={fast}"] = float((theirs.double() - exact).norm() / exact.norm())
         print("scaled_mm relative error vs an fp64 product: " + ", ".join(f"{k} {v:.2e}" for k, v in errors.items()))
         assert errors["ours"] <= 2 * errors["torch._scaled_mm fast_accum=True"], errors
+    check_cast_transpose(device, shapes)
     linear = nn.Linear(k, n, device=device)
     x = torch.randn(m, k, device=device)
     with torch.no_grad():
         out, ref = Float8Linear.from_linear(linear)(x), linear(x)
     sqnr = float(20 * torch.log10(ref.norm() / (out - ref).norm()))
     assert sqnr > 25, sqnr
+    check_fused_linear(device, m, k, n)
     print(f"kernel path on {device.type}: {kernels.kernel_path(device).value}")
     print(f"quantize (tensorwise, rowwise) at {shapes}: bit-exact vs reference.py; dequantize: exact")
     print(f"scaled_mm ({m}, {k}) x ({k}, {n}) rowwise x colwise: matches reference.py")
+    print(f"cast_transpose (tensorwise, rowwise, delayed; e4m3, e5m2) at {shapes}: bit-exact vs reference.py")
+    print("Float8Linear training step, fused vs unfused casts (dynamic, delayed): outputs and grads identical")
     print(f"Float8Linear vs nn.Linear output SQNR: {sqnr:.1f} dB")
+
+
+def check_cast_transpose(device: torch.device, shapes: list[tuple[int, int]]) -> None:
+    """The fused cast-transpose against reference.py, bit for bit (same arithmetic as quantize)."""
+    from subclasses.fp8 import cast_transpose, reference
+    from subclasses.fp8.reference import Granularity
+
+    def same(got: tuple[torch.Tensor, ...], want: tuple[torch.Tensor, ...]) -> bool:
+        def bits(t: torch.Tensor) -> torch.Tensor:
+            return t.view(torch.uint8) if t.element_size() == 1 else t
+
+        return all(torch.equal(bits(g), bits(w)) for g, w in zip(got, want, strict=True))
+
+    history = torch.rand(16, device=device) * 4
+    for shape in shapes:
+        x = torch.randn(*shape, device=device, dtype=torch.bfloat16) * 3
+        for fp8_dtype in (E4M3, torch.float8_e5m2):
+            for granularity in Granularity:
+                got = cast_transpose.cast_transpose_op(x, fp8_dtype, granularity.value)
+                assert same(got, reference.cast_transpose(x, fp8_dtype, granularity)), (shape, granularity)
+            got_d = cast_transpose.cast_transpose_delayed_op(x, history, fp8_dtype)
+            assert same(got_d, reference.cast_transpose_delayed(x, history, fp8_dtype)), (shape, "delayed")
+
+
+def check_fused_linear(device: torch.device, m: int, k: int, n: int) -> None:
+    """One training step of Float8Linear with and without the fused casts: identical outputs and gradients."""
+    from subclasses.fp8 import Float8Linear, ScalingType
+
+    for scaling in ScalingType:
+        base = nn.Linear(k, n, device=device, dtype=torch.bfloat16)
+        results = []
+        for fused in (True, False):
+            linear = Float8Linear.from_linear(copy.deepcopy(base), scaling=scaling, fused_cast=fused)
+            torch.manual_seed(0)
+            x = torch.randn(m, k, device=device, dtype=torch.bfloat16, requires_grad=True)
+            out = linear(x)
+            out.backward(torch.ones_like(out))
+            assert x.grad is not None and linear.weight.grad is not None
+            results.append((out, x.grad, linear.weight.grad))
+        for got, want in zip(results[0], results[1], strict=True):
+            assert torch.equal(got, want), scaling
 
 
 def main() -> None:
@@ -218,7 +295,13 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=8192)
     parser.add_argument("--n", type=int, default=8192)
     parser.add_argument("--iters", type=int, default=50)
+    parser.add_argument(
+        "--tables", default="quantize,matmul,training", help="comma-separated subset of quantize,matmul,training"
+    )
     args = parser.parse_args()
+    tables = set(args.tables.split(","))
+    if not tables <= {"quantize", "matmul", "training"}:
+        parser.error(f"--tables: unknown table(s) {sorted(tables - {'quantize', 'matmul', 'training'})}")
     if not torch.cuda.is_available():
         # Kernels are defined when subclasses.fp8 is imported: set the interpreter before that (a script's own
         # choice; the library never reads the variable, see Note [Kernel Dispatch]).
@@ -231,11 +314,13 @@ def main() -> None:
         f"median of {args.iters}"
     )
     check_correctness(torch.device("cuda"))
-    print_table(
-        f"quantize / dequantize, ({args.m}, {args.k}) bf16", "GB/s", bandwidth_table(args.m, args.k, args.iters)
-    )
-    print_table("scaled matmul", "TFLOP/s", matmul_table(args.m, args.k, args.n, args.iters))
-    print_table("training step (fwd + bwd)", "TFLOP/s", training_table(args.m, args.k, args.n, args.iters))
+    if "quantize" in tables:
+        title = f"quantize / cast_transpose / dequantize, ({args.m}, {args.k}) bf16"
+        print_table(title, "GB/s", bandwidth_table(args.m, args.k, args.iters))
+    if "matmul" in tables:
+        print_table("scaled matmul", "TFLOP/s", matmul_table(args.m, args.k, args.n, args.iters))
+    if "training" in tables:
+        print_table("training step (fwd + bwd)", "TFLOP/s", training_table(args.m, args.k, args.n, args.iters))
 
 
 if __name__ == "__main__":

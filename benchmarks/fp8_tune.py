@@ -1,6 +1,6 @@
 """Tune the FP8 kernels' launch configs on a CUDA GPU: check each candidate against reference.py, then time it.
 
-Run: `python -m benchmarks.fp8_tune [--m 8192 --k 8192 --n 8192 --iters 30]` (CUDA only; it says so and exits
+Run: `python -m benchmarks.fp8_tune [--m 8192 --k 8192 --n 8192 --iters 30] [--only KERNEL]` (CUDA only; it says so and exits
 without one). Prints, per kernel, every candidate `LaunchConfig` change with its median time and the figure the
 issue's targets use (quantize: % of a bf16 copy's bandwidth; scaled_mm: TFLOP/s and x torch._scaled_mm). The
 winners become `kernels.GPU_CONFIG`; see Note [FP8 Launch Configs].
@@ -50,6 +50,33 @@ def tune_quantize(m: int, k: int, iters: int) -> None:
             )
 
 
+def tune_cast_transpose(m: int, k: int, iters: int) -> None:
+    """The fused cast-transpose's tiles (Note [Fused Cast Transpose]); its GPU_CONFIG tiles start untuned."""
+    from subclasses.fp8 import cast_transpose
+
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    dst = torch.empty_like(x)
+    copy_gbs = 4 * x.numel() / bench_ms(lambda: dst.copy_(x), iters, graph=True) / 1e6
+    print(f"\ncast_transpose ({m}, {k}) bf16 -> e4m3 twice; bf16 copy {copy_gbs:.0f} GB/s (read + write)")
+    ref = {g: reference.cast_transpose(x, E4M3, g) for g in Granularity}
+    base = kernels.GPU_CONFIG
+    candidates = [
+        (f"tile {bm}x{bn} warps={w}", dataclasses.replace(base, ct_block_m=bm, ct_block_n=bn, elementwise_warps=w))
+        for bm in (32, 64, 128) for bn in (32, 64, 128) for w in (4, 8)
+    ]  # fmt: skip
+    for granularity in Granularity:
+        for name, cfg in candidates:
+            data, data_t, scale = cast_transpose.cast_transpose(x, E4M3, granularity, config=cfg)
+            want = ref[granularity]
+            bad = _mismatches(data, want[0]) + _mismatches(data_t, want[1]) + int((scale != want[2]).sum())
+            ms = bench_ms(partial(cast_transpose.cast_transpose, x, E4M3, granularity, config=cfg), iters, graph=True)
+            gbs = 4 * x.numel() / ms / 1e6  # read 2 B, write 1 B twice
+            print(
+                f"  {granularity.value:<10} {name:<32} {ms:8.4f} ms {gbs:7.0f} GB/s {100 * gbs / copy_gbs:5.1f}% "
+                f"of copy  mismatches vs reference: {bad}"
+            )
+
+
 def tune_scaled_mm(m: int, k: int, n: int, iters: int, granularity: Granularity, *, accumulation: bool) -> None:
     flops = 2 * m * k * n
     a, sa = kernels.quantize(torch.randn(m, k, device="cuda"), E4M3, granularity)
@@ -93,16 +120,18 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=8192)
     parser.add_argument("--n", type=int, default=8192)
     parser.add_argument("--iters", type=int, default=30)
-    parser.add_argument("--only", choices=["quantize", "scaled_mm"], help="tune one kernel only")
+    parser.add_argument("--only", choices=["quantize", "cast_transpose", "scaled_mm"], help="tune one kernel only")
     parser.add_argument("--accumulation", action="store_true", help="scaled_mm: also time precise accumulation")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("no CUDA device: nothing to tune (the kernels' CPU correctness is `python benchmarks/fp8.py`)")
         return
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
-    if args.only != "scaled_mm":
+    if args.only in (None, "quantize"):
         tune_quantize(args.m, args.k, args.iters)
-    if args.only != "quantize":
+    if args.only in (None, "cast_transpose"):
+        tune_cast_transpose(args.m, args.k, args.iters)
+    if args.only in (None, "scaled_mm"):
         for granularity in Granularity:
             tune_scaled_mm(args.m, args.k, args.n, args.iters, granularity, accumulation=args.accumulation)
 

@@ -1,9 +1,11 @@
 """Jagged vs padded-dense for the same math: linear -> softmax over the sequence -> weighted sum over it.
 
-Run: `python benchmarks/jagged.py [--backend eager|inductor] [--repeat N]`. Batch 64, features 256, row lengths drawn
-from a clipped log-normal with mean ~64 and one row of the maximum, 1024 (a realistic long tail). The padded side
-pads every row to 1024 and masks the softmax; the jagged side is a JaggedTensor. Both run in eager and through
-`subclassaot.compile`, side by side, on the CPU (and on CUDA when available). Reported per configuration: the
+Run: `python benchmarks/jagged.py [--backend eager|inductor] [--repeat N] [--blocks padded,jagged,fused]`. Batch 64,
+features 256, row lengths drawn from a clipped log-normal with mean ~64 and one row of the maximum, 1024 (a realistic
+long tail). The padded side pads every row to 1024 and masks the softmax; the jagged side is a JaggedTensor, its
+softmax-weighted sum written out (softmax, product, sum: three ops) or, in the "fused" rows, as `softmax_pool` (one
+kernel; Note [Fused Softmax Pool]). All run in eager and through `subclassaot.compile`, side by side, on the CPU
+(and on CUDA when available). Reported per configuration: the
 median time per call over back-to-back calls (see `measure`), and the peak memory allocated during one call (CPU:
 the profiler's allocation events; CUDA: the caching allocator's peak), above the inputs.
 """
@@ -22,7 +24,7 @@ from torch import Tensor
 from torch.profiler import ProfilerActivity, profile
 
 import subclassaot
-from subclasses.nested import JaggedTensor
+from subclasses.nested import JaggedTensor, softmax_pool
 
 BATCH, FEATURES, MEAN_LEN, MAX_LEN = 64, 256, 64, 1024
 
@@ -39,6 +41,13 @@ def lengths(seed: int = 0) -> Tensor:
 def jagged_block(x: JaggedTensor, w: Tensor) -> Tensor:
     y = F.linear(x, w).relu()
     return (y.softmax(1) * y).sum(1)
+
+
+def jagged_fused_block(x: JaggedTensor, w: Tensor) -> Tensor:
+    """`jagged_block` with the softmax-weighted sum as one fused kernel."""
+    y = F.linear(x, w).relu()
+    assert isinstance(y, JaggedTensor)
+    return softmax_pool(y)
 
 
 def padded_block(padded: Tensor, mask: Tensor, w: Tensor) -> Tensor:
@@ -96,7 +105,12 @@ def measure(name: str, run: Callable[[], object], device: torch.device, repeat: 
     return Result(name=name, ms=statistics.median(times), peak_mb=peak / 2**20)
 
 
-def run_device(device: torch.device, backend: str, repeat: int) -> list[Result]:
+BLOCKS = ("padded", "jagged", "fused")
+
+
+def run_device(
+    device: torch.device, backend: str, repeat: int, blocks: frozenset[str] = frozenset(BLOCKS)
+) -> list[Result]:
     lens = lengths().to(device)
     gen = torch.Generator().manual_seed(1)
     values = torch.randn(int(lens.sum()), FEATURES, generator=gen).to(device)
@@ -105,15 +119,21 @@ def run_device(device: torch.device, backend: str, repeat: int) -> list[Result]:
     padded = x.to_padded(0.0)
     mask = (torch.arange(MAX_LEN, device=device)[None, :] < lens[:, None])[:, :, None]
     with torch.no_grad():
-        torch.testing.assert_close(jagged_block(x, w), padded_block(padded, mask, w), atol=1e-4, rtol=1e-4)
+        want = padded_block(padded, mask, w)
+        torch.testing.assert_close(jagged_block(x, w), want, atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(jagged_fused_block(x, w), want, atol=1e-4, rtol=1e-4)
         compiled_jagged = subclassaot.compile(jagged_block, backend=backend)
+        compiled_fused = subclassaot.compile(jagged_fused_block, backend=backend)
         compiled_padded = subclassaot.compile(padded_block, backend=backend)
-        return [
-            measure("padded eager", lambda: padded_block(padded, mask, w), device, repeat),
-            measure("jagged eager", lambda: jagged_block(x, w), device, repeat),
-            measure(f"padded compiled ({backend})", lambda: compiled_padded(padded, mask, w), device, repeat),
-            measure(f"jagged compiled ({backend})", lambda: compiled_jagged(x, w), device, repeat),
+        runs: list[tuple[str, str, Callable[[], object]]] = [
+            ("padded", "padded eager", lambda: padded_block(padded, mask, w)),
+            ("jagged", "jagged eager", lambda: jagged_block(x, w)),
+            ("fused", "jagged fused eager", lambda: jagged_fused_block(x, w)),
+            ("padded", f"padded compiled ({backend})", lambda: compiled_padded(padded, mask, w)),
+            ("jagged", f"jagged compiled ({backend})", lambda: compiled_jagged(x, w)),
+            ("fused", f"jagged fused compiled ({backend})", lambda: compiled_fused(x, w)),
         ]
+        return [measure(name, run, device, repeat) for block, name, run in runs if block in blocks]
 
 
 def check_kernels(device: torch.device) -> None:
@@ -134,6 +154,12 @@ def check_kernels(device: torch.device) -> None:
     torch.testing.assert_close(
         kernels.jagged_softmax(values, offsets), reference.jagged_softmax(values, offsets), atol=1e-5, rtol=1e-5
     )
+    torch.testing.assert_close(
+        kernels.jagged_softmax_pool(values, offsets),
+        reference.jagged_softmax_pool(values, offsets),
+        atol=1e-5,
+        rtol=1e-5,
+    )
     padded = kernels.jagged_to_padded(values, offsets, 1030, -1.5)
     assert torch.equal(padded, reference.to_padded(values, offsets, 1030, -1.5))
     assert torch.equal(kernels.jagged_from_padded(padded, offsets, values.shape[0]), values)
@@ -144,7 +170,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="eager", help="subclassaot backend for the compiled rows")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--blocks", default=",".join(BLOCKS), help=f"comma-separated subset of {','.join(BLOCKS)}")
     args = parser.parse_args()
+    blocks = frozenset(args.blocks.split(","))
+    if not blocks <= set(BLOCKS):
+        parser.error(f"--blocks: unknown block(s) {sorted(blocks - set(BLOCKS))}")
     lens = lengths()
     print(
         f"batch {BATCH}, features {FEATURES}, lengths mean {lens.float().mean():.1f} max {int(lens.max())} "
@@ -155,7 +185,7 @@ def main() -> None:
         if device.type == "cuda":
             check_kernels(device)
         print(f"\n{device.type}:\n| block | time (ms) | peak memory (MiB) |\n|---|---:|---:|")
-        for r in run_device(device, args.backend, args.repeat):
+        for r in run_device(device, args.backend, args.repeat, blocks):
             print(f"| {r.name} | {r.ms:.2f} | {r.peak_mb:.1f} |")
 
 

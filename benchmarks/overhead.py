@@ -13,9 +13,11 @@ function (median over a few compiles, after a warm-up compile of each toolchain 
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import statistics
 import time
+import timeit
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -246,12 +248,105 @@ def print_tables(rows: list[Row], budget: Budget) -> None:
                 print(f"note: {r.name}, {who}: {side.note}")
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Guard time alone (issue 31): what CompiledFunction.__call__ does before it runs an entry
+
+
+SCALE = 2.0
+OFFSET = [3.0]
+
+
+def reads_python(x: torch.Tensor) -> torch.Tensor:
+    return x * SCALE + OFFSET[0]
+
+
+def mlp6() -> torch.nn.Module:
+    layers: list[torch.nn.Module] = []
+    for _ in range(6):
+        layers += [torch.nn.Linear(8, 8), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers)
+
+
+GUARD_CASES: tuple[tuple[str, Callable[[], Callable[..., object]], Callable[[], torch.Tensor]], ...] = (
+    ("(a) plain x + 1", lambda: plain_add, lambda: torch.randn(2, 2)),
+    ("(b) PairTensor p * 2", lambda: pair_mul, lambda: PairTensor.from_tensor(torch.randn(2, 2))),
+    ("(d) x * SCALE + OFFSET[0] (a global float, a global list)", lambda: reads_python, lambda: torch.randn(2, 2)),
+    ("(e) 6-layer MLP module (Linear+ReLU x6)", mlp6, lambda: torch.randn(4, 8)),
+)
+
+
+def find_entry(compiled: subclassaot.CompiledFunction[..., object], x: torch.Tensor) -> object:
+    """CompiledFunction.__call__ up to the entry it would run, for one positional argument: the fast path for a
+    plain function, else lifted state + flatten + each entry's guards. Written against attributes both this commit
+    and the one before the Python-state guards have, so one script times both."""
+    from torch.utils import _pytree as pytree
+
+    from subclassaot.inputs import lifted_state
+
+    args = (x,)
+    if not compiled._is_module and not compiled._captures:
+        for entry in compiled._entries:
+            if entry.simple_arity == 1:
+                bound = entry.guards.check(args)
+                if isinstance(bound, dict):
+                    return bound
+    values, spec = pytree.tree_flatten((lifted_state(compiled.fn, compiled._captures), args, {}))
+    for entry in compiled._entries:
+        if entry.spec == spec:
+            bound = entry.guards.check(values)
+            if isinstance(bound, dict):
+                return bound
+    raise AssertionError("BUG: no entry accepts the call it was compiled for")
+
+
+def guard_us(budget: Budget, *, python_state_guards: bool | None = None) -> dict[str, float]:
+    """Per case: the fastest of many small batches (a guard does the same work every call, so the minimum is its
+    cost and everything above it is other load on the shared machine), in microseconds. `python_state_guards`: the
+    compile option (None: leave it out, for commits that predate it)."""
+    out: dict[str, float] = {}
+    options = {} if python_state_guards is None else {"python_state_guards": python_state_guards}
+    for name, make_fn, make in GUARD_CASES:
+        compiled = subclassaot.compile(make_fn(), backend="eager", **options)  # type: ignore[call-overload]
+        x = make()
+        compiled(x)
+        lookup = functools.partial(find_entry, compiled, x)
+        batch, repeats = max(budget.batch // 4, 5), budget.repeats * 10
+        out[name] = min(timeit.repeat(lookup, number=batch, repeat=repeats)) / batch * 1e6
+    return out
+
+
+def print_guard_table(budget: Budget) -> None:
+    print("Guard time per call (us): CompiledFunction.__call__ up to the entry it runs; min over batches")
+    try:
+        subclassaot.compile(plain_add, python_state_guards=True)
+    except TypeError:  # a commit before the Python-state guards
+        print("| function | guards (us) |\n|---|---:|")
+        for name, us in guard_us(budget).items():
+            print(f"| {name} | {us:.2f} |")
+        return
+    # Both settings in one process, taking turns, so that load falls on both alike.
+    on: dict[str, list[float]] = {}
+    off: dict[str, list[float]] = {}
+    for _ in range(3):
+        for flag, into in ((True, on), (False, off)):
+            for name, us in guard_us(budget, python_state_guards=flag).items():
+                into.setdefault(name, []).append(us)
+    print("| function | python_state_guards=False | True (default) | ratio |\n|---|---:|---:|---:|")
+    for name in on:
+        a, b = min(off[name]), min(on[name])
+        print(f"| {name} | {a:.2f} | {b:.2f} | {b / a:.2f}x |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="few iterations (smoke test)")
+    parser.add_argument("--guards", action="store_true", help="only the guard time per call (issue 31)")
     args = parser.parse_args()
     budget = QUICK if args.quick else FULL
     torch.set_num_threads(1)
+    if args.guards:
+        print_guard_table(budget)
+        return
     warm_up()
     rows = [measure(name, fn, make, budget) for name, fn, make in CASES]
     print_tables(rows, budget)

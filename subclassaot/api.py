@@ -23,7 +23,16 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 
 from policies import AutomaticDynamicState, Policy
-from subclassaot import backends, guards
+from subclassaot import backends, guards, python_state
+from subclassaot.ambient_modes import (
+    NO_MODES_KEY,
+    AmbientModes,
+    ModesKey,
+    ambient_modes,
+    describe_modes,
+    describe_modes_change,
+    traced_under,
+)
 from subclassaot.analyze import analyze, check_gained_grad
 from subclassaot.analyze_training import check_multi_output_view_inputs, check_multi_output_view_outputs
 from subclassaot.autograd_runtime import training_call
@@ -44,7 +53,14 @@ from subclassaot.same_inputs import find_same_inputs, marked_call, same_input_gu
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, InputIndex
 from subclassaot.storage_reach import StorageReachError
 from subclassaot.torch_function import check_trial, torch_function_trial
-from subclassaot.torch_internals import DATA_DEPENDENT_ERRORS, get_version, new_fake_mode, shape_env_of
+from subclassaot.torch_internals import (
+    DATA_DEPENDENT_ERRORS,
+    function_modes_off,
+    function_modes_on,
+    get_version,
+    new_fake_mode,
+    shape_env_of,
+)
 from subclassaot.trace import TracedGraph, trace_inference
 from subclassaot.training_rules import (
     check_overlapping_plain_groups,
@@ -70,6 +86,7 @@ class CompiledEntry:
     traced: TracedGraph
     backward: torch.fx.GraphModule | None  # training: the backward graph (see Note [Training Through A Joint Graph])
     forward: torch.fx.GraphModule | None = None  # training: the forward partitioned from the joint graph
+    modes: ModesKey = NO_MODES_KEY  # the ambient modes it was compiled under (Note [Ambient Modes])
 
 
 class CompiledFunction(Generic[P, R]):
@@ -100,18 +117,29 @@ class CompiledFunction(Generic[P, R]):
         return tuple(self._entries)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        modes = ambient_modes()
+        if modes:  # See Note [Ambient Modes]
+            return self._call_under(modes, args, kwargs)
         if not kwargs and not self._is_module and not self._captures:
             # Fast path: a function called with positional leaves only; its flat inputs are `args` itself. A
             # container where a tensor or constant was compiled fails a type guard and takes the full path below.
+            # The Python state the function reads is checked inside `guards.check` on this path too:
+            # See Note [Python State Is Snapshotted, Not Recorded]
             for entry in tuple(self._entries):
-                if entry.simple_arity == len(args):
+                if entry.simple_arity == len(args) and entry.modes == NO_MODES_KEY:
                     bound = entry.guards.check(args)
                     if isinstance(bound, dict):
                         return cast(R, entry.run(args, bound))
+        return self._lookup_or_compile(args, kwargs, modes)
+
+    def _lookup_or_compile(self, args: tuple[object, ...], kwargs: Mapping[str, object], modes: AmbientModes) -> R:
         state = lifted_state(self.fn, self._captures)
         values, spec = pytree.tree_flatten((state, args, kwargs))
         failures = []
         for entry in tuple(self._entries):
+            if entry.modes != modes.key:
+                failures.append(describe_modes_change(entry.modes, modes.key))
+                continue
             if entry.spec != spec:
                 failures.append("the structure of the arguments changed")
                 continue
@@ -119,10 +147,34 @@ class CompiledFunction(Generic[P, R]):
             if isinstance(bound, dict):
                 return cast(R, entry.run(values, bound))
             failures.append(bound)
-        return self._compile_and_run(args, kwargs, values, failures)
+        return self._compile_and_run(args, kwargs, values, failures, modes)
+
+    def _call_under(self, modes: AmbientModes, args: tuple[object, ...], kwargs: Mapping[str, object]) -> R:
+        """A call under the caller's modes: torch-function modes are traced and popped while the entry runs; under
+        a dispatch mode the call runs eagerly (Note [Ambient Modes])."""
+        if modes.dispatch:
+            reason = f"called under {describe_modes(modes.key)}"
+            with self._lock:
+                if not self._reasons or self._reasons[-1] != reason:
+                    self._reasons.append(reason)
+            warnings.warn(
+                f"subclassaot: {getattr(self.fn, '__name__', self.fn)} was {reason}, which the compiled graph cannot "
+                "trace (a dispatch mode acts on real tensors below autograd); running eagerly. Call it outside the "
+                "mode to use the compiled graph.",
+                stacklevel=3,
+            )
+            eager: Callable[..., R] = self.fn
+            return eager(*args, **kwargs)
+        with function_modes_off():
+            return self._lookup_or_compile(args, kwargs, modes)
 
     def _compile_and_run(
-        self, args: tuple[object, ...], kwargs: Mapping[str, object], values: list[object], failures: list[str]
+        self,
+        args: tuple[object, ...],
+        kwargs: Mapping[str, object],
+        values: list[object],
+        failures: list[str],
+        modes: AmbientModes,
     ) -> R:
         with self._lock:
             if len(self._entries) >= self.config.recompile_limit:
@@ -132,12 +184,16 @@ class CompiledFunction(Generic[P, R]):
                     stacklevel=3,
                 )
                 eager: Callable[..., R] = self.fn
-                return eager(*args, **kwargs)
+                with function_modes_on(modes.function):  # popped by _call_under: eager applies them
+                    return eager(*args, **kwargs)
             if failures:
                 reason = failures[-1] if len(failures) == 1 else "; ".join(dict.fromkeys(failures))
                 self._reasons.append(reason)
                 log.info("recompiling %s: %s", getattr(self.fn, "__name__", self.fn), reason)
-            entry = compile_entry(self.fn, args, kwargs, self.config, self._state, self._symbols, self._captures)
+            entry = compile_entry(
+                self.fn, args, kwargs, self.config, self._state, self._symbols, self._captures, modes.function
+            )
+            entry = dataclasses.replace(entry, modes=modes.key)
             self._entries.append(entry)
         bound = entry.guards.check(values)
         if not isinstance(bound, dict):
@@ -167,27 +223,54 @@ def compile_entry(
     state: AutomaticDynamicState,
     symbols: SymbolCache,
     captures: tuple[CaptureRef, ...] | None = None,
+    function_modes: tuple[object, ...] = (),
+) -> CompiledEntry:
+    """Compile one entry guarded by the Python state `fn` reads now (Note [Python State Is Snapshotted, Not
+    Recorded]): snapshot it, compile, refuse a program that changed it, and check it before the entry's guards."""
+    before = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
+    entry = _compile_any(fn, args, kwargs, config, state, symbols, captures, function_modes)
+    python_state.check_unchanged(before, str(getattr(fn, "__qualname__", type(fn).__name__)))
+    python = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
+    if not python.watched and python.ambient is None:
+        return entry
+    return dataclasses.replace(entry, guards=guards.with_python_state(entry.guards, python.check, python.source))
+
+
+def _compile_any(
+    fn: Callable[..., object],
+    args: tuple[object, ...],
+    kwargs: Mapping[str, object],
+    config: CompileConfig,
+    state: AutomaticDynamicState,
+    symbols: SymbolCache,
+    captures: tuple[CaptureRef, ...] | None = None,
+    function_modes: tuple[object, ...] = (),
 ) -> CompiledEntry:
     """Compile one entry; if tracing with symbolic sizes fails (an op without symbolic support, a size the program
-    branches on), compile it again with static sizes rather than fail a call eager completes."""
+    branches on), compile it again with static sizes rather than fail a call eager completes. `function_modes`: the
+    caller's torch-function modes, pushed around the user's code while it is traced (Note [Ambient Modes])."""
     refs = capture_refs(fn) if captures is None else captures
     same = find_same_inputs(args, kwargs) if not isinstance(fn, torch.nn.Module) and not refs else None
     if same is not None:  # See Note [One Tensor Passed Several Times]
         marked_args, marked_kwargs = marked_call(same, args, kwargs)
-        inner = compile_entry(unmarking(fn, same), marked_args, marked_kwargs, config, state, symbols, ())
+        inner = _compile_any(
+            unmarking(fn, same), marked_args, marked_kwargs, config, state, symbols, (), function_modes
+        )
         entry_guards, marked = same_input_guards(same, inner.guards, [leaf.path for leaf in inner.flat.leaves])
         return dataclasses.replace(
             inner, guards=entry_guards, run=lambda values, bound: inner.run(marked(values), bound)
         )
     try:
-        return _compile_entry_once(fn, args, kwargs, config, state, symbols, captures)
+        return _compile_entry_once(fn, args, kwargs, config, state, symbols, captures, function_modes)
     except AliasedSubclassRefusal as refusal:
         hidden = find_hidden_bases(args, kwargs) if not isinstance(fn, torch.nn.Module) and not refs else None
         if hidden is None:
             raise
         try:  # See Note [Subclass Views Of A Base Not Passed]
             with_args, with_kwargs = call_with_bases(hidden, args, kwargs)
-            inner = compile_entry(dropping_bases(fn, hidden), with_args, with_kwargs, config, state, symbols, ())
+            inner = _compile_any(
+                dropping_bases(fn, hidden), with_args, with_kwargs, config, state, symbols, (), function_modes
+            )
         except Exception:
             raise refusal from None
     entry_guards, extended = hidden_base_guards(hidden, inner.guards, [leaf.path for leaf in inner.flat.leaves])
@@ -209,11 +292,12 @@ def _compile_entry_once(
     state: AutomaticDynamicState,
     symbols: SymbolCache,
     captures: tuple[CaptureRef, ...] | None,
+    function_modes: tuple[object, ...],
 ) -> CompiledEntry:
     name = getattr(fn, "__name__", fn)
     try:
         try:
-            return _compile_entry(fn, args, kwargs, config, state, symbols, captures)
+            return _compile_entry(fn, args, kwargs, config, state, symbols, captures, function_modes)
         except SubclassAOTError:
             raise
         except Exception as e:  # any failure of the symbolic trace; the static compile decides
@@ -221,7 +305,7 @@ def _compile_entry_once(
                 raise
             log.info("symbolic trace of %s failed (%s); compiling with static shapes", name, e)
             static = dataclasses.replace(config, dynamic=False)
-            return _compile_entry(fn, args, kwargs, static, state, symbols, captures)
+            return _compile_entry(fn, args, kwargs, static, state, symbols, captures, function_modes)
     except DATA_DEPENDENT_ERRORS as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UnsupportedError(
@@ -241,13 +325,14 @@ def _compile_entry(
     state: AutomaticDynamicState,
     symbols: SymbolCache,
     captures: tuple[CaptureRef, ...] | None,
+    function_modes: tuple[object, ...],
 ) -> CompiledEntry:
     """Compile; where a trace finds the program reaching storage elements outside an input that is its own graph
     input, compile again with that input's whole storage as a synthetic base (Note [as_strided On Inputs])."""
     whole_storage: frozenset[DenseIndex] = frozenset()
     while True:
         try:
-            return _compile_over(fn, args, kwargs, config, state, symbols, captures, whole_storage)
+            return _compile_over(fn, args, kwargs, config, state, symbols, captures, whole_storage, function_modes)
         except StorageReachError as e:
             if e.leaf in whole_storage:
                 raise
@@ -263,9 +348,11 @@ def _compile_over(
     symbols: SymbolCache,
     captures: tuple[CaptureRef, ...] | None,
     whole_storage: frozenset[DenseIndex],
+    function_modes: tuple[object, ...],
 ) -> CompiledEntry:
     """inputs -> fakify -> desugar -> analyze -> trace (training: joint -> partition) -> backend -> guards -> runtime."""
     flat, call = flatten_call(fn, args, kwargs, captures)
+    call = traced_under(function_modes, call)  # See Note [Ambient Modes]
     tensors = [cast(torch.Tensor, flat.values[i]) for i in flat.tensor_indices]
     paths = [flat.leaves[i].path for i in flat.tensor_indices]
     fake_mode, fakified, layout = _fakify_and_desugar(tensors, paths, flat, config, state, symbols, whole_storage)
@@ -482,6 +569,7 @@ def compile(
     policies: Mapping[str, Policy] | None = ...,
     recompile_limit: int = ...,
     keep_input_mutations: bool = ...,
+    python_state_guards: bool = ...,
 ) -> CompiledFunction[P, R]: ...
 @overload
 def compile(
@@ -492,6 +580,7 @@ def compile(
     policies: Mapping[str, Policy] | None = ...,
     recompile_limit: int = ...,
     keep_input_mutations: bool = ...,
+    python_state_guards: bool = ...,
 ) -> Callable[[Callable[P, R]], CompiledFunction[P, R]]: ...
 def compile(
     fn: Callable[P, R] | None = None,
@@ -501,6 +590,7 @@ def compile(
     policies: Mapping[str, Policy] | None = None,
     recompile_limit: int = 8,
     keep_input_mutations: bool = False,
+    python_state_guards: bool = True,
 ) -> CompiledFunction[P, R] | Callable[[Callable[P, R]], CompiledFunction[P, R]]:
     """Compile `fn` (a function or nn.Module) over pytrees of tensors, tensor subclasses and Python scalars."""
     config = CompileConfig(
@@ -509,6 +599,7 @@ def compile(
         policies=dict(policies or {}),
         recompile_limit=recompile_limit,
         keep_input_mutations=keep_input_mutations,
+        python_state_guards=python_state_guards,
     )
     if fn is None:
         return lambda f: CompiledFunction(f, config)

@@ -26,6 +26,9 @@ class CompileConfig:
     policies: Mapping[str, TensorPolicy | SubclassSymbolicPolicy] = field(default_factory=dict)
     recompile_limit: int = 8
     keep_input_mutations: bool = False
+    # Guard the Python state the program reads and the ambient torch state (Note [Python State Is Snapshotted, Not
+    # Recorded]); off where a caller (Dynamo, through the torch.compile backend) has guarded them already.
+    python_state_guards: bool = True
 
     def __post_init__(self) -> None:
         if self.recompile_limit < 1:

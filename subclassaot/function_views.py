@@ -17,7 +17,7 @@ from subclassaot.desugar import leaf_meta
 from subclassaot.errors import UnsupportedError
 from subclassaot.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.protocol import is_traceable_subclass
-from subclassaot.schemas import FlatInputs, InputIndex, Replay, ReplaySource, ViewStep
+from subclassaot.schemas import FlatInputs, InputIndex, LeafSource, OutputLeaf, Replay, ReplaySource, ViewStep
 from subclassaot.torch_internals import custom_function_of, grad_fn_raises, is_custom_function_view, storage_key
 from subclassaot.view_chains import view_step
 
@@ -150,3 +150,23 @@ def _refusal(path: str, why: str) -> UnsupportedError:
         f"{why}; the compiled output could not be eager's view of that input with the Function's history (Note "
         "[Inputs Returned By A Custom Function]). Return a clone from the Function's forward"
     )
+
+
+# Note [Views Of A Custom Function's Own Intermediates]
+# A custom autograd.Function may return a view of a tensor it made itself (torchao's Float8Linear returns
+# `mm_result.reshape(...)`): in eager the output is a view (`._base` set: an intermediate nobody else sees) with the
+# Function's history. Its base was made inside the Function's forward, without grad, so the output cannot be
+# regenerated as a view of a graph-computed base (a view of a base that does not require grad would have none). It
+# is computed by the graph like a fresh output, and the compiled Function's result is returned as
+# `fresh.view(fresh.shape)`, as for subclass views of intermediates (Note [Subclass Views Of Intermediates In
+# Training]): a view of a tensor nobody else sees, with gradients flowing through the compiled Function.
+
+
+def function_view_of_fresh(value: torch.Tensor, leaves: tuple[OutputLeaf, ...], run: FunctionalRun) -> bool:
+    """See Note [Views Of A Custom Function's Own Intermediates]."""
+    if is_traceable_subclass(value) or not torch.is_grad_enabled() or not value.requires_grad:
+        return False
+    if len(leaves) != 1 or leaves[0].source is not LeafSource.GRAPH or not is_custom_function_view(value):
+        return False
+    base = value._base
+    return base is not None and not base.requires_grad and all(base is not t for t in run.user_tensors)

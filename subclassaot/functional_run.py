@@ -27,7 +27,13 @@ from subclassaot.schemas import AliasGroupRef, DenseIndex, DenseLayout, FlatInpu
 from subclassaot.storage_reach import check_absolute_frames
 from subclassaot.storage_swaps import swap_modes
 from subclassaot.swap_record import Elements, SwapRecord, dense_strides, elements_of
-from subclassaot.torch_internals import DataDependentError, replay_view, storage_key, to_functional
+from subclassaot.torch_internals import (
+    DataDependentError,
+    clone_keeps_type,
+    replay_view,
+    storage_key,
+    to_functional,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,12 +132,12 @@ def run_functional(
             shared = layout.trees[i] is not None and any(j in grouped for j in layout.leaves_of_input[i])
             if i in viewed:  # Note [Subclass Members Traced As Views Of Their Base Input]
                 clone = replay_view(cast(torch.Tensor, flat.values[flat.tensor_indices[i]]), user_tensors[viewed[i]])
+            elif shared:
+                clone = cast(torch.Tensor, _SameStorageClone.apply(original))  # type: ignore[no-untyped-call]  # untyped in torch
+            elif layout.trees[i] is not None and not clone_keeps_type(_fake_of(requires_grad_like, original, i)):
+                clone = cast(torch.Tensor, _InnerClone.apply(original))  # type: ignore[no-untyped-call]  # untyped in torch
             else:
-                clone = (
-                    cast(torch.Tensor, _SameStorageClone.apply(original))  # type: ignore[no-untyped-call]  # untyped in torch
-                    if shared
-                    else _strided_clone(original)
-                )
+                clone = _strided_clone(original)
             if i in view_clone_inputs and not clone._is_view():
                 clone = clone.view_as(clone)  # Note [Writes To Plain View Inputs Make Plain Gradients]
             clones[id(original)] = clone
@@ -336,6 +342,34 @@ class _SameStorageClone(torch.autograd.Function):
     def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
         node, leaves = flatten_subclass(x, "clone")
         return unflatten_subclass(node, leaves, outer_size=x.shape, outer_stride=x.stride(), check=False)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad
+
+
+# Note [Subclasses Whose Ops Return Plain Tensors]
+# Many subclasses (torchao's quantized tensors, torch's CustomTensorPlainOut) answer most ops with plain tensors:
+# their clone() is a plain tensor computed from the inner tensors. A training run executes the program on a clone of
+# each input gradients are taken for (Note [Training Through A Joint Graph]); for such a subclass that clone is a
+# wrapper over clones of its inner tensors, made by one autograd Function whose backward passes the gradient through,
+# so the program sees what it was given (same type, same inner values) and autograd sees a non-leaf. Whether clone()
+# keeps the type is asked of the fake input outside the trace, so the question leaves no node in the graph.
+
+
+def _fake_of(like: Sequence[torch.Tensor] | None, original: torch.Tensor, i: int) -> torch.Tensor:
+    return original if like is None else like[i]
+
+
+class _InnerClone(torch.autograd.Function):
+    """A wrapper over clones of a subclass input's inner tensors (Note [Subclasses Whose Ops Return Plain
+    Tensors])."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        node, leaves = flatten_subclass(x, "clone")
+        clones = [_strided_clone(leaf) for leaf in leaves]
+        return unflatten_subclass(node, clones, outer_size=x.shape, outer_stride=x.stride(), check=False)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:

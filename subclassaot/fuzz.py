@@ -267,7 +267,7 @@ def normalize(text: str) -> str:
     return text[:140]
 
 
-def _exception_verdict(e: Exception) -> Verdict:
+def exception_verdict(e: Exception) -> Verdict:
     message = f"{type(e).__name__}: {e}"
     if isinstance(e, UnsupportedError):
         rule = normalize(str(e).split(";")[0])
@@ -294,7 +294,7 @@ def check_program(program: Program, compile_fn: CompileFn, *, calls: int = 2) ->
         except EagerRaised as e:
             return Verdict(outcome=Outcome.DISCARDED, detail=repr(e.error), signatures=())
         except Exception as e:  # classify every failure of the compiled side, whatever its type
-            return _exception_verdict(e)
+            return exception_verdict(e)
     count = getattr(compiled, "compile_count", 1)
     if isinstance(count, int) and count > 1:
         reasons = getattr(compiled, "recompile_reasons", ())

@@ -35,6 +35,7 @@ from subclassaot.fuzz import (
     shrink,
 )
 from subclassaot.fuzz_program import Program, kind_from_factory, register_input_kind, to_source
+from subclassaot.fuzz_state import check_program_with_state_changes
 
 R = TypeVar("R")
 
@@ -107,9 +108,12 @@ def fuzz(
     shrink_per_signature: int = 2,
     progress: Callable[[FuzzReport], None] | None = None,
     shard: tuple[int, int] = (0, 1),
+    state_changes: bool = False,
 ) -> FuzzReport:
     """Check `programs` eager-legal programs; see the module docstring. `shard=(k, n)`: only program indexes
-    congruent to k mod n, until this shard's share of `programs` is counted (`fuzz_parallel` runs all n)."""
+    congruent to k mod n, until this shard's share of `programs` is counted (`fuzz_parallel` runs all n).
+    `state_changes`: wrap each program in a module reading Python state and change that state between calls
+    (subclassaot.fuzz_state)."""
     compile_fn = compile_fn if compile_fn is not None else pipeline_compile(backend)
     report = FuzzReport(seed=seed, backend=backend)
     k, n = shard
@@ -117,7 +121,8 @@ def fuzz(
     index = k
     while report.counted < target and index < 20 * programs:
         program = generate(RandomChooser(seed * 1_000_003 + index), config)
-        verdict = check_program(program, compile_fn)
+        check = _checker(compile_fn, seed * 1_000_003 + index, state_changes)
+        verdict = check(program)
         report.counts[verdict.outcome] += 1
         if verdict.outcome is Outcome.UNSUPPORTED:
             report.unsupported_rules[verdict.signature] += 1
@@ -126,12 +131,18 @@ def fuzz(
             key = (verdict.outcome, verdict.signature)
             report.failure_signatures[key] += 1
             report.failures.append(
-                _failure(index, program, verdict, compile_fn, report.failure_signatures[key], shrink_per_signature)
+                _failure(index, program, verdict, check, report.failure_signatures[key], shrink_per_signature)
             )
         if progress is not None and report.counted % 100 == 0 and verdict.outcome is not Outcome.DISCARDED:
             progress(report)
         index += n
     return report
+
+
+def _checker(compile_fn: CompileFn, changes_seed: int, state_changes: bool) -> Callable[[Program], Verdict]:
+    if state_changes:
+        return lambda p: check_program_with_state_changes(p, compile_fn, changes_seed)
+    return lambda p: check_program(p, compile_fn)
 
 
 def shard_share(programs: int, shard: tuple[int, int]) -> int:
@@ -166,14 +177,14 @@ def merge_reports(reports: Sequence[FuzzReport]) -> FuzzReport:
     return merged
 
 
-def _failure(index: int, program: Program, verdict: Verdict, compile_fn: CompileFn, nth: int, limit: int) -> Failure:
+def _failure(
+    index: int, program: Program, verdict: Verdict, check: Callable[[Program], Verdict], nth: int, limit: int
+) -> Failure:
     if nth > limit:
         return Failure(index=index, program=program, verdict=verdict, shrunk=None, shrunk_verdict=None)
     predicate = same_failure(verdict)
-    small = shrink(program, lambda p: predicate(check_program(p, compile_fn)))
-    return Failure(
-        index=index, program=program, verdict=verdict, shrunk=small, shrunk_verdict=check_program(small, compile_fn)
-    )
+    small = shrink(program, lambda p: predicate(check(p)))
+    return Failure(index=index, program=program, verdict=verdict, shrunk=small, shrunk_verdict=check(small))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -243,6 +254,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shrink-per-signature", type=int, default=2)
     parser.add_argument("--out", default=None, help="a folder for shrunk failures (regression tests) and REPORT.md")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (programs split by index mod jobs)")
+    parser.add_argument(
+        "--state-changes",
+        action="store_true",
+        help="wrap each program in a module reading Python state, and change that state between calls",
+    )
 
 
 def _checkpoint(report: FuzzReport, programs: int, out_dir: str | None, echo: Callable[[str], None]) -> None:
@@ -264,6 +280,7 @@ def _cli_shard(args: argparse.Namespace, echo: Callable[[str], None], shard: tup
         shrink_per_signature=args.shrink_per_signature,
         progress=lambda r: _checkpoint(r, share, out_dir, lambda line: echo(prefix + line)),
         shard=shard,
+        state_changes=args.state_changes,
     )
 
 

@@ -39,6 +39,19 @@ class Guards:
     symbols: tuple[str, ...]  # names bound by the guards, in binding order
 
 
+def with_python_state(inner: Guards, state: Callable[[], str | None], state_source: str) -> Guards:
+    """`inner` preceded by the Python-state check (Note [Python State Is Snapshotted, Not Recorded])."""
+    inner_check = inner.check
+
+    def check(values: Sequence[object]) -> dict[str, int] | str:
+        reason = state()
+        if reason is not None:
+            return reason
+        return inner_check(values)
+
+    return Guards(source=state_source + "\n" + inner.source, check=check, symbols=inner.symbols)
+
+
 def describe_ctx_change(path: str, old: object, new: object) -> str:
     """Name the ctx fields that changed (dataclasses, tuples, dicts are compared field by field)."""
     changes = _ctx_diff(old, new, "")

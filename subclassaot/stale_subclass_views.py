@@ -14,9 +14,10 @@ from collections.abc import Sequence
 import torch
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.functional_run import FunctionalRun
+from subclassaot.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.protocol import is_traceable_subclass
-from subclassaot.schemas import OutputInfo, OutputKind
+from subclassaot.schemas import LeafSource, OutputInfo, OutputKind
+from subclassaot.torch_internals import storage_key
 
 __all__ = ["check_stale_subclass_outputs"]
 
@@ -43,6 +44,42 @@ __all__ = ["check_stale_subclass_outputs"]
 # #2383).
 
 
+# Note [Wrapper Views Over Fresh Inner Tensors]
+# Eager records a view at the wrapper level: autograd's view tracking runs above a subclass's __torch_dispatch__, so
+# `x.view(12)` of a subclass input has `._base is x` whatever the subclass returns. A subclass whose view ops return
+# a wrapper over new inner tensors (not views of x's: it breaks the checker's views.alias rule) gives an output that
+# is a view of x in autograd's eyes but shares no data with it. The compiled output, rebuilt from its inner tensors,
+# would not be a view; replaying the view op on x at run time would, but the analysis cannot know that replay gives
+# what the graph computed. So such an output is refused, naming the input and the rule.
+
+
+def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
+    """See Note [Wrapper Views Over Fresh Inner Tensors]."""
+    named = {id(t): i for i, t in enumerate(run.user_tensors)}
+    for info, value in zip(infos, leaves, strict=True):
+        if info.kind is not OutputKind.TENSOR or info.tree is None or info.replay is not None:
+            continue
+        if not isinstance(value, torch.Tensor) or not value._is_view():
+            continue
+        if info.function_view is not None or any(leaf.source is LeafSource.INPUT_ALIAS for leaf in info.leaves):
+            continue
+        root = run.swaps.view_root(value, through_swaps=True)
+        base = root if id(root) in named else value._base
+        if base is not None and id(base) in named and not _shares_inner_storage(value, base):
+            raise UnsupportedError(
+                f"{info.path} is a view of input {named[id(base)]} (a {type(value).__name__}: eager's `._base`), but "
+                "its inner tensors share no storage with that input's: the subclass's view op returns new inner "
+                "tensors, which breaks the views.alias rule of subclassaot.check_subclass (Note [Wrapper Views Over "
+                "Fresh Inner Tensors]). Return a clone of the view, or make the view op alias the input's inner "
+                "tensors (return torch.utils._python_dispatch.return_and_correct_aliasing(func, args, kwargs, out))"
+            )
+
+
+def _shares_inner_storage(value: torch.Tensor, base: torch.Tensor) -> bool:
+    keys = {storage_key(leaf) for leaf in dense_leaves_of(base, "base")[1]}
+    return any(storage_key(leaf) in keys for leaf in dense_leaves_of(value, "out")[1])
+
+
 def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
     """See Note [Fresh Views Of Inputs]."""
     named = {id(t): f"input {i}" for i, t in enumerate(run.user_tensors)}
@@ -59,6 +96,7 @@ def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], ru
 
 def check_stale_subclass_outputs(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
     """See Note [Subclass Views Rebuilt Without Their In-Place View Ops] and Note [Fresh Views Of Inputs]."""
+    _check_views_over_fresh_leaves(infos, leaves, run)
     _check_fresh_views(infos, leaves, run)
     if not torch.is_grad_enabled():
         return

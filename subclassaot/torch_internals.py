@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import cast
 
 import sympy
@@ -587,3 +587,79 @@ def dispatches_in_cpp(cls: type) -> bool:
 
     api = sys.modules.get("torch.distributed.tensor._api")  # not imported: no DTensor can exist
     return api is not None and cls is getattr(api, "DTensor", None)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Ambient mode stacks (Note [Ambient Modes])
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def ambient_mode_stacks() -> tuple[tuple[object, ...], tuple[object, ...]]:
+    """The user's modes on the stacks now, bottom first: (dispatch modes, torch-function modes). Infrastructure
+    modes (fake tensors, functionalization, proxy tracing, subclassaot's own) are left out: not the caller's."""
+    if torch._C._len_torch_dispatch_stack() == 0 and torch._C._len_torch_function_stack() == 0:
+        return (), ()
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    dispatch = tuple(
+        m
+        for m in _get_current_dispatch_mode_stack()
+        if not m.is_infra_mode() and not m.ignore_compile_internals() and not _pipeline_mode(m)
+    )
+    stack = torch.overrides._get_current_function_mode_stack()  # type: ignore[no-untyped-call]
+    function = tuple(m for m in stack if not _pipeline_mode(m))
+    return dispatch, function
+
+
+def _pipeline_mode(mode: object) -> bool:
+    """One of subclassaot's own modes (a compiled function called while another is traced sees them)."""
+    return type(mode).__module__.startswith("subclassaot.")
+
+
+@contextlib.contextmanager
+def function_modes_off() -> Iterator[tuple[object, ...]]:
+    """Pop every torch-function mode for the duration (yielding them, bottom first) and push them back after."""
+    popped: list[object] = []
+    while torch._C._len_torch_function_stack() > 0:
+        popped.append(torch._C._pop_torch_function_stack())
+    try:
+        yield tuple(reversed(popped))
+    finally:
+        for mode in reversed(popped):
+            torch._C._push_on_torch_function_stack(mode)
+
+
+@contextlib.contextmanager
+def function_modes_on(modes: Sequence[object]) -> Iterator[None]:
+    """Push `modes` (bottom first) on the torch-function stack for the duration."""
+    for mode in modes:
+        torch._C._push_on_torch_function_stack(mode)
+    try:
+        yield
+    finally:
+        for _ in modes:
+            torch._C._pop_torch_function_stack()
+
+
+def clone_keeps_type(t: torch.Tensor) -> bool:
+    """Does `t.clone()` return `t`'s own type? Asked outside every mode (a fake `t` runs in its own fake mode), so a
+    trace in progress records nothing. A clone that raises counts as keeping the type (the caller's usual path)."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes(), torch.no_grad():
+        try:
+            return type(t.detach().clone()) is type(t)
+        except Exception:  # any failure: leave the decision to the usual path, which reports it
+            return True
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Ambient state (python_state)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+# The C functions behind torch's public getters, bound directly: the per-call guards skip a Python frame each.
+any_autocast_enabled: Callable[[], bool] = torch._C._is_any_autocast_enabled
+deterministic_algorithms: Callable[[], bool] = torch._C._get_deterministic_algorithms
+deterministic_warn_only: Callable[[], bool] = torch._C._get_deterministic_algorithms_warn_only
+float32_matmul_precision: Callable[[], str] = torch._C._get_float32_matmul_precision

@@ -86,9 +86,14 @@ def assert_call_matches_eager(
     atol: float | None = None,
     rtol: float | None = None,
     after_call: Callable[[object, tuple[object, ...]], object] | None = None,
+    compiled_module: torch.nn.Module | None = None,
 ) -> None:
-    """One call of an already compiled function against `fn` in eager (recompile tests call this repeatedly)."""
-    _check_one_call(0, compiled, fn, make_inputs, None, after_call, check_grads, Tolerance(atol=atol, rtol=rtol))
+    """One call of an already compiled function against `fn` in eager (recompile tests call this repeatedly).
+
+    For a module, `fn` is the eager copy and `compiled_module` the one compiled: the parameters and buffers of each
+    are compared as inputs."""
+    tol = Tolerance(atol=atol, rtol=rtol)
+    _check_one_call(0, compiled, fn, make_inputs, compiled_module, after_call, check_grads, tol)
 
 
 def _check_one_call(

@@ -1,4 +1,4 @@
-"""FP8-scaled tensors: Triton kernels (`kernels.py`) and their pure-torch oracle (`reference.py`)."""
+"""FP8-scaled tensors: Triton kernels (`kernels.py`, `cast_transpose.py`) and their pure-torch oracle (`reference.py`)."""
 
 # The subclass and its module side (tensor.py, ops.py, linear.py).
 from subclasses.fp8.linear import Float8Linear, ScalingType, to_float8

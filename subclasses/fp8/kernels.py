@@ -288,6 +288,8 @@ class LaunchConfig:
     row_block_m: int  # rows per program, row-blocked kernels
     max_block_n: int  # columns per loop step, row-blocked kernels
     one_pass_max_n: int  # rowwise quantize keeps whole rows in registers up to this many columns
+    ct_block_m: int  # rows per tile, fused cast-transpose (see Note [Fused Cast Transpose] in cast_transpose.py)
+    ct_block_n: int  # columns per tile, fused cast-transpose
     one_pass_elements: int  # ... with up to this many elements per program (rows = this // columns, at least 1)
     mm_block_m: int
     mm_block_n: int
@@ -308,12 +310,12 @@ class LaunchConfig:
 
 INTERPRETER_CONFIG = LaunchConfig(
     block_size=1024, elementwise_warps=4, max_reduce_programs=1024, reverse_cast=True, row_block_m=16,
-    max_block_n=128, one_pass_max_n=128, one_pass_elements=2048,
+    max_block_n=128, one_pass_max_n=128, one_pass_elements=2048, ct_block_m=16, ct_block_n=32,
     mm_block_m=64, mm_block_n=64, mm_tensorwise_block_mn=(64, 64), mm_block_k=32, mm_group_m=8, mm_warps=4, mm_stages=2, mm_max_imprecise_acc=32,
 )  # fmt: skip
 GPU_CONFIG = LaunchConfig(
     block_size=2048, elementwise_warps=8, max_reduce_programs=1024, reverse_cast=True, row_block_m=16,
-    max_block_n=128, one_pass_max_n=16384, one_pass_elements=8192,
+    max_block_n=128, one_pass_max_n=16384, one_pass_elements=8192, ct_block_m=64, ct_block_n=64,
     mm_block_m=128, mm_block_n=256, mm_tensorwise_block_mn=(256, 128), mm_block_k=128, mm_group_m=8, mm_warps=8, mm_stages=3, mm_max_imprecise_acc=None,
 )  # fmt: skip
 

@@ -102,3 +102,23 @@ def scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, out_dtype:
     """(a.float() @ b.float()) / (scale_a * scale_b), cast to out_dtype; scale shapes as in torch._scaled_mm."""
     product = a.to(torch.float32) @ b.to(torch.float32)
     return (product / (scale_a * scale_b)).to(out_dtype)
+
+
+def cast_transpose(x: Tensor, fp8_dtype: torch.dtype, granularity: Granularity) -> tuple[Tensor, Tensor, Tensor]:
+    """(data, data_t, scale) for a 2-D x: `quantize(x)` and its transpose made contiguous, data_t (K, M).
+
+    A rowwise scale (M, 1) scales the rows of data and, transposed to (1, M), the columns of data_t.
+    """
+    data, scale = quantize(x, fp8_dtype, granularity)
+    return data, data.t().contiguous(), scale
+
+
+def cast_transpose_delayed(x: Tensor, history: Tensor, fp8_dtype: torch.dtype) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """(data, data_t, scale, new_history): delayed scaling's cast of a 2-D x, with the amax history updated.
+
+    new_history = [amax(x), history[0], ..., history[-2]] (newest first), scale = fp8_max / max(new_history).
+    """
+    new_history = torch.cat([amax(x).reshape(1), history[:-1].to(torch.float32)])
+    scale = amax_to_scale(new_history.amax(), fp8_dtype)
+    data = cast_with_scale(x, scale, fp8_dtype)
+    return data, data.t().contiguous(), scale, new_history

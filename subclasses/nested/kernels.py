@@ -2,8 +2,8 @@
 
 Input: `values` (total_length, D) fp32 / bf16 / fp16 and `offsets` (B + 1,) int64; row i is
 `values[offsets[i]:offsets[i + 1]]`.
-Output: the custom ops `subclassaot_jagged::{sum, mean, amax, softmax, to_padded, from_padded}`; each traces as one
-opaque node, and all but amax have autograd formulas.
+Output: the custom ops `subclassaot_jagged::{sum, mean, amax, softmax, softmax_pool, to_padded, from_padded}`; each
+traces as one opaque node, and all but amax have autograd formulas.
 Invariants: each launcher computes what its twin in `reference.py` computes (fp32 accumulation); the path that ran
 is `kernel_path(device)`. Offsets are trusted, not validated (that would need a device sync), but the kernels
 clamp them to [0, total_length] so a bad offsets tensor cannot make them read or write out of bounds.
@@ -179,7 +179,59 @@ else:
             x = tl.load(src, mask=in_pad, other=0.0)
             tl.store(out_ptr + (start + ls)[:, None] * stride_vt + cols[None, :] * stride_vd, x, mask=in_row)
 
+    @triton.jit
+    def _jagged_softmax_pool_kernel(
+        values_ptr: tl.tensor,
+        offsets_ptr: tl.tensor,
+        out_ptr: tl.tensor,
+        total_length: tl.tensor,
+        D: tl.tensor,
+        stride_vt: tl.tensor,
+        stride_vd: tl.tensor,
+        stride_ob: tl.tensor,
+        stride_od: tl.tensor,
+        BLOCK_L: tl.constexpr,
+        BLOCK_D: tl.constexpr,
+    ) -> None:
+        # See Note [Fused Softmax Pool]: one pass, a running max, and two sums rescaled to it.
+        row = tl.program_id(0)
+        end = tl.minimum(tl.load(offsets_ptr + row + 1), total_length)
+        start = tl.minimum(tl.load(offsets_ptr + row), end)
+        cols = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
+        row_max = tl.full((BLOCK_D,), float("-inf"), tl.float32)
+        row_sum = tl.zeros((BLOCK_D,), dtype=tl.float32)
+        row_dot = tl.zeros((BLOCK_D,), dtype=tl.float32)
+        for pos in tl.range(start, end, BLOCK_L):
+            ts = pos + tl.arange(0, BLOCK_L)
+            in_row = (ts < end)[:, None]
+            mask = in_row & (cols < D)[None, :]
+            x = tl.load(values_ptr + ts[:, None] * stride_vt + cols[None, :] * stride_vd, mask=mask, other=0.0)
+            x = x.to(tl.float32)
+            # As in the softmax kernel: only positions past the row's end are -inf (their weight is exp(-inf) = 0),
+            # and the products use x itself (0 there), so no lane computes 0 * -inf.
+            new_max = tl.maximum(row_max, tl.max(tl.where(in_row, x, float("-inf")), axis=0))
+            alpha = tl.exp(row_max - new_max)
+            weights = tl.exp(tl.where(in_row, x, float("-inf")) - new_max[None, :])
+            row_sum = row_sum * alpha + tl.sum(weights, axis=0)
+            row_dot = row_dot * alpha + tl.sum(weights * x, axis=0)
+            row_max = new_max
+        # An empty row has no positions: its sum is 0 (Note [Empty Jagged Rows]), not 0 / 0.
+        out = tl.where(row_sum > 0, tl.math.div_rn(row_dot, tl.maximum(row_sum, 1e-30)), 0.0)
+        tl.store(out_ptr + row * stride_ob + cols * stride_od, out, mask=cols < D)
+
     _INTERPRETED = isinstance(_jagged_reduce_kernel, InterpretedFunction)
+
+
+# Note [Fused Softmax Pool]
+# The jagged block of benchmarks/jagged.py ends in `(y.softmax(1) * y).sum(1)`: softmax over each row's positions,
+# a pointwise product, a sum over the positions. Unfused that is three launches (softmax kernel, mul, sum kernel)
+# that write and read two (total_length, D) intermediates; the block is host-bound on a GPU (a few us of work per
+# launch), so the launch count is its time. `softmax_pool` does it in one launch and one read of y, with the online
+# softmax recurrence (one running max m, and S = sum exp(y - m), P = sum exp(y - m) * y, both rescaled by
+# exp(m_old - m_new) when m grows), and out = P / S. The result equals the unfused one up to fp32 rounding (the
+# order of the sums differs), not bit for bit. The backward recomputes the softmax (one softmax launch) instead of
+# saving it: d out / d y_t = p_t * (1 + y_t - out), per row and feature. Rows with holes (`lengths`) take the
+# unfused path in `ops.softmax_pool`, which masks the holes first.
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -267,6 +319,24 @@ def jagged_softmax(values: Tensor, offsets: Tensor) -> Tensor:
     return out.to(values.dtype)
 
 
+def jagged_softmax_pool(values: Tensor, offsets: Tensor) -> Tensor:
+    """(B, D): sum over each row of softmax(row) * row, per feature; see Note [Fused Softmax Pool]."""
+    _check_values("jagged softmax_pool", values, 2)
+    _check_offsets("jagged softmax_pool", offsets)
+    path = kernel_path(values.device)
+    if path is KernelPath.REFERENCE:
+        return reference.jagged_softmax_pool(values, offsets)
+    n_rows, d = offsets.shape[0] - 1, values.shape[1]
+    out = torch.empty((n_rows, d), dtype=kernel_out_dtype(values.dtype, path), device=values.device)
+    grid, block_d = _grid(n_rows, d)
+    if n_rows > 0 and d > 0:
+        _jagged_softmax_pool_kernel[grid](
+            values, offsets, out, values.shape[0], d, *values.stride(), *out.stride(),
+            BLOCK_L=_BLOCK_L, BLOCK_D=block_d,
+        )  # fmt: skip
+    return out.to(values.dtype)
+
+
 def jagged_to_padded(values: Tensor, offsets: Tensor, max_len: int, padding_value: float) -> Tensor:
     """(B, max_len, D): each row followed by `padding_value`; rows longer than max_len are truncated."""
     _check_values("jagged to_padded", values, 2)
@@ -332,6 +402,12 @@ def jagged_softmax_op(values: Tensor, offsets: Tensor) -> Tensor:
     return jagged_softmax(values, offsets)
 
 
+@custom_op("subclassaot_jagged::softmax_pool")
+def jagged_softmax_pool_op(values: Tensor, offsets: Tensor) -> Tensor:
+    """(B, D): sum over each row of softmax(row) * row (0 for an empty row); see Note [Fused Softmax Pool]."""
+    return jagged_softmax_pool(values, offsets)
+
+
 @custom_op("subclassaot_jagged::to_padded")
 def jagged_to_padded_op(values: Tensor, offsets: Tensor, max_len: int, padding_value: float) -> Tensor:
     """(B, max_len, D): each row followed by `padding_value`; rows longer than max_len truncated."""
@@ -368,7 +444,7 @@ def _from_padded_fake(padded: Tensor, offsets: Tensor, total_length: int) -> Ten
     return padded.new_empty((total_length, padded.shape[2]))
 
 
-for _name in ("sum", "mean", "amax"):
+for _name in ("sum", "mean", "amax", "softmax_pool"):
     torch.library.register_fake(f"subclassaot_jagged::{_name}", _reduce_fake)
 torch.library.register_fake("subclassaot_jagged::softmax", _softmax_fake)
 torch.library.register_fake("subclassaot_jagged::to_padded", _to_padded_fake)
@@ -424,6 +500,22 @@ def _softmax_backward(ctx: _AutogradCtx, grad: Tensor) -> tuple[Tensor, None]:
     return probs * (grad - _broadcast_rows(row_dot, offsets, ctx.size)), None
 
 
+def _softmax_pool_setup(ctx: _AutogradCtx, inputs: tuple[Tensor, Tensor], output: Tensor) -> None:
+    values, offsets = inputs
+    ctx.save_for_backward(values, offsets, output)
+    ctx.size = values.shape[0]
+
+
+def _softmax_pool_backward(ctx: _AutogradCtx, grad: Tensor) -> tuple[Tensor, None]:
+    # d out / d y_t = p_t * (1 + y_t - out): the softmax is recomputed (Note [Fused Softmax Pool]).
+    values, offsets, output = ctx.saved_tensors
+    values32 = values.to(torch.float32)
+    probs = jagged_softmax_op(values32, offsets)
+    per_position = _broadcast_rows(output.to(torch.float32), offsets, ctx.size)
+    grad_rows = _broadcast_rows(grad.to(torch.float32), offsets, ctx.size)
+    return (grad_rows * probs * (1.0 + values32 - per_position)).to(values.dtype), None
+
+
 def _to_padded_setup(ctx: _AutogradCtx, inputs: tuple[Tensor, Tensor, int, float], output: Tensor) -> None:
     _setup_from_values(ctx, inputs[:2], output)
 
@@ -448,6 +540,9 @@ def _from_padded_backward(ctx: _AutogradCtx, grad: Tensor) -> tuple[Tensor, None
 torch.library.register_autograd("subclassaot_jagged::sum", _sum_backward, setup_context=_setup_from_values)
 torch.library.register_autograd("subclassaot_jagged::mean", _mean_backward, setup_context=_setup_from_values)
 torch.library.register_autograd("subclassaot_jagged::softmax", _softmax_backward, setup_context=_softmax_setup)
+torch.library.register_autograd(
+    "subclassaot_jagged::softmax_pool", _softmax_pool_backward, setup_context=_softmax_pool_setup
+)
 torch.library.register_autograd("subclassaot_jagged::to_padded", _to_padded_backward, setup_context=_to_padded_setup)
 torch.library.register_autograd(
     "subclassaot_jagged::from_padded", _from_padded_backward, setup_context=_from_padded_setup

@@ -362,6 +362,21 @@ def softmax(x: JaggedTensor, dim: int, *args: Any, dtype: torch.dtype | None = N
     return jagged_like(x, _masked(x, probs.reshape(values.shape), 0.0))
 
 
+def softmax_pool(x: JaggedTensor) -> Tensor:
+    """(B, *features): `(x.softmax(1) * x).sum(1)`, the softmax over the ragged dim weighting x itself.
+
+    One fused kernel (`subclassaot_jagged::softmax_pool`) instead of a softmax, a product and a sum; rows with holes
+    take that composite path. See Note [Fused Softmax Pool].
+    """
+    if x.dim() < 2:
+        raise UnsupportedError(f"softmax_pool: x must be a JaggedTensor of >= 2 dims (B, R, ...); got {x.dim()}-d")
+    if x.lengths is not None:
+        return (x.softmax(1) * x).sum(1)
+    values = values_of(x)
+    out = kernels.jagged_softmax_pool_op(_as_2d(values), x.offsets)
+    return out.reshape(out.shape[0], *values.shape[1:])
+
+
 @JaggedTensor.function(F.linear)
 def linear(x: JaggedTensor, weight: Tensor, bias: Tensor | None = None) -> JaggedTensor:
     """`x @ weight.T + bias` over the last feature dim."""

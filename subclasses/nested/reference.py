@@ -81,3 +81,13 @@ def jagged_softmax(values: Tensor, offsets: Tensor) -> Tensor:
     """(total_length, D): softmax over each row's positions, per feature."""
     probs = torch.softmax(_padded32(values, offsets, float("-inf")), dim=1)
     return from_padded(probs, offsets, values.shape[0]).to(values.dtype)
+
+
+def jagged_softmax_pool(values: Tensor, offsets: Tensor) -> Tensor:
+    """(B, D): sum over each row of softmax(row) * row, per feature, in fp32; 0 for an empty row.
+
+    The jagged block's `(y.softmax(1) * y).sum(1)`, written through the twins above (an empty row has no positions,
+    so its sum is 0, Note [Empty Jagged Rows]).
+    """
+    values32 = values.to(torch.float32)
+    return jagged_sum(jagged_softmax(values32, offsets) * values32, offsets).to(values.dtype)

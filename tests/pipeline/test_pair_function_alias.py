@@ -342,3 +342,33 @@ def test_input_marked_dirty_but_not_returned_runs(maker: Callable[..., T], compi
     # corpus case custom_mark_dirty_train with another backward: the outputs' gradients come from the Function's
     # backward in the joint graph (the input's own history after the call is the known gap of the Note)
     check_with_grad(dirty_plus_one, lambda: (maker(2, 3),), compile_fn)
+
+
+class _ViewOfOwnProduct(torch.autograd.Function):
+    """Returns a view of a tensor its forward made (as torchao's Float8Linear returns a reshape of its mm result)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: T) -> T:
+        product = torch.mm(x, x.t())
+        return product.reshape(product.shape)
+
+    @staticmethod
+    def backward(ctx: Any, grad: T) -> T:
+        return grad.sum(1, keepdim=True).expand(3, 4).clone()
+
+
+def view_of_function_product(x: T) -> object:
+    out: T = _ViewOfOwnProduct.apply(x)  # type: ignore[no-untyped-call]  # untyped in torch
+    return out
+
+
+def view_of_function_product_and_more(x: T) -> object:
+    out: T = _ViewOfOwnProduct.apply(x)  # type: ignore[no-untyped-call]  # untyped in torch
+    return out, out.sum(), x * 2
+
+
+@pytest.mark.parametrize("requires_grad", [False, True], ids=["inference", "training"])
+@pytest.mark.parametrize("fn", [view_of_function_product, view_of_function_product_and_more])
+def test_view_of_a_function_intermediate_is_a_view(fn: Callable[[T], object], requires_grad: bool) -> None:
+    # See Note [Views Of A Custom Function's Own Intermediates]: eager's output is a view of a tensor nobody sees.
+    assert_matches_eager(fn, lambda: (torch.randn(3, 4, requires_grad=requires_grad),), calls=2)

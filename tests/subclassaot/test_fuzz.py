@@ -174,3 +174,20 @@ def test_writes_whose_eager_result_depends_on_loop_order_are_recognized() -> Non
     assert not unspecified_write("copy_", x[0:2], x[2:4])
     assert not unspecified_write("add_", x, torch.randn(4, 4).t())
     assert unspecified_write("add_", x, x[0])  # row 1 reads row 0, which the write of row 0 changes
+
+
+def test_state_changes_mode_fixed_seed_has_no_divergence_or_crash() -> None:
+    """Python state (training, a module float, a global, a closure item, a submodule) changes between calls."""
+    report = fuzz(3, seed=11, state_changes=True, shrink_per_signature=0)
+    assert report.counts[Outcome.PASS] >= 2, str(report)
+    assert report.counts[Outcome.DIVERGED] == 0 and report.counts[Outcome.CRASHED] == 0, str(report)
+
+
+def test_state_changes_mode_catches_a_compiler_that_ignores_python_state() -> None:
+    from subclassaot.api import compile as subclassaot_compile
+
+    def stale(fn: Callable[..., object]) -> Callable[..., object]:
+        return subclassaot_compile(fn, backend="eager", python_state_guards=False)
+
+    report = fuzz(1, seed=7, state_changes=True, compile_fn=stale, shrink_per_signature=0)
+    assert report.counts[Outcome.DIVERGED] == 1, str(report)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import statistics
+import time
+from collections.abc import Callable
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -9,7 +13,8 @@ from torch import Tensor
 
 import subclassaot
 from policies import mark_dynamic
-from subclasses.nested import JaggedTensor
+from subclasses.nested import JaggedTensor, softmax_pool
+from tests.backends import RecordingBackend
 from tests.oracle import assert_matches_eager
 
 D = 4
@@ -114,3 +119,102 @@ def test_static_compile_guards_the_ragged_size() -> None:
         _check_batch(compiled(x, w), x, w)
     assert compiled.compile_count == 2
     assert "args[0].size(1): expected 4, got 6" in compiled.recompile_reasons[0]
+
+
+def _unfused_pool(x: JaggedTensor, w: Tensor) -> Tensor:
+    y = F.linear(x, w).relu()
+    return (y.softmax(1) * y).sum(1)
+
+
+def _fused_pool(x: JaggedTensor, w: Tensor) -> Tensor:
+    y = F.linear(x, w).relu()
+    assert isinstance(y, JaggedTensor)
+    return softmax_pool(y)
+
+
+@pytest.mark.parametrize("holes", [False, True])
+def test_softmax_pool_matches_the_unfused_block(holes: bool) -> None:
+    x, x2 = (_batch([3, 1, 5, 2], holes=holes, requires_grad=True) for _ in range(2))
+    w = torch.randn(6, D, requires_grad=True)
+    w2 = w.detach().clone().requires_grad_()
+    out, want = _fused_pool(x, w), _unfused_pool(x2, w2)
+    torch.testing.assert_close(out, want, atol=1e-5, rtol=1e-5)
+    g = torch.randn_like(out)
+    torch.autograd.backward([out, want], [g, g])
+    assert isinstance(x.grad, JaggedTensor) and isinstance(x2.grad, JaggedTensor) and w.grad is not None
+    torch.testing.assert_close(x.grad.flat_values, x2.grad.flat_values, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(w.grad, w2.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_softmax_pool_training_matches_eager() -> None:
+    def make() -> tuple[JaggedTensor, Tensor]:
+        return _batch([3, 2, 4], requires_grad=True), torch.randn(6, D, requires_grad=True)
+
+    assert_matches_eager(_fused_pool, make, atol=1e-5, rtol=1e-5)
+
+
+def _graph_ops(fn: Callable[[JaggedTensor, Tensor], Tensor]) -> list[str]:
+    backend = RecordingBackend()
+    subclassaot.compile(fn, backend=backend)(_batch([3, 1, 5]), torch.randn(6, D))
+    (gm,) = backend.graphs
+    return [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+
+
+def test_compiled_softmax_pool_is_one_kernel_where_the_block_had_three() -> None:
+    # The host-bound block's time is its launch count (Note [Fused Softmax Pool]).
+    fused, unfused = _graph_ops(_fused_pool), _graph_ops(_unfused_pool)
+    assert sum("subclassaot_jagged" in t for t in fused) == 1
+    assert sum("subclassaot_jagged" in t for t in unfused) == 2
+    assert len(fused) <= len(unfused) - 2, (fused, unfused)
+
+
+def _median_ms(fn: Callable[[], object], calls: int = 10, repeat: int = 10) -> float:
+    """Time per call of back-to-back calls, as benchmarks/jagged.py measures (host and GPU overlap)."""
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(repeat):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) * 1e3 / calls)
+    return statistics.median(times)
+
+
+def _cuda_batch() -> tuple[JaggedTensor, Tensor]:
+    from benchmarks.jagged import FEATURES, lengths
+
+    lens = lengths().cuda()
+    values = torch.randn(int(lens.sum()), FEATURES, device="cuda")
+    return JaggedTensor.from_lengths(values, lens), torch.randn(FEATURES, FEATURES, device="cuda") / FEATURES**0.5
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_compiled_fused_block_is_faster_than_unfused_on_cuda() -> None:
+    # The block is host-bound (Note [Fused Softmax Pool]): two fewer launches must show.
+    x, w = _cuda_batch()
+    with torch.no_grad():
+        fused = subclassaot.compile(_fused_pool)
+        unfused = subclassaot.compile(_unfused_pool)
+        torch.testing.assert_close(fused(x, w), unfused(x, w), atol=1e-4, rtol=1e-4)
+        assert _median_ms(lambda: fused(x, w)) < _median_ms(lambda: unfused(x, w))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_compiled_fused_block_beats_inductor_padded_on_cuda() -> None:
+    # Issue 30's target: the jagged block (default backend) faster than the padded block compiled by Inductor.
+    from benchmarks.jagged import MAX_LEN, padded_block
+
+    x, w = _cuda_batch()
+    lens = x.row_lengths()
+    padded = x.to_padded(0.0)
+    mask = (torch.arange(MAX_LEN, device="cuda")[None, :] < lens[:, None])[:, :, None]
+    with torch.no_grad():
+        fused = subclassaot.compile(_fused_pool)
+        padded_inductor = subclassaot.compile(padded_block, backend="inductor")
+        torch.testing.assert_close(fused(x, w), padded_inductor(padded, mask, w), atol=1e-4, rtol=1e-4)
+        assert _median_ms(lambda: fused(x, w)) < _median_ms(lambda: padded_inductor(padded, mask, w))

@@ -166,3 +166,43 @@ def test_opcheck() -> None:
     torch.library.opcheck(torch.ops.subclassaot_jagged.to_padded.default, (values, offsets, 5, -1.0))
     padded = reference.to_padded(values.detach(), offsets, 5, 0.0).requires_grad_()
     torch.library.opcheck(torch.ops.subclassaot_jagged.from_padded.default, (padded, offsets, 8))
+
+
+# -- the fused softmax pool (See Note [Fused Softmax Pool]) --------------------------------------------------------
+POOL_LENGTHS = (0, 3, 70, 1, 9)  # an empty row, and one row longer than BLOCK_L (64) with a ragged last block
+
+
+@pytest.mark.parametrize("d", [19, 40])  # 40: one full and one partial feature block (BLOCK_D 32)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_softmax_pool_matches_reference(d: int, dtype: torch.dtype) -> None:
+    values, offsets = _jagged(POOL_LENGTHS, d, dtype)
+    values = values * 4  # a spread of logits, so the running max changes between blocks
+    got, want = kernels.jagged_softmax_pool_op(values, offsets), reference.jagged_softmax_pool(values, offsets)
+    assert got.dtype == dtype and got.shape == (len(POOL_LENGTHS), d)
+    tol = 1e-5 if dtype == torch.float32 else 1e-2
+    torch.testing.assert_close(got, want, atol=tol, rtol=tol)
+    assert torch.equal(got[0], torch.zeros(d, dtype=dtype)), "an empty row sums to 0 (Note [Empty Jagged Rows])"
+
+
+def test_softmax_pool_gradient_matches_reference() -> None:
+    values, offsets = _jagged(POOL_LENGTHS, D)
+    grad_out = torch.randn(len(POOL_LENGTHS), D)
+    torch.testing.assert_close(
+        _grads(lambda v: kernels.jagged_softmax_pool_op(v, offsets), values, grad_out),
+        _grads(lambda v: reference.jagged_softmax_pool(v, offsets), values, grad_out),
+    )
+
+
+def test_softmax_pool_opcheck() -> None:
+    values, offsets = _jagged((0, 3, 5), 6)
+    torch.library.opcheck(torch.ops.subclassaot_jagged.softmax_pool.default, (values.requires_grad_(), offsets))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_compiled_softmax_pool_matches_reference_on_cuda() -> None:
+    values, offsets = _jagged((0, 1, 17, 1030, 3, 0, 64), 67)
+    values, offsets = values.cuda(), offsets.cuda()
+    assert kernels.kernel_path(values.device) is KernelPath.COMPILED
+    got, want = kernels.jagged_softmax_pool_op(values, offsets), reference.jagged_softmax_pool(values, offsets)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)

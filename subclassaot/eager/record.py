@@ -1,0 +1,340 @@
+"""Stage `observe`: the eager record, the program run once in eager with its state logged after every op.
+
+Input: a callable and the values of one call (real tensors, or static fakes made by `observe_on_fakes`).
+Output: `EagerRecord`: one `Event` per torch-level call the program made (`x.add_(y)`, `torch.sin(x)`, `x.data = y`,
+`x.set_(y)`, ...), each holding the `TensorFacts` of every tensor the call received or returned, read right after it;
+the facts of every tensor the program touched at its end; the error eager raised in the forward, if any; and how a
+backward through the outputs that require grad ends.
+Invariants: eager answers, we record (Note [The Eager Record]): every fact is read off a tensor, none is derived.
+Tensors and storages are numbered on first sight (`NodeId`, `StorageId`); the record keeps no tensor alive after the
+run and holds no `id()`. A run on fakes draws no random number from the caller's generators and adds no guard.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NewType
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.weak import WeakIdKeyDictionary
+
+from subclassaot.protocol import is_traceable_subclass
+from subclassaot.torch_internals import is_fake, static_fake_copies
+
+# Note [The Eager Record]
+# Everything the epilogue must reproduce is eager's state at some point of the program: the storage and layout of
+# each tensor over time, the view relation (`._base`), version counters, and autograd history (is_leaf,
+# requires_grad, grad_fn and whether reading it raises). Rather than re-derive those with one rule per corner case,
+# the compile runs the program once in eager on static fakes of the call's inputs (aliasing kept) under a
+# torch-function mode that logs, after every torch-level call, the facts of each tensor the call received or
+# returned. The mode sits above autograd and above a subclass's `__torch_dispatch__`, so it sees what the user's
+# program sees: a wrapper's own version counter, `._base` and grad_fn, with its inner tensors logged beside it.
+# Tensors are nodes numbered on first sight through a weak identity map (a tensor that dies frees its entry; no id
+# is reused while a node is live), storages likewise through the storages the run holds until it ends. Fake
+# tensors carry real storages, strides, offsets, version counters and autograd metadata, so the facts read on
+# fakes are eager's facts; tests/eager checks that claim on the fuzzer's programs against a run on real tensors.
+# Two facts differ by construction and are recorded so that they agree: a fake's version counter starts at 0, so the
+# record keeps `bumps` (the version less its value at first sight), and a fake of a non-leaf input carries no history
+# (its grad_fn is an Error node that raises "Tried to backward() through example input" when reached).
+# Facts that no static run can show (symbolic sizes, values of data-dependent ops) are not in the record.
+
+NodeId = NewType("NodeId", int)  # a tensor the program touched, numbered on first sight
+StorageId = NewType("StorageId", int)  # a storage, numbered on first sight
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TensorFacts:
+    """One tensor's state as eager has it at one point of the program."""
+
+    node: NodeId
+    type_name: str  # "Tensor", "PairTensor", ...
+    storage: StorageId | None  # None for a wrapper subclass (its data lives in `inner`)
+    size: tuple[int, ...]
+    stride: tuple[int, ...]
+    offset: int
+    base: NodeId | None  # `._base`
+    bumps: int  # `._version` less its value when the record first saw this tensor (Note [The Eager Record])
+    requires_grad: bool
+    is_leaf: bool | None  # None where reading it raises (`autograd_error`)
+    grad_fn: str | None  # the grad_fn's type name; None for a leaf, a tensor that needs no grad, or an error
+    autograd_error: str | None  # the error reading `.grad_fn` or `.is_leaf` raises, if one does
+    inner: tuple[tuple[str, NodeId], ...] = ()  # a traceable subclass's inner tensors, by attribute name
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """One torch-level call of the program and the facts of the tensors it touched, read right after it."""
+
+    op: str  # "Tensor.add_", "sin", "Tensor.data.__set__", ...
+    grad_enabled: bool  # grad mode while the call ran
+    inputs: tuple[NodeId, ...]  # the tensors among the call's arguments, in pytree order
+    outputs: tuple[NodeId, ...]  # the tensors it returned, in pytree order
+    facts: tuple[TensorFacts, ...]  # of inputs, outputs and their inner tensors and bases, each node once
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackwardEnd:
+    """How eager's backward through every output that requires grad (tangents of ones) ends."""
+
+    error: str | None  # the message of the error it raised, if it did
+    grads: tuple[tuple[NodeId, tuple[int, ...] | None], ...]  # per input leaf that requires grad: its grad's size
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EagerRecord:
+    inputs: tuple[NodeId | None, ...]  # per call value (InputIndex order): its node, None for a non-tensor
+    events: tuple[Event, ...]  # in program order
+    outputs: tuple[NodeId | None, ...]  # per output pytree leaf: its node, None for a non-tensor
+    final: tuple[TensorFacts, ...]  # every node the program touched that is alive at its end, by NodeId
+    error: str | None  # the error eager raised in the forward (the record ends at the call that raised)
+    backward: BackwardEnd | None  # None: no output requires grad, or the forward raised
+
+    def try_get_final(self, node: NodeId) -> TensorFacts | None:
+        """The node's facts at the end of the program; None where its tensor died before the end."""
+        return next((f for f in self.final if f.node == node), None)
+
+
+class _Recorder(TorchFunctionMode):
+    """Numbers tensors and storages on first sight and logs an Event after each torch-level call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nodes: WeakIdKeyDictionary = WeakIdKeyDictionary()
+        self.first_version: list[int] = []  # by NodeId
+        self.tensors: list[weakref.ref[torch.Tensor]] = []  # by NodeId; weak: holding a tensor would keep its
+        # autograd graph (and a leaf's AccumulateGrad) alive longer than eager does
+        self.storages: dict[int, StorageId] = {}
+        self.held_storages: list[torch.UntypedStorage] = []  # keep `_cdata` from being reused during the run
+        self.events: list[Event] = []
+        self.depth = 0  # logged calls running now
+        self.pending: tuple[str, bool, list[torch.Tensor], list[torch.Tensor]] | None = None  # a call to log
+
+    def node(self, t: torch.Tensor) -> NodeId:
+        found: int | None = self.nodes.get(t)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+        if found is None:
+            found = NodeId(len(self.tensors))
+            self.nodes[t] = found
+            self.tensors.append(weakref.ref(t))
+            self.first_version.append(t._version)
+        return NodeId(found)
+
+    def storage(self, t: torch.Tensor) -> StorageId:
+        s = t.untyped_storage()
+        key = s._cdata
+        found = self.storages.get(key)
+        if found is None:
+            found = StorageId(len(self.storages))
+            self.storages[key] = found
+            self.held_storages.append(s)
+        return found
+
+    def facts(self, t: torch.Tensor) -> TensorFacts:
+        grad_fn: str | None = None
+        is_leaf: bool | None = None
+        error: str | None = None
+        try:
+            is_leaf = t.is_leaf
+            fn = t.grad_fn
+            grad_fn = type(fn).__name__ if fn is not None else None
+        except RuntimeError as e:  # a view of a multi-output view op written in place, ...
+            error = str(e)
+        subclass = is_traceable_subclass(t)
+        base = t._base
+        node = self.node(t)
+        return TensorFacts(
+            node=node,
+            type_name="Tensor" if is_fake(t) else type(t).__name__,
+            storage=None if subclass else self.storage(t),
+            size=tuple(t.shape),
+            stride=tuple(t.stride()),
+            offset=int(t.storage_offset()),
+            base=self.node(base) if base is not None else None,
+            bumps=t._version - self.first_version[node],
+            requires_grad=t.requires_grad,
+            is_leaf=is_leaf,
+            grad_fn=grad_fn,
+            autograd_error=error,
+            inner=tuple((name, self.node(getattr(t, name))) for name in _inner_names(t)) if subclass else (),
+        )
+
+    def all_facts(self, tensors: Sequence[torch.Tensor]) -> tuple[TensorFacts, ...]:
+        """Facts of `tensors`, their inner tensors and their bases, each node once, in first-seen order."""
+        seen: dict[NodeId, TensorFacts] = {}
+        todo = list(tensors)
+        while todo:
+            t = todo.pop(0)
+            if self.node(t) in seen:
+                continue
+            f = self.facts(t)
+            seen[f.node] = f
+            if t._base is not None:
+                todo.append(t._base)
+            todo.extend(getattr(t, name) for name, _ in f.inner)
+        return tuple(seen.values())
+
+    def __torch_function__(
+        self,
+        func: Callable[..., Any],
+        types: object,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        op = _op_name(func)
+        if op.endswith(".__get__") or op.startswith("prim::") or op in _QUERIES:
+            return func(*args, **(kwargs or {}))  # reads no state changes: not an event
+        return self.logged(op, func, args, kwargs or {})
+
+    def logged(
+        self, op: str, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, below: bool = False
+    ) -> Any:
+        """Run `func` and log it, unless a logged call is already running (calls its implementation makes, a fake
+        tensor's metadata reads among them, are not the program's). `below`: called from under autograd, where
+        reading autograd facts of the op's own tensors can deadlock: their facts are read at the next call above."""
+        if self.depth:
+            return func(*args, **kwargs)
+        self.flush()
+        received = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        for t in received:  # numbered before the call: an input seen first here keeps its pre-call identity
+            self.node(t)
+        grad_enabled = torch.is_grad_enabled()
+        self.depth += 1  # the facts' own reads (`.grad_fn`, `.stride()`) are not logged either
+        try:
+            out = func(*args, **kwargs)
+            returned = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+            self.pending = (op, grad_enabled, received, returned)
+            if not below:
+                self.flush()
+        finally:
+            self.depth -= 1
+        return out
+
+    def flush(self) -> None:
+        """Log the call that ran last, reading its tensors' facts now."""
+        if self.pending is None:
+            return
+        op, grad_enabled, received, returned = self.pending
+        self.pending = None
+        self.depth += 1
+        try:
+            facts = self.all_facts(received + returned)
+        finally:
+            self.depth -= 1
+        inputs, outputs = tuple(self.node(t) for t in received), tuple(self.node(t) for t in returned)
+        self.events.append(Event(op=op, grad_enabled=grad_enabled, inputs=inputs, outputs=outputs, facts=facts))
+
+
+_QUERIES = frozenset(
+    f"Tensor.{name}"
+    for name in (
+        "dim", "size", "stride", "storage_offset", "is_contiguous", "untyped_storage", "numel", "element_size",
+        "data_ptr", "is_conj", "is_neg", "is_inference", "__len__", "__format__", "__repr__", "is_floating_point",
+        "is_complex", "__hash__", "_is_view",
+    )
+)  # fmt: skip
+
+
+class _Unseen(TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
+    """`Tensor.set_` has no torch-function handling: it is logged here, at the dispatcher, by the same recorder."""
+
+    def __init__(self, recorder: _Recorder) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # TorchDispatchMode.__init__ is untyped
+        self.recorder = recorder
+
+    def __torch_dispatch__(
+        self,
+        func: torch._ops.OpOverload,
+        types: object,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        if func.overloadpacket is torch.ops.aten.set_:
+            return self.recorder.logged("Tensor.set_", func, args, kwargs or {}, below=True)
+        return func(*args, **(kwargs or {}))
+
+
+def _inner_names(t: torch.Tensor) -> list[str]:
+    names, _ = t.__tensor_flatten__()  # type: ignore[attr-defined]  # a traceable subclass (checked by the caller)
+    return [n for n in names if isinstance(getattr(t, n), torch.Tensor)]
+
+
+def _op_name(func: Callable[..., Any]) -> str:
+    descriptor = getattr(func, "__self__", None)
+    if type(descriptor).__name__ == "getset_descriptor":  # a property's __get__/__set__ (`x.data = y`)
+        return f"Tensor.{getattr(descriptor, '__name__', '?')}.{getattr(func, '__name__', '?')}"
+    name = str(getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func))
+    return name.replace("TensorBase.", "Tensor.").replace("_VariableFunctionsClass.", "torch.")
+
+
+def observe(
+    fn: Callable[..., object],
+    values: Sequence[object],
+    unflatten: Callable[[list[object]], tuple[tuple[object, ...], Mapping[str, object]]] | None = None,
+    *,
+    backward: bool = True,
+) -> EagerRecord:
+    """Run `fn` once in eager on `values` (the call's leaves; `unflatten` rebuilds args and kwargs from them, default:
+    the leaves are the positional arguments) and record it (Note [The Eager Record])."""
+    rec = _Recorder()
+    leaves = list(values)
+    inputs = tuple(rec.node(v) if isinstance(v, torch.Tensor) else None for v in leaves)
+    for v in leaves:
+        if isinstance(v, torch.Tensor):
+            rec.all_facts([v])
+    args, kwargs = unflatten(leaves) if unflatten is not None else (tuple(leaves), {})
+    error: str | None = None
+    outs: list[object] = []
+    with rec, _Unseen(rec):
+        try:
+            outs = pytree.tree_leaves(fn(*args, **kwargs))
+        except Exception as e:  # eager raising is a fact of the program
+            error = f"{type(e).__name__}: {e}"
+    rec.flush()
+    out_nodes = tuple(rec.node(o) if isinstance(o, torch.Tensor) else None for o in outs)
+    end = _backward(rec, leaves, outs) if backward and error is None else None
+    final = tuple(rec.facts(t) for ref in rec.tensors if (t := ref()) is not None)
+    return EagerRecord(
+        inputs=inputs, events=tuple(rec.events), outputs=out_nodes, final=final, error=error, backward=end
+    )
+
+
+def _backward(rec: _Recorder, leaves: Sequence[object], outs: Sequence[object]) -> BackwardEnd | None:
+    roots = [o for o in outs if isinstance(o, torch.Tensor) and o.requires_grad]
+    if not roots:
+        return None
+    watched = [v for v in leaves if isinstance(v, torch.Tensor) and v.requires_grad and _is_leaf(v)]
+    before = [v.grad for v in watched]
+    error: str | None = None
+    try:
+        torch.autograd.backward(roots, [torch.ones_like(r) for r in roots])
+    except Exception as e:  # eager's backward raising is a fact of the program
+        error = f"{type(e).__name__}: {e}"
+    grads = tuple(
+        (rec.node(v), tuple(v.grad.shape) if v.grad is not None and v.grad is not old else None)
+        for v, old in zip(watched, before, strict=True)
+    )
+    return BackwardEnd(error=error, grads=grads)
+
+
+def _is_leaf(t: torch.Tensor) -> bool:
+    try:
+        return t.is_leaf
+    except RuntimeError:  # reading it raises: a view, so not a leaf
+        return False
+
+
+def observe_on_fakes(
+    fn: Callable[..., object],
+    values: Sequence[object],
+    unflatten: Callable[[list[object]], tuple[tuple[object, ...], Mapping[str, object]]] | None = None,
+    *,
+    backward: bool = True,
+) -> EagerRecord:
+    """`observe` on static fakes of `values` in a fresh fake mode (aliasing kept): the compile's way to ask eager."""
+    mode, fakes = static_fake_copies(values)
+    with torch.random.fork_rng(devices=[]), mode:
+        return observe(fn, fakes, unflatten, backward=backward)

@@ -1,0 +1,703 @@
+"""The Python state a program reads besides its tensor inputs, snapshotted when it is compiled and checked per call.
+
+Input: the compiled callable (a function or an nn.Module) and the nn.Modules among one call's arguments.
+Output: `PythonState`: the watched containers with the values read from them at compile time, the ambient torch state,
+and `check() -> str | None`, a generated function that returns None while everything is as compiled, else the first
+change in words ("closure k[0]: expected 2.0, got 7.0"; "self.training: expected True, got False").
+Invariants: every container is bound by reference and every compared value is a snapshot (Note [Guard Source Holds No
+Caller Text]); a value that cannot be snapshotted is refused by name, never skipped; tensors are not compared here
+(they are lifted to inputs and guarded there: Note [Captured Tensors Are Inputs]).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import enum
+import functools
+import itertools
+import math
+import operator
+import sys
+import types
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import torch
+from torch.utils import _pytree as pytree
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.torch_internals import (
+    any_autocast_enabled,
+    deterministic_algorithms,
+    deterministic_warn_only,
+    float32_matmul_precision,
+)
+
+# Note [Python State Is Snapshotted, Not Recorded]
+# A compiled graph bakes in every Python value its trace read: a module's `training` flag (dropout), a float attribute
+# (`self.scale`), a global, a closure's list element (`k[0]`), which submodule sits at `seq[1]`, and the ambient torch
+# state that changes what ops produce (grad mode, autocast per device, default dtype, deterministic algorithms,
+# float32 matmul precision). Eager reads them afresh on every call, so each is a guard, or the graph goes stale.
+# How the reads are found: Python has no hook on reads of a plain attribute (`self.scale` is found in the instance
+# `__dict__` without calling any method we could wrap), a closure cell, a global or a list item, so recording them
+# would mean analysing bytecode, as Dynamo does. We snapshot instead: at compile time we walk everything the program
+# can name and watch it: the compiled module tree (each module's `__dict__`: flags, plain attributes, hooks, which
+# submodule sits under which name), the closure cells and referenced globals of the function and of every user
+# function reachable from it (helpers, a module class's methods), and what those reach (list and dict items, a
+# dataclass's fields, an object's attributes, recursively). Over-approximation costs a spurious recompile, never a
+# wrong result. What cannot be snapshotted (an object without attributes we can read, a walk past its budget) is
+# refused by name. Code (classes, Python modules, builtins, library functions, torch objects) is watched by identity
+# only: monkeypatching a library is out of scope.
+# Cheap on every call: the check compares, in C, the objects each container holds now with the objects it held
+# (`all(map(is_, d.values(), V))`, plus keys and lengths); all whole dicts (every module's `__dict__`) share one such
+# line, a module tree's empty hook dicts one `any(...)`. For an immutable value, identity implies equality, so the
+# common call costs no Python-level comparison; only when an identity differs does the slow path
+# compare by value, name the change, and, if the value is merely an equal new object (`m.scale = 2.0` again), adopt
+# it so later calls are fast again. A mutable container (a list, a config object, a submodule) must stay the same
+# object: its contents are watched on their own line, bound to that object.
+# Writes: the compile compares the state after tracing with the snapshot; a program that changes Python state
+# (`self.calls += 1`) is refused, since the graph cannot replay it (an import it runs is not such a change).
+# Modules passed as arguments are walked like the compiled one (labels `args[0].training`).
+# Dynamo: under torch.compile the backend gets a graph Dynamo has already specialised, and Dynamo guards every Python
+# value its bytecode analysis saw read (attributes, globals, closure cells, `training`, module identity) and, in its
+# GlobalStateGuard, grad mode, autocast (per device, with dtype and cache flag), default dtype, deterministic
+# algorithms, matmul precision flags, torch-function enablement and the thread count. CompileConfig.python_state_guards
+# = False turns all of this module's guards off for that path.
+
+_MISSING = object()
+_MAX_VALUES = 50_000  # values walked per compile (a large model has tens of thousands); past it, refused by name
+_LIBRARY_ROOTS = frozenset({"builtins", "subclassaot", "policies"}) | frozenset(sys.stdlib_module_names)
+_MODULE_SKIP = frozenset({"_parameters", "_buffers"})  # lifted to inputs and guarded there
+_ATOM_TYPES: tuple[type, ...] = (
+    type(None),
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    torch.dtype,
+    torch.device,
+    torch.layout,
+    torch.memory_format,
+    range,
+    slice,
+    type(Ellipsis),
+    enum.Enum,
+)
+
+
+class WatchKind(enum.Enum):
+    DICT = "dict"  # a whole dict: length, keys in order, values (a module's or an object's __dict__, a dict value)
+    PARTIAL = "partial"  # some keys of a dict (the names a function reads from its globals)
+    SEQ = "seq"  # a list's items
+    CELLS = "cells"  # a function's closure cells, by index
+    ATTRS = "attrs"  # named attributes of an object without a __dict__ (a slots dataclass)
+    SET = "set"  # a set, compared by value
+
+
+class Compare(enum.Enum):
+    VALUE = "value"  # an immutable value: equal type and value
+    SAME = "same"  # a mutable container, module or code: the very same object
+    TENSOR = "tensor"  # lifted to an input and guarded there: only "still a tensor" here
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Watched:
+    label: str  # where the container is reached from ("self.lin", "closure cfg")
+    kind: WatchKind
+    obj: object  # the container read on every call (bound by reference)
+    keys: tuple[object, ...]  # DICT/PARTIAL: keys in order; SEQ/CELLS: indices; ATTRS: names; SET: ()
+    values: list[object]  # per key, the object read at compile time; replaced by an equal one on the slow path
+    compares: tuple[Compare, ...]  # per key
+    labels: tuple[str, ...]  # per key, the user-facing path of the value ("closure k[0]")
+    frozen: frozenset[object] = frozenset()  # SET: the snapshot
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ambient:
+    grad: bool
+    autocast: tuple[tuple[str, bool, torch.dtype], ...]  # per device type: (device, enabled, dtype)
+    default_dtype: torch.dtype
+    deterministic: tuple[bool, bool]  # (enabled, warn_only)
+    matmul_precision: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PythonState:
+    watched: tuple[Watched, ...]  # in walk order: a container before what it holds
+    ambient: Ambient | None  # None: not guarded (CompileConfig.python_state_guards=False)
+    source: str  # the generated check, printable
+    check: Callable[[], str | None]
+
+
+_AUTOCAST_DEVICES = ("cpu", "cuda")
+
+
+def read_ambient() -> Ambient:
+    return Ambient(
+        grad=torch.is_grad_enabled(),
+        autocast=tuple((d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in _AUTOCAST_DEVICES),
+        default_dtype=torch.get_default_dtype(),
+        deterministic=(
+            torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled(),
+        ),
+        matmul_precision=torch.get_float32_matmul_precision(),
+    )
+
+
+def describe_ambient(expected: Ambient) -> str | None:
+    """The first ambient setting that differs from `expected`, in words; None when all are equal."""
+    now = read_ambient()
+    if now.grad != expected.grad:
+        return f"torch.is_grad_enabled(): expected {expected.grad}, got {now.grad}"
+    for (device, on, dtype), (_, on_now, dtype_now) in zip(expected.autocast, now.autocast, strict=True):
+        if on != on_now:
+            return f"torch.is_autocast_enabled({device!r}): expected {on}, got {on_now}"
+        if on and dtype != dtype_now:
+            return f"torch.get_autocast_dtype({device!r}): expected {dtype}, got {dtype_now}"
+    if now.default_dtype != expected.default_dtype:
+        return f"torch.get_default_dtype(): expected {expected.default_dtype}, got {now.default_dtype}"
+    if now.deterministic != expected.deterministic:
+        return f"torch.are_deterministic_algorithms_enabled() (warn_only): expected {expected.deterministic}, got {now.deterministic}"
+    if now.matmul_precision != expected.matmul_precision:
+        return (
+            f"torch.get_float32_matmul_precision(): expected {expected.matmul_precision!r}, "
+            f"got {now.matmul_precision!r}"
+        )
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The walk: what the program can name, at compile time
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def is_atom(value: object) -> bool:
+    """An immutable value compared by value: scalars, strings, dtypes, devices, enums, tuples of them, and hashable
+    standard-library values without attributes (a date, a Decimal, a Path, a compiled regex)."""
+    if isinstance(value, _ATOM_TYPES):
+        return True
+    if type(value) in (tuple, frozenset, torch.Size):
+        return all(is_atom(v) for v in cast(tuple[object, ...], value))
+    if type(value).__module__.partition(".")[0] in sys.stdlib_module_names and not hasattr(value, "__dict__"):
+        return getattr(type(value), "__hash__", None) is not None
+    return False
+
+
+def _is_library(obj: object) -> bool:
+    """Code that ships in a package (stdlib, site-packages, torch, this library), as opposed to the user's."""
+    name = getattr(obj, "__module__", None) if isinstance(obj, type | types.FunctionType) else type(obj).__module__
+    top = (name or "builtins").partition(".")[0]
+    if top in _LIBRARY_ROOTS or top == "torch":
+        return True
+    module = sys.modules.get(top)
+    path = getattr(module, "__file__", None) or ""
+    return "site-packages" in path or "dist-packages" in path
+
+
+def _is_code(value: object) -> bool:
+    """Watched by identity only (Note [Python State Is Snapshotted, Not Recorded])."""
+    if isinstance(value, type | types.ModuleType | types.BuiltinFunctionType | types.BuiltinMethodType):
+        return True
+    if isinstance(value, types.FunctionType | types.MethodType | functools.partial):
+        return _is_library(value.__func__ if isinstance(value, types.MethodType) else value)
+    # torch objects, and loggers and locks: they do not change what the program computes
+    return type(value).__module__.partition(".")[0] in ("torch", "logging", "threading", "_thread")
+
+
+def _item_labels(label: str, keys: Sequence[object]) -> tuple[str, ...]:
+    return tuple(f"{label}[{k!r}]" for k in keys)
+
+
+def _attr_labels(label: str, keys: Sequence[object]) -> tuple[str, ...]:
+    return tuple(f"{label}.{k}" for k in keys)
+
+
+class _Walk:
+    def __init__(self) -> None:
+        self.watched: list[Watched] = []
+        self.modules: list[torch.nn.Module] = []
+        self.module_labels: list[str] = []
+        self.empties: list[object] = []
+        self.empty_labels: list[str] = []
+        self.seen: set[int] = set()
+        self.keep: list[object] = []  # keeps walked objects alive so their ids stay unique during the walk
+        self.count = 0
+
+    def value(self, value: object, label: str) -> Compare:
+        """Classify one value read from a watched container, and watch what it holds."""
+        self.count += 1
+        if self.count > _MAX_VALUES:
+            raise UnsupportedError(
+                f"{label}: the program reaches more than {_MAX_VALUES} Python values (through closures, globals and "
+                "module attributes); subclassaot watches every value a compiled program can read, so that a change "
+                "recompiles instead of reusing a stale graph, and refuses to watch this many. Pass large data as "
+                "arguments, or keep it out of the function's globals and closures"
+            )
+        if isinstance(value, torch.Tensor):
+            return Compare.TENSOR
+        if is_atom(value):
+            return Compare.VALUE
+        if isinstance(value, torch.nn.Module):
+            self.module(value, label)
+        elif _is_code(value):
+            pass
+        elif isinstance(value, types.FunctionType):
+            self.function(value, label)
+        elif isinstance(value, types.MethodType):
+            self.value(value.__self__, f"{label}.__self__")
+            self.value(value.__func__, label)
+        elif isinstance(value, functools.partial):
+            self.value(value.func, label)
+            self.value(value.args, f"{label}.args")
+            self.value(value.keywords, f"{label}.keywords")
+        elif type(value) is tuple:
+            for i, item in enumerate(cast(tuple[object, ...], value)):
+                self.value(item, f"{label}[{i}]")
+        elif isinstance(value, dict):
+            self.container(WatchKind.DICT, value, label, _item_labels(label, tuple(value)), tuple(value.values()))
+        elif isinstance(value, list | collections.deque):
+            keys = tuple(range(len(value)))
+            self.container(WatchKind.SEQ, value, label, _item_labels(label, keys), tuple(value))
+        elif isinstance(value, set | frozenset):
+            self.set_(value, label)
+        else:
+            self.instance(value, label)
+        return Compare.SAME
+
+    def instance(self, value: object, label: str) -> None:
+        attrs = getattr(value, "__dict__", None)
+        slots = [f.name for f in dataclasses.fields(value)] if dataclasses.is_dataclass(value) else []
+        for cls in type(value).__mro__:
+            declared = vars(cls).get("__slots__", ())
+            slots += [declared] if isinstance(declared, str) else [n for n in declared if n != "__dict__"]
+        slots = [s for s in dict.fromkeys(slots) if (attrs is None or s not in attrs) and not s.startswith("__")]
+        if attrs is None and not slots:
+            raise UnsupportedError(
+                f"{label}: the program can read this {type(value).__qualname__} object, which has no attributes "
+                "subclassaot can snapshot, so it cannot tell whether it changed between calls (a compiled graph "
+                "bakes in what the trace read). Pass what the program needs from it as an argument (a tensor or a "
+                "Python scalar), or keep it out of the function's closures and globals"
+            )
+        if isinstance(attrs, dict):
+            self.container(WatchKind.DICT, attrs, label, _attr_labels(label, tuple(attrs)), tuple(attrs.values()))
+        if slots:
+            got = tuple(getattr(value, s, _MISSING) for s in slots)
+            self.container(WatchKind.ATTRS, value, label, _attr_labels(label, slots), got, keys=tuple(slots))
+
+    def set_(self, value: set[object] | frozenset[object], label: str) -> None:
+        if id(value) in self.seen:
+            return
+        self.seen.add(id(value))
+        self.keep.append(value)
+        if not all(is_atom(v) for v in value):
+            raise UnsupportedError(
+                f"{label}: a set holding objects other than plain values; subclassaot cannot snapshot it to tell "
+                "whether it changed between calls. Use a tuple or pass the values as arguments"
+            )
+        self.watched.append(
+            Watched(
+                label=label,
+                kind=WatchKind.SET,
+                obj=value,
+                keys=(),
+                values=[],
+                compares=(),
+                labels=(),
+                frozen=frozenset(value),
+            )
+        )
+
+    def container(
+        self,
+        kind: WatchKind,
+        obj: object,
+        label: str,
+        labels: tuple[str, ...],
+        values: tuple[object, ...],
+        *,
+        keys: tuple[object, ...] | None = None,
+    ) -> None:
+        """Watch one container: its entries' identities per call, and (recursively) what they hold."""
+        if id(obj) in self.seen:
+            return
+        self.seen.add(id(obj))
+        self.keep.append(obj)
+        if keys is None:
+            keys = tuple(cast(dict[object, object], obj)) if kind is WatchKind.DICT else tuple(range(len(values)))
+        index = len(self.watched)
+        self.watched.append(Watched(label=label, kind=kind, obj=obj, keys=(), values=[], compares=(), labels=()))
+        compares = tuple(self.value(v, lab) for v, lab in zip(values, labels, strict=True))
+        self.watched[index] = Watched(
+            label=label,
+            kind=kind,
+            obj=obj,
+            keys=keys,
+            values=list(values),
+            compares=compares,
+            labels=labels,
+        )
+
+    def module(self, module: torch.nn.Module, label: str) -> None:
+        if id(module) in self.seen:
+            return
+        self.seen.add(id(module))
+        self.modules.append(module)
+        self.module_labels.append(label)
+        attrs = vars(module)
+        index = len(self.watched)  # the module's own line before its children's, so a change reads top-down
+        self.watched.append(
+            Watched(label=label, kind=WatchKind.DICT, obj=attrs, keys=(), values=[], compares=(), labels=())
+        )
+        keys, values, compares, labels = [], [], [], []
+        for key, value in attrs.items():
+            keys.append(key)
+            values.append(value)
+            if key in _MODULE_SKIP:
+                compares.append(Compare.SAME)
+                labels.append(f"{label}.{key}")
+            elif key == "_modules":
+                self.submodules(value, label)
+                compares.append(Compare.SAME)
+                labels.append(f"{label}.{key}")
+            elif key.startswith("_") and isinstance(value, dict | set) and not value:
+                self.empties.append(value)  # a hook dict or name set, empty as usual: one check for all
+                self.empty_labels.append(f"{label}.{key}")
+                compares.append(Compare.SAME)
+                labels.append(f"{label}.{key}")
+            else:
+                labels.append(f"{label}.{key}")
+                compares.append(self.value(value, labels[-1]))
+        self.watched[index] = Watched(
+            label=label,
+            kind=WatchKind.DICT,
+            obj=attrs,
+            keys=tuple(keys),
+            values=values,
+            compares=tuple(compares),
+            labels=tuple(labels),
+        )
+        for cls in type(module).__mro__:
+            if _is_library(cls):
+                break
+            for member in vars(cls).values():
+                inner = member.__func__ if isinstance(member, staticmethod | classmethod) else member
+                if isinstance(inner, types.FunctionType):
+                    self.function(inner, f"{cls.__qualname__}.{inner.__name__}")
+
+    def submodules(self, children: dict[str, torch.nn.Module | None], label: str) -> None:
+        self.seen.add(id(children))
+        labels = tuple(f"{label}[{k}]" if k.isdigit() else f"{label}.{k}" for k in children)
+        compares = tuple(self.value(v, lab) for v, lab in zip(children.values(), labels, strict=True))
+        self.watched.append(
+            Watched(
+                label=label,
+                kind=WatchKind.DICT,
+                obj=children,
+                keys=tuple(children),
+                values=list(children.values()),
+                compares=compares,
+                labels=labels,
+            )
+        )
+
+    def function(self, fn: types.FunctionType, label: str) -> None:
+        """A user function: its closure cells and the globals its code names (helpers it calls are walked too)."""
+        if id(fn) in self.seen:
+            return
+        self.seen.add(id(fn))
+        self.keep.append(fn)
+        cells = fn.__closure__ or ()
+        if cells:
+            got = tuple(_cell_value(c) for c in cells)
+            self.watched.append(
+                Watched(label=label, kind=WatchKind.CELLS, obj=cells, keys=(), values=[], compares=(), labels=())
+            )
+            index = len(self.watched) - 1
+            labels = tuple(f"closure {name}" for name in fn.__code__.co_freevars)
+            compares = tuple(
+                Compare.SAME if v is _MISSING else self.value(v, lab) for v, lab in zip(got, labels, strict=True)
+            )
+            self.watched[index] = Watched(
+                label=label,
+                kind=WatchKind.CELLS,
+                obj=cells,
+                keys=tuple(range(len(cells))),
+                values=list(got),
+                compares=compares,
+                labels=labels,
+            )
+        fn_globals = fn.__globals__
+        names = tuple(n for n in dict.fromkeys(_global_names(fn.__code__)) if n in fn_globals)
+        if names and id(fn_globals) not in self.seen:
+            self.partial_globals(fn_globals, names, label)
+        elif names:
+            self.extend_globals(fn_globals, names)
+
+    def partial_globals(self, fn_globals: dict[str, object], names: tuple[str, ...], label: str) -> None:
+        self.seen.add(id(fn_globals))
+        self.watched.append(
+            Watched(label=label, kind=WatchKind.PARTIAL, obj=fn_globals, keys=(), values=[], compares=(), labels=())
+        )
+        self.extend_globals(fn_globals, names)
+
+    def extend_globals(self, fn_globals: dict[str, object], names: tuple[str, ...]) -> None:
+        """Add names to the PARTIAL watch of this globals dict (one watch per module's globals). The entries are
+        in place before their values are walked: walking a helper may add names to this same watch."""
+        index = next(i for i, w in enumerate(self.watched) if w.obj is fn_globals)
+        old = self.watched[index]
+        new = tuple(n for n in names if n not in old.keys)
+        labels = tuple(f"globals.{n}" for n in new)
+        start = len(old.keys)
+        self.watched[index] = dataclasses.replace(
+            old,
+            keys=old.keys + new,
+            values=[*old.values, *(fn_globals[n] for n in new)],
+            compares=old.compares + (Compare.SAME,) * len(new),
+            labels=old.labels + labels,
+        )
+        compares = [self.value(fn_globals[n], lab) for n, lab in zip(new, labels, strict=True)]
+        current = self.watched[index]
+        merged = list(current.compares)
+        merged[start : start + len(new)] = compares
+        self.watched[index] = dataclasses.replace(current, compares=tuple(merged))
+
+
+def _cell_value(cell: types.CellType) -> object:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell (assigned later in the enclosing function)
+        return _MISSING
+
+
+def _global_names(code: types.CodeType) -> Iterator[str]:
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _global_names(const)
+
+
+def snapshot(
+    fn: Callable[..., object], args: Sequence[object], kwargs: dict[str, object], *, guard: bool = True
+) -> PythonState:
+    """Walk the state `fn` can read (the module tree, closures and globals, modules among the arguments) now."""
+    walk = _Walk()
+    if guard:
+        if isinstance(fn, torch.nn.Module):
+            walk.module(fn, "self")
+        elif isinstance(fn, types.FunctionType):
+            walk.function(fn, getattr(fn, "__qualname__", "fn"))
+        elif isinstance(fn, types.MethodType | functools.partial):
+            walk.value(fn, getattr(fn, "__qualname__", "fn"))
+        leaves, _ = pytree.tree_flatten_with_path((tuple(args), kwargs))
+        for path, leaf in leaves:
+            if isinstance(leaf, torch.nn.Module):
+                head, *rest = path
+                root = ("args", "kwargs")[cast(pytree.SequenceKey[object], head).idx]
+                walk.module(leaf, root + pytree.keystr(tuple(rest)))
+    ambient = read_ambient() if guard else None
+    return _generate(walk, ambient)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The per-call check: generated, one line per watched container; the slow path names the change
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _generate(walk: _Walk, ambient: Ambient | None) -> PythonState:
+    watched = tuple(walk.watched)
+    names: dict[str, object] = {
+        "is_": operator.is_,
+        "_cell": operator.attrgetter("cell_contents"),
+        "chain": itertools.chain,
+    }
+
+    def bind(value: object) -> str:
+        name = f"_c{len(names)}"
+        names[name] = value
+        return name
+
+    lines = ["def check():", "    try:", "        pass"]
+    if ambient is not None:
+        lines.append(f"        if torch.is_grad_enabled() is not {bind(ambient.grad)}: return _slow(-1)")
+        if not any(on for _, on, _ in ambient.autocast):
+            lines.append(f"        if {bind(any_autocast_enabled)}(): return _slow(-1)")
+        else:
+            lines.append(f"        if {bind(read_ambient)}().autocast != {bind(ambient.autocast)}: return _slow(-1)")
+        lines.append(f"        if torch.get_default_dtype() is not {bind(ambient.default_dtype)}: return _slow(-1)")
+        enabled, warn_only = ambient.deterministic
+        lines.append(
+            f"        if {bind(deterministic_algorithms)}() is not {bind(enabled)} or "
+            f"{bind(deterministic_warn_only)}() is not {bind(warn_only)}: return _slow(-1)"
+        )
+        precision = bind(ambient.matmul_precision)
+        lines.append(f"        if {bind(float32_matmul_precision)}() != {precision}: return _slow(-1)")
+    if walk.modules:
+        mods, types_ = bind(tuple(walk.modules)), bind(tuple(type(m) for m in walk.modules))
+        lines.append(f"        if not all(map(is_, map(type, {mods}), {types_})): return _slow(-2)")
+    if walk.empties:
+        lines.append(f"        if any({bind(tuple(walk.empties))}): return _slow(-2)")
+    dicts = [w for w in watched if w.kind is WatchKind.DICT]
+    batch = _dict_batch(dicts)
+    if dicts:
+        # Every whole dict at once (Note [Python State Is Snapshotted, Not Recorded]): lengths, values, keys.
+        d, lens = bind(tuple(w.obj for w in dicts)), bind(tuple(len(w.keys) for w in dicts))
+        v, k = bind(batch), bind([key for w in dicts for key in w.keys])
+        lines.append(
+            f"        if tuple(map(len, {d})) != {lens} or not all(map(is_, chain(*map(dict.values, {d})), {v})) "
+            f"or not all(map(is_, chain(*{d}), {k})): return _slow(-2)"
+        )
+    for i, w in enumerate(watched):
+        o, v = bind(w.obj), bind(w.values)
+        if w.kind is WatchKind.DICT:
+            continue
+        if w.kind is WatchKind.PARTIAL:
+            missing = bind((_MISSING,) * len(w.keys))
+            cond = f"all(map(is_, map({o}.get, {bind(w.keys)}, {missing}), {v}))"
+        elif w.kind is WatchKind.SEQ:
+            cond = f"len({o}) == {len(w.keys)} and all(map(is_, {o}, {v}))"
+        elif w.kind is WatchKind.CELLS:
+            cond = f"all(map(is_, map(_cell, {o}), {v}))"
+        elif w.kind is WatchKind.ATTRS:
+            cond = f"all(map(is_, map(getattr, {bind((w.obj,) * len(w.keys))}, {bind(w.keys)}), {v}))"
+        else:
+            cond = f"{o} == {bind(w.frozen)}"
+        lines.append(f"        if not ({cond}): return _slow({i})")
+    lines += ["    except Exception:", "        return _slow(-2)", "    return None"]
+    source = "\n".join(lines) + "\n"
+    modules, module_types = tuple(walk.modules), tuple(type(m) for m in walk.modules)
+    labels, empties, empty_labels = tuple(walk.module_labels), tuple(walk.empties), tuple(walk.empty_labels)
+
+    def slow(failed: int) -> str | None:
+        reason = _slow(watched, modules, module_types, labels, empties, empty_labels, ambient, failed=failed)
+        if reason is None:  # equal new objects were adopted: the batched identity list follows them
+            batch[:] = _dict_batch(dicts)
+        return reason
+
+    namespace: dict[str, object] = {"torch": torch, "_slow": slow, **names}
+    exec(compile(source, "<subclassaot python state guards>", "exec"), namespace)
+    return PythonState(
+        watched=watched,
+        ambient=ambient,
+        source=source,
+        check=cast(Callable[[], "str | None"], namespace["check"]),
+    )
+
+
+def _dict_batch(dicts: Sequence[Watched]) -> list[object]:
+    return [value for w in dicts for value in w.values]
+
+
+def _slow(
+    watched: tuple[Watched, ...],
+    modules: Sequence[torch.nn.Module],
+    module_types: Sequence[type],
+    module_labels: Sequence[str],
+    empties: Sequence[object],
+    empty_labels: Sequence[str],
+    ambient: Ambient | None,
+    *,
+    failed: int,
+) -> str | None:
+    """The change in words, or None when every value from the failed check on is equal to its snapshot (equal new
+    objects are adopted). `failed`: the watched index whose identity check failed; -1 ambient, -2 anything else."""
+    if ambient is not None and failed < 0:
+        reason = describe_ambient(ambient)
+        if reason is not None:
+            return reason
+    for module, cls, label in zip(modules, module_types, module_labels, strict=True):
+        if type(module) is not cls:
+            return f"{label}: expected {cls.__qualname__}, got {type(module).__qualname__}"
+    for w in watched[max(failed, 0) :]:
+        reason = describe_watched(w)
+        if reason is not None:
+            return reason
+    for container, label in zip(empties, empty_labels, strict=True):
+        if container:
+            return f"{label}: expected no entries (no hooks), got {len(cast(dict[object, object], container))}"
+    return None
+
+
+def describe_watched(w: Watched, *, imports_allowed: bool = False) -> str | None:
+    """Compare one container with its snapshot by value; adopt equal new immutable values; else name the change."""
+    if w.kind is WatchKind.SET:
+        now = frozenset(cast(set[object], w.obj))
+        return None if now == w.frozen else f"{w.label}: expected {set(w.frozen)!r}, got {set(now)!r}"
+    now_keys, now_values = _read(w)
+    if now_keys != w.keys:
+        if w.kind is WatchKind.SEQ:
+            return f"{w.label}: expected length {len(w.keys)}, got {len(now_keys)}"
+        added = [k for k in now_keys if k not in w.keys]
+        removed = [k for k in w.keys if k not in now_keys]
+        if added or removed:
+            return f"{w.label}: names added {added}, removed {removed}"
+        return f"{w.label}: the order of its entries changed"
+    adopted = list(w.values)
+    for i, (old, new, how, label) in enumerate(zip(w.values, now_values, w.compares, w.labels, strict=True)):
+        if new is old or (imports_allowed and types.ModuleType in (type(new), type(old))):
+            continue
+        reason = _differs(old, new, how, label)
+        if reason is not None:
+            return reason
+        adopted[i] = new
+    w.values[:] = adopted  # equal new objects: later calls pass the identity check (a race only costs a slow call)
+    return None
+
+
+def _read(w: Watched) -> tuple[tuple[object, ...], tuple[object, ...]]:
+    obj = w.obj
+    if w.kind is WatchKind.DICT:
+        d = cast(dict[object, object], obj)
+        return tuple(d), tuple(d.values())
+    if w.kind is WatchKind.PARTIAL:
+        d = cast(dict[object, object], obj)
+        return w.keys, tuple(d.get(k, _MISSING) for k in w.keys)
+    if w.kind is WatchKind.SEQ:
+        seq = cast(list[object], obj)
+        return tuple(range(len(seq))), tuple(seq)
+    if w.kind is WatchKind.CELLS:
+        return w.keys, tuple(_cell_value(c) for c in cast(tuple[types.CellType, ...], obj))
+    return w.keys, tuple(getattr(obj, cast(str, k), _MISSING) for k in w.keys)
+
+
+def _show(value: object) -> str:
+    if value is _MISSING:
+        return "<unset>"
+    if isinstance(value, torch.nn.Module) or not is_atom(value):
+        return type(value).__qualname__
+    return repr(value)
+
+
+def _differs(old: object, new: object, how: Compare, label: str) -> str | None:
+    if how is Compare.TENSOR:
+        return None if isinstance(new, torch.Tensor) else f"{label}: expected a tensor, got {_show(new)}"
+    if how is Compare.VALUE and type(new) is type(old):
+        if isinstance(old, float) and math.isnan(old) and math.isnan(cast(float, new)):
+            return None
+        try:
+            if bool(old == new):
+                return None
+        except Exception:  # an __eq__ that raises: not equal
+            pass
+        return f"{label}: expected {_show(old)}, got {_show(new)}"
+    if how is Compare.SAME and type(new) is type(old):
+        return f"{label}: expected the {_show(old)} object compiled for, got another {_show(new)}"
+    return f"{label}: expected {_show(old)}, got {_show(new)}"
+
+
+def check_unchanged(before: PythonState, name: str) -> None:
+    """After tracing: refuse a program that changed the Python state it reads (the graph cannot replay that). An
+    import the program ran (a global now bound to a Python module) is not such a change."""
+    for w in before.watched:
+        reason = describe_watched(w, imports_allowed=True)
+        if reason is not None:
+            raise UnsupportedError(
+                f"{name}: the program changes Python state while it runs ({reason}); a compiled graph runs tensor "
+                "ops only, so it would not repeat that change on later calls. Keep Python side effects (counters, "
+                "caches, attribute assignments) outside the compiled function, or keep that value in a tensor buffer "
+                "updated in place"
+            )

@@ -1,0 +1,284 @@
+"""PyTorch's own test subclasses through subclassaot.compile, each program compared with eager by the parity oracle.
+
+TwoTensor (and TwoTensorMode around a call), CustomTensorPlainOut (ops answer with plain tensors, as torchao's do),
+ConstantExtraMetadataTensor (a ctx value), WrapperSubclass (`outer_size`/`outer_stride` honoured) and
+SubclassWithTensorFactory (a factory inside __torch_dispatch__): inference, input mutation, views and `._base`,
+training, each compared on a first call and a second one through the cache.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.testing._internal.common_subclass import SubclassWithTensorFactory
+from torch.testing._internal.custom_tensor import ConstantExtraMetadataTensor, CustomTensorPlainOut
+from torch.testing._internal.subclasses import WrapperSubclass
+from torch.testing._internal.two_tensor import TwoTensor, TwoTensorMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import subclassaot
+from policies import mark_dynamic
+from subclassaot.errors import UnsupportedError
+from tests.oracle import assert_call_matches_eager, assert_matches_eager
+
+T = torch.Tensor
+Make = Callable[[], T]
+
+
+def _new(cls: type[T], *inner: T) -> T:
+    """torch's test subclasses are untyped: construct them through a typed callable."""
+    ctor: Callable[..., T] = cls
+    return ctor(*inner)
+
+
+def _two_tensor_mode() -> TorchDispatchMode:
+    ctor: Callable[[], TorchDispatchMode] = TwoTensorMode
+    return ctor()
+
+
+SUBCLASSES: dict[str, Make] = {
+    "TwoTensor": lambda: _new(TwoTensor, torch.randn(3, 4), torch.randn(3, 4)),
+    "CustomTensorPlainOut": lambda: _new(CustomTensorPlainOut, torch.randn(3, 4), torch.randn(3, 4)),
+    "ConstantExtraMetadataTensor": lambda: _new(ConstantExtraMetadataTensor, torch.randn(3, 4)),
+    "WrapperSubclass": lambda: _new(WrapperSubclass, torch.randn(3, 4)),
+    "SubclassWithTensorFactory": lambda: _new(SubclassWithTensorFactory, torch.randn(3, 4)),
+}
+# Classes whose view ops alias the input's inner tensors (SubclassWithTensorFactory's do not: refused below).
+ALIASING_VIEWS = ("TwoTensor", "CustomTensorPlainOut", "ConstantExtraMetadataTensor", "WrapperSubclass")
+
+
+def _inputs(make: Make, *, requires_grad: bool) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        x = make()
+        if requires_grad:
+            x.requires_grad_(True)
+        return (x, torch.randn(3, 4))
+
+    return make_inputs
+
+
+def pointwise(x: T, y: T) -> object:
+    return x * 2 + y
+
+
+def reduction_and_matmul(x: T, y: T) -> object:
+    return (x * y).sum(), x @ y.t()
+
+
+def view_and_result(x: T, y: T) -> object:
+    return x.view(12), (x + y).sum()
+
+
+def transposed_view(x: T, y: T) -> object:
+    return x.t(), x.sum()
+
+
+def mutate_input(x: T, y: T) -> object:
+    x.mul_(2)
+    return x + y
+
+
+@pytest.mark.parametrize("name", sorted(SUBCLASSES))
+@pytest.mark.parametrize("requires_grad", [False, True], ids=["inference", "training"])
+@pytest.mark.parametrize("program", [pointwise, reduction_and_matmul], ids=lambda p: p.__name__)
+def test_compute_matches_eager(name: str, requires_grad: bool, program: Callable[..., object]) -> None:
+    assert_matches_eager(program, _inputs(SUBCLASSES[name], requires_grad=requires_grad), calls=2)
+
+
+@pytest.mark.parametrize("name", ALIASING_VIEWS)
+@pytest.mark.parametrize("requires_grad", [False, True], ids=["inference", "training"])
+@pytest.mark.parametrize("program", [view_and_result, transposed_view], ids=lambda p: p.__name__)
+def test_views_keep_eager_base(name: str, requires_grad: bool, program: Callable[..., object]) -> None:
+    assert_matches_eager(program, _inputs(SUBCLASSES[name], requires_grad=requires_grad), calls=2)
+
+
+@pytest.mark.parametrize("name", ("TwoTensor", "ConstantExtraMetadataTensor", "WrapperSubclass"))
+def test_input_mutation_matches_eager(name: str) -> None:
+    assert_matches_eager(mutate_input, _inputs(SUBCLASSES[name], requires_grad=False), calls=2)
+
+
+def test_plain_out_mutation_matches_eager() -> None:
+    # CustomTensorPlainOut's in-place ops return a new plain tensor and leave the input as it was: eager's result.
+    assert_matches_eager(mutate_input, _inputs(SUBCLASSES["CustomTensorPlainOut"], requires_grad=False), calls=2)
+
+
+def test_plain_out_training_mixed_outputs() -> None:
+    # A plain result (from the subclass's ops) and a subclass view (its views stay subclasses) from one program.
+    def mixed(x: T, y: T) -> object:
+        return x * y, x.view(12), y.sin()
+
+    compiled = assert_matches_eager(mixed, _inputs(SUBCLASSES["CustomTensorPlainOut"], requires_grad=True), calls=2)
+    assert isinstance(compiled, subclassaot.CompiledFunction) and compiled.compile_count == 1
+
+
+def test_factory_subclass_view_is_refused_naming_the_input() -> None:
+    # Eager's x.view(12) is a view of x (autograd tracks it above __torch_dispatch__) over fresh inner tensors.
+    compiled = subclassaot.compile(view_and_result, backend="eager")
+    x, y = _inputs(SUBCLASSES["SubclassWithTensorFactory"], requires_grad=False)()
+    assert isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)
+    with pytest.raises(UnsupportedError, match=r"view of input 0 \(a SubclassWithTensorFactory.*views\.alias"):
+        compiled(x, y)
+
+
+@pytest.mark.parametrize("name", sorted(SUBCLASSES))
+def test_checker_runs_on_torch_subclass(name: str) -> None:
+    report = subclassaot.check_subclass(SUBCLASSES[name])
+    failed = {r.name for r in report.results if r.status.name == "FAIL"}
+    if name in ("TwoTensor", "ConstantExtraMetadataTensor", "WrapperSubclass"):
+        assert report.ok, report
+    elif name == "CustomTensorPlainOut":  # ops return plain tensors: clone and in-place ops are not its own type
+        assert {"clone", "inplace.mutates"} <= failed
+        assert not any(n.startswith("pipeline.") for n in failed)
+    else:  # views over fresh inner tensors
+        assert "views.alias" in failed
+
+
+# --- ambient modes (Note [Ambient Modes]) ---------------------------------------------------------------------
+
+
+def ones_added(x: T) -> object:
+    return x + torch.ones(3, 4)
+
+
+def test_two_tensor_mode_call_matches_eager_and_warns() -> None:
+    compiled = subclassaot.compile(ones_added, backend="eager")
+    x = torch.randn(3, 4)
+    plain = compiled(x)
+    assert type(plain) is torch.Tensor
+    with _two_tensor_mode():
+        want = ones_added(x)
+        with pytest.warns(UserWarning, match="dispatch mode TwoTensorMode.*running eagerly"):
+            got = compiled(x)
+    assert isinstance(got, TwoTensor) and isinstance(want, TwoTensor)
+    assert type(got.a) is type(want.a) is torch.Tensor
+    torch.testing.assert_close(got.a, want.a)
+    torch.testing.assert_close(got.b, want.b)
+    assert compiled.recompile_reasons == ("called under dispatch mode TwoTensorMode",)
+    torch.testing.assert_close(compiled(x), x + 1)  # outside the mode again: the compiled entry
+
+
+def test_entry_compiled_inside_a_mode_is_not_reused_outside() -> None:
+    compiled = subclassaot.compile(ones_added, backend="eager")
+    x = torch.randn(3, 4)
+    with _two_tensor_mode(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled(x)
+    out = compiled(x)
+    assert type(out) is torch.Tensor and compiled.compile_count == 1
+
+
+class _SinIsCos(TorchFunctionMode):
+    """Maps torch.sin to torch.cos and aten.mul to aten.add (the graph's own op would be mapped again if run)."""
+
+    def __torch_function__(
+        self,
+        func: Callable[..., object],
+        types: object,
+        args: tuple[object, ...] = (),
+        kwargs: dict[str, object] | None = None,
+    ) -> object:
+        table: dict[object, Callable[..., object]] = {
+            torch.sin: torch.cos,
+            torch.ops.aten.mul.Tensor: torch.ops.aten.add.Tensor,
+            torch.Tensor.mul: torch.Tensor.add,
+        }
+        return table.get(func, func)(*args, **(kwargs or {}))
+
+
+def _under(mode_type: type[TorchFunctionMode], fn: Callable[..., object]) -> Callable[..., object]:
+    def run(*args: object) -> object:
+        with mode_type():
+            return fn(*args)
+
+    return run
+
+
+def sin_then_mul(x: T) -> object:
+    return torch.sin(x).mul(2)
+
+
+@pytest.mark.parametrize("requires_grad", [False, True], ids=["inference", "training"])
+def test_torch_function_mode_traced_once(requires_grad: bool) -> None:
+    compiled = subclassaot.compile(sin_then_mul, backend="eager")
+
+    def make() -> tuple[object, ...]:
+        return (torch.randn(3, 4, requires_grad=requires_grad),)
+
+    assert_matches_eager(
+        _under(_SinIsCos, sin_then_mul), make, calls=2, compile_fn=lambda fn, **kw: _under(_SinIsCos, compiled)
+    )
+    assert compiled.compile_count == 1
+
+
+def test_torch_function_mode_is_guarded_and_named_in_the_reason() -> None:
+    compiled = subclassaot.compile(sin_then_mul, backend="eager")
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(compiled(x), torch.sin(x) * 2)
+    with _SinIsCos():
+        torch.testing.assert_close(compiled(x), torch.cos(x) + 2)
+    torch.testing.assert_close(compiled(x), torch.sin(x) * 2)
+    assert compiled.compile_count == 2
+    assert compiled.recompile_reasons == (
+        "ambient modes: compiled under no modes, called under torch-function mode _SinIsCos",
+    )
+
+
+def sin_then_mul_plus_factory(x: T) -> object:
+    return torch.sin(x).mul(2) + torch.ones(3, 4)
+
+
+def test_torch_function_mode_over_subclass_inputs_traced_once() -> None:
+    compiled = subclassaot.compile(sin_then_mul_plus_factory, backend="eager")
+
+    def make() -> tuple[object, ...]:
+        return (SUBCLASSES["TwoTensor"](),)
+
+    assert_matches_eager(
+        _under(_SinIsCos, sin_then_mul_plus_factory),
+        make,
+        calls=2,
+        compile_fn=lambda fn, **kw: _under(_SinIsCos, compiled),
+    )
+    assert compiled.compile_count == 1
+
+
+def test_default_device_context_is_a_traced_torch_function_mode() -> None:
+    # `with torch.device(...)` pushes a torch-function mode (DeviceContext) that gives factories their device.
+    compiled = subclassaot.compile(sin_then_mul_plus_factory, backend="eager")
+    x = torch.randn(3, 4)
+    with torch.device("cpu"):
+        want = sin_then_mul_plus_factory(x)
+        got = compiled(x)
+    assert isinstance(got, torch.Tensor) and isinstance(want, torch.Tensor)
+    torch.testing.assert_close(got, want)
+    assert [t.__name__ for t in compiled.entries[0].modes[1]] == ["DeviceContext"]
+    torch.testing.assert_close(compiled(x), want)  # outside the context: a new entry, the reason names the mode
+    assert compiled.recompile_reasons == (
+        "ambient modes: compiled under torch-function mode DeviceContext, called under no modes",
+    )
+
+
+def flat_view_and_result(x: T, y: T) -> object:
+    return x.view(-1), (x + y).sum()
+
+
+@pytest.mark.parametrize("name", ALIASING_VIEWS)
+def test_marked_dynamic_sizes_share_one_entry(name: str) -> None:
+    compiled = subclassaot.compile(flat_view_and_result, backend="eager")
+    cls = type(SUBCLASSES[name]())
+    inner_count = 2 if name in ("TwoTensor", "CustomTensorPlainOut") else 1
+    for rows in (3, 5, 7):
+
+        def make(rows: int = rows) -> tuple[object, ...]:
+            x = _new(cls, *[torch.randn(rows, 4) for _ in range(inner_count)])
+            y = torch.randn(rows, 4)
+            mark_dynamic(x, 0)
+            mark_dynamic(y, 0)  # (a static y would make x's dim 0 equal to a constant)
+            return (x, y)
+
+        assert_call_matches_eager(compiled, flat_view_and_result, make)
+    assert compiled.compile_count == 1, compiled.recompile_reasons

@@ -1,0 +1,1 @@
+# Stubs for the parts of torchao (which ships no types) that the tests use.

@@ -1,0 +1,6 @@
+from torch import nn
+
+class Int8WeightOnlyConfig:
+    def __init__(self, *, set_inductor_config: bool = True) -> None: ...
+
+def quantize_(model: nn.Module, config: object) -> None: ...
