@@ -302,12 +302,6 @@ def _analyze_outputs(
 # from an input too, a view of it as in eager (fuzz seed 14000 #2383). Two fallbacks of one intermediate: refused.
 
 
-def _function_view_of_grad_base(leaf: torch.Tensor) -> bool:
-    """A view a custom autograd.Function returned of a tensor that requires grad (its input, or a view of one)."""
-    base = leaf._base if is_custom_function_view(leaf) else None
-    return base is not None and base.requires_grad
-
-
 def _check_views_of_fresh(
     infos: list[OutputInfo], leaves: list[object], bases: dict[object, tuple[int, torch.Tensor]]
 ) -> None:
@@ -401,9 +395,8 @@ def _output_info(
         if fresh:
             same = current.get(key) if key in original else None  # the input's own storage, not one set_() gave it
             view = same is not None and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
-            # a view the program's Function made of an intermediate that requires grad (DTensor.to_local of a computed
-            # DTensor); one of a base made inside the Function is Note [Views Of A Custom Function's Own Intermediates]
-            made_view = same is None and tree is None and _function_view_of_grad_base(leaf)
+            # a view the program's Function made of an intermediate (DTensor.to_local of a computed DTensor)
+            made_view = same is None and tree is None and is_custom_function_view(leaf)
             out_leaves.append(
                 OutputLeaf(
                     source=LeafSource.GRAPH,
@@ -474,7 +467,7 @@ def _output_info(
                 )
             )
         else:
-            made_view = tree is None and leaf.requires_grad and _function_view_of_grad_base(leaf)
+            made_view = tree is None and leaf.requires_grad and is_custom_function_view(leaf)
             out_leaves.append(
                 OutputLeaf(
                     source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False, function_view=made_view
