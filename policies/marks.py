@@ -159,12 +159,16 @@ def get_mark(x: torch.Tensor) -> Policy | None:
 def mark_dynamic(x: torch.Tensor, dims: int | Iterable[int], *, min: int | None = None, max: int | None = None) -> None:
     """Mark `dims` of `x` dynamic (with an optional inclusive range). The mark lives on this instance.
 
-    On a subclass: the class's `__tensor_mark_dynamic__(dims, min, max)` if it has one, else the outer dims and the
-    same dims of every inner tensor of the same rank (recursively).
+    On a subclass: the class's `__tensor_mark_dynamic__(dims, min, max)` if it has one (torch's DTensor: the policy
+    of policies.dtensor), else the outer dims and the same dims of every inner tensor of the same rank (recursively).
     """
     chosen = _normalize_dims(x, dims, "mark_dynamic")
     hook = getattr(type(x), "__tensor_mark_dynamic__", None)
-    if hook is not None and inner_tensors(x) is not None:
+    from policies.dtensor import dtensor_mark_dynamic, is_dtensor  # it imports this module
+
+    if hook is None and is_dtensor(x):  # See Note [DTensor Dims Are Tied To Their Local Dims]
+        new = _restamp(dtensor_mark_dynamic(x, chosen, min, max), Origin.HOOK)
+    elif hook is not None and inner_tensors(x) is not None:
         result = cast("MarkDynamicHook", x).__tensor_mark_dynamic__(chosen, min, max)
         if not isinstance(result, SubclassSymbolicPolicy):
             raise PolicyError(
@@ -295,10 +299,23 @@ def derive_policy(
         attr: derive_policy(t, f"{path}.{attr}", given=given, default=default, parent_entry=own_s.inner.get(attr))
         for attr, t in inners
     }
+    from policies.dtensor import dtensor_relations, is_dtensor, uneven_dims  # it imports this module
+
+    relations, outer_policy = own_s.relations, own_s.outer
+    if is_dtensor(x):  # See Note [DTensor Dims Are Tied To Their Local Dims]
+        relations = relations or tuple(dtensor_relations(x))
+        keep = uneven_dims(x)
+        outer_policy = TensorPolicy(
+            sizes=tuple(
+                DimPolicy(kind=DimKind.STATIC, origin=Origin.HOOK) if d in keep and p.origin is Origin.DEFAULT else p
+                for d, p in enumerate(outer_policy.sizes)
+            ),
+            strides=outer_policy.strides,
+        )
     return SubclassSymbolicPolicy(
-        outer=_fill_defaults(own_s.outer, default),
+        outer=_fill_defaults(outer_policy, default),
         inner=inner,
-        relations=own_s.relations,
+        relations=relations,
         share_outer_dims=own_s.share_outer_dims,
     )
 

@@ -89,6 +89,7 @@ from subclassaot.storage_classes import wrapper_storage_classes
 from subclassaot.swap_record import elements_of
 from subclassaot.torch_internals import (
     grad_fn_raises,
+    is_custom_function_view,
     new_functional_mode,
     storage_key,
 )
@@ -398,8 +399,17 @@ def _output_info(
         if fresh:
             same = current.get(key) if key in original else None  # the input's own storage, not one set_() gave it
             view = same is not None and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
+            # a view the program's Function made of an intermediate (DTensor.to_local of a computed DTensor)
+            made_view = tree is None and is_custom_function_view(leaf)
             out_leaves.append(
-                OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=view, passthrough=same)
+                OutputLeaf(
+                    source=LeafSource.GRAPH,
+                    index=graph_count,
+                    meta=meta,
+                    is_view=view,
+                    passthrough=same,
+                    function_view=made_view,
+                )
             )
             graph_count += 1
             continue
@@ -459,7 +469,12 @@ def _output_info(
                 )
             )
         else:
-            out_leaves.append(OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False))
+            made_view = tree is None and leaf.requires_grad and is_custom_function_view(leaf)
+            out_leaves.append(
+                OutputLeaf(
+                    source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False, function_view=made_view
+                )
+            )
             graph_count += 1
     check_written_function_view(path, value)
     root = run.swaps.view_root(value, through_swaps=True) if fresh and from_program_function(value, run) else None

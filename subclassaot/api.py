@@ -8,6 +8,7 @@ cache is filled under a lock, so one CompiledFunction may be called from several
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -282,6 +283,20 @@ class CompiledModule(torch.nn.Module, Generic[M]):
         return self._compiled.entries
 
 
+# Note [Inference Runs In The Caller's Grad Mode]
+# A program compiled for inference (no input requires grad) is analyzed and traced in the grad mode it is called in,
+# as eager runs it, not under no_grad: Python code may read the mode, and what it does then is observable. DTensor's
+# `to_local()` returns its very inner tensor under no_grad but, with grad on, a view of it made by an
+# autograd.Function; analyzed under no_grad, the compiled output was that inner tensor object where eager's is a view
+# of it. With no input requiring grad nothing records history either way; an inference entry guards the grad mode
+# (`torch.is_grad_enabled()`), so a call in the other mode compiles its own.
+
+
+def _ambient_grad() -> contextlib.AbstractContextManager[object]:
+    # See Note [Inference Runs In The Caller's Grad Mode]
+    return torch.set_grad_enabled(torch.is_grad_enabled())
+
+
 def compile_entry(
     fn: Callable[..., object],
     args: tuple[object, ...],
@@ -437,7 +452,7 @@ def _compile_over(
         if torch.is_grad_enabled() and is_traceable_subclass(t) and t.requires_grad and not t.is_leaf
     )
     training = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
-    with torch.enable_grad() if training else torch.no_grad():
+    with torch.enable_grad() if training else _ambient_grad():
         analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
     gains_grad = [
         i
@@ -475,7 +490,7 @@ def _compile_over(
         layout = dense_layout(
             list(fakified.fakes), paths, flat.tensor_indices, tensors, untraced=untraced, whole_storage=whole_storage
         )
-        with torch.enable_grad() if training else torch.no_grad():
+        with torch.enable_grad() if training else _ambient_grad():
             analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
     check_grad_factories(analysis.grad_factories, training=training)
     check_grad_reenabled(analysis.grad_reenabled, training=training)
@@ -486,12 +501,13 @@ def _compile_over(
         check_overlapping_plain_groups(flat, layout, analysis, fakes)
         check_multi_output_view_inputs(flat, layout, analysis)
         check_multi_output_view_outputs(flat, layout, analysis)
-    with torch.no_grad():
+    with torch.no_grad() if training else _ambient_grad():
         traced = trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)
     analysis = resimplified_data_metas(analysis, shape_env_of(fake_mode))
     backend = backends.get_backend(config.backend)
+    grad_mode = None if training else torch.is_grad_enabled()  # Note [Inference Runs In The Caller's Grad Mode]
     entry_guards = guards.build_guards(
-        flat, layout, fakes, shape_env_of(fake_mode), analysis.base_reads, config.caller_guarded
+        flat, layout, fakes, shape_env_of(fake_mode), analysis.base_reads, config.caller_guarded, grad_mode
     )
     trial = torch_function_trial(call, flat)  # See Note [Torch Function Subclass Outputs]
     plan = RuntimePlan(

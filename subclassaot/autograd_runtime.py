@@ -264,7 +264,11 @@ def _passthrough(
     assert leaf.passthrough is not None
     source = graph_dense[leaf.passthrough]
     if not leaf.is_view:
-        return source
+        # An inner tensor of a subclass input is no input of the Function: returned as is, it would take the
+        # Function's history itself. Where the program's Function made a view of it (DTensor.to_local: view_as),
+        # so do we (Note [Inputs Returned By A Custom Function]); an inner tensor a wrapper output shares with an
+        # input (a jagged output's offsets) is the input's own object, as in eager.
+        return source.view_as(source) if leaf.function_view else source
     return source.as_strided(*ev.meta(leaf.meta, symbols))
 
 
@@ -357,7 +361,9 @@ def training_call(
                 leaves = [
                     # An input (or a view of one) returned by the program's own autograd.Function: return it as is,
                     # and autograd makes the output a view of it with our backward, exactly as eager does.
-                    _passthrough(graph_dense, leaf, ev, symbols) if leaf.passthrough is not None else out
+                    _passthrough(graph_dense, leaf, ev, symbols)
+                    if leaf.passthrough is not None
+                    else (out.view_as(out) if leaf.function_view else out)
                     for leaf, out in zip(info.leaves, outs[pos : pos + len(info.leaves)], strict=True)
                 ]
                 pos += len(info.leaves)

@@ -218,7 +218,7 @@ def trace_backward(
             call, flat, layout, analysis, traced, example, user_fakes, clone, wrapper_updates, group_grads
         )
     overwritten = _overwritten_originals(traced, analysis, dense_fakes) | _swapped_updates(traced, analysis)
-    diff = tuple(i for i, (grad, _, _) in enumerate(fw_example) if grad and i not in overwritten)
+    diff = tuple(i for i, (grad, _, _, _) in enumerate(fw_example) if grad and i not in overwritten)
     with fake_mode:
         tangent_fakes = [torch.empty_like(t) for i in diff for t in fw_example[i][1]]
     setup = JointSetup(
@@ -235,6 +235,7 @@ def trace_backward(
         group_grads=group_grads,
         wrapper_updates=wrapper_updates,
         diff=diff,
+        tangent_ctxs=tuple((k, fw_example[i][3][0]) for k, i in enumerate(diff) if fw_example[i][3]),
     )
     tangent_trees = tuple(fw_example[i][2] for i in diff)
     reach: list[frozenset[int]] = []

@@ -149,14 +149,10 @@ def check_protocol(factory: Factory) -> None:
             f"expected a tensor subclass with __tensor_flatten__ and __tensor_unflatten__, got {name}. Fix: define "
             "both dunders, or derive from subclassaot.WrapperTensor and declare inner_names / ctx_names"
         )
-    attrs, _ = x.__tensor_flatten__()
-    for attr in attrs:
-        inner = getattr(x, attr, None)
-        if not isinstance(inner, torch.Tensor):
-            fail(
-                f"{name}.__tensor_flatten__() names {attr!r}, expected getattr(x, {attr!r}) to be a Tensor, got "
-                f"{type(inner).__name__}. Fix: list only present inner tensors in attrs; put other values in ctx"
-            )
+    try:  # inner attrs: tensors, or registered opaque reference objects (Note [Opaque Inner Objects])
+        flatten_subclass(x, "x")
+    except ProtocolError as e:
+        fail(str(e))
 
 
 def check_ctx_rules(factory: Factory) -> None:

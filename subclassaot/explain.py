@@ -23,7 +23,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from policies import Policy
-from subclassaot.api import CompiledEntry
+from subclassaot.api import CompiledEntry, CompiledModule
 from subclassaot.api import compile as compile_fn
 from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.graph_dot import NodeShape, graph_to_dot
@@ -473,7 +473,8 @@ def explain(
     once on deep copies and returns a `CapturedExplanation`: one section per captured graph that ran (the keyword
     arguments are then the options it was compiled with, and are ignored).
     """
-    if hasattr(fn, "_torchdynamo_orig_callable") or hasattr(fn, "_orig_mod"):
+    dynamo_module = hasattr(fn, "_orig_mod") and not isinstance(fn, CompiledModule)  # torch's OptimizedModule
+    if hasattr(fn, "_torchdynamo_orig_callable") or dynamo_module:
         # Only the adapter talks to Dynamo (Note [Dynamo Captures, The Pipeline Compiles]); it is loaded on demand.
         adapter = importlib.import_module("subclassaot.dynamo_backend")
         captured: CapturedExplanation = adapter.explain_compiled(fn, args)

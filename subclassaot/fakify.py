@@ -37,7 +37,7 @@ from policies import (
 from policies import PolicyError as BasePolicyError
 from subclassaot import torch_internals as ti
 from subclassaot.errors import PolicyError
-from subclassaot.protocol import LeafInfo, SubclassNode, flatten_subclass, unflatten_subclass
+from subclassaot.protocol import LeafInfo, SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 
 log = logging.getLogger(__name__)
 
@@ -308,6 +308,9 @@ def fakify_inputs(
     """
     if len(inputs) != len(paths):
         raise AssertionError(f"BUG: {len(inputs)} inputs but {len(paths)} paths")
+    for x, p in zip(inputs, paths, strict=True):
+        if is_traceable_subclass(x):
+            flatten_subclass(x, p)  # the protocol's own errors first (policies read subclasses through it too)
     try:
         used = tuple(
             derive_policy(x, p, given=policies, default=_default_kind(dynamic))

@@ -43,7 +43,10 @@ __all__ = [
 # `._base` is x, or x's own base; it shares x's version counter) with the Function's history. The compiled output
 # must get its history from the compiled autograd.Function, whose backward holds the program's, so that Function
 # returns it from its forward, where autograd makes it a view of the input with that history:
-# - a plain tensor: the dense input itself, or its as_strided (autograd_runtime._passthrough);
+# - a plain tensor: the dense input itself, or its as_strided (autograd_runtime._passthrough); an inner tensor of a
+#   subclass input is no input of the compiled Function (returned as is, it would take the Function's history
+#   itself), so the Function returns a view_as of it, as DTensor.to_local's Function does; a view the program's
+#   Function made of an intermediate (`OutputLeaf.function_view`) is returned as a view_as of the graph's output;
 # - a tensor subclass: the wrapper-level view chain from the input as the program received it to the output (the
 #   view_as autograd added, the Function's own view ops, views the program took of the result after), replayed on
 #   the real input inside the forward with grad off, as eager's Function forward ran. The subclass's own view ops

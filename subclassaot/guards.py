@@ -28,7 +28,7 @@ from subclassaot.config import CallerGuarded
 from subclassaot.own_base import own_base_guards
 from subclassaot.protocol import SubclassNode
 from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
-from subclassaot.torch_internals import nested_coeff, nested_int_id, python_source, symint_expr
+from subclassaot.torch_internals import nested_coeff, nested_int_id, opaque_guard_values, python_source, symint_expr
 
 GuardFn = Callable[[Sequence[object]], "dict[str, int] | str"]
 
@@ -62,8 +62,16 @@ def describe_ctx_change(path: str, old: object, new: object) -> str:
 
 
 def _ctx_diff(old: object, new: object, prefix: str) -> list[tuple[str, object, object]]:
+    if old is ANY_SIZE:
+        return []
     if type(old) is not type(new):
         return [(prefix, old, new)]
+    fields = getattr(old, "_fields", None)
+    if isinstance(old, tuple) and isinstance(new, tuple) and isinstance(fields, tuple):  # a NamedTuple: by name
+        out = []
+        for name, a, b in zip(fields, old, new, strict=True):
+            out += _ctx_diff(a, b, f"{prefix}.{name}".lstrip("."))
+        return out
     if dataclasses.is_dataclass(old) and not isinstance(old, type):
         out = []
         for f in dataclasses.fields(old):
@@ -84,6 +92,70 @@ def _ctx_diff(old: object, new: object, prefix: str) -> list[tuple[str, object, 
     except Exception:
         equal = False
     return [] if equal else [(prefix, old, new)]
+
+
+class _AnySize:
+    """Stands for a symbolic size inside a guarded ctx (Note [Sizes In ctx Are Guarded As Sizes])."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __deepcopy__(self, memo: dict[int, object]) -> _AnySize:
+        return self
+
+    def __repr__(self) -> str:
+        return "<symbolic size>"
+
+
+ANY_SIZE = _AnySize()
+
+
+# Note [Sizes In ctx Are Guarded As Sizes]
+# Some subclasses keep their outer size and stride in ctx as well (DTensor's TensorMeta), although torch's protocol
+# passes them to `__tensor_unflatten__` as outer_size/outer_stride. Compiled with a dynamic dim, the fake's ctx
+# holds SymInts there, and comparing ctx with == would pin every call to the compile-time sizes (one recompile per
+# batch size) or trace a comparison. The outer sizes are guarded already, dim by dim, as sizes (static, a bound
+# symbol, or an expression: `_tensor_guards`), so in the ctx guard every SymInt becomes a wildcard equal to
+# anything, as torch's own TENSOR_SUBCLASS_METADATA_MATCH does. Only what the sizes cannot say is compared there.
+
+
+def ctx_for_guard(ctx: object) -> object:
+    """`ctx` with every SymInt replaced by `ANY_SIZE` (tuples, NamedTuples, lists and dicts searched)."""
+    if isinstance(ctx, torch.SymInt):
+        return ANY_SIZE
+    if isinstance(ctx, tuple):
+        items: list[object] = [ctx_for_guard(v) for v in ctx]
+        if isinstance(getattr(ctx, "_fields", None), tuple):
+            make_named = cast("Callable[..., object]", type(ctx))  # a NamedTuple's constructor takes its fields
+            return make_named(*items)
+        return tuple(items)  # a torch.Size becomes a tuple: they compare equal
+    if isinstance(ctx, list):
+        return [ctx_for_guard(v) for v in ctx]
+    if isinstance(ctx, dict):
+        return {k: ctx_for_guard(v) for k, v in ctx.items()}
+    return ctx
+
+
+def describe_opaque_change(path: str, old: object, new: object) -> str:
+    """Why an opaque inner object fails its identity guard (Note [Opaque Inner Objects]), field by field."""
+    head = f"{path}: compiled for one {type(old).__name__} object, got "
+    if type(new) is not type(old):
+        return head + f"a {type(new).__name__}"
+    old_fields, new_fields = opaque_guard_values(old), opaque_guard_values(new)
+    if old_fields is None or new_fields is None or len(old_fields) != len(new_fields):
+        return head + "another one"
+    changed = [
+        f"field [{i}] {a!r} -> {b!r}" for i, (a, b) in enumerate(zip(old_fields, new_fields, strict=True)) if a != b
+    ]
+    if not changed:
+        return head + "another one equal to it by its registered guard_fn (outputs would hold the old one)"
+    return head + "another one: its registered guard_fn " + "; ".join(changed)
 
 
 # Note [Guard Source Holds No Caller Text]
@@ -118,6 +190,7 @@ class _Writer:
         self.lines: list[str] = []
         self.globals: dict[str, object] = {
             "describe_ctx_change": describe_ctx_change,
+            "describe_opaque_change": describe_opaque_change,
             "describe_aliasing": describe_aliasing,
             "torch": torch,
             "_msg": _msg,
@@ -184,9 +257,16 @@ def build_guards(
     shape_env: torch.fx.experimental.symbolic_shapes.ShapeEnv,
     base_reads: Sequence[tuple[int, int | None]] = (),
     caller_guarded: Mapping[str, CallerGuarded] | None = None,
+    grad_mode: bool | None = None,
 ) -> Guards:
-    """`caller_guarded`: facts the caller guards already, by input path (See Note [Guards Dynamo Already Holds])."""
+    """`caller_guarded`: facts the caller guards already, by input path (See Note [Guards Dynamo Already Holds]).
+    `grad_mode`: the grad mode an inference entry was analyzed in (Note [Inference Runs In The Caller's Grad Mode]);
+    None for training entries."""
     w = _Writer()
+    if grad_mode is not None:
+        w.expect(
+            f"torch.is_grad_enabled() is {grad_mode}", "torch.is_grad_enabled()", grad_mode, "torch.is_grad_enabled()"
+        )
     for leaf in flat.leaves:
         w.lines.append(f"    v{leaf.index} = L[{leaf.index}]")
         if leaf.kind is LeafKind.CONSTANT:
@@ -292,14 +372,20 @@ def _subclass_guards(
     flatten_guarded: bool = False,
 ) -> None:
     if not flatten_guarded:  # See Note [Guards Dynamo Already Holds]
-        attrs = w.constant(list(tree.attrs))
-        ctx = w.constant(copy.deepcopy(tree.ctx))
+        names = tree.flatten_attrs()
+        attrs = w.constant(list(names))
+        ctx = w.constant(copy.deepcopy(ctx_for_guard(tree.ctx)))  # Note [Sizes In ctx Are Guarded As Sizes]
         w.lines.append(f"    {var}_flat = {var}.__tensor_flatten__()")
         w.check(
             f"list({var}_flat[0]) == {attrs}",
-            w.msg(f"{path}: inner tensors expected {' '.join(tree.attrs)}, got ", Src(f"list({var}_flat[0])")),
+            w.msg(f"{path}: inner tensors expected {' '.join(names)}, got ", Src(f"list({var}_flat[0])")),
         )
         w.check(f"{var}_flat[1] == {ctx}", f"describe_ctx_change({w.constant(path)}, {ctx}, {var}_flat[1])")
+    for k, opaque in enumerate(tree.opaques):  # Note [Opaque Inner Objects]: by identity
+        opaque_var, expected = f"{var}_o{k}", w.constant(opaque.value)
+        w.lines.append(f"    {opaque_var} = {_attribute(w, var, opaque.name)}")
+        where = w.constant(f"{path}.{opaque.name}")
+        w.check(f"{opaque_var} is {expected}", f"describe_opaque_change({where}, {expected}, {opaque_var})")
     known = caller.get(path) if caller else None
     strides = fake.stride()
     stride_dims = [d for d, s in enumerate(strides) if known is None or not _held(known.strides[d], s)]

@@ -190,6 +190,26 @@ class JointSetup:
     wrt_only: int | None = None
     # tensor inputs run as a view of their clone (Note [Writes To Plain View Inputs Make Plain Gradients])
     view_clones: frozenset[int] = frozenset()
+    # (position in diff, ctx) where the subclass asks for tangents of other metadata than its output's (Note
+    # [Tangent Metadata Of The Subclass's Choosing])
+    tangent_ctxs: tuple[tuple[int, object], ...] = ()
+
+
+# Note [Tangent Metadata Of The Subclass's Choosing]
+# A subclass may say that the gradient of one of its outputs has other metadata than the output: DTensor's
+# `__coerce_tangent_metadata__` turns a Partial output (a sum over a sharded dim, not yet reduced) into Replicate,
+# because a Partial gradient cannot be made from a user's gradient (redistributing to Partial is refused). As torch's
+# AOTDispatch does, the backward is traced for a tangent of the coerced metadata, and a runtime tangent is converted
+# to it (`__coerce_same_metadata_as_tangent__`), instead of to the output's own ctx, which would raise.
+
+
+def tangent_like(o: torch.Tensor) -> torch.Tensor:
+    """`o` with the metadata its tangent has (Note [Tangent Metadata Of The Subclass's Choosing])."""
+    coerce = getattr(type(o), "__coerce_tangent_metadata__", None)
+    if coerce is None or not is_traceable_subclass(o):
+        return o
+    out = coerce(o)
+    return out if isinstance(out, torch.Tensor) else o
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -245,7 +265,10 @@ def trace_joint(
             n_fw_outputs[0] = len(fw_outs)
             outs = forward_output_values(run, setup.traced, setup.analysis, setup.wrapper_updates)
             diff_outs = [differentiated_as_eager(run.swaps, outs[i]) for i in setup.diff]
-            trees = tangent_trees if tangent_trees is not None else [_tree_of(o) for o in diff_outs]
+            ctxs = dict(setup.tangent_ctxs)
+            trees = (
+                tangent_trees if tangent_trees is not None else [_tree_of(o, ctxs, k) for k, o in enumerate(diff_outs)]
+            )
             grad_outs = [_rewrap_tangent(tree, tangents, o) for tree, o in zip(trees, diff_outs, strict=True)]
             # Note [Leaves Laid Out Anew Under no_grad]: the clone made a leaf again stands for the input
             wrt = [
@@ -381,8 +404,11 @@ def _unpack_saved(ends: Sequence[GradientEdge]) -> None:
                 getattr(node, name)  # raises as the node's backward would
 
 
-def _tree_of(t: torch.Tensor) -> SubclassNode | None:
-    return flatten_subclass(t, "tangent")[0] if is_traceable_subclass(t) else None
+def _tree_of(t: torch.Tensor, ctxs: dict[int, object], k: int) -> SubclassNode | None:
+    if not is_traceable_subclass(t):
+        return None
+    node = flatten_subclass(t, "tangent")[0]
+    return dataclasses.replace(node, ctx=ctxs[k]) if k in ctxs else node
 
 
 def _grads(
@@ -510,7 +536,10 @@ def forward_example(
     clone: frozenset[int],
     wrapper_updates: tuple[int, ...],
     group_grads: tuple[int, ...],
-) -> list[tuple[bool, list[torch.Tensor], SubclassNode | None]]:
+) -> list[tuple[bool, list[torch.Tensor], SubclassNode | None, tuple[object, ...]]]:
+    """Per output: whether it gets a tangent, its tangent's dense leaves (plain fakes, to shape the tangents), its
+    tangent's subclass structure (what a runtime tangent is checked and coerced against), and `(ctx,)` where that
+    ctx is not the output's own (Note [Tangent Metadata Of The Subclass's Choosing]), else ()."""
     with new_functional_mode():
         run = run_functional(
             call,
@@ -523,17 +552,17 @@ def forward_example(
             own_base_views=analysis.own_base_views,
         )
         outs = forward_output_values(run, traced, analysis, wrapper_updates)
-        # Per output: whether it gets a tangent, its dense leaves (plain fakes, to shape the tangents) and its
-        # subclass structure (what a runtime tangent is checked and coerced against).
-        result: list[tuple[bool, list[torch.Tensor], SubclassNode | None]] = []
+        result: list[tuple[bool, list[torch.Tensor], SubclassNode | None, tuple[object, ...]]] = []
         for o in outs:
-            node, leaves = flatten_subclass(o, "out") if is_traceable_subclass(o) else (None, [o])
+            like = tangent_like(o)
+            node, leaves = flatten_subclass(like, "out") if is_traceable_subclass(o) else (None, [o])
+            chosen = (node.ctx,) if node is not None and like is not o else ()
             # A no_grad view of an input that requires grad may report requires_grad under tracing; it has no grad_fn.
             # One whose grad_fn raises (a no_grad view whose base was written since: fuzz seed 7000 #4719) gets no
             # tangent: eager's raises when autograd reads it, and so does the runtime's (analyze._output_info). See
             # Note [Subclass Views Whose History Cannot Be Rebuilt] for one whose rebuild of its history raises.
             grad = o.requires_grad and not grad_fn_raises(o) and _has_grad_fn(o) and o.dtype.is_floating_point
-            result.append((grad, [from_functional(leaf) for leaf in leaves], node))
+            result.append((grad, [from_functional(leaf) for leaf in leaves], node, chosen))
         return result
 
 

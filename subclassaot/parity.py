@@ -125,12 +125,21 @@ def fixed_random_like(t: torch.Tensor, index: int) -> torch.Tensor:
 # Enumerating tensors
 
 
+def _inner_values(t: torch.Tensor) -> list[tuple[str, object]]:
+    """(attr, value) for every name `__tensor_flatten__` gives: tensors, and opaque objects such as DTensor's
+    device_mesh (Note [Opaque Inner Objects]), which are compared by equality, never as tensors."""
+    if not is_traceable_wrapper_subclass(t):
+        return []
+    attrs, _ = t.__tensor_flatten__()
+    return [(attr, getattr(t, attr)) for attr in attrs]
+
+
 def _expand(name: str, t: torch.Tensor, top_level: bool) -> list[_Entry]:
     entries = [_Entry(name=name, tensor=t, top_level=top_level)]
     if is_traceable_wrapper_subclass(t):
-        attrs, _ = t.__tensor_flatten__()
-        for attr in attrs:
-            entries += _expand(f"{name}.{attr}", getattr(t, attr), False)
+        for attr, inner in _inner_values(t):
+            if isinstance(inner, torch.Tensor):
+                entries += _expand(f"{name}.{attr}", inner, False)
     return entries
 
 
@@ -237,17 +246,14 @@ def _compare_tensor(
     if got_meta.get("type") != want_meta["type"] or got_meta.get("flatten attrs") != want_meta.get("flatten attrs"):
         return
     if is_traceable_wrapper_subclass(want):
-        attrs, _ = want.__tensor_flatten__()
-        for attr in attrs:
-            _compare_tensor(
-                f"{where}.{attr}",
-                getattr(got, attr),
-                getattr(want, attr),
-                tol,
-                errors,
-                when=when,
-                values_only=values_only,
-            )
+        for attr, want_inner in _inner_values(want):
+            got_inner = getattr(got, attr)
+            if isinstance(want_inner, torch.Tensor) and isinstance(got_inner, torch.Tensor):
+                _compare_tensor(
+                    f"{where}.{attr}", got_inner, want_inner, tol, errors, when=when, values_only=values_only
+                )
+            elif got_inner is not want_inner and got_inner != want_inner:
+                errors.append(f"{where}.{attr}{when}: {got_inner!r} vs eager {want_inner!r}")
         return
     if got.shape != want.shape or got.dtype != want.dtype:
         return

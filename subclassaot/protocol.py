@@ -18,7 +18,7 @@ import torch
 from typing_extensions import TypeIs
 
 from subclassaot.errors import ProtocolError
-from subclassaot.torch_internals import is_nested_expr, memoise_jagged_nested_int, try_expr_of
+from subclassaot.torch_internals import is_nested_expr, memoise_jagged_nested_int, opaque_kind, try_expr_of
 
 SizeLike: TypeAlias = Sequence[int | torch.SymInt]
 
@@ -31,6 +31,8 @@ SizeLike: TypeAlias = Sequence[int | torch.SymInt]
 # transposed wrapper over contiguous inner tensors), which is why they are passed in and checked on the way out.
 # Leaves are ordered depth-first by `attrs` order; this is the order of the desugared (dense) calling convention,
 # the same one PyTorch's AOTDispatch uses, so a subclass moves between the two systems unchanged.
+# Registered opaque reference objects among the attrs (DTensor's device_mesh) are no leaves:
+# See Note [Opaque Inner Objects].
 # ctx rules (checked by `check_ctx`): survives copy.deepcopy with == (reflexive), holds no tensors and no SymInts,
 # and pickles to the same bytes twice (it keys caches). `hash` is not required.
 
@@ -65,6 +67,27 @@ class LeafInfo:
     path: str
 
 
+# Note [Opaque Inner Objects]
+# torch's protocol lets `__tensor_flatten__` name, among its inner tensors, objects of a type registered with
+# `torch._library.opaque_object.register_opaque_type(cls, typ="reference")` (DTensor names its DeviceMesh). Such an
+# object is a handle to state outside tensors (a process group), not data: it is never fakified, never a graph
+# input, never desugared into leaves. The node keeps it (`SubclassNode.opaques`, with its position in the attrs
+# list) and every unflatten hands the very object back, so a fake DTensor holds the real mesh, as it does under
+# torch.compile, and an output rebuilt at run time holds the mesh the entry was compiled with. That is only right
+# while a call passes that same object, so the guards check each opaque inner object by identity, and name the
+# fields of the type's registered `guard_fn` that differ when they fail. Opaque *value* types (placements, enums)
+# belong in ctx, and any other non-tensor attribute is a ProtocolError that says how to register it.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpaqueAttr:
+    """A registered opaque reference object among a subclass's inner attributes (Note [Opaque Inner Objects])."""
+
+    name: str
+    index: int  # position in the full attrs list `__tensor_flatten__` returned
+    value: object
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SubclassNode:
     """One wrapper subclass in a flattened tree; `children[i]` belongs to `attrs[i]`."""
@@ -79,6 +102,14 @@ class SubclassNode:
     device: torch.device
     children: tuple[SubclassNode | LeafInfo, ...]  # len = len(attrs)
     num_leaves: int  # plain leaves below this node, depth-first
+    opaques: tuple[OpaqueAttr, ...] = ()  # len = opaque inner objects, in attrs order (Note [Opaque Inner Objects])
+
+    def flatten_attrs(self) -> tuple[str, ...]:
+        """Every name `__tensor_flatten__` returned, tensors and opaque objects, in its order."""
+        names = list(self.attrs)
+        for opaque in self.opaques:
+            names.insert(opaque.index, opaque.name)
+        return tuple(names)
 
     def leaf_paths(self) -> tuple[str, ...]:
         """Source paths of the plain leaves, in leaf order."""
@@ -111,17 +142,18 @@ def flatten_subclass(x: torch.Tensor, path: str) -> tuple[SubclassNode, list[tor
             f"{path}: {type(x).__name__} does not implement __tensor_flatten__/__tensor_unflatten__; "
             "define both (see subclassaot.WrapperTensor for a base class that derives them)"
         )
-    attrs, ctx = _flatten_call(x, path)
+    all_attrs, ctx = _flatten_call(x, path)
     children: list[SubclassNode | LeafInfo] = []
     leaves: list[torch.Tensor] = []
-    for attr in attrs:
+    opaques: list[OpaqueAttr] = []
+    attrs: list[str] = []
+    for index, attr in enumerate(all_attrs):
         sub_path = inner_path(path, attr)
-        inner = getattr(x, attr, None)
+        inner = _inner_attr(x, attr, sub_path)
         if not isinstance(inner, torch.Tensor):
-            raise ProtocolError(
-                f"{sub_path}: __tensor_flatten__ names attribute {attr!r} but getattr gives "
-                f"{type(inner).__name__}, not a Tensor; leave optional inner tensors that are None out of attrs"
-            )
+            opaques.append(OpaqueAttr(name=attr, index=index, value=inner))
+            continue
+        attrs.append(attr)
         if is_traceable_subclass(inner):
             node, sub_leaves = flatten_subclass(inner, sub_path)
             children.append(node)
@@ -137,7 +169,7 @@ def flatten_subclass(x: torch.Tensor, path: str) -> tuple[SubclassNode, list[tor
     node = SubclassNode(
         path=path,
         cls=type(x),
-        attrs=attrs,
+        attrs=tuple(attrs),
         ctx=ctx,
         outer_size=tuple(x.size()),
         outer_stride=tuple(x.stride()),
@@ -145,8 +177,38 @@ def flatten_subclass(x: torch.Tensor, path: str) -> tuple[SubclassNode, list[tor
         device=x.device,
         children=tuple(children),
         num_leaves=len(leaves),
+        opaques=tuple(opaques),
     )
     return node, leaves
+
+
+def _inner_attr(x: torch.Tensor, attr: str, sub_path: str) -> object:
+    """`getattr(x, attr)`: a tensor or a registered opaque reference object (Note [Opaque Inner Objects])."""
+    try:
+        inner: object = getattr(x, attr)
+    except AttributeError as e:
+        raise ProtocolError(
+            f"{sub_path}: {type(x).__name__}.__tensor_flatten__() names attribute {attr!r}, but the tensor has no "
+            "such attribute; name only attributes that are set (leave optional inner tensors that are None out)"
+        ) from e
+    if isinstance(inner, torch.Tensor):
+        return inner
+    kind = opaque_kind(inner)
+    if kind == "reference":
+        return inner
+    name = type(inner).__name__
+    if kind == "value":
+        raise ProtocolError(
+            f"{sub_path}: {type(x).__name__}.__tensor_flatten__() names attribute {attr!r}, an opaque *value* "
+            f"({name}); only tensors and opaque reference objects may be inner attributes. Put values in ctx"
+        )
+    raise ProtocolError(
+        f"{sub_path}: {type(x).__name__}.__tensor_flatten__() names attribute {attr!r}, but getattr gives a {name}, "
+        "which is neither a Tensor nor a registered opaque reference type. Leave optional inner tensors that are None "
+        f"out of attrs; put plain metadata in ctx; or, for a handle to outside state, register its type: "
+        f"torch._library.opaque_object.register_opaque_type({name}, typ='reference') "
+        "(the class deriving torch._opaque_base.OpaqueBase)"
+    )
 
 
 def _is_plain_like(t: torch.Tensor) -> bool:
@@ -183,9 +245,11 @@ def unflatten_subclass(
             inner[attr] = leaves[start]
             start += 1
     memoise_jagged_nested_int(node.cls, inner, node.ctx, size)
+    # The Protocol types inner values as tensors, as most authors write them; opaque objects ride along.
+    opaque_inner = cast("dict[str, torch.Tensor]", {**inner, **{o.name: o.value for o in node.opaques}})
     try:
         protocol_cls = cast("type[TraceableWrapperSubclass]", node.cls)
-        out: object = protocol_cls.__tensor_unflatten__(inner, node.ctx, size, stride)
+        out: object = protocol_cls.__tensor_unflatten__(opaque_inner, node.ctx, size, stride)
     except ProtocolError:
         raise
     except Exception as e:

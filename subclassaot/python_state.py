@@ -181,7 +181,7 @@ def is_atom(value: object) -> bool:
     standard-library values without attributes (a date, a Decimal, a Path, a compiled regex)."""
     if isinstance(value, _ATOM_TYPES):
         return True
-    if type(value) in (tuple, frozenset, torch.Size):
+    if isinstance(value, tuple | frozenset):  # a NamedTuple too: immutable, compared by value
         return all(is_atom(v) for v in cast(tuple[object, ...], value))
     if type(value).__module__.partition(".")[0] in sys.stdlib_module_names and not hasattr(value, "__dict__"):
         return getattr(type(value), "__hash__", None) is not None
@@ -255,7 +255,7 @@ class _Walk:
             self.value(value.func, label)
             self.value(value.args, f"{label}.args")
             self.value(value.keywords, f"{label}.keywords")
-        elif type(value) is tuple:
+        elif isinstance(value, tuple):  # a NamedTuple too: its items are what can change
             for i, item in enumerate(cast(tuple[object, ...], value)):
                 self.value(item, f"{label}[{i}]")
         elif isinstance(value, dict):

@@ -191,6 +191,10 @@ class OutputLeaf:
     meta: Meta  # the output's size, stride, storage_offset (used by regeneration)
     is_view: bool  # eager gives a view (`._base` set); otherwise a plain alias sharing storage
     passthrough: DenseIndex | None = None  # GRAPH in training: return this dense input itself from the Function
+    # GRAPH in training: eager's is a view that the program's custom autograd.Function made of an intermediate the
+    # program does not return (DTensor.to_local); the Function returns such a view too (Note [Inputs Returned By A
+    # Custom Function])
+    function_view: bool = False
     # INPUT_ALIAS: the very leaf object of the input (a subclass built around it); INTERMEDIATE_ALIAS: the base itself
     same_object: bool = False
     # INPUT_ALIAS view whose `._base` in eager is a tensor nobody else sees that set_() put on the input's storage

@@ -81,6 +81,7 @@ from subclassaot.swap_record import (
     tensor_meta,
 )
 from subclassaot.torch_internals import (
+    dispatches_in_cpp,
     get_version,
     is_functional,
     no_torch_function,
@@ -147,6 +148,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.record = record
         self.known = known  # tensors whose storage a set_(storage, ...) may name
         self.depth = 0  # > 0 while a subclass's __torch_dispatch__ runs
+        self.native_pending: object = None  # the op a C++-dispatched subclass is about to run (dispatches_in_cpp)
         # id() of a wrapper a set_() is moving -> the storages (its own, then its leaves') it had before: the set_'s
         # version bump is theirs (Note [Wrapper set_ Bumps The Storages It Leaves])
         self.left_storages: dict[int, tuple[object, list[object]]] = {}
@@ -155,6 +157,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        if self.native_pending is not None and func is self.native_pending:
+            self.native_pending = None
+            return NotImplemented  # the dispatcher runs the subclass's C++ dispatch, this mode still on the stack
         self.record.pin((args, kwargs))  # Note [Ids In The Swap Record]
         out = self._dispatch(func, types, args, kwargs)
         self.record.pin(out)
@@ -193,9 +198,14 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.depth += 1
             try:
                 with self:
-                    out = getattr(type(subclass), "__torch_dispatch__")(func, types, args, kwargs)  # noqa: B009
+                    if dispatches_in_cpp(type(subclass)):
+                        self.native_pending = func
+                        out = func(*args, **kwargs)
+                    else:
+                        out = getattr(type(subclass), "__torch_dispatch__")(func, types, args, kwargs)  # noqa: B009
             finally:
                 self.depth -= 1
+                self.native_pending = None
             self._track(func, args, out, kwargs)
             if isinstance(out, torch.Tensor) and is_traceable_subclass(out) and getattr(func, "is_view", False):
                 inner = flatten_subclass(out, "out")[1]

@@ -648,6 +648,41 @@ def no_torch_function() -> contextlib.AbstractContextManager[None]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Opaque objects (torch._library.opaque_object): non-tensor inner attributes of a subclass (DTensor's device_mesh)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def opaque_kind(value: object) -> str | None:
+    """ "reference" or "value" for an instance of a registered opaque type (subclasses too), else None."""
+    from torch._library import opaque_object
+
+    cls = type(value)
+    if not opaque_object.is_opaque_type(cls):
+        return None
+    return "reference" if opaque_object.is_opaque_reference_type(cls) else "value"
+
+
+def opaque_guard_values(value: object) -> tuple[object, ...] | None:
+    """What the opaque type's registered `guard_fn` says identifies `value` (None when it registered none)."""
+    from torch._library import opaque_object
+
+    info = opaque_object.get_opaque_obj_info(type(value))
+    if info is None or info.guard_fn is None:
+        return None
+    return tuple(info.guard_fn(value))
+
+
+def dispatches_in_cpp(cls: type) -> bool:
+    """True for DTensor: torch 2.13 dispatches it in C++ (`dispatchDTensorOp`, pytorch#167051) when the dispatcher
+    reaches its Python key; its Python `__torch_dispatch__` only re-calls the op, so calling that from a mode that
+    is on the stack re-enters the mode forever. A mode lets such a class run by answering NotImplemented."""
+    import sys
+
+    api = sys.modules.get("torch.distributed.tensor._api")  # not imported: no DTensor can exist
+    return api is not None and cls is getattr(api, "DTensor", None)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Ambient mode stacks (Note [Ambient Modes])
 # ---------------------------------------------------------------------------------------------------------------
 

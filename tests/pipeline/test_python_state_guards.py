@@ -9,6 +9,7 @@ import collections
 import copy
 import dataclasses
 import re
+import typing
 from collections.abc import Callable
 from typing import cast
 
@@ -31,7 +32,7 @@ def compiled(fn: Callable[..., object], *, python_state_guards: bool = True) -> 
 def module_of(c: Compiled) -> nn.Module:
     """The user's module behind a compiled one (a CompiledModule shares its state; changes go to the module)."""
     if isinstance(c, subclassaot.api.CompiledModule):
-        return cast(nn.Module, c._orig_mod)
+        return c._orig_mod
     assert isinstance(c.fn, nn.Module)
     return c.fn
 
@@ -451,3 +452,25 @@ def test_guard_source_holds_no_attribute_names() -> None:
     setattr(module, "a'b\nc", 3.0)
     c(torch.randn(3))
     last_reason(c, r"expected 2\.0, got 3\.0")
+
+
+class _Scales(typing.NamedTuple):
+    scale: float
+    shift: float
+
+
+def test_named_tuple_config_is_compared_by_value() -> None:
+    # an immutable NamedTuple config (torchao's LinearMMConfig is one) is a plain value, not an opaque object
+    cfg = [_Scales(2.0, 1.0)]
+
+    def f(x: T) -> T:
+        return x * cfg[0].scale + cfg[0].shift
+
+    c = compiled(f)
+    assert_call_matches_eager(c, f, x84)
+    cfg[0] = _Scales(2.0, 1.0)  # an equal value: no recompile
+    assert_call_matches_eager(c, f, x84)
+    assert c.compile_count == 1
+    cfg[0] = _Scales(3.0, 1.0)
+    assert_call_matches_eager(c, f, x84)
+    last_reason(c, r"closure cfg\[0\]")

@@ -106,7 +106,10 @@ def test_ok_raw_roundtrips() -> None:
     [
         ("raises", r"args\[0\]: Raw_raises.__tensor_flatten__\(\) raised RuntimeError\('flatten broke'\)"),
         ("not_str", r"must return attribute \*names\* \(str\)"),
-        ("bad_attr", r"args\[0\].missing: __tensor_flatten__ names attribute 'missing' but getattr gives NoneType"),
+        (
+            "bad_attr",
+            r"args\[0\].missing: Raw_bad_attr.__tensor_flatten__\(\) names attribute 'missing', but the tensor has no such attribute",
+        ),
         ("wrong_type", r"must return a Raw_wrong_type, got Tensor"),
         ("unflatten_raises", r"Raw_unflatten_raises.__tensor_unflatten__ raised ValueError"),
         ("wrong_dtype", r"gave dtype torch.float64, expected torch.float32"),

@@ -2,7 +2,8 @@
 
 `run_scenarios(names, world=2, timeout=...)` starts `python -m tests.subclasses.distributed_worker` in a subprocess
 (bounded by `timeout`: a hang kills the whole group and every scenario fails), which spawns `world` ranks; each rank
-runs the scenarios in order and writes {name: "ok" | traceback} to a JSON file.
+runs the scenarios in order and writes {name: "ok" | traceback} to a JSON file. Names starting "dtensor." are
+torch DTensor scenarios (dtensor_scenarios), run over a DeviceMesh of every rank.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ import torch.distributed as dist
 import torch.multiprocessing
 
 from subclasses.distributed import MeshSpec, mesh_from_group
-from tests.subclasses import distributed_scenarios
+from tests.subclasses import distributed_scenarios, dtensor_scenarios
 
 Scenario = Callable[[MeshSpec], None]
+DTENSOR = "dtensor."  # a scenario name with this prefix is one of dtensor_scenarios.ALL, run over torch's DeviceMesh
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -70,10 +72,14 @@ def _rank_main(rank: int, world: int, port: int, out: str, names: list[str]) -> 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     mesh = mesh_from_group()
+    device_mesh = dtensor_scenarios.world_mesh() if any(n.startswith(DTENSOR) for n in names) else None
     results: dict[str, str] = {}
     for name in names:
         try:
-            getattr(distributed_scenarios, name)(mesh)
+            if device_mesh is not None and name.startswith(DTENSOR):
+                dtensor_scenarios.ALL[name.removeprefix(DTENSOR)](device_mesh)
+            else:
+                getattr(distributed_scenarios, name)(mesh)
             results[name] = "ok"
         except Exception:
             results[name] = traceback.format_exc()

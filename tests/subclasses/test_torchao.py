@@ -60,7 +60,7 @@ def test_float8_mlp_three_training_steps_match_eager() -> None:
     compiled = assert_matches_eager(
         _float8_mlp(), lambda: (torch.randn(8, 32, requires_grad=True),), calls=3, backend="eager"
     )
-    assert isinstance(compiled, subclassaot.CompiledFunction) and compiled.compile_count == 1
+    assert isinstance(compiled, subclassaot.CompiledModule) and compiled.compile_count == 1
 
 
 def test_float8_mlp_inference_matches_eager() -> None:
