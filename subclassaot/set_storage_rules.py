@@ -18,7 +18,13 @@ from subclassaot.protocol import is_traceable_subclass
 from subclassaot.swap_record import SwapRecord
 from subclassaot.torch_internals import is_functional
 
-__all__ = ["check_storage_resize", "check_wrapper_storage_set", "note_traced_storage", "note_wrapper_storage"]
+__all__ = [
+    "check_storage_bytes_resize",
+    "check_storage_resize",
+    "check_wrapper_storage_set",
+    "note_traced_storage",
+    "note_wrapper_storage",
+]
 
 # Note [set_ Onto A Wrapper's Own Storage]
 # `x.set_(x.untyped_storage(), 0, (2,), (1,))`, x a PairTensor (session 11's open gap): a wrapper subclass's
@@ -62,8 +68,9 @@ def check_wrapper_storage_set(record: SwapRecord, storage: object) -> None:
 # and frees it has no eager value to compare a later read with. So a storage resize_ of any tensor the program
 # traces is refused before torch's method runs, naming the input whose storage it is (or "a tensor made inside the
 # program"): torch_internals wraps UntypedStorage.resize_ so that this check runs on the thread that runs the program.
-# untyped_storage() itself, nbytes() and set_(storage, ...) stay supported. Fix: resize the
-# storage outside the compiled function (before the call, or after it), as FSDP2's hooks do with torch.compile.
+# Dynamo captures the same call as inductor::resize_storage_bytes_, refused where it dispatches. untyped_storage()
+# itself, nbytes() and set_(storage, ...) stay supported. Fix: resize the storage outside the compiled function
+# (before the call, or after it), as FSDP2's hooks do with torch.compile.
 
 
 def note_traced_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], out: object) -> None:
@@ -78,8 +85,19 @@ def note_traced_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], ou
 def check_storage_resize(record: SwapRecord, storage: torch.UntypedStorage) -> None:
     """Refuse `resize_` of the storage of a tensor the program traces (Note [Storage resize_ Inside The Program])."""
     paths = record.traced_storages.get(StorageWeakRef(storage))  # type: ignore[no-untyped-call]  # untyped in torch
-    if paths is None:
-        return
+    if paths is not None:
+        _refuse_storage_resize(paths)
+
+
+def check_storage_bytes_resize(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
+    """Refuse inductor::resize_storage_bytes_ (what Dynamo captures a storage resize_ as) of a traced tensor (Note
+    [Storage resize_ Inside The Program])."""
+    if func is torch.ops.inductor.resize_storage_bytes_.default and isinstance(args[0], torch.Tensor):
+        key = StorageWeakRef(args[0].untyped_storage())  # type: ignore[no-untyped-call]  # untyped in torch
+        _refuse_storage_resize(record.input_paths.get(key, ()))
+
+
+def _refuse_storage_resize(paths: tuple[str, ...]) -> None:
     whose = f"the storage of {' and '.join(paths)}" if paths else "the storage of a tensor made inside the program"
     raise UnsupportedError(
         f"untyped_storage().resize_() of {whose}: the compiled program cannot change the byte size of a storage "

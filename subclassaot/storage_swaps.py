@@ -41,6 +41,7 @@ from subclassaot.regenerated_views import note_assignment_reads, note_grad_fn_re
 from subclassaot.resize_rules import as_resize, check_resize_within_storage, resize_strides
 from subclassaot.run_calls import per_tensor_method, reads_grad
 from subclassaot.set_storage_rules import (
+    check_storage_bytes_resize,
     check_storage_resize,
     check_wrapper_storage_set,
     note_traced_storage,
@@ -168,6 +169,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         return out
 
     def _dispatch(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        check_storage_bytes_resize(self.record, func, args)  # Note [Storage resize_ Inside The Program]
         if func is torch.ops.aten.resize_as_.default:  # Note [resize_as_ Is A resize_]
             func, (args, kwargs) = torch.ops.aten.resize_.default, as_resize(args, kwargs)
         if self.depth == 0:

@@ -147,3 +147,19 @@ def storage_reads(x: T, y: T) -> object:
 
 def test_storage_reads_match_eager(compile_fn: CompileFn | None) -> None:
     assert_matches_eager(storage_reads, _two, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize(("f", "make_inputs"), [(free_after_use, _two), (alloc_and_fill, _freed)])
+def test_storage_resize_refused_through_dynamo(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]]
+) -> None:
+    """Dynamo captures the resize as inductor::resize_storage_bytes_ on a graph input: refused too (it had run as a
+    functional no-op, leaving the input's storage its old size)."""
+    from subclassaot.dynamo_backend import subclassaot_backend
+
+    torch._dynamo.reset()
+    try:
+        with pytest.raises(UnsupportedError, match="resize_\\(\\) of the storage of"):
+            torch.compile(f, backend=subclassaot_backend)(*make_inputs())
+    finally:
+        torch._dynamo.reset()
