@@ -24,7 +24,7 @@ def column_plus_row(x: T) -> object:  # location (2, 1) is read at index 1, writ
     return x
 
 
-def column_times_its_last(x: T) -> object:  # (2, 1) read at every index, written at the last
+def column_times_its_last(x: T) -> object:  # 3x3: (2, 1) read at every index, written at the last
     x[:, 1].mul_(x[2, 1])
     return x * 1
 
@@ -76,9 +76,19 @@ def block_plus_row(x: T) -> object:  # two-dimensional write: TensorIterator's d
     return x
 
 
-@pytest.mark.parametrize("f", [row_plus_column, block_plus_row], ids=["read_after", "2d"])
-def test_reads_out_of_loop_order_refused(f: Callable[..., object], compile_fn: CompileFn | None) -> None:
-    assert_refused(f, _square(), compile_fn, "Reads Of Written Memory")
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (row_plus_column, _square()),
+        (block_plus_row, _square()),
+        (column_times_its_last, _square(5, grad=True)),  # (2, 1) written at index 2, read again at 3 and 4
+    ],
+    ids=["read_after", "2d", "scalar_read_after"],
+)
+def test_reads_out_of_loop_order_refused(
+    f: Callable[..., object], make_inputs: Make, compile_fn: CompileFn | None
+) -> None:
+    assert_refused(f, make_inputs, compile_fn, "Reads Of Written Memory")
 
 
 def dense_partial_overlap(x: T) -> object:  # both dense: eager's TensorIterator raises
@@ -96,5 +106,9 @@ def test_eager_reads_changed_values_where_refused() -> None:
     functional = x[2] + x[:, 1]
     row_plus_column(x)
     assert not torch.equal(x[2], functional)
+    y = torch.arange(25.0).reshape(5, 5) + 2
+    scaled = y[:, 1] * y[2, 1]
+    column_times_its_last(y)
+    assert not torch.equal(y[:, 1], scaled)
     with pytest.raises(UnsupportedError, match="Reads Of Written Memory"):
         subclassaot.compile(row_plus_column)(torch.arange(9.0).reshape(3, 3))
