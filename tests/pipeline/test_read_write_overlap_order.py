@@ -112,3 +112,19 @@ def test_eager_reads_changed_values_where_refused() -> None:
     assert not torch.equal(y[:, 1], scaled)
     with pytest.raises(UnsupportedError, match="Reads Of Written Memory"):
         subclassaot.compile(row_plus_column)(torch.arange(9.0).reshape(3, 3))
+
+
+def test_reads_before_their_write_through_dynamo() -> None:
+    from subclassaot.dynamo_backend import recording, subclassaot_backend
+
+    def dynamo_compile(fn: Callable[..., object], **_: object) -> Callable[..., object]:
+        compiled: Callable[..., object] = torch.compile(fn, backend=subclassaot_backend, options={"backend": "eager"})
+        return compiled
+
+    torch._dynamo.reset()
+    try:
+        with recording() as calls:
+            assert_matches_eager(column_plus_row, _square(), compile_fn=dynamo_compile)
+        assert calls, "the program did not run through subclassaot"
+    finally:
+        torch._dynamo.reset()
