@@ -26,7 +26,7 @@ from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_su
 from subclassaot.regenerate import fresh_outer_stride, replay_steps, root_outer_stride
 from subclassaot.runtime_plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias, wrapper_write_recorded
 from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf
-from subclassaot.torch_internals import grad_fn_raises
+from subclassaot.torch_internals import get_version, grad_fn_raises, set_version
 from subclassaot.trace import UpdateKind
 
 log = logging.getLogger(__name__)
@@ -420,6 +420,8 @@ def training_call(
             ctx.zeros = [_dense_zeros(tensors[i]) for i in bw_meta.diff_outputs]
             tensors.extend(symints)
             ctx.bw_targets = [graph_dense[j] for j in bw_meta.backward_mutations] if bw_meta.backward_mutations else []
+            # Note [Metadata Changed By A Custom Backward]
+            ctx.bw_reshapes = [(user[r.position], r) for r in bw_meta.backward_reshapes]
             return tuple(tensors)
 
         @staticmethod
@@ -494,6 +496,11 @@ def training_call(
                     for target, value in zip(ctx.bw_targets, dense_grads[n_grads:], strict=True):
                         target.copy_(value)
                 dense_grads = dense_grads[:n_grads]
+            for target, reshape in ctx.bw_reshapes:  # Note [Metadata Changed By A Custom Backward]
+                version = get_version(target)
+                with torch.no_grad():
+                    target.as_strided_(reshape.size, reshape.stride, target.storage_offset())
+                set_version(target, version + reshape.bumps)
             # Gradients of the Function's inputs: the user tensors, then the synthetic bases of aliased inputs.
             result: list[torch.Tensor | None] = [None] * n_results
             pos = 0

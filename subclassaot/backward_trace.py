@@ -52,6 +52,7 @@ from subclassaot.protocol import SubclassNode
 from subclassaot.schemas import (
     Analysis,
     AssignedWrite,
+    BackwardReshape,
     DenseIndex,
     DenseLayout,
     FlatInputs,
@@ -120,6 +121,7 @@ class BackwardGraph:
     # dense inputs the backward itself writes (a custom Function's backward updating a buffer); their new values
     # follow the gradients in the graph's outputs, and the runtime copies them into the real inputs
     backward_mutations: tuple[DenseIndex, ...]
+    backward_reshapes: tuple[BackwardReshape, ...] = ()  # Note [Metadata Changed By A Custom Backward]
     tangent_trees: tuple[SubclassNode | None, ...]  # per diff output: the subclass structure its tangent must have
     wrapper_updates: tuple[int, ...]  # tensor inputs whose new value the Function returns as a wrapper (last outputs)
     # graph inputs (synthetic bases of aliased inputs) that require grad: Function inputs after the user tensors,
@@ -297,6 +299,7 @@ def trace_backward(
         grad_stride_leaves=joint.grad_stride_leaves,
         tangent_deps=joint.reach,
         backward_mutations=joint.backward_mutations,
+        backward_reshapes=joint.backward_reshapes,
         tangent_trees=tangent_trees,
         example_inputs=parts.backward_example,
         wrapper_updates=wrapper_updates,
@@ -717,7 +720,7 @@ def retrace_backward(
         fakes = [setup.fake_mode.from_tensor(t, static_shapes=True) for ts in dense_tangents for t in ts]
     # Note [Backward Errors Through Input Values Only]: those tangents are never given to this backward
     joint = trace_joint(setup, fakes, trees, absent=absent | meta.raising_tangents)
-    if joint.backward_mutations != meta.backward_mutations:
+    if joint.backward_mutations != meta.backward_mutations or joint.backward_reshapes != meta.backward_reshapes:
         raise UnsupportedError(
             "the backward retraced for a new tangent type writes other inputs than the compiled one; pass "
             "tangents of the type of the outputs"

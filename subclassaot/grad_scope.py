@@ -2,7 +2,8 @@
 grad itself, and metadata mutations of inputs that the program's own backward (a custom autograd.Function) makes.
 
 Input: the analysis's record of grad-requiring factory calls; the tensors the program received in the joint trace.
-Output: nothing, or an UnsupportedError naming the call or the input and the rule.
+Output: nothing, or an UnsupportedError naming the call or the input and the rule; the metadata changes of inputs
+the backward makes that the runtime replays.
 Invariants: pure reads; no guards are added on symbolic sizes.
 """
 
@@ -14,10 +15,12 @@ import torch
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.schemas import FlatInputs
+from subclassaot.protocol import is_traceable_subclass
+from subclassaot.schemas import BackwardReshape, FlatInputs
+from subclassaot.torch_internals import get_version
 
 __all__ = [
-    "check_backward_metadata",
+    "backward_reshapes",
     "check_grad_factories",
     "check_grad_reenabled",
     "metadata_of",
@@ -78,14 +81,48 @@ def _surely_same(before: Metadata, after: Metadata) -> bool:
     return same_rank and all(statically_known_true(a == b) for a, b in pairs)
 
 
-def check_backward_metadata(flat: FlatInputs, user_tensors: Sequence[torch.Tensor], before: Sequence[Metadata]) -> None:
-    """Refuse an input whose size, stride or offset the program's backward changed (t_() on a saved tensor): the
-    epilogue replays metadata mutations of the forward only."""
+# Note [Metadata Changed By A Custom Backward]
+# A custom autograd.Function's backward may change a saved input's metadata in place (`x.t_()` on
+# ctx.saved_tensors): in eager the saved tensor is the input itself, so after backward() the caller's tensor has the
+# new size and strides (its values and storage unchanged), and its version counter moved once per in-place op. The
+# joint trace sees the change on the traced input; the runtime replays it on the real input when the compiled
+# backward runs, by as_strided_() to the traced size and strides at the input's own offset, under no_grad, and sets
+# the version counter to eager's. Taken only where that is exactly eager's: a plain tensor whose traced metadata
+# before the backward are the input's as passed (not a clone laid out anew), static sizes, and an unchanged offset.
+# Eager's own failures follow: for a leaf that requires grad, AccumulateGrad then copies the gradient into the
+# leaf's new layout and raises, as the engine does for the replayed input. Other changes stay refused.
+
+
+def backward_reshapes(
+    flat: FlatInputs,
+    user_tensors: Sequence[torch.Tensor],
+    user_fakes: Sequence[torch.Tensor],
+    before: Sequence[Metadata],
+    versions: Sequence[int],
+) -> tuple[BackwardReshape, ...]:
+    """The inputs whose metadata the program's backward changed (Note [Metadata Changed By A Custom Backward]);
+    refuse the changes the runtime cannot replay exactly."""
+    found = []
     for i, (t, meta) in enumerate(zip(user_tensors, before, strict=True)):
-        if not _surely_same(meta, metadata_of(t)):
-            path = flat.leaves[flat.tensor_indices[i]].path
+        after = metadata_of(t)
+        if _surely_same(meta, after):
+            continue
+        path = flat.leaves[flat.tensor_indices[i]].path
+        static = all(isinstance(v, int) for v in (*meta[0], *meta[1], meta[2], *after[0], *after[1], after[2]))
+        replayable = (
+            static
+            and not is_traceable_subclass(user_fakes[i])
+            and _surely_same(meta, metadata_of(user_fakes[i]))
+            and after[2] == meta[2]
+        )
+        if not replayable:
             raise UnsupportedError(
                 f"{path}: the program's backward (a custom autograd.Function) changes this input's metadata "
-                "(transpose_, unsqueeze_, ... on a saved tensor); metadata mutations during the backward are not "
-                "supported. Change the metadata of a clone in the backward instead"
+                "(transpose_, unsqueeze_, ... on a saved tensor) where the runtime cannot replay it exactly (a tensor "
+                "subclass, symbolic sizes, a changed offset, or an input traced as a clone) (Note [Metadata Changed "
+                "By A Custom Backward]). Change the metadata of a clone in the backward instead"
             )
+        size = tuple(int(v) for v in after[0])
+        stride = tuple(int(v) for v in after[1])
+        found.append(BackwardReshape(position=i, size=size, stride=stride, bumps=get_version(t) - versions[i]))
+    return tuple(found)

@@ -23,11 +23,12 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.desugar import leaf_meta
 from subclassaot.functional_run import FunctionalRun, intermediate_bases, run_functional
-from subclassaot.grad_scope import check_backward_metadata, metadata_of
+from subclassaot.grad_scope import backward_reshapes, metadata_of
 from subclassaot.nograd_set_views import differentiated_as_eager
 from subclassaot.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.schemas import (
     Analysis,
+    BackwardReshape,
     DenseIndex,
     DenseLayout,
     FlatInputs,
@@ -38,6 +39,7 @@ from subclassaot.schemas import (
 )
 from subclassaot.torch_internals import (
     from_functional,
+    get_version,
     grad_fn_raises,
     mutation_counter,
     nested_coeff,
@@ -220,6 +222,7 @@ class TracedJoint:
     grad_trees: tuple[SubclassNode | None, ...]
     grad_stride_leaves: tuple[int | None, ...]
     backward_mutations: tuple[DenseIndex, ...]
+    backward_reshapes: tuple[BackwardReshape, ...]  # Note [Metadata Changed By A Custom Backward]
     # per gradient taken (grad inputs, then synthetic bases): the diff outputs (positions in diff) from whose
     # autograd graph it is reachable; eager's gradient is None when no output with a tangent reaches it
     reach: tuple[frozenset[int], ...]
@@ -243,6 +246,7 @@ def trace_joint(
     stride_leaves: list[int | None] = []
     bw_mutated: list[DenseIndex] = []
     n_fw_outputs = [0]
+    reshapes: list[BackwardReshape] = []
     reach: list[frozenset[int]] = [] if reach_sink is None else reach_sink
     clone = frozenset(setup.grad_inputs)
 
@@ -280,12 +284,13 @@ def trace_joint(
                 wrt = [wrt[setup.wrt_only]]
             before = [mutation_counter(o) for o in run.originals]
             metas = [metadata_of(t) for t in run.user_tensors]
+            versions = [get_version(t) for t in run.user_tensors]
             reach[:] = _autograd_reach(diff_outs, wrt)
             given = [k for k in range(len(diff_outs)) if k not in absent]
             # a trace for one input's gradient asks what depends on the failing node: only its own nodes run
             every = setup.wrt_only is None
             grads = _grads([diff_outs[k] for k in given], wrt, [grad_outs[k] for k in given], every)
-            check_backward_metadata(setup.flat, run.user_tensors, metas)
+            reshapes[:] = backward_reshapes(setup.flat, run.user_tensors, setup.user_fakes, metas, versions)
             bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
             grad_trees.clear()
             stride_leaves.clear()
@@ -301,6 +306,7 @@ def trace_joint(
         grad_trees=tuple(grad_trees),
         grad_stride_leaves=tuple(stride_leaves),
         backward_mutations=tuple(bw_mutated),
+        backward_reshapes=tuple(reshapes),
         reach=tuple(reach),
     )
 

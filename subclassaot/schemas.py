@@ -35,6 +35,17 @@ class LeafKind(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BackwardReshape:
+    """A plain tensor input whose size and strides the program's backward changed in place (Note [Metadata Changed
+    By A Custom Backward])."""
+
+    position: int  # tensor-input position (FlatInputs.tensor_indices order)
+    size: tuple[int, ...]
+    stride: tuple[int, ...]
+    bumps: int  # version-counter increments the backward made on it
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class InputLeaf:
     index: InputIndex
     path: str  # "args[0]", "kwargs['x']", "self.weight"

@@ -7,6 +7,7 @@ and what they saw (`SwapRecord`). Invariants: see Note [Storage Swaps By Rebindi
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,7 +40,13 @@ from subclassaot.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.regenerated_views import note_assignment_reads, note_grad_fn_reads
 from subclassaot.resize_rules import as_resize, check_resize_within_storage, resize_strides
 from subclassaot.run_calls import per_tensor_method, reads_grad
-from subclassaot.set_storage_rules import check_wrapper_storage_set, note_wrapper_storage
+from subclassaot.set_storage_rules import (
+    check_storage_bytes_resize,
+    check_storage_resize,
+    check_wrapper_storage_set,
+    note_traced_storage,
+    note_wrapper_storage,
+)
 from subclassaot.stale_views import (
     check_stale_set,
     check_stale_views,
@@ -88,6 +95,7 @@ from subclassaot.torch_internals import (
     rebind_functional,
     set_version,
     storage_key,
+    storage_resize_checked,
 )
 from subclassaot.write_overlaps import (
     check_empty_write_through_overlap,
@@ -166,6 +174,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         return out
 
     def _dispatch(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        check_storage_bytes_resize(self.record, func, args)  # Note [Storage resize_ Inside The Program]
         if func is torch.ops.aten.resize_as_.default:  # Note [resize_as_ Is A resize_]
             func, (args, kwargs) = torch.ops.aten.resize_.default, as_resize(args, kwargs)
         if self.depth == 0:
@@ -783,6 +792,7 @@ class _DataMode(TorchFunctionMode):
         self.record.forget_factory_detach(out, args, kwargs)  # Note [Factory Results Are No detach()]
         note_detach(self.record, func, args)  # Note [Autograd Reads Of Inputs]
         note_wrapper_storage(self.record, func, args, out)  # Note [set_ Onto A Wrapper's Own Storage]
+        note_traced_storage(self.record, func, args, out)  # Note [Storage resize_ Inside The Program]
         # Note [Plain Views Assigned .data After A Write]
         note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
         note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]
@@ -863,5 +873,6 @@ _AUTOGRAD_CALLS = frozenset(
 @contextlib.contextmanager
 def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
     """Enter both modes (above an active FunctionalTensorMode)."""
-    with _DataMode(record), _SwapDispatchMode(record, known):
+    check = functools.partial(check_storage_resize, record)  # Note [Storage resize_ Inside The Program]
+    with _DataMode(record), _SwapDispatchMode(record, known), storage_resize_checked(check):
         yield

@@ -142,6 +142,9 @@ class SwapRecord:
     # storages untyped_storage() gave for tensor subclass wrappers -> the subclass's name (Note [set_ Onto A Wrapper's
     # Own Storage])
     wrapper_storages: dict[object, str] = field(default_factory=dict)
+    # storages untyped_storage() gave for the run's tensors -> the paths of the inputs over them (empty: a tensor made
+    # inside the program) (Note [Storage resize_ Inside The Program])
+    traced_storages: dict[object, tuple[str, ...]] = field(default_factory=dict)
     # grad mode when the run began; torch functions that ran with grad mode turned back on inside a run begun
     # without it, on tensors that require grad (Note [Grad Mode Turned On Inside A no_grad Call])
     grad_at_start: bool = field(default_factory=torch.is_grad_enabled)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import cast
 
@@ -756,3 +757,33 @@ any_autocast_enabled: Callable[[], bool] = torch._C._is_any_autocast_enabled
 deterministic_algorithms: Callable[[], bool] = torch._C._get_deterministic_algorithms
 deterministic_warn_only: Callable[[], bool] = torch._C._get_deterministic_algorithms_warn_only
 float32_matmul_precision: Callable[[], str] = torch._C._get_float32_matmul_precision
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Storage resize_ (Note [Storage resize_ Inside The Program])
+# ---------------------------------------------------------------------------------------------------------------
+
+# `UntypedStorage.resize_` is a C method that dispatches nothing, so no mode sees it. It is wrapped once, for the
+# process: the wrapper runs this thread's check (set while a program runs under the pipeline), then torch's method.
+_storage_resize_checks = threading.local()
+_torch_storage_resize = torch.UntypedStorage.resize_
+
+
+def _checked_storage_resize(self: torch.UntypedStorage, size: int) -> object:
+    check = getattr(_storage_resize_checks, "check", None)
+    if check is not None:
+        check(self)
+    return _torch_storage_resize(self, size)
+
+
+@contextlib.contextmanager
+def storage_resize_checked(check: Callable[[torch.UntypedStorage], None]) -> Iterator[None]:
+    """Run `check(storage)` before every `UntypedStorage.resize_` this thread calls inside the block."""
+    if torch.UntypedStorage.resize_ is not _checked_storage_resize:
+        torch.UntypedStorage.resize_ = _checked_storage_resize  # type: ignore[method-assign,assignment]  # see the comment above
+    before = getattr(_storage_resize_checks, "check", None)
+    _storage_resize_checks.check = check
+    try:
+        yield
+    finally:
+        _storage_resize_checks.check = before

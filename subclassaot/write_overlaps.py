@@ -16,7 +16,14 @@ import torch
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.swap_record import Elements, SwapRecord, elements_of, reads_elsewhere_written
+from subclassaot.swap_record import (
+    Elements,
+    SwapRecord,
+    dense_strides,
+    element_offsets,
+    elements_of,
+    reads_elsewhere_written,
+)
 from subclassaot.torch_internals import is_functional, storage_key
 
 # Note [Reads Of Written Memory]
@@ -26,7 +33,52 @@ from subclassaot.torch_internals import is_functional, storage_key
 # broadcast ones). Functionalization reads the old values, so such an op is refused. An elementwise op (copy_ and
 # pointwise ops) whose every index reads either memory it does not write or the location it writes at that same
 # index (x.mul_(x), x.select(1, -1).mul_(x.diagonal(-1, 1, 0)) where the two meet at one shared index, fuzz seed 3000
-# #473, #1365) is exact: each element reads its own old value. Other ops are refused on any shared memory.
+# #473, #1365) is exact: each element reads its own old value. Other ops are refused on any shared memory, and so
+# are elementwise ones whose reads of written memory follow eager's loop order only where Note [Reads Before Their
+# Write In Eager's Loop Order] proves the order.
+
+# Note [Reads Before Their Write In Eager's Loop Order]
+# `x[:, 1].add_(x[2])` (x 3x3) writes locations 1, 4, 7 at indices 0, 1, 2 and reads 6, 7, 8: location 7 is read at
+# index 1 and written at index 2. Eager's CPU TensorIterator kernels run a one-dimensional loop in index order on one
+# thread below its grain size (32768 elements), reading an index's operands before writing it; vectorized loops
+# and zero-stride operands only read earlier (a chunk's loads precede its stores). So a location read at an index
+# no later than the one that writes it is read before it changes, as functionalization reads it: the result is
+# exact. A read after the write (`x[2].add_(x[:, 1])`: location 7 is written at index 1, read at index 2) sees the
+# new value in eager, and stays refused. The rule is taken only where the order is that simple: CPU, one dtype for
+# every tensor operand, the written tensor one-dimensional (size-1 dims aside), fewer elements than the grain size,
+# and the read not partially overlapping the write in TensorIterator's own check (both non-overlapping and dense:
+# eager raises "unsupported operation" there, which the refusal keeps). Dimension reordering, parallel chunks and
+# copy_'s special paths make other shapes' orders out of reach here.
+
+_EAGER_GRAIN_SIZE = 32768  # at::internal::GRAIN_SIZE: TensorIterator runs serially below it
+
+
+def _dense(t: torch.Tensor) -> bool:
+    return dense_strides(list(t.shape), list(t.stride()))
+
+
+def _reads_before_written(func: Any, written: torch.Tensor, other: torch.Tensor, args: tuple[Any, ...]) -> bool:
+    """Note [Reads Before Their Write In Eager's Loop Order]: every location `other` reads that the op writes at
+    another index is read no later than it is written."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    simple = (
+        func is not torch.ops.aten.copy_.default
+        and written.device.type == "cpu"
+        and all(t.dtype == written.dtype and t.device == written.device for t in tensors)
+        and sum(1 for s in written.shape if s != 1) <= 1
+        and written.numel() < _EAGER_GRAIN_SIZE
+        and not (_dense(written) and _dense(other))
+    )
+    if not simple:
+        return False
+    try:
+        mine, theirs = element_offsets(written), element_offsets(other.expand_as(written))
+    except RuntimeError:
+        return False
+    if mine is None or theirs is None:
+        return False
+    written_at = {o: i for i, o in enumerate(mine)}
+    return all(written_at.get(o, i) >= i for i, o in enumerate(theirs))
 
 
 def check_no_overlapping_read(func: Any, written: torch.Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -40,7 +92,7 @@ def check_no_overlapping_read(func: Any, written: torch.Tensor, args: tuple[Any,
         if func is torch.ops.aten.copy_.default or torch.Tag.pointwise in func.tags:
             elsewhere = reads_elsewhere_written(written, other)
             if elsewhere is not None:
-                if elsewhere:
+                if elsewhere and not _reads_before_written(func, written, other, args):
                     raise _overlapping_read(func)
                 continue  # every index reads what it writes there, or memory the op does not write
         theirs = elements_of(list(other.shape), list(other.stride()), other.storage_offset())

@@ -34,7 +34,10 @@ REFUSED: dict[str, str] = {
     "reassigned_buffer": "rebinding a buffer in forward (self.buf = ...) is refused",
     "batch_norm_cumulative": "BatchNorm(momentum=None) reads num_batches_tracked as a Python number",
     "set__and_data_mutation_bad": GRAD_FACTORY,
-    "backward_mutation_metadata": "a metadata mutation (transpose_) of an input in a custom Function's backward",
+    "backward_mutation_metadata_dynamic": (
+        "a metadata mutation (transpose_) of an input in a custom Function's backward, with symbolic sizes "
+        "(Note [Metadata Changed By A Custom Backward] replays static ones)"
+    ),
     "nnc_passthrough_dict": CONTAINER_WRITE,
     "pair_nnc_passthrough_dict": CONTAINER_WRITE,
 }

@@ -1,0 +1,162 @@
+"""Custom autograd.Function semantics through the compiled program: a backward that changes a saved input's
+metadata in place (Note [Metadata Changed By A Custom Backward]), and ctx.mark_dirty on inputs returned or not
+returned, checked against eager through the oracle."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+import subclassaot
+from subclassaot.errors import UnsupportedError
+from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
+from tests.pipeline.fuzz_helpers import pair
+
+T = torch.Tensor
+Make = Callable[[], tuple[object, ...]]
+
+
+class TransposeSaved(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: T) -> T:
+        ctx.save_for_backward(x)
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: Any, g: T) -> T:
+        (x,) = ctx.saved_tensors
+        x.t_()
+        return g * 2
+
+
+class UnsqueezeSavedTwice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: T, w: T) -> T:
+        ctx.save_for_backward(x, w)
+        return x * w
+
+    @staticmethod
+    def backward(ctx: Any, g: T) -> tuple[T, T]:
+        x, w = ctx.saved_tensors
+        gx, gw = g * w, g * x
+        x.unsqueeze_(0)
+        x.squeeze_(0).unsqueeze_(-1)
+        return gx, gw
+
+
+def transpose_saved(x: T) -> object:
+    return TransposeSaved.apply(x)  # type: ignore[no-untyped-call]
+
+
+def unsqueeze_saved(x: T, w: T) -> object:
+    return UnsqueezeSavedTwice.apply(x, w)  # type: ignore[no-untyped-call]
+
+
+def _nonleaf(*shape: int) -> T:
+    return torch.randn(*shape, requires_grad=True) * 1
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (transpose_saved, lambda: (_nonleaf(2, 3),)),
+        (unsqueeze_saved, lambda: (torch.randn(3), torch.randn(3, requires_grad=True))),
+        (unsqueeze_saved, lambda: (_nonleaf(3), torch.randn(3, requires_grad=True))),
+    ],
+    ids=["transpose_nonleaf", "unsqueeze_no_grad_input", "unsqueeze_nonleaf"],
+)
+def test_backward_metadata_change_of_saved_input_matches_eager(
+    f: Callable[..., object], make_inputs: Make, compile_fn: CompileFn | None
+) -> None:
+    assert_matches_eager(f, make_inputs, compile_fn=compile_fn, check_grads=True)
+
+
+def test_backward_metadata_change_of_leaf_raises_like_eager(compile_fn: CompileFn | None) -> None:
+    """Eager's AccumulateGrad copies the gradient into the transposed leaf's layout and raises; so does ours."""
+
+    compiled = subclassaot.compile(transpose_saved) if compile_fn is None else compile_fn(transpose_saved)
+    for fn in (transpose_saved, compiled):
+        x = torch.randn(2, 3, requires_grad=True)
+        out = fn(x)
+        assert isinstance(out, T)
+        with pytest.raises(RuntimeError, match="must match the size"):
+            out.sum().backward()  # type: ignore[no-untyped-call]
+
+
+def test_backward_metadata_change_of_subclass_refused() -> None:
+    with pytest.raises(UnsupportedError, match="Metadata Changed By A Custom Backward"):
+        out = subclassaot.compile(transpose_saved)(pair(2, 3, requires_grad=True))
+        assert isinstance(out, T)
+        out.sum().backward()  # type: ignore[no-untyped-call]
+
+
+class DirtyReturned(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: T) -> T:
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx: Any, g: T) -> T:
+        return g * 2
+
+
+class DirtyNotReturned(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: T, y: T) -> T:
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return y * 3
+
+    @staticmethod
+    def backward(ctx: Any, g: T) -> tuple[None, T]:
+        return None, g * 3
+
+
+def dirty_clone_returned(x: T) -> object:
+    return DirtyReturned.apply(x.clone()) + 1  # type: ignore[no-untyped-call]
+
+
+def dirty_input_returned(x: T, y: T) -> object:
+    return DirtyReturned.apply(x) * y  # type: ignore[no-untyped-call]
+
+
+def dirty_nonleaf_input_returned(x: T) -> object:
+    return DirtyReturned.apply(x)  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (dirty_clone_returned, lambda: (torch.randn(3, requires_grad=True),)),
+        (dirty_input_returned, lambda: (torch.randn(3), torch.randn(3, requires_grad=True))),
+    ],
+    ids=["clone", "input_no_grad"],
+)
+def test_mark_dirty_returned_matches_eager(
+    f: Callable[..., object], make_inputs: Make, compile_fn: CompileFn | None
+) -> None:
+    assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_mark_dirty_input_requiring_grad_refused() -> None:
+    """Eager's input takes the Function's backward as its history; the compiled program cannot give it that."""
+    x = _nonleaf(3)
+    eager = dirty_nonleaf_input_returned(x)
+    assert isinstance(eager, T) and eager is x and type(x.grad_fn).__name__ == "DirtyReturnedBackward"
+    with pytest.raises(UnsupportedError, match="Inputs Marked Dirty By A Custom Function"):
+        subclassaot.compile(dirty_nonleaf_input_returned)(_nonleaf(3))
+
+
+def dirty_not_returned(x: T, y: T) -> object:
+    return DirtyNotReturned.apply(x, y)  # type: ignore[no-untyped-call]
+
+
+def test_mark_dirty_not_returned_raises_like_eager(compile_fn: CompileFn | None) -> None:
+    assert_raises_like_eager(
+        dirty_not_returned, lambda: (torch.randn(3), torch.randn(3, requires_grad=True)), compile_fn=compile_fn
+    )

@@ -1,0 +1,148 @@
+"""Grad mode switched inside a compiled program: enable_grad / set_grad_enabled / no_grad / inference_mode nested in
+any order, and requires_grad_() on inputs, checked against eager through the oracle (outputs' requires_grad,
+grad_fn presence, gradients); what stays refused is refused precisely (Note [Grad Mode Turned On Inside A no_grad
+Call], and requires_grad_() on a view or an intermediate)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+import subclassaot
+from subclassaot.errors import UnsupportedError
+from tests.oracle import CompileFn, assert_matches_eager
+
+T = torch.Tensor
+Make = Callable[[], tuple[object, ...]]
+
+
+def enable_inside(x: T) -> object:
+    with torch.enable_grad():
+        y = x.sin()
+    return y, x.cos()
+
+
+def no_grad_then_enable(x: T) -> object:
+    with torch.no_grad():
+        a = x * 2
+        with torch.enable_grad():
+            b = x * 3
+        c = x * 5
+    return a, b, c, x * 4
+
+
+def enable_then_no_grad(x: T) -> object:
+    with torch.enable_grad():
+        with torch.no_grad():
+            a = x.exp()
+        b = a * x
+    return a, b
+
+
+def set_grad_enabled_switches(x: T) -> object:
+    with torch.set_grad_enabled(False):
+        a = x * 2
+        with torch.set_grad_enabled(True):
+            b = a * x
+    return a + x, b
+
+
+def no_grad_write_then_use(x: T) -> object:
+    y = x * 2
+    with torch.no_grad():
+        y.add_(1)
+    return y * x
+
+
+def inference_mode_inside(x: T) -> object:
+    with torch.inference_mode():
+        a = x * 2
+    return a
+
+
+def requires_grad_on_input(x: T) -> object:
+    x.requires_grad_()
+    return x * 3
+
+
+def _grad(*shape: int) -> Make:
+    return lambda: (torch.randn(*shape, requires_grad=True),)
+
+
+def _plain(*shape: int) -> Make:
+    return lambda: (torch.randn(*shape),)
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (enable_inside, _grad(3)),
+        (no_grad_then_enable, _grad(3)),
+        (no_grad_then_enable, _plain(3)),
+        (enable_then_no_grad, _grad(4)),
+        (set_grad_enabled_switches, _grad(3)),
+        (no_grad_write_then_use, _grad(3)),
+        (inference_mode_inside, _plain(3)),
+        (requires_grad_on_input, _plain(3)),
+    ],
+    ids=[
+        "enable_inside",
+        "no_grad_then_enable",
+        "no_grad_then_enable_plain",
+        "enable_then_no_grad",
+        "set_grad_enabled",
+        "no_grad_write",
+        "inference_mode",
+        "requires_grad_input",
+    ],
+)
+def test_grad_mode_switches_match_eager(
+    f: Callable[..., object], make_inputs: Make, compile_fn: CompileFn | None
+) -> None:
+    assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_enable_grad_inside_a_no_grad_call_without_grad_inputs_matches_eager() -> None:
+    """Called under no_grad with no input requiring grad, the enable_grad region computes nothing autograd
+    records: the call compiles for inference and matches eager."""
+    compiled = subclassaot.compile(no_grad_then_enable)
+    with torch.no_grad():
+        got = compiled(torch.arange(3.0))
+        want = no_grad_then_enable(torch.arange(3.0))
+    assert isinstance(got, tuple) and isinstance(want, tuple)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w)
+        assert g.requires_grad == w.requires_grad and (g.grad_fn is None) == (w.grad_fn is None)
+
+
+def test_enable_grad_inside_a_no_grad_call_refused() -> None:
+    """Eager's enable_grad region gives outputs with history under a no_grad call; the compiled inference graph
+    cannot: refused naming the rule, not a wrong requires_grad."""
+    x = torch.randn(3, requires_grad=True)
+    with torch.no_grad():
+        eager = enable_inside(x)
+    assert isinstance(eager, tuple) and eager[0].requires_grad and not eager[1].requires_grad
+    with torch.no_grad(), pytest.raises(UnsupportedError, match="Grad Mode Turned On Inside A no_grad Call"):
+        subclassaot.compile(enable_inside)(torch.randn(3, requires_grad=True))
+
+
+def requires_grad_on_view(x: T) -> object:
+    v = x[0]
+    v.requires_grad_()
+    return v * 2
+
+
+def requires_grad_on_intermediate(x: T) -> object:
+    y = x * 2
+    y.requires_grad_()
+    return y * 3
+
+
+@pytest.mark.parametrize("f", [requires_grad_on_view, requires_grad_on_intermediate], ids=["view", "intermediate"])
+def test_requires_grad_on_non_inputs_refused(f: Callable[..., object]) -> None:
+    out = f(torch.randn(3, 3))
+    assert isinstance(out, T) and out.requires_grad  # eager: the output carries history
+    with pytest.raises(UnsupportedError, match="requires_grad_\\(\\) on a tensor that is not an input"):
+        subclassaot.compile(f)(torch.randn(3, 3))
