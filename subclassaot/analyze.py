@@ -797,8 +797,14 @@ def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
         # functionalization replays the view ops). Either way such a view has no history of the program's own.
         return False
     if is_traceable_subclass(value) and id(value) not in run.swaps.views:
-        # a wrapper made by an op, not a view: Note [Fresh Wrappers Over Input Leaves]
-        return all(value is not u for u in (*run.user_tensors, *run.finals))
+        # a wrapper made by an op, not a view: Note [Fresh Wrappers Over Input Leaves]. An inner tensor that shares
+        # an input leaf's storage without being that very leaf (set_() onto the input) is not passed on: it keeps
+        # the history its set_() gave it (Note [Outputs set_() Under Grad]).
+        if any(value is u for u in (*run.user_tensors, *run.finals)):
+            return False
+        inputs = {storage_key(t): t for t in run.finals}
+        _, leaves = dense_leaves_of(value, "output")
+        return all(inputs.get(storage_key(leaf), leaf) is leaf for leaf in leaves)
     t = value
     while (record := run.swaps.views.get(id(t))) is not None:
         if record.func is torch.ops.aten.detach.default:
