@@ -1,6 +1,8 @@
 """Real subclasses (torch's test subclasses, torchao's) through subclassaot and torch.compile, side by side.
 
-Run: `python benchmarks/real_subclasses.py [--quick]`. Per subclass, one row per compiler: `subclassaot.compile
+Run: `python benchmarks/real_subclasses.py [--quick]`. Subjects: torch's test subclasses, torch's jagged NestedTensor
+(`torch.nested.nested_tensor(..., layout=torch.jagged)`, dim 0 the batch), torch's DTensor (sharded on dim 0 over a
+one-rank gloo group on 127.0.0.1, started here and destroyed at the end) and torchao's tensors. Per subclass, one row per compiler: `subclassaot.compile
 (backend="eager")` and `torch.compile(backend="aot_eager", fullgraph=True)` (`torch._dynamo.reset()` before each
 compile). Columns: the checker (`check_subclass`: FAILs among its rules; the same for both rows), then four programs
 compared with eager by the parity oracle on two fresh calls (inference, an input mutation, views returned, training):
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import copy
 import logging
+import socket
 import statistics
 import time
 from collections.abc import Callable
@@ -25,7 +28,10 @@ from dataclasses import dataclass
 
 import torch
 import torch._dynamo
+import torch.distributed as dist
 from torch import nn
+from torch.distributed.device_mesh import DeviceMesh
+from torch.distributed.tensor import Shard, distribute_tensor
 
 import subclassaot
 from policies import mark_dynamic
@@ -90,6 +96,64 @@ def _torch_subjects() -> list[Subject]:
             )
         )
     return out
+
+
+def _njt_subjects() -> list[Subject]:
+    """Programs from tests/subclasses/test_njt.py; batches of rows of lengths 2, 3, 4, ... (no row of length one:
+    a seqlen of 1 is planned static, Note [Zero One Specialization])."""
+
+    def njt(n: int, requires_grad: bool = False) -> T:
+        rows = [torch.randn(2 + i % 3, 4) for i in range(n)]
+        return torch.nested.nested_tensor(rows, layout=torch.jagged, requires_grad=requires_grad)
+
+    def mutate(x: T) -> object:
+        x.mul_(2)
+        return x + 1
+
+    return [
+        Subject(
+            name="NestedTensor (jagged)",
+            factory=njt,
+            inference=(lambda x: (x.sin() + 1).sum(dim=1), lambda x: (x,)),
+            mutation=mutate,
+            views=lambda x: (x.transpose(-1, -2), x.unsqueeze(-1), x.values()),
+            training=(lambda x: (x.sin() * 2).sum(dim=1), lambda: (njt(3, requires_grad=True),)),
+        )
+    ]
+
+
+def _dtensor_subjects(mesh: DeviceMesh) -> list[Subject]:
+    """Programs from tests/subclasses/dtensor_scenarios.py on a (rows, 6) DTensor sharded on dim 0."""
+
+    def sharded(n: int) -> T:
+        return distribute_tensor(torch.randn(n, 6), mesh, [Shard(0)])
+
+    def mutate(x: T) -> object:
+        x.mul_(2)
+        return x + 1
+
+    def training() -> tuple[object, ...]:
+        return (distribute_tensor(torch.randn(4, 6), mesh, [Shard(1)]).requires_grad_(True),)
+
+    return [
+        Subject(
+            name="DTensor (1 rank)",
+            factory=sharded,
+            inference=(lambda x: (x * 2).sum(dim=1), lambda x: (x,)),
+            mutation=mutate,
+            views=lambda x: (x.t(), x.unsqueeze(0)),
+            training=(lambda x: (x * x).sum(), training),
+        )
+    ]
+
+
+def _one_rank_mesh() -> DeviceMesh:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    store = dist.TCPStore("127.0.0.1", port, 1, True)  # type: ignore[attr-defined]  # not re-exported in the stub
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+    return DeviceMesh("cpu", [0])
 
 
 def _torchao_subjects() -> list[Subject]:
@@ -168,6 +232,11 @@ def theirs(fn: Fn) -> Fn:
     return compiled
 
 
+def _first_line(e: BaseException) -> str:
+    lines = str(e).splitlines()
+    return lines[0][:120] if lines else ""
+
+
 def parity(compiler: Compiler, fn: Fn, make_inputs: MakeInputs, notes: list[str], label: str) -> str:
     """A module is deep-copied for each side; its parameters and buffers are compared as inputs."""
     eager_fn, target = (copy.deepcopy(fn), copy.deepcopy(fn)) if isinstance(fn, nn.Module) else (fn, fn)
@@ -188,7 +257,9 @@ def parity(compiler: Compiler, fn: Fn, make_inputs: MakeInputs, notes: list[str]
         notes.append(f"{label}: refused: {str(e).splitlines()[0][:160]}")
         return "refused"
     except Exception as e:  # any other failure of the compiler is reported as a crash
-        notes.append(f"{label}: {type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}")
+        inner = e.__cause__ or getattr(e, "inner_exception", None)  # torch's BackendCompilerFailed keeps it there
+        cause = f" ({type(inner).__name__}: {_first_line(inner)})" if inner is not None else ""
+        notes.append(f"{label}: {type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}{cause}")
         is_torch_refusal = compiler is theirs and type(e).__module__.startswith("torch._dynamo")
         return "refused" if is_torch_refusal else "crash"
     return "ok"
@@ -256,7 +327,20 @@ def main() -> None:
         "| eager per-call (us) |"
     )
     rows = [header, "|" + "---|" * 10]
-    for subject in _torch_subjects() + _torchao_subjects():
+    mesh = _one_rank_mesh()
+    try:
+        subjects = _torch_subjects() + _njt_subjects() + _dtensor_subjects(mesh) + _torchao_subjects()
+        _run(subjects, calls, rows, notes)
+    finally:
+        dist.destroy_process_group()
+    print("\n".join(rows))
+    if notes:
+        print("\nFirst difference or error per cell:")
+        print("\n".join(f"- {n}" for n in notes))
+
+
+def _run(subjects: list[Subject], calls: int, rows: list[str], notes: list[str]) -> None:
+    for subject in subjects:
         eager_us = per_call_us(None, subject, calls)  # first: a torch.compile may change global state after
         checker = checker_cell(subject)
         for label, compiler in (("subclassaot", ours), ("torch.compile", theirs)):
@@ -273,10 +357,6 @@ def main() -> None:
                 eager_us,
             ]
             rows.append(f"| {subject.name} | {label} | {checker} | " + " | ".join(cells) + " |")
-    print("\n".join(rows))
-    if notes:
-        print("\nFirst difference or error per cell:")
-        print("\n".join(f"- {n}" for n in notes))
 
 
 if __name__ == "__main__":
