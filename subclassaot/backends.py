@@ -139,6 +139,8 @@ register_backend("inductor", inductor_backend)
 def decompositions_for(backend: str | BackendFn) -> Mapping[torch._ops.OperatorBase, Callable[..., object]] | None:
     """The decomposition table a backend wants applied while tracing (inductor lowers only decomposed aten)."""
     if backend == "inductor" or backend is inductor_backend:
+        # Some of inductor's decompositions read `torch._inductor.lowering` lazily (max_pool2d's): load it with them.
+        import torch._inductor.lowering  # noqa: F401
         from torch._inductor.decomposition import select_decomp_table
 
         return select_decomp_table()

@@ -9,6 +9,7 @@ function that the later stages trace, taking the same pytree back. Invariants: t
 from __future__ import annotations
 
 import types
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
 
@@ -61,6 +62,31 @@ def module_tensor_attributes(module: torch.nn.Module) -> dict[str, torch.Tensor]
             if isinstance(value, torch.Tensor):
                 out[f"{prefix}.{name}" if prefix else name] = value
     return out
+
+
+# Note [Caches Of A Module's Own Tensors]
+# Some modules keep a plain list of their own parameters (or of weak references to them), rebuilt whenever one is
+# set (an RNN's `_flat_weights` and `_flat_weight_refs`).
+# Tracing a compiled module swaps its parameters for traced stand-ins and back (`functional_call`), and the swap
+# rebuilds such a list: left alone, the module would keep a list of the trace's tensors, which an eager call of the
+# module (or the Python-state guards) would then read. Such lists, found before the trace as attributes holding the
+# module's own tensors, are put back as they were after it. Nothing else is restored: an attribute a forward
+# assigns is a side effect of the program, which the Python-state guards refuse by name.
+
+
+def _derived_caches(module: torch.nn.Module) -> dict[tuple[torch.nn.Module, str], object]:
+    own = {id(t) for t in module_state(module).values()}
+
+    def owned(x: object) -> bool:  # one of the module's tensors, or a weak reference to one (`_flat_weight_refs`)
+        target = x() if isinstance(x, weakref.ref) else x
+        return isinstance(target, torch.Tensor) and id(target) in own
+
+    return {
+        (sub, name): value
+        for sub in module.modules()
+        for name, value in vars(sub).items()
+        if isinstance(value, list | tuple) and any(owned(x) for x in value)
+    }
 
 
 def lifted_state(
@@ -203,6 +229,7 @@ def flatten_call(
         def run(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
             params = {k: state[k] for k in names}
             handle = module.register_forward_hook(lambda mod, a, out: _check_state_kept(mod, params, attrs))
+            caches = _derived_caches(module)
             try:
                 return torch.func.functional_call(module, params, args, kwargs, tie_weights=False, strict=True)
             finally:
@@ -210,6 +237,8 @@ def flatten_call(
                 for k, v in attrs.items():  # a forward that rebinds one is refused; leave the module as it was
                     owner, _, attr = k.rpartition(".")
                     setattr(module.get_submodule(owner), attr, v)
+                for (sub, name), cache in caches.items():  # See Note [Caches Of A Module's Own Tensors]
+                    sub.__dict__[name] = cache
 
     else:
         user_fn = fn
