@@ -16,6 +16,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
+from subclassaot.checkpointed_regions import regions_run_inline
 from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.schemas import FlatInputs, InputIndex, InputLeaf, LeafKind
 from subclassaot.torch_internals import fake_mode_active, is_real_plain_tensor
@@ -218,7 +219,8 @@ def flatten_call(
             return user_fn(*args, **kwargs)
 
     def call(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
-        with _LiftCaptured({id(real[k]): v for k, v in state.items() if v is not real[k]}, fn):
+        # See Note [Checkpointed Regions Run Inline]
+        with _LiftCaptured({id(real[k]): v for k, v in state.items() if v is not real[k]}, fn), regions_run_inline():
             return run(state, args, kwargs)
 
     values, spec = pytree.tree_flatten((state, args, dict(kwargs)))
