@@ -19,7 +19,12 @@ from torch.utils import _pytree as pytree
 from subclassaot.checkpointed_regions import regions_run_inline
 from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.schemas import FlatInputs, InputIndex, InputLeaf, LeafKind
-from subclassaot.torch_internals import fake_mode_active, is_real_plain_tensor
+from subclassaot.torch_internals import (
+    fake_mode_active,
+    functorch_unwrapped,
+    is_functorch_wrapped,
+    is_real_plain_tensor,
+)
 
 # Note [Captured Tensors Are Inputs]
 # A function may read tensors it was not passed: a closure cell (`w` in `def f(x): return x * w`), a module-level
@@ -167,6 +172,14 @@ class _LiftCaptured(TorchFunctionMode):
         lifted = self.table.get(id(t))
         if lifted is not None:
             return lifted
+        if is_functorch_wrapped(t) and id(functorch_unwrapped(t)) in self.table:
+            raise UnsupportedError(
+                f"{getattr(self.fn, '__qualname__', type(self.fn).__name__)} passes a tensor it captures (a closure "
+                "variable, global or module attribute) straight into a torch.func transform (vmap, grad, jacrev) "
+                "as the transformed argument: the transform wraps the captured tensor itself, before the compiled "
+                "program can read it as an input. Pass it as an argument of the compiled function "
+                "(Note [Captured Tensors Are Inputs])"
+            )
         if is_real_plain_tensor(t) and fake_mode_active():  # a real run (torch_function_output_types) makes them
             raise UnsupportedError(uncaptured_tensor_message(self.fn, t))
         return t

@@ -129,3 +129,25 @@ def test_checkpoint_without_preserved_rng_state_is_refused() -> None:
 
     with pytest.raises(UnsupportedError, match="preserve_rng_state=False"):
         subclassaot.compile(fn)(*_inputs())
+
+
+_SCALE = torch.randn(4)
+_ROWS = torch.randn(3, 4)
+
+
+def test_vmapped_function_reads_a_captured_global() -> None:
+    def fn(x: T) -> T:
+        return torch.vmap(lambda row: row * _SCALE)(x)  # type: ignore[no-any-return]
+
+    assert_matches_eager(fn, lambda: (torch.randn(3, 4),))
+
+
+def test_captured_global_as_the_transformed_argument_is_refused() -> None:
+    import subclassaot
+    from subclassaot.errors import UnsupportedError
+
+    def fn(w: T) -> T:
+        return torch.vmap(lambda row: row * w)(_ROWS)  # type: ignore[no-any-return]
+
+    with pytest.raises(UnsupportedError, match="straight into a torch.func transform"):
+        subclassaot.compile(fn)(torch.randn(4))
