@@ -26,8 +26,8 @@ import torch._dynamo
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import subclassaot  # noqa: E402
-from tests.pipeline.test_model_zoo import ZOO  # noqa: E402
+import subclassaot
+from tests.pipeline.test_model_zoo import ZOO
 
 T = torch.Tensor
 Inputs = Callable[[], tuple[T, ...]]
