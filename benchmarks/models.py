@@ -38,7 +38,10 @@ class TinyGPT2(nn.Module):
         super().__init__()
         from transformers import GPT2Config, GPT2LMHeadModel
 
-        config = GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=100, n_positions=32, attn_implementation="eager")
+        # attn_implementation goes through PretrainedConfig's **kwargs, which GPT2Config's signature does not show
+        config = GPT2Config(  # type: ignore[call-arg]
+            n_layer=2, n_embd=32, n_head=2, vocab_size=100, n_positions=32, attn_implementation="eager"
+        )
         self.model = GPT2LMHeadModel(config)
 
     def forward(self, ids: T, mask: T) -> T:
@@ -57,7 +60,7 @@ def _step(model: Callable[..., object], make: Inputs, seed: int) -> tuple[T, T]:
     out = model(*make())
     assert isinstance(out, torch.Tensor)
     loss = out.float().pow(2).mean()
-    loss.backward()
+    torch.autograd.backward(loss)
     return out.detach(), loss.detach()
 
 
