@@ -34,7 +34,10 @@ from subclassaot.torch_internals import (
 # with paths `closure.w` / `globals.model.weight`, read afresh on every call (rebinding the name is seen) and
 # guarded like arguments. While the program is traced, a torch-function mode hands the traced stand-in to every op
 # that receives the real captured tensor. A real tensor the program reaches some other way (an attribute of an
-# object, a global of another module) is refused by name: it would otherwise be frozen into the graph.
+# object, a global of another module) is refused by name: it would otherwise be frozen into the graph. A torch.func
+# transform's wrapper (vmap's BatchedTensor, grad's GradTrackingTensor) is judged by the tensor it wraps: around a
+# traced argument it is traced, not captured; around a real captured tensor (the capture passed straight to the
+# transform, which wraps it before any op sees it) it is refused, naming that cause.
 
 # Note [Modules Passed As Arguments]
 # `def step(model, x)`, `f([enc, dec], x)`, `f({"m": m}, x)`: an nn.Module anywhere in the argument pytree holds
