@@ -106,7 +106,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--inductor", action="store_true", help="add ours and torch.compile on inductor")
     parser.add_argument("--steps", type=int, default=10, help="timed steps per model and compiler (median)")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: steadier on a shared CPU)")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
     compilers = ["eager", "ours eager", "torch.compile aot_eager"]
     if args.inductor:
         compilers += ["ours inductor", "torch.compile inductor"]
