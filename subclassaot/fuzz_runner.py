@@ -34,6 +34,7 @@ from subclassaot.fuzz import (
     same_failure,
     shrink,
 )
+from subclassaot.fuzz_arguments import check_program_with_argument_changes
 from subclassaot.fuzz_program import Program, kind_from_factory, register_input_kind, to_source
 from subclassaot.fuzz_state import check_program_with_state_changes
 
@@ -109,11 +110,13 @@ def fuzz(
     progress: Callable[[FuzzReport], None] | None = None,
     shard: tuple[int, int] = (0, 1),
     state_changes: bool = False,
+    argument_changes: bool = False,
 ) -> FuzzReport:
     """Check `programs` eager-legal programs; see the module docstring. `shard=(k, n)`: only program indexes
     congruent to k mod n, until this shard's share of `programs` is counted (`fuzz_parallel` runs all n).
     `state_changes`: wrap each program in a module reading Python state and change that state between calls
-    (subclassaot.fuzz_state)."""
+    (subclassaot.fuzz_state). `argument_changes`: call each program with Python constants and a module whose
+    buffers it updates as arguments, changed between calls (subclassaot.fuzz_arguments)."""
     compile_fn = compile_fn if compile_fn is not None else pipeline_compile(backend)
     report = FuzzReport(seed=seed, backend=backend)
     k, n = shard
@@ -121,7 +124,7 @@ def fuzz(
     index = k
     while report.counted < target and index < 20 * programs:
         program = generate(RandomChooser(seed * 1_000_003 + index), config)
-        check = _checker(compile_fn, seed * 1_000_003 + index, state_changes)
+        check = _checker(compile_fn, seed * 1_000_003 + index, state_changes, argument_changes)
         verdict = check(program)
         report.counts[verdict.outcome] += 1
         if verdict.outcome is Outcome.UNSUPPORTED:
@@ -139,7 +142,11 @@ def fuzz(
     return report
 
 
-def _checker(compile_fn: CompileFn, changes_seed: int, state_changes: bool) -> Callable[[Program], Verdict]:
+def _checker(
+    compile_fn: CompileFn, changes_seed: int, state_changes: bool, argument_changes: bool
+) -> Callable[[Program], Verdict]:
+    if argument_changes:
+        return lambda p: check_program_with_argument_changes(p, compile_fn, changes_seed)
     if state_changes:
         return lambda p: check_program_with_state_changes(p, compile_fn, changes_seed)
     return lambda p: check_program(p, compile_fn)
@@ -259,6 +266,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="wrap each program in a module reading Python state, and change that state between calls",
     )
+    parser.add_argument(
+        "--argument-changes",
+        action="store_true",
+        help="pass each program Python constants and a module whose buffers it updates, changed between calls",
+    )
 
 
 def _checkpoint(report: FuzzReport, programs: int, out_dir: str | None, echo: Callable[[str], None]) -> None:
@@ -281,6 +293,7 @@ def _cli_shard(args: argparse.Namespace, echo: Callable[[str], None], shard: tup
         progress=lambda r: _checkpoint(r, share, out_dir, lambda line: echo(prefix + line)),
         shard=shard,
         state_changes=args.state_changes,
+        argument_changes=args.argument_changes,
     )
 
 

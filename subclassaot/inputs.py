@@ -17,9 +17,15 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
+from subclassaot.checkpointed_regions import regions_run_inline
 from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.schemas import FlatInputs, InputIndex, InputLeaf, LeafKind
-from subclassaot.torch_internals import fake_mode_active, is_real_plain_tensor
+from subclassaot.torch_internals import (
+    fake_mode_active,
+    functorch_unwrapped,
+    is_functorch_wrapped,
+    is_real_plain_tensor,
+)
 
 # Note [Captured Tensors Are Inputs]
 # A function may read tensors it was not passed: a closure cell (`w` in `def f(x): return x * w`), a module-level
@@ -29,7 +35,10 @@ from subclassaot.torch_internals import fake_mode_active, is_real_plain_tensor
 # with paths `closure.w` / `globals.model.weight`, read afresh on every call (rebinding the name is seen) and
 # guarded like arguments. While the program is traced, a torch-function mode hands the traced stand-in to every op
 # that receives the real captured tensor. A real tensor the program reaches some other way (an attribute of an
-# object, a global of another module) is refused by name: it would otherwise be frozen into the graph.
+# object, a global of another module) is refused by name: it would otherwise be frozen into the graph. A torch.func
+# transform's wrapper (vmap's BatchedTensor, grad's GradTrackingTensor) is judged by the tensor it wraps: around a
+# traced argument it is traced, not captured; around a real captured tensor (the capture passed straight to the
+# transform, which wraps it before any op sees it) it is refused, naming that cause.
 
 # Note [Modules Passed As Arguments]
 # `def step(model, x)`, `f([enc, dec], x)`, `f({"m": m}, x)`: an nn.Module anywhere in the argument pytree holds
@@ -192,6 +201,14 @@ class _LiftCaptured(TorchFunctionMode):
         lifted = self.table.get(id(t))
         if lifted is not None:
             return lifted
+        if is_functorch_wrapped(t) and id(functorch_unwrapped(t)) in self.table:
+            raise UnsupportedError(
+                f"{getattr(self.fn, '__qualname__', type(self.fn).__name__)} passes a tensor it captures (a closure "
+                "variable, global or module attribute) straight into a torch.func transform (vmap, grad, jacrev) "
+                "as the transformed argument: the transform wraps the captured tensor itself, before the compiled "
+                "program can read it as an input. Pass it as an argument of the compiled function "
+                "(Note [Captured Tensors Are Inputs])"
+            )
         if is_real_plain_tensor(t) and fake_mode_active():  # a real run (torch_function_output_types) makes them
             raise UnsupportedError(uncaptured_tensor_message(self.fn, t))
         return t
@@ -247,7 +264,8 @@ def flatten_call(
             return user_fn(*args, **kwargs)
 
     def call(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
-        with _LiftCaptured({id(real[k]): v for k, v in state.items() if v is not real[k]}, fn):
+        # See Note [Checkpointed Regions Run Inline]
+        with _LiftCaptured({id(real[k]): v for k, v in state.items() if v is not real[k]}, fn), regions_run_inline():
             return run(state, args, kwargs)
 
     values, spec = pytree.tree_flatten((state, args, dict(kwargs)))

@@ -88,9 +88,11 @@ from subclassaot.swap_record import (
     tensor_meta,
 )
 from subclassaot.torch_internals import (
+    differentiates_inside_transform,
     dispatches_in_cpp,
     get_version,
     is_functional,
+    is_functorch_wrapped,
     no_torch_function,
     rebind_functional,
     set_version,
@@ -746,7 +748,7 @@ class _DataMode(TorchFunctionMode):
                 "gradients, so it would read None or lose the assignment. Do it outside the compiled function, "
                 "after the backward, or pass the gradients in as arguments"
             )
-        if func in _AUTOGRAD_CALLS:
+        if func in _AUTOGRAD_CALLS and not differentiates_inside_transform(func, args, kwargs):
             raise UnsupportedError(
                 f"the program calls {name or func}() inside the compiled function; subclassaot.compile does not "
                 "differentiate or hook gradients inside the program. Call it on the compiled function's outputs "
@@ -764,6 +766,7 @@ class _DataMode(TorchFunctionMode):
         if (
             func is torch.Tensor.requires_grad_
             and args
+            and not is_functorch_wrapped(args[0])  # Note [Autograd Inside torch.func Transforms]
             and (args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
         ):
             self.record.requires_grad_set.add(id(args[0]))

@@ -232,8 +232,41 @@ def fake_mode_active() -> bool:
     return torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE) is not None
 
 
+def functorch_unwrapped(t: torch.Tensor) -> torch.Tensor:
+    """The tensor under every functorch wrapper (vmap's BatchedTensor, grad's GradTrackingTensor): those wrappers
+    are C++ tensors that show as torch.Tensor, so what they hold says whether the data is real or traced."""
+    while is_functorch_wrapped(t):
+        t = torch._C._functorch.get_unwrapped(t)
+    return t
+
+
+# Note [Autograd Inside torch.func Transforms]
+# torch.func.grad / vjp / jacrev differentiate by calling torch.autograd.grad on GradTrackingTensors: functorch
+# wrappers that carry their own autograd level, created and consumed inside the transform. That backward is part of
+# the program's forward computation (make_fx traces it into ops, like any other op), not a backward through the
+# compiled function's inputs, so it is traced, and a program that calls torch.autograd.grad / backward() on tensors
+# of its own level (no transform around them) is still refused: the compiled graph would not differentiate it.
+
+
+def is_functorch_wrapped(t: object) -> bool:
+    """A functorch wrapper (vmap's BatchedTensor, grad's GradTrackingTensor): it lives inside one transform."""
+    return isinstance(t, torch.Tensor) and bool(torch._C._functorch.is_functorch_wrapped_tensor(t))
+
+
+def differentiates_inside_transform(func: object, args: tuple[object, ...], kwargs: dict[str, object]) -> bool:
+    """Is this torch.autograd.grad the one a torch.func transform runs on its own wrapped tensors (Note [Autograd
+    Inside torch.func Transforms])?"""
+    if func is not torch.autograd.grad or torch._C._functorch.peek_interpreter_stack() is None:
+        return False
+    outputs = args[0] if args else kwargs.get("outputs")
+    flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    return bool(flat) and all(is_functorch_wrapped(t) for t in flat)
+
+
 def is_real_plain_tensor(t: torch.Tensor) -> bool:
-    """A plain tensor with real data: not a fake, not a functional wrapper (C++ ones show as torch.Tensor)."""
+    """A plain tensor with real data: not a fake, not a functional wrapper (C++ ones show as torch.Tensor), not a
+    functorch wrapper of a traced tensor (one around a real tensor is real: its innermost tensor decides)."""
+    t = functorch_unwrapped(t)
     return type(t) in (torch.Tensor, torch.nn.Parameter) and not torch._is_functional_tensor(t)
 
 

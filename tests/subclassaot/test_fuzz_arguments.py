@@ -1,0 +1,34 @@
+"""The fuzzer's argument-change mode (subclassaot.fuzz_arguments): programs called with Python constants (str,
+torch.device, dtype, enum member, float, None, nested tuple/dict/list) they branch on or use as scalars, and a
+module argument whose buffers they update, all changed between calls. A fixed-seed run has no DIVERGED and no
+CRASHED program; a compiler that freezes the first call's constants is caught."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from subclassaot.fuzz import Outcome
+from subclassaot.fuzz_runner import fuzz
+
+
+def test_argument_changes_fixed_seed_has_no_divergence_or_crash() -> None:
+    report = fuzz(80, seed=3, argument_changes=True, shrink_per_signature=0)
+    assert report.counts[Outcome.PASS] >= 70, str(report)
+    assert report.counts[Outcome.DIVERGED] == 0 and report.counts[Outcome.CRASHED] == 0, str(report)
+
+
+def test_argument_changes_catch_a_compiler_that_freezes_the_first_constants() -> None:
+    from subclassaot.api import compile as subclassaot_compile
+
+    def frozen(fn: Callable[..., object]) -> Callable[..., object]:
+        compiled = subclassaot_compile(fn, backend="eager")
+        first: list[object] = []
+
+        def call(stats: object, opts: object, *args: object) -> object:
+            first.append(opts)
+            return compiled(stats, first[0], *args)
+
+        return call
+
+    report = fuzz(4, seed=3, argument_changes=True, compile_fn=frozen, shrink_per_signature=0)
+    assert report.counts[Outcome.DIVERGED] >= 3, str(report)
