@@ -63,6 +63,8 @@ def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence
             continue
         if info.function_view is not None or any(leaf.source is LeafSource.INPUT_ALIAS for leaf in info.leaves):
             continue
+        if _view_op_aliases(value, run):
+            continue  # a set_() up the chain moved the data, not the view op (Note [Fresh Views Of Inputs])
         root = run.swaps.view_root(value, through_swaps=True)
         base = root if id(root) in named else value._base
         if base is not None and id(base) in named and not _shares_inner_storage(value, base):
@@ -73,6 +75,15 @@ def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence
                 "Fresh Inner Tensors]). Return a clone of the view, or make the view op alias the input's inner "
                 "tensors (return torch.utils._python_dispatch.return_and_correct_aliasing(func, args, kwargs, out))"
             )
+
+
+def _view_op_aliases(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """Did the view op that made `value` give inner tensors sharing storage with its source's? (Then the class's
+    view ops alias, and a lost link to the input is a set_() further up the chain.)"""
+    record = run.swaps.views.get(id(value))
+    if record is None or record.func is torch.ops.aten.detach.default or not is_traceable_subclass(record.source):
+        return False
+    return _shares_inner_storage(value, record.source)
 
 
 def _shares_inner_storage(value: torch.Tensor, base: torch.Tensor) -> bool:
