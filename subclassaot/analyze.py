@@ -804,7 +804,11 @@ def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
             return False
         inputs = {storage_key(t): t for t in run.finals}
         _, leaves = dense_leaves_of(value, "output")
-        return all(inputs.get(storage_key(leaf), leaf) is leaf for leaf in leaves)
+        passed = [inputs.get(storage_key(leaf)) for leaf in leaves]
+        # only a wrapper that holds an input's very leaf needs this; others are produced as before
+        return any(p is leaf for p, leaf in zip(passed, leaves, strict=True)) and all(
+            p is None or p is leaf for p, leaf in zip(passed, leaves, strict=True)
+        )
     t = value
     while (record := run.swaps.views.get(id(t))) is not None:
         if record.func is torch.ops.aten.detach.default:
