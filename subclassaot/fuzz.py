@@ -19,7 +19,7 @@ import enum
 import random
 import re
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -265,6 +265,15 @@ def normalize(text: str) -> str:
     text = re.sub(r"\(([^()]*)\)", "(...)", text)
     text = re.sub(r"\d+", "#", text)
     return text[:140]
+
+
+def diverged_after_changes(index: int, applied: Sequence[str], diffs: Sequence[str]) -> Verdict:
+    """The verdict for call `index` of a run that changed something (`applied`) before each call."""
+    return Verdict(
+        outcome=Outcome.DIVERGED,
+        detail="\n".join(f"call {index} (after {' / '.join(applied)}): {d}" for d in diffs),
+        signatures=tuple(dict.fromkeys(normalize(d) for d in diffs)),
+    )
 
 
 def exception_verdict(e: Exception) -> Verdict:

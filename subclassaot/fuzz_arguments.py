@@ -23,7 +23,7 @@ from typing import cast
 
 import torch
 
-from subclassaot.fuzz import CompileFn, Outcome, Verdict, exception_verdict, normalize
+from subclassaot.fuzz import CompileFn, Outcome, Verdict, diverged_after_changes, exception_verdict
 from subclassaot.fuzz_program import Program, as_function, make_inputs
 from subclassaot.parity import Call, EagerRaised, compare_with_eager
 
@@ -131,11 +131,7 @@ def check_program_with_argument_changes(
 
                 diffs = compare_with_eager(compiled, step, call)
                 if diffs:
-                    return Verdict(
-                        outcome=Outcome.DIVERGED,
-                        detail="\n".join(f"call {index} (after {' / '.join(applied)}): {d}" for d in diffs),
-                        signatures=tuple(dict.fromkeys(normalize(d) for d in diffs)),
-                    )
+                    return diverged_after_changes(index, applied, diffs)
         except EagerRaised as e:
             return Verdict(outcome=Outcome.DISCARDED, detail=repr(e.error), signatures=())
         except Exception as e:  # classify every failure of the compiled side, whatever its type

@@ -17,7 +17,7 @@ from typing import cast
 
 import torch
 
-from subclassaot.fuzz import CompileFn, Outcome, Verdict, exception_verdict, normalize
+from subclassaot.fuzz import CompileFn, Outcome, Verdict, diverged_after_changes, exception_verdict
 from subclassaot.fuzz_program import Program, as_function, make_inputs
 from subclassaot.parity import EagerRaised, compare_with_eager
 
@@ -98,11 +98,7 @@ def check_program_with_state_changes(program: Program, compile_fn: CompileFn, se
                     eager_module=eager,
                 )
                 if diffs:
-                    return Verdict(
-                        outcome=Outcome.DIVERGED,
-                        detail="\n".join(f"call {index} (after {' / '.join(applied)}): {d}" for d in diffs),
-                        signatures=tuple(dict.fromkeys(normalize(d) for d in diffs)),
-                    )
+                    return diverged_after_changes(index, applied, diffs)
         except EagerRaised as e:
             return Verdict(outcome=Outcome.DISCARDED, detail=repr(e.error), signatures=())
         except Exception as e:  # classify every failure of the compiled side, whatever its type
