@@ -830,6 +830,22 @@ def _grad_fn_or_none(t: torch.Tensor) -> object:
         return None
 
 
+def check_written_inputs_gaining_grad(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, gains: Sequence[int]
+) -> None:
+    """Refuse an input the program both writes and calls `requires_grad_()` on: the runtime makes it require grad
+    before the graph runs, so the epilogue's copy of the write would be recorded by autograd (or raise, on a leaf),
+    where eager wrote it before it required grad (Note [Inputs That Gain Grad In Training])."""
+    for i in gains:
+        if any(analysis.mutations[j].any for j in layout.leaves_of_input[i]):
+            path = flat.leaves[flat.tensor_indices[i]].path
+            raise UnsupportedError(
+                f"{path} is written in place and made to require grad (requires_grad_()) by the program: the "
+                "compiled call cannot order the write before the requires_grad_() as eager does. Call "
+                "requires_grad_() outside the compiled function, or write into a clone"
+            )
+
+
 def check_gained_grad(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:

@@ -33,7 +33,7 @@ from subclassaot.ambient_modes import (
     describe_modes_change,
     traced_under,
 )
-from subclassaot.analyze import analyze, check_gained_grad
+from subclassaot.analyze import analyze, check_gained_grad, check_written_inputs_gaining_grad
 from subclassaot.analyze_training import check_multi_output_view_inputs, check_multi_output_view_outputs
 from subclassaot.autograd_runtime import training_call
 from subclassaot.backward_trace import BackwardVariant, trace_backward
@@ -462,6 +462,7 @@ def _compile_over(
     if gains_grad and torch.is_grad_enabled():
         # The program calls requires_grad_() on an input: compile for training with it requiring grad from the
         # start (the runtime sets it on the real input before running, as eager's program would).
+        check_written_inputs_gaining_grad(flat, layout, analysis, gains_grad)
         for i in gains_grad:
             fakes[i].requires_grad_(True)
         training = True
