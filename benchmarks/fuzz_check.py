@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from subclassaot.fuzz import (
+from subclassaot.tools.fuzz import (
     CompileFn,
     FuzzConfig,
     Outcome,
@@ -21,8 +21,8 @@ from subclassaot.fuzz import (
     same_failure,
     shrink,
 )
-from subclassaot.fuzz_program import Program, to_source
-from subclassaot.fuzz_runner import pipeline_compile
+from subclassaot.tools.fuzz_program import Program, to_source
+from subclassaot.tools.fuzz_runner import pipeline_compile
 
 
 def _fails_alike(verdict: Verdict, compile_fn: CompileFn) -> Callable[[Program], bool]:

@@ -2,7 +2,7 @@
 
 Run: `python benchmarks/fuzz_compare.py --programs 1000 --seed 1 [--subclass subclasses.pair:example] [--jobs 2]
 [--side both|ours|torch]` (one side only: the same programs in the same order, the other column stays 0).
-Each program is checked by the same parity oracle (subclassaot.parity, two calls on fresh inputs) against eager:
+Each program is checked by the same parity oracle (subclassaot.tools.parity, two calls on fresh inputs) against eager:
 once compiled by subclassaot (the interpreter closure) and once by torch.compile (the printed source, exec'd, so that
 dynamo sees plain user code; tests/subclassaot/test_fuzz.py checks the two agree in eager). `torch._dynamo.reset()`
 runs between programs. Dynamo's refusals (graph breaks under fullgraph=True) count as UNSUPPORTED, as
@@ -23,9 +23,9 @@ import torch
 import torch._dynamo
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.fuzz import FuzzConfig, Outcome, RandomChooser, Verdict, check_program, generate
-from subclassaot.fuzz_program import Program, to_source
-from subclassaot.fuzz_runner import pipeline_compile, run_shards, shard_share
+from subclassaot.tools.fuzz import FuzzConfig, Outcome, RandomChooser, Verdict, check_program, generate
+from subclassaot.tools.fuzz_program import Program, to_source
+from subclassaot.tools.fuzz_runner import pipeline_compile, run_shards, shard_share
 
 Fn = Callable[..., object]
 

@@ -26,7 +26,7 @@ import torch
 import torch._dynamo
 
 import subclassaot
-from subclassaot.dynamo_backend import subclassaot_backend
+from subclassaot.tools.dynamo_backend import subclassaot_backend
 from subclasses.pair import PairTensor
 
 Fn = Callable[[torch.Tensor], torch.Tensor]
@@ -308,7 +308,7 @@ def find_entry(compiled: subclassaot.CompiledFunction[..., object], x: torch.Ten
     and the one before the Python-state guards have, so one script times both."""
     from torch.utils import _pytree as pytree
 
-    from subclassaot.inputs import lifted_state
+    from subclassaot.pipeline.inputs import lifted_state
 
     args = (x,)
     if not compiled._is_module and not compiled._captures:

@@ -36,7 +36,7 @@ from torch.distributed.tensor import Shard, distribute_tensor
 import subclassaot
 from policies import mark_dynamic
 from subclassaot.errors import UnsupportedError
-from subclassaot.parity import EagerRaised, compare_with_eager
+from subclassaot.tools.parity import EagerRaised, compare_with_eager
 
 logging.getLogger("torchao").setLevel(logging.ERROR)
 

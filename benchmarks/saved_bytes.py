@@ -19,7 +19,7 @@ import torch
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 import subclassaot
-from subclassaot.parity import Call, fresh_call
+from subclassaot.tools.parity import Call, fresh_call
 from tests.pipeline.corpus import Case
 
 CORPORA = (

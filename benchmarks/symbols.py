@@ -25,7 +25,7 @@ from torch.fx.experimental.symbolic_shapes import (
 )
 
 import policies as P
-from subclassaot.fakify import SymbolCache, fakify_inputs
+from subclassaot.pipeline.fakify import SymbolCache, fakify_inputs
 from subclasses.pair import PairTensor
 
 

@@ -3,7 +3,7 @@
 A policy says, per dim of a tensor's size (and, where needed, stride), whether it is static, dynamic or automatic
 (static until a second size is seen), with optional ranges and divisibility. `SubclassSymbolicPolicy` holds one for
 the outer tensor and one per inner tensor, plus relations between their dims. This package decides; it never makes
-fake tensors or symbols (`subclassaot.fakify` executes a plan made here):
+fake tensors or symbols (`subclassaot.pipeline.fakify` executes a plan made here):
 
     marks / hooks / torch marks / defaults --derive_policy--> Policy --plan_input--> TensorPlan --> fakify
 """

@@ -2,7 +2,7 @@
 
 Input: a real tensor or subclass, its source path, the complete policy in force for it (`derive_policy`), the
 automatic-dynamic state. Output: a `TensorPlan` tree (outer, then inner tensors depth-first) whose `DimPlan`s say
-what `subclassaot.fakify` must build. Invariants: every relation names existing attributes and dims and holds for
+what `subclassaot.pipeline.fakify` must build. Invariants: every relation names existing attributes and dims and holds for
 the input; ranges and divisibility hold for the input; derivations form no cycle; a derived dim has no range of
 its own. `policies` decides here and never creates fake tensors or symbols.
 """

@@ -23,18 +23,18 @@ a conformance checker (checker.py, `python -m subclassaot check MODULE:FACTORY`)
 from __future__ import annotations
 
 from subclassaot.api import CompiledFunction, CompiledModule, compile
-from subclassaot.authoring import OuterMeta, WrapperTensor, implements
-from subclassaot.backends import register_backend
-from subclassaot.checker import DEFAULT_RULES, CheckReport, RuleResult, Status, check_subclass
-from subclassaot.checker_rules import Rule, fail, skip
-from subclassaot.errors import BackendError, PolicyError, ProtocolError, SubclassAOTError, UnsupportedError
-from subclassaot.explain import CapturedExplanation, Explanation, explain
-from subclassaot.protocol import (
+from subclassaot.authoring.protocol import (
     TraceableWrapperSubclass,
     flatten_subclass,
     is_traceable_subclass,
     unflatten_subclass,
 )
+from subclassaot.authoring.wrapper_tensor import OuterMeta, WrapperTensor, implements
+from subclassaot.errors import BackendError, PolicyError, ProtocolError, SubclassAOTError, UnsupportedError
+from subclassaot.pipeline.backends import register_backend
+from subclassaot.tools.checker import DEFAULT_RULES, CheckReport, RuleResult, Status, check_subclass
+from subclassaot.tools.checker_rules import Rule, fail, skip
+from subclassaot.tools.explain import CapturedExplanation, Explanation, explain
 
 __all__ = [
     "CapturedExplanation",

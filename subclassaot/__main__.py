@@ -1,7 +1,7 @@
-"""`python -m subclassaot`: see subclassaot.cli."""
+"""`python -m subclassaot`: see subclassaot.tools.cli."""
 
 import sys
 
-from subclassaot.cli import main
+from subclassaot.tools.cli import main
 
 sys.exit(main())

@@ -23,8 +23,11 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 
 from policies import AutomaticDynamicState, Policy
-from subclassaot import backends, guards, python_state
-from subclassaot.ambient_modes import (
+from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.config import BackendFn, CompileConfig
+from subclassaot.errors import AliasedSubclassRefusal, BackendError, SubclassAOTError, UnsupportedError
+from subclassaot.pipeline import backends, guards, python_state
+from subclassaot.pipeline.ambient_modes import (
     NO_MODES_KEY,
     AmbientModes,
     ModesKey,
@@ -33,26 +36,34 @@ from subclassaot.ambient_modes import (
     describe_modes_change,
     traced_under,
 )
-from subclassaot.analyze import analyze, check_gained_grad, check_written_inputs_gaining_grad
-from subclassaot.analyze_training import check_multi_output_view_inputs, check_multi_output_view_outputs
-from subclassaot.autograd_runtime import training_call
-from subclassaot.backward_trace import BackwardVariant, trace_backward
-from subclassaot.config import BackendFn, CompileConfig
-from subclassaot.data_assignment import resimplified_data_metas
-from subclassaot.desugar import DynamicAliasError, dense_layout
-from subclassaot.early_views import replays_before_call
-from subclassaot.errors import AliasedSubclassRefusal, BackendError, SubclassAOTError, UnsupportedError
-from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
-from subclassaot.grad_scope import check_grad_factories, check_grad_reenabled
-from subclassaot.hidden_bases import call_with_bases, dropping_bases, find_hidden_bases, hidden_base_guards
-from subclassaot.inputs import CaptureRef, argument_modules, capture_refs, flatten_call, lifted_state
-from subclassaot.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.runtime import inference_call, make_runner
-from subclassaot.runtime_plan import RuntimePlan, leaf_attr_paths
-from subclassaot.same_inputs import find_same_inputs, marked_call, same_input_guards, unmarking
+from subclassaot.pipeline.analyze import analyze, check_gained_grad, check_written_inputs_gaining_grad
+from subclassaot.pipeline.analyze_training import check_multi_output_view_inputs, check_multi_output_view_outputs
+from subclassaot.pipeline.backward_trace import BackwardVariant, trace_backward
+from subclassaot.pipeline.desugar import DynamicAliasError, dense_layout
+from subclassaot.pipeline.fakify import FakifyResult, SymbolCache, fakify_inputs
+from subclassaot.pipeline.grad_scope import check_grad_factories, check_grad_reenabled
+from subclassaot.pipeline.inputs import CaptureRef, argument_modules, capture_refs, flatten_call, lifted_state
+from subclassaot.pipeline.rules.data_assignment import resimplified_data_metas
+from subclassaot.pipeline.rules.early_views import replays_before_call
+from subclassaot.pipeline.rules.hidden_bases import (
+    call_with_bases,
+    dropping_bases,
+    find_hidden_bases,
+    hidden_base_guards,
+)
+from subclassaot.pipeline.rules.storage_reach import StorageReachError
+from subclassaot.pipeline.rules.training_rules import (
+    check_overlapping_plain_groups,
+    check_swapped_storage_outputs,
+    check_training_supported,
+)
+from subclassaot.pipeline.same_inputs import find_same_inputs, marked_call, same_input_guards, unmarking
+from subclassaot.pipeline.torch_function import check_trial, torch_function_trial
+from subclassaot.pipeline.trace import TracedGraph, trace_inference
+from subclassaot.runtime.autograd_function import training_call
+from subclassaot.runtime.call import inference_call, make_runner
+from subclassaot.runtime.plan import RuntimePlan, leaf_attr_paths
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, InputIndex
-from subclassaot.storage_reach import StorageReachError
-from subclassaot.torch_function import check_trial, torch_function_trial
 from subclassaot.torch_internals import (
     DATA_DEPENDENT_ERRORS,
     function_modes_off,
@@ -60,12 +71,6 @@ from subclassaot.torch_internals import (
     get_version,
     new_fake_mode,
     shape_env_of,
-)
-from subclassaot.trace import TracedGraph, trace_inference
-from subclassaot.training_rules import (
-    check_overlapping_plain_groups,
-    check_swapped_storage_outputs,
-    check_training_supported,
 )
 
 log = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ class PolicyError(SubclassAOTError, _PolicyErrorBase):
     """A symbolic shape policy contradicts itself or the input it is applied to.
 
     Derives `policies.PolicyError` (a ValueError; `policies` cannot import this module), so `except
-    policies.PolicyError` catches the errors of both packages; `subclassaot.fakify` re-raises policies' errors as this.
+    policies.PolicyError` catches the errors of both packages; `subclassaot.pipeline.fakify` re-raises policies' errors as this.
     """
 
 

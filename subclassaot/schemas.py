@@ -15,7 +15,7 @@ import sympy
 import torch
 from torch.utils._pytree import TreeSpec
 
-from subclassaot.protocol import SubclassNode
+from subclassaot.authoring.protocol import SubclassNode
 
 InputIndex = NewType("InputIndex", int)  # index into the user's flat input leaves (tensors and constants)
 DenseIndex = NewType("DenseIndex", int)  # index into the plain tensor leaves after desugaring every tensor input

@@ -1,10 +1,10 @@
 """`python -m subclassaot demo`: a tour of the pipeline on the sample subclasses, checked against eager.
 
 Input: an `emit(line)` callback (the command line passes `print`). Output: an exit code (0: every check passed).
-Invariants: every compiled program is compared with eager on fresh inputs (`subclassaot.parity.compare_with_eager`)
+Invariants: every compiled program is compared with eager on fresh inputs (`subclassaot.tools.parity.compare_with_eager`)
 and every difference is printed; timings are medians over many calls on tiny inputs, so they measure per-call
 overhead (guards, unwrap, epilogue, wrap), not kernels. Lives in `subclasses` because it uses the samples;
-`subclassaot.cli` reaches it by module name, keeping `subclassaot` free of imports of `subclasses`.
+`subclassaot.tools.cli` reaches it by module name, keeping `subclassaot` free of imports of `subclasses`.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import torch
 
 import subclassaot
-from subclassaot.checker import check_subclass
-from subclassaot.explain import explain
-from subclassaot.parity import compare_with_eager
+from subclassaot.tools.checker import check_subclass
+from subclassaot.tools.explain import explain
+from subclassaot.tools.parity import compare_with_eager
 from subclasses.pair import PairTensor, example
 
 Emit = Callable[[str], None]

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import torch
 
-from subclassaot.authoring import WrapperTensor
+from subclassaot.authoring.wrapper_tensor import WrapperTensor
 
 
 class PairTensor(WrapperTensor):

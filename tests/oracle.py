@@ -8,7 +8,7 @@ inputs. `assert_raises_like_eager` is the counterpart for programs that are ille
 Invariants: the oracle never compares a compiled result with itself; every difference is reported by name
 ("call 1: args[0] after the call: stride (1, 2) vs eager (2, 1)"), all differences of one call at once.
 
-What is compared, per call, is documented in subclassaot/parity.py, which holds the comparison itself (the
+What is compared, per call, is documented in subclassaot/tools/parity.py, which holds the comparison itself (the
 fuzzer and the checker use it too); this module adds compiling, pytest-style assertions and eager-raises checks.
 """
 
@@ -19,7 +19,15 @@ from collections.abc import Callable, Mapping
 
 import torch
 
-from subclassaot.parity import SEED, Call, EagerRaised, Tolerance, compare_with_eager, fixed_random_like, fresh_call
+from subclassaot.tools.parity import (
+    SEED,
+    Call,
+    EagerRaised,
+    Tolerance,
+    compare_with_eager,
+    fixed_random_like,
+    fresh_call,
+)
 
 __all__ = [
     "SEED",

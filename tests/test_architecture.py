@@ -105,3 +105,154 @@ def test_only_the_dynamo_adapter_talks_to_dynamo() -> None:
             hits = [n for n in names if n.startswith(_DYNAMO_MODULES) or n in ("torch.compile", "torch._dynamo")]
             offenders += [f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)} uses {n}" for n in hits]
     assert offenders == []
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Layers inside subclassaot (DESIGN.md "Layout"): authoring < schemas < eager < pipeline < api < tools, the runtime
+# beside eager. A module may import modules of its own layer or of a lower one; the package's `__init__` and
+# `__main__` (the public facade) may import anything.
+
+_LAYERS: dict[str, int] = {
+    "errors": 0,
+    "config": 0,
+    "torch_internals": 0,
+    "authoring": 1,
+    "schemas": 2,
+    "eager": 3,
+    "runtime": 3,
+    "pipeline": 4,
+    "api": 5,
+    "tools": 6,
+}
+# Imports the runtime still makes of the analysis. The runtime is to import nothing from the analysis, the tracing or
+# the eager record (DESIGN.md "Eager is the specification"); each entry goes when its rule moves into a typed
+# epilogue step. The list may only shrink: a new entry fails the layering test, a stale one fails
+# test_runtime_debt_is_current.
+_RUNTIME_DEBT: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("runtime.autograd_function", "pipeline.backward_probe"),
+        ("runtime.autograd_function", "pipeline.backward_trace"),
+        ("runtime.autograd_function", "pipeline.joint"),
+        ("runtime.autograd_function", "pipeline.trace"),
+        ("runtime.call", "pipeline.desugar"),
+        ("runtime.call", "pipeline.rules.bumped_views"),
+        ("runtime.call", "pipeline.rules.grad_set_order"),
+        ("runtime.call", "pipeline.rules.kept_accumulators"),
+        ("runtime.call", "pipeline.rules.written_views"),
+        ("runtime.call", "pipeline.trace"),
+        ("runtime.plan", "pipeline.trace"),
+        ("runtime.regenerate", "pipeline.rules.bumped_views"),
+        ("runtime.regenerate", "pipeline.rules.detached_outputs"),
+        ("runtime.regenerate", "pipeline.rules.final_marks"),
+        ("runtime.regenerate", "pipeline.rules.foreign_bases"),
+        ("runtime.regenerate", "pipeline.rules.grad_set_bases"),
+    }
+)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Every project module -> the project modules it imports (at any depth of the file, TYPE_CHECKING included)."""
+    modules = {_module_name(p): p for package in PACKAGES for p in _python_files(package)}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        is_package = path.name == "__init__.py"
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                package = name if is_package else name.rpartition(".")[0]
+                for _ in range(max(node.level - 1, 0)):
+                    package = package.rpartition(".")[0]
+                base = node.module or ""
+                if node.level:
+                    base = f"{package}.{base}" if base else package
+                targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name and not name.startswith(f"{target}."):
+                    deps.add(target)
+        graph[name] = deps
+    return graph
+
+
+def _layer_violations() -> set[tuple[str, str]]:
+    def layer(module: str) -> tuple[str, int] | None:
+        parts = module.split(".")
+        if parts[0] != "subclassaot" or len(parts) < 2 or parts[1] in ("__main__",):
+            return None
+        return parts[1], _LAYERS[parts[1]]
+
+    found: set[tuple[str, str]] = set()
+    for module, deps in _module_graph().items():
+        mine = layer(module)
+        if mine is None:
+            continue
+        for dep in deps:
+            theirs = layer(dep)
+            if theirs is None or theirs[0] == mine[0]:
+                continue
+            runtime_reaches_analysis = mine[0] == "runtime" and theirs[1] >= _LAYERS["eager"]
+            if theirs[1] > mine[1] or runtime_reaches_analysis:
+                found.add((module.removeprefix("subclassaot."), dep.removeprefix("subclassaot.")))
+    return found
+
+
+def test_every_subclassaot_module_has_a_layer() -> None:
+    unknown = [
+        m for m in _module_graph() if m.startswith("subclassaot.") and m.split(".")[1] not in (*_LAYERS, "__main__")
+    ]
+    assert unknown == []
+
+
+def test_subclassaot_layers() -> None:
+    assert _layer_violations() - _RUNTIME_DEBT == set()
+
+
+def test_runtime_debt_is_current() -> None:
+    """An entry of _RUNTIME_DEBT whose import is gone must leave the list (it only shrinks)."""
+    assert _RUNTIME_DEBT - _layer_violations() == set()
+
+
+def test_no_import_cycle_anywhere() -> None:
+    """No cycle among the project's modules, the samples included (a module importing its own package's
+    `__init__` does not count: the package is the module's namespace, not a peer)."""
+    graph = _module_graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    assert cycles == []

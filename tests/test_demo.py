@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from subclassaot.cli import main
+from subclassaot.tools.cli import main
 
 
 def test_demo_passes(capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,7 +23,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakIdKeyDictionary
 
-from subclassaot.protocol import is_traceable_subclass
+from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.torch_internals import is_fake, static_fake_copies
 
 # Note [The Eager Record]

@@ -22,9 +22,9 @@ from policies import (
     outer,
     product,
 )
-from subclassaot.authoring import OuterMeta, WrapperTensor
+from subclassaot.authoring.protocol import SizeLike
+from subclassaot.authoring.wrapper_tensor import OuterMeta, WrapperTensor
 from subclassaot.errors import ProtocolError
-from subclassaot.protocol import SizeLike
 from subclasses.distributed import collectives
 from subclasses.distributed.mesh import MeshSpec
 from subclasses.distributed.placement import Partial, Placement, Replicate, Shard, ShardingSpec

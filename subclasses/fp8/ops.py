@@ -16,7 +16,7 @@ import torch.utils._pytree as pytree
 from torch import Tensor
 from torch._ops import OpOverload
 
-from subclassaot.authoring import OpHandler
+from subclassaot.authoring.wrapper_tensor import OpHandler
 from subclassaot.errors import UnsupportedError
 from subclasses.fp8 import kernels
 from subclasses.fp8.tensor import Float8Granularity, Float8Tensor, granularity_for_axis, quantize_with_scale

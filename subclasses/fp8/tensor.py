@@ -18,7 +18,7 @@ from torch import Tensor
 from torch._ops import OpOverload
 
 from policies import SubclassSymbolicPolicy, TensorPolicy, dynamic, equal, inner, marked, outer, static
-from subclassaot.authoring import OpHandler, OuterMeta, WrapperTensor
+from subclassaot.authoring.wrapper_tensor import OpHandler, OuterMeta, WrapperTensor
 from subclassaot.errors import ProtocolError, UnsupportedError
 from subclasses.fp8 import kernels, reference
 from subclasses.fp8.reference import Granularity

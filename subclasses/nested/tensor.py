@@ -21,9 +21,9 @@ from torch._subclasses.functional_tensor import FunctionalTensor
 
 from policies import DimPolicy, SubclassSymbolicPolicy, TensorPolicy, affine, dynamic, equal, inner, outer
 from policies.marks import unspecified
-from subclassaot.authoring import OpHandler, OuterMeta, WrapperTensor
+from subclassaot.authoring.protocol import SizeLike
+from subclassaot.authoring.wrapper_tensor import OpHandler, OuterMeta, WrapperTensor
 from subclassaot.errors import ProtocolError, UnsupportedError
-from subclassaot.protocol import SizeLike
 
 # Note [Jagged Ragged Size]
 # The outer shape is (B, R, *F). R, the ragged entry, is the *max row length*, read from the data (offsets, or

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from subclassaot.eager.record import EagerRecord, Event, TensorFacts, observe, observe_on_fakes
-from subclassaot.fuzz import FuzzConfig, RandomChooser, generate
-from subclassaot.fuzz_program import as_function, make_inputs, to_source
+from subclassaot.tools.fuzz import FuzzConfig, RandomChooser, generate
+from subclassaot.tools.fuzz_program import as_function, make_inputs, to_source
 from subclasses.pair import PairTensor
 
 CONFIG = FuzzConfig(kinds=("plain", "subclasses.pair:example"))

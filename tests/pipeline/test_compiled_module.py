@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 import subclassaot
-from subclassaot.explain import explain
+from subclassaot.tools.explain import explain
 from tests.oracle import Call, assert_matches_eager
 
 T = torch.Tensor

@@ -22,9 +22,9 @@ import torch._dynamo
 from torch.testing._internal.two_tensor import TwoTensor
 
 import subclassaot
-from subclassaot.dynamo_backend import CapturedGraph, recording, subclassaot_backend
 from subclassaot.errors import UnsupportedError
-from subclassaot.explain import CapturedExplanation
+from subclassaot.tools.dynamo_backend import CapturedGraph, recording, subclassaot_backend
+from subclassaot.tools.explain import CapturedExplanation
 from subclasses.pair import PairTensor
 from tests.oracle import assert_call_matches_eager, assert_matches_eager
 
@@ -283,7 +283,7 @@ def test_entry_point_is_declared() -> None:
     text = (ROOT / "pyproject.toml").read_text()
     section = re.search(r"^\[project\.entry-points\.torch_dynamo_backends\]\n(?P<body>(?:[^\[].*\n)*)", text, re.M)
     assert section is not None, "pyproject.toml declares no torch_dynamo_backends entry point"
-    assert 'subclassaot = "subclassaot.dynamo_backend:subclassaot_backend"' in section["body"]
+    assert 'subclassaot = "subclassaot.tools.dynamo_backend:subclassaot_backend"' in section["body"]
 
 
 def test_backend_by_name_in_a_fresh_process() -> None:

@@ -18,8 +18,8 @@ import pytest
 import torch
 import torch._dynamo
 
-from subclassaot.dynamo_backend import subclassaot_backend
 from subclassaot.errors import UnsupportedError
+from subclassaot.tools.dynamo_backend import subclassaot_backend
 from tests.pipeline.corpus import Case, run_case
 from tests.pipeline.corpus_pytorch import CASES
 from tests.pipeline.corpus_pytorch2 import CASES2

@@ -18,9 +18,9 @@ import torch
 from torch.overrides import _get_current_function_mode_stack
 
 import subclassaot
-import subclassaot.functional_run
-from subclassaot.storage_swaps import _DataMode
-from subclassaot.swap_record import SwapRecord
+import subclassaot.pipeline.functional_run
+from subclassaot.pipeline.rules.storage_swaps import _DataMode
+from subclassaot.pipeline.rules.swap_record import SwapRecord
 from tests.oracle import CompileFn
 from tests.pipeline.fuzz_helpers import check_no_grad, check_with_grad, nonleaf, pair, pair_nonleaf
 
@@ -59,7 +59,7 @@ def records(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[SwapRecord]]:
         made.append(SwapRecord(**kwargs))
         return made[-1]
 
-    monkeypatch.setattr(subclassaot.functional_run, "SwapRecord", make)
+    monkeypatch.setattr(subclassaot.pipeline.functional_run, "SwapRecord", make)
     yield made
 
 

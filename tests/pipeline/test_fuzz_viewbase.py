@@ -8,7 +8,7 @@ import random
 import torch
 
 import subclassaot
-from subclassaot.inplace_strides import eager_view_strides
+from subclassaot.pipeline.rules.inplace_strides import eager_view_strides
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to

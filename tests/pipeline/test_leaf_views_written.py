@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import subclassaot
-from subclassaot.parity import fresh_call
+from subclassaot.tools.parity import fresh_call
 from tests.oracle import assert_matches_eager
 from tests.pipeline.fuzz_helpers import pair
 

@@ -115,7 +115,7 @@ def test_eager_reads_changed_values_where_refused() -> None:
 
 
 def test_reads_before_their_write_through_dynamo() -> None:
-    from subclassaot.dynamo_backend import recording, subclassaot_backend
+    from subclassaot.tools.dynamo_backend import recording, subclassaot_backend
 
     def dynamo_compile(fn: Callable[..., object], **_: object) -> Callable[..., object]:
         compiled: Callable[..., object] = torch.compile(fn, backend=subclassaot_backend, options={"backend": "eager"})

@@ -155,7 +155,7 @@ def test_storage_resize_refused_through_dynamo(
 ) -> None:
     """Dynamo captures the resize as inductor::resize_storage_bytes_ on a graph input: refused too (it had run as a
     functional no-op, leaving the input's storage its old size)."""
-    from subclassaot.dynamo_backend import subclassaot_backend
+    from subclassaot.tools.dynamo_backend import subclassaot_backend
 
     torch._dynamo.reset()
     try:

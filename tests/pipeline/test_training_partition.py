@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 import subclassaot
-from subclassaot.authoring import WrapperTensor, implements
-from subclassaot.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.authoring.wrapper_tensor import WrapperTensor, implements
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 
@@ -213,7 +213,7 @@ def test_plain_tangent_for_pair_output_is_retraced_once(caplog: pytest.LogCaptur
         return [PairTensor.from_tensor(torch.randn(4), requires_grad=True), torch.randn(4, requires_grad=True)]
 
     compiled = subclassaot.compile(f, backend="eager")
-    with caplog.at_level("INFO", logger="subclassaot.autograd_runtime"):
+    with caplog.at_level("INFO", logger="subclassaot.runtime.autograd_function"):
         for scale in (1.0, 2.0):
             tangent = torch.full((4,), scale)
             got, want = _grads_with_tangent(compiled, make(), tangent), _grads_with_tangent(f, make(), tangent)

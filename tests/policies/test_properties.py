@@ -10,7 +10,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 import policies as P
-from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
+from subclassaot.pipeline.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.torch_internals import expr_of
 from tests.policies.samples import Pair
 

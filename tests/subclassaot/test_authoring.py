@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 import pytest
 import torch
 
-from subclassaot.authoring import WrapperTensor, implements
+from subclassaot.authoring.protocol import flatten_subclass, unflatten_subclass
+from subclassaot.authoring.wrapper_tensor import WrapperTensor, implements
 from subclassaot.errors import ProtocolError, UnsupportedError
-from subclassaot.protocol import flatten_subclass, unflatten_subclass
 from subclasses.pair import PairTensor, example
 
 aten = torch.ops.aten

@@ -9,10 +9,10 @@ from typing import Any, ClassVar
 import pytest
 import torch
 
-from subclassaot.authoring import WrapperTensor, implements
-from subclassaot.checker import DEFAULT_RULES, CheckReport, Rule, Status, check_subclass, fail, skip
-from subclassaot.checker_rules import BASE_RULES
-from subclassaot.cli import main
+from subclassaot.authoring.wrapper_tensor import WrapperTensor, implements
+from subclassaot.tools.checker import DEFAULT_RULES, CheckReport, Rule, Status, check_subclass, fail, skip
+from subclassaot.tools.checker_rules import BASE_RULES
+from subclassaot.tools.cli import main
 from subclasses.pair import PairTensor, example, nested_example
 
 aten = torch.ops.aten
@@ -347,7 +347,7 @@ def test_unsupported_op_is_a_skip_naming_the_op_whatever_it_raises() -> None:
 
 
 def test_failure_in_the_checkers_own_code_is_a_checker_error() -> None:
-    from subclassaot.checker_rules import dims_text
+    from subclassaot.tools.checker_rules import dims_text
 
     def crashes_in_checker(factory: Callable[[], torch.Tensor]) -> None:
         dims_text(("not a size",))  # type: ignore[arg-type]  # a checker bug, simulated

@@ -12,7 +12,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 import policies as P
 from subclassaot.errors import PolicyError, SubclassAOTError
-from subclassaot.fakify import FakifyResult, SymbolCache, fakify_inputs
+from subclassaot.pipeline.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.torch_internals import storage_key
 from tests.policies.samples import Bag, Pair, Scaled, bag, pair, scaled
 

@@ -12,9 +12,9 @@ from typing import cast
 import torch
 from hypothesis import HealthCheck, given, settings
 
-from subclassaot.checker import Status, check_subclass
 from subclassaot.errors import UnsupportedError
-from subclassaot.fuzz import (
+from subclassaot.tools.checker import Status, check_subclass
+from subclassaot.tools.fuzz import (
     FuzzConfig,
     Outcome,
     RandomChooser,
@@ -24,9 +24,9 @@ from subclassaot.fuzz import (
     same_failure,
     shrink,
 )
-from subclassaot.fuzz_program import Program, as_function, make_inputs, to_source
-from subclassaot.fuzz_runner import fuzz, merge_reports, regression_source, write_report
-from subclassaot.parity import compare_with_eager, fresh_call
+from subclassaot.tools.fuzz_program import Program, as_function, make_inputs, to_source
+from subclassaot.tools.fuzz_runner import fuzz, merge_reports, regression_source, write_report
+from subclassaot.tools.parity import compare_with_eager, fresh_call
 
 PAIR = "subclasses.pair:example"
 CONFIG = FuzzConfig(kinds=("plain", PAIR))
@@ -145,7 +145,7 @@ def test_check_subclass_fuzz_adds_the_pipeline_fuzz_rule() -> None:
 def test_generated_resize_never_grows_a_storage() -> None:
     # Fuzz seed 5000, program 3128: resize_() of an expanded input to fewer elements than it has but more than its
     # storage holds read uninitialized memory, which no two runs share.
-    from subclassaot.fuzz_ops import _gen_resize_
+    from subclassaot.tools.fuzz_ops import _gen_resize_
     from subclasses.pair import PairTensor
 
     for t in (torch.randn(4, 1, 2).expand(4, 2, 2), PairTensor.from_tensor(torch.randn(4, 1, 2)).expand(4, 2, 2)):
@@ -156,7 +156,7 @@ def test_generated_resize_never_grows_a_storage() -> None:
 
 def test_writes_whose_eager_result_depends_on_loop_order_are_recognized() -> None:
     # Note [Writes Eager Leaves Unspecified]: fuzz seed 3000 #5450 (mul_ through as_strided((2, 3), (1, 1))), #7829.
-    from subclassaot.fuzz_ops import unspecified_write
+    from subclassaot.tools.fuzz_ops import unspecified_write
     from subclasses.pair import PairTensor
 
     x = torch.randn(4, 4)

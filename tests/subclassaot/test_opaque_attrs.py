@@ -15,8 +15,8 @@ from torch._opaque_base import OpaqueBase
 from torch.utils._pytree import tree_map
 
 import subclassaot
+from subclassaot.authoring.protocol import flatten_subclass, unflatten_subclass
 from subclassaot.errors import ProtocolError
-from subclassaot.protocol import flatten_subclass, unflatten_subclass
 from tests.oracle import assert_call_matches_eager, assert_matches_eager
 
 

@@ -9,8 +9,8 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
+from subclassaot.authoring.protocol import check_ctx, flatten_subclass, map_inner_tensors, unflatten_subclass
 from subclassaot.errors import ProtocolError
-from subclassaot.protocol import check_ctx, flatten_subclass, map_inner_tensors, unflatten_subclass
 from subclasses.pair import PairTensor, example, nested_example
 
 

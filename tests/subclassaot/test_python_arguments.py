@@ -88,7 +88,7 @@ def test_hostile_strings_in_keys_values_and_keyword_names() -> None:
 
 
 def test_hostile_subclass_attribute_names_stay_data() -> None:
-    from subclassaot.guards import Src, _msg
+    from subclassaot.pipeline.guards import Src, _msg
 
     assert _msg("a", Src("b"), "{c}") == "ab{c}"  # the message helper joins text; it formats nothing
 

@@ -16,7 +16,7 @@ from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
 
 import subclassaot
-from subclassaot.protocol import flatten_subclass
+from subclassaot.authoring.protocol import flatten_subclass
 from tests.oracle import assert_call_matches_eager, assert_matches_eager
 from tests.subclasses import dtensor_scenarios
 from tests.subclasses.distributed_worker import free_port

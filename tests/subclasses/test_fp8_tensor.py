@@ -17,9 +17,9 @@ from torch import Tensor
 import policies
 import subclassaot
 from subclassaot import check_subclass
-from subclassaot import checker_rules as rules
-from subclassaot.checker import Status
 from subclassaot.errors import ProtocolError, UnsupportedError
+from subclassaot.tools import checker_rules as rules
+from subclassaot.tools.checker import Status
 from subclasses.fp8 import Float8Granularity, Float8Tensor, example, rowwise_example
 from subclasses.fp8.reference import Granularity, amax_to_scale
 from tests.oracle import assert_matches_eager

@@ -16,7 +16,7 @@ import subclassaot
 from policies import PolicyError, describe, mark_dynamic
 from subclassaot.errors import PolicyError as PipelinePolicyError
 from subclassaot.errors import UnsupportedError
-from subclassaot.explain import explain
+from subclassaot.tools.explain import explain
 from tests.oracle import assert_matches_eager
 
 D = 4

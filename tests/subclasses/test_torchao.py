@@ -31,7 +31,7 @@ from torchao.quantization import Int8WeightOnlyConfig, quantize_  # noqa: E402
 from torchao.quantization.quantize_.workflows.nf4.nf4_tensor import NF4Tensor, linear_nf4, to_nf4  # noqa: E402
 
 import subclassaot  # noqa: E402
-from subclassaot.checker import CheckReport, Status  # noqa: E402
+from subclassaot.tools.checker import CheckReport, Status  # noqa: E402
 from tests.oracle import assert_matches_eager  # noqa: E402
 
 T = torch.Tensor

@@ -1,0 +1,903 @@
+"""Stage `analyze`: run the program once under functionalization and record every observable effect.
+
+Input: the traced call, `FlatInputs`, `DenseLayout` and the fake inputs. Output: `Analysis` — per dense input leaf
+what happened to it (data, metadata, storage swap by set_, hidden from autograd, under no_grad), per output what it
+is (a constant, a symint, an input itself, a fresh tensor, a view of an input or of an intermediate).
+Invariants: no graph is built here; the analysis alone decides the graph's output layout (see trace.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from subclassaot.authoring.protocol import is_traceable_subclass
+from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.analyze_training import (
+    check_history_over_alias,
+    check_input_view_rebuilt,
+    check_overlapping_clones,
+    check_wrapper_grad_gains,
+    check_writes_after_hidden_set,
+    grad_set_base,
+    outputs_set_onto_inputs,
+    set_under_grad,
+    wrapper_uses,
+)
+from subclassaot.pipeline.backward_probe import eager_kept_accumulators
+from subclassaot.pipeline.desugar import graph_example_inputs, leaf_meta
+from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
+from subclassaot.pipeline.rules.assigned_history import check_unreplayed_assigned_view, history_data_leaf
+from subclassaot.pipeline.rules.blocked_leaves import check_set_under_grad, inputs_behind_raising_nodes
+from subclassaot.pipeline.rules.bumped_views import check_bumped_views, counter_at_end
+from subclassaot.pipeline.rules.chain_facts import (
+    base_gains_grad,
+    check_mixed_grad_view_ops,
+    detached_in_chain,
+    hidden_base,
+    made_seq,
+    set_after_viewed,
+    split_seq,
+)
+from subclassaot.pipeline.rules.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
+from subclassaot.pipeline.rules.detached_outputs import detached_output_leaves
+from subclassaot.pipeline.rules.final_marks import late_build_seq
+from subclassaot.pipeline.rules.foreign_bases import (
+    check_grad_view_of_moved_input,
+    check_moved_view_of_grad_intermediate,
+    check_view_of_input_set_off_it,
+    foreign_base,
+)
+from subclassaot.pipeline.rules.function_views import (
+    check_built_wrapper_output,
+    check_dirty_inputs,
+    check_function_input_unwritten,
+    check_written_function_view,
+    from_program_function,
+    function_view_of_fresh,
+    function_view_replay,
+)
+from subclassaot.pipeline.rules.functional_offsets import alias_meta
+from subclassaot.pipeline.rules.grad_set_bases import sets_without_history
+from subclassaot.pipeline.rules.grad_set_order import early_set_inputs
+from subclassaot.pipeline.rules.hidden_layouts import refuse_stale_view_layouts, releaf_size
+from subclassaot.pipeline.rules.kept_accumulators import assigned_accumulator_size, self_set_order
+from subclassaot.pipeline.rules.leaf_mutations import leaf_mutations, wrappers_after
+from subclassaot.pipeline.rules.own_base import check_own_base_run, with_own_base_views
+from subclassaot.pipeline.rules.stale_subclass_views import check_stale_subclass_outputs
+from subclassaot.pipeline.rules.storage_classes import wrapper_storage_classes
+from subclassaot.pipeline.rules.swap_record import elements_of
+from subclassaot.pipeline.rules.training_rules import (
+    gains_grad,
+    grad_bases,
+    one_tensor_passed_again,
+    wrapper_update_inputs,
+)
+from subclassaot.pipeline.rules.view_chains import (
+    cut_history_replay,
+    early_input_replay,
+    inplace_replay,
+    last_bump,
+    replay_of,
+    root_replay,
+    view_rebuilt_by_set,
+    viewed_before_set,
+)
+from subclassaot.pipeline.rules.written_views import steps_before_last_write
+from subclassaot.pipeline.same_inputs import SameTensorAs
+from subclassaot.schemas import (
+    Analysis,
+    DenseIndex,
+    DenseLayout,
+    FlatInputs,
+    InputIndex,
+    LeafMutation,
+    LeafSource,
+    Meta,
+    OutputInfo,
+    OutputKind,
+    OutputLeaf,
+    Replay,
+    ReplaySource,
+)
+from subclassaot.torch_internals import (
+    grad_fn_raises,
+    is_custom_function_view,
+    new_functional_mode,
+    storage_key,
+)
+
+_CONSTANT_TYPES = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout)
+
+
+def analyze(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    layout: DenseLayout,
+    dense_fakes: Sequence[torch.Tensor],
+    user_fakes: Sequence[torch.Tensor],
+    fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
+    nonleaf_wrappers: frozenset[int] = frozenset(),
+    own_base_views: bool | None = None,
+) -> Analysis:
+    """`nonleaf_wrappers`: subclass inputs that require grad and are not leaves in eager (the program may mutate
+    them in place); the analysis runs them as clones, which are non-leaves too. `own_base_views`: Note [Plain Inputs
+    Traced As Their Own Base] (None: tried as `with_own_base_views` says)."""
+    if own_base_views is None:
+        args = (call, flat, layout, dense_fakes, user_fakes, fake_mode, nonleaf_wrappers)
+        return with_own_base_views(layout, flat, lambda views: analyze(*args, own_base_views=views))
+    graph_fakes = graph_example_inputs(layout, dense_fakes)
+    # A synthetic base that requires grad runs as a clone, as in the backward trace (Note [Aliased Inputs In
+    # Training]): an in-place op on a member then happens to a non-leaf, as in eager.
+    grad_groups = frozenset(grad_bases(layout, user_fakes) if torch.is_grad_enabled() else ())
+    with fake_mode:
+        for k in grad_groups:
+            graph_fakes[k] = graph_fakes[k].detach().requires_grad_(True)
+    with fake_mode, new_functional_mode():
+        run = run_functional(
+            call,
+            flat,
+            layout,
+            graph_fakes,
+            requires_grad_like=user_fakes,
+            clone_inputs=nonleaf_wrappers,
+            clone_graph_inputs=grad_groups,
+            own_base_views=own_base_views,
+        )
+        check_own_base_run(run.swaps, own_base_views)
+        _check_requires_grad_calls(run)
+        check_dirty_inputs(flat, run)
+        check_mixed_grad_view_ops(flat, run)
+        refuse_stale_view_layouts(  # Note [View Inputs Laid Out Anew Under no_grad]
+            [
+                flat.leaves[k].path
+                for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True)
+                if id(t) in run.swaps.stale_view_layouts
+            ]
+        )
+        mutations = leaf_mutations(run, layout)
+        # Against the wrapper as the program got it: a non-leaf input runs as a clone, whose layout is its own.
+        wrapper_after = wrappers_after(layout, run, mutations)
+        replays = tuple(inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors))
+        data_plans, probes = wrapper_data_plans(flat, run, replays, wrapper_after, user_fakes, nonleaf_wrappers)
+        outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
+        check_overlapping_clones(flat, layout, run, mutations, user_fakes, nonleaf_wrappers, outputs, replays)
+        check_wrapper_grad_gains(flat, layout, run, mutations, user_fakes)
+        check_writes_after_hidden_set(flat, layout, run, mutations, user_fakes)
+        outputs, probes = check_data_meta_outputs(flat, run, user_fakes, nonleaf_wrappers, outputs, probes)
+        wrapper_storage = wrapper_storage_classes(run, layout, outputs)
+        wrapper_bumped = tuple(
+            tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
+        )
+        stale = tuple(storage_key(o) in run.swaps.stale_reads for o in run.originals)
+    uses = wrapper_uses(run, layout)
+    # Note [Accumulators Kept Through Layout Ops]
+    layout_kept = [flat.tensor_indices[k] for k, t in enumerate(run.user_tensors) if id(t) in run.swaps.layout_kept]
+    kept_by_layout = eager_kept_accumulators(call, flat, layout_kept) if layout_kept else frozenset()
+    return Analysis(
+        mutations=mutations,
+        wrapper_meta_after=wrapper_after,
+        wrapper_version_bumped=wrapper_bumped,
+        requires_grad_after=tuple(bool(t.requires_grad) for t in run.user_tensors),
+        requires_grad_set=tuple(id(t) in run.swaps.requires_grad_set for t in run.user_tensors),
+        inplace_replay=replays,
+        write_steps=tuple(
+            steps_before_last_write(t, u.dim(), run.swaps) if r else None
+            for t, u, r in zip(run.user_tensors, user_fakes, replays, strict=True)
+        ),
+        inplace_view_ops=tuple(id(t) in run.swaps.inplace_views for t in run.user_tensors),
+        stale_view_reads=stale,
+        last_bumps=tuple(last_bump(t, run) for t in run.user_tensors),
+        read_after_set=tuple(id(t) in run.swaps.read_after_set for t in run.user_tensors),
+        read_after_hidden_resize=tuple(id(t) in run.swaps.read_after_hidden_resize for t in run.user_tensors),
+        self_set=tuple(id(t) in run.swaps.self_sets for t in run.user_tensors),
+        self_set_first=tuple(self_set_order(run.swaps, t) == "after" for t in run.user_tensors),
+        self_set_mixed=tuple(self_set_order(run.swaps, t) == "both" for t in run.user_tensors),
+        read_after_grad_set=early_set_inputs(run.swaps, run.user_tensors, run.output),
+        kept_accumulators=tuple(
+            id(t) in run.swaps.kept_accumulators or flat.tensor_indices[k] in kept_by_layout
+            for k, t in enumerate(run.user_tensors)
+        ),
+        accumulator_sizes=tuple(assigned_accumulator_size(run.swaps, t) for t in run.user_tensors),
+        releaf_sizes=tuple(releaf_size(run.swaps, t) for t in run.user_tensors),
+        own_base_views=own_base_views,
+        data_assigned=bool(run.swaps.data_sets or run.swaps.wrapper_data),
+        wrapper_first_write=uses[0],
+        wrapper_last_use=uses[1],
+        wrapper_saved=uses[2],
+        dense_written=uses[3],
+        wrapper_data=data_plans,
+        outputs=outputs,
+        output_spec=spec,
+        num_intermediate_bases=num_bases,
+        stride_probes=probes,
+        wrapper_storage=wrapper_storage,
+        grad_factories=tuple(run.swaps.grad_factories),
+        autograd_reads=tuple(run.swaps.autograd_reads),
+        base_reads=tuple(run.swaps.base_reads),
+        grad_reenabled=tuple(run.swaps.grad_reenabled),
+    )
+
+
+def _check_requires_grad_calls(run: FunctionalRun) -> None:
+    inputs = {id(t) for t in run.user_tensors}
+    if run.swaps.requires_grad_gained - inputs:
+        raise UnsupportedError(
+            "the program calls requires_grad_() on a tensor that is not an input (a view of an input or an "
+            "intermediate); the compiled graph cannot make its outputs require grad that way. Call requires_grad_() "
+            "on the input itself, or on the output after the call"
+        )
+
+
+def _analyze_outputs(
+    flat: FlatInputs, layout: DenseLayout, run: FunctionalRun, mutations: tuple[LeafMutation, ...]
+) -> tuple[tuple[OutputInfo, ...], pytree.TreeSpec, int]:
+    leaves, spec = pytree.tree_flatten(run.output)
+    paths = [("out" + pytree.keystr(kp)) for kp, _ in pytree.tree_flatten_with_path(run.output)[0]]
+    input_by_id = {id(t): idx for t, idx in zip(run.user_tensors, flat.tensor_indices, strict=True)}
+    repeated = frozenset(v.index for v in flat.values if isinstance(v, SameTensorAs))
+    current = {storage_key(f): DenseIndex(j) for j, f in enumerate(run.finals)}
+    original = {storage_key(o): DenseIndex(j) for j, o in enumerate(run.originals)}
+    bases = intermediate_bases(leaves, current, original, run.swaps)
+    set_targets = outputs_set_onto_inputs(leaves, run, current, original, mutations)
+    infos: list[OutputInfo] = []
+    graph_count = 0
+    first_seen: dict[int, int] = {}
+    output_ids: dict[int, int] = {}  # id() of each tensor output -> its first OutputIndex (views replay from them)
+    for k, value in enumerate(leaves):
+        if isinstance(value, torch.Tensor) and id(value) not in input_by_id:
+            output_ids.setdefault(id(value), k)
+    for path, value in zip(paths, leaves, strict=True):
+        if isinstance(value, torch.Tensor) and id(value) in first_seen and id(value) not in input_by_id:
+            # `return t, t`: eager returns one object twice; so do we.
+            earlier = first_seen[id(value)]
+            infos.append(replace(infos[earlier], path=path, kind=OutputKind.SAME_AS, input_index=InputIndex(earlier)))
+            continue
+        grad_set = (
+            isinstance(value, torch.Tensor)
+            and id(value) not in input_by_id
+            and set_under_grad(path, value, run, leaves)
+        )
+        info, graph_count = _output_info(
+            path,
+            value,
+            run,
+            input_by_id,
+            current,
+            original,
+            bases,
+            graph_count,
+            {i: k for i, k in output_ids.items() if i != id(value)},
+            set_targets,
+            repeated,
+        )
+        if isinstance(value, torch.Tensor):
+            first_seen[id(value)] = len(infos)
+        if grad_set:
+            info = replace(
+                info,
+                set_under_grad=True,
+                set_under_grad_view=run.swaps.is_view(value),
+                grad_set_base=grad_set_base(path, value, run, bases),
+                set_blocks=tuple(
+                    flat.tensor_indices[k] for k in sorted(inputs_behind_raising_nodes(value, run.user_tensors))
+                ),
+            )
+        check_input_view_rebuilt(value, info, run)
+        infos.append(info)
+    _check_views_of_fresh(infos, leaves, bases)
+    check_bumped_views(infos, leaves)
+    check_stale_subclass_outputs(infos, leaves, run)
+    check_set_under_grad(infos, flat)
+    return tuple(infos), spec, len({b for b, _ in bases.values()})
+
+
+# Note [Subclass Views Of Intermediates In Training]
+# A subclass output that views an intermediate subclass (`y = x.clone(); return y.view(-1)`) is replayed, in
+# inference, from a wrapper rebuilt around the intermediate's dense leaves (Note [Subclass Intermediate Roots]).
+# In training that wrapper would have no autograd history: autograd runs above the subclass, and the compiled
+# autograd.Function returns dense bases whose inner tensors carry none. So the output is computed by the graph like a
+# fresh output (the Function wraps it and gives it a gradient) and returned as `fresh.view(fresh.shape)`: a view of an
+# intermediate nobody else sees, as in eager. That is the fallback: an output whose view chain replays exactly from
+# the intermediate (or an earlier output) replays from it as the Function returns it (Note [Intermediate Roots In
+# Training]), which several outputs share; so does one whose wrapper was set_() after its chain (Replay.then_set),
+# from an input too, a view of it as in eager (fuzz seed 14000 #2383). Two fallbacks of one intermediate: refused.
+
+
+def _check_views_of_fresh(
+    infos: list[OutputInfo], leaves: list[object], bases: dict[object, tuple[int, torch.Tensor]]
+) -> None:
+    users: dict[int, list[str]] = {}
+    for info, value in zip(infos, leaves, strict=True):
+        if info.kind is not OutputKind.TENSOR or not isinstance(value, torch.Tensor):
+            continue
+        owned = {bases[k][0] for k in (storage_key(d) for d in dense_leaves_of(value, info.path)[1]) if k in bases}
+        for b in owned:
+            users.setdefault(b, []).append(info.path)
+    for info in infos:
+        if not info.view_of_fresh:
+            continue
+        shared = sorted({p for ps in users.values() if info.path in ps for p in ps} - {info.path})
+        if shared:
+            raise UnsupportedError(
+                f"{info.path} is a view of an intermediate tensor subclass that requires grad, and {', '.join(shared)} "
+                "shares storage with it; in training outputs that alias one intermediate subclass are not supported "
+                "yet. Return clones (.clone()) of all but one"
+            )
+
+
+# See Note [Views Of Intermediates Written After]
+_BUMPED_SOURCES = (ReplaySource.BASE, ReplaySource.WRAPPER, ReplaySource.OUTPUT, ReplaySource.INPUT)
+
+
+def _output_info(
+    path: str,
+    value: object,
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    current: dict[object, DenseIndex],
+    original: dict[object, DenseIndex],
+    bases: dict[object, tuple[int, torch.Tensor]],
+    graph_count: int,
+    earlier: dict[int, int],
+    set_targets: dict[int, DenseIndex],
+    repeated: frozenset[int],
+) -> tuple[OutputInfo, int]:
+    blank = OutputInfo(
+        path=path,
+        kind=OutputKind.CONSTANT,
+        constant=None,
+        input_index=None,
+        tree=None,
+        outer_meta=None,
+        leaves=(),
+        replay=None,
+    )
+
+    def info(kind: OutputKind, **kw: Any) -> OutputInfo:
+        return replace(blank, kind=kind, **kw)
+
+    if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
+        return info(OutputKind.SYMINT), graph_count
+    if not isinstance(value, torch.Tensor):
+        if not isinstance(value, _CONSTANT_TYPES):
+            raise UnsupportedError(
+                f"{path}: the program returns a {type(value).__name__}; outputs must be tensors, symbolic ints or "
+                "constants (int, float, bool, str, None, dtype, device). Return tensors and rebuild objects outside"
+            )
+        return info(OutputKind.CONSTANT, constant=value), graph_count
+    if id(value) in input_by_id:
+        return info(OutputKind.IS_INPUT, input_index=input_by_id[id(value)]), graph_count
+    # Note [Wrapper Data Assignment]: the wrapper's own metadata, given to it once it is built, where a `.data =` to
+    # it set them (views taken after one from a tensor it was assigned to have their inner tensors' metadata)
+    own = is_traceable_subclass(value) and id(value) in run.swaps.wrapper_data
+    data_meta = leaf_meta(value) if own else None
+    _check_wrapper_base_within(path, value, run, current)
+    check_built_wrapper_output(path, value, run)
+    tree, dense = dense_leaves_of(value, path)
+    detached = detached_output_leaves(
+        value,
+        dense,
+        run,
+        (current, original),
+        graph_count,
+        lambda t, j: alias_meta(t, run, j, original.get(storage_key(t))),
+    )
+    if detached is not None:  # Note [Detached Outputs Written With Grad]
+        outer = None if tree is None else leaf_meta(value)
+        stride_leaf = _outer_stride_leaf(outer, list(detached))
+        made = info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=detached, outer_stride_leaf=stride_leaf)
+        return replace(made, data_meta=data_meta), graph_count + len(detached)
+    out_leaves = []
+    # an inner leaf made by the subclass's own dispatch is no autograd view (Note [Views Made Below Autograd])
+    is_view = run.swaps.is_view if tree is None else run.swaps.is_autograd_view
+    replaced: DenseIndex | None = None  # an input whose storage before set_() an output leaf views
+    fresh = _needs_program_autograd(value, run)
+    own_layout: list[DenseIndex] = []
+    for leaf in dense:
+        key = storage_key(leaf)
+        meta = leaf_meta(leaf)
+        if fresh:
+            same = current.get(key) if key in original else None  # the input's own storage, not one set_() gave it
+            view = same is not None and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
+            # a view the program's Function made of an intermediate (DTensor.to_local of a computed DTensor)
+            made_view = tree is None and is_custom_function_view(leaf)
+            out_leaves.append(
+                OutputLeaf(
+                    source=LeafSource.GRAPH,
+                    index=graph_count,
+                    meta=meta,
+                    is_view=view,
+                    passthrough=same,
+                    function_view=made_view,
+                )
+            )
+            graph_count += 1
+            continue
+        if id(value) in set_targets:
+            out_leaves.append(
+                OutputLeaf(
+                    source=LeafSource.GRAPH,
+                    index=graph_count,
+                    meta=meta,
+                    is_view=False,
+                    storage_of=set_targets[id(value)],
+                )
+            )
+            graph_count += 1
+            continue
+        if key in current:
+            _check_within_swapped_input(path, leaf, run, current[key])
+            regrad = tree is None and run.swaps.grad_set_view_of(leaf, run.user_tensors)
+            if tree is None and not regrad:
+                check_grad_view_of_moved_input(path, leaf, run.finals)
+            hidden = hidden_base(leaf, run, current[key], input_by_id, earlier, meta != leaf_meta(leaf))
+            meta = alias_meta(leaf, run, current[key], original.get(key))  # Note [Offsets After A Write]
+            input_layout = key not in original and meta == leaf_meta(run.finals[current[key]])
+            if key not in original and not input_layout:
+                own_layout.append(current[key])  # Note [Views Of An Empty set_() Target]
+            out_leaves.append(
+                OutputLeaf(
+                    source=LeafSource.INPUT_ALIAS,
+                    index=current[key],
+                    meta=meta,
+                    is_view=is_view(leaf),
+                    same_object=leaf is run.finals[current[key]],
+                    input_layout=input_layout,
+                    hidden_base=hidden,
+                    foreign_base=None
+                    if tree is not None
+                    else foreign_base(leaf, run.finals, set(original), bases, regrad),
+                    foreign_grad=regrad,
+                    hidden_key=None if hidden is None else id(leaf._base),
+                )
+            )
+        elif key in original:
+            # Only a view of the input made before the epilogue swaps it can reach that storage (below).
+            replaced = replaced if replaced is not None else original[key]
+            out_leaves.append(
+                OutputLeaf(source=LeafSource.INPUT_ALIAS, index=original[key], meta=meta, is_view=is_view(leaf))
+            )
+        elif key in bases and not (leaf.requires_grad and not bases[key][1].requires_grad):
+            out_leaves.append(
+                OutputLeaf(
+                    source=LeafSource.INTERMEDIATE_ALIAS,
+                    index=bases[key][0],
+                    meta=meta,
+                    is_view=is_view(leaf),
+                    same_object=bases[key][1] is leaf,
+                    foreign_base=None if tree is not None else foreign_base(leaf, run.finals, set(original), bases),
+                )
+            )
+        else:
+            made_view = tree is None and leaf.requires_grad and is_custom_function_view(leaf)
+            out_leaves.append(
+                OutputLeaf(
+                    source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False, function_view=made_view
+                )
+            )
+            graph_count += 1
+    check_written_function_view(path, value)
+    root = run.swaps.view_root(value, through_swaps=True) if fresh and from_program_function(value, run) else None
+    if root is not None and id(root) in input_by_id:  # Note [Inputs Returned By A Custom Function]
+        if tree is None:
+            check_function_input_unwritten(path, root, run)
+        elif value._is_view():
+            through = function_view_replay(path, value, run, input_by_id)
+            made = info(OutputKind.TENSOR, tree=tree, outer_meta=leaf_meta(value), leaves=tuple(out_leaves))
+            return replace(made, function_view=through), graph_count
+    elif fresh and tree is not None and value._is_view() and any(o.passthrough is not None for o in out_leaves):
+        raise UnsupportedError(
+            f"{path}: a view of a tensor subclass input with autograd history of the program's own, not returned by a "
+            "custom autograd.Function; eager's is an autograd view of that input, which a compiled output cannot be. "
+            "Return a clone"
+        )
+    data_from = history_data_leaf(path, value, tree is not None, out_leaves, run)
+    if data_from is not None:  # Note [Outputs Assigned .data With History]
+        graph_leaf = OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=data_from.meta, is_view=False)
+        return info(OutputKind.TENSOR, leaves=(graph_leaf,), data_from=data_from), graph_count + 1
+    on_input = any(o.source is LeafSource.INPUT_ALIAS for o in out_leaves)
+    if on_input and value.requires_grad and _grad_fn_or_none(value) is not None and detached_in_chain(value, run):
+        raise UnsupportedError(
+            f"{path} is a detach() of an input (or a view of one) that the program then wrote with a value that "
+            "requires grad: eager gives it an autograd history of its own over the input's storage, which a compiled "
+            "output cannot have. Return a clone, or write into a clone"
+        )
+    check_history_over_alias(path, value, out_leaves, run, bases, (input_by_id, earlier))
+    outer = None if tree is None else leaf_meta(value)
+    replay = replay_of(value, tuple(out_leaves), run, input_by_id, bases, earlier)
+    if replay is not None and replay.source is ReplaySource.OUTPUT:
+        replay = early_input_replay(value, tuple(out_leaves), run, input_by_id, bases) or replay
+    if replay is None and tree is not None and replaced is None:
+        replay = view_rebuilt_by_set(value, run, input_by_id, bases, earlier)
+    if replay is None and replaced is None and torch.is_grad_enabled():
+        replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
+    _check_replay(path, value, (tree is not None, replay, replaced), run, out_leaves)
+    # (a replayed view takes its strides from the real input, unless set_() to contents built from its leaves)
+    for j in own_layout if replay is None or replay.then_set else ():
+        _check_empty_set_target(path, run, j)
+    for leaf in dense if tree is None else ():  # (after _check_replay: its refusals name their own rules)
+        check_moved_view_of_grad_intermediate(path, leaf, run.finals, set(current) | set(original), set(bases))
+    base = value._base if tree is None and value._is_view() else None
+    set_since = base is not None and set_after_viewed(value, base, run)
+    moved = base is not None and (id(base) in run.swaps.swapped_by_data or set_since)
+    if tree is not None:  # a subclass view of an output set_() since: fuzz seed 12000 #5902
+        base = viewed_before_set(value, run, earlier)
+        moved = base is not None
+    if base is not None and moved and id(base) in earlier:
+        shared = replay is not None and any(token == id(base) for _, token in replay.marks)
+        if replay is None or (replay.source is not ReplaySource.OUTPUT and not shared):
+            # eager's `._base` is that output, which `.data =` (fuzz seed 8000 #2604) or set_() moved since
+            what = "that the program set_()" if tree is not None or set_since else "whose `.data` the program assigned"
+            raise UnsupportedError(
+                f"{path} is a view of another output {what} after taking the view; its `._base` cannot be made that "
+                "output. Return a clone"
+            )
+    if replay is not None and replay.before_epilogue:
+        replay = counter_at_end(replace(replay, made=made_seq(value, run)), value, run, input_by_id)
+    elif replay is not None and replay.source is ReplaySource.INPUT and torch.is_grad_enabled():
+        replay = replace(replay, split_made=split_seq(value, run, input_by_id))
+    if replay is not None and not replay.before_epilogue:
+        replay = replace(replay, made=late_build_seq(value, replay, run))  # Note [Outputs Built After A Runtime set_]
+    rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
+    raises = grad_fn_raises(value)  # (under no_grad too: Note [Views Of Intermediates Written After])
+    if raises and not rebuilt and replay is not None and replay.source in _BUMPED_SOURCES:
+        replay = replace(replay, bump_after=True)  # Note [Views Of Intermediates Written After]
+    elif raises and not rebuilt and torch.is_grad_enabled():
+        # Only a view replayed exactly (then rebuilt before the epilogue writes it, or its counter advanced), or one
+        # whose wrapper the runtime set_()s (Note [Wrapper Storage After set_]), gets such a grad_fn at run time
+        # (fuzz seed 25 #327, #628: a no_grad view of an intermediate or swapped tensor came back with none).
+        raise UnsupportedError(
+            f"{path}: its grad_fn raises in eager (a view made under no_grad, or one of the views of a multi-output "
+            "op, whose base the program then wrote with grad enabled); returned, such a view is supported only where "
+            "its view chain can be replayed. Return a clone made before the write"
+        )
+    passed = [] if replay is None else [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
+    # an input passed twice (one input since Note [One Tensor Passed Several Times]: `repeated`) and set_()
+    repeat = bool(passed) and (len(passed) > 1 or input_by_id[id(passed[0])] in repeated)
+    set_input = repeat and id(passed[0]) in run.swaps.swapped_ids
+    if set_input and tree is None and grad_fn_raises(value):
+        # A set_() of its base, even under no_grad, makes eager's grad_fn raise (fuzz seed 8000 #3759: the base is
+        # an input passed twice, one input since Note [One Tensor Passed Several Times]); the view rebuilt from the
+        # input before the epilogue has none that raises.
+        raise UnsupportedError(
+            f"{path}: its grad_fn raises in eager (a view made under no_grad of a tensor that requires grad, whose "
+            "base the program then set_() or wrote in place), which a compiled output cannot reproduce. Return a "
+            "clone made before the set_()"
+        )
+    if (
+        replay is None
+        and tree is None
+        and torch.is_grad_enabled()
+        and id(value) in run.swaps.swapped_ids
+        and id(value) not in run.swaps.grad_set_ids  # Note [Outputs set_() Under Grad]
+        and _grad_fn_or_none(value) is not None
+        and out_leaves[0].source is LeafSource.INPUT_ALIAS
+        and not out_leaves[0].is_view
+        and not out_leaves[0].same_object
+    ):
+        # Rebuilt as an alias of the input made without autograd (runtime.non_view_alias): eager's has a history of
+        # its own (set_() to the input under no_grad, then written with grad: fuzz seed 3000 #7901).
+        raise UnsupportedError(
+            f"{path} shares the storage of an input (set_() to it) and has an autograd history of its own, which an "
+            "output rebuilt over the input's storage cannot have. Return a clone"
+        )
+    if (
+        replay is None
+        and tree is not None
+        and torch.is_grad_enabled()
+        and run.swaps.is_view(value)
+        and id(value) not in run.swaps.swapped_ids
+        and any(run.swaps.view_root(value) is u for u in run.user_tensors)
+        and all(o.source is LeafSource.INPUT_ALIAS and not o.same_object for o in out_leaves)
+        and _grad_fn_or_none(value) is not None
+    ):
+        # Rebuilt from its dense leaves, it would have no autograd history (fuzz seed 6000 #5093: a view taken
+        # between in-place view ops on the input)
+        raise UnsupportedError(
+            f"{path} is a view with autograd history of a tensor subclass input whose layout the program changed "
+            "in place (t_, unsqueeze_, set_ ...) around taking the view, so its view chain cannot be replayed on the "
+            "input, and an output rebuilt from its inner tensors would have no history. Return a clone"
+        )
+    on_root = tree is not None and value.requires_grad and not (replay is not None and replay.then_set)
+    if on_root and replay is None:
+        replay = root_replay(value, bases, ())  # the intermediate itself, views of it returned too
+    if (
+        on_root
+        and any(o.source is LeafSource.INTERMEDIATE_ALIAS for o in out_leaves)
+        and (replay is None or replay.source not in (ReplaySource.WRAPPER, ReplaySource.OUTPUT))
+        and not raises  # no history to keep: rebuilt by its replay, whose grad_fn raises too (fuzz seed 7000 #4719)
+    ):
+        # Note [Subclass Views Of Intermediates In Training]
+        first = graph_count - sum(1 for o in out_leaves if o.source is LeafSource.GRAPH)
+        fresh_leaves = tuple(
+            OutputLeaf(source=LeafSource.GRAPH, index=first + k, meta=o.meta, is_view=False)
+            for k, o in enumerate(out_leaves)
+        )
+        as_fresh = info(
+            OutputKind.TENSOR,
+            tree=tree,
+            outer_meta=leaf_meta(value),
+            leaves=fresh_leaves,
+            view_of_fresh=True,
+            data_meta=data_meta,
+        )
+        return as_fresh, first + len(fresh_leaves)
+    if replay is None and tree is not None and value._is_view() and sets_without_history(value, run.swaps):
+        # Built from its dense leaves, the wrapper would not be a view, and its leaves would be views where the
+        # program's set_() (without grad) left eager's plain aliases (fuzz seed 8000 #2870, #7374)
+        raise UnsupportedError(
+            f"{path} is a view of a tensor subclass whose view chain cannot be replayed (the program set_() it, or a "
+            "tensor it was viewed from, onto another tensor), so the compiled output could not be that view. Return "
+            "a clone, or set_() a tensor that is not a view"
+        )
+    if run.swaps.wrapper_data:
+        check_assigned_view(path, value, replay, run, input_by_id)
+    stride_leaf = _outer_stride_leaf(outer, out_leaves) if replay is None else None
+    return (
+        info(
+            OutputKind.TENSOR,
+            tree=tree,
+            outer_meta=outer,
+            leaves=tuple(out_leaves),
+            replay=replay,
+            outer_stride_leaf=stride_leaf,
+            data_meta=data_meta,
+            base_gains_grad=replay is not None and base_gains_grad(value, replay, run),
+            view_of_fresh=replay is None and function_view_of_fresh(value, tuple(out_leaves), run),
+        ),
+        graph_count,
+    )
+
+
+# Note [Fresh Subclass Output Strides]
+# The analysis runs on fake tensors, whose strides for results of elementwise ops can differ from the real kernels'
+# where a dim has size 1 (a (1, 3) result of a (1, 3) input with strides (1, 1): fake (3, 1), eager (1, 1)). A plain
+# fresh output takes its strides from the graph's real result; a subclass output is rebuilt with the outer strides
+# recorded here. A wrapper whose outer size and stride were those of one of its fresh leaves (a WrapperTensor takes
+# them from its first inner tensor) takes that leaf's real strides at run time instead, as eager's wrapper did; so
+# does an intermediate subclass that outputs are replayed from (Replay.root_stride_leaf; fuzz seed 6000 #8603).
+
+
+def _check_replay(
+    path: str,
+    value: torch.Tensor,
+    found: tuple[bool, Replay | None, DenseIndex | None],
+    run: FunctionalRun,
+    leaves: Sequence[OutputLeaf],
+) -> None:
+    """Refuse an output whose aliasing the replay found (or its absence) cannot make eager's. `found`: whether the
+    output is a tensor subclass, its replay, the input whose storage before set_() it views."""
+    subclass, replay, replaced = found
+    # Rebuilt as a view of its base set onto the assigned storage (Note [Views Set Onto Another Storage]), or, without
+    # history, by as_strided() of the input it views, on that input's storage (fuzz seed 40000 #2384, #8389)
+    onto_base = any(leaf.foreign_base is not None for leaf in leaves)
+    of_input = not value.requires_grad and all(
+        leaf.source is LeafSource.INPUT_ALIAS and leaf.is_view and leaf.hidden_base is None for leaf in leaves
+    )
+    if replay is None and not subclass:
+        check_unreplayed_assigned_view(path, value, run, onto_base or of_input, leaves)
+        check_view_of_input_set_off_it(path, value, run.user_tensors, onto_base)
+    early = replay is not None and replay.source is ReplaySource.INPUT and replay.before_epilogue
+    if replaced is not None and (not early or (torch.is_grad_enabled() and value.requires_grad)):
+        # (with autograd history: the epilogue's writes and swaps come after it, in eager they came before)
+        raise UnsupportedError(
+            f"{path} is a view of the storage that input {replaced} had before set_() replaced it; such a view is "
+            "supported only without autograd history and taken of the input as it came (it is rebuilt before the "
+            "epilogue swaps the input). Return a clone (.clone()) instead"
+        )
+
+
+def _outer_stride_leaf(outer: Meta | None, leaves: list[OutputLeaf]) -> int | None:
+    if outer is None:
+        return None
+    return next(
+        (
+            k
+            for k, leaf in enumerate(leaves)
+            if ((leaf.source is LeafSource.GRAPH and leaf.passthrough is None) or leaf.input_layout)
+            and leaf.meta[:2] == outer[:2]
+        ),
+        None,
+    )
+
+
+def _on_fresh_storage(run: FunctionalRun, j: DenseIndex) -> bool:
+    """Input `j` was set_() onto an intermediate's storage: at run time a fresh one, holding its own elements."""
+    final = run.finals[j]
+    if storage_key(final) == storage_key(run.originals[j]) or id(final) not in run.swaps.swapped_ids:
+        return False
+    return not any(storage_key(final) == storage_key(o) for o in run.originals)  # else another input's storage
+
+
+def _check_within_swapped_input(path: str, leaf: torch.Tensor, run: FunctionalRun, j: DenseIndex) -> None:
+    """An output aliasing an input that set_() pointed at an intermediate is rebuilt from the input's new storage,
+    which holds the input's own elements only (copied from the graph)."""
+    if not _on_fresh_storage(run, j):
+        return
+    final = run.finals[j]
+    have = elements_of(list(final.shape), list(final.stride()), final.storage_offset())
+    want = elements_of(list(leaf.shape), list(leaf.stride()), leaf.storage_offset())
+    if have is None or want is None or not have.covers(want):
+        raise UnsupportedError(
+            f"{path} is a view of an intermediate that input {j} was set_() to, and reaches elements of it that the "
+            "input does not cover; the input's new storage holds only its own elements. Return a clone instead"
+        )
+    _check_base_within(path, leaf._base, run, j)
+
+
+def _check_empty_set_target(path: str, run: FunctionalRun, j: DenseIndex) -> None:
+    """Note [Views Of An Empty set_() Target]."""
+    if run.finals[j].numel() == 0:
+        raise UnsupportedError(
+            f"{path} is a view, with a layout of its own, of an empty tensor the program computed and set_() input "
+            f"{j} to (or assigned to its `.data`); eager's strides of such an empty tensor are the kernel's, which "
+            "the compiled program does not see (Note [Views Of An Empty set_() Target]). Return a clone, or the "
+            "tensor the input was set_() to itself"
+        )
+
+
+# Note [Views Of An Empty set_() Target]
+# After `x.data = t` (or `x.set_(t)`) with t an empty tensor a kernel computed (`t = x.mul(x[:, :, 0:0])`: eager's
+# strides (0, 1, 2), the fake ones (2, 1, 1)), an output that is t itself or an alias with x's final metadata takes
+# x's real layout after the epilogue, a view too (`t.select(1, -1)` set_() to x and returned: fuzz seed 47000
+# #3804; see Note [Inputs Set To Computed Tensors]). A view of t with a layout of its own (`x.data = t; return
+# t.select(1, -1)`) would be rebuilt from the fake strides, which for an empty tensor need not be the kernel's: it
+# is refused. (A view of x itself replays its view ops on the real x and is exact.)
+
+
+def _check_base_within(path: str, base: torch.Tensor | None, run: FunctionalRun, j: DenseIndex) -> None:
+    """Note [Hidden Bases On A Fresh Storage]: `base`, eager's `._base` of an output (a dense leaf of it), on the
+    fresh storage of input `j`, must lie within the input's elements."""
+    final = run.finals[j]
+    if base is None or storage_key(base) != storage_key(final):
+        return
+    have = elements_of(list(final.shape), list(final.stride()), final.storage_offset())
+    whole = elements_of(list(base.shape), list(base.stride()), base.storage_offset())
+    if have is None or whole is None or not have.covers(whole):
+        raise UnsupportedError(
+            f"{path} is a view of an intermediate that input {j} was set_() to in part: eager's `._base` of it is "
+            "that intermediate, whose elements the input does not cover are not kept by the compiled program (Note "
+            "[Hidden Bases On A Fresh Storage]). Return a clone, or set_() the input to the whole intermediate"
+        )
+
+
+def _check_wrapper_base_within(
+    path: str, value: torch.Tensor, run: FunctionalRun, current: dict[object, DenseIndex]
+) -> None:
+    """_check_base_within for a tensor subclass output, whose `._base` is a wrapper (its inner tensors are no views
+    in the trace)."""
+    base = value._base
+    if base is None or not is_traceable_subclass(base):
+        return
+    for leaf in dense_leaves_of(base, path)[1]:
+        j = current.get(storage_key(leaf))
+        if j is not None and _on_fresh_storage(run, j):
+            _check_base_within(path, leaf, run, j)
+
+
+# Note [Hidden Bases On A Fresh Storage]
+# An input set_() to part of an intermediate (`t0 = x * x; x.set_(t0[2:])`) ends, in eager, on the intermediate's
+# storage, all of it holding the intermediate's values; the epilogue gives it a fresh storage and writes only the
+# input's own elements. A returned view of the input's elements whose eager `._base` is that intermediate would get a
+# `._base` whose other elements are uninitialized memory (fuzz seed 9000 #3608), so it is refused.
+
+
+def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """An output whose autograd history comes from the program itself (a custom autograd.Function returning a
+    view of its input): only the compiled autograd.Function can give it that history, so it comes from the graph
+    (its values and gradients match eager; its storage is not shared with the input)."""
+    if not value.requires_grad:
+        return False
+    try:
+        if value.grad_fn is None:
+            return False
+    except (RuntimeError, ValueError, IndexError):
+        # A view taken under no_grad whose base was then written, or a view that an in-place view op (t_) of its
+        # base made impossible to replay: reading grad_fn raises (eager's may not: it regenerates by as_strided,
+        # functionalization replays the view ops). Either way such a view has no history of the program's own.
+        return False
+    if is_traceable_subclass(value) and id(value) not in run.swaps.views:
+        # a wrapper made by an op, not a view: Note [Fresh Wrappers Over Input Leaves]. An inner tensor that shares
+        # an input leaf's storage without being that very leaf (set_() onto the input) is not passed on: it keeps
+        # the history its set_() gave it (Note [Outputs set_() Under Grad]).
+        if any(value is u for u in (*run.user_tensors, *run.finals)):
+            return False
+        inputs = {storage_key(t): t for t in run.finals}
+        _, leaves = dense_leaves_of(value, "output")
+        passed = [inputs.get(storage_key(leaf)) for leaf in leaves]
+        # only a wrapper that holds an input's very leaf needs this; others are produced as before
+        return any(p is leaf for p, leaf in zip(passed, leaves, strict=True)) and all(
+            p is None or p is leaf for p, leaf in zip(passed, leaves, strict=True)
+        )
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None:
+        if record.func is torch.ops.aten.detach.default:
+            # A detach() has no history of its own: one it has now came from an in-place write of a value that
+            # requires grad, not from an autograd.Function (fuzz seed 3000 #5331: refused as for seed 2000 #3651)
+            return False
+        if not record.grad_enabled:
+            # A view made under no_grad has no grad_fn, unless an autograd.Function returned it (and gave it one);
+            # a view taken of it later with grad on (`with no_grad(): t = x.view(); return t.view()`) replays.
+            return _grad_fn_or_none(t) is not None
+        t = record.source
+    return False
+
+
+def _grad_fn_or_none(t: torch.Tensor) -> object:
+    try:
+        return t.grad_fn
+    except (RuntimeError, ValueError, IndexError):  # see _needs_program_autograd
+        return None
+
+
+def check_written_inputs_gaining_grad(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, gains: Sequence[int]
+) -> None:
+    """Refuse an input the program both writes and calls `requires_grad_()` on: the runtime makes it require grad
+    before the graph runs, so the epilogue's copy of the write would be recorded by autograd (or raise, on a leaf),
+    where eager wrote it before it required grad (Note [Inputs That Gain Grad In Training])."""
+    for i in gains:
+        if any(analysis.mutations[j].any for j in layout.leaves_of_input[i]):
+            path = flat.leaves[flat.tensor_indices[i]].path
+            raise UnsupportedError(
+                f"{path} is written in place and made to require grad (requires_grad_()) by the program: the "
+                "compiled call cannot order the write before the requires_grad_() as eager does. Call "
+                "requires_grad_() outside the compiled function, or write into a clone"
+            )
+
+
+def check_gained_grad(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
+) -> None:
+    """Refuse an input that starts without requires_grad and ends with it (a write or set_() of a value that
+    requires grad) where the epilogue cannot give it eager's autograd history (Note [Inputs That Gain Grad In
+    Training]): a subclass input the Function cannot return as a wrapper (its inner tensors carry no history), or
+    one whose storage the program swaps."""
+    by_wrapper = wrapper_update_inputs(layout, analysis, user_fakes)
+    grouped = {m for g in layout.groups for m in g.members}
+    for i, fake in enumerate(user_fakes):
+        if not gains_grad(analysis, i, fake):
+            continue
+        muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
+        swapped = any(m.storage_changed or m.swapped for m in muts)
+        if layout.trees[i] is None and swapped and not any(m.set_under_grad for m in muts):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad, and the program set_()s it where "
+                "autograd does not record that (under no_grad, or to a value that does not require grad) and then "
+                "writes a value that requires grad into it; in training this is not supported (its new storage is "
+                "written below autograd). Write into a clone, or detach() the value"
+            )
+        if (
+            layout.trees[i] is None
+            and not swapped
+            and any(
+                j in grouped and not one_tensor_passed_again(layout, analysis, j) for j in layout.leaves_of_input[i]
+            )
+        ):
+            # Its writes are copies into the group's synthetic base (Note [Aliased Inputs In Training]), which hands
+            # a grad_fn to the tensor the base views: eager's only where that is the input itself (Note [Inputs
+            # Passed Twice That Gain Grad]).
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad, shares storage with another input, "
+                "and the program writes a value that requires grad into it (so in eager it then requires grad); in "
+                "training this is supported only where every input over that storage is this one tensor, whose "
+                "layout the program keeps (Note [Inputs Passed Twice That Gain Grad]). Write into a clone, or "
+                "detach() the value"
+            )
+        swapped_under_grad = any(m.storage_changed for m in muts) and all(m.set_under_grad for m in muts)
+        if (
+            layout.trees[i] is not None
+            and not swapped_under_grad
+            and (i not in by_wrapper or any(m.storage_changed for m in muts))
+        ):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad and the program writes or set_()s "
+                "a value that requires grad into it (so in eager it then requires grad); in training this is not "
+                "supported for tensor subclasses whose storage it swaps or whose changes autograd does not record "
+                "(no_grad, .data) or that share storage with another input. Write into a clone, or detach() the value"
+            )

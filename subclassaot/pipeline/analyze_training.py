@@ -1,0 +1,789 @@
+"""Stage `analyze`, training facts: how the program used subclass inputs of an alias group (Note [Overlapping
+Subclass Members Written Through One]), outputs set_() under grad (Note [Outputs set_() Under Grad]), and views of
+inputs that run as contiguous clones (`check_overlapping_clones`), subclass inputs that are views of a multi-output op
+(`check_multi_output_view_inputs`).
+
+Input: a `FunctionalRun`, the `DenseLayout`, the outputs' `OutputInfo`s. Output: per-input facts for `Analysis`,
+output flags, refusals (UnsupportedError naming the output or input and the rule).
+Invariants: pure reads of the run's records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch.utils import _pytree as pytree
+
+from subclassaot.authoring.protocol import is_traceable_subclass
+from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.desugar import leaf_meta
+from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
+from subclassaot.pipeline.rules.chain_facts import detached_in_chain, viewed_after_grad_set
+from subclassaot.pipeline.rules.grad_set_bases import grad_set_view_root
+from subclassaot.pipeline.rules.view_chains import replay_of, root_replay
+from subclassaot.schemas import (
+    Analysis,
+    DenseIndex,
+    DenseLayout,
+    FlatInputs,
+    GradSetBase,
+    InputIndex,
+    LeafMutation,
+    LeafSource,
+    OutputInfo,
+    OutputKind,
+    OutputLeaf,
+    Replay,
+    ReplaySource,
+    ViewStep,
+)
+from subclassaot.torch_internals import is_multi_output_view, recorded_size, storage_key, symint_expr
+
+__all__ = [
+    "check_history_over_alias",
+    "check_multi_output_view_inputs",
+    "check_multi_output_view_outputs",
+    "check_overlapping_clones",
+    "check_input_view_rebuilt",
+    "check_wrapper_grad_gains",
+    "outputs_set_onto_inputs",
+    "check_writes_after_hidden_set",
+    "grad_set_base",
+    "set_under_grad",
+    "wrapper_uses",
+]
+
+
+# Ops whose backward saves none of their tensor arguments (Note [Overlapping Subclass Members Written Through One])
+_SAVES_NOTHING = frozenset(
+    {
+        *(torch.ops.aten.add.Tensor, torch.ops.aten.add_.Tensor, torch.ops.aten.sub.Tensor, torch.ops.aten.sub_.Tensor),
+        *(torch.ops.aten.copy_.default, torch.ops.aten.clone.default, torch.ops.aten.neg.default),
+    }
+)
+
+
+def wrapper_uses(
+    run: FunctionalRun, layout: DenseLayout
+) -> tuple[tuple[int | None, ...], tuple[int | None, ...], tuple[bool, ...], tuple[bool, ...]]:
+    """Analysis.wrapper_first_write, wrapper_last_use, wrapper_saved and dense_written, from the program's own ops
+    on subclass tensors."""
+    position: dict[int, int] = {}
+    for i, t in enumerate(run.user_tensors):
+        position.setdefault(id(t), i)
+
+    def input_of(t: torch.Tensor) -> int | None:
+        while (record := run.swaps.views.get(id(t))) is not None:
+            t = record.source
+        return position.get(id(t))
+
+    n = len(run.user_tensors)
+    first_write: list[int | None] = [None] * n
+    last_use: list[int | None] = [None] * n
+    saved = [False] * n
+    for k, (func, tensors, writes) in enumerate(run.swaps.wrapper_ops):
+        moves_data = torch.Tag.inplace_view not in getattr(func, "tags", ())
+        for w in writes if moves_data else ():
+            if (x := input_of(w)) is not None and first_write[x] is None:
+                first_write[x] = k
+        if getattr(func, "is_view", False) or func is torch.ops.aten.detach.default:
+            continue
+        for t in tensors:
+            if (x := input_of(t)) is not None:
+                last_use[x] = k
+                saved[x] = saved[x] or func not in _SAVES_NOTHING
+    dense_written = tuple(
+        any(storage_key(x) in run.swaps.dense_writes for j in leaves for x in (run.dense[j], run.originals[j]))
+        for leaves in layout.leaves_of_input
+    )
+    return tuple(first_write), tuple(last_use), tuple(saved), dense_written
+
+
+# Note [Outputs set_() Under Grad]
+# `t = x * 3; t.set_(y); return t` with grad on: eager records the set_ on t, whose grad_fn (set_'s) raises in
+# backward. The output is built as usual (an alias of y's storage, from the input or the graph), then a fresh
+# tensor that requires grad is set_() to it with grad on: the same grad_fn, storage and metadata, not a view. A
+# backward through it and other outputs raises in eager and here alike; which leaves got a gradient first depends
+# on the engine's order: a set_ node runs as soon as it is ready (as AccumulateGrad does), other nodes latest-made
+# first. Eager's set_ node is ready once the loss reaches its output, or later, after the program's ops that read
+# it after the set_; ours (a holder's, or the Function's deferred error: Note [Backward Errors Are Deferred]) once
+# the loss is done or sooner. Between the two only the loss's nodes and nodes the program made after the set_
+# run: a leaf gets a gradient there only where the loss reaches it directly (a returned autograd leaf input,
+# see Note [Leaves Behind A Raising set_ Node]) or where none of its paths crosses a set_ node (a gradient that
+# avoids the failing node: refused by Note [Backward Errors Are Deferred]). The leaves behind non-leaf inputs are
+# reached through nodes make_inputs made, which run last. Supported: seed 7000 #380, #742, #1249, #9601. Views
+# of inputs set_() under grad are rebuilt from the input instead (Note [Views Of Inputs set_() Under Grad]). A
+# subclass output gets a holder of its own class (a clone of a detached alias), set_() at the wrapper level, whose
+# wrapper storage is then the output's (Note [Wrapper Storage After set_]; fuzz seed 3000 #4064). A view of an
+# intermediate (`t = (x * 2).view(-1); t.set_(y)`) stays a view of it in eager, whose history the set_ rebases: the
+# holder is then a view of a base that requires grad with the intermediate's values, and set_() rebases that base
+# the same way (a view of a tensor that is neither an input nor an output, whose backward raises; fuzz seed 3000
+# #3141, #7105; Note [Bases Of Outputs set_() Under Grad]). Other views are refused. So is a view taken after the
+# set_ (`t0 = x * 2; t0.set_(x); return t0.t()`: a grad_fn through the set_, `_base` t0) unless t0 is an intermediate no other
+# output is or views, no view, and every view in the chain was taken with grad on (none by unbind, split, ...,
+# whose in-place writes eager refuses): then it is a view of a holder set_() to t0 as it ends (fuzz seed 7000
+# #1471, #4697).
+
+
+def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
+    if value.requires_grad and viewed_after_grad_set(value, run):
+        if _view_of_grad_set_intermediate(value, run, outputs):
+            return True
+        raise UnsupportedError(
+            f"{path} is a view of a tensor the program set_() with grad enabled before taking the view, so eager "
+            "gives it an autograd history through set_ (whose derivative is not implemented), which a compiled "
+            "output cannot have where that tensor is an input, a view, or (a view of it) returned too, or a view "
+            "in the chain was taken under no_grad (Note [Outputs set_() Under Grad]). Call set_() under "
+            "torch.no_grad(), or return a clone"
+        )
+    wrapper_set = run.swaps.wrapper_sets.get(id(value))
+    if not value.requires_grad or not (
+        id(value) in run.swaps.grad_set_ids or (wrapper_set is not None and wrapper_set[1])
+    ):
+        return False
+    if _nested(value):
+        # Not checked: a nested subclass set_() loses its inner wrappers' shared storage even in inference
+        raise UnsupportedError(
+            f"{path}: the program set_() this tensor subclass, whose inner tensors are tensor subclasses too, with "
+            "grad enabled; in training this is not supported. Call set_() under torch.no_grad(), or return a clone"
+        )
+    if run.swaps.grad_set_view_of(value, run.user_tensors):
+        return False  # rebuilt from the input the epilogue set_() under grad (Note [Views Of Inputs set_() Under Grad])
+    if run.swaps.is_view(value) and id(run.swaps.view_root(value, through_swaps=True)) in run.swaps.view_set_gained:
+        raise UnsupportedError(
+            f"{path}: the program set_() this view with grad enabled, of a tensor that did not require grad, to a "
+            "tensor that does: eager's autograd rebases the view's base on the set_, and a compiled output that is "
+            "a view of that base cannot have its `._base` (Note [Views Of Inputs set_() Under Grad]). set_() a "
+            "tensor that is not a view, or run the set_() under torch.no_grad()"
+        )
+    if run.swaps.is_view(value) and not _grad_view_of_intermediate(value, run, outputs):
+        raise UnsupportedError(
+            f"{path}: the program set_() this tensor with grad enabled, so eager gives it an autograd history through "
+            "set_ "
+            "(whose derivative is not implemented), which a compiled output that is a view cannot have. Call "
+            "set_() under torch.no_grad(), or return a clone"
+        )
+    return True
+
+
+def grad_set_base(
+    path: str, value: torch.Tensor, run: FunctionalRun, bases: dict[object, tuple[int, torch.Tensor]]
+) -> GradSetBase | None:
+    """Where eager's `._base` of `value`, an output set_() under grad, is (Note [Bases Of Outputs set_() Under
+    Grad]); None where eager's output is no view."""
+    if not run.swaps.is_view(value):
+        return None
+    root = run.swaps.view_root(value, through_swaps=True)
+    if grad_set_view_root(value, run.swaps, set()) is None:
+        return GradSetBase(source=None, meta=leaf_meta(root))  # views taken after the root's set_()
+    if is_traceable_subclass(root):
+        replay = root_replay(root, bases, ())
+        if replay is not None:
+            return GradSetBase(source=replay, meta=None, same_object=True)
+    elif (found := bases.get(storage_key(root))) is not None:
+        replay = Replay(source=ReplaySource.BASE, index=found[0], steps=())
+        return GradSetBase(source=replay, meta=leaf_meta(root), same_object=found[1] is root)
+    raise UnsupportedError(
+        f"{path} is a view of an intermediate that the program set_() with grad enabled, and that intermediate (the "
+        "output's `._base` in eager) does not end on storage of its own the compiled graph can return (Note [Bases "
+        "Of Outputs set_() Under Grad]). Call set_() under torch.no_grad(), or return a clone"
+    )
+
+
+def check_input_view_rebuilt(value: object, info: OutputInfo, run: FunctionalRun) -> None:
+    """A view of an input set_() under grad is supported where it is rebuilt from that input: replayed, or as_strided
+    of it (Note [Views Of Inputs set_() Under Grad]); a view the graph would compute (its chain not replayable on
+    the input as it ends: fuzz seed 42000 #4220) would not be a view of eager's `._base`."""
+    if not isinstance(value, torch.Tensor) or not run.swaps.grad_set_view_of(value, run.user_tensors):
+        return
+    if info.replay is not None and info.replay.source is ReplaySource.INPUT:
+        return
+    if (
+        info.tree is None
+        and info.replay is None
+        and all(leaf.source is LeafSource.INPUT_ALIAS and leaf.is_view for leaf in info.leaves)
+    ):
+        return
+    raise UnsupportedError(
+        f"{info.path}: the program set_() this tensor with grad enabled, so eager gives it an autograd history through "
+        "set_ (whose derivative is not implemented), which a compiled output that is a view cannot have where its "
+        "view chain cannot be replayed on the input it views (Note [Views Of Inputs set_() Under Grad]). Call set_() "
+        "under torch.no_grad(), or return a clone"
+    )
+
+
+def _view_of_grad_set_intermediate(value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
+    """`value` is a chain of views (none of a multi-output op), all taken with grad on, of an intermediate `t` the
+    program set_() with grad on before the first of them, where `t` is no view, no input, and no other output is `t` or a view of it (fuzz seed
+    7000 #1471, #4697): rebuilt as a view of a fresh tensor set_() under grad (Note [Outputs set_() Under Grad])."""
+    chain = []
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        if not record.grad_enabled or id(t) in run.swaps.hidden or record.index is not None:
+            return False  # (a view of a multi-output op: eager's refuses in-place writes, ours would not)
+        chain.append(record.seq)
+        t = record.source
+    found = run.swaps.wrapper_sets.get(id(t)) or run.swaps.plain_sets.get(id(t))
+    if found is None or not found[1] or not chain or found[0] >= chain[-1] or id(t) not in run.swaps.grad_set_ids:
+        return False
+    if not t.requires_grad or _nested(t) or any(t is u for u in run.user_tensors):
+        return False
+    return not any(
+        o is not value and isinstance(o, torch.Tensor) and run.swaps.view_root(o, through_swaps=True) is t
+        for o in outputs
+    )
+
+
+def _nested(t: torch.Tensor) -> bool:
+    """A tensor subclass with a tensor subclass among its inner tensors."""
+    if not is_traceable_subclass(t):
+        return False
+    attrs, _ = t.__tensor_flatten__()
+    return any(is_traceable_subclass(getattr(t, a)) for a in attrs)
+
+
+def _grad_view_of_intermediate(value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
+    """`value` is a chain of views, all taken with grad on, of a tensor the program computed and does not return
+    (fuzz seed 3000 #7105: `_base` was not eager's): eager's set_() of it rebases only that intermediate (Note
+    [Outputs set_() Under Grad])."""
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        if not record.grad_enabled or id(t) in run.swaps.hidden:
+            return False
+        t = record.source
+    return t is not value and t.requires_grad and all(t is not u for u in (*run.user_tensors, *outputs))
+
+
+# Note [Histories Over Aliased Storage]
+# Eager can return a tensor whose autograd history is its own while its storage is another tensor's: one computed
+# with grad and then set_() to an input under no_grad (`t0 = x1.add(x0); with no_grad(): t0.set_(x0)`: grad_fn
+# AddBackward0 over x0's storage), or a detach() of an intermediate written with a value that requires grad (`t1 =
+# t0.detach(); t1.copy_(x0)`: grad_fn CopyBackwards over t0's storage). An output that is an alias (of an input, or
+# of an intermediate other outputs share) is regenerated from that storage, with a history of views at most; one
+# the graph computes has the history but its own storage. So such an output is refused where it aliases storage
+# (like `.data =` of a tensor with history: analyze), unless the graph computes it and the runtime set_()s it onto
+# the input after the epilogue (Note [Outputs That An Input Was set_() To]); alone on an intermediate's storage it
+# is computed by the graph, which is exact. So is a view, with grad, of an intermediate taken before a `.data =`
+# gave it another size (a plain one: or strides; a subclass's wrapper too, seed 43000 #3871 in training). The same
+# holds for a view of an intermediate set_() under no_grad whose chain is not replayed from it (Note [Views Set
+# Under no_grad With History]), and for views taken after such a set_() of a tensor with history (`t = x * 2; with
+# no_grad(): t.set_(y); return t.view(-1)`: ViewBackward0 over MulBackward0, which raises in backward where set_
+# changed the size; fuzz seed 7000 #501). Views of inputs are rebuilt with their own history (Note [Subclass Views
+# Rebuilt By set_]).
+
+
+def check_history_over_alias(
+    path: str,
+    value: torch.Tensor,
+    leaves: Sequence[OutputLeaf],
+    run: FunctionalRun,
+    bases: dict[object, tuple[int, torch.Tensor]],
+    named: tuple[dict[int, InputIndex], dict[int, int]],
+) -> None:
+    """Note [Histories Over Aliased Storage]. `named`: the input index of each input's id(), the first output index
+    of each output's id() (to find the output's view chain)."""
+    if all(leaf.source is LeafSource.GRAPH for leaf in leaves) or not value.requires_grad:
+        return
+    if not _has_history(value):
+        return
+    base = bases.get(storage_key(value))
+    # (an intermediate subclass so assigned: Note [Views Of A Root Whose .data Was Assigned], data_assignment.py)
+    if (
+        base is not None
+        and id(base[1]) in run.swaps.swapped_by_data
+        and base[1].requires_grad
+        and _viewed_before_resize(value, base[1], run)
+    ):
+        # fuzz seed 3000 #3430: the backward raised "invalid gradient" (the base's history has its old size)
+        raise UnsupportedError(
+            f"{path} is a view of an intermediate that requires grad, taken before the program assigned its `.data` "
+            "a tensor of another size (of a plain one: or strides): eager's view keeps the history of the old "
+            "layout, and one regenerated from the intermediate as it ends cannot (Note [Histories Over Aliased "
+            "Storage]). Return a clone made before the assignment"
+        )
+    wrapper_set = run.swaps.wrapper_sets.get(id(value))
+    no_grad_set = (id(value) in run.swaps.swapped_ids and id(value) not in run.swaps.grad_set_ids) or (
+        wrapper_set is not None and not wrapper_set[1]
+    )
+    if no_grad_set and id(value) not in run.swaps.swapped_by_data and not run.swaps.is_view(value):
+        raise UnsupportedError(
+            f"{path}: the program set_() this tensor under no_grad after computing it with grad: eager returns it "
+            "with its own autograd history over the storage it was set_() to, which a compiled output that shares "
+            "that storage cannot have (Note [Histories Over Aliased Storage]). Return a clone, or call set_() with "
+            "grad enabled"
+        )
+    if (set_view := no_grad_set_in_view_chain(value, run)) is not None and not (
+        set_view is value and _then_set_from_base(value, leaves, run, bases, named)
+    ):
+        what = (
+            "a view the program took with grad and then set_() under no_grad"
+            if set_view is value
+            else "a view of a tensor the program computed with grad and set_() under no_grad before taking the view"
+        )
+        raise UnsupportedError(
+            f"{path} is {what}: eager returns it with an autograd history of views over that tensor's own history "
+            "(whose backward may raise on the changed size), on the storage it was set_() to, which a compiled "
+            "output that shares that storage cannot have (Note [Histories Over Aliased Storage]; fuzz seed 7000 "
+            "#501, #9637). Return a clone"
+        )
+    plain_owner = not is_traceable_subclass(value) and not run.swaps.is_view(value)
+    if plain_owner and base is not None and base[1] is not value and id(value) not in run.swaps.swapped_ids:
+        # `t0.set_(t1); return t1, t0.view(-1)`: the outputs' base is t0, which the views name; t1, computed by the
+        # program, would come back as a plain alias of t0's storage without its history
+        raise UnsupportedError(
+            f"{path} has an autograd history of its own, and the program set_() another tensor onto its storage "
+            "whose views it also returns: rebuilt as an alias of that storage, it would have no history (Note "
+            "[Histories Over Aliased Storage]). Return a clone"
+        )
+    if any(leaf.source is LeafSource.INTERMEDIATE_ALIAS for leaf in leaves) and detached_in_chain(value, run):
+        raise UnsupportedError(
+            f"{path} is a detach() of an intermediate (or a view of one) that the program then wrote with a value "
+            "that requires grad: eager gives it an autograd history of its own over the intermediate's storage, "
+            "which a compiled output cannot have (Note [Histories Over Aliased Storage]). Return a clone, or write "
+            "into a clone"
+        )
+
+
+def _then_set_from_base(
+    value: torch.Tensor,
+    leaves: Sequence[OutputLeaf],
+    run: FunctionalRun,
+    bases: dict[object, tuple[int, torch.Tensor]],
+    named: tuple[dict[int, InputIndex], dict[int, int]],
+) -> bool:
+    """Note [Views Set Under no_grad With History]: replayed from an intermediate (a base, or an earlier output),
+    then set_() as in eager."""
+    replay = replay_of(value, tuple(leaves), run, named[0], bases, named[1])
+    return replay is not None and replay.then_set and replay.source in (ReplaySource.BASE, ReplaySource.OUTPUT)
+
+
+# Note [Outputs That An Input Was set_() To]
+# `t0 = x * 2; x.set_(t0); return t0` (or `x.data = t0`, or the set_ under no_grad): eager's t0 keeps its own
+# history (MulBackward) and shares the storage x now has. Rebuilt from x after the epilogue, as other aliases of an
+# input are, it would lose that history (`check_swapped_storage_outputs`). So the graph computes it, as a fresh
+# output with the Function's history, and after the epilogue gave x its new storage, t0 is set_() under no_grad
+# onto it, keeping its version counter: eager's set_ moved x, not t0. Only for a plain t0 that is no view, no
+# input, not itself moved, with x's final size, stride and offset (so x's new storage is exactly t0's), and no other
+# output that is t0 or a view of it (its `_base` would be x, not t0; views of x taken after the set_ are x's) or a
+# subclass on that storage; fuzz seed 7000 #292, #523, #831, #5356.
+# A t0 that does not require grad, assigned to an x that does, is built the same way (rebuilt from x it would
+# require grad; seed 7000 #3507). So is a t0 computed with grad and then itself set_() onto x under no_grad (`t0 =
+# x0 + x1; with no_grad(): t0.set_(x1)`; fuzz seed 40000 #178), where its history expects its size after the set_
+# (a backward through a history of another size raises in eager, and would have to in the joint trace too).
+
+
+def outputs_set_onto_inputs(
+    outputs: Sequence[object],
+    run: FunctionalRun,
+    current: dict[object, DenseIndex],
+    original: dict[object, DenseIndex],
+    mutations: Sequence[LeafMutation],
+) -> dict[int, DenseIndex]:
+    """Note [Outputs That An Input Was set_() To]: id() of each such output -> the input's dense leaf."""
+    tensors = [o for o in outputs if isinstance(o, torch.Tensor)]
+    no_grad_views = any(
+        not r.grad_enabled and r.source.requires_grad and r.func not in (_aten.detach.default, _aten.alias.default)
+        for r in run.swaps.views.values()  # (`.data` aliases: detach, alias)
+    )
+    if not torch.is_grad_enabled() or no_grad_views:
+        return {}  # (a no_grad view of a tensor that requires grad: the trace's output had no grad, seed 7000 #7885)
+    found: dict[int, DenseIndex] = {}
+    for value in tensors:
+        key = storage_key(value)
+        j = current.get(key)
+        if j is None or is_traceable_subclass(value) or _viewed_by_others(value, tensors, run):
+            continue
+        if _set_onto_input_under_no_grad(value, run, j):
+            found[id(value)] = j
+            continue
+        if key in original:
+            continue
+        if not value.requires_grad and not run.finals[j].requires_grad:
+            continue  # rebuilt from the input: it has no history to lose
+        m = mutations[j]
+        moved = id(value) in run.swaps.swapped_ids or id(value) in run.swaps.hidden or run.swaps.is_view(value)
+        if not m.storage_changed or m.set_source is not None or moved or value._is_view():
+            continue
+        if any(value is u for u in run.user_tensors) or leaf_meta(run.finals[j]) != leaf_meta(value):
+            continue
+        try:
+            if value.requires_grad and value.grad_fn is None:
+                continue
+        except (RuntimeError, ValueError, IndexError):  # see analyze._needs_program_autograd
+            continue
+        found[id(value)] = j
+    return found
+
+
+def _set_onto_input_under_no_grad(value: torch.Tensor, run: FunctionalRun, j: DenseIndex) -> bool:
+    """`t0 = x0 + x1; with no_grad(): t0.set_(x1); return t0` (Note [Outputs That An Input Was set_() To]): t0 has a
+    history of its own, and the size that history expects, on the storage, size, stride and offset of input leaf
+    `j` as it ends."""
+    swaps = run.swaps
+    if id(value) not in swaps.swapped_ids or id(value) in swaps.grad_set_ids or id(value) in swaps.swapped_by_data:
+        return False
+    if id(value) in swaps.hidden or swaps.is_view(value) or value._is_view() or not value.requires_grad:
+        return False
+    if any(value is u for u in run.user_tensors) or leaf_meta(run.finals[j]) != leaf_meta(value):
+        return False
+    size = recorded_size(value)  # None also where reading its grad_fn raises
+    return size is not None and len(size) == value.dim() and all(a == b for a, b in zip(size, value.shape, strict=True))
+
+
+def _viewed_by_others(value: torch.Tensor, outputs: Sequence[torch.Tensor], run: FunctionalRun) -> bool:
+    """Another output is `value` or a view of it (its `_base` in eager), or a subclass over its storage."""
+    for o in outputs:
+        if o is value:
+            if sum(1 for p in outputs if p is value) > 1:
+                return True
+        elif is_traceable_subclass(o):
+            if any(storage_key(d) == storage_key(value) for d in dense_leaves_of(o, "out")[1]):
+                return True
+        elif storage_key(o) == storage_key(value) and run.swaps.view_root(o, through_swaps=True) is value:
+            return True
+    return False
+
+
+# Note [Subclass Inputs That Gain Grad By set_]
+# `x.set_(w)` with grad on, x a subclass input that does not require grad and w a tensor that does: eager records the
+# set_ on the wrapper, so x ends a non-leaf whose grad_fn (set_'s) raises in backward, with an edge to w's history.
+# The epilogue repeats it at the wrapper level once x has its final storage and metadata: `x.set_(alias)` under grad,
+# `alias` x's new storage and metadata taken from the input w is (a view of), so that autograd's dependencies match
+# eager's too (which leaves a backward reaches before the set_ node raises depends on them: Note [Backward Errors Are
+# Deferred]). That is exact only where the set_ was the last change to x autograd saw (a later write or in-place
+# view op would stand between x and the set_ node in eager) and w is an input or a view of one taken with grad on;
+# otherwise (w an intermediate, a no_grad view: fuzz seed 3000 #3836) it is refused.
+
+
+def check_wrapper_grad_gains(
+    flat: FlatInputs,
+    layout: DenseLayout,
+    run: FunctionalRun,
+    mutations: Sequence[LeafMutation],
+    user_fakes: Sequence[torch.Tensor],
+) -> None:
+    """Note [Subclass Inputs That Gain Grad By set_]."""
+    position = {id(u): i for i, u in enumerate(run.user_tensors)}
+
+    def grad_root_of(t: torch.Tensor) -> torch.Tensor | None:
+        """run.swaps.view_root(t, through_swaps=True) where every view of the chain was taken with grad on; else None."""
+        while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+            if not record.grad_enabled:
+                return None
+            t = record.source
+        return t
+
+    for i, (u, fake) in enumerate(zip(run.user_tensors, user_fakes, strict=True)):
+        if layout.trees[i] is None or fake.requires_grad or not u.requires_grad or id(u) not in run.swaps.grad_set_ids:
+            continue
+        recorded = run.swaps.wrapper_grad_sets.get(id(u))
+        source = None if recorded is None else recorded[0]
+        root = None if source is None else grad_root_of(source)
+        taken = mutations[layout.leaves_of_input[i][0]].set_source
+        owner = next((k for k, leaves in enumerate(layout.leaves_of_input) if taken in leaves), None)
+        later = () if recorded is None else run.swaps.wrapper_ops[recorded[1] + 1 :]
+        written_after = any(run.swaps.view_root(w, through_swaps=True) is u for _, _, writes in later for w in writes)
+        set_seq = run.swaps.wrapper_sets[id(u)][0] if id(u) in run.swaps.wrapper_sets else None
+        assigned_after = any(set_seq is None or a.seq > set_seq for a in run.swaps.wrapper_data.get(id(u), []))
+        exact = root is not None and owner is not None and position.get(id(root)) == owner
+        if not exact or written_after or assigned_after or _nested(u):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad and the program set_()s it with "
+                "grad enabled to a tensor that requires grad and is not an input or a view of one taken with grad "
+                "enabled, or changes it after, or is a nested tensor subclass (Note [Subclass Inputs That Gain Grad "
+                "By set_]): autograd's history of "
+                "it would not be eager's. set_() it to a clone made outside the function, or under torch.no_grad()"
+            )
+
+
+def check_overlapping_clones(
+    flat: FlatInputs,
+    layout: DenseLayout,
+    run: FunctionalRun,
+    mutations: Sequence[LeafMutation],
+    user_fakes: Sequence[torch.Tensor],
+    cloned: frozenset[int],
+    outputs: Sequence[OutputInfo],
+    replays: Sequence[tuple[ViewStep, ...]],
+) -> None:
+    """A subclass input that requires grad runs as a clone, made contiguous where its elements overlap (expand()):
+    a view the program took of it may be one eager's strides forbid (reshape() copies in eager), so returning a
+    view of it is refused (fuzz seed 24 #187: replaying the view on the input itself raised), except a chain of
+    views that takes the same elements on the input's own strides (fuzz seed 2000 #404, #6574), as the epilogue
+    left them: after its in-place view ops (`replays`) where the view is replayed after the epilogue."""
+    for i in cloned:
+        t = user_fakes[i]
+        if not any(st == 0 and sz != 1 for sz, st in zip(t.shape, t.stride(), strict=True)):
+            continue
+        leaves = set(layout.leaves_of_input[i])
+        path = flat.leaves[flat.tensor_indices[i]].path
+        aliased = any(
+            (info.kind is OutputKind.IS_INPUT and info.input_index == flat.tensor_indices[i])
+            or any(leaf.source is LeafSource.INPUT_ALIAS and leaf.index in leaves for leaf in info.leaves)
+            for info in outputs
+        )
+        clone = run.user_tensors[i]
+        if any(run.swaps.view_root(c) is clone for c in run.swaps.contiguous_self) and (
+            aliased or any(mutations[j].any for j in leaves)
+        ):
+            raise UnsupportedError(
+                f"{path}: the program calls contiguous() on a view of this tensor subclass input, which requires "
+                "grad and whose elements overlap (expand()), and returns or writes the input: eager's may be a copy, "
+                "the traced one a view of the input's contiguous clone (Note [contiguous() Of A Contiguous Clone]). "
+                "Call .clone() instead"
+            )
+        grouped = any(j in g.members for g in layout.groups for j in leaves)
+        for info in outputs:
+            source, steps, early = _chain_from_input(info, outputs)
+            if source == flat.tensor_indices[i]:
+                changed = run.initial_metas[i] != leaf_meta(clone)
+                exact = _same_views_on(t, () if early or not changed else replays[i] or None, steps)
+            else:  # regenerated without a view chain (an alias of a group member may name another member's leaf)
+                exact = (
+                    grouped
+                    or info.replay is not None
+                    or not any(leaf.source is LeafSource.INPUT_ALIAS and leaf.index in leaves for leaf in info.leaves)
+                )
+            if not exact:
+                raise UnsupportedError(
+                    f"{info.path} is traced as a view of {path}, a tensor subclass "
+                    "input that requires grad and whose elements overlap (expand()); in training it is traced "
+                    "as a contiguous clone, whose views may differ from eager's. Pass it .contiguous(), or "
+                    "return a clone"
+                )
+
+
+# View ops that take the same elements of their source whatever its strides, so that on an input whose elements
+# overlap they give what the program's view of its contiguous clone gave; `view` too, where it succeeds on the
+# input's own strides (there reshape() is a view in eager as well). Not as_strided, nor in-place view ops (t_ on a
+# view of a subclass input that requires grad replays with other gradients than eager's).
+_aten = torch.ops.aten
+_STRIDE_AGNOSTIC = frozenset(
+    {
+        *(_aten.alias.default, _aten.diagonal.default, _aten.expand.default, _aten.narrow.default),
+        *(_aten.permute.default, _aten.select.int, _aten.slice.Tensor, _aten.split.Tensor, _aten.unbind.int),
+        *(_aten.split_with_sizes.default, _aten.squeeze.default, _aten.squeeze.dim, _aten.squeeze.dims),
+        *(_aten.t.default, _aten.transpose.int, _aten.unfold.default, _aten.unsqueeze.default, _aten.view.default),
+    }
+)
+
+
+def _chain_from_input(info: OutputInfo, outputs: Sequence[OutputInfo]) -> tuple[int | None, tuple[ViewStep, ...], bool]:
+    """The input an output is replayed from (through earlier outputs), the whole view chain from it, and whether
+    the chain starts before the epilogue (from the input as the program got it)."""
+    steps: tuple[ViewStep, ...] = ()
+    replay = info.replay
+    while replay is not None and replay.source is ReplaySource.OUTPUT:
+        if replay.source_meta is not None:  # from an intermediate (Note [Detaches Of Intermediates Changed Since])
+            return None, (), False
+        steps = replay.steps + steps
+        earlier = outputs[replay.index]
+        if earlier.kind is OutputKind.IS_INPUT:
+            return earlier.input_index, steps, False
+        replay = earlier.replay
+    if replay is None or replay.source is not ReplaySource.INPUT:
+        return None, (), False
+    return replay.index, replay.steps + steps, replay.before_epilogue
+
+
+# In-place view ops the epilogue replays on an input (`inplace_replay`) that, like _STRIDE_AGNOSTIC, take the same
+# elements whatever the input's strides.
+_INPLACE_STRIDE_AGNOSTIC = frozenset(
+    {
+        *(_aten.t_.default, _aten.transpose_.default, _aten.squeeze_.default, _aten.squeeze_.dim),
+        *(_aten.squeeze_.dims, _aten.unsqueeze_.default),
+    }
+)
+
+
+def _same_views_on(t: torch.Tensor, prefix: Sequence[ViewStep] | None, steps: Sequence[ViewStep]) -> bool:
+    """Replaying `steps` on `t`'s own (static) strides, after the epilogue's in-place view ops `prefix` (None: the
+    epilogue changes `t`'s layout otherwise), is exact: each op is stride-agnostic and succeeds there
+    (`check_overlapping_clones`; fuzz seed 7000 #9147: select(0, -4) after t_() checked on the layout before it)."""
+    dims = [*t.shape, *t.stride()]
+    if prefix is None or not all(isinstance(d, int) for d in dims):
+        return False
+    if not all(s.op in _INPLACE_STRIDE_AGNOSTIC for s in prefix) or not all(s.op in _STRIDE_AGNOSTIC for s in steps):
+        return False
+    src = torch.empty_strided(tuple(t.shape), tuple(t.stride()), device="meta")
+    for step in (*prefix, *steps):
+        args = pytree.tree_leaves((step.args, step.kwargs))
+        if not all(isinstance(a, int | bool | str | None) for a in args):
+            return False  # a symbolic size or an input argument: not checked here
+        try:
+            out = step.op(src, *step.args, **dict(step.kwargs))
+        except (RuntimeError, ValueError, IndexError):  # ValueError, IndexError: the meta kernel's own messages
+            return False  # eager's reshape() copies here
+        src = out[step.index] if step.index is not None else out
+    return True
+
+
+# Note [Multi-Output View Inputs]
+# A subclass input that is one of the views an op returning several views made (x.unbind(0)[0]) is rebuilt in the
+# trace as a wrapper of its own, not an autograd view: eager's check that refuses to read such a view's grad_fn once
+# its base's version counter advanced (a write through another view of the base) does not happen there. Where the
+# program writes the base through another input and reads this one with grad enabled, eager raises (at that read,
+# or in backward where the read saved it, fuzz seed 5000 #2426), and the compiled program would not: refused. A write
+# through the input itself raises in eager and in our epilogue alike. Likewise an output the program made by such an
+# op from an input that the trace does not relate to another input sharing its eager base (traced apart: an
+# overlapping as_strided view, seed 3000 #9285): where the program advances that base's counter through the other
+# input, eager's output may raise when its grad_fn is read, and the rebuilt one would not: refused unless the
+# output is rebuilt before the epilogue (whose writes then advance the counter it checks, as in eager), or the
+# program took the multi-output view after its last write through either input (Replay.split_made): eager's view
+# then never sees its counter advance, nor does the one rebuilt after the epilogue (seed 7000 #4454, #8006).
+
+
+def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
+    """See Note [Multi-Output View Inputs]."""
+    if not analysis.wrapper_last_use:
+        return
+    reals = [flat.values[i] for i in flat.tensor_indices]
+    roots = [_autograd_root(r) if isinstance(r, torch.Tensor) else None for r in reals]
+    for t, tree in enumerate(layout.trees):
+        real = reals[t]
+        if tree is None or not isinstance(real, torch.Tensor) or not real.requires_grad:
+            continue
+        writers = [
+            u
+            for u, root in enumerate(roots)
+            if u != t and root is roots[t] and reals[u] is not real and analysis.wrapper_first_write[u] is not None
+        ]
+        written_through_others = bool(writers) and analysis.wrapper_first_write[t] is None
+        if written_through_others and analysis.wrapper_last_use[t] is not None and is_multi_output_view(real):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[t]].path} is a view made by an op that returns several views "
+                "(unbind, split, chunk), the program writes its base through another input and uses it with grad "
+                "enabled: eager raises when autograd reads it (Note [Multi-Output View Inputs]), which the "
+                "compiled program does not reproduce. Pass the base tensor and take the views inside the function"
+            )
+
+
+def check_multi_output_view_outputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
+    """See Note [Multi-Output View Inputs]."""
+    position = {index: t for t, index in enumerate(flat.tensor_indices)}
+    for k, info in enumerate(analysis.outputs):
+        replay = info.replay
+        if replay is None or replay.source is not ReplaySource.INPUT or replay.before_epilogue:
+            continue
+        if not any(step.index is not None and step.grad_enabled for step in replay.steps):
+            continue
+        source = position.get(InputIndex(replay.index))
+        real = flat.values[replay.index]
+        if source is None or not isinstance(real, torch.Tensor) or not real.requires_grad:
+            continue
+        root = _autograd_root(real)
+        for t, other in enumerate(flat.values[i] for i in flat.tensor_indices):
+            if t == source or not isinstance(other, torch.Tensor) or other is real:
+                continue
+            if _autograd_root(other) is not root:
+                continue
+            muts = [analysis.mutations[j] for j in layout.leaves_of_input[t]]
+            if any(m.any or m.version_bumped for m in muts) and not _split_after_writes(replay, source, t, analysis):
+                raise UnsupportedError(
+                    f"out[{k}] is a view made by an op that returns several views (unbind, split, chunk) of "
+                    f"{flat.leaves[replay.index].path}, whose base the program advances through "
+                    f"{flat.leaves[flat.tensor_indices[t]].path}: eager's may raise when autograd reads its grad_fn "
+                    "(Note [Multi-Output View Inputs]), which the rebuilt output does not reproduce. Return a clone"
+                )
+
+
+def _split_after_writes(replay: Replay, source: int, other: int, analysis: Analysis) -> bool:
+    """The program took the output's multi-output view after its last write through `source` or `other` (tensor
+    input positions): eager's view was made after its base's counter advanced, as the one rebuilt after the epilogue
+    is (fuzz seed 7000 #4454, #8006)."""
+    bumps = analysis.last_bumps
+    return bool(bumps) and replay.split_made > max(bumps[source], bumps[other])
+
+
+def _autograd_root(t: torch.Tensor) -> torch.Tensor:
+    """The tensor whose version counter `t` shares: its autograd base, or itself."""
+    return t._base if t._base is not None else t
+
+
+def no_grad_set_in_view_chain(value: torch.Tensor, run: FunctionalRun) -> torch.Tensor | None:
+    """`value` if it is a view that the program set_() under no_grad after computing it with grad, or the tensor
+    with grad history that it is a chain of views of, taken after the program set_() that one under no_grad
+    (Note [Histories Over Aliased Storage]); else None. A `value` that is no view is the rule before this one;
+    inputs, and views of them, are rebuilt by the epilogue with their own history (Note [Subclass Views Rebuilt By
+    set_])."""
+    t, taken = value, None
+    while True:
+        record = run.swaps.plain_sets.get(id(t))
+        wrapper = run.swaps.wrapper_sets.get(id(t))
+        last = record if wrapper is None or (record is not None and record[0] > wrapper[0]) else wrapper
+        if (
+            last is not None
+            and not last[1]
+            and (taken is None or last[0] < taken)
+            and id(t) not in run.swaps.swapped_by_data
+            and (t is not value or run.swaps.is_view(t))
+            and t.requires_grad
+            and not _on_input_chain(t, run)
+            and _has_history(t)
+        ):
+            return t
+        view = run.swaps.views.get(id(t))
+        if view is None or view.func is torch.ops.aten.detach.default:
+            return None
+        t, taken = view.source, view.seq
+
+
+def _on_input_chain(t: torch.Tensor, run: FunctionalRun) -> bool:
+    """`t` is an input or a chain of views of one."""
+    root = run.swaps.view_root(t, through_swaps=True)
+    return any(root is u for u in run.user_tensors)
+
+
+def _viewed_before_resize(value: torch.Tensor, base: torch.Tensor, run: FunctionalRun) -> bool:
+    """`value`'s view chain takes a view of `base` while it had another size or strides than it ends with (a
+    `.data =` of another layout came after)."""
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None:
+        if record.source is base:
+            then = tuple(tuple(symint_expr(s) for s in part) for part in record.source_meta[:2])
+            return then != leaf_meta(base)[:2]
+        t = record.source
+    return False
+
+
+def _has_history(t: torch.Tensor) -> bool:
+    try:
+        return t.grad_fn is not None
+    except (RuntimeError, ValueError, IndexError):  # see analyze._needs_program_autograd
+        return False
+
+
+# Note [Writes With Grad After A Hidden set_]
+# `with no_grad(): x.set_(y)`, then `x.mul_(2)` with grad on, x a plain input that requires grad and y another
+# input: eager records the write on x's own history (MulBackward0 over x's grad_fn from before the set_, which sums
+# the gradient to x's old size), while the functional graph sees a write to y's storage that does not depend on x:
+# the gradient that reaches x's history differs (fuzz seed 7000 #29: `fill_`, eager's gradient is zeros). Refused
+# where the write goes through x itself; a set_() autograd records (Note [Outputs set_() Under Grad]), writes
+# before the set_(), through views, or after a set_() to a new storage are handled elsewhere. The same for a tensor
+# subclass input whose wrapper is set_() and then written with grad (eager records the write on the wrapper's history).
+
+
+def check_writes_after_hidden_set(
+    flat: FlatInputs,
+    layout: DenseLayout,
+    run: FunctionalRun,
+    mutations: Sequence[LeafMutation],
+    user_fakes: Sequence[torch.Tensor],
+) -> None:
+    """Note [Writes With Grad After A Hidden set_]."""
+    for i, t in enumerate(run.user_tensors):
+        # a tensor subclass input: its wrapper's set_() (test_set__not_allowed on a PairTensor)
+        sets = run.swaps.plain_sets if layout.trees[i] is None else run.swaps.wrapper_sets
+        record = sets.get(id(t))
+        if not user_fakes[i].requires_grad or record is None or record[1]:
+            continue
+        onto_input = any(mutations[j].set_source is not None for j in layout.leaves_of_input[i])
+        if onto_input and run.swaps.visible_seq.get(id(t), -1) > record[0]:
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path} requires grad, and the program set_() it under no_grad "
+                "to another input's storage and then wrote it with grad enabled: eager records that write on the "
+                "history it had before the set_(), which the compiled graph, where the write reads only the other "
+                "input's storage, cannot reproduce (Note [Writes With Grad After A Hidden set_]). Call set_() with "
+                "grad enabled, or write into a clone"
+            )

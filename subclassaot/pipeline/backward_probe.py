@@ -1,0 +1,479 @@
+"""Part of stage `trace` (training): how eager's own backward ends, for a program whose traced backward fails.
+
+Input: the call and `FlatInputs` (the real values of this call), the `Analysis`.
+Output: `probe_eager_backward(...)`: per nonempty set of the program's tensor outputs that require grad, how eager's
+backward through them ends (`BackwardEnd`), or None where the program cannot be probed; `tangent_patterns(...)`:
+the same by the Function outputs each set gives tangents to; `refuse_layout_changed_behind_autograd(...)`: an
+UnsupportedError for a program whose backward's size checks the compiled one would not repeat.
+Invariants: see Note [Probing Eager's Backward]; the probe runs on static fakes in a fresh fake mode, so it reads
+no real tensor, draws no random number and adds no guard.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import torch
+from torch.utils import _pytree as pytree
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.inputs import unflatten_call
+from subclassaot.pipeline.trace import InputUpdate, UpdateKind
+from subclassaot.schemas import (
+    AliasGroupRef,
+    Analysis,
+    AssignedWrite,
+    DenseLayout,
+    FlatInputs,
+    InputIndex,
+    LeafMutation,
+    LeafSource,
+    OutputKind,
+    ReplaySource,
+)
+from subclassaot.torch_internals import EXAMPLE_INPUT_HISTORY_ERROR, static_fake_copies
+
+# Note [Probing Eager's Backward]
+# Where the traced backward fails (Note [Backward Errors Are Deferred]), what eager's backward does before it raises
+# is fixed by the program's autograd graph: on CPU the engine runs the ready node with the highest sequence number
+# (creation order), and a leaf's AccumulateGrad, numbered above all, as soon as it is ready. So the compile runs the
+# program once more, eagerly, on static fakes of the real inputs (aliasing kept), and calls backward through each
+# nonempty set of its outputs that require grad (tangents do not change the order), to see whether it raises and
+# whether some input leaf got its gradient first. The fakes of non-leaf inputs keep no history: a node standing for
+# it raises EXAMPLE_INPUT_HISTORY_ERROR. That node (like every node of the earlier history) is numbered below all
+# of the program's nodes, and one of those is ready while any of them has not run, so reaching it means the
+# program's part of the backward completed, and a leaf behind a non-leaf input never gets its gradient before the
+# program's own node raises. Only leaf inputs can, and the probe reads their `.grad`. (In fact that node is
+# autograd's Error node, numbered above all like an AccumulateGrad, so it runs as soon as it is ready: a non-leaf
+# input returned as it came would make it a root that ends the probe first, so such an output is left out of the
+# probe's roots, as eager runs that history after the program's nodes (fuzz seed 41000 #2043). Reached through a
+# node of the program it may still end the probe before another ready node of the program raises: a known limit.)
+# The compiled backward (one autograd.Function node over the forward and backward graphs) raises the program's error
+# before anything behind it runs, and before it only the epilogue's and the caller's nodes run. So deferring the
+# error is exact for a backward through all of the outputs where eager's raises before any input leaf's gradient,
+# and no output that requires grad is, or is regenerated from, a leaf input that requires grad (that leaf's
+# AccumulateGrad would run outside the Function). Each probed set of outputs is mapped to the Function outputs it
+# gives tangents to (`tangent_patterns`); a backward that gives the Function another set than one probed to raise
+# so is refused when it runs (UnsupportedError), never answered with a guess. Outputs beyond MAX_PROBED_OUTPUTS are
+# not probed (2^n backwards).
+
+MAX_PROBED_OUTPUTS = 4
+
+# Note [Layouts Changed Behind Autograd]
+# `.data =` with a tensor of another layout, or an in-place view op under no_grad, changes a tensor's size behind
+# autograd: nodes made before it (its grad_fn, a leaf's AccumulateGrad kept alive by a view's backward) keep the
+# old size, and eager's backward checks each gradient against it ("returned an invalid gradient ... expected shape
+# compatible with"), while nodes made after it record the new one. The compiled Function's nodes record the sizes
+# at its call instead, and the joint trace runs input leaves as clones (non-leaves), whose node keeps the clone's
+# first size. So where a program changes an input's layout so, the compile probes eager's backward (Note [Probing
+# Eager's Backward]), whose checks read only sizes: a program whose traced backward runs while the probe saw a
+# backward raise is refused, where an input got `.data =` after a write or in-place view op under grad (fuzz seed
+# 8000 #800: x.transpose_(0, 1); x.data = t leaves TransposeBackward0 expecting the transposed size; the analysis
+# sees only the net layout). A traced backward that fails such a check for an input that requires grad and is a
+# leaf or a view is refused too, since eager's may run (a leaf's AccumulateGrad made after the change, a view's
+# grad_fn remade after a write: seed 8000 #1466) or fail elsewhere (#3539), and the probe's fakes do not tell which
+# (their nodes for inputs are not eager's); another non-leaf input's node fails in the trace as in eager, and that
+# error is deferred (Note [Backward Errors Are Deferred]). A leaf changed by an in-place view op under no_grad before
+# any read with grad runs as a leaf in the trace instead, and passes (Note [Leaves Laid Out Anew Under no_grad]).
+# The same probe guards a set_() under no_grad onto another layout of the input's own storage followed by an
+# in-place view op with grad (fuzz seed 17000 #3910: `x0.set_(x1)`, x1 a view of x0 passed beside it, then
+# `x0.t_()`): eager's TBackward1 sits over x0's node from before the set_() and fails its size check, where the
+# epilogue's as_strided_() maps our gradient back to the storage and the traced backward runs: refused where the
+# probe saw a backward raise. (Where the sizes agree, a square x0 set_() to x0.t(), eager's gradient lands on other
+# elements and the probe completes: a known gap.)
+
+SHAPE_CHECK_ERROR = "invalid gradient at index"
+BROADCAST_ERROR = "doesn't match the broadcast shape"
+
+
+class BackwardEnd(enum.Enum):
+    COMPLETES = "completes"  # no node of the program raises
+    RAISES = "raises"  # a node of the program raises before any input leaf gets its gradient
+    RAISES_AFTER_GRADS = "raises after gradients"  # ... after some input leaf got its gradient
+
+
+def probe_eager_backward(
+    call: Callable[..., object], flat: FlatInputs, returned: frozenset[int] = frozenset()
+) -> Mapping[frozenset[int], BackwardEnd] | None:
+    """Per nonempty set of the program's tensor outputs that require grad (positions among its output pytree's
+    leaves): how eager's backward through them ends (Note [Probing Eager's Backward]). None where the program does
+    not run on static fakes, has no such output, or more than MAX_PROBED_OUTPUTS. `returned`: positions in
+    `flat.values` of leaf inputs given to the Function detached (Note [Returned Leaves Outside A Raising
+    Backward]): their gradient counts where it is there exactly when the leaf itself is among the chosen outputs."""
+    try:
+        grad_outputs, _ = _trial(call, flat, None)
+        if not 0 < len(grad_outputs) <= MAX_PROBED_OUTPUTS:
+            return None
+        ends: dict[frozenset[int], BackwardEnd] = {}
+        for mask in range(1, 1 << len(grad_outputs)):
+            chosen = frozenset(p for k, p in enumerate(grad_outputs) if mask >> k & 1)
+            _, end = _trial(call, flat, chosen, returned=returned)
+            if end is None:
+                return None
+            ends[chosen] = end
+    except Exception:  # a program the probe cannot run: the caller keeps its own checks
+        return None
+    return ends
+
+
+def grad_output_count(call: Callable[..., object], flat: FlatInputs) -> int | None:
+    """How many of the program's tensor outputs require grad, run on static fakes; None where it does not run."""
+    try:
+        return len(_trial(call, flat, None)[0])
+    except Exception:  # a program the probe cannot run
+        return None
+
+
+def eager_backward_error(call: Callable[..., object], flat: FlatInputs) -> RuntimeError | None:
+    """The error eager's backward through every output that requires grad raises on static fakes, if any (Note
+    [Probing Eager's Backward])."""
+    found: list[RuntimeError] = []
+    try:
+        grad_outputs, _ = _trial(call, flat, None)
+        if grad_outputs:
+            _trial(call, flat, frozenset(grad_outputs), found)
+    except Exception:  # a program the probe cannot run
+        return None
+    return found[0] if found else None
+
+
+def _trial(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    chosen: frozenset[int] | None,
+    errors: list[RuntimeError] | None = None,
+    returned: frozenset[int] = frozenset(),
+    before_backward: Callable[[list[int], list[torch.Tensor]], None] | None = None,
+) -> tuple[list[int], BackwardEnd | None]:
+    """Run the program on fresh static fakes; with `chosen`, backward through those outputs. Returns the positions
+    of the tensor outputs that require grad and how the backward ended (None: not run, or a `returned` leaf whose
+    gradient is not as the compiled backward gives it). `before_backward(positions, roots)` runs just before the
+    backward, with the outputs it takes as roots (and their positions)."""
+    mode, values = static_fake_copies(flat.values)
+    apart = [v for k, v in enumerate(values) if k in returned and isinstance(v, torch.Tensor)]
+    leaves = [
+        v
+        for v in values
+        if isinstance(v, torch.Tensor) and v.requires_grad and v.is_leaf and not any(v is a for a in apart)
+    ]
+    with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
+        state, args, kwargs = unflatten_call(flat, values)
+        outs = pytree.tree_leaves(call(state, args, kwargs))
+        grad_outputs = [p for p, o in enumerate(outs) if isinstance(o, torch.Tensor) and o.requires_grad]
+        if chosen is None:
+            return grad_outputs, None
+        # A non-leaf input returned as it came: its fake's history node is numbered above all (it would run first
+        # and end the probe, where eager's runs after the program's nodes): it is left out (Note [Probing Eager's
+        # Backward])
+        given = {id(v) for v in values}
+        at = [
+            p
+            for p in sorted(chosen)
+            if not (id(outs[p]) in given and type(cast(torch.Tensor, outs[p]).grad_fn).__name__ == "Error")
+        ]
+        roots = [cast(torch.Tensor, outs[p]) for p in at]
+        if not roots:
+            return grad_outputs, _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
+        if before_backward is not None:
+            before_backward(at, roots)
+        try:
+            torch.autograd.backward(roots, [torch.ones_like(o) for o in roots])
+        except RuntimeError as e:
+            if EXAMPLE_INPUT_HISTORY_ERROR in str(e):
+                return grad_outputs, _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
+            if errors is not None:
+                errors.append(e)
+            graded = any(leaf.grad is not None for leaf in leaves)
+            end = BackwardEnd.RAISES_AFTER_GRADS if graded else BackwardEnd.RAISES
+            return grad_outputs, _apart_as_returned(apart, roots, end)
+    return grad_outputs, _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
+
+
+def reaches_output_node(
+    call: Callable[..., object], flat: FlatInputs, starts: Sequence[int], targets: Sequence[int]
+) -> bool | None:
+    """Whether, in eager's autograd graph on static fakes, the node of an output at a position in `starts` (among
+    the output pytree's leaves) reaches the grad_fn of one at a position in `targets` (Note [set_ Under Grad
+    Before The Call]). None where the program does not run on static fakes."""
+    try:
+        mode, values = static_fake_copies(flat.values)
+        with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
+            state, args, kwargs = unflatten_call(flat, values)
+            outs = pytree.tree_leaves(call(state, args, kwargs))
+            wanted = {
+                node for p in targets if isinstance(o := outs[p], torch.Tensor) and (node := o.grad_fn) is not None
+            }
+            stack = [o.grad_fn for p in starts if isinstance(o := outs[p], torch.Tensor)]
+    except Exception:  # a program the probe cannot run
+        return None
+    seen: set[object] = set()
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        if node in wanted:
+            return True
+        seen.add(node)
+        stack.extend(parent for parent, _ in node.next_functions)
+    return False
+
+
+def eager_kept_accumulators(call: Callable[..., object], flat: FlatInputs, leaves: Sequence[int]) -> frozenset[int]:
+    """Of the leaf inputs at positions `leaves` in `flat.values`: those whose gradient accumulator that the outputs'
+    graphs reach in eager, run on static fakes, has the size the leaf came with (Note [Accumulators Kept Through
+    Layout Ops]). All of them where the program does not run on static fakes."""
+    try:
+        mode, values = static_fake_copies(flat.values)
+        with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
+            state, args, kwargs = unflatten_call(flat, values)
+            outs = pytree.tree_leaves(call(state, args, kwargs))
+            sizes = _accumulator_sizes([o.grad_fn for o in outs if isinstance(o, torch.Tensor)])
+    except Exception:  # a program the probe cannot run: as the functional run saw it
+        return frozenset(leaves)
+    kept = set()
+    for i in leaves:
+        fake, real = values[i], flat.values[i]
+        if isinstance(real, torch.Tensor) and sizes.get(id(fake)) == tuple(real.shape):
+            kept.add(i)
+    return frozenset(kept)
+
+
+def _accumulator_sizes(starts: Sequence[object]) -> dict[int, tuple[int, ...]]:
+    """id() of each leaf whose AccumulateGrad the nodes `starts` reach -> the size that accumulator recorded."""
+    found: dict[int, tuple[int, ...]] = {}
+    seen: set[object] = set()
+    stack = list(starts)
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            meta = getattr(node, "_input_metadata", ())
+            if meta:
+                found[id(variable)] = tuple(int(d) for d in meta[0].shape)
+        stack.extend(parent for parent, _ in getattr(node, "next_functions", ()))
+    return found
+
+
+def _apart_as_returned(
+    apart: Sequence[torch.Tensor], roots: Sequence[torch.Tensor], end: BackwardEnd
+) -> BackwardEnd | None:
+    """`end`, where each leaf given to the Function detached got a gradient exactly when it is itself a root, as the
+    compiled backward gives it (Note [Returned Leaves Outside A Raising Backward]); else None."""
+    for leaf in apart:
+        if (leaf.grad is not None) != any(r is leaf for r in roots):
+            return None
+    return end
+
+
+def refuse_layout_changed_behind_autograd(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    layout: DenseLayout,
+    analysis: Analysis,
+    error: RuntimeError | None,
+) -> None:
+    """Refuse a program whose backward's size checks ours would not repeat as eager's do (Note [Layouts Changed
+    Behind Autograd]). `error`: the traced backward's own failure (None: it ran)."""
+    if error is not None and SHAPE_CHECK_ERROR not in str(error):
+        return
+    if error is None:
+        # a write or in-place view op under grad before `.data =`: autograd's nodes keep what it made; or an in-place
+        # view op with grad after a set_() under no_grad onto the input's own storage (Note [Layouts Changed Behind
+        # Autograd])
+        changed = [
+            d
+            for d, m in enumerate(analysis.mutations)
+            if m.autograd_visible and (m.swapped_by_data or (m.swapped and not (m.set_under_grad or m.storage_changed)))
+        ]
+    else:
+        # a leaf runs as a clone in the joint trace, and eager remakes a view's node after a write: another
+        # non-leaf's node fails in the trace as in eager
+        changed = [
+            d
+            for d, m in enumerate(analysis.mutations)
+            if (m.swapped_by_data or m.metadata_hidden) and _leaf_or_view(flat.values[layout.leaves[d].owner])
+        ]
+    if not changed:
+        return
+    if error is None:
+        ends = probe_eager_backward(call, flat)
+        if not ends or all(end is BackwardEnd.COMPLETES for end in ends.values()):
+            return
+    ours = "runs where eager's fails" if error is None else f"fails ({error}) where eager's may run"
+    paths = ", ".join(layout.leaves[d].path for d in changed)
+    raise UnsupportedError(
+        f"{paths}: the program changes the size of a tensor that requires grad behind autograd (`.data =` with "
+        "a tensor of another shape, set_() or an in-place view op under torch.no_grad()), and eager's backward checks "
+        f"gradients against the sizes autograd recorded before or after that change: the compiled backward {ours} "
+        "(Note [Layouts Changed Behind Autograd]); not supported in training. Assign "
+        "`.data` a tensor of the same shape, or use out-of-place view ops (x = x.unsqueeze(-1))"
+    ) from error
+
+
+def refuse_unreduced_assigned_gradients(
+    flat: FlatInputs, analysis: Analysis, reached: Sequence[int], error: RuntimeError
+) -> None:
+    """Note [Subclass Accumulators Made After .data =]: the traced backward checks a subclass leaf's gradients
+    against its old size (the leaf runs as a clone there), where eager checks each against the new size. Refuse
+    where the traced backward failed such a check (eager's may run: `x.data = y; return x.sum()`). `reached`: the
+    tensor inputs some diff output's gradient reaches in the trace (the others get none from the Function)."""
+    if SHAPE_CHECK_ERROR not in str(error) and BROADCAST_ERROR not in str(error):
+        return
+    paths = [
+        flat.leaves[flat.tensor_indices[i]].path
+        for i, size in enumerate(analysis.accumulator_sizes)
+        if size is not None and i in reached and _is_leaf(flat.values[flat.tensor_indices[i]])
+    ]
+    if paths:
+        raise UnsupportedError(
+            f"{', '.join(paths)}: the program assigns `.data` of this tensor subclass leaf a tensor of another "
+            "size, then reads it with grad: eager checks each gradient reaching it against its new size, the "
+            f"compiled backward against the size it came with first, and it fails ({error}) where eager's may run "
+            "(Note [Subclass Accumulators Made After .data =]); not supported in training. Assign `.data` a tensor "
+            "of the same shape, or read a clone"
+        ) from error
+
+
+def _is_leaf(value: object) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_leaf
+
+
+def _leaf_or_view(value: object) -> bool:
+    return isinstance(value, torch.Tensor) and value.requires_grad and (value.is_leaf or value._is_view())
+
+
+def epilogue_write_hidden(m: LeafMutation, kind: UpdateKind) -> bool:
+    """The epilogue writes this input's new value (an update of `kind`) under no_grad (see runtime._copy_into): no
+    gradient flows from the input back into the graph's output for it."""
+    if kind is UpdateKind.FINAL and m.assigned_write is AssignedWrite.AFTER:
+        return False  # Note [Writes With Grad After .data =]
+    return not m.autograd_visible or m.hidden_from_autograd or m.storage_changed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TangentPatterns:
+    """How the probed backwards show in the compiled Function (Note [Probing Eager's Backward])."""
+
+    # per set of diff positions given a tangent by a backward through some outputs: how eager's backward through
+    # those outputs ends (None: sets of outputs giving the same positions end differently in eager)
+    ends: Mapping[frozenset[int], BackwardEnd | None]
+    full: frozenset[int]  # the positions a backward through every output gives
+    # the outputs that require grad and are, or are regenerated from, a leaf input that requires grad: its
+    # AccumulateGrad runs outside the Function
+    leaf_bypass: frozenset[int]
+
+
+def tangent_patterns(
+    analysis: Analysis,
+    layout: DenseLayout,
+    flat: FlatInputs,
+    updates: Sequence[InputUpdate],
+    num_bases: int,
+    wrapper_updates: Sequence[int],
+    roots: Sequence[tuple[int, ...]],
+    diff: Sequence[int],
+    ends: Mapping[frozenset[int], BackwardEnd],
+    returned: frozenset[int] = frozenset(),
+) -> TangentPatterns | None:
+    """The diff positions (Function outputs given a tangent) of each probed set of outputs; None where an output's
+    path to the Function is not modelled here. `roots`: the intermediate subclass roots' bases, in their order
+    among the forward outputs (joint.training_roots). An output regenerated from an input is taken to reach every
+    new value of that input the epilogue writes with grad: where it reaches fewer, the set given at run time
+    matches none probed, and is refused then. `returned`: tensor input positions of leaves given to the Function
+    detached, whose outputs reach nothing in it (Note [Returned Leaves Outside A Raising Backward])."""
+    n_fresh = sum(
+        1
+        for info in analysis.outputs
+        if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves)
+    )
+    fresh_rank: dict[int, int] = {}
+    wrappers_at = len(updates) + n_fresh + num_bases
+    position = {d: p for p, d in enumerate(diff)}
+    leaf_inputs: list[int] = []  # leaf inputs reached, once per path
+
+    def of_input(i: int) -> set[int] | None:
+        if i in returned:
+            return None  # reached otherwise than as the output it is: not modelled
+        real = flat.values[flat.tensor_indices[i]]
+        if isinstance(real, torch.Tensor) and real.requires_grad and real.is_leaf:
+            leaf_inputs.append(i)
+        # the same object passed at several positions: the epilogue writes it once per position
+        same = [j for j, k in enumerate(flat.tensor_indices) if flat.values[k] is real]
+        found = {wrappers_at + k for k, w in enumerate(wrapper_updates) if w in same}
+        own = {leaf for j in same for leaf in layout.leaves_of_input[j]}
+        for k, u in enumerate(updates):
+            if u.kind is UpdateKind.BASE:
+                item = layout.graph_inputs[u.target]
+                if isinstance(item, AliasGroupRef) and own & set(layout.groups[item.group].members):
+                    found.add(k)
+            elif u.target in own and not epilogue_write_hidden(analysis.mutations[u.target], u.kind):
+                found.add(k)
+        return found
+
+    def of_output(o: int) -> set[int] | None:
+        info = analysis.outputs[o]
+        if info.kind is OutputKind.SAME_AS:
+            assert info.input_index is not None
+            return of_output(info.input_index)
+        if info.kind is OutputKind.IS_INPUT:
+            assert info.input_index is not None
+            i = flat.tensor_indices.index(info.input_index)
+            return set() if i in returned else of_input(i)
+        if info.kind is not OutputKind.TENSOR:
+            return None
+        r = info.replay
+        if r is not None:  # the view replayed by the epilogue from its source (regenerate._replay_source)
+            if r.then_set:
+                return None
+            if r.source is ReplaySource.WRAPPER:
+                return {wrappers_at + len(wrapper_updates) + list(roots).index(r.root_bases)}
+            if r.source is ReplaySource.OUTPUT:
+                return of_output(r.index)
+            if r.source is ReplaySource.BASE:
+                return {len(updates) + n_fresh + r.index}
+            if r.source is ReplaySource.INPUT:
+                return of_input(flat.tensor_indices.index(InputIndex(r.index)))
+            return None
+        if all(leaf.source is LeafSource.GRAPH for leaf in info.leaves):
+            return {len(updates) + fresh_rank[o]}
+        found: set[int] = set()
+        for leaf in info.leaves:
+            if leaf.source is LeafSource.GRAPH:
+                return None
+            reached = (
+                {len(updates) + n_fresh + leaf.index}
+                if leaf.source is LeafSource.INTERMEDIATE_ALIAS
+                else of_input(flat.tensor_indices.index(layout.leaves[leaf.index].owner))
+            )
+            if reached is None:
+                return None
+            found |= reached
+        return found
+
+    for o, info in enumerate(analysis.outputs):  # fresh outputs are numbered in output order
+        if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves):
+            fresh_rank.setdefault(o, len(fresh_rank))
+    patterns: dict[frozenset[int], BackwardEnd | None] = {}
+    per_output: dict[int, frozenset[int]] = {}
+    bypass: set[int] = set()
+    for chosen, end in ends.items():
+        pattern: set[int] = set()
+        for o in chosen:
+            if o not in per_output:
+                seen = len(leaf_inputs)
+                reached = of_output(o)
+                if reached is None:
+                    return None
+                if len(leaf_inputs) > seen:
+                    bypass.add(o)
+                per_output[o] = frozenset(position[d] for d in reached if d in position)
+            pattern |= per_output[o]
+        key = frozenset(pattern)
+        patterns[key] = end if patterns.get(key, end) is end else None
+    return TangentPatterns(ends=patterns, full=frozenset().union(*per_output.values()), leaf_bypass=frozenset(bypass))

@@ -1,0 +1,779 @@
+"""Stage `trace` (training), the backward: the joint graph traced and partitioned into a forward and a backward
+graph (joint.py traces it), or the program's own backward error, deferred or refused by what eager's backward does
+(Note [Backward Errors Are Deferred], Note [Probing Eager's Backward]).
+
+Input: the call, `FlatInputs`, `DenseLayout`, `Analysis`, the inference `TracedGraph` (its GraphOutputs), dense
+fakes, fake mode.
+Output: `BackwardGraph`: the forward graph `(primals...) -> (GraphOutputs..., saved...)` and the backward graph
+`(saved..., tangents...) -> (grads per user tensor input (dense)..., backward-mutated inputs...)`, or the program's
+own backward error; `BackwardVariant`: a backward retraced for tangents of another structure (Note [Tangent
+Retrace]).
+Invariants: see Note [Training Through A Joint Graph] (joint.py); both graphs are purely functional.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import torch
+import torch.fx
+
+from subclassaot.authoring.protocol import SubclassNode
+from subclassaot.errors import SubclassAOTError, UnsupportedError
+from subclassaot.pipeline.backward_probe import (
+    BROADCAST_ERROR,
+    SHAPE_CHECK_ERROR,
+    BackwardEnd,
+    TangentPatterns,
+    eager_backward_error,
+    probe_eager_backward,
+    reaches_output_node,
+    refuse_layout_changed_behind_autograd,
+    refuse_unreduced_assigned_gradients,
+    tangent_patterns,
+)
+from subclassaot.pipeline.desugar import graph_example_inputs
+from subclassaot.pipeline.joint import (
+    JointSetup,
+    TracedJoint,
+    forward_example,
+    trace_joint,
+    trace_joint_views,
+    training_roots,
+)
+from subclassaot.pipeline.partition import Partition, partition_backward_like, partition_joint
+from subclassaot.pipeline.rules.early_views import early_leaf_views
+from subclassaot.pipeline.rules.escaping_views import refuse_written_escaping_views
+from subclassaot.pipeline.rules.grad_set_order import early_grad_sets
+from subclassaot.pipeline.rules.outside_raises import raises_outside_program
+from subclassaot.pipeline.rules.training_rules import (
+    duplicate_wrappers,
+    grad_bases,
+    group_of,
+    wrapper_update_inputs,
+)
+from subclassaot.pipeline.rules.view_set_order import refuse_view_set_order
+from subclassaot.pipeline.rules.written_views import refuse_written_views_changed_in_place
+from subclassaot.pipeline.trace import TracedGraph, UpdateKind
+from subclassaot.schemas import (
+    Analysis,
+    AssignedWrite,
+    BackwardReshape,
+    DenseIndex,
+    DenseLayout,
+    FlatInputs,
+    LeafSource,
+    OutputKind,
+    ReplaySource,
+)
+from subclassaot.torch_internals import hint_of, refresh_view_grad_fn, try_expr_of
+
+# Note [Backward Errors Are Deferred]
+# Some programs run forward fine in eager and fail only in backward: x.mul_(x) on a tensor autograd saved, set_() on
+# a tensor that requires grad, a custom backward that raises. Tracing our backward graph hits the same error at
+# compile time. Raising it there would fail a call that eager completes, so the error is kept with the entry and
+# raised, unchanged, when (and only when) the backward runs. That is eager's behaviour only when
+#   * every differentiable output's backward fails alone (else eager's backward through the others succeeds: a
+#     backward for some tangents only is not traced, so such a program is refused). Checked for the program's
+#     outputs only, not the new values of the inputs it writes: a backward through those alone (after the call)
+#     still raises where eager's may not (a spurious error, never a wrong gradient), and
+#   * no input reached from the program's outputs has a gradient that avoids the failing node (checked by one
+#     trace per input, `JointSetup.wrt_only`): eager accumulates such a gradient before the failing node runs or
+#     not, by the order autograd runs its nodes (refused); inputs that require grad but are reached by no output
+#     are given to the Function detached, so that their own gradient (a returned input) is not held back behind
+#     our raising backward.
+# Both checks read the functional trace, whose saved values and version counters are not eager's. So first the
+# compile runs eager's own backward on fakes (Note [Probing Eager's Backward]): where it shows every backward through
+# all of the outputs raising before any gradient, the error is deferred without the checks, and a backward through
+# other outputs is refused when it runs unless the probe saw that set raise so too; where it shows that backward
+# completing, Note [Backward Errors Through Input Values Only] may apply.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackwardGraph:
+    graph: torch.fx.GraphModule | None  # (saved..., tangents...) -> (grads..., backward mutations...); None: `error`
+    # (primals...) -> (the forward graph's outputs (GraphOutputs)..., saved...); None when the joint trace failed
+    # (the inference graph is the forward then)
+    forward: torch.fx.GraphModule | None
+    # the program's own backward error, raised when backward runs (`graph` None) or when one of the diff outputs at
+    # positions `raising_tangents` gets a tangent (Note [Backward Errors Through Input Values Only])
+    error: RuntimeError | None
+    raising_tangents: frozenset[int] = frozenset()
+    # `graph` None: the sets of diff positions given a tangent for which eager's backward was seen to raise before
+    # any gradient (Note [Probing Eager's Backward]); another set is refused when backward runs. None: not probed
+    raising_patterns: frozenset[frozenset[int]] | None = None
+    # `graph` None: tensor inputs given to the Function detached (Note [Returned Leaves Outside A Raising Backward])
+    detached: frozenset[int] = frozenset()
+    # with raising_patterns: outputs replayed before the call (Note [Leaf Views Replayed Before A Raising Backward])
+    early_views: frozenset[int] = frozenset()
+    diff_outputs: tuple[int, ...]  # forward-output positions (tensor outputs) that receive a tangent
+    grad_inputs: tuple[int, ...]  # tensor-input positions (FlatInputs.tensor_indices order) that get a gradient
+    unused: frozenset[int]  # positions in grad_inputs whose gradient eager leaves None (unreachable from outputs)
+    grad_trees: tuple[SubclassNode | None, ...]  # per grad input: the gradient's subclass structure (None: plain)
+    # per grad input: the dense leaf (position among its leaves) whose size and stride its subclass gradient had
+    # while tracing (Note [Subclass Gradient Strides])
+    grad_stride_leaves: tuple[int | None, ...] = ()
+    # per grad input: the diff outputs (positions in diff_outputs) whose tangents reach its gradient in the graph
+    tangent_deps: tuple[frozenset[int], ...]
+    # dense inputs the backward itself writes (a custom Function's backward updating a buffer); their new values
+    # follow the gradients in the graph's outputs, and the runtime copies them into the real inputs
+    backward_mutations: tuple[DenseIndex, ...]
+    backward_reshapes: tuple[BackwardReshape, ...] = ()  # Note [Metadata Changed By A Custom Backward]
+    tangent_trees: tuple[SubclassNode | None, ...]  # per diff output: the subclass structure its tangent must have
+    wrapper_updates: tuple[int, ...]  # tensor inputs whose new value the Function returns as a wrapper (last outputs)
+    # graph inputs (synthetic bases of aliased inputs) that require grad: Function inputs after the user tensors,
+    # their gradients after the user inputs' (Note [Aliased Inputs In Training])
+    group_grads: tuple[int, ...] = ()
+    tangent_strides: tuple[tuple[int, ...] | None, ...] = ()  # per dense tangent: its traced strides (static ones)
+    # per dense tangent: the dims outermost first, where its strides are symbolic (Note [Symbolic Tangent Strides])
+    tangent_orders: tuple[tuple[int, ...] | None, ...] = ()
+    example_inputs: tuple[object, ...]  # the backward graph's (fake tensors, symbolic ints)
+    num_saved: int = 0  # forward outputs after the GraphOutputs ones, the backward's first inputs
+    # The joint graph itself, kept where it can run again from the primals for double backward (no random op in
+    # the forward: a rerun would draw other values); see Note [Double Backward By Recompute]
+    joint: torch.fx.GraphModule | None = None
+    num_fw_outputs: int = 0  # the joint graph's outputs before the gradients
+    # Compile-time records for a tangent retrace (Note [Tangent Retrace]); the per-call path never reads them
+    setup: JointSetup | None = None
+    partition: Partition | None = None
+    forward_reads_grad_mode: bool = False  # Note [Ops That Read Grad Mode]
+    saved_primals: tuple[int | None, ...] = ()  # per saved value: the graph input it is, if it is one
+
+
+# Note [Overwritten Original Updates]
+# A plain input the program writes and then changes the metadata of (x.mul_(2); x.t_()) gets an ORIGINAL update
+# (copied in before the view ops are replayed) and a FINAL one (copied in after, with grad). The FINAL copy_
+# replaces everything of the input autograd can see, so the ORIGINAL value's gradient is zero, in eager's history
+# as in ours; it is not differentiated (differentiating it through the traced in-place view ops fails). Only where
+# no one else sees the original storage through autograd: the input is not a view, keeps its storage, and its
+# writes are visible to autograd (else the FINAL copy is not recorded).
+
+
+def _overwritten_originals(
+    traced: TracedGraph, analysis: Analysis, dense_fakes: Sequence[torch.Tensor]
+) -> frozenset[int]:
+    """Forward-output positions of ORIGINAL updates that are not differentiated (Note [Overwritten Original
+    Updates])."""
+    updates = traced.outputs.updates
+    finals = {u.target for u in updates if u.kind is UpdateKind.FINAL}
+    out = set()
+    for k, u in enumerate(updates):
+        if u.kind is not UpdateKind.ORIGINAL or u.target not in finals:
+            continue
+        m = analysis.mutations[u.target]
+        hidden = m.storage_changed or m.swapped or m.hidden_from_autograd or not m.autograd_visible
+        if not hidden and not dense_fakes[u.target]._is_view():
+            out.add(k)
+    return frozenset(out)
+
+
+def _swapped_updates(traced: TracedGraph, analysis: Analysis) -> frozenset[int]:
+    """Forward-output positions of updates of leaves whose storage set_() swapped: the epilogue copies them in
+    under no_grad (the swap is the op autograd sees: Note [set_ Under Grad], Note [Inputs That Gain Grad In
+    Training]), so they get no gradient, and differentiating them would raise set_'s backward error for a
+    backward eager completes. Not a FINAL update copied in with grad (Note [Writes With Grad After .data =])."""
+    return frozenset(
+        k
+        for k, u in enumerate(traced.outputs.updates)
+        if u.kind is not UpdateKind.BASE
+        and analysis.mutations[u.target].storage_changed
+        and not (u.kind is UpdateKind.FINAL and analysis.mutations[u.target].assigned_write is AssignedWrite.AFTER)
+    )
+
+
+def trace_backward(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    layout: DenseLayout,
+    analysis: Analysis,
+    traced: TracedGraph,
+    dense_fakes: Sequence[torch.Tensor],
+    user_fakes: Sequence[torch.Tensor],
+    fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
+    decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None = None,
+) -> BackwardGraph:
+    group_grads = grad_bases(layout, user_fakes)
+    in_groups = {layout.leaves[m].owner for k in group_grads for m in layout.groups[group_of(layout, k)].members}
+    duplicates = duplicate_wrappers(layout)  # Note [Aliased Subclass Inputs In Training]
+    grad_inputs = tuple(
+        i
+        for i, t in enumerate(user_fakes)
+        if t.requires_grad and flat.tensor_indices[i] not in in_groups and i not in duplicates
+    )
+    example = graph_example_inputs(layout, dense_fakes)
+    with fake_mode:
+        for k in group_grads:  # a base taken from a member that does not require grad (x.detach(), x)
+            if not example[k].requires_grad:
+                example[k] = example[k].detach().requires_grad_(True)
+    wrapper_updates = wrapper_update_inputs(layout, analysis, user_fakes)
+    real = [cast(torch.Tensor, flat.values[k]) for k in flat.tensor_indices]
+    refuse_written_views_changed_in_place(layout, analysis, real, wrapper_updates)
+    refuse_written_escaping_views(flat, layout, analysis)
+    # Every input gradients are taken for runs as a clone: a write to it, or an in-place view op on a view of it,
+    # then happens to a non-leaf as in eager (Note [Training Through A Joint Graph]).
+    clone = frozenset(grad_inputs)
+    with fake_mode, torch.enable_grad():
+        fw_example = forward_example(
+            call, flat, layout, analysis, traced, example, user_fakes, clone, wrapper_updates, group_grads
+        )
+    overwritten = _overwritten_originals(traced, analysis, dense_fakes) | _swapped_updates(traced, analysis)
+    diff = tuple(i for i, (grad, _, _, _) in enumerate(fw_example) if grad and i not in overwritten)
+    with fake_mode:
+        tangent_fakes = [torch.empty_like(t) for i in diff for t in fw_example[i][1]]
+    setup = JointSetup(
+        call=call,
+        flat=flat,
+        layout=layout,
+        analysis=analysis,
+        traced=traced,
+        user_fakes=tuple(user_fakes),
+        fake_mode=fake_mode,
+        decompositions=decompositions,
+        example=tuple(example),
+        grad_inputs=grad_inputs,
+        group_grads=group_grads,
+        wrapper_updates=wrapper_updates,
+        diff=diff,
+        tangent_ctxs=tuple((k, fw_example[i][3][0]) for k, i in enumerate(diff) if fw_example[i][3]),
+    )
+    tangent_trees = tuple(fw_example[i][2] for i in diff)
+    reach: list[frozenset[int]] = []
+    error: RuntimeError | None = None
+    raising: frozenset[int] = frozenset()
+    refuse_view_set_order(call, flat, layout, analysis)
+    try:
+        setup, joint = trace_joint_views(setup, tangent_fakes, reach)
+    except UnsupportedError:
+        raise
+    except (IndexError, ValueError) as e:
+        if isinstance(e, SubclassAOTError):
+            raise
+        raise _view_replay_refusal(layout, analysis, e) from e  # Note [Backward View Replays That Raise]
+    except RuntimeError as e:
+        # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
+        # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
+        error = e
+        _refuse_view_replay_limit(e)
+        refuse_reads_around_self_set(setup, e)
+        refuse_layout_changed_behind_autograd(call, flat, layout, analysis, e)
+        refuse_unreduced_assigned_gradients(flat, analysis, _reached(setup, reach), e)
+        patterns = _probe(setup)
+        found = _backward_without_input_values(setup, tangent_fakes, reach, patterns)
+        if found is not None:
+            setup, joint, raising = found
+        else:
+            verified, early = _deferred_exactly(setup, patterns)
+            if verified is None and (returned := _returned_leaves(setup, patterns, reach)):
+                refuse_set_beside_returned_leaves(setup, reach, returned)
+                verified, early = _deferred_exactly(setup, _probe(setup, returned))
+                if verified is not None:
+                    graph = _error_graph(setup, e, reach, tangent_trees, verified, early)
+                    return dataclasses.replace(graph, detached=returned)
+            if verified is None:
+                _check_deferred_error(setup, [fw_example[i][1] for i in diff], reach, e)
+                _refuse_by_probe(patterns, e)
+            return _error_graph(setup, e, reach, tangent_trees, verified, early)
+    if error is None:
+        refuse_layout_changed_behind_autograd(call, flat, layout, analysis, None)
+        if analysis.data_assigned and (deferred := _defer_probed_error(setup, joint.reach, tangent_trees)) is not None:
+            return deferred
+    o = traced.outputs
+    if joint.num_fw_outputs != len(o.updates) + o.num_fresh + o.num_bases + o.num_symints + len(analysis.stride_probes):
+        raise AssertionError("BUG: the joint graph's forward outputs differ from the inference graph's")
+    parts = partition_joint(joint.graph, len(example), joint.num_fw_outputs)
+    return BackwardGraph(
+        joint=None if parts.has_random else joint.graph,
+        num_fw_outputs=joint.num_fw_outputs,
+        graph=parts.backward,
+        forward=parts.forward,
+        num_saved=parts.num_saved,
+        saved_primals=parts.saved_primals,
+        error=error,
+        diff_outputs=diff,
+        grad_inputs=grad_inputs,
+        unused=joint.unused,
+        grad_trees=joint.grad_trees,
+        grad_stride_leaves=joint.grad_stride_leaves,
+        tangent_deps=joint.reach,
+        backward_mutations=joint.backward_mutations,
+        backward_reshapes=joint.backward_reshapes,
+        tangent_trees=tangent_trees,
+        example_inputs=parts.backward_example,
+        wrapper_updates=wrapper_updates,
+        group_grads=group_grads,
+        tangent_strides=tuple(_static_strides(t) for t in tangent_fakes),
+        tangent_orders=tuple(_dense_order(t) for t in tangent_fakes),
+        setup=setup,
+        partition=parts,
+        forward_reads_grad_mode=parts.reads_grad_mode,
+        raising_tangents=raising,
+    )
+
+
+def _input_values(setup: JointSetup) -> frozenset[int]:
+    """Forward-output positions holding new values of inputs (updates, then wrapper updates)."""
+    outputs = setup.traced.outputs
+    # one forward output per fresh output (a subclass one has several graph leaves): see forward_output_values
+    n_fresh = sum(
+        1
+        for info in setup.analysis.outputs
+        if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves)
+    )
+    wrappers_at = len(outputs.updates) + n_fresh + outputs.num_bases
+    return frozenset({*range(len(outputs.updates)), *range(wrappers_at, wrappers_at + len(setup.wrapper_updates))})
+
+
+# Note [Backward Errors Through Input Values Only]
+# A program may write an input so that a backward through the input's new value fails (x0.mul_(x0) on a non-leaf
+# saves the x0 it overwrites) while a backward through its outputs completes, in eager and in a joint trace that
+# takes no tangent for the new values of inputs that no output reaches (`absent`: those a backward through all the
+# outputs gives none, TangentPatterns.full). Where the probe (Note [Probing Eager's Backward]) shows eager's
+# backward through all the outputs completing, the backward graph is that trace: its placeholders for the absent
+# tangents stay unread,
+# and the program's error is raised, unchanged, when one of those tangents is given (a backward through the written
+# input after the call, which fails in eager too).
+
+
+def _backward_without_input_values(
+    setup: JointSetup,
+    tangent_fakes: Sequence[torch.Tensor],
+    reach: list[frozenset[int]],
+    patterns: TangentPatterns | None,
+) -> tuple[JointSetup, TracedJoint, frozenset[int]] | None:
+    """The joint traced without tangents for the new values of inputs, and their positions in diff, where that
+    is eager's backward through the outputs (Note [Backward Errors Through Input Values Only]); else None."""
+    if patterns is None:
+        return None
+    values = _input_values(setup)
+    absent = frozenset(p for p, d in enumerate(setup.diff) if d in values) - patterns.full
+    if not absent:
+        return None
+    if patterns.ends.get(patterns.full) is not BackwardEnd.COMPLETES:
+        return None
+    try:
+        traced_setup, joint = trace_joint_views(setup, tangent_fakes, reach, absent)
+    except RuntimeError:
+        return None
+    return traced_setup, joint, absent
+
+
+def _probe(setup: JointSetup, returned: frozenset[int] = frozenset()) -> TangentPatterns | None:
+    """Note [Probing Eager's Backward]: how eager's backward through each set of outputs ends, by the tangents the
+    compiled Function gets for them. `returned`: tensor input positions of leaves given to the Function detached
+    (Note [Returned Leaves Outside A Raising Backward])."""
+    at = frozenset(setup.flat.tensor_indices[i] for i in returned)
+    ends = probe_eager_backward(setup.call, setup.flat, at)
+    if ends is None:
+        return None
+    outputs = setup.traced.outputs
+    return tangent_patterns(
+        setup.analysis,
+        setup.layout,
+        setup.flat,
+        outputs.updates,
+        outputs.num_bases,
+        setup.wrapper_updates,
+        [r.root_bases for r in training_roots(setup.analysis)],
+        setup.diff,
+        ends,
+        returned,
+    )
+
+
+# Note [Returned Leaves Outside A Raising Backward]
+# A leaf input that requires grad, that the program returns as itself and does not change, and whose gradient no
+# output reaches through the program's nodes (only the new value of an input it wrote into does: x1.add_(x0);
+# return t1, x0, with t1's backward failing), gets its gradient in eager straight from the caller's node for that
+# output: its AccumulateGrad, numbered above all nodes, runs before any node of the program, so before the one
+# that raises (fuzz seed 41000 #1981). As a Function input its accumulator would wait behind our raising backward.
+# Where the error is deferred (Note [Backward Errors Are Deferred]) no gradient ever leaves the Function, so such a
+# leaf goes in detached (Note [Unreached Inputs Are Detached]), and the probe (Note [Probing Eager's Backward])
+# counts its gradient as the compiled backward gives it: a set of outputs whose backward gives it one in eager
+# exactly when the leaf itself is among them. A leaf whose gradient eager gives otherwise makes the probe fail.
+
+
+def refuse_set_beside_returned_leaves(
+    setup: JointSetup, reach: Sequence[frozenset[int]], returned: frozenset[int]
+) -> None:
+    """An input set_() under grad and returned beside a leaf the Function takes detached, in a raising backward,
+    whose set_ node the runtime cannot place where eager's is (Note [set_ Under Grad Before The Call]).
+    `returned`: tensor input positions of the leaves given to the Function detached."""
+    flat, layout, analysis = setup.flat, setup.layout, setup.analysis
+    reals = [flat.values[index] for index in flat.tensor_indices]
+    read = {i for k, i in enumerate(setup.grad_inputs) if k < len(reach) and reach[k]}
+    early = early_grad_sets(analysis, layout)
+    # outputs the Function computes (not an input, nor regenerated from one after the epilogue)
+    computed = [
+        o
+        for o, info in enumerate(analysis.outputs)
+        if info.kind is OutputKind.TENSOR and (info.replay is None or info.replay.source is not ReplaySource.INPUT)
+    ]
+    for o, info in enumerate(analysis.outputs):
+        if info.kind is not OutputKind.IS_INPUT or info.input_index is None or not computed:
+            continue
+        real = flat.values[info.input_index]
+        same = [t for t, r in enumerate(reals) if r is real]  # the same object passed at several positions
+        if any(t in returned for t in same) or not read.intersection(same):
+            continue
+        late = [t for t in same if t not in early]  # its set_ node made in the epilogue
+        if not any(analysis.mutations[j].set_under_grad for t in late for j in layout.leaves_of_input[t]):
+            continue
+        if reaches_output_node(setup.call, flat, computed, [o]) is False:
+            continue  # eager's set_ node waits behind no node of the program either
+        raise UnsupportedError(
+            f"{flat.leaves[info.input_index].path} is set_() with grad enabled and returned, beside a leaf input "
+            "returned as itself, in a backward that raises: eager's set_ node waits behind the program's nodes that "
+            "read it after the set_(), which orders that leaf's gradient against its error as the compiled program's "
+            "set_ node, made after its call, cannot (Note [set_ Under Grad Before The Call]). Return a clone of the leaf, or read a clone of the set_() input"
+        )
+
+
+def refuse_reads_around_self_set(setup: JointSetup, error: Exception) -> None:
+    """Refuse a raising backward where the program read a leaf with grad both before and after its x.set_(x)
+    under no_grad (Note [Reads Around A set_ That Renews An Accumulator])."""
+    flat, analysis = setup.flat, setup.analysis
+    # outputs eager's backward reaches the leaf's last accumulator through outside the Function: the input itself,
+    # or a view the runtime regenerates from an input
+    outside = any(
+        info.kind is OutputKind.IS_INPUT or (info.replay is not None and info.replay.source is ReplaySource.INPUT)
+        for info in analysis.outputs
+    )
+    for i in setup.grad_inputs:
+        real = flat.values[flat.tensor_indices[i]]
+        if outside and analysis.self_set_mixed[i] and isinstance(real, torch.Tensor) and real.is_leaf:
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path} is set_() to itself under no_grad and read with grad "
+                f"both before and after its last such set_(), and the program's backward fails in eager ({error}): "
+                "eager's nodes feed two gradient accumulators of that leaf, the output that is (a view of) it the "
+                "last one, which the compiled Function's one edge cannot reproduce, nor so which gradients eager "
+                "accumulates before it raises (Note [Reads Around A set_ That Renews An Accumulator]). Read a clone "
+                "of it on one side of the set_()"
+            ) from error
+
+
+def _reached(setup: JointSetup, reach: Sequence[frozenset[int]]) -> list[int]:
+    """The tensor inputs whose gradient some diff output reaches in the trace."""
+    return [i for k, i in enumerate(setup.grad_inputs) if k < len(reach) and reach[k]]
+
+
+def _returned_leaves(
+    setup: JointSetup, patterns: TangentPatterns | None, reach: Sequence[frozenset[int]]
+) -> frozenset[int]:
+    """Tensor input positions of the leaves of Note [Returned Leaves Outside A Raising Backward]."""
+    if patterns is None:
+        return frozenset()
+    flat, analysis = setup.flat, setup.analysis
+    returned = {info.input_index for info in analysis.outputs if info.kind is OutputKind.IS_INPUT}
+    out = set()
+    for k, i in enumerate(setup.grad_inputs):
+        real = flat.values[flat.tensor_indices[i]]
+        if not (isinstance(real, torch.Tensor) and real.is_leaf) or flat.tensor_indices[i] not in returned:
+            continue
+        muts = [analysis.mutations[j] for j in setup.layout.leaves_of_input[i]]
+        if k < len(reach) and not reach[k] & patterns.full and not any(m.any or m.version_bumped for m in muts):
+            out.add(i)
+    return frozenset(out)
+
+
+# Note [Errors Only Eager's Backward Sees]
+# `.data =` with a tensor of another size on an intermediate that requires grad (t0 = x.diagonal(1, 0, 1);
+# t0.data = t0[1:3]; return t0.t()) leaves nodes made before it expecting the old size, so eager's backward fails
+# its size check ("TBackward0 returned an invalid gradient"), while the functional trace, whose tensors carry the
+# sizes of each value as computed, runs (fuzz seed 11000 #2988). So a program that assigned `.data` and whose
+# traced backward ran is probed too (Note [Probing Eager's Backward]): where eager's backward through every output
+# raises before any gradient, that error (from the static fakes: the same text) is deferred as the program's own
+# (Note [Backward Errors Are Deferred]); where the probe sees some backward raise otherwise (an output regenerated
+# from an input leaf, whose nodes are outside the Function), the program is refused, unless each such raise is at
+# a node the compiled program shares with eager (Note [Errors Raised Outside The Program]). The same for a gradient
+# accumulated into a leaf whose `.data` took another size after the node that feeds it was made (t = x[3:4]; s =
+# x.sum(0); x.data = s, x a leaf: eager's backward through s fails "output with shape [] doesn't match the broadcast
+# shape [4]", fuzz seed 13000 #7958): like the size checks, a broadcast check reads sizes only, which the static fakes
+# have as eager's tensors do.
+
+
+def _defer_probed_error(
+    setup: JointSetup, reach: Sequence[frozenset[int]], tangent_trees: tuple[SubclassNode | None, ...]
+) -> BackwardGraph | None:
+    """The BackwardGraph deferring eager's error where the probe sees eager's backward raise though ours ran
+    (Note [Errors Only Eager's Backward Sees]); else None."""
+    patterns = _probe(setup)
+    verified, early = _deferred_exactly(setup, patterns)
+    error = eager_backward_error(setup.call, setup.flat)
+    if error is None or not any(text in str(error) for text in (SHAPE_CHECK_ERROR, BROADCAST_ERROR)):
+        return None  # only the size checks the trace does not make: other errors the fakes may not share
+    if verified is None:
+        ends = probe_eager_backward(setup.call, setup.flat) or {}
+        if not any(end is not BackwardEnd.COMPLETES for end in ends.values()) or raises_outside_program(setup):
+            return None  # See Note [Errors Raised Outside The Program]
+        # the failing node is not behind the Function (an output regenerated from an input leaf), or eager
+        # accumulates a gradient first: the compiled backward cannot raise where eager's does
+        raise UnsupportedError(
+            f"the program assigns `.data` (a tensor of another size), and eager's backward fails ({error}) where "
+            "the compiled backward, which sees the sizes of the values as computed, runs and cannot raise at the "
+            "same step (Note [Errors Only Eager's Backward Sees]); not supported in training. Assign `.data` a "
+            "tensor of the same shape"
+        ) from error
+    return _error_graph(setup, error, reach, tangent_trees, verified, early)
+
+
+def _error_graph(
+    setup: JointSetup,
+    error: RuntimeError,
+    reach: Sequence[frozenset[int]],
+    tangent_trees: tuple[SubclassNode | None, ...],
+    verified: frozenset[frozenset[int]] | None,
+    early: frozenset[int],
+) -> BackwardGraph:
+    """The BackwardGraph of a program whose backward raises `error` (Note [Backward Errors Are Deferred])."""
+    return BackwardGraph(
+        raising_patterns=verified,
+        early_views=early,
+        graph=None,
+        forward=None,
+        error=error,
+        diff_outputs=setup.diff,
+        grad_inputs=setup.grad_inputs,
+        unused=frozenset(),
+        grad_trees=(),
+        tangent_deps=tuple(reach),
+        backward_mutations=(),
+        tangent_trees=tangent_trees,
+        example_inputs=(),
+        wrapper_updates=setup.wrapper_updates,
+        group_grads=setup.group_grads,
+    )
+
+
+def _deferred_exactly(
+    setup: JointSetup, patterns: TangentPatterns | None
+) -> tuple[frozenset[frozenset[int]] | None, frozenset[int]]:
+    """Where eager's backward through every output raises before any gradient, and so does the Function's:
+    the sets of diff positions whose backward raises so (Note [Probing Eager's Backward]), and the outputs replayed
+    before the call for it (Note [Leaf Views Replayed Before A Raising Backward]); else None."""
+    if patterns is None or not patterns.full:
+        return None, frozenset()
+    early = early_leaf_views(setup.analysis, setup.flat, setup.layout, patterns.leaf_bypass)
+    if early is None or patterns.ends.get(patterns.full) is not BackwardEnd.RAISES:
+        return None, frozenset()
+    if patterns.ends.get(frozenset(), BackwardEnd.COMPLETES) is not BackwardEnd.COMPLETES:
+        return None, frozenset()  # outputs whose backward never reaches the Function raise in eager
+    return frozenset(p for p, end in patterns.ends.items() if end is BackwardEnd.RAISES), early
+
+
+# Note [Backward View Replays That Raise]
+# The program's traced backward may fail by rebuilding a view's history: autograd replays the view's ops on its base,
+# which the program has since set_() to (or changed in place into) a layout they do not apply to, and the replay
+# raises IndexError (`x0.mul_(3.0); t1 = x0.mul(x0 * 0.5); x2.set_(x1); return t1`, x0 = b.transpose(1, 2) and x2 = b
+# PairTensors, x1 2-d: the backward unpacks x0, saved by the mul, and rebuilds its grad_fn; fuzz seed 47000 #3046
+# unshrunk). Eager's backward fails so too for a subclass view (for a plain one it rebuilds by as_strided() and may
+# run), but deferring the error (Note [Backward Errors Are Deferred]) holds for RuntimeErrors only: the probe and the
+# runtime's raise take those. So the program is refused, naming the views of inputs whose base the program set_() or
+# changed the layout of (`_replayed_views`).
+
+
+def _view_replay_refusal(layout: DenseLayout, analysis: Analysis, error: Exception) -> UnsupportedError:
+    """Note [Backward View Replays That Raise]."""
+    named = _replayed_views(layout, analysis)
+    where = f"{named}: " if named else ""
+    return UnsupportedError(
+        f"{where}the program's backward fails rebuilding the autograd history of a view ({type(error).__name__}: "
+        f"{str(error).splitlines()[0] if str(error) else ''}): autograd replays the view's ops on the tensor it is a "
+        "view of, which the program set_() or changed in place to a layout they do not apply to (Note [Backward View "
+        "Replays That Raise]); eager's backward fails so for a subclass view, but such a failure is not deferred to "
+        "the backward: not supported in training. Compute from a clone of the view, or set_() a clone of its base"
+    )
+
+
+def _replayed_views(layout: DenseLayout, analysis: Analysis) -> str:
+    """Paths of the tensor inputs that are views of another input whose storage or layout the program changed
+    ("args[0] (a view of args[2])"), else of the inputs whose storage or layout it changed."""
+
+    def changed(i: int) -> bool:
+        return any(analysis.mutations[j].swapped or analysis.mutations[j].metadata for j in layout.leaves_of_input[i])
+
+    def path(i: int) -> str:
+        return layout.leaves[layout.leaves_of_input[i][0]].path.split(".")[0]
+
+    views = [
+        f"{path(i)} (a view of {path(k)})"
+        for i, k in enumerate(layout.view_of)
+        if k is not None and layout.leaves_of_input[i] and layout.leaves_of_input[k] and changed(k)
+    ]
+    if views:
+        return ", ".join(views)
+    return ", ".join(path(i) for i in range(len(layout.trees)) if layout.leaves_of_input[i] and changed(i))
+
+
+def _refuse_view_replay_limit(error: Exception) -> None:
+    """Refuse a traced backward that fails by a limit of autograd's view replay, not by the program's own error."""
+    if "CopySlices returned an invalid gradient" in str(error):
+        # A limit of autograd's view replay, which it uses on functional tensors: a write through a view whose
+        # shape an in-place view op changed replays the view without that op (fuzz seed 7000 #3857); eager's
+        # backward, which takes the view with as_strided, runs.
+        raise UnsupportedError(
+            f"the program writes in place through a view whose shape an in-place view op changed (t = x.t(); "
+            f"t.unsqueeze_(0); t.add_(1)), and its traced backward fails ({error}) where eager's runs: autograd "
+            "replays such a view without the in-place view op under functionalization; not supported in training. "
+            "Use the out-of-place view op (t = t.unsqueeze(0)), or write under torch.no_grad()"
+        ) from error
+
+
+def _refuse_by_probe(patterns: TangentPatterns | None, error: Exception) -> None:
+    """Refuse a deferred backward error where the probe saw eager's backward through every output raise only
+    after an input leaf got its gradient (Note [Probing Eager's Backward])."""
+    # A probe that completes is not trusted on its own: fake tensors skip checks eager makes on real data (the
+    # memory overlap of a write through an expand), so only a raise the probe saw decides here.
+    end = None if patterns is None else patterns.ends.get(patterns.full)
+    if end is BackwardEnd.RAISES_AFTER_GRADS:
+        raise UnsupportedError(
+            f"the program's backward fails in eager ({error}) after eager accumulated the gradient of an input "
+            "leaf, by the order autograd runs its nodes, which the compiled backward does not reproduce (Note "
+            "[Probing Eager's Backward]). Write a clone instead of the tensor whose backward fails"
+        ) from error
+
+
+def _check_deferred_error(
+    setup: JointSetup, diff_leaves: Sequence[Sequence[torch.Tensor]], reach: Sequence[frozenset[int]], error: Exception
+) -> None:
+    """Refuse a backward error that deferring would not reproduce exactly (Note [Backward Errors Are Deferred]).
+    `diff_leaves`: per diff output, its dense leaves (to shape the tangents)."""
+    input_values = _input_values(setup)
+    returns_tensors = any(info.kind in (OutputKind.TENSOR, OutputKind.IS_INPUT) for info in setup.analysis.outputs)
+    if "encountered a mutation on a view chain" in str(error) and returns_tensors:
+        # A limit of functionalization, not the program's own error: eager's backward through the outputs (or
+        # views of the inputs it returns) runs.
+        raise UnsupportedError(
+            "the program writes through an as_strided() view with grad, and its backward would write back through "
+            "a view chain in which the as_strided() is not the first view (Note [Writes After as_strided In A View "
+            "Chain]); not supported in training. Take the as_strided() view of a clone, or write under "
+            "torch.no_grad()"
+        ) from error
+    if len(setup.diff) > 1:
+        for d, leaves in zip(setup.diff, diff_leaves, strict=True):
+            if d in input_values:
+                continue  # an input's new value: backward through it alone is rare; deferring is kept for it
+            with setup.fake_mode:
+                tangents = [torch.empty_like(t) for t in leaves]
+            try:
+                trace_joint(dataclasses.replace(setup, diff=(d,)), tangents, None)
+            except RuntimeError:
+                continue
+            raise UnsupportedError(
+                f"the program's backward fails in eager ({error}) through some of its differentiable outputs but "
+                f"not through forward output {d}: a backward for some outputs only is not supported (Note [Backward "
+                "Errors Are Deferred]). Return a clone, or do not write the tensor whose backward fails"
+            )
+    by_outputs = [p for p, d in enumerate(setup.diff) if d not in input_values]
+    user_diff = dataclasses.replace(setup, diff=tuple(setup.diff[p] for p in by_outputs))
+    with setup.fake_mode:
+        tangents = [torch.empty_like(t) for p in by_outputs for t in diff_leaves[p]]
+    for k, r in enumerate(reach):
+        if not r & set(by_outputs):
+            continue
+        try:
+            trace_joint(dataclasses.replace(user_diff, wrt_only=k), tangents, None)
+        except RuntimeError:
+            continue  # this input's gradient runs through the failing node: eager never accumulates it either
+        raise UnsupportedError(
+            f"the program's backward fails in eager ({error}), but the gradient of an input that requires grad "
+            "does not depend on the failing step: eager accumulates it before it raises or not, by the order "
+            "autograd runs its nodes, which the compiled backward does not reproduce (Note [Backward Errors Are "
+            "Deferred])"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackwardVariant:
+    """A backward graph for tangents of another structure than the traced one (Note [Tangent Retrace])."""
+
+    graph: torch.fx.GraphModule  # (saved[saved_index]..., tangents...) -> (grads..., backward mutations...)
+    saved_index: tuple[int, ...]  # per saved placeholder: its position among the forward's saved values
+    example_inputs: tuple[object, ...]
+    tangent_trees: tuple[SubclassNode | None, ...]  # per diff output: its tangent's structure
+    grad_trees: tuple[SubclassNode | None, ...]  # as BackwardGraph's, for this backward
+    grad_stride_leaves: tuple[int | None, ...]  # as BackwardGraph's, for this backward
+    unused: frozenset[int]
+    tangent_deps: tuple[frozenset[int], ...]
+
+
+def retrace_backward(
+    meta: BackwardGraph,
+    trees: Sequence[SubclassNode | None],
+    dense_tangents: Sequence[Sequence[torch.Tensor]],
+    absent: frozenset[int] = frozenset(),
+) -> BackwardVariant:
+    """The backward for runtime tangents of structure `trees` (dense leaves `dense_tangents`, per diff output),
+    where the diff outputs at positions `absent` got no tangent (Note [Gradient Types Follow The Tangents Given])."""
+    setup, reference = meta.setup, meta.partition
+    if setup is None or reference is None:
+        raise AssertionError("BUG: a tangent retrace of an entry without a partition")
+    for value in setup.flat.values:
+        if isinstance(value, torch.Tensor):
+            # The compile-time inputs are read while the joint trace runs (is_leaf): a view among them whose base
+            # a later call wrote rebuilds its grad_fn on that read, on real tensors, so it does it here, outside
+            # the fake mode (Note [Subclass Views Of A Base Not Passed]: a member written rebases the others).
+            refresh_view_grad_fn(value)
+    with setup.fake_mode:
+        fakes = [setup.fake_mode.from_tensor(t, static_shapes=True) for ts in dense_tangents for t in ts]
+    # Note [Backward Errors Through Input Values Only]: those tangents are never given to this backward
+    joint = trace_joint(setup, fakes, trees, absent=absent | meta.raising_tangents)
+    if joint.backward_mutations != meta.backward_mutations or joint.backward_reshapes != meta.backward_reshapes:
+        raise UnsupportedError(
+            "the backward retraced for a new tangent type writes other inputs than the compiled one; pass "
+            "tangents of the type of the outputs"
+        )
+    graph, index, example = partition_backward_like(joint.graph, len(setup.example), joint.num_fw_outputs, reference)
+    return BackwardVariant(
+        graph=graph,
+        saved_index=index,
+        example_inputs=example,
+        tangent_trees=tuple(trees),
+        grad_trees=joint.grad_trees,
+        grad_stride_leaves=joint.grad_stride_leaves,
+        unused=joint.unused,
+        tangent_deps=joint.reach,
+    )
+
+
+_Dim = int | torch.SymInt
+
+
+def _dense_order(t: torch.Tensor) -> tuple[int, ...] | None:
+    """Note [Symbolic Tangent Strides]: the dims of `t` (a traced tangent with symbolic strides), outermost first,
+    where its strides are the dense strides of that order; None where they are static or not so."""
+    sizes, strides = t.shape, t.stride()
+    if _static_strides(t) is not None or any(try_expr_of(v) is None for v in (*sizes, *strides)):
+        return None
+    order = tuple(sorted(range(t.dim()), key=lambda d: (-hint_of(strides[d]), d)))
+    dense = _dense_strides(sizes, order)
+    return order if all(try_expr_of(a) == try_expr_of(b) for a, b in zip(strides, dense, strict=True)) else None
+
+
+def _dense_strides(sizes: Sequence[_Dim], order: Sequence[int]) -> list[_Dim]:
+    """The strides of a dense tensor of `sizes` whose dims, outermost first, are `order` (as empty_like lays out)."""
+    out: list[_Dim] = [1] * len(sizes)
+    step: _Dim = 1
+    for d in reversed(order):
+        out[d] = step
+        size = sizes[d]
+        step = step * (max(size, 1) if isinstance(size, int) else size)
+    return out
+
+
+# Note [Symbolic Tangent Strides]
+# The backward graph is traced for tangents laid out like the forward outputs (empty_like: dense, in the outputs'
+# dim order), and a compiled backward may rely on it: inductor's code asserts its inputs' sizes and strides. With
+# static strides the runtime copies a tangent of other strides into the traced ones (tangent_strides). With dynamic
+# shapes those strides are symbolic and were not checked, so `compiled(x).sum().backward()`, whose tangent is an
+# expanded tensor (strides 0), failed inductor's assert_size_stride ("expected stride 0==2") for plain tensors and
+# PairTensors alike. So a tangent with symbolic strides records its dim order, outermost first (by the strides'
+# hints; dims of equal stride keep their order), where its strides are exactly the dense strides of that order;
+# the runtime gives a tangent of other strides that layout, computed from its real sizes.
+
+
+def _static_strides(t: torch.Tensor) -> tuple[int, ...] | None:
+    strides = t.stride()
+    return tuple(int(s) for s in strides) if all(isinstance(s, int) for s in strides) else None

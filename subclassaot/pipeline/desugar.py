@@ -1,0 +1,314 @@
+"""Stage `desugar`: subclass inputs become their (recursively) flattened plain leaves; aliased leaves share a base.
+
+Input: the fake tensor inputs (one per tensor input, plain or subclass) with their paths. Output: `DenseLayout`, and
+`rebuild_user_tensors`, which turns graph-level values back into user-level tensors inside a trace.
+Invariants: leaf order is depth-first by `__tensor_flatten__` attrs (Note [The Flatten Protocol]); every storage
+shared by two or more dense leaves becomes exactly one graph input (Note [Synthetic Bases]).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
+from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.rules.hidden_bases import is_hidden_base_path
+from subclassaot.schemas import AliasGroup, AliasGroupRef, DenseIndex, DenseLayout, DenseLeaf, InputIndex, Meta
+from subclassaot.torch_internals import get_version, set_version, storage_key, symint_expr
+
+# Note [Synthetic Bases]
+# Two inputs that share storage (f(x, x), f(x, x.view(-1)), two slices of one tensor, a PairTensor whose inner
+# tensors are one tensor) must see each other's mutations inside the program. Functionalization tracks aliasing
+# per storage it was given, so giving it two separate inputs would lose that. Instead every storage shared by two or
+# more dense leaves becomes ONE graph input: a flat 1-D view of the whole storage (the synthetic base), and inside the
+# trace each member is regenerated as `base.as_strided(size, stride, offset)`. A mutation of any member is then a
+# mutation of the base, which the epilogue writes back once with `base.copy_`, so every alias sees it, exactly as in
+# eager. Members' metadata is baked in as constants and guarded, because the aliasing pattern itself is part of
+# what a compiled entry assumes (a call with a different pattern recompiles, with the reason printed).
+
+
+# Note [Unmutated Aliases Stay Apart]
+# A synthetic base is only needed when the program writes to (or changes the metadata or storage of) one of the
+# aliases, or advances its version counter (an in-place view op on a view of it, which another alias's unbind()
+# views check when autograd reads their grad_fn): otherwise no alias can observe another, and each member is traced as the separate input it is. The driver
+# desugars, analyzes, and desugars again without the groups the analysis found untouched. Separate inputs keep the
+# graph simple and let training handle aliased inputs (subclass ones included) as autograd does in eager: each alias
+# gets its own gradient, which reaches the tensor behind both through the aliases' own grad_fns. The guards still
+# check the aliasing pattern the entry was compiled for (`observed_groups`).
+
+
+class DynamicAliasError(UnsupportedError):
+    """Aliased inputs were fakified with dynamic shapes; the driver retries with static ones."""
+
+
+def dense_layout(
+    fakes: Sequence[torch.Tensor],
+    paths: Sequence[str],
+    owners: Sequence[InputIndex],
+    reals: Sequence[torch.Tensor],
+    *,
+    untraced: frozenset[DenseIndex] = frozenset(),
+    whole_storage: frozenset[DenseIndex] = frozenset(),
+) -> DenseLayout:
+    """Flatten every fake tensor input and group dense leaves by storage (families come from the real inputs).
+    Groups whose first member is in `untraced` stay separate graph inputs (Note [Unmutated Aliases Stay Apart]).
+    A leaf in `whole_storage` is in a group even alone: the program reaches its whole storage (Note [as_strided On
+    Inputs])."""
+    trees: list[SubclassNode | None] = []
+    leaves: list[DenseLeaf] = []
+    leaf_values: list[torch.Tensor] = []
+    leaves_of_input: list[tuple[DenseIndex, ...]] = []
+    for fake, path, owner in zip(fakes, paths, owners, strict=True):
+        if is_traceable_subclass(fake):
+            node, inner = flatten_subclass(fake, path)
+            trees.append(node)
+            inner_paths = node.leaf_paths()
+        else:
+            trees.append(None)
+            inner, inner_paths = [fake], (path,)
+        start = len(leaves)
+        for position, (leaf, leaf_path) in enumerate(zip(inner, inner_paths, strict=True)):
+            leaves.append(DenseLeaf(path=leaf_path, owner=owner, position=position))
+            leaf_values.append(leaf)
+        leaves_of_input.append(tuple(DenseIndex(i) for i in range(start, len(leaves))))
+    real_leaves = [
+        leaf for real in reals for leaf in (flatten_subclass(real, "x")[1] if is_traceable_subclass(real) else [real])
+    ]
+    observed = _alias_groups(leaf_values, [leaf.path for leaf in leaves], whole_storage, real_leaves)
+    groups = [g for g in observed if g.members[0] not in untraced]
+    grouped = {m: g for g, group in enumerate(groups) for m in group.members}
+    graph_inputs: list[DenseIndex | AliasGroupRef] = []
+    seen_groups: set[int] = set()
+    for i in range(len(leaves)):
+        g = grouped.get(DenseIndex(i))
+        if g is None:
+            graph_inputs.append(DenseIndex(i))
+        elif g not in seen_groups:
+            seen_groups.add(g)
+            graph_inputs.append(AliasGroupRef(group=g))
+    leaf_families, wrapper_families = _version_families(reals)
+    return DenseLayout(
+        leaf_families=leaf_families,
+        wrapper_families=wrapper_families,
+        trees=tuple(trees),
+        leaves=tuple(leaves),
+        leaves_of_input=tuple(leaves_of_input),
+        groups=tuple(groups),
+        observed_groups=tuple(observed),
+        graph_inputs=tuple(graph_inputs),
+        same_wrapper=tuple(
+            next((k for k in range(i) if reals[k] is real), None) if is_traceable_subclass(real) else None
+            for i, real in enumerate(reals)
+        ),
+        view_of=tuple(_base_input(real, reals) for real in reals),
+        wrapper_bytes=tuple(real.untyped_storage().nbytes() if is_traceable_subclass(real) else None for real in reals),
+    )
+
+
+def _base_input(real: torch.Tensor, reals: Sequence[torch.Tensor]) -> int | None:
+    """The first subclass input that is `real`'s autograd `._base` (Note [Subclass Members Traced As Views Of Their
+    Base Input]): both require grad and are no autograd leaves (in training, both run as clones)."""
+    base = real._base if is_traceable_subclass(real) and real._is_view() and real.requires_grad else None
+    if base is None or base.is_leaf or not base.requires_grad:
+        return None
+    return next((k for k, other in enumerate(reals) if other is base and is_traceable_subclass(other)), None)
+
+
+def _version_families(reals: Sequence[torch.Tensor]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Number the version counters of the real inputs: equal numbers share one counter in eager (views of one
+    base, detach() of a tensor, the same tensor twice). Sharing is observed, not inferred: see `_share_counter`."""
+    tensors: list[torch.Tensor] = []
+    wrappers: list[int] = []
+    leaves: list[int] = []
+    for real in reals:
+        if is_traceable_subclass(real):
+            wrappers.append(len(tensors))
+            tensors.append(real)
+            inner = flatten_subclass(real, "x")[1]
+        else:
+            wrappers.append(-1)
+            inner = [real]
+        for leaf in inner:
+            leaves.append(len(tensors))
+            tensors.append(leaf)
+    family = list(range(len(tensors)))
+    for i, t in enumerate(tensors):
+        for j in range(i):
+            if family[j] == j and _share_counter(tensors[j], t):
+                family[i] = j
+                break
+    return tuple(family[k] for k in leaves), tuple(family[k] if k >= 0 else -1 for k in wrappers)
+
+
+def _share_counter(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Do `a` and `b` share a version counter? Advance a's and see whether b's moves (then restore it)."""
+    if a is b:
+        return True
+    if storage_key(a) != storage_key(b):
+        return False  # only aliases (views, detach) can share a counter
+    before = get_version(a)
+    set_version(a, before + 1)
+    shared = get_version(b) == before + 1
+    set_version(a, before)
+    return shared
+
+
+def leaf_meta(t: torch.Tensor) -> Meta:
+    return (
+        tuple(symint_expr(s) for s in t.size()),
+        tuple(symint_expr(s) for s in t.stride()),
+        symint_expr(t.storage_offset()),
+    )
+
+
+def _alias_groups(
+    values: Sequence[torch.Tensor],
+    paths: Sequence[str],
+    whole_storage: frozenset[DenseIndex],
+    real_values: Sequence[torch.Tensor],
+) -> list[AliasGroup]:
+    by_storage: dict[object, list[int]] = {}
+    for i, t in enumerate(values):
+        by_storage.setdefault(storage_key(t), []).append(i)
+    groups = []
+    for members in by_storage.values():
+        whole = any(DenseIndex(m) in whole_storage for m in members)
+        if len(members) < 2 and not whole:
+            continue
+        dtypes = {values[m].dtype for m in members}
+        if len(dtypes) > 1:
+            names = ", ".join(f"{paths[m]} ({values[m].dtype})" for m in members)
+            raise UnsupportedError(
+                f"inputs {names} share one storage with different dtypes; aliasing across dtypes (view(dtype)) "
+                "is not supported between inputs. Pass one of them and take the dtype view inside the function"
+            )
+        # A whole storage is as large as the real one (the fake of a tensor with no elements has no storage).
+        first = real_values[members[0]] if whole else values[members[0]]
+        nbytes = first.untyped_storage().nbytes()
+        numel = symint_expr(nbytes // first.element_size())
+        if not isinstance(numel, int) or any(
+            not isinstance(d, int) for m in members for part in leaf_meta(values[m])[:2] for d in part
+        ):
+            raise DynamicAliasError(
+                f"inputs {', '.join(paths[m] for m in members)} alias each other and have dynamic sizes; aliased "
+                "inputs are compiled with static shapes. Mark them static (policies.mark_static) or pass dynamic=False"
+            )
+        groups.append(
+            AliasGroup(
+                members=tuple(DenseIndex(m) for m in members),
+                member_meta=tuple(leaf_meta(values[m]) for m in members),
+                base_numel=numel,
+                same_as=tuple(
+                    next((k for k in range(i) if values[members[k]] is values[m]), None) for i, m in enumerate(members)
+                ),
+                whole_storage=whole,
+            )
+        )
+    return groups
+
+
+def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The tensors standing for each graph placeholder (fake at compile time, real at run time)."""
+    out = []
+    for item in layout.graph_inputs:
+        if isinstance(item, AliasGroupRef):
+            group = layout.groups[item.group]
+            members = [dense_values[m] for m in group.members]
+            # From the members' autograd root (eager's `._base`), so that in training the gradient of the base
+            # reaches the whole storage (Note [Aliased Inputs In Training]); offsets are absolute either way. A
+            # member that requires grad names it (the first may be a detach() of it, with no history).
+            first = next((m for m in members if m.requires_grad), members[0])
+            root = first._base if first._base is not None else first
+            stored = symint_expr(root.untyped_storage().nbytes() // root.element_size())
+            if group.whole_storage and isinstance(stored, int) and stored < group.base_numel:
+                # A fake with no elements has no storage: any fresh base of the real size traces the same, since
+                # the group holds every input leaf of that storage. At run time the guards check its size.
+                out.append(root.new_empty((group.base_numel,)).requires_grad_(root.requires_grad))
+                continue
+            out.append(root.as_strided((group.base_numel,), (1,), 0))
+        else:
+            out.append(dense_values[item])
+    return out
+
+
+def dense_from_graph_inputs(layout: DenseLayout, graph_values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """Inside a trace: each dense leaf from the graph's placeholders (group members as views of their base)."""
+    dense: list[torch.Tensor | None] = [None] * len(layout.leaves)
+    for item, value in zip(layout.graph_inputs, graph_values, strict=True):
+        if isinstance(item, AliasGroupRef):
+            group = layout.groups[item.group]
+            for i, (member, (size, stride, offset)) in enumerate(zip(group.members, group.member_meta, strict=True)):
+                same = group.same_as[i]
+                # The same tensor passed twice is one object in the program too (a t_() on one is seen on both).
+                if same is not None:
+                    dense[member] = dense[group.members[same]]
+                elif _whole_hidden_base(layout, group, member, (size, stride, offset)):
+                    dense[member] = value  # Note [Subclass Views Of A Base Not Passed]: its views' chains start here
+                else:
+                    dense[member] = value.as_strided(_ints(size), _ints(stride), _int(offset))
+        else:
+            dense[item] = value
+    assert all(d is not None for d in dense), "BUG: a dense leaf has no graph input"
+    return [d for d in dense if d is not None]
+
+
+def _whole_hidden_base(layout: DenseLayout, group: AliasGroup, member: DenseIndex, meta: Meta) -> bool:
+    """`member` is an inner tensor of a base the call does not pass, added by Note [Subclass Views Of A Base Not
+    Passed], and it is its group's whole base (offset 0, contiguous): it is traced as the base itself, so that an
+    as_strided() view of it (an input made by as_strided() replayed on it) is the first view of its chain (Note
+    [Writes After as_strided In A View Chain]). The program never sees that base, so nothing changes its layout."""
+    size, stride, offset = meta
+    return (
+        is_hidden_base_path(layout.leaves[member].path)
+        and list(size) == [group.base_numel]
+        and list(stride) == [1]
+        and offset == 0
+    )
+
+
+def rebuild_user_tensors(layout: DenseLayout, dense: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """User-level tensor inputs (subclasses unflattened, checked) over the given dense leaves."""
+    out: list[torch.Tensor] = []
+    traced = {m for g in layout.groups for m in g.members}
+    for i, (tree, indices) in enumerate(zip(layout.trees, layout.leaves_of_input, strict=True)):
+        same = layout.same_wrapper[i] if layout.same_wrapper else None
+        # Untouched, the same wrapper twice is two separate inputs (Note [Unmutated Aliases Stay Apart]).
+        if same is not None and any(j in traced for j in indices):
+            out.append(out[same])  # the same wrapper passed twice is one object in the program too
+            continue
+        leaves = [dense[j] for j in indices]
+        out.append(leaves[0] if tree is None else unflatten_subclass(tree, leaves))
+        if tree is not None and layout.wrapper_bytes:
+            widen_wrapper_storage(out[-1], layout.wrapper_bytes[i])
+    return out
+
+
+# Note [Wrapper Storage Of A View Input]
+# A wrapper subclass input that is a view of a larger one (`b[1:1]`, `b[:2]`) shares its base's wrapper storage in
+# eager, which bounds the in-place view ops the wrapper allows: `x.as_strided((), (), 0).unsqueeze_(0)` on an empty
+# slice of a 1-element PairTensor is legal (fuzz seed 40000 #7513). Rebuilt by unflatten, the traced wrapper gets a
+# storage sized for its own elements only, and the same op raises (setStorage: out of bounds). So a traced wrapper
+# gets a (data-less) storage as large as the real input's, where that is larger and its metadata is static.
+
+
+def widen_wrapper_storage(wrapper: torch.Tensor, nbytes: int | None) -> None:
+    meta = (*wrapper.shape, *wrapper.stride(), wrapper.storage_offset())
+    if nbytes is None or any(isinstance(d, torch.SymInt) for d in meta):
+        return
+    if wrapper.untyped_storage().nbytes() >= nbytes:
+        return
+    holder = torch.Tensor._make_wrapper_subclass(  # private API: a storage with no data
+        type(wrapper), (nbytes // wrapper.element_size(),), dtype=wrapper.dtype, device=wrapper.device
+    )
+    torch._functionalize_unsafe_set(wrapper, holder)
+
+
+def _ints(dims: tuple[object, ...]) -> tuple[int, ...]:
+    return tuple(_int(d) for d in dims)
+
+
+def _int(d: object) -> int:
+    assert isinstance(d, int), f"BUG: alias-group metadata must be static, got {d}"
+    return d

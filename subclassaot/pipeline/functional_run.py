@@ -1,0 +1,534 @@
+"""One run of the user's program under functionalization, shared by the `analyze` and `trace` stages.
+
+Input: the call, `FlatInputs`, `DenseLayout` and graph-level values (fake at analysis, proxies while tracing).
+Output: `FunctionalRun`: the program's view of its inputs before and after, and what it returned.
+Invariants: deterministic: the same program run twice yields outputs, aliases and intermediate bases in the same
+order, which is how the trace reproduces exactly the layout the analysis decided.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import torch
+from torch.utils import _pytree as pytree
+
+from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
+from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors, widen_wrapper_storage
+from subclassaot.pipeline.inputs import unflatten_call
+from subclassaot.pipeline.rules.foreign_bases import foreign_root
+from subclassaot.pipeline.rules.grad_set_bases import grad_set_view_root, no_grad_set_view_root, set_view_root
+from subclassaot.pipeline.rules.hidden_layouts import note_view_inputs
+from subclassaot.pipeline.rules.own_base import clone_synthetic_base
+from subclassaot.pipeline.rules.storage_reach import check_absolute_frames
+from subclassaot.pipeline.rules.storage_swaps import swap_modes
+from subclassaot.pipeline.rules.swap_record import Elements, SwapRecord, dense_strides, elements_of
+from subclassaot.schemas import AliasGroupRef, DenseIndex, DenseLayout, FlatInputs, Meta
+from subclassaot.torch_internals import (
+    DataDependentError,
+    clone_keeps_type,
+    replay_view,
+    storage_key,
+    to_functional,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FunctionalRun:
+    """What one run of the program under functionalization leaves behind (used by analyze and by trace)."""
+
+    graph_inputs: list[torch.Tensor]  # per graph placeholder: its functional wrapper (a clone where asked)
+    graph_grad_leaves: list[torch.Tensor]  # per graph placeholder: what gradients are taken with respect to
+    swaps: SwapRecord  # storage swaps and .data aliases seen while the program ran
+    dense: list[torch.Tensor]  # per dense leaf: the functional leaf handed to the program (clones for cloned inputs)
+    user_tensors: list[torch.Tensor]  # per tensor input: the object the program received
+    grad_leaves: list[torch.Tensor]  # per tensor input: what gradients are taken with respect to
+    originals: list[torch.Tensor]  # per dense leaf: an alias of its original storage with its original metadata
+    finals: list[torch.Tensor]  # per dense leaf: the leaf as the program left it (re-flattened for subclasses)
+    initial_metas: list[Meta]  # per tensor input: the object's (size, stride, offset) when the program got it
+    # per tensor input: the wrapper's own storage key when the program got it (None for plain tensors)
+    initial_wrapper_keys: list[object | None]
+    # per dense leaf of an input that runs as a clone: the input's storage offset minus the clone's (the clone's
+    # offsets, which the leaf's views record, are shifted by it to be the input's)
+    clone_offset_shift: dict[int, int | torch.SymInt]
+    # dense leaves of inputs that run as a clone whose offsets or strides are not the input's
+    moved_clones: frozenset[int]
+    output: object  # what the program returned
+
+
+def _note_shared_storage(
+    record: SwapRecord,
+    flat: FlatInputs,
+    layout: DenseLayout,
+    item: AliasGroupRef,
+    base: torch.Tensor,
+    user_tensors: Sequence[torch.Tensor],
+) -> None:
+    """A storage that two or more distinct inputs share, none of which requires grad (Note [set_ Under Grad Into
+    Shared Storage])."""
+    group = layout.groups[item.group]
+    input_of = {j: i for i, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    members = [m for m, same in zip(group.members, group.same_as, strict=True) if same is None]
+    if any(user_tensors[input_of[m]].requires_grad for m in members):
+        return
+    paths = tuple(dict.fromkeys(flat.leaves[layout.leaves[m].owner].path for m in members))
+    if len(paths) > 1:
+        record.shared_storages[storage_key(base)] = paths
+        plain = (user_tensors[input_of[m]] for m in members if layout.trees[input_of[m]] is None)
+        record.shared_members[storage_key(base)] = tuple(dict.fromkeys(plain))
+
+
+def run_functional(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    layout: DenseLayout,
+    graph_values: Sequence[torch.Tensor],
+    *,
+    requires_grad_like: Sequence[torch.Tensor] | None = None,
+    clone_inputs: frozenset[int] = frozenset(),
+    clone_graph_inputs: frozenset[int] = frozenset(),
+    view_clone_inputs: frozenset[int] = frozenset(),
+    own_base_views: bool = False,
+    replay_reads: tuple[object, ...] | None = None,
+) -> FunctionalRun:
+    """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
+    graph_fun = [to_functional(v) for v in graph_values]
+    graph_grad_leaves = list(graph_fun)
+    own: dict[DenseIndex, torch.Tensor] = {}  # Note [Plain Inputs Traced As Their Own Base]
+    for k in sorted(clone_graph_inputs):
+        # A synthetic base that requires grad: the program mutates (views of) a clone, and gradients are taken
+        # with respect to the base as it was (Note [Training Through A Joint Graph]).
+        graph_fun[k], members = clone_synthetic_base(layout, flat, k, graph_fun[k], own_base_views)
+        own.update(members)
+    dense = dense_from_graph_inputs(layout, graph_fun)
+    for m, member in own.items():
+        dense[m] = member
+    detached = [] if requires_grad_like is None else _detach_members_without_grad(layout, dense, requires_grad_like)
+    user_tensors = rebuild_user_tensors(layout, dense)
+    if requires_grad_like is not None:
+        # Rebuilt wrappers are fresh leaves: give them the requires_grad of the input they stand for.
+        for t, like in zip(user_tensors, requires_grad_like, strict=True):
+            if like.requires_grad and not t.requires_grad:
+                t.requires_grad_(True)
+    grad_leaves = list(user_tensors)
+    shift: dict[int, int | torch.SymInt] = {}
+    grouped = {m for g in layout.groups for m in g.members}
+    clones: dict[int, torch.Tensor] = {}  # id of the input object -> its clone (the same object passed twice)
+    moved: set[int] = set()  # dense leaves whose clone has other offsets or strides than the input
+    restrided: list[int] = []  # ... other strides (an input whose elements overlap is cloned contiguous)
+    copy_on_contiguous: set[int] = set()
+    viewed = _traced_as_views(layout, flat, clone_inputs)
+    for i in sorted(clone_inputs, key=lambda i: i in viewed):
+        # The program runs on a clone of the input (autograd-visible): gradients are taken with respect to the
+        # input as it was, and a wrapper that is a non-leaf in eager is one here too (see Note [Training
+        # Through A Joint Graph]). The clone's leaves stand for the input's leaves from here on. A subclass input
+        # that shares storage with another keeps its inner tensors (Note [Aliased Subclass Inputs In Training]).
+        original = user_tensors[i]
+        clone = clones.get(id(original))
+        if clone is None:
+            shared = layout.trees[i] is not None and any(j in grouped for j in layout.leaves_of_input[i])
+            if i in viewed:  # Note [Subclass Members Traced As Views Of Their Base Input]
+                clone = replay_view(cast(torch.Tensor, flat.values[flat.tensor_indices[i]]), user_tensors[viewed[i]])
+            elif shared:
+                clone = cast(torch.Tensor, _SameStorageClone.apply(original))  # type: ignore[no-untyped-call]  # untyped in torch
+            elif layout.trees[i] is not None and not clone_keeps_type(_fake_of(requires_grad_like, original, i)):
+                clone = cast(torch.Tensor, _InnerClone.apply(original))  # type: ignore[no-untyped-call]  # untyped in torch
+            else:
+                clone = _strided_clone(original)
+            if i in view_clone_inputs and not clone._is_view():
+                clone = clone.view_as(clone)  # Note [Writes To Plain View Inputs Make Plain Gradients]
+            clones[id(original)] = clone
+            if not shared and clone.is_contiguous() and not original.is_contiguous():
+                copy_on_contiguous.add(id(clone))  # Note [contiguous() Of A Contiguous Clone]
+        user_tensors[i] = clone
+        if layout.trees[i] is not None and layout.wrapper_bytes:
+            widen_wrapper_storage(clone, layout.wrapper_bytes[i])  # Note [Wrapper Storage Of A View Input]
+        leaves = [clone] if layout.trees[i] is None else flatten_subclass(clone, "clone")[1]
+        for j, leaf in zip(layout.leaves_of_input[i], leaves, strict=True):
+            shift[j] = dense[j].storage_offset() - leaf.storage_offset()
+            if not _same_offsets(shift[j]) or leaf_meta(leaf)[1] != leaf_meta(dense[j])[1]:
+                moved.add(j)
+            if leaf_meta(leaf)[1] != leaf_meta(dense[j])[1]:
+                restrided.append(j)
+            dense[j] = leaf
+    for i, t in enumerate(user_tensors):
+        if id(t) in clones:  # the same object at a position not cloned itself: it is the clone too
+            user_tensors[i] = clones[id(t)]
+    originals = [torch.ops.aten.alias.default(d) for d in dense]
+    initial_metas = [leaf_meta(t) for t in user_tensors]
+    initial_wrapper_keys = [
+        None if tree is None else storage_key(t) for tree, t in zip(layout.trees, user_tensors, strict=True)
+    ]
+    values = list(flat.values)
+    for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):
+        values[index] = tensor
+    state, args, kwargs = unflatten_call(flat, values)
+    record = SwapRecord(copy_on_contiguous=copy_on_contiguous)
+    record.replayed_reads = replay_reads  # Note [Autograd Reads Replayed In The Trace]
+    for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):  # Note [Autograd Reads Of Inputs]
+        real = flat.values[index]
+        if isinstance(real, torch.Tensor) and real.requires_grad:
+            record.eager_inputs[id(tensor)] = real
+    for position, (index, tensor) in enumerate(zip(flat.tensor_indices, user_tensors, strict=True)):
+        record.run_inputs.append(tensor)  # Note [Base Reads Of Inputs]
+        record.input_positions.setdefault(id(tensor), (position, cast(torch.Tensor, flat.values[index])))
+    record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Ids In The Swap Record]
+    record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
+    if requires_grad_like is not None:  # Note [Leaves Laid Out Anew Under no_grad]
+        record.releafable = _releafable(flat, layout, user_tensors, set(viewed) | set(view_clone_inputs))
+        note_view_inputs(
+            record, _view_inputs(flat, layout, user_tensors)
+        )  # Note [View Inputs Laid Out Anew Under no_grad]
+    for item, value in zip(layout.graph_inputs, graph_fun, strict=True):
+        if isinstance(item, AliasGroupRef):
+            record.alias_bases[storage_key(value)] = value
+            _note_shared_storage(record, flat, layout, item, value, user_tensors)
+    grouped = {m for g in layout.groups for m in g.members}
+    for leaf_index, o in enumerate(originals):
+        span = elements_of(list(o.shape), list(o.stride()), o.storage_offset())
+        if span is not None and span.exact is not None and len(span.exact) < o.numel() and leaf_index not in moved:
+            record.overlapping_inputs.add(storage_key(o))
+        if leaf_index in moved:
+            # Elements of the clone are not at the input's offsets: an as_strided view of it is refused (Note
+            # [as_strided On Inputs]).
+            span = Elements(0, -1, frozenset())
+        if leaf_index not in grouped and span is not None:
+            record.input_spans[storage_key(o)] = (span, layout.leaves[leaf_index].path, DenseIndex(leaf_index))
+        if leaf_index not in grouped:
+            record.own_inputs[storage_key(o)] = (layout.leaves[leaf_index].path, DenseIndex(leaf_index))
+    for leaf_index, o in enumerate(originals):
+        record.input_originals.setdefault(storage_key(o), o)
+        path = flat.leaves[layout.leaves[leaf_index].owner].path
+        paths = record.input_paths.get(storage_key(o), ())
+        record.input_paths[storage_key(o)] = paths if path in paths else (*paths, path)
+    for leaf_family, d in zip(layout.leaf_families, dense, strict=True):
+        record.family[id(d)] = -1 - leaf_family
+    for t, fam in zip(user_tensors, layout.wrapper_families, strict=True):
+        if fam >= 0:
+            record.family[id(t)] = -1_000_000 - fam
+            record.family_wrappers.setdefault(-1_000_000 - fam, []).append(t)
+            if not t.requires_grad:
+                record.grad_free_members.add(id(t))
+    with swap_modes(record, [*dense, *originals]):
+        try:
+            output = call(state, args, kwargs)
+        except DataDependentError as e:
+            raise UnsupportedError(
+                "the program reads a tensor's value as a Python number (.item(), float(t), bool(t), int(t), or a "
+                "module doing so, like BatchNorm with momentum=None); the compiled graph cannot depend on tensor "
+                "values. Keep the value a tensor"
+            ) from e
+        except (RuntimeError, ValueError) as e:
+            if restrided and _is_view_stride_error(e):
+                path = flat.leaves[layout.leaves[restrided[0]].owner].path
+                raise UnsupportedError(
+                    f"{path}: this input requires grad and its elements overlap (an expand() or a zero stride), so in "
+                    "training the program runs on a contiguous clone of it (Note [Training Through A Joint Graph]), "
+                    f"and a view of it fails there that eager's strides allow ({type(e).__name__}: "
+                    f"{str(e).splitlines()[0]}). Pass the tensor before expand() and expand it inside the function, "
+                    "or use reshape()"
+                ) from e
+            raise
+        if record.absolute_frames:
+            check_absolute_frames(record)  # Note [Absolute Offsets Across A Frame Change]: the outputs read them
+    _check_containers_unchanged(flat, values, (state, args, kwargs))
+    finals: list[torch.Tensor] = []
+    for tree, tensor in zip(layout.trees, user_tensors, strict=True):
+        finals.extend([tensor] if tree is None else flatten_subclass(tensor, tree.path)[1])
+    return FunctionalRun(
+        graph_inputs=graph_fun,
+        graph_grad_leaves=graph_grad_leaves,
+        swaps=record,
+        dense=dense,
+        grad_leaves=grad_leaves,
+        user_tensors=user_tensors,
+        originals=originals,
+        finals=finals,
+        initial_metas=initial_metas,
+        initial_wrapper_keys=initial_wrapper_keys,
+        clone_offset_shift=shift,
+        moved_clones=frozenset(moved),
+        output=output,
+    )
+
+
+def _check_containers_unchanged(flat: FlatInputs, values: Sequence[object], call: object) -> None:
+    """Refuse a program that assigned into a list or dict it was given (`d["a"] = d["a"] * 2`): the compiled
+    program runs on containers rebuilt from the leaves, so the caller's would keep their old entries."""
+    after, spec = pytree.tree_flatten(call)
+    if spec != flat.spec:
+        raise UnsupportedError(
+            "the program adds, removes or replaces entries of a list or dict passed as an input; the caller's "
+            "container would not change as in eager. Return the new values instead of storing them in the input"
+        )
+    for leaf, before, now in zip(flat.leaves, values, after, strict=True):
+        if now is not before:
+            raise UnsupportedError(
+                f"{leaf.path}: the program stores a new value into the list or dict that held this input; the "
+                "caller's container would keep the old one. Return the new value instead of storing it in the input"
+            )
+
+
+def _is_view_stride_error(e: Exception) -> bool:
+    text = str(e)
+    return "Cannot view a tensor with shape" in text or "view size is not compatible with input tensor's size" in text
+
+
+def _same_offsets(shift: int | torch.SymInt) -> bool:
+    return isinstance(shift, int) and shift == 0
+
+
+def _detach_members_without_grad(
+    layout: DenseLayout, dense: list[torch.Tensor], like: Sequence[torch.Tensor]
+) -> list[torch.Tensor]:
+    """A plain input that shares storage with one that requires grad, and does not itself (x.detach(), x), is a
+    view of the synthetic base that requires grad: detach it, so that gradients do not flow through it and writes
+    through it stay hidden from autograd, as in eager. Returns the detached members."""
+    owner = {j: i for i, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    detached: list[torch.Tensor] = []
+    for group in layout.groups:
+        for k, m in enumerate(group.members):
+            i = owner[m]
+            same = group.same_as[k]
+            if same is not None:
+                dense[m] = dense[group.members[same]]
+            elif layout.trees[i] is None and dense[m].requires_grad and not like[i].requires_grad:
+                dense[m] = dense[m].detach()
+                detached.append(dense[m])
+    return detached
+
+
+# Note [Subclass Members Traced As Views Of Their Base Input]
+# Two subclass inputs of one alias group where the real wrapper of one is the other's autograd `._base` (x and
+# x[0], x and x.t()): in eager a write through either rebases the other's history on the write, and a use of the
+# other after it differentiates through the write. Each member its own wrapper in the trace (Note [Aliased Subclass
+# Inputs In Training]) cannot show that. So in training the view member runs as the same view of its base's traced
+# wrapper (the real view's own view ops, replayed: `replay_view`), and autograd in the trace rebases it as eager's
+# does; its gradient, all of it, reaches the Function's input for the base, whose real history is the one eager's
+# view reaches through its own grad_fn (the same view ops over the same base). A guard keeps the `._base` relation
+# (guards.py). The trace's autograd then relates the family's members as eager's does, so a group whose subclass
+# inputs are one base input and views of it traced so is not refused for overlapping members at all, whoever writes
+# (training_rules `_one_traced_view_family`; other rules, on metadata changes of aliased inputs, still apply), nor
+# is a member used after the write where it and the one writer are linked so (Note [Overlapping Subclass Members
+# Written Through One]). Checked (parity oracle) on fuzz seed 7000 #50, #1874, #4705, #6343, #6461, #8053, #8328,
+# #9986 and on every training program of seeds 6000 (#0-2999) and 7000 (#0-3999) with such a pair of inputs.
+# Views of one base the call does not pass get that base added as an input first (Note [Subclass Views Of A Base Not
+# Passed]).
+
+
+def _traced_as_views(layout: DenseLayout, flat: FlatInputs, clone_inputs: frozenset[int]) -> dict[int, int]:
+    """Cloned subclass inputs of an alias group that run as views of another cloned one, their `._base` -> it."""
+    grouped = {m for g in layout.groups for m in g.members}
+    out = {}
+    for i, k in enumerate(layout.view_of):
+        same = layout.same_wrapper[i] if layout.same_wrapper else None
+        if k is None or same is not None or i not in clone_inputs or k not in clone_inputs:
+            continue
+        if any(j in grouped for j in layout.leaves_of_input[i]) and any(
+            j in grouped for j in layout.leaves_of_input[k]
+        ):
+            out[i] = k
+    return out
+
+
+class _SameStorageClone(torch.autograd.Function):
+    """A non-leaf wrapper over the very inner tensors of a subclass input (Note [Aliased Subclass Inputs In
+    Training]): writes through it reach the other aliases of those inner tensors, and autograd sees a non-leaf."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        node, leaves = flatten_subclass(x, "clone")
+        return unflatten_subclass(node, leaves, outer_size=x.shape, outer_stride=x.stride(), check=False)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad
+
+
+# Note [Subclasses Whose Ops Return Plain Tensors]
+# Many subclasses (torchao's quantized tensors, torch's CustomTensorPlainOut) answer most ops with plain tensors:
+# their clone() is a plain tensor computed from the inner tensors. A training run executes the program on a clone of
+# each input gradients are taken for (Note [Training Through A Joint Graph]); for such a subclass that clone is a
+# wrapper over clones of its inner tensors, made by one autograd Function whose backward passes the gradient through,
+# so the program sees what it was given (same type, same inner values) and autograd sees a non-leaf. Whether clone()
+# keeps the type is asked of the fake input outside the trace, so the question leaves no node in the graph.
+
+
+def _fake_of(like: Sequence[torch.Tensor] | None, original: torch.Tensor, i: int) -> torch.Tensor:
+    return original if like is None else like[i]
+
+
+class _InnerClone(torch.autograd.Function):
+    """A wrapper over clones of a subclass input's inner tensors (Note [Subclasses Whose Ops Return Plain
+    Tensors])."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        node, leaves = flatten_subclass(x, "clone")
+        clones = [_strided_clone(leaf) for leaf in leaves]
+        return unflatten_subclass(node, clones, outer_size=x.shape, outer_stride=x.stride(), check=False)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad
+
+
+# Note [Empty Expanded Inputs Keep Their Gradient Type]
+# An expanded input runs as a clone of its elements, expanded (_strided_clone): an as_strided view of the input,
+# cloned. autograd's as_strided backward gives an input with no elements a plain zeros gradient, whatever the type
+# of the incoming one, where eager's ops on the input (slices, expand) keep a subclass gradient a subclass (fuzz seed
+# 43000 #4613: `b0[4:4].expand((1, 0, 2))` of a PairTensor got a plain gradient). For such an input the view and
+# clone run inside one Function whose backward makes the (empty) gradient with `new_zeros` of the incoming one.
+
+
+class _EmptyCompactClone(torch.autograd.Function):
+    """_strided_clone's compact clone of an expanded input with no elements (Note [Empty Expanded Inputs Keep Their
+    Gradient Type])."""
+
+    @staticmethod
+    def forward(ctx: Any, t: torch.Tensor, once: list[int]) -> torch.Tensor:
+        ctx.size = tuple(t.shape)
+        return _strided_clone(t.as_strided(once, t.stride(), t.storage_offset()))
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad.new_zeros(ctx.size), None
+
+
+def _strided_clone(t: torch.Tensor) -> torch.Tensor:
+    """A clone (autograd-visible) with the input's strides: eager's later ops see those strides (a size-1 dim's
+    stride shows in the strides of results), and clone() makes a non-dense input contiguous. An input with zero
+    strides (expand) is a clone of its elements, expanded as the input is: the strides of results of elementwise ops
+    follow the input's zero strides in eager (fuzz seed 5000 #6223: a contiguous clone transposed gave (1, 2) where
+    eager's `x.transpose(0, 1).add(2)` is (3, 1)). Inputs whose elements overlap otherwise are cloned contiguous."""
+    dims: list[object] = [*t.shape, *t.stride()]
+    if all(isinstance(s, int) and s >= 0 for s in dims):
+        shape, stride = cast(list[int], list(t.shape)), cast(list[int], list(t.stride()))
+        once = [1 if st == 0 else s for s, st in zip(shape, stride, strict=True)]
+        if once != shape and all(st > 0 for s, st in zip(once, stride, strict=True) if s > 1):
+            if t.numel() == 0:  # Note [Empty Expanded Inputs Keep Their Gradient Type]
+                empty = _EmptyCompactClone.apply(t, once)  # type: ignore[no-untyped-call]  # untyped in torch
+                return cast(torch.Tensor, empty).expand(shape)
+            compact = _strided_clone(t.as_strided(once, stride, t.storage_offset()))
+            return compact.expand(shape)
+    if not all(isinstance(s, int) and s > 0 for s in dims) or dense_strides(list(t.shape), list(t.stride())):
+        return t.clone()
+    out = t.new_empty_strided(t.shape, t.stride())
+    return out.copy_(t)
+
+
+def dense_leaves_of(value: torch.Tensor, path: str) -> tuple[SubclassNode | None, list[torch.Tensor]]:
+    if is_traceable_subclass(value):
+        return flatten_subclass(value, path)
+    return None, [value]
+
+
+def intermediate_bases(
+    leaves: list[object],
+    current: dict[object, DenseIndex],
+    original: dict[object, DenseIndex],
+    swaps: SwapRecord,
+) -> dict[object, tuple[int, torch.Tensor]]:
+    """Storages of outputs that are views of intermediates or shared by several outputs -> (base number, base).
+
+    The inner tensors of a subclass view are not autograd views (subclass ops run below autograd), so a subclass
+    output that is a view of an intermediate subclass names its root's inner tensors as bases explicitly."""
+    forced = _wrapper_roots(leaves, current, original, swaps)
+    by_storage: dict[object, list[torch.Tensor]] = {}
+    paths: dict[object, str] = {}
+    for i, value in enumerate(leaves):
+        if isinstance(value, torch.Tensor):
+            for leaf in dense_leaves_of(value, f"out[{i}]")[1]:
+                key = storage_key(leaf)
+                if key not in current and key not in original:
+                    by_storage.setdefault(key, []).append(leaf)
+                    paths.setdefault(key, f"out[{i}]")
+    bases: dict[object, tuple[int, torch.Tensor]] = {}
+    for key, members in by_storage.items():
+        distinct = {id(m) for m in members}
+        if key in forced:
+            bases[key] = (len(bases), forced[key])
+            continue
+        if len(distinct) < 2 and not swaps.is_view(members[0]):
+            continue
+        views = [m for m in members if swaps.is_view(m)]
+        # (not a tensor the program set_() onto the storage: the one whose storage it is keeps its autograd history,
+        # `t0.set_(t1); return t0, t1`, fuzz seed 11000 #7045)
+        owners = [m for m in members if id(m) not in swaps.swapped_ids]
+        base = swaps.view_root(views[0]) if views else (owners or members)[0]
+        if storage_key(base) != key:
+            # `t1 = t0.diagonal(); t0.data = x` (fuzz seed 2000 #2342): no tensor holds the storage t1 views
+            raise UnsupportedError(
+                f"{paths[key]} is a view of an intermediate that `.data =` or set_() then moved to another storage; "
+                "returning a view of the storage it left is not supported. Return a clone (.clone()) instead"
+            )
+        bases[key] = (len(bases), base)
+    for value in leaves:  # Note [Views Set Onto Another Storage]
+        root = foreign_root(value, set(current), set(original)) if isinstance(value, torch.Tensor) else None
+        if root is not None and storage_key(root) not in bases:
+            bases[storage_key(root)] = (len(bases), root)
+    inputs = set(current) | set(original)
+    for value in leaves:  # Note [Bases Of Outputs set_() Under Grad]
+        found = grad_set_view_root(value, swaps, inputs)
+        for leaf in found[1] if found is not None else ():
+            bases.setdefault(storage_key(leaf), (len(bases), leaf))
+    for value in leaves:  # Note [Views Set Under no_grad With History]
+        if (root := no_grad_set_view_root(value, swaps, inputs)) is not None:
+            bases.setdefault(storage_key(root), (len(bases), root))
+    for value in leaves:  # Note [Subclass Views set_() Off Their Base]
+        for leaf in found[1] if (found := set_view_root(value, swaps, inputs)) is not None else ():
+            bases.setdefault(storage_key(leaf), (len(bases), leaf))
+    return bases
+
+
+def _wrapper_roots(
+    leaves: list[object], current: dict[object, DenseIndex], original: dict[object, DenseIndex], swaps: SwapRecord
+) -> dict[object, torch.Tensor]:
+    forced: dict[object, torch.Tensor] = {}
+    for value in leaves:
+        if not isinstance(value, torch.Tensor) or not is_traceable_subclass(value):
+            continue
+        t = cast(torch.Tensor, value)
+        while (record := swaps.views.get(id(t))) is not None:
+            t = record.source
+        if t is cast(object, value) or not is_traceable_subclass(t):
+            continue
+        root_leaves = flatten_subclass(t, "root")[1]
+        keys = [storage_key(leaf) for leaf in root_leaves]
+        if any(k in current or k in original for k in keys):
+            continue  # a view of an input: regenerated from the input, not from a base
+        forced.update(zip(keys, root_leaves, strict=True))
+    return forced
+
+
+def _releafable(
+    flat: FlatInputs, layout: DenseLayout, user_tensors: Sequence[torch.Tensor], as_views: set[int]
+) -> set[int]:
+    """id() of the tensors the program gets for leaf inputs that require grad, in no alias group and not run as
+    views (Note [Leaves Laid Out Anew Under no_grad])."""
+    grouped = {m for g in layout.groups for m in g.members}
+    found = set()
+    for i, t in enumerate(user_tensors):
+        real = flat.values[flat.tensor_indices[i]]
+        if not isinstance(real, torch.Tensor) or not (real.is_leaf and real.requires_grad) or i in as_views:
+            continue
+        if not any(j in grouped for j in layout.leaves_of_input[i]):
+            found.add(id(t))
+    return found
+
+
+def _view_inputs(flat: FlatInputs, layout: DenseLayout, user_tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The tensors the program gets for inputs that are views and require grad, in no alias group (Note [Stale View
+    Functions] has their rule)."""
+    grouped = {m for g in layout.groups for m in g.members}
+    found = []
+    for i, t in enumerate(user_tensors):
+        real = flat.values[flat.tensor_indices[i]]
+        if any(j in grouped for j in layout.leaves_of_input[i]):
+            continue
+        if isinstance(real, torch.Tensor) and real.requires_grad and real._is_view():
+            found.append(t)
+    return found

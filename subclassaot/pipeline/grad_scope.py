@@ -1,0 +1,128 @@
+"""Refusals about autograd state that the compiled program cannot reproduce: tensors the program makes requiring
+grad itself, and metadata mutations of inputs that the program's own backward (a custom autograd.Function) makes.
+
+Input: the analysis's record of grad-requiring factory calls; the tensors the program received in the joint trace.
+Output: nothing, or an UnsupportedError naming the call or the input and the rule; the metadata changes of inputs
+the backward makes that the runtime replays.
+Invariants: pure reads; no guards are added on symbolic sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+from subclassaot.authoring.protocol import is_traceable_subclass
+from subclassaot.errors import UnsupportedError
+from subclassaot.schemas import BackwardReshape, FlatInputs
+from subclassaot.torch_internals import get_version
+
+__all__ = [
+    "backward_reshapes",
+    "check_grad_factories",
+    "check_grad_reenabled",
+    "metadata_of",
+]
+
+# Note [Tensors Made Requiring Grad Inside The Program]
+# `torch.ones(3, requires_grad=True)` inside the program makes a leaf of its own: with grad mode on, eager's outputs
+# computed from it require grad and carry a grad_fn even when no input requires grad. The pipeline decides training
+# from the inputs, and an inference graph returns outputs without autograd history, so such a program is refused
+# when no input requires grad and grad mode is on (under no_grad eager's outputs carry no history either). In
+# training the outputs carry history through the compiled Function, as eager's do; the leaf's own gradient is not
+# observable outside the program.
+
+
+def check_grad_factories(factories: Sequence[str], *, training: bool) -> None:
+    """Refuse factory calls with requires_grad=True in a program compiled for inference with grad mode on."""
+    if factories and not training and torch.is_grad_enabled():
+        raise UnsupportedError(
+            f"the program makes a tensor that requires grad itself ({factories[0]}(..., requires_grad=True)) while "
+            "no input requires grad; eager's outputs computed from it require grad, the compiled inference graph's "
+            "cannot (Note [Tensors Made Requiring Grad Inside The Program]). Pass that tensor as an input instead"
+        )
+
+
+# Note [Grad Mode Turned On Inside A no_grad Call]
+# Called under torch.no_grad() with inputs that require grad, a program that turns grad mode back on inside
+# (`with torch.enable_grad(): out = x.cos()`) gives eager outputs that require grad and carry a grad_fn, next to
+# outputs computed outside that region that do not (test_aot_dispatch_output_requires_grad_in_no_grad). The pipeline
+# decides training from the grad mode at the call and the inputs, so such a call compiles for inference, whose
+# graph outputs carry no history: the analysis (run under no_grad as the call is) records every torch function that
+# ran with grad mode on and read a tensor that requires grad, and the call is refused if there is one. Under grad
+# mode, or with no tensor requiring grad inside the region, nothing differs and nothing is refused.
+
+
+def check_grad_reenabled(functions: Sequence[str], *, training: bool) -> None:
+    """Refuse a program compiled for inference that turned grad mode on inside and computed on tensors needing it."""
+    if functions and not training:
+        raise UnsupportedError(
+            f"the program turns grad mode back on inside (torch.enable_grad() / set_grad_enabled(True)) and calls "
+            f"{functions[0]}() on tensors that require grad, while it is called under no_grad: eager's results of "
+            "that region require grad, the compiled inference graph's cannot (Note [Grad Mode Turned On Inside A "
+            "no_grad Call]). Call the compiled function with grad mode on, or compute that region outside it"
+        )
+
+
+Metadata = tuple[tuple[int | torch.SymInt, ...], tuple[int | torch.SymInt, ...], int | torch.SymInt]
+
+
+def metadata_of(t: torch.Tensor) -> Metadata:
+    return (tuple(t.size()), tuple(t.stride()), t.storage_offset())
+
+
+def _surely_same(before: Metadata, after: Metadata) -> bool:
+    """Equal without guarding on symbolic sizes (a backward may specialize them; that is no mutation)."""
+    pairs = [*zip(before[0], after[0], strict=False), *zip(before[1], after[1], strict=False)]
+    pairs.append((before[2], after[2]))
+    same_rank = len(before[0]) == len(after[0])
+    return same_rank and all(statically_known_true(a == b) for a, b in pairs)
+
+
+# Note [Metadata Changed By A Custom Backward]
+# A custom autograd.Function's backward may change a saved input's metadata in place (`x.t_()` on
+# ctx.saved_tensors): in eager the saved tensor is the input itself, so after backward() the caller's tensor has the
+# new size and strides (its values and storage unchanged), and its version counter moved once per in-place op. The
+# joint trace sees the change on the traced input; the runtime replays it on the real input when the compiled
+# backward runs, by as_strided_() to the traced size and strides at the input's own offset, under no_grad, and sets
+# the version counter to eager's. Taken only where that is exactly eager's: a plain tensor whose traced metadata
+# before the backward are the input's as passed (not a clone laid out anew), static sizes, and an unchanged offset.
+# Eager's own failures follow: for a leaf that requires grad, AccumulateGrad then copies the gradient into the
+# leaf's new layout and raises, as the engine does for the replayed input. Other changes stay refused.
+
+
+def backward_reshapes(
+    flat: FlatInputs,
+    user_tensors: Sequence[torch.Tensor],
+    user_fakes: Sequence[torch.Tensor],
+    before: Sequence[Metadata],
+    versions: Sequence[int],
+) -> tuple[BackwardReshape, ...]:
+    """The inputs whose metadata the program's backward changed (Note [Metadata Changed By A Custom Backward]);
+    refuse the changes the runtime cannot replay exactly."""
+    found = []
+    for i, (t, meta) in enumerate(zip(user_tensors, before, strict=True)):
+        after = metadata_of(t)
+        if _surely_same(meta, after):
+            continue
+        path = flat.leaves[flat.tensor_indices[i]].path
+        static = all(isinstance(v, int) for v in (*meta[0], *meta[1], meta[2], *after[0], *after[1], after[2]))
+        replayable = (
+            static
+            and not is_traceable_subclass(user_fakes[i])
+            and _surely_same(meta, metadata_of(user_fakes[i]))
+            and after[2] == meta[2]
+        )
+        if not replayable:
+            raise UnsupportedError(
+                f"{path}: the program's backward (a custom autograd.Function) changes this input's metadata "
+                "(transpose_, unsqueeze_, ... on a saved tensor) where the runtime cannot replay it exactly (a tensor "
+                "subclass, symbolic sizes, a changed offset, or an input traced as a clone) (Note [Metadata Changed "
+                "By A Custom Backward]). Change the metadata of a clone in the backward instead"
+            )
+        size = tuple(int(v) for v in after[0])
+        stride = tuple(int(v) for v in after[1])
+        found.append(BackwardReshape(position=i, size=size, stride=stride, bumps=get_version(t) - versions[i]))
+    return tuple(found)

@@ -1,0 +1,551 @@
+"""Guards: what a compiled entry assumes about its inputs, compiled to one straight-line Python function.
+
+Input: `FlatInputs`, `DenseLayout`, the fake inputs (user-level and dense) and the ShapeEnv after tracing.
+Output: `Guards`: the generated source and the function it defines, `check(values) -> dict[str, int] | str`: the
+symbol values (for the epilogue) when every guard holds, else the first failure in words
+("args[0].size(0): expected 8, got 16").
+Invariants: guards cover the pytree structure (checked by the cache before this), each leaf's type, each constant's
+value, each tensor's dtype, device, requires_grad (and is_leaf where it requires grad: training rules differ for
+autograd leaves), sizes, strides and offset (static, a symbol bound here, or an expression checked here), each
+subclass's type, attrs and ctx (by ==, reported field by field), recursively; the pattern of storage sharing between
+dense leaves; and the ShapeEnv's own guards and symbol ranges.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import keyword
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import sympy
+import torch
+
+from subclassaot.authoring.protocol import SubclassNode
+from subclassaot.config import CallerGuarded
+from subclassaot.pipeline.rules.own_base import own_base_guards
+from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
+from subclassaot.torch_internals import nested_coeff, nested_int_id, opaque_guard_values, python_source, symint_expr
+
+GuardFn = Callable[[Sequence[object]], "dict[str, int] | str"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Guards:
+    source: str  # the generated Python, printable for users
+    check: GuardFn
+    symbols: tuple[str, ...]  # names bound by the guards, in binding order
+
+
+def with_python_state(inner: Guards, state: Callable[[], str | None], state_source: str) -> Guards:
+    """`inner` preceded by the Python-state check (Note [Python State Is Snapshotted, Not Recorded])."""
+    inner_check = inner.check
+
+    def check(values: Sequence[object]) -> dict[str, int] | str:
+        reason = state()
+        if reason is not None:
+            return reason
+        return inner_check(values)
+
+    return Guards(source=state_source + "\n" + inner.source, check=check, symbols=inner.symbols)
+
+
+def describe_ctx_change(path: str, old: object, new: object) -> str:
+    """Name the ctx fields that changed (dataclasses, tuples, dicts are compared field by field)."""
+    changes = _ctx_diff(old, new, "")
+    if not changes:
+        return f"{path} ctx changed: {old!r} -> {new!r}"
+    return "; ".join(f"{path} ctx field {name or 'value'!s} changed: {a!r} -> {b!r}" for name, a, b in changes)
+
+
+def _ctx_diff(old: object, new: object, prefix: str) -> list[tuple[str, object, object]]:
+    if old is ANY_SIZE:
+        return []
+    if type(old) is not type(new):
+        return [(prefix, old, new)]
+    fields = getattr(old, "_fields", None)
+    if isinstance(old, tuple) and isinstance(new, tuple) and isinstance(fields, tuple):  # a NamedTuple: by name
+        out = []
+        for name, a, b in zip(fields, old, new, strict=True):
+            out += _ctx_diff(a, b, f"{prefix}.{name}".lstrip("."))
+        return out
+    if dataclasses.is_dataclass(old) and not isinstance(old, type):
+        out = []
+        for f in dataclasses.fields(old):
+            out += _ctx_diff(getattr(old, f.name), getattr(new, f.name), f"{prefix}.{f.name}".lstrip("."))
+        return out
+    if isinstance(old, dict) and isinstance(new, dict) and old.keys() == new.keys():
+        out = []
+        for k in old:
+            out += _ctx_diff(old[k], new[k], f"{prefix}[{k!r}]".lstrip("."))
+        return out
+    if isinstance(old, tuple | list) and isinstance(new, tuple | list) and len(old) == len(new):
+        out = []
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
+            out += _ctx_diff(a, b, f"{prefix}[{i}]")
+        return out
+    try:
+        equal = bool(old == new)
+    except Exception:
+        equal = False
+    return [] if equal else [(prefix, old, new)]
+
+
+class _AnySize:
+    """Stands for a symbolic size inside a guarded ctx (Note [Sizes In ctx Are Guarded As Sizes])."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __deepcopy__(self, memo: dict[int, object]) -> _AnySize:
+        return self
+
+    def __repr__(self) -> str:
+        return "<symbolic size>"
+
+
+ANY_SIZE = _AnySize()
+
+
+# Note [Sizes In ctx Are Guarded As Sizes]
+# Some subclasses keep their outer size and stride in ctx as well (DTensor's TensorMeta), although torch's protocol
+# passes them to `__tensor_unflatten__` as outer_size/outer_stride. Compiled with a dynamic dim, the fake's ctx
+# holds SymInts there, and comparing ctx with == would pin every call to the compile-time sizes (one recompile per
+# batch size) or trace a comparison. The outer sizes are guarded already, dim by dim, as sizes (static, a bound
+# symbol, or an expression: `_tensor_guards`), so in the ctx guard every SymInt becomes a wildcard equal to
+# anything, as torch's own TENSOR_SUBCLASS_METADATA_MATCH does. Only what the sizes cannot say is compared there.
+
+
+def ctx_for_guard(ctx: object) -> object:
+    """`ctx` with every SymInt replaced by `ANY_SIZE` (tuples, NamedTuples, lists and dicts searched)."""
+    if isinstance(ctx, torch.SymInt):
+        return ANY_SIZE
+    if isinstance(ctx, tuple):
+        items: list[object] = [ctx_for_guard(v) for v in ctx]
+        if isinstance(getattr(ctx, "_fields", None), tuple):
+            make_named = cast("Callable[..., object]", type(ctx))  # a NamedTuple's constructor takes its fields
+            return make_named(*items)
+        return tuple(items)  # a torch.Size becomes a tuple: they compare equal
+    if isinstance(ctx, list):
+        return [ctx_for_guard(v) for v in ctx]
+    if isinstance(ctx, dict):
+        return {k: ctx_for_guard(v) for k, v in ctx.items()}
+    return ctx
+
+
+def describe_opaque_change(path: str, old: object, new: object) -> str:
+    """Why an opaque inner object fails its identity guard (Note [Opaque Inner Objects]), field by field."""
+    head = f"{path}: compiled for one {type(old).__name__} object, got "
+    if type(new) is not type(old):
+        return head + f"a {type(new).__name__}"
+    old_fields, new_fields = opaque_guard_values(old), opaque_guard_values(new)
+    if old_fields is None or new_fields is None or len(old_fields) != len(new_fields):
+        return head + "another one"
+    changed = [
+        f"field [{i}] {a!r} -> {b!r}" for i, (a, b) in enumerate(zip(old_fields, new_fields, strict=True)) if a != b
+    ]
+    if not changed:
+        return head + "another one equal to it by its registered guard_fn (outputs would hold the old one)"
+    return head + "another one: its registered guard_fn " + "; ".join(changed)
+
+
+# Note [Guard Source Holds No Caller Text]
+# The guards are generated Python, so any text spliced into that source is code. A call's values (a string argument,
+# a dict key that ends up in a path like args[0]['k'], a ctx field) are caller data: they never enter the source.
+# Every value a guard compares against and every piece of a failure message is bound by reference, as a global of
+# the generated function (`_c3`); the source holds only our own variable names, integer literals we produce, and
+# expressions over the ShapeEnv's symbol names. A failure message is assembled at run time by `_msg(...)` from bound
+# text and the guard's locals, so a quote, brace or newline in a value can neither break the source nor run.
+
+
+class Src(str):
+    """A piece of guard source over the guard's own locals (`v0_size[1]`), as opposed to message text to bind."""
+
+
+def _msg(*parts: object) -> str:
+    return "".join(map(str, parts))
+
+
+def describe_aliasing(paths: Sequence[str], storages: Sequence[object]) -> str:
+    """Which inputs share storage, in words ("args[0] ~ args[1]"; "none")."""
+    groups: dict[object, list[str]] = {}
+    for path, storage in zip(paths, storages, strict=True):
+        groups.setdefault(storage, []).append(path)
+    return "; ".join(" ~ ".join(g) for g in groups.values() if len(g) > 1) or "none"
+
+
+class _Writer:
+    """Accumulates guard lines; checks return a message, bindings assign symbols."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.globals: dict[str, object] = {
+            "describe_ctx_change": describe_ctx_change,
+            "describe_opaque_change": describe_opaque_change,
+            "describe_aliasing": describe_aliasing,
+            "torch": torch,
+            "_msg": _msg,
+            "_nested_coeff": nested_coeff,
+        }
+        self.bound: dict[str, str] = {}  # symbol name -> the access expression it was read from
+        self.bound_label: dict[str, str] = {}  # symbol name -> the user-facing path it was read from
+        self.deferred: list[tuple[str, str, str]] = []  # (access, expected expr source, label) checked after binding
+        self.nested: list[tuple[str, str, int]] = []  # (access, label, nested int id) of every nested size
+
+    def constant(self, value: object) -> str:
+        name = f"_c{len(self.globals)}"
+        self.globals[name] = value
+        return name
+
+    def msg(self, *parts: str) -> str:
+        """Source for a failure message: `Src` parts are guard expressions, plain text is bound by reference."""
+        args: list[str] = []
+        text = ""
+        for part in parts:
+            if isinstance(part, Src):
+                if text:
+                    args.append(self.constant(text))
+                    text = ""
+                args.append(str(part))
+            else:
+                text += part
+        if text:
+            args.append(self.constant(text))
+        return f"_msg({', '.join(args)})"
+
+    def check(self, cond: str, message: str) -> None:
+        self.lines.append(f"    if not ({cond}):\n        return {message}")
+
+    def expect(self, cond: str, label: str, expected: object, got: str | None = None) -> None:
+        """`label: expected E, got G` when `cond` fails; `got` is a guard expression, shown with str()."""
+        tail: tuple[str, ...] = (", got ", Src(got)) if got is not None else ()
+        self.check(cond, self.msg(f"{label}: expected {expected}", *tail))
+
+    def dim(self, access: str, label: str, value: int | torch.SymInt) -> None:
+        coeff = nested_coeff(value)
+        if coeff is not None:  # See Note [Nested Int Dims]: checked by structure, its value is the inner tensors'
+            text = "j" if coeff == 1 else f"{coeff}*j"
+            self.expect(f"_nested_coeff({access}) == {coeff}", label, f"a nested int {text}", Src(access))
+            nested_id = nested_int_id(value)
+            if coeff == 1 and nested_id is not None:
+                self.nested.append((access, label, nested_id))
+            return
+        expr = symint_expr(value)
+        if isinstance(expr, int):
+            self.expect(f"{access} == {expr}", label, expr, access)
+        elif isinstance(expr, sympy.Symbol) and expr.name not in self.bound:
+            self.bound[expr.name] = access
+            self.bound_label[expr.name] = label
+            self.lines.append(f"    {expr.name} = {access}")
+        else:
+            self.deferred.append((access, python_source(expr), label))
+
+
+def build_guards(
+    flat: FlatInputs,
+    layout: DenseLayout,
+    user_fakes: Sequence[torch.Tensor],
+    shape_env: torch.fx.experimental.symbolic_shapes.ShapeEnv,
+    base_reads: Sequence[tuple[int, int | None]] = (),
+    caller_guarded: Mapping[str, CallerGuarded] | None = None,
+    grad_mode: bool | None = None,
+) -> Guards:
+    """`caller_guarded`: facts the caller guards already, by input path (See Note [Guards Dynamo Already Holds]).
+    `grad_mode`: the grad mode an inference entry was analyzed in (Note [Inference Runs In The Caller's Grad Mode]);
+    None for training entries."""
+    w = _Writer()
+    if grad_mode is not None:
+        w.expect(
+            f"torch.is_grad_enabled() is {grad_mode}", "torch.is_grad_enabled()", grad_mode, "torch.is_grad_enabled()"
+        )
+    for leaf in flat.leaves:
+        w.lines.append(f"    v{leaf.index} = L[{leaf.index}]")
+        if leaf.kind is LeafKind.CONSTANT:
+            value = flat.values[leaf.index]
+            w.expect(constant_condition(w, f"v{leaf.index}", value), leaf.path, repr(value), f"repr(v{leaf.index})")
+    for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
+        index = flat.tensor_indices[t_index]
+        real = flat.values[index]
+        assert isinstance(real, torch.Tensor)
+        path = flat.leaves[index].path
+        _tensor_guards(w, f"v{index}", path, fake, tree, type(real), real.requires_grad, caller_guarded or {})
+        if tree is not None:  # Note [Written Subclass Views Changed In Place]
+            c = w.constant(real._is_view())
+            w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
+        if real.requires_grad:
+            # compile-time rules differ for autograd leaves and non-leaves (in-place writes, layout changes)
+            c = w.constant(real.is_leaf)
+            w.expect(f"v{index}.is_leaf == {c}", f"{path}.is_leaf", real.is_leaf, f"v{index}.is_leaf")
+            if tree is None and not real.is_leaf:
+                # Note [Writes To Plain View Inputs Make Plain Gradients]
+                c = w.constant(real._is_view())
+                w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
+    for position, base in dict.fromkeys(base_reads):  # Note [Base Reads Of Inputs]
+        index = flat.tensor_indices[position]
+        path = flat.leaves[index].path
+        if base is None or base == -1:
+            w.expect(f"v{index}._is_view() == {base == -1}", f"{path}._is_view()", base == -1)
+        else:
+            other = flat.tensor_indices[base]
+            w.expect(f"v{index}._base is v{other}", f"{path}._base", f"argument {other}")
+    _alias_guards(w, layout, flat)
+    _nested_int_guards(w)
+    for access, expected, label in w.deferred:
+        w.check(
+            f"{access} == {expected}", w.msg(f"{label}: expected {expected} = ", Src(expected), ", got ", Src(access))
+        )
+    _shape_env_guards(w, shape_env)
+    symbols = tuple(w.bound)
+    w.lines.append("    return {" + ", ".join(f"{s!r}: {s}" for s in symbols) + "}")
+    source = "def check(L):\n" + "\n".join(w.lines) + "\n"
+    namespace = dict(w.globals)
+    exec(compile(source, "<subclassaot guards>", "exec"), namespace)
+    return Guards(source=source, check=cast(GuardFn, namespace["check"]), symbols=symbols)
+
+
+def _tensor_guards(
+    w: _Writer,
+    var: str,
+    path: str,
+    fake: torch.Tensor,
+    tree: SubclassNode | None,
+    real_type: type,
+    requires_grad: bool | None = None,
+    caller: Mapping[str, CallerGuarded] | None = None,
+) -> None:
+    known = caller.get(path) if caller else None
+    if known is None or known.type is not real_type:
+        cls = w.constant(real_type)
+        w.expect(f"type({var}) is {cls}", path, f"type {real_type.__name__}", f"type({var}).__name__")
+    for field in ("dtype", "device", "requires_grad"):
+        expected = getattr(fake, field)
+        if field == "requires_grad" and requires_grad is not None:
+            expected = requires_grad  # the real input's: a compile may give the fake requires_grad on purpose
+        if field == "device":
+            expected = torch.device(expected)
+        if known is not None and getattr(known, field) == expected:
+            continue  # See Note [Guards Dynamo Already Holds]
+        c = w.constant(expected)
+        w.expect(f"{var}.{field} == {c}", f"{path}.{field}", expected, f"{var}.{field}")
+    sizes, strides = fake.size(), fake.stride()
+    if known is None or len(known.sizes) != fake.dim():
+        w.expect(f"{var}.dim() == {fake.dim()}", f"{path}.dim()", fake.dim(), f"{var}.dim()")
+        known = None
+    size_dims = [d for d, s in enumerate(sizes) if known is None or not _held(known.sizes[d], s)]
+    stride_dims = [d for d, s in enumerate(strides) if known is None or not _held(known.strides[d], s)]
+    if size_dims:
+        w.lines.append(f"    {var}_size = {var}.shape")
+    if tree is None and stride_dims:
+        w.lines.append(f"    {var}_stride = {var}.stride()")
+    for d in size_dims:
+        w.dim(f"{var}_size[{d}]", f"{path}.size({d})", sizes[d])
+    if tree is not None:
+        _subclass_guards(w, var, path, tree, fake, caller, known is not None and known.flatten_guarded)
+        return
+    for d in stride_dims:
+        w.dim(f"{var}_stride[{d}]", f"{path}.stride({d})", strides[d])
+    w.dim(f"{var}.storage_offset()", f"{path}.storage_offset()", fake.storage_offset())
+
+
+def _held(guarded: int | None, value: int | torch.SymInt) -> bool:
+    """The caller guards this dim to exactly the static value our guard would check."""
+    expr = symint_expr(value)
+    return guarded is not None and isinstance(expr, int) and expr == guarded
+
+
+def _subclass_guards(
+    w: _Writer,
+    var: str,
+    path: str,
+    tree: SubclassNode,
+    fake: torch.Tensor,
+    caller: Mapping[str, CallerGuarded] | None = None,
+    flatten_guarded: bool = False,
+) -> None:
+    if not flatten_guarded:  # See Note [Guards Dynamo Already Holds]
+        names = tree.flatten_attrs()
+        attrs = w.constant(list(names))
+        ctx = w.constant(copy.deepcopy(ctx_for_guard(tree.ctx)))  # Note [Sizes In ctx Are Guarded As Sizes]
+        w.lines.append(f"    {var}_flat = {var}.__tensor_flatten__()")
+        w.check(
+            f"list({var}_flat[0]) == {attrs}",
+            w.msg(f"{path}: inner tensors expected {' '.join(names)}, got ", Src(f"list({var}_flat[0])")),
+        )
+        w.check(f"{var}_flat[1] == {ctx}", f"describe_ctx_change({w.constant(path)}, {ctx}, {var}_flat[1])")
+    for k, opaque in enumerate(tree.opaques):  # Note [Opaque Inner Objects]: by identity
+        opaque_var, expected = f"{var}_o{k}", w.constant(opaque.value)
+        w.lines.append(f"    {opaque_var} = {_attribute(w, var, opaque.name)}")
+        where = w.constant(f"{path}.{opaque.name}")
+        w.check(f"{opaque_var} is {expected}", f"describe_opaque_change({where}, {expected}, {opaque_var})")
+    known = caller.get(path) if caller else None
+    strides = fake.stride()
+    stride_dims = [d for d, s in enumerate(strides) if known is None or not _held(known.strides[d], s)]
+    if stride_dims:
+        w.lines.append(f"    {var}_stride = {var}.stride()")
+    for d in stride_dims:
+        w.dim(f"{var}_stride[{d}]", f"{path}.stride({d})", strides[d])
+    for i, (attr, child) in enumerate(zip(tree.attrs, tree.children, strict=True)):
+        inner_var = f"{var}_{i}"
+        w.lines.append(f"    {inner_var} = {_attribute(w, var, attr)}")
+        inner_fake = getattr(fake, attr)
+        inner_tree = child if isinstance(child, SubclassNode) else None
+        inner_type = inner_tree.cls if inner_tree is not None else torch.Tensor
+        _tensor_guards(w, inner_var, child.path, inner_fake, inner_tree, inner_type, None, caller)
+
+
+def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
+    accesses = [_dense_access(layout, flat, j) for j in range(len(layout.leaves))]
+    for g in layout.groups:
+        if g.whole_storage:
+            # The program reaches the whole storage (Note [as_strided On Inputs]): its size decides what it sees.
+            leaf, path = accesses[g.members[0]], layout.leaves[g.members[0]].path
+            w.check(
+                f"{leaf}.untyped_storage().nbytes() == {g.base_numel} * {leaf}.element_size()",
+                w.msg(
+                    f"{path}: storage of {g.base_numel} elements expected, got ",
+                    Src(f"{leaf}.untyped_storage().nbytes() // {leaf}.element_size()"),
+                ),
+            )
+    if len(layout.leaves) < 2:
+        return
+    w.lines.append("    _st = [" + ", ".join(f"{a}.untyped_storage()._cdata" for a in accesses) + "]")
+    groups = layout.observed_groups
+    distinct = len(layout.leaves) - sum(len(g.members) - 1 for g in groups)
+    pattern = "; ".join(" ~ ".join(layout.leaves[m].path for m in g.members) for g in groups) or "none"
+    conds = [f"len(set(_st)) == {distinct}"]
+    for g in groups:
+        conds += [f"_st[{g.members[0]}] == _st[{m}]" for m in g.members[1:]]
+        # Which members are the very same tensor (f(x, x)) is part of the pattern too.
+        for i, m in enumerate(g.members):
+            for k in range(i):
+                same = g.same_as[i] == k or (g.same_as[i] is not None and g.same_as[i] == g.same_as[k])
+                conds.append(f"({accesses[m]} is {accesses[g.members[k]]}) == {same}")
+    for i, first in enumerate(layout.same_wrapper):
+        for k in range(i):
+            if layout.trees[i] is not None and layout.trees[k] is not None:
+                a, b = f"v{flat.tensor_indices[i]}", f"v{flat.tensor_indices[k]}"
+                is_same = first == k or (first is not None and first == layout.same_wrapper[k])
+                conds.append(f"({a} is {b}) == {is_same}")
+    for i, base in enumerate(layout.view_of):
+        if base is not None:  # Note [Subclass Members Traced As Views Of Their Base Input]
+            conds.append(f"v{flat.tensor_indices[i]}._base is v{flat.tensor_indices[base]}")
+    conds += own_base_guards(layout, flat, accesses)  # Note [Plain Inputs Traced As Their Own Base]
+    paths = w.constant(tuple(leaf.path for leaf in layout.leaves))
+    w.check(
+        " and ".join(conds),
+        w.msg(
+            f"input aliasing changed: compiled for shared storages [{pattern}], got [",
+            Src(f"describe_aliasing({paths}, _st)"),
+            "]",
+        ),
+    )
+
+
+# Note [Nested Ints Are Guarded As A Pattern]
+# A nested int names the row structure of one offsets (or lengths) tensor, and eager lets two jagged tensors meet
+# (`a + b`) only when they carry the same one. Which offsets tensor backs it is not the rule: a deepcopy of a
+# jagged tensor keeps the original's nested int over copied offsets. So, as for storage sharing, the guards check
+# the pattern: the ragged sizes of the inputs that were equal when compiling are equal, the others are not (one
+# comparison per nested size against the first size of each nested int seen before it).
+
+
+def _nested_int_guards(w: _Writer) -> None:
+    firsts: list[tuple[str, str, int]] = []
+    for access, label, nested_id in w.nested:
+        for first_access, first_label, first_id in firsts:
+            same = nested_id == first_id
+            relation = "the same nested int as" if same else "a different nested int from"
+            w.check(
+                f"({access} == {first_access}) == {same}",
+                w.msg(f"{label}: expected {relation} {first_label} (the ragged structure of the inputs changed)"),
+            )
+        if all(nested_id != first_id for _, _, first_id in firsts):
+            firsts.append((access, label, nested_id))
+
+
+def constant_condition(w: _Writer, var: str, value: object) -> str:
+    """Guard source that holds when `var` is a value equal to `value`, of the same type. The value is bound as a
+    snapshot: a mutable object changed in place after this compile must not equal itself (Note [Guard Source Holds No
+    Caller Text])."""
+    if isinstance(value, torch.nn.Module):  # Note [Modules Passed As Arguments]: the same module object
+        return f"{var} is {w.constant(value)}"
+    kind = w.constant(type(value))
+    if isinstance(value, float) and math.isnan(value):
+        return f"type({var}) is {kind} and {var} != {var}"
+    try:
+        snapshot = copy.deepcopy(value)
+    except Exception:  # an object that cannot be copied is compared with itself
+        snapshot = value
+    return f"type({var}) is {kind} and {var} == {w.constant(snapshot)}"
+
+
+def _attribute(w: _Writer, var: str, attr: str) -> str:
+    """`var.attr` where `attr` is a plain name; otherwise `getattr(var, <bound name>)`: an attribute name is a subclass
+    author's text, and text never enters the source (Note [Guard Source Holds No Caller Text])."""
+    if attr.isidentifier() and not keyword.iskeyword(attr):
+        return f"{var}.{attr}"
+    return f"getattr({var}, {w.constant(attr)})"
+
+
+def _dense_access(layout: DenseLayout, flat: FlatInputs, j: int) -> str:
+    leaf = layout.leaves[j]
+    t_index = flat.tensor_indices.index(leaf.owner)
+    tree = layout.trees[t_index]
+    var = f"v{leaf.owner}"
+    if tree is None:
+        return var
+    # Walk the tree to the leaf's position, naming the same locals _subclass_guards assigned.
+    return _leaf_var(tree, var, leaf.position)
+
+
+def _leaf_var(node: SubclassNode, var: str, position: int) -> str:
+    for i, child in enumerate(node.children):
+        width = child.num_leaves if isinstance(child, SubclassNode) else 1
+        if position < width:
+            return _leaf_var(child, f"{var}_{i}", position) if isinstance(child, SubclassNode) else f"{var}_{i}"
+        position -= width
+    raise AssertionError("BUG: leaf position out of range")
+
+
+def _finite_int(value: object) -> int | None:
+    if isinstance(value, int):
+        return value
+    if isinstance(value, sympy.Integer):
+        return int(value)
+    return None
+
+
+def _shape_env_guards(w: _Writer, shape_env: torch.fx.experimental.symbolic_shapes.ShapeEnv) -> None:
+    ranges = {symbol.name: value_range for symbol, value_range in shape_env.var_to_range.items()}
+    for name in list(w.bound):
+        value_range = ranges.get(name)
+        if value_range is None:
+            continue
+        lower, upper = _finite_int(value_range.lower), _finite_int(value_range.upper)
+        where = w.bound_label[name]
+        if lower is not None:
+            w.check(
+                f"{name} >= {lower}", w.msg(f"{where} = ", Src(name), f" is below {lower}, the least value of {name}")
+            )
+        if upper is not None:
+            w.check(
+                f"{name} <= {upper}", w.msg(f"{where} = ", Src(name), f" is above {upper}, the largest value of {name}")
+            )
+    for guard in shape_env.guards:
+        expr = shape_env.simplify(guard.expr)
+        if expr == sympy.true:
+            continue
+        unbound = {s.name for s in expr.free_symbols} - set(w.bound)
+        if unbound:
+            raise AssertionError(f"BUG: shape guard {expr} uses symbols {sorted(unbound)} no input binds")
+        src = python_source(expr)
+        w.check(src, w.msg(f"shape guard {src} failed"))

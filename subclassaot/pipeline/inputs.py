@@ -1,0 +1,335 @@
+"""Stage `inputs`: flatten the call's argument pytree; lift a module's parameters and buffers, the tensors a
+function captures (closure cells, globals), and the state of modules passed as arguments, to inputs.
+
+Input: the user's callable (function or nn.Module) and one call's args/kwargs. Output: `FlatInputs` plus the
+function that the later stages trace, taking the same pytree back. Invariants: tensor leaves keep their identity
+(aliasing between inputs is visible to later stages); every leaf has a source path used in every message.
+"""
+
+from __future__ import annotations
+
+import types
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, cast
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils import _pytree as pytree
+
+from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
+from subclassaot.pipeline.checkpointed_regions import regions_run_inline
+from subclassaot.schemas import FlatInputs, InputIndex, InputLeaf, LeafKind
+from subclassaot.torch_internals import (
+    fake_mode_active,
+    functorch_unwrapped,
+    is_functorch_wrapped,
+    is_real_plain_tensor,
+)
+
+# Note [Captured Tensors Are Inputs]
+# A function may read tensors it was not passed: a closure cell (`w` in `def f(x): return x * w`), a module-level
+# global, or a global nn.Module it calls. Eager reads them at call time, may write them, and differentiates through
+# them; baking them into the graph as constants would miss all three. So the tensors a function's closure cells and
+# referenced globals hold (a module's parameters and buffers for a module) are lifted to inputs like a module's state,
+# with paths `closure.w` / `globals.model.weight`, read afresh on every call (rebinding the name is seen) and
+# guarded like arguments. While the program is traced, a torch-function mode hands the traced stand-in to every op
+# that receives the real captured tensor. A real tensor the program reaches some other way (an attribute of an
+# object, a global of another module) is refused by name: it would otherwise be frozen into the graph. A torch.func
+# transform's wrapper (vmap's BatchedTensor, grad's GradTrackingTensor) is judged by the tensor it wraps: around a
+# traced argument it is traced, not captured; around a real captured tensor (the capture passed straight to the
+# transform, which wraps it before any op sees it) it is refused, naming that cause.
+
+# Note [Modules Passed As Arguments]
+# `def step(model, x)`, `f([enc, dec], x)`, `f({"m": m}, x)`: an nn.Module anywhere in the argument pytree holds
+# state eager reads and writes on every call (a BatchNorm's running statistics and its int64 `num_batches_tracked`,
+# an EMA copy, a step counter) and parameters whose `.grad` a backward fills. So its parameters, buffers and tensor
+# attributes are lifted to inputs like the compiled module's own, with paths under the argument (`args[0].weight`,
+# `args[0].bn.running_mean`), read afresh on every call, written back and differentiated as in eager; the traced
+# stand-ins reach the module's ops through the torch-function mode of captured tensors. A tensor reached twice (the
+# same module passed twice, a module also compiled or captured, weights shared between modules) is lifted once,
+# under its first path: eager has one tensor, so the graph has one input. The module itself stays an argument leaf,
+# guarded by identity; its state is guarded like any input (type, dtype, shape, requires_grad), and a parameter or
+# buffer added or removed changes the argument structure.
+
+CaptureRef = tuple[str, str]  # ("closure" | "globals", name)
+
+
+def module_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Parameters then buffers by qualified name (the names `state_dict` uses)."""
+    state: dict[str, torch.Tensor] = dict(module.named_parameters(remove_duplicate=False))
+    state.update(dict(module.named_buffers(remove_duplicate=False)))
+    return state
+
+
+def module_tensor_attributes(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Tensors held as plain attributes (`self.scale = torch.tensor(2.0)`, neither parameter nor buffer), by
+    qualified name: lifted like the state (Note [Captured Tensors Are Inputs])."""
+    out: dict[str, torch.Tensor] = {}
+    for prefix, sub in module.named_modules(remove_duplicate=False):
+        for name, value in vars(sub).items():
+            if isinstance(value, torch.Tensor):
+                out[f"{prefix}.{name}" if prefix else name] = value
+    return out
+
+
+# Note [Caches Of A Module's Own Tensors]
+# Some modules keep a plain list of their own parameters (or of weak references to them), rebuilt whenever one is
+# set (an RNN's `_flat_weights` and `_flat_weight_refs`).
+# Tracing a compiled module swaps its parameters for traced stand-ins and back (`functional_call`), and the swap
+# rebuilds such a list: left alone, the module would keep a list of the trace's tensors, which an eager call of the
+# module (or the Python-state guards) would then read. Such lists, found before the trace as attributes holding the
+# module's own tensors, are put back as they were after it. Nothing else is restored: an attribute a forward
+# assigns is a side effect of the program, which the Python-state guards refuse by name.
+
+
+def _derived_caches(module: torch.nn.Module) -> dict[tuple[torch.nn.Module, str], object]:
+    own = {id(t) for t in module_state(module).values()}
+
+    def owned(x: object) -> bool:  # one of the module's tensors, or a weak reference to one (`_flat_weight_refs`)
+        target = x() if isinstance(x, weakref.ref) else x
+        return isinstance(target, torch.Tensor) and id(target) in own
+
+    return {
+        (sub, name): value
+        for sub in module.modules()
+        for name, value in vars(sub).items()
+        if isinstance(value, list | tuple) and any(owned(x) for x in value)
+    }
+
+
+def lifted_state(
+    fn: Callable[..., object],
+    refs: tuple[CaptureRef, ...],
+    args: tuple[object, ...] = (),
+    kwargs: Mapping[str, object] | None = None,
+) -> dict[str, torch.Tensor]:
+    """What is lifted to inputs besides the arguments, by name: a module's parameters, buffers and tensor
+    attributes, or the tensors a function captures (`refs`, from `capture_refs`); then the state of the modules in
+    the arguments (Note [Modules Passed As Arguments])."""
+    if isinstance(fn, torch.nn.Module):
+        state = {**module_state(fn), **module_tensor_attributes(fn)}
+    else:
+        state = captured_state(fn, refs)
+    seen = {id(t) for t in state.values()}
+    for path, module in argument_modules(args, kwargs or {}):
+        for name, t in {**module_state(module), **module_tensor_attributes(module)}.items():
+            if id(t) not in seen:
+                seen.add(id(t))
+                state[f"{path}.{name}"] = t
+    return state
+
+
+def argument_modules(args: tuple[object, ...], kwargs: Mapping[str, object]) -> list[tuple[str, torch.nn.Module]]:
+    """The nn.Modules among the argument pytree's leaves, with their paths (`args[0]`, `kwargs['m']`)."""
+    keyed, _ = pytree.tree_flatten_with_path((args, dict(kwargs)))
+    out: list[tuple[str, torch.nn.Module]] = []
+    for key_path, value in keyed:
+        if isinstance(value, torch.nn.Module):
+            head, *rest = key_path
+            root = ("args", "kwargs")[cast(pytree.SequenceKey[object], head).idx]
+            out.append((root + pytree.keystr(tuple(rest)), value))
+    return out
+
+
+def capture_refs(fn: Callable[..., object]) -> tuple[CaptureRef, ...]:
+    """The closure cells and referenced globals of `fn` (and of functions nested in it) that hold a tensor or an
+    nn.Module now: the names `captured_state` reads on every call (Note [Captured Tensors Are Inputs])."""
+    code = getattr(fn, "__code__", None)
+    if not isinstance(code, types.CodeType) or isinstance(fn, torch.nn.Module):
+        return ()
+    refs: list[CaptureRef] = []
+    closure = getattr(fn, "__closure__", None) or ()
+    for name, cell in zip(code.co_freevars, closure, strict=True):
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell (assigned later in the enclosing function)
+            value = None
+        if isinstance(value, torch.Tensor | torch.nn.Module):
+            refs.append(("closure", name))
+    fn_globals: dict[str, object] = getattr(fn, "__globals__", {})
+    for name in dict.fromkeys(_global_names(code)):
+        if isinstance(fn_globals.get(name), torch.Tensor | torch.nn.Module):
+            refs.append(("globals", name))
+    return tuple(refs)
+
+
+def _global_names(code: types.CodeType) -> Iterator[str]:
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _global_names(const)
+
+
+def captured_state(fn: Callable[..., object], refs: tuple[CaptureRef, ...]) -> dict[str, torch.Tensor]:
+    """The captured tensors by path, read now (a captured module contributes its parameters and buffers)."""
+    if not refs:
+        return {}
+    code = cast(types.FunctionType, fn).__code__
+    cells = dict(zip(code.co_freevars, cast(types.FunctionType, fn).__closure__ or (), strict=True))
+    fn_globals: dict[str, object] = cast(types.FunctionType, fn).__globals__
+    state: dict[str, torch.Tensor] = {}
+    for kind, name in refs:
+        value = cells[name].cell_contents if kind == "closure" else fn_globals.get(name)
+        if isinstance(value, torch.nn.Module):
+            state.update({f"{kind}.{name}.{k}": v for k, v in module_state(value).items()})
+        elif isinstance(value, torch.Tensor):
+            state[f"{kind}.{name}"] = value
+    return state
+
+
+class _LiftCaptured(TorchFunctionMode):
+    """While the program is traced: every op given a captured real tensor gets its traced stand-in instead; a real
+    tensor that was not lifted is refused (Note [Captured Tensors Are Inputs])."""
+
+    def __init__(self, table: dict[int, torch.Tensor], fn: Callable[..., object]) -> None:
+        super().__init__()
+        self.table = table
+        self.fn = fn
+
+    def __torch_function__(
+        self,
+        func: Callable[..., Any],
+        types: object,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        args, kwargs = pytree.tree_map_only(torch.Tensor, self._swap, (args, kwargs or {}))
+        return func(*args, **kwargs)
+
+    def _swap(self, t: torch.Tensor) -> torch.Tensor:
+        lifted = self.table.get(id(t))
+        if lifted is not None:
+            return lifted
+        if is_functorch_wrapped(t) and id(functorch_unwrapped(t)) in self.table:
+            raise UnsupportedError(
+                f"{getattr(self.fn, '__qualname__', type(self.fn).__name__)} passes a tensor it captures (a closure "
+                "variable, global or module attribute) straight into a torch.func transform (vmap, grad, jacrev) "
+                "as the transformed argument: the transform wraps the captured tensor itself, before the compiled "
+                "program can read it as an input. Pass it as an argument of the compiled function "
+                "(Note [Captured Tensors Are Inputs])"
+            )
+        if is_real_plain_tensor(t) and fake_mode_active():  # a real run (torch_function_output_types) makes them
+            raise UnsupportedError(uncaptured_tensor_message(self.fn, t))
+        return t
+
+
+def uncaptured_tensor_message(fn: Callable[..., object], t: torch.Tensor) -> str:
+    name = getattr(fn, "__qualname__", type(fn).__name__)
+    return (
+        f"{name} uses a tensor of shape {tuple(t.shape)} and dtype {t.dtype} that is not an argument, not a closure "
+        "variable or global it names, and not a parameter, buffer or tensor attribute of the module or of a module "
+        "passed as an argument: the compiled "
+        "program would freeze it as a constant, while eager reads it (and sees its changes) on every call. Pass it "
+        "as an argument, or make it an attribute of the module you compile"
+        + (f". {TRAINING_STEP_HINT}" if isinstance(t, torch.nn.Parameter) else "")
+    )
+
+
+def flatten_call(
+    fn: Callable[..., object],
+    args: tuple[object, ...],
+    kwargs: Mapping[str, object],
+    refs: tuple[CaptureRef, ...] | None = None,
+) -> tuple[FlatInputs, Callable[..., object]]:
+    """Flatten one call; return the flat record and `call(state, args, kwargs)` that runs the user's code. `refs`:
+    the captures to lift (default: what `capture_refs(fn)` finds now)."""
+    state = lifted_state(fn, capture_refs(fn) if refs is None else refs, args, kwargs)
+    real = dict(state)
+    own: frozenset[str] = frozenset()
+    if isinstance(fn, torch.nn.Module):
+        module = fn
+        names = tuple(module_state(module))
+        attrs = module_tensor_attributes(module)  # plain tensor attributes, lifted by the mode
+        own = frozenset((*names, *attrs))
+
+        def run(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
+            params = {k: state[k] for k in names}
+            handle = module.register_forward_hook(lambda mod, a, out: _check_state_kept(mod, params, attrs))
+            caches = _derived_caches(module)
+            try:
+                return torch.func.functional_call(module, params, args, kwargs, tie_weights=False, strict=True)
+            finally:
+                handle.remove()
+                for k, v in attrs.items():  # a forward that rebinds one is refused; leave the module as it was
+                    owner, _, attr = k.rpartition(".")
+                    setattr(module.get_submodule(owner), attr, v)
+                for (sub, name), cache in caches.items():  # See Note [Caches Of A Module's Own Tensors]
+                    sub.__dict__[name] = cache
+
+    else:
+        user_fn = fn
+
+        def run(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
+            return user_fn(*args, **kwargs)
+
+    def call(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
+        # See Note [Checkpointed Regions Run Inline]
+        with _LiftCaptured({id(real[k]): v for k, v in state.items() if v is not real[k]}, fn), regions_run_inline():
+            return run(state, args, kwargs)
+
+    values, spec = pytree.tree_flatten((state, args, dict(kwargs)))
+    paths = _leaf_paths((state, args, dict(kwargs)), own)
+    leaves = tuple(
+        InputLeaf(
+            index=InputIndex(i),
+            path=path,
+            kind=LeafKind.TENSOR if isinstance(v, torch.Tensor) else LeafKind.CONSTANT,
+        )
+        for i, (path, v) in enumerate(zip(paths, values, strict=True))
+    )
+    flat = FlatInputs(
+        spec=spec,
+        leaves=leaves,
+        values=tuple(values),
+        tensor_indices=tuple(leaf.index for leaf in leaves if leaf.kind is LeafKind.TENSOR),
+        module_state_names=tuple(state),
+    )
+    return flat, cast(Callable[..., object], call)
+
+
+def _check_state_kept(
+    module: torch.nn.Module, params: Mapping[str, torch.Tensor], attrs: Mapping[str, torch.Tensor]
+) -> None:
+    """Refuse a forward that rebinds a parameter, buffer or lifted tensor attribute (`self.buf = ...`): the compiled
+    module would keep the old tensor, where eager's module holds the new one after the call."""
+    for name, tensor in (*params.items(), *attrs.items()):
+        owner, _, attr = name.rpartition(".")
+        if getattr(module.get_submodule(owner), attr) is not tensor:
+            raise UnsupportedError(
+                f"self.{name}: the forward assigns a new tensor to this parameter, buffer or tensor attribute; "
+                f"rebinding module state in a compiled forward is not supported. Update it in place instead "
+                f"(self.{name}.copy_(...))"
+            )
+
+
+def _leaf_paths(
+    tree: tuple[dict[str, torch.Tensor], tuple[object, ...], dict[str, object]], own: frozenset[str]
+) -> list[str]:
+    """Source paths; `own`: the compiled module's state names (the rest of the state is keyed by its path)."""
+    keyed, _ = pytree.tree_flatten_with_path(tree)
+    out: list[str] = []
+    for key_path, _value in keyed:
+        head, *rest = key_path
+        root = ("self", "args", "kwargs")[cast(pytree.SequenceKey[object], head).idx]
+        name = cast(pytree.MappingKey[str, object], rest[0]).key if root == "self" else ""
+        if root == "self" and name not in own:  # captured tensors, argument modules' state: keyed by their path
+            out.append(name + pytree.keystr(tuple(rest[1:])))
+        elif root == "self":
+            # Module state is keyed by qualified name: self.layer.weight reads better than self['layer.weight'].
+            out.append(f"self.{name}" + pytree.keystr(tuple(rest[1:])))
+        else:
+            out.append(root + pytree.keystr(tuple(rest)))
+    return out
+
+
+def unflatten_call(
+    flat: FlatInputs, values: list[object]
+) -> tuple[dict[str, torch.Tensor], tuple[object, ...], dict[str, object]]:
+    """Rebuild (state, args, kwargs) from leaf values in InputIndex order."""
+    state, args, kwargs = pytree.tree_unflatten(values, flat.spec)
+    return (
+        cast(dict[str, torch.Tensor], state),
+        cast(tuple[object, ...], args),
+        cast(dict[str, object], kwargs),
+    )

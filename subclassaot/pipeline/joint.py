@@ -1,0 +1,596 @@
+"""Stage `trace` (training), the joint graph: one trace of the program's forward and of autograd's backward over
+it (Note [Training Through A Joint Graph]); backward_trace.py partitions it and handles the program's own backward
+errors.
+
+Input: `JointSetup` (the call, `FlatInputs`, `DenseLayout`, `Analysis`, the inference `TracedGraph`, fakes) and fake
+tangents.
+Output: `TracedJoint`: the graph `(primals..., tangents...) -> (GraphOutputs..., grads..., backward mutations...)`.
+Invariants: the graph is purely functional; tangents come in dense (subclass tangents flattened), one per
+differentiable forward output, in forward-output order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx
+from torch.autograd.graph import GradientEdge, get_gradient_edge
+from torch.utils import _pytree as pytree
+
+from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
+from subclassaot.pipeline.desugar import leaf_meta
+from subclassaot.pipeline.functional_run import FunctionalRun, intermediate_bases, run_functional
+from subclassaot.pipeline.grad_scope import backward_reshapes, metadata_of
+from subclassaot.pipeline.rules.nograd_set_views import differentiated_as_eager
+from subclassaot.pipeline.trace import TracedGraph, UpdateKind, graph_output_values
+from subclassaot.schemas import (
+    Analysis,
+    BackwardReshape,
+    DenseIndex,
+    DenseLayout,
+    FlatInputs,
+    LeafSource,
+    OutputKind,
+    Replay,
+    ReplaySource,
+)
+from subclassaot.torch_internals import (
+    from_functional,
+    get_version,
+    grad_fn_raises,
+    mutation_counter,
+    nested_coeff,
+    new_functional_mode,
+    storage_key,
+    to_functional,
+    trace_graph,
+)
+
+# Note [Training Through A Joint Graph]
+# When an input requires grad, one make_fx trace over (primals, tangents) runs the program on the primals (under
+# functionalization, with autograd on), then torch.autograd.grad of its differentiable outputs with respect to the
+# user tensor inputs that require grad. The joint graph returns the forward graph's outputs (exactly the inference
+# graph's GraphOutputs: input updates, fresh leaves, intermediate bases, symbolic ints), then the dense gradients,
+# then the inputs the backward itself writes. partition.py splits it (Note [Partitioning The Joint Graph]): the
+# forward graph also returns the saved values, and the backward graph takes (saved..., tangents...). The runtime
+# runs both in one autograd.Function (autograd_runtime.py). So a random op is drawn once, in the forward, and its
+# value is saved for the backward (gradients agree with the forward and the generator advances as in eager), and
+# what is saved is what autograd's formulas read, never more than eager keeps. Inputs gradients are taken for run as
+# clones inside the trace, so that the program's writes to them happen to non-leaves, as in eager; the epilogue
+# then writes the real input, and a primal the backward reads is copied first if the epilogue is about to write it.
+
+# Note [Double Backward By Recompute]
+# The backward graph reads saved values the forward computed under no_grad: differentiating it again
+# (create_graph=True) would miss their dependence on the inputs. So with the eager backend (whose graphs run aten ops
+# autograd records) a double backward runs the joint graph again from the primals instead, which autograd records
+# from the inputs on, as eager does. That rerun must see the forward's values: it is refused (UnsupportedError) for
+# a program with random ops (it would draw again) or one that writes its inputs (the epilogue has changed them).
+# The Function keeps weak references to its graph inputs (and their versions) for that: one freed or written since
+# the forward is refused too, rather than recomputed from other values.
+
+
+# Note [Fresh Wrappers Over Input Leaves]
+# An op on a subclass often returns a new wrapper (its own autograd node) around some inner tensors of its input:
+# torch's jagged tensor passes its offsets on, so `x.sin()` holds x's `_offsets` object. Eager's output then has a
+# grad_fn of its own while those inner leaves alias the input. Only the compiled autograd.Function can give a
+# wrapper that history, so such an output (a wrapper output that requires grad, is neither a view nor an input) is
+# produced by the Function: every leaf a graph output, and a leaf that is an input's own leaf is passed through
+# (the very object, `OutputLeaf.passthrough`), as for a custom Function returning its input.
+
+
+def forward_output_values(
+    run: FunctionalRun, traced: TracedGraph, analysis: Analysis, wrapper_updates: tuple[int, ...]
+) -> list[torch.Tensor]:
+    """The forward graph's tensor outputs as user-level tensors (fresh subclass outputs wrapped), in order, then
+    the new value of each subclass input in `wrapper_updates` (Note [Subclass Inputs Mutated In Training]), then
+    the intermediate subclass roots (Note [Intermediate Roots In Training])."""
+    run_output, finals, originals, graph_inputs = run.output, run.finals, run.originals, run.graph_inputs
+    out: list[torch.Tensor] = []
+    for update in traced.outputs.updates:
+        if update.kind is UpdateKind.BASE:
+            out.append(graph_inputs[update.target])
+        elif update.kind is UpdateKind.ORIGINAL:
+            out.append(_original_value(originals[update.target], finals[update.target]))
+        else:
+            out.append(finals[DenseIndex(update.target)])
+    leaves, _ = pytree.tree_flatten(run_output)
+    for info, value in zip(analysis.outputs, leaves, strict=True):
+        if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves):
+            assert isinstance(value, torch.Tensor)
+            out.append(value)
+    current = {storage_key(f): DenseIndex(j) for j, f in enumerate(finals)}
+    original = {storage_key(o): DenseIndex(j) for j, o in enumerate(originals)}
+    bases = intermediate_bases(leaves, current, original, run.swaps)
+    out.extend(base for _, base in sorted(bases.values(), key=lambda item: item[0]))
+    out.extend(run.user_tensors[i] for i in wrapper_updates)
+    out.extend(_root_values(run, analysis, leaves))
+    return out
+
+
+# Note [Subclass Gradient Strides]
+# A subclass gradient is rebuilt from its dense leaves after the backward graph ran. Its outer strides are what
+# autograd's later nodes read: the user's own ViewBackward (x = leaf.view(...)) reshapes it, which views it where its
+# outer strides allow and then views each inner tensor. So where the traced gradient had the size and stride of one
+# of its leaves (a wrapper taking them from its first inner tensor, as eager's did), it takes that leaf's real
+# strides; otherwise the input's own size and stride.
+
+
+# Note [Original Values After In-Place View Ops]
+# The new data of an input in its original layout (an ORIGINAL update) is read through an alias taken before the
+# program ran. Once the program writes the input, autograd rebuilds that alias's grad_fn from the input's current
+# history, which an in-place view op (x.transpose_(0, 1), x.as_strided_(...)) has left in another layout: the alias
+# then sends its gradient, in the original layout, to a node expecting the new one (autograd raises "invalid
+# gradient ... got [1, 2] but expected shape compatible with [2, 1]"). So where the input ends in another layout on
+# the same storage, the differentiated value is a view of the input as it ends instead, taken after the program,
+# with the original size, stride and offset: the same elements, through a history autograd keeps consistent. (A
+# non-view input is mostly not differentiated there at all: Note [Overwritten Original Updates].)
+
+
+def _original_value(original: torch.Tensor, final: torch.Tensor) -> torch.Tensor:
+    """The value differentiated for an ORIGINAL update (Note [Original Values After In-Place View Ops])."""
+    if leaf_meta(original) == leaf_meta(final) or storage_key(original) != storage_key(final):
+        return original
+    return final.as_strided(original.shape, original.stride(), original.storage_offset())
+
+
+# Note [Intermediate Roots In Training]
+# Outputs that view one intermediate subclass tensor (`y = x.clone(); return y.view(-1), y.t()`) are replayed from
+# a wrapper around the intermediate's dense leaves (Note [Subclass Intermediate Roots]). In training that wrapper is
+# the intermediate itself as the compiled autograd.Function returns it: one more differentiable output per root
+# (after the wrapper updates), built inside the Function from the intermediate bases, so that its inner tensors are
+# the very bases other outputs (`y.a`) alias. The views are replayed on it with grad enabled: each output is a view
+# of one shared `_base` and the gradients of all of them reach the root's tangent, as in eager.
+
+
+def training_roots(analysis: Analysis) -> tuple[Replay, ...]:
+    """The distinct intermediate subclass roots the outputs replay from, in output order."""
+    seen: dict[tuple[int, ...], Replay] = {}
+    for info in analysis.outputs:
+        r = info.replay
+        if info.kind is OutputKind.TENSOR and r is not None and r.source is ReplaySource.WRAPPER:
+            seen.setdefault(r.root_bases, r)
+    return tuple(seen.values())
+
+
+def _root_values(run: FunctionalRun, analysis: Analysis, leaves: list[object]) -> list[torch.Tensor]:
+    """Per training root: the intermediate subclass tensor of the traced run (the source of its view chain)."""
+    found: dict[tuple[int, ...], torch.Tensor] = {}
+    for info, value in zip(analysis.outputs, leaves, strict=True):
+        r = info.replay
+        if info.kind is not OutputKind.TENSOR or r is None or r.source is not ReplaySource.WRAPPER:
+            continue
+        assert isinstance(value, torch.Tensor)
+        t = value
+        while (record := run.swaps.views.get(id(t))) is not None:
+            t = record.source
+        found.setdefault(r.root_bases, t)
+    return [found[r.root_bases] for r in training_roots(analysis)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JointSetup:
+    """What tracing the joint graph needs (compile time only; a tangent retrace keeps it in a closure)."""
+
+    call: Callable[..., object]
+    flat: FlatInputs
+    layout: DenseLayout
+    analysis: Analysis
+    traced: TracedGraph
+    user_fakes: tuple[torch.Tensor, ...]  # per tensor input
+    fake_mode: torch._subclasses.fake_tensor.FakeTensorMode
+    decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None
+    example: tuple[torch.Tensor, ...]  # per graph input: its fake (the primals)
+    grad_inputs: tuple[int, ...]  # see BackwardGraph
+    group_grads: tuple[int, ...]
+    wrapper_updates: tuple[int, ...]
+    diff: tuple[int, ...]  # BackwardGraph.diff_outputs
+    # Note [Backward Errors Are Deferred]: differentiate with respect to this one of the gradients taken only
+    wrt_only: int | None = None
+    # tensor inputs run as a view of their clone (Note [Writes To Plain View Inputs Make Plain Gradients])
+    view_clones: frozenset[int] = frozenset()
+    # (position in diff, ctx) where the subclass asks for tangents of other metadata than its output's (Note
+    # [Tangent Metadata Of The Subclass's Choosing])
+    tangent_ctxs: tuple[tuple[int, object], ...] = ()
+
+
+# Note [Tangent Metadata Of The Subclass's Choosing]
+# A subclass may say that the gradient of one of its outputs has other metadata than the output: DTensor's
+# `__coerce_tangent_metadata__` turns a Partial output (a sum over a sharded dim, not yet reduced) into Replicate,
+# because a Partial gradient cannot be made from a user's gradient (redistributing to Partial is refused). As torch's
+# AOTDispatch does, the backward is traced for a tangent of the coerced metadata, and a runtime tangent is converted
+# to it (`__coerce_same_metadata_as_tangent__`), instead of to the output's own ctx, which would raise.
+
+
+def tangent_like(o: torch.Tensor) -> torch.Tensor:
+    """`o` with the metadata its tangent has (Note [Tangent Metadata Of The Subclass's Choosing])."""
+    coerce = getattr(type(o), "__coerce_tangent_metadata__", None)
+    if coerce is None or not is_traceable_subclass(o):
+        return o
+    out = coerce(o)
+    return out if isinstance(out, torch.Tensor) else o
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TracedJoint:
+    graph: torch.fx.GraphModule  # (primals..., tangents...) -> (GraphOutputs..., grads..., backward mutations...)
+    num_fw_outputs: int
+    unused: frozenset[int]
+    grad_trees: tuple[SubclassNode | None, ...]
+    grad_stride_leaves: tuple[int | None, ...]
+    backward_mutations: tuple[DenseIndex, ...]
+    backward_reshapes: tuple[BackwardReshape, ...]  # Note [Metadata Changed By A Custom Backward]
+    # per gradient taken (grad inputs, then synthetic bases): the diff outputs (positions in diff) from whose
+    # autograd graph it is reachable; eager's gradient is None when no output with a tangent reaches it
+    reach: tuple[frozenset[int], ...]
+
+
+def trace_joint(
+    setup: JointSetup,
+    tangent_fakes: Sequence[torch.Tensor],
+    tangent_trees: Sequence[SubclassNode | None] | None,
+    reach_sink: list[frozenset[int]] | None = None,
+    absent: frozenset[int] = frozenset(),
+) -> TracedJoint:
+    """make_fx of the program then autograd.grad (Note [Training Through A Joint Graph]). `tangent_trees`: the
+    structure each diff output's tangent is rebuilt with (None: the output's own structure). `reach_sink` receives
+    TracedJoint.reach even when autograd.grad then raises (Note [Backward Errors Are Deferred]). `absent`: positions
+    in diff whose outputs get no tangent (their tangent placeholders stay unread; Note [Gradient Types Follow The
+    Tangents Given])."""
+    n_primals = len(setup.example)
+    unused: set[int] = set()
+    grad_trees: list[SubclassNode | None] = []
+    stride_leaves: list[int | None] = []
+    bw_mutated: list[DenseIndex] = []
+    n_fw_outputs = [0]
+    reshapes: list[BackwardReshape] = []
+    reach: list[frozenset[int]] = [] if reach_sink is None else reach_sink
+    clone = frozenset(setup.grad_inputs)
+
+    def joint_fn(*values: torch.Tensor) -> list[object]:
+        primals, tangents = values[:n_primals], list(values[n_primals:])
+        with new_functional_mode(), torch.enable_grad():
+            tangents = [to_functional(t) for t in tangents]
+            run = run_functional(
+                setup.call,
+                setup.flat,
+                setup.layout,
+                primals,
+                requires_grad_like=setup.user_fakes,
+                clone_inputs=clone,
+                clone_graph_inputs=frozenset(setup.group_grads),
+                view_clone_inputs=setup.view_clones,
+                own_base_views=setup.analysis.own_base_views,
+            )
+            fw_outs = graph_output_values(run, setup.traced.outputs.updates, setup.analysis)[0]
+            n_fw_outputs[0] = len(fw_outs)
+            outs = forward_output_values(run, setup.traced, setup.analysis, setup.wrapper_updates)
+            diff_outs = [differentiated_as_eager(run.swaps, outs[i]) for i in setup.diff]
+            ctxs = dict(setup.tangent_ctxs)
+            trees = (
+                tangent_trees if tangent_trees is not None else [_tree_of(o, ctxs, k) for k, o in enumerate(diff_outs)]
+            )
+            grad_outs = [_rewrap_tangent(tree, tangents, o) for tree, o in zip(trees, diff_outs, strict=True)]
+            # Note [Leaves Laid Out Anew Under no_grad]: the clone made a leaf again stands for the input
+            wrt = [
+                run.user_tensors[i] if id(run.user_tensors[i]) in run.swaps.releafed else run.grad_leaves[i]
+                for i in setup.grad_inputs
+            ]
+            wrt += [run.graph_grad_leaves[k] for k in setup.group_grads]
+            if setup.wrt_only is not None:
+                wrt = [wrt[setup.wrt_only]]
+            before = [mutation_counter(o) for o in run.originals]
+            metas = [metadata_of(t) for t in run.user_tensors]
+            versions = [get_version(t) for t in run.user_tensors]
+            reach[:] = _autograd_reach(diff_outs, wrt)
+            given = [k for k in range(len(diff_outs)) if k not in absent]
+            # a trace for one input's gradient asks what depends on the failing node: only its own nodes run
+            every = setup.wrt_only is None
+            grads = _grads([diff_outs[k] for k in given], wrt, [grad_outs[k] for k in given], every)
+            reshapes[:] = backward_reshapes(setup.flat, run.user_tensors, setup.user_fakes, metas, versions)
+            bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
+            grad_trees.clear()
+            stride_leaves.clear()
+            dense = _dense_grads(grads, wrt, unused, grad_trees, stride_leaves)
+            return [*fw_outs, *dense, *(from_functional(run.originals[j]) for j in bw_mutated)]
+
+    with setup.fake_mode:
+        joint = trace_graph(joint_fn, [*setup.example, *tangent_fakes], setup.decompositions)
+    return TracedJoint(
+        graph=joint,
+        num_fw_outputs=n_fw_outputs[0],
+        unused=frozenset(unused),
+        grad_trees=tuple(grad_trees),
+        grad_stride_leaves=tuple(stride_leaves),
+        backward_mutations=tuple(bw_mutated),
+        backward_reshapes=tuple(reshapes),
+        reach=tuple(reach),
+    )
+
+
+def _autograd_reach(outs: Sequence[torch.Tensor], wrt: Sequence[torch.Tensor]) -> list[frozenset[int]]:
+    """For each tensor in `wrt`: the outputs whose autograd graph reaches it (eager gives it a gradient, maybe zeros,
+    exactly when one of those outputs gets a tangent). Read off the autograd graph, not the traced fx graph, whose
+    data dependencies differ (a zero gradient may be a constant there)."""
+    visited: list[set[object]] = []
+    for out in outs:
+        seen: set[object] = set()
+        stack: list[Any] = [out.grad_fn]
+        while stack:
+            node = stack.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            stack.extend(parent for parent, _ in node.next_functions)
+        visited.append(seen)
+    result = []
+    for x in wrt:
+        result.append(frozenset(j for j, seen in enumerate(visited) if _autograd_node_of(x, seen)))
+    return result
+
+
+def _autograd_node_of(x: torch.Tensor, seen: set[object]) -> bool:
+    if x.grad_fn is not None:
+        return x.grad_fn in seen
+    return any(getattr(node, "variable", None) is x for node in seen)
+
+
+# Note [Backward Runs Every Node]
+# Eager's backward through the outputs runs every node of their autograd graph; autograd.grad runs only the nodes
+# on a path to the tensors it differentiates. A node on no path to them, where the program cut the history (`with
+# torch.no_grad(): t1 = x.view(-1)`, and the graph of t1.clone() ends there), still runs in eager, and its error
+# ("one of the variables needed for gradient computation has been modified by an inplace operation": t2 =
+# t1.clone(); t3 = t2.view(-1); t2.mul_(t2), fuzz seed 10000 #7477) is the program's. So the joint trace also takes
+# the gradient flowing into each node that ends such a path (a GradientEdge: all of the nodes before it run), and
+# drops it: the failing node raises while tracing, and the error is deferred (Note [Backward Errors Are Deferred]).
+# Where every node is on a path to the differentiated tensors (the usual case), nothing is added; nor for paths
+# that end at a leaf's accumulator (the trace's own graph inputs, whose nodes eager does not have).
+
+
+def _uncovered_ends(outs: Sequence[torch.Tensor], wrt: Sequence[torch.Tensor]) -> list[GradientEdge]:
+    """The edges into the nodes that end the paths of `outs`' autograd graph that reach none of `wrt` (Note
+    [Backward Runs Every Node])."""
+    # read as _autograd_reach reads them (get_gradient_edge would rebuild a view's grad_fn through a dispatch)
+    targets = {x.grad_fn for x in wrt if x.grad_fn is not None}
+    leaves = {id(x) for x in wrt if x.grad_fn is None}
+    order: list[Any] = []  # nodes, each after every node it leads to
+    seen: set[object] = set()
+    stack: list[tuple[Any, bool]] = [(o.grad_fn, False) for o in outs]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        stack.append((node, True))
+        stack.extend((parent, False) for parent, _ in node.next_functions)
+    covered: set[object] = set()
+    for node in order:
+        if (
+            node in targets
+            or id(getattr(node, "variable", None)) in leaves
+            or any(parent in covered for parent, _ in node.next_functions)
+        ):
+            covered.add(node)
+    return [
+        GradientEdge(node, 0)
+        for node in order
+        if node not in covered
+        and all(parent is None for parent, _ in node.next_functions)
+        # a leaf's accumulator: graph inputs that no gradient is taken for (a synthetic base's members, whose
+        # nodes the trace, not eager, has) are left alone
+        and getattr(node, "variable", None) is None
+    ]
+
+
+# Note [Ends Of Cut Paths Unpack Their Saved Tensors]
+# The gradient taken at an edge into a node that ends a cut path (Note [Backward Runs Every Node]) runs every node
+# before it, not that node itself, which eager's backward runs too: it unpacks the tensors the node saved, and that
+# raises where one was written since (autograd's "modified by an inplace operation" check, whose message reads the
+# saved tensor's grad_fn: for a view made under no_grad or by a multi-output op, written through its base since,
+# that read raises its own error instead). `with torch.no_grad(): t0 = x.unbind(0)[2]`, then `t1 = t0.sin();
+# x.add_(t1)` (fuzz seed 49000 #988): t1's SinBackward0 ends a cut path (t0 has no grad_fn), and eager's backward
+# through t1 raises the view error when it unpacks t0. So the joint trace reads each such node's saved tensors
+# (the `_saved_*` attributes of autograd's generated nodes, each read unpacking as the node's backward does) before
+# taking the gradients: the error is the program's, and is deferred (Note [Backward Errors Are Deferred]). A custom
+# autograd.Function's node is left alone: its backward reads what it saved only where it chooses to.
+
+
+def _unpack_saved(ends: Sequence[GradientEdge]) -> None:
+    """Note [Ends Of Cut Paths Unpack Their Saved Tensors]."""
+    for edge in ends:
+        node = edge.node
+        for name in dir(node):
+            if name.startswith("_saved_"):
+                getattr(node, name)  # raises as the node's backward would
+
+
+def _tree_of(t: torch.Tensor, ctxs: dict[int, object], k: int) -> SubclassNode | None:
+    if not is_traceable_subclass(t):
+        return None
+    node = flatten_subclass(t, "tangent")[0]
+    return dataclasses.replace(node, ctx=ctxs[k]) if k in ctxs else node
+
+
+def _grads(
+    diff_outs: list[torch.Tensor], wrt: list[torch.Tensor], grad_outs: list[torch.Tensor], every_node: bool
+) -> list[torch.Tensor | None]:
+    """Gradients of `wrt`; `every_node`: run every node of the outputs' graph (Note [Backward Runs Every Node])."""
+    live = [k for k, x in enumerate(wrt) if x.requires_grad]  # detach_() in the program drops an input
+    extra = _uncovered_ends(diff_outs, [wrt[k] for k in live]) if diff_outs and every_node else []
+    found: Sequence[torch.Tensor | None]
+    if extra:
+        _unpack_saved(extra)  # Note [Ends Of Cut Paths Unpack Their Saved Tensors]
+        edges = [*(get_gradient_edge(wrt[k]) for k in live), *extra]
+        found = torch.autograd.grad(diff_outs, edges, grad_outs, allow_unused=True)
+    elif diff_outs and live:
+        found = torch.autograd.grad(diff_outs, [wrt[k] for k in live], grad_outs, allow_unused=True)
+    else:
+        found = (None,) * len(live)
+    grads: list[torch.Tensor | None] = [None] * len(wrt)
+    for k, g in zip(live, found[: len(live)], strict=True):
+        grads[k] = g
+    return grads
+
+
+# Note [Writes To Plain View Inputs Make Plain Gradients]
+# An in-place op on a view makes autograd's CopySlices node on its base: its backward writes the op's gradient for
+# the view's old value into a buffer made from the base's incoming gradient (grad.new_empty_strided(...), then
+# copy_), so that gradient takes the incoming gradient's type. A plain input that is a view, written with a subclass
+# operand (x1.mul_(pair)), thus gets a plain gradient along that path in eager where a write to a non-view gets the
+# subclass one (fuzz seed 3001 #1564). The joint trace runs each input a gradient is taken for as a clone (Note
+# [Training Through A Joint Graph]), a non-view; so where a plain input that is a view gets a subclass gradient in
+# that trace, the joint is traced again with the input run as a view of its clone (`view_as`), whose writes go
+# through CopySlices as eager's do. The gradient's values are the same either way. Plain inputs that require grad
+# and are not leaves are guarded on being views (guards.py), so an entry is not reused across the two.
+
+
+def _plain_views_with_subclass_grads(setup: JointSetup, joint: TracedJoint) -> frozenset[int]:
+    """Grad inputs that are plain views with a subclass gradient in `joint` (Note [Writes To Plain View Inputs
+    Make Plain Gradients])."""
+    found = set()
+    for i, tree in zip(setup.grad_inputs, joint.grad_trees, strict=False):
+        real = setup.flat.values[setup.flat.tensor_indices[i]]
+        if setup.layout.trees[i] is None and tree is not None and isinstance(real, torch.Tensor) and real._is_view():
+            found.add(i)
+    return frozenset(found)
+
+
+def trace_joint_views(
+    setup: JointSetup,
+    tangent_fakes: Sequence[torch.Tensor],
+    reach: list[frozenset[int]],
+    absent: frozenset[int] = frozenset(),
+) -> tuple[JointSetup, TracedJoint]:
+    """trace_joint, again with plain view inputs run as views where needed (Note [Writes To Plain View Inputs Make
+    Plain Gradients])."""
+    joint = trace_joint(setup, tangent_fakes, None, reach, absent=absent)
+    if views := _plain_views_with_subclass_grads(setup, joint):
+        setup = dataclasses.replace(setup, view_clones=views)
+        joint = trace_joint(setup, tangent_fakes, None, reach, absent=absent)
+    return setup, joint
+
+
+def _dense_grads(
+    grads: list[torch.Tensor | None],
+    wrt: list[torch.Tensor],
+    unused: set[int],
+    grad_trees: list[SubclassNode | None],
+    stride_leaves: list[int | None],
+) -> list[torch.Tensor]:
+    """The gradients' dense leaves (user inputs, then synthetic bases); records their structure in `grad_trees`
+    and, for a subclass gradient, the leaf whose size and stride it has in `stride_leaves` (Note [Subclass Gradient
+    Strides])."""
+    dense: list[torch.Tensor] = []
+    for k, (g, x) in enumerate(zip(grads, wrt, strict=True)):
+        if g is None:
+            unused.add(k)
+            # Never read by the runtime (eager's gradient is None). Zeros made from sizes, not from x (zeros_like
+            # would make the backward read x, and the forward save it).
+            node, zero_of = flatten_subclass(x, "grad") if is_traceable_subclass(x) else (None, [x])
+            grad_trees.append(node)
+            stride_leaves.append(None)
+            dense.extend(from_functional(torch.zeros(t.shape, dtype=t.dtype, device=t.device)) for t in zero_of)
+            continue
+        if is_traceable_subclass(g):
+            node, leaves = flatten_subclass(g, "grad")
+            grad_trees.append(node)
+            outer = leaf_meta(g)[:2]
+            stride_leaves.append(next((j for j, leaf in enumerate(leaves) if leaf_meta(leaf)[:2] == outer), None))
+        else:
+            grad_trees.append(None)
+            stride_leaves.append(None)
+            leaves = [g]
+        dense.extend(from_functional(leaf) for leaf in leaves)
+    return dense
+
+
+def _rewrap_tangent(tree: SubclassNode | None, tangents: list[torch.Tensor], output: torch.Tensor) -> torch.Tensor:
+    if tree is None:
+        return tangents.pop(0)
+    taken = [tangents.pop(0) for _ in range(tree.num_leaves)]
+    # A runtime tangent's nested ints name the runtime's offsets; here they stand for the traced output's, which
+    # the tangent must match (Note [Nested Int Dims]).
+    size = _with_nested_of(tree.outer_size, tuple(output.shape))
+    stride = _with_nested_of(tree.outer_stride, tuple(output.stride()))
+    return unflatten_subclass(tree, taken, outer_size=size, outer_stride=stride)
+
+
+def _with_nested_of(
+    dims: tuple[int | torch.SymInt, ...], like: tuple[int | torch.SymInt, ...]
+) -> tuple[int | torch.SymInt, ...]:
+    if len(dims) != len(like):
+        return dims
+    return tuple(
+        o if nested_coeff(d) is not None and nested_coeff(o) is not None else d for d, o in zip(dims, like, strict=True)
+    )
+
+
+def forward_example(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    layout: DenseLayout,
+    analysis: Analysis,
+    traced: TracedGraph,
+    example: Sequence[torch.Tensor],
+    user_fakes: Sequence[torch.Tensor],
+    clone: frozenset[int],
+    wrapper_updates: tuple[int, ...],
+    group_grads: tuple[int, ...],
+) -> list[tuple[bool, list[torch.Tensor], SubclassNode | None, tuple[object, ...]]]:
+    """Per output: whether it gets a tangent, its tangent's dense leaves (plain fakes, to shape the tangents), its
+    tangent's subclass structure (what a runtime tangent is checked and coerced against), and `(ctx,)` where that
+    ctx is not the output's own (Note [Tangent Metadata Of The Subclass's Choosing]), else ()."""
+    with new_functional_mode():
+        run = run_functional(
+            call,
+            flat,
+            layout,
+            example,
+            requires_grad_like=user_fakes,
+            clone_inputs=clone,
+            clone_graph_inputs=frozenset(group_grads),
+            own_base_views=analysis.own_base_views,
+        )
+        outs = forward_output_values(run, traced, analysis, wrapper_updates)
+        result: list[tuple[bool, list[torch.Tensor], SubclassNode | None, tuple[object, ...]]] = []
+        for o in outs:
+            like = tangent_like(o)
+            node, leaves = flatten_subclass(like, "out") if is_traceable_subclass(o) else (None, [o])
+            chosen = (node.ctx,) if node is not None and like is not o else ()
+            # A no_grad view of an input that requires grad may report requires_grad under tracing; it has no grad_fn.
+            # One whose grad_fn raises (a no_grad view whose base was written since: fuzz seed 7000 #4719) gets no
+            # tangent: eager's raises when autograd reads it, and so does the runtime's (analyze._output_info). See
+            # Note [Subclass Views Whose History Cannot Be Rebuilt] for one whose rebuild of its history raises.
+            grad = o.requires_grad and not grad_fn_raises(o) and _has_grad_fn(o) and o.dtype.is_floating_point
+            result.append((grad, [from_functional(leaf) for leaf in leaves], node, chosen))
+        return result
+
+
+# Note [Subclass Views Whose History Cannot Be Rebuilt]
+# `x0.mul_(3.0); x2.set_(x1)` with PairTensor inputs x0 = b.transpose(1, 2), x2 = b (b a non-leaf, x1 2-d): the
+# set_() bumps the version counter x0 shares with x2, so reading x0's grad_fn makes autograd rebuild it by replaying
+# x0's view ops on x2, now 2-d, which raises IndexError; eager's x0 does the same after the call (a wrapper subclass
+# has no as_strided replay, and x0 runs in the functional run as the same view of its base input: Note [Subclass
+# Members Traced As Views Of Their Base Input]). So such a forward output (a subclass one whose grad_fn read raises
+# IndexError or ValueError) gets no tangent, as one does whose read raises the view-after-write RuntimeError: no
+# backward of eager's goes through it, and the runtime's x0, copied in before the epilogue's set_(), raises the same
+# when read (fuzz seed 47000 #3046). A plain output is not covered: eager's plain views rebuild their history by
+# as_strided(), which does not raise there (grad_fn_raises), so its read raises here as before. A backward that
+# fails so while tracing is refused (Note [Backward View Replays That Raise], backward_trace.py).
+
+
+def _has_grad_fn(o: torch.Tensor) -> bool:
+    """`o.grad_fn is not None`; False for a subclass view whose history cannot be rebuilt (Note [Subclass Views Whose
+    History Cannot Be Rebuilt])."""
+    if not is_traceable_subclass(o):
+        return o.grad_fn is not None
+    try:
+        return o.grad_fn is not None
+    except (IndexError, ValueError):
+        return False

@@ -1,0 +1,110 @@
+"""Stage `analyze`, outputs with autograd history whose `.data` the program assigned: which of them the runtime
+can rebuild exactly (the graph gives the history, a `.data =` the storage), and the refusal of the others.
+
+Input: one output (its value in the functional run, its path) and the `OutputLeaf`s found for it as an alias.
+Output: the leaf its `.data` is regenerated from, or None where the rule does not apply; an UnsupportedError for what
+is refused. Invariants: pure reads of the run's records (Note [Outputs Assigned .data With History]).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from subclassaot.authoring.protocol import is_traceable_subclass
+from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.functional_run import FunctionalRun
+from subclassaot.schemas import LeafSource, OutputLeaf
+
+__all__ = ["assigned_with_history", "check_unreplayed_assigned_view", "history_data_leaf"]
+
+# Note [Outputs Assigned .data With History]
+# `t = x.add(x); t.data = y; return t` with grad on: eager's t keeps its own history (AddBackward0, recorded with the
+# size t had then) and its own version counter, and takes y's storage and metadata (`.data =` shallow-copies the
+# TensorImpl; t stays no view). Its gradient flows through that history: the engine checks the new size against the
+# recorded one (sum_to where it expands, an error where it does not), exactly as it does for a Function output whose
+# recorded size is the traced value's. So the output comes from the graph as a fresh output of the compiled
+# Function (the joint traces the same history on the functional t, whose value is y's), and where y's storage is an
+# input's (eager's t shares it), the runtime then assigns `.data` of that output from an alias of the input taken
+# after the epilogue, with the metadata t ended with (OutputInfo.data_from): no autograd record, no version bump,
+# as in eager (the alias is taken under no_grad: an input that is a multi-output view, `b.unbind(0)[1]`, whose base
+# the program changed in place, raises on any view made of it with grad on: fuzz seed 43000 #891). Where y is a
+# fresh intermediate no output returns, the graph's own value is that storage already.
+# A plain view stays a view of its base in eager: it is replayed from its base with its history, then assigned
+# (Replay.set_by_data) where its chain allows (fuzz seed 41000 #4275), else refused by the rules on views. Refused
+# here: a tensor subclass (its wrapper metadata follow Note [Wrapper Data Assignment]) and an alias of an
+# intermediate that another output shares. Fuzz seed 40000 #4187, #5126, #9901 are supported.
+
+
+def assigned_with_history(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """`value`'s last storage swap was `.data =` and it has autograd history of its own."""
+    if not (value.requires_grad and id(value) in run.swaps.swapped_by_data):
+        return False
+    try:
+        return value.grad_fn is not None
+    except (RuntimeError, ValueError, IndexError):  # see analyze._needs_program_autograd
+        return False
+
+
+def history_data_leaf(
+    path: str, value: torch.Tensor, subclass: bool, leaves: Sequence[OutputLeaf], run: FunctionalRun
+) -> OutputLeaf | None:
+    """Note [Outputs Assigned .data With History]: for such an output, the leaf its `.data` is regenerated from after
+    the graph gave it its history (None: the graph's own value is eager's storage, or the rule does not apply)."""
+    if not assigned_with_history(value, run) or (not subclass and run.swaps.is_view(value)):
+        return None  # (a plain view: replayed, then assigned, where its chain allows: analyze._check_replay)
+    leaf = leaves[0] if len(leaves) == 1 else None
+    plain = not subclass and not is_traceable_subclass(value) and not value._is_view() and not run.swaps.is_view(value)
+    if plain and leaf is not None and leaf.source is LeafSource.GRAPH and leaf.storage_of is None:
+        return None  # fuzz seed 40000 #9901: `.data =` of a fresh intermediate
+    exact = (
+        leaf is not None
+        and leaf.source is LeafSource.INPUT_ALIAS
+        and not leaf.is_view
+        and leaf.hidden_base is None
+        and leaf.foreign_base is None
+        and not leaf.input_layout
+    )
+    if not (plain and exact):
+        raise UnsupportedError(
+            f"{path}: the program assigned `.data` of this tensor, which has autograd history: eager returns it with "
+            "its own history over the assigned storage, which a compiled output cannot have here (Note [Outputs "
+            "Assigned .data With History]: supported for a plain tensor assigned an input or a view of one, or a "
+            "fresh intermediate). Return the assigned tensor, or a clone"
+        )
+    return leaf
+
+
+# Note [Views Of Tensors Assigned .data With History]
+# `t0 = x.sin(); t0.data = x; return t0.reshape(())` with grad on (fuzz seed 41000 #3773): eager's output is a view
+# of t0, over x's storage, whose history runs through t0's own (ViewBackward0 -> SinBackward0), so x gets a
+# gradient. Where t0 is returned too, the view replays from that output, which the graph gives its history (Note
+# [Outputs Assigned .data With History]). Where no output returns t0, no replay source has that history: the output
+# would be rebuilt as a view of x's storage with none (no grad_fn, no gradient for x), so that is refused.
+
+
+def check_unreplayed_assigned_view(
+    path: str, value: torch.Tensor, run: FunctionalRun, rebuilt_as_view: bool, leaves: Sequence[OutputLeaf]
+) -> None:
+    """Refuse a plain view output with no replay that `.data =` of it, or of its view root with history, makes
+    unreproducible. `rebuilt_as_view`: the output is rebuilt as a view onto its storage without replay (Note [Views
+    Set Onto Another Storage], or one without history of an input)."""
+    if id(value) in run.swaps.swapped_by_data and run.swaps.is_view(value) and not rebuilt_as_view:
+        raise UnsupportedError(
+            f"{path}: the program assigned `.data` of this view, which eager keeps a view of its base; its view chain "
+            "cannot be replayed here (it starts at an intermediate no output returns, or its source changed since), "
+            "so the compiled output could not be that view. Return a clone, or assign `.data` of a tensor that is "
+            "not a view"
+        )
+    if not (torch.is_grad_enabled() and value.requires_grad and run.swaps.is_view(value)):
+        return
+    root = run.swaps.view_root(value)
+    if root is value or run.swaps.is_view(root) or not assigned_with_history(root, run):
+        return  # (a view assigned `.data`: the rules on views, and Note [Errors Only Eager's Backward Sees])
+    if all(leaf.source is not LeafSource.GRAPH for leaf in leaves):
+        raise UnsupportedError(
+            f"{path} is a view of a tensor with autograd history whose `.data` the program assigned: eager's view keeps that history over the assigned storage, which a view rebuilt from that "
+            "storage cannot have unless the tensor is returned too (Note [Views Of Tensors Assigned .data With "
+            "History]). Return that tensor as well, or a clone of the view"
+        )

@@ -1,0 +1,116 @@
+"""Stage `analyze`, plain inputs written with grad after a `.data =` gave them another storage: which leaves the
+epilogue writes with their own history (LeafMutation.written_after_data), and the refusal of what it cannot.
+
+Input: the `FunctionalRun` and `DenseLayout` (marks), then `FlatInputs`, `Analysis` and the user fakes (checks).
+Output: per dense leaf, whether the rule applies; an UnsupportedError for what is refused. Invariants: pure reads of
+the run's records (Note [Writes With Grad After .data =]).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.functional_run import FunctionalRun
+from subclassaot.schemas import Analysis, AssignedWrite, DenseLayout, FlatInputs
+from subclassaot.torch_internals import symint_expr
+
+__all__ = ["assigned_write", "check_assigned_writes"]
+
+# Note [Writes With Grad After .data =]
+# `x0.data = x1; x0[:, 0:2].mul_(-1.0); return x0` with grad on, x0 a non-leaf input that requires grad (fuzz seed
+# 16000 #6616): `.data =` gives x0 x1's storage and metadata but keeps x0's own autograd history and version counter.
+# The write with grad through x0 (or a view of it) then records on x0's history (MulBackward0, or CopySlices, over
+# x0's grad_fn), not on x1's, whose values change but whose history does not. The functional run sees a write to
+# x1's storage: x0's leaf had no data mutation, the epilogue only repeated the `.data =`, and x0 kept its old grad_fn
+# (the gradient missed the write's -1). So such a leaf (LeafMutation.written_after_data) gets a FINAL update, the
+# graph's x0 as it ends, differentiated in the joint through the history the trace recorded on it; the epilogue
+# copies it into x0 with grad after repeating the `.data =` (runtime._copy_into). x0's grad_fn is then a
+# CopyBackwards over the Function's, whose backward gives eager's gradients (x0's old history gets zeros from the
+# copy and its share through the Function). The engine checks those zeros against the size recorded on x0's old
+# history (its size when the call began), and eager's write checks its gradient against that same size, at the size
+# x0 was written at, the one its `.data =` gave it: both pass (with sum_to where it expands: fuzz seed 16000 #6616
+# sends a (2, 3) gradient to a 0-d x0), or both raise in a backward through x0. There (AssignedWrite.AFTER_RAISING)
+# the FINAL value is copied in with grad but not differentiated, as the joint's backward through the write would
+# fail in the trace: x0's CopyBackwards then raises alone (a (4,) x0 written at (2, 2): fuzz seed 10000 #9696's
+# kin). An in-place view op on x0 after its `.data =` (`x0.mul_(-1.0); x0.t_()`: eager's TBackward0 turns the
+# gradient back to the written size) breaks that agreement: refused (AssignedWrite.RESHAPED).
+# Refused too (AssignedWrite.BEFORE): a write with grad through x0 before its last `.data =` (eager's history then
+# records a storage x0 no longer has: `x0.data = x1; x0.mul_(2.0); x0.data = x2`). Writes under no_grad or through a
+# `.data` alias are hidden from autograd, as before; subclass inputs keep their wrapper-level rule (Note [Subclass
+# Inputs Mutated In Training]).
+
+# Note [In-Place View Ops With Grad And .data =]
+# `x.data = x.sin(); x.transpose_(0, 1); return (x,)` with grad on, x a non-leaf input that requires grad (variant of
+# fuzz seed 49000 #6570; `x.transpose_(0, 1); x.data = ...` alike): the in-place view op with grad puts a
+# TransposeBackward0 on x's history, which `.data =` keeps, so the gradient reaching x's own history is transposed.
+# The epilogue gives x its final storage and layout by a `.data =` invisible to autograd, x keeping the grad_fn it
+# came with: the gradient reached it untransposed. Repeating the view ops with grad would need the layouts eager
+# applied them at (before or after the swap), which the run does not keep per op: refused (AssignedWrite.VIEWED)
+# where no write with grad applies Note [Writes With Grad After .data =] instead. Under no_grad the view ops leave
+# the history as it was (Note [Metadata Changes Under no_grad]), and set_() is replayed as the program's.
+
+
+def assigned_write(i: int, run: FunctionalRun, in_subclass: bool, storage_changed: bool) -> AssignedWrite | None:
+    """Note [Writes With Grad After .data =]: when plain input leaf `i`, which requires grad at the end and was
+    assigned `.data =`, was written with grad through itself or a view of it, against its last assignment; None
+    where it was not, or the rule does not apply."""
+    final, swaps = run.finals[i], run.swaps
+    if in_subclass or id(final) not in swaps.swapped_by_data or not final.requires_grad:
+        return None
+    assigned, written = swaps.data_sets.get(id(final)), swaps.family_visible_seq.get(swaps.family_of(final))
+    if assigned is None:
+        return None
+    if written is None:  # Note [In-Place View Ops With Grad And .data =]
+        viewed = storage_changed and any(r.grad_enabled for r in swaps.inplace_views.get(id(final), []))
+        return AssignedWrite.VIEWED if viewed else None
+    if written < assigned[0]:
+        return AssignedWrite.BEFORE
+    if not storage_changed:
+        return None
+    if any(r.seq > assigned[0] for r in swaps.inplace_views.get(id(final), [])):
+        return AssignedWrite.RESHAPED
+    if not _expands_to(run.originals[i].shape, final.shape):
+        return AssignedWrite.AFTER_RAISING
+    return AssignedWrite.AFTER
+
+
+def check_assigned_writes(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
+) -> None:
+    """Refuse the writes of Note [Writes With Grad After .data =] the epilogue cannot give eager's history."""
+    for i in range(len(user_fakes)):
+        path = flat.leaves[flat.tensor_indices[i]].path
+        for j in layout.leaves_of_input[i]:
+            m = analysis.mutations[j]
+            if m.assigned_write is AssignedWrite.BEFORE:
+                raise UnsupportedError(
+                    f"{path}: the program writes this input where autograd records it, then assigns its `.data` "
+                    "again; eager's history of that write is of a storage the input no longer has, which the "
+                    "compiled program does not reproduce (Note [Writes With Grad After .data =]). Write after the "
+                    "last `.data =`, or under torch.no_grad()"
+                )
+            if m.assigned_write is AssignedWrite.VIEWED:
+                raise UnsupportedError(
+                    f"{path}: the program assigns `.data` of this input, which requires grad, a tensor on another "
+                    "storage and changes its layout in place (t_, transpose_, unsqueeze_) with grad enabled; the "
+                    "compiled program cannot give it eager's history of that view op (Note [In-Place View Ops With "
+                    "Grad And .data =]). Use the out-of-place view op, or change the layout under torch.no_grad()"
+                )
+            if m.assigned_write is AssignedWrite.RESHAPED:
+                raise UnsupportedError(
+                    f"{path}: the program assigns `.data` of this input, which requires grad, writes it where "
+                    "autograd records it, and changes its layout in place (t_, unsqueeze_) after the `.data =`; the "
+                    "compiled program cannot give it eager's history (Note [Writes With Grad After .data =]). Use the "
+                    "out-of-place view op, or write a clone"
+                )
+
+
+def _expands_to(recorded: Sequence[int | torch.SymInt], size: Sequence[int | torch.SymInt]) -> bool:
+    """Autograd sums a gradient of `size` back to `recorded` (dims compared as expressions: equal, or 1)."""
+    if len(recorded) > len(size):
+        return False
+    pairs = zip(reversed(recorded), reversed(size), strict=False)
+    return all((r := symint_expr(d)) == 1 or r == symint_expr(n) for d, n in pairs)

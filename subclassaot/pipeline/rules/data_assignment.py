@@ -1,0 +1,399 @@
+"""Stage `analyze`, `.data =` on wrapper subclasses: which outputs' wrappers an assignment set apart from their inner
+tensors, how the epilogue repeats an assignment to a subclass input, and which of them cannot be repeated exactly.
+
+Input: a `FunctionalRun` (its `SwapRecord.wrapper_data`) and the outputs analyzed so far. Output: whether an output's
+wrapper takes recorded metadata (`OutputInfo.data_meta`), a `DataAssignmentPlan` per subclass input, and an
+UnsupportedError for what is refused. Invariants: pure reads of the run's records (Note [Wrapper Data Assignment]).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import NoReturn, cast
+
+import sympy
+import torch
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.utils import _pytree as pytree
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.desugar import leaf_meta
+from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
+from subclassaot.pipeline.rules.swap_record import DataAssignment, ViewRecord
+from subclassaot.schemas import (
+    Analysis,
+    DataAssignmentPlan,
+    FlatInputs,
+    InputIndex,
+    LeafSource,
+    Meta,
+    OutputInfo,
+    Replay,
+    ReplaySource,
+    StrideProbe,
+    ViewStep,
+)
+from subclassaot.torch_internals import mutation_counter, recorded_size, storage_key, symint_expr
+
+__all__ = [
+    "apart_from_leaves",
+    "assigned_probe_leaf",
+    "check_assigned_view",
+    "check_data_meta_outputs",
+    "leaves_moved",
+    "resimplified_data_metas",
+    "wrapper_data_plans",
+]
+
+
+def check_assigned_view(
+    path: str, value: torch.Tensor, replay: Replay | None, run: FunctionalRun, input_by_id: dict[int, InputIndex]
+) -> None:
+    """Refuse a view whose view chain passes through a tensor whose `.data` the program assigned, where the view
+    cannot be made as eager made it: not replayed at all (rebuilt, it would be no view), or replayed from an input
+    before the epilogue while eager took it, under no_grad, after a write to the input (the epilogue's write would
+    then break its autograd history)."""
+    chain = [value]
+    while (record := run.swaps.views.get(id(chain[-1]))) is not None:
+        chain.append(record.source)
+    if not value._is_view() or not any(id(t) in run.swaps.wrapper_data for t in chain):
+        return
+    if replay is None:
+        raise UnsupportedError(
+            f"{path} is a view of a tensor subclass whose `.data` the program assigned (Note [Wrapper Data "
+            "Assignment]), and its view chain cannot be replayed after the call (the metadata of a tensor in it "
+            "changed since); the compiled output would not be a view. Return a clone instead"
+        )
+    assigned, viewed = replay.root_data_meta, replay.root_meta
+    resized = assigned is not None and viewed is not None and assigned[0] != viewed[0]
+    if resized and torch.is_grad_enabled() and value.requires_grad:
+        raise UnsupportedError(
+            f"{path} is a view, with autograd history, of an intermediate tensor subclass whose `.data` the program "
+            "then assigned a tensor of another size: the compiled backward sees the intermediate at the assigned "
+            "size, eager's its history's (Note [Views Of A Root Whose .data Was Assigned]). Return a clone made "
+            "before the assignment"
+        )
+    written = any(run.swaps.bumps(t) for t in chain if id(t) in input_by_id)
+    no_grad_step = not all(step.grad_enabled for step in replay.steps)
+    if replay.before_epilogue and torch.is_grad_enabled() and no_grad_step and written:
+        raise UnsupportedError(
+            f"{path} is a view, partly taken under no_grad, of an input the program writes and whose `.data` it "
+            "assigns (Note [Wrapper Data Assignment]): it would be rebuilt before the input's write, whose version "
+            "change then makes its grad_fn raise, unlike eager's. Return a clone instead"
+        )
+
+
+def apart_from_leaves(t: torch.Tensor, taken: int, run: FunctionalRun) -> bool:
+    """Subclass input `t` was set_() after `taken` (a view's seq), then assigned `.data =` metadata unlike its dense
+    leaves' (Note [Wrapper Data Assignment]): a view chain replayed on `t` as it ends starts from those leaves, not
+    from the layout the view was taken of, even where the wrapper's metadata are that layout again (fuzz seed 43000
+    #8272: `t0 = x2.detach(); x2.set_(x1); x2.data = t0`)."""
+    assigned, moved = run.swaps.wrapper_data.get(id(t)), run.swaps.wrapper_sets.get(id(t))
+    if not assigned or moved is None or not taken < moved[0] < assigned[-1].seq:
+        return False
+    return any(leaf_meta(d) != leaf_meta(t) for d in dense_leaves_of(t, "")[1])
+
+
+# Note [Views Of Wrappers Whose Leaves Moved]
+# `t0 = x.detach(); x.transpose_(0, 1); x.data = t1; return t0`, a PairTensor x (fuzz seed 49000 #6570): the in-place
+# view op transposed x's dense leaves, and the `.data =` then gave the wrapper t1's metadata (Note [Wrapper Data
+# Assignment]; it leaves the leaves as they were), so x ends with the wrapper's metadata it had when t0 was taken and
+# leaves it did not have then. Compared on the wrapper alone, t0's chain looked replayable on x after the epilogue,
+# which replayed the detach() on the transposed leaves: t0 came out transposed (and a view() would raise). So a
+# view record of a subclass keeps its source's dense leaves' metadata too (ViewRecord.source_leaves), and the
+# source counts as changed since the view where they differ from its leaves' at the end: the chain is then
+# replayed before the epilogue from the input as the program received it, as for any source whose shape changed.
+
+
+def leaves_moved(t: torch.Tensor, taken: ViewRecord) -> bool:
+    """Note [Views Of Wrappers Whose Leaves Moved]: do subclass `t`'s dense leaves end with other metadata than
+    they had when the view `taken` was taken from it?"""
+    if taken.source_leaves is None:
+        return False
+    then = tuple((_exprs(size), _exprs(stride), symint_expr(offset)) for size, stride, offset in taken.source_leaves)
+    return then != tuple(leaf_meta(d) for d in dense_leaves_of(t, "")[1])
+
+
+def _exprs(values: tuple[int | torch.SymInt, ...]) -> tuple[sympy.Expr | int, ...]:
+    return tuple(symint_expr(v) for v in values)
+
+
+def wrapper_data_plans(
+    flat: FlatInputs,
+    run: FunctionalRun,
+    replays: Sequence[tuple[ViewStep, ...]],
+    wrapper_after: Sequence[Meta | None],
+    user_fakes: Sequence[torch.Tensor],
+    cloned: frozenset[int],
+) -> tuple[tuple[DataAssignmentPlan | None, ...], tuple[StrideProbe, ...]]:
+    """Per tensor input, how the epilogue repeats the `.data =` assignments to it (None: there were none); and the
+    stride probes the plans name."""
+    off = _clones_off_layout(run, user_fakes, cloned)
+    probes: list[StrideProbe] = []
+    plans = tuple(_plan(i, flat, run, replays[i], wrapper_after, off, probes) for i in range(len(run.user_tensors)))
+    return plans, tuple(probes)
+
+
+def _plan(
+    i: int,
+    flat: FlatInputs,
+    run: FunctionalRun,
+    steps: tuple[ViewStep, ...],
+    wrapper_after: Sequence[Meta | None],
+    off: dict[object, int],
+    probes: list[StrideProbe],
+) -> DataAssignmentPlan | None:
+    t = run.user_tensors[i]
+    found = run.swaps.wrapper_data.get(id(t))
+    if not found or next(k for k, u in enumerate(run.user_tensors) if u is t) != i:
+        return None  # the same object passed twice: assigned once, for its first position
+    path = flat.leaves[flat.tensor_indices[i]].path
+    records = run.swaps.inplace_views.get(id(t), [])
+    first, last = found[0], found[-1]
+    if steps and any(first.seq < r.seq < last.seq for r in records):
+        raise UnsupportedError(
+            f"{path}.data = ...: the program assigns `.data` of this tensor subclass input more than once, with an "
+            "in-place view op (t_, unsqueeze_) on it in between; replaying that op on the input needs the wrapper "
+            "metadata of an assignment that a later one overwrites. Assign `.data` once, or rebind the name instead"
+        )
+    source = _unchanged_input(last.source, run, wrapper_after)
+    probe = None
+    if source is None and _strides_unknown(last, run):
+        probe = _probe(f"{path}.data = ...", last, run, probes, StrideProbe(input_index=i, output_index=None, leaf=0))
+    size, stride, offset = last.meta
+    meta = (tuple(symint_expr(s) for s in size), tuple(symint_expr(s) for s in stride), symint_expr(offset))
+    plan = DataAssignmentPlan(
+        after_steps=sum(1 for r in records if r.seq < first.seq),
+        meta=meta,
+        source=source,
+        final=leaf_meta(t) == meta,
+        resizes=_resizes(found),
+        stride_probe=probe,
+    )
+    if storage_key(t) in off and not (plan.source is not None and plan.final):
+        _refuse_off_layout(path, flat, off[storage_key(t)])
+    return plan
+
+
+# Note [Strides Of Assigned Tensors]
+# The metadata a `.data =` gives a wrapper are recorded on fake tensors. Their strides are eager's except where the
+# kernel chooses them: a dim of size 0 or 1 in a tensor the program computed (Note [Fresh Subclass Output Strides]).
+# A view of an input takes its strides from the view ops, whose fake metadata are the real ones, empty or not (fuzz
+# seed 3000 #1635: x.expand((2, 0, 4)) assigned). For a computed tensor the graph returns the dense
+# leaf of the assigned wrapper whose size and stride the wrapper had (a WrapperTensor takes them from its first inner
+# tensor) as a stride probe, and the wrapper takes that leaf's real strides at run time, as eager's did (fuzz seed
+# 3000 #3232: x.data = x.mul(-1.0) of a (1, 1, 3) input). Only where nothing changed that leaf or the wrapper after
+# it was made: no in-place view op, set_ or `.data =` on either, no write to the leaf's storage (functionalization
+# would return the value of the functional op that replaced the write, whose strides need not be the leaf's), and
+# the wrapper's metadata when assigned are the leaf's at the end. Refused otherwise. In training the compiled
+# autograd.Function returns the probes after its symbolic ints, as detached aliases it marks non-differentiable
+# (fuzz seed 40000 #833, #9250 shrunk). As for fresh subclass outputs, this trusts the backend to give the graph's
+# results the strides of eager's kernels.
+
+
+def _strides_unknown(a: DataAssignment, run: FunctionalRun) -> bool:
+    """Note [Strides Of Assigned Tensors]."""
+    computed = storage_key(a.source) not in {k for k in run.initial_wrapper_keys if k is not None}
+    return computed and any(isinstance(s, int) and s in (0, 1) for s in a.meta[0])
+
+
+def assigned_probe_leaf(a: DataAssignment, run: FunctionalRun) -> torch.Tensor | None:
+    """Note [Strides Of Assigned Tensors]: the leaf of the assigned tensor whose real strides are the wrapper's."""
+    swaps, v = run.swaps, a.source
+    if not isinstance(v, torch.Tensor):
+        return None
+    changed = (swaps.inplace_views, swaps.wrapper_data, swaps.wrapper_sets, swaps.data_sets)
+    if any(id(v) in d for d in changed) or id(v) in swaps.swapped_ids or leaf_meta(v)[:2] != a.meta[:2]:
+        return None
+    for leaf in dense_leaves_of(v, "")[1]:
+        if any(id(leaf) in d for d in changed) or id(leaf) in swaps.swapped_ids:
+            continue
+        if leaf_meta(leaf)[:2] == leaf_meta(v)[:2] and mutation_counter(leaf) == 0:
+            return leaf
+    return None
+
+
+def _probe(where: str, a: DataAssignment, run: FunctionalRun, probes: list[StrideProbe], probe: StrideProbe) -> int:
+    """Register a stride probe for assignment `a` (its `leaf` found here), or refuse."""
+    leaf = assigned_probe_leaf(a, run)
+    if leaf is None:
+        _refuse_unknown_strides(where)
+    k = next(n for n, d in enumerate(dense_leaves_of(a.source, "")[1]) if d is leaf)
+    probes.append(dataclasses.replace(probe, leaf=k))
+    return len(probes) - 1
+
+
+def _refuse_unknown_strides(where: str) -> NoReturn:
+    raise UnsupportedError(
+        f"{where}: the assigned tensor subclass has no elements, or the program computed it and it has a dimension "
+        "of size 1: its strides come from the kernels, which the compiled program does not see (Note [Strides Of "
+        "Assigned Tensors]). Assign an input or a view of one"
+    )
+
+
+def _resizes(assignments: Sequence[DataAssignment]) -> bool:
+    return any(a.size_before != a.meta[0] for a in assignments)
+
+
+def _unchanged_input(source: torch.Tensor, run: FunctionalRun, wrapper_after: Sequence[Meta | None]) -> int | None:
+    """The tensor input `source` is, if the program leaves its own metadata and storage as they came (its real
+    metadata at run time are then those it had when assigned)."""
+    j = next((k for k, u in enumerate(run.user_tensors) if u is source), None)
+    if j is None or wrapper_after[j] is not None:
+        return None
+    swaps = run.swaps
+    if id(source) in swaps.inplace_views or id(source) in swaps.wrapper_data or id(source) in swaps.wrapper_sets:
+        return None
+    return j
+
+
+def check_data_meta_outputs(
+    flat: FlatInputs,
+    run: FunctionalRun,
+    user_fakes: Sequence[torch.Tensor],
+    cloned: frozenset[int],
+    outputs: Sequence[OutputInfo],
+    probes: tuple[StrideProbe, ...],
+) -> tuple[tuple[OutputInfo, ...], tuple[StrideProbe, ...]]:
+    """The outputs, with the stride probes their wrappers take after a `.data =` (appended to `probes`). Refuse
+    outputs whose wrapper metadata from a `.data =` cannot be given exactly: one that requires grad and
+    took another size (eager's backward takes gradients of that size through the history of the inner tensors, the
+    compiled autograd.Function does not), and one whose metadata were recorded on a clone with another layout."""
+    off = _clones_off_layout(run, user_fakes, cloned)
+    found, result = list(probes), list(outputs)
+    for o, (info, value) in enumerate(zip(outputs, pytree.tree_leaves(run.output), strict=True)):
+        if isinstance(value, torch.Tensor) and torch.is_grad_enabled() and value.requires_grad:
+            t = value
+            while (record := run.swaps.views.get(id(t))) is not None:
+                t = record.source
+                before = [a for a in run.swaps.wrapper_data.get(id(t), []) if a.seq < record.seq]
+                if _resizes(before) and not _replayed_from_assigned_input(info, t, run):
+                    # assigned before the view was taken from it
+                    # fuzz seed 5000 #812: wrong gradients before
+                    raise UnsupportedError(
+                        f"{info.path} is a view of a tensor subclass that requires grad and whose `.data` the program "
+                        "assigned from a tensor of another size: eager's autograd takes the view's gradients through "
+                        "that tensor's history in the new size, which a compiled output cannot reproduce. Return a "
+                        "clone made before the assignment"
+                    )
+        if info.data_meta is None or not isinstance(value, torch.Tensor):
+            continue
+        if torch.is_grad_enabled() and value.requires_grad and _resizes(run.swaps.wrapper_data.get(id(value), [])):
+            result[o] = _resized_with_history(result[o], value, run)
+        assignments = run.swaps.wrapper_data.get(id(value))
+        if assignments and _strides_unknown(assignments[-1], run):
+            probe = StrideProbe(input_index=None, output_index=o, leaf=0)
+            k = _probe(f"{info.path}: its `.data` = ...", assignments[-1], run, found, probe)
+            result[o] = dataclasses.replace(info, data_stride_probe=k)
+        if storage_key(value) in off:
+            _refuse_off_layout(info.path, flat, off[storage_key(value)])
+    return tuple(result), tuple(found)
+
+
+# Note [Subclass Outputs Resized Under Their History]
+# `t = x.unbind(1)[0]; t.data = x; return t` with grad on: eager's t keeps the grad_fn it had (UnbindBackward0,
+# recorded with the size (1, 2) t had then) and takes x's wrapper size (1, 2, 2). The engine checks t's gradient
+# against the recorded size: it sums a gradient of the new size back to the recorded one where that one expands to it,
+# and raises where it does not. An output the compiled Function returns records the size it is returned with; so
+# such an output leaves the Function with the size autograd recorded for eager's (read on the traced wrapper, whose
+# grad_fn is eager's: OutputInfo.history_size, contiguous strides), and takes its assigned metadata after, by the
+# `.data =` of Note [Wrapper Data Assignment]. The engine then reduces the gradient before it reaches the Function's
+# backward, as it reduced eager's (fuzz seed 40000 #4383: the gradient of a size-() output assigned a (3,) input).
+# Only where the recorded size expands to the new one: otherwise whether eager's backward raises depends on the
+# gradient the subclass's ops give (its inner tensors keep the old size), which the trace cannot tell. An output
+# replayed as a view (from an input or an output) records its size when the view op runs again, before its metadata
+# are assigned: exact where that is the size recorded in the program (no history recorded on it since). So is a view
+# taken of an input after its `.data =` and replayed from it after the epilogue repeated the assignment: its chain
+# records its sizes over the input's own history, as eager's did (fuzz seed 40000 #1535). Other outputs (rebuilt
+# from an intermediate's leaves, views of an intermediate assigned before: seed 5000 #812) stay refused.
+
+
+def _resized_with_history(info: OutputInfo, value: torch.Tensor, run: FunctionalRun) -> OutputInfo:
+    """Note [Subclass Outputs Resized Under Their History]: `info` with the size its history recorded, or refuse."""
+    recorded = recorded_size(value)
+    assignments = run.swaps.wrapper_data[id(value)]
+    fresh = all(leaf.source is LeafSource.GRAPH for leaf in info.leaves) and info.replay is None
+    if recorded is not None and fresh and _expands_to(recorded, value.shape):
+        return dataclasses.replace(info, history_size=tuple(symint_expr(d) for d in recorded))
+    replayed = info.replay is not None and id(value) not in run.swaps.inplace_views
+    if recorded is not None and replayed and recorded == assignments[0].size_before:
+        return info
+    raise UnsupportedError(
+        f"{info.path}: the program assigned `.data` of this tensor subclass, which requires grad, from a tensor "
+        "of another size: eager's autograd takes gradients of the new size through its history, which this "
+        "compiled output cannot reproduce (Note [Subclass Outputs Resized Under Their History]: supported for an "
+        "output the program computed, or a view replayed from an input or output). Assign a tensor of its size, or "
+        "return a clone made before"
+    )
+
+
+def _expands_to(recorded: Sequence[int | torch.SymInt], size: Sequence[int | torch.SymInt]) -> bool:
+    """The engine sums a gradient of `size` back to `recorded` (static sizes only)."""
+    if not all(isinstance(d, int) for d in (*recorded, *size)) or len(recorded) > len(size):
+        return False
+    return all(r in (n, 1) for r, n in zip(reversed(recorded), reversed(size), strict=False))
+
+
+def _replayed_from_assigned_input(info: OutputInfo, base: torch.Tensor, run: FunctionalRun) -> bool:
+    """Note [Subclass Outputs Resized Under Their History]: a view of an input `base` (whose `.data` the program
+    assigned before the view was taken) replayed from it after the epilogue repeated that assignment."""
+    replay = info.replay
+    return (
+        replay is not None
+        and replay.source is ReplaySource.INPUT
+        and not replay.before_epilogue
+        and any(base is u for u in run.user_tensors)
+    )
+
+
+def _clones_off_layout(
+    run: FunctionalRun, user_fakes: Sequence[torch.Tensor], cloned: frozenset[int]
+) -> dict[object, int]:
+    """Wrapper storage key -> subclass input that runs as a clone whose layout is not the input's (a non-leaf input
+    that requires grad, in training: a storage offset, or strides of an overlapping input)."""
+    return {
+        run.initial_wrapper_keys[i]: i
+        for i in sorted(cloned)
+        if run.initial_wrapper_keys[i] is not None and leaf_meta(user_fakes[i]) != run.initial_metas[i]
+    }
+
+
+def _refuse_off_layout(path: str, flat: FlatInputs, i: int) -> None:
+    raise UnsupportedError(
+        f"{path}: the program assigned `.data` of this tensor subclass from {flat.leaves[flat.tensor_indices[i]].path} "
+        "or a view of it, a tensor subclass input that requires grad and is not a leaf, "
+        "which runs in training as a clone whose layout (storage offset, strides) is not the input's; the wrapper's "
+        "metadata after the assignment cannot be told exactly. Assign from a clone, or pass the input contiguous "
+        "and at storage offset 0"
+    )
+
+
+def resimplified_data_metas(analysis: Analysis, shape_env: ShapeEnv) -> Analysis:
+    """The `.data =` metadata simplified again once tracing is done: an assignment that makes a wrapper's outer size
+    that of another input ties the two sizes, and the guards bind only the symbol that survives."""
+
+    def meta(m: Meta) -> Meta:
+        size, stride, offset = m
+        return (
+            tuple(_dim(d, shape_env) for d in size),
+            tuple(_dim(d, shape_env) for d in stride),
+            _dim(offset, shape_env),
+        )
+
+    plans = tuple(None if p is None else dataclasses.replace(p, meta=meta(p.meta)) for p in analysis.wrapper_data)
+    outputs = tuple(
+        o if o.data_meta is None else dataclasses.replace(o, data_meta=meta(o.data_meta)) for o in analysis.outputs
+    )
+    sizes = tuple(None if s is None else tuple(_dim(d, shape_env) for d in s) for s in analysis.accumulator_sizes)
+    releaf = tuple(None if s is None else tuple(_dim(d, shape_env) for d in s) for s in analysis.releaf_sizes)
+    return dataclasses.replace(
+        analysis, wrapper_data=plans, outputs=outputs, accumulator_sizes=sizes, releaf_sizes=releaf
+    )
+
+
+def _dim(d: object, shape_env: ShapeEnv) -> int | sympy.Expr:
+    if isinstance(d, int):
+        return d
+    simplified = shape_env.simplify(cast(sympy.Expr, d))
+    return int(simplified) if isinstance(simplified, sympy.Integer) else cast(sympy.Expr, simplified)

@@ -1,0 +1,101 @@
+"""Outputs that are a detach() of an input the program then wrote with a value that requires grad: computed by the
+graph (with the compiled Function's history), then put on the input's storage.
+
+Input (analysis): one output of the functional run, its dense leaves, the storage maps of `_analyze_outputs`.
+Output: the output's leaves as GRAPH leaves naming the input each is set_() onto (`OutputLeaf.onto_input`), or None
+where the rule does not apply; at run time, `set_onto_inputs` moves them. Invariants: only with grad enabled; the
+values the graph computes are those the epilogue writes into the input, so moving a leaf changes no value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+from torch.utils import _pytree as pytree
+
+from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.pipeline.desugar import leaf_meta
+from subclassaot.pipeline.functional_run import FunctionalRun
+from subclassaot.schemas import DenseIndex, LeafSource, Meta, OutputInfo, OutputLeaf
+from subclassaot.torch_internals import get_version, grad_fn_raises, set_to_tensor, set_version, storage_key
+
+__all__ = ["detached_output_leaves", "set_onto_inputs"]
+
+# Note [Detached Outputs Written With Grad]
+# `t = x.detach(); t.add_(x); return t` with grad on (x requiring grad): eager's t is no view, shares x's storage, and
+# has a history of its own (AddBackward0 over the write), through which the gradient reaches x. Rebuilt from x after
+# the epilogue, as other aliases of an input are, it would have none. So the graph computes it, like a fresh output
+# (the compiled Function gives it its history, and the joint trace differentiates the same write: the detach() cuts
+# the old value off there too), and once the epilogue has written x, each of its dense leaves is set_() under
+# no_grad onto x's storage with eager's metadata, keeping its version counter, as in Note [Outputs That An Input Was
+# set_() To]. The value the graph returns is the value the epilogue wrote there. Only for the detach() itself (fuzz
+# seed 40000 #2743, #2811, #5641), on the storage its input still has at the end, not `.data` nor set_() since, and
+# where no other output is a view of it (eager's `._base` of that one is t; fuzz seed 40000 #8919, a select() of t
+# taken after the write, stays refused by analyze); of an input that requires grad and whose layout the program
+# keeps (a detach() of an input without grad, or one the program then changed by t_(), came out of the Function
+# without history: those stay refused too).
+
+
+def detached_output_leaves(
+    value: torch.Tensor,
+    dense: Sequence[torch.Tensor],
+    run: FunctionalRun,
+    placed: tuple[dict[object, DenseIndex], dict[object, DenseIndex]],
+    graph_count: int,
+    meta_of: Callable[[torch.Tensor, DenseIndex], Meta],
+) -> tuple[OutputLeaf, ...] | None:
+    """Note [Detached Outputs Written With Grad]: `value`'s leaves as GRAPH leaves (numbered from `graph_count`)
+    set_() onto their inputs at run time, or None. `placed`: (storage key -> dense input whose storage it is at the
+    end, ... as the inputs came); `meta_of`: eager's metadata of a leaf on that input's storage."""
+    current, original = placed
+    record = run.swaps.views.get(id(value))
+    if record is None or record.func is not torch.ops.aten.detach.default or not torch.is_grad_enabled():
+        return None
+    if not value.requires_grad or grad_fn_raises(value) or value.grad_fn is None or not record.source.requires_grad:
+        return None
+    swaps = run.swaps
+    if id(value) in swaps.swapped_ids or id(value) in swaps.data_aliases:
+        return None
+    if is_traceable_subclass(value) and not any(record.source is u for u in run.user_tensors):
+        return None  # the wrapper shares the wrapper storage of the input it detached (set_onto_inputs)
+    keys = [storage_key(leaf) for leaf in dense]
+    if any(k not in current or original.get(k) != current[k] for k in keys):
+        return None
+    if any(leaf_meta(run.finals[current[k]]) != leaf_meta(run.originals[current[k]]) for k in keys):
+        return None  # an input whose layout the program changed (x.t_() after the write: its output had no history)
+    for other in pytree.tree_leaves(run.output):
+        if isinstance(other, torch.Tensor) and other is not value and swaps.view_root(other) is value:
+            return None
+    return tuple(
+        OutputLeaf(
+            source=LeafSource.GRAPH,
+            index=graph_count + k,
+            meta=meta_of(leaf, current[key]),
+            is_view=False,
+            onto_input=current[key],
+        )
+        for k, (leaf, key) in enumerate(zip(dense, keys, strict=True))
+    )
+
+
+def set_onto_inputs(
+    value: torch.Tensor,
+    info: OutputInfo,
+    dense: Sequence[torch.Tensor],
+    metas: Sequence[tuple[list[int], list[int], int]],
+    wrapper: torch.Tensor,
+) -> None:
+    """Note [Detached Outputs Written With Grad]: each dense leaf of `value` (the Function's output) set_() onto the
+    storage of its input with eager's metadata (`metas`, per leaf), under no_grad, its version counter kept; a
+    subclass output also takes the wrapper storage of `wrapper`, the input it is a detach() of (as eager's aliasing
+    correction gives a view op's output)."""
+    leaves = flatten_subclass(value, "out")[1] if info.tree is not None else [value]
+    for t, leaf, (size, stride, offset) in zip(leaves, info.leaves, metas, strict=True):
+        assert leaf.onto_input is not None, "BUG: a detached output leaf names no input"
+        version = get_version(t)
+        with torch.no_grad():
+            set_to_tensor(t, dense[leaf.onto_input].detach().as_strided(size, stride, offset))
+        set_version(t, version)
+    if info.tree is not None:
+        torch._functionalize_unsafe_set(value, wrapper)  # the storage only: no dispatch, no autograd record

@@ -1,0 +1,155 @@
+"""Eager's `._base` of outputs set_() under grad: where it is found at analysis, and the holder built at run time.
+
+Input: output leaves of a functional run and its `SwapRecord` (analysis and trace); at run time, a regenerated
+output and the value of the tensor eager's output is a view of.
+Output: `grad_set_view_root` (the intermediate a view set_() under grad still views, which the graph returns as an
+intermediate base), and `set_under_grad_holder` (the output rebuilt by a set_() under grad of a fresh tensor, a
+view of eager's base where eager's output is a view).
+Invariants: Note [Bases Of Outputs set_() Under Grad]; analysis and trace find the same roots (they are intermediate
+bases, numbered after the others, in output order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.pipeline.rules.blocked_leaves import blocking_holder
+from subclassaot.pipeline.rules.swap_record import SwapRecord
+from subclassaot.torch_internals import set_to_tensor, storage_key
+
+# Note [Bases Of Outputs set_() Under Grad]
+# An output set_() under grad is rebuilt by a set_() under grad of a fresh tensor (Note [Outputs set_() Under
+# Grad]); where eager's output is a view, that fresh tensor is a view of a fresh base, which must be eager's
+# `._base`: its shape and values are the user's to read (fuzz seed 9000 #3608). Two chains make such a view:
+# - the program took views (with grad) of an intermediate r and then set_() the last of them (`t = (x * 2).t();
+#   t.set_(y)`): eager's `._base` is r as it ends, on its own storage, whose values only the graph knows. So r
+#   (its dense leaves, for a subclass) is returned by the graph as an intermediate base (`grad_set_view_root`).
+#   The holder, a view of r, is set_() to the output, where r is that base object (or the wrapper around them)
+#   and requires grad: other outputs that view r then view the same object, as in eager. Otherwise the holder is
+#   a view of a fresh tensor set_() to r (fuzz seed 3000 #6751, seed 7000 #2259);
+# - the program set_() an intermediate r under grad and then took views of it (`t0 = x * 2; t0.set_(y); return
+#   t0.t()`): eager's `._base` is r, on the storage the output lives on, with r's final size, stride and offset
+#   (GradSetBase.meta). The holder's base is a fresh tensor set_() to that alias of the output's storage,
+#   and the output is a view of it with the output's own geometry (fuzz seed 7000 #4697).
+# Either way the base's history runs through a set_ node, as eager's does (CopySlices over set_, or set_ itself):
+# the output's backward raises in both.
+#
+# Note [Views Set Under no_grad With History]
+# `t0 = x * 2; t1 = t0.unsqueeze(-1); with no_grad(): t1.set_(x)` (fuzz seed 40000 #674): eager's t1 lives on x's
+# storage, a view of t0 (its `._base`) with the history of its view chain over t0's (UnsqueezeBackward0 over
+# MulBackward0, whose backward raises where the set_ changed the size). The graph returns t0 as an intermediate base
+# (`no_grad_set_view_root`), with the compiled Function's history; the output replays its chain from it with grad
+# and is then set_() under no_grad onto its dense leaf (Replay.then_set), as the program did. Only for a plain t0
+# with history of its own storage, not itself set_(), and a chain the replay reproduces exactly.
+
+
+def _is_grad_set(value: torch.Tensor, swaps: SwapRecord) -> bool:
+    wrapper_set = swaps.wrapper_sets.get(id(value))
+    return id(value) in swaps.grad_set_ids or (wrapper_set is not None and wrapper_set[1])
+
+
+def grad_set_view_root(
+    value: object, swaps: SwapRecord, input_storages: set[object]
+) -> tuple[torch.Tensor, list[torch.Tensor]] | None:
+    """The intermediate r (and its dense leaves) that `value`, a view of r set_() under grad that requires grad,
+    still views in eager, when r is on storages of its own (Note [Bases Of Outputs set_() Under Grad])."""
+    if not isinstance(value, torch.Tensor) or not value.requires_grad or not swaps.is_view(value):
+        return None
+    if not _is_grad_set(value, swaps):
+        return None
+    root = swaps.view_root(value, through_swaps=True)
+    if root is value or not root.requires_grad:
+        return None
+    leaves = flatten_subclass(root, "root")[1] if is_traceable_subclass(root) else [root]
+    if any(storage_key(leaf) in input_storages for leaf in leaves):
+        return None
+    return root, leaves
+
+
+def no_grad_set_view_root(value: object, swaps: SwapRecord, input_storages: set[object]) -> torch.Tensor | None:
+    """The plain intermediate r with history that `value`, a plain view of r the program took with grad and then
+    set_() under no_grad onto another storage, still views in eager (Note [Views Set Under no_grad With History])."""
+    if not isinstance(value, torch.Tensor) or not value.requires_grad or is_traceable_subclass(value):
+        return None
+    record = swaps.plain_sets.get(id(value))
+    if record is None or record[1] or id(value) in swaps.swapped_by_data or not swaps.is_view(value):
+        return None
+    root = swaps.view_root(value, through_swaps=True)
+    if root is value or is_traceable_subclass(root) or not root.requires_grad or id(root) in swaps.swapped_ids:
+        return None
+    key = storage_key(root)
+    return None if key in input_storages or key == storage_key(value) else root
+
+
+# Note [Subclass Views set_() Off Their Base]
+# `t0 = x1.add(3.0); t1 = t0.reshape(1, -1, 2); t1.set_(x1); return t1` (x1 a PairTensor; fuzz seed 41000 #9334):
+# eager's t1 stays a wrapper-level view of t0, its `._base`, while the subclass's set_ points its inner tensors at
+# x1's (plain aliases, never autograd views). Its inner tensors no longer share the base's storages, so it is rebuilt
+# as Note [Subclass Views Rebuilt By set_] says (an alias() of its base, then set_() without autograd to a wrapper of
+# its dense leaves), from t0 rebuilt around its dense leaves, which the graph returns as intermediate bases
+# (`set_view_root`): t0 as it ends, eager's `._base` (a set_() of t0 itself after that is t0's own: rebuilt as it
+# ends, around the input leaves it then aliases where it does). Only for a view that carries no autograd history (as
+# that Note), set_() after it was taken, whose base is an intermediate subclass whose `.data` the program did not
+# assign (Note [Views Of A Root Whose .data Was Assigned]).
+
+
+def set_view_root(
+    value: object, swaps: SwapRecord, input_storages: set[object]
+) -> tuple[torch.Tensor, list[torch.Tensor]] | None:
+    """The intermediate subclass (and its dense leaves) that `value`, a subclass view the program set_() after
+    taking it, still views in eager (Note [Subclass Views set_() Off Their Base])."""
+    if not isinstance(value, torch.Tensor) or not is_traceable_subclass(value) or not value._is_view():
+        return None
+    made, moved = swaps.views.get(id(value)), swaps.wrapper_sets.get(id(value))
+    root = value._base
+    if made is None or moved is None or moved[0] < made.seq or root is None or not is_traceable_subclass(root):
+        return None
+    if (torch.is_grad_enabled() and value.requires_grad) or id(root) in swaps.wrapper_data:
+        return None
+    leaves = flatten_subclass(root, "root")[1]
+    return None if any(storage_key(leaf) in input_storages for leaf in leaves) else (root, leaves)
+
+
+def sets_without_history(value: torch.Tensor, swaps: SwapRecord) -> bool:
+    """Did the program set_() wrappers only where autograd records nothing: every wrapper set_() under no_grad or of
+    tensors none of which requires grad (seed 45000 #1194: a detach() set_() to its own view in training), or
+    `value`'s own, as Note [Subclass Views set_() Off Their Base] rebuilds it (fuzz seed 8000 #2870, #7374)?"""
+    return (bool(swaps.wrapper_sets) and not swaps.grad_set_ids) or set_view_root(value, swaps, set()) is not None
+
+
+def set_under_grad_holder(
+    value: torch.Tensor,
+    found: tuple[torch.Tensor, bool] | None,
+    *,
+    view: bool,
+    viewed_after: bool,
+    blocked: Sequence[object] = (),
+) -> torch.Tensor:
+    """`value` rebuilt as eager's output set_() under grad (Note [Outputs set_() Under Grad]). `found`: where eager's
+    output is a view, the value of its `._base` and whether that is eager's base object itself (Note [Bases Of
+    Outputs set_() Under Grad]). `view`: the output was a view when set_(); `viewed_after`: it is a view taken of
+    the tensor set_() (eager's base) after the set_. `blocked`: the inputs eager's set_ node stands in front of
+    (Note [Leaves Behind A Raising set_ Node])."""
+    root = None if found is None else found[0]
+    if found is not None and found[1]:
+        holder = found[0].view(found[0].shape)  # other outputs view that base too: one object, as in eager
+        set_to_tensor(holder, value)
+        return holder
+    src = value if root is None else root
+    if is_traceable_subclass(src):
+        # a holder of the output's own class: a clone of a detached alias (Note [Outputs set_() Under Grad])
+        holder = blocking_holder(src.detach().requires_grad_(), blocked)
+    else:
+        holder = blocking_holder(torch.empty(0, dtype=src.dtype, device=src.device, requires_grad=True), blocked)
+    if root is not None:
+        set_to_tensor(holder, root.detach())  # eager's base, set_() under grad
+        if viewed_after:
+            return holder.as_strided(value.shape, value.stride(), value.storage_offset())
+        holder = holder.view(holder.shape)
+    elif view:
+        holder = holder.view(holder.shape)
+    set_to_tensor(holder, value)
+    return holder

@@ -1,0 +1,226 @@
+"""In-place view ops under no_grad on inputs that require grad. Autograd leaves whose layout such an op changes before
+any read with grad: the joint trace makes them leaves again after the op, and the runtime makes their gradient
+accumulator at the size eager's has (Note [Leaves Laid Out Anew Under no_grad]). Inputs that are views: which reads
+after such an op the compiled history cannot give eager's rebuilt grad_fn, refused (Note [View Inputs Laid Out Anew
+Under no_grad]).
+
+Input: the `_DataMode` of storage_swaps.py calls `note_layout_op`/`note_view_layout_op` after each in-place view op of
+the program and `note_first_read`/`note_view_reads` after each op; run_functional marks the tensors standing for such
+inputs (`SwapRecord.releafable`, `note_view_inputs`). Output: `SwapRecord.releafed` (by id: the size at the first
+read with grad after the op, None until then), read by analyze (`Analysis.releaf_sizes`) and by the joint trace (the
+tensors gradients are taken with respect to); `SwapRecord.layout_kept` (read by analyze, with
+backward_probe.eager_kept_accumulators); `SwapRecord.stale_view_layouts`, refused by analyze. Invariants:
+records only, except the joint trace's detach_()/requires_grad_() of its own clone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import sympy
+import torch
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.rules.swap_record import SwapRecord
+from subclassaot.torch_internals import symint_expr
+
+__all__ = [
+    "is_layout_op",
+    "view_layout",
+    "note_first_read",
+    "note_layout_op",
+    "note_view_inputs",
+    "note_view_layout_op",
+    "note_view_reads",
+    "refuse_stale_view_layouts",
+    "releaf_size",
+]
+
+# Note [Leaves Laid Out Anew Under no_grad]
+# An autograd leaf that requires grad has no grad_fn: `with torch.no_grad(): x.t_()` changes its size and strides
+# and records nothing, and an op with grad that reads it after makes its gradient accumulator then, at the size it
+# has then, to which the gradient arrives in the new layout (`x.grad` has the new size). The joint trace runs the
+# leaf as a clone (Note [Training Through A Joint Graph]), whose CloneBackward0 recorded the old size: the gradient
+# failed its check ("SinBackward0 returned an invalid gradient ... got [3, 2] but expected shape compatible with
+# [2, 3]"), and such programs were refused. So where the program's first in-place view op on such a leaf (t_,
+# transpose_, swapdims_, unsqueeze_, squeeze_, as_strided_) runs under no_grad before any op with grad read it, the
+# joint trace makes the clone a leaf again right after the op (detach_(), then requires_grad_(), which records
+# nothing, as in eager), and takes the input's gradient with respect to that new leaf: it comes in the layout the
+# leaf had at its first read with grad, as eager's. Later ops on it then run as on eager's leaf (another such op
+# before any read makes it a leaf again; one after a read keeps the accumulator made at that read, whose size
+# check fails in the trace where eager's does). The compiled Function, called before the epilogue replays the op
+# under no_grad, would make the real leaf's accumulator at its old size: so the runtime makes it first at the size
+# of that first read, as for Note [Subclass Accumulators Made After .data =], and holds it until the Function's edge
+# does (`Analysis.releaf_sizes`). An accumulator already alive (the caller holds a graph through the leaf) is the
+# one eager's read finds too, and stays: both backwards then fail its check. Not for leaves in an alias group, run
+# as views, or read with grad before the op (their accumulator is made at the old size, in eager as in the trace).
+# Checked (parity oracle) on plain and PairTensor leaves, t_/transpose_/unsqueeze_/squeeze_/as_strided_ under
+# no_grad, once or repeated, read by sin/mul/views after, with and without reads before (test_fuzz_nogradlayout).
+
+# Note [Accumulators Kept Through Layout Ops]
+# The converse of Note [Leaves Laid Out Anew Under no_grad]: where an op with grad read the leaf before the in-place
+# view op under no_grad (fuzz seed 17000 #4088: `t0 = x1.expand(...)`, then `x0.t_()`, x0 and x1 one leaf), eager's
+# accumulator was made then, at the old size, and lives on while a node of a live result holds it: a read with grad
+# after the op (`x0.select(1, -2)`) finds it, and eager's backward fails its size check ("SelectBackward0 returned
+# an invalid gradient ... expected shape compatible with [2, 4]"), or sums a gradient that expands to it down to
+# it. Where the read's result died before the op (`x.sin()` unassigned), the read after the op makes a new one at
+# the new size, and the backward runs. Reads in the graph meet the trace clone's node, as old (a failure there is
+# refused or deferred: Note [Layouts Changed Behind Autograd]); but a view the runtime replays on the real leaf
+# after the epilogue (an output view of it) found no accumulator alive where the compiled Function holds none (the
+# leaf goes in detached: Note [Unreached Inputs Are Detached]) and made one at the new size. The functional run
+# keeps every result alive (Note [Ids In The Swap Record]), so it only notes such a leaf (`layout_kept`); analyze
+# then runs the program eagerly on static fakes (backward_probe.eager_kept_accumulators), where results die as in
+# eager, and where the accumulator the outputs' graphs reach has the size the leaf came with, marks the leaf in
+# `kept_accumulators`: the runtime holds its accumulator, made at that size, until the outputs are built, as Note
+# [Accumulators Kept Through .data =] has it. Checked (parity oracle) on plain leaves passed once and twice,
+# t_/transpose_/unsqueeze_/squeeze_/as_strided_, read by expand(), a view, mul, or a dead temporary, the outputs
+# views of the leaf, the leaf, or reads of it; PairTensor leaves, refused by Note [Subclass Leaves Resized Under
+# no_grad] where read after the op (test_fuzz_bwdshape).
+
+_LAYOUT_OPS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_", "squeeze_", "as_strided_"})
+
+
+def is_layout_op(func: Callable[..., Any], args: tuple[Any, ...]) -> bool:
+    """`func` is one of the in-place view ops of Note [Leaves Laid Out Anew Under no_grad], called on a tensor."""
+    name = getattr(func, "__name__", "")
+    return (
+        name in _LAYOUT_OPS
+        and getattr(torch.Tensor, name, None) is func
+        and bool(args)
+        and isinstance(args[0], torch.Tensor)
+    )
+
+
+def note_layout_op(record: SwapRecord, t: torch.Tensor) -> None:
+    """After an in-place view op on `t`: under no_grad, on a tensor standing for a leaf that no op with grad has
+    read, make it a leaf again (a trace's clone) and note it (Note [Leaves Laid Out Anew Under no_grad]); on one an op
+    with grad read before, note that eager may keep its accumulator (Note [Accumulators Kept Through Layout Ops])."""
+    if torch.is_grad_enabled() or id(t) not in record.releafable:
+        return
+    if id(t) in record.grad_read:
+        record.layout_kept.add(id(t))
+        return
+    if not t.requires_grad:
+        return
+    if t.grad_fn is not None:
+        if t._is_view():
+            return
+        t.detach_()
+        t.requires_grad_(True)
+    record.releafed[id(t)] = None
+
+
+def note_first_read(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """After an op of the program: the size of each releafed tensor at the first op with grad that read it."""
+    if not torch.is_grad_enabled() or not record.releafed:
+        return
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor) and id(a) in record.releafed and record.releafed[id(a)] is None:
+            if id(a) in record.grad_read:
+                record.releafed[id(a)] = tuple(a.shape)
+
+
+def releaf_size(record: SwapRecord, t: torch.Tensor) -> tuple[int | sympy.Expr, ...] | None:
+    """`Analysis.releaf_sizes`: the size of input `t`'s accumulator in eager, where the runtime makes it first."""
+    size = record.releafed.get(id(t))
+    return None if size is None else tuple(symint_expr(d) for d in size)
+
+
+# Note [View Inputs Laid Out Anew Under no_grad]
+# An in-place view op under no_grad on an input that is a view and requires grad advances its version counter, and
+# eager rebuilds the view's grad_fn at its next read from its base: a plain view by as_strided with the layout it
+# has then (its gradient reaches the base exactly), a subclass view by its view function, which holds the view op
+# it was made by and none of the in-place view ops since (its grad_fn expects the layout the view came with; Note
+# [Written Subclass Views Changed In Place]). The joint trace runs the view as a clone, whose history is the clone's
+# node with the nodes of the in-place view ops run with grad on top, none rebuilt. So:
+# - a plain view read with grad where its layout (sizes and strides of its dims of size > 1, and offset) is not the
+#   one its traced history expects (as of its last in-place view op with grad, or as it came), and its size is one
+#   that history's check accepts: our gradient goes to the wrong elements where eager's does not (a square
+#   `x.t_()` under no_grad, then x * 3: wrong gradients, found with the refpair helper); refused. Another size
+#   fails the traced check, and Note [Layouts Changed Behind Autograd] refuses it.
+# - a subclass view that an in-place view op with grad gave another layout, then one under no_grad: eager's rebuilt
+#   grad_fn drops the first op's node, ours keeps it (`x0.t_(); with torch.no_grad(): x0.transpose_(0, -1); return
+#   x0 * 3` on a PairTensor view: our backward raised where eager's ran, or wrong gradients for a square view);
+#   refused where an op with grad reads it after. Under no_grad alone eager's rebuilt grad_fn and our clone's node
+#   expect the same layout, the one it came with, and both backwards agree (raise, or read it so).
+# Checked (parity oracle) on plain and PairTensor views (t(), diagonal(), a slice, unsqueeze() of a leaf or of its
+# clone), t_/transpose_/unsqueeze_ under no_grad alone or after one with grad, read by mul/sin (test_fuzz_nogradlayout).
+
+Layout = tuple[tuple[Any, ...], tuple[Any, ...], Any]
+
+
+def _squeezed(t: torch.Tensor) -> Layout:
+    dims = [(n, s) for n, s in zip(t.shape, t.stride(), strict=True) if n != 1]
+    return tuple(n for n, _ in dims), tuple(s for _, s in dims), t.storage_offset()
+
+
+def _meta(t: torch.Tensor) -> Layout:
+    return tuple(t.shape), tuple(t.stride()), t.storage_offset()
+
+
+def note_view_inputs(record: SwapRecord, views: list[torch.Tensor]) -> None:
+    """At the run's start: the tensors standing for view inputs that require grad, and the layout their traced
+    history expects (Note [View Inputs Laid Out Anew Under no_grad])."""
+    from subclassaot.authoring.protocol import is_traceable_subclass
+
+    for t in views:
+        subclass = is_traceable_subclass(t)
+        record.view_layouts[id(t)] = (_meta(t) if subclass else _squeezed(t), subclass)
+        record.pin(t)
+
+
+def note_view_layout_op(record: SwapRecord, t: torch.Tensor, before: Layout) -> None:
+    """After an in-place view op on `t` (its layout `before` the op)."""
+    found = record.view_layouts.get(id(t))
+    if found is None:
+        return
+    expected, subclass = found
+    if torch.is_grad_enabled():
+        if subclass and _meta(t) != before:
+            record.grad_changed_views.add(id(t))
+        elif not subclass:
+            record.view_layouts[id(t)] = (_squeezed(t), subclass)
+    elif subclass and id(t) in record.grad_changed_views:
+        record.dropped_view_nodes.add(id(t))
+
+
+def note_view_reads(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """After an op with grad: view inputs it read whose traced history is not eager's."""
+    if not torch.is_grad_enabled():
+        return
+    for a in (*args, *kwargs.values()):
+        if not isinstance(a, torch.Tensor) or id(a) not in record.view_layouts:
+            continue
+        expected, subclass = record.view_layouts[id(a)]
+        if subclass:
+            if id(a) in record.dropped_view_nodes:
+                record.stale_view_layouts.add(id(a))
+        elif _squeezed(a) != expected and _accepted(expected[0], _squeezed(a)[0]):
+            record.stale_view_layouts.add(id(a))
+
+
+def _accepted(expected: tuple[Any, ...], got: tuple[Any, ...]) -> bool:
+    """The traced check accepts a gradient of (squeezed) size `got` for a node of `expected`: the same size, or one
+    `expected` expands to (the engine sums the gradient down to it)."""
+    if len(expected) > len(got):
+        return False
+    tail = got[len(got) - len(expected) :]
+    return all(e == g or e == 1 for e, g in zip(expected, tail, strict=True))
+
+
+def view_layout(t: object) -> Layout | None:
+    return _meta(t) if isinstance(t, torch.Tensor) else None
+
+
+def refuse_stale_view_layouts(paths: list[str]) -> None:
+    """Note [View Inputs Laid Out Anew Under no_grad]."""
+    if paths:
+        raise UnsupportedError(
+            f"{', '.join(paths)}: an input that is a view and requires grad gets another layout from an in-place "
+            "view op under torch.no_grad() (t_, transpose_, ...) and is then read with grad: eager rebuilds its "
+            "grad_fn from its base at that read (as_strided with its new layout for a plain view, its view "
+            "function for a subclass one), which the compiled history of the input does not reproduce (Note [View "
+            "Inputs Laid Out Anew Under no_grad]); not supported in training. Use the out-of-place view op "
+            "(x = x.t()), or change a clone"
+        )

@@ -1,0 +1,428 @@
+"""Stage `analyze`, checks run while the program runs: views whose history autograd regenerates from a layout that
+an in-place view op changed, which the traced backward does not repeat as eager does.
+
+Two cases, one cause (autograd's view replay under functionalization does not see in-place view ops):
+- Note [Views Used After An In-Place View Op On Their Base]: `check_stale_views` refuses a view used with grad
+  after an in-place view op on a tensor of its view chain.
+- Note [Stale View Functions]: for views of a synthetic base changed by an in-place view op themselves,
+  storage_swaps.py calls `note_before` and `note_reads` before recording an op and `note_layout` after; the result
+  is `SwapRecord.stale_reads`, which training_rules reads.
+Input: the `SwapRecord` of the functional run so far and the arguments of one torch call of the program.
+Output: UnsupportedError naming the rule, or entries of the record. Invariants: never changes a tensor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.errors import SubclassAOTError, UnsupportedError
+from subclassaot.pipeline.desugar import leaf_meta
+from subclassaot.pipeline.rules.regenerated_views import history_set_at
+from subclassaot.pipeline.rules.swap_record import SwapRecord, ViewRecord
+from subclassaot.torch_internals import DataDependentError, no_dispatch, storage_key, symint_expr
+
+__all__ = [
+    "check_stale_set",
+    "check_stale_views",
+    "input_named",
+    "layout_of",
+    "note_assigned",
+    "note_before",
+    "note_layout",
+    "note_reads",
+    "stale_history_failures_refused",
+]
+
+
+# Note [Views Used After An In-Place View Op On Their Base]
+# `t0 = x.view(4, -1, 1); x.transpose_(1, 0); t0.add(2.0)` with grad on, x requiring grad: the in-place view op
+# advances x's version, so autograd regenerates t0's grad_fn from x's new one when t0 is next used. Eager does that
+# by as_strided() over the storage, which sends t0's gradient to the elements it reads. Under functionalization
+# (the joint trace) autograd replays t0's own view op on x as x is now, transposed, and the traced backward sends
+# the gradient to the transposed elements (fuzz seed 7000 #6722: wrong leaf gradients; t_(), as_strided_() and
+# unsqueeze_() of a slice the same). So a view taken with grad of a tensor that requires grad, used with grad after
+# an in-place view op with grad on that tensor (or on a tensor the view chain passes through), is refused. Under
+# no_grad the op records nothing, but its version bump makes autograd replay the view all the same: where the view
+# op does not apply to the new layout at all (t() of a tensor set_() to 3-d), the replay raises where eager's
+# as_strided() does not, so such an op counts too (fuzz seed 8000 #6485; #6268: select() of a tensor `.data =`-
+# assigned 0-d, refused elsewhere). `x.data = v` bumps no version, so a view of x is replayed on v's layout only
+# after a later write: where that replay raises, the op that read the view is refused there (fuzz seed 14000 #8176,
+# `stale_history_failures_refused`); where it does not, the view op is not checked against the new layout.
+
+
+def check_stale_views(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Note [Views Used After An In-Place View Op On Their Base]."""
+    if not torch.is_grad_enabled():
+        return
+    for t in pytree.tree_leaves((args, kwargs)):
+        if not isinstance(t, torch.Tensor) or not t.requires_grad or (changed := _changed_base(record, t)) is None:
+            continue
+        op, fails = changed
+        if fails:
+            raise UnsupportedError(
+                f"{input_named(record, t)}a view taken with grad enabled is used with grad after the program changed "
+                f"the layout of the tensor it is a view of by {op}() (with grad enabled or not), and the view op "
+                "does not apply to that tensor's new layout: autograd rebuilds the view's history by replaying the "
+                "view op on it, which fails under functionalization where eager's as_strided() does not (Note "
+                f"[Views Used After An In-Place View Op On Their Base]). Take the view again after {op}(), or use "
+                "a clone"
+            )
+        raise UnsupportedError(
+            f"{input_named(record, t)}a view taken with grad enabled is used with grad after the program changed the "
+            f"layout of the tensor it is a view of by {op}() with grad enabled: autograd regenerates the view's "
+            "history from that tensor's new layout, which the traced backward cannot repeat as eager does (Note "
+            "[Views Used After An In-Place View Op On Their Base]). Take the view again after the in-place view op, "
+            "or use a clone"
+        )
+
+
+def input_named(record: SwapRecord, t: torch.Tensor) -> str:
+    """`"args[0]: "`, naming the inputs whose storage `t` is over, or "" where it is over none."""
+    for leaf in flatten_subclass(t, "t")[1] if is_traceable_subclass(t) else [t]:
+        paths = record.input_paths.get(storage_key(leaf))
+        if paths:
+            return f"{' and '.join(paths)}: "
+    return ""
+
+
+def _changed_base(record: SwapRecord, t: torch.Tensor) -> tuple[str, bool] | None:
+    """The name of an in-place view op run on a tensor of `t`'s view chain after the view of it was taken, where
+    replaying the view on that tensor's layout now gives another layout than eager's view has, and whether the
+    replay fails; else None. An op under no_grad counts only where the replay fails (its version bump makes autograd
+    replay the view all the same, and the replay raises where eager's as_strided() does not)."""
+    while (view := record.views.get(id(t))) is not None and view.func is not torch.ops.aten.detach.default:
+        if (changed := _change_of(record, view)) is not None:
+            return changed
+        t = view.source
+    return None
+
+
+def _change_of(record: SwapRecord, view: ViewRecord) -> tuple[str, bool] | None:
+    """One step of `_changed_base`: the in-place view op (or set_) on `view`'s source after it, and whether the
+    view's replay fails."""
+    source = view.source
+    if not view.grad_enabled or not source.requires_grad or _replays_the_same(view, source):
+        return None
+    fails = _replay_fails(view, source)
+    for op in record.inplace_views.get(id(source), []):
+        if (op.grad_enabled or fails) and op.seq > view.seq:
+            return str(getattr(op.func, "__name__", op.func)).split(".")[0], fails
+    plain_set = record.plain_sets.get(id(source))  # a plain tensor's set_() is not among its in-place views
+    if fails and plain_set is not None and plain_set[0] > view.seq:
+        return "set_", fails
+    return None
+
+
+def check_failing_replay(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Note [Views Used After An In-Place View Op On Their Base]: a view op about to run on a tensor whose layout
+    the program changed after it took that same view of it with grad, where the view op does not apply to the new
+    layout. Autograd replays the view so where the program writes or set_()s the view (`t0 = x0.t(); x0.set_(y);
+    t0.set_(t0)`, y 3-d: fuzz seed 15000 #537), below the ops the program calls, where no check of the torch-function
+    mode runs; eager's as_strided() does not fail. (A call of the program's own of the same op fails in eager too.)"""
+    if not getattr(func, "is_view", False) or torch.Tag.inplace_view in func.tags or not args:
+        return
+    rest = (tuple(args[1:]), kwargs)
+    for view in list(record.views.values()):
+        if view.source is not args[0] or view.func is not func or not _same_args((view.args, view.kwargs), rest):
+            continue
+        changed = _change_of(record, view)
+        if changed is not None and changed[1]:
+            raise UnsupportedError(
+                f"{input_named(record, args[0])}a view taken with grad enabled is written or set_() after the "
+                f"program changed the layout of the tensor it is a view of by {changed[0]}(), and the view op does "
+                "not apply to that tensor's new layout: autograd rebuilds the view's history by replaying the view "
+                "op on it, which fails under functionalization where eager's as_strided() does not (Note [Views "
+                f"Used After An In-Place View Op On Their Base]). Take the view again after {changed[0]}(), or use "
+                "a clone"
+            )
+
+
+def _same_args(a: object, b: object) -> bool:
+    """Are two view ops' non-tensor arguments equal (False where either holds a tensor or a symbol)?"""
+    leaves = pytree.tree_leaves((a, b))
+    if any(isinstance(v, torch.Tensor | torch.SymInt | torch.SymFloat | torch.SymBool) for v in leaves):
+        return False
+    return pytree.tree_flatten(a)[1] == pytree.tree_flatten(b)[1] and bool(a == b)
+
+
+Meta = tuple[tuple[Any, ...], tuple[Any, ...], Any]
+
+
+def _replays_the_same(view: ViewRecord, source: torch.Tensor) -> bool:
+    """Does the view op, replayed on `source` as it is now, make the layout it made from `source` as it was? False
+    where that is not decidable here (symbolic sizes)."""
+    size, stride, offset = view.source_meta
+    then = (tuple(symint_expr(s) for s in size), tuple(symint_expr(s) for s in stride), symint_expr(offset))
+    if leaf_meta(source) == then:  # (as expressions: comparing SymInts would add guards)
+        return True
+    now = _concrete_layout(view, source)
+    if now is None:
+        return False
+    with no_dispatch():
+        try:
+            return _geometry(view, now) == _geometry(view, view.source_meta)
+        except (RuntimeError, IndexError):  # the view op does not apply to the new layout (fuzz seed 8000 #6268)
+            return False
+
+
+def _replay_fails(view: ViewRecord, source: torch.Tensor) -> bool:
+    """Does the view op raise, replayed on `source` as it is now (fuzz seed 8000 #6485: t() of a tensor set_() to
+    3-d)? False where that is not decidable here."""
+    now = _concrete_layout(view, source)
+    if now is None:
+        return False
+    with no_dispatch():
+        try:
+            _geometry(view, now)
+        except (RuntimeError, IndexError):
+            return True
+    return False
+
+
+def _concrete_layout(view: ViewRecord, source: torch.Tensor) -> Meta | None:
+    """`source`'s layout now, where it, the layout the view was taken from and the view op's arguments are all
+    concrete; else None."""
+    now: Meta = (tuple(source.shape), tuple(source.stride()), source.storage_offset())
+    values = pytree.tree_leaves((now, view.source_meta, view.args, view.kwargs))
+    if any(isinstance(v, torch.SymInt | torch.SymFloat | torch.Tensor) for v in values):
+        return None
+    return now
+
+
+def _geometry(view: ViewRecord, meta: Meta) -> Meta:
+    size, stride, offset = meta
+    extent = offset + 1 + sum((s - 1) * st for s, st in zip(size, stride, strict=True) if s > 0)
+    base = torch.empty((max(extent, 1),), device="meta").as_strided(size, stride, offset)
+    out = view.func(base, *view.args, **view.kwargs)
+    made = out[view.index] if view.index is not None else out
+    return (tuple(made.shape), tuple(made.stride()), made.storage_offset())
+
+
+# Note [Stale View Functions]
+# Members of an alias group are traced as views of a synthetic base (Note [Synthetic Bases]). Functional tensors do
+# not support as_strided replay, so autograd records, for each view, a function that rebuilds it from its base, and
+# uses it to rebuild the view's history (grad_fn) whenever the storage's version counter moved since that history
+# was set (a write through any alias, or an in-place view op under no_grad). An in-place view op on such a view
+# (m.t_(), m.unsqueeze_(0)) changes the view but not that function (nor the functions of views taken from it later),
+# so a history rebuilt after it reads gradients in the layout the view had before: wrong values, or a shape error,
+# where eager's views (which do support as_strided) rebuild it in the layout they have now. A view whose history
+# autograd never rebuilds after such an op is exact: a grad-enabled in-place view op records its own node on the
+# view's history, as eager's. So the mode tracks, per view whose function is stale, the sequence number at which
+# its history was last set; an op that reads it with grad enabled after the storage's counter moved past that
+# number reads a rebuilt, wrong history. training_rules refuses those groups (fuzz seed 6000 #3969: t_() then a
+# write, the member read after it: a shape error; a square one gives wrong gradients silently). Where the rebuild
+# itself raises while the program runs (the stale function's view ops do not apply to the layout: fuzz seed 8000
+# #4353, unsqueeze_() then transpose(0, 2) and a write; #6029, t_() then expand()), the op that read the stale view
+# is refused there (`stale_history_failures_refused`), naming the inputs over the storage. `m.data = v` changes the
+# view's layout without its function as well (`note_assigned`). The same holds for any plain view the program takes
+# of an input or an intermediate, with no alias group (`x.mul_(0.5); t0 = x[0]; t0.t_(); t0[1].mul_(2)`: the leaf's
+# gradient went to the untransposed elements; torch.compile's is wrong the same way): a stale read of such a view is
+# refused where it happens. A subclass view is not: eager rebuilds its history from view functions as well.
+
+
+def note_assigned(record: SwapRecord, t: torch.Tensor, key: object, before: tuple[object, ...]) -> None:
+    """After `t.data = ...`, t a view of a synthetic base (over storage `key`, in layout `before`, until then): the
+    assignment changes t's layout but not its view function, as an in-place view op under no_grad does; it records
+    nothing and bumps no version (fuzz seed 10000 #9696: an expand() of it set_() with grad, whose replay raised).
+    A plain view the program took counts wherever it is, with the history autograd last set on it, which a write
+    may have made stale already (Note [Plain Views Assigned .data After A Write]: eager rebuilds it in the assigned
+    layout, ours by the view function)."""
+    taken = _taken_plain_view(record, t)
+    if (key not in record.alias_bases and not taken) or any(t is b for b in record.alias_bases.values()):
+        return
+    if id(t) not in record.stale_views:
+        record.function_layouts[id(t)] = before
+    set_at = min(record.seq, history_set_at(record, t)) if taken else record.seq
+    record.stale_views[id(t)] = min(set_at, record.stale_views.get(id(t), set_at))
+
+
+def _taken_plain_view(record: SwapRecord, t: torch.Tensor) -> bool:
+    """A plain view made by a view op of the program (not an input, not a `.data` alias)."""
+    found = record.views.get(id(t))
+    return (
+        found is not None
+        and found.func is not torch.ops.aten.detach.default
+        and t._is_view()
+        and not is_traceable_subclass(t)
+        and id(t) not in record.data_aliases
+    )
+
+
+def note_before(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Before an op of the program runs: a view op's replay that fails (`check_failing_replay`); before an in-place
+    view op: the layout a view of a synthetic base has while its view function is right."""
+    check_failing_replay(record, func, args, kwargs)
+    if torch.Tag.inplace_view in getattr(func, "tags", ()) and args and isinstance(args[0], torch.Tensor):
+        if id(args[0]) not in record.stale_views and _has_view_function(record, args[0]):
+            record.function_layouts[id(args[0])] = layout_of(args[0])
+
+
+def _has_view_function(record: SwapRecord, t: torch.Tensor) -> bool:
+    """Is `t` a view whose history autograd rebuilds from a view function: a member of an alias group (not its
+    synthetic base), or a plain view the program took (Note [Stale View Functions]). A subclass view is left out:
+    eager's rebuilds its history from view functions too."""
+    if storage_key(t) in record.alias_bases:
+        return not any(t is b for b in record.alias_bases.values())
+    return t._is_view() and not is_traceable_subclass(t)
+
+
+def layout_of(t: torch.Tensor) -> tuple[object, ...]:
+    """What autograd's history of a view reads: its sizes, and the strides of its dims of more than one element."""
+    strides = tuple(st if sz != 1 else 0 for sz, st in zip(t.shape, t.stride(), strict=True))
+    return (tuple(t.shape), strides, t.storage_offset() if t.numel() else 0)
+
+
+def _stale(record: SwapRecord, t: torch.Tensor) -> bool:
+    """The view function of `t` no longer makes its layout (one that got back its layout is right again)."""
+    before = record.function_layouts.get(id(t))
+    return id(t) in record.stale_views and (before is None or before != layout_of(t))
+
+
+def note_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Before an op is recorded: note the storages of stale views it reads with a rebuilt history, or writes with
+    grad enabled (autograd's CopySlices slices the base's gradient by the stale function)."""
+    if not torch.is_grad_enabled() or not record.stale_views or getattr(func, "is_view", False):
+        return  # a view op's output inherits the history it read (note_layout)
+    schema = getattr(func, "_schema", None)
+    written = [] if schema is None else _written(schema, args, kwargs)
+    data_write = torch.Tag.inplace_view not in getattr(func, "tags", ())
+    for a in pytree.tree_leaves((args, kwargs)):
+        if not isinstance(a, torch.Tensor) or not a.requires_grad or not _stale(record, a):
+            continue
+        key = storage_key(a)
+        rebuilt = record.last_bump.get(key, -1) > record.stale_views[id(a)]
+        write = data_write and any(a is w for w in written)
+        if key not in record.alias_bases and (rebuilt or (write and not _uniform_write(record, a, func, args, kwargs))):
+            raise _stale_refusal(record, a, "which sends the gradient to other elements")
+        if rebuilt and id(a) in record.swapped_by_data and _taken_plain_view(record, a):
+            # Note [Plain Views Assigned .data After A Write]: in an alias group too (no member changed its layout)
+            raise _stale_refusal(record, a, "which sends the gradient to other elements")
+        if rebuilt or write:
+            record.stale_reads.add(key)
+
+
+def _uniform_write(
+    record: SwapRecord, t: torch.Tensor, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> bool:
+    """A write with scalar operands (the same gradient at every element; a copy_'s source only where it requires
+    grad) to a plain view whose own in-place view ops left it over the elements its view function makes: autograd's
+    CopySlices then slices the base's gradient by the stale function exactly as by the right one (`t0 =
+    x.view(x.shape); t0.t_(); t0.add_(1)`: test_fuzz_r13view.py)."""
+    before = record.function_layouts.get(id(t))
+    copy = func is torch.ops.aten.copy_.default
+    others = [
+        a
+        for a in pytree.tree_leaves((args, kwargs))
+        if isinstance(a, torch.Tensor) and a is not t and (a.requires_grad or not copy)
+    ]
+    elements = None if before is None else _dims(before)
+    return elements is not None and elements == _dims(layout_of(t)) and all(a.dim() == 0 for a in others)
+
+
+def _dims(layout: tuple[object, ...]) -> tuple[object, ...] | None:
+    """The elements a layout covers, as its (size, stride) pairs of dims of more than one element and its offset;
+    None where symbolic."""
+    size, stride, offset = layout
+    assert isinstance(size, tuple) and isinstance(stride, tuple), "BUG: not a layout_of()"
+    values = (*size, *stride, offset)
+    if not all(isinstance(v, int) for v in values):
+        return None
+    return tuple(sorted((sz, st) for sz, st in zip(size, stride, strict=True) if sz != 1)), offset
+
+
+@contextlib.contextmanager
+def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[None]:
+    """Note [Stale View Functions]: an op of the program that fails where it reads, with grad, a view whose view
+    function is stale: autograd rebuilt the view's history by that function, and the replay raised (fuzz seed 8000
+    #4353, #6029), where eager's as_strided() does not."""
+    try:
+        yield
+    except (SubclassAOTError, DataDependentError):
+        raise  # a refusal of the modes, or a read of a value: not a replay's failure
+    except (RuntimeError, IndexError) as e:
+        if not torch.is_grad_enabled():
+            raise
+        failure = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+        for a in pytree.tree_leaves((args, kwargs)):
+            if isinstance(a, torch.Tensor) and a.requires_grad and _stale(record, a):
+                raise _stale_refusal(record, a, f"which fails here ({failure})") from e
+            if isinstance(a, torch.Tensor) and a.requires_grad and _replay_fails_after_assignment(record, a):
+                raise UnsupportedError(
+                    f"{input_named(record, a)}a view taken with grad enabled is used with grad after the program "
+                    "assigned `.data` of the tensor it is a view of (a layout the view op does not apply to) and a "
+                    "write moved their version: autograd rebuilds the view's history by replaying the view op on "
+                    f"that tensor, which fails under functionalization ({failure}) where eager's as_strided() does "
+                    "not (Note [Views Used After An In-Place View Op On Their Base]). Take the view again after the "
+                    "`.data =` assignment, or assign `.data` of a clone"
+                ) from e
+        raise
+
+
+def _replay_fails_after_assignment(record: SwapRecord, t: torch.Tensor) -> bool:
+    """Is `t` a view, taken with grad, of a tensor (or through one, along its view chain) whose `.data` the program
+    assigned after the view was taken, to a layout the view op does not apply to (fuzz seed 14000 #8176)? The
+    assignment bumps no version, so autograd replays the view only after a later write: this is asked only once an
+    op that read `t` failed."""
+    while (view := record.views.get(id(t))) is not None and view.func is not torch.ops.aten.detach.default:
+        source = view.source
+        assigned = record.data_sets.get(id(source))
+        if view.grad_enabled and source.requires_grad and assigned is not None and assigned[0] > view.seq:
+            if _replay_fails(view, source):
+                return True
+        t = source
+    return False
+
+
+def check_stale_set(record: SwapRecord, target: torch.Tensor, source: object) -> None:
+    """Note [Stale View Functions]: `target.set_(source)` with grad, where autograd records it (either requires
+    grad), on a view whose view function is stale: autograd rebases the view's history by replaying that function
+    once the set_ ran, below the ops the program calls (fuzz seed 10000 #9696: it raised; where it does not, the
+    history it makes is not eager's either)."""
+    recorded = target.requires_grad or (isinstance(source, torch.Tensor) and source.requires_grad)
+    if torch.is_grad_enabled() and recorded and _stale(record, target):
+        raise _stale_refusal(record, target, "for the set_(), which does not make eager's history")
+
+
+def _stale_refusal(record: SwapRecord, t: torch.Tensor, what: str) -> UnsupportedError:
+    return UnsupportedError(
+        f"{input_named(record, t)}the program changes the layout (t_, unsqueeze_, `.data =`, ...) of a view (one it "
+        "took, or an input that shares storage with another), then uses it, or a view of it taken after, with grad "
+        "where autograd rebuilds its history (after a write to the storage, or a write or set_() of the view "
+        f"itself): autograd replays the view without the layout change, {what}, where eager's does not (Note "
+        "[Stale View Functions]); in training this is not supported. Take the view again after the layout change, "
+        "or change the layout of a clone"
+    )
+
+
+def _written(schema: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[object]:
+    out = []
+    for i, arg_schema in enumerate(schema.arguments):
+        if arg_schema.is_write:
+            out.append(args[i] if i < len(args) else kwargs.get(arg_schema.name))
+    return out
+
+
+def note_layout(record: SwapRecord, func: Any, args: tuple[Any, ...], out: Any, seq_before: int) -> None:
+    """After an op ran: an in-place view op on a view of a synthetic base makes its view function stale; a view of
+    a stale view is stale too, with the history it read (rebuilt wrong if the storage moved: stale from the start)."""
+    if not args or not isinstance(args[0], torch.Tensor):
+        return
+    src = args[0]
+    if torch.Tag.inplace_view in getattr(func, "tags", ()):
+        if not _has_view_function(record, src):
+            return
+        # under no_grad the op records nothing: the history stays as set before it, and its own bump rebuilds it
+        recorded = torch.is_grad_enabled() and src.requires_grad
+        set_at = record.seq if recorded else min(seq_before, record.stale_views.get(id(src), seq_before))
+        record.stale_views[id(src)] = set_at
+    elif getattr(func, "is_view", False) and _stale(record, src):
+        rebuilt = record.last_bump.get(storage_key(src), -1) > record.stale_views[id(src)]
+        for o in out if isinstance(out, list | tuple) else (out,):
+            if isinstance(o, torch.Tensor):
+                record.stale_views[id(o)] = -1 if rebuilt and torch.is_grad_enabled() else record.seq

@@ -1,0 +1,408 @@
+"""Inputs whose storage the program reaches beyond their own elements, and writes functionalization cannot take as
+they come: the refusals and rewrites the storage-swap mode (storage_swaps.py) applies to them.
+
+Input: the mode's `SwapRecord` and the tensors of one op. Output: StorageReachError (the driver then traces the
+input over its whole storage), a precise UnsupportedError, or the tensor to read from. Invariants: see Note
+[as_strided On Inputs] (storage_swaps.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+from subclassaot.authoring.protocol import flatten_subclass
+from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.rules.swap_record import elements_of
+from subclassaot.schemas import DenseIndex
+from subclassaot.torch_internals import has_data_mutation, inner_storage_offset, storage_key
+
+if TYPE_CHECKING:
+    from subclassaot.pipeline.rules.swap_record import SwapRecord
+
+
+class StorageReachError(UnsupportedError):
+    """The program reaches storage elements outside an input that is its own graph input (Note [as_strided On
+    Inputs]): the driver compiles again with the input's whole storage as a synthetic base."""
+
+    def __init__(self, message: str, *, leaf: DenseIndex) -> None:
+        super().__init__(message)
+        self.leaf = leaf
+
+
+# Note [Writes After as_strided In A View Chain]
+# Functionalization refuses a write through a view chain in which an as_strided is not the first view (pytorch
+# #104505): after x.t_() or x.set_(y) an input's own chain is not empty, so an as_strided of it, even taken from the
+# chain's root (Note [as_strided On Inputs]), comes second. For an input that is its own graph input, the mode turns
+# the refusal into StorageReachError: the input is then traced as a view of a synthetic base over its storage,
+# whose as_strided views are first in their chains. Elsewhere (an intermediate) it is refused precisely.
+
+
+@contextlib.contextmanager
+def as_strided_chain_refused(
+    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Iterator[None]:
+    """Note [Writes After as_strided In A View Chain]: functionalization's refusal, as a precise one of ours."""
+    try:
+        yield
+    except RuntimeError as e:
+        if "encountered a mutation on a view chain" not in str(e):
+            raise
+        schema = getattr(func, "_schema", None)
+        written = [
+            a
+            for i, a_schema in enumerate(schema.arguments if schema is not None else ())
+            if a_schema.is_write
+            and isinstance(a := args[i] if i < len(args) else kwargs.get(a_schema.name), torch.Tensor)
+        ]
+        span = next((found for t in written if (found := record.input_spans.get(storage_key(t)))), None)
+        message = (
+            f"{func}: an in-place write through an as_strided() view that is not the first view of its chain "
+            "(an as_strided() of a view, or of a tensor changed by an in-place view op like t_() or by set_()): "
+            "functionalization cannot write it back (Note [Writes After as_strided In A View Chain]). Take the "
+            "as_strided() view of a tensor no view op made or changed (a .clone() of it)"
+        )
+        if span is not None:
+            raise StorageReachError(f"{span[1]}: {message}", leaf=span[2]) from e
+        raise UnsupportedError(message) from e
+
+
+# Note [Absolute Offsets On Written Inputs]
+# as_strided() and set_(storage, offset, ...) name absolute storage offsets, eager's. Behind the wrappers,
+# functionalization keeps offsets relative to the value it regenerates an input from once its storage was written
+# (Note [Offsets After A Write]): at offset 0 where the input started at its own offset. Passed on as they are, the
+# offsets then name other elements, or none (fuzz seed 44000 #109's variants: after `x1.add_(1.0)` on an input at
+# offset 4 of a 4-element storage span, `x1.as_strided((2,), (1,), 5)` failed with "setStorage: ... out of bounds",
+# and `x0.set_(x1.untyped_storage(), 5, (2,), (1,))` read the wrong elements). They are moved into that frame (minus
+# the input's original offset, plus its own behind the wrapper); the wrapper keeps eager's offset, and the analysis
+# reads eager's back by the same shift (`eager_offset`). A synthetic base (Note [as_strided On Inputs]) starts at 0
+# in both frames: nothing moves.
+
+
+def frame_shift(record: SwapRecord, key: object) -> int | torch.SymInt:
+    """Note [Absolute Offsets On Written Inputs]: eager's offsets on the input storage `key` minus the ones
+    functionalization keeps behind the wrappers (0 until a write regenerates the input's value)."""
+    original = record.input_originals.get(key)
+    if original is None or not has_data_mutation(original):
+        return 0
+    return original.storage_offset() - inner_storage_offset(original)
+
+
+def functional_frame_offset(record: SwapRecord, t: torch.Tensor, offset: int | torch.SymInt) -> int | torch.SymInt:
+    """Note [Absolute Offsets On Written Inputs]: eager's absolute `offset` on FunctionalTensor `t`'s storage, as
+    functionalization counts it behind the wrappers."""
+    shift = frame_shift(record, storage_key(t))
+    return offset if isinstance(shift, int) and shift == 0 else offset - shift
+
+
+# Note [Absolute Offsets Across A Frame Change]
+# Functionalization regenerates a view from its storage's current value by replaying the view ops it was taken by,
+# with their arguments as they were. An as_strided() view (or a set_(storage, offset, ...) target, rebound by one,
+# see Note [Storage Swaps By Rebinding]) holds an absolute offset in the frame of its time (Note [Absolute Offsets On
+# Written Inputs]). A write through the input itself then replaces the value the storage regenerates from by one at
+# offset 0 (a write through a view of it scatters into it and keeps the frame): the view's replay names other
+# elements, or none. `y = x1.as_strided((2,), (1,), 5); x1.add_(1.0); y * 2.0`, x1 at offset 4 of a 12-element
+# storage, failed with "setStorage: ... out of bounds" (helper p109's variant), and with (1,) at 5 on x1 = b[2:8]
+# read b[7] for eager's b[5]. The frame shift at each such view is recorded; once the current shift differs from
+# one recorded, before the next op and at the end of the run, the trace raises StorageReachError: the driver traces
+# the input as a view of a synthetic base over its whole storage (Note [as_strided On Inputs]), which starts at 0 in
+# every frame. An input inside a synthetic base already is never recorded; one with no span to retrace (none known)
+# would be refused by name.
+
+
+def note_absolute_view(record: SwapRecord, t: torch.Tensor) -> None:
+    """Note [Absolute Offsets Across A Frame Change]: the program took a view of FunctionalTensor `t`'s storage at an
+    absolute offset."""
+    key = storage_key(t)
+    if key in record.input_originals and key not in record.alias_bases:
+        record.absolute_frames.setdefault(key, []).append(frame_shift(record, key))
+
+
+def strided_call_args(
+    record: SwapRecord, x: torch.Tensor, source: torch.Tensor, rest: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """`x.as_strided(*rest, **kwargs)` as an as_strided of `source` (x, or its view chain's root: Note [as_strided
+    On Inputs]): an offset the program gave moved into functionalization's frame (Note [Absolute Offsets On Written
+    Inputs]); none given, x's own, which eager takes (the root's would be another). Either is an absolute offset
+    (Note [Absolute Offsets Across A Frame Change])."""
+    if kwargs.get("storage_offset") is not None:
+        note_absolute_view(record, source)
+        return rest, {**kwargs, "storage_offset": functional_frame_offset(record, source, kwargs["storage_offset"])}
+    if len(rest) > 2 and rest[2] is not None:
+        note_absolute_view(record, source)
+        return strided_in_frame(record, source, rest), kwargs
+    if source is x:
+        return rest, kwargs  # (replayed at its base's offset: relative)
+    note_absolute_view(record, source)
+    return (*rest[:2], inner_storage_offset(x)), {k: v for k, v in kwargs.items() if k != "storage_offset"}
+
+
+def check_inplace_strided_frame(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """`x.as_strided_(size, stride, offset)`: Note [Absolute Offsets Across A Frame Change] for an in-place view op,
+    whose offset stays in x's wrapper; once the frame has shifted, the input is traced over its whole storage."""
+    offset = args[3] if len(args) > 3 else kwargs.get("storage_offset")
+    if offset is None:
+        return
+    key = storage_key(args[0])
+    shift = frame_shift(record, key)
+    if not (isinstance(shift, int) and shift == 0) and (span := record.input_spans.get(key)) is not None:
+        raise StorageReachError(
+            f"{span[1]}: as_strided_() at an absolute storage offset of this input, which sits at an offset of its "
+            "storage, after a write to the input itself (Note [Absolute Offsets Across A Frame Change])",
+            leaf=span[2],
+        )
+    note_absolute_view(record, args[0])
+
+
+# Note [Escaping as_strided Views Read After A Write]
+# In eager, `y = x.as_strided(...)` of an input x that is a view of a base requiring grad records AsStridedBackward
+# over x: the gradient reaches x's elements only, not the base's others that y covers. Once the base's version
+# advances (a write to x or to any view of the storage, also under no_grad), autograd rebuilds y's history on its
+# next use as an as_strided of the base, and the gradient then reaches all of y's elements. The trace holds such an
+# input as a view of a synthetic base (Note [as_strided On Inputs]), and the compiled program sends y's gradient
+# through the input's elements in both cases: a leaf behind the input missed the gradient of y's other elements
+# (`y = x1.as_strided((2,), (1,), 3); x1.mul_(2.0); y * 1.0`, x1 = base[1] of a (3, 4) non-leaf base: b[0, 3] got 0,
+# eager's 1). Refused when such a view (or a view of it) is used with grad after a version bump of its storage;
+# used before, returned as it is, or taken after the write, it is exact.
+
+
+def note_escaping_view(record: SwapRecord, source: torch.Tensor, out: torch.Tensor) -> None:
+    """Note [Escaping as_strided Views Read After A Write]: remember an as_strided view `out` of the synthetic base
+    `source` that reaches elements outside its input's own, taken with grad."""
+    if not torch.is_grad_enabled() or not source.requires_grad:
+        return
+    key = storage_key(source)
+    original = record.input_originals.get(key)
+    if original is None:
+        return
+    own = elements_of(list(original.shape), list(original.stride()), original.storage_offset())
+    wanted = elements_of(list(out.shape), list(out.stride()), out.storage_offset())
+    if own is not None and wanted is not None and not own.covers(wanted):
+        record.escaping_strided[id(out)] = (key, record.last_bump.get(key, 0), out)
+
+
+def check_escaping_reads(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
+    """Note [Escaping as_strided Views Read After A Write]: refuse a use with grad of such a view (or of a view of
+    it) after its storage's version advanced."""
+    if not torch.is_grad_enabled():
+        return
+    for a in args:
+        t = a
+        for _ in range(16):
+            if not isinstance(t, torch.Tensor):
+                break
+            entry = record.escaping_strided.get(id(t))
+            if entry is not None and entry[2] is t:
+                if record.last_bump.get(entry[0], 0) > entry[1]:
+                    paths = ", ".join(record.input_paths.get(entry[0], ("an input",)))
+                    raise UnsupportedError(
+                        f"{paths}: {func} uses, with grad, an as_strided() view of this input that reaches storage "
+                        "elements outside it, taken before a write to its storage: eager's autograd then rebuilds "
+                        "the view's history from the input's base, whose gradient reaches those elements, and the "
+                        "compiled program's does not (Note [Escaping as_strided Views Read After A Write]); not "
+                        "supported in training. Take the as_strided() view after the write, or of the base"
+                    )
+                break
+            view = record.views.get(id(t))
+            t = None if view is None else view.source
+
+
+def check_absolute_frames(record: SwapRecord) -> None:
+    """Note [Absolute Offsets Across A Frame Change]: refuse (retrace) once a view at an absolute offset is stale."""
+    for key, shifts in record.absolute_frames.items():
+        now = frame_shift(record, key)
+        if all(statically_known_true(s == now) for s in shifts):
+            continue
+        message = (
+            "the program took an as_strided() view (or a set_(storage, offset, ...)) at an absolute storage offset "
+            "of this input, which sits at an offset of its storage, and then wrote the input itself: the compiled "
+            "graph regenerates the input from a value at offset 0, where that view's offset names other elements "
+            "(Note [Absolute Offsets Across A Frame Change])"
+        )
+        span = record.input_spans.get(key)
+        if span is not None:
+            raise StorageReachError(f"{span[1]}: {message}", leaf=span[2])
+        paths = ", ".join(record.input_paths.get(key, ("an input",)))
+        raise UnsupportedError(f"{paths}: {message}. Take the view of a .clone() of the input, or after the write")
+
+
+def strided_in_frame(record: SwapRecord, t: torch.Tensor, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """as_strided's arguments after the tensor (size, stride, storage offset), the offset, where given, moved into
+    functionalization's frame (Note [Absolute Offsets On Written Inputs])."""
+    if len(args) < 3 or args[2] is None:
+        return args
+    return (*args[:2], functional_frame_offset(record, t, args[2]), *args[3:])
+
+
+def check_strided_reach(record: SwapRecord, args: tuple[Any, ...]) -> None:
+    """Note [as_strided On Inputs]: as_strided() or as_strided_() of `args[0]` within its input's elements."""
+    x = args[0]
+    offset = args[3] if len(args) > 3 and args[3] is not None else x.storage_offset()
+    span = record.input_spans.get(storage_key(x))
+    wanted = elements_of(list(args[1]), list(args[2]), offset)
+    if span is not None and wanted is not None and not span[0].covers(wanted):
+        raise StorageReachError(
+            f"{span[1]}: as_strided() reaches storage elements that are not the input's own elements; the "
+            "compiled graph holds only those. Pass the tensor that owns the storage and take the view inside "
+            "the function",
+            leaf=span[2],
+        )
+
+
+def check_overlapping_input(record: SwapRecord, written: torch.Tensor) -> None:
+    """A write into the storage of an input that is its own graph input and whose elements overlap (an
+    expand()): the graph holds its repeats as separate values, of which the write would reach only some. The
+    driver traces the input as a view of a synthetic base over its storage instead (Note [as_strided On
+    Inputs]), where every repeat is one element."""
+    key = storage_key(written)
+    span = record.input_spans.get(key)
+    if span is not None and key in record.overlapping_inputs:
+        raise StorageReachError(
+            f"{span[1]}: an in-place write into an input whose elements overlap in memory (an expanded input): "
+            "the compiled graph holds its repeated elements as separate values. Pass the tensor it was expanded "
+            "from and expand it inside the function",
+            leaf=span[2],
+        )
+
+
+def storage_tail(record: SwapRecord, x: torch.Tensor) -> torch.Tensor:
+    """The elements of x's storage from x's offset on, which eager's grown storage keeps: from a tensor that
+    holds them contiguously (x, its view root, or the synthetic base over the storage)."""
+    offset, stored = x.storage_offset(), x.untyped_storage().nbytes() // x.element_size()
+    base = record.alias_bases.get(storage_key(x))
+    if base is not None:
+        return base.detach()[offset:stored]
+    holders = [x, record.view_root(x)]
+    while (source := record.data_of.get(id(holders[-1]))) is not None:
+        holders += [source, record.view_root(source)]  # `.data` of a view: the same storage
+    for holder in holders:
+        start = holder.storage_offset()
+        if holder.is_contiguous() and start <= offset and start + holder.numel() == stored:
+            return holder.detach().reshape(-1)[offset - start :]
+    raise UnsupportedError(
+        "resize_() grows a tensor whose storage holds elements that neither it nor the tensor it is a view of "
+        "holds contiguously up to the storage's end (a transposed or strided view); the grown storage keeps "
+        "those elements in eager. Resize a .clone() of it instead"
+    )
+
+
+# Note [Writes Through as_strided Of A Synthetic Base]
+# In training, a write that autograd records through an as_strided view of a synthetic base (aliased inputs, or an
+# input whose whole storage the program reaches: Note [as_strided On Inputs]) is not differentiated as eager does:
+# the joint trace's backward replays the view chain of the base's clone (torch's functionalization then refuses a
+# mutation after an as_strided that is not first in a chain), and for a tensor subclass the gradients of the members
+# come out wrong. Such a write is refused; reads through the view, and writes through the inputs themselves, are
+# exact.
+
+
+def check_write_through_base_strided(func: Any, written: torch.Tensor) -> None:
+    if torch.is_grad_enabled() and written.requires_grad:
+        raise UnsupportedError(
+            f"{func}: an in-place write with grad through an as_strided() view of an input that shares storage "
+            "with another input, or whose storage outside its own elements the program reaches (Note [Writes "
+            "Through as_strided Of A Synthetic Base]); its gradients would not be eager's. Write through the input "
+            "itself or a view of it taken without as_strided, or run the write under torch.no_grad()"
+        )
+
+
+# Note [Writes Below An Expanded Input]
+# A write into a view whose own elements are distinct, taken of a tensor whose elements overlap (the diagonal of an
+# expanded input), is legal in eager. Functionalization writes it back view by view, the last step scattering into
+# the overlapping tensor, which raises. An input that overlaps is traced as a view of a synthetic base over its
+# storage (Note [as_strided On Inputs]), and the mode runs the write on the base's as_strided view of the same
+# memory: one as_strided_scatter into the base, every repeat of the input then reads the new value. A write through
+# a `.data` or detach() alias of such a view is the same memory (fuzz seed 11000 #7524: `x.diagonal().data.add_()`).
+
+
+def writes_self(func: Any) -> bool:
+    schema = getattr(func, "_schema", None)
+    return (
+        schema is not None
+        and bool(schema.arguments)
+        and schema.arguments[0].is_write
+        and torch.Tag.inplace_view not in func.tags
+        and func.overloadpacket not in (torch.ops.aten.resize_, torch.ops.aten.resize_as_, torch.ops.aten.set_)
+    )
+
+
+# Note [set_ Under Grad Into Shared Storage]
+# `v.set_(w)` with grad on, w requiring grad and v not, v (a view of) an input that shares storage with other inputs,
+# none of which requires grad (v not a `.data` or detach() alias): eager's autograd records the set_ as an in-place
+# op on a view, so it rebases the view's base on it (CopySlices), and every other alias of that base then requires
+# grad with a history whose backward raises; an alias that is itself a view even fails its next in-place op, unless
+# its grad_fn was read first (fuzz seed 3001 #1275). The trace holds the inputs as views of a synthetic base that
+# stands for no real tensor, so which of them eager makes require grad, and how, is not something it can reproduce:
+# a plain input ended a leaf view that autograd refused to write, and a subclass input's values computed after the
+# set_ lost the gradient requirement (a wrong result). Refused, naming the inputs that share the storage. The other
+# way round (a write with grad through one input first), the histories of the others are read after each op with
+# grad (`refresh_shared_histories`), so that their next in-place op does not take them for leaves (seed 9000 #756).
+
+
+def refresh_shared_histories(record: SwapRecord) -> None:
+    """Note [set_ Under Grad Into Shared Storage]: after an op with grad, read the history of every plain input over
+    a shared storage that now requires grad. A write with grad through one of them (`x0.copy_(x1)`, x1 requiring
+    grad) rebases the synthetic base; the others, its views, only regenerate their grad_fn when it is read, and an
+    in-place op before that takes such a view for a leaf that requires grad and raises, where eager's input, no
+    view, is a non-leaf (fuzz seed 9000 #756: `x2.set_(x0)` after it; the program is then refused by the rule on
+    inputs that gain grad)."""
+    for members in record.shared_members.values():
+        for t in members:
+            if t.requires_grad:
+                with contextlib.suppress(RuntimeError, ValueError, IndexError):  # (a history that raises: analyze)
+                    t.grad_fn  # noqa: B018  # regenerates a view's history, as eager's next use of it would
+
+
+def check_shared_grad_set(record: SwapRecord, args: tuple[Any, ...], leaves: Sequence[torch.Tensor]) -> None:
+    """Note [set_ Under Grad Into Shared Storage]; `leaves`: the set_ target's dense tensors (itself, if plain)."""
+    target, source = args[0], args[1] if len(args) > 1 else None
+    if not torch.is_grad_enabled() or target.requires_grad or id(target) in record.hidden:
+        return  # (`.data` and detach() aliases are no views autograd rebases)
+    if not isinstance(source, torch.Tensor) or not source.requires_grad:
+        return
+    for leaf in leaves:
+        paths = record.shared_storages.get(storage_key(leaf))
+        if paths is not None:
+            raise UnsupportedError(
+                f"set_() with grad enabled, to a tensor that requires grad, of a tensor in the storage that inputs "
+                f"{', '.join(paths)} share, none of which requires grad: eager's autograd then rebases that storage's "
+                "base on the set_, and its other aliases require grad with a history the compiled program cannot "
+                "reproduce (Note [set_ Under Grad Into Shared Storage]). set_() a clone of the input, run the set_() "
+                "under torch.no_grad(), or pass inputs that do not share storage"
+            )
+
+
+# Note [Members Of A Subclass Family That Gained Grad]
+# Subclass inputs that are views of one wrapper (x1 and x2 = x1.select(0, -1)), none requiring grad, are each their
+# own wrapper in the trace (Note [Aliased Subclass Inputs In Training]). A write with grad into one (x1.copy_(x0), x0
+# requiring grad) makes it require grad, in eager as here; eager's other members, autograd views of it, then require
+# grad too, but the trace's do not, so what the program computes from them after the write (x2 * 2) would come out
+# without eager's history. Refused (fuzz seed 12000 #2613's neighbours); a member only written or changed before
+# the write, or returned as it is, is supported.
+
+
+def check_gained_family_member(record: SwapRecord, args: tuple[Any, ...]) -> None:
+    """Note [Members Of A Subclass Family That Gained Grad]: refuse an op with grad on a grad-free member of a family
+    another member of which has gained grad."""
+    if not record.grad_free_members or not torch.is_grad_enabled():
+        return
+    for a in args:
+        if not isinstance(a, torch.Tensor) or id(a) not in record.grad_free_members or a.requires_grad:
+            continue
+        gained = [
+            w
+            for w in record.family_wrappers.get(record.family_of(a), ())
+            if w is not a and id(w) in record.grad_free_members and w.requires_grad
+        ]
+        if gained:
+            keys = [storage_key(leaf) for leaf in flatten_subclass(a, "")[1]]
+            paths = sorted({p for k in keys for p in record.input_paths.get(k, ())})
+            raise UnsupportedError(
+                f"tensor subclass inputs {', '.join(paths)} share storage and do not require grad; a write with "
+                "grad makes one of them require grad (in eager its views then do too), and the program then uses "
+                "another; in training this is not supported (Note [Members Of A Subclass Family That Gained Grad]). "
+                "Write into a clone, or detach() the value"
+            )

@@ -1,0 +1,885 @@
+"""Storage swaps (`set_`, `.data =`) and `.data` aliases, given eager semantics under functionalization.
+
+Input: the FunctionalTensors of one functional run. Output: `SwapModes`, two modes entered around the user's program,
+and what they saw (`SwapRecord`). Invariants: see Note [Storage Swaps By Rebinding].
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
+from subclassaot.pipeline.rules.autograd_reads import base_read, is_autograd_read, is_base_read, note_detach, read
+from subclassaot.pipeline.rules.drifted_reads import call_with_eager_layouts
+from subclassaot.pipeline.rules.grad_set_order import note_reads_after_grad_set
+from subclassaot.pipeline.rules.hidden_layouts import (
+    is_layout_op,
+    note_first_read,
+    note_layout_op,
+    note_view_layout_op,
+    note_view_reads,
+    view_layout,
+)
+from subclassaot.pipeline.rules.inplace_strides import (
+    apply_keeping_strides,
+    fill_in_memory_order,
+    view_with_eager_strides,
+)
+from subclassaot.pipeline.rules.kept_accumulators import note_data_assignment, note_grad_reads, note_self_set
+from subclassaot.pipeline.rules.nograd_set_views import (
+    check_nograd_set_write,
+    note_nograd_set,
+    original_of,
+    with_eager_view_histories,
+)
+from subclassaot.pipeline.rules.regenerated_views import note_assignment_reads, note_grad_fn_reads
+from subclassaot.pipeline.rules.resize_rules import as_resize, check_resize_within_storage, resize_strides
+from subclassaot.pipeline.rules.run_calls import per_tensor_method, reads_grad
+from subclassaot.pipeline.rules.set_storage_rules import (
+    check_storage_bytes_resize,
+    check_storage_resize,
+    check_wrapper_storage_set,
+    note_traced_storage,
+    note_wrapper_storage,
+)
+from subclassaot.pipeline.rules.stale_views import (
+    check_stale_set,
+    check_stale_views,
+    layout_of,
+    note_assigned,
+    note_before,
+    note_layout,
+    note_reads,
+    stale_history_failures_refused,
+)
+from subclassaot.pipeline.rules.storage_reach import (
+    StorageReachError,
+    as_strided_chain_refused,
+    check_absolute_frames,
+    check_escaping_reads,
+    check_gained_family_member,
+    check_inplace_strided_frame,
+    check_overlapping_input,
+    check_shared_grad_set,
+    check_strided_reach,
+    check_write_through_base_strided,
+    functional_frame_offset,
+    note_absolute_view,
+    note_escaping_view,
+    refresh_shared_histories,
+    storage_tail,
+    strided_call_args,
+    writes_self,
+)
+from subclassaot.pipeline.rules.swap_record import (
+    SET_OPS,
+    DataAssignment,
+    InplaceViewRecord,
+    SwapRecord,
+    ViewRecord,
+    bump_family_wrappers,
+    elements_of,
+    source_leaf_metas,
+    tensor_meta,
+)
+from subclassaot.pipeline.rules.write_overlaps import (
+    check_empty_write_through_overlap,
+    check_no_overlapping_read,
+    check_write_after_set,
+    copy_to_same_data,
+    meta_overlaps,
+    overlaps,
+    uniform_write,
+)
+from subclassaot.torch_internals import (
+    differentiates_inside_transform,
+    dispatches_in_cpp,
+    get_version,
+    is_functional,
+    is_functorch_wrapped,
+    no_torch_function,
+    rebind_functional,
+    set_version,
+    storage_key,
+    storage_resize_checked,
+)
+
+# Note [as_strided On Inputs]
+# as_strided takes absolute storage offsets, so it can reach storage elements of an input's base that the input
+# itself does not cover (x = base[1:3]; x.as_strided((1,), (1,), 0)), and eager reads and writes them; so does a
+# resize_() that makes a view contiguous over its storage. An input that is its own graph input holds only its own
+# elements (a training clone, laid out at other offsets, not even those): when the program reaches others, the
+# trace raises StorageReachError naming the input's leaf, and the driver compiles again with that leaf as a
+# one-member alias group: its whole storage becomes a synthetic base (Note [Synthetic Bases]), the leaf a view of
+# it, and writes anywhere in the storage reach the real one through the base's write-back. The same retrace serves
+# inputs whose elements overlap and are written (Note [Writes Below An Expanded Input]) and writes functionalization
+# refuses (Note [Writes After as_strided In A View Chain]). Such a group stays traced when untouched, and the guards
+# check the storage's size. Inside the span, `v.as_strided(...)` of a view `v` is taken from the view chain's root
+# instead (the synthetic base for aliased inputs), the same view in eager, because functionalization refuses writes
+# through an as_strided at the end of a longer chain.
+
+
+# Note [as_strided_ Of A View]
+# `v.as_strided_(size, stride, offset)` of a view v (a slice of an input, or an input traced as a view of a synthetic
+# base: Note [as_strided On Inputs]) adds an as_strided at the end of v's view chain, and functionalization writes a
+# later write through v back by an as_strided_scatter into the view before it, at the absolute offset, which names
+# other elements there (`x1.as_strided_((2,), (1,), 9); x1.add_(1.0)`, x1 = b[1] of a (3, 4) b, wrote nothing
+# where eager wrote b's elements 9 and 10). The same memory is the as_strided view of the chain's root, first in its
+# chain: v is rebound to it (Note [Storage Swaps By Rebinding]), its wrapper keeping eager's metadata.
+
+
+# Note [Storage Swaps By Rebinding]
+# Functionalization implements `x.set_(src)` by replacing x's value and then freezing x's old storage: any later write
+# through a view taken before the set_ raises "cannot mutate tensors with frozen storage" (and torch.compile gets
+# such programs wrong). Eager semantics are simpler: x now shares src's storage; old views still share the old one.
+# We implement exactly that one level up: a dispatch mode above functionalization handles set_ by *rebinding* the
+# FunctionalTensor x to a functional alias of src (its inner wrapper replaced, its own storage and metadata pointed at
+# src's), so later writes through x reach src, and writes through old views reach the old storage, which stays live.
+# `.data = y` is the same rebinding, seen through a torch-function mode (it never dispatches), but hidden from
+# autograd and the version counter. `.data` reads are tracked so that writes through them, and through views of
+# them, count as hidden from autograd, which functionalization does not record for us.
+
+
+# In-place ops whose version bump is decided elsewhere (resize_ bumps only when the size changes).
+_NO_VERSION_BUMP = frozenset({"aten::resize_", "aten::resize_as_"})
+
+# Writes that store one value everywhere (Note [Uniform Writes Through Expand]).
+_RESIZE_OPS = frozenset({torch.ops.aten.resize_.default, torch.ops.aten.resize_as_.default})
+
+
+class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
+    def __init__(self, record: SwapRecord, known: list[torch.Tensor]) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+        self.record = record
+        self.known = known  # tensors whose storage a set_(storage, ...) may name
+        self.depth = 0  # > 0 while a subclass's __torch_dispatch__ runs
+        self.native_pending: object = None  # the op a C++-dispatched subclass is about to run (dispatches_in_cpp)
+        # id() of a wrapper a set_() is moving -> the storages (its own, then its leaves') it had before: the set_'s
+        # version bump is theirs (Note [Wrapper set_ Bumps The Storages It Leaves])
+        self.left_storages: dict[int, tuple[object, list[object]]] = {}
+
+    def __torch_dispatch__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        if self.native_pending is not None and func is self.native_pending:
+            self.native_pending = None
+            return NotImplemented  # the dispatcher runs the subclass's C++ dispatch, this mode still on the stack
+        self.record.pin((args, kwargs))  # Note [Ids In The Swap Record]
+        out = self._dispatch(func, types, args, kwargs)
+        self.record.pin(out)
+        return out
+
+    def _dispatch(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        check_storage_bytes_resize(self.record, func, args)  # Note [Storage resize_ Inside The Program]
+        if func is torch.ops.aten.resize_as_.default:  # Note [resize_as_ Is A resize_]
+            func, (args, kwargs) = torch.ops.aten.resize_.default, as_resize(args, kwargs)
+        if self.depth == 0:
+            if self.record.absolute_frames:
+                check_absolute_frames(self.record)  # Note [Absolute Offsets Across A Frame Change]
+            note_before(self.record, func, args, kwargs)  # Note [Stale View Functions]
+            if self.record.escaping_strided:
+                check_escaping_reads(self.record, func, args)  # Note [Escaping as_strided Views Read After A Write]
+        subclass = next((a for a in args if is_traceable_subclass(a) and not is_functional(a)), None)
+        if (
+            subclass is not None
+            and copy_to_same_data(func, args, id(args[0]) in self.record.hidden)
+            and self.depth == 0
+        ):
+            self._record_write(
+                args[0], True
+            )  # its inner tensors' copies run below autograd: no counter of theirs moves
+            return args[0]
+        if subclass is not None:
+            # Let the subclass run with this mode still active, so its inner set_ calls are seen too. Its inner
+            # ops run below autograd, so in eager they advance no version counter: count them as not writing.
+            before = _size_and_stride(args[0]) if func in _RESIZE_OPS else None
+            size_before = tuple(args[0].shape) if func in SET_OPS or torch.Tag.inplace_view in func.tags else ()
+            if self.depth == 0 and torch.is_grad_enabled():
+                self._note_wrapper_op(func, args, kwargs)
+            if func in SET_OPS and self.depth == 0:
+                leaves = flatten_subclass(args[0], "set_")[1]
+                check_shared_grad_set(self.record, args, leaves)
+                self.left_storages[id(args[0])] = (storage_key(args[0]), [storage_key(leaf) for leaf in leaves])
+            self.depth += 1
+            try:
+                with self:
+                    if dispatches_in_cpp(type(subclass)):
+                        self.native_pending = func
+                        out = func(*args, **kwargs)
+                    else:
+                        out = getattr(type(subclass), "__torch_dispatch__")(func, types, args, kwargs)  # noqa: B009
+            finally:
+                self.depth -= 1
+                self.native_pending = None
+            self._track(func, args, out, kwargs)
+            if isinstance(out, torch.Tensor) and is_traceable_subclass(out) and getattr(func, "is_view", False):
+                inner = flatten_subclass(out, "out")[1]
+                if any(id(t) in self.record.base_strided_views for t in inner):
+                    self.record.base_strided_views.add(id(out))  # its inner views were: so is the wrapper
+            if torch.Tag.inplace_view in func.tags and func not in SET_OPS and self.depth == 0:  # set_: its own rules
+                self.record.note_hidden_resize(args[0], size_before)  # Note [Subclass Leaves Resized Under no_grad]
+            if func in SET_OPS and self.depth == 0:
+                seq = self.record.inplace_views[id(args[0])][-1].seq  # set_ is an inplace_view op: _track saw it
+                self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
+                self.record.note_wrapper_set(args[0], seq, size_before)
+                if len(args) > 1 and args[1] is args[0] and not torch.is_grad_enabled():
+                    note_self_set(self.record, args[0])  # Note [set_ Renews A Leaf's Accumulator]
+            if func in _RESIZE_OPS and self.depth == 0 and _size_and_stride(args[0]) != before:
+                # The wrapper takes its new size with a set_ of its own, which advances its version counter (and
+                # its base's, for a view), in eager.
+                self.record.written_families.add(self.record.family_of(args[0]))
+            source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
+            if func in SET_OPS and self.depth == 0:
+                self.record.wrapper_grad_sets.pop(id(args[0]), None)
+            if func in SET_OPS and torch.is_grad_enabled() and (args[0].requires_grad or source_grad):
+                if self.depth == 0:
+                    source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
+                    self._grad_set(args[0], source)  # Note [set_ Under Grad], at the wrapper level
+                    self.record.wrapper_grad_sets[id(args[0])] = (source, len(self.record.wrapper_ops) - 1)
+            return out
+        if func is torch.ops.aten.resize_.default and args and is_functional(args[0]):
+            # Eager advances the version counter only when resize_ changes the size.
+            if tuple(args[0].shape) != tuple(args[1]) and self.depth == 0:
+                self.record.written_families.add(self.record.family_of(args[0]))
+            if tuple(args[0].shape) == tuple(args[1]) and kwargs.get("memory_format") is None:
+                # Eager's resize_ to the size a tensor has keeps its strides; functionalization's (and the synthetic
+                # base rebinding below) would make it contiguous (fuzz seed 13000 #9159).
+                return args[0]
+            self._check_resize_reach(args[0], list(args[1]))
+            memory_format = kwargs.get("memory_format")
+            if self._grows(args):
+                self._grow(args[0], list(args[1]), memory_format)
+                return args[0]
+            base = self.record.alias_bases.get(storage_key(args[0]))
+            if base is None:
+                check_resize_within_storage(self.record, args[0], list(args[1]), memory_format)
+            else:
+                # Within a synthetic base (Note [as_strided On Inputs]): x becomes the contiguous view of the same
+                # storage from its offset, as eager's resize_ makes it (functionalization's resize_ of a view loses
+                # later writes through it: fuzz seed 2000 #6566).
+                size = list(args[1])
+                strides = resize_strides(size, memory_format)
+                rebind_functional(args[0], base, (size, strides, int(args[0].storage_offset())))
+                self._track(func, args, args[0], kwargs)
+                return args[0]
+        if func is torch.ops.aten.as_strided_.default and args and is_functional(args[0]):
+            check_strided_reach(self.record, args)  # (fuzz seed 40000 #7513: an input's as_strided_ off its elements)
+            check_inplace_strided_frame(self.record, args, kwargs)  # Note [Absolute Offsets Across A Frame Change]
+            source = self._as_strided_source(args)
+            if source is not args[0]:  # Note [as_strided_ Of A View]
+                rest, strided_kwargs = strided_call_args(self.record, args[0], source, args[1:], kwargs)
+                offset = rest[2] if len(rest) > 2 else strided_kwargs["storage_offset"]
+                given = args[3] if len(args) > 3 else kwargs.get("storage_offset")
+                eager = args[0].storage_offset() if given is None else given
+                rebind_functional(args[0], source, (list(rest[0]), list(rest[1]), offset), wrapper_offset=eager)
+                self._track(func, args, args[0], kwargs)
+                return args[0]
+        if func is torch.ops.aten.as_strided.default and args and is_functional(args[0]):
+            # Tracked against the tensor the program named (version counter family, view chain).
+            source = self._as_strided_source(args)
+            rest, strided_kwargs = strided_call_args(self.record, args[0], source, args[1:], kwargs)
+            out = func(source, *rest, **strided_kwargs)
+            self._track(func, args, out, kwargs)
+            if any(source is base for base in self.record.alias_bases.values()):
+                self.record.base_strided_views.add(id(out))  # Note [Writes Through as_strided Of A Synthetic Base]
+                note_escaping_view(self.record, source, out)  # Note [Escaping as_strided Views Read After A Write]
+            return out
+        if func is torch.ops.aten.set_.source_Tensor and len(args) > 1 and args[1] is args[0]:
+            # x.set_(x) changes nothing but the version counter (and, under grad, autograd's history).
+            if torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
+                self._grad_set(args[0])
+            self.record.written_families.add(self.record.family_of(args[0]))
+            if self.depth == 0 and id(args[0]) not in self.record.data_aliases | self.record.data_views:
+                # a view taken before it is regenerated by autograd (fuzz seed 9000 #4529: eager's AsStridedBackward)
+                self.record.seq += 1
+                self.record.last_bump[storage_key(args[0])] = self.record.seq
+            if self.depth == 0 and not torch.is_grad_enabled():
+                note_self_set(self.record, args[0])  # Note [set_ Renews A Leaf's Accumulator]
+            return args[0]
+        if func in SET_OPS and args and is_functional(args[0]):
+            if self.depth == 0:
+                with no_torch_function():  # set_ never reaches the torch-function mode: its checks run here
+                    check_stale_views(self.record, args, kwargs)
+                    check_shared_grad_set(self.record, args, (args[0],))
+                    check_stale_set(self.record, args[0], args[1] if len(args) > 1 else None)
+            size_before, layout_before = tuple(args[0].shape), layout_of(args[0])
+            key_before = storage_key(args[0])
+            self._set(func, args, kwargs)
+            if self.depth == 0:
+                note_nograd_set(self.record, args[0], layout_before)  # Note [Views set_() Under no_grad Read With Grad]
+            source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
+            if self.depth == 0:  # Note [Plain Leaves set_() To Another Size Under no_grad]
+                self.record.note_hidden_resize(args[0], size_before, self.record.seq + 1)
+            if torch.is_grad_enabled() and (args[0].requires_grad or source_grad) and self.depth == 0:
+                source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
+                self._grad_set(args[0], source)  # autograd recorded a set_ it cannot differentiate
+            made_here = id(args[0]) in self.record.views  # a view the program took (not an aliased input's)
+            if torch.is_grad_enabled() and made_here and args[0]._is_view() and id(args[0]) not in self.record.hidden:
+                self.record.set_views.add(id(args[0]))  # Note [contiguous() Of A Contiguous Clone]
+            # Note [Writes To A View After set_]
+            self.record.swapped_by_data.discard(id(args[0]))
+            self.record.swapped_ids.add(id(args[0]))
+            self.record.written_families.add(self.record.family_of(args[0]))
+            if self.depth == 0:
+                self.record.seq += 1
+                self.record.plain_sets[id(args[0])] = (self.record.seq, torch.is_grad_enabled())
+                if id(args[0]) not in self.record.data_aliases | self.record.data_views:
+                    self.record.last_bump[key_before] = self.record.seq  # Note [set_ Bumps The Views It Leaves]
+            return args[0]
+        if (
+            copy_to_same_data(func, args, id(args[0]) in self.record.hidden)
+            and is_functional(args[0])
+            and self.depth == 0
+        ):
+            # (not a subclass's inner copy: the wrapper-level copy_ decided that, autograd may record it)
+            note_reads(self.record, func, args, kwargs)
+            self._record_write(args[0], True)
+            return args[0]
+        if args and is_functional(args[0]) and uniform_write(func, args[0]) and 0 in args[0].stride():
+            x = args[0]
+            once = [1 if st == 0 and sz > 1 else sz for sz, st in zip(x.shape, x.stride(), strict=True)]
+            meta = (once, list(x.stride()), x.storage_offset())
+            # Note [Uniform Writes Through Expand]: as_strided from the chain's root, which functionalization writes
+            # back by one as_strided_scatter (a narrow at the end of the chain would scatter through the repeats)
+            own_root = self.record.view_root(x) is x and storage_key(x) not in self.record.alias_bases
+            root = x if own_root else self._as_strided_source((x, *meta))
+            check_overlapping_input(self.record, x)
+            if overlaps(root) and storage_key(root) not in self.record.alias_bases:
+                raise UnsupportedError(
+                    f"{func}: an in-place write into an input whose elements overlap in memory (an expanded input): "
+                    "the compiled graph holds its repeated elements as separate values. Pass the tensor it was "
+                    "expanded from and expand it inside the function"
+                )
+            if root.requires_grad and not root.is_contiguous():
+                # functionalization writes it back by as_strided_scatter, which torch allows on contiguous tensors
+                # only where they require grad (fuzz seed 5000 #6159: an internal assert)
+                raise UnsupportedError(
+                    f"{func}: a write of one value through an expand() of a non-contiguous tensor that requires "
+                    "grad (an input's strided view) cannot be functionalized. Write into the tensor itself, or "
+                    "into a clone"
+                )
+            with as_strided_chain_refused(self.record, func, args, kwargs):
+                func(root.as_strided(*meta), *args[1:], **kwargs)
+            self._track(func, args, args[0], kwargs)
+            return args[0]
+        if args and is_functional(args[0]) and writes_self(func) and self._through_overlap(args[0]):
+            # Note [Writes Below An Expanded Input]: the same memory, as a view of the synthetic base.
+            x = args[0]
+            check_overlapping_input(self.record, x)
+            meta = (list(x.shape), list(x.stride()), x.storage_offset())
+            root = self._as_strided_source((x, *meta))
+            if storage_key(root) in self.record.alias_bases:
+                with as_strided_chain_refused(self.record, func, args, kwargs):
+                    func(root.as_strided(*meta), *args[1:], **kwargs)
+                self._track(func, args, args[0], kwargs)
+                return args[0]
+        with as_strided_chain_refused(self.record, func, args, kwargs):
+            out = fill_in_memory_order(func, args, kwargs)  # Note [Random Fills In Memory Order]
+            if out is None:
+                out = apply_keeping_strides(func, args, kwargs)  # Note [In-Place Strides]
+            if out is None:
+                out = view_with_eager_strides(func, args, kwargs)  # Note [View Strides In Size-1 Dims]
+            if out is None:
+                out = call_with_eager_layouts(func, args, kwargs)  # Note [Reads After A Write Through A View]
+        self._track(func, args, out, kwargs)
+        return out
+
+    def _note_wrapper_op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        subclass_args = tuple(
+            a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor) and is_traceable_subclass(a)
+        )
+        schema = getattr(func, "_schema", None)
+        written: tuple[torch.Tensor, ...] = ()
+        if schema is not None and schema.is_mutable:
+            written = tuple(
+                arg
+                for i, arg_schema in enumerate(schema.arguments)
+                if arg_schema.is_write
+                and isinstance(arg := args[i] if i < len(args) else kwargs.get(arg_schema.name), torch.Tensor)
+            )
+        self.record.note_wrapper_op(func, subclass_args, written, pytree.tree_leaves((args, kwargs)))
+        if self.record.wrapper_first_sets:
+            self.record.note_reads_after_set(subclass_args, written)
+        if self.record.hidden_resizes:
+            self.record.note_reads_after_hidden_resize(subclass_args)
+
+    def _grad_set(self, x: torch.Tensor, source: torch.Tensor | None = None) -> None:
+        """Note [set_ Under Grad]: set_() of `x` with grad on. On a view taken with grad on, eager's autograd
+        rebases the view's base on the set_ node too: its history then raises in backward as well. `source`: the
+        tensor set_() to (Note [Views Of Inputs set_() Under Grad])."""
+        self.record.grad_set_ids.add(id(x))
+        t = x
+        while (record := self.record.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+            if not record.grad_enabled or id(t) in self.record.hidden:
+                return
+            t = record.source
+        if t is not x:  # (Note [Views Of Inputs set_() Under Grad])
+            self.record.grad_set_ids.add(id(t))
+            self.record.view_set_bases.add(id(t))
+            if source is not None:
+                self.record.view_set_sources.add(id(self.record.view_root(source)))
+            if not t.requires_grad:
+                self.record.view_set_gained.add(id(t))
+
+    def _as_strided_source(self, args: tuple[Any, ...]) -> torch.Tensor:
+        """Note [as_strided On Inputs]: the tensor to take an as_strided view of, checked against the input's span."""
+        x = args[0]
+        check_strided_reach(self.record, args)
+        root = self.record.view_root(x)
+        # as_strided's offsets are absolute: a view of the chain's root is the same view in eager, and
+        # functionalization cannot write through as_strided at the end of a longer chain. Inputs that share storage
+        # are views of their synthetic base (Note [Synthetic Bases]): the root of their chains is that base.
+        root = self.record.alias_bases.get(storage_key(root), root)
+        return root if root is not x and is_functional(root) and storage_key(root) == storage_key(x) else x
+
+    @staticmethod
+    def _grows(args: tuple[Any, ...]) -> bool:
+        x, size = args[0], list(args[1])
+        needed = x.storage_offset() + int(torch.Size(size).numel())
+        return bool(needed > x.untyped_storage().nbytes() // x.element_size())
+
+    def _through_overlap(self, x: torch.Tensor) -> bool:
+        """Does a write into x (whose own elements do not overlap) go through a view whose elements do, or did
+        when the view was taken from it? Functionalization writes back through the chain as it was taken (fuzz
+        seed 6000 #6572: a select() of an expanded input, which resize_() then made one element)."""
+        if overlaps(x):
+            return False  # refused as it is (_track)
+        t = x
+        while (record := self.record.views.get(id(t))) is not None:
+            t = record.source
+            if overlaps(t) or meta_overlaps(*record.source_meta):
+                return True
+        return False
+
+    def _check_resize_reach(self, x: torch.Tensor, size: list[int]) -> None:
+        """resize_() makes x contiguous from its offset: elements of its storage it did not cover become its own
+        (Note [as_strided On Inputs] applies, the storage's tail too when it grows)."""
+        span = self.record.input_spans.get(storage_key(x))
+        if span is None:
+            return
+        stored = x.untyped_storage().nbytes() // x.element_size()
+        new = elements_of(size, list(torch._prims_common.make_contiguous_strides_for(size)), x.storage_offset())
+        tail = elements_of([stored - x.storage_offset()], [1], x.storage_offset()) if self._grows((x, size)) else None
+        if any(e is not None and not span[0].covers(e) for e in (new, tail)):
+            raise StorageReachError(
+                f"{span[1]}: resize_() makes storage elements that are not the input's own elements its own; the "
+                "compiled graph holds only those. Pass the tensor that owns the storage and resize a view of it",
+                leaf=span[2],
+            )
+
+    def _grow(self, x: torch.Tensor, size: list[int], memory_format: torch.memory_format | None) -> None:
+        self.record.moved_data = self.record.moved_by_swap = True
+        # Eager grows the storage in place and keeps its old contents at the front (Note [Storage Swaps By
+        # Rebinding] explains why functionalization cannot: here x is rebound to a fresh, larger tensor).
+        old = storage_tail(self.record, x)
+        grown = torch.empty(x.storage_offset() + int(torch.Size(size).numel()), dtype=x.dtype, device=x.device)
+        grown[x.storage_offset() : x.storage_offset() + old.numel()].copy_(old)
+        rebind_functional(x, grown, (size, resize_strides(size, memory_format), int(x.storage_offset())))
+        self.record.grown_ids.add(id(x))
+
+    # Note [set_ Onto A Whole Storage]
+    # `x.set_(x.untyped_storage())` (aten.set_.source_Storage: no offset, size or stride) makes x the whole storage:
+    # 1-D, offset 0, nbytes // itemsize elements, whatever x's shape was (found by helper left11 of session 13: ours
+    # kept the owner's shape, (3, 3) where eager's x is (9,), or (12,) for a view of a (4, 3) base). The storage's
+    # elements beyond an input's own are reached as any strided view's (Note [as_strided On Inputs]).
+    def _set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.record.moved_data = self.record.moved_by_swap = True
+        x = args[0]
+        if func in (torch.ops.aten.set_.source_Tensor,):
+            rebind_functional(x, args[1], None)
+            return
+        source, rest = args[1], args[2:]
+        owner: torch.Tensor | None
+        if isinstance(source, torch.Tensor):
+            owner = source
+        else:
+            owner = next((t for t in self.known if storage_key(t) == _key_of_storage(source)), None)
+            if owner is None:
+                check_wrapper_storage_set(self.record, source)  # Note [set_ Onto A Wrapper's Own Storage]
+                raise UnsupportedError(
+                    "set_(storage, ...) with a storage that belongs to no input or intermediate the compiler saw; "
+                    "pass the tensor instead: x.set_(t) or x.set_(t.untyped_storage() of an input)"
+                )
+        offset = rest[0] if rest else kwargs.get("storage_offset", 0)
+        size = rest[1] if len(rest) > 1 else kwargs.get("size", owner.shape)
+        stride = rest[2] if len(rest) > 2 else kwargs.get("stride", None)
+        if func is torch.ops.aten.set_.source_Storage:  # Note [set_ Onto A Whole Storage]
+            size, stride, offset = [source.nbytes() // x.element_size()], [1], 0
+        if stride is None or len(stride) == 0:
+            stride = torch._prims_common.make_contiguous_strides_for(size)
+        check_strided_reach(self.record, (owner, size, stride, offset))  # Note [as_strided On Inputs]
+        inner = functional_frame_offset(self.record, owner, offset)  # Note [Absolute Offsets On Written Inputs]
+        rebind_functional(x, owner, (list(size), list(stride), inner), wrapper_offset=offset)
+        note_absolute_view(self.record, owner)  # Note [Absolute Offsets Across A Frame Change]
+
+    def _track(self, func: Any, args: tuple[Any, ...], out: Any, kwargs: dict[str, Any] | None = None) -> None:
+        kwargs = kwargs or {}
+        if isinstance(out, torch.Tensor):
+            self.known.append(out)
+        schema = getattr(func, "_schema", None)
+        if schema is None:
+            return
+        if self.depth == 0:
+            note_reads(self.record, func, args, kwargs)
+            # See Note [Plain Leaves set_() To Another Size Under no_grad]
+            if self.record.hidden_resizes and torch.is_grad_enabled():
+                read = tuple(a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor))
+                self.record.note_reads_after_hidden_resize(read)
+        seq_before = self.record.seq
+        self._track_op(func, schema, args, out, kwargs)
+        if self.depth == 0:
+            note_layout(self.record, func, args, out, seq_before)
+
+    def _track_op(self, func: Any, schema: Any, args: tuple[Any, ...], out: Any, kwargs: dict[str, Any]) -> None:
+        if torch.Tag.inplace_view in getattr(func, "tags", ()) and args and isinstance(args[0], torch.Tensor):
+            self.record.seq += 1
+            self.record.inplace_views.setdefault(id(args[0]), []).append(
+                InplaceViewRecord(func, tuple(args[1:]), dict(kwargs), torch.is_grad_enabled(), self.record.seq)
+            )
+        shares_version = getattr(func, "is_view", False) or func is torch.ops.aten.detach.default
+        if shares_version and args and isinstance(args[0], torch.Tensor):
+            root = self.record.family_of(args[0])
+            multi = isinstance(out, list | tuple)
+            src = args[0]
+            meta, leaves = tensor_meta(src), source_leaf_metas(src)
+            for i, o in enumerate(out if multi else (out,)):
+                if isinstance(o, torch.Tensor):
+                    self.record.seq += 1
+                    self.record.views[id(o)] = ViewRecord(
+                        func,
+                        src,
+                        tuple(args[1:]),
+                        dict(kwargs),
+                        i if multi else None,
+                        torch.is_grad_enabled(),
+                        meta,
+                        self.record.seq,
+                        leaves,
+                        self.depth > 0,
+                    )
+                    self.record.family[id(o)] = root
+                    if id(args[0]) in self.record.set_views:
+                        self.record.set_views.add(id(o))
+                    if id(args[0]) in self.record.base_strided_views:
+                        self.record.base_strided_views.add(id(o))
+                    if id(args[0]) in self.record.data_aliases or id(args[0]) in self.record.data_views:
+                        self.record.data_views.add(id(o))  # shares the `.data` alias's own version counter
+                    if id(args[0]) in self.record.hidden or func is torch.ops.aten.detach.default:
+                        # Writes through detach() (and views of it) are invisible to autograd, as in eager.
+                        self.record.hidden.add(id(o))
+        if schema.is_mutable:
+            # Eager bumps version counters in ADInplaceOrView kernels, which exist for in-place (`op_`) and
+            # out= variants only: ops that mutate an argument otherwise (batch norm's running statistics in
+            # _native_batch_norm_legit) leave its version alone. Follow it.
+            inplace = schema.name.endswith("_") and schema.name not in _NO_VERSION_BUMP
+            moves_data = torch.Tag.inplace_view not in func.tags  # t_() and the like change no data
+            for i, arg_schema in enumerate(schema.arguments):
+                arg = args[i] if i < len(args) else kwargs.get(arg_schema.name)
+                if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
+                    check_overlapping_input(self.record, arg)
+                if (
+                    arg_schema.is_write
+                    and isinstance(arg, torch.Tensor)
+                    and self.depth == 0
+                    and moves_data
+                    and overlaps(arg, uniform=uniform_write(func, arg))
+                ):
+                    raise UnsupportedError(
+                        f"{func}: an in-place write through a tensor whose elements overlap in memory (an expand() "
+                        "or a zero stride) cannot be functionalized faithfully; write into the base tensor, or "
+                        "call .contiguous()/.clone() before writing"
+                    )
+                if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.set_views:
+                    check_write_after_set(func, args, kwargs)
+                if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data and self.depth == 0:
+                    check_nograd_set_write(self.record, arg, [*args, *kwargs.values()])
+                if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.base_strided_views:
+                    check_write_through_base_strided(func, arg)
+                if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
+                    check_no_overlapping_read(func, arg, args, kwargs)
+                    if self.depth == 0 and not is_traceable_subclass(arg):  # subclasses: their own rule (analyze)
+                        check_empty_write_through_overlap(func, arg, args, kwargs, self.record)
+                    self.record.moved_data = True
+                    self.record.moved_storages.add(storage_key(arg))
+                    if self.depth == 0 and not is_traceable_subclass(arg):
+                        self.record.dense_writes.add(storage_key(arg))
+                if arg_schema.is_write and isinstance(arg, torch.Tensor):
+                    # In-place view ops count too: they advance the version counter autograd checks views against.
+                    self._record_write(arg, inplace or arg_schema.is_out, moves_data)
+
+    def _record_write(self, arg: torch.Tensor, bumps: bool, moves_data: bool = True) -> None:
+        self.record.seq += 1
+        self.record.note_write_kind(arg, moves_data, self.depth == 0 and is_traceable_subclass(arg))
+        left = self.left_storages.pop(id(arg), None)  # Note [Wrapper set_ Bumps The Storages It Leaves]
+        key = storage_key(arg) if left is None else left[0]
+        self.record.last_write[key] = self.record.seq
+        if id(arg) not in self.record.data_aliases and id(arg) not in self.record.data_views:
+            # a `.data` alias (and its views) has a version counter of its own
+            self.record.last_bump[key] = self.record.seq
+            if self.depth == 0 and is_traceable_subclass(arg):
+                leaf_keys = [storage_key(leaf) for leaf in flatten_subclass(arg, "written")[1]]
+                for leaf_key in leaf_keys if left is None else left[1]:
+                    self.record.wrapper_bumps[leaf_key] = self.record.seq
+                if bumps:
+                    bump_family_wrappers(self.record, arg)
+        if self.depth == 0 and bumps:
+            self.record.written_families.add(self.record.family_of(arg))
+        if id(arg) not in self.record.hidden and torch.is_grad_enabled():
+            # Writes under no_grad or through .data/detach() are invisible to autograd in eager.
+            self.record.visible_writes.add(storage_key(arg))
+            self.record.visible_families.add(self.record.family_of(arg))
+            self.record.visible_seq[id(arg)] = self.record.seq
+            if moves_data:
+                self.record.family_visible_seq.setdefault(self.record.family_of(arg), self.record.seq)
+
+
+# Note [set_ Bumps The Views It Leaves]
+# `with no_grad(): v = x.view_as(x); x.set_(v)`, then `return (v,)`, x requiring grad (noted by helper refshare):
+# set_() advances x's version counter, which every view taken of x before it shares, so eager's v (a view made under
+# no_grad) raises when its grad_fn or is_leaf is read. Where set_() changes x's layout or storage, such a view is
+# replayed before the epilogue (the input is no longer as the view saw it), whose set_() then advances its counter
+# too; where it leaves both as they were (onto a view of x with x's own layout, onto x's storage with its metadata),
+# nothing marked the bump, and the view was replayed after the epilogue, where it reads fine (is_leaf True). So a
+# plain set_() records a bump of the storage x leaves, as a write does (`_record_write`) and x.set_(x) does; not for
+# a `.data` alias, whose counter is its own. The view's replay point then follows the usual rules (Note [No-Grad
+# Views Made After The Bump]): replayed before the epilogue, it raises as eager's does.
+
+
+# Note [Wrapper set_ Bumps The Storages It Leaves]
+# `t1.set_(t0)` on a wrapper subclass advances t1's version counter, which the views of t1's old storages share,
+# not t0's. Recorded after the op, the write would be keyed by the storages t1 now shares with t0, and a view of t0
+# taken before it would look written since (fuzz seed 10000 #2840: the view of input x0 was replayed before the
+# epilogue, whose version bump then made its grad_fn raise). So the bump goes to the storages t1 left.
+
+
+# Note [contiguous() Of A Contiguous Clone]
+# An input that runs as a clone (Note [Training Through A Joint Graph]) is cloned contiguous where its own strides
+# overlap or leave gaps (expand(), x[:, ::2]). Its contiguous() then returns the clone itself, where eager's copies
+# the input: the torch-function mode makes that call a copy (clone(memory_format=torch.contiguous_format), eager's
+# own), so that an output or a write through it is not taken for the input's. A view of such a clone whose
+# contiguous() returns itself may differ from eager's the same way: that is refused where it matters (analyze).
+
+
+def _size_and_stride(t: object) -> object:
+    return (tuple(t.shape), tuple(t.stride())) if isinstance(t, torch.Tensor) else None
+
+
+def _key_of_storage(storage: object) -> object:
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    return StorageWeakRef(storage)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+
+
+# Note [Wrapper Data Assignment]
+# `w.data = v` on a wrapper subclass never dispatches: it shallow-copies v's TensorImpl into w's (size, stride,
+# offset, storage, of the wrapper itself), while w's inner tensors (Python attributes), autograd history and version
+# counter stay what they were; `w.data = w` changes nothing. The functional run does the same on the traced wrappers
+# and records each assignment (its seq, v's metadata then). So at the end of the run the traced wrappers hold eager's
+# own metadata and wrapper storages; the runtime gives them to the real tensors in two parts:
+# - metadata: a subclass input takes the assigned metadata in the epilogue, between the in-place view ops replayed
+#   before and after the assignment (those replay on the wrapper's own metadata, as in eager); a subclass output
+#   whose own wrapper was assigned takes the metadata it had at the end once it is built. Both by `t.data = shell`,
+#   shell an empty wrapper of that metadata on t's storage (torch_internals.assign_wrapper_metadata): no autograd
+#   record, no version bump. A view taken after an assignment has its inner tensors' metadata, as replayed.
+# - storage: as after a wrapper-level set_ (Note [Wrapper Storage After set_]), every subclass input and output
+#   ends on the wrapper storage its class had in the run, taken from the inputs before the epilogue.
+# Where the assigned metadata come from an input as received, they are read from the real input (the run may have
+# used a clone with another offset). Refused (data_assignment.py): in training, an output that requires grad and
+# took another size where its history cannot record eager's size (Note [Subclass Outputs Resized Under Their
+# History]), and an input written where autograd records it and given another size; metadata recorded on a clone whose layout is not the
+# input's, or whose strides the kernels chose (Note [Strides Of Assigned Tensors]); a view through an assigned tensor
+# that cannot be replayed as eager made it. The same object passed twice stays one object in the trace.
+
+
+class _DataMode(TorchFunctionMode):
+    def __init__(self, record: SwapRecord) -> None:
+        super().__init__()
+        self.record = record
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        method = per_tensor_method(func)
+        if method is not None and args and isinstance(args[0], (list, tuple)):
+            for i, t in enumerate(args[0]):  # Note [In-Place Foreach Ops Run Tensor By Tensor]
+                rest = tuple(a[i] if isinstance(a, (list, tuple)) else a for a in args[1:])
+                family, version = self.record.family_of(t), get_version(t)
+                bumped = family in self.record.written_families
+                self.__torch_function__(method, types, (t, *rest), kwargs)
+                if isinstance(t, torch.Tensor) and is_traceable_subclass(t) and not bumped:
+                    self.record.written_families.discard(family)
+                    set_version(t, version)
+            return None
+        self.record.pin((args, kwargs))  # Note [Ids In The Swap Record]
+        out = self._function(func, args, kwargs)
+        self.record.pin(out)
+        return out
+
+    def _function(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        name = getattr(func, "__name__", "")
+        owner = getattr(getattr(func, "__self__", None), "__name__", None)
+        if owner == "data" and name == "__set__" and args[1] is args[0]:
+            # `x.data = x` copies x's metadata onto itself: nothing changes (Note [Wrapper Data Assignment])
+            return None
+        if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
+            version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
+            note_data_assignment(self.record, args[0], tuple(args[0].shape))
+            note_assignment_reads(self.record, args[0])  # Note [Plain Views Assigned .data After A Write]
+            with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
+                rebind_functional(args[0], args[1], None)
+            set_version(args[0], version)  # and from its version counter, which autograd checks views against
+            note_assigned(self.record, args[0], key, before)  # Note [Stale View Functions]
+            self.record.swapped_by_data.add(id(args[0]))
+            self.record.swapped_ids.add(id(args[0]))
+            self.record.seq += 1
+            self.record.data_sets[id(args[0])] = (self.record.seq, False)  # hidden from autograd
+            return None
+        if owner == "grad" and args and isinstance(args[0], torch.Tensor):
+            raise UnsupportedError(
+                f"the program {'reads' if name == '__get__' else 'assigns'} a tensor's .grad inside the compiled "
+                "function (an optimizer update, zero_grad(), gradient clipping): the compiled graph holds no "
+                "gradients, so it would read None or lose the assignment. Do it outside the compiled function, "
+                "after the backward, or pass the gradients in as arguments"
+            )
+        if func in _AUTOGRAD_CALLS and not differentiates_inside_transform(func, args, kwargs):
+            raise UnsupportedError(
+                f"the program calls {name or func}() inside the compiled function; subclassaot.compile does not "
+                "differentiate or hook gradients inside the program. Call it on the compiled function's outputs "
+                f"instead. {TRAINING_STEP_HINT}"
+            )
+        target = args[0] if args else None
+        if (
+            owner == "data"
+            and name == "__set__"
+            and isinstance(target, torch.Tensor)
+            and is_traceable_subclass(args[0])
+        ):
+            if not is_functional(target):
+                self._record_assignment(target, args[1])
+        if (
+            func is torch.Tensor.requires_grad_
+            and args
+            and not is_functorch_wrapped(args[0])  # Note [Autograd Inside torch.func Transforms]
+            and (args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
+        ):
+            self.record.requires_grad_set.add(id(args[0]))
+            if not args[0].requires_grad:
+                self.record.requires_grad_gained.add(id(args[0]))
+        if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
+            self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
+        if not self.record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
+            self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode Turned On Inside A no_grad Call]
+        call_args, call_kwargs = with_eager_view_histories(self.record, func, args, kwargs)
+        if name != "__set__":
+            # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise
+            # came out as a SystemError: fuzz seed 9000 #3406)
+            check_stale_views(self.record, call_args, call_kwargs)
+        check_gained_family_member(self.record, args)
+        layout_op = is_layout_op(func, args)
+        view_before = view_layout(args[0]) if layout_op and self.record.view_layouts else None
+        seq_before = self.record.seq
+        with stale_history_failures_refused(self.record, call_args, call_kwargs):
+            if is_autograd_read(func):  # Note [Autograd Reads Replayed In The Trace]
+                out = read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
+            elif is_base_read(func):  # Note [Base Reads Of Inputs]
+                out = base_read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
+            else:
+                out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
+        self.record.forget_factory_detach(out, args, kwargs)  # Note [Factory Results Are No detach()]
+        note_detach(self.record, func, args)  # Note [Autograd Reads Of Inputs]
+        note_wrapper_storage(self.record, func, args, out)  # Note [set_ Onto A Wrapper's Own Storage]
+        note_traced_storage(self.record, func, args, out)  # Note [Storage resize_ Inside The Program]
+        # Note [Plain Views Assigned .data After A Write]
+        note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
+        note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]
+        if self.record.grad_set_ids and func is not torch.Tensor.set_:
+            note_reads_after_grad_set(self.record, args, kwargs, out)  # Note [set_ Under Grad Before The Call]
+        if self.record.releafable:  # Note [Leaves Laid Out Anew Under no_grad]
+            note_first_read(self.record, args, kwargs)
+            if layout_op:
+                note_layout_op(self.record, args[0])
+        if self.record.view_layouts:  # Note [View Inputs Laid Out Anew Under no_grad]
+            if view_before is not None:
+                note_view_layout_op(self.record, args[0], view_before)
+            note_view_reads(self.record, args, kwargs)
+        if self.record.shared_members and torch.is_grad_enabled():
+            refresh_shared_histories(self.record)
+        if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
+            _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch; Note [Uniform Writes Through Expand]
+        if func is torch.Tensor.contiguous and args and out is args[0]:
+            if id(out) in self.record.copy_on_contiguous and len(args) == 1 and not kwargs:
+                return out.clone(memory_format=torch.contiguous_format)
+            self.record.contiguous_self.append(out)
+        if owner == "data" and name == "__get__" and isinstance(out, torch.Tensor):
+            # `.data` has a version counter of its own: writes through it leave the original's unchanged.
+            self.record.data_of[id(out)] = args[0]
+            self.record.hidden.add(id(out))
+            self.record.data_aliases.add(id(out))
+            self.record.family[id(out)] = id(out)
+        return out
+
+    def _record_assignment(self, target: torch.Tensor, source: torch.Tensor) -> None:
+        """`target.data = source`, target a wrapper subclass (Note [Wrapper Data Assignment])."""
+        note_data_assignment(self.record, target, tuple(target.shape))
+        self.record.seq += 1
+        meta = (tuple(source.shape), tuple(source.stride()), source.storage_offset())
+        assignment = DataAssignment(source, self.record.seq, meta, tuple(target.shape))
+        self.record.wrapper_data.setdefault(id(target), []).append(assignment)
+
+
+_UNIFORM_METHODS = frozenset({torch.Tensor.fill_, torch.Tensor.zero_, torch.fill_, torch.zero_})
+_OVERLAP_MESSAGE = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
+    "Please clone() the tensor before performing the operation."
+)
+
+
+def _recorded_overlapping_write(t: object) -> bool:
+    """A write autograd recorded on a tensor whose elements share memory (the backward of which raises in eager)."""
+    if not isinstance(t, torch.Tensor) or not torch.is_grad_enabled() or not t.requires_grad or t.numel() == 0:
+        return False
+    return any(st == 0 and sz > 1 for sz, st in zip(t.shape, t.stride(), strict=True))
+
+
+class _OverlappingWriteBackward(torch.autograd.Function):
+    """In-place identity whose backward raises eager's error for a write into overlapping memory: eager's CopySlices
+    copies the gradient of the written view into a tensor of the view's strides, whose repeats it rejects."""
+
+    @staticmethod
+    def forward(ctx: Any, t: torch.Tensor) -> torch.Tensor:
+        ctx.mark_dirty(t)
+        return t
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError(_OVERLAP_MESSAGE)
+
+
+_AUTOGRAD_CALLS = frozenset(
+    {
+        torch.autograd.grad,
+        torch.autograd.backward,
+        torch.Tensor.backward,
+        torch.Tensor.register_hook,
+        torch.Tensor.register_post_accumulate_grad_hook,
+    }
+)
+
+
+@contextlib.contextmanager
+def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
+    """Enter both modes (above an active FunctionalTensorMode)."""
+    check = functools.partial(check_storage_resize, record)  # Note [Storage resize_ Inside The Program]
+    with _DataMode(record), _SwapDispatchMode(record, known), storage_resize_checked(check):
+        yield

@@ -1,0 +1,828 @@
+"""Training rules shared by the stages: which inputs get a synthetic-base gradient, which subclass inputs come back
+from the compiled autograd.Function as wrappers, which inputs gain grad, and what training refuses
+(`check_training_supported`, `check_swapped_storage_outputs`).
+
+Input: `DenseLayout`, `Analysis`, the fake user inputs. Output: index tuples and refusals (UnsupportedError naming
+the input and the rule). Invariants: pure functions of compile-time records; no tracing here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import cast
+
+import torch
+
+from subclassaot.errors import AliasedSubclassRefusal, UnsupportedError
+from subclassaot.pipeline.rules.aliased_data_rules import data_assignments_allowed
+from subclassaot.pipeline.rules.assigned_writes import check_assigned_writes
+from subclassaot.pipeline.rules.hidden_set_rules import (
+    inner_written_inputs,
+    kernel_strides,
+    refuse_leaves_resized_under_no_grad,
+    set_under_no_grad_inputs,
+)
+from subclassaot.schemas import (
+    AliasGroup,
+    AliasGroupRef,
+    Analysis,
+    DenseIndex,
+    DenseLayout,
+    FlatInputs,
+    InputIndex,
+    LeafMutation,
+    LeafSource,
+    Meta,
+    OutputKind,
+    ReplaySource,
+)
+
+# Note [Subclass Inputs Mutated In Training]
+# Autograd sees a subclass at the wrapper level: its inner tensors carry no history. So when the program writes
+# into a subclass input that requires grad, writing the new inner values into the real input (as inference does)
+# would leave autograd blind. Instead the compiled autograd.Function also returns the input's new value as a
+# wrapper (rebuilt from the graph's ORIGINAL updates of its leaves), differentiable like any output, and the
+# epilogue applies `input.copy_(new)` at the wrapper level with grad enabled, which autograd records as eager does.
+# In the backward graph the program runs on a clone of the input (Note [Training Through A Joint Graph]), whose mutated self
+# is that output. An input whose metadata the program also changes by in-place view ops (t_, unsqueeze_,
+# as_strided_) gets its new value with its final metadata: the epilogue writes the original storage below autograd
+# (as inference does), replays the view ops on the real input, then copies the new value in at the wrapper level
+# (the copy replaces all of it, so the gradient reaches the input through the Function alone, as eager's through its
+# ops). An input whose storage changes (set_, resize_) is refused.
+
+
+# Note [No-Grad View Ops Of Written Subclass Inputs]
+# An input of Note [Subclass Inputs Mutated In Training] whose in-place view ops (some or all) ran under no_grad, and
+# whose writes autograd records, is handled the same way where it requires grad and is in no alias group: eager
+# leaves its grad_fn as it was at a no_grad view op (which expects the old layout), and so does the epilogue, which
+# replays each op under the grad mode the program had. Every gradient that reaches the input's history then comes
+# with the new layout in both: eager's through the ops autograd recorded after, ours through the wrapper-level copy_
+# (the Function's gradient with respect to the input, computed by the joint trace, whose wrapper-level autograd saw
+# the same ops, and copy_'s zeros for the old value); autograd's check against the old layout raises, or sums the
+# gradient down (an unsqueeze_), alike. Checked (parity oracle) on fuzz seed 10000 #5999, #6031, seed 11000 #3577,
+# and on square and non-square t_(), unsqueeze_() then writes, reads and copies from another input. A leaf is
+# written so only through an alias autograd does not relate to it (z.set_(x), then z.mul_(2)): its copy is made below
+# autograd (runtime `_copy_wrapper`), as eager's write reached it (checked). A leaf written through `.data` keeps the
+# refusal (Note [Subclass Inputs Changed Below Autograd]), as do members of alias groups and inputs that gain grad
+# (unchecked).
+
+
+def wrapper_update_inputs(
+    layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
+) -> tuple[int, ...]:
+    """Subclass inputs that require grad and whose data the program writes (and at most changes their metadata by
+    in-place view ops the epilogue replays)."""
+    grouped = {m for g in layout.groups for m in g.members}
+    out = []
+    for i, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
+        leaves = layout.leaves_of_input[i]
+        muts = [analysis.mutations[j] for j in leaves]
+        if tree is None or not (fake.requires_grad or gains_grad(analysis, i, fake)) or not any(m.data for m in muts):
+            continue
+        if any(m.storage_changed or m.swapped or m.resized for m in muts):
+            continue
+        if i in inner_written_inputs(layout, analysis):
+            continue
+        alone = fake.requires_grad and not any(j in grouped for j in leaves)
+        if any(m.metadata or m.final_data for m in muts) and not _recorded_view_ops(analysis, i, muts, alone):
+            continue
+        # See Note [Aliased Subclass Inputs In Training]: a member of an alias group gets its new value only where
+        # the program wrote through its own wrapper family (not through an alias autograd does not relate to it),
+        # and once per object; not where it wrote only through another member of the family (it shares the
+        # member's version counter: fuzz seed 5000 #2426), whose wrapper-level copy_ rebases their common base.
+        if any(j in grouped for j in leaves) and (
+            not analysis.wrapper_version_bumped[i]
+            or _duplicate(layout, i)
+            or (any(m.metadata for m in muts) and not _one_object(layout, i))
+            or _not_written_through_own_wrapper(analysis, i)
+        ):
+            continue
+        if any(_read_only_member(layout, analysis, g, i) for g in layout.groups if set(leaves) & set(g.members)):
+            continue  # Note [Overlapping Subclass Members Written Through One]
+        out.append(i)
+    return tuple(out)
+
+
+def _one_object(layout: DenseLayout, i: int) -> bool:
+    """Every alias group tensor input `i` is in holds only `i` itself (the same object passed several times)."""
+    same = layout.same_wrapper or (None,) * len(layout.trees)
+    first = {t: t if same[t] is None else same[t] for t in range(len(layout.trees))}
+    owner = {j: t for t, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    mine = set(layout.leaves_of_input[i])
+    return all(first[owner[m]] == first[i] for g in layout.groups if mine & set(g.members) for m in g.members)
+
+
+def _not_written_through_own_wrapper(analysis: Analysis, i: int) -> bool:
+    return bool(analysis.wrapper_first_write) and analysis.wrapper_first_write[i] is None
+
+
+def _duplicate(layout: DenseLayout, i: int) -> bool:
+    """The same subclass object as an earlier input, traced as one object (Note [Synthetic Bases])."""
+    grouped = {m for g in layout.groups for m in g.members}
+    same = layout.same_wrapper[i] if layout.same_wrapper else None
+    return same is not None and any(j in grouped for j in layout.leaves_of_input[i])
+
+
+def duplicate_wrappers(layout: DenseLayout) -> frozenset[int]:
+    """Tensor inputs that are the same subclass object as an earlier one in a traced alias group: the program sees
+    one object, and its gradient goes to the first position only (autograd sums both positions in eager)."""
+    return frozenset(i for i in range(len(layout.trees)) if _duplicate(layout, i))
+
+
+def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation], alone: bool) -> bool:
+    """The input's metadata changes are in-place view ops the epilogue replays, and its writes all happened where
+    autograd records them (`.data` ones are refused: Note [Subclass Inputs Mutated In Training]); so did the view
+    ops, unless the input requires grad and is in no alias group (`alone`: Note [No-Grad View Ops Of Written Subclass
+    Inputs])."""
+    steps = analysis.inplace_replay[i]
+    visible = all(m.autograd_visible and not m.hidden_from_autograd for m in muts if m.data)
+    return bool(steps) and visible and (alone or all(step.grad_enabled for step in steps))
+
+
+# Note [Aliased Inputs In Training]
+# Inputs that share storage are traced as views of one synthetic base (Note [Synthetic Bases]). In training, that base
+# is what autograd sees: the runtime makes it from the real inputs (an as_strided view of one member, recorded by
+# autograd), passes it to the compiled autograd.Function, and the backward returns the gradient with respect to it,
+# which autograd carries back through the as_strided to the real tensors behind the members, the way eager's
+# gradients reach them through both aliases. A mutation of a member is a copy into that base, which autograd
+# records as well. Subclass members: see Note [Aliased Subclass Inputs In Training].
+
+
+def grad_bases(layout: DenseLayout, user_fakes: Sequence[torch.Tensor]) -> tuple[int, ...]:
+    """Graph inputs that are synthetic bases of plain inputs one of which requires grad (subclass members get their
+    gradients at the wrapper level: Note [Aliased Subclass Inputs In Training])."""
+    requires_grad = {
+        layout.leaves[leaves[0]].owner: fake.requires_grad and tree is None
+        for leaves, fake, tree in zip(layout.leaves_of_input, user_fakes, layout.trees, strict=True)
+        if leaves
+    }
+    return tuple(
+        k
+        for k, item in enumerate(layout.graph_inputs)
+        if isinstance(item, AliasGroupRef)
+        and any(requires_grad[layout.leaves[m].owner] for m in layout.groups[item.group].members)
+    )
+
+
+def group_of(layout: DenseLayout, k: int) -> int:
+    item = layout.graph_inputs[k]
+    assert isinstance(item, AliasGroupRef), "BUG: not a synthetic base"
+    return item.group
+
+
+def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
+    """Subclass inputs whose only change is in-place view ops the epilogue replays on the real input (autograd
+    records them there, as in eager); no value comes out of the compiled Function for them."""
+    out = []
+    for i, tree in enumerate(layout.trees):
+        muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
+        if tree is None or not analysis.inplace_replay[i]:
+            continue
+        if not any(m.data or m.storage_changed or m.swapped or m.resized or m.final_data for m in muts):
+            out.append(i)
+    return tuple(out)
+
+
+# Note [Metadata Changes Of Aliased Inputs In Training]
+# A member of an alias group (Note [Aliased Inputs In Training]) whose metadata the program changes in place (a.t_())
+# is traced as an in-place view op on a view of the synthetic base, and the epilogue replays it on the real member,
+# where autograd records it as in eager. Gradients match eager when exactly one member changes its metadata, by
+# in-place view ops run with grad enabled, and no member is written. With two members changed, or one changed and
+# written, or changed under no_grad, autograd's view tracking of the traced views of the base gives other gradients
+# than eager's for outputs computed from the changed members (checked by the parity oracle), so those are refused;
+# but only where the program returns a tensor. With no tensor output the Function's only differentiable outputs are
+# the input updates, whose gradient reaches the base through the epilogue's copy into it (never through the traced
+# views), and the members' metadata, values, versions and autograd flags are the epilogue's as for any group.
+# A member set_() to another storage (x.set_(y), y not a view of the base) leaves the group: it is no view of the
+# base any more, so its metadata does not count, and the swap is replayed on the real member like any storage swap
+# (with `x.set_(x)` under grad where eager records it: Note [set_ Under Grad]); the updates of its new storage get
+# no gradient (backward_trace._swapped_updates). Nor does the metadata of a member set_() under grad (to a view of the
+# base: b.set_(a[1:])) count: eager's backward through it raises, and ours too (the traced set_ fails the joint
+# trace's autograd.grad only where an output reaches it: Note [Backward Errors Are Deferred]), while the other
+# members' views are untouched. These relaxations are checked (parity oracle) for plain members only: a group with
+# a subclass member keeps the earlier refusals of set_() and of metadata changes. Plain members changed by in-place
+# view ops alone follow Note [Layout Changes Of Aliased Inputs By In-Place View Ops] instead.
+
+
+# Note [Layout Changes Of Aliased Inputs By In-Place View Ops]
+# For plain members whose metadata the program changes by in-place view ops alone (t_, unsqueeze_, transpose_,
+# as_strided_; not set_() or `.data =`), the refusals of Note [Metadata Changes Of Aliased Inputs In Training] were
+# all one cause: autograd rebuilds the history of a traced view of the synthetic base from a view function that
+# misses the in-place view ops (Note [Stale View Functions]). Where no such rebuilt history is read (the analysis
+# records it per storage: `Analysis.stale_view_reads`), every traced member's history is eager's, op for op: a
+# grad-enabled in-place view op records its own node, writes before it and members never changed rebuild theirs
+# exactly, and the epilogue replays the new layouts on the real members as for one member. So such groups are
+# refused only where a stale history is read: several members changed, written, changed under no_grad, returning
+# tensors or not (checked by the parity oracle: fuzz seed 7000 #454, #968, #1147, #3471, #4117, #6485, #6501,
+# #8944, #9885; wrong gradients where a stale history was read: seed 6000 #3969). Refused too: a member whose input
+# is an autograd leaf given another size by such ops under no_grad alone (fuzz seed 13000 #2682: one leaf passed twice,
+# x1.unsqueeze_(-1) under no_grad, then x0.view(...) with grad): eager makes the leaf's gradient accumulator where it
+# is first read with grad, in the new size, while ours sums the gradient down to the synthetic base's old one.
+
+
+# Note [Metadata Changes Of Grad-Free Members]
+# The refusals of Note [Metadata Changes Of Aliased Inputs In Training] are about autograd's history of the changed
+# members: their traced views of the synthetic base and eager's tensors read gradients in different layouts once a
+# member's layout changes. A plain member whose tensor input requires grad neither before the call nor after it (a
+# `detach()` beside the input that requires grad) has no history to read: autograd records nothing on it in eager
+# (its in-place view ops, under no_grad or not, and anything computed from it do not require grad), and no gradient
+# of the compiled Function flows through it. Its new layout is the epilogue's as_strided_, its values the base's, as
+# for any member. So its metadata changes do not count, whatever the other members do (checked by the parity oracle:
+# fuzz seed 3000 #122, #7299; seed 5000 #8148). Subclass members keep the refusal (unchecked).
+
+
+# Note [Metadata Changes Of Grad-Free Subclass Members]
+# As for plain members (Note [Metadata Changes Of Grad-Free Members]), a subclass member whose tensor input requires
+# grad neither before nor after the call (a `detach()` beside the input that requires grad) has no history for a
+# changed layout to spoil: eager records nothing on it, and the compiled Function gives it no gradient (it is no
+# input of the Function's differentiable part: Note [Aliased Subclass Inputs In Training]). So its in-place view
+# ops, under no_grad or not, do not count, and the group is judged by the members that need grad alone: one object
+# there follows Note [Subclass Inputs Passed Twice In Training], counting the writes through every member (a write
+# through the detached alias is a write to the leaf's storage too). Checked (parity oracle) on fuzz seed 10000
+# #9327 and on detached members transposed beside a member that is read, written, t_()d or a leaf; set_() of any
+# member keeps the refusal.
+
+
+# Note [No-Grad Layout Changes Of Aliased Subclass Inputs]
+# A subclass member whose layout the program changes only by in-place view ops under no_grad records nothing in
+# eager: its history stays as it came, the ops change its wrapper's layout alone. The epilogue replays them on the
+# real member under no_grad (Note [Subclass Inputs Mutated In Training], `_metadata_only_inputs`), and each member
+# keeps its own wrapper-level gradient from the compiled Function (Note [Aliased Subclass Inputs In Training]). So
+# where that member's input is the only one changed, none of the group is written, set_() or resized, the group
+# needs nothing more (checked by the parity oracle: fuzz seed 5000 #4375). An autograd leaf keeps the refusal, for
+# the reason given in Note [Subclass Inputs Changed Below Autograd] (seed 5000 #3045: a view of the leaf taken
+# before the change, used after it, made the backward raise another error than eager's; the same leaf passed
+# twice, as in seed 3000 #268, passed the oracle but is not told apart).
+
+
+def _unsupported_group_change(
+    members: Sequence[DenseIndex],
+    analysis: Analysis,
+    input_of: Callable[[DenseIndex], int],
+    plain: bool,
+    grad_free: Callable[[int], bool],
+    leaf: Callable[[DenseIndex], bool],
+    set_by_grad: Callable[[int], bool],
+    member_meta: Sequence[Meta],
+) -> DenseIndex | None:
+    """The member whose change makes the group unsupported in training (Note [Metadata Changes Of Aliased Inputs
+    In Training]), if any. `input_of`: the tensor input a member belongs to; `plain`: no member is a subclass's;
+    `grad_free`: the tensor input requires grad neither before nor after the call; `leaf`: the member's tensor input
+    is an autograd leaf; `set_by_grad`: a subclass input set_() under grad (Note [Subclass Members set_() Under
+    Grad]); `member_meta`: each member's layout as it came."""
+    muts = [(m, analysis.mutations[m]) for m in members]
+    if not plain:  # See Note [Subclass Members set_() Under Grad]
+        muts = [(m, mut) for m, mut in muts if not set_by_grad(input_of(m))]
+    if not plain:  # the relaxations below are checked for plain members only
+        swapped = [m for m, mut in muts if mut.storage_changed]
+        if swapped:
+            return swapped[0]
+        # See Note [Metadata Changes Of Grad-Free Subclass Members]
+        held = [(m, mut) for m, mut in muts if not grad_free(input_of(m))]
+        if len({input_of(m) for m, _ in held}) == 1 and not any(mut.swapped for _, mut in muts):
+            written = any(mut.data for _, mut in muts)
+            return _one_subclass_object_change(held, analysis, input_of, leaf, written)
+    # A member set_() elsewhere left the group; one set_() under grad has a backward that raises anyway.
+    meta = [m for m, mut in muts if mut.metadata and not (plain and (mut.storage_changed or mut.set_under_grad))]
+    if plain and all(grad_free(input_of(m)) for m in meta):
+        return None  # no history reads their layout (Note [Metadata Changes Of Grad-Free Members])
+    if not meta or (plain and not _returns_tensors(analysis)):
+        return None
+    if plain and data_assignments_allowed(meta, members, analysis, input_of, grad_free, leaf):
+        return None  # See Note [Data Assignments To Aliased Inputs In Training]
+    if plain and not any(analysis.mutations[m].swapped for m in meta):
+        # Note [Layout Changes Of Aliased Inputs By In-Place View Ops]
+        stale = [m for m in members if analysis.stale_view_reads and analysis.stale_view_reads[m]]
+        sizes = dict(zip(members, (mm[0] for mm in member_meta), strict=True))
+        hidden = [
+            m
+            for m in meta
+            if leaf(m) and analysis.mutations[m].metadata_hidden and analysis.mutations[m].final_meta[0] != sizes[m]
+        ]
+        return meta[-1] if stale else (hidden[-1] if hidden else None)
+    # Replayed as view ops (subclasses) or as_strided_ (plain; recorded iff autograd saw the change)
+    steps = analysis.inplace_replay[input_of(meta[0])]
+    recorded = all(step.grad_enabled for step in steps) and all(
+        mut.autograd_visible and not mut.hidden_from_autograd for m, mut in muts if m in meta
+    )
+    if len({input_of(m) for m in meta}) > 1 or any(mut.data for _, mut in muts):
+        return meta[-1]
+    if not recorded and not (not plain and steps and not any(s.grad_enabled for s in steps) and not leaf(meta[0])):
+        return meta[-1]  # the exception: Note [No-Grad Layout Changes Of Aliased Subclass Inputs]
+    return None
+
+
+# Note [Subclass Inputs Passed Twice In Training]
+# One subclass object passed at several positions (f(x, x)) is one object in the program (Note [Aliased Subclass
+# Inputs In Training]): its traced group holds that object alone, so no other member's history can meet its own.
+# Its layout changes by in-place view ops with grad enabled are then those of one input (Note [Subclass Inputs
+# Mutated In Training]): the Function returns its new value with its final metadata, rebuilt from the group's new
+# base (autograd_runtime `group_final`), and the epilogue replays the view ops on the real input, then copies the
+# value in at the wrapper level; written or not, returning tensors or not. Under no_grad they follow Note [No-Grad
+# Layout Changes Of Aliased Subclass Inputs] (a leaf, or a write, keeps the refusal where tensors are returned).
+# Checked (parity oracle) on fuzz seed 7000 #2657, #2688, #3989, #6609, #9855 and on square transposes with
+# position-dependent writes and reads; a set_() of the object keeps the refusal.
+
+
+def _one_subclass_object_change(
+    muts: Sequence[tuple[DenseIndex, LeafMutation]],
+    analysis: Analysis,
+    input_of: Callable[[DenseIndex], int],
+    leaf: Callable[[DenseIndex], bool],
+    written: bool,
+) -> DenseIndex | None:
+    """One subclass object passed several times (Note [Subclass Inputs Passed Twice In Training]); `written`: the
+    program writes a member of its group."""
+    meta = [m for m, mut in muts if mut.metadata]
+    if not meta:
+        return None
+    steps = analysis.inplace_replay[input_of(meta[0])]
+    if steps and all(step.grad_enabled for step in steps):
+        return None
+    hidden = steps and not any(step.grad_enabled for step in steps)
+    if hidden and (not _returns_tensors(analysis) or not (leaf(meta[0]) or written)):
+        return None  # as Note [No-Grad Layout Changes Of Aliased Subclass Inputs]
+    return meta[-1]
+
+
+def _returns_tensors(analysis: Analysis) -> bool:
+    return any(info.kind not in (OutputKind.CONSTANT, OutputKind.SYMINT) for info in analysis.outputs)
+
+
+def _check_overlapping_wrapper_writes(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
+) -> None:
+    """A subclass input whose elements overlap (expand()) that the epilogue writes at the wrapper level (Note
+    [Subclass Inputs Mutated In Training]): its copy_ into the repeated elements raises (fuzz seed 6000 #6885). One
+    written only through another input over its storage (fuzz seed 40000 #5481, #9365) or below autograd (#5857)
+    is not written that way."""
+    for i in wrapper_update_inputs(layout, analysis, user_fakes):
+        t = user_fakes[i]
+        if any(st == 0 and sz != 1 for sz, st in zip(t.shape, t.stride(), strict=True)):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path}: the program writes this tensor subclass input, which "
+                "requires grad and whose elements overlap (expand()), where autograd records it; writing its new "
+                "values back into the input's repeated elements is not supported. Pass the tensor it was expanded "
+                "from and expand it inside the function, or write a clone of it"
+            )
+
+
+def check_training_supported(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
+) -> None:
+    _check_data_swap_after_recorded_write(flat, layout, analysis, user_fakes)
+    check_assigned_writes(flat, layout, analysis, user_fakes)
+    _check_overlapping_wrapper_writes(flat, layout, analysis, user_fakes)
+    by_object = {id(fake): t for t, fake in reversed(list(enumerate(user_fakes)))}
+
+    def input_of(m: DenseIndex) -> int:
+        # one object passed twice is one input (its first position)
+        return by_object[id(user_fakes[flat.tensor_indices.index(layout.leaves[m].owner)])]
+
+    def grad_free(t: int) -> bool:
+        return not user_fakes[t].requires_grad and not analysis.requires_grad_after[t]
+
+    def leaf(m: DenseIndex) -> bool:
+        return bool(cast(torch.Tensor, flat.values[layout.leaves[m].owner]).is_leaf)
+
+    def set_by_grad(t: int) -> bool:
+        return _set_under_grad(layout, analysis, t)
+
+    for group in layout.groups:
+        owners = {layout.leaves[m].owner for m in group.members}
+        needs_grad = any(fake.requires_grad for t, fake in enumerate(user_fakes) if flat.tensor_indices[t] in owners)
+        plain = all(layout.trees[input_of(m)] is None for m in group.members)
+        changed = _unsupported_group_change(
+            group.members, analysis, input_of, plain, grad_free, leaf, set_by_grad, group.member_meta
+        )
+        if needs_grad and changed is not None:
+            path = layout.leaves[changed].path
+            if plain and any(analysis.stale_view_reads[m] for m in group.members if analysis.stale_view_reads):
+                raise UnsupportedError(
+                    f"{path} shares storage with another input that requires grad and the program changes the "
+                    "metadata (t_, unsqueeze_, ...) of a member, then writes through it (or a view of it taken "
+                    "after), or uses it after a write to the storage or after an in-place view op under no_grad; in "
+                    "training this is not supported yet (autograd would rebuild its history in its old layout: Note "
+                    "[Stale View Functions]). Pass one base tensor and take the views inside the function, or change "
+                    "the layout of a clone"
+                )
+            raise UnsupportedError(
+                f"{path} shares storage with another input that requires grad and the program changes the metadata "
+                "(for plain members: by set_() or `.data =` onto the shared storage) of several members, or of one "
+                "that is also written or changed under no_grad, and returns tensors (for tensor subclass members: "
+                "returning tensors or not where they are distinct objects, and any set_() of one too); in training "
+                "this is not supported yet (their gradients would not be eager's). Pass one base tensor and take the "
+                "views inside the function"
+            )
+        _check_aliased_subclass_group(flat, layout, analysis, user_fakes, group)
+    supported = (
+        *wrapper_update_inputs(layout, analysis, user_fakes),
+        *_metadata_only_inputs(layout, analysis),
+        *_written_through_alias(layout, analysis),
+        *_set_under_grad_inputs(layout, analysis),
+        *_hidden_change_inputs(flat, layout, analysis),
+        *set_under_no_grad_inputs(layout, analysis),
+        *inner_written_inputs(layout, analysis),
+    )
+    for t_index, (tree, fake) in enumerate(zip(layout.trees, user_fakes, strict=True)):
+        same = layout.same_wrapper[t_index] if layout.same_wrapper else None
+        if _duplicate(layout, t_index) and same in supported:
+            continue  # one object: its first position carries its updates
+        if tree is not None and fake.requires_grad and t_index not in supported:
+            if any(analysis.mutations[j].any for j in layout.leaves_of_input[t_index]):
+                raise UnsupportedError(
+                    f"{tree.path}: a tensor subclass input that requires grad has its metadata or storage changed "
+                    "in place (t_, set_, resize_ ...); in training only data writes to such inputs are supported "
+                    "yet. Change a clone instead, or run it under torch.no_grad()"
+                )
+    refuse_leaves_resized_under_no_grad(flat, layout, analysis)
+
+
+# Note [Subclass Inputs set_() Under Grad]
+# A subclass input that requires grad and that the program set_()s with grad enabled gets, in eager, a node whose
+# backward raises ("derivative for set_ is not implemented") at the wrapper level: no gradient reaches the input's
+# earlier history through it any more, whatever the program did to it before or after (writes, in-place view ops,
+# another set_). So the input needs no new value from the compiled Function (Note [Subclass Inputs Mutated In
+# Training]): the epilogue gives it its storage, metadata and values as in inference, then repeats `x.set_(x)` under
+# grad (Note [set_ Under Grad]), which gives it eager's grad_fn; outputs computed from it before the swap carry
+# gradients to its earlier history through the Function, those computed after it fail their backward as eager's (Note
+# [Backward Errors Are Deferred]). Checked (parity oracle) where every dense leaf of the input was set_() under grad,
+# not by `.data =` or resize_ (fuzz seed 3000 #1495, #7047, #7769; seed 5000 #2444, #6698; in an alias group, see Note
+# [Subclass Members set_() Under Grad]). A set_() under no_grad keeps the refusal: the history it leaves reads the new
+# layout (fuzz seed 3000 #4811: wrong gradients); so does a leaf whose final strides a kernel chose (fuzz seed 3000
+# #1301: a set_() to a computed empty tensor, whose strides the fake trace gets wrong in inference too).
+
+
+# Note [Subclass Members set_() Under Grad]
+# What Note [Subclass Inputs set_() Under Grad] says holds for a member of an alias group as well. Eager's set_() with
+# grad enabled gives the member a node whose backward raises, at the wrapper level, where autograd relates it to the
+# other members only as views of one wrapper base (Note [Aliased Subclass Inputs In Training]); the epilogue's
+# `x.set_(x)` under grad on the real member does the same to the same real tensors (a real view rebases its real base,
+# as in eager). The group's values, metadata and version counters are the epilogue's as for any swap, and outputs
+# computed from any member before or after the set_() come from the Function (a backward that reaches the traced
+# set_ raises: Note [Backward Errors Are Deferred]). So such a member leaves the group's metadata check
+# (`_unsupported_group_change`), as plain members set_() under grad do (Note [Metadata Changes Of Aliased Inputs In
+# Training]). Checked (parity oracle) on fuzz seed 10000 #8822, seed 11000 #6116 and on a view set_() to the base and
+# back, the same object passed twice, each read or written after the swap. A set_() under no_grad, by `.data =`, or one
+# whose final strides a kernel chose keeps the refusal.
+
+
+def _set_under_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
+    """Subclass inputs set_() with grad enabled (Note [Subclass Inputs set_() Under Grad], Note [Subclass Members
+    set_() Under Grad])."""
+    return tuple(i for i in range(len(layout.trees)) if _set_under_grad(layout, analysis, i))
+
+
+def _set_under_grad(layout: DenseLayout, analysis: Analysis, i: int) -> bool:
+    leaves = layout.leaves_of_input[i]
+    muts = [analysis.mutations[j] for j in leaves]
+    if layout.trees[i] is None or not leaves or analysis.wrapper_data[i] is not None:
+        return False
+    return all(m.set_under_grad and not m.resized and not m.swapped_by_data for m in muts) and not any(
+        kernel_strides(m) for m in muts
+    )
+
+
+# Note [Subclass Inputs Changed Below Autograd]
+# A subclass input that requires grad, whose layout the program changes by in-place view ops (t_, unsqueeze_, any
+# grad mode) and whose values it writes only where autograd does not record it (under no_grad, through `.data`),
+# needs no new value from the compiled Function: eager records nothing of the writes, so the epilogue writes its
+# inner tensors below autograd (as inference does) and replays the view ops on the real wrapper under the grad mode
+# each had, as for an input whose layout alone changes (`_metadata_only_inputs`). Checked (parity oracle) for inputs
+# that are views or non-leaves (fuzz seed 5000 #1628, #9092). An autograd leaf keeps the refusal: the compiled
+# Function is applied to it before the epilogue changes its layout, so a gradient of the new layout meets the
+# accumulator of the old one (a no_grad t_() of a non-square leaf, then x.sin(): the backward raises where eager's
+# does not; a layout change alone shows it too).
+
+
+def _hidden_change_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
+    """Subclass inputs, not autograd leaves, whose layout the program changes by in-place view ops the epilogue
+    replays, and whose values it writes only where autograd does not record it (Note [Subclass Inputs Changed Below
+    Autograd])."""
+    grouped = {m for g in layout.groups for m in g.members}
+    out = []
+    for i, tree in enumerate(layout.trees):
+        leaves = layout.leaves_of_input[i]
+        muts = [analysis.mutations[j] for j in leaves]
+        if tree is None or not analysis.inplace_replay[i] or any(j in grouped for j in leaves):
+            continue
+        if cast(torch.Tensor, flat.values[flat.tensor_indices[i]]).is_leaf:
+            continue
+        if analysis.wrapper_data[i] is not None or any(m.storage_changed or m.swapped or m.resized for m in muts):
+            continue
+        if all(not m.autograd_visible and (m.hidden_from_autograd or not m.data) for m in muts):
+            out.append(i)
+    return tuple(out)
+
+
+# Note [Aliased Subclass Inputs In Training]
+# Subclass inputs whose inner tensors share storage (two views of one PairTensor, or the same one passed twice)
+# are traced like plain aliases, their inner tensors as views of one synthetic base per storage (Note [Synthetic
+# Bases]), so that every alias sees every write. Autograd, though, sees a subclass at the wrapper level, and in eager
+# it relates two wrappers only when they are views of one wrapper base (one version-counter family): there an
+# in-place op on one rebases the other's history. So each member stays its own input of the compiled
+# autograd.Function, with its own wrapper-level gradient (the program runs on a wrapper over its very inner tensors,
+# `_SameStorageClone`, a non-leaf as eager's views are), and autograd sums the members' gradients into the tensor
+# behind them through their own grad_fns, as in eager. The same object passed twice is one object in the program and
+# one gradient (its first position). A member written through its own wrapper family comes back from the Function
+# as a wrapper around its region of the new base and is copied in at the wrapper level (Note [Subclass Inputs
+# Mutated In Training]); the base itself is written below autograd, where no one else sees it.
+# A leaf (or a view of one) written that way was written through an alias autograd does not relate to it (a
+# detach() beside it: eager would raise otherwise), so its copy is made below autograd (runtime `_copy_wrapper`).
+# That is exact except where autograd's rebasing matters: a write autograd records into a group in which two
+# distinct members of one wrapper family overlap (x and x[0], x written, x[0] read after). Then eager's history of
+# the second member goes through the write, ours would not, so that case is refused unless Note [Overlapping
+# Subclass Members Written Through One] or Note [Subclass Members Traced As Views Of Their Base Input] applies (as is
+# a group mixing a plain member and a subclass member that both require grad: their gradients would meet below
+# autograd). Making it exact in general needs the gradient with respect to the shared inner storage, split back per
+# member, but the link from a wrapper to its inner tensors is below autograd: that gradient would take either
+# autograd on the inner tensors (not the subclass's own wrapper-level formulas, so not eager's for a general
+# subclass) or rebuilding the members as wrapper-level views of one wrapper (as_strided on the subclass, which a
+# general subclass need not support). Where one member is the other's real `._base`, the real view's own view ops
+# rebuild it exactly: that is the Note on traced views; where the members are views of one base the call does not
+# pass, that base is added as an input (Note [Subclass Views Of A Base Not Passed]).
+
+
+def _written_through_alias(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
+    """Subclass members of traced alias groups whose data changed only: the base copy writes their storage."""
+    grouped = {m for g in layout.groups for m in g.members}
+    out = []
+    for i, tree in enumerate(layout.trees):
+        leaves = layout.leaves_of_input[i]
+        muts = [analysis.mutations[j] for j in leaves]
+        if tree is None or not any(j in grouped for j in leaves):
+            continue
+        if not any(m.metadata or m.storage_changed or m.swapped or m.resized or m.final_data for m in muts):
+            out.append(i)
+    return tuple(out)
+
+
+def _check_aliased_subclass_group(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor], group: AliasGroup
+) -> None:
+    """Refuse the alias groups Note [Aliased Subclass Inputs In Training] cannot make exact."""
+    owner_of = {m: layout.leaves[m].owner for m in group.members}
+    position = {flat.tensor_indices[t]: t for t in range(len(layout.trees))}
+    subclass_grad = [
+        m
+        for m in group.members
+        if layout.trees[position[owner_of[m]]] is not None and user_fakes[position[owner_of[m]]].requires_grad
+    ]
+    if not subclass_grad:
+        return
+    path = flat.leaves[owner_of[subclass_grad[0]]].path
+    if any(
+        layout.trees[position[owner_of[m]]] is None and user_fakes[position[owner_of[m]]].requires_grad
+        for m in group.members
+    ):
+        raise UnsupportedError(
+            f"{path} is a tensor subclass that requires grad and shares storage with a plain input that requires "
+            "grad; in training this is not supported yet (Note [Aliased Subclass Inputs In Training]). Pass one "
+            "of them and take the other inside the function"
+        )
+    visible = any(
+        analysis.mutations[m].data
+        and analysis.mutations[m].autograd_visible
+        and not analysis.mutations[m].hidden_from_autograd
+        for m in group.members
+    )
+    if not visible:
+        return
+    clash = _overlapping_members(layout, group, subclass_grad, position)
+    if (
+        clash is not None
+        and _writer_of(layout, analysis, group) is None
+        and not _one_traced_view_family(layout, subclass_grad)
+    ):
+        raise AliasedSubclassRefusal(
+            f"{layout.leaves[clash].path} overlaps another input that is a view of the same tensor subclass base "
+            "(or overlaps itself), and the program writes them where autograd records it; in training this is not "
+            "supported yet (autograd's history of one alias goes through the write to the other; views of one base "
+            "that is not passed are compiled with that base, except in a module's forward or beside captured "
+            "tensors). Pass the base tensor and take the views inside the function, or write under torch.no_grad()"
+        )
+
+
+# Note [Overlapping Subclass Members Written Through One]
+# The refusal above (Note [Aliased Subclass Inputs In Training]) is lifted where one member is the only one the
+# program writes through with grad enabled (its wrapper, or views of it the program took) and no other member is
+# used with grad enabled by an op other than a view op after the write (eager's history of that use goes through the
+# write). A use before the write, or by the write itself, may save the member for a backward that eager's version
+# check then fails: the trace's check fails alike (Note [Saved Members Of A Written Wrapper Family]). Ops under no_grad
+# record nothing: their values are the trace's, and writes through other members reach the writer's traced value
+# below autograd, where eager's history does not see them either. Then autograd does what eager does: the writer's
+# new value comes from the Function (its history is the program's writes to its own wrapper, exact in the trace)
+# and is copied into the real writer at the wrapper level, which rebases the wrappers' common base, so every other
+# member, a view of that base, gets its history from the write when autograd next reads it, as in eager. So the
+# other members get no wrapper update of their own (one would replace that history by a copy of their old one):
+# their values come with the base's dense copy, their outputs (views or the inputs themselves) are rebuilt from
+# them. Writes to the inner tensors directly, in-place view ops, and plain members keep the refusal.
+
+
+def _writer_of(layout: DenseLayout, analysis: Analysis, group: AliasGroup) -> int | None:
+    """The one tensor input the program writes the group through, where Note [Overlapping Subclass Members Written
+    Through One] applies; else None."""
+    if not analysis.wrapper_first_write:
+        return None
+    input_of = {j: t for t, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    inputs = set()
+    for m in group.members:
+        t = input_of[m]
+        same = layout.same_wrapper[t] if layout.same_wrapper else None
+        inputs.add(t if same is None else same)
+    if any(layout.trees[t] is None or analysis.dense_written[t] or analysis.inplace_view_ops[t] for t in inputs):
+        return None
+    if any(analysis.mutations[m].metadata or analysis.mutations[m].storage_changed for m in group.members):
+        return None
+    writers = [t for t in inputs if analysis.wrapper_first_write[t] is not None]
+    if len(writers) != 1:
+        return None
+    first = analysis.wrapper_first_write[writers[0]]
+    for t in inputs - {writers[0]}:
+        # Used after the write: eager's history of that use goes through the write. Saved by an op before it, or
+        # by the write itself: the trace's backward fails as eager's (Note [Saved Members Of A Written Wrapper
+        # Family]).
+        last = analysis.wrapper_last_use[t]
+        if last is not None and (first is None or last > first) and not _traced_as_view(layout, t, writers[0]):
+            return None
+    return writers[0]
+
+
+def _one_traced_view_family(layout: DenseLayout, members: Sequence[DenseIndex]) -> bool:
+    """The tensor inputs of `members` (those of a group that require grad: the others are written below autograd,
+    as in eager) are one base input and views of it traced as such (Note [Subclass Members Traced As Views Of Their
+    Base Input])."""
+    input_of = {j: t for t, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    inputs = set()
+    for m in members:
+        t = input_of[m]
+        same = layout.same_wrapper[t] if layout.same_wrapper else None
+        inputs.add(t if same is None else same)
+    bases = {t if layout.view_of[t] is None else layout.view_of[t] for t in inputs} if layout.view_of else inputs
+    return len(bases) == 1 and all(layout.trees[t] is not None for t in inputs)
+
+
+def _traced_as_view(layout: DenseLayout, t: int, writer: int) -> bool:
+    """Input `t` or the writer is the other's autograd `._base`: the trace differentiates a use after the write
+    through it (Note [Subclass Members Traced As Views Of Their Base Input])."""
+    return bool(layout.view_of) and (layout.view_of[t] == writer or layout.view_of[writer] == t)
+
+
+def _read_only_member(layout: DenseLayout, analysis: Analysis, group: AliasGroup, i: int) -> bool:
+    """Tensor input `i` is a member of `group` other than its one writer, in a group whose members overlap (Note
+    [Overlapping Subclass Members Written Through One])."""
+    writer = _writer_of(layout, analysis, group)
+    if writer is None or writer == i or (layout.same_wrapper and layout.same_wrapper[i] == writer):
+        return False
+    position = {layout.leaves[j].owner: t for t, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    return _overlapping_members(layout, group, group.members, position) is not None
+
+
+def _overlapping_members(
+    layout: DenseLayout, group: AliasGroup, members: Sequence[DenseIndex], position: dict[InputIndex, int]
+) -> DenseIndex | None:
+    """A member whose elements overlap another distinct member of the same wrapper family, or themselves."""
+    index = torch.arange(group.base_numel)
+    seen: dict[int, list[tuple[int, torch.Tensor]]] = {}  # wrapper family -> (input, elements) of its members
+    for m in members:
+        k = group.members.index(m)
+        if group.same_as[k] is not None:
+            continue  # the very same tensor as an earlier member: one object in the program
+        size, stride, offset = group.member_meta[k]
+        elements = torch.as_strided(index, _static(size), _static(stride), _static((offset,))[0]).flatten()
+        if elements.numel() and int(torch.bincount(elements).max()) > 1:
+            return m
+        t = position[layout.leaves[m].owner]
+        family = layout.wrapper_families[t]
+        for other_t, other in seen.get(family, []):
+            if other_t != t and bool(torch.isin(elements, other).any()):
+                return m
+        seen.setdefault(family, []).append((t, elements))
+    return None
+
+
+def _static(dims: Sequence[object]) -> tuple[int, ...]:
+    assert all(isinstance(d, int) for d in dims), "BUG: alias-group metadata must be static"
+    return tuple(int(d) for d in dims if isinstance(d, int))
+
+
+# Note [Inputs That Gain Grad In Training]
+# An input that does not require grad ends up requiring it when the program writes, or set_()s, a value that
+# requires grad into it (x.copy_(w), x.set_(w)); eager records that op on it, so afterwards it is a non-leaf with a
+# grad_fn. A plain input written that way needs nothing new: the epilogue's copy_ runs with grad enabled from the
+# Function's differentiable update. Two kinds need more:
+# - A subclass input written that way takes the path of Note [Subclass Inputs Mutated In Training]: the compiled
+#   Function returns its new value as a wrapper (differentiable, since the traced program's copy into the fake
+#   wrapper is recorded at the wrapper level as in eager), and the epilogue copies it in at the wrapper level with
+#   grad enabled, so the input gets eager's CopyBackwards and gradients reach the value written. Where that path is
+#   refused (storage swaps, changes autograd did not record), so is this.
+# - A plain input set_() to a value that requires grad gets eager's grad_fn, whose backward raises ("derivative for
+#   set_ is not implemented"): the epilogue swaps its storage as in inference, then repeats the swap as
+#   `x.set_(source)` under grad, where `source` is a differentiable alias of x's new storage and metadata (taken
+#   from the input whose storage it now shares; else a fresh leaf alias, never reached: the backward stops at the
+#   set_ node). Outputs the program computed from it come from the Function, whose backward raises the same error
+#   (Note [Backward Errors Are Deferred]); the updates of a swapped storage are not differentiated (their copies run
+#   under no_grad), so a backward that does not pass through the swap completes, as in eager. An output that is the
+#   intermediate the input was set_() to (`y = w * 2; x.set_(y); return y`) would be rebuilt from the input without
+#   y's own history: refused (`check_swapped_storage_outputs`). A subclass input set_() that way repeats the set_
+#   at the wrapper level (Note [Subclass Inputs That Gain Grad By set_]; where that is not exact it is refused), and
+#   a plain input that gains grad by a write after a swap autograd did not record is refused (`SwapRecord.grad_set_ids` holds the recorded ones: under grad, it or the source
+#   requiring grad), whose write lands in the new storage below autograd.
+
+
+# Note [Inputs Passed Twice That Gain Grad]
+# `f(x, w, x)` with x not requiring grad, w requiring it, and `x.add_(w)` (with grad on): in eager x gains grad, a
+# non-leaf with AddBackward0. Its two graph inputs are one alias group (Note [Aliased Inputs In Training]) whose
+# synthetic base, as no member requires grad, is an as_strided view of x: the epilogue's copy_ into it with grad on
+# gives x a CopySlices history whose backward reaches the Function's update, and so w (fuzz seed 40000 #1161,
+# #6072). That is eager's only where every member of the group is that one tensor (the guards hold which members
+# are the same object): members that are distinct views or detach() aliases of one storage gain grad in eager by
+# autograd relations the base copy does not reproduce (a detach() of an input that requires grad, written with grad:
+# seed 40000 #4021), and stay refused. So is a tensor whose layout the program changes (`x.t_()`): the epilogue
+# then replays that change on x after the base copy, and the gradient through x returned did not match eager's.
+
+
+def one_tensor_passed_again(layout: DenseLayout, analysis: Analysis, j: int) -> bool:
+    """Dense leaf `j` is in an alias group every member of which is one tensor passed several times, whose layout
+    the program leaves as it was (Note [Inputs Passed Twice That Gain Grad])."""
+    group = next(g for g in layout.groups if j in g.members)
+    same = not group.whole_storage and all(s is not None for s in group.same_as[1:])
+    return same and not any(analysis.mutations[m].metadata for m in group.members)
+
+
+def gains_grad(analysis: Analysis, i: int, fake: torch.Tensor) -> bool:
+    """Tensor input `i` does not require grad and the program writes or set_()s a value that requires grad into it
+    (not requires_grad_(): that input is compiled as requiring grad from the start)."""
+    return not fake.requires_grad and analysis.requires_grad_after[i] and not analysis.requires_grad_set[i]
+
+
+def check_swapped_storage_outputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
+    """Refuse an output that shares the new storage of an input set_() to an intermediate that requires grad
+    (`y = w * 2; x.set_(y); return y`): it is rebuilt from the input after the epilogue, without the
+    intermediate's own history, so its gradient would not be eager's (Note [Inputs That Gain Grad In Training])."""
+    input_of: dict[int, int] = {leaf: i for i, leaves in enumerate(layout.leaves_of_input) for leaf in leaves}
+    for info in analysis.outputs:
+        if info.replay is not None and info.replay.source is ReplaySource.INPUT:
+            continue  # a view of the input itself, taken after the swap: replayed with grad, as in eager
+        for leaf in info.leaves:
+            if leaf.source is not LeafSource.INPUT_ALIAS:
+                continue
+            m, i = analysis.mutations[leaf.index], input_of[leaf.index]
+            if m.storage_changed and m.set_source is None and analysis.requires_grad_after[i]:
+                raise UnsupportedError(
+                    f"{info.path} shares storage with {flat.leaves[flat.tensor_indices[i]].path}, which the program "
+                    "set_() to a new tensor that requires grad; in training such an output cannot keep that "
+                    "tensor's autograd history. Return a clone of it (.clone()), or set_() the input to a clone"
+                )
+
+
+def _check_data_swap_after_recorded_write(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
+) -> None:
+    """An input that requires grad, written where autograd records it and then given other data by `.data =`:
+    eager's history of the write (saved for its backward) and the new data disagree in ways the compiled Function
+    does not reproduce (fuzz seed 1000, program 4451: wrong gradients), so it is refused. For a subclass input, where
+    an assignment changes the wrapper's size (Note [Wrapper Data Assignment]), before or after the write (fuzz seed
+    30, program 2283: the backward raised)."""
+    for i, fake in enumerate(user_fakes):
+        muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
+        data = analysis.wrapper_data[i]
+        assigned = data is not None and data.resizes
+        if fake.requires_grad and any((m.swapped_by_data or assigned) and m.data and m.autograd_visible for m in muts):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path}: the program writes this input where autograd records "
+                "it and assigns its `.data` (a tensor subclass's: from a tensor of another size); in training this is "
+                "not supported (its gradients would not be eager's). Assign `.data` of a detached clone, or write "
+                "under torch.no_grad()"
+            )
+
+
+def check_overlapping_plain_groups(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
+) -> None:
+    """A plain input whose elements overlap (an expand()) is traced over its whole storage when written (Note
+    [Writes Below An Expanded Input]); in training, autograd's gradient of such a view (as_strided onto repeated
+    elements) raises in the backward where eager's expand backward does not: refused when a write is recorded."""
+    for group in layout.groups:
+        owners = {layout.leaves[m].owner for m in group.members}
+        needs_grad = any(fake.requires_grad for t, fake in enumerate(user_fakes) if flat.tensor_indices[t] in owners)
+        recorded = any(
+            analysis.mutations[m].autograd_visible and not analysis.mutations[m].hidden_from_autograd
+            for m in group.members
+        )
+        if not (group.whole_storage and needs_grad and recorded):
+            continue  # aliased inputs written through a member that does not overlap pass (fuzz seed 2000 #5762)
+        position = {index: t for t, index in enumerate(flat.tensor_indices)}
+        for m, (size, stride, offset) in zip(group.members, group.member_meta, strict=True):
+            if layout.trees[position[layout.leaves[m].owner]] is not None:
+                continue  # subclass members: see _check_aliased_subclass_group
+            elements = torch.as_strided(
+                torch.arange(group.base_numel), _static(size), _static(stride), _static((offset,))[0]
+            )
+            if elements.numel() and int(torch.bincount(elements.flatten()).max()) > 1:
+                raise UnsupportedError(
+                    f"{layout.leaves[m].path}: an input whose elements overlap in memory (an expand()), that requires "
+                    "grad and that the program writes where autograd records it; in training this is not supported "
+                    "yet (the gradient through its repeated elements would not be eager's). Pass the tensor it was "
+                    "expanded from and expand it inside the function, or write under torch.no_grad()"
+                )

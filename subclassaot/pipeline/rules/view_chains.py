@@ -1,0 +1,793 @@
+"""Stage `analyze`, output regeneration: how eager made each aliased output (the view chain from an input, an
+earlier output or an intermediate base, with in-place view ops and wrapper-level set_() steps), and the in-place view
+ops the epilogue replays on subclass inputs (which subclass tensors share a wrapper storage after the call is in
+storage_classes.py). The facts about chains the analysis decides on (a detach() in the chain, a set_() under grad
+before it, in-place view ops under mixed grad modes) are in chain_facts.py.
+
+Input: a `FunctionalRun` and the output being analyzed. Output: `Replay` / `ViewStep` records for the runtime (Note
+[Output Regeneration], Note [Subclass Views Rebuilt By set_]). Invariants: pure reads of the run's records; a chain
+is returned only when replaying it is exact, else None; nothing here raises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.desugar import leaf_meta
+from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
+from subclassaot.pipeline.rules.assigned_roots import assigned_root, with_root_data_meta
+from subclassaot.pipeline.rules.chain_facts import detached_before_change, input_bumps
+from subclassaot.pipeline.rules.data_assignment import apart_from_leaves, leaves_moved
+from subclassaot.pipeline.rules.final_marks import early_marks, final_pass_marks
+from subclassaot.pipeline.rules.grad_set_bases import set_view_root
+from subclassaot.pipeline.rules.regenerated_views import stale_at_end
+from subclassaot.pipeline.rules.swap_record import SET_OPS, InplaceViewRecord, ViewRecord
+from subclassaot.schemas import (
+    DenseIndex,
+    DenseLayout,
+    InputArg,
+    InputIndex,
+    LeafMutation,
+    LeafSource,
+    Meta,
+    OutputLeaf,
+    Replay,
+    ReplaySource,
+    ViewStep,
+)
+from subclassaot.torch_internals import is_plain_autograd_view, storage_key, symint_expr
+
+__all__ = [
+    "cut_history_replay",
+    "early_input_replay",
+    "last_bump",
+    "inplace_replay",
+    "replay_of",
+    "root_replay",
+    "viewed_before_set",
+    "view_rebuilt_by_set",
+    "view_step",
+]
+
+
+def root_replay(
+    t: torch.Tensor,
+    bases: dict[object, tuple[int, torch.Tensor]],
+    steps: tuple[ViewStep, ...],
+    meta: Meta | None = None,
+) -> Replay | None:
+    """Replay from the intermediate subclass `t` rebuilt around its dense leaves, when they are all intermediate
+    bases (Note [Subclass Intermediate Roots]); no steps: the output is `t` itself. `meta`: the wrapper's metadata
+    when the chain viewed it, where a `.data =` changed it since (Note [Views Of A Root Whose .data Was Assigned])."""
+    if not is_traceable_subclass(t):
+        return None
+    node, root_leaves = flatten_subclass(t, "root")
+    found = [bases.get(storage_key(leaf)) for leaf in root_leaves]
+    if not all(b is not None and b[1] is leaf for b, leaf in zip(found, root_leaves, strict=True)):
+        return None
+    meta = leaf_meta(t) if meta is None else meta
+    return Replay(
+        source=ReplaySource.WRAPPER,
+        index=-1,
+        steps=steps,
+        root_tree=node,
+        root_bases=tuple(b[0] for b in found if b is not None),
+        root_meta=meta,
+        root_stride_leaf=next((k for k, leaf in enumerate(root_leaves) if leaf_meta(leaf)[:2] == meta[:2]), None),
+    )
+
+
+def replay_of(
+    value: torch.Tensor,
+    leaves: tuple[OutputLeaf, ...],
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    bases: dict[object, tuple[int, torch.Tensor]],
+    earlier: dict[int, int],
+) -> Replay | None:
+    """The view chain eager used to make `value` from an input, an earlier output or an intermediate base, if
+    replaying it is exact; it names the eager objects it passes through (Note [Views Sharing An Intermediate])."""
+    chain: list[ViewStep] = []
+    marks: list[tuple[int, int]] = []
+    after: list[ViewStep | None] = []
+    found = _replay_of(value, leaves, run, input_by_id, bases, earlier, (chain, marks, after))
+    if found is None or found.steps != tuple(chain):
+        return found
+    if after and all(s is not None for s in after):  # Note [In-Place View Ops On A Base After Its Views]
+        found = replace(found, base_after=tuple(s for s in after if s is not None))
+    elif after:  # an op on the `._base` after the view that no step replays (a set_() onto another tensor)
+        return None
+    return replace(found, marks=early_marks(marks) if found.before_epilogue else tuple(marks)) if marks else found
+
+
+def _chain_marks(
+    segments: list[list[ViewStep]], objects: list[torch.Tensor], run: FunctionalRun, changed_base: int | None
+) -> list[tuple[int, int]]:
+    """(steps replayed, id() of the eager object they make) per segment whose object no in-place view op changed,
+    or only after the chain viewed it where it is `changed_base`, the `._base` they are applied to once (Note
+    [In-Place View Ops On A Base After Its Views])."""
+    marks: list[tuple[int, int]] = []
+    count = 0
+    for segment, made in zip(reversed(segments), reversed(objects), strict=True):
+        count += len(segment)
+        unchanged = (
+            id(made) not in run.swaps.inplace_views
+            or (id(made) == changed_base and len(segment) == 1)
+            or (len(segment) == 1 + len(run.swaps.inplace_views[id(made)]) and final_only(made, run))
+        )
+        if unchanged and id(made) not in run.swaps.swapped_ids:
+            marks.append((count, id(made)))
+        else:  # Note [Views Across In-Place View Ops On An Intermediate]
+            marks.extend(final_pass_marks(made, len(segment), count, run))
+    return marks
+
+
+def _replay_of(
+    value: torch.Tensor,
+    leaves: tuple[OutputLeaf, ...],
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    bases: dict[object, tuple[int, torch.Tensor]],
+    earlier: dict[int, int],
+    named: tuple[list[ViewStep], list[tuple[int, int]], list[ViewStep | None]],
+) -> Replay | None:
+    then_set = _set_after_made(value, run)
+    if all(leaf.source is LeafSource.GRAPH for leaf in leaves) and not then_set:
+        return None
+    segments: list[list[ViewStep]] = []
+    objects: list[torch.Tensor] = []  # per segment: the object its steps make
+    t = value
+    first: ViewRecord | None = None
+    # in-place view ops on a tensor count until the next view was taken from it (for the output itself: until the
+    # set_() that replaced its wrapper's contents)
+    found = _set_record(value, run) if then_set else None
+    upto = found[0] if found is not None else 1 << 62
+    set_sources = _unchanged_subclass_inputs(run, input_by_id) if run.swaps.wrapper_sets else None
+    changed_base: int | None = None
+    while id(t) not in input_by_id and (id(t) not in earlier or _changed_since(t, first, run)):
+        # (an earlier output whose metadata changed after this view was taken from it: replay from its own source)
+        record = run.swaps.views.get(id(t))
+        if record is None:
+            break
+        if (id(t) in run.swaps.swapped_ids and not (then_set and t is value)) or id(t) in run.swaps.grown_ids:
+            return None  # set_(), .data = or a growing resize_() since it was made: the view chain no longer says
+        own = [
+            r
+            for r in run.swaps.inplace_views.get(id(t), [])
+            if record.seq < r.seq < upto and not (then_set and t is value and r.func in SET_OPS)
+        ]  # (an earlier set_() of the output itself: the last one, replayed after the chain, overrides it)
+        step = view_step(record)
+        if step is not None and id(t) in run.swaps.data_aliases:
+            step = replace(step, own_version=True)  # `.data`: not eager's detach(), its version counter is its own
+        segment = [step, *(_inplace_step(r, set_sources) for r in own)]
+        if any(s is None for s in segment):
+            return None
+        segments.append([s for s in segment if s is not None])
+        objects.append(t)
+        if t is value._base and t is not value:  # Note [In-Place View Ops On A Base After Its Views]
+            named[2].extend(_inplace_step(r) for r in run.swaps.inplace_views.get(id(t), []) if r.seq > upto)
+            changed_base = id(t) if named[2] and all(s is not None for s in named[2]) else None
+        first, t, upto = record, record.source, record.seq
+    if not segments or first is None:
+        return None if then_set else root_replay(value, bases, ())
+    steps = [s for segment in reversed(segments) for s in segment]
+    named[0].extend(steps)
+    named[1].extend(_chain_marks(segments, objects, run, changed_base))
+    if then_set:
+        by_data = id(value) in run.swaps.swapped_by_data
+        replay = _replay_then_set(t, first, steps, run, input_by_id, bases, earlier, by_data)
+        return _then_set_entry_counter(replay, value, t, run)
+    if assigned_root(t, first, run, input_by_id, earlier):
+        return with_root_data_meta(root_replay(t, bases, tuple(steps), _meta_exprs(first.source_meta)), t)
+    if _meta_exprs(first.source_meta) != leaf_meta(t) or apart_from_leaves(t, first.seq, run) or leaves_moved(t, first):
+        # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
+        # then is viewed before the epilogue changes it; anything else is regenerated.
+        if id(t) in input_by_id and _as_received(t, first, run) and _all_input_alias(leaves):
+            late = _late_no_grad_view(value, t, leaves, run, tuple(steps), _meta_exprs(first.source_meta))
+            if late is not None:
+                return replace(late, index=input_by_id[id(t)])
+            return Replay(
+                source=ReplaySource.INPUT,
+                index=input_by_id[id(t)],
+                steps=tuple(steps),
+                before_epilogue=True,
+                late_steps=_no_grad_tail(value, t, run, len(steps), with_grad=True),
+            )
+        if id(t) in input_by_id and _all_input_alias(leaves) and _replays_between(value, t, leaves, run):
+            source_meta = _meta_exprs(first.source_meta)
+            return Replay(
+                source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), source_meta=source_meta
+            )
+        source = t  # Note [Detaches Of Intermediates Changed Since]
+        return detached_before_change(
+            value, t, first.source_meta, tuple(steps), earlier.get(id(t)), lambda s: root_replay(source, bases, s)
+        )
+    if id(t) in input_by_id:
+        if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
+            return None
+        if _swapped_after_view(t, value) or _on_replaced_storage(value, t, run):
+            # set_() moved the input off the storage the view was taken from: view it before the epilogue swaps it
+            # (as the program did), else regenerate the view from the input still holding that storage.
+            as_received = _as_received(t, first, run)
+            return (
+                Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=True)
+                if as_received
+                else None
+            )
+        # the chain's last view, or its own last in-place view op's bump (Note [Views Refreshed By Their Own t_()])
+        made = max(run.swaps.views[id(value)].seq, run.swaps.inplace_view_bumps.get(id(value), 0))
+        early = (
+            value.requires_grad
+            # A subclass input: where eager advanced its wrapper's own version counter (a wrapper-level write)
+            and (not is_traceable_subclass(t) or run.swaps.bumps(t))
+            and last_bump(t, run) > made
+            and _as_received(t, first, run)  # before the epilogue the input is as the program got it
+        )
+        tail = 0 if early or not value.requires_grad else _split_at_bump(value, t, run, len(steps))
+        if tail and _as_received(t, first, run):
+            return Replay(
+                source=ReplaySource.INPUT,
+                index=input_by_id[id(t)],
+                steps=tuple(steps),
+                before_epilogue=True,
+                late_steps=tail,
+            )
+        # made before a write to any input: the input may share an eager base with the one written, traced apart
+        # (Note [Multi-Output View Inputs]; fuzz seed 11000 #6991)
+        # (Note [Only Writes To Inputs Date A View Of An Input])
+        before_bump = not early and made < max(input_bumps(run), default=0)
+        return Replay(
+            source=ReplaySource.INPUT,
+            index=input_by_id[id(t)],
+            steps=tuple(steps),
+            before_epilogue=early,
+            entry_counter=before_bump,
+        )
+    if id(t) in earlier:
+        return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps))
+    if is_traceable_subclass(t):
+        return root_replay(t, bases, tuple(steps))
+    base = bases.get(storage_key(t))
+    if base is not None and base[1] is t and not is_traceable_subclass(value):
+        return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
+    return None
+
+
+# Note [Subclass Views Rebuilt By set_]
+# A subclass output that eager returns as a wrapper-level view (its `._base` an input, an earlier output or an
+# intermediate subclass) is replayed from that base by its view chain where the chain is exact. Where it is not (the
+# base changed its metadata or storage after the view was taken: t_(), set_(), the same object passed twice), the
+# output is still made a view of eager's base: an alias() of the base, then set_() without autograd to a wrapper of
+# the output's dense leaves, as for Note [Wrapper Storage After set_]. set_ keeps a view a view of its base, and the
+# subclass's set_ points the alias's inner tensors (never autograd views, as in eager, where they are made below
+# autograd) at the leaves; the runtime then gives the view back its base's version counter value and wrapper storage
+# (eager advanced neither), unless a sharing class says otherwise. Only for outputs that carry no autograd history
+# (not requiring grad, or made under no_grad): a view made this way has none of the chain's.
+
+
+def view_rebuilt_by_set(
+    value: torch.Tensor,
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    bases: dict[object, tuple[int, torch.Tensor]],
+    earlier: dict[int, int],
+) -> Replay | None:
+    """Note [Subclass Views Rebuilt By set_]: `value` as a view of eager's `._base` set_() to its own leaves."""
+    if not is_traceable_subclass(value) or not value._is_view() or value._base is None:
+        return None
+    if torch.is_grad_enabled() and value.requires_grad:
+        return None
+    base = value._base
+    if not run.swaps.wrapper_sets and storage_key(base) != storage_key(value):
+        return None
+    base_storages = {storage_key(leaf) for leaf in flatten_subclass(base, "base")[1]}
+    copies = any(storage_key(leaf) not in base_storages for leaf in flatten_subclass(value, "out")[1])
+    if copies and set_view_root(value, run.swaps, set()) is None:  # Note [Subclass Views set_() Off Their Base]
+        return None  # an inner tensor that does not alias the base's: the subclass's view op copies (check_subclass)
+    alias = ViewStep(op=torch.ops.aten.alias.default, args=(), kwargs=(), index=None, grad_enabled=False)
+    found = (ReplaySource.OUTPUT, earlier[id(base)]) if id(base) in earlier else None
+    found = (ReplaySource.INPUT, input_by_id[id(base)]) if id(base) in input_by_id else found
+    if found is not None:
+        return Replay(source=found[0], index=found[1], steps=(alias,), then_set=True, runtime_set=True)
+    root = root_replay(base, bases, (alias,)) or _input_root(base, run, alias)
+    return None if root is None else replace(root, then_set=True, runtime_set=True)
+
+
+def _input_root(base: torch.Tensor, run: FunctionalRun, alias: ViewStep) -> Replay | None:
+    """An intermediate subclass whose dense leaves all alias input leaves after set_() (`t0.set_(x0)`, or
+    `x0.set_(t0)`: fuzz seed 2000 #9090, #2729), rebuilt around those."""
+    current = {storage_key(f): DenseIndex(j) for j, f in enumerate(run.finals)}
+    node, root_leaves = flatten_subclass(base, "root")
+    found = [current.get(storage_key(leaf)) for leaf in root_leaves]
+    if any(j is None for j in found):
+        return None
+    original = {storage_key(o) for o in run.originals}
+    leaves = tuple(
+        OutputLeaf(
+            source=LeafSource.INPUT_ALIAS,
+            index=j,
+            meta=leaf_meta(leaf),
+            is_view=False,
+            # Note [Inputs Set To Computed Tensors]: the input's real layout (fuzz seed 47000 #3804's PairTensor kin)
+            input_layout=storage_key(leaf) not in original and leaf_meta(leaf) == leaf_meta(run.finals[j]),
+        )
+        for j, leaf in zip(found, root_leaves, strict=True)
+        if j is not None
+    )
+    return Replay(
+        source=ReplaySource.INPUT_ROOT,
+        index=-1,
+        steps=(alias,),
+        root_tree=node,
+        root_meta=leaf_meta(base),
+        root_leaves=leaves,
+        root_token=id(base),
+    )
+
+
+def early_input_replay(
+    value: torch.Tensor,
+    leaves: tuple[OutputLeaf, ...],
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    bases: dict[object, tuple[int, torch.Tensor]],
+) -> Replay | None:
+    """A view of an earlier output that is, through it, a view of an input rebuilt before the epilogue writes it:
+    the whole chain from the input, before the epilogue too (fuzz seed 23 #788: a view of an unbind() output,
+    made before the program wrote the input; made from the rebuilt output after the write, it would raise)."""
+    direct = replay_of(value, leaves, run, input_by_id, bases, {})
+    if direct is not None and direct.source is ReplaySource.INPUT and direct.before_epilogue:
+        return direct
+    return None
+
+
+def _changed_since(t: torch.Tensor, taken: ViewRecord | None, run: FunctionalRun) -> bool:
+    """Did `t`'s metadata or storage change after the view `taken` was taken from it? (A set_() to a tensor of the
+    same metadata moves the storage only: fuzz seed 6000 #1268 replayed a view from the set_() output.)"""
+    if taken is None:
+        return False
+    moved = _set_record(t, run)
+    if _meta_exprs(taken.source_meta) != leaf_meta(t) or (moved is not None and moved[0] > taken.seq):
+        return True
+    # an in-place view op that left the metadata as it was (t_() of a 1-D tensor) still changed the object's
+    # autograd state: a view taken from it afterwards may raise where eager's, taken before, did not (fuzz seed
+    # 15000 #4729)
+    return any(r.seq > taken.seq for r in run.swaps.inplace_views.get(id(t), []))
+
+
+def viewed_before_set(value: torch.Tensor, run: FunctionalRun, earlier: dict[int, int]) -> torch.Tensor | None:
+    """The earlier output that is eager's `value._base`, if the program set_() its wrapper after `value`'s view chain
+    viewed it."""
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None:
+        t = record.source
+        moved = _set_record(t, run) if is_traceable_subclass(t) else None
+        if t is value._base and id(t) in earlier and moved is not None and moved[0] > record.seq:
+            return t
+    return None
+
+
+def _set_after_made(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """The program set_() the wrapper of subclass output `value` (Note [Wrapper Storage After set_]) after making it
+    as a view, in a way the runtime reproduces by a wrapper-level set_ without autograd: `value` does not require
+    grad, or the set_ ran under no_grad."""
+    found = _set_record(value, run)
+    if found is None or id(value) not in run.swaps.views:
+        return False
+    # or a view of an input set_() under grad: Note [Views Of Inputs set_() Under Grad]
+    return not value.requires_grad or not found[1] or run.swaps.grad_set_view_of(value, run.user_tensors)
+
+
+def _set_record(value: torch.Tensor, run: FunctionalRun) -> tuple[int, bool] | None:
+    """(seq, grad mode) of the last set_() of `value`'s wrapper or plain tensor, or of its last `.data =` (a plain
+    view given other data stays a view of its base: fuzz seed 2000 #3966)."""
+    if is_traceable_subclass(value):
+        return run.swaps.wrapper_sets.get(id(value))
+    if id(value) in run.swaps.swapped_by_data:
+        return run.swaps.data_sets.get(id(value))
+    return run.swaps.plain_sets.get(id(value))  # a plain view set_() to another storage stays a view
+
+
+def _replay_then_set(
+    t: torch.Tensor,
+    first: ViewRecord,
+    steps: list[ViewStep],
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    bases: dict[object, tuple[int, torch.Tensor]],
+    earlier: dict[int, int],
+    by_data: bool,
+) -> Replay | None:
+    """The view chain of an output whose wrapper was set_() after it was made, from its root `t`."""
+    if _meta_exprs(first.source_meta) != leaf_meta(t) or leaves_moved(t, first):
+        return None  # its source changed shape since: the view is not replayable after the epilogue
+    by_data = by_data and not is_traceable_subclass(t)
+    found: tuple[ReplaySource, int] | None = (ReplaySource.INPUT, input_by_id[id(t)]) if id(t) in input_by_id else None
+    found = (ReplaySource.OUTPUT, earlier[id(t)]) if id(t) in earlier else found
+    if found is not None:
+        if found[0] is ReplaySource.OUTPUT:
+            _check_then_set_from_no_grad_view(t, first, steps, run, found[1])
+        return Replay(source=found[0], index=found[1], steps=tuple(steps), then_set=True, set_by_data=by_data)
+    base = bases.get(storage_key(t))
+    if not is_traceable_subclass(t) and base is not None and base[1] is t:
+        # Note [Views Set Under no_grad With History]
+        return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps), then_set=True)
+    root = root_replay(t, bases, tuple(steps))
+    return None if root is None else replace(root, then_set=True)
+
+
+def _check_then_set_from_no_grad_view(
+    t: torch.Tensor, first: ViewRecord, steps: list[ViewStep], run: FunctionalRun, index: int
+) -> None:
+    """An output set_() after its chain viewed an earlier output made under no_grad, under grad, before the program
+    advanced that output's version counter (fuzz seed 45000 #8651): the replay views it after the epilogue advanced
+    it, which raises where eager's view was taken before. Refused."""
+    # (a plain source: Note [Views Of Intermediates Written After] refuses it or replays it at its entry counter)
+    if not is_traceable_subclass(t) or not t._is_view() or is_plain_autograd_view(t) or not t.requires_grad:
+        return
+    viewed = [s for s in steps if s.grad_enabled and s.op is not torch.ops.aten.detach.default]
+    if viewed and last_bump(t, run) > first.seq:
+        raise UnsupportedError(
+            f"out[{index}] is a view made under no_grad that requires grad; the program took a view of it under grad, "
+            f"set_() that view, and advanced out[{index}]'s version counter after taking it: the compiled output "
+            "cannot be viewed before that write. Take the view under no_grad as well, or return a clone of it"
+        )
+
+
+def _then_set_entry_counter(
+    replay: Replay | None, value: torch.Tensor, t: torch.Tensor, run: FunctionalRun
+) -> Replay | None:
+    """`replay`, a then_set view of input `t`, marked Replay.entry_counter where the program took the view before a
+    write to an input: the set_() itself advances the counter of an input it views (t1 = x.diagonal(); with
+    no_grad: t1.set_(t0), x an unbind() output: fuzz seed 15000 #6332), whose grad_fn then raises, and eager's view
+    was taken before that (Note [Views Of Intermediates Written After]); and Replay.stale_view where eager's, assigned
+    `.data =`, regenerates its history from its base (Note [Plain Views Assigned .data After A Write])."""
+    if replay is None:
+        return None
+    made = run.swaps.views[id(value)].seq
+    stale = replay.set_by_data and stale_at_end(run.swaps, value, made, last_bump(t, run))
+    if replay.source is not ReplaySource.INPUT:
+        if stale:  # no counter at entry to replay it at
+            raise UnsupportedError(
+                f"an output is a view of out[{replay.index}] that the program assigned `.data =` after a write to "
+                "its storage (or wrote after): eager rebuilds its history over the assigned layout when it is "
+                f"read, which the compiled output, viewed from the rebuilt out[{replay.index}], cannot repeat (Note "
+                "[Plain Views Assigned .data After A Write]). Take the view from the input, or return a clone"
+            )
+        return replay
+    found = _set_record(value, run)
+    by_set = [] if found is None or id(value) in run.swaps.swapped_by_data else [found[0]]  # `.data =` bumps none
+    bumps = [*input_bumps(run), *by_set]  # Note [Only Writes To Inputs Date A View Of An Input]
+    return replace(replay, entry_counter=made < max(bumps, default=0), stale_view=stale)
+
+
+def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
+    """A plain input's view whose storage is no longer the input's (set_() swapped the input afterwards)."""
+    if is_traceable_subclass(source) or is_traceable_subclass(view):
+        return False
+    return storage_key(source) != storage_key(view)
+
+
+# Note [No-Grad Views Made After The Bump]
+# A view of an input taken before an in-place view op changed the input (t0 = x.t(); x.t_()) is replayed before the
+# epilogue, on the input as the program got it. But the epilogue then advances the input's version counter, and a
+# view made under no_grad whose base's version moved since raises on grad_fn/is_leaf. Eager's output may have been
+# made after that bump (t1 = t0[1:1]: made from t0 after x.t_()), and reads fine there. Such an output, a plain
+# view made under no_grad (its last step: it has no history whatever its source had), is taken after the epilogue
+# instead, by as_strided() of the input with its recorded size, stride and offset, under no_grad: the same
+# elements, base and (absent) history, and a version it was made at. Where that does not apply (a subclass output,
+# whose wrapper's as_strided is the subclass's own: fuzz seed 3001 #2001), the chain is split as eager ran it: the
+# steps taken before the last bump are replayed before the epilogue, and the trailing pure views the program took
+# under no_grad after it (Replay.late_steps) are taken after the epilogue from what the early steps made. Where the
+# chain passes through a detach() (t0 = x.detach(); x.unsqueeze_(-1); t1 = t0.view(())), eager's `._base` is the
+# detach's result: the whole chain is replayed after the epilogue from the input's elements as they were when it
+# was taken, as for Note [Views Between In-Place View Ops].
+# The same split holds for trailing views taken with grad enabled after the bump (Note [Views Made After An In-Place
+# View Op]).
+#
+# Note [Views Made After An In-Place View Op]
+# A multi-output view (unbind, split, chunk) raises on grad_fn/is_leaf once its base's version moved after it was
+# made, like a no_grad view. `t0 = x.as_strided(...); x.t_(); t1 = t0.unbind(1)[1]` (fuzz seed 49000 #2330, x a
+# non-leaf): eager's unbind() ran after the bump and reads fine, while the whole chain replayed before the epilogue
+# made it before the epilogue's bump, and it raised. So for a chain replayed early because its input changed
+# layout, the trailing views taken after the input's last bump, in either grad mode (no in-place view op, `.data`
+# or set_() on what they made), are Replay.late_steps too: taken after the epilogue from what the early steps made,
+# in eager's order. With grad enabled they read the early view's grad_fn as eager's did, after the bump.
+
+
+def _late_no_grad_view(
+    value: torch.Tensor,
+    t: torch.Tensor,
+    leaves: tuple[OutputLeaf, ...],
+    run: FunctionalRun,
+    steps: tuple[ViewStep, ...],
+    source_meta: Meta,
+) -> Replay | None:
+    """Note [No-Grad Views Made After The Bump]: the replay after the epilogue, where it applies (index: the caller's)."""
+    record = run.swaps.views.get(id(value))
+    if (
+        is_traceable_subclass(value)
+        or len(leaves) != 1
+        or record is None
+        or record.grad_enabled
+        or id(t) in run.swaps.swapped_ids
+        or id(t) in run.swaps.grown_ids
+        or record.seq < last_bump(t, run)
+    ):
+        return None
+    if any(s.op is torch.ops.aten.detach.default for s in steps[:-1]):
+        # eager's `._base` is what the chain's detach() made, not the input (fuzz seed 13000 #545)
+        return Replay(source=ReplaySource.INPUT, index=0, steps=steps, source_meta=source_meta)
+    size, stride, offset = leaves[0].meta
+    step = ViewStep(
+        op=torch.ops.aten.as_strided.default, args=(size, stride, offset), kwargs=(), index=None, grad_enabled=False
+    )
+    if leaves[0].is_view:
+        return Replay(source=ReplaySource.INPUT, index=0, steps=(step,))
+    # eager's ends in a detach(), which is no view (fuzz seed 7000 #7202)
+    detach = ViewStep(op=torch.ops.aten.detach.default, args=(), kwargs=(), index=None, grad_enabled=False)
+    return Replay(source=ReplaySource.INPUT, index=0, steps=(step, detach))
+
+
+# Note [Input Views With Cut History]
+# A view of an input (or of an intermediate) whose chain has a step made under no_grad (or a detach()) has no
+# autograd path to it in eager: no grad_fn where the output itself was made under no_grad, else one that leads nowhere (`with no_grad():
+# t0 = x.unsqueeze(-1)`, then `t1 = t0.transpose(1, 1)`). Where its chain cannot be replayed (a `.data =` moved a
+# tensor of the chain), the as_strided() that regenerates it would run with grad on and send its gradient to the
+# input. So it is rebuilt as that as_strided() under no_grad, then, where eager's has a dead-end grad_fn, a view()
+# of it with grad on: where autograd reaches nothing from eager's output, and nothing bumped the input's version
+# after it was made (its grad_fn would raise then; ours, made after the epilogue, would not).
+
+
+def cut_history_replay(
+    value: torch.Tensor,
+    leaves: tuple[OutputLeaf, ...],
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    bases: dict[object, tuple[int, torch.Tensor]],
+) -> Replay | None:
+    """Note [Input Views With Cut History], where it applies."""
+    if is_traceable_subclass(value) or len(leaves) != 1 or leaves[0].hidden_base is not None:
+        return None
+    chain: list[ViewRecord] = []
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None:
+        chain.append(record)
+        t = record.source
+    leaf = leaves[0]
+    if leaf.source is LeafSource.INPUT_ALIAS and id(run.finals[leaf.index]) in input_by_id:
+        source = run.finals[leaf.index]
+        kind, index = ReplaySource.INPUT, int(input_by_id[id(source)])
+    elif leaf.source is LeafSource.INTERMEDIATE_ALIAS and storage_key(value) in bases:
+        index, source = bases[storage_key(value)]
+        kind = ReplaySource.BASE
+    else:
+        return None
+    if (
+        not chain
+        or not value.requires_grad
+        or all(r.grad_enabled and r.func is not torch.ops.aten.detach.default for r in chain)
+        or chain[0].seq < last_bump(source, run)
+    ):
+        return None
+    try:
+        grad_fn = value.grad_fn
+    except (RuntimeError, ValueError, IndexError):
+        return None
+    if grad_fn is not None and _reaches_a_leaf(grad_fn):
+        return None
+    size, stride, offset = leaves[0].meta
+    steps = [
+        ViewStep(
+            op=torch.ops.aten.as_strided.default, args=(size, stride, offset), kwargs=(), index=None, grad_enabled=False
+        )
+    ]
+    if grad_fn is not None:
+        steps.append(ViewStep(op=torch.ops.aten.view.default, args=(size,), kwargs=(), index=None, grad_enabled=True))
+    return Replay(source=kind, index=index, steps=tuple(steps))
+
+
+def _reaches_a_leaf(grad_fn: Any) -> bool:
+    seen: set[object] = set()
+    stack = [grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if hasattr(node, "variable"):
+            return True
+        stack.extend(parent for parent, _ in node.next_functions)
+    return False
+
+
+def _no_grad_tail(
+    value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, total: int, *, with_grad: bool = False
+) -> int:
+    """How many of the last steps of `value`'s chain from input `t` are views the program took under no_grad (or,
+    `with_grad`, in either grad mode) after `t`'s last version bump, with no in-place view op on what they made
+    (Note [No-Grad Views Made After The Bump], Note [Views Made After An In-Place View Op])."""
+    bump = last_bump(t, run)
+    count, u = 0, value
+    while count < total - 1 and (record := run.swaps.views.get(id(u))) is not None:
+        if (
+            (record.grad_enabled and not with_grad)
+            or record.seq <= bump
+            or id(u) in run.swaps.inplace_views
+            or id(u) in run.swaps.data_aliases
+            or id(u) in run.swaps.swapped_ids
+        ):
+            break
+        count, u = count + 1, record.source
+    return count
+
+
+def _split_at_bump(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, total: int) -> int:
+    """Note [No-Grad Views Made After The Bump], for a chain that the program took partly before `t`'s last version
+    bump, with grad enabled, and ended under no_grad after it: replayed after the epilogue, its first view would read
+    the input's grad_fn, which raises where the input is a multi-output view (fuzz seed 10000 #2529). How many
+    trailing steps to take after the epilogue; 0 where the chain is not so split."""
+    tail, bump = _no_grad_tail(value, t, run, total), last_bump(t, run)
+    u, skipped, grad_step = value, 0, False
+    while (record := run.swaps.views.get(id(u))) is not None and id(u) not in run.swaps.swapped_ids:
+        if skipped >= tail:
+            seqs = [record.seq, *(r.seq for r in run.swaps.inplace_views.get(id(u), []))]
+            if max(seqs) > bump:
+                return 0  # made or changed after the bump, with grad enabled: not a no_grad tail
+            grad_step = grad_step or record.grad_enabled
+        skipped, u = skipped + 1, record.source
+    return tail if tail and grad_step and u is t else 0
+
+
+def last_bump(t: torch.Tensor, run: FunctionalRun) -> int:
+    """When the program last advanced `t`'s version counter: for a subclass input, through any input of its wrapper
+    family (`x0 = b.detach()` written, `x1 = b` viewed: fuzz seed 2000 #8270), whose wrappers have storages of
+    their own."""
+    if not is_traceable_subclass(t):
+        return run.swaps.last_bump.get(storage_key(t), 0)
+    family = run.swaps.family_of(t)
+    keys = {storage_key(u) for u in run.user_tensors if is_traceable_subclass(u) and run.swaps.family_of(u) == family}
+    # also by a wrapper-level write through another member of its alias group (Note [Overlapping Subclass Members
+    # Written Through One])
+    wrapper_bumps = [run.swaps.wrapper_bumps.get(storage_key(leaf), 0) for leaf in flatten_subclass(t, "input")[1]]
+    return max([run.swaps.last_bump.get(key, 0) for key in keys | {storage_key(t)}] + wrapper_bumps)
+
+
+def _on_replaced_storage(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun) -> bool:
+    """A dense leaf of `value`, a view of input `t`, is on an input's storage as received, which set_() then
+    replaced in `t` (fuzz seed 2000 #4452: a subclass input's view). Another input may still hold that storage
+    (the same PairTensor's view passed too: `t0 = x1.detach(); x1.set_(y)`, x1 = x0.view(...)): `t` as it ends is
+    still not what the view was taken of."""
+    own = {storage_key(f) for f in dense_leaves_of(t, "")[1]}
+    originals = {storage_key(o) for o in run.originals}
+    _, leaves = flatten_subclass(value, "out") if is_traceable_subclass(value) else (None, [value])
+    return any(storage_key(leaf) in originals and storage_key(leaf) not in own for leaf in leaves)
+
+
+def _as_received(t: torch.Tensor, first: ViewRecord, run: FunctionalRun) -> bool:
+    """Was input `t` as the program received it when the view was taken from it?"""
+    position = next(k for k, u in enumerate(run.user_tensors) if u is t)
+    earlier_ops = any(r.seq < first.seq for r in run.swaps.inplace_views.get(id(t), []))
+    swapped = run.swaps.plain_sets.get(id(t))
+    # a storage swap (set_, `.data =`) before the view: the view is of the storage the epilogue gives the input
+    by_data = run.swaps.data_sets.get(id(t)) if id(t) in run.swaps.swapped_by_data else None
+    earlier_swap = (swapped is not None and swapped[0] < first.seq) or (by_data is not None and by_data[0] < first.seq)
+    return not earlier_ops and not earlier_swap and _meta_exprs(first.source_meta) == run.initial_metas[position]
+
+
+# Note [Views Between In-Place View Ops]
+# A view taken of an input between two in-place view ops on it (`x.resize_((4, 1)); t = x.detach(); x.t_()`, fuzz
+# seed 11000 #7526) can be replayed neither before the epilogue (the input is not yet as the program had it) nor
+# after it from the input as it ends. Rebuilt with as_strided it loses its aliasing: its `._base` is the input,
+# eager's is the chain's own (t), and a subclass output gets a wrapper storage of its own. So the chain is replayed
+# after the epilogue from `x.as_strided(...)` with x's metadata when the first view was taken: the same elements of
+# the same storage, and from there eager's objects (the input's own metadata are eager's, written or not: Note
+# [Offsets After A Write]). Only without autograd history (as_strided is not the program's op), and for a subclass
+# whose dense leaves are laid out as it is (its as_strided gives them the wrapper's metadata).
+
+
+def _replays_between(value: torch.Tensor, t: torch.Tensor, leaves: tuple[OutputLeaf, ...], run: FunctionalRun) -> bool:
+    """Note [Views Between In-Place View Ops]: can `value`'s chain replay from input `t` with its metadata then?"""
+    if value.requires_grad or t.requires_grad:
+        return False
+    return not is_traceable_subclass(t) or all(leaf_meta(d) == leaf_meta(t) for d in dense_leaves_of(t, "")[1])
+
+
+def _all_input_alias(leaves: tuple[OutputLeaf, ...]) -> bool:
+    return all(leaf.source is LeafSource.INPUT_ALIAS for leaf in leaves)
+
+
+def inplace_replay(
+    i: int, t: torch.Tensor, run: FunctionalRun, layout: DenseLayout, mutations: tuple[LeafMutation, ...]
+) -> tuple[ViewStep, ...]:
+    """The in-place view ops applied to subclass input `i`, when replaying them reproduces its final state."""
+    records = run.swaps.inplace_views.get(id(t), [])
+    leaves = layout.leaves_of_input[i]
+    if not records or layout.trees[i] is None or (layout.same_wrapper and layout.same_wrapper[i] is not None):
+        return ()  # the same object passed twice: replayed once, for its first position
+    if any(mutations[j].storage_changed or mutations[j].resized for j in leaves):
+        return ()
+    steps = [_inplace_step(r) for r in records]
+    return tuple(s for s in steps if s is not None) if all(s is not None for s in steps) else ()
+
+
+def _inplace_step(record: InplaceViewRecord, set_sources: dict[int, InputIndex] | None = None) -> ViewStep | None:
+    """`set_sources`: inputs a wrapper-level `set_(src)` may name as a step (Note [Wrapper Storage After set_])."""
+    if (
+        set_sources is not None
+        and record.func is torch.ops.aten.set_.source_Tensor
+        and len(record.args) == 1
+        and id(record.args[0]) in set_sources
+        and not (record.grad_enabled and record.args[0].requires_grad)
+    ):
+        return ViewStep(
+            op=record.func,
+            args=(InputArg(index=set_sources[id(record.args[0])]),),
+            kwargs=(),
+            index=None,
+            grad_enabled=record.grad_enabled,
+        )
+    return _make_step(record.func, record.args, record.kwargs, None, record.grad_enabled)
+
+
+def _unchanged_subclass_inputs(run: FunctionalRun, input_by_id: dict[int, InputIndex]) -> dict[int, InputIndex]:
+    """Subclass inputs the program leaves as they came (metadata, storages, wrapper): a set_() step may name them,
+    their value at run time being what it was when the program ran the set_ (writes aside, which storage carries)."""
+    out: dict[int, InputIndex] = {}
+    for t, meta in zip(run.user_tensors, run.initial_metas, strict=True):
+        if not is_traceable_subclass(t) or id(t) not in input_by_id or leaf_meta(t) != meta:
+            continue
+        if id(t) in run.swaps.inplace_views or id(t) in run.swaps.wrapper_data:
+            continue
+        _, leaves = flatten_subclass(t, "input")
+        if all(id(leaf) not in run.swaps.swapped_ids and id(leaf) not in run.swaps.grown_ids for leaf in leaves):
+            out[id(t)] = input_by_id[id(t)]
+    return out
+
+
+def view_step(record: ViewRecord) -> ViewStep | None:
+    """The recorded view op as a step to replay; None where one of its arguments is a tensor."""
+    return _make_step(record.func, record.args, record.kwargs, record.index, record.grad_enabled)
+
+
+def _make_step(
+    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], index: int | None, grad_enabled: bool
+) -> ViewStep | None:
+    def convert(a: object) -> object:
+        if isinstance(a, torch.SymInt):
+            return symint_expr(a)
+        if isinstance(a, list | tuple):
+            return type(a)(convert(x) for x in a)
+        return a
+
+    values = [*args, *kwargs.values()]
+    if any(isinstance(a, torch.Tensor) for a in pytree.tree_leaves(values)):
+        return None
+    return ViewStep(
+        op=func,
+        args=tuple(convert(a) for a in args),
+        kwargs=tuple((k, convert(v)) for k, v in kwargs.items()),
+        index=index,
+        grad_enabled=grad_enabled,
+    )
+
+
+def _meta_exprs(meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]) -> Meta:
+    size, stride, offset = meta
+    return tuple(symint_expr(s) for s in size), tuple(symint_expr(s) for s in stride), symint_expr(offset)
+
+
+def final_only(t: torch.Tensor, run: FunctionalRun) -> bool:
+    """No chain names `t` as it was before its in-place view ops: it is a view (never an output's `._base`, so never
+    named by Note [In-Place View Ops On A Base After Its Views]), or they all ran before any view was taken from it
+    (Note [Views Sharing An Intermediate]; fuzz seed 13000 #6810)."""
+    if t._is_view():
+        return True
+    last = run.swaps.inplace_views[id(t)][-1].seq
+    return all(r.seq > last for r in run.swaps.views.values() if r.source is t)

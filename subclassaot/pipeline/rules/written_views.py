@@ -1,0 +1,177 @@
+"""Subclass inputs that are views, require grad (or gain it), are written and have their layout changed by in-place
+view ops: where the epilogue copies their new value in among the replayed view ops (Note [Written Subclass Views
+Changed In Place]).
+
+Input: the functional run's `SwapRecord` (analyze), `Analysis` and `DenseLayout` (backward trace, runtime). Output:
+per input, how many of its replayed view ops come before the copy (`steps_before_last_write`, `copy_point`), the
+refusal of what stays unsupported, and the value to copy (`undo_steps`). Invariants: no tracing here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import torch
+
+from subclassaot.authoring.protocol import is_traceable_subclass
+from subclassaot.errors import UnsupportedError
+from subclassaot.schemas import Analysis, DenseLayout, ViewStep
+
+if TYPE_CHECKING:
+    from subclassaot.pipeline.rules.swap_record import SwapRecord
+    from subclassaot.runtime.plan import MetaEvaluator
+
+aten = torch.ops.aten
+
+# Note [Written Subclass Views Changed In Place]
+# The epilogue of Note [Subclass Inputs Mutated In Training] replays an input's in-place view ops, then copies the new
+# value in at the wrapper level. Where the input is a view, that copy_ makes autograd rebuild the view's grad_fn from
+# its view function, which for a subclass (no as_strided replay) misses the in-place view ops: the rebuilt grad_fn
+# expects the layout the view came with. Eager rebuilds it so at each write too (and after an in-place view op under
+# no_grad, which bumps the version and records nothing), so what eager leaves is that rebuilt grad_fn as of the
+# program's LAST such bump, with the nodes of the in-place view ops run with grad after it on top. The epilogue gave the
+# rebuilt one alone, which is eager's only where the last write comes after every op: `x.copy_(y); x.unsqueeze_(2);
+# return x` made the backward raise ("invalid gradient") where eager's ran (fuzz seed 9000 #3729, seed 11000 #2263). So
+# for such a view the epilogue copies the Function's new value in first, taken back to the layout the view came with
+# through the out-of-place inverses of the ops (t, transpose, squeeze: views autograd records, so the gradient reaches
+# the input through the Function alone, and the copy's CopySlices, which regions the base by that same view function,
+# gets a value of its layout); then it replays the ops that ran before the program's last write under no_grad (the bumps
+# after which eager rebuilt the grad_fn; their nodes eager dropped there) and the rest under the grad mode each had
+# (`Analysis.write_steps`, counted from the run's sequence numbers). Exact only where eager's own rebuilt histories are
+# not read: once an op changed the view's layout (anything but a t_() of a 0-d or 1-d view or a transpose_() of a dim
+# with itself), the rebuilt grad_fn is stale, so refused are: a read with grad of the view or of a view of it (anything
+# but its own in-place view ops and writes) after the first bump that follows the change; a write after the change that
+# reads a tensor of more than one element, or multiplies (mul_, div_) by one that requires grad (eager's CopySlices
+# hands those gradients over in the stale layout); an op under no_grad that changes the layout (the Function's history
+# of the input, traced on a non-view clone, misses it, the inverse views do not); a write through another view of it
+# after its first in-place view op;
+# a member of an alias group, an input whose `.data` the program assigns, and ops with no inverse here; none of them
+# where every op leaves the layout as it came (fuzz seed 44000 #7690: x0.transpose_(1, 1) of a member of an alias
+# group), as no history is stale then. Checked (parity oracle) on fuzz seed 44000 #3672, #7031, #7375, #7690, seed 9000
+# #3729, seed 11000 #2263, and on random mixes of t_/unsqueeze_/transpose_ and writes (fill_, mul_, add_, copy_), each
+# with grad or under no_grad, on select/diagonal/unsqueeze/transpose/slice views of a leaf's clone or of a tensor that
+# gains grad, returning nothing, the view, a view of it or a product.
+
+# out-of-place inverses of the in-place view ops (positional arguments only), applied to the op's result
+_UNDO: dict[object, Callable[..., torch.Tensor]] = {
+    aten.t_.default: lambda x: x.t(),
+    aten.transpose_.default: lambda x, a, b: x.transpose(a, b),
+    aten.unsqueeze_.default: lambda x, d: x.squeeze(d),
+}
+_SCALING = frozenset({aten.mul_.Tensor, aten.div_.Tensor})
+
+
+def steps_before_last_write(t: torch.Tensor, ndim: int, swaps: SwapRecord) -> int | None:
+    """How many of the in-place view ops on input `t` (as the run ran it; `ndim` dims as it came) came before the
+    program's last write of its data, through it or a view of it; None if it had none of either, or where the
+    epilogue cannot give it eager's history (Note [Written Subclass Views Changed In Place])."""
+    records = swaps.inplace_views.get(id(t), [])
+    family = swaps.family_of(t)
+    others = [
+        seq
+        for k, seqs in swaps.wrapper_data_writes.items()
+        if k != id(t) and swaps.family.get(k) == family
+        for seq in seqs
+    ]
+    own = swaps.wrapper_data_writes.get(id(t), [])
+    if not records or not (own or others) or any(seq > records[0].seq for seq in others):
+        return None
+    last = max([*own, *others])
+    changes = layout_changes([(r.func, r.args) for r in records], ndim)
+    if any(change and not r.grad_enabled for r, change in zip(records, changes, strict=True)):
+        return None  # the trace's history of its non-view clone does not see it, the inverse views do
+    changed = next((r.seq for r, change in zip(records, changes, strict=True) if change), None)
+    if changed is not None and not _fresh_reads(t, changed, own, swaps):
+        return None
+    return sum(1 for r in records if r.seq < last)
+
+
+def layout_changes(ops: Sequence[tuple[object, tuple[object, ...]]], ndim: int) -> list[bool]:
+    """Per in-place view op (op, its arguments after the tensor) applied in turn to a tensor of `ndim` dims: may it
+    change the layout? (Conservatively: all but a t_() of a 0-d or 1-d tensor and a transpose_() of a dim with
+    itself.)"""
+    out = []
+    for func, args in ops:
+        a, b = (args[0], args[1]) if len(args) == 2 else (None, None)
+        if func is aten.t_.default and ndim < 2:
+            out.append(False)
+        elif func is aten.transpose_.default and isinstance(a, int) and isinstance(b, int):
+            out.append(a % max(ndim, 1) != b % max(ndim, 1))
+        else:
+            out.append(True)
+        ndim += 1 if func is aten.unsqueeze_.default else 0
+    return out
+
+
+def _fresh_reads(t: torch.Tensor, changed: int, own: Sequence[int], swaps: SwapRecord) -> bool:
+    """After the layout change at seq `changed`: no op with grad reads `t`, or a view of it, once a bump made
+    eager's rebuilt history stale, and every write into `t` hands its other arguments layout-free gradients."""
+    family = swaps.family_of(t)
+    bumps = [seq for seq in own if seq > changed]
+    for (func, _, written), (before, read) in zip(swaps.wrapper_ops, swaps.wrapper_op_reads, strict=True):
+        if before < changed:
+            continue
+        if any(w is t for w in written):
+            if torch.Tag.inplace_view in func.tags:
+                continue
+            if not all(isinstance(a.numel(), int) and a.numel() == 1 for a in read):
+                return False
+            if func in _SCALING and any(a.requires_grad for a in read):
+                return False
+            continue
+        stale = any(changed < seq <= before for seq in bumps)
+        if stale and any(is_traceable_subclass(a) and swaps.family_of(a) == family for a in (*read, *written)):
+            return False
+    return True
+
+
+def copy_point(layout: DenseLayout, analysis: Analysis, i: int) -> int | None:
+    """For subclass input `i`, a view whose new value comes from the compiled Function and whose in-place view ops
+    the epilogue replays: after how many of them the epilogue copies the value in, or None where it cannot be
+    eager's (Note [Written Subclass Views Changed In Place])."""
+    k = analysis.write_steps[i] if analysis.write_steps else None
+    steps = analysis.inplace_replay[i]
+    grouped = {m for g in layout.groups for m in g.members}
+    if k is None or analysis.wrapper_data[i] is not None or any(j in grouped for j in layout.leaves_of_input[i]):
+        return None
+    if any(step.op not in _UNDO or step.kwargs for step in steps):
+        return None
+    return k
+
+
+def refuse_written_views_changed_in_place(
+    layout: DenseLayout, analysis: Analysis, real: Sequence[torch.Tensor], wrapper_updates: Sequence[int]
+) -> None:
+    """Note [Written Subclass Views Changed In Place]. `real`: the real tensor inputs (guarded: `_is_view()`)."""
+    for i in wrapper_updates:
+        tree = layout.trees[i]
+        if (
+            tree is not None
+            and real[i]._is_view()
+            and analysis.inplace_replay[i]
+            and copy_point(layout, analysis, i) is None
+            # ops that leave the layout as it came (x.transpose_(1, 1)) leave no stale history: as for any input
+            and any(layout_changes([(s.op, s.args) for s in analysis.inplace_replay[i]], real[i].dim()))
+        ):
+            raise UnsupportedError(
+                f"{tree.path}: a tensor subclass input that is a view and requires grad (or gains it) is written and "
+                "has its metadata changed by in-place view ops (t_, unsqueeze_, ...), where eager's autograd rebuilds "
+                "its history from the layout it came with: the program reads it with grad after such an op and a "
+                "write, writes it from a tensor of several elements (or multiplies it by one that requires grad) "
+                "after such an op, changes its layout under no_grad, writes a view of it after such an op, shares "
+                "its storage with another input or assigns its `.data`; in training this is not supported yet (Note "
+                "[Written Subclass Views Changed In Place]). Pass the base, or change a clone"
+            )
+
+
+def undo_steps(
+    value: torch.Tensor, steps: Sequence[ViewStep], ev: MetaEvaluator, symbols: dict[str, int]
+) -> torch.Tensor:
+    """`value`, which has the layout after `steps`, viewed back to the layout before them (out of place, recorded
+    by autograd): the inverse of each step, last first."""
+    for step in reversed(steps):
+        args = ev.arg(step.args, symbols)
+        assert isinstance(args, tuple), "BUG: view step arguments are a tuple"
+        value = _UNDO[step.op](value, *args)
+    return value

@@ -1,0 +1,116 @@
+"""One tensor passed at several positions of a call (`f(x, x)`): compiled as a program of its first position only.
+
+Input: the user's function and one call's args/kwargs. Output: `SameInputs` (which positions repeat which), the
+function the pipeline compiles in the user's place, and the compiled entry's guards and runner over the user's
+values. Invariants: only the leaves of a repeated tensor change (to a `SameTensorAs` marker); every other leaf
+keeps its position and its path; an entry compiled this way runs only where the same positions hold the very same
+object again (guarded by `is`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch.utils import _pytree as pytree
+
+from subclassaot.authoring.protocol import is_traceable_subclass
+from subclassaot.pipeline.guards import Guards
+
+# Note [One Tensor Passed Several Times]
+# `f(x, x)` runs in eager as `g(y) = f(y, y)` does on `y = x`: one object, one storage, one version counter, one
+# autograd history and one `.grad`, whatever the program does to it through either name (writes, t_(), set_(),
+# `.data =`). Traced as two inputs, the pipeline had to rebuild that one object as a synthetic base and views of it
+# (Note [Synthetic Bases]), whose autograd histories are not the input's own: a layout change of the object (under
+# no_grad, by set_() or `.data =`) beside one that requires grad was refused (fuzz seed 44000 #957, #1815, #2841,
+# #6033, #7686, #8348, and the shrunk #9720, #4896, #7476). So a call whose arguments hold one plain tensor at
+# several positions compiles the program of its first position: each repeated position holds a `SameTensorAs(first)`
+# marker, which the compiled function replaces by the tensor at `first` before it calls the user's function, so the
+# program sees one object as eager's does, and every stage treats it as one input (its own mutations, metadata
+# changes and gradient; no alias group). The entry's guards check that the same positions hold the very same object
+# again (`is`), then the compiled guards over the marked values; a call with two distinct tensors there fails them
+# and compiles its own entry. Messages name the first position. The single-input rules then decide; analyze keeps
+# its rule for a repeated input (`repeated`: seed 8000 #3759, a view of the input set_() onto it). Only plain
+# tensors, and functions called with their own arguments (no module state, no captured tensors: those lift to inputs
+# the marked function could not name). A subclass object passed twice keeps Note [Subclass Inputs Passed Twice In
+# Training] (marked, seed 10000 #7477, which that Note passes, was refused by a single-input rule).
+
+
+@dataclass(frozen=True, slots=True)
+class SameTensorAs:
+    """Marks a repeated tensor's later position: the tensor is the one at flat leaf `index` (a constant leaf)."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SameInputs:
+    repeats: tuple[tuple[int, int], ...]  # (later flat leaf, its first flat leaf) of (args, kwargs), in leaf order
+    spec: pytree.TreeSpec  # of (args, kwargs)
+
+
+def find_same_inputs(args: tuple[object, ...], kwargs: Mapping[str, object]) -> SameInputs | None:
+    """The repeated tensors of a call (Note [One Tensor Passed Several Times]), or None where none repeats."""
+    values, spec = pytree.tree_flatten((args, dict(kwargs)))
+    first: dict[int, int] = {}
+    repeats: list[tuple[int, int]] = []
+    for i, v in enumerate(values):
+        if isinstance(v, torch.Tensor) and not is_traceable_subclass(v):
+            k = first.setdefault(id(v), i)
+            if k != i:
+                repeats.append((i, k))
+    return SameInputs(repeats=tuple(repeats), spec=spec) if repeats else None
+
+
+def marked_call(
+    same: SameInputs, args: tuple[object, ...], kwargs: Mapping[str, object]
+) -> tuple[tuple[object, ...], dict[str, object]]:
+    """The call with each repeated position replaced by its marker."""
+    values = pytree.tree_flatten((args, dict(kwargs)))[0]
+    for later, k in same.repeats:
+        values[later] = SameTensorAs(k)
+    marked_args, marked_kwargs = pytree.tree_unflatten(values, same.spec)
+    return tuple(marked_args), dict(marked_kwargs)
+
+
+def unmarking(fn: Callable[..., object], same: SameInputs) -> Callable[..., object]:
+    """`fn` over the marked call: puts the first position's tensor (the traced one, at trace time) back in."""
+
+    def unmarked(*args: object, **kwargs: object) -> object:
+        values, spec = pytree.tree_flatten((args, kwargs))
+        for later, k in same.repeats:
+            values[later] = values[k]
+        real_args, real_kwargs = pytree.tree_unflatten(values, spec)
+        return fn(*real_args, **real_kwargs)
+
+    for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
+        if hasattr(fn, attr):
+            setattr(unmarked, attr, getattr(fn, attr))
+    return unmarked
+
+
+def same_input_guards(
+    same: SameInputs, inner: Guards, paths: Sequence[str]
+) -> tuple[Guards, Callable[[Sequence[object]], list[object]]]:
+    """Guards over the user's flat values (those of (args, kwargs): no lifted state) and the map from those values
+    to the marked ones the compiled entry takes. `paths`: each flat leaf's source path."""
+    repeats = same.repeats
+    markers = tuple(SameTensorAs(k) for _, k in repeats)
+
+    def marked(values: Sequence[object]) -> list[object]:
+        out = list(values)
+        for (later, _), marker in zip(repeats, markers, strict=True):
+            out[later] = marker
+        return out
+
+    def check(values: Sequence[object]) -> dict[str, int] | str:
+        for later, k in repeats:
+            if len(values) <= later or values[later] is not values[k]:
+                return f"input aliasing changed: compiled for {paths[later]} being the very same tensor as {paths[k]}"
+        return inner.check(marked(values))
+
+    lines = "".join(f"#   L[{later}] is L[{k}]  ({paths[later]} is {paths[k]})\n" for later, k in repeats)
+    source = f"# Note [One Tensor Passed Several Times]: first\n{lines}# then, with those replaced by markers:\n"
+    source += inner.source
+    return Guards(source=source, check=check, symbols=inner.symbols), marked

@@ -1,0 +1,195 @@
+"""Stage `trace`: make_fx + functionalization over the dense inputs -> one purely functional graph (inference).
+
+Input: the call, `FlatInputs`, `DenseLayout`, `Analysis`, the dense fake inputs and their fake mode.
+Output: `TracedGraph`: the fx GraphModule and the meaning of each of its outputs (`GraphOutputs`).
+Invariants: the graph contains no mutation; its outputs are, in order, the new values of mutated inputs
+(Note [Input Updates]), the fresh tensor leaves of the user's outputs, the intermediate bases that aliased outputs
+are regenerated from, and the symbolic ints the user returns.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.fx
+from torch.utils import _pytree as pytree
+
+from subclassaot.pipeline.desugar import graph_example_inputs
+from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
+from subclassaot.schemas import (
+    AliasGroupRef,
+    Analysis,
+    DenseIndex,
+    DenseLayout,
+    FlatInputs,
+    GraphInputIndex,
+    LeafSource,
+    OutputKind,
+)
+from subclassaot.torch_internals import from_functional, new_functional_mode, storage_key, trace_graph
+
+# Note [Input Updates]
+# An input whose storage the program wrote gets its new value back from the graph, and the epilogue writes it into
+# the real input. Three values can be needed per dense leaf, each a separate graph output:
+#   ORIGINAL  the leaf's original storage seen through its original metadata (copy_ into the real input before any
+#             metadata change or set_: this is how a write through an old view survives a later set_()),
+#   FINAL     the leaf's value with its final metadata (after a metadata change that may have grown the storage, or
+#             after set_() to a fresh storage),
+#   BASE      the whole storage of an alias group (Note [Synthetic Bases]), written back once for all members.
+# The epilogue applies, per leaf: copy ORIGINAL; then set_ / resize_ / as_strided_ to the final metadata; then copy
+# FINAL. Eager's observable state after the call is the same; only the version counter may advance by a different
+# count (it advances whenever eager's does).
+
+
+class UpdateKind(enum.Enum):
+    ORIGINAL = "original"
+    FINAL = "final"
+    BASE = "base"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InputUpdate:
+    kind: UpdateKind
+    target: int  # ORIGINAL/FINAL: a DenseIndex; BASE: a GraphInputIndex
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GraphOutputs:
+    updates: tuple[InputUpdate, ...]  # graph outputs [0, len(updates))
+    num_fresh: int  # then this many fresh tensor leaves of user outputs (OutputLeaf.index order)
+    num_bases: int  # then the intermediate bases (OutputLeaf.index of INTERMEDIATE_ALIAS leaves)
+    num_symints: int  # then the symbolic ints returned by the user, in output order
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TracedGraph:
+    graph: torch.fx.GraphModule
+    outputs: GraphOutputs
+    example_inputs: tuple[torch.Tensor, ...]  # fake, one per placeholder (compile time only)
+
+
+def input_updates(layout: DenseLayout, analysis: Analysis) -> tuple[InputUpdate, ...]:
+    updates: list[InputUpdate] = []
+    for k, item in enumerate(layout.graph_inputs):
+        if isinstance(item, AliasGroupRef):
+            members = layout.groups[item.group].members
+            if any(analysis.mutations[m].data for m in members):
+                updates.append(InputUpdate(kind=UpdateKind.BASE, target=GraphInputIndex(k)))
+            for m in members:
+                if analysis.mutations[m].final_data or analysis.mutations[m].written_after_data:
+                    updates.append(InputUpdate(kind=UpdateKind.FINAL, target=m))
+            continue
+        mutation = analysis.mutations[item]
+        if mutation.data:
+            updates.append(InputUpdate(kind=UpdateKind.ORIGINAL, target=item))
+        # (Note [Writes With Grad After .data =]: the value that carries the input's history of the write)
+        final = mutation.final_data or mutation.written_after_data
+        if final or (mutation.data and mutation.metadata and not mutation.storage_changed):
+            updates.append(InputUpdate(kind=UpdateKind.FINAL, target=item))
+    return tuple(updates)
+
+
+def trace_inference(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    layout: DenseLayout,
+    analysis: Analysis,
+    dense_fakes: Sequence[torch.Tensor],
+    user_fakes: Sequence[torch.Tensor],
+    fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
+    decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None = None,
+) -> TracedGraph:
+    updates = input_updates(layout, analysis)
+    counts = {"fresh": 0, "symints": 0}
+
+    def graph_fn(*graph_values: torch.Tensor) -> list[object]:
+        with new_functional_mode():
+            run = run_functional(
+                call, flat, layout, graph_values, requires_grad_like=user_fakes, replay_reads=analysis.autograd_reads
+            )
+            outs, counts["fresh"], counts["symints"] = graph_output_values(run, updates, analysis)
+            return outs
+
+    example = graph_example_inputs(layout, dense_fakes)
+    with fake_mode:
+        gm = trace_graph(graph_fn, example, decompositions)
+    _drop_dead_code(gm)
+    outputs = GraphOutputs(
+        updates=updates,
+        num_fresh=counts["fresh"],
+        num_bases=analysis.num_intermediate_bases,
+        num_symints=counts["symints"],
+    )
+    return TracedGraph(graph=gm, outputs=outputs, example_inputs=tuple(example))
+
+
+def graph_output_values(
+    run: FunctionalRun, updates: Sequence[InputUpdate], analysis: Analysis
+) -> tuple[list[object], int, int]:
+    """The graph's outputs (see GraphOutputs) from one functional run, with the number of fresh leaves and of
+    symbolic ints among them."""
+    outs: list[object] = [_update_value(u, run.graph_inputs, run.originals, run.finals) for u in updates]
+    fresh, bases, symints = _output_values(run, analysis)
+    return outs + fresh + bases + symints + _stride_probes(run, analysis), len(fresh), len(symints)
+
+
+def _stride_probes(run: FunctionalRun, analysis: Analysis) -> list[object]:
+    """Note [Strides Of Assigned Tensors]: the dense leaves whose real strides assigned wrappers take."""
+    probes: list[object] = []
+    outputs = pytree.tree_leaves(run.output)
+    for probe in analysis.stride_probes:
+        if probe.input_index is not None:
+            target = run.user_tensors[probe.input_index]
+        else:
+            assert probe.output_index is not None
+            target = outputs[probe.output_index]
+        source = run.swaps.wrapper_data[id(target)][-1].source
+        probes.append(from_functional(dense_leaves_of(source, "")[1][probe.leaf]))
+    return probes
+
+
+def _update_value(
+    update: InputUpdate,
+    graph_inputs: Sequence[torch.Tensor],
+    originals: Sequence[torch.Tensor],
+    finals: Sequence[torch.Tensor],
+) -> torch.Tensor:
+    if update.kind is UpdateKind.BASE:
+        return from_functional(graph_inputs[update.target])
+    source = originals if update.kind is UpdateKind.ORIGINAL else finals
+    return from_functional(source[DenseIndex(update.target)])
+
+
+def _output_values(run: FunctionalRun, analysis: Analysis) -> tuple[list[object], list[object], list[object]]:
+    leaves, _ = pytree.tree_flatten(run.output)
+    current = {storage_key(f): DenseIndex(j) for j, f in enumerate(run.finals)}
+    original = {storage_key(o): DenseIndex(j) for j, o in enumerate(run.originals)}
+    bases = intermediate_bases(leaves, current, original, run.swaps)
+    fresh: list[object] = []
+    symints: list[object] = []
+    for info, value in zip(analysis.outputs, leaves, strict=True):
+        if info.kind is OutputKind.SYMINT:
+            symints.append(value)
+        elif info.kind is OutputKind.TENSOR:
+            assert isinstance(value, torch.Tensor)
+            dense = dense_leaves_of(value, info.path)[1]
+            for leaf_info, leaf in zip(info.leaves, dense, strict=True):
+                if leaf_info.source is LeafSource.GRAPH:
+                    fresh.append(from_functional(leaf))
+    ordered = sorted(bases.values(), key=lambda item: item[0])
+    return fresh, [from_functional(base) for _, base in ordered], symints
+
+
+def _drop_dead_code(gm: torch.fx.GraphModule) -> None:
+    def impure(node: torch.fx.Node) -> bool:
+        # Random ops advance the generator in eager even when their result is unused: keep them.
+        target = node.target
+        return node.op in ("placeholder", "output") or (
+            isinstance(target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in target.tags
+        )
+
+    gm.graph.eliminate_dead_code(is_impure_node=impure)
+    gm.recompile()

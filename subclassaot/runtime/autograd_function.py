@@ -1,0 +1,668 @@
+"""Stage `runtime` (training): the forward and backward graphs inside one autograd.Function.
+
+Input: the `RuntimePlan`, the compiled forward and backward callables and the `BackwardGraph` record.
+Output: a `GraphCall` for `runtime.make_runner`: it runs the forward graph through the Function so that autograd
+sees user-level tensors (subclass outputs wrapped inside the Function, subclass gradients rebuilt from dense ones).
+Invariants: autograd happens above subclass desugaring; saved values are what the partitioned forward returns after
+its GraphOutputs (tensors through save_for_backward, symbolic ints on ctx); a saved primal the epilogue is about to
+mutate is copied first. See Note [Training Through A Joint Graph].
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections.abc import Callable, Container, Sequence
+from typing import Any, cast
+
+import torch
+
+from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
+from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.backward_probe import epilogue_write_hidden
+from subclassaot.pipeline.backward_trace import BackwardGraph, BackwardVariant, retrace_backward
+from subclassaot.pipeline.joint import training_roots
+from subclassaot.pipeline.trace import UpdateKind
+from subclassaot.runtime.plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias, wrapper_write_recorded
+from subclassaot.runtime.regenerate import fresh_outer_stride, replay_steps, root_outer_stride
+from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf
+from subclassaot.torch_internals import get_version, grad_fn_raises, set_version
+
+log = logging.getLogger(__name__)
+
+
+def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None) -> list[torch.Tensor] | None:
+    """Dense leaves of a runtime tangent, coerced to the structure the backward graph was traced for by the
+    subclass's hooks; None where it has another structure that no hook converts (Note [Tangent Retrace])."""
+    if expected is None:
+        return [g] if type(g) is torch.Tensor or not is_traceable_subclass(g) else None
+    if not is_traceable_subclass(g) or type(g) is not expected.cls:
+        coerce = getattr(expected.cls, "__coerce_tangent_from__", None)
+        coerced = coerce(g, expected.ctx) if coerce is not None else None
+        if coerced is None:
+            return None
+        g = coerced
+    node, leaves = flatten_subclass(g, "grad")
+    if node.ctx != expected.ctx:
+        # Other metadata than the output's (a Replicate tangent for a Partial output): the subclass converts it,
+        # or it gets its own backward; reading it with the traced metadata would be a wrong gradient.
+        coerce_same = getattr(g, "__coerce_same_metadata_as_tangent__", None)
+        coerced = coerce_same(expected.ctx) if coerce_same is not None else None
+        if coerced is None:
+            return None
+        node, leaves = flatten_subclass(coerced, "grad")
+    return leaves
+
+
+def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[torch.Tensor]:
+    """The graph inputs for a double backward's rerun, as the forward saw them (Note [Double Backward By
+    Recompute]); refused where one was freed or written since."""
+    out = []
+    for k, (ref, version) in enumerate(refs):
+        t = ref()
+        if t is None or t._version != version:
+            raise UnsupportedError(
+                f"double backward (create_graph=True): graph input {k} of the compiled program was "
+                f"{'freed' if t is None else 'modified in place'} after the forward, and the double backward "
+                "recomputes from it (Note [Double Backward By Recompute]). Keep the inputs alive and unchanged "
+                "until the backward"
+            )
+        out.append(t)
+    return out
+
+
+# Note [Gradient Types Follow The Tangents Given]
+# Eager's gradient of a tensor subclass input is the sum of what autograd's formulas give back along each path from
+# an output that got a tangent: a subclass where some path makes one, else a plain tensor (x1.copy_(x0) with a plain
+# x1 sends x0 a plain gradient; a write x0.add_(1) sends its own). The backward graph is traced with a tangent for
+# every differentiable output, so its gradient types are those of a backward through all of them; a backward through
+# some only (the program's output, not the new value of the subclass input it wrote) may give a plain gradient where
+# the graph gives a subclass. So when an output that some subclass gradient depends on gets no tangent, the backward
+# is traced again without differentiating that output, and cached per such set (Note [Tangent Retrace]); a backward
+# through every output, or missing only tangents no subclass gradient depends on, runs the compiled one. So does one
+# whose retrace fails (the retraced forward differs from the compiled one, as with some dynamic shapes) and a double
+# backward (create_graph=True): there the gradient types are those of a backward through every output (a known gap).
+
+
+# Note [Subclass Gradients Own Their Inner Tensors]
+# The backward graph may return one tensor as several gradients (a broadcast add gives the same tangent to every
+# input it reached). For plain inputs autograd copes (AccumulateGrad copies a gradient it does not hold alone). A
+# subclass gradient rebuilt around that tensor shares it with the others, or with itself (`p.grad.a is p.grad.b`):
+# AccumulateGrad keeps the fresh wrapper, and the next accumulation `p.grad += g` runs in place on its inner tensors,
+# adding to the shared one twice or into another input's gradient (test_subclass_parameters, a second call gave 3
+# where eager gives 2). So a tensor the graph returns more than once is cloned wherever it becomes an inner tensor of
+# a subclass gradient; eager's gradients never share storage.
+
+
+def _shared_grads(grads: Sequence[torch.Tensor | None]) -> frozenset[int]:
+    seen: set[int] = set()
+    shared: set[int] = set()
+    for g in grads:
+        if g is not None:
+            (shared if id(g) in seen else seen).add(id(g))
+    return frozenset(shared)
+
+
+# Note [Unreached Inputs Are Detached]
+# An input that requires grad but that no differentiable output's gradient reaches (or only new values of inputs
+# that the epilogue writes under no_grad: .data and no_grad writes) is given to the Function detached where the
+# program changes its metadata (a tensor subclass's own size too, by `.data =`), or where the backward raises. Eager
+# never puts such an input in the autograd graph; an attached Function input would, and would create its gradient
+# accumulator now, with its metadata now: after x.transpose_(0, 1) under no_grad on a leaf, a later backward through
+# the new x would fail against that stale accumulator where eager's succeeds (so after `x0.data = x1` on a (4, 4)
+# PairTensor leaf, x1 of size (), with x0 returned: fuzz seed 14000 #1219). Detaching also keeps such an input's own gradient from
+# waiting behind a backward that raises (Note [Backward Errors Are Deferred]). Other unreached inputs stay
+# attached: outputs computed from a no_grad view of one still require grad in eager, and do through the Function.
+# Where every input that requires grad went in detached, the first detached one goes in as a fresh alias leaf that
+# requires grad (it gets no gradient), so that the differentiable outputs require grad as eager's (fuzz seed 9000
+# #2949: `x.unsqueeze_(-1); with no_grad(): t = x.unsqueeze(-2)`, then `t.sum(1)` with grad on).
+
+
+def _raise_deferred(bw_meta: BackwardGraph, no_graph: bool, grads: Sequence[torch.Tensor | None]) -> None:
+    """Raise the program's own backward error where this backward is eager's failing one (Note [Backward Errors
+    Are Deferred], Note [Backward Errors Through Input Values Only]); refuse one the probe did not see (Note
+    [Probing Eager's Backward])."""
+    error = bw_meta.error
+    given = frozenset(k for k, i in enumerate(bw_meta.diff_outputs) if grads[i] is not None)
+    if not no_graph and not given & bw_meta.raising_tangents:
+        return
+    if no_graph and bw_meta.raising_patterns is not None and given not in bw_meta.raising_patterns:
+        raise UnsupportedError(
+            f"the program's backward fails in eager ({error}), and this backward, through some of its outputs "
+            "only, was not checked to fail there before any gradient is accumulated (Note [Probing Eager's "
+            "Backward]). Call backward through all of the outputs that require grad"
+        )
+    raise RuntimeError(str(error)) from error
+
+
+class _Same:
+    """The marker for a tangent that has the traced structure (after the subclass's hooks)."""
+
+
+_SAME = _Same()
+TangentTree = SubclassNode | None | _Same
+
+
+def _collect_tangents(
+    grads: Sequence[torch.Tensor | None], bw_meta: BackwardGraph, zeros: list[list[ZeroMeta]]
+) -> tuple[list[list[torch.Tensor]], list[TangentTree], set[int]]:
+    """Per diff output: the tangent's dense leaves and its structure (_SAME: the traced one); the outputs that got
+    a tangent (the others get zeros)."""
+    per_output: list[list[torch.Tensor]] = []
+    trees: list[TangentTree] = []
+    present: set[int] = set()
+    for k, i in enumerate(bw_meta.diff_outputs):
+        g = grads[i]
+        if g is None:
+            per_output.append([torch.zeros(shape, dtype=dtype, device=device) for shape, dtype, device in zeros[k]])
+            trees.append(_SAME)
+            continue
+        present.add(k)
+        leaves = _tangent_leaves(g, bw_meta.tangent_trees[k])
+        if leaves is not None:
+            per_output.append(leaves)
+            trees.append(_SAME)
+        else:
+            tree, dense = flatten_subclass(g, "grad") if is_traceable_subclass(g) else (None, [g])
+            per_output.append(list(dense))
+            trees.append(tree)
+    return per_output, trees, present
+
+
+class _Variants:
+    """Backward graphs for tangent structures other than the traced one, traced on first sight (Note [Tangent
+    Retrace]); keyed by the tangents' structure and dense sizes, strides and dtypes."""
+
+    def __init__(self, compile_backward: Callable[[BackwardVariant], Callable[..., object]]) -> None:
+        self._compile = compile_backward
+        # None: a retrace for missing tangents only that failed; the compiled backward runs (Note [Gradient Types
+        # Follow The Tangents Given])
+        self._cache: list[tuple[object, tuple[BackwardVariant, Callable[..., object]] | None]] = []
+        self._lock = threading.Lock()
+
+    def get(
+        self,
+        bw_meta: BackwardGraph,
+        trees: list[TangentTree],
+        per_output: list[list[torch.Tensor]],
+        absent: frozenset[int] = frozenset(),
+    ) -> tuple[BackwardVariant, Callable[..., object]] | None:
+        resolved = [bw_meta.tangent_trees[k] if isinstance(tree, _Same) else tree for k, tree in enumerate(trees)]
+        key = (resolved, [[(t.shape, t.stride(), t.dtype) for t in ts] for ts in per_output], absent)
+        with self._lock:
+            for seen, found in self._cache:
+                if seen == key:
+                    return found
+            reasons = [
+                f"output {bw_meta.diff_outputs[k]}: a {_describe(tree)} tangent, traced for "
+                f"{_describe(bw_meta.tangent_trees[k])}"
+                for k, tree in enumerate(trees)
+                if not isinstance(tree, _Same)
+            ]
+            reasons += [f"output {bw_meta.diff_outputs[k]}: no tangent" for k in sorted(absent)]
+            log.info("retracing the backward for new tangent types: %s", "; ".join(reasons))
+            try:
+                variant = retrace_backward(bw_meta, resolved, per_output, absent)
+            except UnsupportedError:
+                if any(not isinstance(tree, _Same) for tree in trees):
+                    raise
+                log.info("the retrace for missing tangents failed; running the compiled backward")
+                self._cache.append((key, None))
+                return None
+            fn = self._compile(variant)
+            self._cache.append((key, (variant, fn)))
+            return variant, fn
+
+
+def _describe(tree: SubclassNode | None) -> str:
+    return "plain" if tree is None else f"{tree.cls.__name__} (ctx {tree.ctx!r})"
+
+
+def _dense_strides(sizes: Sequence[int], order: Sequence[int]) -> tuple[int, ...]:
+    """The strides of a dense tensor whose dims, outermost first, are `order` (Note [Symbolic Tangent Strides])."""
+    out = [1] * len(sizes)
+    step = 1
+    for d in reversed(order):
+        out[d] = step
+        step *= max(sizes[d], 1)
+    return tuple(out)
+
+
+def _restride(t: torch.Tensor, stride: tuple[int, ...] | None) -> torch.Tensor:
+    if stride is None or tuple(t.stride()) == stride:
+        return t
+    out = torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device)
+    out.copy_(t)
+    return out
+
+
+ZeroMeta = tuple[torch.Size, torch.dtype, torch.device]
+
+
+def _dense_zeros(t: torch.Tensor) -> list[ZeroMeta]:
+    """What zero tangents for `t`'s dense leaves need (shape, dtype, device only: nothing is kept alive)."""
+    if type(t) is torch.Tensor or not is_traceable_subclass(t):
+        return [(t.shape, t.dtype, t.device)]
+    return [(leaf.shape, leaf.dtype, leaf.device) for leaf in flatten_subclass(t, "out")[1]]
+
+
+def _member_of(outs: Sequence[object], source: tuple[int, tuple[int, ...], tuple[int, ...], int]) -> torch.Tensor:
+    """A group member's leaf as a view of its group's new base (a graph output)."""
+    k, size, stride, offset = source
+    return cast(torch.Tensor, outs[k]).as_strided(size, stride, offset)
+
+
+def _ints(dims: Sequence[object]) -> tuple[int, ...]:
+    assert all(isinstance(d, int) for d in dims), "BUG: alias-group metadata must be static"
+    return tuple(int(cast(int, d)) for d in dims)
+
+
+def _passthrough(
+    graph_dense: list[torch.Tensor], leaf: OutputLeaf, ev: MetaEvaluator, symbols: dict[str, int]
+) -> torch.Tensor:
+    assert leaf.passthrough is not None
+    source = graph_dense[leaf.passthrough]
+    if not leaf.is_view:
+        # An inner tensor of a subclass input is no input of the Function: returned as is, it would take the
+        # Function's history itself. Where the program's Function made a view of it (DTensor.to_local: view_as),
+        # so do we (Note [Inputs Returned By A Custom Function]); an inner tensor a wrapper output shares with an
+        # input (a jagged output's offsets) is the input's own object, as in eager.
+        return source.view_as(source) if leaf.function_view else source
+    return source.as_strided(*ev.meta(leaf.meta, symbols))
+
+
+def _contiguous_strides(size: Sequence[int]) -> list[int]:
+    strides, step = [], 1
+    for d in reversed(size):
+        strides.append(step)
+        step *= max(d, 1)
+    return strides[::-1]
+
+
+def training_call(
+    plan: RuntimePlan,
+    fw: Callable[..., object],
+    bw: Callable[..., object] | None,
+    bw_meta: BackwardGraph,
+    differentiable_backward: bool,
+    compile_backward: Callable[[BackwardVariant], Callable[..., object]],
+) -> GraphCall:
+    analysis, layout, flat = plan.analysis, plan.layout, plan.flat
+    n_updates = len(plan.graph_outputs.updates)
+    fresh_outputs = [
+        o
+        for o, info in enumerate(analysis.outputs)
+        if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves)
+    ]
+    mutated_graph_inputs = set()
+    for k, item in enumerate(layout.graph_inputs):
+        members = layout.groups[item.group].members if isinstance(item, AliasGroupRef) else (item,)
+        if any(analysis.mutations[m].any or analysis.mutations[m].version_bumped for m in members):
+            mutated_graph_inputs.add(k)
+
+    rerun = (
+        bw_meta.joint.forward
+        if differentiable_backward and bw_meta.joint is not None and not mutated_graph_inputs
+        else None
+    )
+
+    variants = _Variants(compile_backward)
+    clone_saved = [k for k, p in enumerate(bw_meta.saved_primals) if p is not None and p in mutated_graph_inputs]
+    n_user = len(layout.trees)
+    n_results = n_user + len(bw_meta.group_grads)
+    targets = [*bw_meta.grad_inputs, *range(n_user, n_results)]
+    diff_set = frozenset(bw_meta.diff_outputs)
+    subclass_inputs = [i for i, tree in enumerate(layout.trees) if tree is not None]
+    releafed = frozenset(i for i, s in enumerate(analysis.releaf_sizes) if s is not None)
+    roots = training_roots(analysis)
+    # Note [Gradient Types Follow The Tangents Given]: the diff outputs a tensor subclass gradient depends on
+    typed_by = set().union(
+        *(deps for tree, deps in zip(bw_meta.grad_trees, bw_meta.tangent_deps, strict=False) if tree is not None)
+    )
+    tensor_position: dict[int, int] = {k: p for p, k in enumerate(flat.tensor_indices)}  # InputIndex -> `user`
+
+    class CompiledStep(torch.autograd.Function):
+        @staticmethod
+        def forward(
+            ctx: Any, holder: tuple[list[torch.Tensor], list[torch.Tensor], dict[str, int]], *user: torch.Tensor
+        ) -> Any:
+            graph_in, graph_dense, symbols = holder
+            # Subclass gradients are rebuilt with the real inputs' outer size and stride (the traced ones may be
+            # symbolic).
+            ctx.input_meta = {i: (tuple(user[i].shape), tuple(user[i].stride())) for i in subclass_inputs}
+            # A Function's forward runs with grad mode off: the graph's ops record nothing.
+            if bw_meta.forward_reads_grad_mode:  # Note [Ops That Read Grad Mode]
+                with torch.enable_grad():
+                    all_outs = list(cast(Sequence[Any], fw(*[_detached(g) for g in graph_in])))
+            else:
+                all_outs = list(cast(Sequence[Any], fw(*graph_in)))  # GraphOutputs, then the saved values
+            n_outs = len(all_outs) - bw_meta.num_saved
+            outs = [
+                non_view_alias(o) if isinstance(o, torch.Tensor) and o._is_view() else o
+                for o in all_outs[:n_outs]  # tensors, then symbolic ints
+            ]
+            saved = all_outs[n_outs:]
+            for k in clone_saved:
+                saved[k] = saved[k].clone()  # the epilogue is about to write this input
+            ctx.save_for_backward(*[v for v in saved if isinstance(v, torch.Tensor)])
+            ctx.saved_ints = [(k, v) for k, v in enumerate(saved) if not isinstance(v, torch.Tensor)]
+            # Note [Double Backward By Recompute]: weak references, so that the forward keeps no input alive.
+            ctx.primals = [(weakref.ref(g), g._version) for g in graph_in] if rerun is not None else None
+            tensors = outs[:n_updates]
+            pos = n_updates
+            for o in fresh_outputs:
+                info = analysis.outputs[o]
+                if info.function_view is not None:  # Note [Inputs Returned By A Custom Function]
+                    view = info.function_view
+                    tensors.append(replay_steps(user[tensor_position[view.index]], view.steps, ev, symbols))
+                    pos += len(info.leaves)
+                    continue
+                leaves = [
+                    # An input (or a view of one) returned by the program's own autograd.Function: return it as is,
+                    # and autograd makes the output a view of it with our backward, exactly as eager does.
+                    _passthrough(graph_dense, leaf, ev, symbols)
+                    if leaf.passthrough is not None
+                    else (out.view_as(out) if leaf.function_view else out)
+                    for leaf, out in zip(info.leaves, outs[pos : pos + len(info.leaves)], strict=True)
+                ]
+                pos += len(info.leaves)
+                if info.tree is None:
+                    tensors.append(leaves[0])
+                else:
+                    assert info.outer_meta is not None
+                    size, stride, _ = ev.meta(info.outer_meta, symbols)
+                    stride = fresh_outer_stride(info, leaves, size, stride)
+                    if info.history_size is not None:  # Note [Subclass Outputs Resized Under Their History]
+                        size = [ev.dim(d, symbols) for d in info.history_size]
+                        stride = _contiguous_strides(size)
+                    tensors.append(
+                        unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
+                    )
+            n_bases = plan.graph_outputs.num_bases
+            base_values = outs[pos : pos + n_bases]
+            tensors.extend(base_values)
+            # the symbolic ints, then the stride probes (Note [Strides Of Assigned Tensors]): only their strides are
+            # read, from aliases that are not the graph's outputs themselves (which may be returned above too)
+            symints = [o.detach() if isinstance(o, torch.Tensor) else o for o in outs[pos + n_bases :]]
+            # Note [Subclass Inputs Mutated In Training]: the new value of such an input, as a wrapper.
+            for i in bw_meta.wrapper_updates:
+                tree = layout.trees[i]
+                assert tree is not None
+                size, stride = list(user[i].shape), list(user[i].stride())
+                after = analysis.wrapper_meta_after[i]
+                if analysis.inplace_replay[i] and after is not None:  # the value with the final metadata
+                    size, stride, _ = ev.meta(after, symbols)
+                    leaves = [
+                        outs[final_update[j]] if j in final_update else _member_of(outs, group_final[j])
+                        for j in layout.leaves_of_input[i]
+                    ]
+                else:
+                    leaves = [
+                        # Note [Aliased Subclass Inputs In Training]: a member's region of its group's new base
+                        outs[original_update[j]] if j in original_update else _member_of(outs, group_source[j])
+                        for j in layout.leaves_of_input[i]
+                    ]
+                tensors.append(unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False))
+            for r in roots:  # Note [Intermediate Roots In Training]
+                assert r.root_tree is not None and r.root_meta is not None
+                size, stride, _ = ev.meta(r.root_meta, symbols)
+                root_leaves = [base_values[b] for b in r.root_bases]
+                stride = root_outer_stride(r, root_leaves, size, stride)
+                tensors.append(
+                    unflatten_subclass(r.root_tree, root_leaves, outer_size=size, outer_stride=stride, check=False)
+                )
+            if len(tensors) != len(bw_meta.diff_outputs):
+                non_diff = [t for i, t in enumerate(tensors) if i not in diff_set]
+                ctx.mark_non_differentiable(*[t for t in non_diff if isinstance(t, torch.Tensor)])
+            # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
+            ctx.set_materialize_grads(False)
+            ctx.zeros = [_dense_zeros(tensors[i]) for i in bw_meta.diff_outputs]
+            tensors.extend(symints)
+            ctx.bw_targets = [graph_dense[j] for j in bw_meta.backward_mutations] if bw_meta.backward_mutations else []
+            # Note [Metadata Changed By A Custom Backward]
+            ctx.bw_reshapes = [(user[r.position], r) for r in bw_meta.backward_reshapes]
+            return tuple(tensors)
+
+        @staticmethod
+        def backward(ctx: Any, *grads: torch.Tensor | None) -> Any:
+            if bw_meta.error is not None:
+                _raise_deferred(bw_meta, bw is None, grads)
+            if bw is None:
+                raise AssertionError("BUG: a backward without a graph or an error")
+            create_graph = torch.is_grad_enabled()
+            if create_graph and not differentiable_backward:
+                # create_graph=True: a compiled backend's kernels are opaque to autograd.
+                raise UnsupportedError(
+                    "double backward (create_graph=True) through a compiled backward: the backend's kernels are "
+                    'not differentiable. Compile with backend="eager" to differentiate the gradient again'
+                )
+            if create_graph and ctx.primals is None:
+                raise UnsupportedError(
+                    "double backward (create_graph=True) of a program that draws random numbers or writes its "
+                    "inputs: the gradient is computed from values the forward saved without their history, and "
+                    "recomputing them would draw again or read the inputs after the write (Note [Double Backward "
+                    "By Recompute]). Differentiate an eager version of the program twice instead"
+                )
+            saved = list(ctx.saved_tensors)
+            for k, v in ctx.saved_ints:
+                saved.insert(k, v)
+            per_output, trees, present = _collect_tangents(grads, bw_meta, ctx.zeros)
+            retyped = any(tree is not _SAME for tree in trees)
+            if retyped and create_graph:
+                raise UnsupportedError(
+                    "double backward (create_graph=True) with a tangent of another type than the output's "
+                    "(Note [Tangent Retrace]); pass tangents of the type of the outputs"
+                )
+            absent = frozenset(typed_by - present)  # Note [Gradient Types Follow The Tangents Given]
+            found = (
+                variants.get(bw_meta, trees, per_output, absent) if retyped or (absent and not create_graph) else None
+            )
+            if found is not None:
+                variant, fn = found
+                flat_tangents = [t for ts in per_output for t in ts]
+                dense_grads = list(
+                    cast(Sequence[torch.Tensor], fn(*[saved[j] for j in variant.saved_index], *flat_tangents))
+                )
+                shape: tuple[Any, ...] = (
+                    variant.grad_trees,
+                    variant.unused,
+                    variant.tangent_deps,
+                    variant.grad_stride_leaves,
+                )
+            else:
+                # The backward graph was traced for tangents laid out like the forward outputs (views in it depend
+                # on that layout): give the runtime tangents the same strides.
+                tangents = [
+                    _restride(t, s if order is None else _dense_strides(t.shape, order))
+                    for t, s, order in zip(
+                        [t for ts in per_output for t in ts],
+                        bw_meta.tangent_strides,
+                        bw_meta.tangent_orders,
+                        strict=True,
+                    )
+                ]  # Note [Symbolic Tangent Strides]
+                if create_graph:
+                    assert rerun is not None
+                    all_outs = cast(Sequence[torch.Tensor], rerun(*_live_primals(ctx.primals), *tangents))
+                    dense_grads = list(all_outs[bw_meta.num_fw_outputs :])
+                else:
+                    dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
+                shape = (bw_meta.grad_trees, bw_meta.unused, bw_meta.tangent_deps, bw_meta.grad_stride_leaves)
+            if ctx.bw_targets:
+                n_grads = len(dense_grads) - len(ctx.bw_targets)
+                with torch.no_grad():
+                    # See BackwardGraph.backward_mutations: what the program's backward wrote, written for real.
+                    for target, value in zip(ctx.bw_targets, dense_grads[n_grads:], strict=True):
+                        target.copy_(value)
+                dense_grads = dense_grads[:n_grads]
+            for target, reshape in ctx.bw_reshapes:  # Note [Metadata Changed By A Custom Backward]
+                version = get_version(target)
+                with torch.no_grad():
+                    target.as_strided_(reshape.size, reshape.stride, target.storage_offset())
+                set_version(target, version + reshape.bumps)
+            # Gradients of the Function's inputs: the user tensors, then the synthetic bases of aliased inputs.
+            result: list[torch.Tensor | None] = [None] * n_results
+            pos = 0
+            grad_trees, unused, deps, stride_leaves = shape
+            shared = _shared_grads(dense_grads)
+            for k, i in enumerate(targets):
+                tree = grad_trees[k]
+                width = 1 if tree is None else tree.num_leaves
+                leaves = dense_grads[pos : pos + width]
+                pos += width
+                if tree is not None and shared:  # Note [Subclass Gradients Own Their Inner Tensors]
+                    leaves = [g.clone() if id(g) in shared else g for g in leaves]
+                if k in unused or not (deps[k] & present):
+                    continue  # eager's gradient is None: no used output reaches this input
+                if tree is None:
+                    result[i] = leaves[0]
+                elif i in ctx.input_meta:
+                    size, stride = ctx.input_meta[i]
+                    j = stride_leaves[k]  # Note [Subclass Gradient Strides]
+                    if i in releafed:  # in the layout of eager's first read: Note [Leaves Laid Out Anew Under no_grad]
+                        first = leaves[0 if j is None else j]
+                        size = tuple(first.shape)
+                        stride = tuple(first.stride()) if j is not None else tuple(first.contiguous().stride())
+                    elif j is not None and tuple(leaves[j].shape) == size:
+                        stride = tuple(leaves[j].stride())
+                    result[i] = unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False)
+                else:
+                    result[i] = unflatten_subclass(tree, leaves, check=False)
+            return (None, *result)
+
+    n_wrappers = len(bw_meta.wrapper_updates)
+    # Diff outputs that are new values of inputs the epilogue writes hidden from autograd: no gradient flows
+    # through them (Note [Unreached Inputs Are Detached])
+    hidden_updates = {
+        p
+        for p, d in enumerate(bw_meta.diff_outputs)
+        if d < n_updates
+        and plan.graph_outputs.updates[d].kind is not UpdateKind.BASE
+        and epilogue_write_hidden(
+            analysis.mutations[plan.graph_outputs.updates[d].target], plan.graph_outputs.updates[d].kind
+        )
+    }
+    # ... and new values of tensor subclass inputs the epilogue copies in under no_grad (fuzz seed 41000 #7600)
+    wrappers_at = n_updates + len(fresh_outputs) + plan.graph_outputs.num_bases
+    hidden_updates |= {
+        p
+        for p, d in enumerate(bw_meta.diff_outputs)
+        if wrappers_at <= d < wrappers_at + n_wrappers
+        and not wrapper_write_recorded(analysis, layout, bw_meta.wrapper_updates[d - wrappers_at])
+    }
+    unreached = (  # Note [Unreached Inputs Are Detached]
+        [
+            i
+            for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False)
+            if deps <= hidden_updates or i in bw_meta.detached
+        ]
+        if len(bw_meta.tangent_deps) >= len(bw_meta.grad_inputs)
+        else []
+    )
+    changed = [
+        i
+        for i in unreached
+        if any(analysis.mutations[j].metadata for j in layout.leaves_of_input[i])
+        or ((assigned := analysis.wrapper_data[i]) is not None and assigned.resizes)  # a subclass size, by `.data =`
+    ]
+    unreached = changed if bw_meta.error is None else unreached
+    # Where the backward raises and no input would stay attached, the outputs still require grad in eager (through
+    # a no_grad view: Note [Backward Runs Every Node]): such inputs go in as new leaves over the same data, which
+    # require grad and whose accumulators nothing observes.
+    stand_ins = (
+        frozenset(i for i in unreached if i not in changed)
+        if bw_meta.error is not None and len(unreached) == len(bw_meta.grad_inputs) and not bw_meta.group_grads
+        else frozenset()
+    )
+    # Inputs no output reaches: where reading one's grad_fn raises when the Function takes it (an unbind() output
+    # whose base an in-place view op replayed early, t_(), advanced: fuzz seed 5000 #550), it goes in detached;
+    # eager's program did not read it after that op.
+    unread = (
+        [
+            i
+            for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False)
+            if not deps and i not in unreached
+        ]
+        if len(bw_meta.tangent_deps) >= len(bw_meta.grad_inputs)
+        else []
+    )
+    # ... and likewise inputs that get no gradient of their own (an alias group's members, whose gradient goes to
+    # the group's base: fuzz seed 9000 #5294, an unbind() output passed beside its base, unread by the program)
+    with_grad = set(bw_meta.grad_inputs)
+    unread.extend(i for i in range(len(flat.tensor_indices)) if i not in with_grad)
+    ev = MetaEvaluator()
+    original_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.ORIGINAL}
+    final_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.FINAL}
+    base_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.BASE}
+    group_source: dict[int, tuple[int, tuple[int, ...], tuple[int, ...], int]] = {}
+    group_final: dict[int, tuple[int, tuple[int, ...], tuple[int, ...], int]] = {}  # ... with its final metadata
+    for k, item in enumerate(layout.graph_inputs):
+        if isinstance(item, AliasGroupRef) and k in base_update:
+            group = layout.groups[item.group]
+            for m, (size, stride, offset) in zip(group.members, group.member_meta, strict=True):
+                group_source[m] = (base_update[k], _ints(size), _ints(stride), _ints((offset,))[0])
+                size, stride, offset = analysis.mutations[m].final_meta
+                if all(isinstance(d, int) for d in (*size, *stride, offset)):
+                    group_final[m] = (base_update[k], _ints(size), _ints(stride), _ints((offset,))[0])
+    for i in bw_meta.wrapper_updates:
+        if analysis.inplace_replay[i] and analysis.wrapper_meta_after[i]:
+            needed: Container[int] = {*final_update, *group_final}  # Note [Subclass Inputs Passed Twice In Training]
+        else:
+            needed = {*original_update, *group_source}
+        if any(j not in needed for j in layout.leaves_of_input[i]):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path}: the program writes some inner tensors of this tensor "
+                "subclass input that requires grad but not others (x.a.add_(...)); in training this is not "
+                "supported yet. Write through the subclass (x.add_(...)) or write a clone"
+            )
+
+    def call(
+        values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
+    ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
+        user = [values[i] for i in flat.tensor_indices]
+        for i in unreached:  # Note [Unreached Inputs Are Detached]
+            given = user[i]
+            user[i] = detached = cast(torch.Tensor, given).detach()
+            if i in stand_ins:
+                detached.requires_grad_()
+                # the same object passed again, at a position no gradient is taken for: it goes in detached too
+                for j, other in enumerate(user):
+                    if other is given:
+                        user[j] = user[i]
+        for i in unread:
+            if grad_fn_raises(cast(torch.Tensor, user[i])):
+                user[i] = cast(torch.Tensor, user[i]).detach()
+        bases = [graph_in[k] for k in bw_meta.group_grads]  # Note [Aliased Inputs In Training]
+        if (
+            unreached
+            and bw_meta.diff_outputs
+            and not any(isinstance(t, torch.Tensor) and t.requires_grad for t in (*user, *bases))
+        ):
+            # Differentiable outputs (computed from a no_grad view of a detached input) still require grad in eager,
+            # with no gradient flowing back: a fresh alias leaf that requires grad carries that, and gets None.
+            user[unreached[0]] = cast(torch.Tensor, user[unreached[0]]).requires_grad_(True)
+        tensors = list(CompiledStep.apply((graph_in, dense, symbols), *user, *bases))  # type: ignore[no-untyped-call]  # untyped in torch
+        outs: list[object] = list(tensors[:n_updates])
+        prewrapped: dict[int, torch.Tensor] = {}
+        pos = n_updates
+        for o in fresh_outputs:
+            value = tensors[pos]
+            # Note [Subclass Views Of Intermediates In Training]: a view of an intermediate only it sees.
+            prewrapped[o] = value.view(value.shape) if analysis.outputs[o].view_of_fresh else value
+            outs.extend([tensors[pos]] * len(analysis.outputs[o].leaves))  # placeholders keep the layout
+            pos += 1
+        n_bases = plan.graph_outputs.num_bases
+        outs.extend(tensors[pos : pos + n_bases])
+        pos += n_bases
+        wrappers = dict(zip(bw_meta.wrapper_updates, tensors[pos : pos + n_wrappers], strict=True))
+        pos += n_wrappers
+        root_values = dict(zip((r.root_bases for r in roots), tensors[pos : pos + len(roots)], strict=True))
+        outs.extend(tensors[pos + len(roots) :])  # the symbolic ints
+        return outs, prewrapped, wrappers, root_values
+
+    return call
+
+
+def _detached(value: object) -> object:
+    return value.detach() if isinstance(value, torch.Tensor) else value

@@ -1,0 +1,667 @@
+"""Stage `runtime`: the per-call path of one compiled entry: unwrap -> compiled graph -> epilogue -> wrap.
+
+Input: a `RuntimePlan` (no fake tensors, no ShapeEnv, no graphs it does not run) and the compiled callable.
+Output: `run(values, symbols) -> output pytree`, given the real flat input leaves and the symbol values the guards
+bound. Invariants: the epilogue applies input mutations in the order of Note [Input Updates]; outputs that alias
+inputs or intermediates are regenerated from the real tensors after the epilogue (Note [Output Regeneration]).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import cast
+
+import torch
+
+from subclassaot.authoring.protocol import is_traceable_subclass
+from subclassaot.pipeline.desugar import graph_example_inputs
+from subclassaot.pipeline.rules.bumped_views import bumped_input_sources, replay_early, settle_early_counters
+from subclassaot.pipeline.rules.grad_set_order import early_grad_sets
+from subclassaot.pipeline.rules.kept_accumulators import hold_accumulators, make_assigned_accumulators
+from subclassaot.pipeline.rules.written_views import copy_point, undo_steps
+from subclassaot.pipeline.trace import UpdateKind
+from subclassaot.runtime.plan import (
+    GraphCall,
+    MetaEvaluator,
+    RuntimePlan,
+    fresh_output,
+    non_view_alias,
+    probed_stride,
+    wrapper_write_recorded,
+)
+from subclassaot.runtime.real_layouts import set_target_layout, wrapper_layout
+from subclassaot.runtime.regenerate import (
+    build_outputs,
+    has_size_spec,
+    no_output,
+    replay_from,
+    replay_view,
+    unflatten_output,
+)
+from subclassaot.runtime.wrapper_storage import anchor_holders, assign_data_meta
+from subclassaot.schemas import (
+    AliasGroupRef,
+    DataAssignmentPlan,
+    DenseIndex,
+    LeafMutation,
+    LeafSource,
+    OutputKind,
+    Replay,
+)
+from subclassaot.torch_internals import (
+    assign_wrapper_metadata,
+    get_version,
+    refresh_view_grad_fn,
+    renew_grad_accumulator,
+    set_to_self,
+    set_to_tensor,
+    set_version,
+    set_wrapper_metadata,
+    storage_key,
+)
+
+
+def inference_call(compiled: Callable[..., object], inputs_require_grad: bool) -> GraphCall:
+    """`inputs_require_grad`: some graph input requires grad (a subclass input's inner tensor; guarded)."""
+    if not inputs_require_grad:
+
+        def plain_call(
+            values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
+        ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
+            return list(cast(Sequence[object], compiled(*graph_in))), {}, {}, {}
+
+        return plain_call
+
+    def call(
+        values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
+    ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
+        # No user-level input requires grad here: autograd must not record the graph's ops on the inner tensors
+        # of a subclass input that happen to require grad (eager runs subclass ops below autograd).
+        with torch.no_grad():
+            return list(cast(Sequence[object], compiled(*graph_in))), {}, {}, {}
+
+    return call
+
+
+def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[object], dict[str, int]], object]:
+    ev = MetaEvaluator()
+    flat, layout = plan.flat, plan.layout
+    epilogue = epilogue_plan(plan)
+
+    def dense_of(values: Sequence[object]) -> list[torch.Tensor]:
+        dense: list[torch.Tensor] = []
+        for leaf, attrs in zip(layout.leaves, plan.leaf_attr_paths, strict=True):
+            t = values[leaf.owner]
+            for a in attrs:
+                t = getattr(t, a)
+            dense.append(cast(torch.Tensor, t))
+        return dense
+
+    gains = [
+        flat.tensor_indices[i]
+        for i, after in enumerate(plan.analysis.requires_grad_set)
+        if after and not plan.input_requires_grad[i]
+    ]
+    loses = [
+        flat.tensor_indices[i]
+        for i, after in enumerate(plan.analysis.requires_grad_after)
+        if plan.input_requires_grad[i] and not after
+    ]
+
+    # Note [Reads Around A set_ That Renews An Accumulator]: renewed before the compiled call, or after it
+    first = plan.analysis.self_set_first or (False,) * len(plan.analysis.self_set)
+    self_set_first = [flat.tensor_indices[t] for t, s in enumerate(first) if s]
+    self_set = [flat.tensor_indices[t] for t, s in enumerate(plan.analysis.self_set) if s and not first[t]]
+    kept = [flat.tensor_indices[t] for t, k in enumerate(plan.analysis.kept_accumulators) if k]
+    assigned_reads = [
+        (flat.tensor_indices[t], s) for t, s in enumerate(plan.analysis.accumulator_sizes) if s is not None
+    ]
+    # Note [Leaves Laid Out Anew Under no_grad]
+    assigned_reads += [(flat.tensor_indices[t], s) for t, s in enumerate(plan.analysis.releaf_sizes) if s is not None]
+    early_replays = sorted(
+        (
+            (o, info.replay)
+            for o, info in enumerate(plan.analysis.outputs)
+            if info.kind is OutputKind.TENSOR and info.replay is not None and info.replay.before_epilogue
+        ),
+        key=lambda item: item[1].made,  # in the program's order (Replay.made)
+    )
+    # Note [No-Grad Views Made After The Bump]: steps before the epilogue, and those after it
+    early_heads = [(o, _head(r)) for o, r in early_replays]
+    late_tails = [(o, r) for o, r in early_replays if r.late_steps]
+
+    def run(values: Sequence[object], symbols: dict[str, int]) -> object:
+        entry = {i: get_version(cast(torch.Tensor, values[i])) for i in bumped_inputs}
+        for i in gains:
+            cast(torch.Tensor, values[i]).requires_grad_(True)  # the program's requires_grad_()
+        _held = hold_accumulators(values, kept)  # until the outputs are built: Note [Accumulators Kept Through .data =]
+        if assigned_reads:  # Note [Subclass Accumulators Made After .data =]
+            _held += make_assigned_accumulators(
+                values, [(i, ev.meta((s, (), 0), symbols)[0]) for i, s in assigned_reads]
+            )
+        dense = dense_of(values)
+        graph_in = graph_example_inputs(layout, dense)
+        # version counters as the inputs came: an early replay of an in-place view op (t_) advances them already
+        counters = _versions(plan, epilogue, values, dense)
+        shared: dict[int, torch.Tensor] = {}  # Note [Views Sharing An Intermediate]
+        early, at_end = replay_early(  # Note [Early Views Made After The Last Write]
+            early_heads, values, lambda r: replay_view(r, ev, values, ([], {}), symbols, no_output, shared=shared)
+        )
+        holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
+        for i in self_set_first:  # Note [Reads Around A set_ That Renews An Accumulator]
+            renew_grad_accumulator(cast(torch.Tensor, values[i]))
+        if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad Before The Call]
+            done: list[torch.Tensor] = []  # an input passed at several positions takes one set_, as in eager
+            for t in early_sets:
+                x = cast(torch.Tensor, values[flat.tensor_indices[t]])
+                if x.requires_grad and not any(x is d for d in done):
+                    set_to_self(x)
+                    done.append(x)
+        outs, prewrapped, wrapper_values, roots = graph_call(values, graph_in, dense, symbols)
+        prewrapped.update(early)
+        if not epilogue.empty:
+            _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values, counters)
+        settle_early_counters(at_end, values)
+        for i in self_set:  # Note [set_ Renews A Leaf's Accumulator]
+            renew_grad_accumulator(cast(torch.Tensor, values[i]))
+        for o, r in late_tails:
+            start = len(r.steps) - r.late_steps
+            prewrapped[o] = replay_from(prewrapped[o], start, r, ev, symbols, values, shared)
+        for i in loses:
+            cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
+        if fresh_only is not None:
+            # Every output a fresh plain tensor of the graph: no replay, no wrapping (the common case, kept short;
+            # in training the autograd.Function's outputs are all of them).
+            if not prewrapped:
+                fresh = [fresh_output(cast(torch.Tensor, outs[k])) for k in fresh_only]
+                return unflatten_output(cast(list[object], fresh), plan.analysis.output_spec, has_size)
+            if len(prewrapped) == len(fresh_only):
+                given = [prewrapped[o] for o in range(len(fresh_only))]
+                return unflatten_output(cast(list[object], given), plan.analysis.output_spec, has_size)
+        return build_outputs(
+            plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, entry), has_size, holders
+        )
+
+    early_sets = epilogue.early_grad_sets
+    storage_classes = plan.analysis.wrapper_storage
+    bumped_inputs = bumped_input_sources(plan.analysis.outputs)
+    fresh_only = _fresh_only_outputs(plan)
+    has_size = has_size_spec(plan.analysis.output_spec)
+    return run
+
+
+def _head(replay: Replay) -> Replay:
+    """An early replay without its late steps (Note [No-Grad Views Made After The Bump])."""
+    if not replay.late_steps:
+        return replay
+    kept = len(replay.steps) - replay.late_steps
+    return replace(replay, steps=replay.steps[:kept], marks=tuple(m for m in replay.marks if m[0] <= kept))
+
+
+def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
+    """Graph-output positions of the outputs when each is a fresh plain tensor of the graph (None otherwise)."""
+    fresh_start = len(plan.graph_outputs.updates)
+    out = []
+    for info in plan.analysis.outputs:
+        if info.kind is not OutputKind.TENSOR or info.tree is not None or info.replay is not None:
+            return None
+        leaf = info.leaves[0] if len(info.leaves) == 1 else None
+        if (
+            leaf is None
+            or leaf.source is not LeafSource.GRAPH
+            or leaf.storage_of is not None
+            or leaf.onto_input is not None
+        ):
+            return None
+        if info.data_from is not None:  # Note [Outputs Assigned .data With History]
+            return None
+        out.append(fresh_start + info.leaves[0].index)
+    if (
+        plan.output_types
+        or plan.graph_outputs.num_bases
+        or plan.graph_outputs.num_symints
+        or plan.analysis.stride_probes
+    ):
+        return None
+    if plan.analysis.wrapper_storage:
+        return None  # _outputs gives inputs their wrapper storage (Note [Wrapper Storage After set_])
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EpiloguePlan:
+    """What the epilogue does, decided once per entry so that the per-call path only loops over real work."""
+
+    base_copies: tuple[tuple[int, int], ...]  # (graph input, graph output) for alias-group bases
+    original_copies: tuple[tuple[int, int], ...]  # (dense leaf, graph output): values of the original storage
+    metadata: tuple[int, ...]  # dense leaves whose metadata or storage changes
+    inplace_ops: tuple[int, ...]  # tensor inputs whose in-place view ops are replayed on the real input
+    # tensor inputs whose in-place view ops or `.data =` assignments are replayed (Note [Wrapper Data Assignment])
+    reshaped: tuple[int, ...]
+    final_copies: tuple[tuple[int, int], ...]  # (dense leaf, graph output): values with the final metadata
+    versions: tuple[int, ...]  # dense leaves whose version counter is settled to eager's
+    grad_sets: tuple[int, ...]  # tensor inputs set_() under grad: Note [set_ Under Grad]
+    wrappers: tuple[int, ...]  # tensor inputs (subclasses) whose own metadata or version changes
+    # plain tensor inputs set_() to a value requiring grad: See Note [Inputs That Gain Grad In Training]
+    grad_swaps: tuple[int, ...] = ()
+    # (tensor input, copy point) where a view's value is copied in before some of its replayed in-place view ops
+    # (Note [Written Subclass Views Changed In Place]; applied when the real input is a view)
+    copy_points: tuple[tuple[int, int], ...] = ()
+    # grad_sets repeated before the compiled call instead (Note [set_ Under Grad Before The Call])
+    early_grad_sets: tuple[int, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return (
+            not (self.base_copies or self.original_copies or self.metadata or self.final_copies or self.versions)
+            and not self.wrappers
+            and not self.reshaped
+            and not self.grad_sets
+            and not self.grad_swaps
+        )
+
+
+def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
+    analysis, updates = plan.analysis, plan.graph_outputs.updates
+    by_kind = {kind: tuple((u.target, k) for k, u in enumerate(updates) if u.kind is kind) for kind in UpdateKind}
+    replayed = {t for t, steps in enumerate(analysis.inplace_replay) if steps}
+    same = plan.layout.same_wrapper
+    by_ops = {
+        j
+        for t in range(len(plan.layout.trees))
+        if t in replayed or (same and same[t] in replayed)
+        for j in plan.layout.leaves_of_input[t]
+    }
+    wrappers = tuple(
+        t
+        for t, (tree, after) in enumerate(zip(plan.layout.trees, analysis.wrapper_meta_after, strict=True))
+        if tree is not None and (after is not None or analysis.wrapper_version_bumped[t])
+    )
+    return EpiloguePlan(
+        base_copies=by_kind[UpdateKind.BASE],
+        original_copies=by_kind[UpdateKind.ORIGINAL],
+        metadata=tuple(
+            j for j, m in enumerate(analysis.mutations) if (m.metadata or m.storage_changed) and j not in by_ops
+        ),
+        inplace_ops=tuple(sorted(replayed)),
+        reshaped=tuple(sorted(replayed | {t for t, d in enumerate(analysis.wrapper_data) if d is not None})),
+        final_copies=by_kind[UpdateKind.FINAL],
+        versions=tuple(j for j, m in enumerate(analysis.mutations) if m.any or m.version_bumped),
+        wrappers=wrappers,
+        grad_sets=tuple(
+            t
+            for t, leaves in enumerate(plan.layout.leaves_of_input)
+            if any(analysis.mutations[j].set_under_grad for j in leaves)
+        ),
+        grad_swaps=_grad_swaps(plan),
+        early_grad_sets=early_grad_sets(plan.analysis, plan.layout),
+        copy_points=tuple((t, k) for t in sorted(replayed) if (k := copy_point(plan.layout, analysis, t)) is not None),
+    )
+
+
+def _grad_swaps(plan: RuntimePlan) -> tuple[int, ...]:
+    """Tensor inputs that gain grad by a storage swap (Note [Inputs That Gain Grad In Training])."""
+    analysis, layout = plan.analysis, plan.layout
+    return tuple(
+        t
+        for t in range(len(layout.trees))
+        if not plan.input_requires_grad[t]
+        and analysis.requires_grad_after[t]
+        and not analysis.requires_grad_set[t]
+        and any(analysis.mutations[j].set_under_grad for j in layout.leaves_of_input[t])
+    )
+
+
+def _copy_base(plan: RuntimePlan, base: torch.Tensor, value: torch.Tensor, g: int) -> None:
+    """A synthetic base (graph input `g`) that requires grad is written where autograd records it (Note [Aliased
+    Inputs In Training]); otherwise, as every input write the program hid from autograd, under no_grad."""
+    mutations = plan.analysis.mutations
+    members = plan.layout.groups[cast(AliasGroupRef, plan.layout.graph_inputs[g]).group].members
+    visible = any(mutations[m].autograd_visible and not mutations[m].hidden_from_autograd for m in members)
+    # written only through tensors set_() or `.data =`-assigned to its storage: Note [Writes Through A set_() Alias]
+    # (through the base's own views, a leaf that requires grad raises in eager, and so does this copy_)
+    through_self = any(mutations[m].visible_through_self for m in members)
+    before = get_version(base)
+    with torch.set_grad_enabled(
+        torch.is_grad_enabled() and visible and through_self and (base.requires_grad or value.requires_grad)
+    ):
+        base.copy_(value)
+    if not through_self and not any(mutations[m].version_bumped for m in members):
+        set_version(base, before)
+
+
+def _grad_swap_pair(
+    plan: RuntimePlan, values: Sequence[object], dense: list[torch.Tensor], t: int
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Tensor input `t`, swapped to a value that requires grad, and the tensor whose storage it took (if an input):
+    dense leaves for a plain input, wrappers for a subclass input (whose set_ autograd records at the wrapper level:
+    Note [Inputs That Gain Grad In Training])."""
+    layout, mutations = plan.layout, plan.analysis.mutations
+    j = layout.leaves_of_input[t][0]
+    source = mutations[j].set_source
+    if layout.trees[t] is None:
+        return dense[j], None if source is None else dense[source]
+    owner = None if source is None else next(s for s, ls in enumerate(layout.leaves_of_input) if source in ls)
+    wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+    return wrapper, None if owner is None else cast(torch.Tensor, values[plan.flat.tensor_indices[owner]])
+
+
+def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None) -> None:
+    """`x.set_(alias)` under grad, `alias` a differentiable alias of x's storage and metadata: x gets eager's
+    grad_fn for a set_ of a value that requires grad (Note [Inputs That Gain Grad In Training])."""
+    with torch.enable_grad():
+        same = source is not None and (source.size(), source.stride()) == (x.size(), x.stride())
+        if source is not None and source.requires_grad:
+            if same and source.storage_offset() == x.storage_offset():
+                alias = source  # a subclass need not implement as_strided
+            else:
+                alias = source.as_strided(x.size(), x.stride(), x.storage_offset())
+        elif is_traceable_subclass(x):
+            alias = x.detach().requires_grad_(True)  # never reached by a backward: it stops at the set_
+        else:
+            alias = non_view_alias(x).requires_grad_(True)  # never reached by a backward: it stops at the set_
+        set_to_tensor(x, alias)
+
+
+# Note [set_ Under Grad]
+# set_() on a tensor that requires grad, with grad enabled, makes autograd record a node whose backward raises
+# ("derivative for set_ is not implemented"), even when the storage ends where it was (x.set_(x)). The epilogue
+# repeats `x.set_(x)` (which changes nothing else) under grad on such an input, so a backward through it raises as
+# in eager. A set_ on a view of the input taken with grad on counts too: autograd rebases the input's history on it
+# (Note [Views Of Inputs set_() Under Grad]).
+# Where a plain input was set_() to another input whose storage it still has, the epilogue's set_ takes that input
+# (or a view of it) as its source instead: eager's set_ node has an edge to the source's history, so the source's
+# gradient waits behind the raising node (fuzz seed 6000 #544: `x0.set_(x2)`, x2 also returned, got a gradient).
+
+
+def _epilogue(
+    plan: RuntimePlan,
+    epilogue: EpiloguePlan,
+    ev: MetaEvaluator,
+    values: Sequence[object],
+    dense: list[torch.Tensor],
+    graph_in: list[torch.Tensor],
+    outs: list[object],
+    symbols: dict[str, int],
+    wrapper_values: dict[int, torch.Tensor],
+    counters: tuple[list[int], list[int]],
+) -> None:
+    """Apply input mutations in the order of Note [Input Updates]. `counters`: `_versions` before the call."""
+    mutations = plan.analysis.mutations
+    versions, wrapper_versions = counters
+    for g, k in epilogue.base_copies:
+        _copy_base(plan, graph_in[g], cast(torch.Tensor, outs[k]), g)
+    # Note [Subclass Inputs Mutated In Training]: inputs whose view ops are replayed get their value after them.
+    late = {t for t in wrapper_values if t in epilogue.inplace_ops}
+    copy_points = dict(epilogue.copy_points)
+    by_wrapper = {j for t in wrapper_values for j in plan.layout.leaves_of_input[t]}
+    early = by_wrapper - {j for t in late for j in plan.layout.leaves_of_input[t]}
+    for t, value in wrapper_values.items():
+        if t not in late:
+            _copy_wrapper(plan, values, t, value)
+    for j, k in epilogue.original_copies:
+        if j in early:
+            continue
+        _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j])
+    # set_ sources as the inputs came: an input swapped away earlier in this loop still names its old storage
+    sources = {
+        m.set_source: dense[m.set_source].detach()
+        for j in epilogue.metadata
+        if (m := mutations[j]).set_source is not None
+    }
+    finals = dict(epilogue.final_copies)
+    for j in epilogue.metadata:
+        m, meta = mutations[j], ev.meta(mutations[j].final_meta, symbols)
+        if m.storage_changed and m.set_source is None and j in finals:  # Note [Inputs Set To Computed Tensors]
+            meta = set_target_layout(meta, outs[finals[j]])
+        _replay_metadata(dense, j, m, meta, sources)
+    for t in epilogue.reshaped:
+        wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+        data, steps = plan.analysis.wrapper_data[t], plan.analysis.inplace_replay[t]
+        # Note [Written Subclass Views Changed In Place]: a view takes its value first, in the layout it came with
+        copy_at = copy_points.get(t) if t in late and wrapper._is_view() else None
+        if copy_at is not None:
+            _copy_wrapper(plan, values, t, undo_steps(wrapper_values[t], steps, ev, symbols))
+            late.discard(t)
+        for k, step in enumerate(steps):
+            if data is not None and k == data.after_steps:
+                _assign_data(plan, ev, values, symbols, wrapper, data, outs)
+            # Under the grad mode the program had: autograd records it on a wrapper that requires grad, as in eager.
+            grad = step.grad_enabled and (copy_at is None or k >= copy_at)
+            with torch.set_grad_enabled(grad and torch.is_grad_enabled()):
+                refresh_view_grad_fn(wrapper)  # Note [In-Place Ops On A View Whose Base Gained Grad]
+                step.op(
+                    wrapper,
+                    *cast(tuple[object, ...], ev.arg(step.args, symbols)),
+                    **{k: ev.arg(v, symbols) for k, v in step.kwargs},
+                )
+        # With no step after it, only where it gives the final metadata (else _fix_wrappers gives them).
+        if data is not None and data.after_steps >= len(steps) and (data.final or steps):
+            _assign_data(plan, ev, values, symbols, wrapper, data, outs)
+    for t in late:
+        _copy_wrapper(plan, values, t, wrapper_values[t])
+    for j, k in epilogue.final_copies:
+        if j not in by_wrapper:
+            _copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j], final=True)
+    for t in epilogue.grad_sets:
+        x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+        if x.requires_grad and torch.is_grad_enabled() and t not in epilogue.early_grad_sets:
+            _, source = _grad_swap_pair(plan, values, dense, t)  # Note [set_ Under Grad]
+            if plan.layout.trees[t] is None and source is not None and storage_key(source) == storage_key(x):
+                _repeat_swap_under_grad(x, source)
+            else:
+                set_to_self(x)
+    if epilogue.grad_swaps and torch.is_grad_enabled():
+        for t in epilogue.grad_swaps:
+            if plan.layout.trees[t] is None:
+                _repeat_swap_under_grad(*_grad_swap_pair(plan, values, dense, t))
+    for j, before in zip(epilogue.versions, versions, strict=True):
+        _settle_version(dense[j], before, mutations[j].version_bumped)
+    if epilogue.wrappers:
+        _fix_wrappers(plan, epilogue.wrappers, wrapper_versions, ev, values, symbols, dense)
+    if epilogue.grad_swaps and torch.is_grad_enabled():
+        for t in epilogue.grad_swaps:
+            if plan.layout.trees[t] is not None:  # once its wrapper has its final metadata and version
+                wrapper, source = _grad_swap_pair(plan, values, dense, t)
+                version = get_version(wrapper)
+                _repeat_swap_under_grad(wrapper, source)
+                set_version(wrapper, version)
+
+
+def _assign_data(
+    plan: RuntimePlan,
+    ev: MetaEvaluator,
+    values: Sequence[object],
+    symbols: dict[str, int],
+    wrapper: torch.Tensor,
+    data: DataAssignmentPlan,
+    outs: Sequence[object],
+) -> None:
+    """Note [Wrapper Data Assignment]: the wrapper takes the assigned tensor's own metadata (not its storage: see
+    Note [Wrapper Storage After set_]), without autograd or the version counter, as eager's `.data =`."""
+    if data.source is not None:
+        source = cast(torch.Tensor, values[plan.flat.tensor_indices[data.source]])
+        size, stride, offset = list(source.shape), list(source.stride()), int(source.storage_offset())
+    else:
+        size, stride, offset = ev.meta(data.meta, symbols)
+        stride = probed_stride(plan, outs, data.stride_probe, size, stride)
+    assign_data_meta(wrapper, size, stride, offset)
+
+
+def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: torch.Tensor) -> None:
+    """A wrapper-level copy_ that autograd records (Note [Subclass Inputs Mutated In Training])."""
+    wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+    # Recorded only where the program wrote the input itself (or a view of it) with grad on: a write through an
+    # alias autograd does not relate to it (a detach() passed beside it) is not (Note [Aliased Subclass Inputs In
+    # Training]). Written through itself, a leaf that requires grad, or a view of one, raises eager's error here,
+    # as it does in eager.
+    visible = wrapper_write_recorded(plan.analysis, plan.layout, t)
+    # written only through an alias set_() or `.data =`-assigned to its storage (Note [Writes Through A set_() Alias])
+    mutations = plan.analysis.mutations
+    visible = visible and any(mutations[j].visible_through_self for j in plan.layout.leaves_of_input[t])
+    before = get_version(wrapper)
+    with torch.set_grad_enabled(visible and torch.is_grad_enabled()):
+        wrapper.copy_(value)
+    if not plan.analysis.wrapper_version_bumped[t]:
+        set_version(wrapper, before)  # a write through `.data`: eager leaves the wrapper's counter alone
+
+
+# Note [data Assignment Keeps A Leaf's Accumulator]
+# Eager's `.data =` on a leaf that requires grad keeps its gradient accumulator, whose recorded size the engine
+# reduces gradients to (x0.reshape(()) took it at size (1,); x0.data = x0.unsqueeze(1); then x0 returned: eager's
+# x0.grad has size (1,), fuzz seed 41000 #1312), while set_() makes a new one (Note [set_ Renews A Leaf's
+# Accumulator]). So a plain input the program swapped only by `.data =`, within its own storage, gets its layout
+# by `.data =` too, not by set_(). Whether eager has one to keep: See Note [Accumulators Kept Through .data =].
+
+
+# Note [Metadata Changes Under no_grad]
+# `with torch.no_grad(): x.t_()` on an input that requires grad leaves its grad_fn as it was in eager (a backward
+# through the new x then raises there, as its grad_fn expects the old layout). So the epilogue replays such a change
+# under no_grad too, even where the program's other writes (to x, or an in-place view op on a view of it with grad
+# on: t = x.transpose(0, 0); t.unsqueeze_(0)) make the input's mutation autograd-visible.
+
+
+def _replay_metadata(
+    dense: list[torch.Tensor],
+    j: int,
+    m: LeafMutation,
+    meta: tuple[list[int], list[int], int],
+    sources: dict[DenseIndex, torch.Tensor],
+) -> None:
+    size, stride, offset = meta
+    x = dense[j]
+    # An in-place view op on a non-leaf that requires grad rewrites its grad_fn in eager: let autograd see ours,
+    # unless the program ran them all under no_grad (Note [Metadata Changes Under no_grad]).
+    visible = x.requires_grad and m.autograd_visible and not m.storage_changed and not m.metadata_hidden
+    with torch.set_grad_enabled(visible and torch.is_grad_enabled()):
+        if m.storage_changed and m.set_source is not None:
+            source = sources[m.set_source]
+            if m.swapped_by_data:
+                x.data = source.as_strided(size, stride, offset)
+            else:
+                # set_(Tensor), as the program's: set_(storage, ...) refuses a tensor that requires grad
+                set_to_tensor(x, source.detach().as_strided(size, stride, offset))
+        elif m.storage_changed:
+            numel = max(offset + _extent(size, stride), m.new_storage_numel or 0)  # eager's storage size
+            fresh = torch.empty(numel, dtype=x.dtype, device=x.device)
+            if m.new_storage_of is not None:  # the storage an earlier input was set_() to, grown to fit
+                storage = dense[m.new_storage_of].untyped_storage()
+                storage.resize_(max(storage.nbytes(), fresh.untyped_storage().nbytes()))
+                fresh = torch.empty(0, dtype=x.dtype, device=x.device).set_(storage)
+            if m.swapped_by_data:
+                x.data = fresh.as_strided(size, stride, offset)
+            else:
+                x.set_(fresh.untyped_storage(), offset, size, stride)
+        elif m.swapped and (m.resized or not visible):
+            # set_() within its own storage (to another input sharing it, or to a view of itself): set_(Tensor) as
+            # the program's. On a leaf, unlike as_strided_, it also renews the gradient accumulator autograd
+            # checks the leaf's gradient against (fuzz seed 6000 #183: x0.set_(x0.view(-1)) under no_grad)
+            if m.swapped_by_data_only:  # Note [data Assignment Keeps A Leaf's Accumulator]
+                x.data = x.detach().as_strided(size, stride, offset)
+            else:
+                set_to_tensor(x, x.detach().as_strided(size, stride, offset))
+        elif m.resized and (offset + _extent(size, stride)) * x.element_size() > x.untyped_storage().nbytes():
+            # (an as_strided_() onto elements of its storage past its own is no resize: fuzz seed 40000 #7513's
+            # kin, where resize_ of an input that requires grad raises)
+            x.resize_(size)
+            if list(x.stride()) != stride or x.storage_offset() != offset:
+                x.as_strided_(size, stride, offset)
+        else:
+            x.as_strided_(size, stride, offset)
+
+
+def _versions(
+    plan: RuntimePlan, epilogue: EpiloguePlan, values: Sequence[object], dense: list[torch.Tensor]
+) -> tuple[list[int], list[int]]:
+    """The version counters the epilogue settles (dense leaves, then wrappers), as they are now."""
+    wrappers = [get_version(cast(torch.Tensor, values[plan.flat.tensor_indices[t]])) for t in epilogue.wrappers]
+    return [get_version(dense[j]) for j in epilogue.versions], wrappers
+
+
+def _settle_version(t: torch.Tensor, before: int, bumped: bool) -> None:
+    """Leave the version counter as eager does: advanced iff eager advanced it (counts may differ)."""
+    now = get_version(t)
+    if not bumped and now != before:
+        set_version(t, before)
+    elif bumped and now == before:
+        set_version(t, before + 1)
+
+
+def _extent(size: list[int], stride: list[int]) -> int:
+    if any(s == 0 for s in size):
+        return 0
+    return 1 + sum((s - 1) * st for s, st in zip(size, stride, strict=True))
+
+
+# Note [Writes Through A set_() Alias]
+# A tensor set_() or `.data =`-assigned to an input's storage is a family of its own: eager's writes through it
+# change the input's values but not its autograd history or version counter (where no other write advanced it).
+# So the epilogue writes an input written only so (LeafMutation.visible_through_self false) below autograd and puts
+# its version back at once: on a leaf that requires grad a recorded copy_ would raise (fuzz seed 3000 #7901, seed
+# 5000 #5074), on a non-leaf it would give the input a grad_fn eager's has not, and on a view made by an op that
+# returns several views (unbind, split) both the recorded copy_ and a later read of its grad_fn at the moved version
+# (the epilogue's own set_() under grad to it) raise where eager runs (fuzz seed 44000 #7422). Subclass inputs
+# likewise, at the wrapper level (`_copy_wrapper`).
+
+
+def _copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, final: bool = False) -> None:
+    # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's
+    # grad_fn and version match eager; .data and no_grad mutations stay invisible to autograd, as in eager.
+    hidden = not mutation.autograd_visible or mutation.hidden_from_autograd or mutation.storage_changed
+    # Note [Writes Through A set_() Alias]; written through itself, a leaf that requires grad raises in eager, and
+    # so does this copy.
+    hidden = hidden or not mutation.visible_through_self
+    hidden = hidden and not (final and mutation.written_after_data)  # Note [Writes With Grad After .data =]
+    x, value = _once_per_location(x, value)
+    if (x.requires_grad or value.requires_grad) and not hidden:
+        x.copy_(value)
+        return
+    before = get_version(x)
+    with torch.no_grad():
+        x.copy_(value)
+    if not mutation.version_bumped:
+        set_version(x, before)
+
+
+def _once_per_location(x: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`x` and `value` at index 0 of each dim where `x` repeats one memory location (a zero stride, after `.data =`
+    of an expand(): fuzz seed 6000 #1630): copy_ refuses such a target, and the graph's value, a view of the same
+    functional storage, holds one value at every repeat."""
+    repeated = [d for d, (sz, st) in enumerate(zip(x.shape, x.stride(), strict=True)) if st == 0 and sz > 1]
+    if repeated:
+        value = value.expand_as(x)
+        for d in repeated:
+            x, value = x.narrow(d, 0, 1), value.narrow(d, 0, 1)
+    return x, value
+
+
+def _fix_wrappers(
+    plan: RuntimePlan,
+    wrappers: tuple[int, ...],
+    versions: list[int],
+    ev: MetaEvaluator,
+    values: Sequence[object],
+    symbols: dict[str, int],
+    dense: Sequence[torch.Tensor],
+) -> None:
+    flat, analysis = plan.flat, plan.analysis
+    for t, before in zip(wrappers, versions, strict=True):
+        wrapper = values[flat.tensor_indices[t]]
+        assert isinstance(wrapper, torch.Tensor)
+        after = analysis.wrapper_meta_after[t]
+        data = analysis.wrapper_data[t]
+        if after is not None and not analysis.inplace_replay[t] and not (data is not None and data.final):
+            leaves = plan.layout.leaves_of_input[t]
+            leaf_metas = [ev.meta(analysis.mutations[j].final_meta, symbols) for j in leaves]
+            # Note [Inputs Set To Computed Tensors]
+            size, stride, offset = wrapper_layout(ev.meta(after, symbols), leaf_metas, [dense[j] for j in leaves])
+            if list(wrapper.shape) != size or list(wrapper.stride()) != stride or wrapper.storage_offset() != offset:
+                # after a `.data =`, without autograd or the version counter (Note [Wrapper Data Assignment])
+                change = assign_wrapper_metadata if data is not None else set_wrapper_metadata
+                with torch.no_grad():  # the program's set_ under grad, if any, is repeated (Note [set_ Under Grad])
+                    change(wrapper, size, stride, offset)
+        if analysis.wrapper_version_bumped[t] and get_version(wrapper) == before:
+            # Only where the epilogue's own ops did not: autograd regenerates a view's grad_fn when its version
+            # moves, and after a replayed in-place view op (t_) that would lose the op from its history.
+            set_version(wrapper, get_version(wrapper) + 1)

@@ -1,0 +1,525 @@
+"""Output regeneration: the user's outputs rebuilt from the graph's outputs and the real inputs after the epilogue.
+
+Input: a `RuntimePlan`, the real inputs and dense leaves, the graph's outputs, the symbol values of this call.
+Output: the output pytree, with views of inputs and intermediates replayed as eager makes them.
+Invariants: Note [Output Regeneration]; an output that replays from another output is built after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import cast
+
+import torch
+from torch.utils import _pytree as pytree
+
+from subclassaot.authoring.protocol import unflatten_subclass
+from subclassaot.pipeline.rules.bumped_views import finish_bumped_view, lower_input_counter
+from subclassaot.pipeline.rules.detached_outputs import set_onto_inputs
+from subclassaot.pipeline.rules.final_marks import build_order, state_reached, use_only_tokens
+from subclassaot.pipeline.rules.foreign_bases import input_root, view_onto
+from subclassaot.pipeline.rules.grad_set_bases import set_under_grad_holder
+from subclassaot.runtime.plan import MetaEvaluator, RuntimePlan, fresh_output, non_view_alias, probed_stride
+from subclassaot.runtime.real_layouts import set_target_layout, wrapper_layout
+from subclassaot.runtime.wrapper_storage import assign_data_meta, share_wrapper_storages
+from subclassaot.schemas import (
+    GradSetBase,
+    InputArg,
+    LeafSource,
+    OutputInfo,
+    OutputKind,
+    Replay,
+    ReplaySource,
+    ViewStep,
+)
+from subclassaot.torch_internals import (
+    get_version,
+    give_base_grad,
+    set_to_tensor,
+    set_version,
+)
+
+# Note [Output Regeneration]
+# The graph is functional, so a user output that is a view of an input (or of an intermediate it shares with other
+# outputs) cannot come out of the graph as such: the graph would return a copy. Instead the epilogue rebuilds it from
+# the real tensor it aliases, after input mutations are applied: `source.as_strided(size, stride, offset)` when eager
+# returns a view (so `._base` and storage sharing match eager), or a non-view alias sharing the storage when eager
+# returns one (detach-like). Sizes, strides and offsets are expressions over the guards' symbols, evaluated per call.
+# Intermediate bases come out of the graph once and every output aliasing them is rebuilt from that one tensor, so
+# two outputs that share storage in eager share it here too.
+
+
+def build_outputs(
+    plan: RuntimePlan,
+    ev: MetaEvaluator,
+    values: Sequence[object],
+    dense: list[torch.Tensor],
+    outs: list[object],
+    symbols: dict[str, int],
+    prewrapped: dict[int, torch.Tensor],
+    given: tuple[dict[tuple[int, ...], torch.Tensor], dict[int, torch.Tensor], dict[int, int]],
+    has_size: bool,
+    holders: Sequence[torch.Tensor | None],
+) -> object:
+    gout = plan.graph_outputs
+    fresh_start = len(gout.updates)
+    base_start = fresh_start + gout.num_fresh
+    symint_start = base_start + gout.num_bases
+    # A base is an intermediate, never a view in eager; the eager backend may return one as a view of a temporary.
+    bases = [
+        non_view_alias(b) if isinstance(b, torch.Tensor) and b._is_view() and not b.requires_grad else b
+        for b in outs[base_start:symint_start]
+    ]
+    symints = outs[symint_start : symint_start + gout.num_symints]
+    infos = plan.analysis.outputs
+    result: list[object] = [_PENDING] * len(infos)
+    symint_positions = [o for o, info in enumerate(infos) if info.kind is OutputKind.SYMINT]
+    given_roots, shared, entry = given
+    roots = dict(given_roots)  # Note [Subclass Intermediate Roots]
+    # `get` itself, for its recursion, emptied once the outputs are built: a closure naming itself would be a cycle
+    # holding every output of the graph, and their graph, until a garbage collection (Note [Rewrapping Holds No Cycle])
+    builder: list[Callable[[int], object]] = []
+    gains_late: list[torch.Tensor] = []
+
+    def get(o: int) -> object:
+        # Outputs are built on demand: a view replays from another output, which is built first.
+        if result[o] is not _PENDING:
+            return result[o]
+        info = infos[o]
+        value: object
+        if o in prewrapped:
+            value = prewrapped[o]
+        elif info.kind is OutputKind.CONSTANT:
+            value = info.constant
+        elif info.kind is OutputKind.SYMINT:
+            value = symints[symint_positions.index(o)]
+        elif info.kind is OutputKind.IS_INPUT:
+            assert info.input_index is not None
+            value = values[info.input_index]
+        elif info.kind is OutputKind.SAME_AS:
+            assert info.input_index is not None
+            value = builder[0](info.input_index)
+        else:
+            value = _tensor_output(
+                info, ev, values, dense, outs, fresh_start, (bases, roots), symbols, builder[0], shared, entry
+            )
+            if info.set_under_grad and torch.is_grad_enabled():  # Note [Outputs set_() Under Grad]
+                root = _grad_set_root(info.grad_set_base, value, ev, (bases, roots), symbols, builder[0], values, dense)
+                value = set_under_grad_holder(
+                    value,
+                    root,
+                    view=info.set_under_grad_view,
+                    viewed_after=info.grad_set_base is not None and info.grad_set_base.source is None,
+                    blocked=[values[i] for i in info.set_blocks],
+                )
+        if info.leaves and info.leaves[0].onto_input is not None and isinstance(value, torch.Tensor):
+            owner = values[plan.layout.leaves[info.leaves[0].onto_input].owner]
+            assert isinstance(owner, torch.Tensor)
+            set_onto_inputs(value, info, dense, [ev.meta(leaf.meta, symbols) for leaf in info.leaves], owner)
+        if info.data_from is not None and isinstance(value, torch.Tensor):  # Note [Outputs Assigned .data With History]
+            with torch.no_grad():  # see Note [Outputs Assigned .data With History]
+                data = _from_leaves(
+                    replace(info, leaves=(info.data_from,)), ev, dense, outs, fresh_start, bases, symbols, shared
+                )
+            value.data = data
+        if info.base_gains_grad and isinstance(value, torch.Tensor) and torch.is_grad_enabled():
+            if info.replay is not None and info.replay.bump_after:
+                gains_late.append(value)  # once every output is built: Note [Views Of A Detach That Gained Grad]
+            else:
+                give_base_grad(value)  # Note [Views Of A Detach That Gained Grad]
+        onto = info.leaves[0].storage_of if info.leaves else None
+        if onto is not None and isinstance(value, torch.Tensor):  # Note [Outputs That An Input Was set_() To]
+            version = get_version(value)
+            with torch.no_grad():
+                set_to_tensor(value, dense[onto].detach())
+            set_version(value, version)
+        cls = plan.output_types[o] if plan.output_types else None
+        if cls is not None and isinstance(value, torch.Tensor) and type(value) is not cls:
+            value = value.as_subclass(cls)  # what Tensor.__torch_function__ does to eager's result
+        if info.data_meta is not None and isinstance(value, torch.Tensor):
+            size, stride, offset = ev.meta(info.data_meta, symbols)
+            stride = probed_stride(plan, outs, info.data_stride_probe, size, stride)
+            assign_data_meta(value, size, stride, offset)  # Note [Wrapper Data Assignment]
+        result[o] = value
+        return value
+
+    builder.append(get)
+    try:
+        for o in build_order(infos):  # Note [Views Across In-Place View Ops On An Intermediate]
+            get(o)
+    finally:
+        builder.clear()
+    _change_bases(infos, result, ev, symbols, values, shared)
+    for view in gains_late:
+        give_base_grad(view)
+    if plan.analysis.wrapper_storage:
+        share_wrapper_storages(
+            plan.flat, plan.analysis.wrapper_storage, holders, values, result, lambda k: _dense_leaf(plan, values, k)
+        )
+    return unflatten_output(result, plan.analysis.output_spec, has_size)
+
+
+_PENDING = object()
+
+
+# Note [In-Place View Ops On A Base After Its Views]
+# `t0 = x.detach(); t1 = t0.view(-1, 1, 1); t0.unsqueeze_(0); return t1` (fuzz seed 40000 #4668): eager's
+# `t1._base` is t0, which is no view (a detach()), and the in-place view op changed its metadata after t1 was taken
+# from it, leaving t1 as it was. The replayed chain makes t0 as it was when t1 was taken; the in-place view ops the
+# program applied to it afterwards (Replay.base_after) are applied to the replayed `._base` once every output is
+# built, once per object (two outputs viewing t0 before the op share it: Note [Views Sharing An Intermediate]),
+# under the grad mode each ran in. They advance its version counter as eager's did. Only for the output's `._base`:
+# an in-place view op on a view in the middle of a chain leaves nothing an output can observe.
+
+
+def _change_bases(
+    infos: Sequence[OutputInfo],
+    result: list[object],
+    ev: MetaEvaluator,
+    symbols: dict[str, int],
+    values: Sequence[object],
+    shared: dict[int, torch.Tensor],
+) -> None:
+    """Note [In-Place View Ops On A Base After Its Views], Note [Views Of A Root Whose .data Was Assigned]."""
+    done: set[int] = set()
+    for info, value in zip(infos, result, strict=True):
+        replay = info.replay
+        if replay is None or not (replay.base_after or replay.root_data_meta) or not isinstance(value, torch.Tensor):
+            continue
+        base = value._base
+        assert base is not None, "BUG: an output with in-place changes of its `._base` is no view"
+        if id(base) not in done:
+            done.add(id(base))
+            done_ops = state_reached(base, shared)  # Note [Views Across In-Place View Ops On An Intermediate]
+            replay_steps(base, replay.base_after[done_ops:], ev, symbols, values)
+            if replay.root_data_meta is not None:
+                assign_data_meta(base, *ev.meta(replay.root_data_meta, symbols))
+
+
+def no_output(o: int) -> object:
+    raise AssertionError(f"BUG: an output rebuilt before the epilogue replays from output {o}")
+
+
+def unflatten_output(values: list[object], spec: pytree.TreeSpec, has_size: bool | None = None) -> object:
+    """tree_unflatten, except that torch.Size nodes come back as torch.Size (pytree rebuilds them as tuples).
+    `has_size`: whether `spec` holds a torch.Size node, when the caller knows it."""
+    out = pytree.tree_unflatten(values, spec)
+    return _restore_sizes(out, spec) if (has_size_spec(spec) if has_size is None else has_size) else out
+
+
+def has_size_spec(spec: pytree.TreeSpec) -> bool:
+    return spec.type is torch.Size or any(has_size_spec(c) for c in spec.children())
+
+
+def _restore_sizes(value: object, spec: pytree.TreeSpec) -> object:
+    if spec.type is torch.Size:
+        return torch.Size(cast(Sequence[int], value))
+    if not has_size_spec(spec):
+        return value
+    if isinstance(value, dict):
+        return {k: _restore_sizes(v, c) for (k, v), c in zip(value.items(), spec.children(), strict=True)}
+    if isinstance(value, list | tuple):
+        rebuilt = [_restore_sizes(v, c) for v, c in zip(value, spec.children(), strict=True)]
+        if type(value) in (list, tuple):
+            return type(value)(rebuilt)
+        make: Callable[..., object] = type(value)
+        return make(*rebuilt)  # a namedtuple
+    return value
+
+
+def _tensor_output(
+    info: OutputInfo,
+    ev: MetaEvaluator,
+    values: Sequence[object],
+    dense: list[torch.Tensor],
+    outs: list[object],
+    fresh_start: int,
+    bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
+    symbols: dict[str, int],
+    earlier: Callable[[int], object],
+    shared: dict[int, torch.Tensor],
+    entry: dict[int, int],
+) -> torch.Tensor:
+    bases, roots = bases_and_roots
+    if info.replay is not None:
+        lowered = lower_input_counter(info.replay, values, entry)  # Note [Views Of Intermediates Written After]
+        view = replay_view(info.replay, ev, values, bases_and_roots, symbols, earlier, dense, shared)
+        if info.replay.bump_after or lowered is not None:
+            finish_bumped_view(view, lowered, bump=info.replay.bump_after)
+        if info.replay.then_set:  # Note [Wrapper Storage After set_]
+            # only the contents' storage and metadata are used: no autograd view of an input whose grad_fn may raise
+            # (an unbind() output whose version the epilogue advanced: fuzz seed 9000 #8076)
+            with torch.no_grad():
+                contents = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
+            if info.replay.runtime_set:
+                _set_keeping_storage(view, contents)
+            elif info.replay.set_by_data:
+                view.data = contents
+            else:
+                with torch.no_grad():
+                    set_to_tensor(view, contents)
+        return view
+    return _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
+
+
+def _grad_set_root(
+    found: GradSetBase | None,
+    value: torch.Tensor,
+    ev: MetaEvaluator,
+    bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
+    symbols: dict[str, int],
+    earlier: Callable[[int], object],
+    values: Sequence[object],
+    dense: Sequence[torch.Tensor],
+) -> tuple[torch.Tensor, bool] | None:
+    """Eager's `._base` of an output set_() under grad, and whether it is that very object (Note [Bases Of Outputs
+    set_() Under Grad])."""
+    if found is None:
+        return None
+    if found.source is None:
+        assert found.meta is not None
+        with torch.no_grad():
+            return value.detach().as_strided(*ev.meta(found.meta, symbols)), False
+    source = _replay_source(found.source, ev, values, bases_and_roots, symbols, earlier, dense)
+    if found.same_object and source.requires_grad and not source._is_view():
+        return source, True
+    with torch.no_grad():
+        if found.meta is None:
+            return source.detach(), False
+        return source.detach().as_strided(*ev.meta(found.meta, symbols)), False
+
+
+def _set_keeping_storage(view: torch.Tensor, contents: torch.Tensor) -> None:
+    """Note [Subclass Views Rebuilt By set_]: `view.set_(contents)`, leaving its version counter and wrapper storage."""
+    version, holder = get_version(view), torch.empty(0, dtype=view.dtype, device=view.device)
+    torch._functionalize_unsafe_set(holder, view)
+    with torch.no_grad():
+        set_to_tensor(view, contents)
+    set_version(view, version)
+    torch._functionalize_unsafe_set(view, holder)
+
+
+def _from_leaves(
+    info: OutputInfo,
+    ev: MetaEvaluator,
+    dense: list[torch.Tensor],
+    outs: list[object],
+    fresh_start: int,
+    bases: list[object],
+    symbols: dict[str, int],
+    shared: dict[int, torch.Tensor],
+) -> torch.Tensor:
+    leaves: list[torch.Tensor] = []
+    for leaf in info.leaves:
+        if leaf.source is LeafSource.GRAPH:
+            value = outs[fresh_start + leaf.index]
+            assert isinstance(value, torch.Tensor)
+            leaves.append(fresh_output(value))
+            continue
+        source = dense[leaf.index] if leaf.source is LeafSource.INPUT_ALIAS else bases[leaf.index]
+        assert isinstance(source, torch.Tensor)
+        # The base itself only where the output was that very leaf object (another output sharing its storage, as
+        # after `t0.set_(t1)`, is an alias of it: fuzz seed 2000 #4157).
+        own = leaf.same_object
+        if leaf.foreign_base is not None:  # Note [Views Set Onto Another Storage]
+            kind, at = leaf.foreign_base
+            root = input_root(dense[at]) if kind is LeafSource.INPUT_ALIAS else bases[at]
+            assert isinstance(root, torch.Tensor)
+            leaves.append(view_onto(root, source, *ev.meta(leaf.meta, symbols), grad=leaf.foreign_grad))
+            continue
+        if leaf.hidden_base is not None:
+            hidden = non_view_alias(source.as_strided(*ev.meta(leaf.hidden_base, symbols)))
+            source = hidden if leaf.hidden_key is None else shared.setdefault(leaf.hidden_key, hidden)
+        meta = ev.meta(leaf.meta, symbols)
+        if leaf.input_layout:  # Note [Inputs Set To Computed Tensors]; a view too (fuzz seed 47000 #3804)
+            meta = set_target_layout(meta, dense[leaf.index])
+        leaves.append(_regenerate(source, meta, leaf.is_view, own))
+    if info.tree is None:
+        return leaves[0]
+    assert info.outer_meta is not None
+    size, stride, _ = ev.meta(info.outer_meta, symbols)
+    stride = fresh_outer_stride(info, leaves, size, stride)
+    # The contract was checked when this entry was traced (same tree, symbolic sizes); not again per call.
+    return unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
+
+
+def fresh_outer_stride(
+    info: OutputInfo, leaves: Sequence[torch.Tensor], size: list[int], stride: list[int]
+) -> list[int]:
+    """Note [Fresh Subclass Output Strides]: the real strides of the leaf the wrapper's followed while tracing."""
+    if info.outer_stride_leaf is None:
+        return stride
+    leaf = leaves[info.outer_stride_leaf]
+    return list(leaf.stride()) if list(leaf.shape) == size else stride
+
+
+def root_outer_stride(replay: Replay, leaves: Sequence[torch.Tensor], size: list[int], stride: list[int]) -> list[int]:
+    """Note [Fresh Subclass Output Strides], for an intermediate subclass root (fuzz seed 6000 #8603)."""
+    if replay.root_stride_leaf is None:
+        return stride
+    leaf = leaves[replay.root_stride_leaf]
+    return list(leaf.stride()) if list(leaf.shape) == size else stride
+
+
+def replay_view(
+    replay: Replay,
+    ev: MetaEvaluator,
+    values: Sequence[object],
+    bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
+    symbols: dict[str, int],
+    earlier: Callable[[int], object],
+    dense: Sequence[torch.Tensor] = (),
+    shared: dict[int, torch.Tensor] | None = None,
+) -> torch.Tensor:
+    if shared is None or not replay.marks:
+        src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier, dense)
+        return replay_steps(src, replay.steps, ev, symbols, values)
+    if any(token in shared for _, token in replay.marks):
+        return replay_from(None, 0, replay, ev, symbols, values, shared)
+    src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier, dense)
+    return replay_from(src, 0, replay, ev, symbols, values, shared)
+
+
+def replay_from(
+    src: torch.Tensor | None,
+    done: int,
+    replay: Replay,
+    ev: MetaEvaluator,
+    symbols: dict[str, int],
+    values: Sequence[object],
+    shared: dict[int, torch.Tensor],
+) -> torch.Tensor:
+    """The steps of `replay` after the first `done`, from `src` (what those made; None only where an earlier
+    replay made an object of the chain past them)."""
+    # Note [Views Sharing An Intermediate]: from the last object of the chain an earlier replay already made
+    made = [(count, shared[token]) for count, token in replay.marks if count > done and token in shared]
+    done, src = made[-1] if made else (done, src)
+    assert src is not None, "BUG: a replay with no source and no shared object of its chain"
+    changed = use_only_tokens(replay.marks)  # Note [Views Across In-Place View Ops On An Intermediate]
+    for count, token in replay.marks:
+        if count > done:
+            src = replay_steps(src, replay.steps[done:count], ev, symbols, values)
+            src, done = (src if token in changed else shared.setdefault(token, src)), count
+    return replay_steps(src, replay.steps[done:], ev, symbols, values)
+
+
+def replay_steps(
+    src: torch.Tensor,
+    steps: Sequence[ViewStep],
+    ev: MetaEvaluator,
+    symbols: dict[str, int],
+    values: Sequence[object] = (),
+) -> torch.Tensor:
+    """Apply the recorded view ops to `src`, each under the grad mode the program had (Note [Output Regeneration]).
+    `values`: the flat inputs, for steps that name one (InputArg)."""
+    for step in steps:
+        args = [values[a.index] if isinstance(a, InputArg) else ev.arg(a, symbols) for a in step.args]
+        kwargs = {k: ev.arg(v, symbols) for k, v in step.kwargs}
+        with torch.set_grad_enabled(step.grad_enabled and torch.is_grad_enabled()):
+            out = step.op(src, *args, **kwargs)
+        src = out[step.index] if step.index is not None else out
+        if step.own_version:
+            src = src.data
+    return src
+
+
+def _replay_source(
+    replay: Replay,
+    ev: MetaEvaluator,
+    values: Sequence[object],
+    bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
+    symbols: dict[str, int],
+    earlier: Callable[[int], object],
+    dense: Sequence[torch.Tensor] = (),
+) -> torch.Tensor:
+    bases, roots = bases_and_roots
+    if replay.source is ReplaySource.INPUT_ROOT:
+        # Note [Subclass Views Rebuilt By set_]: a wrapper (not a view) around aliases of the input leaves, one per
+        # eager intermediate (Note [Intermediates set_() Onto Inputs Are One Root])
+        if replay.root_token is None:
+            return _input_root(replay, ev, symbols, dense)
+        key = (-1, replay.root_token)
+        if key not in roots:
+            roots[key] = _input_root(replay, ev, symbols, dense)
+        return roots[key]
+    if replay.source is ReplaySource.INPUT:
+        return _as_then(cast(torch.Tensor, values[replay.index]), replay, ev, symbols)
+    if replay.source is ReplaySource.OUTPUT:
+        return _as_then(cast(torch.Tensor, earlier(replay.index)), replay, ev, symbols)
+    if replay.source is ReplaySource.BASE:
+        return cast(torch.Tensor, bases[replay.index])
+    root = roots.get(replay.root_bases)
+    if root is None:
+        # Every view of one intermediate subclass replays from one wrapper, so that they share it as in eager.
+        assert replay.root_tree is not None and replay.root_meta is not None
+        size, stride, _ = ev.meta(replay.root_meta, symbols)
+        leaves = [cast(torch.Tensor, bases[i]) for i in replay.root_bases]
+        stride = root_outer_stride(replay, leaves, size, stride)
+        root = unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
+        roots[replay.root_bases] = root
+    return _as_then(root, replay, ev, symbols)
+
+
+def _as_then(source: torch.Tensor, replay: Replay, ev: MetaEvaluator, symbols: dict[str, int]) -> torch.Tensor:
+    """The source as it was when the chain viewed it (Note [Views Between In-Place View Ops], Note [Detaches Of
+    Intermediates Changed Since])."""
+    if replay.source_meta is None:
+        return source
+    return source.as_strided(*ev.meta(replay.source_meta, symbols))
+
+
+# Note [Subclass Intermediate Roots]
+# Outputs that are views of one intermediate subclass tensor (`out = x * 3; return out.view(-1), out.t()`) are
+# replayed from a wrapper rebuilt around the intermediate's dense leaves (the graph returns them as bases). Eager
+# has one such intermediate, so the wrapper is built once per call and every output views it (their `._base` is
+# the same object). In training a wrapper rebuilt here around dense leaves would have no autograd history, so its
+# views would get no gradient: there the compiled autograd.Function builds it and returns it as a differentiable
+# output (Note [Intermediate Roots In Training]), and the views replay from it with grad enabled, as in eager.
+
+
+def _regenerate(
+    source: torch.Tensor, meta: tuple[list[int], list[int], int], is_view: bool, same_object: bool = True
+) -> torch.Tensor:
+    size, stride, offset = meta
+    # The very object, strides included: fake strides can differ from the real kernel's (Note [Fresh Subclass
+    # Output Strides]; fuzz seed 10000 #3436)
+    if same_object and not is_view and list(source.shape) == size and source.storage_offset() == offset:
+        return source
+    if is_view:
+        return source.as_strided(size, stride, offset)
+    return non_view_alias(source.as_strided(size, stride, offset))
+
+
+# Note [Intermediates set_() Onto Inputs Are One Root]
+# `t0 = x0.mul(x0); x0.set_(t0); return t0.unsqueeze(-1), t0.view(1, 1, 1)` (fuzz seed 17000 #4540): both outputs
+# are eager views of the one intermediate t0, whose dense leaves end on the input's storages. They are rebuilt as
+# views of a wrapper around aliases of those leaves (Note [Subclass Views Rebuilt By set_]); built once per call per
+# eager intermediate, like Note [Subclass Intermediate Roots], so that their `._base` is one object, as in eager.
+
+
+def _input_root(
+    replay: Replay, ev: MetaEvaluator, symbols: dict[str, int], dense: Sequence[torch.Tensor]
+) -> torch.Tensor:
+    assert replay.root_tree is not None and replay.root_meta is not None
+    metas = [ev.meta(leaf.meta, symbols) for leaf in replay.root_leaves]
+    real = [
+        set_target_layout(meta, dense[leaf.index]) if leaf.input_layout else meta
+        for leaf, meta in zip(replay.root_leaves, metas, strict=True)
+    ]
+    leaves = [
+        _regenerate(dense[leaf.index], meta, False, False) for leaf, meta in zip(replay.root_leaves, real, strict=True)
+    ]
+    # Note [Inputs Set To Computed Tensors]: the outer strides of the leaf it had them from
+    size, stride, _ = wrapper_layout(ev.meta(replay.root_meta, symbols), metas, leaves)
+    return unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
+
+
+def _dense_leaf(plan: RuntimePlan, values: Sequence[object], k: int) -> torch.Tensor:
+    """Dense leaf `k` as the call left it: its owner input's inner tensor by attribute path (the epilogue's set_()
+    keeps the object, so this is the very tensor the caller sees)."""
+    t = values[plan.layout.leaves[k].owner]
+    for attr in plan.leaf_attr_paths[k]:
+        t = getattr(t, attr)
+    assert isinstance(t, torch.Tensor)
+    return t

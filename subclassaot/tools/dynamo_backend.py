@@ -1,0 +1,410 @@
+"""The torch.compile backend adapter: `torch.compile(fn, backend="subclassaot")`.
+
+Input: what Dynamo hands a backend: one captured `torch.fx.GraphModule` and its example inputs (real tensors,
+Parameters, subclass instances and SymInts for sizes), plus torch.compile's `options=` (see `ADAPTER_OPTIONS`).
+Output: a callable that Dynamo calls with the graph's flat inputs; it runs the graph through `subclassaot`'s own
+pipeline (`CompiledFunction`), so mutations, aliasing, subclasses and training behave as under `subclassaot.compile`.
+Invariants: this is the only module of `subclassaot` that imports Dynamo; the pipeline never calls Dynamo. Each
+captured graph is one `CompiledFunction` with its own cache, guards and recompile limit. Registered through the
+`torch_dynamo_backends` entry point (pyproject.toml), so `backend="subclassaot"` works without importing us first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Literal, cast
+
+import torch
+import torch._dynamo
+from torch._guards import TracingContext
+
+from policies import Policy, TensorPolicy, dynamic, static
+from subclassaot.api import CompiledEntry, CompiledFunction
+from subclassaot.config import CallerGuarded, CompileConfig
+from subclassaot.errors import UnsupportedError
+from subclassaot.tools.explain import CapturedExplanation, Explanation, clone_arguments
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ADAPTER_OPTIONS", "CapturedGraph", "explain_compiled", "recording", "subclassaot_backend"]
+
+# Note [Dynamo Captures, The Pipeline Compiles]
+# Dynamo and subclassaot split the work at the captured graph. Dynamo runs the user's Python: it breaks the graph
+# where it must (data-dependent control flow, `.item()`, `loss.backward()`, unsupported calls), inlines nn.Modules and
+# lifts their parameters and buffers, globals and closure tensors to graph inputs, and guards the Python around each
+# graph. Each captured graph is an ordinary function over tensors, so it goes through the pipeline unchanged, as a
+# `CompiledFunction` of `gm.forward`: its in-place ops (Dynamo keeps input mutations as `add_` calls), aliasing
+# outputs, subclass inputs and training (some input requires grad) are handled exactly as for `subclassaot.compile`.
+# Two inputs need translating:
+# - SymInt inputs. Under dynamic shapes Dynamo passes sizes as extra int inputs (`s77` = `x.size(0)`). Fed to the
+#   pipeline as ints they would be constants, guarded by value: one recompile per size. Where a SymInt is a size,
+#   stride or offset of a tensor input (found on Dynamo's fakes, `node.meta["example_value"]`) the adapter reads it
+#   from that tensor inside the compiled function instead, so it is symbolic in our trace too. Any other int input
+#   (a Python int under `dynamic=True`) stays a constant.
+# - Dynamic dims. A dim whose size is a symbol on Dynamo's fake is given a dynamic policy at the input's path
+#   (`args[i]`, `args[i].a` for an inner tensor); every other dim is static, so our pipeline makes the shapes
+#   Dynamo decided (it still guards its own symbols: our trace may specialise where Dynamo's did not).
+# Guards are not repeated: see Note [Guards Dynamo Already Holds].
+
+# Note [Guards Dynamo Already Holds]
+# Before it calls a captured graph's callable, Dynamo guards every tensor input (TENSOR_MATCH: Python type, dtype,
+# device, requires_grad, rank, and each size and stride that has no symbol), and for a traceable subclass also its
+# ctx (TENSOR_SUBCLASS_METADATA_MATCH, by == unless the class defines `__metadata_guard__`), its inner attribute
+# names, and a TENSOR_MATCH on every inner tensor, recursively (read from the guards Dynamo logs, torch 2.13). A
+# failed guard recompiles above us, so our callable never sees other values. Our guards for exactly those facts of
+# exactly those inputs are dropped (`CompileConfig.caller_guarded`, by input path, read by guards.build_guards): a
+# fact is dropped only where our guard would check the very value Dynamo checks, so a dim our pipeline specialised
+# while Dynamo kept it symbolic (a failed symbolic trace compiles static) keeps its guard, and a stride of a tensor
+# with a symbolic size keeps ours. What Dynamo does not guard stays ours: storage offset, storage sharing between
+# inputs (Dynamo checks identity only), `is_leaf` and `_is_view`, and our ShapeEnv's guards over our symbols.
+# The Python state a program reads (module flags and attributes, globals, closure cells and what they reach) and the
+# global torch state (grad mode, autocast, default dtype, deterministic algorithms, matmul precision) Dynamo guards
+# itself, from the bytecode it traced (its GlobalStateGuard and the sources it installed): a captured graph holds
+# none of it, so our snapshot guards are off on this path (`python_state_guards=False`; see Note [Python State Is
+# Snapshotted, Not Recorded]). Ambient torch-function and dispatch modes are Dynamo's too: it traces through them.
+
+ADAPTER_OPTIONS = {
+    "backend": "the inner backend each captured graph goes to: 'eager', 'inductor' (default) or a registered name",
+    "dynamic": "None (default): the dims Dynamo made symbols; False: static in our pipeline; True: all dynamic",
+    "recompile_limit": "compiled entries per captured graph before it runs eagerly (default 8)",
+    "keep_input_mutations": "as subclassaot.compile's keep_input_mutations",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SizeOf:
+    """A SymInt input read from a tensor input: `tensor.size(dim)` / `.stride(dim)` / `.storage_offset()`."""
+
+    tensor: int  # position among the graph's inputs
+    what: Literal["size", "stride", "offset"]
+    dim: int
+
+
+class CapturedGraph:
+    """One captured graph compiled by our pipeline; Dynamo calls it with the graph's flat inputs."""
+
+    def __init__(
+        self,
+        gm: torch.fx.GraphModule,
+        compiled: CompiledFunction[..., object],
+        kept: Sequence[int],
+        sources: Sequence[str | None] = (),
+    ) -> None:
+        self.gm = gm
+        self.compiled = compiled
+        self.kept = tuple(kept)  # positions of the graph inputs passed on (derived SymInts are recomputed)
+        # len = len(kept), indexed by our input position (`args[i]`): Dynamo's name for it (`L['x']`), if known
+        self.sources = tuple(sources[i] if i < len(sources) else None for i in self.kept)
+
+    def __call__(self, *inputs: object) -> object:
+        kept = self.kept
+        if _RECORDERS:
+            return self._recorded_call([inputs[i] for i in kept])
+        return self.compiled(*[inputs[i] for i in kept])
+
+    def _recorded_call(self, inputs: list[object]) -> object:
+        entry = self.compiled.entry_for(*inputs)
+        out = self.compiled(*inputs)
+        ran = entry if entry is not None else self.compiled.entries[-1]  # none matched: the call compiled one
+        with _RECORD_LOCK:
+            for seen in _RECORDERS:
+                seen.append((self, ran))
+        return out
+
+
+# While `recording()` is active: each call of one of our captured graphs, with the entry it ran.
+_RECORDERS: list[list[tuple[CapturedGraph, CompiledEntry]]] = []
+_RECORD_LOCK = threading.Lock()
+
+
+@contextmanager
+def recording() -> Iterator[list[tuple[CapturedGraph, CompiledEntry]]]:
+    """Collect every call of a captured graph of ours made inside the block, in call order, with the compiled
+    entry it ran (for `explain` and tests)."""
+    seen: list[tuple[CapturedGraph, CompiledEntry]] = []
+    with _RECORD_LOCK:
+        _RECORDERS.append(seen)
+    try:
+        yield seen
+    finally:
+        with _RECORD_LOCK:
+            _RECORDERS.remove(seen)
+
+
+def explain_compiled(compiled: Callable[..., object], args: Sequence[object]) -> CapturedExplanation:
+    """`explain` for a `torch.compile(fn, backend="subclassaot")` function: call it once on deep copies of `args`
+    (and of the module, for a compiled module) and explain each captured graph that ran, in call order."""
+    target, call_args = cast("tuple[Callable[..., object], tuple[object, ...]]", clone_arguments((compiled, args)))
+    with recording() as calls:
+        target(*call_args)
+    inner = getattr(compiled, "_orig_mod", None) or getattr(compiled, "_torchdynamo_orig_callable", compiled)
+    name = str(getattr(inner, "__name__", type(inner).__name__))
+    if not calls:
+        raise ValueError(
+            f"explain({name}): no graph captured by torch.compile ran through subclassaot; compile it with "
+            'torch.compile(fn, backend="subclassaot") (a function Dynamo runs eagerly captures no graph)'
+        )
+    graphs = []
+    for k, (graph, entry) in enumerate(calls):
+        tensors = [entry.flat.values[i] for i in entry.flat.tensor_indices]
+        training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
+        graphs.append(
+            Explanation(name=f"{name} graph {k}", entry=entry, config=graph.compiled.config, training=training)
+        )
+    first = graphs[0]
+    sources = tuple(
+        tuple(f"args[{i}] = {source}" for i, source in enumerate(graph.sources) if source is not None)
+        for graph, _ in calls
+    )
+    return CapturedExplanation(
+        name=name,
+        entry=first.entry,
+        config=first.config,
+        training=first.training,
+        graphs=tuple(graphs),
+        sources=sources,
+    )
+
+
+def config_from_options(options: Mapping[str, object] | None, mode: str | None) -> CompileConfig:
+    if mode not in (None, "default"):
+        raise UnsupportedError(
+            f"torch.compile(backend='subclassaot', mode={mode!r}): modes are not supported; pass "
+            "options={'backend': 'inductor'} (the inner backend) instead of a mode"
+        )
+    opts = dict(options or {})
+    unknown = sorted(set(opts) - set(ADAPTER_OPTIONS))
+    if unknown:
+        known = "; ".join(f"{k}: {v}" for k, v in ADAPTER_OPTIONS.items())
+        raise ValueError(f"torch.compile(backend='subclassaot'): unknown option(s) {unknown}; the options are: {known}")
+    dynamic = opts.get("dynamic")
+    limit = opts.get("recompile_limit", 8)
+    if dynamic is not None and not isinstance(dynamic, bool):
+        raise TypeError(f"options['dynamic'] must be None, True or False, got {dynamic!r}")
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        raise TypeError(f"options['recompile_limit'] must be an int, got {limit!r}")
+    backend = opts.get("backend", "inductor")
+    if not (isinstance(backend, str) or callable(backend)):
+        raise TypeError(f"options['backend'] must be a backend name or a callable, got {backend!r}")
+    return CompileConfig(
+        backend=backend,
+        dynamic=dynamic,
+        recompile_limit=limit,
+        keep_input_mutations=bool(opts.get("keep_input_mutations", False)),
+        python_state_guards=False,  # See Note [Guards Dynamo Already Holds]
+    )
+
+
+def subclassaot_backend(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[object],
+    *,
+    options: Mapping[str, object] | None = None,
+    mode: str | None = None,
+) -> Callable[..., object]:
+    """The Dynamo backend (the `subclassaot` entry point). See Note [Dynamo Captures, The Pipeline Compiles]."""
+    config = config_from_options(options, mode)
+    _check_custom_functions(gm, example_inputs)
+    _restore_data_reads(gm)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    sources = [_source_name(n) for n in placeholders]
+    derived = _derived_symints(sources)
+    kept = [i for i in range(len(placeholders)) if i not in derived]
+    dynamic_sources = _dynamic_sources()
+    if config.dynamic is None and dynamic_sources is not None:  # follow Dynamo, dim by dim
+        policies, guarded = _policies_and_guards(example_inputs, sources, kept, dynamic_sources)
+        config = dataclasses.replace(config, policies=policies, caller_guarded=guarded)
+    fn = _graph_function(gm, derived, len(placeholders), kept)
+    log.debug("subclassaot backend: graph with %d inputs (%d recomputed sizes)", len(placeholders), len(derived))
+    return CapturedGraph(gm, CompiledFunction(fn, config), kept, sources)
+
+
+def _check_custom_functions(gm: torch.fx.GraphModule, example_inputs: Sequence[object]) -> None:
+    """Dynamo captures a custom autograd.Function as one `autograd_function_apply` node; traced for training, our
+    joint graph differentiates its forward instead of calling its backward, so gradients would differ: refused."""
+    training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs)
+    nodes = [n for n in gm.graph.nodes if n.op == "call_function" and "autograd_function_apply" in str(n.target)]
+    if training and nodes:
+        raise UnsupportedError(
+            f"torch.compile(backend='subclassaot'): the captured graph calls a custom autograd.Function ({nodes[0]}, "
+            "captured by Dynamo as autograd_function_apply) with inputs that require grad; subclassaot does not run "
+            "its custom backward from a captured graph. Use subclassaot.compile(fn) for this function, or run the "
+            "Function outside the compiled region (torch.compiler.disable)"
+        )
+
+
+def data_of(t: torch.Tensor) -> torch.Tensor:
+    """`t.data`, as the user wrote it (a graph node calls this; see `_restore_data_reads`)."""
+    return t.data
+
+
+def assign_data(t: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """`t.data = value`, as the user wrote it (a graph node calls this; see `_restore_data_reads`)."""
+    t.data = value
+    return t
+
+
+def _restore_data_reads(gm: torch.fx.GraphModule) -> None:
+    """Dynamo records `t.data` as `torch._C._autograd._get_data_attr(t)`, and `t.data = v` as `t.set_(v)` under
+    no_grad followed by `_lower_version_count_by_1(t)`. Our pipeline knows `.data` itself (a read is a tensor with
+    its own version counter: `w.data.add_(1)` leaves w's version alone; an assignment swaps t's storage and layout
+    hidden from autograd), so those nodes call `t.data` / `t.data = v` again."""
+    changed = False
+    get_data_attr = getattr(torch._C._autograd, "_get_data_attr", None)  # absent from torch's stubs
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function":
+            continue
+        if node.target is get_data_attr:
+            node.target = data_of
+            changed = True
+        elif getattr(node.target, "__name__", "") == "_lower_version_count_by_1" and len(node.args) == 1:
+            source = node.args[0]
+            if (
+                isinstance(source, torch.fx.Node)
+                and source.target is torch.Tensor.set_
+                and len(source.args) == 2
+                and not source.kwargs
+            ):
+                source.target = assign_data
+                node.replace_all_uses_with(source)
+                gm.graph.erase_node(node)
+                changed = True
+    if changed:
+        gm.recompile()
+
+
+def _source_name(node: torch.fx.Node) -> str | None:
+    """Dynamo's name for where a graph input comes from (`L['x']`, `L['x'].size()[0]`), if it says."""
+    arg = node.meta.get("grapharg")
+    source = getattr(arg, "source", None)
+    name = getattr(source, "name", None)
+    return name if isinstance(name, str) else None
+
+
+def _dynamic_sources() -> frozenset[str] | None:
+    """The sources Dynamo made a symbol for (`L['x'].size()[0]`): the dims it did not guard to a value. None outside
+    a Dynamo compile (a hand call of the backend): then nothing is taken from Dynamo."""
+    context = TracingContext.try_get()
+    shape_env = getattr(getattr(context, "fake_mode", None), "shape_env", None)
+    if shape_env is None:
+        return None if context is None else frozenset()
+    return frozenset(source.name for sources in shape_env.var_to_sources.values() for source in sources)
+
+
+_SIZE_SOURCE = re.compile(
+    r"^(?P<tensor>.*)\.(?P<what>size|stride)\(\)\[(?P<dim>\d+)\]$|^(?P<owner>.*)\.storage_offset\(\)$"
+)
+
+
+def _derived_symints(sources: Sequence[str | None]) -> dict[int, SizeOf]:
+    """SymInt inputs that are a size, stride or offset of a tensor input (by their Dynamo source), by position."""
+    tensors = {name: i for i, name in enumerate(sources) if name is not None}
+    derived: dict[int, SizeOf] = {}
+    for i, name in enumerate(sources):
+        match = _SIZE_SOURCE.match(name or "")
+        if match is None:
+            continue
+        owner = match["tensor"] if match["tensor"] is not None else match["owner"]
+        if owner in tensors:
+            what: Literal["size", "stride", "offset"] = "size" if match["what"] == "size" else "offset"
+            if match["what"] == "stride":
+                what = "stride"
+            derived[i] = SizeOf(tensor=tensors[owner], what=what, dim=int(match["dim"] or 0))
+    return derived
+
+
+def _graph_function(
+    gm: torch.fx.GraphModule, derived: Mapping[int, SizeOf], arity: int, kept: Sequence[int]
+) -> Callable[..., object]:
+    """The function our pipeline compiles: the graph's forward, with derived SymInts read from their tensors."""
+    # A graph holding tensors as attributes (Dynamo keeps an optimizer's parameters as get_attr) compiles as a
+    # module (held in `run`'s closure below): our pipeline lifts its parameters, buffers and tensor attributes to
+    # inputs, read afresh on every call (Note [Captured Tensors Are Inputs]).
+    graph: Callable[..., object] = gm if _has_state(gm) else gm.forward
+    if not derived:
+        return graph
+    slot_of = {position: slot for slot, position in enumerate(kept)}
+
+    def run(*inputs: object) -> object:
+        full: list[object] = []
+        for i in range(arity):
+            source = derived.get(i)
+            if source is None:
+                full.append(inputs[slot_of[i]])
+                continue
+            t = inputs[slot_of[source.tensor]]
+            assert isinstance(t, torch.Tensor), "BUG: a size source is not a tensor"
+            if source.what == "size":
+                full.append(t.size(source.dim))
+            elif source.what == "stride":
+                full.append(t.stride(source.dim))
+            else:
+                full.append(t.storage_offset())
+        return graph(*full)
+
+    return run
+
+
+def _state_items(gm: torch.fx.GraphModule) -> list[tuple[str, torch.Tensor]]:
+    items = list(gm.named_parameters()) + list(gm.named_buffers())
+    items += [(k, v) for k, v in vars(gm).items() if isinstance(v, torch.Tensor)]
+    return items
+
+
+def _has_state(gm: torch.fx.GraphModule) -> bool:
+    return bool(_state_items(gm))
+
+
+def _is_subclass(t: torch.Tensor) -> bool:
+    return type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter and hasattr(t, "__tensor_flatten__")
+
+
+def _policies_and_guards(
+    reals: Sequence[object], sources: Sequence[str | None], kept: Sequence[int], dynamic_sources: frozenset[str]
+) -> tuple[dict[str, Policy], dict[str, CallerGuarded]]:
+    """Per kept tensor input, by its path in our pipeline: a policy with the dims Dynamo made symbols for dynamic and
+    every other dim static (Note [Dynamo Captures, The Pipeline Compiles]), and what Dynamo guards of it (Note
+    [Guards Dynamo Already Holds]). Read from Dynamo's sources and the real inputs, not from Dynamo's fakes: its
+    trace mutates those (a set_() in the program leaves the placeholder's fake with the new shape)."""
+    policies: dict[str, Policy] = {}
+    guarded: dict[str, CallerGuarded] = {}
+    for slot, position in enumerate(kept):
+        real, source = reals[position], sources[position]
+        if not isinstance(real, torch.Tensor) or source is None:
+            continue
+        path = f"args[{slot}]"
+        for suffix, t in _tensors_under(real, ""):
+            name = source + suffix
+            sizes = [f"{name}.size()[{d}]" in dynamic_sources for d in range(t.dim())]
+            policies[path + suffix] = TensorPolicy(sizes=tuple(dynamic() if dyn else static() for dyn in sizes))
+            guarded[path + suffix] = CallerGuarded(
+                type=type(t),
+                dtype=t.dtype,
+                device=t.device,
+                requires_grad=t.requires_grad,
+                sizes=tuple(None if dyn else int(n) for dyn, n in zip(sizes, t.size(), strict=True)),
+                # a stride is trusted only where no size is symbolic (then Dynamo guards each stride to its value)
+                strides=tuple(None if any(sizes) else int(n) for n in t.stride()),
+                # TENSOR_SUBCLASS_METADATA_MATCH compares the ctx by == unless the class defines its own check
+                flatten_guarded=_is_subclass(t) and not hasattr(type(t), "__metadata_guard__"),
+            )
+    return policies, guarded
+
+
+def _tensors_under(t: torch.Tensor, path: str) -> Iterator[tuple[str, torch.Tensor]]:
+    yield path, t
+    if _is_subclass(t):
+        attrs, _ = t.__tensor_flatten__()  # type: ignore[attr-defined]  # a traceable wrapper subclass
+        for attr in attrs:
+            inner = getattr(t, attr)
+            if isinstance(inner, torch.Tensor):
+                yield from _tensors_under(inner, f"{path}.{attr}")
+
+
+_ = torch._dynamo  # the one Dynamo import of the package (see the module docstring)

@@ -1,0 +1,399 @@
+"""Property-based fuzzing of the pipeline against eager: random programs, a verdict per program, shrunk failures.
+
+Input: a seed (or hypothesis draws), a `FuzzConfig` (input kinds, sizes), and a compile function (default:
+`subclassaot.compile` on a backend).
+Output: `generate(chooser, config) -> Program`; `programs(config)`, the same as a hypothesis strategy;
+`check_program(program, compile_fn) -> Verdict` (PASS / DIVERGED / CRASHED / UNSUPPORTED, or DISCARDED when eager
+itself raises); `shrink(program, still_fails)`; `fuzz(...) -> FuzzReport`, the runner behind
+`python -m subclassaot fuzz`.
+Invariants: only eager-legal programs are counted; every generated op was legal in eager on the tensors it was
+drawn for (the generator runs each op as it draws it), and none is a write whose eager result depends on loop
+order (Note [Writes Eager Leaves Unspecified]); a verdict compares two fresh calls of one compiled function
+(the second goes through the cached entry) with eager, through `subclassaot.tools.parity`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import random
+import re
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+import torch
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.tools.fuzz_ops import OPS, Chooser, Family, OpDef, unspecified_write
+from subclassaot.tools.fuzz_program import (
+    BaseSpec,
+    Grad,
+    InputSpec,
+    Op,
+    Program,
+    ViewStep,
+    as_function,
+    get_input_kind,
+    make_base,
+    make_inputs,
+    run_op,
+)
+from subclassaot.tools.parity import EagerRaised, compare_with_eager
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import DrawFn, SearchStrategy
+
+__all__ = [
+    "DEFAULT_CONFIG",
+    "CompileFn",
+    "FuzzConfig",
+    "Outcome",
+    "RandomChooser",
+    "Verdict",
+    "check_program",
+    "generate",
+    "programs",
+    "shrink",
+]
+
+CompileFn = Callable[[Callable[..., object]], Callable[..., object]]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FuzzConfig:
+    kinds: tuple[str, ...] = ("plain",)  # input-kind keys ("plain", "MODULE:FACTORY") the bases are drawn from
+    first_kind_always: bool = False  # base 0 is always kinds[0] (the checker fuzzes one subclass this way)
+    max_inputs: int = 3
+    max_ops: int = 6
+    max_outputs: int = 3
+    max_rank: int = 3
+    max_size: int = 4
+
+
+DEFAULT_CONFIG = FuzzConfig()
+
+
+class RandomChooser:
+    """Decisions from `random.Random(seed)`: the runner's deterministic source of programs."""
+
+    def __init__(self, seed: int) -> None:
+        self._rng = random.Random(seed)
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self._rng.randint(lo, hi)
+
+    def chance(self, percent: int) -> bool:
+        return self._rng.randrange(100) < percent
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Generation
+
+
+def generate(choose: Chooser, config: FuzzConfig = DEFAULT_CONFIG) -> Program:
+    """One program. Each op is run on real tensors as it is drawn; an op eager rejects is drawn again."""
+    grad_mode = choose.chance(60)
+    n_inputs = choose.integer(1, config.max_inputs)
+    n_bases = choose.integer(1, n_inputs)
+    bases = tuple(_draw_base(choose, config, k, grad_mode) for k in range(n_bases))
+    with warnings.catch_warnings(), torch.random.fork_rng(devices=[]):
+        warnings.simplefilter("ignore")
+        shadow_bases = [make_base(b) for b in bases]
+        inputs: list[InputSpec] = []
+        env: dict[int, torch.Tensor] = {}
+        for var in range(n_inputs):
+            base = var if var < n_bases else choose.integer(0, n_bases - 1)
+            spec, env[var] = _draw_input(choose, var, base, shadow_bases[base])
+            inputs.append(spec)
+        with torch.set_grad_enabled(grad_mode):
+            ops = _draw_ops(choose, config, env, next_var=n_inputs)
+    variables = sorted(env)
+    outputs = tuple(
+        variables[choose.integer(0, len(variables) - 1)] for _ in range(choose.integer(1, config.max_outputs))
+    )
+    return Program(bases=bases, inputs=tuple(inputs), ops=ops, outputs=outputs, grad_mode=grad_mode)
+
+
+def _draw_base(choose: Chooser, config: FuzzConfig, index: int, grad_mode: bool) -> BaseSpec:
+    k = 0 if index == 0 and config.first_kind_always else choose.integer(0, len(config.kinds) - 1)
+    kind = get_input_kind(config.kinds[k])
+    if kind.fixed_shape is not None:
+        shape = kind.fixed_shape
+    else:
+        shape = tuple(choose.integer(1, config.max_size) for _ in range(choose.integer(0, config.max_rank)))
+    grads: tuple[Grad, ...] = ("none", "nonleaf", "leaf")
+    grad = grads[choose.integer(1, 2)] if grad_mode and choose.chance(50) else grads[0]
+    return BaseSpec(kind=kind.key, shape=shape, grad=grad)
+
+
+_VIEW_OPS = tuple(op for op in OPS.values() if op.family is Family.VIEW)
+
+
+def _draw_input(choose: Chooser, var: int, base: int, t: torch.Tensor) -> tuple[InputSpec, torch.Tensor]:
+    steps: list[ViewStep] = []
+    while len(steps) < 2 and choose.chance(30):
+        op = _VIEW_OPS[choose.integer(0, len(_VIEW_OPS) - 1)]
+        params = op.gen(choose, t)
+        if params is None:
+            continue
+        try:
+            with torch.enable_grad():
+                result = op.apply(t, None, params)
+        except Exception:  # an illegal view is simply not taken
+            continue
+        assert result is not None, f"BUG: view op {op.name} returned nothing"
+        steps.append(ViewStep(name=op.name, params=params))
+        t = result
+    return InputSpec(var=var, base=base, views=tuple(steps)), t
+
+
+def _draw_ops(choose: Chooser, config: FuzzConfig, env: dict[int, torch.Tensor], next_var: int) -> tuple[Op, ...]:
+    ops: list[Op] = []
+    for _ in range(choose.integer(0, config.max_ops)):
+        for _attempt in range(4):
+            try:
+                op = _draw_op(choose, env, next_var)
+            except Exception:  # reading the source's shape (`x.data` of a swapped subclass) can raise in eager
+                continue
+            if op is not None and _legal(op, env):
+                ops.append(op)
+                next_var += op.out is not None
+                break
+    return tuple(ops)
+
+
+_WEIGHTED: tuple[OpDef, ...] = tuple(op for op in OPS.values() for _ in range(op.weight))
+
+
+# Eager PyTorch segfaults on a plain tensor `set_` to a wrapper subclass (whose storage holds no data) once it is
+# written to; `x.data = y` across types is the same swap. Such programs are never generated.
+_SAME_TYPE_ONLY = frozenset({"set_", "data_assign"})
+
+
+def _draw_op(choose: Chooser, env: dict[int, torch.Tensor], next_var: int) -> Op | None:
+    op_def = _WEIGHTED[choose.integer(0, len(_WEIGHTED) - 1)]
+    variables = sorted(env)
+    src = variables[choose.integer(0, len(variables) - 1)]
+    mutates = op_def.family is Family.INPLACE
+    via_data = mutates and choose.chance(10)
+    no_grad = choose.chance(15)
+    other = None
+    if op_def.other == "always" or (op_def.other == "maybe" and choose.chance(40)):
+        other = variables[choose.integer(0, len(variables) - 1)]
+    params = op_def.gen(choose, env[src].data if via_data else env[src])
+    if params is None or (
+        op_def.name in _SAME_TYPE_ONLY and other is not None and type(env[src]) is not type(env[other])
+    ):
+        return None
+    binds = op_def.family in (Family.VIEW, Family.FUNCTIONAL)
+    return Op(
+        name=op_def.name,
+        src=src,
+        other=other,
+        params=() if other is not None and op_def.other == "maybe" else params,
+        out=next_var if binds else None,
+        no_grad=no_grad,
+        via_data=via_data,
+    )
+
+
+def _legal(op: Op, env: dict[int, torch.Tensor]) -> bool:
+    src = env[op.src].data if op.via_data else env[op.src]
+    if unspecified_write(op.name, src, None if op.other is None else env[op.other]):
+        return False  # Note [Writes Eager Leaves Unspecified]
+    try:
+        run_op(op, env)
+    except Exception:  # eager rejected it: draw another op (env may be partly updated; the final check decides)
+        return False
+    return True
+
+
+def programs(config: FuzzConfig = DEFAULT_CONFIG) -> SearchStrategy[Program]:
+    """A hypothesis strategy of programs (hypothesis is imported here only: it is a test-time dependency)."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def strategy(draw: DrawFn) -> Program:
+        return generate(_DrawChooser(draw), config)
+
+    return strategy()
+
+
+class _DrawChooser:
+    def __init__(self, draw: DrawFn) -> None:
+        self._draw = draw
+
+    def integer(self, lo: int, hi: int) -> int:
+        from hypothesis import strategies as st
+
+        return self._draw(st.integers(lo, hi))
+
+    def chance(self, percent: int) -> bool:
+        return self.integer(0, 99) >= 100 - percent  # hypothesis shrinks toward 0, i.e. toward False
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Verdicts
+
+
+class Outcome(enum.Enum):
+    PASS = "PASS"
+    DIVERGED = "DIVERGED"  # a compiled call is observably different from eager
+    CRASHED = "CRASHED"  # compiling or calling raised an unexpected exception
+    UNSUPPORTED = "UNSUPPORTED"  # the pipeline refused on purpose (UnsupportedError)
+    DISCARDED = "DISCARDED"  # eager itself raised: not a legal program, not counted
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    outcome: Outcome
+    detail: str  # the differences, or the exception; empty for PASS
+    signatures: tuple[str, ...]  # normalized differences (first = the program's rule/bug class); () for PASS
+
+    @property
+    def signature(self) -> str:
+        return self.signatures[0] if self.signatures else ""
+
+
+def normalize(text: str) -> str:
+    """A message without the names, numbers and values that vary between programs hitting the same bug."""
+    text = text.splitlines()[0] if text else text
+    text = re.sub(r"(values differ from eager).*", r"\1", text)
+    text = re.sub(r"\(([^()]*)\)", "(...)", text)
+    text = re.sub(r"\d+", "#", text)
+    return text[:140]
+
+
+def diverged_after_changes(index: int, applied: Sequence[str], diffs: Sequence[str]) -> Verdict:
+    """The verdict for call `index` of a run that changed something (`applied`) before each call."""
+    return Verdict(
+        outcome=Outcome.DIVERGED,
+        detail="\n".join(f"call {index} (after {' / '.join(applied)}): {d}" for d in diffs),
+        signatures=tuple(dict.fromkeys(normalize(d) for d in diffs)),
+    )
+
+
+def exception_verdict(e: Exception) -> Verdict:
+    message = f"{type(e).__name__}: {e}"
+    if isinstance(e, UnsupportedError):
+        rule = normalize(str(e).split(";")[0])
+        rule = re.sub(r"^(args\[#\]|inputs? [^:]*?)(\.\w+)*:? ", "", rule)
+        return Verdict(outcome=Outcome.UNSUPPORTED, detail=message, signatures=(rule,))
+    return Verdict(outcome=Outcome.CRASHED, detail=message, signatures=(normalize(message)[:100],))
+
+
+def check_program(program: Program, compile_fn: CompileFn, *, calls: int = 2) -> Verdict:
+    """Compile `program` once and compare `calls` calls, each on fresh inputs, with eager."""
+    fn = as_function(program)
+    with warnings.catch_warnings(), torch.set_grad_enabled(program.grad_mode):
+        warnings.simplefilter("ignore")
+        try:
+            compiled = compile_fn(fn)
+            for index in range(calls):
+                diffs = compare_with_eager(compiled, fn, lambda: make_inputs(program))
+                if diffs:
+                    return Verdict(
+                        outcome=Outcome.DIVERGED,
+                        detail="\n".join(f"call {index}: {d}" for d in diffs),
+                        signatures=tuple(dict.fromkeys(normalize(d) for d in diffs)),
+                    )
+        except EagerRaised as e:
+            return Verdict(outcome=Outcome.DISCARDED, detail=repr(e.error), signatures=())
+        except Exception as e:  # classify every failure of the compiled side, whatever its type
+            return exception_verdict(e)
+    count = getattr(compiled, "compile_count", 1)
+    if isinstance(count, int) and count > 1:
+        reasons = getattr(compiled, "recompile_reasons", ())
+        return Verdict(
+            outcome=Outcome.DIVERGED,
+            detail=f"recompiled on a second call with identical inputs: {reasons}",
+            signatures=("recompiled on identical inputs",),
+        )
+    return Verdict(outcome=Outcome.PASS, detail="", signatures=())
+
+
+def same_failure(want: Verdict) -> Callable[[Verdict], bool]:
+    """The shrinking predicate: same outcome, and the original's first signature is among the candidate's."""
+
+    def check(got: Verdict) -> bool:
+        if got.outcome is not want.outcome:
+            return False
+        if want.outcome is Outcome.CRASHED:
+            return got.detail.split(":")[0] == want.detail.split(":")[0]
+        return want.signature in got.signatures
+
+    return check
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Shrinking (delta debugging over the program's data)
+
+
+def shrink(program: Program, still_fails: Callable[[Program], bool], *, max_checks: int = 300) -> Program:
+    """Greedily take the first smaller candidate that still fails, until none does (or `max_checks` runs out)."""
+    current, checks = program, 0
+    improved = True
+    while improved and checks < max_checks:
+        improved = False
+        for candidate in _candidates(current):
+            if candidate.size() >= current.size():
+                continue
+            checks += 1
+            if still_fails(candidate):
+                current, improved = candidate, True
+                break
+            if checks >= max_checks:
+                break
+    return current
+
+
+def _candidates(p: Program) -> Iterator[Program]:
+    for i in reversed(range(len(p.ops))):
+        yield _drop(p, ops={i})
+    for i in range(len(p.outputs)):
+        yield dataclasses.replace(p, outputs=p.outputs[:i] + p.outputs[i + 1 :])
+    if len(p.inputs) > 1:
+        for spec in p.inputs:
+            yield _drop(p, variables={spec.var})
+    for k, spec in enumerate(p.inputs):
+        for j in range(len(spec.views)):
+            views = spec.views[:j] + spec.views[j + 1 :]
+            yield dataclasses.replace(p, inputs=_replace_at(p.inputs, k, dataclasses.replace(spec, views=views)))
+    for i, op in enumerate(p.ops):
+        if op.no_grad or op.via_data:
+            simpler = dataclasses.replace(op, no_grad=False) if op.no_grad else dataclasses.replace(op, via_data=False)
+            yield dataclasses.replace(p, ops=_replace_at(p.ops, i, simpler))
+    for k, base in enumerate(p.bases):
+        if base.grad != "none":
+            yield dataclasses.replace(p, bases=_replace_at(p.bases, k, dataclasses.replace(base, grad="none")))
+    if p.grad_mode:
+        yield dataclasses.replace(p, grad_mode=False)
+
+
+def _replace_at(items: tuple[T, ...], index: int, value: T) -> tuple[T, ...]:
+    return (*items[:index], value, *items[index + 1 :])
+
+
+def _drop(p: Program, *, ops: Iterable[int] = (), variables: Iterable[int] = ()) -> Program:
+    """Remove ops (by index) and inputs (by variable id), then everything that uses what they defined."""
+    dropped_ops, removed = set(ops), set(variables)
+    kept: list[Op] = []
+    for i, op in enumerate(p.ops):
+        if i in dropped_ops or op.src in removed or op.other in removed:
+            if op.out is not None:
+                removed.add(op.out)
+            continue
+        kept.append(op)
+    inputs = tuple(spec for spec in p.inputs if spec.var not in removed)
+    used = sorted({spec.base for spec in inputs})
+    renumber = {old: new for new, old in enumerate(used)}
+    return Program(
+        bases=tuple(p.bases[b] for b in used),
+        inputs=tuple(dataclasses.replace(spec, base=renumber[spec.base]) for spec in inputs),
+        ops=tuple(kept),
+        outputs=tuple(v for v in p.outputs if v not in removed),
+        grad_mode=p.grad_mode,
+    )

@@ -1,0 +1,408 @@
+"""The fuzzer's op vocabulary: per op, how to draw its parameters, how to run it, and how to print it.
+
+Input: a `Chooser` (random or hypothesis draws) and the tensor an op will be applied to (a real, eager tensor: the
+generator runs each op as it draws it, so shapes, strides and legality are known exactly).
+Output: `OPS`, a table from `OpName` to `OpDef`.
+Invariants: for every op, `apply` and `expr` agree: running `expr`'s Python text on the same tensors does what
+`apply` does (tests/subclassaot/test_fuzz.py execs printed programs and compares them with the interpreter).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import torch
+
+from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.pipeline.rules.swap_record import element_offsets, reads_elsewhere_written
+
+__all__ = [
+    "OPS",
+    "SCALARS",
+    "Chooser",
+    "Family",
+    "OpDef",
+    "OpName",
+    "Param",
+    "Params",
+    "shape_for_numel",
+    "unspecified_write",
+]
+
+Param = int | float | tuple[int, ...]
+Params = tuple[Param, ...]
+SCALARS: tuple[float, ...] = (2.0, -1.0, 0.5, 3.0)
+
+
+class Chooser(Protocol):
+    """Where random decisions come from: `random.Random` for the runner, hypothesis draws for strategies."""
+
+    def integer(self, lo: int, hi: int) -> int:
+        """An int in [lo, hi], both inclusive; smaller is simpler (hypothesis shrinks toward `lo`)."""
+        ...
+
+    def chance(self, percent: int) -> bool:
+        """True with probability `percent`/100; False is simpler."""
+        ...
+
+
+def pick(choose: Chooser, options: tuple[object, ...] | list[object]) -> object:
+    return options[choose.integer(0, len(options) - 1)]
+
+
+class Family(enum.Enum):
+    VIEW = "view"  # binds a result that aliases the source
+    INPLACE = "inplace"  # mutates the source (data, metadata or storage); binds nothing
+    FUNCTIONAL = "functional"  # binds a fresh result
+    STATEMENT = "statement"  # an assignment such as `x.data = y`; binds nothing
+
+
+OpName = Literal[
+    "view", "reshape", "transpose", "t", "select", "slice", "unsqueeze", "expand", "diagonal", "unbind",
+    "as_strided", "detach", "contiguous",
+    "add_", "mul_", "copy_", "zero_", "fill_", "t_", "unsqueeze_", "transpose_", "set_", "resize_",
+    "add", "mul", "sin", "clone", "sum",
+    "data_assign",
+]  # fmt: skip
+
+Apply = Callable[[torch.Tensor, "torch.Tensor | None", Params], "torch.Tensor | None"]
+Expr = Callable[[str, "str | None", Params], str]
+Gen = Callable[[Chooser, torch.Tensor], "Params | None"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpDef:
+    name: OpName
+    family: Family
+    other: Literal["never", "maybe", "always"]  # whether the op takes a second tensor (`x.copy_(y)`)
+    gen: Gen  # draws params from the source tensor; None when the op does not apply to it
+    apply: Apply
+    expr: Expr  # Python source of the op, given the source's and the other's expressions
+    weight: int  # relative frequency in generated programs
+
+
+def _i(p: Param) -> int:
+    assert isinstance(p, int), f"BUG: expected an int param, got {p!r}"
+    return p
+
+
+def _f(p: Param) -> float:
+    assert isinstance(p, float), f"BUG: expected a float param, got {p!r}"
+    return p
+
+
+def _s(p: Param) -> tuple[int, ...]:
+    assert isinstance(p, tuple), f"BUG: expected a shape param, got {p!r}"
+    return p
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def shape_for_numel(choose: Chooser, numel: int) -> tuple[int, ...]:
+    """A shape of rank 0-3 with `numel` elements, sometimes with one -1."""
+    if numel == 0:
+        return (0,) if choose.chance(50) else ((1, 0) if choose.chance(50) else (0, 2))
+    options: list[tuple[int, ...]] = [(numel,)]
+    options += [(a, numel // a) for a in range(1, numel + 1) if numel % a == 0]
+    options += [(a, b, numel // (a * b)) for a in range(1, 5) for b in range(1, 5) if numel % (a * b) == 0]
+    if numel == 1:
+        options.append(())
+    shape = options[choose.integer(0, len(options) - 1)]
+    if shape and choose.chance(25):
+        k = choose.integer(0, len(shape) - 1)
+        shape = (*shape[:k], -1, *shape[k + 1 :])
+    return shape
+
+
+def _dim(choose: Chooser, rank: int) -> int:
+    return choose.integer(0, rank - 1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Parameter generators (each sees the real source tensor)
+
+
+def _gen_none(choose: Chooser, t: torch.Tensor) -> Params | None:
+    return ()
+
+
+def _gen_numel_shape(choose: Chooser, t: torch.Tensor) -> Params | None:
+    return (shape_for_numel(choose, t.numel()),)
+
+
+def _gen_two_dims(choose: Chooser, t: torch.Tensor) -> Params | None:
+    if t.dim() == 0:
+        return None
+    return (_dim(choose, t.dim()), _dim(choose, t.dim()))
+
+
+def _gen_t(choose: Chooser, t: torch.Tensor) -> Params | None:
+    return () if t.dim() <= 2 else None
+
+
+def _gen_select(choose: Chooser, t: torch.Tensor) -> Params | None:
+    if t.dim() == 0:
+        return None
+    d = _dim(choose, t.dim())
+    if t.size(d) == 0:
+        return None
+    return (d, choose.integer(-t.size(d), t.size(d) - 1))
+
+
+def _gen_slice(choose: Chooser, t: torch.Tensor) -> Params | None:
+    if t.dim() == 0:
+        return None
+    d = _dim(choose, t.dim())
+    start = choose.integer(0, t.size(d))
+    return (d, start, choose.integer(start, t.size(d)), choose.integer(1, 2))
+
+
+def _gen_unsqueeze(choose: Chooser, t: torch.Tensor) -> Params | None:
+    return (choose.integer(-(t.dim() + 1), t.dim()),)
+
+
+def _gen_expand(choose: Chooser, t: torch.Tensor) -> Params | None:
+    sizes = [choose.integer(1, 3) if s == 1 else (-1 if choose.chance(30) else s) for s in t.shape]
+    if len(sizes) < 3 and choose.chance(30):
+        sizes.insert(0, choose.integer(1, 2))
+    return (tuple(sizes),)
+
+
+def _gen_diagonal(choose: Chooser, t: torch.Tensor) -> Params | None:
+    if t.dim() < 2:
+        return None
+    d1 = _dim(choose, t.dim())
+    d2 = (d1 + choose.integer(1, t.dim() - 1)) % t.dim()
+    return (choose.integer(-1, 1), d1, d2)
+
+
+def _gen_unbind(choose: Chooser, t: torch.Tensor) -> Params | None:
+    if t.dim() == 0:
+        return None
+    d = _dim(choose, t.dim())
+    if t.size(d) == 0:
+        return None
+    return (d, choose.integer(0, t.size(d) - 1))
+
+
+def _gen_as_strided(choose: Chooser, t: torch.Tensor) -> Params | None:
+    rank = choose.integer(0, 2)
+    size = tuple(choose.integer(1, 3) for _ in range(rank))
+    stride = tuple(choose.integer(0, 3) for _ in range(rank))
+    return (size, stride, choose.integer(0, 2))
+
+
+def _gen_scalar_or_other(choose: Chooser, t: torch.Tensor) -> Params | None:
+    return (float(SCALARS[choose.integer(0, len(SCALARS) - 1)]),)
+
+
+def _gen_unsqueeze_(choose: Chooser, t: torch.Tensor) -> Params | None:
+    return (choose.integer(-(t.dim() + 1), t.dim()),) if t.dim() < 3 else None
+
+
+def _gen_resize_(choose: Chooser, t: torch.Tensor) -> Params | None:
+    # Never more elements than now, nor than its storage holds from its offset (an expanded tensor has more elements
+    # than storage: fuzz seed 5000 #3128): growing exposes uninitialized memory, whose values no two runs share.
+    shape = tuple(choose.integer(1, 4) for _ in range(choose.integer(0, 3)))
+    numel = torch.Size(shape).numel()
+    return (shape,) if numel <= t.numel() and numel <= _capacity(t) else None
+
+
+def _capacity(t: torch.Tensor) -> int:
+    """How many elements resize_() can give `t` without growing a storage (a subclass: its inner tensors')."""
+    leaves = flatten_subclass(t, "t")[1] if is_traceable_subclass(t) else [t]
+    return min((u.untyped_storage().nbytes() // u.element_size() - int(u.storage_offset()) for u in leaves), default=0)
+
+
+def _gen_sum(choose: Chooser, t: torch.Tensor) -> Params | None:
+    return () if t.dim() == 0 else (_dim(choose, t.dim()),)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The table
+
+
+def _slice_index(d: int, start: int, stop: int, step: int) -> tuple[slice, ...]:
+    return (*(slice(None),) * d, slice(start, stop, step))
+
+
+def _slice_text(d: int, start: int, stop: int, step: int) -> str:
+    return "[" + ":, " * d + f"{start}:{stop}:{step}]"
+
+
+def _binary(method: str) -> tuple[Apply, Expr]:
+    def apply(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
+        arg: torch.Tensor | float = o if o is not None else _f(p[0])
+        out: torch.Tensor = getattr(t, method)(arg)
+        return out
+
+    def expr(t: str, o: str | None, p: Params) -> str:
+        return f"{t}.{method}({o if o is not None else repr(_f(p[0]))})"
+
+    return apply, expr
+
+
+def _nullary(method: str) -> tuple[Apply, Expr]:
+    def apply(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
+        out: torch.Tensor = getattr(t, method)(*p)
+        return out
+
+    def expr(t: str, o: str | None, p: Params) -> str:
+        return f"{t}.{method}({', '.join(map(repr, p))})"
+
+    return apply, expr
+
+
+def _with_other(method: str) -> tuple[Apply, Expr]:
+    def apply(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
+        out: torch.Tensor = getattr(t, method)(o)
+        return out
+
+    def expr(t: str, o: str | None, p: Params) -> str:
+        return f"{t}.{method}({o})"
+
+    return apply, expr
+
+
+def _shape_method(method: str) -> tuple[Apply, Expr]:
+    def apply(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
+        out: torch.Tensor = getattr(t, method)(_s(p[0]))
+        return out
+
+    def expr(t: str, o: str | None, p: Params) -> str:
+        return f"{t}.{method}({_shape_text(_s(p[0]))})"
+
+    return apply, expr
+
+
+def _data_assign(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
+    assert o is not None, "BUG: data_assign needs a second tensor"
+    t.data = o
+
+
+def _op(
+    name: OpName, family: Family, gen: Gen, impl: tuple[Apply, Expr], *, weight: int, other: str = "never"
+) -> OpDef:
+    assert other in ("never", "maybe", "always"), f"BUG: {other!r}"
+    return OpDef(
+        name=name,
+        family=family,
+        other=other,  # type: ignore[arg-type]  # checked just above
+        gen=gen,
+        apply=impl[0],
+        expr=impl[1],
+        weight=weight,
+    )
+
+
+VIEW, INPLACE, FUNC = Family.VIEW, Family.INPLACE, Family.FUNCTIONAL
+_OPS: tuple[OpDef, ...] = (
+    _op("view", VIEW, _gen_numel_shape, _shape_method("view"), weight=4),
+    _op("reshape", VIEW, _gen_numel_shape, _shape_method("reshape"), weight=2),
+    _op("transpose", VIEW, _gen_two_dims, _nullary("transpose"), weight=3),
+    _op("t", VIEW, _gen_t, _nullary("t"), weight=2),
+    _op("select", VIEW, _gen_select, _nullary("select"), weight=3),
+    _op(
+        "slice",
+        VIEW,
+        _gen_slice,
+        (
+            lambda t, o, p: t[_slice_index(_i(p[0]), _i(p[1]), _i(p[2]), _i(p[3]))],
+            lambda t, o, p: t + _slice_text(_i(p[0]), _i(p[1]), _i(p[2]), _i(p[3])),
+        ),
+        weight=3,
+    ),
+    _op("unsqueeze", VIEW, _gen_unsqueeze, _nullary("unsqueeze"), weight=2),
+    _op("expand", VIEW, _gen_expand, _shape_method("expand"), weight=2),
+    _op("diagonal", VIEW, _gen_diagonal, _nullary("diagonal"), weight=2),
+    _op(
+        "unbind",
+        VIEW,
+        _gen_unbind,
+        (lambda t, o, p: t.unbind(_i(p[0]))[_i(p[1])], lambda t, o, p: f"{t}.unbind({p[0]})[{p[1]}]"),
+        weight=2,
+    ),
+    _op(
+        "as_strided",
+        VIEW,
+        _gen_as_strided,
+        (
+            lambda t, o, p: t.as_strided(_s(p[0]), _s(p[1]), _i(p[2])),
+            lambda t, o, p: f"{t}.as_strided({_shape_text(_s(p[0]))}, {_shape_text(_s(p[1]))}, {p[2]})",
+        ),
+        weight=1,
+    ),
+    _op("detach", VIEW, _gen_none, _nullary("detach"), weight=1),
+    _op("contiguous", VIEW, _gen_none, _nullary("contiguous"), weight=1),
+    _op("add_", INPLACE, _gen_scalar_or_other, _binary("add_"), weight=5, other="maybe"),
+    _op("mul_", INPLACE, _gen_scalar_or_other, _binary("mul_"), weight=4, other="maybe"),
+    _op("copy_", INPLACE, _gen_none, _with_other("copy_"), weight=3, other="always"),
+    _op("zero_", INPLACE, _gen_none, _nullary("zero_"), weight=1),
+    _op("fill_", INPLACE, _gen_scalar_or_other, _nullary("fill_"), weight=1),
+    _op("t_", INPLACE, _gen_t, _nullary("t_"), weight=2),
+    _op("unsqueeze_", INPLACE, _gen_unsqueeze_, _nullary("unsqueeze_"), weight=1),
+    _op("transpose_", INPLACE, _gen_two_dims, _nullary("transpose_"), weight=1),
+    _op("set_", INPLACE, _gen_none, _with_other("set_"), weight=2, other="always"),
+    _op("resize_", INPLACE, _gen_resize_, _shape_method("resize_"), weight=1),
+    _op("add", FUNC, _gen_scalar_or_other, _binary("add"), weight=3, other="maybe"),
+    _op("mul", FUNC, _gen_scalar_or_other, _binary("mul"), weight=3, other="maybe"),
+    _op("sin", FUNC, _gen_none, _nullary("sin"), weight=1),
+    _op("clone", FUNC, _gen_none, _nullary("clone"), weight=2),
+    _op("sum", FUNC, _gen_sum, _nullary("sum"), weight=1),
+    _op(
+        "data_assign",
+        Family.STATEMENT,
+        _gen_none,
+        (_data_assign, lambda t, o, p: f"{t}.data = {o}"),
+        weight=1,
+        other="always",
+    ),
+)
+OPS: dict[OpName, OpDef] = {op.name: op for op in _OPS}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Note [Writes Eager Leaves Unspecified]
+# An elementwise in-place op through a tensor whose elements share memory (x.as_strided((2, 3), (1, 1)).mul_(2)), or
+# one that reads memory it writes at another index (x.add_(y) with y an overlapping view of x that is not x's own
+# layout), gives a result that depends on the order and vectorization of eager's loops: PyTorch documents such
+# writes as undefined (torch.Tensor.expand, torch.as_strided) and rejects the cases its overlap check detects. No
+# compiled program can be held to one of those orders, so the generator does not draw them. Writes of one value
+# (fill_, zero_) through shared memory are well defined and stay; so does a write of no elements.
+
+_ELEMENTWISE_WRITES = frozenset({"add_", "mul_", "copy_"})
+
+
+def unspecified_write(name: str, t: torch.Tensor, other: torch.Tensor | None) -> bool:
+    """Is op `name` on `t` (reading `other`) a write whose eager result depends on loop order?"""
+    if name not in _ELEMENTWISE_WRITES:
+        return False
+    return any(_unspecified_leaf_write(w, r) for w, r in _leaf_pairs(t, other))
+
+
+def _leaf_pairs(t: torch.Tensor, other: torch.Tensor | None) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+    """The dense tensors the op writes, each with the dense tensor it reads there (a subclass runs per inner)."""
+    writes = flatten_subclass(t, "t")[1] if is_traceable_subclass(t) else [t]
+    if other is None:
+        return [(w, None) for w in writes]
+    reads = flatten_subclass(other, "other")[1] if is_traceable_subclass(other) else [other]
+    if len(reads) == len(writes) and type(t) is type(other):
+        return list(zip(writes, reads, strict=True))
+    return [(w, r) for w in writes for r in reads]
+
+
+def _unspecified_leaf_write(w: torch.Tensor, r: torch.Tensor | None) -> bool:
+    if w.numel() == 0:
+        return False
+    written = element_offsets(w)
+    assert written is not None, "BUG: the fuzzer's tensors are small and concrete"
+    if len(set(written)) < len(written):
+        return True  # several elements of the written tensor share one memory location
+    if r is None or r.untyped_storage().data_ptr() != w.untyped_storage().data_ptr() or r.dtype != w.dtype:
+        return False
+    return bool(reads_elsewhere_written(w, r))  # None: not broadcastable, the op raises in eager

@@ -1,0 +1,289 @@
+"""Fuzz programs as data: a frozen tree of inputs and ops, an interpreter that runs it, and a printer to Python source.
+
+Input: a `Program` (built by `subclassaot.tools.fuzz`'s generator, or by hand in a test).
+Output: `make_inputs(program)` (fresh inputs, aliasing rebuilt), `as_function(program)` (an interpreter closure the
+pipeline can compile like any user function), `to_source(program)` (a `make_inputs()` and a `def f(...)` to paste
+into a regression test).
+Invariants: variables are named by ids that never change when a program is shrunk (an op's `out`, an input's
+`var`); the printer renames them in order of appearance. The interpreter and the printed source do the same thing
+(see subclassaot/tools/fuzz_ops.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from subclassaot.tools.fuzz_ops import OPS, OpName, Params
+
+__all__ = [
+    "PLAIN",
+    "BaseSpec",
+    "Grad",
+    "InputKind",
+    "InputSpec",
+    "Op",
+    "Program",
+    "ViewStep",
+    "as_function",
+    "get_input_kind",
+    "kind_from_factory",
+    "make_inputs",
+    "register_input_kind",
+    "to_source",
+]
+
+Grad = Literal["none", "leaf", "nonleaf"]  # nonleaf: `leaf.clone()`, so that in-place ops on it are legal
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ViewStep:
+    """A view op applied to a base while building an input (inputs that are views of one base alias each other)."""
+
+    name: OpName
+    params: Params
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BaseSpec:
+    kind: str  # key into the input-kind registry: "plain" or "MODULE:FACTORY"
+    shape: tuple[int, ...]
+    grad: Grad
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InputSpec:
+    var: int  # the variable id the program uses for this input
+    base: int  # index into Program.bases
+    views: tuple[ViewStep, ...]  # applied to the base in order; () passes the base itself
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Op:
+    name: OpName
+    src: int  # variable id the op applies to
+    other: int | None = None  # second variable id (`x.copy_(y)`); None: the op's scalar params are used
+    params: Params = ()
+    out: int | None = None  # variable id bound to the result; None for in-place ops and statements
+    no_grad: bool = False  # run inside `with torch.no_grad():`
+    via_data: bool = False  # applied to `src.data`: a mutation hidden from autograd
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Program:
+    bases: tuple[BaseSpec, ...]  # len = number of distinct storages the inputs are made from
+    inputs: tuple[InputSpec, ...]  # len = number of positional arguments, in argument order
+    ops: tuple[Op, ...]  # in execution order
+    outputs: tuple[int, ...]  # variable ids returned, in order (the function returns a tuple)
+    grad_mode: bool  # whether the call runs with grad enabled (training) or under no_grad (inference)
+
+    def size(self) -> int:
+        """A measure that every shrinking step decreases."""
+        flags = sum(op.no_grad + op.via_data for op in self.ops) + sum(b.grad != "none" for b in self.bases)
+        views = sum(len(i.views) for i in self.inputs)
+        return 4 * len(self.ops) + 2 * len(self.inputs) + len(self.outputs) + views + flags + self.grad_mode
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Input kinds
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InputKind:
+    """How to build an input of some tensor type from a plain float tensor of the chosen shape."""
+
+    key: str
+    make: Callable[[torch.Tensor], torch.Tensor]
+    source: Callable[[str], str]  # the Python expression of `make`, given the plain tensor's expression
+    imports: tuple[str, ...]  # import lines that `source` needs
+    fixed_shape: tuple[int, ...] | None  # None: any shape; else the only shape this kind makes
+
+
+PLAIN = InputKind(key="plain", make=lambda t: t, source=lambda e: e, imports=(), fixed_shape=None)
+_KINDS: dict[str, InputKind] = {PLAIN.key: PLAIN}
+
+
+def register_input_kind(kind: InputKind) -> None:
+    _KINDS[kind.key] = kind
+
+
+def get_input_kind(key: str) -> InputKind:
+    """A registered kind, or one resolved from `MODULE:FACTORY` (a zero-argument function returning an instance).
+
+    If the instance's class has a `from_tensor(t)` classmethod, the kind makes instances of any shape with it;
+    otherwise every input of this kind is `FACTORY()` itself, with that one shape.
+    """
+    if key in _KINDS:
+        return _KINDS[key]
+    module_name, sep, attr = key.partition(":")
+    if not sep:
+        raise ValueError(f"input kind {key!r}: expected 'plain' or MODULE:FACTORY (e.g. subclasses.pair:example)")
+    factory = getattr(importlib.import_module(module_name), attr, None)
+    if not callable(factory):
+        raise ValueError(f"input kind {key!r}: {module_name} has no callable {attr!r}")
+    kind = kind_from_factory(factory, key=key)
+    register_input_kind(kind)
+    return kind
+
+
+def kind_from_factory(factory: Callable[[], torch.Tensor], *, key: str) -> InputKind:
+    """The input kind of a zero-argument factory's instances (see `get_input_kind`); `key` names it in programs."""
+    module_name, attr = factory.__module__, factory.__qualname__
+    instance = factory()
+    if not isinstance(instance, torch.Tensor):
+        raise ValueError(f"input kind {key!r}: the factory returned a {type(instance).__name__}, not a tensor")
+    cls = type(instance)
+    from_tensor = getattr(cls, "from_tensor", None)
+    if callable(from_tensor):
+        kind = InputKind(
+            key=key,
+            make=from_tensor,
+            source=lambda e: f"{cls.__module__}.{cls.__qualname__}.from_tensor({e})",
+            imports=(f"import {cls.__module__}",),
+            fixed_shape=None,
+        )
+    else:
+        kind = InputKind(
+            key=key,
+            make=lambda t: factory(),
+            source=lambda e: f"{module_name}.{attr}()",
+            imports=(f"import {module_name}",),
+            fixed_shape=tuple(instance.shape),
+        )
+    return kind
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The interpreter
+
+
+def make_base(spec: BaseSpec) -> torch.Tensor:
+    kind = get_input_kind(spec.kind)
+    # A fixed-shape kind's factory makes its own values: drawing from the RNG for it would desync the printed source.
+    t = kind.make(torch.randn(spec.shape) if kind.fixed_shape is None else torch.empty(0))
+    if spec.grad == "none":
+        return t
+    with torch.enable_grad():
+        t.requires_grad_()
+        return t.clone() if spec.grad == "nonleaf" else t
+
+
+def make_inputs(program: Program) -> tuple[torch.Tensor, ...]:
+    """Fresh inputs; the caller fixes the RNG seed (subclassaot.tools.parity.fresh_call does)."""
+    bases = [make_base(b) for b in program.bases]
+    out = []
+    with torch.enable_grad():
+        for spec in program.inputs:
+            t = bases[spec.base]
+            for step in spec.views:
+                t = _apply_view(step, t)
+            out.append(t)
+    return tuple(out)
+
+
+def _apply_view(step: ViewStep, t: torch.Tensor) -> torch.Tensor:
+    result = OPS[step.name].apply(t, None, step.params)
+    assert result is not None, f"BUG: view step {step.name} returned nothing"
+    return result
+
+
+def run_op(op: Op, env: dict[int, torch.Tensor]) -> None:
+    """Run one op on `env` (variable id -> tensor), binding its result if it has one."""
+    src = env[op.src]
+    if op.via_data:
+        src = src.data
+    other = None if op.other is None else env[op.other]
+    with torch.no_grad() if op.no_grad else contextlib.nullcontext():
+        result = OPS[op.name].apply(src, other, op.params)
+    if op.out is not None:
+        assert result is not None, f"BUG: {op.name} returned nothing to bind"
+        env[op.out] = result
+
+
+def run_program(program: Program, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    env = {spec.var: a for spec, a in zip(program.inputs, args, strict=True)}
+    for op in program.ops:
+        run_op(op, env)
+    return tuple(env[v] for v in program.outputs)
+
+
+def as_function(program: Program) -> Callable[..., tuple[torch.Tensor, ...]]:
+    def f(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return run_program(program, args)
+
+    f.__name__ = "fuzz_program"
+    return f
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The printer
+
+
+def _names(program: Program) -> dict[int, str]:
+    names = {spec.var: f"x{k}" for k, spec in enumerate(program.inputs)}
+    for op in program.ops:
+        if op.out is not None:
+            names[op.out] = f"t{len(names) - len(program.inputs)}"
+    return names
+
+
+def _op_line(op: Op, names: dict[int, str]) -> str:
+    src = names[op.src] + (".data" if op.via_data else "")
+    text = OPS[op.name].expr(src, None if op.other is None else names[op.other], op.params)
+    return f"{names[op.out]} = {text}" if op.out is not None else text
+
+
+def _body(program: Program, names: dict[int, str]) -> Iterator[str]:
+    in_no_grad = False
+    for op in program.ops:
+        if op.no_grad and not in_no_grad:
+            yield "    with torch.no_grad():"
+        in_no_grad = op.no_grad
+        yield ("        " if op.no_grad else "    ") + _op_line(op, names)
+    outs = ", ".join(names[v] for v in program.outputs)
+    yield f"    return ({outs}{',' if len(program.outputs) == 1 else ''})"
+
+
+def _make_inputs_source(program: Program) -> list[str]:
+    lines = ["@torch.enable_grad()", "def make_inputs():"]
+    for k, base in enumerate(program.bases):
+        kind = get_input_kind(base.kind)
+        shape = "(" + ", ".join(map(str, base.shape)) + ("," if len(base.shape) == 1 else "") + ")"
+        lines.append(f"    b{k} = {kind.source(f'torch.randn({shape})')}")
+        if base.grad != "none":
+            lines.append(f"    b{k}.requires_grad_()")
+        if base.grad == "nonleaf":
+            lines.append(f"    b{k} = b{k}.clone()")
+    exprs = []
+    for spec in program.inputs:
+        expr = f"b{spec.base}"
+        for step in spec.views:
+            expr = OPS[step.name].expr(expr, None, step.params)
+        exprs.append(expr)
+    lines.append(f"    return ({', '.join(exprs)}{',' if len(exprs) == 1 else ''})")
+    return lines
+
+
+def to_source(program: Program) -> str:
+    """`import`s, `make_inputs()` (call it with grad enabled, under a fixed seed) and `f(...)`."""
+    names = _names(program)
+    imports = sorted({"import torch", *(i for b in program.bases for i in get_input_kind(b.kind).imports)})
+    params = ", ".join(names[spec.var] for spec in program.inputs)
+    mode = "training: call f with grad enabled" if program.grad_mode else "inference: call f under torch.no_grad()"
+    lines = [
+        *imports,
+        "",
+        "",
+        *_make_inputs_source(program),
+        "",
+        "",
+        f"# {mode}",
+        f"def f({params}):",
+        *_body(program, names),
+    ]
+    return "\n".join(lines) + "\n"

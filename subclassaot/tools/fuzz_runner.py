@@ -1,0 +1,343 @@
+"""The fuzz runner: N eager-legal programs from one seed, a verdict each, failures shrunk and written out.
+
+Input: a program count, a seed, a `FuzzConfig`, a compile function.
+Output: a `FuzzReport` (counts per outcome, UNSUPPORTED per rule, failures grouped by signature with a shrunk
+program each); `write_report(report, out_dir)` writes one regression-test file per shrunk failure and REPORT.md.
+Invariants: program i of seed s is the same program on every run (`RandomChooser(seed * 1_000_003 + i)`);
+programs eager rejects are skipped and not counted. Shrinking costs many compiles, so only the first
+`shrink_per_signature` failures of each signature are shrunk; the rest are counted and listed unshrunk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import functools
+import multiprocessing
+import os
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from subclassaot.tools.checker_rules import Factory, Rule, fail
+from subclassaot.tools.fuzz import (
+    DEFAULT_CONFIG,
+    CompileFn,
+    FuzzConfig,
+    Outcome,
+    RandomChooser,
+    Verdict,
+    check_program,
+    generate,
+    same_failure,
+    shrink,
+)
+from subclassaot.tools.fuzz_arguments import check_program_with_argument_changes
+from subclassaot.tools.fuzz_program import Program, kind_from_factory, register_input_kind, to_source
+from subclassaot.tools.fuzz_state import check_program_with_state_changes
+
+R = TypeVar("R")
+
+__all__ = [
+    "Failure",
+    "FuzzReport",
+    "add_arguments",
+    "fuzz",
+    "fuzz_rule",
+    "merge_reports",
+    "pipeline_compile",
+    "run_cli",
+    "run_shards",
+    "shard_share",
+    "write_report",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Failure:
+    index: int  # the program's index under the run's seed
+    program: Program
+    verdict: Verdict
+    shrunk: Program | None  # None when not shrunk (past `shrink_per_signature`)
+    shrunk_verdict: Verdict | None
+
+
+@dataclass(slots=True, kw_only=True)
+class FuzzReport:
+    seed: int
+    backend: str
+    counts: Counter[Outcome] = field(default_factory=Counter)  # DISCARDED counts programs skipped, not run
+    unsupported_rules: Counter[str] = field(default_factory=Counter)
+    unsupported_indexes: dict[str, list[int]] = field(default_factory=dict)  # rule -> program indexes, in order
+    failure_signatures: Counter[tuple[Outcome, str]] = field(default_factory=Counter)
+    failures: list[Failure] = field(default_factory=list)  # DIVERGED and CRASHED, in program order
+
+    @property
+    def counted(self) -> int:
+        return sum(n for o, n in self.counts.items() if o is not Outcome.DISCARDED)
+
+    def __str__(self) -> str:
+        lines = [f"fuzz seed={self.seed} backend={self.backend}: {self.counted} programs"]
+        lines += [f"  {o.value:<11} {self.counts[o]}" for o in Outcome]
+        if self.unsupported_rules:
+            lines.append("UNSUPPORTED by rule:")
+            lines += [f"  {n:>5}  {rule}" for rule, n in self.unsupported_rules.most_common()]
+        if self.failure_signatures:
+            lines.append("DIVERGED / CRASHED by signature:")
+            lines += [f"  {n:>5}  {o.value}: {sig}" for (o, sig), n in self.failure_signatures.most_common()]
+        return "\n".join(lines)
+
+
+def pipeline_compile(backend: str) -> CompileFn:
+    from subclassaot.api import compile as subclassaot_compile
+
+    def compile_fn(fn: Callable[..., object]) -> Callable[..., object]:
+        return subclassaot_compile(fn, backend=backend)
+
+    return compile_fn
+
+
+def fuzz(
+    programs: int,
+    seed: int,
+    *,
+    config: FuzzConfig = DEFAULT_CONFIG,
+    compile_fn: CompileFn | None = None,
+    backend: str = "eager",
+    shrink_per_signature: int = 2,
+    progress: Callable[[FuzzReport], None] | None = None,
+    shard: tuple[int, int] = (0, 1),
+    state_changes: bool = False,
+    argument_changes: bool = False,
+) -> FuzzReport:
+    """Check `programs` eager-legal programs; see the module docstring. `shard=(k, n)`: only program indexes
+    congruent to k mod n, until this shard's share of `programs` is counted (`fuzz_parallel` runs all n).
+    `state_changes`: wrap each program in a module reading Python state and change that state between calls
+    (subclassaot.tools.fuzz_state). `argument_changes`: call each program with Python constants and a module whose
+    buffers it updates as arguments, changed between calls (subclassaot.tools.fuzz_arguments)."""
+    compile_fn = compile_fn if compile_fn is not None else pipeline_compile(backend)
+    report = FuzzReport(seed=seed, backend=backend)
+    k, n = shard
+    target = shard_share(programs, shard)
+    index = k
+    while report.counted < target and index < 20 * programs:
+        program = generate(RandomChooser(seed * 1_000_003 + index), config)
+        check = _checker(compile_fn, seed * 1_000_003 + index, state_changes, argument_changes)
+        verdict = check(program)
+        report.counts[verdict.outcome] += 1
+        if verdict.outcome is Outcome.UNSUPPORTED:
+            report.unsupported_rules[verdict.signature] += 1
+            report.unsupported_indexes.setdefault(verdict.signature, []).append(index)
+        elif verdict.outcome in (Outcome.DIVERGED, Outcome.CRASHED):
+            key = (verdict.outcome, verdict.signature)
+            report.failure_signatures[key] += 1
+            report.failures.append(
+                _failure(index, program, verdict, check, report.failure_signatures[key], shrink_per_signature)
+            )
+        if progress is not None and report.counted % 100 == 0 and verdict.outcome is not Outcome.DISCARDED:
+            progress(report)
+        index += n
+    return report
+
+
+def _checker(
+    compile_fn: CompileFn, changes_seed: int, state_changes: bool, argument_changes: bool
+) -> Callable[[Program], Verdict]:
+    if argument_changes:
+        return lambda p: check_program_with_argument_changes(p, compile_fn, changes_seed)
+    if state_changes:
+        return lambda p: check_program_with_state_changes(p, compile_fn, changes_seed)
+    return lambda p: check_program(p, compile_fn)
+
+
+def shard_share(programs: int, shard: tuple[int, int]) -> int:
+    """How many of `programs` shard (k, n) counts: the shares of all n shards add up to `programs`."""
+    k, n = shard
+    return programs // n + (1 if k < programs % n else 0)
+
+
+def run_shards(worker: Callable[[tuple[int, int]], R], jobs: int) -> list[R]:
+    """`worker((k, jobs))` for every k, in `jobs` forked processes (in this process when jobs == 1); the workers'
+    results in shard order. `worker` must be a module-level function (it is pickled by name)."""
+    if jobs <= 1:
+        return [worker((0, 1))]
+    context = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        return list(pool.map(worker, [(k, jobs) for k in range(jobs)]))
+
+
+def merge_reports(reports: Sequence[FuzzReport]) -> FuzzReport:
+    """One report for a run split into shards; failures in program order."""
+    merged = FuzzReport(seed=reports[0].seed, backend=reports[0].backend)
+    for r in reports:
+        merged.counts.update(r.counts)
+        merged.unsupported_rules.update(r.unsupported_rules)
+        for rule, indexes in r.unsupported_indexes.items():
+            merged.unsupported_indexes.setdefault(rule, []).extend(indexes)
+        merged.failure_signatures.update(r.failure_signatures)
+        merged.failures.extend(r.failures)
+    merged.failures.sort(key=lambda f: f.index)
+    for indexes in merged.unsupported_indexes.values():
+        indexes.sort()
+    return merged
+
+
+def _failure(
+    index: int, program: Program, verdict: Verdict, check: Callable[[Program], Verdict], nth: int, limit: int
+) -> Failure:
+    if nth > limit:
+        return Failure(index=index, program=program, verdict=verdict, shrunk=None, shrunk_verdict=None)
+    predicate = same_failure(verdict)
+    small = shrink(program, lambda p: predicate(check(p)))
+    return Failure(index=index, program=program, verdict=verdict, shrunk=small, shrunk_verdict=check(small))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Writing failures out as regression tests
+
+
+def regression_source(failure: Failure, seed: int) -> str:
+    program = failure.shrunk if failure.shrunk is not None else failure.program
+    verdict = failure.shrunk_verdict if failure.shrunk_verdict is not None else failure.verdict
+    name = f"test_fuzz_seed{seed}_program{failure.index}"
+    what = "\n".join(f"#   {line}" for line in verdict.detail.splitlines()[:12])
+    grad = "enable_grad" if program.grad_mode else "no_grad"
+    return (
+        f"# subclassaot fuzz, seed {seed}, program {failure.index}: {verdict.outcome.value}"
+        f"{' (shrunk)' if failure.shrunk is not None else ''}\n# signature: {verdict.signature}\n"
+        f"# what differed:\n{what}\n{to_source(program)}\n\n"
+        f"def {name}() -> None:\n"
+        "    from tests.oracle import assert_matches_eager\n\n"
+        f"    with torch.{grad}():\n"
+        "        assert_matches_eager(f, make_inputs)\n"
+    )
+
+
+def write_report(report: FuzzReport, out_dir: str) -> str:
+    """Write one `<outcome>_<index>.py` per shrunk failure and REPORT.md (returned as text too)."""
+    os.makedirs(out_dir, exist_ok=True)
+    sections = [f"# Fuzz report\n\n```\n{report}\n```\n"]
+    for failure in report.failures:
+        if failure.shrunk is None:
+            continue
+        text = regression_source(failure, report.seed)
+        path = os.path.join(out_dir, f"{failure.verdict.outcome.value.lower()}_{failure.index:05d}.py")
+        with open(path, "w") as f:
+            f.write(text)
+        sections.append(f"## {os.path.basename(path)}\n\n```python\n{text}```\n")
+    unshrunk = [f.index for f in report.failures if f.shrunk is None]
+    if unshrunk:
+        sections.append(f"Not shrunk (signature already shrunk twice), program indexes: {unshrunk}\n")
+    if report.unsupported_indexes:
+        sections.append("## UNSUPPORTED program indexes, by rule\n")
+        sections += [
+            f"- {rule}: {indexes}\n"
+            for rule, indexes in sorted(report.unsupported_indexes.items(), key=lambda item: -len(item[1]))
+        ]
+    text = "\n".join(sections)
+    with open(os.path.join(out_dir, "REPORT.md"), "w") as f:
+        f.write(text)
+    return text
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# `python -m subclassaot fuzz`
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--programs", type=int, default=200, help="how many eager-legal programs to check")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--subclass",
+        action="append",
+        default=[],
+        metavar="MODULE:FACTORY",
+        help="an input kind besides plain tensors (repeatable), e.g. subclasses.pair:example",
+    )
+    parser.add_argument("--backend", default="eager")
+    parser.add_argument("--max-ops", type=int, default=6)
+    parser.add_argument("--shrink-per-signature", type=int, default=2)
+    parser.add_argument("--out", default=None, help="a folder for shrunk failures (regression tests) and REPORT.md")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (programs split by index mod jobs)")
+    parser.add_argument(
+        "--state-changes",
+        action="store_true",
+        help="wrap each program in a module reading Python state, and change that state between calls",
+    )
+    parser.add_argument(
+        "--argument-changes",
+        action="store_true",
+        help="pass each program Python constants and a module whose buffers it updates, changed between calls",
+    )
+
+
+def _checkpoint(report: FuzzReport, programs: int, out_dir: str | None, echo: Callable[[str], None]) -> None:
+    echo(f"[{report.counted}/{programs}] " + " ".join(f"{o.value}={report.counts[o]}" for o in Outcome))
+    if out_dir is not None and report.counted % 1000 == 0:
+        write_report(report, out_dir)
+
+
+def _cli_shard(args: argparse.Namespace, echo: Callable[[str], None], shard: tuple[int, int]) -> FuzzReport:
+    config = FuzzConfig(kinds=("plain", *args.subclass), max_ops=args.max_ops)
+    share = shard_share(args.programs, shard)
+    prefix = f"shard {shard[0]}/{shard[1]} " if shard[1] > 1 else ""
+    out_dir = args.out if shard[1] == 1 else None  # shards write nothing until merged
+    return fuzz(
+        args.programs,
+        args.seed,
+        config=config,
+        backend=args.backend,
+        shrink_per_signature=args.shrink_per_signature,
+        progress=lambda r: _checkpoint(r, share, out_dir, lambda line: echo(prefix + line)),
+        shard=shard,
+        state_changes=args.state_changes,
+        argument_changes=args.argument_changes,
+    )
+
+
+def _echo_stderr(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def run_cli(args: argparse.Namespace, echo: Callable[[str], None]) -> int:
+    if args.jobs > 1:
+        worker = functools.partial(_cli_shard, args, _echo_stderr)
+        report = merge_reports(run_shards(worker, args.jobs))
+    else:
+        report = _cli_shard(args, echo, (0, 1))
+    echo(str(report))
+    if args.out is not None:
+        write_report(report, args.out)
+        echo(f"wrote {args.out}/REPORT.md")
+    return 0 if not report.failures else 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The checker's `pipeline.fuzz` rule
+
+
+def fuzz_rule(programs: int, *, seed: int = 0) -> Rule:
+    """`check_subclass(factory, fuzz=N)`: N programs whose first input is the author's subclass, the rest mixed."""
+
+    def check(factory: Factory) -> None:
+        key = f"{factory.__module__}:{factory.__qualname__}"
+        register_input_kind(kind_from_factory(factory, key=key))
+        config = FuzzConfig(kinds=(key, "plain"), first_kind_always=True)
+        report = fuzz(programs, seed, config=config, shrink_per_signature=1)
+        if report.failures:
+            shown = [f for f in report.failures if f.shrunk is not None][:3]
+            programs_text = "\n\n".join(regression_source(f, seed) for f in shown)
+            fail(
+                f"{len(report.failures)} of {report.counted} random programs over this subclass differ from eager "
+                f"or crash when compiled:\n{report}\nminimal programs (paste one into a test to debug):\n"
+                f"{programs_text}"
+            )
+
+    return Rule(
+        name="pipeline.fuzz",
+        description=f"{programs} random programs over the subclass compile and match eager",
+        check=check,
+    )

@@ -1,0 +1,522 @@
+"""Parity between a compiled program and eager PyTorch: run both on fresh inputs and list every observable difference.
+
+Input: a compiled callable, the eager function, and `make_inputs`, a zero-argument callable that builds FRESH inputs
+every time it is called (aliasing between inputs, views, strides and `requires_grad` are rebuilt exactly; it runs
+under a fixed RNG seed, so every set holds the same values).
+Output: `compare_with_eager(...)` -> a tuple of differences, each a sentence that names what differs ("args[0] after
+the call: stride (1, 2) vs eager (2, 1)"); empty when the compiled call is observably identical to eager.
+Invariants: a compiled result is never compared with itself; an eager failure raises `EagerRaised` (the program is
+not legal, there is nothing to compare); a failure of the compiled call propagates unchanged.
+
+What is compared, per call:
+- outputs: pytree structure, non-tensor leaves (type and value), per tensor: type, dtype, device, layout, shape,
+  stride, storage_offset, requires_grad, is_leaf, grad_fn presence, whether it is a view, and values; for a
+  traceable wrapper subclass also its flatten attrs and ctx and, recursively, every inner tensor;
+- every input after the call (and, for an `nn.Module`, compiled or passed as an argument, every parameter and
+  buffer), the same way;
+- aliasing, over all tensors (inputs, outputs, and the inner tensors of subclasses): which pairs are the same
+  Python object, which pairs share a storage, and what each view's `_base` is (an input, an input's `_base`, an
+  output, or something else);
+- version counters: whether each top-level input's `_version` changed. See Note [Parity Of Version Counters];
+- gradients, when an input or parameter requires grad and grad mode is on (or `check_grads=True`). See
+  Note [Parity Of Gradients].
+
+Used by the fuzzer (`subclassaot.tools.fuzz`), the checker, and the tests' `assert_matches_eager` (tests/oracle.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+
+import torch
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+from subclassaot.torch_internals import nested_coeff
+
+__all__ = [
+    "SEED",
+    "Call",
+    "EagerRaised",
+    "MakeInputs",
+    "Tolerance",
+    "compare_with_eager",
+    "fixed_random_like",
+    "fresh_call",
+]
+
+# Note [Parity Of Version Counters]
+# Only "changed or not" is compared, not the count: eager bumps the counter once per in-place op, while a compiled
+# program applies all the mutations of one input with one epilogue op (`copy_`, `as_strided_`, `set_`), so counts
+# legitimately differ; what is observable to autograd's saved-tensor checks and to users is whether the input was
+# modified at all. Mutations hidden from autograd (`x.data.mul_(2)`) do not bump the counter in eager, and must not
+# in compiled code either. Only top-level tensors' counters are compared: an op applied to a wrapper subclass inside
+# `__torch_dispatch__` does not bump its inner tensors' counters in eager, and whether an epilogue writes through
+# the wrapper or into the inner tensors is not observable through the wrapper.
+
+# Note [Parity Of Gradients]
+# A fixed random tangent is pushed back through every output that requires grad, then the `.grad` of each leaf
+# input and of each leaf behind a non-leaf input (found by walking its autograd graph before the call) is compared,
+# None-ness and values; inputs are compared again after the backward (mutations during the backward). If eager's
+# backward raises, the compiled backward must raise too. `retain_grad` on non-leaf inputs is not used: together
+# with an in-place view op such as `t_()` it trips an internal assert in eager PyTorch.
+
+SEED = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Call:
+    """Arguments of one call when a program takes keyword arguments (`make_inputs` may return this or a tuple)."""
+
+    args: tuple[object, ...]
+    kwargs: Mapping[str, object] = dataclasses.field(default_factory=dict)
+
+
+MakeInputs = Callable[[], "tuple[object, ...] | Call"]
+AfterCall = Callable[[object, tuple[object, ...]], object]
+
+
+class EagerRaised(Exception):
+    """Eager PyTorch itself raised on the program: it is not legal, so there is nothing to compare."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(f"eager itself raised {error!r}")
+        self.error = error
+
+
+def fresh_call(make_inputs: MakeInputs) -> Call:
+    """Call `make_inputs` under the fixed seed (both sides get the same values) and normalize its result to a Call."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(SEED)
+        made = make_inputs()
+    return made if isinstance(made, Call) else Call(args=tuple(made))
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class _Entry:
+    """One tensor the oracle tracks: a top-level input/output/parameter, or an inner tensor of a subclass."""
+
+    name: str
+    tensor: torch.Tensor
+    top_level: bool
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class _Run:
+    """Everything observed in one call of one side (eager or compiled)."""
+
+    call: Call
+    out: object = None
+    inputs: tuple[_Entry, ...] = ()  # every input tensor, parameter and buffer, inner tensors included
+    versions_before: tuple[int, ...] = ()  # indexed like `inputs`
+    leaves: tuple[_Entry, ...] = ()  # every autograd leaf whose .grad is compared: leaf inputs and hidden leaves
+    post_error: BaseException | None = None
+
+
+def fixed_random_like(t: torch.Tensor, index: int) -> torch.Tensor:
+    """A plain tensor of `t`'s shape with values fixed by `index` (the same for eager and compiled)."""
+    gen = torch.Generator().manual_seed(1000 + index)
+    dtype = t.dtype if t.dtype.is_floating_point or t.dtype.is_complex else torch.float32
+    return torch.randn(tuple(t.shape), generator=gen, dtype=dtype, device="cpu").to(t.device)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Enumerating tensors
+
+
+def _inner_values(t: torch.Tensor) -> list[tuple[str, object]]:
+    """(attr, value) for every name `__tensor_flatten__` gives: tensors, and opaque objects such as DTensor's
+    device_mesh (Note [Opaque Inner Objects]), which are compared by equality, never as tensors."""
+    if not is_traceable_wrapper_subclass(t):
+        return []
+    attrs, _ = t.__tensor_flatten__()
+    return [(attr, getattr(t, attr)) for attr in attrs]
+
+
+def _expand(name: str, t: torch.Tensor, top_level: bool) -> list[_Entry]:
+    entries = [_Entry(name=name, tensor=t, top_level=top_level)]
+    if is_traceable_wrapper_subclass(t):
+        for attr, inner in _inner_values(t):
+            if isinstance(inner, torch.Tensor):
+                entries += _expand(f"{name}.{attr}", inner, False)
+    return entries
+
+
+def _tree_entries(tree: object, prefix: str) -> list[_Entry]:
+    leaves, _ = pytree.tree_flatten_with_path(tree)
+    entries: list[_Entry] = []
+    for path, leaf in leaves:
+        if isinstance(leaf, torch.Tensor):
+            entries += _expand(prefix + pytree.keystr(path), leaf, True)
+        elif isinstance(leaf, torch.nn.Module):  # a module passed as an argument: its state, as the module's own
+            entries += _module_entries(leaf, prefix + pytree.keystr(path))
+    return entries
+
+
+def _module_entries(module: torch.nn.Module, prefix: str) -> list[_Entry]:
+    entries: list[_Entry] = []
+    for pname, p in module.named_parameters(remove_duplicate=False):
+        entries += _expand(f"{prefix}.{pname}", p, True)
+    for bname, b in module.named_buffers(remove_duplicate=False):
+        entries += _expand(f"{prefix}.{bname}", b, True)
+    return entries
+
+
+def _input_entries(call: Call, module: torch.nn.Module | None) -> list[_Entry]:
+    entries = _tree_entries(call.args, "args") + _tree_entries(dict(call.kwargs), "kwargs")
+    if module is not None:
+        entries += _module_entries(module, "self")
+    return entries
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Describing and comparing one tensor
+
+
+def _storage_key(t: torch.Tensor) -> int | None:
+    try:
+        return int(t.untyped_storage()._cdata)
+    except (RuntimeError, NotImplementedError):  # a tensor with no storage to name (a wrapper subclass may refuse)
+        return None
+
+
+def _dims(values: Sequence[int | torch.SymInt]) -> tuple[int | str, ...]:
+    """Sizes or strides, a nested int `c * j` shown as "c*j": which tensor it stands for is compared as aliasing of
+    the offsets/lengths it is tied to (those are entries too), since separately built inputs get different j."""
+    out: list[int | str] = []
+    for v in values:
+        coeff = nested_coeff(v)
+        out.append(int(v) if coeff is None else ("j" if coeff == 1 else f"{coeff}*j"))
+    return tuple(out)
+
+
+def _metadata(t: torch.Tensor) -> dict[str, object]:
+    meta: dict[str, object] = {
+        "type": type(t).__qualname__,
+        "dtype": t.dtype,
+        "device": t.device,
+        "layout": t.layout,
+        "shape": _dims(t.shape),
+        "stride": _dims(t.stride()),
+        "storage_offset": t.storage_offset(),
+        "requires_grad": t.requires_grad,
+        "is_leaf": _autograd_fact(lambda: t.is_leaf),
+        "has grad_fn": _autograd_fact(lambda: t.grad_fn is not None),
+        "is a view": t._is_view(),
+    }
+    if is_traceable_wrapper_subclass(t):
+        attrs, ctx = t.__tensor_flatten__()
+        meta["flatten attrs"] = tuple(attrs)
+        meta["flatten ctx"] = ctx
+    return meta
+
+
+def _autograd_fact(read: Callable[[], bool]) -> bool | str:
+    """Reading `grad_fn` raises for a multi-output view whose base was mutated in place, or (IndexError) for a view
+    whose view op no longer applies to its base after an in-place view op on the base (select(0, -3) of a base
+    transposed since: fuzz seed 13000 #1259); that is a fact too."""
+    try:
+        return read()
+    except (RuntimeError, IndexError) as e:
+        return f"raises {type(e).__name__} ({str(e)[:60]}...)"
+
+
+def _compare_tensor(
+    where: str,
+    got: torch.Tensor,
+    want: torch.Tensor,
+    tol: Tolerance,
+    errors: list[str],
+    *,
+    when: str = "",
+    values_only: bool = False,
+) -> None:
+    """Metadata and values of one tensor; for subclasses, recursively of each inner tensor.
+
+    With `values_only` (gradients: their strides and autograd flags are not part of the contract) only the type,
+    dtype, shape and values are compared.
+    """
+    got_meta, want_meta = _metadata(got), _metadata(want)
+    for key, want_value in want_meta.items():
+        if values_only and key not in ("type", "dtype", "shape", "flatten attrs", "flatten ctx"):
+            continue
+        if got_meta.get(key) != want_value:
+            errors.append(f"{where}{when}: {key} {got_meta.get(key)!r} vs eager {want_value!r}")
+    if got_meta.get("type") != want_meta["type"] or got_meta.get("flatten attrs") != want_meta.get("flatten attrs"):
+        return
+    if is_traceable_wrapper_subclass(want):
+        for attr, want_inner in _inner_values(want):
+            got_inner = getattr(got, attr)
+            if isinstance(want_inner, torch.Tensor) and isinstance(got_inner, torch.Tensor):
+                _compare_tensor(
+                    f"{where}.{attr}", got_inner, want_inner, tol, errors, when=when, values_only=values_only
+                )
+            elif got_inner is not want_inner and got_inner != want_inner:
+                errors.append(f"{where}.{attr}{when}: {got_inner!r} vs eager {want_inner!r}")
+        return
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return
+    try:
+        torch.testing.assert_close(
+            got.detach(), want.detach(), atol=tol.atol, rtol=tol.rtol, equal_nan=True, check_stride=False
+        )
+    except AssertionError as e:
+        errors.append(f"{where}{when}: values differ from eager: {_first_line_block(str(e))}")
+
+
+def _first_line_block(message: str) -> str:
+    return " ".join(line.strip() for line in message.strip().splitlines()[:4])
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Tolerance:
+    """`torch.testing.assert_close` tolerances; both None means its dtype-based defaults."""
+
+    atol: float | None = None
+    rtol: float | None = None
+
+    def __post_init__(self) -> None:
+        if (self.atol is None) != (self.rtol is None):
+            raise ValueError("give both atol and rtol, or neither")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Aliasing
+
+
+_HIDDEN_BASE = "a view of a tensor that is neither an input nor an output"
+
+
+def _base_pattern(t: torch.Tensor, entries: Sequence[_Entry]) -> str:
+    base = t._base
+    if base is None:
+        return "not a view"
+    for e in entries:
+        if base is e.tensor:
+            return f"a view of {e.name}"
+    for e in entries:
+        if e.tensor._base is not None and base is e.tensor._base:
+            return f"a view of {e.name}._base"
+    return _HIDDEN_BASE
+
+
+def _alias_facts(entries: Sequence[_Entry]) -> dict[tuple[int, int], str]:
+    """(i, j) -> 'is the same object as' / 'shares storage with', for i < j; absent when unrelated."""
+    keys = [_storage_key(e.tensor) for e in entries]
+    facts: dict[tuple[int, int], str] = {}
+    for i, ei in enumerate(entries):
+        for j in range(i + 1, len(entries)):
+            if ei.tensor is entries[j].tensor:
+                facts[(i, j)] = "is the same object as"
+            elif keys[i] is not None and keys[i] == keys[j]:
+                facts[(i, j)] = "shares storage with"
+    return facts
+
+
+def _compare_aliasing(got: Sequence[_Entry], want: Sequence[_Entry], tol: Tolerance, errors: list[str]) -> None:
+    if [e.name for e in got] != [e.name for e in want]:
+        return  # the structure already differs; that error is reported elsewhere
+    got_facts, want_facts = _alias_facts(got), _alias_facts(want)
+    for i, j in sorted(set(got_facts) | set(want_facts)):
+        g, w = got_facts.get((i, j)), want_facts.get((i, j))
+        if g != w:
+            pair = f"{want[i].name} and {want[j].name}"
+            errors.append(f"aliasing: {pair}: {g or 'unrelated'} vs eager {w or 'unrelated'}")
+    for e_got, e_want in zip(got, want, strict=True):
+        g_base, w_base = _base_pattern(e_got.tensor, got), _base_pattern(e_want.tensor, want)
+        if g_base != w_base:
+            errors.append(f"aliasing: {e_want.name}._base: {g_base} vs eager {w_base}")
+        elif g_base == _HIDDEN_BASE or g_base.endswith("._base"):
+            # a base that is neither an input nor an output is still the user's to read: its values too (fuzz seed
+            # 9000 #3608)
+            got_base, want_base = e_got.tensor._base, e_want.tensor._base
+            assert got_base is not None and want_base is not None
+            _compare_tensor(f"{e_want.name}._base", got_base, want_base, tol, errors, values_only=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One call
+
+
+def _run(
+    fn: Callable[..., object],
+    call: Call,
+    module: torch.nn.Module | None,
+    after_call: Callable[[object, tuple[object, ...]], object] | None,
+) -> _Run:
+    inputs = tuple(_input_entries(call, module))
+    run = _Run(
+        call=call,
+        inputs=inputs,
+        versions_before=tuple(e.tensor._version for e in inputs),
+        leaves=_grad_leaves(inputs),
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(SEED + 1)
+        run.out = fn(*call.args, **call.kwargs)
+    if after_call is not None:
+        try:
+            after_call(run.out, call.args)
+        except Exception as e:  # any eager failure must be mirrored, whatever its type
+            run.post_error = e
+    return run
+
+
+def _grad_leaves(inputs: Sequence[_Entry]) -> tuple[_Entry, ...]:
+    """Leaf inputs that require grad, then the leaves behind non-leaf inputs (found before the call mutates them).
+
+    A mutated input that requires grad is a non-leaf made inside `make_inputs` (`leaf.clone()`); its gradient
+    reaches a leaf the test cannot name, so the oracle finds it by walking the input's autograd graph.
+    """
+    found: list[_Entry] = []
+    seen: set[int] = set()
+    for e in inputs:
+        if e.top_level and e.tensor.requires_grad and e.tensor.is_leaf and id(e.tensor) not in seen:
+            seen.add(id(e.tensor))
+            found.append(e)
+    for e in inputs:
+        if not e.top_level or e.tensor.grad_fn is None:
+            continue
+        for k, leaf in enumerate(_leaves_behind(e.tensor.grad_fn)):
+            if id(leaf) not in seen:
+                seen.add(id(leaf))
+                found.append(_Entry(name=f"leaf {k} behind {e.name}", tensor=leaf, top_level=True))
+    return tuple(found)
+
+
+def _leaves_behind(root: torch.autograd.graph.Node) -> list[torch.Tensor]:
+    leaves: list[torch.Tensor] = []
+    stack, visited = [root], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            leaves.append(variable)
+        stack.extend(child for child, _ in reversed(node.next_functions) if child is not None)
+    return leaves
+
+
+def _compare_forward(got: _Run, want: _Run, tol: Tolerance, errors: list[str]) -> None:
+    if (want.post_error is None) != (got.post_error is None):
+        errors.append(f"after_call raised {got.post_error!r} vs eager {want.post_error!r}")
+    got_leaves, got_spec = pytree.tree_flatten(got.out)
+    want_leaves, want_spec = pytree.tree_flatten(want.out)
+    if got_spec != want_spec:
+        errors.append(f"output pytree structure {got_spec} vs eager {want_spec}")
+        return
+    want_paths = [pytree.keystr(p) for p, _ in pytree.tree_flatten_with_path(want.out)[0]]
+    for path, g, w in zip(want_paths, got_leaves, want_leaves, strict=True):
+        where = f"output{path}"
+        if isinstance(w, torch.Tensor) and isinstance(g, torch.Tensor):
+            _compare_tensor(where, g, w, tol, errors)
+        elif type(g) is not type(w) or (not isinstance(w, torch.Tensor) and g != w):
+            errors.append(f"{where}: {type(g).__name__} {g!r} vs eager {type(w).__name__} {w!r}")
+    _compare_inputs(got, want, tol, errors, "after the call")
+    got_all = list(got.inputs) + _tree_entries(got.out, "output")
+    want_all = list(want.inputs) + _tree_entries(want.out, "output")
+    _compare_aliasing(got_all, want_all, tol, errors)
+
+
+def _compare_inputs(got: _Run, want: _Run, tol: Tolerance, errors: list[str], when: str) -> None:
+    if [e.name for e in got.inputs] != [e.name for e in want.inputs]:
+        errors.append(f"inputs {[e.name for e in got.inputs]} vs eager {[e.name for e in want.inputs]}")
+        return
+    for i, (g, w) in enumerate(zip(got.inputs, want.inputs, strict=True)):
+        if not w.top_level:
+            continue  # compared through its outer tensor; see the module docstring for version counters
+        _compare_tensor(w.name, g.tensor, w.tensor, tol, errors, when=f" {when}")
+        g_changed = g.tensor._version != got.versions_before[i]
+        w_changed = w.tensor._version != want.versions_before[i]
+        if g_changed != w_changed:
+            changed = {True: "changed", False: "unchanged"}
+            errors.append(
+                f"{w.name} {when}: version counter {changed[g_changed]} vs eager {changed[w_changed]} "
+                f"({got.versions_before[i]} -> {g.tensor._version} vs eager "
+                f"{want.versions_before[i]} -> {w.tensor._version})"
+            )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Gradients
+
+
+def _backward(run: _Run) -> BaseException | None:
+    outs = [e.tensor for e in _tree_entries(run.out, "output") if e.top_level and e.tensor.requires_grad]
+    if not outs:
+        return None
+    # a jagged tensor's weights go on its packed values (a differentiable view): no plain tensor has its shape
+    outs = [o.values() if o.layout == torch.jagged else o for o in outs]
+    try:
+        loss = sum((o * fixed_random_like(o, i)).sum() for i, o in enumerate(outs))
+        assert isinstance(loss, torch.Tensor)
+        torch.autograd.backward(loss)
+    except Exception as e:  # any eager failure must be mirrored, whatever its type
+        return e
+    return None
+
+
+def _compare_grads(got: _Run, want: _Run, tol: Tolerance, errors: list[str]) -> None:
+    want_error, got_error = _backward(want), _backward(got)
+    if (want_error is None) != (got_error is None):
+        errors.append(f"backward raised {got_error!r} vs eager {want_error!r}")
+        return
+    if [e.name for e in got.leaves] != [e.name for e in want.leaves]:
+        errors.append(f"autograd leaves {[e.name for e in got.leaves]} vs eager {[e.name for e in want.leaves]}")
+        return
+    for g, w in zip(got.leaves, want.leaves, strict=True):
+        g_grad, w_grad = g.tensor.grad, w.tensor.grad
+        if (g_grad is None) != (w_grad is None):
+            errors.append(f"{w.name}.grad: {_none_or(g_grad)} vs eager {_none_or(w_grad)}")
+        elif g_grad is not None and w_grad is not None:
+            _compare_tensor(f"{w.name}.grad", g_grad, w_grad, tol, errors, values_only=True)
+    if want_error is None:
+        _compare_inputs(got, want, tol, errors, "after the backward")
+
+
+def _none_or(t: torch.Tensor | None) -> str:
+    return "None" if t is None else "a tensor"
+
+
+def _wants_grads(run: _Run, check_grads: bool | None) -> bool:
+    if check_grads is not None:
+        return check_grads
+    return torch.is_grad_enabled() and any(e.tensor.requires_grad for e in run.inputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Entry point
+
+
+def compare_with_eager(
+    compiled: Callable[..., object],
+    eager_fn: Callable[..., object],
+    make_inputs: MakeInputs,
+    *,
+    compiled_module: torch.nn.Module | None = None,
+    eager_module: torch.nn.Module | None = None,
+    after_call: AfterCall | None = None,
+    check_grads: bool | None = None,
+    tolerance: Tolerance | None = None,
+) -> tuple[str, ...]:
+    """Run `eager_fn` and `compiled` on their own fresh inputs; return every difference (empty: they match).
+
+    `after_call(outputs, args)` runs after each side's call before anything is compared (for example to mutate an
+    output and check that the mutation reaches the input it aliases); if it raises in eager it must raise in the
+    compiled program too. A module's parameters and buffers are compared as inputs (`*_module`). Raises
+    `EagerRaised` when eager raises; an exception from the compiled call propagates.
+    """
+    tol = tolerance if tolerance is not None else Tolerance()
+    try:
+        want = _run(eager_fn, fresh_call(make_inputs), eager_module, after_call)
+    except Exception as e:  # any eager failure makes the program illegal, whatever its type
+        raise EagerRaised(e) from e
+    got = _run(compiled, fresh_call(make_inputs), compiled_module, after_call)
+    errors: list[str] = []
+    _compare_forward(got, want, tol, errors)
+    if _wants_grads(want, check_grads):
+        _compare_grads(got, want, tol, errors)
+    return tuple(errors)
