@@ -13,8 +13,7 @@ import sys
 import torch
 
 from policies.errors import PolicyError
-from policies.marks import marked
-from policies.spec import Relation, SubclassSymbolicPolicy, dynamic, equal, inner, outer, product
+from policies.spec import Relation, SubclassSymbolicPolicy, dynamic, equal, inner, marked, outer, product
 
 # Note [DTensor Dims Are Tied To Their Local Dims]
 # A dim marked dynamic on a tensor subclass needs, in the trace, a size the graph's inputs determine: only the

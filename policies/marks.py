@@ -27,6 +27,8 @@ from policies.spec import (
     inner,
     outer,
 )
+from policies.spec import marked as marked
+from policies.spec import unspecified as unspecified
 
 MARK_ATTR = "_subclassaot_policy"
 
@@ -39,17 +41,6 @@ MARK_ATTR = "_subclassaot_policy"
 #   5. the compile's default: static (dynamic=False), dynamic (True) or automatic (None).
 # A dim whose DimPolicy has origin DEFAULT is "unspecified": a mark that names dim 0 leaves dim 1 to the next rule.
 # Marks and given policies win over the `dynamic` setting in every mode, as torch's mark_dynamic does.
-
-
-def unspecified() -> DimPolicy:
-    """A dim nobody spoke about: the compile's default applies."""
-    return DimPolicy(kind=DimKind.STATIC, origin=Origin.DEFAULT)
-
-
-def marked(ndim: int, dims: Iterable[int], policy: DimPolicy) -> TensorPolicy:
-    """A TensorPolicy that says `policy` for `dims` and nothing for the others (for hooks)."""
-    chosen = set(dims)
-    return TensorPolicy(sizes=tuple(policy if d in chosen else unspecified() for d in range(ndim)))
 
 
 class MarkDynamicHook(Protocol):

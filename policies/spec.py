@@ -7,7 +7,7 @@ missing attribute, a size outside a range) is checked where the policy meets the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
@@ -254,3 +254,14 @@ class SubclassSymbolicPolicy:
 
 
 Policy: TypeAlias = TensorPolicy | SubclassSymbolicPolicy
+
+
+def unspecified() -> DimPolicy:
+    """A dim nobody spoke about: the compile's default applies."""
+    return DimPolicy(kind=DimKind.STATIC, origin=Origin.DEFAULT)
+
+
+def marked(ndim: int, dims: Iterable[int], policy: DimPolicy) -> TensorPolicy:
+    """A TensorPolicy that says `policy` for `dims` and nothing for the others (for hooks)."""
+    chosen = set(dims)
+    return TensorPolicy(sizes=tuple(policy if d in chosen else unspecified() for d in range(ndim)))

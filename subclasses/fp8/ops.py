@@ -332,3 +332,6 @@ def try_get_fallback(func: OpOverload[..., Any]) -> OpHandler | None:
     if torch.Tag.inplace in func.tags and _writes_first_arg_only(func):
         return _run_and_write_back
     return None
+
+
+Float8Tensor.fallback_for = try_get_fallback

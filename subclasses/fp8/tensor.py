@@ -2,7 +2,7 @@
 
 Purpose: the FP8-scaled sample subclass. Inner tensors `qdata` (float8_e4m3fn or float8_e5m2) and `scale` (fp32);
 ctx `(orig_dtype, fp8_dtype, granularity)`. The outer dtype is `orig_dtype`, so `x.dtype` says what `x` stands
-for, and `x.to_original()` gives it back. The op table lives in `ops.py` (imported at the end of this module, which
+for, and `x.to_original()` gives it back. The op table lives in `ops.py` (the package imports it, which
 registers it); the kernels are the `subclassaot_fp8` custom ops of `kernels.py`.
 See Note [Float8 Scale Layouts] and Note [Float8 Op Semantics] (ops.py).
 """
@@ -10,7 +10,7 @@ See Note [Float8 Scale Layouts] and Note [Float8 Op Semantics] (ops.py).
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import torch
@@ -98,6 +98,8 @@ class Float8Tensor(WrapperTensor):
 
     inner_names: ClassVar[tuple[str, ...]] = ("qdata", "scale")
     ctx_names: ClassVar[tuple[str, ...]] = ("orig_dtype", "fp8_dtype", "granularity")
+    # The dequantizing fallback for ops without a handler, set by ops.py (Note [Float8 Op Semantics]).
+    fallback_for: ClassVar[Callable[[OpOverload[..., Any]], OpHandler | None] | None] = None
     qdata: Tensor
     scale: Tensor
     orig_dtype: torch.dtype
@@ -161,7 +163,8 @@ class Float8Tensor(WrapperTensor):
     @classmethod
     def try_get_handler(cls, func: OpOverload[..., Any]) -> OpHandler | None:
         """The op table's handler, else the dequantizing fallback; see Note [Float8 Op Semantics] in ops.py."""
-        return super().try_get_handler(func) or ops.try_get_fallback(func)
+        fallback = cls.fallback_for
+        return super().try_get_handler(func) or (fallback(func) if fallback is not None else None)
 
     def __reduce_ex__(self, proto: Any) -> tuple[Any, ...]:
         # torch 2.13 cannot unpickle a float8 tensor ("UntypedStorage has no attribute dtype"): pickle the fp8
@@ -227,11 +230,6 @@ class _ToOriginal(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> Tensor:
         return grad
-
-
-# The op table builds Float8Tensors, so it is imported once the class exists; importing it registers every
-# handler, so importing this module is all a user needs. `try_get_handler` reads its fallback at call time.
-from subclasses.fp8 import ops  # noqa: E402
 
 
 def example() -> Float8Tensor:

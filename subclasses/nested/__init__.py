@@ -1,9 +1,18 @@
 """Jagged nested tensors: Triton kernels (`kernels.py`) and their pure-torch oracle (`reference.py`)."""
 
-# JaggedTensor (issue 7): the subclass, its op table (registered on import) and its examples.
-# tensor.py first: it imports ops.py at its end, which registers the op table.
-from subclasses.nested.tensor import JaggedTensor, example, example_with_holes, jagged_policy  # isort: skip
-from subclasses.nested.ops import from_padded, from_padded_like, softmax_pool, to_padded  # isort: skip
+# JaggedTensor: the subclass and its conversions (tensor.py), its op table (ops.py, registered on import: importing
+# any module of this package runs this file first) and its examples.
+from subclasses.nested import ops as ops
+from subclasses.nested.ops import softmax_pool
+from subclasses.nested.tensor import (
+    JaggedTensor,
+    example,
+    example_with_holes,
+    from_padded,
+    from_padded_like,
+    jagged_policy,
+    to_padded,
+)
 
 __all__ = [
     "JaggedTensor",

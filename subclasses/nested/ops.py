@@ -12,7 +12,7 @@ JaggedTensor result keeps its input's offsets object and ragged size; the reduct
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -22,7 +22,21 @@ from torch._ops import OpOverload
 
 from subclassaot.errors import UnsupportedError
 from subclasses.nested import kernels
-from subclasses.nested.tensor import JaggedTensor, max_row_length, ragged_size_tensor_for, readable, validate_rows
+from subclasses.nested.tensor import (
+    JaggedTensor,
+    as_2d,
+    from_padded,
+    from_padded_like,
+    jagged,
+    jagged_like,
+    max_row_length,
+    readable,
+    rewrap,
+    size_arg,
+    to_padded,
+    validate_rows,
+    values_of,
+)
 
 aten = torch.ops.aten
 Args = tuple[Any, ...]
@@ -39,57 +53,6 @@ Kwargs = dict[str, Any]
 # aten handlers, for the reductions autograd itself runs (`sum_to_size` of a broadcast dense operand's grad).
 # Rows with holes (`lengths`): reductions and softmax mask the hole positions with the reduction's identity first,
 # then run the kernels over each row's whole slot (Note [Empty Jagged Rows] in reference.py).
-
-
-# -- values <-> JaggedTensor with autograd -------------------------------------------------------------------------
-class _ValuesOf(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, x: JaggedTensor) -> Tensor:
-        ctx.like = (x.offsets, x.ragged_size_tensor, x.lengths)
-        return x.flat_values.detach()
-
-    @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> JaggedTensor:
-        offsets, holder, lengths = ctx.like
-        return JaggedTensor(grad, offsets, holder, lengths)
-
-
-class _JaggedFrom(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, values: Tensor, offsets: Tensor, holder: Tensor, lengths: Tensor | None) -> JaggedTensor:
-        return JaggedTensor(values.detach(), offsets, holder, lengths)
-
-    @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None, None]:
-        if not isinstance(grad, JaggedTensor):
-            raise UnsupportedError(f"BUG: a JaggedTensor output got a dense gradient of shape {tuple(grad.shape)}")
-        return grad.flat_values, None, None, None
-
-
-def values_of(x: JaggedTensor) -> Tensor:
-    """x's packed values (total_length, *features); differentiable: the gradient flows back to x."""
-    if torch.is_grad_enabled() and x.requires_grad:
-        out: Tensor = _ValuesOf.apply(x)  # type: ignore[no-untyped-call]  # torch stub
-        return out
-    return x.flat_values
-
-
-def jagged(values: Tensor, offsets: Tensor, holder: Tensor, lengths: Tensor | None) -> JaggedTensor:
-    """A JaggedTensor over `values` (total_length, *features); differentiable in `values`."""
-    if torch.is_grad_enabled() and values.requires_grad:
-        out: JaggedTensor = _JaggedFrom.apply(values, offsets, holder, lengths)  # type: ignore[no-untyped-call]  # torch stub
-        return out
-    return JaggedTensor(values, offsets, holder, lengths)
-
-
-def jagged_like(x: JaggedTensor, values: Tensor) -> JaggedTensor:
-    """`values` with x's rows and ragged size (features may differ)."""
-    return jagged(values, x.offsets, x.ragged_size_tensor, x.lengths)
-
-
-def rewrap(x: JaggedTensor, values: Tensor) -> JaggedTensor:
-    """`values` with x's rows and ragged size, below autograd (in aten handlers)."""
-    return JaggedTensor(values, x.offsets, x.ragged_size_tensor, x.lengths)
 
 
 # -- row bookkeeping -----------------------------------------------------------------------------------------------
@@ -115,15 +78,6 @@ def _masked(x: JaggedTensor, values: Tensor, fill: float) -> Tensor:
         return values
     mask = mask.view(-1, *([1] * (values.dim() - 1)))
     return torch.where(mask, values, torch.full((), fill, dtype=values.dtype, device=values.device))
-
-
-def _size(n: int | torch.SymInt) -> int:
-    # The custom ops' schemas take SymInt; their Python signatures say int (kernels.py is typed for eager calls).
-    return cast(int, n)
-
-
-def _as_2d(values: Tensor) -> Tensor:
-    return values.reshape(values.shape[0], -1)
 
 
 def _dense_operand(ref: JaggedTensor, t: Tensor) -> Tensor:
@@ -317,12 +271,12 @@ def _reduce_all_rows(name: str, x: JaggedTensor, values: Tensor) -> Tensor:
 
 def _reduce_rows(name: str, x: JaggedTensor, values: Tensor) -> Tensor:
     features = values.shape[1:]
-    flat = _as_2d(values)
+    flat = as_2d(values)
     if name == "amax" and flat.requires_grad:
         # The amax kernel has no autograd formula: go through padding (to_padded has one).
         ragged = x.shape[1]
         width = ragged if ragged != 0 else 1  # a symbolic R is >= 2: no guard
-        padded = kernels.jagged_to_padded_op(flat, x.offsets, _size(width), float("-inf"))
+        padded = kernels.jagged_to_padded_op(flat, x.offsets, size_arg(width), float("-inf"))
         out = padded.amax(1)
     elif name == "mean" and x.lengths is not None:
         out = kernels.jagged_sum_op(flat, x.offsets) / x.lengths.to(flat.dtype)[:, None]
@@ -358,7 +312,7 @@ def softmax(x: JaggedTensor, dim: int, *args: Any, dtype: torch.dtype | None = N
     if dim >= 2:
         return jagged_like(x, torch.softmax(values, dim - 1))
     # Holes get the lowest finite value, not -inf: a row that is all hole then stays finite (and is masked below).
-    probs = kernels.jagged_softmax_op(_as_2d(_masked(x, values, torch.finfo(values.dtype).min)), x.offsets)
+    probs = kernels.jagged_softmax_op(as_2d(_masked(x, values, torch.finfo(values.dtype).min)), x.offsets)
     return jagged_like(x, _masked(x, probs.reshape(values.shape), 0.0))
 
 
@@ -373,7 +327,7 @@ def softmax_pool(x: JaggedTensor) -> Tensor:
     if x.lengths is not None:
         return (x.softmax(1) * x).sum(1)
     values = values_of(x)
-    out = kernels.jagged_softmax_pool_op(_as_2d(values), x.offsets)
+    out = kernels.jagged_softmax_pool_op(as_2d(values), x.offsets)
     return out.reshape(out.shape[0], *values.shape[1:])
 
 
@@ -406,55 +360,6 @@ def layer_norm(
     if len(normalized_shape) > x.dim() - 2:
         raise UnsupportedError("JaggedTensor layer_norm: normalized_shape may only cover feature dims")
     return jagged_like(x, F.layer_norm(values_of(x), list(normalized_shape), weight, bias, eps))
-
-
-# -- padding and rows ----------------------------------------------------------------------------------------------
-def to_padded(x: JaggedTensor, padding_value: float = 0.0, output_size: int | torch.SymInt | None = None) -> Tensor:
-    """(B, L, *features), L = output_size or the ragged size (Note [Jagged Ragged Size]); longer rows truncated."""
-    width = x.shape[1] if output_size is None else output_size
-    values = values_of(x)
-    padded = kernels.jagged_to_padded_op(_as_2d(values), x.offsets, _size(width), padding_value)
-    if x.lengths is not None:
-        positions = torch.arange(padded.shape[1], device=padded.device)
-        inside = (positions[None, :] < x.lengths[:, None])[:, :, None]
-        padded = torch.where(inside, padded, torch.full((), padding_value, dtype=padded.dtype, device=padded.device))
-    return padded.reshape(padded.shape[0], padded.shape[1], *values.shape[1:])
-
-
-def from_padded(padded: Tensor, lengths: Tensor, *, total_length: int | torch.SymInt | None = None) -> JaggedTensor:
-    """Rows `padded[i, :lengths[i]]` of a (B, L, *features) tensor; ragged size L (Note [Jagged Ragged Size]).
-
-    Reads `lengths` for total_length unless it is given (pass it under tracing)."""
-    lengths = lengths.to(device=padded.device, dtype=torch.int64)
-    offsets = torch.cat([lengths.new_zeros(1), lengths.cumsum(0)])
-    if total_length is None:
-        if not readable(lengths):
-            raise UnsupportedError(
-                "from_padded(t, lengths) reads lengths.sum() for the packed size, and lengths hold no data here "
-                "(under tracing): pass total_length=..., or use from_padded_like(t, x) to reuse x's rows"
-            )
-        total_length = int(offsets[-1])
-        if lengths.numel() and int(lengths.max()) > padded.shape[1]:
-            raise ValueError(f"from_padded: a length exceeds the padded width {padded.shape[1]}: {lengths.tolist()}")
-    holder = ragged_size_tensor_for(padded.shape[1], offsets.device)
-    return _from_padded(padded, offsets, holder, None, total_length)
-
-
-def from_padded_like(padded: Tensor, like: JaggedTensor) -> JaggedTensor:
-    """`padded` (B, L, *features) packed into `like`'s rows (traceable: reads no data)."""
-    return _from_padded(padded, like.offsets, like.ragged_size_tensor, like.lengths, like.flat_values.shape[0])
-
-
-def _from_padded(
-    padded: Tensor,
-    offsets: Tensor,
-    holder: Tensor,
-    lengths: Tensor | None,
-    total_length: int | torch.SymInt,
-) -> JaggedTensor:
-    batch, width, features = padded.shape[0], padded.shape[1], padded.shape[2:]
-    flat = kernels.jagged_from_padded_op(padded.reshape(batch, width, -1), offsets, _size(total_length))
-    return jagged(flat.reshape(flat.shape[0], *features), offsets, holder, lengths)
 
 
 @JaggedTensor.function(Tensor.unbind, torch.unbind)

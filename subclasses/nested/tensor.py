@@ -4,14 +4,14 @@ Purpose: the jagged sample subclass. Inner tensors `flat_values` (total_length, 
 (batch + 1,) int64, optional `lengths` (batch,) int64 for rows with holes; ctx `(ragged_dim,)`, always 1. Row i is
 `flat_values[offsets[i] : offsets[i] + len_i]` with `len_i = lengths[i]` when lengths is given, else
 `offsets[i + 1] - offsets[i]`. The outer (logical) shape is `(batch, ragged, *features)`; see Note [Jagged Ragged
-Size] for what `ragged` is. The op table lives in `ops.py` (imported at the end of this module, which registers it);
+Size] for what `ragged` is. The op table lives in `ops.py` (the package imports it, which registers it);
 reductions, softmax and padding run the `subclassaot_jagged` custom ops of `kernels.py`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, TypeAlias, cast
 
 import torch
 from torch import Tensor
@@ -24,6 +24,7 @@ from policies.marks import unspecified
 from subclassaot.authoring.protocol import SizeLike
 from subclassaot.authoring.wrapper_tensor import OpHandler, OuterMeta, WrapperTensor
 from subclassaot.errors import ProtocolError, UnsupportedError
+from subclasses.nested import kernels
 
 # Note [Jagged Ragged Size]
 # The outer shape is (B, R, *F). R, the ragged entry, is the *max row length*, read from the data (offsets, or
@@ -244,16 +245,16 @@ class JaggedTensor(WrapperTensor):
 
     def to_padded(self, padding_value: float = 0.0, output_size: int | torch.SymInt | None = None) -> Tensor:
         """(B, L, *features) dense, L = output_size or the ragged size; see Note [Jagged Ragged Size]."""
-        return _ops.to_padded(self, padding_value, output_size)
+        return to_padded(self, padding_value, output_size)
 
     @staticmethod
     def from_padded(padded: Tensor, lengths: Tensor, *, total_length: int | torch.SymInt | None = None) -> JaggedTensor:
         """Rows `padded[i, :lengths[i]]`; the ragged size is padded.shape[1]. See `ops.from_padded`."""
-        return _ops.from_padded(padded, lengths, total_length=total_length)
+        return from_padded(padded, lengths, total_length=total_length)
 
     def from_padded_like(self, padded: Tensor) -> JaggedTensor:
         """`padded` (B, L, *features) packed into this tensor's rows (traceable)."""
-        return _ops.from_padded_like(padded, self)
+        return from_padded_like(padded, self)
 
     # -- dispatch ------------------------------------------------------------------------------------------------
     @classmethod
@@ -342,8 +343,114 @@ def example_with_holes() -> JaggedTensor:
     return JaggedTensor(values, offsets, lengths=torch.tensor([1, 3, 0]))
 
 
-# Registers the op table and the torch functions (ops.py imports JaggedTensor from this module, now complete).
-from subclasses.nested import ops as _ops  # noqa: E402
+# -- values <-> JaggedTensor with autograd -------------------------------------------------------------------------
+class _ValuesOf(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: JaggedTensor) -> Tensor:
+        ctx.like = (x.offsets, x.ragged_size_tensor, x.lengths)
+        return x.flat_values.detach()
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> JaggedTensor:
+        offsets, holder, lengths = ctx.like
+        return JaggedTensor(grad, offsets, holder, lengths)
+
+
+class _JaggedFrom(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, values: Tensor, offsets: Tensor, holder: Tensor, lengths: Tensor | None) -> JaggedTensor:
+        return JaggedTensor(values.detach(), offsets, holder, lengths)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None, None]:
+        if not isinstance(grad, JaggedTensor):
+            raise UnsupportedError(f"BUG: a JaggedTensor output got a dense gradient of shape {tuple(grad.shape)}")
+        return grad.flat_values, None, None, None
+
+
+def values_of(x: JaggedTensor) -> Tensor:
+    """x's packed values (total_length, *features); differentiable: the gradient flows back to x."""
+    if torch.is_grad_enabled() and x.requires_grad:
+        out: Tensor = _ValuesOf.apply(x)  # type: ignore[no-untyped-call]  # torch stub
+        return out
+    return x.flat_values
+
+
+def jagged(values: Tensor, offsets: Tensor, holder: Tensor, lengths: Tensor | None) -> JaggedTensor:
+    """A JaggedTensor over `values` (total_length, *features); differentiable in `values`."""
+    if torch.is_grad_enabled() and values.requires_grad:
+        out: JaggedTensor = _JaggedFrom.apply(values, offsets, holder, lengths)  # type: ignore[no-untyped-call]  # torch stub
+        return out
+    return JaggedTensor(values, offsets, holder, lengths)
+
+
+def jagged_like(x: JaggedTensor, values: Tensor) -> JaggedTensor:
+    """`values` with x's rows and ragged size (features may differ)."""
+    return jagged(values, x.offsets, x.ragged_size_tensor, x.lengths)
+
+
+def rewrap(x: JaggedTensor, values: Tensor) -> JaggedTensor:
+    """`values` with x's rows and ragged size, below autograd (in aten handlers)."""
+    return JaggedTensor(values, x.offsets, x.ragged_size_tensor, x.lengths)
+
+
+def size_arg(n: int | torch.SymInt) -> int:
+    # The custom ops' schemas take SymInt; their Python signatures say int (kernels.py is typed for eager calls).
+    return cast(int, n)
+
+
+def as_2d(values: Tensor) -> Tensor:
+    return values.reshape(values.shape[0], -1)
+
+
+# -- padding and rows ----------------------------------------------------------------------------------------------
+def to_padded(x: JaggedTensor, padding_value: float = 0.0, output_size: int | torch.SymInt | None = None) -> Tensor:
+    """(B, L, *features), L = output_size or the ragged size (Note [Jagged Ragged Size]); longer rows truncated."""
+    width = x.shape[1] if output_size is None else output_size
+    values = values_of(x)
+    padded = kernels.jagged_to_padded_op(as_2d(values), x.offsets, size_arg(width), padding_value)
+    if x.lengths is not None:
+        positions = torch.arange(padded.shape[1], device=padded.device)
+        inside = (positions[None, :] < x.lengths[:, None])[:, :, None]
+        padded = torch.where(inside, padded, torch.full((), padding_value, dtype=padded.dtype, device=padded.device))
+    return padded.reshape(padded.shape[0], padded.shape[1], *values.shape[1:])
+
+
+def from_padded(padded: Tensor, lengths: Tensor, *, total_length: int | torch.SymInt | None = None) -> JaggedTensor:
+    """Rows `padded[i, :lengths[i]]` of a (B, L, *features) tensor; ragged size L (Note [Jagged Ragged Size]).
+
+    Reads `lengths` for total_length unless it is given (pass it under tracing)."""
+    lengths = lengths.to(device=padded.device, dtype=torch.int64)
+    offsets = torch.cat([lengths.new_zeros(1), lengths.cumsum(0)])
+    if total_length is None:
+        if not readable(lengths):
+            raise UnsupportedError(
+                "from_padded(t, lengths) reads lengths.sum() for the packed size, and lengths hold no data here "
+                "(under tracing): pass total_length=..., or use from_padded_like(t, x) to reuse x's rows"
+            )
+        total_length = int(offsets[-1])
+        if lengths.numel() and int(lengths.max()) > padded.shape[1]:
+            raise ValueError(f"from_padded: a length exceeds the padded width {padded.shape[1]}: {lengths.tolist()}")
+    holder = ragged_size_tensor_for(padded.shape[1], offsets.device)
+    return _from_padded(padded, offsets, holder, None, total_length)
+
+
+def from_padded_like(padded: Tensor, like: JaggedTensor) -> JaggedTensor:
+    """`padded` (B, L, *features) packed into `like`'s rows (traceable: reads no data)."""
+    return _from_padded(padded, like.offsets, like.ragged_size_tensor, like.lengths, like.flat_values.shape[0])
+
+
+def _from_padded(
+    padded: Tensor,
+    offsets: Tensor,
+    holder: Tensor,
+    lengths: Tensor | None,
+    total_length: int | torch.SymInt,
+) -> JaggedTensor:
+    batch, width, features = padded.shape[0], padded.shape[1], padded.shape[2:]
+    flat = kernels.jagged_from_padded_op(padded.reshape(batch, width, -1), offsets, size_arg(total_length))
+    return jagged(flat.reshape(flat.shape[0], *features), offsets, holder, lengths)
+
 
 __all__ = [
     "JaggedTensor",
