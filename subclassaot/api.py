@@ -66,6 +66,7 @@ from subclassaot.runtime.plan import RuntimePlan, leaf_attr_paths
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, InputIndex
 from subclassaot.torch_internals import (
     DATA_DEPENDENT_ERRORS,
+    compiling_session,
     function_modes_off,
     function_modes_on,
     get_version,
@@ -315,7 +316,8 @@ def compile_entry(
     """Compile one entry guarded by the Python state `fn` reads now (Note [Python State Is Snapshotted, Not
     Recorded]): snapshot it, compile, refuse a program that changed it, and check it before the entry's guards."""
     before = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
-    entry = _compile_any(fn, args, kwargs, config, state, symbols, captures, function_modes)
+    with compiling_session():  # See Note [The Trace Runs As A Compile]
+        entry = _compile_any(fn, args, kwargs, config, state, symbols, captures, function_modes)
     python_state.check_unchanged(before, str(getattr(fn, "__qualname__", type(fn).__name__)))
     python = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
     if not python.watched and python.ambient is None:
