@@ -393,7 +393,7 @@ def _output_info(
         made = info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=detached, outer_stride_leaf=stride_leaf)
         return replace(made, data_meta=data_meta), graph_count + len(detached)
     out_leaves = []
-    # an inner leaf made by the subclass's own dispatch is no autograd view (Note [Views Made Below Autograd])
+    # an inner leaf made by the subclass's own dispatch is no autograd view (Note [Autograd Sees The Wrapper])
     is_view = run.swaps.is_view if tree is None else run.swaps.is_autograd_view
     replaced: DenseIndex | None = None  # an input whose storage before set_() an output leaf views
     fresh = _needs_program_autograd(value, run)

@@ -143,7 +143,7 @@ def ctx_for_guard(ctx: object) -> object:
 
 
 def describe_opaque_change(path: str, old: object, new: object) -> str:
-    """Why an opaque inner object fails its identity guard (Note [Opaque Inner Objects]), field by field."""
+    """Why an opaque inner object fails its identity guard (Note [The Flatten Protocol]), field by field."""
     head = f"{path}: compiled for one {type(old).__name__} object, got "
     if type(new) is not type(old):
         return head + f"a {type(new).__name__}"
@@ -381,7 +381,7 @@ def _subclass_guards(
             w.msg(f"{path}: inner tensors expected {' '.join(names)}, got ", Src(f"list({var}_flat[0])")),
         )
         w.check(f"{var}_flat[1] == {ctx}", f"describe_ctx_change({w.constant(path)}, {ctx}, {var}_flat[1])")
-    for k, opaque in enumerate(tree.opaques):  # Note [Opaque Inner Objects]: by identity
+    for k, opaque in enumerate(tree.opaques):  # Note [The Flatten Protocol]: by identity
         opaque_var, expected = f"{var}_o{k}", w.constant(opaque.value)
         w.lines.append(f"    {opaque_var} = {_attribute(w, var, opaque.name)}")
         where = w.constant(f"{path}.{opaque.name}")

@@ -149,7 +149,7 @@ def check_protocol(factory: Factory) -> None:
             f"expected a tensor subclass with __tensor_flatten__ and __tensor_unflatten__, got {name}. Fix: define "
             "both dunders, or derive from subclassaot.WrapperTensor and declare inner_names / ctx_names"
         )
-    try:  # inner attrs: tensors, or registered opaque reference objects (Note [Opaque Inner Objects])
+    try:  # inner attrs: tensors, or registered opaque reference objects (Note [The Flatten Protocol])
         flatten_subclass(x, "x")
     except ProtocolError as e:
         fail(str(e))

@@ -127,7 +127,7 @@ def fixed_random_like(t: torch.Tensor, index: int) -> torch.Tensor:
 
 def _inner_values(t: torch.Tensor) -> list[tuple[str, object]]:
     """(attr, value) for every name `__tensor_flatten__` gives: tensors, and opaque objects such as DTensor's
-    device_mesh (Note [Opaque Inner Objects]), which are compared by equality, never as tensors."""
+    device_mesh (Note [The Flatten Protocol]), which are compared by equality, never as tensors."""
     if not is_traceable_wrapper_subclass(t):
         return []
     attrs, _ = t.__tensor_flatten__()

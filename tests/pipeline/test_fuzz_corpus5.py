@@ -2,7 +2,7 @@
 factory inside the program and written through a view with grad (Note [Factory Results Are No detach()]), with
 their variants (factories, views, outputs, PairTensor sources, grad modes, called twice) and the detach() refusal
 that still holds next to them; nested PairTensors written with dynamic shapes, whose retraced backward crashed
-(Note [Unflatten Checks Of One Symbol])."""
+(Note [The Flatten Protocol])."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_detach_of_fresh_tensor_written_with_grad_still_refused(compile_fn: Comp
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Unflatten Checks Of One Symbol]: a PairTensor of PairTensors, written, with dynamic shapes, whose
+# See Note [The Flatten Protocol]: a PairTensor of PairTensors, written, with dynamic shapes, whose
 # backward is retraced (an output without tangent: the written input's new value) crashed in make_fx ("not
 # tracked with proxy")
 

@@ -2,7 +2,7 @@
 
 - in-program reads of is_leaf / requires_grad / grad_fn after writes (Note [Autograd Reads Replayed In The Trace],
   Note [Autograd Reads Of Inputs]);
-- set_() onto an input's own storage (Note [set_ Onto A Whole Storage], Note [set_ Onto A Wrapper's Own Storage]);
+- set_() onto an input's own storage (Note [Storage Swaps By Rebinding], Note [Autograd Sees The Wrapper]);
 - `._base` / `._is_view()` of inputs (Note [Base Reads Of Inputs]).
 
 With `--identity-compile` (eager against eager) every program here must pass the oracle (it is eager-legal).
@@ -144,7 +144,7 @@ def test_leaf_input_is_leaf(compile_fn: CompileFn | None) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# set_() onto an input's own storage (Note [set_ Onto A Whole Storage], Note [set_ Onto A Wrapper's Own Storage])
+# set_() onto an input's own storage (Note [Storage Swaps By Rebinding], Note [Autograd Sees The Wrapper])
 
 
 def _set_prefix(x: T) -> object:

@@ -1775,7 +1775,7 @@ def test_subclass_input_set_to_a_larger_input(compile_fn: CompileFn | None) -> N
 
 
 def test_subclass_input_grown_by_resize(compile_fn: CompileFn | None) -> None:
-    # Note [Op Tables And Aliasing]: resize_ grows the inner tensors, then the wrapper's own metadata and storage.
+    # Note [Autograd Sees The Wrapper]: resize_ grows the inner tensors, then the wrapper's own metadata and storage.
     def f(x0: T) -> object:
         x0.resize_(3, 4)
         x0.fill_(2.0)

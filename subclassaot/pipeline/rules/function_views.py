@@ -180,16 +180,8 @@ def function_view_of_fresh(value: torch.Tensor, leaves: tuple[OutputLeaf, ...], 
     return base is not None and not base.requires_grad and all(base is not t for t in run.user_tensors)
 
 
-# Note [Wrapper Outputs Built Inside The Program]
-# A program may build a subclass from plain tensors (`torch.nested.nested_tensor_from_jagged(v, offsets)`). Eager
-# may make that wrapper a view of its plain tensor (the NJT's `._base` is `v`), which the runtime, rebuilding
-# wrappers from dense leaves, does not reproduce; and new offsets give a nested int that no input carries, which the
-# compiled code cannot name. Both are refused, naming the output; built from an input's offsets and returned as
-# values, or built outside the compiled function, such a tensor is fine.
-
-
 def check_built_wrapper_output(path: str, value: torch.Tensor, run: FunctionalRun) -> None:
-    """Note [Wrapper Outputs Built Inside The Program]."""
+    """Note [Autograd Sees The Wrapper]."""
     if not is_traceable_subclass(value):
         return
     record = run.swaps.views.get(id(value))

@@ -1,5 +1,4 @@
-"""`set_(storage, ...)` where the storage is a tensor subclass wrapper's own (Note [set_ Onto A Wrapper's Own
-Storage]).
+"""`set_(storage, ...)` where the storage is a tensor subclass wrapper's own (Note [Autograd Sees The Wrapper]).
 
 Input: the `_DataMode` of storage_swaps.py hands each call of the program to `note_wrapper_storage`, and its
 dispatch mode a set_() onto a storage of no input to `check_wrapper_storage_set`. Output: an UnsupportedError for
@@ -26,15 +25,6 @@ __all__ = [
     "note_wrapper_storage",
 ]
 
-# Note [set_ Onto A Wrapper's Own Storage]
-# `x.set_(x.untyped_storage(), 0, (2,), (1,))`, x a PairTensor (session 11's open gap): a wrapper subclass's
-# untyped_storage() is the wrapper's own, which holds no data (its data pointer is null; reading it raises "invalid
-# python storage"). Eager's __torch_dispatch__ runs set_ on each inner tensor with that storage, and the inner
-# tensors then point at no memory: the call returns, but any later read of x's values (the program's, or the
-# caller's) reads unowned memory (a segmentation fault here, with torch 2.x on CPU). There is no eager value to
-# match, so such a call is refused, naming the rule; the same set_ with a plain tensor's storage (its own or another
-# input's) is supported (Note [set_ Onto A Whole Storage]), and so is x.set_(t) with a tensor.
-
 
 def note_wrapper_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], out: object) -> None:
     """After a call of the program: note the storage `untyped_storage()` gave for a tensor subclass wrapper."""
@@ -44,8 +34,7 @@ def note_wrapper_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], o
 
 
 def check_wrapper_storage_set(record: SwapRecord, storage: object) -> None:
-    """Refuse `set_(storage, ...)` whose storage is a tensor subclass wrapper's (Note [set_ Onto A Wrapper's Own
-    Storage])."""
+    """Refuse `set_(storage, ...)` whose storage is a tensor subclass wrapper's (Note [Autograd Sees The Wrapper])."""
     name = record.wrapper_storages.get(StorageWeakRef(storage))  # type: ignore[no-untyped-call]  # untyped in torch
     if name is not None:
         raise UnsupportedError(

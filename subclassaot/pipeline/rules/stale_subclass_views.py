@@ -44,17 +44,8 @@ __all__ = ["check_stale_subclass_outputs"]
 # #2383).
 
 
-# Note [Wrapper Views Over Fresh Inner Tensors]
-# Eager records a view at the wrapper level: autograd's view tracking runs above a subclass's __torch_dispatch__, so
-# `x.view(12)` of a subclass input has `._base is x` whatever the subclass returns. A subclass whose view ops return
-# a wrapper over new inner tensors (not views of x's: it breaks the checker's views.alias rule) gives an output that
-# is a view of x in autograd's eyes but shares no data with it. The compiled output, rebuilt from its inner tensors,
-# would not be a view; replaying the view op on x at run time would, but the analysis cannot know that replay gives
-# what the graph computed. So such an output is refused, naming the input and the rule.
-
-
 def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
-    """See Note [Wrapper Views Over Fresh Inner Tensors]."""
+    """See Note [Autograd Sees The Wrapper]."""
     named = {id(t): i for i, t in enumerate(run.user_tensors)}
     for info, value in zip(infos, leaves, strict=True):
         if info.kind is not OutputKind.TENSOR or info.tree is None or info.replay is not None:

@@ -487,11 +487,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         rebind_functional(x, grown, (size, resize_strides(size, memory_format), int(x.storage_offset())))
         self.record.grown_ids.add(id(x))
 
-    # Note [set_ Onto A Whole Storage]
     # `x.set_(x.untyped_storage())` (aten.set_.source_Storage: no offset, size or stride) makes x the whole storage:
-    # 1-D, offset 0, nbytes // itemsize elements, whatever x's shape was (found by helper left11 of session 13: ours
-    # kept the owner's shape, (3, 3) where eager's x is (9,), or (12,) for a view of a (4, 3) base). The storage's
-    # elements beyond an input's own are reached as any strided view's (Note [as_strided On Inputs]).
+    # 1-D, offset 0, nbytes // itemsize elements, whatever x's shape was (a (4, 3) view's owner's storage gives x
+    # (12,), not the owner's shape). The storage's elements beyond an input's own are reached as any strided view's
+    # (Note [as_strided On Inputs]).
     def _set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.record.moved_data = self.record.moved_by_swap = True
         x = args[0]
@@ -505,7 +504,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         else:
             owner = next((t for t in self.known if storage_key(t) == _key_of_storage(source)), None)
             if owner is None:
-                check_wrapper_storage_set(self.record, source)  # Note [set_ Onto A Wrapper's Own Storage]
+                check_wrapper_storage_set(self.record, source)  # Note [Autograd Sees The Wrapper]
                 raise UnsupportedError(
                     "set_(storage, ...) with a storage that belongs to no input or intermediate the compiler saw; "
                     "pass the tensor instead: x.set_(t) or x.set_(t.untyped_storage() of an input)"
@@ -513,7 +512,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         offset = rest[0] if rest else kwargs.get("storage_offset", 0)
         size = rest[1] if len(rest) > 1 else kwargs.get("size", owner.shape)
         stride = rest[2] if len(rest) > 2 else kwargs.get("stride", None)
-        if func is torch.ops.aten.set_.source_Storage:  # Note [set_ Onto A Whole Storage]
+        if func is torch.ops.aten.set_.source_Storage:  # the whole storage, 1-D (see _set's comment)
             size, stride, offset = [source.nbytes() // x.element_size()], [1], 0
         if stride is None or len(stride) == 0:
             stride = torch._prims_common.make_contiguous_strides_for(size)
@@ -798,7 +797,7 @@ class _DataMode(TorchFunctionMode):
                 out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
         self.record.forget_factory_detach(out, args, kwargs)  # Note [Factory Results Are No detach()]
         note_detach(self.record, func, args)  # Note [Autograd Reads Of Inputs]
-        note_wrapper_storage(self.record, func, args, out)  # Note [set_ Onto A Wrapper's Own Storage]
+        note_wrapper_storage(self.record, func, args, out)  # Note [Autograd Sees The Wrapper]
         note_traced_storage(self.record, func, args, out)  # Note [Storage resize_ Inside The Program]
         # Note [Plain Views Assigned .data After A Write]
         note_grad_fn_reads(self.record, func, args, kwargs, seq_before)

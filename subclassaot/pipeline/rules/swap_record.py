@@ -63,8 +63,7 @@ class ViewRecord:
     seq: int  # when it happened, among view and in-place view ops
     # a subclass source's dense leaves' size, stride, offset at the time (Note [Views Of Wrappers Whose Leaves Moved])
     source_leaves: tuple[RawMeta, ...] | None = None
-    # made inside a subclass's __torch_dispatch__, below autograd: eager gives it no `._base` (Note [Views Made Below
-    # Autograd])
+    # made inside a subclass's __torch_dispatch__, below autograd: eager gives it no `._base` (Note [Autograd Sees The Wrapper])
     below_autograd: bool = False
 
 
@@ -88,13 +87,6 @@ class DataAssignment:
     meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]  # the source's size, stride, offset: w's own from then on
     size_before: tuple[Any, ...]  # w's size before it
 
-
-# Note [Views Made Below Autograd]
-# A subclass's __torch_dispatch__ runs below the autograd and ADInplaceOrView keys, so a view op it calls on its
-# inner tensors (torch's jagged tensor reshapes its values in softmax) shares storage but sets no `._base`: in eager
-# the output's inner tensor is a plain alias of the intermediate or input leaf, not a view. The record keeps the
-# view chain (storage reach and layouts need it) and marks it `below_autograd`; an output's inner leaf is rebuilt as
-# a view only where eager made it one.
 
 # Note [Ids In The Swap Record]
 # The record names tensors by id(): sets and dicts keyed by id() (and the version-counter families, by the id() of a
@@ -139,8 +131,7 @@ class SwapRecord:
     input_positions: dict[int, tuple[int, torch.Tensor]] = field(default_factory=dict)
     run_inputs: list[torch.Tensor] = field(default_factory=list)
     base_reads: list[tuple[int, int | None]] = field(default_factory=list)
-    # storages untyped_storage() gave for tensor subclass wrappers -> the subclass's name (Note [set_ Onto A Wrapper's
-    # Own Storage])
+    # storages untyped_storage() gave for tensor subclass wrappers -> the subclass's name (Note [Autograd Sees The Wrapper])
     wrapper_storages: dict[object, str] = field(default_factory=dict)
     # storages untyped_storage() gave for the run's tensors -> the paths of the inputs over them (empty: a tensor made
     # inside the program) (Note [Storage resize_ Inside The Program])
@@ -425,7 +416,7 @@ class SwapRecord:
         return self.family.get(id(root), id(root))
 
     def is_autograd_view(self, t: torch.Tensor) -> bool:
-        """Is `t` a view in eager's sense (`._base` set)? See Note [Views Made Below Autograd]."""
+        """Is `t` a view in eager's sense (`._base` set)? See Note [Autograd Sees The Wrapper]."""
         record = self.views.get(id(t))
         return self.is_view(t) and record is not None and not record.below_autograd
 
