@@ -162,7 +162,7 @@ class LeafMutation:
     # set_() to a new storage (set_source None) that an earlier dense leaf ends on too: the leaf that makes it
     new_storage_of: DenseIndex | None = None
     # set_() to a new storage: its size in elements, where concrete (an intermediate's, which the leaf may cover in
-    # part: a view of it taken after reads past the leaf's elements, fuzz seed 9000 #3608); else None: just the leaf's
+    # part: a view of it taken after reads past the leaf's elements); else None: just the leaf's
     new_storage_numel: int | None = None
     # a plain input whose metadata changed by in-place view ops (t_, unsqueeze_) all run under no_grad: eager leaves
     # its grad_fn as it was, and so does the epilogue's as_strided_ (Note [Metadata Changes Under no_grad])
@@ -328,7 +328,7 @@ class Replay:
     source_meta: Meta | None = None
     # before_epilogue: when the program made the output (its last view or in-place view op, the run's sequence
     # number): early replays run in this order, so that one's in-place view op advances a version counter after
-    # another's multi-output view was taken, as in eager (fuzz seed 3000 #9285). After the epilogue: when the program
+    # another's multi-output view was taken, as in eager. After the epilogue: when the program
     # made the output (or, then_set, set_() it), its build order where an output repeats a set_() (Note [Outputs
     # Built After A Runtime set_])
     made: int = 0
@@ -463,7 +463,7 @@ class Analysis:
     # set_() on a wrapper or assigned a wrapper's `.data` (Note [Wrapper Storage After set_])
     wrapper_storage: tuple[WrapperStorageClass, ...] = ()
     # torch functions the program called with requires_grad=True, in call order
-    # (See Note [Tensors Made Requiring Grad Inside The Program])
+    # (See Note [Grad Mode At The Call Decides Training])
     grad_factories: tuple[str, ...] = ()
     # the program's reads of autograd state, in call order (Note [Autograd Reads Replayed In The Trace])
     autograd_reads: tuple[object, ...] = ()
@@ -471,7 +471,7 @@ class Analysis:
     # Reads Of Inputs])
     base_reads: tuple[tuple[int, int | None], ...] = ()
     # torch functions that ran with grad mode turned back on (torch.enable_grad()) in a run begun under no_grad, on
-    # tensors that require grad (Note [Grad Mode Turned On Inside A no_grad Call])
+    # tensors that require grad (Note [Grad Mode At The Call Decides Training])
     grad_reenabled: tuple[str, ...] = ()
     # per dense leaf: the program read a view of its synthetic base whose history autograd rebuilt from a view
     # function that misses an in-place view op (Note [Stale View Functions]); () outside alias groups

@@ -207,7 +207,7 @@ def _gen_unsqueeze_(choose: Chooser, t: torch.Tensor) -> Params | None:
 
 def _gen_resize_(choose: Chooser, t: torch.Tensor) -> Params | None:
     # Never more elements than now, nor than its storage holds from its offset (an expanded tensor has more elements
-    # than storage: fuzz seed 5000 #3128): growing exposes uninitialized memory, whose values no two runs share.
+    # than its storage holds): growing exposes uninitialized memory, whose values no two runs share.
     shape = tuple(choose.integer(1, 4) for _ in range(choose.integer(0, 3)))
     numel = torch.Size(shape).numel()
     return (shape,) if numel <= t.numel() and numel <= _capacity(t) else None

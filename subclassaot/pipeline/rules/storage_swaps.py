@@ -769,7 +769,7 @@ class _DataMode(TorchFunctionMode):
         if (
             func is torch.Tensor.requires_grad_
             and args
-            and not is_functorch_wrapped(args[0])  # Note [Autograd Inside torch.func Transforms]
+            and not is_functorch_wrapped(args[0])  # Note [Grad Mode At The Call Decides Training]
             and (args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
         ):
             self.record.requires_grad_set.add(id(args[0]))
@@ -778,7 +778,7 @@ class _DataMode(TorchFunctionMode):
         if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
             self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
         if not self.record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
-            self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode Turned On Inside A no_grad Call]
+            self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode At The Call Decides Training]
         call_args, call_kwargs = with_eager_view_histories(self.record, func, args, kwargs)
         if name != "__set__":
             # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise

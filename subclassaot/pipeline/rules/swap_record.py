@@ -115,7 +115,7 @@ class SwapRecord:
     view_set_sources: set[int] = field(default_factory=set)  # ... the view roots of the tensors they were set_() to
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
-    # torch functions the program called with requires_grad=True (Note [Tensors Made Requiring Grad Inside The Program])
+    # torch functions the program called with requires_grad=True (Note [Grad Mode At The Call Decides Training])
     grad_factories: list[str] = field(default_factory=list)
     # answers of the program's reads of is_leaf / requires_grad / grad_fn, in call order; the analysis run's answers
     # given back to the trace's run, and how many it took (Note [Autograd Reads Replayed In The Trace])
@@ -137,7 +137,7 @@ class SwapRecord:
     # inside the program) (Note [Storage resize_ Inside The Program])
     traced_storages: dict[object, tuple[str, ...]] = field(default_factory=dict)
     # grad mode when the run began; torch functions that ran with grad mode turned back on inside a run begun
-    # without it, on tensors that require grad (Note [Grad Mode Turned On Inside A no_grad Call])
+    # without it, on tensors that require grad (Note [Grad Mode At The Call Decides Training])
     grad_at_start: bool = field(default_factory=torch.is_grad_enabled)
     grad_reenabled: list[str] = field(default_factory=list)
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
