@@ -642,7 +642,7 @@ def rebind_functional(
 
     See Note [Storage Swaps By Rebinding]. A FunctionalTensorMode must be active (below the caller).
     `wrapper_offset`: the offset x's wrapper reports, where meta's is in functionalization's frame and not eager's
-    (Note [Absolute Offsets On Written Inputs]).
+    (Note [Offsets After A Write]).
     """
     assert isinstance(x, FunctionalTensor) and isinstance(src, FunctionalTensor), "BUG: rebinding needs functionals"
     if meta is None:
@@ -783,7 +783,7 @@ float32_matmul_precision: Callable[[], str] = torch._C._get_float32_matmul_preci
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Storage resize_ (Note [Storage resize_ Inside The Program])
+# Storage resize_ (Note [resize_ Of Tensors And Storages])
 # ---------------------------------------------------------------------------------------------------------------
 
 # `UntypedStorage.resize_` is a C method that dispatches nothing, so no mode sees it. It is wrapped once, for the

@@ -22,7 +22,7 @@ def test_write_through_an_expanded_view_is_refused_not_wrong() -> None:
 
 
 def test_uniform_write_through_an_expanded_view_matches_eager() -> None:
-    # Note [Uniform Writes Through Expand]
+    # Note [Writes Through Overlapping Memory]
     def f(x: torch.Tensor) -> torch.Tensor:
         x.expand(3, 4).zero_()
         return x + 1

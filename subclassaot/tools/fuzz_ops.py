@@ -367,12 +367,9 @@ OPS: dict[OpName, OpDef] = {op.name: op for op in _OPS}
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Note [Writes Eager Leaves Unspecified]
-# An elementwise in-place op through a tensor whose elements share memory (x.as_strided((2, 3), (1, 1)).mul_(2)), or
-# one that reads memory it writes at another index (x.add_(y) with y an overlapping view of x that is not x's own
-# layout), gives a result that depends on the order and vectorization of eager's loops: PyTorch documents such
-# writes as undefined (torch.Tensor.expand, torch.as_strided) and rejects the cases its overlap check detects. No
-# compiled program can be held to one of those orders, so the generator does not draw them. Writes of one value
+# Writes eager leaves unspecified are not drawn (Note [Writes Through Overlapping Memory]): an elementwise in-place op
+# through a tensor whose elements share memory (x.as_strided((2, 3), (1, 1)).mul_(2)), or one that reads memory it
+# writes at another index (x.add_(y) with y an overlapping view of x that is not x's own layout). Writes of one value
 # (fill_, zero_) through shared memory are well defined and stay; so does a write of no elements.
 
 _ELEMENTWISE_WRITES = frozenset({"add_", "mul_", "copy_"})

@@ -41,7 +41,7 @@ def test_write_through_data_below_overlapping_input_7524(
 ) -> None:
     # seed 11000 #7524, #9684: the diagonal of an input whose rows are one memory location has distinct elements;
     # a write through its `.data` was written back view by view, the last step scattering into the overlapping
-    # input, which raised (Note [Writes Below An Expanded Input] now follows the chain through `.data`)
+    # input, which raised (Note [as_strided On Inputs] now follows the chain through `.data`)
     with torch.no_grad():
         assert_matches_eager(f, _overlapping_view, compile_fn=compile_fn)
 

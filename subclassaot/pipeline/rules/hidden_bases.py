@@ -33,8 +33,7 @@ from subclassaot.pipeline.guards import Guards
 # is the one eager's views reach through their grad_fns (the sum is eager's: PyTorch's aliased-input tests on
 # TwoTensor, corpus_pytorch2). The epilogue writes the real members (and so the real base) as for any group. An inner
 # tensor of the base that is its group's whole synthetic base is traced as that base itself (desugar
-# `_whole_hidden_base`), so that a member made by as_strided() is the first view of its chain (Note [Writes After
-# as_strided In A View Chain]); nothing else can change that base's layout, the program never sees it. Only where the
+# `_whole_hidden_base`), so that a member made by as_strided() is the first view of its chain (Note [as_strided On Inputs]); nothing else can change that base's layout, the program never sees it. Only where the
 # first compile refuses the overlap: a call the pipeline already runs keeps its entry, and a retry that fails again,
 # by any error, gives the first refusal. The entry's guards check that the same positions are views of one base
 # object again (`._base is`), then the compiled guards over the values with the base added. Only for functions

@@ -69,7 +69,7 @@ __all__ = [
 # refused or deferred: Note [Layouts Changed Behind Autograd]); but a view the runtime replays on the real leaf
 # after the epilogue (an output view of it) found no accumulator alive where the compiled Function holds none (the
 # leaf goes in detached: Note [Unreached Inputs Are Detached]) and made one at the new size. The functional run
-# keeps every result alive (Note [Ids In The Swap Record]), so it only notes such a leaf (`layout_kept`); analyze
+# keeps every result alive (Note [Storage Swaps By Rebinding]), so it only notes such a leaf (`layout_kept`); analyze
 # then runs the program eagerly on static fakes (backward_probe.eager_kept_accumulators), where results die as in
 # eager, and where the accumulator the outputs' graphs reach has the size the leaf came with, marks the leaf in
 # `kept_accumulators`: the runtime holds its accumulator, made at that size, until the outputs are built, as Note

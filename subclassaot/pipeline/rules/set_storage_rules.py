@@ -45,26 +45,8 @@ def check_wrapper_storage_set(record: SwapRecord, storage: object) -> None:
         )
 
 
-# Note [Storage resize_ Inside The Program]
-# `t.untyped_storage().resize_(n)` (FSDP2 frees a parameter's storage with resize_(0) after use and re-allocates it
-# with resize_(nbytes) before the next, then fills it with copy_) changes the bytes of a storage, not a tensor: every
-# tensor on the storage keeps its size, strides and offset, and reads of elements past the new end are out of bounds
-# until the storage grows back (the values of grown bytes are undefined until written). The storage method
-# dispatches nothing, so no mode sees it; the tensors the run traces have storages that hold no data, and torch's
-# resize_ of them raised "invalid python storage" from inside the user's code (a crash, not a refusal).
-# Functionalization records such a resize as inductor::resize_storage_bytes_ on a graph input, but the pipeline's
-# epilogue replays data and metadata writes only, not a storage's byte count, and a graph that both reads an input
-# and frees it has no eager value to compare a later read with. So a storage resize_ of any tensor the program
-# traces is refused before torch's method runs, naming the input whose storage it is (or "a tensor made inside the
-# program"): torch_internals wraps UntypedStorage.resize_ so that this check runs on the thread that runs the program.
-# Dynamo captures the same call as inductor::resize_storage_bytes_, refused where it dispatches. untyped_storage()
-# itself, nbytes() and set_(storage, ...) stay supported. Fix: resize the storage outside the compiled function
-# (before the call, or after it), as FSDP2's hooks do with torch.compile.
-
-
 def note_traced_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], out: object) -> None:
-    """After a call of the program: note the storage `untyped_storage()` gave for a traced tensor (Note [Storage
-    resize_ Inside The Program])."""
+    """After a call of the program: note the storage `untyped_storage()` gave for a traced tensor (Note [resize_ Of Tensors And Storages])."""
     if func is torch.Tensor.untyped_storage and args and isinstance(out, torch.UntypedStorage):
         if is_functional(args[0]) or is_traceable_subclass(args[0]):
             key = StorageWeakRef(out)  # type: ignore[no-untyped-call]  # untyped in torch
@@ -72,7 +54,7 @@ def note_traced_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], ou
 
 
 def check_storage_resize(record: SwapRecord, storage: torch.UntypedStorage) -> None:
-    """Refuse `resize_` of the storage of a tensor the program traces (Note [Storage resize_ Inside The Program])."""
+    """Refuse `resize_` of the storage of a tensor the program traces (Note [resize_ Of Tensors And Storages])."""
     paths = record.traced_storages.get(StorageWeakRef(storage))  # type: ignore[no-untyped-call]  # untyped in torch
     if paths is not None:
         _refuse_storage_resize(paths)

@@ -113,46 +113,31 @@ from subclassaot.torch_internals import (
     storage_resize_checked,
 )
 
-# Note [as_strided On Inputs]
-# as_strided takes absolute storage offsets, so it can reach storage elements of an input's base that the input
-# itself does not cover (x = base[1:3]; x.as_strided((1,), (1,), 0)), and eager reads and writes them; so does a
-# resize_() that makes a view contiguous over its storage. An input that is its own graph input holds only its own
-# elements (a training clone, laid out at other offsets, not even those): when the program reaches others, the
-# trace raises StorageReachError naming the input's leaf, and the driver compiles again with that leaf as a
-# one-member alias group: its whole storage becomes a synthetic base (Note [Synthetic Bases]), the leaf a view of
-# it, and writes anywhere in the storage reach the real one through the base's write-back. The same retrace serves
-# inputs whose elements overlap and are written (Note [Writes Below An Expanded Input]) and writes functionalization
-# refuses (Note [Writes After as_strided In A View Chain]). Such a group stays traced when untouched, and the guards
-# check the storage's size. Inside the span, `v.as_strided(...)` of a view `v` is taken from the view chain's root
-# instead (the synthetic base for aliased inputs), the same view in eager, because functionalization refuses writes
-# through an as_strided at the end of a longer chain.
-
-
-# Note [as_strided_ Of A View]
-# `v.as_strided_(size, stride, offset)` of a view v (a slice of an input, or an input traced as a view of a synthetic
-# base: Note [as_strided On Inputs]) adds an as_strided at the end of v's view chain, and functionalization writes a
-# later write through v back by an as_strided_scatter into the view before it, at the absolute offset, which names
-# other elements there (`x1.as_strided_((2,), (1,), 9); x1.add_(1.0)`, x1 = b[1] of a (3, 4) b, wrote nothing
-# where eager wrote b's elements 9 and 10). The same memory is the as_strided view of the chain's root, first in its
-# chain: v is rebound to it (Note [Storage Swaps By Rebinding]), its wrapper keeping eager's metadata.
-
-
 # Note [Storage Swaps By Rebinding]
+# Eager: `x.set_(src)` gives x src's storage, offset, size and stride, and keeps x's autograd identity (a view stays a
+# view of its base). Views taken of x before keep the old storage, and share the version counter set_() advances: the
+# bump belongs to the storage x leaves (for a wrapper, the wrapper and dense storages it left), not to src's, so a view
+# of src taken before is not stale by it. `x.set_(x.untyped_storage())` makes x the whole storage, 1-D at offset 0.
+# `x.data = y` is the same swap hidden from autograd and from the version counter; it never dispatches. A `.data` (or
+# detach()) alias has a version counter of its own, and writes through it, or through views of it, are hidden from
+# autograd.
 # Functionalization implements `x.set_(src)` by replacing x's value and then freezing x's old storage: any later write
-# through a view taken before the set_ raises "cannot mutate tensors with frozen storage" (and torch.compile gets
-# such programs wrong). Eager semantics are simpler: x now shares src's storage; old views still share the old one.
-# We implement exactly that one level up: a dispatch mode above functionalization handles set_ by *rebinding* the
-# FunctionalTensor x to a functional alias of src (its inner wrapper replaced, its own storage and metadata pointed at
-# src's), so later writes through x reach src, and writes through old views reach the old storage, which stays live.
-# `.data = y` is the same rebinding, seen through a torch-function mode (it never dispatches), but hidden from
-# autograd and the version counter. `.data` reads are tracked so that writes through them, and through views of
-# them, count as hidden from autograd, which functionalization does not record for us.
+# through a view taken before the set_ raises "cannot mutate tensors with frozen storage" (and torch.compile gets such
+# programs wrong). So a dispatch mode above functionalization handles set_ by *rebinding* the FunctionalTensor x to a
+# functional alias of src (its inner wrapper replaced, its own storage and metadata pointed at src's): later writes
+# through x reach src, and writes through old views reach the old storage, which stays live. `.data = y` is the same
+# rebinding, seen through a torch-function mode; `.data` reads are tracked so that writes through them count as hidden
+# from autograd, which functionalization does not record for us.
+# The swap record names tensors by id(). A freed object's address goes to the next object of its size, so a key that
+# outlived its tensor would hand its facts to a later output or view, a wrong result that depends on the allocator: the
+# record keeps alive every tensor the modes see (`pin`), so while it lives an id() names one object. Its other keys are
+# storage keys (StorageWeakRef).
 
 
 # In-place ops whose version bump is decided elsewhere (resize_ bumps only when the size changes).
 _NO_VERSION_BUMP = frozenset({"aten::resize_", "aten::resize_as_"})
 
-# Writes that store one value everywhere (Note [Uniform Writes Through Expand]).
+# Writes that store one value everywhere (Note [Writes Through Overlapping Memory]).
 _RESIZE_OPS = frozenset({torch.ops.aten.resize_.default, torch.ops.aten.resize_as_.default})
 
 
@@ -164,7 +149,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.depth = 0  # > 0 while a subclass's __torch_dispatch__ runs
         self.native_pending: object = None  # the op a C++-dispatched subclass is about to run (dispatches_in_cpp)
         # id() of a wrapper a set_() is moving -> the storages (its own, then its leaves') it had before: the set_'s
-        # version bump is theirs (Note [Wrapper set_ Bumps The Storages It Leaves])
+        # version bump is theirs (Note [Storage Swaps By Rebinding])
         self.left_storages: dict[int, tuple[object, list[object]]] = {}
 
     def __torch_dispatch__(
@@ -174,21 +159,21 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if self.native_pending is not None and func is self.native_pending:
             self.native_pending = None
             return NotImplemented  # the dispatcher runs the subclass's C++ dispatch, this mode still on the stack
-        self.record.pin((args, kwargs))  # Note [Ids In The Swap Record]
+        self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
         out = self._dispatch(func, types, args, kwargs)
         self.record.pin(out)
         return out
 
     def _dispatch(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        check_storage_bytes_resize(self.record, func, args)  # Note [Storage resize_ Inside The Program]
-        if func is torch.ops.aten.resize_as_.default:  # Note [resize_as_ Is A resize_]
+        check_storage_bytes_resize(self.record, func, args)  # Note [resize_ Of Tensors And Storages]
+        if func is torch.ops.aten.resize_as_.default:  # Note [resize_ Of Tensors And Storages]
             func, (args, kwargs) = torch.ops.aten.resize_.default, as_resize(args, kwargs)
         if self.depth == 0:
             if self.record.absolute_frames:
-                check_absolute_frames(self.record)  # Note [Absolute Offsets Across A Frame Change]
+                check_absolute_frames(self.record)  # Note [Offsets After A Write]
             note_before(self.record, func, args, kwargs)  # Note [Stale View Functions]
             if self.record.escaping_strided:
-                check_escaping_reads(self.record, func, args)  # Note [Escaping as_strided Views Read After A Write]
+                check_escaping_reads(self.record, func, args)  # Note [as_strided On Inputs]
         subclass = next((a for a in args if is_traceable_subclass(a) and not is_functional(a)), None)
         if (
             subclass is not None
@@ -274,9 +259,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 return args[0]
         if func is torch.ops.aten.as_strided_.default and args and is_functional(args[0]):
             check_strided_reach(self.record, args)  # (fuzz seed 40000 #7513: an input's as_strided_ off its elements)
-            check_inplace_strided_frame(self.record, args, kwargs)  # Note [Absolute Offsets Across A Frame Change]
+            check_inplace_strided_frame(self.record, args, kwargs)  # Note [Offsets After A Write]
             source = self._as_strided_source(args)
-            if source is not args[0]:  # Note [as_strided_ Of A View]
+            if source is not args[0]:  # Note [as_strided On Inputs]
                 rest, strided_kwargs = strided_call_args(self.record, args[0], source, args[1:], kwargs)
                 offset = rest[2] if len(rest) > 2 else strided_kwargs["storage_offset"]
                 given = args[3] if len(args) > 3 else kwargs.get("storage_offset")
@@ -291,8 +276,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             out = func(source, *rest, **strided_kwargs)
             self._track(func, args, out, kwargs)
             if any(source is base for base in self.record.alias_bases.values()):
-                self.record.base_strided_views.add(id(out))  # Note [Writes Through as_strided Of A Synthetic Base]
-                note_escaping_view(self.record, source, out)  # Note [Escaping as_strided Views Read After A Write]
+                self.record.base_strided_views.add(id(out))  # Note [as_strided On Inputs]
+                note_escaping_view(self.record, source, out)  # Note [as_strided On Inputs]
             return out
         if func is torch.ops.aten.set_.source_Tensor and len(args) > 1 and args[1] is args[0]:
             # x.set_(x) changes nothing but the version counter (and, under grad, autograd's history).
@@ -325,7 +310,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self._grad_set(args[0], source)  # autograd recorded a set_ it cannot differentiate
             made_here = id(args[0]) in self.record.views  # a view the program took (not an aliased input's)
             if torch.is_grad_enabled() and made_here and args[0]._is_view() and id(args[0]) not in self.record.hidden:
-                self.record.set_views.add(id(args[0]))  # Note [contiguous() Of A Contiguous Clone]
+                self.record.set_views.add(id(args[0]))  # Note [Eager's Layouts Under Functionalization]
             # Note [Writes To A View After set_]
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
@@ -334,7 +319,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.seq += 1
                 self.record.plain_sets[id(args[0])] = (self.record.seq, torch.is_grad_enabled())
                 if id(args[0]) not in self.record.data_aliases | self.record.data_views:
-                    self.record.last_bump[key_before] = self.record.seq  # Note [set_ Bumps The Views It Leaves]
+                    self.record.last_bump[key_before] = self.record.seq  # Note [Storage Swaps By Rebinding]
             return args[0]
         if (
             copy_to_same_data(func, args, id(args[0]) in self.record.hidden)
@@ -349,7 +334,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             x = args[0]
             once = [1 if st == 0 and sz > 1 else sz for sz, st in zip(x.shape, x.stride(), strict=True)]
             meta = (once, list(x.stride()), x.storage_offset())
-            # Note [Uniform Writes Through Expand]: as_strided from the chain's root, which functionalization writes
+            # Note [Writes Through Overlapping Memory]: as_strided from the chain's root, which functionalization writes
             # back by one as_strided_scatter (a narrow at the end of the chain would scatter through the repeats)
             own_root = self.record.view_root(x) is x and storage_key(x) not in self.record.alias_bases
             root = x if own_root else self._as_strided_source((x, *meta))
@@ -373,7 +358,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self._track(func, args, args[0], kwargs)
             return args[0]
         if args and is_functional(args[0]) and writes_self(func) and self._through_overlap(args[0]):
-            # Note [Writes Below An Expanded Input]: the same memory, as a view of the synthetic base.
+            # Note [as_strided On Inputs]: the same memory, as a view of the synthetic base.
             x = args[0]
             check_overlapping_input(self.record, x)
             meta = (list(x.shape), list(x.stride()), x.storage_offset())
@@ -384,13 +369,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self._track(func, args, args[0], kwargs)
                 return args[0]
         with as_strided_chain_refused(self.record, func, args, kwargs):
-            out = fill_in_memory_order(func, args, kwargs)  # Note [Random Fills In Memory Order]
+            out = fill_in_memory_order(func, args, kwargs)  # Note [Eager's Layouts Under Functionalization]
             if out is None:
-                out = apply_keeping_strides(func, args, kwargs)  # Note [In-Place Strides]
+                out = apply_keeping_strides(func, args, kwargs)  # Note [Eager's Layouts Under Functionalization]
             if out is None:
-                out = view_with_eager_strides(func, args, kwargs)  # Note [View Strides In Size-1 Dims]
+                out = view_with_eager_strides(func, args, kwargs)  # Note [Eager's Layouts Under Functionalization]
             if out is None:
-                out = call_with_eager_layouts(func, args, kwargs)  # Note [Reads After A Write Through A View]
+                out = call_with_eager_layouts(func, args, kwargs)  # Note [Eager's Layouts Under Functionalization]
         self._track(func, args, out, kwargs)
         return out
 
@@ -517,9 +502,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if stride is None or len(stride) == 0:
             stride = torch._prims_common.make_contiguous_strides_for(size)
         check_strided_reach(self.record, (owner, size, stride, offset))  # Note [as_strided On Inputs]
-        inner = functional_frame_offset(self.record, owner, offset)  # Note [Absolute Offsets On Written Inputs]
+        inner = functional_frame_offset(self.record, owner, offset)  # Note [Offsets After A Write]
         rebind_functional(x, owner, (list(size), list(stride), inner), wrapper_offset=offset)
-        note_absolute_view(self.record, owner)  # Note [Absolute Offsets Across A Frame Change]
+        note_absolute_view(self.record, owner)  # Note [Offsets After A Write]
 
     def _track(self, func: Any, args: tuple[Any, ...], out: Any, kwargs: dict[str, Any] | None = None) -> None:
         kwargs = kwargs or {}
@@ -619,7 +604,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
     def _record_write(self, arg: torch.Tensor, bumps: bool, moves_data: bool = True) -> None:
         self.record.seq += 1
         self.record.note_write_kind(arg, moves_data, self.depth == 0 and is_traceable_subclass(arg))
-        left = self.left_storages.pop(id(arg), None)  # Note [Wrapper set_ Bumps The Storages It Leaves]
+        left = self.left_storages.pop(id(arg), None)  # Note [Storage Swaps By Rebinding]
         key = storage_key(arg) if left is None else left[0]
         self.record.last_write[key] = self.record.seq
         if id(arg) not in self.record.data_aliases and id(arg) not in self.record.data_views:
@@ -640,33 +625,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.visible_seq[id(arg)] = self.record.seq
             if moves_data:
                 self.record.family_visible_seq.setdefault(self.record.family_of(arg), self.record.seq)
-
-
-# Note [set_ Bumps The Views It Leaves]
-# `with no_grad(): v = x.view_as(x); x.set_(v)`, then `return (v,)`, x requiring grad (noted by helper refshare):
-# set_() advances x's version counter, which every view taken of x before it shares, so eager's v (a view made under
-# no_grad) raises when its grad_fn or is_leaf is read. Where set_() changes x's layout or storage, such a view is
-# replayed before the epilogue (the input is no longer as the view saw it), whose set_() then advances its counter
-# too; where it leaves both as they were (onto a view of x with x's own layout, onto x's storage with its metadata),
-# nothing marked the bump, and the view was replayed after the epilogue, where it reads fine (is_leaf True). So a
-# plain set_() records a bump of the storage x leaves, as a write does (`_record_write`) and x.set_(x) does; not for
-# a `.data` alias, whose counter is its own. The view's replay point then follows the usual rules (Note [No-Grad
-# Views Made After The Bump]): replayed before the epilogue, it raises as eager's does.
-
-
-# Note [Wrapper set_ Bumps The Storages It Leaves]
-# `t1.set_(t0)` on a wrapper subclass advances t1's version counter, which the views of t1's old storages share,
-# not t0's. Recorded after the op, the write would be keyed by the storages t1 now shares with t0, and a view of t0
-# taken before it would look written since (fuzz seed 10000 #2840: the view of input x0 was replayed before the
-# epilogue, whose version bump then made its grad_fn raise). So the bump goes to the storages t1 left.
-
-
-# Note [contiguous() Of A Contiguous Clone]
-# An input that runs as a clone (Note [Training Through A Joint Graph]) is cloned contiguous where its own strides
-# overlap or leave gaps (expand(), x[:, ::2]). Its contiguous() then returns the clone itself, where eager's copies
-# the input: the torch-function mode makes that call a copy (clone(memory_format=torch.contiguous_format), eager's
-# own), so that an output or a write through it is not taken for the input's. A view of such a clone whose
-# contiguous() returns itself may differ from eager's the same way: that is refused where it matters (analyze).
 
 
 def _size_and_stride(t: object) -> object:
@@ -711,7 +669,7 @@ class _DataMode(TorchFunctionMode):
         kwargs = kwargs or {}
         method = per_tensor_method(func)
         if method is not None and args and isinstance(args[0], (list, tuple)):
-            for i, t in enumerate(args[0]):  # Note [In-Place Foreach Ops Run Tensor By Tensor]
+            for i, t in enumerate(args[0]):  # Note [Eager's Layouts Under Functionalization]
                 rest = tuple(a[i] if isinstance(a, (list, tuple)) else a for a in args[1:])
                 family, version = self.record.family_of(t), get_version(t)
                 bumped = family in self.record.written_families
@@ -720,7 +678,7 @@ class _DataMode(TorchFunctionMode):
                     self.record.written_families.discard(family)
                     set_version(t, version)
             return None
-        self.record.pin((args, kwargs))  # Note [Ids In The Swap Record]
+        self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
         out = self._function(func, args, kwargs)
         self.record.pin(out)
         return out
@@ -798,7 +756,7 @@ class _DataMode(TorchFunctionMode):
         self.record.forget_factory_detach(out, args, kwargs)  # Note [Factory Results Are No detach()]
         note_detach(self.record, func, args)  # Note [Autograd Reads Of Inputs]
         note_wrapper_storage(self.record, func, args, out)  # Note [Autograd Sees The Wrapper]
-        note_traced_storage(self.record, func, args, out)  # Note [Storage resize_ Inside The Program]
+        note_traced_storage(self.record, func, args, out)  # Note [resize_ Of Tensors And Storages]
         # Note [Plain Views Assigned .data After A Write]
         note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
         note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]
@@ -815,7 +773,7 @@ class _DataMode(TorchFunctionMode):
         if self.record.shared_members and torch.is_grad_enabled():
             refresh_shared_histories(self.record)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
-            _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch; Note [Uniform Writes Through Expand]
+            _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch; Note [Writes Through Overlapping Memory]
         if func is torch.Tensor.contiguous and args and out is args[0]:
             if id(out) in self.record.copy_on_contiguous and len(args) == 1 and not kwargs:
                 return out.clone(memory_format=torch.contiguous_format)
@@ -879,6 +837,6 @@ _AUTOGRAD_CALLS = frozenset(
 @contextlib.contextmanager
 def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
     """Enter both modes (above an active FunctionalTensorMode)."""
-    check = functools.partial(check_storage_resize, record)  # Note [Storage resize_ Inside The Program]
+    check = functools.partial(check_storage_resize, record)  # Note [resize_ Of Tensors And Storages]
     with _DataMode(record), _SwapDispatchMode(record, known), storage_resize_checked(check):
         yield

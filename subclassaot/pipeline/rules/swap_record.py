@@ -88,20 +88,6 @@ class DataAssignment:
     size_before: tuple[Any, ...]  # w's size before it
 
 
-# Note [Ids In The Swap Record]
-# The record names tensors by id(): sets and dicts keyed by id() (and the version-counter families, by the id() of a
-# root), filled while the program runs and read by the analysis and the traces after it. CPython gives a freed
-# object's address to the next object of its size, so a key that outlives its tensor would name whichever tensor
-# is made next: a temporary the program drops (a tuple result, a wrapper it built, anything once the run is over
-# and the modes' own lists are gone) would hand its facts to a later output or view (`id(t) in swaps.hidden`,
-# `swapped_ids`, `grad_read`, ...), a wrong result that depends on the allocator. So the record keeps alive every
-# tensor the modes see, each argument and each result of every call at every depth (`pin`, by id(): `pinned`), and
-# the run's inputs, clones and originals: no two objects that the record can name ever share an id() while it
-# lives, and an id() key names one object. Only tensors: its other keys are storage keys (StorageWeakRef, whose
-# weak reference keeps the storage's address from being reused). The cost: the run's temporaries live until the
-# analysis or trace that made the run drops it (the dispatch mode's `known` list kept them during the run already).
-
-
 @dataclass(slots=True)
 class SwapRecord:
     swapped_by_data: set[int] = field(default_factory=set)  # id() of tensors whose last swap was `.data =`
@@ -134,7 +120,7 @@ class SwapRecord:
     # storages untyped_storage() gave for tensor subclass wrappers -> the subclass's name (Note [Autograd Sees The Wrapper])
     wrapper_storages: dict[object, str] = field(default_factory=dict)
     # storages untyped_storage() gave for the run's tensors -> the paths of the inputs over them (empty: a tensor made
-    # inside the program) (Note [Storage resize_ Inside The Program])
+    # inside the program) (Note [resize_ Of Tensors And Storages])
     traced_storages: dict[object, tuple[str, ...]] = field(default_factory=dict)
     # grad mode when the run began; torch functions that ran with grad mode turned back on inside a run begun
     # without it, on tensors that require grad (Note [Grad Mode At The Call Decides Training])
@@ -143,17 +129,16 @@ class SwapRecord:
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
     # id() of autograd views set_() with grad on (and views of them): Note [Writes To A View After set_]
     set_views: set[int] = field(default_factory=set)
-    # id() of as_strided views taken from a synthetic base (and views of them): Note [Writes Through as_strided Of
-    # A Synthetic Base]
+    # id() of as_strided views taken from a synthetic base (and views of them): Note [as_strided On Inputs]
     base_strided_views: set[int] = field(default_factory=set)
     # id() of such a view taken with grad that reaches elements outside the input's own -> (the storage key, its
-    # last version bump then, the view): Note [Escaping as_strided Views Read After A Write]
+    # last version bump then, the view): Note [as_strided On Inputs]
     escaping_strided: dict[int, tuple[object, int, torch.Tensor]] = field(default_factory=dict)
     data_aliases: set[int] = field(default_factory=set)  # id() of the `.data` aliases themselves
     data_views: set[int] = field(default_factory=set)  # id() of views of them
     data_of: dict[int, torch.Tensor] = field(default_factory=dict)  # id() of a `.data` alias -> the tensor it is of
     visible_writes: set[object] = field(default_factory=set)  # storage keys written through autograd-visible tensors
-    # every object whose id() a field of this record may name, by id(): Note [Ids In The Swap Record]
+    # every object whose id() a field of this record may name, by id(): Note [Storage Swaps By Rebinding]
     pinned: dict[int, object] = field(default_factory=dict)
     family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
     written_families: set[int] = field(default_factory=set)  # roots whose version counter eager would bump
@@ -244,15 +229,14 @@ class SwapRecord:
     own_inputs: dict[object, tuple[str, DenseIndex]] = field(default_factory=dict)
     alias_bases: dict[object, torch.Tensor] = field(default_factory=dict)  # storage key -> synthetic base
     # storage key of an input's dense leaf -> its alias with the original metadata (`FunctionalRun.originals`): the
-    # frame of the offsets functionalization keeps behind the wrappers (Note [Absolute Offsets On Written Inputs])
+    # frame of the offsets functionalization keeps behind the wrappers (Note [Offsets After A Write])
     input_originals: dict[object, torch.Tensor] = field(default_factory=dict)
     # storage key of such a leaf -> the frame shifts at which the program took views of it at absolute offsets
-    # (as_strided(), set_(storage, offset, ...)): Note [Absolute Offsets Across A Frame Change]
+    # (as_strided(), set_(storage, offset, ...)): Note [Offsets After A Write]
     absolute_frames: dict[object, list[int | torch.SymInt]] = field(default_factory=dict)
     # storage key of an input's dense leaf (its clone's, where it runs as one) -> the paths of the inputs over it
     input_paths: dict[object, tuple[str, ...]] = field(default_factory=dict)
-    # storage key of a synthetic base that two or more distinct inputs share -> their paths (Note [set_ Under Grad
-    # Into Shared Storage])
+    # storage key of a synthetic base that two or more distinct inputs share -> their paths (Note [Inputs That Gain Grad In Training])
     shared_storages: dict[object, tuple[str, ...]] = field(default_factory=dict)
     # ... and the plain inputs over it, views of the base in the trace (`refresh_shared_histories`)
     shared_members: dict[object, tuple[torch.Tensor, ...]] = field(default_factory=dict)
@@ -267,7 +251,7 @@ class SwapRecord:
     moved_storages: set[object] = field(default_factory=set)
     moved_by_swap: bool = False  # set_() or growth moved data (their storages are not in moved_storages)
     # id() of clones that inputs run as, contiguous where the input is not: contiguous() copies them, as eager's
-    # (Note [contiguous() Of A Contiguous Clone])
+    # (Note [Eager's Layouts Under Functionalization])
     copy_on_contiguous: set[int] = field(default_factory=set)
     contiguous_self: list[torch.Tensor] = field(default_factory=list)  # other tensors whose contiguous() was them
     # inner storage key -> seq of the last wrapper-level write the program made to a subclass over it (its wrapper
@@ -277,7 +261,7 @@ class SwapRecord:
     # version-counter root (as `family`) -> the subclass inputs of that family as the program runs them, each its own
     # wrapper with its own counter here: Note [Saved Members Of A Written Wrapper Family]
     family_wrappers: dict[int, list[torch.Tensor]] = field(default_factory=dict)
-    # id() of those that did not require grad as they came (Note [Members Of A Subclass Family That Gained Grad])
+    # id() of those that did not require grad as they came (Note [Inputs That Gain Grad In Training])
     grad_free_members: set[int] = field(default_factory=set)
     # id() of a view of a synthetic base whose view function misses an in-place view op -> the seq at which its
     # history was last set; storage keys of such views read after their history was rebuilt (Note [Stale View
@@ -291,7 +275,7 @@ class SwapRecord:
     seq: int = 0
 
     def pin(self, tree: object) -> None:
-        """Keep every tensor in `tree` (a pytree) alive as long as this record (Note [Ids In The Swap Record])."""
+        """Keep every tensor in `tree` (a pytree) alive as long as this record (Note [Storage Swaps By Rebinding])."""
         for t in pytree.tree_leaves(tree):
             if isinstance(t, torch.Tensor):
                 self.pinned.setdefault(id(t), t)
