@@ -324,7 +324,7 @@ class Replay:
     # INPUT, after the epilogue: the input's metadata when the chain's first view was taken, where it changed in
     # place before and after that: the chain starts from an alias of the input with them (Note [Views Between
     # In-Place View Ops]). OUTPUT, WRAPPER: the same for a chain through a detach() of an earlier output or an
-    # intermediate subclass root changed in place since (Note [Detaches Of Intermediates Changed Since])
+    # intermediate subclass root changed in place since (Note [Views Between In-Place View Ops])
     source_meta: Meta | None = None
     # before_epilogue: when the program made the output (its last view or in-place view op, the run's sequence
     # number): early replays run in this order, so that one's in-place view op advances a version counter after
@@ -340,7 +340,7 @@ class Replay:
     # (Note [Early Views Made After The Last Write])
     counter_at_end: bool = False
     # INPUT, rebuilt after the epilogue: when the program took the chain's first view made by a multi-output view op
-    # with grad enabled (the run's sequence number; 0: none). See Note [Multi-Output View Inputs].
+    # with grad enabled (the run's sequence number; 0: none). See Note [No-Grad Views Made After The Bump].
     split_made: int = 0
     # the program set_() the output's wrapper after making it as this view: the view then takes the output's
     # dense leaves by a wrapper-level set_ (Note [Wrapper Storage After set_])

@@ -152,7 +152,7 @@ def analyze(
         _check_requires_grad_calls(run)
         check_dirty_inputs(flat, run)
         check_mixed_grad_view_ops(flat, run)
-        refuse_stale_view_layouts(  # Note [View Inputs Laid Out Anew Under no_grad]
+        refuse_stale_view_layouts(  # Note [Stale View Functions]
             [
                 flat.leaves[k].path
                 for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True)

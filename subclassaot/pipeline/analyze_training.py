@@ -575,7 +575,7 @@ def _chain_from_input(info: OutputInfo, outputs: Sequence[OutputInfo]) -> tuple[
     steps: tuple[ViewStep, ...] = ()
     replay = info.replay
     while replay is not None and replay.source is ReplaySource.OUTPUT:
-        if replay.source_meta is not None:  # from an intermediate (Note [Detaches Of Intermediates Changed Since])
+        if replay.source_meta is not None:  # from an intermediate (Note [Views Between In-Place View Ops])
             return None, (), False
         steps = replay.steps + steps
         earlier = outputs[replay.index]
@@ -619,23 +619,8 @@ def _same_views_on(t: torch.Tensor, prefix: Sequence[ViewStep] | None, steps: Se
     return True
 
 
-# Note [Multi-Output View Inputs]
-# A subclass input that is one of the views an op returning several views made (x.unbind(0)[0]) is rebuilt in the
-# trace as a wrapper of its own, not an autograd view: eager's check that refuses to read such a view's grad_fn once
-# its base's version counter advanced (a write through another view of the base) does not happen there. Where the
-# program writes the base through another input and reads this one with grad enabled, eager raises (at that read,
-# or in backward where the read saved it, fuzz seed 5000 #2426), and the compiled program would not: refused. A write
-# through the input itself raises in eager and in our epilogue alike. Likewise an output the program made by such an
-# op from an input that the trace does not relate to another input sharing its eager base (traced apart: an
-# overlapping as_strided view, seed 3000 #9285): where the program advances that base's counter through the other
-# input, eager's output may raise when its grad_fn is read, and the rebuilt one would not: refused unless the
-# output is rebuilt before the epilogue (whose writes then advance the counter it checks, as in eager), or the
-# program took the multi-output view after its last write through either input (Replay.split_made): eager's view
-# then never sees its counter advance, nor does the one rebuilt after the epilogue (seed 7000 #4454, #8006).
-
-
 def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
-    """See Note [Multi-Output View Inputs]."""
+    """See Note [No-Grad Views Made After The Bump]."""
     if not analysis.wrapper_last_use:
         return
     reals = [flat.values[i] for i in flat.tensor_indices]
@@ -660,7 +645,7 @@ def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analys
 
 
 def check_multi_output_view_outputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
-    """See Note [Multi-Output View Inputs]."""
+    """See Note [No-Grad Views Made After The Bump]."""
     position = {index: t for t, index in enumerate(flat.tensor_indices)}
     for k, info in enumerate(analysis.outputs):
         replay = info.replay

@@ -178,9 +178,7 @@ def run_functional(
     record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
     if requires_grad_like is not None:  # Note [Leaves Laid Out Anew Under no_grad]
         record.releafable = _releafable(flat, layout, user_tensors, set(viewed) | set(view_clone_inputs))
-        note_view_inputs(
-            record, _view_inputs(flat, layout, user_tensors)
-        )  # Note [View Inputs Laid Out Anew Under no_grad]
+        note_view_inputs(record, _view_inputs(flat, layout, user_tensors))  # Note [Stale View Functions]
     for item, value in zip(layout.graph_inputs, graph_fun, strict=True):
         if isinstance(item, AliasGroupRef):
             record.alias_bases[storage_key(value)] = value

@@ -162,7 +162,7 @@ def test_no_grad_view_made_before_transpose_of_input(compile_fn: CompileFn | Non
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Input Views With Cut History]
+# See Note [Views Between In-Place View Ops]
 
 
 @pytest.mark.parametrize("grad_view", [True, False])

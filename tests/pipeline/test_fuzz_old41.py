@@ -200,8 +200,7 @@ def test_views_across_in_place_view_ops_share_the_intermediate(compile_fn: Compi
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Subclass views whose eager history is rebuilt without their own in-place view op (Note [Subclass Views Rebuilt
-# Without Their In-Place View Ops])
+# Subclass views whose eager history is rebuilt without their own in-place view op (Note [Stale View Functions])
 
 
 def _t_then_other_view_unsqueezed(x0: T) -> tuple[T]:

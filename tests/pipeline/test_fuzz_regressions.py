@@ -1307,7 +1307,7 @@ def test_subclass_view_input_set_to_intermediate_leaves_wrapper_family(compile_f
 
 
 def test_write_with_grad_to_view_after_set_refused(compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 23, program 845 (Note [Writes To A View After set_]): t0 is a view of x1 set_() to all of x1; under
+    # Fuzz seed 23, program 845 (Note [Stale View Functions]): t0 is a view of x1 set_() to all of x1; under
     # functionalization autograd's gradient of the copy_ followed only t0's old select() region (wrong gradients).
     def f(x0: T, x1: T) -> object:
         t0 = x1.select(0, 0)

@@ -1,8 +1,7 @@
 """In-place view ops under no_grad on inputs that require grad. Autograd leaves whose layout such an op changes before
 any read with grad: the joint trace makes them leaves again after the op, and the runtime makes their gradient
 accumulator at the size eager's has (Note [Leaves Laid Out Anew Under no_grad]). Inputs that are views: which reads
-after such an op the compiled history cannot give eager's rebuilt grad_fn, refused (Note [View Inputs Laid Out Anew
-Under no_grad]).
+after such an op the compiled history cannot give eager's rebuilt grad_fn, refused (Note [Stale View Functions]).
 
 Input: the `_DataMode` of storage_swaps.py calls `note_layout_op`/`note_view_layout_op` after each in-place view op of
 the program and `note_first_read`/`note_view_reads` after each op; run_functional marks the tensors standing for such
@@ -127,26 +126,6 @@ def releaf_size(record: SwapRecord, t: torch.Tensor) -> tuple[int | sympy.Expr, 
     return None if size is None else tuple(symint_expr(d) for d in size)
 
 
-# Note [View Inputs Laid Out Anew Under no_grad]
-# An in-place view op under no_grad on an input that is a view and requires grad advances its version counter, and
-# eager rebuilds the view's grad_fn at its next read from its base: a plain view by as_strided with the layout it
-# has then (its gradient reaches the base exactly), a subclass view by its view function, which holds the view op
-# it was made by and none of the in-place view ops since (its grad_fn expects the layout the view came with; Note
-# [Written Subclass Views Changed In Place]). The joint trace runs the view as a clone, whose history is the clone's
-# node with the nodes of the in-place view ops run with grad on top, none rebuilt. So:
-# - a plain view read with grad where its layout (sizes and strides of its dims of size > 1, and offset) is not the
-#   one its traced history expects (as of its last in-place view op with grad, or as it came), and its size is one
-#   that history's check accepts: our gradient goes to the wrong elements where eager's does not (a square
-#   `x.t_()` under no_grad, then x * 3: wrong gradients, found with the refpair helper); refused. Another size
-#   fails the traced check, and Note [Layouts Changed Behind Autograd] refuses it.
-# - a subclass view that an in-place view op with grad gave another layout, then one under no_grad: eager's rebuilt
-#   grad_fn drops the first op's node, ours keeps it (`x0.t_(); with torch.no_grad(): x0.transpose_(0, -1); return
-#   x0 * 3` on a PairTensor view: our backward raised where eager's ran, or wrong gradients for a square view);
-#   refused where an op with grad reads it after. Under no_grad alone eager's rebuilt grad_fn and our clone's node
-#   expect the same layout, the one it came with, and both backwards agree (raise, or read it so).
-# Checked (parity oracle) on plain and PairTensor views (t(), diagonal(), a slice, unsqueeze() of a leaf or of its
-# clone), t_/transpose_/unsqueeze_ under no_grad alone or after one with grad, read by mul/sin (test_fuzz_nogradlayout).
-
 Layout = tuple[tuple[Any, ...], tuple[Any, ...], Any]
 
 
@@ -161,7 +140,7 @@ def _meta(t: torch.Tensor) -> Layout:
 
 def note_view_inputs(record: SwapRecord, views: list[torch.Tensor]) -> None:
     """At the run's start: the tensors standing for view inputs that require grad, and the layout their traced
-    history expects (Note [View Inputs Laid Out Anew Under no_grad])."""
+    history expects (Note [Stale View Functions])."""
     from subclassaot.authoring.protocol import is_traceable_subclass
 
     for t in views:
@@ -214,7 +193,7 @@ def view_layout(t: object) -> Layout | None:
 
 
 def refuse_stale_view_layouts(paths: list[str]) -> None:
-    """Note [View Inputs Laid Out Anew Under no_grad]."""
+    """Note [Stale View Functions]."""
     if paths:
         raise UnsupportedError(
             f"{', '.join(paths)}: an input that is a view and requires grad gets another layout from an in-place "

@@ -3,8 +3,7 @@ then rebuilds from view functions that miss that op, where the replayed output k
 and a subclass view of an input or another output that only a fresh base could rebuild.
 
 Input: the analysis's output infos and the eager objects they describe, the run. Output: nothing, or
-UnsupportedError. Invariants: pure reads of the run's records (Note [Subclass Views Rebuilt Without Their In-Place
-View Ops], Note [Fresh Views Of Inputs]).
+UnsupportedError. Invariants: pure reads of the run's records (Note [Stale View Functions], Note [Fresh Views Of Inputs]).
 """
 
 from __future__ import annotations
@@ -20,20 +19,6 @@ from subclassaot.schemas import LeafSource, OutputInfo, OutputKind
 from subclassaot.torch_internals import storage_key
 
 __all__ = ["check_stale_subclass_outputs"]
-
-# Note [Subclass Views Rebuilt Without Their In-Place View Ops]
-# `t0 = x[0]; t0.t_(); t0[1].unsqueeze_(0); return t0` with a PairTensor x that requires grad: eager's t0 is a view
-# of a wrapper that does not support as_strided(), so autograd keeps view functions for it, and the t_() records
-# TBackward0 on t0 without changing them (as under functionalization: Note [Stale View Functions]). The later
-# in-place view op on another view of x advances their shared version counter, so eager rebuilds t0's history from
-# its view function, without the t_(): its gradient reaches x transposed. The output replayed at run time keeps the
-# TBackward0 its replayed t_() recorded (the other view's op is not replayed: it returns nothing), so the gradients
-# differ (found while fixing fuzz seed 40000 #7249). Refused in training where an in-place view op of a view that no
-# output returns, of the same version counter, came after the output's own grad-enabled one; a data write to the
-# storage after it is repeated by the epilogue with the bump (supported), and so is such an op of a returned view.
-# The same for a returned input, a view of an input base shared with other inputs (`x1.unsqueeze_(2); x0.t_();
-# return x1`, x0 and x1 views of one PairTensor: eager's backward rebuilds x1's history without its unsqueeze_() and
-# raises "invalid gradient", fuzz seed 45000 #3277), whose metadata change the epilogue applies as as_strided_().
 
 
 # Note [Fresh Views Of Inputs]
@@ -97,7 +82,7 @@ def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], ru
 
 
 def check_stale_subclass_outputs(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
-    """See Note [Subclass Views Rebuilt Without Their In-Place View Ops] and Note [Fresh Views Of Inputs]."""
+    """See Note [Stale View Functions] and Note [Fresh Views Of Inputs]."""
     _check_views_over_fresh_leaves(infos, leaves, run)
     _check_fresh_views(infos, leaves, run)
     if not torch.is_grad_enabled():

@@ -301,7 +301,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             key_before = storage_key(args[0])
             self._set(func, args, kwargs)
             if self.depth == 0:
-                note_nograd_set(self.record, args[0], layout_before)  # Note [Views set_() Under no_grad Read With Grad]
+                note_nograd_set(self.record, args[0], layout_before)  # Note [Stale View Functions]
             source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
             if self.depth == 0:  # Note [Plain Leaves set_() To Another Size Under no_grad]
                 self.record.note_hidden_resize(args[0], size_before, self.record.seq + 1)
@@ -311,7 +311,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             made_here = id(args[0]) in self.record.views  # a view the program took (not an aliased input's)
             if torch.is_grad_enabled() and made_here and args[0]._is_view() and id(args[0]) not in self.record.hidden:
                 self.record.set_views.add(id(args[0]))  # Note [Eager's Layouts Under Functionalization]
-            # Note [Writes To A View After set_]
+            # Note [Stale View Functions]
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             self.record.written_families.add(self.record.family_of(args[0]))
@@ -766,7 +766,7 @@ class _DataMode(TorchFunctionMode):
             note_first_read(self.record, args, kwargs)
             if layout_op:
                 note_layout_op(self.record, args[0])
-        if self.record.view_layouts:  # Note [View Inputs Laid Out Anew Under no_grad]
+        if self.record.view_layouts:  # Note [Stale View Functions]
             if view_before is not None:
                 note_view_layout_op(self.record, args[0], view_before)
             note_view_reads(self.record, args, kwargs)

@@ -28,17 +28,6 @@ SET_OPS = frozenset(
 )
 
 
-# Note [Views Refreshed By Their Own t_()]
-# An in-place view op on a view (`t0 = x[0]; t0.t_()`) advances the version counter t0 shares with x, and autograd
-# rebuilds t0's grad_fn there (a TBackward over its SelectBackward), taking that version as t0's own: no write made
-# before it leaves t0 stale. So the writes after which an output view of an input is replayed before the epilogue
-# (Replay.before_epilogue, view_chains) are those after the bump of its own last in-place view op, which the record
-# keeps per tensor (`inplace_view_bumps`). Counted as a later write, that bump made `x.mul_(0.5); t0 = x.select(2,
-# 0); t0.t_(); return t0` replay t0 before the epilogue's copy_ into x, which then left t0's grad_fn stale: a subclass
-# view regenerates it from its view functions, which miss the t_() (a SelectBackward), and the leaf's gradient went
-# to the transposed elements (fuzz seed 40000 #7249, a PairTensor input; a plain view regenerates by as_strided).
-
-
 RawMeta = tuple[tuple[Any, ...], tuple[Any, ...], Any]  # size, stride, offset, as the tensor gives them
 
 
@@ -127,7 +116,7 @@ class SwapRecord:
     grad_at_start: bool = field(default_factory=torch.is_grad_enabled)
     grad_reenabled: list[str] = field(default_factory=list)
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
-    # id() of autograd views set_() with grad on (and views of them): Note [Writes To A View After set_]
+    # id() of autograd views set_() with grad on (and views of them): Note [Stale View Functions]
     set_views: set[int] = field(default_factory=set)
     # id() of as_strided views taken from a synthetic base (and views of them): Note [as_strided On Inputs]
     base_strided_views: set[int] = field(default_factory=set)
@@ -181,7 +170,7 @@ class SwapRecord:
     # ... those an op with grad read before such an op, whose accumulator eager may keep (Note [Accumulators Kept
     # Through Layout Ops])
     layout_kept: set[int] = field(default_factory=set)
-    # Note [View Inputs Laid Out Anew Under no_grad], by id(): view inputs that require grad -> (the layout their
+    # Note [Stale View Functions], by id(): view inputs that require grad -> (the layout their
     # traced history expects, is a subclass); subclass views an in-place view op with grad gave another layout; those
     # an in-place view op under no_grad then bumped; those read with grad where their history is not eager's
     view_layouts: dict[int, tuple[tuple[Any, ...], bool]] = field(default_factory=dict)
@@ -213,7 +202,7 @@ class SwapRecord:
     reads_before_data: dict[int, int] = field(default_factory=dict)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
-    # id() -> seq of the version bump of the last in-place view op on it (Note [Views Refreshed By Their Own t_()])
+    # id() -> seq of the version bump of the last in-place view op on it (Note [No-Grad Views Made After The Bump])
     inplace_view_bumps: dict[int, int] = field(default_factory=dict)
     # id() of a subclass the program itself wrote (an op that moves data, not an in-place view op) -> the seqs of
     # those writes (Note [Written Subclass Views Changed In Place])
@@ -269,8 +258,7 @@ class SwapRecord:
     stale_views: dict[int, int] = field(default_factory=dict)
     stale_reads: set[object] = field(default_factory=set)
     function_layouts: dict[int, tuple[object, ...]] = field(default_factory=dict)  # ... the layout it makes
-    # id() of a plain view set_() under no_grad -> the layout its view function makes (Note [Views set_() Under
-    # no_grad Read With Grad])
+    # id() of a plain view set_() under no_grad -> the layout its view function makes (Note [Stale View Functions])
     nograd_set_layouts: dict[int, tuple[object, ...]] = field(default_factory=dict)
     seq: int = 0
 

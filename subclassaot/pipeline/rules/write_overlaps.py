@@ -3,7 +3,7 @@
 Input: the tensors of an in-place op under functionalization (their sizes, strides and offsets). Output: refusals
 (UnsupportedError) for reads of memory the op writes (Note [Writes Through Overlapping Memory]), and `overlaps` /
 `meta_overlaps` for writes through memory that several elements share; the checks the swap mode makes before a
-write (Note [Writes To A View After set_], copies onto the same data, Note [Writes Through Overlapping Memory]).
+write (Note [Stale View Functions], copies onto the same data, Note [Writes Through Overlapping Memory]).
 Invariants: reads metadata only; symbolic sizes that cannot be decided count as disjoint for reads and as not
 overlapping for writes.
 """
@@ -175,14 +175,6 @@ def check_empty_write_through_overlap(
 
 
 _UNIFORM_WRITES = frozenset({torch.ops.aten.fill_, torch.ops.aten.zero_})
-
-
-# Note [Writes To A View After set_]
-# Eager's autograd keeps a view's view-ness through set_(): a later write under grad rebases the view's old base,
-# regenerating the view from it by as_strided with the view's current (post-set_) layout. Under functionalization
-# autograd regenerates it by replaying the recorded view ops instead (x.select(0, 0) of the old base), which covers
-# only the view's old region: the gradient of the write reaches part of its elements (fuzz seed 23 #845). Such a
-# write, with grad flowing into it, is refused.
 
 
 def check_write_after_set(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
