@@ -485,7 +485,7 @@ class Analysis:
     # program set_() the wrapper (Note [Subclass Inputs set_() Under no_grad])
     read_after_set: tuple[bool, ...] = ()
     # per tensor input (subclasses): the same after an in-place view op under no_grad gave the wrapper another size
-    # (Note [Subclass Leaves Resized Under no_grad])
+    # (Note [Leaves Laid Out Anew Under no_grad])
     read_after_hidden_resize: tuple[bool, ...] = ()
     # per tensor input: the program called x.set_(x) on it under no_grad (Note [set_ Renews A Leaf's Accumulator])
     self_set: tuple[bool, ...] = ()
@@ -497,7 +497,7 @@ class Analysis:
     # Before The Call])
     read_after_grad_set: tuple[bool, ...] = ()
     # per tensor input: a leaf whose gradient accumulator a `.data =` kept (Note [Accumulators Kept Through .data =]),
-    # or an in-place view op under no_grad (Note [Accumulators Kept Through Layout Ops])
+    # or an in-place view op under no_grad (Note [Leaves Laid Out Anew Under no_grad])
     kept_accumulators: tuple[bool, ...] = ()
     # per tensor input: a subclass leaf's size when eager made its gradient accumulator, after a `.data =` (None:
     # no such read; Note [Subclass Accumulators Made After .data =])

@@ -160,18 +160,8 @@ def _refusal(path: str, why: str) -> UnsupportedError:
     )
 
 
-# Note [Views Of A Custom Function's Own Intermediates]
-# A custom autograd.Function may return a view of a tensor it made itself (torchao's Float8Linear returns
-# `mm_result.reshape(...)`): in eager the output is a view (`._base` set: an intermediate nobody else sees) with the
-# Function's history. Its base was made inside the Function's forward, without grad, so the output cannot be
-# regenerated as a view of a graph-computed base (a view of a base that does not require grad would have none). It
-# is computed by the graph like a fresh output, and the compiled Function's result is returned as
-# `fresh.view(fresh.shape)`, as for subclass views of intermediates (Note [Subclass Views Of Intermediates In
-# Training]): a view of a tensor nobody else sees, with gradients flowing through the compiled Function.
-
-
 def function_view_of_fresh(value: torch.Tensor, leaves: tuple[OutputLeaf, ...], run: FunctionalRun) -> bool:
-    """See Note [Views Of A Custom Function's Own Intermediates]."""
+    """See Note [Subclass Views Of Intermediates In Training]."""
     if is_traceable_subclass(value) or not torch.is_grad_enabled() or not value.requires_grad:
         return False
     if len(leaves) != 1 or leaves[0].source is not LeafSource.GRAPH or not is_custom_function_view(value):

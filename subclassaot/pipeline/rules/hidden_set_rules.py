@@ -101,33 +101,8 @@ def inner_written_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, 
     return tuple(out)
 
 
-# Note [Subclass Leaves Resized Under no_grad]
-# An in-place view op under no_grad (t_, transpose_, squeeze_) that gives a subclass input which is an autograd leaf
-# another size records nothing in eager; an op that reads the leaf with grad after it makes the leaf's gradient
-# accumulator then, which expects the new size, and the gradient arrives in that size. The compiled Function is
-# called on the input before the epilogue replays the op (Note [Subclass Inputs Mutated In Training]), so its edge to
-# the leaf's accumulator expects the old size, and the gradient it returns, computed in the new one, fails autograd's
-# size check where eager's backward runs (x.t_() under no_grad, then x.mul(2): "returned an invalid gradient ...
-# expected shape compatible with"), or, where the check sums it down to the old size (an unsqueeze_), leaves the
-# gradient in the old size (a 0-d leaf unsqueeze_()d: `.grad` of shape () where eager's is (1,)). Plain leaves are
-# refused by Note [Layouts Changed Behind Autograd]; such a subclass leaf is refused where the program reads it (or a
-# view of it taken after the op) with grad after the op, once the alias-group and set_() rules have passed it.
-# Found while compiling fuzz seed 40000 #2813 (a PairTensor leaf passed twice) as one input; a single input diverged.
-# Where no op with grad read the leaf before the op, the joint trace now makes it a leaf again and the runtime makes
-# its accumulator at the new size (Note [Leaves Laid Out Anew Under no_grad]): refused only where one did.
-
-
-# Note [Plain Leaves set_() To Another Size Under no_grad]
-# The same holds for a plain input that is an autograd leaf and requires grad, set_() under no_grad to a tensor of
-# another size (x1.set_(x0), x0 another input): eager makes the leaf's gradient accumulator where an op with grad
-# first reads it, in the new size, while the compiled Function's edge to it expects the old one ("MulBackward0
-# returned an invalid gradient ... got [1] but expected shape compatible with [1, 4, 3]" where eager's backward ran:
-# fuzz seed 13000 #2390, x0.mul_(x1); also x1.mul(2), x0.mul(x1)). Refused where an op with grad reads the leaf (or a
-# view of it taken after the set_()) after it at another size than it had before (a set_() back is none); the swap record notes such a set_() as it notes the subclass ops.
-
-
 def refuse_leaves_resized_under_no_grad(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
-    """Note [Subclass Leaves Resized Under no_grad], Note [Plain Leaves set_() To Another Size Under no_grad];
+    """Note [Leaves Laid Out Anew Under no_grad], Note [Leaves Laid Out Anew Under no_grad];
     for `.data =`, Note [Accumulators Kept Through .data =]."""
     for i, (tree, index) in enumerate(zip(layout.trees, flat.tensor_indices, strict=True)):
         real = flat.values[index]

@@ -3,7 +3,7 @@ then rebuilds from view functions that miss that op, where the replayed output k
 and a subclass view of an input or another output that only a fresh base could rebuild.
 
 Input: the analysis's output infos and the eager objects they describe, the run. Output: nothing, or
-UnsupportedError. Invariants: pure reads of the run's records (Note [Stale View Functions], Note [Fresh Views Of Inputs]).
+UnsupportedError. Invariants: pure reads of the run's records (Note [Stale View Functions], Note [Subclass Views Of Intermediates In Training]).
 """
 
 from __future__ import annotations
@@ -21,14 +21,6 @@ from subclassaot.torch_internals import storage_key
 __all__ = ["check_stale_subclass_outputs"]
 
 
-# Note [Fresh Views Of Inputs]
-# The fallback of Note [Subclass Views Of Intermediates In Training] returns an output as a view of a fresh tensor,
-# exact where eager's `._base` is an intermediate nobody else sees. Where it is an input or another output (`t2 =
-# x1.view(16); with no_grad(): t2.set_(t0); return t2.view(-1)`, a PairTensor x1: the chain through the set_() view
-# cannot be replayed), the output would be a view of the wrong tensor: refused instead (found beside fuzz seed 14000
-# #2383).
-
-
 def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
     """See Note [Autograd Sees The Wrapper]."""
     named = {id(t): i for i, t in enumerate(run.user_tensors)}
@@ -40,7 +32,7 @@ def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence
         if info.function_view is not None or any(leaf.source is LeafSource.INPUT_ALIAS for leaf in info.leaves):
             continue
         if _view_op_aliases(value, run):
-            continue  # a set_() up the chain moved the data, not the view op (Note [Fresh Views Of Inputs])
+            continue  # a set_() up the chain moved the data, not the view op (Note [Subclass Views Of Intermediates In Training])
         root = run.swaps.view_root(value, through_swaps=True)
         base = root if id(root) in named else value._base
         if base is not None and id(base) in named and not _shares_inner_storage(value, base):
@@ -68,7 +60,7 @@ def _shares_inner_storage(value: torch.Tensor, base: torch.Tensor) -> bool:
 
 
 def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
-    """See Note [Fresh Views Of Inputs]."""
+    """See Note [Subclass Views Of Intermediates In Training]."""
     named = {id(t): f"input {i}" for i, t in enumerate(run.user_tensors)}
     named.update((id(v), info.path) for info, v in zip(infos, leaves, strict=True) if isinstance(v, torch.Tensor))
     for info, value in zip(infos, leaves, strict=True):
@@ -82,7 +74,7 @@ def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], ru
 
 
 def check_stale_subclass_outputs(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
-    """See Note [Stale View Functions] and Note [Fresh Views Of Inputs]."""
+    """See Note [Stale View Functions] and Note [Subclass Views Of Intermediates In Training]."""
     _check_views_over_fresh_leaves(infos, leaves, run)
     _check_fresh_views(infos, leaves, run)
     if not torch.is_grad_enabled():

@@ -107,7 +107,7 @@ def check_failing_replay(record: SwapRecord, func: Any, args: tuple[Any, ...], k
     """Note [Stale View Functions]: a view op about to run on a tensor whose layout
     the program changed after it took that same view of it with grad, where the view op does not apply to the new
     layout. Autograd replays the view so where the program writes or set_()s the view (`t0 = x0.t(); x0.set_(y);
-    t0.set_(t0)`, y 3-d: fuzz seed 15000 #537), below the ops the program calls, where no check of the torch-function
+    t0.set_(t0)`, y 3-d), below the ops the program calls, where no check of the torch-function
     mode runs; eager's as_strided() does not fail. (A call of the program's own of the same op fails in eager too.)"""
     if not getattr(func, "is_view", False) or torch.Tag.inplace_view in func.tags or not args:
         return
@@ -151,13 +151,12 @@ def _replays_the_same(view: ViewRecord, source: torch.Tensor) -> bool:
     with no_dispatch():
         try:
             return _geometry(view, now) == _geometry(view, view.source_meta)
-        except (RuntimeError, IndexError):  # the view op does not apply to the new layout (fuzz seed 8000 #6268)
+        except (RuntimeError, IndexError):  # the view op does not apply to the new layout
             return False
 
 
 def _replay_fails(view: ViewRecord, source: torch.Tensor) -> bool:
-    """Does the view op raise, replayed on `source` as it is now (fuzz seed 8000 #6485: t() of a tensor set_() to
-    3-d)? False where that is not decidable here."""
+    """Does the view op raise, replayed on `source` as it is now (t() of a tensor set_() to 3-d)? False where that is not decidable here."""
     now = _concrete_layout(view, source)
     if now is None:
         return False
@@ -231,7 +230,7 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 def note_assigned(record: SwapRecord, t: torch.Tensor, key: object, before: tuple[object, ...]) -> None:
     """After `t.data = ...`, t a view of a synthetic base (over storage `key`, in layout `before`, until then): the
     assignment changes t's layout but not its view function, as an in-place view op under no_grad does; it records
-    nothing and bumps no version (fuzz seed 10000 #9696: an expand() of it set_() with grad, whose replay raised).
+    nothing and bumps no version (an expand() of it set_() with grad then replays the view on the assigned layout).
     A plain view the program took counts wherever it is, with the history autograd last set on it, which a write
     may have made stale already (Note [Plain Views Assigned .data After A Write]: eager rebuilds it in the assigned
     layout, ours by the view function)."""
@@ -341,8 +340,7 @@ def _dims(layout: tuple[object, ...]) -> tuple[object, ...] | None:
 @contextlib.contextmanager
 def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[None]:
     """Note [Stale View Functions]: an op of the program that fails where it reads, with grad, a view whose view
-    function is stale: autograd rebuilt the view's history by that function, and the replay raised (fuzz seed 8000
-    #4353, #6029), where eager's as_strided() does not."""
+    function is stale: autograd rebuilt the view's history by that function, and the replay raised, where eager's as_strided() does not."""
     try:
         yield
     except (SubclassAOTError, DataDependentError):
@@ -368,7 +366,7 @@ def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kw
 
 def _replay_fails_after_assignment(record: SwapRecord, t: torch.Tensor) -> bool:
     """Is `t` a view, taken with grad, of a tensor (or through one, along its view chain) whose `.data` the program
-    assigned after the view was taken, to a layout the view op does not apply to (fuzz seed 14000 #8176)? The
+    assigned after the view was taken, to a layout the view op does not apply to? The
     assignment bumps no version, so autograd replays the view only after a later write: this is asked only once an
     op that read `t` failed."""
     while (view := record.views.get(id(t))) is not None and view.func is not torch.ops.aten.detach.default:
@@ -384,8 +382,8 @@ def _replay_fails_after_assignment(record: SwapRecord, t: torch.Tensor) -> bool:
 def check_stale_set(record: SwapRecord, target: torch.Tensor, source: object) -> None:
     """Note [Stale View Functions]: `target.set_(source)` with grad, where autograd records it (either requires
     grad), on a view whose view function is stale: autograd rebases the view's history by replaying that function
-    once the set_ ran, below the ops the program calls (fuzz seed 10000 #9696: it raised; where it does not, the
-    history it makes is not eager's either)."""
+    once the set_ ran, below the ops the program calls (it may raise; where it does not, the history
+    it makes is not eager's either)."""
     recorded = target.requires_grad or (isinstance(source, torch.Tensor) and source.requires_grad)
     if torch.is_grad_enabled() and recorded and _stale(record, target):
         raise _stale_refusal(record, target, "for the set_(), which does not make eager's history")

@@ -212,7 +212,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 if any(id(t) in self.record.base_strided_views for t in inner):
                     self.record.base_strided_views.add(id(out))  # its inner views were: so is the wrapper
             if torch.Tag.inplace_view in func.tags and func not in SET_OPS and self.depth == 0:  # set_: its own rules
-                self.record.note_hidden_resize(args[0], size_before)  # Note [Subclass Leaves Resized Under no_grad]
+                self.record.note_hidden_resize(args[0], size_before)  # Note [Leaves Laid Out Anew Under no_grad]
             if func in SET_OPS and self.depth == 0:
                 seq = self.record.inplace_views[id(args[0])][-1].seq  # set_ is an inplace_view op: _track saw it
                 self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
@@ -303,7 +303,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if self.depth == 0:
                 note_nograd_set(self.record, args[0], layout_before)  # Note [Stale View Functions]
             source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
-            if self.depth == 0:  # Note [Plain Leaves set_() To Another Size Under no_grad]
+            if self.depth == 0:  # Note [Leaves Laid Out Anew Under no_grad]
                 self.record.note_hidden_resize(args[0], size_before, self.record.seq + 1)
             if torch.is_grad_enabled() and (args[0].requires_grad or source_grad) and self.depth == 0:
                 source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
@@ -515,7 +515,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             return
         if self.depth == 0:
             note_reads(self.record, func, args, kwargs)
-            # See Note [Plain Leaves set_() To Another Size Under no_grad]
+            # See Note [Leaves Laid Out Anew Under no_grad]
             if self.record.hidden_resizes and torch.is_grad_enabled():
                 read = tuple(a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor))
                 self.record.note_reads_after_hidden_resize(read)

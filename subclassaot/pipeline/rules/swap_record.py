@@ -158,7 +158,7 @@ class SwapRecord:
     read_after_set: set[int] = field(default_factory=set)
     plain_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # the same for plain tensors' set_()
     # id() of a wrapper subclass that requires grad -> seq of the first in-place view op under no_grad that gave it
-    # another size; id() of those an op with grad enabled read after it (Note [Subclass Leaves Resized Under no_grad])
+    # another size; id() of those an op with grad enabled read after it (Note [Leaves Laid Out Anew Under no_grad])
     hidden_resizes: dict[int, int] = field(default_factory=dict)
     # by id: the size a plain leaf had before a set_() under no_grad noted in hidden_resizes (its accumulator's)
     hidden_resize_from: dict[int, tuple[Any, ...]] = field(default_factory=dict)
@@ -167,8 +167,7 @@ class SwapRecord:
     # in-place view op under no_grad made leaves again -> their size at the first read with grad after (None: none yet)
     releafable: set[int] = field(default_factory=set)
     releafed: dict[int, tuple[Any, ...] | None] = field(default_factory=dict)
-    # ... those an op with grad read before such an op, whose accumulator eager may keep (Note [Accumulators Kept
-    # Through Layout Ops])
+    # ... those an op with grad read before such an op, whose accumulator eager may keep (Note [Leaves Laid Out Anew Under no_grad])
     layout_kept: set[int] = field(default_factory=set)
     # Note [Stale View Functions], by id(): view inputs that require grad -> (the layout their
     # traced history expects, is a subclass); subclass views an in-place view op with grad gave another layout; those
@@ -327,9 +326,8 @@ class SwapRecord:
 
     def note_hidden_resize(self, t: torch.Tensor, size_before: tuple[Any, ...], seq: int | None = None) -> None:
         """After an in-place view op on wrapper `t`, whose size was `size_before`: note it where it ran under
-        no_grad and gave `t`, which requires grad, another size (Note [Subclass Leaves Resized Under no_grad]); with
-        `seq`, the same for a set_() of a plain tensor, at `seq` (Note [Plain Leaves set_() To Another Size Under
-        no_grad])."""
+        no_grad and gave `t`, which requires grad, another size (Note [Leaves Laid Out Anew Under no_grad]); with
+        `seq`, the same for a set_() of a plain tensor, at `seq` (Note [Leaves Laid Out Anew Under no_grad])."""
         size = tuple(t.shape)
         if seq is not None:  # a plain set_(): what matters is the size at each later read (a set_() back is none)
             if not torch.is_grad_enabled() and t.requires_grad and id(t) not in self.hidden_resizes:
