@@ -101,8 +101,7 @@ class DenseLayout:
     wrapper_families: tuple[int, ...]  # per tensor input (-1 for plain inputs)
     # per tensor input: the first earlier tensor input that is the very same subclass object (f(x, x)), else None
     same_wrapper: tuple[int | None, ...] = ()
-    # per tensor input: the subclass tensor input whose real wrapper is its autograd `._base` (Note [Subclass Members
-    # Traced As Views Of Their Base Input]), else None
+    # per tensor input: the subclass tensor input whose real wrapper is its autograd `._base` (Note [Aliased Subclass Inputs In Training]), else None
     view_of: tuple[int | None, ...] = ()
     # per tensor input: the real wrapper's own storage size in bytes (None for plain inputs): Note [Wrapper Storage Of
     # A View Input]
@@ -128,7 +127,7 @@ class AssignedWrite(enum.Enum):
     BEFORE = "before"  # (also) before it: refused
     RESHAPED = "reshaped"  # after it, with an in-place view op on it after its `.data =`: refused
     # not written with grad, but an in-place view op with grad changed it, and `.data =` gave it another storage:
-    # refused (Note [In-Place View Ops With Grad And .data =])
+    # refused (Note [Writes With Grad After .data =])
     VIEWED = "viewed"
 
 
@@ -448,7 +447,7 @@ class Analysis:
     # per tensor input (subclasses), positions in the program's ops on subclass tensors: the first that wrote
     # through its own wrapper (or a view of it the program took), the last other than a view op that it (or such a
     # view) was passed to; whether one of those may save it for the backward; whether the program wrote its inner
-    # tensors directly (x.a.mul_()). See Note [Overlapping Subclass Members Written Through One].
+    # tensors directly (x.a.mul_()). See Note [Aliased Subclass Inputs In Training].
     wrapper_first_write: tuple[int | None, ...] = ()
     wrapper_last_use: tuple[int | None, ...] = ()
     wrapper_saved: tuple[bool, ...] = ()
@@ -482,7 +481,7 @@ class Analysis:
     # per tensor input: when the program last advanced its version counter (the run's sequence number; 0: never)
     last_bumps: tuple[int, ...] = ()
     # per tensor input (subclasses): an op with grad enabled read its wrapper (or a view of it taken after) after the
-    # program set_() the wrapper (Note [Subclass Inputs set_() Under no_grad])
+    # program set_() the wrapper (Note [Subclass Inputs Mutated In Training])
     read_after_set: tuple[bool, ...] = ()
     # per tensor input (subclasses): the same after an in-place view op under no_grad gave the wrapper another size
     # (Note [Leaves Laid Out Anew Under no_grad])
@@ -505,8 +504,7 @@ class Analysis:
     # per tensor input: a leaf's size when eager made its gradient accumulator, after an in-place view op under
     # no_grad (None: no such read; Note [Leaves Laid Out Anew Under no_grad])
     releaf_sizes: tuple[tuple[int | sympy.Expr, ...] | None, ...] = ()
-    # the run traced a group member with views of it among the others as its group's base (Note [Plain Inputs
-    # Traced As Their Own Base]); the joint trace does the same
+    # the run traced a group member with views of it among the others as its group's base (Note [Aliased Inputs In Training]); the joint trace does the same
     own_base_views: bool = False
     # the program assigned some tensor's `.data` (Note [Layouts Changed Behind Autograd])
     data_assigned: bool = False

@@ -96,7 +96,7 @@ def run_functional(
     """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
     graph_fun = [to_functional(v) for v in graph_values]
     graph_grad_leaves = list(graph_fun)
-    own: dict[DenseIndex, torch.Tensor] = {}  # Note [Plain Inputs Traced As Their Own Base]
+    own: dict[DenseIndex, torch.Tensor] = {}  # Note [Aliased Inputs In Training]
     for k in sorted(clone_graph_inputs):
         # A synthetic base that requires grad: the program mutates (views of) a clone, and gradients are taken
         # with respect to the base as it was (Note [Training Through A Joint Graph]).
@@ -129,7 +129,7 @@ def run_functional(
         clone = clones.get(id(original))
         if clone is None:
             shared = layout.trees[i] is not None and any(j in grouped for j in layout.leaves_of_input[i])
-            if i in viewed:  # Note [Subclass Members Traced As Views Of Their Base Input]
+            if i in viewed:  # Note [Aliased Subclass Inputs In Training]
                 clone = replay_view(cast(torch.Tensor, flat.values[flat.tensor_indices[i]]), user_tensors[viewed[i]])
             elif shared:
                 clone = cast(torch.Tensor, _SameStorageClone.apply(original))  # type: ignore[no-untyped-call]  # untyped in torch
@@ -296,24 +296,6 @@ def _detach_members_without_grad(
                 dense[m] = dense[m].detach()
                 detached.append(dense[m])
     return detached
-
-
-# Note [Subclass Members Traced As Views Of Their Base Input]
-# Two subclass inputs of one alias group where the real wrapper of one is the other's autograd `._base` (x and
-# x[0], x and x.t()): in eager a write through either rebases the other's history on the write, and a use of the
-# other after it differentiates through the write. Each member its own wrapper in the trace (Note [Aliased Subclass
-# Inputs In Training]) cannot show that. So in training the view member runs as the same view of its base's traced
-# wrapper (the real view's own view ops, replayed: `replay_view`), and autograd in the trace rebases it as eager's
-# does; its gradient, all of it, reaches the Function's input for the base, whose real history is the one eager's
-# view reaches through its own grad_fn (the same view ops over the same base). A guard keeps the `._base` relation
-# (guards.py). The trace's autograd then relates the family's members as eager's does, so a group whose subclass
-# inputs are one base input and views of it traced so is not refused for overlapping members at all, whoever writes
-# (training_rules `_one_traced_view_family`; other rules, on metadata changes of aliased inputs, still apply), nor
-# is a member used after the write where it and the one writer are linked so (Note [Overlapping Subclass Members
-# Written Through One]). Checked (parity oracle) on fuzz seed 7000 #50, #1874, #4705, #6343, #6461, #8053, #8328,
-# #9986 and on every training program of seeds 6000 (#0-2999) and 7000 (#0-3999) with such a pair of inputs.
-# Views of one base the call does not pass get that base added as an input first (Note [Subclass Views Of A Base Not
-# Passed]).
 
 
 def _traced_as_views(layout: DenseLayout, flat: FlatInputs, clone_inputs: frozenset[int]) -> dict[int, int]:

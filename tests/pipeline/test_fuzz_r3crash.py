@@ -21,7 +21,7 @@ _FAILS = r"args\[0\]: a view taken with grad enabled is used with grad after .* 
 
 def _two_views(*shape: int) -> Callable[[], tuple[object, ...]]:
     """Two views of one base: the same object passed twice runs as its own base in the joint trace, whose view
-    functions are exact (Note [Plain Inputs Traced As Their Own Base]; test_fuzz_gradtype.py)."""
+    functions are exact (Note [Aliased Inputs In Training]; test_fuzz_gradtype.py)."""
 
     def make_inputs() -> tuple[object, ...]:
         b0 = nonleaf(*shape)

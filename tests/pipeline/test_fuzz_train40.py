@@ -7,8 +7,7 @@ that an in-place view op changed after they were taken.
 - `x.mul_(0.5); t0 = x.select(2, 0); t0.t_(); return t0` with a PairTensor x: t0 was replayed before the epilogue's
   write to x, whose bump left its grad_fn stale, regenerated without the t_() (Note [No-Grad Views Made After The Bump]; seed 40000 #7249).
 - A plain input x2 and a view of it x1 (both inputs), x2 written with a PairTensor operand: x1's gradient is a
-  PairTensor in eager; the group was traced from its synthetic base, whose CopySlices made it plain (Note [Plain
-  Inputs Traced As Their Own Base]; seed 11000 #6100, whose test is in test_fuzz_gradtype.py).
+  PairTensor in eager; the group was traced from its synthetic base, whose CopySlices made it plain (Note [Aliased Inputs In Training]; seed 11000 #6100, whose test is in test_fuzz_gradtype.py).
 """
 
 from __future__ import annotations
@@ -131,7 +130,7 @@ def _viewed_then_written(x0: T, x1: T, x2: T) -> tuple[T, ...]:
 
 
 def _written_then_set(x0: T, x1: T, x2: T) -> tuple[T, ...]:
-    # a storage moved: analyzed from the synthetic base, as before (Note [Plain Inputs Traced As Their Own Base])
+    # a storage moved: analyzed from the synthetic base, as before (Note [Aliased Inputs In Training])
     v = x2.t()
     x2.mul_(x0)
     set_to(x2, x2.sin())

@@ -377,7 +377,7 @@ def tensors(make: Make) -> list[T]:
 
 
 def test_subclass_input_set_to_value_requiring_grad() -> None:
-    # Supported since fuzz seed 3000 #763 (Note [Subclass Inputs That Gain Grad By set_])
+    # Supported since fuzz seed 3000 #763 (Note [Inputs That Gain Grad In Training])
     def f(x: T, w: T) -> object:
         set_to(x, w)
         return ()

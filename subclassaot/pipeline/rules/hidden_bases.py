@@ -27,8 +27,7 @@ from subclassaot.pipeline.guards import Guards
 # meets an overlap (`errors.AliasedSubclassRefusal`). Where it does, and the members are views of one base object the
 # call does not hold, the call compiles again with that base as one more input, a keyword argument the user's
 # function never sees (its path `kwargs['<base of args[0]>']`). The base is a root wrapper (autograd's `._base` is
-# never a view), so the members are views of another input and Note [Subclass Members Traced As Views Of Their Base
-# Input] applies: each runs as its own view ops replayed on the base's traced wrapper, autograd in the trace rebases
+# never a view), so the members are views of another input and Note [Aliased Subclass Inputs In Training] applies: each runs as its own view ops replayed on the base's traced wrapper, autograd in the trace rebases
 # them on a write as eager's does, and their gradients reach the Function's input for the base, whose real history
 # is the one eager's views reach through their grad_fns (the sum is eager's: PyTorch's aliased-input tests on
 # TwoTensor, corpus_pytorch2). The epilogue writes the real members (and so the real base) as for any group. An inner

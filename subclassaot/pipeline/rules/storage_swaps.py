@@ -638,24 +638,30 @@ def _key_of_storage(storage: object) -> object:
 
 
 # Note [Wrapper Data Assignment]
-# `w.data = v` on a wrapper subclass never dispatches: it shallow-copies v's TensorImpl into w's (size, stride,
+# Eager: `w.data = v` on a wrapper subclass never dispatches: it shallow-copies v's TensorImpl into w's (size, stride,
 # offset, storage, of the wrapper itself), while w's inner tensors (Python attributes), autograd history and version
-# counter stay what they were; `w.data = w` changes nothing. The functional run does the same on the traced wrappers
-# and records each assignment (its seq, v's metadata then). So at the end of the run the traced wrappers hold eager's
-# own metadata and wrapper storages; the runtime gives them to the real tensors in two parts:
+# counter stay what they were; `w.data = w` changes nothing. So a wrapper can end with metadata that its inner tensors
+# do not have, and a view of it taken before keeps the leaves' metadata of its time (`t0 = x.detach(); x.transpose_(0,
+# 1); x.data = t1`: x ends with the wrapper metadata it had when t0 was taken, over leaves transposed since).
+# The functional run does the same on the traced wrappers and records each assignment (its seq, v's metadata then), so
+# at its end the traced wrappers hold eager's own metadata and wrapper storages. The runtime gives them to the real
+# tensors in two parts:
 # - metadata: a subclass input takes the assigned metadata in the epilogue, between the in-place view ops replayed
-#   before and after the assignment (those replay on the wrapper's own metadata, as in eager); a subclass output
-#   whose own wrapper was assigned takes the metadata it had at the end once it is built. Both by `t.data = shell`,
-#   shell an empty wrapper of that metadata on t's storage (torch_internals.assign_wrapper_metadata): no autograd
-#   record, no version bump. A view taken after an assignment has its inner tensors' metadata, as replayed.
-# - storage: as after a wrapper-level set_ (Note [Wrapper Storage After set_]), every subclass input and output
-#   ends on the wrapper storage its class had in the run, taken from the inputs before the epilogue.
-# Where the assigned metadata come from an input as received, they are read from the real input (the run may have
-# used a clone with another offset). Refused (data_assignment.py): in training, an output that requires grad and
-# took another size where its history cannot record eager's size (Note [Subclass Outputs Resized Under Their
-# History]), and an input written where autograd records it and given another size; metadata recorded on a clone whose layout is not the
-# input's, or whose strides the kernels chose (Note [Strides Of Assigned Tensors]); a view through an assigned tensor
-# that cannot be replayed as eager made it. The same object passed twice stays one object in the trace.
+#   before and after the assignment (those replay on the wrapper's own metadata, as in eager); a subclass output whose
+#   own wrapper was assigned takes the metadata it had at the end once it is built. Both by `t.data = shell`, shell an
+#   empty wrapper of that metadata on t's storage (torch_internals.assign_wrapper_metadata): no autograd record, no
+#   version bump. Where the assigned metadata come from an input as received, they are read from the real input (the run
+#   may have used a clone with another offset).
+# - storage: as after a wrapper-level set_ (Note [Wrapper Storage After set_]), every subclass input and output ends on
+#   the wrapper storage its class had in the run, taken from the inputs before the epilogue.
+# A view record of a subclass keeps its source's dense leaves' metadata too (ViewRecord.source_leaves): the source
+# counts as changed since the view where they differ from its leaves' at the end, even where the wrapper's metadata are
+# as they were, and the chain is then replayed before the epilogue from the input as the program received it.
+# Refused (data_assignment.py): in training, an output that requires grad and took another size where its history cannot
+# record eager's size (Note [Subclass Outputs Resized Under Their History]), and an input written where autograd records
+# it and given another size; metadata recorded on a clone whose layout is not the input's, or whose strides the kernels
+# chose (Note [Strides Of Assigned Tensors]); a view through an assigned tensor that cannot be replayed as eager made
+# it. The same object passed twice stays one object in the trace.
 
 
 class _DataMode(TorchFunctionMode):

@@ -50,7 +50,7 @@ class ViewRecord:
     grad_enabled: bool
     source_meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]  # the source's size, stride, offset at the time
     seq: int  # when it happened, among view and in-place view ops
-    # a subclass source's dense leaves' size, stride, offset at the time (Note [Views Of Wrappers Whose Leaves Moved])
+    # a subclass source's dense leaves' size, stride, offset at the time (Note [Wrapper Data Assignment])
     source_leaves: tuple[RawMeta, ...] | None = None
     # made inside a subclass's __torch_dispatch__, below autograd: eager gives it no `._base` (Note [Autograd Sees The Wrapper])
     below_autograd: bool = False
@@ -145,15 +145,14 @@ class SwapRecord:
     # Storage After set_])
     wrapper_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)
     # id() of a wrapper subclass whose last set_() autograd recorded -> (its source tensor, the set_'s position in
-    # `wrapper_ops`): Note [Subclass Inputs That Gain Grad By set_]
+    # `wrapper_ops`): Note [Inputs That Gain Grad In Training]
     wrapper_grad_sets: dict[int, tuple[torch.Tensor | None, int]] = field(default_factory=dict)
     # id() of a wrapper subclass -> (seq, its size before) of the first set_() called on the wrapper itself; id() of
     # those a set_() gave another size; id() of those an op the program ran with grad enabled read after a set_()
-    # had given them another size (Note [Subclass Inputs set_() Under no_grad])
+    # had given them another size (Note [Subclass Inputs Mutated In Training])
     wrapper_first_sets: dict[int, tuple[int, tuple[Any, ...]]] = field(default_factory=dict)
     set_resized: set[int] = field(default_factory=set)
-    # id() of a wrapper in set_resized -> seq of the later set_() that gave it its first size back (Note [A Wrapper
-    # set_() Back To Its Size])
+    # id() of a wrapper in set_resized -> seq of the later set_() that gave it its first size back (Note [Subclass Inputs Mutated In Training])
     set_restored: dict[int, int] = field(default_factory=dict)
     read_after_set: set[int] = field(default_factory=set)
     plain_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # the same for plain tensors' set_()
@@ -230,7 +229,7 @@ class SwapRecord:
     shared_members: dict[object, tuple[torch.Tensor, ...]] = field(default_factory=dict)
     overlapping_inputs: set[object] = field(default_factory=set)  # storage keys of input_spans whose elements overlap
     # Ops on subclass tensors the program itself ran with grad enabled (not a subclass's inner ops), in order: (op,
-    # its subclass arguments, those it writes). See Note [Overlapping Subclass Members Written Through One].
+    # its subclass arguments, those it writes). See Note [Aliased Subclass Inputs In Training].
     wrapper_ops: list[tuple[Any, tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]] = field(default_factory=list)
     dense_writes: set[object] = field(default_factory=set)  # storage keys the program wrote below any subclass
     # an op that moves data (not an in-place view op) wrote a tensor, at any depth; also set by set_() and growth
@@ -243,11 +242,10 @@ class SwapRecord:
     copy_on_contiguous: set[int] = field(default_factory=set)
     contiguous_self: list[torch.Tensor] = field(default_factory=list)  # other tensors whose contiguous() was them
     # inner storage key -> seq of the last wrapper-level write the program made to a subclass over it (its wrapper
-    # family's version counter advanced: views of another member see it; Note [Overlapping Subclass Members Written
-    # Through One])
+    # family's version counter advanced: views of another member see it; Note [Aliased Subclass Inputs In Training])
     wrapper_bumps: dict[object, int] = field(default_factory=dict)
     # version-counter root (as `family`) -> the subclass inputs of that family as the program runs them, each its own
-    # wrapper with its own counter here: Note [Saved Members Of A Written Wrapper Family]
+    # wrapper with its own counter here: Note [Aliased Subclass Inputs In Training]
     family_wrappers: dict[int, list[torch.Tensor]] = field(default_factory=dict)
     # id() of those that did not require grad as they came (Note [Inputs That Gain Grad In Training])
     grad_free_members: set[int] = field(default_factory=set)
@@ -302,7 +300,7 @@ class SwapRecord:
             self.set_resized.add(id(t))
             self.set_restored.pop(id(t), None)
         elif id(t) in self.set_resized:
-            self.set_restored.setdefault(id(t), seq)  # Note [A Wrapper set_() Back To Its Size]
+            self.set_restored.setdefault(id(t), seq)  # Note [Subclass Inputs Mutated In Training]
 
     def note_reads_after_set(self, tensors: tuple[torch.Tensor, ...], writes: tuple[torch.Tensor, ...]) -> None:
         """`tensors`, read by an op with grad enabled that writes `writes`: mark each wrapper set_() before that it
@@ -520,41 +518,13 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
 # nodes feed the returned x0's accumulator).
 
 
-# Note [Saved Members Of A Written Wrapper Family]
-# Subclass inputs that are views of one wrapper (x and x.t(), x and x[0]) share one version counter in eager: a
-# write through any of them advances it for all, so a member saved for a backward before the write (`t = x0 * x0;
-# x1.mul_(2); return t`) makes eager's backward raise. In the trace each member is its own wrapper over the shared
-# inner tensors (Note [Aliased Subclass Inputs In Training]), with a counter of its own, so a wrapper-level write
-# through one member advances the counters of the other members of its family too: autograd's saved-tensor check
-# then fails in the joint trace where eager's backward would, and the failure is deferred to the compiled backward
-# or refused (Note [Backward Errors Are Deferred]). That lets Note [Overlapping Subclass Members Written Through
-# One] admit members used before the write by ops that save them (fuzz seed 7000 #575, #7049, #8305). A counter
-# advanced twice (a member that is the written one's own view) only fails the same checks as once.
-
-
 def bump_family_wrappers(record: SwapRecord, written: torch.Tensor) -> None:
-    """Advance the version counters of the inputs of `written`'s wrapper family (Note [Saved Members Of A Written
-    Wrapper Family])."""
+    """Advance the version counters of the inputs of `written`'s wrapper family (Note [Aliased Subclass Inputs In Training])."""
     for member in record.family_wrappers.get(record.family_of(written), ()):
         if member is not written:
             set_version(member, get_version(member) + 1)
 
 
-# Note [A Wrapper set_() Back To Its Size]
-# `x.set_(b)` to another size, then `x.set_(x_old)` back (test_input_mutation_set__nop on a PairTensor that requires
-# grad, all under no_grad): the refusal of reads with grad after a set_() that gave x another size (Note [Subclass
-# Inputs set_() Under no_grad]) is about the size autograd sees when the read happens. A read of x itself after the
-# set_() that gave its size back, or of a view taken after that, sees x's size as the program got it, as the
-# compiled Function's input has it: such reads are not refused. A view taken while x had the other size still is.
-
-
-# Note [Symbolic Sizes Of A Wrapper set_()]
-# Whether a wrapper's set_() gave it another size decides whether a read with grad after it is refused (Note
-# [Subclass Inputs set_() Under no_grad]). With dynamic shapes the sizes before and after are symbolic or mixed
-# ((s0, s1) set_() to an arange's (3, 3): test_input_mutation_set__input_mutation on a PairTensor, compiled with
-# dynamic=True); counting every symbolic size as changed refused programs that compile statically. The comparison is
-# made as the static trace makes it, on the sizes this input has (a guard: s0 == 3 here, so another size compiles
-# anew and is judged there); a size that cannot be compared (unbacked) counts as changed.
 def same_size(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     if len(a) != len(b):
         return False
