@@ -464,10 +464,9 @@ class Analysis:
     # torch functions the program called with requires_grad=True, in call order
     # (See Note [Grad Mode At The Call Decides Training])
     grad_factories: tuple[str, ...] = ()
-    # the program's reads of autograd state, in call order (Note [Autograd Reads Replayed In The Trace])
+    # the program's reads of autograd state, in call order (Note [Autograd Reads Answer As Eager's])
     autograd_reads: tuple[object, ...] = ()
-    # the program's `._base` / `._is_view()` reads of inputs: (tensor position, what the guards check) (Note [Base
-    # Reads Of Inputs])
+    # the program's `._base` / `._is_view()` reads of inputs: (tensor position, what the guards check) (Note [Autograd Reads Answer As Eager's])
     base_reads: tuple[tuple[int, int | None], ...] = ()
     # torch functions that ran with grad mode turned back on (torch.enable_grad()) in a run begun under no_grad, on
     # tensors that require grad (Note [Grad Mode At The Call Decides Training])

@@ -296,7 +296,7 @@ def build_guards(
                 # Note [Writes To Plain View Inputs Make Plain Gradients]
                 c = w.constant(real._is_view())
                 w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
-    for position, base in dict.fromkeys(base_reads):  # Note [Base Reads Of Inputs]
+    for position, base in dict.fromkeys(base_reads):  # Note [Autograd Reads Answer As Eager's]
         index = flat.tensor_indices[position]
         path = flat.leaves[index].path
         if base is None or base == -1:

@@ -753,14 +753,14 @@ class _DataMode(TorchFunctionMode):
         view_before = view_layout(args[0]) if layout_op and self.record.view_layouts else None
         seq_before = self.record.seq
         with stale_history_failures_refused(self.record, call_args, call_kwargs):
-            if is_autograd_read(func):  # Note [Autograd Reads Replayed In The Trace]
+            if is_autograd_read(func):  # Note [Autograd Reads Answer As Eager's]
                 out = read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
-            elif is_base_read(func):  # Note [Base Reads Of Inputs]
+            elif is_base_read(func):  # Note [Autograd Reads Answer As Eager's]
                 out = base_read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
             else:
                 out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
         self.record.forget_factory_detach(out, args, kwargs)  # Note [Factory Results Are No detach()]
-        note_detach(self.record, func, args)  # Note [Autograd Reads Of Inputs]
+        note_detach(self.record, func, args)  # Note [Autograd Reads Answer As Eager's]
         note_wrapper_storage(self.record, func, args, out)  # Note [Autograd Sees The Wrapper]
         note_traced_storage(self.record, func, args, out)  # Note [resize_ Of Tensors And Storages]
         # Note [Plain Views Assigned .data After A Write]

@@ -93,16 +93,15 @@ class SwapRecord:
     # torch functions the program called with requires_grad=True (Note [Grad Mode At The Call Decides Training])
     grad_factories: list[str] = field(default_factory=list)
     # answers of the program's reads of is_leaf / requires_grad / grad_fn, in call order; the analysis run's answers
-    # given back to the trace's run, and how many it took (Note [Autograd Reads Replayed In The Trace])
+    # given back to the trace's run, and how many it took (Note [Autograd Reads Answer As Eager's])
     autograd_reads: list[object] = field(default_factory=list)
     replayed_reads: tuple[object, ...] | None = None
     replay_cursor: int = 0
-    # id() of inputs (as the run passes them) that require grad in eager -> the real input (Note [Autograd Reads Of
-    # Inputs])
+    # id() of inputs (as the run passes them) that require grad in eager -> the real input (Note [Autograd Reads Answer As Eager's])
     eager_inputs: dict[int, torch.Tensor] = field(default_factory=dict)
     # id() of every tensor input (as the run passes it) -> (its tensor position, the real input); the run's inputs by
     # position; the program's `._base` / `._is_view()` reads of inputs: (position, position of the input that is its
-    # base; None: it is no view; -1: a view of a tensor not passed) (Note [Base Reads Of Inputs])
+    # base; None: it is no view; -1: a view of a tensor not passed) (Note [Autograd Reads Answer As Eager's])
     input_positions: dict[int, tuple[int, torch.Tensor]] = field(default_factory=dict)
     run_inputs: list[torch.Tensor] = field(default_factory=list)
     base_reads: list[tuple[int, int | None]] = field(default_factory=list)
@@ -488,34 +487,30 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
 
 
 # Note [set_ Renews A Leaf's Accumulator]
-# set_() on an autograd leaf that requires grad (under no_grad: with grad it raises) gives the leaf a new gradient
-# accumulator: nodes made before it (x.sin()'s SinBackward0) feed the old one, uses after it (returning x) the new
-# one, and a backward in which an old node raises (it saved x, whose version set_ advanced) still accumulates the
-# gradient reaching the new one (fuzz seed 10000 #2934: args[0].grad None where eager's is a tensor). x.set_(x)
-# changes nothing else, so the trace sees no swap; the runtime renews the accumulator after the compiled call (its
-# autograd.Function took the old one), by set_() of the input to itself under no_grad, as the program did. Other
-# set_() calls are replayed as set_() already (runtime._replay_metadata).
+# Eager: set_() on an autograd leaf that requires grad (under no_grad: with grad it raises) gives the leaf a new
+# gradient accumulator: nodes made before it (x.sin()'s SinBackward0) feed the old one, uses after it (returning x) the
+# new one, and a backward in which an old node raises (it saved x, whose version set_ advanced) still accumulates the
+# gradient reaching the new one. x.set_(x) changes nothing else, so the trace sees no swap; the runtime renews the
+# accumulator around the compiled call (its autograd.Function took the old one), by set_() of the input to itself under
+# no_grad, as the program did. Other set_() calls are replayed as set_() already (runtime._replay_metadata).
 
 
 # Note [Reads Around A set_ That Renews An Accumulator]
-# Which accumulator the compiled Function's edge to such a leaf feeds must be the one eager's nodes that read it
-# feed, relative to the last accumulator, which the returned leaf (or a view the runtime regenerates from it) feeds:
-# where the program read the leaf with grad only after its last x.set_(x), eager's nodes feed that one too (fuzz
-# seed 49000 #9292: `with no_grad(): x0.set_(x0)`, then t1 = x0 * t0 and `return t1, x0`, t0 changed in place so
-# that t1's backward raises: eager's MulBackward0 feeds the accumulator the returned x0 feeds, which waits behind
-# it, and x0.grad stays None; ours, renewing after the call, gave the returned x0 an accumulator of its own and a
-# gradient). So the runtime renews it before the call in that case (`Analysis.self_set_first`), after it
-# otherwise: where every read came before the last set_(), eager's nodes feed earlier accumulators, which the
-# returned leaf's does not wait behind. Where the program read it with grad before and after its last set_(),
-# eager's nodes feed two accumulators and the Function's one edge cannot; that changes only which gradients a
-# raising backward accumulates before it raises (every one arrives where it completes), so a backward error is
-# refused where such a leaf is an input and an output is (a view of) an input: backward_trace's
-# refuse_reads_around_self_set. (Without such an output every gradient of the leaf comes through the Function,
-# and the rule of Note [Backward Errors Are Deferred] decides as for any leaf.)
-# A read is an op with grad that is no view op (a view feeds no accumulator by itself) reading the leaf or a view of
-# it, wherever the view was taken: the set_() advanced the version counter the views share, so eager regenerates a
-# view's grad_fn, read after it, from the new accumulator (`v = x0.view(-1); x0.set_(x0); t1 = v * t0`: eager's
-# nodes feed the returned x0's accumulator).
+# The accumulator the compiled Function's edge to such a leaf feeds must be the one eager's nodes that read it feed,
+# relative to the last accumulator, which the returned leaf (or a view the runtime regenerates from it) feeds. Where the
+# program read the leaf with grad only after its last x.set_(x), eager's nodes feed that one too (`with no_grad():
+# x0.set_(x0)`, then `t1 = x0 * t0; return t1, x0`: eager's MulBackward0 feeds the accumulator the returned x0 feeds,
+# which waits behind it, so where t1's backward raises x0.grad stays None), so the runtime renews it before the call
+# (`Analysis.self_set_first`); after it otherwise, since where every read came before the last set_(), eager's nodes
+# feed earlier accumulators, which the returned leaf's does not wait behind. Where the program read it with grad before
+# and after its last set_(), eager's nodes feed two accumulators and the Function's one edge cannot; that changes only
+# which gradients a raising backward accumulates before it raises, so a backward error is refused where such a leaf is
+# an input and an output is (a view of) an input (backward_trace's refuse_reads_around_self_set); without such an output
+# every gradient of the leaf comes through the Function, and Note [Backward Errors Are Deferred] decides as for any
+# leaf.
+# A read is an op with grad that is no view op (a view feeds no accumulator by itself) reading the leaf or a view of it,
+# wherever the view was taken: the set_() advanced the version counter the views share, so eager regenerates a view's
+# grad_fn, read after it, from the new accumulator.
 
 
 def bump_family_wrappers(record: SwapRecord, written: torch.Tensor) -> None:
