@@ -191,7 +191,7 @@ def grad_set_base(
 def check_input_view_rebuilt(value: object, info: OutputInfo, run: FunctionalRun) -> None:
     """A view of an input set_() under grad is supported where it is rebuilt from that input: replayed, or as_strided
     of it (Note [Views Of Inputs set_() Under Grad]); a view the graph would compute (its chain not replayable on
-    the input as it ends: fuzz seed 42000 #4220) would not be a view of eager's `._base`."""
+    the input as it ends) would not be a view of eager's `._base`."""
     if not isinstance(value, torch.Tensor) or not run.swaps.grad_set_view_of(value, run.user_tensors):
         return
     if info.replay is not None and info.replay.source is ReplaySource.INPUT:
@@ -212,8 +212,8 @@ def check_input_view_rebuilt(value: object, info: OutputInfo, run: FunctionalRun
 
 def _view_of_grad_set_intermediate(value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
     """`value` is a chain of views (none of a multi-output op), all taken with grad on, of an intermediate `t` the
-    program set_() with grad on before the first of them, where `t` is no view, no input, and no other output is `t` or a view of it (fuzz seed
-    7000 #1471, #4697): rebuilt as a view of a fresh tensor set_() under grad (Note [Outputs set_() Under Grad])."""
+    program set_() with grad on before the first of them, where `t` is no view, no input, and no other output is `t` or a view of it:
+    rebuilt as a view of a fresh tensor set_() under grad (Note [Outputs set_() Under Grad])."""
     chain = []
     t = value
     while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
@@ -242,8 +242,8 @@ def _nested(t: torch.Tensor) -> bool:
 
 def _grad_view_of_intermediate(value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
     """`value` is a chain of views, all taken with grad on, of a tensor the program computed and does not return
-    (fuzz seed 3000 #7105: `_base` was not eager's): eager's set_() of it rebases only that intermediate (Note
-    [Outputs set_() Under Grad])."""
+    (rebuilt otherwise, its `._base` would not be eager's): eager's set_() of it rebases only that intermediate
+    (Note [Outputs set_() Under Grad])."""
     t = value
     while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
         if not record.grad_enabled or id(t) in run.swaps.hidden:
@@ -274,7 +274,7 @@ def check_history_over_alias(
         and base[1].requires_grad
         and _viewed_before_resize(value, base[1], run)
     ):
-        # fuzz seed 3000 #3430: the backward raised "invalid gradient" (the base's history has its old size)
+        # the backward would raise "invalid gradient" (the base's history has its old size)
         raise UnsupportedError(
             f"{path} is a view of an intermediate that requires grad, taken before the program assigned its `.data` "
             "a tensor of another size (of a plain one: or strides): eager's view keeps the history of the old "
@@ -375,7 +375,7 @@ def outputs_set_onto_inputs(
         for r in run.swaps.views.values()  # (`.data` aliases: detach, alias)
     )
     if not torch.is_grad_enabled() or no_grad_views:
-        return {}  # (a no_grad view of a tensor that requires grad: the trace's output had no grad, seed 7000 #7885)
+        return {}  # (a no_grad view of a tensor that requires grad: the trace's output has no grad)
     found: dict[int, DenseIndex] = {}
     for value in tensors:
         key = storage_key(value)
@@ -486,8 +486,8 @@ def check_overlapping_clones(
 ) -> None:
     """A subclass input that requires grad runs as a clone, made contiguous where its elements overlap (expand()):
     a view the program took of it may be one eager's strides forbid (reshape() copies in eager), so returning a
-    view of it is refused (fuzz seed 24 #187: replaying the view on the input itself raised), except a chain of
-    views that takes the same elements on the input's own strides (fuzz seed 2000 #404, #6574), as the epilogue
+    view of it is refused (replaying the view on the input itself may raise), except a chain of views that takes
+    the same elements on the input's own strides, as the epilogue
     left them: after its in-place view ops (`replays`) where the view is replayed after the epilogue."""
     for i in cloned:
         t = user_fakes[i]
@@ -577,7 +577,7 @@ _INPLACE_STRIDE_AGNOSTIC = frozenset(
 def _same_views_on(t: torch.Tensor, prefix: Sequence[ViewStep] | None, steps: Sequence[ViewStep]) -> bool:
     """Replaying `steps` on `t`'s own (static) strides, after the epilogue's in-place view ops `prefix` (None: the
     epilogue changes `t`'s layout otherwise), is exact: each op is stride-agnostic and succeeds there
-    (`check_overlapping_clones`; fuzz seed 7000 #9147: select(0, -4) after t_() checked on the layout before it)."""
+    (`check_overlapping_clones`: select(0, -4) after t_() must be checked on the layout after it)."""
     dims = [*t.shape, *t.stride()]
     if prefix is None or not all(isinstance(d, int) for d in dims):
         return False
@@ -653,7 +653,7 @@ def check_multi_output_view_outputs(flat: FlatInputs, layout: DenseLayout, analy
 def _split_after_writes(replay: Replay, source: int, other: int, analysis: Analysis) -> bool:
     """The program took the output's multi-output view after its last write through `source` or `other` (tensor
     input positions): eager's view was made after its base's counter advanced, as the one rebuilt after the epilogue
-    is (fuzz seed 7000 #4454, #8006)."""
+    is."""
     bumps = analysis.last_bumps
     return bool(bumps) and replay.split_made > max(bumps[source], bumps[other])
 

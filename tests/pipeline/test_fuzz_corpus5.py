@@ -1,5 +1,5 @@
 """Regressions found by the fifth PyTorch-derived corpus (tests/pipeline/corpus_pytorch5.py): tensors made by a
-factory inside the program and written through a view with grad (Note [Factory Results Are No detach()]), with
+factory inside the program and written through a view with grad (SwapRecord.forget_factory_detach), with
 their variants (factories, views, outputs, PairTensor sources, grad modes, called twice) and the detach() refusal
 that still holds next to them; nested PairTensors written with dynamic shapes, whose retraced backward crashed
 (Note [The Flatten Protocol])."""

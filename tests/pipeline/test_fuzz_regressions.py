@@ -684,7 +684,7 @@ def test_views_of_one_subclass_intermediate_share_it(compile_fn: CompileFn | Non
 
 def test_subclass_tangent_of_plain_output(compile_fn: CompileFn | None) -> None:
     # Program 464: the oracle's loss sums a PairTensor output with a plain one, so the plain output's gradient is a
-    # PairTensor (Note [Subclass Tangents Of Plain Outputs]).
+    # PairTensor (Note [Tangent Retrace]).
     def f(x: T, y: T) -> object:
         return (y, x.add(3.0))
 

@@ -233,7 +233,7 @@ class SwapRecord:
     dense_writes: set[object] = field(default_factory=set)  # storage keys the program wrote below any subclass
     # an op that moves data (not an in-place view op) wrote a tensor, at any depth; also set by set_() and growth
     moved_data: bool = False
-    # storage keys such an op (not set_() or growth) wrote: Note [Spurious Data Mutations Of Subclass Leaves]
+    # storage keys such an op (not set_() or growth) wrote: see leaf_mutations (spurious data mutations)
     moved_storages: set[object] = field(default_factory=set)
     moved_by_swap: bool = False  # set_() or growth moved data (their storages are not in moved_storages)
     # id() of clones that inputs run as, contiguous where the input is not: contiguous() copies them, as eager's
@@ -354,7 +354,7 @@ class SwapRecord:
                 taken, t = record.seq, record.source
 
     def forget_factory_detach(self, out: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Note [Factory Results Are No detach()]: `out`, the result of a call given no tensor, is a fresh root."""
+        """Factory results are no detach() (see below): `out`, the result of a call given no tensor, is a fresh root."""
         if not isinstance(out, torch.Tensor) or any(
             isinstance(a, torch.Tensor) for a in pytree.tree_leaves((args, kwargs))
         ):
@@ -366,12 +366,11 @@ class SwapRecord:
         self.family[id(out)] = id(out)
         self.hidden.discard(id(out))
 
-    # Note [Factory Results Are No detach()]
-    # A factory (torch.zeros(2, 2), torch.ones, torch.empty, ...) called while the program is traced returns, through
+    # Factory results are no detach(): a factory (torch.zeros(2, 2), torch.ones, torch.empty, ...) called while the program is traced returns, through
     # autograd's make_variable, a shallow copy of the tensor the functional mode made, and a shallow copy of a Python
     # tensor dispatches aten.detach: the tracker records the result as a detach() of a tensor the program never saw.
-    # Left so, writes through it were hidden from autograd and `tmp = torch.zeros(2, 2); y = tmp.diagonal();
-    # y.copy_(x); return y` (test_functionalization.py test_copy_, x requiring grad) was refused as "a detach() of an
+    # Left so, writes through it would be hidden from autograd and `tmp = torch.zeros(2, 2); y = tmp.diagonal();
+    # y.copy_(x); return y` (x requiring grad) would be refused as "a detach() of an
     # intermediate written with a value that requires grad". A call given no tensor argument cannot detach one the
     # program holds, so its result's detach record is dropped: the result is a root of its own, as in eager.
 

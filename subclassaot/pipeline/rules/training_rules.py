@@ -95,7 +95,7 @@ def wrapper_update_inputs(
         # See Note [Aliased Subclass Inputs In Training]: a member of an alias group gets its new value only where
         # the program wrote through its own wrapper family (not through an alias autograd does not relate to it),
         # and once per object; not where it wrote only through another member of the family (it shares the
-        # member's version counter: fuzz seed 5000 #2426), whose wrapper-level copy_ rebases their common base.
+        # member's version counter), whose wrapper-level copy_ rebases their common base.
         if any(j in grouped for j in leaves) and (
             not analysis.wrapper_version_bumped[i]
             or _duplicate(layout, i)
@@ -325,8 +325,8 @@ def _check_overlapping_wrapper_writes(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
     """A subclass input whose elements overlap (expand()) that the epilogue writes at the wrapper level (Note
-    [Subclass Inputs Mutated In Training]): its copy_ into the repeated elements raises (fuzz seed 6000 #6885). One
-    written only through another input over its storage (fuzz seed 40000 #5481, #9365) or below autograd (#5857)
+    [Subclass Inputs Mutated In Training]): its copy_ into the repeated elements raises. One
+    written only through another input over its storage or below autograd
     is not written that way."""
     for i in wrapper_update_inputs(layout, analysis, user_fakes):
         t = user_fakes[i]
@@ -700,9 +700,9 @@ def _check_data_swap_after_recorded_write(
 ) -> None:
     """An input that requires grad, written where autograd records it and then given other data by `.data =`:
     eager's history of the write (saved for its backward) and the new data disagree in ways the compiled Function
-    does not reproduce (fuzz seed 1000, program 4451: wrong gradients), so it is refused. For a subclass input, where
-    an assignment changes the wrapper's size (Note [Wrapper Data Assignment]), before or after the write (fuzz seed
-    30, program 2283: the backward raised)."""
+    does not reproduce (wrong gradients), so it is refused. For a subclass input, where
+    an assignment changes the wrapper's size (Note [Wrapper Data Assignment]), before or after the write (the backward
+    would raise)."""
     for i, fake in enumerate(user_fakes):
         muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
         data = analysis.wrapper_data[i]
@@ -730,7 +730,7 @@ def check_overlapping_plain_groups(
             for m in group.members
         )
         if not (group.whole_storage and needs_grad and recorded):
-            continue  # aliased inputs written through a member that does not overlap pass (fuzz seed 2000 #5762)
+            continue  # aliased inputs written through a member that does not overlap pass
         position = {index: t for t, index in enumerate(flat.tensor_indices)}
         for m, (size, stride, offset) in zip(group.members, group.member_meta, strict=True):
             if layout.trees[position[layout.leaves[m].owner]] is not None:

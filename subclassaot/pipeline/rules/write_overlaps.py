@@ -205,7 +205,7 @@ def copy_to_same_data(func: Any, args: tuple[Any, ...], hidden: bool) -> bool:
     wrappers = is_traceable_subclass(dst) and is_traceable_subclass(src)  # (a bool: no narrowing off Tensor)
     if wrappers and not is_functional(dst):
         # A wrapper's data are its inner tensors (a `.data =` can give two wrappers one wrapper storage and metadata
-        # over different inner tensors: fuzz seed 5000 #6911): the same data only where every inner pair is.
+        # over different inner tensors): the same data only where every inner pair is.
         inner_dst, inner_src = flatten_subclass(dst, "dst")[1], flatten_subclass(src, "src")[1]
         return (
             meta_triple(src) == meta_triple(dst)
