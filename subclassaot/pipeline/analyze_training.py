@@ -725,7 +725,7 @@ def check_writes_after_hidden_set(
 ) -> None:
     """Note [Writes With Grad After .data =]."""
     for i, t in enumerate(run.user_tensors):
-        # a tensor subclass input: its wrapper's set_() (test_set__not_allowed on a PairTensor)
+        # a tensor subclass input: its wrapper's set_()
         sets = run.swaps.plain_sets if layout.trees[i] is None else run.swaps.wrapper_sets
         record = sets.get(id(t))
         if not user_fakes[i].requires_grad or record is None or record[1]:
