@@ -101,7 +101,8 @@ class DenseLayout:
     wrapper_families: tuple[int, ...]  # per tensor input (-1 for plain inputs)
     # per tensor input: the first earlier tensor input that is the very same subclass object (f(x, x)), else None
     same_wrapper: tuple[int | None, ...] = ()
-    # per tensor input: the subclass tensor input whose real wrapper is its autograd `._base` (Note [Aliased Subclass Inputs In Training]), else None
+    # per tensor input: the subclass tensor input whose real wrapper is its autograd `._base` (Note [Aliased Subclass
+    # Inputs In Training]), else None
     view_of: tuple[int | None, ...] = ()
     # per tensor input: the real wrapper's own storage size in bytes (None for plain inputs): Note [Wrapper Storage Of
     # A View Input]
@@ -466,7 +467,8 @@ class Analysis:
     grad_factories: tuple[str, ...] = ()
     # the program's reads of autograd state, in call order (Note [Autograd Reads Answer As Eager's])
     autograd_reads: tuple[object, ...] = ()
-    # the program's `._base` / `._is_view()` reads of inputs: (tensor position, what the guards check) (Note [Autograd Reads Answer As Eager's])
+    # the program's `._base` / `._is_view()` reads of inputs: (tensor position, what the guards check) (Note [Autograd
+    # Reads Answer As Eager's])
     base_reads: tuple[tuple[int, int | None], ...] = ()
     # torch functions that ran with grad mode turned back on (torch.enable_grad()) in a run begun under no_grad, on
     # tensors that require grad (Note [Grad Mode At The Call Decides Training])
@@ -503,7 +505,8 @@ class Analysis:
     # per tensor input: a leaf's size when eager made its gradient accumulator, after an in-place view op under
     # no_grad (None: no such read; Note [Leaves Laid Out Anew Under no_grad])
     releaf_sizes: tuple[tuple[int | sympy.Expr, ...] | None, ...] = ()
-    # the run traced a group member with views of it among the others as its group's base (Note [Aliased Inputs In Training]); the joint trace does the same
+    # the run traced a group member with views of it among the others as its group's base (Note [Aliased Inputs In
+    # Training]); the joint trace does the same
     own_base_views: bool = False
     # the program assigned some tensor's `.data` (Note [Layouts Changed Behind Autograd])
     data_assigned: bool = False

@@ -246,7 +246,8 @@ def is_functorch_wrapped(t: object) -> bool:
 
 
 def differentiates_inside_transform(func: object, args: tuple[object, ...], kwargs: dict[str, object]) -> bool:
-    """Is this torch.autograd.grad the one a torch.func transform runs on its own wrapped tensors (Note [Grad Mode At The Call Decides Training])?"""
+    """Is this torch.autograd.grad the one a torch.func transform runs on its own wrapped tensors (Note [Grad Mode At
+    The Call Decides Training])?"""
     if func is not torch.autograd.grad or torch._C._functorch.peek_interpreter_stack() is None:
         return False
     outputs = args[0] if args else kwargs.get("outputs")
@@ -697,9 +698,10 @@ def opaque_guard_values(value: object) -> tuple[object, ...] | None:
 
 
 def dispatches_in_cpp(cls: type) -> bool:
-    """True for DTensor: torch 2.13 dispatches it in C++ (`dispatchDTensorOp`, github.com/pytorch/pytorch/issues/167051) when the dispatcher
-    reaches its Python key; its Python `__torch_dispatch__` only re-calls the op, so calling that from a mode that
-    is on the stack re-enters the mode forever. A mode lets such a class run by answering NotImplemented."""
+    """True for DTensor: torch 2.13 dispatches it in C++ (`dispatchDTensorOp`, github.com/pytorch/pytorch/issues/167051)
+    when the dispatcher reaches its Python key; its Python `__torch_dispatch__` only re-calls the op, so calling that
+    from a mode that is on the stack re-enters the mode forever. A mode lets such a class run by answering
+    NotImplemented."""
     import sys
 
     api = sys.modules.get("torch.distributed.tensor._api")  # not imported: no DTensor can exist

@@ -125,7 +125,8 @@ def analyze(
     own_base_views: bool | None = None,
 ) -> Analysis:
     """`nonleaf_wrappers`: subclass inputs that require grad and are not leaves in eager (the program may mutate
-    them in place); the analysis runs them as clones, which are non-leaves too. `own_base_views`: Note [Aliased Inputs In Training] (None: tried as `with_own_base_views` says)."""
+    them in place); the analysis runs them as clones, which are non-leaves too. `own_base_views`: Note [Aliased Inputs
+    In Training] (None: tried as `with_own_base_views` says)."""
     if own_base_views is None:
         args = (call, flat, layout, dense_fakes, user_fakes, fake_mode, nonleaf_wrappers)
         return with_own_base_views(layout, flat, lambda views: analyze(*args, own_base_views=views))
@@ -879,7 +880,8 @@ def check_gained_grad(
             )
         ):
             # Its writes are copies into the group's synthetic base (Note [Aliased Inputs In Training]), which hands
-            # a grad_fn to the tensor the base views: eager's only where that is the input itself (Note [Inputs That Gain Grad In Training]).
+            # a grad_fn to the tensor the base views: eager's only where that is the input itself (Note [Inputs That
+            # Gain Grad In Training]).
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad, shares storage with another input, "
                 "and the program writes a value that requires grad into it (so in eager it then requires grad); in "

@@ -1,5 +1,6 @@
-"""Stage `analyze`, training facts: how the program used subclass inputs of an alias group (Note [Aliased Subclass Inputs In Training]), outputs set_() under grad (Note [Outputs set_() Under Grad]), and views of
-inputs that run as contiguous clones (`check_overlapping_clones`), subclass inputs that are views of a multi-output op
+"""Stage `analyze`, training facts: how the program used subclass inputs of an alias group (Note [Aliased Subclass
+Inputs In Training]), outputs set_() under grad (Note [Outputs set_() Under Grad]), and views of inputs that run as
+contiguous clones (`check_overlapping_clones`), subclass inputs that are views of a multi-output op
 (`check_multi_output_view_inputs`).
 
 Input: a `FunctionalRun`, the `DenseLayout`, the outputs' `OutputInfo`s. Output: per-input facts for `Analysis`,
@@ -212,8 +213,8 @@ def check_input_view_rebuilt(value: object, info: OutputInfo, run: FunctionalRun
 
 def _view_of_grad_set_intermediate(value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
     """`value` is a chain of views (none of a multi-output op), all taken with grad on, of an intermediate `t` the
-    program set_() with grad on before the first of them, where `t` is no view, no input, and no other output is `t` or a view of it:
-    rebuilt as a view of a fresh tensor set_() under grad (Note [Outputs set_() Under Grad])."""
+    program set_() with grad on before the first of them, where `t` is no view, no input, and no other output is `t` or
+    a view of it: rebuilt as a view of a fresh tensor set_() under grad (Note [Outputs set_() Under Grad])."""
     chain = []
     t = value
     while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:

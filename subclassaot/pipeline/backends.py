@@ -128,7 +128,8 @@ def _with_symbol_inputs(
     inputs: list[torch.Tensor | torch.SymInt | int],
     solved: list[tuple[int, int, int, int]],
 ) -> tuple[torch.fx.GraphModule, list[torch.Tensor | torch.SymInt | int]]:
-    """A copy of `gm` with one leading SymInt placeholder per solved symbol (Note [What A Backend Receives And Returns])."""
+    """A copy of `gm` with one leading SymInt placeholder per solved symbol (Note [What A Backend Receives And
+    Returns])."""
     copied = copy.deepcopy(gm)
     first = next(n for n in copied.graph.nodes if n.op == "placeholder")
     extra: list[torch.Tensor | torch.SymInt | int] = []

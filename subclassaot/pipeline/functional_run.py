@@ -67,7 +67,8 @@ def _note_shared_storage(
     base: torch.Tensor,
     user_tensors: Sequence[torch.Tensor],
 ) -> None:
-    """A storage that two or more distinct inputs share, none of which requires grad (Note [Inputs That Gain Grad In Training])."""
+    """A storage that two or more distinct inputs share, none of which requires grad (Note [Inputs That Gain Grad In
+    Training])."""
     group = layout.groups[item.group]
     input_of = {j: i for i, leaves in enumerate(layout.leaves_of_input) for j in leaves}
     members = [m for m, same in zip(group.members, group.same_as, strict=True) if same is None]
@@ -374,7 +375,8 @@ def _strided_clone(t: torch.Tensor) -> torch.Tensor:
     """A clone (autograd-visible) with the input's strides: eager's later ops see those strides (a size-1 dim's
     stride shows in the strides of results), and clone() makes a non-dense input contiguous. An input with zero
     strides (expand) is a clone of its elements, expanded as the input is: the strides of results of elementwise ops
-    follow the input's zero strides in eager (a contiguous clone transposed gives (1, 2) where eager's `x.transpose(0, 1).add(2)` is (3, 1)). Inputs whose elements overlap otherwise are cloned contiguous."""
+    follow the input's zero strides in eager (a contiguous clone transposed gives (1, 2) where eager's `x.transpose(0,
+    1).add(2)` is (3, 1)). Inputs whose elements overlap otherwise are cloned contiguous."""
     dims: list[object] = [*t.shape, *t.stride()]
     if all(isinstance(s, int) and s >= 0 for s in dims):
         shape, stride = cast(list[int], list(t.shape)), cast(list[int], list(t.stride()))

@@ -266,9 +266,9 @@ def build_guards(
     caller_guarded: Mapping[str, CallerGuarded] | None = None,
     grad_mode: bool | None = None,
 ) -> Guards:
-    """`caller_guarded`: facts the caller guards already, by input path (See Note [Dynamo Captures, The Pipeline Compiles]).
-    `grad_mode`: the grad mode an inference entry was analyzed in (Note [Grad Mode At The Call Decides Training]);
-    None for training entries."""
+    """`caller_guarded`: facts the caller guards already, by input path (See Note [Dynamo Captures, The Pipeline
+    Compiles]). `grad_mode`: the grad mode an inference entry was analyzed in (Note [Grad Mode At The Call Decides
+    Training]); None for training entries."""
     w = _Writer()
     if grad_mode is not None:
         w.expect(
@@ -474,7 +474,8 @@ def _nested_int_guards(w: _Writer) -> None:
 
 def constant_condition(w: _Writer, var: str, value: object) -> str:
     """Guard source that holds when `var` is a value equal to `value`, of the same type. The value is bound as a
-    snapshot: a mutable object changed in place after this compile must not equal itself (Note [What The Guards Compare])."""
+    snapshot: a mutable object changed in place after this compile must not equal itself (Note [What The Guards
+    Compare])."""
     if isinstance(value, torch.nn.Module):  # Note [State The Program Reads Is An Input]: the same module object
         return f"{var} is {w.constant(value)}"
     kind = w.constant(type(value))

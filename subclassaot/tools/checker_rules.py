@@ -46,7 +46,8 @@ class RuleSkipped(Exception):
 
 
 class CheckerError(Exception):
-    """The checker's own code failed on this class: no verdict about the class (Note [Checker Rules And Whose Failure])."""
+    """The checker's own code failed on this class: no verdict about the class (Note [Checker Rules And Whose
+    Failure])."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -101,7 +102,8 @@ def _first_line(e: BaseException) -> str:
 
 
 def dims_text(dims: tuple[int | torch.SymInt, ...] | torch.Size) -> tuple[int | str, ...]:
-    """Sizes or strides as compared by the checker: a nested int by structure, `c*j` (Note [Checker Rules And Whose Failure])."""
+    """Sizes or strides as compared by the checker: a nested int by structure, `c*j` (Note [Checker Rules And Whose
+    Failure])."""
     out: list[int | str] = []
     for d in dims:
         coeff = nested_coeff(d)

@@ -1,5 +1,6 @@
 """Fuzz regressions (helper bwdshape): eager's backward fails its size check ("returned an invalid gradient ...
-expected shape compatible with") after an input's layout changed behind autograd, where ours ran (Note [Leaves Laid Out Anew Under no_grad], Note [Layouts Changed Behind Autograd])."""
+expected shape compatible with") after an input's layout changed behind autograd, where ours ran (Note [Leaves Laid Out
+Anew Under no_grad], Note [Layouts Changed Behind Autograd])."""
 
 from __future__ import annotations
 

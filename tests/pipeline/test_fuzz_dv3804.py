@@ -1,5 +1,6 @@
 """Fuzz regressions about outputs that alias an input set_() (or `.data =`-assigned) to an empty tensor the program
-computed, whose eager strides are the kernel's (Note [Inputs Set To Computed Tensors], Note [Fresh Subclass Output Strides]); each program is a shrunk fuzz program or a variant of one (seed and index in the test's name)."""
+computed, whose eager strides are the kernel's (Note [Inputs Set To Computed Tensors], Note [Fresh Subclass Output
+Strides]); each program is a shrunk fuzz program or a variant of one (seed and index in the test's name)."""
 
 from __future__ import annotations
 

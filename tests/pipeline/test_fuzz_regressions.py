@@ -1466,8 +1466,8 @@ def test_view_of_earlier_output_resized_after(compile_fn: CompileFn | None) -> N
 
 @pytest.mark.parametrize("kind", ["plain", "pair"])
 def test_inplace_read_of_written_memory_refused(kind: str, compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 24, program 562 (Note [Writes Through Overlapping Memory]): the broadcast operand views memory the op writes;
-    # eager reads values its own element writes changed, the functional graph read the old ones (wrong values).
+    # Fuzz seed 24, program 562 (Note [Writes Through Overlapping Memory]): the broadcast operand views memory the op
+    # writes; eager reads values its own element writes changed, the functional graph read the old ones (wrong values).
     def f(x0: T) -> object:
         t0 = x0[:, :, 0:2:2]
         x0.add_(t0)

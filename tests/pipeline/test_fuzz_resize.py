@@ -361,7 +361,8 @@ def test_regrown_input_with_grad_elsewhere_matches_eager(
     "make", [lambda: (torch.randn(4), leaf(4)), lambda: (torch.randn(4), nonleaf(4))], ids=["leaf", "nonleaf"]
 )
 def test_regrown_input_written_with_grad(f: Callable[..., object], make: Make, compile_fn: CompileFn | None) -> None:
-    # the input regrown within its storage is traced over its whole storage (Note [resize_ Of Tensors And Storages]), where a write with grad into it is refused in training; under no_grad it runs
+    # the input regrown within its storage is traced over its whole storage (Note [resize_ Of Tensors And Storages]),
+    # where a write with grad into it is refused in training; under no_grad it runs
     with torch.enable_grad():
         assert_refused(f, make, compile_fn, "writes a value that requires grad into it")
     with torch.no_grad():

@@ -1,4 +1,5 @@
-"""Fuzz regressions (helper set43): plain views set_() under no_grad and then used with grad (Note [Stale View Functions]), dev seed 43000 #4392 and variants."""
+"""Fuzz regressions (helper set43): plain views set_() under no_grad and then used with grad (Note [Stale View
+Functions]), dev seed 43000 #4392 and variants."""
 
 from __future__ import annotations
 

@@ -5,9 +5,11 @@ that an in-place view op changed after they were taken.
   partitioned graph; a write to t0 then kept the input's offset, and so did the output views of t0 (Note [Clones Of
   Inputs At An Offset]; seed 40000 #5854).
 - `x.mul_(0.5); t0 = x.select(2, 0); t0.t_(); return t0` with a PairTensor x: t0 was replayed before the epilogue's
-  write to x, whose bump left its grad_fn stale, regenerated without the t_() (Note [No-Grad Views Made After The Bump]; seed 40000 #7249).
+  write to x, whose bump left its grad_fn stale, regenerated without the t_() (Note [No-Grad Views Made After The Bump];
+  seed 40000 #7249).
 - A plain input x2 and a view of it x1 (both inputs), x2 written with a PairTensor operand: x1's gradient is a
-  PairTensor in eager; the group was traced from its synthetic base, whose CopySlices made it plain (Note [Aliased Inputs In Training]; seed 11000 #6100, whose test is in test_fuzz_gradtype.py).
+  PairTensor in eager; the group was traced from its synthetic base, whose CopySlices made it plain (Note [Aliased
+  Inputs In Training]; seed 11000 #6100, whose test is in test_fuzz_gradtype.py).
 """
 
 from __future__ import annotations

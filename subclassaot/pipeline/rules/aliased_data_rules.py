@@ -21,7 +21,8 @@ def data_assignments_allowed(
     grad_free: Callable[[int], bool],
     leaf: Callable[[DenseIndex], bool],
 ) -> bool:
-    """Every changed member (`meta`) changed by `.data =` alone, as Note [Metadata Changes Of Aliased Inputs In Training] allows."""
+    """Every changed member (`meta`) changed by `.data =` alone, as Note [Metadata Changes Of Aliased Inputs In
+    Training] allows."""
 
     def alone(m: DenseIndex) -> bool:
         return all(grad_free(input_of(o)) for o in members if input_of(o) != input_of(m))

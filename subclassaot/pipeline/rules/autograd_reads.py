@@ -107,8 +107,8 @@ def is_base_read(func: Any) -> bool:
 
 
 def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[], object]) -> object:
-    """The answer of `args[0]._base` or `args[0]._is_view()` (Note [Autograd Reads Answer As Eager's]); `call()` gives the
-    run's own."""
+    """The answer of `args[0]._base` or `args[0]._is_view()` (Note [Autograd Reads Answer As Eager's]); `call()` gives
+    the run's own."""
     out = call()
     t = args[0] if args else None
     if not isinstance(t, torch.Tensor):

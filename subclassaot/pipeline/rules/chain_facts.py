@@ -84,8 +84,8 @@ def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> 
 
 def viewed_after_grad_set(value: torch.Tensor, run: FunctionalRun) -> bool:
     """A view taken (through its chain) of a subclass wrapper or a plain tensor, not an input, the program had set_()
-    with grad enabled: its history goes through that set_ too. (An input's set_ under grad is repeated by the epilogue, and views of it replay after: Note [set_
-    Under Grad].)"""
+    with grad enabled: its history goes through that set_ too. (An input's set_ under grad is repeated by the epilogue,
+    and views of it replay after: Note [set_ Under Grad].)"""
     inputs = {id(u) for u in run.user_tensors}
     t = value
     while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:

@@ -87,8 +87,8 @@ def check_assigned_view(
 def apart_from_leaves(t: torch.Tensor, taken: int, run: FunctionalRun) -> bool:
     """Subclass input `t` was set_() after `taken` (a view's seq), then assigned `.data =` metadata unlike its dense
     leaves' (Note [Wrapper Data Assignment]): a view chain replayed on `t` as it ends starts from those leaves, not
-    from the layout the view was taken of, even where the wrapper's metadata are that layout again (`t0 = x2.detach(); x2.set_(x1);
-    x2.data = t0`)."""
+    from the layout the view was taken of, even where the wrapper's metadata are that layout again (`t0 = x2.detach();
+    x2.set_(x1); x2.data = t0`)."""
     assigned, moved = run.swaps.wrapper_data.get(id(t)), run.swaps.wrapper_sets.get(id(t))
     if not assigned or moved is None or not taken < moved[0] < assigned[-1].seq:
         return False

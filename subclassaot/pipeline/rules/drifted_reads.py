@@ -2,7 +2,8 @@
 
 Input: an op of the program about to run on FunctionalTensors inside the functional run. Output: the op run on its
 arguments, where a read argument's current functional value has other strides than the tensor (the wrapper, whose
-metadata is eager's) read through a strided copy of eager's layout (`call_with_eager_layouts`, Note [Eager's Layouts Under Functionalization]).
+metadata is eager's) read through a strided copy of eager's layout (`call_with_eager_layouts`, Note [Eager's Layouts
+Under Functionalization]).
 """
 
 from __future__ import annotations

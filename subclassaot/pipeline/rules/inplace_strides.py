@@ -1,8 +1,8 @@
 """In-place ops and views whose strides under functionalization and fake tensors are eager's.
 
 Input: an op called on a FunctionalTensor inside the functional run. Output: the op applied so that the tensor keeps
-its strides (`apply_keeping_strides`, Note [Eager's Layouts Under Functionalization]) or so that a view gets eager's strides
-(`view_with_eager_strides`, Note [Eager's Layouts Under Functionalization]), or None where the op needs no help.
+its strides (`apply_keeping_strides`, Note [Eager's Layouts Under Functionalization]) or so that a view gets eager's
+strides (`view_with_eager_strides`, Note [Eager's Layouts Under Functionalization]), or None where the op needs no help.
 """
 
 from __future__ import annotations
@@ -84,8 +84,9 @@ def _layout_decided(x: torch.Tensor) -> bool:
 
 
 def apply_keeping_strides(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
-    """Note [Eager's Layouts Under Functionalization]: run in-place `func` on FunctionalTensor args[0] traced as a copy into it where its
-    layout leaves the out-of-place result's strides open; None where the caller should run `func` as usual."""
+    """Note [Eager's Layouts Under Functionalization]: run in-place `func` on FunctionalTensor args[0] traced as a copy
+    into it where its layout leaves the out-of-place result's strides open; None where the caller should run `func` as
+    usual."""
     if not args or not isinstance(args[0], torch.Tensor) or not is_functional(args[0]):
         return None
     x = args[0]
@@ -105,8 +106,8 @@ _MEMORY_ORDER_FILLS = frozenset(
 
 
 def fill_in_memory_order(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
-    """Note [Eager's Layouts Under Functionalization]: in-place random fill `func` of FunctionalTensor args[0] traced as a
-    contiguous fill in x's memory order; None where the caller should run `func` as usual."""
+    """Note [Eager's Layouts Under Functionalization]: in-place random fill `func` of FunctionalTensor args[0] traced as
+    a contiguous fill in x's memory order; None where the caller should run `func` as usual."""
     if not isinstance(func, torch._ops.OpOverload) or func.overloadpacket.__name__ not in _MEMORY_ORDER_FILLS:
         return None
     if not args or not isinstance(args[0], torch.Tensor) or not is_functional(args[0]):
@@ -161,8 +162,8 @@ def eager_view_strides(old_shape: list[int], old_stride: list[int], new_shape: l
 
 
 def view_with_eager_strides(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
-    """Note [Eager's Layouts Under Functionalization]: `view` of FunctionalTensor args[0] as an as_strided with eager's strides
-    where the fake kernel would choose others; None where the caller should run `func` as usual."""
+    """Note [Eager's Layouts Under Functionalization]: `view` of FunctionalTensor args[0] as an as_strided with eager's
+    strides where the fake kernel would choose others; None where the caller should run `func` as usual."""
     if func is not torch.ops.aten.view.default or kwargs or len(args) != 2 or not is_functional(args[0]):
         return None
     x, shape = args[0], args[1]

@@ -56,10 +56,11 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         ),
         None,
     )
-    # Spurious data mutations of subclass leaves: functionalization reports a data mutation for in-place view ops on views of a subclass's inner tensors; with
-    # no op that moves data into this leaf's storage, no set_() or growth, no `.data` alias and no swap in the whole
-    # program, there is none (copying the values back with grad would make autograd regenerate views taken of the
-    # input, losing their t_(): a wrong gradient, where only another input was written).
+    # Spurious data mutations of subclass leaves: functionalization reports a data mutation for in-place view ops on
+    # views of a subclass's inner tensors; with no op that moves data into this leaf's storage, no set_() or growth, no
+    # `.data` alias and no swap in the whole program, there is none (copying the values back with grad would make
+    # autograd regenerate views taken of the input, losing their t_(): a wrong gradient, where only another input was
+    # written).
     data = has_data_mutation(orig) and not (
         _in_subclass(i, layout)
         and not run.swaps.moved_by_swap

@@ -100,8 +100,9 @@ class _EagerHistory(torch.autograd.Function):
 
 
 def _stand_in(record: SwapRecord, t: torch.Tensor, written: bool, recorded: bool) -> torch.Tensor | None:
-    """The tensor read (or `written` in place) in `t`'s place with grad (Note [Stale View Functions]), or None. `recorded`: autograd records the call on `t` whether or not it requires grad (an in-place op on
-    it with an operand that does)."""
+    """The tensor read (or `written` in place) in `t`'s place with grad (Note [Stale View Functions]), or None.
+    `recorded`: autograd records the call on `t` whether or not it requires grad (an in-place op on it with an operand
+    that does)."""
     if not (t.requires_grad or recorded) or not _stale(record, t):
         return None
     base = t._base

@@ -27,7 +27,8 @@ def clone_synthetic_base(
     layout: DenseLayout, flat: FlatInputs, k: int, value: torch.Tensor, views: bool
 ) -> tuple[torch.Tensor, dict[DenseIndex, torch.Tensor]]:
     """The clone of synthetic base placeholder `k` (functional `value`) the program runs on, and where the group's
-    members are made from the clone of their member rather than from it, those members (Note [Aliased Inputs In Training]; `views`: also where the other members are views of that one)."""
+    members are made from the clone of their member rather than from it, those members (Note [Aliased Inputs In
+    Training]; `views`: also where the other members are views of that one)."""
     item = layout.graph_inputs[k]
     assert isinstance(item, AliasGroupRef), "BUG: not a synthetic base"
     group = layout.groups[item.group]
@@ -79,7 +80,8 @@ def own_base_member(layout: DenseLayout, flat: FlatInputs, group: AliasGroup, vi
 
 
 class _StorageMoved(Exception):
-    """The program moved a tensor to another storage in a run with Analysis.own_base_views (Note [Aliased Inputs In Training]): analyzed again from the base."""
+    """The program moved a tensor to another storage in a run with Analysis.own_base_views (Note [Aliased Inputs In
+    Training]): analyzed again from the base."""
 
 
 def check_own_base_run(swaps: SwapRecord, views: bool) -> None:

@@ -46,7 +46,8 @@ def check_wrapper_storage_set(record: SwapRecord, storage: object) -> None:
 
 
 def note_traced_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], out: object) -> None:
-    """After a call of the program: note the storage `untyped_storage()` gave for a traced tensor (Note [resize_ Of Tensors And Storages])."""
+    """After a call of the program: note the storage `untyped_storage()` gave for a traced tensor (Note [resize_ Of
+    Tensors And Storages])."""
     if func is torch.Tensor.untyped_storage and args and isinstance(out, torch.UntypedStorage):
         if is_functional(args[0]) or is_traceable_subclass(args[0]):
             key = StorageWeakRef(out)  # type: ignore[no-untyped-call]  # untyped in torch

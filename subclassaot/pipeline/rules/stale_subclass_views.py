@@ -3,7 +3,8 @@ then rebuilds from view functions that miss that op, where the replayed output k
 and a subclass view of an input or another output that only a fresh base could rebuild.
 
 Input: the analysis's output infos and the eager objects they describe, the run. Output: nothing, or
-UnsupportedError. Invariants: pure reads of the run's records (Note [Stale View Functions], Note [Subclass Views Of Intermediates In Training]).
+UnsupportedError. Invariants: pure reads of the run's records (Note [Stale View Functions], Note [Subclass Views Of
+Intermediates In Training]).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence
         if info.function_view is not None or any(leaf.source is LeafSource.INPUT_ALIAS for leaf in info.leaves):
             continue
         if _view_op_aliases(value, run):
-            continue  # a set_() up the chain moved the data, not the view op (Note [Subclass Views Of Intermediates In Training])
+            # a set_() up the chain moved the data, not the view op (Note [Subclass Views Of Intermediates In Training])
+            continue
         root = run.swaps.view_root(value, through_swaps=True)
         base = root if id(root) in named else value._base
         if base is not None and id(base) in named and not _shares_inner_storage(value, base):

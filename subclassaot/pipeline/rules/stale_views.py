@@ -156,7 +156,8 @@ def _replays_the_same(view: ViewRecord, source: torch.Tensor) -> bool:
 
 
 def _replay_fails(view: ViewRecord, source: torch.Tensor) -> bool:
-    """Does the view op raise, replayed on `source` as it is now (t() of a tensor set_() to 3-d)? False where that is not decidable here."""
+    """Does the view op raise, replayed on `source` as it is now (t() of a tensor set_() to 3-d)? False where that is
+    not decidable here."""
     now = _concrete_layout(view, source)
     if now is None:
         return False
@@ -340,7 +341,8 @@ def _dims(layout: tuple[object, ...]) -> tuple[object, ...] | None:
 @contextlib.contextmanager
 def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[None]:
     """Note [Stale View Functions]: an op of the program that fails where it reads, with grad, a view whose view
-    function is stale: autograd rebuilt the view's history by that function, and the replay raised, where eager's as_strided() does not."""
+    function is stale: autograd rebuilt the view's history by that function, and the replay raised, where eager's
+    as_strided() does not."""
     try:
         yield
     except (SubclassAOTError, DataDependentError):

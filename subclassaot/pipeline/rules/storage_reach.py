@@ -123,8 +123,9 @@ def strided_call_args(
     record: SwapRecord, x: torch.Tensor, source: torch.Tensor, rest: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """`x.as_strided(*rest, **kwargs)` as an as_strided of `source` (x, or its view chain's root: Note [as_strided
-    On Inputs]): an offset the program gave moved into functionalization's frame (Note [Offsets After A Write]); none given, x's own, which eager takes (the root's would be another). Either is an absolute offset
-    (Note [Offsets After A Write])."""
+    On Inputs]): an offset the program gave moved into functionalization's frame (Note [Offsets After A Write]); none
+    given, x's own, which eager takes (the root's would be another). Either is an absolute offset (Note [Offsets After A
+    Write])."""
     if kwargs.get("storage_offset") is not None:
         note_absolute_view(record, source)
         return rest, {**kwargs, "storage_offset": functional_frame_offset(record, source, kwargs["storage_offset"])}
@@ -295,16 +296,17 @@ def writes_self(func: Any) -> bool:
     )
 
 
-# set_ under grad into shared storage (Note [Inputs That Gain Grad In Training]): `v.set_(w)` with grad on, w requiring grad and v not, v (a view of) an input that shares storage with other inputs,
-# none of which requires grad (v not a `.data` or detach() alias): eager's autograd records the set_ as an in-place
-# op on a view, so it rebases the view's base on it (CopySlices), and every other alias of that base then requires
-# grad with a history whose backward raises; an alias that is itself a view even fails its next in-place op, unless
-# its grad_fn was read first. The trace holds the inputs as views of a synthetic base that
-# stands for no real tensor, so which of them eager makes require grad, and how, is not something it can reproduce:
-# a plain input ended a leaf view that autograd refused to write, and a subclass input's values computed after the
-# set_ lost the gradient requirement (a wrong result). Refused, naming the inputs that share the storage. The other
-# way round (a write with grad through one input first), the histories of the others are read after each op with
-# grad (`refresh_shared_histories`), so that their next in-place op does not take them for leaves.
+# set_ under grad into shared storage (Note [Inputs That Gain Grad In Training]): `v.set_(w)` with grad on, w requiring
+# grad and v not, v (a view of) an input that shares storage with other inputs, none of which requires grad (v not a
+# `.data` or detach() alias): eager's autograd records the set_ as an in-place op on a view, so it rebases the view's
+# base on it (CopySlices), and every other alias of that base then requires grad with a history whose backward raises;
+# an alias that is itself a view even fails its next in-place op, unless its grad_fn was read first. The trace holds the
+# inputs as views of a synthetic base that stands for no real tensor, so which of them eager makes require grad, and
+# how, is not something it can reproduce: a plain input ended a leaf view that autograd refused to write, and a subclass
+# input's values computed after the set_ lost the gradient requirement (a wrong result). Refused, naming the inputs that
+# share the storage. The other way round (a write with grad through one input first), the histories of the others are
+# read after each op with grad (`refresh_shared_histories`), so that their next in-place op does not take them for
+# leaves.
 
 
 def refresh_shared_histories(record: SwapRecord) -> None:
@@ -321,7 +323,8 @@ def refresh_shared_histories(record: SwapRecord) -> None:
 
 
 def check_shared_grad_set(record: SwapRecord, args: tuple[Any, ...], leaves: Sequence[torch.Tensor]) -> None:
-    """Refuse a set_() under grad into a storage inputs share (see above); `leaves`: the set_ target's dense tensors (itself, if plain)."""
+    """Refuse a set_() under grad into a storage inputs share (see above); `leaves`: the set_ target's dense tensors
+    (itself, if plain)."""
     target, source = args[0], args[1] if len(args) > 1 else None
     if not torch.is_grad_enabled() or target.requires_grad or id(target) in record.hidden:
         return  # (`.data` and detach() aliases are no views autograd rebases)
@@ -339,12 +342,12 @@ def check_shared_grad_set(record: SwapRecord, args: tuple[Any, ...], leaves: Seq
             )
 
 
-# Members of a subclass family that gained grad (Note [Inputs That Gain Grad In Training]): subclass inputs that are views of one wrapper (x1 and x2 = x1.select(0, -1)), none requiring grad, are each their
-# own wrapper in the trace (Note [Aliased Subclass Inputs In Training]). A write with grad into one (x1.copy_(x0), x0
-# requiring grad) makes it require grad, in eager as here; eager's other members, autograd views of it, then require
-# grad too, but the trace's do not, so what the program computes from them after the write (x2 * 2) would come out
-# without eager's history. Refused; a member only written or changed before
-# the write, or returned as it is, is supported.
+# Members of a subclass family that gained grad (Note [Inputs That Gain Grad In Training]): subclass inputs that are
+# views of one wrapper (x1 and x2 = x1.select(0, -1)), none requiring grad, are each their own wrapper in the trace
+# (Note [Aliased Subclass Inputs In Training]). A write with grad into one (x1.copy_(x0), x0 requiring grad) makes it
+# require grad, in eager as here; eager's other members, autograd views of it, then require grad too, but the trace's do
+# not, so what the program computes from them after the write (x2 * 2) would come out without eager's history. Refused;
+# a member only written or changed before the write, or returned as it is, is supported.
 
 
 def check_gained_family_member(record: SwapRecord, args: tuple[Any, ...]) -> None:

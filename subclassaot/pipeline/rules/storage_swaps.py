@@ -779,7 +779,8 @@ class _DataMode(TorchFunctionMode):
         if self.record.shared_members and torch.is_grad_enabled():
             refresh_shared_histories(self.record)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
-            _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch; Note [Writes Through Overlapping Memory]
+            # See Note [Writes Through Overlapping Memory]
+            _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch
         if func is torch.Tensor.contiguous and args and out is args[0]:
             if id(out) in self.record.copy_on_contiguous and len(args) == 1 and not kwargs:
                 return out.clone(memory_format=torch.contiguous_format)

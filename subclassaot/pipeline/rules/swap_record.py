@@ -52,7 +52,8 @@ class ViewRecord:
     seq: int  # when it happened, among view and in-place view ops
     # a subclass source's dense leaves' size, stride, offset at the time (Note [Wrapper Data Assignment])
     source_leaves: tuple[RawMeta, ...] | None = None
-    # made inside a subclass's __torch_dispatch__, below autograd: eager gives it no `._base` (Note [Autograd Sees The Wrapper])
+    # made inside a subclass's __torch_dispatch__, below autograd: eager gives it no `._base` (Note [Autograd Sees The
+    # Wrapper])
     below_autograd: bool = False
 
 
@@ -97,7 +98,8 @@ class SwapRecord:
     autograd_reads: list[object] = field(default_factory=list)
     replayed_reads: tuple[object, ...] | None = None
     replay_cursor: int = 0
-    # id() of inputs (as the run passes them) that require grad in eager -> the real input (Note [Autograd Reads Answer As Eager's])
+    # id() of inputs (as the run passes them) that require grad in eager -> the real input (Note [Autograd Reads Answer
+    # As Eager's])
     eager_inputs: dict[int, torch.Tensor] = field(default_factory=dict)
     # id() of every tensor input (as the run passes it) -> (its tensor position, the real input); the run's inputs by
     # position; the program's `._base` / `._is_view()` reads of inputs: (position, position of the input that is its
@@ -105,7 +107,8 @@ class SwapRecord:
     input_positions: dict[int, tuple[int, torch.Tensor]] = field(default_factory=dict)
     run_inputs: list[torch.Tensor] = field(default_factory=list)
     base_reads: list[tuple[int, int | None]] = field(default_factory=list)
-    # storages untyped_storage() gave for tensor subclass wrappers -> the subclass's name (Note [Autograd Sees The Wrapper])
+    # storages untyped_storage() gave for tensor subclass wrappers -> the subclass's name (Note [Autograd Sees The
+    # Wrapper])
     wrapper_storages: dict[object, str] = field(default_factory=dict)
     # storages untyped_storage() gave for the run's tensors -> the paths of the inputs over them (empty: a tensor made
     # inside the program) (Note [resize_ Of Tensors And Storages])
@@ -151,7 +154,8 @@ class SwapRecord:
     # had given them another size (Note [Subclass Inputs Mutated In Training])
     wrapper_first_sets: dict[int, tuple[int, tuple[Any, ...]]] = field(default_factory=dict)
     set_resized: set[int] = field(default_factory=set)
-    # id() of a wrapper in set_resized -> seq of the later set_() that gave it its first size back (Note [Subclass Inputs Mutated In Training])
+    # id() of a wrapper in set_resized -> seq of the later set_() that gave it its first size back (Note [Subclass
+    # Inputs Mutated In Training])
     set_restored: dict[int, int] = field(default_factory=dict)
     read_after_set: set[int] = field(default_factory=set)
     plain_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # the same for plain tensors' set_()
@@ -165,7 +169,8 @@ class SwapRecord:
     # in-place view op under no_grad made leaves again -> their size at the first read with grad after (None: none yet)
     releafable: set[int] = field(default_factory=set)
     releafed: dict[int, tuple[Any, ...] | None] = field(default_factory=dict)
-    # ... those an op with grad read before such an op, whose accumulator eager may keep (Note [Leaves Laid Out Anew Under no_grad])
+    # ... those an op with grad read before such an op, whose accumulator eager may keep (Note [Leaves Laid Out Anew
+    # Under no_grad])
     layout_kept: set[int] = field(default_factory=set)
     # Note [Stale View Functions], by id(): view inputs that require grad -> (the layout their
     # traced history expects, is a subclass); subclass views an in-place view op with grad gave another layout; those
@@ -222,7 +227,8 @@ class SwapRecord:
     absolute_frames: dict[object, list[int | torch.SymInt]] = field(default_factory=dict)
     # storage key of an input's dense leaf (its clone's, where it runs as one) -> the paths of the inputs over it
     input_paths: dict[object, tuple[str, ...]] = field(default_factory=dict)
-    # storage key of a synthetic base that two or more distinct inputs share -> their paths (Note [Inputs That Gain Grad In Training])
+    # storage key of a synthetic base that two or more distinct inputs share -> their paths (Note [Inputs That Gain Grad
+    # In Training])
     shared_storages: dict[object, tuple[str, ...]] = field(default_factory=dict)
     # ... and the plain inputs over it, views of the base in the trace (`refresh_shared_histories`)
     shared_members: dict[object, tuple[torch.Tensor, ...]] = field(default_factory=dict)
@@ -366,12 +372,12 @@ class SwapRecord:
         self.family[id(out)] = id(out)
         self.hidden.discard(id(out))
 
-    # Factory results are no detach(): a factory (torch.zeros(2, 2), torch.ones, torch.empty, ...) called while the program is traced returns, through
-    # autograd's make_variable, a shallow copy of the tensor the functional mode made, and a shallow copy of a Python
-    # tensor dispatches aten.detach: the tracker records the result as a detach() of a tensor the program never saw.
-    # Left so, writes through it would be hidden from autograd and `tmp = torch.zeros(2, 2); y = tmp.diagonal();
-    # y.copy_(x); return y` (x requiring grad) would be refused as "a detach() of an
-    # intermediate written with a value that requires grad". A call given no tensor argument cannot detach one the
+    # Factory results are no detach(): a factory (torch.zeros(2, 2), torch.ones, torch.empty, ...) called while the
+    # program is traced returns, through autograd's make_variable, a shallow copy of the tensor the functional mode
+    # made, and a shallow copy of a Python tensor dispatches aten.detach: the tracker records the result as a detach()
+    # of a tensor the program never saw. Left so, writes through it would be hidden from autograd and `tmp =
+    # torch.zeros(2, 2); y = tmp.diagonal(); y.copy_(x); return y` (x requiring grad) would be refused as "a detach() of
+    # an intermediate written with a value that requires grad". A call given no tensor argument cannot detach one the
     # program holds, so its result's detach record is dropped: the result is a root of its own, as in eager.
 
     def family_of(self, t: torch.Tensor) -> int:
@@ -513,7 +519,8 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
 
 
 def bump_family_wrappers(record: SwapRecord, written: torch.Tensor) -> None:
-    """Advance the version counters of the inputs of `written`'s wrapper family (Note [Aliased Subclass Inputs In Training])."""
+    """Advance the version counters of the inputs of `written`'s wrapper family (Note [Aliased Subclass Inputs In
+    Training])."""
     for member in record.family_wrappers.get(record.family_of(written), ()):
         if member is not written:
             set_version(member, get_version(member) + 1)

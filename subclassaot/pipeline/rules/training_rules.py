@@ -138,7 +138,8 @@ def duplicate_wrappers(layout: DenseLayout) -> frozenset[int]:
 def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation], alone: bool) -> bool:
     """The input's metadata changes are in-place view ops the epilogue replays, and its writes all happened where
     autograd records them (`.data` ones are refused: Note [Subclass Inputs Mutated In Training]); so did the view
-    ops, unless the input requires grad and is in no alias group (`alone`: Note [Subclass Inputs Mutated In Training])."""
+    ops, unless the input requires grad and is in no alias group (`alone`: Note [Subclass Inputs Mutated In
+    Training])."""
     steps = analysis.inplace_replay[i]
     visible = all(m.autograd_visible and not m.hidden_from_autograd for m in muts if m.data)
     return bool(steps) and visible and (alone or all(step.grad_enabled for step in steps))
@@ -242,7 +243,8 @@ def _unsupported_group_change(
     """The member whose change makes the group unsupported in training (Note [Metadata Changes Of Aliased Inputs
     In Training]), if any. `input_of`: the tensor input a member belongs to; `plain`: no member is a subclass's;
     `grad_free`: the tensor input requires grad neither before nor after the call; `leaf`: the member's tensor input
-    is an autograd leaf; `set_by_grad`: a subclass input set_() under grad (Note [Subclass Inputs Mutated In Training]); `member_meta`: each member's layout as it came."""
+    is an autograd leaf; `set_by_grad`: a subclass input set_() under grad (Note [Subclass Inputs Mutated In Training]);
+    `member_meta`: each member's layout as it came."""
     muts = [(m, analysis.mutations[m]) for m in members]
     if not plain:  # See Note [Subclass Inputs Mutated In Training]
         muts = [(m, mut) for m, mut in muts if not set_by_grad(input_of(m))]
@@ -411,7 +413,8 @@ def check_training_supported(
 
 
 def _set_under_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
-    """Subclass inputs set_() with grad enabled (Note [Subclass Inputs Mutated In Training], Note [Subclass Inputs Mutated In Training])."""
+    """Subclass inputs set_() with grad enabled (Note [Subclass Inputs Mutated In Training], Note [Subclass Inputs
+    Mutated In Training])."""
     return tuple(i for i in range(len(layout.trees)) if _set_under_grad(layout, analysis, i))
 
 
@@ -427,7 +430,8 @@ def _set_under_grad(layout: DenseLayout, analysis: Analysis, i: int) -> bool:
 
 def _hidden_change_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
     """Subclass inputs, not autograd leaves, whose layout the program changes by in-place view ops the epilogue
-    replays, and whose values it writes only where autograd does not record it (Note [Subclass Inputs Mutated In Training])."""
+    replays, and whose values it writes only where autograd does not record it (Note [Subclass Inputs Mutated In
+    Training])."""
     grouped = {m for g in layout.groups for m in g.members}
     out = []
     for i, tree in enumerate(layout.trees):
@@ -544,7 +548,8 @@ def _check_aliased_subclass_group(
 
 
 def _writer_of(layout: DenseLayout, analysis: Analysis, group: AliasGroup) -> int | None:
-    """The one tensor input the program writes the group through, where Note [Aliased Subclass Inputs In Training] applies; else None."""
+    """The one tensor input the program writes the group through, where Note [Aliased Subclass Inputs In Training]
+    applies; else None."""
     if not analysis.wrapper_first_write:
         return None
     input_of = {j: t for t, leaves in enumerate(layout.leaves_of_input) for j in leaves}

@@ -640,7 +640,8 @@ def last_bump(t: torch.Tensor, run: FunctionalRun) -> int:
         return run.swaps.last_bump.get(storage_key(t), 0)
     family = run.swaps.family_of(t)
     keys = {storage_key(u) for u in run.user_tensors if is_traceable_subclass(u) and run.swaps.family_of(u) == family}
-    # also by a wrapper-level write through another member of its alias group (Note [Aliased Subclass Inputs In Training])
+    # also by a wrapper-level write through another member of its alias group (Note [Aliased Subclass Inputs In
+    # Training])
     wrapper_bumps = [run.swaps.wrapper_bumps.get(storage_key(leaf), 0) for leaf in flatten_subclass(t, "input")[1]]
     return max([run.swaps.last_bump.get(key, 0) for key in keys | {storage_key(t)}] + wrapper_bumps)
 
