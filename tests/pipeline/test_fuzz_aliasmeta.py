@@ -1,5 +1,5 @@
 """Fuzz follow-ups: alias groups in training whose members' metadata the program changes (Note [Metadata Changes Of
-Aliased Inputs In Training], Note [Metadata Changes Of Aliased Inputs In Training])."""
+Aliased Inputs In Training])."""
 
 from __future__ import annotations
 

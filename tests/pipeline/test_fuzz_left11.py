@@ -1,7 +1,6 @@
 """Fuzz regressions (helper left11, session 13): gaps left open since session 11.
 
-- in-program reads of is_leaf / requires_grad / grad_fn after writes (Note [Autograd Reads Answer As Eager's],
-  Note [Autograd Reads Answer As Eager's]);
+- in-program reads of is_leaf / requires_grad / grad_fn after writes (Note [Autograd Reads Answer As Eager's]);
 - set_() onto an input's own storage (Note [Storage Swaps By Rebinding], Note [Autograd Sees The Wrapper]);
 - `._base` / `._is_view()` of inputs (Note [Autograd Reads Answer As Eager's]).
 

@@ -2,7 +2,7 @@
 
 set_() of a PairTensor onto a plain tensor: eager's wrapper then shares the plain tensor's storage with its own inner
 tensors (Note [Wrappers set_() To A Plain Tensor]); set_() back to the size it had, and set_() under dynamic shapes
-(Note [Subclass Inputs Mutated In Training], Note [Subclass Inputs Mutated In Training]); an inner tensor of an input
+(Note [Subclass Inputs Mutated In Training]); an inner tensor of an input
 that requires grad written directly (Note [Subclass Inputs Mutated In Training]); set_() under no_grad
 onto another input, then a write with grad (refused: Note [Writes With Grad After .data =]).
 """

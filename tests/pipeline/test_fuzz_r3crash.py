@@ -1,7 +1,6 @@
 """Fuzz regressions of helper r3crash: a view op replayed on a layout other than the one the program took it on
 (after t_(), unsqueeze_(), set_() or `.data =`), which crashed the functional run (fuzz seed 8000 #4353, #6029,
-#6268, #6485). Each is refused, naming the input and the rule (Note [Stale View Functions], Note [Stale View
-#Functions])."""
+#6268, #6485). Each is refused, naming the input and the rule (Note [Stale View Functions])."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Writes to overlapping views of one tensor subclass base in training (fuzz seed 7000; Note [Aliased Subclass Inputs In
-Training], Note [Aliased Subclass Inputs In Training])."""
+Training])."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ and inputs that one wrote and marked dirty.
 Input: the output's value in the functional run, its path, the run's records, the user inputs by id().
 Output: for a tensor subclass output, the `Replay` (source INPUT) that the compiled autograd.Function applies to the
 real input inside its forward; otherwise nothing, or an UnsupportedError naming the output or input and the rule
-(Note [Inputs Returned By A Custom Function], Note [Inputs Returned By A Custom Function]).
+(Note [Inputs Returned By A Custom Function]).
 Invariants: pure reads of the run's records.
 """
 

@@ -70,7 +70,7 @@ def inner_written_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, 
 
 
 def refuse_leaves_resized_under_no_grad(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
-    """Note [Leaves Laid Out Anew Under no_grad], Note [Leaves Laid Out Anew Under no_grad];
+    """Note [Leaves Laid Out Anew Under no_grad];
     for `.data =`, Note [Accumulators Kept Through .data =]."""
     for i, (tree, index) in enumerate(zip(layout.trees, flat.tensor_indices, strict=True)):
         real = flat.values[index]

@@ -413,8 +413,7 @@ def check_training_supported(
 
 
 def _set_under_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
-    """Subclass inputs set_() with grad enabled (Note [Subclass Inputs Mutated In Training], Note [Subclass Inputs
-    Mutated In Training])."""
+    """Subclass inputs set_() with grad enabled (Note [Subclass Inputs Mutated In Training])."""
     return tuple(i for i in range(len(layout.trees)) if _set_under_grad(layout, analysis, i))
 
 

@@ -599,7 +599,7 @@ def _no_grad_tail(
 ) -> int:
     """How many of the last steps of `value`'s chain from input `t` are views the program took under no_grad (or,
     `with_grad`, in either grad mode) after `t`'s last version bump, with no in-place view op on what they made
-    (Note [No-Grad Views Made After The Bump], Note [No-Grad Views Made After The Bump])."""
+    (Note [No-Grad Views Made After The Bump])."""
     bump = last_bump(t, run)
     count, u = 0, value
     while count < total - 1 and (record := run.swaps.views.get(id(u))) is not None:
