@@ -1109,7 +1109,7 @@ def test_uniform_write_through_expand(
 
 def test_uniform_write_through_expand_recorded_by_autograd_raises_in_backward(compile_fn: CompileFn | None) -> None:
     # Eager's backward of a fill_ through an expand that autograd recorded raises; so does the compiled one (Note
-    # [Uniform Writes Through Expand]).
+    # [Writes Through Overlapping Memory]).
     with torch.enable_grad():
         assert_matches_eager(_fill_expanded_unsqueeze, lambda: (nonleaf(4, 1),), compile_fn=compile_fn)
 
@@ -1991,7 +1991,7 @@ def test_set_under_grad_output_beside_another_grad_output(compile_fn: CompileFn 
 def test_overlapping_subclass_view_written_base_returned(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 2000, program 1096 (refused before; wrong gradients with the refusal lifted alone: the base got a
     # wrapper update of its own that replaced the write's history). Only the member written gets an update (Note
-    # [Overlapping Subclass Members Written Through One]).
+    # [Aliased Subclass Inputs In Training]).
     def f(x0: T, x1: T) -> object:
         x0.mul_(2.0)
         return (x1,)
@@ -2038,7 +2038,8 @@ def test_overlapping_subclass_unbind_member_viewed_before_write(compile_fn: Comp
 
 def test_overlapping_subclass_member_saved_before_write(compile_fn: CompileFn | None) -> None:
     # mul saves x0 for its backward; eager's backward then fails its version check, and the trace's does too (Note
-    # [Saved Members Of A Written Wrapper Family]); the probe of eager's backward shows it raises before any gradient, so the deferred error is exact (Note [Probing Eager's Backward]).
+    # [Aliased Subclass Inputs In Training]); the probe of eager's backward shows it raises before any gradient, so the
+    # deferred error is exact (Note [Probing Eager's Backward]).
     def f(x0: T, x1: T) -> object:
         y = x0 * x0
         x1.mul_(2.0)

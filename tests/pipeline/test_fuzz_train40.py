@@ -2,8 +2,8 @@
 that an in-place view op changed after they were taken.
 
 - `t0 = x.clone()` of an input at an offset (an empty `b[2:2:2]`, or `b[1:]`) read the input itself in the
-  partitioned graph; a write to t0 then kept the input's offset, and so did the output views of t0 (Note [Clones Of
-  Inputs At An Offset]; seed 40000 #5854).
+  partitioned graph; a write to t0 then kept the input's offset, and so did the output views of t0 (partition.py, clones
+  of inputs at an offset; seed 40000 #5854).
 - `x.mul_(0.5); t0 = x.select(2, 0); t0.t_(); return t0` with a PairTensor x: t0 was replayed before the epilogue's
   write to x, whose bump left its grad_fn stale, regenerated without the t_() (Note [No-Grad Views Made After The Bump];
   seed 40000 #7249).

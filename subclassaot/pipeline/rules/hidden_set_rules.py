@@ -56,8 +56,8 @@ def _hidden_swap(m: LeafMutation) -> bool:
 
 
 def inner_written_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
-    """Subclass inputs whose inner tensors the program wrote directly, and nothing else (Note
-    [Inner Tensors Of A Subclass Input Written Directly])."""
+    """Subclass inputs whose inner tensors the program wrote directly, and nothing else (Note [Subclass Inputs Mutated
+    In Training])."""
     out = []
     for i, muts in _lone_subclass_inputs(layout, analysis):
         if analysis.wrapper_version_bumped[i] or analysis.inplace_replay[i]:

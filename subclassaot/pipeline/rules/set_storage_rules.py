@@ -63,7 +63,7 @@ def check_storage_resize(record: SwapRecord, storage: torch.UntypedStorage) -> N
 
 def check_storage_bytes_resize(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
     """Refuse inductor::resize_storage_bytes_ (what Dynamo captures a storage resize_ as) of a traced tensor (Note
-    [Storage resize_ Inside The Program])."""
+    [resize_ Of Tensors And Storages])."""
     if func is torch.ops.inductor.resize_storage_bytes_.default and isinstance(args[0], torch.Tensor):
         key = StorageWeakRef(args[0].untyped_storage())  # type: ignore[no-untyped-call]  # untyped in torch
         _refuse_storage_resize(record.input_paths.get(key, ()))

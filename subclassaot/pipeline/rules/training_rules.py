@@ -595,7 +595,7 @@ def _traced_as_view(layout: DenseLayout, t: int, writer: int) -> bool:
 
 def _read_only_member(layout: DenseLayout, analysis: Analysis, group: AliasGroup, i: int) -> bool:
     """Tensor input `i` is a member of `group` other than its one writer, in a group whose members overlap (Note
-    [Overlapping Subclass Members Written Through One])."""
+    [Aliased Subclass Inputs In Training])."""
     writer = _writer_of(layout, analysis, group)
     if writer is None or writer == i or (layout.same_wrapper and layout.same_wrapper[i] == writer):
         return False
@@ -724,8 +724,8 @@ def check_overlapping_plain_groups(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
     """A plain input whose elements overlap (an expand()) is traced over its whole storage when written (Note
-    [Writes Below An Expanded Input]); in training, autograd's gradient of such a view (as_strided onto repeated
-    elements) raises in the backward where eager's expand backward does not: refused when a write is recorded."""
+    [as_strided On Inputs]); in training, autograd's gradient of such a view (as_strided onto repeated elements) raises
+    in the backward where eager's expand backward does not: refused when a write is recorded."""
     for group in layout.groups:
         owners = {layout.leaves[m].owner for m in group.members}
         needs_grad = any(fake.requires_grad for t, fake in enumerate(user_fakes) if flat.tensor_indices[t] in owners)
