@@ -785,7 +785,7 @@ float32_matmul_precision: Callable[[], str] = torch._C._get_float32_matmul_preci
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Storage resize_ (Note [resize_ Of Tensors And Storages])
+# Storage resize_ (refused: set_storage_rules.check_storage_resize)
 # ---------------------------------------------------------------------------------------------------------------
 
 # `UntypedStorage.resize_` is a C method that dispatches nothing, so no mode sees it. It is wrapped once, for the

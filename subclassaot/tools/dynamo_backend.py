@@ -359,8 +359,9 @@ def _policies_and_guards(
     reals: Sequence[object], sources: Sequence[str | None], kept: Sequence[int], dynamic_sources: frozenset[str]
 ) -> tuple[dict[str, Policy], dict[str, CallerGuarded]]:
     """Per kept tensor input, by its path in our pipeline: a policy with the dims Dynamo made symbols for dynamic and
-    every other dim static, and what Dynamo guards of it (Note [Dynamo Captures, The Pipeline Compiles]). Read from Dynamo's sources and the real inputs, not from Dynamo's fakes: its
-    trace mutates those (a set_() in the program leaves the placeholder's fake with the new shape)."""
+    every other dim static, and what Dynamo guards of it (Note [Dynamo Captures, The Pipeline Compiles]). Read from
+    Dynamo's sources and the real inputs, not from Dynamo's fakes: its trace mutates those (a set_() in the program
+    leaves the placeholder's fake with the new shape)."""
     policies: dict[str, Policy] = {}
     guarded: dict[str, CallerGuarded] = {}
     for slot, position in enumerate(kept):

@@ -1,5 +1,5 @@
-"""Fuzz follow-ups: alias groups in training whose members' metadata the program changes (Note [Metadata Changes Of
-Aliased Inputs In Training])."""
+"""Fuzz follow-ups: alias groups in training whose members' metadata the program changes (Note [Aliased Inputs In
+Training])."""
 
 from __future__ import annotations
 
@@ -227,7 +227,7 @@ def test_aliased_subclass_leaf_changed_under_no_grad_is_refused(compile_fn: Comp
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Metadata Changes Of Aliased Inputs In Training]
+# See Note [Aliased Inputs In Training]
 
 
 @pytest.mark.parametrize("before", [False, True])

@@ -1,5 +1,5 @@
-"""Fuzz follow-ups: layout changes (t_, unsqueeze_, ...) of aliased inputs in training (Note [Metadata Changes Of
-Aliased Inputs In Training], Note [Stale View Functions], Note [Subclass Inputs Passed Twice In Training])."""
+"""Fuzz follow-ups: layout changes (t_, unsqueeze_, ...) of aliased inputs in training (Note [Aliased Inputs In
+Training], Note [Stale View Functions], Note [Subclass Inputs Passed Twice In Training])."""
 
 from __future__ import annotations
 

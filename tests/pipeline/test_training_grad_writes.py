@@ -1,6 +1,6 @@
 """Training programs that write or set_() a value requiring grad into an input that does not require grad (Note
 [Inputs That Gain Grad In Training]), and alias groups whose members are set_() elsewhere or change their metadata
-without returning a tensor (Note [Metadata Changes Of Aliased Inputs In Training]), through the parity oracle;
+without returning a tensor (Note [Aliased Inputs In Training]), through the parity oracle;
 plain and PairTensor inputs, with grad enabled and under no_grad, and with a later backward through the inputs."""
 
 from __future__ import annotations

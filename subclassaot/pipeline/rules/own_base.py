@@ -22,6 +22,21 @@ from subclassaot.schemas import AliasGroup, AliasGroupRef, DenseIndex, DenseLayo
 
 _T = TypeVar("_T")
 
+# Plain inputs traced as their own base (Note [Aliased Inputs In Training]). Plain inputs that share storage are
+# traced as views of their group's synthetic base, which training clones. A write to a member then goes through
+# autograd's CopySlices on that clone, whose backward gives the write's gradient the type of the base's incoming
+# gradient (Note [Writes To Plain View Inputs Make Plain Gradients]), where eager's write on a member that is no view
+# (f(x, x)) is recorded on x itself: `x.mul_(pair)` sends x MulBackward's PairTensor gradient. So where a plain member
+# that requires grad is no view, its elements are the base's exactly (offset 0, dense strides), and every member is
+# that one object, the trace runs it as a clone of the base's elements in its own layout and the base as a flat view
+# of that clone; the runtime's base is an as_strided view of x, through which the base's gradient reaches x with its
+# type. The member requires grad and so is a leaf (never a view) or guarded on being no view (guards.py). Where the
+# other members are views of x (x and x.t()), they run as views of the clone, as eager's are views of x (guarded:
+# `own_base_guards`). That changes their `._base` in the run, so the analysis traces a group so only where the
+# program then moves no tensor to another storage (set_(), `.data =`, a growing resize_()) and no rule refuses it,
+# else it runs again from the base (`with_own_base_views`); the joint trace does as the analysis did
+# (Analysis.own_base_views).
+
 
 def clone_synthetic_base(
     layout: DenseLayout, flat: FlatInputs, k: int, value: torch.Tensor, views: bool

@@ -21,34 +21,9 @@ from subclassaot.torch_internals import has_view_chain, storage_key
 if TYPE_CHECKING:
     from subclassaot.pipeline.rules.swap_record import SwapRecord
 
-# Note [resize_ Of Tensors And Storages]
-# Eager's `x.resize_(size)` gives x `size` with contiguous strides (or the memory format asked for) at its offset,
-# growing its storage where the new size needs more, and bumps x's version only where the size changes. resize_as_(x, y,
-# memory_format) is x.resize_(y.shape) followed by a restride to the memory format (preserve_format: the one y
-# suggests), so the mode runs it as that resize_ and every rule of resize_ applies to it (handed to functionalization as
-# it comes, it would be a data write of the old storage, whose write-back raises).
-# A resize_ that grows the storage rebinds x to a grown storage (Note [Storage Swaps By Rebinding]). One that does not
-# is recorded by functionalization as a view of the tensor as it is: an as_strided() of its current value, written back
-# by an as_strided_scatter() into that value. Where the tensor had been made smaller before (x.resize_(0) ...
-# x.resize_(n), FSDP's pattern), or is a view of a larger tensor (x[:2].resize_(4)), the new size covers storage
-# elements its current value does not hold: the forward reads them from the real storage, but a write back scatters into
-# a value too small for them and is lost. Functionalization also ignores resize_'s memory format. Both take a tensor on
-# an input's storage to the synthetic-base trace (Note [as_strided On Inputs]), where the mode rebinds it to an
-# as_strided() view of the base over the whole storage; elsewhere (an intermediate) they are refused precisely. A tensor
-# no view op or earlier resize_ changed holds its whole storage, as the new size needs. Symbolic sizes are decided by
-# their hints, without a guard.
-# Storage resize_ inside the program: `t.untyped_storage().resize_(n)` (FSDP2 frees a parameter's storage with
-# resize_(0) after use and re-allocates it before the next) changes the bytes of a storage, not a tensor: every tensor
-# on it keeps its metadata, and reads past the new end are out of bounds until it grows back, its grown bytes undefined
-# until written. The storage method dispatches nothing, and the epilogue replays data and metadata writes, not a
-# storage's byte count, so a storage resize_ of any tensor the program traces is refused before torch's method runs,
-# naming the input whose storage it is (torch_internals wraps UntypedStorage.resize_ so that this check runs on the
-# thread that runs the program); Dynamo's inductor::resize_storage_bytes_ is refused where it dispatches. Fix: resize
-# the storage outside the compiled function, as FSDP2's hooks do with torch.compile.
-
 
 def as_resize(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Note [resize_ Of Tensors And Storages]: the arguments of the resize_ a resize_as_(args, kwargs) is."""
+    """Note [Storage Swaps By Rebinding]: the arguments of the resize_ a resize_as_(args, kwargs) is."""
     x, template = args[0], args[1]
     memory_format = args[2] if len(args) > 2 else kwargs.get("memory_format")
     if memory_format is torch.preserve_format:
@@ -68,7 +43,7 @@ def resize_strides(size: list[Any], memory_format: torch.memory_format | None) -
 
 
 def _hint(v: Any) -> Any:
-    """A symbolic size by its hint, no guard added (Note [resize_ Of Tensors And Storages]: where sizes are
+    """A symbolic size by its hint, no guard added (Note [Storage Swaps By Rebinding]: where sizes are
     symbolic, the rule is decided for the sizes of the inputs compiled for)."""
     return optimization_hint(v) if isinstance(v, torch.SymInt) else v
 
@@ -76,7 +51,7 @@ def _hint(v: Any) -> Any:
 def check_resize_within_storage(
     record: SwapRecord, x: torch.Tensor, size: list[Any], memory_format: torch.memory_format | None
 ) -> None:
-    """Note [resize_ Of Tensors And Storages], for a resize_ of FunctionalTensor x that does not grow its
+    """Note [Storage Swaps By Rebinding], for a resize_ of FunctionalTensor x that does not grow its
     storage and is not on a synthetic base."""
     restrides = memory_format not in (None, torch.contiguous_format)
     if not restrides and not has_view_chain(x):

@@ -46,16 +46,24 @@ def check_wrapper_storage_set(record: SwapRecord, storage: object) -> None:
 
 
 def note_traced_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], out: object) -> None:
-    """After a call of the program: note the storage `untyped_storage()` gave for a traced tensor (Note [resize_ Of
-    Tensors And Storages])."""
+    """After a call of the program: note the storage `untyped_storage()` gave for a traced tensor (Note [Storage Swaps
+    By Rebinding])."""
     if func is torch.Tensor.untyped_storage and args and isinstance(out, torch.UntypedStorage):
         if is_functional(args[0]) or is_traceable_subclass(args[0]):
             key = StorageWeakRef(out)  # type: ignore[no-untyped-call]  # untyped in torch
             record.traced_storages[key] = record.input_paths.get(key, ())
 
 
+# Storage resize_ inside the program: `t.untyped_storage().resize_(n)` (FSDP2 frees a parameter's storage with
+# resize_(0) after use and re-allocates it before the next) changes the bytes of a storage, not a tensor: every tensor
+# on it keeps its metadata, and reads past the new end are out of bounds until it grows back, its grown bytes undefined
+# until written. The storage method dispatches nothing, and the epilogue replays data and metadata writes, not a
+# storage's byte count, so a storage resize_ of any tensor the program traces is refused before torch's method runs,
+# naming the input whose storage it is (torch_internals wraps UntypedStorage.resize_ so that this check runs on the
+# thread that runs the program); Dynamo's inductor::resize_storage_bytes_ is refused where it dispatches. Fix: resize
+# the storage outside the compiled function, as FSDP2's hooks do with torch.compile.
 def check_storage_resize(record: SwapRecord, storage: torch.UntypedStorage) -> None:
-    """Refuse `resize_` of the storage of a tensor the program traces (Note [resize_ Of Tensors And Storages])."""
+    """Refuse `resize_` of the storage of a tensor the program traces (see the comment above)."""
     paths = record.traced_storages.get(StorageWeakRef(storage))  # type: ignore[no-untyped-call]  # untyped in torch
     if paths is not None:
         _refuse_storage_resize(paths)
@@ -63,7 +71,7 @@ def check_storage_resize(record: SwapRecord, storage: torch.UntypedStorage) -> N
 
 def check_storage_bytes_resize(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
     """Refuse inductor::resize_storage_bytes_ (what Dynamo captures a storage resize_ as) of a traced tensor (Note
-    [resize_ Of Tensors And Storages])."""
+    [Storage Swaps By Rebinding])."""
     if func is torch.ops.inductor.resize_storage_bytes_.default and isinstance(args[0], torch.Tensor):
         key = StorageWeakRef(args[0].untyped_storage())  # type: ignore[no-untyped-call]  # untyped in torch
         _refuse_storage_resize(record.input_paths.get(key, ()))

@@ -120,14 +120,25 @@ from subclassaot.torch_internals import (
 # of src taken before is not stale by it. `x.set_(x.untyped_storage())` makes x the whole storage, 1-D at offset 0.
 # `x.data = y` is the same swap hidden from autograd and from the version counter; it never dispatches. A `.data` (or
 # detach()) alias has a version counter of its own, and writes through it, or through views of it, are hidden from
-# autograd.
+# autograd. `x.resize_(size)` gives x `size` with contiguous strides (or the memory format asked for) at its offset,
+# growing its storage where the new size needs more, and bumps x's version only where the size changes; resize_as_(x, y)
+# is x.resize_(y.shape) followed by a restride to the memory format asked (preserve_format: the one y suggests), and
+# runs as that resize_.
 # Functionalization implements `x.set_(src)` by replacing x's value and then freezing x's old storage: any later write
 # through a view taken before the set_ raises "cannot mutate tensors with frozen storage" (and torch.compile gets such
 # programs wrong). So a dispatch mode above functionalization handles set_ by *rebinding* the FunctionalTensor x to a
 # functional alias of src (its inner wrapper replaced, its own storage and metadata pointed at src's): later writes
 # through x reach src, and writes through old views reach the old storage, which stays live. `.data = y` is the same
-# rebinding, seen through a torch-function mode; `.data` reads are tracked so that writes through them count as hidden
-# from autograd, which functionalization does not record for us.
+# rebinding, seen through a torch-function mode, and so is a resize_ that grows the storage; `.data` reads are tracked
+# so that writes through them count as hidden from autograd, which functionalization does not record for us.
+# A resize_ that does not grow the storage is recorded by functionalization as a view of the tensor as it is: an
+# as_strided() of its current value, written back by an as_strided_scatter() into that value. Where the tensor had been
+# made smaller before (x.resize_(0) ... x.resize_(n), FSDP's pattern), or is a view of a larger tensor
+# (x[:2].resize_(4)), the new size covers storage elements its current value does not hold, and a write back is lost;
+# functionalization also ignores resize_'s memory format. Both take a tensor on an input's storage to the synthetic-base
+# trace (Note [as_strided On Inputs]), where the mode rebinds it to an as_strided() view of the base over the whole
+# storage; elsewhere they are refused precisely. Symbolic sizes are decided by their hints, without a guard. A resize_
+# of a storage itself (`t.untyped_storage().resize_(n)`) is refused (set_storage_rules.py).
 # The swap record names tensors by id(). A freed object's address goes to the next object of its size, so a key that
 # outlived its tensor would hand its facts to a later output or view, a wrong result that depends on the allocator: the
 # record keeps alive every tensor the modes see (`pin`), so while it lives an id() names one object. Its other keys are
@@ -165,8 +176,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         return out
 
     def _dispatch(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        check_storage_bytes_resize(self.record, func, args)  # Note [resize_ Of Tensors And Storages]
-        if func is torch.ops.aten.resize_as_.default:  # Note [resize_ Of Tensors And Storages]
+        check_storage_bytes_resize(self.record, func, args)  # Note [Storage Swaps By Rebinding]
+        if func is torch.ops.aten.resize_as_.default:  # Note [Storage Swaps By Rebinding]
             func, (args, kwargs) = torch.ops.aten.resize_.default, as_resize(args, kwargs)
         if self.depth == 0:
             if self.record.absolute_frames:
@@ -762,7 +773,7 @@ class _DataMode(TorchFunctionMode):
         self.record.forget_factory_detach(out, args, kwargs)  # factory results are no detach()
         note_detach(self.record, func, args)  # Note [Autograd Reads Answer As Eager's]
         note_wrapper_storage(self.record, func, args, out)  # Note [Autograd Sees The Wrapper]
-        note_traced_storage(self.record, func, args, out)  # Note [resize_ Of Tensors And Storages]
+        note_traced_storage(self.record, func, args, out)  # Note [Storage Swaps By Rebinding]
         # Note [Plain Views Assigned .data After A Write]
         note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
         note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]
@@ -844,6 +855,6 @@ _AUTOGRAD_CALLS = frozenset(
 @contextlib.contextmanager
 def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
     """Enter both modes (above an active FunctionalTensorMode)."""
-    check = functools.partial(check_storage_resize, record)  # Note [resize_ Of Tensors And Storages]
+    check = functools.partial(check_storage_resize, record)  # Note [Storage Swaps By Rebinding]
     with _DataMode(record), _SwapDispatchMode(record, known), storage_resize_checked(check):
         yield

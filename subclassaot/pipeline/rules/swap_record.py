@@ -111,7 +111,7 @@ class SwapRecord:
     # Wrapper])
     wrapper_storages: dict[object, str] = field(default_factory=dict)
     # storages untyped_storage() gave for the run's tensors -> the paths of the inputs over them (empty: a tensor made
-    # inside the program) (Note [resize_ Of Tensors And Storages])
+    # inside the program) (Note [Storage Swaps By Rebinding])
     traced_storages: dict[object, tuple[str, ...]] = field(default_factory=dict)
     # grad mode when the run began; torch functions that ran with grad mode turned back on inside a run begun
     # without it, on tensors that require grad (Note [Grad Mode At The Call Decides Training])

@@ -151,18 +151,35 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation],
 # autograd), passes it to the compiled autograd.Function, and the backward returns the gradient with respect to it,
 # which autograd carries back through the as_strided to the real tensors behind the members, the way eager's gradients
 # reach them through both aliases. A mutation of a member is a copy into that base, which autograd records as well.
-# Subclass members: see Note [Aliased Subclass Inputs In Training].
-# Plain inputs traced as their own base: a write to a member goes through autograd's CopySlices on the base's clone,
-# whose backward gives the write's gradient the type of the base's incoming gradient (Note [Writes To Plain View Inputs
-# Make Plain Gradients]), where eager's write on a member that is no view (f(x, x)) is recorded on x itself
-# (`x.mul_(pair)` sends x MulBackward's PairTensor gradient). So where a plain member that requires grad is no view, its
-# elements are the base's exactly (offset 0, dense strides), and the other members are that one object or views of it (x
-# and x.t()), the trace runs it as a clone of the base's elements in its own layout, the base as a flat view of that
-# clone and the other members as views of the clone, as eager's are views of x (guarded: `own_base_guards`). The
-# runtime's base is an as_strided view of x, through which the base's gradient reaches x with its type. That changes the
-# members' `._base` in the run, so the analysis traces a group so only where the program then moves no tensor to another
-# storage (set_(), `.data =`, a growing resize_()) and no rule refuses it, else it runs again from the base
-# (`with_own_base_views`); the joint trace does as the analysis did (Analysis.own_base_views).
+# Where a plain member that requires grad is no view and the other members are it or views of it (f(x, x), x and x.t()),
+# the group is traced from that member instead, so that writes are recorded on it as eager records them on x
+# (own_base.py). Subclass members: see Note [Aliased Subclass Inputs In Training].
+# Metadata changes. A member whose metadata the program changes in place (a.t_()) is traced as an in-place view op on a
+# view of the synthetic base, and the epilogue replays it on the real member. Autograd rebuilds the history of a traced
+# view of the base from a view function that misses in-place view ops (Note [Stale View Functions]), so the question is
+# whether anyone reads such a rebuilt history:
+# - Layout changes by in-place view ops alone (t_, unsqueeze_, transpose_, as_strided_): where no stale rebuilt history
+#   is read (recorded per storage: `Analysis.stale_view_reads`), every traced member's history is eager's op for op, and
+#   the epilogue replays the new layouts on the real members. Refused where a stale history is read, and where a
+#   member's input is an autograd leaf given another size by such ops under no_grad alone (eager makes its accumulator
+#   at the new size, ours sums the gradient down to the base's old one).
+# - With no tensor output, the Function's only differentiable outputs are the input updates, whose gradient reaches the
+#   base through the epilogue's copy into it, never through the traced views: nothing is refused for metadata.
+# - Grad-free members (a `detach()` beside the input that requires grad, requiring grad neither before nor after the
+#   call) have no history to read: autograd records nothing on them, and no gradient of the Function flows through them.
+#   Their metadata changes do not count.
+# - Data assignments to aliased inputs: a member, not an autograd leaf, whose layout changes only by `.data =` (its last
+#   storage swap) keeps the history it came with in eager; the epilogue's as_strided_ below autograd gives it the new
+#   layout. A leaf keeps the refusal where another input of the group needs grad; a leaf whose group's other inputs are
+#   grad-free is the only history there and follows the same path. A set_() under no_grad in place of the assignment
+#   keeps the refusal.
+# - A set_() to another storage (x.set_(y), y not a view of the base) takes the member out of the group: its metadata do
+#   not count, the swap is replayed on the real member like any storage swap (with `x.set_(x)` under grad where eager
+#   records it: Note [set_ Under Grad]), and the updates of its new storage get no gradient. Nor does the metadata of a
+#   member set_() under grad to a view of the base count: eager's backward through it raises, and ours too (Note
+#   [Backward Errors Are Deferred]).
+# Groups with a subclass member keep the refusals of set_() and of metadata changes, except as Note [Aliased Subclass
+# Inputs In Training] says.
 
 
 def grad_bases(layout: DenseLayout, user_fakes: Sequence[torch.Tensor]) -> tuple[int, ...]:
@@ -200,36 +217,6 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
     return tuple(out)
 
 
-# Note [Metadata Changes Of Aliased Inputs In Training]
-# A member of an alias group whose metadata the program changes in place (a.t_()) is traced as an in-place view op on a
-# view of the synthetic base, and the epilogue replays it on the real member. Autograd rebuilds the history of a traced
-# view of the base from a view function that misses in-place view ops (Note [Stale View Functions]), so the question is
-# whether anyone reads such a rebuilt history:
-# - Layout changes by in-place view ops alone (t_, unsqueeze_, transpose_, as_strided_; plain members): where no stale
-#   rebuilt history is read (recorded per storage: `Analysis.stale_view_reads`), every traced member's history is
-#   eager's op for op (a grad-enabled in-place view op records its own node; members written before or never changed
-#   rebuild theirs exactly), and the epilogue replays the new layouts on the real members. Refused only where a stale
-#   history is read, and where a member's input is an autograd leaf given another size by such ops under no_grad alone
-#   (eager makes its accumulator at the new size, ours sums the gradient down to the base's old one).
-# - With no tensor output, the Function's only differentiable outputs are the input updates, whose gradient reaches the
-#   base through the epilogue's copy into it, never through the traced views: nothing is refused for metadata.
-# - Grad-free members: a plain member whose tensor input requires grad neither before nor after the call (a `detach()`
-#   beside the input that requires grad) has no history to read: autograd records nothing on it, and no gradient of the
-#   Function flows through it. Its metadata changes do not count, whatever the other members do.
-# - Data assignments to aliased inputs: a plain member, not an autograd leaf, whose layout changes only by `.data =`
-#   (its last storage swap) keeps the history it came with in eager; the epilogue's as_strided_ below autograd gives it
-#   the new layout, as for any member. A leaf keeps the refusal where another input of the group needs grad (eager's
-#   backward runs through the leaf's new layout); a leaf whose group's other inputs are grad-free is the only history
-#   there and follows the same path. A set_() under no_grad in place of the assignment keeps the refusal.
-# - Set_() to another storage (x.set_(y), y not a view of the base) takes the member out of the group: its metadata do
-#   not count, the swap is replayed on the real member like any storage swap (with `x.set_(x)` under grad where eager
-#   records it: Note [set_ Under Grad]), and the updates of its new storage get no gradient. Nor does the metadata of a
-#   member set_() under grad to a view of the base count: eager's backward through it raises, and ours too (Note
-#   [Backward Errors Are Deferred]).
-# Groups with a subclass member keep the refusals of set_() and of metadata changes, except as Note [Aliased Subclass
-# Inputs In Training] says.
-
-
 def _unsupported_group_change(
     members: Sequence[DenseIndex],
     analysis: Analysis,
@@ -240,11 +227,11 @@ def _unsupported_group_change(
     set_by_grad: Callable[[int], bool],
     member_meta: Sequence[Meta],
 ) -> DenseIndex | None:
-    """The member whose change makes the group unsupported in training (Note [Metadata Changes Of Aliased Inputs
-    In Training]), if any. `input_of`: the tensor input a member belongs to; `plain`: no member is a subclass's;
-    `grad_free`: the tensor input requires grad neither before nor after the call; `leaf`: the member's tensor input
-    is an autograd leaf; `set_by_grad`: a subclass input set_() under grad (Note [Subclass Inputs Mutated In Training]);
-    `member_meta`: each member's layout as it came."""
+    """The member whose change makes the group unsupported in training (Note [Aliased Inputs In Training]), if any.
+    `input_of`: the tensor input a member belongs to; `plain`: no member is a subclass's; `grad_free`: the tensor input
+    requires grad neither before nor after the call; `leaf`: the member's tensor input is an autograd leaf;
+    `set_by_grad`: a subclass input set_() under grad (Note [Subclass Inputs Mutated In Training]); `member_meta`: each
+    member's layout as it came."""
     muts = [(m, analysis.mutations[m]) for m in members]
     if not plain:  # See Note [Subclass Inputs Mutated In Training]
         muts = [(m, mut) for m, mut in muts if not set_by_grad(input_of(m))]
@@ -260,13 +247,13 @@ def _unsupported_group_change(
     # A member set_() elsewhere left the group; one set_() under grad has a backward that raises anyway.
     meta = [m for m, mut in muts if mut.metadata and not (plain and (mut.storage_changed or mut.set_under_grad))]
     if plain and all(grad_free(input_of(m)) for m in meta):
-        return None  # no history reads their layout (Note [Metadata Changes Of Aliased Inputs In Training])
+        return None  # no history reads their layout (Note [Aliased Inputs In Training])
     if not meta or (plain and not _returns_tensors(analysis)):
         return None
     if plain and data_assignments_allowed(meta, members, analysis, input_of, grad_free, leaf):
-        return None  # See Note [Metadata Changes Of Aliased Inputs In Training]
+        return None  # See Note [Aliased Inputs In Training]
     if plain and not any(analysis.mutations[m].swapped for m in meta):
-        # Note [Metadata Changes Of Aliased Inputs In Training]
+        # Note [Aliased Inputs In Training]
         stale = [m for m in members if analysis.stale_view_reads and analysis.stale_view_reads[m]]
         sizes = dict(zip(members, (mm[0] for mm in member_meta), strict=True))
         hidden = [
