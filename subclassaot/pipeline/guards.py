@@ -266,7 +266,7 @@ def build_guards(
     caller_guarded: Mapping[str, CallerGuarded] | None = None,
     grad_mode: bool | None = None,
 ) -> Guards:
-    """`caller_guarded`: facts the caller guards already, by input path (See Note [Dynamo Captures, The Pipeline
+    """`caller_guarded`: facts the caller guards already, by input path (Note [Dynamo Captures, The Pipeline
     Compiles]). `grad_mode`: the grad mode an inference entry was analyzed in (Note [Grad Mode At The Call Decides
     Training]); None for training entries."""
     w = _Writer()
