@@ -176,7 +176,7 @@ class Relation:
     """`target == source * scale // divisor + offset`: the target dim is an expression of the source dim's symbol.
 
     Equality, affine (`offsets.size(0) == size(0) + 1`), product (`size(0) == local.size(0) * world`) and floor
-    division are all this one form; the target gets no symbol of its own (see Note [Relations Are Expressions]).
+    division are all this one form; the target gets no symbol of its own (see Note [Fakify Through The Symbol Cache]).
     """
 
     target: DimRef

@@ -106,11 +106,11 @@ class CompiledFunction(Generic[P, R]):
         self._reasons: list[str] = []
         self._lock = threading.RLock()
         self._is_module = isinstance(fn, torch.nn.Module)
-        self._captures = capture_refs(fn)  # See Note [Captured Tensors Are Inputs]
+        self._captures = capture_refs(fn)  # See Note [State The Program Reads Is An Input]
         self._state = AutomaticDynamicState()
         self._symbols = SymbolCache()
         # The name and docstring, not the function's `__dict__`: its attributes must not clobber ours (a module
-        # is wrapped by CompiledModule instead: Note [A Compiled Module Is The Module]).
+        # is wrapped by CompiledModule instead: see its docstring).
         functools.update_wrapper(self, fn, updated=())
 
     @property
@@ -223,22 +223,19 @@ class CompiledFunction(Generic[P, R]):
         return cast(R, entry.run(values, bound))
 
 
-# Note [A Compiled Module Is The Module]
-# `subclassaot.compile(module)` returns an nn.Module that IS the module for everything but calling it: it shares the
-# module's `__dict__` (parameters, buffers, submodules, hooks, `training`, and plain attributes such as a Hugging
-# Face `config`), so `state_dict()`, `parameters()`, `train()`/`eval()`, `.to()`, `load_state_dict`, attribute reads
-# and writes, and nesting it in a parent module act on the module itself, with the module's own names (no
-# `_orig_mod.` prefix). What the module's class defines beyond nn.Module (methods, properties) is read off the
-# module. The compiled object's own state (its cache, config, the module itself) lives in slots, outside that
-# `__dict__`, so no module attribute can shadow it and nothing of ours leaks into the module; a deepcopy or pickle
-# copies the module and compiles the copy afresh. Calling it, or its `forward`, runs the compiled program; the
-# cache's facts are `compile_count`, `recompile_reasons`, `entries` and `compile_config` (`config` is the module's
-# own attribute, if it has one).
-
-
 class CompiledModule(torch.nn.Module, Generic[M]):
-    """A compiled nn.Module: the module itself, except that calling it runs the compiled program (Note [A
-    Compiled Module Is The Module])."""
+    """A compiled nn.Module: the module itself, except that calling it runs the compiled program.
+
+    It shares the module's `__dict__` (parameters, buffers, submodules, hooks, `training`, and plain attributes such
+    as a Hugging Face `config`), so `state_dict()`, `parameters()`, `train()`/`eval()`, `.to()`, `load_state_dict`,
+    attribute reads and writes, and nesting it in a parent module act on the module itself, with the module's own
+    names (no `_orig_mod.` prefix). What the module's class defines beyond nn.Module (methods, properties) is read off
+    the module. The compiled object's own state (its cache, config, the module itself) lives in slots, outside that
+    `__dict__`, so no module attribute can shadow it and nothing of ours leaks into the module; a deepcopy or pickle
+    copies the module and compiles the copy afresh. Calling it, or its `forward`, runs the compiled program; the
+    cache's facts are `compile_count`, `recompile_reasons`, `entries` and `compile_config` (`config` is the
+    module's own attribute, if it has one).
+    """
 
     __slots__ = ("_compiled", "_orig_mod")
     _compiled: CompiledFunction[..., object]
@@ -289,17 +286,8 @@ class CompiledModule(torch.nn.Module, Generic[M]):
         return self._compiled.entries
 
 
-# Note [Inference Runs In The Caller's Grad Mode]
-# A program compiled for inference (no input requires grad) is analyzed and traced in the grad mode it is called in,
-# as eager runs it, not under no_grad: Python code may read the mode, and what it does then is observable. DTensor's
-# `to_local()` returns its very inner tensor under no_grad but, with grad on, a view of it made by an
-# autograd.Function; analyzed under no_grad, the compiled output was that inner tensor object where eager's is a view
-# of it. With no input requiring grad nothing records history either way; an inference entry guards the grad mode
-# (`torch.is_grad_enabled()`), so a call in the other mode compiles its own.
-
-
 def _ambient_grad() -> contextlib.AbstractContextManager[object]:
-    # See Note [Inference Runs In The Caller's Grad Mode]
+    # See Note [Grad Mode At The Call Decides Training]
     return torch.set_grad_enabled(torch.is_grad_enabled())
 
 
@@ -339,7 +327,7 @@ def _compile_any(
     branches on), compile it again with static sizes rather than fail a call eager completes. `function_modes`: the
     caller's torch-function modes, pushed around the user's code while it is traced (Note [Ambient Modes])."""
     refs = capture_refs(fn) if captures is None else captures
-    # State lifted beside the arguments (Note [Modules Passed As Arguments]) keeps the arguments as they are.
+    # State lifted beside the arguments (Note [State The Program Reads Is An Input]) keeps the arguments as they are.
     lifts = isinstance(fn, torch.nn.Module) or bool(refs) or bool(argument_modules(args, kwargs))
     same = find_same_inputs(args, kwargs) if not lifts else None
     if same is not None:  # See Note [One Tensor Passed Several Times]
@@ -477,7 +465,7 @@ def _compile_over(
             analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
     # Untouched: no member written or changed, and no in-place view op or `.data =` on one (t_(); t_() cancel out,
     # but on the same object passed twice they must stay one object), and no member's version counter advanced (an
-    # in-place view op on a view of one: the others' unbind() views check that counter, fuzz seed 3000 #9285). A
+    # in-place view op on a view of one: the others' unbind() views check that counter). A
     # group over a whole storage stays (the program reads outside its members).
     reshaped = {
         j
@@ -513,7 +501,7 @@ def _compile_over(
         traced = trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)
     analysis = resimplified_data_metas(analysis, shape_env_of(fake_mode))
     backend = backends.get_backend(config.backend)
-    grad_mode = None if training else torch.is_grad_enabled()  # Note [Inference Runs In The Caller's Grad Mode]
+    grad_mode = None if training else torch.is_grad_enabled()  # Note [Grad Mode At The Call Decides Training]
     entry_guards = guards.build_guards(
         flat, layout, fakes, shape_env_of(fake_mode), analysis.base_reads, config.caller_guarded, grad_mode
     )
@@ -699,7 +687,7 @@ def compile(
     python_state_guards: bool = True,
 ) -> CompiledModule[M] | CompiledFunction[P, R] | Callable[[Callable[P, R]], CompiledFunction[P, R]]:
     """Compile `fn` (a function or nn.Module) over pytrees of tensors, tensor subclasses and Python scalars; a
-    module gives a CompiledModule (Note [A Compiled Module Is The Module])."""
+    module gives a CompiledModule (the module itself, but for calling it)."""
     config = CompileConfig(
         backend=backend,
         dynamic=dynamic,

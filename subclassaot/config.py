@@ -22,7 +22,7 @@ BackendFn: TypeAlias = Callable[[torch.fx.GraphModule, Sequence[object]], Callab
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallerGuarded:
     """What the caller already guards of one plain tensor input before every call (Dynamo's TENSOR_MATCH, see
-    Note [Guards Dynamo Already Holds]): its guards for these exact values are not repeated."""
+    Note [Dynamo Captures, The Pipeline Compiles]): its guards for these exact values are not repeated."""
 
     type: type
     dtype: torch.dtype

@@ -101,8 +101,8 @@ class DenseLayout:
     wrapper_families: tuple[int, ...]  # per tensor input (-1 for plain inputs)
     # per tensor input: the first earlier tensor input that is the very same subclass object (f(x, x)), else None
     same_wrapper: tuple[int | None, ...] = ()
-    # per tensor input: the subclass tensor input whose real wrapper is its autograd `._base` (Note [Subclass Members
-    # Traced As Views Of Their Base Input]), else None
+    # per tensor input: the subclass tensor input whose real wrapper is its autograd `._base` (Note [Aliased Subclass
+    # Inputs In Training]), else None
     view_of: tuple[int | None, ...] = ()
     # per tensor input: the real wrapper's own storage size in bytes (None for plain inputs): Note [Wrapper Storage Of
     # A View Input]
@@ -128,7 +128,7 @@ class AssignedWrite(enum.Enum):
     BEFORE = "before"  # (also) before it: refused
     RESHAPED = "reshaped"  # after it, with an in-place view op on it after its `.data =`: refused
     # not written with grad, but an in-place view op with grad changed it, and `.data =` gave it another storage:
-    # refused (Note [In-Place View Ops With Grad And .data =])
+    # refused (Note [Writes With Grad After .data =])
     VIEWED = "viewed"
 
 
@@ -162,7 +162,7 @@ class LeafMutation:
     # set_() to a new storage (set_source None) that an earlier dense leaf ends on too: the leaf that makes it
     new_storage_of: DenseIndex | None = None
     # set_() to a new storage: its size in elements, where concrete (an intermediate's, which the leaf may cover in
-    # part: a view of it taken after reads past the leaf's elements, fuzz seed 9000 #3608); else None: just the leaf's
+    # part: a view of it taken after reads past the leaf's elements); else None: just the leaf's
     new_storage_numel: int | None = None
     # a plain input whose metadata changed by in-place view ops (t_, unsqueeze_) all run under no_grad: eager leaves
     # its grad_fn as it was, and so does the epilogue's as_strided_ (Note [Metadata Changes Under no_grad])
@@ -324,11 +324,11 @@ class Replay:
     # INPUT, after the epilogue: the input's metadata when the chain's first view was taken, where it changed in
     # place before and after that: the chain starts from an alias of the input with them (Note [Views Between
     # In-Place View Ops]). OUTPUT, WRAPPER: the same for a chain through a detach() of an earlier output or an
-    # intermediate subclass root changed in place since (Note [Detaches Of Intermediates Changed Since])
+    # intermediate subclass root changed in place since (Note [Views Between In-Place View Ops])
     source_meta: Meta | None = None
     # before_epilogue: when the program made the output (its last view or in-place view op, the run's sequence
     # number): early replays run in this order, so that one's in-place view op advances a version counter after
-    # another's multi-output view was taken, as in eager (fuzz seed 3000 #9285). After the epilogue: when the program
+    # another's multi-output view was taken, as in eager. After the epilogue: when the program
     # made the output (or, then_set, set_() it), its build order where an output repeats a set_() (Note [Outputs
     # Built After A Runtime set_])
     made: int = 0
@@ -340,7 +340,7 @@ class Replay:
     # (Note [Early Views Made After The Last Write])
     counter_at_end: bool = False
     # INPUT, rebuilt after the epilogue: when the program took the chain's first view made by a multi-output view op
-    # with grad enabled (the run's sequence number; 0: none). See Note [Multi-Output View Inputs].
+    # with grad enabled (the run's sequence number; 0: none). See Note [No-Grad Views Made After The Bump].
     split_made: int = 0
     # the program set_() the output's wrapper after making it as this view: the view then takes the output's
     # dense leaves by a wrapper-level set_ (Note [Wrapper Storage After set_])
@@ -448,7 +448,7 @@ class Analysis:
     # per tensor input (subclasses), positions in the program's ops on subclass tensors: the first that wrote
     # through its own wrapper (or a view of it the program took), the last other than a view op that it (or such a
     # view) was passed to; whether one of those may save it for the backward; whether the program wrote its inner
-    # tensors directly (x.a.mul_()). See Note [Overlapping Subclass Members Written Through One].
+    # tensors directly (x.a.mul_()). See Note [Aliased Subclass Inputs In Training].
     wrapper_first_write: tuple[int | None, ...] = ()
     wrapper_last_use: tuple[int | None, ...] = ()
     wrapper_saved: tuple[bool, ...] = ()
@@ -463,15 +463,15 @@ class Analysis:
     # set_() on a wrapper or assigned a wrapper's `.data` (Note [Wrapper Storage After set_])
     wrapper_storage: tuple[WrapperStorageClass, ...] = ()
     # torch functions the program called with requires_grad=True, in call order
-    # (See Note [Tensors Made Requiring Grad Inside The Program])
+    # (See Note [Grad Mode At The Call Decides Training])
     grad_factories: tuple[str, ...] = ()
-    # the program's reads of autograd state, in call order (Note [Autograd Reads Replayed In The Trace])
+    # the program's reads of autograd state, in call order (Note [Autograd Reads Answer As Eager's])
     autograd_reads: tuple[object, ...] = ()
-    # the program's `._base` / `._is_view()` reads of inputs: (tensor position, what the guards check) (Note [Base
-    # Reads Of Inputs])
+    # the program's `._base` / `._is_view()` reads of inputs: (tensor position, what the guards check) (Note [Autograd
+    # Reads Answer As Eager's])
     base_reads: tuple[tuple[int, int | None], ...] = ()
     # torch functions that ran with grad mode turned back on (torch.enable_grad()) in a run begun under no_grad, on
-    # tensors that require grad (Note [Grad Mode Turned On Inside A no_grad Call])
+    # tensors that require grad (Note [Grad Mode At The Call Decides Training])
     grad_reenabled: tuple[str, ...] = ()
     # per dense leaf: the program read a view of its synthetic base whose history autograd rebuilt from a view
     # function that misses an in-place view op (Note [Stale View Functions]); () outside alias groups
@@ -482,10 +482,10 @@ class Analysis:
     # per tensor input: when the program last advanced its version counter (the run's sequence number; 0: never)
     last_bumps: tuple[int, ...] = ()
     # per tensor input (subclasses): an op with grad enabled read its wrapper (or a view of it taken after) after the
-    # program set_() the wrapper (Note [Subclass Inputs set_() Under no_grad])
+    # program set_() the wrapper (Note [Subclass Inputs Mutated In Training])
     read_after_set: tuple[bool, ...] = ()
     # per tensor input (subclasses): the same after an in-place view op under no_grad gave the wrapper another size
-    # (Note [Subclass Leaves Resized Under no_grad])
+    # (Note [Leaves Laid Out Anew Under no_grad])
     read_after_hidden_resize: tuple[bool, ...] = ()
     # per tensor input: the program called x.set_(x) on it under no_grad (Note [set_ Renews A Leaf's Accumulator])
     self_set: tuple[bool, ...] = ()
@@ -497,7 +497,7 @@ class Analysis:
     # Before The Call])
     read_after_grad_set: tuple[bool, ...] = ()
     # per tensor input: a leaf whose gradient accumulator a `.data =` kept (Note [Accumulators Kept Through .data =]),
-    # or an in-place view op under no_grad (Note [Accumulators Kept Through Layout Ops])
+    # or an in-place view op under no_grad (Note [Leaves Laid Out Anew Under no_grad])
     kept_accumulators: tuple[bool, ...] = ()
     # per tensor input: a subclass leaf's size when eager made its gradient accumulator, after a `.data =` (None:
     # no such read; Note [Subclass Accumulators Made After .data =])
@@ -505,8 +505,8 @@ class Analysis:
     # per tensor input: a leaf's size when eager made its gradient accumulator, after an in-place view op under
     # no_grad (None: no such read; Note [Leaves Laid Out Anew Under no_grad])
     releaf_sizes: tuple[tuple[int | sympy.Expr, ...] | None, ...] = ()
-    # the run traced a group member with views of it among the others as its group's base (Note [Plain Inputs
-    # Traced As Their Own Base]); the joint trace does the same
+    # the run traced a group member with views of it among the others as its group's base (Note [Aliased Inputs In
+    # Training]); the joint trace does the same
     own_base_views: bool = False
     # the program assigned some tensor's `.data` (Note [Layouts Changed Behind Autograd])
     data_assigned: bool = False

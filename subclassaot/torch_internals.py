@@ -150,8 +150,8 @@ def refresh_view_grad_fn(t: torch.Tensor) -> None:
 # A view of a tensor that did not require grad (x2 = b1.select(0, -1)) requires grad once its base does (b1.copy_(b0)
 # with b0 requiring grad), but autograd makes its grad_fn only when someone reads it: until then an in-place op on the
 # view (x2.t_()) takes it for a leaf that requires grad and raises. Eager's program ran the op first and the copy_
-# after; the epilogue copies the value first and replays the op after (Note [Subclass Inputs Mutated In Training]),
-# so it reads the grad_fn before each replayed in-place step (fuzz seed 12000 #2613).
+# after; the epilogue copies the value first and replays the op after (Note [Subclass Inputs Mutated In Training]), so
+# it reads the grad_fn before each replayed in-place step.
 
 
 def grad_fn_raises(t: torch.Tensor) -> bool:
@@ -165,7 +165,7 @@ def grad_fn_raises(t: torch.Tensor) -> bool:
         return True
     except (ValueError, IndexError):
         # Replaying view ops after an in-place view op of the base (t_) failed here; eager's grad_fn regenerates
-        # a plain view by as_strided instead (fuzz seed 2000 #5277): it is not the view-after-write error.
+        # a plain view by as_strided instead: it is not the view-after-write error.
         return False
     return False
 
@@ -240,22 +240,14 @@ def functorch_unwrapped(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-# Note [Autograd Inside torch.func Transforms]
-# torch.func.grad / vjp / jacrev differentiate by calling torch.autograd.grad on GradTrackingTensors: functorch
-# wrappers that carry their own autograd level, created and consumed inside the transform. That backward is part of
-# the program's forward computation (make_fx traces it into ops, like any other op), not a backward through the
-# compiled function's inputs, so it is traced, and a program that calls torch.autograd.grad / backward() on tensors
-# of its own level (no transform around them) is still refused: the compiled graph would not differentiate it.
-
-
 def is_functorch_wrapped(t: object) -> bool:
     """A functorch wrapper (vmap's BatchedTensor, grad's GradTrackingTensor): it lives inside one transform."""
     return isinstance(t, torch.Tensor) and bool(torch._C._functorch.is_functorch_wrapped_tensor(t))
 
 
 def differentiates_inside_transform(func: object, args: tuple[object, ...], kwargs: dict[str, object]) -> bool:
-    """Is this torch.autograd.grad the one a torch.func transform runs on its own wrapped tensors (Note [Autograd
-    Inside torch.func Transforms])?"""
+    """Is this torch.autograd.grad the one a torch.func transform runs on its own wrapped tensors (Note [Grad Mode At
+    The Call Decides Training])?"""
     if func is not torch.autograd.grad or torch._C._functorch.peek_interpreter_stack() is None:
         return False
     outputs = args[0] if args else kwargs.get("outputs")
@@ -570,7 +562,7 @@ def renew_grad_accumulator(x: torch.Tensor) -> None:
     accumulator (Note [set_ Renews A Leaf's Accumulator]); the version counter is left as it was."""
     if not x.requires_grad or grad_fn_raises(x) or not x.is_leaf:
         # a multi-output view (x.unbind(0)[3]) the program's x.set_(x) wrote: its grad_fn raises when read, in eager
-        # as here, so it has one and is no leaf (fuzz seed 12000 #1059)
+        # as here, so it has one and is no leaf
         return
     version = get_version(x)
     with torch.no_grad():
@@ -581,8 +573,8 @@ def renew_grad_accumulator(x: torch.Tensor) -> None:
 def set_to_self(x: torch.Tensor) -> None:
     """`x.set_(x)`, repeated by the runtime for its autograd effect only (a raising grad_fn, a new accumulator): x
     keeps the metadata it has. A wrapper subclass's set_ gives it its first inner tensor's, which a `.data =` the
-    program made after its own set_ left unlike the wrapper's (fuzz seed 44000 #6715: `x.set_(x); x.data =
-    x.reshape(12, -1)`); the epilogue has given the wrapper eager's metadata already."""
+    program made after its own set_ left unlike the wrapper's (`x.set_(x); x.data = x.reshape(12, -1)`);
+    the epilogue has given the wrapper eager's metadata already."""
     size, stride, offset = list(x.shape), list(x.stride()), int(x.storage_offset())
     set_to_tensor(x, x)
     if list(x.shape) != size or list(x.stride()) != stride or x.storage_offset() != offset:
@@ -651,7 +643,7 @@ def rebind_functional(
 
     See Note [Storage Swaps By Rebinding]. A FunctionalTensorMode must be active (below the caller).
     `wrapper_offset`: the offset x's wrapper reports, where meta's is in functionalization's frame and not eager's
-    (Note [Absolute Offsets On Written Inputs]).
+    (Note [Offsets After A Write]).
     """
     assert isinstance(x, FunctionalTensor) and isinstance(src, FunctionalTensor), "BUG: rebinding needs functionals"
     if meta is None:
@@ -676,8 +668,7 @@ def no_dispatch() -> contextlib.AbstractContextManager[None]:
 
 def no_torch_function() -> contextlib.AbstractContextManager[None]:
     """Run Python code inside a dispatch mode without the torch-function modes seeing its tensor accesses: a check
-    that raises there would otherwise raise inside a property getter called from C++ (a SystemError, fuzz seed 9000
-    #3406)."""
+    that raises there would otherwise raise inside a property getter called from C++ (a SystemError)."""
     return torch._C.DisableTorchFunction()
 
 
@@ -707,9 +698,10 @@ def opaque_guard_values(value: object) -> tuple[object, ...] | None:
 
 
 def dispatches_in_cpp(cls: type) -> bool:
-    """True for DTensor: torch 2.13 dispatches it in C++ (`dispatchDTensorOp`, pytorch#167051) when the dispatcher
-    reaches its Python key; its Python `__torch_dispatch__` only re-calls the op, so calling that from a mode that
-    is on the stack re-enters the mode forever. A mode lets such a class run by answering NotImplemented."""
+    """True for DTensor: torch 2.13 dispatches it in C++ (`dispatchDTensorOp`, github.com/pytorch/pytorch/issues/167051)
+    when the dispatcher reaches its Python key; its Python `__torch_dispatch__` only re-calls the op, so calling that
+    from a mode that is on the stack re-enters the mode forever. A mode lets such a class run by answering
+    NotImplemented."""
     import sys
 
     api = sys.modules.get("torch.distributed.tensor._api")  # not imported: no DTensor can exist
@@ -793,7 +785,7 @@ float32_matmul_precision: Callable[[], str] = torch._C._get_float32_matmul_preci
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Storage resize_ (Note [Storage resize_ Inside The Program])
+# Storage resize_ (refused: set_storage_rules.check_storage_resize)
 # ---------------------------------------------------------------------------------------------------------------
 
 # `UntypedStorage.resize_` is a C method that dispatches nothing, so no mode sees it. It is wrapped once, for the

@@ -28,13 +28,23 @@ SizeLike: TypeAlias = Sequence[int | torch.SymInt]
 #     y = type(x).__tensor_unflatten__(inner, ctx, outer_size, outer_stride)
 # `outer_size` / `outer_stride` are the size and stride the rebuilt wrapper must have; they may hold SymInts while
 # tracing. A wrapper's strides do not always follow from its inner tensors (a sharded tensor's global strides, a
-# transposed wrapper over contiguous inner tensors), which is why they are passed in and checked on the way out.
-# Leaves are ordered depth-first by `attrs` order; this is the order of the desugared (dense) calling convention,
-# the same one PyTorch's AOTDispatch uses, so a subclass moves between the two systems unchanged.
-# Registered opaque reference objects among the attrs (DTensor's device_mesh) are no leaves:
-# See Note [Opaque Inner Objects].
-# ctx rules (checked by `check_ctx`): survives copy.deepcopy with == (reflexive), holds no tensors and no SymInts,
-# and pickles to the same bytes twice (it keys caches). `hash` is not required.
+# transposed wrapper over contiguous inner tensors), which is why they are passed in and checked on the way out. A size
+# is checked first as an expression: one whose expression is the expected one's is equal by construction and needs no
+# traced comparison (a retraced backward rebuilds inputs under a tracer that never saw the compile's SymNodes); only
+# sizes that differ as expressions are compared symbolically, and a nested int equals only itself.
+# Leaves are ordered depth-first by `attrs` order; this is the order of the desugared (dense) calling convention, the
+# same one PyTorch's AOTDispatch uses, so a subclass moves between the two systems unchanged.
+# ctx rules (checked by `check_ctx`): survives copy.deepcopy with == (reflexive), holds no tensors and no SymInts, and
+# pickles to the same bytes twice (it keys caches). `hash` is not required. Opaque *value* types (placements, enums)
+# belong in ctx.
+# Opaque inner objects: `__tensor_flatten__` may name, among its inner tensors, objects of a type registered with
+# `torch._library.opaque_object.register_opaque_type(cls, typ="reference")` (DTensor names its DeviceMesh). Such an
+# object is a handle to state outside tensors (a process group), not data: it is never fakified, never a graph input,
+# never desugared into leaves. The node keeps it (`SubclassNode.opaques`, with its position in the attrs list) and every
+# unflatten hands the very object back, so a fake DTensor holds the real mesh, as it does under torch.compile, and an
+# output rebuilt at run time holds the mesh the entry was compiled with. That is only right while a call passes that
+# same object, so the guards check each opaque inner object by identity, and name the fields of the type's registered
+# `guard_fn` that differ when they fail. Any other non-tensor attribute is a ProtocolError that says how to register it.
 
 
 @runtime_checkable
@@ -67,21 +77,9 @@ class LeafInfo:
     path: str
 
 
-# Note [Opaque Inner Objects]
-# torch's protocol lets `__tensor_flatten__` name, among its inner tensors, objects of a type registered with
-# `torch._library.opaque_object.register_opaque_type(cls, typ="reference")` (DTensor names its DeviceMesh). Such an
-# object is a handle to state outside tensors (a process group), not data: it is never fakified, never a graph
-# input, never desugared into leaves. The node keeps it (`SubclassNode.opaques`, with its position in the attrs
-# list) and every unflatten hands the very object back, so a fake DTensor holds the real mesh, as it does under
-# torch.compile, and an output rebuilt at run time holds the mesh the entry was compiled with. That is only right
-# while a call passes that same object, so the guards check each opaque inner object by identity, and name the
-# fields of the type's registered `guard_fn` that differ when they fail. Opaque *value* types (placements, enums)
-# belong in ctx, and any other non-tensor attribute is a ProtocolError that says how to register it.
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OpaqueAttr:
-    """A registered opaque reference object among a subclass's inner attributes (Note [Opaque Inner Objects])."""
+    """A registered opaque reference object among a subclass's inner attributes (Note [The Flatten Protocol])."""
 
     name: str
     index: int  # position in the full attrs list `__tensor_flatten__` returned
@@ -102,7 +100,7 @@ class SubclassNode:
     device: torch.device
     children: tuple[SubclassNode | LeafInfo, ...]  # len = len(attrs)
     num_leaves: int  # plain leaves below this node, depth-first
-    opaques: tuple[OpaqueAttr, ...] = ()  # len = opaque inner objects, in attrs order (Note [Opaque Inner Objects])
+    opaques: tuple[OpaqueAttr, ...] = ()  # len = opaque inner objects, in attrs order (Note [The Flatten Protocol])
 
     def flatten_attrs(self) -> tuple[str, ...]:
         """Every name `__tensor_flatten__` returned, tensors and opaque objects, in its order."""
@@ -183,7 +181,7 @@ def flatten_subclass(x: torch.Tensor, path: str) -> tuple[SubclassNode, list[tor
 
 
 def _inner_attr(x: torch.Tensor, attr: str, sub_path: str) -> object:
-    """`getattr(x, attr)`: a tensor or a registered opaque reference object (Note [Opaque Inner Objects])."""
+    """`getattr(x, attr)`: a tensor or a registered opaque reference object (Note [The Flatten Protocol])."""
     try:
         inner: object = getattr(x, attr)
     except AttributeError as e:
@@ -282,7 +280,10 @@ def check_unflatten_result(
 
 
 def _same_dim(got: int | torch.SymInt, expected: int | torch.SymInt) -> bool:
-    # See Note [Unflatten Checks Of One Symbol]
+    # The expected size is the SymNode the subclass had when it was fakified; a backward retraced for another tangent
+    # structure rebuilds inputs under a new tracer that never saw it, where `==` would be a traced op on an untracked
+    # symbol. Equal expressions (an int counting as a constant expression) are equal by construction: no traced op.
+    # See Note [The Flatten Protocol].
     if isinstance(got, torch.SymInt) or isinstance(expected, torch.SymInt):
         got_expr, expected_expr = try_expr_of(got), try_expr_of(expected)
         if got_expr is not None and got_expr == expected_expr:
@@ -290,17 +291,6 @@ def _same_dim(got: int | torch.SymInt, expected: int | torch.SymInt) -> bool:
         if is_nested_expr(got_expr) or is_nested_expr(expected_expr):
             return False  # a plain nested int equals only itself (and `==` with a symbol has no meaning)
     return bool(got == expected)
-
-
-# Note [Unflatten Checks Of One Symbol]
-# The outer size an unflatten is checked against is the SymNode the subclass had when it was fakified. A backward
-# retraced for another tangent structure (Note [Tangent Retrace]) rebuilds the inputs under a new tracer, which
-# never saw those SymNodes: comparing one with `==` is a traced symbolic op, and make_fx raised "s0 is not tracked
-# with proxy" (a PairTensor of PairTensors, written, with dynamic shapes and an output without tangent: the inner
-# PairTensor's expected size held a SymInt of constant expression, 3, the rebuilt one an int). A size whose
-# expression is the expected one's (an int counting as a constant expression) is equal by construction, so it is
-# accepted without the traced op; only sizes that differ as expressions are compared symbolically (which may record
-# a guard). A jagged tensor's nested int has no expression and is always compared with `==`.
 
 
 def _check_dims(

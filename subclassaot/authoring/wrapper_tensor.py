@@ -26,34 +26,38 @@ from subclassaot.errors import ProtocolError, UnsupportedError
 
 aten = torch.ops.aten
 
-# Note [Wrapper Declarations]
-# A WrapperTensor subclass declares three tuples of attribute names:
-#     inner_names           inner tensors that are always present (flattened, in this order)
-#     optional_inner_names  inner tensors that may be None (flattened only when present, after inner_names)
-#     ctx_names             plain metadata (ctx = tuple of their values, in this order; see check_ctx's rules)
-# The constructor takes exactly these names, in this order, positionally or by keyword, plus the keyword-only
-# outer_size / outer_stride / requires_grad. The outer metadata defaults to the first present inner tensor's
-# (override `outer_meta` when the wrapper's dtype or shape differs from its data, e.g. FP8 data with a float
-# outer dtype). `__init_subclass__` checks the declarations once, at class creation, so a typo or a name that
-# shadows a Tensor attribute ("data", "grad", "shape") fails where it is written, not in the middle of a trace.
-# If the class defines its own __init__ or __new__, its leading parameters must be the declared names in order.
-
-# Note [Op Tables And Aliasing]
-# `__torch_dispatch__` looks `func` up by overload, then by packet, in the tables of the class's MRO (nearest
-# class first), so a subclass inherits its parents' entries, overrides any of them, and sees entries a parent
-# registers later. Unlisted ops apply to every inner tensor when `apply_to_inner_by_default` is set, else raise
-# UnsupportedError naming the class, the op and the argument types. Every result then goes through
-# `return_and_correct_aliasing`: a view's output shares its input's storage (so AOT analysis sees the alias),
-# an in-place op returns its input object, and an inplace_view op (t_, unsqueeze_, as_strided_) replays itself
-# on the wrapper's own metadata. set_ / resize_ change a tensor's metadata without being inplace_view ops, so the
-# base class re-derives the mutated wrapper's size and stride from its inner tensors after them.
+# Note [Autograd Sees The Wrapper]
+# In eager, autograd and view tracking run above a subclass's `__torch_dispatch__`, so everything they keep belongs to
+# the wrapper: its grad_fn, requires_grad, `._base`, and version counter. Below them:
+# - inner tensors carry no history. A write the subclass makes to them (or the program, `x.a.add_(1)`, `x.data.mul_(2)`)
+#   is recorded on no autograd graph and bumps only the inner tensor's counter; a foreach op on wrappers writes their
+#   inner tensors and leaves each wrapper's counter where it was.
+# - a view op the subclass runs on its inner tensors shares storage but sets no `._base`: an inner tensor of a view
+#   output is a plain alias of the source's, not an autograd view. Conversely a wrapper-level view has `._base` its
+#   source whatever inner tensors the subclass returns, even new ones that share no data (the checker's views.alias rule
+#   flags those), and a wrapper built from plain tensors inside the program may be a view of them (an NJT's `._base` is
+#   its values).
+# - a wrapper has a storage of its own that holds no data (a null data pointer): views share it, set_ moves it, and the
+#   aliasing correction below keeps it right. set_() of a wrapper onto that storage leaves its inner tensors pointing at
+#   no memory, which no compiled program can match: refused.
+# `__torch_dispatch__` finds `func` by overload, then by packet, in the op tables of the class's MRO (nearest class
+# first; parents' later registrations are seen). Unlisted ops apply to every inner tensor when
+# `apply_to_inner_by_default` is set, else raise UnsupportedError naming the class, op and argument types. Every result
+# goes through `return_and_correct_aliasing`: a view's output shares its input's wrapper storage (so the analysis sees
+# the alias), an in-place op returns its input object, and an inplace_view op (t_, unsqueeze_, as_strided_) replays
+# itself on the wrapper's own metadata. set_ / resize_ change metadata without being inplace_view ops, so the base class
+# re-derives the wrapper's size and stride from its inner tensors after them.
+# The pipeline follows from this: what autograd must see of a subclass input is applied at the wrapper level (Note
+# [Subclass Inputs Mutated In Training]), what it must not see goes below it, and an output whose eager `._base` the
+# rebuilt wrappers cannot reproduce (views over fresh inner tensors, wrappers that view a plain tensor, new nested ints)
+# is refused by name.
 
 OpHandler: TypeAlias = Callable[[OpOverload[..., Any], tuple[Any, ...], dict[str, Any]], Any]
 OpKey: TypeAlias = "OpOverload[..., Any] | OpOverloadPacket[..., Any]"
 _H = TypeVar("_H", bound=OpHandler)
 _W = TypeVar("_W", bound="WrapperTensor")
 
-# return_and_correct_aliasing is untyped; this is its signature. See Note [Op Tables And Aliasing].
+# return_and_correct_aliasing is untyped; this is its signature. See Note [Autograd Sees The Wrapper].
 _correct_aliasing = cast(
     "Callable[[OpOverload[..., Any], tuple[Any, ...], dict[str, Any], Any], Any]", return_and_correct_aliasing
 )
@@ -97,7 +101,19 @@ def _contiguous_strides(size: tuple[int | torch.SymInt, ...]) -> tuple[int | tor
 
 
 class WrapperTensor(torch.Tensor):
-    """Base class for traceable wrapper subclasses. See Note [Wrapper Declarations]."""
+    """Base class for traceable wrapper subclasses.
+
+    A subclass declares three tuples of attribute names:
+        inner_names           inner tensors that are always present (flattened, in this order)
+        optional_inner_names  inner tensors that may be None (flattened only when present, after inner_names)
+        ctx_names             plain metadata (ctx = tuple of their values, in this order; see check_ctx's rules)
+    The constructor takes exactly these names, in this order, positionally or by keyword, plus the keyword-only
+    outer_size / outer_stride / requires_grad. The outer metadata defaults to the first present inner tensor's
+    (override `outer_meta` when the wrapper's dtype or shape differs from its data, e.g. FP8 data with a float outer
+    dtype). `__init_subclass__` checks the declarations once, at class creation, so a typo or a name that shadows a
+    Tensor attribute ("data", "grad", "shape") fails where it is written, not in the middle of a trace. If the class
+    defines its own __init__ or __new__, its leading parameters must be the declared names in order.
+    """
 
     inner_names: ClassVar[tuple[str, ...]] = ()
     optional_inner_names: ClassVar[tuple[str, ...]] = ()
@@ -283,12 +299,9 @@ class WrapperTensor(torch.Tensor):
         return _rewrap(cls, per_attr, dict(zip(cls.ctx_names, ctx, strict=True)))
 
 
-# Note [Op Arguments Are Walked By Hand]
-# Aten op arguments and results nest only tuples, lists and dicts (sizes, tensor lists, unbind's tuple). Walking
-# those directly instead of through torch.utils._pytree keeps a subclass op a few microseconds cheaper, which every
-# eager call and every view the compiled runtime replays on a subclass output pays.
-
-
+# Aten op arguments and results nest only tuples, lists and dicts (sizes, tensor lists, unbind's tuple). Walking those
+# directly instead of through torch.utils._pytree keeps a subclass op a few microseconds cheaper, which every eager
+# call and every view the compiled runtime replays on a subclass output pays.
 def _collect(cls: type[WrapperTensor], x: object, found: list[WrapperTensor]) -> None:
     if type(x) is cls:
         found.append(x)
@@ -324,12 +337,11 @@ def _run_on(func: OpOverload[..., Any], cls: type[WrapperTensor], name: str, arg
 # holds until a collection that no program can predict. Where that is a tensor with a grad_fn, its graph, and the
 # gradient accumulators of the leaves it reads, outlive the program's own references; an accumulator alive or not
 # decides which size a leaf's gradients are checked against after a `.data =` (Note [Accumulators Kept Through .data
-# =]). So `_rewrap` recurses through the module-level `_build` (its per-attribute results hold the plain tensor an
-# op writes in place, `plain.add_(pair)`, which then gets its grad_fn from that op), and the runtime's output builder
+# =]), so with a cycle whether eager's own backward raises would depend on when the collector last ran. So `_rewrap`
+# recurses through the module-level `_build` (its per-attribute results hold the plain tensor an op writes in place,
+# `plain.add_(pair)`, which then gets its grad_fn from that op), and the runtime's output builder
 # (regenerate.build_outputs) drops its hold on itself once the outputs are built (it held the compiled Function's
-# outputs). Fuzz seed 45000 #3453: `t0 = x1.select(0, -1); x0.data.add_(t0); x1.data = t0; return (x1,)`, x1 a
-# PairTensor leaf: eager's backward raised (the accumulator of size (4, 4), held by the cycle, met a (4,) gradient)
-# or not, as the collector had run or not; passing x1 twice with the cycle in eager gone, ours raised.
+# outputs).
 
 
 def _rewrap(cls: type[WrapperTensor], per_attr: dict[str, Any], ctx: dict[str, object]) -> Any:
@@ -362,7 +374,7 @@ def _build(
 
 
 def _resync_metadata(wrapper: WrapperTensor) -> None:
-    # See Note [Op Tables And Aliasing]: set_/resize_ changed the inner tensors' metadata; mirror it outside.
+    # See Note [Autograd Sees The Wrapper]: set_/resize_ changed the inner tensors' metadata; mirror it outside.
     meta = type(wrapper).outer_meta(vars(wrapper))
     if tuple(wrapper.size()) == meta.size and tuple(wrapper.stride()) == meta.stride:
         return
@@ -449,7 +461,7 @@ def _rebuild_wrapper(
 
 
 def _check_declarations(cls: type[WrapperTensor]) -> None:
-    """See Note [Wrapper Declarations]: fail at class creation on a malformed declaration."""
+    """Fail at class creation on a malformed declaration (see WrapperTensor's docstring)."""
     groups = {"inner_names": cls.inner_names, "optional_inner_names": cls.optional_inner_names}
     groups["ctx_names"] = cls.ctx_names
     for group, declared in groups.items():

@@ -125,8 +125,8 @@ def analyze(
     own_base_views: bool | None = None,
 ) -> Analysis:
     """`nonleaf_wrappers`: subclass inputs that require grad and are not leaves in eager (the program may mutate
-    them in place); the analysis runs them as clones, which are non-leaves too. `own_base_views`: Note [Plain Inputs
-    Traced As Their Own Base] (None: tried as `with_own_base_views` says)."""
+    them in place); the analysis runs them as clones, which are non-leaves too. `own_base_views`: Note [Aliased Inputs
+    In Training] (None: tried as `with_own_base_views` says)."""
     if own_base_views is None:
         args = (call, flat, layout, dense_fakes, user_fakes, fake_mode, nonleaf_wrappers)
         return with_own_base_views(layout, flat, lambda views: analyze(*args, own_base_views=views))
@@ -152,7 +152,7 @@ def analyze(
         _check_requires_grad_calls(run)
         check_dirty_inputs(flat, run)
         check_mixed_grad_view_ops(flat, run)
-        refuse_stale_view_layouts(  # Note [View Inputs Laid Out Anew Under no_grad]
+        refuse_stale_view_layouts(  # Note [Stale View Functions]
             [
                 flat.leaves[k].path
                 for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True)
@@ -175,7 +175,7 @@ def analyze(
         )
         stale = tuple(storage_key(o) in run.swaps.stale_reads for o in run.originals)
     uses = wrapper_uses(run, layout)
-    # Note [Accumulators Kept Through Layout Ops]
+    # Note [Leaves Laid Out Anew Under no_grad]
     layout_kept = [flat.tensor_indices[k] for k, t in enumerate(run.user_tensors) if id(t) in run.swaps.layout_kept]
     kept_by_layout = eager_kept_accumulators(call, flat, layout_kept) if layout_kept else frozenset()
     return Analysis(
@@ -297,15 +297,20 @@ def _analyze_outputs(
 
 
 # Note [Subclass Views Of Intermediates In Training]
-# A subclass output that views an intermediate subclass (`y = x.clone(); return y.view(-1)`) is replayed, in
-# inference, from a wrapper rebuilt around the intermediate's dense leaves (Note [Subclass Intermediate Roots]).
-# In training that wrapper would have no autograd history: autograd runs above the subclass, and the compiled
-# autograd.Function returns dense bases whose inner tensors carry none. So the output is computed by the graph like a
-# fresh output (the Function wraps it and gives it a gradient) and returned as `fresh.view(fresh.shape)`: a view of an
-# intermediate nobody else sees, as in eager. That is the fallback: an output whose view chain replays exactly from
-# the intermediate (or an earlier output) replays from it as the Function returns it (Note [Intermediate Roots In
-# Training]), which several outputs share; so does one whose wrapper was set_() after its chain (Replay.then_set),
-# from an input too, a view of it as in eager (fuzz seed 14000 #2383). Two fallbacks of one intermediate: refused.
+# Eager's output may be a view of an intermediate nobody else sees: a subclass output that views an intermediate
+# subclass (`y = x.clone(); return y.view(-1)`), or the view a custom autograd.Function returns of a tensor it made
+# itself (torchao's Float8Linear returns `mm_result.reshape(...)`), with the Function's history. In inference such an
+# output is replayed from a wrapper rebuilt around the intermediate's dense leaves (Note [Subclass Intermediate Roots]).
+# In training that wrapper would have no autograd history (autograd runs above the subclass, and the compiled Function
+# returns dense bases whose inner tensors carry none), and a Function's base was made without grad, so a view of a
+# graph-computed base would have none either. So the output is computed by the graph like a fresh output (the compiled
+# Function wraps it and gives it a gradient) and returned as `fresh.view(fresh.shape)`: a view of a tensor nobody else
+# sees, as in eager.
+# That is the fallback: an output whose view chain replays exactly from the intermediate (or an earlier output) replays
+# from it as the Function returns it (Note [Intermediate Roots In Training]), which several outputs share; so does one
+# whose wrapper was set_() after its chain (Replay.then_set), from an input too, a view of it as in eager. Two fallbacks
+# of one intermediate are refused, and so is the fallback where eager's `._base` is an input or another output (fresh
+# views of inputs: a view of a fresh tensor would be a view of the wrong tensor).
 
 
 def _check_views_of_fresh(
@@ -393,7 +398,7 @@ def _output_info(
         made = info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=detached, outer_stride_leaf=stride_leaf)
         return replace(made, data_meta=data_meta), graph_count + len(detached)
     out_leaves = []
-    # an inner leaf made by the subclass's own dispatch is no autograd view (Note [Views Made Below Autograd])
+    # an inner leaf made by the subclass's own dispatch is no autograd view (Note [Autograd Sees The Wrapper])
     is_view = run.swaps.is_view if tree is None else run.swaps.is_autograd_view
     replaced: DenseIndex | None = None  # an input whose storage before set_() an output leaf views
     fresh = _needs_program_autograd(value, run)
@@ -439,7 +444,7 @@ def _output_info(
             meta = alias_meta(leaf, run, current[key], original.get(key))  # Note [Offsets After A Write]
             input_layout = key not in original and meta == leaf_meta(run.finals[current[key]])
             if key not in original and not input_layout:
-                own_layout.append(current[key])  # Note [Views Of An Empty set_() Target]
+                own_layout.append(current[key])  # Note [Fresh Subclass Output Strides]
             out_leaves.append(
                 OutputLeaf(
                     source=LeafSource.INPUT_ALIAS,
@@ -525,13 +530,13 @@ def _output_info(
     base = value._base if tree is None and value._is_view() else None
     set_since = base is not None and set_after_viewed(value, base, run)
     moved = base is not None and (id(base) in run.swaps.swapped_by_data or set_since)
-    if tree is not None:  # a subclass view of an output set_() since: fuzz seed 12000 #5902
+    if tree is not None:  # a subclass view of an output set_() since
         base = viewed_before_set(value, run, earlier)
         moved = base is not None
     if base is not None and moved and id(base) in earlier:
         shared = replay is not None and any(token == id(base) for _, token in replay.marks)
         if replay is None or (replay.source is not ReplaySource.OUTPUT and not shared):
-            # eager's `._base` is that output, which `.data =` (fuzz seed 8000 #2604) or set_() moved since
+            # eager's `._base` is that output, which `.data =` or set_() moved since
             what = "that the program set_()" if tree is not None or set_since else "whose `.data` the program assigned"
             raise UnsupportedError(
                 f"{path} is a view of another output {what} after taking the view; its `._base` cannot be made that "
@@ -550,7 +555,7 @@ def _output_info(
     elif raises and not rebuilt and torch.is_grad_enabled():
         # Only a view replayed exactly (then rebuilt before the epilogue writes it, or its counter advanced), or one
         # whose wrapper the runtime set_()s (Note [Wrapper Storage After set_]), gets such a grad_fn at run time
-        # (fuzz seed 25 #327, #628: a no_grad view of an intermediate or swapped tensor came back with none).
+        # (a no_grad view of an intermediate or swapped tensor would come back with none).
         raise UnsupportedError(
             f"{path}: its grad_fn raises in eager (a view made under no_grad, or one of the views of a multi-output "
             "op, whose base the program then wrote with grad enabled); returned, such a view is supported only where "
@@ -561,7 +566,7 @@ def _output_info(
     repeat = bool(passed) and (len(passed) > 1 or input_by_id[id(passed[0])] in repeated)
     set_input = repeat and id(passed[0]) in run.swaps.swapped_ids
     if set_input and tree is None and grad_fn_raises(value):
-        # A set_() of its base, even under no_grad, makes eager's grad_fn raise (fuzz seed 8000 #3759: the base is
+        # A set_() of its base, even under no_grad, makes eager's grad_fn raise (the base here
         # an input passed twice, one input since Note [One Tensor Passed Several Times]); the view rebuilt from the
         # input before the epilogue has none that raises.
         raise UnsupportedError(
@@ -581,7 +586,7 @@ def _output_info(
         and not out_leaves[0].same_object
     ):
         # Rebuilt as an alias of the input made without autograd (runtime.non_view_alias): eager's has a history of
-        # its own (set_() to the input under no_grad, then written with grad: fuzz seed 3000 #7901).
+        # its own (set_() to the input under no_grad, then written with grad).
         raise UnsupportedError(
             f"{path} shares the storage of an input (set_() to it) and has an autograd history of its own, which an "
             "output rebuilt over the input's storage cannot have. Return a clone"
@@ -596,7 +601,7 @@ def _output_info(
         and all(o.source is LeafSource.INPUT_ALIAS and not o.same_object for o in out_leaves)
         and _grad_fn_or_none(value) is not None
     ):
-        # Rebuilt from its dense leaves, it would have no autograd history (fuzz seed 6000 #5093: a view taken
+        # Rebuilt from its dense leaves, it would have no autograd history (a view taken
         # between in-place view ops on the input)
         raise UnsupportedError(
             f"{path} is a view with autograd history of a tensor subclass input whose layout the program changed "
@@ -610,7 +615,7 @@ def _output_info(
         on_root
         and any(o.source is LeafSource.INTERMEDIATE_ALIAS for o in out_leaves)
         and (replay is None or replay.source not in (ReplaySource.WRAPPER, ReplaySource.OUTPUT))
-        and not raises  # no history to keep: rebuilt by its replay, whose grad_fn raises too (fuzz seed 7000 #4719)
+        and not raises  # no history to keep: rebuilt by its replay, whose grad_fn raises too
     ):
         # Note [Subclass Views Of Intermediates In Training]
         first = graph_count - sum(1 for o in out_leaves if o.source is LeafSource.GRAPH)
@@ -629,7 +634,7 @@ def _output_info(
         return as_fresh, first + len(fresh_leaves)
     if replay is None and tree is not None and value._is_view() and sets_without_history(value, run.swaps):
         # Built from its dense leaves, the wrapper would not be a view, and its leaves would be views where the
-        # program's set_() (without grad) left eager's plain aliases (fuzz seed 8000 #2870, #7374)
+        # program's set_() (without grad) left eager's plain aliases
         raise UnsupportedError(
             f"{path} is a view of a tensor subclass whose view chain cannot be replayed (the program set_() it, or a "
             "tensor it was viewed from, onto another tensor), so the compiled output could not be that view. Return "
@@ -655,12 +660,17 @@ def _output_info(
 
 
 # Note [Fresh Subclass Output Strides]
-# The analysis runs on fake tensors, whose strides for results of elementwise ops can differ from the real kernels'
-# where a dim has size 1 (a (1, 3) result of a (1, 3) input with strides (1, 1): fake (3, 1), eager (1, 1)). A plain
-# fresh output takes its strides from the graph's real result; a subclass output is rebuilt with the outer strides
-# recorded here. A wrapper whose outer size and stride were those of one of its fresh leaves (a WrapperTensor takes
-# them from its first inner tensor) takes that leaf's real strides at run time instead, as eager's wrapper did; so
-# does an intermediate subclass that outputs are replayed from (Replay.root_stride_leaf; fuzz seed 6000 #8603).
+# Where a kernel chooses the strides of its result (a dim of size 0 or 1), fake tensors may choose others: a (1, 3)
+# result of a (1, 3) input with strides (1, 1) is (3, 1) fake, (1, 1) eager; an empty `x.mul(x[:, :, 0:0])` is (2, 1, 1)
+# fake, (0, 1, 2) eager. A plain fresh output takes its strides from the graph's real result; a subclass output is
+# rebuilt with the outer strides recorded here. A wrapper whose outer size and stride were those of one of its fresh
+# leaves (a WrapperTensor takes them from its first inner tensor) takes that leaf's real strides at run time instead, as
+# eager's wrapper did; so does an intermediate subclass that outputs are replayed from (Replay.root_stride_leaf). This
+# trusts the backend to give the graph's results eager's kernels' strides (Note [What A Backend Receives And Returns]).
+# Views of an empty set_() target: after `x.data = t` (or `x.set_(t)`) with t an empty tensor a kernel computed, an
+# output that is t itself or an alias with x's final metadata takes x's real layout after the epilogue (Note [Inputs Set
+# To Computed Tensors]), a view too. A view of t with a layout of its own (`x.data = t; return t.select(1, -1)`) would
+# be rebuilt from the fake strides: refused. (A view of x itself replays its view ops on the real x and is exact.)
 
 
 def _check_replay(
@@ -674,7 +684,7 @@ def _check_replay(
     output is a tensor subclass, its replay, the input whose storage before set_() it views."""
     subclass, replay, replaced = found
     # Rebuilt as a view of its base set onto the assigned storage (Note [Views Set Onto Another Storage]), or, without
-    # history, by as_strided() of the input it views, on that input's storage (fuzz seed 40000 #2384, #8389)
+    # history, by as_strided() of the input it views, on that input's storage
     onto_base = any(leaf.foreign_base is not None for leaf in leaves)
     of_input = not value.requires_grad and all(
         leaf.source is LeafSource.INPUT_ALIAS and leaf.is_view and leaf.hidden_base is None for leaf in leaves
@@ -731,7 +741,7 @@ def _check_within_swapped_input(path: str, leaf: torch.Tensor, run: FunctionalRu
 
 
 def _check_empty_set_target(path: str, run: FunctionalRun, j: DenseIndex) -> None:
-    """Note [Views Of An Empty set_() Target]."""
+    """Note [Fresh Subclass Output Strides]."""
     if run.finals[j].numel() == 0:
         raise UnsupportedError(
             f"{path} is a view, with a layout of its own, of an empty tensor the program computed and set_() input "
@@ -741,18 +751,15 @@ def _check_empty_set_target(path: str, run: FunctionalRun, j: DenseIndex) -> Non
         )
 
 
-# Note [Views Of An Empty set_() Target]
-# After `x.data = t` (or `x.set_(t)`) with t an empty tensor a kernel computed (`t = x.mul(x[:, :, 0:0])`: eager's
-# strides (0, 1, 2), the fake ones (2, 1, 1)), an output that is t itself or an alias with x's final metadata takes
-# x's real layout after the epilogue, a view too (`t.select(1, -1)` set_() to x and returned: fuzz seed 47000
-# #3804; see Note [Inputs Set To Computed Tensors]). A view of t with a layout of its own (`x.data = t; return
-# t.select(1, -1)`) would be rebuilt from the fake strides, which for an empty tensor need not be the kernel's: it
-# is refused. (A view of x itself replays its view ops on the real x and is exact.)
-
-
 def _check_base_within(path: str, base: torch.Tensor | None, run: FunctionalRun, j: DenseIndex) -> None:
-    """Note [Hidden Bases On A Fresh Storage]: `base`, eager's `._base` of an output (a dense leaf of it), on the
-    fresh storage of input `j`, must lie within the input's elements."""
+    """`base`, eager's `._base` of an output (a dense leaf of it), on the fresh storage of input `j`, must lie within
+    the input's elements.
+
+    An input set_() to part of an intermediate (`t0 = x * x; x.set_(t0[2:])`) ends, in eager, on the intermediate's
+    storage, all of it holding the intermediate's values; the epilogue gives it a fresh storage and writes only the
+    input's own elements. A returned view of the input's elements whose eager `._base` is that intermediate would get
+    a `._base` whose other elements are uninitialized memory, so it is refused.
+    """
     final = run.finals[j]
     if base is None or storage_key(base) != storage_key(final):
         return
@@ -778,13 +785,6 @@ def _check_wrapper_base_within(
         j = current.get(storage_key(leaf))
         if j is not None and _on_fresh_storage(run, j):
             _check_base_within(path, leaf, run, j)
-
-
-# Note [Hidden Bases On A Fresh Storage]
-# An input set_() to part of an intermediate (`t0 = x * x; x.set_(t0[2:])`) ends, in eager, on the intermediate's
-# storage, all of it holding the intermediate's values; the epilogue gives it a fresh storage and writes only the
-# input's own elements. A returned view of the input's elements whose eager `._base` is that intermediate would get a
-# `._base` whose other elements are uninitialized memory (fuzz seed 9000 #3608), so it is refused.
 
 
 def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
@@ -818,7 +818,7 @@ def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
     while (record := run.swaps.views.get(id(t))) is not None:
         if record.func is torch.ops.aten.detach.default:
             # A detach() has no history of its own: one it has now came from an in-place write of a value that
-            # requires grad, not from an autograd.Function (fuzz seed 3000 #5331: refused as for seed 2000 #3651)
+            # requires grad, not from an autograd.Function (refused as for a detach() written so: chain_facts)
             return False
         if not record.grad_enabled:
             # A view made under no_grad has no grad_fn, unless an autograd.Function returned it (and gave it one);
@@ -880,8 +880,8 @@ def check_gained_grad(
             )
         ):
             # Its writes are copies into the group's synthetic base (Note [Aliased Inputs In Training]), which hands
-            # a grad_fn to the tensor the base views: eager's only where that is the input itself (Note [Inputs
-            # Passed Twice That Gain Grad]).
+            # a grad_fn to the tensor the base views: eager's only where that is the input itself (Note [Inputs That
+            # Gain Grad In Training]).
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad, shares storage with another input, "
                 "and the program writes a value that requires grad into it (so in eager it then requires grad); in "

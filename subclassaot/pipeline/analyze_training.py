@@ -1,6 +1,6 @@
-"""Stage `analyze`, training facts: how the program used subclass inputs of an alias group (Note [Overlapping
-Subclass Members Written Through One]), outputs set_() under grad (Note [Outputs set_() Under Grad]), and views of
-inputs that run as contiguous clones (`check_overlapping_clones`), subclass inputs that are views of a multi-output op
+"""Stage `analyze`, training facts: how the program used subclass inputs of an alias group (Note [Aliased Subclass
+Inputs In Training]), outputs set_() under grad (Note [Outputs set_() Under Grad]), and views of inputs that run as
+contiguous clones (`check_overlapping_clones`), subclass inputs that are views of a multi-output op
 (`check_multi_output_view_inputs`).
 
 Input: a `FunctionalRun`, the `DenseLayout`, the outputs' `OutputInfo`s. Output: per-input facts for `Analysis`,
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 
-# Ops whose backward saves none of their tensor arguments (Note [Overlapping Subclass Members Written Through One])
+# Ops whose backward saves none of their tensor arguments (Note [Aliased Subclass Inputs In Training])
 _SAVES_NOTHING = frozenset(
     {
         *(torch.ops.aten.add.Tensor, torch.ops.aten.add_.Tensor, torch.ops.aten.sub.Tensor, torch.ops.aten.sub_.Tensor),
@@ -101,29 +101,27 @@ def wrapper_uses(
 
 
 # Note [Outputs set_() Under Grad]
-# `t = x * 3; t.set_(y); return t` with grad on: eager records the set_ on t, whose grad_fn (set_'s) raises in
-# backward. The output is built as usual (an alias of y's storage, from the input or the graph), then a fresh
-# tensor that requires grad is set_() to it with grad on: the same grad_fn, storage and metadata, not a view. A
-# backward through it and other outputs raises in eager and here alike; which leaves got a gradient first depends
-# on the engine's order: a set_ node runs as soon as it is ready (as AccumulateGrad does), other nodes latest-made
-# first. Eager's set_ node is ready once the loss reaches its output, or later, after the program's ops that read
-# it after the set_; ours (a holder's, or the Function's deferred error: Note [Backward Errors Are Deferred]) once
-# the loss is done or sooner. Between the two only the loss's nodes and nodes the program made after the set_
-# run: a leaf gets a gradient there only where the loss reaches it directly (a returned autograd leaf input,
-# see Note [Leaves Behind A Raising set_ Node]) or where none of its paths crosses a set_ node (a gradient that
-# avoids the failing node: refused by Note [Backward Errors Are Deferred]). The leaves behind non-leaf inputs are
-# reached through nodes make_inputs made, which run last. Supported: seed 7000 #380, #742, #1249, #9601. Views
-# of inputs set_() under grad are rebuilt from the input instead (Note [Views Of Inputs set_() Under Grad]). A
-# subclass output gets a holder of its own class (a clone of a detached alias), set_() at the wrapper level, whose
-# wrapper storage is then the output's (Note [Wrapper Storage After set_]; fuzz seed 3000 #4064). A view of an
-# intermediate (`t = (x * 2).view(-1); t.set_(y)`) stays a view of it in eager, whose history the set_ rebases: the
-# holder is then a view of a base that requires grad with the intermediate's values, and set_() rebases that base
-# the same way (a view of a tensor that is neither an input nor an output, whose backward raises; fuzz seed 3000
-# #3141, #7105; Note [Bases Of Outputs set_() Under Grad]). Other views are refused. So is a view taken after the
-# set_ (`t0 = x * 2; t0.set_(x); return t0.t()`: a grad_fn through the set_, `_base` t0) unless t0 is an intermediate no other
-# output is or views, no view, and every view in the chain was taken with grad on (none by unbind, split, ...,
-# whose in-place writes eager refuses): then it is a view of a holder set_() to t0 as it ends (fuzz seed 7000
-# #1471, #4697).
+# Eager: `t = x * 3; t.set_(y); return t` with grad on records the set_ on t, whose grad_fn (set_'s) raises in backward.
+# The output is built as usual (an alias of y's storage, from the input or the graph), then a fresh tensor that requires
+# grad is set_() to it with grad on: the same grad_fn, storage and metadata, not a view. A backward through it raises in
+# eager and here alike; which leaves got a gradient before depends on the engine's order: a set_ node runs as soon as it
+# is ready (as AccumulateGrad does), other nodes latest-made first. Eager's set_ node is ready once the loss reaches its
+# output, or later, after the program's ops that read it after the set_; ours (a holder's, or the Function's deferred
+# error: Note [Backward Errors Are Deferred]) once the loss is done or sooner. Between the two only the loss's nodes and
+# nodes the program made after the set_ run: a leaf gets a gradient there only where the loss reaches it directly (a
+# returned autograd leaf input: Note [Leaves Behind A Raising set_ Node]) or where none of its paths crosses a set_ node
+# (refused by Note [Backward Errors Are Deferred]). The leaves behind non-leaf inputs are reached through nodes made
+# before the call, which run last.
+# - Views of inputs set_() under grad are rebuilt from the input instead (Note [Views Of Inputs set_() Under Grad]).
+# - A subclass output gets a holder of its own class (a clone of a detached alias), set_() at the wrapper level, whose
+#   wrapper storage is then the output's (Note [Wrapper Storage After set_]).
+# - A view of an intermediate (`t = (x * 2).view(-1); t.set_(y)`) stays a view of it in eager, whose history the set_
+#   rebases: the holder is then a view of a base that requires grad with the intermediate's values, and set_() rebases
+#   that base the same way (Note [Bases Of Outputs set_() Under Grad]). Other views are refused.
+# - A view taken after the set_ (`t0 = x * 2; t0.set_(x); return t0.t()`: a grad_fn through the set_, `._base` t0) is
+#   refused unless t0 is an intermediate no other output is or views, no view itself, and every view in the chain was
+#   taken with grad on (none by unbind, split, ..., whose in-place writes eager refuses): then it is a view of a holder
+#   set_() to t0 as it ends.
 
 
 def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
@@ -194,7 +192,7 @@ def grad_set_base(
 def check_input_view_rebuilt(value: object, info: OutputInfo, run: FunctionalRun) -> None:
     """A view of an input set_() under grad is supported where it is rebuilt from that input: replayed, or as_strided
     of it (Note [Views Of Inputs set_() Under Grad]); a view the graph would compute (its chain not replayable on
-    the input as it ends: fuzz seed 42000 #4220) would not be a view of eager's `._base`."""
+    the input as it ends) would not be a view of eager's `._base`."""
     if not isinstance(value, torch.Tensor) or not run.swaps.grad_set_view_of(value, run.user_tensors):
         return
     if info.replay is not None and info.replay.source is ReplaySource.INPUT:
@@ -215,8 +213,8 @@ def check_input_view_rebuilt(value: object, info: OutputInfo, run: FunctionalRun
 
 def _view_of_grad_set_intermediate(value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
     """`value` is a chain of views (none of a multi-output op), all taken with grad on, of an intermediate `t` the
-    program set_() with grad on before the first of them, where `t` is no view, no input, and no other output is `t` or a view of it (fuzz seed
-    7000 #1471, #4697): rebuilt as a view of a fresh tensor set_() under grad (Note [Outputs set_() Under Grad])."""
+    program set_() with grad on before the first of them, where `t` is no view, no input, and no other output is `t` or
+    a view of it: rebuilt as a view of a fresh tensor set_() under grad (Note [Outputs set_() Under Grad])."""
     chain = []
     t = value
     while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
@@ -245,32 +243,14 @@ def _nested(t: torch.Tensor) -> bool:
 
 def _grad_view_of_intermediate(value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
     """`value` is a chain of views, all taken with grad on, of a tensor the program computed and does not return
-    (fuzz seed 3000 #7105: `_base` was not eager's): eager's set_() of it rebases only that intermediate (Note
-    [Outputs set_() Under Grad])."""
+    (rebuilt otherwise, its `._base` would not be eager's): eager's set_() of it rebases only that intermediate
+    (Note [Outputs set_() Under Grad])."""
     t = value
     while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
         if not record.grad_enabled or id(t) in run.swaps.hidden:
             return False
         t = record.source
     return t is not value and t.requires_grad and all(t is not u for u in (*run.user_tensors, *outputs))
-
-
-# Note [Histories Over Aliased Storage]
-# Eager can return a tensor whose autograd history is its own while its storage is another tensor's: one computed
-# with grad and then set_() to an input under no_grad (`t0 = x1.add(x0); with no_grad(): t0.set_(x0)`: grad_fn
-# AddBackward0 over x0's storage), or a detach() of an intermediate written with a value that requires grad (`t1 =
-# t0.detach(); t1.copy_(x0)`: grad_fn CopyBackwards over t0's storage). An output that is an alias (of an input, or
-# of an intermediate other outputs share) is regenerated from that storage, with a history of views at most; one
-# the graph computes has the history but its own storage. So such an output is refused where it aliases storage
-# (like `.data =` of a tensor with history: analyze), unless the graph computes it and the runtime set_()s it onto
-# the input after the epilogue (Note [Outputs That An Input Was set_() To]); alone on an intermediate's storage it
-# is computed by the graph, which is exact. So is a view, with grad, of an intermediate taken before a `.data =`
-# gave it another size (a plain one: or strides; a subclass's wrapper too, seed 43000 #3871 in training). The same
-# holds for a view of an intermediate set_() under no_grad whose chain is not replayed from it (Note [Views Set
-# Under no_grad With History]), and for views taken after such a set_() of a tensor with history (`t = x * 2; with
-# no_grad(): t.set_(y); return t.view(-1)`: ViewBackward0 over MulBackward0, which raises in backward where set_
-# changed the size; fuzz seed 7000 #501). Views of inputs are rebuilt with their own history (Note [Subclass Views
-# Rebuilt By set_]).
 
 
 def check_history_over_alias(
@@ -281,7 +261,7 @@ def check_history_over_alias(
     bases: dict[object, tuple[int, torch.Tensor]],
     named: tuple[dict[int, InputIndex], dict[int, int]],
 ) -> None:
-    """Note [Histories Over Aliased Storage]. `named`: the input index of each input's id(), the first output index
+    """Note [Outputs That An Input Was set_() To]. `named`: the input index of each input's id(), the first output index
     of each output's id() (to find the output's view chain)."""
     if all(leaf.source is LeafSource.GRAPH for leaf in leaves) or not value.requires_grad:
         return
@@ -295,7 +275,7 @@ def check_history_over_alias(
         and base[1].requires_grad
         and _viewed_before_resize(value, base[1], run)
     ):
-        # fuzz seed 3000 #3430: the backward raised "invalid gradient" (the base's history has its old size)
+        # the backward would raise "invalid gradient" (the base's history has its old size)
         raise UnsupportedError(
             f"{path} is a view of an intermediate that requires grad, taken before the program assigned its `.data` "
             "a tensor of another size (of a plain one: or strides): eager's view keeps the history of the old "
@@ -359,18 +339,27 @@ def _then_set_from_base(
 
 
 # Note [Outputs That An Input Was set_() To]
-# `t0 = x * 2; x.set_(t0); return t0` (or `x.data = t0`, or the set_ under no_grad): eager's t0 keeps its own
-# history (MulBackward) and shares the storage x now has. Rebuilt from x after the epilogue, as other aliases of an
-# input are, it would lose that history (`check_swapped_storage_outputs`). So the graph computes it, as a fresh
-# output with the Function's history, and after the epilogue gave x its new storage, t0 is set_() under no_grad
-# onto it, keeping its version counter: eager's set_ moved x, not t0. Only for a plain t0 that is no view, no
-# input, not itself moved, with x's final size, stride and offset (so x's new storage is exactly t0's), and no other
-# output that is t0 or a view of it (its `_base` would be x, not t0; views of x taken after the set_ are x's) or a
-# subclass on that storage; fuzz seed 7000 #292, #523, #831, #5356.
-# A t0 that does not require grad, assigned to an x that does, is built the same way (rebuilt from x it would
-# require grad; seed 7000 #3507). So is a t0 computed with grad and then itself set_() onto x under no_grad (`t0 =
-# x0 + x1; with no_grad(): t0.set_(x1)`; fuzz seed 40000 #178), where its history expects its size after the set_
-# (a backward through a history of another size raises in eager, and would have to in the joint trace too).
+# Eager can return a tensor whose autograd history is its own while its storage is another tensor's. `t0 = x * 2;
+# x.set_(t0); return t0` (or `x.data = t0`, or the set_ under no_grad): t0 keeps its own history (MulBackward) and
+# shares the storage x now has. Rebuilt from x after the epilogue, as other aliases of an input are, it would lose that
+# history. So the graph computes it, as a fresh output with the Function's history, and after the epilogue gave x its
+# new storage, t0 is set_() under no_grad onto it, keeping its version counter (eager's set_ moved x, not t0). Only for
+# a plain t0 that is no view, no input, not itself moved, with x's final size, stride and offset (so x's new storage is
+# exactly t0's), and no other output that is t0 or a view of it (its `._base` would be x, not t0) or a subclass on that
+# storage. A t0 that does not require grad, assigned to an x that does, is built the same way (rebuilt from x it would
+# require grad); so is a t0 computed with grad and then itself set_() onto x under no_grad (`t0 = x0 + x1; with
+# no_grad(): t0.set_(x1)`), whose history expects its size after the set_.
+# Histories over aliased storage in general: a tensor computed with grad and then set_() under no_grad (`t0 =
+# x1.add(x0); with no_grad(): t0.set_(x0)`: AddBackward0 over x0's storage), or a detach() of an intermediate written
+# with a value that requires grad (`t1 = t0.detach(); t1.copy_(x0)`: CopyBackwards over t0's storage). An output that
+# aliases an input, or an intermediate other outputs share, is regenerated from that storage with a history of views at
+# most; one the graph computes has the history but a storage of its own. So such an output is refused where it aliases
+# storage, unless the rule above applies; alone on an intermediate's storage it is computed by the graph, which is
+# exact. The same holds for a view, with grad, of an intermediate taken before a `.data =` gave it another layout, for a
+# view of an intermediate set_() under no_grad whose chain is not replayed from it (Note [Views Set Under no_grad With
+# History]), and for views taken after such a set_() of a tensor with history (`t = x * 2; with no_grad(): t.set_(y);
+# return t.view(-1)`: ViewBackward0 over MulBackward0, which raises in backward where the set_ changed the size). Views
+# of inputs are rebuilt with their own history (Note [Subclass Views Rebuilt By set_]).
 
 
 def outputs_set_onto_inputs(
@@ -387,7 +376,7 @@ def outputs_set_onto_inputs(
         for r in run.swaps.views.values()  # (`.data` aliases: detach, alias)
     )
     if not torch.is_grad_enabled() or no_grad_views:
-        return {}  # (a no_grad view of a tensor that requires grad: the trace's output had no grad, seed 7000 #7885)
+        return {}  # (a no_grad view of a tensor that requires grad: the trace's output has no grad)
     found: dict[int, DenseIndex] = {}
     for value in tensors:
         key = storage_key(value)
@@ -445,17 +434,6 @@ def _viewed_by_others(value: torch.Tensor, outputs: Sequence[torch.Tensor], run:
     return False
 
 
-# Note [Subclass Inputs That Gain Grad By set_]
-# `x.set_(w)` with grad on, x a subclass input that does not require grad and w a tensor that does: eager records the
-# set_ on the wrapper, so x ends a non-leaf whose grad_fn (set_'s) raises in backward, with an edge to w's history.
-# The epilogue repeats it at the wrapper level once x has its final storage and metadata: `x.set_(alias)` under grad,
-# `alias` x's new storage and metadata taken from the input w is (a view of), so that autograd's dependencies match
-# eager's too (which leaves a backward reaches before the set_ node raises depends on them: Note [Backward Errors Are
-# Deferred]). That is exact only where the set_ was the last change to x autograd saw (a later write or in-place
-# view op would stand between x and the set_ node in eager) and w is an input or a view of one taken with grad on;
-# otherwise (w an intermediate, a no_grad view: fuzz seed 3000 #3836) it is refused.
-
-
 def check_wrapper_grad_gains(
     flat: FlatInputs,
     layout: DenseLayout,
@@ -463,7 +441,7 @@ def check_wrapper_grad_gains(
     mutations: Sequence[LeafMutation],
     user_fakes: Sequence[torch.Tensor],
 ) -> None:
-    """Note [Subclass Inputs That Gain Grad By set_]."""
+    """Note [Inputs That Gain Grad In Training]."""
     position = {id(u): i for i, u in enumerate(run.user_tensors)}
 
     def grad_root_of(t: torch.Tensor) -> torch.Tensor | None:
@@ -509,8 +487,8 @@ def check_overlapping_clones(
 ) -> None:
     """A subclass input that requires grad runs as a clone, made contiguous where its elements overlap (expand()):
     a view the program took of it may be one eager's strides forbid (reshape() copies in eager), so returning a
-    view of it is refused (fuzz seed 24 #187: replaying the view on the input itself raised), except a chain of
-    views that takes the same elements on the input's own strides (fuzz seed 2000 #404, #6574), as the epilogue
+    view of it is refused (replaying the view on the input itself may raise), except a chain of views that takes
+    the same elements on the input's own strides, as the epilogue
     left them: after its in-place view ops (`replays`) where the view is replayed after the epilogue."""
     for i in cloned:
         t = user_fakes[i]
@@ -575,7 +553,7 @@ def _chain_from_input(info: OutputInfo, outputs: Sequence[OutputInfo]) -> tuple[
     steps: tuple[ViewStep, ...] = ()
     replay = info.replay
     while replay is not None and replay.source is ReplaySource.OUTPUT:
-        if replay.source_meta is not None:  # from an intermediate (Note [Detaches Of Intermediates Changed Since])
+        if replay.source_meta is not None:  # from an intermediate (Note [Views Between In-Place View Ops])
             return None, (), False
         steps = replay.steps + steps
         earlier = outputs[replay.index]
@@ -600,7 +578,7 @@ _INPLACE_STRIDE_AGNOSTIC = frozenset(
 def _same_views_on(t: torch.Tensor, prefix: Sequence[ViewStep] | None, steps: Sequence[ViewStep]) -> bool:
     """Replaying `steps` on `t`'s own (static) strides, after the epilogue's in-place view ops `prefix` (None: the
     epilogue changes `t`'s layout otherwise), is exact: each op is stride-agnostic and succeeds there
-    (`check_overlapping_clones`; fuzz seed 7000 #9147: select(0, -4) after t_() checked on the layout before it)."""
+    (`check_overlapping_clones`: select(0, -4) after t_() must be checked on the layout after it)."""
     dims = [*t.shape, *t.stride()]
     if prefix is None or not all(isinstance(d, int) for d in dims):
         return False
@@ -619,23 +597,8 @@ def _same_views_on(t: torch.Tensor, prefix: Sequence[ViewStep] | None, steps: Se
     return True
 
 
-# Note [Multi-Output View Inputs]
-# A subclass input that is one of the views an op returning several views made (x.unbind(0)[0]) is rebuilt in the
-# trace as a wrapper of its own, not an autograd view: eager's check that refuses to read such a view's grad_fn once
-# its base's version counter advanced (a write through another view of the base) does not happen there. Where the
-# program writes the base through another input and reads this one with grad enabled, eager raises (at that read,
-# or in backward where the read saved it, fuzz seed 5000 #2426), and the compiled program would not: refused. A write
-# through the input itself raises in eager and in our epilogue alike. Likewise an output the program made by such an
-# op from an input that the trace does not relate to another input sharing its eager base (traced apart: an
-# overlapping as_strided view, seed 3000 #9285): where the program advances that base's counter through the other
-# input, eager's output may raise when its grad_fn is read, and the rebuilt one would not: refused unless the
-# output is rebuilt before the epilogue (whose writes then advance the counter it checks, as in eager), or the
-# program took the multi-output view after its last write through either input (Replay.split_made): eager's view
-# then never sees its counter advance, nor does the one rebuilt after the epilogue (seed 7000 #4454, #8006).
-
-
 def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
-    """See Note [Multi-Output View Inputs]."""
+    """See Note [No-Grad Views Made After The Bump]."""
     if not analysis.wrapper_last_use:
         return
     reals = [flat.values[i] for i in flat.tensor_indices]
@@ -660,7 +623,7 @@ def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analys
 
 
 def check_multi_output_view_outputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
-    """See Note [Multi-Output View Inputs]."""
+    """See Note [No-Grad Views Made After The Bump]."""
     position = {index: t for t, index in enumerate(flat.tensor_indices)}
     for k, info in enumerate(analysis.outputs):
         replay = info.replay
@@ -691,7 +654,7 @@ def check_multi_output_view_outputs(flat: FlatInputs, layout: DenseLayout, analy
 def _split_after_writes(replay: Replay, source: int, other: int, analysis: Analysis) -> bool:
     """The program took the output's multi-output view after its last write through `source` or `other` (tensor
     input positions): eager's view was made after its base's counter advanced, as the one rebuilt after the epilogue
-    is (fuzz seed 7000 #4454, #8006)."""
+    is."""
     bumps = analysis.last_bumps
     return bool(bumps) and replay.split_made > max(bumps[source], bumps[other])
 
@@ -704,7 +667,7 @@ def _autograd_root(t: torch.Tensor) -> torch.Tensor:
 def no_grad_set_in_view_chain(value: torch.Tensor, run: FunctionalRun) -> torch.Tensor | None:
     """`value` if it is a view that the program set_() under no_grad after computing it with grad, or the tensor
     with grad history that it is a chain of views of, taken after the program set_() that one under no_grad
-    (Note [Histories Over Aliased Storage]); else None. A `value` that is no view is the rule before this one;
+    (Note [Outputs That An Input Was set_() To]); else None. A `value` that is no view is the rule before this one;
     inputs, and views of them, are rebuilt by the epilogue with their own history (Note [Subclass Views Rebuilt By
     set_])."""
     t, taken = value, None
@@ -754,16 +717,6 @@ def _has_history(t: torch.Tensor) -> bool:
         return False
 
 
-# Note [Writes With Grad After A Hidden set_]
-# `with no_grad(): x.set_(y)`, then `x.mul_(2)` with grad on, x a plain input that requires grad and y another
-# input: eager records the write on x's own history (MulBackward0 over x's grad_fn from before the set_, which sums
-# the gradient to x's old size), while the functional graph sees a write to y's storage that does not depend on x:
-# the gradient that reaches x's history differs (fuzz seed 7000 #29: `fill_`, eager's gradient is zeros). Refused
-# where the write goes through x itself; a set_() autograd records (Note [Outputs set_() Under Grad]), writes
-# before the set_(), through views, or after a set_() to a new storage are handled elsewhere. The same for a tensor
-# subclass input whose wrapper is set_() and then written with grad (eager records the write on the wrapper's history).
-
-
 def check_writes_after_hidden_set(
     flat: FlatInputs,
     layout: DenseLayout,
@@ -771,9 +724,9 @@ def check_writes_after_hidden_set(
     mutations: Sequence[LeafMutation],
     user_fakes: Sequence[torch.Tensor],
 ) -> None:
-    """Note [Writes With Grad After A Hidden set_]."""
+    """Note [Writes With Grad After .data =]."""
     for i, t in enumerate(run.user_tensors):
-        # a tensor subclass input: its wrapper's set_() (test_set__not_allowed on a PairTensor)
+        # a tensor subclass input: its wrapper's set_()
         sets = run.swaps.plain_sets if layout.trees[i] is None else run.swaps.wrapper_sets
         record = sets.get(id(t))
         if not user_fakes[i].requires_grad or record is None or record[1]:

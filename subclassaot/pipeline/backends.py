@@ -75,12 +75,24 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
     return run
 
 
-# Note [Symbols Inductor Cannot Bind]
-# Inductor binds every size symbol of its graph from an input's size or stride where the symbol appears bare. A
-# relation makes a dim an expression instead (`offsets.size(0) == s0 + 1`, Note [Relations Are Expressions]); when
-# no input has s0 bare (the batch of a jagged tensor lives only in its offsets), inductor cannot generate code.
-# Such a symbol becomes an extra leading SymInt input of a copy of the graph, read at run time by inverting the
-# affine size it appears in (`s0 = offsets.size(0) - 1`). The pipeline's own graph keeps its signature.
+# Note [What A Backend Receives And Returns]
+# A backend receives a purely functional graph of plain tensors and SymInts, and returns a callable that reads its
+# arguments only (the epilogue applies input mutations; a backend that writes an input is a BackendError). Two gaps
+# between that contract and what backends do are closed here:
+# - Symbols inductor cannot bind. Inductor binds every size symbol of its graph from an input's size or stride where the
+#   symbol appears bare. A relation makes a dim an expression instead (`offsets.size(0) == s0 + 1`: Note [Fakify Through
+#   The Symbol Cache]); when no input has s0 bare (the batch of a jagged tensor lives only in its offsets), inductor
+#   cannot generate code. Such a symbol becomes an extra leading SymInt input of a copy of the graph, read at run time
+#   by inverting the affine size it appears in (`s0 = offsets.size(0) - 1`). The pipeline's own graph keeps its
+#   signature.
+# - Output strides. The runtime promises eager's strides for every output, and regenerates views of intermediates from
+#   the strides the graph returns. A backend may lay a fresh output out differently from eager: Inductor picks its own
+#   stride for a size-1 dimension ((4, 4, 1) where eager has (8, 4, 1)), which changes no element's address but is
+#   observable through .stride() (even the fake trace can disagree with eager there). So on the first call of a
+#   non-eager backend the graph also runs eagerly (same inputs, the RNG state restored around it) and each output with
+#   static metadata is compared with eager's; for the outputs that differ, every call gives back a tensor with eager's
+#   strides: an alias of the same memory when only size-1 dimensions differ, a copy otherwise. Outputs that matched on
+#   the first call are never touched again.
 
 
 def _symbols_only_in_expressions(
@@ -116,7 +128,8 @@ def _with_symbol_inputs(
     inputs: list[torch.Tensor | torch.SymInt | int],
     solved: list[tuple[int, int, int, int]],
 ) -> tuple[torch.fx.GraphModule, list[torch.Tensor | torch.SymInt | int]]:
-    """A copy of `gm` with one leading SymInt placeholder per solved symbol (Note [Symbols Inductor Cannot Bind])."""
+    """A copy of `gm` with one leading SymInt placeholder per solved symbol (Note [What A Backend Receives And
+    Returns])."""
     copied = copy.deepcopy(gm)
     first = next(n for n in copied.graph.nodes if n.op == "placeholder")
     extra: list[torch.Tensor | torch.SymInt | int] = []
@@ -170,19 +183,8 @@ def check_inputs_untouched(versions_before: Sequence[int], inputs: Sequence[torc
             )
 
 
-# Note [Backend Output Strides]
-# The runtime promises eager's strides for every output, and regenerates views of intermediates from the strides
-# the graph returns. A backend may lay a fresh output out differently from eager: Inductor picks its own stride for
-# a size-1 dimension ((4, 4, 1) where eager has (8, 4, 1)), which changes no element's address but is observable
-# through .stride() (even the fake trace can disagree with eager there). So on the first call of a non-eager backend
-# the graph also runs eagerly (same inputs, the RNG state restored around it) and each output with static metadata
-# is compared with eager's; for the outputs that differ, every call gives back a tensor with eager's strides: an
-# alias of the same memory when only size-1 dimensions differ, a copy otherwise. Outputs that matched on the first
-# call are never touched again.
-
-
 def keep_eager_strides(compiled: Callable[..., object], gm: torch.fx.GraphModule) -> Callable[..., object]:
-    """Wrap a backend's callable so its outputs have eager's strides (Note [Backend Output Strides])."""
+    """Wrap a backend's callable so its outputs have eager's strides (Note [What A Backend Receives And Returns])."""
     static = _static_outputs(gm)
     if not any(static):
         return compiled

@@ -54,29 +54,25 @@ log = logging.getLogger(__name__)
 #      divisibility as a ShapeEnv guard `Eq(Mod(s, k), 0)` (in `shape_env.guards`; we do not substitute s = k*t,
 #      so every symbol stays readable from a real size);
 #   2. computes every size/stride/offset expression: relations and shared dims are *expressions* of existing
-#      symbols (`offsets.size(0)` is `s0 + 1`), never a new symbol plus a guard (see Note [Relations Are Expressions]);
+#      symbols (`offsets.size(0)` is `s0 + 1`), never a new symbol plus a guard;
 #   3. hands each plain leaf to `fake_mode.from_tensor` with a StatefulSymbolicContext whose per-ShapeEnv
 #      source->symbol cache is pre-filled with those expressions, so torch's MetaConverter (and its memo on real
 #      tensors and storages, which is what preserves aliasing and views) builds the fake with exactly our
 #      expressions and creates no symbols of its own;
 #   4. rebuilds subclasses bottom-up through `protocol.unflatten_subclass` with symbolic outer size and stride.
+# Relations are expressions: torch ties an inner dim to an outer dim by giving both symbols and guarding their equality,
+# which the ShapeEnv then turns into a replacement. We build the derived dim as the expression directly: fewer symbols,
+# no guard, and the runtime check on the derived size is `offsets.size(0) == s0 + 1`, evaluated from where s0 is bound.
 # Symbol names: the ShapeEnv names a symbol s<hash(source name) % 100>, probing upwards on collision, so the name
 # depends on which symbols were created before it. `SymbolCache` (outside the ShapeEnv, one per compiled function)
 # records every symbol created, in order; the next fakify creates the cached ones first in that order and reserves the
 # names of cached symbols it no longer needs, which replays the same probing and yields the same names.
-
-# Note [Relations Are Expressions]
-# torch ties an inner dim to an outer dim by giving both symbols and guarding their equality, which the ShapeEnv
-# then turns into a replacement. We build the derived dim as the expression directly: fewer symbols, no guard, and
-# the runtime check on the derived size is `offsets.size(0) == s0 + 1`, evaluated from where s0 is bound.
-
-# Note [Aliased Inputs Share One Fake]
-# The same real tensor reached by two paths (`f(x, x)`, `PairTensor(x, x)`, a subclass passed twice) gets one fake;
-# the policy of its first path in input order (depth-first inside subclasses) is the one used, and later paths are
-# listed in `FakifyResult.aliases`. A view input is fakified from its base: the base's expressions are those of the
-# input that is the base when there is one, otherwise the base is static (its sizes are not observed by the
-# program, only its storage is). Views may still be dynamic themselves: their own sizes follow their own policy.
-# Inputs that share a storage without a view relation share the fake storage (MetaConverter memoises storages).
+# Aliased inputs share one fake: the same real tensor reached by two paths (`f(x, x)`, `PairTensor(x, x)`) gets one fake
+# under the policy of its first path in input order (depth-first inside subclasses); later paths are listed in
+# `FakifyResult.aliases`. A view input is fakified from its base: the base's expressions are those of the input that is
+# the base when there is one, else the base is static (the program observes its storage, not its sizes); the view's own
+# sizes follow its own policy. Inputs that share a storage without a view relation share the fake storage (MetaConverter
+# memoises storages).
 
 
 class SymbolCache:

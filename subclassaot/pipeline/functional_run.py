@@ -67,8 +67,8 @@ def _note_shared_storage(
     base: torch.Tensor,
     user_tensors: Sequence[torch.Tensor],
 ) -> None:
-    """A storage that two or more distinct inputs share, none of which requires grad (Note [set_ Under Grad Into
-    Shared Storage])."""
+    """A storage that two or more distinct inputs share, none of which requires grad (Note [Inputs That Gain Grad In
+    Training])."""
     group = layout.groups[item.group]
     input_of = {j: i for i, leaves in enumerate(layout.leaves_of_input) for j in leaves}
     members = [m for m, same in zip(group.members, group.same_as, strict=True) if same is None]
@@ -97,7 +97,7 @@ def run_functional(
     """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
     graph_fun = [to_functional(v) for v in graph_values]
     graph_grad_leaves = list(graph_fun)
-    own: dict[DenseIndex, torch.Tensor] = {}  # Note [Plain Inputs Traced As Their Own Base]
+    own: dict[DenseIndex, torch.Tensor] = {}  # Note [Aliased Inputs In Training]
     for k in sorted(clone_graph_inputs):
         # A synthetic base that requires grad: the program mutates (views of) a clone, and gradients are taken
         # with respect to the base as it was (Note [Training Through A Joint Graph]).
@@ -130,7 +130,7 @@ def run_functional(
         clone = clones.get(id(original))
         if clone is None:
             shared = layout.trees[i] is not None and any(j in grouped for j in layout.leaves_of_input[i])
-            if i in viewed:  # Note [Subclass Members Traced As Views Of Their Base Input]
+            if i in viewed:  # Note [Aliased Subclass Inputs In Training]
                 clone = replay_view(cast(torch.Tensor, flat.values[flat.tensor_indices[i]]), user_tensors[viewed[i]])
             elif shared:
                 clone = cast(torch.Tensor, _SameStorageClone.apply(original))  # type: ignore[no-untyped-call]  # untyped in torch
@@ -142,7 +142,7 @@ def run_functional(
                 clone = clone.view_as(clone)  # Note [Writes To Plain View Inputs Make Plain Gradients]
             clones[id(original)] = clone
             if not shared and clone.is_contiguous() and not original.is_contiguous():
-                copy_on_contiguous.add(id(clone))  # Note [contiguous() Of A Contiguous Clone]
+                copy_on_contiguous.add(id(clone))  # Note [Eager's Layouts Under Functionalization]
         user_tensors[i] = clone
         if layout.trees[i] is not None and layout.wrapper_bytes:
             widen_wrapper_storage(clone, layout.wrapper_bytes[i])  # Note [Wrapper Storage Of A View Input]
@@ -167,21 +167,19 @@ def run_functional(
         values[index] = tensor
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord(copy_on_contiguous=copy_on_contiguous)
-    record.replayed_reads = replay_reads  # Note [Autograd Reads Replayed In The Trace]
-    for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):  # Note [Autograd Reads Of Inputs]
+    record.replayed_reads = replay_reads  # Note [Autograd Reads Answer As Eager's]
+    for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):  # Note [Autograd Reads Answer As Eager's]
         real = flat.values[index]
         if isinstance(real, torch.Tensor) and real.requires_grad:
             record.eager_inputs[id(tensor)] = real
     for position, (index, tensor) in enumerate(zip(flat.tensor_indices, user_tensors, strict=True)):
-        record.run_inputs.append(tensor)  # Note [Base Reads Of Inputs]
+        record.run_inputs.append(tensor)  # Note [Autograd Reads Answer As Eager's]
         record.input_positions.setdefault(id(tensor), (position, cast(torch.Tensor, flat.values[index])))
-    record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Ids In The Swap Record]
+    record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Storage Swaps By Rebinding]
     record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
     if requires_grad_like is not None:  # Note [Leaves Laid Out Anew Under no_grad]
         record.releafable = _releafable(flat, layout, user_tensors, set(viewed) | set(view_clone_inputs))
-        note_view_inputs(
-            record, _view_inputs(flat, layout, user_tensors)
-        )  # Note [View Inputs Laid Out Anew Under no_grad]
+        note_view_inputs(record, _view_inputs(flat, layout, user_tensors))  # Note [Stale View Functions]
     for item, value in zip(layout.graph_inputs, graph_fun, strict=True):
         if isinstance(item, AliasGroupRef):
             record.alias_bases[storage_key(value)] = value
@@ -233,7 +231,7 @@ def run_functional(
                 ) from e
             raise
         if record.absolute_frames:
-            check_absolute_frames(record)  # Note [Absolute Offsets Across A Frame Change]: the outputs read them
+            check_absolute_frames(record)  # Note [Offsets After A Write]: the outputs read them
     _check_containers_unchanged(flat, values, (state, args, kwargs))
     finals: list[torch.Tensor] = []
     for tree, tensor in zip(layout.trees, user_tensors, strict=True):
@@ -301,24 +299,6 @@ def _detach_members_without_grad(
     return detached
 
 
-# Note [Subclass Members Traced As Views Of Their Base Input]
-# Two subclass inputs of one alias group where the real wrapper of one is the other's autograd `._base` (x and
-# x[0], x and x.t()): in eager a write through either rebases the other's history on the write, and a use of the
-# other after it differentiates through the write. Each member its own wrapper in the trace (Note [Aliased Subclass
-# Inputs In Training]) cannot show that. So in training the view member runs as the same view of its base's traced
-# wrapper (the real view's own view ops, replayed: `replay_view`), and autograd in the trace rebases it as eager's
-# does; its gradient, all of it, reaches the Function's input for the base, whose real history is the one eager's
-# view reaches through its own grad_fn (the same view ops over the same base). A guard keeps the `._base` relation
-# (guards.py). The trace's autograd then relates the family's members as eager's does, so a group whose subclass
-# inputs are one base input and views of it traced so is not refused for overlapping members at all, whoever writes
-# (training_rules `_one_traced_view_family`; other rules, on metadata changes of aliased inputs, still apply), nor
-# is a member used after the write where it and the one writer are linked so (Note [Overlapping Subclass Members
-# Written Through One]). Checked (parity oracle) on fuzz seed 7000 #50, #1874, #4705, #6343, #6461, #8053, #8328,
-# #9986 and on every training program of seeds 6000 (#0-2999) and 7000 (#0-3999) with such a pair of inputs.
-# Views of one base the call does not pass get that base added as an input first (Note [Subclass Views Of A Base Not
-# Passed]).
-
-
 def _traced_as_views(layout: DenseLayout, flat: FlatInputs, clone_inputs: frozenset[int]) -> dict[int, int]:
     """Cloned subclass inputs of an alias group that run as views of another cloned one, their `._base` -> it."""
     grouped = {m for g in layout.groups for m in g.members}
@@ -348,22 +328,19 @@ class _SameStorageClone(torch.autograd.Function):
         return grad
 
 
-# Note [Subclasses Whose Ops Return Plain Tensors]
-# Many subclasses (torchao's quantized tensors, torch's CustomTensorPlainOut) answer most ops with plain tensors:
-# their clone() is a plain tensor computed from the inner tensors. A training run executes the program on a clone of
-# each input gradients are taken for (Note [Training Through A Joint Graph]); for such a subclass that clone is a
-# wrapper over clones of its inner tensors, made by one autograd Function whose backward passes the gradient through,
-# so the program sees what it was given (same type, same inner values) and autograd sees a non-leaf. Whether clone()
-# keeps the type is asked of the fake input outside the trace, so the question leaves no node in the graph.
-
-
 def _fake_of(like: Sequence[torch.Tensor] | None, original: torch.Tensor, i: int) -> torch.Tensor:
     return original if like is None else like[i]
 
 
 class _InnerClone(torch.autograd.Function):
-    """A wrapper over clones of a subclass input's inner tensors (Note [Subclasses Whose Ops Return Plain
-    Tensors])."""
+    """A wrapper over clones of a subclass input's inner tensors, for a subclass whose clone() is a plain tensor.
+
+    Many subclasses (torchao's quantized tensors, torch's CustomTensorPlainOut) answer most ops with plain tensors.
+    A training run executes the program on a clone of each input gradients are taken for (Note [Training Through A
+    Joint Graph]); for such a subclass that clone is this wrapper, whose backward passes the gradient through, so the
+    program sees what it was given (same type, same inner values) and autograd sees a non-leaf. Whether clone() keeps
+    the type is asked of the fake input outside the trace, so the question leaves no node in the graph.
+    """
 
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
@@ -376,17 +353,13 @@ class _InnerClone(torch.autograd.Function):
         return grad
 
 
-# Note [Empty Expanded Inputs Keep Their Gradient Type]
-# An expanded input runs as a clone of its elements, expanded (_strided_clone): an as_strided view of the input,
-# cloned. autograd's as_strided backward gives an input with no elements a plain zeros gradient, whatever the type
-# of the incoming one, where eager's ops on the input (slices, expand) keep a subclass gradient a subclass (fuzz seed
-# 43000 #4613: `b0[4:4].expand((1, 0, 2))` of a PairTensor got a plain gradient). For such an input the view and
-# clone run inside one Function whose backward makes the (empty) gradient with `new_zeros` of the incoming one.
-
-
 class _EmptyCompactClone(torch.autograd.Function):
-    """_strided_clone's compact clone of an expanded input with no elements (Note [Empty Expanded Inputs Keep Their
-    Gradient Type])."""
+    """_strided_clone's compact clone of an expanded input with no elements.
+
+    autograd's as_strided backward gives an input with no elements a plain zeros gradient whatever the type of the
+    incoming one, where eager's ops on the input (slices, expand) keep a subclass gradient a subclass. So the view and
+    clone run inside one Function whose backward makes the (empty) gradient with `new_zeros` of the incoming one.
+    """
 
     @staticmethod
     def forward(ctx: Any, t: torch.Tensor, once: list[int]) -> torch.Tensor:
@@ -402,14 +375,14 @@ def _strided_clone(t: torch.Tensor) -> torch.Tensor:
     """A clone (autograd-visible) with the input's strides: eager's later ops see those strides (a size-1 dim's
     stride shows in the strides of results), and clone() makes a non-dense input contiguous. An input with zero
     strides (expand) is a clone of its elements, expanded as the input is: the strides of results of elementwise ops
-    follow the input's zero strides in eager (fuzz seed 5000 #6223: a contiguous clone transposed gave (1, 2) where
-    eager's `x.transpose(0, 1).add(2)` is (3, 1)). Inputs whose elements overlap otherwise are cloned contiguous."""
+    follow the input's zero strides in eager (a contiguous clone transposed gives (1, 2) where eager's `x.transpose(0,
+    1).add(2)` is (3, 1)). Inputs whose elements overlap otherwise are cloned contiguous."""
     dims: list[object] = [*t.shape, *t.stride()]
     if all(isinstance(s, int) and s >= 0 for s in dims):
         shape, stride = cast(list[int], list(t.shape)), cast(list[int], list(t.stride()))
         once = [1 if st == 0 else s for s, st in zip(shape, stride, strict=True)]
         if once != shape and all(st > 0 for s, st in zip(once, stride, strict=True) if s > 1):
-            if t.numel() == 0:  # Note [Empty Expanded Inputs Keep Their Gradient Type]
+            if t.numel() == 0:  # keeps a subclass gradient a subclass: see _EmptyCompactClone
                 empty = _EmptyCompactClone.apply(t, once)  # type: ignore[no-untyped-call]  # untyped in torch
                 return cast(torch.Tensor, empty).expand(shape)
             compact = _strided_clone(t.as_strided(once, stride, t.storage_offset()))
@@ -456,11 +429,11 @@ def intermediate_bases(
             continue
         views = [m for m in members if swaps.is_view(m)]
         # (not a tensor the program set_() onto the storage: the one whose storage it is keeps its autograd history,
-        # `t0.set_(t1); return t0, t1`, fuzz seed 11000 #7045)
+        # `t0.set_(t1); return t0, t1`)
         owners = [m for m in members if id(m) not in swaps.swapped_ids]
         base = swaps.view_root(views[0]) if views else (owners or members)[0]
         if storage_key(base) != key:
-            # `t1 = t0.diagonal(); t0.data = x` (fuzz seed 2000 #2342): no tensor holds the storage t1 views
+            # `t1 = t0.diagonal(); t0.data = x`: no tensor holds the storage t1 views
             raise UnsupportedError(
                 f"{paths[key]} is a view of an intermediate that `.data =` or set_() then moved to another storage; "
                 "returning a view of the storage it left is not supported. Return a clone (.clone()) instead"

@@ -26,13 +26,27 @@ __all__ = [
     "metadata_of",
 ]
 
-# Note [Tensors Made Requiring Grad Inside The Program]
-# `torch.ones(3, requires_grad=True)` inside the program makes a leaf of its own: with grad mode on, eager's outputs
-# computed from it require grad and carry a grad_fn even when no input requires grad. The pipeline decides training
-# from the inputs, and an inference graph returns outputs without autograd history, so such a program is refused
-# when no input requires grad and grad mode is on (under no_grad eager's outputs carry no history either). In
-# training the outputs carry history through the compiled Function, as eager's do; the leaf's own gradient is not
-# observable outside the program.
+# Note [Grad Mode At The Call Decides Training]
+# A call compiles for training (a joint graph behind one autograd.Function) when grad mode is on and some input requires
+# grad, else for inference, whose graph outputs carry no autograd history. Eager decides nothing up front, so each way
+# the program itself could make history is matched or refused:
+# - Inference runs in the caller's grad mode: it is analyzed and traced in the grad mode it is called in, not under
+#   no_grad, because Python code may read the mode and what it does then is observable (DTensor's `to_local()` returns
+#   its very inner tensor under no_grad, and with grad on a view of it made by an autograd.Function). With no input
+#   requiring grad nothing records history either way; an inference entry guards the grad mode, so a call in the other
+#   mode compiles its own.
+# - Tensors made requiring grad inside the program (`torch.ones(3, requires_grad=True)`) are leaves of their own: with
+#   grad on, eager's outputs computed from them carry a grad_fn although no input requires grad. Refused for inference
+#   with grad on; in training the outputs carry history through the Function, and the leaf's own gradient is not
+#   observable outside the program.
+# - Grad mode turned on inside a no_grad call (`with torch.enable_grad(): out = x.cos()`, x requiring grad) gives eager
+#   outputs with a grad_fn next to outputs without. The call compiles for inference, so the analysis (run under no_grad
+#   as the call is) records every torch function that ran with grad on and read a tensor requiring grad, and refuses the
+#   call if there is one.
+# - Autograd inside the program: torch.func.grad / vjp / jacrev call torch.autograd.grad on their own wrapped tensors
+#   (GradTrackingTensors, one autograd level each); that backward is part of the forward computation and is traced like
+#   any op. torch.autograd.grad / backward() on tensors of the program's own level is refused: the compiled graph would
+#   not differentiate it.
 
 
 def check_grad_factories(factories: Sequence[str], *, training: bool) -> None:
@@ -43,16 +57,6 @@ def check_grad_factories(factories: Sequence[str], *, training: bool) -> None:
             "no input requires grad; eager's outputs computed from it require grad, the compiled inference graph's "
             "cannot (Note [Tensors Made Requiring Grad Inside The Program]). Pass that tensor as an input instead"
         )
-
-
-# Note [Grad Mode Turned On Inside A no_grad Call]
-# Called under torch.no_grad() with inputs that require grad, a program that turns grad mode back on inside
-# (`with torch.enable_grad(): out = x.cos()`) gives eager outputs that require grad and carry a grad_fn, next to
-# outputs computed outside that region that do not (test_aot_dispatch_output_requires_grad_in_no_grad). The pipeline
-# decides training from the grad mode at the call and the inputs, so such a call compiles for inference, whose
-# graph outputs carry no history: the analysis (run under no_grad as the call is) records every torch function that
-# ran with grad mode on and read a tensor that requires grad, and the call is refused if there is one. Under grad
-# mode, or with no tensor requiring grad inside the region, nothing differs and nothing is refused.
 
 
 def check_grad_reenabled(functions: Sequence[str], *, training: bool) -> None:

@@ -95,7 +95,7 @@ def _ctx_diff(old: object, new: object, prefix: str) -> list[tuple[str, object, 
 
 
 class _AnySize:
-    """Stands for a symbolic size inside a guarded ctx (Note [Sizes In ctx Are Guarded As Sizes])."""
+    """Stands for a symbolic size inside a guarded ctx (Note [What The Guards Compare])."""
 
     def __eq__(self, other: object) -> bool:
         return True
@@ -116,15 +116,6 @@ class _AnySize:
 ANY_SIZE = _AnySize()
 
 
-# Note [Sizes In ctx Are Guarded As Sizes]
-# Some subclasses keep their outer size and stride in ctx as well (DTensor's TensorMeta), although torch's protocol
-# passes them to `__tensor_unflatten__` as outer_size/outer_stride. Compiled with a dynamic dim, the fake's ctx
-# holds SymInts there, and comparing ctx with == would pin every call to the compile-time sizes (one recompile per
-# batch size) or trace a comparison. The outer sizes are guarded already, dim by dim, as sizes (static, a bound
-# symbol, or an expression: `_tensor_guards`), so in the ctx guard every SymInt becomes a wildcard equal to
-# anything, as torch's own TENSOR_SUBCLASS_METADATA_MATCH does. Only what the sizes cannot say is compared there.
-
-
 def ctx_for_guard(ctx: object) -> object:
     """`ctx` with every SymInt replaced by `ANY_SIZE` (tuples, NamedTuples, lists and dicts searched)."""
     if isinstance(ctx, torch.SymInt):
@@ -143,7 +134,7 @@ def ctx_for_guard(ctx: object) -> object:
 
 
 def describe_opaque_change(path: str, old: object, new: object) -> str:
-    """Why an opaque inner object fails its identity guard (Note [Opaque Inner Objects]), field by field."""
+    """Why an opaque inner object fails its identity guard (Note [The Flatten Protocol]), field by field."""
     head = f"{path}: compiled for one {type(old).__name__} object, got "
     if type(new) is not type(old):
         return head + f"a {type(new).__name__}"
@@ -158,13 +149,29 @@ def describe_opaque_change(path: str, old: object, new: object) -> str:
     return head + "another one: its registered guard_fn " + "; ".join(changed)
 
 
-# Note [Guard Source Holds No Caller Text]
-# The guards are generated Python, so any text spliced into that source is code. A call's values (a string argument,
-# a dict key that ends up in a path like args[0]['k'], a ctx field) are caller data: they never enter the source.
-# Every value a guard compares against and every piece of a failure message is bound by reference, as a global of
-# the generated function (`_c3`); the source holds only our own variable names, integer literals we produce, and
-# expressions over the ShapeEnv's symbol names. A failure message is assembled at run time by `_msg(...)` from bound
-# text and the guard's locals, so a quote, brace or newline in a value can neither break the source nor run.
+# Note [What The Guards Compare]
+# Each guard compares a fact of the call with the value it had at compile time, and that comparison is shaped so that it
+# holds for every call the entry is right for, and for no other:
+# - Sizes are guarded as sizes: static, a symbol bound here, or an expression checked here. Some subclasses keep their
+#   outer size and stride in ctx as well (DTensor's TensorMeta); compiled with a dynamic dim, that ctx holds SymInts,
+#   and comparing it with == would pin every call to the compile-time sizes or trace a comparison. So in the ctx guard
+#   every SymInt is a wildcard equal to anything, as torch's own TENSOR_SUBCLASS_METADATA_MATCH does: only what the
+#   sizes cannot say is compared there.
+# - Sharing is guarded as a pattern. Which dense leaves share a storage is compared, not which storage. Likewise a
+#   nested int names the row structure of one offsets (or lengths) tensor, and eager lets two jagged tensors meet (`a +
+#   b`) only when they carry the same one; which offsets tensor backs it is not the rule (a deepcopy of a jagged tensor
+#   keeps the original's nested int over copied offsets). So the ragged sizes of the inputs that were equal when
+#   compiling must be equal, the others not (one comparison per nested size against the first size of each nested int
+#   seen before it).
+# - Opaque inner objects are compared by identity (Note [The Flatten Protocol]); other values by type and == against a
+#   snapshot taken at compile time, so a mutable object changed in place after the compile does not equal itself.
+# - The guard source holds no caller text. The guards are generated Python, so any text spliced into that source is
+#   code. A call's values (a string argument, a dict key that ends up in a path like args[0]['k'], a ctx field, an
+#   attribute name) are caller data: every value a guard compares against and every piece of a failure message is bound
+#   by reference, as a global of the generated function (`_c3`); the source holds only our own variable names, integer
+#   literals we produce, and expressions over the ShapeEnv's symbol names. A failure message is assembled at run time by
+#   `_msg(...)` from bound text and the guard's locals, so a quote, brace or newline in a value can neither break the
+#   source nor run.
 
 
 class Src(str):
@@ -259,9 +266,9 @@ def build_guards(
     caller_guarded: Mapping[str, CallerGuarded] | None = None,
     grad_mode: bool | None = None,
 ) -> Guards:
-    """`caller_guarded`: facts the caller guards already, by input path (See Note [Guards Dynamo Already Holds]).
-    `grad_mode`: the grad mode an inference entry was analyzed in (Note [Inference Runs In The Caller's Grad Mode]);
-    None for training entries."""
+    """`caller_guarded`: facts the caller guards already, by input path (Note [Dynamo Captures, The Pipeline
+    Compiles]). `grad_mode`: the grad mode an inference entry was analyzed in (Note [Grad Mode At The Call Decides
+    Training]); None for training entries."""
     w = _Writer()
     if grad_mode is not None:
         w.expect(
@@ -289,7 +296,7 @@ def build_guards(
                 # Note [Writes To Plain View Inputs Make Plain Gradients]
                 c = w.constant(real._is_view())
                 w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
-    for position, base in dict.fromkeys(base_reads):  # Note [Base Reads Of Inputs]
+    for position, base in dict.fromkeys(base_reads):  # Note [Autograd Reads Answer As Eager's]
         index = flat.tensor_indices[position]
         path = flat.leaves[index].path
         if base is None or base == -1:
@@ -333,7 +340,7 @@ def _tensor_guards(
         if field == "device":
             expected = torch.device(expected)
         if known is not None and getattr(known, field) == expected:
-            continue  # See Note [Guards Dynamo Already Holds]
+            continue  # See Note [Dynamo Captures, The Pipeline Compiles]
         c = w.constant(expected)
         w.expect(f"{var}.{field} == {c}", f"{path}.{field}", expected, f"{var}.{field}")
     sizes, strides = fake.size(), fake.stride()
@@ -371,17 +378,17 @@ def _subclass_guards(
     caller: Mapping[str, CallerGuarded] | None = None,
     flatten_guarded: bool = False,
 ) -> None:
-    if not flatten_guarded:  # See Note [Guards Dynamo Already Holds]
+    if not flatten_guarded:  # See Note [Dynamo Captures, The Pipeline Compiles]
         names = tree.flatten_attrs()
         attrs = w.constant(list(names))
-        ctx = w.constant(copy.deepcopy(ctx_for_guard(tree.ctx)))  # Note [Sizes In ctx Are Guarded As Sizes]
+        ctx = w.constant(copy.deepcopy(ctx_for_guard(tree.ctx)))  # Note [What The Guards Compare]
         w.lines.append(f"    {var}_flat = {var}.__tensor_flatten__()")
         w.check(
             f"list({var}_flat[0]) == {attrs}",
             w.msg(f"{path}: inner tensors expected {' '.join(names)}, got ", Src(f"list({var}_flat[0])")),
         )
         w.check(f"{var}_flat[1] == {ctx}", f"describe_ctx_change({w.constant(path)}, {ctx}, {var}_flat[1])")
-    for k, opaque in enumerate(tree.opaques):  # Note [Opaque Inner Objects]: by identity
+    for k, opaque in enumerate(tree.opaques):  # Note [The Flatten Protocol]: by identity
         opaque_var, expected = f"{var}_o{k}", w.constant(opaque.value)
         w.lines.append(f"    {opaque_var} = {_attribute(w, var, opaque.name)}")
         where = w.constant(f"{path}.{opaque.name}")
@@ -436,9 +443,9 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
                 is_same = first == k or (first is not None and first == layout.same_wrapper[k])
                 conds.append(f"({a} is {b}) == {is_same}")
     for i, base in enumerate(layout.view_of):
-        if base is not None:  # Note [Subclass Members Traced As Views Of Their Base Input]
+        if base is not None:  # Note [Aliased Subclass Inputs In Training]
             conds.append(f"v{flat.tensor_indices[i]}._base is v{flat.tensor_indices[base]}")
-    conds += own_base_guards(layout, flat, accesses)  # Note [Plain Inputs Traced As Their Own Base]
+    conds += own_base_guards(layout, flat, accesses)  # Note [Aliased Inputs In Training]
     paths = w.constant(tuple(leaf.path for leaf in layout.leaves))
     w.check(
         " and ".join(conds),
@@ -450,15 +457,8 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
     )
 
 
-# Note [Nested Ints Are Guarded As A Pattern]
-# A nested int names the row structure of one offsets (or lengths) tensor, and eager lets two jagged tensors meet
-# (`a + b`) only when they carry the same one. Which offsets tensor backs it is not the rule: a deepcopy of a
-# jagged tensor keeps the original's nested int over copied offsets. So, as for storage sharing, the guards check
-# the pattern: the ragged sizes of the inputs that were equal when compiling are equal, the others are not (one
-# comparison per nested size against the first size of each nested int seen before it).
-
-
 def _nested_int_guards(w: _Writer) -> None:
+    # See Note [What The Guards Compare]: nested ints as a pattern.
     firsts: list[tuple[str, str, int]] = []
     for access, label, nested_id in w.nested:
         for first_access, first_label, first_id in firsts:
@@ -474,9 +474,9 @@ def _nested_int_guards(w: _Writer) -> None:
 
 def constant_condition(w: _Writer, var: str, value: object) -> str:
     """Guard source that holds when `var` is a value equal to `value`, of the same type. The value is bound as a
-    snapshot: a mutable object changed in place after this compile must not equal itself (Note [Guard Source Holds No
-    Caller Text])."""
-    if isinstance(value, torch.nn.Module):  # Note [Modules Passed As Arguments]: the same module object
+    snapshot: a mutable object changed in place after this compile must not equal itself (Note [What The Guards
+    Compare])."""
+    if isinstance(value, torch.nn.Module):  # Note [State The Program Reads Is An Input]: the same module object
         return f"{var} is {w.constant(value)}"
     kind = w.constant(type(value))
     if isinstance(value, float) and math.isnan(value):
@@ -490,7 +490,7 @@ def constant_condition(w: _Writer, var: str, value: object) -> str:
 
 def _attribute(w: _Writer, var: str, attr: str) -> str:
     """`var.attr` where `attr` is a plain name; otherwise `getattr(var, <bound name>)`: an attribute name is a subclass
-    author's text, and text never enters the source (Note [Guard Source Holds No Caller Text])."""
+    author's text, and text never enters the source (Note [What The Guards Compare])."""
     if attr.isidentifier() and not keyword.iskeyword(attr):
         return f"{var}.{attr}"
     return f"getattr({var}, {w.constant(attr)})"

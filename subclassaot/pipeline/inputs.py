@@ -27,30 +27,26 @@ from subclassaot.torch_internals import (
     is_real_plain_tensor,
 )
 
-# Note [Captured Tensors Are Inputs]
-# A function may read tensors it was not passed: a closure cell (`w` in `def f(x): return x * w`), a module-level
-# global, or a global nn.Module it calls. Eager reads them at call time, may write them, and differentiates through
-# them; baking them into the graph as constants would miss all three. So the tensors a function's closure cells and
-# referenced globals hold (a module's parameters and buffers for a module) are lifted to inputs like a module's state,
-# with paths `closure.w` / `globals.model.weight`, read afresh on every call (rebinding the name is seen) and
-# guarded like arguments. While the program is traced, a torch-function mode hands the traced stand-in to every op
-# that receives the real captured tensor. A real tensor the program reaches some other way (an attribute of an
-# object, a global of another module) is refused by name: it would otherwise be frozen into the graph. A torch.func
-# transform's wrapper (vmap's BatchedTensor, grad's GradTrackingTensor) is judged by the tensor it wraps: around a
-# traced argument it is traced, not captured; around a real captured tensor (the capture passed straight to the
-# transform, which wraps it before any op sees it) it is refused, naming that cause.
-
-# Note [Modules Passed As Arguments]
-# `def step(model, x)`, `f([enc, dec], x)`, `f({"m": m}, x)`: an nn.Module anywhere in the argument pytree holds
-# state eager reads and writes on every call (a BatchNorm's running statistics and its int64 `num_batches_tracked`,
-# an EMA copy, a step counter) and parameters whose `.grad` a backward fills. So its parameters, buffers and tensor
-# attributes are lifted to inputs like the compiled module's own, with paths under the argument (`args[0].weight`,
-# `args[0].bn.running_mean`), read afresh on every call, written back and differentiated as in eager; the traced
-# stand-ins reach the module's ops through the torch-function mode of captured tensors. A tensor reached twice (the
-# same module passed twice, a module also compiled or captured, weights shared between modules) is lifted once,
-# under its first path: eager has one tensor, so the graph has one input. The module itself stays an argument leaf,
-# guarded by identity; its state is guarded like any input (type, dtype, shape, requires_grad), and a parameter or
-# buffer added or removed changes the argument structure.
+# Note [State The Program Reads Is An Input]
+# Eager reads a module's parameters and buffers, the tensors a function captures, and the state of modules passed as
+# arguments afresh on every call, may write them, and differentiates through them; baked into the graph as constants
+# they would miss all three. So each is lifted to an input with a source path, read on every call and guarded like an
+# argument:
+# - a compiled module's parameters, buffers and tensor attributes (`weight`, `bn.running_mean`, `self.scale` held as a
+#   plain attribute);
+# - captured tensors are inputs: the tensors a function's closure cells and referenced globals hold (a global module's
+#   state too), with paths `closure.w` / `globals.model.weight`; rebinding the name is seen. A real tensor the program
+#   reaches some other way (an attribute of an object, a global of another module) is refused by name: it would
+#   otherwise be frozen into the graph. A torch.func transform's wrapper (vmap's BatchedTensor, grad's
+#   GradTrackingTensor) is judged by the tensor it wraps: around a traced argument it is traced, around a real captured
+#   tensor it is refused, naming that cause;
+# - modules passed as arguments (`def step(model, x)`, `f([enc, dec], x)`): their parameters, buffers and tensor
+#   attributes, with paths under the argument (`args[0].bn.running_mean`), written back and differentiated as in eager.
+#   The module itself stays an argument leaf, guarded by identity; a parameter or buffer added or removed changes the
+#   argument structure.
+# A tensor reached twice (the same module passed twice, a module also compiled or captured, weights shared between
+# modules) is lifted once, under its first path: eager has one tensor, so the graph has one input. While the program is
+# traced, a torch-function mode hands the traced stand-in to every op that receives the real tensor.
 
 CaptureRef = tuple[str, str]  # ("closure" | "globals", name)
 
@@ -64,7 +60,7 @@ def module_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 def module_tensor_attributes(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     """Tensors held as plain attributes (`self.scale = torch.tensor(2.0)`, neither parameter nor buffer), by
-    qualified name: lifted like the state (Note [Captured Tensors Are Inputs])."""
+    qualified name: lifted like the state (Note [State The Program Reads Is An Input])."""
     out: dict[str, torch.Tensor] = {}
     for prefix, sub in module.named_modules(remove_duplicate=False):
         for name, value in vars(sub).items():
@@ -73,16 +69,12 @@ def module_tensor_attributes(module: torch.nn.Module) -> dict[str, torch.Tensor]
     return out
 
 
-# Note [Caches Of A Module's Own Tensors]
-# Some modules keep a plain list of their own parameters (or of weak references to them), rebuilt whenever one is
-# set (an RNN's `_flat_weights` and `_flat_weight_refs`).
-# Tracing a compiled module swaps its parameters for traced stand-ins and back (`functional_call`), and the swap
-# rebuilds such a list: left alone, the module would keep a list of the trace's tensors, which an eager call of the
-# module (or the Python-state guards) would then read. Such lists, found before the trace as attributes holding the
-# module's own tensors, are put back as they were after it. Nothing else is restored: an attribute a forward
-# assigns is a side effect of the program, which the Python-state guards refuse by name.
-
-
+# Some modules keep a plain list of their own parameters (or of weak references to them), rebuilt whenever one is set
+# (an RNN's `_flat_weights` and `_flat_weight_refs`). Tracing swaps the parameters for traced stand-ins and back
+# (`functional_call`), which rebuilds such a list: left alone, the module would keep a list of the trace's tensors,
+# which an eager call of the module (or the Python-state guards) would then read. Such lists are put back as they
+# were after the trace. Nothing else is restored: an attribute a forward assigns is a side effect of the program,
+# which the Python-state guards refuse by name.
 def _derived_caches(module: torch.nn.Module) -> dict[tuple[torch.nn.Module, str], object]:
     own = {id(t) for t in module_state(module).values()}
 
@@ -106,7 +98,7 @@ def lifted_state(
 ) -> dict[str, torch.Tensor]:
     """What is lifted to inputs besides the arguments, by name: a module's parameters, buffers and tensor
     attributes, or the tensors a function captures (`refs`, from `capture_refs`); then the state of the modules in
-    the arguments (Note [Modules Passed As Arguments])."""
+    the arguments (Note [State The Program Reads Is An Input])."""
     if isinstance(fn, torch.nn.Module):
         state = {**module_state(fn), **module_tensor_attributes(fn)}
     else:
@@ -134,7 +126,7 @@ def argument_modules(args: tuple[object, ...], kwargs: Mapping[str, object]) -> 
 
 def capture_refs(fn: Callable[..., object]) -> tuple[CaptureRef, ...]:
     """The closure cells and referenced globals of `fn` (and of functions nested in it) that hold a tensor or an
-    nn.Module now: the names `captured_state` reads on every call (Note [Captured Tensors Are Inputs])."""
+    nn.Module now: the names `captured_state` reads on every call (Note [State The Program Reads Is An Input])."""
     code = getattr(fn, "__code__", None)
     if not isinstance(code, types.CodeType) or isinstance(fn, torch.nn.Module):
         return ()
@@ -180,7 +172,7 @@ def captured_state(fn: Callable[..., object], refs: tuple[CaptureRef, ...]) -> d
 
 class _LiftCaptured(TorchFunctionMode):
     """While the program is traced: every op given a captured real tensor gets its traced stand-in instead; a real
-    tensor that was not lifted is refused (Note [Captured Tensors Are Inputs])."""
+    tensor that was not lifted is refused (Note [State The Program Reads Is An Input])."""
 
     def __init__(self, table: dict[int, torch.Tensor], fn: Callable[..., object]) -> None:
         super().__init__()
@@ -254,7 +246,7 @@ def flatten_call(
                 for k, v in attrs.items():  # a forward that rebinds one is refused; leave the module as it was
                     owner, _, attr = k.rpartition(".")
                     setattr(module.get_submodule(owner), attr, v)
-                for (sub, name), cache in caches.items():  # See Note [Caches Of A Module's Own Tensors]
+                for (sub, name), cache in caches.items():  # see _derived_caches
                     sub.__dict__[name] = cache
 
     else:

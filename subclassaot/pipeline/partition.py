@@ -221,19 +221,14 @@ def _read_primals_not_clones(graph: torch.fx.Graph, primals: set[torch.fx.Node])
         if value.stride() != original.stride() or symint_expr(value.storage_offset()) != symint_expr(
             original.storage_offset()
         ):
-            continue  # Note [Clones Of Inputs At An Offset]
+            # A write is functionalized as `aten.copy(t, new)`, whose result keeps t's storage offset. A clone of an
+            # input reads at offset 0, the input itself may not (`b[1:]`): reading the primal instead would give the
+            # program's clone, and the views of it the program returns, the input's offset where eager's have 0. Such
+            # clones stay: one copy per call of an input taken at an offset.
+            continue
         node.replace_all_uses_with(source, delete_user_cb=lambda user: user.op != "output" and user not in keep)
         if not node.users:
             graph.erase_node(node)
-
-
-# Note [Clones Of Inputs At An Offset]
-# A write to a tensor is functionalized as `aten.copy(t, new)`, whose result keeps t's storage offset (it copies t's
-# whole storage: clone_preserve_strides). A clone of an input reads at offset 0; the input itself may not (`b[1:]`,
-# an empty `b[2:2:2]`). So where a clone has another offset than its primal, reading the primal instead would give a
-# write to the program's clone, and the views of it the program returns, the input's offset where eager's have 0
-# (`t0 = x.clone(); t0.unsqueeze_(-1); t1 = t0.view(1, -1); t0.mul_(3.0); return t1`: fuzz seed 40000 #5854). Such
-# clones stay: one copy per call of an input taken at an offset.
 
 
 def _output_views(graph: torch.fx.Graph) -> set[torch.fx.Node]:

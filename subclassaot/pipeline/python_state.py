@@ -4,9 +4,9 @@ Input: the compiled callable (a function or an nn.Module) and the nn.Modules amo
 Output: `PythonState`: the watched containers with the values read from them at compile time, the ambient torch state,
 and `check() -> str | None`, a generated function that returns None while everything is as compiled, else the first
 change in words ("closure k[0]: expected 2.0, got 7.0"; "self.training: expected True, got False").
-Invariants: every container is bound by reference and every compared value is a snapshot (Note [Guard Source Holds No
-Caller Text]); a value that cannot be snapshotted is refused by name, never skipped; tensors are not compared here
-(they are lifted to inputs and guarded there: Note [Captured Tensors Are Inputs]).
+Invariants: every container is bound by reference and every compared value is a snapshot (Note [What The Guards
+Compare]); a value that cannot be snapshotted is refused by name, never skipped; tensors are not compared here (they are
+lifted to inputs and guarded there: Note [State The Program Reads Is An Input]).
 """
 
 from __future__ import annotations

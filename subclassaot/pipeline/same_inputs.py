@@ -20,21 +20,18 @@ from subclassaot.pipeline.guards import Guards
 
 # Note [One Tensor Passed Several Times]
 # `f(x, x)` runs in eager as `g(y) = f(y, y)` does on `y = x`: one object, one storage, one version counter, one
-# autograd history and one `.grad`, whatever the program does to it through either name (writes, t_(), set_(),
-# `.data =`). Traced as two inputs, the pipeline had to rebuild that one object as a synthetic base and views of it
-# (Note [Synthetic Bases]), whose autograd histories are not the input's own: a layout change of the object (under
-# no_grad, by set_() or `.data =`) beside one that requires grad was refused (fuzz seed 44000 #957, #1815, #2841,
-# #6033, #7686, #8348, and the shrunk #9720, #4896, #7476). So a call whose arguments hold one plain tensor at
-# several positions compiles the program of its first position: each repeated position holds a `SameTensorAs(first)`
-# marker, which the compiled function replaces by the tensor at `first` before it calls the user's function, so the
-# program sees one object as eager's does, and every stage treats it as one input (its own mutations, metadata
-# changes and gradient; no alias group). The entry's guards check that the same positions hold the very same object
-# again (`is`), then the compiled guards over the marked values; a call with two distinct tensors there fails them
-# and compiles its own entry. Messages name the first position. The single-input rules then decide; analyze keeps
-# its rule for a repeated input (`repeated`: seed 8000 #3759, a view of the input set_() onto it). Only plain
-# tensors, and functions called with their own arguments (no module state, no captured tensors: those lift to inputs
-# the marked function could not name). A subclass object passed twice keeps Note [Subclass Inputs Passed Twice In
-# Training] (marked, seed 10000 #7477, which that Note passes, was refused by a single-input rule).
+# autograd history and one `.grad`, whatever the program does to it through either name (writes, t_(), set_(), `.data
+# =`). Traced as two inputs, it would be rebuilt as a synthetic base and views of it (Note [Synthetic Bases]), whose
+# autograd histories are not the input's own. So a call whose arguments hold one plain tensor at several positions
+# compiles the program of its first position: each repeated position holds a `SameTensorAs(first)` marker, which the
+# compiled function replaces by the tensor at `first` before it calls the user's function, so the program sees one
+# object as eager's does, and every stage treats it as one input (its own mutations, metadata changes and gradient; no
+# alias group). The entry's guards check that the same positions hold the very same object again (`is`), then the
+# compiled guards over the marked values; a call with two distinct tensors there fails them and compiles its own entry.
+# Messages name the first position.
+# Only plain tensors, and functions called with their own arguments (no module state, no captured tensors: those lift to
+# inputs the marked function could not name). A subclass object passed twice is one object in the program already (Note
+# [Subclass Inputs Passed Twice In Training]).
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,14 +29,20 @@ __all__ = [
     "skip",
 ]
 
-# Note [Checker Rule Registry]
+# Note [Checker Rules And Whose Failure]
 # A rule is a `Rule(name=..., description=..., check=fn)` where `fn(factory) -> None` returns to PASS, calls
 # `fail(reason)` to FAIL and `skip(reason)` to SKIP. A reason is for a subclass author: the rule, what was expected,
-# what was got, and the fix. `DEFAULT_RULES` is the registry `check_subclass` runs when given no `rules=`: the
-# protocol rules (checker_rules.py), then the pipeline's (checker_pipeline.py: compiled input mutations, output
-# aliasing, recompile reasons, torch's aot_eager). A new rule is added by appending to the tuple built here or,
-# for one call, `check_subclass(factory, rules=(*DEFAULT_RULES, my_rule))`. Rules run in order and
-# independently: every rule calls the factory itself, so rule order never changes a result.
+# what was got, and the fix. `DEFAULT_RULES` is the registry `check_subclass` runs when given no `rules=`: the protocol
+# rules (checker_rules.py), then the pipeline's (checker_pipeline.py: compiled input mutations, output aliasing,
+# recompile reasons, torch's aot_eager). A new rule is added by appending to the tuple built here or, for one call,
+# `check_subclass(factory, rules=(*DEFAULT_RULES, my_rule))`. Rules run in order and independently: every rule calls the
+# factory itself, so rule order never changes a result.
+# Whose failure: a rule runs the class's code (its dunders and ops) and the checker's own (building references,
+# comparing). Only the first can fail the class. So an op the class does not support (whatever it raises:
+# NotImplementedError, ValueError, RuntimeError) SKIPs its rule, naming the op (`_derive`); an exception whose innermost
+# Python frame is in the checker's own modules is the checker's ERROR, not a FAIL (told apart by traceback; a rule may
+# raise `CheckerError` itself); facts are compared as the class defines them, nested ints by structure (`c*j`), never by
+# name (two instances built apart get different nested ints by design).
 
 DEFAULT_RULES: tuple[Rule, ...] = (*BASE_RULES, *PIPELINE_RULES)
 
@@ -45,7 +51,7 @@ class Status(enum.Enum):
     PASS = "PASS"
     FAIL = "FAIL"
     SKIP = "SKIP"
-    ERROR = "ERROR"  # the checker's own code failed: no verdict on the class (Note [Whose Failure])
+    ERROR = "ERROR"  # the checker's own code failed: no verdict on the class (Note [Checker Rules And Whose Failure])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,7 +99,7 @@ class CheckReport:
 
 
 def check_subclass(factory: Factory, *, rules: Sequence[Rule] | None = None, fuzz: int = 0) -> CheckReport:
-    """Run `rules` (default: DEFAULT_RULES, see Note [Checker Rule Registry]) on instances made by `factory`.
+    """Run `rules` (default: DEFAULT_RULES, see Note [Checker Rules And Whose Failure]) on instances made by `factory`.
 
     `fuzz=N` adds the rule `pipeline.fuzz`: N random programs over the subclass (subclassaot.tools.fuzz) must compile and
     match eager.
@@ -119,7 +125,7 @@ def _run_rule(rule: Rule, factory: Factory) -> RuleResult:
     except CheckerError as e:
         return _checker_error(rule, e.reason)
     except Exception as e:
-        if _raised_in_checker(e):  # See Note [Whose Failure]
+        if _raised_in_checker(e):  # See Note [Checker Rules And Whose Failure]
             return _checker_error(rule, f"{type(e).__name__}: {e}")
         reason = f"{rule.name}: unexpected {type(e).__name__}: {e}"
         return RuleResult(name=rule.name, status=Status.FAIL, reason=reason)

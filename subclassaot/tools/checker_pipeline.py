@@ -5,7 +5,7 @@ pieces meet the compiler: an input mutated in place (data, then metadata), an ou
 recompile when the subclass's ctx changes, and torch's own compile stack (`aot_eager`). Each program runs on fresh
 instances from the factory; `subclassaot.tools.parity.compare_with_eager` lists every difference (outputs, inputs after
 the call, `_base` and storage sharing, version counters). A program eager itself rejects for this class SKIPs its
-rule, naming the op. See Note [Checker Rule Registry] in checker.py for how rules are run.
+rule, naming the op. See Note [Checker Rules And Whose Failure] in checker.py for how rules are run.
 """
 
 from __future__ import annotations

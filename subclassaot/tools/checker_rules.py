@@ -1,7 +1,7 @@
 """The checker's base rules: the protocol, ctx, round trips, nesting, fakification, aliasing, copies, autograd.
 
 Purpose: each rule is one `Rule` whose check takes the factory and returns (PASS), or calls `fail` / `skip` with a
-reason written for the subclass's author. See Note [Checker Rule Registry] in checker.py for how rules are run
+reason written for the subclass's author. See Note [Checker Rules And Whose Failure] in checker.py for how rules are run
 and how to add one.
 """
 
@@ -46,20 +46,12 @@ class RuleSkipped(Exception):
 
 
 class CheckerError(Exception):
-    """The checker's own code failed on this class: no verdict about the class (Note [Whose Failure])."""
+    """The checker's own code failed on this class: no verdict about the class (Note [Checker Rules And Whose
+    Failure])."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-# Note [Whose Failure]
-# A rule runs the class's code (its dunders and ops) and the checker's own (building references, comparing). Only
-# the first can fail the class. So: an op the class does not support (whatever it raises: NotImplementedError,
-# ValueError, RuntimeError) SKIPs its rule, naming the op (`_derive`); an exception whose innermost Python frame is
-# in the checker's own modules is the checker's ERROR, not a FAIL (`checker.py` tells them apart by traceback, and a
-# rule may raise `CheckerError` itself); facts are compared as the class defines them, nested ints by structure
-# (`c*j`), never by name (two instances built apart get different nested ints by design).
 
 
 def fail(reason: str) -> NoReturn:
@@ -95,7 +87,9 @@ def _derive(factory: Factory, op_name: str, op: Callable[[torch.Tensor], torch.T
         return op(x)
     except (RuleFailed, RuleSkipped, CheckerError):
         raise
-    except Exception as e:  # whatever the class raises for an op it does not support: See Note [Whose Failure]
+    except (
+        Exception
+    ) as e:  # whatever the class raises for an op it does not support: See Note [Checker Rules And Whose Failure]
         skip(
             f"{type(x).__name__} does not support {op_name} ({type(e).__name__}: {_first_line(e)}); support it to "
             "have this rule checked"
@@ -108,7 +102,8 @@ def _first_line(e: BaseException) -> str:
 
 
 def dims_text(dims: tuple[int | torch.SymInt, ...] | torch.Size) -> tuple[int | str, ...]:
-    """Sizes or strides as compared by the checker: a nested int by structure, `c*j` (Note [Whose Failure])."""
+    """Sizes or strides as compared by the checker: a nested int by structure, `c*j` (Note [Checker Rules And Whose
+    Failure])."""
     out: list[int | str] = []
     for d in dims:
         coeff = nested_coeff(d)
@@ -149,7 +144,7 @@ def check_protocol(factory: Factory) -> None:
             f"expected a tensor subclass with __tensor_flatten__ and __tensor_unflatten__, got {name}. Fix: define "
             "both dunders, or derive from subclassaot.WrapperTensor and declare inner_names / ctx_names"
         )
-    try:  # inner attrs: tensors, or registered opaque reference objects (Note [Opaque Inner Objects])
+    try:  # inner attrs: tensors, or registered opaque reference objects (Note [The Flatten Protocol])
         flatten_subclass(x, "x")
     except ProtocolError as e:
         fail(str(e))
@@ -263,7 +258,7 @@ def _fake_outer(
     node: SubclassNode, mode: FakeTensorMode, dynamic: bool
 ) -> tuple[tuple[int | torch.SymInt, ...], tuple[int | torch.SymInt, ...]]:
     nested = [nested_coeff(d) is not None for d in node.outer_size]
-    try:  # a plain stand-in for the symbols: the checker's own step (Note [Whose Failure])
+    try:  # a plain stand-in for the symbols: the checker's own step (Note [Checker Rules And Whose Failure])
         plain = [d for d, n in zip(node.outer_size, nested, strict=True) if not n]
         proxy = torch.empty(tuple(int(d) for d in plain), dtype=torch.uint8)
         context = _fake_context(proxy, dynamic)

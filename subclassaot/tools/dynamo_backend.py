@@ -35,39 +35,29 @@ log = logging.getLogger(__name__)
 __all__ = ["ADAPTER_OPTIONS", "CapturedGraph", "explain_compiled", "recording", "subclassaot_backend"]
 
 # Note [Dynamo Captures, The Pipeline Compiles]
-# Dynamo and subclassaot split the work at the captured graph. Dynamo runs the user's Python: it breaks the graph
-# where it must (data-dependent control flow, `.item()`, `loss.backward()`, unsupported calls), inlines nn.Modules and
-# lifts their parameters and buffers, globals and closure tensors to graph inputs, and guards the Python around each
-# graph. Each captured graph is an ordinary function over tensors, so it goes through the pipeline unchanged, as a
-# `CompiledFunction` of `gm.forward`: its in-place ops (Dynamo keeps input mutations as `add_` calls), aliasing
-# outputs, subclass inputs and training (some input requires grad) are handled exactly as for `subclassaot.compile`.
-# Two inputs need translating:
-# - SymInt inputs. Under dynamic shapes Dynamo passes sizes as extra int inputs (`s77` = `x.size(0)`). Fed to the
-#   pipeline as ints they would be constants, guarded by value: one recompile per size. Where a SymInt is a size,
-#   stride or offset of a tensor input (found on Dynamo's fakes, `node.meta["example_value"]`) the adapter reads it
-#   from that tensor inside the compiled function instead, so it is symbolic in our trace too. Any other int input
-#   (a Python int under `dynamic=True`) stays a constant.
+# Dynamo and subclassaot split the work at the captured graph. Dynamo runs the user's Python: it breaks the graph where
+# it must (data-dependent control flow, `.item()`, `loss.backward()`, unsupported calls), inlines nn.Modules and lifts
+# their parameters and buffers, globals and closure tensors to graph inputs, and guards the Python around each graph.
+# Each captured graph is an ordinary function over tensors, so it goes through the pipeline unchanged, as a
+# `CompiledFunction` of `gm.forward`: its in-place ops (Dynamo keeps input mutations as `add_` calls), aliasing outputs,
+# subclass inputs and training are handled exactly as for `subclassaot.compile`. Two inputs need translating:
+# - SymInt inputs. Under dynamic shapes Dynamo passes sizes as extra int inputs (`s77` = `x.size(0)`); fed to the
+#   pipeline as ints they would be constants, guarded by value. Where a SymInt is a size, stride or offset of a tensor
+#   input (found on Dynamo's fakes, `node.meta["example_value"]`) the adapter reads it from that tensor inside the
+#   compiled function instead, so it is symbolic in our trace too. Any other int input stays a constant.
 # - Dynamic dims. A dim whose size is a symbol on Dynamo's fake is given a dynamic policy at the input's path
-#   (`args[i]`, `args[i].a` for an inner tensor); every other dim is static, so our pipeline makes the shapes
-#   Dynamo decided (it still guards its own symbols: our trace may specialise where Dynamo's did not).
-# Guards are not repeated: see Note [Guards Dynamo Already Holds].
-
-# Note [Guards Dynamo Already Holds]
-# Before it calls a captured graph's callable, Dynamo guards every tensor input (TENSOR_MATCH: Python type, dtype,
-# device, requires_grad, rank, and each size and stride that has no symbol), and for a traceable subclass also its
-# ctx (TENSOR_SUBCLASS_METADATA_MATCH, by == unless the class defines `__metadata_guard__`), its inner attribute
-# names, and a TENSOR_MATCH on every inner tensor, recursively (read from the guards Dynamo logs, torch 2.13). A
-# failed guard recompiles above us, so our callable never sees other values. Our guards for exactly those facts of
-# exactly those inputs are dropped (`CompileConfig.caller_guarded`, by input path, read by guards.build_guards): a
-# fact is dropped only where our guard would check the very value Dynamo checks, so a dim our pipeline specialised
-# while Dynamo kept it symbolic (a failed symbolic trace compiles static) keeps its guard, and a stride of a tensor
-# with a symbolic size keeps ours. What Dynamo does not guard stays ours: storage offset, storage sharing between
-# inputs (Dynamo checks identity only), `is_leaf` and `_is_view`, and our ShapeEnv's guards over our symbols.
-# The Python state a program reads (module flags and attributes, globals, closure cells and what they reach) and the
-# global torch state (grad mode, autocast, default dtype, deterministic algorithms, matmul precision) Dynamo guards
-# itself, from the bytecode it traced (its GlobalStateGuard and the sources it installed): a captured graph holds
-# none of it, so our snapshot guards are off on this path (`python_state_guards=False`; see Note [Python State Is
-# Snapshotted, Not Recorded]). Ambient torch-function and dispatch modes are Dynamo's too: it traces through them.
+#   (`args[i]`, `args[i].a` for an inner tensor); every other dim is static, so our pipeline makes the shapes Dynamo
+#   decided (it still guards its own symbols: our trace may specialise where Dynamo's did not).
+# Guards Dynamo already holds are not repeated. Before it calls a captured graph's callable, Dynamo guards every tensor
+# input (TENSOR_MATCH: Python type, dtype, device, requires_grad, rank, and each size and stride that has no symbol),
+# and for a traceable subclass its ctx (TENSOR_SUBCLASS_METADATA_MATCH), its inner attribute names, and a TENSOR_MATCH
+# on every inner tensor, recursively; a failed guard recompiles above us. Our guards for exactly those facts of exactly
+# those inputs are dropped (`CompileConfig.caller_guarded`, by input path): only where ours would check the very value
+# Dynamo checks, so a dim we specialised while Dynamo kept it symbolic keeps its guard. What Dynamo does not guard stays
+# ours: storage offset, storage sharing between inputs (Dynamo checks identity only), `is_leaf` and `_is_view`, and our
+# ShapeEnv's guards over our symbols. The Python state a program reads and the global torch state Dynamo guards itself,
+# from the bytecode it traced, and it traces through ambient modes: our snapshot guards are off on this path
+# (`python_state_guards=False`; Note [Python State Is Snapshotted, Not Recorded]).
 
 ADAPTER_OPTIONS = {
     "backend": "the inner backend each captured graph goes to: 'eager', 'inductor' (default) or a registered name",
@@ -197,7 +187,7 @@ def config_from_options(options: Mapping[str, object] | None, mode: str | None) 
         dynamic=dynamic,
         recompile_limit=limit,
         keep_input_mutations=bool(opts.get("keep_input_mutations", False)),
-        python_state_guards=False,  # See Note [Guards Dynamo Already Holds]
+        python_state_guards=False,  # See Note [Dynamo Captures, The Pipeline Compiles]
     )
 
 
@@ -325,7 +315,7 @@ def _graph_function(
     """The function our pipeline compiles: the graph's forward, with derived SymInts read from their tensors."""
     # A graph holding tensors as attributes (Dynamo keeps an optimizer's parameters as get_attr) compiles as a
     # module (held in `run`'s closure below): our pipeline lifts its parameters, buffers and tensor attributes to
-    # inputs, read afresh on every call (Note [Captured Tensors Are Inputs]).
+    # inputs, read afresh on every call (Note [State The Program Reads Is An Input]).
     graph: Callable[..., object] = gm if _has_state(gm) else gm.forward
     if not derived:
         return graph
@@ -369,9 +359,9 @@ def _policies_and_guards(
     reals: Sequence[object], sources: Sequence[str | None], kept: Sequence[int], dynamic_sources: frozenset[str]
 ) -> tuple[dict[str, Policy], dict[str, CallerGuarded]]:
     """Per kept tensor input, by its path in our pipeline: a policy with the dims Dynamo made symbols for dynamic and
-    every other dim static (Note [Dynamo Captures, The Pipeline Compiles]), and what Dynamo guards of it (Note
-    [Guards Dynamo Already Holds]). Read from Dynamo's sources and the real inputs, not from Dynamo's fakes: its
-    trace mutates those (a set_() in the program leaves the placeholder's fake with the new shape)."""
+    every other dim static, and what Dynamo guards of it (Note [Dynamo Captures, The Pipeline Compiles]). Read from
+    Dynamo's sources and the real inputs, not from Dynamo's fakes: its trace mutates those (a set_() in the program
+    leaves the placeholder's fake with the new shape)."""
     policies: dict[str, Policy] = {}
     guarded: dict[str, CallerGuarded] = {}
     for slot, position in enumerate(kept):

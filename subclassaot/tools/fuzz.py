@@ -8,7 +8,7 @@ itself raises); `shrink(program, still_fails)`; `fuzz(...) -> FuzzReport`, the r
 `python -m subclassaot fuzz`.
 Invariants: only eager-legal programs are counted; every generated op was legal in eager on the tensors it was
 drawn for (the generator runs each op as it draws it), and none is a write whose eager result depends on loop
-order (Note [Writes Eager Leaves Unspecified]); a verdict compares two fresh calls of one compiled function
+order (Note [Writes Through Overlapping Memory]); a verdict compares two fresh calls of one compiled function
 (the second goes through the cached entry) with eager, through `subclassaot.tools.parity`.
 """
 
@@ -203,7 +203,7 @@ def _draw_op(choose: Chooser, env: dict[int, torch.Tensor], next_var: int) -> Op
 def _legal(op: Op, env: dict[int, torch.Tensor]) -> bool:
     src = env[op.src].data if op.via_data else env[op.src]
     if unspecified_write(op.name, src, None if op.other is None else env[op.other]):
-        return False  # Note [Writes Eager Leaves Unspecified]
+        return False  # Note [Writes Through Overlapping Memory]
     try:
         run_op(op, env)
     except Exception:  # eager rejected it: draw another op (env may be partly updated; the final check decides)

@@ -207,7 +207,7 @@ def _gen_unsqueeze_(choose: Chooser, t: torch.Tensor) -> Params | None:
 
 def _gen_resize_(choose: Chooser, t: torch.Tensor) -> Params | None:
     # Never more elements than now, nor than its storage holds from its offset (an expanded tensor has more elements
-    # than storage: fuzz seed 5000 #3128): growing exposes uninitialized memory, whose values no two runs share.
+    # than its storage holds): growing exposes uninitialized memory, whose values no two runs share.
     shape = tuple(choose.integer(1, 4) for _ in range(choose.integer(0, 3)))
     numel = torch.Size(shape).numel()
     return (shape,) if numel <= t.numel() and numel <= _capacity(t) else None
@@ -367,12 +367,9 @@ OPS: dict[OpName, OpDef] = {op.name: op for op in _OPS}
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Note [Writes Eager Leaves Unspecified]
-# An elementwise in-place op through a tensor whose elements share memory (x.as_strided((2, 3), (1, 1)).mul_(2)), or
-# one that reads memory it writes at another index (x.add_(y) with y an overlapping view of x that is not x's own
-# layout), gives a result that depends on the order and vectorization of eager's loops: PyTorch documents such
-# writes as undefined (torch.Tensor.expand, torch.as_strided) and rejects the cases its overlap check detects. No
-# compiled program can be held to one of those orders, so the generator does not draw them. Writes of one value
+# Writes eager leaves unspecified are not drawn (Note [Writes Through Overlapping Memory]): an elementwise in-place op
+# through a tensor whose elements share memory (x.as_strided((2, 3), (1, 1)).mul_(2)), or one that reads memory it
+# writes at another index (x.add_(y) with y an overlapping view of x that is not x's own layout). Writes of one value
 # (fill_, zero_) through shared memory are well defined and stay; so does a write of no elements.
 
 _ELEMENTWISE_WRITES = frozenset({"add_", "mul_", "copy_"})

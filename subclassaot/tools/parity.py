@@ -18,8 +18,12 @@ What is compared, per call:
   Python object, which pairs share a storage, and what each view's `_base` is (an input, an input's `_base`, an
   output, or something else);
 - version counters: whether each top-level input's `_version` changed. See Note [Parity Of Version Counters];
-- gradients, when an input or parameter requires grad and grad mode is on (or `check_grads=True`). See
-  Note [Parity Of Gradients].
+- gradients, when an input or parameter requires grad and grad mode is on (or `check_grads=True`): a fixed random
+  tangent is pushed back through every output that requires grad, then the `.grad` of each leaf input and of each
+  leaf behind a non-leaf input (found by walking its autograd graph before the call) is compared, None-ness and
+  values; inputs are compared again after the backward (mutations during the backward). If eager's backward raises,
+  the compiled backward must raise too. `retain_grad` on non-leaf inputs is not used: together with an in-place
+  view op such as `t_()` it trips an internal assert in eager PyTorch.
 
 Used by the fuzzer (`subclassaot.tools.fuzz`), the checker, and the tests' `assert_matches_eager` (tests/oracle.py).
 """
@@ -54,13 +58,6 @@ __all__ = [
 # in compiled code either. Only top-level tensors' counters are compared: an op applied to a wrapper subclass inside
 # `__torch_dispatch__` does not bump its inner tensors' counters in eager, and whether an epilogue writes through
 # the wrapper or into the inner tensors is not observable through the wrapper.
-
-# Note [Parity Of Gradients]
-# A fixed random tangent is pushed back through every output that requires grad, then the `.grad` of each leaf
-# input and of each leaf behind a non-leaf input (found by walking its autograd graph before the call) is compared,
-# None-ness and values; inputs are compared again after the backward (mutations during the backward). If eager's
-# backward raises, the compiled backward must raise too. `retain_grad` on non-leaf inputs is not used: together
-# with an in-place view op such as `t_()` it trips an internal assert in eager PyTorch.
 
 SEED = 0
 
@@ -127,7 +124,7 @@ def fixed_random_like(t: torch.Tensor, index: int) -> torch.Tensor:
 
 def _inner_values(t: torch.Tensor) -> list[tuple[str, object]]:
     """(attr, value) for every name `__tensor_flatten__` gives: tensors, and opaque objects such as DTensor's
-    device_mesh (Note [Opaque Inner Objects]), which are compared by equality, never as tensors."""
+    device_mesh (Note [The Flatten Protocol]), which are compared by equality, never as tensors."""
     if not is_traceable_wrapper_subclass(t):
         return []
     attrs, _ = t.__tensor_flatten__()
@@ -215,7 +212,7 @@ def _metadata(t: torch.Tensor) -> dict[str, object]:
 def _autograd_fact(read: Callable[[], bool]) -> bool | str:
     """Reading `grad_fn` raises for a multi-output view whose base was mutated in place, or (IndexError) for a view
     whose view op no longer applies to its base after an in-place view op on the base (select(0, -3) of a base
-    transposed since: fuzz seed 13000 #1259); that is a fact too."""
+    transposed since); that is a fact too."""
     try:
         return read()
     except (RuntimeError, IndexError) as e:
@@ -328,8 +325,7 @@ def _compare_aliasing(got: Sequence[_Entry], want: Sequence[_Entry], tol: Tolera
         if g_base != w_base:
             errors.append(f"aliasing: {e_want.name}._base: {g_base} vs eager {w_base}")
         elif g_base == _HIDDEN_BASE or g_base.endswith("._base"):
-            # a base that is neither an input nor an output is still the user's to read: its values too (fuzz seed
-            # 9000 #3608)
+            # a base that is neither an input nor an output is still the user's to read: its values too
             got_base, want_base = e_got.tensor._base, e_want.tensor._base
             assert got_base is not None and want_base is not None
             _compare_tensor(f"{e_want.name}._base", got_base, want_base, tol, errors, values_only=True)

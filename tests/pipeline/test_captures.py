@@ -1,6 +1,6 @@
-"""Tensors a program reads without being passed them (Note [Captured Tensors Are Inputs]): closure cells, globals,
-global modules, module tensor attributes. Each is read on every call, written as eager writes it, differentiated
-through, and guarded; a tensor reached any other way is refused by name."""
+"""Tensors a program reads without being passed them (Note [State The Program Reads Is An Input]): closure cells,
+globals, global modules, module tensor attributes. Each is read on every call, written as eager writes it,
+differentiated through, and guarded; a tensor reached any other way is refused by name."""
 
 from __future__ import annotations
 

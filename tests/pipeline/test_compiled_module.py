@@ -1,7 +1,7 @@
-"""`subclassaot.compile(module)` is the module for everything but calling it (Note [A Compiled Module Is The
-Module]): attributes (a `config` of the module's own), submodules, `state_dict`, `parameters()`, `train()`/`eval()`,
-`.to()`, `load_state_dict`, nesting in a parent, and what the module's class defines; the cache's facts stay ours.
-Hugging Face models built from tiny configs (random weights, no downloads) compile as modules and match eager."""
+"""`subclassaot.compile(module)` is the module for everything but calling it (CompiledModule's docstring): attributes (a
+`config` of the module's own), submodules, `state_dict`, `parameters()`, `train()`/`eval()`, `.to()`, `load_state_dict`,
+nesting in a parent, and what the module's class defines; the cache's facts stay ours. Hugging Face models built from
+tiny configs (random weights, no downloads) compile as modules and match eager."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Every program is checked against eager with the parity oracle (`compile_fn` = torch.compile with our backend);
 `recording()` checks that the graphs really ran through subclassaot (not a silent eager fallback).
-See Note [Dynamo Captures, The Pipeline Compiles] and Note [Guards Dynamo Already Holds].
+See Note [Dynamo Captures, The Pipeline Compiles].
 """
 
 from __future__ import annotations

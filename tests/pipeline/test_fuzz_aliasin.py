@@ -1,5 +1,5 @@
 """Fuzz follow-ups (helper aliasin): a tensor subclass leaf resized by an in-place view op under no_grad, then read
-with grad (Note [Subclass Leaves Resized Under no_grad]); found while compiling fuzz seed 40000 #2813 as one input."""
+with grad (Note [Leaves Laid Out Anew Under no_grad]); found while compiling fuzz seed 40000 #2813 as one input."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Fuzz follow-ups: alias groups in training whose members' metadata the program changes (Note [Metadata Changes Of
-Grad-Free Members], Note [Metadata Changes Of Aliased Inputs In Training])."""
+"""Fuzz follow-ups: alias groups in training whose members' metadata the program changes (Note [Aliased Inputs In
+Training])."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_member_that_requires_grad_changed_under_no_grad_is_refused(compile_fn: 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Subclass Inputs set_() Under Grad]
+# See Note [Subclass Inputs Mutated In Training]
 
 
 @pytest.mark.parametrize("return_input", [False, True])
@@ -133,7 +133,7 @@ def test_subclass_input_set_to_a_computed_empty_value_is_refused(compile_fn: Com
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Subclass Inputs Changed Below Autograd]
+# See Note [Subclass Inputs Mutated In Training]
 
 
 def pair_view(*shape: int) -> T:
@@ -190,7 +190,7 @@ def test_subclass_leaf_changed_under_no_grad_is_refused(compile_fn: CompileFn | 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [No-Grad Layout Changes Of Aliased Subclass Inputs]
+# See Note [Aliased Subclass Inputs In Training]
 
 
 def test_aliased_subclass_view_unsqueezed_under_no_grad(compile_fn: CompileFn | None) -> None:
@@ -227,7 +227,7 @@ def test_aliased_subclass_leaf_changed_under_no_grad_is_refused(compile_fn: Comp
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Data Assignments To Aliased Inputs In Training]
+# See Note [Aliased Inputs In Training]
 
 
 @pytest.mark.parametrize("before", [False, True])

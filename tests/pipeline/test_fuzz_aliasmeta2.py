@@ -1,5 +1,5 @@
-"""Fuzz follow-ups: layout changes (t_, unsqueeze_, ...) of aliased inputs in training (Note [Layout Changes Of
-Aliased Inputs By In-Place View Ops], Note [Stale View Functions], Note [Subclass Inputs Passed Twice In Training])."""
+"""Fuzz follow-ups: layout changes (t_, unsqueeze_, ...) of aliased inputs in training (Note [Aliased Inputs In
+Training], Note [Stale View Functions], Note [Subclass Inputs Passed Twice In Training])."""
 
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ def test_subclass_passed_three_times_unsqueezed_and_written(compile_fn: CompileF
 
 
 def test_subclass_leaf_passed_twice_changed_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 7000 #1517: a leaf keeps Note [No-Grad Layout Changes Of Aliased Subclass Inputs]'s refusal
+    # fuzz seed 7000 #1517: a leaf keeps Note [Aliased Subclass Inputs In Training]'s refusal
     def f(x0: T, x1: T) -> object:
         with torch.no_grad():
             x1.unsqueeze_(1)

@@ -1,5 +1,5 @@
 """Fuzz follow-ups (round 7): subclass alias groups whose members that need no gradient change their layout (Note
-[Metadata Changes Of Grad-Free Subclass Members])."""
+[Aliased Subclass Inputs In Training])."""
 
 from __future__ import annotations
 
@@ -99,8 +99,8 @@ def test_detached_subclass_member_changed_beside_leaf(compile_fn: CompileFn | No
 
 
 def test_leaf_changed_under_no_grad_beside_written_detached_member_is_refused(compile_fn: CompileFn | None) -> None:
-    # The member that requires grad (a leaf) changes its layout under no_grad and tensors are returned: as Note
-    # [No-Grad Layout Changes Of Aliased Subclass Inputs], the leaf keeps the refusal whatever its detached alias does
+    # The member that requires grad (a leaf) changes its layout under no_grad and tensors are returned: as Note [Aliased
+    # Subclass Inputs In Training], the leaf keeps the refusal whatever its detached alias does
     def f(x0: T, x1: T) -> object:
         t0 = x0.select(0, 1)
         x1.mul_(2.0)
@@ -117,7 +117,7 @@ def test_leaf_changed_under_no_grad_beside_written_detached_member_is_refused(co
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Subclass Members set_() Under Grad]
+# See Note [Subclass Inputs Mutated In Training]
 
 
 def test_subclass_member_set_under_grad_to_a_view_of_another(compile_fn: CompileFn | None) -> None:
@@ -200,7 +200,7 @@ def test_subclass_object_passed_twice_set_under_grad(compile_fn: CompileFn | Non
 
 
 def test_subclass_member_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
-    # A set_() under no_grad keeps the refusal (Note [Subclass Inputs set_() Under Grad]; here the subclass rule's)
+    # A set_() under no_grad keeps the refusal (Note [Subclass Inputs Mutated In Training]; here the subclass rule's)
     def f(x0: T, x1: T) -> object:
         t0 = x0 * 2
         with torch.no_grad():

@@ -11,8 +11,8 @@ T = torch.Tensor
 
 
 def test_view_op_on_subclass_view_beside_a_written_input(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 12000 #1766 (Note [Spurious Data Mutations Of Subclass Leaves]): only x0 is written; x1's t_() was
-    # taken for a write too, and its wrapper-level copy_ rebuilt its grad_fn without the t_()
+    # fuzz seed 12000 #1766 (spurious data mutations of subclass leaves: leaf_mutations.py): only x0 is written; x1's
+    # t_() was taken for a write too, and its wrapper-level copy_ rebuilt its grad_fn without the t_()
     def f(x0: T, x1: T) -> object:
         x0.fill_(-1.0)
         x1.t_()

@@ -47,7 +47,7 @@ def test_backward_error_only_through_written_plain_input(compile_fn: CompileFn |
 
 
 def test_backward_through_failing_written_input_still_raises(compile_fn: CompileFn | None) -> None:
-    # Note [Backward Errors Through Some Outputs Only]: a backward through x1's new value raises, as in eager.
+    # Note [Backward Errors Are Deferred]: a backward through x1's new value raises, as in eager.
     def f(x0: T, x1: T, x2: T) -> object:
         x0.mul_(x2)
         x1.mul_(x1)

@@ -1,6 +1,6 @@
 """Fuzz regressions (helper bwdshape): eager's backward fails its size check ("returned an invalid gradient ...
-expected shape compatible with") after an input's layout changed behind autograd, where ours ran (Note [Accumulators
-Kept Through Layout Ops], Note [Layouts Changed Behind Autograd])."""
+expected shape compatible with") after an input's layout changed behind autograd, where ours ran (Note [Leaves Laid Out
+Anew Under no_grad], Note [Layouts Changed Behind Autograd])."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_leaf_read_before_layout_op_under_no_grad_square(
 @pytest.mark.parametrize("read", ["expand", "view", "temp"])
 def test_pair_leaf_read_before_layout_op_under_no_grad(compile_fn: CompileFn | None, op: str, read: str) -> None:
     # fuzz seed 17000 #4088 generalized to a PairTensor leaf: returned itself, it matches eager; read with grad after
-    # the op, the subclass rule refuses it (Note [Subclass Leaves Resized Under no_grad]); passed twice, the alias
+    # the op, the subclass rule refuses it (Note [Leaves Laid Out Anew Under no_grad]); passed twice, the alias
     # rule does
     make = _leaf_inputs(lambda: pair(2, 3, requires_grad=True), False)
     check_with_grad(_read_then_layout_op(op, "self", read), make, compile_fn)

@@ -1,5 +1,5 @@
 """Fuzz follow-up (seed 15000 #537): a view op's replay by autograd that fails below the ops the program calls
-(Note [Views Used After An In-Place View Op On Their Base])."""
+(Note [Stale View Functions])."""
 
 from __future__ import annotations
 

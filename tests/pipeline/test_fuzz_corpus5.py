@@ -1,8 +1,8 @@
 """Regressions found by the fifth PyTorch-derived corpus (tests/pipeline/corpus_pytorch5.py): tensors made by a
-factory inside the program and written through a view with grad (Note [Factory Results Are No detach()]), with
+factory inside the program and written through a view with grad (SwapRecord.forget_factory_detach), with
 their variants (factories, views, outputs, PairTensor sources, grad modes, called twice) and the detach() refusal
 that still holds next to them; nested PairTensors written with dynamic shapes, whose retraced backward crashed
-(Note [Unflatten Checks Of One Symbol])."""
+(Note [The Flatten Protocol])."""
 
 from __future__ import annotations
 
@@ -97,8 +97,8 @@ def test_factory_view_written_called_twice(compile_fn: CompileFn | None) -> None
 
 
 def test_detach_of_fresh_tensor_written_with_grad_still_refused(compile_fn: CompileFn | None) -> None:
-    # next to the rule: an explicit detach() of a tensor the program made is still one (Note [Histories Over
-    # Aliased Storage])
+    # next to the rule: an explicit detach() of a tensor the program made is still one (Note [Outputs That An Input Was
+    # set_() To])
     def f(x: T) -> object:
         tmp = x.new_zeros(2, 2).detach()
         y = tmp.diagonal()
@@ -109,7 +109,7 @@ def test_detach_of_fresh_tensor_written_with_grad_still_refused(compile_fn: Comp
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Unflatten Checks Of One Symbol]: a PairTensor of PairTensors, written, with dynamic shapes, whose
+# See Note [The Flatten Protocol]: a PairTensor of PairTensors, written, with dynamic shapes, whose
 # backward is retraced (an output without tangent: the written input's new value) crashed in make_fx ("not
 # tracked with proxy")
 

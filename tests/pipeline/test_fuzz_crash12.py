@@ -1,5 +1,5 @@
 """Fuzz follow-ups (seed 12000): crashes of the epilogue where eager runs (Note [set_ Renews A Leaf's Accumulator],
-Note [In-Place Ops On A View Whose Base Gained Grad], Note [Members Of A Subclass Family That Gained Grad])."""
+Note [In-Place Ops On A View Whose Base Gained Grad], Note [Inputs That Gain Grad In Training])."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Fuzz regressions of seed 43000 (helper crash43).
 
-- An expanded input with no elements runs as a compact clone whose backward keeps the incoming gradient's type (Note
-  [Empty Expanded Inputs Keep Their Gradient Type]; seed 43000 #4613).
+- An expanded input with no elements runs as a compact clone whose backward keeps the incoming gradient's type
+  (functional_run._EmptyCompactClone; seed 43000 #4613).
 - An output assigned `.data` from an input that is an unbind view, whose base the program then changed in place:
   the alias the runtime assigns is taken without an autograd record (reading the view's grad_fn raises by then), as
   Note [Outputs Assigned .data With History] says (seed 43000 #891).

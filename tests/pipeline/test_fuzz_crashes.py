@@ -97,8 +97,8 @@ def test_leaf_written_through_itself_still_raises() -> None:
 
 def test_unbind_input_read_while_another_member_writes_is_refused(compile_fn: CompileFn | None) -> None:
     """Seed 5000 #2426 (crashed: a wrapper-level copy_ into x0): x0, an unbind() output, is saved by the write
-    through x1, which advances their base's counter; eager's backward raises when it unpacks x0 (Note [Multi-Output
-    View Inputs])."""
+    through x1, which advances their base's counter; eager's backward raises when it unpacks x0 (Note [No-Grad Views
+    Made After The Bump])."""
 
     def f(x0: T, x1: T) -> object:
         x1.mul_(x0)

@@ -1,9 +1,9 @@
 """Fuzz follow-up (seed 49000 #6570): a view (detach, view, select, ...) of a subclass input taken before an in-place
 view op on it (transpose_, t_, as_strided_) and a `.data =` / set_() of it: the `.data =` gives the wrapper back
 the metadata it had when the view was taken while its dense leaves stay transposed, and the output was replayed
-from the input after the epilogue, on the transposed leaves (Note [Views Of Wrappers Whose Leaves Moved]). Also its
+from the input after the epilogue, on the transposed leaves (Note [Wrapper Data Assignment]). Also its
 variants: a view of a PairTensor input set_() while another input shares its storage, and a plain input that
-requires grad given `.data =` and an in-place view op with grad (Note [In-Place View Ops With Grad And .data =])."""
+requires grad given `.data =` and an in-place view op with grad (Note [Writes With Grad After .data =])."""
 
 from __future__ import annotations
 

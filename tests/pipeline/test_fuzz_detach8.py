@@ -82,7 +82,7 @@ _ALIASED_GAIN_RULE = "does not require grad, shares storage with another input, 
 
 def test_input_passed_twice_gains_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 40000 #1161, #6072 (shrunk): x0 and x2 are one tensor that does not require grad; a write of a value
-    # that requires grad gives it eager's history (Note [Inputs Passed Twice That Gain Grad])
+    # that requires grad gives it eager's history (Note [Inputs That Gain Grad In Training])
     def written(x0: T, x1: T, x2: T) -> object:
         x2.add_(x1)
         return ()

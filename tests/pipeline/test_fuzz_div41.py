@@ -60,7 +60,7 @@ def test_subclass_view_written_under_no_grad_before_a_raising_backward(compile_f
 
 
 def test_written_as_strided_view_escaping_its_slice_refused(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 41000 #9801 (Note [Views That Escape Their History]): x0 reaches element 0, which the empty slice
+    # fuzz seed 41000 #9801 (Note [as_strided On Inputs]): x0 reaches element 0, which the empty slice
     # it was taken of does not cover; eager's add_ sends that element's gradient to the base
     def f(x0: T) -> object:
         t0 = x0.expand(())

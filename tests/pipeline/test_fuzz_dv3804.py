@@ -1,6 +1,6 @@
 """Fuzz regressions about outputs that alias an input set_() (or `.data =`-assigned) to an empty tensor the program
-computed, whose eager strides are the kernel's (Note [Inputs Set To Computed Tensors], Note [Views Of An Empty set_()
-Target]); each program is a shrunk fuzz program or a variant of one (seed and index in the test's name)."""
+computed, whose eager strides are the kernel's (Note [Inputs Set To Computed Tensors], Note [Fresh Subclass Output
+Strides]); each program is a shrunk fuzz program or a variant of one (seed and index in the test's name)."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def test_seed47000_3804_views_after_set_keep_kernel_strides(compile_fn: CompileF
 
 
 # variant of fuzz seed 47000 #3804: a view of the empty intermediate with a layout of its own, rebuilt from the
-# fake strides, is refused (Note [Views Of An Empty set_() Target])
+# fake strides, is refused (Note [Fresh Subclass Output Strides])
 def test_seed47000_3804_own_layout_view_of_empty_target_refused(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t1 = x0.mul(x0[:, :, 0:0:2])

@@ -162,7 +162,7 @@ def test_no_grad_view_made_before_transpose_of_input(compile_fn: CompileFn | Non
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Input Views With Cut History]
+# See Note [Views Between In-Place View Ops]
 
 
 @pytest.mark.parametrize("grad_view", [True, False])
@@ -198,7 +198,7 @@ def test_no_grad_view_of_intermediate_after_data_assignment(compile_fn: CompileF
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Histories Over Aliased Storage]
+# See Note [Outputs That An Input Was set_() To]
 
 
 @pytest.mark.parametrize("subclass", [False, True])

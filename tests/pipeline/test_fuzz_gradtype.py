@@ -1,7 +1,7 @@
 """Fuzz regressions: gradient types (PairTensor vs Tensor) and gradient presence (None vs a tensor).
 
 - A plain input that is its own base in eager, passed twice or with a view of it, written with a subclass operand:
-  eager's gradient is the subclass one (Note [Plain Inputs Traced As Their Own Base]; seed 10000 #1788, 11000 #6100).
+  eager's gradient is the subclass one (Note [Aliased Inputs In Training]; seed 10000 #1788, 11000 #6100).
 - A view of an input set_() onto itself under no_grad: eager regenerates its grad_fn (AsStridedBackward0), whose
   gradient of an empty view is plain (seed 9000 #4529).
 - A leaf set_() onto itself under no_grad gets a new gradient accumulator, which a backward that raises in an older

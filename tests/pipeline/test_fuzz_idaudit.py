@@ -1,4 +1,4 @@
-"""id() reuse in the swap record (Note [Ids In The Swap Record]): the record names tensors by id(), and a tensor the
+"""id() reuse in the swap record (Note [Storage Swaps By Rebinding]): the record names tensors by id(), and a tensor the
 program drops must not hand what the record says about it to a later tensor that CPython puts at its address.
 
 The programs drop the results of multi-output ops that are no views (sort, max), which no list of the run kept

@@ -1,5 +1,5 @@
 """Fuzz follow-ups (seed 45000): reads of an input after a write through its view, whose functional value was
-regenerated with other strides in size-1 dims, give eager's strides (Note [Reads After A Write Through A View])."""
+regenerated with other strides in size-1 dims, give eager's strides (Note [Eager's Layouts Under Functionalization])."""
 
 from __future__ import annotations
 

@@ -20,8 +20,7 @@ def _two_views_of_pair_nonleaf() -> tuple[object, ...]:
 
 def test_seed45000_3277_returned_input_unsqueeze_then_other_input_t(compile_fn: CompileFn | None) -> None:
     # eager's backward rebuilds x1's history from view functions without its unsqueeze_() and raises "invalid
-    # gradient ... got [1, 3, 1] but expected shape compatible with [1, 3]" (Note [Subclass Views Rebuilt Without
-    # Their In-Place View Ops])
+    # gradient ... got [1, 3, 1] but expected shape compatible with [1, 3]" (Note [Stale View Functions])
     def f(x0: T, x1: T) -> object:
         x1.unsqueeze_(2)
         x0.t_()

@@ -58,7 +58,8 @@ def test_elementwise_read_of_the_location_written_at_the_same_index_is_exact(
 
 
 def test_elementwise_read_of_a_location_written_at_another_index_stays_refused(compile_fn: CompileFn | None) -> None:
-    # Note [Reads Of Written Memory]: row 1 reads row 0, which the same op writes (eager's loop order decides).
+    # Note [Writes Through Overlapping Memory]: row 1 reads row 0, which the same op writes (eager's loop order
+    # decides).
     def f(x: T) -> object:
         x[:, :2].add_(x[:, 1:3])
         return x

@@ -82,8 +82,8 @@ def _expanded_and_base() -> tuple[object, ...]:
 
 def test_empty_write_through_an_expand_is_refused_with_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 45000 #6667: the empty write was traced, and the compiled backward raised "more than one element of
-    # the written-to tensor refers to a single memory location" where eager's ran (Note [Empty Writes Through
-    # Overlapping Views]); under no_grad it passes, and so does a write that is not empty
+    # the written-to tensor refers to a single memory location" where eager's ran (Note [Writes Through Overlapping
+    # Memory]); under no_grad it passes, and so does a write that is not empty
     def f(x0: T, x1: T) -> object:
         t0 = x0[1:1:1]
         t0.zero_()

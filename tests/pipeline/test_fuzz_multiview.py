@@ -1,5 +1,5 @@
 """Views made by a multi-output op (unbind) and views whose grad_fn raises in eager (fuzz seeds 9000, 10000, 11000;
-Note [No-Grad Views Made After The Bump], Note [Multi-Output View Inputs])."""
+Note [No-Grad Views Made After The Bump])."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 * fuzz seed 17000 #1356 (under no_grad): an output view of an unbind() input, taken after the program's last write
   to the input, raised on is_leaf and grad_fn where eager's reads fine: a write to an intermediate of its own
-  storage counted as a write to an input (Note [Only Writes To Inputs Date A View Of An Input]).
+  storage counted as a write to an input (Note [No-Grad Views Made After The Bump]).
 * fuzz seed 49000 #988 (training): a node that saved a no_grad view and ends a cut path (the view has no grad_fn)
   did not run in the traced backward, so eager's error when it unpacks the view, written through its base since,
   was missing (Note [Ends Of Cut Paths Unpack Their Saved Tensors]).

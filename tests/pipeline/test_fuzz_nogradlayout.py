@@ -1,5 +1,5 @@
 """Fuzz regressions (helper nogradlayout): in-place view ops under no_grad on inputs that require grad, then reads
-with grad (Note [Leaves Laid Out Anew Under no_grad], Note [View Inputs Laid Out Anew Under no_grad])."""
+with grad (Note [Leaves Laid Out Anew Under no_grad], Note [Stale View Functions])."""
 
 from __future__ import annotations
 

@@ -130,7 +130,7 @@ def test_output_with_history_beside_views_of_tensor_set_onto_it(compile_fn: Comp
 
 def test_view_of_subclass_input_before_wrapper_set_onto_it(compile_fn: CompileFn | None) -> None:
     # fuzz seed 10000 #2840 (inference): t1.set_(t0) bumps t1's version counter, not x0's, so t0 is a view made
-    # after x0's last bump (Note [Wrapper set_ Bumps The Storages It Leaves])
+    # after x0's last bump (Note [Storage Swaps By Rebinding])
     def f(x0: T) -> object:
         x0.add_(x0)
         t0 = x0.reshape((2, -1, 4))

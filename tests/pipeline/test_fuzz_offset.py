@@ -1,6 +1,6 @@
 """Fuzz regressions (helper offset): absolute offsets on inputs at a nonzero storage offset. as_strided() views and
-set_(storage, offset, ...) taken before a write to the input itself (Note [Absolute Offsets Across A Frame Change]),
-as_strided_() of a view (Note [as_strided_ Of A View]), as_strided() of a view without an offset. Source: helper
+set_(storage, offset, ...) taken before a write to the input itself (Note [Offsets After A Write]),
+as_strided_() of a view (Note [as_strided On Inputs]), as_strided() of a view without an offset. Source: helper
 p109's hand-written variant (tests/pipeline/test_fuzz_p109.py) and its family, after torch's
 test/functorch/test_aotdispatch.py (test_input_mutation_storage_offset, as_strided views of inputs)."""
 
@@ -181,7 +181,7 @@ def test_in_place_as_strided_and_write_of_input_at_offset(compile_fn: CompileFn 
 
 
 def test_in_place_as_strided_of_a_view_then_written(compile_fn: CompileFn | None) -> None:
-    # Note [as_strided_ Of A View]: as_strided_() reaching outside x1 (x1 traced as a view of a synthetic base), or
+    # Note [as_strided On Inputs]: as_strided_() reaching outside x1 (x1 traced as a view of a synthetic base), or
     # of a column (not dense), then a write: wrong values at main
     def f(x0: T, x1: T) -> object:
         x1.as_strided_((2,), (1,), 9)
@@ -217,7 +217,7 @@ def test_as_strided_of_view_without_offset(compile_fn: CompileFn | None) -> None
 
 
 def test_escaping_as_strided_view_used_after_write_refused(compile_fn: CompileFn | None) -> None:
-    # Note [Escaping as_strided Views Read After A Write]: y reaches b[0, 3], outside x1 = b[1]; used with grad
+    # Note [as_strided On Inputs]: y reaches b[0, 3], outside x1 = b[1]; used with grad
     # after x1's write, eager's gradient reaches b[0, 3] through the base (a wrong gradient at main); also a view of
     # y, and the write under no_grad
     def f(x0: T, x1: T) -> object:

@@ -1,7 +1,7 @@
 """Fuzz regressions (helper old41): wrong results left from seed 41000 and the strict xfails of earlier rounds.
 
 - `t0 = x.sin(); t0.data = x; return t0.reshape(())` with grad: the view came back without history (seed 41000
-  #3773); refused where no output returns t0 (Note [Views Of Tensors Assigned .data With History]).
+  #3773); refused where no output returns t0 (Note [Outputs Assigned .data With History]).
 - `t1 = t0.transpose(1, 0); t0.data = x1; return t1` with t0 an intermediate PairTensor: eager's `t1._base` takes
   x1's metadata, ours kept t0's (seed 41000 #4420); the rebuilt root now takes them (inference), refused in
   training where the assignment resizes the root (Note [Views Of A Root Whose .data Was Assigned]).
@@ -21,8 +21,7 @@ T = torch.Tensor
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A view of a tensor with history whose `.data` the program assigned (Note [Views Of Tensors Assigned .data With
-# History])
+# A view of a tensor with history whose `.data` the program assigned (Note [Outputs Assigned .data With History])
 
 
 def _view_of_assigned(x0: T) -> tuple[T]:
@@ -200,8 +199,7 @@ def test_views_across_in_place_view_ops_share_the_intermediate(compile_fn: Compi
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Subclass views whose eager history is rebuilt without their own in-place view op (Note [Subclass Views Rebuilt
-# Without Their In-Place View Ops])
+# Subclass views whose eager history is rebuilt without their own in-place view op (Note [Stale View Functions])
 
 
 def _t_then_other_view_unsqueezed(x0: T) -> tuple[T]:

@@ -1,6 +1,6 @@
 """Fuzz regressions (helper p109): set_() onto a view of an input at a storage offset, taken after the input was
 written (Note [Offsets After A Write]), dev seed 44000 #109, and absolute offsets on such inputs (as_strided(),
-set_(storage, offset, ...): Note [Absolute Offsets On Written Inputs])."""
+set_(storage, offset, ...): Note [Offsets After A Write])."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_as_strided_at_absolute_offset_of_written_input(compile_fn: CompileFn | 
 
 
 def test_view_set_to_written_input_at_offset_then_written(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 44000 #1228 (also #4584, #7294): refused by Note [Offsets Of Views Of Written Inputs] until the
+    # fuzz seed 44000 #1228 (also #4584, #7294): refused by Note [Offsets After A Write] until the
     # rebuilt output's leaves carried eager's offsets; x0 is an unbind() output at offset 6
     def f(x0: T) -> object:
         t0 = x0.view((1, 2, 1))

@@ -1,7 +1,7 @@
 """Fuzz follow-ups (seed 17000, PairTensor inputs): views of an intermediate that an input was set_() onto share one
 rebuilt root (Note [Intermediates set_() Onto Inputs Are One Root]); a detach() of an intermediate that an in-place
-view op changed since shares its wrapper storage, wherever the detach() is in its chain (Note [Detaches Of
-Intermediates Changed Since])."""
+view op changed since shares its wrapper storage, wherever the detach() is in its chain (Note [Views Between In-Place
+View Ops])."""
 
 from __future__ import annotations
 

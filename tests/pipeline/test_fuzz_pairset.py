@@ -2,9 +2,9 @@
 
 set_() of a PairTensor onto a plain tensor: eager's wrapper then shares the plain tensor's storage with its own inner
 tensors (Note [Wrappers set_() To A Plain Tensor]); set_() back to the size it had, and set_() under dynamic shapes
-(Note [A Wrapper set_() Back To Its Size], Note [Symbolic Sizes Of A Wrapper set_()]); an inner tensor of an input
-that requires grad written directly (Note [Inner Tensors Of A Subclass Input Written Directly]); set_() under no_grad
-onto another input, then a write with grad (refused: Note [Writes With Grad After A Hidden set_]).
+(Note [Subclass Inputs Mutated In Training]); an inner tensor of an input
+that requires grad written directly (Note [Subclass Inputs Mutated In Training]); set_() under no_grad
+onto another input, then a write with grad (refused: Note [Writes With Grad After .data =]).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def test_pair_set_to_plain_returned_or_resized(compile_fn: CompileFn | None) -> 
     # the plain source returned too (the wrapper shares the output's storage), and a source of another shape (the
     # wrapper takes it): parity without grad and on an input that does not require grad; on a non-leaf that requires
     # grad they stay refused, as for a plain input (returned: the output would need the set_() tensor's history) and
-    # by Note [Subclass Inputs set_() Under no_grad] (a read with grad after a set_() to another size)
+    # by Note [Subclass Inputs Mutated In Training] (a read with grad after a set_() to another size)
     def returned(a: T) -> object:
         b = torch.arange(9, dtype=a.dtype).reshape(3, 3)
         with torch.no_grad():
@@ -117,7 +117,7 @@ def test_pair_set_to_plain_and_back(compile_fn: CompileFn | None) -> None:
             set_to(a, a_old)
         return v * 2, a + 1
 
-    def view_after(a: T) -> object:  # Note [A Wrapper set_() Back To Its Size]: a view taken after the set_() back
+    def view_after(a: T) -> object:  # Note [Subclass Inputs Mutated In Training]: a view taken after the set_() back
         b = torch.arange(9, dtype=a.dtype)
         a_old = torch.ops.aten.alias.default(a)
         with torch.no_grad():

@@ -111,7 +111,7 @@ def test_output_is_still_a_view_of_the_input(compile_fn: CompileFn | None) -> No
 @pytest.mark.parametrize("grad", [True, False])
 def test_view_of_a_view_set_to_an_intermediate_is_refused(compile_fn: CompileFn | None, grad: bool) -> None:
     # a view taken of the set_() view: its chain cannot be replayed, and the fallback made it a view of a fresh
-    # tensor where eager's `._base` is the input (Note [Fresh Views Of Inputs])
+    # tensor where eager's `._base` is the input (Note [Subclass Views Of Intermediates In Training])
     def f(x0: T, x1: T) -> object:
         t1 = x0.exp()
         t2 = x1.view(16)

@@ -1,8 +1,8 @@
 """Fuzz regressions of helper r14c: a view of a tensor whose `.data` the program then assigned to a layout the view
 op does not apply to, read with grad after a write moved their version (fuzz seed 14000 #8176). Autograd rebuilds
 the view's history by replaying the view op on the assigned tensor, which raised in the functional run where eager's
-as_strided() does not: refused where the read fails, naming the input and the rule (Note [Views Used After An
-In-Place View Op On Their Base]). Where no write follows, or the replay applies, the program stays supported."""
+as_strided() does not: refused where the read fails, naming the input and the rule (Note [Stale View Functions]). Where
+no write follows, or the replay applies, the program stays supported."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Fuzz regressions of helper r2crash: set_() under grad, to a value that requires grad, of an input that shares
-storage with another input (Note [set_ Under Grad Into Shared Storage]; fuzz seed 3001 #1275)."""
+storage with another input (Note [Inputs That Gain Grad In Training]; fuzz seed 3001 #1275)."""
 
 from __future__ import annotations
 

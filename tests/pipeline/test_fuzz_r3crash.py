@@ -1,7 +1,6 @@
 """Fuzz regressions of helper r3crash: a view op replayed on a layout other than the one the program took it on
 (after t_(), unsqueeze_(), set_() or `.data =`), which crashed the functional run (fuzz seed 8000 #4353, #6029,
-#6268, #6485). Each is refused, naming the input and the rule (Note [Stale View Functions], Note [Views Used After
-An In-Place View Op On Their Base])."""
+#6268, #6485). Each is refused, naming the input and the rule (Note [Stale View Functions])."""
 
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ _FAILS = r"args\[0\]: a view taken with grad enabled is used with grad after .* 
 
 def _two_views(*shape: int) -> Callable[[], tuple[object, ...]]:
     """Two views of one base: the same object passed twice runs as its own base in the joint trace, whose view
-    functions are exact (Note [Plain Inputs Traced As Their Own Base]; test_fuzz_gradtype.py)."""
+    functions are exact (Note [Aliased Inputs In Training]; test_fuzz_gradtype.py)."""
 
     def make_inputs() -> tuple[object, ...]:
         b0 = nonleaf(*shape)

@@ -26,7 +26,7 @@ def test_data_assigned_after_in_place_transpose_refused(compile_fn: CompileFn | 
         x0.data = t0
         return (x0,)
 
-    # refused since d6570 by Note [In-Place View Ops With Grad And .data =], which is checked first
+    # refused since d6570 by Note [Writes With Grad After .data =], which is checked first
     assert_refused(f, lambda: (nonleaf(4, 1),), compile_fn, r"args\[0\]: the program assigns `.data` .* in place")
 
 

@@ -1,5 +1,5 @@
 """Fuzz follow-ups (round 3, refusal classes): outputs made by multi-output view ops (unbind, split, chunk) of an
-input whose base the program writes through another input (Note [Multi-Output View Inputs])."""
+input whose base the program writes through another input (Note [No-Grad Views Made After The Bump])."""
 
 from __future__ import annotations
 

@@ -17,8 +17,8 @@ def _pair_at_offset() -> tuple[object, ...]:
 
 def test_set_output_onto_view_of_written_input_at_offset(compile_fn: CompileFn | None) -> None:
     # fuzz seed 8000 #2407: functionalization reports offset 0 for a view of the written input at offset 2 (Note
-    # [Offsets Of Views Of Written Inputs]); the output came back at the wrong offset with wrong values, then was
-    # refused; its leaves now carry eager's offsets (helper p109)
+    # [Offsets After A Write]); the output came back at the wrong offset with wrong values, then was refused; its leaves
+    # now carry eager's offsets (helper p109)
     def f(x0: T) -> object:
         x0.add_(x0)
         t0 = x0.unsqueeze(-2)

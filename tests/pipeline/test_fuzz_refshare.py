@@ -135,7 +135,7 @@ def _leaf_and_detach() -> tuple[T, T]:
 
 
 def test_leaf_data_assigned_a_view_of_its_detach(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 44000 #9720 (Note [Data Assignments To Aliased Inputs In Training]): the leaf is the group's only
+    # fuzz seed 44000 #9720 (Note [Aliased Inputs In Training]): the leaf is the group's only
     # input that needs grad
     def f(x0: T, x1: T) -> object:
         t0 = x0.contiguous()

@@ -1,5 +1,5 @@
 """Fuzz regressions (helper refshare1): a view taken under no_grad of an input that requires grad, which set_() then
-leaves on the same storage with the same layout (Note [set_ Bumps The Views It Leaves]). Eager's view raises when
+leaves on the same storage with the same layout (Note [Storage Swaps By Rebinding]). Eager's view raises when
 its grad_fn or is_leaf is read (set_() advanced the counter it shares); the compiled one came back as a leaf."""
 
 from __future__ import annotations

@@ -391,9 +391,9 @@ def test_detached_alias_input_gains_requires_grad(compile_fn: CompileFn | None) 
 
 
 def test_mutation_of_overlapping_input(compile_fn: CompileFn | None) -> None:
-    # Note [Uniform Writes Through Expand]: an expanded input filled in place, then read (fuzz seed 1000, program
+    # Note [Writes Through Overlapping Memory]: an expanded input filled in place, then read (fuzz seed 1000, program
     # 2454 gave wrong values while this was accepted, then it was refused): the input is traced as a view of a
-    # synthetic base over its storage (Note [Writes Below An Expanded Input]).
+    # synthetic base over its storage (Note [as_strided On Inputs]).
     def f(x: T) -> object:
         x[0].fill_(2.0)
         x.fill_(2.0)
@@ -684,7 +684,7 @@ def test_views_of_one_subclass_intermediate_share_it(compile_fn: CompileFn | Non
 
 def test_subclass_tangent_of_plain_output(compile_fn: CompileFn | None) -> None:
     # Program 464: the oracle's loss sums a PairTensor output with a plain one, so the plain output's gradient is a
-    # PairTensor (Note [Subclass Tangents Of Plain Outputs]).
+    # PairTensor (Note [Tangent Retrace]).
     def f(x: T, y: T) -> object:
         return (y, x.add(3.0))
 
@@ -1098,7 +1098,7 @@ def _fill_expanded_unsqueeze(x0: T) -> object:
 def test_uniform_write_through_expand(
     program: Callable[[T], object], kind: str, grad: bool, compile_fn: CompileFn | None
 ) -> None:
-    # Fuzz seed 20, program 258 (Note [Uniform Writes Through Expand]): fill_/zero_ through an expanded view were
+    # Fuzz seed 20, program 258 (Note [Writes Through Overlapping Memory]): fill_/zero_ through an expanded view were
     # refused; functionalizing them directly gives wrong values, so they run on the view with repeats narrowed away.
     def make_inputs() -> tuple[object, ...]:
         return (pair(4, 1) if kind == "pair" else torch.randn(4, 1),)
@@ -1109,7 +1109,7 @@ def test_uniform_write_through_expand(
 
 def test_uniform_write_through_expand_recorded_by_autograd_raises_in_backward(compile_fn: CompileFn | None) -> None:
     # Eager's backward of a fill_ through an expand that autograd recorded raises; so does the compiled one (Note
-    # [Uniform Writes Through Expand]).
+    # [Writes Through Overlapping Memory]).
     with torch.enable_grad():
         assert_matches_eager(_fill_expanded_unsqueeze, lambda: (nonleaf(4, 1),), compile_fn=compile_fn)
 
@@ -1307,7 +1307,7 @@ def test_subclass_view_input_set_to_intermediate_leaves_wrapper_family(compile_f
 
 
 def test_write_with_grad_to_view_after_set_refused(compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 23, program 845 (Note [Writes To A View After set_]): t0 is a view of x1 set_() to all of x1; under
+    # Fuzz seed 23, program 845 (Note [Stale View Functions]): t0 is a view of x1 set_() to all of x1; under
     # functionalization autograd's gradient of the copy_ followed only t0's old select() region (wrong gradients).
     def f(x0: T, x1: T) -> object:
         t0 = x1.select(0, 0)
@@ -1466,8 +1466,8 @@ def test_view_of_earlier_output_resized_after(compile_fn: CompileFn | None) -> N
 
 @pytest.mark.parametrize("kind", ["plain", "pair"])
 def test_inplace_read_of_written_memory_refused(kind: str, compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 24, program 562 (Note [Reads Of Written Memory]): the broadcast operand views memory the op writes;
-    # eager reads values its own element writes changed, the functional graph read the old ones (wrong values).
+    # Fuzz seed 24, program 562 (Note [Writes Through Overlapping Memory]): the broadcast operand views memory the op
+    # writes; eager reads values its own element writes changed, the functional graph read the old ones (wrong values).
     def f(x0: T) -> object:
         t0 = x0[:, :, 0:2:2]
         x0.add_(t0)
@@ -1510,7 +1510,7 @@ def test_view_set_to_intermediate_returned(
 
 def test_uniform_write_into_expanded_alias_member(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 25, program 121 (and seed 24, 798): a crash; the member is a view of the synthetic base, so the
-    # narrowed write is an as_strided of the base (Note [Uniform Writes Through Expand]).
+    # narrowed write is an as_strided of the base (Note [Writes Through Overlapping Memory]).
     def f(x0: T, x1: T) -> object:
         x1.zero_()
         return ()
@@ -1581,7 +1581,7 @@ def test_data_assigned_after_recorded_write_refused_in_training(compile_fn: Comp
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Strides after in-place ops (Note [In-Place Strides])
+# Strides after in-place ops (Note [Eager's Layouts Under Functionalization])
 
 
 def test_clone_of_empty_view_after_inplace_add_keeps_eager_strides(compile_fn: CompileFn | None) -> None:
@@ -1775,7 +1775,7 @@ def test_subclass_input_set_to_a_larger_input(compile_fn: CompileFn | None) -> N
 
 
 def test_subclass_input_grown_by_resize(compile_fn: CompileFn | None) -> None:
-    # Note [Op Tables And Aliasing]: resize_ grows the inner tensors, then the wrapper's own metadata and storage.
+    # Note [Autograd Sees The Wrapper]: resize_ grows the inner tensors, then the wrapper's own metadata and storage.
     def f(x0: T) -> object:
         x0.resize_(3, 4)
         x0.fill_(2.0)
@@ -1791,8 +1791,7 @@ def test_subclass_input_grown_by_resize(compile_fn: CompileFn | None) -> None:
 
 def test_as_strided_write_after_inplace_view_op_on_input(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 2000, program 2072 (crashed: "mutation on a view chain ... as_strided"): after t_() the input's own
-    # chain is not empty; it is traced as a view of a synthetic base instead (Note [Writes After as_strided In A
-    # View Chain]).
+    # chain is not empty; it is traced as a view of a synthetic base instead (Note [as_strided On Inputs]).
     def f(x0: T) -> object:
         x0.t_()
         x0.as_strided((), (), 0).add_(-1.0)
@@ -1895,7 +1894,7 @@ def test_resize_of_expanded_view_input_reaches_its_storage(compile_fn: CompileFn
 
 def test_write_through_diagonal_of_expanded_subclass_input(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 2000, program 7855 (crashed: "more than one element of the written-to tensor refers to a single
-    # memory location"): Note [Writes Below An Expanded Input].
+    # memory location"): Note [as_strided On Inputs].
     def f(x0: T) -> object:
         x0.diagonal(1, 0, 2).mul_(-1.0)
         return (x0 + 0,)
@@ -1992,7 +1991,7 @@ def test_set_under_grad_output_beside_another_grad_output(compile_fn: CompileFn 
 def test_overlapping_subclass_view_written_base_returned(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 2000, program 1096 (refused before; wrong gradients with the refusal lifted alone: the base got a
     # wrapper update of its own that replaced the write's history). Only the member written gets an update (Note
-    # [Overlapping Subclass Members Written Through One]).
+    # [Aliased Subclass Inputs In Training]).
     def f(x0: T, x1: T) -> object:
         x0.mul_(2.0)
         return (x1,)
@@ -2039,7 +2038,8 @@ def test_overlapping_subclass_unbind_member_viewed_before_write(compile_fn: Comp
 
 def test_overlapping_subclass_member_saved_before_write(compile_fn: CompileFn | None) -> None:
     # mul saves x0 for its backward; eager's backward then fails its version check, and the trace's does too (Note
-    # [Saved Members Of A Written Wrapper Family]); the probe of eager's backward shows it raises before any gradient, so the deferred error is exact (Note [Probing Eager's Backward]).
+    # [Aliased Subclass Inputs In Training]); the probe of eager's backward shows it raises before any gradient, so the
+    # deferred error is exact (Note [Probing Eager's Backward]).
     def f(x0: T, x1: T) -> object:
         y = x0 * x0
         x1.mul_(2.0)
@@ -2072,7 +2072,7 @@ def test_overlapping_subclass_member_written_under_no_grad(compile_fn: CompileFn
 
 def test_contiguous_of_overlapping_subclass_input(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 31, program 47 (wrong aliasing before: the traced contiguous clone's contiguous() is itself, so
-    # the output came back as the input; eager's is a copy). Note [contiguous() Of A Contiguous Clone].
+    # the output came back as the input; eager's is a copy). Note [Eager's Layouts Under Functionalization].
     def f(x0: T) -> object:
         y = x0.contiguous()
         y.mul_(2.0)
@@ -2621,7 +2621,7 @@ def test_select_then_inplace_transpose_of_subclass_input_in_training(compile_fn:
 
 
 def test_write_below_expanded_input(compile_fn: CompileFn | None) -> None:
-    # Note [Writes Below An Expanded Input] (it crashed: "more than one element of the written-to tensor ...").
+    # Note [as_strided On Inputs] (it crashed: "more than one element of the written-to tensor ...").
     def f(x0: T) -> object:
         x0[0].mul_(2.0)
         return (x0 * 3,)

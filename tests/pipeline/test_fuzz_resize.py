@@ -332,7 +332,7 @@ def intermediate_view_regrown(x: T) -> object:
 def test_intermediate_regrown_within_its_storage_is_refused(
     f: Callable[..., object], make: Make, compile_fn: CompileFn | None
 ) -> None:
-    # Note [resize_ Past A Tensor's Own Elements]: functionalization lost the write (a wrong result)
+    # Note [Storage Swaps By Rebinding]: functionalization lost the write (a wrong result)
     assert_refused(f, make, compile_fn, "does not hold after an earlier resize_")
 
 
@@ -361,8 +361,8 @@ def test_regrown_input_with_grad_elsewhere_matches_eager(
     "make", [lambda: (torch.randn(4), leaf(4)), lambda: (torch.randn(4), nonleaf(4))], ids=["leaf", "nonleaf"]
 )
 def test_regrown_input_written_with_grad(f: Callable[..., object], make: Make, compile_fn: CompileFn | None) -> None:
-    # the input regrown within its storage is traced over its whole storage (Note [resize_ Past A Tensor's Own
-    # Elements]), where a write with grad into it is refused in training; under no_grad it runs
+    # the input regrown within its storage is traced over its whole storage (Note [Storage Swaps By Rebinding]),
+    # where a write with grad into it is refused in training; under no_grad it runs
     with torch.enable_grad():
         assert_refused(f, make, compile_fn, "writes a value that requires grad into it")
     with torch.no_grad():
@@ -390,5 +390,5 @@ def intermediate_view_shrunk_then_written(x: T) -> object:  # held elements cove
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 def test_intermediate_view_shrunk_then_written_matches_eager(dynamic: bool, compile_fn: CompileFn | None) -> None:
-    # Note [resize_ Past A Tensor's Own Elements]: symbolic sizes decided by their hints
+    # Note [Storage Swaps By Rebinding]: symbolic sizes decided by their hints
     _check(intermediate_view_shrunk_then_written, _plain(5), compile_fn, dynamic=dynamic)

@@ -1,5 +1,5 @@
-"""Fuzz regressions (helper set43): plain views set_() under no_grad and then used with grad (Note [Views set_()
-Under no_grad Read With Grad]), dev seed 43000 #4392 and variants."""
+"""Fuzz regressions (helper set43): plain views set_() under no_grad and then used with grad (Note [Stale View
+Functions]), dev seed 43000 #4392 and variants."""
 
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ def test_view_set_to_its_base_under_no_grad_program(compile_fn: CompileFn | None
 
 def test_view_set_to_a_larger_storage_then_read_with_grad_is_refused(compile_fn: CompileFn | None) -> None:
     # eager's rebuilt history is as_strided() of x0 at t0's new layout, which x0's storage does not hold (a view set
-    # to a tensor x0's storage holds is supported: Note [Views set_() Off Their Base Read With Grad])
+    # to a tensor x0's storage holds is supported: Note [Stale View Functions])
     def f(x0: T, x1: T) -> object:
         t0 = x0.unsqueeze(0)
         with torch.no_grad():

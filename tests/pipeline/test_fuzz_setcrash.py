@@ -41,7 +41,7 @@ def test_write_through_data_below_overlapping_input_7524(
 ) -> None:
     # seed 11000 #7524, #9684: the diagonal of an input whose rows are one memory location has distinct elements;
     # a write through its `.data` was written back view by view, the last step scattering into the overlapping
-    # input, which raised (Note [Writes Below An Expanded Input] now follows the chain through `.data`)
+    # input, which raised (Note [as_strided On Inputs] now follows the chain through `.data`)
     with torch.no_grad():
         assert_matches_eager(f, _overlapping_view, compile_fn=compile_fn)
 
@@ -158,7 +158,7 @@ def _set_to_slice_of_intermediate(x0: T) -> object:
 def test_view_of_intermediate_set_in_part_refused_3608(kind: str, compile_fn: CompileFn | None) -> None:
     # seed 9000 #3608: t2 (a view of t0, an intermediate x0 was set_() to in part) has eager's `._base` t0; ours
     # was rebuilt over x0's fresh storage, whose elements outside x0's were uninitialized memory in `t2._base`
-    # (Note [Hidden Bases On A Fresh Storage])
+    # (analyze._check_base_within)
     f = _set_to_unbound_element if kind == "pair" else _set_to_slice_of_intermediate
 
     def make_inputs() -> tuple[object, ...]:

@@ -87,7 +87,7 @@ def test_subclass_view_set_under_grad(compile_fn: CompileFn | None) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A subclass input that gains grad by set_() (Note [Subclass Inputs That Gain Grad By set_])
+# A subclass input that gains grad by set_() (Note [Inputs That Gain Grad In Training])
 
 
 def test_subclass_input_set_to_grad_input(compile_fn: CompileFn | None) -> None:

@@ -1,5 +1,5 @@
 """Fuzz regressions (helper setview): plain views of leaves set_() under no_grad onto another storage, then read
-or returned with grad (Note [Views set_() Off Their Base Read With Grad]); cases found beside fuzz seed 43000
+or returned with grad (Note [Stale View Functions]); cases found beside fuzz seed 43000
 (r14b c1, c2, c3) and variants."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Fuzz follow-ups: tensor subclass inputs that require grad and whose storage or metadata the program changes where
-autograd does not record it (fuzz seeds 10000 and 11000). See Note [Subclass Inputs set_() Under no_grad]."""
+autograd does not record it (fuzz seeds 10000 and 11000). See Note [Subclass Inputs Mutated In Training]."""
 
 from __future__ import annotations
 
@@ -133,7 +133,7 @@ def test_write_after_set_under_no_grad_is_refused(compile_fn: CompileFn | None) 
         x0[0].mul_(2.0)
         return (x0,)
 
-    # since pairset, the rule for plain inputs (Note [Writes With Grad After A Hidden set_]) refuses the first
+    # since pairset, the rule for plain inputs (Note [Writes With Grad After .data =]) refuses the first
     hidden_set = r"args\[0\] requires grad, and the program set_\(\) it under no_grad to another input's storage"
     with torch.enable_grad():
         assert_refused(itself, lambda: (pair_nonleaf(2, 2), pair(2, 2)), compile_fn, hidden_set)
@@ -164,7 +164,7 @@ def test_write_with_grad_before_set_under_no_grad_is_refused(compile_fn: Compile
 
 
 def test_no_grad_view_op_then_write(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 11000 #3577 (shrunk; see Note [No-Grad View Ops Of Written Subclass Inputs]): a non-square
+    # fuzz seed 11000 #3577 (shrunk; see Note [Subclass Inputs Mutated In Training]): a non-square
     # transpose_ under no_grad, then a write autograd records; the backward through the input raises in both
     def f(x0: T) -> object:
         with torch.no_grad():
@@ -212,7 +212,7 @@ def test_no_grad_view_op_then_copy(compile_fn: CompileFn | None) -> None:
 
 
 def test_leaf_written_through_data_then_no_grad_view_op_is_refused(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 11000 #7862 (shrunk): a leaf keeps the refusal (Note [Subclass Inputs Changed Below Autograd])
+    # fuzz seed 11000 #7862 (shrunk): a leaf keeps the refusal (Note [Subclass Inputs Mutated In Training])
     def f(x0: T) -> object:
         x0.data.fill_(3.0)
         with torch.no_grad():
@@ -224,7 +224,7 @@ def test_leaf_written_through_data_then_no_grad_view_op_is_refused(compile_fn: C
 
 
 def test_leaf_with_no_grad_view_op_written_through_an_alias(compile_fn: CompileFn | None) -> None:
-    # Note [No-Grad View Ops Of Written Subclass Inputs]: a leaf written with grad through a tensor set_() to it
+    # Note [Subclass Inputs Mutated In Training]: a leaf written with grad through a tensor set_() to it
     def f(x0: T, x1: T) -> object:
         with torch.no_grad():
             x0.t_()

@@ -1,5 +1,5 @@
-"""Writes to overlapping views of one tensor subclass base in training (fuzz seed 7000; Note [Saved Members Of A
-Written Wrapper Family], Note [Overlapping Subclass Members Written Through One])."""
+"""Writes to overlapping views of one tensor subclass base in training (fuzz seed 7000; Note [Aliased Subclass Inputs In
+Training])."""
 
 from __future__ import annotations
 
@@ -100,8 +100,7 @@ def test_member_saved_before_write_views_returned(compile_fn: CompileFn | None) 
 
 def test_view_member_used_after_base_written(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 7000, program 1874 shape (refused before): a member whose `._base` is the written member is used
-    # after the write; eager differentiates that use through the write (Note [Subclass Members Traced As Views Of
-    # Their Base Input]).
+    # after the write; eager differentiates that use through the write (Note [Aliased Subclass Inputs In Training]).
     def f(x0: T, x1: T) -> object:
         x1.mul_(0.5)
         return (x0.sin(), x1 * 2)

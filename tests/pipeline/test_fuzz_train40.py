@@ -2,14 +2,14 @@
 that an in-place view op changed after they were taken.
 
 - `t0 = x.clone()` of an input at an offset (an empty `b[2:2:2]`, or `b[1:]`) read the input itself in the
-  partitioned graph; a write to t0 then kept the input's offset, and so did the output views of t0 (Note [Clones Of
-  Inputs At An Offset]; seed 40000 #5854).
+  partitioned graph; a write to t0 then kept the input's offset, and so did the output views of t0 (partition.py, clones
+  of inputs at an offset; seed 40000 #5854).
 - `x.mul_(0.5); t0 = x.select(2, 0); t0.t_(); return t0` with a PairTensor x: t0 was replayed before the epilogue's
-  write to x, whose bump left its grad_fn stale, regenerated without the t_() (Note [Views Refreshed By Their Own
-  t_()]; seed 40000 #7249).
+  write to x, whose bump left its grad_fn stale, regenerated without the t_() (Note [No-Grad Views Made After The Bump];
+  seed 40000 #7249).
 - A plain input x2 and a view of it x1 (both inputs), x2 written with a PairTensor operand: x1's gradient is a
-  PairTensor in eager; the group was traced from its synthetic base, whose CopySlices made it plain (Note [Plain
-  Inputs Traced As Their Own Base]; seed 11000 #6100, whose test is in test_fuzz_gradtype.py).
+  PairTensor in eager; the group was traced from its synthetic base, whose CopySlices made it plain (Note [Aliased
+  Inputs In Training]; seed 11000 #6100, whose test is in test_fuzz_gradtype.py).
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def _viewed_then_written(x0: T, x1: T, x2: T) -> tuple[T, ...]:
 
 
 def _written_then_set(x0: T, x1: T, x2: T) -> tuple[T, ...]:
-    # a storage moved: analyzed from the synthetic base, as before (Note [Plain Inputs Traced As Their Own Base])
+    # a storage moved: analyzed from the synthetic base, as before (Note [Aliased Inputs In Training])
     v = x2.t()
     x2.mul_(x0)
     set_to(x2, x2.sin())
@@ -202,7 +202,7 @@ def _t_then_view_of_view_unsqueeze_(x0: T) -> tuple[T]:
 def test_pair_view_changed_by_t_then_bumped_by_view_of_it_is_refused(compile_fn: CompileFn | None) -> None:
     # found while fixing seed 40000 #7249: t1.unsqueeze_() of a view t1 of t0 bumps t0's counter after t0.t_(); eager
     # then regenerates a PairTensor t0's grad_fn from view functions that miss the t_() (its leaf gradient is
-    # transposed), ours kept the TBackward (Note [Subclass Views Rebuilt Without Their In-Place View Ops])
+    # transposed), ours kept the TBackward (Note [Stale View Functions])
     rule = r"out\[0\] is a view of a tensor subclass that an in-place view op .* of its own changed"
     with torch.enable_grad():
         assert_refused(_t_then_view_of_view_unsqueeze_, lambda: (pair_nonleaf(3, 3, 3),), compile_fn, rule)

@@ -1,7 +1,7 @@
 """Grad mode switched inside a compiled program: enable_grad / set_grad_enabled / no_grad / inference_mode nested in
 any order, and requires_grad_() on inputs, checked against eager through the oracle (outputs' requires_grad,
-grad_fn presence, gradients); what stays refused is refused precisely (Note [Grad Mode Turned On Inside A no_grad
-Call], and requires_grad_() on a view or an intermediate)."""
+grad_fn presence, gradients); what stays refused is refused precisely (Note [Grad Mode At The Call Decides Training],
+and requires_grad_() on a view or an intermediate)."""
 
 from __future__ import annotations
 

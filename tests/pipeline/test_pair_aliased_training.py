@@ -77,8 +77,8 @@ def test_one_written_under_no_grad(compile_fn: CompileFn | None) -> None:
 
 def test_member_changed_in_layout(compile_fn: CompileFn | None) -> None:
     # corpus pair_input_data_and_metadata_mutation_aliases_other_input_train: rows t_()'d (1-D: only the version
-    # counter moves) pass; 2-D rows transposed keep the refusal of Note [Metadata Changes Of Aliased Inputs In
-    # Training] (a subclass group keeps the refusal of metadata changes)
+    # counter moves) pass; 2-D rows transposed keep the refusal of Note [Aliased Inputs In Training] (a subclass group
+    # keeps the refusal of metadata changes)
     def f(a: T, b: T) -> object:
         a.mul_(2)
         b.t_()

@@ -1,6 +1,6 @@
-"""In-place random fills of non-contiguous tensors (Note [Random Fills In Memory Order]): dropout after a transpose,
-`bernoulli_`/`uniform_`/`exponential_` on permuted and sliced tensors; the compiled call draws what eager draws,
-element for element, and leaves the RNG state where eager leaves it."""
+"""In-place random fills of non-contiguous tensors (Note [Eager's Layouts Under Functionalization]): dropout after a
+transpose, `bernoulli_`/`uniform_`/`exponential_` on permuted and sliced tensors; the compiled call draws what eager
+draws, element for element, and leaves the RNG state where eager leaves it."""
 
 from __future__ import annotations
 

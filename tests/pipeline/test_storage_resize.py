@@ -1,6 +1,7 @@
 """Storage resize_ inside a compiled program (FSDP2's pattern: `untyped_storage().resize_(0)` after use, resize_ to
-full and copy_ before the next use): refused with the input's name, never a crash (Note [Storage resize_ Inside The
-Program]); the same resize outside the compiled function, between calls, matches eager; reading a storage's size inside the program stays supported."""
+full and copy_ before the next use): refused with the input's name, never a crash (Note [Storage Swaps By Rebinding]);
+the same resize outside the compiled function, between calls, matches eager; reading a storage's size inside the program
+stays supported."""
 
 from __future__ import annotations
 

@@ -251,8 +251,8 @@ def write_whole_read_row(x0: T, x1: T) -> object:
 
 def test_overlapping_views_written_under_grad_match_eager(compile_fn: CompileFn | None) -> None:
     # Eager's history of x1 goes through the write to x0 (autograd rebases views of one base); x1 is x0's view, so
-    # the trace runs it as one and autograd does the same (Note [Subclass Members Traced As Views Of Their Base
-    # Input]). Two overlapping views of a base the program does not get stay refused (test_fuzz_subview.py).
+    # the trace runs it as one and autograd does the same (Note [Aliased Subclass Inputs In Training]). Two overlapping
+    # views of a base the program does not get stay refused (test_fuzz_subview.py).
     with torch.enable_grad():
         assert_matches_eager(write_whole_read_row, whole_and_row, compile_fn=compile_fn)
 
@@ -279,7 +279,8 @@ def _copy_from_overlapping_view_of_itself(x: T) -> object:
 
 def test_copy_from_overlapping_view_of_itself_refused(compile_fn: CompileFn | None) -> None:
     # Seen by the fuzzer once PairTensor aliases were accepted (seed 20, program 395); a plain input alone shows it.
-    # Eager's copy_ reads elements it has already written (memory order); refused (Note [Reads Of Written Memory]).
+    # Eager's copy_ reads elements it has already written (memory order); refused (Note [Writes Through Overlapping
+    # Memory]).
     def make() -> tuple[T, ...]:
         return (torch.randn(2, 3, requires_grad=True).clone(),)
 

@@ -1,6 +1,6 @@
 """Training programs that write or set_() a value requiring grad into an input that does not require grad (Note
 [Inputs That Gain Grad In Training]), and alias groups whose members are set_() elsewhere or change their metadata
-without returning a tensor (Note [Metadata Changes Of Aliased Inputs In Training]), through the parity oracle;
+without returning a tensor (Note [Aliased Inputs In Training]), through the parity oracle;
 plain and PairTensor inputs, with grad enabled and under no_grad, and with a later backward through the inputs."""
 
 from __future__ import annotations
@@ -377,7 +377,7 @@ def tensors(make: Make) -> list[T]:
 
 
 def test_subclass_input_set_to_value_requiring_grad() -> None:
-    # Supported since fuzz seed 3000 #763 (Note [Subclass Inputs That Gain Grad By set_])
+    # Supported since fuzz seed 3000 #763 (Note [Inputs That Gain Grad In Training])
     def f(x: T, w: T) -> object:
         set_to(x, w)
         return ()

@@ -1,7 +1,7 @@
 """Training programs the pipeline once refused, through the parity oracle: outputs aliasing one intermediate
 (Note [Intermediate Roots In Training]), subclass inputs whose metadata and data change in place (Note [Subclass
-Inputs Mutated In Training]), and aliased inputs one of which changes its metadata (Note [Metadata Changes Of
-Aliased Inputs In Training]); plain and PairTensor inputs, eager and (a sample) inductor."""
+Inputs Mutated In Training]), and aliased inputs one of which changes its metadata (Note [Aliased Inputs In Training]);
+plain and PairTensor inputs, eager and (a sample) inductor."""
 
 from __future__ import annotations
 
@@ -213,7 +213,7 @@ def _transposed_under_no_grad(a: T, b: T) -> object:
 
 @pytest.mark.parametrize("fn", [_views_twice_written, _both_transposed, _transposed_under_no_grad])
 def test_aliased_inputs_metadata_changes_that_would_differ_are_refused(fn: Callable[..., object]) -> None:
-    # Note [Metadata Changes Of Aliased Inputs In Training]: these gave other gradients than eager's.
+    # Note [Aliased Inputs In Training]: these gave other gradients than eager's.
     with torch.enable_grad():
         a, b = two_views(_grad_base)()
         with pytest.raises(subclassaot.UnsupportedError, match="shares storage with another input"):

@@ -330,7 +330,8 @@ def test_wrapper_tensor_without_pair_is_checked() -> None:
     assert report.ok, str(report)
 
 
-# -- classes the checker did not see written (See Note [Whose Failure]) ------------------------------------------
+# -- classes the checker did not see written (See Note [Checker Rules And Whose Failure])
+# ------------------------------------------
 class TransposeRaisesValueError(PairTensor):
     """Does not support transpose, and says so with a ValueError (as torch's jagged tensor does for dim 0)."""
 

@@ -1,4 +1,4 @@
-"""Registered opaque reference objects among a subclass's inner attributes (Note [Opaque Inner Objects]): carried
+"""Registered opaque reference objects among a subclass's inner attributes (Note [The Flatten Protocol]): carried
 through flatten/unflatten and the pipeline unchanged, guarded by identity with a readable reason; any other
 non-tensor attribute is a ProtocolError that says how to register it. DTensor's device_mesh is the real-world case
 (tests/subclasses/test_dtensor.py); this file needs no process group."""

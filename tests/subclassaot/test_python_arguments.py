@@ -1,5 +1,5 @@
 """Python values passed to a compiled function: each kind is guarded by value, a change recompiles with a readable
-reason, and no value's text ever becomes code (Note [Guard Source Holds No Caller Text])."""
+reason, and no value's text ever becomes code (Note [What The Guards Compare])."""
 
 from __future__ import annotations
 

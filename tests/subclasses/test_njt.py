@@ -285,7 +285,7 @@ def test_inductor_trains_like_eager() -> None:
 
 
 def test_inductor_batch_size_changes_reuse_one_entry_with_mark_dynamic() -> None:
-    # the batch lives only in `_offsets.size(0) == B + 1`: See Note [Symbols Inductor Cannot Bind]
+    # the batch lives only in `_offsets.size(0) == B + 1`: See Note [What A Backend Receives And Returns]
     compiled = subclassaot.compile(sum_over_ragged, backend="inductor")
     for lengths in ([2, 3], [4, 2, 2], [5, 7, 2, 3]):
         x = njt(lengths)

@@ -20,21 +20,23 @@ from subclassaot.schemas import LeafSource, OutputLeaf
 __all__ = ["assigned_with_history", "check_unreplayed_assigned_view", "history_data_leaf"]
 
 # Note [Outputs Assigned .data With History]
-# `t = x.add(x); t.data = y; return t` with grad on: eager's t keeps its own history (AddBackward0, recorded with the
+# Eager: `t = x.add(x); t.data = y; return t` with grad on: t keeps its own history (AddBackward0, recorded with the
 # size t had then) and its own version counter, and takes y's storage and metadata (`.data =` shallow-copies the
 # TensorImpl; t stays no view). Its gradient flows through that history: the engine checks the new size against the
 # recorded one (sum_to where it expands, an error where it does not), exactly as it does for a Function output whose
-# recorded size is the traced value's. So the output comes from the graph as a fresh output of the compiled
-# Function (the joint traces the same history on the functional t, whose value is y's), and where y's storage is an
-# input's (eager's t shares it), the runtime then assigns `.data` of that output from an alias of the input taken
-# after the epilogue, with the metadata t ended with (OutputInfo.data_from): no autograd record, no version bump,
-# as in eager (the alias is taken under no_grad: an input that is a multi-output view, `b.unbind(0)[1]`, whose base
-# the program changed in place, raises on any view made of it with grad on: fuzz seed 43000 #891). Where y is a
-# fresh intermediate no output returns, the graph's own value is that storage already.
+# recorded size is the traced value's. So the output comes from the graph as a fresh output of the compiled Function
+# (the joint traces the same history on the functional t, whose value is y's), and where y's storage is an input's
+# (eager's t shares it), the runtime then assigns `.data` of that output from an alias of the input taken after the
+# epilogue, with the metadata t ended with (OutputInfo.data_from): no autograd record, no version bump, as in eager. The
+# alias is taken under no_grad: an input that is a multi-output view whose base the program changed in place raises on
+# any view made of it with grad on. Where y is a fresh intermediate no output returns, the graph's own value is that
+# storage already.
 # A plain view stays a view of its base in eager: it is replayed from its base with its history, then assigned
-# (Replay.set_by_data) where its chain allows (fuzz seed 41000 #4275), else refused by the rules on views. Refused
-# here: a tensor subclass (its wrapper metadata follow Note [Wrapper Data Assignment]) and an alias of an
-# intermediate that another output shares. Fuzz seed 40000 #4187, #5126, #9901 are supported.
+# (Replay.set_by_data) where its chain allows, else refused by the rules on views. A view of such a t (`t0 = x.sin();
+# t0.data = x; return t0.reshape(())`) is over x's storage with a history through t0's own (ViewBackward0 ->
+# SinBackward0): where t0 is returned too, the view replays from that output, which has the history; where no output
+# returns t0, no replay source has it, so it is refused. Refused too: a tensor subclass (its wrapper metadata
+# follow Note [Wrapper Data Assignment]) and an alias of an intermediate that another output shares.
 
 
 def assigned_with_history(value: torch.Tensor, run: FunctionalRun) -> bool:
@@ -57,7 +59,7 @@ def history_data_leaf(
     leaf = leaves[0] if len(leaves) == 1 else None
     plain = not subclass and not is_traceable_subclass(value) and not value._is_view() and not run.swaps.is_view(value)
     if plain and leaf is not None and leaf.source is LeafSource.GRAPH and leaf.storage_of is None:
-        return None  # fuzz seed 40000 #9901: `.data =` of a fresh intermediate
+        return None  # `.data =` of a fresh intermediate: the graph's value is that storage already
     exact = (
         leaf is not None
         and leaf.source is LeafSource.INPUT_ALIAS
@@ -74,14 +76,6 @@ def history_data_leaf(
             "fresh intermediate). Return the assigned tensor, or a clone"
         )
     return leaf
-
-
-# Note [Views Of Tensors Assigned .data With History]
-# `t0 = x.sin(); t0.data = x; return t0.reshape(())` with grad on (fuzz seed 41000 #3773): eager's output is a view
-# of t0, over x's storage, whose history runs through t0's own (ViewBackward0 -> SinBackward0), so x gets a
-# gradient. Where t0 is returned too, the view replays from that output, which the graph gives its history (Note
-# [Outputs Assigned .data With History]). Where no output returns t0, no replay source has that history: the output
-# would be rebuilt as a view of x's storage with none (no grad_fn, no gradient for x), so that is refused.
 
 
 def check_unreplayed_assigned_view(

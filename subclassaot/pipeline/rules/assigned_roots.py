@@ -25,10 +25,10 @@ __all__ = ["assigned_root", "with_root_data_meta"]
 # `y = x.add(0.5); v = y.expand(...); y.data = x; return v.t()`: `.data =` on an intermediate wrapper subclass gives
 # the wrapper the assigned tensor's metadata and leaves its inner tensors and its views as they were (Note [Wrapper
 # Data Assignment]). A view of it taken before is replayed from the intermediate rebuilt around its dense leaves
-# with the metadata it had when viewed, so the output is that view, with eager's strides, values and requires_grad
-# (fuzz seed 12000 #4677). Once every output is built, the rebuilt root (eager's `._base`) takes the metadata the
-# `.data =` gave eager's (Replay.root_data_meta), without autograd, as eager's assignment: its shape is eager's
-# (fuzz seed 41000 #4420: `._base` shape (3, 3) vs eager's ()). Only where no in-place view op changed the root. In
+# with the metadata it had when viewed, so the output is that view, with eager's strides, values and requires_grad.
+# Once every output is built, the rebuilt root (eager's `._base`) takes the metadata the
+# `.data =` gave eager's (Replay.root_data_meta), without autograd, as eager's assignment: its shape is eager's.
+# Only where no in-place view op changed the root. In
 # training, where the view requires grad, the Function returns the root with its history, which the joint traced at
 # the assigned size: that is refused where the assignment changed the root's metadata.
 

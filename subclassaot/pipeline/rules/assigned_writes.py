@@ -20,37 +20,30 @@ from subclassaot.torch_internals import symint_expr
 __all__ = ["assigned_write", "check_assigned_writes"]
 
 # Note [Writes With Grad After .data =]
-# `x0.data = x1; x0[:, 0:2].mul_(-1.0); return x0` with grad on, x0 a non-leaf input that requires grad (fuzz seed
-# 16000 #6616): `.data =` gives x0 x1's storage and metadata but keeps x0's own autograd history and version counter.
-# The write with grad through x0 (or a view of it) then records on x0's history (MulBackward0, or CopySlices, over
-# x0's grad_fn), not on x1's, whose values change but whose history does not. The functional run sees a write to
-# x1's storage: x0's leaf had no data mutation, the epilogue only repeated the `.data =`, and x0 kept its old grad_fn
-# (the gradient missed the write's -1). So such a leaf (LeafMutation.written_after_data) gets a FINAL update, the
-# graph's x0 as it ends, differentiated in the joint through the history the trace recorded on it; the epilogue
-# copies it into x0 with grad after repeating the `.data =` (runtime._copy_into). x0's grad_fn is then a
-# CopyBackwards over the Function's, whose backward gives eager's gradients (x0's old history gets zeros from the
-# copy and its share through the Function). The engine checks those zeros against the size recorded on x0's old
-# history (its size when the call began), and eager's write checks its gradient against that same size, at the size
-# x0 was written at, the one its `.data =` gave it: both pass (with sum_to where it expands: fuzz seed 16000 #6616
-# sends a (2, 3) gradient to a 0-d x0), or both raise in a backward through x0. There (AssignedWrite.AFTER_RAISING)
-# the FINAL value is copied in with grad but not differentiated, as the joint's backward through the write would
-# fail in the trace: x0's CopyBackwards then raises alone (a (4,) x0 written at (2, 2): fuzz seed 10000 #9696's
-# kin). An in-place view op on x0 after its `.data =` (`x0.mul_(-1.0); x0.t_()`: eager's TBackward0 turns the
-# gradient back to the written size) breaks that agreement: refused (AssignedWrite.RESHAPED).
-# Refused too (AssignedWrite.BEFORE): a write with grad through x0 before its last `.data =` (eager's history then
-# records a storage x0 no longer has: `x0.data = x1; x0.mul_(2.0); x0.data = x2`). Writes under no_grad or through a
-# `.data` alias are hidden from autograd, as before; subclass inputs keep their wrapper-level rule (Note [Subclass
-# Inputs Mutated In Training]).
-
-# Note [In-Place View Ops With Grad And .data =]
-# `x.data = x.sin(); x.transpose_(0, 1); return (x,)` with grad on, x a non-leaf input that requires grad (variant of
-# fuzz seed 49000 #6570; `x.transpose_(0, 1); x.data = ...` alike): the in-place view op with grad puts a
-# TransposeBackward0 on x's history, which `.data =` keeps, so the gradient reaching x's own history is transposed.
-# The epilogue gives x its final storage and layout by a `.data =` invisible to autograd, x keeping the grad_fn it
-# came with: the gradient reached it untransposed. Repeating the view ops with grad would need the layouts eager
-# applied them at (before or after the swap), which the run does not keep per op: refused (AssignedWrite.VIEWED)
-# where no write with grad applies Note [Writes With Grad After .data =] instead. Under no_grad the view ops leave
-# the history as it was (Note [Metadata Changes Under no_grad]), and set_() is replayed as the program's.
+# Eager: a swap autograd does not see (`.data =`, or set_() under no_grad) gives x another storage and metadata but
+# keeps x's own history and version counter. A write with grad through x after it (or through a view of it) records on
+# x's history (MulBackward0, or CopySlices, over x's grad_fn), not on the history of the tensor whose storage x now
+# shares, whose values change but whose history does not. The functional run sees a write to that other storage: x had
+# no data mutation, the epilogue only repeats the swap, and x would keep its old grad_fn, missing the write. So, for
+# `x0.data = x1; x0[:, 0:2].mul_(-1.0); return x0`, x0 a non-leaf input that requires grad:
+# - such a leaf (LeafMutation.written_after_data) gets a FINAL update, the graph's x0 as it ends, differentiated in the
+#   joint through the history the trace recorded on it; the epilogue copies it into x0 with grad after repeating the
+#   `.data =` (runtime._copy_into). x0's grad_fn is then a CopyBackwards over the Function's, whose backward gives
+#   eager's gradients (x0's old history gets zeros from the copy, and its share through the Function).
+# - sizes: the engine checks those zeros against the size recorded on x0's old history (its size when the call began),
+#   and eager's write checks its gradient against that same size, at the size its `.data =` gave it: both pass (with
+#   sum_to where it expands), or both raise in a backward through x0. There (AssignedWrite.AFTER_RAISING) the FINAL
+#   value is copied in with grad but not differentiated, as the joint's backward through the write would fail in the
+#   trace: x0's CopyBackwards then raises alone.
+# - refused: an in-place view op on x0 after its `.data =` (eager's node turns the gradient back to the written size:
+#   AssignedWrite.RESHAPED); a write with grad before its last `.data =` (eager's history then records a storage x0 no
+#   longer has: AssignedWrite.BEFORE); in-place view ops with grad and .data = and no write with grad (`x.data =
+#   x.sin(); x.transpose_(0, 1)`: eager's TransposeBackward0, kept by `.data =`, transposes the gradient reaching x's
+#   own history, where the epilogue's `.data =` leaves x's grad_fn as it came: AssignedWrite.VIEWED); and writes with
+#   grad after a hidden set_ onto another input's storage (`with no_grad(): x.set_(y)`, then `x.mul_(2)`), and their
+#   subclass kin on a wrapper set_() under no_grad.
+# Writes under no_grad or through a `.data` alias are hidden from autograd; subclass inputs keep their wrapper-level
+# rule (Note [Subclass Inputs Mutated In Training]).
 
 
 def assigned_write(i: int, run: FunctionalRun, in_subclass: bool, storage_changed: bool) -> AssignedWrite | None:
@@ -63,7 +56,7 @@ def assigned_write(i: int, run: FunctionalRun, in_subclass: bool, storage_change
     assigned, written = swaps.data_sets.get(id(final)), swaps.family_visible_seq.get(swaps.family_of(final))
     if assigned is None:
         return None
-    if written is None:  # Note [In-Place View Ops With Grad And .data =]
+    if written is None:  # Note [Writes With Grad After .data =]
         viewed = storage_changed and any(r.grad_enabled for r in swaps.inplace_views.get(id(final), []))
         return AssignedWrite.VIEWED if viewed else None
     if written < assigned[0]:

@@ -1,5 +1,5 @@
 """The program's reads of autograd state (`t.is_leaf`, `t.requires_grad`, `t.grad_fn`) answered in the no_grad
-trace as the analysis run answered them (Note [Autograd Reads Replayed In The Trace]).
+trace as the analysis run answered them (Note [Autograd Reads Answer As Eager's]).
 
 Input: the `_DataMode` of storage_swaps.py hands each call of the program to `read`; the analysis copies the
 record's answers into Analysis.autograd_reads and trace_inference gives them back to its run. Output: the answer.
@@ -18,35 +18,37 @@ from subclassaot.pipeline.rules.swap_record import SwapRecord
 
 __all__ = ["base_read", "is_autograd_read", "is_base_read", "note_detach", "read"]
 
-# Note [Autograd Reads Replayed In The Trace]
-# `t0 = x.diagonal(); x.mul_(-1); return t0 * 2, t0.is_leaf`, x a non-leaf that requires grad, grad on (session 11's
-# open gap): the analysis runs the program with eager's grad mode, where reading t0.is_leaf after the write
-# regenerates t0's history and answers False. The forward graph is traced again under no_grad (trace_inference),
-# where t0 is a view made in no_grad mode whose base was written since, and the same read raises autograd's
-# "A view was created in no_grad mode ..." error: a crash of the compiler for a program eager runs. The answer
-# becomes a Python constant (or steers the program's control flow), and the constant the compiled function returns
-# is the analysis run's: the trace only has to follow the same path. So the trace's run takes each such read's
-# answer from the analysis run, in call order, instead of asking its own tensors (which have no_grad histories).
-# Reads that raise in the analysis run raise out of it (eager raises there too, under its own grad mode). `._base`
-# is not replayed: it answers a tensor of the run, and reads no grad_fn.
-
-# Note [Autograd Reads Of Inputs]
-# `a = x.is_leaf` on a plain leaf input that requires grad answered False (the run's x is a functional tensor, not
-# the leaf), and `t0 = x.diagonal(); x.mul_(-1); return t0 * 2, x.is_leaf, x.grad_fn is None` under no_grad, x a
-# PairTensor non-leaf that requires grad, answered True twice (the run's x is a wrapper rebuilt from its inner
-# tensors, a fresh leaf given requires_grad). An input that requires grad stays a leaf or a non-leaf until the
-# program detach_()es it: eager refuses writes to a leaf that requires grad with grad on, a write to a non-leaf keeps
-# it one, and nothing under no_grad changes its history. So a read of is_leaf on the input object answers the real
-# input's is_leaf, and of grad_fn the real input's where that cannot have changed (a leaf: None; run without grad:
-# the input's node); a non-leaf written with grad on gets a new node, and the run's own answer (not None) stands. The
-# guards check each input's requires_grad and, where it requires grad, is_leaf, so the answers hold for every call
-# the entry serves (a node's name() may differ between calls: the program that returns it is out of reach).
+# Note [Autograd Reads Answer As Eager's]
+# A program may read autograd state (`t.is_leaf`, `t.requires_grad`, `t.grad_fn`, `t._base`, `t._is_view()`) and turn
+# the answer into a Python constant or a branch. The compiled program returns the analysis run's constants, so every run
+# must answer as eager does, where its tensors are not eager's:
+# - Autograd reads replayed in the trace: the analysis runs the program in eager's grad mode, but the forward graph is
+#   traced again under no_grad (trace_inference), where a view whose base was written since is a view "created in
+#   no_grad mode" and the same read raises (`t0 = x.diagonal(); x.mul_(-1); t0.is_leaf`). The trace only has to follow
+#   the same path, so its run takes each read's answer from the analysis run, in call order. Reads that raise in the
+#   analysis run raise out of it (eager raises there too).
+# - Autograd reads of inputs: the run's inputs are functional tensors or wrappers rebuilt from inner tensors, not the
+#   real ones. An input that requires grad stays a leaf or a non-leaf until the program detach_()es it (eager refuses
+#   writes to a leaf that requires grad with grad on, a write to a non-leaf keeps it one, nothing under no_grad changes
+#   its history), so is_leaf on the input object answers the real input's, and grad_fn the real input's where it cannot
+#   have changed (a leaf: None; without grad: the input's node); a non-leaf written with grad gets a new node, and the
+#   run's own answer stands. The guards check each input's requires_grad and, where it requires grad, is_leaf.
+# - Autograd reads failing on views of inputs: the run lays its inputs out anew under no_grad, so a view of one is a
+#   view "created in no_grad mode", and reading its grad_fn once its base requires grad and was written raises where
+#   eager's (a view of a tensor made with grad) answers. Such a read of a tensor whose view chain starts at an input is
+#   refused by name.
+# - Base reads of inputs: inputs are laid out anew, some as views of a base of the layout's own, so `._base` of an input
+#   or of a view of it would answer the layout's tensors. A read of `._base` whose chain starts at an input answers from
+#   the real input: where it is no view, None for the input itself and the input for a view of it; where it is a view of
+#   another input passed to the program, that input; a view of a tensor not passed is refused. `._is_view()` answers the
+#   same way. Reads whose chain starts at an intermediate answer the run's own `._base`, eager's. The guards check, for
+#   each input so read, that it is still no view, or still a view of that other input.
 
 _GETTERS = frozenset({"is_leaf", "requires_grad", "grad_fn"})
 
 
 def is_autograd_read(func: Any) -> bool:
-    """Is `func` the getter of one of the autograd attributes replayed (Note [Autograd Reads Replayed In The Trace])?"""
+    """Is `func` the getter of one of the autograd attributes replayed (Note [Autograd Reads Answer As Eager's])?"""
     owner = getattr(getattr(func, "__self__", None), "__name__", None)
     return owner in _GETTERS and getattr(func, "__name__", "") == "__get__"
 
@@ -60,7 +62,7 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
         return replayed
     real = record.eager_inputs.get(id(args[0])) if args else None
     name = getattr(getattr(func, "__self__", None), "__name__", None)
-    if real is not None and name == "is_leaf":  # Note [Autograd Reads Of Inputs]
+    if real is not None and name == "is_leaf":  # Note [Autograd Reads Answer As Eager's]
         answer: object = real.is_leaf
     elif real is not None and name == "grad_fn" and (real.is_leaf or not record.grad_at_start):
         answer = real.grad_fn
@@ -70,17 +72,8 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
     return answer
 
 
-# Note [Autograd Reads Failing On Views Of Inputs]
-# `t0 = x.diagonal(); x.mul_(-1); x.requires_grad_(True); return t0 * 2, t0.is_leaf`, x a plain tensor that does
-# not require grad, grad on: the run lays its inputs out as tensors (or views) made under no_grad, so t0, a view of
-# one, is a view "created in no_grad mode", and reading its grad_fn once its base requires grad and was written
-# raises autograd's "A view was created in no_grad mode ..." error, where eager's t0 (a view of a tensor made with
-# grad) answers. A read of is_leaf / requires_grad / grad_fn that fails so on a tensor whose view chain starts at an
-# input is refused by name (eager raises the same error only where the input itself is such a view).
-
-
 def _run_read(record: SwapRecord, name: object, args: tuple[Any, ...], call: Callable[[], object]) -> object:
-    """`call()`, the run's own answer to a read of `name` (Note [Autograd Reads Failing On Views Of Inputs])."""
+    """`call()`, the run's own answer to a read of `name` (Note [Autograd Reads Answer As Eager's])."""
     try:
         return call()
     except RuntimeError as e:
@@ -100,25 +93,13 @@ def _run_read(record: SwapRecord, name: object, args: tuple[Any, ...], call: Cal
 
 
 def note_detach(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
-    """`detach_()` makes its tensor a leaf (Note [Autograd Reads Of Inputs])."""
+    """`detach_()` makes its tensor a leaf (Note [Autograd Reads Answer As Eager's])."""
     if func in (torch.Tensor.detach_, torch.detach_) and args:
         record.eager_inputs.pop(id(args[0]), None)
 
 
-# Note [Base Reads Of Inputs]
-# `t0 = x.diagonal(); return t0 * 1, t0._base is x, x._base is None`, x a view input (`b[1:]`): eager answers False
-# twice (x._base is b, and so is t0's: a view of a view has the first view's base), ours True twice (the run's x is
-# no view: inputs are laid out anew, some as views of a base of the layout's own). So a read of `._base` whose view
-# chain in the program starts at an input answers from the real input: where it is no view, None for the input
-# itself and the input for a view of it; where it is a view of another input passed to the program, that input (the
-# object the program received); a view of a tensor not passed is refused (eager's answer is a tensor the compiled
-# program does not have). Reads whose chain starts at an intermediate answer the run's own `._base`, eager's. The
-# guards check, for each input so read, that it is still no view or still a view of that other input. `._is_view()`
-# answers the same way: the real input's for the input itself, True for a view of it.
-
-
 def is_base_read(func: Any) -> bool:
-    """Is `func` the getter of `Tensor._base`, or `Tensor._is_view` (Note [Base Reads Of Inputs])?"""
+    """Is `func` the getter of `Tensor._base`, or `Tensor._is_view` (Note [Autograd Reads Answer As Eager's])?"""
     if func is torch.Tensor._is_view:
         return True
     owner = getattr(getattr(func, "__self__", None), "__name__", None)
@@ -126,8 +107,8 @@ def is_base_read(func: Any) -> bool:
 
 
 def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[], object]) -> object:
-    """The answer of `args[0]._base` or `args[0]._is_view()` (Note [Base Reads Of Inputs]); `call()` gives the
-    run's own."""
+    """The answer of `args[0]._base` or `args[0]._is_view()` (Note [Autograd Reads Answer As Eager's]); `call()` gives
+    the run's own."""
     out = call()
     t = args[0] if args else None
     if not isinstance(t, torch.Tensor):

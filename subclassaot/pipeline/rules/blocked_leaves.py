@@ -27,13 +27,13 @@ __all__ = ["blocking_holder", "check_set_under_grad", "inputs_behind_raising_nod
 # an edge to it has run, and the set_ node raises when it runs, so whatever order the engine picks, a backward
 # through t0 ends without x's gradient, also where the loss reaches x directly (x returned). The compiled output
 # is a holder set_() with grad to its storage (Note [Outputs set_() Under Grad]), whose set_ node has edges to the
-# holder and to the output's value, which need not lead to x (fuzz seed 44000 #8877: x got a gradient). So the
+# holder and to the output's value, which need not lead to x (x would get a gradient). So the
 # analysis walks the output's history in the functional run and notes each input reached through a NotImplemented
 # node (`OutputInfo.set_blocks`), and the holder is made by an autograd Function with an edge to each of those
 # inputs (`blocking_holder`): the holder's set_ node raises before any of them can run, as eager's does. Where a
 # returned autograd leaf input is not behind such a node of every output set_() under grad, whether eager
 # accumulates its gradient before the backward raises depends on the engine's order: refused
-# (`check_set_under_grad`; fuzz seed 7000 #4015, #4050, #6854). So is one behind an output whose holder is a view
+# (`check_set_under_grad`). So is one behind an output whose holder is a view
 # of eager's base object (`GradSetBase.same_object`), whose history the holder shares with other outputs.
 
 

@@ -38,7 +38,7 @@ __all__ = [
 
 
 def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
-    """`value` is a detach() or a view of one (fuzz seed 2000 #3651: `t = x.detach(); t.copy_(x)` with grad)."""
+    """`value` is a detach() or a view of one (`t = x.detach(); t.copy_(x)` with grad)."""
     t = value
     while (record := run.swaps.views.get(id(t))) is not None:
         if record.func is torch.ops.aten.detach.default:
@@ -48,20 +48,19 @@ def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
 
 
 # Note [Views Of A Detach That Gained Grad]
-# `t = x.detach(); t.copy_(x)` with grad on gives t a history (CopyBackwards); a view of t taken under no_grad has
-# none, yet requires grad, as a view does whose `._base` (t) requires grad (fuzz seed 10000 #9135). Replayed from
-# the input, t is a fresh detach() that does not: the runtime calls requires_grad_() on the replayed `._base` (a
-# leaf; no gradient reaches it, as none reaches eager's through a view without grad_fn). A view of t with a history
-# of its own is refused (analyze: a detach() of an input written with a value that requires grad). Where the view was
-# taken before the write (`with no_grad(): t1 = t.unsqueeze(0)`, then `t.mul_(x)`), eager's grad_fn raises: the view
-# is replayed before the epilogue, whose write moves its version, and with its `._base` requiring grad, ours raises
-# too. Replayed after the epilogue instead (the input's layout changed in place, `x.t_()` under no_grad: fuzz seed
-# 16000 #5952; or a subclass intermediate's view), the runtime advances the view's counter after the replay
-# (Replay.bump_after: Note [Views Of Intermediates Written After]), so with its `._base` given requires_grad it
-# raises as well; without bump_after such a view would read fine, and it is left without requires_grad. There the
-# `._base` gains requires_grad only once every output is built: eager's views of that view (`t2 = t1.squeeze(-1)`,
-# with grad enabled) were taken before the write, when none required grad, and their replay from the shared view
-# (Note [Views Sharing An Intermediate]) would raise on a view whose grad_fn raises already.
+# Eager: `t = x.detach(); t.copy_(x)` with grad on gives t a history (CopyBackwards); a view of t taken under no_grad
+# has none, yet requires grad, as a view does whose `._base` requires grad. Replayed from the input, t is a fresh
+# detach() that does not: so the runtime calls requires_grad_() on the replayed `._base` (a leaf; no gradient reaches
+# it, as none reaches eager's through a view without grad_fn). A view of t with a history of its own is refused
+# (analyze: a detach() of an input written with a value that requires grad).
+# Where the view was taken before the write (`with no_grad(): t1 = t.unsqueeze(0)`, then `t.mul_(x)`), eager's grad_fn
+# raises. Replayed before the epilogue, whose write moves its version, ours raises too once its `._base` requires grad.
+# Replayed after the epilogue (the input's layout changed in place under no_grad, or a subclass intermediate's view),
+# the runtime advances the view's counter after the replay (Replay.bump_after: Note [Views Of Intermediates Written
+# After]), so it raises as well; without bump_after such a view would read fine, and it is left without requires_grad.
+# There the `._base` gains requires_grad only once every output is built: eager's views of that view, taken with grad
+# before the write, were taken when none required grad, and their replay from the shared view (Note [Views Sharing An
+# Intermediate]) would raise on a view whose grad_fn raises already.
 
 
 def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
@@ -85,9 +84,8 @@ def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> 
 
 def viewed_after_grad_set(value: torch.Tensor, run: FunctionalRun) -> bool:
     """A view taken (through its chain) of a subclass wrapper or a plain tensor, not an input, the program had set_()
-    with grad enabled: its history goes through that set_ too (fuzz seed 2000 #949, #2813; seed 3000 #8754 for a
-    plain one). (An input's set_ under grad is repeated by the epilogue, and views of it replay after: Note [set_
-    Under Grad].)"""
+    with grad enabled: its history goes through that set_ too. (An input's set_ under grad is repeated by the epilogue,
+    and views of it replay after: Note [set_ Under Grad].)"""
     inputs = {id(u) for u in run.user_tensors}
     t = value
     while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
@@ -107,7 +105,7 @@ def hidden_base(
     shifted: bool,
 ) -> Meta | None:
     """A plain view of input `j`'s storage whose view chain starts at an intermediate that set_() made share it
-    (`t1 = t0.t(); x.set_(t0)`, fuzz seed 2000 #727): eager's `._base` is that intermediate, returned by no one."""
+    (`t1 = t0.t(); x.set_(t0)`): eager's `._base` is that intermediate, returned by no one."""
     if is_traceable_subclass(leaf) or not run.swaps.is_view(leaf) or shifted or not leaf._is_view():
         return None
     root = leaf._base  # eager's, set_() or not
@@ -115,20 +113,16 @@ def hidden_base(
         return None
     if id(root) not in run.swaps.swapped_ids and any(storage_key(root) == storage_key(o) for o in run.originals):
         # an input's own storage (a synthetic base of aliased inputs, ...) that no set_() put the root on (after
-        # `t0.set_(x)`, t0 is: fuzz seed 3000 #8754)
+        # `t0.set_(x)`, t0 is)
         return None
     return leaf_meta(root) if storage_key(root) == storage_key(leaf) else None
 
 
-# Note [In-Place View Ops Under Mixed Grad Modes]
-# An in-place view op (t_, unsqueeze_) on a tensor that requires grad rewrites its grad_fn in eager only with grad
-# enabled; under no_grad it changes the layout and leaves the history alone, which then reads a gradient of the new
-# layout as one of the old (a square x.t_() under no_grad reinterprets the gradient; another shape makes eager's
-# backward raise). The epilogue gives a plain input its final layout by one as_strided_, recorded by autograd or not:
-# exact when all of the input's in-place view ops ran under one grad mode, not when they mix (fuzz seed 2000 #344:
-# wrong gradients). Such an input is refused in training.
-
-
+# In-place view ops under mixed grad modes: an in-place view op (t_, unsqueeze_) on a tensor that requires grad
+# rewrites its grad_fn in eager only with grad enabled; under no_grad it changes the layout and leaves the history
+# alone, which then reads a gradient of the new layout as one of the old. The epilogue gives a plain input its final
+# layout by one as_strided_, recorded by autograd or not: exact when all of the input's in-place view ops ran under
+# one grad mode, not when they mix. Such an input is refused in training.
 def check_mixed_grad_view_ops(flat: FlatInputs, run: FunctionalRun) -> None:
     if not torch.is_grad_enabled():
         return
@@ -152,18 +146,8 @@ def made_seq(value: torch.Tensor, run: FunctionalRun) -> int:
     return max(seqs, default=0)
 
 
-# Note [Only Writes To Inputs Date A View Of An Input]
-# Replay.entry_counter replays an output view of an input at the input's counter at entry where the program took
-# the view before a write to an input (Note [Multi-Output View Inputs], Note [Views Of Intermediates Written
-# After]). Only writes to inputs count: a write to an intermediate of its own storage (`t1 = x0.sum();
-# t1.zero_()`) advances no counter an input's view shares. Counting it made a view of an unbind() input under
-# no_grad, taken after the program's last write to the input, raise on grad_fn and is_leaf where eager's reads
-# fine (fuzz seed 17000 #1356). An input's storages: each dense leaf's as received and as left, and a wrapper's
-# own.
-
-
 def input_bumps(run: FunctionalRun) -> list[int]:
-    """Note [Only Writes To Inputs Date A View Of An Input]: the sequence numbers of the program's last version
+    """Note [No-Grad Views Made After The Bump]: the sequence numbers of the program's last version
     bump of each storage an input has or had."""
     keys = {storage_key(t) for t in (*run.originals, *run.finals, *run.user_tensors)}
     keys.update(k for k in run.initial_wrapper_keys if k is not None)
@@ -173,7 +157,7 @@ def input_bumps(run: FunctionalRun) -> list[int]:
 
 def split_seq(value: torch.Tensor, run: FunctionalRun, input_by_id: dict[int, InputIndex]) -> int:
     """When the program took the first view of `value`'s chain (back to an input) that a multi-output view op
-    (unbind, split) made with grad enabled; 0 if none (Note [Multi-Output View Inputs])."""
+    (unbind, split) made with grad enabled; 0 if none (Note [No-Grad Views Made After The Bump])."""
     t, seqs = value, []
     while id(t) not in input_by_id and (record := run.swaps.views.get(id(t))) is not None:
         if record.index is not None and record.grad_enabled:
@@ -185,7 +169,7 @@ def split_seq(value: torch.Tensor, run: FunctionalRun, input_by_id: dict[int, In
 def set_after_viewed(value: torch.Tensor, base: torch.Tensor, run: FunctionalRun) -> bool:
     """The program set_() plain `base` (`value`'s `._base`) after the first view of `value`'s chain was taken from
     it: eager's `._base` is `base` with its new metadata and storage, which no replay from the chain makes (`t0 =
-    x.detach(); t1 = t0.reshape(1, 1, 1); t0.set_(t1); return t0, t1`, found beside fuzz seed 45000 #1194)."""
+    x.detach(); t1 = t0.reshape(1, 1, 1); t0.set_(t1); return t0, t1`)."""
     found = run.swaps.plain_sets.get(id(base))
     if found is None:
         return False
@@ -198,21 +182,6 @@ def set_after_viewed(value: torch.Tensor, base: torch.Tensor, run: FunctionalRun
     return first is not None and found[0] > first
 
 
-# Note [Detaches Of Intermediates Changed Since]
-# `t2 = t1.detach(); t1.unsqueeze_(0); return t2, t1` (fuzz seed 17000 #7333), t1 an output or an intermediate
-# subclass: eager's t2 shares t1's storage and, for a subclass, its wrapper storage (detach() is an alias op), at the
-# metadata t1 had when it was detached. Rebuilt leaf by leaf with as_strided, a subclass output gets a wrapper storage
-# of its own. So, as for Note [Views Between In-Place View Ops], the chain is replayed from `t1.as_strided(...)` with
-# t1's metadata when the chain first viewed it: same storages (wrapper and dense), eager's objects from there on, and
-# no history (the chain passes through a detach() anywhere: `t1.t().detach()` too; what the steps before it make is
-# seen by no one). That needs a subclass whose dense leaves are laid out as it is (its as_strided gives them the
-# wrapper's metadata). Where they are not (a PairTensor whose `b` is transposed), the output is `t1.detach()` set_()
-# without autograd to a wrapper of its own dense leaves, keeping its wrapper storage and version counter (Note
-# [Subclass Views Rebuilt By set_]); a view of the detach is refused there: its `._base`, the detach with t1's
-# metadata then, has inner tensors whose layout then no record keeps. Plain tensors need no wrapper: their as_strided
-# leaves are exact.
-
-
 def detached_before_change(
     value: torch.Tensor,
     t: torch.Tensor,
@@ -221,7 +190,7 @@ def detached_before_change(
     output: int | None,
     root_replay: Callable[[tuple[ViewStep, ...]], Replay | None],
 ) -> Replay | None:
-    """Note [Detaches Of Intermediates Changed Since]: `value`, whose chain `steps` detached `t` (the output `output`,
+    """Note [Views Between In-Place View Ops]: `value`, whose chain `steps` detached `t` (the output `output`,
     else the intermediate subclass root that `root_replay(steps)` replays from) after viewing it with metadata
     `source_meta`, replayed from `t`."""
     detach = torch.ops.aten.detach.default

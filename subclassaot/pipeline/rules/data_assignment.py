@@ -87,27 +87,16 @@ def check_assigned_view(
 def apart_from_leaves(t: torch.Tensor, taken: int, run: FunctionalRun) -> bool:
     """Subclass input `t` was set_() after `taken` (a view's seq), then assigned `.data =` metadata unlike its dense
     leaves' (Note [Wrapper Data Assignment]): a view chain replayed on `t` as it ends starts from those leaves, not
-    from the layout the view was taken of, even where the wrapper's metadata are that layout again (fuzz seed 43000
-    #8272: `t0 = x2.detach(); x2.set_(x1); x2.data = t0`)."""
+    from the layout the view was taken of, even where the wrapper's metadata are that layout again (`t0 = x2.detach();
+    x2.set_(x1); x2.data = t0`)."""
     assigned, moved = run.swaps.wrapper_data.get(id(t)), run.swaps.wrapper_sets.get(id(t))
     if not assigned or moved is None or not taken < moved[0] < assigned[-1].seq:
         return False
     return any(leaf_meta(d) != leaf_meta(t) for d in dense_leaves_of(t, "")[1])
 
 
-# Note [Views Of Wrappers Whose Leaves Moved]
-# `t0 = x.detach(); x.transpose_(0, 1); x.data = t1; return t0`, a PairTensor x (fuzz seed 49000 #6570): the in-place
-# view op transposed x's dense leaves, and the `.data =` then gave the wrapper t1's metadata (Note [Wrapper Data
-# Assignment]; it leaves the leaves as they were), so x ends with the wrapper's metadata it had when t0 was taken and
-# leaves it did not have then. Compared on the wrapper alone, t0's chain looked replayable on x after the epilogue,
-# which replayed the detach() on the transposed leaves: t0 came out transposed (and a view() would raise). So a
-# view record of a subclass keeps its source's dense leaves' metadata too (ViewRecord.source_leaves), and the
-# source counts as changed since the view where they differ from its leaves' at the end: the chain is then
-# replayed before the epilogue from the input as the program received it, as for any source whose shape changed.
-
-
 def leaves_moved(t: torch.Tensor, taken: ViewRecord) -> bool:
-    """Note [Views Of Wrappers Whose Leaves Moved]: do subclass `t`'s dense leaves end with other metadata than
+    """Note [Wrapper Data Assignment]: do subclass `t`'s dense leaves end with other metadata than
     they had when the view `taken` was taken from it?"""
     if taken.source_leaves is None:
         return False
@@ -178,17 +167,16 @@ def _plan(
 
 # Note [Strides Of Assigned Tensors]
 # The metadata a `.data =` gives a wrapper are recorded on fake tensors. Their strides are eager's except where the
-# kernel chooses them: a dim of size 0 or 1 in a tensor the program computed (Note [Fresh Subclass Output Strides]).
-# A view of an input takes its strides from the view ops, whose fake metadata are the real ones, empty or not (fuzz
-# seed 3000 #1635: x.expand((2, 0, 4)) assigned). For a computed tensor the graph returns the dense
-# leaf of the assigned wrapper whose size and stride the wrapper had (a WrapperTensor takes them from its first inner
-# tensor) as a stride probe, and the wrapper takes that leaf's real strides at run time, as eager's did (fuzz seed
-# 3000 #3232: x.data = x.mul(-1.0) of a (1, 1, 3) input). Only where nothing changed that leaf or the wrapper after
-# it was made: no in-place view op, set_ or `.data =` on either, no write to the leaf's storage (functionalization
-# would return the value of the functional op that replaced the write, whose strides need not be the leaf's), and
-# the wrapper's metadata when assigned are the leaf's at the end. Refused otherwise. In training the compiled
-# autograd.Function returns the probes after its symbolic ints, as detached aliases it marks non-differentiable
-# (fuzz seed 40000 #833, #9250 shrunk). As for fresh subclass outputs, this trusts the backend to give the graph's
+# kernel chooses them: a dim of size 0 or 1 in a tensor the program computed (Note [Fresh Subclass Output Strides]). A
+# view of an input takes its strides from the view ops, whose fake metadata are the real ones, empty or not
+# (x.expand((2, 0, 4)) assigned). For a computed tensor (x.data = x.mul(-1.0) of a (1, 1, 3) input) the graph returns
+# the dense leaf of the assigned wrapper whose size and stride the wrapper had (a WrapperTensor takes them from its
+# first inner tensor) as a stride probe, and the wrapper takes that leaf's real strides at run time, as eager's did.
+# Only where nothing changed that leaf or the wrapper after it was made: no in-place view op, set_ or `.data =` on
+# either, no write to the leaf's storage (functionalization would return the value of the functional op that replaced
+# the write, whose strides need not be the leaf's), and the wrapper's metadata when assigned are the leaf's at the end.
+# Refused otherwise. In training the compiled autograd.Function returns the probes after its symbolic ints, as detached
+# aliases it marks non-differentiable. As for fresh subclass outputs, this trusts the backend to give the graph's
 # results the strides of eager's kernels.
 
 
@@ -269,8 +257,7 @@ def check_data_meta_outputs(
                 t = record.source
                 before = [a for a in run.swaps.wrapper_data.get(id(t), []) if a.seq < record.seq]
                 if _resizes(before) and not _replayed_from_assigned_input(info, t, run):
-                    # assigned before the view was taken from it
-                    # fuzz seed 5000 #812: wrong gradients before
+                    # assigned before the view was taken from it: the view's gradients would be wrong
                     raise UnsupportedError(
                         f"{info.path} is a view of a tensor subclass that requires grad and whose `.data` the program "
                         "assigned from a tensor of another size: eager's autograd takes the view's gradients through "
@@ -292,21 +279,20 @@ def check_data_meta_outputs(
 
 
 # Note [Subclass Outputs Resized Under Their History]
-# `t = x.unbind(1)[0]; t.data = x; return t` with grad on: eager's t keeps the grad_fn it had (UnbindBackward0,
-# recorded with the size (1, 2) t had then) and takes x's wrapper size (1, 2, 2). The engine checks t's gradient
-# against the recorded size: it sums a gradient of the new size back to the recorded one where that one expands to it,
-# and raises where it does not. An output the compiled Function returns records the size it is returned with; so
-# such an output leaves the Function with the size autograd recorded for eager's (read on the traced wrapper, whose
-# grad_fn is eager's: OutputInfo.history_size, contiguous strides), and takes its assigned metadata after, by the
-# `.data =` of Note [Wrapper Data Assignment]. The engine then reduces the gradient before it reaches the Function's
-# backward, as it reduced eager's (fuzz seed 40000 #4383: the gradient of a size-() output assigned a (3,) input).
-# Only where the recorded size expands to the new one: otherwise whether eager's backward raises depends on the
+# Eager: `t = x.unbind(1)[0]; t.data = x; return t` with grad on: t keeps the grad_fn it had (UnbindBackward0, recorded
+# with the size (1, 2) t had then) and takes x's wrapper size (1, 2, 2). The engine checks t's gradient against the
+# recorded size: it sums a gradient of the new size back to the recorded one where that one expands to it, and raises
+# where it does not. An output the compiled Function returns records the size it is returned with; so such an output
+# leaves the Function with the size autograd recorded for eager's (read on the traced wrapper, whose grad_fn is eager's:
+# OutputInfo.history_size, contiguous strides), and takes its assigned metadata after, by the `.data =` of Note [Wrapper
+# Data Assignment]. The engine then reduces the gradient before it reaches the Function's backward, as it reduced
+# eager's. Only where the recorded size expands to the new one: otherwise whether eager's backward raises depends on the
 # gradient the subclass's ops give (its inner tensors keep the old size), which the trace cannot tell. An output
-# replayed as a view (from an input or an output) records its size when the view op runs again, before its metadata
-# are assigned: exact where that is the size recorded in the program (no history recorded on it since). So is a view
-# taken of an input after its `.data =` and replayed from it after the epilogue repeated the assignment: its chain
-# records its sizes over the input's own history, as eager's did (fuzz seed 40000 #1535). Other outputs (rebuilt
-# from an intermediate's leaves, views of an intermediate assigned before: seed 5000 #812) stay refused.
+# replayed as a view (from an input or an output) records its size when the view op runs again, before its metadata are
+# assigned: exact where that is the size recorded in the program (no history recorded on it since). So is a view taken
+# of an input after its `.data =` and replayed from it after the epilogue repeated the assignment: its chain records its
+# sizes over the input's own history, as eager's did. Other outputs (rebuilt from an intermediate's leaves, views of an
+# intermediate assigned before) stay refused.
 
 
 def _resized_with_history(info: OutputInfo, value: torch.Tensor, run: FunctionalRun) -> OutputInfo:

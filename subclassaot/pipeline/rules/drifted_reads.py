@@ -2,8 +2,8 @@
 
 Input: an op of the program about to run on FunctionalTensors inside the functional run. Output: the op run on its
 arguments, where a read argument's current functional value has other strides than the tensor (the wrapper, whose
-metadata is eager's) read through a strided copy of eager's layout (`call_with_eager_layouts`, Note [Reads After A
-Write Through A View]).
+metadata is eager's) read through a strided copy of eager's layout (`call_with_eager_layouts`, Note [Eager's Layouts
+Under Functionalization]).
 """
 
 from __future__ import annotations
@@ -16,19 +16,6 @@ from torch.utils import _pytree as pytree
 from subclassaot.torch_internals import from_functional, is_functional, no_dispatch, set_wrapper_metadata
 
 __all__ = ["call_with_eager_layouts"]
-
-# Note [Reads After A Write Through A View]
-# Eager's writes never change a tensor's metadata. Functionalization regenerates a tensor after a write through one
-# of its views by the view's inverse (`t0 = x.view(2, 2, 1); t0.mul_(-1)` makes x's value `mul(...).view(x.shape)`),
-# whose strides may differ from x's in size-1 dims: x keeps its own metadata (the wrapper's), but ops reading x
-# compute on the regenerated value, and the strides TensorIterator gives their results follow it (fuzz seed 45000
-# #3943: `x.add(3.0)` of a (1, 1, 4) x with strides (4, 1, 1) gave (4, 4, 1), eager (4, 1, 1)). An op that neither
-# writes nor views its arguments therefore reads such an argument through a copy laid out as the wrapper is
-# (empty_strided + copy_, traced into the graph): the same values, eager's strides. A view of a drifted tensor is
-# computed from the regenerated value as well: its wrapper is given the strides the view op gives eager's layout
-# (the op run on a meta tensor of it), so that reads of the view are copied the same way (`x.transpose(1, 2).add(1)`
-# after the write). Writes into a drifted tensor run as usual (Note [In-Place Strides] keeps a written tensor's
-# strides).
 
 
 def _drifted(a: object) -> bool:
@@ -53,7 +40,7 @@ def _eager_layout(a: object) -> object:
 
 
 def call_with_eager_layouts(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Note [Reads After A Write Through A View]: `func(*args, **kwargs)`, its drifted read arguments replaced by
+    """Note [Eager's Layouts Under Functionalization]: `func(*args, **kwargs)`, its drifted read arguments replaced by
     copies in eager's layout where `func` is an aten op that neither writes nor views them; a view op's outputs of
     a drifted tensor get eager's strides."""
     schema = getattr(func, "_schema", None)
@@ -72,7 +59,7 @@ def call_with_eager_layouts(func: Any, args: tuple[Any, ...], kwargs: dict[str, 
 
 def _give_eager_view_strides(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
     """The wrappers of view op `func`'s outputs `out` of drifted args[0] get the strides the op gives args[0]'s own
-    layout (Note [Reads After A Write Through A View])."""
+    layout (Note [Eager's Layouts Under Functionalization])."""
     src = args[0]
     others = [a for a in pytree.tree_leaves((args[1:], kwargs)) if isinstance(a, torch.Tensor)]
     if others:

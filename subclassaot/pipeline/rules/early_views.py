@@ -23,7 +23,7 @@ from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, InputIndex, O
 # Eager's Backward]), the failing node ran before the node of each output that is a view of a leaf input (x1.view(())
 # made before x0.sin(), whose SinBackward0 fails: the engine runs the ready node made last first). The runtime
 # regenerates such a view after the compiled call, so its node was made after the Function's and ran first: the
-# leaf got its gradient before our Function raised (fuzz seed 9000 #8833: args[1].grad a tensor vs eager None). So
+# leaf got its gradient before our Function raised (where eager's `.grad` stays None). So
 # where every output that bypasses the Function to a leaf is such a view of an input the program does not change,
 # the view is replayed before the call instead (Replay.before_epilogue, the early replays' path) and the error is
 # deferred exactly: the Function's node, made after the view's, runs and raises first. A leaf input returned as is,

@@ -1,5 +1,5 @@
 """Part of stage `trace` (training): refuse a written view input whose own autograd history loses the gradient of
-elements it reaches (Note [Views That Escape Their History]).
+elements it reaches (Note [as_strided On Inputs]).
 
 Input: `FlatInputs` (the real values of this call), `DenseLayout`, `Analysis`.
 Output: None, or an UnsupportedError naming the input.
@@ -15,22 +15,11 @@ import torch
 from subclassaot.errors import UnsupportedError
 from subclassaot.schemas import Analysis, DenseLayout, FlatInputs
 
-# Note [Views That Escape Their History]
-# An as_strided() view may reach elements its input does not cover (b[1:1:2].as_strided((), (), 0): an empty slice,
-# then the element at offset 0). Its grad_fn sends a gradient only to the input's elements, so a gradient through
-# the view's own history loses that element's. Eager's in-place write to such a view (a non-leaf input that
-# requires grad) records CopySlices on its base, which sends the old value's gradient to the base's region, while
-# the compiled Function takes the input as it came and sends that gradient through the view's history (fuzz seed
-# 41000 #9801: a leaf behind the input got 0 where eager's got the tangent). Other reads of the old value go through
-# that history in eager too, and the functional trace does not tell the two apart, so such a program is refused
-# where the two routes differ for the real input: the gradient of ones through its history to its base against
-# that of an as_strided() view of the base.
-
 _MAX_CHAIN = 16
 
 
 def refuse_written_escaping_views(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
-    """Note [Views That Escape Their History]."""
+    """Note [as_strided On Inputs]."""
     for i, k in enumerate(flat.tensor_indices):
         real = flat.values[k]
         if not isinstance(real, torch.Tensor) or not real.requires_grad or real.is_leaf or real._base is None:

@@ -4,7 +4,7 @@ and inputs that one wrote and marked dirty.
 Input: the output's value in the functional run, its path, the run's records, the user inputs by id().
 Output: for a tensor subclass output, the `Replay` (source INPUT) that the compiled autograd.Function applies to the
 real input inside its forward; otherwise nothing, or an UnsupportedError naming the output or input and the rule
-(Note [Inputs Returned By A Custom Function], Note [Inputs Marked Dirty By A Custom Function]).
+(Note [Inputs Returned By A Custom Function]).
 Invariants: pure reads of the run's records.
 """
 
@@ -38,26 +38,31 @@ __all__ = [
 ]
 
 # Note [Inputs Returned By A Custom Function]
-# A custom autograd.Function whose forward returns its input `x` (autograd then returns `x.view_as(x)`, made with
-# grad off) or a view of it (`x.view(-1)`, `x[0]`) gives eager an output that is an autograd view of `x` (its
-# `._base` is x, or x's own base; it shares x's version counter) with the Function's history. The compiled output
-# must get its history from the compiled autograd.Function, whose backward holds the program's, so that Function
-# returns it from its forward, where autograd makes it a view of the input with that history:
+# Eager: a custom autograd.Function whose forward returns its input `x` (autograd then returns `x.view_as(x)`, made with
+# grad off) or a view of it (`x.view(-1)`, `x[0]`) gives an output that is an autograd view of `x` (its `._base` is x,
+# or x's own base; it shares x's version counter) with the Function's history. The compiled output must get its history
+# from the compiled autograd.Function, whose backward holds the program's, so that Function returns it from its forward,
+# where autograd makes it a view of the input with that history:
 # - a plain tensor: the dense input itself, or its as_strided (autograd_runtime._passthrough); an inner tensor of a
-#   subclass input is no input of the compiled Function (returned as is, it would take the Function's history
-#   itself), so the Function returns a view_as of it, as DTensor.to_local's Function does; a view the program's
-#   Function made of an intermediate (`OutputLeaf.function_view`) is returned as a view_as of the graph's output;
-# - a tensor subclass: the wrapper-level view chain from the input as the program received it to the output (the
-#   view_as autograd added, the Function's own view ops, views the program took of the result after), replayed on
-#   the real input inside the forward with grad off, as eager's Function forward ran. The subclass's own view ops
-#   then build the inner tensors as eager's did (plain aliases of the input's, made below autograd), where a
-#   wrapper rebuilt around views of the input's dense leaves would be no view of the input at all.
-# The forward runs before the epilogue writes the inputs, and a Function output whose base is then written has a
-# grad_fn that raises (eager's raises with the program's Function's name), so either form is exact only where the
-# program never writes, set_()s or changes the metadata of that input (or any tensor over its storages), and no
-# tensor of the chain had an in-place view op; such outputs are refused otherwise. So is such a view whose base the
-# program wrote after the Function returned it (or wrote any tensor over its storages): eager's grad_fn then raises
-# an error naming the program's Function, which no compiled output's can.
+#   subclass input is no input of the compiled Function (returned as is, it would take the Function's history itself),
+#   so the Function returns a view_as of it, as DTensor.to_local's Function does; a view the program's Function made of
+#   an intermediate (`OutputLeaf.function_view`) is returned as a view_as of the graph's output;
+# - a tensor subclass: the wrapper-level view chain from the input as the program received it to the output (the view_as
+#   autograd added, the Function's own view ops, views the program took of the result after), replayed on the real input
+#   inside the forward with grad off, as eager's Function forward ran. The subclass's own view ops then build the inner
+#   tensors as eager's did (plain aliases of the input's, made below autograd), where a wrapper rebuilt around views of
+#   the input's dense leaves would be no view of the input at all.
+# The forward runs before the epilogue writes the inputs, and a Function output whose base is then written has a grad_fn
+# that raises (eager's raises with the program's Function's name), so either form is exact only where the program never
+# writes, set_()s or changes the metadata of that input (or any tensor over its storages), and no tensor of the chain
+# had an in-place view op; such outputs are refused otherwise, and so are views whose base the program wrote after the
+# Function returned them.
+# Inputs marked dirty: a Function that writes its input in place and calls ctx.mark_dirty(x) gives eager's `x` the
+# Function's node as its grad_fn, so the gradient reaching x's earlier history is what the Function's backward says. The
+# functional graph sees a write made with grad off (a Function's forward runs so), and the epilogue repeats it as one,
+# so the input would keep its old history: refused where that input, or a view of it, is an output. Not refused (a known
+# gap): such an input that is not returned; the outputs' gradients are right, but the input keeps its old history for
+# whatever the caller computes from it after the call.
 
 
 def function_view_replay(
@@ -105,20 +110,9 @@ def check_written_function_view(path: str, value: torch.Tensor) -> None:
         raise _refusal(path, "the program then writes its base, so that its grad_fn raises naming that Function")
 
 
-# Note [Inputs Marked Dirty By A Custom Function]
-# A custom autograd.Function that writes its input in place and calls ctx.mark_dirty(x) gives eager's `x` the
-# Function's node as its grad_fn: the gradient that reaches x's earlier history is what the Function's backward
-# says, not the derivative of the write. The functional graph sees a write made with grad off (a Function's forward
-# runs so), and the epilogue repeats it as one, so the input would keep its old history. Refused where that input,
-# or a view of it, is an output (the gradient through it would be wrong): an input whose version counter the program
-# advanced and whose grad_fn at the end is a node of a Function of the program's. Not refused (a known gap): such an
-# input that is not returned; the outputs' gradients are right (the joint graph runs the Function's backward), but
-# the input keeps its old history for whatever the caller computes from it after the call.
-
-
 def check_dirty_inputs(flat: FlatInputs, run: FunctionalRun) -> None:
     """Refuse an input that a custom autograd.Function of the program wrote and marked dirty, returned by the program
-    (Note [Inputs Marked Dirty By A Custom Function])."""
+    (Note [Inputs Returned By A Custom Function])."""
     returned = [o for o in pytree.tree_leaves(run.output) if isinstance(o, torch.Tensor)]
     for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True):
         if not any(o is t or run.swaps.view_root(o, through_swaps=True) is t for o in returned):
@@ -160,18 +154,8 @@ def _refusal(path: str, why: str) -> UnsupportedError:
     )
 
 
-# Note [Views Of A Custom Function's Own Intermediates]
-# A custom autograd.Function may return a view of a tensor it made itself (torchao's Float8Linear returns
-# `mm_result.reshape(...)`): in eager the output is a view (`._base` set: an intermediate nobody else sees) with the
-# Function's history. Its base was made inside the Function's forward, without grad, so the output cannot be
-# regenerated as a view of a graph-computed base (a view of a base that does not require grad would have none). It
-# is computed by the graph like a fresh output, and the compiled Function's result is returned as
-# `fresh.view(fresh.shape)`, as for subclass views of intermediates (Note [Subclass Views Of Intermediates In
-# Training]): a view of a tensor nobody else sees, with gradients flowing through the compiled Function.
-
-
 def function_view_of_fresh(value: torch.Tensor, leaves: tuple[OutputLeaf, ...], run: FunctionalRun) -> bool:
-    """See Note [Views Of A Custom Function's Own Intermediates]."""
+    """See Note [Subclass Views Of Intermediates In Training]."""
     if is_traceable_subclass(value) or not torch.is_grad_enabled() or not value.requires_grad:
         return False
     if len(leaves) != 1 or leaves[0].source is not LeafSource.GRAPH or not is_custom_function_view(value):
@@ -180,16 +164,8 @@ def function_view_of_fresh(value: torch.Tensor, leaves: tuple[OutputLeaf, ...], 
     return base is not None and not base.requires_grad and all(base is not t for t in run.user_tensors)
 
 
-# Note [Wrapper Outputs Built Inside The Program]
-# A program may build a subclass from plain tensors (`torch.nested.nested_tensor_from_jagged(v, offsets)`). Eager
-# may make that wrapper a view of its plain tensor (the NJT's `._base` is `v`), which the runtime, rebuilding
-# wrappers from dense leaves, does not reproduce; and new offsets give a nested int that no input carries, which the
-# compiled code cannot name. Both are refused, naming the output; built from an input's offsets and returned as
-# values, or built outside the compiled function, such a tensor is fine.
-
-
 def check_built_wrapper_output(path: str, value: torch.Tensor, run: FunctionalRun) -> None:
-    """Note [Wrapper Outputs Built Inside The Program]."""
+    """Note [Autograd Sees The Wrapper]."""
     if not is_traceable_subclass(value):
         return
     record = run.swaps.views.get(id(value))

@@ -14,27 +14,27 @@ from subclassaot.pipeline.functional_run import FunctionalRun
 from subclassaot.schemas import DenseIndex, Meta
 from subclassaot.torch_internals import has_data_mutation, inner_storage_offset, symint_expr
 
-# Note [Offsets Of Views Of Written Inputs]
-# Functionalization regenerates a written tensor from a fresh value, and a view taken of it afterwards reports that
-# value's storage offset, not the offset the view has on the input's storage in eager (fuzz seed 8000 #2407: after
-# `x0.add_(x0)` on an input at offset 2, `x0.unsqueeze(-2)` reports offset 0 for one inner tensor, 2 for the
-# other). The pipeline mostly never reads those offsets: a view of an input is rebuilt by replaying its view chain
-# on the input at run time. An output that the program set_() (`Replay.then_set`, the program's own set_) is
-# rebuilt from the metadata its leaves had at analysis: those are eager's, by Note [Offsets After A Write] (`alias_meta`
-# for outputs, `leaf_mutations` for inputs set_() onto another input's storage). Such outputs were refused until
-# that held for every leaf (fuzz seed 44000 #1228, #4584, #7294: `t0 = x0.view(...); t0.set_(x0); t0.add_(x0)`).
-
 # Note [Offsets After A Write]
-# A FunctionalTensor keeps eager's offset for the tensors that had one before a write to its storage (the input
-# itself, views taken before, in-place view ops on them), but a view op run after the write computes its offset from
-# the regenerated value, which starts at offset 0 where the storage's base (the input) started at its own offset:
-# after `x0.mul_(2.0)` on a (4, 3) input at offset 12, `x0[1:]` reports offset 3, eager's 15 (fuzz seed 9000 #8570:
-# `x0.set_(x0.transpose(1, 1))` then ended x0 at offset 0). The offsets functionalization keeps behind the wrappers
-# are all relative to the regenerated value, so eager's offset of a tensor on the input's storage is that offset plus
-# the input's original offset minus its original one behind the wrapper (0 where nothing wrote the storage). The
-# analysis records that offset for an input's final metadata (one set_() onto another input's storage too: fuzz seed
-# 44000 #109, `x0.set_(x1.unsqueeze(0))` after `x1.add_(-1.0)`, x1 at offset 2) and for outputs that alias the
-# input's storage. Absolute offsets the program names go the other way (Note [Absolute Offsets On Written Inputs]).
+# Functionalization regenerates a written tensor from a fresh value, which starts at offset 0 where the storage's base
+# (the input) started at its own offset. A FunctionalTensor keeps eager's offset for the tensors that had one before the
+# write (the input itself, views taken before, in-place view ops on them), but a view op run after the write computes
+# its offset from the regenerated value: after `x0.mul_(2.0)` on a (4, 3) input at offset 12, `x0[1:]` reports offset 3,
+# eager's 15. So there are two frames, and every offset crosses between them by one shift, the input's original offset
+# less its original offset behind the wrapper (0 where nothing wrote the storage):
+# - Reading eager's offsets (`eager_offset`): the analysis records, for an input's final metadata (one set_() onto
+#   another input's storage too) and for outputs that alias an input's storage, the offset behind the wrapper plus the
+#   shift. A view of an input is rebuilt by replaying its view chain on the real input, so its offsets are never read;
+#   an output the program set_() is rebuilt from its leaves' metadata at analysis, corrected so.
+# - Absolute offsets on written inputs: those the program names (as_strided(), set_(storage, offset, ...)) are eager's:
+#   passed on as they are they would name other elements, or none ("setStorage: ... out of bounds"). They are moved into
+#   the regenerated frame (minus the shift), and the wrapper keeps eager's offset.
+# - Absolute offsets across a frame change: functionalization regenerates a view by replaying its view ops with their
+#   arguments as they were, so an as_strided() view (or a set_(storage, offset, ...) target) holds an absolute offset in
+#   the frame of its time. A later write through the input itself starts a new frame (a write through a view of it
+#   scatters into it and keeps the frame), and the view's replay names other elements. The shift at each such view is
+#   recorded; once the current shift differs, before the next op and at the end of the run, the trace raises
+#   StorageReachError and the input is traced over its whole storage (Note [as_strided On Inputs]), whose synthetic base
+#   starts at 0 in every frame.
 
 
 def eager_offset(t: torch.Tensor, original: torch.Tensor) -> int | torch.SymInt:

@@ -20,27 +20,25 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.pipeline.guards import Guards
 
 # Note [Subclass Views Of A Base Not Passed]
-# Two subclass inputs that require grad and are autograd views of one wrapper base (x[0] and x[0], or two
-# overlapping as_strided views of x), x itself not passed: in eager a write through one rebases x's history, and the
-# other's history, regenerated from x, goes through the write. Each member its own input of the compiled Function
-# cannot show that, so Note [Aliased Subclass Inputs In Training] refuses such a group where a write autograd records
-# meets an overlap (`errors.AliasedSubclassRefusal`). Where it does, and the members are views of one base object the
-# call does not hold, the call compiles again with that base as one more input, a keyword argument the user's
-# function never sees (its path `kwargs['<base of args[0]>']`). The base is a root wrapper (autograd's `._base` is
-# never a view), so the members are views of another input and Note [Subclass Members Traced As Views Of Their Base
-# Input] applies: each runs as its own view ops replayed on the base's traced wrapper, autograd in the trace rebases
-# them on a write as eager's does, and their gradients reach the Function's input for the base, whose real history
-# is the one eager's views reach through their grad_fns (the sum is eager's: PyTorch's aliased-input tests on
-# TwoTensor, corpus_pytorch2). The epilogue writes the real members (and so the real base) as for any group. An inner
-# tensor of the base that is its group's whole synthetic base is traced as that base itself (desugar
-# `_whole_hidden_base`), so that a member made by as_strided() is the first view of its chain (Note [Writes After
-# as_strided In A View Chain]); nothing else can change that base's layout, the program never sees it. Only where the
-# first compile refuses the overlap: a call the pipeline already runs keeps its entry, and a retry that fails again,
-# by any error, gives the first refusal. The entry's guards check that the same positions are views of one base
-# object again (`._base is`), then the compiled guards over the values with the base added. Only for functions
-# called with their own arguments (no module state or captured tensors: they lift to inputs before the arguments and
-# the function the pipeline compiles in the user's place could not name them), as Note [One Tensor Passed Several
-# Times]; those, and views of a leaf (eager forbids their writes), keep the refusal.
+# Eager: two subclass inputs that require grad and are autograd views of one wrapper base (x[0] and x[0], or two
+# overlapping as_strided views of x), x itself not passed: a write through one rebases x's history, and the other's
+# history, regenerated from x, goes through the write. Each member its own input of the compiled Function cannot show
+# that, so Note [Aliased Subclass Inputs In Training] refuses such a group where a write autograd records meets an
+# overlap (`errors.AliasedSubclassRefusal`). Where it does, and the members are views of one base object the call does
+# not hold, the call compiles again with that base as one more input, a keyword argument the user's function never sees
+# (its path `kwargs['<base of args[0]>']`). The base is a root wrapper (autograd's `._base` is never a view), so the
+# members are views of another input and run as their own view ops replayed on the base's traced wrapper (Note [Aliased
+# Subclass Inputs In Training]): autograd in the trace rebases them on a write as eager's does, and their gradients
+# reach the Function's input for the base, whose real history is the one eager's views reach through their grad_fns. The
+# epilogue writes the real members (and so the real base) as for any group. An inner tensor of the base that is its
+# group's whole synthetic base is traced as that base itself (desugar `_whole_hidden_base`), so that a member made by
+# as_strided() is the first view of its chain (Note [as_strided On Inputs]).
+# Only where the first compile refuses the overlap: a call the pipeline already runs keeps its entry, and a retry that
+# fails again, by any error, gives the first refusal. The entry's guards check that the same positions are views of one
+# base object again (`._base is`), then the compiled guards over the values with the base added. Only for functions
+# called with their own arguments (module state and captured tensors lift to inputs the function compiled in the user's
+# place could not name), as for Note [One Tensor Passed Several Times]; those, and views of a leaf (eager forbids their
+# writes), keep the refusal.
 
 
 _HIDDEN_KEY = "<base of "  # no identifier: no keyword argument of the user's function has such a name

@@ -1,8 +1,7 @@
 """In-place view ops under no_grad on inputs that require grad. Autograd leaves whose layout such an op changes before
 any read with grad: the joint trace makes them leaves again after the op, and the runtime makes their gradient
 accumulator at the size eager's has (Note [Leaves Laid Out Anew Under no_grad]). Inputs that are views: which reads
-after such an op the compiled history cannot give eager's rebuilt grad_fn, refused (Note [View Inputs Laid Out Anew
-Under no_grad]).
+after such an op the compiled history cannot give eager's rebuilt grad_fn, refused (Note [Stale View Functions]).
 
 Input: the `_DataMode` of storage_swaps.py calls `note_layout_op`/`note_view_layout_op` after each in-place view op of
 the program and `note_first_read`/`note_view_reads` after each op; run_functional marks the tensors standing for such
@@ -38,45 +37,31 @@ __all__ = [
 ]
 
 # Note [Leaves Laid Out Anew Under no_grad]
-# An autograd leaf that requires grad has no grad_fn: `with torch.no_grad(): x.t_()` changes its size and strides
-# and records nothing, and an op with grad that reads it after makes its gradient accumulator then, at the size it
-# has then, to which the gradient arrives in the new layout (`x.grad` has the new size). The joint trace runs the
-# leaf as a clone (Note [Training Through A Joint Graph]), whose CloneBackward0 recorded the old size: the gradient
-# failed its check ("SinBackward0 returned an invalid gradient ... got [3, 2] but expected shape compatible with
-# [2, 3]"), and such programs were refused. So where the program's first in-place view op on such a leaf (t_,
-# transpose_, swapdims_, unsqueeze_, squeeze_, as_strided_) runs under no_grad before any op with grad read it, the
-# joint trace makes the clone a leaf again right after the op (detach_(), then requires_grad_(), which records
-# nothing, as in eager), and takes the input's gradient with respect to that new leaf: it comes in the layout the
-# leaf had at its first read with grad, as eager's. Later ops on it then run as on eager's leaf (another such op
-# before any read makes it a leaf again; one after a read keeps the accumulator made at that read, whose size
-# check fails in the trace where eager's does). The compiled Function, called before the epilogue replays the op
-# under no_grad, would make the real leaf's accumulator at its old size: so the runtime makes it first at the size
-# of that first read, as for Note [Subclass Accumulators Made After .data =], and holds it until the Function's edge
-# does (`Analysis.releaf_sizes`). An accumulator already alive (the caller holds a graph through the leaf) is the
-# one eager's read finds too, and stays: both backwards then fail its check. Not for leaves in an alias group, run
-# as views, or read with grad before the op (their accumulator is made at the old size, in eager as in the trace).
-# Checked (parity oracle) on plain and PairTensor leaves, t_/transpose_/unsqueeze_/squeeze_/as_strided_ under
-# no_grad, once or repeated, read by sin/mul/views after, with and without reads before (test_fuzz_nogradlayout).
-
-# Note [Accumulators Kept Through Layout Ops]
-# The converse of Note [Leaves Laid Out Anew Under no_grad]: where an op with grad read the leaf before the in-place
-# view op under no_grad (fuzz seed 17000 #4088: `t0 = x1.expand(...)`, then `x0.t_()`, x0 and x1 one leaf), eager's
-# accumulator was made then, at the old size, and lives on while a node of a live result holds it: a read with grad
-# after the op (`x0.select(1, -2)`) finds it, and eager's backward fails its size check ("SelectBackward0 returned
-# an invalid gradient ... expected shape compatible with [2, 4]"), or sums a gradient that expands to it down to
-# it. Where the read's result died before the op (`x.sin()` unassigned), the read after the op makes a new one at
-# the new size, and the backward runs. Reads in the graph meet the trace clone's node, as old (a failure there is
-# refused or deferred: Note [Layouts Changed Behind Autograd]); but a view the runtime replays on the real leaf
-# after the epilogue (an output view of it) found no accumulator alive where the compiled Function holds none (the
-# leaf goes in detached: Note [Unreached Inputs Are Detached]) and made one at the new size. The functional run
-# keeps every result alive (Note [Ids In The Swap Record]), so it only notes such a leaf (`layout_kept`); analyze
-# then runs the program eagerly on static fakes (backward_probe.eager_kept_accumulators), where results die as in
-# eager, and where the accumulator the outputs' graphs reach has the size the leaf came with, marks the leaf in
-# `kept_accumulators`: the runtime holds its accumulator, made at that size, until the outputs are built, as Note
-# [Accumulators Kept Through .data =] has it. Checked (parity oracle) on plain leaves passed once and twice,
-# t_/transpose_/unsqueeze_/squeeze_/as_strided_, read by expand(), a view, mul, or a dead temporary, the outputs
-# views of the leaf, the leaf, or reads of it; PairTensor leaves, refused by Note [Subclass Leaves Resized Under
-# no_grad] where read after the op (test_fuzz_bwdshape).
+# Eager: an autograd leaf that requires grad has no grad_fn; its gradient accumulator is made at the first op with grad
+# that reads it, expects the size the leaf has then, and lives while a node of a live result holds it. So `with
+# torch.no_grad(): x.t_()` (or another in-place view op, or a set_() to another size) records nothing, and an op with
+# grad that reads x after makes the accumulator at the new size: the gradient arrives in the new layout. Where an op
+# with grad read x before the change and its result is still alive, that old accumulator is found again, and eager's
+# backward fails its size check ("... returned an invalid gradient ... expected shape compatible with ..."), or sums a
+# gradient that expands to it down to it.
+# The joint trace runs the leaf as a clone (Note [Training Through A Joint Graph]), whose CloneBackward0 recorded the
+# old size, and the compiled Function's edge to the real leaf's accumulator is made before the epilogue replays the
+# change. So:
+# - where the program's first such op on a leaf runs under no_grad before any op with grad read it, the joint trace
+#   makes the clone a leaf again right after the op (detach_(), then requires_grad_(), which records nothing, as in
+#   eager) and takes the input's gradient with respect to that new leaf; the runtime makes the real leaf's accumulator
+#   first, at the size of that first read, and holds it until the Function's edge does (`Analysis.releaf_sizes`). An
+#   accumulator already alive (the caller holds a graph through the leaf) is the one eager's read finds too, and stays:
+#   both backwards then fail its check. Not for leaves in an alias group or run as views.
+# - accumulators kept through layout ops: where an op with grad read the leaf before the op, the functional run keeps
+#   every result alive, so it only notes such a leaf (`layout_kept`); analyze runs the program eagerly on static fakes
+#   (backward_probe.eager_kept_accumulators), where results die as in eager, and where the accumulator the outputs'
+#   graphs reach has the size the leaf came with, the runtime holds that accumulator until the outputs are built (as
+#   Note [Accumulators Kept Through .data =] has it), so views it replays on the real leaf find it.
+# - refused, because the Function's edge expects the old size where eager's gradient arrives in the new one: plain
+#   leaves set_() to another size under no_grad (or given one by `.data =` before any use with grad) and then read with
+#   grad (a set_() back to the old size is none), and subclass leaves resized under no_grad that an op with grad read
+#   before the change (the alias-group and set_() rules passed them).
 
 _LAYOUT_OPS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_", "squeeze_", "as_strided_"})
 
@@ -95,7 +80,7 @@ def is_layout_op(func: Callable[..., Any], args: tuple[Any, ...]) -> bool:
 def note_layout_op(record: SwapRecord, t: torch.Tensor) -> None:
     """After an in-place view op on `t`: under no_grad, on a tensor standing for a leaf that no op with grad has
     read, make it a leaf again (a trace's clone) and note it (Note [Leaves Laid Out Anew Under no_grad]); on one an op
-    with grad read before, note that eager may keep its accumulator (Note [Accumulators Kept Through Layout Ops])."""
+    with grad read before, note that eager may keep its accumulator (Note [Leaves Laid Out Anew Under no_grad])."""
     if torch.is_grad_enabled() or id(t) not in record.releafable:
         return
     if id(t) in record.grad_read:
@@ -127,26 +112,6 @@ def releaf_size(record: SwapRecord, t: torch.Tensor) -> tuple[int | sympy.Expr, 
     return None if size is None else tuple(symint_expr(d) for d in size)
 
 
-# Note [View Inputs Laid Out Anew Under no_grad]
-# An in-place view op under no_grad on an input that is a view and requires grad advances its version counter, and
-# eager rebuilds the view's grad_fn at its next read from its base: a plain view by as_strided with the layout it
-# has then (its gradient reaches the base exactly), a subclass view by its view function, which holds the view op
-# it was made by and none of the in-place view ops since (its grad_fn expects the layout the view came with; Note
-# [Written Subclass Views Changed In Place]). The joint trace runs the view as a clone, whose history is the clone's
-# node with the nodes of the in-place view ops run with grad on top, none rebuilt. So:
-# - a plain view read with grad where its layout (sizes and strides of its dims of size > 1, and offset) is not the
-#   one its traced history expects (as of its last in-place view op with grad, or as it came), and its size is one
-#   that history's check accepts: our gradient goes to the wrong elements where eager's does not (a square
-#   `x.t_()` under no_grad, then x * 3: wrong gradients, found with the refpair helper); refused. Another size
-#   fails the traced check, and Note [Layouts Changed Behind Autograd] refuses it.
-# - a subclass view that an in-place view op with grad gave another layout, then one under no_grad: eager's rebuilt
-#   grad_fn drops the first op's node, ours keeps it (`x0.t_(); with torch.no_grad(): x0.transpose_(0, -1); return
-#   x0 * 3` on a PairTensor view: our backward raised where eager's ran, or wrong gradients for a square view);
-#   refused where an op with grad reads it after. Under no_grad alone eager's rebuilt grad_fn and our clone's node
-#   expect the same layout, the one it came with, and both backwards agree (raise, or read it so).
-# Checked (parity oracle) on plain and PairTensor views (t(), diagonal(), a slice, unsqueeze() of a leaf or of its
-# clone), t_/transpose_/unsqueeze_ under no_grad alone or after one with grad, read by mul/sin (test_fuzz_nogradlayout).
-
 Layout = tuple[tuple[Any, ...], tuple[Any, ...], Any]
 
 
@@ -161,7 +126,7 @@ def _meta(t: torch.Tensor) -> Layout:
 
 def note_view_inputs(record: SwapRecord, views: list[torch.Tensor]) -> None:
     """At the run's start: the tensors standing for view inputs that require grad, and the layout their traced
-    history expects (Note [View Inputs Laid Out Anew Under no_grad])."""
+    history expects (Note [Stale View Functions])."""
     from subclassaot.authoring.protocol import is_traceable_subclass
 
     for t in views:
@@ -214,7 +179,7 @@ def view_layout(t: object) -> Layout | None:
 
 
 def refuse_stale_view_layouts(paths: list[str]) -> None:
-    """Note [View Inputs Laid Out Anew Under no_grad]."""
+    """Note [Stale View Functions]."""
     if paths:
         raise UnsupportedError(
             f"{', '.join(paths)}: an input that is a view and requires grad gets another layout from an in-place "

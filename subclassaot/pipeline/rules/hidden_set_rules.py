@@ -16,23 +16,6 @@ import torch
 from subclassaot.errors import UnsupportedError
 from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, LeafMutation
 
-# Note [Subclass Inputs set_() Under no_grad]
-# `with torch.no_grad(): x.set_(y)` on a subclass input x that requires grad records nothing in eager: x keeps its
-# autograd identity (a leaf stays a leaf, a non-leaf keeps its grad_fn), and only its wrapper's storage, metadata and
-# inner tensors change. The joint trace sees the same at the wrapper level, so whatever the program computes from x,
-# before or after the set_(), carries its gradient to x's primal, as eager's to x's history. So x needs no new value
-# from the compiled Function: the epilogue gives it its storage, metadata and values below autograd as in inference,
-# and its wrapper's own metadata under no_grad (runtime `_fix_wrappers`). Checked (parity oracle) where every dense
-# leaf was swapped by set_() (not `.data =`, not resize_), none under grad (Note [Subclass Inputs set_() Under
-# Grad]) and with no write autograd records, with no in-place view op and in no alias group: fuzz seed 10000 #998,
-# #5481, #7502, #9420, #9652; seed 11000 #3834, #7875; reads after the set_() of x and of views taken before or
-# after it, at the same size. Refused: a read with grad after a set_() gave x another size (of x, or of a view taken
-# after the set_(); a view taken before is rebuilt from x by autograd, which reads x): eager's gradient reaches x's
-# history in the new size, ours the Function's input, whose autograd checks it against the old one (x.set_(x.view(-1))
-# then x.sum(): the compiled backward raised where eager's did not). Refused too: a write with grad after the set_()
-# (x.mul_(2): eager records it on x, the epilogue does not: wrong gradients), and a set_() to a computed tensor whose
-# strides a kernel chose (`kernel_strides`).
-
 
 def kernel_strides(m: LeafMutation) -> bool:
     """The leaf ends with no elements, or set_() to a tensor the program computed with a dim of size 1: strides the
@@ -54,7 +37,7 @@ def _lone_subclass_inputs(layout: DenseLayout, analysis: Analysis) -> Iterator[t
 
 
 def set_under_no_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
-    """Subclass inputs set_() under no_grad only (Note [Subclass Inputs set_() Under no_grad])."""
+    """Subclass inputs set_() under no_grad only (Note [Subclass Inputs Mutated In Training])."""
     out = []
     for i, muts in _lone_subclass_inputs(layout, analysis):
         if analysis.inplace_replay[i] or (analysis.read_after_set and analysis.read_after_set[i]):
@@ -72,24 +55,9 @@ def _hidden_swap(m: LeafMutation) -> bool:
     )
 
 
-# Note [Inner Tensors Of A Subclass Input Written Directly]
-# `x.a.add_(1)`, x a tensor subclass input that requires grad (test_subclass_inner_mutated on a PairTensor, in
-# training): the program writes an inner tensor itself, below the wrapper, so in eager autograd records nothing on x
-# (x keeps its grad_fn and version counter; only x.a's counter moves) and later ops read x's new values, as after a
-# write through `.data`. The joint trace sees the same at the wrapper level (inner tensors carry no history), so the
-# input needs no new value from the compiled Function: the epilogue writes its inner tensors below autograd, as in
-# inference, instead of the wrapper-level copy_ of a written input (Note [Subclass Inputs Mutated In Training]), which
-# needs a new value for every inner tensor and refused writes of only some. Such an input: its wrapper family's
-# version counter did not move (no write through x or a view of it), some leaf was written, with grad enabled or
-# not (an inner tensor has no history either way; `x.data.mul_()` writes them so too), and nothing else changed (no
-# set_(), resize_, `.data =`, in-place view op, alias group). Checked (parity oracle) for leaves and non-leaves, one
-# or both inner tensors, under no_grad, through a view of an inner tensor or of `x.data`, values that require grad,
-# x read by the outputs before and after (tests/pipeline/test_fuzz_pairset.py).
-
-
 def inner_written_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
-    """Subclass inputs whose inner tensors the program wrote directly, and nothing else (Note
-    [Inner Tensors Of A Subclass Input Written Directly])."""
+    """Subclass inputs whose inner tensors the program wrote directly, and nothing else (Note [Subclass Inputs Mutated
+    In Training])."""
     out = []
     for i, muts in _lone_subclass_inputs(layout, analysis):
         if analysis.wrapper_version_bumped[i] or analysis.inplace_replay[i]:
@@ -101,33 +69,8 @@ def inner_written_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, 
     return tuple(out)
 
 
-# Note [Subclass Leaves Resized Under no_grad]
-# An in-place view op under no_grad (t_, transpose_, squeeze_) that gives a subclass input which is an autograd leaf
-# another size records nothing in eager; an op that reads the leaf with grad after it makes the leaf's gradient
-# accumulator then, which expects the new size, and the gradient arrives in that size. The compiled Function is
-# called on the input before the epilogue replays the op (Note [Subclass Inputs Mutated In Training]), so its edge to
-# the leaf's accumulator expects the old size, and the gradient it returns, computed in the new one, fails autograd's
-# size check where eager's backward runs (x.t_() under no_grad, then x.mul(2): "returned an invalid gradient ...
-# expected shape compatible with"), or, where the check sums it down to the old size (an unsqueeze_), leaves the
-# gradient in the old size (a 0-d leaf unsqueeze_()d: `.grad` of shape () where eager's is (1,)). Plain leaves are
-# refused by Note [Layouts Changed Behind Autograd]; such a subclass leaf is refused where the program reads it (or a
-# view of it taken after the op) with grad after the op, once the alias-group and set_() rules have passed it.
-# Found while compiling fuzz seed 40000 #2813 (a PairTensor leaf passed twice) as one input; a single input diverged.
-# Where no op with grad read the leaf before the op, the joint trace now makes it a leaf again and the runtime makes
-# its accumulator at the new size (Note [Leaves Laid Out Anew Under no_grad]): refused only where one did.
-
-
-# Note [Plain Leaves set_() To Another Size Under no_grad]
-# The same holds for a plain input that is an autograd leaf and requires grad, set_() under no_grad to a tensor of
-# another size (x1.set_(x0), x0 another input): eager makes the leaf's gradient accumulator where an op with grad
-# first reads it, in the new size, while the compiled Function's edge to it expects the old one ("MulBackward0
-# returned an invalid gradient ... got [1] but expected shape compatible with [1, 4, 3]" where eager's backward ran:
-# fuzz seed 13000 #2390, x0.mul_(x1); also x1.mul(2), x0.mul(x1)). Refused where an op with grad reads the leaf (or a
-# view of it taken after the set_()) after it at another size than it had before (a set_() back is none); the swap record notes such a set_() as it notes the subclass ops.
-
-
 def refuse_leaves_resized_under_no_grad(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
-    """Note [Subclass Leaves Resized Under no_grad], Note [Plain Leaves set_() To Another Size Under no_grad];
+    """Note [Leaves Laid Out Anew Under no_grad];
     for `.data =`, Note [Accumulators Kept Through .data =]."""
     for i, (tree, index) in enumerate(zip(layout.trees, flat.tensor_indices, strict=True)):
         real = flat.values[index]

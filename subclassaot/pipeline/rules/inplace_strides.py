@@ -1,8 +1,8 @@
 """In-place ops and views whose strides under functionalization and fake tensors are eager's.
 
 Input: an op called on a FunctionalTensor inside the functional run. Output: the op applied so that the tensor keeps
-its strides (`apply_keeping_strides`, Note [In-Place Strides]) or so that a view gets eager's strides
-(`view_with_eager_strides`, Note [View Strides In Size-1 Dims]), or None where the op needs no help.
+its strides (`apply_keeping_strides`, Note [Eager's Layouts Under Functionalization]) or so that a view gets eager's
+strides (`view_with_eager_strides`, Note [Eager's Layouts Under Functionalization]), or None where the op needs no help.
 """
 
 from __future__ import annotations
@@ -15,15 +15,38 @@ from subclassaot.torch_internals import is_functional
 
 __all__ = ["apply_keeping_strides", "eager_view_strides", "fill_in_memory_order", "view_with_eager_strides"]
 
-# Note [In-Place Strides]
-# Eager's in-place ops never change their tensor's metadata. Functionalization computes `x.add_(y)` as the
-# out-of-place `add(x, y)` and gives x that result's metadata; where x's layout leaves TensorIterator a choice (size-0
-# or size-1 dims, gaps, an offset-free permutation broken by a size-1 dim) the result's strides differ from x's, and
-# so do the strides of everything derived from x afterwards (`x.add_(x); x[:, :0].clone()`, fuzz seed 0 #52). On
-# such a layout the op is traced as `x.copy_(op(x, ...))` instead: the same values, and functionalization's copy
-# keeps x's strides (it clones with x's strides before copying). Whether the strides would differ cannot be read off
-# the fake result: fake and real kernels choose differently in size-1 dims (fuzz seed 31 #1824), so every op on an
-# undecided layout is rewritten. Ops with no out-of-place twin of the same overload and signature run as usual.
+# Note [Eager's Layouts Under Functionalization]
+# Eager's in-place ops never change their tensor's metadata, and eager's kernels choose the strides of results from
+# their inputs' layouts. Functionalization and the fake kernels depart from both; each departure is fixed where the op
+# runs, traced into the graph:
+# - In-place strides. `x.add_(y)` is computed as `add(x, y)` and x takes that result's metadata; where x's layout leaves
+#   TensorIterator a choice (size-0 or size-1 dims, gaps, an offset-free permutation broken by a size-1 dim) the strides
+#   differ, and so do those of everything derived from x (`x.add_(x); x[:, :0].clone()`). On such a layout the op is
+#   traced as `x.copy_(op(x, ...))`, whose functional copy keeps x's strides. Fake and real kernels choose differently
+#   in size-1 dims, so every op on an undecided layout is rewritten; ops with no out-of-place twin of the same overload
+#   run as usual.
+# - Reads after a write through a view. Functionalization regenerates x after a write through one of its views by the
+#   view's inverse, whose strides may differ in size-1 dims; ops reading x compute on that value, and their results'
+#   strides follow it. An op that neither writes nor views its arguments reads such an argument through a copy laid out
+#   as the wrapper is (empty_strided + copy_); a view of it gets the strides the view op gives eager's layout (the op
+#   run on a meta tensor), so reads of the view are copied the same way.
+# - View strides in size-1 dims. Eager's view (and reshape where it can view) takes its strides from ATen's
+#   computeStride; the fake kernel picks others for size-1 dims and keeps the source's when the shape is unchanged
+#   (`x[0:2:2].view(1, 3)` of a (3, 3) x: eager (3, 1), fake (6, 1)). Where the two disagree the view runs as as_strided
+#   with computeStride's strides, recorded as the program's view (which is what a replay repeats on real tensors).
+# - Random fills in memory order. Eager's in-place random fills (bernoulli_, uniform_, exponential_, ...; dropout's
+#   `empty_like(x).bernoulli_(1 - p)`) draw one number per element in memory order, where the out-of-place result is
+#   contiguous and the same draws land on other elements. A fill of a non-contiguous, non-overlapping tensor is traced
+#   as a fill of a contiguous tensor whose dims are x's in memory order, permuted back and copied into x: the draws,
+#   their order and the RNG state after are eager's. `normal_` is left as it is: eager fills a strided tensor with
+#   another algorithm than a contiguous one.
+# - contiguous() of a contiguous clone. An input that runs as a clone (Note [Training Through A Joint Graph]) is cloned
+#   contiguous where its own strides overlap or leave gaps; its contiguous() would return the clone itself where eager's
+#   copies the input, so the mode makes that call a copy (eager's own `clone(memory_format=torch.contiguous_format)`). A
+#   view of such a clone whose contiguous() returns itself is refused where it matters (analyze).
+# - In-place foreach ops run tensor by tensor. Functionalization and the run's records follow writes through Tensor
+#   arguments, not lists, so `torch._foreach_mul_([a, b], [2, 3])` runs as `Tensor.mul_` on each tensor in turn, list
+#   arguments indexed alongside: eager's own order on CPU. An out-of-place foreach op writes nothing and runs as it is.
 
 _SKIPPED = frozenset({"copy_", "set_", "resize_", "resize_as_"})
 
@@ -61,8 +84,9 @@ def _layout_decided(x: torch.Tensor) -> bool:
 
 
 def apply_keeping_strides(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
-    """Note [In-Place Strides]: run in-place `func` on FunctionalTensor args[0] traced as a copy into it where its
-    layout leaves the out-of-place result's strides open; None where the caller should run `func` as usual."""
+    """Note [Eager's Layouts Under Functionalization]: run in-place `func` on FunctionalTensor args[0] traced as a copy
+    into it where its layout leaves the out-of-place result's strides open; None where the caller should run `func` as
+    usual."""
     if not args or not isinstance(args[0], torch.Tensor) or not is_functional(args[0]):
         return None
     x = args[0]
@@ -76,24 +100,14 @@ def apply_keeping_strides(func: Any, args: tuple[Any, ...], kwargs: dict[str, An
     return x
 
 
-# Note [Random Fills In Memory Order]
-# Eager's in-place random fills (`bernoulli_`, `uniform_`, `exponential_`, ..., as dropout's `empty_like(x)
-# .bernoulli_(1 - p)` on a transposed x runs) draw one number per element in memory order. Functionalization
-# computes `x.bernoulli_(p)` as the out-of-place `bernoulli(x, p)`, whose result is contiguous: the same draws land
-# on other elements, and dropout after a transpose (a transformer layer's) drops other units than eager. So a fill of
-# a non-contiguous, non-overlapping tensor is traced as a fill of a contiguous tensor whose dims are x's in memory
-# order, permuted back and copied into x: the draws, their count and their order are eager's, and so is the RNG state
-# after the call. `normal_` is left as it is: eager fills a contiguous tensor with another algorithm than a strided
-# one, so no contiguous fill reproduces a strided one.
-
 _MEMORY_ORDER_FILLS = frozenset(
     {"bernoulli_", "uniform_", "exponential_", "geometric_", "cauchy_", "log_normal_", "random_"}
 )
 
 
 def fill_in_memory_order(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
-    """Note [Random Fills In Memory Order]: in-place random fill `func` of FunctionalTensor args[0] traced as a
-    contiguous fill in x's memory order; None where the caller should run `func` as usual."""
+    """Note [Eager's Layouts Under Functionalization]: in-place random fill `func` of FunctionalTensor args[0] traced as
+    a contiguous fill in x's memory order; None where the caller should run `func` as usual."""
     if not isinstance(func, torch._ops.OpOverload) or func.overloadpacket.__name__ not in _MEMORY_ORDER_FILLS:
         return None
     if not args or not isinstance(args[0], torch.Tensor) or not is_functional(args[0]):
@@ -112,16 +126,6 @@ def fill_in_memory_order(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any
     func(flat, *rest, **kwargs)
     x.copy_(flat.permute(sorted(range(x.dim()), key=perm.__getitem__)))
     return x
-
-
-# Note [View Strides In Size-1 Dims]
-# Eager's `view` (and `reshape` where it can view) takes its strides from ATen's computeStride; the fake kernel
-# (torch._refs' reshape algorithm) picks other strides for size-1 dims, and keeps the source's strides outright when
-# the shape is unchanged: `x[0:2:2].view(1, 3)` of a (3, 3) x has strides (3, 1) in eager, (6, 1) fake (fuzz seed
-# 5000 #283). Everything the analysis derives from the view (an output's regenerated strides, a view made from it)
-# would then differ from eager. Where the two disagree the view runs as `as_strided` with computeStride's strides:
-# the same elements, eager's metadata, traced into the graph as such (the run records it as the program's `view`,
-# which is what a replay repeats on real tensors).
 
 
 def eager_view_strides(old_shape: list[int], old_stride: list[int], new_shape: list[int]) -> list[int] | None:
@@ -158,8 +162,8 @@ def eager_view_strides(old_shape: list[int], old_stride: list[int], new_shape: l
 
 
 def view_with_eager_strides(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
-    """Note [View Strides In Size-1 Dims]: `view` of FunctionalTensor args[0] as an as_strided with eager's strides
-    where the fake kernel would choose others; None where the caller should run `func` as usual."""
+    """Note [Eager's Layouts Under Functionalization]: `view` of FunctionalTensor args[0] as an as_strided with eager's
+    strides where the fake kernel would choose others; None where the caller should run `func` as usual."""
     if func is not torch.ops.aten.view.default or kwargs or len(args) != 2 or not is_functional(args[0]):
         return None
     x, shape = args[0], args[1]

@@ -47,7 +47,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
             "subclass that requires grad) whose clone is laid out differently (it is expanded or starts at an "
             "offset); not supported. Pass a contiguous tensor, or set_() to a clone of it"
         )
-    # Two inputs set_() to one intermediate share its storage (fuzz seed 2000 #1795): the first makes it.
+    # Two inputs set_() to one intermediate share its storage: the first makes it.
     new_storage_of = next(
         (
             DenseIndex(j)
@@ -56,11 +56,11 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         ),
         None,
     )
-    # Note [Spurious Data Mutations Of Subclass Leaves]
-    # Functionalization reports a data mutation for in-place view ops on views of a subclass's inner tensors; with
-    # no op that moves data into this leaf's storage, no set_() or growth, no `.data` alias and no swap in the whole
-    # program, there is none (copying the values back with grad would make autograd regenerate views taken of the
-    # input, losing their t_(): a wrong gradient; fuzz seed 12000 #1766, where only another input was written).
+    # Spurious data mutations of subclass leaves: functionalization reports a data mutation for in-place view ops on
+    # views of a subclass's inner tensors; with no op that moves data into this leaf's storage, no set_() or growth, no
+    # `.data` alias and no swap in the whole program, there is none (copying the values back with grad would make
+    # autograd regenerate views taken of the input, losing their t_(): a wrong gradient, where only another input was
+    # written).
     data = has_data_mutation(orig) and not (
         _in_subclass(i, layout)
         and not run.swaps.moved_by_swap
@@ -177,6 +177,5 @@ def _expr(d: int | sympy.Expr) -> sympy.Expr:
 
 def _in_subclass(i: int, layout: DenseLayout) -> bool:
     """Is dense leaf `i` an inner tensor of a subclass input? (`layout.trees` is indexed by tensor input, not by the
-    flat position a leaf's `owner` names: they differ where a tensor passed twice holds a marker: fuzz seed 15000
-    #5346.)"""
+    flat position a leaf's `owner` names: they differ where a tensor passed twice holds a marker.)"""
     return any(layout.trees[t] is not None and i in leaves for t, leaves in enumerate(layout.leaves_of_input))

@@ -1,5 +1,5 @@
 """Stage `analyze`/`trace`, while the program runs: plain views set_() under no_grad and then used with grad, given
-the history eager's autograd gives them (Note [Views set_() Under no_grad Read With Grad]).
+the history eager's autograd gives them (Note [Stale View Functions]).
 
 Input: the `SwapRecord` of the functional run so far, a set_() the storage-swap dispatch mode ran, and the arguments
 of each torch call of the program (seen by the torch-function mode).
@@ -30,37 +30,6 @@ __all__ = [
     "with_eager_view_histories",
 ]
 
-# Note [Views set_() Under no_grad Read With Grad]
-# `t0 = x0.unsqueeze(0); with no_grad(): t0.set_(x0); t1 = t0.clone()` (fuzz seed 43000 #4392): the set_() bumps the
-# version counter t0 shares with its base x0, so autograd rebuilds t0's history where it is next used with grad.
-# Eager's plain views rebuild it by as_strided() of the base with the view's layout now, (2, 2): t1's gradient
-# reaches x0 as is. Functional tensors have no as_strided() replay: autograd replays the view's own ops on the base
-# instead (Note [Stale View Functions]), which make the layout the view had before the set_(), (1, 2, 2): the
-# traced backward raises ("invalid gradient ... expected shape compatible with [1, 2, 2]"), or, where the two
-# layouts have the same shape (x0.t() set_() to x0), sends the gradient to the wrong elements. So the set_() of a
-# plain autograd view the program took notes the layout its view function makes (the one it had before); and while
-# its layout differs from that one, each torch call that reads it with grad reads a stand-in instead: the base's
-# as_strided() with the view's layout now, which is eager's rebuilt history, and the view's own elements where the
-# view is on its base's storage (set_() to the base or to a view of it). A result that is the stand-in itself
-# (contiguous() of a contiguous view) is the view again. An in-place write with grad into the view (add_, copy_,
-# `t0[0] = ...`) goes to the stand-in too: autograd then rebases the base's history through the stand-in's
-# as_strided(), as eager's through its own, where the view's stale function would slice the old layout. Not
-# substituted: the view an in-place view op (t_, set_, ...) changes, which must stay the program's object (a stand-in
-# an unlisted op changed is refused after the call), and out= arguments; a write with grad the stand-in did not take
-# is refused (`check_nograd_set_write`), as is a read with grad of such a view on another storage than its base's
-# (eager's history reads the base's elements at the view's layout, not the view's values) or given other data by
-# `.data =` since. A subclass view is left alone: eager rebuilds it by replaying its view ops, as the trace does.
-# The joint trace differentiates such a view returned as a forward output (an intermediate base) through its
-# stand-in too (`differentiated_as_eager`).
-#
-# Note [Views set_() Off Their Base Read With Grad]
-# A view of Note [Views set_() Under no_grad Read With Grad] on another storage than its base's (`t2 = x1.t();
-# with no_grad(): t2.set_(x0 * 2); t2.sum()`, found beside fuzz seed 43000): eager's rebuilt history is still
-# AsStridedBackward of the base at the view's new layout, whose backward reads no values, while every op reads the
-# view's own values. So the stand-in is `_EagerHistory(base.as_strided(...), t)`: t's elements (a view_as() of t)
-# with the as_strided() history; the gradient never reaches t's stale view function. Refused only where the base's
-# storage does not hold the new layout (base.as_strided() cannot take it) and a gradient reaches it.
-
 # calls that read no history of a tensor argument, or act on the objects themselves (set_(): Note [set_ Under Grad]
 # tracks its source by identity)
 _NO_STAND_INS = frozenset({"__get__", "__set__", "__delete__", "set_", "__hash__", "__deepcopy__", "__reduce_ex__"})
@@ -77,7 +46,7 @@ _INPLACE_DUNDERS = frozenset(
 
 def note_nograd_set(record: SwapRecord, t: torch.Tensor, layout_before: tuple[object, ...]) -> None:
     """After `t.set_(...)` under no_grad, t a plain functional tensor: note the layout its view function makes where
-    t is an autograd view the program took (Note [Views set_() Under no_grad Read With Grad])."""
+    t is an autograd view the program took (Note [Stale View Functions])."""
     if torch.is_grad_enabled() or is_traceable_subclass(t) or not t._is_view():
         return
     if id(t) not in record.views:
@@ -106,7 +75,7 @@ def _refusal(record: SwapRecord, t: torch.Tensor, what: str) -> UnsupportedError
 
 class _RefusedHistory(torch.autograd.Function):
     """A view of its input whose backward refuses the program: a gradient reached a history the trace cannot make
-    eager's (Note [Views set_() Under no_grad Read With Grad])."""
+    eager's (Note [Stale View Functions])."""
 
     @staticmethod
     def forward(ctx: Any, t: torch.Tensor, message: str) -> torch.Tensor:
@@ -119,7 +88,7 @@ class _RefusedHistory(torch.autograd.Function):
 
 
 class _EagerHistory(torch.autograd.Function):
-    """`t`'s elements with the history of `history` (Note [Views set_() Off Their Base Read With Grad])."""
+    """`t`'s elements with the history of `history` (Note [Stale View Functions])."""
 
     @staticmethod
     def forward(ctx: Any, history: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
@@ -131,9 +100,9 @@ class _EagerHistory(torch.autograd.Function):
 
 
 def _stand_in(record: SwapRecord, t: torch.Tensor, written: bool, recorded: bool) -> torch.Tensor | None:
-    """The tensor read (or `written` in place) in `t`'s place with grad (Note [Views set_() Under no_grad Read With
-    Grad]), or None. `recorded`: autograd records the call on `t` whether or not it requires grad (an in-place op on
-    it with an operand that does)."""
+    """The tensor read (or `written` in place) in `t`'s place with grad (Note [Stale View Functions]), or None.
+    `recorded`: autograd records the call on `t` whether or not it requires grad (an in-place op on it with an operand
+    that does)."""
     if not (t.requires_grad or recorded) or not _stale(record, t):
         return None
     base = t._base
@@ -141,7 +110,7 @@ def _stand_in(record: SwapRecord, t: torch.Tensor, written: bool, recorded: bool
     if id(t) in record.swapped_by_data or storage_key(base) != storage_key(t):
         if written:
             raise _refusal(record, t, "the program then writes it in place with grad enabled")
-        if _within(base, t):  # Note [Views set_() Off Their Base Read With Grad]
+        if _within(base, t):  # Note [Stale View Functions]
             history = base.as_strided(t.shape, t.stride(), t.storage_offset())
             return cast(torch.Tensor, _EagerHistory.apply(history, t))  # type: ignore[no-untyped-call]  # untyped in torch
         # refused where a gradient reaches it in the traced backward (not a read whose result nothing differentiates)
@@ -164,7 +133,7 @@ def _within(base: torch.Tensor, t: torch.Tensor) -> bool:
 
 def differentiated_as_eager(record: SwapRecord, out: torch.Tensor) -> torch.Tensor:
     """The tensor the joint trace differentiates for the forward output `out`: its stand-in where it is a view of
-    Note [Views set_() Under no_grad Read With Grad] (its own history is the stale view function's)."""
+    Note [Stale View Functions] (its own history is the stale view function's)."""
     if not torch.is_grad_enabled() or id(out) not in record.nograd_set_layouts or not is_functional(out):
         return out
     found = _stand_in(record, out, written=False, recorded=False)
@@ -185,7 +154,7 @@ def _keeps_first(name: str) -> bool:
 def with_eager_view_histories(
     record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """`args`, `kwargs` with each view of Note [Views set_() Under no_grad Read With Grad] the call reads with grad
+    """`args`, `kwargs` with each view of Note [Stale View Functions] the call reads with grad
     replaced by its stand-in (the same objects where there is none)."""
     if not record.nograd_set_layouts or not torch.is_grad_enabled() or not args:
         return args, kwargs
@@ -227,7 +196,7 @@ def original_of(out: object, name: str, args: tuple[Any, ...], call_args: tuple[
 
 
 def check_nograd_set_write(record: SwapRecord, written: torch.Tensor, values: list[object]) -> None:
-    """Refuse a data write with grad into a view of Note [Views set_() Under no_grad Read With Grad] whose view
+    """Refuse a data write with grad into a view of Note [Stale View Functions] whose view
     function is stale, where autograd records it (`values`, the op's arguments: one requires grad)."""
     if not torch.is_grad_enabled() or id(written) not in record.nograd_set_layouts or not _stale(record, written):
         return

@@ -18,8 +18,8 @@ from subclassaot.pipeline.joint import JointSetup
 from subclassaot.schemas import OutputKind
 
 # Note [Errors Raised Outside The Program]
-# `.data =` with a tensor of another size on an input the program returns as itself (`x0.data = x1; return x0`,
-# fuzz seed 44000 #6891, #9643) leaves the input's grad_fn, or a leaf's AccumulateGrad, expecting the old size: eager's
+# `.data =` with a tensor of another size on an input the program returns as itself (`x0.data = x1; return x0`)
+# leaves the input's grad_fn, or a leaf's AccumulateGrad, expecting the old size: eager's
 # backward through that output fails before any node runs, when the engine checks the gradient of a root against the
 # node it feeds ("invalid gradient at index k", no "Function ... returned" before it). That node is the caller's,
 # made before the call, and the compiled program returns the very input object with it, so its backward fails the

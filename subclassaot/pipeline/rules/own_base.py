@@ -1,6 +1,5 @@
 """Stage `trace` (training), a synthetic base's clone: where a plain input of an alias group is its own base in
-eager, the trace runs that input as the clone and the base as a view of it (Note [Plain Inputs Traced As Their Own
-Base]).
+eager, the trace runs that input as the clone and the base as a view of it (Note [Aliased Inputs In Training]).
 
 Input: `DenseLayout`, `FlatInputs` (the real inputs) and the functional value of a synthetic base placeholder.
 Output: the base's clone, and the dense leaves made from the clone of one member instead.
@@ -23,24 +22,19 @@ from subclassaot.schemas import AliasGroup, AliasGroupRef, DenseIndex, DenseLayo
 
 _T = TypeVar("_T")
 
-# Note [Plain Inputs Traced As Their Own Base]
-# Plain inputs that share storage are traced as views of their group's synthetic base (Note [Synthetic Bases]),
-# which training clones (Note [Training Through A Joint Graph]). A write to a member then goes through autograd's
-# CopySlices on that clone, whose backward gives the write's gradient the type of the base's incoming gradient (Note
-# [Writes To Plain View Inputs Make Plain Gradients]). Where the member's real tensor is no view (f(x, x)), eager's
-# write is recorded on x itself: `x.mul_(pair)` sends x the PairTensor gradient of MulBackward (fuzz seed 10000
-# #1788: a plain gradient where eager's is a PairTensor). So where a plain member that requires grad is no view,
-# its elements are the base's exactly (offset 0, dense strides), and every member is that one object, the trace
-# runs it as a clone of the base's elements in its own layout and the base as a flat view of that clone. Values are
-# the same; writes are recorded as eager records them. The runtime's base is an as_strided view of x
-# (desugar.graph_example_inputs), through which the base's gradient reaches x with its type. The member requires
-# grad and so is a leaf (never a view) or guarded on being no view (guards.py).
-# Likewise where the other members are views of x (x and x.t(): fuzz seed 11000 #6100, a plain gradient where
-# eager's is a PairTensor): they run as views of the clone, as eager's are views of x (guarded: `own_base_guards`).
-# That changes their `._base` in the run, and rules that read it refuse programs that pass traced from the base (`v =
-# y.t(); y.set_(...)`: test_training_grad_writes view_before_member_set). So the analysis traces such a group so only
-# where the program then moves no tensor to another storage (set_(), `.data =`, a growing resize_()) and no rule
-# refuses it, else it runs again from the base (`with_own_base_views`); the joint trace does as the analysis did
+# Plain inputs traced as their own base (Note [Aliased Inputs In Training]). Plain inputs that share storage are
+# traced as views of their group's synthetic base, which training clones. A write to a member then goes through
+# autograd's CopySlices on that clone, whose backward gives the write's gradient the type of the base's incoming
+# gradient (Note [Writes To Plain View Inputs Make Plain Gradients]), where eager's write on a member that is no view
+# (f(x, x)) is recorded on x itself: `x.mul_(pair)` sends x MulBackward's PairTensor gradient. So where a plain member
+# that requires grad is no view, its elements are the base's exactly (offset 0, dense strides), and every member is
+# that one object, the trace runs it as a clone of the base's elements in its own layout and the base as a flat view
+# of that clone; the runtime's base is an as_strided view of x, through which the base's gradient reaches x with its
+# type. The member requires grad and so is a leaf (never a view) or guarded on being no view (guards.py). Where the
+# other members are views of x (x and x.t()), they run as views of the clone, as eager's are views of x (guarded:
+# `own_base_guards`). That changes their `._base` in the run, so the analysis traces a group so only where the
+# program then moves no tensor to another storage (set_(), `.data =`, a growing resize_()) and no rule refuses it,
+# else it runs again from the base (`with_own_base_views`); the joint trace does as the analysis did
 # (Analysis.own_base_views).
 
 
@@ -48,8 +42,8 @@ def clone_synthetic_base(
     layout: DenseLayout, flat: FlatInputs, k: int, value: torch.Tensor, views: bool
 ) -> tuple[torch.Tensor, dict[DenseIndex, torch.Tensor]]:
     """The clone of synthetic base placeholder `k` (functional `value`) the program runs on, and where the group's
-    members are made from the clone of their member rather than from it, those members (Note [Plain Inputs Traced
-    As Their Own Base]; `views`: also where the other members are views of that one)."""
+    members are made from the clone of their member rather than from it, those members (Note [Aliased Inputs In
+    Training]; `views`: also where the other members are views of that one)."""
     item = layout.graph_inputs[k]
     assert isinstance(item, AliasGroupRef), "BUG: not a synthetic base"
     group = layout.groups[item.group]
@@ -101,20 +95,19 @@ def own_base_member(layout: DenseLayout, flat: FlatInputs, group: AliasGroup, vi
 
 
 class _StorageMoved(Exception):
-    """The program moved a tensor to another storage in a run with Analysis.own_base_views (Note [Plain Inputs
-    Traced As Their Own Base]): analyzed again from the base."""
+    """The program moved a tensor to another storage in a run with Analysis.own_base_views (Note [Aliased Inputs In
+    Training]): analyzed again from the base."""
 
 
 def check_own_base_run(swaps: SwapRecord, views: bool) -> None:
-    """Note [Plain Inputs Traced As Their Own Base]: raise _StorageMoved where a run with `views` moved a tensor."""
+    """Note [Aliased Inputs In Training]: raise _StorageMoved where a run with `views` moved a tensor."""
     if views and (swaps.swapped_ids or swaps.grown_ids):
         raise _StorageMoved
 
 
 def with_own_base_views(layout: DenseLayout, flat: FlatInputs, analyze: Callable[[bool], _T]) -> _T:
     """`analyze(True)` where some group traces a member as its own base only with views of it among the others,
-    it moves no storage and no rule refuses it; else `analyze(False)` (Note [Plain Inputs Traced As Their Own
-    Base])."""
+    it moves no storage and no rule refuses it; else `analyze(False)` (Note [Aliased Inputs In Training])."""
     differs = torch.is_grad_enabled() and any(
         own_base_member(layout, flat, g, True) != own_base_member(layout, flat, g, False) for g in layout.groups
     )
@@ -126,8 +119,7 @@ def with_own_base_views(layout: DenseLayout, flat: FlatInputs, analyze: Callable
 
 def own_base_guards(layout: DenseLayout, flat: FlatInputs, accesses: Sequence[str]) -> list[str]:
     """Guard conditions (`accesses`: per dense leaf, the guard's expression for it): each member that a group's own
-    base member has among the others only as a view of it stays such a view (Note [Plain Inputs Traced As Their Own
-    Base])."""
+    base member has among the others only as a view of it stays such a view (Note [Aliased Inputs In Training])."""
     conds = []
     for g in layout.groups:
         pos = own_base_member(layout, flat, g, True)

@@ -20,7 +20,7 @@ __all__ = ["history_set_at", "note_assignment_reads", "note_grad_fn_reads", "sta
 
 # Note [Plain Views Assigned .data After A Write]
 # `t0 = x0.diagonal(1, 0, 1); x1.mul_(-1.0); t0.data = x0; return t0` with grad on, x0 an expand() of the non-leaf
-# x1 (fuzz seed 47000 #428): `.data =` gives t0 x0's size, stride and offset but keeps its version counter (x1's)
+# x1: `.data =` gives t0 x0's size, stride and offset but keeps its version counter (x1's)
 # and its view record (t0 stays a view of x1). Reading its grad_fn then finds the counter moved since the view
 # recorded it (the write), and autograd regenerates the view's history from its base's current one: for a plain
 # view (no view function recorded: no tensor subclass in its chain) an AsStridedBackward0 of the size, stride and

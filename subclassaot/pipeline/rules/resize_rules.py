@@ -21,16 +21,9 @@ from subclassaot.torch_internals import has_view_chain, storage_key
 if TYPE_CHECKING:
     from subclassaot.pipeline.rules.swap_record import SwapRecord
 
-# Note [resize_as_ Is A resize_]
-# Eager's resize_as_(x, y, memory_format) is x.resize_(y.shape) followed, where a memory format is given, by a
-# restride of x to it (preserve_format: the one y suggests). The mode runs it as that resize_, so every rule of
-# resize_ (version bumps only on a change of size, growth by rebinding, the rules below) applies to it; handed to
-# functionalization as it comes, it was recorded as a data write of the input's old storage, whose write-back
-# raised (size mismatch) before the input changed.
-
 
 def as_resize(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Note [resize_as_ Is A resize_]: the arguments of the resize_ a resize_as_(args, kwargs) is."""
+    """Note [Storage Swaps By Rebinding]: the arguments of the resize_ a resize_as_(args, kwargs) is."""
     x, template = args[0], args[1]
     memory_format = args[2] if len(args) > 2 else kwargs.get("memory_format")
     if memory_format is torch.preserve_format:
@@ -49,23 +42,8 @@ def resize_strides(size: list[Any], memory_format: torch.memory_format | None) -
     return list(torch._prims_common.make_contiguous_strides_for(size))
 
 
-# Note [resize_ Past A Tensor's Own Elements]
-# Functionalization records a resize_() that does not grow the storage as a view of the tensor as it is: an
-# as_strided() of its current value, written back by an as_strided_scatter() into that value. Where the tensor had
-# already been made smaller (x.resize_(0) ... x.resize_(n), FSDP's pattern), or is a view of a larger tensor (x[:2]
-# .resize_(4)), the new size covers storage elements its current value does not hold: the forward reads them from the
-# real storage, but a write back scatters into a value too small for them, and is lost (a wrong result, silently).
-# Functionalization also ignores resize_'s memory format (it always makes the tensor contiguous). Both take a tensor
-# whose storage is an input's that is its own graph input to the synthetic-base trace (StorageReachError), where the
-# mode rebinds the tensor to an as_strided() view of the base over the whole storage (first in its chain, written
-# back exactly); elsewhere (an intermediate) they are refused precisely. A tensor no view op or earlier resize_
-# changed (an empty functionalization view chain) holds its whole storage, as the new size needs. Symbolic sizes are
-# decided by their hints, without a guard: a call whose sizes would decide otherwise runs the same graph (as every
-# call did before this rule).
-
-
 def _hint(v: Any) -> Any:
-    """A symbolic size by its hint, no guard added (Note [resize_ Past A Tensor's Own Elements]: where sizes are
+    """A symbolic size by its hint, no guard added (Note [Storage Swaps By Rebinding]: where sizes are
     symbolic, the rule is decided for the sizes of the inputs compiled for)."""
     return optimization_hint(v) if isinstance(v, torch.SymInt) else v
 
@@ -73,7 +51,7 @@ def _hint(v: Any) -> Any:
 def check_resize_within_storage(
     record: SwapRecord, x: torch.Tensor, size: list[Any], memory_format: torch.memory_format | None
 ) -> None:
-    """Note [resize_ Past A Tensor's Own Elements], for a resize_ of FunctionalTensor x that does not grow its
+    """Note [Storage Swaps By Rebinding], for a resize_ of FunctionalTensor x that does not grow its
     storage and is not on a synthetic base."""
     restrides = memory_format not in (None, torch.contiguous_format)
     if not restrides and not has_view_chain(x):

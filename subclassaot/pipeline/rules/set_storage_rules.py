@@ -1,5 +1,4 @@
-"""`set_(storage, ...)` where the storage is a tensor subclass wrapper's own (Note [set_ Onto A Wrapper's Own
-Storage]).
+"""`set_(storage, ...)` where the storage is a tensor subclass wrapper's own (Note [Autograd Sees The Wrapper]).
 
 Input: the `_DataMode` of storage_swaps.py hands each call of the program to `note_wrapper_storage`, and its
 dispatch mode a set_() onto a storage of no input to `check_wrapper_storage_set`. Output: an UnsupportedError for
@@ -26,15 +25,6 @@ __all__ = [
     "note_wrapper_storage",
 ]
 
-# Note [set_ Onto A Wrapper's Own Storage]
-# `x.set_(x.untyped_storage(), 0, (2,), (1,))`, x a PairTensor (session 11's open gap): a wrapper subclass's
-# untyped_storage() is the wrapper's own, which holds no data (its data pointer is null; reading it raises "invalid
-# python storage"). Eager's __torch_dispatch__ runs set_ on each inner tensor with that storage, and the inner
-# tensors then point at no memory: the call returns, but any later read of x's values (the program's, or the
-# caller's) reads unowned memory (a segmentation fault here, with torch 2.x on CPU). There is no eager value to
-# match, so such a call is refused, naming the rule; the same set_ with a plain tensor's storage (its own or another
-# input's) is supported (Note [set_ Onto A Whole Storage]), and so is x.set_(t) with a tensor.
-
 
 def note_wrapper_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], out: object) -> None:
     """After a call of the program: note the storage `untyped_storage()` gave for a tensor subclass wrapper."""
@@ -44,8 +34,7 @@ def note_wrapper_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], o
 
 
 def check_wrapper_storage_set(record: SwapRecord, storage: object) -> None:
-    """Refuse `set_(storage, ...)` whose storage is a tensor subclass wrapper's (Note [set_ Onto A Wrapper's Own
-    Storage])."""
+    """Refuse `set_(storage, ...)` whose storage is a tensor subclass wrapper's (Note [Autograd Sees The Wrapper])."""
     name = record.wrapper_storages.get(StorageWeakRef(storage))  # type: ignore[no-untyped-call]  # untyped in torch
     if name is not None:
         raise UnsupportedError(
@@ -56,34 +45,25 @@ def check_wrapper_storage_set(record: SwapRecord, storage: object) -> None:
         )
 
 
-# Note [Storage resize_ Inside The Program]
-# `t.untyped_storage().resize_(n)` (FSDP2 frees a parameter's storage with resize_(0) after use and re-allocates it
-# with resize_(nbytes) before the next, then fills it with copy_) changes the bytes of a storage, not a tensor: every
-# tensor on the storage keeps its size, strides and offset, and reads of elements past the new end are out of bounds
-# until the storage grows back (the values of grown bytes are undefined until written). The storage method
-# dispatches nothing, so no mode sees it; the tensors the run traces have storages that hold no data, and torch's
-# resize_ of them raised "invalid python storage" from inside the user's code (a crash, not a refusal).
-# Functionalization records such a resize as inductor::resize_storage_bytes_ on a graph input, but the pipeline's
-# epilogue replays data and metadata writes only, not a storage's byte count, and a graph that both reads an input
-# and frees it has no eager value to compare a later read with. So a storage resize_ of any tensor the program
-# traces is refused before torch's method runs, naming the input whose storage it is (or "a tensor made inside the
-# program"): torch_internals wraps UntypedStorage.resize_ so that this check runs on the thread that runs the program.
-# Dynamo captures the same call as inductor::resize_storage_bytes_, refused where it dispatches. untyped_storage()
-# itself, nbytes() and set_(storage, ...) stay supported. Fix: resize the storage outside the compiled function
-# (before the call, or after it), as FSDP2's hooks do with torch.compile.
-
-
 def note_traced_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], out: object) -> None:
-    """After a call of the program: note the storage `untyped_storage()` gave for a traced tensor (Note [Storage
-    resize_ Inside The Program])."""
+    """After a call of the program: note the storage `untyped_storage()` gave for a traced tensor (Note [Storage Swaps
+    By Rebinding])."""
     if func is torch.Tensor.untyped_storage and args and isinstance(out, torch.UntypedStorage):
         if is_functional(args[0]) or is_traceable_subclass(args[0]):
             key = StorageWeakRef(out)  # type: ignore[no-untyped-call]  # untyped in torch
             record.traced_storages[key] = record.input_paths.get(key, ())
 
 
+# Storage resize_ inside the program: `t.untyped_storage().resize_(n)` (FSDP2 frees a parameter's storage with
+# resize_(0) after use and re-allocates it before the next) changes the bytes of a storage, not a tensor: every tensor
+# on it keeps its metadata, and reads past the new end are out of bounds until it grows back, its grown bytes undefined
+# until written. The storage method dispatches nothing, and the epilogue replays data and metadata writes, not a
+# storage's byte count, so a storage resize_ of any tensor the program traces is refused before torch's method runs,
+# naming the input whose storage it is (torch_internals wraps UntypedStorage.resize_ so that this check runs on the
+# thread that runs the program); Dynamo's inductor::resize_storage_bytes_ is refused where it dispatches. Fix: resize
+# the storage outside the compiled function, as FSDP2's hooks do with torch.compile.
 def check_storage_resize(record: SwapRecord, storage: torch.UntypedStorage) -> None:
-    """Refuse `resize_` of the storage of a tensor the program traces (Note [Storage resize_ Inside The Program])."""
+    """Refuse `resize_` of the storage of a tensor the program traces (see the comment above)."""
     paths = record.traced_storages.get(StorageWeakRef(storage))  # type: ignore[no-untyped-call]  # untyped in torch
     if paths is not None:
         _refuse_storage_resize(paths)
@@ -91,7 +71,7 @@ def check_storage_resize(record: SwapRecord, storage: torch.UntypedStorage) -> N
 
 def check_storage_bytes_resize(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
     """Refuse inductor::resize_storage_bytes_ (what Dynamo captures a storage resize_ as) of a traced tensor (Note
-    [Storage resize_ Inside The Program])."""
+    [Storage Swaps By Rebinding])."""
     if func is torch.ops.inductor.resize_storage_bytes_.default and isinstance(args[0], torch.Tensor):
         key = StorageWeakRef(args[0].untyped_storage())  # type: ignore[no-untyped-call]  # untyped in torch
         _refuse_storage_resize(record.input_paths.get(key, ()))

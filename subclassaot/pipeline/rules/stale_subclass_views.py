@@ -3,8 +3,8 @@ then rebuilds from view functions that miss that op, where the replayed output k
 and a subclass view of an input or another output that only a fresh base could rebuild.
 
 Input: the analysis's output infos and the eager objects they describe, the run. Output: nothing, or
-UnsupportedError. Invariants: pure reads of the run's records (Note [Subclass Views Rebuilt Without Their In-Place
-View Ops], Note [Fresh Views Of Inputs]).
+UnsupportedError. Invariants: pure reads of the run's records (Note [Stale View Functions], Note [Subclass Views Of
+Intermediates In Training]).
 """
 
 from __future__ import annotations
@@ -21,40 +21,9 @@ from subclassaot.torch_internals import storage_key
 
 __all__ = ["check_stale_subclass_outputs"]
 
-# Note [Subclass Views Rebuilt Without Their In-Place View Ops]
-# `t0 = x[0]; t0.t_(); t0[1].unsqueeze_(0); return t0` with a PairTensor x that requires grad: eager's t0 is a view
-# of a wrapper that does not support as_strided(), so autograd keeps view functions for it, and the t_() records
-# TBackward0 on t0 without changing them (as under functionalization: Note [Stale View Functions]). The later
-# in-place view op on another view of x advances their shared version counter, so eager rebuilds t0's history from
-# its view function, without the t_(): its gradient reaches x transposed. The output replayed at run time keeps the
-# TBackward0 its replayed t_() recorded (the other view's op is not replayed: it returns nothing), so the gradients
-# differ (found while fixing fuzz seed 40000 #7249). Refused in training where an in-place view op of a view that no
-# output returns, of the same version counter, came after the output's own grad-enabled one; a data write to the
-# storage after it is repeated by the epilogue with the bump (supported), and so is such an op of a returned view.
-# The same for a returned input, a view of an input base shared with other inputs (`x1.unsqueeze_(2); x0.t_();
-# return x1`, x0 and x1 views of one PairTensor: eager's backward rebuilds x1's history without its unsqueeze_() and
-# raises "invalid gradient", fuzz seed 45000 #3277), whose metadata change the epilogue applies as as_strided_().
-
-
-# Note [Fresh Views Of Inputs]
-# The fallback of Note [Subclass Views Of Intermediates In Training] returns an output as a view of a fresh tensor,
-# exact where eager's `._base` is an intermediate nobody else sees. Where it is an input or another output (`t2 =
-# x1.view(16); with no_grad(): t2.set_(t0); return t2.view(-1)`, a PairTensor x1: the chain through the set_() view
-# cannot be replayed), the output would be a view of the wrong tensor: refused instead (found beside fuzz seed 14000
-# #2383).
-
-
-# Note [Wrapper Views Over Fresh Inner Tensors]
-# Eager records a view at the wrapper level: autograd's view tracking runs above a subclass's __torch_dispatch__, so
-# `x.view(12)` of a subclass input has `._base is x` whatever the subclass returns. A subclass whose view ops return
-# a wrapper over new inner tensors (not views of x's: it breaks the checker's views.alias rule) gives an output that
-# is a view of x in autograd's eyes but shares no data with it. The compiled output, rebuilt from its inner tensors,
-# would not be a view; replaying the view op on x at run time would, but the analysis cannot know that replay gives
-# what the graph computed. So such an output is refused, naming the input and the rule.
-
 
 def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
-    """See Note [Wrapper Views Over Fresh Inner Tensors]."""
+    """See Note [Autograd Sees The Wrapper]."""
     named = {id(t): i for i, t in enumerate(run.user_tensors)}
     for info, value in zip(infos, leaves, strict=True):
         if info.kind is not OutputKind.TENSOR or info.tree is None or info.replay is not None:
@@ -64,7 +33,8 @@ def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence
         if info.function_view is not None or any(leaf.source is LeafSource.INPUT_ALIAS for leaf in info.leaves):
             continue
         if _view_op_aliases(value, run):
-            continue  # a set_() up the chain moved the data, not the view op (Note [Fresh Views Of Inputs])
+            # a set_() up the chain moved the data, not the view op (Note [Subclass Views Of Intermediates In Training])
+            continue
         root = run.swaps.view_root(value, through_swaps=True)
         base = root if id(root) in named else value._base
         if base is not None and id(base) in named and not _shares_inner_storage(value, base):
@@ -92,7 +62,7 @@ def _shares_inner_storage(value: torch.Tensor, base: torch.Tensor) -> bool:
 
 
 def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
-    """See Note [Fresh Views Of Inputs]."""
+    """See Note [Subclass Views Of Intermediates In Training]."""
     named = {id(t): f"input {i}" for i, t in enumerate(run.user_tensors)}
     named.update((id(v), info.path) for info, v in zip(infos, leaves, strict=True) if isinstance(v, torch.Tensor))
     for info, value in zip(infos, leaves, strict=True):
@@ -106,7 +76,7 @@ def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], ru
 
 
 def check_stale_subclass_outputs(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
-    """See Note [Subclass Views Rebuilt Without Their In-Place View Ops] and Note [Fresh Views Of Inputs]."""
+    """See Note [Stale View Functions] and Note [Subclass Views Of Intermediates In Training]."""
     _check_views_over_fresh_leaves(infos, leaves, run)
     _check_fresh_views(infos, leaves, run)
     if not torch.is_grad_enabled():

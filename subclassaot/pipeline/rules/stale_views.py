@@ -2,7 +2,7 @@
 an in-place view op changed, which the traced backward does not repeat as eager does.
 
 Two cases, one cause (autograd's view replay under functionalization does not see in-place view ops):
-- Note [Views Used After An In-Place View Op On Their Base]: `check_stale_views` refuses a view used with grad
+- Note [Stale View Functions]: `check_stale_views` refuses a view used with grad
   after an in-place view op on a tensor of its view chain.
 - Note [Stale View Functions]: for views of a synthetic base changed by an in-place view op themselves,
   storage_swaps.py calls `note_before` and `note_reads` before recording an op and `note_layout` after; the result
@@ -40,24 +40,8 @@ __all__ = [
 ]
 
 
-# Note [Views Used After An In-Place View Op On Their Base]
-# `t0 = x.view(4, -1, 1); x.transpose_(1, 0); t0.add(2.0)` with grad on, x requiring grad: the in-place view op
-# advances x's version, so autograd regenerates t0's grad_fn from x's new one when t0 is next used. Eager does that
-# by as_strided() over the storage, which sends t0's gradient to the elements it reads. Under functionalization
-# (the joint trace) autograd replays t0's own view op on x as x is now, transposed, and the traced backward sends
-# the gradient to the transposed elements (fuzz seed 7000 #6722: wrong leaf gradients; t_(), as_strided_() and
-# unsqueeze_() of a slice the same). So a view taken with grad of a tensor that requires grad, used with grad after
-# an in-place view op with grad on that tensor (or on a tensor the view chain passes through), is refused. Under
-# no_grad the op records nothing, but its version bump makes autograd replay the view all the same: where the view
-# op does not apply to the new layout at all (t() of a tensor set_() to 3-d), the replay raises where eager's
-# as_strided() does not, so such an op counts too (fuzz seed 8000 #6485; #6268: select() of a tensor `.data =`-
-# assigned 0-d, refused elsewhere). `x.data = v` bumps no version, so a view of x is replayed on v's layout only
-# after a later write: where that replay raises, the op that read the view is refused there (fuzz seed 14000 #8176,
-# `stale_history_failures_refused`); where it does not, the view op is not checked against the new layout.
-
-
 def check_stale_views(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """Note [Views Used After An In-Place View Op On Their Base]."""
+    """Note [Stale View Functions]."""
     if not torch.is_grad_enabled():
         return
     for t in pytree.tree_leaves((args, kwargs)):
@@ -120,10 +104,10 @@ def _change_of(record: SwapRecord, view: ViewRecord) -> tuple[str, bool] | None:
 
 
 def check_failing_replay(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """Note [Views Used After An In-Place View Op On Their Base]: a view op about to run on a tensor whose layout
+    """Note [Stale View Functions]: a view op about to run on a tensor whose layout
     the program changed after it took that same view of it with grad, where the view op does not apply to the new
     layout. Autograd replays the view so where the program writes or set_()s the view (`t0 = x0.t(); x0.set_(y);
-    t0.set_(t0)`, y 3-d: fuzz seed 15000 #537), below the ops the program calls, where no check of the torch-function
+    t0.set_(t0)`, y 3-d), below the ops the program calls, where no check of the torch-function
     mode runs; eager's as_strided() does not fail. (A call of the program's own of the same op fails in eager too.)"""
     if not getattr(func, "is_view", False) or torch.Tag.inplace_view in func.tags or not args:
         return
@@ -167,13 +151,13 @@ def _replays_the_same(view: ViewRecord, source: torch.Tensor) -> bool:
     with no_dispatch():
         try:
             return _geometry(view, now) == _geometry(view, view.source_meta)
-        except (RuntimeError, IndexError):  # the view op does not apply to the new layout (fuzz seed 8000 #6268)
+        except (RuntimeError, IndexError):  # the view op does not apply to the new layout
             return False
 
 
 def _replay_fails(view: ViewRecord, source: torch.Tensor) -> bool:
-    """Does the view op raise, replayed on `source` as it is now (fuzz seed 8000 #6485: t() of a tensor set_() to
-    3-d)? False where that is not decidable here."""
+    """Does the view op raise, replayed on `source` as it is now (t() of a tensor set_() to 3-d)? False where that is
+    not decidable here."""
     now = _concrete_layout(view, source)
     if now is None:
         return False
@@ -205,31 +189,49 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 
 
 # Note [Stale View Functions]
-# Members of an alias group are traced as views of a synthetic base (Note [Synthetic Bases]). Functional tensors do
-# not support as_strided replay, so autograd records, for each view, a function that rebuilds it from its base, and
-# uses it to rebuild the view's history (grad_fn) whenever the storage's version counter moved since that history
-# was set (a write through any alias, or an in-place view op under no_grad). An in-place view op on such a view
-# (m.t_(), m.unsqueeze_(0)) changes the view but not that function (nor the functions of views taken from it later),
-# so a history rebuilt after it reads gradients in the layout the view had before: wrong values, or a shape error,
-# where eager's views (which do support as_strided) rebuild it in the layout they have now. A view whose history
-# autograd never rebuilds after such an op is exact: a grad-enabled in-place view op records its own node on the
-# view's history, as eager's. So the mode tracks, per view whose function is stale, the sequence number at which
-# its history was last set; an op that reads it with grad enabled after the storage's counter moved past that
-# number reads a rebuilt, wrong history. training_rules refuses those groups (fuzz seed 6000 #3969: t_() then a
-# write, the member read after it: a shape error; a square one gives wrong gradients silently). Where the rebuild
-# itself raises while the program runs (the stale function's view ops do not apply to the layout: fuzz seed 8000
-# #4353, unsqueeze_() then transpose(0, 2) and a write; #6029, t_() then expand()), the op that read the stale view
-# is refused there (`stale_history_failures_refused`), naming the inputs over the storage. `m.data = v` changes the
-# view's layout without its function as well (`note_assigned`). The same holds for any plain view the program takes
-# of an input or an intermediate, with no alias group (`x.mul_(0.5); t0 = x[0]; t0.t_(); t0[1].mul_(2)`: the leaf's
-# gradient went to the untransposed elements; torch.compile's is wrong the same way): a stale read of such a view is
-# refused where it happens. A subclass view is not: eager rebuilds its history from view functions as well.
+# Eager: once the version counter a view shares with its base moves past the version its history was set at (a write
+# through any alias, an in-place view op, set_(), also under no_grad), autograd rebuilds the view's grad_fn from its
+# base at its next use with grad. A plain view is rebuilt by as_strided() of the base with the layout the view has
+# *then*; a tensor subclass view (no as_strided) by the view functions it was made by, which know nothing of in-place
+# view ops since. Functional tensors have no as_strided() replay: in the trace every view is rebuilt by its view
+# functions, as a subclass view is in eager. Where a plain view's layout changed without its view function (an in-place
+# view op on it or on a tensor its chain passes through, set_(), `.data =`), a history rebuilt after that reads
+# gradients in the old layout: wrong values, a shape error, or a replay that raises where eager's as_strided() does not.
+# A view whose history is never rebuilt after such a change is exact (a grad-enabled in-place view op records its own
+# node on top, as eager's). So the mode tracks, per view whose function is stale, the sequence number at which its
+# history was last set, and:
+# - Views used after an in-place view op on their base: a view taken with grad of a tensor that requires grad, used with
+#   grad after an in-place view op on that tensor (or on one its chain passes through), is refused; a no_grad in-place
+#   view op counts where the view op no longer applies to the new layout. `x.data = v` bumps no version: a view of x is
+#   replayed on v's layout only after a later write.
+# - Members of an alias group (traced as views of a synthetic base: Note [Synthetic Bases]) read with a stale rebuilt
+#   history are refused by training_rules; any other plain view of an input or intermediate is refused where the stale
+#   read happens; a rebuild that raises while the program runs is refused at the op that read the view
+#   (`stale_history_failures_refused`).
+# - Views set_() under no_grad read with grad: the set_() bumps the counter, and eager's rebuilt history is the base's
+#   as_strided() with the view's new layout, where the view function rebuilds the old one. So while the view's layout
+#   differs from the one its function makes, each torch call that reads it with grad, or writes it with grad, reads a
+#   stand-in: the base's as_strided() with the view's layout now, carrying the view's own values where it sits on
+#   another storage (`_EagerHistory`: t's elements with the as_strided() history). Not substituted: the view an in-place
+#   view op changes (it must stay the program's object), out= arguments, subclass views; refused where the base's
+#   storage cannot hold the new layout and a gradient reaches it.
+# - Writes to a view after set_: eager keeps a view a view through set_(), so a later write with grad rebases its old
+#   base by as_strided with the view's new layout; the trace's replay of the old view ops covers only the old region.
+#   Refused where gradient flows into the write.
+# - Subclass views rebuilt without their in-place view ops: eager rebuilds a subclass view by its view functions too,
+#   dropping a grad-enabled t_() it recorded once another view's in-place view op bumps the shared counter; the output
+#   replayed at run time keeps the t_()'s node. Refused in training where an in-place view op of another, unreturned
+#   view of the same counter came after the output's own.
+# - View inputs laid out anew under no_grad: an input that is a view and requires grad, changed by an in-place view op
+#   under no_grad, is rebuilt at its next read by eager (plain: as_strided at its layout now; subclass: its view
+#   function, without earlier grad-enabled in-place view ops), while the joint trace runs it as a clone whose history
+#   keeps every node. Refused where an op with grad then reads it and the two histories expect different layouts.
 
 
 def note_assigned(record: SwapRecord, t: torch.Tensor, key: object, before: tuple[object, ...]) -> None:
     """After `t.data = ...`, t a view of a synthetic base (over storage `key`, in layout `before`, until then): the
     assignment changes t's layout but not its view function, as an in-place view op under no_grad does; it records
-    nothing and bumps no version (fuzz seed 10000 #9696: an expand() of it set_() with grad, whose replay raised).
+    nothing and bumps no version (an expand() of it set_() with grad then replays the view on the assigned layout).
     A plain view the program took counts wherever it is, with the history autograd last set on it, which a write
     may have made stale already (Note [Plain Views Assigned .data After A Write]: eager rebuilds it in the assigned
     layout, ours by the view function)."""
@@ -339,8 +341,8 @@ def _dims(layout: tuple[object, ...]) -> tuple[object, ...] | None:
 @contextlib.contextmanager
 def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[None]:
     """Note [Stale View Functions]: an op of the program that fails where it reads, with grad, a view whose view
-    function is stale: autograd rebuilt the view's history by that function, and the replay raised (fuzz seed 8000
-    #4353, #6029), where eager's as_strided() does not."""
+    function is stale: autograd rebuilt the view's history by that function, and the replay raised, where eager's
+    as_strided() does not."""
     try:
         yield
     except (SubclassAOTError, DataDependentError):
@@ -366,7 +368,7 @@ def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kw
 
 def _replay_fails_after_assignment(record: SwapRecord, t: torch.Tensor) -> bool:
     """Is `t` a view, taken with grad, of a tensor (or through one, along its view chain) whose `.data` the program
-    assigned after the view was taken, to a layout the view op does not apply to (fuzz seed 14000 #8176)? The
+    assigned after the view was taken, to a layout the view op does not apply to? The
     assignment bumps no version, so autograd replays the view only after a later write: this is asked only once an
     op that read `t` failed."""
     while (view := record.views.get(id(t))) is not None and view.func is not torch.ops.aten.detach.default:
@@ -382,8 +384,8 @@ def _replay_fails_after_assignment(record: SwapRecord, t: torch.Tensor) -> bool:
 def check_stale_set(record: SwapRecord, target: torch.Tensor, source: object) -> None:
     """Note [Stale View Functions]: `target.set_(source)` with grad, where autograd records it (either requires
     grad), on a view whose view function is stale: autograd rebases the view's history by replaying that function
-    once the set_ ran, below the ops the program calls (fuzz seed 10000 #9696: it raised; where it does not, the
-    history it makes is not eager's either)."""
+    once the set_ ran, below the ops the program calls (it may raise; where it does not, the history
+    it makes is not eager's either)."""
     recorded = target.requires_grad or (isinstance(source, torch.Tensor) and source.requires_grad)
     if torch.is_grad_enabled() and recorded and _stale(record, target):
         raise _stale_refusal(record, target, "for the set_(), which does not make eager's history")

@@ -32,7 +32,7 @@ __all__ = ["wrapper_storage_classes"]
 # an anchor's storage taken before the epilogue (which may move the anchor off it).
 
 # Note [Wrappers set_() To A Plain Tensor]
-# `w.set_(t)`, w a wrapper subclass and t a plain tensor (test_input_mutation_set__input_mutation on a PairTensor):
+# `w.set_(t)`, w a wrapper subclass and t a plain tensor:
 # the replay on the wrapper puts w on t's own storage, a real one, and the subclass's set_ points every inner tensor
 # of w at it too, so in eager w shares a storage with its inner tensors and with t. The functional run shows it the
 # same way: at its end the class's storage is that of a dense leaf (an inner tensor of an input, or a plain input)

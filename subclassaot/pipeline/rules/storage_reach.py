@@ -3,7 +3,7 @@ they come: the refusals and rewrites the storage-swap mode (storage_swaps.py) ap
 
 Input: the mode's `SwapRecord` and the tensors of one op. Output: StorageReachError (the driver then traces the
 input over its whole storage), a precise UnsupportedError, or the tensor to read from. Invariants: see Note
-[as_strided On Inputs] (storage_swaps.py).
+[as_strided On Inputs].
 """
 
 from __future__ import annotations
@@ -34,19 +34,43 @@ class StorageReachError(UnsupportedError):
         self.leaf = leaf
 
 
-# Note [Writes After as_strided In A View Chain]
-# Functionalization refuses a write through a view chain in which an as_strided is not the first view (pytorch
-# #104505): after x.t_() or x.set_(y) an input's own chain is not empty, so an as_strided of it, even taken from the
-# chain's root (Note [as_strided On Inputs]), comes second. For an input that is its own graph input, the mode turns
-# the refusal into StorageReachError: the input is then traced as a view of a synthetic base over its storage,
-# whose as_strided views are first in their chains. Elsewhere (an intermediate) it is refused precisely.
+# Note [as_strided On Inputs]
+# Eager: as_strided names absolute storage offsets, so a view of an input can reach storage elements the input does not
+# cover (x = base[1:3]; x.as_strided((1,), (1,), 0)), and eager reads and writes them; so does a resize_() that makes a
+# view contiguous over its storage. A write into a view whose own elements are distinct, taken of a tensor whose
+# elements overlap (the diagonal of an expanded input, or a `.data` alias of it), is legal too.
+# An input that is its own graph input holds only its own elements (a training clone, laid out at other offsets, not
+# even those): when the program reaches others, the trace raises StorageReachError naming the input's leaf, and the
+# driver compiles again with that leaf as a one-member alias group: its whole storage becomes a synthetic base (Note
+# [Synthetic Bases]), the leaf a view of it, and writes anywhere in the storage reach the real one through the base's
+# write-back. Such a group stays traced when untouched, and the guards check the storage's size. The same retrace serves
+# two writes functionalization cannot take:
+# - a write below an expanded input: functionalization writes it back view by view, the last step scattering into the
+#   overlapping tensor, which raises. The mode runs it on the base's as_strided view of the same memory instead: one
+#   as_strided_scatter into the base, every repeat of the input then reads the new value;
+# - writes after as_strided in a view chain: functionalization refuses a write through a chain in which an as_strided is
+#   not the first view (pytorch/pytorch issue 104505), and after x.t_() or x.set_(y) an input's own chain is not empty.
+# Inside the span, `v.as_strided(...)` of a view `v` is taken from the view chain's root instead (the synthetic base for
+# aliased inputs), the same view in eager and first in its chain; `v.as_strided_(...)` rebinds v to that view of the
+# root (Note [Storage Swaps By Rebinding]), its wrapper keeping eager's metadata, since an as_strided_ at the end of v's
+# chain would be written back at the absolute offset into the view before it. Elsewhere (an intermediate) reaching
+# beyond a tensor's own elements is refused precisely.
+# Gradients follow the elements a history covers. Eager's AsStridedBackward of an as_strided view of x sends the
+# gradient to x's elements only; once the storage's version advances, autograd rebuilds the view's history on its next
+# use as an as_strided of x's base, which reaches every element of the view, and an in-place write to the view records
+# CopySlices on the base. The compiled program sends the gradient through the input's elements in every case. So in
+# training these are refused: escaping as_strided views read after a write (a view reaching beyond its input, used with
+# grad after a version bump of its storage: used before, returned as it is, or taken after the write, it is exact);
+# views that escape their history (a written view input whose own history loses gradient its base's as_strided would
+# give, checked on the real input); and writes through as_strided of a synthetic base that autograd records (the joint
+# trace's backward would replay the view chain of the base's clone).
 
 
 @contextlib.contextmanager
 def as_strided_chain_refused(
     record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Iterator[None]:
-    """Note [Writes After as_strided In A View Chain]: functionalization's refusal, as a precise one of ours."""
+    """Note [as_strided On Inputs]: functionalization's refusal, as a precise one of ours."""
     try:
         yield
     except RuntimeError as e:
@@ -71,20 +95,8 @@ def as_strided_chain_refused(
         raise UnsupportedError(message) from e
 
 
-# Note [Absolute Offsets On Written Inputs]
-# as_strided() and set_(storage, offset, ...) name absolute storage offsets, eager's. Behind the wrappers,
-# functionalization keeps offsets relative to the value it regenerates an input from once its storage was written
-# (Note [Offsets After A Write]): at offset 0 where the input started at its own offset. Passed on as they are, the
-# offsets then name other elements, or none (fuzz seed 44000 #109's variants: after `x1.add_(1.0)` on an input at
-# offset 4 of a 4-element storage span, `x1.as_strided((2,), (1,), 5)` failed with "setStorage: ... out of bounds",
-# and `x0.set_(x1.untyped_storage(), 5, (2,), (1,))` read the wrong elements). They are moved into that frame (minus
-# the input's original offset, plus its own behind the wrapper); the wrapper keeps eager's offset, and the analysis
-# reads eager's back by the same shift (`eager_offset`). A synthetic base (Note [as_strided On Inputs]) starts at 0
-# in both frames: nothing moves.
-
-
 def frame_shift(record: SwapRecord, key: object) -> int | torch.SymInt:
-    """Note [Absolute Offsets On Written Inputs]: eager's offsets on the input storage `key` minus the ones
+    """Note [Offsets After A Write]: eager's offsets on the input storage `key` minus the ones
     functionalization keeps behind the wrappers (0 until a write regenerates the input's value)."""
     original = record.input_originals.get(key)
     if original is None or not has_data_mutation(original):
@@ -93,29 +105,14 @@ def frame_shift(record: SwapRecord, key: object) -> int | torch.SymInt:
 
 
 def functional_frame_offset(record: SwapRecord, t: torch.Tensor, offset: int | torch.SymInt) -> int | torch.SymInt:
-    """Note [Absolute Offsets On Written Inputs]: eager's absolute `offset` on FunctionalTensor `t`'s storage, as
+    """Note [Offsets After A Write]: eager's absolute `offset` on FunctionalTensor `t`'s storage, as
     functionalization counts it behind the wrappers."""
     shift = frame_shift(record, storage_key(t))
     return offset if isinstance(shift, int) and shift == 0 else offset - shift
 
 
-# Note [Absolute Offsets Across A Frame Change]
-# Functionalization regenerates a view from its storage's current value by replaying the view ops it was taken by,
-# with their arguments as they were. An as_strided() view (or a set_(storage, offset, ...) target, rebound by one,
-# see Note [Storage Swaps By Rebinding]) holds an absolute offset in the frame of its time (Note [Absolute Offsets On
-# Written Inputs]). A write through the input itself then replaces the value the storage regenerates from by one at
-# offset 0 (a write through a view of it scatters into it and keeps the frame): the view's replay names other
-# elements, or none. `y = x1.as_strided((2,), (1,), 5); x1.add_(1.0); y * 2.0`, x1 at offset 4 of a 12-element
-# storage, failed with "setStorage: ... out of bounds" (helper p109's variant), and with (1,) at 5 on x1 = b[2:8]
-# read b[7] for eager's b[5]. The frame shift at each such view is recorded; once the current shift differs from
-# one recorded, before the next op and at the end of the run, the trace raises StorageReachError: the driver traces
-# the input as a view of a synthetic base over its whole storage (Note [as_strided On Inputs]), which starts at 0 in
-# every frame. An input inside a synthetic base already is never recorded; one with no span to retrace (none known)
-# would be refused by name.
-
-
 def note_absolute_view(record: SwapRecord, t: torch.Tensor) -> None:
-    """Note [Absolute Offsets Across A Frame Change]: the program took a view of FunctionalTensor `t`'s storage at an
+    """Note [Offsets After A Write]: the program took a view of FunctionalTensor `t`'s storage at an
     absolute offset."""
     key = storage_key(t)
     if key in record.input_originals and key not in record.alias_bases:
@@ -126,9 +123,9 @@ def strided_call_args(
     record: SwapRecord, x: torch.Tensor, source: torch.Tensor, rest: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """`x.as_strided(*rest, **kwargs)` as an as_strided of `source` (x, or its view chain's root: Note [as_strided
-    On Inputs]): an offset the program gave moved into functionalization's frame (Note [Absolute Offsets On Written
-    Inputs]); none given, x's own, which eager takes (the root's would be another). Either is an absolute offset
-    (Note [Absolute Offsets Across A Frame Change])."""
+    On Inputs]): an offset the program gave moved into functionalization's frame (Note [Offsets After A Write]); none
+    given, x's own, which eager takes (the root's would be another). Either is an absolute offset (Note [Offsets After A
+    Write])."""
     if kwargs.get("storage_offset") is not None:
         note_absolute_view(record, source)
         return rest, {**kwargs, "storage_offset": functional_frame_offset(record, source, kwargs["storage_offset"])}
@@ -142,7 +139,7 @@ def strided_call_args(
 
 
 def check_inplace_strided_frame(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """`x.as_strided_(size, stride, offset)`: Note [Absolute Offsets Across A Frame Change] for an in-place view op,
+    """`x.as_strided_(size, stride, offset)`: Note [Offsets After A Write] for an in-place view op,
     whose offset stays in x's wrapper; once the frame has shifted, the input is traced over its whole storage."""
     offset = args[3] if len(args) > 3 else kwargs.get("storage_offset")
     if offset is None:
@@ -158,20 +155,8 @@ def check_inplace_strided_frame(record: SwapRecord, args: tuple[Any, ...], kwarg
     note_absolute_view(record, args[0])
 
 
-# Note [Escaping as_strided Views Read After A Write]
-# In eager, `y = x.as_strided(...)` of an input x that is a view of a base requiring grad records AsStridedBackward
-# over x: the gradient reaches x's elements only, not the base's others that y covers. Once the base's version
-# advances (a write to x or to any view of the storage, also under no_grad), autograd rebuilds y's history on its
-# next use as an as_strided of the base, and the gradient then reaches all of y's elements. The trace holds such an
-# input as a view of a synthetic base (Note [as_strided On Inputs]), and the compiled program sends y's gradient
-# through the input's elements in both cases: a leaf behind the input missed the gradient of y's other elements
-# (`y = x1.as_strided((2,), (1,), 3); x1.mul_(2.0); y * 1.0`, x1 = base[1] of a (3, 4) non-leaf base: b[0, 3] got 0,
-# eager's 1). Refused when such a view (or a view of it) is used with grad after a version bump of its storage;
-# used before, returned as it is, or taken after the write, it is exact.
-
-
 def note_escaping_view(record: SwapRecord, source: torch.Tensor, out: torch.Tensor) -> None:
-    """Note [Escaping as_strided Views Read After A Write]: remember an as_strided view `out` of the synthetic base
+    """Note [as_strided On Inputs]: remember an as_strided view `out` of the synthetic base
     `source` that reaches elements outside its input's own, taken with grad."""
     if not torch.is_grad_enabled() or not source.requires_grad:
         return
@@ -186,7 +171,7 @@ def note_escaping_view(record: SwapRecord, source: torch.Tensor, out: torch.Tens
 
 
 def check_escaping_reads(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
-    """Note [Escaping as_strided Views Read After A Write]: refuse a use with grad of such a view (or of a view of
+    """Note [as_strided On Inputs]: refuse a use with grad of such a view (or of a view of
     it) after its storage's version advanced."""
     if not torch.is_grad_enabled():
         return
@@ -212,7 +197,7 @@ def check_escaping_reads(record: SwapRecord, func: Any, args: tuple[Any, ...]) -
 
 
 def check_absolute_frames(record: SwapRecord) -> None:
-    """Note [Absolute Offsets Across A Frame Change]: refuse (retrace) once a view at an absolute offset is stale."""
+    """Note [Offsets After A Write]: refuse (retrace) once a view at an absolute offset is stale."""
     for key, shifts in record.absolute_frames.items():
         now = frame_shift(record, key)
         if all(statically_known_true(s == now) for s in shifts):
@@ -232,7 +217,7 @@ def check_absolute_frames(record: SwapRecord) -> None:
 
 def strided_in_frame(record: SwapRecord, t: torch.Tensor, args: tuple[Any, ...]) -> tuple[Any, ...]:
     """as_strided's arguments after the tensor (size, stride, storage offset), the offset, where given, moved into
-    functionalization's frame (Note [Absolute Offsets On Written Inputs])."""
+    functionalization's frame (Note [Offsets After A Write])."""
     if len(args) < 3 or args[2] is None:
         return args
     return (*args[:2], functional_frame_offset(record, t, args[2]), *args[3:])
@@ -290,15 +275,6 @@ def storage_tail(record: SwapRecord, x: torch.Tensor) -> torch.Tensor:
     )
 
 
-# Note [Writes Through as_strided Of A Synthetic Base]
-# In training, a write that autograd records through an as_strided view of a synthetic base (aliased inputs, or an
-# input whose whole storage the program reaches: Note [as_strided On Inputs]) is not differentiated as eager does:
-# the joint trace's backward replays the view chain of the base's clone (torch's functionalization then refuses a
-# mutation after an as_strided that is not first in a chain), and for a tensor subclass the gradients of the members
-# come out wrong. Such a write is refused; reads through the view, and writes through the inputs themselves, are
-# exact.
-
-
 def check_write_through_base_strided(func: Any, written: torch.Tensor) -> None:
     if torch.is_grad_enabled() and written.requires_grad:
         raise UnsupportedError(
@@ -307,15 +283,6 @@ def check_write_through_base_strided(func: Any, written: torch.Tensor) -> None:
             "Through as_strided Of A Synthetic Base]); its gradients would not be eager's. Write through the input "
             "itself or a view of it taken without as_strided, or run the write under torch.no_grad()"
         )
-
-
-# Note [Writes Below An Expanded Input]
-# A write into a view whose own elements are distinct, taken of a tensor whose elements overlap (the diagonal of an
-# expanded input), is legal in eager. Functionalization writes it back view by view, the last step scattering into
-# the overlapping tensor, which raises. An input that overlaps is traced as a view of a synthetic base over its
-# storage (Note [as_strided On Inputs]), and the mode runs the write on the base's as_strided view of the same
-# memory: one as_strided_scatter into the base, every repeat of the input then reads the new value. A write through
-# a `.data` or detach() alias of such a view is the same memory (fuzz seed 11000 #7524: `x.diagonal().data.add_()`).
 
 
 def writes_self(func: Any) -> bool:
@@ -329,26 +296,25 @@ def writes_self(func: Any) -> bool:
     )
 
 
-# Note [set_ Under Grad Into Shared Storage]
-# `v.set_(w)` with grad on, w requiring grad and v not, v (a view of) an input that shares storage with other inputs,
-# none of which requires grad (v not a `.data` or detach() alias): eager's autograd records the set_ as an in-place
-# op on a view, so it rebases the view's base on it (CopySlices), and every other alias of that base then requires
-# grad with a history whose backward raises; an alias that is itself a view even fails its next in-place op, unless
-# its grad_fn was read first (fuzz seed 3001 #1275). The trace holds the inputs as views of a synthetic base that
-# stands for no real tensor, so which of them eager makes require grad, and how, is not something it can reproduce:
-# a plain input ended a leaf view that autograd refused to write, and a subclass input's values computed after the
-# set_ lost the gradient requirement (a wrong result). Refused, naming the inputs that share the storage. The other
-# way round (a write with grad through one input first), the histories of the others are read after each op with
-# grad (`refresh_shared_histories`), so that their next in-place op does not take them for leaves (seed 9000 #756).
+# set_ under grad into shared storage (Note [Inputs That Gain Grad In Training]): `v.set_(w)` with grad on, w requiring
+# grad and v not, v (a view of) an input that shares storage with other inputs, none of which requires grad (v not a
+# `.data` or detach() alias): eager's autograd records the set_ as an in-place op on a view, so it rebases the view's
+# base on it (CopySlices), and every other alias of that base then requires grad with a history whose backward raises;
+# an alias that is itself a view even fails its next in-place op, unless its grad_fn was read first. The trace holds the
+# inputs as views of a synthetic base that stands for no real tensor, so which of them eager makes require grad, and
+# how, is not something it can reproduce: a plain input ended a leaf view that autograd refused to write, and a subclass
+# input's values computed after the set_ lost the gradient requirement (a wrong result). Refused, naming the inputs that
+# share the storage. The other way round (a write with grad through one input first), the histories of the others are
+# read after each op with grad (`refresh_shared_histories`), so that their next in-place op does not take them for
+# leaves.
 
 
 def refresh_shared_histories(record: SwapRecord) -> None:
-    """Note [set_ Under Grad Into Shared Storage]: after an op with grad, read the history of every plain input over
+    """After an op with grad, read the history of every plain input over
     a shared storage that now requires grad. A write with grad through one of them (`x0.copy_(x1)`, x1 requiring
     grad) rebases the synthetic base; the others, its views, only regenerate their grad_fn when it is read, and an
     in-place op before that takes such a view for a leaf that requires grad and raises, where eager's input, no
-    view, is a non-leaf (fuzz seed 9000 #756: `x2.set_(x0)` after it; the program is then refused by the rule on
-    inputs that gain grad)."""
+    view, is a non-leaf (a later `x2.set_(x0)` is then refused by the rule on inputs that gain grad)."""
     for members in record.shared_members.values():
         for t in members:
             if t.requires_grad:
@@ -357,7 +323,8 @@ def refresh_shared_histories(record: SwapRecord) -> None:
 
 
 def check_shared_grad_set(record: SwapRecord, args: tuple[Any, ...], leaves: Sequence[torch.Tensor]) -> None:
-    """Note [set_ Under Grad Into Shared Storage]; `leaves`: the set_ target's dense tensors (itself, if plain)."""
+    """Refuse a set_() under grad into a storage inputs share (see above); `leaves`: the set_ target's dense tensors
+    (itself, if plain)."""
     target, source = args[0], args[1] if len(args) > 1 else None
     if not torch.is_grad_enabled() or target.requires_grad or id(target) in record.hidden:
         return  # (`.data` and detach() aliases are no views autograd rebases)
@@ -375,17 +342,16 @@ def check_shared_grad_set(record: SwapRecord, args: tuple[Any, ...], leaves: Seq
             )
 
 
-# Note [Members Of A Subclass Family That Gained Grad]
-# Subclass inputs that are views of one wrapper (x1 and x2 = x1.select(0, -1)), none requiring grad, are each their
-# own wrapper in the trace (Note [Aliased Subclass Inputs In Training]). A write with grad into one (x1.copy_(x0), x0
-# requiring grad) makes it require grad, in eager as here; eager's other members, autograd views of it, then require
-# grad too, but the trace's do not, so what the program computes from them after the write (x2 * 2) would come out
-# without eager's history. Refused (fuzz seed 12000 #2613's neighbours); a member only written or changed before
-# the write, or returned as it is, is supported.
+# Members of a subclass family that gained grad (Note [Inputs That Gain Grad In Training]): subclass inputs that are
+# views of one wrapper (x1 and x2 = x1.select(0, -1)), none requiring grad, are each their own wrapper in the trace
+# (Note [Aliased Subclass Inputs In Training]). A write with grad into one (x1.copy_(x0), x0 requiring grad) makes it
+# require grad, in eager as here; eager's other members, autograd views of it, then require grad too, but the trace's do
+# not, so what the program computes from them after the write (x2 * 2) would come out without eager's history. Refused;
+# a member only written or changed before the write, or returned as it is, is supported.
 
 
 def check_gained_family_member(record: SwapRecord, args: tuple[Any, ...]) -> None:
-    """Note [Members Of A Subclass Family That Gained Grad]: refuse an op with grad on a grad-free member of a family
+    """Refuse an op with grad on a grad-free member of a family
     another member of which has gained grad."""
     if not record.grad_free_members or not torch.is_grad_enabled():
         return

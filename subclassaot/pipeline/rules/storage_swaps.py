@@ -113,46 +113,42 @@ from subclassaot.torch_internals import (
     storage_resize_checked,
 )
 
-# Note [as_strided On Inputs]
-# as_strided takes absolute storage offsets, so it can reach storage elements of an input's base that the input
-# itself does not cover (x = base[1:3]; x.as_strided((1,), (1,), 0)), and eager reads and writes them; so does a
-# resize_() that makes a view contiguous over its storage. An input that is its own graph input holds only its own
-# elements (a training clone, laid out at other offsets, not even those): when the program reaches others, the
-# trace raises StorageReachError naming the input's leaf, and the driver compiles again with that leaf as a
-# one-member alias group: its whole storage becomes a synthetic base (Note [Synthetic Bases]), the leaf a view of
-# it, and writes anywhere in the storage reach the real one through the base's write-back. The same retrace serves
-# inputs whose elements overlap and are written (Note [Writes Below An Expanded Input]) and writes functionalization
-# refuses (Note [Writes After as_strided In A View Chain]). Such a group stays traced when untouched, and the guards
-# check the storage's size. Inside the span, `v.as_strided(...)` of a view `v` is taken from the view chain's root
-# instead (the synthetic base for aliased inputs), the same view in eager, because functionalization refuses writes
-# through an as_strided at the end of a longer chain.
-
-
-# Note [as_strided_ Of A View]
-# `v.as_strided_(size, stride, offset)` of a view v (a slice of an input, or an input traced as a view of a synthetic
-# base: Note [as_strided On Inputs]) adds an as_strided at the end of v's view chain, and functionalization writes a
-# later write through v back by an as_strided_scatter into the view before it, at the absolute offset, which names
-# other elements there (`x1.as_strided_((2,), (1,), 9); x1.add_(1.0)`, x1 = b[1] of a (3, 4) b, wrote nothing
-# where eager wrote b's elements 9 and 10). The same memory is the as_strided view of the chain's root, first in its
-# chain: v is rebound to it (Note [Storage Swaps By Rebinding]), its wrapper keeping eager's metadata.
-
-
 # Note [Storage Swaps By Rebinding]
+# Eager: `x.set_(src)` gives x src's storage, offset, size and stride, and keeps x's autograd identity (a view stays a
+# view of its base). Views taken of x before keep the old storage, and share the version counter set_() advances: the
+# bump belongs to the storage x leaves (for a wrapper, the wrapper and dense storages it left), not to src's, so a view
+# of src taken before is not stale by it. `x.set_(x.untyped_storage())` makes x the whole storage, 1-D at offset 0.
+# `x.data = y` is the same swap hidden from autograd and from the version counter; it never dispatches. A `.data` (or
+# detach()) alias has a version counter of its own, and writes through it, or through views of it, are hidden from
+# autograd. `x.resize_(size)` gives x `size` with contiguous strides (or the memory format asked for) at its offset,
+# growing its storage where the new size needs more, and bumps x's version only where the size changes; resize_as_(x, y)
+# is x.resize_(y.shape) followed by a restride to the memory format asked (preserve_format: the one y suggests), and
+# runs as that resize_.
 # Functionalization implements `x.set_(src)` by replacing x's value and then freezing x's old storage: any later write
-# through a view taken before the set_ raises "cannot mutate tensors with frozen storage" (and torch.compile gets
-# such programs wrong). Eager semantics are simpler: x now shares src's storage; old views still share the old one.
-# We implement exactly that one level up: a dispatch mode above functionalization handles set_ by *rebinding* the
-# FunctionalTensor x to a functional alias of src (its inner wrapper replaced, its own storage and metadata pointed at
-# src's), so later writes through x reach src, and writes through old views reach the old storage, which stays live.
-# `.data = y` is the same rebinding, seen through a torch-function mode (it never dispatches), but hidden from
-# autograd and the version counter. `.data` reads are tracked so that writes through them, and through views of
-# them, count as hidden from autograd, which functionalization does not record for us.
+# through a view taken before the set_ raises "cannot mutate tensors with frozen storage" (and torch.compile gets such
+# programs wrong). So a dispatch mode above functionalization handles set_ by *rebinding* the FunctionalTensor x to a
+# functional alias of src (its inner wrapper replaced, its own storage and metadata pointed at src's): later writes
+# through x reach src, and writes through old views reach the old storage, which stays live. `.data = y` is the same
+# rebinding, seen through a torch-function mode, and so is a resize_ that grows the storage; `.data` reads are tracked
+# so that writes through them count as hidden from autograd, which functionalization does not record for us.
+# A resize_ that does not grow the storage is recorded by functionalization as a view of the tensor as it is: an
+# as_strided() of its current value, written back by an as_strided_scatter() into that value. Where the tensor had been
+# made smaller before (x.resize_(0) ... x.resize_(n), FSDP's pattern), or is a view of a larger tensor
+# (x[:2].resize_(4)), the new size covers storage elements its current value does not hold, and a write back is lost;
+# functionalization also ignores resize_'s memory format. Both take a tensor on an input's storage to the synthetic-base
+# trace (Note [as_strided On Inputs]), where the mode rebinds it to an as_strided() view of the base over the whole
+# storage; elsewhere they are refused precisely. Symbolic sizes are decided by their hints, without a guard. A resize_
+# of a storage itself (`t.untyped_storage().resize_(n)`) is refused (set_storage_rules.py).
+# The swap record names tensors by id(). A freed object's address goes to the next object of its size, so a key that
+# outlived its tensor would hand its facts to a later output or view, a wrong result that depends on the allocator: the
+# record keeps alive every tensor the modes see (`pin`), so while it lives an id() names one object. Its other keys are
+# storage keys (StorageWeakRef).
 
 
 # In-place ops whose version bump is decided elsewhere (resize_ bumps only when the size changes).
 _NO_VERSION_BUMP = frozenset({"aten::resize_", "aten::resize_as_"})
 
-# Writes that store one value everywhere (Note [Uniform Writes Through Expand]).
+# Writes that store one value everywhere (Note [Writes Through Overlapping Memory]).
 _RESIZE_OPS = frozenset({torch.ops.aten.resize_.default, torch.ops.aten.resize_as_.default})
 
 
@@ -164,7 +160,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.depth = 0  # > 0 while a subclass's __torch_dispatch__ runs
         self.native_pending: object = None  # the op a C++-dispatched subclass is about to run (dispatches_in_cpp)
         # id() of a wrapper a set_() is moving -> the storages (its own, then its leaves') it had before: the set_'s
-        # version bump is theirs (Note [Wrapper set_ Bumps The Storages It Leaves])
+        # version bump is theirs (Note [Storage Swaps By Rebinding])
         self.left_storages: dict[int, tuple[object, list[object]]] = {}
 
     def __torch_dispatch__(
@@ -174,21 +170,21 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if self.native_pending is not None and func is self.native_pending:
             self.native_pending = None
             return NotImplemented  # the dispatcher runs the subclass's C++ dispatch, this mode still on the stack
-        self.record.pin((args, kwargs))  # Note [Ids In The Swap Record]
+        self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
         out = self._dispatch(func, types, args, kwargs)
         self.record.pin(out)
         return out
 
     def _dispatch(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        check_storage_bytes_resize(self.record, func, args)  # Note [Storage resize_ Inside The Program]
-        if func is torch.ops.aten.resize_as_.default:  # Note [resize_as_ Is A resize_]
+        check_storage_bytes_resize(self.record, func, args)  # Note [Storage Swaps By Rebinding]
+        if func is torch.ops.aten.resize_as_.default:  # Note [Storage Swaps By Rebinding]
             func, (args, kwargs) = torch.ops.aten.resize_.default, as_resize(args, kwargs)
         if self.depth == 0:
             if self.record.absolute_frames:
-                check_absolute_frames(self.record)  # Note [Absolute Offsets Across A Frame Change]
+                check_absolute_frames(self.record)  # Note [Offsets After A Write]
             note_before(self.record, func, args, kwargs)  # Note [Stale View Functions]
             if self.record.escaping_strided:
-                check_escaping_reads(self.record, func, args)  # Note [Escaping as_strided Views Read After A Write]
+                check_escaping_reads(self.record, func, args)  # Note [as_strided On Inputs]
         subclass = next((a for a in args if is_traceable_subclass(a) and not is_functional(a)), None)
         if (
             subclass is not None
@@ -227,7 +223,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 if any(id(t) in self.record.base_strided_views for t in inner):
                     self.record.base_strided_views.add(id(out))  # its inner views were: so is the wrapper
             if torch.Tag.inplace_view in func.tags and func not in SET_OPS and self.depth == 0:  # set_: its own rules
-                self.record.note_hidden_resize(args[0], size_before)  # Note [Subclass Leaves Resized Under no_grad]
+                self.record.note_hidden_resize(args[0], size_before)  # Note [Leaves Laid Out Anew Under no_grad]
             if func in SET_OPS and self.depth == 0:
                 seq = self.record.inplace_views[id(args[0])][-1].seq  # set_ is an inplace_view op: _track saw it
                 self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
@@ -253,7 +249,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.written_families.add(self.record.family_of(args[0]))
             if tuple(args[0].shape) == tuple(args[1]) and kwargs.get("memory_format") is None:
                 # Eager's resize_ to the size a tensor has keeps its strides; functionalization's (and the synthetic
-                # base rebinding below) would make it contiguous (fuzz seed 13000 #9159).
+                # base rebinding below) would make it contiguous.
                 return args[0]
             self._check_resize_reach(args[0], list(args[1]))
             memory_format = kwargs.get("memory_format")
@@ -266,17 +262,17 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             else:
                 # Within a synthetic base (Note [as_strided On Inputs]): x becomes the contiguous view of the same
                 # storage from its offset, as eager's resize_ makes it (functionalization's resize_ of a view loses
-                # later writes through it: fuzz seed 2000 #6566).
+                # later writes through it).
                 size = list(args[1])
                 strides = resize_strides(size, memory_format)
                 rebind_functional(args[0], base, (size, strides, int(args[0].storage_offset())))
                 self._track(func, args, args[0], kwargs)
                 return args[0]
         if func is torch.ops.aten.as_strided_.default and args and is_functional(args[0]):
-            check_strided_reach(self.record, args)  # (fuzz seed 40000 #7513: an input's as_strided_ off its elements)
-            check_inplace_strided_frame(self.record, args, kwargs)  # Note [Absolute Offsets Across A Frame Change]
+            check_strided_reach(self.record, args)  # (an input's as_strided_ off its elements)
+            check_inplace_strided_frame(self.record, args, kwargs)  # Note [Offsets After A Write]
             source = self._as_strided_source(args)
-            if source is not args[0]:  # Note [as_strided_ Of A View]
+            if source is not args[0]:  # Note [as_strided On Inputs]
                 rest, strided_kwargs = strided_call_args(self.record, args[0], source, args[1:], kwargs)
                 offset = rest[2] if len(rest) > 2 else strided_kwargs["storage_offset"]
                 given = args[3] if len(args) > 3 else kwargs.get("storage_offset")
@@ -291,8 +287,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             out = func(source, *rest, **strided_kwargs)
             self._track(func, args, out, kwargs)
             if any(source is base for base in self.record.alias_bases.values()):
-                self.record.base_strided_views.add(id(out))  # Note [Writes Through as_strided Of A Synthetic Base]
-                note_escaping_view(self.record, source, out)  # Note [Escaping as_strided Views Read After A Write]
+                self.record.base_strided_views.add(id(out))  # Note [as_strided On Inputs]
+                note_escaping_view(self.record, source, out)  # Note [as_strided On Inputs]
             return out
         if func is torch.ops.aten.set_.source_Tensor and len(args) > 1 and args[1] is args[0]:
             # x.set_(x) changes nothing but the version counter (and, under grad, autograd's history).
@@ -300,7 +296,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self._grad_set(args[0])
             self.record.written_families.add(self.record.family_of(args[0]))
             if self.depth == 0 and id(args[0]) not in self.record.data_aliases | self.record.data_views:
-                # a view taken before it is regenerated by autograd (fuzz seed 9000 #4529: eager's AsStridedBackward)
+                # a view taken before it is regenerated by autograd (eager's AsStridedBackward)
                 self.record.seq += 1
                 self.record.last_bump[storage_key(args[0])] = self.record.seq
             if self.depth == 0 and not torch.is_grad_enabled():
@@ -316,17 +312,17 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             key_before = storage_key(args[0])
             self._set(func, args, kwargs)
             if self.depth == 0:
-                note_nograd_set(self.record, args[0], layout_before)  # Note [Views set_() Under no_grad Read With Grad]
+                note_nograd_set(self.record, args[0], layout_before)  # Note [Stale View Functions]
             source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
-            if self.depth == 0:  # Note [Plain Leaves set_() To Another Size Under no_grad]
+            if self.depth == 0:  # Note [Leaves Laid Out Anew Under no_grad]
                 self.record.note_hidden_resize(args[0], size_before, self.record.seq + 1)
             if torch.is_grad_enabled() and (args[0].requires_grad or source_grad) and self.depth == 0:
                 source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
                 self._grad_set(args[0], source)  # autograd recorded a set_ it cannot differentiate
             made_here = id(args[0]) in self.record.views  # a view the program took (not an aliased input's)
             if torch.is_grad_enabled() and made_here and args[0]._is_view() and id(args[0]) not in self.record.hidden:
-                self.record.set_views.add(id(args[0]))  # Note [contiguous() Of A Contiguous Clone]
-            # Note [Writes To A View After set_]
+                self.record.set_views.add(id(args[0]))  # Note [Eager's Layouts Under Functionalization]
+            # Note [Stale View Functions]
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             self.record.written_families.add(self.record.family_of(args[0]))
@@ -334,7 +330,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.seq += 1
                 self.record.plain_sets[id(args[0])] = (self.record.seq, torch.is_grad_enabled())
                 if id(args[0]) not in self.record.data_aliases | self.record.data_views:
-                    self.record.last_bump[key_before] = self.record.seq  # Note [set_ Bumps The Views It Leaves]
+                    self.record.last_bump[key_before] = self.record.seq  # Note [Storage Swaps By Rebinding]
             return args[0]
         if (
             copy_to_same_data(func, args, id(args[0]) in self.record.hidden)
@@ -349,7 +345,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             x = args[0]
             once = [1 if st == 0 and sz > 1 else sz for sz, st in zip(x.shape, x.stride(), strict=True)]
             meta = (once, list(x.stride()), x.storage_offset())
-            # Note [Uniform Writes Through Expand]: as_strided from the chain's root, which functionalization writes
+            # Note [Writes Through Overlapping Memory]: as_strided from the chain's root, which functionalization writes
             # back by one as_strided_scatter (a narrow at the end of the chain would scatter through the repeats)
             own_root = self.record.view_root(x) is x and storage_key(x) not in self.record.alias_bases
             root = x if own_root else self._as_strided_source((x, *meta))
@@ -362,7 +358,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 )
             if root.requires_grad and not root.is_contiguous():
                 # functionalization writes it back by as_strided_scatter, which torch allows on contiguous tensors
-                # only where they require grad (fuzz seed 5000 #6159: an internal assert)
+                # only where they require grad (elsewhere: an internal assert)
                 raise UnsupportedError(
                     f"{func}: a write of one value through an expand() of a non-contiguous tensor that requires "
                     "grad (an input's strided view) cannot be functionalized. Write into the tensor itself, or "
@@ -373,7 +369,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self._track(func, args, args[0], kwargs)
             return args[0]
         if args and is_functional(args[0]) and writes_self(func) and self._through_overlap(args[0]):
-            # Note [Writes Below An Expanded Input]: the same memory, as a view of the synthetic base.
+            # Note [as_strided On Inputs]: the same memory, as a view of the synthetic base.
             x = args[0]
             check_overlapping_input(self.record, x)
             meta = (list(x.shape), list(x.stride()), x.storage_offset())
@@ -384,13 +380,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self._track(func, args, args[0], kwargs)
                 return args[0]
         with as_strided_chain_refused(self.record, func, args, kwargs):
-            out = fill_in_memory_order(func, args, kwargs)  # Note [Random Fills In Memory Order]
+            out = fill_in_memory_order(func, args, kwargs)  # Note [Eager's Layouts Under Functionalization]
             if out is None:
-                out = apply_keeping_strides(func, args, kwargs)  # Note [In-Place Strides]
+                out = apply_keeping_strides(func, args, kwargs)  # Note [Eager's Layouts Under Functionalization]
             if out is None:
-                out = view_with_eager_strides(func, args, kwargs)  # Note [View Strides In Size-1 Dims]
+                out = view_with_eager_strides(func, args, kwargs)  # Note [Eager's Layouts Under Functionalization]
             if out is None:
-                out = call_with_eager_layouts(func, args, kwargs)  # Note [Reads After A Write Through A View]
+                out = call_with_eager_layouts(func, args, kwargs)  # Note [Eager's Layouts Under Functionalization]
         self._track(func, args, out, kwargs)
         return out
 
@@ -450,8 +446,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
 
     def _through_overlap(self, x: torch.Tensor) -> bool:
         """Does a write into x (whose own elements do not overlap) go through a view whose elements do, or did
-        when the view was taken from it? Functionalization writes back through the chain as it was taken (fuzz
-        seed 6000 #6572: a select() of an expanded input, which resize_() then made one element)."""
+        when the view was taken from it? Functionalization writes back through the chain as it was taken (a
+        select() of an expanded input, which resize_() then made one element)."""
         if overlaps(x):
             return False  # refused as it is (_track)
         t = x
@@ -487,11 +483,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         rebind_functional(x, grown, (size, resize_strides(size, memory_format), int(x.storage_offset())))
         self.record.grown_ids.add(id(x))
 
-    # Note [set_ Onto A Whole Storage]
     # `x.set_(x.untyped_storage())` (aten.set_.source_Storage: no offset, size or stride) makes x the whole storage:
-    # 1-D, offset 0, nbytes // itemsize elements, whatever x's shape was (found by helper left11 of session 13: ours
-    # kept the owner's shape, (3, 3) where eager's x is (9,), or (12,) for a view of a (4, 3) base). The storage's
-    # elements beyond an input's own are reached as any strided view's (Note [as_strided On Inputs]).
+    # 1-D, offset 0, nbytes // itemsize elements, whatever x's shape was (a (4, 3) view's owner's storage gives x
+    # (12,), not the owner's shape). The storage's elements beyond an input's own are reached as any strided view's
+    # (Note [as_strided On Inputs]).
     def _set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.record.moved_data = self.record.moved_by_swap = True
         x = args[0]
@@ -505,7 +500,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         else:
             owner = next((t for t in self.known if storage_key(t) == _key_of_storage(source)), None)
             if owner is None:
-                check_wrapper_storage_set(self.record, source)  # Note [set_ Onto A Wrapper's Own Storage]
+                check_wrapper_storage_set(self.record, source)  # Note [Autograd Sees The Wrapper]
                 raise UnsupportedError(
                     "set_(storage, ...) with a storage that belongs to no input or intermediate the compiler saw; "
                     "pass the tensor instead: x.set_(t) or x.set_(t.untyped_storage() of an input)"
@@ -513,14 +508,14 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         offset = rest[0] if rest else kwargs.get("storage_offset", 0)
         size = rest[1] if len(rest) > 1 else kwargs.get("size", owner.shape)
         stride = rest[2] if len(rest) > 2 else kwargs.get("stride", None)
-        if func is torch.ops.aten.set_.source_Storage:  # Note [set_ Onto A Whole Storage]
+        if func is torch.ops.aten.set_.source_Storage:  # the whole storage, 1-D (see _set's comment)
             size, stride, offset = [source.nbytes() // x.element_size()], [1], 0
         if stride is None or len(stride) == 0:
             stride = torch._prims_common.make_contiguous_strides_for(size)
         check_strided_reach(self.record, (owner, size, stride, offset))  # Note [as_strided On Inputs]
-        inner = functional_frame_offset(self.record, owner, offset)  # Note [Absolute Offsets On Written Inputs]
+        inner = functional_frame_offset(self.record, owner, offset)  # Note [Offsets After A Write]
         rebind_functional(x, owner, (list(size), list(stride), inner), wrapper_offset=offset)
-        note_absolute_view(self.record, owner)  # Note [Absolute Offsets Across A Frame Change]
+        note_absolute_view(self.record, owner)  # Note [Offsets After A Write]
 
     def _track(self, func: Any, args: tuple[Any, ...], out: Any, kwargs: dict[str, Any] | None = None) -> None:
         kwargs = kwargs or {}
@@ -531,7 +526,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             return
         if self.depth == 0:
             note_reads(self.record, func, args, kwargs)
-            # See Note [Plain Leaves set_() To Another Size Under no_grad]
+            # See Note [Leaves Laid Out Anew Under no_grad]
             if self.record.hidden_resizes and torch.is_grad_enabled():
                 read = tuple(a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor))
                 self.record.note_reads_after_hidden_resize(read)
@@ -620,7 +615,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
     def _record_write(self, arg: torch.Tensor, bumps: bool, moves_data: bool = True) -> None:
         self.record.seq += 1
         self.record.note_write_kind(arg, moves_data, self.depth == 0 and is_traceable_subclass(arg))
-        left = self.left_storages.pop(id(arg), None)  # Note [Wrapper set_ Bumps The Storages It Leaves]
+        left = self.left_storages.pop(id(arg), None)  # Note [Storage Swaps By Rebinding]
         key = storage_key(arg) if left is None else left[0]
         self.record.last_write[key] = self.record.seq
         if id(arg) not in self.record.data_aliases and id(arg) not in self.record.data_views:
@@ -643,33 +638,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.family_visible_seq.setdefault(self.record.family_of(arg), self.record.seq)
 
 
-# Note [set_ Bumps The Views It Leaves]
-# `with no_grad(): v = x.view_as(x); x.set_(v)`, then `return (v,)`, x requiring grad (noted by helper refshare):
-# set_() advances x's version counter, which every view taken of x before it shares, so eager's v (a view made under
-# no_grad) raises when its grad_fn or is_leaf is read. Where set_() changes x's layout or storage, such a view is
-# replayed before the epilogue (the input is no longer as the view saw it), whose set_() then advances its counter
-# too; where it leaves both as they were (onto a view of x with x's own layout, onto x's storage with its metadata),
-# nothing marked the bump, and the view was replayed after the epilogue, where it reads fine (is_leaf True). So a
-# plain set_() records a bump of the storage x leaves, as a write does (`_record_write`) and x.set_(x) does; not for
-# a `.data` alias, whose counter is its own. The view's replay point then follows the usual rules (Note [No-Grad
-# Views Made After The Bump]): replayed before the epilogue, it raises as eager's does.
-
-
-# Note [Wrapper set_ Bumps The Storages It Leaves]
-# `t1.set_(t0)` on a wrapper subclass advances t1's version counter, which the views of t1's old storages share,
-# not t0's. Recorded after the op, the write would be keyed by the storages t1 now shares with t0, and a view of t0
-# taken before it would look written since (fuzz seed 10000 #2840: the view of input x0 was replayed before the
-# epilogue, whose version bump then made its grad_fn raise). So the bump goes to the storages t1 left.
-
-
-# Note [contiguous() Of A Contiguous Clone]
-# An input that runs as a clone (Note [Training Through A Joint Graph]) is cloned contiguous where its own strides
-# overlap or leave gaps (expand(), x[:, ::2]). Its contiguous() then returns the clone itself, where eager's copies
-# the input: the torch-function mode makes that call a copy (clone(memory_format=torch.contiguous_format), eager's
-# own), so that an output or a write through it is not taken for the input's. A view of such a clone whose
-# contiguous() returns itself may differ from eager's the same way: that is refused where it matters (analyze).
-
-
 def _size_and_stride(t: object) -> object:
     return (tuple(t.shape), tuple(t.stride())) if isinstance(t, torch.Tensor) else None
 
@@ -681,24 +649,30 @@ def _key_of_storage(storage: object) -> object:
 
 
 # Note [Wrapper Data Assignment]
-# `w.data = v` on a wrapper subclass never dispatches: it shallow-copies v's TensorImpl into w's (size, stride,
+# Eager: `w.data = v` on a wrapper subclass never dispatches: it shallow-copies v's TensorImpl into w's (size, stride,
 # offset, storage, of the wrapper itself), while w's inner tensors (Python attributes), autograd history and version
-# counter stay what they were; `w.data = w` changes nothing. The functional run does the same on the traced wrappers
-# and records each assignment (its seq, v's metadata then). So at the end of the run the traced wrappers hold eager's
-# own metadata and wrapper storages; the runtime gives them to the real tensors in two parts:
+# counter stay what they were; `w.data = w` changes nothing. So a wrapper can end with metadata that its inner tensors
+# do not have, and a view of it taken before keeps the leaves' metadata of its time (`t0 = x.detach(); x.transpose_(0,
+# 1); x.data = t1`: x ends with the wrapper metadata it had when t0 was taken, over leaves transposed since).
+# The functional run does the same on the traced wrappers and records each assignment (its seq, v's metadata then), so
+# at its end the traced wrappers hold eager's own metadata and wrapper storages. The runtime gives them to the real
+# tensors in two parts:
 # - metadata: a subclass input takes the assigned metadata in the epilogue, between the in-place view ops replayed
-#   before and after the assignment (those replay on the wrapper's own metadata, as in eager); a subclass output
-#   whose own wrapper was assigned takes the metadata it had at the end once it is built. Both by `t.data = shell`,
-#   shell an empty wrapper of that metadata on t's storage (torch_internals.assign_wrapper_metadata): no autograd
-#   record, no version bump. A view taken after an assignment has its inner tensors' metadata, as replayed.
-# - storage: as after a wrapper-level set_ (Note [Wrapper Storage After set_]), every subclass input and output
-#   ends on the wrapper storage its class had in the run, taken from the inputs before the epilogue.
-# Where the assigned metadata come from an input as received, they are read from the real input (the run may have
-# used a clone with another offset). Refused (data_assignment.py): in training, an output that requires grad and
-# took another size where its history cannot record eager's size (Note [Subclass Outputs Resized Under Their
-# History]), and an input written where autograd records it and given another size; metadata recorded on a clone whose layout is not the
-# input's, or whose strides the kernels chose (Note [Strides Of Assigned Tensors]); a view through an assigned tensor
-# that cannot be replayed as eager made it. The same object passed twice stays one object in the trace.
+#   before and after the assignment (those replay on the wrapper's own metadata, as in eager); a subclass output whose
+#   own wrapper was assigned takes the metadata it had at the end once it is built. Both by `t.data = shell`, shell an
+#   empty wrapper of that metadata on t's storage (torch_internals.assign_wrapper_metadata): no autograd record, no
+#   version bump. Where the assigned metadata come from an input as received, they are read from the real input (the run
+#   may have used a clone with another offset).
+# - storage: as after a wrapper-level set_ (Note [Wrapper Storage After set_]), every subclass input and output ends on
+#   the wrapper storage its class had in the run, taken from the inputs before the epilogue.
+# A view record of a subclass keeps its source's dense leaves' metadata too (ViewRecord.source_leaves): the source
+# counts as changed since the view where they differ from its leaves' at the end, even where the wrapper's metadata are
+# as they were, and the chain is then replayed before the epilogue from the input as the program received it.
+# Refused (data_assignment.py): in training, an output that requires grad and took another size where its history cannot
+# record eager's size (Note [Subclass Outputs Resized Under Their History]), and an input written where autograd records
+# it and given another size; metadata recorded on a clone whose layout is not the input's, or whose strides the kernels
+# chose (Note [Strides Of Assigned Tensors]); a view through an assigned tensor that cannot be replayed as eager made
+# it. The same object passed twice stays one object in the trace.
 
 
 class _DataMode(TorchFunctionMode):
@@ -712,7 +686,7 @@ class _DataMode(TorchFunctionMode):
         kwargs = kwargs or {}
         method = per_tensor_method(func)
         if method is not None and args and isinstance(args[0], (list, tuple)):
-            for i, t in enumerate(args[0]):  # Note [In-Place Foreach Ops Run Tensor By Tensor]
+            for i, t in enumerate(args[0]):  # Note [Eager's Layouts Under Functionalization]
                 rest = tuple(a[i] if isinstance(a, (list, tuple)) else a for a in args[1:])
                 family, version = self.record.family_of(t), get_version(t)
                 bumped = family in self.record.written_families
@@ -721,7 +695,7 @@ class _DataMode(TorchFunctionMode):
                     self.record.written_families.discard(family)
                     set_version(t, version)
             return None
-        self.record.pin((args, kwargs))  # Note [Ids In The Swap Record]
+        self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
         out = self._function(func, args, kwargs)
         self.record.pin(out)
         return out
@@ -770,7 +744,7 @@ class _DataMode(TorchFunctionMode):
         if (
             func is torch.Tensor.requires_grad_
             and args
-            and not is_functorch_wrapped(args[0])  # Note [Autograd Inside torch.func Transforms]
+            and not is_functorch_wrapped(args[0])  # Note [Grad Mode At The Call Decides Training]
             and (args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
         ):
             self.record.requires_grad_set.add(id(args[0]))
@@ -779,27 +753,27 @@ class _DataMode(TorchFunctionMode):
         if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
             self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
         if not self.record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
-            self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode Turned On Inside A no_grad Call]
+            self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode At The Call Decides Training]
         call_args, call_kwargs = with_eager_view_histories(self.record, func, args, kwargs)
         if name != "__set__":
             # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise
-            # came out as a SystemError: fuzz seed 9000 #3406)
+            # comes out as a SystemError)
             check_stale_views(self.record, call_args, call_kwargs)
         check_gained_family_member(self.record, args)
         layout_op = is_layout_op(func, args)
         view_before = view_layout(args[0]) if layout_op and self.record.view_layouts else None
         seq_before = self.record.seq
         with stale_history_failures_refused(self.record, call_args, call_kwargs):
-            if is_autograd_read(func):  # Note [Autograd Reads Replayed In The Trace]
+            if is_autograd_read(func):  # Note [Autograd Reads Answer As Eager's]
                 out = read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
-            elif is_base_read(func):  # Note [Base Reads Of Inputs]
+            elif is_base_read(func):  # Note [Autograd Reads Answer As Eager's]
                 out = base_read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
             else:
                 out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
-        self.record.forget_factory_detach(out, args, kwargs)  # Note [Factory Results Are No detach()]
-        note_detach(self.record, func, args)  # Note [Autograd Reads Of Inputs]
-        note_wrapper_storage(self.record, func, args, out)  # Note [set_ Onto A Wrapper's Own Storage]
-        note_traced_storage(self.record, func, args, out)  # Note [Storage resize_ Inside The Program]
+        self.record.forget_factory_detach(out, args, kwargs)  # factory results are no detach()
+        note_detach(self.record, func, args)  # Note [Autograd Reads Answer As Eager's]
+        note_wrapper_storage(self.record, func, args, out)  # Note [Autograd Sees The Wrapper]
+        note_traced_storage(self.record, func, args, out)  # Note [Storage Swaps By Rebinding]
         # Note [Plain Views Assigned .data After A Write]
         note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
         note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]
@@ -809,14 +783,15 @@ class _DataMode(TorchFunctionMode):
             note_first_read(self.record, args, kwargs)
             if layout_op:
                 note_layout_op(self.record, args[0])
-        if self.record.view_layouts:  # Note [View Inputs Laid Out Anew Under no_grad]
+        if self.record.view_layouts:  # Note [Stale View Functions]
             if view_before is not None:
                 note_view_layout_op(self.record, args[0], view_before)
             note_view_reads(self.record, args, kwargs)
         if self.record.shared_members and torch.is_grad_enabled():
             refresh_shared_histories(self.record)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
-            _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch; Note [Uniform Writes Through Expand]
+            # See Note [Writes Through Overlapping Memory]
+            _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch
         if func is torch.Tensor.contiguous and args and out is args[0]:
             if id(out) in self.record.copy_on_contiguous and len(args) == 1 and not kwargs:
                 return out.clone(memory_format=torch.contiguous_format)
@@ -880,6 +855,6 @@ _AUTOGRAD_CALLS = frozenset(
 @contextlib.contextmanager
 def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
     """Enter both modes (above an active FunctionalTensorMode)."""
-    check = functools.partial(check_storage_resize, record)  # Note [Storage resize_ Inside The Program]
+    check = functools.partial(check_storage_resize, record)  # Note [Storage Swaps By Rebinding]
     with _DataMode(record), _SwapDispatchMode(record, known), storage_resize_checked(check):
         yield

@@ -28,17 +28,6 @@ SET_OPS = frozenset(
 )
 
 
-# Note [Views Refreshed By Their Own t_()]
-# An in-place view op on a view (`t0 = x[0]; t0.t_()`) advances the version counter t0 shares with x, and autograd
-# rebuilds t0's grad_fn there (a TBackward over its SelectBackward), taking that version as t0's own: no write made
-# before it leaves t0 stale. So the writes after which an output view of an input is replayed before the epilogue
-# (Replay.before_epilogue, view_chains) are those after the bump of its own last in-place view op, which the record
-# keeps per tensor (`inplace_view_bumps`). Counted as a later write, that bump made `x.mul_(0.5); t0 = x.select(2,
-# 0); t0.t_(); return t0` replay t0 before the epilogue's copy_ into x, which then left t0's grad_fn stale: a subclass
-# view regenerates it from its view functions, which miss the t_() (a SelectBackward), and the leaf's gradient went
-# to the transposed elements (fuzz seed 40000 #7249, a PairTensor input; a plain view regenerates by as_strided).
-
-
 RawMeta = tuple[tuple[Any, ...], tuple[Any, ...], Any]  # size, stride, offset, as the tensor gives them
 
 
@@ -61,10 +50,10 @@ class ViewRecord:
     grad_enabled: bool
     source_meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]  # the source's size, stride, offset at the time
     seq: int  # when it happened, among view and in-place view ops
-    # a subclass source's dense leaves' size, stride, offset at the time (Note [Views Of Wrappers Whose Leaves Moved])
+    # a subclass source's dense leaves' size, stride, offset at the time (Note [Wrapper Data Assignment])
     source_leaves: tuple[RawMeta, ...] | None = None
-    # made inside a subclass's __torch_dispatch__, below autograd: eager gives it no `._base` (Note [Views Made Below
-    # Autograd])
+    # made inside a subclass's __torch_dispatch__, below autograd: eager gives it no `._base` (Note [Autograd Sees The
+    # Wrapper])
     below_autograd: bool = False
 
 
@@ -89,27 +78,6 @@ class DataAssignment:
     size_before: tuple[Any, ...]  # w's size before it
 
 
-# Note [Views Made Below Autograd]
-# A subclass's __torch_dispatch__ runs below the autograd and ADInplaceOrView keys, so a view op it calls on its
-# inner tensors (torch's jagged tensor reshapes its values in softmax) shares storage but sets no `._base`: in eager
-# the output's inner tensor is a plain alias of the intermediate or input leaf, not a view. The record keeps the
-# view chain (storage reach and layouts need it) and marks it `below_autograd`; an output's inner leaf is rebuilt as
-# a view only where eager made it one.
-
-# Note [Ids In The Swap Record]
-# The record names tensors by id(): sets and dicts keyed by id() (and the version-counter families, by the id() of a
-# root), filled while the program runs and read by the analysis and the traces after it. CPython gives a freed
-# object's address to the next object of its size, so a key that outlives its tensor would name whichever tensor
-# is made next: a temporary the program drops (a tuple result, a wrapper it built, anything once the run is over
-# and the modes' own lists are gone) would hand its facts to a later output or view (`id(t) in swaps.hidden`,
-# `swapped_ids`, `grad_read`, ...), a wrong result that depends on the allocator. So the record keeps alive every
-# tensor the modes see, each argument and each result of every call at every depth (`pin`, by id(): `pinned`), and
-# the run's inputs, clones and originals: no two objects that the record can name ever share an id() while it
-# lives, and an id() key names one object. Only tensors: its other keys are storage keys (StorageWeakRef, whose
-# weak reference keeps the storage's address from being reused). The cost: the run's temporaries live until the
-# analysis or trace that made the run drops it (the dispatch mode's `known` list kept them during the run already).
-
-
 @dataclass(slots=True)
 class SwapRecord:
     swapped_by_data: set[int] = field(default_factory=set)  # id() of tensors whose last swap was `.data =`
@@ -123,46 +91,45 @@ class SwapRecord:
     view_set_sources: set[int] = field(default_factory=set)  # ... the view roots of the tensors they were set_() to
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
-    # torch functions the program called with requires_grad=True (Note [Tensors Made Requiring Grad Inside The Program])
+    # torch functions the program called with requires_grad=True (Note [Grad Mode At The Call Decides Training])
     grad_factories: list[str] = field(default_factory=list)
     # answers of the program's reads of is_leaf / requires_grad / grad_fn, in call order; the analysis run's answers
-    # given back to the trace's run, and how many it took (Note [Autograd Reads Replayed In The Trace])
+    # given back to the trace's run, and how many it took (Note [Autograd Reads Answer As Eager's])
     autograd_reads: list[object] = field(default_factory=list)
     replayed_reads: tuple[object, ...] | None = None
     replay_cursor: int = 0
-    # id() of inputs (as the run passes them) that require grad in eager -> the real input (Note [Autograd Reads Of
-    # Inputs])
+    # id() of inputs (as the run passes them) that require grad in eager -> the real input (Note [Autograd Reads Answer
+    # As Eager's])
     eager_inputs: dict[int, torch.Tensor] = field(default_factory=dict)
     # id() of every tensor input (as the run passes it) -> (its tensor position, the real input); the run's inputs by
     # position; the program's `._base` / `._is_view()` reads of inputs: (position, position of the input that is its
-    # base; None: it is no view; -1: a view of a tensor not passed) (Note [Base Reads Of Inputs])
+    # base; None: it is no view; -1: a view of a tensor not passed) (Note [Autograd Reads Answer As Eager's])
     input_positions: dict[int, tuple[int, torch.Tensor]] = field(default_factory=dict)
     run_inputs: list[torch.Tensor] = field(default_factory=list)
     base_reads: list[tuple[int, int | None]] = field(default_factory=list)
-    # storages untyped_storage() gave for tensor subclass wrappers -> the subclass's name (Note [set_ Onto A Wrapper's
-    # Own Storage])
+    # storages untyped_storage() gave for tensor subclass wrappers -> the subclass's name (Note [Autograd Sees The
+    # Wrapper])
     wrapper_storages: dict[object, str] = field(default_factory=dict)
     # storages untyped_storage() gave for the run's tensors -> the paths of the inputs over them (empty: a tensor made
-    # inside the program) (Note [Storage resize_ Inside The Program])
+    # inside the program) (Note [Storage Swaps By Rebinding])
     traced_storages: dict[object, tuple[str, ...]] = field(default_factory=dict)
     # grad mode when the run began; torch functions that ran with grad mode turned back on inside a run begun
-    # without it, on tensors that require grad (Note [Grad Mode Turned On Inside A no_grad Call])
+    # without it, on tensors that require grad (Note [Grad Mode At The Call Decides Training])
     grad_at_start: bool = field(default_factory=torch.is_grad_enabled)
     grad_reenabled: list[str] = field(default_factory=list)
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
-    # id() of autograd views set_() with grad on (and views of them): Note [Writes To A View After set_]
+    # id() of autograd views set_() with grad on (and views of them): Note [Stale View Functions]
     set_views: set[int] = field(default_factory=set)
-    # id() of as_strided views taken from a synthetic base (and views of them): Note [Writes Through as_strided Of
-    # A Synthetic Base]
+    # id() of as_strided views taken from a synthetic base (and views of them): Note [as_strided On Inputs]
     base_strided_views: set[int] = field(default_factory=set)
     # id() of such a view taken with grad that reaches elements outside the input's own -> (the storage key, its
-    # last version bump then, the view): Note [Escaping as_strided Views Read After A Write]
+    # last version bump then, the view): Note [as_strided On Inputs]
     escaping_strided: dict[int, tuple[object, int, torch.Tensor]] = field(default_factory=dict)
     data_aliases: set[int] = field(default_factory=set)  # id() of the `.data` aliases themselves
     data_views: set[int] = field(default_factory=set)  # id() of views of them
     data_of: dict[int, torch.Tensor] = field(default_factory=dict)  # id() of a `.data` alias -> the tensor it is of
     visible_writes: set[object] = field(default_factory=set)  # storage keys written through autograd-visible tensors
-    # every object whose id() a field of this record may name, by id(): Note [Ids In The Swap Record]
+    # every object whose id() a field of this record may name, by id(): Note [Storage Swaps By Rebinding]
     pinned: dict[int, object] = field(default_factory=dict)
     family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
     written_families: set[int] = field(default_factory=set)  # roots whose version counter eager would bump
@@ -180,20 +147,20 @@ class SwapRecord:
     # Storage After set_])
     wrapper_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)
     # id() of a wrapper subclass whose last set_() autograd recorded -> (its source tensor, the set_'s position in
-    # `wrapper_ops`): Note [Subclass Inputs That Gain Grad By set_]
+    # `wrapper_ops`): Note [Inputs That Gain Grad In Training]
     wrapper_grad_sets: dict[int, tuple[torch.Tensor | None, int]] = field(default_factory=dict)
     # id() of a wrapper subclass -> (seq, its size before) of the first set_() called on the wrapper itself; id() of
     # those a set_() gave another size; id() of those an op the program ran with grad enabled read after a set_()
-    # had given them another size (Note [Subclass Inputs set_() Under no_grad])
+    # had given them another size (Note [Subclass Inputs Mutated In Training])
     wrapper_first_sets: dict[int, tuple[int, tuple[Any, ...]]] = field(default_factory=dict)
     set_resized: set[int] = field(default_factory=set)
-    # id() of a wrapper in set_resized -> seq of the later set_() that gave it its first size back (Note [A Wrapper
-    # set_() Back To Its Size])
+    # id() of a wrapper in set_resized -> seq of the later set_() that gave it its first size back (Note [Subclass
+    # Inputs Mutated In Training])
     set_restored: dict[int, int] = field(default_factory=dict)
     read_after_set: set[int] = field(default_factory=set)
     plain_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # the same for plain tensors' set_()
     # id() of a wrapper subclass that requires grad -> seq of the first in-place view op under no_grad that gave it
-    # another size; id() of those an op with grad enabled read after it (Note [Subclass Leaves Resized Under no_grad])
+    # another size; id() of those an op with grad enabled read after it (Note [Leaves Laid Out Anew Under no_grad])
     hidden_resizes: dict[int, int] = field(default_factory=dict)
     # by id: the size a plain leaf had before a set_() under no_grad noted in hidden_resizes (its accumulator's)
     hidden_resize_from: dict[int, tuple[Any, ...]] = field(default_factory=dict)
@@ -202,10 +169,10 @@ class SwapRecord:
     # in-place view op under no_grad made leaves again -> their size at the first read with grad after (None: none yet)
     releafable: set[int] = field(default_factory=set)
     releafed: dict[int, tuple[Any, ...] | None] = field(default_factory=dict)
-    # ... those an op with grad read before such an op, whose accumulator eager may keep (Note [Accumulators Kept
-    # Through Layout Ops])
+    # ... those an op with grad read before such an op, whose accumulator eager may keep (Note [Leaves Laid Out Anew
+    # Under no_grad])
     layout_kept: set[int] = field(default_factory=set)
-    # Note [View Inputs Laid Out Anew Under no_grad], by id(): view inputs that require grad -> (the layout their
+    # Note [Stale View Functions], by id(): view inputs that require grad -> (the layout their
     # traced history expects, is a subclass); subclass views an in-place view op with grad gave another layout; those
     # an in-place view op under no_grad then bumped; those read with grad where their history is not eager's
     view_layouts: dict[int, tuple[tuple[Any, ...], bool]] = field(default_factory=dict)
@@ -237,7 +204,7 @@ class SwapRecord:
     reads_before_data: dict[int, int] = field(default_factory=dict)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
-    # id() -> seq of the version bump of the last in-place view op on it (Note [Views Refreshed By Their Own t_()])
+    # id() -> seq of the version bump of the last in-place view op on it (Note [No-Grad Views Made After The Bump])
     inplace_view_bumps: dict[int, int] = field(default_factory=dict)
     # id() of a subclass the program itself wrote (an op that moves data, not an in-place view op) -> the seqs of
     # those writes (Note [Written Subclass Views Changed In Place])
@@ -253,40 +220,39 @@ class SwapRecord:
     own_inputs: dict[object, tuple[str, DenseIndex]] = field(default_factory=dict)
     alias_bases: dict[object, torch.Tensor] = field(default_factory=dict)  # storage key -> synthetic base
     # storage key of an input's dense leaf -> its alias with the original metadata (`FunctionalRun.originals`): the
-    # frame of the offsets functionalization keeps behind the wrappers (Note [Absolute Offsets On Written Inputs])
+    # frame of the offsets functionalization keeps behind the wrappers (Note [Offsets After A Write])
     input_originals: dict[object, torch.Tensor] = field(default_factory=dict)
     # storage key of such a leaf -> the frame shifts at which the program took views of it at absolute offsets
-    # (as_strided(), set_(storage, offset, ...)): Note [Absolute Offsets Across A Frame Change]
+    # (as_strided(), set_(storage, offset, ...)): Note [Offsets After A Write]
     absolute_frames: dict[object, list[int | torch.SymInt]] = field(default_factory=dict)
     # storage key of an input's dense leaf (its clone's, where it runs as one) -> the paths of the inputs over it
     input_paths: dict[object, tuple[str, ...]] = field(default_factory=dict)
-    # storage key of a synthetic base that two or more distinct inputs share -> their paths (Note [set_ Under Grad
-    # Into Shared Storage])
+    # storage key of a synthetic base that two or more distinct inputs share -> their paths (Note [Inputs That Gain Grad
+    # In Training])
     shared_storages: dict[object, tuple[str, ...]] = field(default_factory=dict)
     # ... and the plain inputs over it, views of the base in the trace (`refresh_shared_histories`)
     shared_members: dict[object, tuple[torch.Tensor, ...]] = field(default_factory=dict)
     overlapping_inputs: set[object] = field(default_factory=set)  # storage keys of input_spans whose elements overlap
     # Ops on subclass tensors the program itself ran with grad enabled (not a subclass's inner ops), in order: (op,
-    # its subclass arguments, those it writes). See Note [Overlapping Subclass Members Written Through One].
+    # its subclass arguments, those it writes). See Note [Aliased Subclass Inputs In Training].
     wrapper_ops: list[tuple[Any, tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]] = field(default_factory=list)
     dense_writes: set[object] = field(default_factory=set)  # storage keys the program wrote below any subclass
     # an op that moves data (not an in-place view op) wrote a tensor, at any depth; also set by set_() and growth
     moved_data: bool = False
-    # storage keys such an op (not set_() or growth) wrote: Note [Spurious Data Mutations Of Subclass Leaves]
+    # storage keys such an op (not set_() or growth) wrote: see leaf_mutations (spurious data mutations)
     moved_storages: set[object] = field(default_factory=set)
     moved_by_swap: bool = False  # set_() or growth moved data (their storages are not in moved_storages)
     # id() of clones that inputs run as, contiguous where the input is not: contiguous() copies them, as eager's
-    # (Note [contiguous() Of A Contiguous Clone])
+    # (Note [Eager's Layouts Under Functionalization])
     copy_on_contiguous: set[int] = field(default_factory=set)
     contiguous_self: list[torch.Tensor] = field(default_factory=list)  # other tensors whose contiguous() was them
     # inner storage key -> seq of the last wrapper-level write the program made to a subclass over it (its wrapper
-    # family's version counter advanced: views of another member see it; Note [Overlapping Subclass Members Written
-    # Through One])
+    # family's version counter advanced: views of another member see it; Note [Aliased Subclass Inputs In Training])
     wrapper_bumps: dict[object, int] = field(default_factory=dict)
     # version-counter root (as `family`) -> the subclass inputs of that family as the program runs them, each its own
-    # wrapper with its own counter here: Note [Saved Members Of A Written Wrapper Family]
+    # wrapper with its own counter here: Note [Aliased Subclass Inputs In Training]
     family_wrappers: dict[int, list[torch.Tensor]] = field(default_factory=dict)
-    # id() of those that did not require grad as they came (Note [Members Of A Subclass Family That Gained Grad])
+    # id() of those that did not require grad as they came (Note [Inputs That Gain Grad In Training])
     grad_free_members: set[int] = field(default_factory=set)
     # id() of a view of a synthetic base whose view function misses an in-place view op -> the seq at which its
     # history was last set; storage keys of such views read after their history was rebuilt (Note [Stale View
@@ -294,13 +260,12 @@ class SwapRecord:
     stale_views: dict[int, int] = field(default_factory=dict)
     stale_reads: set[object] = field(default_factory=set)
     function_layouts: dict[int, tuple[object, ...]] = field(default_factory=dict)  # ... the layout it makes
-    # id() of a plain view set_() under no_grad -> the layout its view function makes (Note [Views set_() Under
-    # no_grad Read With Grad])
+    # id() of a plain view set_() under no_grad -> the layout its view function makes (Note [Stale View Functions])
     nograd_set_layouts: dict[int, tuple[object, ...]] = field(default_factory=dict)
     seq: int = 0
 
     def pin(self, tree: object) -> None:
-        """Keep every tensor in `tree` (a pytree) alive as long as this record (Note [Ids In The Swap Record])."""
+        """Keep every tensor in `tree` (a pytree) alive as long as this record (Note [Storage Swaps By Rebinding])."""
         for t in pytree.tree_leaves(tree):
             if isinstance(t, torch.Tensor):
                 self.pinned.setdefault(id(t), t)
@@ -340,7 +305,7 @@ class SwapRecord:
             self.set_resized.add(id(t))
             self.set_restored.pop(id(t), None)
         elif id(t) in self.set_resized:
-            self.set_restored.setdefault(id(t), seq)  # Note [A Wrapper set_() Back To Its Size]
+            self.set_restored.setdefault(id(t), seq)  # Note [Subclass Inputs Mutated In Training]
 
     def note_reads_after_set(self, tensors: tuple[torch.Tensor, ...], writes: tuple[torch.Tensor, ...]) -> None:
         """`tensors`, read by an op with grad enabled that writes `writes`: mark each wrapper set_() before that it
@@ -364,9 +329,8 @@ class SwapRecord:
 
     def note_hidden_resize(self, t: torch.Tensor, size_before: tuple[Any, ...], seq: int | None = None) -> None:
         """After an in-place view op on wrapper `t`, whose size was `size_before`: note it where it ran under
-        no_grad and gave `t`, which requires grad, another size (Note [Subclass Leaves Resized Under no_grad]); with
-        `seq`, the same for a set_() of a plain tensor, at `seq` (Note [Plain Leaves set_() To Another Size Under
-        no_grad])."""
+        no_grad and gave `t`, which requires grad, another size (Note [Leaves Laid Out Anew Under no_grad]); with
+        `seq`, the same for a set_() of a plain tensor, at `seq` (Note [Leaves Laid Out Anew Under no_grad])."""
         size = tuple(t.shape)
         if seq is not None:  # a plain set_(): what matters is the size at each later read (a set_() back is none)
             if not torch.is_grad_enabled() and t.requires_grad and id(t) not in self.hidden_resizes:
@@ -396,7 +360,7 @@ class SwapRecord:
                 taken, t = record.seq, record.source
 
     def forget_factory_detach(self, out: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Note [Factory Results Are No detach()]: `out`, the result of a call given no tensor, is a fresh root."""
+        """Factory results are no detach() (see below): `out`, the result of a call given no tensor, is a fresh root."""
         if not isinstance(out, torch.Tensor) or any(
             isinstance(a, torch.Tensor) for a in pytree.tree_leaves((args, kwargs))
         ):
@@ -408,13 +372,12 @@ class SwapRecord:
         self.family[id(out)] = id(out)
         self.hidden.discard(id(out))
 
-    # Note [Factory Results Are No detach()]
-    # A factory (torch.zeros(2, 2), torch.ones, torch.empty, ...) called while the program is traced returns, through
-    # autograd's make_variable, a shallow copy of the tensor the functional mode made, and a shallow copy of a Python
-    # tensor dispatches aten.detach: the tracker records the result as a detach() of a tensor the program never saw.
-    # Left so, writes through it were hidden from autograd and `tmp = torch.zeros(2, 2); y = tmp.diagonal();
-    # y.copy_(x); return y` (test_functionalization.py test_copy_, x requiring grad) was refused as "a detach() of an
-    # intermediate written with a value that requires grad". A call given no tensor argument cannot detach one the
+    # Factory results are no detach(): a factory (torch.zeros(2, 2), torch.ones, torch.empty, ...) called while the
+    # program is traced returns, through autograd's make_variable, a shallow copy of the tensor the functional mode
+    # made, and a shallow copy of a Python tensor dispatches aten.detach: the tracker records the result as a detach()
+    # of a tensor the program never saw. Left so, writes through it would be hidden from autograd and `tmp =
+    # torch.zeros(2, 2); y = tmp.diagonal(); y.copy_(x); return y` (x requiring grad) would be refused as "a detach() of
+    # an intermediate written with a value that requires grad". A call given no tensor argument cannot detach one the
     # program holds, so its result's detach record is dropped: the result is a root of its own, as in eager.
 
     def family_of(self, t: torch.Tensor) -> int:
@@ -425,7 +388,7 @@ class SwapRecord:
         return self.family.get(id(root), id(root))
 
     def is_autograd_view(self, t: torch.Tensor) -> bool:
-        """Is `t` a view in eager's sense (`._base` set)? See Note [Views Made Below Autograd]."""
+        """Is `t` a view in eager's sense (`._base` set)? See Note [Autograd Sees The Wrapper]."""
         record = self.views.get(id(t))
         return self.is_view(t) and record is not None and not record.below_autograd
 
@@ -529,71 +492,40 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
 
 
 # Note [set_ Renews A Leaf's Accumulator]
-# set_() on an autograd leaf that requires grad (under no_grad: with grad it raises) gives the leaf a new gradient
-# accumulator: nodes made before it (x.sin()'s SinBackward0) feed the old one, uses after it (returning x) the new
-# one, and a backward in which an old node raises (it saved x, whose version set_ advanced) still accumulates the
-# gradient reaching the new one (fuzz seed 10000 #2934: args[0].grad None where eager's is a tensor). x.set_(x)
-# changes nothing else, so the trace sees no swap; the runtime renews the accumulator after the compiled call (its
-# autograd.Function took the old one), by set_() of the input to itself under no_grad, as the program did. Other
-# set_() calls are replayed as set_() already (runtime._replay_metadata).
+# Eager: set_() on an autograd leaf that requires grad (under no_grad: with grad it raises) gives the leaf a new
+# gradient accumulator: nodes made before it (x.sin()'s SinBackward0) feed the old one, uses after it (returning x) the
+# new one, and a backward in which an old node raises (it saved x, whose version set_ advanced) still accumulates the
+# gradient reaching the new one. x.set_(x) changes nothing else, so the trace sees no swap; the runtime renews the
+# accumulator around the compiled call (its autograd.Function took the old one), by set_() of the input to itself under
+# no_grad, as the program did. Other set_() calls are replayed as set_() already (runtime._replay_metadata).
 
 
 # Note [Reads Around A set_ That Renews An Accumulator]
-# Which accumulator the compiled Function's edge to such a leaf feeds must be the one eager's nodes that read it
-# feed, relative to the last accumulator, which the returned leaf (or a view the runtime regenerates from it) feeds:
-# where the program read the leaf with grad only after its last x.set_(x), eager's nodes feed that one too (fuzz
-# seed 49000 #9292: `with no_grad(): x0.set_(x0)`, then t1 = x0 * t0 and `return t1, x0`, t0 changed in place so
-# that t1's backward raises: eager's MulBackward0 feeds the accumulator the returned x0 feeds, which waits behind
-# it, and x0.grad stays None; ours, renewing after the call, gave the returned x0 an accumulator of its own and a
-# gradient). So the runtime renews it before the call in that case (`Analysis.self_set_first`), after it
-# otherwise: where every read came before the last set_(), eager's nodes feed earlier accumulators, which the
-# returned leaf's does not wait behind. Where the program read it with grad before and after its last set_(),
-# eager's nodes feed two accumulators and the Function's one edge cannot; that changes only which gradients a
-# raising backward accumulates before it raises (every one arrives where it completes), so a backward error is
-# refused where such a leaf is an input and an output is (a view of) an input: backward_trace's
-# refuse_reads_around_self_set. (Without such an output every gradient of the leaf comes through the Function,
-# and the rule of Note [Backward Errors Are Deferred] decides as for any leaf.)
-# A read is an op with grad that is no view op (a view feeds no accumulator by itself) reading the leaf or a view of
-# it, wherever the view was taken: the set_() advanced the version counter the views share, so eager regenerates a
-# view's grad_fn, read after it, from the new accumulator (`v = x0.view(-1); x0.set_(x0); t1 = v * t0`: eager's
-# nodes feed the returned x0's accumulator).
-
-
-# Note [Saved Members Of A Written Wrapper Family]
-# Subclass inputs that are views of one wrapper (x and x.t(), x and x[0]) share one version counter in eager: a
-# write through any of them advances it for all, so a member saved for a backward before the write (`t = x0 * x0;
-# x1.mul_(2); return t`) makes eager's backward raise. In the trace each member is its own wrapper over the shared
-# inner tensors (Note [Aliased Subclass Inputs In Training]), with a counter of its own, so a wrapper-level write
-# through one member advances the counters of the other members of its family too: autograd's saved-tensor check
-# then fails in the joint trace where eager's backward would, and the failure is deferred to the compiled backward
-# or refused (Note [Backward Errors Are Deferred]). That lets Note [Overlapping Subclass Members Written Through
-# One] admit members used before the write by ops that save them (fuzz seed 7000 #575, #7049, #8305). A counter
-# advanced twice (a member that is the written one's own view) only fails the same checks as once.
+# The accumulator the compiled Function's edge to such a leaf feeds must be the one eager's nodes that read it feed,
+# relative to the last accumulator, which the returned leaf (or a view the runtime regenerates from it) feeds. Where the
+# program read the leaf with grad only after its last x.set_(x), eager's nodes feed that one too (`with no_grad():
+# x0.set_(x0)`, then `t1 = x0 * t0; return t1, x0`: eager's MulBackward0 feeds the accumulator the returned x0 feeds,
+# which waits behind it, so where t1's backward raises x0.grad stays None), so the runtime renews it before the call
+# (`Analysis.self_set_first`); after it otherwise, since where every read came before the last set_(), eager's nodes
+# feed earlier accumulators, which the returned leaf's does not wait behind. Where the program read it with grad before
+# and after its last set_(), eager's nodes feed two accumulators and the Function's one edge cannot; that changes only
+# which gradients a raising backward accumulates before it raises, so a backward error is refused where such a leaf is
+# an input and an output is (a view of) an input (backward_trace's refuse_reads_around_self_set); without such an output
+# every gradient of the leaf comes through the Function, and Note [Backward Errors Are Deferred] decides as for any
+# leaf.
+# A read is an op with grad that is no view op (a view feeds no accumulator by itself) reading the leaf or a view of it,
+# wherever the view was taken: the set_() advanced the version counter the views share, so eager regenerates a view's
+# grad_fn, read after it, from the new accumulator.
 
 
 def bump_family_wrappers(record: SwapRecord, written: torch.Tensor) -> None:
-    """Advance the version counters of the inputs of `written`'s wrapper family (Note [Saved Members Of A Written
-    Wrapper Family])."""
+    """Advance the version counters of the inputs of `written`'s wrapper family (Note [Aliased Subclass Inputs In
+    Training])."""
     for member in record.family_wrappers.get(record.family_of(written), ()):
         if member is not written:
             set_version(member, get_version(member) + 1)
 
 
-# Note [A Wrapper set_() Back To Its Size]
-# `x.set_(b)` to another size, then `x.set_(x_old)` back (test_input_mutation_set__nop on a PairTensor that requires
-# grad, all under no_grad): the refusal of reads with grad after a set_() that gave x another size (Note [Subclass
-# Inputs set_() Under no_grad]) is about the size autograd sees when the read happens. A read of x itself after the
-# set_() that gave its size back, or of a view taken after that, sees x's size as the program got it, as the
-# compiled Function's input has it: such reads are not refused. A view taken while x had the other size still is.
-
-
-# Note [Symbolic Sizes Of A Wrapper set_()]
-# Whether a wrapper's set_() gave it another size decides whether a read with grad after it is refused (Note
-# [Subclass Inputs set_() Under no_grad]). With dynamic shapes the sizes before and after are symbolic or mixed
-# ((s0, s1) set_() to an arange's (3, 3): test_input_mutation_set__input_mutation on a PairTensor, compiled with
-# dynamic=True); counting every symbolic size as changed refused programs that compile statically. The comparison is
-# made as the static trace makes it, on the sizes this input has (a guard: s0 == 3 here, so another size compiles
-# anew and is judged there); a size that cannot be compared (unbacked) counts as changed.
 def same_size(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     if len(a) != len(b):
         return False

@@ -38,33 +38,39 @@ from subclassaot.schemas import (
 )
 
 # Note [Subclass Inputs Mutated In Training]
-# Autograd sees a subclass at the wrapper level: its inner tensors carry no history. So when the program writes
-# into a subclass input that requires grad, writing the new inner values into the real input (as inference does)
-# would leave autograd blind. Instead the compiled autograd.Function also returns the input's new value as a
-# wrapper (rebuilt from the graph's ORIGINAL updates of its leaves), differentiable like any output, and the
-# epilogue applies `input.copy_(new)` at the wrapper level with grad enabled, which autograd records as eager does.
-# In the backward graph the program runs on a clone of the input (Note [Training Through A Joint Graph]), whose mutated self
-# is that output. An input whose metadata the program also changes by in-place view ops (t_, unsqueeze_,
-# as_strided_) gets its new value with its final metadata: the epilogue writes the original storage below autograd
-# (as inference does), replays the view ops on the real input, then copies the new value in at the wrapper level
-# (the copy replaces all of it, so the gradient reaches the input through the Function alone, as eager's through its
-# ops). An input whose storage changes (set_, resize_) is refused.
-
-
-# Note [No-Grad View Ops Of Written Subclass Inputs]
-# An input of Note [Subclass Inputs Mutated In Training] whose in-place view ops (some or all) ran under no_grad, and
-# whose writes autograd records, is handled the same way where it requires grad and is in no alias group: eager
-# leaves its grad_fn as it was at a no_grad view op (which expects the old layout), and so does the epilogue, which
-# replays each op under the grad mode the program had. Every gradient that reaches the input's history then comes
-# with the new layout in both: eager's through the ops autograd recorded after, ours through the wrapper-level copy_
-# (the Function's gradient with respect to the input, computed by the joint trace, whose wrapper-level autograd saw
-# the same ops, and copy_'s zeros for the old value); autograd's check against the old layout raises, or sums the
-# gradient down (an unsqueeze_), alike. Checked (parity oracle) on fuzz seed 10000 #5999, #6031, seed 11000 #3577,
-# and on square and non-square t_(), unsqueeze_() then writes, reads and copies from another input. A leaf is
-# written so only through an alias autograd does not relate to it (z.set_(x), then z.mul_(2)): its copy is made below
-# autograd (runtime `_copy_wrapper`), as eager's write reached it (checked). A leaf written through `.data` keeps the
-# refusal (Note [Subclass Inputs Changed Below Autograd]), as do members of alias groups and inputs that gain grad
-# (unchecked).
+# Autograd sees a subclass at the wrapper level (Note [Autograd Sees The Wrapper]), so what the epilogue does to a
+# subclass input that requires grad follows what eager's autograd recorded of the program's changes to it:
+# - Writes autograd records. Writing the new inner values into the real input, as inference does, would leave autograd
+#   blind. Instead the compiled Function also returns the input's new value as a wrapper (rebuilt from the graph's
+#   ORIGINAL updates of its leaves), differentiable like any output, and the epilogue applies `input.copy_(new)` at the
+#   wrapper level with grad enabled, which autograd records as eager does. In the backward graph the program runs on a
+#   clone of the input (Note [Training Through A Joint Graph]), whose mutated self is that output. Where the program
+#   also changes the input's metadata by in-place view ops, the epilogue writes the original storage below autograd,
+#   replays the view ops on the real input under the grad mode each had, then copies the new value in at the wrapper
+#   level: the copy replaces all of it, so the gradient reaches the input through the Function alone, as eager's through
+#   its ops (a no_grad view op leaves eager's grad_fn expecting the old layout, and ours alike). A leaf written only
+#   through an alias autograd does not relate to it (`z.set_(x)`, then `z.mul_(2)`) gets its copy below autograd
+#   (runtime `_copy_wrapper`).
+# - Changes autograd does not record need no new value from the Function: in-place view ops with writes only under
+#   no_grad or through `.data`; writes of its inner tensors themselves (`x.a.add_(1)`: the wrapper's counter does not
+#   move, so the epilogue writes the inner tensors below autograd rather than a wrapper-level copy); set_() under
+#   no_grad (x keeps its autograd identity; the epilogue gives it storage, metadata and values below autograd, and its
+#   wrapper's own metadata under no_grad). For set_() the refusals are: a read with grad after a set_() that gave x
+#   another size (eager's gradient reaches x's history in the new size, ours is checked against the old; a set_() back
+#   to the original size, or a size equal to it under the guard the static trace makes, is none), a write with grad
+#   after the set_() (eager records it on x, the epilogue does not), and a set_() to a computed tensor whose strides a
+#   kernel chose (`kernel_strides`). An autograd leaf whose layout changes below autograd keeps its refusal: the
+#   Function is applied to it before the epilogue changes its layout, so a gradient of the new layout meets the
+#   accumulator of the old one (Note [Leaves Laid Out Anew Under no_grad]).
+# - set_() under grad gives the input, at the wrapper level, a node whose backward raises: no gradient reaches its
+#   earlier history through it any more, whatever the program did before or after. So it too needs no new value: the
+#   epilogue gives it its storage, metadata and values as in inference, then repeats `x.set_(x)` under grad (Note [set_
+#   Under Grad]), which gives it eager's grad_fn; outputs computed before the swap carry gradients to its earlier
+#   history through the Function, those after fail as eager's (Note [Backward Errors Are Deferred]). The same for a
+#   member of an alias group: the epilogue's `x.set_(x)` on the real member rebases its real base as eager's did, and
+#   the member leaves the group's metadata check. Only where every dense leaf was set_() so (not by `.data =` or
+#   resize_) and no kernel chose its final strides.
+# Other storage changes (set_ or resize_ with a write autograd records) are refused.
 
 
 def wrapper_update_inputs(
@@ -89,7 +95,7 @@ def wrapper_update_inputs(
         # See Note [Aliased Subclass Inputs In Training]: a member of an alias group gets its new value only where
         # the program wrote through its own wrapper family (not through an alias autograd does not relate to it),
         # and once per object; not where it wrote only through another member of the family (it shares the
-        # member's version counter: fuzz seed 5000 #2426), whose wrapper-level copy_ rebases their common base.
+        # member's version counter), whose wrapper-level copy_ rebases their common base.
         if any(j in grouped for j in leaves) and (
             not analysis.wrapper_version_bumped[i]
             or _duplicate(layout, i)
@@ -98,7 +104,7 @@ def wrapper_update_inputs(
         ):
             continue
         if any(_read_only_member(layout, analysis, g, i) for g in layout.groups if set(leaves) & set(g.members)):
-            continue  # Note [Overlapping Subclass Members Written Through One]
+            continue  # Note [Aliased Subclass Inputs In Training]
         out.append(i)
     return tuple(out)
 
@@ -132,8 +138,8 @@ def duplicate_wrappers(layout: DenseLayout) -> frozenset[int]:
 def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation], alone: bool) -> bool:
     """The input's metadata changes are in-place view ops the epilogue replays, and its writes all happened where
     autograd records them (`.data` ones are refused: Note [Subclass Inputs Mutated In Training]); so did the view
-    ops, unless the input requires grad and is in no alias group (`alone`: Note [No-Grad View Ops Of Written Subclass
-    Inputs])."""
+    ops, unless the input requires grad and is in no alias group (`alone`: Note [Subclass Inputs Mutated In
+    Training])."""
     steps = analysis.inplace_replay[i]
     visible = all(m.autograd_visible and not m.hidden_from_autograd for m in muts if m.data)
     return bool(steps) and visible and (alone or all(step.grad_enabled for step in steps))
@@ -143,9 +149,37 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation],
 # Inputs that share storage are traced as views of one synthetic base (Note [Synthetic Bases]). In training, that base
 # is what autograd sees: the runtime makes it from the real inputs (an as_strided view of one member, recorded by
 # autograd), passes it to the compiled autograd.Function, and the backward returns the gradient with respect to it,
-# which autograd carries back through the as_strided to the real tensors behind the members, the way eager's
-# gradients reach them through both aliases. A mutation of a member is a copy into that base, which autograd
-# records as well. Subclass members: see Note [Aliased Subclass Inputs In Training].
+# which autograd carries back through the as_strided to the real tensors behind the members, the way eager's gradients
+# reach them through both aliases. A mutation of a member is a copy into that base, which autograd records as well.
+# Where a plain member that requires grad is no view and the other members are it or views of it (f(x, x), x and x.t()),
+# the group is traced from that member instead, so that writes are recorded on it as eager records them on x
+# (own_base.py). Subclass members: see Note [Aliased Subclass Inputs In Training].
+# Metadata changes. A member whose metadata the program changes in place (a.t_()) is traced as an in-place view op on a
+# view of the synthetic base, and the epilogue replays it on the real member. Autograd rebuilds the history of a traced
+# view of the base from a view function that misses in-place view ops (Note [Stale View Functions]), so the question is
+# whether anyone reads such a rebuilt history:
+# - Layout changes by in-place view ops alone (t_, unsqueeze_, transpose_, as_strided_): where no stale rebuilt history
+#   is read (recorded per storage: `Analysis.stale_view_reads`), every traced member's history is eager's op for op, and
+#   the epilogue replays the new layouts on the real members. Refused where a stale history is read, and where a
+#   member's input is an autograd leaf given another size by such ops under no_grad alone (eager makes its accumulator
+#   at the new size, ours sums the gradient down to the base's old one).
+# - With no tensor output, the Function's only differentiable outputs are the input updates, whose gradient reaches the
+#   base through the epilogue's copy into it, never through the traced views: nothing is refused for metadata.
+# - Grad-free members (a `detach()` beside the input that requires grad, requiring grad neither before nor after the
+#   call) have no history to read: autograd records nothing on them, and no gradient of the Function flows through them.
+#   Their metadata changes do not count.
+# - Data assignments to aliased inputs: a member, not an autograd leaf, whose layout changes only by `.data =` (its last
+#   storage swap) keeps the history it came with in eager; the epilogue's as_strided_ below autograd gives it the new
+#   layout. A leaf keeps the refusal where another input of the group needs grad; a leaf whose group's other inputs are
+#   grad-free is the only history there and follows the same path. A set_() under no_grad in place of the assignment
+#   keeps the refusal.
+# - A set_() to another storage (x.set_(y), y not a view of the base) takes the member out of the group: its metadata do
+#   not count, the swap is replayed on the real member like any storage swap (with `x.set_(x)` under grad where eager
+#   records it: Note [set_ Under Grad]), and the updates of its new storage get no gradient. Nor does the metadata of a
+#   member set_() under grad to a view of the base count: eager's backward through it raises, and ours too (Note
+#   [Backward Errors Are Deferred]).
+# Groups with a subclass member keep the refusals of set_() and of metadata changes, except as Note [Aliased Subclass
+# Inputs In Training] says.
 
 
 def grad_bases(layout: DenseLayout, user_fakes: Sequence[torch.Tensor]) -> tuple[int, ...]:
@@ -183,78 +217,6 @@ def _metadata_only_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int,
     return tuple(out)
 
 
-# Note [Metadata Changes Of Aliased Inputs In Training]
-# A member of an alias group (Note [Aliased Inputs In Training]) whose metadata the program changes in place (a.t_())
-# is traced as an in-place view op on a view of the synthetic base, and the epilogue replays it on the real member,
-# where autograd records it as in eager. Gradients match eager when exactly one member changes its metadata, by
-# in-place view ops run with grad enabled, and no member is written. With two members changed, or one changed and
-# written, or changed under no_grad, autograd's view tracking of the traced views of the base gives other gradients
-# than eager's for outputs computed from the changed members (checked by the parity oracle), so those are refused;
-# but only where the program returns a tensor. With no tensor output the Function's only differentiable outputs are
-# the input updates, whose gradient reaches the base through the epilogue's copy into it (never through the traced
-# views), and the members' metadata, values, versions and autograd flags are the epilogue's as for any group.
-# A member set_() to another storage (x.set_(y), y not a view of the base) leaves the group: it is no view of the
-# base any more, so its metadata does not count, and the swap is replayed on the real member like any storage swap
-# (with `x.set_(x)` under grad where eager records it: Note [set_ Under Grad]); the updates of its new storage get
-# no gradient (backward_trace._swapped_updates). Nor does the metadata of a member set_() under grad (to a view of the
-# base: b.set_(a[1:])) count: eager's backward through it raises, and ours too (the traced set_ fails the joint
-# trace's autograd.grad only where an output reaches it: Note [Backward Errors Are Deferred]), while the other
-# members' views are untouched. These relaxations are checked (parity oracle) for plain members only: a group with
-# a subclass member keeps the earlier refusals of set_() and of metadata changes. Plain members changed by in-place
-# view ops alone follow Note [Layout Changes Of Aliased Inputs By In-Place View Ops] instead.
-
-
-# Note [Layout Changes Of Aliased Inputs By In-Place View Ops]
-# For plain members whose metadata the program changes by in-place view ops alone (t_, unsqueeze_, transpose_,
-# as_strided_; not set_() or `.data =`), the refusals of Note [Metadata Changes Of Aliased Inputs In Training] were
-# all one cause: autograd rebuilds the history of a traced view of the synthetic base from a view function that
-# misses the in-place view ops (Note [Stale View Functions]). Where no such rebuilt history is read (the analysis
-# records it per storage: `Analysis.stale_view_reads`), every traced member's history is eager's, op for op: a
-# grad-enabled in-place view op records its own node, writes before it and members never changed rebuild theirs
-# exactly, and the epilogue replays the new layouts on the real members as for one member. So such groups are
-# refused only where a stale history is read: several members changed, written, changed under no_grad, returning
-# tensors or not (checked by the parity oracle: fuzz seed 7000 #454, #968, #1147, #3471, #4117, #6485, #6501,
-# #8944, #9885; wrong gradients where a stale history was read: seed 6000 #3969). Refused too: a member whose input
-# is an autograd leaf given another size by such ops under no_grad alone (fuzz seed 13000 #2682: one leaf passed twice,
-# x1.unsqueeze_(-1) under no_grad, then x0.view(...) with grad): eager makes the leaf's gradient accumulator where it
-# is first read with grad, in the new size, while ours sums the gradient down to the synthetic base's old one.
-
-
-# Note [Metadata Changes Of Grad-Free Members]
-# The refusals of Note [Metadata Changes Of Aliased Inputs In Training] are about autograd's history of the changed
-# members: their traced views of the synthetic base and eager's tensors read gradients in different layouts once a
-# member's layout changes. A plain member whose tensor input requires grad neither before the call nor after it (a
-# `detach()` beside the input that requires grad) has no history to read: autograd records nothing on it in eager
-# (its in-place view ops, under no_grad or not, and anything computed from it do not require grad), and no gradient
-# of the compiled Function flows through it. Its new layout is the epilogue's as_strided_, its values the base's, as
-# for any member. So its metadata changes do not count, whatever the other members do (checked by the parity oracle:
-# fuzz seed 3000 #122, #7299; seed 5000 #8148). Subclass members keep the refusal (unchecked).
-
-
-# Note [Metadata Changes Of Grad-Free Subclass Members]
-# As for plain members (Note [Metadata Changes Of Grad-Free Members]), a subclass member whose tensor input requires
-# grad neither before nor after the call (a `detach()` beside the input that requires grad) has no history for a
-# changed layout to spoil: eager records nothing on it, and the compiled Function gives it no gradient (it is no
-# input of the Function's differentiable part: Note [Aliased Subclass Inputs In Training]). So its in-place view
-# ops, under no_grad or not, do not count, and the group is judged by the members that need grad alone: one object
-# there follows Note [Subclass Inputs Passed Twice In Training], counting the writes through every member (a write
-# through the detached alias is a write to the leaf's storage too). Checked (parity oracle) on fuzz seed 10000
-# #9327 and on detached members transposed beside a member that is read, written, t_()d or a leaf; set_() of any
-# member keeps the refusal.
-
-
-# Note [No-Grad Layout Changes Of Aliased Subclass Inputs]
-# A subclass member whose layout the program changes only by in-place view ops under no_grad records nothing in
-# eager: its history stays as it came, the ops change its wrapper's layout alone. The epilogue replays them on the
-# real member under no_grad (Note [Subclass Inputs Mutated In Training], `_metadata_only_inputs`), and each member
-# keeps its own wrapper-level gradient from the compiled Function (Note [Aliased Subclass Inputs In Training]). So
-# where that member's input is the only one changed, none of the group is written, set_() or resized, the group
-# needs nothing more (checked by the parity oracle: fuzz seed 5000 #4375). An autograd leaf keeps the refusal, for
-# the reason given in Note [Subclass Inputs Changed Below Autograd] (seed 5000 #3045: a view of the leaf taken
-# before the change, used after it, made the backward raise another error than eager's; the same leaf passed
-# twice, as in seed 3000 #268, passed the oracle but is not told apart).
-
-
 def _unsupported_group_change(
     members: Sequence[DenseIndex],
     analysis: Analysis,
@@ -265,19 +227,19 @@ def _unsupported_group_change(
     set_by_grad: Callable[[int], bool],
     member_meta: Sequence[Meta],
 ) -> DenseIndex | None:
-    """The member whose change makes the group unsupported in training (Note [Metadata Changes Of Aliased Inputs
-    In Training]), if any. `input_of`: the tensor input a member belongs to; `plain`: no member is a subclass's;
-    `grad_free`: the tensor input requires grad neither before nor after the call; `leaf`: the member's tensor input
-    is an autograd leaf; `set_by_grad`: a subclass input set_() under grad (Note [Subclass Members set_() Under
-    Grad]); `member_meta`: each member's layout as it came."""
+    """The member whose change makes the group unsupported in training (Note [Aliased Inputs In Training]), if any.
+    `input_of`: the tensor input a member belongs to; `plain`: no member is a subclass's; `grad_free`: the tensor input
+    requires grad neither before nor after the call; `leaf`: the member's tensor input is an autograd leaf;
+    `set_by_grad`: a subclass input set_() under grad (Note [Subclass Inputs Mutated In Training]); `member_meta`: each
+    member's layout as it came."""
     muts = [(m, analysis.mutations[m]) for m in members]
-    if not plain:  # See Note [Subclass Members set_() Under Grad]
+    if not plain:  # See Note [Subclass Inputs Mutated In Training]
         muts = [(m, mut) for m, mut in muts if not set_by_grad(input_of(m))]
     if not plain:  # the relaxations below are checked for plain members only
         swapped = [m for m, mut in muts if mut.storage_changed]
         if swapped:
             return swapped[0]
-        # See Note [Metadata Changes Of Grad-Free Subclass Members]
+        # See Note [Aliased Subclass Inputs In Training]
         held = [(m, mut) for m, mut in muts if not grad_free(input_of(m))]
         if len({input_of(m) for m, _ in held}) == 1 and not any(mut.swapped for _, mut in muts):
             written = any(mut.data for _, mut in muts)
@@ -285,13 +247,13 @@ def _unsupported_group_change(
     # A member set_() elsewhere left the group; one set_() under grad has a backward that raises anyway.
     meta = [m for m, mut in muts if mut.metadata and not (plain and (mut.storage_changed or mut.set_under_grad))]
     if plain and all(grad_free(input_of(m)) for m in meta):
-        return None  # no history reads their layout (Note [Metadata Changes Of Grad-Free Members])
+        return None  # no history reads their layout (Note [Aliased Inputs In Training])
     if not meta or (plain and not _returns_tensors(analysis)):
         return None
     if plain and data_assignments_allowed(meta, members, analysis, input_of, grad_free, leaf):
-        return None  # See Note [Data Assignments To Aliased Inputs In Training]
+        return None  # See Note [Aliased Inputs In Training]
     if plain and not any(analysis.mutations[m].swapped for m in meta):
-        # Note [Layout Changes Of Aliased Inputs By In-Place View Ops]
+        # Note [Aliased Inputs In Training]
         stale = [m for m in members if analysis.stale_view_reads and analysis.stale_view_reads[m]]
         sizes = dict(zip(members, (mm[0] for mm in member_meta), strict=True))
         hidden = [
@@ -308,20 +270,19 @@ def _unsupported_group_change(
     if len({input_of(m) for m in meta}) > 1 or any(mut.data for _, mut in muts):
         return meta[-1]
     if not recorded and not (not plain and steps and not any(s.grad_enabled for s in steps) and not leaf(meta[0])):
-        return meta[-1]  # the exception: Note [No-Grad Layout Changes Of Aliased Subclass Inputs]
+        return meta[-1]  # the exception: Note [Aliased Subclass Inputs In Training]
     return None
 
 
 # Note [Subclass Inputs Passed Twice In Training]
-# One subclass object passed at several positions (f(x, x)) is one object in the program (Note [Aliased Subclass
-# Inputs In Training]): its traced group holds that object alone, so no other member's history can meet its own.
-# Its layout changes by in-place view ops with grad enabled are then those of one input (Note [Subclass Inputs
-# Mutated In Training]): the Function returns its new value with its final metadata, rebuilt from the group's new
-# base (autograd_runtime `group_final`), and the epilogue replays the view ops on the real input, then copies the
-# value in at the wrapper level; written or not, returning tensors or not. Under no_grad they follow Note [No-Grad
-# Layout Changes Of Aliased Subclass Inputs] (a leaf, or a write, keeps the refusal where tensors are returned).
-# Checked (parity oracle) on fuzz seed 7000 #2657, #2688, #3989, #6609, #9855 and on square transposes with
-# position-dependent writes and reads; a set_() of the object keeps the refusal.
+# One subclass object passed at several positions (f(x, x)) is one object in the program (Note [Aliased Subclass Inputs
+# In Training]): its traced group holds that object alone, so no other member's history can meet its own. Its layout
+# changes by in-place view ops with grad enabled are then those of one input (Note [Subclass Inputs Mutated In
+# Training]): the Function returns its new value with its final metadata, rebuilt from the group's new base
+# (autograd_runtime `group_final`), and the epilogue replays the view ops on the real input, then copies the value in at
+# the wrapper level; written or not, returning tensors or not. Under no_grad they follow the rule for members changed
+# only under no_grad (a leaf, or a write, keeps the refusal where tensors are returned). A set_() of the object keeps
+# the refusal.
 
 
 def _one_subclass_object_change(
@@ -341,7 +302,7 @@ def _one_subclass_object_change(
         return None
     hidden = steps and not any(step.grad_enabled for step in steps)
     if hidden and (not _returns_tensors(analysis) or not (leaf(meta[0]) or written)):
-        return None  # as Note [No-Grad Layout Changes Of Aliased Subclass Inputs]
+        return None  # as Note [Aliased Subclass Inputs In Training]
     return meta[-1]
 
 
@@ -353,8 +314,8 @@ def _check_overlapping_wrapper_writes(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
     """A subclass input whose elements overlap (expand()) that the epilogue writes at the wrapper level (Note
-    [Subclass Inputs Mutated In Training]): its copy_ into the repeated elements raises (fuzz seed 6000 #6885). One
-    written only through another input over its storage (fuzz seed 40000 #5481, #9365) or below autograd (#5857)
+    [Subclass Inputs Mutated In Training]): its copy_ into the repeated elements raises. One
+    written only through another input over its storage or below autograd
     is not written that way."""
     for i in wrapper_update_inputs(layout, analysis, user_fakes):
         t = user_fakes[i]
@@ -438,38 +399,8 @@ def check_training_supported(
     refuse_leaves_resized_under_no_grad(flat, layout, analysis)
 
 
-# Note [Subclass Inputs set_() Under Grad]
-# A subclass input that requires grad and that the program set_()s with grad enabled gets, in eager, a node whose
-# backward raises ("derivative for set_ is not implemented") at the wrapper level: no gradient reaches the input's
-# earlier history through it any more, whatever the program did to it before or after (writes, in-place view ops,
-# another set_). So the input needs no new value from the compiled Function (Note [Subclass Inputs Mutated In
-# Training]): the epilogue gives it its storage, metadata and values as in inference, then repeats `x.set_(x)` under
-# grad (Note [set_ Under Grad]), which gives it eager's grad_fn; outputs computed from it before the swap carry
-# gradients to its earlier history through the Function, those computed after it fail their backward as eager's (Note
-# [Backward Errors Are Deferred]). Checked (parity oracle) where every dense leaf of the input was set_() under grad,
-# not by `.data =` or resize_ (fuzz seed 3000 #1495, #7047, #7769; seed 5000 #2444, #6698; in an alias group, see Note
-# [Subclass Members set_() Under Grad]). A set_() under no_grad keeps the refusal: the history it leaves reads the new
-# layout (fuzz seed 3000 #4811: wrong gradients); so does a leaf whose final strides a kernel chose (fuzz seed 3000
-# #1301: a set_() to a computed empty tensor, whose strides the fake trace gets wrong in inference too).
-
-
-# Note [Subclass Members set_() Under Grad]
-# What Note [Subclass Inputs set_() Under Grad] says holds for a member of an alias group as well. Eager's set_() with
-# grad enabled gives the member a node whose backward raises, at the wrapper level, where autograd relates it to the
-# other members only as views of one wrapper base (Note [Aliased Subclass Inputs In Training]); the epilogue's
-# `x.set_(x)` under grad on the real member does the same to the same real tensors (a real view rebases its real base,
-# as in eager). The group's values, metadata and version counters are the epilogue's as for any swap, and outputs
-# computed from any member before or after the set_() come from the Function (a backward that reaches the traced
-# set_ raises: Note [Backward Errors Are Deferred]). So such a member leaves the group's metadata check
-# (`_unsupported_group_change`), as plain members set_() under grad do (Note [Metadata Changes Of Aliased Inputs In
-# Training]). Checked (parity oracle) on fuzz seed 10000 #8822, seed 11000 #6116 and on a view set_() to the base and
-# back, the same object passed twice, each read or written after the swap. A set_() under no_grad, by `.data =`, or one
-# whose final strides a kernel chose keeps the refusal.
-
-
 def _set_under_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
-    """Subclass inputs set_() with grad enabled (Note [Subclass Inputs set_() Under Grad], Note [Subclass Members
-    set_() Under Grad])."""
+    """Subclass inputs set_() with grad enabled (Note [Subclass Inputs Mutated In Training])."""
     return tuple(i for i in range(len(layout.trees)) if _set_under_grad(layout, analysis, i))
 
 
@@ -483,22 +414,10 @@ def _set_under_grad(layout: DenseLayout, analysis: Analysis, i: int) -> bool:
     )
 
 
-# Note [Subclass Inputs Changed Below Autograd]
-# A subclass input that requires grad, whose layout the program changes by in-place view ops (t_, unsqueeze_, any
-# grad mode) and whose values it writes only where autograd does not record it (under no_grad, through `.data`),
-# needs no new value from the compiled Function: eager records nothing of the writes, so the epilogue writes its
-# inner tensors below autograd (as inference does) and replays the view ops on the real wrapper under the grad mode
-# each had, as for an input whose layout alone changes (`_metadata_only_inputs`). Checked (parity oracle) for inputs
-# that are views or non-leaves (fuzz seed 5000 #1628, #9092). An autograd leaf keeps the refusal: the compiled
-# Function is applied to it before the epilogue changes its layout, so a gradient of the new layout meets the
-# accumulator of the old one (a no_grad t_() of a non-square leaf, then x.sin(): the backward raises where eager's
-# does not; a layout change alone shows it too).
-
-
 def _hidden_change_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
     """Subclass inputs, not autograd leaves, whose layout the program changes by in-place view ops the epilogue
-    replays, and whose values it writes only where autograd does not record it (Note [Subclass Inputs Changed Below
-    Autograd])."""
+    replays, and whose values it writes only where autograd does not record it (Note [Subclass Inputs Mutated In
+    Training])."""
     grouped = {m for g in layout.groups for m in g.members}
     out = []
     for i, tree in enumerate(layout.trees):
@@ -516,31 +435,42 @@ def _hidden_change_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analy
 
 
 # Note [Aliased Subclass Inputs In Training]
-# Subclass inputs whose inner tensors share storage (two views of one PairTensor, or the same one passed twice)
-# are traced like plain aliases, their inner tensors as views of one synthetic base per storage (Note [Synthetic
-# Bases]), so that every alias sees every write. Autograd, though, sees a subclass at the wrapper level, and in eager
-# it relates two wrappers only when they are views of one wrapper base (one version-counter family): there an
-# in-place op on one rebases the other's history. So each member stays its own input of the compiled
-# autograd.Function, with its own wrapper-level gradient (the program runs on a wrapper over its very inner tensors,
-# `_SameStorageClone`, a non-leaf as eager's views are), and autograd sums the members' gradients into the tensor
-# behind them through their own grad_fns, as in eager. The same object passed twice is one object in the program and
-# one gradient (its first position). A member written through its own wrapper family comes back from the Function
-# as a wrapper around its region of the new base and is copied in at the wrapper level (Note [Subclass Inputs
-# Mutated In Training]); the base itself is written below autograd, where no one else sees it.
-# A leaf (or a view of one) written that way was written through an alias autograd does not relate to it (a
-# detach() beside it: eager would raise otherwise), so its copy is made below autograd (runtime `_copy_wrapper`).
-# That is exact except where autograd's rebasing matters: a write autograd records into a group in which two
-# distinct members of one wrapper family overlap (x and x[0], x written, x[0] read after). Then eager's history of
-# the second member goes through the write, ours would not, so that case is refused unless Note [Overlapping
-# Subclass Members Written Through One] or Note [Subclass Members Traced As Views Of Their Base Input] applies (as is
-# a group mixing a plain member and a subclass member that both require grad: their gradients would meet below
-# autograd). Making it exact in general needs the gradient with respect to the shared inner storage, split back per
-# member, but the link from a wrapper to its inner tensors is below autograd: that gradient would take either
-# autograd on the inner tensors (not the subclass's own wrapper-level formulas, so not eager's for a general
-# subclass) or rebuilding the members as wrapper-level views of one wrapper (as_strided on the subclass, which a
-# general subclass need not support). Where one member is the other's real `._base`, the real view's own view ops
-# rebuild it exactly: that is the Note on traced views; where the members are views of one base the call does not
-# pass, that base is added as an input (Note [Subclass Views Of A Base Not Passed]).
+# Subclass inputs whose inner tensors share storage (two views of one PairTensor, or the same one passed twice) are
+# traced like plain aliases, their inner tensors as views of one synthetic base per storage (Note [Synthetic Bases]), so
+# that every alias sees every write. Autograd, though, sees a subclass at the wrapper level, and in eager it relates two
+# wrappers only when they are views of one wrapper base (one version-counter family): there an in-place op on one
+# rebases the other's history. So each member stays its own input of the compiled autograd.Function, with its own
+# wrapper-level gradient (the program runs on a wrapper over its very inner tensors, `_SameStorageClone`, a non-leaf as
+# eager's views are), and autograd sums the members' gradients into the tensor behind them through their own grad_fns,
+# as in eager. The same object passed twice is one object in the program and one gradient (Note [Subclass Inputs Passed
+# Twice In Training]). A member written through its own wrapper family comes back from the Function as a wrapper around
+# its region of the new base and is copied in at the wrapper level (Note [Subclass Inputs Mutated In Training]); the
+# base itself is written below autograd, where no one else sees it. A leaf (or a view of one) written that way was
+# written through an alias autograd does not relate to it (a detach() beside it), so its copy is made below autograd.
+# That is exact except where autograd's rebasing matters: a write autograd records into a group in which two distinct
+# members of one wrapper family overlap (x and x[0], x written, x[0] read after), which is refused unless:
+# - one member is the other's real `._base` (x and x[0], x and x.t()): in training the view member runs as the same view
+#   of its base's traced wrapper (its own view ops replayed: `replay_view`, the `._base` relation guarded), so autograd
+#   in the trace rebases it as eager's does, and its gradient reaches the Function's input for the base. Members that
+#   are views of one base the call does not pass get that base added as an input first (Note [Subclass Views Of A Base
+#   Not Passed]);
+# - overlapping subclass members written through one: one member is the only one written with grad enabled, and no other
+#   member is used with grad by a non-view op after the write. Then the writer's new value comes from the Function and
+#   is copied in at the wrapper level, which rebases the wrappers' common base, so every other member, a view of it,
+#   gets its history from the write as in eager; the others get no wrapper update of their own. A use before the write
+#   may save a member for a backward that eager's version check then fails: a wrapper-level write through one member
+#   also advances the traced counters of the other members of its family, so the trace's check fails alike (saved
+#   members of a written wrapper family).
+# Metadata changes: members whose tensor input requires grad neither before nor after the call (a detach() beside the
+# one that does) have no history for a changed layout to spoil; their in-place view ops do not count, and the group is
+# judged by the members that need grad. A member whose layout changes only by in-place view ops under no_grad keeps its
+# own history and gradient, and the epilogue replays the ops under no_grad, where its input is the only one changed and
+# none of the group is written, set_() or resized (an autograd leaf keeps the refusal).
+# Making the general case exact would need the gradient with respect to the shared inner storage, split back per member,
+# but the link from a wrapper to its inner tensors is below autograd: that would take autograd on the inner tensors (not
+# the subclass's wrapper-level formulas) or as_strided on the subclass (which a general subclass need not support). A
+# group mixing a plain member and a subclass member that both require grad is refused too: their gradients would meet
+# below autograd.
 
 
 def _written_through_alias(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
@@ -603,25 +533,9 @@ def _check_aliased_subclass_group(
         )
 
 
-# Note [Overlapping Subclass Members Written Through One]
-# The refusal above (Note [Aliased Subclass Inputs In Training]) is lifted where one member is the only one the
-# program writes through with grad enabled (its wrapper, or views of it the program took) and no other member is
-# used with grad enabled by an op other than a view op after the write (eager's history of that use goes through the
-# write). A use before the write, or by the write itself, may save the member for a backward that eager's version
-# check then fails: the trace's check fails alike (Note [Saved Members Of A Written Wrapper Family]). Ops under no_grad
-# record nothing: their values are the trace's, and writes through other members reach the writer's traced value
-# below autograd, where eager's history does not see them either. Then autograd does what eager does: the writer's
-# new value comes from the Function (its history is the program's writes to its own wrapper, exact in the trace)
-# and is copied into the real writer at the wrapper level, which rebases the wrappers' common base, so every other
-# member, a view of that base, gets its history from the write when autograd next reads it, as in eager. So the
-# other members get no wrapper update of their own (one would replace that history by a copy of their old one):
-# their values come with the base's dense copy, their outputs (views or the inputs themselves) are rebuilt from
-# them. Writes to the inner tensors directly, in-place view ops, and plain members keep the refusal.
-
-
 def _writer_of(layout: DenseLayout, analysis: Analysis, group: AliasGroup) -> int | None:
-    """The one tensor input the program writes the group through, where Note [Overlapping Subclass Members Written
-    Through One] applies; else None."""
+    """The one tensor input the program writes the group through, where Note [Aliased Subclass Inputs In Training]
+    applies; else None."""
     if not analysis.wrapper_first_write:
         return None
     input_of = {j: t for t, leaves in enumerate(layout.leaves_of_input) for j in leaves}
@@ -640,8 +554,7 @@ def _writer_of(layout: DenseLayout, analysis: Analysis, group: AliasGroup) -> in
     first = analysis.wrapper_first_write[writers[0]]
     for t in inputs - {writers[0]}:
         # Used after the write: eager's history of that use goes through the write. Saved by an op before it, or
-        # by the write itself: the trace's backward fails as eager's (Note [Saved Members Of A Written Wrapper
-        # Family]).
+        # by the write itself: the trace's backward fails as eager's (Note [Aliased Subclass Inputs In Training]).
         last = analysis.wrapper_last_use[t]
         if last is not None and (first is None or last > first) and not _traced_as_view(layout, t, writers[0]):
             return None
@@ -650,8 +563,7 @@ def _writer_of(layout: DenseLayout, analysis: Analysis, group: AliasGroup) -> in
 
 def _one_traced_view_family(layout: DenseLayout, members: Sequence[DenseIndex]) -> bool:
     """The tensor inputs of `members` (those of a group that require grad: the others are written below autograd,
-    as in eager) are one base input and views of it traced as such (Note [Subclass Members Traced As Views Of Their
-    Base Input])."""
+    as in eager) are one base input and views of it traced as such (Note [Aliased Subclass Inputs In Training])."""
     input_of = {j: t for t, leaves in enumerate(layout.leaves_of_input) for j in leaves}
     inputs = set()
     for m in members:
@@ -664,13 +576,13 @@ def _one_traced_view_family(layout: DenseLayout, members: Sequence[DenseIndex]) 
 
 def _traced_as_view(layout: DenseLayout, t: int, writer: int) -> bool:
     """Input `t` or the writer is the other's autograd `._base`: the trace differentiates a use after the write
-    through it (Note [Subclass Members Traced As Views Of Their Base Input])."""
+    through it (Note [Aliased Subclass Inputs In Training])."""
     return bool(layout.view_of) and (layout.view_of[t] == writer or layout.view_of[writer] == t)
 
 
 def _read_only_member(layout: DenseLayout, analysis: Analysis, group: AliasGroup, i: int) -> bool:
     """Tensor input `i` is a member of `group` other than its one writer, in a group whose members overlap (Note
-    [Overlapping Subclass Members Written Through One])."""
+    [Aliased Subclass Inputs In Training])."""
     writer = _writer_of(layout, analysis, group)
     if writer is None or writer == i or (layout.same_wrapper and layout.same_wrapper[i] == writer):
         return False
@@ -707,44 +619,42 @@ def _static(dims: Sequence[object]) -> tuple[int, ...]:
 
 
 # Note [Inputs That Gain Grad In Training]
-# An input that does not require grad ends up requiring it when the program writes, or set_()s, a value that
+# Eager: an input that does not require grad ends up requiring it when the program writes, or set_()s, a value that
 # requires grad into it (x.copy_(w), x.set_(w)); eager records that op on it, so afterwards it is a non-leaf with a
-# grad_fn. A plain input written that way needs nothing new: the epilogue's copy_ runs with grad enabled from the
-# Function's differentiable update. Two kinds need more:
-# - A subclass input written that way takes the path of Note [Subclass Inputs Mutated In Training]: the compiled
-#   Function returns its new value as a wrapper (differentiable, since the traced program's copy into the fake
-#   wrapper is recorded at the wrapper level as in eager), and the epilogue copies it in at the wrapper level with
-#   grad enabled, so the input gets eager's CopyBackwards and gradients reach the value written. Where that path is
-#   refused (storage swaps, changes autograd did not record), so is this.
-# - A plain input set_() to a value that requires grad gets eager's grad_fn, whose backward raises ("derivative for
-#   set_ is not implemented"): the epilogue swaps its storage as in inference, then repeats the swap as
-#   `x.set_(source)` under grad, where `source` is a differentiable alias of x's new storage and metadata (taken
-#   from the input whose storage it now shares; else a fresh leaf alias, never reached: the backward stops at the
-#   set_ node). Outputs the program computed from it come from the Function, whose backward raises the same error
-#   (Note [Backward Errors Are Deferred]); the updates of a swapped storage are not differentiated (their copies run
-#   under no_grad), so a backward that does not pass through the swap completes, as in eager. An output that is the
-#   intermediate the input was set_() to (`y = w * 2; x.set_(y); return y`) would be rebuilt from the input without
-#   y's own history: refused (`check_swapped_storage_outputs`). A subclass input set_() that way repeats the set_
-#   at the wrapper level (Note [Subclass Inputs That Gain Grad By set_]; where that is not exact it is refused), and
-#   a plain input that gains grad by a write after a swap autograd did not record is refused (`SwapRecord.grad_set_ids` holds the recorded ones: under grad, it or the source
-#   requiring grad), whose write lands in the new storage below autograd.
-
-
-# Note [Inputs Passed Twice That Gain Grad]
-# `f(x, w, x)` with x not requiring grad, w requiring it, and `x.add_(w)` (with grad on): in eager x gains grad, a
-# non-leaf with AddBackward0. Its two graph inputs are one alias group (Note [Aliased Inputs In Training]) whose
-# synthetic base, as no member requires grad, is an as_strided view of x: the epilogue's copy_ into it with grad on
-# gives x a CopySlices history whose backward reaches the Function's update, and so w (fuzz seed 40000 #1161,
-# #6072). That is eager's only where every member of the group is that one tensor (the guards hold which members
-# are the same object): members that are distinct views or detach() aliases of one storage gain grad in eager by
-# autograd relations the base copy does not reproduce (a detach() of an input that requires grad, written with grad:
-# seed 40000 #4021), and stay refused. So is a tensor whose layout the program changes (`x.t_()`): the epilogue
-# then replays that change on x after the base copy, and the gradient through x returned did not match eager's.
+# grad_fn. Its aliases follow autograd's relations: a view of it regenerates its history from it; an input merely
+# sharing its storage does not.
+# - A plain input written that way needs nothing new: the epilogue's copy_ runs with grad enabled from the Function's
+#   differentiable update.
+# - A subclass input written that way takes the path of Note [Subclass Inputs Mutated In Training]: the Function returns
+#   its new value as a wrapper (the traced copy into the fake wrapper is recorded at the wrapper level, as in eager),
+#   copied in at the wrapper level with grad enabled, so the input gets eager's CopyBackwards. Where that path is
+#   refused, so is this.
+# - A plain input set_() to a value that requires grad gets eager's raising set_ node: the epilogue swaps its storage as
+#   in inference, then repeats the swap as `x.set_(source)` under grad, `source` a differentiable alias of x's new
+#   storage and metadata (taken from the input whose storage it now shares; else a fresh leaf, never reached: the
+#   backward stops at the set_ node). Outputs computed from it come from the Function, whose backward raises the same
+#   error (Note [Backward Errors Are Deferred]); the updates of a swapped storage are not differentiated. An output that
+#   is the intermediate the input was set_() to (`y = w * 2; x.set_(y); return y`) would lose y's history: refused
+#   (`check_swapped_storage_outputs`). A plain input that gains grad by a write after a swap autograd did not record is
+#   refused (its write lands in the new storage below autograd).
+# - A subclass input set_() that way repeats the set_ at the wrapper level once x has its final storage and metadata
+#   (`x.set_(alias)` under grad, `alias` taken from the input w is, or is a view of), so that autograd's edges match
+#   eager's too. Exact only where that set_ was the last change to x autograd saw and w is an input or a view of one
+#   taken with grad on; otherwise refused.
+# - Inputs passed twice that gain grad (`f(x, w, x)`, `x.add_(w)`) are one alias group whose synthetic base, as no
+#   member requires grad, is an as_strided view of x: the epilogue's copy_ into it with grad gives x a CopySlices
+#   history reaching the Function's update, as eager's. Only where every member is that one tensor and its layout is
+#   left as it was; distinct views or detach() aliases of one storage gain grad in eager by relations the base copy does
+#   not reproduce, and stay refused.
+# - Aliases the trace cannot relate stay refused: a set_ under grad into a storage inputs share (`v.set_(w)`, none of
+#   them requiring grad: eager rebases the storage's base and its other aliases require grad with a raising history),
+#   and an op with grad on a grad-free member of a subclass family another member of which gained grad (eager's members
+#   are views of it and require grad too; the trace's are wrappers of their own).
 
 
 def one_tensor_passed_again(layout: DenseLayout, analysis: Analysis, j: int) -> bool:
     """Dense leaf `j` is in an alias group every member of which is one tensor passed several times, whose layout
-    the program leaves as it was (Note [Inputs Passed Twice That Gain Grad])."""
+    the program leaves as it was (Note [Inputs That Gain Grad In Training])."""
     group = next(g for g in layout.groups if j in g.members)
     same = not group.whole_storage and all(s is not None for s in group.same_as[1:])
     return same and not any(analysis.mutations[m].metadata for m in group.members)
@@ -781,9 +691,9 @@ def _check_data_swap_after_recorded_write(
 ) -> None:
     """An input that requires grad, written where autograd records it and then given other data by `.data =`:
     eager's history of the write (saved for its backward) and the new data disagree in ways the compiled Function
-    does not reproduce (fuzz seed 1000, program 4451: wrong gradients), so it is refused. For a subclass input, where
-    an assignment changes the wrapper's size (Note [Wrapper Data Assignment]), before or after the write (fuzz seed
-    30, program 2283: the backward raised)."""
+    does not reproduce (wrong gradients), so it is refused. For a subclass input, where
+    an assignment changes the wrapper's size (Note [Wrapper Data Assignment]), before or after the write (the backward
+    would raise)."""
     for i, fake in enumerate(user_fakes):
         muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
         data = analysis.wrapper_data[i]
@@ -801,8 +711,8 @@ def check_overlapping_plain_groups(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
     """A plain input whose elements overlap (an expand()) is traced over its whole storage when written (Note
-    [Writes Below An Expanded Input]); in training, autograd's gradient of such a view (as_strided onto repeated
-    elements) raises in the backward where eager's expand backward does not: refused when a write is recorded."""
+    [as_strided On Inputs]); in training, autograd's gradient of such a view (as_strided onto repeated elements) raises
+    in the backward where eager's expand backward does not: refused when a write is recorded."""
     for group in layout.groups:
         owners = {layout.leaves[m].owner for m in group.members}
         needs_grad = any(fake.requires_grad for t, fake in enumerate(user_fakes) if flat.tensor_indices[t] in owners)
@@ -811,7 +721,7 @@ def check_overlapping_plain_groups(
             for m in group.members
         )
         if not (group.whole_storage and needs_grad and recorded):
-            continue  # aliased inputs written through a member that does not overlap pass (fuzz seed 2000 #5762)
+            continue  # aliased inputs written through a member that does not overlap pass
         position = {index: t for t, index in enumerate(flat.tensor_indices)}
         for m, (size, stride, offset) in zip(group.members, group.member_meta, strict=True):
             if layout.trees[position[layout.leaves[m].owner]] is not None:

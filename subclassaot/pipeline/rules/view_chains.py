@@ -204,7 +204,7 @@ def _replay_of(
             return Replay(
                 source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), source_meta=source_meta
             )
-        source = t  # Note [Detaches Of Intermediates Changed Since]
+        source = t  # Note [Views Between In-Place View Ops]
         return detached_before_change(
             value, t, first.source_meta, tuple(steps), earlier.get(id(t)), lambda s: root_replay(source, bases, s)
         )
@@ -220,7 +220,7 @@ def _replay_of(
                 if as_received
                 else None
             )
-        # the chain's last view, or its own last in-place view op's bump (Note [Views Refreshed By Their Own t_()])
+        # the chain's last view, or its own last in-place view op's bump (Note [No-Grad Views Made After The Bump])
         made = max(run.swaps.views[id(value)].seq, run.swaps.inplace_view_bumps.get(id(value), 0))
         early = (
             value.requires_grad
@@ -239,8 +239,7 @@ def _replay_of(
                 late_steps=tail,
             )
         # made before a write to any input: the input may share an eager base with the one written, traced apart
-        # (Note [Multi-Output View Inputs]; fuzz seed 11000 #6991)
-        # (Note [Only Writes To Inputs Date A View Of An Input])
+        # (Note [No-Grad Views Made After The Bump])
         before_bump = not early and made < max(input_bumps(run), default=0)
         return Replay(
             source=ReplaySource.INPUT,
@@ -301,7 +300,7 @@ def view_rebuilt_by_set(
 
 def _input_root(base: torch.Tensor, run: FunctionalRun, alias: ViewStep) -> Replay | None:
     """An intermediate subclass whose dense leaves all alias input leaves after set_() (`t0.set_(x0)`, or
-    `x0.set_(t0)`: fuzz seed 2000 #9090, #2729), rebuilt around those."""
+    `x0.set_(t0)`), rebuilt around those."""
     current = {storage_key(f): DenseIndex(j) for j, f in enumerate(run.finals)}
     node, root_leaves = flatten_subclass(base, "root")
     found = [current.get(storage_key(leaf)) for leaf in root_leaves]
@@ -314,7 +313,7 @@ def _input_root(base: torch.Tensor, run: FunctionalRun, alias: ViewStep) -> Repl
             index=j,
             meta=leaf_meta(leaf),
             is_view=False,
-            # Note [Inputs Set To Computed Tensors]: the input's real layout (fuzz seed 47000 #3804's PairTensor kin)
+            # Note [Inputs Set To Computed Tensors]: the input's real layout
             input_layout=storage_key(leaf) not in original and leaf_meta(leaf) == leaf_meta(run.finals[j]),
         )
         for j, leaf in zip(found, root_leaves, strict=True)
@@ -339,7 +338,7 @@ def early_input_replay(
     bases: dict[object, tuple[int, torch.Tensor]],
 ) -> Replay | None:
     """A view of an earlier output that is, through it, a view of an input rebuilt before the epilogue writes it:
-    the whole chain from the input, before the epilogue too (fuzz seed 23 #788: a view of an unbind() output,
+    the whole chain from the input, before the epilogue too (a view of an unbind() output,
     made before the program wrote the input; made from the rebuilt output after the write, it would raise)."""
     direct = replay_of(value, leaves, run, input_by_id, bases, {})
     if direct is not None and direct.source is ReplaySource.INPUT and direct.before_epilogue:
@@ -349,15 +348,14 @@ def early_input_replay(
 
 def _changed_since(t: torch.Tensor, taken: ViewRecord | None, run: FunctionalRun) -> bool:
     """Did `t`'s metadata or storage change after the view `taken` was taken from it? (A set_() to a tensor of the
-    same metadata moves the storage only: fuzz seed 6000 #1268 replayed a view from the set_() output.)"""
+    same metadata moves the storage only, and a view of it replayed from the set_() output would be of the new one.)"""
     if taken is None:
         return False
     moved = _set_record(t, run)
     if _meta_exprs(taken.source_meta) != leaf_meta(t) or (moved is not None and moved[0] > taken.seq):
         return True
     # an in-place view op that left the metadata as it was (t_() of a 1-D tensor) still changed the object's
-    # autograd state: a view taken from it afterwards may raise where eager's, taken before, did not (fuzz seed
-    # 15000 #4729)
+    # autograd state: a view taken from it afterwards may raise where eager's, taken before, did not
     return any(r.seq > taken.seq for r in run.swaps.inplace_views.get(id(t), []))
 
 
@@ -386,7 +384,7 @@ def _set_after_made(value: torch.Tensor, run: FunctionalRun) -> bool:
 
 def _set_record(value: torch.Tensor, run: FunctionalRun) -> tuple[int, bool] | None:
     """(seq, grad mode) of the last set_() of `value`'s wrapper or plain tensor, or of its last `.data =` (a plain
-    view given other data stays a view of its base: fuzz seed 2000 #3966)."""
+    view given other data stays a view of its base)."""
     if is_traceable_subclass(value):
         return run.swaps.wrapper_sets.get(id(value))
     if id(value) in run.swaps.swapped_by_data:
@@ -426,7 +424,7 @@ def _check_then_set_from_no_grad_view(
     t: torch.Tensor, first: ViewRecord, steps: list[ViewStep], run: FunctionalRun, index: int
 ) -> None:
     """An output set_() after its chain viewed an earlier output made under no_grad, under grad, before the program
-    advanced that output's version counter (fuzz seed 45000 #8651): the replay views it after the epilogue advanced
+    advanced that output's version counter: the replay views it after the epilogue advanced
     it, which raises where eager's view was taken before. Refused."""
     # (a plain source: Note [Views Of Intermediates Written After] refuses it or replays it at its entry counter)
     if not is_traceable_subclass(t) or not t._is_view() or is_plain_autograd_view(t) or not t.requires_grad:
@@ -445,7 +443,7 @@ def _then_set_entry_counter(
 ) -> Replay | None:
     """`replay`, a then_set view of input `t`, marked Replay.entry_counter where the program took the view before a
     write to an input: the set_() itself advances the counter of an input it views (t1 = x.diagonal(); with
-    no_grad: t1.set_(t0), x an unbind() output: fuzz seed 15000 #6332), whose grad_fn then raises, and eager's view
+    no_grad: t1.set_(t0), x an unbind() output), whose grad_fn then raises, and eager's view
     was taken before that (Note [Views Of Intermediates Written After]); and Replay.stale_view where eager's, assigned
     `.data =`, regenerates its history from its base (Note [Plain Views Assigned .data After A Write])."""
     if replay is None:
@@ -463,7 +461,7 @@ def _then_set_entry_counter(
         return replay
     found = _set_record(value, run)
     by_set = [] if found is None or id(value) in run.swaps.swapped_by_data else [found[0]]  # `.data =` bumps none
-    bumps = [*input_bumps(run), *by_set]  # Note [Only Writes To Inputs Date A View Of An Input]
+    bumps = [*input_bumps(run), *by_set]  # Note [No-Grad Views Made After The Bump]
     return replace(replay, entry_counter=made < max(bumps, default=0), stale_view=stale)
 
 
@@ -475,30 +473,29 @@ def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
 
 
 # Note [No-Grad Views Made After The Bump]
-# A view of an input taken before an in-place view op changed the input (t0 = x.t(); x.t_()) is replayed before the
-# epilogue, on the input as the program got it. But the epilogue then advances the input's version counter, and a
-# view made under no_grad whose base's version moved since raises on grad_fn/is_leaf. Eager's output may have been
-# made after that bump (t1 = t0[1:1]: made from t0 after x.t_()), and reads fine there. Such an output, a plain
-# view made under no_grad (its last step: it has no history whatever its source had), is taken after the epilogue
-# instead, by as_strided() of the input with its recorded size, stride and offset, under no_grad: the same
-# elements, base and (absent) history, and a version it was made at. Where that does not apply (a subclass output,
-# whose wrapper's as_strided is the subclass's own: fuzz seed 3001 #2001), the chain is split as eager ran it: the
-# steps taken before the last bump are replayed before the epilogue, and the trailing pure views the program took
-# under no_grad after it (Replay.late_steps) are taken after the epilogue from what the early steps made. Where the
-# chain passes through a detach() (t0 = x.detach(); x.unsqueeze_(-1); t1 = t0.view(())), eager's `._base` is the
-# detach's result: the whole chain is replayed after the epilogue from the input's elements as they were when it
-# was taken, as for Note [Views Between In-Place View Ops].
-# The same split holds for trailing views taken with grad enabled after the bump (Note [Views Made After An In-Place
-# View Op]).
-#
-# Note [Views Made After An In-Place View Op]
-# A multi-output view (unbind, split, chunk) raises on grad_fn/is_leaf once its base's version moved after it was
-# made, like a no_grad view. `t0 = x.as_strided(...); x.t_(); t1 = t0.unbind(1)[1]` (fuzz seed 49000 #2330, x a
-# non-leaf): eager's unbind() ran after the bump and reads fine, while the whole chain replayed before the epilogue
-# made it before the epilogue's bump, and it raised. So for a chain replayed early because its input changed
-# layout, the trailing views taken after the input's last bump, in either grad mode (no in-place view op, `.data`
-# or set_() on what they made), are Replay.late_steps too: taken after the epilogue from what the early steps made,
-# in eager's order. With grad enabled they read the early view's grad_fn as eager's did, after the bump.
+# Eager: a view made under no_grad, or one of the views a multi-output op made (unbind, split, chunk), raises on grad_fn
+# and is_leaf once its base's version counter moved after it was made; one made after the last bump reads fine. An
+# output view of an input is replayed before the epilogue (whose writes then bump the counter it shares, so it raises as
+# eager's made before the program's last write) or after it (it reads fine). Which bumps date a view:
+# - Only writes to inputs count. A write to an intermediate of its own storage (`t1 = x0.sum(); t1.zero_()`) advances no
+#   counter an input's view shares. An input's storages: each dense leaf's as received and as left, and a wrapper's own.
+# - A view refreshed by its own in-place view op (`t0 = x[0]; t0.t_()`) takes that bump as its own: autograd rebuilds
+#   its grad_fn there, so only writes after its last in-place view op make it stale (`inplace_view_bumps`).
+# - A view taken before an in-place view op changed the input (`t0 = x.t(); x.t_()`) is replayed before the epilogue, on
+#   the input as the program got it, but eager's output may have been made after that bump (`t1 = t0[1:1]`) and read
+#   fine. A plain view made under no_grad is then taken after the epilogue by as_strided() of the input with its
+#   recorded metadata, under no_grad: the same elements, base and (absent) history. Otherwise the chain is split as
+#   eager ran it: the steps before the last bump replay before the epilogue, and the trailing views taken after it, in
+#   either grad mode, with no in-place view op, `.data =` or set_() on what they made (Replay.late_steps), replay after
+#   it from what the early steps made. A chain through a detach() replays whole after the epilogue (Note [Views Between
+#   In-Place View Ops]).
+# - Multi-output view inputs. A subclass input that is one of a multi-output op's views is rebuilt in the trace as a
+#   wrapper of its own, not an autograd view, so eager's check at a read with grad after a write through another view of
+#   the base does not happen there: refused where the program writes the base through another input and reads this one
+#   with grad. An output the program made by such an op from an input that the trace does not relate to another input
+#   sharing its eager base is refused where the program advances that base's counter through the other input, unless the
+#   output is rebuilt before the epilogue or was taken after the program's last write through either input
+#   (Replay.split_made).
 
 
 def _late_no_grad_view(
@@ -522,7 +519,7 @@ def _late_no_grad_view(
     ):
         return None
     if any(s.op is torch.ops.aten.detach.default for s in steps[:-1]):
-        # eager's `._base` is what the chain's detach() made, not the input (fuzz seed 13000 #545)
+        # eager's `._base` is what the chain's detach() made, not the input
         return Replay(source=ReplaySource.INPUT, index=0, steps=steps, source_meta=source_meta)
     size, stride, offset = leaves[0].meta
     step = ViewStep(
@@ -530,19 +527,9 @@ def _late_no_grad_view(
     )
     if leaves[0].is_view:
         return Replay(source=ReplaySource.INPUT, index=0, steps=(step,))
-    # eager's ends in a detach(), which is no view (fuzz seed 7000 #7202)
+    # eager's ends in a detach(), which is no view
     detach = ViewStep(op=torch.ops.aten.detach.default, args=(), kwargs=(), index=None, grad_enabled=False)
     return Replay(source=ReplaySource.INPUT, index=0, steps=(step, detach))
-
-
-# Note [Input Views With Cut History]
-# A view of an input (or of an intermediate) whose chain has a step made under no_grad (or a detach()) has no
-# autograd path to it in eager: no grad_fn where the output itself was made under no_grad, else one that leads nowhere (`with no_grad():
-# t0 = x.unsqueeze(-1)`, then `t1 = t0.transpose(1, 1)`). Where its chain cannot be replayed (a `.data =` moved a
-# tensor of the chain), the as_strided() that regenerates it would run with grad on and send its gradient to the
-# input. So it is rebuilt as that as_strided() under no_grad, then, where eager's has a dead-end grad_fn, a view()
-# of it with grad on: where autograd reaches nothing from eager's output, and nothing bumped the input's version
-# after it was made (its grad_fn would raise then; ours, made after the epilogue, would not).
 
 
 def cut_history_replay(
@@ -552,7 +539,7 @@ def cut_history_replay(
     input_by_id: dict[int, InputIndex],
     bases: dict[object, tuple[int, torch.Tensor]],
 ) -> Replay | None:
-    """Note [Input Views With Cut History], where it applies."""
+    """Note [Views Between In-Place View Ops], where it applies."""
     if is_traceable_subclass(value) or len(leaves) != 1 or leaves[0].hidden_base is not None:
         return None
     chain: list[ViewRecord] = []
@@ -612,7 +599,7 @@ def _no_grad_tail(
 ) -> int:
     """How many of the last steps of `value`'s chain from input `t` are views the program took under no_grad (or,
     `with_grad`, in either grad mode) after `t`'s last version bump, with no in-place view op on what they made
-    (Note [No-Grad Views Made After The Bump], Note [Views Made After An In-Place View Op])."""
+    (Note [No-Grad Views Made After The Bump])."""
     bump = last_bump(t, run)
     count, u = 0, value
     while count < total - 1 and (record := run.swaps.views.get(id(u))) is not None:
@@ -631,7 +618,7 @@ def _no_grad_tail(
 def _split_at_bump(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, total: int) -> int:
     """Note [No-Grad Views Made After The Bump], for a chain that the program took partly before `t`'s last version
     bump, with grad enabled, and ended under no_grad after it: replayed after the epilogue, its first view would read
-    the input's grad_fn, which raises where the input is a multi-output view (fuzz seed 10000 #2529). How many
+    the input's grad_fn, which raises where the input is a multi-output view. How many
     trailing steps to take after the epilogue; 0 where the chain is not so split."""
     tail, bump = _no_grad_tail(value, t, run, total), last_bump(t, run)
     u, skipped, grad_step = value, 0, False
@@ -647,21 +634,21 @@ def _split_at_bump(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, tot
 
 def last_bump(t: torch.Tensor, run: FunctionalRun) -> int:
     """When the program last advanced `t`'s version counter: for a subclass input, through any input of its wrapper
-    family (`x0 = b.detach()` written, `x1 = b` viewed: fuzz seed 2000 #8270), whose wrappers have storages of
+    family (`x0 = b.detach()` written, `x1 = b` viewed), whose wrappers have storages of
     their own."""
     if not is_traceable_subclass(t):
         return run.swaps.last_bump.get(storage_key(t), 0)
     family = run.swaps.family_of(t)
     keys = {storage_key(u) for u in run.user_tensors if is_traceable_subclass(u) and run.swaps.family_of(u) == family}
-    # also by a wrapper-level write through another member of its alias group (Note [Overlapping Subclass Members
-    # Written Through One])
+    # also by a wrapper-level write through another member of its alias group (Note [Aliased Subclass Inputs In
+    # Training])
     wrapper_bumps = [run.swaps.wrapper_bumps.get(storage_key(leaf), 0) for leaf in flatten_subclass(t, "input")[1]]
     return max([run.swaps.last_bump.get(key, 0) for key in keys | {storage_key(t)}] + wrapper_bumps)
 
 
 def _on_replaced_storage(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun) -> bool:
     """A dense leaf of `value`, a view of input `t`, is on an input's storage as received, which set_() then
-    replaced in `t` (fuzz seed 2000 #4452: a subclass input's view). Another input may still hold that storage
+    replaced in `t` (a subclass input's view). Another input may still hold that storage
     (the same PairTensor's view passed too: `t0 = x1.detach(); x1.set_(y)`, x1 = x0.view(...)): `t` as it ends is
     still not what the view was taken of."""
     own = {storage_key(f) for f in dense_leaves_of(t, "")[1]}
@@ -682,14 +669,23 @@ def _as_received(t: torch.Tensor, first: ViewRecord, run: FunctionalRun) -> bool
 
 
 # Note [Views Between In-Place View Ops]
-# A view taken of an input between two in-place view ops on it (`x.resize_((4, 1)); t = x.detach(); x.t_()`, fuzz
-# seed 11000 #7526) can be replayed neither before the epilogue (the input is not yet as the program had it) nor
-# after it from the input as it ends. Rebuilt with as_strided it loses its aliasing: its `._base` is the input,
-# eager's is the chain's own (t), and a subclass output gets a wrapper storage of its own. So the chain is replayed
-# after the epilogue from `x.as_strided(...)` with x's metadata when the first view was taken: the same elements of
-# the same storage, and from there eager's objects (the input's own metadata are eager's, written or not: Note
-# [Offsets After A Write]). Only without autograd history (as_strided is not the program's op), and for a subclass
-# whose dense leaves are laid out as it is (its as_strided gives them the wrapper's metadata).
+# Some output views can be replayed neither before the epilogue (the input is not yet as the program had it) nor after
+# it from the input as it ends: a view taken of an input between two in-place view ops on it (`x.resize_((4, 1)); t =
+# x.detach(); x.t_()`), or a detach() of an intermediate or output changed in place since (`t2 = t1.detach();
+# t1.unsqueeze_(0)`, whose t2 shares t1's storage and wrapper storage at the metadata t1 had then). Rebuilt with
+# as_strided alone, such a view loses its aliasing: its `._base` is the input, eager's is the chain's own object, and a
+# subclass output gets a wrapper storage of its own. So the chain is replayed after the epilogue from
+# `x.as_strided(...)` with x's metadata when the chain first viewed it: the same elements of the same storages, and
+# eager's objects from there on (the input's own metadata are eager's, written or not: Note [Offsets After A Write]).
+# Only without autograd history (as_strided is not the program's op; a chain through a detach() has none), and for a
+# subclass whose dense leaves are laid out as the wrapper is (its as_strided gives them the wrapper's metadata). Where
+# they are not, a detach of an output is `t1.detach()` set_() without autograd to a wrapper of its own leaves (Note
+# [Subclass Views Rebuilt By set_]), and a view of such a detach is refused.
+# Input views with cut history: a view whose chain has a step made under no_grad (or a detach()) has no autograd path to
+# the input in eager, no grad_fn where the output itself was made under no_grad, else one that leads nowhere. Where its
+# chain cannot be replayed (a `.data =` moved a tensor of the chain), it is rebuilt as that as_strided() under no_grad,
+# then, where eager's has a dead-end grad_fn, a view() of it with grad on; only where nothing bumped the input's version
+# after it was made (eager's grad_fn would raise then).
 
 
 def _replays_between(value: torch.Tensor, t: torch.Tensor, leaves: tuple[OutputLeaf, ...], run: FunctionalRun) -> bool:
@@ -786,7 +782,7 @@ def _meta_exprs(meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]) -> Meta:
 def final_only(t: torch.Tensor, run: FunctionalRun) -> bool:
     """No chain names `t` as it was before its in-place view ops: it is a view (never an output's `._base`, so never
     named by Note [In-Place View Ops On A Base After Its Views]), or they all ran before any view was taken from it
-    (Note [Views Sharing An Intermediate]; fuzz seed 13000 #6810)."""
+    (Note [Views Sharing An Intermediate])."""
     if t._is_view():
         return True
     last = run.swaps.inplace_views[id(t)][-1].seq

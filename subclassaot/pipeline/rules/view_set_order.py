@@ -26,10 +26,10 @@ __all__ = ["refuse_view_set_order"]
 # under grad (Note [set_ Under Grad]), so x and every view of it rebuilt after the epilogue get a history through a
 # raising node; a returned t0 is rebuilt so, by its view chain on x (a subclass view then takes its contents without
 # autograd: Note [Wrapper Storage After set_]), by as_strided of x where it stays on x's storage, or as a view of x
-# set_() with grad onto another input's storage (Note [Views Set Onto Another Storage]; #7491): `_base`, storage,
-# layout and version are eager's (fuzz seed 40000 #26, #1538, #2713, #2842, #5887). A base that did not require
+# set_() with grad onto another input's storage (Note [Views Set Onto Another Storage]): `._base`, storage,
+# layout and version are eager's. A base that did not require
 # grad gains it so (an input: Note [Inputs That Gain Grad In Training]; an intermediate: the graph's, set_() by the
-# runtime as in Note [Outputs set_() Under Grad]; fuzz seed 40000 #2672, #8747); a returned view of such an
+# runtime as in Note [Outputs set_() Under Grad]); a returned view of such an
 # intermediate is refused (its holder would be a view of a fresh base, not of eager's `._base`).
 # Eager's CopySlices node has the set_'s place in the creation order: the nodes the program made after it run
 # before it in backward (Note [Probing Eager's Backward]), and one of them may hand a leaf its gradient before the

@@ -1,9 +1,9 @@
 """Which in-place writes meet memory they also read or write twice: the overlap checks of the storage-swap modes.
 
 Input: the tensors of an in-place op under functionalization (their sizes, strides and offsets). Output: refusals
-(UnsupportedError) for reads of memory the op writes (Note [Reads Of Written Memory]), and `overlaps` /
+(UnsupportedError) for reads of memory the op writes (Note [Writes Through Overlapping Memory]), and `overlaps` /
 `meta_overlaps` for writes through memory that several elements share; the checks the swap mode makes before a
-write (Note [Writes To A View After set_], copies onto the same data, Note [Uniform Writes Through Expand]).
+write (Note [Stale View Functions], copies onto the same data, Note [Writes Through Overlapping Memory]).
 Invariants: reads metadata only; symbolic sizes that cannot be decided count as disjoint for reads and as not
 overlapping for writes.
 """
@@ -26,29 +26,37 @@ from subclassaot.pipeline.rules.swap_record import (
 )
 from subclassaot.torch_internals import is_functional, storage_key
 
-# Note [Reads Of Written Memory]
-# An in-place op whose other operand views part of the memory it writes, other than exactly the written tensor
-# (x.add_(x[..., :1]) broadcast over a last dim of 2), computes in eager from values its own earlier element writes
-# may have changed: the result depends on eager's loop order (TensorIterator refuses most such partial overlaps, not
-# broadcast ones). Functionalization reads the old values, so such an op is refused. An elementwise op (copy_ and
-# pointwise ops) whose every index reads either memory it does not write or the location it writes at that same
-# index (x.mul_(x), x.select(1, -1).mul_(x.diagonal(-1, 1, 0)) where the two meet at one shared index, fuzz seed 3000
-# #473, #1365) is exact: each element reads its own old value. Other ops are refused on any shared memory, and so
-# are elementwise ones whose reads of written memory follow eager's loop order only where Note [Reads Before Their
-# Write In Eager's Loop Order] proves the order.
-
-# Note [Reads Before Their Write In Eager's Loop Order]
-# `x[:, 1].add_(x[2])` (x 3x3) writes locations 1, 4, 7 at indices 0, 1, 2 and reads 6, 7, 8: location 7 is read at
-# index 1 and written at index 2. Eager's CPU TensorIterator kernels run a one-dimensional loop in index order on one
-# thread below its grain size (32768 elements), reading an index's operands before writing it; vectorized loops
-# and zero-stride operands only read earlier (a chunk's loads precede its stores). So a location read at an index
-# no later than the one that writes it is read before it changes, as functionalization reads it: the result is
-# exact. A read after the write (`x[2].add_(x[:, 1])`: location 7 is written at index 1, read at index 2) sees the
-# new value in eager, and stays refused. The rule is taken only where the order is that simple: CPU, one dtype for
-# every tensor operand, the written tensor one-dimensional (size-1 dims aside), fewer elements than the grain size,
-# and the read not partially overlapping the write in TensorIterator's own check (both non-overlapping and dense:
-# eager raises "unsupported operation" there, which the refusal keeps). Dimension reordering, parallel chunks and
-# copy_'s special paths make other shapes' orders out of reach here.
+# Note [Writes Through Overlapping Memory]
+# Eager defines an in-place write only where no element's result depends on the order of its loops: PyTorch documents
+# writes through memory several elements share, or reads of memory written at another index, as undefined
+# (torch.Tensor.expand, torch.as_strided), and rejects the cases its overlap check detects. Functionalization computes
+# the new value from the old values all at once, so it agrees with eager exactly where each element reads memory the op
+# does not write, or the location it writes at that same index:
+# - Reads of written memory: an elementwise op (copy_ and pointwise ops) whose every index reads either memory it does
+#   not write or its own location at that index (x.mul_(x), x.select(1, -1).mul_(x.diagonal(-1, 1, 0)) meeting at one
+#   shared index) is exact; other partial overlaps (x.add_(x[..., :1]) broadcast over a last dim of 2) read values
+#   eager's earlier element writes may have changed, and are refused. Non-elementwise ops are refused on any shared
+#   memory.
+# - Reads before their write in eager's loop order: `x[:, 1].add_(x[2])` (x 3x3) writes locations 1, 4, 7 at indices 0,
+#   1, 2 and reads 6, 7, 8, so location 7 is read at index 1 before it is written at index 2. Eager's CPU TensorIterator
+#   kernels run a one-dimensional loop in index order on one thread below its grain size (32768 elements), reading an
+#   index's operands before writing it (vectorized loops and zero-stride operands only read earlier), so such a read
+#   sees the old value, as functionalization's does. A read after its write (`x[2].add_(x[:, 1])`) stays refused. Taken
+#   only where the order is that simple: CPU, one dtype for every tensor operand, the written tensor one-dimensional
+#   (size-1 dims aside), fewer elements than the grain size, and no partial overlap in TensorIterator's own check (eager
+#   raises there).
+# - Uniform writes through expand: fill_ and zero_ through an expanded view (x.expand(3, 4).zero_()) give one result in
+#   every order. Functionalization's write-back of the view gets them wrong, so the mode runs them on an as_strided view
+#   of the same memory with each zero-stride dim of size one: each location written once. Where autograd records the
+#   write, eager's backward through it raises (its CopySlices copies the gradient into the view's repeats): the mode
+#   follows the write with an in-place identity whose backward raises that error (Note [Backward Errors Are Deferred]).
+#   Refused: uniform writes autograd records on a tensor subclass, and into an input that overlaps itself (the graph
+#   holds its repeats as separate values).
+# - Empty writes through overlapping views (`t0 = x0[1:1]; t0.zero_()`, x0 an expand()) change no value, but a write
+#   autograd records would be scattered back through the overlapping layout by the joint graph's backward, which raises
+#   where eager's runs: refused with grad, fine under no_grad.
+# The fuzzer draws no write whose result eager leaves unspecified (tools/fuzz_ops.py): no compiled program can be held
+# to one of those loop orders.
 
 _EAGER_GRAIN_SIZE = 32768  # at::internal::GRAIN_SIZE: TensorIterator runs serially below it
 
@@ -58,7 +66,7 @@ def _dense(t: torch.Tensor) -> bool:
 
 
 def _reads_before_written(func: Any, written: torch.Tensor, other: torch.Tensor, args: tuple[Any, ...]) -> bool:
-    """Note [Reads Before Their Write In Eager's Loop Order]: every location `other` reads that the op writes at
+    """Note [Writes Through Overlapping Memory]: every location `other` reads that the op writes at
     another index is read no later than it is written."""
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     simple = (
@@ -123,7 +131,7 @@ def _meet(a: Elements, b: Elements) -> bool:
 def overlaps(t: torch.Tensor, uniform: bool = False) -> bool:
     """Do several elements share one memory location (a zero stride, or strides that meet, as_strided((3, 2),
     (2, 2)))? Eager writes such elements once per index, in an order it does not promise. `uniform`: the write
-    stores one value everywhere, so zero-stride dims are harmless (Note [Uniform Writes Through Expand])."""
+    stores one value everywhere, so zero-stride dims are harmless (Note [Writes Through Overlapping Memory])."""
     return meta_overlaps(tuple(t.shape), tuple(t.stride()), t.storage_offset(), uniform)
 
 
@@ -146,18 +154,10 @@ def _numel(pairs: list[tuple[int, int]]) -> int:
     return n
 
 
-# Note [Empty Writes Through Overlapping Views]
-# An in-place write into a view with no elements of a tensor whose elements overlap (`t0 = x0[1:1]; t0.zero_()`,
-# x0 an expand(), fuzz seed 45000 #6667) changes no value, but autograd records it with grad enabled; the joint
-# graph's backward then scatters the view's gradient back through the overlapping layout by as_strided_scatter, which
-# raises "more than one element of the written-to tensor refers to a single memory location" where eager's backward
-# runs. Such writes are refused when autograd records them; under no_grad they pass.
-
-
 def check_empty_write_through_overlap(
     func: Any, written: torch.Tensor, args: tuple[Any, ...], kwargs: dict[str, Any], record: SwapRecord
 ) -> None:
-    """Note [Empty Writes Through Overlapping Views]."""
+    """Note [Writes Through Overlapping Memory]."""
     if written.numel() != 0 or not torch.is_grad_enabled():
         return
     recorded = any(isinstance(a, torch.Tensor) and a.requires_grad for a in (*args, *kwargs.values()))
@@ -175,14 +175,6 @@ def check_empty_write_through_overlap(
 
 
 _UNIFORM_WRITES = frozenset({torch.ops.aten.fill_, torch.ops.aten.zero_})
-
-
-# Note [Writes To A View After set_]
-# Eager's autograd keeps a view's view-ness through set_(): a later write under grad rebases the view's old base,
-# regenerating the view from it by as_strided with the view's current (post-set_) layout. Under functionalization
-# autograd regenerates it by replaying the recorded view ops instead (x.select(0, 0) of the old base), which covers
-# only the view's old region: the gradient of the write reaches part of its elements (fuzz seed 23 #845). Such a
-# write, with grad flowing into it, is refused.
 
 
 def check_write_after_set(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -213,7 +205,7 @@ def copy_to_same_data(func: Any, args: tuple[Any, ...], hidden: bool) -> bool:
     wrappers = is_traceable_subclass(dst) and is_traceable_subclass(src)  # (a bool: no narrowing off Tensor)
     if wrappers and not is_functional(dst):
         # A wrapper's data are its inner tensors (a `.data =` can give two wrappers one wrapper storage and metadata
-        # over different inner tensors: fuzz seed 5000 #6911): the same data only where every inner pair is.
+        # over different inner tensors): the same data only where every inner pair is.
         inner_dst, inner_src = flatten_subclass(dst, "dst")[1], flatten_subclass(src, "src")[1]
         return (
             meta_triple(src) == meta_triple(dst)
@@ -231,19 +223,6 @@ def _same_functional_data(dst: torch.Tensor, src: torch.Tensor) -> bool:
         and src.dtype == dst.dtype
         and meta_triple(src) == meta_triple(dst)
     )
-
-
-# Note [Uniform Writes Through Expand]
-# fill_ and zero_ through an expanded view (x.expand(3, 4).zero_()) are legal in eager, and every order of the
-# repeated writes gives the same result. Functionalization gets them wrong (its write-back of the view reads the
-# materialized view with the base's strides), so the mode runs them on an as_strided view of the same memory with
-# each zero-stride dim of size one: the same memory locations, each written once. Where autograd records the write,
-# eager's backward through it raises (its CopySlices copies the gradient into the view's repeats): the data mode
-# follows the write with an in-place identity whose backward raises that error, so gradients that reach the written
-# tensor's new history fail as in eager (Note [Backward Errors Are Deferred]) and the others do not. Other writes
-# through overlapping memory stay refused, and so do uniform ones autograd records on a tensor subclass and uniform
-# ones into an input that overlaps itself (the graph holds its repeats as separate values, which later reads would
-# see).
 
 
 def uniform_write(func: Any, t: torch.Tensor) -> bool:
