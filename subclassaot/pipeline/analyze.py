@@ -372,7 +372,10 @@ def _output_info(
         if not isinstance(value, _CONSTANT_TYPES):
             raise UnsupportedError(
                 f"{path}: the program returns a {type(value).__name__}; outputs must be tensors, symbolic ints or "
-                "constants (int, float, bool, str, None, dtype, device). Return tensors and rebuild objects outside"
+                "constants (int, float, bool, str, None, dtype, device). Return tensors and rebuild objects outside, "
+                "or register the type with torch.utils._pytree.register_pytree_node, flatten_with_keys_fn included "
+                "(its tensors become outputs and the object is rebuilt around them; a Hugging Face cache: "
+                "transformers.integrations.executorch.register_dynamic_cache_export_support(), or use_cache=False)"
             )
         return info(OutputKind.CONSTANT, constant=value), graph_count
     if id(value) in input_by_id:
