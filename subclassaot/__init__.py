@@ -1,23 +1,29 @@
 """subclassaot: a typed toolkit for PyTorch tensor subclasses and a mutation-aware AOT compile pipeline.
 
-The pipeline, data flowing one way (each arrow is one module; `api.py` is the only code that knows the order)::
+The pipeline, data flowing one way (`api.py` is the only code that knows the order)::
 
     fn, args
-     -> inputs      flatten the argument pytree; lift module state and captured tensors  (inputs.py)
-     -> fakify      policies -> fresh fake inputs with symbols                             (fakify.py, policies/)
-     -> desugar     subclasses -> plain dense leaves; aliased leaves -> synthetic bases     (desugar.py)
-     -> analyze     one functionalized run: input mutations, output aliasing                (analyze.py)
-     -> trace       make_fx + functionalization -> a purely functional graph               (trace.py)
-        (training: a joint forward+backward graph -> partition)                            (partition.py)
-     -> backend     graph -> callable (eager, inductor, or yours)                          (backends.py)
-     -> runtime     guards -> unwrap -> graph -> epilogue -> outputs   (guards.py, runtime_plan.py, runtime.py, regenerate.py)
+     -> inputs      flatten the argument pytree; lift module state and captured tensors  pipeline/inputs.py
+     -> fakify      policies -> fresh fake inputs with symbols                             pipeline/fakify.py, policies/
+     -> desugar     subclasses -> plain dense leaves; aliased leaves -> synthetic bases     pipeline/desugar.py
+     -> observe     the program once in eager on static fakes: the eager record           eager/record.py
+     -> analyze     one functionalized run: input mutations, output aliasing, refusals     pipeline/analyze.py,
+                    (the eager-semantics rules it applies: pipeline/rules/)                pipeline/functional_run.py
+     -> trace       make_fx + functionalization -> a purely functional graph               pipeline/trace.py
+        (training: a joint forward+backward graph -> partition)                            pipeline/joint.py, partition.py
+     -> backend     graph -> callable (eager, inductor, or yours)                          pipeline/backends.py
+     -> runtime     guards -> unwrap -> graph -> epilogue -> outputs                       pipeline/guards.py, runtime/
+
+Layers (tests/test_architecture.py): authoring < schemas < eager, runtime < pipeline < api < tools; errors, config
+and torch_internals (the typed facade over torch's private APIs) below them all.
 
 Two entry points share the pipeline: `subclassaot.compile(fn)` (we capture by tracing; no graph breaks) and
 `torch.compile(fn, backend="subclassaot")` (Dynamo captures, with graph breaks; each captured graph goes through
-the stages above; dynamo_backend.py, registered as a `torch_dynamo_backends` entry point).
+the stages above; tools/dynamo_backend.py, registered as a `torch_dynamo_backends` entry point).
 
-Authoring side: the checked flatten protocol (protocol.py), a base class for wrapper subclasses (authoring.py) and
-a conformance checker (checker.py, `python -m subclassaot check MODULE:FACTORY`).
+Authoring side: the checked flatten protocol (authoring/protocol.py), a base class for wrapper subclasses
+(authoring/wrapper_tensor.py) and a conformance checker (tools/checker.py, `python -m subclassaot check
+MODULE:FACTORY`).
 """
 
 from __future__ import annotations
