@@ -6,7 +6,9 @@ The pipeline, data flowing one way (`api.py` is the only code that knows the ord
      -> inputs      flatten the argument pytree; lift module state and captured tensors  pipeline/inputs.py
      -> fakify      policies -> fresh fake inputs with symbols                             pipeline/fakify.py, policies/
      -> desugar     subclasses -> plain dense leaves; aliased leaves -> synthetic bases     pipeline/desugar.py
-     -> observe     the program once in eager on static fakes: the eager record           eager/record.py
+     -> observe     eager's forward and backward probed on static fakes                   pipeline/backward_probe.py
+                    (the eager record, eager/record.py, is checked against eager in tests/eager; the analysis
+                    does not read it yet)
      -> analyze     one functionalized run: input mutations, output aliasing, refusals     pipeline/analyze.py,
                     (the eager-semantics rules it applies: pipeline/rules/)                pipeline/functional_run.py
      -> trace       make_fx + functionalization -> a purely functional graph               pipeline/trace.py
