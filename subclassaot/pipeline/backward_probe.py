@@ -21,7 +21,6 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
-from subclassaot.pipeline.trace import InputUpdate, UpdateKind
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
@@ -29,10 +28,12 @@ from subclassaot.schemas import (
     DenseLayout,
     FlatInputs,
     InputIndex,
+    InputUpdate,
     LeafMutation,
     LeafSource,
     OutputKind,
     ReplaySource,
+    UpdateKind,
 )
 from subclassaot.torch_internals import EXAMPLE_INPUT_HISTORY_ERROR, static_fake_copies
 

@@ -57,7 +57,7 @@ from subclassaot.pipeline.rules.training_rules import (
 )
 from subclassaot.pipeline.rules.view_set_order import refuse_view_set_order
 from subclassaot.pipeline.rules.written_views import refuse_written_views_changed_in_place
-from subclassaot.pipeline.trace import TracedGraph, UpdateKind
+from subclassaot.pipeline.trace import TracedGraph
 from subclassaot.schemas import (
     Analysis,
     AssignedWrite,
@@ -68,6 +68,7 @@ from subclassaot.schemas import (
     LeafSource,
     OutputKind,
     ReplaySource,
+    UpdateKind,
 )
 from subclassaot.torch_internals import hint_of, refresh_view_grad_fn, try_expr_of
 

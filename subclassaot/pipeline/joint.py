@@ -26,7 +26,7 @@ from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, intermediate_bases, run_functional
 from subclassaot.pipeline.grad_scope import backward_reshapes, metadata_of
 from subclassaot.pipeline.rules.nograd_set_views import differentiated_as_eager
-from subclassaot.pipeline.trace import TracedGraph, UpdateKind, graph_output_values
+from subclassaot.pipeline.trace import TracedGraph, graph_output_values
 from subclassaot.schemas import (
     Analysis,
     BackwardReshape,
@@ -37,6 +37,7 @@ from subclassaot.schemas import (
     OutputKind,
     Replay,
     ReplaySource,
+    UpdateKind,
 )
 from subclassaot.torch_internals import (
     from_functional,

@@ -20,7 +20,6 @@ from subclassaot.pipeline.rules.bumped_views import bumped_input_sources, replay
 from subclassaot.pipeline.rules.grad_set_order import early_grad_sets
 from subclassaot.pipeline.rules.kept_accumulators import hold_accumulators, make_assigned_accumulators
 from subclassaot.pipeline.rules.written_views import copy_point, undo_steps
-from subclassaot.pipeline.trace import UpdateKind
 from subclassaot.runtime.plan import (
     GraphCall,
     MetaEvaluator,
@@ -48,6 +47,7 @@ from subclassaot.schemas import (
     LeafSource,
     OutputKind,
     Replay,
+    UpdateKind,
 )
 from subclassaot.torch_internals import (
     assign_wrapper_metadata,

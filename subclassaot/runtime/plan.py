@@ -18,11 +18,11 @@ import sympy
 import torch
 
 from subclassaot.authoring.protocol import SubclassNode
-from subclassaot.pipeline.trace import GraphOutputs
 from subclassaot.schemas import (
     Analysis,
     DenseLayout,
     FlatInputs,
+    GraphOutputs,
     Meta,
 )
 from subclassaot.torch_internals import (
