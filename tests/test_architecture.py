@@ -130,19 +130,7 @@ _LAYERS: dict[str, int] = {
 # test_runtime_debt_is_current.
 _RUNTIME_DEBT: frozenset[tuple[str, str]] = frozenset(
     {
-        ("runtime.autograd_function", "pipeline.backward_probe"),
         ("runtime.autograd_function", "pipeline.backward_trace"),
-        ("runtime.autograd_function", "pipeline.joint"),
-        ("runtime.call", "pipeline.desugar"),
-        ("runtime.call", "pipeline.rules.bumped_views"),
-        ("runtime.call", "pipeline.rules.grad_set_order"),
-        ("runtime.call", "pipeline.rules.kept_accumulators"),
-        ("runtime.call", "pipeline.rules.written_views"),
-        ("runtime.regenerate", "pipeline.rules.bumped_views"),
-        ("runtime.regenerate", "pipeline.rules.detached_outputs"),
-        ("runtime.regenerate", "pipeline.rules.final_marks"),
-        ("runtime.regenerate", "pipeline.rules.foreign_bases"),
-        ("runtime.regenerate", "pipeline.rules.grad_set_bases"),
     }
 )
 

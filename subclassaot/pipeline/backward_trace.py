@@ -35,19 +35,16 @@ from subclassaot.pipeline.backward_probe import (
     refuse_unreduced_assigned_gradients,
     tangent_patterns,
 )
-from subclassaot.pipeline.desugar import graph_example_inputs
 from subclassaot.pipeline.joint import (
     JointSetup,
     TracedJoint,
     forward_example,
     trace_joint,
     trace_joint_views,
-    training_roots,
 )
 from subclassaot.pipeline.partition import Partition, partition_backward_like, partition_joint
 from subclassaot.pipeline.rules.early_views import early_leaf_views
 from subclassaot.pipeline.rules.escaping_views import refuse_written_escaping_views
-from subclassaot.pipeline.rules.grad_set_order import early_grad_sets
 from subclassaot.pipeline.rules.outside_raises import raises_outside_program
 from subclassaot.pipeline.rules.training_rules import (
     duplicate_wrappers,
@@ -58,6 +55,7 @@ from subclassaot.pipeline.rules.training_rules import (
 from subclassaot.pipeline.rules.view_set_order import refuse_view_set_order
 from subclassaot.pipeline.rules.written_views import refuse_written_views_changed_in_place
 from subclassaot.pipeline.trace import TracedGraph
+from subclassaot.runtime.steps import early_grad_sets, graph_example_inputs, training_roots
 from subclassaot.schemas import (
     Analysis,
     AssignedWrite,

@@ -16,8 +16,8 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from subclassaot.pipeline.desugar import graph_example_inputs
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
+from subclassaot.runtime.steps import graph_example_inputs
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,

@@ -20,11 +20,10 @@ import torch
 
 from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.errors import UnsupportedError
-from subclassaot.pipeline.backward_probe import epilogue_write_hidden
 from subclassaot.pipeline.backward_trace import BackwardGraph, BackwardVariant, retrace_backward
-from subclassaot.pipeline.joint import training_roots
 from subclassaot.runtime.plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias, wrapper_write_recorded
 from subclassaot.runtime.regenerate import fresh_outer_stride, replay_steps, root_outer_stride
+from subclassaot.runtime.steps import epilogue_write_hidden, training_roots
 from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf, UpdateKind
 from subclassaot.torch_internals import get_version, grad_fn_raises, set_version
 
