@@ -124,15 +124,11 @@ _LAYERS: dict[str, int] = {
     "api": 5,
     "tools": 6,
 }
-# Imports the runtime still makes of the analysis. The runtime is to import nothing from the analysis, the tracing or
-# the eager record (DESIGN.md "Eager is the specification"); each entry goes when its rule moves into a typed
-# epilogue step. The list may only shrink: a new entry fails the layering test, a stale one fails
-# test_runtime_debt_is_current.
-_RUNTIME_DEBT: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("runtime.autograd_function", "pipeline.backward_trace"),
-    }
-)
+# Imports the runtime still makes of the analysis: none left. The runtime imports nothing from the analysis, the
+# tracing or the eager record (DESIGN.md "Eager is the specification"); the one piece of compile-time work it runs
+# per call reaches it as a typed callable of the plan (Note [The Tangent Retrace Is Compile Work At Call Time]). The
+# list may only shrink: a new entry fails the layering test, a stale one fails test_runtime_debt_is_current.
+_RUNTIME_DEBT: frozenset[tuple[str, str]] = frozenset()
 
 
 def _module_name(path: Path) -> str:
