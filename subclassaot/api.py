@@ -38,7 +38,7 @@ from subclassaot.pipeline.ambient_modes import (
 )
 from subclassaot.pipeline.analyze import analyze, check_gained_grad, check_written_inputs_gaining_grad
 from subclassaot.pipeline.analyze_training import check_multi_output_view_inputs, check_multi_output_view_outputs
-from subclassaot.pipeline.backward_trace import BackwardVariant, trace_backward
+from subclassaot.pipeline.backward_trace import BackwardVariant, backward_plan, trace_backward
 from subclassaot.pipeline.desugar import DynamicAliasError, dense_layout
 from subclassaot.pipeline.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.pipeline.grad_scope import check_grad_factories, check_grad_reenabled
@@ -533,9 +533,8 @@ def _compile_over(
             plan,
             compiled,
             bw,
-            bw_meta,
+            backward_plan(bw_meta, functools.partial(_compile_variant, backend)),
             differentiable_backward=config.backend == "eager",
-            compile_backward=functools.partial(_compile_variant, backend),
         )
         backward_graph, forward_graph = bw_meta.graph, bw_meta.forward
     else:

@@ -523,3 +523,28 @@ class Analysis:
 
     def mutated_leaves(self) -> tuple[DenseIndex, ...]:
         return tuple(DenseIndex(i) for i, m in enumerate(self.mutations) if m.any)
+
+
+# ----------------------------------------------------------------------------- graph outputs
+
+
+class UpdateKind(enum.Enum):
+    """Which value of a mutated input a graph output holds (See Note [Input Updates])."""
+
+    ORIGINAL = "original"
+    FINAL = "final"
+    BASE = "base"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InputUpdate:
+    kind: UpdateKind
+    target: int  # ORIGINAL/FINAL: a DenseIndex; BASE: a GraphInputIndex
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GraphOutputs:
+    updates: tuple[InputUpdate, ...]  # graph outputs [0, len(updates))
+    num_fresh: int  # then this many fresh tensor leaves of user outputs (OutputLeaf.index order)
+    num_bases: int  # then the intermediate bases (OutputLeaf.index of INTERMEDIATE_ALIAS leaves)
+    num_symints: int  # then the symbolic ints returned by the user, in output order

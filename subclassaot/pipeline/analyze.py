@@ -29,7 +29,7 @@ from subclassaot.pipeline.analyze_training import (
     wrapper_uses,
 )
 from subclassaot.pipeline.backward_probe import eager_kept_accumulators
-from subclassaot.pipeline.desugar import graph_example_inputs, leaf_meta
+from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.pipeline.rules.assigned_history import check_unreplayed_assigned_view, history_data_leaf
 from subclassaot.pipeline.rules.blocked_leaves import check_set_under_grad, inputs_behind_raising_nodes
@@ -89,6 +89,7 @@ from subclassaot.pipeline.rules.view_chains import (
 )
 from subclassaot.pipeline.rules.written_views import steps_before_last_write
 from subclassaot.pipeline.same_inputs import SameTensorAs
+from subclassaot.runtime.steps import graph_example_inputs
 from subclassaot.schemas import (
     Analysis,
     DenseIndex,

@@ -21,18 +21,18 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
-from subclassaot.pipeline.trace import InputUpdate, UpdateKind
+from subclassaot.runtime.steps import epilogue_write_hidden
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
-    AssignedWrite,
     DenseLayout,
     FlatInputs,
     InputIndex,
-    LeafMutation,
+    InputUpdate,
     LeafSource,
     OutputKind,
     ReplaySource,
+    UpdateKind,
 )
 from subclassaot.torch_internals import EXAMPLE_INPUT_HISTORY_ERROR, static_fake_copies
 
@@ -348,14 +348,6 @@ def _leaf_or_view(value: object) -> bool:
     return isinstance(value, torch.Tensor) and value.requires_grad and (value.is_leaf or value._is_view())
 
 
-def epilogue_write_hidden(m: LeafMutation, kind: UpdateKind) -> bool:
-    """The epilogue writes this input's new value (an update of `kind`) under no_grad (see runtime._copy_into): no
-    gradient flows from the input back into the graph's output for it."""
-    if kind is UpdateKind.FINAL and m.assigned_write is AssignedWrite.AFTER:
-        return False  # Note [Writes With Grad After .data =]
-    return not m.autograd_visible or m.hidden_from_autograd or m.storage_changed
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TangentPatterns:
     """How the probed backwards show in the compiled Function (Note [Probing Eager's Backward])."""
@@ -383,8 +375,8 @@ def tangent_patterns(
 ) -> TangentPatterns | None:
     """The diff positions (Function outputs given a tangent) of each probed set of outputs; None where an output's
     path to the Function is not modelled here. `roots`: the intermediate subclass roots' bases, in their order
-    among the forward outputs (joint.training_roots). An output regenerated from an input is taken to reach every
-    new value of that input the epilogue writes with grad: where it reaches fewer, the set given at run time
+    among the forward outputs (runtime.steps.training_roots). An output regenerated from an input is taken to reach
+    every new value of that input the epilogue writes with grad: where it reaches fewer, the set given at run time
     matches none probed, and is refused then. `returned`: tensor input positions of leaves given to the Function
     detached, whose outputs reach nothing in it (Note [Returned Leaves Outside A Raising Backward])."""
     n_fresh = sum(

@@ -7,7 +7,7 @@ fakes, fake mode.
 Output: `BackwardGraph`: the forward graph `(primals...) -> (GraphOutputs..., saved...)` and the backward graph
 `(saved..., tangents...) -> (grads per user tensor input (dense)..., backward-mutated inputs...)`, or the program's
 own backward error; `BackwardVariant`: a backward retraced for tangents of another structure (Note [Tangent
-Retrace]).
+Retrace]); `backward_plan`: the runtime's `BackwardPlan` of a `BackwardGraph`.
 Invariants: see Note [Training Through A Joint Graph] (joint.py); both graphs are purely functional.
 """
 
@@ -35,19 +35,16 @@ from subclassaot.pipeline.backward_probe import (
     refuse_unreduced_assigned_gradients,
     tangent_patterns,
 )
-from subclassaot.pipeline.desugar import graph_example_inputs
 from subclassaot.pipeline.joint import (
     JointSetup,
     TracedJoint,
     forward_example,
     trace_joint,
     trace_joint_views,
-    training_roots,
 )
 from subclassaot.pipeline.partition import Partition, partition_backward_like, partition_joint
 from subclassaot.pipeline.rules.early_views import early_leaf_views
 from subclassaot.pipeline.rules.escaping_views import refuse_written_escaping_views
-from subclassaot.pipeline.rules.grad_set_order import early_grad_sets
 from subclassaot.pipeline.rules.outside_raises import raises_outside_program
 from subclassaot.pipeline.rules.training_rules import (
     duplicate_wrappers,
@@ -57,7 +54,9 @@ from subclassaot.pipeline.rules.training_rules import (
 )
 from subclassaot.pipeline.rules.view_set_order import refuse_view_set_order
 from subclassaot.pipeline.rules.written_views import refuse_written_views_changed_in_place
-from subclassaot.pipeline.trace import TracedGraph, UpdateKind
+from subclassaot.pipeline.trace import TracedGraph
+from subclassaot.runtime.plan import BackwardPlan, RetracedBackward
+from subclassaot.runtime.steps import early_grad_sets, graph_example_inputs, training_roots
 from subclassaot.schemas import (
     Analysis,
     AssignedWrite,
@@ -68,6 +67,7 @@ from subclassaot.schemas import (
     LeafSource,
     OutputKind,
     ReplaySource,
+    UpdateKind,
 )
 from subclassaot.torch_internals import hint_of, refresh_view_grad_fn, try_expr_of
 
@@ -735,6 +735,54 @@ def retrace_backward(
         grad_stride_leaves=joint.grad_stride_leaves,
         unused=joint.unused,
         tangent_deps=joint.reach,
+    )
+
+
+def backward_plan(
+    meta: BackwardGraph, compile_variant: Callable[[BackwardVariant], Callable[..., object]]
+) -> BackwardPlan:
+    """What the runtime needs of `meta`: no graph it does not run, no fake tensor, and a retrace that compiles its
+    backward through `compile_variant` (Note [The Tangent Retrace Is Compile Work At Call Time])."""
+
+    def retrace(
+        trees: Sequence[SubclassNode | None],
+        dense_tangents: Sequence[Sequence[torch.Tensor]],
+        absent: frozenset[int],
+    ) -> RetracedBackward:
+        variant = retrace_backward(meta, trees, dense_tangents, absent)
+        return RetracedBackward(
+            run=compile_variant(variant),
+            saved_index=variant.saved_index,
+            grad_trees=variant.grad_trees,
+            grad_stride_leaves=variant.grad_stride_leaves,
+            unused=variant.unused,
+            tangent_deps=variant.tangent_deps,
+        )
+
+    return BackwardPlan(
+        error=meta.error,
+        raising_tangents=meta.raising_tangents,
+        raising_patterns=meta.raising_patterns,
+        detached=meta.detached,
+        diff_outputs=meta.diff_outputs,
+        grad_inputs=meta.grad_inputs,
+        unused=meta.unused,
+        grad_trees=meta.grad_trees,
+        grad_stride_leaves=meta.grad_stride_leaves,
+        tangent_deps=meta.tangent_deps,
+        backward_mutations=meta.backward_mutations,
+        backward_reshapes=meta.backward_reshapes,
+        tangent_trees=meta.tangent_trees,
+        wrapper_updates=meta.wrapper_updates,
+        group_grads=meta.group_grads,
+        tangent_strides=meta.tangent_strides,
+        tangent_orders=meta.tangent_orders,
+        num_saved=meta.num_saved,
+        saved_primals=meta.saved_primals,
+        forward_reads_grad_mode=meta.forward_reads_grad_mode,
+        rerun=meta.joint.forward if meta.joint is not None else None,
+        num_fw_outputs=meta.num_fw_outputs,
+        retrace=retrace,
     )
 
 

@@ -209,30 +209,6 @@ def _alias_groups(
     return groups
 
 
-def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-    """The tensors standing for each graph placeholder (fake at compile time, real at run time)."""
-    out = []
-    for item in layout.graph_inputs:
-        if isinstance(item, AliasGroupRef):
-            group = layout.groups[item.group]
-            members = [dense_values[m] for m in group.members]
-            # From the members' autograd root (eager's `._base`), so that in training the gradient of the base
-            # reaches the whole storage (Note [Aliased Inputs In Training]); offsets are absolute either way. A
-            # member that requires grad names it (the first may be a detach() of it, with no history).
-            first = next((m for m in members if m.requires_grad), members[0])
-            root = first._base if first._base is not None else first
-            stored = symint_expr(root.untyped_storage().nbytes() // root.element_size())
-            if group.whole_storage and isinstance(stored, int) and stored < group.base_numel:
-                # A fake with no elements has no storage: any fresh base of the real size traces the same, since
-                # the group holds every input leaf of that storage. At run time the guards check its size.
-                out.append(root.new_empty((group.base_numel,)).requires_grad_(root.requires_grad))
-                continue
-            out.append(root.as_strided((group.base_numel,), (1,), 0))
-        else:
-            out.append(dense_values[item])
-    return out
-
-
 def dense_from_graph_inputs(layout: DenseLayout, graph_values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     """Inside a trace: each dense leaf from the graph's placeholders (group members as views of their base)."""
     dense: list[torch.Tensor | None] = [None] * len(layout.leaves)

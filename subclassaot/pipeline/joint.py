@@ -26,7 +26,8 @@ from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, intermediate_bases, run_functional
 from subclassaot.pipeline.grad_scope import backward_reshapes, metadata_of
 from subclassaot.pipeline.rules.nograd_set_views import differentiated_as_eager
-from subclassaot.pipeline.trace import TracedGraph, UpdateKind, graph_output_values
+from subclassaot.pipeline.trace import TracedGraph, graph_output_values
+from subclassaot.runtime.steps import training_roots
 from subclassaot.schemas import (
     Analysis,
     BackwardReshape,
@@ -35,8 +36,8 @@ from subclassaot.schemas import (
     FlatInputs,
     LeafSource,
     OutputKind,
-    Replay,
     ReplaySource,
+    UpdateKind,
 )
 from subclassaot.torch_internals import (
     from_functional,
@@ -144,16 +145,6 @@ def _original_value(original: torch.Tensor, final: torch.Tensor) -> torch.Tensor
 # (after the wrapper updates), built inside the Function from the intermediate bases, so that its inner tensors are
 # the very bases other outputs (`y.a`) alias. The views are replayed on it with grad enabled: each output is a view
 # of one shared `_base` and the gradients of all of them reach the root's tangent, as in eager.
-
-
-def training_roots(analysis: Analysis) -> tuple[Replay, ...]:
-    """The distinct intermediate subclass roots the outputs replay from, in output order."""
-    seen: dict[tuple[int, ...], Replay] = {}
-    for info in analysis.outputs:
-        r = info.replay
-        if info.kind is OutputKind.TENSOR and r is not None and r.source is ReplaySource.WRAPPER:
-            seen.setdefault(r.root_bases, r)
-    return tuple(seen.values())
 
 
 def _root_values(run: FunctionalRun, analysis: Analysis, leaves: list[object]) -> list[torch.Tensor]:

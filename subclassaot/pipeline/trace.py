@@ -9,7 +9,6 @@ are regenerated from, and the symbolic ints the user returns.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -17,8 +16,8 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from subclassaot.pipeline.desugar import graph_example_inputs
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
+from subclassaot.runtime.steps import graph_example_inputs
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
@@ -26,8 +25,11 @@ from subclassaot.schemas import (
     DenseLayout,
     FlatInputs,
     GraphInputIndex,
+    GraphOutputs,
+    InputUpdate,
     LeafSource,
     OutputKind,
+    UpdateKind,
 )
 from subclassaot.torch_internals import from_functional, new_functional_mode, storage_key, trace_graph
 
@@ -42,26 +44,6 @@ from subclassaot.torch_internals import from_functional, new_functional_mode, st
 # The epilogue applies, per leaf: copy ORIGINAL; then set_ / resize_ / as_strided_ to the final metadata; then copy
 # FINAL. Eager's observable state after the call is the same; only the version counter may advance by a different
 # count (it advances whenever eager's does).
-
-
-class UpdateKind(enum.Enum):
-    ORIGINAL = "original"
-    FINAL = "final"
-    BASE = "base"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class InputUpdate:
-    kind: UpdateKind
-    target: int  # ORIGINAL/FINAL: a DenseIndex; BASE: a GraphInputIndex
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GraphOutputs:
-    updates: tuple[InputUpdate, ...]  # graph outputs [0, len(updates))
-    num_fresh: int  # then this many fresh tensor leaves of user outputs (OutputLeaf.index order)
-    num_bases: int  # then the intermediate bases (OutputLeaf.index of INTERMEDIATE_ALIAS leaves)
-    num_symints: int  # then the symbolic ints returned by the user, in output order
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,6 +1,6 @@
 """Stage `runtime` (training): the forward and backward graphs inside one autograd.Function.
 
-Input: the `RuntimePlan`, the compiled forward and backward callables and the `BackwardGraph` record.
+Input: the `RuntimePlan`, the compiled forward and backward callables and the `BackwardPlan`.
 Output: a `GraphCall` for `runtime.make_runner`: it runs the forward graph through the Function so that autograd
 sees user-level tensors (subclass outputs wrapped inside the Function, subclass gradients rebuilt from dense ones).
 Invariants: autograd happens above subclass desugaring; saved values are what the partitioned forward returns after
@@ -20,13 +20,18 @@ import torch
 
 from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.errors import UnsupportedError
-from subclassaot.pipeline.backward_probe import epilogue_write_hidden
-from subclassaot.pipeline.backward_trace import BackwardGraph, BackwardVariant, retrace_backward
-from subclassaot.pipeline.joint import training_roots
-from subclassaot.pipeline.trace import UpdateKind
-from subclassaot.runtime.plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias, wrapper_write_recorded
+from subclassaot.runtime.plan import (
+    BackwardPlan,
+    GraphCall,
+    MetaEvaluator,
+    RetracedBackward,
+    RuntimePlan,
+    non_view_alias,
+    wrapper_write_recorded,
+)
 from subclassaot.runtime.regenerate import fresh_outer_stride, replay_steps, root_outer_stride
-from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf
+from subclassaot.runtime.steps import epilogue_write_hidden, training_roots
+from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf, UpdateKind
 from subclassaot.torch_internals import get_version, grad_fn_raises, set_version
 
 log = logging.getLogger(__name__)
@@ -119,7 +124,7 @@ def _shared_grads(grads: Sequence[torch.Tensor | None]) -> frozenset[int]:
 # #2949: `x.unsqueeze_(-1); with no_grad(): t = x.unsqueeze(-2)`, then `t.sum(1)` with grad on).
 
 
-def _raise_deferred(bw_meta: BackwardGraph, no_graph: bool, grads: Sequence[torch.Tensor | None]) -> None:
+def _raise_deferred(bw_meta: BackwardPlan, no_graph: bool, grads: Sequence[torch.Tensor | None]) -> None:
     """Raise the program's own backward error where this backward is eager's failing one (Note [Backward Errors
     Are Deferred], Note [Backward Errors Through Input Values Only]); refuse one the probe did not see (Note
     [Probing Eager's Backward])."""
@@ -145,7 +150,7 @@ TangentTree = SubclassNode | None | _Same
 
 
 def _collect_tangents(
-    grads: Sequence[torch.Tensor | None], bw_meta: BackwardGraph, zeros: list[list[ZeroMeta]]
+    grads: Sequence[torch.Tensor | None], bw_meta: BackwardPlan, zeros: list[list[ZeroMeta]]
 ) -> tuple[list[list[torch.Tensor]], list[TangentTree], set[int]]:
     """Per diff output: the tangent's dense leaves and its structure (_SAME: the traced one); the outputs that got
     a tangent (the others get zeros)."""
@@ -172,22 +177,22 @@ def _collect_tangents(
 
 class _Variants:
     """Backward graphs for tangent structures other than the traced one, traced on first sight (Note [Tangent
-    Retrace]); keyed by the tangents' structure and dense sizes, strides and dtypes."""
+    Retrace]) by the compile's own callable (Note [The Tangent Retrace Is Compile Work At Call Time]); keyed by the
+    tangents' structure and dense sizes, strides and dtypes."""
 
-    def __init__(self, compile_backward: Callable[[BackwardVariant], Callable[..., object]]) -> None:
-        self._compile = compile_backward
+    def __init__(self) -> None:
         # None: a retrace for missing tangents only that failed; the compiled backward runs (Note [Gradient Types
         # Follow The Tangents Given])
-        self._cache: list[tuple[object, tuple[BackwardVariant, Callable[..., object]] | None]] = []
+        self._cache: list[tuple[object, RetracedBackward | None]] = []
         self._lock = threading.Lock()
 
     def get(
         self,
-        bw_meta: BackwardGraph,
+        bw_meta: BackwardPlan,
         trees: list[TangentTree],
         per_output: list[list[torch.Tensor]],
         absent: frozenset[int] = frozenset(),
-    ) -> tuple[BackwardVariant, Callable[..., object]] | None:
+    ) -> RetracedBackward | None:
         resolved = [bw_meta.tangent_trees[k] if isinstance(tree, _Same) else tree for k, tree in enumerate(trees)]
         key = (resolved, [[(t.shape, t.stride(), t.dtype) for t in ts] for ts in per_output], absent)
         with self._lock:
@@ -203,16 +208,15 @@ class _Variants:
             reasons += [f"output {bw_meta.diff_outputs[k]}: no tangent" for k in sorted(absent)]
             log.info("retracing the backward for new tangent types: %s", "; ".join(reasons))
             try:
-                variant = retrace_backward(bw_meta, resolved, per_output, absent)
+                variant = bw_meta.retrace(resolved, per_output, absent)
             except UnsupportedError:
                 if any(not isinstance(tree, _Same) for tree in trees):
                     raise
                 log.info("the retrace for missing tangents failed; running the compiled backward")
                 self._cache.append((key, None))
                 return None
-            fn = self._compile(variant)
-            self._cache.append((key, (variant, fn)))
-            return variant, fn
+            self._cache.append((key, variant))
+            return variant
 
 
 def _describe(tree: SubclassNode | None) -> str:
@@ -284,9 +288,8 @@ def training_call(
     plan: RuntimePlan,
     fw: Callable[..., object],
     bw: Callable[..., object] | None,
-    bw_meta: BackwardGraph,
+    bw_meta: BackwardPlan,
     differentiable_backward: bool,
-    compile_backward: Callable[[BackwardVariant], Callable[..., object]],
 ) -> GraphCall:
     analysis, layout, flat = plan.analysis, plan.layout, plan.flat
     n_updates = len(plan.graph_outputs.updates)
@@ -301,13 +304,9 @@ def training_call(
         if any(analysis.mutations[m].any or analysis.mutations[m].version_bumped for m in members):
             mutated_graph_inputs.add(k)
 
-    rerun = (
-        bw_meta.joint.forward
-        if differentiable_backward and bw_meta.joint is not None and not mutated_graph_inputs
-        else None
-    )
+    rerun = bw_meta.rerun if differentiable_backward and not mutated_graph_inputs else None
 
-    variants = _Variants(compile_backward)
+    variants = _Variants()
     clone_saved = [k for k, p in enumerate(bw_meta.saved_primals) if p is not None and p in mutated_graph_inputs]
     n_user = len(layout.trees)
     n_results = n_user + len(bw_meta.group_grads)
@@ -459,10 +458,10 @@ def training_call(
                 variants.get(bw_meta, trees, per_output, absent) if retyped or (absent and not create_graph) else None
             )
             if found is not None:
-                variant, fn = found
+                variant = found
                 flat_tangents = [t for ts in per_output for t in ts]
                 dense_grads = list(
-                    cast(Sequence[torch.Tensor], fn(*[saved[j] for j in variant.saved_index], *flat_tangents))
+                    cast(Sequence[torch.Tensor], variant.run(*[saved[j] for j in variant.saved_index], *flat_tangents))
                 )
                 shape: tuple[Any, ...] = (
                     variant.grad_trees,
@@ -492,7 +491,7 @@ def training_call(
             if ctx.bw_targets:
                 n_grads = len(dense_grads) - len(ctx.bw_targets)
                 with torch.no_grad():
-                    # See BackwardGraph.backward_mutations: what the program's backward wrote, written for real.
+                    # See BackwardPlan.backward_mutations: what the program's backward wrote, written for real.
                     for target, value in zip(ctx.bw_targets, dense_grads[n_grads:], strict=True):
                         target.copy_(value)
                 dense_grads = dense_grads[:n_grads]

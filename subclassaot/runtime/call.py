@@ -15,12 +15,6 @@ from typing import cast
 import torch
 
 from subclassaot.authoring.protocol import is_traceable_subclass
-from subclassaot.pipeline.desugar import graph_example_inputs
-from subclassaot.pipeline.rules.bumped_views import bumped_input_sources, replay_early, settle_early_counters
-from subclassaot.pipeline.rules.grad_set_order import early_grad_sets
-from subclassaot.pipeline.rules.kept_accumulators import hold_accumulators, make_assigned_accumulators
-from subclassaot.pipeline.rules.written_views import copy_point, undo_steps
-from subclassaot.pipeline.trace import UpdateKind
 from subclassaot.runtime.plan import (
     GraphCall,
     MetaEvaluator,
@@ -39,6 +33,17 @@ from subclassaot.runtime.regenerate import (
     replay_view,
     unflatten_output,
 )
+from subclassaot.runtime.steps import (
+    bumped_input_sources,
+    copy_point,
+    early_grad_sets,
+    graph_example_inputs,
+    hold_accumulators,
+    make_assigned_accumulators,
+    replay_early,
+    settle_early_counters,
+    undo_steps,
+)
 from subclassaot.runtime.wrapper_storage import anchor_holders, assign_data_meta
 from subclassaot.schemas import (
     AliasGroupRef,
@@ -48,6 +53,7 @@ from subclassaot.schemas import (
     LeafSource,
     OutputKind,
     Replay,
+    UpdateKind,
 )
 from subclassaot.torch_internals import (
     assign_wrapper_metadata,

@@ -15,11 +15,17 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import unflatten_subclass
-from subclassaot.pipeline.rules.bumped_views import finish_bumped_view, lower_input_counter
-from subclassaot.pipeline.rules.detached_outputs import set_onto_inputs
-from subclassaot.pipeline.rules.final_marks import build_order, state_reached, use_only_tokens
-from subclassaot.pipeline.rules.foreign_bases import input_root, view_onto
-from subclassaot.pipeline.rules.grad_set_bases import set_under_grad_holder
+from subclassaot.runtime.output_steps import (
+    build_order,
+    finish_bumped_view,
+    input_root,
+    lower_input_counter,
+    set_onto_inputs,
+    set_under_grad_holder,
+    state_reached,
+    use_only_tokens,
+    view_onto,
+)
 from subclassaot.runtime.plan import MetaEvaluator, RuntimePlan, fresh_output, non_view_alias, probed_stride
 from subclassaot.runtime.real_layouts import set_target_layout, wrapper_layout
 from subclassaot.runtime.wrapper_storage import assign_data_meta, share_wrapper_storages

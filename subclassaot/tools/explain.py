@@ -26,13 +26,13 @@ from policies import Policy
 from subclassaot.api import CompiledEntry, CompiledModule
 from subclassaot.api import compile as compile_fn
 from subclassaot.config import BackendFn, CompileConfig
-from subclassaot.pipeline.trace import GraphOutputs, UpdateKind
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
     DenseIndex,
     DenseLayout,
     FlatInputs,
+    GraphOutputs,
     LeafMutation,
     LeafSource,
     Meta,
@@ -41,6 +41,7 @@ from subclassaot.schemas import (
     OutputLeaf,
     Replay,
     ReplaySource,
+    UpdateKind,
     ViewStep,
 )
 from subclassaot.tools.graph_dot import NodeShape, graph_to_dot

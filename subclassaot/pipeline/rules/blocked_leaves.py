@@ -3,22 +3,22 @@ accumulates because a raising node of an output set_() under grad stands between
 
 Input: an output set_() under grad and the functional run's user tensors (analyze); the holder the runtime rebuilds
 that output from and the real inputs (runtime). Output: which inputs are behind the output's raising node
-(`inputs_behind_raising_nodes`), the refusal of the rest (`check_set_under_grad`), and a holder whose history
-reaches those inputs (`blocking_holder`). Invariants: the analysis only reads autograd graphs; the runtime's node
-never runs its backward (the set_ node in front of it raises first).
+(`inputs_behind_raising_nodes`) and the refusal of the rest (`check_set_under_grad`); runtime/output_steps.py's
+`blocking_holder` makes a holder whose history reaches those inputs. Invariants: the analysis only reads autograd
+graphs; the runtime's node never runs its backward (the set_ node in front of it raises first).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import torch
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.schemas import FlatInputs, OutputInfo, OutputKind
 
-__all__ = ["blocking_holder", "check_set_under_grad", "inputs_behind_raising_nodes"]
+__all__ = ["check_set_under_grad", "inputs_behind_raising_nodes"]
 
 
 # Note [Leaves Behind A Raising set_ Node]
@@ -91,24 +91,3 @@ def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs) -> None:
 
 def _holder_shared(info: OutputInfo) -> bool:
     return info.grad_set_base is not None and info.grad_set_base.same_object
-
-
-class _Blocked(torch.autograd.Function):
-    """A clone of `base` whose node has an edge to each of `blocked` (Note [Leaves Behind A Raising set_ Node])."""
-
-    @staticmethod
-    def forward(ctx: Any, base: torch.Tensor, *blocked: torch.Tensor) -> torch.Tensor:
-        return base.clone()
-
-    @staticmethod
-    def backward(ctx: Any, *grads: torch.Tensor) -> tuple[None, ...]:
-        raise AssertionError("BUG: the node behind a raising set_ node ran (Note [Leaves Behind A Raising set_ Node])")
-
-
-def blocking_holder(base: torch.Tensor, blocked: Sequence[object]) -> torch.Tensor:
-    """A clone of `base` (which requires grad), behind which the backward reaches each of `blocked` that requires
-    grad (Note [Leaves Behind A Raising set_ Node])."""
-    inputs = [b for b in blocked if isinstance(b, torch.Tensor) and b.requires_grad]
-    if not inputs:
-        return base.clone()
-    return cast(torch.Tensor, _Blocked.apply(base, *inputs))  # type: ignore[no-untyped-call]  # untyped in torch

@@ -8,7 +8,7 @@ too, so the runtime's version-counter bump reaches no output whose eager grad_fn
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 import torch
@@ -18,10 +18,8 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.schemas import InputIndex, OutputInfo, OutputKind, Replay, ReplaySource
 from subclassaot.torch_internals import (
-    get_version,
     grad_fn_raises,
     is_plain_autograd_view,
-    set_version,
     storage_key,
 )
 
@@ -82,44 +80,6 @@ def check_bumped_views(infos: Sequence[OutputInfo], leaves: Sequence[object]) ->
                 )
 
 
-def bumped_input_sources(infos: Sequence[OutputInfo]) -> tuple[int, ...]:
-    """The inputs (flat value indexes) whose counter at entry the runtime keeps for Replay.bump_after."""
-    found = {
-        info.replay.index
-        for info in infos
-        if info.replay is not None
-        and (info.replay.bump_after or info.replay.entry_counter or info.replay.stale_view)
-        and info.replay.source is ReplaySource.INPUT
-    }
-    return tuple(sorted(found))
-
-
-def lower_input_counter(
-    replay: Replay, values: Sequence[object], entry: dict[int, int]
-) -> tuple[torch.Tensor, int] | None:
-    """Before replaying a bump_after view of an input: give the input its counter at entry (the input and the
-    counter it has now), where the epilogue moved it and its grad_fn raises since (Replay.entry_counter too), or
-    where eager's view is stale at the end (Replay.stale_view: Note [Plain Views Assigned .data After A Write])."""
-    if replay.source is not ReplaySource.INPUT or replay.index not in entry:
-        return None
-    source = values[replay.index]
-    assert isinstance(source, torch.Tensor), "BUG: an INPUT replay of a value that is no tensor"
-    now = get_version(source)
-    if now == entry[replay.index] or not (replay.stale_view or grad_fn_raises(source)):
-        return None
-    set_version(source, entry[replay.index])
-    return source, now
-
-
-def finish_bumped_view(view: torch.Tensor, lowered: tuple[torch.Tensor, int] | None, *, bump: bool) -> None:
-    """After the replay: the input's counter back, then (`bump`) the view's advanced unless reading its grad_fn
-    raises already, as eager's does."""
-    if lowered is not None:
-        set_version(*lowered)
-    if bump and not grad_fn_raises(view):
-        set_version(view, get_version(view) + 1)
-
-
 # Note [Early Views Made After The Last Write]
 # An output view of an input that the runtime makes before the epilogue (Replay.before_epilogue: a `.data =` moved
 # the input off the storage the view was taken of, so only the input as it came gives the view eager's `._base`) is
@@ -156,31 +116,3 @@ def counter_at_end(
     ):
         return replay
     return replace(replay, counter_at_end=True)
-
-
-def replay_early(
-    heads: Sequence[tuple[int, Replay]], values: Sequence[object], make: Callable[[Replay], torch.Tensor]
-) -> tuple[dict[int, torch.Tensor], dict[int, int]]:
-    """The early replays `heads` (output index, replay), each made by `make`; and, per input of a replay with
-    Replay.counter_at_end, the count to give it after the epilogue (Note [Early Views Made After The Last Write])."""
-    made: dict[int, torch.Tensor] = {}
-    at_end: dict[int, int] = {}
-    for o, replay in heads:
-        source = values[replay.index]
-        if not replay.counter_at_end or not isinstance(source, torch.Tensor):
-            made[o] = make(replay)
-            continue
-        came = get_version(source)
-        at_end.setdefault(replay.index, came + 1)
-        set_version(source, at_end[replay.index])
-        made[o] = make(replay)
-        set_version(source, came)
-    return made, at_end
-
-
-def settle_early_counters(at_end: dict[int, int], values: Sequence[object]) -> None:
-    """After the epilogue: the counts of `replay_early` (Note [Early Views Made After The Last Write])."""
-    for i, version in at_end.items():
-        source = values[i]
-        assert isinstance(source, torch.Tensor), "BUG: an early replay of a value that is no tensor"
-        set_version(source, version)

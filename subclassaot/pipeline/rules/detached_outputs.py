@@ -3,8 +3,9 @@ graph (with the compiled Function's history), then put on the input's storage.
 
 Input (analysis): one output of the functional run, its dense leaves, the storage maps of `_analyze_outputs`.
 Output: the output's leaves as GRAPH leaves naming the input each is set_() onto (`OutputLeaf.onto_input`), or None
-where the rule does not apply; at run time, `set_onto_inputs` moves them. Invariants: only with grad enabled; the
-values the graph computes are those the epilogue writes into the input, so moving a leaf changes no value.
+where the rule does not apply; at run time, runtime/output_steps.py's `set_onto_inputs` moves them. Invariants:
+only with grad enabled; the values the graph computes are those the epilogue writes into the input, so moving a
+leaf changes no value.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ from collections.abc import Callable, Sequence
 import torch
 from torch.utils import _pytree as pytree
 
-from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun
-from subclassaot.schemas import DenseIndex, LeafSource, Meta, OutputInfo, OutputLeaf
-from subclassaot.torch_internals import get_version, grad_fn_raises, set_to_tensor, set_version, storage_key
+from subclassaot.schemas import DenseIndex, LeafSource, Meta, OutputLeaf
+from subclassaot.torch_internals import grad_fn_raises, storage_key
 
-__all__ = ["detached_output_leaves", "set_onto_inputs"]
+__all__ = ["detached_output_leaves"]
 
 # Note [Detached Outputs Written With Grad]
 # `t = x.detach(); t.add_(x); return t` with grad on (x requiring grad): eager's t is no view, shares x's storage, and
@@ -77,25 +78,3 @@ def detached_output_leaves(
         )
         for k, (leaf, key) in enumerate(zip(dense, keys, strict=True))
     )
-
-
-def set_onto_inputs(
-    value: torch.Tensor,
-    info: OutputInfo,
-    dense: Sequence[torch.Tensor],
-    metas: Sequence[tuple[list[int], list[int], int]],
-    wrapper: torch.Tensor,
-) -> None:
-    """Note [Detached Outputs Written With Grad]: each dense leaf of `value` (the Function's output) set_() onto the
-    storage of its input with eager's metadata (`metas`, per leaf), under no_grad, its version counter kept; a
-    subclass output also takes the wrapper storage of `wrapper`, the input it is a detach() of (as eager's aliasing
-    correction gives a view op's output)."""
-    leaves = flatten_subclass(value, "out")[1] if info.tree is not None else [value]
-    for t, leaf, (size, stride, offset) in zip(leaves, info.leaves, metas, strict=True):
-        assert leaf.onto_input is not None, "BUG: a detached output leaf names no input"
-        version = get_version(t)
-        with torch.no_grad():
-            set_to_tensor(t, dense[leaf.onto_input].detach().as_strided(size, stride, offset))
-        set_version(t, version)
-    if info.tree is not None:
-        torch._functionalize_unsafe_set(value, wrapper)  # the storage only: no dispatch, no autograd record

@@ -1,9 +1,9 @@
 """Stage `analyze` and the runtime, output regeneration: outputs whose view chains pass one intermediate, one
 before the in-place view ops the program applied to it and one after them, share that object as in eager.
 
-Input: a chain segment (the object it makes, its length, where it ends) and the run; at run time, an output's
-replay and the per-call memo. Output: `Replay.marks` entries; the order outputs are built in. Invariants: Note
-[Views Across In-Place View Ops On An Intermediate].
+Input: a chain segment (the object it makes, its length, where it ends) and the run. Output: `Replay.marks`
+entries, in the token encoding of runtime/output_steps.py, which reads them at run time (`build_order`,
+`state_reached`, `use_only_tokens`). Invariants: Note [Views Across In-Place View Ops On An Intermediate].
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import torch
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.pipeline.functional_run import FunctionalRun
-from subclassaot.schemas import OutputInfo, Replay
+from subclassaot.runtime.output_steps import MARK_STATES, state_of, state_token
+from subclassaot.schemas import Replay
 
-__all__ = ["build_order", "early_marks", "final_pass_marks", "late_build_seq", "state_reached", "use_only_tokens"]
+__all__ = ["early_marks", "final_pass_marks", "late_build_seq"]
 
 # Note [Views Across In-Place View Ops On An Intermediate]
 # `t0 = x.detach(); a = t0.view(-1); t0.t_(); return a, t0.unsqueeze(0)`: eager's outputs share one `._base`, t0,
@@ -24,23 +25,12 @@ __all__ = ["build_order", "early_marks", "final_pass_marks", "late_build_seq", "
 # t0 as it was before (a's chain: a mark with token id(t0), and Replay.base_after applies the t_() to a's `._base`
 # once every output is built). A chain that passes t0 after the first j of its in-place view ops (its segment is the
 # view op that made t0, then those) names it in each state 0..j: id(t0) for state 0, then a token of state i that is
-# never an id() (`_state_token`). At run time it takes t0 in the latest state an earlier chain made, applies the ops
+# never an id() (`state_token`). At run time it takes t0 in the latest state an earlier chain made, applies the ops
 # from there to its own state (advancing t0's counter as eager's did, after the earlier views were taken), and hands
 # t0 out in that state only: it changed the object the earlier states name. Outputs are built in order of the states
 # they pass through (`build_order`), and Note [In-Place View Ops On A Base After Its Views] applies only the ops past
 # the state a chain left the `._base` in. Fuzz: the strict xfail test_views_of_one_detach_transposed_in_place_between
 # (test_fuzz_viewbase.py). Not for views rebuilt before the epilogue (their own order).
-
-_STATES = 64  # in-place view ops per object a chain may pass it after
-
-
-def _state_token(t: int, state: int) -> int:
-    return t if state == 0 else ~(t * _STATES + state)
-
-
-def _state_of(token: int) -> tuple[int, int]:
-    """(the object's token in state 0, the state) of a mark's token."""
-    return (token, 0) if token >= 0 else divmod(~token, _STATES)
 
 
 def final_pass_marks(made: torch.Tensor, segment: int, count: int, run: FunctionalRun) -> list[tuple[int, int]]:
@@ -48,24 +38,15 @@ def final_pass_marks(made: torch.Tensor, segment: int, count: int, run: Function
     of the in-place view ops the program applied to it, or [] where it does not."""
     ops = run.swaps.inplace_views.get(id(made), [])
     state = segment - 1
-    if not 1 <= state <= len(ops) or state >= _STATES or made._is_view() or id(made) in run.swaps.swapped_ids:
+    if not 1 <= state <= len(ops) or state >= MARK_STATES or made._is_view() or id(made) in run.swaps.swapped_ids:
         return []
-    return [(count - state + i, _state_token(id(made), i)) for i in range(state + 1)]
+    return [(count - state + i, state_token(id(made), i)) for i in range(state + 1)]
 
 
 def early_marks(marks: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     """`marks` without those of `final_pass_marks`, for a chain replayed before the epilogue."""
-    changed = {_state_of(t)[0] for _, t in marks if t < 0}
+    changed = {state_of(t)[0] for _, t in marks if t < 0}
     return tuple((c, t) for c, t in marks if t >= 0 and t not in changed)
-
-
-def use_only_tokens(marks: Sequence[tuple[int, int]]) -> set[int]:
-    """The tokens of states the chain then changes by in-place view ops: read, never handed out."""
-    return {t for (_, t), (_, u) in zip(marks, marks[1:], strict=False) if u < 0 and _state_of(u)[0] == _state_of(t)[0]}
-
-
-def _max_state(marks: Sequence[tuple[int, int]]) -> int:
-    return max((_state_of(t)[1] for _, t in marks), default=0)
 
 
 # Note [Outputs Built After A Runtime set_]
@@ -93,26 +74,3 @@ def late_build_seq(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> i
     seqs = [record.seq] if record is not None else []
     seqs.extend(r.seq for r in run.swaps.inplace_views.get(id(value), []))
     return max(seqs, default=0)
-
-
-def _set_bumps(replay: Replay | None) -> bool:
-    return replay is not None and replay.then_set and not replay.runtime_set and not replay.set_by_data
-
-
-def build_order(infos: Sequence[OutputInfo]) -> list[int]:
-    """Outputs in the order of the object states their chains pass through, then output order (or, where an output
-    repeats a set_(), program order: Note [Outputs Built After A Runtime set_])."""
-    by_program = any(_set_bumps(info.replay) for info in infos)
-
-    def key(o: int) -> tuple[int, int]:
-        replay = infos[o].replay
-        if replay is None:
-            return (0, 0)
-        return (_max_state(replay.marks), replay.made if by_program and not replay.before_epilogue else 0)
-
-    return sorted(range(len(infos)), key=key)
-
-
-def state_reached(base: torch.Tensor, shared: dict[int, torch.Tensor]) -> int:
-    """How many of its in-place view ops a chain applied to `base` already (a memo object in a later state)."""
-    return max((_state_of(t)[1] for t, v in shared.items() if t < 0 and v is base), default=0)

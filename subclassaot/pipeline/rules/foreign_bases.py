@@ -2,7 +2,8 @@
 
 Input: output leaves of a functional run (at analysis and trace), or real tensors (at run time).
 Output: `foreign_root` and `foreign_base` (eager's `._base` of an output view that set_() left on another storage,
-and where the runtime finds it), `view_onto` (the run-time rebuild of such a view), and the refusal of such views
+and where the runtime finds it; the run-time rebuild of such a view is runtime/output_steps.py's `view_onto`),
+and the refusal of such views
 that require grad (`check_grad_view_of_moved_input`, `check_view_of_input_set_off_it`) or that view an
 intermediate with history (`check_moved_view_of_grad_intermediate`).
 Invariants: analysis and trace decide the same foreign roots (the graph returns them as intermediate bases, numbered
@@ -18,7 +19,7 @@ import torch
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.schemas import LeafSource
-from subclassaot.torch_internals import get_version, set_to_tensor, set_version, storage_key
+from subclassaot.torch_internals import storage_key
 
 # Note [Views Set Onto Another Storage]
 # A view keeps its `._base` when set_() moves it, or its base, to another storage: after `t1 = t0.diagonal();
@@ -147,33 +148,3 @@ def _moved_root(leaf: torch.Tensor) -> torch.Tensor | None:
     if root is None or is_traceable_subclass(root) or storage_key(root) == storage_key(leaf):
         return None
     return root
-
-
-def input_root(t: torch.Tensor) -> torch.Tensor:
-    """The tensor whose views share `t`'s autograd base: `t._base`, or `t` itself where it is no view (Note [Views
-    Set Onto Another Storage])."""
-    return t._base if t._base is not None else t
-
-
-def view_onto(
-    root: torch.Tensor,
-    storage: torch.Tensor,
-    size: Sequence[int],
-    stride: Sequence[int],
-    offset: int,
-    grad: bool = False,
-) -> torch.Tensor:
-    """A view of `root` that lives on `storage`'s storage with this size, stride and offset (Note [Views Set Onto
-    Another Storage]). `grad`: made and set_() with grad on, as the program did (Note [Views Of Inputs set_() Under
-    Grad]); otherwise without (eager's view does not require grad: foreign_root)."""
-    version = get_version(root)
-    if grad and torch.is_grad_enabled():
-        # eager's set_ node has an edge to the source's history: a gradient of the source waits behind it
-        view = root.as_strided((0,), (1,), root.storage_offset())
-        set_to_tensor(view, storage.as_strided(size, stride, offset))
-    else:
-        with torch.no_grad():
-            view = root.as_strided((0,), (1,), root.storage_offset())
-            view.set_(storage.untyped_storage(), offset, list(size), list(stride))
-    set_version(view, version)
-    return view

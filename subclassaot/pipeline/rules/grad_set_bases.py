@@ -3,22 +3,19 @@
 Input: output leaves of a functional run and its `SwapRecord` (analysis and trace); at run time, a regenerated
 output and the value of the tensor eager's output is a view of.
 Output: `grad_set_view_root` (the intermediate a view set_() under grad still views, which the graph returns as an
-intermediate base), and `set_under_grad_holder` (the output rebuilt by a set_() under grad of a fresh tensor, a
-view of eager's base where eager's output is a view).
+intermediate base); runtime/output_steps.py's `set_under_grad_holder` rebuilds the output by a set_() under grad of
+a fresh tensor, a view of eager's base where eager's output is a view.
 Invariants: Note [Bases Of Outputs set_() Under Grad]; analysis and trace find the same roots (they are intermediate
 bases, numbered after the others, in output order).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.pipeline.rules.blocked_leaves import blocking_holder
 from subclassaot.pipeline.rules.swap_record import SwapRecord
-from subclassaot.torch_internals import set_to_tensor, storage_key
+from subclassaot.torch_internals import storage_key
 
 # Note [Bases Of Outputs set_() Under Grad]
 # An output set_() under grad is rebuilt by a set_() under grad of a fresh tensor (Note [Outputs set_() Under
@@ -118,38 +115,3 @@ def sets_without_history(value: torch.Tensor, swaps: SwapRecord) -> bool:
     tensors none of which requires grad (seed 45000 #1194: a detach() set_() to its own view in training), or
     `value`'s own, as Note [Subclass Views set_() Off Their Base] rebuilds it (fuzz seed 8000 #2870, #7374)?"""
     return (bool(swaps.wrapper_sets) and not swaps.grad_set_ids) or set_view_root(value, swaps, set()) is not None
-
-
-def set_under_grad_holder(
-    value: torch.Tensor,
-    found: tuple[torch.Tensor, bool] | None,
-    *,
-    view: bool,
-    viewed_after: bool,
-    blocked: Sequence[object] = (),
-) -> torch.Tensor:
-    """`value` rebuilt as eager's output set_() under grad (Note [Outputs set_() Under Grad]). `found`: where eager's
-    output is a view, the value of its `._base` and whether that is eager's base object itself (Note [Bases Of
-    Outputs set_() Under Grad]). `view`: the output was a view when set_(); `viewed_after`: it is a view taken of
-    the tensor set_() (eager's base) after the set_. `blocked`: the inputs eager's set_ node stands in front of
-    (Note [Leaves Behind A Raising set_ Node])."""
-    root = None if found is None else found[0]
-    if found is not None and found[1]:
-        holder = found[0].view(found[0].shape)  # other outputs view that base too: one object, as in eager
-        set_to_tensor(holder, value)
-        return holder
-    src = value if root is None else root
-    if is_traceable_subclass(src):
-        # a holder of the output's own class: a clone of a detached alias (Note [Outputs set_() Under Grad])
-        holder = blocking_holder(src.detach().requires_grad_(), blocked)
-    else:
-        holder = blocking_holder(torch.empty(0, dtype=src.dtype, device=src.device, requires_grad=True), blocked)
-    if root is not None:
-        set_to_tensor(holder, root.detach())  # eager's base, set_() under grad
-        if viewed_after:
-            return holder.as_strided(value.shape, value.stride(), value.storage_offset())
-        holder = holder.view(holder.shape)
-    elif view:
-        holder = holder.view(holder.shape)
-    set_to_tensor(holder, value)
-    return holder

@@ -1,10 +1,10 @@
 """Where the runtime makes the set_ node of an input the program set_() under grad: before the compiled call or in
 the epilogue (Note [set_ Under Grad Before The Call]).
 
-Input: the `_DataMode` of storage_swaps.py calls `note_reads_after_grad_set` after each op of the program; the
-runtime's epilogue plan calls `early_grad_sets` on the analysis and layout.
-Output: `SwapRecord.read_after_grad_set` (read by analyze into `Analysis.read_after_grad_set`), and the tensor inputs
-whose set_() the runtime repeats before the call. Invariants: records only; nothing here changes a tensor.
+Input: the `_DataMode` of storage_swaps.py calls `note_reads_after_grad_set` after each op of the program.
+Output: `SwapRecord.read_after_grad_set` (read by analyze into `Analysis.read_after_grad_set`), from which
+runtime/steps.py's `early_grad_sets` names the tensor inputs whose set_() the runtime repeats before the call.
+Invariants: records only; nothing here changes a tensor.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.pipeline.rules.swap_record import SwapRecord
-from subclassaot.schemas import Analysis, DenseLayout
 
-__all__ = ["early_grad_sets", "early_set_inputs", "note_reads_after_grad_set"]
+__all__ = ["early_set_inputs", "note_reads_after_grad_set"]
 
 # Note [set_ Under Grad Before The Call]
 # Eager's set_ node (Note [set_ Under Grad]) takes its place in the program's history: the nodes of the ops that read
@@ -77,17 +76,4 @@ def early_set_inputs(record: SwapRecord, tensors: Sequence[torch.Tensor], output
     return tuple(
         id(t) in record.read_after_grad_set and id(t) not in record.read_before_grad_set and id(t) in returned
         for t in tensors
-    )
-
-
-def early_grad_sets(analysis: Analysis, layout: DenseLayout) -> tuple[int, ...]:
-    """Tensor inputs whose set_() under grad the runtime repeats before the compiled call (Note [set_ Under Grad
-    Before The Call])."""
-    after = analysis.read_after_grad_set or (False,) * len(layout.trees)
-    return tuple(
-        t
-        for t, leaves in enumerate(layout.leaves_of_input)
-        if after[t]
-        and any(analysis.mutations[j].set_under_grad for j in leaves)
-        and not (layout.trees[t] is None and analysis.mutations[leaves[0]].set_source is not None)
     )

@@ -2,30 +2,26 @@
 functional run sees it, and the runtime's hold on the one eager keeps.
 
 Input: the `_DataMode` of storage_swaps.py calls `note_grad_reads` after each op of the program and
-`note_data_assignment` at each `.data =`; the runtime calls `hold_accumulators` on the real inputs before the
-epilogue. Output: `SwapRecord.kept_accumulators` (read by analyze) and `SwapRecord.read_after_hidden_resize` entries
-(refused by hidden_set_rules); at run time, the held accumulators. Invariants: records only; nothing here changes a
-tensor.
+`note_data_assignment` at each `.data =`. Output: `SwapRecord.kept_accumulators` (read by analyze) and
+`SwapRecord.read_after_hidden_resize` entries (refused by hidden_set_rules); the runtime's hold on the accumulators
+is runtime/steps.py's `hold_accumulators` and `make_assigned_accumulators`. Invariants: records only; nothing here
+changes a tensor.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import sympy
 import torch
-from torch.autograd.graph import GradientEdge, get_gradient_edge
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.pipeline.rules.swap_record import SwapRecord
-from subclassaot.torch_internals import assign_wrapper_metadata, grad_fn_raises, symint_expr, wrapper_grad_accumulator
+from subclassaot.torch_internals import grad_fn_raises, symint_expr
 
 __all__ = [
     "assigned_accumulator_size",
-    "hold_accumulators",
-    "make_assigned_accumulators",
     "note_data_assignment",
     "note_grad_reads",
     "note_self_set",
@@ -126,31 +122,6 @@ def assigned_accumulator_size(record: SwapRecord, t: torch.Tensor) -> tuple[int 
     return tuple(symint_expr(d) for d in size)
 
 
-def make_assigned_accumulators(values: Sequence[object], sizes: Sequence[tuple[int, list[int]]]) -> list[GradientEdge]:
-    """Note [Subclass Accumulators Made After .data =]: for each (flat input, size), the input's accumulator, made
-    at that size if none is alive; the caller holds them until the compiled Function has taken the inputs."""
-    held = []
-    for i, size in sizes:
-        x = values[i]
-        if not isinstance(x, torch.Tensor) or not x.is_leaf or not x.requires_grad or list(x.shape) == size:
-            continue
-        if not is_traceable_subclass(x):  # a plain leaf (Note [Leaves Laid Out Anew Under no_grad])
-            before = x.detach()  # shares x's storage, metadata and version counter
-            with torch.no_grad():
-                x.data = torch.empty((), dtype=x.dtype, device=x.device).expand(size)
-            held.append(get_gradient_edge(x))
-            with torch.no_grad():
-                x.data = before
-            continue
-        if x.untyped_storage().nbytes() < x.element_size():
-            continue  # the shell would move the wrapper to a new storage (an input with no elements: a known gap)
-        old = (list(x.shape), list(x.stride()), int(x.storage_offset()))
-        assign_wrapper_metadata(x, size, [0] * len(size), 0)
-        held.append(wrapper_grad_accumulator(x))
-        assign_wrapper_metadata(x, *old)
-    return held
-
-
 def note_data_assignment(record: SwapRecord, target: torch.Tensor, size_before: tuple[Any, ...]) -> None:
     """At `target.data = ...` (before the record's seq advances for it): whether `target`, where it requires grad,
     keeps its accumulator, or gets a new one at its first read with grad (for a leaf: inputs run as views of their
@@ -161,18 +132,6 @@ def note_data_assignment(record: SwapRecord, target: torch.Tensor, size_before: 
         record.kept_accumulators.add(id(target))
     elif id(target) not in record.kept_accumulators and not is_traceable_subclass(target):
         record.fresh_accumulators[id(target)] = (record.seq, size_before)
-
-
-def hold_accumulators(values: Sequence[object], indices: Sequence[int]) -> list[GradientEdge]:
-    """The gradient accumulators of the flat inputs at `indices` (leaves that require grad), made now if none is
-    alive: the caller holds them while the epilogue and the output replays run (Note [Accumulators Kept Through
-    .data =])."""
-    held = []
-    for i in indices:
-        x = values[i]
-        if isinstance(x, torch.Tensor) and x.is_leaf and x.requires_grad:
-            held.append(get_gradient_edge(x))
-    return held
 
 
 def _note_accumulator_read(record: SwapRecord, a: torch.Tensor) -> None:

@@ -3,24 +3,25 @@ view ops: where the epilogue copies their new value in among the replayed view o
 Changed In Place]).
 
 Input: the functional run's `SwapRecord` (analyze), `Analysis` and `DenseLayout` (backward trace, runtime). Output:
-per input, how many of its replayed view ops come before the copy (`steps_before_last_write`, `copy_point`), the
-refusal of what stays unsupported, and the value to copy (`undo_steps`). Invariants: no tracing here.
+per input, how many of its replayed view ops come before the copy (`steps_before_last_write`; the epilogue's
+`copy_point` and the value it copies, `undo_steps`, are runtime/steps.py's), and the refusal of what stays
+unsupported. Invariants: no tracing here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import torch
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
-from subclassaot.schemas import Analysis, DenseLayout, ViewStep
+from subclassaot.runtime.steps import copy_point
+from subclassaot.schemas import Analysis, DenseLayout
 
 if TYPE_CHECKING:
     from subclassaot.pipeline.rules.swap_record import SwapRecord
-    from subclassaot.runtime.plan import MetaEvaluator
 
 aten = torch.ops.aten
 
@@ -53,12 +54,6 @@ aten = torch.ops.aten
 # with grad or under no_grad, on select/diagonal/unsqueeze/transpose/slice views of a leaf's clone or of a tensor that
 # gains grad, returning nothing, the view, a view of it or a product.
 
-# out-of-place inverses of the in-place view ops (positional arguments only), applied to the op's result
-_UNDO: dict[object, Callable[..., torch.Tensor]] = {
-    aten.t_.default: lambda x: x.t(),
-    aten.transpose_.default: lambda x, a, b: x.transpose(a, b),
-    aten.unsqueeze_.default: lambda x, d: x.squeeze(d),
-}
 _SCALING = frozenset({aten.mul_.Tensor, aten.div_.Tensor})
 
 
@@ -126,20 +121,6 @@ def _fresh_reads(t: torch.Tensor, changed: int, own: Sequence[int], swaps: SwapR
     return True
 
 
-def copy_point(layout: DenseLayout, analysis: Analysis, i: int) -> int | None:
-    """For subclass input `i`, a view whose new value comes from the compiled Function and whose in-place view ops
-    the epilogue replays: after how many of them the epilogue copies the value in, or None where it cannot be
-    eager's (Note [Written Subclass Views Changed In Place])."""
-    k = analysis.write_steps[i] if analysis.write_steps else None
-    steps = analysis.inplace_replay[i]
-    grouped = {m for g in layout.groups for m in g.members}
-    if k is None or analysis.wrapper_data[i] is not None or any(j in grouped for j in layout.leaves_of_input[i]):
-        return None
-    if any(step.op not in _UNDO or step.kwargs for step in steps):
-        return None
-    return k
-
-
 def refuse_written_views_changed_in_place(
     layout: DenseLayout, analysis: Analysis, real: Sequence[torch.Tensor], wrapper_updates: Sequence[int]
 ) -> None:
@@ -163,15 +144,3 @@ def refuse_written_views_changed_in_place(
                 "its storage with another input or assigns its `.data`; in training this is not supported yet (Note "
                 "[Written Subclass Views Changed In Place]). Pass the base, or change a clone"
             )
-
-
-def undo_steps(
-    value: torch.Tensor, steps: Sequence[ViewStep], ev: MetaEvaluator, symbols: dict[str, int]
-) -> torch.Tensor:
-    """`value`, which has the layout after `steps`, viewed back to the layout before them (out of place, recorded
-    by autograd): the inverse of each step, last first."""
-    for step in reversed(steps):
-        args = ev.arg(step.args, symbols)
-        assert isinstance(args, tuple), "BUG: view step arguments are a tuple"
-        value = _UNDO[step.op](value, *args)
-    return value
