@@ -750,7 +750,7 @@ def _check_empty_set_target(path: str, run: FunctionalRun, j: DenseIndex) -> Non
         raise UnsupportedError(
             f"{path} is a view, with a layout of its own, of an empty tensor the program computed and set_() input "
             f"{j} to (or assigned to its `.data`); eager's strides of such an empty tensor are the kernel's, which "
-            "the compiled program does not see (Note [Views Of An Empty set_() Target]). Return a clone, or the "
+            "the compiled program does not see (Note [Fresh Subclass Output Strides]). Return a clone, or the "
             "tensor the input was set_() to itself"
         )
 
@@ -772,8 +772,8 @@ def _check_base_within(path: str, base: torch.Tensor | None, run: FunctionalRun,
     if have is None or whole is None or not have.covers(whole):
         raise UnsupportedError(
             f"{path} is a view of an intermediate that input {j} was set_() to in part: eager's `._base` of it is "
-            "that intermediate, whose elements the input does not cover are not kept by the compiled program (Note "
-            "[Hidden Bases On A Fresh Storage]). Return a clone, or set_() the input to the whole intermediate"
+            "that intermediate, whose elements the input does not cover are not kept by the compiled program. Return "
+            "a clone, or set_() the input to the whole intermediate"
         )
 
 
@@ -890,7 +890,7 @@ def check_gained_grad(
                 f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad, shares storage with another input, "
                 "and the program writes a value that requires grad into it (so in eager it then requires grad); in "
                 "training this is supported only where every input over that storage is this one tensor, whose "
-                "layout the program keeps (Note [Inputs Passed Twice That Gain Grad]). Write into a clone, or "
+                "layout the program keeps (Note [Inputs That Gain Grad In Training]). Write into a clone, or "
                 "detach() the value"
             )
         swapped_under_grad = any(m.storage_changed for m in muts) and all(m.set_under_grad for m in muts)

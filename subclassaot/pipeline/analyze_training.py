@@ -279,8 +279,8 @@ def check_history_over_alias(
         raise UnsupportedError(
             f"{path} is a view of an intermediate that requires grad, taken before the program assigned its `.data` "
             "a tensor of another size (of a plain one: or strides): eager's view keeps the history of the old "
-            "layout, and one regenerated from the intermediate as it ends cannot (Note [Histories Over Aliased "
-            "Storage]). Return a clone made before the assignment"
+            "layout, and one regenerated from the intermediate as it ends cannot (Note [Outputs That An Input Was "
+            "set_() To]). Return a clone made before the assignment"
         )
     wrapper_set = run.swaps.wrapper_sets.get(id(value))
     no_grad_set = (id(value) in run.swaps.swapped_ids and id(value) not in run.swaps.grad_set_ids) or (
@@ -290,8 +290,8 @@ def check_history_over_alias(
         raise UnsupportedError(
             f"{path}: the program set_() this tensor under no_grad after computing it with grad: eager returns it "
             "with its own autograd history over the storage it was set_() to, which a compiled output that shares "
-            "that storage cannot have (Note [Histories Over Aliased Storage]). Return a clone, or call set_() with "
-            "grad enabled"
+            "that storage cannot have (Note [Outputs That An Input Was set_() To]). Return a clone, or call set_() "
+            "with grad enabled"
         )
     if (set_view := no_grad_set_in_view_chain(value, run)) is not None and not (
         set_view is value and _then_set_from_base(value, leaves, run, bases, named)
@@ -304,7 +304,7 @@ def check_history_over_alias(
         raise UnsupportedError(
             f"{path} is {what}: eager returns it with an autograd history of views over that tensor's own history "
             "(whose backward may raise on the changed size), on the storage it was set_() to, which a compiled "
-            "output that shares that storage cannot have (Note [Histories Over Aliased Storage]; fuzz seed 7000 "
+            "output that shares that storage cannot have (Note [Outputs That An Input Was set_() To]; fuzz seed 7000 "
             "#501, #9637). Return a clone"
         )
     plain_owner = not is_traceable_subclass(value) and not run.swaps.is_view(value)
@@ -314,14 +314,14 @@ def check_history_over_alias(
         raise UnsupportedError(
             f"{path} has an autograd history of its own, and the program set_() another tensor onto its storage "
             "whose views it also returns: rebuilt as an alias of that storage, it would have no history (Note "
-            "[Histories Over Aliased Storage]). Return a clone"
+            "[Outputs That An Input Was set_() To]). Return a clone"
         )
     if any(leaf.source is LeafSource.INTERMEDIATE_ALIAS for leaf in leaves) and detached_in_chain(value, run):
         raise UnsupportedError(
             f"{path} is a detach() of an intermediate (or a view of one) that the program then wrote with a value "
             "that requires grad: eager gives it an autograd history of its own over the intermediate's storage, "
-            "which a compiled output cannot have (Note [Histories Over Aliased Storage]). Return a clone, or write "
-            "into a clone"
+            "which a compiled output cannot have (Note [Outputs That An Input Was set_() To]). Return a clone, or "
+            "write into a clone"
         )
 
 
@@ -469,9 +469,9 @@ def check_wrapper_grad_gains(
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad and the program set_()s it with "
                 "grad enabled to a tensor that requires grad and is not an input or a view of one taken with grad "
-                "enabled, or changes it after, or is a nested tensor subclass (Note [Subclass Inputs That Gain Grad "
-                "By set_]): autograd's history of "
-                "it would not be eager's. set_() it to a clone made outside the function, or under torch.no_grad()"
+                "enabled, or changes it after, or is a nested tensor subclass (Note [Inputs That Gain Grad In "
+                "Training]): autograd's history of it would not be eager's. set_() it to a clone made outside the "
+                "function, or under torch.no_grad()"
             )
 
 
@@ -508,8 +508,8 @@ def check_overlapping_clones(
             raise UnsupportedError(
                 f"{path}: the program calls contiguous() on a view of this tensor subclass input, which requires "
                 "grad and whose elements overlap (expand()), and returns or writes the input: eager's may be a copy, "
-                "the traced one a view of the input's contiguous clone (Note [contiguous() Of A Contiguous Clone]). "
-                "Call .clone() instead"
+                "the traced one a view of the input's contiguous clone (Note [Eager's Layouts Under "
+                "Functionalization]). Call .clone() instead"
             )
         grouped = any(j in g.members for g in layout.groups for j in leaves)
         for info in outputs:
@@ -617,7 +617,7 @@ def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analys
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[t]].path} is a view made by an op that returns several views "
                 "(unbind, split, chunk), the program writes its base through another input and uses it with grad "
-                "enabled: eager raises when autograd reads it (Note [Multi-Output View Inputs]), which the "
+                "enabled: eager raises when autograd reads it (Note [No-Grad Views Made After The Bump]), which the "
                 "compiled program does not reproduce. Pass the base tensor and take the views inside the function"
             )
 
@@ -647,7 +647,8 @@ def check_multi_output_view_outputs(flat: FlatInputs, layout: DenseLayout, analy
                     f"out[{k}] is a view made by an op that returns several views (unbind, split, chunk) of "
                     f"{flat.leaves[replay.index].path}, whose base the program advances through "
                     f"{flat.leaves[flat.tensor_indices[t]].path}: eager's may raise when autograd reads its grad_fn "
-                    "(Note [Multi-Output View Inputs]), which the rebuilt output does not reproduce. Return a clone"
+                    "(Note [No-Grad Views Made After The Bump]), which the rebuilt output does not reproduce. Return "
+                    "a clone"
                 )
 
 
@@ -737,6 +738,6 @@ def check_writes_after_hidden_set(
                 f"{flat.leaves[flat.tensor_indices[i]].path} requires grad, and the program set_() it under no_grad "
                 "to another input's storage and then wrote it with grad enabled: eager records that write on the "
                 "history it had before the set_(), which the compiled graph, where the write reads only the other "
-                "input's storage, cannot reproduce (Note [Writes With Grad After A Hidden set_]). Call set_() with "
+                "input's storage, cannot reproduce (Note [Writes With Grad After .data =]). Call set_() with "
                 "grad enabled, or write into a clone"
             )

@@ -223,8 +223,8 @@ def reaches_output_node(
 
 def eager_kept_accumulators(call: Callable[..., object], flat: FlatInputs, leaves: Sequence[int]) -> frozenset[int]:
     """Of the leaf inputs at positions `leaves` in `flat.values`: those whose gradient accumulator that the outputs'
-    graphs reach in eager, run on static fakes, has the size the leaf came with (Note [Accumulators Kept Through
-    Layout Ops]). All of them where the program does not run on static fakes."""
+    graphs reach in eager, run on static fakes, has the size the leaf came with (Note [Leaves Laid Out Anew Under
+    no_grad]). All of them where the program does not run on static fakes."""
     try:
         mode, values = static_fake_copies(flat.values)
         with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():

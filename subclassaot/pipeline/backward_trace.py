@@ -647,9 +647,8 @@ def _check_deferred_error(
         # views of the inputs it returns) runs.
         raise UnsupportedError(
             "the program writes through an as_strided() view with grad, and its backward would write back through "
-            "a view chain in which the as_strided() is not the first view (Note [Writes After as_strided In A View "
-            "Chain]); not supported in training. Take the as_strided() view of a clone, or write under "
-            "torch.no_grad()"
+            "a view chain in which the as_strided() is not the first view (Note [as_strided On Inputs]); not "
+            "supported in training. Take the as_strided() view of a clone, or write under torch.no_grad()"
         ) from error
     if len(setup.diff) > 1:
         for d, leaves in zip(setup.diff, diff_leaves, strict=True):

@@ -108,8 +108,8 @@ def dense_layout(
 
 
 def _base_input(real: torch.Tensor, reals: Sequence[torch.Tensor]) -> int | None:
-    """The first subclass input that is `real`'s autograd `._base` (Note [Subclass Members Traced As Views Of Their
-    Base Input]): both require grad and are no autograd leaves (in training, both run as clones)."""
+    """The first subclass input that is `real`'s autograd `._base` (Note [Aliased Subclass Inputs In Training]): both
+    require grad and are no autograd leaves (in training, both run as clones)."""
     base = real._base if is_traceable_subclass(real) and real._is_view() and real.requires_grad else None
     if base is None or base.is_leaf or not base.requires_grad:
         return None
@@ -234,7 +234,7 @@ def _whole_hidden_base(layout: DenseLayout, group: AliasGroup, member: DenseInde
     """`member` is an inner tensor of a base the call does not pass, added by Note [Subclass Views Of A Base Not
     Passed], and it is its group's whole base (offset 0, contiguous): it is traced as the base itself, so that an
     as_strided() view of it (an input made by as_strided() replayed on it) is the first view of its chain (Note
-    [Writes After as_strided In A View Chain]). The program never sees that base, so nothing changes its layout."""
+    [as_strided On Inputs]). The program never sees that base, so nothing changes its layout."""
     size, stride, offset = meta
     return (
         is_hidden_base_path(layout.leaves[member].path)

@@ -55,7 +55,7 @@ def check_grad_factories(factories: Sequence[str], *, training: bool) -> None:
         raise UnsupportedError(
             f"the program makes a tensor that requires grad itself ({factories[0]}(..., requires_grad=True)) while "
             "no input requires grad; eager's outputs computed from it require grad, the compiled inference graph's "
-            "cannot (Note [Tensors Made Requiring Grad Inside The Program]). Pass that tensor as an input instead"
+            "cannot (Note [Grad Mode At The Call Decides Training]). Pass that tensor as an input instead"
         )
 
 
@@ -65,8 +65,8 @@ def check_grad_reenabled(functions: Sequence[str], *, training: bool) -> None:
         raise UnsupportedError(
             f"the program turns grad mode back on inside (torch.enable_grad() / set_grad_enabled(True)) and calls "
             f"{functions[0]}() on tensors that require grad, while it is called under no_grad: eager's results of "
-            "that region require grad, the compiled inference graph's cannot (Note [Grad Mode Turned On Inside A "
-            "no_grad Call]). Call the compiled function with grad mode on, or compute that region outside it"
+            "that region require grad, the compiled inference graph's cannot (Note [Grad Mode At The Call Decides "
+            "Training]). Call the compiled function with grad mode on, or compute that region outside it"
         )
 
 

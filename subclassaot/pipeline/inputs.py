@@ -199,7 +199,7 @@ class _LiftCaptured(TorchFunctionMode):
                 "variable, global or module attribute) straight into a torch.func transform (vmap, grad, jacrev) "
                 "as the transformed argument: the transform wraps the captured tensor itself, before the compiled "
                 "program can read it as an input. Pass it as an argument of the compiled function "
-                "(Note [Captured Tensors Are Inputs])"
+                "(Note [State The Program Reads Is An Input])"
             )
         if is_real_plain_tensor(t) and fake_mode_active():  # a real run (torch_function_output_types) makes them
             raise UnsupportedError(uncaptured_tensor_message(self.fn, t))

@@ -567,8 +567,8 @@ def forward_example(
 # `x0.mul_(3.0); x2.set_(x1)` with PairTensor inputs x0 = b.transpose(1, 2), x2 = b (b a non-leaf, x1 2-d): the
 # set_() bumps the version counter x0 shares with x2, so reading x0's grad_fn makes autograd rebuild it by replaying
 # x0's view ops on x2, now 2-d, which raises IndexError; eager's x0 does the same after the call (a wrapper subclass
-# has no as_strided replay, and x0 runs in the functional run as the same view of its base input: Note [Subclass
-# Members Traced As Views Of Their Base Input]). So such a forward output (a subclass one whose grad_fn read raises
+# has no as_strided replay, and x0 runs in the functional run as the same view of its base input: Note [Aliased
+# Subclass Inputs In Training]). So such a forward output (a subclass one whose grad_fn read raises
 # IndexError or ValueError) gets no tangent, as one does whose read raises the view-after-write RuntimeError: no
 # backward of eager's goes through it, and the runtime's x0, copied in before the epilogue's set_(), raises the same
 # when read (fuzz seed 47000 #3046). A plain output is not covered: eager's plain views rebuild their history by

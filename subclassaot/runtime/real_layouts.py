@@ -30,7 +30,7 @@ Layout = tuple[list[int], list[int], int]
 # whose outer strides are then those of its leaf. A subclass input or output
 # whose outer size and stride were those of one of its dense leaves (a WrapperTensor takes them from its first inner
 # tensor) takes that leaf's real strides too (fuzz seed 11000 #6737). As for fresh outputs, this trusts the backend to give the graph's results eager's strides (Note
-# [Backend Output Strides]).
+# [What A Backend Receives And Returns]).
 
 
 def set_target_layout(meta: Layout, value: object) -> Layout:

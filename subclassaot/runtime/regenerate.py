@@ -468,8 +468,7 @@ def _replay_source(
 
 
 def _as_then(source: torch.Tensor, replay: Replay, ev: MetaEvaluator, symbols: dict[str, int]) -> torch.Tensor:
-    """The source as it was when the chain viewed it (Note [Views Between In-Place View Ops], Note [Detaches Of
-    Intermediates Changed Since])."""
+    """The source as it was when the chain viewed it (Note [Views Between In-Place View Ops])."""
     if replay.source_meta is None:
         return source
     return source.as_strided(*ev.meta(replay.source_meta, symbols))

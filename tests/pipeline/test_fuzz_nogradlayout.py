@@ -14,7 +14,7 @@ from tests.pipeline.fuzz_helpers import check_with_grad, nonleaf, pair_nonleaf, 
 
 T = torch.Tensor
 
-VIEW_RULE = r"args\[0\]: an input that is a view and requires grad gets another layout .*View Inputs Laid Out Anew"
+VIEW_RULE = r"args\[0\]: an input that is a view and requires grad gets another layout .*Note \[Stale View Functions\]"
 BEHIND = r"args\[0\]: the program changes the size of a tensor that requires grad behind autograd"
 
 

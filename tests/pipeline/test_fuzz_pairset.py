@@ -26,6 +26,10 @@ from tests.pipeline.fuzz_helpers import (
 )
 
 T = torch.Tensor
+HIDDEN_SET_WRITE = (
+    r"set_\(\) it under no_grad to another input's storage and then wrote it with grad enabled.*"
+    r"Note \[Writes With Grad After \.data =\]"
+)
 Make = Callable[[], tuple[object, ...]]
 
 
@@ -259,8 +263,6 @@ def test_pair_set_under_no_grad_then_written_stays_refused(compile_fn: CompileFn
         a.mul_(2)
         return a + b
 
-    refused_with_grad(
-        f, lambda: (pair_nonleaf(3, 3), pair_nonleaf(3, 3)), compile_fn, "Writes With Grad After A Hidden set_"
-    )
+    refused_with_grad(f, lambda: (pair_nonleaf(3, 3), pair_nonleaf(3, 3)), compile_fn, HIDDEN_SET_WRITE)
     check_no_grad(f, lambda: (pair_nonleaf(3, 3), pair_nonleaf(3, 3)), compile_fn)
     check_with_grad(f, lambda: (pair(3, 3), pair(3, 3)), compile_fn)

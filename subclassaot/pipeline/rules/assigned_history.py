@@ -99,6 +99,6 @@ def check_unreplayed_assigned_view(
     if all(leaf.source is not LeafSource.GRAPH for leaf in leaves):
         raise UnsupportedError(
             f"{path} is a view of a tensor with autograd history whose `.data` the program assigned: eager's view keeps that history over the assigned storage, which a view rebuilt from that "
-            "storage cannot have unless the tensor is returned too (Note [Views Of Tensors Assigned .data With "
-            "History]). Return that tensor as well, or a clone of the view"
+            "storage cannot have unless the tensor is returned too (Note [Outputs Assigned .data With History]). "
+            "Return that tensor as well, or a clone of the view"
         )

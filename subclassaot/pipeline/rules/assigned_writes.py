@@ -89,8 +89,8 @@ def check_assigned_writes(
                 raise UnsupportedError(
                     f"{path}: the program assigns `.data` of this input, which requires grad, a tensor on another "
                     "storage and changes its layout in place (t_, transpose_, unsqueeze_) with grad enabled; the "
-                    "compiled program cannot give it eager's history of that view op (Note [In-Place View Ops With "
-                    "Grad And .data =]). Use the out-of-place view op, or change the layout under torch.no_grad()"
+                    "compiled program cannot give it eager's history of that view op (Note [Writes With Grad After "
+                    ".data =]). Use the out-of-place view op, or change the layout under torch.no_grad()"
                 )
             if m.assigned_write is AssignedWrite.RESHAPED:
                 raise UnsupportedError(

@@ -87,7 +87,7 @@ def _run_read(record: SwapRecord, name: object, args: tuple[Any, ...], call: Cal
             f"the program reads `.{name}` of a view of tensor input {found[0]} that its base's in-place write "
             "(with that base requiring grad) makes autograd rebuild: the compiler's run lays inputs out under "
             'no_grad, where autograd refuses that view\'s history ("A view was created in no_grad mode ...") and '
-            "eager's view may have one (Note [Autograd Reads Failing On Views Of Inputs]). Take the view after the "
+            "eager's view may have one (Note [Autograd Reads Answer As Eager's]). Take the view after the "
             "write, or make the input require grad before the call"
         ) from e
 
@@ -135,5 +135,5 @@ def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callab
     raise UnsupportedError(
         f"the program reads `._base` of {what} {position} (of shape {tuple(real.shape)}), which is a view of a "
         "tensor not passed to the program: eager's answer is that tensor, which the compiled program does not have "
-        "(Note [Base Reads Of Inputs]). Pass the base as an argument too, or test `._is_view()` instead"
+        "(Note [Autograd Reads Answer As Eager's]). Pass the base as an argument too, or test `._is_view()` instead"
     )

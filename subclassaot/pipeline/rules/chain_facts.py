@@ -132,9 +132,8 @@ def check_mixed_grad_view_ops(flat: FlatInputs, run: FunctionalRun) -> None:
             raise UnsupportedError(
                 f"{flat.leaves[index].path}: the program changes the layout of this input, which requires grad, by "
                 "in-place view ops (t_, unsqueeze_, ...) both under no_grad and with grad enabled; eager's autograd "
-                "history of it then reads gradients in a layout it no longer has (Note [In-Place View Ops Under "
-                "Mixed Grad Modes]), which the compiled epilogue does not reproduce. Run them all under one grad "
-                "mode, or change a clone"
+                "history of it then reads gradients in a layout it no longer has, which the compiled epilogue does "
+                "not reproduce. Run them all under one grad mode, or change a clone"
             )
 
 
@@ -212,7 +211,7 @@ def detached_before_change(
         raise UnsupportedError(
             f"an output is a view of a detach() of a {type(t).__name__} that an in-place view op (t_, unsqueeze_, "
             "...) then changed, and whose inner tensors are laid out unlike the wrapper: the detach's metadata at "
-            "the time (the output's `._base`) cannot be rebuilt (Note [Detaches Of Intermediates Changed Since]). "
+            "the time (the output's `._base`) cannot be rebuilt (Note [Views Between In-Place View Ops]). "
             "Return a clone, or take the view before the detach()"
         )
     rebuilt = (steps[at[-1]],)

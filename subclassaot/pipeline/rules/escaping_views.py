@@ -31,9 +31,9 @@ def refuse_written_escaping_views(flat: FlatInputs, layout: DenseLayout, analysi
             raise UnsupportedError(
                 f"{flat.leaves[k].path}: an as_strided() view that reaches elements of its base that the view it "
                 "was taken of does not, and that the program writes where autograd records it: eager's write sends "
-                "the gradient to the base, while the view's own history loses it (Note [Views That Escape Their "
-                "History]); not supported in training. Take the as_strided() view of the base itself "
-                "(base.as_strided(...)), or write a clone"
+                "the gradient to the base, while the view's own history loses it (Note [as_strided On Inputs]); not "
+                "supported in training. Take the as_strided() view of the base itself (base.as_strided(...)), or "
+                "write a clone"
             )
 
 

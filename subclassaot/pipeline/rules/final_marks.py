@@ -57,8 +57,8 @@ def early_marks(marks: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]
 # fine. So where an output repeats such a set_(), outputs built after the epilogue are built in the program's order
 # (Replay.made: when the program made the view, or for then_set when it ran the set_()): a view taken after the
 # set_() sees the counter the set_() left, one taken before it sees the set_() advance it, as in eager. Views taken
-# before it whose eager grad_fn raises by the bump are mostly rebuilt before the epilogue anyway (Note [set_ Bumps
-# The Views It Leaves]). Without such an output, the output order stands.
+# before it whose eager grad_fn raises by the bump are mostly rebuilt before the epilogue anyway (Note [Storage Swaps
+# By Rebinding], Note [No-Grad Views Made After The Bump]). Without such an output, the output order stands.
 
 
 def late_build_seq(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> int:

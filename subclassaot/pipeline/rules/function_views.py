@@ -125,7 +125,7 @@ def check_dirty_inputs(flat: FlatInputs, run: FunctionalRun) -> None:
             raise UnsupportedError(
                 f"{flat.leaves[k].path}: a custom autograd.Function ({cls.__name__}) writes this input in place and "
                 "marks it dirty (ctx.mark_dirty), so that eager's input takes the Function's backward as its "
-                "history; the compiled program repeats the write without it (Note [Inputs Marked Dirty By A Custom "
+                "history; the compiled program repeats the write without it (Note [Inputs Returned By A Custom "
                 "Function]). Return a new tensor from the Function's forward instead"
             )
 
@@ -172,14 +172,14 @@ def check_built_wrapper_output(path: str, value: torch.Tensor, run: FunctionalRu
     if record is not None and not is_traceable_subclass(record.source):
         raise UnsupportedError(
             f"{path} is a {type(value).__name__} the program built as a view of a plain tensor ({record.func}); "
-            "its `._base` cannot be rebuilt by the compiled code (Note [Wrapper Outputs Built Inside The "
-            "Program]). Build it outside the compiled function, or return its plain parts"
+            "its `._base` cannot be rebuilt by the compiled code (Note [Autograd Sees The Wrapper]). Build it outside "
+            "the compiled function, or return its plain parts"
         )
     for dim, size in enumerate((*value.shape, *value.stride())):
         if is_nested_int(size) and nested_coeff(size) is None:
             raise UnsupportedError(
                 f"{path} has a ragged dim (size/stride entry {dim}) whose nested int the program made from a new "
-                "offsets or lengths tensor; no input carries it, so the compiled code cannot name it (Note [Wrapper "
-                "Outputs Built Inside The Program]). Reuse an input's offsets (nested_tensor_from_jagged(v, "
-                "x.offsets())), or build the tensor outside the compiled function"
+                "offsets or lengths tensor; no input carries it, so the compiled code cannot name it (Note [Autograd "
+                "Sees The Wrapper]). Reuse an input's offsets (nested_tensor_from_jagged(v, x.offsets())), or build "
+                "the tensor outside the compiled function"
             )

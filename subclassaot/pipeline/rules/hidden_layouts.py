@@ -185,7 +185,6 @@ def refuse_stale_view_layouts(paths: list[str]) -> None:
             f"{', '.join(paths)}: an input that is a view and requires grad gets another layout from an in-place "
             "view op under torch.no_grad() (t_, transpose_, ...) and is then read with grad: eager rebuilds its "
             "grad_fn from its base at that read (as_strided with its new layout for a plain view, its view "
-            "function for a subclass one), which the compiled history of the input does not reproduce (Note [View "
-            "Inputs Laid Out Anew Under no_grad]); not supported in training. Use the out-of-place view op "
-            "(x = x.t()), or change a clone"
+            "function for a subclass one), which the compiled history of the input does not reproduce (Note [Stale "
+            "View Functions]); not supported in training. Use the out-of-place view op (x = x.t()), or change a clone"
         )

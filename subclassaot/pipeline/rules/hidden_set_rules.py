@@ -84,16 +84,16 @@ def refuse_leaves_resized_under_no_grad(flat: FlatInputs, layout: DenseLayout, a
                 f"{flat.leaves[index].path}: an input that is an autograd leaf and requires grad is set_() under "
                 "torch.no_grad() to a tensor of another size (or assigned one by `.data =` before any use with "
                 "grad), and the program then uses it with grad: eager's gradient reaches it in the new size, where "
-                "the compiled one is checked against the old (Note [Plain Leaves set_() To Another Size Under "
-                "no_grad], Note [Accumulators Kept Through .data =]); not supported in training. Call set_() on a "
-                "clone, or use the other tensor itself"
+                "the compiled one is checked against the old (Note [Leaves Laid Out Anew Under no_grad], Note "
+                "[Accumulators Kept Through .data =]); not supported in training. Call set_() on a clone, or use the "
+                "other tensor itself"
             )
         if tree is not None and read:
             raise UnsupportedError(
                 f"{tree.path}: a tensor subclass input that is an autograd leaf and requires grad gets another size "
                 "from an in-place view op under torch.no_grad() (t_, transpose_, ...) or from a `.data =` before any "
                 "use with grad, and the program then uses it with grad: eager's gradient reaches it in the new size, "
-                "where the compiled one is checked against the old (Note [Subclass Leaves Resized Under no_grad], "
+                "where the compiled one is checked against the old (Note [Leaves Laid Out Anew Under no_grad], "
                 "Note [Accumulators Kept Through .data =]); not supported in training. Use the out-of-place view op "
                 "(x = x.t()) or the assigned tensor itself, or change its size with grad enabled"
             )

@@ -45,8 +45,8 @@ __all__ = [
 # - Made afresh, on a plain leaf: a read by an op with grad that is no view (one whose gradient the graph computes),
 #   of the leaf or of a view of it, at another size than the leaf had before the assignment, would get its gradient
 #   reduced to the old size by the trace where eager's has the new one (`x0.data = x1; return x0.mul(2)`: twice
-#   eager's gradient): refused with the no_grad set_() it mirrors (Note [Plain Leaves set_() To Another Size Under
-#   no_grad]). Views the runtime replays after the epilogue make the new accumulator as eager's reads do. A wrapper
+#   eager's gradient): refused with the no_grad set_() it mirrors (Note [Leaves Laid Out Anew Under no_grad]). Views
+#   the runtime replays after the epilogue make the new accumulator as eager's reads do. A wrapper
 #   subclass keeps its inner tensors through `.data =` (Note [Wrapper Data Assignment]): its gradients keep their
 #   sizes, and the compiled ones matched eager's (or its backward error: fuzz seed 41000 #2043) where checked; one
 #   read after the assignment gets its accumulator then (Note [Subclass Accumulators Made After .data =]).

@@ -67,9 +67,8 @@ def _refusal(record: SwapRecord, t: torch.Tensor, what: str) -> UnsupportedError
     return UnsupportedError(
         f"{input_named(record, t)}a view the program took is set_() under torch.no_grad() to a tensor of another "
         f"layout, and {what}: eager's autograd rebuilds the view's history by as_strided() of its base with the new "
-        "layout, the traced one by replaying the view op, which makes the old layout (Note [Views set_() Under "
-        "no_grad Read With Grad]); not supported in training. set_() a tensor that is not a view (a clone), or "
-        "use the tensor it was set_() to"
+        "layout, the traced one by replaying the view op, which makes the old layout (Note [Stale View Functions]); "
+        "not supported in training. set_() a tensor that is not a view (a clone), or use the tensor it was set_() to"
     )
 
 
@@ -186,8 +185,8 @@ def original_of(out: object, name: str, args: tuple[Any, ...], call_args: tuple[
     if args and call_args[0] is not args[0] and layout_of(call_args[0]) != layout_of(args[0]):
         # an in-place op that changed the layout of the stand-in, not the view's: not one of _INPLACE_VIEW_OPS
         raise UnsupportedError(
-            f"{name}() changed in place, with grad enabled, the layout of a view set_() under no_grad (Note [Views "
-            "set_() Under no_grad Read With Grad]); not supported in training. Use the out-of-place op"
+            f"{name}() changed in place, with grad enabled, the layout of a view set_() under no_grad (Note [Stale "
+            "View Functions]); not supported in training. Use the out-of-place op"
         )
     for a, c in zip(args, call_args, strict=True):
         if out is c and c is not a:

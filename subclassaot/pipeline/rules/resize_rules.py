@@ -72,6 +72,6 @@ def check_resize_within_storage(
     if own is not None:
         raise StorageReachError(f"{own[0]}: {why}", leaf=own[1])
     raise UnsupportedError(
-        f"{why}, of a tensor made inside the program: not supported (Note [resize_ Past A Tensor's Own Elements]). "
+        f"{why}, of a tensor made inside the program: not supported (Note [Storage Swaps By Rebinding]). "
         "Make a new tensor of the size (torch.empty) and copy the elements into it instead"
     )

@@ -40,7 +40,7 @@ def check_wrapper_storage_set(record: SwapRecord, storage: object) -> None:
         raise UnsupportedError(
             f"{name}.set_(storage, ...) with the storage of a {name} (its untyped_storage()): a tensor subclass "
             "wrapper's storage holds no data, and eager sets the inner tensors onto it, whose values are then "
-            "unowned memory (Note [set_ Onto A Wrapper's Own Storage]). Pass a tensor instead: x.set_(t), or set_() "
+            "unowned memory (Note [Autograd Sees The Wrapper]). Pass a tensor instead: x.set_(t), or set_() "
             "the inner tensors onto their own storages"
         )
 
@@ -82,6 +82,6 @@ def _refuse_storage_resize(paths: tuple[str, ...]) -> None:
     raise UnsupportedError(
         f"untyped_storage().resize_() of {whose}: the compiled program cannot change the byte size of a storage "
         "(FSDP2's free with resize_(0), or re-allocation before a copy_), and its epilogue would not replay it "
-        "(Note [Storage resize_ Inside The Program]). Resize the storage outside the compiled function, before or "
+        "(Note [Storage Swaps By Rebinding]). Resize the storage outside the compiled function, before or "
         "after the call"
     )

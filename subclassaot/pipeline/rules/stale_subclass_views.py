@@ -41,9 +41,9 @@ def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence
             raise UnsupportedError(
                 f"{info.path} is a view of input {named[id(base)]} (a {type(value).__name__}: eager's `._base`), but "
                 "its inner tensors share no storage with that input's: the subclass's view op returns new inner "
-                "tensors, which breaks the views.alias rule of subclassaot.check_subclass (Note [Wrapper Views Over "
-                "Fresh Inner Tensors]). Return a clone of the view, or make the view op alias the input's inner "
-                "tensors (return torch.utils._python_dispatch.return_and_correct_aliasing(func, args, kwargs, out))"
+                "tensors, which breaks the views.alias rule of subclassaot.check_subclass (Note [Autograd Sees The "
+                "Wrapper]). Return a clone of the view, or make the view op alias the input's inner tensors (return "
+                "torch.utils._python_dispatch.return_and_correct_aliasing(func, args, kwargs, out))"
             )
 
 
@@ -71,7 +71,8 @@ def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], ru
             raise UnsupportedError(
                 f"{info.path} is a view of {named[id(base)]} (a tensor subclass) whose view chain cannot be replayed "
                 "(it passes through a tensor the program set_() or changed in place after taking a view of it), so "
-                "the compiled output could not be a view of it (Note [Fresh Views Of Inputs]). Return a clone"
+                "the compiled output could not be a view of it (Note [Subclass Views Of Intermediates In Training]). "
+                "Return a clone"
             )
 
 
@@ -101,7 +102,6 @@ def check_stale_subclass_outputs(infos: Sequence[OutputInfo], leaves: Sequence[o
                 f"{info.path} is a view of a tensor subclass that an in-place view op (t_, unsqueeze_, ...) of its "
                 "own changed with grad enabled, after which the program applied an in-place view op to another view "
                 "of the same tensor that it does not return: eager then rebuilds the output's autograd history from "
-                "view functions without its own op, which the output rebuilt at run time cannot repeat (Note "
-                "[Subclass Views Rebuilt Without Their In-Place View Ops]). Return a clone, or apply the in-place "
-                "view ops to clones"
+                "view functions without its own op, which the output rebuilt at run time cannot repeat (Note [Stale "
+                "View Functions]). Return a clone, or apply the in-place view ops to clones"
             )

@@ -53,16 +53,14 @@ def check_stale_views(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[st
                 f"{input_named(record, t)}a view taken with grad enabled is used with grad after the program changed "
                 f"the layout of the tensor it is a view of by {op}() (with grad enabled or not), and the view op "
                 "does not apply to that tensor's new layout: autograd rebuilds the view's history by replaying the "
-                "view op on it, which fails under functionalization where eager's as_strided() does not (Note "
-                f"[Views Used After An In-Place View Op On Their Base]). Take the view again after {op}(), or use "
-                "a clone"
+                "view op on it, which fails under functionalization where eager's as_strided() does not (Note [Stale "
+                f"View Functions]). Take the view again after {op}(), or use a clone"
             )
         raise UnsupportedError(
             f"{input_named(record, t)}a view taken with grad enabled is used with grad after the program changed the "
             f"layout of the tensor it is a view of by {op}() with grad enabled: autograd regenerates the view's "
             "history from that tensor's new layout, which the traced backward cannot repeat as eager does (Note "
-            "[Views Used After An In-Place View Op On Their Base]). Take the view again after the in-place view op, "
-            "or use a clone"
+            "[Stale View Functions]). Take the view again after the in-place view op, or use a clone"
         )
 
 
@@ -121,9 +119,8 @@ def check_failing_replay(record: SwapRecord, func: Any, args: tuple[Any, ...], k
                 f"{input_named(record, args[0])}a view taken with grad enabled is written or set_() after the "
                 f"program changed the layout of the tensor it is a view of by {changed[0]}(), and the view op does "
                 "not apply to that tensor's new layout: autograd rebuilds the view's history by replaying the view "
-                "op on it, which fails under functionalization where eager's as_strided() does not (Note [Views "
-                f"Used After An In-Place View Op On Their Base]). Take the view again after {changed[0]}(), or use "
-                "a clone"
+                "op on it, which fails under functionalization where eager's as_strided() does not (Note [Stale View "
+                f"Functions]). Take the view again after {changed[0]}(), or use a clone"
             )
 
 
@@ -360,7 +357,7 @@ def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kw
                     "assigned `.data` of the tensor it is a view of (a layout the view op does not apply to) and a "
                     "write moved their version: autograd rebuilds the view's history by replaying the view op on "
                     f"that tensor, which fails under functionalization ({failure}) where eager's as_strided() does "
-                    "not (Note [Views Used After An In-Place View Op On Their Base]). Take the view again after the "
+                    "not (Note [Stale View Functions]). Take the view again after the "
                     "`.data =` assignment, or assign `.data` of a clone"
                 ) from e
         raise

@@ -87,7 +87,7 @@ def as_strided_chain_refused(
         message = (
             f"{func}: an in-place write through an as_strided() view that is not the first view of its chain "
             "(an as_strided() of a view, or of a tensor changed by an in-place view op like t_() or by set_()): "
-            "functionalization cannot write it back (Note [Writes After as_strided In A View Chain]). Take the "
+            "functionalization cannot write it back (Note [as_strided On Inputs]). Take the "
             "as_strided() view of a tensor no view op made or changed (a .clone() of it)"
         )
         if span is not None:
@@ -149,7 +149,7 @@ def check_inplace_strided_frame(record: SwapRecord, args: tuple[Any, ...], kwarg
     if not (isinstance(shift, int) and shift == 0) and (span := record.input_spans.get(key)) is not None:
         raise StorageReachError(
             f"{span[1]}: as_strided_() at an absolute storage offset of this input, which sits at an offset of its "
-            "storage, after a write to the input itself (Note [Absolute Offsets Across A Frame Change])",
+            "storage, after a write to the input itself (Note [Offsets After A Write])",
             leaf=span[2],
         )
     note_absolute_view(record, args[0])
@@ -188,7 +188,7 @@ def check_escaping_reads(record: SwapRecord, func: Any, args: tuple[Any, ...]) -
                         f"{paths}: {func} uses, with grad, an as_strided() view of this input that reaches storage "
                         "elements outside it, taken before a write to its storage: eager's autograd then rebuilds "
                         "the view's history from the input's base, whose gradient reaches those elements, and the "
-                        "compiled program's does not (Note [Escaping as_strided Views Read After A Write]); not "
+                        "compiled program's does not (Note [as_strided On Inputs]); not "
                         "supported in training. Take the as_strided() view after the write, or of the base"
                     )
                 break
@@ -206,7 +206,7 @@ def check_absolute_frames(record: SwapRecord) -> None:
             "the program took an as_strided() view (or a set_(storage, offset, ...)) at an absolute storage offset "
             "of this input, which sits at an offset of its storage, and then wrote the input itself: the compiled "
             "graph regenerates the input from a value at offset 0, where that view's offset names other elements "
-            "(Note [Absolute Offsets Across A Frame Change])"
+            "(Note [Offsets After A Write])"
         )
         span = record.input_spans.get(key)
         if span is not None:
@@ -279,9 +279,9 @@ def check_write_through_base_strided(func: Any, written: torch.Tensor) -> None:
     if torch.is_grad_enabled() and written.requires_grad:
         raise UnsupportedError(
             f"{func}: an in-place write with grad through an as_strided() view of an input that shares storage "
-            "with another input, or whose storage outside its own elements the program reaches (Note [Writes "
-            "Through as_strided Of A Synthetic Base]); its gradients would not be eager's. Write through the input "
-            "itself or a view of it taken without as_strided, or run the write under torch.no_grad()"
+            "with another input, or whose storage outside its own elements the program reaches (Note [as_strided On "
+            "Inputs]); its gradients would not be eager's. Write through the input itself or a view of it taken "
+            "without as_strided, or run the write under torch.no_grad()"
         )
 
 
@@ -337,7 +337,7 @@ def check_shared_grad_set(record: SwapRecord, args: tuple[Any, ...], leaves: Seq
                 f"set_() with grad enabled, to a tensor that requires grad, of a tensor in the storage that inputs "
                 f"{', '.join(paths)} share, none of which requires grad: eager's autograd then rebases that storage's "
                 "base on the set_, and its other aliases require grad with a history the compiled program cannot "
-                "reproduce (Note [set_ Under Grad Into Shared Storage]). set_() a clone of the input, run the set_() "
+                "reproduce (Note [Inputs That Gain Grad In Training]). set_() a clone of the input, run the set_() "
                 "under torch.no_grad(), or pass inputs that do not share storage"
             )
 
@@ -369,6 +369,6 @@ def check_gained_family_member(record: SwapRecord, args: tuple[Any, ...]) -> Non
             raise UnsupportedError(
                 f"tensor subclass inputs {', '.join(paths)} share storage and do not require grad; a write with "
                 "grad makes one of them require grad (in eager its views then do too), and the program then uses "
-                "another; in training this is not supported (Note [Members Of A Subclass Family That Gained Grad]). "
+                "another; in training this is not supported (Note [Inputs That Gain Grad In Training]). "
                 "Write into a clone, or detach() the value"
             )

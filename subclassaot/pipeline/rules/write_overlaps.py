@@ -111,8 +111,8 @@ def check_no_overlapping_read(func: Any, written: torch.Tensor, args: tuple[Any,
 
 def _overlapping_read(func: Any) -> UnsupportedError:
     return UnsupportedError(
-        f"{func}: an in-place op reads part of the memory it writes through another view of it (Note [Reads Of "
-        "Written Memory]); eager's result depends on its loop order. Read from a clone (.clone()) instead"
+        f"{func}: an in-place op reads part of the memory it writes through another view of it (Note [Writes Through "
+        "Overlapping Memory]); eager's result depends on its loop order. Read from a clone (.clone()) instead"
     )
 
 
@@ -169,8 +169,8 @@ def check_empty_write_through_overlap(
         raise UnsupportedError(
             f"{func}: an in-place write with grad into a view with no elements of a tensor whose elements overlap in "
             "memory (an expand()): autograd records it, and the compiled backward would scatter its gradient "
-            "through the overlapping layout, which raises where eager's does not (Note [Empty Writes Through "
-            "Overlapping Views]). Drop the empty write, or run it under torch.no_grad()"
+            "through the overlapping layout, which raises where eager's does not (Note [Writes Through Overlapping "
+            "Memory]). Drop the empty write, or run it under torch.no_grad()"
         )
 
 
@@ -183,7 +183,7 @@ def check_write_after_set(func: Any, args: tuple[Any, ...], kwargs: dict[str, An
         raise UnsupportedError(
             f"{func}: an in-place write with grad into a tensor that was a view and then set_() to another tensor "
             "(or a view of such a tensor): autograd's gradient of the write would follow the view's old region "
-            "(Note [Writes To A View After set_]). Write into the tensor it was set_() to, or set_() a tensor "
+            "(Note [Stale View Functions]). Write into the tensor it was set_() to, or set_() a tensor "
             "that is not a view"
         )
 
