@@ -42,8 +42,9 @@ def test_an_object_output_is_refused_with_the_fix() -> None:
 def test_a_pytree_registered_object_output_is_rebuilt() -> None:
     compiled = subclassaot.compile(lambda x: Registered(x.sin(), 2.0), backend="eager")
     x = torch.randn(3)
-    out = compiled(x)
-    assert isinstance(out, Registered) and out.scale == 2.0
+    out: object = compiled(x)
+    assert isinstance(out, Registered)
+    assert out.scale == 2.0
     torch.testing.assert_close(out.value, x.sin())
 
 
@@ -53,7 +54,7 @@ transformers = pytest.importorskip("transformers")
 def test_gpt2_returning_its_cache_matches_eager_once_the_cache_is_a_pytree_node() -> None:
     from transformers.integrations.executorch import register_dynamic_cache_export_support
 
-    register_dynamic_cache_export_support()
+    register_dynamic_cache_export_support()  # type: ignore[no-untyped-call]  # transformers ships it untyped
     torch.manual_seed(0)
     config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=50, n_positions=16)
     model = transformers.GPT2LMHeadModel(config).eval()
