@@ -7,6 +7,7 @@ import torch
 
 from subclassaot.errors import UnsupportedError
 from tests.oracle import assert_matches_eager
+from tests.pipeline.corpus import set_to
 
 
 def _inputs() -> tuple[torch.Tensor, torch.Tensor]:
@@ -22,7 +23,7 @@ def _set_onto_nograd_view_then_read(x0: torch.Tensor, x1: torch.Tensor) -> tuple
     with torch.no_grad():
         t0 = x1.t()  # a no_grad view of a non-leaf that requires grad: t0.requires_grad is True in eager
     t1 = x0.add(-1.0)  # an intermediate that does not require grad
-    t1.set_(t0)  # grad on: eager records a NotImplemented node ("derivative for set_ is not implemented")
+    set_to(t1, t0)  # grad on: eager records a NotImplemented node ("derivative for set_ is not implemented")
     return (t1 * 2,)
 
 
@@ -36,7 +37,7 @@ def _set_onto_nograd_view_then_read_beside_input(x0: torch.Tensor, x1: torch.Ten
     with torch.no_grad():
         t0 = x1.t()
     t1 = x0.add(-1.0)
-    t1.set_(t0)
+    set_to(t1, t0)
     return (t1 * 2, x1 * 3)  # eager's backward through x1 * 3 alone completes; through both it raises
 
 
@@ -50,7 +51,7 @@ def _set_onto_nograd_view_returned(x0: torch.Tensor, x1: torch.Tensor) -> tuple[
     with torch.no_grad():
         t0 = x1.t()
     t1 = x0.add(-1.0)
-    t1.set_(t0)
+    set_to(t1, t0)
     return (t1,)  # the output's own set_ node (Note [Outputs set_() Under Grad])
 
 
