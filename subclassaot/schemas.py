@@ -510,6 +510,9 @@ class Analysis:
     own_base_views: bool = False
     # the program assigned some tensor's `.data` (Note [Layouts Changed Behind Autograd])
     data_assigned: bool = False
+    # the program set_() under grad a tensor other than an input, then read it with grad (Note [Reads Of
+    # Intermediates set_() Under Grad])
+    grad_set_intermediate_read: bool = False
 
     def wrapper_roots(self) -> dict[int, tuple[int, ...]]:
         """First base number -> the base numbers of one intermediate subclass that views are replayed from

@@ -63,7 +63,7 @@ from subclassaot.pipeline.rules.function_views import (
 )
 from subclassaot.pipeline.rules.functional_offsets import alias_meta
 from subclassaot.pipeline.rules.grad_set_bases import sets_without_history
-from subclassaot.pipeline.rules.grad_set_order import early_set_inputs
+from subclassaot.pipeline.rules.grad_set_order import early_set_inputs, intermediate_read_after_grad_set
 from subclassaot.pipeline.rules.hidden_layouts import refuse_stale_view_layouts, releaf_size
 from subclassaot.pipeline.rules.kept_accumulators import assigned_accumulator_size, self_set_order
 from subclassaot.pipeline.rules.leaf_mutations import leaf_mutations, wrappers_after
@@ -207,6 +207,9 @@ def analyze(
         releaf_sizes=tuple(releaf_size(run.swaps, t) for t in run.user_tensors),
         own_base_views=own_base_views,
         data_assigned=bool(run.swaps.data_sets or run.swaps.wrapper_data),
+        grad_set_intermediate_read=intermediate_read_after_grad_set(
+            run.swaps, run.user_tensors, run.dense, run.output, [info.set_under_grad for info in outputs]
+        ),
         wrapper_first_write=uses[0],
         wrapper_last_use=uses[1],
         wrapper_saved=uses[2],

@@ -87,6 +87,7 @@ MAX_PROBED_OUTPUTS = 4
 
 SHAPE_CHECK_ERROR = "invalid gradient at index"
 BROADCAST_ERROR = "doesn't match the broadcast shape"
+SET_BACKWARD_ERROR = "derivative for set_ is not implemented"  # Note [Reads Of Intermediates set_() Under Grad]
 
 
 class BackwardEnd(enum.Enum):

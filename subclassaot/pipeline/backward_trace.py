@@ -25,6 +25,7 @@ from subclassaot.authoring.protocol import SubclassNode
 from subclassaot.errors import SubclassAOTError, UnsupportedError
 from subclassaot.pipeline.backward_probe import (
     BROADCAST_ERROR,
+    SET_BACKWARD_ERROR,
     SHAPE_CHECK_ERROR,
     BackwardEnd,
     TangentPatterns,
@@ -278,7 +279,8 @@ def trace_backward(
             return _error_graph(setup, e, reach, tangent_trees, verified, early)
     if error is None:
         refuse_layout_changed_behind_autograd(call, flat, layout, analysis, None)
-        if analysis.data_assigned and (deferred := _defer_probed_error(setup, joint.reach, tangent_trees)) is not None:
+        probed = analysis.data_assigned or analysis.grad_set_intermediate_read
+        if probed and (deferred := _defer_probed_error(setup, joint.reach, tangent_trees)) is not None:
             return deferred
     o = traced.outputs
     if joint.num_fw_outputs != len(o.updates) + o.num_fresh + o.num_bases + o.num_symints + len(analysis.stride_probes):
@@ -502,6 +504,17 @@ def _defer_probed_error(
     patterns = _probe(setup)
     verified, early = _deferred_exactly(setup, patterns)
     error = eager_backward_error(setup.call, setup.flat)
+    if setup.analysis.grad_set_intermediate_read:  # Note [Reads Of Intermediates set_() Under Grad]
+        if verified is not None and error is not None and SET_BACKWARD_ERROR in str(error):
+            return _error_graph(setup, error, reach, tangent_trees, verified, early)
+        raise UnsupportedError(
+            "the program set_() with grad enabled a tensor other than an input, not through a view (so eager records "
+            "set_'s node, whose derivative is not implemented) and read it with grad afterwards into an output, "
+            "so eager's backward through that output raises, which the compiled backward cannot reproduce at the same "
+            "step here (eager's backward through the other outputs, or a gradient it accumulates first: Note [Reads "
+            "Of Intermediates set_() Under Grad]); not supported in training. Call set_() under torch.no_grad(), or "
+            "set_() a tensor that requires grad"
+        ) from error
     if error is None or not any(text in str(error) for text in (SHAPE_CHECK_ERROR, BROADCAST_ERROR)):
         return None  # only the size checks the trace does not make: other errors the fakes may not share
     if verified is None:

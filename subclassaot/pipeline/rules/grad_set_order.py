@@ -17,7 +17,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.pipeline.rules.swap_record import SwapRecord
 
-__all__ = ["early_set_inputs", "note_reads_after_grad_set"]
+__all__ = ["early_set_inputs", "intermediate_read_after_grad_set", "note_reads_after_grad_set"]
 
 # Note [set_ Under Grad Before The Call]
 # Eager's set_ node (Note [set_ Under Grad]) takes its place in the program's history: the nodes of the ops that read
@@ -77,3 +77,56 @@ def early_set_inputs(record: SwapRecord, tensors: Sequence[torch.Tensor], output
         id(t) in record.read_after_grad_set and id(t) not in record.read_before_grad_set and id(t) in returned
         for t in tensors
     )
+
+
+# Note [Reads Of Intermediates set_() Under Grad]
+# `t1 = x0.add(-1.0); t1.set_(x1.t()); return (t1 * 2,)` with grad on, x1 requiring grad: eager records set_'s node
+# (NotImplemented) on t1, and a backward through the output reaches it and raises ("derivative for set_ is not
+# implemented"). The functional trace records t1 as an alias of x1's storage, whose backward runs: the compiled
+# backward would give x1 a gradient (fuzz seed 19000 #3167). An output that is t1 itself, or a view of it taken
+# after the set_, gets the set_ node from its holder (Note [Outputs set_() Under Grad]); an input, from the epilogue
+# (Note [set_ Under Grad]). Where the program set_() under grad a tensor other than an input, not through a view, and
+# read it with grad afterwards, and the history of an output without a holder reaches a set_ node
+# (`Analysis.grad_set_intermediate_read`: eager's backward through that output raises, whatever else it does),
+# backward_trace probes eager's backward even though the traced
+# one ran, and defers eager's error where the probe shows every backward through all of the outputs raising before
+# any gradient (Note [Errors Only Eager's Backward Sees]); elsewhere (the probe sees a backward complete or raise
+# after a gradient, or cannot run, or ends at the history node of a non-leaf input's fake first: Note [Probing
+# Eager's Backward]) the program is refused, never run with a backward that computes gradients.
+
+
+def intermediate_read_after_grad_set(
+    record: SwapRecord,
+    tensors: Sequence[torch.Tensor],
+    dense: Sequence[torch.Tensor],
+    output: object,
+    holders: Sequence[bool],
+) -> bool:
+    """Did the program set_() under grad a tensor other than an input (nor one of its dense leaves), not through a
+    view, and read it with grad after, and does the history of an output reach a set_ node, other than an output
+    that gets a holder's set_ node (`holders`, per leaf of `output`: Note [Outputs set_() Under Grad]) (Note [Reads
+    Of Intermediates set_() Under Grad])?"""
+    inputs = {id(t) for t in (*tensors, *dense)}
+    if not any(k in record.read_after_grad_set and k not in inputs for k in record.plain_grad_sets):
+        return False
+    leaves = pytree.tree_leaves(output)
+    stack: list[Any] = [
+        _grad_fn(o) for o, holder in zip(leaves, holders, strict=True) if isinstance(o, torch.Tensor) and not holder
+    ]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        if type(node).__name__ == "NotImplemented":
+            return True
+        seen.add(id(node))
+        stack.extend(parent for parent, _ in node.next_functions)
+    return False
+
+
+def _grad_fn(t: torch.Tensor) -> Any:
+    try:
+        return t.grad_fn
+    except (RuntimeError, ValueError, IndexError):  # see analyze._needs_program_autograd
+        return None

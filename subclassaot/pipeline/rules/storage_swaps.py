@@ -419,7 +419,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if not record.grad_enabled or id(t) in self.record.hidden:
                 return
             t = record.source
-        if t is not x:  # (Note [Views Of Inputs set_() Under Grad])
+        if t is x:
+            self.record.plain_grad_sets[id(x)] = x  # Note [Reads Of Intermediates set_() Under Grad]
+        else:  # (Note [Views Of Inputs set_() Under Grad])
             self.record.grad_set_ids.add(id(t))
             self.record.view_set_bases.add(id(t))
             if source is not None:

@@ -89,6 +89,9 @@ class SwapRecord:
     view_set_bases: set[int] = field(default_factory=set)
     view_set_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad before
     view_set_sources: set[int] = field(default_factory=set)  # ... the view roots of the tensors they were set_() to
+    # ... of those, the ones set_() as themselves, not through a view taken with grad on, by id() (Note [Reads Of
+    # Intermediates set_() Under Grad])
+    plain_grad_sets: dict[int, torch.Tensor] = field(default_factory=dict)
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
     # torch functions the program called with requires_grad=True (Note [Grad Mode At The Call Decides Training])
