@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import gc
 import logging
 import threading
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
@@ -315,12 +316,27 @@ def compile_entry(
     """Compile one entry guarded by the Python state `fn` reads now (Note [Python State Is Snapshotted, Not
     Recorded]): snapshot it, compile, refuse a program that changed it, and check it before the entry's guards."""
     before = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
-    entry = _compile_any(fn, args, kwargs, config, state, symbols, captures, function_modes)
+    with _collection_paused():
+        entry = _compile_any(fn, args, kwargs, config, state, symbols, captures, function_modes)
     python_state.check_unchanged(before, str(getattr(fn, "__qualname__", type(fn).__name__)))
     python = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
     if not python.watched and python.ambient is None:
         return entry
     return dataclasses.replace(entry, guards=guards.with_python_state(entry.guards, python.check, python.source))
+
+
+@contextlib.contextmanager
+def _collection_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a compile runs: a compile makes hundreds of thousands of
+    short-lived objects (fake tensors, fx nodes), which start full collections of the whole heap (a second or more
+    on a process that holds a large model) that find little to free; they run once it is on again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _compile_any(
@@ -373,6 +389,14 @@ def _compile_any(
     )
 
 
+@dataclass(slots=True)
+class _Attempt:
+    """What a compile attempt saw before it failed: whether any of its fake inputs had a symbolic size or stride
+    (else a compile with static shapes is the very same compile)."""
+
+    symbolic: bool = False
+
+
 def _compile_entry_once(
     fn: Callable[..., object],
     args: tuple[object, ...],
@@ -384,14 +408,15 @@ def _compile_entry_once(
     function_modes: tuple[object, ...],
 ) -> CompiledEntry:
     name = getattr(fn, "__name__", fn)
+    attempt = _Attempt()
     try:
         try:
-            return _compile_entry(fn, args, kwargs, config, state, symbols, captures, function_modes)
+            return _compile_entry(fn, args, kwargs, config, state, symbols, captures, function_modes, attempt)
         except SubclassAOTError:
             raise
         except Exception as e:  # any failure of the symbolic trace; the static compile decides
-            if config.dynamic is False:
-                raise
+            if config.dynamic is False or not attempt.symbolic:
+                raise  # (a compile over static fakes already: the same compile again fails the same way)
             log.info("symbolic trace of %s failed (%s); compiling with static shapes", name, e)
             static = dataclasses.replace(config, dynamic=False)
             return _compile_entry(fn, args, kwargs, static, state, symbols, captures, function_modes)
@@ -415,13 +440,16 @@ def _compile_entry(
     symbols: SymbolCache,
     captures: tuple[CaptureRef, ...] | None,
     function_modes: tuple[object, ...],
+    attempt: _Attempt | None = None,
 ) -> CompiledEntry:
     """Compile; where a trace finds the program reaching storage elements outside an input that is its own graph
     input, compile again with that input's whole storage as a synthetic base (Note [as_strided On Inputs])."""
     whole_storage: frozenset[DenseIndex] = frozenset()
     while True:
         try:
-            return _compile_over(fn, args, kwargs, config, state, symbols, captures, whole_storage, function_modes)
+            return _compile_over(
+                fn, args, kwargs, config, state, symbols, captures, whole_storage, function_modes, attempt
+            )
         except StorageReachError as e:
             if e.leaf in whole_storage:
                 raise
@@ -438,6 +466,7 @@ def _compile_over(
     captures: tuple[CaptureRef, ...] | None,
     whole_storage: frozenset[DenseIndex],
     function_modes: tuple[object, ...],
+    attempt: _Attempt | None = None,
 ) -> CompiledEntry:
     """inputs -> fakify -> desugar -> analyze -> trace (training: joint -> partition) -> backend -> guards -> runtime."""
     flat, call = flatten_call(fn, args, kwargs, captures)
@@ -445,6 +474,8 @@ def _compile_over(
     tensors = [cast(torch.Tensor, flat.values[i]) for i in flat.tensor_indices]
     paths = [flat.leaves[i].path for i in flat.tensor_indices]
     fake_mode, fakified, layout = _fakify_and_desugar(tensors, paths, flat, config, state, symbols, whole_storage)
+    if attempt is not None:
+        attempt.symbolic |= bool(fakified.symbol_bindings)
     fakes = list(fakified.fakes)
     for real, fake in zip(tensors, fakes, strict=True):
         if real.requires_grad and not fake.requires_grad and fake.is_leaf:

@@ -191,5 +191,5 @@ def _drop_dead_code(gm: torch.fx.GraphModule) -> None:
             isinstance(target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in target.tags
         )
 
-    gm.graph.eliminate_dead_code(is_impure_node=impure)
-    gm.recompile()
+    if gm.graph.eliminate_dead_code(is_impure_node=impure):
+        gm.recompile()  # make_fx's module already holds the code of the graph as it was
