@@ -60,7 +60,7 @@ from subclassaot.pipeline.rules.training_rules import (
 )
 from subclassaot.pipeline.same_inputs import find_same_inputs, marked_call, same_input_guards, unmarking
 from subclassaot.pipeline.torch_function import check_trial, torch_function_trial
-from subclassaot.pipeline.trace import TracedGraph, trace_inference
+from subclassaot.pipeline.trace import TracedGraph, trace_inference, untraced_inference
 from subclassaot.runtime.autograd_function import training_call
 from subclassaot.runtime.call import inference_call, make_runner
 from subclassaot.runtime.plan import RuntimePlan, leaf_attr_paths
@@ -389,12 +389,25 @@ def _compile_any(
     )
 
 
+# Note [Training Traces The Inference Graph Only When Needed]
+# A training entry runs the forward partitioned from the joint graph (Note [Training Through A Joint Graph]); the
+# inference graph is its forward only where the joint trace fails (Note [Backward Errors Are Deferred]). The graph's
+# outputs are the analysis's (`inference_outputs`), so with static shapes the inference trace (a whole run of the
+# program, a third of a small model's compile) runs only then, or where a later stage raises: first then, so that
+# its own error, if it has one, is the one raised, as when it ran before those stages. With symbolic shapes it runs
+# where it always did: the guards it adds to the ShapeEnv are the entry's. What a training compile with static shapes
+# no longer sees is a failure of that trace alone, which runs under no_grad: such a program now compiles, as eager
+# runs it with grad on.
+
+
 @dataclass(slots=True)
 class _Attempt:
-    """What a compile attempt saw before it failed: whether any of its fake inputs had a symbolic size or stride
-    (else a compile with static shapes is the very same compile)."""
+    """What one compile attempt has seen: whether any of its fake inputs had a symbolic size or stride (else a
+    compile with static shapes is the very same compile), and the inference trace it put off (Note [Training Traces
+    The Inference Graph Only When Needed])."""
 
     symbolic: bool = False
+    deferred_trace: Callable[[], TracedGraph] | None = None
 
 
 def _compile_entry_once(
@@ -445,11 +458,17 @@ def _compile_entry(
     """Compile; where a trace finds the program reaching storage elements outside an input that is its own graph
     input, compile again with that input's whole storage as a synthetic base (Note [as_strided On Inputs])."""
     whole_storage: frozenset[DenseIndex] = frozenset()
+    attempt = _Attempt() if attempt is None else attempt
     while True:
         try:
-            return _compile_over(
-                fn, args, kwargs, config, state, symbols, captures, whole_storage, function_modes, attempt
-            )
+            try:
+                return _compile_over(
+                    fn, args, kwargs, config, state, symbols, captures, whole_storage, function_modes, attempt
+                )
+            except Exception:
+                if attempt.deferred_trace is not None:  # Note [Training Traces The Inference Graph Only When Needed]
+                    attempt.deferred_trace()  # its own error first
+                raise
         except StorageReachError as e:
             if e.leaf in whole_storage:
                 raise
@@ -466,16 +485,16 @@ def _compile_over(
     captures: tuple[CaptureRef, ...] | None,
     whole_storage: frozenset[DenseIndex],
     function_modes: tuple[object, ...],
-    attempt: _Attempt | None = None,
+    attempt: _Attempt,
 ) -> CompiledEntry:
     """inputs -> fakify -> desugar -> analyze -> trace (training: joint -> partition) -> backend -> guards -> runtime."""
+    attempt.deferred_trace = None
     flat, call = flatten_call(fn, args, kwargs, captures)
     call = traced_under(function_modes, call)  # See Note [Ambient Modes]
     tensors = [cast(torch.Tensor, flat.values[i]) for i in flat.tensor_indices]
     paths = [flat.leaves[i].path for i in flat.tensor_indices]
     fake_mode, fakified, layout = _fakify_and_desugar(tensors, paths, flat, config, state, symbols, whole_storage)
-    if attempt is not None:
-        attempt.symbolic |= bool(fakified.symbol_bindings)
+    attempt.symbolic |= bool(fakified.symbol_bindings)
     fakes = list(fakified.fakes)
     for real, fake in zip(tensors, fakes, strict=True):
         if real.requires_grad and not fake.requires_grad and fake.is_leaf:
@@ -538,8 +557,16 @@ def _compile_over(
         check_overlapping_plain_groups(flat, layout, analysis, fakes)
         check_multi_output_view_inputs(flat, layout, analysis)
         check_multi_output_view_outputs(flat, layout, analysis)
-    with torch.no_grad() if training else _ambient_grad():
-        traced = trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)
+    inference = functools.cache(
+        functools.partial(
+            _trace_inference, training, call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions
+        )
+    )
+    if training and not fakified.symbol_bindings:  # Note [Training Traces The Inference Graph Only When Needed]
+        traced = untraced_inference(layout, analysis, dense_fakes)
+        attempt.deferred_trace = inference
+    else:
+        traced = inference()
     analysis = resimplified_data_metas(analysis, shape_env_of(fake_mode))
     backend = backends.get_backend(config.backend)
     grad_mode = None if training else torch.is_grad_enabled()  # Note [Inference Runs In The Caller's Grad Mode]
@@ -563,7 +590,11 @@ def _compile_over(
             plan = dataclasses.replace(plan, analysis=replays_before_call(analysis, bw_meta.early_views))
         # The partitioned forward (Note [Training Through A Joint Graph]); the inference graph where the joint
         # trace failed (the backward then raises the program's own error: Note [Backward Errors Are Deferred]).
-        forward = bw_meta.forward if bw_meta.forward is not None else traced.graph
+        forward = bw_meta.forward
+        if forward is None:
+            attempt.deferred_trace = None  # (run here: its error, if it has one, is raised here)
+            traced = inference()
+            forward = _graph_of(traced)
         backends.verify_functional(forward)
         compiled = _compile_graph(backend, forward, traced.example_inputs, config)
         bw: Callable[..., object] | None = None
@@ -580,9 +611,11 @@ def _compile_over(
         )
         backward_graph, forward_graph = bw_meta.graph, bw_meta.forward
     else:
-        backends.verify_functional(traced.graph)
+        backends.verify_functional(_graph_of(traced))
         inputs_grad = any(t.requires_grad for t in traced.example_inputs)
-        graph_call = inference_call(_compile_graph(backend, traced.graph, traced.example_inputs, config), inputs_grad)
+        graph_call = inference_call(
+            _compile_graph(backend, _graph_of(traced), traced.example_inputs, config), inputs_grad
+        )
     runner = make_runner(plan, graph_call)
     if trial is not None:
         check_trial(trial, lambda values: _run_checked(entry_guards, runner, values))
@@ -600,6 +633,27 @@ def _compile_over(
         backward=backward_graph,
         forward=forward_graph,
     )
+
+
+def _trace_inference(
+    training: bool,
+    call: Callable[..., object],
+    flat: FlatInputs,
+    layout: DenseLayout,
+    analysis: Analysis,
+    dense_fakes: Sequence[torch.Tensor],
+    fakes: Sequence[torch.Tensor],
+    fake_mode: FakeTensorMode,
+    decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None,
+) -> TracedGraph:
+    with torch.no_grad() if training else _ambient_grad():
+        return trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)
+
+
+def _graph_of(traced: TracedGraph) -> torch.fx.GraphModule:
+    if traced.graph is None:
+        raise AssertionError("BUG: the inference graph was needed but not traced")
+    return traced.graph
 
 
 def _run_checked(
