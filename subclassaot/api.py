@@ -467,7 +467,7 @@ def _compile_entry(
                 )
             except Exception:
                 if attempt.deferred_trace is not None:  # Note [Training Traces The Inference Graph Only When Needed]
-                    attempt.deferred_trace()  # its own error first
+                    _raised_alone(attempt.deferred_trace)  # its own error first
                 raise
         except StorageReachError as e:
             if e.leaf in whole_storage:
@@ -633,6 +633,15 @@ def _compile_over(
         backward=backward_graph,
         forward=forward_graph,
     )
+
+
+def _raised_alone(trace: Callable[[], object]) -> None:
+    """Run `trace`; its error, if it raises, is raised without the one being handled as its context (the error
+    it raised when it ran first)."""
+    try:
+        trace()
+    except Exception as e:
+        raise e from None
 
 
 def _trace_inference(
