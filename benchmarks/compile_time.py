@@ -11,8 +11,9 @@ graph) and train (`model.train()`, forward, `out.float().pow(2).mean()`, backwar
 First call: wall time of the first call of a freshly compiled copy of one seeded model (train: forward and
 backward), `torch._dynamo.reset()` before each torch.compile. Per model and mode the compilers take turns for
 `--rounds` rounds after one untimed round (which pays the model's one-time costs, such as the first use of an op's
-meta function, for both); the minimum is reported, the median beside it. Ours runs backend "eager", torch.compile
-"aot_eager" (no code generation on either side); `--inductor` adds both on inductor.
+meta function, for both); the minimum is reported, of the wall time and of the process's CPU time (less disturbed by
+other work on a shared machine). Ours runs backend "eager", torch.compile "aot_eager" (no code generation on either
+side); `--inductor` adds both on inductor.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import copy
 import cProfile
 import os
 import pstats
-import statistics
 import sys
 import time
 import warnings
@@ -67,14 +67,16 @@ def compiled(compiler: str, model: nn.Module) -> Callable[..., object]:
     return torch.compile(model, backend=backend)
 
 
-def first_call_s(name: str, mode: str, compiler: str) -> float:
-    """Seconds of the first call of a fresh compile of a fresh copy of the model (train: forward and backward)."""
+def first_call_s(name: str, mode: str, compiler: str) -> tuple[float, float]:
+    """Wall and CPU seconds of the first call of a fresh compile of a fresh copy of the model (train: forward and
+    backward). CPU time: this process's, so less disturbed by other work on a shared machine (but without
+    inductor's compile workers, which are other processes)."""
     make_model, make = MODELS[name]
     torch.manual_seed(0)
     model = make_model().train(mode == "train")
     run = compiled(compiler, model)
     args = make()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     if mode == "train":
         out = run(*args)
         assert isinstance(out, torch.Tensor)
@@ -82,7 +84,7 @@ def first_call_s(name: str, mode: str, compiler: str) -> float:
     else:
         with torch.no_grad():
             run(*args)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def warm_up(compilers: list[str]) -> None:
@@ -99,13 +101,13 @@ def warm_up(compilers: list[str]) -> None:
 def measure(names: list[str], compilers: list[str], rounds: int) -> None:
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), load average at start "
-        f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}; first call (s): min of {rounds} rounds (median)\n"
+        f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}; first call: min of {rounds} rounds, wall s (CPU s)\n"
     )
     heads = " | ".join(compilers)
-    print(f"| model | mode | {heads} | ratio ours/tc |\n|---|---|{'---:|' * len(compilers)}---:|")
+    print(f"| model | mode | {heads} | ours/tc wall (CPU) |\n|---|---|{'---:|' * len(compilers)}---:|")
     for name in names:
         for mode in MODES:
-            times: dict[str, list[float]] = {c: [] for c in compilers}
+            times: dict[str, list[tuple[float, float]]] = {c: [] for c in compilers}
             failed: dict[str, str] = {}
             for round_ in range(rounds + 1):
                 for compiler in compilers:
@@ -118,12 +120,13 @@ def measure(names: list[str], compilers: list[str], rounds: int) -> None:
                         continue
                     if round_:
                         times[compiler].append(took)
-            cells = [failed.get(c) or f"{min(times[c]):.3f} ({statistics.median(times[c]):.3f})" for c in compilers]
+            best = {c: (min(w for w, _ in t), min(u for _, u in t)) for c, t in times.items() if t}
+            cells = [failed.get(c) or f"{best[c][0]:.3f} ({best[c][1]:.3f})" for c in compilers]
             ratios = []
             for backend, theirs in (("eager", "aot_eager"), ("inductor", "inductor")):
-                mine, other = times.get(f"ours {backend}"), times.get(f"tc {theirs}")
+                mine, other = best.get(f"ours {backend}"), best.get(f"tc {theirs}")
                 if mine and other:
-                    ratios.append(f"{min(mine) / min(other):.2f}x")
+                    ratios.append(f"{mine[0] / other[0]:.2f}x ({mine[1] / other[1]:.2f}x)")
             print(f"| {name} | {mode} | {' | '.join(cells)} | {' / '.join(ratios) or 'n/a'} |", flush=True)
     print(f"\nload average at end {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
@@ -151,7 +154,7 @@ def profile(name: str, mode: str, top: int) -> None:
     first_call_s(name, mode, "ours eager")  # the model's one-time costs, as the untimed round pays them
     profiler = cProfile.Profile()
     profiler.enable()
-    took = first_call_s(name, mode, "ours eager")
+    took, _ = first_call_s(name, mode, "ours eager")
     profiler.disable()
     print(f"{name} {mode}: first call {took:.3f} s (under the profiler)")
     stats = pstats.Stats(profiler)

@@ -432,7 +432,8 @@ def guard_us(budget: Budget, *, python_state_guards: bool | None = None) -> dict
         compiled = subclassaot.compile(make_fn(), backend="eager", **options)  # type: ignore[call-overload]
         x = make()
         compiled(x)
-        lookup = functools.partial(find_entry, compiled, x)
+        # a module compiles to a CompiledModule, whose CompiledFunction holds the entries
+        lookup = functools.partial(find_entry, getattr(compiled, "_compiled", compiled), x)
         batch, repeats = max(budget.batch // 4, 5), budget.repeats * 10
         out[name] = min(timeit.repeat(lookup, number=batch, repeat=repeats)) / batch * 1e6
     return out
