@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import gc
 import logging
 import threading
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
@@ -59,7 +60,7 @@ from subclassaot.pipeline.rules.training_rules import (
 )
 from subclassaot.pipeline.same_inputs import find_same_inputs, marked_call, same_input_guards, unmarking
 from subclassaot.pipeline.torch_function import check_trial, torch_function_trial
-from subclassaot.pipeline.trace import TracedGraph, trace_inference
+from subclassaot.pipeline.trace import TracedGraph, trace_inference, untraced_inference
 from subclassaot.runtime.autograd_function import training_call
 from subclassaot.runtime.call import inference_call, make_runner
 from subclassaot.runtime.plan import RuntimePlan, leaf_attr_paths
@@ -304,13 +305,27 @@ def compile_entry(
     """Compile one entry guarded by the Python state `fn` reads now (Note [Python State Is Snapshotted, Not
     Recorded]): snapshot it, compile, refuse a program that changed it, and check it before the entry's guards."""
     before = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
-    with compiling_session():  # See Note [The Trace Runs As A Compile]
+    with compiling_session(), _collection_paused():  # See Note [The Trace Runs As A Compile]
         entry = _compile_any(fn, args, kwargs, config, state, symbols, captures, function_modes)
     python_state.check_unchanged(before, str(getattr(fn, "__qualname__", type(fn).__name__)))
     python = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
     if not python.watched and python.ambient is None:
         return entry
     return dataclasses.replace(entry, guards=guards.with_python_state(entry.guards, python.check, python.source))
+
+
+@contextlib.contextmanager
+def _collection_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a compile runs: a compile makes hundreds of thousands of
+    short-lived objects (fake tensors, fx nodes), which start full collections of the whole heap (a second or more
+    on a process that holds a large model) that find little to free; they run once it is on again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _compile_any(
@@ -363,6 +378,27 @@ def _compile_any(
     )
 
 
+# Note [Training Traces The Inference Graph Only When Needed]
+# A training entry runs the forward partitioned from the joint graph (Note [Training Through A Joint Graph]); the
+# inference graph is its forward only where the joint trace fails (Note [Backward Errors Are Deferred]). The graph's
+# outputs are the analysis's (`inference_outputs`), so with static shapes the inference trace (a whole run of the
+# program, a third of a small model's compile) runs only then, or where a later stage raises: first then, so that
+# its own error, if it has one, is the one raised, as when it ran before those stages. With symbolic shapes it runs
+# where it always did: the guards it adds to the ShapeEnv are the entry's. What a training compile with static shapes
+# no longer sees is a failure of that trace alone, which runs under no_grad: such a program now compiles, as eager
+# runs it with grad on.
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """What one compile attempt has seen: whether any of its fake inputs had a symbolic size or stride (else a
+    compile with static shapes is the very same compile), and the inference trace it put off (Note [Training Traces
+    The Inference Graph Only When Needed])."""
+
+    symbolic: bool = False
+    deferred_trace: Callable[[], TracedGraph] | None = None
+
+
 def _compile_entry_once(
     fn: Callable[..., object],
     args: tuple[object, ...],
@@ -374,14 +410,15 @@ def _compile_entry_once(
     function_modes: tuple[object, ...],
 ) -> CompiledEntry:
     name = getattr(fn, "__name__", fn)
+    attempt = _Attempt()
     try:
         try:
-            return _compile_entry(fn, args, kwargs, config, state, symbols, captures, function_modes)
+            return _compile_entry(fn, args, kwargs, config, state, symbols, captures, function_modes, attempt)
         except SubclassAOTError:
             raise
         except Exception as e:  # any failure of the symbolic trace; the static compile decides
-            if config.dynamic is False:
-                raise
+            if config.dynamic is False or not attempt.symbolic:
+                raise  # (a compile over static fakes already: the same compile again fails the same way)
             log.info("symbolic trace of %s failed (%s); compiling with static shapes", name, e)
             static = dataclasses.replace(config, dynamic=False)
             return _compile_entry(fn, args, kwargs, static, state, symbols, captures, function_modes)
@@ -405,13 +442,22 @@ def _compile_entry(
     symbols: SymbolCache,
     captures: tuple[CaptureRef, ...] | None,
     function_modes: tuple[object, ...],
+    attempt: _Attempt | None = None,
 ) -> CompiledEntry:
     """Compile; where a trace finds the program reaching storage elements outside an input that is its own graph
     input, compile again with that input's whole storage as a synthetic base (Note [as_strided On Inputs])."""
     whole_storage: frozenset[DenseIndex] = frozenset()
+    attempt = _Attempt() if attempt is None else attempt
     while True:
         try:
-            return _compile_over(fn, args, kwargs, config, state, symbols, captures, whole_storage, function_modes)
+            try:
+                return _compile_over(
+                    fn, args, kwargs, config, state, symbols, captures, whole_storage, function_modes, attempt
+                )
+            except Exception:
+                if attempt.deferred_trace is not None:  # Note [Training Traces The Inference Graph Only When Needed]
+                    _raised_alone(attempt.deferred_trace)  # its own error first
+                raise
         except StorageReachError as e:
             if e.leaf in whole_storage:
                 raise
@@ -428,13 +474,16 @@ def _compile_over(
     captures: tuple[CaptureRef, ...] | None,
     whole_storage: frozenset[DenseIndex],
     function_modes: tuple[object, ...],
+    attempt: _Attempt,
 ) -> CompiledEntry:
     """inputs -> fakify -> desugar -> analyze -> trace (training: joint -> partition) -> backend -> guards -> runtime."""
+    attempt.deferred_trace = None
     flat, call = flatten_call(fn, args, kwargs, captures)
     call = traced_under(function_modes, call)  # See Note [Ambient Modes]
     tensors = [cast(torch.Tensor, flat.values[i]) for i in flat.tensor_indices]
     paths = [flat.leaves[i].path for i in flat.tensor_indices]
     fake_mode, fakified, layout = _fakify_and_desugar(tensors, paths, flat, config, state, symbols, whole_storage)
+    attempt.symbolic |= bool(fakified.symbol_bindings)
     fakes = list(fakified.fakes)
     for real, fake in zip(tensors, fakes, strict=True):
         if real.requires_grad and not fake.requires_grad and fake.is_leaf:
@@ -497,8 +546,16 @@ def _compile_over(
         check_overlapping_plain_groups(flat, layout, analysis, fakes)
         check_multi_output_view_inputs(flat, layout, analysis)
         check_multi_output_view_outputs(flat, layout, analysis)
-    with torch.no_grad() if training else _ambient_grad():
-        traced = trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)
+    inference = functools.cache(
+        functools.partial(
+            _trace_inference, training, call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions
+        )
+    )
+    if training and not fakified.symbol_bindings:  # Note [Training Traces The Inference Graph Only When Needed]
+        traced = untraced_inference(layout, analysis, dense_fakes)
+        attempt.deferred_trace = inference
+    else:
+        traced = inference()
     analysis = resimplified_data_metas(analysis, shape_env_of(fake_mode))
     backend = backends.get_backend(config.backend)
     grad_mode = None if training else torch.is_grad_enabled()  # Note [Grad Mode At The Call Decides Training]
@@ -522,7 +579,11 @@ def _compile_over(
             plan = dataclasses.replace(plan, analysis=replays_before_call(analysis, bw_meta.early_views))
         # The partitioned forward (Note [Training Through A Joint Graph]); the inference graph where the joint
         # trace failed (the backward then raises the program's own error: Note [Backward Errors Are Deferred]).
-        forward = bw_meta.forward if bw_meta.forward is not None else traced.graph
+        forward = bw_meta.forward
+        if forward is None:
+            attempt.deferred_trace = None  # (run here: its error, if it has one, is raised here)
+            traced = inference()
+            forward = _graph_of(traced)
         backends.verify_functional(forward)
         compiled = _compile_graph(backend, forward, traced.example_inputs, config)
         bw: Callable[..., object] | None = None
@@ -538,9 +599,11 @@ def _compile_over(
         )
         backward_graph, forward_graph = bw_meta.graph, bw_meta.forward
     else:
-        backends.verify_functional(traced.graph)
+        backends.verify_functional(_graph_of(traced))
         inputs_grad = any(t.requires_grad for t in traced.example_inputs)
-        graph_call = inference_call(_compile_graph(backend, traced.graph, traced.example_inputs, config), inputs_grad)
+        graph_call = inference_call(
+            _compile_graph(backend, _graph_of(traced), traced.example_inputs, config), inputs_grad
+        )
     runner = make_runner(plan, graph_call)
     if trial is not None:
         check_trial(trial, lambda values: _run_checked(entry_guards, runner, values))
@@ -558,6 +621,36 @@ def _compile_over(
         backward=backward_graph,
         forward=forward_graph,
     )
+
+
+def _raised_alone(trace: Callable[[], object]) -> None:
+    """Run `trace`; its error, if it raises, is raised without the one being handled as its context (the error
+    it raised when it ran first)."""
+    try:
+        trace()
+    except Exception as e:
+        raise e from None
+
+
+def _trace_inference(
+    training: bool,
+    call: Callable[..., object],
+    flat: FlatInputs,
+    layout: DenseLayout,
+    analysis: Analysis,
+    dense_fakes: Sequence[torch.Tensor],
+    fakes: Sequence[torch.Tensor],
+    fake_mode: FakeTensorMode,
+    decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None,
+) -> TracedGraph:
+    with torch.no_grad() if training else _ambient_grad():
+        return trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)
+
+
+def _graph_of(traced: TracedGraph) -> torch.fx.GraphModule:
+    if traced.graph is None:
+        raise AssertionError("BUG: the inference graph was needed but not traced")
+    return traced.graph
 
 
 def _run_checked(

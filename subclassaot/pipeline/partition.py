@@ -295,7 +295,6 @@ def _backward_module(
 
 
 def _module(joint: torch.fx.GraphModule, graph: torch.fx.Graph) -> torch.fx.GraphModule:
-    gm = torch.fx.GraphModule(joint, graph)
+    gm = torch.fx.GraphModule(joint, graph)  # generates the module's code from `graph`
     gm.graph.lint()
-    gm.recompile()
     return gm

@@ -48,7 +48,9 @@ from subclassaot.torch_internals import from_functional, new_functional_mode, st
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TracedGraph:
-    graph: torch.fx.GraphModule
+    # None: a training entry whose forward the joint graph gave, which needed no inference graph (Note [Training
+    # Traces The Inference Graph Only When Needed], api.py)
+    graph: torch.fx.GraphModule | None
     outputs: GraphOutputs
     example_inputs: tuple[torch.Tensor, ...]  # fake, one per placeholder (compile time only)
 
@@ -74,6 +76,28 @@ def input_updates(layout: DenseLayout, analysis: Analysis) -> tuple[InputUpdate,
     return tuple(updates)
 
 
+def inference_outputs(layout: DenseLayout, analysis: Analysis) -> GraphOutputs:
+    """The inference graph's outputs, as the analysis decides them (the trace checks that it makes them)."""
+    return GraphOutputs(
+        updates=input_updates(layout, analysis),
+        num_fresh=sum(
+            1
+            for info in analysis.outputs
+            if info.kind is OutputKind.TENSOR
+            for leaf in info.leaves
+            if leaf.source is LeafSource.GRAPH
+        ),
+        num_bases=analysis.num_intermediate_bases,
+        num_symints=sum(1 for info in analysis.outputs if info.kind is OutputKind.SYMINT),
+    )
+
+
+def untraced_inference(layout: DenseLayout, analysis: Analysis, dense_fakes: Sequence[torch.Tensor]) -> TracedGraph:
+    """A TracedGraph without its graph (Note [Training Traces The Inference Graph Only When Needed], api.py)."""
+    example = graph_example_inputs(layout, dense_fakes)
+    return TracedGraph(graph=None, outputs=inference_outputs(layout, analysis), example_inputs=tuple(example))
+
+
 def trace_inference(
     call: Callable[..., object],
     flat: FlatInputs,
@@ -84,7 +108,8 @@ def trace_inference(
     fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
     decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None = None,
 ) -> TracedGraph:
-    updates = input_updates(layout, analysis)
+    outputs = inference_outputs(layout, analysis)
+    updates = outputs.updates
     counts = {"fresh": 0, "symints": 0}
 
     def graph_fn(*graph_values: torch.Tensor) -> list[object]:
@@ -99,12 +124,8 @@ def trace_inference(
     with fake_mode:
         gm = trace_graph(graph_fn, example, decompositions)
     _drop_dead_code(gm)
-    outputs = GraphOutputs(
-        updates=updates,
-        num_fresh=counts["fresh"],
-        num_bases=analysis.num_intermediate_bases,
-        num_symints=counts["symints"],
-    )
+    if (counts["fresh"], counts["symints"]) != (outputs.num_fresh, outputs.num_symints):
+        raise AssertionError(f"BUG: the trace's outputs {counts} differ from the analysis's {outputs}")
     return TracedGraph(graph=gm, outputs=outputs, example_inputs=tuple(example))
 
 
@@ -173,5 +194,5 @@ def _drop_dead_code(gm: torch.fx.GraphModule) -> None:
             isinstance(target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in target.tags
         )
 
-    gm.graph.eliminate_dead_code(is_impure_node=impure)
-    gm.recompile()
+    if gm.graph.eliminate_dead_code(is_impure_node=impure):
+        gm.recompile()  # make_fx's module already holds the code of the graph as it was

@@ -399,7 +399,7 @@ class CapturedExplanation(Explanation):
 
 def _placeholder_words(entry: CompiledEntry) -> dict[str, str]:
     layout = entry.layout
-    names = [n.name for n in entry.traced.graph.graph.nodes if n.op == "placeholder"]
+    names = [n.name for n in _forward_graph(entry).graph.nodes if n.op == "placeholder"]
     words: dict[str, str] = {}
     for name, item in zip(names, layout.graph_inputs, strict=True):
         if isinstance(item, AliasGroupRef):
@@ -437,7 +437,10 @@ def _output_words(entry: CompiledEntry) -> list[str]:
 
 def _forward_graph(entry: CompiledEntry) -> torch.fx.GraphModule:
     """Training: the forward partitioned from the joint graph (Note [Training Through A Joint Graph])."""
-    return entry.forward if entry.forward is not None else entry.traced.graph
+    graph = entry.forward if entry.forward is not None else entry.traced.graph
+    if graph is None:
+        raise AssertionError("BUG: an entry with neither a forward graph nor an inference graph")
+    return graph
 
 
 def _output_nodes(gm: torch.fx.GraphModule) -> list[object]:

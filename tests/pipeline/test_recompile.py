@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import subclassaot.api
+from subclassaot.errors import UnsupportedError
 from subclasses.pair import PairTensor, nested_example
 from tests.oracle import assert_call_matches_eager
 
@@ -174,3 +175,21 @@ def test_leafness_change_of_an_input_that_requires_grad_recompiles() -> None:
         assert_call_matches_eager(c, double, lambda: (torch.randn(3, requires_grad=True),))
     assert c.compile_count == 2
     reason_matches(c, r"args\[0\]", r"is_leaf", r"False", r"True")
+
+
+def test_failed_compile_with_static_shapes_is_not_compiled_again() -> None:
+    # A symbolic trace that fails compiles again with static shapes; a compile whose shapes were static already (the
+    # first call under automatic dynamic) would be the very same compile, and is not repeated.
+    runs: list[None] = []
+
+    def reads_a_value(x: torch.Tensor) -> torch.Tensor:
+        runs.append(None)
+        return x * x.sum().item()
+
+    counts = []
+    for dynamic in (None, False, True):
+        runs.clear()
+        with pytest.raises(UnsupportedError, match="depends on tensor values"):
+            subclassaot.compile(reads_a_value, backend="eager", dynamic=dynamic)(torch.randn(3))
+        counts.append(len(runs))
+    assert counts[0] == counts[1] and counts[2] == 2 * counts[1]

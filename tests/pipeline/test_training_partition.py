@@ -291,3 +291,28 @@ def test_unused_subclass_gradient_saves_nothing() -> None:
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         compiled(x)
     assert packed == []
+
+
+def _sin_of_written(x: T) -> T:
+    y = x * 1
+    z = y.sin()  # saves y for the backward
+    y.add_(1)  # which then fails, as eager's does (Note [Backward Errors Are Deferred])
+    return z
+
+
+def test_inference_graph_traced_only_where_the_joint_trace_fails() -> None:
+    # Note [Training Traces The Inference Graph Only When Needed]
+    static = subclassaot.compile(lambda x: (x * 2).sin(), backend="eager")
+    static(torch.randn(3, requires_grad=True))
+    dynamic = subclassaot.compile(lambda x: (x * 2).sin(), backend="eager", dynamic=True)
+    dynamic(torch.randn(3, requires_grad=True))
+    failing = subclassaot.compile(_sin_of_written, backend="eager")
+    x = torch.randn(3, requires_grad=True)
+    out = failing(x)
+    assert torch.equal(out, _sin_of_written(x))
+    ((fine,), (symbolic,), (deferred,)) = static.entries, dynamic.entries, failing.entries
+    assert fine.forward is not None and fine.traced.graph is None
+    assert symbolic.forward is not None and symbolic.traced.graph is not None  # its ShapeEnv guards are the entry's
+    assert deferred.forward is None and deferred.traced.graph is not None  # the forward the entry runs
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        torch.autograd.backward(out.sum())

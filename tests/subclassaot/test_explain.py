@@ -109,7 +109,9 @@ def test_to_dot_has_one_node_line_per_fx_node(shape: NodeShape) -> None:
         assert unescaped.count("{") == unescaped.count("}")
     else:
         assert dot.count("{") == dot.count("}")
-    nodes = list(explanation.entry.traced.graph.graph.nodes)
+    graph = explanation.entry.traced.graph
+    assert graph is not None  # an inference entry
+    nodes = list(graph.graph.nodes)
     node_lines = [line for line in dot.splitlines() if re.match(r'^  "[^"]+" \[', line)]
     assert len(node_lines) == len(nodes)
     assert {line.split('"')[1] for line in node_lines} == {n.name for n in nodes}

@@ -203,7 +203,10 @@ def train_tp_mlp(mesh: MeshSpec, backend: str = "eager", steps: int = 3) -> subc
 
 def tp_mlp_compiled(mesh: MeshSpec) -> None:
     compiled = train_tp_mlp(mesh)
-    code = compiled.entries[0].traced.graph.code
+    entry = compiled.entries[0]
+    forward = entry.forward if entry.forward is not None else entry.traced.graph
+    assert forward is not None
+    code = forward.code
     if mesh.world_size > 1:
         assert "_c10d_functional.all_reduce" in code and "wait_tensor" in code, code
 

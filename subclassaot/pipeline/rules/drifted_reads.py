@@ -30,6 +30,15 @@ def _drifted(a: object) -> bool:
     return list(value.shape) == size and list(value.stride()) != stride
 
 
+def _any_drifted(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether an argument of an aten op (a tensor, or one in a list of them: the only nesting aten schemas have)
+    is drifted; the common case, none, then skips the tree_map."""
+    for a in (*args, *kwargs.values()):
+        if any(_drifted(b) for b in a) if isinstance(a, list | tuple) else _drifted(a):
+            return True
+    return False
+
+
 def _eager_layout(a: object) -> object:
     if not _drifted(a):
         return a
@@ -51,7 +60,7 @@ def call_with_eager_layouts(func: Any, args: tuple[Any, ...], kwargs: dict[str, 
         if args and _drifted(args[0]):
             _give_eager_view_strides(func, args, kwargs, out)
         return out
-    if schema.is_mutable or any(a.alias_info is not None for a in schema.arguments):
+    if schema.is_mutable or any(a.alias_info is not None for a in schema.arguments) or not _any_drifted(args, kwargs):
         return func(*args, **kwargs)
     new_args, new_kwargs = pytree.tree_map(_eager_layout, (args, kwargs))
     return func(*new_args, **new_kwargs)
