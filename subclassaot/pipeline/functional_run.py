@@ -222,6 +222,14 @@ def run_functional(
                 "values. Keep the value a tensor"
             ) from e
         except (RuntimeError, ValueError) as e:
+            if "Cannot set version_counter for inference tensor" in str(e):
+                raise UnsupportedError(
+                    "the program takes a view, inside a torch.inference_mode() block, of a tensor made outside it; "
+                    "eager gives the view the version counter of its base, but the functionalized trace (the "
+                    "pipeline's, as torch.compile's) makes every result inside the block an inference tensor, which "
+                    "has none (RuntimeError: Cannot set version_counter for inference tensor). Take the view outside "
+                    "the inference_mode block, or use torch.no_grad() there"
+                ) from e
             if restrided and _is_view_stride_error(e):
                 path = flat.leaves[layout.leaves[restrided[0]].owner].path
                 raise UnsupportedError(

@@ -24,11 +24,13 @@ from subclassaot.tools.fuzz import (
     same_failure,
     shrink,
 )
+from subclassaot.tools.fuzz_ops import Vocabulary
 from subclassaot.tools.fuzz_program import Program, as_function, make_inputs, to_source
 from subclassaot.tools.fuzz_runner import fuzz, merge_reports, regression_source, write_report
 from subclassaot.tools.parity import compare_with_eager, fresh_call
 
 PAIR = "subclasses.pair:example"
+CORE = frozenset({Vocabulary.CORE})
 CONFIG = FuzzConfig(kinds=("plain", PAIR))
 Fn = Callable[..., object]
 
@@ -38,12 +40,17 @@ def identity_compile(fn: Fn) -> Fn:
 
 
 def drops_input_mutations(fn: Fn) -> Fn:
-    """A broken "compiler": runs the program on clones of its inputs, so every input mutation is lost."""
+    """A broken "compiler": runs the program on clones of its inputs, so every input mutation is lost (an input
+    whose storage is freed is passed as it is: cloning it would read freed memory)."""
 
     def run(*args: torch.Tensor) -> object:
-        return fn(*(a.clone() for a in args))
+        return fn(*(a if _freed(a) else a.clone() for a in args))
 
     return run
+
+
+def _freed(t: torch.Tensor) -> bool:
+    return type(t) is torch.Tensor and t.untyped_storage().nbytes() == 0 and t.numel() > 0
 
 
 def _exec_source(program: Program) -> dict[str, object]:
@@ -82,7 +89,7 @@ def test_generation_is_deterministic_per_seed() -> None:
 def test_shrinking_finds_a_smaller_program_that_a_broken_compiler_still_gets_wrong() -> None:
     found = None
     for seed in range(200):
-        program = generate(RandomChooser(seed), FuzzConfig(max_ops=8))
+        program = generate(RandomChooser(seed), FuzzConfig(max_ops=8, vocabulary=CORE))  # reads freed inputs
         verdict = check_program(program, drops_input_mutations)
         if verdict.outcome is Outcome.DIVERGED and len(program.ops) >= 4:
             found = program, verdict
