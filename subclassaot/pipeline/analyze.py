@@ -517,6 +517,13 @@ def _output_info(
     if replay is None and replaced is None and torch.is_grad_enabled():
         replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
     _check_replay(path, value, (tree is not None, replay, replaced), run, out_leaves)
+    if replay is not None and value.is_inference() and not torch.is_inference_mode_enabled():
+        raise UnsupportedError(
+            f"{path} is a view, taken inside a torch.inference_mode() block, of a tensor made there: eager's is an "
+            "inference tensor, which keeps no view relation (`._base` is None, `_is_view()` is False) though it "
+            "shares the storage; the compiled output would be a view. Return a clone, or take the view outside the "
+            "block"
+        )
     # (a replayed view takes its strides from the real input, unless set_() to contents built from its leaves)
     for j in own_layout if replay is None or replay.then_set else ():
         _check_empty_set_target(path, run, j)
