@@ -149,7 +149,7 @@ def analyze(
             own_base_views=own_base_views,
         )
         check_own_base_run(run.swaps, own_base_views)
-        _check_requires_grad_calls(run)
+        _check_requires_grad_calls(run, flat)
         check_dirty_inputs(flat, run)
         check_mixed_grad_view_ops(flat, run)
         refuse_stale_view_layouts(  # Note [View Inputs Laid Out Anew Under no_grad]
@@ -223,8 +223,16 @@ def analyze(
     )
 
 
-def _check_requires_grad_calls(run: FunctionalRun) -> None:
+def _check_requires_grad_calls(run: FunctionalRun, flat: FlatInputs) -> None:
     inputs = {id(t) for t in run.user_tensors}
+    for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True):
+        if id(t) in run.swaps.gained_after_read:
+            raise UnsupportedError(
+                f"{flat.leaves[k].path}: the program calls requires_grad_() on this input after computing from it "
+                "with grad mode on; eager's earlier results carry no autograd history, but the compiled call makes "
+                "the input require grad before the graph runs, so they would. Call requires_grad_() before the "
+                "input's first use, or outside the compiled function"
+            )
     if run.swaps.requires_grad_gained - inputs:
         raise UnsupportedError(
             "the program calls requires_grad_() on a tensor that is not an input (a view of an input or an "

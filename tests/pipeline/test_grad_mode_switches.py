@@ -201,3 +201,52 @@ def test_view_inside_inference_mode_of_a_tensor_made_there_refused(f: Callable[.
         assert not v._is_view() and v._base is None
         with pytest.raises(UnsupportedError, match="a view, taken inside a torch.inference_mode\\(\\) block"):
             subclassaot.compile(f)(torch.randn(2, 2))
+
+
+def requires_grad_after_compute(x: T) -> object:
+    t = x * 2
+    x.requires_grad_()
+    return t, x * 3
+
+
+def requires_grad_after_view(x: T) -> object:
+    t = x.diagonal(0, 1, 0)
+    x.requires_grad_()
+    return (t,)
+
+
+def requires_grad_after_set_of_a_view(x: T) -> object:
+    t = x.t()
+    t.set_(x.expand(4, 2).unsqueeze(0))
+    x.requires_grad_()
+    return ()
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (requires_grad_after_compute, _plain(2, 2)),
+        (requires_grad_after_view, lambda: (torch.randn(1, 4)[:, 2:3:2],)),
+        (requires_grad_after_set_of_a_view, lambda: (torch.randn(2, 4, 1).view(4, 2),)),
+    ],
+    ids=["compute", "view", "set_of_a_view"],
+)
+def test_requires_grad_on_input_after_its_use_refused(f: Callable[..., object], make_inputs: Make) -> None:
+    """Eager's results computed before requires_grad_() carry no history; the compiled call made the input require
+    grad before the graph, so they did (fuzz seed 2702, program 175: DIVERGED; program 9: CRASHED). Refused."""
+    with torch.enable_grad():
+        f(*make_inputs())  # eager runs it
+        with pytest.raises(UnsupportedError, match="calls requires_grad_\\(\\) on this input after computing from it"):
+            subclassaot.compile(f)(*make_inputs())
+
+
+def requires_grad_after_no_grad_use(x: T) -> object:
+    with torch.no_grad():
+        t = x * 2
+    x.requires_grad_()
+    return t, x * 3
+
+
+def test_requires_grad_on_input_after_a_no_grad_use_matches_eager(compile_fn: CompileFn | None) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(requires_grad_after_no_grad_use, _plain(3), compile_fn=compile_fn)

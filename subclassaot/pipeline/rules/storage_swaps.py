@@ -776,6 +776,8 @@ class _DataMode(TorchFunctionMode):
             self.record.requires_grad_set.add(id(args[0]))
             if not args[0].requires_grad:
                 self.record.requires_grad_gained.add(id(args[0]))
+                if id(args[0]) in self.record.read_with_grad:
+                    self.record.gained_after_read.add(id(args[0]))
         if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
             self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
         if not self.record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
@@ -797,6 +799,10 @@ class _DataMode(TorchFunctionMode):
             else:
                 out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
         self.record.forget_factory_detach(out, args, kwargs)  # Note [Factory Results Are No detach()]
+        if torch.is_grad_enabled() and any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out)):
+            self.record.read_with_grad.update(
+                id(a) for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)
+            )
         note_detach(self.record, func, args)  # Note [Autograd Reads Of Inputs]
         note_wrapper_storage(self.record, func, args, out)  # Note [set_ Onto A Wrapper's Own Storage]
         note_traced_storage(self.record, func, args, out)  # Note [Storage resize_ Inside The Program]

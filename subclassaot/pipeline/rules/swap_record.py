@@ -123,6 +123,10 @@ class SwapRecord:
     view_set_sources: set[int] = field(default_factory=set)  # ... the view roots of the tensors they were set_() to
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
+    # ... of those, the ones a torch function read with grad mode on before (it made a tensor of them that eager's
+    # autograd did not record), and the id() of every tensor such a read took
+    gained_after_read: set[int] = field(default_factory=set)
+    read_with_grad: set[int] = field(default_factory=set)
     # torch functions the program called with requires_grad=True (Note [Tensors Made Requiring Grad Inside The Program])
     grad_factories: list[str] = field(default_factory=list)
     # answers of the program's reads of is_leaf / requires_grad / grad_fn, in call order; the analysis run's answers
