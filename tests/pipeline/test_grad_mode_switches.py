@@ -217,7 +217,7 @@ def requires_grad_after_view(x: T) -> object:
 
 def requires_grad_after_set_of_a_view(x: T) -> object:
     t = x.t()
-    t.set_(x.expand(4, 2).unsqueeze(0))
+    t.set_(x.expand(4, 2).unsqueeze(0))  # type: ignore[call-overload]  # the stubs list only storage overloads
     x.requires_grad_()
     return ()
 
