@@ -250,3 +250,29 @@ def requires_grad_after_no_grad_use(x: T) -> object:
 def test_requires_grad_on_input_after_a_no_grad_use_matches_eager(compile_fn: CompileFn | None) -> None:
     with torch.enable_grad():
         assert_matches_eager(requires_grad_after_no_grad_use, _plain(3), compile_fn=compile_fn)
+
+
+def refused_inside_grad_switches(x: T) -> object:
+    with torch.inference_mode():
+        with torch.set_grad_enabled(True):
+            t = x.detach()  # refused: a view inside inference_mode of a tensor made outside
+    return x, t
+
+
+def test_a_refusal_inside_switches_of_a_captured_graph_leaves_the_modes_as_they_were() -> None:
+    """Dynamo's graph switches inference mode and grad mode by calls, not `with` blocks; a refusal raised between
+    them had left inference mode on for the whole process (fuzz seed 2701, program 5 through torch.compile: every
+    later torch.randn failed)."""
+    from subclassaot.tools.dynamo_backend import subclassaot_backend
+
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(
+            refused_inside_grad_switches, backend=subclassaot_backend, options={"backend": "eager"}
+        )
+        with torch.no_grad(), pytest.raises(UnsupportedError, match="inside a torch.inference_mode"):
+            compiled(torch.randn(2))
+        assert not torch.is_inference_mode_enabled() and torch.is_grad_enabled()
+        torch.randn(2)
+    finally:
+        torch._dynamo.reset()
