@@ -212,6 +212,7 @@ def subclassaot_backend(
     config = config_from_options(options, mode)
     _check_custom_functions(gm, example_inputs)
     _restore_data_reads(gm)
+    _relative_grad_switches(gm)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     sources = [_source_name(n) for n in placeholders]
     derived = _derived_symints(sources)
@@ -277,6 +278,40 @@ def _restore_data_reads(gm: torch.fx.GraphModule) -> None:
                 changed = True
     if changed:
         gm.recompile()
+
+
+# Note [Grad Switches In A Captured Graph]
+# Dynamo records `with torch.no_grad():` (enable_grad, set_grad_enabled) as calls that set grad mode absolutely:
+# `torch._C._set_grad_enabled(False)` where the block opens and `_set_grad_enabled(True)` where it closes, True being
+# the mode at capture, which Dynamo guards (and it records only switches that change the mode). The pipeline runs a
+# graph in other modes too: a training graph's forward values are traced under no_grad, where the user's block would
+# give back no_grad as it closes, but the captured call turned grad on for the rest of the graph (a view made before
+# the block and read after it then raised as a no_grad view written with grad on). So a switch to the captured mode
+# gives back the mode the graph was entered in, and a switch away from it sets its own value: in the mode the graph
+# was captured in nothing changes; under the pipeline's no_grad the graph stays under no_grad, as its values need.
+
+
+def set_grad_from_captured(value: bool, captured: bool, entered: bool) -> None:
+    """`torch._C._set_grad_enabled(value)` of a captured graph (a graph node calls this; see the Note above)."""
+    torch._C._set_grad_enabled(entered if value == captured else value)
+
+
+def _relative_grad_switches(gm: torch.fx.GraphModule) -> None:
+    """See Note [Grad Switches In A Captured Graph]."""
+    switches = [
+        n for n in gm.graph.nodes if n.op == "call_function" and n.target is torch._C._set_grad_enabled and n.args
+    ]
+    if not switches:
+        return
+    captured = torch.is_grad_enabled()  # Dynamo calls the backend in the mode the graph starts in, which it guards
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    anchor = placeholders[-1] if placeholders else next(iter(gm.graph.nodes))
+    with gm.graph.inserting_after(anchor):
+        entered = gm.graph.call_function(torch.is_grad_enabled, ())
+    for node in switches:
+        node.target = set_grad_from_captured
+        node.args = (node.args[0], captured, entered)
+    gm.recompile()
 
 
 def _source_name(node: torch.fx.Node) -> str | None:

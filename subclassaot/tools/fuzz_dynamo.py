@@ -5,14 +5,16 @@ Input: a fuzz `Program` and the inner backend name. Output: `dynamo_compile_for(
 Invariants: Dynamo sees user code, the printed `f` (executed in a fresh namespace, as a regression test would), never
 the interpreter; `torch._dynamo.reset()` runs before each program, so no program sees another's cache; a refusal of
 ours that Dynamo wraps (`BackendCompilerFailed` around an `UnsupportedError` raised while the backend compiles) is
-unwrapped, so it counts as a refusal, as on the direct path; a failure of Dynamo's own tracing (TorchRuntimeError:
-its fake run of the program raised, which no backend sees) counts as a refusal under a rule that names Dynamo. This
-module and the adapter are the only ones of the
-fuzzer that import Dynamo (tests/test_architecture.py).
+unwrapped, so it counts as a refusal, as on the direct path; an exception none of whose frames (nor those of the
+exceptions it chains) is ours is Dynamo's own failure (its run of the program on fakes, its guards), which the same
+program meets under backend="aot_eager": it counts as a refusal under a rule that names Dynamo. This module and the
+adapter are the only ones of the fuzzer that import Dynamo (tests/test_architecture.py).
 """
 
 from __future__ import annotations
 
+import os
+import traceback
 from collections.abc import Callable
 
 import torch
@@ -36,6 +38,28 @@ def source_function(program: Program) -> Fn:
     return f
 
 
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the subclassaot package
+_THIS = os.path.abspath(__file__)
+
+
+def _ran_our_code(e: BaseException) -> bool:
+    """Did the exception (or one it was raised from or during) pass through a frame of subclassaot's own, other than
+    this module's?"""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [e]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        for frame, _ in traceback.walk_tb(current.__traceback__):
+            path = os.path.abspath(frame.f_code.co_filename)
+            if path.startswith(_OURS + os.sep) and path != _THIS:
+                return True
+        todo += [current.__cause__, current.__context__]
+    return False
+
+
 def dynamo_compile_for(program: Program, *, backend: str = "eager") -> Callable[[Fn], Fn]:
     """A compile function: `torch.compile(f, backend="subclassaot", options={"backend": backend})` of the printed
     source (Dynamo's caches reset first)."""
@@ -52,10 +76,13 @@ def dynamo_compile_for(program: Program, *, backend: str = "eager") -> Callable[
                 if isinstance(e.inner_exception, SubclassAOTError):
                     raise e.inner_exception from e
                 raise
-            except torch._dynamo.exc.TorchRuntimeError as e:
-                # Dynamo's own run of the program on fakes failed, before any graph reached our backend (the same
-                # program fails under backend="aot_eager"): counted as a refusal, under a rule naming Dynamo.
-                raise UnsupportedError(f"dynamo, before the backend: {str(e).splitlines()[0]}") from e
+            except Exception as e:
+                if isinstance(e, SubclassAOTError) or _ran_our_code(e):
+                    raise
+                # Dynamo failed on its own (tracing the program on fakes, or building its guards), with no frame of
+                # ours on the stack: counted as a refusal, under a rule naming Dynamo.
+                first = str(e).splitlines()[0] if str(e) else ""
+                raise UnsupportedError(f"dynamo, not our backend: {type(e).__name__}: {first}") from e
 
         return run
 

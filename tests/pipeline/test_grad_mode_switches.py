@@ -276,3 +276,68 @@ def test_a_refusal_inside_switches_of_a_captured_graph_leaves_the_modes_as_they_
         torch.randn(2)
     finally:
         torch._dynamo.reset()
+
+
+def no_grad_write_of_a_view_then_read(x: T) -> object:
+    t = x.view(3, 1, 8)
+    with torch.no_grad():
+        t.add_(2.0)
+    return (t.mul(t),)
+
+
+def no_grad_view_op_then_view(x: T) -> object:
+    t = x.reshape(2, 2, 2)
+    with torch.no_grad():
+        t.transpose_(1, 1)
+    return (t.view(8, 1),)
+
+
+def no_grad_view_then_write_of_its_base_view(x: T) -> object:
+    t0 = x.transpose(2, 0)
+    t1 = x.clone()
+    with torch.no_grad():
+        t2 = t1.view(1, 1, -1)
+    t0.add_(0.5)
+    return t2, t0
+
+
+def no_grad_read_then_view_op(x: T) -> object:
+    t1 = x.view(1, 2, 1).contiguous()
+    with torch.no_grad():
+        t2 = t1.add(0.5)
+    t1.transpose_(0, 2)
+    return t1, t2
+
+
+def _leaf(*shape: int) -> Make:
+    return lambda: (torch.randn(*shape, requires_grad=True),)
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (no_grad_write_of_a_view_then_read, _leaf(2, 4, 3)),
+        (no_grad_view_op_then_view, _leaf(2, 4)),
+        (no_grad_view_then_write_of_its_base_view, lambda: (torch.randn(4, requires_grad=True).clone().view(2, 1, 2),)),
+        (no_grad_read_then_view_op, lambda: (torch.randn(2, 1, requires_grad=True).clone(),)),
+    ],
+    ids=["write_of_a_view", "view_op", "write_of_base_view", "view_op_after_read"],
+)
+def test_no_grad_blocks_of_a_captured_training_graph_match_eager(f: Callable[..., object], make_inputs: Make) -> None:
+    """Dynamo records a no_grad block as absolute switches (`_set_grad_enabled(False)` ... `(True)`); the forward
+    values of a training graph are traced under no_grad, where the closing switch had turned grad on for the rest
+    of the graph and raised as a no_grad view written with grad on (fuzz seeds 2702-2705 through torch.compile, four
+    CRASHED). Note [Grad Switches In A Captured Graph]."""
+    from subclassaot.tools.dynamo_backend import subclassaot_backend
+
+    def compile_fn(fn: Callable[..., object], **kwargs: object) -> Callable[..., object]:
+        compiled: Callable[..., object] = torch.compile(fn, backend=subclassaot_backend, options={"backend": "eager"})
+        return compiled
+
+    torch._dynamo.reset()
+    try:
+        with torch.enable_grad():
+            assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+            assert_matches_eager(f, make_inputs)
+    finally:
+        torch._dynamo.reset()
