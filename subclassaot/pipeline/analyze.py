@@ -223,6 +223,12 @@ def analyze(
     )
 
 
+def _made_in_inference_mode(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """Is `value` a view of a tensor the program made inside an inference_mode block, though the call is not made
+    under inference mode (where the runtime takes its views under inference mode too, as eager)?"""
+    return not torch.is_inference_mode_enabled() and storage_key(value) in run.swaps.inference_made
+
+
 def _check_requires_grad_calls(run: FunctionalRun, flat: FlatInputs) -> None:
     inputs = {id(t) for t in run.user_tensors}
     for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True):
@@ -525,12 +531,11 @@ def _output_info(
     if replay is None and replaced is None and torch.is_grad_enabled():
         replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
     _check_replay(path, value, (tree is not None, replay, replaced), run, out_leaves)
-    if replay is not None and value.is_inference() and not torch.is_inference_mode_enabled():
+    if replay is not None and tree is None and _made_in_inference_mode(value, run):
         raise UnsupportedError(
-            f"{path} is a view, taken inside a torch.inference_mode() block, of a tensor made there: eager's is an "
-            "inference tensor, which keeps no view relation (`._base` is None, `_is_view()` is False) though it "
-            "shares the storage; the compiled output would be a view. Return a clone, or take the view outside the "
-            "block"
+            f"{path} is a view of a tensor made inside a torch.inference_mode() block: eager's is an inference "
+            "tensor, which keeps no view relation (`._base` is None, `_is_view()` is False) though it shares the "
+            "storage; the compiled output would be a view. Return a clone"
         )
     # (a replayed view takes its strides from the real input, unless set_() to contents built from its leaves)
     for j in own_layout if replay is None or replay.then_set else ():

@@ -189,18 +189,42 @@ def inference_mode_view_returned_alone(x: T) -> object:
     return (v,)
 
 
+def inference_mode_result_viewed_after(x: T) -> object:
+    with torch.inference_mode():
+        t = x.add(3.0)
+    return (t.reshape(8, 3),)
+
+
 @pytest.mark.parametrize(
-    "f", [inference_mode_view_returned_with_its_base, inference_mode_view_returned_alone], ids=["with_base", "alone"]
+    "f",
+    [
+        inference_mode_view_returned_with_its_base,
+        inference_mode_view_returned_alone,
+        inference_mode_result_viewed_after,
+    ],
+    ids=["with_base", "alone", "after_the_block"],
 )
-def test_view_inside_inference_mode_of_a_tensor_made_there_refused(f: Callable[..., object]) -> None:
+def test_view_of_a_tensor_made_inside_inference_mode_refused(f: Callable[..., object]) -> None:
     """Eager's view of an inference tensor keeps no view relation (`_base` None) though it shares the storage; the
-    compiled output would be a view: refused, where it diverged. (Called under inference_mode, the runtime takes the
-    view there too, and matches: tests/pipeline/test_inference_mode.py.)"""
+    compiled output would be a view: refused, where it diverged (after the block: fuzz seed 2701, program 316
+    through torch.compile; aot_eager diverges alike). Called under inference_mode, the runtime takes the view there
+    too, and matches: tests/pipeline/test_inference_mode.py."""
     with torch.no_grad():
-        v = cast(tuple[T, ...], f(torch.randn(2, 2)))[0]
+        v = cast(tuple[T, ...], f(torch.randn(3, 2, 4)))[0]
         assert not v._is_view() and v._base is None
-        with pytest.raises(UnsupportedError, match="a view, taken inside a torch.inference_mode\\(\\) block"):
-            subclassaot.compile(f)(torch.randn(2, 2))
+        with pytest.raises(UnsupportedError, match="is a view of a tensor made inside a torch.inference_mode"):
+            subclassaot.compile(f)(torch.randn(3, 2, 4))
+
+
+def inference_mode_write_of_an_input_then_view(x: T) -> object:
+    with torch.inference_mode():
+        x.add_(1)
+    return (x.view(-1),)
+
+
+def test_view_of_an_input_written_inside_inference_mode_matches_eager(compile_fn: CompileFn | None) -> None:
+    with torch.no_grad():
+        assert_matches_eager(inference_mode_write_of_an_input_then_view, _plain(2, 2), compile_fn=compile_fn)
 
 
 def requires_grad_after_compute(x: T) -> object:

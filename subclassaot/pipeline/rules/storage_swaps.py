@@ -701,6 +701,10 @@ def _key_of_storage(storage: object) -> object:
 # that cannot be replayed as eager made it. The same object passed twice stays one object in the trace.
 
 
+def _plain_tensor(t: object) -> bool:
+    return isinstance(t, torch.Tensor) and not is_traceable_subclass(t)
+
+
 class _DataMode(TorchFunctionMode):
     def __init__(self, record: SwapRecord) -> None:
         super().__init__()
@@ -799,6 +803,10 @@ class _DataMode(TorchFunctionMode):
             else:
                 out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
         self.record.forget_factory_detach(out, args, kwargs)  # Note [Factory Results Are No detach()]
+        if torch.is_inference_mode_enabled():  # (an in-place op returns a storage made outside: not recorded)
+            taken = {storage_key(a) for a in pytree.tree_leaves((args, kwargs)) if _plain_tensor(a)}
+            made = {storage_key(o) for o in pytree.tree_leaves(out) if _plain_tensor(o)}
+            self.record.inference_made.update(made - taken)
         if torch.is_grad_enabled() and any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out)):
             self.record.read_with_grad.update(
                 id(a) for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)

@@ -126,6 +126,9 @@ class SwapRecord:
     # ... of those, the ones a torch function read with grad mode on before (it made a tensor of them that eager's
     # autograd did not record), and the id() of every tensor such a read took
     gained_after_read: set[int] = field(default_factory=set)
+    # storage_key() of the tensors torch functions returned with inference mode on: eager's are inference tensors,
+    # whose views (taken there or later) keep no view relation
+    inference_made: set[object] = field(default_factory=set)
     read_with_grad: set[int] = field(default_factory=set)
     # torch functions the program called with requires_grad=True (Note [Tensors Made Requiring Grad Inside The Program])
     grad_factories: list[str] = field(default_factory=list)
