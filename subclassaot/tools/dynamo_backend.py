@@ -26,6 +26,7 @@ from torch._guards import TracingContext
 
 from policies import Policy, TensorPolicy, dynamic, static
 from subclassaot.api import CompiledEntry, CompiledFunction
+from subclassaot.authoring.wrapper_tensor import WrapperTensor
 from subclassaot.config import CallerGuarded, CompileConfig
 from subclassaot.errors import UnsupportedError
 from subclassaot.tools.explain import CapturedExplanation, Explanation, clone_arguments
@@ -289,6 +290,28 @@ def _restore_data_reads(gm: torch.fx.GraphModule) -> None:
 # the block and read after it then raised as a no_grad view written with grad on). So a switch to the captured mode
 # gives back the mode the graph was entered in, and a switch away from it sets its own value: in the mode the graph
 # was captured in nothing changes; under the pipeline's no_grad the graph stays under no_grad, as its values need.
+
+
+# Note [Subclass Dispatch Runs Eagerly Under Dynamo]
+# Where Dynamo breaks the graph (an in-place metadata op on a wrapper subclass: `x.unsqueeze_(-1)`), it runs the op
+# eagerly with its frame hook still on, so the subclass's `__torch_dispatch__` (Python code outside torch, hence not
+# in Dynamo's skip list, unlike torch's own TwoTensor) is compiled as a frame of its own, and Dynamo fails inside it
+# (an internal error, or its guards on the subclass's metadata: under backend="aot_eager" alike). Dispatch is the
+# eager implementation of one op and holds nothing to capture, so WrapperTensor's `__torch_dispatch__`, and every
+# frame it calls (the op tables' handlers), is marked to run without Dynamo: a flag on its code object, free per
+# call (a torch.compiler.disable wrapper cost more than half again of a small op). Set when this module loads, that
+# is before any torch.compile(backend="subclassaot") call runs.
+
+
+def _dispatch_runs_eagerly() -> None:
+    """See Note [Subclass Dispatch Runs Eagerly Under Dynamo]."""
+    from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy, set_code_exec_strategy
+
+    code = WrapperTensor.__dict__["__torch_dispatch__"].__func__.__code__
+    set_code_exec_strategy(code, _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP))
+
+
+_dispatch_runs_eagerly()
 
 
 def set_grad_from_captured(value: bool, captured: bool, entered: bool) -> None:
