@@ -328,8 +328,8 @@ def _relative_grad_switches(gm: torch.fx.GraphModule) -> None:
         return
     captured = torch.is_grad_enabled()  # Dynamo calls the backend in the mode the graph starts in, which it guards
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    anchor = placeholders[-1] if placeholders else next(iter(gm.graph.nodes))
-    with gm.graph.inserting_after(anchor):
+    where = gm.graph.inserting_after(placeholders[-1]) if placeholders else gm.graph.inserting_before(switches[0])
+    with where:
         entered = gm.graph.call_function(torch.is_grad_enabled, ())
     for node in switches:
         node.target = set_grad_from_captured

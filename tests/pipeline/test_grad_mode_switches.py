@@ -333,6 +333,12 @@ def no_grad_read_then_view_op(x: T) -> object:
     return t1, t2
 
 
+def no_grad_unused_view(x: T) -> object:
+    with torch.no_grad():
+        t = x[:, 0:0:1]  # noqa: F841  # the captured graph holds the switches and no input (fuzz seed 2703 #162)
+    return ()
+
+
 def _leaf(*shape: int) -> Make:
     return lambda: (torch.randn(*shape, requires_grad=True),)
 
@@ -344,8 +350,9 @@ def _leaf(*shape: int) -> Make:
         (no_grad_view_op_then_view, _leaf(2, 4)),
         (no_grad_view_then_write_of_its_base_view, lambda: (torch.randn(4, requires_grad=True).clone().view(2, 1, 2),)),
         (no_grad_read_then_view_op, lambda: (torch.randn(2, 1, requires_grad=True).clone(),)),
+        (no_grad_unused_view, _plain(4, 2)),
     ],
-    ids=["write_of_a_view", "view_op", "write_of_base_view", "view_op_after_read"],
+    ids=["write_of_a_view", "view_op", "write_of_base_view", "view_op_after_read", "graph_of_switches_only"],
 )
 def test_no_grad_blocks_of_a_captured_training_graph_match_eager(f: Callable[..., object], make_inputs: Make) -> None:
     """Dynamo records a no_grad block as absolute switches (`_set_grad_enabled(False)` ... `(True)`); the forward
