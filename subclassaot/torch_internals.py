@@ -793,6 +793,39 @@ float32_matmul_precision: Callable[[], str] = torch._C._get_float32_matmul_preci
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# ctx.mark_dirty of a custom autograd.Function (Note [Inputs Marked Dirty By A Custom Function])
+# ---------------------------------------------------------------------------------------------------------------
+
+# A view marked dirty takes the Function's node as its grad_fn, but its base then holds that node inside a CopySlices
+# node, out of reach, and the functionalized trace regenerates the view's own grad_fn from its base: what the
+# program marked is only seen at the call. `FunctionCtx.mark_dirty` is wrapped once, for the process, as
+# `UntypedStorage.resize_` is below; the wrapper tells this thread's listener (set while a program runs under the
+# pipeline) the Function's class and the tensors marked.
+_mark_dirty_notes = threading.local()
+_torch_mark_dirty = torch.autograd.function.FunctionCtx.mark_dirty
+
+
+def _noted_mark_dirty(self: torch.autograd.function.FunctionCtx, *args: torch.Tensor) -> None:
+    note = getattr(_mark_dirty_notes, "note", None)
+    if note is not None:
+        note(getattr(self, "_forward_cls", type(self)), args)
+    _torch_mark_dirty(self, *args)
+
+
+@contextlib.contextmanager
+def marks_dirty_noted(note: Callable[[type, tuple[torch.Tensor, ...]], None]) -> Iterator[None]:
+    """Call `note(function_class, tensors)` at every `ctx.mark_dirty(*tensors)` this thread runs inside the block."""
+    if torch.autograd.function.FunctionCtx.mark_dirty is not _noted_mark_dirty:
+        torch.autograd.function.FunctionCtx.mark_dirty = _noted_mark_dirty  # type: ignore[method-assign]  # see above
+    before = getattr(_mark_dirty_notes, "note", None)
+    _mark_dirty_notes.note = note
+    try:
+        yield
+    finally:
+        _mark_dirty_notes.note = before
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Storage resize_ (Note [Storage resize_ Inside The Program])
 # ---------------------------------------------------------------------------------------------------------------
 

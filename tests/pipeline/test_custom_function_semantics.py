@@ -160,3 +160,18 @@ def test_mark_dirty_not_returned_raises_like_eager(compile_fn: CompileFn | None)
     assert_raises_like_eager(
         dirty_not_returned, lambda: (torch.randn(3), torch.randn(3, requires_grad=True)), compile_fn=compile_fn
     )
+
+
+def dirty_view_of_input_returned(x: T) -> object:
+    return DirtyReturned.apply(x.reshape(1, 2, 3))  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: _nonleaf(2, 3), lambda: pair(2, 3, requires_grad=True) * 1.0], ids=["plain", "pair"]
+)
+def test_mark_dirty_view_of_input_requiring_grad_refused(make: Callable[[], T]) -> None:
+    """The view takes the Function's node; the input's history holds it inside a CopySlices node. The compiled
+    gradient through the returned view missed the Function's backward (fuzz seed 2711, program 50: a Float8Tensor
+    input, DIVERGED). Refused like the input itself."""
+    with pytest.raises(UnsupportedError, match="Inputs Marked Dirty By A Custom Function"):
+        subclassaot.compile(dirty_view_of_input_returned)(make())

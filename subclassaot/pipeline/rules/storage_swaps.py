@@ -106,6 +106,7 @@ from subclassaot.torch_internals import (
     get_version,
     is_functional,
     is_functorch_wrapped,
+    marks_dirty_noted,
     no_torch_function,
     rebind_functional,
     set_version,
@@ -895,5 +896,15 @@ _AUTOGRAD_CALLS = frozenset(
 def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
     """Enter both modes (above an active FunctionalTensorMode)."""
     check = functools.partial(check_storage_resize, record)  # Note [Storage resize_ Inside The Program]
-    with _DataMode(record), _SwapDispatchMode(record, known), storage_resize_checked(check):
+    with (
+        _DataMode(record),
+        _SwapDispatchMode(record, known),
+        storage_resize_checked(check),
+        marks_dirty_noted(functools.partial(_note_marked_dirty, record)),
+    ):
         yield
+
+
+def _note_marked_dirty(record: SwapRecord, cls: type, tensors: tuple[torch.Tensor, ...]) -> None:
+    record.pin(tensors)  # Note [Ids In The Swap Record]
+    record.marked_dirty.update((id(t), cls) for t in tensors)

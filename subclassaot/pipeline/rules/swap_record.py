@@ -129,6 +129,9 @@ class SwapRecord:
     # storage_key() of the tensors torch functions returned with inference mode on: eager's are inference tensors,
     # whose views (taken there or later) keep no view relation
     inference_made: set[object] = field(default_factory=set)
+    # id() of the tensors a custom autograd.Function marked dirty -> its class (Note [Inputs Marked Dirty By A Custom
+    # Function])
+    marked_dirty: dict[int, type] = field(default_factory=dict)
     read_with_grad: set[int] = field(default_factory=set)
     # torch functions the program called with requires_grad=True (Note [Tensors Made Requiring Grad Inside The Program])
     grad_factories: list[str] = field(default_factory=list)
