@@ -372,3 +372,20 @@ def test_no_grad_blocks_of_a_captured_training_graph_match_eager(f: Callable[...
             assert_matches_eager(f, make_inputs)
     finally:
         torch._dynamo.reset()
+
+
+def enable_grad_write(x: T) -> object:
+    with torch.enable_grad():
+        x.mul_(0.5)
+    return ()
+
+
+def test_enable_grad_write_of_a_subclass_input_inside_a_no_grad_call_refused() -> None:
+    """As for a plain input (Note [Grad Mode Turned On Inside A no_grad Call]); the subclass input's leaf stand-in
+    raised in the analysis instead (fuzz seeds 2711 and 2712: Float8Tensor and JaggedTensor inputs, CRASHED)."""
+    from subclasses.pair import PairTensor
+
+    with torch.enable_grad():
+        x = PairTensor.from_tensor(torch.randn(3), requires_grad=True).clone()
+    with torch.no_grad(), pytest.raises(UnsupportedError, match="Grad Mode Turned On Inside A no_grad Call"):
+        subclassaot.compile(enable_grad_write)(x)
