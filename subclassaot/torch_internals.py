@@ -825,6 +825,33 @@ def marks_dirty_noted(note: Callable[[type, tuple[torch.Tensor, ...]], None]) ->
         _mark_dirty_notes.note = before
 
 
+# A custom Function's apply dispatches nothing itself (its forward's ops run with grad off), so no mode sees that it
+# read its inputs with grad on, which is where eager makes a leaf's gradient accumulator (Note [Leaves Laid Out Anew
+# Under no_grad]). `Function.apply` is wrapped once, for the process, the same way.
+_function_apply_notes = threading.local()
+_torch_function_apply = torch.autograd.Function.__dict__["apply"].__func__
+
+
+def _noted_function_apply(cls: type[torch.autograd.Function], *args: object, **kwargs: object) -> object:
+    note = getattr(_function_apply_notes, "note", None)
+    if note is not None:
+        note(args, kwargs)
+    return _torch_function_apply(cls, *args, **kwargs)
+
+
+@contextlib.contextmanager
+def function_applies_noted(note: Callable[[tuple[object, ...], dict[str, object]], None]) -> Iterator[None]:
+    """Call `note(args, kwargs)` before every custom `Function.apply(*args, **kwargs)` this thread runs inside."""
+    if torch.autograd.Function.__dict__["apply"].__func__ is not _noted_function_apply:
+        torch.autograd.Function.apply = classmethod(_noted_function_apply)  # type: ignore[method-assign,assignment,arg-type]  # see above
+    before = getattr(_function_apply_notes, "note", None)
+    _function_apply_notes.note = note
+    try:
+        yield
+    finally:
+        _function_apply_notes.note = before
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Storage resize_ (Note [Storage resize_ Inside The Program])
 # ---------------------------------------------------------------------------------------------------------------

@@ -175,3 +175,31 @@ def test_mark_dirty_view_of_input_requiring_grad_refused(make: Callable[[], T]) 
     input, DIVERGED). Refused like the input itself."""
     with pytest.raises(UnsupportedError, match="Inputs Marked Dirty By A Custom Function"):
         subclassaot.compile(dirty_view_of_input_returned)(make())
+
+
+class SinSaved(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: T) -> T:
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx: Any, g: T) -> T:
+        x: T = ctx.saved_tensors[0]
+        return g * x.cos()
+
+
+def function_after_no_grad_layout_change(x: T) -> object:
+    with torch.no_grad():
+        x.unsqueeze_(0)
+    return (SinSaved.apply(x),)  # type: ignore[no-untyped-call]
+
+
+def test_function_reading_a_leaf_laid_out_anew_under_no_grad_matches_eager(compile_fn: CompileFn | None) -> None:
+    """Eager makes the leaf's gradient accumulator at the Function's apply, with the leaf's new shape; the analysis
+    did not see that read (the Function's own ops run with grad off) and gave the gradient the old shape (fuzz seed
+    0, program 127: DIVERGED). Note [Leaves Laid Out Anew Under no_grad]."""
+    with torch.enable_grad():
+        assert_matches_eager(
+            function_after_no_grad_layout_change, lambda: (torch.randn((), requires_grad=True),), compile_fn=compile_fn
+        )

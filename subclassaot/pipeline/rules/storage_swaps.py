@@ -103,6 +103,7 @@ from subclassaot.pipeline.rules.write_overlaps import (
 from subclassaot.torch_internals import (
     differentiates_inside_transform,
     dispatches_in_cpp,
+    function_applies_noted,
     get_version,
     is_functional,
     is_functorch_wrapped,
@@ -846,6 +847,12 @@ class _DataMode(TorchFunctionMode):
 
     def _record_assignment(self, target: torch.Tensor, source: torch.Tensor) -> None:
         """`target.data = source`, target a wrapper subclass (Note [Wrapper Data Assignment])."""
+        if source.dtype != target.dtype:
+            raise UnsupportedError(
+                f"`.data =` of a {type(target).__name__} of dtype {target.dtype} with a tensor of dtype "
+                f"{source.dtype}: eager's wrapper takes the new dtype, the compiled output is rebuilt as the wrapper "
+                "was traced and would keep the old one. Assign a tensor of the same dtype, or use the source itself"
+            )
         note_data_assignment(self.record, target, tuple(target.shape))
         self.record.seq += 1
         meta = (tuple(source.shape), tuple(source.stride()), source.storage_offset())
@@ -901,8 +908,19 @@ def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
         _SwapDispatchMode(record, known),
         storage_resize_checked(check),
         marks_dirty_noted(functools.partial(_note_marked_dirty, record)),
+        function_applies_noted(functools.partial(_note_function_apply, record)),
     ):
         yield
+
+
+def _note_function_apply(record: SwapRecord, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
+    """A custom Function reads its inputs with grad on (Note [Leaves Laid Out Anew Under no_grad])."""
+    if not record.releafable or not torch.is_grad_enabled():
+        return
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor) and a.requires_grad and id(a) not in record.data_sets:
+            record.grad_read.add(id(a))
+    note_first_read(record, args, kwargs)
 
 
 def _note_marked_dirty(record: SwapRecord, cls: type, tensors: tuple[torch.Tensor, ...]) -> None:
