@@ -40,11 +40,13 @@ def source_function(program: Program) -> Fn:
 
 _OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the subclassaot package
 _THIS = os.path.abspath(__file__)
+# a subclass's own code (its dispatch, which Dynamo calls to fakify a subclass view), not the pipeline's
+_AUTHORING = os.path.join(_OURS, "authoring") + os.sep
 
 
 def _ran_our_code(e: BaseException) -> bool:
-    """Did the exception (or one it was raised from or during) pass through a frame of subclassaot's own, other than
-    this module's?"""
+    """Did the exception (or one it was raised from or during) pass through a frame of the pipeline or the backend
+    (subclassaot, but for this module and the authoring base classes of subclasses)?"""
     seen: set[int] = set()
     todo: list[BaseException | None] = [e]
     while todo:
@@ -54,7 +56,7 @@ def _ran_our_code(e: BaseException) -> bool:
         seen.add(id(current))
         for frame, _ in traceback.walk_tb(current.__traceback__):
             path = os.path.abspath(frame.f_code.co_filename)
-            if path.startswith(_OURS + os.sep) and path != _THIS:
+            if path.startswith(_OURS + os.sep) and path != _THIS and not path.startswith(_AUTHORING):
                 return True
         todo += [current.__cause__, current.__context__]
     return False
