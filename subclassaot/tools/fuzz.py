@@ -8,7 +8,9 @@ itself raises); `shrink(program, still_fails)`; `fuzz(...) -> FuzzReport`, the r
 `python -m subclassaot fuzz`.
 Invariants: only eager-legal programs are counted; every generated op was legal in eager on the tensors it was
 drawn for (the generator runs each op as it draws it), and none is a write whose eager result depends on loop
-order (Note [Writes Eager Leaves Unspecified]); a verdict compares two fresh calls of one compiled function
+order (Note [Writes Eager Leaves Unspecified]); no program, generated or shrunk, reads a storage it freed
+(subclassaot/tools/fuzz_storage.py); `FuzzConfig.vocabulary` chooses the groups of ops drawn, and CORE alone draws
+what the generator drew before the other groups existed; a verdict compares two fresh calls of one compiled function
 (the second goes through the cached entry) with eager, through `subclassaot.tools.parity`.
 """
 
