@@ -1,7 +1,8 @@
 """The fuzzer's programs through subclassaot and through torch.compile(backend="aot_eager", fullgraph=True).
 
 Run: `python benchmarks/fuzz_compare.py --programs 1000 --seed 1 [--subclass subclasses.pair:example] [--jobs 2]
-[--side both|ours|torch]` (one side only: the same programs in the same order, the other column stays 0).
+[--side both|ours|torch] [--vocabulary core,grad_mode,...]` (one side only: the same programs in the same order, the
+other column stays 0).
 Each program is checked by the same parity oracle (subclassaot.tools.parity, two calls on fresh inputs) against eager:
 once compiled by subclassaot (the interpreter closure) and once by torch.compile (the printed source, exec'd, so that
 dynamo sees plain user code; tests/subclassaot/test_fuzz.py checks the two agree in eager). `torch._dynamo.reset()`
@@ -24,6 +25,7 @@ import torch._dynamo
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.tools.fuzz import FuzzConfig, Outcome, RandomChooser, Verdict, check_program, generate
+from subclassaot.tools.fuzz_ops import Vocabulary
 from subclassaot.tools.fuzz_program import Program, to_source
 from subclassaot.tools.fuzz_runner import pipeline_compile, run_shards, shard_share
 
@@ -73,7 +75,8 @@ class Tally:
 
 def run_shard(args: argparse.Namespace, shard: tuple[int, int]) -> Tally:
     """Programs with index = k mod n until this shard's share of `args.programs` is counted."""
-    config = FuzzConfig(kinds=("plain", *args.subclass))
+    vocabulary = frozenset(Vocabulary(name) for name in args.vocabulary.split(",") if name)
+    config = FuzzConfig(kinds=("plain", *args.subclass), vocabulary=vocabulary)
     tally = Tally()
     k, n = shard
     share, index, done = shard_share(args.programs, shard), k, 0
@@ -114,6 +117,11 @@ def main() -> None:
     parser.add_argument("--programs", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--subclass", action="append", default=[])
+    parser.add_argument(
+        "--vocabulary",
+        default=",".join(v.value for v in Vocabulary),
+        help="comma-separated vocabulary groups (as `python -m subclassaot fuzz --vocabulary`; default all)",
+    )
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (programs split by index mod jobs)")
     parser.add_argument(
         "--side",

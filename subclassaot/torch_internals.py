@@ -785,7 +785,67 @@ float32_matmul_precision: Callable[[], str] = torch._C._get_float32_matmul_preci
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Storage resize_ (refused: set_storage_rules.check_storage_resize)
+# ctx.mark_dirty of a custom autograd.Function (Note [Inputs Marked Dirty By A Custom Function])
+# ---------------------------------------------------------------------------------------------------------------
+
+# A view marked dirty takes the Function's node as its grad_fn, but its base then holds that node inside a CopySlices
+# node, out of reach, and the functionalized trace regenerates the view's own grad_fn from its base: what the
+# program marked is only seen at the call. `FunctionCtx.mark_dirty` is wrapped once, for the process, as
+# `UntypedStorage.resize_` is below; the wrapper tells this thread's listener (set while a program runs under the
+# pipeline) the Function's class and the tensors marked.
+_mark_dirty_notes = threading.local()
+_torch_mark_dirty = torch.autograd.function.FunctionCtx.mark_dirty
+
+
+def _noted_mark_dirty(self: torch.autograd.function.FunctionCtx, *args: torch.Tensor) -> None:
+    note = getattr(_mark_dirty_notes, "note", None)
+    if note is not None:
+        note(getattr(self, "_forward_cls", type(self)), args)
+    _torch_mark_dirty(self, *args)
+
+
+@contextlib.contextmanager
+def marks_dirty_noted(note: Callable[[type, tuple[torch.Tensor, ...]], None]) -> Iterator[None]:
+    """Call `note(function_class, tensors)` at every `ctx.mark_dirty(*tensors)` this thread runs inside the block."""
+    if torch.autograd.function.FunctionCtx.mark_dirty is not _noted_mark_dirty:
+        torch.autograd.function.FunctionCtx.mark_dirty = _noted_mark_dirty  # type: ignore[method-assign]  # see above
+    before = getattr(_mark_dirty_notes, "note", None)
+    _mark_dirty_notes.note = note
+    try:
+        yield
+    finally:
+        _mark_dirty_notes.note = before
+
+
+# A custom Function's apply dispatches nothing itself (its forward's ops run with grad off), so no mode sees that it
+# read its inputs with grad on, which is where eager makes a leaf's gradient accumulator (Note [Leaves Laid Out Anew
+# Under no_grad]). `Function.apply` is wrapped once, for the process, the same way.
+_function_apply_notes = threading.local()
+_torch_function_apply = torch.autograd.Function.__dict__["apply"].__func__
+
+
+def _noted_function_apply(cls: type[torch.autograd.Function], *args: object, **kwargs: object) -> object:
+    note = getattr(_function_apply_notes, "note", None)
+    if note is not None:
+        note(args, kwargs)
+    return _torch_function_apply(cls, *args, **kwargs)
+
+
+@contextlib.contextmanager
+def function_applies_noted(note: Callable[[tuple[object, ...], dict[str, object]], None]) -> Iterator[None]:
+    """Call `note(args, kwargs)` before every custom `Function.apply(*args, **kwargs)` this thread runs inside."""
+    if torch.autograd.Function.__dict__["apply"].__func__ is not _noted_function_apply:
+        torch.autograd.Function.apply = classmethod(_noted_function_apply)  # type: ignore[method-assign,assignment,arg-type]  # see above
+    before = getattr(_function_apply_notes, "note", None)
+    _function_apply_notes.note = note
+    try:
+        yield
+    finally:
+        _function_apply_notes.note = before
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Storage resize_ (Note [Storage Swaps By Rebinding])
 # ---------------------------------------------------------------------------------------------------------------
 
 # `UntypedStorage.resize_` is a C method that dispatches nothing, so no mode sees it. It is wrapped once, for the

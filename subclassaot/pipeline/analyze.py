@@ -150,7 +150,7 @@ def analyze(
             own_base_views=own_base_views,
         )
         check_own_base_run(run.swaps, own_base_views)
-        _check_requires_grad_calls(run)
+        _check_requires_grad_calls(run, flat)
         check_dirty_inputs(flat, run)
         check_mixed_grad_view_ops(flat, run)
         refuse_stale_view_layouts(  # Note [Stale View Functions]
@@ -227,8 +227,22 @@ def analyze(
     )
 
 
-def _check_requires_grad_calls(run: FunctionalRun) -> None:
+def _made_in_inference_mode(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """Is `value` a view of a tensor the program made inside an inference_mode block, though the call is not made
+    under inference mode (where the runtime takes its views under inference mode too, as eager)?"""
+    return not torch.is_inference_mode_enabled() and storage_key(value) in run.swaps.inference_made
+
+
+def _check_requires_grad_calls(run: FunctionalRun, flat: FlatInputs) -> None:
     inputs = {id(t) for t in run.user_tensors}
+    for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True):
+        if id(t) in run.swaps.gained_after_read:
+            raise UnsupportedError(
+                f"{flat.leaves[k].path}: the program calls requires_grad_() on this input after computing from it "
+                "with grad mode on; eager's earlier results carry no autograd history, but the compiled call makes "
+                "the input require grad before the graph runs, so they would. Call requires_grad_() before the "
+                "input's first use, or outside the compiled function"
+            )
     if run.swaps.requires_grad_gained - inputs:
         raise UnsupportedError(
             "the program calls requires_grad_() on a tensor that is not an input (a view of an input or an "
@@ -529,6 +543,12 @@ def _output_info(
     if replay is None and replaced is None and torch.is_grad_enabled():
         replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
     _check_replay(path, value, (tree is not None, replay, replaced), run, out_leaves)
+    if replay is not None and tree is None and _made_in_inference_mode(value, run):
+        raise UnsupportedError(
+            f"{path} is a view of a tensor made inside a torch.inference_mode() block: eager's is an inference "
+            "tensor, which keeps no view relation (`._base` is None, `_is_view()` is False) though it shares the "
+            "storage; the compiled output would be a view. Return a clone"
+        )
     # (a replayed view takes its strides from the real input, unless set_() to contents built from its leaves)
     for j in own_layout if replay is None or replay.then_set else ():
         _check_empty_set_target(path, run, j)

@@ -18,6 +18,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors, widen_wrapper_storage
+from subclassaot.pipeline.grad_scope import check_grad_reenabled
 from subclassaot.pipeline.inputs import unflatten_call
 from subclassaot.pipeline.rules.foreign_bases import foreign_root
 from subclassaot.pipeline.rules.grad_set_bases import grad_set_view_root, no_grad_set_view_root, set_view_root
@@ -220,6 +221,17 @@ def run_functional(
                 "values. Keep the value a tensor"
             ) from e
         except (RuntimeError, ValueError) as e:
+            # A program called under no_grad that turned grad back on and computed on tensors requiring grad is
+            # refused whatever happened next (an in-place write of a subclass input's leaf fake raised here)
+            check_grad_reenabled(record.grad_reenabled, training=False)
+            if "Cannot set version_counter for inference tensor" in str(e):
+                raise UnsupportedError(
+                    "the program takes a view, inside a torch.inference_mode() block, of a tensor made outside it; "
+                    "eager gives the view the version counter of its base, but the functionalized trace (the "
+                    "pipeline's, as torch.compile's) makes every result inside the block an inference tensor, which "
+                    "has none (RuntimeError: Cannot set version_counter for inference tensor). Take the view outside "
+                    "the inference_mode block, or use torch.no_grad() there"
+                ) from e
             if restrided and _is_view_stride_error(e):
                 path = flat.leaves[layout.leaves[restrided[0]].owner].path
                 raise UnsupportedError(
@@ -390,6 +402,8 @@ def _strided_clone(t: torch.Tensor) -> torch.Tensor:
     if not all(isinstance(s, int) and s > 0 for s in dims) or dense_strides(list(t.shape), list(t.stride())):
         return t.clone()
     out = t.new_empty_strided(t.shape, t.stride())
+    if type(out) is not type(t):  # a subclass whose op table falls back to plain tensors for it (Float8Tensor)
+        return t.clone()
     return out.copy_(t)
 
 

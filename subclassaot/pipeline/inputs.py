@@ -8,6 +8,8 @@ function that the later stages trace, taking the same pytree back. Invariants: t
 
 from __future__ import annotations
 
+import contextlib
+import traceback
 import types
 import weakref
 from collections.abc import Callable, Iterator, Mapping
@@ -218,6 +220,21 @@ def uncaptured_tensor_message(fn: Callable[..., object], t: torch.Tensor) -> str
     )
 
 
+@contextlib.contextmanager
+def _grad_state_restored_on_error() -> Iterator[None]:
+    """The caller's grad mode and inference mode after the program raises part-way. A graph Dynamo captured switches
+    them by calls, not `with` blocks (`torch._C._set_grad_enabled(False)`, `_enter_inference_mode(True)` ...
+    `_exit_inference_mode(guard)`), so a refusal raised between two such calls would leave the switch on for every
+    later call of the process; the inference-mode guard lives in the graph's frame, which the traceback keeps."""
+    grad = torch.is_grad_enabled()
+    try:
+        yield
+    except BaseException as e:
+        traceback.clear_frames(e.__traceback__)  # drops the guards the program entered: they restore on release
+        torch.set_grad_enabled(grad)
+        raise
+
+
 def flatten_call(
     fn: Callable[..., object],
     args: tuple[object, ...],
@@ -257,7 +274,11 @@ def flatten_call(
 
     def call(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
         # See Note [Checkpointed Regions Run Inline]
-        with _LiftCaptured({id(real[k]): v for k, v in state.items() if v is not real[k]}, fn), regions_run_inline():
+        with (
+            _grad_state_restored_on_error(),
+            _LiftCaptured({id(real[k]): v for k, v in state.items() if v is not real[k]}, fn),
+            regions_run_inline(),
+        ):
             return run(state, args, kwargs)
 
     values, spec = pytree.tree_flatten((state, args, dict(kwargs)))

@@ -26,6 +26,7 @@ from torch._guards import TracingContext
 
 from policies import Policy, TensorPolicy, dynamic, static
 from subclassaot.api import CompiledEntry, CompiledFunction
+from subclassaot.authoring.wrapper_tensor import WrapperTensor
 from subclassaot.config import CallerGuarded, CompileConfig
 from subclassaot.errors import UnsupportedError
 from subclassaot.tools.explain import CapturedExplanation, Explanation, clone_arguments
@@ -202,6 +203,7 @@ def subclassaot_backend(
     config = config_from_options(options, mode)
     _check_custom_functions(gm, example_inputs)
     _restore_data_reads(gm)
+    _relative_grad_switches(gm)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     sources = [_source_name(n) for n in placeholders]
     derived = _derived_symints(sources)
@@ -267,6 +269,62 @@ def _restore_data_reads(gm: torch.fx.GraphModule) -> None:
                 changed = True
     if changed:
         gm.recompile()
+
+
+# Note [Grad Switches In A Captured Graph]
+# Dynamo records `with torch.no_grad():` (enable_grad, set_grad_enabled) as calls that set grad mode absolutely:
+# `torch._C._set_grad_enabled(False)` where the block opens and `_set_grad_enabled(True)` where it closes, True being
+# the mode at capture, which Dynamo guards (and it records only switches that change the mode). The pipeline runs a
+# graph in other modes too: a training graph's forward values are traced under no_grad, where the user's block would
+# give back no_grad as it closes, but the captured call turned grad on for the rest of the graph (a view made before
+# the block and read after it then raised as a no_grad view written with grad on). So a switch to the captured mode
+# gives back the mode the graph was entered in, and a switch away from it sets its own value: in the mode the graph
+# was captured in nothing changes; under the pipeline's no_grad the graph stays under no_grad, as its values need.
+
+
+# Note [Subclass Dispatch Runs Eagerly Under Dynamo]
+# Where Dynamo breaks the graph (an in-place metadata op on a wrapper subclass: `x.unsqueeze_(-1)`), it runs the op
+# eagerly with its frame hook still on, so the subclass's `__torch_dispatch__` (Python code outside torch, hence not
+# in Dynamo's skip list, unlike torch's own TwoTensor) is compiled as a frame of its own, and Dynamo fails inside it
+# (an internal error, or its guards on the subclass's metadata: under backend="aot_eager" alike). Dispatch is the
+# eager implementation of one op and holds nothing to capture, so WrapperTensor's `__torch_dispatch__`, and every
+# frame it calls (the op tables' handlers), is marked to run without Dynamo: a flag on its code object, free per
+# call (a torch.compiler.disable wrapper cost more than half again of a small op). Set when this module loads, that
+# is before any torch.compile(backend="subclassaot") call runs.
+
+
+def _dispatch_runs_eagerly() -> None:
+    """See Note [Subclass Dispatch Runs Eagerly Under Dynamo]."""
+    from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy, set_code_exec_strategy
+
+    code = WrapperTensor.__dict__["__torch_dispatch__"].__func__.__code__
+    set_code_exec_strategy(code, _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP))
+
+
+_dispatch_runs_eagerly()
+
+
+def set_grad_from_captured(value: bool, captured: bool, entered: bool) -> None:
+    """`torch._C._set_grad_enabled(value)` of a captured graph (a graph node calls this; see the Note above)."""
+    torch._C._set_grad_enabled(entered if value == captured else value)
+
+
+def _relative_grad_switches(gm: torch.fx.GraphModule) -> None:
+    """See Note [Grad Switches In A Captured Graph]."""
+    switches = [
+        n for n in gm.graph.nodes if n.op == "call_function" and n.target is torch._C._set_grad_enabled and n.args
+    ]
+    if not switches:
+        return
+    captured = torch.is_grad_enabled()  # Dynamo calls the backend in the mode the graph starts in, which it guards
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    where = gm.graph.inserting_after(placeholders[-1]) if placeholders else gm.graph.inserting_before(switches[0])
+    with where:
+        entered = gm.graph.call_function(torch.is_grad_enabled, ())
+    for node in switches:
+        node.target = set_grad_from_captured
+        node.args = (node.args[0], captured, entered)
+    gm.recompile()
 
 
 def _source_name(node: torch.fx.Node) -> str | None:

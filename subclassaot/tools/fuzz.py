@@ -8,7 +8,9 @@ itself raises); `shrink(program, still_fails)`; `fuzz(...) -> FuzzReport`, the r
 `python -m subclassaot fuzz`.
 Invariants: only eager-legal programs are counted; every generated op was legal in eager on the tensors it was
 drawn for (the generator runs each op as it draws it), and none is a write whose eager result depends on loop
-order (Note [Writes Through Overlapping Memory]); a verdict compares two fresh calls of one compiled function
+order (Note [Writes Through Overlapping Memory]); no program, generated or shrunk, reads a storage it freed
+(subclassaot/tools/fuzz_storage.py); `FuzzConfig.vocabulary` chooses the groups of ops drawn, and CORE alone draws
+what the generator drew before the other groups existed; a verdict compares two fresh calls of one compiled function
 (the second goes through the cached entry) with eager, through `subclassaot.tools.parity`.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import random
 import re
 import warnings
@@ -26,10 +29,11 @@ from typing import TYPE_CHECKING, TypeVar
 import torch
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.tools.fuzz_ops import OPS, Chooser, Family, OpDef, unspecified_write
+from subclassaot.tools.fuzz_ops import OPS, Chooser, Family, OpDef, Vocabulary, unspecified_write
 from subclassaot.tools.fuzz_program import (
     BaseSpec,
     Grad,
+    GradScope,
     InputSpec,
     Op,
     Program,
@@ -38,8 +42,8 @@ from subclassaot.tools.fuzz_program import (
     get_input_kind,
     make_base,
     make_inputs,
-    run_op,
 )
+from subclassaot.tools.fuzz_storage import StorageLiveness, storage_safe
 from subclassaot.tools.parity import EagerRaised, compare_with_eager
 
 if TYPE_CHECKING:
@@ -71,6 +75,8 @@ class FuzzConfig:
     max_outputs: int = 3
     max_rank: int = 3
     max_size: int = 4
+    # the groups of ops and flags drawn; with CORE alone a seed draws the programs it drew before the other groups
+    vocabulary: frozenset[Vocabulary] = frozenset(Vocabulary)
 
 
 DEFAULT_CONFIG = FuzzConfig()
@@ -98,19 +104,22 @@ def generate(choose: Chooser, config: FuzzConfig = DEFAULT_CONFIG) -> Program:
     grad_mode = choose.chance(60)
     n_inputs = choose.integer(1, config.max_inputs)
     n_bases = choose.integer(1, n_inputs)
-    bases = tuple(_draw_base(choose, config, k, grad_mode) for k in range(n_bases))
     with warnings.catch_warnings(), torch.random.fork_rng(devices=[]):
         warnings.simplefilter("ignore")
+        bases = tuple(_draw_base(choose, config, k, grad_mode) for k in range(n_bases))
         shadow_bases = [make_base(b) for b in bases]
         inputs: list[InputSpec] = []
         env: dict[int, torch.Tensor] = {}
         for var in range(n_inputs):
             base = var if var < n_bases else choose.integer(0, n_bases - 1)
-            spec, env[var] = _draw_input(choose, var, base, shadow_bases[base])
+            spec, env[var] = _draw_input(choose, var, base, shadow_bases[base], bases[base].freed)
             inputs.append(spec)
-        with torch.set_grad_enabled(grad_mode):
-            ops = _draw_ops(choose, config, env, next_var=n_inputs)
-    variables = sorted(env)
+        storages = StorageLiveness(inputs=frozenset(range(n_inputs)))
+        storages.free_inputs(env, [s.var for s in inputs if bases[s.base].freed])
+        with torch.set_grad_enabled(grad_mode), storages.recording_saved():
+            ops = _draw_ops(choose, config, env, storages, next_var=n_inputs)
+            ops += storages.refill_inputs(env)
+    variables = [v for v in sorted(env) if not storages.dead(env[v])]
     outputs = tuple(
         variables[choose.integer(0, len(variables) - 1)] for _ in range(choose.integer(1, config.max_outputs))
     )
@@ -126,15 +135,22 @@ def _draw_base(choose: Chooser, config: FuzzConfig, index: int, grad_mode: bool)
         shape = tuple(choose.integer(1, config.max_size) for _ in range(choose.integer(0, config.max_rank)))
     grads: tuple[Grad, ...] = ("none", "nonleaf", "leaf")
     grad = grads[choose.integer(1, 2)] if grad_mode and choose.chance(50) else grads[0]
-    return BaseSpec(kind=kind.key, shape=shape, grad=grad)
+    freed = Vocabulary.STORAGE in config.vocabulary and kind.key == "plain" and choose.chance(10)
+    spec = BaseSpec(kind=kind.key, shape=shape, grad=grad, freed=freed)
+    if grad != "none":
+        try:
+            make_base(spec)
+        except Exception:  # a subclass whose dtype cannot require grad (float8): the input does not
+            return dataclasses.replace(spec, grad="none")
+    return spec
 
 
-_VIEW_OPS = tuple(op for op in OPS.values() if op.family is Family.VIEW)
+_VIEW_OPS = tuple(op for op in OPS.values() if op.family is Family.VIEW and op.vocabulary is Vocabulary.CORE)
 
 
-def _draw_input(choose: Chooser, var: int, base: int, t: torch.Tensor) -> tuple[InputSpec, torch.Tensor]:
+def _draw_input(choose: Chooser, var: int, base: int, t: torch.Tensor, freed: bool) -> tuple[InputSpec, torch.Tensor]:
     steps: list[ViewStep] = []
-    while len(steps) < 2 and choose.chance(30):
+    while not freed and len(steps) < 2 and choose.chance(30):  # a freed base is passed whole: it is filled whole
         op = _VIEW_OPS[choose.integer(0, len(_VIEW_OPS) - 1)]
         params = op.gen(choose, t)
         if params is None:
@@ -144,68 +160,105 @@ def _draw_input(choose: Chooser, var: int, base: int, t: torch.Tensor) -> tuple[
                 result = op.apply(t, None, params)
         except Exception:  # an illegal view is simply not taken
             continue
-        assert result is not None, f"BUG: view op {op.name} returned nothing"
+        assert isinstance(result, torch.Tensor), f"BUG: view op {op.name} returned {result!r}"
         steps.append(ViewStep(name=op.name, params=params))
         t = result
     return InputSpec(var=var, base=base, views=tuple(steps)), t
 
 
-def _draw_ops(choose: Chooser, config: FuzzConfig, env: dict[int, torch.Tensor], next_var: int) -> tuple[Op, ...]:
+def _draw_ops(
+    choose: Chooser, config: FuzzConfig, env: dict[int, torch.Tensor], storages: StorageLiveness, next_var: int
+) -> tuple[Op, ...]:
     ops: list[Op] = []
+    weighted = _weighted(config.vocabulary)
     for _ in range(choose.integer(0, config.max_ops)):
         for _attempt in range(4):
             try:
-                op = _draw_op(choose, env, next_var)
+                op = _draw_op(choose, config, weighted, env, storages, next_var)
             except Exception:  # reading the source's shape (`x.data` of a swapped subclass) can raise in eager
                 continue
-            if op is not None and _legal(op, env):
+            if op is not None and _legal(op, env, storages):
                 ops.append(op)
-                next_var += op.out is not None
+                next_var += len(op.outs)
                 break
     return tuple(ops)
 
 
-_WEIGHTED: tuple[OpDef, ...] = tuple(op for op in OPS.values() for _ in range(op.weight))
+@functools.cache
+def _weighted(vocabulary: frozenset[Vocabulary]) -> tuple[OpDef, ...]:
+    return tuple(op for op in OPS.values() if op.vocabulary in vocabulary for _ in range(op.weight))
 
 
 # Eager PyTorch segfaults on a plain tensor `set_` to a wrapper subclass (whose storage holds no data) once it is
 # written to; `x.data = y` across types is the same swap. Such programs are never generated.
 _SAME_TYPE_ONLY = frozenset({"set_", "data_assign"})
+_SCOPES: tuple[GradScope, ...] = ("no_grad", "enable_grad", "grad_off", "grad_on", "inference_mode")
 
 
-def _draw_op(choose: Chooser, env: dict[int, torch.Tensor], next_var: int) -> Op | None:
-    op_def = _WEIGHTED[choose.integer(0, len(_WEIGHTED) - 1)]
-    variables = sorted(env)
+def _draw_scopes(choose: Chooser, config: FuzzConfig) -> tuple[GradScope, ...]:
+    if Vocabulary.GRAD_MODE not in config.vocabulary:
+        return ("no_grad",) if choose.chance(15) else ()
+    if not choose.chance(25):
+        return ()
+    depth = 1 if choose.chance(70) else 2
+    return tuple(_SCOPES[choose.integer(0, len(_SCOPES) - 1)] for _ in range(depth))
+
+
+def _draw_op(
+    choose: Chooser,
+    config: FuzzConfig,
+    weighted: tuple[OpDef, ...],
+    env: dict[int, torch.Tensor],
+    storages: StorageLiveness,
+    next_var: int,
+) -> Op | None:
+    op_def = weighted[choose.integer(0, len(weighted) - 1)]
+    refill = op_def.name == "storage_refill"
+    variables = [v for v in sorted(env) if storages.dead(env[v]) == refill]
+    if op_def.name == "storage_free":
+        variables = [v for v in variables if storages.may_free(v, env)]
+    live = variables if not refill else [v for v in sorted(env) if not storages.dead(env[v])]
+    if not variables:
+        return None
     src = variables[choose.integer(0, len(variables) - 1)]
     mutates = op_def.family is Family.INPLACE
     via_data = mutates and choose.chance(10)
-    no_grad = choose.chance(15)
+    scopes = _draw_scopes(choose, config)
     other = None
     if op_def.other == "always" or (op_def.other == "maybe" and choose.chance(40)):
-        other = variables[choose.integer(0, len(variables) - 1)]
+        if not live:
+            return None
+        other = live[choose.integer(0, len(live) - 1)]
     params = op_def.gen(choose, env[src].data if via_data else env[src])
     if params is None or (
         op_def.name in _SAME_TYPE_ONLY and other is not None and type(env[src]) is not type(env[other])
     ):
         return None
-    binds = op_def.family in (Family.VIEW, Family.FUNCTIONAL)
+    if refill:
+        params = storages.refill_params(env[src], params)
+    if params is None:
+        return None
+    if other is not None and op_def.other == "maybe":
+        params = params[:1] if refill else ()
     return Op(
         name=op_def.name,
         src=src,
         other=other,
-        params=() if other is not None and op_def.other == "maybe" else params,
-        out=next_var if binds else None,
-        no_grad=no_grad,
+        params=params,
+        outs=tuple(range(next_var, next_var + op_def.outs(params))),
+        scopes=scopes,
         via_data=via_data,
     )
 
 
-def _legal(op: Op, env: dict[int, torch.Tensor]) -> bool:
+def _legal(op: Op, env: dict[int, torch.Tensor], storages: StorageLiveness) -> bool:
     src = env[op.src].data if op.via_data else env[op.src]
     if unspecified_write(op.name, src, None if op.other is None else env[op.other]):
         return False  # Note [Writes Through Overlapping Memory]
+    if not storages.allows(op, env):
+        return False
     try:
-        run_op(op, env)
+        storages.run(op, env)
     except Exception:  # eager rejected it: draw another op (env may be partly updated; the final check decides)
         return False
     return True
@@ -339,7 +392,7 @@ def shrink(program: Program, still_fails: Callable[[Program], bool], *, max_chec
     while improved and checks < max_checks:
         improved = False
         for candidate in _candidates(current):
-            if candidate.size() >= current.size():
+            if candidate.size() >= current.size() or not storage_safe(candidate):
                 continue
             checks += 1
             if still_fails(candidate):
@@ -363,12 +416,16 @@ def _candidates(p: Program) -> Iterator[Program]:
             views = spec.views[:j] + spec.views[j + 1 :]
             yield dataclasses.replace(p, inputs=_replace_at(p.inputs, k, dataclasses.replace(spec, views=views)))
     for i, op in enumerate(p.ops):
-        if op.no_grad or op.via_data:
-            simpler = dataclasses.replace(op, no_grad=False) if op.no_grad else dataclasses.replace(op, via_data=False)
-            yield dataclasses.replace(p, ops=_replace_at(p.ops, i, simpler))
+        if op.scopes:
+            yield dataclasses.replace(p, ops=_replace_at(p.ops, i, dataclasses.replace(op, scopes=op.scopes[1:])))
+            yield dataclasses.replace(p, ops=_replace_at(p.ops, i, dataclasses.replace(op, scopes=op.scopes[:-1])))
+        if op.via_data:
+            yield dataclasses.replace(p, ops=_replace_at(p.ops, i, dataclasses.replace(op, via_data=False)))
     for k, base in enumerate(p.bases):
         if base.grad != "none":
             yield dataclasses.replace(p, bases=_replace_at(p.bases, k, dataclasses.replace(base, grad="none")))
+        if base.freed:
+            yield dataclasses.replace(p, bases=_replace_at(p.bases, k, dataclasses.replace(base, freed=False)))
     if p.grad_mode:
         yield dataclasses.replace(p, grad_mode=False)
 
@@ -383,8 +440,7 @@ def _drop(p: Program, *, ops: Iterable[int] = (), variables: Iterable[int] = ())
     kept: list[Op] = []
     for i, op in enumerate(p.ops):
         if i in dropped_ops or op.src in removed or op.other in removed:
-            if op.out is not None:
-                removed.add(op.out)
+            removed.update(op.outs)
             continue
         kept.append(op)
     inputs = tuple(spec for spec in p.inputs if spec.var not in removed)

@@ -18,6 +18,7 @@ import torch
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.pipeline.rules.swap_record import element_offsets, reads_elsewhere_written
+from subclassaot.tools.fuzz_functions import FUNCTIONS, FunctionName
 
 __all__ = [
     "OPS",
@@ -28,6 +29,7 @@ __all__ = [
     "OpName",
     "Param",
     "Params",
+    "Vocabulary",
     "shape_for_numel",
     "unspecified_write",
 ]
@@ -54,10 +56,21 @@ def pick(choose: Chooser, options: tuple[object, ...] | list[object]) -> object:
 
 
 class Family(enum.Enum):
-    VIEW = "view"  # binds a result that aliases the source
-    INPLACE = "inplace"  # mutates the source (data, metadata or storage); binds nothing
-    FUNCTIONAL = "functional"  # binds a fresh result
-    STATEMENT = "statement"  # an assignment such as `x.data = y`; binds nothing
+    VIEW = "view"  # binds results that alias the source
+    INPLACE = "inplace"  # mutates the source (data, metadata or storage); binds nothing; may go through `.data`
+    FUNCTIONAL = "functional"  # binds results: fresh tensors (or, for a mark_dirty Function, the source itself)
+    STATEMENT = "statement"  # binds nothing, never through `.data`: `x.data = y`, requires_grad_(), storage resizes
+
+
+class Vocabulary(enum.Enum):
+    """Groups of the vocabulary a `FuzzConfig` turns on or off (each run of a new group is counted on its own)."""
+
+    CORE = "core"  # views, in-place data and metadata ops, set_, resize_, `.data`, a few functional ops, no_grad
+    GRAD_MODE = "grad_mode"  # op-level enable_grad / set_grad_enabled / inference_mode scopes, nested up to two deep
+    REQUIRES_GRAD = "requires_grad"  # requires_grad_() on whatever eager allows it on (leaves: views, intermediates)
+    STORAGE = "storage"  # untyped_storage().resize_(0) after last use; resize up and fill; inputs freed on entry
+    FUNCTIONS = "functions"  # custom autograd.Function templates (subclassaot/tools/fuzz_functions.py)
+    MULTI_OUTPUT = "multi_output"  # sort, max(dim) (values and int64 indices), split_with_sizes (views)
 
 
 OpName = Literal[
@@ -66,9 +79,13 @@ OpName = Literal[
     "add_", "mul_", "copy_", "zero_", "fill_", "t_", "unsqueeze_", "transpose_", "set_", "resize_",
     "add", "mul", "sin", "clone", "sum",
     "data_assign",
+    "requires_grad_", "storage_free", "storage_refill",
+    "SinFn", "DirtyScale", "TransposeSaved",
+    "sort", "max_dim", "split_with_sizes",
 ]  # fmt: skip
 
-Apply = Callable[[torch.Tensor, "torch.Tensor | None", Params], "torch.Tensor | None"]
+Result = torch.Tensor | tuple[torch.Tensor, ...] | None  # a tuple binds one variable per element
+Apply = Callable[[torch.Tensor, "torch.Tensor | None", Params], Result]
 Expr = Callable[[str, "str | None", Params], str]
 Gen = Callable[[Chooser, torch.Tensor], "Params | None"]
 
@@ -82,6 +99,9 @@ class OpDef:
     apply: Apply
     expr: Expr  # Python source of the op, given the source's and the other's expressions
     weight: int  # relative frequency in generated programs
+    vocabulary: Vocabulary
+    outs: Callable[[Params], int]  # how many variables the op binds (0: none)
+    preamble: str  # source a printed program needs before `f` (a Function's class); "" for none
 
 
 def _i(p: Param) -> int:
@@ -224,6 +244,53 @@ def _gen_sum(choose: Chooser, t: torch.Tensor) -> Params | None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# The semantics users reach for: requires_grad_(), storage resizes, custom Functions, multi-output ops
+
+
+def _gen_float(choose: Chooser, t: torch.Tensor) -> Params | None:
+    return () if t.dtype.is_floating_point else None
+
+
+def _gen_plain(choose: Chooser, t: torch.Tensor) -> Params | None:
+    # Only a plain tensor's storage is the program's to resize: a wrapper subclass's own storage holds no data.
+    return () if type(t) is torch.Tensor else None
+
+
+def _gen_refill(choose: Chooser, t: torch.Tensor) -> Params | None:
+    """(bytes, scalar): the generator fills in the storage's size before it was freed (see fuzz.py)."""
+    if type(t) is not torch.Tensor:
+        return None
+    return (0, float(SCALARS[choose.integer(0, len(SCALARS) - 1)]))
+
+
+def _gen_sort(choose: Chooser, t: torch.Tensor) -> Params | None:
+    return (_dim(choose, max(t.dim(), 1)), choose.integer(0, 1))
+
+
+def _gen_split(choose: Chooser, t: torch.Tensor) -> Params | None:
+    if t.dim() == 0:
+        return None
+    d = _dim(choose, t.dim())
+    first = choose.integer(0, t.size(d))
+    if choose.chance(50) or first == t.size(d):
+        return ((first, t.size(d) - first), d)
+    second = choose.integer(0, t.size(d) - first)
+    return ((first, second, t.size(d) - first - second), d)
+
+
+def _free(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
+    t.untyped_storage().resize_(0)
+
+
+def _refill(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
+    t.untyped_storage().resize_(_i(p[0]))
+    if o is not None:
+        t.copy_(o)
+    else:
+        t.fill_(_f(p[1]))
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # The table
 
 
@@ -285,8 +352,57 @@ def _data_assign(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
     t.data = o
 
 
+def _refill_expr(t: str, o: str | None, p: Params) -> str:
+    fill = f"{t}.copy_({o})" if o is not None else f"{t}.fill_({_f(p[1])!r})"
+    return f"{t}.untyped_storage().resize_({_i(p[0])}); {fill}"
+
+
+def _function(name: FunctionName) -> tuple[Apply, Expr]:
+    cls = FUNCTIONS[name].cls
+
+    def apply(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
+        out = cls.apply(t)  # type: ignore[no-untyped-call]  # torch.autograd.Function.apply is untyped
+        assert isinstance(out, torch.Tensor), f"BUG: {name} returned {type(out).__name__}"
+        return out
+
+    return apply, lambda t, o, p: f"{name}.apply({t})"
+
+
+def _function_op(name: FunctionName, gen: Gen) -> OpDef:
+    return _op(
+        name, Family.FUNCTIONAL, gen, _function(name), weight=1, vocabulary=Vocabulary.FUNCTIONS,
+        preamble=FUNCTIONS[name].source,
+    )  # fmt: skip
+
+
+def _sort_expr(t: str, o: str | None, p: Params) -> str:
+    return f"{t}.sort({p[0]}{', descending=True' if p[1] else ''})"
+
+
+def _max_expr(t: str, o: str | None, p: Params) -> str:
+    return f"{t}.max({p[0]}{', keepdim=True' if p[1] else ''})"
+
+
+def _split_expr(t: str, o: str | None, p: Params) -> str:
+    return f"{t}.split_with_sizes({list(_s(p[0]))}, {p[1]})"
+
+
+def _one_if_binding(family: Family) -> Callable[[Params], int]:
+    n = 1 if family in (Family.VIEW, Family.FUNCTIONAL) else 0
+    return lambda p: n
+
+
 def _op(
-    name: OpName, family: Family, gen: Gen, impl: tuple[Apply, Expr], *, weight: int, other: str = "never"
+    name: OpName,
+    family: Family,
+    gen: Gen,
+    impl: tuple[Apply, Expr],
+    *,
+    weight: int,
+    other: str = "never",
+    vocabulary: Vocabulary = Vocabulary.CORE,
+    outs: Callable[[Params], int] | None = None,
+    preamble: str = "",
 ) -> OpDef:
     assert other in ("never", "maybe", "always"), f"BUG: {other!r}"
     return OpDef(
@@ -297,10 +413,13 @@ def _op(
         apply=impl[0],
         expr=impl[1],
         weight=weight,
+        vocabulary=vocabulary,
+        outs=outs if outs is not None else _one_if_binding(family),
+        preamble=preamble,
     )
 
 
-VIEW, INPLACE, FUNC = Family.VIEW, Family.INPLACE, Family.FUNCTIONAL
+VIEW, INPLACE, FUNC, STATE = Family.VIEW, Family.INPLACE, Family.FUNCTIONAL, Family.STATEMENT
 _OPS: tuple[OpDef, ...] = (
     _op("view", VIEW, _gen_numel_shape, _shape_method("view"), weight=4),
     _op("reshape", VIEW, _gen_numel_shape, _shape_method("reshape"), weight=2),
@@ -361,6 +480,54 @@ _OPS: tuple[OpDef, ...] = (
         (_data_assign, lambda t, o, p: f"{t}.data = {o}"),
         weight=1,
         other="always",
+    ),
+    _op("requires_grad_", STATE, _gen_float, _nullary("requires_grad_"), weight=2, vocabulary=Vocabulary.REQUIRES_GRAD),
+    _op(
+        "storage_free",
+        STATE,
+        _gen_plain,
+        (_free, lambda t, o, p: f"{t}.untyped_storage().resize_(0)"),
+        weight=2,
+        vocabulary=Vocabulary.STORAGE,
+    ),
+    _op(
+        "storage_refill",
+        STATE,
+        _gen_refill,
+        (_refill, _refill_expr),
+        weight=3,
+        other="maybe",
+        vocabulary=Vocabulary.STORAGE,
+    ),
+    _function_op("SinFn", _gen_float),
+    _function_op("DirtyScale", _gen_float),
+    _function_op("TransposeSaved", _gen_t),
+    _op(
+        "sort",
+        FUNC,
+        _gen_sort,
+        (lambda t, o, p: tuple(t.sort(_i(p[0]), descending=bool(p[1]))), _sort_expr),
+        weight=2,
+        vocabulary=Vocabulary.MULTI_OUTPUT,
+        outs=lambda p: 2,
+    ),
+    _op(
+        "max_dim",
+        FUNC,
+        _gen_sort,
+        (lambda t, o, p: tuple(t.max(_i(p[0]), keepdim=bool(p[1]))), _max_expr),
+        weight=2,
+        vocabulary=Vocabulary.MULTI_OUTPUT,
+        outs=lambda p: 2,
+    ),
+    _op(
+        "split_with_sizes",
+        VIEW,
+        _gen_split,
+        (lambda t, o, p: tuple(t.split_with_sizes(list(_s(p[0])), _i(p[1]))), _split_expr),
+        weight=2,
+        vocabulary=Vocabulary.MULTI_OUTPUT,
+        outs=lambda p: len(_s(p[0])),
     ),
 )
 OPS: dict[OpName, OpDef] = {op.name: op for op in _OPS}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -25,6 +25,7 @@ __all__ = [
     "PLAIN",
     "BaseSpec",
     "Grad",
+    "GradScope",
     "InputKind",
     "InputSpec",
     "Op",
@@ -39,6 +40,14 @@ __all__ = [
 ]
 
 Grad = Literal["none", "leaf", "nonleaf"]  # nonleaf: `leaf.clone()`, so that in-place ops on it are legal
+GradScope = Literal["no_grad", "enable_grad", "grad_off", "grad_on", "inference_mode"]  # a `with` around an op
+_SCOPE_SOURCE: dict[GradScope, str] = {
+    "no_grad": "torch.no_grad()",
+    "enable_grad": "torch.enable_grad()",
+    "grad_off": "torch.set_grad_enabled(False)",
+    "grad_on": "torch.set_grad_enabled(True)",
+    "inference_mode": "torch.inference_mode()",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,6 +63,7 @@ class BaseSpec:
     kind: str  # key into the input-kind registry: "plain" or "MODULE:FACTORY"
     shape: tuple[int, ...]
     grad: Grad
+    freed: bool = False  # its storage is resized to 0 bytes before the call (FSDP2's sharded parameter); plain only
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,8 +79,8 @@ class Op:
     src: int  # variable id the op applies to
     other: int | None = None  # second variable id (`x.copy_(y)`); None: the op's scalar params are used
     params: Params = ()
-    out: int | None = None  # variable id bound to the result; None for in-place ops and statements
-    no_grad: bool = False  # run inside `with torch.no_grad():`
+    outs: tuple[int, ...] = ()  # variable ids bound to the results, one per result; () for in-place ops, statements
+    scopes: tuple[GradScope, ...] = ()  # the `with` blocks the op runs in, outermost first
     via_data: bool = False  # applied to `src.data`: a mutation hidden from autograd
 
 
@@ -84,7 +94,8 @@ class Program:
 
     def size(self) -> int:
         """A measure that every shrinking step decreases."""
-        flags = sum(op.no_grad + op.via_data for op in self.ops) + sum(b.grad != "none" for b in self.bases)
+        flags = sum(len(op.scopes) + op.via_data for op in self.ops)
+        flags += sum((b.grad != "none") + b.freed for b in self.bases)
         views = sum(len(i.views) for i in self.inputs)
         return 4 * len(self.ops) + 2 * len(self.inputs) + len(self.outputs) + views + flags + self.grad_mode
 
@@ -166,11 +177,14 @@ def make_base(spec: BaseSpec) -> torch.Tensor:
     kind = get_input_kind(spec.kind)
     # A fixed-shape kind's factory makes its own values: drawing from the RNG for it would desync the printed source.
     t = kind.make(torch.randn(spec.shape) if kind.fixed_shape is None else torch.empty(0))
-    if spec.grad == "none":
-        return t
     with torch.enable_grad():
-        t.requires_grad_()
-        return t.clone() if spec.grad == "nonleaf" else t
+        if spec.grad != "none":
+            t.requires_grad_()
+        if spec.grad == "nonleaf":
+            t = t.clone()
+    if spec.freed:
+        t.untyped_storage().resize_(0)
+    return t
 
 
 def make_inputs(program: Program) -> tuple[torch.Tensor, ...]:
@@ -188,21 +202,42 @@ def make_inputs(program: Program) -> tuple[torch.Tensor, ...]:
 
 def _apply_view(step: ViewStep, t: torch.Tensor) -> torch.Tensor:
     result = OPS[step.name].apply(t, None, step.params)
-    assert result is not None, f"BUG: view step {step.name} returned nothing"
+    assert isinstance(result, torch.Tensor), f"BUG: view step {step.name} returned {result!r}"
     return result
 
 
+def grad_scopes(scopes: Sequence[GradScope]) -> contextlib.ExitStack:
+    """The `with` blocks of an op, entered outermost first."""
+    stack = contextlib.ExitStack()
+    for scope in scopes:
+        stack.enter_context(_SCOPE_CONTEXTS[scope]())
+    return stack
+
+
+_SCOPE_CONTEXTS: dict[GradScope, Callable[[], contextlib.AbstractContextManager[object]]] = {
+    "no_grad": torch.no_grad,
+    "enable_grad": torch.enable_grad,
+    "grad_off": lambda: torch.set_grad_enabled(False),
+    "grad_on": lambda: torch.set_grad_enabled(True),
+    "inference_mode": torch.inference_mode,
+}
+
+
 def run_op(op: Op, env: dict[int, torch.Tensor]) -> None:
-    """Run one op on `env` (variable id -> tensor), binding its result if it has one."""
+    """Run one op on `env` (variable id -> tensor), binding its results if it has any."""
     src = env[op.src]
     if op.via_data:
         src = src.data
     other = None if op.other is None else env[op.other]
-    with torch.no_grad() if op.no_grad else contextlib.nullcontext():
+    with grad_scopes(op.scopes):
         result = OPS[op.name].apply(src, other, op.params)
-    if op.out is not None:
-        assert result is not None, f"BUG: {op.name} returned nothing to bind"
-        env[op.out] = result
+    if not op.outs:
+        return
+    results = result if isinstance(result, tuple) else (result,)
+    assert len(results) == len(op.outs), f"BUG: {op.name} returned {len(results)} results for {len(op.outs)}"
+    for var, value in zip(op.outs, results, strict=True):
+        assert value is not None, f"BUG: {op.name} returned nothing to bind"
+        env[var] = value
 
 
 def run_program(program: Program, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
@@ -227,24 +262,26 @@ def as_function(program: Program) -> Callable[..., tuple[torch.Tensor, ...]]:
 def _names(program: Program) -> dict[int, str]:
     names = {spec.var: f"x{k}" for k, spec in enumerate(program.inputs)}
     for op in program.ops:
-        if op.out is not None:
-            names[op.out] = f"t{len(names) - len(program.inputs)}"
+        for var in op.outs:
+            names[var] = f"t{len(names) - len(program.inputs)}"
     return names
 
 
 def _op_line(op: Op, names: dict[int, str]) -> str:
     src = names[op.src] + (".data" if op.via_data else "")
     text = OPS[op.name].expr(src, None if op.other is None else names[op.other], op.params)
-    return f"{names[op.out]} = {text}" if op.out is not None else text
+    return f"{', '.join(names[v] for v in op.outs)} = {text}" if op.outs else text
 
 
 def _body(program: Program, names: dict[int, str]) -> Iterator[str]:
-    in_no_grad = False
+    """Consecutive ops in the same scopes share one nest of `with` blocks."""
+    open_scopes: tuple[GradScope, ...] = ()
     for op in program.ops:
-        if op.no_grad and not in_no_grad:
-            yield "    with torch.no_grad():"
-        in_no_grad = op.no_grad
-        yield ("        " if op.no_grad else "    ") + _op_line(op, names)
+        if op.scopes != open_scopes:
+            for depth, scope in enumerate(op.scopes):
+                yield "    " * (depth + 1) + f"with {_SCOPE_SOURCE[scope]}:"
+            open_scopes = op.scopes
+        yield "    " * (len(op.scopes) + 1) + _op_line(op, names)
     outs = ", ".join(names[v] for v in program.outputs)
     yield f"    return ({outs}{',' if len(program.outputs) == 1 else ''})"
 
@@ -259,6 +296,8 @@ def _make_inputs_source(program: Program) -> list[str]:
             lines.append(f"    b{k}.requires_grad_()")
         if base.grad == "nonleaf":
             lines.append(f"    b{k} = b{k}.clone()")
+        if base.freed:
+            lines.append(f"    b{k}.untyped_storage().resize_(0)")
     exprs = []
     for spec in program.inputs:
         expr = f"b{spec.base}"
@@ -275,6 +314,7 @@ def to_source(program: Program) -> str:
     imports = sorted({"import torch", *(i for b in program.bases for i in get_input_kind(b.kind).imports)})
     params = ", ".join(names[spec.var] for spec in program.inputs)
     mode = "training: call f with grad enabled" if program.grad_mode else "inference: call f under torch.no_grad()"
+    preambles = dict.fromkeys(OPS[op.name].preamble for op in program.ops if OPS[op.name].preamble)
     lines = [
         *imports,
         "",
@@ -282,6 +322,7 @@ def to_source(program: Program) -> str:
         *_make_inputs_source(program),
         "",
         "",
+        *(line for text in preambles for line in [*text.rstrip().splitlines(), "", ""]),
         f"# {mode}",
         f"def f({params}):",
         *_body(program, names),

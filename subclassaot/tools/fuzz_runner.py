@@ -19,7 +19,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Literal, TypeVar, get_args
 
 from subclassaot.tools.checker_rules import Factory, Rule, fail
 from subclassaot.tools.fuzz import (
@@ -35,12 +35,15 @@ from subclassaot.tools.fuzz import (
     shrink,
 )
 from subclassaot.tools.fuzz_arguments import check_program_with_argument_changes
+from subclassaot.tools.fuzz_ops import Vocabulary
 from subclassaot.tools.fuzz_program import Program, kind_from_factory, register_input_kind, to_source
 from subclassaot.tools.fuzz_state import check_program_with_state_changes
 
 R = TypeVar("R")
+Entry = Literal["direct", "dynamo"]  # subclassaot.compile(fn), or torch.compile(fn, backend="subclassaot")
 
 __all__ = [
+    "Entry",
     "Failure",
     "FuzzReport",
     "add_arguments",
@@ -68,6 +71,7 @@ class Failure:
 class FuzzReport:
     seed: int
     backend: str
+    entry: Entry = "direct"
     counts: Counter[Outcome] = field(default_factory=Counter)  # DISCARDED counts programs skipped, not run
     unsupported_rules: Counter[str] = field(default_factory=Counter)
     unsupported_indexes: dict[str, list[int]] = field(default_factory=dict)  # rule -> program indexes, in order
@@ -79,7 +83,7 @@ class FuzzReport:
         return sum(n for o, n in self.counts.items() if o is not Outcome.DISCARDED)
 
     def __str__(self) -> str:
-        lines = [f"fuzz seed={self.seed} backend={self.backend}: {self.counted} programs"]
+        lines = [f"fuzz seed={self.seed} backend={self.backend} entry={self.entry}: {self.counted} programs"]
         lines += [f"  {o.value:<11} {self.counts[o]}" for o in Outcome]
         if self.unsupported_rules:
             lines.append("UNSUPPORTED by rule:")
@@ -111,20 +115,29 @@ def fuzz(
     shard: tuple[int, int] = (0, 1),
     state_changes: bool = False,
     argument_changes: bool = False,
+    entry: Entry = "direct",
 ) -> FuzzReport:
     """Check `programs` eager-legal programs; see the module docstring. `shard=(k, n)`: only program indexes
     congruent to k mod n, until this shard's share of `programs` is counted (`fuzz_parallel` runs all n).
     `state_changes`: wrap each program in a module reading Python state and change that state between calls
     (subclassaot.tools.fuzz_state). `argument_changes`: call each program with Python constants and a module whose
-    buffers it updates as arguments, changed between calls (subclassaot.tools.fuzz_arguments)."""
+    buffers it updates as arguments, changed between calls (subclassaot.tools.fuzz_arguments). `entry="dynamo"`:
+    compile each program's printed source with torch.compile(backend="subclassaot") (subclassaot.tools.fuzz_dynamo)
+    instead of `compile_fn`."""
+    if entry == "dynamo" and (state_changes or argument_changes or compile_fn is not None):
+        raise ValueError("fuzz(entry='dynamo') compiles the printed program itself: no compile_fn, no change modes")
     compile_fn = compile_fn if compile_fn is not None else pipeline_compile(backend)
-    report = FuzzReport(seed=seed, backend=backend)
+    report = FuzzReport(seed=seed, backend=backend, entry=entry)
     k, n = shard
     target = shard_share(programs, shard)
     index = k
     while report.counted < target and index < 20 * programs:
         program = generate(RandomChooser(seed * 1_000_003 + index), config)
-        check = _checker(compile_fn, seed * 1_000_003 + index, state_changes, argument_changes)
+        check = (
+            _dynamo_checker(backend)
+            if entry == "dynamo"
+            else _checker(compile_fn, seed * 1_000_003 + index, state_changes, argument_changes)
+        )
         verdict = check(program)
         report.counts[verdict.outcome] += 1
         if verdict.outcome is Outcome.UNSUPPORTED:
@@ -152,6 +165,12 @@ def _checker(
     return lambda p: check_program(p, compile_fn)
 
 
+def _dynamo_checker(backend: str) -> Callable[[Program], Verdict]:
+    from subclassaot.tools.fuzz_dynamo import dynamo_compile_for
+
+    return lambda p: check_program(p, dynamo_compile_for(p, backend=backend))
+
+
 def shard_share(programs: int, shard: tuple[int, int]) -> int:
     """How many of `programs` shard (k, n) counts: the shares of all n shards add up to `programs`."""
     k, n = shard
@@ -170,7 +189,7 @@ def run_shards(worker: Callable[[tuple[int, int]], R], jobs: int) -> list[R]:
 
 def merge_reports(reports: Sequence[FuzzReport]) -> FuzzReport:
     """One report for a run split into shards; failures in program order."""
-    merged = FuzzReport(seed=reports[0].seed, backend=reports[0].backend)
+    merged = FuzzReport(seed=reports[0].seed, backend=reports[0].backend, entry=reports[0].entry)
     for r in reports:
         merged.counts.update(r.counts)
         merged.unsupported_rules.update(r.unsupported_rules)
@@ -198,20 +217,24 @@ def _failure(
 # Writing failures out as regression tests
 
 
-def regression_source(failure: Failure, seed: int) -> str:
+_DYNAMO_COMPILE = "compile_fn=lambda fn, **kw: torch.compile(fn, backend='subclassaot', options={'backend': 'eager'})"
+
+
+def regression_source(failure: Failure, seed: int, entry: Entry = "direct") -> str:
     program = failure.shrunk if failure.shrunk is not None else failure.program
     verdict = failure.shrunk_verdict if failure.shrunk_verdict is not None else failure.verdict
     name = f"test_fuzz_seed{seed}_program{failure.index}"
     what = "\n".join(f"#   {line}" for line in verdict.detail.splitlines()[:12])
     grad = "enable_grad" if program.grad_mode else "no_grad"
+    compile_arg = f", {_DYNAMO_COMPILE}" if entry == "dynamo" else ""
     return (
-        f"# subclassaot fuzz, seed {seed}, program {failure.index}: {verdict.outcome.value}"
+        f"# subclassaot fuzz, seed {seed}, entry {entry}, program {failure.index}: {verdict.outcome.value}"
         f"{' (shrunk)' if failure.shrunk is not None else ''}\n# signature: {verdict.signature}\n"
         f"# what differed:\n{what}\n{to_source(program)}\n\n"
         f"def {name}() -> None:\n"
         "    from tests.oracle import assert_matches_eager\n\n"
         f"    with torch.{grad}():\n"
-        "        assert_matches_eager(f, make_inputs)\n"
+        f"        assert_matches_eager(f, make_inputs{compile_arg})\n"
     )
 
 
@@ -222,7 +245,7 @@ def write_report(report: FuzzReport, out_dir: str) -> str:
     for failure in report.failures:
         if failure.shrunk is None:
             continue
-        text = regression_source(failure, report.seed)
+        text = regression_source(failure, report.seed, report.entry)
         path = os.path.join(out_dir, f"{failure.verdict.outcome.value.lower()}_{failure.index:05d}.py")
         with open(path, "w") as f:
             f.write(text)
@@ -256,7 +279,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MODULE:FACTORY",
         help="an input kind besides plain tensors (repeatable), e.g. subclasses.pair:example",
     )
-    parser.add_argument("--backend", default="eager")
+    parser.add_argument("--backend", default="eager", help="the backend (with --entry dynamo: the inner backend)")
+    parser.add_argument(
+        "--entry",
+        choices=get_args(Entry),
+        default="direct",
+        help="direct: subclassaot.compile(fn); dynamo: torch.compile(fn, backend='subclassaot') of the printed program",
+    )
+    parser.add_argument(
+        "--vocabulary",
+        default=",".join(v.value for v in Vocabulary),
+        help=f"comma-separated groups of ops drawn (default all): {', '.join(v.value for v in Vocabulary)}",
+    )
     parser.add_argument("--max-ops", type=int, default=6)
     parser.add_argument("--shrink-per-signature", type=int, default=2)
     parser.add_argument("--out", default=None, help="a folder for shrunk failures (regression tests) and REPORT.md")
@@ -280,7 +314,8 @@ def _checkpoint(report: FuzzReport, programs: int, out_dir: str | None, echo: Ca
 
 
 def _cli_shard(args: argparse.Namespace, echo: Callable[[str], None], shard: tuple[int, int]) -> FuzzReport:
-    config = FuzzConfig(kinds=("plain", *args.subclass), max_ops=args.max_ops)
+    vocabulary = frozenset(Vocabulary(name.strip()) for name in args.vocabulary.split(",") if name.strip())
+    config = FuzzConfig(kinds=("plain", *args.subclass), max_ops=args.max_ops, vocabulary=vocabulary)
     share = shard_share(args.programs, shard)
     prefix = f"shard {shard[0]}/{shard[1]} " if shard[1] > 1 else ""
     out_dir = args.out if shard[1] == 1 else None  # shards write nothing until merged
@@ -294,6 +329,7 @@ def _cli_shard(args: argparse.Namespace, echo: Callable[[str], None], shard: tup
         shard=shard,
         state_changes=args.state_changes,
         argument_changes=args.argument_changes,
+        entry=args.entry,
     )
 
 

@@ -161,3 +161,46 @@ def test_mark_dirty_not_returned_raises_like_eager(compile_fn: CompileFn | None)
     assert_raises_like_eager(
         dirty_not_returned, lambda: (torch.randn(3), torch.randn(3, requires_grad=True)), compile_fn=compile_fn
     )
+
+
+def dirty_view_of_input_returned(x: T) -> object:
+    return DirtyReturned.apply(x.reshape(1, 2, 3))  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: _nonleaf(2, 3), lambda: pair(2, 3, requires_grad=True) * 1.0], ids=["plain", "pair"]
+)
+def test_mark_dirty_view_of_input_requiring_grad_refused(make: Callable[[], T]) -> None:
+    """The view takes the Function's node; the input's history holds it inside a CopySlices node. The compiled
+    gradient through the returned view missed the Function's backward (fuzz seed 2711, program 50: a Float8Tensor
+    input, DIVERGED). Refused like the input itself."""
+    with pytest.raises(UnsupportedError, match="Inputs Marked Dirty By A Custom Function"):
+        subclassaot.compile(dirty_view_of_input_returned)(make())
+
+
+class SinSaved(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: T) -> T:
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx: Any, g: T) -> T:
+        x: T = ctx.saved_tensors[0]
+        return g * x.cos()
+
+
+def function_after_no_grad_layout_change(x: T) -> object:
+    with torch.no_grad():
+        x.unsqueeze_(0)
+    return (SinSaved.apply(x),)  # type: ignore[no-untyped-call]
+
+
+def test_function_reading_a_leaf_laid_out_anew_under_no_grad_matches_eager(compile_fn: CompileFn | None) -> None:
+    """Eager makes the leaf's gradient accumulator at the Function's apply, with the leaf's new shape; the analysis
+    did not see that read (the Function's own ops run with grad off) and gave the gradient the old shape (fuzz seed
+    0, program 127: DIVERGED). Note [Leaves Laid Out Anew Under no_grad]."""
+    with torch.enable_grad():
+        assert_matches_eager(
+            function_after_no_grad_layout_change, lambda: (torch.randn((), requires_grad=True),), compile_fn=compile_fn
+        )

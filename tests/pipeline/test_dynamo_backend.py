@@ -129,6 +129,25 @@ def test_subclass_inputs_training(make: Callable[[], torch.Tensor]) -> None:
     check(fn, lambda: (make().requires_grad_(),))
 
 
+def unsqueeze_in_place(p: torch.Tensor) -> tuple[()]:
+    p.unsqueeze_(-1)
+    return ()
+
+
+def resize_in_place(p: torch.Tensor) -> tuple[()]:
+    p.resize_((1, 1, 4))
+    return ()
+
+
+@pytest.mark.parametrize("fn", [unsqueeze_in_place, resize_in_place], ids=["unsqueeze_", "resize_"])
+def test_in_place_metadata_op_of_a_wrapper_subclass_runs_its_dispatch_eagerly(fn: Callable[..., object]) -> None:
+    """Dynamo breaks the graph at the op and ran it eagerly with its frame hook on: it compiled the subclass's
+    __torch_dispatch__ as a frame and failed inside (fuzz seed 27 through torch.compile: an internal error and an
+    IndexError in its guards). Note [Subclass Dispatch Runs Eagerly Under Dynamo]."""
+    with torch.no_grad():
+        assert_matches_eager(fn, lambda: (PairTensor.from_tensor(torch.randn(3, 2, 4)),), compile_fn=dynamo_compile)
+
+
 def make_two_sized(*size: int) -> torch.Tensor:
     out: torch.Tensor = TwoTensor(torch.randn(*size), torch.randn(*size))  # type: ignore[no-untyped-call]
     return out

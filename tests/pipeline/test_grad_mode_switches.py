@@ -6,6 +6,7 @@ and requires_grad_() on a view or an intermediate)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import pytest
 import torch
@@ -147,3 +148,245 @@ def test_requires_grad_on_non_inputs_refused(f: Callable[..., object]) -> None:
     assert isinstance(out, T) and out.requires_grad  # eager: the output carries history
     with pytest.raises(UnsupportedError, match="requires_grad_\\(\\) on a tensor that is not an input"):
         subclassaot.compile(f)(torch.randn(3, 3))
+
+
+def inference_mode_view_of_input(x: T) -> object:
+    with torch.inference_mode():
+        v = x.unbind(0)[0]
+    return (v,)
+
+
+def inference_mode_view_of_intermediate(x: T) -> object:
+    y = x * 2
+    with torch.inference_mode():
+        v = y.t()
+    return v, y
+
+
+@pytest.mark.parametrize(
+    "f", [inference_mode_view_of_input, inference_mode_view_of_intermediate], ids=["input", "intermediate"]
+)
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_view_inside_inference_mode_of_a_tensor_made_outside_refused(f: Callable[..., object], grad: bool) -> None:
+    """Eager's view keeps its base's version counter; the functionalized trace makes every result inside the block
+    an inference tensor, which has none: refused naming the rule, where it crashed (fuzz seed 101, program 3).
+    torch.compile(backend="aot_eager") fails on it too, in Dynamo's own run on fakes."""
+    with torch.set_grad_enabled(grad):
+        assert isinstance(f(torch.randn(2, 2)), tuple)  # eager runs it
+        with pytest.raises(UnsupportedError, match="a view, inside a torch.inference_mode\\(\\) block, of a tensor"):
+            subclassaot.compile(f)(torch.randn(2, 2))
+
+
+def inference_mode_view_returned_with_its_base(x: T) -> object:
+    with torch.inference_mode():
+        a = x * 2
+        v = a.view(-1)
+    return v, a
+
+
+def inference_mode_view_returned_alone(x: T) -> object:
+    with torch.inference_mode():
+        v = (x * 2).view(-1)
+    return (v,)
+
+
+def inference_mode_result_viewed_after(x: T) -> object:
+    with torch.inference_mode():
+        t = x.add(3.0)
+    return (t.reshape(8, 3),)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        inference_mode_view_returned_with_its_base,
+        inference_mode_view_returned_alone,
+        inference_mode_result_viewed_after,
+    ],
+    ids=["with_base", "alone", "after_the_block"],
+)
+def test_view_of_a_tensor_made_inside_inference_mode_refused(f: Callable[..., object]) -> None:
+    """Eager's view of an inference tensor keeps no view relation (`_base` None) though it shares the storage; the
+    compiled output would be a view: refused, where it diverged (after the block: fuzz seed 2701, program 316
+    through torch.compile; aot_eager diverges alike). Called under inference_mode, the runtime takes the view there
+    too, and matches: tests/pipeline/test_inference_mode.py."""
+    with torch.no_grad():
+        v = cast(tuple[T, ...], f(torch.randn(3, 2, 4)))[0]
+        assert not v._is_view() and v._base is None
+        with pytest.raises(UnsupportedError, match="is a view of a tensor made inside a torch.inference_mode"):
+            subclassaot.compile(f)(torch.randn(3, 2, 4))
+
+
+def inference_mode_write_of_an_input_then_view(x: T) -> object:
+    with torch.inference_mode():
+        x.add_(1)
+    return (x.view(-1),)
+
+
+def test_view_of_an_input_written_inside_inference_mode_matches_eager(compile_fn: CompileFn | None) -> None:
+    with torch.no_grad():
+        assert_matches_eager(inference_mode_write_of_an_input_then_view, _plain(2, 2), compile_fn=compile_fn)
+
+
+def requires_grad_after_compute(x: T) -> object:
+    t = x * 2
+    x.requires_grad_()
+    return t, x * 3
+
+
+def requires_grad_after_view(x: T) -> object:
+    t = x.diagonal(0, 1, 0)
+    x.requires_grad_()
+    return (t,)
+
+
+def requires_grad_after_set_of_a_view(x: T) -> object:
+    t = x.t()
+    t.set_(x.expand(4, 2).unsqueeze(0))  # type: ignore[call-overload]  # the stubs list only storage overloads
+    x.requires_grad_()
+    return ()
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (requires_grad_after_compute, _plain(2, 2)),
+        (requires_grad_after_view, lambda: (torch.randn(1, 4)[:, 2:3:2],)),
+        (requires_grad_after_set_of_a_view, lambda: (torch.randn(2, 4, 1).view(4, 2),)),
+    ],
+    ids=["compute", "view", "set_of_a_view"],
+)
+def test_requires_grad_on_input_after_its_use_refused(f: Callable[..., object], make_inputs: Make) -> None:
+    """Eager's results computed before requires_grad_() carry no history; the compiled call made the input require
+    grad before the graph, so they did (fuzz seed 2702, program 175: DIVERGED; program 9: CRASHED). Refused."""
+    with torch.enable_grad():
+        f(*make_inputs())  # eager runs it
+        with pytest.raises(UnsupportedError, match="calls requires_grad_\\(\\) on this input after computing from it"):
+            subclassaot.compile(f)(*make_inputs())
+
+
+def requires_grad_after_no_grad_use(x: T) -> object:
+    with torch.no_grad():
+        t = x * 2
+    x.requires_grad_()
+    return t, x * 3
+
+
+def test_requires_grad_on_input_after_a_no_grad_use_matches_eager(compile_fn: CompileFn | None) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(requires_grad_after_no_grad_use, _plain(3), compile_fn=compile_fn)
+
+
+def refused_inside_grad_switches(x: T) -> object:
+    with torch.inference_mode():
+        with torch.set_grad_enabled(True):
+            t = x.detach()  # refused: a view inside inference_mode of a tensor made outside
+    return x, t
+
+
+def test_a_refusal_inside_switches_of_a_captured_graph_leaves_the_modes_as_they_were() -> None:
+    """Dynamo's graph switches inference mode and grad mode by calls, not `with` blocks; a refusal raised between
+    them had left inference mode on for the whole process (fuzz seed 2701, program 5 through torch.compile: every
+    later torch.randn failed)."""
+    from subclassaot.tools.dynamo_backend import subclassaot_backend
+
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(
+            refused_inside_grad_switches, backend=subclassaot_backend, options={"backend": "eager"}
+        )
+        with torch.no_grad(), pytest.raises(UnsupportedError, match="inside a torch.inference_mode"):
+            compiled(torch.randn(2))
+        assert not torch.is_inference_mode_enabled() and torch.is_grad_enabled()
+        torch.randn(2)
+    finally:
+        torch._dynamo.reset()
+
+
+def no_grad_write_of_a_view_then_read(x: T) -> object:
+    t = x.view(3, 1, 8)
+    with torch.no_grad():
+        t.add_(2.0)
+    return (t.mul(t),)
+
+
+def no_grad_view_op_then_view(x: T) -> object:
+    t = x.reshape(2, 2, 2)
+    with torch.no_grad():
+        t.transpose_(1, 1)
+    return (t.view(8, 1),)
+
+
+def no_grad_view_then_write_of_its_base_view(x: T) -> object:
+    t0 = x.transpose(2, 0)
+    t1 = x.clone()
+    with torch.no_grad():
+        t2 = t1.view(1, 1, -1)
+    t0.add_(0.5)
+    return t2, t0
+
+
+def no_grad_read_then_view_op(x: T) -> object:
+    t1 = x.view(1, 2, 1).contiguous()
+    with torch.no_grad():
+        t2 = t1.add(0.5)
+    t1.transpose_(0, 2)
+    return t1, t2
+
+
+def no_grad_unused_view(x: T) -> object:
+    with torch.no_grad():
+        t = x[:, 0:0:1]  # noqa: F841  # the captured graph holds the switches and no input (fuzz seed 2703 #162)
+    return ()
+
+
+def _leaf(*shape: int) -> Make:
+    return lambda: (torch.randn(*shape, requires_grad=True),)
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (no_grad_write_of_a_view_then_read, _leaf(2, 4, 3)),
+        (no_grad_view_op_then_view, _leaf(2, 4)),
+        (no_grad_view_then_write_of_its_base_view, lambda: (torch.randn(4, requires_grad=True).clone().view(2, 1, 2),)),
+        (no_grad_read_then_view_op, lambda: (torch.randn(2, 1, requires_grad=True).clone(),)),
+        (no_grad_unused_view, _plain(4, 2)),
+    ],
+    ids=["write_of_a_view", "view_op", "write_of_base_view", "view_op_after_read", "graph_of_switches_only"],
+)
+def test_no_grad_blocks_of_a_captured_training_graph_match_eager(f: Callable[..., object], make_inputs: Make) -> None:
+    """Dynamo records a no_grad block as absolute switches (`_set_grad_enabled(False)` ... `(True)`); the forward
+    values of a training graph are traced under no_grad, where the closing switch had turned grad on for the rest
+    of the graph and raised as a no_grad view written with grad on (fuzz seeds 2702-2705 through torch.compile, four
+    CRASHED). Note [Grad Switches In A Captured Graph]."""
+    from subclassaot.tools.dynamo_backend import subclassaot_backend
+
+    def compile_fn(fn: Callable[..., object], **kwargs: object) -> Callable[..., object]:
+        compiled: Callable[..., object] = torch.compile(fn, backend=subclassaot_backend, options={"backend": "eager"})
+        return compiled
+
+    torch._dynamo.reset()
+    try:
+        with torch.enable_grad():
+            assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+            assert_matches_eager(f, make_inputs)
+    finally:
+        torch._dynamo.reset()
+
+
+def enable_grad_write(x: T) -> object:
+    with torch.enable_grad():
+        x.mul_(0.5)
+    return ()
+
+
+def test_enable_grad_write_of_a_subclass_input_inside_a_no_grad_call_refused() -> None:
+    """As for a plain input (Note [Grad Mode At The Call Decides Training]); the subclass input's leaf stand-in
+    raised in the analysis instead (fuzz seeds 2711 and 2712: Float8Tensor and JaggedTensor inputs, CRASHED)."""
+    from subclasses.pair import PairTensor
+
+    with torch.enable_grad():
+        x = PairTensor.from_tensor(torch.randn(3), requires_grad=True).clone()
+    with torch.no_grad(), pytest.raises(UnsupportedError, match="Grad Mode Turned On Inside A no_grad Call"):
+        subclassaot.compile(enable_grad_write)(x)

@@ -8,6 +8,8 @@ from collections.abc import Callable
 import pytest
 import torch
 
+import subclassaot
+from subclassaot.errors import UnsupportedError
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
@@ -130,3 +132,18 @@ def test_wrapper_storage_is_shared_after_set() -> None:
     assert x1.untyped_storage()._cdata == x0.untyped_storage()._cdata
     assert isinstance(x0, PairTensor) and isinstance(x1, PairTensor)
     assert x1.shape == x0.shape and x1.a.untyped_storage()._cdata == x0.a.untyped_storage()._cdata
+
+
+def data_of_another_dtype(x: torch.Tensor) -> object:
+    _, indices = x.max(0)
+    indices.data = x
+    return (indices,)
+
+
+def test_data_assignment_of_another_dtype_to_a_subclass_refused() -> None:
+    """Eager's wrapper takes the assigned tensor's dtype; the compiled output kept the traced one (fuzz seed 0,
+    program 170: a PairTensor's max(dim) indices assigned its float values, DIVERGED)."""
+    out = data_of_another_dtype(PairTensor.from_tensor(torch.randn(3)))
+    assert isinstance(out, tuple) and out[0].dtype == torch.float32
+    with pytest.raises(UnsupportedError, match="`.data =` of a PairTensor of dtype torch.int64"):
+        subclassaot.compile(data_of_another_dtype)(PairTensor.from_tensor(torch.randn(3)))

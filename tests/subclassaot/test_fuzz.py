@@ -6,6 +6,7 @@ DIVERGED and no CRASHED program; a failure lists each shrunk program.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import cast
 
@@ -24,11 +25,14 @@ from subclassaot.tools.fuzz import (
     same_failure,
     shrink,
 )
-from subclassaot.tools.fuzz_program import Program, as_function, make_inputs, to_source
+from subclassaot.tools.fuzz_ops import OPS, Vocabulary
+from subclassaot.tools.fuzz_program import BaseSpec, InputSpec, Op, Program, as_function, make_inputs, to_source
 from subclassaot.tools.fuzz_runner import fuzz, merge_reports, regression_source, write_report
+from subclassaot.tools.fuzz_storage import storage_safe
 from subclassaot.tools.parity import compare_with_eager, fresh_call
 
 PAIR = "subclasses.pair:example"
+CORE = frozenset({Vocabulary.CORE})
 CONFIG = FuzzConfig(kinds=("plain", PAIR))
 Fn = Callable[..., object]
 
@@ -38,12 +42,17 @@ def identity_compile(fn: Fn) -> Fn:
 
 
 def drops_input_mutations(fn: Fn) -> Fn:
-    """A broken "compiler": runs the program on clones of its inputs, so every input mutation is lost."""
+    """A broken "compiler": runs the program on clones of its inputs, so every input mutation is lost (an input
+    whose storage is freed is passed as it is: cloning it would read freed memory)."""
 
     def run(*args: torch.Tensor) -> object:
-        return fn(*(a.clone() for a in args))
+        return fn(*(a if _freed(a) else a.clone() for a in args))
 
     return run
+
+
+def _freed(t: torch.Tensor) -> bool:
+    return type(t) is torch.Tensor and t.untyped_storage().nbytes() == 0 and t.numel() > 0
 
 
 def _exec_source(program: Program) -> dict[str, object]:
@@ -82,7 +91,7 @@ def test_generation_is_deterministic_per_seed() -> None:
 def test_shrinking_finds_a_smaller_program_that_a_broken_compiler_still_gets_wrong() -> None:
     found = None
     for seed in range(200):
-        program = generate(RandomChooser(seed), FuzzConfig(max_ops=8))
+        program = generate(RandomChooser(seed), FuzzConfig(max_ops=8, vocabulary=CORE))  # reads freed inputs
         verdict = check_program(program, drops_input_mutations)
         if verdict.outcome is Outcome.DIVERGED and len(program.ops) >= 4:
             found = program, verdict
@@ -191,3 +200,63 @@ def test_state_changes_mode_catches_a_compiler_that_ignores_python_state() -> No
 
     report = fuzz(1, seed=7, state_changes=True, compile_fn=stale, shrink_per_signature=0)
     assert report.counts[Outcome.DIVERGED] == 1, str(report)
+
+
+def test_every_group_of_the_vocabulary_is_drawn() -> None:
+    """Grad-mode scopes, requires_grad_(), storage free and refill (and inputs freed on entry), the Function
+    templates and the multi-output ops all occur in a few hundred default programs."""
+    seen: set[str] = set()
+    for seed in range(300):
+        program = generate(RandomChooser(seed), CONFIG)
+        seen.update(op.name for op in program.ops)
+        seen.update(f"scope {s}" for op in program.ops for s in op.scopes)
+        seen.update("freed input" for b in program.bases if b.freed)
+        seen.update("several results" for op in program.ops if len(op.outs) > 1)
+    wanted = {
+        "requires_grad_", "storage_free", "storage_refill", "SinFn", "DirtyScale", "TransposeSaved", "sort",
+        "max_dim", "split_with_sizes", "freed input", "several results",
+        *(f"scope {s}" for s in ("no_grad", "enable_grad", "grad_off", "grad_on", "inference_mode")),
+    }  # fmt: skip
+    assert wanted - seen == set()
+
+
+def test_the_core_vocabulary_alone_draws_no_other_group() -> None:
+    core = FuzzConfig(kinds=CONFIG.kinds, vocabulary=CORE)
+    for seed in range(100):
+        program = generate(RandomChooser(seed), core)
+        assert all(OPS[op.name].vocabulary is Vocabulary.CORE for op in program.ops)
+        assert all(op.scopes in ((), ("no_grad",)) for op in program.ops) and not any(b.freed for b in program.bases)
+
+
+def test_programs_that_would_read_a_freed_storage_are_never_run() -> None:
+    """Eager reads a freed storage without a check (it segfaults): the generator never draws such a program, and a
+    shrunk candidate that lost the op refilling a storage (or its free's target) is skipped before it runs."""
+    base = BaseSpec(kind="plain", shape=(2, 2), grad="none")
+    x = InputSpec(var=0, base=0, views=())
+    free = Op(name="storage_free", src=1)
+    refill = Op(name="storage_refill", src=1, params=(16, 0.5))
+    freed_then_read = Program(
+        bases=(base,),
+        inputs=(x,),
+        ops=(Op(name="mul", src=0, params=(2.0,), outs=(1,)), free, Op(name="sin", src=1, outs=(2,))),
+        outputs=(2,),
+        grad_mode=False,
+    )
+    assert not storage_safe(freed_then_read)
+    refilled = dataclasses.replace(freed_then_read, ops=(*freed_then_read.ops[:2], refill, freed_then_read.ops[2]))
+    assert storage_safe(refilled)
+    assert check_program(refilled, identity_compile).outcome is Outcome.PASS
+    free_an_input = dataclasses.replace(freed_then_read, ops=(Op(name="storage_free", src=0),), outputs=())
+    assert not storage_safe(free_an_input)
+    freed_input = dataclasses.replace(freed_then_read, bases=(dataclasses.replace(base, freed=True),), ops=())
+    assert not storage_safe(dataclasses.replace(freed_input, outputs=(0,)))
+    filled = Op(name="storage_refill", src=0, params=(16, 0.5), scopes=("no_grad",))
+    assert storage_safe(dataclasses.replace(freed_input, ops=(filled,), outputs=(0,)))
+    for seed in range(100):
+        assert storage_safe(generate(RandomChooser(seed), CONFIG))
+
+
+def test_the_dynamo_entry_compiles_the_printed_program_and_counts_refusals() -> None:
+    report = fuzz(4, seed=2, config=CONFIG, entry="dynamo", shrink_per_signature=0)
+    assert report.counted == 4 and report.entry == "dynamo"
+    assert report.counts[Outcome.PASS] + report.counts[Outcome.UNSUPPORTED] == 4, str(report)

@@ -110,23 +110,39 @@ def check_written_function_view(path: str, value: torch.Tensor) -> None:
         raise _refusal(path, "the program then writes its base, so that its grad_fn raises naming that Function")
 
 
+# Note [Inputs Marked Dirty By A Custom Function]
+# A custom autograd.Function that writes its input in place and calls ctx.mark_dirty(x) gives eager's `x` the
+# Function's node as its grad_fn: the gradient that reaches x's earlier history is what the Function's backward
+# says, not the derivative of the write. The functional graph sees a write made with grad off (a Function's forward
+# runs so), and the epilogue repeats it as one, so the input would keep its old history. Refused where that input,
+# or a view of it, is an output (the gradient through it would be wrong): an input whose version counter the program
+# advanced and whose grad_fn at the end is a node of a Function of the program's, or that has a returned view the
+# Function marked dirty (its base then holds the node inside a CopySlices). Not refused (a known gap): such an
+# input that is not returned; the outputs' gradients are right (the joint graph runs the Function's backward), but
+# the input keeps its old history for whatever the caller computes from it after the call.
+
+
 def check_dirty_inputs(flat: FlatInputs, run: FunctionalRun) -> None:
     """Refuse an input that a custom autograd.Function of the program wrote and marked dirty, returned by the program
     (Note [Inputs Returned By A Custom Function])."""
     returned = [o for o in pytree.tree_leaves(run.output) if isinstance(o, torch.Tensor)]
     for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True):
-        if not any(o is t or run.swaps.view_root(o, through_swaps=True) is t for o in returned):
+        rooted = [o for o in returned if o is t or run.swaps.view_root(o, through_swaps=True) is t]
+        if not rooted:
             continue
+        # a returned view of the input marked dirty: the input's history holds the Function's node (in a CopySlices)
+        marked = [run.swaps.marked_dirty[id(o)] for o in rooted if id(o) in run.swaps.marked_dirty and t.requires_grad]
         cls = custom_function_of(t) if t.requires_grad else None
+        cls = cls if cls is not None else next(iter(marked), None)
         if cls is None or cls.__module__.startswith("subclassaot."):  # (the pipeline's own, around input clones)
             continue
         written = run.swaps.bumps(t) if is_traceable_subclass(t) else storage_key(t) in run.swaps.last_bump
         if written:
             raise UnsupportedError(
-                f"{flat.leaves[k].path}: a custom autograd.Function ({cls.__name__}) writes this input in place and "
-                "marks it dirty (ctx.mark_dirty), so that eager's input takes the Function's backward as its "
-                "history; the compiled program repeats the write without it (Note [Inputs Returned By A Custom "
-                "Function]). Return a new tensor from the Function's forward instead"
+                f"{flat.leaves[k].path}: a custom autograd.Function ({cls.__name__}) writes this input (or a view of "
+                "it) in place and marks it dirty (ctx.mark_dirty), so that eager's input takes the Function's "
+                "backward as its history; the compiled program repeats the write without it (Note [Inputs Marked "
+                "Dirty By A Custom Function]). Return a new tensor from the Function's forward instead"
             )
 
 

@@ -103,9 +103,11 @@ from subclassaot.pipeline.rules.write_overlaps import (
 from subclassaot.torch_internals import (
     differentiates_inside_transform,
     dispatches_in_cpp,
+    function_applies_noted,
     get_version,
     is_functional,
     is_functorch_wrapped,
+    marks_dirty_noted,
     no_torch_function,
     rebind_functional,
     set_version,
@@ -677,6 +679,10 @@ def _key_of_storage(storage: object) -> object:
 # it. The same object passed twice stays one object in the trace.
 
 
+def _plain_tensor(t: object) -> bool:
+    return isinstance(t, torch.Tensor) and not is_traceable_subclass(t)
+
+
 class _DataMode(TorchFunctionMode):
     def __init__(self, record: SwapRecord) -> None:
         super().__init__()
@@ -752,6 +758,8 @@ class _DataMode(TorchFunctionMode):
             self.record.requires_grad_set.add(id(args[0]))
             if not args[0].requires_grad:
                 self.record.requires_grad_gained.add(id(args[0]))
+                if id(args[0]) in self.record.read_with_grad:
+                    self.record.gained_after_read.add(id(args[0]))
         if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
             self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
         if not self.record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
@@ -773,6 +781,14 @@ class _DataMode(TorchFunctionMode):
             else:
                 out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
         self.record.forget_factory_detach(out, args, kwargs)  # factory results are no detach()
+        if torch.is_inference_mode_enabled():  # (an in-place op returns a storage made outside: not recorded)
+            taken = {storage_key(a) for a in pytree.tree_leaves((args, kwargs)) if _plain_tensor(a)}
+            made = {storage_key(o) for o in pytree.tree_leaves(out) if _plain_tensor(o)}
+            self.record.inference_made.update(made - taken)
+        if torch.is_grad_enabled() and any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out)):
+            self.record.read_with_grad.update(
+                id(a) for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)
+            )
         note_detach(self.record, func, args)  # Note [Autograd Reads Answer As Eager's]
         note_wrapper_storage(self.record, func, args, out)  # Note [Autograd Sees The Wrapper]
         note_traced_storage(self.record, func, args, out)  # Note [Storage Swaps By Rebinding]
@@ -808,6 +824,12 @@ class _DataMode(TorchFunctionMode):
 
     def _record_assignment(self, target: torch.Tensor, source: torch.Tensor) -> None:
         """`target.data = source`, target a wrapper subclass (Note [Wrapper Data Assignment])."""
+        if source.dtype != target.dtype:
+            raise UnsupportedError(
+                f"`.data =` of a {type(target).__name__} of dtype {target.dtype} with a tensor of dtype "
+                f"{source.dtype}: eager's wrapper takes the new dtype, the compiled output is rebuilt as the wrapper "
+                "was traced and would keep the old one. Assign a tensor of the same dtype, or use the source itself"
+            )
         note_data_assignment(self.record, target, tuple(target.shape))
         self.record.seq += 1
         meta = (tuple(source.shape), tuple(source.stride()), source.storage_offset())
@@ -858,5 +880,26 @@ _AUTOGRAD_CALLS = frozenset(
 def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
     """Enter both modes (above an active FunctionalTensorMode)."""
     check = functools.partial(check_storage_resize, record)  # Note [Storage Swaps By Rebinding]
-    with _DataMode(record), _SwapDispatchMode(record, known), storage_resize_checked(check):
+    with (
+        _DataMode(record),
+        _SwapDispatchMode(record, known),
+        storage_resize_checked(check),
+        marks_dirty_noted(functools.partial(_note_marked_dirty, record)),
+        function_applies_noted(functools.partial(_note_function_apply, record)),
+    ):
         yield
+
+
+def _note_function_apply(record: SwapRecord, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
+    """A custom Function reads its inputs with grad on (Note [Leaves Laid Out Anew Under no_grad])."""
+    if not record.releafable or not torch.is_grad_enabled():
+        return
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor) and a.requires_grad and id(a) not in record.data_sets:
+            record.grad_read.add(id(a))
+    note_first_read(record, args, kwargs)
+
+
+def _note_marked_dirty(record: SwapRecord, cls: type, tensors: tuple[torch.Tensor, ...]) -> None:
+    record.pin(tensors)  # Note [Storage Swaps By Rebinding]
+    record.marked_dirty.update((id(t), cls) for t in tensors)

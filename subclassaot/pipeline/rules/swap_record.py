@@ -94,6 +94,16 @@ class SwapRecord:
     plain_grad_sets: dict[int, torch.Tensor] = field(default_factory=dict)
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
+    # ... of those, the ones a torch function read with grad mode on before (it made a tensor of them that eager's
+    # autograd did not record), and the id() of every tensor such a read took
+    gained_after_read: set[int] = field(default_factory=set)
+    # storage_key() of the tensors torch functions returned with inference mode on: eager's are inference tensors,
+    # whose views (taken there or later) keep no view relation
+    inference_made: set[object] = field(default_factory=set)
+    # id() of the tensors a custom autograd.Function marked dirty -> its class (Note [Inputs Marked Dirty By A Custom
+    # Function])
+    marked_dirty: dict[int, type] = field(default_factory=dict)
+    read_with_grad: set[int] = field(default_factory=set)
     # torch functions the program called with requires_grad=True (Note [Grad Mode At The Call Decides Training])
     grad_factories: list[str] = field(default_factory=list)
     # answers of the program's reads of is_leaf / requires_grad / grad_fn, in call order; the analysis run's answers
