@@ -57,6 +57,7 @@ from subclassaot.pipeline.rules.training_rules import (
     check_swapped_storage_outputs,
     check_training_supported,
 )
+from subclassaot.pipeline.rules.write_overlaps import refuse_float8_arithmetic
 from subclassaot.pipeline.same_inputs import find_same_inputs, marked_call, same_input_guards, unmarking
 from subclassaot.pipeline.torch_function import check_trial, torch_function_trial
 from subclassaot.pipeline.trace import TracedGraph, trace_inference
@@ -534,6 +535,7 @@ def _compile_over(
         # trace failed (the backward then raises the program's own error: Note [Backward Errors Are Deferred]).
         forward = bw_meta.forward if bw_meta.forward is not None else traced.graph
         backends.verify_functional(forward)
+        refuse_float8_arithmetic(forward)
         compiled = _compile_graph(backend, forward, traced.example_inputs, config)
         bw: Callable[..., object] | None = None
         if bw_meta.graph is not None:
@@ -550,6 +552,7 @@ def _compile_over(
         backward_graph, forward_graph = bw_meta.graph, bw_meta.forward
     else:
         backends.verify_functional(traced.graph)
+        refuse_float8_arithmetic(traced.graph)
         inputs_grad = any(t.requires_grad for t in traced.example_inputs)
         graph_call = inference_call(_compile_graph(backend, traced.graph, traced.example_inputs, config), inputs_grad)
     runner = make_runner(plan, graph_call)
