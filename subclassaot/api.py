@@ -58,6 +58,7 @@ from subclassaot.pipeline.rules.training_rules import (
     check_swapped_storage_outputs,
     check_training_supported,
 )
+from subclassaot.pipeline.rules.write_overlaps import refuse_float8_arithmetic
 from subclassaot.pipeline.same_inputs import find_same_inputs, marked_call, same_input_guards, unmarking
 from subclassaot.pipeline.torch_function import check_trial, torch_function_trial
 from subclassaot.pipeline.trace import TracedGraph, trace_inference, untraced_inference
@@ -585,6 +586,7 @@ def _compile_over(
             traced = inference()
             forward = _graph_of(traced)
         backends.verify_functional(forward)
+        refuse_float8_arithmetic(forward)
         compiled = _compile_graph(backend, forward, traced.example_inputs, config)
         bw: Callable[..., object] | None = None
         if bw_meta.graph is not None:
@@ -600,6 +602,7 @@ def _compile_over(
         backward_graph, forward_graph = bw_meta.graph, bw_meta.forward
     else:
         backends.verify_functional(_graph_of(traced))
+        refuse_float8_arithmetic(_graph_of(traced))
         inputs_grad = any(t.requires_grad for t in traced.example_inputs)
         graph_call = inference_call(
             _compile_graph(backend, _graph_of(traced), traced.example_inputs, config), inputs_grad

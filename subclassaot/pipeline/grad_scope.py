@@ -109,8 +109,8 @@ def backward_reshapes(
     found = []
     for i, (t, meta) in enumerate(zip(user_tensors, before, strict=True)):
         after = metadata_of(t)
-        if _surely_same(meta, after):
-            continue
+        if _surely_same(meta, after) and get_version(t) == versions[i]:
+            continue  # (an in-place op that changes nothing, t_() of a 0-d or 1-d tensor, still bumps the counter)
         path = flat.leaves[flat.tensor_indices[i]].path
         static = all(isinstance(v, int) for v in (*meta[0], *meta[1], meta[2], *after[0], *after[1], after[2]))
         replayable = (

@@ -204,3 +204,20 @@ def test_function_reading_a_leaf_laid_out_anew_under_no_grad_matches_eager(compi
         assert_matches_eager(
             function_after_no_grad_layout_change, lambda: (torch.randn((), requires_grad=True),), compile_fn=compile_fn
         )
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: (torch.randn((), requires_grad=True) * 1,),
+        lambda: (_nonleaf(3),),
+        lambda: (torch.randn((), requires_grad=True),),
+    ],
+    ids=["0d_nonleaf", "1d_nonleaf", "0d_leaf"],
+)
+def test_backward_in_place_op_that_changes_no_metadata_bumps_the_version_like_eager(
+    make: Make, compile_fn: CompileFn | None
+) -> None:
+    """t_() of a 0-d or 1-d saved input changes nothing but its version counter, which eager's backward bumps; the
+    compiled backward left it (fuzz seed 2724, program 77: DIVERGED)."""
+    assert_matches_eager(transpose_saved, make, compile_fn=compile_fn, check_grads=True)

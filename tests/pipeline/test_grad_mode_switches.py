@@ -390,3 +390,20 @@ def test_enable_grad_write_of_a_subclass_input_inside_a_no_grad_call_refused() -
         x = PairTensor.from_tensor(torch.randn(3), requires_grad=True).clone()
     with torch.no_grad(), pytest.raises(UnsupportedError, match="Grad Mode Turned On Inside A no_grad Call"):
         subclassaot.compile(enable_grad_write)(x)
+
+
+def enable_grad_set_to_itself(x: T) -> object:
+    with torch.enable_grad():
+        x.set_(x)  # type: ignore[call-overload]  # the stubs list only storage overloads
+    return ()
+
+
+def test_enable_grad_set_of_a_subclass_input_inside_a_no_grad_call_refused() -> None:
+    """set_() of the input onto itself is no call the analysis's record sees; the subclass input's leaf stand-in
+    raised (fuzz seed 2731, program 23: a Float8Tensor input, CRASHED)."""
+    from subclasses.pair import PairTensor
+
+    with torch.enable_grad():
+        x = PairTensor.from_tensor(torch.randn(3), requires_grad=True).clone()
+    with torch.no_grad(), pytest.raises(UnsupportedError, match="Grad Mode Turned On Inside A no_grad Call"):
+        subclassaot.compile(enable_grad_set_to_itself)(x)

@@ -366,3 +366,17 @@ def test_strided_view_input_in_training_matches_eager() -> None:
     with torch.enable_grad():
         assert_matches_eager(f, make)
         assert_matches_eager(lambda x: (), make)
+
+
+def test_write_through_an_expanded_view_refused_where_functionalization_needs_arithmetic() -> None:
+    """Functionalization writes an expanded view back as base + sum_to(view - base), which float8 data has no
+    kernels for (fuzz seed 2731, program 68: NotImplementedError "add_stub" on both entry points)."""
+
+    def f(x: Tensor) -> tuple[Tensor, ...]:
+        x.expand(-1, 3, 4).unsqueeze(-2).zero_()
+        return ()
+
+    with torch.no_grad():
+        f(example().reshape(2, 3, 4))  # eager writes it
+        with pytest.raises(UnsupportedError, match="computes sub\\(\\) on float8 values"):
+            subclassaot.compile(f)(example().reshape(2, 3, 4))

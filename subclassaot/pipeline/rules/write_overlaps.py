@@ -230,3 +230,29 @@ def uniform_write(func: Any, t: torch.Tensor) -> bool:
     back element by element)."""
     recorded = torch.is_grad_enabled() and t.requires_grad and is_traceable_subclass(t)
     return func.overloadpacket in _UNIFORM_WRITES and not recorded
+
+
+# Functionalization writes a view's update back to its base through the view ops' inverses, and the inverse of
+# expand computes (`base + sum_to(view - base)`): a write through an expanded view of a float8 tensor (the data of a
+# Float8Tensor) becomes arithmetic that float8 has no kernels for, where eager's write stores the value directly.
+_ARITHMETIC = frozenset({"add", "sub", "mul", "div", "sum"})
+_FLOAT8 = frozenset(
+    dtype for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+    if (dtype := getattr(torch, name, None)) is not None
+)  # fmt: skip
+
+
+def refuse_float8_arithmetic(gm: torch.fx.GraphModule) -> None:
+    """Refuse a functional graph that computes arithmetic on float8 values (see the comment above)."""
+    for node in gm.graph.nodes:
+        name = getattr(getattr(node.target, "overloadpacket", None), "__name__", "")
+        if node.op != "call_function" or name not in _ARITHMETIC:
+            continue
+        vals = [a.meta.get("val") for a in node.args if isinstance(a, torch.fx.Node)]
+        if any(isinstance(v, torch.Tensor) and v.dtype in _FLOAT8 for v in vals):
+            raise UnsupportedError(
+                f"the functional graph computes {name}() on float8 values ({node}): a write through an expanded "
+                "view of a float8 tensor (the data of a Float8Tensor) is written back to its base by "
+                "functionalization as base + sum_to(view - base), and float8 has no arithmetic kernels. Write "
+                "through a view that is not expanded, or into a clone"
+            )
