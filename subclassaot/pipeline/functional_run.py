@@ -230,7 +230,7 @@ def run_functional(
                 raise UnsupportedError(
                     "the program turns grad mode back on inside (torch.enable_grad() / set_grad_enabled(True)) and "
                     "writes in place a tensor subclass input that requires grad, while it is called under no_grad "
-                    "(Note [Grad Mode Turned On Inside A no_grad Call]). Call the compiled function with grad mode "
+                    "(Note [Grad Mode At The Call Decides Training]). Call the compiled function with grad mode "
                     "on, or write outside that region"
                 ) from e
             if "Cannot set version_counter for inference tensor" in str(e):
