@@ -86,6 +86,7 @@ class CompiledEntry:
     simple_arity: int | None  # the call was `fn(*leaves)`: its flat inputs are its positional args (fast path)
     guards: guards.Guards
     run: Callable[[Sequence[object], dict[str, int]], object]
+    run_source: str | None  # the generated per-call path (Note [Straight-Line Runners]); None: the generic runner
     # Compile-time records kept for explain(); the per-call path above never touches them.
     flat: FlatInputs
     layout: DenseLayout
@@ -543,14 +544,15 @@ def _compile_over(
         graph_call = inference_call(_compile_graph(backend, traced.graph, traced.example_inputs, config), inputs_grad)
     runner = make_runner(plan, graph_call)
     if trial is not None:
-        check_trial(trial, lambda values: _run_checked(entry_guards, runner, values))
+        check_trial(trial, lambda values: _run_checked(entry_guards, runner.run, values))
     _, spec = pytree.tree_flatten(pytree.tree_unflatten(list(flat.values), flat.spec))
     simple = not flat.module_state_names and len(flat.leaves) == len(args) and not kwargs
     return CompiledEntry(
         spec=spec,
         simple_arity=len(args) if simple else None,
         guards=entry_guards,
-        run=runner,
+        run=runner.run,
+        run_source=runner.source,
         flat=flat,
         layout=layout,
         analysis=analysis,

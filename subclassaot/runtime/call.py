@@ -43,6 +43,7 @@ from subclassaot.runtime.steps import (
     settle_early_counters,
     undo_steps,
 )
+from subclassaot.runtime.straight_line import EntryRunner, Runner, straight_line
 from subclassaot.runtime.wrapper_storage import anchor_holders, assign_data_meta
 from subclassaot.schemas import (
     AliasGroupRef,
@@ -75,7 +76,7 @@ def inference_call(compiled: Callable[..., object], inputs_require_grad: bool) -
         ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
             return list(cast(Sequence[object], compiled(*graph_in))), {}, {}, {}
 
-        return plain_call
+        return GraphCall(run=plain_call, direct=compiled)
 
     def call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
@@ -85,13 +86,22 @@ def inference_call(compiled: Callable[..., object], inputs_require_grad: bool) -
         with torch.no_grad():
             return list(cast(Sequence[object], compiled(*graph_in))), {}, {}, {}
 
-    return call
+    return GraphCall(run=call)
 
 
-def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[object], dict[str, int]], object]:
+def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> EntryRunner:
+    """The entry's per-call path: generated as straight-line code where its plan allows (Note [Straight-Line
+    Runners]), else the generic runner below."""
+    epilogue = epilogue_plan(plan)
+    generated = straight_line(plan, epilogue, graph_call)
+    if generated is not None:
+        return generated
+    return EntryRunner(run=generic_runner(plan, graph_call, epilogue), source=None)
+
+
+def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpiloguePlan) -> Runner:
     ev = MetaEvaluator()
     flat, layout = plan.flat, plan.layout
-    epilogue = epilogue_plan(plan)
 
     def dense_of(values: Sequence[object]) -> list[torch.Tensor]:
         dense: list[torch.Tensor] = []
@@ -162,7 +172,7 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> Callable[[Sequence[
                 if x.requires_grad and not any(x is d for d in done):
                     set_to_self(x)
                     done.append(x)
-        outs, prewrapped, wrapper_values, roots = graph_call(values, graph_in, dense, symbols)
+        outs, prewrapped, wrapper_values, roots = graph_call.run(values, graph_in, dense, symbols)
         prewrapped.update(early)
         if not epilogue.empty:
             _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values, counters)
