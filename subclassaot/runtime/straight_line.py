@@ -15,12 +15,11 @@ import sympy
 import torch
 from torch.utils import _pytree as pytree
 
-from subclassaot.authoring.protocol import unflatten_subclass
+from subclassaot.authoring.protocol import unflattener
 from subclassaot.runtime.epilogue_plan import EpiloguePlan, once_per_location
 from subclassaot.runtime.output_steps import build_order
-from subclassaot.runtime.plan import GraphCall, MetaEvaluator, RuntimePlan, fresh_output
+from subclassaot.runtime.plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias
 from subclassaot.runtime.regenerate import (
-    fresh_outer_stride,
     has_size_spec,
     intermediate_base,
     regenerate_alias,
@@ -157,11 +156,9 @@ class _Writer:
             "_sv": set_version,
             "_ige": torch.is_grad_enabled,
             "_sg": torch._C._set_grad_enabled,
-            "_fresh": fresh_output,
+            "_alias": non_view_alias,
             "_base": intermediate_base,
             "_regen": regenerate_alias,
-            "_unflatten": unflatten_subclass,
-            "_outer": fresh_outer_stride,
             "_once": once_per_location,
             "_ev": MetaEvaluator(),
         }
@@ -320,25 +317,28 @@ def _from_leaves(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo) -> Non
     fresh_start = len(plan.graph_outputs.updates)
     leaves = []
     for n, leaf in enumerate(info.leaves):
-        var = f"r{o}_{n}"
+        var = f"r{o}_{n}" if info.tree is not None else f"r{o}"
         leaves.append(var)
-        if leaf.source is LeafSource.GRAPH:
-            w.line(f"{var} = _fresh(outs[{fresh_start + leaf.index}])")
+        if leaf.source is LeafSource.GRAPH:  # plan.fresh_output
+            w.line(f"{var} = outs[{fresh_start + leaf.index}]")
+            w.line(f"if {var}._is_view() and not {var}.requires_grad:")
+            w.line(f"{var} = _alias({var})", 2)
             continue
         source = f"d{leaf.index}" if leaf.source is LeafSource.INPUT_ALIAS else f"B{leaf.index}"
         size, stride, offset = w.meta(leaf.meta)
         w.line(f"{var} = _regen({source}, ({size}, {stride}, {offset}), {leaf.is_view}, {leaf.same_object})")
     if info.tree is None:
-        w.line(f"r{o} = {leaves[0]}")
         return
     assert info.outer_meta is not None
     size, stride, _ = w.meta(info.outer_meta)
-    if info.outer_stride_leaf is not None:  # Note [Fresh Subclass Output Strides]
-        stride_var = f"s{o}"
-        w.line(f"{stride_var} = _outer({w.constant(info)}, [{', '.join(leaves)}], {size}, {stride})")
-        stride = stride_var
-    tree = w.constant(info.tree)
-    w.line(f"r{o} = _unflatten({tree}, [{', '.join(leaves)}], outer_size={size}, outer_stride={stride}, check=False)")
+    k = info.outer_stride_leaf
+    if k is not None:  # regenerate.fresh_outer_stride: Note [Fresh Subclass Output Strides]
+        static = type(info.outer_meta[0]) is tuple and all(type(d) is int for d in info.outer_meta[0])
+        shape = w.constant(tuple(info.outer_meta[0])) if static else f"tuple({size})"
+        w.line(f"s{o} = list({leaves[k]}.stride()) if {leaves[k]}.shape == {shape} else {stride}")
+        stride = f"s{o}"
+    build = w.constant(unflattener(info.tree))
+    w.line(f"r{o} = {build}([{', '.join(leaves)}], {size}, {stride})")
 
 
 def _replayed(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo) -> None:
