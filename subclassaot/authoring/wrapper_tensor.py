@@ -184,8 +184,14 @@ class WrapperTensor(torch.Tensor):
 
     # -- the flatten protocol ----------------------------------------------------------------------------------
     def __tensor_flatten__(self) -> tuple[list[str], tuple[object, ...]]:
-        attrs = [*self.inner_names, *(n for n in self.optional_inner_names if getattr(self, n) is not None)]
-        return attrs, tuple(getattr(self, n) for n in self.ctx_names)
+        # (called by every guard check and unflatten of a wrapper: the common declarations take no generator)
+        optional, ctx_names = self.optional_inner_names, self.ctx_names
+        attrs = (
+            [*self.inner_names, *(n for n in optional if getattr(self, n) is not None)]
+            if optional
+            else [*self.inner_names]
+        )
+        return attrs, tuple(getattr(self, n) for n in ctx_names) if ctx_names else ()
 
     @classmethod
     def __tensor_unflatten__(
