@@ -33,6 +33,7 @@ from subclassaot.schemas import (
     Meta,
     OutputInfo,
     OutputKind,
+    Replay,
     ReplaySource,
     ViewStep,
 )
@@ -138,8 +139,8 @@ def _unsupported_output(info: OutputInfo, prewrapped: bool) -> str | None:
             ):
                 return "an alias on another storage"
         return None
-    if replay.source not in (ReplaySource.INPUT, ReplaySource.BASE):
-        return "a view of a subclass intermediate or an earlier output"
+    if replay.source is ReplaySource.INPUT_ROOT:
+        return "a view of an intermediate set_() onto inputs"
     if replay.bump_after or replay.then_set or replay.base_after or replay.root_data_meta is not None:
         return "a view changed after it was taken"
     return None
@@ -162,6 +163,8 @@ class _Writer:
             "_once": once_per_location,
             "_ev": MetaEvaluator(),
         }
+        self.given = False  # the graph call returns intermediate subclass roots (`given`)
+        self.roots: set[str] = set()  # the roots built so far (Note [Subclass Intermediate Roots])
 
     def constant(self, value: object) -> str:
         name = f"_c{len(self.globals)}"
@@ -171,13 +174,13 @@ class _Writer:
     def line(self, text: str, depth: int = 1) -> None:
         self.lines.append("    " * depth + text)
 
-    def meta(self, meta: Meta) -> tuple[str, str, str]:
+    def meta(self, meta: Meta, depth: int = 1) -> tuple[str, str, str]:
         """Source for (size, stride, offset): lists bound once where static, else evaluated over the symbols."""
         size, stride, offset = meta
         if all(type(d) is int for d in (*size, *stride, offset)):
             return self.constant(list(size)), self.constant(list(stride)), str(offset)
         name = f"_m{len(self.lines)}"
-        self.line(f"{name} = _ev.meta({self.constant(meta)}, symbols)")
+        self.line(f"{name} = _ev.meta({self.constant(meta)}, symbols)", depth)
         return f"{name}[0]", f"{name}[1]", f"{name}[2]"
 
     def without_grad(self, statement: str, depth: int = 1) -> None:
@@ -219,7 +222,8 @@ def _graph(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
         w.line(f"outs = list({w.constant(call.direct)}({graph_in}))")
         return
     dense = ", ".join(f"d{j}" for j in range(len(plan.layout.leaves)))
-    w.line(f"outs, pre, _, _ = {w.constant(call.run)}(L, [{graph_in}], [{dense}], symbols)")
+    w.line(f"outs, pre, _, given = {w.constant(call.run)}(L, [{graph_in}], [{dense}], symbols)")
+    w.given = True
 
 
 def _epilogue(w: _Writer, plan: RuntimePlan, epilogue: EpiloguePlan) -> None:
@@ -293,7 +297,7 @@ def _outputs(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
             emit(info.input_index)
             w.line(f"r{o} = r{info.input_index}")
         elif info.replay is not None:
-            _replayed(w, plan, o, info)
+            _replayed(w, plan, o, info, emit)
         else:
             _from_leaves(w, plan, o, info)
 
@@ -341,17 +345,51 @@ def _from_leaves(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo) -> Non
     w.line(f"r{o} = {build}([{', '.join(leaves)}], {size}, {stride})")
 
 
-def _replayed(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo) -> None:
-    """regenerate.replay_view from an input or an intermediate base (each chain object made once: no memo)."""
+def _replayed(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo, emit: Callable[[int], None]) -> None:
+    """regenerate.replay_view from an input, an intermediate base or subclass, or an earlier output (each chain
+    object is made once: no memo)."""
     replay = info.replay
     assert replay is not None
     var = f"r{o}"
-    w.line(f"{var} = L[{replay.index}]" if replay.source is ReplaySource.INPUT else f"{var} = B{replay.index}")
-    if replay.source_meta is not None:  # regenerate._as_then
+    if replay.source is ReplaySource.INPUT:
+        w.line(f"{var} = L[{replay.index}]")
+    elif replay.source is ReplaySource.BASE:
+        w.line(f"{var} = B{replay.index}")
+    elif replay.source is ReplaySource.OUTPUT:
+        emit(replay.index)  # built first, as regenerate's `get` does on demand
+        w.line(f"{var} = r{replay.index}")
+    else:
+        w.line(f"{var} = {_root(w, plan, replay)}")
+    if replay.source_meta is not None and replay.source is not ReplaySource.BASE:  # regenerate._as_then
         size, stride, offset = w.meta(replay.source_meta)
         w.line(f"{var} = {var}.as_strided({size}, {stride}, {offset})")
     for step in replay.steps:
         _step(w, var, step)
+
+
+def _root(w: _Writer, plan: RuntimePlan, replay: Replay) -> str:
+    """The intermediate subclass a WRAPPER replay views, built once per call from its bases where the graph call
+    did not give it (regenerate._replay_source, Note [Subclass Intermediate Roots])."""
+    name = "R" + "_".join(map(str, replay.root_bases))
+    if name in w.roots:
+        return name
+    w.roots.add(name)
+    depth = 1
+    if w.given:
+        key = "(" + "".join(f"{b}, " for b in replay.root_bases) + ")"
+        w.line(f"{name} = given.get({key})")
+        w.line(f"if {name} is None:")
+        depth = 2
+    assert replay.root_tree is not None and replay.root_meta is not None
+    leaves = [f"B{b}" for b in replay.root_bases]
+    size, stride, _ = w.meta(replay.root_meta, depth)
+    k = replay.root_stride_leaf
+    if k is not None:  # regenerate.root_outer_stride: Note [Fresh Subclass Output Strides]
+        w.line(f"{name}_s = list({leaves[k]}.stride()) if list({leaves[k]}.shape) == {size} else {stride}", depth)
+        stride = f"{name}_s"
+    build = w.constant(unflattener(replay.root_tree))
+    w.line(f"{name} = {build}([{', '.join(leaves)}], {size}, {stride})", depth)
+    return name
 
 
 def _step(w: _Writer, var: str, step: ViewStep) -> None:
