@@ -372,7 +372,10 @@ def _build(
             for i in position:
                 value = value[i]
             fields[n] = value
-        return cls(**fields, **ctx)
+        names_ctx = cls.ctx_names
+        same_ctx = len(ctx) == len(names_ctx) and all(n in ctx for n in names_ctx)
+        built = _build_plainly(cls, fields, tuple(ctx[n] for n in names_ctx), None, None) if same_ctx else None
+        return built if built is not None else cls(**fields, **ctx)
     if isinstance(first, list | tuple):
         items = [_build(cls, per_attr, names, ctx, (*position, i), item) for i, item in enumerate(first)]
         make: Callable[..., object] = type(first)
