@@ -85,9 +85,12 @@ M = TypeVar("M", bound=torch.nn.Module)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompiledEntry:
     spec: pytree.TreeSpec
-    simple_arity: int | None  # the call was `fn(*leaves)`: its flat inputs are its positional args (fast path)
+    # the call was `fn(*leaves)`: its flat inputs are the values of the lifted state named `lifted_names` (Note
+    # [State The Program Reads Is An Input]), then its positional args (the fast path of CompiledFunction.__call__)
+    simple_arity: int | None
     guards: guards.Guards
     run: Callable[[Sequence[object], dict[str, int]], object]
+    run_source: str | None  # the generated per-call path (Note [Straight-Line Runners]); None: the generic runner
     # Compile-time records kept for explain(); the per-call path above never touches them.
     flat: FlatInputs
     layout: DenseLayout
@@ -96,6 +99,7 @@ class CompiledEntry:
     backward: torch.fx.GraphModule | None  # training: the backward graph (see Note [Training Through A Joint Graph])
     forward: torch.fx.GraphModule | None = None  # training: the forward partitioned from the joint graph
     modes: ModesKey = NO_MODES_KEY  # the ambient modes it was compiled under (Note [Ambient Modes])
+    lifted_names: tuple[str, ...] = ()  # the lifted state's names, in order (FlatInputs.module_state_names)
 
 
 class CompiledFunction(Generic[P, R]):
@@ -144,16 +148,21 @@ class CompiledFunction(Generic[P, R]):
         modes = ambient_modes()
         if modes:  # See Note [Ambient Modes]
             return self._call_under(modes, args, kwargs)
-        if not kwargs and not self._is_module and not self._captures:
-            # Fast path: a function called with positional leaves only; its flat inputs are `args` itself. A
-            # container where a tensor or constant was compiled fails a type guard and takes the full path below.
-            # The Python state the function reads is checked inside `guards.check` on this path too:
+        if not kwargs:
+            # Fast path: called with positional leaves only; its flat inputs are the lifted state's values (a
+            # module's, or what the function captures: the same names in the same order), then `args` itself. A
+            # container where a tensor or constant was compiled fails a type guard, and a module passed as an
+            # argument (whose state would be lifted too) fails one or changes the names: both take the full path
+            # below. The Python state the function reads is checked inside `guards.check` on this path too:
             # See Note [Python State Is Snapshotted, Not Recorded]
+            state = lifted_state(self.fn, self._captures) if self._is_module or self._captures else {}
+            names = tuple(state)
+            values: Sequence[object] = [*state.values(), *args] if names else args
             for entry in tuple(self._entries):
-                if entry.simple_arity == len(args) and entry.modes == NO_MODES_KEY:
-                    bound = entry.guards.check(args)
+                if entry.simple_arity == len(args) and entry.lifted_names == names and entry.modes == NO_MODES_KEY:
+                    bound = entry.guards.check(values)
                     if isinstance(bound, dict):
-                        return cast(R, entry.run(args, bound))
+                        return cast(R, entry.run(values, bound))
         return self._lookup_or_compile(args, kwargs, modes)
 
     def _lookup_or_compile(self, args: tuple[object, ...], kwargs: Mapping[str, object], modes: AmbientModes) -> R:
@@ -609,14 +618,16 @@ def _compile_over(
         )
     runner = make_runner(plan, graph_call)
     if trial is not None:
-        check_trial(trial, lambda values: _run_checked(entry_guards, runner, values))
+        check_trial(trial, lambda values: _run_checked(entry_guards, runner.run, values))
     _, spec = pytree.tree_flatten(pytree.tree_unflatten(list(flat.values), flat.spec))
-    simple = not flat.module_state_names and len(flat.leaves) == len(args) and not kwargs
+    simple = len(flat.leaves) == len(flat.module_state_names) + len(args) and not kwargs
     return CompiledEntry(
         spec=spec,
         simple_arity=len(args) if simple else None,
+        lifted_names=flat.module_state_names,
         guards=entry_guards,
-        run=runner,
+        run=runner.run,
+        run_source=runner.source,
         flat=flat,
         layout=layout,
         analysis=analysis,

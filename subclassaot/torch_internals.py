@@ -507,6 +507,13 @@ def symbolic_nested_int(fake_mode: FakeTensorMode, nested_id: int, coeff: int) -
     return base * coeff
 
 
+def is_jagged_class(cls: type) -> bool:
+    """Whether `cls` is NJT's class (whose unflatten `memoise_jagged_nested_int` serves)."""
+    from torch.nested._internal.nested_tensor import NestedTensor
+
+    return issubclass(cls, NestedTensor)
+
+
 def memoise_jagged_nested_int(
     cls: type, inner: Mapping[str, torch.Tensor], ctx: object, outer_size: Sequence[int | torch.SymInt]
 ) -> None:

@@ -18,7 +18,13 @@ import torch
 from typing_extensions import TypeIs
 
 from subclassaot.errors import ProtocolError
-from subclassaot.torch_internals import is_nested_expr, memoise_jagged_nested_int, opaque_kind, try_expr_of
+from subclassaot.torch_internals import (
+    is_jagged_class,
+    is_nested_expr,
+    memoise_jagged_nested_int,
+    opaque_kind,
+    try_expr_of,
+)
 
 SizeLike: TypeAlias = Sequence[int | torch.SymInt]
 
@@ -256,6 +262,40 @@ def unflatten_subclass(
         check_unflatten_result(node, out, size, stride, check_dtype_device=check_dtype_device)
     assert isinstance(out, torch.Tensor)
     return out
+
+
+Unflattener = Callable[[Sequence[torch.Tensor], SizeLike, SizeLike], torch.Tensor]
+
+
+def unflattener(node: SubclassNode) -> Unflattener:
+    """`unflatten_subclass(node, leaves, outer_size=..., outer_stride=..., check=False)` with what is fixed per node
+    decided once: for a node whose children are all plain leaves, with no opaque object and no jagged nested int to
+    memoise, only the `__tensor_unflatten__` call is left for each call (a runtime's output rebuild: the contract was
+    checked when the entry was traced)."""
+    simple = not node.opaques and all(isinstance(c, LeafInfo) for c in node.children)
+    if not simple or is_jagged_class(node.cls):
+
+        def general(leaves: Sequence[torch.Tensor], size: SizeLike, stride: SizeLike) -> torch.Tensor:
+            return unflatten_subclass(node, leaves, outer_size=size, outer_stride=stride, check=False)
+
+        return general
+    cls, attrs, ctx, path = cast("type[TraceableWrapperSubclass]", node.cls), node.attrs, node.ctx, node.path
+
+    def build(leaves: Sequence[torch.Tensor], size: SizeLike, stride: SizeLike) -> torch.Tensor:
+        if len(leaves) != len(attrs):
+            raise AssertionError(f"BUG: {path} expects {len(attrs)} leaves, got {len(leaves)}")
+        try:
+            out: object = cls.__tensor_unflatten__(
+                dict(zip(attrs, leaves, strict=True)), ctx, tuple(size), tuple(stride)
+            )
+        except ProtocolError:
+            raise
+        except Exception as e:
+            raise ProtocolError(f"{path}: {cls.__name__}.__tensor_unflatten__ raised {e!r}") from e
+        assert isinstance(out, torch.Tensor)
+        return out
+
+    return build
 
 
 def check_unflatten_result(

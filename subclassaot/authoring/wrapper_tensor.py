@@ -148,7 +148,7 @@ class WrapperTensor(torch.Tensor):
     ) -> _W:
         fields = _bind_fields(cls, args, kwargs)
         meta = cls.outer_meta(fields)
-        size, stride = _resolve_outer(meta, outer_size, outer_stride)
+        size, stride = _resolve_outer(meta.size, meta.stride, outer_size, outer_stride)
         out = torch.Tensor._make_wrapper_subclass(
             cls,
             size,
@@ -184,8 +184,14 @@ class WrapperTensor(torch.Tensor):
 
     # -- the flatten protocol ----------------------------------------------------------------------------------
     def __tensor_flatten__(self) -> tuple[list[str], tuple[object, ...]]:
-        attrs = [*self.inner_names, *(n for n in self.optional_inner_names if getattr(self, n) is not None)]
-        return attrs, tuple(getattr(self, n) for n in self.ctx_names)
+        # (called by every guard check and unflatten of a wrapper: the common declarations take no generator)
+        optional, ctx_names = self.optional_inner_names, self.ctx_names
+        attrs = (
+            [*self.inner_names, *(n for n in optional if getattr(self, n) is not None)]
+            if optional
+            else [*self.inner_names]
+        )
+        return attrs, tuple(getattr(self, n) for n in ctx_names) if ctx_names else ()
 
     @classmethod
     def __tensor_unflatten__(
@@ -200,6 +206,9 @@ class WrapperTensor(torch.Tensor):
                 f"{cls.__name__}.__tensor_unflatten__: ctx must be a tuple of {len(cls.ctx_names)} values "
                 f"{cls.ctx_names!r}, got {ctx!r}"
             )
+        built = _build_plainly(cls, inner_tensors, ctx, outer_size, outer_stride)
+        if built is not None:
+            return built
         fields: dict[str, object] = {n: None for n in cls.optional_inner_names}
         fields.update(inner_tensors)
         fields.update(zip(cls.ctx_names, ctx, strict=True))
@@ -363,7 +372,10 @@ def _build(
             for i in position:
                 value = value[i]
             fields[n] = value
-        return cls(**fields, **ctx)
+        names_ctx = cls.ctx_names
+        same_ctx = len(ctx) == len(names_ctx) and all(n in ctx for n in names_ctx)
+        built = _build_plainly(cls, fields, tuple(ctx[n] for n in names_ctx), None, None) if same_ctx else None
+        return built if built is not None else cls(**fields, **ctx)
     if isinstance(first, list | tuple):
         items = [_build(cls, per_attr, names, ctx, (*position, i), item) for i, item in enumerate(first)]
         make: Callable[..., object] = type(first)
@@ -407,23 +419,66 @@ def _present_inner(cls: type[WrapperTensor], fields: Mapping[str, object]) -> It
 
 
 def _resolve_outer(
-    meta: OuterMeta, outer_size: SizeLike | None, outer_stride: SizeLike | None
+    own_size: tuple[int | torch.SymInt, ...],
+    own_stride: tuple[int | torch.SymInt, ...],
+    outer_size: SizeLike | None,
+    outer_stride: SizeLike | None,
 ) -> tuple[tuple[int | torch.SymInt, ...], tuple[int | torch.SymInt, ...]]:
+    """The wrapper's size and stride: the given ones, else its outer metadata's (`own_*`)."""
     # A -1 entry stands for a dimension only the inner tensors know (a nested int at runtime): take it from them.
     if outer_size is None:
-        size = meta.size
+        size = own_size
     else:
-        size = tuple(
-            d if not (isinstance(d, int) and d == -1) or len(outer_size) != len(meta.size) else meta.size[i]
-            for i, d in enumerate(outer_size)
-        )
+        size = tuple(outer_size)
+        if len(size) == len(own_size) and any(isinstance(d, int) and d == -1 for d in size):
+            size = tuple(d if not (isinstance(d, int) and d == -1) else own_size[i] for i, d in enumerate(size))
     if outer_stride is None:
-        return size, meta.stride if size == meta.size else _contiguous_strides(size)
-    stride = tuple(
-        s if not (isinstance(s, int) and s == -1) or len(outer_stride) != len(meta.stride) else meta.stride[i]
-        for i, s in enumerate(outer_stride)
-    )
+        return size, own_stride if size == own_size else _contiguous_strides(size)
+    stride = tuple(outer_stride)
+    if len(stride) == len(own_stride) and any(isinstance(d, int) and d == -1 for d in stride):
+        stride = tuple(d if not (isinstance(d, int) and d == -1) else own_stride[i] for i, d in enumerate(stride))
     return size, stride
+
+
+def _build_plainly(
+    cls: type[WrapperTensor],
+    inner: Mapping[str, object],
+    ctx: tuple[object, ...],
+    outer_size: SizeLike | None,
+    outer_stride: SizeLike | None,
+) -> WrapperTensor | None:
+    """What `cls(**inner, **ctx_fields, outer_size=..., outer_stride=...)` builds, without the checks and objects of
+    the general constructor, for a class that constructs as WrapperTensor does (no `__new__`, `__init__` or
+    `outer_meta` of its own) given exactly its declared inner tensors; None otherwise (the constructor decides)."""
+    if (
+        cls.__new__ is not WrapperTensor.__new__
+        or cls.__init__ is not WrapperTensor.__init__
+        or cls.outer_meta.__func__ is not WrapperTensor.outer_meta.__func__  # type: ignore[attr-defined]
+    ):
+        return None
+    names = cls.inner_names
+    if cls.optional_inner_names or not names or len(inner) != len(names):
+        return None
+    values = [inner.get(n) for n in names]
+    if not all(isinstance(v, torch.Tensor) for v in values):
+        return None
+    first = cast(torch.Tensor, values[0])  # outer_meta: the first inner tensor's
+    size, stride = _resolve_outer(tuple(first.size()), tuple(first.stride()), outer_size, outer_stride)
+    out = torch.Tensor._make_wrapper_subclass(
+        cls,
+        size,
+        strides=stride,
+        storage_offset=first.storage_offset(),
+        dtype=first.dtype,
+        device=first.device,
+        layout=first.layout,
+        requires_grad=False,
+    )
+    for name, value in zip(names, values, strict=True):
+        object.__setattr__(out, name, value)
+    for name, value in zip(cls.ctx_names, ctx, strict=True):
+        object.__setattr__(out, name, value)
+    return out
 
 
 def _bind_fields(cls: type[WrapperTensor], args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, object]:

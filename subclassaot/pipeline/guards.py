@@ -35,9 +35,12 @@ GuardFn = Callable[[Sequence[object]], "dict[str, int] | str"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Guards:
-    source: str  # the generated Python, printable for users
+    source: str  # the generated Python, printable for users: each check with its message
     check: GuardFn
     symbols: tuple[str, ...]  # names bound by the guards, in binding order
+    # the fast body of the tensor guards, which `check` runs, and which runs `source`'s on a failure (Note [Guards
+    # Run Fast, Then Explain]); "" where there is none
+    fast_source: str = ""
 
 
 def with_python_state(inner: Guards, state: Callable[[], str | None], state_source: str) -> Guards:
@@ -50,7 +53,9 @@ def with_python_state(inner: Guards, state: Callable[[], str | None], state_sour
             return reason
         return inner_check(values)
 
-    return Guards(source=state_source + "\n" + inner.source, check=check, symbols=inner.symbols)
+    return Guards(
+        source=state_source + "\n" + inner.source, check=check, symbols=inner.symbols, fast_source=inner.fast_source
+    )
 
 
 def describe_ctx_change(path: str, old: object, new: object) -> str:
@@ -191,10 +196,14 @@ def describe_aliasing(paths: Sequence[str], storages: Sequence[object]) -> str:
 
 
 class _Writer:
-    """Accumulates guard lines; checks return a message, bindings assign symbols."""
+    """Accumulates guard lines; checks return a message, bindings assign symbols. Two bodies: `lines`, the checks
+    one by one, each with its message, and `fast`, the same predicate with some checks combined, which hands a
+    failure to the first for its message (Note [Guards Run Fast, Then Explain])."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.fast: list[str] = []
+        self.detail_only = False  # what is emitted now goes to `lines` only (a combined check stands for it)
         self.globals: dict[str, object] = {
             "describe_ctx_change": describe_ctx_change,
             "describe_opaque_change": describe_opaque_change,
@@ -229,8 +238,19 @@ class _Writer:
             args.append(self.constant(text))
         return f"_msg({', '.join(args)})"
 
+    def line(self, text: str) -> None:
+        self.lines.append(text)
+        if not self.detail_only:
+            self.fast.append(text)
+
     def check(self, cond: str, message: str) -> None:
         self.lines.append(f"    if not ({cond}):\n        return {message}")
+        if not self.detail_only:
+            self.fast_check(cond)
+
+    def fast_check(self, cond: str) -> None:
+        """A check of the fast body only, which stands for checks of `lines` emitted with `detail_only` set."""
+        self.fast.append(f"    if not ({cond}):\n        return _detail(L)")
 
     def expect(self, cond: str, label: str, expected: object, got: str | None = None) -> None:
         """`label: expected E, got G` when `cond` fails; `got` is a guard expression, shown with str()."""
@@ -252,7 +272,7 @@ class _Writer:
         elif isinstance(expr, sympy.Symbol) and expr.name not in self.bound:
             self.bound[expr.name] = access
             self.bound_label[expr.name] = label
-            self.lines.append(f"    {expr.name} = {access}")
+            self.line(f"    {expr.name} = {access}")
         else:
             self.deferred.append((access, python_source(expr), label))
 
@@ -275,7 +295,7 @@ def build_guards(
             f"torch.is_grad_enabled() is {grad_mode}", "torch.is_grad_enabled()", grad_mode, "torch.is_grad_enabled()"
         )
     for leaf in flat.leaves:
-        w.lines.append(f"    v{leaf.index} = L[{leaf.index}]")
+        w.line(f"    v{leaf.index} = L[{leaf.index}]")
         if leaf.kind is LeafKind.CONSTANT:
             value = flat.values[leaf.index]
             w.expect(constant_condition(w, f"v{leaf.index}", value), leaf.path, repr(value), f"repr(v{leaf.index})")
@@ -312,11 +332,14 @@ def build_guards(
         )
     _shape_env_guards(w, shape_env)
     symbols = tuple(w.bound)
-    w.lines.append("    return {" + ", ".join(f"{s!r}: {s}" for s in symbols) + "}")
+    w.line("    return {" + ", ".join(f"{s!r}: {s}" for s in symbols) + "}")
     source = "def check(L):\n" + "\n".join(w.lines) + "\n"
     namespace = dict(w.globals)
     exec(compile(source, "<subclassaot guards>", "exec"), namespace)
-    return Guards(source=source, check=cast(GuardFn, namespace["check"]), symbols=symbols)
+    fast_source = "def check(L):\n" + "\n".join(w.fast) + "\n"
+    fast_namespace = {**w.globals, "_detail": namespace["check"]}
+    exec(compile(fast_source, "<subclassaot guards, fast>", "exec"), fast_namespace)
+    return Guards(source=source, check=cast(GuardFn, fast_namespace["check"]), symbols=symbols, fast_source=fast_source)
 
 
 def _tensor_guards(
@@ -345,22 +368,62 @@ def _tensor_guards(
         w.expect(f"{var}.{field} == {c}", f"{path}.{field}", expected, f"{var}.{field}")
     sizes, strides = fake.size(), fake.stride()
     if known is None or len(known.sizes) != fake.dim():
+        combined = _static_dims(sizes)  # Note [Guards Run Fast, Then Explain]
+        if combined is not None:
+            w.fast_check(f"{var}.shape == {combined}")
+        w.detail_only = combined is not None
         w.expect(f"{var}.dim() == {fake.dim()}", f"{path}.dim()", fake.dim(), f"{var}.dim()")
         known = None
     size_dims = [d for d, s in enumerate(sizes) if known is None or not _held(known.sizes[d], s)]
     stride_dims = [d for d, s in enumerate(strides) if known is None or not _held(known.strides[d], s)]
     if size_dims:
-        w.lines.append(f"    {var}_size = {var}.shape")
-    if tree is None and stride_dims:
-        w.lines.append(f"    {var}_stride = {var}.stride()")
+        w.line(f"    {var}_size = {var}.shape")
     for d in size_dims:
         w.dim(f"{var}_size[{d}]", f"{path}.size({d})", sizes[d])
+    w.detail_only = False
     if tree is not None:
         _subclass_guards(w, var, path, tree, fake, caller, known is not None and known.flatten_guarded)
         return
+    _stride_guards(w, var, path, strides, stride_dims, known is None)
+    w.dim(f"{var}.storage_offset()", f"{path}.storage_offset()", fake.storage_offset())
+
+
+# Note [Guards Run Fast, Then Explain]
+# A guard's failure message names the one fact that changed ("args[0].size(1): expected 4, got 8"), so the guards
+# are written one check at a time. Most calls pass every check, and for them only the predicate matters: the
+# guards are generated twice, as the checks one by one, each with its message, and as a fast body where the checks
+# of a tensor's static size (its dim and each dim's size) become one comparison, `v0.shape == (2, 4)`, and so do
+# those of its static strides. The fast body is the same predicate in the same order, and binds the same symbols;
+# where one of its checks fails it calls the first body, which finds the failing fact and returns its message.
+
+
+def _static_dims(dims: Sequence[int | torch.SymInt]) -> str | None:
+    """`(2, 4)`: source for the tuple of these dims, where every one is a static int; else None."""
+    exprs = [symint_expr(d) for d in dims]
+    if any(nested_coeff(d) is not None for d in dims) or not all(isinstance(e, int) for e in exprs):
+        return None
+    return "(" + "".join(f"{int(cast(int, e))}, " for e in exprs) + ")"
+
+
+def _stride_guards(
+    w: _Writer,
+    var: str,
+    path: str,
+    strides: Sequence[int | torch.SymInt],
+    stride_dims: Sequence[int],
+    every_dim: bool,
+) -> None:
+    """Each dim's stride checked (or bound), and where every one is static and checked here, all of them at once
+    in the fast body (Note [Guards Run Fast, Then Explain])."""
+    combined = _static_dims(strides) if every_dim else None
+    if combined is not None:
+        w.fast_check(f"{var}.stride() == {combined}")
+    w.detail_only = combined is not None
+    if stride_dims:
+        w.line(f"    {var}_stride = {var}.stride()")
     for d in stride_dims:
         w.dim(f"{var}_stride[{d}]", f"{path}.stride({d})", strides[d])
-    w.dim(f"{var}.storage_offset()", f"{path}.storage_offset()", fake.storage_offset())
+    w.detail_only = False
 
 
 def _held(guarded: int | None, value: int | torch.SymInt) -> bool:
@@ -382,7 +445,7 @@ def _subclass_guards(
         names = tree.flatten_attrs()
         attrs = w.constant(list(names))
         ctx = w.constant(copy.deepcopy(ctx_for_guard(tree.ctx)))  # Note [What The Guards Compare]
-        w.lines.append(f"    {var}_flat = {var}.__tensor_flatten__()")
+        w.line(f"    {var}_flat = {var}.__tensor_flatten__()")
         w.check(
             f"list({var}_flat[0]) == {attrs}",
             w.msg(f"{path}: inner tensors expected {' '.join(names)}, got ", Src(f"list({var}_flat[0])")),
@@ -390,19 +453,16 @@ def _subclass_guards(
         w.check(f"{var}_flat[1] == {ctx}", f"describe_ctx_change({w.constant(path)}, {ctx}, {var}_flat[1])")
     for k, opaque in enumerate(tree.opaques):  # Note [The Flatten Protocol]: by identity
         opaque_var, expected = f"{var}_o{k}", w.constant(opaque.value)
-        w.lines.append(f"    {opaque_var} = {_attribute(w, var, opaque.name)}")
+        w.line(f"    {opaque_var} = {_attribute(w, var, opaque.name)}")
         where = w.constant(f"{path}.{opaque.name}")
         w.check(f"{opaque_var} is {expected}", f"describe_opaque_change({where}, {expected}, {opaque_var})")
     known = caller.get(path) if caller else None
     strides = fake.stride()
     stride_dims = [d for d, s in enumerate(strides) if known is None or not _held(known.strides[d], s)]
-    if stride_dims:
-        w.lines.append(f"    {var}_stride = {var}.stride()")
-    for d in stride_dims:
-        w.dim(f"{var}_stride[{d}]", f"{path}.stride({d})", strides[d])
+    _stride_guards(w, var, path, strides, stride_dims, known is None)
     for i, (attr, child) in enumerate(zip(tree.attrs, tree.children, strict=True)):
         inner_var = f"{var}_{i}"
-        w.lines.append(f"    {inner_var} = {_attribute(w, var, attr)}")
+        w.line(f"    {inner_var} = {_attribute(w, var, attr)}")
         inner_fake = getattr(fake, attr)
         inner_tree = child if isinstance(child, SubclassNode) else None
         inner_type = inner_tree.cls if inner_tree is not None else torch.Tensor
@@ -424,7 +484,7 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
             )
     if len(layout.leaves) < 2:
         return
-    w.lines.append("    _st = [" + ", ".join(f"{a}.untyped_storage()._cdata" for a in accesses) + "]")
+    w.line("    _st = [" + ", ".join(f"{a}.untyped_storage()._cdata" for a in accesses) + "]")
     groups = layout.observed_groups
     distinct = len(layout.leaves) - sum(len(g.members) - 1 for g in groups)
     pattern = "; ".join(" ~ ".join(layout.leaves[m].path for m in g.members) for g in groups) or "none"

@@ -105,6 +105,8 @@ def lifted_state(
         state = {**module_state(fn), **module_tensor_attributes(fn)}
     else:
         state = captured_state(fn, refs)
+    if not args and not kwargs:
+        return state
     seen = {id(t) for t in state.values()}
     for path, module in argument_modules(args, kwargs or {}):
         for name, t in {**module_state(module), **module_tensor_attributes(module)}.items():

@@ -110,4 +110,4 @@ def same_input_guards(
     lines = "".join(f"#   L[{later}] is L[{k}]  ({paths[later]} is {paths[k]})\n" for later, k in repeats)
     source = f"# Note [One Tensor Passed Several Times]: first\n{lines}# then, with those replaced by markers:\n"
     source += inner.source
-    return Guards(source=source, check=check, symbols=inner.symbols), marked
+    return Guards(source=source, check=check, symbols=inner.symbols, fast_source=inner.fast_source), marked

@@ -660,7 +660,7 @@ def training_call(
         outs.extend(tensors[pos + len(roots) :])  # the symbolic ints
         return outs, prewrapped, wrappers, root_values
 
-    return call
+    return GraphCall(run=call, prewraps=frozenset(fresh_outputs), wrapper_updates=tuple(bw_meta.wrapper_updates))
 
 
 def _detached(value: object) -> object:

@@ -193,10 +193,22 @@ class MetaEvaluator:
 # (values, graph inputs, dense inputs) -> (graph outputs, prewrapped fresh outputs by OutputIndex, new values of
 # subclass inputs mutated in training by tensor-input position: Note [Subclass Inputs Mutated In Training],
 # intermediate subclass roots by Replay.root_bases: Note [Subclass Intermediate Roots])
-GraphCall = Callable[
+GraphRun = Callable[
     [Sequence[object], list[torch.Tensor], list[torch.Tensor], dict[str, int]],
     tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]],
 ]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GraphCall:
+    """How one call runs the compiled graph(s), and what a generated per-call path needs to know of it (Note
+    [Straight-Line Runners])."""
+
+    run: GraphRun
+    # inference, where `run` is `list(direct(*graph_inputs))` and nothing else: the compiled callable itself
+    direct: Callable[..., object] | None = None
+    prewraps: frozenset[int] = frozenset()  # OutputIndex: the outputs `run` returns built (training's fresh ones)
+    wrapper_updates: tuple[int, ...] = ()  # tensor inputs whose new value `run` returns as a wrapper (training)
 
 
 def probed_stride(

@@ -72,11 +72,7 @@ def build_outputs(
     fresh_start = len(gout.updates)
     base_start = fresh_start + gout.num_fresh
     symint_start = base_start + gout.num_bases
-    # A base is an intermediate, never a view in eager; the eager backend may return one as a view of a temporary.
-    bases = [
-        non_view_alias(b) if isinstance(b, torch.Tensor) and b._is_view() and not b.requires_grad else b
-        for b in outs[base_start:symint_start]
-    ]
+    bases = [intermediate_base(b) for b in outs[base_start:symint_start]]
     symints = outs[symint_start : symint_start + gout.num_symints]
     infos = plan.analysis.outputs
     result: list[object] = [_PENDING] * len(infos)
@@ -167,6 +163,14 @@ def build_outputs(
 
 
 _PENDING = object()
+
+
+def intermediate_base(value: object) -> object:
+    """An intermediate base as the graph returned it: never a view in eager; the eager backend may return one as a
+    view of a temporary."""
+    if isinstance(value, torch.Tensor) and value._is_view() and not value.requires_grad:
+        return non_view_alias(value)
+    return value
 
 
 # Note [In-Place View Ops On A Base After Its Views]
@@ -340,7 +344,7 @@ def _from_leaves(
         meta = ev.meta(leaf.meta, symbols)
         if leaf.input_layout:  # Note [Inputs Set To Computed Tensors]; a view too (fuzz seed 47000 #3804)
             meta = set_target_layout(meta, dense[leaf.index])
-        leaves.append(_regenerate(source, meta, leaf.is_view, own))
+        leaves.append(regenerate_alias(source, meta, leaf.is_view, own))
     if info.tree is None:
         return leaves[0]
     assert info.outer_meta is not None
@@ -483,7 +487,7 @@ def _as_then(source: torch.Tensor, replay: Replay, ev: MetaEvaluator, symbols: d
 # output (Note [Intermediate Roots In Training]), and the views replay from it with grad enabled, as in eager.
 
 
-def _regenerate(
+def regenerate_alias(
     source: torch.Tensor, meta: tuple[list[int], list[int], int], is_view: bool, same_object: bool = True
 ) -> torch.Tensor:
     size, stride, offset = meta
@@ -513,7 +517,8 @@ def _input_root(
         for leaf, meta in zip(replay.root_leaves, metas, strict=True)
     ]
     leaves = [
-        _regenerate(dense[leaf.index], meta, False, False) for leaf, meta in zip(replay.root_leaves, real, strict=True)
+        regenerate_alias(dense[leaf.index], meta, False, False)
+        for leaf, meta in zip(replay.root_leaves, real, strict=True)
     ]
     # Note [Inputs Set To Computed Tensors]: the outer strides of the leaf it had them from
     size, stride, _ = wrapper_layout(ev.meta(replay.root_meta, symbols), metas, leaves)

@@ -151,7 +151,7 @@ def undo_steps(
 
 
 def epilogue_write_hidden(m: LeafMutation, kind: UpdateKind) -> bool:
-    """The epilogue writes this input's new value (an update of `kind`) under no_grad (see runtime.call._copy_into):
+    """The epilogue writes this input's new value (an update of `kind`) under no_grad (see runtime.epilogue_plan.copy_into):
     no gradient flows from the input back into the graph's output for it."""
     if kind is UpdateKind.FINAL and m.assigned_write is AssignedWrite.AFTER:
         return False  # Note [Writes With Grad After .data =]

@@ -2,8 +2,8 @@
 
 Input: a function or nn.Module, its positional arguments, and the options of `subclassaot.compile`.
 Output: an `Explanation` whose `str()` has one section per decision: what the program does to each dense input leaf,
-how each output is produced, the functional graph(s), the epilogue plan, the guards, and the symbols in force;
-`to_dot()` draws the functional graph.
+how each output is produced, the functional graph(s), the epilogue plan, the guards, the per-call runner, and the
+symbols in force; `to_dot()` draws the functional graph.
 Invariants: the user's tensors (and module) are never touched: the call runs on a deep copy made in one `deepcopy`
 call, so storage sharing between inputs and the structure of subclasses are kept (`._base` links are not: a view
 input becomes a tensor sharing the copied storage). Explaining reads the compile-time records on `CompiledEntry`
@@ -349,6 +349,12 @@ class Explanation:
     def guards_text(self) -> str:
         return self.entry.guards.source.rstrip()
 
+    def runner_text(self) -> str:
+        source = self.entry.run_source
+        if source is None:
+            return "the generic runner (runtime/call.py): this entry needs a step the generated one does not take"
+        return source.rstrip()
+
     def symbols_text(self) -> str:
         return "\n".join(_symbol_lines(self.entry, self.config))
 
@@ -361,6 +367,7 @@ class Explanation:
             ("Backward graph", self.backward_text()),
             ("Epilogue (applied after the graph, in order)", self.epilogue_text()),
             ("Guards", self.guards_text()),
+            ("Per-call runner (Note [Straight-Line Runners])", self.runner_text()),
             ("Symbols and policies", self.symbols_text()),
         ]
         body = "\n\n".join(f"== {title} ==\n{text}" for title, text in sections)

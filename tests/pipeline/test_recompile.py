@@ -132,6 +132,32 @@ def test_stride_change_is_correct() -> None:
     assert_call_matches_eager(c, mutate_and_add, lambda: (torch.randn(4, 3).t(), torch.randn(3, 4)))
 
 
+@pytest.mark.parametrize(
+    ("make", "patterns"),
+    [
+        (lambda: PairTensor.from_tensor(torch.randn(3, 3)), (r"args\[0\]\.size\(0\)", r"expected 2, got 3")),
+        (lambda: PairTensor.from_tensor(torch.randn(3, 2).t()), (r"args\[0\]\.stride\(0\)", r"expected 3, got 1")),
+        (
+            lambda: PairTensor(torch.randn(2, 3), torch.randn(3, 2).t()),
+            (r"args\[0\]\.b\.stride\(0\)", r"expected 3, got 1"),
+        ),
+        (lambda: PairTensor(torch.randn(2, 3), torch.randn(7)[1:].view(2, 3)), (r"args\[0\]\.b\.storage_offset",)),
+    ],
+    ids=["size", "outer stride", "inner stride", "inner offset"],
+)
+def test_static_sizes_and_strides_checked_at_once_still_name_the_fact_that_changed(
+    make: Callable[[], PairTensor], patterns: tuple[str, ...]
+) -> None:
+    """Note [Guards Run Fast, Then Explain]: the fast body compares a tensor's static sizes and strides at once; a
+    failure is still reported as the one dim that changed."""
+    c = compiled(double, dynamic=False)
+    assert_call_matches_eager(c, double, lambda: (PairTensor.from_tensor(torch.randn(2, 3)),))
+    assert "v0.shape == (2, 3, )" in c.entries[0].guards.fast_source
+    assert_call_matches_eager(c, double, lambda: (make(),))
+    assert c.compile_count == 2
+    reason_matches(c, *patterns)
+
+
 def test_python_scalar_change_is_correct() -> None:
     def scale(x: T, s: float) -> T:
         x.mul_(s)

@@ -152,6 +152,54 @@ def test_unflatten_copes_with_minus_one() -> None:
     assert y.shape == (2, 3) and y.stride() == (3, 1)
 
 
+class WithLabel(WrapperTensor):
+    """Constructs as WrapperTensor does, with a ctx field."""
+
+    inner_names: ClassVar[tuple[str, ...]] = ("a", "b")
+    ctx_names: ClassVar[tuple[str, ...]] = ("label",)
+    a: torch.Tensor
+    b: torch.Tensor
+    label: str
+
+
+class CountsConstruction(WithLabel):
+    """Its own __init__: unflatten must go through the constructor."""
+
+    built = 0
+
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, label: str, **kwargs: Any) -> None:
+        super().__init__(a, b, label, **kwargs)
+        type(self).built += 1
+
+
+@pytest.mark.parametrize(
+    ("size", "stride"),
+    [(None, None), ((2, 3), (3, 1)), ((-1, 3), (-1, 1)), ((3, 2), (1, 3)), ((3, 2), None), ((-1, 3), None)],
+)
+def test_unflatten_builds_what_the_constructor_builds(
+    size: tuple[int, ...] | None, stride: tuple[int, ...] | None
+) -> None:
+    inner = {"a": torch.randn(2, 3), "b": torch.randn(2, 3)}
+    built = WithLabel.__tensor_unflatten__(inner, ("x",), size, stride)
+    expected = WithLabel(inner["a"], inner["b"], "x", outer_size=size, outer_stride=stride)
+    assert type(built) is WithLabel and built.label == "x" and built.a is inner["a"] and built.b is inner["b"]
+    assert (built.shape, built.stride(), built.storage_offset()) == (
+        expected.shape,
+        expected.stride(),
+        expected.storage_offset(),
+    )
+    assert (built.dtype, built.device, built.requires_grad) == (expected.dtype, expected.device, False)
+
+
+def test_unflatten_of_a_class_with_its_own_constructor_calls_it() -> None:
+    before = CountsConstruction.built
+    inner = {"a": torch.randn(2), "b": torch.randn(2)}
+    CountsConstruction.__tensor_unflatten__(inner, ("x",), (2,), (1,))
+    assert CountsConstruction.built == before + 1
+    with pytest.raises(TypeError, match="inner tensor 'b' must be a Tensor"):
+        WithLabel.__tensor_unflatten__({"a": torch.randn(2), "b": 3}, ("x",), (2,), (1,))  # type: ignore[dict-item]
+
+
 def test_copies_and_pickle() -> None:
     x = example()
     for y in (x.detach(), x.clone(), copy.deepcopy(x), pickle.loads(pickle.dumps(x)), x.to(torch.float32)):

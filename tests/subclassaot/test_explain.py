@@ -18,6 +18,7 @@ SECTIONS = (
     "== Backward graph ==",
     "== Epilogue",
     "== Guards ==",
+    "== Per-call runner",
     "== Symbols and policies ==",
 )
 
@@ -49,6 +50,7 @@ def test_sections_and_facts_of_a_mutation_and_alias_program() -> None:
     assert "args[0].a: copy_ the new value (graph output 0) into it" in text
     assert "def forward(" in text and "aten.add.Tensor" in text
     assert "def check(L):" in text
+    assert "def run(L, symbols):" in text
     assert "symbols: none" in text
 
 
@@ -64,6 +66,7 @@ def test_metadata_mutation_symbols_and_output_kinds() -> None:
     assert "out[2]: a symbolic int computed by the graph" in text
     assert re.search(r"args\[0\]: as_strided_ to \(\w+, \w+\)/\(1, \w+\)", text)
     assert re.search(r"s\d+ = args\[0\]\.size\(0\)", text)
+    assert "the generic runner" in text
 
 
 def test_training_says_the_backward_graph_is_not_recorded() -> None:

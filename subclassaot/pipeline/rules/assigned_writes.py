@@ -28,7 +28,7 @@ __all__ = ["assigned_write", "check_assigned_writes"]
 # `x0.data = x1; x0[:, 0:2].mul_(-1.0); return x0`, x0 a non-leaf input that requires grad:
 # - such a leaf (LeafMutation.written_after_data) gets a FINAL update, the graph's x0 as it ends, differentiated in the
 #   joint through the history the trace recorded on it; the epilogue copies it into x0 with grad after repeating the
-#   `.data =` (runtime._copy_into). x0's grad_fn is then a CopyBackwards over the Function's, whose backward gives
+#   `.data =` (runtime.epilogue_plan.copy_into). x0's grad_fn is then a CopyBackwards over the Function's, whose backward gives
 #   eager's gradients (x0's old history gets zeros from the copy, and its share through the Function).
 # - sizes: the engine checks those zeros against the size recorded on x0's old history (its size when the call began),
 #   and eager's write checks its gradient against that same size, at the size its `.data =` gave it: both pass (with

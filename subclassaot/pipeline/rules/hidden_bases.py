@@ -145,4 +145,4 @@ def hidden_base_guards(
     )
     source = f"# Note [Subclass Views Of A Base Not Passed]: first\n{lines}# then, with those bases appended:\n"
     source += inner.source
-    return Guards(source=source, check=check, symbols=inner.symbols), with_bases
+    return Guards(source=source, check=check, symbols=inner.symbols, fast_source=inner.fast_source), with_bases

@@ -1,0 +1,425 @@
+"""Straight-line runners: the per-call path of one compiled entry as one generated Python function.
+
+Input: a `RuntimePlan`, its `EpiloguePlan` and the entry's `GraphCall`. Output: `EntryRunner` (the source, printable,
+and `run(values, symbols) -> output pytree`), or None where the plan needs a step only the generic runner
+(call.make_runner) takes. Invariants: Note [Straight-Line Runners].
+"""
+
+from __future__ import annotations
+
+import keyword
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import sympy
+import torch
+from torch.utils import _pytree as pytree
+
+from subclassaot.authoring.protocol import unflattener
+from subclassaot.runtime.epilogue_plan import EpiloguePlan, once_per_location
+from subclassaot.runtime.output_steps import build_order
+from subclassaot.runtime.plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias
+from subclassaot.runtime.regenerate import (
+    has_size_spec,
+    intermediate_base,
+    regenerate_alias,
+    unflatten_output,
+)
+from subclassaot.runtime.steps import bumped_input_sources
+from subclassaot.schemas import (
+    AliasGroupRef,
+    InputArg,
+    LeafSource,
+    Meta,
+    OutputInfo,
+    OutputKind,
+    Replay,
+    ReplaySource,
+    ViewStep,
+)
+from subclassaot.torch_internals import get_version, set_version
+
+# Note [Straight-Line Runners]
+# The generic runner (call.make_runner) walks the plan on every call, asking of each output and each input what the
+# program did to it. Most entries need few of its steps: unwrap the inputs, run the graph, copy the new values of
+# written inputs back and settle version counters, build the outputs (fresh tensors, wrapped in their subclass; views
+# of inputs, replayed by their view ops). For such an entry the per-call path is generated once, as one straight-line
+# Python function: the steps the generic runner takes for this plan, in its order, with every per-entry decision
+# (which outputs are fresh, which leaves go into which class with which ctx, which inputs are written and how, which
+# version counters are read) made at compile time, and no loop over a structure that is fixed per entry. It does what
+# the generic runner does and nothing else, so the result is the same object graph: outputs, aliasing, `._base`,
+# version counters, autograd history. `_unsupported` names the plans it leaves to the generic runner: any step
+# beyond those above (metadata changes, set_(), `.data =`, accumulators, early replays, wrapper storages, ...).
+# As for the guards (Note [What The Guards Compare]), the source holds no caller text: every value it uses (a
+# subclass, its ctx, an attribute name that is no plain identifier, an op, a constant output) is bound by reference
+# as a global of the function (`_c3`); the source holds only our own names and integer literals we produce.
+
+Runner = Callable[[Sequence[object], dict[str, int]], object]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntryRunner:
+    run: Runner
+    source: str | None  # the generated Python, printable for users; None: the generic runner (call.make_runner)
+
+
+def straight_line(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> EntryRunner | None:
+    """The generated runner of this entry, or None where its plan needs the generic runner."""
+    if _unsupported(plan, epilogue, call) is not None:
+        return None
+    w = _Writer()
+    _unwrap(w, plan)
+    _versions_before(w, plan, epilogue)
+    _graph(w, plan, call)
+    if not epilogue.empty:
+        _epilogue(w, plan, epilogue)
+    _outputs(w, plan, call)
+    source = "def run(L, symbols):\n" + "\n".join(w.lines) + "\n"
+    namespace = dict(w.globals)
+    exec(compile(source, "<subclassaot runner>", "exec"), namespace)
+    return EntryRunner(source=source, run=namespace["run"])  # type: ignore[arg-type]  # exec'd: untyped
+
+
+def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> str | None:
+    """Why this plan needs the generic runner (a step the generated one does not take), or None."""
+    analysis, layout = plan.analysis, plan.layout
+    before_call = {
+        "requires_grad_() on an input": any(
+            after and not plan.input_requires_grad[i] for i, after in enumerate(analysis.requires_grad_set)
+        ),
+        "detach_() of an input": any(
+            plan.input_requires_grad[i] and not after for i, after in enumerate(analysis.requires_grad_after)
+        ),
+        "x.set_(x) on an input": any(analysis.self_set) or any(analysis.self_set_first),
+        "accumulators kept or made": any(analysis.kept_accumulators)
+        or any(s is not None for s in (*analysis.accumulator_sizes, *analysis.releaf_sizes)),
+        "early replays": any(
+            info.kind is OutputKind.TENSOR and info.replay is not None and info.replay.before_epilogue
+            for info in analysis.outputs
+        ),
+        "wrapper storages": bool(analysis.wrapper_storage),
+        "inputs' counters kept at entry": bool(bumped_input_sources(analysis.outputs)),
+        "aliased inputs": any(isinstance(g, AliasGroupRef) for g in layout.graph_inputs),
+        "subclass inputs written in training": bool(call.wrapper_updates),
+    }
+    epilogue_steps = {
+        "metadata changes": bool(epilogue.metadata or epilogue.reshaped or epilogue.copy_points),
+        "set_() under grad": bool(epilogue.grad_sets or epilogue.grad_swaps or epilogue.early_grad_sets),
+        "base copies": bool(epilogue.base_copies),
+        "wrapper metadata": any(analysis.wrapper_meta_after[t] is not None for t in epilogue.wrappers),
+    }
+    for reason, found in (*before_call.items(), *epilogue_steps.items()):
+        if found:
+            return reason
+    if any(cls is not None for cls in plan.output_types):
+        return "torch-function subclass outputs"
+    tokens = [token for info in analysis.outputs if info.replay is not None for _, token in info.replay.marks]
+    if len(set(tokens)) != len(tokens):
+        return "views sharing an intermediate"  # Note [Views Sharing An Intermediate]
+    for o, info in enumerate(analysis.outputs):
+        why = _unsupported_output(info, o in call.prewraps)
+        if why is not None:
+            return f"{info.path}: {why}"
+    return None
+
+
+def _unsupported_output(info: OutputInfo, prewrapped: bool) -> str | None:
+    first = info.leaves[0] if info.leaves else None
+    if info.set_under_grad or info.base_gains_grad or info.data_from is not None or info.data_meta is not None:
+        return "set_() or .data = on it"
+    if first is not None and (first.onto_input is not None or first.storage_of is not None):
+        return "set_() onto an input"
+    if prewrapped or info.kind is not OutputKind.TENSOR:
+        return None
+    replay = info.replay
+    if replay is None:
+        for leaf in info.leaves:
+            if leaf.source is not LeafSource.GRAPH and (
+                leaf.foreign_base is not None or leaf.hidden_base is not None or leaf.input_layout
+            ):
+                return "an alias on another storage"
+        return None
+    if replay.source is ReplaySource.INPUT_ROOT:
+        return "a view of an intermediate set_() onto inputs"
+    if replay.bump_after or replay.then_set or replay.base_after or replay.root_data_meta is not None:
+        return "a view changed after it was taken"
+    return None
+
+
+class _Writer:
+    """Accumulates the body's lines; every value the source uses is bound as a global (Note [Straight-Line
+    Runners])."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.globals: dict[str, object] = {
+            "_gv": get_version,
+            "_sv": set_version,
+            "_ige": torch.is_grad_enabled,
+            "_sg": torch._C._set_grad_enabled,
+            "_alias": non_view_alias,
+            "_base": intermediate_base,
+            "_regen": regenerate_alias,
+            "_once": once_per_location,
+            "_ev": MetaEvaluator(),
+        }
+        self.given = False  # the graph call returns intermediate subclass roots (`given`)
+        self.roots: set[str] = set()  # the roots built so far (Note [Subclass Intermediate Roots])
+
+    def constant(self, value: object) -> str:
+        name = f"_c{len(self.globals)}"
+        self.globals[name] = value
+        return name
+
+    def line(self, text: str, depth: int = 1) -> None:
+        self.lines.append("    " * depth + text)
+
+    def meta(self, meta: Meta, depth: int = 1) -> tuple[str, str, str]:
+        """Source for (size, stride, offset): lists bound once where static, else evaluated over the symbols."""
+        size, stride, offset = meta
+        if all(type(d) is int for d in (*size, *stride, offset)):
+            return self.constant(list(size)), self.constant(list(stride)), str(offset)
+        name = f"_m{len(self.lines)}"
+        self.line(f"{name} = _ev.meta({self.constant(meta)}, symbols)", depth)
+        return f"{name}[0]", f"{name}[1]", f"{name}[2]"
+
+    def without_grad(self, statement: str, depth: int = 1) -> None:
+        """`statement` under no_grad (torch.no_grad()'s own steps, without the context-manager object)."""
+        self.line("_p = _ige()", depth)
+        self.line("_sg(False)", depth)
+        self.line("try:", depth)
+        self.line(statement, depth + 1)
+        self.line("finally:", depth)
+        self.line("_sg(_p)", depth + 1)
+
+
+def _attribute(w: _Writer, var: str, attr: str) -> str:
+    if attr.isidentifier() and not keyword.iskeyword(attr):
+        return f"{var}.{attr}"
+    return f"getattr({var}, {w.constant(attr)})"
+
+
+def _unwrap(w: _Writer, plan: RuntimePlan) -> None:
+    """The dense leaves, by attribute path from their owner input (call.make_runner's `dense_of`)."""
+    for j, (leaf, attrs) in enumerate(zip(plan.layout.leaves, plan.leaf_attr_paths, strict=True)):
+        access = f"L[{leaf.owner}]"
+        for attr in attrs:
+            access = _attribute(w, access, attr)
+        w.line(f"d{j} = {access}")
+
+
+def _versions_before(w: _Writer, plan: RuntimePlan, epilogue: EpiloguePlan) -> None:
+    """The counters the epilogue settles, as the inputs came (call._versions), wrappers first."""
+    for t in epilogue.wrappers:
+        w.line(f"w{t} = _gv(L[{plan.flat.tensor_indices[t]}])")
+    for j in epilogue.versions:
+        w.line(f"b{j} = _gv(d{j})")
+
+
+def _graph(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
+    graph_in = ", ".join(f"d{g}" for g in plan.layout.graph_inputs)
+    if call.direct is not None:
+        w.line(f"outs = list({w.constant(call.direct)}({graph_in}))")
+        return
+    dense = ", ".join(f"d{j}" for j in range(len(plan.layout.leaves)))
+    w.line(f"outs, pre, _, given = {w.constant(call.run)}(L, [{graph_in}], [{dense}], symbols)")
+    w.given = True
+
+
+def _epilogue(w: _Writer, plan: RuntimePlan, epilogue: EpiloguePlan) -> None:
+    """call._epilogue for the plans `_unsupported` lets through: copies, counters, wrappers' counters."""
+    for j, k in epilogue.original_copies:
+        _copy(w, plan, j, k, final=False)
+    for j, k in epilogue.final_copies:
+        _copy(w, plan, j, k, final=True)
+    mutations = plan.analysis.mutations
+    for j in epilogue.versions:  # epilogue_plan.settle_version
+        if mutations[j].version_bumped:
+            w.line(f"if _gv(d{j}) == b{j}:")
+            w.line(f"_sv(d{j}, b{j} + 1)", 2)
+        else:
+            w.line(f"if _gv(d{j}) != b{j}:")
+            w.line(f"_sv(d{j}, b{j})", 2)
+    for t in epilogue.wrappers:  # call._fix_wrappers without metadata: only wrappers whose counter eager advances
+        wrapper = f"L[{plan.flat.tensor_indices[t]}]"
+        w.line(f"if _gv({wrapper}) == w{t}:")
+        w.line(f"_sv({wrapper}, _gv({wrapper}) + 1)", 2)
+
+
+def _copy(w: _Writer, plan: RuntimePlan, j: int, k: int, *, final: bool) -> None:
+    """epilogue_plan.copy_into, its decisions taken here."""
+    m = plan.analysis.mutations[j]
+    hidden = not m.autograd_visible or m.hidden_from_autograd or m.storage_changed or not m.visible_through_self
+    hidden = hidden and not (final and m.written_after_data)
+    size, stride, _ = m.final_meta
+    # No metadata change: the leaf has the layout its guards checked, and no repeated location where its strides
+    # are nonzero numbers.
+    if all(type(s) is int and s != 0 for s in stride):
+        w.line(f"x, v = d{j}, outs[{k}]")
+    else:
+        w.line(f"x, v = _once(d{j}, outs[{k}])")
+    depth = 1
+    if not hidden:
+        w.line("if x.requires_grad or v.requires_grad:")
+        w.line("x.copy_(v)", 2)
+        w.line("else:")
+        depth = 2
+    w.line("before = _gv(x)", depth)
+    w.without_grad("x.copy_(v)", depth)
+    if not m.version_bumped:
+        w.line("_sv(x, before)", depth)
+
+
+def _outputs(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
+    """regenerate.build_outputs for the plans `_unsupported` lets through, in its build order."""
+    gout, infos = plan.graph_outputs, plan.analysis.outputs
+    base_start = len(gout.updates) + gout.num_fresh
+    for i in range(gout.num_bases):
+        w.line(f"B{i} = _base(outs[{base_start + i}])")
+    done: set[int] = set()
+
+    def emit(o: int) -> None:
+        if o in done:
+            return
+        done.add(o)
+        info = infos[o]
+        if o in call.prewraps:
+            w.line(f"r{o} = pre[{o}]")
+        elif info.kind is OutputKind.CONSTANT:
+            w.line(f"r{o} = {w.constant(info.constant)}")
+        elif info.kind is OutputKind.SYMINT:
+            position = [p for p, other in enumerate(infos) if other.kind is OutputKind.SYMINT].index(o)
+            w.line(f"r{o} = outs[{base_start + gout.num_bases + position}]")
+        elif info.kind is OutputKind.IS_INPUT:
+            w.line(f"r{o} = L[{info.input_index}]")
+        elif info.kind is OutputKind.SAME_AS:
+            assert info.input_index is not None
+            emit(info.input_index)
+            w.line(f"r{o} = r{info.input_index}")
+        elif info.replay is not None:
+            _replayed(w, plan, o, info, emit)
+        else:
+            _from_leaves(w, plan, o, info)
+
+    for o in build_order(infos):
+        emit(o)
+    results = [f"r{o}" for o in range(len(infos))]
+    spec = plan.analysis.output_spec
+    if has_size_spec(spec):
+        w.line(f"return {w.constant(unflatten_output)}([{', '.join(results)}], {w.constant(spec)}, True)")
+    elif spec.is_leaf():
+        w.line(f"return {results[0]}")
+    elif spec.type in (tuple, list) and all(child.is_leaf() for child in spec.children()):
+        items = "".join(f"{r}, " for r in results)
+        w.line(f"return ({items})" if spec.type is tuple else f"return [{items}]")
+    else:
+        w.line(f"return {w.constant(pytree.tree_unflatten)}([{', '.join(results)}], {w.constant(spec)})")
+
+
+def _from_leaves(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo) -> None:
+    """regenerate._from_leaves: fresh leaves, and aliases of inputs and intermediates on their own storage."""
+    fresh_start = len(plan.graph_outputs.updates)
+    leaves = []
+    for n, leaf in enumerate(info.leaves):
+        var = f"r{o}_{n}" if info.tree is not None else f"r{o}"
+        leaves.append(var)
+        if leaf.source is LeafSource.GRAPH:  # plan.fresh_output
+            w.line(f"{var} = outs[{fresh_start + leaf.index}]")
+            w.line(f"if {var}._is_view() and not {var}.requires_grad:")
+            w.line(f"{var} = _alias({var})", 2)
+            continue
+        source = f"d{leaf.index}" if leaf.source is LeafSource.INPUT_ALIAS else f"B{leaf.index}"
+        size, stride, offset = w.meta(leaf.meta)
+        w.line(f"{var} = _regen({source}, ({size}, {stride}, {offset}), {leaf.is_view}, {leaf.same_object})")
+    if info.tree is None:
+        return
+    assert info.outer_meta is not None
+    size, stride, _ = w.meta(info.outer_meta)
+    k = info.outer_stride_leaf
+    if k is not None:  # regenerate.fresh_outer_stride: Note [Fresh Subclass Output Strides]
+        static = type(info.outer_meta[0]) is tuple and all(type(d) is int for d in info.outer_meta[0])
+        shape = w.constant(tuple(info.outer_meta[0])) if static else f"tuple({size})"
+        w.line(f"s{o} = list({leaves[k]}.stride()) if {leaves[k]}.shape == {shape} else {stride}")
+        stride = f"s{o}"
+    build = w.constant(unflattener(info.tree))
+    w.line(f"r{o} = {build}([{', '.join(leaves)}], {size}, {stride})")
+
+
+def _replayed(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo, emit: Callable[[int], None]) -> None:
+    """regenerate.replay_view from an input, an intermediate base or subclass, or an earlier output (each chain
+    object is made once: no memo)."""
+    replay = info.replay
+    assert replay is not None
+    var = f"r{o}"
+    if replay.source is ReplaySource.INPUT:
+        w.line(f"{var} = L[{replay.index}]")
+    elif replay.source is ReplaySource.BASE:
+        w.line(f"{var} = B{replay.index}")
+    elif replay.source is ReplaySource.OUTPUT:
+        emit(replay.index)  # built first, as regenerate's `get` does on demand
+        w.line(f"{var} = r{replay.index}")
+    else:
+        w.line(f"{var} = {_root(w, plan, replay)}")
+    if replay.source_meta is not None and replay.source is not ReplaySource.BASE:  # regenerate._as_then
+        size, stride, offset = w.meta(replay.source_meta)
+        w.line(f"{var} = {var}.as_strided({size}, {stride}, {offset})")
+    for step in replay.steps:
+        _step(w, var, step)
+
+
+def _root(w: _Writer, plan: RuntimePlan, replay: Replay) -> str:
+    """The intermediate subclass a WRAPPER replay views, built once per call from its bases where the graph call
+    did not give it (regenerate._replay_source, Note [Subclass Intermediate Roots])."""
+    name = "R" + "_".join(map(str, replay.root_bases))
+    if name in w.roots:
+        return name
+    w.roots.add(name)
+    depth = 1
+    if w.given:
+        key = "(" + "".join(f"{b}, " for b in replay.root_bases) + ")"
+        w.line(f"{name} = given.get({key})")
+        w.line(f"if {name} is None:")
+        depth = 2
+    assert replay.root_tree is not None and replay.root_meta is not None
+    leaves = [f"B{b}" for b in replay.root_bases]
+    size, stride, _ = w.meta(replay.root_meta, depth)
+    k = replay.root_stride_leaf
+    if k is not None:  # regenerate.root_outer_stride: Note [Fresh Subclass Output Strides]
+        w.line(f"{name}_s = list({leaves[k]}.stride()) if list({leaves[k]}.shape) == {size} else {stride}", depth)
+        stride = f"{name}_s"
+    build = w.constant(unflattener(replay.root_tree))
+    w.line(f"{name} = {build}([{', '.join(leaves)}], {size}, {stride})", depth)
+    return name
+
+
+def _step(w: _Writer, var: str, step: ViewStep) -> None:
+    """One step of regenerate.replay_steps, under the grad mode the program had."""
+    args = [var, *(_argument(w, a) for a in step.args)]
+    if step.kwargs:
+        # (an InputArg names an input among the positional arguments only, as replay_steps reads them)
+        kwargs = ", ".join(f"{w.constant(k)}: {_argument(w, v, inputs=False)}" for k, v in step.kwargs)
+        args.append(f"**{{{kwargs}}}")
+    statement = f"{var} = {w.constant(step.op)}({', '.join(args)})"
+    if step.grad_enabled:
+        w.line(statement)
+    else:
+        w.without_grad(statement)
+    if step.index is not None:
+        w.line(f"{var} = {var}[{step.index}]")
+    if step.own_version:
+        w.line(f"{var} = {var}.data")
+
+
+def _argument(w: _Writer, a: object, *, inputs: bool = True) -> str:
+    """A view op's argument as regenerate.replay_steps passes it: an input, or `MetaEvaluator.arg` of it (a new
+    list or tuple on every call, its symbols evaluated)."""
+    if inputs and isinstance(a, InputArg):
+        return f"L[{a.index}]"
+    if type(a) is int:
+        return str(a)
+    if (type(a) is list or type(a) is tuple) and all(type(x) is int for x in a):
+        items = "".join(f"{x}, " for x in a)
+        return f"[{items}]" if type(a) is list else f"({items})"
+    if isinstance(a, list | tuple | sympy.Expr):
+        return f"_ev.arg({w.constant(a)}, symbols)"
+    return w.constant(a)
