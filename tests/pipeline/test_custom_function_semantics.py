@@ -148,7 +148,7 @@ def test_mark_dirty_input_requiring_grad_refused() -> None:
     x = _nonleaf(3)
     eager = dirty_nonleaf_input_returned(x)
     assert isinstance(eager, T) and eager is x and type(x.grad_fn).__name__ == "DirtyReturnedBackward"
-    rule = r"marks it dirty \(ctx\.mark_dirty\).*Note \[Inputs Returned By A Custom Function\]"
+    rule = r"marks it dirty \(ctx\.mark_dirty\).*Note \[Inputs Marked Dirty By A Custom Function\]"
     with pytest.raises(UnsupportedError, match=rule):
         subclassaot.compile(dirty_nonleaf_input_returned)(_nonleaf(3))
 
