@@ -36,12 +36,12 @@ class LeafKind(enum.Enum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BackwardReshape:
-    """A plain tensor input whose size and strides the program's backward changed in place (Note [Metadata Changed
-    By A Custom Backward])."""
+    """A plain tensor input whose size and strides, or only version counter, the program's backward changed in place
+    (Note [Metadata Changed By A Custom Backward])."""
 
     position: int  # tensor-input position (FlatInputs.tensor_indices order)
-    size: tuple[int, ...]
-    stride: tuple[int, ...]
+    size: tuple[int, ...] | None  # None: the backward changed its values or nothing, never its layout
+    stride: tuple[int, ...] | None
     bumps: int  # version-counter increments the backward made on it
 
 

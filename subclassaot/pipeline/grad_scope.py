@@ -109,8 +109,13 @@ def backward_reshapes(
     found = []
     for i, (t, meta) in enumerate(zip(user_tensors, before, strict=True)):
         after = metadata_of(t)
-        if _surely_same(meta, after) and get_version(t) == versions[i]:
-            continue  # (an in-place op that changes nothing, t_() of a 0-d or 1-d tensor, still bumps the counter)
+        bumps = get_version(t) - versions[i]
+        if _surely_same(meta, after):
+            # Values written (x.mul_(2)) or an in-place op that changes nothing (t_() of a 0-d tensor): no layout to
+            # replay, only eager's count of bumps on a plain input (a subclass's counter is its own inner tensors').
+            if bumps and not is_traceable_subclass(user_fakes[i]):
+                found.append(BackwardReshape(position=i, size=None, stride=None, bumps=bumps))
+            continue
         path = flat.leaves[flat.tensor_indices[i]].path
         static = all(isinstance(v, int) for v in (*meta[0], *meta[1], meta[2], *after[0], *after[1], after[2]))
         replayable = (
@@ -128,5 +133,5 @@ def backward_reshapes(
             )
         size = tuple(int(v) for v in after[0])
         stride = tuple(int(v) for v in after[1])
-        found.append(BackwardReshape(position=i, size=size, stride=stride, bumps=get_version(t) - versions[i]))
+        found.append(BackwardReshape(position=i, size=size, stride=stride, bumps=bumps))
     return tuple(found)

@@ -488,6 +488,7 @@ def training_call(
                 else:
                     dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
                 shape = (bw_meta.grad_trees, bw_meta.unused, bw_meta.tangent_deps, bw_meta.grad_stride_leaves)
+            reshaped = [get_version(target) for target, _ in ctx.bw_reshapes]  # eager's count, before write-backs
             if ctx.bw_targets:
                 n_grads = len(dense_grads) - len(ctx.bw_targets)
                 with torch.no_grad():
@@ -495,10 +496,12 @@ def training_call(
                     for target, value in zip(ctx.bw_targets, dense_grads[n_grads:], strict=True):
                         target.copy_(value)
                 dense_grads = dense_grads[:n_grads]
-            for target, reshape in ctx.bw_reshapes:  # Note [Metadata Changed By A Custom Backward]
-                version = get_version(target)
-                with torch.no_grad():
-                    target.as_strided_(reshape.size, reshape.stride, target.storage_offset())
+            for (target, reshape), version in zip(ctx.bw_reshapes, reshaped, strict=True):
+                if (
+                    reshape.size is not None and reshape.stride is not None
+                ):  # Note [Metadata Changed By A Custom Backward]
+                    with torch.no_grad():
+                        target.as_strided_(reshape.size, reshape.stride, target.storage_offset())
                 set_version(target, version + reshape.bumps)
             # Gradients of the Function's inputs: the user tensors, then the synthetic bases of aliased inputs.
             result: list[torch.Tensor | None] = [None] * n_results

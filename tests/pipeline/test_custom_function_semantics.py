@@ -221,3 +221,40 @@ def test_backward_in_place_op_that_changes_no_metadata_bumps_the_version_like_ea
     """t_() of a 0-d or 1-d saved input changes nothing but its version counter, which eager's backward bumps; the
     compiled backward left it (fuzz seed 2724, program 77: DIVERGED)."""
     assert_matches_eager(transpose_saved, make, compile_fn=compile_fn, check_grads=True)
+
+
+class WritesSavedTwice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: T) -> T:
+        ctx.save_for_backward(x)
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, g: T) -> T:
+        (x,) = ctx.saved_tensors
+        x.mul_(2).add_(1)
+        return g.clone()
+
+
+def writes_saved_twice(a: T, b: T) -> object:
+    return a * WritesSavedTwice.apply(b)  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_backward_value_write_of_saved_input_counts_versions_like_eager(dynamic: bool) -> None:
+    """A backward that writes a saved input's values (two in-place ops) bumps its counter twice in eager; the
+    compiled backward's write-back counted its own copy_ on top (static sizes), and symbolic sizes refused the
+    unchanged layout as a layout change (the corpus's backward_mutation_data under dynamic=True)."""
+
+    def make() -> tuple[T, T]:
+        return torch.randn(3, 3, requires_grad=True), _nonleaf(3, 3)
+
+    assert_matches_eager(writes_saved_twice, make, compile_kwargs={"dynamic": dynamic}, check_grads=True)
+    compiled = subclassaot.compile(writes_saved_twice, dynamic=dynamic)
+    for fn in (writes_saved_twice, compiled):
+        a, b = make()
+        out = fn(a, b)
+        assert isinstance(out, T)
+        before = b._version
+        out.sum().backward()  # type: ignore[no-untyped-call]
+        assert b._version - before == 2
