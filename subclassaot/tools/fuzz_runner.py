@@ -149,7 +149,9 @@ def fuzz(
             report.failures.append(
                 _failure(index, program, verdict, check, report.failure_signatures[key], shrink_per_signature)
             )
-        if progress is not None and report.counted % 100 == 0 and verdict.outcome is not Outcome.DISCARDED:
+            if progress is not None:
+                progress(report)  # a failure is told at once, not only in the final report
+        elif progress is not None and report.counted % 100 == 0 and verdict.outcome is not Outcome.DISCARDED:
             progress(report)
         index += n
     return report
@@ -307,8 +309,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _checkpoint(report: FuzzReport, programs: int, out_dir: str | None, echo: Callable[[str], None]) -> None:
+def _checkpoint(
+    report: FuzzReport, programs: int, out_dir: str | None, echo: Callable[[str], None], told: list[int]
+) -> None:
+    """A progress line; each failure once, as soon as it is found (`told[0]`: how many were told already)."""
     echo(f"[{report.counted}/{programs}] " + " ".join(f"{o.value}={report.counts[o]}" for o in Outcome))
+    for failure in report.failures[told[0] :]:
+        echo(f"  program {failure.index}: {failure.verdict.outcome.value} ({failure.verdict.signature})")
+    told[0] = len(report.failures)
     if out_dir is not None and report.counted % 1000 == 0:
         write_report(report, out_dir)
 
@@ -319,13 +327,14 @@ def _cli_shard(args: argparse.Namespace, echo: Callable[[str], None], shard: tup
     share = shard_share(args.programs, shard)
     prefix = f"shard {shard[0]}/{shard[1]} " if shard[1] > 1 else ""
     out_dir = args.out if shard[1] == 1 else None  # shards write nothing until merged
+    told = [0]
     return fuzz(
         args.programs,
         args.seed,
         config=config,
         backend=args.backend,
         shrink_per_signature=args.shrink_per_signature,
-        progress=lambda r: _checkpoint(r, share, out_dir, lambda line: echo(prefix + line)),
+        progress=lambda r: _checkpoint(r, share, out_dir, lambda line: echo(prefix + line), told),
         shard=shard,
         state_changes=args.state_changes,
         argument_changes=args.argument_changes,

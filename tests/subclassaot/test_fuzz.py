@@ -28,7 +28,7 @@ from subclassaot.tools.fuzz import (
 )
 from subclassaot.tools.fuzz_ops import OPS, Vocabulary
 from subclassaot.tools.fuzz_program import BaseSpec, InputSpec, Op, Program, as_function, make_inputs, to_source
-from subclassaot.tools.fuzz_runner import fuzz, merge_reports, regression_source, write_report
+from subclassaot.tools.fuzz_runner import _checkpoint, fuzz, merge_reports, regression_source, write_report
 from subclassaot.tools.fuzz_storage import storage_safe
 from subclassaot.tools.parity import compare_with_eager, fresh_call
 
@@ -115,6 +115,25 @@ def test_a_broken_compiler_is_caught_by_the_runner_and_written_as_a_regression_t
     text = regression_source(shrunk[0], seed=3)
     assert "def test_fuzz_seed3_program" in text and "assert_matches_eager(f, make_inputs)" in text
     compile(text, "<regression>", "exec")
+
+
+def test_the_progress_line_tells_each_failure_as_soon_as_it_is_found() -> None:
+    """A long run's failures show while it runs (it shrinks them inline; the report comes only at the end)."""
+    lines: list[str] = []
+    told = [0]
+    report = fuzz(
+        12,
+        seed=3,
+        config=CONFIG,
+        compile_fn=drops_input_mutations,
+        shrink_per_signature=0,
+        progress=lambda r: _checkpoint(r, 12, None, lines.append, told),
+    )
+    failures = [line for line in lines if line.startswith("  program ")]
+    assert report.counts[Outcome.DIVERGED] > 0
+    assert failures == [
+        f"  program {f.index}: {f.verdict.outcome.value} ({f.verdict.signature})" for f in report.failures
+    ]
 
 
 def refuses_everything(fn: Fn) -> Fn:
