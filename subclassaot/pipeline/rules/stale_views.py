@@ -297,7 +297,10 @@ def note_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dic
         key = storage_key(a)
         rebuilt = record.last_bump.get(key, -1) > record.stale_views[id(a)]
         write = data_write and any(a is w for w in written)
-        if key not in record.alias_bases and (rebuilt or (write and not _uniform_write(record, a, func, args, kwargs))):
+        # A member of an alias group is the training rules' to judge (Note [Aliased Inputs In Training]); a view the
+        # program took of the group's synthetic base has its history rebuilt as any other view's.
+        member = key in record.alias_bases and id(a) not in record.views
+        if not member and (rebuilt or (write and not _uniform_write(record, a, func, args, kwargs))):
             raise _stale_refusal(record, a, "which sends the gradient to other elements")
         if rebuilt and id(a) in record.swapped_by_data and _taken_plain_view(record, a):
             # Note [Plain Views Assigned .data After A Write]: in an alias group too (no member changed its layout)
