@@ -63,7 +63,7 @@ def test_detached_member_transposed_with_grad(compile_fn: CompileFn | None) -> N
 
 def test_member_that_requires_grad_changed_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
     # A changed member that requires grad (here a view of a non-leaf, written beside) and is used after the change
-    # keeps the refusal (Note [Stale View Functions]); returned as it is, it is supported (test_aliased_inputs_in_training.py).
+    # keeps the refusal (Note [Stale View Functions]); returned as it is, it is supported (tested in this file).
     def f(x0: T, x1: T) -> object:
         with torch.no_grad():
             x1.t_()

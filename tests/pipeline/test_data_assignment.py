@@ -1107,7 +1107,7 @@ def test_resized_subclass_leaf_read_after_the_assignment(compile_fn: CompileFn |
     # at the new wrapper size, and reduces SinBackward0's gradient (of the inner size) to it. The Function took x0
     # attached (its accumulator at the old size): our backward raised "output with shape [] doesn't match the
     # broadcast shape [4, 4]" where eager's runs (Note [Subclass Accumulators Made After .data =]; variants in
-    # test_data_assignment.py)
+    # this file)
     def f(x0: T, x1: T) -> object:
         x0.data = x1
         return (x0.sin(), x0)
@@ -1119,8 +1119,8 @@ def test_resized_subclass_leaf_read_after_the_assignment(compile_fn: CompileFn |
 # Fuzz regressions of helper r14c: a view of a tensor whose `.data` the program then assigned to a layout the view
 # op does not apply to, read with grad after a write moved their version (fuzz seed 14000 #8176). Autograd rebuilds
 # the view's history by replaying the view op on the assigned tensor, which raised in the functional run where eager's
-# as_strided() does not: refused where the read fails, naming the input and the rule (Note [Stale View Functions]). Where
-# no write follows, or the replay applies, the program stays supported.
+# as_strided() does not: refused where the read fails, naming the input and the rule (Note [Stale View Functions]).
+# Where no write follows, or the replay applies, the program stays supported.
 # ---------------------------------------------------------------------------------------------------------------------
 
 

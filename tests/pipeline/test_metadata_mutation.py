@@ -102,8 +102,8 @@ def _unread(x: T) -> object:
 def test_leaf_laid_out_anew_under_no_grad(
     compile_fn: CompileFn | None, kind: str, f: Callable[[T], object], shape: tuple[int, int]
 ) -> None:
-    # tests/pipeline/test_strides_and_offsets.py (found by the aliasmeta helper) generalized: the joint trace makes the clone a
-    # leaf again after the op, the runtime makes the accumulator at the size of the first read
+    # tests/pipeline/test_strides_and_offsets.py (found by the aliasmeta helper) generalized: the joint trace makes the
+    # clone a leaf again after the op, the runtime makes the accumulator at the size of the first read
     if f is _restrided and shape == (3, 3):
         pytest.skip("as_strided_ to (3, 2) needs six elements in order")
     check_with_grad(f, lambda: (_leaf_nogradlayout(kind, *shape),), compile_fn)
@@ -231,8 +231,8 @@ def test_subclass_views_transposed_under_no_grad(compile_fn: CompileFn | None, v
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper bwdshape): eager's backward fails its size check ("returned an invalid gradient ...
-# expected shape compatible with") after an input's layout changed behind autograd, where ours ran (Note [Leaves Laid Out
-# Anew Under no_grad], Note [Layouts Changed Behind Autograd]).
+# expected shape compatible with") after an input's layout changed behind autograd, where ours ran (Note [Leaves Laid
+# Out Anew Under no_grad], Note [Layouts Changed Behind Autograd]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -629,8 +629,8 @@ def test_aliased_view_transposed_with_itself_then_written(compile_fn: CompileFn 
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Fuzz follow-ups (seed 12000): crashes of the epilogue where eager runs (Note [set_ Renews A Leaf's Accumulator],
-# Note [In-Place Ops On A View Whose Base Gained Grad], Note [Inputs That Gain Grad In Training]).
+# Fuzz follow-ups (seed 12000): crashes of the epilogue where eager runs (Note [set_ Renews A Leaf's Accumulator], Note
+# [In-Place Ops On A View Whose Base Gained Grad], Note [Inputs That Gain Grad In Training]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -867,11 +867,11 @@ def test_leaf_data_assigned_beside_two_detached_aliases(compile_fn: CompileFn | 
 # that an in-place view op changed after they were taken.
 #
 # - `t0 = x.clone()` of an input at an offset (an empty `b[2:2:2]`, or `b[1:]`) read the input itself in the
-#   partitioned graph; a write to t0 then kept the input's offset, and so did the output views of t0 (partition.py, clones
-#   of inputs at an offset; seed 40000 #5854).
+#   partitioned graph; a write to t0 then kept the input's offset, and so did the output views of t0 (partition.py,
+#   clones of inputs at an offset; seed 40000 #5854).
 # - `x.mul_(0.5); t0 = x.select(2, 0); t0.t_(); return t0` with a PairTensor x: t0 was replayed before the epilogue's
-#   write to x, whose bump left its grad_fn stale, regenerated without the t_() (Note [No-Grad Views Made After The Bump];
-#   seed 40000 #7249).
+#   write to x, whose bump left its grad_fn stale, regenerated without the t_() (Note [No-Grad Views Made After The
+#   Bump]; seed 40000 #7249).
 # - A plain input x2 and a view of it x1 (both inputs), x2 written with a PairTensor operand: x1's gradient is a
 #   PairTensor in eager; the group was traced from its synthetic base, whose CopySlices made it plain (Note [Aliased
 #   Inputs In Training]; seed 11000 #6100, whose test is in test_gradient_types.py).

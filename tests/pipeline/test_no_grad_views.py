@@ -323,7 +323,7 @@ def test_seed_16000_5952(compile_fn: CompileFn | None, kind: str) -> None:
 
 def _shrunk(x: T) -> object:
     # the t_() under no_grad makes the view replay after the epilogue; without it, it replays before (as tested in
-    # test_no_grad_views.py)
+    # this file)
     with torch.no_grad():
         x.t_()
     t0 = x.detach()
@@ -494,8 +494,8 @@ def test_views_of_no_grad_view_of_detach_of_subclass_intermediate(compile_fn: Co
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Views made by a multi-output op (unbind) and views whose grad_fn raises in eager (fuzz seeds 9000, 10000, 11000;
-# Note [No-Grad Views Made After The Bump]).
+# Views made by a multi-output op (unbind) and views whose grad_fn raises in eager (fuzz seeds 9000, 10000, 11000; Note
+# [No-Grad Views Made After The Bump]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 

@@ -505,7 +505,7 @@ def test_unsqueezed_transpose_set_to_a_product_returned_and_summed(compile_fn: C
 
 
 def test_view_set_to_another_input_then_read_with_grad(compile_fn: CompileFn | None) -> None:
-    # refused before (test_set_under_no_grad.py): eager's history reads no values, so t0's own values with x0's
+    # refused before (helper set43's tests, in this file): eager's history reads no values, so t0's own values with x0's
     # as_strided() history are exact
     def f(x0: T, x1: T) -> object:
         t0 = x0.unsqueeze(0)

@@ -229,7 +229,7 @@ def test_other_size1_layout(compile_fn: CompileFn | None, read: str) -> None:
 # Fuzz regressions (helper offset): absolute offsets on inputs at a nonzero storage offset. as_strided() views and
 # set_(storage, offset, ...) taken before a write to the input itself (Note [Offsets After A Write]),
 # as_strided_() of a view (Note [as_strided On Inputs]), as_strided() of a view without an offset. Source: helper
-# p109's hand-written variant (tests/pipeline/test_strides_and_offsets.py) and its family, after torch's
+# p109's hand-written variant (in this file) and its family, after torch's
 # test/functorch/test_aotdispatch.py (test_input_mutation_storage_offset, as_strided views of inputs).
 # ---------------------------------------------------------------------------------------------------------------------
 
