@@ -13,7 +13,7 @@ import torch
 import subclassaot
 from subclassaot.errors import UnsupportedError
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
-from tests.pipeline.fuzz_helpers import pair
+from tests.pipeline.program_helpers import pair
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]

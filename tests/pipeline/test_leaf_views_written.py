@@ -13,7 +13,7 @@ import torch
 import subclassaot
 from subclassaot.tools.parity import fresh_call
 from tests.oracle import assert_matches_eager
-from tests.pipeline.fuzz_helpers import pair
+from tests.pipeline.program_helpers import pair
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]

@@ -13,7 +13,7 @@ import torch
 import subclassaot
 from subclasses.pair import PairTensor
 from tests.oracle import Call, CompileFn, assert_matches_eager
-from tests.pipeline.fuzz_helpers import check_no_grad, check_with_grad, pair, pair_nonleaf, refused_with_grad
+from tests.pipeline.program_helpers import check_no_grad, check_with_grad, pair, pair_nonleaf, refused_with_grad
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]

@@ -14,7 +14,7 @@ import torch
 
 from subclasses.pair import PairTensor, nested_example
 from tests.oracle import CompileFn, assert_matches_eager
-from tests.pipeline.fuzz_helpers import (
+from tests.pipeline.program_helpers import (
     check_no_grad,
     check_with_grad,
     leaf,

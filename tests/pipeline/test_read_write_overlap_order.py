@@ -13,7 +13,7 @@ import torch
 import subclassaot
 from subclassaot.errors import UnsupportedError
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
-from tests.pipeline.fuzz_helpers import assert_refused
+from tests.pipeline.program_helpers import assert_refused
 
 T = torch.Tensor
 OVERLAPPING_READ = r"reads part of the memory it writes .*\(Note \[Writes Through Overlapping Memory\]\)"

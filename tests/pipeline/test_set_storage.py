@@ -1,13 +1,46 @@
-"""set_() under grad of an intermediate that does not require grad onto a tensor that does, read afterwards."""
+"""set_() of inputs, intermediates, outputs and their views with grad enabled (and `x.set_(x)`): where the set_ node
+sits in the program's history, which gradient accumulator a leaf set_() to itself feeds, the outputs' history and
+`._base` beside other outputs that require grad, and the refusals that stay (Note [Views Of Inputs set_() Under Grad],
+Note [set_ Under Grad Before The Call], Note [Inputs That Gain Grad In Training], Note [Storage Swaps By Rebinding]).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
+
 import pytest
 import torch
+from torch.overrides import _get_current_function_mode_stack
 
+import subclassaot
+import subclassaot.pipeline.functional_run
+import subclasses.pair
 from subclassaot.errors import UnsupportedError
-from tests.oracle import assert_matches_eager
+from subclassaot.pipeline.rules.storage_swaps import _DataMode
+from subclassaot.pipeline.rules.swap_record import SwapRecord
+from subclasses.pair import PairTensor, nested_example
+from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
+from tests.pipeline.program_helpers import (
+    assert_refused,
+    check_no_grad,
+    check_with_grad,
+    leaf,
+    nonleaf,
+    pair,
+    pair_nonleaf,
+    refused_with_grad,
+    twice,
+)
+from tests.pipeline.program_helpers import check_with_grad as _check
+from tests.pipeline.program_helpers import leaf as _leaf
+
+# ---------------------------------------------------------------------------------------------------------------------
+# set_() under grad of an intermediate that does not require grad onto a tensor that does, read afterwards.
+# ---------------------------------------------------------------------------------------------------------------------
 
 
 def _inputs() -> tuple[torch.Tensor, torch.Tensor]:
@@ -58,3 +91,1515 @@ def _set_onto_nograd_view_returned(x0: torch.Tensor, x1: torch.Tensor) -> tuple[
 def test_intermediate_set_under_grad_returned_itself_matches_eager() -> None:
     with torch.enable_grad():
         assert_matches_eager(_set_onto_nograd_view_returned, _inputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions (seed 3000): set_() under grad of subclass tensors, outputs and inputs that gain grad.
+#
+# Newly supported programs get a parity test; the refusals that stay get a test naming the rule. With
+# `--identity-compile` (eager against eager) every program here must pass the oracle (it is eager-legal).
+# ---------------------------------------------------------------------------------------------------------------------
+
+T = torch.Tensor
+GRAD_SET_RULE = r"set_\(\)s it with grad enabled to a tensor .*Note \[Inputs That Gain Grad In Training\]"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A subclass output set_() under grad (Note [Outputs set_() Under Grad])
+
+
+def test_subclass_clone_set_to_itself_under_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #4064: refused before (a subclass output set_() under grad)
+    def f(x0: T) -> object:
+        t0 = x0.clone()
+        set_to(t0, t0)
+        return (t0,)
+
+    _check(f, lambda: (pair_nonleaf(),), compile_fn)
+
+
+def test_subclass_intermediate_set_to_input_under_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #27 (shrunk, with one input): eager's output shares the input's storage, its grad_fn raises
+    def f(x0: T) -> object:
+        t0 = x0.sin()
+        set_to(t0, x0)
+        return (t0,)
+
+    _check(f, lambda: (pair_nonleaf(4, 3, 2),), compile_fn)
+
+
+def test_subclass_view_of_intermediate_set_under_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #6751: eager's output stays a view of the intermediate, whose history the set_ rebases
+    def f(x0: T) -> object:
+        t0 = x0.sin()
+        t1 = t0.as_strided((2,), (1,), 0)
+        t0.fill_(-1.0)
+        set_to(t1, x0)
+        return (t1, t1, t1)
+
+    _check(f, lambda: (pair(4, 2, requires_grad=True),), compile_fn)
+
+
+def test_plain_view_of_intermediate_set_under_grad(compile_fn: CompileFn | None) -> None:
+    def f(x: T, y: T) -> object:
+        t = (x * 2).t().unsqueeze(0)
+        set_to(t, y[2:])
+        return (t,)
+
+    _check(f, lambda: (torch.randn(4, 2, requires_grad=True), torch.randn(8, requires_grad=True)), compile_fn)
+
+
+def test_view_of_returned_intermediate_set_under_grad_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #7105 (wrong `_base` when supported): the intermediate is an output too
+    def f(x0: T) -> object:
+        t1 = x0.add(x0)
+        t3 = t1.view((3,))
+        t4 = t1.contiguous()
+        set_to(t3, t3)
+        return (t3, t4, t3)
+
+    refused_with_grad(f, lambda: (torch.randn(1, 3, requires_grad=True),), compile_fn, "that is a view cannot have")
+
+
+def test_subclass_view_set_under_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #8719: a view set_() under grad rebases its base in eager; refused before, supported since
+    # fuzz seed 40000 (Note [Views Of Inputs set_() Under Grad])
+    def f(x0: T) -> object:
+        t0 = x0.transpose(0, 0)
+        set_to(t0, t0)
+        return (t0,)
+
+    _check(f, lambda: (pair_nonleaf(3, 3),), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A subclass input that gains grad by set_() (Note [Inputs That Gain Grad In Training])
+
+
+def test_subclass_input_set_to_grad_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #763
+    def f(x0: T, x1: T) -> object:
+        set_to(x0, x1)
+        return ()
+
+    _check(f, lambda: (pair(1), pair_nonleaf(4, 1)), compile_fn)
+
+
+def test_subclass_input_set_to_view_of_grad_input(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T, x2: T) -> object:
+        set_to(x0, x1.t())
+        set_to(x2, x1[1:])
+        return (x0 * 2,)
+
+    _check(f, lambda: (pair(1), pair_nonleaf(4, 2), pair(3)), compile_fn)
+
+
+def test_subclass_input_set_to_grad_leaf_then_returned(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        set_to(x0, x1)
+        return (x0.view(-1),)
+
+    _check(f, lambda: (pair(1), pair(4, 2, requires_grad=True)), compile_fn)
+
+
+def test_subclass_input_data_assigned_then_set_under_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #1340: a `.data =` before the set_ does not stand between the input and the set_ node
+    def f(x0: T, x1: T) -> object:
+        x0.data = x1
+        set_to(x0, x1[3:3:2])
+        return ()
+
+    _check(f, lambda: (pair(3), pair_nonleaf(3, 4, 4)), compile_fn)
+
+
+def test_subclass_input_set_to_no_grad_view_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #3836: wrong gradients (args[1].grad None) when supported like a set_ to the input itself:
+    # eager's set_ node leads to the no_grad view, not to the input's history
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            t0 = x1.expand(())
+        set_to(x0, t0)
+        return (x0, x1)
+
+    refused_with_grad(
+        f, lambda: (pair(), pair(requires_grad=True)), compile_fn, "not an input or a view of one taken with grad"
+    )
+
+
+def test_subclass_input_set_to_intermediate_refused(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        set_to(x0, x1 * 3)
+        return ()
+
+    refused_with_grad(f, lambda: (pair(1), pair_nonleaf(4, 1)), compile_fn, GRAD_SET_RULE)
+
+
+def test_subclass_input_written_after_grad_set_refused(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        set_to(x0, x1)
+        x0.mul_(2)
+        return ()
+
+    refused_with_grad(f, lambda: (pair(1), pair_nonleaf(4, 1)), compile_fn, "or changes it after")
+
+
+def test_nested_subclass_set_under_grad_refused(compile_fn: CompileFn | None) -> None:
+    # A nested subclass set_() loses its inner wrappers' shared storage (even in inference): not lifted here
+    def f(x0: T, x1: T) -> object:
+        t = x1.sin()
+        set_to(t, x1)
+        return (t,)
+
+    def g(x0: T, x1: T) -> object:
+        set_to(x0, x1)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return nested_example(), nested_example().detach().requires_grad_()
+
+    refused_with_grad(f, make_inputs, compile_fn, "inner tensors are tensor subclasses too")
+    refused_with_grad(g, make_inputs, compile_fn, "nested tensor subclass")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions (seed 7000): set_() under grad in training, outputs beside other outputs that require grad.
+#
+# Newly supported programs get a parity test; the refusals that stay get a test naming the rule. With
+# `--identity-compile` (eager against eager) every program here must pass the oracle (it is eager-legal).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A set_() output beside other outputs that require grad (Note [Outputs set_() Under Grad])
+
+
+def test_set_output_beside_returned_nonleaf_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #380: refused before; both backwards raise, no leaf gets a gradient
+    def f(x0: T) -> object:
+        t0 = x0.sum(0)
+        set_to(t0, t0)
+        return (x0, t0)
+
+    _check(f, lambda: (nonleaf(2, 3, 3),), compile_fn)
+
+
+def test_set_output_beside_intermediate_of_leaf(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #742
+    def f(x0: T) -> object:
+        t0 = x0.mul(2.0)
+        t1 = t0.add(3.0)
+        set_to(t1, x0)
+        return (t0, t1)
+
+    _check(f, lambda: (_leaf(4),), compile_fn)
+
+
+def test_subclass_set_output_read_after_the_set(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #1249: eager's set_ node waits for the add that reads t0 after the set_
+    def f(x0: T) -> object:
+        t0 = x0.mul(x0)
+        t1 = x0.add(x0)
+        set_to(t0, t1)
+        t2 = t0.add(0.5)
+        return (t2, t0)
+
+    _check(f, lambda: (pair(requires_grad=True),), compile_fn)
+
+
+def test_set_output_to_input_read_after_the_set(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #9601
+    def f(x0: T) -> object:
+        t0 = x0.add(-1.0)
+        set_to(t0, x0)
+        t1 = x0.add(t0)
+        return (t0, t1)
+
+    _check(f, lambda: (_leaf(2, 3, 3),), compile_fn)
+
+
+def test_subclass_set_output_beside_view_of_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #1577 (one input passed twice)
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.add(x0)
+        t1 = x0.unsqueeze(0)
+        set_to(t0, x0)
+        return (t1, t0)
+
+    _check(f, twice(pair_nonleaf), compile_fn)
+
+
+def test_subclass_clone_set_to_returned_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #8642
+    def f(x0: T) -> object:
+        t0 = x0.clone()
+        set_to(t0, x0)
+        return (x0, t0)
+
+    _check(f, lambda: (pair_nonleaf(2, 3),), compile_fn)
+
+
+def test_set_output_of_reshaped_clone(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #2259
+    def f(x0: T) -> object:
+        t0 = x0.reshape((1, 4, 2))
+        t2 = x0.clone().reshape((2, 1, 4))
+        set_to(t2, t2.contiguous())
+        return (t0, t2)
+
+    _check(f, lambda: (nonleaf(2, 4),), compile_fn)
+
+
+def test_set_output_beside_returned_leaf_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #4015: eager's add on x0 (reached only through the set_ node) keeps x0's gradient back; a
+    # compiled x0 reached by the loss alone would get one
+    def f(x0: T) -> object:
+        t1 = x0.add(x0).t()
+        set_to(t1, t1)
+        return (t1, x0)
+
+    refused_with_grad(f, lambda: (_leaf(1, 4),), compile_fn, "an autograd leaf that requires grad")
+
+
+def test_set_output_after_returned_unused_leaf_refused(compile_fn: CompileFn | None) -> None:
+    # eager's set_ node raises before the loss reaches x0; the Function's deferred error would not
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.clone()
+        set_to(t0, t0)
+        return (x0, t0)
+
+    refused_with_grad(f, lambda: (_leaf(3), nonleaf(3)), compile_fn, "an autograd leaf that requires grad")
+
+
+def test_set_output_beside_leaf_passed_twice(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #6854: one leaf passed twice is one input (Note [One Tensor Passed Several Times]), behind the
+    # raising set_ node (Note [Leaves Behind A Raising set_ Node]): supported; a leaf the set_ node does not reach
+    # (two distinct leaves) stays refused
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.clone()
+        set_to(t0, t0)
+        return (t0, x0)
+
+    _check(f, twice(lambda: _leaf(1, 3)), compile_fn)
+    refused_with_grad(f, lambda: (_leaf(1, 3), _leaf(1, 3)), compile_fn, "an autograd leaf that requires grad")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A view taken of an intermediate after the program set_() it under grad (Note [Outputs set_() Under Grad])
+
+
+def test_view_after_set_of_intermediate(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #4697: refused before; eager's t1 is a view of t0 (returned by no one), its grad_fn through
+    # the set_
+    def f(x0: T) -> object:
+        t0 = x0.add(x0)
+        set_to(t0, x0)
+        t1 = t0.t()
+        return (t1,)
+
+    _check(f, lambda: (_leaf(2),), compile_fn)
+
+
+def test_subclass_view_after_set_of_intermediate(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #1471
+    def f(x0: T) -> object:
+        t0 = x0.as_strided((), (), 2)
+        t1 = x0.sin()
+        set_to(t1, t0)
+        return (t1.reshape(()),)
+
+    _check(f, lambda: (pair(2, 2, 1, requires_grad=True),), compile_fn)
+
+
+def test_view_chain_after_set_beside_another_output(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.add(x0)
+        set_to(t0, x0)
+        return (t0.t().unsqueeze(0), x0 * 2)
+
+    _check(f, lambda: (_leaf(2, 3),), compile_fn)
+
+
+def test_subclass_view_after_set_of_clone(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.clone()
+        set_to(t0, t0)
+        return (t0[1:],)
+
+    _check(f, lambda: (pair_nonleaf(3, 2),), compile_fn)
+
+
+def test_view_after_set_of_returned_intermediate_refused(compile_fn: CompileFn | None) -> None:
+    # eager's view has the returned t0 as its `_base`
+    def f(x0: T) -> object:
+        t0 = x0.mul(2.0)
+        set_to(t0, x0)
+        return (t0.view(-1), t0)
+
+    refused_with_grad(f, lambda: (_leaf(2, 3),), compile_fn, "before taking the view")
+
+
+def test_view_after_set_of_view_of_input_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #2196: t0 is a view of the input, whose history eager rebases on the set_ (refused by the stale-view rule, which runs first)
+    def f(x0: T) -> object:
+        t0 = x0.view((3, 1))
+        set_to(t0, t0.transpose(1, 0))
+        return (t0.reshape((1, -1, 1)),)
+
+    refused_with_grad(
+        f, lambda: (pair_nonleaf(1, 1, 3),), compile_fn, "used with grad after the program changed the layout"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# An output that an input was set_() or `.data =`-assigned to (Note [Outputs That An Input Was set_() To])
+
+
+def test_output_input_was_set_to_under_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #292: refused before; eager's t0 keeps MulBackward and shares x0's new storage
+    def f(x0: T) -> object:
+        t0 = x0.mul(-1.0)
+        set_to(x0, t0)
+        return (t0,)
+
+    _check(f, lambda: (nonleaf(),), compile_fn)
+
+
+def test_output_input_data_was_assigned(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #523, #5356
+    def f(x0: T) -> object:
+        t1 = x0.mul(x0.clone())
+        x0.data = t1
+        return (t1,)
+
+    _check(f, lambda: (nonleaf(1, 2, 2),), compile_fn)
+
+
+def test_output_leaf_input_was_set_to_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #831
+    def f(x0: T) -> object:
+        t0 = x0.add(3.0)
+        with torch.no_grad():
+            set_to(x0, t0)
+        return (t0,)
+
+    _check(f, lambda: (_leaf(1, 4, 1),), compile_fn)
+
+
+def test_output_leaf_passed_twice_set_to_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #3276
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.mul(-1.0)
+        with torch.no_grad():
+            set_to(x1, t0)
+        return (t0,)
+
+    _check(f, twice(lambda: _leaf(1, 1, 3)), compile_fn)
+
+
+def test_output_without_grad_assigned_to_leaf_data(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #3507: rebuilt from x0 it would require grad
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.add(2.0)
+        x0.data = t0
+        return (t0,)
+
+    _check(f, lambda: (_leaf(), torch.randn(())), compile_fn)
+
+
+def test_output_input_was_set_to_then_written(compile_fn: CompileFn | None) -> None:
+    # the write through x0 reaches t0 (one storage), whose history saved exp's result
+    def f(x0: T) -> object:
+        t0 = x0.exp()
+        set_to(x0, t0)
+        with torch.no_grad():
+            x0.mul_(2)
+        return (t0,)
+
+    _check(f, lambda: (nonleaf(3),), compile_fn)
+
+
+def test_view_input_was_set_to_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #282: t1 is a view of t0; eager's `_base` is t0
+    def f(x0: T) -> object:
+        t1 = x0.clone().transpose(0, 1)
+        set_to(x0, t1)
+        return (t1,)
+
+    refused_with_grad(f, lambda: (nonleaf(1, 3, 1),), compile_fn, "set_\\(\\) to a new tensor that requires grad")
+
+
+def test_subclass_output_input_was_set_to_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #7966
+    def f(x0: T) -> object:
+        t0 = x0.clone()
+        set_to(x0, t0)
+        return (t0,)
+
+    refused_with_grad(f, lambda: (pair_nonleaf(4),), compile_fn, "set_\\(\\) to a new tensor that requires grad")
+
+
+def test_output_input_was_set_to_beside_view_of_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #292 (shortened): t2, a view of x1 (x0 passed twice) taken after the set_, shares t0's storage
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.mul(-1.0)
+        with torch.no_grad():
+            set_to(x0, t0)
+        t2 = x1.t()
+        t2.unsqueeze_(0)
+        return (t2, t0)
+
+    _check(f, twice(nonleaf), compile_fn)
+
+
+def test_output_assigned_to_data_after_no_grad_view_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #7885: t1, a no_grad view of x0, makes eager's t2 require grad; the traced one would not
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            t1 = x0.unsqueeze(-3).as_strided((), (), 2)
+        t2 = x1.add(t1)
+        x0.data = t2
+        return (t2,)
+
+    refused_with_grad(
+        f, lambda: (nonleaf(4, 3, 3), torch.randn(3, 4)), compile_fn, "set_\\(\\) to a new tensor that requires grad"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions (seed 40000): set_() with grad enabled of a view of an input (Note [Views Of Inputs set_() Under
+# Grad]).
+#
+# Newly supported programs get a parity test; the refusals that stay get a test naming the rule. With
+# `--identity-compile` (eager against eager) every program here must pass the oracle (it is eager-legal).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+_ORDER_RULE = "set_\\(\\) a view of this input with grad enabled"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A returned view of an input, set_() under grad: supported
+
+
+def test_plain_view_of_input_set_to_itself(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #26 (refused before)
+    def f(x0: T) -> object:
+        t0 = x0.diagonal(0, 1, 0)
+        set_to(t0, t0)
+        return (t0,)
+
+    _check(f, lambda: (nonleaf(1, 2),), compile_fn)
+
+
+def test_subclass_view_of_input_set_to_itself(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #1538 (refused before)
+    def f(x0: T) -> object:
+        t0 = x0.reshape((1, -1))
+        set_to(t0, t0)
+        return (t0,)
+
+    _check(f, lambda: (pair_nonleaf(),), compile_fn)
+
+
+def test_subclass_view_of_input_set_to_its_own_view(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #2713 (refused before)
+    def f(x0: T) -> object:
+        t0 = x0.reshape((1, -1))
+        t1 = t0[:, 0:1:1]
+        set_to(t0, t1)
+        return (t0,)
+
+    _check(f, lambda: (pair_nonleaf(),), compile_fn)
+
+
+def test_subclass_view_of_input_set_to_the_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #2842 (refused before): t0 stays a view of x0, with x0's layout
+    def f(x0: T) -> object:
+        t0 = x0.diagonal(1, 0, 1)
+        set_to(t0, x0)
+        return (t0,)
+
+    _check(f, lambda: (pair_nonleaf(2, 2),), compile_fn)
+
+
+def test_plain_view_of_input_set_to_the_input(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.diagonal(1, 0, 1)
+        set_to(t0, x0)
+        return (t0,)
+
+    _check(f, lambda: (nonleaf(2, 2),), compile_fn)
+
+
+def test_plain_view_of_input_set_to_a_narrower_view(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.reshape((2, -1))
+        set_to(t0, t0[:, 0:1])
+        return (t0,)
+
+    _check(f, lambda: (nonleaf(2, 3),), compile_fn)
+
+
+def test_view_set_beside_the_input_and_another_view(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t1 = x0[1]
+        t0 = x0[0]
+        set_to(t0, t0)
+        return (t0, x0, t1, x0.t())
+
+    _check(f, lambda: (nonleaf(2, 3),), compile_fn)
+    _check(f, lambda: (pair_nonleaf(2, 3),), compile_fn)
+
+
+def test_subclass_view_set_to_another_input(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t0 = x0[0].unsqueeze(0)
+        set_to(t0, x1)
+        return (t0,)
+
+    _check(f, lambda: (pair_nonleaf(2, 3), pair(4)), compile_fn)
+
+
+def test_view_set_then_input_written(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        x0.mul_(x1)
+        t0 = x0[0]
+        set_to(t0, t0)
+        return (t0,)
+
+    _check(f, lambda: (nonleaf(2, 3), torch.randn(2, 3, requires_grad=True)), compile_fn)
+
+
+def test_view_of_input_view_set_under_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 42000 #4220 (diverged when first supported: the graph computed the view, whose `._base` was not
+    # eager's; then refused): now replayed from the input, then set_() (Replay.then_set; fuzz seed 14000 #2383)
+    def f(x0: T) -> object:
+        t0 = x0.reshape((1, 3, 1))
+        t1 = t0.mul(2.0)
+        set_to(t0, t1)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(3, 4, 1).diagonal(0, 0, 1),)
+
+    _check(f, make_inputs, compile_fn)
+
+
+def test_plain_view_of_input_set_onto_another_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #7491 (refused before): t0 stays a view of x0 (`._base`) on x1's storage
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            x1.t_()
+        t0 = x0.t()
+        set_to(t0, x1)
+        with torch.no_grad():
+            x1.unsqueeze(2)
+        return (t0,)
+
+    _check(f, lambda: (nonleaf(), nonleaf(4, 1)), compile_fn)
+
+
+def test_views_of_input_set_onto_other_inputs(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.t()
+        t1 = x0[1]
+        set_to(t0, x1)
+        set_to(t1, x1[1:])
+        return (t0, t1, x1, x0)
+
+    _check(f, lambda: (nonleaf(2, 3), torch.randn(4)), compile_fn)
+    _check(f, lambda: (nonleaf(2, 3), nonleaf(4)), compile_fn)
+    _check(f, lambda: (pair_nonleaf(2, 3), pair(4)), compile_fn)
+
+    def g(x0: T, x1: T) -> object:
+        t0 = x0.t()
+        set_to(t0, x1)
+        return (t0, x1, x0)
+
+    _check(g, lambda: (torch.randn(2, 3), nonleaf(4)), compile_fn)  # x0 gains grad
+
+
+def test_view_of_input_set_onto_grad_leaf_refused(compile_fn: CompileFn | None) -> None:
+    # diverged when first supported (x1.grad a tensor vs eager None): eager's set_ node holds back x1's gradient
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.t()
+        set_to(t0, x1)
+        return (t0, x1)
+
+    rule = "an autograd leaf that requires grad: eager's set_ node holds"
+    refused_with_grad(f, lambda: (nonleaf(2, 3), torch.randn(4, requires_grad=True)), compile_fn, rule)
+    refused_with_grad(f, lambda: (pair_nonleaf(2, 3), pair(4, requires_grad=True)), compile_fn, rule)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Eager's backward gives a leaf its gradient before the set_'s node raises: refused
+
+
+def test_view_set_beside_an_unrelated_output_refused(compile_fn: CompileFn | None) -> None:
+    # w's gradient comes from a node made after the set_, which eager runs first
+    def f(x0: T, w: T) -> object:
+        t0 = x0[0]
+        set_to(t0, t0)
+        return (t0, w * 2)
+
+    refused_with_grad(f, lambda: (nonleaf(2, 3), torch.randn(2, 3, requires_grad=True)), compile_fn, _ORDER_RULE)
+    refused_with_grad(f, lambda: (pair_nonleaf(2, 3), pair(2, 3, requires_grad=True)), compile_fn, _ORDER_RULE)
+
+
+def test_input_view_set_and_input_returned_beside_an_unrelated_output_refused(compile_fn: CompileFn | None) -> None:
+    # diverged before (w.grad None vs eager a tensor): only the input is returned, not the view
+    def f(x0: T, w: T) -> object:
+        t0 = x0[0]
+        set_to(t0, t0)
+        return (w * 2, x0)
+
+    refused_with_grad(f, lambda: (nonleaf(2, 3), torch.randn(2, 3, requires_grad=True)), compile_fn, _ORDER_RULE)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# set_() under grad of a view of a tensor that does not require grad, to one that does: eager rebases the base,
+# which then requires grad (supported where no output is a view of that base, refused where one is)
+
+
+def test_view_of_grad_free_intermediate_set_to_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #2672 (refused before): t0 gains grad by its view's set_
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            t0 = x0.add(x0)
+        t0.copy_(t0)
+        t1 = t0.transpose(2, 1)
+        x0.add_(0.5)
+        x0.add_(t0)
+        set_to(t1, x0)
+        return (t0, x0, t0)
+
+    _check(f, lambda: (nonleaf(3, 2, 1),), compile_fn)
+
+
+def test_view_of_grad_free_input_set_to_grad_leaf(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #8747 (refused before): x0 gains grad by its view's set_; x1 and x2 are one leaf
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x0.t()
+        t1 = t0.view((1,))
+        t0.data.unsqueeze_(-1)
+        set_to(t0, x1)
+        t1.data.copy_(t0)
+        return (x2,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b1 = torch.randn((), requires_grad=True)
+        return (torch.randn(()), b1, b1)
+
+    _check(f, make_inputs, compile_fn)
+
+
+def test_view_of_grad_free_tensors_set_to_grad_input(compile_fn: CompileFn | None) -> None:
+    def f_input(x0: T, x1: T) -> object:
+        t0 = x0[0]
+        set_to(t0, x1[0])
+        return (x0, x0[1], x0 * 2)
+
+    _check(f_input, lambda: (torch.randn(2, 3), nonleaf(2, 3)), compile_fn)
+
+    def f_intermediate(x0: T) -> object:
+        with torch.no_grad():
+            t0 = x0 * 2
+        t2 = t0[0]
+        t1 = t0.t()
+        set_to(t1, x0)
+        return (t0, t0[1], t2)
+
+    _check(f_intermediate, lambda: (nonleaf(2, 3),), compile_fn)
+
+
+def test_returned_view_of_grad_free_intermediate_set_under_grad_refused(compile_fn: CompileFn | None) -> None:
+    # the view would be rebuilt over a fresh base (Note [Outputs set_() Under Grad]), not eager's
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            t0 = x0 * 2
+        t1 = t0.t()
+        set_to(t1, x0)
+        return (t1,)
+
+    refused_with_grad(f, lambda: (nonleaf(2, 3),), compile_fn, "of a tensor that did not require grad")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions (helper refsetgrad): training programs of fuzz seed 44000 that set_() with grad enabled, once
+# refused, now compiled exactly, and the narrow refusals left.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_clone_set_to_returned_subclass_leaf(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 44000 #8877: eager's set_ node stands between the loss and x0's AccumulateGrad, so x0 gets no
+    # gradient although it is returned (Note [Leaves Behind A Raising set_ Node])
+    def f(x0: T) -> object:
+        t0 = x0.clone()
+        set_to(t0, x0)
+        return (t0, x0)
+
+    check_with_grad(f, lambda: (pair(requires_grad=True),), compile_fn)
+
+
+def test_clone_set_to_returned_plain_leaf_input_first(compile_fn: CompileFn | None) -> None:
+    # a variant of seed 44000 #8877: plain, 2-d, the leaf returned first
+    def f(x0: T) -> object:
+        t0 = x0.clone()
+        set_to(t0, x0)
+        return (x0, t0)
+
+    check_with_grad(f, lambda: (leaf(2, 3),), compile_fn)
+
+
+def test_view_after_set_of_a_sum_with_leaf_passed_twice(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 44000 #573: one leaf as both arguments; the output is a view of t0 taken after its set_
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.sum(0)
+        set_to(t0, x0)
+        t1 = t0.select(0, 2)
+        return (x1, t1)
+
+    check_with_grad(f, twice(lambda: leaf(3, 2)), compile_fn)
+
+
+def test_product_set_to_itself_beside_its_leaf(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 44000 #1187 (plain) and #6920 (PairTensor)
+    def f(x0: T) -> object:
+        t0 = x0.mul(x0)
+        set_to(t0, t0)
+        return (x0, t0)
+
+    check_with_grad(f, lambda: (leaf(),), compile_fn)
+    check_with_grad(f, lambda: (pair(requires_grad=True),), compile_fn)
+
+
+def test_subclass_sum_set_to_a_returned_leaf(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 44000 #3409: t0 is computed from x1 (no grad), set_() to the leaf x0 with grad
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.add(x1)
+        set_to(t0, x0)
+        return (x0, t0)
+
+    check_with_grad(f, lambda: (pair(2, 3, 4, requires_grad=True), pair(2)), compile_fn)
+
+
+def test_returned_leaf_not_behind_the_set_node_stays_refused(compile_fn: CompileFn | None) -> None:
+    # x0 is reached by the loss only directly: whether eager accumulates its gradient before t0's set_ node raises
+    # depends on the order the engine runs its nodes
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.mul(2.0)
+        set_to(t0, x1)
+        return (t0, x0)
+
+    refused_with_grad(f, lambda: (leaf(3), leaf(3)), compile_fn, r"Leaves Behind A Raising set_ Node")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions of helper r2crash: set_() under grad, to a value that requires grad, of an input that shares
+# storage with another input (Note [Inputs That Gain Grad In Training]; fuzz seed 3001 #1275).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+_RULE = r"set_\(\) with grad enabled, to a tensor that requires grad, of a tensor in the storage that inputs args\[1\], args\[2\] share"
+
+
+def _inputs_r2crash(kind: str, x0_nonleaf: bool = False) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            if kind == "plain":
+                b0, b1 = torch.randn((1, 1), requires_grad=True), torch.randn((3,))
+            else:
+                b0 = PairTensor.from_tensor(torch.randn((1, 1)), requires_grad=True)
+                b1 = PairTensor.from_tensor(torch.randn((3,)))
+            if x0_nonleaf:
+                b0 = b0.clone()
+            return (b0, b1, b1.as_strided((1,), (2,), 0))
+
+    return make_inputs
+
+
+def _zero_other(x0: T, x1: T, x2: T) -> object:
+    set_to(x2, x0)
+    x1.zero_()
+    return ()
+
+
+def _zero_other_returned(x0: T, x1: T, x2: T) -> object:
+    set_to(x2, x0)
+    x1.zero_()
+    return (x1, x2)
+
+
+def _scale_other(x0: T, x1: T, x2: T) -> object:
+    set_to(x2, x0)
+    x1.mul_(2)
+    return x1.sum()
+
+
+@pytest.mark.parametrize("f", [_zero_other, _zero_other_returned, _scale_other])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_set_under_grad_into_shared_storage_refused(
+    f: Callable[..., object], kind: str, compile_fn: CompileFn | None
+) -> None:
+    # seed 3001 #1275 (plain, _zero_other): the functional run crashed with "a leaf Variable that requires grad is
+    # being used in an in-place operation"; the pair variant of _scale_other returned an output without eager's
+    # requires_grad (DIVERGED)
+    with torch.enable_grad():
+        assert_refused(f, _inputs_r2crash(kind), compile_fn, _RULE)
+
+
+def test_set_under_grad_to_nonleaf_into_shared_storage_refused(compile_fn: CompileFn | None) -> None:
+    with torch.enable_grad():
+        assert_refused(_zero_other, _inputs_r2crash("plain", x0_nonleaf=True), compile_fn, _RULE)
+
+
+@pytest.mark.parametrize("f", [_zero_other, _zero_other_returned, _scale_other])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_set_under_no_grad_into_shared_storage_matches_eager(
+    f: Callable[..., object], kind: str, compile_fn: CompileFn | None
+) -> None:
+    with torch.no_grad():
+        assert_matches_eager(f, _inputs_r2crash(kind), compile_fn=compile_fn)
+
+
+def test_set_into_shared_storage_that_requires_grad_matches_eager(compile_fn: CompileFn | None) -> None:
+    # the inputs' storage already has a history (a clone of a leaf): the rule does not apply
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b1 = torch.randn((3,), requires_grad=True).clone()
+            return (torch.randn((1, 1), requires_grad=True), b1, b1.as_strided((1,), (2,), 0))
+
+    with torch.enable_grad():
+        assert_matches_eager(_scale_other, make_inputs, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions from dev seed 49000 about `x.set_(x)`: which gradient accumulator of a leaf set_() to itself under
+# no_grad the compiled Function feeds (Note [Reads Around A set_ That Renews An Accumulator]), and where the set_ node
+# of an input set_() under grad sits among the program's nodes (Note [set_ Under Grad Before The Call]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+_LEAVES: tuple[Callable[[], T], ...] = (leaf, lambda: pair(requires_grad=True))
+_ALL: tuple[Callable[[], T], ...] = (*_LEAVES, nonleaf, pair_nonleaf)
+
+
+def _self_set(x: T) -> None:
+    with torch.no_grad():
+        set_to(x, x)
+
+
+# fuzz seed 49000 #9292: x0 set_() to itself under no_grad before any read; t1's backward raises (t0, saved by the
+# mul, is written): eager's MulBackward0 feeds the accumulator the returned x0 feeds, so x0.grad stays None; ours
+# renewed the accumulator after the call and gave the returned x0 a gradient
+def test_seed49000_9292_self_set_before_reads(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        _self_set(x0)
+        t0 = x0.add(-1.0)
+        t1 = x0.mul(t0)
+        t0.copy_(t0)
+        return (t1, x0)
+
+    for make in _ALL:
+        check_with_grad(f, lambda make=make: (make(),), compile_fn)  # type: ignore[misc]
+    check_no_grad(f, lambda: (leaf(),), compile_fn)
+
+
+# variants of fuzz seed 49000 #9292: no write (the backward completes), x0 not returned, returned as a view or first,
+# an in-place write instead of the copy_, set_() twice, reads through a view taken after the set_
+def test_seed49000_9292_variants(compile_fn: CompileFn | None) -> None:
+    def no_write(x0: T) -> object:
+        _self_set(x0)
+        t0 = x0.add(-1.0)
+        return (x0.mul(t0), x0)
+
+    def unreturned(x0: T) -> object:
+        _self_set(x0)
+        t0 = x0.add(-1.0)
+        t1 = x0.mul(t0)
+        t0.copy_(t0)
+        return (t1,)
+
+    def viewed(x0: T) -> object:
+        _self_set(x0)
+        t0 = x0.add(-1.0)
+        t1 = x0.mul(t0)
+        t0.mul_(2.0)
+        return (x0.view(x0.shape), t1)
+
+    def twice(x0: T) -> object:
+        _self_set(x0)
+        _self_set(x0)
+        v = x0.view(x0.shape)
+        t0 = v.add(-1.0)
+        t1 = v.mul(t0)
+        t0.copy_(t0)
+        return (x0, t1)
+
+    for f in (no_write, unreturned, viewed, twice):
+        for make in _ALL:
+            check_with_grad(f, lambda make=make: (make(),), compile_fn)  # type: ignore[misc]
+
+
+# variants of fuzz seed 49000 #9292 read only before the set_(), or only between two of them: eager's nodes feed an
+# earlier accumulator than the returned leaf's (fuzz seed 10000 #2934's rule)
+def test_seed49000_9292_reads_before_self_set(compile_fn: CompileFn | None) -> None:
+    def before(x0: T) -> object:
+        t0 = x0.add(-1.0)
+        t1 = x0.mul(t0)
+        _self_set(x0)
+        t0.copy_(t0)
+        return (t1, x0)
+
+    def between(x0: T) -> object:
+        _self_set(x0)
+        t0 = x0.add(-1.0)
+        t1 = x0.mul(t0)
+        _self_set(x0)
+        t0.copy_(t0)
+        return (t1, x0)
+
+    for f in (before, between):
+        for make in _ALL:
+            check_with_grad(f, lambda make=make: (make(),), compile_fn)  # type: ignore[misc]
+
+
+# variant of fuzz seed 49000 #9292 read with grad before and after the set_(), with a raising backward: eager's
+# nodes feed two accumulators, the returned leaf's behind the raising node; refused for leaves (the backward that
+# completes, and non-leaves, match)
+def test_seed49000_9292_reads_around_self_set(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t = x0.mul(2.0)
+        _self_set(x0)
+        t0 = x0.add(-1.0)
+        t1 = t.mul(t0)
+        t0.copy_(t0)
+        return (t1, x0)
+
+    def completes(x0: T) -> object:
+        t = x0.mul(2.0)
+        _self_set(x0)
+        t0 = x0.add(-1.0)
+        return (t.mul(t0), x0)
+
+    match = "Reads Around A set_ That Renews An Accumulator"
+    for make in _LEAVES:
+        refused_with_grad(f, lambda make=make: (make(),), compile_fn, match)  # type: ignore[misc]
+    for make in _ALL:
+        check_with_grad(completes, lambda make=make: (make(),), compile_fn)  # type: ignore[misc]
+    check_with_grad(f, lambda: (nonleaf(),), compile_fn)
+    check_with_grad(f, lambda: (pair_nonleaf(),), compile_fn)
+
+
+# fuzz seed 49000 #3836 (unshrunk): x2 (x1 passed again) written, set_() to itself with grad, read and written after;
+# eager's set_ node waits behind the program's nodes, so x0 gets its gradient before the backward raises; ours made
+# the set_ node after the compiled call, where it raised before x0's caller nodes ran (x0.grad None)
+def test_seed49000_3836_unshrunk(compile_fn: CompileFn | None) -> None:
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = torch.randn((4,))
+            b0.requires_grad_()
+            b1: T = subclasses.pair.PairTensor.from_tensor(torch.randn((4, 1, 2)))
+            b1.requires_grad_()
+            b1 = b1.clone()
+        return (b0, b1, b1)
+
+    def f(x0: T, x1: T, x2: T) -> object:
+        x2.add_(2.0)
+        x0.add(x0)
+        set_to(x2, x2)
+        t1 = x1.mul(x1)
+        with torch.no_grad():
+            x2.diagonal(1, 2, 0)
+        x2.mul_(t1)
+        return (x0, x1, t1)
+
+    check_with_grad(f, make_inputs, compile_fn)
+
+    def plain() -> tuple[object, ...]:
+        b1 = nonleaf(4, 1, 2)
+        return (leaf(4), b1, b1)
+
+    check_with_grad(f, plain, compile_fn)
+
+
+# variants of fuzz seed 49000 #3836: the set_() input written after, returned first, not returned, read before too
+def test_seed49000_3836_variants(compile_fn: CompileFn | None) -> None:
+    def written(x0: T, x1: T) -> object:
+        set_to(x1, x1)
+        t0 = x1.mul(x1)
+        x1.mul_(t0)
+        return (x0, x1, t0)
+
+    def first(x0: T, x1: T) -> object:
+        set_to(x1, x1)
+        t0 = x1.mul(x1)
+        x1.mul_(t0)
+        return (x1, t0, x0)
+
+    def unreturned(x0: T, x1: T) -> object:
+        x1.add_(1.0)
+        set_to(x1, x1)
+        return (x0, x1.mul(2.0))
+
+    def viewed(x0: T, x1: T) -> object:
+        set_to(x1, x1)
+        return (x1.mul(x1), x0.view(-1), x1)
+
+    for f in (written, first, unreturned, viewed):
+        check_with_grad(f, lambda: (leaf(4), pair_nonleaf(4, 1, 2)), compile_fn)
+        check_with_grad(f, lambda: (leaf(4), nonleaf(4, 1, 2)), compile_fn)
+        check_with_grad(f, lambda: (pair(4, requires_grad=True), nonleaf(4, 1, 2)), compile_fn)
+
+
+# variants of fuzz seed 49000 #9292 read only through a view taken before the set_(): the set_() advanced the version
+# the view shares, so eager regenerates its grad_fn from the new accumulator (x0.grad None, as for the program)
+def test_seed49000_9292_view_taken_before_self_set(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        v = x0.view(-1)
+        _self_set(x0)
+        t0 = v.add(-1.0)
+        t1 = v.mul(t0)
+        t0.copy_(t0)
+        return (t1, x0)
+
+    def read_before(x0: T) -> object:
+        v = x0.view(-1)
+        t0 = v.add(-1.0)
+        _self_set(x0)
+        t1 = t0.mul(t0)
+        t0.copy_(t0)
+        return (t1, x0)
+
+    for make in _ALL:
+        check_with_grad(f, lambda make=make: (make(),), compile_fn)  # type: ignore[misc]
+        check_with_grad(read_before, lambda make=make: (make(),), compile_fn)  # type: ignore[misc]
+    check_no_grad(f, lambda: (leaf(),), compile_fn)
+
+
+def _view_of(make: Callable[..., T]) -> Callable[..., T]:
+    """An input maker giving a view (row 0) of a (2, *shape) tensor from `make`."""
+
+    def view(*shape: int) -> T:
+        return make(2, *shape)[0]
+
+    return view
+
+
+# variants of fuzz seed 49000 #3836: the set_() input read after only through a view taken before it (eager's set_
+# node gets the view's regenerated node), set_() twice, and passed as a view of another tensor
+def test_seed49000_3836_view_read_after_set(compile_fn: CompileFn | None) -> None:
+    def view_read(x0: T, x1: T) -> object:
+        v = x1.view(-1)
+        set_to(x1, x1)
+        return (x0, x1, v.mul(v))
+
+    def set_twice(x0: T, x1: T) -> object:
+        set_to(x1, x1)
+        t0 = x1.mul(x1)
+        set_to(x1, x1)
+        return (x0, x1, x1.add(t0))
+
+    for make in (nonleaf, pair_nonleaf, _view_of(nonleaf), _view_of(pair_nonleaf)):
+        for f in (view_read, set_twice):
+            check_with_grad(f, lambda make=make: (leaf(4), make(4)), compile_fn)  # type: ignore[misc]
+            check_with_grad(f, lambda make=make: (pair(4, requires_grad=True), make(4)), compile_fn)  # type: ignore[misc]
+
+
+# variant of fuzz seed 49000 #3836: a plain input set_() under grad to another input's storage and read after, beside
+# a returned leaf: its set_ node, which has an edge to that input's history, stays in the epilogue, where the order of
+# a raising backward is out of reach: refused (Note [set_ Under Grad Before The Call]); a PairTensor one matches
+def test_seed49000_3836_set_to_other_input(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T, x2: T) -> object:
+        set_to(x1, x2)
+        t0 = x1.mul(x1)
+        return (x0, x1, t0)
+
+    match = "set_ Under Grad Before The Call"
+    refused_with_grad(f, lambda: (leaf(4), nonleaf(4), nonleaf(4)), compile_fn, match)
+    refused_with_grad(f, lambda: (pair(4, requires_grad=True), nonleaf(4), nonleaf(4)), compile_fn, match)
+    check_with_grad(f, lambda: (leaf(4), pair_nonleaf(4), pair_nonleaf(4)), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# id() reuse in the swap record (Note [Storage Swaps By Rebinding]): the record names tensors by id(), and a tensor the
+# program drops must not hand what the record says about it to a later tensor that CPython puts at its address.
+#
+# The programs drop the results of multi-output ops that are no views (sort, max), which no list of the run kept
+# alive: each test checks that the program passes the oracle, and (not with --identity-compile) that every id() the
+# record holds names a tensor the record keeps alive, and that no dropped result of a run shared its id() with a later
+# tensor of that run (in eager they do: the test checks that too, to show the programs do force the reuse).
+# ---------------------------------------------------------------------------------------------------------------------
+
+_N = 12  # dropped temporaries per program: enough that CPython gives a later tensor one of their addresses
+_MANY = 40  # ... enough that one of those is an output that the analysis asks about (3 runs in 4 before the pins)
+
+
+class _Ids:
+    """The ids of the program's dropped and kept tensors per run: by the run's SwapRecord (its position in
+    `records`), -1 for runs outside the swap modes (eager, and the pipeline's probes of eager's backward)."""
+
+    def __init__(self, records: list[SwapRecord]) -> None:
+        self.records = records
+        self.runs: dict[int, tuple[list[int], list[int]]] = {}
+
+    def _run(self) -> tuple[list[int], list[int]]:
+        stack = _get_current_function_mode_stack()  # type: ignore[no-untyped-call]  # untyped in torch
+        modes = [m for m in stack if isinstance(m, _DataMode)]
+        at = next((k for k, r in enumerate(self.records) if modes and r is modes[-1].record), -1)
+        return self.runs.setdefault(at, ([], []))
+
+    def dropped(self, t: T) -> None:
+        self._run()[0].append(id(t))
+
+    def kept(self, t: T) -> None:
+        self._run()[1].append(id(t))
+
+
+@pytest.fixture
+def records(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[SwapRecord]]:
+    """Every SwapRecord the functional runs make, from the test's start."""
+    made: list[SwapRecord] = []
+
+    def make(**kwargs: Any) -> SwapRecord:
+        made.append(SwapRecord(**kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(subclassaot.pipeline.functional_run, "SwapRecord", make)
+    yield made
+
+
+def _unpinned(record: SwapRecord) -> list[tuple[str, int]]:
+    """The id()s the record holds (set members, dict keys, the version-counter families) that name no tensor it
+    keeps alive (the `._base` of one it keeps counts: a family root). Negative numbers are families of inputs."""
+    alive = set(record.pinned)
+    alive.update(id(t._base) for t in record.pinned.values() if isinstance(t, torch.Tensor) and t._base is not None)
+    found: list[tuple[str, int]] = []
+    for f in dataclasses.fields(record):
+        value = getattr(record, f.name)
+        if f.name == "pinned" or not isinstance(value, set | dict):
+            continue
+        numbers = [*value, *(value.values() if isinstance(value, dict) and f.name == "family" else ())]
+        found.extend((f.name, k) for k in numbers if type(k) is int and k >= 0 and k not in alive)
+    return found
+
+
+def _check_idaudit(
+    f: Callable[..., object],
+    make_inputs: Callable[[], tuple[object, ...]],
+    compile_fn: CompileFn | None,
+    records: list[SwapRecord],
+    ids: _Ids,
+    *,
+    grad: bool,
+    eager_reuse: bool = True,
+) -> None:
+    """The oracle; then `f` eager, which gives a dropped tensor's address to a later one (not checked where
+    `eager_reuse` is False: a PairTensor's dropped results may stay alive through their inner tensors' histories);
+    then compiled, whose every run keeps them apart."""
+    # The programs note ids into `_Ids`, a Python side effect for the test's eyes only, which the Python-state guards
+    # would refuse (Note [Python State Is Snapshotted, Not Recorded]): compiled without them.
+    unguarded = compile_fn or functools.partial(subclassaot.compile, python_state_guards=False)
+    (check_with_grad if grad else check_no_grad)(f, make_inputs, unguarded)
+    records.clear()
+    ids.runs.clear()
+    with torch.set_grad_enabled(grad):
+        f(*make_inputs())  # eager: the dropped tensors' addresses go to later ones
+    dropped, kept = ids.runs[-1]
+    reused = len(set(dropped)) < len(dropped) or set(dropped) & set(kept)
+    assert reused or not eager_reuse, "the program forced no id() reuse in eager"
+    if compile_fn is not None:
+        return
+    ids.runs.clear()
+    with torch.set_grad_enabled(grad):
+        subclassaot.compile(f, backend="eager", python_state_guards=False)(*make_inputs())
+    ids.runs.pop(-1, None)
+    assert records and ids.runs, "the program never ran under the swap modes"
+    for record in records:
+        assert not _unpinned(record)
+    for dropped, kept in ids.runs.values():
+        assert len(set(dropped)) == len(dropped) and not set(dropped) & set(kept), "a run reused a tensor's id()"
+
+
+def test_output_of_sort_takes_no_set_under_grad_of_a_dropped_one(
+    compile_fn: CompileFn | None, records: list[SwapRecord]
+) -> None:
+    # SwapRecord.grad_set_ids (x.set_(x) under grad): a sort result set_() to itself and dropped, then views of new
+    # sort results returned. Before the pins, a new result at a dropped one's address was taken for set_() under
+    # grad: its view's backward raised "derivative for set_ is not implemented" where eager's ran (3 runs in 4).
+    ids = _Ids(records)
+
+    def f(x: T) -> object:
+        outs = []
+        for _ in range(_MANY):
+            v, i = x.sort(0)
+            v.set_(v)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
+            ids.dropped(v)
+            ids.dropped(i)
+            del v, i
+            w, i = x.sort(0)
+            ids.kept(w)
+            outs.append(w[1:])
+        return outs
+
+    _check_idaudit(f, lambda: (nonleaf(4, 3),), compile_fn, records, ids, grad=True)
+
+
+def test_outputs_of_sort_after_dropped_ones_set_under_grad(
+    compile_fn: CompileFn | None, records: list[SwapRecord]
+) -> None:
+    # The same, the new results returned themselves, and a PairTensor input (grad_set_ids, wrapper_grad_sets).
+    ids = _Ids(records)
+
+    def f(x: T) -> object:
+        outs = []
+        for _ in range(_N):
+            v, i = x.sort(0)
+            v.set_(v)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
+            ids.dropped(v)
+            del i, v  # v last: the next tensor made takes its address
+            w = x.sort(0)[0]
+            ids.kept(w)
+            outs.append(w)
+        return outs
+
+    _check_idaudit(f, lambda: (nonleaf(4, 3),), compile_fn, records, ids, grad=True)
+    _check_idaudit(f, lambda: (pair_nonleaf(4, 3),), compile_fn, records, ids, grad=True, eager_reuse=False)
+
+
+def test_views_of_max_after_dropped_ones_grown(compile_fn: CompileFn | None, records: list[SwapRecord]) -> None:
+    # SwapRecord.grown_ids (resize_() beyond the storage): max results grown and dropped, then views of new ones.
+    ids = _Ids(records)
+
+    def f(x: T) -> object:
+        outs = []
+        for _ in range(_N):
+            v, i = x.max(0)
+            v.resize_(40)
+            ids.dropped(v)
+            del i, v  # v last: the next tensor made takes its address
+            w = x.max(0)[0]
+            ids.kept(w)
+            outs.append(w[1:])
+        return outs
+
+    _check_idaudit(f, lambda: (torch.randn(4, 3),), compile_fn, records, ids, grad=False)
+    _check_idaudit(f, lambda: (pair(4, 3),), compile_fn, records, ids, grad=False, eager_reuse=False)
+
+
+def test_data_assigned_sort_results_after_dropped_reads(
+    compile_fn: CompileFn | None, records: list[SwapRecord]
+) -> None:
+    # SwapRecord.grad_read / kept_accumulators / fresh_accumulators (Note [Accumulators Kept Through .data =]):
+    # sort results read with grad and dropped, then new ones given other data by `.data =` and read again.
+    ids = _Ids(records)
+
+    def f(x: T, y: T) -> object:
+        outs = []
+        for _ in range(_N):
+            v, i = x.sort(0)
+            outs.append(v.mul(2).sum())
+            ids.dropped(v)
+            del i, v  # v last: the next tensor made takes its address
+            w = x.sort(0)[0]
+            ids.kept(w)
+            w.data = y
+            outs.append(w.mul(3))
+        return outs
+
+    _check_idaudit(f, lambda: (nonleaf(4, 3), torch.randn(4, 3)), compile_fn, records, ids, grad=True)
+
+
+def test_written_sort_results_dropped_under_no_grad_and_with_grad(
+    compile_fn: CompileFn | None, records: list[SwapRecord]
+) -> None:
+    # The version-counter families (written_families, visible_families, visible_seq) of written sort results,
+    # dropped, then new results written through views and returned; called with grad and without.
+    ids = _Ids(records)
+
+    def f(x: T) -> object:
+        outs = []
+        for _ in range(_N):
+            v, i = x.sort(0)
+            v[0].mul_(2)
+            ids.dropped(v)
+            del i, v  # v last: the next tensor made takes its address
+            w = x.sort(0)[0]
+            ids.kept(w)
+            t = w[1:]
+            with torch.no_grad():
+                w.add_(1)
+            outs.append(t)
+        return outs
+
+    _check_idaudit(f, lambda: (nonleaf(4, 3),), compile_fn, records, ids, grad=True)
+    _check_idaudit(f, lambda: (torch.randn(4, 3),), compile_fn, records, ids, grad=False)
+    _check_idaudit(f, lambda: (pair_nonleaf(4, 3),), compile_fn, records, ids, grad=True, eager_reuse=False)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions from dev seed 49000: views taken after an in-place view op on an input (Note [No-Grad Views Made
+# After The Bump]), a set_() of a leaf's neighbour in a raising backward (Note [set_ Under Grad Before The
+# Call]), and views set_() onto another storage whose `._base` is an input's own base (Note [Views Set Onto Another
+# Storage]); each program is a shrunk fuzz program or a variant of one (seed and index in the test's name).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+_METADATA_CHANGES: tuple[Callable[[T], object], ...] = (
+    lambda x: x.t_(),
+    lambda x: x.transpose_(0, 1),
+    lambda x: x.unsqueeze_(0),
+    lambda x: x.as_strided_((2, 3), (1, 2), 1),
+)
+
+
+# fuzz seed 49000 #2330: the as_strided view is taken before x0.t_(), its unbind() after: eager's multi-output view
+# was made after the bump and reads fine; replayed before the epilogue, ours raised on grad_fn
+def test_seed49000_2330_multi_output_view_after_inplace_view_op(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.as_strided((1, 2), (0, 0), 0)
+        x0.t_()
+        t1 = t0.unbind(1)[1]
+        return (t1.unsqueeze(-2),)
+
+    check_with_grad(f, lambda: (pair_nonleaf(4, 4),), compile_fn)
+    check_with_grad(f, lambda: (nonleaf(4, 4),), compile_fn)
+    check_no_grad(f, lambda: (pair(4, 4),), compile_fn)
+    check_no_grad(f, lambda: (nonleaf(4, 4),), compile_fn)
+
+
+# variant of fuzz seed 49000 #2330: other in-place view ops, and split()/chunk() after them, plain and PairTensor
+def test_seed49000_2330_split_after_metadata_changes(compile_fn: CompileFn | None) -> None:
+    for change in _METADATA_CHANGES:
+
+        def f(x0: T, change: Callable[[T], object] = change) -> object:
+            t0 = x0.as_strided((1, 2), (0, 0), 0)
+            change(x0)
+            return (torch.split(t0, 1, -1)[0], t0.chunk(2, 0)[-1].unsqueeze(0))
+
+        check_with_grad(f, lambda: (nonleaf(3, 4),), compile_fn)
+        check_with_grad(f, lambda: (pair_nonleaf(3, 4),), compile_fn)
+        check_no_grad(f, lambda: (leaf(3, 4),), compile_fn)
+
+
+# variant of fuzz seed 49000 #2330: a plain view() taken first, the split after x0.unsqueeze_(0)
+def test_seed49000_2330_split_of_view_after_unsqueeze_(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.view(-1)
+        x0.unsqueeze_(0)
+        return (torch.split(t0, 1, -1)[0],)
+
+    check_with_grad(f, lambda: (nonleaf(3, 4),), compile_fn)
+    check_with_grad(f, lambda: (pair_nonleaf(3, 4),), compile_fn)
+
+
+# fuzz seed 49000 #3836: x2 (x1 passed again) set_() to itself with grad, then read: eager's set_ node waits behind
+# the mul's, and the leaf x0 gets its gradient before the backward raises; ours, whose set_ node was made after the
+# compiled call, raised first (was refused); the runtime now repeats that set_ before the call (Note [set_ Under Grad
+# Before The Call])
+def test_seed49000_3836_set_beside_returned_leaf(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T, x2: T) -> object:
+        set_to(x2, x2)
+        t0 = x1.mul(x1)
+        return (x0, x1, t0)
+
+    def make_pair() -> tuple[object, ...]:
+        b1 = pair_nonleaf(4, 1, 2)
+        return (leaf(4), b1, b1)
+
+    def make_plain() -> tuple[object, ...]:
+        b1 = nonleaf(4, 1, 2)
+        return (leaf(4), b1, b1)
+
+    check_with_grad(f, make_pair, compile_fn)
+    check_with_grad(f, make_plain, compile_fn)
+
+    def g(x0: T, x1: T) -> object:
+        set_to(x1, x1)
+        return (x0, x1, x1.mul(x1))
+
+    check_with_grad(g, lambda: (leaf(4), pair_nonleaf(4, 1, 2)), compile_fn)
+    check_with_grad(g, lambda: (pair(4, requires_grad=True), nonleaf(4, 1, 2)), compile_fn)
+
+
+# variants of fuzz seed 49000 #3836 that eager orders as ours: no read after the set_(), a read before it, or only a
+# view of the set_() input returned
+def test_seed49000_3836_set_beside_returned_leaf_supported(compile_fn: CompileFn | None) -> None:
+    def unread(x0: T, x1: T, x2: T) -> object:
+        set_to(x2, x2)
+        return (x0, x1)
+
+    def read_before(x0: T, x1: T, x2: T) -> object:
+        t0 = x1.mul(x1)
+        set_to(x2, x2)
+        return (x0, x1, t0)
+
+    def make_pair() -> tuple[object, ...]:
+        b1 = pair_nonleaf(4, 1, 2)
+        return (leaf(4), b1, b1)
+
+    check_with_grad(unread, make_pair, compile_fn)
+    check_with_grad(read_before, make_pair, compile_fn)
+
+    def viewed(x0: T, x1: T) -> object:
+        set_to(x1, x1)
+        return (x0, x1.view(-1), x1.mul(x1))
+
+    check_with_grad(viewed, lambda: (leaf(4), nonleaf(4, 1, 2)), compile_fn)
+    check_with_grad(viewed, lambda: (leaf(4), pair_nonleaf(4, 1, 2)), compile_fn)
+
+
+# fuzz seed 49000 #4037: t3, a view of x1's base (x1 a view), set_() onto an intermediate: eager's `t3._base` is that
+# base, not the intermediate
+def test_seed49000_4037_view_set_onto_intermediate_keeps_input_base(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.expand((3, 3, 1))
+        t2 = x1.mul(3.0).transpose(1, 2)
+        t3 = t0.select(0, -1)
+        x1.transpose_(2, 1)
+        set_to(t3, t2)
+        return (t3,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((1, 1, 2))
+        return (b0.view((2, 1)), b0.diagonal(0, 2, 1).unsqueeze(-3))
+
+    check_no_grad(f, make_inputs, compile_fn)
+    check_with_grad(f, make_inputs, compile_fn)
+
+    def g(x1: T) -> object:
+        return f(x1, x1)
+
+    check_no_grad(g, lambda: (torch.randn(1, 1, 2).diagonal(0, 2, 1).unsqueeze(-3),), compile_fn)
+    check_no_grad(g, lambda: (torch.randn(1, 1, 1),), compile_fn)
+
+
+# variant of fuzz seed 49000 #4037: set_() onto another input's storage, x1 a view of a base it shares with x0 or not
+def test_seed49000_4037_view_set_onto_input_keeps_input_base(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t3 = x1.unsqueeze(0).select(0, 0)
+        set_to(t3, x0.t())
+        return (t3, t3.unsqueeze(0))
+
+    def shared() -> tuple[object, ...]:
+        b = torch.randn(2, 2, 3)
+        return (b[0], b[1])
+
+    check_no_grad(f, shared, compile_fn)
+    check_no_grad(f, lambda: (torch.randn(3, 2), torch.randn(4, 2, 3)[1]), compile_fn)
+    check_no_grad(f, lambda: (torch.randn(3, 2), torch.randn(2, 3)), compile_fn)
+
+
+# variant of fuzz seed 49000 #4037 with grad: x1, a view of a non-leaf, viewed and set_() onto x0 with grad on
+def test_seed49000_4037_grad_view_set_onto_input(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t3 = x1.unsqueeze(0).select(0, 0)
+        set_to(t3, x0)
+        return (t3, x1)
+
+    def shared() -> tuple[object, ...]:
+        b = nonleaf(2, 2, 3)
+        return (b[0], b[1])
+
+    check_with_grad(f, shared, compile_fn)
+    check_with_grad(f, lambda: (nonleaf(2, 3), nonleaf(4, 2, 3)[1]), compile_fn)

@@ -30,7 +30,7 @@ __all__ = ["early_marks", "final_pass_marks", "late_build_seq"]
 # t0 out in that state only: it changed the object the earlier states name. Outputs are built in order of the states
 # they pass through (`build_order`), and Note [In-Place View Ops On A Base After Its Views] applies only the ops past
 # the state a chain left the `._base` in. Fuzz: the strict xfail test_views_of_one_detach_transposed_in_place_between
-# (test_fuzz_viewbase.py). Not for views rebuilt before the epilogue (their own order).
+# (test_view_bases.py). Not for views rebuilt before the epilogue (their own order).
 
 
 def final_pass_marks(made: torch.Tensor, segment: int, count: int, run: FunctionalRun) -> list[tuple[int, int]]:

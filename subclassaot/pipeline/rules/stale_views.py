@@ -315,7 +315,7 @@ def _uniform_write(
     """A write with scalar operands (the same gradient at every element; a copy_'s source only where it requires
     grad) to a plain view whose own in-place view ops left it over the elements its view function makes: autograd's
     CopySlices then slices the base's gradient by the stale function exactly as by the right one (`t0 =
-    x.view(x.shape); t0.t_(); t0.add_(1)`: test_fuzz_r13view.py)."""
+    x.view(x.shape); t0.t_(); t0.add_(1)`: test_view_bases.py)."""
     before = record.function_layouts.get(id(t))
     copy = func is torch.ops.aten.copy_.default
     others = [

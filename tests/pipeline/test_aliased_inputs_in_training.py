@@ -1,0 +1,1451 @@
+"""Inputs that share storage (alias groups, overlapping subclass views, detached aliases) in training: writes and
+metadata changes of one member seen by the others, gradients and refusals (Note [Aliased Inputs In Training], Note
+[Aliased Subclass Inputs In Training], Note [Writes Through A set_() Alias]).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import cast
+
+import pytest
+import torch
+
+import subclassaot
+from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
+from tests.pipeline.program_helpers import assert_refused, check_no_grad, check_with_grad, nonleaf, pair, pair_nonleaf
+from tests.pipeline.program_helpers import leaf as _leaf
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz follow-ups: alias groups in training whose members' metadata the program changes (Note [Aliased Inputs In
+# Training]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+T = torch.Tensor
+
+_GROUP_RULE = "shares storage with another input that requires grad and the program changes the metadata"
+_SUBCLASS_RULE = "a tensor subclass input that requires grad has its metadata or storage changed in place"
+
+
+def test_detached_member_changed_under_no_grad_beside_written_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #122: the member that requires grad is written and returned, its detached alias unsqueeze_()d
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.unsqueeze(2)
+        x0.add_(3.0)
+        with torch.no_grad():
+            x1.unsqueeze_(-2)
+        t0.add_(t0)
+        return x1[:, :, 1:3], x0.sin(), t0
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(4, 4)
+        return (b0.t(), b0.detach())
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_detached_member_transposed_with_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #7299, seed 5000 #8148: t_() with grad on of a detached alias of a leaf that requires grad
+    def f(x0: T, x1: T) -> object:
+        t0 = x1[:, 1:2]
+        x1.t_()
+        return x1, t0, x0 * 2, x0.t()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn(3, 2, requires_grad=True)
+        return (b0, b0.detach())
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_member_that_requires_grad_changed_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # A changed member that requires grad (here a view of a non-leaf, written beside) and is used after the change
+    # keeps the refusal (Note [Stale View Functions]); returned as it is, it is supported (tested in this file).
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            x1.t_()
+        x0.mul_(2.0)
+        return x0 * 2, x1 * 3
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(2, 2)
+        return (b0, b0[0:2])
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _GROUP_RULE)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# See Note [Subclass Inputs Mutated In Training]
+
+
+@pytest.mark.parametrize("return_input", [False, True])
+def test_subclass_input_set_to_another_input_under_grad(compile_fn: CompileFn | None, return_input: bool) -> None:
+    # fuzz seed 3000 #1495, seed 5000 #3738: a value computed before the swap carries its gradient to the input's
+    # earlier history; the input itself, returned, fails its backward as eager's (derivative for set_)
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.sin()
+        set_to(x1, x0)
+        return (t0, x1) if return_input else (t0, x1.detach())
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(2, 3), pair_nonleaf(3, 2))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_input_written_then_set_to_a_computed_value(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #6938, #7047, #9740: writes recorded before the swap, a view taken before it, a new storage
+    def f(x0: T) -> object:
+        t0 = x0.reshape((1, -1, 6))
+        x0.mul_(0.5)
+        t1 = x0.add(2.0)
+        set_to(x0, t1)
+        return t0 * 3, x0.detach()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(2, 2, 3),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_input_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #4811 (wrong gradients when allowed): the history a no_grad set_() leaves reads the new layout
+    def f(x0: T) -> object:
+        t0 = x0.view((1, 2))
+        with torch.no_grad():
+            set_to(x0, t0)
+        t0.add_(x0)
+        return (x0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(1, 2),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _SUBCLASS_RULE)
+
+
+def test_subclass_input_set_to_a_computed_empty_value_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #1301 (output strides differed when allowed): strides of a computed empty tensor
+    def f(x0: T) -> object:
+        t0 = x0[1:1:1].mul(0.5)
+        set_to(x0, t0)
+        return (x0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(1, 1),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _SUBCLASS_RULE)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# See Note [Subclass Inputs Mutated In Training]
+
+
+def pair_view(*shape: int) -> T:
+    with torch.enable_grad():
+        return pair(*shape, requires_grad=True).diagonal(0, 0, 1)
+
+
+def test_subclass_view_transposed_and_written_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 5000 #1628: a view of a leaf that requires grad, t_() and mul_() under no_grad, returned
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.reshape((1,))
+        with torch.no_grad():
+            x0.t_()
+            x0.mul_(2.0)
+        return t0, x0, x0 * 3
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_view(2, 2, 4), torch.randn(()))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_nonleaf_written_under_no_grad_through_a_view(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 5000 #9092: a view taken before, a no_grad write through it and t_(), then a write through .data
+    def f(x0: T) -> object:
+        t0 = x0.reshape((2, 3))
+        with torch.no_grad():
+            t0.add_(t0)
+            x0.t_()
+        x0.data.mul_(2.0)
+        return t0 * 2, x0.cos(), x0
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(3, 2),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_leaf_changed_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # A leaf keeps the refusal: the Function's gradient in the new layout would meet the old layout's accumulator
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            x0.t_()
+            x0.mul_(2.0)
+        return x0 * 3, x0
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(2, 3, requires_grad=True),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _SUBCLASS_RULE)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# See Note [Aliased Subclass Inputs In Training]
+
+
+def test_aliased_subclass_view_unsqueezed_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 5000 #4375: a view of a subclass leaf beside the leaf, its layout changed under no_grad
+    def f(x0: T, x1: T) -> object:
+        t0 = x1 * 2
+        with torch.no_grad():
+            x0.unsqueeze_(1)
+        return x0, t0, x1
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = pair(2, 3, requires_grad=True)
+            return (b0.unbind(0)[0], b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_aliased_subclass_leaf_changed_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 5000 #3045 (the backward raised another error than eager's when allowed): the changed member is a leaf
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.select(0, 1)
+        with torch.no_grad():
+            x1.unsqueeze_(1)
+        return (t0.select(0, 1),)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair(4, 4, requires_grad=True)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _GROUP_RULE)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# See Note [Aliased Inputs In Training]
+
+
+@pytest.mark.parametrize("before", [False, True])
+def test_aliased_view_data_assigned_from_another_member(compile_fn: CompileFn | None, before: bool) -> None:
+    # fuzz seed 3000 #9371, seed 5000 #115: `.data =` of one member from a view of the other, used before or after
+    def f(x0: T, x1: T) -> object:
+        y = x1 * 2
+        x1.data = x0[0:2] if before else x0[0:1]
+        return (y, x1, x0 * 3) if before else (y, x1.detach(), x0.sin())
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(3, 4)
+        return (b0, b0[1:3])
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_aliased_view_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # The same change by set_() under no_grad: the compiled backward raised where eager's did not when allowed
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            set_to(x1, x0[0:1])
+        return x1.cos(), x0
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(3, 4)
+        return (b0, b0[1:3])
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _GROUP_RULE)
+
+
+def test_aliased_leaf_data_assigned(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 3000 #784 (eager's backward raised, ours did not, when allowed): the member assigned is a leaf. One
+    # leaf passed twice is one input (Note [One Tensor Passed Several Times]), whose backward failure the compiled
+    # program reproduces (Note [Errors Raised Outside The Program]): supported
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.as_strided((), (), 2)
+        x1.data = t0
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn(1, 4, 1, requires_grad=True)
+        return (b0, b0)
+
+    for grad in (True, False):
+        with torch.set_grad_enabled(grad):
+            assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz follow-ups: layout changes (t_, unsqueeze_, ...) of aliased inputs in training (Note [Aliased Inputs In
+# Training], Note [Stale View Functions], Note [Subclass Inputs Passed Twice In Training]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+_STALE_RULE = "or uses it after a write to the storage or after an in-place view op under no_grad"
+_W = torch.arange(9.0).view(3, 3)  # position-dependent: a gradient read in the wrong layout shows
+
+
+def test_same_input_written_then_transposed(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #6485: a write, then an in-place view op through the other position, the first one returned
+    def f(x0: T, x1: T) -> object:
+        x0.add_(-1.0)
+        x1.transpose_(1, 0)
+        return (x0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(1, 2)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_input_changed_after_a_write_and_read_before(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #454, #968: writes before the layout change, uses of other members after it
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x2 * _W
+        x0.mul_(_W)
+        x2.t_()
+        return x1 * _W, t0, x2
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(3, 3)
+        return (b0, b0[0:3], b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("leaf", [False, True])
+def test_same_input_changed_under_no_grad_and_returned(compile_fn: CompileFn | None, leaf: bool) -> None:
+    # fuzz seed 7000 #1147, #3471, #4117, #8944: the changed member returned as it is, not used after the change
+    def f(x0: T, x1: T) -> object:
+        t0 = x1 * _W
+        with torch.no_grad():
+            x0.t_()
+        return x0, t0
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn(3, 3, requires_grad=True) if leaf else nonleaf(3, 3)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_changed_under_no_grad_beside_a_write(compile_fn: CompileFn | None) -> None:
+    # The changed member is written beside and returned as it is: no rebuilt history of it is read
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            x1.t_()
+        x0.mul_(2.0)
+        return x0 * 2, x1
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(2, 2)
+        return (b0, b0[0:2])
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_transposed_then_copied_into(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 6000 #3969 (the backward raised where eager's did not, when allowed): a write through the member
+    # after its t_() sliced the base's gradient by its stale view function; one tensor passed twice is one input
+    # since Note [One Tensor Passed Several Times]
+    def f(x0: T, x1: T) -> object:
+        x1.transpose_(0, 1)
+        x1.copy_(x0)
+        return (x0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(3, 4, 1)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_square_member_read_after_transpose_and_write_is_refused(compile_fn: CompileFn | None) -> None:
+    # Wrong gradients with no error when allowed: a square member's rebuilt history reads them transposed
+    def f(x0: T, x1: T) -> object:
+        x1.t_()
+        x1.mul_(2.0)
+        return (x0 * _W,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(3, 3)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _STALE_RULE)
+
+
+def test_member_set_to_another_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #8478 (eager's backward raised, ours did not, when allowed): set_() keeps the earlier rule
+    def f(x0: T, x1: T) -> object:
+        x1.fill_(0.5)
+        with torch.no_grad():
+            set_to(x0, x1)
+        return (x1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(3)
+        return (b0, b0.as_strided((), (), 2))
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _GROUP_RULE)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# See Note [Subclass Inputs Passed Twice In Training]
+
+
+@pytest.mark.parametrize("write_first", [False, True])
+def test_subclass_passed_twice_transposed_and_written(compile_fn: CompileFn | None, write_first: bool) -> None:
+    # fuzz seed 7000 #2688, #3989, #9855: t_() and a write through either position, read after
+    def f(x0: T, x1: T) -> object:
+        if write_first:
+            x0.mul_(_W)
+            x1.t_()
+        else:
+            x1.t_()
+            x0.mul_(_W)
+        return x0 * _W, x1.sum()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(3, 3)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_passed_three_times_unsqueezed_and_written(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #2657, #6609: no tensor output, the new value reaches the input through the Function
+    def f(x0: T, x1: T, x2: T) -> object:
+        x1.unsqueeze_(0)
+        x2.mul_(0.5)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(2, 3)
+        return (b0, b0, b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_leaf_passed_twice_changed_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #1517: a leaf keeps Note [Aliased Subclass Inputs In Training]'s refusal
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            x1.unsqueeze_(1)
+        return (x0 * 2,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair(1, 2, requires_grad=True)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _GROUP_RULE)
+
+
+@pytest.mark.parametrize("twice", [False, True])
+def test_layout_change_that_keeps_the_layout_then_written(compile_fn: CompileFn | None, twice: bool) -> None:
+    # fuzz seed 7000 #9885: t_() of a member of one element per dim (or t_() twice) leaves the layout its view
+    # function makes, so its rebuilt history is right
+    def f(x0: T, x1: T) -> object:
+        x1.t_()
+        if twice:
+            x1.t_()
+        x1.mul_(_W if twice else 2.0)
+        return x1 * (_W if twice else 3.0), x0
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(3, 3)
+        return (b0, b0) if twice else (b0[0:1, 0:1], b0[0:1, 0:1].unsqueeze(-1).squeeze(-1))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz follow-ups (round 7): subclass alias groups whose members that need no gradient change their layout (Note
+# [Aliased Subclass Inputs In Training]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_detached_subclass_member_changed_beside_one_object_transposed(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 10000 #9327: a detached alias unsqueeze_()d (no_grad and grad) and written; the object behind it,
+    # passed twice, written below autograd and t_()d with grad, is returned
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x0.sin()
+        with torch.no_grad():
+            x1.unsqueeze_(0)
+        x1.unsqueeze_(0)
+        x0.data.copy_(t0)
+        x1.mul_(-1.0)
+        x2.t_()
+        return (x2,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf()
+        return (b0, b0.detach(), b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("grad_mode", [False, True])
+@pytest.mark.parametrize("write", ["none", "detached", "member"])
+def test_detached_subclass_member_changed_beside_written_member(
+    compile_fn: CompileFn | None, grad_mode: bool, write: str
+) -> None:
+    # The detached member's layout changes; the member that requires grad keeps its layout, is written or not, and
+    # is read after the change
+    def f(x0: T, x1: T) -> object:
+        t0 = x0 * 2
+        with torch.set_grad_enabled(grad_mode):
+            x1.transpose_(0, 1)
+        if write == "detached":
+            x1.mul_(3.0)
+        elif write == "member":
+            x0.add_(t0)
+        return x0.sin(), t0, x1 * 2, x0
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(2, 3)
+        return (b0, b0.detach())
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("grad_mode", [False, True])
+def test_detached_subclass_member_changed_beside_transposed_member(
+    compile_fn: CompileFn | None, grad_mode: bool
+) -> None:
+    # Both change their layout: the member that requires grad by t_() with grad enabled (one object: Note [Subclass
+    # Inputs Passed Twice In Training]), not written: a value computed before the change is returned
+    def f(x0: T, x1: T) -> object:
+        v = x0[0] * 2
+        with torch.set_grad_enabled(grad_mode):
+            x1.unsqueeze_(1)
+        x0.t_()
+        return v, x0.cos(), x1
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(3, 2)
+        return (b0, b0.detach())
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_detached_subclass_member_changed_beside_leaf(compile_fn: CompileFn | None) -> None:
+    # The member that requires grad is a leaf, read before and after the detached member's change
+    def f(x0: T, x1: T) -> object:
+        t0 = x0 * 2
+        with torch.no_grad():
+            x1.t_()
+        return t0, x0.sin(), x1 + 1
+
+    def make_inputs() -> tuple[object, ...]:
+        return (b0 := pair(2, 3, requires_grad=True), b0.detach())
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_leaf_changed_under_no_grad_beside_written_detached_member_is_refused(compile_fn: CompileFn | None) -> None:
+    # The member that requires grad (a leaf) changes its layout under no_grad and tensors are returned: as Note [Aliased
+    # Subclass Inputs In Training], the leaf keeps the refusal whatever its detached alias does
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.select(0, 1)
+        x1.mul_(2.0)
+        with torch.no_grad():
+            x0.unsqueeze_(1)
+        return (t0 * 2,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair(4, 4, requires_grad=True)
+        return (b0, b0.detach())
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _GROUP_RULE)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# See Note [Subclass Inputs Mutated In Training]
+
+
+def test_subclass_member_set_under_grad_to_a_view_of_another(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 10000 #8822: a member set_() with grad to a view of another member's unbind() output
+    def f(x0: T, x1: T, x2: T) -> object:
+        with torch.no_grad():
+            x0.mul(x0)
+        t1 = x0.unbind(0)[0]
+        set_to(x2, t1.view((1, 1)))
+        return (x0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(3)
+        return (b0[1:2:1], pair_nonleaf(3, 3).detach(), b0.as_strided((), (), 1).contiguous())
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_base_set_under_grad_to_a_view_member(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 11000 #6116: the base, passed twice, written below autograd, then set_() with grad to a view member;
+    # a view of it written with grad before
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x1[1:1:1]
+        t0.add_(0.5)
+        x2.data.mul_(2.0)
+        t1 = t0.add(-1.0)
+        set_to(x2, x0)
+        return (t0, t1)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(1)
+        return (b0.t().reshape((1, 1, 1)), b0, b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("which", ["view", "base"])
+@pytest.mark.parametrize("after", ["none", "read_other", "write_other", "read_self", "write_self"])
+def test_subclass_member_set_under_grad(compile_fn: CompileFn | None, which: str, after: str) -> None:
+    # One member set_() with grad to a view of the other (a value computed before is returned), then the other
+    # member or the one set_() is read or written with grad
+    def f(x0: T, x1: T) -> object:
+        t0 = x0 * 2
+        changed, other = (x1, x0) if which == "view" else (x0, x1)
+        set_to(changed, x0[1:] if which == "view" else x1[0:1])
+        if after == "read_other":
+            return t0, other.sin()
+        if after == "write_other":
+            other.mul_(2.0)
+        if after == "read_self":
+            return t0, changed.cos()
+        if after == "write_self":
+            changed.mul_(3.0)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(3, 2)
+        return (b0, b0[1:3])
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("source", ["clone", "other"])
+def test_subclass_object_passed_twice_set_under_grad(compile_fn: CompileFn | None, source: str) -> None:
+    # The same object at two positions, set_() with grad to a clone of it or to another input's view of its storage
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x0 * 2
+        set_to(x1, x0.clone() if source == "clone" else x2)
+        return t0, x2 * 3
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(3, 2)
+        return (b0, b0, b0[0:2])
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_subclass_member_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # A set_() under no_grad keeps the refusal (Note [Subclass Inputs Mutated In Training]; here the subclass rule's)
+    def f(x0: T, x1: T) -> object:
+        t0 = x0 * 2
+        with torch.no_grad():
+            set_to(x1, x0[1:])
+        return t0, x1 * 3
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(3, 2)
+        return (b0, b0[1:3])
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _SUBCLASS_RULE)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Writes to overlapping views of one tensor subclass base in training (fuzz seed 7000; Note [Aliased Subclass Inputs In
+# Training]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_member_saved_before_write_result_unused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 7000, program 575 (refused before): a member saved by mul before another member's write; the
+    # product is not returned, so eager's backward does not meet the stale saved value.
+    def f(x0: T, x1: T) -> object:
+        x1.mul(x0)  # saves both members; the product is dropped
+        x0.mul_(3.0)
+        return (x0 * 2, x1)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf()
+        return (b0, b0.expand(()))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_member_saved_before_write_backward_raises(compile_fn: CompileFn | None) -> None:
+    # The saved member reaches an output: eager's backward raises (modified by an inplace operation), and the trace's
+    # does too (without the family's counter advanced, the compiled backward ran: wrong); the probe of eager's
+    # backward decides which sets of outputs raise, and the error is deferred exactly (Note [Probing Eager's Backward]).
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.sin()
+        x1.mul_(3.0)
+        return (t0, x1)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(2, 3)
+        return (b0[0], b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_member_saved_before_no_grad_write_backward_raises(compile_fn: CompileFn | None) -> None:
+    # A write under no_grad advances the family's counter too: eager's backward through the saved member raises.
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.sin()
+        with torch.no_grad():
+            x1.mul_(3.0)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(3, 3)
+        return (b0.t(), b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_member_saved_by_the_write_itself(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 7000, program 7959 (refused before): the write saves the other member (mul_ by it), which the write
+    # itself then changes; eager's backward through the written member raises.
+    def f(x0: T, x1: T) -> object:
+        x1.mul_(x0)
+        x1.add_(2.0)
+        return (x0, x0, x1)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(4, 2, 1)
+        return (b0.contiguous(), b0.transpose(2, 2))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_member_saved_before_write_views_returned(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 7000, program 8305 (refused before): members used before the write (sum, contiguous), a view of one
+    # taken after it and returned with another member.
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x0.sum(2)
+        x0.contiguous()
+        x1.mul_(0.5)
+        with torch.no_grad():
+            set_to(t0, x0)
+        t2 = x0.view((3, 1, 1))
+        return (t2, x2)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(1, 1, 3)
+        return (b0.unsqueeze(2), b0, b0.unbind(1)[0])
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_member_used_after_base_written(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 7000, program 1874 shape (refused before): a member whose `._base` is the written member is used
+    # after the write; eager differentiates that use through the write (Note [Aliased Subclass Inputs In Training]).
+    def f(x0: T, x1: T) -> object:
+        x1.mul_(0.5)
+        return (x0.sin(), x1 * 2)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(3)
+        return (b0.view(1, 3), b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_base_member_used_after_view_written(compile_fn: CompileFn | None) -> None:
+    # The other way round: the view is written, the base used after it (eager rebases the base on the write).
+    def f(x0: T, x1: T) -> object:
+        t0 = x0 * 2
+        x0.add_(x1.sum())
+        return (t0, x1.cos(), x0)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(2, 3)
+        return (b0[0], b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_base_and_view_both_written(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 7000, programs 6343, 8053, 8328 shape (refused before): writes through the base and its view.
+    def f(x0: T, x1: T) -> object:
+        x0.mul_(2.0)
+        x1.add_(1.0)
+        return (x0.sin(), x1 * 3)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(3, 3)
+        return (b0.t(), b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_base_written_and_transposed_in_place(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 7000, program 50 (refused before): the base is written, then t_() (of a 0-d tensor: no layout
+    # change; a real one is refused by the rule on metadata changes of aliased subclass inputs); its view is read
+    # under no_grad only.
+    def f(x0: T, x1: T, x2: T) -> object:
+        x2.mul_(-1.0)
+        x2.t_()
+        with torch.no_grad():
+            x1.view((1, 1, 1))
+        return (x2,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b1 = pair_nonleaf()
+        return (torch.randn(3), b1.reshape((1, -1)).select(1, 0), b1)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_detached_member_written_beside_traced_views(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 7000, program 221 (refused before): a detached alias (no grad) is written below autograd, beside a
+    # base and its view that require grad; one of them is saved before the write (eager's backward through it
+    # raises, ours too) and the other returned.
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x0 * x0
+        x1.mul_(0.5)
+        return (t0, x2)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(2, 3)
+        return (b0[0], b0[1].detach(), b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_members_not_views_of_each_other_used_after_write(compile_fn: CompileFn | None) -> None:
+    # Two overlapping views of a base the program does not get: neither is the other's `._base` (refused before);
+    # they are compiled with that base added (Note [Subclass Views Of A Base Not Passed]), so a use of one after a
+    # write through the other differentiates through the write, as in eager.
+    def f(x0: T, x1: T) -> object:
+        x1.mul_(0.5)
+        return (x0.sin(),)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(4)
+        return (b0[0:3], b0[1:4])
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_base_relation_is_guarded() -> None:
+    # Compiled for (x[0], x); called with (y[0], y.view_as(y)): the same storages and layouts, but the second input
+    # is no `._base` of the first, so the entry's traced view link does not hold: the guard fails and recompiles
+    # (for two views of a base not passed: Note [Subclass Views Of A Base Not Passed]), and the result is eager's.
+    def f(x0: T, x1: T) -> object:
+        x1.mul_(0.5)
+        return (x0.sin(),)
+
+    compiled = subclassaot.compile(f)
+    with torch.enable_grad():
+        b0 = pair_nonleaf(2, 3)
+        compiled(b0[0], b0)
+        assert compiled.compile_count == 1
+
+        def views() -> tuple[object, ...]:
+            b1 = pair_nonleaf(2, 3)
+            return (b1[0], b1.view_as(b1))
+
+        assert_matches_eager(f, views, compile_fn=lambda fn, **kwargs: compiled)
+        assert compiled.compile_count == 2
+        assert compiled.recompile_reasons[0] == "args[1]._is_view(): expected False, got True"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz follow-ups (seed 40000): values that require grad written into tensors that do not (a tensor passed twice,
+# a detach() returned), expanded subclass inputs written through another input, and the stale-view and
+# gained-family-member refusals (kept).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+_STALE_RULE_detach8 = "a view taken with grad enabled is used with grad after the program changed the layout"
+_FAMILY_RULE = "share storage and do not require grad; a write with grad makes one of them require grad"
+
+
+def test_stale_view_use_reaching_an_output_is_refused(compile_fn: CompileFn | None) -> None:
+    # the same use as above, returned (or computed on, or written into an input), stays refused
+    def returned(x0: T) -> object:
+        t0 = x0.select(0, -2)
+        x0.t_()
+        return (t0.view((1, 1, 2)),)
+
+    def computed_on(x0: T) -> object:
+        t0 = x0.select(0, -2)
+        x0.t_()
+        t1 = t0.view((1, 1, 2))
+        return (t1 * 2,)
+
+    def written(x0: T, x1: T) -> object:
+        t0 = x0.select(0, -2)
+        x0.t_()
+        t1 = t0.mul(2)
+        x1.copy_(t1.sum())
+        return ()
+
+    def set_onto(x0: T, x1: T) -> object:
+        t0 = x0.select(0, -2)
+        x0.t_()
+        t1 = t0.mul(2)
+        set_to(x1, t1)
+        return ()
+
+    with torch.enable_grad():
+        for make_inputs in (lambda: (pair_nonleaf(2, 2),), lambda: (nonleaf(2, 2),)):
+            assert_refused(returned, make_inputs, compile_fn, _STALE_RULE_detach8)
+            assert_refused(computed_on, make_inputs, compile_fn, _STALE_RULE_detach8)
+        assert_refused(written, lambda: (nonleaf(2, 2), nonleaf()), compile_fn, _STALE_RULE_detach8)
+        assert_refused(set_onto, lambda: (nonleaf(2, 2), nonleaf(2)), compile_fn, _STALE_RULE_detach8)
+
+
+def test_stale_view_write_into_its_input_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #5591 (shrunk): the use writes x0 through the view; x0 is an input, so it is reached
+    def f(x0: T) -> object:
+        t0 = x0.unsqueeze(-1)
+        x0.unsqueeze_(-1)
+        t0.fill_(-1.0)
+        return ()
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(),), compile_fn, _STALE_RULE_detach8)
+
+
+def test_family_member_use_reaching_an_output_is_refused(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T, x2: T) -> object:
+        x1.copy_(x0)
+        return (x2.unsqueeze(0) * 2,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b1 = pair(2)
+        return (nonleaf(), b1, b1.select(0, -1))
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, _FAMILY_RULE)
+
+
+_ALIASED_GAIN_RULE = "does not require grad, shares storage with another input, and the program writes a value"
+
+
+def test_input_passed_twice_gains_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #1161, #6072 (shrunk): x0 and x2 are one tensor that does not require grad; a write of a value
+    # that requires grad gives it eager's history (Note [Inputs That Gain Grad In Training])
+    def written(x0: T, x1: T, x2: T) -> object:
+        x2.add_(x1)
+        return ()
+
+    def returned(x0: T, x1: T, x2: T) -> object:
+        x0.add_(x1)
+        return (x2, x0 * 2)
+
+    def through_view(x0: T, x1: T, x2: T) -> object:
+        x2[0].mul_(x1)
+        with torch.no_grad():
+            x0[2].mul_(2.0)
+        return (x0[1], x2)
+
+    def make(second: T) -> tuple[object, ...]:
+        b0 = torch.randn((4, 4))
+        return (b0, second, b0)
+
+    with torch.enable_grad():
+        for f in (written, returned, through_view):
+            assert_matches_eager(f, lambda: make(nonleaf(4)), compile_fn=compile_fn)
+            assert_matches_eager(f, lambda: make(torch.randn((4,), requires_grad=True)), compile_fn=compile_fn)
+            assert_matches_eager(f, lambda: make(pair_nonleaf()), compile_fn=compile_fn)
+
+
+def test_aliased_inputs_gaining_grad_stay_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #6072: x2 a detach() alias of x0 (eager: only x0 gains grad; the trace's members all would);
+    # #1161: one tensor passed twice whose layout the program changes (supported since Note [One Tensor Passed Several
+    # Times])
+    def written(x0: T, x1: T, x2: T) -> object:
+        x0.add_(x1)
+        return (x2 * 2, x0)
+
+    def relaid(x0: T, x1: T, x2: T) -> object:
+        x0.t_()
+        x2.add_(x1)
+        return (x2,)
+
+    def detached() -> tuple[object, ...]:
+        b0 = torch.randn((3, 3))
+        return (b0, nonleaf(3), b0.detach())
+
+    def viewed() -> tuple[object, ...]:
+        b0 = torch.randn((3, 3))
+        return (b0, nonleaf(3), b0.view(3, 3))
+
+    def twice() -> tuple[object, ...]:
+        b0 = torch.randn((4, 4))
+        return (b0, nonleaf(4), b0)
+
+    with torch.enable_grad():
+        assert_refused(written, detached, compile_fn, _ALIASED_GAIN_RULE)
+        assert_refused(written, viewed, compile_fn, _ALIASED_GAIN_RULE)
+        assert_matches_eager(relaid, twice, compile_fn=compile_fn)
+
+
+_DETACH_RULE = "is a detach\\(\\) of an input \\(or a view of one\\) that the program then wrote with a value"
+
+
+def test_detach_of_input_written_with_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #2743, #2811, #5641, seed 11000 #7533: the detach() gets its history from the Function and
+    # the input's storage (Note [Detached Outputs Written With Grad])
+    def copied(x0: T) -> object:
+        t0 = x0.detach()
+        t0.copy_(x0)
+        return (t0,)
+
+    def multiplied(x0: T) -> object:
+        t0 = x0.t()
+        t1 = x0.detach()
+        t1.mul_(t0)
+        return (t1,)
+
+    def added(x0: T) -> object:
+        t0 = x0.detach()
+        t0.add_(x0)
+        return (t0, x0, t0 * 2)
+
+    def written_twice(x0: T) -> object:
+        t0 = x0.detach()
+        with torch.no_grad():
+            t0.mul_(2.0)
+        t0.add_(x0 * 3.0)
+        t0.mul_(x0)
+        return (t0.sum(), t0, t0)
+
+    with torch.enable_grad():
+        assert_matches_eager(multiplied, lambda: (pair_nonleaf(),), compile_fn=compile_fn)  # (t() of 0-d: eager's own)
+        assert_matches_eager(multiplied, lambda: (nonleaf(),), compile_fn=compile_fn)
+        for f in (copied, added, written_twice):
+            assert_matches_eager(f, lambda: (nonleaf(),), compile_fn=compile_fn)
+            assert_matches_eager(f, lambda: (nonleaf(3, 3),), compile_fn=compile_fn)
+            assert_matches_eager(f, lambda: (_leaf(3, 3),), compile_fn=compile_fn)
+            assert_matches_eager(f, lambda: (pair_nonleaf(),), compile_fn=compile_fn)
+            assert_matches_eager(f, lambda: (pair(3, 3, requires_grad=True),), compile_fn=compile_fn)
+
+
+def test_detach_of_view_of_input_written_with_grad(compile_fn: CompileFn | None) -> None:
+    def row(x0: T) -> object:
+        t0 = x0[0].detach()
+        t0.mul_(x0[1])
+        return (t0,)
+
+    def transposed(x0: T) -> object:
+        t0 = x0.t().detach()
+        t0.add_(x0.t())
+        return (t0,)
+
+    with torch.enable_grad():
+        for f in (row, transposed):
+            assert_matches_eager(f, lambda: (nonleaf(2, 3),), compile_fn=compile_fn)
+            assert_matches_eager(f, lambda: (_leaf(2, 3),), compile_fn=compile_fn)
+
+
+def test_detach_of_input_written_with_grad_stays_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #8919: a view of the detach() taken after the write has it for `._base`; a no_grad view of it
+    # returned beside it; an input that does not require grad; an input the program then transposes in place
+    def selected(x0: T) -> object:
+        t0 = x0.detach()
+        t0.add_(x0)
+        return (t0.select(1, -1),)
+
+    def beside_no_grad_view(x0: T) -> object:
+        t0 = x0.detach()
+        t0.add_(x0)
+        with torch.no_grad():
+            t1 = t0.view(-1)
+        return (t0, t1)
+
+    def no_grad_input(x0: T, w: T) -> object:
+        t0 = x0.detach()
+        t0.add_(w)
+        return (t0,)
+
+    def transposed_after(x0: T) -> object:
+        t0 = x0.detach()
+        t0.add_(x0)
+        x0.t_()
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_refused(selected, lambda: (pair(1, 2, requires_grad=True),), compile_fn, _DETACH_RULE)
+        assert_refused(selected, lambda: (nonleaf(1, 2),), compile_fn, _DETACH_RULE)
+        assert_refused(beside_no_grad_view, lambda: (nonleaf(2, 3),), compile_fn, _DETACH_RULE)
+        assert_refused(no_grad_input, lambda: (torch.randn(2, 3), _leaf(3)), compile_fn, _DETACH_RULE)
+        assert_refused(transposed_after, lambda: (nonleaf(2, 3),), compile_fn, _DETACH_RULE)
+
+
+def test_expanded_subclass_input_written_through_another_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 40000 #5481, #9365: the expanded input is written only through the input it views (its base), whose
+    # wrapper-level copy_ the epilogue makes; #5857 and seed 6000 #6885's no_grad neighbour: written below autograd
+    def base_written(x0: T, x1: T) -> object:
+        x1.mul_(3.0)
+        return ()
+
+    def first_written(x0: T, x1: T) -> object:
+        x0.mul_(2.0)
+        return (x1 * 2,)
+
+    def no_grad_fill(x0: T) -> object:
+        with torch.no_grad():
+            x0.fill_(-1.0)
+        return ()
+
+    def no_grad_column(x0: T) -> object:
+        with torch.no_grad():
+            x0[:, 0:1].zero_()
+        return (x0 * 2, x0)
+
+    def expanded_first() -> tuple[object, ...]:
+        b0 = pair_nonleaf()
+        return (b0.expand((2, 3)), b0)
+
+    def expanded_second() -> tuple[object, ...]:
+        b0 = pair_nonleaf(2)
+        return (b0, b0.reshape((2, 1, 1)).expand((-1, 1, 2)))
+
+    with torch.enable_grad():
+        assert_matches_eager(base_written, expanded_first, compile_fn=compile_fn)
+        assert_matches_eager(first_written, expanded_second, compile_fn=compile_fn)
+        assert_matches_eager(
+            no_grad_fill,
+            lambda: (pair(3, 4, 3, requires_grad=True).as_strided((1, 3), (2, 0), 0),),
+            compile_fn=compile_fn,
+        )
+        assert_matches_eager(no_grad_column, lambda: (pair_nonleaf(3, 1, 1).expand((3, 2, 1)),), compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions of helper c7422: an input written only through another input set_() (or `.data =`-assigned) to
+# its storage (fuzz seed 44000 #7422, crashed). Eager's write leaves the input's autograd history and version counter
+# as they were; the epilogue recorded its copy_ with autograd, which raises on a view made by an op that returns
+# several views (unbind, split), and gave other non-leaf inputs a grad_fn eager's has not. Now the copy_ runs below
+# autograd and the version is put back at once (Note [Writes Through A set_() Alias]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _set_then_write(x0: T, x1: T, x2: T) -> object:
+    # seed 44000 #7422, shrunk: x1 and x2 are one tensor, set_() onto the unbind() view x0's storage, then written
+    t0 = x0.contiguous()
+    set_to(x2, t0)
+    x1.add_(-1.0)
+    return ()
+
+
+def _set_then_scale_return(x0: T, x1: T, x2: T) -> object:
+    set_to(x2, x0.contiguous())
+    x1.mul_(2.0)
+    return (x0, x1 * 1)
+
+
+def _assign_data_then_scale_return(x0: T, x1: T, x2: T) -> object:
+    x2.data = x0.contiguous()
+    x1.mul_(2.0)
+    return (x0,)
+
+
+def _seed_44000_7422() -> tuple[object, ...]:
+    with torch.enable_grad():
+        b0 = torch.randn(())
+        b0.requires_grad_()
+        b0 = b0.clone()
+        b1 = torch.randn(())
+        return (b0.unsqueeze(-1).unbind(0)[0], b1, b1)
+
+
+def _views(view: Callable[[T], T], make_base: Callable[..., T], grad_b1: bool) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b1 = make_base(3) if grad_b1 else torch.randn(3)
+            return (view(make_base(2, 3)), b1, b1)
+
+    return make_inputs
+
+
+def _unbind(b: T) -> T:
+    return b.unbind(0)[1]
+
+
+def _split(b: T) -> T:
+    return torch.split(b, 1)[1].squeeze(0)
+
+
+def _chunk(b: T) -> T:
+    return b.chunk(2)[0].squeeze(0)
+
+
+def _select(b: T) -> T:
+    return b.select(0, 1)
+
+
+def test_set_onto_unbind_input_then_write(compile_fn: CompileFn | None) -> None:
+    check_with_grad(_set_then_write, _seed_44000_7422, compile_fn)
+    check_no_grad(_set_then_write, _seed_44000_7422, compile_fn)
+
+
+@pytest.mark.parametrize("view", [_unbind, _split, _chunk, _select])
+@pytest.mark.parametrize("grad_b1", [False, True])
+@pytest.mark.parametrize("f", [_set_then_scale_return, _assign_data_then_scale_return])
+def test_write_through_alias_of_view_input(
+    compile_fn: CompileFn | None, view: Callable[[T], T], grad_b1: bool, f: Callable[..., object]
+) -> None:
+    if not (grad_b1 and f is _assign_data_then_scale_return):  # refused by Note [Stale View Functions]
+        check_with_grad(f, _views(view, nonleaf, grad_b1), compile_fn)
+    check_no_grad(f, _views(view, nonleaf, grad_b1), compile_fn)
+
+
+def test_write_through_alias_of_pair_unbind_input(compile_fn: CompileFn | None) -> None:
+    # the same at the wrapper level: a PairTensor unbind() view written through another PairTensor set_() onto it
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b1 = pair_nonleaf(3)
+            return (pair_nonleaf(2, 3).unbind(0)[0], b1, b1)
+
+    def make_plain_b1() -> tuple[object, ...]:
+        b1 = pair(3)
+        return (pair(2, 3).unbind(0)[0], b1, b1)
+
+    check_with_grad(_set_then_scale_return, make_inputs, compile_fn)
+    check_no_grad(_set_then_scale_return, make_inputs, compile_fn)
+    check_no_grad(_set_then_scale_return, make_plain_b1, compile_fn)
+
+
+def test_write_through_alias_of_aliased_unbind_inputs(compile_fn: CompileFn | None) -> None:
+    # x0 and y overlap (one alias group, written through a synthetic base): its copy_ is below autograd too
+    def f(x0: T, y: T, x1: T, x2: T) -> object:
+        set_to(x2, x0.contiguous())
+        x1.mul_(2.0)
+        return (x0, y)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0, b1 = nonleaf(2, 3), torch.randn(3)
+            return (b0.unbind(0)[0], b0[0], b1, b1)
+
+    check_with_grad(f, make_inputs, compile_fn)
+    check_no_grad(f, make_inputs, compile_fn)
+
+
+def test_write_through_alias_keeps_eager_history(compile_fn: CompileFn | None) -> None:
+    # the oracle compares only whether an input has a grad_fn: here, that it is eager's own (the view op's node)
+    if compile_fn is not None:
+        pytest.skip(
+            "calls subclassaot.compile itself: another compile_fn (--identity-compile) has no pipeline history to check"
+        )
+    with torch.enable_grad():
+        for view, node in ((_select, "SelectBackward0"), (_unbind, "UnbindBackward0")):
+            x0, x1, x2 = (cast(T, x) for x in _views(view, nonleaf, False)())
+            before = x0._version
+            subclassaot.compile(_set_then_scale_return)(x0, x1, x2)
+            assert type(x0.grad_fn).__name__ == node
+            assert x0._version == before
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions: one hand-minimized program per distinct bug the fuzzer found (`python -m subclassaot fuzz`).
+#
+# Each test is a strict xfail naming the bug; remove the mark when the bug is fixed. The triage that produced them
+# (fuzz seeds, counts, suspected stage) is in the session's triage notes. With `--identity-compile` (eager against
+# eager) the xfail marks are dropped and every program here must pass, which checks that each one is eager-legal.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# trainalias (session 4): training programs over aliased inputs that were refused
+
+
+def test_stride_agnostic_view_of_overlapping_subclass_input(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, programs 404 and 2654 (refused before): the input runs as a contiguous clone, but transpose
+    # and select take the same elements on the input's own strides, so the view replays on it exactly.
+    def f(x0: T) -> object:
+        return (x0.transpose(2, 1), x0.select(0, -1))
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(2, 3, requires_grad=True).expand(2, 2, 3),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_of_overlapping_subclass_input_valid_on_its_strides(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 6574 (refused before): view() succeeds on the input's own strides.
+    def f(x0: T) -> object:
+        return (x0.view(1, 3, 4),)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 2, 2, requires_grad=True).expand(3, 2, 2),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_set_under_grad_output_of_itself(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 6800 (refused before): `t0.set_(t0)` with grad on, t0 the only output.
+    def f(x0: T) -> object:
+        t0 = x0.mul(x0)
+        set_to(t0, t0)
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(2, 3),), compile_fn=compile_fn)
+
+
+def test_set_under_grad_output_beside_another_grad_output(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 262: refused before; no leaf gets a gradient before set_'s backward raises, in eager
+    # and compiled alike (Note [Outputs set_() Under Grad])
+    def f(x0: T) -> object:
+        t0 = x0.mul(3.0)
+        set_to(t0, x0)
+        return (t0, x0 * 2)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (torch.randn(3, requires_grad=True),), compile_fn=compile_fn)
+
+
+def test_overlapping_subclass_view_written_base_returned(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 1096 (refused before; wrong gradients with the refusal lifted alone: the base got a
+    # wrapper update of its own that replaced the write's history). Only the member written gets an update (Note
+    # [Aliased Subclass Inputs In Training]).
+    def f(x0: T, x1: T) -> object:
+        x0.mul_(2.0)
+        return (x1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(2)
+        return (b0.reshape(2, 1, 1), b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_overlapping_subclass_members_one_written_others_returned(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 3091 shape: the writer reads another member in the write itself (copy_ saves
+    # nothing); views of the other member taken before and after the write are returned.
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.t()
+        x1.copy_(x0[1])
+        return (t0, x0.t(), x1 * 2)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(3, 4)
+        return (b0, b0[0])
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_overlapping_subclass_unbind_member_viewed_before_write(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 4110 (crashed with the refusal lifted): a view of a member written through another
+    # member is rebuilt before the epilogue writes the base (its grad_fn raises after, in eager too).
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.transpose(0, 0)
+        x1.fill_(2.0)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(4, 4)
+        return (b0.unbind(0)[3], b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_overlapping_subclass_member_saved_before_write(compile_fn: CompileFn | None) -> None:
+    # mul saves x0 for its backward; eager's backward then fails its version check, and the trace's does too (Note
+    # [Aliased Subclass Inputs In Training]); the probe of eager's backward shows it raises before any gradient, so the
+    # deferred error is exact (Note [Probing Eager's Backward]).
+    def f(x0: T, x1: T) -> object:
+        y = x0 * x0
+        x1.mul_(2.0)
+        return (y,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(3, 4)
+        return (b0, b0[0])
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_overlapping_subclass_member_written_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 2000, program 1418 (refused before): the second member is written under no_grad, which records
+    # nothing; the one member written with grad is the only writer.
+    def f(x0: T, x1: T) -> object:
+        x0.add_(2.0)
+        with torch.no_grad():
+            x1.zero_()
+        return (x0, x0 * 3)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(2, 3)
+        return (b0, b0.view(1, 2, 3))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_contiguous_of_overlapping_subclass_input(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 31, program 47 (wrong aliasing before: the traced contiguous clone's contiguous() is itself, so
+    # the output came back as the input; eager's is a copy). Note [Eager's Layouts Under Functionalization].
+    def f(x0: T) -> object:
+        y = x0.contiguous()
+        y.mul_(2.0)
+        return (y, x0.contiguous().t())
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 4, requires_grad=True).expand(3, 4),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)

@@ -1,0 +1,307 @@
+"""Fuzz regressions (helper left11, session 13): gaps left open since session 11.
+
+- in-program reads of is_leaf / requires_grad / grad_fn after writes (Note [Autograd Reads Answer As Eager's]);
+- set_() onto an input's own storage (Note [Storage Swaps By Rebinding], Note [Autograd Sees The Wrapper]);
+- `._base` / `._is_view()` of inputs (Note [Autograd Reads Answer As Eager's]).
+
+With `--identity-compile` (eager against eager) every program here must pass the oracle (it is eager-legal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+import subclassaot
+from subclassaot.errors import UnsupportedError
+from tests.oracle import CompileFn
+from tests.pipeline.program_helpers import (
+    assert_refused,
+    check_no_grad,
+    check_with_grad,
+    leaf,
+    nonleaf,
+    pair,
+    pair_nonleaf,
+    refused_with_grad,
+    twice,
+)
+
+T = torch.Tensor
+Maker = Callable[[], tuple[object, ...]]
+
+_NONLEAVES: dict[str, Maker] = {
+    "plain": lambda: (nonleaf(3, 3),),
+    "pair": lambda: (pair_nonleaf(3, 3),),
+}
+_ALL: dict[str, Maker] = {
+    **_NONLEAVES,
+    "leaf": lambda: (leaf(3, 3),),
+    "pair_leaf": lambda: (pair(3, 3, requires_grad=True),),
+    "no_grad_plain": lambda: (torch.randn(3, 3),),
+    "no_grad_pair": lambda: (pair(3, 3),),
+}
+
+# ---------------------------------------------------------------------------------------------------------------
+# Autograd reads after a write (Note [Autograd Reads Answer As Eager's])
+
+
+def _view_is_leaf(x: T) -> object:
+    # session 11's open gap: the no_grad trace raised "A view was created in no_grad mode ..." at t0.is_leaf
+    t0 = x.diagonal()
+    x.mul_(-1)
+    return (t0 * 2, t0.is_leaf)
+
+
+def _view_reads(x: T) -> object:
+    t0 = x.diagonal()
+    x.mul_(-1)
+    return (t0 * 2, t0.requires_grad, t0.grad_fn is None, t0._base is x)
+
+
+def _branch_on_is_leaf(x: T) -> object:
+    # the read steers the program: the trace must take the analysis run's branch
+    t0 = x.diagonal()
+    x.mul_(-1)
+    if t0.is_leaf:
+        return (t0 * 3,)
+    return (t0 * 2, t0.grad_fn is None)
+
+
+def _intermediate_reads(x: T) -> object:
+    y = x * 2
+    t0 = y[0]
+    y.add_(1)
+    return (t0 + 1, t0.is_leaf, y.is_leaf, t0.grad_fn is None)
+
+
+@pytest.mark.parametrize("make", list(_NONLEAVES))
+@pytest.mark.parametrize("f", [_view_is_leaf, _view_reads, _branch_on_is_leaf, _intermediate_reads])
+def test_autograd_reads_after_a_write_with_grad(
+    compile_fn: CompileFn | None, f: Callable[[T], object], make: str
+) -> None:
+    check_with_grad(f, _NONLEAVES[make], compile_fn)
+
+
+@pytest.mark.parametrize("make", ["no_grad_plain", "no_grad_pair"])
+@pytest.mark.parametrize("f", [_view_is_leaf, _view_reads, _branch_on_is_leaf, _intermediate_reads])
+def test_autograd_reads_after_a_write_without_grad(
+    compile_fn: CompileFn | None, f: Callable[[T], object], make: str
+) -> None:
+    check_no_grad(f, _ALL[make], compile_fn)
+
+
+def test_autograd_reads_called_twice(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.diagonal()
+        x1.mul_(-1)
+        return (t0 * 2, t0.is_leaf, x0.is_leaf, t0.grad_fn is None)
+
+    check_with_grad(f, twice(lambda: nonleaf(3, 3)), compile_fn)
+    check_with_grad(f, twice(lambda: pair_nonleaf(3, 3)), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reads on the inputs themselves (Note [Autograd Reads Answer As Eager's])
+
+
+def _input_reads(x: T) -> object:
+    # under no_grad, a PairTensor non-leaf answered is_leaf True (a rebuilt wrapper); a plain leaf that requires grad
+    # answered is_leaf False in both modes (the run's functional tensor)
+    t0 = x.diagonal()
+    x.mul_(-1)
+    return (t0 * 2, x.is_leaf, x.requires_grad, x.grad_fn is None)
+
+
+def _input_reads_before_detach(x: T) -> object:
+    a = x.is_leaf
+    x.detach_()
+    return (x * 2, a, x.is_leaf, x.grad_fn is None, x.requires_grad)
+
+
+@pytest.mark.parametrize("make", ["plain", "pair"])
+def test_input_reads_after_a_write(compile_fn: CompileFn | None, make: str) -> None:
+    check_with_grad(_input_reads, _NONLEAVES[make], compile_fn)
+    check_no_grad(_input_reads, _NONLEAVES[make], compile_fn)
+
+
+@pytest.mark.parametrize("make", list(_ALL))
+def test_input_reads_around_detach_(compile_fn: CompileFn | None, make: str) -> None:
+    check_with_grad(_input_reads_before_detach, _ALL[make], compile_fn)
+    check_no_grad(_input_reads_before_detach, _ALL[make], compile_fn)
+
+
+def test_leaf_input_is_leaf(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        return (x * 2, x.is_leaf, x.grad_fn is None)
+
+    for make in (lambda: (leaf(3),), lambda: (pair(3, requires_grad=True),)):
+        check_with_grad(f, make, compile_fn)
+        check_no_grad(f, make, compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# set_() onto an input's own storage (Note [Storage Swaps By Rebinding], Note [Autograd Sees The Wrapper])
+
+
+def _set_prefix(x: T) -> object:
+    x.set_(x.untyped_storage(), 0, (2,), (1,))
+    return (x * 2,)
+
+
+def _set_strided(x: T) -> object:
+    x.set_(x.untyped_storage(), 1, (2, 2), (1, 2))
+    return (x + 1,)
+
+
+def _set_kept_view(x: T) -> object:
+    y = x.view(-1)
+    x.set_(x.untyped_storage(), 2, (3,), (2,))
+    return (x * 2, y)
+
+
+def _set_whole(x: T) -> object:
+    # x.set_(storage): eager's x is the whole storage, 1-D; ours kept x's shape ((3, 3) where eager's is (9,))
+    x.set_(x.untyped_storage())
+    return (x + 1,)
+
+
+_SET_INPUTS: dict[str, Maker] = {
+    "plain": lambda: (torch.randn(3, 3),),
+    "nonleaf": lambda: (nonleaf(3, 3),),
+    "view": lambda: (torch.randn(4, 3)[1:],),
+}
+
+
+@pytest.mark.parametrize("make", list(_SET_INPUTS))
+@pytest.mark.parametrize("f", [_set_prefix, _set_strided, _set_kept_view, _set_whole])
+def test_set_onto_own_storage(compile_fn: CompileFn | None, f: Callable[[T], object], make: str) -> None:
+    check_with_grad(f, _SET_INPUTS[make], compile_fn)
+    check_no_grad(f, _SET_INPUTS[make], compile_fn)
+
+
+def test_set_onto_own_storage_written_after(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        x.set_(x.untyped_storage(), 0, (2,), (1,))
+        x.mul_(2)
+        return (x,)
+
+    for make in ("plain", "nonleaf"):
+        check_with_grad(f, _SET_INPUTS[make], compile_fn)
+        check_no_grad(f, _SET_INPUTS[make], compile_fn)
+
+
+def test_set_onto_a_wrappers_own_storage_is_refused(compile_fn: CompileFn | None) -> None:
+    # session 11's open gap: a PairTensor's untyped_storage() holds no data (null data pointer); eager sets the inner
+    # tensors onto it and any read of x's values afterwards reads unowned memory (a segmentation fault), so no eager
+    # value exists to match. Refused by name (the program only reads x's shape; the oracle is not run on it).
+    def f(x: T) -> object:
+        x.set_(x.untyped_storage(), 0, (2,), (1,))
+        return (x.shape,)
+
+    if compile_fn is not None:
+        return  # eager's inputs after the call hold unowned memory: the oracle cannot compare them
+    for grad in (True, False):
+        with torch.set_grad_enabled(grad):
+            assert_refused(
+                f,
+                lambda: (pair(3, 3),),
+                None,
+                "storage of a tensor subclass wrapper holds no data|wrapper's storage holds no data",
+            )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# `._base` and `._is_view()` of inputs and their views (Note [Autograd Reads Answer As Eager's])
+
+
+def _base_reads(x: T) -> object:
+    # the run's inputs are laid out anew: x._base / x._is_view() answered the run's tensors', not the input's
+    t0 = x.diagonal()
+    x.mul_(2)
+    return (t0 * 1, x._base is None, t0._base is x, x._is_view(), t0._is_view())
+
+
+def _base_of_other_input(x0: T, x1: T) -> object:
+    t0 = x1[0]
+    x0.add_(1)
+    return (t0 * 1, x1._base is x0, t0._base is x0, x0._base is None, x1._is_view(), x0._is_view())
+
+
+def _on_base(make: Callable[[], T]) -> Maker:
+    def make_inputs() -> tuple[object, ...]:
+        b = make()
+        return (b, b[1:])
+
+    return make_inputs
+
+
+_BASE_INPUTS: dict[str, Maker] = {
+    "plain": lambda: (torch.randn(3, 3),),
+    "pair": lambda: (pair(3, 3),),
+    **_NONLEAVES,
+}
+
+
+@pytest.mark.parametrize("make", list(_BASE_INPUTS))
+def test_base_reads_of_inputs(compile_fn: CompileFn | None, make: str) -> None:
+    check_with_grad(_base_reads, _BASE_INPUTS[make], compile_fn)
+    check_no_grad(_base_reads, _BASE_INPUTS[make], compile_fn)
+
+
+@pytest.mark.parametrize("make", ["plain", "pair", "nonleaf"])
+def test_base_reads_of_an_input_viewing_another(compile_fn: CompileFn | None, make: str) -> None:
+    makers: dict[str, Callable[[], T]] = {
+        "plain": lambda: torch.randn(4, 3),
+        "pair": lambda: pair(4, 3),
+        "nonleaf": lambda: nonleaf(4, 3),
+    }
+    check_with_grad(_base_of_other_input, _on_base(makers[make]), compile_fn)
+    check_no_grad(_base_of_other_input, _on_base(makers[make]), compile_fn)
+
+
+def test_base_read_of_a_view_of_a_tensor_not_passed_is_refused(compile_fn: CompileFn | None) -> None:
+    # eager's x._base is a tensor the compiled program does not have
+    for make in (lambda: (torch.randn(4, 3)[1:],), lambda: (nonleaf(4, 3)[1:],)):
+        refused_with_grad(_base_reads, make, compile_fn, r"reads `\._base` of tensor input 0 .* not passed")
+
+
+def test_is_view_of_a_view_input(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        t0 = x.diagonal()
+        x.mul_(2)
+        return (t0 * 1, x._is_view(), t0._is_view())
+
+    check_with_grad(f, lambda: (torch.randn(4, 3)[1:],), compile_fn)
+    check_no_grad(f, lambda: (pair(4, 3)[1:],), compile_fn)
+
+
+def test_base_reads_guarded(compile_fn: CompileFn | None) -> None:
+    # the answers are constants of the entry: a view input later gets its own entry (here a refusal)
+    if compile_fn is not None:
+        return  # a guard check: the identity compile has no entries
+    compiled = subclassaot.compile(_base_reads)
+    compiled(torch.randn(3, 3))
+    with pytest.raises(UnsupportedError, match=r"reads `\._base` of tensor input 0"):
+        compiled(torch.randn(4, 3)[1:])
+    b = torch.randn(4, 3)
+    compiled2 = subclassaot.compile(_base_of_other_input)
+    compiled2(b, b[1:])
+    with pytest.raises(UnsupportedError, match=r"reads `\._base` of tensor input 1"):
+        compiled2(b[1:], b[1:][1:])
+
+
+def test_autograd_read_of_a_view_of_an_input_made_to_require_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # the run's view of an input is made in no_grad mode (autograd refuses its history once the input requires grad
+    # and was written), where eager's view answers (Note [Autograd Reads Answer As Eager's])
+    def f(x: T) -> object:
+        t0 = x.diagonal()
+        x.mul_(-1)
+        x.requires_grad_(True)
+        return (t0 * 2, t0.is_leaf, x.requires_grad)
+
+    written = r"args\[0\](: the program calls requires_grad_\(\) on this input after computing| is written in place and made to require grad)"
+    refused_with_grad(f, lambda: (torch.randn(3, 3),), compile_fn, written)
+    refused_with_grad(f, lambda: (pair(3, 3),), compile_fn, written)

@@ -1,0 +1,628 @@
+"""Backward errors: a compiled backward raises exactly where eager's does, runs where eager's runs, and gradients
+eager accumulates before raising match or the program is refused (Note [Probing Eager's Backward], Note [Backward
+Errors Through Input Values Only]).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import cast
+
+import pytest
+import torch
+
+import subclassaot
+from subclassaot.errors import UnsupportedError
+from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
+from tests.pipeline.program_helpers import assert_refused, nonleaf, pair, pair_nonleaf
+from tests.pipeline.program_helpers import leaf as _leaf
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions about backward errors and gradient presence (fuzz seeds 6000 and 7000): a backward that eager
+# completes must run, one eager raises must raise, and gradients eager accumulates before raising must match or the
+# program is refused with the rule's text.
+# ---------------------------------------------------------------------------------------------------------------------
+
+T = torch.Tensor
+
+
+def check(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_backward_error_only_through_written_input(compile_fn: CompileFn | None) -> None:
+    # seed 7000 #2947: only a backward through x1's new value fails (MulBackward saved x1 before x1.mul_ wrote
+    # it); eager's backward through x0 runs.
+    def f(x0: T, x1: T) -> object:
+        x1.copy_(x0)
+        x1.mul_(x0)
+        x0.copy_(x0)
+        return (x0,)
+
+    check(f, lambda: (pair_nonleaf(), pair()), compile_fn)
+
+
+def test_backward_error_only_through_written_plain_input(compile_fn: CompileFn | None) -> None:
+    # seed 7000 #8804: x1.mul_(x1) makes x1's new value's backward fail; eager's backward through x0 runs.
+    def f(x0: T, x1: T, x2: T) -> object:
+        x0.mul_(x2)
+        x1.mul_(x1)
+        return (x0,)
+
+    check(f, lambda: (pair(3), nonleaf(1, 2), torch.randn((), requires_grad=True)), compile_fn)
+
+
+def test_backward_through_failing_written_input_still_raises(compile_fn: CompileFn | None) -> None:
+    # Note [Backward Errors Are Deferred]: a backward through x1's new value raises, as in eager.
+    def f(x0: T, x1: T, x2: T) -> object:
+        x0.mul_(x2)
+        x1.mul_(x1)
+        return (x0,)
+
+    compiled = (compile_fn or subclassaot.compile)(f)
+    x1 = nonleaf(1, 2)
+    with torch.enable_grad():
+        compiled(pair(3), x1, torch.randn((), requires_grad=True))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        torch.autograd.backward(x1.sum())
+
+
+def test_grad_accumulated_before_error_through_returned_input_refused(compile_fn: CompileFn | None) -> None:
+    # seed 6000 #7494: eager's backward through the returned x0 accumulates x1.grad (MulBackward of x0.mul_(x1))
+    # before MulBackward of x0.mul_(x0) raises; the check looked at the program's own outputs only, not at the new
+    # value of a returned input.
+    def f(x0: T, x1: T) -> object:
+        x0.mul_(x0)
+        x0.mul_(x1)
+        return (x0,)
+
+    assert_refused(
+        f,
+        lambda: (nonleaf(1), torch.randn((), requires_grad=True)),
+        compile_fn,
+        "after eager accumulated the gradient of an input leaf",
+    )
+
+
+def test_set_to_returned_leaf_holds_its_grad_behind_set_node(compile_fn: CompileFn | None) -> None:
+    # seed 6000 #544 (Note [set_ Under Grad]): eager's set_ node has an edge to x2's history, so x1 (the same leaf)
+    # gets no gradient when the backward through x0 raises; the epilogue's x0.set_(x0) left x1's gradient free.
+    def f(x0: T, x1: T, x2: T) -> object:
+        set_to(x0, x2)
+        return (x0, x1)
+
+    def make_inputs() -> tuple[object, ...]:
+        b1 = torch.randn((), requires_grad=True)
+        return (nonleaf(), b1, b1)
+
+    check(f, make_inputs, compile_fn)
+
+
+def test_no_grad_set_to_own_view_renews_grad_accumulator(compile_fn: CompileFn | None) -> None:
+    # seed 6000 #183: the epilogue gave x0 its new metadata with as_strided_, which keeps the leaf's gradient
+    # accumulator made for the (4, 1, 1) layout; eager's set_ renews it, so the backward through t1 runs.
+    def f(x0: T) -> object:
+        t0 = x0.view((1, 1, 4))
+        t1 = t0.view((4,))
+        with torch.no_grad():
+            set_to(x0, t1)
+        return (t1,)
+
+    check(f, lambda: (torch.randn((4, 1, 1), requires_grad=True),), compile_fn)
+
+
+def test_write_through_view_reshaped_in_place_refused(compile_fn: CompileFn | None) -> None:
+    # seed 7000 #3857: the traced backward raised "CopySlices returned an invalid gradient" (autograd's view replay
+    # drops the unsqueeze_) where eager's backward runs; refused rather than deferred.
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.transpose(1, 0)
+        t0.unsqueeze_(-1)
+        t0.add_(t0)
+        return (x1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(2, 1)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "whose shape an in-place view op changed")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz follow-ups: programs whose backward fails in eager, deferred where a probe of eager's own backward shows
+# what it does before raising (Note [Probing Eager's Backward], Note [Backward Errors Through Input Values Only]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _same_twice(make: Callable[[], T]) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        b0 = make()
+        return (b0, b0)
+
+    return make_inputs
+
+
+def test_saved_input_written_through_its_other_name(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #1788 (#5822, #6714 alike): the one input passed twice is saved by mul and then written, so
+    # eager's backward raises before any gradient; the traced backward of the gradient alone succeeded (refused)
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.mul(x0)
+        x1.add_(0.5)
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, _same_twice(lambda: pair_nonleaf(1, 3, 1)), compile_fn=compile_fn)
+
+
+def test_saved_input_overwritten_by_itself(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #2777 (#9368 alike): sin saved x0, copy_ wrote it
+    def f(x0: T) -> object:
+        t0 = x0.sin()
+        x0.copy_(x0)
+        return (x0, t0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair_nonleaf(3),), compile_fn=compile_fn)
+
+
+def test_saved_plain_input_without_grad_changed_in_place(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #9546: mul saved x0 (no grad) for x2's gradient, then x0.t_() advanced its version; the other
+    # output t4 only reaches x1's history
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x2.mul(x0)
+        x0.t_()
+        t4 = x1.reshape((4, 2))
+        return (t4, t0)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(4), pair_nonleaf(4, 2).t(), pair_nonleaf(1))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_no_grad_fill_of_a_saved_view_of_a_leaf(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #8556: eager's backward through both outputs runs t3's failing SinBackward before x0's
+    # AccumulateGrad is ready (t2's path joins it there)
+    def f(x0: T) -> object:
+        t0 = x0.t()
+        t1 = t0.sin()
+        t2 = t0.clone()
+        with torch.no_grad():
+            t0.fill_(-1.0)
+        t3 = t1.view((1, 1, 2))
+        return (t3, t2)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair(2, requires_grad=True),), compile_fn=compile_fn)
+
+
+def test_backward_through_some_outputs_only(compile_fn: CompileFn | None) -> None:
+    # Beside fuzz seed 7000 #6714: eager's backward through t2 alone completes, through t0 (alone or not) raises;
+    # the compiled one raises eager's error for the sets the probe saw raise, and refuses the others when it runs
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.mul(x0)
+        x1.add_(3.0)
+        t2 = x1.mul(-1.0)
+        return (t0, t2)
+
+    make_inputs = _same_twice(lambda: nonleaf(2, 2))
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        if compile_fn is not None:
+            return
+        g = subclassaot.compile(f)
+        for chosen in ((0,), (0, 1)):
+            x = nonleaf(2, 2)
+            out = cast(tuple[T, T], g(x, x))
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                torch.autograd.backward([out[k].sum() for k in chosen])
+        x = nonleaf(2, 2)
+        out = cast(tuple[T, T], g(x, x))
+        with pytest.raises(UnsupportedError, match="was not checked to fail there"):
+            torch.autograd.backward(out[1].sum())
+
+
+def test_gradient_accumulated_before_the_error_refused(compile_fn: CompileFn | None) -> None:
+    # The probe sees y's AccumulateGrad run before x0's failing MulBackward (y's MulBackward is numbered after it);
+    # the compiled backward would raise first
+    def f(x0: T, y: T) -> object:
+        x0.mul_(x0)
+        t = y.mul(2.0)
+        return (t.add(x0),)
+
+    with torch.enable_grad():
+        assert_refused(
+            f, lambda: (nonleaf(3), torch.randn(3, requires_grad=True)), compile_fn, "does not depend on the failing"
+        )
+
+
+def test_write_fails_backward_of_the_written_input_only(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #6562: x0.mul_(x0) makes a backward through x0's new value fail; the output t1 does not reach
+    # it, so eager's backward through it completes (refused before). A backward through x0 after the call raises
+    # eager's error (Note [Backward Errors Through Input Values Only]).
+    def f(x0: T, x1: T) -> object:
+        x0.mul_(x0)
+        t0 = x1.clone()
+        t1 = t0.reshape((1, 2))
+        return (t1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(1), pair(2, 1, requires_grad=True))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        if compile_fn is not None:
+            return
+        x0, x1 = pair_nonleaf(1), pair(2, 1, requires_grad=True)
+        out = cast(tuple[T], subclassaot.compile(f)(x0, x1))
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            torch.autograd.backward(x0.sum() + out[0].sum())
+
+
+def test_set_of_the_input_to_itself_after_a_clone(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #8613: set_() under grad fails only a backward through x1's new value; t0 reaches x1's history
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.clone()
+        x1.add_(0.5)
+        set_to(x1, x0)
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, _same_twice(lambda: nonleaf(2, 4)), compile_fn=compile_fn)
+
+
+def test_view_of_a_leaf_returned_beside_a_failing_output(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #1745: x0 is not a view of the leaf x1 (reshape copied); x1 returned as is gets its gradient
+    # from eager's backward, which completes: only x0's new value's backward fails
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x1.sin()
+        x0.mul_(x0)
+        return (x1, x1, t0)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((4, 2), requires_grad=True)
+        return (b0.as_strided((3, 2), (1, 0), 1).reshape((-1, 2, 3)), b0, b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_written_input_returned_beside_another_whose_backward_fails(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #8804 (DIVERGED before: our backward raised): x1.mul_(x1) fails only a backward through x1's
+    # new value; the returned x0 is written from the leaf x2, and eager's backward through it completes. The
+    # backward graph takes no tangent for x1's new value only (Note [Backward Errors Through Input Values Only]).
+    def f(x0: T, x1: T, x2: T) -> object:
+        x0.mul_(x2)
+        x1.mul_(x1)
+        return (x0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(3), nonleaf(1, 2), torch.randn((), requires_grad=True))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_written_input_copied_into_itself_returned(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #2947 (DIVERGED before: our backward raised): only x1's new value (mul_ saved the x1 it wrote)
+    # fails; the returned x0's backward completes in eager
+    def f(x0: T, x1: T) -> object:
+        x1.copy_(x0)
+        x1.mul_(x0)
+        x0.copy_(x0)
+        return (x0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair_nonleaf(), pair()), compile_fn=compile_fn)
+
+
+def test_input_passed_twice_returned_beside_a_failing_output(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #1788 unshrunk: x1 (the object passed as x0 too) is returned; its tangent reaches the new values
+    # of both positions, and a backward through both outputs raises eager's error, not a refusal
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.mul(x0)
+        x1.add_(0.5)
+        return (t0, x1)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, _same_twice(lambda: pair_nonleaf(1, 3, 1)), compile_fn=compile_fn)
+        if compile_fn is not None:
+            return
+        x = pair_nonleaf(1, 3, 1)
+        out = cast(tuple[T, T], subclassaot.compile(f)(x, x))
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            torch.autograd.backward([out[0].sum(), out[1].sum()])
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions (helper bwdparity): the compiled backward raises exactly where eager's does.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_failing_node_on_no_path_to_an_input(compile_fn: CompileFn | None) -> None:
+    # Note [Backward Runs Every Node]: t1, a no_grad view, cuts the history, so MulBackward0 (which saved the t2 that
+    # mul_ overwrites) is on no path to x0; eager's backward runs it and raises, autograd.grad did not
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            t1 = x0.view(-1)
+        t2 = t1.clone()
+        t3 = t2.view(-1)
+        t2.mul_(t2)
+        return (t3,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (torch.randn(2, requires_grad=True),), compile_fn=compile_fn)
+
+
+def test_failing_node_on_no_path_input_returned_twice(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 10000 #7477: as above on empty slices of a subclass passed twice and returned; eager accumulates the
+    # returned input's gradient before the program's node raises
+    def f(x0: T, x1: T) -> object:
+        t0 = x0[0:0:1]
+        with torch.no_grad():
+            x0.mul_(-1.0)
+            t1 = t0.view((0,))
+        t2 = t1.clone()
+        t3 = t2.view((0,))
+        t2.mul_(t2)
+        return (x1, x0, t3)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair(2, requires_grad=True)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_data_assigned_another_size_fails_eager_backward_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 11000 #2988, #6066: t0's DiagonalBackward0 keeps its size after `.data =`, so eager's backward fails
+    # TBackward0's size check; the output is regenerated from the leaf x0, outside the compiled Function, whose
+    # backward ran (Note [Errors Only Eager's Backward Sees])
+    def f(x0: T) -> object:
+        t0 = x0.diagonal(1, 0, 1)
+        t1 = t0[1:3:1]
+        t0.data = t1
+        t2 = t0.t()
+        return (t2,)
+
+    with torch.enable_grad():
+        assert_refused(
+            f, lambda: (torch.randn((2, 3, 4), requires_grad=True),), compile_fn, "Errors Only Eager's Backward Sees"
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions (helper bwd12): backward "invalid gradient" errors ours raised where eager's backward runs.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_view_op_on_subclass_view_beside_a_written_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 12000 #1766 (spurious data mutations of subclass leaves: leaf_mutations.py): only x0 is written; x1's
+    # t_() was taken for a write too, and its wrapper-level copy_ rebuilt its grad_fn without the t_()
+    def f(x0: T, x1: T) -> object:
+        x0.fill_(-1.0)
+        x1.t_()
+        return (x1,)
+
+    def make() -> tuple[T, T]:
+        return pair(1), pair_nonleaf(3, 1, 2).diagonal(0, 1, 2)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+def test_written_subclass_view_then_unsqueeze(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 11000 #2263 (Note [Written Subclass Views Changed In Place]): refused before, now supported
+    def f(x0: T, x1: T) -> object:
+        x0.copy_(x1)
+        x0.unsqueeze_(-1)
+        return (x0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair(4, 1).unsqueeze(0), pair(requires_grad=True)), compile_fn=compile_fn)
+
+
+def test_written_nonleaf_subclass_view_then_unsqueeze(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 9000 #3729 (Note [Written Subclass Views Changed In Place]): refused before, now supported
+    def f(x0: T) -> object:
+        x0.copy_(x0)
+        x0.unsqueeze_(2)
+        return (x0.transpose(0, 0),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair_nonleaf(4, 1, 4).select(2, 2),), compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions (helper div41): wrong results of dev seed 41000 (backward errors and the order of gradients).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_returned_leaf_gets_its_gradient_before_a_raising_backward(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 41000 #1981 (Note [Returned Leaves Outside A Raising Backward]): t1's backward fails (x1 was saved,
+    # then written); x0 reaches only x1's new value, so eager accumulates x0's gradient from the output x0 first
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.expand(())
+        t1 = x1.mul(x1)
+        x1.add_(t0)
+        return (t1, x0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (_leaf(), nonleaf(3, 2)), compile_fn=compile_fn)
+
+
+def test_returned_subclass_leaf_first_before_a_raising_backward(compile_fn: CompileFn | None) -> None:
+    # #1981 with tensor subclasses, the leaf returned first
+    def f(x0: T, x1: T) -> object:
+        t1 = x1.mul(x1)
+        x1.add_(x0)
+        return (x0, t1)
+
+    def make() -> tuple[T, T]:
+        with torch.enable_grad():
+            return pair(requires_grad=True), pair(3, 2, requires_grad=True).clone()
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+def test_subclass_view_written_under_no_grad_before_a_raising_backward(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 41000 #7600: x0 (a view of a leaf) written under no_grad regenerates its grad_fn when the caller
+    # reads it, after the program's nodes, so eager's leaf gets its gradient before t1's backward fails; the
+    # epilogue copies x0's new value in under no_grad, so x0 goes in detached (Note [Unreached Inputs Are Detached])
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            x0.add_(2.0)
+            t0 = x0.reshape(())
+        t1 = t0.mul(0.5)
+        t1.mul_(t1)
+        return (x0, t1)
+
+    def make() -> tuple[T]:
+        with torch.enable_grad():
+            return (pair(requires_grad=True).reshape(()),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+def test_written_as_strided_view_escaping_its_slice_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 41000 #9801 (Note [as_strided On Inputs]): x0 reaches element 0, which the empty slice
+    # it was taken of does not cover; eager's add_ sends that element's gradient to the base
+    def f(x0: T) -> object:
+        t0 = x0.expand(())
+        t0.add_(2.0)
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_refused(
+            f, lambda: (nonleaf(4)[1:1:2].as_strided((), (), 0),), compile_fn, r"args\[0\]: an as_strided\(\) view"
+        )
+
+
+def test_written_as_strided_view_inside_its_slice(compile_fn: CompileFn | None) -> None:
+    # the same write through an as_strided() view that stays inside the slice it was taken of runs
+    def f(x0: T) -> object:
+        t0 = x0.expand(2)
+        t0.add_(2.0)
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(4)[1:3].as_strided((2,), (1,), 1),), compile_fn=compile_fn)
+
+
+def test_data_assignment_keeps_the_leaf_accumulator(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 41000 #1312 (Note [data Assignment Keeps A Leaf's Accumulator]): eager's x0.grad keeps size (1,)
+    def f(x0: T) -> object:
+        t0 = x0.reshape(())
+        t1 = x0.unsqueeze(1)
+        x0.data = t1
+        t2 = t0.clone()
+        return (t2, x0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (_leaf(1),), compile_fn=compile_fn)
+
+
+def test_data_assignment_of_an_unsqueeze_keeps_the_leaf_accumulator(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.sum()
+        x0.data = x0.unsqueeze(0)
+        return (t0, x0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (_leaf(3),), compile_fn=compile_fn)
+
+
+def test_view_of_intermediate_assigned_an_intermediate(compile_fn: CompileFn | None) -> None:
+    # the same over an intermediate's storage is a graph output, with its history
+    def f(x0: T) -> object:
+        t0 = x0.sin()
+        t0.data = x0.cos()
+        t1 = t0.view(())
+        return (t1,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(),), compile_fn=compile_fn)
+
+
+def test_data_assigned_subclass_backward_error_deferred_beside_a_returned_input(
+    compile_fn: CompileFn | None,
+) -> None:
+    # fuzz seed 41000 #2043 (Note [Probing Eager's Backward]): eager's backward fails its size check at t0's node
+    # before x1's history runs; the probe's stand-in for that history ran first and hid the error
+    def f(x0: T, x1: T) -> object:
+        x0.data = x1
+        t0 = x0.add(-1.0)
+        return (x1, t0)
+
+    def make() -> tuple[T, T]:
+        with torch.enable_grad():
+            return pair(requires_grad=True), pair(2, 1, requires_grad=True).clone()
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions (helper r13grad): training programs of fuzz seed 13000 whose gradients or backward errors
+# differed from eager's.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_leaf_passed_twice_unsqueezed_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 13000 #2682: one leaf as both arguments; unsqueeze_ under no_grad through one, a view with grad
+    # through the other: eager's gradient arrives in the new size (1, 1, 1); one input since Note [One Tensor Passed
+    # Several Times]
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            x1.unsqueeze_(-1)
+        t0 = x0.view((1, 1, 1))
+        return (t0,)
+
+    def make() -> tuple[T, T]:
+        b0 = torch.randn((1, 1), requires_grad=True)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+def test_leaf_set_under_no_grad_to_a_smaller_tensor_then_multiplied_in(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 13000 #2390: leaf x1 (1, 4, 3) set_() under no_grad to x0 (1,), then x0.mul_(x1) with grad
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            set_to(x1, x0)
+        t0 = x0.view(())
+        x0.mul_(x1)
+        return (t0,)
+
+    def make() -> tuple[T, T]:
+        return (torch.randn((1,)), torch.randn((1, 4, 3), requires_grad=True))
+
+    with torch.enable_grad():
+        rule = r"set_\(\) under torch\.no_grad\(\) to a tensor of another size.*\[Leaves Laid Out Anew Under no_grad\]"
+        assert_refused(f, make, compile_fn, rule)
+
+
+def test_data_assigned_a_sum_of_itself_after_a_copy_of_its_slice(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 13000 #7958: eager's backward fails ("output with shape [] doesn't match the broadcast shape [4]"),
+    # and so must ours (Note [Errors Only Eager's Backward Sees])
+    def f(x0: T, x1: T) -> object:
+        t0 = x1[3:4:2]
+        x0.copy_(t0)
+        t1 = x1.sum(0)
+        x1.data = t1
+        return (t1,)
+
+    def make() -> tuple[T, T]:
+        return (torch.randn(()).reshape((1,)), torch.randn((4,), requires_grad=True))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)

@@ -1,0 +1,1442 @@
+"""Views made under no_grad and views of multi-output ops (unbind, split, chunk): autograd's "A view was created in
+no_grad mode ..." error where eager raises it and nowhere else, and requires_grad / is_leaf / grad_fn of such views
+(Note [No-Grad Views Made After The Bump]).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import cast
+
+import pytest
+import torch
+
+import subclassaot
+from subclassaot.torch_internals import grad_fn_raises
+from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
+from tests.pipeline.corpus import set_to
+from tests.pipeline.program_helpers import (
+    assert_refused,
+    check_no_grad,
+    check_with_grad,
+    leaf,
+    nonleaf,
+    pair,
+    pair_nonleaf,
+    refused_with_grad,
+    twice,
+)
+from tests.pipeline.program_helpers import check_no_grad as _no_grad_parity
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions of helper nograd17: autograd's "A view was created in no_grad mode ..." error.
+#
+# * fuzz seed 17000 #1356 (under no_grad): an output view of an unbind() input, taken after the program's last write
+#   to the input, raised on is_leaf and grad_fn where eager's reads fine: a write to an intermediate of its own
+#   storage counted as a write to an input (Note [No-Grad Views Made After The Bump]).
+# * fuzz seed 49000 #988 (training): a node that saved a no_grad view and ends a cut path (the view has no grad_fn)
+#   did not run in the traced backward, so eager's error when it unpacks the view, written through its base since,
+#   was missing (Note [Ends Of Cut Paths Unpack Their Saved Tensors]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+T = torch.Tensor
+
+
+def _pair_leaf(*shape: int) -> T:
+    return pair(*shape, requires_grad=True)
+
+
+_BASES: dict[str, Callable[[], T]] = {
+    "leaf": lambda: leaf(2),
+    "nonleaf": lambda: nonleaf(2),
+    "pair_leaf": lambda: _pair_leaf(2),
+    "pair_nonleaf": lambda: pair_nonleaf(2),
+}
+_BASE_KINDS = sorted(_BASES)
+
+_TAKE: dict[str, Callable[[T], T]] = {
+    "unbind": lambda b: b.unbind(0)[1],
+    "chunk": lambda b: b.chunk(2)[1],
+    "select": lambda b: b[1],
+    "diagonal": lambda b: b.unsqueeze(0).expand(2, 2).diagonal(),
+}
+_TAKE_KINDS = sorted(_TAKE)
+
+
+def _input_view(base: str, take: str) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (_TAKE[take](_BASES[base]()),)
+
+    return make_inputs
+
+
+def _seed_17000_1356(x0: T) -> object:
+    x0.mul_(x0)
+    t0 = x0.expand(())
+    t1 = x0.sum()
+    t1.zero_()
+    return (t0,)
+
+
+def test_seed_17000_1356(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 17000 #1356, shrunk: under no_grad
+    check_no_grad(_seed_17000_1356, _input_view("leaf", "unbind"), compile_fn)
+
+
+def _expand_after_write(x0: T) -> object:
+    # fuzz seed 17000 #1356 for an input of any shape
+    x0.mul_(x0)
+    t0 = x0.expand_as(x0)
+    t1 = x0.sum()
+    t1.zero_()
+    return (t0,)
+
+
+def _view_after_write(x0: T) -> object:
+    x0.mul_(2.0)
+    t0 = x0.view(-1)
+    t1 = x0.sum()
+    t1.zero_()
+    return (t0,)
+
+
+def _view_before_write(x0: T) -> object:
+    t0 = x0.view(-1)
+    x0.mul_(2.0)
+    t1 = x0.sum()
+    t1.zero_()
+    return (t0,)
+
+
+def _view_between_writes(x0: T) -> object:
+    x0.mul_(2.0)
+    t0 = x0.view(-1)
+    t1 = x0.sum()
+    t1.zero_()
+    x0.add_(1.0)
+    return (t0, x0)
+
+
+@pytest.mark.parametrize("base", _BASE_KINDS)
+@pytest.mark.parametrize("take", _TAKE_KINDS)
+@pytest.mark.parametrize("fn", [_expand_after_write, _view_after_write, _view_before_write, _view_between_writes])
+def test_view_of_view_input_intermediate_written_no_grad(
+    compile_fn: CompileFn | None, base: str, take: str, fn: Callable[[T], object]
+) -> None:
+    # fuzz seed 17000 #1356 and variants: the input a view (of a leaf or not) made with grad; called under no_grad
+    check_no_grad(fn, _input_view(base, take), compile_fn)
+
+
+@pytest.mark.parametrize("base", _BASE_KINDS)
+@pytest.mark.parametrize("take", _TAKE_KINDS)
+def test_view_of_view_input_intermediate_written_with_grad(compile_fn: CompileFn | None, base: str, take: str) -> None:
+    # fuzz seed 17000 #1356 called with grad: the write under no_grad, the rest with grad
+    # (x0 read with grad after its base's counter moved raises for an unbind() or split() view: all under no_grad)
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            x0.mul_(2.0)
+            t0 = x0.view(-1)
+            t1 = x0.sum()
+        t1.zero_()
+        return (t0,)
+
+    check_with_grad(f, _input_view(base, take), compile_fn)
+
+
+_INPUTS: dict[str, Callable[[], T]] = {"nonleaf": lambda: nonleaf(4), "pair_nonleaf": lambda: pair_nonleaf(4)}
+_INPUT_KINDS = sorted(_INPUTS)
+
+_VIEW: dict[str, Callable[[T], T]] = {
+    "unbind": lambda x: x.unbind(0)[2],
+    "chunk": lambda x: x.chunk(4)[2],
+    "select": lambda x: x[2],
+    "expand": lambda x: x.expand(2, 4),
+    "diagonal": lambda x: x.unsqueeze(0).expand(4, 4).diagonal(),
+}
+_VIEW_KINDS = sorted(_VIEW)
+
+
+def _seed_49000_988(view: Callable[[T], T]) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            t0 = view(x0)
+        t1 = t0.sin()
+        x0.add_(t1.sum())
+        return (t1,)
+
+    return f
+
+
+@pytest.mark.parametrize("kind", _INPUT_KINDS)
+def test_seed_49000_988(compile_fn: CompileFn | None, kind: str) -> None:
+    # fuzz seed 49000 #988, shrunk (generated with a PairTensor non-leaf)
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            t0 = x0.unbind(0)[2]
+        t1 = t0.sin()
+        x0.add_(t1)
+        return (t1,)
+
+    check_with_grad(f, lambda: (_INPUTS[kind](),), compile_fn)
+
+
+@pytest.mark.parametrize("kind", _INPUT_KINDS)
+@pytest.mark.parametrize("view", _VIEW_KINDS)
+def test_saved_no_grad_view_written_after(compile_fn: CompileFn | None, kind: str, view: str) -> None:
+    # fuzz seed 49000 #988 with other views: the node that saved the view runs in eager's backward and raises
+    check_with_grad(_seed_49000_988(_VIEW[view]), lambda: (_INPUTS[kind](),), compile_fn)
+
+
+@pytest.mark.parametrize("kind", _INPUT_KINDS)
+@pytest.mark.parametrize("view", _VIEW_KINDS)
+def test_saved_no_grad_view_written_after_no_grad(compile_fn: CompileFn | None, kind: str, view: str) -> None:
+    # fuzz seed 49000 #988 called under no_grad: nothing is saved
+    check_no_grad(_seed_49000_988(_VIEW[view]), lambda: (_INPUTS[kind](),), compile_fn)
+
+
+@pytest.mark.parametrize("kind", _INPUT_KINDS)
+@pytest.mark.parametrize("view", _VIEW_KINDS)
+def test_saved_no_grad_view_written_before(compile_fn: CompileFn | None, kind: str, view: str) -> None:
+    # fuzz seed 49000 #988 with the write before the view is used with grad: eager raises in the forward
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            t0 = _VIEW[view](x0)
+        x0.add_(1.0)
+        t1 = t0.sin()
+        return (t1, x0)
+
+    with torch.enable_grad():
+        assert_raises_like_eager(f, lambda: (_INPUTS[kind](),), compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("kind", _INPUT_KINDS)
+@pytest.mark.parametrize("view", _VIEW_KINDS)
+def test_saved_no_grad_view_written_under_no_grad(compile_fn: CompileFn | None, kind: str, view: str) -> None:
+    # fuzz seed 49000 #988 with the write under no_grad too: eager's backward through t1 raises the saved-tensor
+    # error, through the other output alone it completes: refused (Note [Backward Errors Are Deferred])
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            t0 = _VIEW[view](x0)
+        t1 = t0.sin()
+        with torch.no_grad():
+            x0.add_(1.0)
+        return (t1, x0 * 2.0)
+
+    refused_with_grad(f, lambda: (_INPUTS[kind](),), compile_fn, "backward fails in eager")
+
+
+@pytest.mark.parametrize("kind", _INPUT_KINDS)
+@pytest.mark.parametrize("view", _VIEW_KINDS)
+def test_saved_no_grad_view_written_under_no_grad_alone(compile_fn: CompileFn | None, kind: str, view: str) -> None:
+    # the same with t1 the only output: the backward error is deferred
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            t0 = _VIEW[view](x0)
+        t1 = t0.sin()
+        with torch.no_grad():
+            x0.add_(1.0)
+        return (t1,)
+
+    check_with_grad(f, lambda: (_INPUTS[kind](),), compile_fn)
+
+
+@pytest.mark.parametrize("kind", _INPUT_KINDS)
+@pytest.mark.parametrize("view", _VIEW_KINDS)
+def test_saved_no_grad_view_only_used(compile_fn: CompileFn | None, kind: str, view: str) -> None:
+    # fuzz seed 49000 #988 with the stale node behind another output: eager's backward through it raises
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            t0 = _VIEW[view](x0)
+        t1 = t0.sin()
+        t2 = t1 * 2.0
+        x0.mul_(2.0)
+        return (t2.sum(),)
+
+    check_with_grad(f, lambda: (_INPUTS[kind](),), compile_fn)
+
+
+@pytest.mark.parametrize("kind", _INPUT_KINDS)
+def test_saved_no_grad_view_unwritten(compile_fn: CompileFn | None, kind: str) -> None:
+    # fuzz seed 49000 #988 without the write: the node reads its saved view fine
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            t0 = x0.unbind(0)[2]
+        return (t0.sin(), x0 * 2.0)
+
+    check_with_grad(f, lambda: (_INPUTS[kind](),), compile_fn)
+
+
+@pytest.mark.parametrize("kind", _INPUT_KINDS)
+def test_saved_detached_written_after(compile_fn: CompileFn | None, kind: str) -> None:
+    # fuzz seed 49000 #988 with a detach() (no view of a base that requires grad): eager's end node raises the
+    # "modified by an inplace operation" error
+    def f(x0: T) -> object:
+        t0 = x0.detach()
+        t1 = t0.sin()
+        t0.add_(1.0)
+        return (t1 * x0,)
+
+    check_with_grad(f, lambda: (_INPUTS[kind](),), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions of helper n5952: a no_grad view of a detach() whose base the program then wrote with a value that
+# requires grad, replayed after the epilogue (fuzz seed 16000 #5952, diverged). Eager's view requires grad through its
+# `._base` and its grad_fn raises autograd's view-after-write error; ours came back without requires_grad, as the
+# replayed `._base` was given requires_grad only for views rebuilt before the epilogue. The runtime's bump of the
+# view's counter after the replay (Replay.bump_after) makes ours raise too (Note [Views Of A Detach That Gained
+# Grad]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+_MAKERS: dict[str, Callable[[], T]] = {
+    "leaf": lambda: leaf(4),
+    "nonleaf": lambda: nonleaf(4),
+    "pair": lambda: pair(4, requires_grad=True),
+    "pair_nonleaf": lambda: pair_nonleaf(4),
+}
+_KINDS = sorted(_MAKERS)
+
+
+def _seed_16000_5952(x0: T, x1: T, x2: T) -> object:
+    # fuzz seed 16000 #5952 as generated: x0, x1 and x2 are one tensor
+    with torch.no_grad():
+        x1.t_()
+    t0 = x2.detach()
+    with torch.no_grad():
+        x1.zero_()
+        t1 = t0.view((4, 1, 1))
+    t0.mul_(x2)
+    return (x1, t1, x2)
+
+
+@pytest.mark.parametrize("kind", _KINDS)
+def test_seed_16000_5952(compile_fn: CompileFn | None, kind: str) -> None:
+    # fuzz seed 16000 #5952 (generated with a PairTensor leaf; plain and non-leaf inputs behave the same)
+    def make_inputs() -> tuple[object, ...]:
+        x = _MAKERS[kind]()
+        return (x, x, x)
+
+    check_with_grad(_seed_16000_5952, make_inputs, compile_fn)
+
+
+def _shrunk(x: T) -> object:
+    # the t_() under no_grad makes the view replay after the epilogue; without it, it replays before (as tested in
+    # this file)
+    with torch.no_grad():
+        x.t_()
+    t0 = x.detach()
+    with torch.no_grad():
+        t1 = t0.view((4, 1, 1))
+    t0.mul_(x)
+    return (t1,)
+
+
+@pytest.mark.parametrize("kind", _KINDS)
+def test_no_grad_view_of_detach_written_after_in_place_view_op(compile_fn: CompileFn | None, kind: str) -> None:
+    # fuzz seed 16000 #5952, shrunk
+    check_with_grad(_shrunk, lambda: (_MAKERS[kind](),), compile_fn)
+
+
+@pytest.mark.parametrize("kind", _KINDS)
+def test_no_grad_view_of_detach_written_after_in_place_view_op_no_grad(compile_fn: CompileFn | None, kind: str) -> None:
+    # fuzz seed 16000 #5952, shrunk, under no_grad: nothing gains grad
+    check_no_grad(_shrunk, lambda: (_MAKERS[kind](),), compile_fn)
+
+
+@pytest.mark.parametrize("kind", _KINDS)
+def test_no_grad_view_of_detach_written_without_t(compile_fn: CompileFn | None, kind: str) -> None:
+    # fuzz seed 16000 #5952 without the t_(): replayed before the epilogue (passed before)
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.detach()
+        with torch.no_grad():
+            x0.zero_()
+            t1 = t0.view((4, 1, 1))
+        t0.mul_(x1)
+        return (x0, t1, x1)
+
+    check_with_grad(f, twice(_MAKERS[kind]), compile_fn)
+
+
+@pytest.mark.parametrize("kind", ["leaf", "pair_nonleaf"])
+def test_no_grad_view_of_detach_of_other_input_after_unsqueeze(compile_fn: CompileFn | None, kind: str) -> None:
+    # beside fuzz seed 16000 #5952: another in-place view op, and two views of the detach, a view of a view, and an
+    # output computed from the input
+    def f(x: T) -> object:
+        with torch.no_grad():
+            x.unsqueeze_(0)
+        t0 = x.detach()
+        with torch.no_grad():
+            t1 = t0.view((4, 1, 1))
+            t2 = t0.unsqueeze(0)
+        t3 = t1.squeeze(-1)
+        t0.mul_(x)
+        return (t1, t2, t3, x.sin())
+
+    check_with_grad(f, lambda: (_MAKERS[kind](),), compile_fn)
+
+
+@pytest.mark.parametrize("kind", ["nonleaf", "pair"])
+def test_no_grad_views_of_detach_written_through_a_slice(compile_fn: CompileFn | None, kind: str) -> None:
+    # beside fuzz seed 16000 #5952: the write reaches the detach through a view of it, the view taken by unbind()
+    def f(x: T) -> object:
+        with torch.no_grad():
+            x.t_()
+        t0 = x.detach()
+        with torch.no_grad():
+            t1 = t0[1:]
+        a, _ = t0.view(2, 2).unbind(0)
+        t0[:2].mul_(x[:2])
+        return (t1, a)
+
+    check_with_grad(f, lambda: (_MAKERS[kind](),), compile_fn)
+
+
+@pytest.mark.parametrize("kind", ["leaf", "pair"])
+def test_no_grad_view_of_detach_copied_with_grad_after_data_write(compile_fn: CompileFn | None, kind: str) -> None:
+    # beside fuzz seed 16000 #5952: a data write and a t_() of the input under no_grad, the detach written by copy_
+    def f(x: T) -> object:
+        with torch.no_grad():
+            x.mul_(2)
+            x.t_()
+        t0 = x.detach()
+        with torch.no_grad():
+            t1 = t0.view((4, 1, 1))
+        t0.copy_(x)
+        return (t1,)
+
+    check_with_grad(f, lambda: (_MAKERS[kind](),), compile_fn)
+
+
+@pytest.mark.parametrize("kind", ["nonleaf", "pair"])
+def test_no_grad_view_of_detach_of_other_input(compile_fn: CompileFn | None, kind: str) -> None:
+    # beside fuzz seed 16000 #5952: the detach of one input written with the other
+    def f(x: T, y: T) -> object:
+        with torch.no_grad():
+            y.t_()
+        t0 = y.detach()
+        with torch.no_grad():
+            t1 = t0.view((4, 1, 1))
+        t0.mul_(x)
+        return (t1,)
+
+    check_with_grad(f, lambda: (_MAKERS[kind](), _MAKERS[kind]()), compile_fn)
+
+
+@pytest.mark.parametrize("kind", ["pair", "pair_nonleaf"])
+def test_no_grad_view_of_detach_of_subclass_intermediate(compile_fn: CompileFn | None, kind: str) -> None:
+    # beside fuzz seed 16000 #5952: a subclass intermediate's detach, its view replayed from the intermediate
+    def f(x: T) -> object:
+        y = x * 2
+        with torch.no_grad():
+            y.t_()
+        t0 = y.detach()
+        with torch.no_grad():
+            t1 = t0.view((4, 1, 1))
+        t0.mul_(x)
+        return (t1, y)
+
+    check_with_grad(f, lambda: (_MAKERS[kind](),), compile_fn)
+
+
+def test_no_grad_view_of_detach_written_without_grad(compile_fn: CompileFn | None) -> None:
+    # beside fuzz seed 16000 #5952: a write without grad leaves the detach and its view without requires_grad
+    def f(x: T) -> object:
+        with torch.no_grad():
+            x.t_()
+        t0 = x.detach()
+        with torch.no_grad():
+            t1 = t0.view((4, 1, 1))
+        t0.mul_(2.0)
+        return (t1, t0)
+
+    check_with_grad(f, lambda: (nonleaf(4),), compile_fn)
+
+
+@pytest.mark.parametrize("kind", ["leaf", "nonleaf", "pair_nonleaf"])
+def test_views_of_no_grad_view_of_detach_on_square_input(compile_fn: CompileFn | None, kind: str) -> None:
+    # beside fuzz seed 16000 #5952: a t_() that moves the layout, a view of the no_grad view taken with grad before
+    # the write, both returned (the `._base` gains requires_grad only once both are built)
+    def f(x: T) -> object:
+        with torch.no_grad():
+            x.t_()
+        t0 = x.detach()
+        with torch.no_grad():
+            t1 = t0[0]
+        t2 = t1.unsqueeze(0)
+        t0.add_(x * 2)
+        return (t2, t1, x * 3)
+
+    makers: dict[str, Callable[[], T]] = {
+        "leaf": lambda: leaf(3, 3),
+        "nonleaf": lambda: nonleaf(3, 3),
+        "pair_nonleaf": lambda: pair_nonleaf(3, 3),
+    }
+    check_with_grad(f, lambda: (makers[kind](),), compile_fn)
+
+
+@pytest.mark.parametrize("kind", ["pair", "pair_nonleaf"])
+def test_views_of_no_grad_view_of_detach_of_subclass_intermediate(compile_fn: CompileFn | None, kind: str) -> None:
+    # beside fuzz seed 16000 #5952: a view taken with grad of the no_grad view, before the write
+    def f(x: T) -> object:
+        y = x * 2
+        with torch.no_grad():
+            y.t_()
+        t0 = y.detach()
+        with torch.no_grad():
+            t1 = t0.view((4, 1, 1))
+        t3 = t1.squeeze(-1)
+        t0.mul_(x)
+        return (t1, t3)
+
+    check_with_grad(f, lambda: (_MAKERS[kind](),), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Views made by a multi-output op (unbind) and views whose grad_fn raises in eager (fuzz seeds 9000, 10000, 11000; Note
+# [No-Grad Views Made After The Bump]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_unread_unbind_input_beside_its_base(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 9000, program 5294 (crashed): the early replay of t_() advances the base's counter, and the unbind()
+    # output x0, which the program never reads, was handed to the autograd.Function, which read its grad_fn.
+    def f(x0: T, x1: T) -> object:
+        t0 = x1[3:4:2]
+        t0.t_()
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(4)
+        return (b0.unbind(0)[1], b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        x0, x1 = (cast(T, x) for x in make_inputs())
+        f(x0, x1)
+        assert grad_fn_raises(x0)  # eager's input after the call: the test reaches the case
+
+
+def test_set_onto_detached_unbind_input(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 9000, program 8076 (crashed): the set_() contents were regenerated as an autograd view of the unbind()
+    # input after the epilogue advanced its counter (set_ through a detach() shares it).
+    def f(x0: T) -> object:
+        t0 = x0.detach()
+        t1 = t0.transpose(0, 0)
+        set_to(t1, t0)
+        return (t1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = torch.randn((4, 3), requires_grad=True)
+            return (b0.unbind(0)[3],)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_no_grad_view_of_unbind_input_after_write(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 10000, program 2529 (crashed): the chain's first view, taken with grad enabled before the no_grad
+    # write, was replayed after the epilogue's write, reading the unbind() input's grad_fn; now it is taken before
+    # the epilogue and the no_grad view after it.
+    def f(x0: T) -> object:
+        t0 = x0.view((3, 1, -1))
+        with torch.no_grad():
+            t0.mul_(-1.0)
+            t1 = t0.view((1, 1, 3))
+        return (t1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = pair(2, 3, requires_grad=True)
+            return (b0.unbind(0)[0],)
+
+    def make_plain() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (torch.randn((2, 3), requires_grad=True).unbind(0)[0],)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        assert_matches_eager(f, make_plain, compile_fn=compile_fn)
+
+
+def _raises_in_eager(f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], k: int) -> None:
+    """The test reaches the case: eager's out[k] has a grad_fn that raises."""
+    with torch.enable_grad():
+        out = cast(tuple[T, ...], f(*make_inputs()))
+        assert grad_fn_raises(out[k])
+
+
+def test_no_grad_view_of_intermediate_written_after(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 10000, program 7533 (refused before): Note [Views Of Intermediates Written After].
+    def f(x0: T) -> object:
+        t0 = x0.add(x0)
+        with torch.no_grad():
+            t1 = t0.select(0, -1)
+        t0.mul_(2.0)
+        return (t1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn((1,), requires_grad=True),)
+
+    _raises_in_eager(f, make_inputs, 0)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_unbind_view_of_subclass_intermediate_written_after(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 10000, program 1981 (refused before): a PairTensor intermediate's unbind() output, replayed from the
+    # intermediate the autograd.Function returns.
+    def f(x0: T) -> object:
+        t0 = x0.clone()
+        t1 = t0.unbind(0)[0]
+        t0.copy_(x0)
+        return (t1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(1),)
+
+    _raises_in_eager(f, make_inputs, 0)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_no_grad_view_of_subclass_intermediate_written_after(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 10000, program 4550 (refused before).
+    def f(x0: T) -> object:
+        t1 = x0.unsqueeze(1).clone()
+        with torch.no_grad():
+            t2 = t1.select(2, 3)
+        t1.mul_(3.0)
+        return (t2,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(4, 4, requires_grad=True),)
+
+    _raises_in_eager(f, make_inputs, 0)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_unbind_view_of_returned_intermediate_written_after(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 11000, program 5304 (refused before): the view replays from the intermediate, itself an output.
+    def f(x0: T) -> object:
+        t0 = x0.mul(x0)
+        t1 = t0.unbind(0)[1]
+        t0.mul_(2.0)
+        return (t0, t1)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn((2, 2, 1), requires_grad=True),)
+
+    _raises_in_eager(f, make_inputs, 1)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_raising_view_beside_a_no_grad_view_made_after_the_write_is_refused(compile_fn: CompileFn | None) -> None:
+    # The version bump would reach out[1], a no_grad view eager made after the write (its grad_fn reads fine).
+    def f(x0: T) -> object:
+        t0 = x0.mul(x0)
+        t1 = t0.unbind(0)[1]
+        t0.mul_(2.0)
+        with torch.no_grad():
+            t2 = t0[0]
+        return (t1, t2)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn((2, 2, 1), requires_grad=True),)
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "of one tensor the program wrote between taking them")
+
+
+def test_raising_view_beside_a_default_view_made_after_the_write(compile_fn: CompileFn | None) -> None:
+    # A view of the default kind rebuilds its grad_fn whatever the counter: supported beside the bumped one.
+    def f(x0: T) -> object:
+        t0 = x0.mul(x0)
+        t1 = t0.unbind(0)[1]
+        t0.mul_(2.0)
+        return (t1, t0[0])
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn((2, 2, 1), requires_grad=True),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_no_grad_view_of_input_written_after(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 10000, program 2418 (refused before): a no_grad view of an input after an in-place view op, the
+    # input then written with grad; replayed after the epilogue, its counter advanced.
+    def f(x0: T) -> object:
+        x0.unsqueeze_(0)
+        with torch.no_grad():
+            t0 = x0.view((1, 1))
+        x0.mul_(-1.0)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (nonleaf(),)
+
+    _raises_in_eager(f, make_inputs, 0)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_unbind_view_of_leaf_input_set_to_itself(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 10000, program 1602 (refused before); y saves the input after the set_(), and its backward runs
+    # as eager's does.
+    def f(x0: T) -> object:
+        t0 = x0.unbind(2)[1]
+        with torch.no_grad():
+            set_to(x0, x0)
+        y = x0 * x0
+        return (t0, y)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn((2, 1, 4), requires_grad=True),)
+
+    _raises_in_eager(f, make_inputs, 0)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_no_grad_diagonal_of_subclass_input_then_transposed(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 10000, program 9029 (refused before).
+    def f(x0: T) -> object:
+        x0.unsqueeze_(1)
+        with torch.no_grad():
+            t0 = x0.diagonal(1, 0, 2)
+        x0.transpose_(1, 1)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(2, 4),)
+
+    _raises_in_eager(f, make_inputs, 0)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_no_grad_view_of_input_passed_twice_then_set(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 10000, program 6701 (refused before).
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            t0 = x1[:, 0:1:2]
+        set_to(x0, x1)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(1, 1)
+        return (b0, b0)
+
+    _raises_in_eager(f, make_inputs, 0)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_views_of_unbind_input_and_overlapping_input_written_through_detach(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 11000, program 6991 (refused before; crashed once out[2] was supported): out[0] is a view of the
+    # unbind() input x0 made before the program set_() a detach() of a view of x2, which shares x0's eager base
+    # (traced apart): replayed after the epilogue with x0's counter at entry, it raises as eager's does.
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x1.transpose(0, 0)
+        with torch.no_grad():
+            t1 = x2.select(1, 0)
+        t2 = x0.view((6, 2))
+        t1.unbind(0)[7]
+        t4 = t1.detach()
+        set_to(t4, t0)
+        return (t2, t4, t1)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = pair_nonleaf(4, 3, 4)
+            return (b0.unbind(2)[1], pair(2), b0.reshape((-1, 6)))
+
+    _raises_in_eager(f, make_inputs, 0)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions: a view of a subclass input taken before an in-place view op changed the input, viewed again
+# under no_grad after it (fuzz seed 3001 #2001). See Note [No-Grad Views Made After The Bump].
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+MAKERS: dict[str, Callable[[], T]] = {
+    "plain": lambda: nonleaf(4, 1),
+    "pair": lambda: pair_nonleaf(4, 1),
+    "pair_no_grad": lambda: pair(4, 1),
+    "pair_leaf": lambda: pair(4, 1, requires_grad=True),
+}
+
+
+def _run(f: Callable[..., object], kind: str, inference: bool, compile_fn: CompileFn | None) -> None:
+    make = MAKERS[kind]
+    with torch.no_grad() if inference else torch.enable_grad():
+        assert_matches_eager(f, lambda: (make(),), compile_fn=compile_fn)
+
+
+def test_seed3001_program2001(compile_fn: CompileFn | None) -> None:
+    # seed 3001 #2001 (inference): t1 was replayed before the epilogue, whose unsqueeze_() on the wrapper then moved
+    # x0's version counter, and reading t1.is_leaf raised "A view was created in no_grad mode ...".
+    def f(x0: T) -> object:
+        t0 = x0.select(1, 0)
+        x0.unsqueeze_(-2)
+        t1 = t0.view((-1,))
+        return (t1,)
+
+    _run(f, "pair", True, compile_fn)
+
+
+@pytest.mark.parametrize("kind", list(MAKERS))
+@pytest.mark.parametrize("inference", [True, False])
+def test_no_grad_views_after_bump(compile_fn: CompileFn | None, kind: str, inference: bool) -> None:
+    # two views after the bump, in a no_grad block (the program itself may run with grad)
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            t0 = x0.select(1, 0)
+            x0.unsqueeze_(-2)
+            t1 = t0.view((2, 2)).t()
+        return (t1, x0 * 2)
+
+    if kind == "pair_leaf" and not inference:
+        pytest.skip("eager raises: an in-place view op on a view of a leaf that requires grad")
+    _run(f, kind, inference, compile_fn)
+
+
+@pytest.mark.parametrize("kind", list(MAKERS))
+def test_no_grad_view_between_bumps(compile_fn: CompileFn | None, kind: str) -> None:
+    # t1 is made between two bumps: stale in eager too (its is_leaf raises on both sides), so it stays early
+    def f(x0: T) -> object:
+        t0 = x0.select(1, 0)
+        x0.unsqueeze_(-2)
+        t1 = t0.view((-1,))
+        x0.squeeze_(-3)
+        t2 = t0.view((2, 2))
+        return (t1, t2)
+
+    _run(f, kind, True, compile_fn)
+
+
+@pytest.mark.parametrize("kind", list(MAKERS))
+def test_no_grad_view_after_bump_not_returned(compile_fn: CompileFn | None, kind: str) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.select(1, 0)
+        x0.unsqueeze_(-2)
+        t1 = t0.view((-1,))
+        return (t1 + 1, t0)
+
+    _run(f, kind, True, compile_fn)
+
+
+@pytest.mark.parametrize("kind", list(MAKERS))
+def test_multi_output_view_after_bump(compile_fn: CompileFn | None, kind: str) -> None:
+    # the late step is one view of an op returning several (unbind)
+    def f(x0: T) -> object:
+        t0 = x0.select(1, 0)
+        x0.unsqueeze_(-2)
+        t1 = t0.view((2, 2)).unbind(0)[1]
+        return (t1,)
+
+    _run(f, kind, True, compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz follow-ups (round 3, refusal classes): outputs made by multi-output view ops (unbind, split, chunk) of an
+# input whose base the program writes through another input (Note [No-Grad Views Made After The Bump]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _leaf_and_view(make: Callable[..., T], view: Callable[[T], T], *shape: int) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = make(*shape)
+            if not b0.requires_grad:
+                b0.requires_grad_()
+            return (b0, view(b0))
+
+    return make_inputs
+
+
+def _plain_leaf(*shape: int) -> T:
+    return torch.randn(shape, requires_grad=True)
+
+
+@pytest.mark.parametrize("make", [_pair_leaf, _plain_leaf], ids=["pair", "plain"])
+def test_unbind_after_no_grad_write_through_view_input(make: Callable[..., T], compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #4454: the base is advanced through the other input before the unbind was taken
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            x1.add_(-1.0)
+        t0 = x1.unbind(0)[0]
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, _leaf_and_view(make, lambda b: b.view(1, 3, 1), 3), compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("make", [_pair_leaf, _plain_leaf], ids=["pair", "plain"])
+def test_unbind_of_base_after_write_through_empty_view(make: Callable[..., T], compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #8006
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            x0.add_(3.0)
+        t0 = x0.unbind(0)[2]
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, _leaf_and_view(make, lambda b: b[:, 1:1:1], 3, 3), compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("make", [pair_nonleaf, nonleaf], ids=["pair", "plain"])
+def test_split_chunk_after_grad_writes_through_other_input(
+    make: Callable[..., T], compile_fn: CompileFn | None
+) -> None:
+    # Variants: writes with grad through the other input, several views of one op, then views of those.
+    def f(x0: T, x1: T) -> object:
+        x1.mul_(2.0)
+        x0[1].add_(1.0)
+        a, b = torch.split(x0, 2, 0)
+        c = x1.chunk(2, 1)[1]
+        return a.t(), b, c.unsqueeze(0), (a * 2).sum()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = make(4, 4)
+        return (b0, b0[1:3])
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("make", [_pair_leaf, _plain_leaf], ids=["pair", "plain"])
+def test_unbind_before_write_through_other_input(make: Callable[..., T], compile_fn: CompileFn | None) -> None:
+    # The write comes after the unbind: eager's view raises when autograd reads it, and so does ours (rebuilt
+    # before the epilogue writes the base, Replay.before_epilogue).
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.unbind(0)[0]
+        with torch.no_grad():
+            x0.add_(1.0)
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, _leaf_and_view(make, lambda b: b.view(1, 3, 1), 3), compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz follow-ups: requires_grad, is_leaf and grad_fn of outputs (no_grad views of tensors that require grad, a
+# detach() written with a value that requires grad, set_() between outputs, a wrapper set_() after a view).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_no_grad_view_of_input_changed_in_place(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 9000 #2949: x0 is given to the Function detached (its metadata changes, no gradient reaches it);
+    # t3 still requires grad in eager (a no_grad view of x0 requires grad), with a grad_fn (Note [Unreached Inputs
+    # Are Detached])
+    def f(x0: T) -> object:
+        x0.unsqueeze_(-1)
+        t0 = x0.reshape((1,))
+        with torch.no_grad():
+            t1 = t0.unsqueeze(-2)
+        t2 = t1[:, 1:1:2]
+        t3 = t2.sum(1)
+        return (t3,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(),), compile_fn=compile_fn)
+
+
+def test_no_grad_view_of_input_changed_in_place_computed_with_grad(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        x0.unsqueeze_(-1)
+        with torch.no_grad():
+            t1 = x0.view(-1)
+        return (t1 * 2, x0.sin())
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(3),), compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("subclass", [False, True])
+def test_no_grad_view_of_detach_written_with_grad(compile_fn: CompileFn | None, subclass: bool) -> None:
+    # fuzz seed 10000 #9135: t0 gains requires_grad by the copy_; its no_grad view requires grad through its
+    # `._base` (Note [Views Of A Detach That Gained Grad])
+    def f(x0: T) -> object:
+        t0 = x0.detach()
+        t0.copy_(x0)
+        with torch.no_grad():
+            t1 = t0.unsqueeze(-3)
+        return (t1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 4, requires_grad=True) if subclass else torch.randn(1, 4, requires_grad=True),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("subclass", [False, True])
+def test_no_grad_view_of_detach_then_written_with_grad(compile_fn: CompileFn | None, subclass: bool) -> None:
+    # the view is taken before the write: eager's grad_fn raises (and requires_grad is True)
+    def f(x0: T) -> object:
+        t0 = x0.detach()
+        with torch.no_grad():
+            t1 = t0.unsqueeze(-3)
+        t0.mul_(x0)
+        return (t1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 4, requires_grad=True) if subclass else torch.randn(1, 4, requires_grad=True),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_no_grad_views_of_detach_written_with_grad_and_computed_from(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.detach()
+        t0.copy_(x0 * 2)
+        with torch.no_grad():
+            t1 = t0.unsqueeze(-3)
+        return (t1 * 3, t1)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(1, 4),), compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("order", ["set_first", "owner_first"])
+def test_output_set_onto_another_keeps_the_others_history(compile_fn: CompileFn | None, order: str) -> None:
+    # fuzz seed 11000 #7045: the intermediate base of the two outputs is t1 (whose storage it is, with its history),
+    # not t0, which set_() moved onto it
+    def f(x0: T) -> object:
+        t0 = x0.sin()
+        t1 = t0.add(0.5)
+        set_to(t0, t1)
+        return (t0, t1) if order == "set_first" else (t1, t0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(1, 3, 1),), compile_fn=compile_fn)
+
+
+def test_output_set_onto_another_then_written(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.sin()
+        t1 = t0.add(0.5)
+        set_to(t0, t1)
+        t0.mul_(2)
+        return (t0, t1)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (torch.randn(1, 3, 1, requires_grad=True),), compile_fn=compile_fn)
+
+
+def test_output_with_history_beside_views_of_tensor_set_onto_it(compile_fn: CompileFn | None) -> None:
+    # the outputs' base is t0 (the view names it): t1 would come back as an alias without its history
+    def f(x0: T) -> object:
+        t0 = x0.sin()
+        t1 = t0.add(0.5)
+        set_to(t0, t1)
+        return (t1, t0.view(-1))
+
+    with torch.enable_grad():
+        assert_refused(
+            f, lambda: (nonleaf(1, 3, 1),), compile_fn, "has an autograd history of its own, and the program set_()"
+        )
+
+
+def test_view_of_subclass_input_before_wrapper_set_onto_it(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 10000 #2840 (inference): t1.set_(t0) bumps t1's version counter, not x0's, so t0 is a view made
+    # after x0's last bump (Note [Storage Swaps By Rebinding])
+    def f(x0: T) -> object:
+        x0.add_(x0)
+        t0 = x0.reshape((2, -1, 4))
+        t1 = x0.add(3.0)
+        set_to(t1, t0)
+        return (t0,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(2, 4, requires_grad=True),), compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions of seed 13000's inference programs; each program is a shrunk fuzz program (seed and index in the
+# test's name).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# resize_() to the size a tensor already has keeps its strides
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_seed13000_9159_resize_to_own_size_keeps_strides(kind: str, compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        x0.resize_((2,))
+        x0.add_(0.5)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair(4, 3) if kind == "pair" else torch.randn(4, 3)
+        return (b0.as_strided((2,), (2,), 1),)
+
+    _no_grad_parity(f, make_inputs, compile_fn)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_resize_to_own_size_of_a_strided_view_returned(grad: bool, compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        x0.resize_((3, 2))
+        x0.mul_(2.0)
+        return (x0, x0.sum())
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(2, 3).t(),)
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A view of an input's detach() taken after an in-place view op on the input (Note [No-Grad Views Made After The
+# Bump]): eager's `._base` is the detach's result
+
+
+def test_seed13000_545_view_of_detach_after_input_unsqueeze_(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.detach()
+        x0.unsqueeze_(-1)
+        t1 = t0.view(())
+        return (t1,)
+
+    _no_grad_parity(f, lambda: (torch.randn(()),), compile_fn)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_view_of_detached_view_after_input_t_(grad: bool, compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0[1:].detach()
+        x0.t_()
+        with torch.no_grad():
+            t1 = t0.unsqueeze(0).view(-1)
+        return (t1, t0)
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, lambda: (torch.randn(3, 2),), compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions of helper l45b: a returned subclass input rebuilt without its in-place view op (seed 45000 #3277)
+# and a no_grad view of an intermediate with history moved by `.data =` (seed 46000 #590); each program is a shrunk
+# fuzz program (seed and index in the test's name).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _two_views_of_pair_nonleaf() -> tuple[object, ...]:
+    with torch.enable_grad():
+        b0 = pair(3, 1, requires_grad=True).clone()
+        return (b0.as_strided((), (), 0), b0.transpose(1, 0))
+
+
+def test_seed45000_3277_returned_input_unsqueeze_then_other_input_t(compile_fn: CompileFn | None) -> None:
+    # eager's backward rebuilds x1's history from view functions without its unsqueeze_() and raises "invalid
+    # gradient ... got [1, 3, 1] but expected shape compatible with [1, 3]" (Note [Stale View Functions])
+    def f(x0: T, x1: T) -> object:
+        x1.unsqueeze_(2)
+        x0.t_()
+        return (x1,)
+
+    rule = r"another view of the same tensor that it does not return.*Note \[Stale View Functions\]"
+    refused_with_grad(f, _two_views_of_pair_nonleaf, compile_fn, rule)
+
+
+def test_seed45000_3277_variant_own_op_last_supported(compile_fn: CompileFn | None) -> None:
+    # the returned input's own in-place view op comes last: nothing rebuilds its history, no refusal
+    def f(x0: T, x1: T) -> object:
+        x0.t_()
+        x1.unsqueeze_(2)
+        return (x1,)
+
+    check_with_grad(f, _two_views_of_pair_nonleaf, compile_fn)
+
+
+def _twice_nonleaf() -> tuple[object, ...]:
+    with torch.enable_grad():
+        b0 = torch.randn(4, 2, requires_grad=True).clone()
+        return (b0, b0)
+
+
+def test_seed46000_590_no_grad_view_of_intermediate_with_history_assigned_data(compile_fn: CompileFn | None) -> None:
+    # eager's t1._base is t0 (an intermediate with history, on its own storage); t1 lives on x0's storage
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.sum(1)
+        with torch.no_grad():
+            t1 = t0.as_strided((1,), (0,), 2)
+        t1.data = x0
+        return (t1,)
+
+    refused_with_grad(f, _twice_nonleaf, compile_fn, r"intermediate with autograd history .*Views Set Onto Another")
+
+
+def test_seed46000_590_variant_diagonal(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.mul(2.0)
+        with torch.no_grad():
+            t1 = t0.diagonal()
+        t1.data = x0
+        return (t1,)
+
+    refused_with_grad(
+        f, lambda: (torch.randn(3, 3, requires_grad=True),), compile_fn, r"intermediate with autograd history"
+    )
+
+
+def test_seed46000_590_variant_inference_supported(compile_fn: CompileFn | None) -> None:
+    # under no_grad the intermediate has no history: the graph returns it as the base (Note [Views Set Onto Another
+    # Storage])
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.sum(1)
+        t1 = t0.as_strided((1,), (0,), 2)
+        t1.data = x0
+        return (t1,)
+
+    check_no_grad(f, lambda: (torch.randn(4, 2),) * 2, compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions (issue #9): programs our pipeline crashed on where eager runs, and programs about eager's own
+# errors on views (a grad_fn that raises, views of multi-output ops written in place). Each is a shrunk fuzz program;
+# the seed and index are in the test's docstring.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A leaf that requires grad written only through a tensor set_() or `.data =`-assigned to its storage
+
+
+def test_leaf_written_through_set_alias_after_no_grad_write(compile_fn: CompileFn | None) -> None:
+    """Seed 3000 #7901: the no_grad write advanced the leaf's version; the write under grad went through t0."""
+
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.add(3.0)
+        with torch.no_grad():
+            x0.copy_(t0)
+        set_to(t0, x0)
+        t0.fill_(0.5)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn((), requires_grad=True), torch.randn(()))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_leaf_written_through_data_alias_after_no_grad_write(compile_fn: CompileFn | None) -> None:
+    """Seed 5000 #5074."""
+
+    def f(x0: T, x1: T) -> object:
+        x1.data = x0
+        with torch.no_grad():
+            x0.mul_(3.0)
+        x1.add_(-1.0)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn((2,), requires_grad=True), torch.randn((3, 2, 4)))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_aliased_leaf_inputs_data_alias_gets_inplace_view_op(compile_fn: CompileFn | None) -> None:
+    """Seed 5000 #2360: the same leaf passed twice (a synthetic base); t0.transpose_() under grad is no write to
+    the leaf's own autograd history."""
+
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.add(0.5)
+        x0.data.mul_(0.5)
+        t0.data = x0
+        t0.transpose_(0, 1)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((1, 1), requires_grad=True)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_leaf_written_through_itself_still_raises() -> None:
+    """The other side of the rule: a write under grad through the leaf itself raises, compiled as in eager."""
+
+    def f(x0: T, x1: T) -> object:
+        set_to(x1, x0)
+        x0.mul_(2.0)
+        return ()
+
+    def make_inputs() -> tuple[T, T]:
+        return (torch.randn(2, requires_grad=True), torch.randn(2))
+
+    with torch.enable_grad():
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            f(*make_inputs())
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            subclassaot.compile(f)(*make_inputs())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# unbind() views among the inputs and outputs: eager's grad_fn check on a multi-output view
+
+
+def test_unbind_input_read_while_another_member_writes_is_refused(compile_fn: CompileFn | None) -> None:
+    """Seed 5000 #2426 (crashed: a wrapper-level copy_ into x0): x0, an unbind() output, is saved by the write
+    through x1, which advances their base's counter; eager's backward raises when it unpacks x0 (Note [No-Grad Views
+    Made After The Bump])."""
+
+    def f(x0: T, x1: T) -> object:
+        x1.mul_(x0)
+        return (x1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(2)
+        return (b0.unbind(0)[0], b0.select(0, 1))
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "is a view made by an op that returns several views")
+
+
+def test_subclass_member_written_only_through_another_member(compile_fn: CompileFn | None) -> None:
+    """x0 shares its base's version counter with x1, written in place, but the program never reads x0: x0 gets no
+    wrapper-level copy_ of its own (eager writes nothing through it; a copy_ into an unbind() output raises)."""
+
+    def f(x0: T, x1: T) -> object:
+        x1.mul_(2.0)
+        return (x1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(2)
+        return (b0.unbind(0)[0], b0.select(0, 1))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_unread_unbind_input_after_early_inplace_view_replay(compile_fn: CompileFn | None) -> None:
+    """Seed 5000 #550: the returned t0's t_() is replayed on the input before the graph runs, which makes reading
+    x1's grad_fn raise; x1 reaches no output, so it goes into the compiled Function detached."""
+
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.expand((3, 1))
+        t0.t_()
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(3, 1)
+        return (b0, b0.unbind(1)[0])
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_unbind_output_of_alias_whose_version_a_no_grad_view_op_advanced(compile_fn: CompileFn | None) -> None:
+    """Seed 3000 #9285: eager's returned unbind() view raises when its grad_fn is read (and in backward), because
+    an in-place view op on a view of the other alias advanced the shared counter: the aliases stay one base."""
+
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.unbind(1)[0]
+        t1 = x0.select(2, -2)
+        with torch.no_grad():
+            t1.unsqueeze_(0)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((3, 4, 3), requires_grad=True)
+        return (b0, b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Inputs whose elements overlap run as contiguous clones in training
+
+
+def test_view_of_overlapping_input_that_only_its_strides_allow(compile_fn: CompileFn | None) -> None:
+    """Seed 3000 #1090 (crashed with the fake view's ValueError): the view succeeds on eager's zero strides, which
+    the training trace now keeps (zero-stride inputs run as an expanded clone, test_view_bases.py)."""
+
+    def f(x0: T) -> object:
+        t0 = x0.expand((1, -1, 2))
+        t0.view((1, 4))
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair_nonleaf(1, 2)
+        return (b0.as_strided((2,), (0,), 0).view((1, -1, 1)),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_of_overlapping_plain_input(compile_fn: CompileFn | None) -> None:
+    """The plain-tensor form of seed 3000 #1090."""
+
+    def f(x0: T) -> object:
+        return x0.expand((1, -1, 2)).view((1, 4)).sum()
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = torch.randn((1, 2), requires_grad=True).clone()
+        return (b0.as_strided((2,), (0,), 0).view((1, -1, 1)),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_early_replays_run_in_program_order(compile_fn: CompileFn | None) -> None:
+    """Seed 3000 #9285 (unshrunk): out[1], an unbind() view of x2, was made before out[0]'s no_grad unsqueeze_()
+    advanced their base's counter; both outputs are rebuilt before the epilogue, in the program's order, so that
+    out[1]'s grad_fn raises as eager's does."""
+
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x2.unbind(1)[0]
+        t1 = x1.select(2, -2)
+        with torch.no_grad():
+            t1.unsqueeze_(0)
+        return (t1, t0, t1)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((3, 4, 3), requires_grad=True)
+        return (b0, b0, b0.as_strided((1, 1), (1, 0), 0))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_output_set_to_input_then_written_with_grad(compile_fn: CompileFn | None) -> None:
+    """Seed 3000 #7901 (unshrunk; diverged: out[1] came back a leaf without requires_grad): t0, set_() to x0 under
+    no_grad, then filled with grad enabled, has eager's FillBackward history on x0's storage. Refused, then
+    supported: the graph computes it, set_() onto x0 after the epilogue (Note [Outputs That An Input Was set_() To])."""
+
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.add(3.0)
+        with torch.no_grad():
+            x0.copy_(t0)
+        t1 = t0.add(3.0)
+        with torch.no_grad():
+            set_to(t0, x0)
+        t0.fill_(0.5)
+        return (t1, t0)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b1 = torch.randn((), requires_grad=True).clone()
+        return (torch.randn((), requires_grad=True), b1)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)

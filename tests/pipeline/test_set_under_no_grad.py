@@ -1,0 +1,1888 @@
+"""set_() under no_grad (and `x.set_(x)`) of inputs, intermediates and their views, then read, written or returned
+with grad: the refusals that name Note [Stale View Functions] and the layouts, histories and accumulators that match
+eager's (Note [Subclass Inputs Mutated In Training], Note [Wrappers set_() To A Plain Tensor]).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import cast
+
+import pytest
+import torch
+
+import subclassaot
+from subclasses.pair import PairTensor
+from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
+from tests.pipeline.program_helpers import (
+    assert_refused,
+    check_no_grad,
+    check_with_grad,
+    leaf,
+    nonleaf,
+    pair,
+    pair_nonleaf,
+    refused_with_grad,
+    twice,
+)
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz follow-ups: set_() under no_grad of tensors with autograd history, and metadata parity after set_() and
+# in-place view ops (fuzz seeds 6000 and 7000).
+# ---------------------------------------------------------------------------------------------------------------------
+
+T = torch.Tensor
+
+_VIEW_AFTER_SET_RULE = "a view of a tensor the program computed with grad and set_\\(\\) under no_grad before taking"
+
+
+def test_view_of_intermediate_set_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #9637: eager's output keeps its expand's history (AsStridedBackward0 reaching args[0]) over
+    # args[1]'s storage; ours was a view of args[1] without grad (refused, then supported: Note [Views Set Under
+    # no_grad With History])
+    def f(x0: T, x1: T) -> object:
+        t1 = x0.clone().expand((3, 1, 2))
+        with torch.no_grad():
+            set_to(t1, x1)
+        return (t1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((3, 4, 2), requires_grad=True)
+        return (b0[:, 2:4:2], torch.randn((2, 4)))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_view_of_clone_set_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 6000 #8850: the same through view(); eager's `_base` is the clone, ours was args[0]
+    def f(x0: T, x1: T) -> object:
+        t1 = x1.clone().view((3, 1, -1))
+        with torch.no_grad():
+            set_to(t1, x0)
+        return (t1,)
+
+    with torch.enable_grad():
+        assert_matches_eager(
+            f, lambda: (torch.randn((4, 2, 3)), torch.randn((3, 1), requires_grad=True)), compile_fn=compile_fn
+        )
+
+
+def test_view_taken_after_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #501: eager's view has ViewBackward0 over MulBackward0 of the old size (its backward raises);
+    # ours was a leaf without grad
+    def f(x0: T) -> object:
+        t2 = x0.expand((6,)).mul(0.5)
+        with torch.no_grad():
+            set_to(t2, x0[1:1:2])
+        return (t2.view((0,)),)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(2, 3).view((6,)),), compile_fn, _VIEW_AFTER_SET_RULE)
+
+
+def test_subclass_view_taken_after_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t = x0 * 2
+        with torch.no_grad():
+            set_to(t, x1)
+        return (t.view(-1),)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair_nonleaf(4), pair(4)), compile_fn, _VIEW_AFTER_SET_RULE)
+
+
+def test_subclass_view_of_input_set_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # Views of inputs are rebuilt with their own history: not refused
+    def f(x0: T, x1: T) -> object:
+        t = x0.view(-1)
+        with torch.no_grad():
+            set_to(t, x1)
+        return (t,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair_nonleaf(4), pair(4)), compile_fn=compile_fn)
+
+
+def test_view_of_set_intermediate_used_by_the_graph(compile_fn: CompileFn | None) -> None:
+    # A value computed from such a view is the graph's own: exact
+    def f(x0: T, x1: T) -> object:
+        t = x0 * 2
+        with torch.no_grad():
+            set_to(t, x1)
+        return (t.view(-1) * 2,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(4), torch.randn(4)), compile_fn=compile_fn)
+
+
+_WRITE_AFTER_SET_RULE = "set_\\(\\) it under no_grad to another input's storage and then wrote it with grad enabled"
+
+
+def test_write_with_grad_after_no_grad_set_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #29: eager's fill_ is recorded on args[1]'s history (its gradient is zeros); ours gave the
+    # leaf behind args[1] the output's gradient
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            set_to(x1, x0)
+        x1.fill_(2.0)
+        return (x1,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (torch.randn((3, 4)), nonleaf(4)), compile_fn, _WRITE_AFTER_SET_RULE)
+
+
+def test_write_through_other_input_after_no_grad_set(compile_fn: CompileFn | None) -> None:
+    # The write goes through the set_() source, not the input that requires grad: not refused
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            set_to(x1, x0)
+        x0.mul_(2.0)
+        return (x1 * 1,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (torch.randn(4), nonleaf(4)), compile_fn=compile_fn)
+
+
+def test_detach_of_view_taken_before_resize(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #7202: eager's detach() is no view; the as_strided() replay after the resize_() made one
+    def f(x0: T) -> object:
+        t0 = x0.view((12, 4))
+        x0.resize_((4,))
+        return (t0.detach(),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn((4, 3, 4)),), compile_fn=compile_fn)
+
+
+def test_view_of_view_taken_before_resize(compile_fn: CompileFn | None) -> None:
+    # The same chain ending in a view stays a view of the input
+    def f(x0: T) -> object:
+        t0 = x0.view((12, 4))
+        x0.resize_((4,))
+        return (t0.view(-1),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn((4, 3, 4)),), compile_fn=compile_fn)
+
+
+_STALE_VIEW_RULE = "a view taken with grad enabled is used with grad after the program changed the layout of the tensor"
+
+
+def test_view_used_after_transpose_of_its_base_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 7000 #6722: the traced backward sent t0's gradient to the transposed elements of the leaf
+    def f(x0: T) -> object:
+        t0 = x0.view((4, -1, 1))
+        x0.transpose_(1, 0)
+        return (t0.add(2.0),)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(4, 4),), compile_fn, _STALE_VIEW_RULE + ".*transpose_\\(\\)")
+
+
+def test_slice_of_intermediate_used_after_its_t_is_refused(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t = x0 * 2
+        v = t[1:]
+        t.t_()
+        return (v.add(2.0), t)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (torch.randn(4, 4, requires_grad=True),), compile_fn, _STALE_VIEW_RULE)
+
+
+def test_view_used_after_in_place_view_op_that_replays_the_same(compile_fn: CompileFn | None) -> None:
+    # unsqueeze_() then view((4, -1, 1)) of the new layout is the same view, squeeze_() of a 4x4 changes nothing:
+    # the regenerated histories agree, not refused
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.view((4, -1, 1))
+        t1 = x1[1:]
+        x0.unsqueeze_(0)
+        x1.squeeze_()
+        return (t0.add(2.0), t1.mul(3.0))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(4, 4), nonleaf(4, 4)), compile_fn=compile_fn)
+
+
+_SUBCLASS_VIEW_RULE = "is a view with autograd history of a tensor subclass input whose layout the program changed"
+
+
+def test_subclass_view_between_in_place_view_ops_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 6000 #5093: eager's output is a view of args[0] with history (whose backward raises); ours was
+    # rebuilt from its inner tensors, without history
+    def f(x0: T) -> object:
+        x0.transpose_(0, 0)
+        t0 = x0.transpose(0, 0)
+        x0.unsqueeze_(-1)
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair_nonleaf(1),), compile_fn, _SUBCLASS_VIEW_RULE)
+
+
+def test_subclass_view_after_t_then_unsqueeze_is_refused(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        x0.t_()
+        t0 = x0[0]
+        x0.unsqueeze_(0)
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair_nonleaf(2, 3),), compile_fn, _SUBCLASS_VIEW_RULE)
+
+
+def test_subclass_view_after_t(compile_fn: CompileFn | None) -> None:
+    # A view taken after the only in-place view op is replayed: not refused
+    def f(x0: T) -> object:
+        x0.t_()
+        return (x0[0],)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair_nonleaf(2, 3),), compile_fn=compile_fn)
+
+
+def test_subclass_view_set_twice(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 6000 #9543: the first set_() was taken for an in-place step of the view chain, which it cannot
+    # replay; eager's output is a view of args[0] (the last set_() overrides the first)
+    def f(x0: T) -> object:
+        t0 = x0.view((2, 1))
+        t1 = t0.clone()
+        set_to(t0, t1)
+        set_to(t0, t1)
+        return (t0,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(1, 2),), compile_fn=compile_fn)
+
+
+def test_subclass_view_set_to_two_tensors(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.view((2, 1))
+        t1 = t0.clone()
+        set_to(t0, t1.t())
+        set_to(t0, t1 * 2)
+        return (t0, t1)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(1, 2),), compile_fn=compile_fn)
+
+
+def test_subclass_intermediate_root_takes_its_leaf_strides(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 6000 #8603: t0, a root its view t1 replays from, was rebuilt with the fake trace's outer strides
+    # (4, 1); eager's add of a (1, 4) tensor with strides (1, 1) keeps them
+    def f(x0: T) -> object:
+        x0.t_()
+        t0 = x0.add(3.0)
+        return (t0, t0.diagonal(0, 0, 1))
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (pair(4, 1),), compile_fn=compile_fn)
+
+
+def test_subclass_intermediate_root_takes_its_leaf_strides_in_training(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.t().add(3.0)
+        return (t0, t0.diagonal(0, 0, 1))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair(4, 1, requires_grad=True),), compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions (helper set43): plain views set_() under no_grad and then used with grad (Note [Stale View
+# Functions]), dev seed 43000 #4392 and variants.
+# ---------------------------------------------------------------------------------------------------------------------
+
+RULE = r"set_\(\) under (torch\.)?no_grad.*\(Note \[Stale View Functions\]\)"
+
+
+def test_unsqueezed_view_set_to_its_base_then_cloned(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 43000 #4392: eager rebuilds t0's history by as_strided() of x0 in t0's new layout (2, 2); the trace
+    # replayed unsqueeze(0) and its backward raised ("invalid gradient ... expected shape compatible with [1, 2, 2]")
+    def f(x0: T) -> object:
+        t0 = x0.unsqueeze(0)
+        with torch.no_grad():
+            set_to(t0, x0)
+        t1 = t0.clone()
+        return (t1,)
+
+    check_with_grad(f, lambda: (leaf(2, 2),), compile_fn)
+
+
+def test_transposed_view_set_to_its_base_same_shape(compile_fn: CompileFn | None) -> None:
+    # a square t() set_() to its base: the replayed TBackward sent the gradient to the transposed elements
+    def f(x0: T) -> object:
+        t0 = x0.t()
+        with torch.no_grad():
+            set_to(t0, x0)
+        return (t0.mul(3.0),)
+
+    check_with_grad(f, lambda: (leaf(2, 2),), compile_fn)
+
+
+def test_views_set_to_part_of_their_base(compile_fn: CompileFn | None) -> None:
+    # set_() to a slice of the base, a select() set_() to the whole base, and a view of the view taken after
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.unsqueeze(0)
+        t1 = x1[1]
+        with torch.no_grad():
+            set_to(t0, x0[:, 1:])
+            set_to(t1, x1)
+        return (t0.clone(), t1.sum(0), t1.view(6).mul(2.0))
+
+    check_with_grad(f, lambda: (leaf(2, 3), leaf(2, 3)), compile_fn)
+
+
+def test_view_of_an_intermediate_set_to_it(compile_fn: CompileFn | None) -> None:
+    # the base is an intermediate, returned too
+    def f(x0: T) -> object:
+        b = x0.mul(2.0)
+        t0 = b.unsqueeze(0)
+        with torch.no_grad():
+            set_to(t0, b)
+        return (t0.mul(2.0), b)
+
+    check_with_grad(f, lambda: (nonleaf(2, 2),), compile_fn)
+
+
+def test_view_set_twice_read_in_between(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.t()
+        with torch.no_grad():
+            set_to(t0, x0)
+        a = t0.mul(2.0)
+        with torch.no_grad():
+            set_to(t0, x0[1])
+        return (a, t0.mul(3.0))
+
+    check_with_grad(f, lambda: (leaf(2, 3),), compile_fn)
+
+
+def test_view_set_to_its_base_written_with_grad(compile_fn: CompileFn | None) -> None:
+    # in-place writes with grad through the view: autograd rebases its base through eager's as_strided() view
+    def f(x0: T, x1: T, x2: T) -> object:
+        y = x0.mul(2.0)
+        t0 = y.t()
+        t1 = x1.t()
+        with torch.no_grad():
+            set_to(t0, y)
+            set_to(t1, x1)
+        t0.add_(x2)
+        t0[0] = x2[1]
+        t1.mul_(x2)
+        return (y.mul(1.0), t1.mul(2.0))
+
+    check_with_grad(f, lambda: (leaf(2, 2), torch.randn(2, 2), leaf(2, 2)), compile_fn)
+
+
+def test_subclass_view_set_to_its_base(compile_fn: CompileFn | None) -> None:
+    # a PairTensor view: eager rebuilds its history by replaying its view ops, as the trace does
+    def f(x0: T) -> object:
+        t0 = x0.unsqueeze(0)
+        with torch.no_grad():
+            set_to(t0, x0)
+        return (t0.clone(), t0)
+
+    check_with_grad(f, lambda: (pair(2, 2, requires_grad=True),), compile_fn)
+
+
+def test_view_set_to_its_base_under_no_grad_program(compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.unsqueeze(0)
+        set_to(t0, x0)
+        return (t0.clone(), t0)
+
+    check_no_grad(f, lambda: (leaf(2, 2),), compile_fn)
+
+
+def test_view_set_to_a_larger_storage_then_read_with_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # eager's rebuilt history is as_strided() of x0 at t0's new layout, which x0's storage does not hold (a view set
+    # to a tensor x0's storage holds is supported: Note [Stale View Functions])
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.unsqueeze(0)
+        with torch.no_grad():
+            set_to(t0, x1)
+        return (t0.clone(),)
+
+    refused_with_grad(f, lambda: (leaf(2, 2), torch.randn(3, 3)), compile_fn, RULE)
+
+
+def test_subclass_view_of_an_intermediate_set_to_an_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 41000 #9334 (Note [Subclass Views set_() Off Their Base]): eager's t1 stays a wrapper-level view of
+    # t0 with plain inner aliases of x1's; it came back as no view, with inner views of x1's
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.add(3.0)
+        t1 = t0.reshape((1, -1, 2))
+        set_to(t1, x1)
+        return (t1,)
+
+    check_with_grad(f, lambda: (leaf(1, 4, 3), pair(4)), compile_fn)
+
+
+def test_subclass_views_set_off_their_base_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # the same without grad (refused before): a chain of two views, the base changed in place after, an
+    # intermediate source, and a second view of the base returned too
+    def f(x1: T, x2: T) -> object:
+        t0 = x1.mul(2.0)
+        t1 = t0.t()[1]
+        t2 = t0[0]
+        set_to(t1, x1[0])
+        t0.add_(1.0)
+        t3 = x2.add(1.0).view(6)
+        set_to(t3, x2.mul(3.0))
+        return (t1, t2, t3)
+
+    check_no_grad(f, lambda: (pair(2, 3), pair(2, 3)), compile_fn)
+
+
+def test_subclass_view_set_off_its_base_then_written(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.add(3.0)
+        t1 = t0.reshape((2, 2))
+        with torch.no_grad():
+            set_to(t1, x1)
+        t1.mul_(2.0)
+        t0.t_()
+        return (t1, x1)
+
+    check_with_grad(f, lambda: (leaf(2), pair(4)), compile_fn)
+
+
+def test_view_set_to_another_storage_read_but_not_differentiated(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 43000 #3583: the view on another storage is read with grad, but no gradient reaches what it made, so
+    # only a backward through it is refused
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.clone()
+        t1 = x1.reshape((1, 1, 4))
+        t0.transpose_(0, 0)
+        with torch.no_grad():
+            set_to(t1, t0)
+        t1.unsqueeze(0)
+        return (x0, t1.detach().mul(2.0))
+
+    def make() -> tuple[T, T]:
+        x = leaf(4)
+        return x, x
+
+    check_with_grad(f, make, compile_fn)
+
+
+def test_view_set_to_another_storage_then_written_with_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T, x2: T) -> object:
+        y = x0.mul(1.0)
+        t0 = y.t()
+        with torch.no_grad():
+            set_to(t0, x1)
+        t0.add_(x2)
+        return (y, t0)
+
+    refused_with_grad(f, lambda: (leaf(3, 2), torch.randn(3, 2), leaf(3, 2)), compile_fn, RULE)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions (helper setview): plain views of leaves set_() under no_grad onto another storage, then read
+# or returned with grad (Note [Stale View Functions]); cases found beside fuzz seed 43000
+# (r14b c1, c2, c3) and variants.
+# ---------------------------------------------------------------------------------------------------------------------
+
+SET_OFF = r"view that requires grad of tensor input 1, taken from a view of it that the program set_\(\)"
+
+
+def test_unsqueezed_transpose_set_to_a_product_returned_and_summed(compile_fn: CompileFn | None) -> None:
+    # r14b c1: the backward through t2 (an intermediate base) and t2.sum() replayed t2's stale view function,
+    # unsqueeze(0) ("invalid gradient ... expected shape compatible with [1, 4, 4]"); eager's goes through
+    # as_strided() of x1 at t2's new layout
+    def f(x0: T, x1: T) -> object:
+        t2 = x1.t().unsqueeze(0)
+        with torch.no_grad():
+            set_to(t2, x0 * 2)
+        return t2, t2.sum()
+
+    check_with_grad(f, lambda: (leaf(4, 4), leaf(4, 4)), compile_fn)
+    check_no_grad(f, lambda: (leaf(4, 4), leaf(4, 4)), compile_fn)
+
+
+def test_view_set_to_another_input_then_read_with_grad(compile_fn: CompileFn | None) -> None:
+    # refused before (helper set43's tests, in this file): eager's history reads no values, so t0's own values with x0's
+    # as_strided() history are exact
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.unsqueeze(0)
+        with torch.no_grad():
+            set_to(t0, x1)
+        return (t0.clone(), t0.mul(x1))
+
+    check_with_grad(f, lambda: (leaf(2, 2), torch.randn(2, 2)), compile_fn)
+    check_with_grad(f, lambda: (leaf(2, 2), leaf(2, 2)), compile_fn)
+
+
+def test_view_set_to_a_smaller_tensor_read_with_grad(compile_fn: CompileFn | None) -> None:
+    # another shape: a flat view set_() to a (2, 3) product, read by an op whose backward reads its operand
+    def f(x0: T, x1: T) -> object:
+        t1 = x1.view(12)
+        with torch.no_grad():
+            set_to(t1, x0.mul(3.0))
+        return (t1.mul(x0).sum(), x1)
+
+    check_with_grad(f, lambda: (leaf(2, 3), leaf(3, 4)), compile_fn)
+
+
+def test_view_of_a_nonleaf_set_off_its_base_read_with_grad(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t1 = x1.t()
+        with torch.no_grad():
+            set_to(t1, x0.add(1.0))
+        return (t1.exp(),)
+
+    check_with_grad(f, lambda: (nonleaf(3, 3), nonleaf(3, 3)), compile_fn)
+
+
+def test_subclass_view_set_off_its_base_read_with_grad(compile_fn: CompileFn | None) -> None:
+    # a PairTensor view: eager replays its view ops (left alone by the stand-ins)
+    def f(x0: T, x1: T) -> object:
+        t1 = x1.t()
+        with torch.no_grad():
+            set_to(t1, x0.mul(2.0))
+        return (t1.sum(), t1)
+
+    check_with_grad(f, lambda: (pair(3, 3, requires_grad=True), pair(3, 3, requires_grad=True)), compile_fn)
+
+
+def test_view_of_a_view_set_off_its_base_returned_is_refused(compile_fn: CompileFn | None) -> None:
+    # r14b c2: eager's output is a view of x1 (its `._base`) on x0 * 2's storage; ours came back as no view (training)
+    # or a view of the intermediate without grad (inference); refused (Note [Views Set Onto Another Storage])
+    def f(x0: T, x1: T) -> object:
+        t2 = x1.view(16)
+        with torch.no_grad():
+            set_to(t2, x0 * 2)
+        return (t2.view(-1),)
+
+    refused_with_grad(f, lambda: (leaf(4, 4), leaf(4, 4)), compile_fn, SET_OFF)
+    with torch.no_grad():
+        assert_refused(f, lambda: (leaf(4, 4), leaf(4, 4)), compile_fn, SET_OFF)
+
+
+def test_view_of_a_view_set_to_another_input_returned_is_refused(compile_fn: CompileFn | None) -> None:
+    # the same onto input 0's storage: ours was a view of args[0]
+    def f(x0: T, x1: T) -> object:
+        t2 = x1[1]
+        with torch.no_grad():
+            set_to(t2, x0)
+        return (t2.view(-1), x0)
+
+    refused_with_grad(f, lambda: (nonleaf(4, 4), nonleaf(4, 4)), compile_fn, SET_OFF)
+
+
+def test_view_of_a_view_set_off_its_base_without_grad(compile_fn: CompileFn | None) -> None:
+    # inputs that do not require grad: rebuilt onto its base (Note [Views Set Onto Another Storage]), not refused
+    def f(x0: T, x1: T) -> object:
+        t2 = x1.view(16)
+        set_to(t2, x0 * 2)
+        return (t2.view(-1),)
+
+    check_with_grad(f, lambda: (torch.randn(4, 4), torch.randn(4, 4)), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regression: a view of a multi-output view input, set_() under no_grad (Note [Views Of Intermediates Written
+# After]); the program is a shrunk fuzz program (seed and index in the test's name), with variants.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _unbind_input(shape: tuple[int, ...], *, wrapped: bool, split: bool) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = torch.randn(shape)
+            base = PairTensor.from_tensor(b0, requires_grad=True) if wrapped else b0.requires_grad_()
+            return (torch.split(base, 1, 0)[0].squeeze(0) if split else base.unbind(0)[0],)
+
+    return make_inputs
+
+
+def test_seed15000_6332_view_of_unbind_input_set_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # the runtime's replay of the diagonal raised: the epilogue had advanced the unbind() output's counter
+    def f(x0: T) -> object:
+        t0 = x0[:, 1:1:1]
+        t1 = x0.diagonal(-1, 0, 1)
+        with torch.no_grad():
+            set_to(t1, t0)
+        return (t1,)
+
+    check_with_grad(f, _unbind_input((3, 2, 1), wrapped=False, split=False), compile_fn)
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+@pytest.mark.parametrize("split", [False, True])
+def test_view_of_multi_output_input_set_to_other_storage(
+    compile_fn: CompileFn | None, wrapped: bool, split: bool
+) -> None:
+    def f(x0: T) -> object:
+        t0 = x0.clone()
+        t1 = x0.t()
+        with torch.no_grad():
+            set_to(t1, t0)
+        return (t1, x0)
+
+    check_with_grad(f, _unbind_input((2, 3, 4), wrapped=wrapped, split=split), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz follow-up (seed 15000 #537): a view op's replay by autograd that fails below the ops the program calls
+# (Note [Stale View Functions]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _view_input(subclass: bool) -> tuple[object, ...]:
+    with torch.enable_grad():
+        b0 = pair(3, 3, 3, requires_grad=True) if subclass else torch.randn(3, 3, 3, requires_grad=True)
+        b1 = pair(2, 2, 1) if subclass else torch.randn(2, 2, 1)
+        return (b0.clone().diagonal(-1, 0, 2), b1)
+
+
+def _set_of_view_after_base_set(x0: T, x1: T) -> object:
+    t0 = x0.t()
+    x0.set_(x1)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
+    t0.set_(t0)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
+    return ()
+
+
+@pytest.mark.parametrize("subclass", [False, True])
+def test_self_set_of_view_whose_base_was_set_to_3d(compile_fn: CompileFn | None, subclass: bool) -> None:
+    # fuzz seed 15000 #537: t0.set_(t0) makes autograd replay t() on x0, 3-d since its set_(): a RuntimeError from
+    # below the program's ops, where eager's as_strided() replay of t0 from its base works; refused, naming the rule
+    refused_with_grad(
+        _set_of_view_after_base_set,
+        lambda: _view_input(subclass),
+        compile_fn,
+        "written or set_\\(\\) after the program changed the layout .* by set_\\(\\)",
+    )
+
+
+@pytest.mark.parametrize("subclass", [False, True])
+def test_self_set_of_view_whose_base_was_set_to_3d_no_grad(compile_fn: CompileFn | None, subclass: bool) -> None:
+    # the same under no_grad: no replay, supported
+    check_no_grad(_set_of_view_after_base_set, lambda: _view_input(subclass), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions (helper dv2065): a view of an input set_() under no_grad and returned, beside a view of the input
+# taken after that set_() (Note [Outputs Built After A Runtime set_]). The runtime repeats the output's set_() when it
+# builds it, which advanced the counter of the later view built before it: its grad_fn and is_leaf raised, where
+# eager's read fine.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+_MAKERS = {
+    "leaf": lambda: leaf(3, 4),
+    "nonleaf": lambda: nonleaf(3, 4),
+    "plain": lambda: torch.randn(3, 4),
+    "pair_leaf": lambda: pair(3, 4, requires_grad=True),
+    "pair_nonleaf": lambda: pair_nonleaf(3, 4),
+}
+_VIEWS: dict[str, Callable[[T], T]] = {
+    "unbind": lambda x: x.unbind(0)[1],
+    "select": lambda x: x.select(0, 1),
+    "slice": lambda x: x[1:2],
+    "t": lambda x: x.t(),
+    "view": lambda x: x.view(-1),
+}
+_TARGETS: dict[str, Callable[[T], T]] = {
+    "input": lambda x: x,
+    "slice": lambda x: x[0:2],
+    "view_as": lambda x: x.view_as(x),
+}
+_LATER: dict[str, Callable[[T], T]] = {
+    "slice": lambda x: x[2:3:2],
+    "unbind": lambda x: x.unbind(0)[2],
+    "select": lambda x: x[2],
+}
+
+
+def test_fuzz_seed47000_program2065(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 47000 #2065 (shrunk): t1 came back with a grad_fn that raises, eager's is a leaf
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (torch.randn((3,), requires_grad=True),)
+
+    def f(x0: T) -> object:
+        t0 = x0.unbind(0)[1]
+        set_to(t0, x0)
+        t1 = x0[2:3:2]
+        return (t1, t0)
+
+    check_no_grad(f, make_inputs, compile_fn)
+
+
+@pytest.mark.parametrize("target", list(_TARGETS), ids=str)
+@pytest.mark.parametrize("view", list(_VIEWS), ids=str)
+@pytest.mark.parametrize("make", list(_MAKERS), ids=str)
+def test_view_taken_after_a_returned_view_set_to_the_input(
+    make: str, view: str, target: str, compile_fn: CompileFn | None
+) -> None:
+    # variants of fuzz seed 47000 #2065: the view set_() (any view op), onto the input or a view of it
+    def f(x: T) -> object:
+        t0 = _VIEWS[view](x)
+        set_to(t0, _TARGETS[target](x))
+        t1 = x[2:3:2]
+        return (t1, t0)
+
+    check_no_grad(f, lambda: (_MAKERS[make](),), compile_fn)
+
+
+@pytest.mark.parametrize("returned", [True, False])
+@pytest.mark.parametrize("after", [True, False])
+@pytest.mark.parametrize("later", list(_LATER), ids=str)
+@pytest.mark.parametrize("make", list(_MAKERS), ids=str)
+def test_views_before_or_after_the_set_with_or_without_the_set_view(
+    make: str, later: str, after: bool, returned: bool, compile_fn: CompileFn | None
+) -> None:
+    # variants of fuzz seed 47000 #2065: the other view taken before the set_() (eager's raises) or after it, by a
+    # slice, a multi-output view or a select; the view set_() returned (first) or not
+    def f(x: T) -> object:
+        t0 = x.unbind(0)[1]
+        t1 = None if after else _LATER[later](x)
+        set_to(t0, x)
+        t1 = _LATER[later](x) if t1 is None else t1
+        return (t0, t1) if returned else (t1,)
+
+    check_no_grad(f, lambda: (_MAKERS[make](),), compile_fn)
+
+
+@pytest.mark.parametrize("after", [True, False])
+@pytest.mark.parametrize("make", list(_MAKERS), ids=str)
+def test_set_under_no_grad_in_a_training_program(make: str, after: bool, compile_fn: CompileFn | None) -> None:
+    # a variant of fuzz seed 47000 #2065 with grad enabled around a no_grad set_()
+    def f(x: T) -> object:
+        t0 = x.unbind(0)[1]
+        t1 = None if after else x[2:3:2]
+        with torch.no_grad():
+            set_to(t0, x)
+        t1 = x[2:3:2] if t1 is None else t1
+        return (t1, t0)
+
+    check_with_grad(f, lambda: (_MAKERS[make](),), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions (helper refshare1): a view taken under no_grad of an input that requires grad, which set_() then
+# leaves on the same storage with the same layout (Note [Storage Swaps By Rebinding]). Eager's view raises when
+# its grad_fn or is_leaf is read (set_() advanced the counter it shares); the compiled one came back as a leaf.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+_MAKERS_refshare1 = {
+    "leaf": lambda: leaf(2, 3),
+    "nonleaf": lambda: nonleaf(2, 3),
+    "plain": lambda: torch.randn(2, 3),
+    "view_nonleaf": lambda: nonleaf(4, 3)[1:3],
+    "transposed_nonleaf": lambda: nonleaf(3, 2).t(),
+    "pair_leaf": lambda: pair(2, 3, requires_grad=True),
+    "pair_nonleaf": lambda: pair_nonleaf(2, 3),
+}
+_SAME_LAYOUT_VIEWS: dict[str, Callable[[T], T]] = {
+    "view_as": lambda x: x.view_as(x),
+    "view": lambda x: x.view(x.shape),
+    "slice": lambda x: x[:],
+    "alias": torch.ops.aten.alias,
+    "t_t": lambda x: x.t().t(),
+}
+
+
+@pytest.mark.parametrize("view", list(_SAME_LAYOUT_VIEWS), ids=str)
+@pytest.mark.parametrize("make", list(_MAKERS_refshare1), ids=str)
+def test_input_set_to_its_own_view_under_no_grad_returned(view: str, make: str, compile_fn: CompileFn | None) -> None:
+    # the refshare helper's record (session 10): `v` came back a leaf under no_grad where eager's grad_fn raises
+    take = _SAME_LAYOUT_VIEWS[view]
+
+    def f(x: T) -> object:
+        with torch.no_grad():
+            v = take(x)
+            set_to(x, v)
+        return (v,)
+
+    check_no_grad(f, lambda: (_MAKERS_refshare1[make](),), compile_fn)
+    check_with_grad(f, lambda: (_MAKERS_refshare1[make](),), compile_fn)
+
+
+@pytest.mark.parametrize("source", ["view_as", "detach"])
+@pytest.mark.parametrize("make", list(_MAKERS_refshare1), ids=str)
+def test_view_returned_after_input_set_to_a_same_layout_view(
+    source: str, make: str, compile_fn: CompileFn | None
+) -> None:
+    # a variant: the view returned is another one (a select) than the one set_() takes, and the input too
+    def f(x: T) -> object:
+        with torch.no_grad():
+            v = x[0]
+            set_to(x, x.view_as(x) if source == "view_as" else x.detach())
+        return (v, x)
+
+    check_no_grad(f, lambda: (_MAKERS_refshare1[make](),), compile_fn)
+    check_with_grad(f, lambda: (_MAKERS_refshare1[make](),), compile_fn)
+
+
+@pytest.mark.parametrize("make", ["leaf", "nonleaf", "view_nonleaf", "pair_nonleaf"])
+def test_views_before_and_after_the_set_returned(make: str, compile_fn: CompileFn | None) -> None:
+    # a variant: eager's view taken before the set_() raises, the one after it does not (refused before in training)
+    def f(x: T) -> object:
+        with torch.no_grad():
+            v = x.view_as(x)
+            set_to(x, v)
+            w = x.view_as(x)
+        return (v, w)
+
+    check_no_grad(f, lambda: (_MAKERS_refshare1[make](),), compile_fn)
+    check_with_grad(f, lambda: (_MAKERS_refshare1[make](),), compile_fn)
+
+
+@pytest.mark.parametrize("make", ["leaf", "nonleaf"])
+def test_view_with_grad_then_set_to_storage_with_same_metadata(make: str, compile_fn: CompileFn | None) -> None:
+    # a variant: set_(storage, offset, size, stride) with the input's own metadata
+    def f(x: T) -> object:
+        v = x.view_as(x)
+        with torch.no_grad():
+            x.set_(x.untyped_storage(), x.storage_offset(), x.shape, x.stride())
+        return (v,)
+
+    check_no_grad(f, lambda: (_MAKERS_refshare1[make](),), compile_fn)
+
+
+def _views_of_one_base() -> tuple[T, T]:
+    b = nonleaf(2, 3)
+    return (b[:], b.view(2, 3))
+
+
+def _base_and_view() -> tuple[T, T]:
+    b = nonleaf(2, 3)
+    return (b, b[:])
+
+
+@pytest.mark.parametrize("make", [_views_of_one_base, _base_and_view])
+def test_other_member_of_an_alias_group_set_to_its_own_view(
+    make: Callable[[], tuple[T, T]], compile_fn: CompileFn | None
+) -> None:
+    # a variant: the set_() input shares its version counter with the one viewed
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            v = x1.view_as(x1)
+            set_to(x0, x0.view_as(x0))
+        return (v,)
+
+    def g(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            v = x1.view_as(x1)
+            set_to(x0, v)
+        return (v, x1.mul(2.0))
+
+    check_no_grad(f, make, compile_fn)
+    check_no_grad(g, make, compile_fn)
+
+
+@pytest.mark.parametrize("make", [lambda: leaf(2, 3), lambda: nonleaf(2, 3)])
+def test_one_tensor_twice_set_to_its_own_view_is_refused(make: Callable[[], T], compile_fn: CompileFn | None) -> None:
+    # a variant with one tensor at two positions (Note [One Tensor Passed Several Times]): refused, naming the output
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            v = x1.view_as(x1)
+            set_to(x0, x0.view_as(x0))
+        return (v,)
+
+    with torch.no_grad():
+        assert_refused(f, twice(make), compile_fn, "out\\[0\\]: its grad_fn raises in eager")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions (helper r14b): subclass views of an input whose wrapper the program set_() to an intermediate
+# under no_grad, returned in training (Note [Subclass Views Of Intermediates In Training]), fuzz seed 14000 #2383 and
+# variants. Eager's output stays a view of the input (its `._base`), with the view chain's history; it was rebuilt
+# as a view of a fresh tensor instead.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _pair_leaf_and_view(*shape: int, transposed: bool = True) -> Callable[[], tuple[T, T]]:
+    def make() -> tuple[T, T]:
+        b0 = pair(*shape, requires_grad=True)
+        with torch.enable_grad():
+            return (b0.t() if transposed else b0.view(shape), b0)
+
+    return make
+
+
+def test_view_of_a_view_input_set_to_an_intermediate(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 14000 #2383 (shrunk): t2 is a view of args[1] (x0's `._base`) in eager; ours was a view of a fresh
+    # tensor ("output[0]._base: a view of output[0]._base vs eager a view of args[1]")
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.unsqueeze(-2)
+        t1 = t0.contiguous()
+        t2 = x0.view((4, 4))
+        with torch.no_grad():
+            set_to(t2, t1)
+        return (t2,)
+
+    check_with_grad(f, _pair_leaf_and_view(4, 4), compile_fn)
+
+
+@pytest.mark.parametrize("transposed", [True, False])
+def test_view_chain_of_an_input_set_to_an_intermediate(compile_fn: CompileFn | None, transposed: bool) -> None:
+    # two views of the leaf input, set_() to a product; a value read from the output too
+    def f(x0: T, x1: T) -> object:
+        t1 = x0 * 2.0
+        t2 = x1.t().unsqueeze(0)
+        with torch.no_grad():
+            set_to(t2, t1)
+        return (t2, t2.sum())
+
+    check_with_grad(f, _pair_leaf_and_view(4, 4, transposed=transposed), compile_fn)
+
+
+def test_slice_set_to_a_flat_intermediate_then_read(compile_fn: CompileFn | None) -> None:
+    # a slice set_() to a reshaped intermediate, read with grad after and returned
+    def f(x0: T, x1: T) -> object:
+        t1 = (x0 + 1.0).reshape(-1)
+        t2 = x0[1:]
+        with torch.no_grad():
+            set_to(t2, t1)
+        return (t2 * 3.0, t2)
+
+    check_with_grad(f, _pair_leaf_and_view(4, 4), compile_fn)
+
+
+def test_view_set_to_an_intermediate_without_history(compile_fn: CompileFn | None) -> None:
+    # the intermediate has no history (a clone of a detach); the output still has the view chain's
+    def f(x0: T, x1: T) -> object:
+        t1 = x0.detach().clone()
+        t2 = x0.view(4, 4)
+        with torch.no_grad():
+            set_to(t2, t1)
+        return (t2,)
+
+    check_with_grad(f, _pair_leaf_and_view(4, 4), compile_fn)
+
+
+def test_view_set_to_an_intermediate_called_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # the whole call under no_grad: eager's output still views the input that requires grad
+    def f(x0: T, x1: T) -> object:
+        t1 = x0.unsqueeze(-2).contiguous()
+        t2 = x0.view((4, 4))
+        with torch.no_grad():
+            set_to(t2, t1)
+        return (t2,)
+
+    check_no_grad(f, _pair_leaf_and_view(4, 4), compile_fn)
+
+
+def test_output_is_still_a_view_of_the_input(compile_fn: CompileFn | None) -> None:
+    # the fix itself, checked directly: `._base` is the leaf input and the history is the view chain's
+    def f(x0: T, x1: T) -> T:
+        t1 = x0.unsqueeze(-2).contiguous()
+        t2 = x0.view((4, 4))
+        with torch.no_grad():
+            set_to(t2, t1)
+        return t2
+
+    run = f if compile_fn is not None else subclassaot.compile(f)
+    x0, x1 = _pair_leaf_and_view(4, 4)()
+    with torch.enable_grad():
+        t2 = run(x0, x1)
+    assert isinstance(t2, PairTensor) and t2._base is x1
+    assert t2.shape == (4, 1, 4) and type(t2.grad_fn).__name__ == "ViewBackward0"
+
+
+@pytest.mark.parametrize("grad", [True, False])
+def test_view_of_a_view_set_to_an_intermediate_is_refused(compile_fn: CompileFn | None, grad: bool) -> None:
+    # a view taken of the set_() view: its chain cannot be replayed, and the fallback made it a view of a fresh
+    # tensor where eager's `._base` is the input (Note [Subclass Views Of Intermediates In Training])
+    def f(x0: T, x1: T) -> object:
+        t1 = x0.exp()
+        t2 = x1.view(16)
+        with torch.no_grad():
+            set_to(t2, t1)
+        return (t2.view(-1),)
+
+    with torch.set_grad_enabled(grad):
+        rule = r"could not be a view of it \(Note \[Subclass Views Of Intermediates In Training\]\)"
+        assert_refused(f, _pair_leaf_and_view(4, 4, transposed=False), compile_fn, rule)
+
+
+@pytest.mark.parametrize("grad", [True, False])
+def test_views_of_input_views_set_under_grad(compile_fn: CompileFn | None, grad: bool) -> None:
+    # set_() with grad on (the call under grad or not): replayed from the input, then set_(), as fuzz seed 42000
+    # #4220 (refused before, tests/pipeline/test_set_storage.py)
+    def g(x0: T) -> object:
+        t0 = x0.unsqueeze(0)
+        set_to(t0, x0.exp())
+        return (t0, t0.sum())
+
+    def h(x0: T) -> object:
+        t0 = x0.t()
+        set_to(t0, (x0 * 3.0).reshape(-1))
+        return (t0,)
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(g, lambda: (pair_nonleaf(3, 4).t(),), compile_fn=compile_fn)
+        assert_matches_eager(h, lambda: (pair_nonleaf(4, 4)[1:],), compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# PyTorch-corpus follow-ups (session 13, "pairset"): PairTensor programs the pipeline refused, now parity tests.
+#
+# set_() of a PairTensor onto a plain tensor: eager's wrapper then shares the plain tensor's storage with its own inner
+# tensors (Note [Wrappers set_() To A Plain Tensor]); set_() back to the size it had, and set_() under dynamic shapes
+# (Note [Subclass Inputs Mutated In Training]); an inner tensor of an input
+# that requires grad written directly (Note [Subclass Inputs Mutated In Training]); set_() under no_grad
+# onto another input, then a write with grad (refused: Note [Writes With Grad After .data =]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+HIDDEN_SET_WRITE = (
+    r"set_\(\) it under no_grad to another input's storage and then wrote it with grad enabled.*"
+    r"Note \[Writes With Grad After \.data =\]"
+)
+Make = Callable[[], tuple[object, ...]]
+
+
+def _pair_makers(*shape: int) -> list[tuple[Make, bool]]:
+    """(maker, may run with grad): a PairTensor without grad, a non-leaf one, a leaf one (set_ under no_grad only)."""
+    return [
+        (lambda: (pair(*shape),), True),
+        (lambda: (pair_nonleaf(*shape),), True),
+        (lambda: (pair(*shape, requires_grad=True),), False),
+    ]
+
+
+def _check_all(fn: Callable[..., object], makers: list[tuple[Make, bool]], compile_fn: CompileFn | None) -> None:
+    for make, with_grad in makers:
+        check_no_grad(fn, make, compile_fn)
+        if with_grad:
+            check_with_grad(fn, make, compile_fn)
+            with torch.enable_grad():
+                assert_matches_eager(fn, make, compile_fn=compile_fn, compile_kwargs={"dynamic": True})
+
+
+def test_pair_set_to_plain_intermediate(compile_fn: CompileFn | None) -> None:
+    # PyTorch test_input_mutation_set__input_mutation on a PairTensor (corpus pair_input_mutation_set__input_mutation):
+    # the compiled wrapper kept a storage of its own where eager's shares the arange's with its inner tensors
+    def f(a: T) -> object:
+        b = torch.arange(9, dtype=a.dtype).reshape(3, 3)
+        with torch.no_grad():
+            set_to(a, b)
+        return a * b
+
+    def written_after(a: T) -> object:  # a write through the wrapper writes the shared storage once per inner tensor
+        b = torch.arange(9, dtype=a.dtype).reshape(3, 3)
+        with torch.no_grad():
+            set_to(a, b)
+            a.mul_(2)
+        return a + 1
+
+    def strided(a: T) -> object:  # a non-contiguous view as the source
+        b = torch.arange(18, dtype=a.dtype).reshape(3, 6)[:, ::2]
+        with torch.no_grad():
+            set_to(a, b)
+        return a + b
+
+    for fn in (f, written_after, strided):
+        _check_all(fn, _pair_makers(3, 3), compile_fn)
+
+
+def test_pair_set_to_plain_returned_or_resized(compile_fn: CompileFn | None) -> None:
+    # the plain source returned too (the wrapper shares the output's storage), and a source of another shape (the
+    # wrapper takes it): parity without grad and on an input that does not require grad; on a non-leaf that requires
+    # grad they stay refused, as for a plain input (returned: the output would need the set_() tensor's history) and
+    # by Note [Subclass Inputs Mutated In Training] (a read with grad after a set_() to another size)
+    def returned(a: T) -> object:
+        b = torch.arange(9, dtype=a.dtype).reshape(3, 3)
+        with torch.no_grad():
+            set_to(a, b)
+        return b, a
+
+    def other_shape(a: T) -> object:
+        b = torch.arange(12, dtype=a.dtype)
+        with torch.no_grad():
+            set_to(a, b)
+        return a.sum()
+
+    for fn, match in ((returned, "shares storage with args"), (other_shape, "args.0.: a tensor subclass input")):
+        for make, _ in _pair_makers(3, 3):
+            check_no_grad(fn, make, compile_fn)
+        check_with_grad(fn, lambda: (pair(3, 3),), compile_fn)
+        refused_with_grad(fn, lambda: (pair_nonleaf(3, 3),), compile_fn, match)
+
+
+def test_pair_set_to_plain_and_back(compile_fn: CompileFn | None) -> None:
+    # PyTorch test_input_mutation_set__nop on a PairTensor (corpus pair_input_mutation_set__nop)
+    def f(a: T) -> object:
+        b = torch.arange(9, dtype=a.dtype)
+        a_old = torch.ops.aten.alias.default(a)
+        with torch.no_grad():
+            set_to(a, b)
+            set_to(a, a_old)
+        return a + b.reshape(3, 3)
+
+    def view_between(a: T) -> object:  # a view taken while a had the other size, read after the set_() back
+        b = torch.arange(9, dtype=a.dtype)
+        a_old = torch.ops.aten.alias.default(a)
+        with torch.no_grad():
+            set_to(a, b)
+        v = a.view(9)
+        with torch.no_grad():
+            set_to(a, a_old)
+        return v * 2, a + 1
+
+    def view_after(a: T) -> object:  # Note [Subclass Inputs Mutated In Training]: a view taken after the set_() back
+        b = torch.arange(9, dtype=a.dtype)
+        a_old = torch.ops.aten.alias.default(a)
+        with torch.no_grad():
+            set_to(a, b)
+            set_to(a, a_old)
+        return a.view(9) * 2
+
+    for fn in (f, view_after):
+        _check_all(fn, _pair_makers(3, 3), compile_fn)
+    for make, _ in _pair_makers(3, 3):
+        check_no_grad(view_between, make, compile_fn)
+    check_with_grad(view_between, lambda: (pair(3, 3),), compile_fn)
+    refused_with_grad(view_between, lambda: (pair_nonleaf(3, 3),), compile_fn, "args.0.: a tensor subclass input")
+
+
+def test_pair_set_to_plain_input(compile_fn: CompileFn | None) -> None:
+    # a plain input as the source: the wrapper ends on the plain input's storage
+    def f(a: T, x: T) -> object:
+        with torch.no_grad():
+            set_to(a, x)
+        return a + 1
+
+    def source_written(a: T, x: T) -> object:  # a later write of the source reaches both inner tensors
+        with torch.no_grad():
+            set_to(a, x)
+            x.add_(1)
+        return a * 2
+
+    for fn in (f, source_written):
+        check_no_grad(fn, lambda: (pair(3, 3), torch.randn(3, 3)), compile_fn)
+        check_with_grad(fn, lambda: (pair(3, 3), torch.randn(3, 3)), compile_fn)
+        check_with_grad(fn, lambda: (pair_nonleaf(3, 3), torch.randn(3, 3)), compile_fn)
+
+
+def test_pair_intermediate_set_to_plain(compile_fn: CompileFn | None) -> None:
+    # a PairTensor made by the program set_() onto a plain tensor and returned: its wrapper shares the plain storage
+    def f(a: T, x: T) -> object:
+        w = a * 2
+        set_to(w, x)
+        return w
+
+    def intermediate_source(a: T) -> object:
+        w = a * 2
+        b = torch.arange(9, dtype=a.dtype).reshape(3, 3)
+        set_to(w, b)
+        return w, b
+
+    check_no_grad(f, lambda: (pair(3, 3), torch.randn(3, 3)), compile_fn)
+    check_with_grad(f, lambda: (pair(3, 3), torch.randn(3, 3)), compile_fn)
+    check_no_grad(intermediate_source, lambda: (pair(3, 3),), compile_fn)
+    check_with_grad(intermediate_source, lambda: (pair(3, 3),), compile_fn)
+
+
+def _pair_and_leaf() -> list[tuple[Make, bool]]:
+    return [
+        (lambda: (pair(2, 3), leaf(2, 3)), True),
+        (lambda: (pair_nonleaf(2, 3), leaf(2, 3)), True),
+        (lambda: (pair(2, 3, requires_grad=True), leaf(2, 3)), True),
+    ]
+
+
+def test_pair_inner_tensor_written_directly(compile_fn: CompileFn | None) -> None:
+    # PyTorch test_subclass_inner_mutated on a PairTensor that requires grad (corpus pair_inner_mutated_train): the
+    # pipeline refused writing some inner tensors but not others; eager records nothing on the wrapper
+    def f(x: T, y: T) -> object:
+        x.a.add_(1)  # type: ignore[attr-defined]
+        return x * 2
+
+    def squared(x: T, y: T) -> object:  # the gradient reads the new values, not the write
+        x.a.mul_(x.a)  # type: ignore[attr-defined]
+        return x * x
+
+    def both(x: T, y: T) -> object:
+        x.a.add_(1)  # type: ignore[attr-defined]
+        x.b.mul_(3)  # type: ignore[attr-defined]
+        return x.sin()
+
+    def through_view(x: T, y: T) -> object:
+        x.a.view(-1)[0].fill_(5)  # type: ignore[attr-defined]
+        return x * x, x.b  # type: ignore[attr-defined]
+
+    def grad_value(x: T, y: T) -> object:  # a value that requires grad written into the inner tensor
+        x.a.add_(y)  # type: ignore[attr-defined]
+        return x * 2
+
+    def other_input(x: T, y: T) -> object:
+        x.a.add_(1)  # type: ignore[attr-defined]
+        return x * y
+
+    for fn in (f, squared, both, through_view, grad_value, other_input):
+        _check_all(fn, _pair_and_leaf(), compile_fn)
+
+
+def test_pair_inner_tensor_written_below_autograd(compile_fn: CompileFn | None) -> None:
+    # corpus pair_inner_mutated_train, variants: the inner tensor written under no_grad (was refused as "some inner
+    # tensors but not others"), through `x.data` or `x.detach()`, the input returned or viewed after the write
+    def no_grad_one(x: T, y: T) -> object:
+        with torch.no_grad():
+            x.a.add_(1)  # type: ignore[attr-defined]
+        return x * 2
+
+    def no_grad_returned(x: T, y: T) -> object:
+        with torch.no_grad():
+            x.b.add_(1)  # type: ignore[attr-defined]
+        return x, x.view(-1)
+
+    def view_before(x: T, y: T) -> object:  # a view taken before the write, returned
+        v = x.view(-1)
+        with torch.no_grad():
+            x.a.add_(1)  # type: ignore[attr-defined]
+        return v
+
+    def through_data(x: T, y: T) -> object:
+        x.data.mul_(2)
+        return x * 2
+
+    def through_detach(x: T, y: T) -> object:  # shares x's version counter: the wrapper-level rule
+        x.detach().mul_(2)
+        return x * 2
+
+    def returned_inner(x: T, y: T) -> object:
+        x.a.mul_(2)  # type: ignore[attr-defined]
+        return x.a, x.t()  # type: ignore[attr-defined]
+
+    for fn in (no_grad_one, no_grad_returned, view_before, through_data, through_detach, returned_inner):
+        _check_all(fn, _pair_and_leaf(), compile_fn)
+    # a view of a PairTensor as the input, and one passed twice
+    check_with_grad(no_grad_one, lambda: (pair_nonleaf(2, 3).view(-1), leaf(6)), compile_fn)
+    check_with_grad(no_grad_one, lambda: (pair(2, 3, requires_grad=True)[0], leaf(3)), compile_fn)
+    check_with_grad(returned_inner, twice(lambda: pair_nonleaf(3, 3)), compile_fn)
+
+
+def test_pair_set_under_no_grad_then_written_stays_refused(compile_fn: CompileFn | None) -> None:
+    # PyTorch test_set__not_allowed on a PairTensor (corpus pair_set__not_allowed_train): refused by the rule for plain
+    # inputs, which now names it (it was the generic "only data writes" refusal)
+    def f(a: T, b: T) -> object:
+        with torch.no_grad():
+            set_to(a, b)
+        a.mul_(2)
+        return a + b
+
+    refused_with_grad(f, lambda: (pair_nonleaf(3, 3), pair_nonleaf(3, 3)), compile_fn, HIDDEN_SET_WRITE)
+    check_no_grad(f, lambda: (pair_nonleaf(3, 3), pair_nonleaf(3, 3)), compile_fn)
+    check_with_grad(f, lambda: (pair(3, 3), pair(3, 3)), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz follow-ups: tensor subclass inputs that require grad and whose storage or metadata the program changes where
+# autograd does not record it (fuzz seeds 10000 and 11000). See Note [Subclass Inputs Mutated In Training].
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+_RULE = "a tensor subclass input that requires grad has its metadata or storage changed in place"
+
+
+def test_leaf_set_under_no_grad_to_another_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 10000 #998 (shrunk); seed 11000 #3834 is the same with the operands' roles swapped
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            set_to(x1, x0)
+        return ()
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair(1, 4, 3), pair(3, requires_grad=True)), compile_fn=compile_fn)
+
+
+def test_leaf_set_under_no_grad_after_uses(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 10000 #998: an output computed from the input before the set_() reaches its old history
+    def f(x0: T, x1: T) -> object:
+        a = x1.mul(3.0)
+        with torch.no_grad():
+            set_to(x1, x0)
+        return (x0.detach(), a, x0.mul(2.0))
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(1, 4, 3, requires_grad=True), pair(3, requires_grad=True))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_set_under_no_grad_to_input_that_requires_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 10000 #9420: the source requires grad and is set_() to itself with grad after
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            set_to(x1, x0)
+        set_to(x0, x0)
+        return (x0, x0)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair_nonleaf(), pair(3, 4, 3, requires_grad=True).expand((-1, 4, -1)))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_set_under_no_grad_to_own_views(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 10000 #7502, #9652; seed 11000 #7875, #8285 (shrunk): set_() to a view of the input itself
+    def expand(x0: T) -> object:
+        t0 = x0.expand((1,))
+        with torch.no_grad():
+            set_to(x0, t0)
+        return ()
+
+    def unbind(x0: T) -> object:
+        t0 = x0.unbind(1)[0]
+        with torch.no_grad():
+            set_to(x0, t0)
+        return ()
+
+    def view(x0: T) -> object:
+        t0 = x0.view((1, 6))
+        with torch.no_grad():
+            set_to(x0, t0)
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(expand, lambda: (pair(requires_grad=True),), compile_fn=compile_fn)
+        assert_matches_eager(
+            unbind, lambda: (pair(requires_grad=True).view((1, 1, 1)).transpose(2, 0),), compile_fn=compile_fn
+        )
+        assert_matches_eager(view, lambda: (pair_nonleaf(2, 3, 1),), compile_fn=compile_fn)
+
+
+def test_set_under_no_grad_then_returned(compile_fn: CompileFn | None) -> None:
+    # the input itself, returned after the set_(): eager's and ours are the same object
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            set_to(x0, x1)
+        return (x0, x1.mul(2.0))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair(2, requires_grad=True), pair_nonleaf(4)), compile_fn=compile_fn)
+        assert_matches_eager(f, lambda: (pair_nonleaf(3), pair_nonleaf(2, 2)), compile_fn=compile_fn)
+
+
+def test_read_after_set_under_no_grad_at_the_same_size(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 10000 #5481 (a view taken before, read after: autograd rebuilds it from the input), and reads of the
+    # input itself and of views taken after, with gradients that tell the layouts apart
+    w = torch.arange(4.0).view(2, 2)
+
+    def before(x0: T) -> object:
+        t0 = x0.t()
+        with torch.no_grad():
+            set_to(x0, x0.t())
+        return (t0 * w, t0)
+
+    def after(x0: T, x1: T) -> object:
+        a = x0 * 3.0
+        with torch.no_grad():
+            set_to(x0, x1)
+        return (a, x0 * w, x0.t()[0])
+
+    with torch.enable_grad():
+        assert_matches_eager(before, lambda: (pair(2, 2, requires_grad=True),), compile_fn=compile_fn)
+        assert_matches_eager(before, lambda: (pair_nonleaf(2, 2),), compile_fn=compile_fn)
+        assert_matches_eager(after, lambda: (pair(2, 2, requires_grad=True), pair(2, 2)), compile_fn=compile_fn)
+        assert_matches_eager(after, lambda: (pair_nonleaf(2, 2), pair_nonleaf(2, 2)), compile_fn=compile_fn)
+
+
+def test_write_after_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # eager records the write on the input (its grad_fn, its gradient), the epilogue would not: wrong gradients
+    def itself(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            set_to(x0, x1)
+        x0.mul_(2.0)
+        return (x0,)
+
+    def view(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            set_to(x0, x1)
+        x0[0].mul_(2.0)
+        return (x0,)
+
+    # since pairset, the rule for plain inputs (Note [Writes With Grad After .data =]) refuses the first
+    hidden_set = r"args\[0\] requires grad, and the program set_\(\) it under no_grad to another input's storage"
+    with torch.enable_grad():
+        assert_refused(itself, lambda: (pair_nonleaf(2, 2), pair(2, 2)), compile_fn, hidden_set)
+        assert_refused(view, lambda: (pair_nonleaf(2, 2), pair(2, 2)), compile_fn, _RULE)
+
+
+def test_read_after_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    # A read with grad after a set_() to another size: eager's gradient reaches the leaf in its new layout, the compiled
+    # Function's input has the old one (the compiled backward raised where eager's did not)
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            set_to(x0, x0.view(-1))
+        return (x0.sum(),)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair(2, 3, requires_grad=True),), compile_fn, _RULE)
+
+
+def test_write_with_grad_before_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        x0.mul_(2.0)
+        with torch.no_grad():
+            set_to(x0, x1)
+        return (x0,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair_nonleaf(2), pair(2, 2)), compile_fn, _RULE)
+
+
+def test_no_grad_view_op_then_write(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 11000 #3577 (shrunk; see Note [Subclass Inputs Mutated In Training]): a non-square
+    # transpose_ under no_grad, then a write autograd records; the backward through the input raises in both
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            x0.transpose_(1, 0)
+        x0.mul_(3.0)
+        return (x0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair_nonleaf(3, 4, 2),), compile_fn=compile_fn)
+        assert_matches_eager(f, lambda: (pair_nonleaf(2, 2, 2),), compile_fn=compile_fn)  # square: no error
+
+
+def test_write_then_no_grad_view_op(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 10000 #6031 (shrunk): a write through a view with grad, then unsqueeze_() under no_grad; autograd
+    # sums the gradient of the new layout down to the old one
+    def f(x0: T) -> object:
+        t0 = x0.expand((-1, 4))
+        t0.mul_(3.0)
+        with torch.no_grad():
+            x0.unsqueeze_(-2)
+        return (t0, x0, x0.sin())
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair_nonleaf(2, 4),), compile_fn=compile_fn)
+
+
+def test_no_grad_view_op_then_copy(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 10000 #5999 (shrunk): unsqueeze_() under no_grad, then a copy_ with grad (of itself, of another)
+    def itself(x0: T) -> object:
+        with torch.no_grad():
+            x0.unsqueeze_(-2)
+        x0.copy_(x0)
+        return (x0,)
+
+    def other(x0: T, x1: T) -> object:
+        a = x0.mul(2.0)
+        with torch.no_grad():
+            x0.transpose_(0, 1)
+        x0.copy_(x1)
+        return (a, x0.sum())
+
+    with torch.enable_grad():
+        assert_matches_eager(itself, lambda: (pair_nonleaf(1),), compile_fn=compile_fn)
+        assert_matches_eager(other, lambda: (pair_nonleaf(2, 3), pair_nonleaf(3, 2)), compile_fn=compile_fn)
+
+
+def test_leaf_written_through_data_then_no_grad_view_op_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 11000 #7862 (shrunk): a leaf keeps the refusal (Note [Subclass Inputs Mutated In Training])
+    def f(x0: T) -> object:
+        x0.data.fill_(3.0)
+        with torch.no_grad():
+            x0.unsqueeze_(0)
+        return ()
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair(requires_grad=True),), compile_fn, _RULE)
+
+
+def test_leaf_with_no_grad_view_op_written_through_an_alias(compile_fn: CompileFn | None) -> None:
+    # Note [Subclass Inputs Mutated In Training]: a leaf written with grad through a tensor set_() to it
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            x0.t_()
+            set_to(x1, x0)
+        x1.mul_(2.0)
+        return (x0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (pair(2, 3, requires_grad=True), pair(1)), compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions (seed 45000, lead): views whose `._base` was set_() after the view was taken from it.
+#
+# With `--identity-compile` (eager against eager) every program here must pass the oracle (it is eager-legal).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_view_of_detach_set_to_the_view_is_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 45000 #1194: eager's t2._base is t1 (a detach() is no view), set_() to t2 after, so of shape (1,);
+    # the chain was replayed from t0 and gave a `._base` of shape (). A subclass chain with an op on its `._base`
+    # after the view that no step replays is not exact; the wrapper t1 cannot be rebuilt (its leaves are views of
+    # t0's), so it is refused.
+    def f(x0: T) -> object:
+        t0 = x0.mul(x0)
+        t1 = t0.detach()
+        t2 = t1.view((1,))
+        set_to(t1, t2)
+        return (t2,)
+
+    for grad in (False, True):
+        with torch.set_grad_enabled(grad):
+            assert_refused(
+                f, lambda: (pair(),), compile_fn, r"out\[0\] is a view of a tensor subclass whose view chain"
+            )
+            assert_matches_eager(f, lambda: (torch.randn(()),), compile_fn=compile_fn)
+    # the program's input requires grad (the fuzzed one): the set_() runs with grad enabled but autograd records
+    # nothing (neither t1 nor t2 requires grad); it was built as no view
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair_nonleaf(),), compile_fn, r"out\[0\] is a view of a tensor subclass whose")
+        assert_matches_eager(f, lambda: (nonleaf(),), compile_fn=compile_fn)
+
+
+def test_plain_view_of_output_set_after_the_view_is_refused(compile_fn: CompileFn | None) -> None:
+    # found beside seed 45000 #1194: eager's out[0]._base is out[1], set_() to out[0] after the view; ours was a
+    # view of args[0] (wrong). Refused; returning only the view, or a base set_() before, is supported.
+    def returned(x0: T) -> object:
+        t0 = x0.mul(2.0)
+        t1 = t0.view((1, 1, 1))
+        set_to(t0, t1)
+        return (t1, t0)
+
+    def only_view(x0: T) -> object:
+        t0 = x0.mul(2.0)
+        t1 = t0.view((1, 1, 1))
+        set_to(t0, t1)
+        return (t1,)
+
+    def detached(x0: T) -> object:
+        t0 = x0.detach()
+        t1 = t0.reshape((1, 1, 1))
+        set_to(t0, t1)
+        return (t1,)
+
+    for grad in (False, True):
+        with torch.set_grad_enabled(grad):
+            assert_refused(
+                returned,
+                lambda: (torch.randn(()),),
+                compile_fn,
+                r"out\[0\] is a view of another output that the program set_\(\)",
+            )
+            for fn in (only_view, detached):
+                assert_matches_eager(fn, lambda: (torch.randn(()),), compile_fn=compile_fn)
+                assert_matches_eager(fn, lambda: (pair(),), compile_fn=compile_fn)
+            assert_matches_eager(returned, lambda: (pair(),), compile_fn=compile_fn)
+
+
+def _expanded_and_base() -> tuple[object, ...]:
+    with torch.enable_grad():
+        b0 = torch.randn((1, 4, 1), requires_grad=True).clone()
+        return (b0.expand((1, 4, 2)), b0)
+
+
+def test_empty_write_through_an_expand_is_refused_with_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 45000 #6667: the empty write was traced, and the compiled backward raised "more than one element of
+    # the written-to tensor refers to a single memory location" where eager's ran (Note [Writes Through Overlapping
+    # Memory]); under no_grad it passes, and so does a write that is not empty
+    def f(x0: T, x1: T) -> object:
+        t0 = x0[1:1:1]
+        t0.zero_()
+        return (t0,)
+
+    def whole(x0: T, x1: T) -> object:
+        t0 = x0[0:1]
+        t0.zero_()
+        return (t0,)
+
+    with torch.enable_grad():
+        assert_refused(
+            f,
+            _expanded_and_base,
+            compile_fn,
+            r"aten.zero_.default: an in-place write with grad into a view with no elements",
+        )
+        assert_matches_eager(whole, _expanded_and_base, compile_fn=compile_fn)
+    with torch.no_grad():
+        assert_matches_eager(f, _expanded_and_base, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions of helper setcrash: crashes around set_(), `.data` and writes below tensors whose elements overlap
+# (fuzz seeds 9000, 10000, 11000). Each program is now either compiled with eager's results or refused, naming the
+# input and the rule.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _overlapping_view() -> tuple[object, ...]:
+    b0 = torch.randn((4, 2))
+    return (b0.as_strided((2, 2), (0, 2), 2),)
+
+
+def _diagonal_data_add(x0: T) -> object:
+    t0 = x0.diagonal(0, 1, 0)
+    t0.data.add_(2.0)
+    return ()
+
+
+def _diagonal_data_add_returned(x0: T) -> object:
+    t0 = x0.diagonal(0, 1, 0)
+    t0.data.add_(2.0)
+    return (t0, x0 * 1)
+
+
+@pytest.mark.parametrize("f", [_diagonal_data_add, _diagonal_data_add_returned], ids=["bare", "returned"])
+def test_write_through_data_below_overlapping_input_7524(
+    f: Callable[..., object], compile_fn: CompileFn | None
+) -> None:
+    # seed 11000 #7524, #9684: the diagonal of an input whose rows are one memory location has distinct elements;
+    # a write through its `.data` was written back view by view, the last step scattering into the overlapping
+    # input, which raised (Note [as_strided On Inputs] now follows the chain through `.data`)
+    with torch.no_grad():
+        assert_matches_eager(f, _overlapping_view, compile_fn=compile_fn)
+
+
+def _aliased_nonleaf() -> tuple[object, ...]:
+    with torch.enable_grad():
+        b0 = torch.randn((4,), requires_grad=True).clone()
+        return (b0, b0.view((2, 2)))
+
+
+def _data_expand_set(x0: T, x1: T) -> object:
+    x0.data = x1
+    t0 = x0.expand((2, 2, 2))
+    set_to(t0, x1)
+    return ()
+
+
+def _data_transpose_write(x0: T, x1: T) -> object:
+    x0.data = x1
+    t0 = x0.transpose(0, 1)
+    t0.mul_(2)
+    return ()
+
+
+_STALE = r"args\[0\] and args\[1\]: the program changes the layout .*`\.data =`.*\(Note \[Stale View Functions\]"
+
+
+@pytest.mark.parametrize("f", [_data_expand_set, _data_transpose_write], ids=["set_", "mul_"])
+def test_data_assigned_view_of_synthetic_base_refused_9696(
+    f: Callable[..., object], compile_fn: CompileFn | None
+) -> None:
+    # seed 10000 #9696: x0 and x1 share storage, so both are views of a synthetic base; `x0.data = x1` changed x0's
+    # layout but not its view function, and autograd's rebase of t0 on set_() (or mul_()) replayed it: expand((2,
+    # 2, 2)) of a (4,) tensor raised, where eager's as_strided() does not
+    with torch.enable_grad():
+        assert_refused(f, _aliased_nonleaf, compile_fn, _STALE)
+
+
+def _separate_inputs() -> tuple[object, ...]:
+    with torch.enable_grad():
+        return (torch.randn((4,), requires_grad=True).clone(), torch.randn((2, 2)))
+
+
+@pytest.mark.parametrize("f", [_data_expand_set, _data_transpose_write], ids=["set_", "mul_"])
+def test_data_assigned_input_of_its_own_storage_still_supported(
+    f: Callable[..., object], compile_fn: CompileFn | None
+) -> None:
+    # The same programs over inputs that share no storage: x0 is no view, nothing is replayed
+    with torch.enable_grad():
+        assert_matches_eager(f, _separate_inputs, compile_fn=compile_fn)
+
+
+def _t_then_set_data_to_view(x0: T) -> object:
+    t0 = x0.diagonal(-1, 2, 1)
+    t1 = t0.transpose(0, 1)
+    t0.t_()
+    src = t0.data
+    set_to(src, t1)
+    return ()
+
+
+def test_set_of_data_to_view_after_t_refused_3406(compile_fn: CompileFn | None) -> None:
+    # seed 9000 #3406: t1 is a view of t0 taken with grad and used with grad (the set_() source) after t0.t_(); the
+    # refusal was raised in the torch-function mode on `_backward_hooks.__set__`, which torch calls from C++ under
+    # set_(), and came out as a SystemError. Setters are no use of a view; set_() itself, which never reaches the
+    # torch-function mode, is checked in the dispatch mode
+    with torch.enable_grad():
+        assert_refused(
+            _t_then_set_data_to_view,
+            lambda: (nonleaf(1, 1, 3),),
+            compile_fn,
+            r"args\[0\]: a view taken with grad enabled is used with grad after .* by t_\(\) with grad enabled",
+        )
+
+
+def _set_to_unbound_element(x0: T) -> object:
+    t0 = x0.mul(x0)
+    t1 = t0.unbind(0)[2]
+    set_to(x0, t1)
+    t2 = t1.contiguous()
+    return (t2,)
+
+
+def _set_to_unbound_element_bare(x0: T) -> object:
+    t0 = x0.mul(x0)
+    set_to(x0, t0.unbind(0)[2])
+    return ()
+
+
+def test_set_to_element_of_intermediate_subclass_3608(compile_fn: CompileFn | None) -> None:
+    # seed 9000 #3608 without the output: x0 set_() to the third element of an intermediate; the epilogue gave it a
+    # fresh storage of 3 elements (offset 2 + 1). The fresh storage now has the intermediate's size, as eager's
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(4),)
+
+    with torch.no_grad():
+        compiled = assert_matches_eager(_set_to_unbound_element_bare, make_inputs, compile_fn=compile_fn)
+        got, want = make_inputs(), make_inputs()
+        compiled(*got)
+        _set_to_unbound_element_bare(cast(T, want[0]))
+    for x, name in ((got[0], "compiled"), (want[0], "eager")):
+        assert isinstance(x, PairTensor), name
+        assert [t.untyped_storage().nbytes() for t in (x.a, x.b)] == [16, 16], name
+
+
+def _set_to_slice_of_intermediate(x0: T) -> object:
+    t0 = x0.mul(x0)
+    t1 = t0[2:]
+    set_to(x0, t1)
+    return (t1.view(2),)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_view_of_intermediate_set_in_part_refused_3608(kind: str, compile_fn: CompileFn | None) -> None:
+    # seed 9000 #3608: t2 (a view of t0, an intermediate x0 was set_() to in part) has eager's `._base` t0; ours
+    # was rebuilt over x0's fresh storage, whose elements outside x0's were uninitialized memory in `t2._base`
+    # (analyze._check_base_within)
+    f = _set_to_unbound_element if kind == "pair" else _set_to_slice_of_intermediate
+
+    def make_inputs() -> tuple[object, ...]:
+        return (pair(4),) if kind == "pair" else (torch.randn(4),)
+
+    with torch.no_grad():
+        assert_refused(f, make_inputs, compile_fn, r"is a view of an intermediate that input 0 was set_\(\) to in part")
+
+
+def _write_view_then_set_base(x0: T, x1: T, x2: T) -> object:
+    x0.copy_(x1)
+    set_to(x2, x0)
+    return ()
+
+
+def test_set_of_shared_input_after_grad_write_refused_756(compile_fn: CompileFn | None) -> None:
+    # seed 9000 #756: x0 (a diagonal of x2) and x2 are views of one synthetic base; x0.copy_(x1) with x1 requiring
+    # grad rebased the base, and x2.set_(x0), x2's history not yet regenerated, took x2 for a leaf that requires grad
+    # (RuntimeError). The histories are read after each op with grad; the program is refused by the rule on inputs
+    # that gain grad
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((3, 4, 2))
+        return (b0.diagonal(-1, 1, 2), torch.randn((1,), requires_grad=True), b0)
+
+    with torch.enable_grad():
+        assert_refused(
+            _write_view_then_set_base,
+            make_inputs,
+            compile_fn,
+            r"args\[0\] does not require grad, shares storage with another input, and the program writes a value",
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions of helper r3crash: a view op replayed on a layout other than the one the program took it on
+# (after t_(), unsqueeze_(), set_() or `.data =`), which crashed the functional run (fuzz seed 8000 #4353, #6029,
+# #6268, #6485). Each is refused, naming the input and the rule (Note [Stale View Functions]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+_STALE_r3crash = r"args\[0\] and args\[1\]: the program changes the layout .*\(Note \[Stale View Functions\]"
+_FAILS = r"args\[0\]: a view taken with grad enabled is used with grad after .* by set_\(\) .* does not apply"
+
+
+def _two_views(*shape: int) -> Callable[[], tuple[object, ...]]:
+    """Two views of one base: the same object passed twice runs as its own base in the joint trace, whose view
+    functions are exact (Note [Aliased Inputs In Training]; test_gradient_types.py)."""
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(*shape)
+        return (b0.view(shape), b0.view(shape))
+
+    return make_inputs
+
+
+def _unsqueeze_transpose_write(x0: T, x1: T) -> object:
+    x0.unsqueeze_(-2)
+    t0 = x0.transpose(0, 2)
+    t0.mul_(t0)
+    return ()
+
+
+def _t_expand_write_other(x0: T, x1: T) -> object:
+    x0.t_()
+    t0 = x0.expand((4, 1))
+    x1.mul_(0.5)
+    t0.transpose(0, 1)
+    return ()
+
+
+def test_stale_view_function_replay_fails_refused_4353(compile_fn: CompileFn | None) -> None:
+    # seed 8000 #4353: autograd rebuilt t0's history by the synthetic base's view function, which misses
+    # unsqueeze_(): transpose(0, 2) of a 2-d tensor (IndexError); there one object passed twice, which now passes
+    # (test_gradient_types.py), here two views of one base
+    with torch.enable_grad():
+        assert_refused(_unsqueeze_transpose_write, _two_views(1, 2), compile_fn, _STALE_r3crash)
+
+
+def test_stale_view_function_replay_fails_refused_6029(compile_fn: CompileFn | None) -> None:
+    # seed 8000 #6029: the same, the function missing t_(): expand((4, 1)) of a (1, 4) tensor (RuntimeError)
+    with torch.enable_grad():
+        assert_refused(_t_expand_write_other, _two_views(1, 4), compile_fn, _STALE_r3crash)
+
+
+def _select_data_write(x0: T) -> object:
+    t0 = x0.select(0, -4)
+    x0.data = t0
+    t0.mul_(0.5)
+    return ()
+
+
+def test_select_of_data_assigned_0d_refused_6268(compile_fn: CompileFn | None) -> None:
+    # seed 8000 #6268: the check of views used after an in-place view op replayed select() on the 0-d layout
+    # `.data =` gave x0 (IndexError); the program is refused by the rule on writes and `.data =` of another size
+    with torch.enable_grad():
+        assert_refused(
+            _select_data_write,
+            lambda: (pair_nonleaf(4),),
+            compile_fn,
+            r"args\[0\]: the program writes this input where autograd records it and assigns its `\.data`",
+        )
+
+
+def _t_then_set_3d(x0: T) -> object:
+    t0 = x0.reshape((1, 1, 4))
+    t1 = x0.t()
+    with torch.no_grad():
+        set_to(x0, t0)
+    t1.reshape((1, 1, 4))
+    return ()
+
+
+@pytest.mark.parametrize("make", [lambda: (pair_nonleaf(4).t(),), lambda: (nonleaf(4),)], ids=["pair", "plain"])
+def test_view_replay_fails_after_no_grad_set_refused_6485(
+    make: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
+    # seed 8000 #6485 (pair): x0.set_() under no_grad bumps the version, and autograd rebuilt t1's history by
+    # replaying t() on x0's new 3-d layout (RuntimeError); eager's as_strided() does not replay it
+    with torch.enable_grad():
+        assert_refused(_t_then_set_3d, make, compile_fn, _FAILS)
+
+
+def _t_then_no_grad_t_(x0: T) -> object:
+    t1 = x0.t()
+    with torch.no_grad():
+        x0.t_()
+    return (t1 * 2,)
+
+
+def test_view_replayed_after_no_grad_t_still_supported(compile_fn: CompileFn | None) -> None:
+    # The replay of t() applies to the new layout: an in-place view op under no_grad is not refused for it
+    with torch.enable_grad():
+        assert_matches_eager(_t_then_no_grad_t_, lambda: (nonleaf(2, 3),), compile_fn=compile_fn)

@@ -1,0 +1,395 @@
+"""resize_() / resize_as_() of inputs (helper resize; the corpus's resize_as gap, and programs in the spirit of
+PyTorch's test/functorch/test_aotdispatch.py and test/inductor's resize tests): shrinking, growing (a reallocation),
+resize_as_ of another input, FSDP's resize_(0) then resize_(n) and copy_, a write after, a view input, PairTensor
+inputs. Besides the oracle, the inputs' storage sizes after the call are compared with eager's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+import subclassaot
+from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
+from tests.pipeline.program_helpers import assert_refused, leaf, nonleaf, pair, pair_nonleaf
+
+T = torch.Tensor
+Make = Callable[[], tuple[object, ...]]
+
+
+def _storage_sizes(args: tuple[object, ...]) -> list[int]:
+    return [a.untyped_storage().nbytes() for a in args if isinstance(a, T) and type(a) is T]
+
+
+def _check(f: Callable[..., object], make_inputs: Make, compile_fn: CompileFn | None, *, dynamic: bool = False) -> None:
+    kwargs = {"dynamic": True} if dynamic else {}
+    assert_matches_eager(f, make_inputs, compile_fn=compile_fn, compile_kwargs=kwargs)
+    # the storages' sizes (the oracle does not compare them), on the default backend (inductor)
+    compiled = compile_fn(f, **kwargs) if compile_fn is not None else subclassaot.compile(f, dynamic=dynamic or None)
+    torch.manual_seed(0)
+    eager_args = make_inputs()
+    f(*eager_args)
+    torch.manual_seed(0)
+    compiled_args = make_inputs()
+    compiled(*compiled_args)
+    assert _storage_sizes(compiled_args) == _storage_sizes(eager_args)
+
+
+def shrink(x: T) -> object:
+    x.resize_(2)
+    return x * 2
+
+
+def shrink_2d(x: T, y: T) -> object:  # test_aotdispatch's test_input_mutation_resize_smaller
+    x.resize_(2, 2)
+    return x + y
+
+
+def shrink_returned(x: T) -> object:
+    x.resize_(2)
+    return x
+
+
+def grow_then_fill(x: T) -> object:
+    x.resize_(6)
+    x.fill_(2)
+    return x * 1
+
+
+def grow_then_copy(x: T, y: T) -> object:
+    x.resize_(2, 3)
+    x.copy_(y)
+    return x.sum(0)
+
+
+def grow_returned_after_write(x: T) -> object:
+    x.resize_(8)
+    x.zero_()
+    return x
+
+
+def same_numel(x: T) -> object:
+    x.resize_(2, 2)
+    return x.t() * 1
+
+
+def same_size(x: T) -> object:
+    x.resize_(4)  # no change: no version bump in eager
+    return x + 1
+
+
+def resize_as_larger(x: T, y: T) -> object:
+    x.resize_as_(y)
+    x.fill_(3)
+    return x.sum()
+
+
+def resize_as_smaller(x: T, y: T) -> object:
+    x.resize_as_(y)
+    return x * y
+
+
+def resize_as_channels_last(x: T, y: T) -> object:
+    x.resize_as_(y, memory_format=torch.channels_last)
+    x.copy_(y)
+    return x + 1
+
+
+def resize_as_preserve(x: T, y: T) -> object:
+    x.resize_as_(y, memory_format=torch.preserve_format)
+    x.copy_(y)
+    return x + 1
+
+
+def fsdp_free_then_refill(x: T, y: T) -> object:  # FSDP: x.resize_(0) ... x.resize_(n); x.copy_(y)
+    z = x.sum()
+    x.resize_(0)
+    x.resize_(4)
+    x.copy_(y)
+    return z, x * 2
+
+
+def fsdp_free(x: T) -> object:
+    z = x * 2
+    x.resize_(0)
+    return z
+
+
+def shrink_then_write(x: T) -> object:
+    x.resize_(2)
+    x.add_(1)
+    return x.sum()
+
+
+def write_then_shrink(x: T) -> object:
+    x.mul_(3)
+    x.resize_(3)
+    return x + 1
+
+
+def shrink_then_grow(x: T) -> object:  # the old values come back (the storage was never reallocated)
+    x.resize_(1)
+    x.resize_(4)
+    return x * 1
+
+
+def view_taken_before(x: T) -> object:
+    v = x[1:]
+    x.resize_(2)
+    x.fill_(5)
+    return v * 1
+
+
+def regrow_then_write(x: T) -> object:  # the regrown elements are written: functionalization lost the write
+    x.resize_(1)
+    x.resize_(4)
+    x.fill_(1)
+    return x * 1
+
+
+def regrow_partly_then_write(x: T) -> object:
+    x.resize_(2)
+    x.resize_(3)
+    x.add_(1)
+    return x * 1
+
+
+def view_regrown_then_written(x: T) -> object:  # x[:2].resize_(4) covers all of x
+    v = x[:2]
+    v.resize_(4)
+    v.fill_(1)
+    return x * 1
+
+
+def view_regrown_then_written_from(x: T, y: T) -> object:
+    v = x[:2]
+    v.resize_(4)
+    v.copy_(y)
+    return x * 1
+
+
+def middle_view_regrown_then_written(x: T) -> object:
+    v = x[1:3]
+    v.resize_(3)
+    v.fill_(1)
+    return v * 1
+
+
+def transposed_shrunk(x: T) -> object:
+    x.t_()
+    x.resize_(3)
+    x.mul_(2)
+    return x + 1
+
+
+def resize_channels_last_same_numel(x: T) -> object:
+    x.resize_(1, 2, 2, 3, memory_format=torch.channels_last)
+    x.copy_(torch.arange(12.0).view(1, 2, 2, 3))
+    return x * 1
+
+
+def restrided_same_size(x: T) -> object:  # no version bump in eager: the size does not change
+    x.resize_(1, 2, 2, 3, memory_format=torch.channels_last)
+    return x + 1
+
+
+def restrided_as_template(x: T, y: T) -> object:
+    x.resize_as_(y, memory_format=torch.channels_last)
+    return x * y
+
+
+def _plain(*shape: int) -> Make:
+    return lambda: (torch.randn(shape),)
+
+
+def _view_of_base(n: int, start: int) -> Make:
+    def make() -> tuple[object, ...]:
+        base = torch.randn(8)
+        return (base[start : start + n],)
+
+    return make
+
+
+CASES: list[tuple[str, Callable[..., object], Make]] = [
+    ("shrink", shrink, _plain(4)),
+    ("shrink_pair", shrink, lambda: (pair(4),)),
+    ("shrink_2d", shrink_2d, lambda: (torch.randn(3, 3), torch.randn(2, 2))),
+    ("shrink_2d_pair", shrink_2d, lambda: (pair(3, 3), torch.randn(2, 2))),
+    ("shrink_returned", shrink_returned, _plain(4)),
+    ("shrink_returned_pair", shrink_returned, lambda: (pair(4),)),
+    ("grow_then_fill", grow_then_fill, _plain(2)),
+    ("grow_then_fill_pair", grow_then_fill, lambda: (pair(2),)),
+    ("grow_then_copy", grow_then_copy, lambda: (torch.randn(2), torch.randn(2, 3))),
+    ("grow_then_copy_pair", grow_then_copy, lambda: (pair(2), torch.randn(2, 3))),
+    ("grow_returned_after_write", grow_returned_after_write, _plain(3)),
+    ("grow_returned_after_write_pair", grow_returned_after_write, lambda: (pair(3),)),
+    ("same_numel", same_numel, _plain(4)),
+    ("same_numel_pair", same_numel, lambda: (pair(4),)),
+    ("same_size", same_size, _plain(4)),
+    ("same_size_pair", same_size, lambda: (pair(4),)),
+    ("resize_as_larger", resize_as_larger, lambda: (torch.randn(2), torch.randn(2, 3))),
+    ("resize_as_larger_pair", resize_as_larger, lambda: (pair(2), torch.randn(2, 3))),
+    ("resize_as_larger_pair_template", resize_as_larger, lambda: (torch.randn(2), pair(2, 3))),
+    ("resize_as_smaller", resize_as_smaller, lambda: (torch.randn(3, 3), torch.randn(2, 2))),
+    ("resize_as_smaller_pair", resize_as_smaller, lambda: (pair(3, 3), torch.randn(2, 2))),
+    ("resize_as_channels_last", resize_as_channels_last, lambda: (torch.randn(4), torch.randn(1, 2, 2, 3))),
+    (
+        "resize_as_preserve",
+        resize_as_preserve,
+        lambda: (torch.randn(4), torch.randn(1, 2, 2, 3).to(memory_format=torch.channels_last)),
+    ),
+    ("fsdp_free_then_refill", fsdp_free_then_refill, lambda: (torch.randn(4), torch.randn(4))),
+    ("fsdp_free_then_refill_pair", fsdp_free_then_refill, lambda: (pair(4), torch.randn(4))),
+    ("fsdp_free", fsdp_free, _plain(4)),
+    ("fsdp_free_pair", fsdp_free, lambda: (pair(4),)),
+    ("shrink_then_write", shrink_then_write, _plain(4)),
+    ("shrink_then_write_pair", shrink_then_write, lambda: (pair(4),)),
+    ("write_then_shrink", write_then_shrink, _plain(4)),
+    ("write_then_shrink_pair", write_then_shrink, lambda: (pair(4),)),
+    ("shrink_then_grow", shrink_then_grow, _plain(4)),
+    ("shrink_then_grow_pair", shrink_then_grow, lambda: (pair(4),)),
+    ("view_taken_before", view_taken_before, _plain(4)),
+    ("view_taken_before_pair", view_taken_before, lambda: (pair(4),)),
+    ("view_input_shrink", shrink, _view_of_base(4, 2)),
+    ("view_input_grow_within", grow_then_fill, _view_of_base(2, 1)),
+    ("view_input_grow_beyond", grow_then_fill, _view_of_base(2, 4)),
+    ("view_input_shrink_then_write", shrink_then_write, _view_of_base(4, 2)),
+    ("regrow_then_write", regrow_then_write, _plain(4)),
+    ("regrow_then_write_pair", regrow_then_write, lambda: (pair(4),)),
+    ("regrow_partly_then_write", regrow_partly_then_write, _plain(4)),
+    ("regrow_partly_then_write_pair", regrow_partly_then_write, lambda: (pair(4),)),
+    ("view_regrown_then_written", view_regrown_then_written, _plain(4)),
+    ("view_regrown_then_written_pair", view_regrown_then_written, lambda: (pair(4),)),
+    ("view_regrown_then_written_view_input", view_regrown_then_written, _view_of_base(4, 2)),
+    ("middle_view_regrown_then_written", middle_view_regrown_then_written, _plain(4)),
+    ("middle_view_regrown_then_written_pair", middle_view_regrown_then_written, lambda: (pair(4),)),
+    ("transposed_shrunk", transposed_shrunk, _plain(2, 3)),
+    ("transposed_shrunk_pair", transposed_shrunk, lambda: (pair(2, 3),)),
+    ("resize_channels_last_same_numel", resize_channels_last_same_numel, _plain(12)),
+    ("resize_channels_last_grow", resize_channels_last_same_numel, _plain(5)),
+    ("restrided_same_size", restrided_same_size, _plain(1, 2, 2, 3)),
+    ("restrided_as_template", restrided_as_template, lambda: (torch.randn(1, 2, 2, 3), torch.randn(1, 2, 2, 3))),
+]
+
+
+@pytest.mark.parametrize(("f", "make_inputs"), [pytest.param(f, m, id=n) for n, f, m in CASES])
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_resize_matches_eager(
+    f: Callable[..., object], make_inputs: Make, dynamic: bool, compile_fn: CompileFn | None
+) -> None:
+    with torch.enable_grad():
+        _check(f, make_inputs, compile_fn, dynamic=dynamic)
+
+
+@pytest.mark.parametrize(("f", "make_inputs"), [pytest.param(f, m, id=n) for n, f, m in CASES])
+def test_resize_matches_eager_no_grad(
+    f: Callable[..., object], make_inputs: Make, compile_fn: CompileFn | None
+) -> None:
+    with torch.no_grad():
+        _check(f, make_inputs, compile_fn)
+
+
+GRAD_CASES: list[tuple[str, Callable[..., object], Make]] = [
+    ("leaf", shrink, lambda: (leaf(4),)),
+    ("leaf_same_size", same_size, lambda: (leaf(4),)),
+    ("nonleaf", shrink, lambda: (nonleaf(4),)),
+    ("pair_leaf", shrink, lambda: (pair(4, requires_grad=True),)),
+    ("pair_nonleaf", shrink, lambda: (pair_nonleaf(4),)),
+    ("resize_as_leaf", resize_as_larger, lambda: (leaf(2), torch.randn(2, 3))),
+    ("resize_as_pair_leaf", resize_as_larger, lambda: (pair(2, requires_grad=True), torch.randn(2, 3))),
+]
+
+
+@pytest.mark.parametrize(("f", "make_inputs"), [pytest.param(f, m, id=n) for n, f, m in GRAD_CASES])
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+def test_resize_of_input_requiring_grad_raises_like_eager(
+    f: Callable[..., object], make_inputs: Make, grad: bool, compile_fn: CompileFn | None
+) -> None:
+    # eager: "cannot resize variables that require grad", under no_grad too
+    with torch.set_grad_enabled(grad):
+        assert_raises_like_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def intermediate_regrown(x: T) -> object:
+    t = x * 2
+    t.resize_(0)
+    t.resize_(4)
+    t.fill_(1)
+    return t + x
+
+
+def intermediate_view_regrown(x: T) -> object:
+    t = x * 2
+    v = t[:1]
+    v.resize_(4)
+    v.fill_(1)
+    return t + x
+
+
+@pytest.mark.parametrize("f", [intermediate_regrown, intermediate_view_regrown])
+@pytest.mark.parametrize("make", [_plain(4), lambda: (pair(4),)], ids=["plain", "pair"])
+def test_intermediate_regrown_within_its_storage_is_refused(
+    f: Callable[..., object], make: Make, compile_fn: CompileFn | None
+) -> None:
+    # Note [Storage Swaps By Rebinding]: functionalization lost the write (a wrong result)
+    assert_refused(f, make, compile_fn, "does not hold after an earlier resize_")
+
+
+def regrown_times_leaf(x: T, y: T) -> object:
+    x.resize_(1)
+    x.resize_(4)
+    x.fill_(1)
+    return x * y
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: (torch.randn(4), leaf(4)), lambda: (pair(4), pair(4, requires_grad=True))],
+    ids=["plain", "pair"],
+)
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_regrown_input_with_grad_elsewhere_matches_eager(
+    make: Make, dynamic: bool, compile_fn: CompileFn | None
+) -> None:
+    with torch.enable_grad():
+        _check(regrown_times_leaf, make, compile_fn, dynamic=dynamic)
+
+
+@pytest.mark.parametrize("f", [fsdp_free_then_refill, view_regrown_then_written_from])
+@pytest.mark.parametrize(
+    "make", [lambda: (torch.randn(4), leaf(4)), lambda: (torch.randn(4), nonleaf(4))], ids=["leaf", "nonleaf"]
+)
+def test_regrown_input_written_with_grad(f: Callable[..., object], make: Make, compile_fn: CompileFn | None) -> None:
+    # the input regrown within its storage is traced over its whole storage (Note [Storage Swaps By Rebinding]),
+    # where a write with grad into it is refused in training; under no_grad it runs
+    with torch.enable_grad():
+        assert_refused(f, make, compile_fn, "writes a value that requires grad into it")
+    with torch.no_grad():
+        _check(f, make, compile_fn)
+
+
+def resize_preserve_format(x: T) -> object:
+    x.resize_(5, memory_format=torch.preserve_format)
+    return x * 1
+
+
+@pytest.mark.parametrize("make", [_plain(4), _plain(8)], ids=["grows", "shrinks"])
+def test_resize_to_preserve_format_raises_like_eager(make: Make, compile_fn: CompileFn | None) -> None:
+    # eager: "Unsupported memory formatPreserve" (after resizing)
+    assert_raises_like_eager(resize_preserve_format, make, compile_fn=compile_fn)
+
+
+def intermediate_view_shrunk_then_written(x: T) -> object:  # held elements cover the new size: no refusal
+    t = x * 2
+    v = t[1:]
+    v.resize_(2)
+    v.fill_(1)
+    return t + 1
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_intermediate_view_shrunk_then_written_matches_eager(dynamic: bool, compile_fn: CompileFn | None) -> None:
+    # Note [Storage Swaps By Rebinding]: symbolic sizes decided by their hints
+    _check(intermediate_view_shrunk_then_written, _plain(5), compile_fn, dynamic=dynamic)

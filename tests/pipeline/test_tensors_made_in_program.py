@@ -1,0 +1,373 @@
+"""Tensors the program makes itself (factory results, tensors made to require grad, custom Functions returning their
+inputs, containers passed in) written, returned or differentiated; regressions found by the PyTorch-derived corpora
+(tests/pipeline/corpus_pytorch2.py, tests/pipeline/corpus_pytorch5.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+import subclassaot
+from subclasses.pair import PairTensor
+from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
+from tests.pipeline.program_helpers import (
+    assert_refused,
+    check_no_grad,
+    check_with_grad,
+    leaf,
+    nonleaf,
+    pair,
+    pair_nonleaf,
+    refused_with_grad,
+)
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Regressions found by the fifth PyTorch-derived corpus (tests/pipeline/corpus_pytorch5.py): tensors made by a
+# factory inside the program and written through a view with grad (SwapRecord.forget_factory_detach), with
+# their variants (factories, views, outputs, PairTensor sources, grad modes, called twice) and the detach() refusal
+# that still holds next to them; nested PairTensors written with dynamic shapes, whose retraced backward crashed
+# (Note [The Flatten Protocol]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+T = torch.Tensor
+
+FACTORIES: dict[str, Callable[[], T]] = {
+    "zeros": lambda: torch.zeros(2, 2),
+    "ones": lambda: torch.ones(2, 2),
+    "full": lambda: torch.full((2, 2), 3.0),
+    "arange": lambda: torch.arange(4.0).reshape(2, 2),
+    "randn_filled": lambda: torch.randn(2, 2).fill_(0.5),
+}
+
+
+@pytest.mark.parametrize("factory", sorted(FACTORIES))
+def test_factory_diagonal_copied_with_grad_returns_view(factory: str, compile_fn: CompileFn | None) -> None:
+    # test_functionalization.py test_copy_ (corpus fz_copy_same_shape_train): refused as a detach() of an
+    # intermediate written with grad, the factory's result being recorded as a detach()
+    make = FACTORIES[factory]
+
+    def f(x: T) -> object:
+        tmp = make()
+        y = tmp.diagonal()
+        y.copy_(x)
+        return y.add_(x), tmp
+
+    check_with_grad(f, lambda: (leaf(2),), compile_fn)
+    check_with_grad(f, lambda: (nonleaf(2),), compile_fn)
+    check_no_grad(f, lambda: (leaf(2),), compile_fn)
+
+
+def test_factory_view_written_with_grad_broadcast(compile_fn: CompileFn | None) -> None:
+    # test_copy_ with a one-element source (corpus fz_copy_broadcast_train)
+    def f(x: T) -> object:
+        tmp = torch.zeros(2, 2)
+        y = tmp.diagonal().copy_(x)
+        return y.mul_(x), tmp.sum()
+
+    check_with_grad(f, lambda: (leaf(1),), compile_fn)
+
+
+def test_factory_slice_written_then_only_view_returned(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        tmp = torch.zeros(3, 2)
+        v = tmp[1:]
+        v.mul_(x)  # zeros times x: the history matters, not the values
+        v.add_(x)
+        return v
+
+    check_with_grad(f, lambda: (leaf(2, 2),), compile_fn)
+    check_with_grad(f, lambda: (nonleaf(2),), compile_fn)
+
+
+def test_factory_view_written_with_pair_value(compile_fn: CompileFn | None) -> None:
+    # the written value a PairTensor: the fresh tensor made from it (new_zeros) is a PairTensor, no factory
+    def f(x: T) -> object:
+        tmp = x.new_zeros(2, 2)
+        y = tmp.diagonal()
+        y.copy_(x)
+        return y, tmp
+
+    check_with_grad(f, lambda: (pair(2, requires_grad=True),), compile_fn)
+
+
+def test_factory_view_written_called_twice(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        tmp = torch.ones(4)
+        y = tmp.view(2, 2)[0]
+        y.mul_(x)
+        return y
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (leaf(2),), compile_fn=compile_fn, calls=3)
+
+
+def test_detach_of_fresh_tensor_written_with_grad_still_refused(compile_fn: CompileFn | None) -> None:
+    # next to the rule: an explicit detach() of a tensor the program made is still one (Note [Outputs That An Input Was
+    # set_() To])
+    def f(x: T) -> object:
+        tmp = x.new_zeros(2, 2).detach()
+        y = tmp.diagonal()
+        y.copy_(x)
+        return y
+
+    refused_with_grad(f, lambda: (leaf(2),), compile_fn, match=r"is a detach\(\) of an intermediate")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# See Note [The Flatten Protocol]: a PairTensor of PairTensors, written, with dynamic shapes, whose
+# backward is retraced (an output without tangent: the written input's new value) crashed in make_fx ("not
+# tracked with proxy")
+
+
+def _nested(requires_grad: bool) -> T:
+    inner = PairTensor(torch.randn(3, 2), torch.randn(3, 2))
+    outer = PairTensor(inner, PairTensor(torch.randn(3, 2), torch.randn(3, 2)), requires_grad=requires_grad)
+    with torch.enable_grad():
+        return outer.clone() if requires_grad else outer
+
+
+def _nested_mul(x: T) -> object:
+    x.mul_(2)
+    return x + 1
+
+
+def _nested_unsqueeze_mul(x: T) -> object:
+    x.unsqueeze_(0)
+    x.mul_(2)
+    return x.squeeze(0) + 1
+
+
+def _nested_mul_view_out(x: T) -> object:
+    x.mul_(2)
+    return x[0], x.sum()
+
+
+NESTED_PROGRAMS = {"mul": _nested_mul, "unsqueeze_mul": _nested_unsqueeze_mul, "mul_view_out": _nested_mul_view_out}
+
+
+@pytest.mark.parametrize("program", sorted(NESTED_PROGRAMS))
+@pytest.mark.parametrize("dynamic", [True, False])
+def test_nested_pair_written_with_grad(program: str, dynamic: bool, compile_fn: CompileFn | None) -> None:
+    # corpus pair_nested_mul_write_train_dynamic / pair_nested_unsqueeze_write_train_dynamic (test_subclasses.py,
+    # a TwoTensor of TwoTensors): the backward raised where eager's runs
+    f = NESTED_PROGRAMS[program]
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (_nested(True),), compile_fn=compile_fn, compile_kwargs={"dynamic": dynamic})
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (_nested(True),), compile_fn=compile_fn, compile_kwargs={"dynamic": dynamic})
+    assert_matches_eager(f, lambda: (_nested(False),), compile_fn=compile_fn, compile_kwargs={"dynamic": dynamic})
+
+
+def test_flat_pair_written_with_grad_dynamic(compile_fn: CompileFn | None) -> None:
+    # next to the rule: the same programs on a PairTensor of plain tensors, and on plain tensors
+    for f in NESTED_PROGRAMS.values():
+        with torch.enable_grad():
+            assert_matches_eager(
+                f, lambda: (pair_nonleaf(3, 2),), compile_fn=compile_fn, compile_kwargs={"dynamic": True}
+            )
+            assert_matches_eager(f, lambda: (nonleaf(3, 2),), compile_fn=compile_fn, compile_kwargs={"dynamic": True})
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# See Note [Symbolic Tangent Strides]: with dynamic shapes on inductor, `compiled(x).sum().backward()` (an expanded
+# tangent, strides 0) failed inductor's assert_size_stride; found next to the nested-PairTensor corpus cases
+
+
+def _times_two(x: T) -> object:
+    return x * 2
+
+
+def _transposed_times_two(x: T) -> object:
+    return (x * 2).t()
+
+
+def _written_returned(x: T) -> object:
+    x.mul_(2)
+    return x.t()
+
+
+TANGENT_PROGRAMS = {"times_two": _times_two, "transposed": _transposed_times_two, "written": _written_returned}
+TANGENT_INPUTS: dict[str, Callable[[], T]] = {
+    "plain": lambda: nonleaf(3, 2),
+    "pair": lambda: pair_nonleaf(3, 2),
+    "nested": lambda: _nested(True),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(TANGENT_INPUTS))
+@pytest.mark.parametrize("program", sorted(TANGENT_PROGRAMS))
+def test_expanded_tangent_dynamic_inductor(program: str, kind: str, compile_fn: CompileFn | None) -> None:
+    f, make = TANGENT_PROGRAMS[program], TANGENT_INPUTS[kind]
+    do_compile = compile_fn if compile_fn is not None else subclassaot.compile
+    compiled = do_compile(f, backend="inductor", dynamic=True)
+    for shape_seed in (0, 1):  # called twice: the second call reuses the compiled backward
+        grads = []
+        for run in (f, compiled):
+            torch.manual_seed(shape_seed)
+            with torch.enable_grad():
+                x = make()
+                x.retain_grad()
+                out = run(x)
+                assert isinstance(out, torch.Tensor)
+                out.sum().backward()  # type: ignore[no-untyped-call]
+            assert x.grad is not None
+            grads.append(x.grad)
+        torch.testing.assert_close(grads[1], grads[0])
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Regressions found by the second PyTorch-derived corpus (tests/pipeline/corpus_pytorch2.py), each from its shrunk
+# program: refusals where the compiled program diverged from eager, and parity where the neighbouring program runs.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_tensor_made_requiring_grad_without_grad_inputs_is_refused(compile_fn: CompileFn | None) -> None:
+    # test_aotdispatch.py test_set__and_data_mutation_bad (inference): eager's output of a value computed from
+    # `torch.ones(..., requires_grad=True)` requires grad and has a grad_fn; the inference graph's had neither.
+    def f(x: T) -> object:
+        t = torch.ones(3, requires_grad=True)
+        return x + t
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (torch.randn(3),), compile_fn, match="makes a tensor that requires grad itself")
+
+
+def test_set_onto_tensor_made_requiring_grad_is_refused(compile_fn: CompileFn | None) -> None:
+    def f(a: T) -> object:
+        a_view = a.view(-1)
+        tmp = torch.ones(3, 3, requires_grad=True)
+        with torch.no_grad():
+            set_to(a, tmp)
+        a_view.mul_(2)
+        return a + tmp
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (torch.randn(3, 3),), compile_fn, match=r"torch\.ones\(\.\.\., requires_grad=True\)")
+
+
+def test_tensor_made_requiring_grad_runs_in_training_and_under_no_grad(compile_fn: CompileFn | None) -> None:
+    def f(x: T) -> object:
+        t = torch.ones(3, requires_grad=True)
+        return x * t
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(3),), compile_fn=compile_fn)
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(3),), compile_fn=compile_fn)
+
+
+class _TransposesSavedInBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, a: T, b: T) -> tuple[T, T]:
+        ctx.save_for_backward(b)
+        return a.clone(), b.clone()
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, ga: T, gb: T) -> tuple[T, T]:
+        (b,) = ctx.saved_tensors  # type: ignore[attr-defined]
+        b.transpose_(1, 0)
+        return ga.clone(), gb.clone()
+
+
+def test_metadata_mutation_in_the_backward_matches_eager(compile_fn: CompileFn | None) -> None:
+    # test_aotdispatch.py test_backward_mutation_metadata: the backward's transpose_ of the saved input was lost
+    # (args[1] kept its strides after the backward); now replayed (Note [Metadata Changed By A Custom Backward]).
+    def f(a: T, b: T) -> object:
+        a_, b_ = _TransposesSavedInBackward.apply(a, b)  # type: ignore[no-untyped-call]
+        return a_ * b_
+
+    def make_inputs() -> tuple[T, T]:
+        return torch.randn(3, 3, requires_grad=True), torch.randn(3, 3)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+class _Identity(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
+        return x
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
+        return g * 0.5
+
+
+class _Flat(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
+        return x.view(-1)
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
+        return g.view(2, 2)
+
+
+def _identity(x: T) -> object:
+    return _Identity.apply(x)  # type: ignore[no-untyped-call]
+
+
+def _flat(x: T) -> object:
+    return _Flat.apply(x)  # type: ignore[no-untyped-call]
+
+
+def test_function_returning_its_pair_input_matches_eager(compile_fn: CompileFn | None) -> None:
+    # test_aotdispatch.py test_input_output_aliase_custom_autograd_function on a PairTensor: eager's output is an
+    # autograd view of the input wrapper; the compiled Function replays that view on the input (Note [Inputs
+    # Returned By A Custom Function]; refused before, more variants in test_pair_function_alias.py).
+    with torch.enable_grad():
+        for fn in (_identity, _flat):
+            assert_matches_eager(fn, lambda: (pair(2, 2, requires_grad=True),), compile_fn=compile_fn)
+            assert_matches_eager(fn, lambda: (pair_nonleaf(2, 2),), compile_fn=compile_fn)
+
+
+def test_function_returning_its_plain_input_or_pair_without_grad_runs(compile_fn: CompileFn | None) -> None:
+    with torch.enable_grad():
+        for fn in (_identity, _flat):
+            assert_matches_eager(fn, lambda: (torch.randn(2, 2, requires_grad=True),), compile_fn=compile_fn)
+            assert_matches_eager(fn, lambda: (nonleaf(2, 2),), compile_fn=compile_fn)
+            assert_matches_eager(fn, lambda: (pair(2, 2),), compile_fn=compile_fn)
+
+
+def test_new_value_stored_into_an_input_dict_is_refused(compile_fn: CompileFn | None) -> None:
+    # test_aotdispatch.py TestPythonKey test_nnc_passthrough: eager's `x["a"] = x["a"] * 2` changes the caller's
+    # dict; the compiled program ran on a dict rebuilt from the leaves, so the caller's kept its old entry.
+    def f(d: dict[str, T]) -> object:
+        d["a"] = d["a"] * 2
+        return d
+
+    def g(d: dict[str, T]) -> object:
+        d["c"] = d["a"] + 1
+        return d["c"]
+
+    def make_inputs() -> tuple[dict[str, T]]:
+        return ({"a": torch.randn(3), "b": torch.randn(3)},)
+
+    assert_refused(f, make_inputs, compile_fn, match=r"args\[0\]\['a'\]: the program stores a new value")
+    assert_refused(g, make_inputs, compile_fn, match="adds, removes or replaces entries")
+
+
+def test_input_dict_written_in_place_runs(compile_fn: CompileFn | None) -> None:
+    def f(d: dict[str, T]) -> object:
+        d["a"].mul_(2)
+        return d["a"] + d["b"]
+
+    assert_matches_eager(f, lambda: ({"a": torch.randn(3), "b": torch.randn(3)},), compile_fn=compile_fn)
+
+
+def test_data_assigned_from_another_pair_runs_with_dynamic_shapes(compile_fn: CompileFn | None) -> None:
+    # `x.data = y * 2` on PairTensors under dynamic=True: the assignment's size was y's own symbol, which tracing
+    # then tied to x's, so the guards bound only x's and the epilogue raised NameError evaluating it.
+    def f(x: T, y: T) -> object:
+        x.data = y * 2
+        return x + 1
+
+    assert_matches_eager(f, lambda: (pair(3), pair(3)), compile_fn=compile_fn, compile_kwargs={"dynamic": True})
+    with torch.enable_grad():
+        assert_matches_eager(
+            f, lambda: (pair(3, requires_grad=True), pair(3)), compile_fn=compile_fn, compile_kwargs={"dynamic": True}
+        )
