@@ -1063,10 +1063,7 @@ def test_pair_view_changed_by_t_then_bumped_by_view_of_it_is_refused(compile_fn:
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions: one hand-minimized program per distinct bug the fuzzer found (`python -m subclassaot fuzz`).
-#
-# Each test is a strict xfail naming the bug; remove the mark when the bug is fixed. The triage that produced them
-# (fuzz seeds, counts, suspected stage) is in the session's triage notes. With `--identity-compile` (eager against
-# eager) the xfail marks are dropped and every program here must pass, which checks that each one is eager-legal.
+# Each program was a bug (once a strict xfail naming it); each now matches eager or is refused as eager's rule says.
 # ---------------------------------------------------------------------------------------------------------------------
 
 

@@ -18,10 +18,7 @@ from tests.pipeline.program_helpers import assert_refused, nonleaf, pair, pair_n
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions: one hand-minimized program per distinct bug the fuzzer found (`python -m subclassaot fuzz`).
-#
-# Each test is a strict xfail naming the bug; remove the mark when the bug is fixed. The triage that produced them
-# (fuzz seeds, counts, suspected stage) is in the session's triage notes. With `--identity-compile` (eager against
-# eager) the xfail marks are dropped and every program here must pass, which checks that each one is eager-legal.
+# Each program was a bug (once a strict xfail naming it); each now matches eager or is refused as eager's rule says.
 # ---------------------------------------------------------------------------------------------------------------------
 
 T = torch.Tensor
@@ -495,6 +492,9 @@ def test_view_of_input_after_its_metadata_change_then_inplace_view_op(compile_fn
     def make_inputs() -> tuple[object, ...]:
         with torch.enable_grad():  # a view that requires grad
             return (nonleaf(3, 1, 3).diagonal(0, 0, 2),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
 # ---------------------------------------------------------------------------------------------------------------
