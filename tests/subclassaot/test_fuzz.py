@@ -10,7 +10,6 @@ import dataclasses
 from collections.abc import Callable
 from typing import cast
 
-import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 
@@ -162,12 +161,6 @@ def test_fixed_seed_smoke_has_no_divergence_or_crash() -> None:
     assert report.counts[Outcome.DIVERGED] == 0 and report.counts[Outcome.CRASHED] == 0, f"{report}\n\n{shrunk}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: one training program of the wide vocabulary (seed 0) has a backward that raises 'Function "
-    "CompiledStepBackward returned an invalid gradient at index 0 - got [] but expected shape compatible with [1]' "
-    "where eager's does not (found at the session 16 merge; see its notes)",
-)
 def test_fixed_seed_smoke_of_the_wide_vocabulary_has_no_divergence_or_crash() -> None:
     report = fuzz(200, seed=0, config=CONFIG, backend="eager", shrink_per_signature=1)
     assert report.counted == 200

@@ -15,6 +15,7 @@ records only, except the joint trace's detach_()/requires_grad_() of its own clo
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 import sympy
@@ -62,6 +63,10 @@ __all__ = [
 #   leaves set_() to another size under no_grad (or given one by `.data =` before any use with grad) and then read with
 #   grad (a set_() back to the old size is none), and subclass leaves resized under no_grad that an op with grad read
 #   before the change (the alias-group and set_() rules passed them).
+# A torch.inference_mode() block is no_grad here (eager's leaf records nothing there either), but inference mode skips
+# autograd's kernels, detach_()'s among them, which alone drops the clone's grad_fn: the trace leaves inference mode
+# for its detach_() (else the gradient is taken through the clone in the old size, against an accumulator made in
+# the new one).
 
 _LAYOUT_OPS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_", "squeeze_", "as_strided_"})
 
@@ -91,8 +96,10 @@ def note_layout_op(record: SwapRecord, t: torch.Tensor) -> None:
     if t.grad_fn is not None:
         if t._is_view():
             return
-        t.detach_()
-        t.requires_grad_(True)
+        # outside inference mode, where detach_() drops the grad_fn (Note [Leaves Laid Out Anew Under no_grad])
+        with torch.inference_mode(False) if torch.is_inference_mode_enabled() else nullcontext(), torch.no_grad():
+            t.detach_()
+            t.requires_grad_(True)
     record.releafed[id(t)] = None
 
 
