@@ -82,6 +82,32 @@ def test_dynamic_true_compiles_once() -> None:
     assert c.compile_count == 1
 
 
+class BranchesOnSizeInBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
+        return g * 100 if g.shape[0] == 3 else g * 2
+
+
+def branches_in_backward(x: T) -> object:
+    return BranchesOnSizeInBackward.apply(x)  # type: ignore[no-untyped-call]
+
+
+def test_guards_include_what_the_backward_trace_specialized() -> None:
+    """A size the backward branches on is guarded like one the forward branches on: the guards were built before
+    the joint trace, so a second size reused the graph traced for the first and failed inside it."""
+    c = compiled(branches_in_backward, dynamic=True)
+    for n in (3, 5, 3, 7):
+        assert_call_matches_eager(
+            c, branches_in_backward, lambda n=n: (torch.randn(n, requires_grad=True),), check_grads=True
+        )  # type: ignore[misc]
+    assert c.compile_count == 2
+    reason_matches(c, r"args\[0\]\.size\(0\)")
+
+
 def test_requires_grad_change_recompiles() -> None:
     c = compiled(double)
     assert_call_matches_eager(c, double, lambda: (torch.randn(3),))
