@@ -101,9 +101,11 @@ def test_guards_include_what_the_backward_trace_specialized() -> None:
     the joint trace, so a second size reused the graph traced for the first and failed inside it."""
     c = compiled(branches_in_backward, dynamic=True)
     for n in (3, 5, 3, 7):
-        assert_call_matches_eager(
-            c, branches_in_backward, lambda n=n: (torch.randn(n, requires_grad=True),), check_grads=True
-        )  # type: ignore[misc]
+
+        def make(n: int = n) -> tuple[T]:
+            return (torch.randn(n, requires_grad=True),)
+
+        assert_call_matches_eager(c, branches_in_backward, make, check_grads=True)
     assert c.compile_count == 2
     reason_matches(c, r"args\[0\]\.size\(0\)")
 
