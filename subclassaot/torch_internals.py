@@ -612,7 +612,10 @@ def set_wrapper_metadata(
     needed = (
         0 if any(s == 0 for s in size) else offset + 1 + sum((s - 1) * st for s, st in zip(size, stride, strict=True))
     )
-    with torch.utils._mode_utils.no_dispatch():
+    # An inference tensor's own metadata changes only inside inference_mode (eager's `.data =` of one made there
+    # changes it anywhere: it sets no version counter and records nothing).
+    inference = torch.inference_mode() if t.is_inference() else contextlib.nullcontext()
+    with torch.utils._mode_utils.no_dispatch(), inference:
         meta_in_tls = torch._C._meta_in_tls_dispatch_include()
         torch._C._set_meta_in_tls_dispatch_include(True)
         try:
@@ -834,13 +837,13 @@ _torch_function_apply = torch.autograd.Function.__dict__["apply"].__func__
 def _noted_function_apply(cls: type[torch.autograd.Function], *args: object, **kwargs: object) -> object:
     note = getattr(_function_apply_notes, "note", None)
     if note is not None:
-        note(args, kwargs)
+        note(cls, args, kwargs)
     return _torch_function_apply(cls, *args, **kwargs)
 
 
 @contextlib.contextmanager
-def function_applies_noted(note: Callable[[tuple[object, ...], dict[str, object]], None]) -> Iterator[None]:
-    """Call `note(args, kwargs)` before every custom `Function.apply(*args, **kwargs)` this thread runs inside."""
+def function_applies_noted(note: Callable[[type, tuple[object, ...], dict[str, object]], None]) -> Iterator[None]:
+    """Call `note(cls, args, kwargs)` before every custom `cls.apply(*args, **kwargs)` this thread runs inside."""
     if torch.autograd.Function.__dict__["apply"].__func__ is not _noted_function_apply:
         torch.autograd.Function.apply = classmethod(_noted_function_apply)  # type: ignore[method-assign,assignment,arg-type]  # see above
     before = getattr(_function_apply_notes, "note", None)

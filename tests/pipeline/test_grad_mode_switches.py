@@ -478,3 +478,40 @@ def test_in_place_view_op_on_a_leaf_inside_inference_mode_matches_eager(
     vocabulary, shrunk to the first program; the transpose and as_strided cases were refused or raised alike)."""
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def _function_after_requires_grad(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    with torch.set_grad_enabled(True):
+        t0 = _SinFn.apply(x1)  # type: ignore[no-untyped-call]
+    return (t0,)
+
+
+def _function_under_enable_grad(x0: T, x1: T) -> object:
+    with torch.set_grad_enabled(True):
+        t0 = _SinFn.apply(x1)  # type: ignore[no-untyped-call]
+    return (t0,)
+
+
+@pytest.mark.parametrize(
+    ("fn", "same"),
+    [(_function_after_requires_grad, True), (_function_under_enable_grad, True), (_function_under_enable_grad, False)],
+    ids=["requires_grad_then_apply", "apply_same_object", "apply"],
+)
+def test_custom_function_under_enable_grad_inside_a_no_grad_call_refused(fn: Callable[..., object], same: bool) -> None:
+    """A custom Function applied with grad turned back on inside a call under no_grad: eager's result requires grad.
+    Its apply dispatches nothing with grad on, so the check saw no call after requires_grad_() and the compiled result
+    came back without grad (fuzz seed 21000, program 405); before that, the refusal named `__get__()`."""
+    leaf = fn is _function_under_enable_grad
+    x = torch.randn(2, 3, requires_grad=leaf)
+    args = (x, x) if same else (torch.randn(2, 3, requires_grad=leaf), x)
+    with torch.no_grad():
+        out = fn(*args)
+    assert out[0].requires_grad  # type: ignore[index]  # eager's
+    x = torch.randn(2, 3, requires_grad=leaf)
+    args = (x, x) if same else (torch.randn(2, 3, requires_grad=leaf), x)
+    with (
+        torch.no_grad(),
+        pytest.raises(UnsupportedError, match=r"calls _SinFn\.apply\(\) on tensors that require grad"),
+    ):
+        subclassaot.compile(fn)(*args)

@@ -54,3 +54,28 @@ def test_plain_tensor_called_under_inference_mode() -> None:
         ours, eager = compiled(x), mutate_and_views(x_eager)
     torch.testing.assert_close(ours, eager)
     assert x._version == x_eager._version and ours[1]._base is x
+
+
+def _data_of_inference_tensor_assigned(x0: T) -> tuple[T, ...]:
+    with torch.inference_mode():
+        t0 = x0.mul(-1.0)
+    t1 = x0.expand((2,))
+    t0.data = t1
+    return ()
+
+
+def _data_of_inference_tensor_assigned_and_returned(x0: T) -> tuple[T, ...]:
+    with torch.inference_mode():
+        t0 = x0.mul(-1.0)
+    t0.data = x0.expand((2,)) * 3
+    return (t0, t0 + 1)
+
+
+@pytest.mark.parametrize("fn", [_data_of_inference_tensor_assigned, _data_of_inference_tensor_assigned_and_returned])
+def test_data_of_a_tensor_made_in_inference_mode_assigned_outside_matches_eager(fn: Callable[[T], object]) -> None:
+    """`.data =` of an inference tensor outside inference_mode is legal in eager (it records nothing); the analysis
+    changed the tensor's metadata outside inference_mode and crashed (fuzz seed 21000, program 360)."""
+    from tests.oracle import assert_matches_eager
+
+    with torch.no_grad():
+        assert_matches_eager(fn, lambda: (torch.randn(()),))

@@ -762,7 +762,8 @@ class _DataMode(TorchFunctionMode):
                     self.record.gained_after_read.add(id(args[0]))
         if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
             self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
-        if not self.record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
+        computes = name != "__get__"  # (an attribute read: no result that requires grad)
+        if computes and not self.record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
             self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode At The Call Decides Training]
         call_args, call_kwargs = with_eager_view_histories(self.record, func, args, kwargs)
         if name != "__set__":
@@ -890,8 +891,11 @@ def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
         yield
 
 
-def _note_function_apply(record: SwapRecord, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
-    """A custom Function reads its inputs with grad on (Note [Leaves Laid Out Anew Under no_grad])."""
+def _note_function_apply(record: SwapRecord, cls: type, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
+    """A custom Function reads its inputs with grad on (Note [Leaves Laid Out Anew Under no_grad]), and where the call
+    began under no_grad, its result requires grad as eager's would (Note [Grad Mode At The Call Decides Training])."""
+    if not record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
+        record.grad_reenabled.append(f"{cls.__name__}.apply")
     if not record.releafable or not torch.is_grad_enabled():
         return
     for a in (*args, *kwargs.values()):
