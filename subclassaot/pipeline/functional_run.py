@@ -233,13 +233,14 @@ def run_functional(
                     "(Note [Grad Mode At The Call Decides Training]). Call the compiled function with grad mode "
                     "on, or write outside that region"
                 ) from e
-            if "Cannot set version_counter for inference tensor" in str(e):
+            inference_view = ("Cannot set version_counter for inference tensor", "on inference tensor outside")
+            if any(m in str(e) for m in inference_view):
                 raise UnsupportedError(
                     "the program takes a view, inside a torch.inference_mode() block, of a tensor made outside it; "
                     "eager gives the view the version counter of its base, but the functionalized trace (the "
                     "pipeline's, as torch.compile's) makes every result inside the block an inference tensor, which "
-                    "has none (RuntimeError: Cannot set version_counter for inference tensor). Take the view outside "
-                    "the inference_mode block, or use torch.no_grad() there"
+                    f"has none, nor can it require grad ({type(e).__name__}: {str(e).splitlines()[0]}). Take the "
+                    "view outside the inference_mode block, or use torch.no_grad() there"
                 ) from e
             if restrided and _is_view_stride_error(e):
                 path = flat.leaves[layout.leaves[restrided[0]].owner].path

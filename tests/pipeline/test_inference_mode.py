@@ -79,3 +79,37 @@ def test_data_of_a_tensor_made_in_inference_mode_assigned_outside_matches_eager(
 
     with torch.no_grad():
         assert_matches_eager(fn, lambda: (torch.randn(()),))
+
+
+def _leaf_written_with_grad_on_inside_inference_mode(x0: T) -> tuple[T, ...]:
+    with torch.inference_mode():
+        with torch.enable_grad():
+            x0.mul_(x0)
+    return ()
+
+
+def test_leaf_written_with_grad_turned_on_inside_inference_mode_matches_eager() -> None:
+    """Inside inference_mode autograd records nothing even with grad mode on, so eager writes a leaf that requires
+    grad there without complaint; the epilogue's write back raised eager's leaf error (fuzz seed 22000, program
+    820)."""
+    from tests.oracle import assert_matches_eager
+
+    assert_matches_eager(
+        _leaf_written_with_grad_on_inside_inference_mode, lambda: (torch.randn(3, 2, requires_grad=True),)
+    )
+
+
+def _inference_view_made_to_require_grad(x0: T) -> tuple[T, ...]:
+    with torch.inference_mode():
+        t0 = x0.reshape((1, -1, 1))
+    t0.requires_grad_()
+    return ()
+
+
+def test_view_taken_inside_inference_mode_made_to_require_grad_is_refused() -> None:
+    """Eager's view of a normal tensor taken inside inference_mode is a normal tensor and may require grad; the
+    functionalized trace's is an inference tensor (crashed: fuzz seed 22000, program 31): refused as such views are."""
+    with torch.no_grad():
+        _inference_view_made_to_require_grad(torch.randn(()))
+        with pytest.raises(subclassaot.UnsupportedError, match="takes a view, inside a torch.inference_mode"):
+            subclassaot.compile(_inference_view_made_to_require_grad)(torch.randn(()))

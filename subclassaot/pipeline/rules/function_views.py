@@ -117,7 +117,9 @@ def check_written_function_view(path: str, value: torch.Tensor) -> None:
 # runs so), and the epilogue repeats it as one, so the input would keep its old history. Refused where that input,
 # or a view of it, is an output (the gradient through it would be wrong): an input whose version counter the program
 # advanced and whose grad_fn at the end is a node of a Function of the program's, or that has a returned view the
-# Function marked dirty (its base then holds the node inside a CopySlices). Not refused (a known gap): such an
+# Function marked dirty (its base then holds the node inside a CopySlices), or where a tensor over its storage that
+# requires grad is an output (another input aliasing it: its history is rebuilt from the input's). Not refused (a known
+# gap): such an
 # input that is not returned; the outputs' gradients are right (the joint graph runs the Function's backward), but
 # the input keeps its old history for whatever the caller computes from it after the call.
 
@@ -127,12 +129,19 @@ def check_dirty_inputs(flat: FlatInputs, run: FunctionalRun) -> None:
     (Note [Inputs Returned By A Custom Function])."""
     returned = [o for o in pytree.tree_leaves(run.output) if isinstance(o, torch.Tensor)]
     for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True):
-        rooted = [o for o in returned if o is t or run.swaps.view_root(o, through_swaps=True) is t]
+        # (another input over t's storage that requires grad, or a view of one, has its history rebuilt from t's)
+        sharing = [u for u in run.user_tensors if u is not t and u.requires_grad and _same_input_storage(u, t, run)]
+        roots = [t, *sharing]
+        rooted = [
+            o for o in returned if any(o is r or run.swaps.view_root(o, through_swaps=True) is r for r in roots)
+        ]
         if not rooted:
             continue
         # a returned view of the input marked dirty: the input's history holds the Function's node (in a CopySlices)
         marked = [run.swaps.marked_dirty[id(o)] for o in rooted if id(o) in run.swaps.marked_dirty and t.requires_grad]
         cls = custom_function_of(t) if t.requires_grad else None
+        if cls is None and t.requires_grad:  # (a member traced as a view of its group's base: the record knows)
+            cls = run.swaps.marked_dirty.get(id(t))
         cls = cls if cls is not None else next(iter(marked), None)
         if cls is None or cls.__module__.startswith("subclassaot."):  # (the pipeline's own, around input clones)
             continue
@@ -144,6 +153,12 @@ def check_dirty_inputs(flat: FlatInputs, run: FunctionalRun) -> None:
                 "backward as its history; the compiled program repeats the write without it (Note [Inputs Marked "
                 "Dirty By A Custom Function]). Return a new tensor from the Function's forward instead"
             )
+
+
+def _same_input_storage(u: torch.Tensor, t: torch.Tensor, run: FunctionalRun) -> bool:
+    """Were plain inputs `u` and `t` passed over one storage (both members of an alias group)?"""
+    keys = [storage_key(o) for d, o in zip(run.dense, run.originals, strict=True) if d is u or d is t]
+    return len(keys) == 2 and keys[0] == keys[1]
 
 
 def written_or_changed(t: torch.Tensor, run: FunctionalRun) -> bool:

@@ -633,8 +633,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     bump_family_wrappers(self.record, arg)
         if self.depth == 0 and bumps:
             self.record.written_families.add(self.record.family_of(arg))
-        if id(arg) not in self.record.hidden and torch.is_grad_enabled():
-            # Writes under no_grad or through .data/detach() are invisible to autograd in eager.
+        if id(arg) not in self.record.hidden and torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
+            # Writes under no_grad, inside inference_mode (grad mode on or not) or through .data/detach() are
+            # invisible to autograd in eager.
             self.record.visible_writes.add(storage_key(arg))
             self.record.visible_families.add(self.record.family_of(arg))
             self.record.visible_seq[id(arg)] = self.record.seq
@@ -762,7 +763,8 @@ class _DataMode(TorchFunctionMode):
                     self.record.gained_after_read.add(id(args[0]))
         if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
             self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
-        computes = name != "__get__"  # (an attribute read: no result that requires grad)
+        # (an attribute read, or a call inside inference_mode, makes no result that requires grad)
+        computes = name != "__get__" and not torch.is_inference_mode_enabled()
         if computes and not self.record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
             self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode At The Call Decides Training]
         call_args, call_kwargs = with_eager_view_histories(self.record, func, args, kwargs)
@@ -894,7 +896,8 @@ def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
 def _note_function_apply(record: SwapRecord, cls: type, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
     """A custom Function reads its inputs with grad on (Note [Leaves Laid Out Anew Under no_grad]), and where the call
     began under no_grad, its result requires grad as eager's would (Note [Grad Mode At The Call Decides Training])."""
-    if not record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
+    grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+    if not record.grad_at_start and grad and reads_grad((args, kwargs)):
         record.grad_reenabled.append(f"{cls.__name__}.apply")
     if not record.releafable or not torch.is_grad_enabled():
         return
