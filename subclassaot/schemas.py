@@ -294,7 +294,7 @@ class WrapperStorageClass:
     anchor: int | None  # the tensor input whose wrapper storage (as received) it is; None: one made by the call
     inputs: tuple[int, ...]  # tensor inputs (positions in DenseLayout.trees) whose wrapper ends on it
     outputs: tuple[int, ...]  # OutputIndex of the outputs whose wrapper is on it
-    # Note [Wrappers set_() To A Plain Tensor]: the storage is that of dense leaf `leaf` after the call, else of
+    # See Note [Wrappers set_() To A Plain Tensor]: the storage is that of dense leaf `leaf` after the call, else of
     # leaf `pos` of output `o` (`output_leaf` = (o, pos), pos -1: the plain output itself); None: neither
     leaf: int | None = None
     output_leaf: tuple[int, int] | None = None

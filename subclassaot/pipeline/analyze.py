@@ -176,7 +176,7 @@ def analyze(
         )
         stale = tuple(storage_key(o) in run.swaps.stale_reads for o in run.originals)
     uses = wrapper_uses(run, layout)
-    # Note [Leaves Laid Out Anew Under no_grad]
+    # See Note [Leaves Laid Out Anew Under no_grad]
     layout_kept = [flat.tensor_indices[k] for k, t in enumerate(run.user_tensors) if id(t) in run.swaps.layout_kept]
     kept_by_layout = eager_kept_accumulators(call, flat, layout_kept) if layout_kept else frozenset()
     return Analysis(
@@ -398,7 +398,7 @@ def _output_info(
         return info(OutputKind.CONSTANT, constant=value), graph_count
     if id(value) in input_by_id:
         return info(OutputKind.IS_INPUT, input_index=input_by_id[id(value)]), graph_count
-    # Note [Wrapper Data Assignment]: the wrapper's own metadata, given to it once it is built, where a `.data =` to
+    # See Note [Wrapper Data Assignment]: the wrapper's own metadata, given to it once it is built, where a `.data =` to
     # it set them (views taken after one from a tensor it was assigned to have their inner tensors' metadata)
     own = is_traceable_subclass(value) and id(value) in run.swaps.wrapper_data
     data_meta = leaf_meta(value) if own else None
@@ -644,7 +644,7 @@ def _output_info(
         and (replay is None or replay.source not in (ReplaySource.WRAPPER, ReplaySource.OUTPUT))
         and not raises  # no history to keep: rebuilt by its replay, whose grad_fn raises too
     ):
-        # Note [Subclass Views Of Intermediates In Training]
+        # See Note [Subclass Views Of Intermediates In Training]
         first = graph_count - sum(1 for o in out_leaves if o.source is LeafSource.GRAPH)
         fresh_leaves = tuple(
             OutputLeaf(source=LeafSource.GRAPH, index=first + k, meta=o.meta, is_view=False)

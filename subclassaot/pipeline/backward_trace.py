@@ -730,7 +730,7 @@ def retrace_backward(
             refresh_view_grad_fn(value)
     with setup.fake_mode:
         fakes = [setup.fake_mode.from_tensor(t, static_shapes=True) for ts in dense_tangents for t in ts]
-    # Note [Backward Errors Through Input Values Only]: those tangents are never given to this backward
+    # See Note [Backward Errors Through Input Values Only]: those tangents are never given to this backward
     joint = trace_joint(setup, fakes, trees, absent=absent | meta.raising_tangents)
     if joint.backward_mutations != meta.backward_mutations or joint.backward_reshapes != meta.backward_reshapes:
         raise UnsupportedError(

@@ -179,7 +179,7 @@ class JointSetup:
     group_grads: tuple[int, ...]
     wrapper_updates: tuple[int, ...]
     diff: tuple[int, ...]  # BackwardGraph.diff_outputs
-    # Note [Backward Errors Are Deferred]: differentiate with respect to this one of the gradients taken only
+    # See Note [Backward Errors Are Deferred]: differentiate with respect to this one of the gradients taken only
     wrt_only: int | None = None
     # tensor inputs run as a view of their clone (Note [Writes To Plain View Inputs Make Plain Gradients])
     view_clones: frozenset[int] = frozenset()
@@ -265,7 +265,7 @@ def trace_joint(
                 tangent_trees if tangent_trees is not None else [_tree_of(o, ctxs, k) for k, o in enumerate(diff_outs)]
             )
             grad_outs = [_rewrap_tangent(tree, tangents, o) for tree, o in zip(trees, diff_outs, strict=True)]
-            # Note [Leaves Laid Out Anew Under no_grad]: the clone made a leaf again stands for the input
+            # See Note [Leaves Laid Out Anew Under no_grad]: the clone made a leaf again stands for the input
             wrt = [
                 run.user_tensors[i] if id(run.user_tensors[i]) in run.swaps.releafed else run.grad_leaves[i]
                 for i in setup.grad_inputs
@@ -557,7 +557,7 @@ def forward_example(
             # A no_grad view of an input that requires grad may report requires_grad under tracing; it has no grad_fn.
             # One whose grad_fn raises (a no_grad view whose base was written since: fuzz seed 7000 #4719) gets no
             # tangent: eager's raises when autograd reads it, and so does the runtime's (analyze._output_info). See
-            # Note [Subclass Views Whose History Cannot Be Rebuilt] for one whose rebuild of its history raises.
+            # See Note [Subclass Views Whose History Cannot Be Rebuilt] for one whose rebuild of its history raises.
             grad = o.requires_grad and not grad_fn_raises(o) and _has_grad_fn(o) and o.dtype.is_floating_point
             result.append((grad, [from_functional(leaf) for leaf in leaves], node, chosen))
         return result

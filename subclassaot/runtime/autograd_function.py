@@ -315,7 +315,7 @@ def training_call(
     subclass_inputs = [i for i, tree in enumerate(layout.trees) if tree is not None]
     releafed = frozenset(i for i, s in enumerate(analysis.releaf_sizes) if s is not None)
     roots = training_roots(analysis)
-    # Note [Gradient Types Follow The Tangents Given]: the diff outputs a tensor subclass gradient depends on
+    # See Note [Gradient Types Follow The Tangents Given]: the diff outputs a tensor subclass gradient depends on
     typed_by = set().union(
         *(deps for tree, deps in zip(bw_meta.grad_trees, bw_meta.tangent_deps, strict=False) if tree is not None)
     )
@@ -346,7 +346,7 @@ def training_call(
                 saved[k] = saved[k].clone()  # the epilogue is about to write this input
             ctx.save_for_backward(*[v for v in saved if isinstance(v, torch.Tensor)])
             ctx.saved_ints = [(k, v) for k, v in enumerate(saved) if not isinstance(v, torch.Tensor)]
-            # Note [Double Backward By Recompute]: weak references, so that the forward keeps no input alive.
+            # See Note [Double Backward By Recompute]: weak references, so that the forward keeps no input alive.
             ctx.primals = [(weakref.ref(g), g._version) for g in graph_in] if rerun is not None else None
             tensors = outs[:n_updates]
             pos = n_updates
@@ -384,7 +384,7 @@ def training_call(
             # the symbolic ints, then the stride probes (Note [Strides Of Assigned Tensors]): only their strides are
             # read, from aliases that are not the graph's outputs themselves (which may be returned above too)
             symints = [o.detach() if isinstance(o, torch.Tensor) else o for o in outs[pos + n_bases :]]
-            # Note [Subclass Inputs Mutated In Training]: the new value of such an input, as a wrapper.
+            # See Note [Subclass Inputs Mutated In Training]: the new value of such an input, as a wrapper.
             for i in bw_meta.wrapper_updates:
                 tree = layout.trees[i]
                 assert tree is not None
@@ -398,7 +398,7 @@ def training_call(
                     ]
                 else:
                     leaves = [
-                        # Note [Aliased Subclass Inputs In Training]: a member's region of its group's new base
+                        # See Note [Aliased Subclass Inputs In Training]: a member's region of its group's new base
                         outs[original_update[j]] if j in original_update else _member_of(outs, group_source[j])
                         for j in layout.leaves_of_input[i]
                     ]
@@ -419,7 +419,7 @@ def training_call(
             ctx.zeros = [_dense_zeros(tensors[i]) for i in bw_meta.diff_outputs]
             tensors.extend(symints)
             ctx.bw_targets = [graph_dense[j] for j in bw_meta.backward_mutations] if bw_meta.backward_mutations else []
-            # Note [Metadata Changed By A Custom Backward]
+            # See Note [Metadata Changed By A Custom Backward]
             ctx.bw_reshapes = [(user[r.position], r) for r in bw_meta.backward_reshapes]
             return tuple(tensors)
 
@@ -650,7 +650,7 @@ def training_call(
         pos = n_updates
         for o in fresh_outputs:
             value = tensors[pos]
-            # Note [Subclass Views Of Intermediates In Training]: a view of an intermediate only it sees.
+            # See Note [Subclass Views Of Intermediates In Training]: a view of an intermediate only it sees.
             prewrapped[o] = value.view(value.shape) if analysis.outputs[o].view_of_fresh else value
             outs.extend([tensors[pos]] * len(analysis.outputs[o].leaves))  # placeholders keep the layout
             pos += 1

@@ -123,7 +123,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         if plan.input_requires_grad[i] and not after
     ]
 
-    # Note [Reads Around A set_ That Renews An Accumulator]: renewed before the compiled call, or after it
+    # See Note [Reads Around A set_ That Renews An Accumulator]: renewed before the compiled call, or after it
     first = plan.analysis.self_set_first or (False,) * len(plan.analysis.self_set)
     self_set_first = [flat.tensor_indices[t] for t, s in enumerate(first) if s]
     self_set = [flat.tensor_indices[t] for t, s in enumerate(plan.analysis.self_set) if s and not first[t]]
@@ -131,7 +131,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
     assigned_reads = [
         (flat.tensor_indices[t], s) for t, s in enumerate(plan.analysis.accumulator_sizes) if s is not None
     ]
-    # Note [Leaves Laid Out Anew Under no_grad]
+    # See Note [Leaves Laid Out Anew Under no_grad]
     assigned_reads += [(flat.tensor_indices[t], s) for t, s in enumerate(plan.analysis.releaf_sizes) if s is not None]
     early_replays = sorted(
         (
@@ -141,7 +141,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         ),
         key=lambda item: item[1].made,  # in the program's order (Replay.made)
     )
-    # Note [No-Grad Views Made After The Bump]: steps before the epilogue, and those after it
+    # See Note [No-Grad Views Made After The Bump]: steps before the epilogue, and those after it
     early_heads = [(o, _head(r)) for o, r in early_replays]
     late_tails = [(o, r) for o, r in early_replays if r.late_steps]
 
@@ -322,7 +322,7 @@ def _epilogue(
     versions, wrapper_versions = counters
     for g, k in epilogue.base_copies:
         _copy_base(plan, graph_in[g], cast(torch.Tensor, outs[k]), g)
-    # Note [Subclass Inputs Mutated In Training]: inputs whose view ops are replayed get their value after them.
+    # See Note [Subclass Inputs Mutated In Training]: inputs whose view ops are replayed get their value after them.
     late = {t for t in wrapper_values if t in epilogue.inplace_ops}
     copy_points = dict(epilogue.copy_points)
     by_wrapper = {j for t in wrapper_values for j in plan.layout.leaves_of_input[t]}
@@ -349,7 +349,7 @@ def _epilogue(
     for t in epilogue.reshaped:
         wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         data, steps = plan.analysis.wrapper_data[t], plan.analysis.inplace_replay[t]
-        # Note [Written Subclass Views Changed In Place]: a view takes its value first, in the layout it came with
+        # See Note [Written Subclass Views Changed In Place]: a view takes its value first, in the layout it came with
         copy_at = copy_points.get(t) if t in late and wrapper._is_view() else None
         if copy_at is not None:
             _copy_wrapper(plan, values, t, undo_steps(wrapper_values[t], steps, ev, symbols))
@@ -533,7 +533,7 @@ def _fix_wrappers(
         if after is not None and not analysis.inplace_replay[t] and not (data is not None and data.final):
             leaves = plan.layout.leaves_of_input[t]
             leaf_metas = [ev.meta(analysis.mutations[j].final_meta, symbols) for j in leaves]
-            # Note [Inputs Set To Computed Tensors]
+            # See Note [Inputs Set To Computed Tensors]
             size, stride, offset = wrapper_layout(ev.meta(after, symbols), leaf_metas, [dense[j] for j in leaves])
             if list(wrapper.shape) != size or list(wrapper.stride()) != stride or wrapper.storage_offset() != offset:
                 # after a `.data =`, without autograd or the version counter (Note [Wrapper Data Assignment])

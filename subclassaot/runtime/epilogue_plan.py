@@ -126,7 +126,7 @@ def copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, f
     # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's
     # grad_fn and version match eager; .data and no_grad mutations stay invisible to autograd, as in eager.
     hidden = not mutation.autograd_visible or mutation.hidden_from_autograd or mutation.storage_changed
-    # Note [Writes Through A set_() Alias]; written through itself, a leaf that requires grad raises in eager, and
+    # See Note [Writes Through A set_() Alias]; written through itself, a leaf that requires grad raises in eager, and
     # so does this copy.
     hidden = hidden or not mutation.visible_through_self
     hidden = hidden and not (final and mutation.written_after_data)  # Note [Writes With Grad After .data =]

@@ -402,7 +402,7 @@ def replay_from(
 ) -> torch.Tensor:
     """The steps of `replay` after the first `done`, from `src` (what those made; None only where an earlier
     replay made an object of the chain past them)."""
-    # Note [Views Sharing An Intermediate]: from the last object of the chain an earlier replay already made
+    # See Note [Views Sharing An Intermediate]: from the last object of the chain an earlier replay already made
     made = [(count, shared[token]) for count, token in replay.marks if count > done and token in shared]
     done, src = made[-1] if made else (done, src)
     assert src is not None, "BUG: a replay with no source and no shared object of its chain"
@@ -445,7 +445,7 @@ def _replay_source(
 ) -> torch.Tensor:
     bases, roots = bases_and_roots
     if replay.source is ReplaySource.INPUT_ROOT:
-        # Note [Subclass Views Rebuilt By set_]: a wrapper (not a view) around aliases of the input leaves, one per
+        # See Note [Subclass Views Rebuilt By set_]: a wrapper (not a view) around aliases of the input leaves, one per
         # eager intermediate (Note [Intermediates set_() Onto Inputs Are One Root])
         if replay.root_token is None:
             return _input_root(replay, ev, symbols, dense)
@@ -520,7 +520,7 @@ def _input_root(
         regenerate_alias(dense[leaf.index], meta, False, False)
         for leaf, meta in zip(replay.root_leaves, real, strict=True)
     ]
-    # Note [Inputs Set To Computed Tensors]: the outer strides of the leaf it had them from
+    # See Note [Inputs Set To Computed Tensors]: the outer strides of the leaf it had them from
     size, stride, _ = wrapper_layout(ev.meta(replay.root_meta, symbols), metas, leaves)
     return unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
 

@@ -303,7 +303,7 @@ def note_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dic
         if not member and (rebuilt or (write and not _uniform_write(record, a, func, args, kwargs))):
             raise _stale_refusal(record, a, "which sends the gradient to other elements")
         if rebuilt and id(a) in record.swapped_by_data and _taken_plain_view(record, a):
-            # Note [Plain Views Assigned .data After A Write]: in an alias group too (no member changed its layout)
+            # See Note [Plain Views Assigned .data After A Write]: in an alias group too (no member changed its layout)
             raise _stale_refusal(record, a, "which sends the gradient to other elements")
         if rebuilt or write:
             record.stale_reads.add(key)

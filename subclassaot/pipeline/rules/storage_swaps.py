@@ -324,7 +324,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             made_here = id(args[0]) in self.record.views  # a view the program took (not an aliased input's)
             if torch.is_grad_enabled() and made_here and args[0]._is_view() and id(args[0]) not in self.record.hidden:
                 self.record.set_views.add(id(args[0]))  # Note [Eager's Layouts Under Functionalization]
-            # Note [Stale View Functions]
+            # See Note [Stale View Functions]
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             self.record.written_families.add(self.record.family_of(args[0]))
@@ -347,7 +347,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             x = args[0]
             once = [1 if st == 0 and sz > 1 else sz for sz, st in zip(x.shape, x.stride(), strict=True)]
             meta = (once, list(x.stride()), x.storage_offset())
-            # Note [Writes Through Overlapping Memory]: as_strided from the chain's root, which functionalization writes
+            # See Note [Writes Through Overlapping Memory]: as_strided from the chain's root, which functionalization writes
             # back by one as_strided_scatter (a narrow at the end of the chain would scatter through the repeats)
             own_root = self.record.view_root(x) is x and storage_key(x) not in self.record.alias_bases
             root = x if own_root else self._as_strided_source((x, *meta))
@@ -371,7 +371,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self._track(func, args, args[0], kwargs)
             return args[0]
         if args and is_functional(args[0]) and writes_self(func) and self._through_overlap(args[0]):
-            # Note [as_strided On Inputs]: the same memory, as a view of the synthetic base.
+            # See Note [as_strided On Inputs]: the same memory, as a view of the synthetic base.
             x = args[0]
             check_overlapping_input(self.record, x)
             meta = (list(x.shape), list(x.stride()), x.storage_offset())
@@ -792,7 +792,7 @@ class _DataMode(TorchFunctionMode):
         note_detach(self.record, func, args)  # Note [Autograd Reads Answer As Eager's]
         note_wrapper_storage(self.record, func, args, out)  # Note [Autograd Sees The Wrapper]
         note_traced_storage(self.record, func, args, out)  # Note [Storage Swaps By Rebinding]
-        # Note [Plain Views Assigned .data After A Write]
+        # See Note [Plain Views Assigned .data After A Write]
         note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
         note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]
         if self.record.grad_set_ids and func is not torch.Tensor.set_:

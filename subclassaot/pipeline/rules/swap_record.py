@@ -178,21 +178,21 @@ class SwapRecord:
     # by id: the size a plain leaf had before a set_() under no_grad noted in hidden_resizes (its accumulator's)
     hidden_resize_from: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     read_after_hidden_resize: set[int] = field(default_factory=set)
-    # Note [Leaves Laid Out Anew Under no_grad], by id(): tensors standing for leaf inputs that require grad; those an
+    # See Note [Leaves Laid Out Anew Under no_grad], by id(): tensors standing for leaf inputs that require grad; those an
     # in-place view op under no_grad made leaves again -> their size at the first read with grad after (None: none yet)
     releafable: set[int] = field(default_factory=set)
     releafed: dict[int, tuple[Any, ...] | None] = field(default_factory=dict)
     # ... those an op with grad read before such an op, whose accumulator eager may keep (Note [Leaves Laid Out Anew
     # Under no_grad])
     layout_kept: set[int] = field(default_factory=set)
-    # Note [Stale View Functions], by id(): view inputs that require grad -> (the layout their
+    # See Note [Stale View Functions], by id(): view inputs that require grad -> (the layout their
     # traced history expects, is a subclass); subclass views an in-place view op with grad gave another layout; those
     # an in-place view op under no_grad then bumped; those read with grad where their history is not eager's
     view_layouts: dict[int, tuple[tuple[Any, ...], bool]] = field(default_factory=dict)
     grad_changed_views: set[int] = field(default_factory=set)
     dropped_view_nodes: set[int] = field(default_factory=set)
     stale_view_layouts: set[int] = field(default_factory=set)
-    # Note [Accumulators Kept Through .data =], by id(): tensors an op with grad read before any `.data =` to them;
+    # See Note [Accumulators Kept Through .data =], by id(): tensors an op with grad read before any `.data =` to them;
     # leaves a `.data =` kept their accumulator for; those it left without one -> (seq before it, size before it)
     grad_read: set[int] = field(default_factory=set)
     kept_accumulators: set[int] = field(default_factory=set)

@@ -253,7 +253,7 @@ def _unsupported_group_change(
     if plain and data_assignments_allowed(meta, members, analysis, input_of, grad_free, leaf):
         return None  # See Note [Aliased Inputs In Training]
     if plain and not any(analysis.mutations[m].swapped for m in meta):
-        # Note [Aliased Inputs In Training]
+        # See Note [Aliased Inputs In Training]
         stale = [m for m in members if analysis.stale_view_reads and analysis.stale_view_reads[m]]
         sizes = dict(zip(members, (mm[0] for mm in member_meta), strict=True))
         hidden = [

@@ -313,7 +313,7 @@ def _input_root(base: torch.Tensor, run: FunctionalRun, alias: ViewStep) -> Repl
             index=j,
             meta=leaf_meta(leaf),
             is_view=False,
-            # Note [Inputs Set To Computed Tensors]: the input's real layout
+            # See Note [Inputs Set To Computed Tensors]: the input's real layout
             input_layout=storage_key(leaf) not in original and leaf_meta(leaf) == leaf_meta(run.finals[j]),
         )
         for j, leaf in zip(found, root_leaves, strict=True)
@@ -414,7 +414,7 @@ def _replay_then_set(
         return Replay(source=found[0], index=found[1], steps=tuple(steps), then_set=True, set_by_data=by_data)
     base = bases.get(storage_key(t))
     if not is_traceable_subclass(t) and base is not None and base[1] is t:
-        # Note [Views Set Under no_grad With History]
+        # See Note [Views Set Under no_grad With History]
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps), then_set=True)
     root = root_replay(t, bases, tuple(steps))
     return None if root is None else replace(root, then_set=True)
