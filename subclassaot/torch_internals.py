@@ -881,16 +881,9 @@ def storage_resize_checked(check: Callable[[torch.UntypedStorage], None]) -> Ite
         _storage_resize_checks.check = before
 
 
-# Note [The Trace Runs As A Compile]
-# While the pipeline runs the user's program to observe and trace it, `torch.compiler.is_compiling()` is True, as it
-# is under Dynamo (which folds it to True) and under torch.export's make_fx-based non-strict tracing (which sets
-# the same flag). Libraries branch on it to leave out work a graph cannot hold: transformers' attention-mask
-# builders read tensor values into Python (`padding_mask.all()`) unless it is set; nn.Module's call skips its
-# hook-error bookkeeping. The compiled program is the program as torch.compile would capture it; the entry's
-# calls run outside the flag, as Dynamo's compiled frames do.
 @contextlib.contextmanager
 def compiling_session() -> Iterator[None]:
-    """`torch.compiler.is_compiling()` is True inside (Note [The Trace Runs As A Compile])."""
+    """`torch.compiler.is_compiling()` is True inside (Note [Dynamo Captures, The Pipeline Compiles])."""
     import torch.compiler as compiler
 
     old = compiler._is_compiling_flag

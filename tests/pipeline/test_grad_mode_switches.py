@@ -359,7 +359,7 @@ def test_no_grad_blocks_of_a_captured_training_graph_match_eager(f: Callable[...
     """Dynamo records a no_grad block as absolute switches (`_set_grad_enabled(False)` ... `(True)`); the forward
     values of a training graph are traced under no_grad, where the closing switch had turned grad on for the rest
     of the graph and raised as a no_grad view written with grad on (fuzz seeds 2702-2705 through torch.compile, four
-    CRASHED). Note [Grad Switches In A Captured Graph]."""
+    CRASHED). Note [Dynamo Captures, The Pipeline Compiles]."""
     from subclassaot.tools.dynamo_backend import subclassaot_backend
 
     def compile_fn(fn: Callable[..., object], **kwargs: object) -> Callable[..., object]:
