@@ -388,22 +388,12 @@ def _compile_any(
     )
 
 
-# Note [Training Traces The Inference Graph Only When Needed]
-# A training entry runs the forward partitioned from the joint graph (Note [Training Through A Joint Graph]); the
-# inference graph is its forward only where the joint trace fails (Note [Backward Errors Are Deferred]). The graph's
-# outputs are the analysis's (`inference_outputs`), so with static shapes the inference trace (a whole run of the
-# program, a third of a small model's compile) runs only then, or where a later stage raises: first then, so that
-# its own error, if it has one, is the one raised, as when it ran before those stages. With symbolic shapes it runs
-# where it always did: the guards it adds to the ShapeEnv are the entry's. What a training compile with static shapes
-# no longer sees is a failure of that trace alone, which runs under no_grad: such a program now compiles, as eager
-# runs it with grad on.
-
 
 @dataclass(slots=True)
 class _Attempt:
     """What one compile attempt has seen: whether any of its fake inputs had a symbolic size or stride (else a
-    compile with static shapes is the very same compile), and the inference trace it put off (Note [Training Traces
-    The Inference Graph Only When Needed])."""
+    compile with static shapes is the very same compile), and the inference trace it put off (Note [Training Through
+    A Joint Graph])."""
 
     symbolic: bool = False
     deferred_trace: Callable[[], TracedGraph] | None = None
@@ -465,7 +455,7 @@ def _compile_entry(
                     fn, args, kwargs, config, state, symbols, captures, whole_storage, function_modes, attempt
                 )
             except Exception:
-                if attempt.deferred_trace is not None:  # Note [Training Traces The Inference Graph Only When Needed]
+                if attempt.deferred_trace is not None:  # Note [Training Through A Joint Graph]
                     _raised_alone(attempt.deferred_trace)  # its own error first
                 raise
         except StorageReachError as e:
@@ -561,7 +551,7 @@ def _compile_over(
             _trace_inference, training, call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions
         )
     )
-    if training and not fakified.symbol_bindings:  # Note [Training Traces The Inference Graph Only When Needed]
+    if training and not fakified.symbol_bindings:  # Note [Training Through A Joint Graph]
         traced = untraced_inference(layout, analysis, dense_fakes)
         attempt.deferred_trace = inference
     else:

@@ -508,7 +508,7 @@ class Analysis:
     # the run traced a group member with views of it among the others as its group's base (Note [Aliased Inputs In
     # Training]); the joint trace does the same
     own_base_views: bool = False
-    # the program assigned some tensor's `.data` (Note [Layouts Changed Behind Autograd])
+    # the program assigned some tensor's `.data` (Note [Probing Eager's Backward])
     data_assigned: bool = False
     # the program set_() under grad a tensor other than an input, then read it with grad (Note [Reads Of
     # Intermediates set_() Under Grad])

@@ -829,7 +829,7 @@ def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
         # functionalization replays the view ops). Either way such a view has no history of the program's own.
         return False
     if is_traceable_subclass(value) and id(value) not in run.swaps.views:
-        # a wrapper made by an op, not a view: Note [Fresh Wrappers Over Input Leaves]. An inner tensor that shares
+        # a wrapper made by an op, not a view: Note [Training Through A Joint Graph]. An inner tensor that shares
         # an input leaf's storage without being that very leaf (set_() onto the input) is not passed on: it keeps
         # the history its set_() gave it (Note [Outputs set_() Under Grad]).
         if any(value is u for u in (*run.user_tensors, *run.finals)):

@@ -73,24 +73,37 @@ from subclassaot.schemas import (
 from subclassaot.torch_internals import hint_of, refresh_view_grad_fn, try_expr_of
 
 # Note [Backward Errors Are Deferred]
-# Some programs run forward fine in eager and fail only in backward: x.mul_(x) on a tensor autograd saved, set_() on
-# a tensor that requires grad, a custom backward that raises. Tracing our backward graph hits the same error at
-# compile time. Raising it there would fail a call that eager completes, so the error is kept with the entry and
-# raised, unchanged, when (and only when) the backward runs. That is eager's behaviour only when
-#   * every differentiable output's backward fails alone (else eager's backward through the others succeeds: a
-#     backward for some tangents only is not traced, so such a program is refused). Checked for the program's
-#     outputs only, not the new values of the inputs it writes: a backward through those alone (after the call)
-#     still raises where eager's may not (a spurious error, never a wrong gradient), and
-#   * no input reached from the program's outputs has a gradient that avoids the failing node (checked by one
-#     trace per input, `JointSetup.wrt_only`): eager accumulates such a gradient before the failing node runs or
-#     not, by the order autograd runs its nodes (refused); inputs that require grad but are reached by no output
-#     are given to the Function detached, so that their own gradient (a returned input) is not held back behind
-#     our raising backward.
-# Both checks read the functional trace, whose saved values and version counters are not eager's. So first the
-# compile runs eager's own backward on fakes (Note [Probing Eager's Backward]): where it shows every backward through
-# all of the outputs raising before any gradient, the error is deferred without the checks, and a backward through
-# other outputs is refused when it runs unless the probe saw that set raise so too; where it shows that backward
-# completing, Note [Backward Errors Through Input Values Only] may apply.
+# Some programs run forward fine in eager and fail only in backward: x.mul_(x) on a tensor autograd saved, set_() on a
+# tensor that requires grad, a custom backward that raises. Tracing our backward graph hits the same error at compile
+# time; raising it there would fail a call eager completes, so the error is kept with the entry and raised, unchanged,
+# when (and only when) the backward runs. The compiled backward (one Function node) raises before anything behind it
+# runs, and before it only the epilogue's and the caller's nodes run. That is eager's behaviour only where
+#   * every differentiable output's backward fails alone (a backward for some tangents only is not traced, so where
+#     eager's through the others would succeed the program is refused), and
+#   * no input reached from the outputs gets a gradient that avoids the failing node (one trace per input,
+#     `JointSetup.wrt_only`): eager would accumulate it before the failing node runs or not, by the engine's order.
+# Both checks read the functional trace, whose saved values and version counters are not eager's, so eager's own
+# backward is run first on fakes (Note [Probing Eager's Backward]): where every backward through all of the outputs
+# raises before any gradient, the error is deferred without the checks, and a backward through another set of outputs
+# than one probed to raise so is refused when it runs (UnsupportedError), never answered with a guess.
+# - Errors through input values only: a write may make a backward through the input's new value fail (x0.mul_(x0) on a
+#   non-leaf saves the x0 it overwrites) while one through the outputs completes. Where the probe shows that, the
+#   backward graph is the joint traced without tangents for those new values (`absent`, TangentPatterns.full); the
+#   program's error is raised when one of those tangents is given, as eager's backward through the input raises.
+# - Leaves outside the Function: inputs that require grad but that no output reaches (or only new values written under
+#   no_grad or through `.data`) go in detached where the program changes their metadata or the backward raises (Note
+#   [Unreached Inputs Are Detached]), so their own gradient (a returned input) does not wait behind our raising node.
+#   Likewise a leaf returned as itself whose gradient only reaches it through a written input's new value: eager's
+#   AccumulateGrad, numbered above all nodes, runs before the raising node; ours goes in detached and the probe counts
+#   its gradient as the compiled backward gives it (a leaf eager gives one otherwise makes the probe fail).
+# - Leaf views replayed before the call: the runtime regenerates an output view of a leaf input after the Function, so
+#   its node would run first and give the leaf a gradient eager's engine (latest-made node first) never gives before the
+#   failing node. Where every output that bypasses the Function to a leaf is such a view of an input the program does
+#   not change, the view is replayed before the call (Replay.before_epilogue) and the error is deferred exactly; a leaf
+#   returned as is, or a view of one the program changes, is refused.
+# - Only RuntimeErrors are deferred (the probe and the runtime's raise take those). A traced backward that fails by
+#   replaying a view's ops on a base the program set_() or changed in layout (IndexError) is refused, naming those views
+#   of inputs (`_replayed_views`; Note [Backward Runs Every Node] for the forward output that gets no tangent then).
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,13 +113,13 @@ class BackwardGraph:
     # (the inference graph is the forward then)
     forward: torch.fx.GraphModule | None
     # the program's own backward error, raised when backward runs (`graph` None) or when one of the diff outputs at
-    # positions `raising_tangents` gets a tangent (Note [Backward Errors Through Input Values Only])
+    # positions `raising_tangents` gets a tangent (Note [Backward Errors Are Deferred])
     error: RuntimeError | None
     raising_tangents: frozenset[int] = frozenset()
     # `graph` None: the sets of diff positions given a tangent for which eager's backward was seen to raise before
     # any gradient (Note [Probing Eager's Backward]); another set is refused when backward runs. None: not probed
     raising_patterns: frozenset[frozenset[int]] | None = None
-    # `graph` None: tensor inputs given to the Function detached (Note [Returned Leaves Outside A Raising Backward])
+    # `graph` None: tensor inputs given to the Function detached (Note [Backward Errors Are Deferred])
     detached: frozenset[int] = frozenset()
     # with raising_patterns: outputs replayed before the call (Note [Leaf Views Replayed Before A Raising Backward])
     early_views: frozenset[int] = frozenset()
@@ -134,13 +147,13 @@ class BackwardGraph:
     example_inputs: tuple[object, ...]  # the backward graph's (fake tensors, symbolic ints)
     num_saved: int = 0  # forward outputs after the GraphOutputs ones, the backward's first inputs
     # The joint graph itself, kept where it can run again from the primals for double backward (no random op in
-    # the forward: a rerun would draw other values); see Note [Double Backward By Recompute]
+    # the forward: a rerun would draw other values); see Note [Training Through A Joint Graph]
     joint: torch.fx.GraphModule | None = None
     num_fw_outputs: int = 0  # the joint graph's outputs before the gradients
     # Compile-time records for a tangent retrace (Note [Tangent Retrace]); the per-call path never reads them
     setup: JointSetup | None = None
     partition: Partition | None = None
-    forward_reads_grad_mode: bool = False  # Note [Ops That Read Grad Mode]
+    forward_reads_grad_mode: bool = False  # Note [Training Through A Joint Graph]
     saved_primals: tuple[int | None, ...] = ()  # per saved value: the graph input it is, if it is one
 
 
@@ -252,7 +265,7 @@ def trace_backward(
     except (IndexError, ValueError) as e:
         if isinstance(e, SubclassAOTError):
             raise
-        raise _view_replay_refusal(layout, analysis, e) from e  # Note [Backward View Replays That Raise]
+        raise _view_replay_refusal(layout, analysis, e) from e  # Note [Backward Errors Are Deferred]
     except RuntimeError as e:
         # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
@@ -328,16 +341,6 @@ def _input_values(setup: JointSetup) -> frozenset[int]:
     return frozenset({*range(len(outputs.updates)), *range(wrappers_at, wrappers_at + len(setup.wrapper_updates))})
 
 
-# Note [Backward Errors Through Input Values Only]
-# A program may write an input so that a backward through the input's new value fails (x0.mul_(x0) on a non-leaf
-# saves the x0 it overwrites) while a backward through its outputs completes, in eager and in a joint trace that
-# takes no tangent for the new values of inputs that no output reaches (`absent`: those a backward through all the
-# outputs gives none, TangentPatterns.full). Where the probe (Note [Probing Eager's Backward]) shows eager's
-# backward through all the outputs completing, the backward graph is that trace: its placeholders for the absent
-# tangents stay unread,
-# and the program's error is raised, unchanged, when one of those tangents is given (a backward through the written
-# input after the call, which fails in eager too).
-
 
 def _backward_without_input_values(
     setup: JointSetup,
@@ -346,7 +349,7 @@ def _backward_without_input_values(
     patterns: TangentPatterns | None,
 ) -> tuple[JointSetup, TracedJoint, frozenset[int]] | None:
     """The joint traced without tangents for the new values of inputs, and their positions in diff, where that
-    is eager's backward through the outputs (Note [Backward Errors Through Input Values Only]); else None."""
+    is eager's backward through the outputs (Note [Backward Errors Are Deferred]); else None."""
     if patterns is None:
         return None
     values = _input_values(setup)
@@ -365,7 +368,7 @@ def _backward_without_input_values(
 def _probe(setup: JointSetup, returned: frozenset[int] = frozenset()) -> TangentPatterns | None:
     """Note [Probing Eager's Backward]: how eager's backward through each set of outputs ends, by the tangents the
     compiled Function gets for them. `returned`: tensor input positions of leaves given to the Function detached
-    (Note [Returned Leaves Outside A Raising Backward])."""
+    (Note [Backward Errors Are Deferred])."""
     at = frozenset(setup.flat.tensor_indices[i] for i in returned)
     ends = probe_eager_backward(setup.call, setup.flat, at)
     if ends is None:
@@ -384,17 +387,6 @@ def _probe(setup: JointSetup, returned: frozenset[int] = frozenset()) -> Tangent
         returned,
     )
 
-
-# Note [Returned Leaves Outside A Raising Backward]
-# A leaf input that requires grad, that the program returns as itself and does not change, and whose gradient no
-# output reaches through the program's nodes (only the new value of an input it wrote into does: x1.add_(x0);
-# return t1, x0, with t1's backward failing), gets its gradient in eager straight from the caller's node for that
-# output: its AccumulateGrad, numbered above all nodes, runs before any node of the program, so before the one
-# that raises (fuzz seed 41000 #1981). As a Function input its accumulator would wait behind our raising backward.
-# Where the error is deferred (Note [Backward Errors Are Deferred]) no gradient ever leaves the Function, so such a
-# leaf goes in detached (Note [Unreached Inputs Are Detached]), and the probe (Note [Probing Eager's Backward])
-# counts its gradient as the compiled backward gives it: a set of outputs whose backward gives it one in eager
-# exactly when the leaf itself is among them. A leaf whose gradient eager gives otherwise makes the probe fail.
 
 
 def refuse_set_beside_returned_leaves(
@@ -464,7 +456,7 @@ def _reached(setup: JointSetup, reach: Sequence[frozenset[int]]) -> list[int]:
 def _returned_leaves(
     setup: JointSetup, patterns: TangentPatterns | None, reach: Sequence[frozenset[int]]
 ) -> frozenset[int]:
-    """Tensor input positions of the leaves of Note [Returned Leaves Outside A Raising Backward]."""
+    """Tensor input positions of the leaves of Note [Backward Errors Are Deferred]."""
     if patterns is None:
         return frozenset()
     flat, analysis = setup.flat, setup.analysis
@@ -480,27 +472,12 @@ def _returned_leaves(
     return frozenset(out)
 
 
-# Note [Errors Only Eager's Backward Sees]
-# `.data =` with a tensor of another size on an intermediate that requires grad (t0 = x.diagonal(1, 0, 1);
-# t0.data = t0[1:3]; return t0.t()) leaves nodes made before it expecting the old size, so eager's backward fails
-# its size check ("TBackward0 returned an invalid gradient"), while the functional trace, whose tensors carry the
-# sizes of each value as computed, runs (fuzz seed 11000 #2988). So a program that assigned `.data` and whose
-# traced backward ran is probed too (Note [Probing Eager's Backward]): where eager's backward through every output
-# raises before any gradient, that error (from the static fakes: the same text) is deferred as the program's own
-# (Note [Backward Errors Are Deferred]); where the probe sees some backward raise otherwise (an output regenerated
-# from an input leaf, whose nodes are outside the Function), the program is refused, unless each such raise is at
-# a node the compiled program shares with eager (Note [Errors Raised Outside The Program]). The same for a gradient
-# accumulated into a leaf whose `.data` took another size after the node that feeds it was made (t = x[3:4]; s =
-# x.sum(0); x.data = s, x a leaf: eager's backward through s fails "output with shape [] doesn't match the broadcast
-# shape [4]", fuzz seed 13000 #7958): like the size checks, a broadcast check reads sizes only, which the static fakes
-# have as eager's tensors do.
-
 
 def _defer_probed_error(
     setup: JointSetup, reach: Sequence[frozenset[int]], tangent_trees: tuple[SubclassNode | None, ...]
 ) -> BackwardGraph | None:
     """The BackwardGraph deferring eager's error where the probe sees eager's backward raise though ours ran
-    (Note [Errors Only Eager's Backward Sees]); else None."""
+    (Note [Probing Eager's Backward]); else None."""
     patterns = _probe(setup)
     verified, early = _deferred_exactly(setup, patterns)
     error = eager_backward_error(setup.call, setup.flat)
@@ -520,13 +497,13 @@ def _defer_probed_error(
     if verified is None:
         ends = probe_eager_backward(setup.call, setup.flat) or {}
         if not any(end is not BackwardEnd.COMPLETES for end in ends.values()) or raises_outside_program(setup):
-            return None  # See Note [Errors Raised Outside The Program]
+            return None  # See Note [Probing Eager's Backward]
         # the failing node is not behind the Function (an output regenerated from an input leaf), or eager
         # accumulates a gradient first: the compiled backward cannot raise where eager's does
         raise UnsupportedError(
             f"the program assigns `.data` (a tensor of another size), and eager's backward fails ({error}) where "
             "the compiled backward, which sees the sizes of the values as computed, runs and cannot raise at the "
-            "same step (Note [Errors Only Eager's Backward Sees]); not supported in training. Assign `.data` a "
+            "same step (Note [Probing Eager's Backward]); not supported in training. Assign `.data` a "
             "tensor of the same shape"
         ) from error
     return _error_graph(setup, error, reach, tangent_trees, verified, early)
@@ -576,26 +553,16 @@ def _deferred_exactly(
     return frozenset(p for p, end in patterns.ends.items() if end is BackwardEnd.RAISES), early
 
 
-# Note [Backward View Replays That Raise]
-# The program's traced backward may fail by rebuilding a view's history: autograd replays the view's ops on its base,
-# which the program has since set_() to (or changed in place into) a layout they do not apply to, and the replay
-# raises IndexError (`x0.mul_(3.0); t1 = x0.mul(x0 * 0.5); x2.set_(x1); return t1`, x0 = b.transpose(1, 2) and x2 = b
-# PairTensors, x1 2-d: the backward unpacks x0, saved by the mul, and rebuilds its grad_fn; fuzz seed 47000 #3046
-# unshrunk). Eager's backward fails so too for a subclass view (for a plain one it rebuilds by as_strided() and may
-# run), but deferring the error (Note [Backward Errors Are Deferred]) holds for RuntimeErrors only: the probe and the
-# runtime's raise take those. So the program is refused, naming the views of inputs whose base the program set_() or
-# changed the layout of (`_replayed_views`).
-
 
 def _view_replay_refusal(layout: DenseLayout, analysis: Analysis, error: Exception) -> UnsupportedError:
-    """Note [Backward View Replays That Raise]."""
+    """Note [Backward Errors Are Deferred]."""
     named = _replayed_views(layout, analysis)
     where = f"{named}: " if named else ""
     return UnsupportedError(
         f"{where}the program's backward fails rebuilding the autograd history of a view ({type(error).__name__}: "
         f"{str(error).splitlines()[0] if str(error) else ''}): autograd replays the view's ops on the tensor it is a "
-        "view of, which the program set_() or changed in place to a layout they do not apply to (Note [Backward View "
-        "Replays That Raise]); eager's backward fails so for a subclass view, but such a failure is not deferred to "
+        "view of, which the program set_() or changed in place to a layout they do not apply to (Note [Backward Errors "
+        "Are Deferred]); eager's backward fails so for a subclass view, but such a failure is not deferred to "
         "the backward: not supported in training. Compute from a clone of the view, or set_() a clone of its base"
     )
 
@@ -730,7 +697,7 @@ def retrace_backward(
             refresh_view_grad_fn(value)
     with setup.fake_mode:
         fakes = [setup.fake_mode.from_tensor(t, static_shapes=True) for ts in dense_tangents for t in ts]
-    # See Note [Backward Errors Through Input Values Only]: those tangents are never given to this backward
+    # See Note [Backward Errors Are Deferred]: those tangents are never given to this backward
     joint = trace_joint(setup, fakes, trees, absent=absent | meta.raising_tangents)
     if joint.backward_mutations != meta.backward_mutations or joint.backward_reshapes != meta.backward_reshapes:
         raise UnsupportedError(

@@ -53,34 +53,37 @@ from subclassaot.torch_internals import (
 
 # Note [Training Through A Joint Graph]
 # When an input requires grad, one make_fx trace over (primals, tangents) runs the program on the primals (under
-# functionalization, with autograd on), then torch.autograd.grad of its differentiable outputs with respect to the
-# user tensor inputs that require grad. The joint graph returns the forward graph's outputs (exactly the inference
-# graph's GraphOutputs: input updates, fresh leaves, intermediate bases, symbolic ints), then the dense gradients,
-# then the inputs the backward itself writes. partition.py splits it (Note [Partitioning The Joint Graph]): the
-# forward graph also returns the saved values, and the backward graph takes (saved..., tangents...). The runtime
-# runs both in one autograd.Function (autograd_runtime.py). So a random op is drawn once, in the forward, and its
-# value is saved for the backward (gradients agree with the forward and the generator advances as in eager), and
-# what is saved is what autograd's formulas read, never more than eager keeps. Inputs gradients are taken for run as
-# clones inside the trace, so that the program's writes to them happen to non-leaves, as in eager; the epilogue
-# then writes the real input, and a primal the backward reads is copied first if the epilogue is about to write it.
+# functionalization, with autograd on), then torch.autograd.grad of its differentiable outputs with respect to the user
+# tensor inputs that require grad. The joint graph returns the forward graph's outputs (the inference graph's
+# GraphOutputs: input updates, fresh leaves, intermediate bases, symbolic ints), the dense gradients, then the inputs the
+# backward itself writes. Inputs gradients are taken for run as clones inside the trace, so that the program's writes to
+# them happen to non-leaves, as in eager; the epilogue then writes the real input, and a primal the backward reads is
+# copied first if the epilogue is about to write it. The runtime runs forward and backward in one autograd.Function.
+# Partition (partition.py): the forward region is the nodes the forward outputs need, every random op (eager draws it in
+# the forward, once, even when unused) and every symbolic-int node that needs no tangent, with their ancestors; every
+# other node the gradients need is the backward region (tangent-free ones too, recomputed from what is saved). Saved
+# values are forward-region nodes the backward reads: a view is not saved but retaken from its source, a tuple result's
+# element rather than the tuple, and ops read a primal rather than its clone. What is saved is what eager's formulas
+# read (the joint graph *is* those formulas), never more than eager keeps; a random value drawn once in the forward is
+# what the backward uses. The forward region never depends on a tangent (checked: a BUG otherwise).
+# - Ops that read grad mode: a few kernels decide by grad mode whether to make what their backward reads (oneDNN's
+#   `mkldnn_rnn_layer` returns its workspace only with grad on). An autograd.Function's forward runs with grad off, so a
+#   forward holding such an op runs with grad on over detached inputs: the same outputs, and no history.
+# - Fresh wrappers over input leaves: an op on a subclass may return a new wrapper (its own autograd node) around inner
+#   tensors of its input (a jagged tensor's `x.sin()` keeps x's `_offsets`). Only the Function can give a wrapper that
+#   history, so such an output comes from it, and a leaf that is an input's own is passed through as the very object
+#   (`OutputLeaf.passthrough`).
+# - Double backward: the backward graph reads saved values computed under no_grad, so differentiating it again would
+#   miss their dependence on the inputs. With the eager backend a create_graph backward reruns the joint graph from the
+#   primals instead, which autograd records. The rerun must see the forward's values: refused (UnsupportedError) for a
+#   program with random ops or one that writes its inputs, and where a graph input (held by weak reference, with its
+#   version) was freed or written since the forward.
+# - The inference graph: a training entry runs the partitioned forward; the inference graph (the analysis's
+#   `inference_outputs`) is traced only where the joint trace fails (Note [Backward Errors Are Deferred]) or a later
+#   stage raises (first then, so that its own error is the one raised). With symbolic shapes it always runs: the guards
+#   it adds to the ShapeEnv are the entry's. A failure of that no_grad trace alone no longer refuses a training compile
+#   with static shapes, as eager runs the program with grad on.
 
-# Note [Double Backward By Recompute]
-# The backward graph reads saved values the forward computed under no_grad: differentiating it again
-# (create_graph=True) would miss their dependence on the inputs. So with the eager backend (whose graphs run aten ops
-# autograd records) a double backward runs the joint graph again from the primals instead, which autograd records
-# from the inputs on, as eager does. That rerun must see the forward's values: it is refused (UnsupportedError) for
-# a program with random ops (it would draw again) or one that writes its inputs (the epilogue has changed them).
-# The Function keeps weak references to its graph inputs (and their versions) for that: one freed or written since
-# the forward is refused too, rather than recomputed from other values.
-
-
-# Note [Fresh Wrappers Over Input Leaves]
-# An op on a subclass often returns a new wrapper (its own autograd node) around some inner tensors of its input:
-# torch's jagged tensor passes its offsets on, so `x.sin()` holds x's `_offsets` object. Eager's output then has a
-# grad_fn of its own while those inner leaves alias the input. Only the compiled autograd.Function can give a
-# wrapper that history, so such an output (a wrapper output that requires grad, is neither a view nor an input) is
-# produced by the Function: every leaf a graph output, and a leaf that is an input's own leaf is passed through
-# (the very object, `OutputLeaf.passthrough`), as for a custom Function returning its input.
 
 
 def forward_output_values(
@@ -330,15 +333,25 @@ def _autograd_node_of(x: torch.Tensor, seen: set[object]) -> bool:
 
 
 # Note [Backward Runs Every Node]
-# Eager's backward through the outputs runs every node of their autograd graph; autograd.grad runs only the nodes
-# on a path to the tensors it differentiates. A node on no path to them, where the program cut the history (`with
-# torch.no_grad(): t1 = x.view(-1)`, and the graph of t1.clone() ends there), still runs in eager, and its error
-# ("one of the variables needed for gradient computation has been modified by an inplace operation": t2 =
-# t1.clone(); t3 = t2.view(-1); t2.mul_(t2), fuzz seed 10000 #7477) is the program's. So the joint trace also takes
-# the gradient flowing into each node that ends such a path (a GradientEdge: all of the nodes before it run), and
-# drops it: the failing node raises while tracing, and the error is deferred (Note [Backward Errors Are Deferred]).
-# Where every node is on a path to the differentiated tensors (the usual case), nothing is added; nor for paths
-# that end at a leaf's accumulator (the trace's own graph inputs, whose nodes eager does not have).
+# Eager's backward through the outputs runs every node of their autograd graph; autograd.grad runs only the nodes on a
+# path to the tensors it differentiates. A node on no such path, where the program cut the history (`with
+# torch.no_grad(): t1 = x.view(-1)`, and the graph of t1.clone() ends there), still runs in eager, and its error (a
+# tensor "modified by an inplace operation") is the program's. So the joint trace also takes the gradient flowing into
+# each node that ends such a path (a GradientEdge: every node before it runs) and drops it: the failing node raises while
+# tracing, and the error is deferred (Note [Backward Errors Are Deferred]). Nothing is added where every node is on a
+# path, nor for paths that end at a leaf's accumulator (the trace's own inputs, whose nodes eager does not have).
+# - The end node itself: eager runs it too, unpacking the tensors it saved, which raises where one was written since
+#   (or, for a no_grad or multi-output view written through its base, raises the view error when the check reads its
+#   grad_fn). So before taking the gradients the joint trace reads each such node's saved tensors (the `_saved_*`
+#   attributes of autograd's generated nodes). A custom Function's node is left alone: its backward reads what it saved
+#   only where it chooses to.
+# - Outputs whose history cannot be rebuilt: a set_() that bumps the counter a subclass view shares with its base makes
+#   autograd rebuild the view's grad_fn by replaying its view ops on a base now of another layout, which raises
+#   (IndexError), as eager's does after the call (a wrapper subclass has no as_strided replay). Such a forward output (a
+#   subclass one whose grad_fn read raises IndexError or ValueError) gets no tangent, as one does whose read raises the
+#   view-after-write RuntimeError: no backward of eager's goes through it, and the runtime's output raises the same when
+#   read. A plain output is not covered (eager rebuilds it by as_strided(), which does not raise); a backward that fails
+#   so while tracing is refused (Note [Backward Errors Are Deferred]).
 
 
 def _uncovered_ends(outs: Sequence[torch.Tensor], wrt: Sequence[torch.Tensor]) -> list[GradientEdge]:
@@ -379,21 +392,9 @@ def _uncovered_ends(outs: Sequence[torch.Tensor], wrt: Sequence[torch.Tensor]) -
     ]
 
 
-# Note [Ends Of Cut Paths Unpack Their Saved Tensors]
-# The gradient taken at an edge into a node that ends a cut path (Note [Backward Runs Every Node]) runs every node
-# before it, not that node itself, which eager's backward runs too: it unpacks the tensors the node saved, and that
-# raises where one was written since (autograd's "modified by an inplace operation" check, whose message reads the
-# saved tensor's grad_fn: for a view made under no_grad or by a multi-output op, written through its base since,
-# that read raises its own error instead). `with torch.no_grad(): t0 = x.unbind(0)[2]`, then `t1 = t0.sin();
-# x.add_(t1)` (fuzz seed 49000 #988): t1's SinBackward0 ends a cut path (t0 has no grad_fn), and eager's backward
-# through t1 raises the view error when it unpacks t0. So the joint trace reads each such node's saved tensors
-# (the `_saved_*` attributes of autograd's generated nodes, each read unpacking as the node's backward does) before
-# taking the gradients: the error is the program's, and is deferred (Note [Backward Errors Are Deferred]). A custom
-# autograd.Function's node is left alone: its backward reads what it saved only where it chooses to.
-
 
 def _unpack_saved(ends: Sequence[GradientEdge]) -> None:
-    """Note [Ends Of Cut Paths Unpack Their Saved Tensors]."""
+    """Note [Backward Runs Every Node]."""
     for edge in ends:
         node = edge.node
         for name in dir(node):
@@ -416,7 +417,7 @@ def _grads(
     extra = _uncovered_ends(diff_outs, [wrt[k] for k in live]) if diff_outs and every_node else []
     found: Sequence[torch.Tensor | None]
     if extra:
-        _unpack_saved(extra)  # Note [Ends Of Cut Paths Unpack Their Saved Tensors]
+        _unpack_saved(extra)  # Note [Backward Runs Every Node]
         edges = [*(get_gradient_edge(wrt[k]) for k in live), *extra]
         found = torch.autograd.grad(diff_outs, edges, grad_outs, allow_unused=True)
     elif diff_outs and live:
@@ -557,28 +558,16 @@ def forward_example(
             # A no_grad view of an input that requires grad may report requires_grad under tracing; it has no grad_fn.
             # One whose grad_fn raises (a no_grad view whose base was written since: fuzz seed 7000 #4719) gets no
             # tangent: eager's raises when autograd reads it, and so does the runtime's (analyze._output_info). See
-            # See Note [Subclass Views Whose History Cannot Be Rebuilt] for one whose rebuild of its history raises.
+            # See Note [Backward Runs Every Node] for one whose rebuild of its history raises.
             grad = o.requires_grad and not grad_fn_raises(o) and _has_grad_fn(o) and o.dtype.is_floating_point
             result.append((grad, [from_functional(leaf) for leaf in leaves], node, chosen))
         return result
 
 
-# Note [Subclass Views Whose History Cannot Be Rebuilt]
-# `x0.mul_(3.0); x2.set_(x1)` with PairTensor inputs x0 = b.transpose(1, 2), x2 = b (b a non-leaf, x1 2-d): the
-# set_() bumps the version counter x0 shares with x2, so reading x0's grad_fn makes autograd rebuild it by replaying
-# x0's view ops on x2, now 2-d, which raises IndexError; eager's x0 does the same after the call (a wrapper subclass
-# has no as_strided replay, and x0 runs in the functional run as the same view of its base input: Note [Aliased
-# Subclass Inputs In Training]). So such a forward output (a subclass one whose grad_fn read raises
-# IndexError or ValueError) gets no tangent, as one does whose read raises the view-after-write RuntimeError: no
-# backward of eager's goes through it, and the runtime's x0, copied in before the epilogue's set_(), raises the same
-# when read (fuzz seed 47000 #3046). A plain output is not covered: eager's plain views rebuild their history by
-# as_strided(), which does not raise there (grad_fn_raises), so its read raises here as before. A backward that
-# fails so while tracing is refused (Note [Backward View Replays That Raise], backward_trace.py).
-
 
 def _has_grad_fn(o: torch.Tensor) -> bool:
-    """`o.grad_fn is not None`; False for a subclass view whose history cannot be rebuilt (Note [Subclass Views Whose
-    History Cannot Be Rebuilt])."""
+    """`o.grad_fn is not None`; False for a subclass view whose history cannot be rebuilt (Note [Backward Runs Every
+    Node])."""
     if not is_traceable_subclass(o):
         return o.grad_fn is not None
     try:

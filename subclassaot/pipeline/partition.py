@@ -4,7 +4,7 @@ Input: the joint fx graph `(primals..., tangents...) -> (forward outputs..., bac
 number of primals and of forward outputs.
 Output: `Partition`: `forward: (primals...) -> (forward outputs..., saved...)` and
 `backward: (saved..., tangents...) -> (backward outputs...)`, both purely functional, with their example inputs.
-Invariants: see Note [Partitioning The Joint Graph]; no node the forward runs is run again by the backward unless
+Invariants: see Note [Training Through A Joint Graph]; no node the forward runs is run again by the backward unless
 it is a view (free to recompute); a random op that needs no tangent runs in the forward, exactly once (one that
 does, drawn by a custom backward, stays in the backward, as in eager).
 """
@@ -21,31 +21,6 @@ import torch.fx
 from subclassaot.errors import UnsupportedError
 from subclassaot.torch_internals import symint_expr
 
-# Note [Partitioning The Joint Graph]
-# The joint graph runs the program on the primals, then autograd.grad of its differentiable outputs with the
-# tangents (joint.py). It is split by what each node needs:
-#   forward region  the nodes the forward outputs need, every random op (nondeterministic_seeded: eager draws it in
-#                   the forward, once, even when its value is unused), and every symbolic-int node that needs no
-#                   tangent (an int is cheaper to save than the tensor it is read from); with their ancestors;
-#   backward region every other node the backward outputs need (tangent-free ones included: a `zeros_like`, a
-#                   transpose of a weight are recomputed there from what is saved).
-# An element of a forward op's tuple result (an LSTM layer's workspace, read by its backward only) is taken in the
-# forward region: the element is saved, never the tuple.
-# Saved values are forward-region nodes (primals included) the backward region reads. A saved view is not saved:
-# its source is, and the backward takes the view again (a view costs nothing and keeps the same storage alive, so
-# saved bytes never grow, and a primal is saved rather than a transposed copy of it). What is saved is what eager
-# autograd's formulas read (the joint graph *is* those formulas), so saved activations stay within eager's.
-# Ops read a primal rather than the clone joint.py takes of each input gradients are taken for (same values in a
-# functional graph): no copy per call, no saved copy of each parameter. The forward region never depends on a
-# tangent (the program runs before autograd.grad): checked, a BUG otherwise.
-
-
-# Note [Ops That Read Grad Mode]
-# A few kernels decide by grad mode, not by their arguments, whether to make what their backward reads: the oneDNN
-# LSTM/GRU layer (`mkldnn_rnn_layer`) returns its workspace only with grad mode on. Eager runs them with grad on; the
-# partitioned forward runs inside an autograd.Function's forward, where grad mode is off, and would hand the backward
-# an undefined workspace. So a forward that holds such an op runs with grad mode on, over detached inputs: the ops
-# make what eager's make, and record no history (no input requires grad).
 
 _READS_GRAD_MODE = frozenset({torch.ops.aten.mkldnn_rnn_layer.default})
 
@@ -60,7 +35,7 @@ class Partition:
     backward_example: tuple[object, ...]  # fake tensors and symbolic ints, one per backward placeholder
     has_random: bool  # the forward draws random numbers
     reads_grad_mode: (
-        bool  # the forward holds an op whose saved outputs need grad mode on (Note [Ops That Read Grad Mode])
+        bool  # the forward holds an op whose saved outputs need grad mode on (Note [Training Through A Joint Graph])
     )
     # Compile time only (Note [Tangent Retrace]): the joint graph's forward-region nodes (graph order), saved nodes
     # (saved order) and primal placeholders
@@ -131,7 +106,7 @@ def _regions(joint: torch.fx.GraphModule, num_primals: int, num_fw_outputs: int)
     available = forward | set(primals)
     saved = _saved(graph, available, backward, _nodes(bw_outs))
     while views := [n for n in saved if _is_view(n)]:
-        # Recompute saved views in the backward from their sources (Note [Partitioning The Joint Graph]).
+        # Recompute saved views in the backward from their sources (Note [Training Through A Joint Graph]).
         backward |= set(views)
         saved = _saved(graph, available, backward, _nodes(bw_outs))
     return _Regions(

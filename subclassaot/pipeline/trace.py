@@ -49,7 +49,7 @@ from subclassaot.torch_internals import from_functional, new_functional_mode, st
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TracedGraph:
     # None: a training entry whose forward the joint graph gave, which needed no inference graph (Note [Training
-    # Traces The Inference Graph Only When Needed], api.py)
+    # Through A Joint Graph], api.py)
     graph: torch.fx.GraphModule | None
     outputs: GraphOutputs
     example_inputs: tuple[torch.Tensor, ...]  # fake, one per placeholder (compile time only)
@@ -93,7 +93,7 @@ def inference_outputs(layout: DenseLayout, analysis: Analysis) -> GraphOutputs:
 
 
 def untraced_inference(layout: DenseLayout, analysis: Analysis, dense_fakes: Sequence[torch.Tensor]) -> TracedGraph:
-    """A TracedGraph without its graph (Note [Training Traces The Inference Graph Only When Needed], api.py)."""
+    """A TracedGraph without its graph (Note [Training Through A Joint Graph], api.py)."""
     example = graph_example_inputs(layout, dense_fakes)
     return TracedGraph(graph=None, outputs=inference_outputs(layout, analysis), example_inputs=tuple(example))
 

@@ -61,8 +61,8 @@ def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None) -> list[torc
 
 
 def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[torch.Tensor]:
-    """The graph inputs for a double backward's rerun, as the forward saw them (Note [Double Backward By
-    Recompute]); refused where one was freed or written since."""
+    """The graph inputs for a double backward's rerun, as the forward saw them (Note [Training Through A
+    Joint Graph]); refused where one was freed or written since."""
     out = []
     for k, (ref, version) in enumerate(refs):
         t = ref()
@@ -70,7 +70,7 @@ def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[tor
             raise UnsupportedError(
                 f"double backward (create_graph=True): graph input {k} of the compiled program was "
                 f"{'freed' if t is None else 'modified in place'} after the forward, and the double backward "
-                "recomputes from it (Note [Double Backward By Recompute]). Keep the inputs alive and unchanged "
+                "recomputes from it (Note [Training Through A Joint Graph]). Keep the inputs alive and unchanged "
                 "until the backward"
             )
         out.append(t)
@@ -126,7 +126,7 @@ def _shared_grads(grads: Sequence[torch.Tensor | None]) -> frozenset[int]:
 
 def _raise_deferred(bw_meta: BackwardPlan, no_graph: bool, grads: Sequence[torch.Tensor | None]) -> None:
     """Raise the program's own backward error where this backward is eager's failing one (Note [Backward Errors
-    Are Deferred], Note [Backward Errors Through Input Values Only]); refuse one the probe did not see (Note
+    Are Deferred], Note [Backward Errors Are Deferred]); refuse one the probe did not see (Note
     [Probing Eager's Backward])."""
     error = bw_meta.error
     given = frozenset(k for k, i in enumerate(bw_meta.diff_outputs) if grads[i] is not None)
@@ -331,7 +331,7 @@ def training_call(
             # symbolic).
             ctx.input_meta = {i: (tuple(user[i].shape), tuple(user[i].stride())) for i in subclass_inputs}
             # A Function's forward runs with grad mode off: the graph's ops record nothing.
-            if bw_meta.forward_reads_grad_mode:  # Note [Ops That Read Grad Mode]
+            if bw_meta.forward_reads_grad_mode:  # Note [Training Through A Joint Graph]
                 with torch.enable_grad():
                     all_outs = list(cast(Sequence[Any], fw(*[_detached(g) for g in graph_in])))
             else:
@@ -346,7 +346,7 @@ def training_call(
                 saved[k] = saved[k].clone()  # the epilogue is about to write this input
             ctx.save_for_backward(*[v for v in saved if isinstance(v, torch.Tensor)])
             ctx.saved_ints = [(k, v) for k, v in enumerate(saved) if not isinstance(v, torch.Tensor)]
-            # See Note [Double Backward By Recompute]: weak references, so that the forward keeps no input alive.
+            # See Note [Training Through A Joint Graph]: weak references, so that the forward keeps no input alive.
             ctx.primals = [(weakref.ref(g), g._version) for g in graph_in] if rerun is not None else None
             tensors = outs[:n_updates]
             pos = n_updates
@@ -440,8 +440,8 @@ def training_call(
                 raise UnsupportedError(
                     "double backward (create_graph=True) of a program that draws random numbers or writes its "
                     "inputs: the gradient is computed from values the forward saved without their history, and "
-                    "recomputing them would draw again or read the inputs after the write (Note [Double Backward "
-                    "By Recompute]). Differentiate an eager version of the program twice instead"
+                    "recomputing them would draw again or read the inputs after the write (Note [Training Through "
+                    "A Joint Graph]). Differentiate an eager version of the program twice instead"
                 )
             saved = list(ctx.saved_tensors)
             for k, v in ctx.saved_ints:

@@ -96,15 +96,15 @@ class BackwardPlan:
     backward error (Note [Backward Errors Are Deferred])."""
 
     # the program's own backward error, raised when backward runs (no backward graph) or when one of the diff outputs
-    # at positions `raising_tangents` gets a tangent (Note [Backward Errors Through Input Values Only])
+    # at positions `raising_tangents` gets a tangent (Note [Backward Errors Are Deferred])
     error: RuntimeError | None
     raising_tangents: frozenset[int]
     # no backward graph: the sets of diff positions given a tangent for which eager's backward was seen to raise
     # before any gradient (Note [Probing Eager's Backward]); another set is refused when backward runs. None: not
     # probed
     raising_patterns: frozenset[frozenset[int]] | None
-    # no backward graph: tensor inputs given to the Function detached (Note [Returned Leaves Outside A Raising
-    # Backward])
+    # no backward graph: tensor inputs given to the Function detached (Note [Backward Errors Are
+    # Deferred])
     detached: frozenset[int]
     diff_outputs: tuple[int, ...]  # forward-output positions (tensor outputs) that receive a tangent
     grad_inputs: tuple[int, ...]  # tensor-input positions (FlatInputs.tensor_indices order) that get a gradient
@@ -129,9 +129,9 @@ class BackwardPlan:
     tangent_orders: tuple[tuple[int, ...] | None, ...]
     num_saved: int  # forward outputs after the GraphOutputs ones, the backward's first inputs
     saved_primals: tuple[int | None, ...]  # per saved value: the graph input it is, if it is one
-    forward_reads_grad_mode: bool  # Note [Ops That Read Grad Mode]
+    forward_reads_grad_mode: bool  # Note [Training Through A Joint Graph]
     # the joint graph, where it can run again from the primals for double backward (no random op in the forward);
-    # see Note [Double Backward By Recompute]
+    # see Note [Training Through A Joint Graph]
     rerun: Callable[..., object] | None
     num_fw_outputs: int  # the joint graph's outputs before the gradients
     retrace: RetraceBackward  # Note [The Tangent Retrace Is Compile Work At Call Time]

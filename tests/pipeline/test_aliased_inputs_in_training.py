@@ -276,7 +276,7 @@ def test_aliased_view_set_under_no_grad_is_refused(compile_fn: CompileFn | None)
 def test_aliased_leaf_data_assigned(compile_fn: CompileFn | None) -> None:
     # fuzz seed 3000 #784 (eager's backward raised, ours did not, when allowed): the member assigned is a leaf. One
     # leaf passed twice is one input (Note [One Tensor Passed Several Times]), whose backward failure the compiled
-    # program reproduces (Note [Errors Raised Outside The Program]): supported
+    # program reproduces (Note [Probing Eager's Backward]): supported
     def f(x0: T, x1: T) -> object:
         t0 = x0.as_strided((), (), 2)
         x1.data = t0

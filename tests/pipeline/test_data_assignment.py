@@ -211,7 +211,7 @@ def test_view_of_subclass_input_after_its_data_was_assigned_refused(compile_fn: 
     # fuzz seed 40000 #1535: the view replays from the input after the epilogue's assignment, but eager's backward
     # raises at the input's own history (recorded with its old size) for the returned input, which the probe now
     # sees (the non-leaf input returned as-is is left out of it: seed 41000 #2043), and the compiled backward cannot
-    # raise at the same step: refused (Note [Errors Only Eager's Backward Sees])
+    # raise at the same step: refused (Note [Probing Eager's Backward])
     def f(x0: T) -> object:
         t0 = x0.as_strided((2, 3), (3, 2), 1)
         x0.data = t0
@@ -1224,8 +1224,8 @@ def _leaf_view() -> T:
 
 def test_view_input_returned_after_data_of_another_size(compile_fn: CompileFn | None) -> None:
     # fuzz seed 44000 #6891 (shrunk): x0's TransposeBackward0 (the caller's) expects [4, 4, 4]; eager's backward
-    # fails its root check for the [4, 4] gradient, and so does ours on the same object (Note [Errors Raised Outside
-    # The Program]); it was refused as an error only eager's backward sees
+    # fails its root check for the [4, 4] gradient, and so does ours on the same object (Note [Probing Eager's
+    # Backward]); it was refused as an error only eager's backward sees
     def f(x0: T) -> object:
         t0 = x0.mul(x0)
         t2 = t0.detach().unbind(0)[1]
@@ -1243,7 +1243,7 @@ def test_view_input_returned_after_data_of_another_size(compile_fn: CompileFn | 
 
 def test_leaf_passed_twice_returned_after_data_of_another_size(compile_fn: CompileFn | None) -> None:
     # fuzz seed 44000 #9643 (shrunk): x1 and x2 are one leaf; t0's backward fails in x1's AccumulateGrad (the only
-    # leaf), x2's at its root check: the same nodes in ours (Note [Errors Raised Outside The Program])
+    # leaf), x2's at its root check: the same nodes in ours (Note [Probing Eager's Backward])
     def f(x0: T, x1: T, x2: T) -> object:
         t0 = x1.mul(3.0)
         x2.data = x0
@@ -1277,7 +1277,7 @@ def test_leaf_read_then_returned_after_data_of_another_size(compile_fn: CompileF
 
 def test_raise_inside_the_program_stays_refused(compile_fn: CompileFn | None) -> None:
     # an intermediate whose `.data` shrank: eager's TBackward0 -> DiagonalBackward0 fails inside the program, which
-    # the compiled backward cannot repeat at the same step (Note [Errors Only Eager's Backward Sees])
+    # the compiled backward cannot repeat at the same step (Note [Probing Eager's Backward])
     def f(x0: T) -> object:
         t0 = x0.diagonal(1, 0, 1)
         t0.data = t0[1:3:1]

@@ -1,6 +1,6 @@
 """In-place metadata ops (t_, transpose_, unsqueeze_, as_strided_) on inputs, views and outputs, under no_grad or
 with grad: layouts changed behind autograd, backward size checks, one tensor passed at several positions (Note
-[Leaves Laid Out Anew Under no_grad], Note [Layouts Changed Behind Autograd], Note [One Tensor Passed Several
+[Leaves Laid Out Anew Under no_grad], Note [Probing Eager's Backward], Note [One Tensor Passed Several
 Times]).
 """
 
@@ -232,7 +232,7 @@ def test_subclass_views_transposed_under_no_grad(compile_fn: CompileFn | None, v
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper bwdshape): eager's backward fails its size check ("returned an invalid gradient ...
 # expected shape compatible with") after an input's layout changed behind autograd, where ours ran (Note [Leaves Laid
-# Out Anew Under no_grad], Note [Layouts Changed Behind Autograd]).
+# Out Anew Under no_grad], Note [Probing Eager's Backward]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -380,7 +380,7 @@ def test_nonleaf_set_under_no_grad_then_layout_op_passes(compile_fn: CompileFn |
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (seed 8000): backward size checks against layouts changed behind autograd (`.data =` with
-# another shape, in-place view ops under no_grad), refused by Note [Layouts Changed Behind Autograd].
+# another shape, in-place view ops under no_grad), refused by Note [Probing Eager's Backward].
 #
 # With `--identity-compile` (eager against eager) every program here must pass the oracle (it is eager-legal).
 # ---------------------------------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from tests.pipeline.program_helpers import check_no_grad as _no_grad_parity
 #   storage counted as a write to an input (Note [No-Grad Views Made After The Bump]).
 # * fuzz seed 49000 #988 (training): a node that saved a no_grad view and ends a cut path (the view has no grad_fn)
 #   did not run in the traced backward, so eager's error when it unpacks the view, written through its base since,
-#   was missing (Note [Ends Of Cut Paths Unpack Their Saved Tensors]).
+#   was missing (Note [Backward Runs Every Node]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 T = torch.Tensor

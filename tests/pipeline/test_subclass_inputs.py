@@ -813,7 +813,7 @@ def test_backward_error_leaves_unreached_input_grad(compile_fn: CompileFn | None
 def test_backward_error_of_the_written_input_only(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 23, program 833: only the written input's backward fails (its set_() under grad); eager's backward
     # through t1 alone succeeds. Refused before; now the backward graph takes no tangent for x0's new value and
-    # raises only when one is given (Note [Backward Errors Through Input Values Only]).
+    # raises only when one is given (Note [Backward Errors Are Deferred]).
     def f(x0: T) -> object:
         t0 = x0.unsqueeze(1)
         t1 = x0.mul(-1.0)

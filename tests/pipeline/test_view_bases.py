@@ -516,8 +516,8 @@ def test_views_of_a_detach_transposed_in_place_first(compile_fn: CompileFn | Non
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions: a subclass input that is a view of another input, whose base the program set_() to a layout
-# the view's ops do not apply to (Note [Subclass Views Whose History Cannot Be Rebuilt], Note [Backward View Replays
-# That Raise]); found from fuzz seed 47000 #3046.
+# the view's ops do not apply to (Note [Backward Runs Every Node], Note [Backward Errors Are
+# Deferred]); found from fuzz seed 47000 #3046.
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -598,7 +598,7 @@ def test_seed47000_3046_no_grad_and_plain(subclass: bool, compile_fn: CompileFn 
 
 
 # fuzz seed 47000 #3046 (unshrunk): t1's backward unpacks x0, saved by the mul, and rebuilds its history from x2 as
-# set_() left it: eager's backward raises IndexError, which is not deferred (Note [Backward View Replays That Raise]).
+# set_() left it: eager's backward raises IndexError, which is not deferred (Note [Backward Errors Are Deferred]).
 def test_seed47000_3046_backward_rebuilds_view_refused(compile_fn: CompileFn | None) -> None:
     def f(x0: T, x1: T, x2: T) -> object:
         x0.mul_(3.0)

@@ -95,7 +95,7 @@ def check_unreplayed_assigned_view(
         return
     root = run.swaps.view_root(value)
     if root is value or run.swaps.is_view(root) or not assigned_with_history(root, run):
-        return  # (a view assigned `.data`: the rules on views, and Note [Errors Only Eager's Backward Sees])
+        return  # (a view assigned `.data`: the rules on views, and Note [Probing Eager's Backward])
     if all(leaf.source is not LeafSource.GRAPH for leaf in leaves):
         raise UnsupportedError(
             f"{path} is a view of a tensor with autograd history whose `.data` the program assigned: eager's view keeps that history over the assigned storage, which a view rebuilt from that "

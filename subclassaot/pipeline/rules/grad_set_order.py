@@ -90,7 +90,7 @@ def early_set_inputs(record: SwapRecord, tensors: Sequence[torch.Tensor], output
 # (`Analysis.grad_set_intermediate_read`: eager's backward through that output raises, whatever else it does),
 # backward_trace probes eager's backward even though the traced
 # one ran, and defers eager's error where the probe shows every backward through all of the outputs raising before
-# any gradient (Note [Errors Only Eager's Backward Sees]); elsewhere (the probe sees a backward complete or raise
+# any gradient (Note [Probing Eager's Backward]); elsewhere (the probe sees a backward complete or raise
 # after a gradient, or cannot run, or ends at the history node of a non-leaf input's fake first: Note [Probing
 # Eager's Backward]) the program is refused, never run with a backward that computes gradients.
 
