@@ -155,9 +155,9 @@ class LeafMutation:
     # a tensor set_() or `.data =`-assigned to its storage: on a leaf that requires grad, eager raises
     visible_through_self: bool = False
     set_under_grad: bool = False  # set_() was called on it with grad enabled while it or the source required grad
-    # ... on a view of it, which rebased its history (Note [Views Of Inputs set_() Under Grad])
+    # ... on a view of it, which rebased its history (Note [set_ Under Grad])
     view_set_under_grad: bool = False
-    # a view of a tensor was set_() under grad to (a view of) it (Note [Views Of Inputs set_() Under Grad])
+    # a view of a tensor was set_() under grad to (a view of) it (Note [set_ Under Grad])
     view_set_source: bool = False
     # set_() to a new storage (set_source None) that an earlier dense leaf ends on too: the leaf that makes it
     new_storage_of: DenseIndex | None = None
@@ -211,25 +211,25 @@ class OutputLeaf:
     # INPUT_ALIAS view whose `._base` in eager is a tensor nobody else sees that set_() put on the input's storage
     # (or the input was set_() to): its size, stride, offset; the output is regenerated as a view of such an alias
     hidden_base: Meta | None = None
-    # a view whose `._base` in eager is on another storage (Note [Views Set Onto Another Storage]): that base, an
+    # a view whose `._base` in eager is on another storage (Note [Outputs Over Another Storage]): that base, an
     # input's dense leaf (INPUT_ALIAS, DenseIndex) or an intermediate base (INTERMEDIATE_ALIAS, base number)
     foreign_base: tuple[LeafSource, int] | None = None
-    # ... an input whose view the program set_() there with grad on: rebuilt so, with grad (Note [Views Of Inputs
-    # set_() Under Grad])
+    # ... an input whose view the program set_() there with grad on: rebuilt so, with grad (Note [set_ Under
+    # Grad])
     foreign_grad: bool = False
     # hidden_base: a token naming eager's hidden base object, shared by the leaves that view it (Note [Views Sharing
     # An Intermediate])
     hidden_key: int | None = None
     # GRAPH in training: the intermediate an input was set_() (or `.data =`-assigned) to, with its own history: after
-    # the epilogue it is set_() under no_grad onto that dense input's new storage (Note [Outputs That An Input Was
-    # set_() To])
+    # the epilogue it is set_() under no_grad onto that dense input's new storage (Note [Outputs Over Another
+    # Storage])
     storage_of: DenseIndex | None = None
     # INPUT_ALIAS, not a view: its metadata are those the input ends with, on a storage set_() gave it: it takes the
     # input's real layout after the epilogue (Note [Inputs Set To Computed Tensors])
     input_layout: bool = False
     # GRAPH in training: a detach() of this dense input the program wrote with a value that requires grad; after the
-    # epilogue it is set_() under no_grad onto that input's storage with `meta` (Note [Detached Outputs Written With
-    # Grad])
+    # epilogue it is set_() under no_grad onto that input's storage with `meta` (Note [Outputs Over Another
+    # Storage])
     onto_input: DenseIndex | None = None
 
 
@@ -376,7 +376,7 @@ class Replay:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GradSetBase:
-    """Eager's `._base` of an output view set_() under grad (Note [Bases Of Outputs set_() Under Grad])."""
+    """Eager's `._base` of an output view set_() under grad (Note [Outputs set_() Under Grad])."""
 
     # where the base's dense leaves are: intermediate bases (BASE for a plain base, WRAPPER for a subclass); None:
     # on the output's own storage (views taken after the base was set_())
@@ -407,11 +407,11 @@ class OutputInfo:
     set_under_grad: bool = False
     # ... and it was a view (of an intermediate) when set_(): the fresh tensor is a view of a fresh base
     set_under_grad_view: bool = False
-    # ... where eager's output is a view: that fresh base is eager's `._base` (Note [Bases Of Outputs set_() Under
+    # ... where eager's output is a view: that fresh base is eager's `._base` (Note [Outputs set_() Under
     # Grad])
     grad_set_base: GradSetBase | None = None
     # ... the inputs eager's raising node of it stands in front of: the holder's history reaches them too (Note
-    # [Leaves Behind A Raising set_ Node]); any length, ascending input indexes
+    # [Outputs set_() Under Grad]); any length, ascending input indexes
     set_blocks: tuple[InputIndex, ...] = ()
     # TENSOR subclass whose own size/stride/offset a `.data =` set apart from its inner tensors': those eager left on
     # the wrapper, given to it after it is built (Note [Wrapper Data Assignment])
@@ -493,8 +493,8 @@ class Analysis:
     # after its first: mixed (Note [Reads Around A set_ That Renews An Accumulator])
     self_set_first: tuple[bool, ...] = ()
     self_set_mixed: tuple[bool, ...] = ()
-    # per tensor input: set_() under grad, then read with grad, not apart before, and returned (Note [set_ Under Grad
-    # Before The Call])
+    # per tensor input: set_() under grad, then read with grad, not apart before, and returned (Note [set_ Under
+    # Grad])
     read_after_grad_set: tuple[bool, ...] = ()
     # per tensor input: a leaf whose gradient accumulator a `.data =` kept (Note [Accumulators Kept Through .data =]),
     # or an in-place view op under no_grad (Note [Leaves Laid Out Anew Under no_grad])
@@ -510,8 +510,8 @@ class Analysis:
     own_base_views: bool = False
     # the program assigned some tensor's `.data` (Note [Probing Eager's Backward])
     data_assigned: bool = False
-    # the program set_() under grad a tensor other than an input, then read it with grad (Note [Reads Of
-    # Intermediates set_() Under Grad])
+    # the program set_() under grad a tensor other than an input, then read it with grad (Note [set_ Under
+    # Grad])
     grad_set_intermediate_read: bool = False
 
     def wrapper_roots(self) -> dict[int, tuple[int, ...]]:

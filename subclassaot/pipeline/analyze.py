@@ -413,7 +413,7 @@ def _output_info(
         graph_count,
         lambda t, j: alias_meta(t, run, j, original.get(storage_key(t))),
     )
-    if detached is not None:  # Note [Detached Outputs Written With Grad]
+    if detached is not None:  # Note [Outputs Over Another Storage]
         outer = None if tree is None else leaf_meta(value)
         stride_leaf = _outer_stride_leaf(outer, list(detached))
         made = info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=detached, outer_stride_leaf=stride_leaf)
@@ -710,7 +710,7 @@ def _check_replay(
     """Refuse an output whose aliasing the replay found (or its absence) cannot make eager's. `found`: whether the
     output is a tensor subclass, its replay, the input whose storage before set_() it views."""
     subclass, replay, replaced = found
-    # Rebuilt as a view of its base set onto the assigned storage (Note [Views Set Onto Another Storage]), or, without
+    # Rebuilt as a view of its base set onto the assigned storage (Note [Outputs Over Another Storage]), or, without
     # history, by as_strided() of the input it views, on that input's storage
     onto_base = any(leaf.foreign_base is not None for leaf in leaves)
     of_input = not value.requires_grad and all(

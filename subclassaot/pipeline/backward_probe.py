@@ -75,7 +75,7 @@ MAX_PROBED_OUTPUTS = 4
 
 SHAPE_CHECK_ERROR = "invalid gradient at index"
 BROADCAST_ERROR = "doesn't match the broadcast shape"
-SET_BACKWARD_ERROR = "derivative for set_ is not implemented"  # Note [Reads Of Intermediates set_() Under Grad]
+SET_BACKWARD_ERROR = "derivative for set_ is not implemented"  # Note [set_ Under Grad]
 
 
 class BackwardEnd(enum.Enum):
@@ -185,8 +185,8 @@ def reaches_output_node(
     call: Callable[..., object], flat: FlatInputs, starts: Sequence[int], targets: Sequence[int]
 ) -> bool | None:
     """Whether, in eager's autograd graph on static fakes, the node of an output at a position in `starts` (among
-    the output pytree's leaves) reaches the grad_fn of one at a position in `targets` (Note [set_ Under Grad
-    Before The Call]). None where the program does not run on static fakes."""
+    the output pytree's leaves) reaches the grad_fn of one at a position in `targets` (Note [set_ Under
+    Grad]). None where the program does not run on static fakes."""
     try:
         mode, values = static_fake_copies(flat.values)
         with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():

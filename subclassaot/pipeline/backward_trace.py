@@ -393,7 +393,7 @@ def refuse_set_beside_returned_leaves(
     setup: JointSetup, reach: Sequence[frozenset[int]], returned: frozenset[int]
 ) -> None:
     """An input set_() under grad and returned beside a leaf the Function takes detached, in a raising backward,
-    whose set_ node the runtime cannot place where eager's is (Note [set_ Under Grad Before The Call]).
+    whose set_ node the runtime cannot place where eager's is (Note [set_ Under Grad]).
     `returned`: tensor input positions of the leaves given to the Function detached."""
     flat, layout, analysis = setup.flat, setup.layout, setup.analysis
     reals = [flat.values[index] for index in flat.tensor_indices]
@@ -421,7 +421,7 @@ def refuse_set_beside_returned_leaves(
             f"{flat.leaves[info.input_index].path} is set_() with grad enabled and returned, beside a leaf input "
             "returned as itself, in a backward that raises: eager's set_ node waits behind the program's nodes that "
             "read it after the set_(), which orders that leaf's gradient against its error as the compiled program's "
-            "set_ node, made after its call, cannot (Note [set_ Under Grad Before The Call]). Return a clone of the leaf, or read a clone of the set_() input"
+            "set_ node, made after its call, cannot (Note [set_ Under Grad]). Return a clone of the leaf, or read a clone of the set_() input"
         )
 
 
@@ -481,15 +481,15 @@ def _defer_probed_error(
     patterns = _probe(setup)
     verified, early = _deferred_exactly(setup, patterns)
     error = eager_backward_error(setup.call, setup.flat)
-    if setup.analysis.grad_set_intermediate_read:  # Note [Reads Of Intermediates set_() Under Grad]
+    if setup.analysis.grad_set_intermediate_read:  # Note [set_ Under Grad]
         if verified is not None and error is not None and SET_BACKWARD_ERROR in str(error):
             return _error_graph(setup, error, reach, tangent_trees, verified, early)
         raise UnsupportedError(
             "the program set_() with grad enabled a tensor other than an input, not through a view (so eager records "
             "set_'s node, whose derivative is not implemented) and read it with grad afterwards into an output, "
             "so eager's backward through that output raises, which the compiled backward cannot reproduce at the same "
-            "step here (eager's backward through the other outputs, or a gradient it accumulates first: Note [Reads "
-            "Of Intermediates set_() Under Grad]); not supported in training. Call set_() under torch.no_grad(), or "
+            "step here (eager's backward through the other outputs, or a gradient it accumulates first: Note [set_ "
+            "Under Grad]); not supported in training. Call set_() under torch.no_grad(), or "
             "set_() a tensor that requires grad"
         ) from error
     if error is None or not any(text in str(error) for text in (SHAPE_CHECK_ERROR, BROADCAST_ERROR)):

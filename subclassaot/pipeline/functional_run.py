@@ -462,16 +462,16 @@ def intermediate_bases(
                 "returning a view of the storage it left is not supported. Return a clone (.clone()) instead"
             )
         bases[key] = (len(bases), base)
-    for value in leaves:  # Note [Views Set Onto Another Storage]
+    for value in leaves:  # Note [Outputs Over Another Storage]
         root = foreign_root(value, set(current), set(original)) if isinstance(value, torch.Tensor) else None
         if root is not None and storage_key(root) not in bases:
             bases[storage_key(root)] = (len(bases), root)
     inputs = set(current) | set(original)
-    for value in leaves:  # Note [Bases Of Outputs set_() Under Grad]
+    for value in leaves:  # Note [Outputs set_() Under Grad]
         found = grad_set_view_root(value, swaps, inputs)
         for leaf in found[1] if found is not None else ():
             bases.setdefault(storage_key(leaf), (len(bases), leaf))
-    for value in leaves:  # Note [Views Set Under no_grad With History]
+    for value in leaves:  # Note [Outputs Over Another Storage]
         if (root := no_grad_set_view_root(value, swaps, inputs)) is not None:
             bases.setdefault(storage_key(root), (len(bases), root))
     for value in leaves:  # Note [Subclass Views set_() Off Their Base]

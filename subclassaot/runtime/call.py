@@ -165,7 +165,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
         for i in self_set_first:  # Note [Reads Around A set_ That Renews An Accumulator]
             renew_grad_accumulator(cast(torch.Tensor, values[i]))
-        if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad Before The Call]
+        if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad]
             done: list[torch.Tensor] = []  # an input passed at several positions takes one set_, as in eager
             for t in early_sets:
                 x = cast(torch.Tensor, values[flat.tensor_indices[t]])
@@ -293,16 +293,6 @@ def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None) -> Non
             alias = non_view_alias(x).requires_grad_(True)  # never reached by a backward: it stops at the set_
         set_to_tensor(x, alias)
 
-
-# Note [set_ Under Grad]
-# set_() on a tensor that requires grad, with grad enabled, makes autograd record a node whose backward raises
-# ("derivative for set_ is not implemented"), even when the storage ends where it was (x.set_(x)). The epilogue
-# repeats `x.set_(x)` (which changes nothing else) under grad on such an input, so a backward through it raises as
-# in eager. A set_ on a view of the input taken with grad on counts too: autograd rebases the input's history on it
-# (Note [Views Of Inputs set_() Under Grad]).
-# Where a plain input was set_() to another input whose storage it still has, the epilogue's set_ takes that input
-# (or a view of it) as its source instead: eager's set_ node has an edge to the source's history, so the source's
-# gradient waits behind the raising node (fuzz seed 6000 #544: `x0.set_(x2)`, x2 also returned, got a gradient).
 
 
 def _epilogue(

@@ -131,7 +131,7 @@ def build_outputs(
             else:
                 give_base_grad(value)  # Note [Views Of A Detach That Gained Grad]
         onto = info.leaves[0].storage_of if info.leaves else None
-        if onto is not None and isinstance(value, torch.Tensor):  # Note [Outputs That An Input Was set_() To]
+        if onto is not None and isinstance(value, torch.Tensor):  # Note [Outputs Over Another Storage]
             version = get_version(value)
             with torch.no_grad():
                 set_to_tensor(value, dense[onto].detach())
@@ -283,8 +283,8 @@ def _grad_set_root(
     values: Sequence[object],
     dense: Sequence[torch.Tensor],
 ) -> tuple[torch.Tensor, bool] | None:
-    """Eager's `._base` of an output set_() under grad, and whether it is that very object (Note [Bases Of Outputs
-    set_() Under Grad])."""
+    """Eager's `._base` of an output set_() under grad, and whether it is that very object (Note [Outputs set_() Under
+    Grad])."""
     if found is None:
         return None
     if found.source is None:
@@ -332,7 +332,7 @@ def _from_leaves(
         # The base itself only where the output was that very leaf object (another output sharing its storage, as
         # after `t0.set_(t1)`, is an alias of it: fuzz seed 2000 #4157).
         own = leaf.same_object
-        if leaf.foreign_base is not None:  # Note [Views Set Onto Another Storage]
+        if leaf.foreign_base is not None:  # Note [Outputs Over Another Storage]
             kind, at = leaf.foreign_base
             root = input_root(dense[at]) if kind is LeafSource.INPUT_ALIAS else bases[at]
             assert isinstance(root, torch.Tensor)

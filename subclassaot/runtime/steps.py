@@ -104,8 +104,8 @@ def make_assigned_accumulators(values: Sequence[object], sizes: Sequence[tuple[i
 
 
 def early_grad_sets(analysis: Analysis, layout: DenseLayout) -> tuple[int, ...]:
-    """Tensor inputs whose set_() under grad the runtime repeats before the compiled call (Note [set_ Under Grad
-    Before The Call])."""
+    """Tensor inputs whose set_() under grad the runtime repeats before the compiled call (Note [set_ Under
+    Grad])."""
     after = analysis.read_after_grad_set or (False,) * len(layout.trees)
     return tuple(
         t

@@ -1040,7 +1040,7 @@ _DETACH_RULE = "is a detach\\(\\) of an input \\(or a view of one\\) that the pr
 
 def test_detach_of_input_written_with_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 40000 #2743, #2811, #5641, seed 11000 #7533: the detach() gets its history from the Function and
-    # the input's storage (Note [Detached Outputs Written With Grad])
+    # the input's storage (Note [Outputs Over Another Storage])
     def copied(x0: T) -> object:
         t0 = x0.detach()
         t0.copy_(x0)

@@ -515,13 +515,13 @@ def test_no_grad_view_of_intermediate_after_data_assignment(compile_fn: CompileF
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Outputs That An Input Was set_() To]
+# See Note [Outputs Over Another Storage]
 
 
 @pytest.mark.parametrize("subclass", [False, True])
 def test_no_grad_set_of_computed_tensor_to_input_is_refused(compile_fn: CompileFn | None, subclass: bool) -> None:
     # seed 3000 #2746, seed 5000 #1136: eager's output has AddBackward0 (MulBackward0) over x0's storage; ours came
-    # back without history. A plain one is now supported (Note [Outputs That An Input Was set_() To]; seed 40000
+    # back without history. A plain one is now supported (Note [Outputs Over Another Storage]; seed 40000
     # #178); a subclass one is still refused.
     def f(x0: T, x1: T) -> object:
         t0 = x1.add(x0)

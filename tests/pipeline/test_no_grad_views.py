@@ -1195,7 +1195,7 @@ def test_seed46000_590_variant_diagonal(compile_fn: CompileFn | None) -> None:
 
 
 def test_seed46000_590_variant_inference_supported(compile_fn: CompileFn | None) -> None:
-    # under no_grad the intermediate has no history: the graph returns it as the base (Note [Views Set Onto Another
+    # under no_grad the intermediate has no history: the graph returns it as the base (Note [Outputs Over Another
     # Storage])
     def f(x0: T, x1: T) -> object:
         t0 = x1.sum(1)
@@ -1421,7 +1421,7 @@ def test_early_replays_run_in_program_order(compile_fn: CompileFn | None) -> Non
 def test_output_set_to_input_then_written_with_grad(compile_fn: CompileFn | None) -> None:
     """Seed 3000 #7901 (unshrunk; diverged: out[1] came back a leaf without requires_grad): t0, set_() to x0 under
     no_grad, then filled with grad enabled, has eager's FillBackward history on x0's storage. Refused, then
-    supported: the graph computes it, set_() onto x0 after the epilogue (Note [Outputs That An Input Was set_() To])."""
+    supported: the graph computes it, set_() onto x0 after the epilogue (Note [Outputs Over Another Storage])."""
 
     def f(x0: T, x1: T) -> object:
         t0 = x1.add(3.0)

@@ -39,8 +39,8 @@ _VIEW_AFTER_SET_RULE = "a view of a tensor the program computed with grad and se
 
 def test_view_of_intermediate_set_under_no_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 7000 #9637: eager's output keeps its expand's history (AsStridedBackward0 reaching args[0]) over
-    # args[1]'s storage; ours was a view of args[1] without grad (refused, then supported: Note [Views Set Under
-    # no_grad With History])
+    # args[1]'s storage; ours was a view of args[1] without grad (refused, then supported: Note [Outputs Over Another
+    # Storage])
     def f(x0: T, x1: T) -> object:
         t1 = x0.clone().expand((3, 1, 2))
         with torch.no_grad():
@@ -551,7 +551,7 @@ def test_subclass_view_set_off_its_base_read_with_grad(compile_fn: CompileFn | N
 
 def test_view_of_a_view_set_off_its_base_returned_is_refused(compile_fn: CompileFn | None) -> None:
     # r14b c2: eager's output is a view of x1 (its `._base`) on x0 * 2's storage; ours came back as no view (training)
-    # or a view of the intermediate without grad (inference); refused (Note [Views Set Onto Another Storage])
+    # or a view of the intermediate without grad (inference); refused (Note [Outputs Over Another Storage])
     def f(x0: T, x1: T) -> object:
         t2 = x1.view(16)
         with torch.no_grad():
@@ -575,7 +575,7 @@ def test_view_of_a_view_set_to_another_input_returned_is_refused(compile_fn: Com
 
 
 def test_view_of_a_view_set_off_its_base_without_grad(compile_fn: CompileFn | None) -> None:
-    # inputs that do not require grad: rebuilt onto its base (Note [Views Set Onto Another Storage]), not refused
+    # inputs that do not require grad: rebuilt onto its base (Note [Outputs Over Another Storage]), not refused
     def f(x0: T, x1: T) -> object:
         t2 = x1.view(16)
         set_to(t2, x0 * 2)

@@ -518,7 +518,7 @@ def test_subclass_result_strides_after_inplace_transpose(compile_fn: CompileFn |
 def test_output_sharing_input_set_to_it_in_training(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 21, program 755: the output (with its autograd history) is the intermediate the input was set_() to;
     # it used to come back as an alias of the input's new storage without a grad_fn, then was refused; supported
-    # since fuzz seed 7000 #292 (Note [Outputs That An Input Was set_() To]).
+    # since fuzz seed 7000 #292 (Note [Outputs Over Another Storage]).
     def f(x0: T, x1: T) -> object:
         t0 = x1.add(-1.0)
         set_to(x0, t0)
@@ -854,7 +854,7 @@ def test_backward_error_with_gradient_avoiding_it_refused(compile_fn: CompileFn 
 
 def test_set_under_grad_of_view_of_input_without_grad(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 24, program 178: eager rebases x1 (the view's base) on the set_, so x1 requires grad after the call;
-    # ours left it as it was (refused since; supported by Note [Views Of Inputs set_() Under Grad], fuzz seed 40000).
+    # ours left it as it was (refused since; supported by Note [set_ Under Grad], fuzz seed 40000).
     def f(x0: T, x1: T) -> object:
         t0 = x1.transpose(0, 0)
         set_to(t0, x0)

@@ -106,8 +106,8 @@ def test_factory_view_written_called_twice(compile_fn: CompileFn | None) -> None
 
 
 def test_detach_of_fresh_tensor_written_with_grad_still_refused(compile_fn: CompileFn | None) -> None:
-    # next to the rule: an explicit detach() of a tensor the program made is still one (Note [Outputs That An Input Was
-    # set_() To])
+    # next to the rule: an explicit detach() of a tensor the program made is still one (Note [Outputs Over Another
+    # Storage])
     def f(x: T) -> object:
         tmp = x.new_zeros(2, 2).detach()
         y = tmp.diagonal()

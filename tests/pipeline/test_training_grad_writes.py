@@ -415,7 +415,7 @@ def test_plain_input_written_with_grad_after_an_unrecorded_set_is_refused() -> N
 
 def test_output_sharing_an_input_set_to_an_intermediate() -> None:
     # In eager the output keeps the intermediate's history (w * 2): refused before, now computed by the graph and
-    # set_() onto the input's new storage (Note [Outputs That An Input Was set_() To]).
+    # set_() onto the input's new storage (Note [Outputs Over Another Storage]).
     def f(x: T, w: T) -> object:
         y = w * 2
         set_to(x, y)

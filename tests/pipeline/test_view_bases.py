@@ -1,6 +1,6 @@
 """Which tensor an output view's `._base` is, and the view chains eager records: views of intermediates set_() onto
 inputs, outputs set_() under grad, views sharing an intermediate, subclass views of inputs whose base changes (Note
-[Views Set Onto Another Storage], Note [Views Sharing An Intermediate], Note [Bases Of Outputs set_() Under Grad]).
+[Outputs Over Another Storage], Note [Views Sharing An Intermediate], Note [Outputs set_() Under Grad]).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from tests.pipeline.program_helpers import check_with_grad as _check
 from tests.pipeline.program_helpers import leaf as _leaf
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Fuzz regressions about which tensor an output view's `._base` is (Note [Views Set Onto Another Storage], Note
+# Fuzz regressions about which tensor an output view's `._base` is (Note [Outputs Over Another Storage], Note
 # [Views Sharing An Intermediate]); each program is a shrunk fuzz program (seed and index in the test's name).
 # ---------------------------------------------------------------------------------------------------------------------
 
@@ -1315,7 +1315,7 @@ def test_inplace_view_op_with_grad_and_data_assignment(compile_fn: CompileFn | N
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Fuzz regressions: outputs set_() under grad whose `._base` is eager's (Note [Bases Of Outputs set_() Under Grad]).
+# Fuzz regressions: outputs set_() under grad whose `._base` is eager's (Note [Outputs set_() Under Grad]).
 #
 # The six programs once pinned as known `._base` divergences live on as parity tests in test_set_storage.py and
 # test_set_storage.py; these are variants of them (other shapes, subclasses, several outputs on one base). With
@@ -1468,7 +1468,7 @@ def test_subclass_view_after_set_to_a_view_of_a_nonleaf(compile_fn: CompileFn | 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Computed with grad, then set_() onto an input under no_grad (Note [Outputs That An Input Was set_() To])
+# Computed with grad, then set_() onto an input under no_grad (Note [Outputs Over Another Storage])
 
 
 def test_no_grad_set_onto_input_passedtwice(compile_fn: CompileFn | None) -> None:
@@ -1534,7 +1534,7 @@ def test_no_grad_set_onto_part_of_input_refused(compile_fn: CompileFn | None) ->
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A view taken with grad, then set_() under no_grad (Note [Views Set Under no_grad With History])
+# A view taken with grad, then set_() under no_grad (Note [Outputs Over Another Storage])
 
 _VIEW_SET_RULE = "a view the program took with grad and then set_\\(\\) under no_grad"
 
@@ -1915,7 +1915,7 @@ def test_view_of_input_before_set_with_history_refused(compile_fn: CompileFn | N
 
 def test_detach_of_input_written_with_grad(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 2000, program 3651: t0's CopyBackwards history came back missing; refused, then supported (Note
-    # [Detached Outputs Written With Grad])
+    # [Outputs Over Another Storage])
     def f(x0: T) -> object:
         t0 = x0.detach()
         t0.copy_(x0)
@@ -1927,8 +1927,8 @@ def test_detach_of_input_written_with_grad(compile_fn: CompileFn | None) -> None
 
 def test_data_of_view_of_unreturned_intermediate(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 2000, program 3412: eager's t1 stays a view of t0, which no output returns. Refused, then supported:
-    # the graph returns t0 as an intermediate base (Note [Views Set Onto Another Storage]), t1 replays its chain from
-    # it and is then assigned (Replay.then_set; Note [Views Set Under no_grad With History]).
+    # the graph returns t0 as an intermediate base (Note [Outputs Over Another Storage]), t1 replays its chain from
+    # it and is then assigned (Replay.then_set; Note [Outputs Over Another Storage]).
     def f(x0: T) -> object:
         t1 = x0.add(3.0)[0:1:1]
         t1.data = x0

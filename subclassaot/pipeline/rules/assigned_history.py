@@ -82,8 +82,8 @@ def check_unreplayed_assigned_view(
     path: str, value: torch.Tensor, run: FunctionalRun, rebuilt_as_view: bool, leaves: Sequence[OutputLeaf]
 ) -> None:
     """Refuse a plain view output with no replay that `.data =` of it, or of its view root with history, makes
-    unreproducible. `rebuilt_as_view`: the output is rebuilt as a view onto its storage without replay (Note [Views
-    Set Onto Another Storage], or one without history of an input)."""
+    unreproducible. `rebuilt_as_view`: the output is rebuilt as a view onto its storage without replay (Note [Outputs
+    Over Another Storage], or one without history of an input)."""
     if id(value) in run.swaps.swapped_by_data and run.swaps.is_view(value) and not rebuilt_as_view:
         raise UnsupportedError(
             f"{path}: the program assigned `.data` of this view, which eager keeps a view of its base; its view chain "

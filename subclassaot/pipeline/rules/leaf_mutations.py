@@ -132,7 +132,7 @@ def _with_wrapper_grad_sets(
     mutations: tuple[LeafMutation, ...], run: FunctionalRun, layout: DenseLayout
 ) -> tuple[LeafMutation, ...]:
     """A subclass input set_() under grad (Note [set_ Under Grad]): marked on its leaves; so are the inputs a view
-    of an input was set_() to under grad (Note [Views Of Inputs set_() Under Grad])."""
+    of an input was set_() to under grad (Note [set_ Under Grad])."""
     marked: dict[int, bool] = {
         j: id(t) in run.swaps.view_set_bases
         for i, t in enumerate(run.user_tensors)

@@ -414,7 +414,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
     def _grad_set(self, x: torch.Tensor, source: torch.Tensor | None = None) -> None:
         """Note [set_ Under Grad]: set_() of `x` with grad on. On a view taken with grad on, eager's autograd
         rebases the view's base on the set_ node too: its history then raises in backward as well. `source`: the
-        tensor set_() to (Note [Views Of Inputs set_() Under Grad])."""
+        tensor set_() to (Note [set_ Under Grad])."""
         self.record.grad_set_ids.add(id(x))
         t = x
         while (record := self.record.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
@@ -422,8 +422,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 return
             t = record.source
         if t is x:
-            self.record.plain_grad_sets[id(x)] = x  # Note [Reads Of Intermediates set_() Under Grad]
-        else:  # (Note [Views Of Inputs set_() Under Grad])
+            self.record.plain_grad_sets[id(x)] = x  # Note [set_ Under Grad]
+        else:  # (Note [set_ Under Grad])
             self.record.grad_set_ids.add(id(t))
             self.record.view_set_bases.add(id(t))
             if source is not None:
@@ -796,7 +796,7 @@ class _DataMode(TorchFunctionMode):
         note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
         note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]
         if self.record.grad_set_ids and func is not torch.Tensor.set_:
-            note_reads_after_grad_set(self.record, args, kwargs, out)  # Note [set_ Under Grad Before The Call]
+            note_reads_after_grad_set(self.record, args, kwargs, out)  # Note [set_ Under Grad]
         if self.record.releafable:  # Note [Leaves Laid Out Anew Under no_grad]
             note_first_read(self.record, args, kwargs)
             if layout_op:

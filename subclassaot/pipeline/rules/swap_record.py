@@ -85,12 +85,12 @@ class SwapRecord:
     grown_ids: set[int] = field(default_factory=set)  # id() of tensors resize_() grew beyond their storage
     # id() of tensors set_() with grad on while they or the source required grad (autograd recorded a set_ node)
     grad_set_ids: set[int] = field(default_factory=set)
-    # ... of those, the bases a set_() of their view rebased (Note [Views Of Inputs set_() Under Grad])
+    # ... of those, the bases a set_() of their view rebased (Note [set_ Under Grad])
     view_set_bases: set[int] = field(default_factory=set)
     view_set_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad before
     view_set_sources: set[int] = field(default_factory=set)  # ... the view roots of the tensors they were set_() to
-    # ... of those, the ones set_() as themselves, not through a view taken with grad on, by id() (Note [Reads Of
-    # Intermediates set_() Under Grad])
+    # ... of those, the ones set_() as themselves, not through a view taken with grad on, by id() (Note [set_ Under
+    # Grad])
     plain_grad_sets: dict[int, torch.Tensor] = field(default_factory=dict)
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
@@ -207,7 +207,7 @@ class SwapRecord:
     read_before_self_set: set[int] = field(default_factory=set)
     read_after_self_set: set[int] = field(default_factory=set)
     grad_reads: set[int] = field(default_factory=set)
-    # id() of tensors set_() under grad that an op with grad read after (Note [set_ Under Grad Before The Call])
+    # id() of tensors set_() under grad that an op with grad read after (Note [set_ Under Grad])
     read_after_grad_set: set[int] = field(default_factory=set)
     read_before_grad_set: set[int] = field(default_factory=set)  # ... read with grad apart from it before the set_
     data_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # ... and `.data =` (grad mode: False)
@@ -285,7 +285,7 @@ class SwapRecord:
 
     def grad_set_view_of(self, value: torch.Tensor, inputs: Sequence[torch.Tensor]) -> bool:
         """`value` is a chain of views, all taken with grad on (none by a multi-output op, .data or detach()), of one
-        of `inputs` whose history a set_() under grad of such a view rebased (Note [Views Of Inputs set_() Under
+        of `inputs` whose history a set_() under grad of such a view rebased (Note [set_ Under
         Grad])."""
         t = value
         while (record := self.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:

@@ -378,7 +378,7 @@ def _set_after_made(value: torch.Tensor, run: FunctionalRun) -> bool:
     found = _set_record(value, run)
     if found is None or id(value) not in run.swaps.views:
         return False
-    # or a view of an input set_() under grad: Note [Views Of Inputs set_() Under Grad]
+    # or a view of an input set_() under grad: Note [set_ Under Grad]
     return not value.requires_grad or not found[1] or run.swaps.grad_set_view_of(value, run.user_tensors)
 
 
@@ -414,7 +414,7 @@ def _replay_then_set(
         return Replay(source=found[0], index=found[1], steps=tuple(steps), then_set=True, set_by_data=by_data)
     base = bases.get(storage_key(t))
     if not is_traceable_subclass(t) and base is not None and base[1] is t:
-        # See Note [Views Set Under no_grad With History]
+        # See Note [Outputs Over Another Storage]
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps), then_set=True)
     root = root_replay(t, bases, tuple(steps))
     return None if root is None else replace(root, then_set=True)
