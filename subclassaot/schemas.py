@@ -104,8 +104,8 @@ class DenseLayout:
     # per tensor input: the subclass tensor input whose real wrapper is its autograd `._base` (Note [Aliased Subclass
     # Inputs In Training]), else None
     view_of: tuple[int | None, ...] = ()
-    # per tensor input: the real wrapper's own storage size in bytes (None for plain inputs): Note [Wrapper Storage Of
-    # A View Input]
+    # per tensor input: the real wrapper's own storage size in bytes (None for plain inputs): Note [Wrapper
+    # Storage]
     wrapper_bytes: tuple[int | None, ...] = ()
 
 
@@ -118,8 +118,8 @@ class AliasGroupRef:
 
 
 class AssignedWrite(enum.Enum):
-    """When a plain input that requires grad was written with grad, against its last `.data =` (Note [Writes With
-    Grad After .data =])."""
+    """When a plain input that requires grad was written with grad, against its last `.data =` (Note [History Kept
+    Through .data =])."""
 
     AFTER = "after"  # only after it, to the storage it gave: the epilogue gives the input the write's history
     # ... where its size at entry does not expand to the assigned one: eager's backward through it raises, and so
@@ -128,7 +128,7 @@ class AssignedWrite(enum.Enum):
     BEFORE = "before"  # (also) before it: refused
     RESHAPED = "reshaped"  # after it, with an in-place view op on it after its `.data =`: refused
     # not written with grad, but an in-place view op with grad changed it, and `.data =` gave it another storage:
-    # refused (Note [Writes With Grad After .data =])
+    # refused (Note [History Kept Through .data =])
     VIEWED = "viewed"
 
 
@@ -147,7 +147,7 @@ class LeafMutation:
     swapped: bool  # set_() or `.data =` was called on it (even if it ends on its original storage)
     swapped_by_data: bool  # its last storage swap was `.data =` (invisible to autograd and the version counter)
     # a plain input whose every storage swap was `.data =`, no set_(): a leaf keeps its gradient accumulator (Note
-    # [data Assignment Keeps A Leaf's Accumulator])
+    # [Gradient Accumulators Of Leaves])
     swapped_by_data_only: bool = False
     version_bumped: bool  # eager advances its version counter (a write through it or a view sharing its counter)
     autograd_visible: bool  # some write to it happened with grad enabled, not through .data / detach()
@@ -165,10 +165,10 @@ class LeafMutation:
     # part: a view of it taken after reads past the leaf's elements); else None: just the leaf's
     new_storage_numel: int | None = None
     # a plain input whose metadata changed by in-place view ops (t_, unsqueeze_) all run under no_grad: eager leaves
-    # its grad_fn as it was, and so does the epilogue's as_strided_ (Note [Metadata Changes Under no_grad])
+    # its grad_fn as it was, and so does the epilogue's as_strided_ (Note [Leaves Laid Out Anew Under no_grad])
     metadata_hidden: bool = False
     # a plain input that requires grad, assigned `.data =` another storage, written with grad through itself or a
-    # view of it: when (Note [Writes With Grad After .data =])
+    # view of it: when (Note [History Kept Through .data =])
     assigned_write: AssignedWrite | None = None
 
     @property
@@ -177,7 +177,7 @@ class LeafMutation:
 
     @property
     def written_after_data(self) -> bool:
-        """Its history takes the write: Note [Writes With Grad After .data =]."""
+        """Its history takes the write: Note [History Kept Through .data =]."""
         return self.assigned_write in (AssignedWrite.AFTER, AssignedWrite.AFTER_RAISING)
 
 
@@ -225,7 +225,7 @@ class OutputLeaf:
     # Storage])
     storage_of: DenseIndex | None = None
     # INPUT_ALIAS, not a view: its metadata are those the input ends with, on a storage set_() gave it: it takes the
-    # input's real layout after the epilogue (Note [Inputs Set To Computed Tensors])
+    # input's real layout after the epilogue (Note [Strides The Kernels Choose])
     input_layout: bool = False
     # GRAPH in training: a detach() of this dense input the program wrote with a value that requires grad; after the
     # epilogue it is set_() under no_grad onto that input's storage with `meta` (Note [Outputs Over Another
@@ -272,15 +272,15 @@ class DataAssignmentPlan:
     source: int | None
     final: bool  # no later op changes the wrapper's own metadata: `meta` are its metadata after the call
     resizes: bool  # an assignment gave the wrapper another size than it had
-    # the assigned tensor's strides are the real ones of this graph stride probe (Note [Strides Of Assigned Tensors])
+    # the assigned tensor's strides are the real ones of this graph stride probe (Note [Strides The Kernels Choose])
     stride_probe: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StrideProbe:
     """A dense leaf the graph returns for its real strides: leaf `leaf` of the tensor the last `.data =` to tensor
-    input `input_index` or to output `output_index` (exactly one is set) assigned (Note [Strides Of Assigned
-    Tensors])."""
+    input `input_index` or to output `output_index` (exactly one is set) assigned (Note [Strides The Kernels
+    Choose])."""
 
     input_index: int | None
     output_index: int | None
@@ -289,12 +289,12 @@ class StrideProbe:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WrapperStorageClass:
-    """Subclass tensors whose wrappers share one storage after the call (Note [Wrapper Storage After set_])."""
+    """Subclass tensors whose wrappers share one storage after the call (Note [Wrapper Storage])."""
 
     anchor: int | None  # the tensor input whose wrapper storage (as received) it is; None: one made by the call
     inputs: tuple[int, ...]  # tensor inputs (positions in DenseLayout.trees) whose wrapper ends on it
     outputs: tuple[int, ...]  # OutputIndex of the outputs whose wrapper is on it
-    # See Note [Wrappers set_() To A Plain Tensor]: the storage is that of dense leaf `leaf` after the call, else of
+    # See Note [Wrapper Storage]: the storage is that of dense leaf `leaf` after the call, else of
     # leaf `pos` of output `o` (`output_leaf` = (o, pos), pos -1: the plain output itself); None: neither
     leaf: int | None = None
     output_leaf: tuple[int, int] | None = None
@@ -311,7 +311,7 @@ class Replay:
     root_bases: tuple[int, ...] = ()  # WRAPPER: per dense leaf of the root, its intermediate base number
     root_meta: Meta | None = None  # WRAPPER, INPUT_ROOT: the root's outer size, stride, offset
     # WRAPPER: the root dense leaf whose size and stride the root's were while tracing; the root takes its real
-    # strides at run time (Note [Fresh Subclass Output Strides])
+    # strides at run time (Note [Strides The Kernels Choose])
     root_stride_leaf: int | None = None
     root_leaves: tuple[OutputLeaf, ...] = ()  # INPUT_ROOT: per dense leaf of the root, the input leaf it aliases
     # INPUT_ROOT: names eager's intermediate (its id() while analyzing); replays naming one share one rebuilt root
@@ -329,21 +329,21 @@ class Replay:
     # before_epilogue: when the program made the output (its last view or in-place view op, the run's sequence
     # number): early replays run in this order, so that one's in-place view op advances a version counter after
     # another's multi-output view was taken, as in eager. After the epilogue: when the program
-    # made the output (or, then_set, set_() it), its build order where an output repeats a set_() (Note [Outputs
-    # Built After A Runtime set_])
+    # made the output (or, then_set, set_() it), its build order where an output repeats a set_() (Note [Views
+    # That Raise After A Bump])
     made: int = 0
     # before_epilogue: how many of the last steps are taken after the epilogue instead, from what the early steps
-    # made (Note [No-Grad Views Made After The Bump])
+    # made (Note [Views That Raise After A Bump])
     late_steps: int = 0
     # before_epilogue: made with the input's version counter advanced, the count the runtime gives the input back
     # after the epilogue: eager's made its view after the program's last write to the input, and it reads fine
-    # (Note [Early Views Made After The Last Write])
+    # (Note [Views That Raise After A Bump])
     counter_at_end: bool = False
     # INPUT, rebuilt after the epilogue: when the program took the chain's first view made by a multi-output view op
-    # with grad enabled (the run's sequence number; 0: none). See Note [No-Grad Views Made After The Bump].
+    # with grad enabled (the run's sequence number; 0: none). See Note [Views That Raise After A Bump].
     split_made: int = 0
     # the program set_() the output's wrapper after making it as this view: the view then takes the output's
-    # dense leaves by a wrapper-level set_ (Note [Wrapper Storage After set_])
+    # dense leaves by a wrapper-level set_ (Note [Wrapper Storage])
     then_set: bool = False
     # then_set is the runtime's own, not the program's (Note [Subclass Views Rebuilt By set_]): the view keeps its
     # source's version counter and wrapper storage
@@ -351,16 +351,16 @@ class Replay:
     # the program's was `.data =` on a plain view (it stays a view of its base): repeated as `.data =`
     set_by_data: bool = False
     # set_by_data, INPUT: eager's view is stale at the end (its counter moved since autograd last read its history),
-    # so its grad_fn regenerates over the assigned metadata: replayed at the input's counter at entry (Note [Plain
-    # Views Assigned .data After A Write])
+    # so its grad_fn regenerates over the assigned metadata: replayed at the input's counter at entry (Note [History
+    # Kept Through .data =])
     stale_view: bool = False
     # not INPUT_ROOT, nor before_epilogue: eager's grad_fn raises (the program wrote the intermediate after taking this no_grad or
     # multi-output view of it): the runtime advances the view's version counter after the replay
-    # (Note [Views Of Intermediates Written After])
+    # (Note [Views That Raise After A Bump])
     bump_after: bool = False
     # INPUT, after the epilogue: the program made the view before its last write to the input; where the input's
-    # grad_fn raises by then, the view is replayed with the input's counter at entry (Note [Views Of Intermediates
-    # Written After])
+    # grad_fn raises by then, the view is replayed with the input's counter at entry (Note [Views That Raise
+    # After A Bump])
     entry_counter: bool = False
     # (steps applied, token) per eager object the chain makes that other chains may pass through, steps ascending;
     # the token is the object's id() at analysis, opaque (Note [Views Sharing An Intermediate])
@@ -370,7 +370,7 @@ class Replay:
     # After Its Views])
     base_after: tuple[ViewStep, ...] = ()
     # WRAPPER: the metadata a `.data =` after the chain's first view left on eager's root (its `._base`), given to the
-    # rebuilt root once every output is built (Note [Views Of A Root Whose .data Was Assigned])
+    # rebuilt root once every output is built (Note [Wrapper Data Assignment])
     root_data_meta: Meta | None = None
 
 
@@ -400,7 +400,7 @@ class OutputInfo:
     # returned as a view of that fresh value (Note [Subclass Views Of Intermediates In Training])
     view_of_fresh: bool = False
     # TENSOR subclass computed by the graph: the position in `leaves` of a fresh leaf whose size and stride the wrapper
-    # had while tracing; its strides are that leaf's at run time (Note [Fresh Subclass Output Strides])
+    # had while tracing; its strides are that leaf's at run time (Note [Strides The Kernels Choose])
     outer_stride_leaf: int | None = None
     # TENSOR in training: the program set_() it with grad on; rebuilt by such a set_() of a fresh tensor
     # (Note [Outputs set_() Under Grad])
@@ -416,16 +416,16 @@ class OutputInfo:
     # TENSOR subclass whose own size/stride/offset a `.data =` set apart from its inner tensors': those eager left on
     # the wrapper, given to it after it is built (Note [Wrapper Data Assignment])
     data_meta: Meta | None = None
-    # ... where their strides are the real ones of this graph stride probe (Note [Strides Of Assigned Tensors])
+    # ... where their strides are the real ones of this graph stride probe (Note [Strides The Kernels Choose])
     data_stride_probe: int | None = None
     # ... and, computed by the graph in training, the size its autograd history recorded before a `.data =` gave it
-    # another: the Function returns it with that size (Note [Subclass Outputs Resized Under Their History])
+    # another: the Function returns it with that size (Note [Wrapper Data Assignment])
     history_size: tuple[Dim, ...] | None = None
     # TENSOR in training replayed through a detach(): eager's `._base` (that detach, written since with a value that
-    # requires grad) requires grad, and the replayed one is made to (Note [Views Of A Detach That Gained Grad])
+    # requires grad) requires grad, and the replayed one is made to (Note [Views That Raise After A Bump])
     base_gains_grad: bool = False
     # TENSOR in training, from the graph with its history: its `.data` is then assigned from this leaf's alias, as
-    # eager's program did (Note [Outputs Assigned .data With History])
+    # eager's program did (Note [History Kept Through .data =])
     data_from: OutputLeaf | None = None
     # TENSOR subclass in training that the program's own autograd.Function returned as an input or a view of it: the
     # wrapper-level view chain from that input, replayed on it inside the compiled Function's forward (Note [Inputs
@@ -460,7 +460,7 @@ class Analysis:
     num_intermediate_bases: int
     stride_probes: tuple[StrideProbe, ...] = ()  # returned by the graph after its symbolic ints, in this order
     # which subclass inputs and outputs share one wrapper storage after the call; () unless the program called
-    # set_() on a wrapper or assigned a wrapper's `.data` (Note [Wrapper Storage After set_])
+    # set_() on a wrapper or assigned a wrapper's `.data` (Note [Wrapper Storage])
     wrapper_storage: tuple[WrapperStorageClass, ...] = ()
     # torch functions the program called with requires_grad=True, in call order
     # (See Note [Grad Mode At The Call Decides Training])
@@ -487,20 +487,20 @@ class Analysis:
     # per tensor input (subclasses): the same after an in-place view op under no_grad gave the wrapper another size
     # (Note [Leaves Laid Out Anew Under no_grad])
     read_after_hidden_resize: tuple[bool, ...] = ()
-    # per tensor input: the program called x.set_(x) on it under no_grad (Note [set_ Renews A Leaf's Accumulator])
+    # per tensor input: the program called x.set_(x) on it under no_grad (Note [Gradient Accumulators Of Leaves])
     self_set: tuple[bool, ...] = ()
     # ... read with grad only after its last x.set_(x): renewed before the compiled call; both before its last and
-    # after its first: mixed (Note [Reads Around A set_ That Renews An Accumulator])
+    # after its first: mixed (Note [Gradient Accumulators Of Leaves])
     self_set_first: tuple[bool, ...] = ()
     self_set_mixed: tuple[bool, ...] = ()
     # per tensor input: set_() under grad, then read with grad, not apart before, and returned (Note [set_ Under
     # Grad])
     read_after_grad_set: tuple[bool, ...] = ()
-    # per tensor input: a leaf whose gradient accumulator a `.data =` kept (Note [Accumulators Kept Through .data =]),
+    # per tensor input: a leaf whose gradient accumulator a `.data =` kept (Note [Gradient Accumulators Of Leaves]),
     # or an in-place view op under no_grad (Note [Leaves Laid Out Anew Under no_grad])
     kept_accumulators: tuple[bool, ...] = ()
     # per tensor input: a subclass leaf's size when eager made its gradient accumulator, after a `.data =` (None:
-    # no such read; Note [Subclass Accumulators Made After .data =])
+    # no such read; Note [Gradient Accumulators Of Leaves])
     accumulator_sizes: tuple[tuple[int | sympy.Expr, ...] | None, ...] = ()
     # per tensor input: a leaf's size when eager made its gradient accumulator, after an in-place view op under
     # no_grad (None: no such read; Note [Leaves Laid Out Anew Under no_grad])

@@ -134,7 +134,7 @@ def replay_view(view: torch.Tensor, new_base: torch.Tensor) -> torch.Tensor:
 
 def give_base_grad(view: torch.Tensor) -> None:
     """requires_grad_() on `view`'s autograd `._base` where that is a leaf without it: the view then requires grad,
-    as a view does whose base requires grad (Note [Views Of A Detach That Gained Grad])."""
+    as a view does whose base requires grad (Note [Views That Raise After A Bump])."""
     base = view._base
     if base is not None and base.is_leaf and not base.requires_grad:
         base.requires_grad_(True)
@@ -566,7 +566,7 @@ def set_to_tensor(x: torch.Tensor, src: torch.Tensor) -> None:
 
 def renew_grad_accumulator(x: torch.Tensor) -> None:
     """On a leaf that requires grad, what the program's `x.set_(x)` under no_grad did to autograd: a new gradient
-    accumulator (Note [set_ Renews A Leaf's Accumulator]); the version counter is left as it was."""
+    accumulator (Note [Gradient Accumulators Of Leaves]); the version counter is left as it was."""
     if not x.requires_grad or grad_fn_raises(x) or not x.is_leaf:
         # a multi-output view (x.unbind(0)[3]) the program's x.set_(x) wrote: its grad_fn raises when read, in eager
         # as here, so it has one and is no leaf

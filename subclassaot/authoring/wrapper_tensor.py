@@ -340,18 +340,6 @@ def _run_on(func: OpOverload[..., Any], cls: type[WrapperTensor], name: str, arg
     return func(*inner_args, **inner_kwargs)
 
 
-# Note [Rewrapping Holds No Cycle]
-# What a subclass op or a compiled call makes per call is freed by reference counting, never left to the garbage
-# collector: a function that names itself from its own closure is a reference cycle, and keeps everything its closure
-# holds until a collection that no program can predict. Where that is a tensor with a grad_fn, its graph, and the
-# gradient accumulators of the leaves it reads, outlive the program's own references; an accumulator alive or not
-# decides which size a leaf's gradients are checked against after a `.data =` (Note [Accumulators Kept Through .data
-# =]), so with a cycle whether eager's own backward raises would depend on when the collector last ran. So `_rewrap`
-# recurses through the module-level `_build` (its per-attribute results hold the plain tensor an op writes in place,
-# `plain.add_(pair)`, which then gets its grad_fn from that op), and the runtime's output builder
-# (regenerate.build_outputs) drops its hold on itself once the outputs are built (it held the compiled Function's
-# outputs).
-
 
 def _rewrap(cls: type[WrapperTensor], per_attr: dict[str, Any], ctx: dict[str, object]) -> Any:
     return _build(cls, per_attr, list(per_attr), ctx, (), per_attr[next(iter(per_attr))])

@@ -353,7 +353,7 @@ def _check_views_of_fresh(
             )
 
 
-# See Note [Views Of Intermediates Written After]
+# See Note [Views That Raise After A Bump]
 _BUMPED_SOURCES = (ReplaySource.BASE, ReplaySource.WRAPPER, ReplaySource.OUTPUT, ReplaySource.INPUT)
 
 
@@ -465,7 +465,7 @@ def _output_info(
             meta = alias_meta(leaf, run, current[key], original.get(key))  # Note [Offsets After A Write]
             input_layout = key not in original and meta == leaf_meta(run.finals[current[key]])
             if key not in original and not input_layout:
-                own_layout.append(current[key])  # Note [Fresh Subclass Output Strides]
+                own_layout.append(current[key])  # Note [Strides The Kernels Choose]
             out_leaves.append(
                 OutputLeaf(
                     source=LeafSource.INPUT_ALIAS,
@@ -523,7 +523,7 @@ def _output_info(
             "Return a clone"
         )
     data_from = history_data_leaf(path, value, tree is not None, out_leaves, run)
-    if data_from is not None:  # Note [Outputs Assigned .data With History]
+    if data_from is not None:  # Note [History Kept Through .data =]
         graph_leaf = OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=data_from.meta, is_view=False)
         return info(OutputKind.TENSOR, leaves=(graph_leaf,), data_from=data_from), graph_count + 1
     on_input = any(o.source is LeafSource.INPUT_ALIAS for o in out_leaves)
@@ -574,14 +574,14 @@ def _output_info(
     elif replay is not None and replay.source is ReplaySource.INPUT and torch.is_grad_enabled():
         replay = replace(replay, split_made=split_seq(value, run, input_by_id))
     if replay is not None and not replay.before_epilogue:
-        replay = replace(replay, made=late_build_seq(value, replay, run))  # Note [Outputs Built After A Runtime set_]
+        replay = replace(replay, made=late_build_seq(value, replay, run))  # Note [Views That Raise After A Bump]
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
-    raises = grad_fn_raises(value)  # (under no_grad too: Note [Views Of Intermediates Written After])
+    raises = grad_fn_raises(value)  # (under no_grad too: Note [Views That Raise After A Bump])
     if raises and not rebuilt and replay is not None and replay.source in _BUMPED_SOURCES:
-        replay = replace(replay, bump_after=True)  # Note [Views Of Intermediates Written After]
+        replay = replace(replay, bump_after=True)  # Note [Views That Raise After A Bump]
     elif raises and not rebuilt and torch.is_grad_enabled():
         # Only a view replayed exactly (then rebuilt before the epilogue writes it, or its counter advanced), or one
-        # whose wrapper the runtime set_()s (Note [Wrapper Storage After set_]), gets such a grad_fn at run time
+        # whose wrapper the runtime set_()s (Note [Wrapper Storage]), gets such a grad_fn at run time
         # (a no_grad view of an intermediate or swapped tensor would come back with none).
         raise UnsupportedError(
             f"{path}: its grad_fn raises in eager (a view made under no_grad, or one of the views of a multi-output "
@@ -686,18 +686,29 @@ def _output_info(
     )
 
 
-# Note [Fresh Subclass Output Strides]
+# Note [Strides The Kernels Choose]
 # Where a kernel chooses the strides of its result (a dim of size 0 or 1), fake tensors may choose others: a (1, 3)
-# result of a (1, 3) input with strides (1, 1) is (3, 1) fake, (1, 1) eager; an empty `x.mul(x[:, :, 0:0])` is (2, 1, 1)
-# fake, (0, 1, 2) eager. A plain fresh output takes its strides from the graph's real result; a subclass output is
-# rebuilt with the outer strides recorded here. A wrapper whose outer size and stride were those of one of its fresh
-# leaves (a WrapperTensor takes them from its first inner tensor) takes that leaf's real strides at run time instead, as
-# eager's wrapper did; so does an intermediate subclass that outputs are replayed from (Replay.root_stride_leaf). This
-# trusts the backend to give the graph's results eager's kernels' strides (Note [What A Backend Receives And Returns]).
-# Views of an empty set_() target: after `x.data = t` (or `x.set_(t)`) with t an empty tensor a kernel computed, an
-# output that is t itself or an alias with x's final metadata takes x's real layout after the epilogue (Note [Inputs Set
-# To Computed Tensors]), a view too. A view of t with a layout of its own (`x.data = t; return t.select(1, -1)`) would
-# be rebuilt from the fake strides: refused. (A view of x itself replays its view ops on the real x and is exact.)
+# result of a (1, 3) input with strides (1, 1) is (3, 1) fake, (1, 1) eager. Views take their strides from the view
+# ops, whose fake metadata are the real ones; the offsets of views of a computed tensor follow its strides. So every
+# layout that came from a kernel is taken from the graph's real results at run time, never from the fakes, trusting the
+# backend to give the graph's results eager's kernels' strides (Note [What A Backend Receives And Returns]):
+# - Fresh outputs: a plain one takes its strides from the graph's real result; a subclass one is rebuilt with the outer
+#   strides recorded at analysis, except that a wrapper whose outer size and stride were those of one of its fresh
+#   leaves (a WrapperTensor takes them from its first inner tensor) takes that leaf's real strides, as eager's wrapper
+#   did; so does an intermediate subclass that outputs are replayed from (Replay.root_stride_leaf).
+# - Inputs set to computed tensors (`x.set_(t)`, `x.data = t`, t computed by the program): the graph returns x's final
+#   value, computed by the same ops on real tensors, and the epilogue gives x that value's strides and offset. An output
+#   that is t, or another alias with x's final metadata (a view too), takes x's real layout after the epilogue
+#   (OutputInfo.input_layout), as does each leaf of an intermediate subclass rebuilt around x's leaves (an INPUT_ROOT
+#   replay) and a subclass input or output whose outer metadata were a dense leaf's. A view of t with a layout of its
+#   own (`x.data = t; return t.select(1, -1)` with t empty) would be rebuilt from the fake strides: refused. (A view of
+#   x itself replays its view ops on the real x and is exact.)
+# - Wrappers assigned a computed tensor (`x.data = x.mul(-1.0)`, Note [Wrapper Data Assignment]): the graph returns the
+#   dense leaf whose size and stride the assigned wrapper had as a stride probe, and the wrapper takes that leaf's real
+#   strides. Only where nothing changed that leaf or the wrapper after it was made (no in-place view op, set_ or `.data
+#   =` on either, no write to the leaf's storage, whose functional value need not keep the leaf's strides) and the
+#   wrapper's metadata when assigned are the leaf's at the end; refused otherwise. In training the Function returns the
+#   probes after its symbolic ints, as detached aliases it marks non-differentiable.
 
 
 def _check_replay(
@@ -768,12 +779,12 @@ def _check_within_swapped_input(path: str, leaf: torch.Tensor, run: FunctionalRu
 
 
 def _check_empty_set_target(path: str, run: FunctionalRun, j: DenseIndex) -> None:
-    """Note [Fresh Subclass Output Strides]."""
+    """Note [Strides The Kernels Choose]."""
     if run.finals[j].numel() == 0:
         raise UnsupportedError(
             f"{path} is a view, with a layout of its own, of an empty tensor the program computed and set_() input "
             f"{j} to (or assigned to its `.data`); eager's strides of such an empty tensor are the kernel's, which "
-            "the compiled program does not see (Note [Fresh Subclass Output Strides]). Return a clone, or the "
+            "the compiled program does not see (Note [Strides The Kernels Choose]). Return a clone, or the "
             "tensor the input was set_() to itself"
         )
 

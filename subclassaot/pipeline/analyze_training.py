@@ -109,7 +109,7 @@ def wrapper_uses(
 # after the set_ run between: a leaf gets a gradient there only where the loss reaches it directly or none of its
 # paths crosses a set_ node (refused by Note [Backward Errors Are Deferred]).
 # - A subclass output gets a holder of its own class (a clone of a detached alias), set_() at the wrapper level, whose
-#   wrapper storage is then the output's (Note [Wrapper Storage After set_]).
+#   wrapper storage is then the output's (Note [Wrapper Storage]).
 # - Leaves behind the node: eager's set_ node has edges to the leaves its tensor's history reaches, and an
 #   AccumulateGrad runs only once every node with an edge to it has run, so such a leaf never gets its gradient, even
 #   where the loss reaches it directly. The analysis notes each input reached through a NotImplemented node
@@ -275,7 +275,7 @@ def check_history_over_alias(
     if not _has_history(value):
         return
     base = bases.get(storage_key(value))
-    # (an intermediate subclass so assigned: Note [Views Of A Root Whose .data Was Assigned], data_assignment.py)
+    # (an intermediate subclass so assigned: Note [Wrapper Data Assignment], data_assignment.py)
     if (
         base is not None
         and id(base[1]) in run.swaps.swapped_by_data
@@ -614,7 +614,7 @@ def _same_views_on(t: torch.Tensor, prefix: Sequence[ViewStep] | None, steps: Se
 
 
 def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
-    """See Note [No-Grad Views Made After The Bump]."""
+    """See Note [Views That Raise After A Bump]."""
     if not analysis.wrapper_last_use:
         return
     reals = [flat.values[i] for i in flat.tensor_indices]
@@ -633,13 +633,13 @@ def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analys
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[t]].path} is a view made by an op that returns several views "
                 "(unbind, split, chunk), the program writes its base through another input and uses it with grad "
-                "enabled: eager raises when autograd reads it (Note [No-Grad Views Made After The Bump]), which the "
+                "enabled: eager raises when autograd reads it (Note [Views That Raise After A Bump]), which the "
                 "compiled program does not reproduce. Pass the base tensor and take the views inside the function"
             )
 
 
 def check_multi_output_view_outputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
-    """See Note [No-Grad Views Made After The Bump]."""
+    """See Note [Views That Raise After A Bump]."""
     position = {index: t for t, index in enumerate(flat.tensor_indices)}
     for k, info in enumerate(analysis.outputs):
         replay = info.replay
@@ -663,7 +663,7 @@ def check_multi_output_view_outputs(flat: FlatInputs, layout: DenseLayout, analy
                     f"out[{k}] is a view made by an op that returns several views (unbind, split, chunk) of "
                     f"{flat.leaves[replay.index].path}, whose base the program advances through "
                     f"{flat.leaves[flat.tensor_indices[t]].path}: eager's may raise when autograd reads its grad_fn "
-                    "(Note [No-Grad Views Made After The Bump]), which the rebuilt output does not reproduce. Return "
+                    "(Note [Views That Raise After A Bump]), which the rebuilt output does not reproduce. Return "
                     "a clone"
                 )
 
@@ -741,7 +741,7 @@ def check_writes_after_hidden_set(
     mutations: Sequence[LeafMutation],
     user_fakes: Sequence[torch.Tensor],
 ) -> None:
-    """Note [Writes With Grad After .data =]."""
+    """Note [History Kept Through .data =]."""
     for i, t in enumerate(run.user_tensors):
         # a tensor subclass input: its wrapper's set_()
         sets = run.swaps.plain_sets if layout.trees[i] is None else run.swaps.wrapper_sets
@@ -754,6 +754,6 @@ def check_writes_after_hidden_set(
                 f"{flat.leaves[flat.tensor_indices[i]].path} requires grad, and the program set_() it under no_grad "
                 "to another input's storage and then wrote it with grad enabled: eager records that write on the "
                 "history it had before the set_(), which the compiled graph, where the write reads only the other "
-                "input's storage, cannot reproduce (Note [Writes With Grad After .data =]). Call set_() with "
+                "input's storage, cannot reproduce (Note [History Kept Through .data =]). Call set_() with "
                 "grad enabled, or write into a clone"
             )

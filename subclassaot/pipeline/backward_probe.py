@@ -308,7 +308,7 @@ def refuse_layout_changed_behind_autograd(
 def refuse_unreduced_assigned_gradients(
     flat: FlatInputs, analysis: Analysis, reached: Sequence[int], error: RuntimeError
 ) -> None:
-    """Note [Subclass Accumulators Made After .data =]: the traced backward checks a subclass leaf's gradients
+    """Note [Gradient Accumulators Of Leaves]: the traced backward checks a subclass leaf's gradients
     against its old size (the leaf runs as a clone there), where eager checks each against the new size. Refuse
     where the traced backward failed such a check (eager's may run: `x.data = y; return x.sum()`). `reached`: the
     tensor inputs some diff output's gradient reaches in the trace (the others get none from the Function)."""
@@ -324,7 +324,7 @@ def refuse_unreduced_assigned_gradients(
             f"{', '.join(paths)}: the program assigns `.data` of this tensor subclass leaf a tensor of another "
             "size, then reads it with grad: eager checks each gradient reaching it against its new size, the "
             f"compiled backward against the size it came with first, and it fails ({error}) where eager's may run "
-            "(Note [Subclass Accumulators Made After .data =]); not supported in training. Assign `.data` a tensor "
+            "(Note [Gradient Accumulators Of Leaves]); not supported in training. Assign `.data` a tensor "
             "of the same shape, or read a clone"
         ) from error
 

@@ -188,7 +188,7 @@ def _swapped_updates(traced: TracedGraph, analysis: Analysis) -> frozenset[int]:
     """Forward-output positions of updates of leaves whose storage set_() swapped: the epilogue copies them in
     under no_grad (the swap is the op autograd sees: Note [set_ Under Grad], Note [Inputs That Gain Grad In
     Training]), so they get no gradient, and differentiating them would raise set_'s backward error for a
-    backward eager completes. Not a FINAL update copied in with grad (Note [Writes With Grad After .data =])."""
+    backward eager completes. Not a FINAL update copied in with grad (Note [History Kept Through .data =])."""
     return frozenset(
         k
         for k, u in enumerate(traced.outputs.updates)
@@ -427,7 +427,7 @@ def refuse_set_beside_returned_leaves(
 
 def refuse_reads_around_self_set(setup: JointSetup, error: Exception) -> None:
     """Refuse a raising backward where the program read a leaf with grad both before and after its x.set_(x)
-    under no_grad (Note [Reads Around A set_ That Renews An Accumulator])."""
+    under no_grad (Note [Gradient Accumulators Of Leaves])."""
     flat, analysis = setup.flat, setup.analysis
     # outputs eager's backward reaches the leaf's last accumulator through outside the Function: the input itself,
     # or a view the runtime regenerates from an input
@@ -443,7 +443,7 @@ def refuse_reads_around_self_set(setup: JointSetup, error: Exception) -> None:
                 f"both before and after its last such set_(), and the program's backward fails in eager ({error}): "
                 "eager's nodes feed two gradient accumulators of that leaf, the output that is (a view of) it the "
                 "last one, which the compiled Function's one edge cannot reproduce, nor so which gradients eager "
-                "accumulates before it raises (Note [Reads Around A set_ That Renews An Accumulator]). Read a clone "
+                "accumulates before it raises (Note [Gradient Accumulators Of Leaves]). Read a clone "
                 "of it on one side of the set_()"
             ) from error
 

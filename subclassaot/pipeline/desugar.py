@@ -261,13 +261,6 @@ def rebuild_user_tensors(layout: DenseLayout, dense: Sequence[torch.Tensor]) -> 
     return out
 
 
-# Note [Wrapper Storage Of A View Input]
-# A wrapper subclass input that is a view of a larger one (`b[1:1]`, `b[:2]`) shares its base's wrapper storage in
-# eager, which bounds the in-place view ops the wrapper allows: `x.as_strided((), (), 0).unsqueeze_(0)` on an empty
-# slice of a 1-element PairTensor is legal (fuzz seed 40000 #7513). Rebuilt by unflatten, the traced wrapper gets a
-# storage sized for its own elements only, and the same op raises (setStorage: out of bounds). So a traced wrapper
-# gets a (data-less) storage as large as the real input's, where that is larger and its metadata is static.
-
 
 def widen_wrapper_storage(wrapper: torch.Tensor, nbytes: int | None) -> None:
     meta = (*wrapper.shape, *wrapper.stride(), wrapper.storage_offset())

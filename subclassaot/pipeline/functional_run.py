@@ -146,7 +146,7 @@ def run_functional(
                 copy_on_contiguous.add(id(clone))  # Note [Eager's Layouts Under Functionalization]
         user_tensors[i] = clone
         if layout.trees[i] is not None and layout.wrapper_bytes:
-            widen_wrapper_storage(clone, layout.wrapper_bytes[i])  # Note [Wrapper Storage Of A View Input]
+            widen_wrapper_storage(clone, layout.wrapper_bytes[i])  # Note [Wrapper Storage]
         leaves = [clone] if layout.trees[i] is None else flatten_subclass(clone, "clone")[1]
         for j, leaf in zip(layout.leaves_of_input[i], leaves, strict=True):
             shift[j] = dense[j].storage_offset() - leaf.storage_offset()

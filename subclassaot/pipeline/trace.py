@@ -69,7 +69,7 @@ def input_updates(layout: DenseLayout, analysis: Analysis) -> tuple[InputUpdate,
         mutation = analysis.mutations[item]
         if mutation.data:
             updates.append(InputUpdate(kind=UpdateKind.ORIGINAL, target=item))
-        # (Note [Writes With Grad After .data =]: the value that carries the input's history of the write)
+        # (Note [History Kept Through .data =]: the value that carries the input's history of the write)
         final = mutation.final_data or mutation.written_after_data
         if final or (mutation.data and mutation.metadata and not mutation.storage_changed):
             updates.append(InputUpdate(kind=UpdateKind.FINAL, target=item))
@@ -140,7 +140,7 @@ def graph_output_values(
 
 
 def _stride_probes(run: FunctionalRun, analysis: Analysis) -> list[object]:
-    """Note [Strides Of Assigned Tensors]: the dense leaves whose real strides assigned wrappers take."""
+    """Note [Strides The Kernels Choose]: the dense leaves whose real strides assigned wrappers take."""
     probes: list[object] = []
     outputs = pytree.tree_leaves(run.output)
     for probe in analysis.stride_probes:

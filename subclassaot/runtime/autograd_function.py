@@ -372,7 +372,7 @@ def training_call(
                     assert info.outer_meta is not None
                     size, stride, _ = ev.meta(info.outer_meta, symbols)
                     stride = fresh_outer_stride(info, leaves, size, stride)
-                    if info.history_size is not None:  # Note [Subclass Outputs Resized Under Their History]
+                    if info.history_size is not None:  # Note [Wrapper Data Assignment]
                         size = [ev.dim(d, symbols) for d in info.history_size]
                         stride = _contiguous_strides(size)
                     tensors.append(
@@ -381,7 +381,7 @@ def training_call(
             n_bases = plan.graph_outputs.num_bases
             base_values = outs[pos : pos + n_bases]
             tensors.extend(base_values)
-            # the symbolic ints, then the stride probes (Note [Strides Of Assigned Tensors]): only their strides are
+            # the symbolic ints, then the stride probes (Note [Strides The Kernels Choose]): only their strides are
             # read, from aliases that are not the graph's outputs themselves (which may be returned above too)
             symints = [o.detach() if isinstance(o, torch.Tensor) else o for o in outs[pos + n_bases :]]
             # See Note [Subclass Inputs Mutated In Training]: the new value of such an input, as a wrapper.

@@ -123,7 +123,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         if plan.input_requires_grad[i] and not after
     ]
 
-    # See Note [Reads Around A set_ That Renews An Accumulator]: renewed before the compiled call, or after it
+    # See Note [Gradient Accumulators Of Leaves]: renewed before the compiled call, or after it
     first = plan.analysis.self_set_first or (False,) * len(plan.analysis.self_set)
     self_set_first = [flat.tensor_indices[t] for t, s in enumerate(first) if s]
     self_set = [flat.tensor_indices[t] for t, s in enumerate(plan.analysis.self_set) if s and not first[t]]
@@ -141,7 +141,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         ),
         key=lambda item: item[1].made,  # in the program's order (Replay.made)
     )
-    # See Note [No-Grad Views Made After The Bump]: steps before the epilogue, and those after it
+    # See Note [Views That Raise After A Bump]: steps before the epilogue, and those after it
     early_heads = [(o, _head(r)) for o, r in early_replays]
     late_tails = [(o, r) for o, r in early_replays if r.late_steps]
 
@@ -149,8 +149,8 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         entry = {i: get_version(cast(torch.Tensor, values[i])) for i in bumped_inputs}
         for i in gains:
             cast(torch.Tensor, values[i]).requires_grad_(True)  # the program's requires_grad_()
-        _held = hold_accumulators(values, kept)  # until the outputs are built: Note [Accumulators Kept Through .data =]
-        if assigned_reads:  # Note [Subclass Accumulators Made After .data =]
+        _held = hold_accumulators(values, kept)  # until the outputs are built: Note [Gradient Accumulators Of Leaves]
+        if assigned_reads:  # Note [Gradient Accumulators Of Leaves]
             _held += make_assigned_accumulators(
                 values, [(i, ev.meta((s, (), 0), symbols)[0]) for i, s in assigned_reads]
             )
@@ -159,11 +159,11 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         # version counters as the inputs came: an early replay of an in-place view op (t_) advances them already
         counters = _versions(plan, epilogue, values, dense)
         shared: dict[int, torch.Tensor] = {}  # Note [Views Sharing An Intermediate]
-        early, at_end = replay_early(  # Note [Early Views Made After The Last Write]
+        early, at_end = replay_early(  # Note [Views That Raise After A Bump]
             early_heads, values, lambda r: replay_view(r, ev, values, ([], {}), symbols, no_output, shared=shared)
         )
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
-        for i in self_set_first:  # Note [Reads Around A set_ That Renews An Accumulator]
+        for i in self_set_first:  # Note [Gradient Accumulators Of Leaves]
             renew_grad_accumulator(cast(torch.Tensor, values[i]))
         if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad]
             done: list[torch.Tensor] = []  # an input passed at several positions takes one set_, as in eager
@@ -177,7 +177,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         if not epilogue.empty:
             _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values, counters)
         settle_early_counters(at_end, values)
-        for i in self_set:  # Note [set_ Renews A Leaf's Accumulator]
+        for i in self_set:  # Note [Gradient Accumulators Of Leaves]
             renew_grad_accumulator(cast(torch.Tensor, values[i]))
         for o, r in late_tails:
             start = len(r.steps) - r.late_steps
@@ -206,7 +206,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
 
 
 def _head(replay: Replay) -> Replay:
-    """An early replay without its late steps (Note [No-Grad Views Made After The Bump])."""
+    """An early replay without its late steps (Note [Views That Raise After A Bump])."""
     if not replay.late_steps:
         return replay
     kept = len(replay.steps) - replay.late_steps
@@ -228,7 +228,7 @@ def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
             or leaf.onto_input is not None
         ):
             return None
-        if info.data_from is not None:  # Note [Outputs Assigned .data With History]
+        if info.data_from is not None:  # Note [History Kept Through .data =]
             return None
         out.append(fresh_start + info.leaves[0].index)
     if (
@@ -239,7 +239,7 @@ def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
     ):
         return None
     if plan.analysis.wrapper_storage:
-        return None  # _outputs gives inputs their wrapper storage (Note [Wrapper Storage After set_])
+        return None  # _outputs gives inputs their wrapper storage (Note [Wrapper Storage])
     return tuple(out)
 
 
@@ -333,7 +333,7 @@ def _epilogue(
     finals = dict(epilogue.final_copies)
     for j in epilogue.metadata:
         m, meta = mutations[j], ev.meta(mutations[j].final_meta, symbols)
-        if m.storage_changed and m.set_source is None and j in finals:  # Note [Inputs Set To Computed Tensors]
+        if m.storage_changed and m.set_source is None and j in finals:  # Note [Strides The Kernels Choose]
             meta = set_target_layout(meta, outs[finals[j]])
         _replay_metadata(dense, j, m, meta, sources)
     for t in epilogue.reshaped:
@@ -399,7 +399,7 @@ def _assign_data(
     outs: Sequence[object],
 ) -> None:
     """Note [Wrapper Data Assignment]: the wrapper takes the assigned tensor's own metadata (not its storage: see
-    Note [Wrapper Storage After set_]), without autograd or the version counter, as eager's `.data =`."""
+    Note [Wrapper Storage]), without autograd or the version counter, as eager's `.data =`."""
     if data.source is not None:
         source = cast(torch.Tensor, values[plan.flat.tensor_indices[data.source]])
         size, stride, offset = list(source.shape), list(source.stride()), int(source.storage_offset())
@@ -427,19 +427,6 @@ def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: to
         set_version(wrapper, before)  # a write through `.data`: eager leaves the wrapper's counter alone
 
 
-# Note [data Assignment Keeps A Leaf's Accumulator]
-# Eager's `.data =` on a leaf that requires grad keeps its gradient accumulator, whose recorded size the engine
-# reduces gradients to (x0.reshape(()) took it at size (1,); x0.data = x0.unsqueeze(1); then x0 returned: eager's
-# x0.grad has size (1,), fuzz seed 41000 #1312), while set_() makes a new one (Note [set_ Renews A Leaf's
-# Accumulator]). So a plain input the program swapped only by `.data =`, within its own storage, gets its layout
-# by `.data =` too, not by set_(). Whether eager has one to keep: See Note [Accumulators Kept Through .data =].
-
-
-# Note [Metadata Changes Under no_grad]
-# `with torch.no_grad(): x.t_()` on an input that requires grad leaves its grad_fn as it was in eager (a backward
-# through the new x then raises there, as its grad_fn expects the old layout). So the epilogue replays such a change
-# under no_grad too, even where the program's other writes (to x, or an in-place view op on a view of it with grad
-# on: t = x.transpose(0, 0); t.unsqueeze_(0)) make the input's mutation autograd-visible.
 
 
 def _replay_metadata(
@@ -452,7 +439,7 @@ def _replay_metadata(
     size, stride, offset = meta
     x = dense[j]
     # An in-place view op on a non-leaf that requires grad rewrites its grad_fn in eager: let autograd see ours,
-    # unless the program ran them all under no_grad (Note [Metadata Changes Under no_grad]).
+    # unless the program ran them all under no_grad (Note [Leaves Laid Out Anew Under no_grad]).
     visible = x.requires_grad and m.autograd_visible and not m.storage_changed and not m.metadata_hidden
     with torch.set_grad_enabled(visible and torch.is_grad_enabled()):
         if m.storage_changed and m.set_source is not None:
@@ -477,7 +464,7 @@ def _replay_metadata(
             # set_() within its own storage (to another input sharing it, or to a view of itself): set_(Tensor) as
             # the program's. On a leaf, unlike as_strided_, it also renews the gradient accumulator autograd
             # checks the leaf's gradient against (fuzz seed 6000 #183: x0.set_(x0.view(-1)) under no_grad)
-            if m.swapped_by_data_only:  # Note [data Assignment Keeps A Leaf's Accumulator]
+            if m.swapped_by_data_only:  # Note [Gradient Accumulators Of Leaves]
                 x.data = x.detach().as_strided(size, stride, offset)
             else:
                 set_to_tensor(x, x.detach().as_strided(size, stride, offset))
@@ -523,7 +510,7 @@ def _fix_wrappers(
         if after is not None and not analysis.inplace_replay[t] and not (data is not None and data.final):
             leaves = plan.layout.leaves_of_input[t]
             leaf_metas = [ev.meta(analysis.mutations[j].final_meta, symbols) for j in leaves]
-            # See Note [Inputs Set To Computed Tensors]
+            # See Note [Strides The Kernels Choose]
             size, stride, offset = wrapper_layout(ev.meta(after, symbols), leaf_metas, [dense[j] for j in leaves])
             if list(wrapper.shape) != size or list(wrapper.stride()) != stride or wrapper.storage_offset() != offset:
                 # after a `.data =`, without autograd or the version counter (Note [Wrapper Data Assignment])

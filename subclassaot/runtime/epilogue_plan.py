@@ -129,7 +129,7 @@ def copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, f
     # See Note [Writes Through A set_() Alias]; written through itself, a leaf that requires grad raises in eager, and
     # so does this copy.
     hidden = hidden or not mutation.visible_through_self
-    hidden = hidden and not (final and mutation.written_after_data)  # Note [Writes With Grad After .data =]
+    hidden = hidden and not (final and mutation.written_after_data)  # Note [History Kept Through .data =]
     x, value = once_per_location(x, value)
     if (x.requires_grad or value.requires_grad) and not hidden:
         x.copy_(value)

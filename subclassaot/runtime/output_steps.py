@@ -25,7 +25,7 @@ def lower_input_counter(
 ) -> tuple[torch.Tensor, int] | None:
     """Before replaying a bump_after view of an input: give the input its counter at entry (the input and the
     counter it has now), where the epilogue moved it and its grad_fn raises since (Replay.entry_counter too), or
-    where eager's view is stale at the end (Replay.stale_view: Note [Plain Views Assigned .data After A Write])."""
+    where eager's view is stale at the end (Replay.stale_view: Note [History Kept Through .data =])."""
     if replay.source is not ReplaySource.INPUT or replay.index not in entry:
         return None
     source = values[replay.index]
@@ -183,7 +183,7 @@ def _set_bumps(replay: Replay | None) -> bool:
 
 def build_order(infos: Sequence[OutputInfo]) -> list[int]:
     """Outputs in the order of the object states their chains pass through, then output order (or, where an output
-    repeats a set_(), program order: Note [Outputs Built After A Runtime set_])."""
+    repeats a set_(), program order: Note [Views That Raise After A Bump])."""
     by_program = any(_set_bumps(info.replay) for info in infos)
 
     def key(o: int) -> tuple[int, int]:

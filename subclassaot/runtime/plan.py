@@ -214,7 +214,7 @@ class GraphCall:
 def probed_stride(
     plan: RuntimePlan, outs: Sequence[object], probe: int | None, size: list[int], stride: list[int]
 ) -> list[int]:
-    """Note [Strides Of Assigned Tensors]: the real strides of the stride probe the analysis named, if any."""
+    """Note [Strides The Kernels Choose]: the real strides of the stride probe the analysis named, if any."""
     if probe is None:
         return stride
     gout = plan.graph_outputs

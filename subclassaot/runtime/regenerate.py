@@ -80,7 +80,7 @@ def build_outputs(
     given_roots, shared, entry = given
     roots = dict(given_roots)  # Note [Subclass Intermediate Roots]
     # `get` itself, for its recursion, emptied once the outputs are built: a closure naming itself would be a cycle
-    # holding every output of the graph, and their graph, until a garbage collection (Note [Rewrapping Holds No Cycle])
+    # holding every output of the graph, and their graph, until a garbage collection (Note [Gradient Accumulators Of Leaves])
     builder: list[Callable[[int], object]] = []
     gains_late: list[torch.Tensor] = []
 
@@ -119,17 +119,17 @@ def build_outputs(
             owner = values[plan.layout.leaves[info.leaves[0].onto_input].owner]
             assert isinstance(owner, torch.Tensor)
             set_onto_inputs(value, info, dense, [ev.meta(leaf.meta, symbols) for leaf in info.leaves], owner)
-        if info.data_from is not None and isinstance(value, torch.Tensor):  # Note [Outputs Assigned .data With History]
-            with torch.no_grad():  # see Note [Outputs Assigned .data With History]
+        if info.data_from is not None and isinstance(value, torch.Tensor):  # Note [History Kept Through .data =]
+            with torch.no_grad():  # see Note [History Kept Through .data =]
                 data = _from_leaves(
                     replace(info, leaves=(info.data_from,)), ev, dense, outs, fresh_start, bases, symbols, shared
                 )
             value.data = data
         if info.base_gains_grad and isinstance(value, torch.Tensor) and torch.is_grad_enabled():
             if info.replay is not None and info.replay.bump_after:
-                gains_late.append(value)  # once every output is built: Note [Views Of A Detach That Gained Grad]
+                gains_late.append(value)  # once every output is built: Note [Views That Raise After A Bump]
             else:
-                give_base_grad(value)  # Note [Views Of A Detach That Gained Grad]
+                give_base_grad(value)  # Note [Views That Raise After A Bump]
         onto = info.leaves[0].storage_of if info.leaves else None
         if onto is not None and isinstance(value, torch.Tensor):  # Note [Outputs Over Another Storage]
             version = get_version(value)
@@ -191,7 +191,7 @@ def _change_bases(
     values: Sequence[object],
     shared: dict[int, torch.Tensor],
 ) -> None:
-    """Note [In-Place View Ops On A Base After Its Views], Note [Views Of A Root Whose .data Was Assigned]."""
+    """Note [In-Place View Ops On A Base After Its Views], Note [Wrapper Data Assignment]."""
     done: set[int] = set()
     for info, value in zip(infos, result, strict=True):
         replay = info.replay
@@ -253,11 +253,11 @@ def _tensor_output(
 ) -> torch.Tensor:
     bases, roots = bases_and_roots
     if info.replay is not None:
-        lowered = lower_input_counter(info.replay, values, entry)  # Note [Views Of Intermediates Written After]
+        lowered = lower_input_counter(info.replay, values, entry)  # Note [Views That Raise After A Bump]
         view = replay_view(info.replay, ev, values, bases_and_roots, symbols, earlier, dense, shared)
         if info.replay.bump_after or lowered is not None:
             finish_bumped_view(view, lowered, bump=info.replay.bump_after)
-        if info.replay.then_set:  # Note [Wrapper Storage After set_]
+        if info.replay.then_set:  # Note [Wrapper Storage]
             # only the contents' storage and metadata are used: no autograd view of an input whose grad_fn may raise
             # (an unbind() output whose version the epilogue advanced: fuzz seed 9000 #8076)
             with torch.no_grad():
@@ -342,7 +342,7 @@ def _from_leaves(
             hidden = non_view_alias(source.as_strided(*ev.meta(leaf.hidden_base, symbols)))
             source = hidden if leaf.hidden_key is None else shared.setdefault(leaf.hidden_key, hidden)
         meta = ev.meta(leaf.meta, symbols)
-        if leaf.input_layout:  # Note [Inputs Set To Computed Tensors]; a view too (fuzz seed 47000 #3804)
+        if leaf.input_layout:  # Note [Strides The Kernels Choose]; a view too (fuzz seed 47000 #3804)
             meta = set_target_layout(meta, dense[leaf.index])
         leaves.append(regenerate_alias(source, meta, leaf.is_view, own))
     if info.tree is None:
@@ -357,7 +357,7 @@ def _from_leaves(
 def fresh_outer_stride(
     info: OutputInfo, leaves: Sequence[torch.Tensor], size: list[int], stride: list[int]
 ) -> list[int]:
-    """Note [Fresh Subclass Output Strides]: the real strides of the leaf the wrapper's followed while tracing."""
+    """Note [Strides The Kernels Choose]: the real strides of the leaf the wrapper's followed while tracing."""
     if info.outer_stride_leaf is None:
         return stride
     leaf = leaves[info.outer_stride_leaf]
@@ -365,7 +365,7 @@ def fresh_outer_stride(
 
 
 def root_outer_stride(replay: Replay, leaves: Sequence[torch.Tensor], size: list[int], stride: list[int]) -> list[int]:
-    """Note [Fresh Subclass Output Strides], for an intermediate subclass root (fuzz seed 6000 #8603)."""
+    """Note [Strides The Kernels Choose], for an intermediate subclass root (fuzz seed 6000 #8603)."""
     if replay.root_stride_leaf is None:
         return stride
     leaf = leaves[replay.root_stride_leaf]
@@ -491,8 +491,8 @@ def regenerate_alias(
     source: torch.Tensor, meta: tuple[list[int], list[int], int], is_view: bool, same_object: bool = True
 ) -> torch.Tensor:
     size, stride, offset = meta
-    # The very object, strides included: fake strides can differ from the real kernel's (Note [Fresh Subclass
-    # Output Strides]; fuzz seed 10000 #3436)
+    # The very object, strides included: fake strides can differ from the real kernel's (Note [Strides The
+    # Kernels Choose]; fuzz seed 10000 #3436)
     if same_object and not is_view and list(source.shape) == size and source.storage_offset() == offset:
         return source
     if is_view:
@@ -520,7 +520,7 @@ def _input_root(
         regenerate_alias(dense[leaf.index], meta, False, False)
         for leaf, meta in zip(replay.root_leaves, real, strict=True)
     ]
-    # See Note [Inputs Set To Computed Tensors]: the outer strides of the leaf it had them from
+    # See Note [Strides The Kernels Choose]: the outer strides of the leaf it had them from
     size, stride, _ = wrapper_layout(ev.meta(replay.root_meta, symbols), metas, leaves)
     return unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
 

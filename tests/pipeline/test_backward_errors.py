@@ -518,7 +518,7 @@ def test_written_as_strided_view_inside_its_slice(compile_fn: CompileFn | None) 
 
 
 def test_data_assignment_keeps_the_leaf_accumulator(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 41000 #1312 (Note [data Assignment Keeps A Leaf's Accumulator]): eager's x0.grad keeps size (1,)
+    # fuzz seed 41000 #1312 (Note [Gradient Accumulators Of Leaves]): eager's x0.grad keeps size (1,)
     def f(x0: T) -> object:
         t0 = x0.reshape(())
         t1 = x0.unsqueeze(1)

@@ -44,7 +44,7 @@ REFUSED: dict[str, str] = {
 
 HIDDEN_SET_WRITE = (
     "set_() of an input under no_grad onto another input's storage, then a write of it with grad enabled, is refused "
-    "(Note [Writes With Grad After .data =]; AOTAutograd bans it too)"
+    "(Note [History Kept Through .data =]; AOTAutograd bans it too)"
 )
 GRAD_REENABLED = (
     "a program that turns grad mode on inside (enable_grad) is refused when called under no_grad with inputs that "

@@ -24,7 +24,7 @@ from tests.pipeline.program_helpers import assert_refused, nonleaf, pair, pair_n
 # - A view of an input set_() onto itself under no_grad: eager regenerates its grad_fn (AsStridedBackward0), whose
 #   gradient of an empty view is plain (seed 9000 #4529).
 # - A leaf set_() onto itself under no_grad gets a new gradient accumulator, which a backward that raises in an older
-#   node still reaches (Note [set_ Renews A Leaf's Accumulator]; seed 10000 #2934).
+#   node still reaches (Note [Gradient Accumulators Of Leaves]; seed 10000 #2934).
 # ---------------------------------------------------------------------------------------------------------------------
 
 T = torch.Tensor
@@ -420,7 +420,7 @@ def test_subclass_gradient_through_user_view_of_leaf(compile_fn: CompileFn | Non
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Metadata Changes Under no_grad]
+# See Note [Leaves Laid Out Anew Under no_grad]
 
 
 def test_no_grad_transpose_beside_grad_view_op_on_view(compile_fn: CompileFn | None) -> None:
@@ -451,7 +451,7 @@ def test_no_grad_transpose_beside_grad_write(compile_fn: CompileFn | None, write
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [No-Grad Views Made After The Bump]
+# See Note [Views That Raise After A Bump]
 
 
 def test_no_grad_view_made_after_transpose_of_input(compile_fn: CompileFn | None) -> None:

@@ -397,7 +397,7 @@ def test_data_assigned_after_in_place_transpose_refused(compile_fn: CompileFn | 
         x0.data = t0
         return (x0,)
 
-    # refused since d6570 by Note [Writes With Grad After .data =], which is checked first
+    # refused since d6570 by Note [History Kept Through .data =], which is checked first
     refused_with_grad(f, lambda: (nonleaf(4, 1),), compile_fn, r"args\[0\]: the program assigns `.data` .* in place")
 
 
@@ -629,7 +629,7 @@ def test_aliased_view_transposed_with_itself_then_written(compile_fn: CompileFn 
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Fuzz follow-ups (seed 12000): crashes of the epilogue where eager runs (Note [set_ Renews A Leaf's Accumulator], Note
+# Fuzz follow-ups (seed 12000): crashes of the epilogue where eager runs (Note [Gradient Accumulators Of Leaves], Note
 # [In-Place Ops On A View Whose Base Gained Grad], Note [Inputs That Gain Grad In Training]).
 # ---------------------------------------------------------------------------------------------------------------------
 
@@ -870,7 +870,7 @@ def test_leaf_data_assigned_beside_two_detached_aliases(compile_fn: CompileFn | 
 #   partitioned graph; a write to t0 then kept the input's offset, and so did the output views of t0 (partition.py,
 #   clones of inputs at an offset; seed 40000 #5854).
 # - `x.mul_(0.5); t0 = x.select(2, 0); t0.t_(); return t0` with a PairTensor x: t0 was replayed before the epilogue's
-#   write to x, whose bump left its grad_fn stale, regenerated without the t_() (Note [No-Grad Views Made After The
+#   write to x, whose bump left its grad_fn stale, regenerated without the t_() (Note [Views That Raise After A
 #   Bump]; seed 40000 #7249).
 # - A plain input x2 and a view of it x1 (both inputs), x2 written with a PairTensor operand: x1's gradient is a
 #   PairTensor in eager; the group was traced from its synthetic base, whose CopySlices made it plain (Note [Aliased

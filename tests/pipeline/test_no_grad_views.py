@@ -1,6 +1,6 @@
 """Views made under no_grad and views of multi-output ops (unbind, split, chunk): autograd's "A view was created in
 no_grad mode ..." error where eager raises it and nowhere else, and requires_grad / is_leaf / grad_fn of such views
-(Note [No-Grad Views Made After The Bump]).
+(Note [Views That Raise After A Bump]).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from tests.pipeline.program_helpers import check_no_grad as _no_grad_parity
 #
 # * fuzz seed 17000 #1356 (under no_grad): an output view of an unbind() input, taken after the program's last write
 #   to the input, raised on is_leaf and grad_fn where eager's reads fine: a write to an intermediate of its own
-#   storage counted as a write to an input (Note [No-Grad Views Made After The Bump]).
+#   storage counted as a write to an input (Note [Views That Raise After A Bump]).
 # * fuzz seed 49000 #988 (training): a node that saved a no_grad view and ends a cut path (the view has no grad_fn)
 #   did not run in the traced backward, so eager's error when it unpacks the view, written through its base since,
 #   was missing (Note [Backward Runs Every Node]).
@@ -285,8 +285,8 @@ def test_saved_detached_written_after(compile_fn: CompileFn | None, kind: str) -
 # requires grad, replayed after the epilogue (fuzz seed 16000 #5952, diverged). Eager's view requires grad through its
 # `._base` and its grad_fn raises autograd's view-after-write error; ours came back without requires_grad, as the
 # replayed `._base` was given requires_grad only for views rebuilt before the epilogue. The runtime's bump of the
-# view's counter after the replay (Replay.bump_after) makes ours raise too (Note [Views Of A Detach That Gained
-# Grad]).
+# view's counter after the replay (Replay.bump_after) makes ours raise too (Note [Views That Raise After A
+# Bump]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -495,7 +495,7 @@ def test_views_of_no_grad_view_of_detach_of_subclass_intermediate(compile_fn: Co
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Views made by a multi-output op (unbind) and views whose grad_fn raises in eager (fuzz seeds 9000, 10000, 11000; Note
-# [No-Grad Views Made After The Bump]).
+# [Views That Raise After A Bump]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -569,7 +569,7 @@ def _raises_in_eager(f: Callable[..., object], make_inputs: Callable[[], tuple[o
 
 
 def test_no_grad_view_of_intermediate_written_after(compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 10000, program 7533 (refused before): Note [Views Of Intermediates Written After].
+    # Fuzz seed 10000, program 7533 (refused before): Note [Views That Raise After A Bump].
     def f(x0: T) -> object:
         t0 = x0.add(x0)
         with torch.no_grad():
@@ -763,7 +763,7 @@ def test_views_of_unbind_input_and_overlapping_input_written_through_detach(comp
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions: a view of a subclass input taken before an in-place view op changed the input, viewed again
-# under no_grad after it (fuzz seed 3001 #2001). See Note [No-Grad Views Made After The Bump].
+# under no_grad after it (fuzz seed 3001 #2001). See Note [Views That Raise After A Bump].
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -848,7 +848,7 @@ def test_multi_output_view_after_bump(compile_fn: CompileFn | None, kind: str) -
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups (round 3, refusal classes): outputs made by multi-output view ops (unbind, split, chunk) of an
-# input whose base the program writes through another input (Note [No-Grad Views Made After The Bump]).
+# input whose base the program writes through another input (Note [Views That Raise After A Bump]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -964,7 +964,7 @@ def test_no_grad_view_of_input_changed_in_place_computed_with_grad(compile_fn: C
 @pytest.mark.parametrize("subclass", [False, True])
 def test_no_grad_view_of_detach_written_with_grad(compile_fn: CompileFn | None, subclass: bool) -> None:
     # fuzz seed 10000 #9135: t0 gains requires_grad by the copy_; its no_grad view requires grad through its
-    # `._base` (Note [Views Of A Detach That Gained Grad])
+    # `._base` (Note [Views That Raise After A Bump])
     def f(x0: T) -> object:
         t0 = x0.detach()
         t0.copy_(x0)
@@ -1101,7 +1101,7 @@ def test_resize_to_own_size_of_a_strided_view_returned(grad: bool, compile_fn: C
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A view of an input's detach() taken after an in-place view op on the input (Note [No-Grad Views Made After The
+# A view of an input's detach() taken after an in-place view op on the input (Note [Views That Raise After A
 # Bump]): eager's `._base` is the detach's result
 
 
@@ -1295,8 +1295,8 @@ def test_leaf_written_through_itself_still_raises() -> None:
 
 def test_unbind_input_read_while_another_member_writes_is_refused(compile_fn: CompileFn | None) -> None:
     """Seed 5000 #2426 (crashed: a wrapper-level copy_ into x0): x0, an unbind() output, is saved by the write
-    through x1, which advances their base's counter; eager's backward raises when it unpacks x0 (Note [No-Grad Views
-    Made After The Bump])."""
+    through x1, which advances their base's counter; eager's backward raises when it unpacks x0 (Note [Views That
+    Raise After A Bump])."""
 
     def f(x0: T, x1: T) -> object:
         x1.mul_(x0)

@@ -296,8 +296,8 @@ def test_empty_mutated_input_clone_strides(compile_fn: CompileFn | None) -> None
 
 
 def test_subclass_fresh_output_strides(compile_fn: CompileFn | None) -> None:
-    # A size-1 dim: fake tensors give the result contiguous strides, eager keeps (1, 1) (Note [Fresh Subclass Output
-    # Strides]).
+    # A size-1 dim: fake tensors give the result contiguous strides, eager keeps (1, 1) (Note [Strides The Kernels
+    # Choose]).
     def f(x: T) -> object:
         return x + 1
 

@@ -975,7 +975,7 @@ def test_set_into_shared_storage_that_requires_grad_matches_eager(compile_fn: Co
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions from dev seed 49000 about `x.set_(x)`: which gradient accumulator of a leaf set_() to itself under
-# no_grad the compiled Function feeds (Note [Reads Around A set_ That Renews An Accumulator]), and where the set_ node
+# no_grad the compiled Function feeds (Note [Gradient Accumulators Of Leaves]), and where the set_ node
 # of an input set_() under grad sits among the program's nodes (Note [set_ Under Grad]).
 # ---------------------------------------------------------------------------------------------------------------------
 
@@ -1390,7 +1390,7 @@ def test_views_of_max_after_dropped_ones_grown(compile_fn: CompileFn | None, rec
 def test_data_assigned_sort_results_after_dropped_reads(
     compile_fn: CompileFn | None, records: list[SwapRecord]
 ) -> None:
-    # SwapRecord.grad_read / kept_accumulators / fresh_accumulators (Note [Accumulators Kept Through .data =]):
+    # SwapRecord.grad_read / kept_accumulators / fresh_accumulators (Note [Gradient Accumulators Of Leaves]):
     # sort results read with grad and dropped, then new ones given other data by `.data =` and read again.
     ids = _Ids(records)
 
@@ -1438,8 +1438,8 @@ def test_written_sort_results_dropped_under_no_grad_and_with_grad(
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Fuzz regressions from dev seed 49000: views taken after an in-place view op on an input (Note [No-Grad Views Made
-# After The Bump]), a set_() of a leaf's neighbour in a raising backward (Note [set_ Under
+# Fuzz regressions from dev seed 49000: views taken after an in-place view op on an input (Note [Views That Raise
+# After A Bump]), a set_() of a leaf's neighbour in a raising backward (Note [set_ Under
 # Grad]), and views set_() onto another storage whose `._base` is an input's own base (Note [Outputs Over Another
 # Storage]); each program is a shrunk fuzz program or a variant of one (seed and index in the test's name).
 # ---------------------------------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """set_() under no_grad (and `x.set_(x)`) of inputs, intermediates and their views, then read, written or returned
 with grad: the refusals that name Note [Stale View Functions] and the layouts, histories and accumulators that match
-eager's (Note [Subclass Inputs Mutated In Training], Note [Wrappers set_() To A Plain Tensor]).
+eager's (Note [Subclass Inputs Mutated In Training], Note [Wrapper Storage]).
 """
 
 from __future__ import annotations
@@ -585,8 +585,8 @@ def test_view_of_a_view_set_off_its_base_without_grad(compile_fn: CompileFn | No
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Fuzz regression: a view of a multi-output view input, set_() under no_grad (Note [Views Of Intermediates Written
-# After]); the program is a shrunk fuzz program (seed and index in the test's name), with variants.
+# Fuzz regression: a view of a multi-output view input, set_() under no_grad (Note [Views That Raise After
+# A Bump]); the program is a shrunk fuzz program (seed and index in the test's name), with variants.
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -667,7 +667,7 @@ def test_self_set_of_view_whose_base_was_set_to_3d_no_grad(compile_fn: CompileFn
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper dv2065): a view of an input set_() under no_grad and returned, beside a view of the input
-# taken after that set_() (Note [Outputs Built After A Runtime set_]). The runtime repeats the output's set_() when it
+# taken after that set_() (Note [Views That Raise After A Bump]). The runtime repeats the output's set_() when it
 # builds it, which advanced the counter of the later view built before it: its grad_fn and is_leaf raised, where
 # eager's read fine.
 # ---------------------------------------------------------------------------------------------------------------------
@@ -1027,10 +1027,10 @@ def test_views_of_input_views_set_under_grad(compile_fn: CompileFn | None, grad:
 # PyTorch-corpus follow-ups (session 13, "pairset"): PairTensor programs the pipeline refused, now parity tests.
 #
 # set_() of a PairTensor onto a plain tensor: eager's wrapper then shares the plain tensor's storage with its own inner
-# tensors (Note [Wrappers set_() To A Plain Tensor]); set_() back to the size it had, and set_() under dynamic shapes
+# tensors (Note [Wrapper Storage]); set_() back to the size it had, and set_() under dynamic shapes
 # (Note [Subclass Inputs Mutated In Training]); an inner tensor of an input
 # that requires grad written directly (Note [Subclass Inputs Mutated In Training]); set_() under no_grad
-# onto another input, then a write with grad (refused: Note [Writes With Grad After .data =]).
+# onto another input, then a write with grad (refused: Note [History Kept Through .data =]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 HIDDEN_SET_WRITE = (
@@ -1403,7 +1403,7 @@ def test_write_after_set_under_no_grad_is_refused(compile_fn: CompileFn | None) 
         x0[0].mul_(2.0)
         return (x0,)
 
-    # since pairset, the rule for plain inputs (Note [Writes With Grad After .data =]) refuses the first
+    # since pairset, the rule for plain inputs (Note [History Kept Through .data =]) refuses the first
     hidden_set = r"args\[0\] requires grad, and the program set_\(\) it under no_grad to another input's storage"
     with torch.enable_grad():
         assert_refused(itself, lambda: (pair_nonleaf(2, 2), pair(2, 2)), compile_fn, hidden_set)

@@ -1,7 +1,7 @@
 """Strides, storage offsets and whole storages of outputs and inputs after the call: eager's kernels' layouts where
 fake tensors choose others, as_strided() and set_(storage, offset, ...) at absolute offsets, writes through expanded
 or overlapping inputs (Note [Eager's Layouts Under Functionalization], Note [Offsets After A Write], Note
-[as_strided On Inputs], Note [Inputs Set To Computed Tensors]).
+[as_strided On Inputs], Note [Strides The Kernels Choose]).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from tests.pipeline.program_helpers import (
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions for strides, storage offsets and aliasing of outputs and inputs after the call where the fake
-# tensors of the analysis lay tensors out differently from eager's kernels (Note [Inputs Set To Computed Tensors]).
+# tensors of the analysis lay tensors out differently from eager's kernels (Note [Strides The Kernels Choose]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 T = torch.Tensor
@@ -615,8 +615,8 @@ def test_view_of_other_input_set_to_view_of_written_input(compile_fn: CompileFn 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions about outputs that alias an input set_() (or `.data =`-assigned) to an empty tensor the program
-# computed, whose eager strides are the kernel's (Note [Inputs Set To Computed Tensors], Note [Fresh Subclass Output
-# Strides]); each program is a shrunk fuzz program or a variant of one (seed and index in the test's name).
+# computed, whose eager strides are the kernel's (Note [Strides The Kernels Choose], Note [Strides The Kernels
+# Choose]); each program is a shrunk fuzz program or a variant of one (seed and index in the test's name).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -692,7 +692,7 @@ def test_seed47000_3804_views_after_set_keep_kernel_strides(compile_fn: CompileF
 
 
 # variant of fuzz seed 47000 #3804: a view of the empty intermediate with a layout of its own, rebuilt from the
-# fake strides, is refused (Note [Fresh Subclass Output Strides])
+# fake strides, is refused (Note [Strides The Kernels Choose])
 def test_seed47000_3804_own_layout_view_of_empty_target_refused(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t1 = x0.mul(x0[:, :, 0:0:2])
@@ -1042,7 +1042,7 @@ def test_no_grad_view_set_to_intermediate_matches_eager(f: Callable[..., object]
 #   (functional_run._EmptyCompactClone; seed 43000 #4613).
 # - An output assigned `.data` from an input that is an unbind view, whose base the program then changed in place:
 #   the alias the runtime assigns is taken without an autograd record (reading the view's grad_fn raises by then), as
-#   Note [Outputs Assigned .data With History] says (seed 43000 #891).
+#   Note [History Kept Through .data =] says (seed 43000 #891).
 # ---------------------------------------------------------------------------------------------------------------------
 
 

@@ -420,7 +420,7 @@ def test_subclass_input_view_then_input_metadata_change(compile_fn: CompileFn | 
 
 def test_data_assigned_output_with_history(compile_fn: CompileFn | None) -> None:
     # Seed 13, program 217 (refused before): eager's output keeps its grad_fn over the input's storage
-    # (Note [Outputs Assigned .data With History]).
+    # (Note [History Kept Through .data =]).
     def f(x: T) -> object:
         t = x.mul(0.5)
         t.data = x
@@ -502,7 +502,7 @@ def test_view_of_input_after_its_metadata_change_then_inplace_view_op(compile_fn
 
 
 def test_subclass_result_strides_after_inplace_transpose(compile_fn: CompileFn | None) -> None:
-    # The wrapper's strides follow its first inner tensor's real ones (Note [Fresh Subclass Output Strides]).
+    # The wrapper's strides follow its first inner tensor's real ones (Note [Strides The Kernels Choose]).
     def f(x0: T) -> object:
         x0.t_()
         t0 = x0.mul(-1.0)
@@ -708,7 +708,7 @@ def test_view_made_after_the_write_from_a_view_made_before(compile_fn: CompileFn
 
 
 def test_fresh_subclass_output_strides_in_training(compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 21, program 706: Note [Fresh Subclass Output Strides] in the training runtime too.
+    # Fuzz seed 21, program 706: Note [Strides The Kernels Choose] in the training runtime too.
     def f(x0: T, x1: T) -> object:
         x0.transpose_(0, 1)
         return (x1.add(x0.clone()),)
@@ -766,7 +766,7 @@ def test_aliased_input_gaining_grad_refused(compile_fn: CompileFn | None) -> Non
 
 
 def test_subclass_view_input_set_to_intermediate_leaves_wrapper_family(compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 22, program 832 (Note [Wrapper Storage After set_]): x1's wrapper takes a storage of its own.
+    # Fuzz seed 22, program 832 (Note [Wrapper Storage]): x1's wrapper takes a storage of its own.
     def f(x0: T, x1: T) -> object:
         t0 = x1.sin()
         set_to(x1, t0)
@@ -866,8 +866,8 @@ def test_set_under_grad_of_view_of_input_without_grad(compile_fn: CompileFn | No
 
 def test_no_grad_view_of_intermediate_written_under_grad(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 25, program 327: eager's t1 has a grad_fn that raises (a no_grad view whose base was then written
-    # with grad); ours came back a leaf, then was refused; now its counter is advanced (Note [Views Of
-    # Intermediates Written After]).
+    # with grad); ours came back a leaf, then was refused; now its counter is advanced (Note [Views That
+    # Raise After A Bump]).
     def f(x0: T) -> object:
         t0 = x0.add(-1.0)
         with torch.no_grad():
@@ -911,7 +911,7 @@ def test_write_through_data_after_a_no_grad_view(compile_fn: CompileFn | None) -
 
 
 def test_view_of_wrapper_set_to_input_replays_the_set(compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 23, program 721 (Note [Wrapper Storage After set_]): the output is a view of a wrapper that was
+    # Fuzz seed 23, program 721 (Note [Wrapper Storage]): the output is a view of a wrapper that was
     # set_() to an unchanged input; the set_ is a step of its replay, so the output stays a view of args[0].
     def f(x0: T, x1: T) -> object:
         t0 = x1.view(())

@@ -356,7 +356,7 @@ def _unbound_pair_view() -> tuple[object, ...]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Views of an intermediate subclass whose `.data` was assigned after (Note [Views Of A Root Whose .data Was Assigned])
+# Views of an intermediate subclass whose `.data` was assigned after (Note [Wrapper Data Assignment])
 
 
 def test_no_grad_view_of_root_whose_data_was_assigned(compile_fn: CompileFn | None) -> None:
@@ -1012,7 +1012,7 @@ def test_view_chain_through_a_base_changed_after(kind: str, compile_fn: CompileF
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Inputs that are views of larger ones (Note [Wrapper Storage Of A View Input], Note [as_strided On Inputs])
+# Inputs that are views of larger ones (Note [Wrapper Storage], Note [as_strided On Inputs])
 
 
 def _empty_slice_of_pair(requires_grad: bool) -> Callable[[], tuple[object, ...]]:
@@ -1061,7 +1061,7 @@ def test_as_strided_in_place_past_an_input_view(kind: str, requires_grad: bool, 
 # the replay viewed the returned t1 after its t_(), which raises for a view made under no_grad. Now a view replays from
 # an earlier output only where no in-place view op changed it since (view_chains._changed_since). Fuzz seed 45000
 # #8651 (crashed): the output set_() after its view of an earlier no_grad output, whose version counter the program
-# then advanced, is refused (a plain input already was, by Note [Views Of Intermediates Written After]).
+# then advanced, is refused (a plain input already was, by Note [Views That Raise After A Bump]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -1141,7 +1141,7 @@ def test_set_view_taken_under_no_grad(compile_fn: CompileFn | None) -> None:
 # the metadata it had when the view was taken while its dense leaves stay transposed, and the output was replayed
 # from the input after the epilogue, on the transposed leaves (Note [Wrapper Data Assignment]). Also its
 # variants: a view of a PairTensor input set_() while another input shares its storage, and a plain input that
-# requires grad given `.data =` and an in-place view op with grad (Note [Writes With Grad After .data =]).
+# requires grad given `.data =` and an in-place view op with grad (Note [History Kept Through .data =]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -1305,7 +1305,7 @@ def test_inplace_view_op_with_grad_and_data_assignment(compile_fn: CompileFn | N
     check_with_grad(_data_then_transpose, lambda: (pair_nonleaf(3, 3),), compile_fn)
     check_with_grad(_data_then_transpose, lambda: (torch.randn(3, 3),), compile_fn)
 
-    def written_after(x: T, y: T) -> object:  # a write with grad after: Note [Writes With Grad After .data =]
+    def written_after(x: T, y: T) -> object:  # a write with grad after: Note [History Kept Through .data =]
         x.t_()
         x.data = y.sin()
         x.mul_(2)

@@ -49,20 +49,9 @@ def early_marks(marks: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]
     return tuple((c, t) for c, t in marks if t >= 0 and t not in changed)
 
 
-# Note [Outputs Built After A Runtime set_]
-# `t0 = x.unbind(0)[1]; t0.set_(x); t1 = x[2:3:2]; return t1, t0` under no_grad (fuzz seed 47000 #2065): the
-# runtime repeats the program's set_() of t0 (Replay.then_set) when it builds t0, after the epilogue, which advances
-# the version counter t0 shares with x, hence with t1. Built first (output order), t1 then reads as a no_grad view
-# whose base changed since (its grad_fn and is_leaf raise), where eager's t1 was taken after the set_() and reads
-# fine. So where an output repeats such a set_(), outputs built after the epilogue are built in the program's order
-# (Replay.made: when the program made the view, or for then_set when it ran the set_()): a view taken after the
-# set_() sees the counter the set_() left, one taken before it sees the set_() advance it, as in eager. Views taken
-# before it whose eager grad_fn raises by the bump are mostly rebuilt before the epilogue anyway (Note [Storage Swaps
-# By Rebinding], Note [No-Grad Views Made After The Bump]). Without such an output, the output order stands.
-
 
 def late_build_seq(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> int:
-    """Replay.made of an output built after the epilogue (Note [Outputs Built After A Runtime set_])."""
+    """Replay.made of an output built after the epilogue (Note [Views That Raise After A Bump])."""
     if replay.then_set:
         sets = run.swaps.wrapper_sets if is_traceable_subclass(value) else run.swaps.plain_sets
         if id(value) in run.swaps.swapped_by_data:

@@ -65,7 +65,7 @@ def no_grad_set_view_root(value: object, swaps: SwapRecord, input_storages: set[
 # (`set_view_root`): t0 as it ends, eager's `._base` (a set_() of t0 itself after that is t0's own: rebuilt as it
 # ends, around the input leaves it then aliases where it does). Only for a view that carries no autograd history (as
 # that Note), set_() after it was taken, whose base is an intermediate subclass whose `.data` the program did not
-# assign (Note [Views Of A Root Whose .data Was Assigned]).
+# assign (Note [Wrapper Data Assignment]).
 
 
 def set_view_root(

@@ -48,7 +48,7 @@ class _Watch:
 
     def _entered(self, node: torch.autograd.graph.Node) -> Callable[[object], None]:
         # the hook holds neither the node nor the watch (which holds views of the roots): the node holds the hook, so
-        # either would be a cycle, keeping the probe's graph until a collection (Note [Rewrapping Holds No Cycle])
+        # either would be a cycle, keeping the probe's graph until a collection (Note [Gradient Accumulators Of Leaves])
         entered, name = self.entered, type(node).__name__
 
         def hook(_: object) -> None:

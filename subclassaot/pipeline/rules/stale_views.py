@@ -230,7 +230,7 @@ def note_assigned(record: SwapRecord, t: torch.Tensor, key: object, before: tupl
     assignment changes t's layout but not its view function, as an in-place view op under no_grad does; it records
     nothing and bumps no version (an expand() of it set_() with grad then replays the view on the assigned layout).
     A plain view the program took counts wherever it is, with the history autograd last set on it, which a write
-    may have made stale already (Note [Plain Views Assigned .data After A Write]: eager rebuilds it in the assigned
+    may have made stale already (Note [History Kept Through .data =]: eager rebuilds it in the assigned
     layout, ours by the view function)."""
     taken = _taken_plain_view(record, t)
     if (key not in record.alias_bases and not taken) or any(t is b for b in record.alias_bases.values()):
@@ -303,7 +303,7 @@ def note_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dic
         if not member and (rebuilt or (write and not _uniform_write(record, a, func, args, kwargs))):
             raise _stale_refusal(record, a, "which sends the gradient to other elements")
         if rebuilt and id(a) in record.swapped_by_data and _taken_plain_view(record, a):
-            # See Note [Plain Views Assigned .data After A Write]: in an alias group too (no member changed its layout)
+            # See Note [History Kept Through .data =]: in an alias group too (no member changed its layout)
             raise _stale_refusal(record, a, "which sends the gradient to other elements")
         if rebuilt or write:
             record.stale_reads.add(key)

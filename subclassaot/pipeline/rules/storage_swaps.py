@@ -231,7 +231,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
                 self.record.note_wrapper_set(args[0], seq, size_before)
                 if len(args) > 1 and args[1] is args[0] and not torch.is_grad_enabled():
-                    note_self_set(self.record, args[0])  # Note [set_ Renews A Leaf's Accumulator]
+                    note_self_set(self.record, args[0])  # Note [Gradient Accumulators Of Leaves]
             if func in _RESIZE_OPS and self.depth == 0 and _size_and_stride(args[0]) != before:
                 # The wrapper takes its new size with a set_ of its own, which advances its version counter (and
                 # its base's, for a view), in eager.
@@ -302,7 +302,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.seq += 1
                 self.record.last_bump[storage_key(args[0])] = self.record.seq
             if self.depth == 0 and not torch.is_grad_enabled():
-                note_self_set(self.record, args[0])  # Note [set_ Renews A Leaf's Accumulator]
+                note_self_set(self.record, args[0])  # Note [Gradient Accumulators Of Leaves]
             return args[0]
         if func in SET_OPS and args and is_functional(args[0]):
             if self.depth == 0:
@@ -656,27 +656,34 @@ def _key_of_storage(storage: object) -> object:
 # Eager: `w.data = v` on a wrapper subclass never dispatches: it shallow-copies v's TensorImpl into w's (size, stride,
 # offset, storage, of the wrapper itself), while w's inner tensors (Python attributes), autograd history and version
 # counter stay what they were; `w.data = w` changes nothing. So a wrapper can end with metadata that its inner tensors
-# do not have, and a view of it taken before keeps the leaves' metadata of its time (`t0 = x.detach(); x.transpose_(0,
-# 1); x.data = t1`: x ends with the wrapper metadata it had when t0 was taken, over leaves transposed since).
+# do not have, and a view of it taken before keeps the leaves' metadata of its time.
 # The functional run does the same on the traced wrappers and records each assignment (its seq, v's metadata then), so
 # at its end the traced wrappers hold eager's own metadata and wrapper storages. The runtime gives them to the real
 # tensors in two parts:
 # - metadata: a subclass input takes the assigned metadata in the epilogue, between the in-place view ops replayed
-#   before and after the assignment (those replay on the wrapper's own metadata, as in eager); a subclass output whose
-#   own wrapper was assigned takes the metadata it had at the end once it is built. Both by `t.data = shell`, shell an
-#   empty wrapper of that metadata on t's storage (torch_internals.assign_wrapper_metadata): no autograd record, no
-#   version bump. Where the assigned metadata come from an input as received, they are read from the real input (the run
-#   may have used a clone with another offset).
-# - storage: as after a wrapper-level set_ (Note [Wrapper Storage After set_]), every subclass input and output ends on
-#   the wrapper storage its class had in the run, taken from the inputs before the epilogue.
-# A view record of a subclass keeps its source's dense leaves' metadata too (ViewRecord.source_leaves): the source
-# counts as changed since the view where they differ from its leaves' at the end, even where the wrapper's metadata are
-# as they were, and the chain is then replayed before the epilogue from the input as the program received it.
-# Refused (data_assignment.py): in training, an output that requires grad and took another size where its history cannot
-# record eager's size (Note [Subclass Outputs Resized Under Their History]), and an input written where autograd records
-# it and given another size; metadata recorded on a clone whose layout is not the input's, or whose strides the kernels
-# chose (Note [Strides Of Assigned Tensors]); a view through an assigned tensor that cannot be replayed as eager made
-# it. The same object passed twice stays one object in the trace.
+#   before and after the assignment; a subclass output whose own wrapper was assigned takes the metadata it had at the
+#   end once it is built. Both by `t.data = shell`, shell an empty wrapper of that metadata on t's storage
+#   (torch_internals.assign_wrapper_metadata): no autograd record, no version bump. Metadata that come from an input as
+#   received are read from the real input (the run may have used a clone with another offset).
+# - storage: as after a wrapper-level set_ (Note [Wrapper Storage]), every subclass input and output ends on the
+#   wrapper storage its class had in the run.
+# Views: a view record of a subclass keeps its source's dense leaves' metadata (ViewRecord.source_leaves); the source
+# counts as changed where they differ at the end, and the chain is replayed before the epilogue from the input as
+# received. A view of an intermediate assigned after (`y = x.add(0.5); v = y.expand(...); y.data = x; return v.t()`) is
+# replayed from the intermediate rebuilt around its leaves with the metadata it had when viewed; once every output is
+# built, that root (eager's `._base`) takes the assigned metadata (Replay.root_data_meta). Only where no in-place view
+# op changed the root; in training, a view requiring grad whose root the assignment relaid is refused.
+# Sizes under history: `t = x.unbind(1)[0]; t.data = x; return t` keeps UnbindBackward0, recorded at t's old size, and
+# the engine sums a gradient of the new size back to it where it expands (raises where not). So such an output leaves
+# the Function at the size autograd recorded (OutputInfo.history_size, contiguous strides) and takes its assigned
+# metadata after: the engine reduces the gradient before it reaches the Function, as for eager's. Only where the
+# recorded size expands to the new one (else whether eager raises depends on the subclass's gradients). A view replayed
+# from an input or output records its size when its view op runs again, which is exact where nothing recorded history
+# on it since, and so is a view taken after an input's `.data =` and replayed after the epilogue repeated it.
+# Refused (data_assignment.py): other outputs resized under their history, an input written where autograd records it
+# and given another size, metadata recorded on a clone whose layout is not the input's or whose strides the kernels
+# chose (Note [Strides The Kernels Choose]), and a view through an assigned tensor that cannot be replayed as eager
+# made it. The same object passed twice stays one object in the trace.
 
 
 def _plain_tensor(t: object) -> bool:
@@ -717,7 +724,7 @@ class _DataMode(TorchFunctionMode):
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
             version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
             note_data_assignment(self.record, args[0], tuple(args[0].shape))
-            note_assignment_reads(self.record, args[0])  # Note [Plain Views Assigned .data After A Write]
+            note_assignment_reads(self.record, args[0])  # Note [History Kept Through .data =]
             with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
                 rebind_functional(args[0], args[1], None)
             set_version(args[0], version)  # and from its version counter, which autograd checks views against
@@ -792,9 +799,9 @@ class _DataMode(TorchFunctionMode):
         note_detach(self.record, func, args)  # Note [Autograd Reads Answer As Eager's]
         note_wrapper_storage(self.record, func, args, out)  # Note [Autograd Sees The Wrapper]
         note_traced_storage(self.record, func, args, out)  # Note [Storage Swaps By Rebinding]
-        # See Note [Plain Views Assigned .data After A Write]
+        # See Note [History Kept Through .data =]
         note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
-        note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]
+        note_grad_reads(self.record, args, kwargs, out)  # Note [Gradient Accumulators Of Leaves]
         if self.record.grad_set_ids and func is not torch.Tensor.set_:
             note_reads_after_grad_set(self.record, args, kwargs, out)  # Note [set_ Under Grad]
         if self.record.releafable:  # Note [Leaves Laid Out Anew Under no_grad]

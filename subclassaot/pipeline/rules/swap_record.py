@@ -150,14 +150,14 @@ class SwapRecord:
     # family (a tensor set_() or `.data =`-assigned to another's storage is of its own family)
     visible_families: set[int] = field(default_factory=set)
     visible_seq: dict[int, int] = field(default_factory=dict)  # id() of a tensor so written -> seq of its last write
-    # version-counter root (as `family`) -> seq of the first write so recorded through the family (Note [Writes With
-    # Grad After .data =])
+    # version-counter root (as `family`) -> seq of the first write so recorded through the family (Note [History Kept
+    # Through .data =])
     family_visible_seq: dict[int, int] = field(default_factory=dict)
     # id() of a wrapper subclass -> the `.data =` assignments to it, in order: each a shallow copy of the wrapper's
     # own metadata and storage; its inner tensors stay (Note [Wrapper Data Assignment])
     wrapper_data: dict[int, list[DataAssignment]] = field(default_factory=dict)
     # id() of a wrapper subclass -> (seq, grad mode) of the last set_() called on the wrapper itself (Note [Wrapper
-    # Storage After set_])
+    # Storage])
     wrapper_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)
     # id() of a wrapper subclass whose last set_() autograd recorded -> (its source tensor, the set_'s position in
     # `wrapper_ops`): Note [Inputs That Gain Grad In Training]
@@ -192,18 +192,18 @@ class SwapRecord:
     grad_changed_views: set[int] = field(default_factory=set)
     dropped_view_nodes: set[int] = field(default_factory=set)
     stale_view_layouts: set[int] = field(default_factory=set)
-    # See Note [Accumulators Kept Through .data =], by id(): tensors an op with grad read before any `.data =` to them;
+    # See Note [Gradient Accumulators Of Leaves], by id(): tensors an op with grad read before any `.data =` to them;
     # leaves a `.data =` kept their accumulator for; those it left without one -> (seq before it, size before it)
     grad_read: set[int] = field(default_factory=set)
     kept_accumulators: set[int] = field(default_factory=set)
     fresh_accumulators: dict[int, tuple[int, tuple[Any, ...]]] = field(default_factory=dict)
     # ... tensor subclasses a `.data =` left without one -> their size at the first op with grad that read them
-    # after (Note [Subclass Accumulators Made After .data =])
+    # after (Note [Gradient Accumulators Of Leaves])
     assigned_reads: dict[int, tuple[Any, ...]] = field(default_factory=dict)
-    # id() of tensors the program called x.set_(x) on under no_grad (Note [set_ Renews A Leaf's Accumulator])
+    # id() of tensors the program called x.set_(x) on under no_grad (Note [Gradient Accumulators Of Leaves])
     self_sets: set[int] = field(default_factory=set)
-    # ... those an op with grad read before the last such set_, and after it (Note [Reads Around A set_ That Renews
-    # An Accumulator]); `grad_reads`: every tensor an op with grad read so far
+    # ... those an op with grad read before the last such set_, and after it (Note [Gradient Accumulators Of
+    # Leaves]); `grad_reads`: every tensor an op with grad read so far
     read_before_self_set: set[int] = field(default_factory=set)
     read_after_self_set: set[int] = field(default_factory=set)
     grad_reads: set[int] = field(default_factory=set)
@@ -212,12 +212,12 @@ class SwapRecord:
     read_before_grad_set: set[int] = field(default_factory=set)  # ... read with grad apart from it before the set_
     data_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # ... and `.data =` (grad mode: False)
     # id() -> seq when autograd last read the tensor's grad_fn; ... of those assigned `.data =`, the one before the last
-    # assignment (-1: none): Note [Plain Views Assigned .data After A Write]
+    # assignment (-1: none): Note [History Kept Through .data =]
     grad_fn_reads: dict[int, int] = field(default_factory=dict)
     reads_before_data: dict[int, int] = field(default_factory=dict)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
-    # id() -> seq of the version bump of the last in-place view op on it (Note [No-Grad Views Made After The Bump])
+    # id() -> seq of the version bump of the last in-place view op on it (Note [Views That Raise After A Bump])
     inplace_view_bumps: dict[int, int] = field(default_factory=dict)
     # id() of a subclass the program itself wrote (an op that moves data, not an in-place view op) -> the seqs of
     # those writes (Note [Written Subclass Views Changed In Place])
@@ -504,31 +504,6 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
     return True
 
 
-# Note [set_ Renews A Leaf's Accumulator]
-# Eager: set_() on an autograd leaf that requires grad (under no_grad: with grad it raises) gives the leaf a new
-# gradient accumulator: nodes made before it (x.sin()'s SinBackward0) feed the old one, uses after it (returning x) the
-# new one, and a backward in which an old node raises (it saved x, whose version set_ advanced) still accumulates the
-# gradient reaching the new one. x.set_(x) changes nothing else, so the trace sees no swap; the runtime renews the
-# accumulator around the compiled call (its autograd.Function took the old one), by set_() of the input to itself under
-# no_grad, as the program did. Other set_() calls are replayed as set_() already (runtime._replay_metadata).
-
-
-# Note [Reads Around A set_ That Renews An Accumulator]
-# The accumulator the compiled Function's edge to such a leaf feeds must be the one eager's nodes that read it feed,
-# relative to the last accumulator, which the returned leaf (or a view the runtime regenerates from it) feeds. Where the
-# program read the leaf with grad only after its last x.set_(x), eager's nodes feed that one too (`with no_grad():
-# x0.set_(x0)`, then `t1 = x0 * t0; return t1, x0`: eager's MulBackward0 feeds the accumulator the returned x0 feeds,
-# which waits behind it, so where t1's backward raises x0.grad stays None), so the runtime renews it before the call
-# (`Analysis.self_set_first`); after it otherwise, since where every read came before the last set_(), eager's nodes
-# feed earlier accumulators, which the returned leaf's does not wait behind. Where the program read it with grad before
-# and after its last set_(), eager's nodes feed two accumulators and the Function's one edge cannot; that changes only
-# which gradients a raising backward accumulates before it raises, so a backward error is refused where such a leaf is
-# an input and an output is (a view of) an input (backward_trace's refuse_reads_around_self_set); without such an output
-# every gradient of the leaf comes through the Function, and Note [Backward Errors Are Deferred] decides as for any
-# leaf.
-# A read is an op with grad that is no view op (a view feeds no accumulator by itself) reading the leaf or a view of it,
-# wherever the view was taken: the set_() advanced the version counter the views share, so eager regenerates a view's
-# grad_fn, read after it, from the new accumulator.
 
 
 def bump_family_wrappers(record: SwapRecord, written: torch.Tensor) -> None:

@@ -64,7 +64,7 @@ def root_replay(
 ) -> Replay | None:
     """Replay from the intermediate subclass `t` rebuilt around its dense leaves, when they are all intermediate
     bases (Note [Subclass Intermediate Roots]); no steps: the output is `t` itself. `meta`: the wrapper's metadata
-    when the chain viewed it, where a `.data =` changed it since (Note [Views Of A Root Whose .data Was Assigned])."""
+    when the chain viewed it, where a `.data =` changed it since (Note [Wrapper Data Assignment])."""
     if not is_traceable_subclass(t):
         return None
     node, root_leaves = flatten_subclass(t, "root")
@@ -220,7 +220,7 @@ def _replay_of(
                 if as_received
                 else None
             )
-        # the chain's last view, or its own last in-place view op's bump (Note [No-Grad Views Made After The Bump])
+        # the chain's last view, or its own last in-place view op's bump (Note [Views That Raise After A Bump])
         made = max(run.swaps.views[id(value)].seq, run.swaps.inplace_view_bumps.get(id(value), 0))
         early = (
             value.requires_grad
@@ -239,7 +239,7 @@ def _replay_of(
                 late_steps=tail,
             )
         # made before a write to any input: the input may share an eager base with the one written, traced apart
-        # (Note [No-Grad Views Made After The Bump])
+        # (Note [Views That Raise After A Bump])
         before_bump = not early and made < max(input_bumps(run), default=0)
         return Replay(
             source=ReplaySource.INPUT,
@@ -263,7 +263,7 @@ def _replay_of(
 # intermediate subclass) is replayed from that base by its view chain where the chain is exact. Where it is not (the
 # base changed its metadata or storage after the view was taken: t_(), set_(), the same object passed twice), the
 # output is still made a view of eager's base: an alias() of the base, then set_() without autograd to a wrapper of
-# the output's dense leaves, as for Note [Wrapper Storage After set_]. set_ keeps a view a view of its base, and the
+# the output's dense leaves, as for Note [Wrapper Storage]. set_ keeps a view a view of its base, and the
 # subclass's set_ points the alias's inner tensors (never autograd views, as in eager, where they are made below
 # autograd) at the leaves; the runtime then gives the view back its base's version counter value and wrapper storage
 # (eager advanced neither), unless a sharing class says otherwise. Only for outputs that carry no autograd history
@@ -313,7 +313,7 @@ def _input_root(base: torch.Tensor, run: FunctionalRun, alias: ViewStep) -> Repl
             index=j,
             meta=leaf_meta(leaf),
             is_view=False,
-            # See Note [Inputs Set To Computed Tensors]: the input's real layout
+            # See Note [Strides The Kernels Choose]: the input's real layout
             input_layout=storage_key(leaf) not in original and leaf_meta(leaf) == leaf_meta(run.finals[j]),
         )
         for j, leaf in zip(found, root_leaves, strict=True)
@@ -372,7 +372,7 @@ def viewed_before_set(value: torch.Tensor, run: FunctionalRun, earlier: dict[int
 
 
 def _set_after_made(value: torch.Tensor, run: FunctionalRun) -> bool:
-    """The program set_() the wrapper of subclass output `value` (Note [Wrapper Storage After set_]) after making it
+    """The program set_() the wrapper of subclass output `value` (Note [Wrapper Storage]) after making it
     as a view, in a way the runtime reproduces by a wrapper-level set_ without autograd: `value` does not require
     grad, or the set_ ran under no_grad."""
     found = _set_record(value, run)
@@ -426,7 +426,7 @@ def _check_then_set_from_no_grad_view(
     """An output set_() after its chain viewed an earlier output made under no_grad, under grad, before the program
     advanced that output's version counter: the replay views it after the epilogue advanced
     it, which raises where eager's view was taken before. Refused."""
-    # (a plain source: Note [Views Of Intermediates Written After] refuses it or replays it at its entry counter)
+    # (a plain source: Note [Views That Raise After A Bump] refuses it or replays it at its entry counter)
     if not is_traceable_subclass(t) or not t._is_view() or is_plain_autograd_view(t) or not t.requires_grad:
         return
     viewed = [s for s in steps if s.grad_enabled and s.op is not torch.ops.aten.detach.default]
@@ -444,8 +444,8 @@ def _then_set_entry_counter(
     """`replay`, a then_set view of input `t`, marked Replay.entry_counter where the program took the view before a
     write to an input: the set_() itself advances the counter of an input it views (t1 = x.diagonal(); with
     no_grad: t1.set_(t0), x an unbind() output), whose grad_fn then raises, and eager's view
-    was taken before that (Note [Views Of Intermediates Written After]); and Replay.stale_view where eager's, assigned
-    `.data =`, regenerates its history from its base (Note [Plain Views Assigned .data After A Write])."""
+    was taken before that (Note [Views That Raise After A Bump]); and Replay.stale_view where eager's, assigned
+    `.data =`, regenerates its history from its base (Note [History Kept Through .data =])."""
     if replay is None:
         return None
     made = run.swaps.views[id(value)].seq
@@ -456,12 +456,12 @@ def _then_set_entry_counter(
                 f"an output is a view of out[{replay.index}] that the program assigned `.data =` after a write to "
                 "its storage (or wrote after): eager rebuilds its history over the assigned layout when it is "
                 f"read, which the compiled output, viewed from the rebuilt out[{replay.index}], cannot repeat (Note "
-                "[Plain Views Assigned .data After A Write]). Take the view from the input, or return a clone"
+                "[History Kept Through .data =]). Take the view from the input, or return a clone"
             )
         return replay
     found = _set_record(value, run)
     by_set = [] if found is None or id(value) in run.swaps.swapped_by_data else [found[0]]  # `.data =` bumps none
-    bumps = [*input_bumps(run), *by_set]  # Note [No-Grad Views Made After The Bump]
+    bumps = [*input_bumps(run), *by_set]  # Note [Views That Raise After A Bump]
     return replace(replay, entry_counter=made < max(bumps, default=0), stale_view=stale)
 
 
@@ -472,31 +472,6 @@ def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
     return storage_key(source) != storage_key(view)
 
 
-# Note [No-Grad Views Made After The Bump]
-# Eager: a view made under no_grad, or one of the views a multi-output op made (unbind, split, chunk), raises on grad_fn
-# and is_leaf once its base's version counter moved after it was made; one made after the last bump reads fine. An
-# output view of an input is replayed before the epilogue (whose writes then bump the counter it shares, so it raises as
-# eager's made before the program's last write) or after it (it reads fine). Which bumps date a view:
-# - Only writes to inputs count. A write to an intermediate of its own storage (`t1 = x0.sum(); t1.zero_()`) advances no
-#   counter an input's view shares. An input's storages: each dense leaf's as received and as left, and a wrapper's own.
-# - A view refreshed by its own in-place view op (`t0 = x[0]; t0.t_()`) takes that bump as its own: autograd rebuilds
-#   its grad_fn there, so only writes after its last in-place view op make it stale (`inplace_view_bumps`).
-# - A view taken before an in-place view op changed the input (`t0 = x.t(); x.t_()`) is replayed before the epilogue, on
-#   the input as the program got it, but eager's output may have been made after that bump (`t1 = t0[1:1]`) and read
-#   fine. A plain view made under no_grad is then taken after the epilogue by as_strided() of the input with its
-#   recorded metadata, under no_grad: the same elements, base and (absent) history. Otherwise the chain is split as
-#   eager ran it: the steps before the last bump replay before the epilogue, and the trailing views taken after it, in
-#   either grad mode, with no in-place view op, `.data =` or set_() on what they made (Replay.late_steps), replay after
-#   it from what the early steps made. A chain through a detach() replays whole after the epilogue (Note [Views Between
-#   In-Place View Ops]).
-# - Multi-output view inputs. A subclass input that is one of a multi-output op's views is rebuilt in the trace as a
-#   wrapper of its own, not an autograd view, so eager's check at a read with grad after a write through another view of
-#   the base does not happen there: refused where the program writes the base through another input and reads this one
-#   with grad. An output the program made by such an op from an input that the trace does not relate to another input
-#   sharing its eager base is refused where the program advances that base's counter through the other input, unless the
-#   output is rebuilt before the epilogue or was taken after the program's last write through either input
-#   (Replay.split_made).
-
 
 def _late_no_grad_view(
     value: torch.Tensor,
@@ -506,7 +481,7 @@ def _late_no_grad_view(
     steps: tuple[ViewStep, ...],
     source_meta: Meta,
 ) -> Replay | None:
-    """Note [No-Grad Views Made After The Bump]: the replay after the epilogue, where it applies (index: the caller's)."""
+    """Note [Views That Raise After A Bump]: the replay after the epilogue, where it applies (index: the caller's)."""
     record = run.swaps.views.get(id(value))
     if (
         is_traceable_subclass(value)
@@ -599,7 +574,7 @@ def _no_grad_tail(
 ) -> int:
     """How many of the last steps of `value`'s chain from input `t` are views the program took under no_grad (or,
     `with_grad`, in either grad mode) after `t`'s last version bump, with no in-place view op on what they made
-    (Note [No-Grad Views Made After The Bump])."""
+    (Note [Views That Raise After A Bump])."""
     bump = last_bump(t, run)
     count, u = 0, value
     while count < total - 1 and (record := run.swaps.views.get(id(u))) is not None:
@@ -616,7 +591,7 @@ def _no_grad_tail(
 
 
 def _split_at_bump(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, total: int) -> int:
-    """Note [No-Grad Views Made After The Bump], for a chain that the program took partly before `t`'s last version
+    """Note [Views That Raise After A Bump], for a chain that the program took partly before `t`'s last version
     bump, with grad enabled, and ended under no_grad after it: replayed after the epilogue, its first view would read
     the input's grad_fn, which raises where the input is a multi-output view. How many
     trailing steps to take after the epilogue; 0 where the chain is not so split."""
@@ -714,7 +689,7 @@ def inplace_replay(
 
 
 def _inplace_step(record: InplaceViewRecord, set_sources: dict[int, InputIndex] | None = None) -> ViewStep | None:
-    """`set_sources`: inputs a wrapper-level `set_(src)` may name as a step (Note [Wrapper Storage After set_])."""
+    """`set_sources`: inputs a wrapper-level `set_(src)` may name as a step (Note [Wrapper Storage])."""
     if (
         set_sources is not None
         and record.func is torch.ops.aten.set_.source_Tensor
