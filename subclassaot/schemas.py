@@ -217,8 +217,8 @@ class OutputLeaf:
     # ... an input whose view the program set_() there with grad on: rebuilt so, with grad (Note [set_ Under
     # Grad])
     foreign_grad: bool = False
-    # hidden_base: a token naming eager's hidden base object, shared by the leaves that view it (Note [Views Sharing
-    # An Intermediate])
+    # hidden_base: a token naming eager's hidden base object, shared by the leaves that view it (Note [Output
+    # Regeneration])
     hidden_key: int | None = None
     # GRAPH in training: the intermediate an input was set_() (or `.data =`-assigned) to, with its own history: after
     # the epilogue it is set_() under no_grad onto that dense input's new storage (Note [Outputs Over Another
@@ -315,16 +315,16 @@ class Replay:
     root_stride_leaf: int | None = None
     root_leaves: tuple[OutputLeaf, ...] = ()  # INPUT_ROOT: per dense leaf of the root, the input leaf it aliases
     # INPUT_ROOT: names eager's intermediate (its id() while analyzing); replays naming one share one rebuilt root
-    # (Note [Intermediates set_() Onto Inputs Are One Root])
+    # (Note [Subclass Intermediate Roots])
     root_token: int | None = None
     # INPUT: a view of an input that requires grad, taken before the program wrote the input: rebuilt before the
     # epilogue writes it, so that autograd sees the same order as in eager (a no_grad or multi-output view whose
     # base is then written has a grad_fn that raises)
     before_epilogue: bool = False
     # INPUT, after the epilogue: the input's metadata when the chain's first view was taken, where it changed in
-    # place before and after that: the chain starts from an alias of the input with them (Note [Views Between
-    # In-Place View Ops]). OUTPUT, WRAPPER: the same for a chain through a detach() of an earlier output or an
-    # intermediate subclass root changed in place since (Note [Views Between In-Place View Ops])
+    # place before and after that: the chain starts from an alias of the input with them (Note [Output
+    # Regeneration]). OUTPUT, WRAPPER: the same for a chain through a detach() of an earlier output or an
+    # intermediate subclass root changed in place since (Note [Output Regeneration])
     source_meta: Meta | None = None
     # before_epilogue: when the program made the output (its last view or in-place view op, the run's sequence
     # number): early replays run in this order, so that one's in-place view op advances a version counter after
@@ -345,7 +345,7 @@ class Replay:
     # the program set_() the output's wrapper after making it as this view: the view then takes the output's
     # dense leaves by a wrapper-level set_ (Note [Wrapper Storage])
     then_set: bool = False
-    # then_set is the runtime's own, not the program's (Note [Subclass Views Rebuilt By set_]): the view keeps its
+    # then_set is the runtime's own, not the program's (Note [Subclass Intermediate Roots]): the view keeps its
     # source's version counter and wrapper storage
     runtime_set: bool = False
     # the program's was `.data =` on a plain view (it stays a view of its base): repeated as `.data =`
@@ -363,11 +363,11 @@ class Replay:
     # After A Bump])
     entry_counter: bool = False
     # (steps applied, token) per eager object the chain makes that other chains may pass through, steps ascending;
-    # the token is the object's id() at analysis, opaque (Note [Views Sharing An Intermediate])
+    # the token is the object's id() at analysis, opaque (Note [Output Regeneration])
     marks: tuple[tuple[int, int], ...] = ()
     # in-place view ops the program applied to the output's eager `._base`, an object its chain makes, after the
-    # chain viewed it: applied to the replayed `._base` once every output is built (Note [In-Place View Ops On A Base
-    # After Its Views])
+    # chain viewed it: applied to the replayed `._base` once every output is built (Note [Output
+    # Regeneration])
     base_after: tuple[ViewStep, ...] = ()
     # WRAPPER: the metadata a `.data =` after the chain's first view left on eager's root (its `._base`), given to the
     # rebuilt root once every output is built (Note [Wrapper Data Assignment])
@@ -397,7 +397,7 @@ class OutputInfo:
     leaves: tuple[OutputLeaf, ...]  # TENSOR: one per dense leaf
     replay: Replay | None  # TENSOR aliasing an input or intermediate: the view chain to replay, when exact
     # TENSOR in training: a subclass view of an intermediate no other output aliases, computed by the graph and
-    # returned as a view of that fresh value (Note [Subclass Views Of Intermediates In Training])
+    # returned as a view of that fresh value (Note [Subclass Intermediate Roots])
     view_of_fresh: bool = False
     # TENSOR subclass computed by the graph: the position in `leaves` of a fresh leaf whose size and stride the wrapper
     # had while tracing; its strides are that leaf's at run time (Note [Strides The Kernels Choose])
@@ -516,8 +516,8 @@ class Analysis:
 
     def wrapper_roots(self) -> dict[int, tuple[int, ...]]:
         """First base number -> the base numbers of one intermediate subclass that views are replayed from
-        (ReplaySource.WRAPPER). In training the Function returns that wrapper in their place (Note [Subclass Views
-        Of Intermediates In Training])."""
+        (ReplaySource.WRAPPER). In training the Function returns that wrapper in their place (Note [Subclass Intermediate
+        Roots])."""
         roots: dict[int, tuple[int, ...]] = {}
         for info in self.outputs:
             if info.replay is not None and info.replay.source is ReplaySource.WRAPPER and info.replay.root_bases:

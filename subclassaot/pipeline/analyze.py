@@ -314,22 +314,6 @@ def _analyze_outputs(
     return tuple(infos), spec, len({b for b, _ in bases.values()})
 
 
-# Note [Subclass Views Of Intermediates In Training]
-# Eager's output may be a view of an intermediate nobody else sees: a subclass output that views an intermediate
-# subclass (`y = x.clone(); return y.view(-1)`), or the view a custom autograd.Function returns of a tensor it made
-# itself (torchao's Float8Linear returns `mm_result.reshape(...)`), with the Function's history. In inference such an
-# output is replayed from a wrapper rebuilt around the intermediate's dense leaves (Note [Subclass Intermediate Roots]).
-# In training that wrapper would have no autograd history (autograd runs above the subclass, and the compiled Function
-# returns dense bases whose inner tensors carry none), and a Function's base was made without grad, so a view of a
-# graph-computed base would have none either. So the output is computed by the graph like a fresh output (the compiled
-# Function wraps it and gives it a gradient) and returned as `fresh.view(fresh.shape)`: a view of a tensor nobody else
-# sees, as in eager.
-# That is the fallback: an output whose view chain replays exactly from the intermediate (or an earlier output) replays
-# from it as the Function returns it (Note [Intermediate Roots In Training]), which several outputs share; so does one
-# whose wrapper was set_() after its chain (Replay.then_set), from an input too, a view of it as in eager. Two fallbacks
-# of one intermediate are refused, and so is the fallback where eager's `._base` is an input or another output (fresh
-# views of inputs: a view of a fresh tensor would be a view of the wrong tensor).
-
 
 def _check_views_of_fresh(
     infos: list[OutputInfo], leaves: list[object], bases: dict[object, tuple[int, torch.Tensor]]
@@ -644,7 +628,7 @@ def _output_info(
         and (replay is None or replay.source not in (ReplaySource.WRAPPER, ReplaySource.OUTPUT))
         and not raises  # no history to keep: rebuilt by its replay, whose grad_fn raises too
     ):
-        # See Note [Subclass Views Of Intermediates In Training]
+        # See Note [Subclass Intermediate Roots]
         first = graph_count - sum(1 for o in out_leaves if o.source is LeafSource.GRAPH)
         fresh_leaves = tuple(
             OutputLeaf(source=LeafSource.GRAPH, index=first + k, meta=o.meta, is_view=False)

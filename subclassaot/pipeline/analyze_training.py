@@ -569,7 +569,7 @@ def _chain_from_input(info: OutputInfo, outputs: Sequence[OutputInfo]) -> tuple[
     steps: tuple[ViewStep, ...] = ()
     replay = info.replay
     while replay is not None and replay.source is ReplaySource.OUTPUT:
-        if replay.source_meta is not None:  # from an intermediate (Note [Views Between In-Place View Ops])
+        if replay.source_meta is not None:  # from an intermediate (Note [Output Regeneration])
             return None, (), False
         steps = replay.steps + steps
         earlier = outputs[replay.index]
@@ -685,8 +685,8 @@ def no_grad_set_in_view_chain(value: torch.Tensor, run: FunctionalRun) -> torch.
     """`value` if it is a view that the program set_() under no_grad after computing it with grad, or the tensor
     with grad history that it is a chain of views of, taken after the program set_() that one under no_grad
     (Note [Outputs Over Another Storage]); else None. A `value` that is no view is the rule before this one;
-    inputs, and views of them, are rebuilt by the epilogue with their own history (Note [Subclass Views Rebuilt By
-    set_])."""
+    inputs, and views of them, are rebuilt by the epilogue with their own history (Note [Subclass Intermediate
+    Roots])."""
     t, taken = value, None
     while True:
         record = run.swaps.plain_sets.get(id(t))

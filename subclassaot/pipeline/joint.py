@@ -91,7 +91,7 @@ def forward_output_values(
 ) -> list[torch.Tensor]:
     """The forward graph's tensor outputs as user-level tensors (fresh subclass outputs wrapped), in order, then
     the new value of each subclass input in `wrapper_updates` (Note [Subclass Inputs Mutated In Training]), then
-    the intermediate subclass roots (Note [Intermediate Roots In Training])."""
+    the intermediate subclass roots (Note [Subclass Intermediate Roots])."""
     run_output, finals, originals, graph_inputs = run.output, run.finals, run.originals, run.graph_inputs
     out: list[torch.Tensor] = []
     for update in traced.outputs.updates:
@@ -140,14 +140,6 @@ def _original_value(original: torch.Tensor, final: torch.Tensor) -> torch.Tensor
         return original
     return final.as_strided(original.shape, original.stride(), original.storage_offset())
 
-
-# Note [Intermediate Roots In Training]
-# Outputs that view one intermediate subclass tensor (`y = x.clone(); return y.view(-1), y.t()`) are replayed from
-# a wrapper around the intermediate's dense leaves (Note [Subclass Intermediate Roots]). In training that wrapper is
-# the intermediate itself as the compiled autograd.Function returns it: one more differentiable output per root
-# (after the wrapper updates), built inside the Function from the intermediate bases, so that its inner tensors are
-# the very bases other outputs (`y.a`) alias. The views are replayed on it with grad enabled: each output is a view
-# of one shared `_base` and the gradients of all of them reach the root's tangent, as in eager.
 
 
 def _root_values(run: FunctionalRun, analysis: Analysis, leaves: list[object]) -> list[torch.Tensor]:

@@ -403,7 +403,7 @@ def training_call(
                         for j in layout.leaves_of_input[i]
                     ]
                 tensors.append(unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False))
-            for r in roots:  # Note [Intermediate Roots In Training]
+            for r in roots:  # Note [Subclass Intermediate Roots]
                 assert r.root_tree is not None and r.root_meta is not None
                 size, stride, _ = ev.meta(r.root_meta, symbols)
                 root_leaves = [base_values[b] for b in r.root_bases]
@@ -650,7 +650,7 @@ def training_call(
         pos = n_updates
         for o in fresh_outputs:
             value = tensors[pos]
-            # See Note [Subclass Views Of Intermediates In Training]: a view of an intermediate only it sees.
+            # See Note [Subclass Intermediate Roots]: a view of an intermediate only it sees.
             prewrapped[o] = value.view(value.shape) if analysis.outputs[o].view_of_fresh else value
             outs.extend([tensors[pos]] * len(analysis.outputs[o].leaves))  # placeholders keep the layout
             pos += 1

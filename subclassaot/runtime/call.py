@@ -158,7 +158,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         graph_in = graph_example_inputs(layout, dense)
         # version counters as the inputs came: an early replay of an in-place view op (t_) advances them already
         counters = _versions(plan, epilogue, values, dense)
-        shared: dict[int, torch.Tensor] = {}  # Note [Views Sharing An Intermediate]
+        shared: dict[int, torch.Tensor] = {}  # Note [Output Regeneration]
         early, at_end = replay_early(  # Note [Views That Raise After A Bump]
             early_heads, values, lambda r: replay_view(r, ev, values, ([], {}), symbols, no_output, shared=shared)
         )

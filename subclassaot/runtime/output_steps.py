@@ -158,8 +158,8 @@ MARK_STATES = 64  # in-place view ops per object a chain may pass it after
 
 
 def state_token(t: int, state: int) -> int:
-    """The mark token of object `t` (its id) in state `state` (Note [Views Across In-Place View Ops On An
-    Intermediate]): the id itself in state 0, else a negative number that is never an id."""
+    """The mark token of object `t` (its id) in state `state` (Note [Output
+    Regeneration]): the id itself in state 0, else a negative number that is never an id."""
     return t if state == 0 else ~(t * MARK_STATES + state)
 
 

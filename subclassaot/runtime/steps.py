@@ -199,8 +199,8 @@ def settle_early_counters(at_end: dict[int, int], values: Sequence[object]) -> N
 
 
 def training_roots(analysis: Analysis) -> tuple[Replay, ...]:
-    """The distinct intermediate subclass roots the outputs replay from, in output order (Note [Intermediate Roots
-    In Training])."""
+    """The distinct intermediate subclass roots the outputs replay from, in output order (Note [Subclass Intermediate
+    Roots])."""
     seen: dict[tuple[int, ...], Replay] = {}
     for info in analysis.outputs:
         r = info.replay

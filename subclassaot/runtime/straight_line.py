@@ -115,7 +115,7 @@ def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> 
         return "torch-function subclass outputs"
     tokens = [token for info in analysis.outputs if info.replay is not None for _, token in info.replay.marks]
     if len(set(tokens)) != len(tokens):
-        return "views sharing an intermediate"  # Note [Views Sharing An Intermediate]
+        return "views sharing an intermediate"  # Note [Output Regeneration]
     for o, info in enumerate(analysis.outputs):
         why = _unsupported_output(info, o in call.prewraps)
         if why is not None:

@@ -1823,8 +1823,8 @@ def test_plain_views_changed_in_place_still_supported(compile_fn: CompileFn | No
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Outputs viewing one intermediate before and after in-place view ops on it share it (Note [Views Across In-Place
-# View Ops On An Intermediate])
+# Outputs viewing one intermediate before and after in-place view ops on it share it (Note [Output
+# Regeneration])
 
 
 def _view_then_base_unsqueezed(x: T) -> tuple[T, T]:

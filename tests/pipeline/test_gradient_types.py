@@ -479,7 +479,7 @@ def test_no_grad_view_made_before_transpose_of_input(compile_fn: CompileFn | Non
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Views Between In-Place View Ops]
+# See Note [Output Regeneration]
 
 
 @pytest.mark.parametrize("grad_view", [True, False])

@@ -142,7 +142,7 @@ def test_offset_of_empty_view_of_written_subclass_input(compile_fn: CompileFn | 
 @pytest.mark.parametrize("program", ["detach", "detach_then_view", "written"])
 def test_view_between_in_place_view_ops(compile_fn: CompileFn | None, subclass: bool, program: str) -> None:
     # Fuzz seed 11000 #7526 ("written", with grad enabled): the chain replays from an alias of the input with its
-    # metadata when the view was taken (Note [Views Between In-Place View Ops]); regenerated, the output shared no
+    # metadata when the view was taken (Note [Output Regeneration]); regenerated, the output shared no
     # wrapper storage with the input, and its `._base` was the input.
     def f(x0: T) -> object:
         x0.resize_((4, 1))
@@ -1202,7 +1202,7 @@ def test_view_of_subclass_view_set_to_itself_is_refused(compile_fn: CompileFn | 
 
 def test_subclass_view_of_intermediate_set_to_input(compile_fn: CompileFn | None) -> None:
     # fuzz seed 8000 #7374: eager's output is a view of an intermediate, its inner tensors plain aliases of the input's
-    # (refused until Note [Subclass Views set_() Off Their Base])
+    # (refused until Note [Subclass Intermediate Roots])
     def f(x0: T) -> object:
         t0 = x0.clone()
         t1 = t0.expand((2, -1, -1))

@@ -114,7 +114,7 @@ def test_same_subclass_object_twice_inplace_view(compile_fn: CompileFn | None) -
 @pytest.mark.parametrize("nonleaf", [False, True])
 def test_subclass_view_of_intermediate_in_training(compile_fn: CompileFn | None, nonleaf: bool) -> None:
     # Program 104: the view was rebuilt from the intermediate's inner tensors and had no autograd history (no
-    # gradient at all); Note [Subclass Views Of Intermediates In Training].
+    # gradient at all); Note [Subclass Intermediate Roots].
     def f(x: T) -> object:
         return (x * 2).view(-1)
 

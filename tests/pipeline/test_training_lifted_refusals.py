@@ -1,5 +1,5 @@
 """Training programs the pipeline once refused, through the parity oracle: outputs aliasing one intermediate
-(Note [Intermediate Roots In Training]), subclass inputs whose metadata and data change in place (Note [Subclass
+(Note [Subclass Intermediate Roots]), subclass inputs whose metadata and data change in place (Note [Subclass
 Inputs Mutated In Training]), and aliased inputs one of which changes its metadata (Note [Aliased Inputs In Training]);
 plain and PairTensor inputs, eager and (a sample) inductor."""
 

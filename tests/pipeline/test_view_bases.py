@@ -1,6 +1,6 @@
 """Which tensor an output view's `._base` is, and the view chains eager records: views of intermediates set_() onto
 inputs, outputs set_() under grad, views sharing an intermediate, subclass views of inputs whose base changes (Note
-[Outputs Over Another Storage], Note [Views Sharing An Intermediate], Note [Outputs set_() Under Grad]).
+[Outputs Over Another Storage], Note [Output Regeneration], Note [Outputs set_() Under Grad]).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from tests.pipeline.program_helpers import leaf as _leaf
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions about which tensor an output view's `._base` is (Note [Outputs Over Another Storage], Note
-# [Views Sharing An Intermediate]); each program is a shrunk fuzz program (seed and index in the test's name).
+# [Output Regeneration]); each program is a shrunk fuzz program (seed and index in the test's name).
 # ---------------------------------------------------------------------------------------------------------------------
 
 T = torch.Tensor
@@ -403,7 +403,7 @@ def test_views_of_root_before_and_after_its_data_was_assigned(compile_fn: Compil
 
 def test_view_of_output_set_after_the_view(compile_fn: CompileFn | None) -> None:
     # fuzz seed 12000 #5902: eager's out[1]._base is out[0]; the replayed view's `._base` was a detach of its own.
-    # PairTensor: rebuilt as a view of out[0] set_() to its leaves (Note [Subclass Views Rebuilt By set_]) since the
+    # PairTensor: rebuilt as a view of out[0] set_() to its leaves (Note [Subclass Intermediate Roots]) since the
     # chain is no longer taken as exact (an op on its `._base` after the view no step replays: seed 45000 #1194);
     # a plain tensor: refused
     def f(x0: T) -> object:
@@ -425,7 +425,7 @@ def test_view_of_output_set_after_the_view(compile_fn: CompileFn | None) -> None
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions: chains of views through an intermediate that in-place view ops changed before any view was taken
-# from it share that one object (Note [Views Sharing An Intermediate]); each program is a shrunk fuzz program (seed and
+# from it share that one object (Note [Output Regeneration]); each program is a shrunk fuzz program (seed and
 # index in the test's name) or a variant of one.
 # ---------------------------------------------------------------------------------------------------------------------
 
@@ -613,9 +613,9 @@ def test_seed47000_3046_backward_rebuilds_view_refused(compile_fn: CompileFn | N
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups (seed 17000, PairTensor inputs): views of an intermediate that an input was set_() onto share one
-# rebuilt root (Note [Intermediates set_() Onto Inputs Are One Root]); a detach() of an intermediate that an in-place
-# view op changed since shares its wrapper storage, wherever the detach() is in its chain (Note [Views Between In-Place
-# View Ops]).
+# rebuilt root (Note [Subclass Intermediate Roots]); a detach() of an intermediate that an in-place
+# view op changed since shares its wrapper storage, wherever the detach() is in its chain (Note [Output
+# Regeneration]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 Make = Callable[[], tuple[object, ...]]
@@ -952,7 +952,7 @@ def _check_inf40(
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# In-place view ops on an output's `._base` after the view (Note [In-Place View Ops On A Base After Its Views])
+# In-place view ops on an output's `._base` after the view (Note [Output Regeneration])
 
 
 @pytest.mark.parametrize("grad", [False, True])
@@ -1672,8 +1672,8 @@ def test_inplace_view_ops_under_mixed_grad_modes_refused(compile_fn: CompileFn |
 
 def test_subclass_view_of_intermediate_changed_after(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 2000, programs 23 and 8543: the intermediate's unsqueeze_() after the views broke their chain; the
-    # output came back as a wrapper of inner views instead of a wrapper-level view (Note [Subclass Views Rebuilt By
-    # set_]).
+    # output came back as a wrapper of inner views instead of a wrapper-level view (Note [Subclass Intermediate
+    # Roots]).
     def f(x0: T) -> object:
         t0 = x0.add(x0)
         t1 = t0.select(0, 1)

@@ -174,7 +174,7 @@ def detached_before_change(
     output: int | None,
     root_replay: Callable[[tuple[ViewStep, ...]], Replay | None],
 ) -> Replay | None:
-    """Note [Views Between In-Place View Ops]: `value`, whose chain `steps` detached `t` (the output `output`,
+    """Note [Output Regeneration]: `value`, whose chain `steps` detached `t` (the output `output`,
     else the intermediate subclass root that `root_replay(steps)` replays from) after viewing it with metadata
     `source_meta`, replayed from `t`."""
     detach = torch.ops.aten.detach.default
@@ -196,7 +196,7 @@ def detached_before_change(
         raise UnsupportedError(
             f"an output is a view of a detach() of a {type(t).__name__} that an in-place view op (t_, unsqueeze_, "
             "...) then changed, and whose inner tensors are laid out unlike the wrapper: the detach's metadata at "
-            "the time (the output's `._base`) cannot be rebuilt (Note [Views Between In-Place View Ops]). "
+            "the time (the output's `._base`) cannot be rebuilt (Note [Output Regeneration]). "
             "Return a clone, or take the view before the detach()"
         )
     rebuilt = (steps[at[-1]],)

@@ -3,7 +3,7 @@ before the in-place view ops the program applied to it and one after them, share
 
 Input: a chain segment (the object it makes, its length, where it ends) and the run. Output: `Replay.marks`
 entries, in the token encoding of runtime/output_steps.py, which reads them at run time (`build_order`,
-`state_reached`, `use_only_tokens`). Invariants: Note [Views Across In-Place View Ops On An Intermediate].
+`state_reached`, `use_only_tokens`). Invariants: Note [Output Regeneration].
 """
 
 from __future__ import annotations
@@ -18,19 +18,6 @@ from subclassaot.runtime.output_steps import MARK_STATES, state_of, state_token
 from subclassaot.schemas import Replay
 
 __all__ = ["early_marks", "final_pass_marks", "late_build_seq"]
-
-# Note [Views Across In-Place View Ops On An Intermediate]
-# `t0 = x.detach(); a = t0.view(-1); t0.t_(); return a, t0.unsqueeze(0)`: eager's outputs share one `._base`, t0,
-# which a was viewed from before the t_() and the second output after it. Note [Views Sharing An Intermediate] names
-# t0 as it was before (a's chain: a mark with token id(t0), and Replay.base_after applies the t_() to a's `._base`
-# once every output is built). A chain that passes t0 after the first j of its in-place view ops (its segment is the
-# view op that made t0, then those) names it in each state 0..j: id(t0) for state 0, then a token of state i that is
-# never an id() (`state_token`). At run time it takes t0 in the latest state an earlier chain made, applies the ops
-# from there to its own state (advancing t0's counter as eager's did, after the earlier views were taken), and hands
-# t0 out in that state only: it changed the object the earlier states name. Outputs are built in order of the states
-# they pass through (`build_order`), and Note [In-Place View Ops On A Base After Its Views] applies only the ops past
-# the state a chain left the `._base` in. Fuzz: the strict xfail test_views_of_one_detach_transposed_in_place_between
-# (test_view_bases.py). Not for views rebuilt before the epilogue (their own order).
 
 
 def final_pass_marks(made: torch.Tensor, segment: int, count: int, run: FunctionalRun) -> list[tuple[int, int]]:

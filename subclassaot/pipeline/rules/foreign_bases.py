@@ -21,17 +21,6 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.schemas import LeafSource
 from subclassaot.torch_internals import storage_key
 
-# Note [Views Sharing An Intermediate]
-# Two outputs made by view chains through one eager intermediate (`t0 = x.detach(); return t0.view(...), t0.t()`,
-# fuzz seed 3000 #9902) have one `._base`. Each replays its own chain at run time, so the analysis names each
-# intermediate object a chain passes through (Replay.marks), and a memo that lives for one call hands the first
-# rebuild of each to every later chain through it (runtime `_replay`). An object that in-place view ops changed is
-# named only by chains that pass through it after all of them, and only where no chain names it as it was before
-# them (it is a view, or no view was taken from it before them: Note [In-Place View Ops On A Base After Its Views]);
-# fuzz seed 13000 #6810: else the returned `t0` of `t0.t_(); t1 = t0.unsqueeze(0)` replayed its t_() again after t1
-# was made, advancing the counter t1 shares. The same holds for the hidden bases of Note [Output Regeneration]
-# (OutputLeaf.hidden_key).
-
 
 def foreign_root(
     leaf: torch.Tensor, final_storages: set[object], original_storages: set[object]

@@ -56,23 +56,12 @@ def no_grad_set_view_root(value: object, swaps: SwapRecord, input_storages: set[
     return None if key in input_storages or key == storage_key(value) else root
 
 
-# Note [Subclass Views set_() Off Their Base]
-# `t0 = x1.add(3.0); t1 = t0.reshape(1, -1, 2); t1.set_(x1); return t1` (x1 a PairTensor; fuzz seed 41000 #9334):
-# eager's t1 stays a wrapper-level view of t0, its `._base`, while the subclass's set_ points its inner tensors at
-# x1's (plain aliases, never autograd views). Its inner tensors no longer share the base's storages, so it is rebuilt
-# as Note [Subclass Views Rebuilt By set_] says (an alias() of its base, then set_() without autograd to a wrapper of
-# its dense leaves), from t0 rebuilt around its dense leaves, which the graph returns as intermediate bases
-# (`set_view_root`): t0 as it ends, eager's `._base` (a set_() of t0 itself after that is t0's own: rebuilt as it
-# ends, around the input leaves it then aliases where it does). Only for a view that carries no autograd history (as
-# that Note), set_() after it was taken, whose base is an intermediate subclass whose `.data` the program did not
-# assign (Note [Wrapper Data Assignment]).
-
 
 def set_view_root(
     value: object, swaps: SwapRecord, input_storages: set[object]
 ) -> tuple[torch.Tensor, list[torch.Tensor]] | None:
     """The intermediate subclass (and its dense leaves) that `value`, a subclass view the program set_() after
-    taking it, still views in eager (Note [Subclass Views set_() Off Their Base])."""
+    taking it, still views in eager (Note [Subclass Intermediate Roots])."""
     if not isinstance(value, torch.Tensor) or not is_traceable_subclass(value) or not value._is_view():
         return None
     made, moved = swaps.views.get(id(value)), swaps.wrapper_sets.get(id(value))
@@ -88,5 +77,5 @@ def set_view_root(
 def sets_without_history(value: torch.Tensor, swaps: SwapRecord) -> bool:
     """Did the program set_() wrappers only where autograd records nothing: every wrapper set_() under no_grad or of
     tensors none of which requires grad (seed 45000 #1194: a detach() set_() to its own view in training), or
-    `value`'s own, as Note [Subclass Views set_() Off Their Base] rebuilds it (fuzz seed 8000 #2870, #7374)?"""
+    `value`'s own, as Note [Subclass Intermediate Roots] rebuilds it (fuzz seed 8000 #2870, #7374)?"""
     return (bool(swaps.wrapper_sets) and not swaps.grad_set_ids) or set_view_root(value, swaps, set()) is not None

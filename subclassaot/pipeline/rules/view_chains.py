@@ -5,7 +5,7 @@ storage_classes.py). The facts about chains the analysis decides on (a detach() 
 before it, in-place view ops under mixed grad modes) are in chain_facts.py.
 
 Input: a `FunctionalRun` and the output being analyzed. Output: `Replay` / `ViewStep` records for the runtime (Note
-[Output Regeneration], Note [Subclass Views Rebuilt By set_]). Invariants: pure reads of the run's records; a chain
+[Output Regeneration], Note [Subclass Intermediate Roots]). Invariants: pure reads of the run's records; a chain
 is returned only when replaying it is exact, else None; nothing here raises.
 """
 
@@ -92,14 +92,14 @@ def replay_of(
     earlier: dict[int, int],
 ) -> Replay | None:
     """The view chain eager used to make `value` from an input, an earlier output or an intermediate base, if
-    replaying it is exact; it names the eager objects it passes through (Note [Views Sharing An Intermediate])."""
+    replaying it is exact; it names the eager objects it passes through (Note [Output Regeneration])."""
     chain: list[ViewStep] = []
     marks: list[tuple[int, int]] = []
     after: list[ViewStep | None] = []
     found = _replay_of(value, leaves, run, input_by_id, bases, earlier, (chain, marks, after))
     if found is None or found.steps != tuple(chain):
         return found
-    if after and all(s is not None for s in after):  # Note [In-Place View Ops On A Base After Its Views]
+    if after and all(s is not None for s in after):  # Note [Output Regeneration]
         found = replace(found, base_after=tuple(s for s in after if s is not None))
     elif after:  # an op on the `._base` after the view that no step replays (a set_() onto another tensor)
         return None
@@ -111,7 +111,7 @@ def _chain_marks(
 ) -> list[tuple[int, int]]:
     """(steps replayed, id() of the eager object they make) per segment whose object no in-place view op changed,
     or only after the chain viewed it where it is `changed_base`, the `._base` they are applied to once (Note
-    [In-Place View Ops On A Base After Its Views])."""
+    [Output Regeneration])."""
     marks: list[tuple[int, int]] = []
     count = 0
     for segment, made in zip(reversed(segments), reversed(objects), strict=True):
@@ -123,7 +123,7 @@ def _chain_marks(
         )
         if unchanged and id(made) not in run.swaps.swapped_ids:
             marks.append((count, id(made)))
-        else:  # Note [Views Across In-Place View Ops On An Intermediate]
+        else:  # Note [Output Regeneration]
             marks.extend(final_pass_marks(made, len(segment), count, run))
     return marks
 
@@ -170,7 +170,7 @@ def _replay_of(
             return None
         segments.append([s for s in segment if s is not None])
         objects.append(t)
-        if t is value._base and t is not value:  # Note [In-Place View Ops On A Base After Its Views]
+        if t is value._base and t is not value:  # Note [Output Regeneration]
             named[2].extend(_inplace_step(r) for r in run.swaps.inplace_views.get(id(t), []) if r.seq > upto)
             changed_base = id(t) if named[2] and all(s is not None for s in named[2]) else None
         first, t, upto = record, record.source, record.seq
@@ -204,7 +204,7 @@ def _replay_of(
             return Replay(
                 source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), source_meta=source_meta
             )
-        source = t  # Note [Views Between In-Place View Ops]
+        source = t  # Note [Output Regeneration]
         return detached_before_change(
             value, t, first.source_meta, tuple(steps), earlier.get(id(t)), lambda s: root_replay(source, bases, s)
         )
@@ -258,17 +258,6 @@ def _replay_of(
     return None
 
 
-# Note [Subclass Views Rebuilt By set_]
-# A subclass output that eager returns as a wrapper-level view (its `._base` an input, an earlier output or an
-# intermediate subclass) is replayed from that base by its view chain where the chain is exact. Where it is not (the
-# base changed its metadata or storage after the view was taken: t_(), set_(), the same object passed twice), the
-# output is still made a view of eager's base: an alias() of the base, then set_() without autograd to a wrapper of
-# the output's dense leaves, as for Note [Wrapper Storage]. set_ keeps a view a view of its base, and the
-# subclass's set_ points the alias's inner tensors (never autograd views, as in eager, where they are made below
-# autograd) at the leaves; the runtime then gives the view back its base's version counter value and wrapper storage
-# (eager advanced neither), unless a sharing class says otherwise. Only for outputs that carry no autograd history
-# (not requiring grad, or made under no_grad): a view made this way has none of the chain's.
-
 
 def view_rebuilt_by_set(
     value: torch.Tensor,
@@ -277,7 +266,7 @@ def view_rebuilt_by_set(
     bases: dict[object, tuple[int, torch.Tensor]],
     earlier: dict[int, int],
 ) -> Replay | None:
-    """Note [Subclass Views Rebuilt By set_]: `value` as a view of eager's `._base` set_() to its own leaves."""
+    """Note [Subclass Intermediate Roots]: `value` as a view of eager's `._base` set_() to its own leaves."""
     if not is_traceable_subclass(value) or not value._is_view() or value._base is None:
         return None
     if torch.is_grad_enabled() and value.requires_grad:
@@ -287,7 +276,7 @@ def view_rebuilt_by_set(
         return None
     base_storages = {storage_key(leaf) for leaf in flatten_subclass(base, "base")[1]}
     copies = any(storage_key(leaf) not in base_storages for leaf in flatten_subclass(value, "out")[1])
-    if copies and set_view_root(value, run.swaps, set()) is None:  # Note [Subclass Views set_() Off Their Base]
+    if copies and set_view_root(value, run.swaps, set()) is None:  # Note [Subclass Intermediate Roots]
         return None  # an inner tensor that does not alias the base's: the subclass's view op copies (check_subclass)
     alias = ViewStep(op=torch.ops.aten.alias.default, args=(), kwargs=(), index=None, grad_enabled=False)
     found = (ReplaySource.OUTPUT, earlier[id(base)]) if id(base) in earlier else None
@@ -514,7 +503,7 @@ def cut_history_replay(
     input_by_id: dict[int, InputIndex],
     bases: dict[object, tuple[int, torch.Tensor]],
 ) -> Replay | None:
-    """Note [Views Between In-Place View Ops], where it applies."""
+    """Note [Output Regeneration], where it applies."""
     if is_traceable_subclass(value) or len(leaves) != 1 or leaves[0].hidden_base is not None:
         return None
     chain: list[ViewRecord] = []
@@ -643,28 +632,9 @@ def _as_received(t: torch.Tensor, first: ViewRecord, run: FunctionalRun) -> bool
     return not earlier_ops and not earlier_swap and _meta_exprs(first.source_meta) == run.initial_metas[position]
 
 
-# Note [Views Between In-Place View Ops]
-# Some output views can be replayed neither before the epilogue (the input is not yet as the program had it) nor after
-# it from the input as it ends: a view taken of an input between two in-place view ops on it (`x.resize_((4, 1)); t =
-# x.detach(); x.t_()`), or a detach() of an intermediate or output changed in place since (`t2 = t1.detach();
-# t1.unsqueeze_(0)`, whose t2 shares t1's storage and wrapper storage at the metadata t1 had then). Rebuilt with
-# as_strided alone, such a view loses its aliasing: its `._base` is the input, eager's is the chain's own object, and a
-# subclass output gets a wrapper storage of its own. So the chain is replayed after the epilogue from
-# `x.as_strided(...)` with x's metadata when the chain first viewed it: the same elements of the same storages, and
-# eager's objects from there on (the input's own metadata are eager's, written or not: Note [Offsets After A Write]).
-# Only without autograd history (as_strided is not the program's op; a chain through a detach() has none), and for a
-# subclass whose dense leaves are laid out as the wrapper is (its as_strided gives them the wrapper's metadata). Where
-# they are not, a detach of an output is `t1.detach()` set_() without autograd to a wrapper of its own leaves (Note
-# [Subclass Views Rebuilt By set_]), and a view of such a detach is refused.
-# Input views with cut history: a view whose chain has a step made under no_grad (or a detach()) has no autograd path to
-# the input in eager, no grad_fn where the output itself was made under no_grad, else one that leads nowhere. Where its
-# chain cannot be replayed (a `.data =` moved a tensor of the chain), it is rebuilt as that as_strided() under no_grad,
-# then, where eager's has a dead-end grad_fn, a view() of it with grad on; only where nothing bumped the input's version
-# after it was made (eager's grad_fn would raise then).
-
 
 def _replays_between(value: torch.Tensor, t: torch.Tensor, leaves: tuple[OutputLeaf, ...], run: FunctionalRun) -> bool:
-    """Note [Views Between In-Place View Ops]: can `value`'s chain replay from input `t` with its metadata then?"""
+    """Note [Output Regeneration]: can `value`'s chain replay from input `t` with its metadata then?"""
     if value.requires_grad or t.requires_grad:
         return False
     return not is_traceable_subclass(t) or all(leaf_meta(d) == leaf_meta(t) for d in dense_leaves_of(t, "")[1])
@@ -756,8 +726,8 @@ def _meta_exprs(meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]) -> Meta:
 
 def final_only(t: torch.Tensor, run: FunctionalRun) -> bool:
     """No chain names `t` as it was before its in-place view ops: it is a view (never an output's `._base`, so never
-    named by Note [In-Place View Ops On A Base After Its Views]), or they all ran before any view was taken from it
-    (Note [Views Sharing An Intermediate])."""
+    named by Note [Output Regeneration]), or they all ran before any view was taken from it
+    (Note [Output Regeneration])."""
     if t._is_view():
         return True
     last = run.swaps.inplace_views[id(t)][-1].seq
