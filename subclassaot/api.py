@@ -355,7 +355,7 @@ def _compile_any(
     # State lifted beside the arguments (Note [State The Program Reads Is An Input]) keeps the arguments as they are.
     lifts = isinstance(fn, torch.nn.Module) or bool(refs) or bool(argument_modules(args, kwargs))
     same = find_same_inputs(args, kwargs) if not lifts else None
-    if same is not None:  # See Note [One Tensor Passed Several Times]
+    if same is not None:  # See Note [Synthetic Bases]
         marked_args, marked_kwargs = marked_call(same, args, kwargs)
         inner = _compile_any(
             unmarking(fn, same), marked_args, marked_kwargs, config, state, symbols, (), function_modes
@@ -531,7 +531,7 @@ def _compile_over(
         )
     )
     if untraced:
-        # See Note [Unmutated Aliases Stay Apart]: trace the untouched aliases as separate inputs.
+        # See Note [Synthetic Bases]: trace the untouched aliases as separate inputs.
         layout = dense_layout(
             list(fakified.fakes), paths, flat.tensor_indices, tensors, untraced=untraced, whole_storage=whole_storage
         )

@@ -37,7 +37,7 @@ class LeafKind(enum.Enum):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BackwardReshape:
     """A plain tensor input whose size and strides, or only version counter, the program's backward changed in place
-    (Note [Metadata Changed By A Custom Backward])."""
+    (Note [Custom Functions])."""
 
     position: int  # tensor-input position (FlatInputs.tensor_indices order)
     size: tuple[int, ...] | None  # None: the backward changed its values or nothing, never its layout
@@ -203,8 +203,8 @@ class OutputLeaf:
     is_view: bool  # eager gives a view (`._base` set); otherwise a plain alias sharing storage
     passthrough: DenseIndex | None = None  # GRAPH in training: return this dense input itself from the Function
     # GRAPH in training: eager's is a view that the program's custom autograd.Function made of an intermediate the
-    # program does not return (DTensor.to_local); the Function returns such a view too (Note [Inputs Returned By A
-    # Custom Function])
+    # program does not return (DTensor.to_local); the Function returns such a view too (Note [Custom
+    # Functions])
     function_view: bool = False
     # INPUT_ALIAS: the very leaf object of the input (a subclass built around it); INTERMEDIATE_ALIAS: the base itself
     same_object: bool = False
@@ -428,8 +428,8 @@ class OutputInfo:
     # eager's program did (Note [History Kept Through .data =])
     data_from: OutputLeaf | None = None
     # TENSOR subclass in training that the program's own autograd.Function returned as an input or a view of it: the
-    # wrapper-level view chain from that input, replayed on it inside the compiled Function's forward (Note [Inputs
-    # Returned By A Custom Function])
+    # wrapper-level view chain from that input, replayed on it inside the compiled Function's forward (Note [Custom
+    # Functions])
     function_view: Replay | None = None
 
 

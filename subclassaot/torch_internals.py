@@ -102,7 +102,7 @@ def mutation_counter(t: torch.Tensor) -> int:
 
 def inner_storage_offset(t: torch.Tensor) -> int | torch.SymInt:
     """The storage offset functionalization keeps for FunctionalTensor `t` (after pending updates): once its storage
-    was written, relative to the regenerated value, not to the input's storage (Note [Offsets After A Write])."""
+    was written, relative to the regenerated value, not to the input's storage (Note [as_strided On Inputs])."""
     return _elem(t).storage_offset()
 
 
@@ -650,7 +650,7 @@ def rebind_functional(
 
     See Note [Storage Swaps By Rebinding]. A FunctionalTensorMode must be active (below the caller).
     `wrapper_offset`: the offset x's wrapper reports, where meta's is in functionalization's frame and not eager's
-    (Note [Offsets After A Write]).
+    (Note [as_strided On Inputs]).
     """
     assert isinstance(x, FunctionalTensor) and isinstance(src, FunctionalTensor), "BUG: rebinding needs functionals"
     if meta is None:
@@ -792,7 +792,7 @@ float32_matmul_precision: Callable[[], str] = torch._C._get_float32_matmul_preci
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# ctx.mark_dirty of a custom autograd.Function (Note [Inputs Marked Dirty By A Custom Function])
+# ctx.mark_dirty of a custom autograd.Function (Note [Custom Functions])
 # ---------------------------------------------------------------------------------------------------------------
 
 # A view marked dirty takes the Function's node as its grad_fn, but its base then holds that node inside a CopySlices

@@ -446,7 +446,7 @@ def _output_info(
             if tree is None and not regrad:
                 check_grad_view_of_moved_input(path, leaf, run.finals)
             hidden = hidden_base(leaf, run, current[key], input_by_id, earlier, meta != leaf_meta(leaf))
-            meta = alias_meta(leaf, run, current[key], original.get(key))  # Note [Offsets After A Write]
+            meta = alias_meta(leaf, run, current[key], original.get(key))  # Note [as_strided On Inputs]
             input_layout = key not in original and meta == leaf_meta(run.finals[current[key]])
             if key not in original and not input_layout:
                 own_layout.append(current[key])  # Note [Strides The Kernels Choose]
@@ -493,7 +493,7 @@ def _output_info(
             graph_count += 1
     check_written_function_view(path, value)
     root = run.swaps.view_root(value, through_swaps=True) if fresh and from_program_function(value, run) else None
-    if root is not None and id(root) in input_by_id:  # Note [Inputs Returned By A Custom Function]
+    if root is not None and id(root) in input_by_id:  # Note [Custom Functions]
         if tree is None:
             check_function_input_unwritten(path, root, run)
         elif value._is_view():
@@ -573,12 +573,12 @@ def _output_info(
             "its view chain can be replayed. Return a clone made before the write"
         )
     passed = [] if replay is None else [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
-    # an input passed twice (one input since Note [One Tensor Passed Several Times]: `repeated`) and set_()
+    # an input passed twice (one input since Note [Synthetic Bases]: `repeated`) and set_()
     repeat = bool(passed) and (len(passed) > 1 or input_by_id[id(passed[0])] in repeated)
     set_input = repeat and id(passed[0]) in run.swaps.swapped_ids
     if set_input and tree is None and grad_fn_raises(value):
         # A set_() of its base, even under no_grad, makes eager's grad_fn raise (the base here
-        # an input passed twice, one input since Note [One Tensor Passed Several Times]); the view rebuilt from the
+        # an input passed twice, one input since Note [Synthetic Bases]); the view rebuilt from the
         # input before the epilogue has none that raises.
         raise UnsupportedError(
             f"{path}: its grad_fn raises in eager (a view made under no_grad of a tensor that requires grad, whose "

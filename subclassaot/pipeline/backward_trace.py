@@ -128,21 +128,21 @@ class BackwardGraph:
     unused: frozenset[int]  # positions in grad_inputs whose gradient eager leaves None (unreachable from outputs)
     grad_trees: tuple[SubclassNode | None, ...]  # per grad input: the gradient's subclass structure (None: plain)
     # per grad input: the dense leaf (position among its leaves) whose size and stride its subclass gradient had
-    # while tracing (Note [Subclass Gradient Strides])
+    # while tracing (Note [Tangent Retrace])
     grad_stride_leaves: tuple[int | None, ...] = ()
     # per grad input: the diff outputs (positions in diff_outputs) whose tangents reach its gradient in the graph
     tangent_deps: tuple[frozenset[int], ...]
     # dense inputs the backward itself writes (a custom Function's backward updating a buffer); their new values
     # follow the gradients in the graph's outputs, and the runtime copies them into the real inputs
     backward_mutations: tuple[DenseIndex, ...]
-    backward_reshapes: tuple[BackwardReshape, ...] = ()  # Note [Metadata Changed By A Custom Backward]
+    backward_reshapes: tuple[BackwardReshape, ...] = ()  # Note [Custom Functions]
     tangent_trees: tuple[SubclassNode | None, ...]  # per diff output: the subclass structure its tangent must have
     wrapper_updates: tuple[int, ...]  # tensor inputs whose new value the Function returns as a wrapper (last outputs)
     # graph inputs (synthetic bases of aliased inputs) that require grad: Function inputs after the user tensors,
     # their gradients after the user inputs' (Note [Aliased Inputs In Training])
     group_grads: tuple[int, ...] = ()
     tangent_strides: tuple[tuple[int, ...] | None, ...] = ()  # per dense tangent: its traced strides (static ones)
-    # per dense tangent: the dims outermost first, where its strides are symbolic (Note [Symbolic Tangent Strides])
+    # per dense tangent: the dims outermost first, where its strides are symbolic (Note [Tangent Retrace])
     tangent_orders: tuple[tuple[int, ...] | None, ...] = ()
     example_inputs: tuple[object, ...]  # the backward graph's (fake tensors, symbolic ints)
     num_saved: int = 0  # forward outputs after the GraphOutputs ones, the backward's first inputs
@@ -157,19 +157,11 @@ class BackwardGraph:
     saved_primals: tuple[int | None, ...] = ()  # per saved value: the graph input it is, if it is one
 
 
-# Note [Overwritten Original Updates]
-# A plain input the program writes and then changes the metadata of (x.mul_(2); x.t_()) gets an ORIGINAL update
-# (copied in before the view ops are replayed) and a FINAL one (copied in after, with grad). The FINAL copy_
-# replaces everything of the input autograd can see, so the ORIGINAL value's gradient is zero, in eager's history
-# as in ours; it is not differentiated (differentiating it through the traced in-place view ops fails). Only where
-# no one else sees the original storage through autograd: the input is not a view, keeps its storage, and its
-# writes are visible to autograd (else the FINAL copy is not recorded).
-
 
 def _overwritten_originals(
     traced: TracedGraph, analysis: Analysis, dense_fakes: Sequence[torch.Tensor]
 ) -> frozenset[int]:
-    """Forward-output positions of ORIGINAL updates that are not differentiated (Note [Overwritten Original
+    """Forward-output positions of ORIGINAL updates that are not differentiated (Note [Input
     Updates])."""
     updates = traced.outputs.updates
     finals = {u.target for u in updates if u.kind is UpdateKind.FINAL}
@@ -685,7 +677,7 @@ def retrace_backward(
     absent: frozenset[int] = frozenset(),
 ) -> BackwardVariant:
     """The backward for runtime tangents of structure `trees` (dense leaves `dense_tangents`, per diff output),
-    where the diff outputs at positions `absent` got no tangent (Note [Gradient Types Follow The Tangents Given])."""
+    where the diff outputs at positions `absent` got no tangent (Note [Tangent Retrace])."""
     setup, reference = meta.setup, meta.partition
     if setup is None or reference is None:
         raise AssertionError("BUG: a tangent retrace of an entry without a partition")
@@ -721,7 +713,7 @@ def backward_plan(
     meta: BackwardGraph, compile_variant: Callable[[BackwardVariant], Callable[..., object]]
 ) -> BackwardPlan:
     """What the runtime needs of `meta`: no graph it does not run, no fake tensor, and a retrace that compiles its
-    backward through `compile_variant` (Note [The Tangent Retrace Is Compile Work At Call Time])."""
+    backward through `compile_variant` (Note [Tangent Retrace])."""
 
     def retrace(
         trees: Sequence[SubclassNode | None],
@@ -769,7 +761,7 @@ _Dim = int | torch.SymInt
 
 
 def _dense_order(t: torch.Tensor) -> tuple[int, ...] | None:
-    """Note [Symbolic Tangent Strides]: the dims of `t` (a traced tangent with symbolic strides), outermost first,
+    """Note [Tangent Retrace]: the dims of `t` (a traced tangent with symbolic strides), outermost first,
     where its strides are the dense strides of that order; None where they are static or not so."""
     sizes, strides = t.shape, t.stride()
     if _static_strides(t) is not None or any(try_expr_of(v) is None for v in (*sizes, *strides)):
@@ -789,16 +781,6 @@ def _dense_strides(sizes: Sequence[_Dim], order: Sequence[int]) -> list[_Dim]:
         step = step * (max(size, 1) if isinstance(size, int) else size)
     return out
 
-
-# Note [Symbolic Tangent Strides]
-# The backward graph is traced for tangents laid out like the forward outputs (empty_like: dense, in the outputs'
-# dim order), and a compiled backward may rely on it: inductor's code asserts its inputs' sizes and strides. With
-# static strides the runtime copies a tangent of other strides into the traced ones (tangent_strides). With dynamic
-# shapes those strides are symbolic and were not checked, so `compiled(x).sum().backward()`, whose tangent is an
-# expanded tensor (strides 0), failed inductor's assert_size_stride ("expected stride 0==2") for plain tensors and
-# PairTensors alike. So a tangent with symbolic strides records its dim order, outermost first (by the strides'
-# hints; dims of equal stride keep their order), where its strides are exactly the dense strides of that order;
-# the runtime gives a tangent of other strides that layout, computed from its real sizes.
 
 
 def _static_strides(t: torch.Tensor) -> tuple[int, ...] | None:

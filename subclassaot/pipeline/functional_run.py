@@ -140,7 +140,7 @@ def run_functional(
             else:
                 clone = _strided_clone(original)
             if i in view_clone_inputs and not clone._is_view():
-                clone = clone.view_as(clone)  # Note [Writes To Plain View Inputs Make Plain Gradients]
+                clone = clone.view_as(clone)  # Note [Input Updates]
             clones[id(original)] = clone
             if not shared and clone.is_contiguous() and not original.is_contiguous():
                 copy_on_contiguous.add(id(clone))  # Note [Eager's Layouts Under Functionalization]
@@ -252,7 +252,7 @@ def run_functional(
                 ) from e
             raise
         if record.absolute_frames:
-            check_absolute_frames(record)  # Note [Offsets After A Write]: the outputs read them
+            check_absolute_frames(record)  # Note [as_strided On Inputs]: the outputs read them
     _check_containers_unchanged(flat, values, (state, args, kwargs))
     finals: list[torch.Tensor] = []
     for tree, tensor in zip(layout.trees, user_tensors, strict=True):

@@ -85,17 +85,6 @@ def _surely_same(before: Metadata, after: Metadata) -> bool:
     return same_rank and all(statically_known_true(a == b) for a, b in pairs)
 
 
-# Note [Metadata Changed By A Custom Backward]
-# A custom autograd.Function's backward may change a saved input's metadata in place (`x.t_()` on
-# ctx.saved_tensors): in eager the saved tensor is the input itself, so after backward() the caller's tensor has the
-# new size and strides (its values and storage unchanged), and its version counter moved once per in-place op. The
-# joint trace sees the change on the traced input; the runtime replays it on the real input when the compiled
-# backward runs, by as_strided_() to the traced size and strides at the input's own offset, under no_grad, and sets
-# the version counter to eager's. Taken only where that is exactly eager's: a plain tensor whose traced metadata
-# before the backward are the input's as passed (not a clone laid out anew), static sizes, and an unchanged offset.
-# Eager's own failures follow: for a leaf that requires grad, AccumulateGrad then copies the gradient into the
-# leaf's new layout and raises, as the engine does for the replayed input. Other changes stay refused.
-
 
 def backward_reshapes(
     flat: FlatInputs,
@@ -104,7 +93,7 @@ def backward_reshapes(
     before: Sequence[Metadata],
     versions: Sequence[int],
 ) -> tuple[BackwardReshape, ...]:
-    """The inputs whose metadata the program's backward changed (Note [Metadata Changed By A Custom Backward]);
+    """The inputs whose metadata the program's backward changed (Note [Custom Functions]);
     refuse the changes the runtime cannot replay exactly."""
     found = []
     for i, (t, meta) in enumerate(zip(user_tensors, before, strict=True)):
@@ -128,8 +117,8 @@ def backward_reshapes(
             raise UnsupportedError(
                 f"{path}: the program's backward (a custom autograd.Function) changes this input's metadata "
                 "(transpose_, unsqueeze_, ... on a saved tensor) where the runtime cannot replay it exactly (a tensor "
-                "subclass, symbolic sizes, a changed offset, or an input traced as a clone) (Note [Metadata Changed "
-                "By A Custom Backward]). Change the metadata of a clone in the backward instead"
+                "subclass, symbolic sizes, a changed offset, or an input traced as a clone) (Note [Custom "
+                "Functions]). Change the metadata of a clone in the backward instead"
             )
         size = tuple(int(v) for v in after[0])
         stride = tuple(int(v) for v in after[1])

@@ -318,7 +318,7 @@ def build_guards(
             c = w.constant(real.is_leaf)
             w.expect(f"v{index}.is_leaf == {c}", f"{path}.is_leaf", real.is_leaf, f"v{index}.is_leaf")
             if tree is None and not real.is_leaf:
-                # See Note [Writes To Plain View Inputs Make Plain Gradients]
+                # See Note [Input Updates]
                 c = w.constant(real._is_view())
                 w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
     for position, base in dict.fromkeys(base_reads):  # Note [Autograd Reads Answer As Eager's]

@@ -115,27 +115,10 @@ def forward_output_values(
     return out
 
 
-# Note [Subclass Gradient Strides]
-# A subclass gradient is rebuilt from its dense leaves after the backward graph ran. Its outer strides are what
-# autograd's later nodes read: the user's own ViewBackward (x = leaf.view(...)) reshapes it, which views it where its
-# outer strides allow and then views each inner tensor. So where the traced gradient had the size and stride of one
-# of its leaves (a wrapper taking them from its first inner tensor, as eager's did), it takes that leaf's real
-# strides; otherwise the input's own size and stride.
-
-
-# Note [Original Values After In-Place View Ops]
-# The new data of an input in its original layout (an ORIGINAL update) is read through an alias taken before the
-# program ran. Once the program writes the input, autograd rebuilds that alias's grad_fn from the input's current
-# history, which an in-place view op (x.transpose_(0, 1), x.as_strided_(...)) has left in another layout: the alias
-# then sends its gradient, in the original layout, to a node expecting the new one (autograd raises "invalid
-# gradient ... got [1, 2] but expected shape compatible with [2, 1]"). So where the input ends in another layout on
-# the same storage, the differentiated value is a view of the input as it ends instead, taken after the program,
-# with the original size, stride and offset: the same elements, through a history autograd keeps consistent. (A
-# non-view input is mostly not differentiated there at all: Note [Overwritten Original Updates].)
 
 
 def _original_value(original: torch.Tensor, final: torch.Tensor) -> torch.Tensor:
-    """The value differentiated for an ORIGINAL update (Note [Original Values After In-Place View Ops])."""
+    """The value differentiated for an ORIGINAL update (Note [Input Updates])."""
     if leaf_meta(original) == leaf_meta(final) or storage_key(original) != storage_key(final):
         return original
     return final.as_strided(original.shape, original.stride(), original.storage_offset())
@@ -176,23 +159,16 @@ class JointSetup:
     diff: tuple[int, ...]  # BackwardGraph.diff_outputs
     # See Note [Backward Errors Are Deferred]: differentiate with respect to this one of the gradients taken only
     wrt_only: int | None = None
-    # tensor inputs run as a view of their clone (Note [Writes To Plain View Inputs Make Plain Gradients])
+    # tensor inputs run as a view of their clone (Note [Input Updates])
     view_clones: frozenset[int] = frozenset()
     # (position in diff, ctx) where the subclass asks for tangents of other metadata than its output's (Note
-    # [Tangent Metadata Of The Subclass's Choosing])
+    # [Tangent Retrace])
     tangent_ctxs: tuple[tuple[int, object], ...] = ()
 
 
-# Note [Tangent Metadata Of The Subclass's Choosing]
-# A subclass may say that the gradient of one of its outputs has other metadata than the output: DTensor's
-# `__coerce_tangent_metadata__` turns a Partial output (a sum over a sharded dim, not yet reduced) into Replicate,
-# because a Partial gradient cannot be made from a user's gradient (redistributing to Partial is refused). As torch's
-# AOTDispatch does, the backward is traced for a tangent of the coerced metadata, and a runtime tangent is converted
-# to it (`__coerce_same_metadata_as_tangent__`), instead of to the output's own ctx, which would raise.
-
 
 def tangent_like(o: torch.Tensor) -> torch.Tensor:
-    """`o` with the metadata its tangent has (Note [Tangent Metadata Of The Subclass's Choosing])."""
+    """`o` with the metadata its tangent has (Note [Tangent Retrace])."""
     coerce = getattr(type(o), "__coerce_tangent_metadata__", None)
     if coerce is None or not is_traceable_subclass(o):
         return o
@@ -208,7 +184,7 @@ class TracedJoint:
     grad_trees: tuple[SubclassNode | None, ...]
     grad_stride_leaves: tuple[int | None, ...]
     backward_mutations: tuple[DenseIndex, ...]
-    backward_reshapes: tuple[BackwardReshape, ...]  # Note [Metadata Changed By A Custom Backward]
+    backward_reshapes: tuple[BackwardReshape, ...]  # Note [Custom Functions]
     # per gradient taken (grad inputs, then synthetic bases): the diff outputs (positions in diff) from whose
     # autograd graph it is reachable; eager's gradient is None when no output with a tangent reaches it
     reach: tuple[frozenset[int], ...]
@@ -224,8 +200,8 @@ def trace_joint(
     """make_fx of the program then autograd.grad (Note [Training Through A Joint Graph]). `tangent_trees`: the
     structure each diff output's tangent is rebuilt with (None: the output's own structure). `reach_sink` receives
     TracedJoint.reach even when autograd.grad then raises (Note [Backward Errors Are Deferred]). `absent`: positions
-    in diff whose outputs get no tangent (their tangent placeholders stay unread; Note [Gradient Types Follow The
-    Tangents Given])."""
+    in diff whose outputs get no tangent (their tangent placeholders stay unread; Note [Tangent
+    Retrace])."""
     n_primals = len(setup.example)
     unused: set[int] = set()
     grad_trees: list[SubclassNode | None] = []
@@ -422,21 +398,10 @@ def _grads(
     return grads
 
 
-# Note [Writes To Plain View Inputs Make Plain Gradients]
-# An in-place op on a view makes autograd's CopySlices node on its base: its backward writes the op's gradient for
-# the view's old value into a buffer made from the base's incoming gradient (grad.new_empty_strided(...), then
-# copy_), so that gradient takes the incoming gradient's type. A plain input that is a view, written with a subclass
-# operand (x1.mul_(pair)), thus gets a plain gradient along that path in eager where a write to a non-view gets the
-# subclass one (fuzz seed 3001 #1564). The joint trace runs each input a gradient is taken for as a clone (Note
-# [Training Through A Joint Graph]), a non-view; so where a plain input that is a view gets a subclass gradient in
-# that trace, the joint is traced again with the input run as a view of its clone (`view_as`), whose writes go
-# through CopySlices as eager's do. The gradient's values are the same either way. Plain inputs that require grad
-# and are not leaves are guarded on being views (guards.py), so an entry is not reused across the two.
-
 
 def _plain_views_with_subclass_grads(setup: JointSetup, joint: TracedJoint) -> frozenset[int]:
-    """Grad inputs that are plain views with a subclass gradient in `joint` (Note [Writes To Plain View Inputs
-    Make Plain Gradients])."""
+    """Grad inputs that are plain views with a subclass gradient in `joint` (Note [Input
+    Updates])."""
     found = set()
     for i, tree in zip(setup.grad_inputs, joint.grad_trees, strict=False):
         real = setup.flat.values[setup.flat.tensor_indices[i]]
@@ -451,8 +416,8 @@ def trace_joint_views(
     reach: list[frozenset[int]],
     absent: frozenset[int] = frozenset(),
 ) -> tuple[JointSetup, TracedJoint]:
-    """trace_joint, again with plain view inputs run as views where needed (Note [Writes To Plain View Inputs Make
-    Plain Gradients])."""
+    """trace_joint, again with plain view inputs run as views where needed (Note [Input
+    Updates])."""
     joint = trace_joint(setup, tangent_fakes, None, reach, absent=absent)
     if views := _plain_views_with_subclass_grads(setup, joint):
         setup = dataclasses.replace(setup, view_clones=views)
@@ -468,8 +433,8 @@ def _dense_grads(
     stride_leaves: list[int | None],
 ) -> list[torch.Tensor]:
     """The gradients' dense leaves (user inputs, then synthetic bases); records their structure in `grad_trees`
-    and, for a subclass gradient, the leaf whose size and stride it has in `stride_leaves` (Note [Subclass Gradient
-    Strides])."""
+    and, for a subclass gradient, the leaf whose size and stride it has in `stride_leaves` (Note [Tangent
+    Retrace])."""
     dense: list[torch.Tensor] = []
     for k, (g, x) in enumerate(zip(grads, wrt, strict=True)):
         if g is None:
@@ -529,7 +494,7 @@ def forward_example(
 ) -> list[tuple[bool, list[torch.Tensor], SubclassNode | None, tuple[object, ...]]]:
     """Per output: whether it gets a tangent, its tangent's dense leaves (plain fakes, to shape the tangents), its
     tangent's subclass structure (what a runtime tangent is checked and coerced against), and `(ctx,)` where that
-    ctx is not the output's own (Note [Tangent Metadata Of The Subclass's Choosing]), else ()."""
+    ctx is not the output's own (Note [Tangent Retrace]), else ()."""
     with new_functional_mode():
         run = run_functional(
             call,

@@ -139,14 +139,34 @@ def partition_joint(joint: torch.fx.GraphModule, num_primals: int, num_fw_output
 
 # Note [Tangent Retrace]
 # The backward graph is traced for tangents shaped like the forward outputs (a PairTensor tangent for a PairTensor
-# output, plain for plain). A runtime tangent of another type or ctx (a PairTensor tangent for a plain output, a
-# plain one for a PairTensor output, another ctx) that no hook of the subclass converts (__coerce_tangent_from__,
-# __coerce_same_metadata_as_tangent__) gets a backward of its own, traced lazily on first sight and cached per tangent
-# structure (types, ctx, dense sizes): the joint graph is traced again with such tangents and only its backward
-# region kept. The forward already ran and saved its values, so that backward may read only those: the new joint's
-# forward region runs the same ops in the same order (the program runs before the tangents are touched), which maps
-# each of its nodes to the first joint's; a backward that needs a forward value the first partition did not save
-# is refused with an UnsupportedError naming the node (never recomputed: it may be random).
+# output, plain for plain, laid out like the output). The caller chooses the tangents at backward time:
+# - Another type or ctx that no hook of the subclass converts (`__coerce_tangent_from__`,
+#   `__coerce_same_metadata_as_tangent__`) gets a backward of its own, traced lazily on first sight and cached per
+#   tangent structure (types, ctx, dense sizes): the joint is traced again with such tangents and only its backward
+#   region kept. The forward already ran, so that backward may read only what it saved: the new forward region runs the
+#   same ops in the same order, which maps its nodes to the first joint's, and a backward that needs an unsaved forward
+#   value is refused with an UnsupportedError naming the node (never recomputed: it may be random).
+# - Metadata of the subclass's choosing: DTensor's `__coerce_tangent_metadata__` turns a Partial output's tangent into
+#   Replicate (a Partial gradient cannot be made from a user's). As AOTDispatch does, the backward is traced for the
+#   coerced metadata and a runtime tangent is converted to it (`__coerce_same_metadata_as_tangent__`).
+# - Some outputs only: eager's gradient of a subclass input is a subclass where some path from an output given a tangent
+#   makes one, else plain (x1.copy_(x0) with a plain x1 sends x0 a plain gradient). So when an output that some subclass
+#   gradient depends on gets no tangent, the backward is traced again without differentiating it, cached per such set;
+#   a backward through every output, or missing only tangents no subclass gradient depends on, runs the compiled one,
+#   and so does one whose retrace fails and a double backward (there types are a full backward's: a known gap).
+# - Strides: with static strides the runtime copies a tangent of other strides into the traced ones. Symbolic strides
+#   were not checked (an expanded tangent failed inductor's assert_size_stride), so such a tangent records its dim order
+#   where its strides are the dense strides of that order, and the runtime lays a tangent out so from its real sizes.
+# All of this is the one place where compile work reaches the per-call path: the plan holds no fake tensor, ShapeEnv or
+# graph it does not run, so the compile hands the runtime one typed callable, `BackwardPlan.retrace`, closing over the
+# compile-time records and returning only a compiled backward and the meaning of its outputs (`RetracedBackward`); the
+# Function caches it per new structure, and a retrace that cannot be had raises UnsupportedError.
+# Gradients: a subclass gradient is rebuilt from its dense leaves after the backward graph ran. Its outer strides are
+# read by later nodes (the user's ViewBackward), so where the traced gradient had a leaf's size and stride (a
+# WrapperTensor's first inner tensor) it takes that leaf's real strides, else the input's own. A tensor the graph
+# returns more than once (a broadcast add's tangent) is cloned wherever it becomes an inner tensor of a subclass
+# gradient: AccumulateGrad keeps the fresh wrapper and accumulates into it in place later, and eager's gradients never
+# share storage.
 
 
 def partition_backward_like(

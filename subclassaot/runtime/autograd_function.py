@@ -77,27 +77,6 @@ def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[tor
     return out
 
 
-# Note [Gradient Types Follow The Tangents Given]
-# Eager's gradient of a tensor subclass input is the sum of what autograd's formulas give back along each path from
-# an output that got a tangent: a subclass where some path makes one, else a plain tensor (x1.copy_(x0) with a plain
-# x1 sends x0 a plain gradient; a write x0.add_(1) sends its own). The backward graph is traced with a tangent for
-# every differentiable output, so its gradient types are those of a backward through all of them; a backward through
-# some only (the program's output, not the new value of the subclass input it wrote) may give a plain gradient where
-# the graph gives a subclass. So when an output that some subclass gradient depends on gets no tangent, the backward
-# is traced again without differentiating that output, and cached per such set (Note [Tangent Retrace]); a backward
-# through every output, or missing only tangents no subclass gradient depends on, runs the compiled one. So does one
-# whose retrace fails (the retraced forward differs from the compiled one, as with some dynamic shapes) and a double
-# backward (create_graph=True): there the gradient types are those of a backward through every output (a known gap).
-
-
-# Note [Subclass Gradients Own Their Inner Tensors]
-# The backward graph may return one tensor as several gradients (a broadcast add gives the same tangent to every
-# input it reached). For plain inputs autograd copes (AccumulateGrad copies a gradient it does not hold alone). A
-# subclass gradient rebuilt around that tensor shares it with the others, or with itself (`p.grad.a is p.grad.b`):
-# AccumulateGrad keeps the fresh wrapper, and the next accumulation `p.grad += g` runs in place on its inner tensors,
-# adding to the shared one twice or into another input's gradient (test_subclass_parameters, a second call gave 3
-# where eager gives 2). So a tensor the graph returns more than once is cloned wherever it becomes an inner tensor of
-# a subclass gradient; eager's gradients never share storage.
 
 
 def _shared_grads(grads: Sequence[torch.Tensor | None]) -> frozenset[int]:
@@ -177,12 +156,12 @@ def _collect_tangents(
 
 class _Variants:
     """Backward graphs for tangent structures other than the traced one, traced on first sight (Note [Tangent
-    Retrace]) by the compile's own callable (Note [The Tangent Retrace Is Compile Work At Call Time]); keyed by the
+    Retrace]) by the compile's own callable (Note [Tangent Retrace]); keyed by the
     tangents' structure and dense sizes, strides and dtypes."""
 
     def __init__(self) -> None:
-        # None: a retrace for missing tangents only that failed; the compiled backward runs (Note [Gradient Types
-        # Follow The Tangents Given])
+        # None: a retrace for missing tangents only that failed; the compiled backward runs (Note [Tangent
+        # Retrace])
         self._cache: list[tuple[object, RetracedBackward | None]] = []
         self._lock = threading.Lock()
 
@@ -224,7 +203,7 @@ def _describe(tree: SubclassNode | None) -> str:
 
 
 def _dense_strides(sizes: Sequence[int], order: Sequence[int]) -> tuple[int, ...]:
-    """The strides of a dense tensor whose dims, outermost first, are `order` (Note [Symbolic Tangent Strides])."""
+    """The strides of a dense tensor whose dims, outermost first, are `order` (Note [Tangent Retrace])."""
     out = [1] * len(sizes)
     step = 1
     for d in reversed(order):
@@ -270,7 +249,7 @@ def _passthrough(
     if not leaf.is_view:
         # An inner tensor of a subclass input is no input of the Function: returned as is, it would take the
         # Function's history itself. Where the program's Function made a view of it (DTensor.to_local: view_as),
-        # so do we (Note [Inputs Returned By A Custom Function]); an inner tensor a wrapper output shares with an
+        # so do we (Note [Custom Functions]); an inner tensor a wrapper output shares with an
         # input (a jagged output's offsets) is the input's own object, as in eager.
         return source.view_as(source) if leaf.function_view else source
     return source.as_strided(*ev.meta(leaf.meta, symbols))
@@ -315,7 +294,7 @@ def training_call(
     subclass_inputs = [i for i, tree in enumerate(layout.trees) if tree is not None]
     releafed = frozenset(i for i, s in enumerate(analysis.releaf_sizes) if s is not None)
     roots = training_roots(analysis)
-    # See Note [Gradient Types Follow The Tangents Given]: the diff outputs a tensor subclass gradient depends on
+    # See Note [Tangent Retrace]: the diff outputs a tensor subclass gradient depends on
     typed_by = set().union(
         *(deps for tree, deps in zip(bw_meta.grad_trees, bw_meta.tangent_deps, strict=False) if tree is not None)
     )
@@ -352,7 +331,7 @@ def training_call(
             pos = n_updates
             for o in fresh_outputs:
                 info = analysis.outputs[o]
-                if info.function_view is not None:  # Note [Inputs Returned By A Custom Function]
+                if info.function_view is not None:  # Note [Custom Functions]
                     view = info.function_view
                     tensors.append(replay_steps(user[tensor_position[view.index]], view.steps, ev, symbols))
                     pos += len(info.leaves)
@@ -419,7 +398,7 @@ def training_call(
             ctx.zeros = [_dense_zeros(tensors[i]) for i in bw_meta.diff_outputs]
             tensors.extend(symints)
             ctx.bw_targets = [graph_dense[j] for j in bw_meta.backward_mutations] if bw_meta.backward_mutations else []
-            # See Note [Metadata Changed By A Custom Backward]
+            # See Note [Custom Functions]
             ctx.bw_reshapes = [(user[r.position], r) for r in bw_meta.backward_reshapes]
             return tuple(tensors)
 
@@ -453,7 +432,7 @@ def training_call(
                     "double backward (create_graph=True) with a tangent of another type than the output's "
                     "(Note [Tangent Retrace]); pass tangents of the type of the outputs"
                 )
-            absent = frozenset(typed_by - present)  # Note [Gradient Types Follow The Tangents Given]
+            absent = frozenset(typed_by - present)  # Note [Tangent Retrace]
             found = (
                 variants.get(bw_meta, trees, per_output, absent) if retyped or (absent and not create_graph) else None
             )
@@ -480,7 +459,7 @@ def training_call(
                         bw_meta.tangent_orders,
                         strict=True,
                     )
-                ]  # Note [Symbolic Tangent Strides]
+                ]  # Note [Tangent Retrace]
                 if create_graph:
                     assert rerun is not None
                     all_outs = cast(Sequence[torch.Tensor], rerun(*_live_primals(ctx.primals), *tangents))
@@ -499,7 +478,7 @@ def training_call(
             for (target, reshape), version in zip(ctx.bw_reshapes, reshaped, strict=True):
                 if (
                     reshape.size is not None and reshape.stride is not None
-                ):  # Note [Metadata Changed By A Custom Backward]
+                ):  # Note [Custom Functions]
                     with torch.no_grad():
                         target.as_strided_(reshape.size, reshape.stride, target.storage_offset())
                 set_version(target, version + reshape.bumps)
@@ -513,7 +492,7 @@ def training_call(
                 width = 1 if tree is None else tree.num_leaves
                 leaves = dense_grads[pos : pos + width]
                 pos += width
-                if tree is not None and shared:  # Note [Subclass Gradients Own Their Inner Tensors]
+                if tree is not None and shared:  # Note [Tangent Retrace]
                     leaves = [g.clone() if id(g) in shared else g for g in leaves]
                 if k in unused or not (deps[k] & present):
                     continue  # eager's gradient is None: no used output reaches this input
@@ -521,7 +500,7 @@ def training_call(
                     result[i] = leaves[0]
                 elif i in ctx.input_meta:
                     size, stride = ctx.input_meta[i]
-                    j = stride_leaves[k]  # Note [Subclass Gradient Strides]
+                    j = stride_leaves[k]  # Note [Tangent Retrace]
                     if i in releafed:  # in the layout of eager's first read: Note [Leaves Laid Out Anew Under no_grad]
                         first = leaves[0 if j is None else j]
                         size = tuple(first.shape)

@@ -249,7 +249,7 @@ def _copy_base(plan: RuntimePlan, base: torch.Tensor, value: torch.Tensor, g: in
     mutations = plan.analysis.mutations
     members = plan.layout.groups[cast(AliasGroupRef, plan.layout.graph_inputs[g]).group].members
     visible = any(mutations[m].autograd_visible and not mutations[m].hidden_from_autograd for m in members)
-    # written only through tensors set_() or `.data =`-assigned to its storage: Note [Writes Through A set_() Alias]
+    # written only through tensors set_() or `.data =`-assigned to its storage: Note [Input Updates]
     # (through the base's own views, a leaf that requires grad raises in eager, and so does this copy_)
     through_self = any(mutations[m].visible_through_self for m in members)
     before = get_version(base)
@@ -417,7 +417,7 @@ def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: to
     # Training]). Written through itself, a leaf that requires grad, or a view of one, raises eager's error here,
     # as it does in eager.
     visible = wrapper_write_recorded(plan.analysis, plan.layout, t)
-    # written only through an alias set_() or `.data =`-assigned to its storage (Note [Writes Through A set_() Alias])
+    # written only through an alias set_() or `.data =`-assigned to its storage (Note [Input Updates])
     mutations = plan.analysis.mutations
     visible = visible and any(mutations[j].visible_through_self for j in plan.layout.leaves_of_input[t])
     before = get_version(wrapper)

@@ -1,6 +1,6 @@
 """Inputs that share storage (alias groups, overlapping subclass views, detached aliases) in training: writes and
 metadata changes of one member seen by the others, gradients and refusals (Note [Aliased Inputs In Training], Note
-[Aliased Subclass Inputs In Training], Note [Writes Through A set_() Alias]).
+[Aliased Subclass Inputs In Training], Note [Input Updates]).
 """
 
 from __future__ import annotations
@@ -275,7 +275,7 @@ def test_aliased_view_set_under_no_grad_is_refused(compile_fn: CompileFn | None)
 
 def test_aliased_leaf_data_assigned(compile_fn: CompileFn | None) -> None:
     # fuzz seed 3000 #784 (eager's backward raised, ours did not, when allowed): the member assigned is a leaf. One
-    # leaf passed twice is one input (Note [One Tensor Passed Several Times]), whose backward failure the compiled
+    # leaf passed twice is one input (Note [Synthetic Bases]), whose backward failure the compiled
     # program reproduces (Note [Probing Eager's Backward]): supported
     def f(x0: T, x1: T) -> object:
         t0 = x0.as_strided((), (), 2)
@@ -368,7 +368,7 @@ def test_view_changed_under_no_grad_beside_a_write(compile_fn: CompileFn | None)
 def test_transposed_then_copied_into(compile_fn: CompileFn | None) -> None:
     # fuzz seed 6000 #3969 (the backward raised where eager's did not, when allowed): a write through the member
     # after its t_() sliced the base's gradient by its stale view function; one tensor passed twice is one input
-    # since Note [One Tensor Passed Several Times]
+    # since Note [Synthetic Bases]
     def f(x0: T, x1: T) -> object:
         x1.transpose_(0, 1)
         x1.copy_(x0)
@@ -1006,8 +1006,8 @@ def test_input_passed_twice_gains_grad(compile_fn: CompileFn | None) -> None:
 
 def test_aliased_inputs_gaining_grad_stay_refused(compile_fn: CompileFn | None) -> None:
     # fuzz seed 40000 #6072: x2 a detach() alias of x0 (eager: only x0 gains grad; the trace's members all would);
-    # #1161: one tensor passed twice whose layout the program changes (supported since Note [One Tensor Passed Several
-    # Times])
+    # #1161: one tensor passed twice whose layout the program changes (supported since Note [Synthetic
+    # Bases])
     def written(x0: T, x1: T, x2: T) -> object:
         x0.add_(x1)
         return (x2 * 2, x0)
@@ -1172,7 +1172,7 @@ def test_expanded_subclass_input_written_through_another_input(compile_fn: Compi
 # its storage (fuzz seed 44000 #7422, crashed). Eager's write leaves the input's autograd history and version counter
 # as they were; the epilogue recorded its copy_ with autograd, which raises on a view made by an op that returns
 # several views (unbind, split), and gave other non-leaf inputs a grad_fn eager's has not. Now the copy_ runs below
-# autograd and the version is put back at once (Note [Writes Through A set_() Alias]).
+# autograd and the version is put back at once (Note [Input Updates]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 

@@ -578,8 +578,8 @@ def test_data_assigned_subclass_backward_error_deferred_beside_a_returned_input(
 
 def test_leaf_passed_twice_unsqueezed_under_no_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 13000 #2682: one leaf as both arguments; unsqueeze_ under no_grad through one, a view with grad
-    # through the other: eager's gradient arrives in the new size (1, 1, 1); one input since Note [One Tensor Passed
-    # Several Times]
+    # through the other: eager's gradient arrives in the new size (1, 1, 1); one input since Note [Synthetic
+    # Bases]
     def f(x0: T, x1: T) -> object:
         with torch.no_grad():
             x1.unsqueeze_(-1)

@@ -36,7 +36,7 @@ REFUSED: dict[str, str] = {
     "set__and_data_mutation_bad": GRAD_FACTORY,
     "backward_mutation_metadata_dynamic": (
         "a metadata mutation (transpose_) of an input in a custom Function's backward, with symbolic sizes "
-        "(Note [Metadata Changed By A Custom Backward] replays static ones)"
+        "(Note [Custom Functions] replays static ones)"
     ),
     "nnc_passthrough_dict": CONTAINER_WRITE,
     "pair_nnc_passthrough_dict": CONTAINER_WRITE,

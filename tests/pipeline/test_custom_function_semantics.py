@@ -1,5 +1,5 @@
 """Custom autograd.Function semantics through the compiled program: a backward that changes a saved input's
-metadata in place (Note [Metadata Changed By A Custom Backward]), and ctx.mark_dirty on inputs returned or not
+metadata in place (Note [Custom Functions]), and ctx.mark_dirty on inputs returned or not
 returned, checked against eager through the oracle."""
 
 from __future__ import annotations

@@ -1646,7 +1646,7 @@ def test_a_compiled_call_leaves_no_cycle(compile_fn: CompileFn | None) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Fuzz regression (seed 15000 #5346, lead): a tensor passed twice (one input, Note [One Tensor Passed Several Times])
+# Fuzz regression (seed 15000 #5346, lead): a tensor passed twice (one input, Note [Synthetic Bases])
 # beside a view of it given `.data =`; the analysis indexed tensor inputs by a leaf's flat position (IndexError).
 #
 # With `--identity-compile` (eager against eager) every program here must pass the oracle (it is eager-legal).

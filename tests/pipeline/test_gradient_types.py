@@ -1,5 +1,5 @@
 """Gradient types (PairTensor vs Tensor) and gradient presence (None vs a tensor) of inputs and outputs, and
-requires_grad of outputs (Note [Writes To Plain View Inputs Make Plain Gradients], Note [Aliased Inputs In Training]).
+requires_grad of outputs (Note [Input Updates], Note [Aliased Inputs In Training]).
 """
 
 from __future__ import annotations
@@ -245,7 +245,7 @@ def test_leaf_view_made_after_a_failing_node(compile_fn: CompileFn | None) -> No
 # Fuzz regressions: a plain input that is a view, written in place with a subclass operand (fuzz seed 3001 #1564).
 #
 # Eager's CopySlices gives the view's old value a gradient of the type of the base's incoming gradient (plain here),
-# where a write to a non-view gives the subclass one (Note [Writes To Plain View Inputs Make Plain Gradients]).
+# where a write to a non-view gives the subclass one (Note [Input Updates]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -339,7 +339,7 @@ def check(
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Gradient Types Follow The Tangents Given]
+# See Note [Tangent Retrace]
 
 
 def test_plain_copy_from_written_subclass_sends_plain_grad(compile_fn: CompileFn | None) -> None:
@@ -364,7 +364,7 @@ def test_grad_type_through_every_output_stays_subclass(compile_fn: CompileFn | N
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Original Values After In-Place View Ops]
+# See Note [Input Updates]
 
 
 def test_write_then_transpose_of_view_input(compile_fn: CompileFn | None) -> None:
@@ -403,7 +403,7 @@ def test_no_grad_unsqueeze_then_data_write_of_leaf(compile_fn: CompileFn | None)
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Subclass Gradient Strides]
+# See Note [Tangent Retrace]
 
 
 def test_subclass_gradient_through_user_view_of_leaf(compile_fn: CompileFn | None) -> None:

@@ -1,7 +1,7 @@
 """In-place metadata ops (t_, transpose_, unsqueeze_, as_strided_) on inputs, views and outputs, under no_grad or
 with grad: layouts changed behind autograd, backward size checks, one tensor passed at several positions (Note
-[Leaves Laid Out Anew Under no_grad], Note [Probing Eager's Backward], Note [One Tensor Passed Several
-Times]).
+[Leaves Laid Out Anew Under no_grad], Note [Probing Eager's Backward], Note [Synthetic
+Bases]).
 """
 
 from __future__ import annotations
@@ -702,7 +702,7 @@ def test_member_used_after_another_gains_grad_is_refused(compile_fn: CompileFn |
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper refshare): one tensor passed at several positions whose layout the program changes
-# (Note [One Tensor Passed Several Times]), refused before as inputs sharing storage (fuzz seed 44000).
+# (Note [Synthetic Bases]), refused before as inputs sharing storage (fuzz seed 44000).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -797,7 +797,7 @@ def test_twice_set_to_another_input_under_no_grad(compile_fn: CompileFn | None) 
 
 
 def test_entry_for_one_tensor_twice_is_not_run_for_two(compile_fn: CompileFn | None) -> None:
-    # the guard of Note [One Tensor Passed Several Times]: distinct tensors at the repeated positions recompile
+    # the guard of Note [Synthetic Bases]: distinct tensors at the repeated positions recompile
     def f(x0: T, x1: T) -> tuple[T]:
         x0.t_()
         x1.mul_(2.0)

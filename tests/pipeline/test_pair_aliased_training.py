@@ -234,7 +234,7 @@ def test_module_and_captured_tensor_keep_the_refusal(compile_fn: CompileFn | Non
 
 
 def test_with_the_same_view_twice_and_plain_inputs(compile_fn: CompileFn | None) -> None:
-    # corpus pair_aliases_other_input_train beside Note [One Tensor Passed Several Times] (a view passed twice, a
+    # corpus pair_aliases_other_input_train beside Note [Synthetic Bases] (a view passed twice, a
     # plain tensor passed twice) and a plain input that requires grad, and with a view of the whole base
     def same_view_twice(a: T, a2: T, b: T) -> object:
         a.add_(1)

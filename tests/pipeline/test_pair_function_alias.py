@@ -1,4 +1,4 @@
-"""A custom autograd.Function that returns its input, or a view of it (Note [Inputs Returned By A Custom Function]):
+"""A custom autograd.Function that returns its input, or a view of it (Note [Custom Functions]):
 eager's output is an autograd view of the input carrying the Function's history. PyTorch's test_aotdispatch.py
 (test_input_output_aliase_custom_autograd_function, test_input_output_view_custom_autograd_function), on plain and
 PairTensor inputs, leaf or not, with the variants around them: the Function's view ops, views taken after, two calls,
@@ -306,7 +306,7 @@ def dirty(x: T) -> object:
 
 @pytest.mark.parametrize("maker", [nonleaf, pair_nonleaf], ids=["plain", "pair"])
 def test_input_marked_dirty_by_a_function_is_refused(maker: Callable[..., T], compile_fn: CompileFn | None) -> None:
-    # Note [Inputs Returned By A Custom Function]: eager's input takes Dirty's backward (g * 3) as its history;
+    # Note [Custom Functions]: eager's input takes Dirty's backward (g * 3) as its history;
     # the compiled program repeated the write without history, and the gradient behind the input was g, not 3 g
     refused_with_grad(dirty, lambda: (maker(2, 3),), compile_fn, "marks it dirty")
     check_no_grad(dirty, lambda: (maker(2, 3),), compile_fn)

@@ -371,7 +371,7 @@ def test_set_output_after_returned_unused_leaf_refused(compile_fn: CompileFn | N
 
 
 def test_set_output_beside_leaf_passed_twice(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 7000 #6854: one leaf passed twice is one input (Note [One Tensor Passed Several Times]), behind the
+    # fuzz seed 7000 #6854: one leaf passed twice is one input (Note [Synthetic Bases]), behind the
     # raising set_ node (Note [Outputs set_() Under Grad]): supported; a leaf the set_ node does not reach
     # (two distinct leaves) stays refused
     def f(x0: T, x1: T) -> object:

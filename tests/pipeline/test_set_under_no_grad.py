@@ -880,7 +880,7 @@ def test_other_member_of_an_alias_group_set_to_its_own_view(
 
 @pytest.mark.parametrize("make", [lambda: leaf(2, 3), lambda: nonleaf(2, 3)])
 def test_one_tensor_twice_set_to_its_own_view_is_refused(make: Callable[[], T], compile_fn: CompileFn | None) -> None:
-    # a variant with one tensor at two positions (Note [One Tensor Passed Several Times]): refused, naming the output
+    # a variant with one tensor at two positions (Note [Synthetic Bases]): refused, naming the output
     def f(x0: T, x1: T) -> object:
         with torch.no_grad():
             v = x1.view_as(x1)

@@ -1,6 +1,6 @@
 """Strides, storage offsets and whole storages of outputs and inputs after the call: eager's kernels' layouts where
 fake tensors choose others, as_strided() and set_(storage, offset, ...) at absolute offsets, writes through expanded
-or overlapping inputs (Note [Eager's Layouts Under Functionalization], Note [Offsets After A Write], Note
+or overlapping inputs (Note [Eager's Layouts Under Functionalization], Note [as_strided On Inputs], Note
 [as_strided On Inputs], Note [Strides The Kernels Choose]).
 """
 
@@ -108,7 +108,7 @@ def _selected(subclass: bool) -> Callable[[], tuple[object, ...]]:
 @pytest.mark.parametrize("program", ["identity_transpose", "slice", "slice_before_write", "view_after_write"])
 def test_offsets_of_views_taken_after_a_write(compile_fn: CompileFn | None, subclass: bool, program: str) -> None:
     # Fuzz seed 9000 #8570 ("identity_transpose"): functionalization reports offsets of views taken after a write
-    # relative to the regenerated value (Note [Offsets After A Write]); the input set_() to one ended at offset 0.
+    # relative to the regenerated value (Note [as_strided On Inputs]); the input set_() to one ended at offset 0.
     def f(x0: T) -> object:
         if program == "slice_before_write":
             t0 = x0[1:]
@@ -227,7 +227,7 @@ def test_other_size1_layout(compile_fn: CompileFn | None, read: str) -> None:
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper offset): absolute offsets on inputs at a nonzero storage offset. as_strided() views and
-# set_(storage, offset, ...) taken before a write to the input itself (Note [Offsets After A Write]),
+# set_(storage, offset, ...) taken before a write to the input itself (Note [as_strided On Inputs]),
 # as_strided_() of a view (Note [as_strided On Inputs]), as_strided() of a view without an offset. Source: helper
 # p109's hand-written variant (in this file) and its family, after torch's
 # test/functorch/test_aotdispatch.py (test_input_mutation_storage_offset, as_strided views of inputs).
@@ -469,8 +469,8 @@ def test_escaping_as_strided_view_used_before_write_or_taken_after(compile_fn: C
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper p109): set_() onto a view of an input at a storage offset, taken after the input was
-# written (Note [Offsets After A Write]), dev seed 44000 #109, and absolute offsets on such inputs (as_strided(),
-# set_(storage, offset, ...): Note [Offsets After A Write]).
+# written (Note [as_strided On Inputs]), dev seed 44000 #109, and absolute offsets on such inputs (as_strided(),
+# set_(storage, offset, ...): Note [as_strided On Inputs]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -570,7 +570,7 @@ def test_as_strided_at_absolute_offset_of_written_input(compile_fn: CompileFn | 
 
 
 def test_view_set_to_written_input_at_offset_then_written(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 44000 #1228 (also #4584, #7294): refused by Note [Offsets After A Write] until the
+    # fuzz seed 44000 #1228 (also #4584, #7294): refused by Note [as_strided On Inputs] until the
     # rebuilt output's leaves carried eager's offsets; x0 is an unbind() output at offset 6
     def f(x0: T) -> object:
         t0 = x0.view((1, 2, 1))
@@ -1143,7 +1143,7 @@ def _pair_at_offset() -> tuple[object, ...]:
 
 def test_set_output_onto_view_of_written_input_at_offset(compile_fn: CompileFn | None) -> None:
     # fuzz seed 8000 #2407: functionalization reports offset 0 for a view of the written input at offset 2 (Note
-    # [Offsets After A Write]); the output came back at the wrong offset with wrong values, then was refused; its leaves
+    # [as_strided On Inputs]); the output came back at the wrong offset with wrong values, then was refused; its leaves
     # now carry eager's offsets (helper p109)
     def f(x0: T) -> object:
         x0.add_(x0)

@@ -449,7 +449,7 @@ def test_subclass_set_to_itself_backward_raises(compile_fn: CompileFn | None) ->
 
 def test_no_grad_view_then_inplace_view_op_through_alias(compile_fn: CompileFn | None) -> None:
     # Seed 11, program 187: t_() through another view advances the counter eager's grad_fn check reads (the
-    # aliases are traced as one synthetic base: Note [Unmutated Aliases Stay Apart]).
+    # aliases are traced as one synthetic base: Note [Synthetic Bases]).
     def f(x: T, y: T) -> object:
         t = x.transpose(0, 0)
         y.expand(2, 2, 3).transpose_(2, 0)

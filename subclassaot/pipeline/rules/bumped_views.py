@@ -44,7 +44,7 @@ from subclassaot.torch_internals import (
 # - Views of intermediates written after: the graph computes the intermediate with the write already in it, so the view
 #   replayed from it (source BASE, WRAPPER, or OUTPUT) reads fine; the runtime advances its counter by one
 #   (Replay.bump_after), so it raises as eager's. Likewise a view of an input replayed after the epilogue (source INPUT),
-#   which keeps the input's counter changed (Note [Parity Of Version Counters]); where the input is itself a view whose
+#   which keeps the input's counter changed (Note [Input Updates]); where the input is itself a view whose
 #   grad_fn raises once its counter moves, it gets its entry counter back for the replay. A then_set (a set_() of such a
 #   view) is that write too. A program under no_grad gets the same for no_grad views of inputs requiring grad. Another
 #   no_grad or multi-output output view sharing the storage would see the bump too: refused unless it raises as well.

@@ -37,7 +37,7 @@ from subclassaot.pipeline.guards import Guards
 # fails again, by any error, gives the first refusal. The entry's guards check that the same positions are views of one
 # base object again (`._base is`), then the compiled guards over the values with the base added. Only for functions
 # called with their own arguments (module state and captured tensors lift to inputs the function compiled in the user's
-# place could not name), as for Note [One Tensor Passed Several Times]; those, and views of a leaf (eager forbids their
+# place could not name), as for Note [Synthetic Bases]; those, and views of a leaf (eager forbids their
 # writes), keep the refusal.
 
 

@@ -183,7 +183,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             func, (args, kwargs) = torch.ops.aten.resize_.default, as_resize(args, kwargs)
         if self.depth == 0:
             if self.record.absolute_frames:
-                check_absolute_frames(self.record)  # Note [Offsets After A Write]
+                check_absolute_frames(self.record)  # Note [as_strided On Inputs]
             note_before(self.record, func, args, kwargs)  # Note [Stale View Functions]
             if self.record.escaping_strided:
                 check_escaping_reads(self.record, func, args)  # Note [as_strided On Inputs]
@@ -272,7 +272,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 return args[0]
         if func is torch.ops.aten.as_strided_.default and args and is_functional(args[0]):
             check_strided_reach(self.record, args)  # (an input's as_strided_ off its elements)
-            check_inplace_strided_frame(self.record, args, kwargs)  # Note [Offsets After A Write]
+            check_inplace_strided_frame(self.record, args, kwargs)  # Note [as_strided On Inputs]
             source = self._as_strided_source(args)
             if source is not args[0]:  # Note [as_strided On Inputs]
                 rest, strided_kwargs = strided_call_args(self.record, args[0], source, args[1:], kwargs)
@@ -517,9 +517,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if stride is None or len(stride) == 0:
             stride = torch._prims_common.make_contiguous_strides_for(size)
         check_strided_reach(self.record, (owner, size, stride, offset))  # Note [as_strided On Inputs]
-        inner = functional_frame_offset(self.record, owner, offset)  # Note [Offsets After A Write]
+        inner = functional_frame_offset(self.record, owner, offset)  # Note [as_strided On Inputs]
         rebind_functional(x, owner, (list(size), list(stride), inner), wrapper_offset=offset)
-        note_absolute_view(self.record, owner)  # Note [Offsets After A Write]
+        note_absolute_view(self.record, owner)  # Note [as_strided On Inputs]
 
     def _track(self, func: Any, args: tuple[Any, ...], out: Any, kwargs: dict[str, Any] | None = None) -> None:
         kwargs = kwargs or {}

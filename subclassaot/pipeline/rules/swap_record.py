@@ -100,8 +100,8 @@ class SwapRecord:
     # storage_key() of the tensors torch functions returned with inference mode on: eager's are inference tensors,
     # whose views (taken there or later) keep no view relation
     inference_made: set[object] = field(default_factory=set)
-    # id() of the tensors a custom autograd.Function marked dirty -> its class (Note [Inputs Marked Dirty By A Custom
-    # Function])
+    # id() of the tensors a custom autograd.Function marked dirty -> its class (Note [Custom
+    # Functions])
     marked_dirty: dict[int, type] = field(default_factory=dict)
     read_with_grad: set[int] = field(default_factory=set)
     # torch functions the program called with requires_grad=True (Note [Grad Mode At The Call Decides Training])
@@ -233,10 +233,10 @@ class SwapRecord:
     own_inputs: dict[object, tuple[str, DenseIndex]] = field(default_factory=dict)
     alias_bases: dict[object, torch.Tensor] = field(default_factory=dict)  # storage key -> synthetic base
     # storage key of an input's dense leaf -> its alias with the original metadata (`FunctionalRun.originals`): the
-    # frame of the offsets functionalization keeps behind the wrappers (Note [Offsets After A Write])
+    # frame of the offsets functionalization keeps behind the wrappers (Note [as_strided On Inputs])
     input_originals: dict[object, torch.Tensor] = field(default_factory=dict)
     # storage key of such a leaf -> the frame shifts at which the program took views of it at absolute offsets
-    # (as_strided(), set_(storage, offset, ...)): Note [Offsets After A Write]
+    # (as_strided(), set_(storage, offset, ...)): Note [as_strided On Inputs]
     absolute_frames: dict[object, list[int | torch.SymInt]] = field(default_factory=dict)
     # storage key of an input's dense leaf (its clone's, where it runs as one) -> the paths of the inputs over it
     input_paths: dict[object, tuple[str, ...]] = field(default_factory=dict)
