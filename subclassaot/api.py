@@ -86,7 +86,7 @@ M = TypeVar("M", bound=torch.nn.Module)
 class CompiledEntry:
     spec: pytree.TreeSpec
     # the call was `fn(*leaves)`: its flat inputs are the values of the lifted state named `lifted_names` (Note
-    # [State The Program Reads Is An Input]), then its positional args (the fast path of CompiledFunction.__call__)
+    # [State The Program Reads]), then its positional args (the fast path of CompiledFunction.__call__)
     simple_arity: int | None
     guards: guards.Guards
     run: Callable[[Sequence[object], dict[str, int]], object]
@@ -112,7 +112,7 @@ class CompiledFunction(Generic[P, R]):
         self._reasons: list[str] = []
         self._lock = threading.RLock()
         self._is_module = isinstance(fn, torch.nn.Module)
-        self._captures = capture_refs(fn)  # See Note [State The Program Reads Is An Input]
+        self._captures = capture_refs(fn)  # See Note [State The Program Reads]
         self._state = AutomaticDynamicState()
         self._symbols = SymbolCache()
         # The name and docstring, not the function's `__dict__`: its attributes must not clobber ours (a module
@@ -154,7 +154,7 @@ class CompiledFunction(Generic[P, R]):
             # container where a tensor or constant was compiled fails a type guard, and a module passed as an
             # argument (whose state would be lifted too) fails one or changes the names: both take the full path
             # below. The Python state the function reads is checked inside `guards.check` on this path too:
-            # See Note [Python State Is Snapshotted, Not Recorded]
+            # See Note [State The Program Reads]
             state = lifted_state(self.fn, self._captures) if self._is_module or self._captures else {}
             names = tuple(state)
             values: Sequence[object] = [*state.values(), *args] if names else args
@@ -312,8 +312,8 @@ def compile_entry(
     captures: tuple[CaptureRef, ...] | None = None,
     function_modes: tuple[object, ...] = (),
 ) -> CompiledEntry:
-    """Compile one entry guarded by the Python state `fn` reads now (Note [Python State Is Snapshotted, Not
-    Recorded]): snapshot it, compile, refuse a program that changed it, and check it before the entry's guards."""
+    """Compile one entry guarded by the Python state `fn` reads now (Note [State The Program
+    Reads]): snapshot it, compile, refuse a program that changed it, and check it before the entry's guards."""
     before = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
     with compiling_session(), _collection_paused():  # See Note [Dynamo Captures, The Pipeline Compiles]
         entry = _compile_any(fn, args, kwargs, config, state, symbols, captures, function_modes)
@@ -352,7 +352,7 @@ def _compile_any(
     branches on), compile it again with static sizes rather than fail a call eager completes. `function_modes`: the
     caller's torch-function modes, pushed around the user's code while it is traced (Note [Ambient Modes])."""
     refs = capture_refs(fn) if captures is None else captures
-    # State lifted beside the arguments (Note [State The Program Reads Is An Input]) keeps the arguments as they are.
+    # State lifted beside the arguments (Note [State The Program Reads]) keeps the arguments as they are.
     lifts = isinstance(fn, torch.nn.Module) or bool(refs) or bool(argument_modules(args, kwargs))
     same = find_same_inputs(args, kwargs) if not lifts else None
     if same is not None:  # See Note [Synthetic Bases]
@@ -370,7 +370,7 @@ def _compile_any(
         hidden = find_hidden_bases(args, kwargs) if not lifts else None
         if hidden is None:
             raise
-        try:  # See Note [Subclass Views Of A Base Not Passed]
+        try:  # See Note [Aliased Subclass Inputs In Training]
             with_args, with_kwargs = call_with_bases(hidden, args, kwargs)
             inner = _compile_any(
                 dropping_bases(fn, hidden), with_args, with_kwargs, config, state, symbols, (), function_modes

@@ -142,16 +142,9 @@ def give_base_grad(view: torch.Tensor) -> None:
 
 def refresh_view_grad_fn(t: torch.Tensor) -> None:
     """Read `t.grad_fn` of a view that requires grad, so that autograd regenerates it after its base gained grad
-    (Note [In-Place Ops On A View Whose Base Gained Grad]); a grad_fn whose read raises is left to the op."""
+    (Note [Subclass Inputs Mutated In Training]); a grad_fn whose read raises is left to the op."""
     grad_fn_raises(t)  # its read of grad_fn is the refresh
 
-
-# Note [In-Place Ops On A View Whose Base Gained Grad]
-# A view of a tensor that did not require grad (x2 = b1.select(0, -1)) requires grad once its base does (b1.copy_(b0)
-# with b0 requiring grad), but autograd makes its grad_fn only when someone reads it: until then an in-place op on the
-# view (x2.t_()) takes it for a leaf that requires grad and raises. Eager's program ran the op first and the copy_
-# after; the epilogue copies the value first and replays the op after (Note [Subclass Inputs Mutated In Training]), so
-# it reads the grad_fn before each replayed in-place step.
 
 
 def grad_fn_raises(t: torch.Tensor) -> bool:

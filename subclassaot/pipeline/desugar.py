@@ -228,7 +228,7 @@ def dense_from_graph_inputs(layout: DenseLayout, graph_values: Sequence[torch.Te
                 if same is not None:
                     dense[member] = dense[group.members[same]]
                 elif _whole_hidden_base(layout, group, member, (size, stride, offset)):
-                    dense[member] = value  # Note [Subclass Views Of A Base Not Passed]: its views' chains start here
+                    dense[member] = value  # Note [Aliased Subclass Inputs In Training]: its views' chains start here
                 else:
                     dense[member] = value.as_strided(_ints(size), _ints(stride), _int(offset))
         else:
@@ -238,8 +238,8 @@ def dense_from_graph_inputs(layout: DenseLayout, graph_values: Sequence[torch.Te
 
 
 def _whole_hidden_base(layout: DenseLayout, group: AliasGroup, member: DenseIndex, meta: Meta) -> bool:
-    """`member` is an inner tensor of a base the call does not pass, added by Note [Subclass Views Of A Base Not
-    Passed], and it is its group's whole base (offset 0, contiguous): it is traced as the base itself, so that an
+    """`member` is an inner tensor of a base the call does not pass, added by Note [Aliased Subclass Inputs In
+    Training], and it is its group's whole base (offset 0, contiguous): it is traced as the base itself, so that an
     as_strided() view of it (an input made by as_strided() replayed on it) is the first view of its chain (Note
     [as_strided On Inputs]). The program never sees that base, so nothing changes its layout."""
     size, stride, offset = meta

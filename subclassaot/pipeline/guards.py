@@ -44,7 +44,7 @@ class Guards:
 
 
 def with_python_state(inner: Guards, state: Callable[[], str | None], state_source: str) -> Guards:
-    """`inner` preceded by the Python-state check (Note [Python State Is Snapshotted, Not Recorded])."""
+    """`inner` preceded by the Python-state check (Note [State The Program Reads])."""
     inner_check = inner.check
 
     def check(values: Sequence[object]) -> dict[str, int] | str:
@@ -533,7 +533,7 @@ def constant_condition(w: _Writer, var: str, value: object) -> str:
     """Guard source that holds when `var` is a value equal to `value`, of the same type. The value is bound as a
     snapshot: a mutable object changed in place after this compile must not equal itself (Note [What The Guards
     Compare])."""
-    if isinstance(value, torch.nn.Module):  # Note [State The Program Reads Is An Input]: the same module object
+    if isinstance(value, torch.nn.Module):  # Note [State The Program Reads]: the same module object
         return f"{var} is {w.constant(value)}"
     kind = w.constant(type(value))
     if isinstance(value, float) and math.isnan(value):

@@ -350,7 +350,7 @@ def _epilogue(
             # Under the grad mode the program had: autograd records it on a wrapper that requires grad, as in eager.
             grad = step.grad_enabled and (copy_at is None or k >= copy_at)
             with torch.set_grad_enabled(grad and torch.is_grad_enabled()):
-                refresh_view_grad_fn(wrapper)  # Note [In-Place Ops On A View Whose Base Gained Grad]
+                refresh_view_grad_fn(wrapper)  # Note [Subclass Inputs Mutated In Training]
                 step.op(
                     wrapper,
                     *cast(tuple[object, ...], ev.arg(step.args, symbols)),

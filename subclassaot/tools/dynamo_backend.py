@@ -51,7 +51,7 @@ __all__ = ["ADAPTER_OPTIONS", "CapturedGraph", "explain_compiled", "recording", 
 #   exactly those inputs are dropped (`CompileConfig.caller_guarded`, by input path), only where ours would check the
 #   very value Dynamo checks. Storage offset, storage sharing, `is_leaf`, `_is_view` and our symbols stay ours. Python
 #   state and global torch state Dynamo guards itself, and it traces through ambient modes: our snapshot guards are off
-#   on this path (`python_state_guards=False`; Note [Python State Is Snapshotted, Not Recorded]).
+#   on this path (`python_state_guards=False`; Note [State The Program Reads]).
 # - Grad switches. Dynamo records `with torch.no_grad():` as absolute `_set_grad_enabled(False)` / `(True)` calls, True
 #   being the mode at capture. The pipeline also runs a graph under no_grad (a training graph's forward values), where
 #   the closing switch would turn grad on for the rest of the graph. So a switch to the captured mode gives back the
@@ -358,7 +358,7 @@ def _graph_function(
     """The function our pipeline compiles: the graph's forward, with derived SymInts read from their tensors."""
     # A graph holding tensors as attributes (Dynamo keeps an optimizer's parameters as get_attr) compiles as a
     # module (held in `run`'s closure below): our pipeline lifts its parameters, buffers and tensor attributes to
-    # inputs, read afresh on every call (Note [State The Program Reads Is An Input]).
+    # inputs, read afresh on every call (Note [State The Program Reads]).
     graph: Callable[..., object] = gm if _has_state(gm) else gm.forward
     if not derived:
         return graph

@@ -293,7 +293,7 @@ def test_aliased_leaf_data_assigned(compile_fn: CompileFn | None) -> None:
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups: layout changes (t_, unsqueeze_, ...) of aliased inputs in training (Note [Aliased Inputs In
-# Training], Note [Stale View Functions], Note [Subclass Inputs Passed Twice In Training]).
+# Training], Note [Stale View Functions], Note [Aliased Subclass Inputs In Training]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -414,7 +414,7 @@ def test_member_set_to_another_under_no_grad_is_refused(compile_fn: CompileFn | 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Subclass Inputs Passed Twice In Training]
+# See Note [Aliased Subclass Inputs In Training]
 
 
 @pytest.mark.parametrize("write_first", [False, True])
@@ -542,8 +542,8 @@ def test_detached_subclass_member_changed_beside_written_member(
 def test_detached_subclass_member_changed_beside_transposed_member(
     compile_fn: CompileFn | None, grad_mode: bool
 ) -> None:
-    # Both change their layout: the member that requires grad by t_() with grad enabled (one object: Note [Subclass
-    # Inputs Passed Twice In Training]), not written: a value computed before the change is returned
+    # Both change their layout: the member that requires grad by t_() with grad enabled (one object: Note [Aliased
+    # Subclass Inputs In Training]), not written: a value computed before the change is returned
     def f(x0: T, x1: T) -> object:
         v = x0[0] * 2
         with torch.set_grad_enabled(grad_mode):
@@ -865,7 +865,7 @@ def test_detached_member_written_beside_traced_views(compile_fn: CompileFn | Non
 
 def test_members_not_views_of_each_other_used_after_write(compile_fn: CompileFn | None) -> None:
     # Two overlapping views of a base the program does not get: neither is the other's `._base` (refused before);
-    # they are compiled with that base added (Note [Subclass Views Of A Base Not Passed]), so a use of one after a
+    # they are compiled with that base added (Note [Aliased Subclass Inputs In Training]), so a use of one after a
     # write through the other differentiates through the write, as in eager.
     def f(x0: T, x1: T) -> object:
         x1.mul_(0.5)
@@ -882,7 +882,7 @@ def test_members_not_views_of_each_other_used_after_write(compile_fn: CompileFn 
 def test_base_relation_is_guarded() -> None:
     # Compiled for (x[0], x); called with (y[0], y.view_as(y)): the same storages and layouts, but the second input
     # is no `._base` of the first, so the entry's traced view link does not hold: the guard fails and recompiles
-    # (for two views of a base not passed: Note [Subclass Views Of A Base Not Passed]), and the result is eager's.
+    # (for two views of a base not passed: Note [Aliased Subclass Inputs In Training]), and the result is eager's.
     def f(x0: T, x1: T) -> object:
         x1.mul_(0.5)
         return (x0.sin(),)

@@ -1298,7 +1298,7 @@ def _check_idaudit(
     `eager_reuse` is False: a PairTensor's dropped results may stay alive through their inner tensors' histories);
     then compiled, whose every run keeps them apart."""
     # The programs note ids into `_Ids`, a Python side effect for the test's eyes only, which the Python-state guards
-    # would refuse (Note [Python State Is Snapshotted, Not Recorded]): compiled without them.
+    # would refuse (Note [State The Program Reads]): compiled without them.
     unguarded = compile_fn or functools.partial(subclassaot.compile, python_state_guards=False)
     (check_with_grad if grad else check_no_grad)(f, make_inputs, unguarded)
     records.clear()

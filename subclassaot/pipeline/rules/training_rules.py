@@ -43,32 +43,25 @@ from subclassaot.schemas import (
 # - Writes autograd records. Writing the new inner values into the real input, as inference does, would leave autograd
 #   blind. Instead the compiled Function also returns the input's new value as a wrapper (rebuilt from the graph's
 #   ORIGINAL updates of its leaves), differentiable like any output, and the epilogue applies `input.copy_(new)` at the
-#   wrapper level with grad enabled, which autograd records as eager does. In the backward graph the program runs on a
-#   clone of the input (Note [Training Through A Joint Graph]), whose mutated self is that output. Where the program
-#   also changes the input's metadata by in-place view ops, the epilogue writes the original storage below autograd,
-#   replays the view ops on the real input under the grad mode each had, then copies the new value in at the wrapper
-#   level: the copy replaces all of it, so the gradient reaches the input through the Function alone, as eager's through
-#   its ops (a no_grad view op leaves eager's grad_fn expecting the old layout, and ours alike). A leaf written only
-#   through an alias autograd does not relate to it (`z.set_(x)`, then `z.mul_(2)`) gets its copy below autograd
-#   (runtime `_copy_wrapper`).
+#   wrapper level with grad enabled, which autograd records as eager does. Where the program also changes the input's
+#   metadata by in-place view ops, the epilogue writes the original storage below autograd, replays the view ops on the
+#   real input under the grad mode each had, then copies the new value in at the wrapper level: the gradient reaches
+#   the input through the Function alone. A view of an input that gained grad by that copy gets its grad_fn only when
+#   read, and an in-place op before that takes it for a leaf and raises, so the epilogue reads the grad_fn before each
+#   replayed step. A leaf written only through an alias autograd does not relate to it (`z.set_(x)`, then `z.mul_(2)`)
+#   gets its copy below autograd (runtime `_copy_wrapper`). Views changed in place follow Note [Stale View Functions].
 # - Changes autograd does not record need no new value from the Function: in-place view ops with writes only under
 #   no_grad or through `.data`; writes of its inner tensors themselves (`x.a.add_(1)`: the wrapper's counter does not
-#   move, so the epilogue writes the inner tensors below autograd rather than a wrapper-level copy); set_() under
-#   no_grad (x keeps its autograd identity; the epilogue gives it storage, metadata and values below autograd, and its
-#   wrapper's own metadata under no_grad). For set_() the refusals are: a read with grad after a set_() that gave x
-#   another size (eager's gradient reaches x's history in the new size, ours is checked against the old; a set_() back
-#   to the original size, or a size equal to it under the guard the static trace makes, is none), a write with grad
-#   after the set_() (eager records it on x, the epilogue does not), and a set_() to a computed tensor whose strides a
-#   kernel chose (`kernel_strides`). An autograd leaf whose layout changes below autograd keeps its refusal: the
-#   Function is applied to it before the epilogue changes its layout, so a gradient of the new layout meets the
-#   accumulator of the old one (Note [Leaves Laid Out Anew Under no_grad]).
-# - set_() under grad gives the input, at the wrapper level, a node whose backward raises: no gradient reaches its
-#   earlier history through it any more, whatever the program did before or after. So it too needs no new value: the
-#   epilogue gives it its storage, metadata and values as in inference, then repeats `x.set_(x)` under grad (Note [set_
-#   Under Grad]), which gives it eager's grad_fn; outputs computed before the swap carry gradients to its earlier
-#   history through the Function, those after fail as eager's (Note [Backward Errors Are Deferred]). The same for a
-#   member of an alias group: the epilogue's `x.set_(x)` on the real member rebases its real base as eager's did, and
-#   the member leaves the group's metadata check. Only where every dense leaf was set_() so (not by `.data =` or
+#   move, so the epilogue writes the inner tensors below autograd); set_() under no_grad (the epilogue gives storage,
+#   metadata and values below autograd, and the wrapper's own metadata under no_grad). Refused for set_(): a read with
+#   grad after a set_() to another size (a set_() back to the original size is none), a write with grad after it, and a
+#   set_() to a computed tensor whose strides a kernel chose (`kernel_strides`). An autograd leaf whose layout changes
+#   below autograd keeps its refusal (Note [Leaves Laid Out Anew Under no_grad]).
+# - set_() under grad gives the input a node whose backward raises: no gradient reaches its earlier history through it.
+#   The epilogue gives it storage, metadata and values as in inference, then repeats `x.set_(x)` under grad (Note [set_
+#   Under Grad]); outputs computed before the swap carry gradients through the Function, those after fail as eager's
+#   (Note [Backward Errors Are Deferred]). The same for a member of an alias group (its real base is rebased as eager's
+#   was, and it leaves the group's metadata check). Only where every dense leaf was set_() so (not by `.data =` or
 #   resize_) and no kernel chose its final strides.
 # Other storage changes (set_ or resize_ with a write autograd records) are refused.
 
@@ -274,16 +267,6 @@ def _unsupported_group_change(
     return None
 
 
-# Note [Subclass Inputs Passed Twice In Training]
-# One subclass object passed at several positions (f(x, x)) is one object in the program (Note [Aliased Subclass Inputs
-# In Training]): its traced group holds that object alone, so no other member's history can meet its own. Its layout
-# changes by in-place view ops with grad enabled are then those of one input (Note [Subclass Inputs Mutated In
-# Training]): the Function returns its new value with its final metadata, rebuilt from the group's new base
-# (autograd_runtime `group_final`), and the epilogue replays the view ops on the real input, then copies the value in at
-# the wrapper level; written or not, returning tensors or not. Under no_grad they follow the rule for members changed
-# only under no_grad (a leaf, or a write, keeps the refusal where tensors are returned). A set_() of the object keeps
-# the refusal.
-
 
 def _one_subclass_object_change(
     muts: Sequence[tuple[DenseIndex, LeafMutation]],
@@ -292,7 +275,7 @@ def _one_subclass_object_change(
     leaf: Callable[[DenseIndex], bool],
     written: bool,
 ) -> DenseIndex | None:
-    """One subclass object passed several times (Note [Subclass Inputs Passed Twice In Training]); `written`: the
+    """One subclass object passed several times (Note [Aliased Subclass Inputs In Training]); `written`: the
     program writes a member of its group."""
     meta = [m for m, mut in muts if mut.metadata]
     if not meta:
@@ -435,42 +418,38 @@ def _hidden_change_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analy
 
 
 # Note [Aliased Subclass Inputs In Training]
-# Subclass inputs whose inner tensors share storage (two views of one PairTensor, or the same one passed twice) are
-# traced like plain aliases, their inner tensors as views of one synthetic base per storage (Note [Synthetic Bases]), so
-# that every alias sees every write. Autograd, though, sees a subclass at the wrapper level, and in eager it relates two
-# wrappers only when they are views of one wrapper base (one version-counter family): there an in-place op on one
-# rebases the other's history. So each member stays its own input of the compiled autograd.Function, with its own
-# wrapper-level gradient (the program runs on a wrapper over its very inner tensors, `_SameStorageClone`, a non-leaf as
-# eager's views are), and autograd sums the members' gradients into the tensor behind them through their own grad_fns,
-# as in eager. The same object passed twice is one object in the program and one gradient (Note [Subclass Inputs Passed
-# Twice In Training]). A member written through its own wrapper family comes back from the Function as a wrapper around
-# its region of the new base and is copied in at the wrapper level (Note [Subclass Inputs Mutated In Training]); the
-# base itself is written below autograd, where no one else sees it. A leaf (or a view of one) written that way was
-# written through an alias autograd does not relate to it (a detach() beside it), so its copy is made below autograd.
-# That is exact except where autograd's rebasing matters: a write autograd records into a group in which two distinct
-# members of one wrapper family overlap (x and x[0], x written, x[0] read after), which is refused unless:
-# - one member is the other's real `._base` (x and x[0], x and x.t()): in training the view member runs as the same view
-#   of its base's traced wrapper (its own view ops replayed: `replay_view`, the `._base` relation guarded), so autograd
-#   in the trace rebases it as eager's does, and its gradient reaches the Function's input for the base. Members that
-#   are views of one base the call does not pass get that base added as an input first (Note [Subclass Views Of A Base
-#   Not Passed]);
-# - overlapping subclass members written through one: one member is the only one written with grad enabled, and no other
-#   member is used with grad by a non-view op after the write. Then the writer's new value comes from the Function and
-#   is copied in at the wrapper level, which rebases the wrappers' common base, so every other member, a view of it,
-#   gets its history from the write as in eager; the others get no wrapper update of their own. A use before the write
-#   may save a member for a backward that eager's version check then fails: a wrapper-level write through one member
-#   also advances the traced counters of the other members of its family, so the trace's check fails alike (saved
-#   members of a written wrapper family).
-# Metadata changes: members whose tensor input requires grad neither before nor after the call (a detach() beside the
-# one that does) have no history for a changed layout to spoil; their in-place view ops do not count, and the group is
-# judged by the members that need grad. A member whose layout changes only by in-place view ops under no_grad keeps its
-# own history and gradient, and the epilogue replays the ops under no_grad, where its input is the only one changed and
-# none of the group is written, set_() or resized (an autograd leaf keeps the refusal).
-# Making the general case exact would need the gradient with respect to the shared inner storage, split back per member,
-# but the link from a wrapper to its inner tensors is below autograd: that would take autograd on the inner tensors (not
-# the subclass's wrapper-level formulas) or as_strided on the subclass (which a general subclass need not support). A
-# group mixing a plain member and a subclass member that both require grad is refused too: their gradients would meet
-# below autograd.
+# Subclass inputs whose inner tensors share storage are traced like plain aliases, their inner tensors as views of one
+# synthetic base per storage (Note [Synthetic Bases]), so that every alias sees every write. Autograd, though, sees a
+# subclass at the wrapper level, and relates two wrappers only when they are views of one wrapper base (one
+# version-counter family): there an in-place op on one rebases the other's history. So each member stays its own input
+# of the compiled Function, with its own wrapper-level gradient (the program runs on a wrapper over its very inner
+# tensors, `_SameStorageClone`, a non-leaf as eager's views are), and autograd sums the members' gradients through their
+# own grad_fns. A member written through its own wrapper family comes back from the Function as a wrapper around its
+# region of the new base, copied in at the wrapper level (Note [Subclass Inputs Mutated In Training]); the base itself is
+# written below autograd. A leaf (or view of one) written through an alias autograd does not relate to it is copied in
+# below autograd. Exact except where rebasing matters: a recorded write into a group in which two members of one wrapper
+# family overlap is refused (`errors.AliasedSubclassRefusal`), unless:
+# - one member is the other's real `._base` (x and x[0]): the view member runs as the same view of its base's traced
+#   wrapper (`replay_view`, the `._base` relation guarded), so the trace rebases it as eager does;
+# - members are views of one base the call does not pass (x[0] and x[0], overlapping as_strided views): the call
+#   compiles again with that base as one more input, a keyword argument the user's function never sees (path
+#   `kwargs['<base of args[0]>']`), and the members run as views of it as above. Only where the first compile refuses
+#   the overlap (a retry that fails gives the first refusal), guarded by `._base is` on the same positions, and for
+#   functions called with their own arguments; views of a leaf (eager forbids their writes) keep the refusal. An inner
+#   tensor of the base that is its group's whole synthetic base is traced as that base (desugar `_whole_hidden_base`);
+# - one member is the only one written with grad and no other is used with grad by a non-view op after the write: the
+#   writer's copy rebases the common base, so the others, views of it, get their history from the write. A use before the
+#   write may save a member whose version check then fails, in the trace as in eager (the wrapper-level write advances
+#   the traced counters of its family).
+# The same object passed twice is one object in the program, its group that object alone: its in-place view ops with
+# grad are those of one input (the Function returns its new value with final metadata, `group_final`, and the epilogue
+# replays them, then copies in); under no_grad it follows the rule below; a set_() of it keeps the refusal.
+# Metadata changes: members whose input requires grad neither before nor after the call have no history to spoil and
+# do not count. A member whose layout changes only by in-place view ops under no_grad keeps its own history, replayed
+# under no_grad, where it is the only one changed and none of the group is written, set_() or resized (not a leaf).
+# The general case would need the gradient with respect to the shared inner storage, split back per member, below
+# autograd (autograd on the inner tensors, or as_strided on the subclass). A group mixing a plain and a subclass member
+# that both require grad is refused too: their gradients would meet below autograd.
 
 
 def _written_through_alias(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
