@@ -575,7 +575,7 @@ def _compile_over(
     backward_graph = forward_graph = None
     if training:
         bw_meta = trace_backward(call, flat, layout, analysis, traced, dense_fakes, fakes, fake_mode, decompositions)
-        if bw_meta.early_views:  # Note [Leaf Views Replayed Before A Raising Backward]
+        if bw_meta.early_views:  # Note [Backward Errors Are Deferred]
             plan = dataclasses.replace(plan, analysis=replays_before_call(analysis, bw_meta.early_views))
         # The partitioned forward (Note [Training Through A Joint Graph]); the inference graph where the joint
         # trace failed (the backward then raises the program's own error: Note [Backward Errors Are Deferred]).

@@ -90,12 +90,15 @@ from subclassaot.torch_internals import hint_of, refresh_view_grad_fn, try_expr_
 #   non-leaf saves the x0 it overwrites) while one through the outputs completes. Where the probe shows that, the
 #   backward graph is the joint traced without tangents for those new values (`absent`, TangentPatterns.full); the
 #   program's error is raised when one of those tangents is given, as eager's backward through the input raises.
-# - Leaves outside the Function: inputs that require grad but that no output reaches (or only new values written under
-#   no_grad or through `.data`) go in detached where the program changes their metadata or the backward raises (Note
-#   [Unreached Inputs Are Detached]), so their own gradient (a returned input) does not wait behind our raising node.
-#   Likewise a leaf returned as itself whose gradient only reaches it through a written input's new value: eager's
-#   AccumulateGrad, numbered above all nodes, runs before the raising node; ours goes in detached and the probe counts
-#   its gradient as the compiled backward gives it (a leaf eager gives one otherwise makes the probe fail).
+# - Leaves outside the Function: an input that requires grad but that no output's gradient reaches (or only new values
+#   written under no_grad or through `.data`) goes in detached where the program changes its metadata (a subclass's own
+#   size by `.data =` too) or the backward raises: eager never puts it in the graph, and an attached input would make its
+#   accumulator now, at its metadata now, and would hold its own gradient (a returned input) behind our raising node.
+#   Other unreached inputs stay attached (outputs computed from a no_grad view of one still require grad in eager); where
+#   every input that requires grad went in detached, the first goes in as a fresh alias leaf that requires grad, so the
+#   outputs require grad as eager's. A leaf returned as itself whose gradient reaches it only through a written input's
+#   new value gets it in eager from its AccumulateGrad, numbered above all nodes, before the raising node: it goes in
+#   detached, and the probe counts its gradient as the compiled backward gives it (else the probe fails).
 # - Leaf views replayed before the call: the runtime regenerates an output view of a leaf input after the Function, so
 #   its node would run first and give the leaf a gradient eager's engine (latest-made node first) never gives before the
 #   failing node. Where every output that bypasses the Function to a leaf is such a view of an input the program does
@@ -121,7 +124,7 @@ class BackwardGraph:
     raising_patterns: frozenset[frozenset[int]] | None = None
     # `graph` None: tensor inputs given to the Function detached (Note [Backward Errors Are Deferred])
     detached: frozenset[int] = frozenset()
-    # with raising_patterns: outputs replayed before the call (Note [Leaf Views Replayed Before A Raising Backward])
+    # with raising_patterns: outputs replayed before the call (Note [Backward Errors Are Deferred])
     early_views: frozenset[int] = frozenset()
     diff_outputs: tuple[int, ...]  # forward-output positions (tensor outputs) that receive a tangent
     grad_inputs: tuple[int, ...]  # tensor-input positions (FlatInputs.tensor_indices order) that get a gradient
@@ -534,7 +537,7 @@ def _deferred_exactly(
 ) -> tuple[frozenset[frozenset[int]] | None, frozenset[int]]:
     """Where eager's backward through every output raises before any gradient, and so does the Function's:
     the sets of diff positions whose backward raises so (Note [Probing Eager's Backward]), and the outputs replayed
-    before the call for it (Note [Leaf Views Replayed Before A Raising Backward]); else None."""
+    before the call for it (Note [Backward Errors Are Deferred]); else None."""
     if patterns is None or not patterns.full:
         return None, frozenset()
     early = early_leaf_views(setup.analysis, setup.flat, setup.layout, patterns.leaf_bypass)

@@ -88,20 +88,6 @@ def _shared_grads(grads: Sequence[torch.Tensor | None]) -> frozenset[int]:
     return frozenset(shared)
 
 
-# Note [Unreached Inputs Are Detached]
-# An input that requires grad but that no differentiable output's gradient reaches (or only new values of inputs
-# that the epilogue writes under no_grad: .data and no_grad writes) is given to the Function detached where the
-# program changes its metadata (a tensor subclass's own size too, by `.data =`), or where the backward raises. Eager
-# never puts such an input in the autograd graph; an attached Function input would, and would create its gradient
-# accumulator now, with its metadata now: after x.transpose_(0, 1) under no_grad on a leaf, a later backward through
-# the new x would fail against that stale accumulator where eager's succeeds (so after `x0.data = x1` on a (4, 4)
-# PairTensor leaf, x1 of size (), with x0 returned: fuzz seed 14000 #1219). Detaching also keeps such an input's own gradient from
-# waiting behind a backward that raises (Note [Backward Errors Are Deferred]). Other unreached inputs stay
-# attached: outputs computed from a no_grad view of one still require grad in eager, and do through the Function.
-# Where every input that requires grad went in detached, the first detached one goes in as a fresh alias leaf that
-# requires grad (it gets no gradient), so that the differentiable outputs require grad as eager's (fuzz seed 9000
-# #2949: `x.unsqueeze_(-1); with no_grad(): t = x.unsqueeze(-2)`, then `t.sum(1)` with grad on).
-
 
 def _raise_deferred(bw_meta: BackwardPlan, no_graph: bool, grads: Sequence[torch.Tensor | None]) -> None:
     """Raise the program's own backward error where this backward is eager's failing one (Note [Backward Errors
@@ -514,7 +500,7 @@ def training_call(
 
     n_wrappers = len(bw_meta.wrapper_updates)
     # Diff outputs that are new values of inputs the epilogue writes hidden from autograd: no gradient flows
-    # through them (Note [Unreached Inputs Are Detached])
+    # through them (Note [Backward Errors Are Deferred])
     hidden_updates = {
         p
         for p, d in enumerate(bw_meta.diff_outputs)
@@ -532,7 +518,7 @@ def training_call(
         if wrappers_at <= d < wrappers_at + n_wrappers
         and not wrapper_write_recorded(analysis, layout, bw_meta.wrapper_updates[d - wrappers_at])
     }
-    unreached = (  # Note [Unreached Inputs Are Detached]
+    unreached = (  # Note [Backward Errors Are Deferred]
         [
             i
             for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False)
@@ -602,7 +588,7 @@ def training_call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
     ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
         user = [values[i] for i in flat.tensor_indices]
-        for i in unreached:  # Note [Unreached Inputs Are Detached]
+        for i in unreached:  # Note [Backward Errors Are Deferred]
             given = user[i]
             user[i] = detached = cast(torch.Tensor, given).detach()
             if i in stand_ins:

@@ -38,7 +38,7 @@ from subclassaot.torch_internals import (
 def wrapper_write_recorded(analysis: Analysis, layout: DenseLayout, t: int) -> bool:
     """Whether the program wrote tensor subclass input `t` where autograd records it: else the epilogue's
     wrapper-level copy_ of its new value runs under no_grad, and no gradient flows through that value
-    (runtime._copy_wrapper, Note [Unreached Inputs Are Detached])."""
+    (runtime._copy_wrapper, Note [Backward Errors Are Deferred])."""
     return any(analysis.mutations[j].autograd_visible for j in layout.leaves_of_input[t])
 
 

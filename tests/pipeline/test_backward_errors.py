@@ -475,7 +475,7 @@ def test_returned_subclass_leaf_first_before_a_raising_backward(compile_fn: Comp
 def test_subclass_view_written_under_no_grad_before_a_raising_backward(compile_fn: CompileFn | None) -> None:
     # fuzz seed 41000 #7600: x0 (a view of a leaf) written under no_grad regenerates its grad_fn when the caller
     # reads it, after the program's nodes, so eager's leaf gets its gradient before t1's backward fails; the
-    # epilogue copies x0's new value in under no_grad, so x0 goes in detached (Note [Unreached Inputs Are Detached])
+    # epilogue copies x0's new value in under no_grad, so x0 goes in detached (Note [Backward Errors Are Deferred])
     def f(x0: T) -> object:
         with torch.no_grad():
             x0.add_(2.0)

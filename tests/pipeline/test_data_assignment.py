@@ -1059,7 +1059,7 @@ def test_write_after_data_assignment_whose_backward_raises(compile_fn: CompileFn
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups (seed 14000): a tensor subclass leaf that requires grad, given another wrapper size by `.data =`
-# and reached by no gradient, goes into the compiled Function detached (Note [Unreached Inputs Are Detached]).
+# and reached by no gradient, goes into the compiled Function detached (Note [Backward Errors Are Deferred]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 

@@ -214,8 +214,8 @@ def test_leaf_set_to_itself_then_returned_gets_its_gradient(compile_fn: CompileF
 
 def test_leaf_view_made_before_a_failing_node(compile_fn: CompileFn | None) -> None:
     # seed 9000 #8833: eager's SinBackward0 (made after t0) raises before t0's ViewBackward0 runs, so args[1].grad
-    # stays None; ours regenerated t0 after the call, its node ran first (Note [Leaf Views Replayed Before A Raising
-    # Backward])
+    # stays None; ours regenerated t0 after the call, its node ran first (Note [Backward Errors Are
+    # Deferred])
     def f(x0: T, x1: T) -> tuple[T, T]:
         with torch.no_grad():
             x0.unsqueeze_(-1)
@@ -379,7 +379,7 @@ def test_write_then_transpose_of_view_input(compile_fn: CompileFn | None) -> Non
 
 
 def test_no_grad_transpose_of_leaf_returned_beside_nonleaf_sum(compile_fn: CompileFn | None) -> None:
-    # Note [Unreached Inputs Are Detached]: the Function took x0 and made its gradient accumulator for the (2, 3)
+    # Note [Backward Errors Are Deferred]: the Function took x0 and made its gradient accumulator for the (2, 3)
     # layout; a backward through the returned (3, 2) x0 then raised in MulBackward0.
     def f(x0: T, x1: T) -> object:
         t1 = x1.transpose(0, 0).add(x1)

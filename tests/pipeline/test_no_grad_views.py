@@ -935,8 +935,8 @@ def test_unbind_before_write_through_other_input(make: Callable[..., T], compile
 
 def test_no_grad_view_of_input_changed_in_place(compile_fn: CompileFn | None) -> None:
     # fuzz seed 9000 #2949: x0 is given to the Function detached (its metadata changes, no gradient reaches it);
-    # t3 still requires grad in eager (a no_grad view of x0 requires grad), with a grad_fn (Note [Unreached Inputs
-    # Are Detached])
+    # t3 still requires grad in eager (a no_grad view of x0 requires grad), with a grad_fn (Note [Backward Errors
+    # Are Deferred])
     def f(x0: T) -> object:
         x0.unsqueeze_(-1)
         t0 = x0.reshape((1,))
