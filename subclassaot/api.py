@@ -562,7 +562,7 @@ def _compile_over(
     entry_guards = guards.build_guards(
         flat, layout, fakes, shape_env_of(fake_mode), analysis.base_reads, config.caller_guarded, grad_mode
     )
-    trial = torch_function_trial(call, flat)  # See Note [Torch Function Subclass Outputs]
+    trial = torch_function_trial(call, flat)  # See Note [Ambient Modes]
     plan = RuntimePlan(
         flat=flat,
         layout=layout,

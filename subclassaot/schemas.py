@@ -465,10 +465,10 @@ class Analysis:
     # torch functions the program called with requires_grad=True, in call order
     # (See Note [Grad Mode At The Call Decides Training])
     grad_factories: tuple[str, ...] = ()
-    # the program's reads of autograd state, in call order (Note [Autograd Reads Answer As Eager's])
+    # the program's reads of autograd state, in call order (Note [Grad Mode At The Call Decides Training])
     autograd_reads: tuple[object, ...] = ()
-    # the program's `._base` / `._is_view()` reads of inputs: (tensor position, what the guards check) (Note [Autograd
-    # Reads Answer As Eager's])
+    # the program's `._base` / `._is_view()` reads of inputs: (tensor position, what the guards check) (Note [Grad
+    # Mode At The Call Decides Training])
     base_reads: tuple[tuple[int, int | None], ...] = ()
     # torch functions that ran with grad mode turned back on (torch.enable_grad()) in a run begun under no_grad, on
     # tensors that require grad (Note [Grad Mode At The Call Decides Training])
@@ -477,7 +477,7 @@ class Analysis:
     # function that misses an in-place view op (Note [Stale View Functions]); () outside alias groups
     stale_view_reads: tuple[bool, ...] = ()
     # per tensor input with in-place view ops (subclasses): how many ran before the program's last write of its data,
-    # None if unknown (Note [Written Subclass Views Changed In Place]); () where not computed
+    # None if unknown (Note [Stale View Functions]); () where not computed
     write_steps: tuple[int | None, ...] = ()
     # per tensor input: when the program last advanced its version counter (the run's sequence number; 0: never)
     last_bumps: tuple[int, ...] = ()

@@ -168,13 +168,13 @@ def run_functional(
         values[index] = tensor
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord(copy_on_contiguous=copy_on_contiguous)
-    record.replayed_reads = replay_reads  # Note [Autograd Reads Answer As Eager's]
-    for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):  # Note [Autograd Reads Answer As Eager's]
+    record.replayed_reads = replay_reads  # Note [Grad Mode At The Call Decides Training]
+    for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):  # Note [Grad Mode At The Call Decides Training]
         real = flat.values[index]
         if isinstance(real, torch.Tensor) and real.requires_grad:
             record.eager_inputs[id(tensor)] = real
     for position, (index, tensor) in enumerate(zip(flat.tensor_indices, user_tensors, strict=True)):
-        record.run_inputs.append(tensor)  # Note [Autograd Reads Answer As Eager's]
+        record.run_inputs.append(tensor)  # Note [Grad Mode At The Call Decides Training]
         record.input_positions.setdefault(id(tensor), (position, cast(torch.Tensor, flat.values[index])))
     record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Storage Swaps By Rebinding]
     record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager

@@ -29,24 +29,29 @@ __all__ = [
 # Note [Grad Mode At The Call Decides Training]
 # A call compiles for training (a joint graph behind one autograd.Function) when grad mode is on and some input requires
 # grad, else for inference, whose graph outputs carry no autograd history. Eager decides nothing up front, so each way
-# the program itself could make history is matched or refused:
-# - Inference runs in the caller's grad mode: it is analyzed and traced in the grad mode it is called in, not under
-#   no_grad, because Python code may read the mode and what it does then is observable (DTensor's `to_local()` returns
-#   its very inner tensor under no_grad, and with grad on a view of it made by an autograd.Function). With no input
-#   requiring grad nothing records history either way; an inference entry guards the grad mode, so a call in the other
-#   mode compiles its own.
-# - Tensors made requiring grad inside the program (`torch.ones(3, requires_grad=True)`) are leaves of their own: with
-#   grad on, eager's outputs computed from them carry a grad_fn although no input requires grad. Refused for inference
-#   with grad on; in training the outputs carry history through the Function, and the leaf's own gradient is not
-#   observable outside the program.
-# - Grad mode turned on inside a no_grad call (`with torch.enable_grad(): out = x.cos()`, x requiring grad) gives eager
-#   outputs with a grad_fn next to outputs without. The call compiles for inference, so the analysis (run under no_grad
-#   as the call is) records every torch function that ran with grad on and read a tensor requiring grad, and refuses the
-#   call if there is one.
-# - Autograd inside the program: torch.func.grad / vjp / jacrev call torch.autograd.grad on their own wrapped tensors
-#   (GradTrackingTensors, one autograd level each); that backward is part of the forward computation and is traced like
-#   any op. torch.autograd.grad / backward() on tensors of the program's own level is refused: the compiled graph would
-#   not differentiate it.
+# the program itself could make or observe history is matched or refused:
+# - Inference runs in the caller's grad mode (analyzed and traced in it, not under no_grad: Python code may read the
+#   mode, and DTensor's `to_local()` differs by it). An inference entry guards the grad mode.
+# - Tensors made requiring grad inside the program are leaves of their own: with grad on, outputs computed from them
+#   carry a grad_fn although no input requires grad. Refused for inference with grad on; in training the outputs carry
+#   history through the Function, and the leaf's own gradient is not observable outside the program.
+# - Grad mode turned on inside a no_grad call (`with torch.enable_grad(): out = x.cos()`) gives eager outputs with a
+#   grad_fn. The call compiles for inference, so the analysis records every torch function that ran with grad on and
+#   read a tensor requiring grad, and refuses the call if there is one.
+# - Autograd inside the program: torch.func.grad / vjp / jacrev differentiate their own wrapped tensors (one autograd
+#   level each), traced like any op. torch.autograd.grad / backward() on the program's own level is refused.
+# - Autograd reads (`t.is_leaf`, `t.requires_grad`, `t.grad_fn`, `t._base`, `t._is_view()`) become Python constants or
+#   branches, so every run answers as eager does (rules/autograd_reads.py). The forward is traced again under no_grad
+#   (trace_inference), where a view whose base was written since reads as a no_grad view and raises: that run takes
+#   each read's answer from the analysis run, in call order (reads that raise there raise out of it, as eager's).
+# - Reads of inputs: the run's inputs are functional tensors or rebuilt wrappers. An input that requires grad stays a
+#   leaf or non-leaf until detach_()ed, so is_leaf answers the real input's, and grad_fn the real input's where it cannot
+#   have changed; a non-leaf written with grad gets a new node and the run's answer stands. Inputs are laid out anew
+#   under no_grad, so a grad_fn read of a view of an input whose base requires grad and was written raises where eager's
+#   answers: refused by name. `._base` / `._is_view()` of an input or a view of it answer from the real input (None or
+#   the input where it is no view; the other input where it views one passed; refused for a base not passed); reads from
+#   an intermediate answer the run's own. The guards check each input's requires_grad, is_leaf where it requires grad,
+#   and, for inputs so read, that each is still no view or a view of that input.
 
 
 def check_grad_factories(factories: Sequence[str], *, training: bool) -> None:

@@ -310,7 +310,7 @@ def build_guards(
         assert isinstance(real, torch.Tensor)
         path = flat.leaves[index].path
         _tensor_guards(w, f"v{index}", path, fake, tree, type(real), real.requires_grad, caller_guarded or {})
-        if tree is not None:  # Note [Written Subclass Views Changed In Place]
+        if tree is not None:  # Note [Stale View Functions]
             c = w.constant(real._is_view())
             w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
         if real.requires_grad:
@@ -321,7 +321,7 @@ def build_guards(
                 # See Note [Input Updates]
                 c = w.constant(real._is_view())
                 w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
-    for position, base in dict.fromkeys(base_reads):  # Note [Autograd Reads Answer As Eager's]
+    for position, base in dict.fromkeys(base_reads):  # Note [Grad Mode At The Call Decides Training]
         index = flat.tensor_indices[position]
         path = flat.leaves[index].path
         if base is None or base == -1:

@@ -339,7 +339,7 @@ def _epilogue(
     for t in epilogue.reshaped:
         wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         data, steps = plan.analysis.wrapper_data[t], plan.analysis.inplace_replay[t]
-        # See Note [Written Subclass Views Changed In Place]: a view takes its value first, in the layout it came with
+        # See Note [Stale View Functions]: a view takes its value first, in the layout it came with
         copy_at = copy_points.get(t) if t in late and wrapper._is_view() else None
         if copy_at is not None:
             _copy_wrapper(plan, values, t, undo_steps(wrapper_values[t], steps, ev, symbols))

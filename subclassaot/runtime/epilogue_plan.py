@@ -35,7 +35,7 @@ class EpiloguePlan:
     # plain tensor inputs set_() to a value requiring grad: See Note [Inputs That Gain Grad In Training]
     grad_swaps: tuple[int, ...] = ()
     # (tensor input, copy point) where a view's value is copied in before some of its replayed in-place view ops
-    # (Note [Written Subclass Views Changed In Place]; applied when the real input is a view)
+    # (Note [Stale View Functions]; applied when the real input is a view)
     copy_points: tuple[tuple[int, int], ...] = ()
     # grad_sets repeated before the compiled call instead (Note [set_ Under Grad])
     early_grad_sets: tuple[int, ...] = ()

@@ -50,8 +50,8 @@ class RuntimePlan:
     graph_outputs: GraphOutputs
     leaf_attr_paths: tuple[tuple[str, ...], ...]  # per dense leaf: attribute names from its owner input
     input_requires_grad: tuple[bool, ...]  # per tensor input: requires_grad when compiled (a guard holds it)
-    # per output (OutputIndex): the torch-function subclass eager returns it as, or None (Note [Torch Function
-    # Subclass Outputs]); () when no input is such a subclass
+    # per output (OutputIndex): the torch-function subclass eager returns it as, or None (Note [Ambient
+    # Modes]); () when no input is such a subclass
     output_types: tuple[type[torch.Tensor] | None, ...] = ()
 
 

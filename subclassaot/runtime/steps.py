@@ -127,7 +127,7 @@ _UNDO: dict[object, Callable[..., torch.Tensor]] = {
 def copy_point(layout: DenseLayout, analysis: Analysis, i: int) -> int | None:
     """For subclass input `i`, a view whose new value comes from the compiled Function and whose in-place view ops
     the epilogue replays: after how many of them the epilogue copies the value in, or None where it cannot be
-    eager's (Note [Written Subclass Views Changed In Place])."""
+    eager's (Note [Stale View Functions])."""
     k = analysis.write_steps[i] if analysis.write_steps else None
     steps = analysis.inplace_replay[i]
     grouped = {m for g in layout.groups for m in g.members}

@@ -418,7 +418,7 @@ def test_view_op_on_subclass_view_beside_a_written_input(compile_fn: CompileFn |
 
 
 def test_written_subclass_view_then_unsqueeze(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 11000 #2263 (Note [Written Subclass Views Changed In Place]): refused before, now supported
+    # fuzz seed 11000 #2263 (Note [Stale View Functions]): refused before, now supported
     def f(x0: T, x1: T) -> object:
         x0.copy_(x1)
         x0.unsqueeze_(-1)
@@ -429,7 +429,7 @@ def test_written_subclass_view_then_unsqueeze(compile_fn: CompileFn | None) -> N
 
 
 def test_written_nonleaf_subclass_view_then_unsqueeze(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 9000 #3729 (Note [Written Subclass Views Changed In Place]): refused before, now supported
+    # fuzz seed 9000 #3729 (Note [Stale View Functions]): refused before, now supported
     def f(x0: T) -> object:
         x0.copy_(x0)
         x0.unsqueeze_(2)

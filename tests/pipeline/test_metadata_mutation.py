@@ -501,7 +501,7 @@ def test_subclass_leaf_resized_under_no_grad_not_read_after(compile_fn: CompileF
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper refpair): subclass inputs that are views, written and changed by in-place view ops in
-# training (Note [Written Subclass Views Changed In Place]).
+# training (Note [Stale View Functions]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 

@@ -781,9 +781,9 @@ class _DataMode(TorchFunctionMode):
         view_before = view_layout(args[0]) if layout_op and self.record.view_layouts else None
         seq_before = self.record.seq
         with stale_history_failures_refused(self.record, call_args, call_kwargs):
-            if is_autograd_read(func):  # Note [Autograd Reads Answer As Eager's]
+            if is_autograd_read(func):  # Note [Grad Mode At The Call Decides Training]
                 out = read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
-            elif is_base_read(func):  # Note [Autograd Reads Answer As Eager's]
+            elif is_base_read(func):  # Note [Grad Mode At The Call Decides Training]
                 out = base_read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
             else:
                 out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
@@ -796,7 +796,7 @@ class _DataMode(TorchFunctionMode):
             self.record.read_with_grad.update(
                 id(a) for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)
             )
-        note_detach(self.record, func, args)  # Note [Autograd Reads Answer As Eager's]
+        note_detach(self.record, func, args)  # Note [Grad Mode At The Call Decides Training]
         note_wrapper_storage(self.record, func, args, out)  # Note [Autograd Sees The Wrapper]
         note_traced_storage(self.record, func, args, out)  # Note [Storage Swaps By Rebinding]
         # See Note [History Kept Through .data =]

@@ -107,16 +107,16 @@ class SwapRecord:
     # torch functions the program called with requires_grad=True (Note [Grad Mode At The Call Decides Training])
     grad_factories: list[str] = field(default_factory=list)
     # answers of the program's reads of is_leaf / requires_grad / grad_fn, in call order; the analysis run's answers
-    # given back to the trace's run, and how many it took (Note [Autograd Reads Answer As Eager's])
+    # given back to the trace's run, and how many it took (Note [Grad Mode At The Call Decides Training])
     autograd_reads: list[object] = field(default_factory=list)
     replayed_reads: tuple[object, ...] | None = None
     replay_cursor: int = 0
-    # id() of inputs (as the run passes them) that require grad in eager -> the real input (Note [Autograd Reads Answer
-    # As Eager's])
+    # id() of inputs (as the run passes them) that require grad in eager -> the real input (Note [Grad Mode At
+    # The Call Decides Training])
     eager_inputs: dict[int, torch.Tensor] = field(default_factory=dict)
     # id() of every tensor input (as the run passes it) -> (its tensor position, the real input); the run's inputs by
     # position; the program's `._base` / `._is_view()` reads of inputs: (position, position of the input that is its
-    # base; None: it is no view; -1: a view of a tensor not passed) (Note [Autograd Reads Answer As Eager's])
+    # base; None: it is no view; -1: a view of a tensor not passed) (Note [Grad Mode At The Call Decides Training])
     input_positions: dict[int, tuple[int, torch.Tensor]] = field(default_factory=dict)
     run_inputs: list[torch.Tensor] = field(default_factory=list)
     base_reads: list[tuple[int, int | None]] = field(default_factory=list)
@@ -220,7 +220,7 @@ class SwapRecord:
     # id() -> seq of the version bump of the last in-place view op on it (Note [Views That Raise After A Bump])
     inplace_view_bumps: dict[int, int] = field(default_factory=dict)
     # id() of a subclass the program itself wrote (an op that moves data, not an in-place view op) -> the seqs of
-    # those writes (Note [Written Subclass Views Changed In Place])
+    # those writes (Note [Stale View Functions])
     wrapper_data_writes: dict[int, list[int]] = field(default_factory=dict)
     # per entry of `wrapper_ops`: the seq before it ran, and the tensors among its arguments it does not write
     wrapper_op_reads: list[tuple[int, tuple[torch.Tensor, ...]]] = field(default_factory=list)
