@@ -482,7 +482,7 @@ class Analysis:
     # per tensor input: when the program last advanced its version counter (the run's sequence number; 0: never)
     last_bumps: tuple[int, ...] = ()
     # per tensor input (subclasses): an op with grad enabled read its wrapper (or a view of it taken after) after the
-    # program set_() the wrapper (Note [Subclass Inputs Mutated In Training])
+    # program set_() the wrapper (Note [Inputs Written In Training])
     read_after_set: tuple[bool, ...] = ()
     # per tensor input (subclasses): the same after an in-place view op under no_grad gave the wrapper another size
     # (Note [Leaves Laid Out Anew Under no_grad])

@@ -142,7 +142,7 @@ def give_base_grad(view: torch.Tensor) -> None:
 
 def refresh_view_grad_fn(t: torch.Tensor) -> None:
     """Read `t.grad_fn` of a view that requires grad, so that autograd regenerates it after its base gained grad
-    (Note [Subclass Inputs Mutated In Training]); a grad_fn whose read raises is left to the op."""
+    (Note [Inputs Written In Training]); a grad_fn whose read raises is left to the op."""
     grad_fn_raises(t)  # its read of grad_fn is the refresh
 
 

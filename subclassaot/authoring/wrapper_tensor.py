@@ -48,7 +48,7 @@ aten = torch.ops.aten
 # itself on the wrapper's own metadata. set_ / resize_ change metadata without being inplace_view ops, so the base class
 # re-derives the wrapper's size and stride from its inner tensors after them.
 # The pipeline follows from this: what autograd must see of a subclass input is applied at the wrapper level (Note
-# [Subclass Inputs Mutated In Training]), what it must not see goes below it, and an output whose eager `._base` the
+# [Inputs Written In Training]), what it must not see goes below it, and an output whose eager `._base` the
 # rebuilt wrappers cannot reproduce (views over fresh inner tensors, wrappers that view a plain tensor, new nested ints)
 # is refused by name.
 

@@ -862,7 +862,7 @@ def check_written_inputs_gaining_grad(
 ) -> None:
     """Refuse an input the program both writes and calls `requires_grad_()` on: the runtime makes it require grad
     before the graph runs, so the epilogue's copy of the write would be recorded by autograd (or raise, on a leaf),
-    where eager wrote it before it required grad (Note [Inputs That Gain Grad In Training])."""
+    where eager wrote it before it required grad (Note [Inputs Written In Training])."""
     for i in gains:
         if any(analysis.mutations[j].any for j in layout.leaves_of_input[i]):
             path = flat.leaves[flat.tensor_indices[i]].path
@@ -877,7 +877,7 @@ def check_gained_grad(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
     """Refuse an input that starts without requires_grad and ends with it (a write or set_() of a value that
-    requires grad) where the epilogue cannot give it eager's autograd history (Note [Inputs That Gain Grad In
+    requires grad) where the epilogue cannot give it eager's autograd history (Note [Inputs Written In
     Training]): a subclass input the Function cannot return as a wrapper (its inner tensors carry no history), or
     one whose storage the program swaps."""
     by_wrapper = wrapper_update_inputs(layout, analysis, user_fakes)
@@ -902,13 +902,13 @@ def check_gained_grad(
             )
         ):
             # Its writes are copies into the group's synthetic base (Note [Aliased Inputs In Training]), which hands
-            # a grad_fn to the tensor the base views: eager's only where that is the input itself (Note [Inputs That
-            # Gain Grad In Training]).
+            # a grad_fn to the tensor the base views: eager's only where that is the input itself (Note [Inputs Written
+            # In Training]).
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad, shares storage with another input, "
                 "and the program writes a value that requires grad into it (so in eager it then requires grad); in "
                 "training this is supported only where every input over that storage is this one tensor, whose "
-                "layout the program keeps (Note [Inputs That Gain Grad In Training]). Write into a clone, or "
+                "layout the program keeps (Note [Inputs Written In Training]). Write into a clone, or "
                 "detach() the value"
             )
         swapped_under_grad = any(m.storage_changed for m in muts) and all(m.set_under_grad for m in muts)

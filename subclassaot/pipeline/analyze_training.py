@@ -457,7 +457,7 @@ def check_wrapper_grad_gains(
     mutations: Sequence[LeafMutation],
     user_fakes: Sequence[torch.Tensor],
 ) -> None:
-    """Note [Inputs That Gain Grad In Training]."""
+    """Note [Inputs Written In Training]."""
     position = {id(u): i for i, u in enumerate(run.user_tensors)}
 
     def grad_root_of(t: torch.Tensor) -> torch.Tensor | None:
@@ -485,7 +485,7 @@ def check_wrapper_grad_gains(
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad and the program set_()s it with "
                 "grad enabled to a tensor that requires grad and is not an input or a view of one taken with grad "
-                "enabled, or changes it after, or is a nested tensor subclass (Note [Inputs That Gain Grad In "
+                "enabled, or changes it after, or is a nested tensor subclass (Note [Inputs Written In "
                 "Training]): autograd's history of it would not be eager's. set_() it to a clone made outside the "
                 "function, or under torch.no_grad()"
             )
@@ -524,8 +524,8 @@ def check_overlapping_clones(
             raise UnsupportedError(
                 f"{path}: the program calls contiguous() on a view of this tensor subclass input, which requires "
                 "grad and whose elements overlap (expand()), and returns or writes the input: eager's may be a copy, "
-                "the traced one a view of the input's contiguous clone (Note [Eager's Layouts Under "
-                "Functionalization]). Call .clone() instead"
+                "the traced one a view of the input's contiguous clone (Note [In-Place Ops As "
+                "Eager Runs Them]). Call .clone() instead"
             )
         grouped = any(j in g.members for g in layout.groups for j in leaves)
         for info in outputs:

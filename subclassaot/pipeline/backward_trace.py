@@ -181,7 +181,7 @@ def _overwritten_originals(
 
 def _swapped_updates(traced: TracedGraph, analysis: Analysis) -> frozenset[int]:
     """Forward-output positions of updates of leaves whose storage set_() swapped: the epilogue copies them in
-    under no_grad (the swap is the op autograd sees: Note [set_ Under Grad], Note [Inputs That Gain Grad In
+    under no_grad (the swap is the op autograd sees: Note [set_ Under Grad], Note [Inputs Written In
     Training]), so they get no gradient, and differentiating them would raise set_'s backward error for a
     backward eager completes. Not a FINAL update copied in with grad (Note [History Kept Through .data =])."""
     return frozenset(

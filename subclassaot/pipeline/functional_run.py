@@ -68,7 +68,7 @@ def _note_shared_storage(
     base: torch.Tensor,
     user_tensors: Sequence[torch.Tensor],
 ) -> None:
-    """A storage that two or more distinct inputs share, none of which requires grad (Note [Inputs That Gain Grad In
+    """A storage that two or more distinct inputs share, none of which requires grad (Note [Inputs Written In
     Training])."""
     group = layout.groups[item.group]
     input_of = {j: i for i, leaves in enumerate(layout.leaves_of_input) for j in leaves}
@@ -143,7 +143,7 @@ def run_functional(
                 clone = clone.view_as(clone)  # Note [Input Updates]
             clones[id(original)] = clone
             if not shared and clone.is_contiguous() and not original.is_contiguous():
-                copy_on_contiguous.add(id(clone))  # Note [Eager's Layouts Under Functionalization]
+                copy_on_contiguous.add(id(clone))  # Note [In-Place Ops As Eager Runs Them]
         user_tensors[i] = clone
         if layout.trees[i] is not None and layout.wrapper_bytes:
             widen_wrapper_storage(clone, layout.wrapper_bytes[i])  # Note [Wrapper Storage]

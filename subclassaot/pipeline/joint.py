@@ -90,7 +90,7 @@ def forward_output_values(
     run: FunctionalRun, traced: TracedGraph, analysis: Analysis, wrapper_updates: tuple[int, ...]
 ) -> list[torch.Tensor]:
     """The forward graph's tensor outputs as user-level tensors (fresh subclass outputs wrapped), in order, then
-    the new value of each subclass input in `wrapper_updates` (Note [Subclass Inputs Mutated In Training]), then
+    the new value of each subclass input in `wrapper_updates` (Note [Inputs Written In Training]), then
     the intermediate subclass roots (Note [Subclass Intermediate Roots])."""
     run_output, finals, originals, graph_inputs = run.output, run.finals, run.originals, run.graph_inputs
     out: list[torch.Tensor] = []

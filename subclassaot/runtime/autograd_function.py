@@ -349,7 +349,7 @@ def training_call(
             # the symbolic ints, then the stride probes (Note [Strides The Kernels Choose]): only their strides are
             # read, from aliases that are not the graph's outputs themselves (which may be returned above too)
             symints = [o.detach() if isinstance(o, torch.Tensor) else o for o in outs[pos + n_bases :]]
-            # See Note [Subclass Inputs Mutated In Training]: the new value of such an input, as a wrapper.
+            # See Note [Inputs Written In Training]: the new value of such an input, as a wrapper.
             for i in bw_meta.wrapper_updates:
                 tree = layout.trees[i]
                 assert tree is not None

@@ -266,7 +266,7 @@ def _grad_swap_pair(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Tensor input `t`, swapped to a value that requires grad, and the tensor whose storage it took (if an input):
     dense leaves for a plain input, wrappers for a subclass input (whose set_ autograd records at the wrapper level:
-    Note [Inputs That Gain Grad In Training])."""
+    Note [Inputs Written In Training])."""
     layout, mutations = plan.layout, plan.analysis.mutations
     j = layout.leaves_of_input[t][0]
     source = mutations[j].set_source
@@ -279,7 +279,7 @@ def _grad_swap_pair(
 
 def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None) -> None:
     """`x.set_(alias)` under grad, `alias` a differentiable alias of x's storage and metadata: x gets eager's
-    grad_fn for a set_ of a value that requires grad (Note [Inputs That Gain Grad In Training])."""
+    grad_fn for a set_ of a value that requires grad (Note [Inputs Written In Training])."""
     with torch.enable_grad():
         same = source is not None and (source.size(), source.stride()) == (x.size(), x.stride())
         if source is not None and source.requires_grad:
@@ -312,7 +312,7 @@ def _epilogue(
     versions, wrapper_versions = counters
     for g, k in epilogue.base_copies:
         _copy_base(plan, graph_in[g], cast(torch.Tensor, outs[k]), g)
-    # See Note [Subclass Inputs Mutated In Training]: inputs whose view ops are replayed get their value after them.
+    # See Note [Inputs Written In Training]: inputs whose view ops are replayed get their value after them.
     late = {t for t in wrapper_values if t in epilogue.inplace_ops}
     copy_points = dict(epilogue.copy_points)
     by_wrapper = {j for t in wrapper_values for j in plan.layout.leaves_of_input[t]}
@@ -350,7 +350,7 @@ def _epilogue(
             # Under the grad mode the program had: autograd records it on a wrapper that requires grad, as in eager.
             grad = step.grad_enabled and (copy_at is None or k >= copy_at)
             with torch.set_grad_enabled(grad and torch.is_grad_enabled()):
-                refresh_view_grad_fn(wrapper)  # Note [Subclass Inputs Mutated In Training]
+                refresh_view_grad_fn(wrapper)  # Note [Inputs Written In Training]
                 step.op(
                     wrapper,
                     *cast(tuple[object, ...], ev.arg(step.args, symbols)),
@@ -410,7 +410,7 @@ def _assign_data(
 
 
 def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: torch.Tensor) -> None:
-    """A wrapper-level copy_ that autograd records (Note [Subclass Inputs Mutated In Training])."""
+    """A wrapper-level copy_ that autograd records (Note [Inputs Written In Training])."""
     wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
     # Recorded only where the program wrote the input itself (or a view of it) with grad on: a write through an
     # alias autograd does not relate to it (a detach() passed beside it) is not (Note [Aliased Subclass Inputs In

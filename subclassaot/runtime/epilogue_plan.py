@@ -32,7 +32,7 @@ class EpiloguePlan:
     versions: tuple[int, ...]  # dense leaves whose version counter is settled to eager's
     grad_sets: tuple[int, ...]  # tensor inputs set_() under grad: Note [set_ Under Grad]
     wrappers: tuple[int, ...]  # tensor inputs (subclasses) whose own metadata or version changes
-    # plain tensor inputs set_() to a value requiring grad: See Note [Inputs That Gain Grad In Training]
+    # plain tensor inputs set_() to a value requiring grad: See Note [Inputs Written In Training]
     grad_swaps: tuple[int, ...] = ()
     # (tensor input, copy point) where a view's value is copied in before some of its replayed in-place view ops
     # (Note [Stale View Functions]; applied when the real input is a view)
@@ -90,7 +90,7 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
 
 
 def _grad_swaps(plan: RuntimePlan) -> tuple[int, ...]:
-    """Tensor inputs that gain grad by a storage swap (Note [Inputs That Gain Grad In Training])."""
+    """Tensor inputs that gain grad by a storage swap (Note [Inputs Written In Training])."""
     analysis, layout = plan.analysis, plan.layout
     return tuple(
         t

@@ -177,7 +177,7 @@ class MetaEvaluator:
 
 
 # (values, graph inputs, dense inputs) -> (graph outputs, prewrapped fresh outputs by OutputIndex, new values of
-# subclass inputs mutated in training by tensor-input position: Note [Subclass Inputs Mutated In Training],
+# subclass inputs mutated in training by tensor-input position: Note [Inputs Written In Training],
 # intermediate subclass roots by Replay.root_bases: Note [Subclass Intermediate Roots])
 GraphRun = Callable[
     [Sequence[object], list[torch.Tensor], list[torch.Tensor], dict[str, int]],

@@ -79,7 +79,7 @@ def test_member_that_requires_grad_changed_under_no_grad_is_refused(compile_fn: 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Subclass Inputs Mutated In Training]
+# See Note [Inputs Written In Training]
 
 
 @pytest.mark.parametrize("return_input", [False, True])
@@ -145,7 +145,7 @@ def test_subclass_input_set_to_a_computed_empty_value_is_refused(compile_fn: Com
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Subclass Inputs Mutated In Training]
+# See Note [Inputs Written In Training]
 
 
 def pair_view(*shape: int) -> T:
@@ -593,7 +593,7 @@ def test_leaf_changed_under_no_grad_beside_written_detached_member_is_refused(co
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Subclass Inputs Mutated In Training]
+# See Note [Inputs Written In Training]
 
 
 def test_subclass_member_set_under_grad_to_a_view_of_another(compile_fn: CompileFn | None) -> None:
@@ -676,7 +676,7 @@ def test_subclass_object_passed_twice_set_under_grad(compile_fn: CompileFn | Non
 
 
 def test_subclass_member_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
-    # A set_() under no_grad keeps the refusal (Note [Subclass Inputs Mutated In Training]; here the subclass rule's)
+    # A set_() under no_grad keeps the refusal (Note [Inputs Written In Training]; here the subclass rule's)
     def f(x0: T, x1: T) -> object:
         t0 = x0 * 2
         with torch.no_grad():
@@ -978,7 +978,7 @@ _ALIASED_GAIN_RULE = "does not require grad, shares storage with another input, 
 
 def test_input_passed_twice_gains_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 40000 #1161, #6072 (shrunk): x0 and x2 are one tensor that does not require grad; a write of a value
-    # that requires grad gives it eager's history (Note [Inputs That Gain Grad In Training])
+    # that requires grad gives it eager's history (Note [Inputs Written In Training])
     def written(x0: T, x1: T, x2: T) -> object:
         x2.add_(x1)
         return ()
@@ -1435,7 +1435,7 @@ def test_overlapping_subclass_member_written_under_no_grad(compile_fn: CompileFn
 
 def test_contiguous_of_overlapping_subclass_input(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 31, program 47 (wrong aliasing before: the traced contiguous clone's contiguous() is itself, so
-    # the output came back as the input; eager's is a copy). Note [Eager's Layouts Under Functionalization].
+    # the output came back as the input; eager's is a copy). Note [In-Place Ops As Eager Runs Them].
     def f(x0: T) -> object:
         y = x0.contiguous()
         y.mul_(2.0)

@@ -994,7 +994,7 @@ def test_writes_after_data_assignment_variants(compile_fn: CompileFn | None) -> 
 
 
 def test_writes_after_data_assignment_of_subclass_inputs(compile_fn: CompileFn | None) -> None:
-    # PairTensor inputs keep their wrapper-level rule (Note [Subclass Inputs Mutated In Training])
+    # PairTensor inputs keep their wrapper-level rule (Note [Inputs Written In Training])
     def f(x0: T, x1: T) -> object:
         x0.data = x1
         t0 = x0[:, 0:2:1]

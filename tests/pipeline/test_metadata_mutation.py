@@ -630,7 +630,7 @@ def test_aliased_view_transposed_with_itself_then_written(compile_fn: CompileFn 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups (seed 12000): crashes of the epilogue where eager runs (Note [Gradient Accumulators Of Leaves], Note
-# [Subclass Inputs Mutated In Training], Note [Inputs That Gain Grad In Training]).
+# [Inputs Written In Training], Note [Inputs Written In Training]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 

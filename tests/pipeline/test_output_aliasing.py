@@ -73,7 +73,7 @@ def test_set_to_own_view_backward_does_not_raise(compile_fn: CompileFn | None) -
 
 
 def test_set_to_grad_tensor(compile_fn: CompileFn | None) -> None:
-    # Eager's x then requires grad with a set_ backward that raises (Note [Inputs That Gain Grad In Training]).
+    # Eager's x then requires grad with a set_ backward that raises (Note [Inputs Written In Training]).
     def f(x: T, y: T) -> object:
         set_to(x, y)
         return ()
@@ -141,7 +141,7 @@ def test_mutated_plain_output_beside_subclass_output_tangents(compile_fn: Compil
 
 def test_subclass_input_mutated_by_grad_value(compile_fn: CompileFn | None) -> None:
     # Eager's wrapper then requires grad: the Function returns its new value as a wrapper, copied in at the wrapper
-    # level (Note [Inputs That Gain Grad In Training]).
+    # level (Note [Inputs Written In Training]).
     def f(x: T, y: T) -> object:
         x.mul_(y)
         return ()

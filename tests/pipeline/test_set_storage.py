@@ -1,7 +1,7 @@
 """set_() of inputs, intermediates, outputs and their views with grad enabled (and `x.set_(x)`): where the set_ node
 sits in the program's history, which gradient accumulator a leaf set_() to itself feeds, the outputs' history and
 `._base` beside other outputs that require grad, and the refusals that stay (Note [set_ Under Grad],
-Note [set_ Under Grad], Note [Inputs That Gain Grad In Training], Note [Storage Swaps By Rebinding]).
+Note [set_ Under Grad], Note [Inputs Written In Training], Note [Storage Swaps By Rebinding]).
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def test_subclass_view_set_under_grad(compile_fn: CompileFn | None) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A subclass input that gains grad by set_() (Note [Inputs That Gain Grad In Training])
+# A subclass input that gains grad by set_() (Note [Inputs Written In Training])
 
 
 def test_subclass_input_set_to_grad_input(compile_fn: CompileFn | None) -> None:
@@ -896,7 +896,7 @@ def test_returned_leaf_not_behind_the_set_node_stays_refused(compile_fn: Compile
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions of helper r2crash: set_() under grad, to a value that requires grad, of an input that shares
-# storage with another input (Note [Inputs That Gain Grad In Training]; fuzz seed 3001 #1275).
+# storage with another input (Note [Inputs Written In Training]; fuzz seed 3001 #1275).
 # ---------------------------------------------------------------------------------------------------------------------
 
 

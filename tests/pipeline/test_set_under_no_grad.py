@@ -1,6 +1,6 @@
 """set_() under no_grad (and `x.set_(x)`) of inputs, intermediates and their views, then read, written or returned
 with grad: the refusals that name Note [Stale View Functions] and the layouts, histories and accumulators that match
-eager's (Note [Subclass Inputs Mutated In Training], Note [Wrapper Storage]).
+eager's (Note [Inputs Written In Training], Note [Wrapper Storage]).
 """
 
 from __future__ import annotations
@@ -1028,8 +1028,8 @@ def test_views_of_input_views_set_under_grad(compile_fn: CompileFn | None, grad:
 #
 # set_() of a PairTensor onto a plain tensor: eager's wrapper then shares the plain tensor's storage with its own inner
 # tensors (Note [Wrapper Storage]); set_() back to the size it had, and set_() under dynamic shapes
-# (Note [Subclass Inputs Mutated In Training]); an inner tensor of an input
-# that requires grad written directly (Note [Subclass Inputs Mutated In Training]); set_() under no_grad
+# (Note [Inputs Written In Training]); an inner tensor of an input
+# that requires grad written directly (Note [Inputs Written In Training]); set_() under no_grad
 # onto another input, then a write with grad (refused: Note [History Kept Through .data =]).
 # ---------------------------------------------------------------------------------------------------------------------
 
@@ -1088,7 +1088,7 @@ def test_pair_set_to_plain_returned_or_resized(compile_fn: CompileFn | None) -> 
     # the plain source returned too (the wrapper shares the output's storage), and a source of another shape (the
     # wrapper takes it): parity without grad and on an input that does not require grad; on a non-leaf that requires
     # grad they stay refused, as for a plain input (returned: the output would need the set_() tensor's history) and
-    # by Note [Subclass Inputs Mutated In Training] (a read with grad after a set_() to another size)
+    # by Note [Inputs Written In Training] (a read with grad after a set_() to another size)
     def returned(a: T) -> object:
         b = torch.arange(9, dtype=a.dtype).reshape(3, 3)
         with torch.no_grad():
@@ -1128,7 +1128,7 @@ def test_pair_set_to_plain_and_back(compile_fn: CompileFn | None) -> None:
             set_to(a, a_old)
         return v * 2, a + 1
 
-    def view_after(a: T) -> object:  # Note [Subclass Inputs Mutated In Training]: a view taken after the set_() back
+    def view_after(a: T) -> object:  # Note [Inputs Written In Training]: a view taken after the set_() back
         b = torch.arange(9, dtype=a.dtype)
         a_old = torch.ops.aten.alias.default(a)
         with torch.no_grad():
@@ -1277,7 +1277,7 @@ def test_pair_set_under_no_grad_then_written_stays_refused(compile_fn: CompileFn
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups: tensor subclass inputs that require grad and whose storage or metadata the program changes where
-# autograd does not record it (fuzz seeds 10000 and 11000). See Note [Subclass Inputs Mutated In Training].
+# autograd does not record it (fuzz seeds 10000 and 11000). See Note [Inputs Written In Training].
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -1434,7 +1434,7 @@ def test_write_with_grad_before_set_under_no_grad_is_refused(compile_fn: Compile
 
 
 def test_no_grad_view_op_then_write(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 11000 #3577 (shrunk; see Note [Subclass Inputs Mutated In Training]): a non-square
+    # fuzz seed 11000 #3577 (shrunk; see Note [Inputs Written In Training]): a non-square
     # transpose_ under no_grad, then a write autograd records; the backward through the input raises in both
     def f(x0: T) -> object:
         with torch.no_grad():
@@ -1482,7 +1482,7 @@ def test_no_grad_view_op_then_copy(compile_fn: CompileFn | None) -> None:
 
 
 def test_leaf_written_through_data_then_no_grad_view_op_is_refused(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 11000 #7862 (shrunk): a leaf keeps the refusal (Note [Subclass Inputs Mutated In Training])
+    # fuzz seed 11000 #7862 (shrunk): a leaf keeps the refusal (Note [Inputs Written In Training])
     def f(x0: T) -> object:
         x0.data.fill_(3.0)
         with torch.no_grad():
@@ -1494,7 +1494,7 @@ def test_leaf_written_through_data_then_no_grad_view_op_is_refused(compile_fn: C
 
 
 def test_leaf_with_no_grad_view_op_written_through_an_alias(compile_fn: CompileFn | None) -> None:
-    # Note [Subclass Inputs Mutated In Training]: a leaf written with grad through a tensor set_() to it
+    # Note [Inputs Written In Training]: a leaf written with grad through a tensor set_() to it
     def f(x0: T, x1: T) -> object:
         with torch.no_grad():
             x0.t_()
@@ -1581,8 +1581,8 @@ def _expanded_and_base() -> tuple[object, ...]:
 
 def test_empty_write_through_an_expand_is_refused_with_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 45000 #6667: the empty write was traced, and the compiled backward raised "more than one element of
-    # the written-to tensor refers to a single memory location" where eager's ran (Note [Writes Through Overlapping
-    # Memory]); under no_grad it passes, and so does a write that is not empty
+    # the written-to tensor refers to a single memory location" where eager's ran (Note [In-Place Ops As
+    # Eager Runs Them]); under no_grad it passes, and so does a write that is not empty
     def f(x0: T, x1: T) -> object:
         t0 = x0[1:1:1]
         t0.zero_()

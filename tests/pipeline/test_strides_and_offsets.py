@@ -1,6 +1,6 @@
 """Strides, storage offsets and whole storages of outputs and inputs after the call: eager's kernels' layouts where
 fake tensors choose others, as_strided() and set_(storage, offset, ...) at absolute offsets, writes through expanded
-or overlapping inputs (Note [Eager's Layouts Under Functionalization], Note [as_strided On Inputs], Note
+or overlapping inputs (Note [In-Place Ops As Eager Runs Them], Note [as_strided On Inputs], Note
 [as_strided On Inputs], Note [Strides The Kernels Choose]).
 """
 
@@ -164,7 +164,7 @@ def test_view_between_in_place_view_ops(compile_fn: CompileFn | None, subclass: 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups (seed 45000): reads of an input after a write through its view, whose functional value was
-# regenerated with other strides in size-1 dims, give eager's strides (Note [Eager's Layouts Under Functionalization]).
+# regenerated with other strides in size-1 dims, give eager's strides (Note [In-Place Ops As Eager Runs Them]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -761,7 +761,7 @@ def test_elementwise_read_of_the_location_written_at_the_same_index_is_exact(
 
 
 def test_elementwise_read_of_a_location_written_at_another_index_stays_refused(compile_fn: CompileFn | None) -> None:
-    # Note [Writes Through Overlapping Memory]: row 1 reads row 0, which the same op writes (eager's loop order
+    # Note [In-Place Ops As Eager Runs Them]: row 1 reads row 0, which the same op writes (eager's loop order
     # decides).
     def f(x: T) -> object:
         x[:, :2].add_(x[:, 1:3])
@@ -1251,7 +1251,7 @@ def test_no_grad_view_returned_after_its_base_is_set_with_grad_is_refused(compil
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Strides after in-place ops (Note [Eager's Layouts Under Functionalization])
+# Strides after in-place ops (Note [In-Place Ops As Eager Runs Them])
 
 
 def test_clone_of_empty_view_after_inplace_add_keeps_eager_strides(compile_fn: CompileFn | None) -> None:

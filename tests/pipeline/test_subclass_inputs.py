@@ -572,7 +572,7 @@ def _fill_expanded_unsqueeze(x0: T) -> object:
 def test_uniform_write_through_expand(
     program: Callable[[T], object], kind: str, grad: bool, compile_fn: CompileFn | None
 ) -> None:
-    # Fuzz seed 20, program 258 (Note [Writes Through Overlapping Memory]): fill_/zero_ through an expanded view were
+    # Fuzz seed 20, program 258 (Note [In-Place Ops As Eager Runs Them]): fill_/zero_ through an expanded view were
     # refused; functionalizing them directly gives wrong values, so they run on the view with repeats narrowed away.
     def make_inputs() -> tuple[object, ...]:
         return (pair(4, 1) if kind == "pair" else torch.randn(4, 1),)
@@ -583,7 +583,7 @@ def test_uniform_write_through_expand(
 
 def test_uniform_write_through_expand_recorded_by_autograd_raises_in_backward(compile_fn: CompileFn | None) -> None:
     # Eager's backward of a fill_ through an expand that autograd recorded raises; so does the compiled one (Note
-    # [Writes Through Overlapping Memory]).
+    # [In-Place Ops As Eager Runs Them]).
     with torch.enable_grad():
         assert_matches_eager(_fill_expanded_unsqueeze, lambda: (nonleaf(4, 1),), compile_fn=compile_fn)
 
@@ -940,7 +940,7 @@ def test_view_of_earlier_output_resized_after(compile_fn: CompileFn | None) -> N
 
 @pytest.mark.parametrize("kind", ["plain", "pair"])
 def test_inplace_read_of_written_memory_refused(kind: str, compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 24, program 562 (Note [Writes Through Overlapping Memory]): the broadcast operand views memory the op
+    # Fuzz seed 24, program 562 (Note [In-Place Ops As Eager Runs Them]): the broadcast operand views memory the op
     # writes; eager reads values its own element writes changed, the functional graph read the old ones (wrong values).
     def f(x0: T) -> object:
         t0 = x0[:, :, 0:2:2]
@@ -984,7 +984,7 @@ def test_view_set_to_intermediate_returned(
 
 def test_uniform_write_into_expanded_alias_member(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 25, program 121 (and seed 24, 798): a crash; the member is a view of the synthetic base, so the
-    # narrowed write is an as_strided of the base (Note [Writes Through Overlapping Memory]).
+    # narrowed write is an as_strided of the base (Note [In-Place Ops As Eager Runs Them]).
     def f(x0: T, x1: T) -> object:
         x1.zero_()
         return ()

@@ -187,7 +187,7 @@ def test_seed3000_5331_view_of_detach_written_with_grad_is_refused(compile_fn: C
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Views in size-1 dims get eager strides (Note [Eager's Layouts Under Functionalization])
+# Views in size-1 dims get eager strides (Note [In-Place Ops As Eager Runs Them])
 
 
 def testeager_view_strides_matches_eager_view() -> None:

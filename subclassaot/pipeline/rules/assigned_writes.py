@@ -39,7 +39,7 @@ __all__ = ["assigned_write", "check_assigned_writes"]
 #   Refused: an in-place view op after the `.data =` (RESHAPED), a write with grad before the last `.data =` (BEFORE),
 #   in-place view ops with grad and a `.data =` but no write with grad (VIEWED), and writes with grad after a no_grad
 #   set_() onto another input's storage (and subclass kin). Subclass inputs keep their wrapper-level rule (Note
-#   [Subclass Inputs Mutated In Training]).
+#   [Inputs Written In Training]).
 # - Plain views assigned after a write (`t0 = x0.diagonal(1, 0, 1); x1.mul_(-1.0); t0.data = x0; return t0`, x0 a view
 #   of the non-leaf x1): t0 keeps x1's counter and stays a view. Reading its grad_fn after the counter moved regenerates
 #   it by AsStridedBackward0 of the metadata t0 has *then*, the assigned ones; a read reaching its grad_fn between the

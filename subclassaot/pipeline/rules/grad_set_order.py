@@ -32,7 +32,7 @@ __all__ = ["early_set_inputs", "intermediate_read_after_grad_set", "note_reads_a
 # - Views of inputs set_() under grad (`t0 = x.diagonal(); t0.set_(y)`, x a non-leaf): after the epilogue's set_ on x,
 #   a returned t0 is rebuilt by its view chain on x, by as_strided of x, or as a view of x set_() with grad onto
 #   another input's storage (Note [Outputs Over Another Storage]): `._base`, storage, layout, version are eager's.
-#   A base without grad gains it so (an input: Note [Inputs That Gain Grad In Training]; an intermediate: set_() by the
+#   A base without grad gains it so (an input: Note [Inputs Written In Training]; an intermediate: set_() by the
 #   runtime as in Note [Outputs set_() Under Grad]); a returned view of such an intermediate is refused.
 # - Order: eager's set_ node sits in the program's creation order, behind the nodes of the program's later reads of the
 #   input, while the epilogue's is made after the Function and runs first. Where the program read the input with grad

@@ -37,7 +37,7 @@ def _lone_subclass_inputs(layout: DenseLayout, analysis: Analysis) -> Iterator[t
 
 
 def set_under_no_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
-    """Subclass inputs set_() under no_grad only (Note [Subclass Inputs Mutated In Training])."""
+    """Subclass inputs set_() under no_grad only (Note [Inputs Written In Training])."""
     out = []
     for i, muts in _lone_subclass_inputs(layout, analysis):
         if analysis.inplace_replay[i] or (analysis.read_after_set and analysis.read_after_set[i]):
@@ -56,8 +56,8 @@ def _hidden_swap(m: LeafMutation) -> bool:
 
 
 def inner_written_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
-    """Subclass inputs whose inner tensors the program wrote directly, and nothing else (Note [Subclass Inputs Mutated
-    In Training])."""
+    """Subclass inputs whose inner tensors the program wrote directly, and nothing else (Note [Inputs Written In
+    Training])."""
     out = []
     for i, muts in _lone_subclass_inputs(layout, analysis):
         if analysis.wrapper_version_bumped[i] or analysis.inplace_replay[i]:

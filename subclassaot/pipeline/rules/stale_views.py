@@ -210,7 +210,7 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 #   the replayed output keeps the t_()'s node: refused in training where such an op of an unreturned view came after.
 # - View inputs laid out anew under no_grad and read with grad are refused where eager's rebuilt history (plain:
 #   as_strided at its layout now; subclass: its view function) and the joint's clone history expect different layouts.
-# - Written subclass view inputs changed in place (Note [Subclass Inputs Mutated In Training]): the epilogue's wrapper
+# - Written subclass view inputs changed in place (Note [Inputs Written In Training]): the epilogue's wrapper
 #   copy_ makes autograd rebuild the view's grad_fn from its view function, at the layout the view came with, while eager
 #   leaves that rebuilt grad_fn as of the program's last bump, with the nodes of later grad-enabled in-place view ops on
 #   top. So the epilogue copies the new value in first, taken back to the original layout through the out-of-place

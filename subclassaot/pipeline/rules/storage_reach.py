@@ -296,7 +296,7 @@ def writes_self(func: Any) -> bool:
     )
 
 
-# set_ under grad into shared storage (Note [Inputs That Gain Grad In Training]): `v.set_(w)` with grad on, w requiring
+# set_ under grad into shared storage (Note [Inputs Written In Training]): `v.set_(w)` with grad on, w requiring
 # grad and v not, v (a view of) an input that shares storage with other inputs, none of which requires grad (v not a
 # `.data` or detach() alias): eager's autograd records the set_ as an in-place op on a view, so it rebases the view's
 # base on it (CopySlices), and every other alias of that base then requires grad with a history whose backward raises;
@@ -337,12 +337,12 @@ def check_shared_grad_set(record: SwapRecord, args: tuple[Any, ...], leaves: Seq
                 f"set_() with grad enabled, to a tensor that requires grad, of a tensor in the storage that inputs "
                 f"{', '.join(paths)} share, none of which requires grad: eager's autograd then rebases that storage's "
                 "base on the set_, and its other aliases require grad with a history the compiled program cannot "
-                "reproduce (Note [Inputs That Gain Grad In Training]). set_() a clone of the input, run the set_() "
+                "reproduce (Note [Inputs Written In Training]). set_() a clone of the input, run the set_() "
                 "under torch.no_grad(), or pass inputs that do not share storage"
             )
 
 
-# Members of a subclass family that gained grad (Note [Inputs That Gain Grad In Training]): subclass inputs that are
+# Members of a subclass family that gained grad (Note [Inputs Written In Training]): subclass inputs that are
 # views of one wrapper (x1 and x2 = x1.select(0, -1)), none requiring grad, are each their own wrapper in the trace
 # (Note [Aliased Subclass Inputs In Training]). A write with grad into one (x1.copy_(x0), x0 requiring grad) makes it
 # require grad, in eager as here; eager's other members, autograd views of it, then require grad too, but the trace's do
@@ -369,6 +369,6 @@ def check_gained_family_member(record: SwapRecord, args: tuple[Any, ...]) -> Non
             raise UnsupportedError(
                 f"tensor subclass inputs {', '.join(paths)} share storage and do not require grad; a write with "
                 "grad makes one of them require grad (in eager its views then do too), and the program then uses "
-                "another; in training this is not supported (Note [Inputs That Gain Grad In Training]). "
+                "another; in training this is not supported (Note [Inputs Written In Training]). "
                 "Write into a clone, or detach() the value"
             )

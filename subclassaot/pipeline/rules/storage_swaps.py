@@ -150,7 +150,7 @@ from subclassaot.torch_internals import (
 # In-place ops whose version bump is decided elsewhere (resize_ bumps only when the size changes).
 _NO_VERSION_BUMP = frozenset({"aten::resize_", "aten::resize_as_"})
 
-# Writes that store one value everywhere (Note [Writes Through Overlapping Memory]).
+# Writes that store one value everywhere (Note [In-Place Ops As Eager Runs Them]).
 _RESIZE_OPS = frozenset({torch.ops.aten.resize_.default, torch.ops.aten.resize_as_.default})
 
 
@@ -323,7 +323,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self._grad_set(args[0], source)  # autograd recorded a set_ it cannot differentiate
             made_here = id(args[0]) in self.record.views  # a view the program took (not an aliased input's)
             if torch.is_grad_enabled() and made_here and args[0]._is_view() and id(args[0]) not in self.record.hidden:
-                self.record.set_views.add(id(args[0]))  # Note [Eager's Layouts Under Functionalization]
+                self.record.set_views.add(id(args[0]))  # Note [In-Place Ops As Eager Runs Them]
             # See Note [Stale View Functions]
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
@@ -347,7 +347,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             x = args[0]
             once = [1 if st == 0 and sz > 1 else sz for sz, st in zip(x.shape, x.stride(), strict=True)]
             meta = (once, list(x.stride()), x.storage_offset())
-            # See Note [Writes Through Overlapping Memory]: as_strided from the chain's root, which functionalization writes
+            # See Note [In-Place Ops As Eager Runs Them]: as_strided from the chain's root, which functionalization writes
             # back by one as_strided_scatter (a narrow at the end of the chain would scatter through the repeats)
             own_root = self.record.view_root(x) is x and storage_key(x) not in self.record.alias_bases
             root = x if own_root else self._as_strided_source((x, *meta))
@@ -382,13 +382,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self._track(func, args, args[0], kwargs)
                 return args[0]
         with as_strided_chain_refused(self.record, func, args, kwargs):
-            out = fill_in_memory_order(func, args, kwargs)  # Note [Eager's Layouts Under Functionalization]
+            out = fill_in_memory_order(func, args, kwargs)  # Note [In-Place Ops As Eager Runs Them]
             if out is None:
-                out = apply_keeping_strides(func, args, kwargs)  # Note [Eager's Layouts Under Functionalization]
+                out = apply_keeping_strides(func, args, kwargs)  # Note [In-Place Ops As Eager Runs Them]
             if out is None:
-                out = view_with_eager_strides(func, args, kwargs)  # Note [Eager's Layouts Under Functionalization]
+                out = view_with_eager_strides(func, args, kwargs)  # Note [In-Place Ops As Eager Runs Them]
             if out is None:
-                out = call_with_eager_layouts(func, args, kwargs)  # Note [Eager's Layouts Under Functionalization]
+                out = call_with_eager_layouts(func, args, kwargs)  # Note [In-Place Ops As Eager Runs Them]
         self._track(func, args, out, kwargs)
         return out
 
@@ -701,7 +701,7 @@ class _DataMode(TorchFunctionMode):
         kwargs = kwargs or {}
         method = per_tensor_method(func)
         if method is not None and args and isinstance(args[0], (list, tuple)):
-            for i, t in enumerate(args[0]):  # Note [Eager's Layouts Under Functionalization]
+            for i, t in enumerate(args[0]):  # Note [In-Place Ops As Eager Runs Them]
                 rest = tuple(a[i] if isinstance(a, (list, tuple)) else a for a in args[1:])
                 family, version = self.record.family_of(t), get_version(t)
                 bumped = family in self.record.written_families
@@ -815,7 +815,7 @@ class _DataMode(TorchFunctionMode):
         if self.record.shared_members and torch.is_grad_enabled():
             refresh_shared_histories(self.record)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
-            # See Note [Writes Through Overlapping Memory]
+            # See Note [In-Place Ops As Eager Runs Them]
             _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch
         if func is torch.Tensor.contiguous and args and out is args[0]:
             if id(out) in self.record.copy_on_contiguous and len(args) == 1 and not kwargs:

@@ -160,15 +160,15 @@ class SwapRecord:
     # Storage])
     wrapper_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)
     # id() of a wrapper subclass whose last set_() autograd recorded -> (its source tensor, the set_'s position in
-    # `wrapper_ops`): Note [Inputs That Gain Grad In Training]
+    # `wrapper_ops`): Note [Inputs Written In Training]
     wrapper_grad_sets: dict[int, tuple[torch.Tensor | None, int]] = field(default_factory=dict)
     # id() of a wrapper subclass -> (seq, its size before) of the first set_() called on the wrapper itself; id() of
     # those a set_() gave another size; id() of those an op the program ran with grad enabled read after a set_()
-    # had given them another size (Note [Subclass Inputs Mutated In Training])
+    # had given them another size (Note [Inputs Written In Training])
     wrapper_first_sets: dict[int, tuple[int, tuple[Any, ...]]] = field(default_factory=dict)
     set_resized: set[int] = field(default_factory=set)
-    # id() of a wrapper in set_resized -> seq of the later set_() that gave it its first size back (Note [Subclass
-    # Inputs Mutated In Training])
+    # id() of a wrapper in set_resized -> seq of the later set_() that gave it its first size back (Note [Inputs
+    # Written In Training])
     set_restored: dict[int, int] = field(default_factory=dict)
     read_after_set: set[int] = field(default_factory=set)
     plain_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # the same for plain tensors' set_()
@@ -240,8 +240,8 @@ class SwapRecord:
     absolute_frames: dict[object, list[int | torch.SymInt]] = field(default_factory=dict)
     # storage key of an input's dense leaf (its clone's, where it runs as one) -> the paths of the inputs over it
     input_paths: dict[object, tuple[str, ...]] = field(default_factory=dict)
-    # storage key of a synthetic base that two or more distinct inputs share -> their paths (Note [Inputs That Gain Grad
-    # In Training])
+    # storage key of a synthetic base that two or more distinct inputs share -> their paths (Note [Inputs Written In
+    # Training])
     shared_storages: dict[object, tuple[str, ...]] = field(default_factory=dict)
     # ... and the plain inputs over it, views of the base in the trace (`refresh_shared_histories`)
     shared_members: dict[object, tuple[torch.Tensor, ...]] = field(default_factory=dict)
@@ -256,7 +256,7 @@ class SwapRecord:
     moved_storages: set[object] = field(default_factory=set)
     moved_by_swap: bool = False  # set_() or growth moved data (their storages are not in moved_storages)
     # id() of clones that inputs run as, contiguous where the input is not: contiguous() copies them, as eager's
-    # (Note [Eager's Layouts Under Functionalization])
+    # (Note [In-Place Ops As Eager Runs Them])
     copy_on_contiguous: set[int] = field(default_factory=set)
     contiguous_self: list[torch.Tensor] = field(default_factory=list)  # other tensors whose contiguous() was them
     # inner storage key -> seq of the last wrapper-level write the program made to a subclass over it (its wrapper
@@ -265,7 +265,7 @@ class SwapRecord:
     # version-counter root (as `family`) -> the subclass inputs of that family as the program runs them, each its own
     # wrapper with its own counter here: Note [Aliased Subclass Inputs In Training]
     family_wrappers: dict[int, list[torch.Tensor]] = field(default_factory=dict)
-    # id() of those that did not require grad as they came (Note [Inputs That Gain Grad In Training])
+    # id() of those that did not require grad as they came (Note [Inputs Written In Training])
     grad_free_members: set[int] = field(default_factory=set)
     # id() of a view of a synthetic base whose view function misses an in-place view op -> the seq at which its
     # history was last set; storage keys of such views read after their history was rebuilt (Note [Stale View
@@ -318,7 +318,7 @@ class SwapRecord:
             self.set_resized.add(id(t))
             self.set_restored.pop(id(t), None)
         elif id(t) in self.set_resized:
-            self.set_restored.setdefault(id(t), seq)  # Note [Subclass Inputs Mutated In Training]
+            self.set_restored.setdefault(id(t), seq)  # Note [Inputs Written In Training]
 
     def note_reads_after_set(self, tensors: tuple[torch.Tensor, ...], writes: tuple[torch.Tensor, ...]) -> None:
         """`tensors`, read by an op with grad enabled that writes `writes`: mark each wrapper set_() before that it

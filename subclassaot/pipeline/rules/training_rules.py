@@ -37,32 +37,41 @@ from subclassaot.schemas import (
     ReplaySource,
 )
 
-# Note [Subclass Inputs Mutated In Training]
-# Autograd sees a subclass at the wrapper level (Note [Autograd Sees The Wrapper]), so what the epilogue does to a
-# subclass input that requires grad follows what eager's autograd recorded of the program's changes to it:
-# - Writes autograd records. Writing the new inner values into the real input, as inference does, would leave autograd
-#   blind. Instead the compiled Function also returns the input's new value as a wrapper (rebuilt from the graph's
-#   ORIGINAL updates of its leaves), differentiable like any output, and the epilogue applies `input.copy_(new)` at the
-#   wrapper level with grad enabled, which autograd records as eager does. Where the program also changes the input's
-#   metadata by in-place view ops, the epilogue writes the original storage below autograd, replays the view ops on the
-#   real input under the grad mode each had, then copies the new value in at the wrapper level: the gradient reaches
-#   the input through the Function alone. A view of an input that gained grad by that copy gets its grad_fn only when
-#   read, and an in-place op before that takes it for a leaf and raises, so the epilogue reads the grad_fn before each
-#   replayed step. A leaf written only through an alias autograd does not relate to it (`z.set_(x)`, then `z.mul_(2)`)
-#   gets its copy below autograd (runtime `_copy_wrapper`). Views changed in place follow Note [Stale View Functions].
-# - Changes autograd does not record need no new value from the Function: in-place view ops with writes only under
-#   no_grad or through `.data`; writes of its inner tensors themselves (`x.a.add_(1)`: the wrapper's counter does not
-#   move, so the epilogue writes the inner tensors below autograd); set_() under no_grad (the epilogue gives storage,
-#   metadata and values below autograd, and the wrapper's own metadata under no_grad). Refused for set_(): a read with
-#   grad after a set_() to another size (a set_() back to the original size is none), a write with grad after it, and a
-#   set_() to a computed tensor whose strides a kernel chose (`kernel_strides`). An autograd leaf whose layout changes
-#   below autograd keeps its refusal (Note [Leaves Laid Out Anew Under no_grad]).
-# - set_() under grad gives the input a node whose backward raises: no gradient reaches its earlier history through it.
-#   The epilogue gives it storage, metadata and values as in inference, then repeats `x.set_(x)` under grad (Note [set_
-#   Under Grad]); outputs computed before the swap carry gradients through the Function, those after fail as eager's
-#   (Note [Backward Errors Are Deferred]). The same for a member of an alias group (its real base is rebased as eager's
-#   was, and it leaves the group's metadata check). Only where every dense leaf was set_() so (not by `.data =` or
-#   resize_) and no kernel chose its final strides.
+# Note [Inputs Written In Training]
+# Autograd sees a subclass at the wrapper level (Note [Autograd Sees The Wrapper]), and a plain input's writes through
+# the graph's update, so what the epilogue does to an input follows what eager's autograd recorded of the program's
+# changes to it. A plain input written with grad needs nothing new: the epilogue's copy_ runs with grad from the
+# Function's differentiable update. A subclass input that requires grad, or gains it:
+# - Writes autograd records: the Function also returns the input's new value as a wrapper (rebuilt from the ORIGINAL
+#   updates of its leaves), and the epilogue applies `input.copy_(new)` at the wrapper level with grad, as eager records
+#   it. With in-place view ops too, the epilogue writes the original storage below autograd, replays the ops under the
+#   grad mode each had, then copies in: the gradient reaches the input through the Function alone. A view of an input
+#   that gained grad by that copy gets its grad_fn only when read (an in-place op before takes it for a leaf and raises),
+#   so the epilogue reads it before each replayed step. A leaf written only through an alias autograd does not relate to
+#   it (`z.set_(x)`, then `z.mul_(2)`) is copied below autograd (`_copy_wrapper`). Views changed in place: Note [Stale
+#   View Functions].
+# - Changes autograd does not record need no new value: in-place view ops with writes only under no_grad or through
+#   `.data`, writes of its inner tensors (`x.a.add_(1)`: written below autograd), set_() under no_grad (storage,
+#   metadata, values below autograd). Refused for set_(): a read with grad after one to another size, a write with grad
+#   after it, and a target whose strides a kernel chose (`kernel_strides`). A leaf relaid below autograd keeps its
+#   refusal (Note [Leaves Laid Out Anew Under no_grad]).
+# - set_() under grad: the epilogue gives storage, metadata and values as in inference, then repeats `x.set_(x)` under
+#   grad (Note [set_ Under Grad]); outputs computed before the swap carry gradients through the Function, those after
+#   fail as eager's (Note [Backward Errors Are Deferred]). An alias-group member's real base is rebased as eager's, and it
+#   leaves the group's metadata check. Only where every dense leaf was set_() so and no kernel chose its final strides.
+# Inputs that gain grad (x.copy_(w), x.set_(w) with w requiring grad) become non-leaves with eager's op as grad_fn; a view
+# of one regenerates its history from it, an input merely sharing its storage does not. Beyond the rules above:
+# - A plain input set_() to a value requiring grad gets the raising set_ node by a repeat `x.set_(source)` under grad,
+#   `source` a differentiable alias of its new storage (from the input it now shares, else a fresh leaf never reached);
+#   the updates of a swapped storage are not differentiated. Refused: an output that is the intermediate set_() to
+#   (`check_swapped_storage_outputs`), and a write that gains grad after a swap autograd did not record.
+# - A subclass input set_() so repeats the set_ at the wrapper level once x has its final storage (`x.set_(alias)`, the
+#   alias taken from the input w is or views). Only where that set_ was x's last change autograd saw and w is an input or
+#   a view of one taken with grad on.
+# - Inputs passed twice that gain grad (`f(x, w, x)`, `x.add_(w)`): the group's base is an as_strided view of x, so the
+#   epilogue's copy_ gives x a CopySlices history, as eager's. Only where every member is that one tensor, its layout
+#   kept; distinct views or detach() aliases, set_ under grad into a storage inputs share (eager rebases the storage's
+#   base), and grad-free members of a subclass family another member of which gained grad stay refused.
 # Other storage changes (set_ or resize_ with a write autograd records) are refused.
 
 
@@ -130,8 +139,8 @@ def duplicate_wrappers(layout: DenseLayout) -> frozenset[int]:
 
 def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation], alone: bool) -> bool:
     """The input's metadata changes are in-place view ops the epilogue replays, and its writes all happened where
-    autograd records them (`.data` ones are refused: Note [Subclass Inputs Mutated In Training]); so did the view
-    ops, unless the input requires grad and is in no alias group (`alone`: Note [Subclass Inputs Mutated In
+    autograd records them (`.data` ones are refused: Note [Inputs Written In Training]); so did the view
+    ops, unless the input requires grad and is in no alias group (`alone`: Note [Inputs Written In
     Training])."""
     steps = analysis.inplace_replay[i]
     visible = all(m.autograd_visible and not m.hidden_from_autograd for m in muts if m.data)
@@ -223,10 +232,10 @@ def _unsupported_group_change(
     """The member whose change makes the group unsupported in training (Note [Aliased Inputs In Training]), if any.
     `input_of`: the tensor input a member belongs to; `plain`: no member is a subclass's; `grad_free`: the tensor input
     requires grad neither before nor after the call; `leaf`: the member's tensor input is an autograd leaf;
-    `set_by_grad`: a subclass input set_() under grad (Note [Subclass Inputs Mutated In Training]); `member_meta`: each
+    `set_by_grad`: a subclass input set_() under grad (Note [Inputs Written In Training]); `member_meta`: each
     member's layout as it came."""
     muts = [(m, analysis.mutations[m]) for m in members]
-    if not plain:  # See Note [Subclass Inputs Mutated In Training]
+    if not plain:  # See Note [Inputs Written In Training]
         muts = [(m, mut) for m, mut in muts if not set_by_grad(input_of(m))]
     if not plain:  # the relaxations below are checked for plain members only
         swapped = [m for m, mut in muts if mut.storage_changed]
@@ -297,7 +306,7 @@ def _check_overlapping_wrapper_writes(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
     """A subclass input whose elements overlap (expand()) that the epilogue writes at the wrapper level (Note
-    [Subclass Inputs Mutated In Training]): its copy_ into the repeated elements raises. One
+    [Inputs Written In Training]): its copy_ into the repeated elements raises. One
     written only through another input over its storage or below autograd
     is not written that way."""
     for i in wrapper_update_inputs(layout, analysis, user_fakes):
@@ -383,7 +392,7 @@ def check_training_supported(
 
 
 def _set_under_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
-    """Subclass inputs set_() with grad enabled (Note [Subclass Inputs Mutated In Training])."""
+    """Subclass inputs set_() with grad enabled (Note [Inputs Written In Training])."""
     return tuple(i for i in range(len(layout.trees)) if _set_under_grad(layout, analysis, i))
 
 
@@ -399,7 +408,7 @@ def _set_under_grad(layout: DenseLayout, analysis: Analysis, i: int) -> bool:
 
 def _hidden_change_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
     """Subclass inputs, not autograd leaves, whose layout the program changes by in-place view ops the epilogue
-    replays, and whose values it writes only where autograd does not record it (Note [Subclass Inputs Mutated In
+    replays, and whose values it writes only where autograd does not record it (Note [Inputs Written In
     Training])."""
     grouped = {m for g in layout.groups for m in g.members}
     out = []
@@ -425,7 +434,7 @@ def _hidden_change_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analy
 # of the compiled Function, with its own wrapper-level gradient (the program runs on a wrapper over its very inner
 # tensors, `_SameStorageClone`, a non-leaf as eager's views are), and autograd sums the members' gradients through their
 # own grad_fns. A member written through its own wrapper family comes back from the Function as a wrapper around its
-# region of the new base, copied in at the wrapper level (Note [Subclass Inputs Mutated In Training]); the base itself is
+# region of the new base, copied in at the wrapper level (Note [Inputs Written In Training]); the base itself is
 # written below autograd. A leaf (or view of one) written through an alias autograd does not relate to it is copied in
 # below autograd. Exact except where rebasing matters: a recorded write into a group in which two members of one wrapper
 # family overlap is refused (`errors.AliasedSubclassRefusal`), unless:
@@ -597,43 +606,10 @@ def _static(dims: Sequence[object]) -> tuple[int, ...]:
     return tuple(int(d) for d in dims if isinstance(d, int))
 
 
-# Note [Inputs That Gain Grad In Training]
-# Eager: an input that does not require grad ends up requiring it when the program writes, or set_()s, a value that
-# requires grad into it (x.copy_(w), x.set_(w)); eager records that op on it, so afterwards it is a non-leaf with a
-# grad_fn. Its aliases follow autograd's relations: a view of it regenerates its history from it; an input merely
-# sharing its storage does not.
-# - A plain input written that way needs nothing new: the epilogue's copy_ runs with grad enabled from the Function's
-#   differentiable update.
-# - A subclass input written that way takes the path of Note [Subclass Inputs Mutated In Training]: the Function returns
-#   its new value as a wrapper (the traced copy into the fake wrapper is recorded at the wrapper level, as in eager),
-#   copied in at the wrapper level with grad enabled, so the input gets eager's CopyBackwards. Where that path is
-#   refused, so is this.
-# - A plain input set_() to a value that requires grad gets eager's raising set_ node: the epilogue swaps its storage as
-#   in inference, then repeats the swap as `x.set_(source)` under grad, `source` a differentiable alias of x's new
-#   storage and metadata (taken from the input whose storage it now shares; else a fresh leaf, never reached: the
-#   backward stops at the set_ node). Outputs computed from it come from the Function, whose backward raises the same
-#   error (Note [Backward Errors Are Deferred]); the updates of a swapped storage are not differentiated. An output that
-#   is the intermediate the input was set_() to (`y = w * 2; x.set_(y); return y`) would lose y's history: refused
-#   (`check_swapped_storage_outputs`). A plain input that gains grad by a write after a swap autograd did not record is
-#   refused (its write lands in the new storage below autograd).
-# - A subclass input set_() that way repeats the set_ at the wrapper level once x has its final storage and metadata
-#   (`x.set_(alias)` under grad, `alias` taken from the input w is, or is a view of), so that autograd's edges match
-#   eager's too. Exact only where that set_ was the last change to x autograd saw and w is an input or a view of one
-#   taken with grad on; otherwise refused.
-# - Inputs passed twice that gain grad (`f(x, w, x)`, `x.add_(w)`) are one alias group whose synthetic base, as no
-#   member requires grad, is an as_strided view of x: the epilogue's copy_ into it with grad gives x a CopySlices
-#   history reaching the Function's update, as eager's. Only where every member is that one tensor and its layout is
-#   left as it was; distinct views or detach() aliases of one storage gain grad in eager by relations the base copy does
-#   not reproduce, and stay refused.
-# - Aliases the trace cannot relate stay refused: a set_ under grad into a storage inputs share (`v.set_(w)`, none of
-#   them requiring grad: eager rebases the storage's base and its other aliases require grad with a raising history),
-#   and an op with grad on a grad-free member of a subclass family another member of which gained grad (eager's members
-#   are views of it and require grad too; the trace's are wrappers of their own).
-
 
 def one_tensor_passed_again(layout: DenseLayout, analysis: Analysis, j: int) -> bool:
     """Dense leaf `j` is in an alias group every member of which is one tensor passed several times, whose layout
-    the program leaves as it was (Note [Inputs That Gain Grad In Training])."""
+    the program leaves as it was (Note [Inputs Written In Training])."""
     group = next(g for g in layout.groups if j in g.members)
     same = not group.whole_storage and all(s is not None for s in group.same_as[1:])
     return same and not any(analysis.mutations[m].metadata for m in group.members)
@@ -648,7 +624,7 @@ def gains_grad(analysis: Analysis, i: int, fake: torch.Tensor) -> bool:
 def check_swapped_storage_outputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
     """Refuse an output that shares the new storage of an input set_() to an intermediate that requires grad
     (`y = w * 2; x.set_(y); return y`): it is rebuilt from the input after the epilogue, without the
-    intermediate's own history, so its gradient would not be eager's (Note [Inputs That Gain Grad In Training])."""
+    intermediate's own history, so its gradient would not be eager's (Note [Inputs Written In Training])."""
     input_of: dict[int, int] = {leaf: i for i, leaves in enumerate(layout.leaves_of_input) for leaf in leaves}
     for info in analysis.outputs:
         if info.replay is not None and info.replay.source is ReplaySource.INPUT:
