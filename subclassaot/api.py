@@ -388,7 +388,6 @@ def _compile_any(
     )
 
 
-
 @dataclass(slots=True)
 class _Attempt:
     """What one compile attempt has seen: whether any of its fake inputs had a symbolic size or stride (else a

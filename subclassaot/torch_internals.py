@@ -146,7 +146,6 @@ def refresh_view_grad_fn(t: torch.Tensor) -> None:
     grad_fn_raises(t)  # its read of grad_fn is the refresh
 
 
-
 def grad_fn_raises(t: torch.Tensor) -> bool:
     """Does reading `t.grad_fn` raise autograd's view-after-write error (a view made under no_grad, or by a
     multi-output op, whose base was written since)? Only views that require grad can."""

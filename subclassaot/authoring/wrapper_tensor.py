@@ -340,7 +340,6 @@ def _run_on(func: OpOverload[..., Any], cls: type[WrapperTensor], name: str, arg
     return func(*inner_args, **inner_kwargs)
 
 
-
 def _rewrap(cls: type[WrapperTensor], per_attr: dict[str, Any], ctx: dict[str, object]) -> Any:
     return _build(cls, per_attr, list(per_attr), ctx, (), per_attr[next(iter(per_attr))])
 

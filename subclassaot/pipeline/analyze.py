@@ -314,7 +314,6 @@ def _analyze_outputs(
     return tuple(infos), spec, len({b for b, _ in bases.values()})
 
 
-
 def _check_views_of_fresh(
     infos: list[OutputInfo], leaves: list[object], bases: dict[object, tuple[int, torch.Tensor]]
 ) -> None:

@@ -160,7 +160,6 @@ class BackwardGraph:
     saved_primals: tuple[int | None, ...] = ()  # per saved value: the graph input it is, if it is one
 
 
-
 def _overwritten_originals(
     traced: TracedGraph, analysis: Analysis, dense_fakes: Sequence[torch.Tensor]
 ) -> frozenset[int]:
@@ -336,7 +335,6 @@ def _input_values(setup: JointSetup) -> frozenset[int]:
     return frozenset({*range(len(outputs.updates)), *range(wrappers_at, wrappers_at + len(setup.wrapper_updates))})
 
 
-
 def _backward_without_input_values(
     setup: JointSetup,
     tangent_fakes: Sequence[torch.Tensor],
@@ -381,7 +379,6 @@ def _probe(setup: JointSetup, returned: frozenset[int] = frozenset()) -> Tangent
         ends,
         returned,
     )
-
 
 
 def refuse_set_beside_returned_leaves(
@@ -467,7 +464,6 @@ def _returned_leaves(
     return frozenset(out)
 
 
-
 def _defer_probed_error(
     setup: JointSetup, reach: Sequence[frozenset[int]], tangent_trees: tuple[SubclassNode | None, ...]
 ) -> BackwardGraph | None:
@@ -546,7 +542,6 @@ def _deferred_exactly(
     if patterns.ends.get(frozenset(), BackwardEnd.COMPLETES) is not BackwardEnd.COMPLETES:
         return None, frozenset()  # outputs whose backward never reaches the Function raise in eager
     return frozenset(p for p, end in patterns.ends.items() if end is BackwardEnd.RAISES), early
-
 
 
 def _view_replay_refusal(layout: DenseLayout, analysis: Analysis, error: Exception) -> UnsupportedError:
@@ -783,7 +778,6 @@ def _dense_strides(sizes: Sequence[_Dim], order: Sequence[int]) -> list[_Dim]:
         size = sizes[d]
         step = step * (max(size, 1) if isinstance(size, int) else size)
     return out
-
 
 
 def _static_strides(t: torch.Tensor) -> tuple[int, ...] | None:

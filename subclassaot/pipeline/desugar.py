@@ -45,7 +45,6 @@ from subclassaot.torch_internals import get_version, set_version, storage_key, s
 #   twice is one object in the program already (Note [Aliased Subclass Inputs In Training]).
 
 
-
 class DynamicAliasError(UnsupportedError):
     """Aliased inputs were fakified with dynamic shapes; the driver retries with static ones."""
 
@@ -266,7 +265,6 @@ def rebuild_user_tensors(layout: DenseLayout, dense: Sequence[torch.Tensor]) -> 
         if tree is not None and layout.wrapper_bytes:
             widen_wrapper_storage(out[-1], layout.wrapper_bytes[i])
     return out
-
 
 
 def widen_wrapper_storage(wrapper: torch.Tensor, nbytes: int | None) -> None:

@@ -169,7 +169,8 @@ def run_functional(
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord(copy_on_contiguous=copy_on_contiguous)
     record.replayed_reads = replay_reads  # Note [Grad Mode At The Call Decides Training]
-    for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):  # Note [Grad Mode At The Call Decides Training]
+    # See Note [Grad Mode At The Call Decides Training]
+    for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):
         real = flat.values[index]
         if isinstance(real, torch.Tensor) and real.requires_grad:
             record.eager_inputs[id(tensor)] = real

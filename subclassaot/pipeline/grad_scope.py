@@ -90,7 +90,6 @@ def _surely_same(before: Metadata, after: Metadata) -> bool:
     return same_rank and all(statically_known_true(a == b) for a, b in pairs)
 
 
-
 def backward_reshapes(
     flat: FlatInputs,
     user_tensors: Sequence[torch.Tensor],

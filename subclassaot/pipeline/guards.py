@@ -393,7 +393,6 @@ def _tensor_guards(
     w.dim(f"{var}.storage_offset()", f"{path}.storage_offset()", fake.storage_offset())
 
 
-
 def _static_dims(dims: Sequence[int | torch.SymInt]) -> str | None:
     """`(2, 4)`: source for the tuple of these dims, where every one is a static int; else None."""
     exprs = [symint_expr(d) for d in dims]

@@ -85,7 +85,6 @@ from subclassaot.torch_internals import (
 #   with static shapes, as eager runs the program with grad on.
 
 
-
 def forward_output_values(
     run: FunctionalRun, traced: TracedGraph, analysis: Analysis, wrapper_updates: tuple[int, ...]
 ) -> list[torch.Tensor]:
@@ -115,14 +114,11 @@ def forward_output_values(
     return out
 
 
-
-
 def _original_value(original: torch.Tensor, final: torch.Tensor) -> torch.Tensor:
     """The value differentiated for an ORIGINAL update (Note [Input Updates])."""
     if leaf_meta(original) == leaf_meta(final) or storage_key(original) != storage_key(final):
         return original
     return final.as_strided(original.shape, original.stride(), original.storage_offset())
-
 
 
 def _root_values(run: FunctionalRun, analysis: Analysis, leaves: list[object]) -> list[torch.Tensor]:
@@ -164,7 +160,6 @@ class JointSetup:
     # (position in diff, ctx) where the subclass asks for tangents of other metadata than its output's (Note
     # [Tangent Retrace])
     tangent_ctxs: tuple[tuple[int, object], ...] = ()
-
 
 
 def tangent_like(o: torch.Tensor) -> torch.Tensor:
@@ -360,7 +355,6 @@ def _uncovered_ends(outs: Sequence[torch.Tensor], wrt: Sequence[torch.Tensor]) -
     ]
 
 
-
 def _unpack_saved(ends: Sequence[GradientEdge]) -> None:
     """Note [Backward Runs Every Node]."""
     for edge in ends:
@@ -396,7 +390,6 @@ def _grads(
     for k, g in zip(live, found[: len(live)], strict=True):
         grads[k] = g
     return grads
-
 
 
 def _plain_views_with_subclass_grads(setup: JointSetup, joint: TracedJoint) -> frozenset[int]:
@@ -519,7 +512,6 @@ def forward_example(
             grad = o.requires_grad and not grad_fn_raises(o) and _has_grad_fn(o) and o.dtype.is_floating_point
             result.append((grad, [from_functional(leaf) for leaf in leaves], node, chosen))
         return result
-
 
 
 def _has_grad_fn(o: torch.Tensor) -> bool:

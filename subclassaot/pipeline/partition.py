@@ -21,7 +21,6 @@ import torch.fx
 from subclassaot.errors import UnsupportedError
 from subclassaot.torch_internals import symint_expr
 
-
 _READS_GRAD_MODE = frozenset({torch.ops.aten.mkldnn_rnn_layer.default})
 
 

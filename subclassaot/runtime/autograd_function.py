@@ -77,8 +77,6 @@ def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[tor
     return out
 
 
-
-
 def _shared_grads(grads: Sequence[torch.Tensor | None]) -> frozenset[int]:
     seen: set[int] = set()
     shared: set[int] = set()
@@ -86,7 +84,6 @@ def _shared_grads(grads: Sequence[torch.Tensor | None]) -> frozenset[int]:
         if g is not None:
             (shared if id(g) in seen else seen).add(id(g))
     return frozenset(shared)
-
 
 
 def _raise_deferred(bw_meta: BackwardPlan, no_graph: bool, grads: Sequence[torch.Tensor | None]) -> None:
@@ -462,9 +459,7 @@ def training_call(
                         target.copy_(value)
                 dense_grads = dense_grads[:n_grads]
             for (target, reshape), version in zip(ctx.bw_reshapes, reshaped, strict=True):
-                if (
-                    reshape.size is not None and reshape.stride is not None
-                ):  # Note [Custom Functions]
+                if reshape.size is not None and reshape.stride is not None:  # Note [Custom Functions]
                     with torch.no_grad():
                         target.as_strided_(reshape.size, reshape.stride, target.storage_offset())
                 set_version(target, version + reshape.bumps)

@@ -294,7 +294,6 @@ def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None) -> Non
         set_to_tensor(x, alias)
 
 
-
 def _epilogue(
     plan: RuntimePlan,
     epilogue: EpiloguePlan,
@@ -425,8 +424,6 @@ def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: to
         wrapper.copy_(value)
     if not plan.analysis.wrapper_version_bumped[t]:
         set_version(wrapper, before)  # a write through `.data`: eager leaves the wrapper's counter alone
-
-
 
 
 def _replay_metadata(

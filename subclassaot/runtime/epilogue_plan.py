@@ -111,7 +111,6 @@ def settle_version(t: torch.Tensor, before: int, bumped: bool) -> None:
         set_version(t, before + 1)
 
 
-
 def copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, final: bool = False) -> None:
     # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's
     # grad_fn and version match eager; .data and no_grad mutations stay invisible to autograd, as in eager.

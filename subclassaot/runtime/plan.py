@@ -55,7 +55,6 @@ class RuntimePlan:
     output_types: tuple[type[torch.Tensor] | None, ...] = ()
 
 
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetracedBackward:
     """A backward for runtime tangents of another structure than the traced one, compiled (Note [Tangent Retrace])."""

@@ -196,7 +196,6 @@ def intermediate_base(value: object) -> object:
     return value
 
 
-
 def _change_bases(
     infos: Sequence[OutputInfo],
     result: list[object],
@@ -530,7 +529,6 @@ def regenerate_alias(
     if is_view:
         return source.as_strided(size, stride, offset)
     return non_view_alias(source.as_strided(size, stride, offset))
-
 
 
 def _input_root(

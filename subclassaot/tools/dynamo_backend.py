@@ -276,8 +276,6 @@ def _restore_data_reads(gm: torch.fx.GraphModule) -> None:
         gm.recompile()
 
 
-
-
 def _dispatch_runs_eagerly() -> None:
     """See Note [Dynamo Captures, The Pipeline Compiles]."""
     from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy, set_code_exec_strategy

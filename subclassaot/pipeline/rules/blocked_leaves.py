@@ -21,7 +21,6 @@ from subclassaot.schemas import FlatInputs, OutputInfo, OutputKind
 __all__ = ["check_set_under_grad", "inputs_behind_raising_nodes"]
 
 
-
 def inputs_behind_raising_nodes(value: torch.Tensor, user_tensors: Sequence[torch.Tensor]) -> frozenset[int]:
     """Positions in `user_tensors` of the inputs whose node (an input's grad_fn, or a leaf's AccumulateGrad) the
     history of `value` reaches through a NotImplemented node (Note [Outputs set_() Under Grad])."""

@@ -90,7 +90,6 @@ def check_bumped_views(infos: Sequence[OutputInfo], leaves: Sequence[object]) ->
                 )
 
 
-
 def counter_at_end(
     replay: Replay, value: torch.Tensor, run: FunctionalRun, input_by_id: dict[int, InputIndex]
 ) -> Replay:

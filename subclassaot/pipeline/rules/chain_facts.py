@@ -47,7 +47,6 @@ def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
     return False
 
 
-
 def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
     """Note [Views That Raise After A Bump]: `value`'s replay makes a `._base` that must be given requires_grad."""
     if not torch.is_grad_enabled() or not value.requires_grad or not value._is_view():

@@ -165,7 +165,6 @@ def _plan(
     return plan
 
 
-
 def _strides_unknown(a: DataAssignment, run: FunctionalRun) -> bool:
     """Note [Strides The Kernels Choose]."""
     computed = storage_key(a.source) not in {k for k in run.initial_wrapper_keys if k is not None}
@@ -262,7 +261,6 @@ def check_data_meta_outputs(
         if storage_key(value) in off:
             _refuse_off_layout(info.path, flat, off[storage_key(value)])
     return tuple(result), tuple(found)
-
 
 
 def _resized_with_history(info: OutputInfo, value: torch.Tensor, run: FunctionalRun) -> OutputInfo:

@@ -36,7 +36,6 @@ def early_marks(marks: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]
     return tuple((c, t) for c, t in marks if t >= 0 and t not in changed)
 
 
-
 def late_build_seq(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> int:
     """Replay.made of an output built after the epilogue (Note [Views That Raise After A Bump])."""
     if replay.then_set:

@@ -111,7 +111,6 @@ def check_written_function_view(path: str, value: torch.Tensor) -> None:
         raise _refusal(path, "the program then writes its base, so that its grad_fn raises naming that Function")
 
 
-
 def check_dirty_inputs(flat: FlatInputs, run: FunctionalRun) -> None:
     """Refuse an input that a custom autograd.Function of the program wrote and marked dirty, returned by the program
     (Note [Custom Functions])."""

@@ -56,7 +56,6 @@ def no_grad_set_view_root(value: object, swaps: SwapRecord, input_storages: set[
     return None if key in input_storages or key == storage_key(value) else root
 
 
-
 def set_view_root(
     value: object, swaps: SwapRecord, input_storages: set[object]
 ) -> tuple[torch.Tensor, list[torch.Tensor]] | None:

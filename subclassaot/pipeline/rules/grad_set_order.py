@@ -85,7 +85,6 @@ def early_set_inputs(record: SwapRecord, tensors: Sequence[torch.Tensor], output
     )
 
 
-
 def intermediate_read_after_grad_set(
     record: SwapRecord,
     tensors: Sequence[torch.Tensor],

@@ -19,7 +19,6 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.pipeline.guards import Guards
 
-
 _HIDDEN_KEY = "<base of "  # no identifier: no keyword argument of the user's function has such a name
 
 

@@ -100,7 +100,6 @@ def _note_read_after_assignment(record: SwapRecord, t: torch.Tensor) -> None:
         taken, t = found.seq, found.source
 
 
-
 def assigned_accumulator_size(record: SwapRecord, t: torch.Tensor) -> tuple[int | sympy.Expr, ...] | None:
     """Note [Gradient Accumulators Of Leaves]: the size of subclass input `t` at the first read with grad
     after its `.data =` (None: none, or one before the assignment kept the accumulator)."""

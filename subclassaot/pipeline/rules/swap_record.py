@@ -504,8 +504,6 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
     return True
 
 
-
-
 def bump_family_wrappers(record: SwapRecord, written: torch.Tensor) -> None:
     """Advance the version counters of the inputs of `written`'s wrapper family (Note [Aliased Subclass Inputs In
     Training])."""

@@ -276,7 +276,6 @@ def _unsupported_group_change(
     return None
 
 
-
 def _one_subclass_object_change(
     muts: Sequence[tuple[DenseIndex, LeafMutation]],
     analysis: Analysis,
@@ -604,7 +603,6 @@ def _overlapping_members(
 def _static(dims: Sequence[object]) -> tuple[int, ...]:
     assert all(isinstance(d, int) for d in dims), "BUG: alias-group metadata must be static"
     return tuple(int(d) for d in dims if isinstance(d, int))
-
 
 
 def one_tensor_passed_again(layout: DenseLayout, analysis: Analysis, j: int) -> bool:

@@ -258,7 +258,6 @@ def _replay_of(
     return None
 
 
-
 def view_rebuilt_by_set(
     value: torch.Tensor,
     run: FunctionalRun,
@@ -461,7 +460,6 @@ def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
     return storage_key(source) != storage_key(view)
 
 
-
 def _late_no_grad_view(
     value: torch.Tensor,
     t: torch.Tensor,
@@ -630,7 +628,6 @@ def _as_received(t: torch.Tensor, first: ViewRecord, run: FunctionalRun) -> bool
     by_data = run.swaps.data_sets.get(id(t)) if id(t) in run.swaps.swapped_by_data else None
     earlier_swap = (swapped is not None and swapped[0] < first.seq) or (by_data is not None and by_data[0] < first.seq)
     return not earlier_ops and not earlier_swap and _meta_exprs(first.source_meta) == run.initial_metas[position]
-
 
 
 def _replays_between(value: torch.Tensor, t: torch.Tensor, leaves: tuple[OutputLeaf, ...], run: FunctionalRun) -> bool:
