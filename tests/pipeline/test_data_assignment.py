@@ -872,7 +872,7 @@ def test_view_of_earlier_output_refused(compile_fn: CompileFn | None) -> None:
         t0.data = x0
         return (v, t0)
 
-    refused_with_grad(f, _aliased(nonleaf, _unsqueezed), compile_fn, "Plain Views Assigned .data After A Write")
+    refused_with_grad(f, _aliased(nonleaf, _unsqueezed), compile_fn, "History Kept Through .data =")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -1051,7 +1051,7 @@ def test_write_after_data_assignment_whose_backward_raises(compile_fn: CompileFn
         return (nonleaf(4), torch.randn(2, 2))
 
     # returned, eager's backward error is one the compiled backward cannot raise at the same step: refused
-    refused_with_grad(f, make, compile_fn, r"Note \[Errors Only Eager's Backward Sees\]")
+    refused_with_grad(f, make, compile_fn, r"Note \[Probing Eager's Backward\]")
     check_with_grad(unreturned, make, compile_fn)
     for fn in (f, unreturned):
         check_no_grad(fn, make, compile_fn)
@@ -1284,7 +1284,7 @@ def test_raise_inside_the_program_stays_refused(compile_fn: CompileFn | None) ->
         return (t0.t(),)
 
     with torch.enable_grad():
-        assert_refused(f, lambda: (leaf(2, 3, 4),), compile_fn, "Errors Only Eager's Backward Sees")
+        assert_refused(f, lambda: (leaf(2, 3, 4),), compile_fn, "Probing Eager's Backward")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -1394,7 +1394,7 @@ def test_subclass_leaf_read_after_data_by_a_size_reading_op_is_refused(compile_f
         return (x0.sum(), x0)
 
     for s0, s1 in (((4, 4), ()), ((2, 3), (3,))):
-        refused_with_grad(f, _leaves(s0, s1), compile_fn, "Subclass Accumulators Made After .data =")
+        refused_with_grad(f, _leaves(s0, s1), compile_fn, "Gradient Accumulators Of Leaves")
         check_no_grad(f, _leaves(s0, s1), compile_fn)
 
 

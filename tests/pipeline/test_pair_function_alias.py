@@ -227,7 +227,7 @@ def test_function_returning_a_written_input_is_refused(
 ) -> None:
     # The compiled Function returns the view before the epilogue writes the input (eager's was made after the write:
     # its grad_fn reads fine), or eager's grad_fn raises naming the program's Function (a write after): refused.
-    refused_with_grad(fn, lambda: (maker(2, 3),), compile_fn, "Inputs Returned By A Custom Function")
+    refused_with_grad(fn, lambda: (maker(2, 3),), compile_fn, "Custom Functions")
 
 
 @pytest.mark.parametrize("maker", [nonleaf, pair_nonleaf], ids=["plain", "pair"])

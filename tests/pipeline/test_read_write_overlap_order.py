@@ -16,7 +16,7 @@ from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eag
 from tests.pipeline.program_helpers import assert_refused
 
 T = torch.Tensor
-OVERLAPPING_READ = r"reads part of the memory it writes .*\(Note \[Writes Through Overlapping Memory\]\)"
+OVERLAPPING_READ = r"reads part of the memory it writes .*\(Note \[In-Place Ops As Eager Runs Them\]\)"
 Make = Callable[[], tuple[object, ...]]
 
 

@@ -1000,7 +1000,7 @@ def test_view_of_a_view_set_to_an_intermediate_is_refused(compile_fn: CompileFn 
         return (t2.view(-1),)
 
     with torch.set_grad_enabled(grad):
-        rule = r"could not be a view of it \(Note \[Subclass Views Of Intermediates In Training\]\)"
+        rule = r"could not be a view of it \(Note \[Subclass Intermediate Roots\]\)"
         assert_refused(f, _pair_leaf_and_view(4, 4, transposed=False), compile_fn, rule)
 
 
@@ -1035,7 +1035,7 @@ def test_views_of_input_views_set_under_grad(compile_fn: CompileFn | None, grad:
 
 HIDDEN_SET_WRITE = (
     r"set_\(\) it under no_grad to another input's storage and then wrote it with grad enabled.*"
-    r"Note \[Writes With Grad After \.data =\]"
+    r"Note \[History Kept Through \.data =\]"
 )
 Make = Callable[[], tuple[object, ...]]
 

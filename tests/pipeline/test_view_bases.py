@@ -608,7 +608,7 @@ def test_seed47000_3046_backward_rebuilds_view_refused(compile_fn: CompileFn | N
         set_to(x2, x1)
         return (t1,)
 
-    refused_with_grad(f, _inputs(), compile_fn, r"args\[0\] \(a view of args\[2\]\).*Backward View Replays That Raise")
+    refused_with_grad(f, _inputs(), compile_fn, r"args\[0\] \(a view of args\[2\]\).*Backward Errors Are Deferred")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -1298,7 +1298,7 @@ def test_inplace_view_op_with_grad_and_data_assignment(compile_fn: CompileFn | N
     # without eager's TransposeBackward0 (a wrong gradient): refused; under no_grad, and for a PairTensor, parity
     one = lambda: (nonleaf(3, 3),)  # noqa: E731
     two = lambda: (nonleaf(3, 3), torch.randn(3, 3))  # noqa: E731
-    match = r"cannot give it eager's history of that view op \(Note \[Writes With Grad After \.data =\]\)"
+    match = r"cannot give it eager's history of that view op \(Note \[History Kept Through \.data =\]\)"
     for f, make in ((_data_then_transpose, one), (_transpose_then_data, one), (_data_of_input_then_unsqueeze, two)):
         refused_with_grad(f, make, compile_fn, match)
         check_no_grad(f, make, compile_fn)
