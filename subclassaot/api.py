@@ -298,7 +298,7 @@ class CompiledModule(torch.nn.Module, Generic[M]):
 
 
 def _ambient_grad() -> contextlib.AbstractContextManager[object]:
-    # See Note [Grad Mode At The Call Decides Training]
+    # See Note [Grad Mode And Autograd Reads]
     return torch.set_grad_enabled(torch.is_grad_enabled())
 
 
@@ -557,7 +557,7 @@ def _compile_over(
         traced = inference()
     analysis = resimplified_data_metas(analysis, shape_env_of(fake_mode))
     backend = backends.get_backend(config.backend)
-    grad_mode = None if training else torch.is_grad_enabled()  # Note [Grad Mode At The Call Decides Training]
+    grad_mode = None if training else torch.is_grad_enabled()  # Note [Grad Mode And Autograd Reads]
     entry_guards = guards.build_guards(
         flat, layout, fakes, shape_env_of(fake_mode), analysis.base_reads, config.caller_guarded, grad_mode
     )

@@ -463,15 +463,15 @@ class Analysis:
     # set_() on a wrapper or assigned a wrapper's `.data` (Note [Wrapper Storage])
     wrapper_storage: tuple[WrapperStorageClass, ...] = ()
     # torch functions the program called with requires_grad=True, in call order
-    # (See Note [Grad Mode At The Call Decides Training])
+    # (See Note [Grad Mode And Autograd Reads])
     grad_factories: tuple[str, ...] = ()
-    # the program's reads of autograd state, in call order (Note [Grad Mode At The Call Decides Training])
+    # the program's reads of autograd state, in call order (Note [Grad Mode And Autograd Reads])
     autograd_reads: tuple[object, ...] = ()
     # the program's `._base` / `._is_view()` reads of inputs: (tensor position, what the guards check) (Note [Grad
-    # Mode At The Call Decides Training])
+    # Mode And Autograd Reads])
     base_reads: tuple[tuple[int, int | None], ...] = ()
     # torch functions that ran with grad mode turned back on (torch.enable_grad()) in a run begun under no_grad, on
-    # tensors that require grad (Note [Grad Mode At The Call Decides Training])
+    # tensors that require grad (Note [Grad Mode And Autograd Reads])
     grad_reenabled: tuple[str, ...] = ()
     # per dense leaf: the program read a view of its synthetic base whose history autograd rebuilt from a view
     # function that misses an in-place view op (Note [Stale View Functions]); () outside alias groups

@@ -238,8 +238,8 @@ def is_functorch_wrapped(t: object) -> bool:
 
 
 def differentiates_inside_transform(func: object, args: tuple[object, ...], kwargs: dict[str, object]) -> bool:
-    """Is this torch.autograd.grad the one a torch.func transform runs on its own wrapped tensors (Note [Grad Mode At
-    The Call Decides Training])?"""
+    """Is this torch.autograd.grad the one a torch.func transform runs on its own wrapped tensors (Note [Grad Mode And
+    Autograd Reads])?"""
     if func is not torch.autograd.grad or torch._C._functorch.peek_interpreter_stack() is None:
         return False
     outputs = args[0] if args else kwargs.get("outputs")

@@ -168,14 +168,14 @@ def run_functional(
         values[index] = tensor
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord(copy_on_contiguous=copy_on_contiguous)
-    record.replayed_reads = replay_reads  # Note [Grad Mode At The Call Decides Training]
-    # See Note [Grad Mode At The Call Decides Training]
+    record.replayed_reads = replay_reads  # Note [Grad Mode And Autograd Reads]
+    # See Note [Grad Mode And Autograd Reads]
     for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):
         real = flat.values[index]
         if isinstance(real, torch.Tensor) and real.requires_grad:
             record.eager_inputs[id(tensor)] = real
     for position, (index, tensor) in enumerate(zip(flat.tensor_indices, user_tensors, strict=True)):
-        record.run_inputs.append(tensor)  # Note [Grad Mode At The Call Decides Training]
+        record.run_inputs.append(tensor)  # Note [Grad Mode And Autograd Reads]
         record.input_positions.setdefault(id(tensor), (position, cast(torch.Tensor, flat.values[index])))
     record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Storage Swaps By Rebinding]
     record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
@@ -231,7 +231,7 @@ def run_functional(
                 raise UnsupportedError(
                     "the program turns grad mode back on inside (torch.enable_grad() / set_grad_enabled(True)) and "
                     "writes in place a tensor subclass input that requires grad, while it is called under no_grad "
-                    "(Note [Grad Mode At The Call Decides Training]). Call the compiled function with grad mode "
+                    "(Note [Grad Mode And Autograd Reads]). Call the compiled function with grad mode "
                     "on, or write outside that region"
                 ) from e
             if "Cannot set version_counter for inference tensor" in str(e):

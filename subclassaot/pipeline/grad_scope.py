@@ -26,7 +26,7 @@ __all__ = [
     "metadata_of",
 ]
 
-# Note [Grad Mode At The Call Decides Training]
+# Note [Grad Mode And Autograd Reads]
 # A call compiles for training (a joint graph behind one autograd.Function) when grad mode is on and some input requires
 # grad, else for inference, whose graph outputs carry no autograd history. Eager decides nothing up front, so each way
 # the program itself could make or observe history is matched or refused:
@@ -60,7 +60,7 @@ def check_grad_factories(factories: Sequence[str], *, training: bool) -> None:
         raise UnsupportedError(
             f"the program makes a tensor that requires grad itself ({factories[0]}(..., requires_grad=True)) while "
             "no input requires grad; eager's outputs computed from it require grad, the compiled inference graph's "
-            "cannot (Note [Grad Mode At The Call Decides Training]). Pass that tensor as an input instead"
+            "cannot (Note [Grad Mode And Autograd Reads]). Pass that tensor as an input instead"
         )
 
 
@@ -70,8 +70,8 @@ def check_grad_reenabled(functions: Sequence[str], *, training: bool) -> None:
         raise UnsupportedError(
             f"the program turns grad mode back on inside (torch.enable_grad() / set_grad_enabled(True)) and calls "
             f"{functions[0]}() on tensors that require grad, while it is called under no_grad: eager's results of "
-            "that region require grad, the compiled inference graph's cannot (Note [Grad Mode At The Call Decides "
-            "Training]). Call the compiled function with grad mode on, or compute that region outside it"
+            "that region require grad, the compiled inference graph's cannot (Note [Grad Mode And Autograd "
+            "Reads]). Call the compiled function with grad mode on, or compute that region outside it"
         )
 
 

@@ -292,8 +292,8 @@ def build_guards(
     grad_mode: bool | None = None,
 ) -> Guards:
     """`caller_guarded`: facts the caller guards already, by input path (Note [Dynamo Captures, The Pipeline
-    Compiles]). `grad_mode`: the grad mode an inference entry was analyzed in (Note [Grad Mode At The Call Decides
-    Training]); None for training entries."""
+    Compiles]). `grad_mode`: the grad mode an inference entry was analyzed in (Note [Grad Mode And Autograd
+    Reads]); None for training entries."""
     w = _Writer()
     if grad_mode is not None:
         w.expect(
@@ -321,7 +321,7 @@ def build_guards(
                 # See Note [Input Updates]
                 c = w.constant(real._is_view())
                 w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
-    for position, base in dict.fromkeys(base_reads):  # Note [Grad Mode At The Call Decides Training]
+    for position, base in dict.fromkeys(base_reads):  # Note [Grad Mode And Autograd Reads]
         index = flat.tensor_indices[position]
         path = flat.leaves[index].path
         if base is None or base == -1:

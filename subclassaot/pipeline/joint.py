@@ -81,8 +81,8 @@ from subclassaot.torch_internals import (
 # - The inference graph: a training entry runs the partitioned forward; the inference graph (the analysis's
 #   `inference_outputs`) is traced only where the joint trace fails (Note [Backward Errors Are Deferred]) or a later
 #   stage raises (first then, so that its own error is the one raised). With symbolic shapes it always runs: the guards
-#   it adds to the ShapeEnv are the entry's. A failure of that no_grad trace alone no longer refuses a training compile
-#   with static shapes, as eager runs the program with grad on.
+#   it adds to the ShapeEnv are the entry's. A failure of that no_grad trace alone does not refuse a training compile
+#   with static shapes: eager runs the program with grad on.
 
 
 def forward_output_values(

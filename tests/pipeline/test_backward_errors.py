@@ -392,9 +392,7 @@ def test_data_assigned_another_size_fails_eager_backward_refused(compile_fn: Com
         return (t2,)
 
     with torch.enable_grad():
-        assert_refused(
-            f, lambda: (torch.randn((2, 3, 4), requires_grad=True),), compile_fn, "Probing Eager's Backward"
-        )
+        assert_refused(f, lambda: (torch.randn((2, 3, 4), requires_grad=True),), compile_fn, "Probing Eager's Backward")
 
 
 # ---------------------------------------------------------------------------------------------------------------------

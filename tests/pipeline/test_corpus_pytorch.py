@@ -48,7 +48,7 @@ HIDDEN_SET_WRITE = (
 )
 GRAD_REENABLED = (
     "a program that turns grad mode on inside (enable_grad) is refused when called under no_grad with inputs that "
-    "require grad (Note [Grad Mode At The Call Decides Training])"
+    "require grad (Note [Grad Mode And Autograd Reads])"
 )
 
 REFUSED.update(

@@ -1178,7 +1178,9 @@ def test_seed46000_590_no_grad_view_of_intermediate_with_history_assigned_data(c
         t1.data = x0
         return (t1,)
 
-    refused_with_grad(f, _twice_nonleaf, compile_fn, r"intermediate with autograd history .*Outputs Over Another Storage")
+    refused_with_grad(
+        f, _twice_nonleaf, compile_fn, r"intermediate with autograd history .*Outputs Over Another Storage"
+    )
 
 
 def test_seed46000_590_variant_diagonal(compile_fn: CompileFn | None) -> None:

@@ -1,5 +1,5 @@
 """The program's reads of autograd state (`t.is_leaf`, `t.requires_grad`, `t.grad_fn`) answered in the no_grad
-trace as the analysis run answered them (Note [Grad Mode At The Call Decides Training]).
+trace as the analysis run answered them (Note [Grad Mode And Autograd Reads]).
 
 Input: the `_DataMode` of storage_swaps.py hands each call of the program to `read`; the analysis copies the
 record's answers into Analysis.autograd_reads and trace_inference gives them back to its run. Output: the answer.
@@ -22,7 +22,7 @@ _GETTERS = frozenset({"is_leaf", "requires_grad", "grad_fn"})
 
 
 def is_autograd_read(func: Any) -> bool:
-    """Is `func` the getter of one of the autograd attributes replayed (Note [Grad Mode At The Call Decides Training])?"""
+    """Is `func` the getter of one of the autograd attributes replayed (Note [Grad Mode And Autograd Reads])?"""
     owner = getattr(getattr(func, "__self__", None), "__name__", None)
     return owner in _GETTERS and getattr(func, "__name__", "") == "__get__"
 
@@ -36,7 +36,7 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
         return replayed
     real = record.eager_inputs.get(id(args[0])) if args else None
     name = getattr(getattr(func, "__self__", None), "__name__", None)
-    if real is not None and name == "is_leaf":  # Note [Grad Mode At The Call Decides Training]
+    if real is not None and name == "is_leaf":  # Note [Grad Mode And Autograd Reads]
         answer: object = real.is_leaf
     elif real is not None and name == "grad_fn" and (real.is_leaf or not record.grad_at_start):
         answer = real.grad_fn
@@ -47,7 +47,7 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
 
 
 def _run_read(record: SwapRecord, name: object, args: tuple[Any, ...], call: Callable[[], object]) -> object:
-    """`call()`, the run's own answer to a read of `name` (Note [Grad Mode At The Call Decides Training])."""
+    """`call()`, the run's own answer to a read of `name` (Note [Grad Mode And Autograd Reads])."""
     try:
         return call()
     except RuntimeError as e:
@@ -61,19 +61,19 @@ def _run_read(record: SwapRecord, name: object, args: tuple[Any, ...], call: Cal
             f"the program reads `.{name}` of a view of tensor input {found[0]} that its base's in-place write "
             "(with that base requiring grad) makes autograd rebuild: the compiler's run lays inputs out under "
             'no_grad, where autograd refuses that view\'s history ("A view was created in no_grad mode ...") and '
-            "eager's view may have one (Note [Grad Mode At The Call Decides Training]). Take the view after the "
+            "eager's view may have one (Note [Grad Mode And Autograd Reads]). Take the view after the "
             "write, or make the input require grad before the call"
         ) from e
 
 
 def note_detach(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
-    """`detach_()` makes its tensor a leaf (Note [Grad Mode At The Call Decides Training])."""
+    """`detach_()` makes its tensor a leaf (Note [Grad Mode And Autograd Reads])."""
     if func in (torch.Tensor.detach_, torch.detach_) and args:
         record.eager_inputs.pop(id(args[0]), None)
 
 
 def is_base_read(func: Any) -> bool:
-    """Is `func` the getter of `Tensor._base`, or `Tensor._is_view` (Note [Grad Mode At The Call Decides Training])?"""
+    """Is `func` the getter of `Tensor._base`, or `Tensor._is_view` (Note [Grad Mode And Autograd Reads])?"""
     if func is torch.Tensor._is_view:
         return True
     owner = getattr(getattr(func, "__self__", None), "__name__", None)
@@ -81,7 +81,7 @@ def is_base_read(func: Any) -> bool:
 
 
 def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[], object]) -> object:
-    """The answer of `args[0]._base` or `args[0]._is_view()` (Note [Grad Mode At The Call Decides Training]); `call()` gives
+    """The answer of `args[0]._base` or `args[0]._is_view()` (Note [Grad Mode And Autograd Reads]); `call()` gives
     the run's own."""
     out = call()
     t = args[0] if args else None
@@ -109,5 +109,5 @@ def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callab
     raise UnsupportedError(
         f"the program reads `._base` of {what} {position} (of shape {tuple(real.shape)}), which is a view of a "
         "tensor not passed to the program: eager's answer is that tensor, which the compiled program does not have "
-        "(Note [Grad Mode At The Call Decides Training]). Pass the base as an argument too, or test `._is_view()` instead"
+        "(Note [Grad Mode And Autograd Reads]). Pass the base as an argument too, or test `._is_view()` instead"
     )

@@ -759,7 +759,7 @@ class _DataMode(TorchFunctionMode):
         if (
             func is torch.Tensor.requires_grad_
             and args
-            and not is_functorch_wrapped(args[0])  # Note [Grad Mode At The Call Decides Training]
+            and not is_functorch_wrapped(args[0])  # Note [Grad Mode And Autograd Reads]
             and (args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
         ):
             self.record.requires_grad_set.add(id(args[0]))
@@ -770,7 +770,7 @@ class _DataMode(TorchFunctionMode):
         if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
             self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
         if not self.record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
-            self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode At The Call Decides Training]
+            self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode And Autograd Reads]
         call_args, call_kwargs = with_eager_view_histories(self.record, func, args, kwargs)
         if name != "__set__":
             # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise
@@ -781,9 +781,9 @@ class _DataMode(TorchFunctionMode):
         view_before = view_layout(args[0]) if layout_op and self.record.view_layouts else None
         seq_before = self.record.seq
         with stale_history_failures_refused(self.record, call_args, call_kwargs):
-            if is_autograd_read(func):  # Note [Grad Mode At The Call Decides Training]
+            if is_autograd_read(func):  # Note [Grad Mode And Autograd Reads]
                 out = read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
-            elif is_base_read(func):  # Note [Grad Mode At The Call Decides Training]
+            elif is_base_read(func):  # Note [Grad Mode And Autograd Reads]
                 out = base_read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
             else:
                 out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
@@ -796,7 +796,7 @@ class _DataMode(TorchFunctionMode):
             self.record.read_with_grad.update(
                 id(a) for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)
             )
-        note_detach(self.record, func, args)  # Note [Grad Mode At The Call Decides Training]
+        note_detach(self.record, func, args)  # Note [Grad Mode And Autograd Reads]
         note_wrapper_storage(self.record, func, args, out)  # Note [Autograd Sees The Wrapper]
         note_traced_storage(self.record, func, args, out)  # Note [Storage Swaps By Rebinding]
         # See Note [History Kept Through .data =]

@@ -104,19 +104,19 @@ class SwapRecord:
     # Functions])
     marked_dirty: dict[int, type] = field(default_factory=dict)
     read_with_grad: set[int] = field(default_factory=set)
-    # torch functions the program called with requires_grad=True (Note [Grad Mode At The Call Decides Training])
+    # torch functions the program called with requires_grad=True (Note [Grad Mode And Autograd Reads])
     grad_factories: list[str] = field(default_factory=list)
     # answers of the program's reads of is_leaf / requires_grad / grad_fn, in call order; the analysis run's answers
-    # given back to the trace's run, and how many it took (Note [Grad Mode At The Call Decides Training])
+    # given back to the trace's run, and how many it took (Note [Grad Mode And Autograd Reads])
     autograd_reads: list[object] = field(default_factory=list)
     replayed_reads: tuple[object, ...] | None = None
     replay_cursor: int = 0
-    # id() of inputs (as the run passes them) that require grad in eager -> the real input (Note [Grad Mode At
-    # The Call Decides Training])
+    # id() of inputs (as the run passes them) that require grad in eager -> the real input (Note [Grad Mode And
+    # Autograd Reads])
     eager_inputs: dict[int, torch.Tensor] = field(default_factory=dict)
     # id() of every tensor input (as the run passes it) -> (its tensor position, the real input); the run's inputs by
     # position; the program's `._base` / `._is_view()` reads of inputs: (position, position of the input that is its
-    # base; None: it is no view; -1: a view of a tensor not passed) (Note [Grad Mode At The Call Decides Training])
+    # base; None: it is no view; -1: a view of a tensor not passed) (Note [Grad Mode And Autograd Reads])
     input_positions: dict[int, tuple[int, torch.Tensor]] = field(default_factory=dict)
     run_inputs: list[torch.Tensor] = field(default_factory=list)
     base_reads: list[tuple[int, int | None]] = field(default_factory=list)
@@ -127,7 +127,7 @@ class SwapRecord:
     # inside the program) (Note [Storage Swaps By Rebinding])
     traced_storages: dict[object, tuple[str, ...]] = field(default_factory=dict)
     # grad mode when the run began; torch functions that ran with grad mode turned back on inside a run begun
-    # without it, on tensors that require grad (Note [Grad Mode At The Call Decides Training])
+    # without it, on tensors that require grad (Note [Grad Mode And Autograd Reads])
     grad_at_start: bool = field(default_factory=torch.is_grad_enabled)
     grad_reenabled: list[str] = field(default_factory=list)
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
