@@ -1,4 +1,4 @@
-"""Saved activations, ours against eager, over the training corpora (Note [Partitioning The Joint Graph]).
+"""Saved activations, ours against eager, over the training corpora (Note [Training Through A Joint Graph]).
 
 Run: `python -m benchmarks.saved_bytes` from the repository root. For every program of
 tests/pipeline/test_corpus_training.py (CASES, ALIASED_TRAINING) and test_corpus_subclass.py that eager runs: one call under

@@ -86,7 +86,7 @@ M = TypeVar("M", bound=torch.nn.Module)
 class CompiledEntry:
     spec: pytree.TreeSpec
     # the call was `fn(*leaves)`: its flat inputs are the values of the lifted state named `lifted_names` (Note
-    # [State The Program Reads Is An Input]), then its positional args (the fast path of CompiledFunction.__call__)
+    # [State The Program Reads]), then its positional args (the fast path of CompiledFunction.__call__)
     simple_arity: int | None
     guards: guards.Guards
     run: Callable[[Sequence[object], dict[str, int]], object]
@@ -112,7 +112,7 @@ class CompiledFunction(Generic[P, R]):
         self._reasons: list[str] = []
         self._lock = threading.RLock()
         self._is_module = isinstance(fn, torch.nn.Module)
-        self._captures = capture_refs(fn)  # See Note [State The Program Reads Is An Input]
+        self._captures = capture_refs(fn)  # See Note [State The Program Reads]
         self._state = AutomaticDynamicState()
         self._symbols = SymbolCache()
         # The name and docstring, not the function's `__dict__`: its attributes must not clobber ours (a module
@@ -154,7 +154,7 @@ class CompiledFunction(Generic[P, R]):
             # container where a tensor or constant was compiled fails a type guard, and a module passed as an
             # argument (whose state would be lifted too) fails one or changes the names: both take the full path
             # below. The Python state the function reads is checked inside `guards.check` on this path too:
-            # See Note [Python State Is Snapshotted, Not Recorded]
+            # See Note [State The Program Reads]
             state = lifted_state(self.fn, self._captures) if self._is_module or self._captures else {}
             names = tuple(state)
             values: Sequence[object] = [*state.values(), *args] if names else args
@@ -298,7 +298,7 @@ class CompiledModule(torch.nn.Module, Generic[M]):
 
 
 def _ambient_grad() -> contextlib.AbstractContextManager[object]:
-    # See Note [Grad Mode At The Call Decides Training]
+    # See Note [Grad Mode And Autograd Reads]
     return torch.set_grad_enabled(torch.is_grad_enabled())
 
 
@@ -312,10 +312,10 @@ def compile_entry(
     captures: tuple[CaptureRef, ...] | None = None,
     function_modes: tuple[object, ...] = (),
 ) -> CompiledEntry:
-    """Compile one entry guarded by the Python state `fn` reads now (Note [Python State Is Snapshotted, Not
-    Recorded]): snapshot it, compile, refuse a program that changed it, and check it before the entry's guards."""
+    """Compile one entry guarded by the Python state `fn` reads now (Note [State The Program
+    Reads]): snapshot it, compile, refuse a program that changed it, and check it before the entry's guards."""
     before = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
-    with compiling_session(), _collection_paused():  # See Note [The Trace Runs As A Compile]
+    with compiling_session(), _collection_paused():  # See Note [Dynamo Captures, The Pipeline Compiles]
         entry = _compile_any(fn, args, kwargs, config, state, symbols, captures, function_modes)
     python_state.check_unchanged(before, str(getattr(fn, "__qualname__", type(fn).__name__)))
     python = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
@@ -352,10 +352,10 @@ def _compile_any(
     branches on), compile it again with static sizes rather than fail a call eager completes. `function_modes`: the
     caller's torch-function modes, pushed around the user's code while it is traced (Note [Ambient Modes])."""
     refs = capture_refs(fn) if captures is None else captures
-    # State lifted beside the arguments (Note [State The Program Reads Is An Input]) keeps the arguments as they are.
+    # State lifted beside the arguments (Note [State The Program Reads]) keeps the arguments as they are.
     lifts = isinstance(fn, torch.nn.Module) or bool(refs) or bool(argument_modules(args, kwargs))
     same = find_same_inputs(args, kwargs) if not lifts else None
-    if same is not None:  # See Note [One Tensor Passed Several Times]
+    if same is not None:  # See Note [Synthetic Bases]
         marked_args, marked_kwargs = marked_call(same, args, kwargs)
         inner = _compile_any(
             unmarking(fn, same), marked_args, marked_kwargs, config, state, symbols, (), function_modes
@@ -370,7 +370,7 @@ def _compile_any(
         hidden = find_hidden_bases(args, kwargs) if not lifts else None
         if hidden is None:
             raise
-        try:  # See Note [Subclass Views Of A Base Not Passed]
+        try:  # See Note [Aliased Subclass Inputs In Training]
             with_args, with_kwargs = call_with_bases(hidden, args, kwargs)
             inner = _compile_any(
                 dropping_bases(fn, hidden), with_args, with_kwargs, config, state, symbols, (), function_modes
@@ -388,22 +388,11 @@ def _compile_any(
     )
 
 
-# Note [Training Traces The Inference Graph Only When Needed]
-# A training entry runs the forward partitioned from the joint graph (Note [Training Through A Joint Graph]); the
-# inference graph is its forward only where the joint trace fails (Note [Backward Errors Are Deferred]). The graph's
-# outputs are the analysis's (`inference_outputs`), so with static shapes the inference trace (a whole run of the
-# program, a third of a small model's compile) runs only then, or where a later stage raises: first then, so that
-# its own error, if it has one, is the one raised, as when it ran before those stages. With symbolic shapes it runs
-# where it always did: the guards it adds to the ShapeEnv are the entry's. What a training compile with static shapes
-# no longer sees is a failure of that trace alone, which runs under no_grad: such a program now compiles, as eager
-# runs it with grad on.
-
-
 @dataclass(slots=True)
 class _Attempt:
     """What one compile attempt has seen: whether any of its fake inputs had a symbolic size or stride (else a
-    compile with static shapes is the very same compile), and the inference trace it put off (Note [Training Traces
-    The Inference Graph Only When Needed])."""
+    compile with static shapes is the very same compile), and the inference trace it put off (Note [Training Through
+    A Joint Graph])."""
 
     symbolic: bool = False
     deferred_trace: Callable[[], TracedGraph] | None = None
@@ -465,7 +454,7 @@ def _compile_entry(
                     fn, args, kwargs, config, state, symbols, captures, whole_storage, function_modes, attempt
                 )
             except Exception:
-                if attempt.deferred_trace is not None:  # Note [Training Traces The Inference Graph Only When Needed]
+                if attempt.deferred_trace is not None:  # Note [Training Through A Joint Graph]
                     _raised_alone(attempt.deferred_trace)  # its own error first
                 raise
         except StorageReachError as e:
@@ -541,7 +530,7 @@ def _compile_over(
         )
     )
     if untraced:
-        # See Note [Unmutated Aliases Stay Apart]: trace the untouched aliases as separate inputs.
+        # See Note [Synthetic Bases]: trace the untouched aliases as separate inputs.
         layout = dense_layout(
             list(fakified.fakes), paths, flat.tensor_indices, tensors, untraced=untraced, whole_storage=whole_storage
         )
@@ -561,15 +550,15 @@ def _compile_over(
             _trace_inference, training, call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions
         )
     )
-    if training and not fakified.symbol_bindings:  # Note [Training Traces The Inference Graph Only When Needed]
+    if training and not fakified.symbol_bindings:  # Note [Training Through A Joint Graph]
         traced = untraced_inference(layout, analysis, dense_fakes)
         attempt.deferred_trace = inference
     else:
         traced = inference()
     analysis = resimplified_data_metas(analysis, shape_env_of(fake_mode))
     backend = backends.get_backend(config.backend)
-    grad_mode = None if training else torch.is_grad_enabled()  # Note [Grad Mode At The Call Decides Training]
-    trial = torch_function_trial(call, flat)  # See Note [Torch Function Subclass Outputs]
+    grad_mode = None if training else torch.is_grad_enabled()  # Note [Grad Mode And Autograd Reads]
+    trial = torch_function_trial(call, flat)  # See Note [Ambient Modes]
     plan = RuntimePlan(
         flat=flat,
         layout=layout,
@@ -582,7 +571,7 @@ def _compile_over(
     backward_graph = forward_graph = None
     if training:
         bw_meta = trace_backward(call, flat, layout, analysis, traced, dense_fakes, fakes, fake_mode, decompositions)
-        if bw_meta.early_views:  # Note [Leaf Views Replayed Before A Raising Backward]
+        if bw_meta.early_views:  # Note [Backward Errors Are Deferred]
             plan = dataclasses.replace(plan, analysis=replays_before_call(analysis, bw_meta.early_views))
         # The partitioned forward (Note [Training Through A Joint Graph]); the inference graph where the joint
         # trace failed (the backward then raises the program's own error: Note [Backward Errors Are Deferred]).

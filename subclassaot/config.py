@@ -40,8 +40,8 @@ class CompileConfig:
     policies: Mapping[str, TensorPolicy | SubclassSymbolicPolicy] = field(default_factory=dict)
     recompile_limit: int = 8
     keep_input_mutations: bool = False
-    # Guard the Python state the program reads and the ambient torch state (Note [Python State Is Snapshotted, Not
-    # Recorded]); off where a caller (Dynamo, through the torch.compile backend) has guarded them already.
+    # Guard the Python state the program reads and the ambient torch state (Note [State The Program
+    # Reads]); off where a caller (Dynamo, through the torch.compile backend) has guarded them already.
     python_state_guards: bool = True
     # By input path ("args[0]"): what the caller guards already; only the torch.compile adapter sets it.
     caller_guarded: Mapping[str, CallerGuarded] = field(default_factory=dict)

@@ -40,7 +40,7 @@ class UnsupportedError(SubclassAOTError, NotImplementedError):
 
 class AliasedSubclassRefusal(UnsupportedError):
     """The refusal of overlapping subclass inputs written under grad (Note [Aliased Subclass Inputs In Training]),
-    which Note [Subclass Views Of A Base Not Passed] may lift by compiling again."""
+    which Note [Aliased Subclass Inputs In Training] may lift by compiling again."""
 
 
 class BackendError(SubclassAOTError, RuntimeError):

@@ -37,7 +37,7 @@ class LeafKind(enum.Enum):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BackwardReshape:
     """A plain tensor input whose size and strides, or only version counter, the program's backward changed in place
-    (Note [Metadata Changed By A Custom Backward])."""
+    (Note [Custom Functions])."""
 
     position: int  # tensor-input position (FlatInputs.tensor_indices order)
     size: tuple[int, ...] | None  # None: the backward changed its values or nothing, never its layout
@@ -104,8 +104,8 @@ class DenseLayout:
     # per tensor input: the subclass tensor input whose real wrapper is its autograd `._base` (Note [Aliased Subclass
     # Inputs In Training]), else None
     view_of: tuple[int | None, ...] = ()
-    # per tensor input: the real wrapper's own storage size in bytes (None for plain inputs): Note [Wrapper Storage Of
-    # A View Input]
+    # per tensor input: the real wrapper's own storage size in bytes (None for plain inputs): Note [Wrapper
+    # Storage]
     wrapper_bytes: tuple[int | None, ...] = ()
 
 
@@ -118,8 +118,8 @@ class AliasGroupRef:
 
 
 class AssignedWrite(enum.Enum):
-    """When a plain input that requires grad was written with grad, against its last `.data =` (Note [Writes With
-    Grad After .data =])."""
+    """When a plain input that requires grad was written with grad, against its last `.data =` (Note [History Kept
+    Through .data =])."""
 
     AFTER = "after"  # only after it, to the storage it gave: the epilogue gives the input the write's history
     # ... where its size at entry does not expand to the assigned one: eager's backward through it raises, and so
@@ -128,7 +128,7 @@ class AssignedWrite(enum.Enum):
     BEFORE = "before"  # (also) before it: refused
     RESHAPED = "reshaped"  # after it, with an in-place view op on it after its `.data =`: refused
     # not written with grad, but an in-place view op with grad changed it, and `.data =` gave it another storage:
-    # refused (Note [Writes With Grad After .data =])
+    # refused (Note [History Kept Through .data =])
     VIEWED = "viewed"
 
 
@@ -147,7 +147,7 @@ class LeafMutation:
     swapped: bool  # set_() or `.data =` was called on it (even if it ends on its original storage)
     swapped_by_data: bool  # its last storage swap was `.data =` (invisible to autograd and the version counter)
     # a plain input whose every storage swap was `.data =`, no set_(): a leaf keeps its gradient accumulator (Note
-    # [data Assignment Keeps A Leaf's Accumulator])
+    # [Gradient Accumulators Of Leaves])
     swapped_by_data_only: bool = False
     version_bumped: bool  # eager advances its version counter (a write through it or a view sharing its counter)
     autograd_visible: bool  # some write to it happened with grad enabled, not through .data / detach()
@@ -155,9 +155,9 @@ class LeafMutation:
     # a tensor set_() or `.data =`-assigned to its storage: on a leaf that requires grad, eager raises
     visible_through_self: bool = False
     set_under_grad: bool = False  # set_() was called on it with grad enabled while it or the source required grad
-    # ... on a view of it, which rebased its history (Note [Views Of Inputs set_() Under Grad])
+    # ... on a view of it, which rebased its history (Note [set_ Under Grad])
     view_set_under_grad: bool = False
-    # a view of a tensor was set_() under grad to (a view of) it (Note [Views Of Inputs set_() Under Grad])
+    # a view of a tensor was set_() under grad to (a view of) it (Note [set_ Under Grad])
     view_set_source: bool = False
     # set_() to a new storage (set_source None) that an earlier dense leaf ends on too: the leaf that makes it
     new_storage_of: DenseIndex | None = None
@@ -165,10 +165,10 @@ class LeafMutation:
     # part: a view of it taken after reads past the leaf's elements); else None: just the leaf's
     new_storage_numel: int | None = None
     # a plain input whose metadata changed by in-place view ops (t_, unsqueeze_) all run under no_grad: eager leaves
-    # its grad_fn as it was, and so does the epilogue's as_strided_ (Note [Metadata Changes Under no_grad])
+    # its grad_fn as it was, and so does the epilogue's as_strided_ (Note [Leaves Laid Out Anew Under no_grad])
     metadata_hidden: bool = False
     # a plain input that requires grad, assigned `.data =` another storage, written with grad through itself or a
-    # view of it: when (Note [Writes With Grad After .data =])
+    # view of it: when (Note [History Kept Through .data =])
     assigned_write: AssignedWrite | None = None
 
     @property
@@ -177,7 +177,7 @@ class LeafMutation:
 
     @property
     def written_after_data(self) -> bool:
-        """Its history takes the write: Note [Writes With Grad After .data =]."""
+        """Its history takes the write: Note [History Kept Through .data =]."""
         return self.assigned_write in (AssignedWrite.AFTER, AssignedWrite.AFTER_RAISING)
 
 
@@ -203,33 +203,33 @@ class OutputLeaf:
     is_view: bool  # eager gives a view (`._base` set); otherwise a plain alias sharing storage
     passthrough: DenseIndex | None = None  # GRAPH in training: return this dense input itself from the Function
     # GRAPH in training: eager's is a view that the program's custom autograd.Function made of an intermediate the
-    # program does not return (DTensor.to_local); the Function returns such a view too (Note [Inputs Returned By A
-    # Custom Function])
+    # program does not return (DTensor.to_local); the Function returns such a view too (Note [Custom
+    # Functions])
     function_view: bool = False
     # INPUT_ALIAS: the very leaf object of the input (a subclass built around it); INTERMEDIATE_ALIAS: the base itself
     same_object: bool = False
     # INPUT_ALIAS view whose `._base` in eager is a tensor nobody else sees that set_() put on the input's storage
     # (or the input was set_() to): its size, stride, offset; the output is regenerated as a view of such an alias
     hidden_base: Meta | None = None
-    # a view whose `._base` in eager is on another storage (Note [Views Set Onto Another Storage]): that base, an
+    # a view whose `._base` in eager is on another storage (Note [Outputs Over Another Storage]): that base, an
     # input's dense leaf (INPUT_ALIAS, DenseIndex) or an intermediate base (INTERMEDIATE_ALIAS, base number)
     foreign_base: tuple[LeafSource, int] | None = None
-    # ... an input whose view the program set_() there with grad on: rebuilt so, with grad (Note [Views Of Inputs
-    # set_() Under Grad])
+    # ... an input whose view the program set_() there with grad on: rebuilt so, with grad (Note [set_ Under
+    # Grad])
     foreign_grad: bool = False
-    # hidden_base: a token naming eager's hidden base object, shared by the leaves that view it (Note [Views Sharing
-    # An Intermediate])
+    # hidden_base: a token naming eager's hidden base object, shared by the leaves that view it (Note [Output
+    # Regeneration])
     hidden_key: int | None = None
     # GRAPH in training: the intermediate an input was set_() (or `.data =`-assigned) to, with its own history: after
-    # the epilogue it is set_() under no_grad onto that dense input's new storage (Note [Outputs That An Input Was
-    # set_() To])
+    # the epilogue it is set_() under no_grad onto that dense input's new storage (Note [Outputs Over Another
+    # Storage])
     storage_of: DenseIndex | None = None
     # INPUT_ALIAS, not a view: its metadata are those the input ends with, on a storage set_() gave it: it takes the
-    # input's real layout after the epilogue (Note [Inputs Set To Computed Tensors])
+    # input's real layout after the epilogue (Note [Strides The Kernels Choose])
     input_layout: bool = False
     # GRAPH in training: a detach() of this dense input the program wrote with a value that requires grad; after the
-    # epilogue it is set_() under no_grad onto that input's storage with `meta` (Note [Detached Outputs Written With
-    # Grad])
+    # epilogue it is set_() under no_grad onto that input's storage with `meta` (Note [Outputs Over Another
+    # Storage])
     onto_input: DenseIndex | None = None
 
 
@@ -272,15 +272,15 @@ class DataAssignmentPlan:
     source: int | None
     final: bool  # no later op changes the wrapper's own metadata: `meta` are its metadata after the call
     resizes: bool  # an assignment gave the wrapper another size than it had
-    # the assigned tensor's strides are the real ones of this graph stride probe (Note [Strides Of Assigned Tensors])
+    # the assigned tensor's strides are the real ones of this graph stride probe (Note [Strides The Kernels Choose])
     stride_probe: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StrideProbe:
     """A dense leaf the graph returns for its real strides: leaf `leaf` of the tensor the last `.data =` to tensor
-    input `input_index` or to output `output_index` (exactly one is set) assigned (Note [Strides Of Assigned
-    Tensors])."""
+    input `input_index` or to output `output_index` (exactly one is set) assigned (Note [Strides The Kernels
+    Choose])."""
 
     input_index: int | None
     output_index: int | None
@@ -289,12 +289,12 @@ class StrideProbe:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WrapperStorageClass:
-    """Subclass tensors whose wrappers share one storage after the call (Note [Wrapper Storage After set_])."""
+    """Subclass tensors whose wrappers share one storage after the call (Note [Wrapper Storage])."""
 
     anchor: int | None  # the tensor input whose wrapper storage (as received) it is; None: one made by the call
     inputs: tuple[int, ...]  # tensor inputs (positions in DenseLayout.trees) whose wrapper ends on it
     outputs: tuple[int, ...]  # OutputIndex of the outputs whose wrapper is on it
-    # Note [Wrappers set_() To A Plain Tensor]: the storage is that of dense leaf `leaf` after the call, else of
+    # See Note [Wrapper Storage]: the storage is that of dense leaf `leaf` after the call, else of
     # leaf `pos` of output `o` (`output_leaf` = (o, pos), pos -1: the plain output itself); None: neither
     leaf: int | None = None
     output_leaf: tuple[int, int] | None = None
@@ -311,72 +311,72 @@ class Replay:
     root_bases: tuple[int, ...] = ()  # WRAPPER: per dense leaf of the root, its intermediate base number
     root_meta: Meta | None = None  # WRAPPER, INPUT_ROOT: the root's outer size, stride, offset
     # WRAPPER: the root dense leaf whose size and stride the root's were while tracing; the root takes its real
-    # strides at run time (Note [Fresh Subclass Output Strides])
+    # strides at run time (Note [Strides The Kernels Choose])
     root_stride_leaf: int | None = None
     root_leaves: tuple[OutputLeaf, ...] = ()  # INPUT_ROOT: per dense leaf of the root, the input leaf it aliases
     # INPUT_ROOT: names eager's intermediate (its id() while analyzing); replays naming one share one rebuilt root
-    # (Note [Intermediates set_() Onto Inputs Are One Root])
+    # (Note [Subclass Intermediate Roots])
     root_token: int | None = None
     # INPUT: a view of an input that requires grad, taken before the program wrote the input: rebuilt before the
     # epilogue writes it, so that autograd sees the same order as in eager (a no_grad or multi-output view whose
     # base is then written has a grad_fn that raises)
     before_epilogue: bool = False
     # INPUT, after the epilogue: the input's metadata when the chain's first view was taken, where it changed in
-    # place before and after that: the chain starts from an alias of the input with them (Note [Views Between
-    # In-Place View Ops]). OUTPUT, WRAPPER: the same for a chain through a detach() of an earlier output or an
-    # intermediate subclass root changed in place since (Note [Views Between In-Place View Ops])
+    # place before and after that: the chain starts from an alias of the input with them (Note [Output
+    # Regeneration]). OUTPUT, WRAPPER: the same for a chain through a detach() of an earlier output or an
+    # intermediate subclass root changed in place since (Note [Output Regeneration])
     source_meta: Meta | None = None
     # before_epilogue: when the program made the output (its last view or in-place view op, the run's sequence
     # number): early replays run in this order, so that one's in-place view op advances a version counter after
     # another's multi-output view was taken, as in eager. After the epilogue: when the program
-    # made the output (or, then_set, set_() it), its build order where an output repeats a set_() (Note [Outputs
-    # Built After A Runtime set_])
+    # made the output (or, then_set, set_() it), its build order where an output repeats a set_() (Note [Views
+    # That Raise After A Bump])
     made: int = 0
     # before_epilogue: how many of the last steps are taken after the epilogue instead, from what the early steps
-    # made (Note [No-Grad Views Made After The Bump])
+    # made (Note [Views That Raise After A Bump])
     late_steps: int = 0
     # before_epilogue: made with the input's version counter advanced, the count the runtime gives the input back
     # after the epilogue: eager's made its view after the program's last write to the input, and it reads fine
-    # (Note [Early Views Made After The Last Write])
+    # (Note [Views That Raise After A Bump])
     counter_at_end: bool = False
     # INPUT, rebuilt after the epilogue: when the program took the chain's first view made by a multi-output view op
-    # with grad enabled (the run's sequence number; 0: none). See Note [No-Grad Views Made After The Bump].
+    # with grad enabled (the run's sequence number; 0: none). See Note [Views That Raise After A Bump].
     split_made: int = 0
     # the program set_() the output's wrapper after making it as this view: the view then takes the output's
-    # dense leaves by a wrapper-level set_ (Note [Wrapper Storage After set_])
+    # dense leaves by a wrapper-level set_ (Note [Wrapper Storage])
     then_set: bool = False
-    # then_set is the runtime's own, not the program's (Note [Subclass Views Rebuilt By set_]): the view keeps its
+    # then_set is the runtime's own, not the program's (Note [Subclass Intermediate Roots]): the view keeps its
     # source's version counter and wrapper storage
     runtime_set: bool = False
     # the program's was `.data =` on a plain view (it stays a view of its base): repeated as `.data =`
     set_by_data: bool = False
     # set_by_data, INPUT: eager's view is stale at the end (its counter moved since autograd last read its history),
-    # so its grad_fn regenerates over the assigned metadata: replayed at the input's counter at entry (Note [Plain
-    # Views Assigned .data After A Write])
+    # so its grad_fn regenerates over the assigned metadata: replayed at the input's counter at entry (Note [History
+    # Kept Through .data =])
     stale_view: bool = False
     # not INPUT_ROOT, nor before_epilogue: eager's grad_fn raises (the program wrote the intermediate after taking this no_grad or
     # multi-output view of it): the runtime advances the view's version counter after the replay
-    # (Note [Views Of Intermediates Written After])
+    # (Note [Views That Raise After A Bump])
     bump_after: bool = False
     # INPUT, after the epilogue: the program made the view before its last write to the input; where the input's
-    # grad_fn raises by then, the view is replayed with the input's counter at entry (Note [Views Of Intermediates
-    # Written After])
+    # grad_fn raises by then, the view is replayed with the input's counter at entry (Note [Views That Raise
+    # After A Bump])
     entry_counter: bool = False
     # (steps applied, token) per eager object the chain makes that other chains may pass through, steps ascending;
-    # the token is the object's id() at analysis, opaque (Note [Views Sharing An Intermediate])
+    # the token is the object's id() at analysis, opaque (Note [Output Regeneration])
     marks: tuple[tuple[int, int], ...] = ()
     # in-place view ops the program applied to the output's eager `._base`, an object its chain makes, after the
-    # chain viewed it: applied to the replayed `._base` once every output is built (Note [In-Place View Ops On A Base
-    # After Its Views])
+    # chain viewed it: applied to the replayed `._base` once every output is built (Note [Output
+    # Regeneration])
     base_after: tuple[ViewStep, ...] = ()
     # WRAPPER: the metadata a `.data =` after the chain's first view left on eager's root (its `._base`), given to the
-    # rebuilt root once every output is built (Note [Views Of A Root Whose .data Was Assigned])
+    # rebuilt root once every output is built (Note [Wrapper Data Assignment])
     root_data_meta: Meta | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GradSetBase:
-    """Eager's `._base` of an output view set_() under grad (Note [Bases Of Outputs set_() Under Grad])."""
+    """Eager's `._base` of an output view set_() under grad (Note [Outputs set_() Under Grad])."""
 
     # where the base's dense leaves are: intermediate bases (BASE for a plain base, WRAPPER for a subclass); None:
     # on the output's own storage (views taken after the base was set_())
@@ -397,39 +397,39 @@ class OutputInfo:
     leaves: tuple[OutputLeaf, ...]  # TENSOR: one per dense leaf
     replay: Replay | None  # TENSOR aliasing an input or intermediate: the view chain to replay, when exact
     # TENSOR in training: a subclass view of an intermediate no other output aliases, computed by the graph and
-    # returned as a view of that fresh value (Note [Subclass Views Of Intermediates In Training])
+    # returned as a view of that fresh value (Note [Subclass Intermediate Roots])
     view_of_fresh: bool = False
     # TENSOR subclass computed by the graph: the position in `leaves` of a fresh leaf whose size and stride the wrapper
-    # had while tracing; its strides are that leaf's at run time (Note [Fresh Subclass Output Strides])
+    # had while tracing; its strides are that leaf's at run time (Note [Strides The Kernels Choose])
     outer_stride_leaf: int | None = None
     # TENSOR in training: the program set_() it with grad on; rebuilt by such a set_() of a fresh tensor
     # (Note [Outputs set_() Under Grad])
     set_under_grad: bool = False
     # ... and it was a view (of an intermediate) when set_(): the fresh tensor is a view of a fresh base
     set_under_grad_view: bool = False
-    # ... where eager's output is a view: that fresh base is eager's `._base` (Note [Bases Of Outputs set_() Under
+    # ... where eager's output is a view: that fresh base is eager's `._base` (Note [Outputs set_() Under
     # Grad])
     grad_set_base: GradSetBase | None = None
     # ... the inputs eager's raising node of it stands in front of: the holder's history reaches them too (Note
-    # [Leaves Behind A Raising set_ Node]); any length, ascending input indexes
+    # [Outputs set_() Under Grad]); any length, ascending input indexes
     set_blocks: tuple[InputIndex, ...] = ()
     # TENSOR subclass whose own size/stride/offset a `.data =` set apart from its inner tensors': those eager left on
     # the wrapper, given to it after it is built (Note [Wrapper Data Assignment])
     data_meta: Meta | None = None
-    # ... where their strides are the real ones of this graph stride probe (Note [Strides Of Assigned Tensors])
+    # ... where their strides are the real ones of this graph stride probe (Note [Strides The Kernels Choose])
     data_stride_probe: int | None = None
     # ... and, computed by the graph in training, the size its autograd history recorded before a `.data =` gave it
-    # another: the Function returns it with that size (Note [Subclass Outputs Resized Under Their History])
+    # another: the Function returns it with that size (Note [Wrapper Data Assignment])
     history_size: tuple[Dim, ...] | None = None
     # TENSOR in training replayed through a detach(): eager's `._base` (that detach, written since with a value that
-    # requires grad) requires grad, and the replayed one is made to (Note [Views Of A Detach That Gained Grad])
+    # requires grad) requires grad, and the replayed one is made to (Note [Views That Raise After A Bump])
     base_gains_grad: bool = False
     # TENSOR in training, from the graph with its history: its `.data` is then assigned from this leaf's alias, as
-    # eager's program did (Note [Outputs Assigned .data With History])
+    # eager's program did (Note [History Kept Through .data =])
     data_from: OutputLeaf | None = None
     # TENSOR subclass in training that the program's own autograd.Function returned as an input or a view of it: the
-    # wrapper-level view chain from that input, replayed on it inside the compiled Function's forward (Note [Inputs
-    # Returned By A Custom Function])
+    # wrapper-level view chain from that input, replayed on it inside the compiled Function's forward (Note [Custom
+    # Functions])
     function_view: Replay | None = None
 
 
@@ -460,47 +460,47 @@ class Analysis:
     num_intermediate_bases: int
     stride_probes: tuple[StrideProbe, ...] = ()  # returned by the graph after its symbolic ints, in this order
     # which subclass inputs and outputs share one wrapper storage after the call; () unless the program called
-    # set_() on a wrapper or assigned a wrapper's `.data` (Note [Wrapper Storage After set_])
+    # set_() on a wrapper or assigned a wrapper's `.data` (Note [Wrapper Storage])
     wrapper_storage: tuple[WrapperStorageClass, ...] = ()
     # torch functions the program called with requires_grad=True, in call order
-    # (See Note [Grad Mode At The Call Decides Training])
+    # (See Note [Grad Mode And Autograd Reads])
     grad_factories: tuple[str, ...] = ()
-    # the program's reads of autograd state, in call order (Note [Autograd Reads Answer As Eager's])
+    # the program's reads of autograd state, in call order (Note [Grad Mode And Autograd Reads])
     autograd_reads: tuple[object, ...] = ()
-    # the program's `._base` / `._is_view()` reads of inputs: (tensor position, what the guards check) (Note [Autograd
-    # Reads Answer As Eager's])
+    # the program's `._base` / `._is_view()` reads of inputs: (tensor position, what the guards check) (Note [Grad
+    # Mode And Autograd Reads])
     base_reads: tuple[tuple[int, int | None], ...] = ()
     # torch functions that ran with grad mode turned back on (torch.enable_grad()) in a run begun under no_grad, on
-    # tensors that require grad (Note [Grad Mode At The Call Decides Training])
+    # tensors that require grad (Note [Grad Mode And Autograd Reads])
     grad_reenabled: tuple[str, ...] = ()
     # per dense leaf: the program read a view of its synthetic base whose history autograd rebuilt from a view
     # function that misses an in-place view op (Note [Stale View Functions]); () outside alias groups
     stale_view_reads: tuple[bool, ...] = ()
     # per tensor input with in-place view ops (subclasses): how many ran before the program's last write of its data,
-    # None if unknown (Note [Written Subclass Views Changed In Place]); () where not computed
+    # None if unknown (Note [Stale View Functions]); () where not computed
     write_steps: tuple[int | None, ...] = ()
     # per tensor input: when the program last advanced its version counter (the run's sequence number; 0: never)
     last_bumps: tuple[int, ...] = ()
     # per tensor input (subclasses): an op with grad enabled read its wrapper (or a view of it taken after) after the
-    # program set_() the wrapper (Note [Subclass Inputs Mutated In Training])
+    # program set_() the wrapper (Note [Inputs Written In Training])
     read_after_set: tuple[bool, ...] = ()
     # per tensor input (subclasses): the same after an in-place view op under no_grad gave the wrapper another size
     # (Note [Leaves Laid Out Anew Under no_grad])
     read_after_hidden_resize: tuple[bool, ...] = ()
-    # per tensor input: the program called x.set_(x) on it under no_grad (Note [set_ Renews A Leaf's Accumulator])
+    # per tensor input: the program called x.set_(x) on it under no_grad (Note [Gradient Accumulators Of Leaves])
     self_set: tuple[bool, ...] = ()
     # ... read with grad only after its last x.set_(x): renewed before the compiled call; both before its last and
-    # after its first: mixed (Note [Reads Around A set_ That Renews An Accumulator])
+    # after its first: mixed (Note [Gradient Accumulators Of Leaves])
     self_set_first: tuple[bool, ...] = ()
     self_set_mixed: tuple[bool, ...] = ()
-    # per tensor input: set_() under grad, then read with grad, not apart before, and returned (Note [set_ Under Grad
-    # Before The Call])
+    # per tensor input: set_() under grad, then read with grad, not apart before, and returned (Note [set_ Under
+    # Grad])
     read_after_grad_set: tuple[bool, ...] = ()
-    # per tensor input: a leaf whose gradient accumulator a `.data =` kept (Note [Accumulators Kept Through .data =]),
+    # per tensor input: a leaf whose gradient accumulator a `.data =` kept (Note [Gradient Accumulators Of Leaves]),
     # or an in-place view op under no_grad (Note [Leaves Laid Out Anew Under no_grad])
     kept_accumulators: tuple[bool, ...] = ()
     # per tensor input: a subclass leaf's size when eager made its gradient accumulator, after a `.data =` (None:
-    # no such read; Note [Subclass Accumulators Made After .data =])
+    # no such read; Note [Gradient Accumulators Of Leaves])
     accumulator_sizes: tuple[tuple[int | sympy.Expr, ...] | None, ...] = ()
     # per tensor input: a leaf's size when eager made its gradient accumulator, after an in-place view op under
     # no_grad (None: no such read; Note [Leaves Laid Out Anew Under no_grad])
@@ -508,16 +508,16 @@ class Analysis:
     # the run traced a group member with views of it among the others as its group's base (Note [Aliased Inputs In
     # Training]); the joint trace does the same
     own_base_views: bool = False
-    # the program assigned some tensor's `.data` (Note [Layouts Changed Behind Autograd])
+    # the program assigned some tensor's `.data` (Note [Probing Eager's Backward])
     data_assigned: bool = False
-    # the program set_() under grad a tensor other than an input, then read it with grad (Note [Reads Of
-    # Intermediates set_() Under Grad])
+    # the program set_() under grad a tensor other than an input, then read it with grad (Note [set_ Under
+    # Grad])
     grad_set_intermediate_read: bool = False
 
     def wrapper_roots(self) -> dict[int, tuple[int, ...]]:
         """First base number -> the base numbers of one intermediate subclass that views are replayed from
-        (ReplaySource.WRAPPER). In training the Function returns that wrapper in their place (Note [Subclass Views
-        Of Intermediates In Training])."""
+        (ReplaySource.WRAPPER). In training the Function returns that wrapper in their place (Note [Subclass Intermediate
+        Roots])."""
         roots: dict[int, tuple[int, ...]] = {}
         for info in self.outputs:
             if info.replay is not None and info.replay.source is ReplaySource.WRAPPER and info.replay.root_bases:

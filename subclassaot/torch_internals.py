@@ -102,7 +102,7 @@ def mutation_counter(t: torch.Tensor) -> int:
 
 def inner_storage_offset(t: torch.Tensor) -> int | torch.SymInt:
     """The storage offset functionalization keeps for FunctionalTensor `t` (after pending updates): once its storage
-    was written, relative to the regenerated value, not to the input's storage (Note [Offsets After A Write])."""
+    was written, relative to the regenerated value, not to the input's storage (Note [as_strided On Inputs])."""
     return _elem(t).storage_offset()
 
 
@@ -134,7 +134,7 @@ def replay_view(view: torch.Tensor, new_base: torch.Tensor) -> torch.Tensor:
 
 def give_base_grad(view: torch.Tensor) -> None:
     """requires_grad_() on `view`'s autograd `._base` where that is a leaf without it: the view then requires grad,
-    as a view does whose base requires grad (Note [Views Of A Detach That Gained Grad])."""
+    as a view does whose base requires grad (Note [Views That Raise After A Bump])."""
     base = view._base
     if base is not None and base.is_leaf and not base.requires_grad:
         base.requires_grad_(True)
@@ -142,16 +142,8 @@ def give_base_grad(view: torch.Tensor) -> None:
 
 def refresh_view_grad_fn(t: torch.Tensor) -> None:
     """Read `t.grad_fn` of a view that requires grad, so that autograd regenerates it after its base gained grad
-    (Note [In-Place Ops On A View Whose Base Gained Grad]); a grad_fn whose read raises is left to the op."""
+    (Note [Inputs Written In Training]); a grad_fn whose read raises is left to the op."""
     grad_fn_raises(t)  # its read of grad_fn is the refresh
-
-
-# Note [In-Place Ops On A View Whose Base Gained Grad]
-# A view of a tensor that did not require grad (x2 = b1.select(0, -1)) requires grad once its base does (b1.copy_(b0)
-# with b0 requiring grad), but autograd makes its grad_fn only when someone reads it: until then an in-place op on the
-# view (x2.t_()) takes it for a leaf that requires grad and raises. Eager's program ran the op first and the copy_
-# after; the epilogue copies the value first and replays the op after (Note [Subclass Inputs Mutated In Training]), so
-# it reads the grad_fn before each replayed in-place step.
 
 
 def grad_fn_raises(t: torch.Tensor) -> bool:
@@ -246,8 +238,8 @@ def is_functorch_wrapped(t: object) -> bool:
 
 
 def differentiates_inside_transform(func: object, args: tuple[object, ...], kwargs: dict[str, object]) -> bool:
-    """Is this torch.autograd.grad the one a torch.func transform runs on its own wrapped tensors (Note [Grad Mode At
-    The Call Decides Training])?"""
+    """Is this torch.autograd.grad the one a torch.func transform runs on its own wrapped tensors (Note [Grad Mode And
+    Autograd Reads])?"""
     if func is not torch.autograd.grad or torch._C._functorch.peek_interpreter_stack() is None:
         return False
     outputs = args[0] if args else kwargs.get("outputs")
@@ -566,7 +558,7 @@ def set_to_tensor(x: torch.Tensor, src: torch.Tensor) -> None:
 
 def renew_grad_accumulator(x: torch.Tensor) -> None:
     """On a leaf that requires grad, what the program's `x.set_(x)` under no_grad did to autograd: a new gradient
-    accumulator (Note [set_ Renews A Leaf's Accumulator]); the version counter is left as it was."""
+    accumulator (Note [Gradient Accumulators Of Leaves]); the version counter is left as it was."""
     if not x.requires_grad or grad_fn_raises(x) or not x.is_leaf:
         # a multi-output view (x.unbind(0)[3]) the program's x.set_(x) wrote: its grad_fn raises when read, in eager
         # as here, so it has one and is no leaf
@@ -653,7 +645,7 @@ def rebind_functional(
 
     See Note [Storage Swaps By Rebinding]. A FunctionalTensorMode must be active (below the caller).
     `wrapper_offset`: the offset x's wrapper reports, where meta's is in functionalization's frame and not eager's
-    (Note [Offsets After A Write]).
+    (Note [as_strided On Inputs]).
     """
     assert isinstance(x, FunctionalTensor) and isinstance(src, FunctionalTensor), "BUG: rebinding needs functionals"
     if meta is None:
@@ -795,7 +787,7 @@ float32_matmul_precision: Callable[[], str] = torch._C._get_float32_matmul_preci
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# ctx.mark_dirty of a custom autograd.Function (Note [Inputs Marked Dirty By A Custom Function])
+# ctx.mark_dirty of a custom autograd.Function (Note [Custom Functions])
 # ---------------------------------------------------------------------------------------------------------------
 
 # A view marked dirty takes the Function's node as its grad_fn, but its base then holds that node inside a CopySlices
@@ -884,16 +876,9 @@ def storage_resize_checked(check: Callable[[torch.UntypedStorage], None]) -> Ite
         _storage_resize_checks.check = before
 
 
-# Note [The Trace Runs As A Compile]
-# While the pipeline runs the user's program to observe and trace it, `torch.compiler.is_compiling()` is True, as it
-# is under Dynamo (which folds it to True) and under torch.export's make_fx-based non-strict tracing (which sets
-# the same flag). Libraries branch on it to leave out work a graph cannot hold: transformers' attention-mask
-# builders read tensor values into Python (`padding_mask.all()`) unless it is set; nn.Module's call skips its
-# hook-error bookkeeping. The compiled program is the program as torch.compile would capture it; the entry's
-# calls run outside the flag, as Dynamo's compiled frames do.
 @contextlib.contextmanager
 def compiling_session() -> Iterator[None]:
-    """`torch.compiler.is_compiling()` is True inside (Note [The Trace Runs As A Compile])."""
+    """`torch.compiler.is_compiling()` is True inside (Note [Dynamo Captures, The Pipeline Compiles])."""
     import torch.compiler as compiler
 
     old = compiler._is_compiling_flag

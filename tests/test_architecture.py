@@ -144,7 +144,7 @@ _LAYERS: dict[str, int] = {
 }
 # Imports the runtime still makes of the analysis: none left. The runtime imports nothing from the analysis, the
 # tracing or the eager record (DESIGN.md "Eager is the specification"); the one piece of compile-time work it runs
-# per call reaches it as a typed callable of the plan (Note [The Tangent Retrace Is Compile Work At Call Time]). The
+# per call reaches it as a typed callable of the plan (Note [Tangent Retrace]). The
 # list may only shrink: a new entry fails the layering test, a stale one fails test_runtime_debt_is_current.
 _RUNTIME_DEBT: frozenset[tuple[str, str]] = frozenset()
 

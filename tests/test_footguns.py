@@ -22,7 +22,7 @@ def test_write_through_an_expanded_view_is_refused_not_wrong() -> None:
 
 
 def test_uniform_write_through_an_expanded_view_matches_eager() -> None:
-    # Note [Writes Through Overlapping Memory]
+    # Note [In-Place Ops As Eager Runs Them]
     def f(x: torch.Tensor) -> torch.Tensor:
         x.expand(3, 4).zero_()
         return x + 1
@@ -31,7 +31,7 @@ def test_uniform_write_through_an_expanded_view_matches_eager() -> None:
 
 
 def test_training_set_of_a_subclass_input_under_no_grad_matches_eager() -> None:
-    # Note [Subclass Inputs Mutated In Training]: the read after the set_() is at the same size
+    # Note [Inputs Written In Training]: the read after the set_() is at the same size
     def f(p: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
             p.set_(p.clone())  # type: ignore[call-overload]  # torch stub lacks set_(Tensor)
@@ -53,7 +53,7 @@ def test_training_set_of_a_subclass_input_under_no_grad_to_another_size_is_refus
 
 
 def test_training_set_of_a_subclass_input_under_grad_matches_eager() -> None:
-    # Note [Subclass Inputs Mutated In Training]: the backward through p raises as eager's
+    # Note [Inputs Written In Training]: the backward through p raises as eager's
     def f(p: torch.Tensor) -> torch.Tensor:
         p.set_(p.clone())  # type: ignore[call-overload]  # torch stub lacks set_(Tensor)
         return p * 2

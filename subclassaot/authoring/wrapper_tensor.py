@@ -48,7 +48,7 @@ aten = torch.ops.aten
 # itself on the wrapper's own metadata. set_ / resize_ change metadata without being inplace_view ops, so the base class
 # re-derives the wrapper's size and stride from its inner tensors after them.
 # The pipeline follows from this: what autograd must see of a subclass input is applied at the wrapper level (Note
-# [Subclass Inputs Mutated In Training]), what it must not see goes below it, and an output whose eager `._base` the
+# [Inputs Written In Training]), what it must not see goes below it, and an output whose eager `._base` the
 # rebuilt wrappers cannot reproduce (views over fresh inner tensors, wrappers that view a plain tensor, new nested ints)
 # is refused by name.
 
@@ -338,19 +338,6 @@ def _run_on(func: OpOverload[..., Any], cls: type[WrapperTensor], name: str, arg
     inner_args = [_inner_of(cls, name, a) for a in args]
     inner_kwargs = {k: _inner_of(cls, name, v) for k, v in kwargs.items()}
     return func(*inner_args, **inner_kwargs)
-
-
-# Note [Rewrapping Holds No Cycle]
-# What a subclass op or a compiled call makes per call is freed by reference counting, never left to the garbage
-# collector: a function that names itself from its own closure is a reference cycle, and keeps everything its closure
-# holds until a collection that no program can predict. Where that is a tensor with a grad_fn, its graph, and the
-# gradient accumulators of the leaves it reads, outlive the program's own references; an accumulator alive or not
-# decides which size a leaf's gradients are checked against after a `.data =` (Note [Accumulators Kept Through .data
-# =]), so with a cycle whether eager's own backward raises would depend on when the collector last ran. So `_rewrap`
-# recurses through the module-level `_build` (its per-attribute results hold the plain tensor an op writes in place,
-# `plain.add_(pair)`, which then gets its grad_fn from that op), and the runtime's output builder
-# (regenerate.build_outputs) drops its hold on itself once the outputs are built (it held the compiled Function's
-# outputs).
 
 
 def _rewrap(cls: type[WrapperTensor], per_attr: dict[str, Any], ctx: dict[str, object]) -> Any:

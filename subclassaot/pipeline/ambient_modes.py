@@ -29,6 +29,13 @@ from subclassaot.torch_internals import ambient_mode_stacks, function_modes_on
 # - The modes on the stack are part of every entry's guards, by type, bottom first: an entry compiled with no mode
 #   is not reused under one, nor the reverse, and the recompile reason names the modes. A mode's own state is not
 #   guarded (nor does Dynamo guard it): instances of one mode class are taken to behave alike.
+# - A tensor subclass that only overrides __torch_function__ (no __tensor_flatten__: `x.as_subclass(MyTensor)`) is
+#   traced as the plain tensor it holds, so the graph's outputs are plain, where eager's Tensor.__torch_function__
+#   turns every result into the subclass and an override may do anything else; fakes cannot show either. So the driver
+#   runs the program once for real at compile time on clones of the inputs (the RNG state restored) and records each
+#   output's type, and the runtime applies `as_subclass` where eager's differs. The new entry then runs on a second set
+#   of clones from the same RNG state and must give the same outputs; if the override changed what the ops compute, the
+#   entry is refused (UnsupportedError naming the input) rather than cached.
 # Infrastructure modes (fake tensors, functionalization, proxy tracing, modes that ignore compile internals, and
 # subclassaot's own, seen by a compiled function called while another is traced) belong to a tracer, not the
 # caller: they are not ambient.

@@ -176,7 +176,7 @@ def analyze(
         )
         stale = tuple(storage_key(o) in run.swaps.stale_reads for o in run.originals)
     uses = wrapper_uses(run, layout)
-    # Note [Leaves Laid Out Anew Under no_grad]
+    # See Note [Leaves Laid Out Anew Under no_grad]
     layout_kept = [flat.tensor_indices[k] for k, t in enumerate(run.user_tensors) if id(t) in run.swaps.layout_kept]
     kept_by_layout = eager_kept_accumulators(call, flat, layout_kept) if layout_kept else frozenset()
     return Analysis(
@@ -314,23 +314,6 @@ def _analyze_outputs(
     return tuple(infos), spec, len({b for b, _ in bases.values()})
 
 
-# Note [Subclass Views Of Intermediates In Training]
-# Eager's output may be a view of an intermediate nobody else sees: a subclass output that views an intermediate
-# subclass (`y = x.clone(); return y.view(-1)`), or the view a custom autograd.Function returns of a tensor it made
-# itself (torchao's Float8Linear returns `mm_result.reshape(...)`), with the Function's history. In inference such an
-# output is replayed from a wrapper rebuilt around the intermediate's dense leaves (Note [Subclass Intermediate Roots]).
-# In training that wrapper would have no autograd history (autograd runs above the subclass, and the compiled Function
-# returns dense bases whose inner tensors carry none), and a Function's base was made without grad, so a view of a
-# graph-computed base would have none either. So the output is computed by the graph like a fresh output (the compiled
-# Function wraps it and gives it a gradient) and returned as `fresh.view(fresh.shape)`: a view of a tensor nobody else
-# sees, as in eager.
-# That is the fallback: an output whose view chain replays exactly from the intermediate (or an earlier output) replays
-# from it as the Function returns it (Note [Intermediate Roots In Training]), which several outputs share; so does one
-# whose wrapper was set_() after its chain (Replay.then_set), from an input too, a view of it as in eager. Two fallbacks
-# of one intermediate are refused, and so is the fallback where eager's `._base` is an input or another output (fresh
-# views of inputs: a view of a fresh tensor would be a view of the wrong tensor).
-
-
 def _check_views_of_fresh(
     infos: list[OutputInfo], leaves: list[object], bases: dict[object, tuple[int, torch.Tensor]]
 ) -> None:
@@ -353,7 +336,7 @@ def _check_views_of_fresh(
             )
 
 
-# See Note [Views Of Intermediates Written After]
+# See Note [Views That Raise After A Bump]
 _BUMPED_SOURCES = (ReplaySource.BASE, ReplaySource.WRAPPER, ReplaySource.OUTPUT, ReplaySource.INPUT)
 
 
@@ -398,7 +381,7 @@ def _output_info(
         return info(OutputKind.CONSTANT, constant=value), graph_count
     if id(value) in input_by_id:
         return info(OutputKind.IS_INPUT, input_index=input_by_id[id(value)]), graph_count
-    # Note [Wrapper Data Assignment]: the wrapper's own metadata, given to it once it is built, where a `.data =` to
+    # See Note [Wrapper Data Assignment]: the wrapper's own metadata, given to it once it is built, where a `.data =` to
     # it set them (views taken after one from a tensor it was assigned to have their inner tensors' metadata)
     own = is_traceable_subclass(value) and id(value) in run.swaps.wrapper_data
     data_meta = leaf_meta(value) if own else None
@@ -413,7 +396,7 @@ def _output_info(
         graph_count,
         lambda t, j: alias_meta(t, run, j, original.get(storage_key(t))),
     )
-    if detached is not None:  # Note [Detached Outputs Written With Grad]
+    if detached is not None:  # Note [Outputs Over Another Storage]
         outer = None if tree is None else leaf_meta(value)
         stride_leaf = _outer_stride_leaf(outer, list(detached))
         made = info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=detached, outer_stride_leaf=stride_leaf)
@@ -462,10 +445,10 @@ def _output_info(
             if tree is None and not regrad:
                 check_grad_view_of_moved_input(path, leaf, run.finals)
             hidden = hidden_base(leaf, run, current[key], input_by_id, earlier, meta != leaf_meta(leaf))
-            meta = alias_meta(leaf, run, current[key], original.get(key))  # Note [Offsets After A Write]
+            meta = alias_meta(leaf, run, current[key], original.get(key))  # Note [as_strided On Inputs]
             input_layout = key not in original and meta == leaf_meta(run.finals[current[key]])
             if key not in original and not input_layout:
-                own_layout.append(current[key])  # Note [Fresh Subclass Output Strides]
+                own_layout.append(current[key])  # Note [Strides The Kernels Choose]
             out_leaves.append(
                 OutputLeaf(
                     source=LeafSource.INPUT_ALIAS,
@@ -509,7 +492,7 @@ def _output_info(
             graph_count += 1
     check_written_function_view(path, value)
     root = run.swaps.view_root(value, through_swaps=True) if fresh and from_program_function(value, run) else None
-    if root is not None and id(root) in input_by_id:  # Note [Inputs Returned By A Custom Function]
+    if root is not None and id(root) in input_by_id:  # Note [Custom Functions]
         if tree is None:
             check_function_input_unwritten(path, root, run)
         elif value._is_view():
@@ -523,7 +506,7 @@ def _output_info(
             "Return a clone"
         )
     data_from = history_data_leaf(path, value, tree is not None, out_leaves, run)
-    if data_from is not None:  # Note [Outputs Assigned .data With History]
+    if data_from is not None:  # Note [History Kept Through .data =]
         graph_leaf = OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=data_from.meta, is_view=False)
         return info(OutputKind.TENSOR, leaves=(graph_leaf,), data_from=data_from), graph_count + 1
     on_input = any(o.source is LeafSource.INPUT_ALIAS for o in out_leaves)
@@ -574,14 +557,14 @@ def _output_info(
     elif replay is not None and replay.source is ReplaySource.INPUT and torch.is_grad_enabled():
         replay = replace(replay, split_made=split_seq(value, run, input_by_id))
     if replay is not None and not replay.before_epilogue:
-        replay = replace(replay, made=late_build_seq(value, replay, run))  # Note [Outputs Built After A Runtime set_]
+        replay = replace(replay, made=late_build_seq(value, replay, run))  # Note [Views That Raise After A Bump]
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
-    raises = grad_fn_raises(value)  # (under no_grad too: Note [Views Of Intermediates Written After])
+    raises = grad_fn_raises(value)  # (under no_grad too: Note [Views That Raise After A Bump])
     if raises and not rebuilt and replay is not None and replay.source in _BUMPED_SOURCES:
-        replay = replace(replay, bump_after=True)  # Note [Views Of Intermediates Written After]
+        replay = replace(replay, bump_after=True)  # Note [Views That Raise After A Bump]
     elif raises and not rebuilt and torch.is_grad_enabled():
         # Only a view replayed exactly (then rebuilt before the epilogue writes it, or its counter advanced), or one
-        # whose wrapper the runtime set_()s (Note [Wrapper Storage After set_]), gets such a grad_fn at run time
+        # whose wrapper the runtime set_()s (Note [Wrapper Storage]), gets such a grad_fn at run time
         # (a no_grad view of an intermediate or swapped tensor would come back with none).
         raise UnsupportedError(
             f"{path}: its grad_fn raises in eager (a view made under no_grad, or one of the views of a multi-output "
@@ -589,12 +572,12 @@ def _output_info(
             "its view chain can be replayed. Return a clone made before the write"
         )
     passed = [] if replay is None else [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
-    # an input passed twice (one input since Note [One Tensor Passed Several Times]: `repeated`) and set_()
+    # an input passed twice (one input since Note [Synthetic Bases]: `repeated`) and set_()
     repeat = bool(passed) and (len(passed) > 1 or input_by_id[id(passed[0])] in repeated)
     set_input = repeat and id(passed[0]) in run.swaps.swapped_ids
     if set_input and tree is None and grad_fn_raises(value):
         # A set_() of its base, even under no_grad, makes eager's grad_fn raise (the base here
-        # an input passed twice, one input since Note [One Tensor Passed Several Times]); the view rebuilt from the
+        # an input passed twice, one input since Note [Synthetic Bases]); the view rebuilt from the
         # input before the epilogue has none that raises.
         raise UnsupportedError(
             f"{path}: its grad_fn raises in eager (a view made under no_grad of a tensor that requires grad, whose "
@@ -644,7 +627,7 @@ def _output_info(
         and (replay is None or replay.source not in (ReplaySource.WRAPPER, ReplaySource.OUTPUT))
         and not raises  # no history to keep: rebuilt by its replay, whose grad_fn raises too
     ):
-        # Note [Subclass Views Of Intermediates In Training]
+        # See Note [Subclass Intermediate Roots]
         first = graph_count - sum(1 for o in out_leaves if o.source is LeafSource.GRAPH)
         fresh_leaves = tuple(
             OutputLeaf(source=LeafSource.GRAPH, index=first + k, meta=o.meta, is_view=False)
@@ -686,18 +669,29 @@ def _output_info(
     )
 
 
-# Note [Fresh Subclass Output Strides]
+# Note [Strides The Kernels Choose]
 # Where a kernel chooses the strides of its result (a dim of size 0 or 1), fake tensors may choose others: a (1, 3)
-# result of a (1, 3) input with strides (1, 1) is (3, 1) fake, (1, 1) eager; an empty `x.mul(x[:, :, 0:0])` is (2, 1, 1)
-# fake, (0, 1, 2) eager. A plain fresh output takes its strides from the graph's real result; a subclass output is
-# rebuilt with the outer strides recorded here. A wrapper whose outer size and stride were those of one of its fresh
-# leaves (a WrapperTensor takes them from its first inner tensor) takes that leaf's real strides at run time instead, as
-# eager's wrapper did; so does an intermediate subclass that outputs are replayed from (Replay.root_stride_leaf). This
-# trusts the backend to give the graph's results eager's kernels' strides (Note [What A Backend Receives And Returns]).
-# Views of an empty set_() target: after `x.data = t` (or `x.set_(t)`) with t an empty tensor a kernel computed, an
-# output that is t itself or an alias with x's final metadata takes x's real layout after the epilogue (Note [Inputs Set
-# To Computed Tensors]), a view too. A view of t with a layout of its own (`x.data = t; return t.select(1, -1)`) would
-# be rebuilt from the fake strides: refused. (A view of x itself replays its view ops on the real x and is exact.)
+# result of a (1, 3) input with strides (1, 1) is (3, 1) fake, (1, 1) eager. Views take their strides from the view
+# ops, whose fake metadata are the real ones; the offsets of views of a computed tensor follow its strides. So every
+# layout that came from a kernel is taken from the graph's real results at run time, never from the fakes, trusting the
+# backend to give the graph's results eager's kernels' strides (Note [What A Backend Receives And Returns]):
+# - Fresh outputs: a plain one takes its strides from the graph's real result; a subclass one is rebuilt with the outer
+#   strides recorded at analysis, except that a wrapper whose outer size and stride were those of one of its fresh
+#   leaves (a WrapperTensor takes them from its first inner tensor) takes that leaf's real strides, as eager's wrapper
+#   did; so does an intermediate subclass that outputs are replayed from (Replay.root_stride_leaf).
+# - Inputs set to computed tensors (`x.set_(t)`, `x.data = t`, t computed by the program): the graph returns x's final
+#   value, computed by the same ops on real tensors, and the epilogue gives x that value's strides and offset. An output
+#   that is t, or another alias with x's final metadata (a view too), takes x's real layout after the epilogue
+#   (OutputInfo.input_layout), as does each leaf of an intermediate subclass rebuilt around x's leaves (an INPUT_ROOT
+#   replay) and a subclass input or output whose outer metadata were a dense leaf's. A view of t with a layout of its
+#   own (`x.data = t; return t.select(1, -1)` with t empty) would be rebuilt from the fake strides: refused. (A view of
+#   x itself replays its view ops on the real x and is exact.)
+# - Wrappers assigned a computed tensor (`x.data = x.mul(-1.0)`, Note [Wrapper Data Assignment]): the graph returns the
+#   dense leaf whose size and stride the assigned wrapper had as a stride probe, and the wrapper takes that leaf's real
+#   strides. Only where nothing changed that leaf or the wrapper after it was made (no in-place view op, set_ or `.data
+#   =` on either, no write to the leaf's storage, whose functional value need not keep the leaf's strides) and the
+#   wrapper's metadata when assigned are the leaf's at the end; refused otherwise. In training the Function returns the
+#   probes after its symbolic ints, as detached aliases it marks non-differentiable.
 
 
 def _check_replay(
@@ -710,7 +704,7 @@ def _check_replay(
     """Refuse an output whose aliasing the replay found (or its absence) cannot make eager's. `found`: whether the
     output is a tensor subclass, its replay, the input whose storage before set_() it views."""
     subclass, replay, replaced = found
-    # Rebuilt as a view of its base set onto the assigned storage (Note [Views Set Onto Another Storage]), or, without
+    # Rebuilt as a view of its base set onto the assigned storage (Note [Outputs Over Another Storage]), or, without
     # history, by as_strided() of the input it views, on that input's storage
     onto_base = any(leaf.foreign_base is not None for leaf in leaves)
     of_input = not value.requires_grad and all(
@@ -768,12 +762,12 @@ def _check_within_swapped_input(path: str, leaf: torch.Tensor, run: FunctionalRu
 
 
 def _check_empty_set_target(path: str, run: FunctionalRun, j: DenseIndex) -> None:
-    """Note [Fresh Subclass Output Strides]."""
+    """Note [Strides The Kernels Choose]."""
     if run.finals[j].numel() == 0:
         raise UnsupportedError(
             f"{path} is a view, with a layout of its own, of an empty tensor the program computed and set_() input "
             f"{j} to (or assigned to its `.data`); eager's strides of such an empty tensor are the kernel's, which "
-            "the compiled program does not see (Note [Fresh Subclass Output Strides]). Return a clone, or the "
+            "the compiled program does not see (Note [Strides The Kernels Choose]). Return a clone, or the "
             "tensor the input was set_() to itself"
         )
 
@@ -829,7 +823,7 @@ def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
         # functionalization replays the view ops). Either way such a view has no history of the program's own.
         return False
     if is_traceable_subclass(value) and id(value) not in run.swaps.views:
-        # a wrapper made by an op, not a view: Note [Fresh Wrappers Over Input Leaves]. An inner tensor that shares
+        # a wrapper made by an op, not a view: Note [Training Through A Joint Graph]. An inner tensor that shares
         # an input leaf's storage without being that very leaf (set_() onto the input) is not passed on: it keeps
         # the history its set_() gave it (Note [Outputs set_() Under Grad]).
         if any(value is u for u in (*run.user_tensors, *run.finals)):
@@ -867,7 +861,7 @@ def check_written_inputs_gaining_grad(
 ) -> None:
     """Refuse an input the program both writes and calls `requires_grad_()` on: the runtime makes it require grad
     before the graph runs, so the epilogue's copy of the write would be recorded by autograd (or raise, on a leaf),
-    where eager wrote it before it required grad (Note [Inputs That Gain Grad In Training])."""
+    where eager wrote it before it required grad (Note [Inputs Written In Training])."""
     for i in gains:
         if any(analysis.mutations[j].any for j in layout.leaves_of_input[i]):
             path = flat.leaves[flat.tensor_indices[i]].path
@@ -882,7 +876,7 @@ def check_gained_grad(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
     """Refuse an input that starts without requires_grad and ends with it (a write or set_() of a value that
-    requires grad) where the epilogue cannot give it eager's autograd history (Note [Inputs That Gain Grad In
+    requires grad) where the epilogue cannot give it eager's autograd history (Note [Inputs Written In
     Training]): a subclass input the Function cannot return as a wrapper (its inner tensors carry no history), or
     one whose storage the program swaps."""
     by_wrapper = wrapper_update_inputs(layout, analysis, user_fakes)
@@ -907,13 +901,13 @@ def check_gained_grad(
             )
         ):
             # Its writes are copies into the group's synthetic base (Note [Aliased Inputs In Training]), which hands
-            # a grad_fn to the tensor the base views: eager's only where that is the input itself (Note [Inputs That
-            # Gain Grad In Training]).
+            # a grad_fn to the tensor the base views: eager's only where that is the input itself (Note [Inputs Written
+            # In Training]).
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad, shares storage with another input, "
                 "and the program writes a value that requires grad into it (so in eager it then requires grad); in "
                 "training this is supported only where every input over that storage is this one tensor, whose "
-                "layout the program keeps (Note [Inputs That Gain Grad In Training]). Write into a clone, or "
+                "layout the program keeps (Note [Inputs Written In Training]). Write into a clone, or "
                 "detach() the value"
             )
         swapped_under_grad = any(m.storage_changed for m in muts) and all(m.set_under_grad for m in muts)

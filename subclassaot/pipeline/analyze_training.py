@@ -101,27 +101,34 @@ def wrapper_uses(
 
 
 # Note [Outputs set_() Under Grad]
-# Eager: `t = x * 3; t.set_(y); return t` with grad on records the set_ on t, whose grad_fn (set_'s) raises in backward.
-# The output is built as usual (an alias of y's storage, from the input or the graph), then a fresh tensor that requires
-# grad is set_() to it with grad on: the same grad_fn, storage and metadata, not a view. A backward through it raises in
-# eager and here alike; which leaves got a gradient before depends on the engine's order: a set_ node runs as soon as it
-# is ready (as AccumulateGrad does), other nodes latest-made first. Eager's set_ node is ready once the loss reaches its
-# output, or later, after the program's ops that read it after the set_; ours (a holder's, or the Function's deferred
-# error: Note [Backward Errors Are Deferred]) once the loss is done or sooner. Between the two only the loss's nodes and
-# nodes the program made after the set_ run: a leaf gets a gradient there only where the loss reaches it directly (a
-# returned autograd leaf input: Note [Leaves Behind A Raising set_ Node]) or where none of its paths crosses a set_ node
-# (refused by Note [Backward Errors Are Deferred]). The leaves behind non-leaf inputs are reached through nodes made
-# before the call, which run last.
-# - Views of inputs set_() under grad are rebuilt from the input instead (Note [Views Of Inputs set_() Under Grad]).
+# Eager: `t = x * 3; t.set_(y); return t` with grad on records the set_ on t, whose grad_fn raises in backward (Note
+# [set_ Under Grad]). The output is built as usual (an alias of y's storage, from the input or the graph), then a fresh
+# holder that requires grad is set_() to it with grad on: the same grad_fn, storage and metadata. Which leaves got a
+# gradient before the raise depends on the engine's order; a set_ node runs as soon as it is ready, and ours (a
+# holder's, or the Function's deferred error) is ready no later than eager's, so only the loss's nodes and those made
+# after the set_ run between: a leaf gets a gradient there only where the loss reaches it directly or none of its
+# paths crosses a set_ node (refused by Note [Backward Errors Are Deferred]).
 # - A subclass output gets a holder of its own class (a clone of a detached alias), set_() at the wrapper level, whose
-#   wrapper storage is then the output's (Note [Wrapper Storage After set_]).
-# - A view of an intermediate (`t = (x * 2).view(-1); t.set_(y)`) stays a view of it in eager, whose history the set_
-#   rebases: the holder is then a view of a base that requires grad with the intermediate's values, and set_() rebases
-#   that base the same way (Note [Bases Of Outputs set_() Under Grad]). Other views are refused.
-# - A view taken after the set_ (`t0 = x * 2; t0.set_(x); return t0.t()`: a grad_fn through the set_, `._base` t0) is
-#   refused unless t0 is an intermediate no other output is or views, no view itself, and every view in the chain was
-#   taken with grad on (none by unbind, split, ..., whose in-place writes eager refuses): then it is a view of a holder
-#   set_() to t0 as it ends.
+#   wrapper storage is then the output's (Note [Wrapper Storage]).
+# - Leaves behind the node: eager's set_ node has edges to the leaves its tensor's history reaches, and an
+#   AccumulateGrad runs only once every node with an edge to it has run, so such a leaf never gets its gradient, even
+#   where the loss reaches it directly. The analysis notes each input reached through a NotImplemented node
+#   (`OutputInfo.set_blocks`), and the holder is made by an autograd Function with an edge to each (`blocking_holder`).
+#   A returned leaf input not behind such a node of every output set_() under grad, or behind an output whose holder is
+#   a view of eager's base object (`GradSetBase.same_object`), is refused (`check_set_under_grad`).
+# - Views: the holder of a view must be a view of eager's `._base`, whose shape and values the user can read:
+#   * views (with grad) of an intermediate r, the last of them then set_() (`t = (x * 2).t(); t.set_(y)`): r as it
+#     ends is returned by the graph as an intermediate base (`grad_set_view_root`); the holder is a view of r where r
+#     is that object and requires grad, so other outputs viewing r view the same object; else a view of a fresh tensor
+#     set_() to r;
+#   * an intermediate r set_() under grad, then viewed (`t0 = x * 2; t0.set_(y); return t0.t()`): the holder's base is a
+#     fresh tensor set_() to the alias of the output's storage with r's final metadata (GradSetBase.meta), and the output
+#     a view of it with its own geometry. Only where t0 is an intermediate no other output is or views, no view itself,
+#     and every view in the chain was taken with grad on (none by unbind, split, ...).
+#   Either way the base's history runs through a set_ node, as eager's does, and the output's backward raises. A view
+#   of an intermediate (`t = (x * 2).view(-1); t.set_(y)`) stays a view whose history the set_ rebases: the holder is a
+#   view of a base requiring grad with the intermediate's values, set_() the same way. Views of inputs follow Note
+#   [set_ Under Grad]. Other views are refused.
 
 
 def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
@@ -147,12 +154,12 @@ def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: 
             "grad enabled; in training this is not supported. Call set_() under torch.no_grad(), or return a clone"
         )
     if run.swaps.grad_set_view_of(value, run.user_tensors):
-        return False  # rebuilt from the input the epilogue set_() under grad (Note [Views Of Inputs set_() Under Grad])
+        return False  # rebuilt from the input the epilogue set_() under grad (Note [set_ Under Grad])
     if run.swaps.is_view(value) and id(run.swaps.view_root(value, through_swaps=True)) in run.swaps.view_set_gained:
         raise UnsupportedError(
             f"{path}: the program set_() this view with grad enabled, of a tensor that did not require grad, to a "
             "tensor that does: eager's autograd rebases the view's base on the set_, and a compiled output that is "
-            "a view of that base cannot have its `._base` (Note [Views Of Inputs set_() Under Grad]). set_() a "
+            "a view of that base cannot have its `._base` (Note [set_ Under Grad]). set_() a "
             "tensor that is not a view, or run the set_() under torch.no_grad()"
         )
     if run.swaps.is_view(value) and not _grad_view_of_intermediate(value, run, outputs):
@@ -168,7 +175,7 @@ def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: 
 def grad_set_base(
     path: str, value: torch.Tensor, run: FunctionalRun, bases: dict[object, tuple[int, torch.Tensor]]
 ) -> GradSetBase | None:
-    """Where eager's `._base` of `value`, an output set_() under grad, is (Note [Bases Of Outputs set_() Under
+    """Where eager's `._base` of `value`, an output set_() under grad, is (Note [Outputs set_() Under
     Grad]); None where eager's output is no view."""
     if not run.swaps.is_view(value):
         return None
@@ -184,14 +191,14 @@ def grad_set_base(
         return GradSetBase(source=replay, meta=leaf_meta(root), same_object=found[1] is root)
     raise UnsupportedError(
         f"{path} is a view of an intermediate that the program set_() with grad enabled, and that intermediate (the "
-        "output's `._base` in eager) does not end on storage of its own the compiled graph can return (Note [Bases "
-        "Of Outputs set_() Under Grad]). Call set_() under torch.no_grad(), or return a clone"
+        "output's `._base` in eager) does not end on storage of its own the compiled graph can return (Note [Outputs "
+        "set_() Under Grad]). Call set_() under torch.no_grad(), or return a clone"
     )
 
 
 def check_input_view_rebuilt(value: object, info: OutputInfo, run: FunctionalRun) -> None:
     """A view of an input set_() under grad is supported where it is rebuilt from that input: replayed, or as_strided
-    of it (Note [Views Of Inputs set_() Under Grad]); a view the graph would compute (its chain not replayable on
+    of it (Note [set_ Under Grad]); a view the graph would compute (its chain not replayable on
     the input as it ends) would not be a view of eager's `._base`."""
     if not isinstance(value, torch.Tensor) or not run.swaps.grad_set_view_of(value, run.user_tensors):
         return
@@ -206,7 +213,7 @@ def check_input_view_rebuilt(value: object, info: OutputInfo, run: FunctionalRun
     raise UnsupportedError(
         f"{info.path}: the program set_() this tensor with grad enabled, so eager gives it an autograd history through "
         "set_ (whose derivative is not implemented), which a compiled output that is a view cannot have where its "
-        "view chain cannot be replayed on the input it views (Note [Views Of Inputs set_() Under Grad]). Call set_() "
+        "view chain cannot be replayed on the input it views (Note [set_ Under Grad]). Call set_() "
         "under torch.no_grad(), or return a clone"
     )
 
@@ -261,14 +268,14 @@ def check_history_over_alias(
     bases: dict[object, tuple[int, torch.Tensor]],
     named: tuple[dict[int, InputIndex], dict[int, int]],
 ) -> None:
-    """Note [Outputs That An Input Was set_() To]. `named`: the input index of each input's id(), the first output index
+    """Note [Outputs Over Another Storage]. `named`: the input index of each input's id(), the first output index
     of each output's id() (to find the output's view chain)."""
     if all(leaf.source is LeafSource.GRAPH for leaf in leaves) or not value.requires_grad:
         return
     if not _has_history(value):
         return
     base = bases.get(storage_key(value))
-    # (an intermediate subclass so assigned: Note [Views Of A Root Whose .data Was Assigned], data_assignment.py)
+    # (an intermediate subclass so assigned: Note [Wrapper Data Assignment], data_assignment.py)
     if (
         base is not None
         and id(base[1]) in run.swaps.swapped_by_data
@@ -279,8 +286,8 @@ def check_history_over_alias(
         raise UnsupportedError(
             f"{path} is a view of an intermediate that requires grad, taken before the program assigned its `.data` "
             "a tensor of another size (of a plain one: or strides): eager's view keeps the history of the old "
-            "layout, and one regenerated from the intermediate as it ends cannot (Note [Outputs That An Input Was "
-            "set_() To]). Return a clone made before the assignment"
+            "layout, and one regenerated from the intermediate as it ends cannot (Note [Outputs Over Another "
+            "Storage]). Return a clone made before the assignment"
         )
     wrapper_set = run.swaps.wrapper_sets.get(id(value))
     no_grad_set = (id(value) in run.swaps.swapped_ids and id(value) not in run.swaps.grad_set_ids) or (
@@ -290,7 +297,7 @@ def check_history_over_alias(
         raise UnsupportedError(
             f"{path}: the program set_() this tensor under no_grad after computing it with grad: eager returns it "
             "with its own autograd history over the storage it was set_() to, which a compiled output that shares "
-            "that storage cannot have (Note [Outputs That An Input Was set_() To]). Return a clone, or call set_() "
+            "that storage cannot have (Note [Outputs Over Another Storage]). Return a clone, or call set_() "
             "with grad enabled"
         )
     if (set_view := no_grad_set_in_view_chain(value, run)) is not None and not (
@@ -304,7 +311,7 @@ def check_history_over_alias(
         raise UnsupportedError(
             f"{path} is {what}: eager returns it with an autograd history of views over that tensor's own history "
             "(whose backward may raise on the changed size), on the storage it was set_() to, which a compiled "
-            "output that shares that storage cannot have (Note [Outputs That An Input Was set_() To]; fuzz seed 7000 "
+            "output that shares that storage cannot have (Note [Outputs Over Another Storage]; fuzz seed 7000 "
             "#501, #9637). Return a clone"
         )
     plain_owner = not is_traceable_subclass(value) and not run.swaps.is_view(value)
@@ -314,13 +321,13 @@ def check_history_over_alias(
         raise UnsupportedError(
             f"{path} has an autograd history of its own, and the program set_() another tensor onto its storage "
             "whose views it also returns: rebuilt as an alias of that storage, it would have no history (Note "
-            "[Outputs That An Input Was set_() To]). Return a clone"
+            "[Outputs Over Another Storage]). Return a clone"
         )
     if any(leaf.source is LeafSource.INTERMEDIATE_ALIAS for leaf in leaves) and detached_in_chain(value, run):
         raise UnsupportedError(
             f"{path} is a detach() of an intermediate (or a view of one) that the program then wrote with a value "
             "that requires grad: eager gives it an autograd history of its own over the intermediate's storage, "
-            "which a compiled output cannot have (Note [Outputs That An Input Was set_() To]). Return a clone, or "
+            "which a compiled output cannot have (Note [Outputs Over Another Storage]). Return a clone, or "
             "write into a clone"
         )
 
@@ -332,34 +339,43 @@ def _then_set_from_base(
     bases: dict[object, tuple[int, torch.Tensor]],
     named: tuple[dict[int, InputIndex], dict[int, int]],
 ) -> bool:
-    """Note [Views Set Under no_grad With History]: replayed from an intermediate (a base, or an earlier output),
+    """Note [Outputs Over Another Storage]: replayed from an intermediate (a base, or an earlier output),
     then set_() as in eager."""
     replay = replay_of(value, tuple(leaves), run, named[0], bases, named[1])
     return replay is not None and replay.then_set and replay.source in (ReplaySource.BASE, ReplaySource.OUTPUT)
 
 
-# Note [Outputs That An Input Was set_() To]
-# Eager can return a tensor whose autograd history is its own while its storage is another tensor's. `t0 = x * 2;
-# x.set_(t0); return t0` (or `x.data = t0`, or the set_ under no_grad): t0 keeps its own history (MulBackward) and
-# shares the storage x now has. Rebuilt from x after the epilogue, as other aliases of an input are, it would lose that
-# history. So the graph computes it, as a fresh output with the Function's history, and after the epilogue gave x its
-# new storage, t0 is set_() under no_grad onto it, keeping its version counter (eager's set_ moved x, not t0). Only for
-# a plain t0 that is no view, no input, not itself moved, with x's final size, stride and offset (so x's new storage is
-# exactly t0's), and no other output that is t0 or a view of it (its `._base` would be x, not t0) or a subclass on that
-# storage. A t0 that does not require grad, assigned to an x that does, is built the same way (rebuilt from x it would
-# require grad); so is a t0 computed with grad and then itself set_() onto x under no_grad (`t0 = x0 + x1; with
-# no_grad(): t0.set_(x1)`), whose history expects its size after the set_.
-# Histories over aliased storage in general: a tensor computed with grad and then set_() under no_grad (`t0 =
-# x1.add(x0); with no_grad(): t0.set_(x0)`: AddBackward0 over x0's storage), or a detach() of an intermediate written
-# with a value that requires grad (`t1 = t0.detach(); t1.copy_(x0)`: CopyBackwards over t0's storage). An output that
-# aliases an input, or an intermediate other outputs share, is regenerated from that storage with a history of views at
-# most; one the graph computes has the history but a storage of its own. So such an output is refused where it aliases
-# storage, unless the rule above applies; alone on an intermediate's storage it is computed by the graph, which is
-# exact. The same holds for a view, with grad, of an intermediate taken before a `.data =` gave it another layout, for a
-# view of an intermediate set_() under no_grad whose chain is not replayed from it (Note [Views Set Under no_grad With
-# History]), and for views taken after such a set_() of a tensor with history (`t = x * 2; with no_grad(): t.set_(y);
-# return t.view(-1)`: ViewBackward0 over MulBackward0, which raises in backward where the set_ changed the size). Views
-# of inputs are rebuilt with their own history (Note [Subclass Views Rebuilt By set_]).
+# Note [Outputs Over Another Storage]
+# Eager can return a tensor whose autograd history, or `._base`, is its own while its storage is another tensor's. An
+# output that aliases an input, or an intermediate other outputs share, is regenerated from that storage with a history
+# of views at most; one the graph computes has the history but a storage of its own. So each such case is built by the
+# graph and then moved onto the storage, or refused where it aliases storage (alone on an intermediate's storage it is
+# computed by the graph, which is exact):
+# - Intermediates an input was set_() to (`t0 = x * 2; x.set_(t0); return t0`, or `x.data = t0`, or under no_grad): the
+#   graph computes t0 as a fresh output with the Function's history; after the epilogue gave x its new storage, t0 is
+#   set_() under no_grad onto it, keeping its version counter. Only for a plain t0 that is no view, no input, not itself
+#   moved, with x's final metadata, and no other output that is t0, a view of it, or a subclass on that storage. A t0
+#   without grad assigned to an x with grad is built the same way, and so is a t0 computed with grad then set_() onto x
+#   under no_grad.
+# - Detached outputs written with grad (`t = x.detach(); t.add_(x); return t`): eager's t is no view, shares x's storage
+#   and has its own history (AddBackward0). The graph computes it (the joint differentiates the same write), and once
+#   the epilogue wrote x, each dense leaf is set_() under no_grad onto x's storage with eager's metadata. Only for the
+#   detach() itself, on the storage its input keeps, of an input that requires grad and whose layout the program keeps,
+#   with no `.data =` or set_() since and no other output a view of it.
+# - Views set under no_grad with history (`t0 = x * 2; t1 = t0.unsqueeze(-1); with no_grad(): t1.set_(x)`): t1 lives on
+#   x's storage with history over t0's. The graph returns t0 as an intermediate base (`no_grad_set_view_root`); the
+#   output replays its chain from it with grad, then is set_() under no_grad onto its dense leaf (Replay.then_set). Only
+#   for a plain t0 with history of its own storage, not itself set_(), and a chain the replay reproduces exactly.
+# - Views set onto another storage without history: a view keeps its `._base` when set_() moves it, or its base, to
+#   another storage (`t1 = t0.diagonal(); t1.set_(x)`: t1 on x's storage, `t1._base` t0). Such a root is found at
+#   analysis (`foreign_root`: an input, or an intermediate the graph returns as a base; an input that is a view stands
+#   for its own `._base`, `input_root`), and the output is rebuilt as an empty view of it, then set_() onto eager's
+#   storage and metadata (`view_onto`), putting back the shared version counter. Only for outputs that do not require
+#   grad, unless the program's own set_() with grad moved it there (then the set_ runs with grad: Note [set_ Under
+#   Grad]).
+# Refused otherwise: tensors computed with grad then set_() under no_grad onto aliased storage, detach()es written
+# with a value requiring grad, views with grad taken of an intermediate before a `.data =` relaid it, and views taken
+# after a no_grad set_() of a tensor with history (ViewBackward0 over MulBackward0, which raises where the size changed).
 
 
 def outputs_set_onto_inputs(
@@ -369,7 +385,7 @@ def outputs_set_onto_inputs(
     original: dict[object, DenseIndex],
     mutations: Sequence[LeafMutation],
 ) -> dict[int, DenseIndex]:
-    """Note [Outputs That An Input Was set_() To]: id() of each such output -> the input's dense leaf."""
+    """Note [Outputs Over Another Storage]: id() of each such output -> the input's dense leaf."""
     tensors = [o for o in outputs if isinstance(o, torch.Tensor)]
     no_grad_views = any(
         not r.grad_enabled and r.source.requires_grad and r.func not in (_aten.detach.default, _aten.alias.default)
@@ -406,7 +422,7 @@ def outputs_set_onto_inputs(
 
 
 def _set_onto_input_under_no_grad(value: torch.Tensor, run: FunctionalRun, j: DenseIndex) -> bool:
-    """`t0 = x0 + x1; with no_grad(): t0.set_(x1); return t0` (Note [Outputs That An Input Was set_() To]): t0 has a
+    """`t0 = x0 + x1; with no_grad(): t0.set_(x1); return t0` (Note [Outputs Over Another Storage]): t0 has a
     history of its own, and the size that history expects, on the storage, size, stride and offset of input leaf
     `j` as it ends."""
     swaps = run.swaps
@@ -441,7 +457,7 @@ def check_wrapper_grad_gains(
     mutations: Sequence[LeafMutation],
     user_fakes: Sequence[torch.Tensor],
 ) -> None:
-    """Note [Inputs That Gain Grad In Training]."""
+    """Note [Inputs Written In Training]."""
     position = {id(u): i for i, u in enumerate(run.user_tensors)}
 
     def grad_root_of(t: torch.Tensor) -> torch.Tensor | None:
@@ -469,7 +485,7 @@ def check_wrapper_grad_gains(
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad and the program set_()s it with "
                 "grad enabled to a tensor that requires grad and is not an input or a view of one taken with grad "
-                "enabled, or changes it after, or is a nested tensor subclass (Note [Inputs That Gain Grad In "
+                "enabled, or changes it after, or is a nested tensor subclass (Note [Inputs Written In "
                 "Training]): autograd's history of it would not be eager's. set_() it to a clone made outside the "
                 "function, or under torch.no_grad()"
             )
@@ -508,8 +524,8 @@ def check_overlapping_clones(
             raise UnsupportedError(
                 f"{path}: the program calls contiguous() on a view of this tensor subclass input, which requires "
                 "grad and whose elements overlap (expand()), and returns or writes the input: eager's may be a copy, "
-                "the traced one a view of the input's contiguous clone (Note [Eager's Layouts Under "
-                "Functionalization]). Call .clone() instead"
+                "the traced one a view of the input's contiguous clone (Note [In-Place Ops As "
+                "Eager Runs Them]). Call .clone() instead"
             )
         grouped = any(j in g.members for g in layout.groups for j in leaves)
         for info in outputs:
@@ -553,7 +569,7 @@ def _chain_from_input(info: OutputInfo, outputs: Sequence[OutputInfo]) -> tuple[
     steps: tuple[ViewStep, ...] = ()
     replay = info.replay
     while replay is not None and replay.source is ReplaySource.OUTPUT:
-        if replay.source_meta is not None:  # from an intermediate (Note [Views Between In-Place View Ops])
+        if replay.source_meta is not None:  # from an intermediate (Note [Output Regeneration])
             return None, (), False
         steps = replay.steps + steps
         earlier = outputs[replay.index]
@@ -598,7 +614,7 @@ def _same_views_on(t: torch.Tensor, prefix: Sequence[ViewStep] | None, steps: Se
 
 
 def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
-    """See Note [No-Grad Views Made After The Bump]."""
+    """See Note [Views That Raise After A Bump]."""
     if not analysis.wrapper_last_use:
         return
     reals = [flat.values[i] for i in flat.tensor_indices]
@@ -617,13 +633,13 @@ def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analys
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[t]].path} is a view made by an op that returns several views "
                 "(unbind, split, chunk), the program writes its base through another input and uses it with grad "
-                "enabled: eager raises when autograd reads it (Note [No-Grad Views Made After The Bump]), which the "
+                "enabled: eager raises when autograd reads it (Note [Views That Raise After A Bump]), which the "
                 "compiled program does not reproduce. Pass the base tensor and take the views inside the function"
             )
 
 
 def check_multi_output_view_outputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
-    """See Note [No-Grad Views Made After The Bump]."""
+    """See Note [Views That Raise After A Bump]."""
     position = {index: t for t, index in enumerate(flat.tensor_indices)}
     for k, info in enumerate(analysis.outputs):
         replay = info.replay
@@ -647,7 +663,7 @@ def check_multi_output_view_outputs(flat: FlatInputs, layout: DenseLayout, analy
                     f"out[{k}] is a view made by an op that returns several views (unbind, split, chunk) of "
                     f"{flat.leaves[replay.index].path}, whose base the program advances through "
                     f"{flat.leaves[flat.tensor_indices[t]].path}: eager's may raise when autograd reads its grad_fn "
-                    "(Note [No-Grad Views Made After The Bump]), which the rebuilt output does not reproduce. Return "
+                    "(Note [Views That Raise After A Bump]), which the rebuilt output does not reproduce. Return "
                     "a clone"
                 )
 
@@ -668,9 +684,9 @@ def _autograd_root(t: torch.Tensor) -> torch.Tensor:
 def no_grad_set_in_view_chain(value: torch.Tensor, run: FunctionalRun) -> torch.Tensor | None:
     """`value` if it is a view that the program set_() under no_grad after computing it with grad, or the tensor
     with grad history that it is a chain of views of, taken after the program set_() that one under no_grad
-    (Note [Outputs That An Input Was set_() To]); else None. A `value` that is no view is the rule before this one;
-    inputs, and views of them, are rebuilt by the epilogue with their own history (Note [Subclass Views Rebuilt By
-    set_])."""
+    (Note [Outputs Over Another Storage]); else None. A `value` that is no view is the rule before this one;
+    inputs, and views of them, are rebuilt by the epilogue with their own history (Note [Subclass Intermediate
+    Roots])."""
     t, taken = value, None
     while True:
         record = run.swaps.plain_sets.get(id(t))
@@ -725,7 +741,7 @@ def check_writes_after_hidden_set(
     mutations: Sequence[LeafMutation],
     user_fakes: Sequence[torch.Tensor],
 ) -> None:
-    """Note [Writes With Grad After .data =]."""
+    """Note [History Kept Through .data =]."""
     for i, t in enumerate(run.user_tensors):
         # a tensor subclass input: its wrapper's set_()
         sets = run.swaps.plain_sets if layout.trees[i] is None else run.swaps.wrapper_sets
@@ -738,6 +754,6 @@ def check_writes_after_hidden_set(
                 f"{flat.leaves[flat.tensor_indices[i]].path} requires grad, and the program set_() it under no_grad "
                 "to another input's storage and then wrote it with grad enabled: eager records that write on the "
                 "history it had before the set_(), which the compiled graph, where the write reads only the other "
-                "input's storage, cannot reproduce (Note [Writes With Grad After .data =]). Call set_() with "
+                "input's storage, cannot reproduce (Note [History Kept Through .data =]). Call set_() with "
                 "grad enabled, or write into a clone"
             )

@@ -49,7 +49,7 @@ def eager_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object]) ->
 
 def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object]) -> Callable[..., object]:
     """Inductor on the functional graph (compile_fx_inner: the graph is already functional aten)."""
-    # A backward graph also takes the symbolic sizes the forward saved (Note [Partitioning The Joint Graph]).
+    # A backward graph also takes the symbolic sizes the forward saved (Note [Training Through A Joint Graph]).
     # fallback_random: random ops call aten's own kernels on the global generator, so a compiled program draws
     # the same numbers as eager (and compile_fx_inner runs no pass that would lower them otherwise).
     from torch._inductor import config as inductor_config

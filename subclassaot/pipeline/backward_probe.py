@@ -37,57 +37,45 @@ from subclassaot.schemas import (
 from subclassaot.torch_internals import EXAMPLE_INPUT_HISTORY_ERROR, static_fake_copies
 
 # Note [Probing Eager's Backward]
-# Where the traced backward fails (Note [Backward Errors Are Deferred]), what eager's backward does before it raises
-# is fixed by the program's autograd graph: on CPU the engine runs the ready node with the highest sequence number
-# (creation order), and a leaf's AccumulateGrad, numbered above all, as soon as it is ready. So the compile runs the
-# program once more, eagerly, on static fakes of the real inputs (aliasing kept), and calls backward through each
-# nonempty set of its outputs that require grad (tangents do not change the order), to see whether it raises and
-# whether some input leaf got its gradient first. The fakes of non-leaf inputs keep no history: a node standing for
-# it raises EXAMPLE_INPUT_HISTORY_ERROR. That node (like every node of the earlier history) is numbered below all
-# of the program's nodes, and one of those is ready while any of them has not run, so reaching it means the
-# program's part of the backward completed, and a leaf behind a non-leaf input never gets its gradient before the
-# program's own node raises. Only leaf inputs can, and the probe reads their `.grad`. (In fact that node is
-# autograd's Error node, numbered above all like an AccumulateGrad, so it runs as soon as it is ready: a non-leaf
-# input returned as it came would make it a root that ends the probe first, so such an output is left out of the
-# probe's roots, as eager runs that history after the program's nodes (fuzz seed 41000 #2043). Reached through a
-# node of the program it may still end the probe before another ready node of the program raises: a known limit.)
-# The compiled backward (one autograd.Function node over the forward and backward graphs) raises the program's error
-# before anything behind it runs, and before it only the epilogue's and the caller's nodes run. So deferring the
-# error is exact for a backward through all of the outputs where eager's raises before any input leaf's gradient,
-# and no output that requires grad is, or is regenerated from, a leaf input that requires grad (that leaf's
-# AccumulateGrad would run outside the Function). Each probed set of outputs is mapped to the Function outputs it
-# gives tangents to (`tangent_patterns`); a backward that gives the Function another set than one probed to raise
-# so is refused when it runs (UnsupportedError), never answered with a guess. Outputs beyond MAX_PROBED_OUTPUTS are
-# not probed (2^n backwards).
+# Where the traced backward fails (Note [Backward Errors Are Deferred]), or may pass where eager's fails, what eager's
+# backward does is fixed by the program's autograd graph: on CPU the engine runs the ready node with the highest
+# sequence number (creation order), and a leaf's AccumulateGrad, numbered above all, as soon as it is ready. So the
+# compile runs the program once more, eagerly, on static fakes of the real inputs (aliasing kept), and calls backward
+# through each nonempty set of its outputs that require grad (tangents do not change the order), to see whether it
+# raises and whether some input leaf got its gradient first; only leaf inputs can, and the probe reads their `.grad`.
+# Each probed set is mapped to the Function outputs it gives tangents to (`tangent_patterns`). Outputs beyond
+# MAX_PROBED_OUTPUTS are not probed (2^n backwards).
+# - Non-leaf inputs' fakes keep no history: their node (autograd's Error node) raises EXAMPLE_INPUT_HISTORY_ERROR, is
+#   numbered above all and runs as soon as ready. A non-leaf input returned as it came would end the probe first, so it
+#   is left out of the probe's roots (eager runs that history after the program's nodes). Reached through a node of the
+#   program it may still end the probe before another node raises: a known limit.
+# - Deferring is exact for a backward through all of the outputs where eager's raises before any input leaf's gradient,
+#   and no output that requires grad is, or is regenerated from, a leaf input that requires grad (its AccumulateGrad
+#   would run outside the Function).
+# - Sizes changed behind autograd: `.data =` with a tensor of another layout, or an in-place view op under no_grad,
+#   leaves nodes made before it (a grad_fn, a leaf's AccumulateGrad kept alive by a view's backward) expecting the old
+#   size, and eager's backward checks each gradient against it ("returned an invalid gradient ... expected shape
+#   compatible with", or a broadcast check on accumulation), while the functional trace, whose tensors carry each value's
+#   own size, runs. These checks read sizes only, which the static fakes have as eager's tensors do. So a program that
+#   assigned `.data` (or changed an input's layout so) and whose traced backward ran is probed too: where eager's
+#   backward through every output raises before any gradient, that error (the same text) is deferred as the program's;
+#   where some backward raises otherwise, the program is refused. A traced backward that fails such a check for an input
+#   that is a leaf or a view is refused as well (eager's may run or fail elsewhere; the fakes do not tell). A leaf
+#   changed under no_grad before any read with grad runs as a leaf in the trace instead (Note [Leaves Laid Out Anew Under
+#   no_grad]). The same guards a set_() under no_grad onto another layout of the input's own storage followed by an
+#   in-place view op with grad (eager's node fails its size check; ours maps the gradient back to the storage). Where
+#   the sizes agree (a square x0 set_() to x0.t()) eager's gradient lands on other elements: a known gap.
+# - Errors raised outside the program: where the raise is at a node the compiled program shares with eager there is
+#   nothing to defer: at a root that is a plain input returned as itself and not written where autograd records it (the
+#   engine checks the root's gradient against the caller's node, "invalid gradient at index k"), or at the AccumulateGrad
+#   of the one leaf input that requires grad ("doesn't match the broadcast shape"). The probe keeps a program only where
+#   each set of outputs completes or raises before any leaf's gradient in one of those ways.
 
 MAX_PROBED_OUTPUTS = 4
 
-# Note [Layouts Changed Behind Autograd]
-# `.data =` with a tensor of another layout, or an in-place view op under no_grad, changes a tensor's size behind
-# autograd: nodes made before it (its grad_fn, a leaf's AccumulateGrad kept alive by a view's backward) keep the
-# old size, and eager's backward checks each gradient against it ("returned an invalid gradient ... expected shape
-# compatible with"), while nodes made after it record the new one. The compiled Function's nodes record the sizes
-# at its call instead, and the joint trace runs input leaves as clones (non-leaves), whose node keeps the clone's
-# first size. So where a program changes an input's layout so, the compile probes eager's backward (Note [Probing
-# Eager's Backward]), whose checks read only sizes: a program whose traced backward runs while the probe saw a
-# backward raise is refused, where an input got `.data =` after a write or in-place view op under grad (fuzz seed
-# 8000 #800: x.transpose_(0, 1); x.data = t leaves TransposeBackward0 expecting the transposed size; the analysis
-# sees only the net layout). A traced backward that fails such a check for an input that requires grad and is a
-# leaf or a view is refused too, since eager's may run (a leaf's AccumulateGrad made after the change, a view's
-# grad_fn remade after a write: seed 8000 #1466) or fail elsewhere (#3539), and the probe's fakes do not tell which
-# (their nodes for inputs are not eager's); another non-leaf input's node fails in the trace as in eager, and that
-# error is deferred (Note [Backward Errors Are Deferred]). A leaf changed by an in-place view op under no_grad before
-# any read with grad runs as a leaf in the trace instead, and passes (Note [Leaves Laid Out Anew Under no_grad]).
-# The same probe guards a set_() under no_grad onto another layout of the input's own storage followed by an
-# in-place view op with grad (fuzz seed 17000 #3910: `x0.set_(x1)`, x1 a view of x0 passed beside it, then
-# `x0.t_()`): eager's TBackward1 sits over x0's node from before the set_() and fails its size check, where the
-# epilogue's as_strided_() maps our gradient back to the storage and the traced backward runs: refused where the
-# probe saw a backward raise. (Where the sizes agree, a square x0 set_() to x0.t(), eager's gradient lands on other
-# elements and the probe completes: a known gap.)
-
 SHAPE_CHECK_ERROR = "invalid gradient at index"
 BROADCAST_ERROR = "doesn't match the broadcast shape"
-SET_BACKWARD_ERROR = "derivative for set_ is not implemented"  # Note [Reads Of Intermediates set_() Under Grad]
+SET_BACKWARD_ERROR = "derivative for set_ is not implemented"  # Note [set_ Under Grad]
 
 
 class BackwardEnd(enum.Enum):
@@ -102,8 +90,8 @@ def probe_eager_backward(
     """Per nonempty set of the program's tensor outputs that require grad (positions among its output pytree's
     leaves): how eager's backward through them ends (Note [Probing Eager's Backward]). None where the program does
     not run on static fakes, has no such output, or more than MAX_PROBED_OUTPUTS. `returned`: positions in
-    `flat.values` of leaf inputs given to the Function detached (Note [Returned Leaves Outside A Raising
-    Backward]): their gradient counts where it is there exactly when the leaf itself is among the chosen outputs."""
+    `flat.values` of leaf inputs given to the Function detached (Note [Backward Errors Are
+    Deferred]): their gradient counts where it is there exactly when the leaf itself is among the chosen outputs."""
     try:
         grad_outputs, _ = _trial(call, flat, None)
         if not 0 < len(grad_outputs) <= MAX_PROBED_OUTPUTS:
@@ -197,8 +185,8 @@ def reaches_output_node(
     call: Callable[..., object], flat: FlatInputs, starts: Sequence[int], targets: Sequence[int]
 ) -> bool | None:
     """Whether, in eager's autograd graph on static fakes, the node of an output at a position in `starts` (among
-    the output pytree's leaves) reaches the grad_fn of one at a position in `targets` (Note [set_ Under Grad
-    Before The Call]). None where the program does not run on static fakes."""
+    the output pytree's leaves) reaches the grad_fn of one at a position in `targets` (Note [set_ Under
+    Grad]). None where the program does not run on static fakes."""
     try:
         mode, values = static_fake_copies(flat.values)
         with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
@@ -265,7 +253,7 @@ def _apart_as_returned(
     apart: Sequence[torch.Tensor], roots: Sequence[torch.Tensor], end: BackwardEnd
 ) -> BackwardEnd | None:
     """`end`, where each leaf given to the Function detached got a gradient exactly when it is itself a root, as the
-    compiled backward gives it (Note [Returned Leaves Outside A Raising Backward]); else None."""
+    compiled backward gives it (Note [Backward Errors Are Deferred]); else None."""
     for leaf in apart:
         if (leaf.grad is not None) != any(r is leaf for r in roots):
             return None
@@ -279,14 +267,14 @@ def refuse_layout_changed_behind_autograd(
     analysis: Analysis,
     error: RuntimeError | None,
 ) -> None:
-    """Refuse a program whose backward's size checks ours would not repeat as eager's do (Note [Layouts Changed
-    Behind Autograd]). `error`: the traced backward's own failure (None: it ran)."""
+    """Refuse a program whose backward's size checks ours would not repeat as eager's do (Note [Probing Eager's
+    Backward]). `error`: the traced backward's own failure (None: it ran)."""
     if error is not None and SHAPE_CHECK_ERROR not in str(error):
         return
     if error is None:
         # a write or in-place view op under grad before `.data =`: autograd's nodes keep what it made; or an in-place
-        # view op with grad after a set_() under no_grad onto the input's own storage (Note [Layouts Changed Behind
-        # Autograd])
+        # view op with grad after a set_() under no_grad onto the input's own storage (Note [Probing Eager's
+        # Backward])
         changed = [
             d
             for d, m in enumerate(analysis.mutations)
@@ -312,7 +300,7 @@ def refuse_layout_changed_behind_autograd(
         f"{paths}: the program changes the size of a tensor that requires grad behind autograd (`.data =` with "
         "a tensor of another shape, set_() or an in-place view op under torch.no_grad()), and eager's backward checks "
         f"gradients against the sizes autograd recorded before or after that change: the compiled backward {ours} "
-        "(Note [Layouts Changed Behind Autograd]); not supported in training. Assign "
+        "(Note [Probing Eager's Backward]); not supported in training. Assign "
         "`.data` a tensor of the same shape, or use out-of-place view ops (x = x.unsqueeze(-1))"
     ) from error
 
@@ -320,7 +308,7 @@ def refuse_layout_changed_behind_autograd(
 def refuse_unreduced_assigned_gradients(
     flat: FlatInputs, analysis: Analysis, reached: Sequence[int], error: RuntimeError
 ) -> None:
-    """Note [Subclass Accumulators Made After .data =]: the traced backward checks a subclass leaf's gradients
+    """Note [Gradient Accumulators Of Leaves]: the traced backward checks a subclass leaf's gradients
     against its old size (the leaf runs as a clone there), where eager checks each against the new size. Refuse
     where the traced backward failed such a check (eager's may run: `x.data = y; return x.sum()`). `reached`: the
     tensor inputs some diff output's gradient reaches in the trace (the others get none from the Function)."""
@@ -336,7 +324,7 @@ def refuse_unreduced_assigned_gradients(
             f"{', '.join(paths)}: the program assigns `.data` of this tensor subclass leaf a tensor of another "
             "size, then reads it with grad: eager checks each gradient reaching it against its new size, the "
             f"compiled backward against the size it came with first, and it fails ({error}) where eager's may run "
-            "(Note [Subclass Accumulators Made After .data =]); not supported in training. Assign `.data` a tensor "
+            "(Note [Gradient Accumulators Of Leaves]); not supported in training. Assign `.data` a tensor "
             "of the same shape, or read a clone"
         ) from error
 
@@ -379,7 +367,7 @@ def tangent_patterns(
     among the forward outputs (runtime.steps.training_roots). An output regenerated from an input is taken to reach
     every new value of that input the epilogue writes with grad: where it reaches fewer, the set given at run time
     matches none probed, and is refused then. `returned`: tensor input positions of leaves given to the Function
-    detached, whose outputs reach nothing in it (Note [Returned Leaves Outside A Raising Backward])."""
+    detached, whose outputs reach nothing in it (Note [Backward Errors Are Deferred])."""
     n_fresh = sum(
         1
         for info in analysis.outputs

@@ -73,24 +73,40 @@ from subclassaot.schemas import (
 from subclassaot.torch_internals import hint_of, refresh_view_grad_fn, try_expr_of
 
 # Note [Backward Errors Are Deferred]
-# Some programs run forward fine in eager and fail only in backward: x.mul_(x) on a tensor autograd saved, set_() on
-# a tensor that requires grad, a custom backward that raises. Tracing our backward graph hits the same error at
-# compile time. Raising it there would fail a call that eager completes, so the error is kept with the entry and
-# raised, unchanged, when (and only when) the backward runs. That is eager's behaviour only when
-#   * every differentiable output's backward fails alone (else eager's backward through the others succeeds: a
-#     backward for some tangents only is not traced, so such a program is refused). Checked for the program's
-#     outputs only, not the new values of the inputs it writes: a backward through those alone (after the call)
-#     still raises where eager's may not (a spurious error, never a wrong gradient), and
-#   * no input reached from the program's outputs has a gradient that avoids the failing node (checked by one
-#     trace per input, `JointSetup.wrt_only`): eager accumulates such a gradient before the failing node runs or
-#     not, by the order autograd runs its nodes (refused); inputs that require grad but are reached by no output
-#     are given to the Function detached, so that their own gradient (a returned input) is not held back behind
-#     our raising backward.
-# Both checks read the functional trace, whose saved values and version counters are not eager's. So first the
-# compile runs eager's own backward on fakes (Note [Probing Eager's Backward]): where it shows every backward through
-# all of the outputs raising before any gradient, the error is deferred without the checks, and a backward through
-# other outputs is refused when it runs unless the probe saw that set raise so too; where it shows that backward
-# completing, Note [Backward Errors Through Input Values Only] may apply.
+# Some programs run forward fine in eager and fail only in backward: x.mul_(x) on a tensor autograd saved, set_() on a
+# tensor that requires grad, a custom backward that raises. Tracing our backward graph hits the same error at compile
+# time; raising it there would fail a call eager completes, so the error is kept with the entry and raised, unchanged,
+# when (and only when) the backward runs. The compiled backward (one Function node) raises before anything behind it
+# runs, and before it only the epilogue's and the caller's nodes run. That is eager's behaviour only where
+#   * every differentiable output's backward fails alone (a backward for some tangents only is not traced, so where
+#     eager's through the others would succeed the program is refused), and
+#   * no input reached from the outputs gets a gradient that avoids the failing node (one trace per input,
+#     `JointSetup.wrt_only`): eager would accumulate it before the failing node runs or not, by the engine's order.
+# Both checks read the functional trace, whose saved values and version counters are not eager's, so eager's own
+# backward is run first on fakes (Note [Probing Eager's Backward]): where every backward through all of the outputs
+# raises before any gradient, the error is deferred without the checks, and a backward through another set of outputs
+# than one probed to raise so is refused when it runs (UnsupportedError), never answered with a guess.
+# - Errors through input values only: a write may make a backward through the input's new value fail (x0.mul_(x0) on a
+#   non-leaf saves the x0 it overwrites) while one through the outputs completes. Where the probe shows that, the
+#   backward graph is the joint traced without tangents for those new values (`absent`, TangentPatterns.full); the
+#   program's error is raised when one of those tangents is given, as eager's backward through the input raises.
+# - Leaves outside the Function: an input that requires grad but that no output's gradient reaches (or only new values
+#   written under no_grad or through `.data`) goes in detached where the program changes its metadata (a subclass's own
+#   size by `.data =` too) or the backward raises: eager never puts it in the graph, and an attached input would make its
+#   accumulator now, at its metadata now, and would hold its own gradient (a returned input) behind our raising node.
+#   Other unreached inputs stay attached (outputs computed from a no_grad view of one still require grad in eager); where
+#   every input that requires grad went in detached, the first goes in as a fresh alias leaf that requires grad, so the
+#   outputs require grad as eager's. A leaf returned as itself whose gradient reaches it only through a written input's
+#   new value gets it in eager from its AccumulateGrad, numbered above all nodes, before the raising node: it goes in
+#   detached, and the probe counts its gradient as the compiled backward gives it (else the probe fails).
+# - Leaf views replayed before the call: the runtime regenerates an output view of a leaf input after the Function, so
+#   its node would run first and give the leaf a gradient eager's engine (latest-made node first) never gives before the
+#   failing node. Where every output that bypasses the Function to a leaf is such a view of an input the program does
+#   not change, the view is replayed before the call (Replay.before_epilogue) and the error is deferred exactly; a leaf
+#   returned as is, or a view of one the program changes, is refused.
+# - Only RuntimeErrors are deferred (the probe and the runtime's raise take those). A traced backward that fails by
+#   replaying a view's ops on a base the program set_() or changed in layout (IndexError) is refused, naming those views
+#   of inputs (`_replayed_views`; Note [Backward Runs Every Node] for the forward output that gets no tangent then).
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,63 +116,54 @@ class BackwardGraph:
     # (the inference graph is the forward then)
     forward: torch.fx.GraphModule | None
     # the program's own backward error, raised when backward runs (`graph` None) or when one of the diff outputs at
-    # positions `raising_tangents` gets a tangent (Note [Backward Errors Through Input Values Only])
+    # positions `raising_tangents` gets a tangent (Note [Backward Errors Are Deferred])
     error: RuntimeError | None
     raising_tangents: frozenset[int] = frozenset()
     # `graph` None: the sets of diff positions given a tangent for which eager's backward was seen to raise before
     # any gradient (Note [Probing Eager's Backward]); another set is refused when backward runs. None: not probed
     raising_patterns: frozenset[frozenset[int]] | None = None
-    # `graph` None: tensor inputs given to the Function detached (Note [Returned Leaves Outside A Raising Backward])
+    # `graph` None: tensor inputs given to the Function detached (Note [Backward Errors Are Deferred])
     detached: frozenset[int] = frozenset()
-    # with raising_patterns: outputs replayed before the call (Note [Leaf Views Replayed Before A Raising Backward])
+    # with raising_patterns: outputs replayed before the call (Note [Backward Errors Are Deferred])
     early_views: frozenset[int] = frozenset()
     diff_outputs: tuple[int, ...]  # forward-output positions (tensor outputs) that receive a tangent
     grad_inputs: tuple[int, ...]  # tensor-input positions (FlatInputs.tensor_indices order) that get a gradient
     unused: frozenset[int]  # positions in grad_inputs whose gradient eager leaves None (unreachable from outputs)
     grad_trees: tuple[SubclassNode | None, ...]  # per grad input: the gradient's subclass structure (None: plain)
     # per grad input: the dense leaf (position among its leaves) whose size and stride its subclass gradient had
-    # while tracing (Note [Subclass Gradient Strides])
+    # while tracing (Note [Tangent Retrace])
     grad_stride_leaves: tuple[int | None, ...] = ()
     # per grad input: the diff outputs (positions in diff_outputs) whose tangents reach its gradient in the graph
     tangent_deps: tuple[frozenset[int], ...]
     # dense inputs the backward itself writes (a custom Function's backward updating a buffer); their new values
     # follow the gradients in the graph's outputs, and the runtime copies them into the real inputs
     backward_mutations: tuple[DenseIndex, ...]
-    backward_reshapes: tuple[BackwardReshape, ...] = ()  # Note [Metadata Changed By A Custom Backward]
+    backward_reshapes: tuple[BackwardReshape, ...] = ()  # Note [Custom Functions]
     tangent_trees: tuple[SubclassNode | None, ...]  # per diff output: the subclass structure its tangent must have
     wrapper_updates: tuple[int, ...]  # tensor inputs whose new value the Function returns as a wrapper (last outputs)
     # graph inputs (synthetic bases of aliased inputs) that require grad: Function inputs after the user tensors,
     # their gradients after the user inputs' (Note [Aliased Inputs In Training])
     group_grads: tuple[int, ...] = ()
     tangent_strides: tuple[tuple[int, ...] | None, ...] = ()  # per dense tangent: its traced strides (static ones)
-    # per dense tangent: the dims outermost first, where its strides are symbolic (Note [Symbolic Tangent Strides])
+    # per dense tangent: the dims outermost first, where its strides are symbolic (Note [Tangent Retrace])
     tangent_orders: tuple[tuple[int, ...] | None, ...] = ()
     example_inputs: tuple[object, ...]  # the backward graph's (fake tensors, symbolic ints)
     num_saved: int = 0  # forward outputs after the GraphOutputs ones, the backward's first inputs
     # The joint graph itself, kept where it can run again from the primals for double backward (no random op in
-    # the forward: a rerun would draw other values); see Note [Double Backward By Recompute]
+    # the forward: a rerun would draw other values); see Note [Training Through A Joint Graph]
     joint: torch.fx.GraphModule | None = None
     num_fw_outputs: int = 0  # the joint graph's outputs before the gradients
     # Compile-time records for a tangent retrace (Note [Tangent Retrace]); the per-call path never reads them
     setup: JointSetup | None = None
     partition: Partition | None = None
-    forward_reads_grad_mode: bool = False  # Note [Ops That Read Grad Mode]
+    forward_reads_grad_mode: bool = False  # Note [Training Through A Joint Graph]
     saved_primals: tuple[int | None, ...] = ()  # per saved value: the graph input it is, if it is one
-
-
-# Note [Overwritten Original Updates]
-# A plain input the program writes and then changes the metadata of (x.mul_(2); x.t_()) gets an ORIGINAL update
-# (copied in before the view ops are replayed) and a FINAL one (copied in after, with grad). The FINAL copy_
-# replaces everything of the input autograd can see, so the ORIGINAL value's gradient is zero, in eager's history
-# as in ours; it is not differentiated (differentiating it through the traced in-place view ops fails). Only where
-# no one else sees the original storage through autograd: the input is not a view, keeps its storage, and its
-# writes are visible to autograd (else the FINAL copy is not recorded).
 
 
 def _overwritten_originals(
     traced: TracedGraph, analysis: Analysis, dense_fakes: Sequence[torch.Tensor]
 ) -> frozenset[int]:
-    """Forward-output positions of ORIGINAL updates that are not differentiated (Note [Overwritten Original
+    """Forward-output positions of ORIGINAL updates that are not differentiated (Note [Input
     Updates])."""
     updates = traced.outputs.updates
     finals = {u.target for u in updates if u.kind is UpdateKind.FINAL}
@@ -173,9 +180,9 @@ def _overwritten_originals(
 
 def _swapped_updates(traced: TracedGraph, analysis: Analysis) -> frozenset[int]:
     """Forward-output positions of updates of leaves whose storage set_() swapped: the epilogue copies them in
-    under no_grad (the swap is the op autograd sees: Note [set_ Under Grad], Note [Inputs That Gain Grad In
+    under no_grad (the swap is the op autograd sees: Note [set_ Under Grad], Note [Inputs Written In
     Training]), so they get no gradient, and differentiating them would raise set_'s backward error for a
-    backward eager completes. Not a FINAL update copied in with grad (Note [Writes With Grad After .data =])."""
+    backward eager completes. Not a FINAL update copied in with grad (Note [History Kept Through .data =])."""
     return frozenset(
         k
         for k, u in enumerate(traced.outputs.updates)
@@ -252,7 +259,7 @@ def trace_backward(
     except (IndexError, ValueError) as e:
         if isinstance(e, SubclassAOTError):
             raise
-        raise _view_replay_refusal(layout, analysis, e) from e  # Note [Backward View Replays That Raise]
+        raise _view_replay_refusal(layout, analysis, e) from e  # Note [Backward Errors Are Deferred]
     except RuntimeError as e:
         # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
@@ -328,17 +335,6 @@ def _input_values(setup: JointSetup) -> frozenset[int]:
     return frozenset({*range(len(outputs.updates)), *range(wrappers_at, wrappers_at + len(setup.wrapper_updates))})
 
 
-# Note [Backward Errors Through Input Values Only]
-# A program may write an input so that a backward through the input's new value fails (x0.mul_(x0) on a non-leaf
-# saves the x0 it overwrites) while a backward through its outputs completes, in eager and in a joint trace that
-# takes no tangent for the new values of inputs that no output reaches (`absent`: those a backward through all the
-# outputs gives none, TangentPatterns.full). Where the probe (Note [Probing Eager's Backward]) shows eager's
-# backward through all the outputs completing, the backward graph is that trace: its placeholders for the absent
-# tangents stay unread,
-# and the program's error is raised, unchanged, when one of those tangents is given (a backward through the written
-# input after the call, which fails in eager too).
-
-
 def _backward_without_input_values(
     setup: JointSetup,
     tangent_fakes: Sequence[torch.Tensor],
@@ -346,7 +342,7 @@ def _backward_without_input_values(
     patterns: TangentPatterns | None,
 ) -> tuple[JointSetup, TracedJoint, frozenset[int]] | None:
     """The joint traced without tangents for the new values of inputs, and their positions in diff, where that
-    is eager's backward through the outputs (Note [Backward Errors Through Input Values Only]); else None."""
+    is eager's backward through the outputs (Note [Backward Errors Are Deferred]); else None."""
     if patterns is None:
         return None
     values = _input_values(setup)
@@ -365,7 +361,7 @@ def _backward_without_input_values(
 def _probe(setup: JointSetup, returned: frozenset[int] = frozenset()) -> TangentPatterns | None:
     """Note [Probing Eager's Backward]: how eager's backward through each set of outputs ends, by the tangents the
     compiled Function gets for them. `returned`: tensor input positions of leaves given to the Function detached
-    (Note [Returned Leaves Outside A Raising Backward])."""
+    (Note [Backward Errors Are Deferred])."""
     at = frozenset(setup.flat.tensor_indices[i] for i in returned)
     ends = probe_eager_backward(setup.call, setup.flat, at)
     if ends is None:
@@ -385,23 +381,11 @@ def _probe(setup: JointSetup, returned: frozenset[int] = frozenset()) -> Tangent
     )
 
 
-# Note [Returned Leaves Outside A Raising Backward]
-# A leaf input that requires grad, that the program returns as itself and does not change, and whose gradient no
-# output reaches through the program's nodes (only the new value of an input it wrote into does: x1.add_(x0);
-# return t1, x0, with t1's backward failing), gets its gradient in eager straight from the caller's node for that
-# output: its AccumulateGrad, numbered above all nodes, runs before any node of the program, so before the one
-# that raises (fuzz seed 41000 #1981). As a Function input its accumulator would wait behind our raising backward.
-# Where the error is deferred (Note [Backward Errors Are Deferred]) no gradient ever leaves the Function, so such a
-# leaf goes in detached (Note [Unreached Inputs Are Detached]), and the probe (Note [Probing Eager's Backward])
-# counts its gradient as the compiled backward gives it: a set of outputs whose backward gives it one in eager
-# exactly when the leaf itself is among them. A leaf whose gradient eager gives otherwise makes the probe fail.
-
-
 def refuse_set_beside_returned_leaves(
     setup: JointSetup, reach: Sequence[frozenset[int]], returned: frozenset[int]
 ) -> None:
     """An input set_() under grad and returned beside a leaf the Function takes detached, in a raising backward,
-    whose set_ node the runtime cannot place where eager's is (Note [set_ Under Grad Before The Call]).
+    whose set_ node the runtime cannot place where eager's is (Note [set_ Under Grad]).
     `returned`: tensor input positions of the leaves given to the Function detached."""
     flat, layout, analysis = setup.flat, setup.layout, setup.analysis
     reals = [flat.values[index] for index in flat.tensor_indices]
@@ -429,13 +413,13 @@ def refuse_set_beside_returned_leaves(
             f"{flat.leaves[info.input_index].path} is set_() with grad enabled and returned, beside a leaf input "
             "returned as itself, in a backward that raises: eager's set_ node waits behind the program's nodes that "
             "read it after the set_(), which orders that leaf's gradient against its error as the compiled program's "
-            "set_ node, made after its call, cannot (Note [set_ Under Grad Before The Call]). Return a clone of the leaf, or read a clone of the set_() input"
+            "set_ node, made after its call, cannot (Note [set_ Under Grad]). Return a clone of the leaf, or read a clone of the set_() input"
         )
 
 
 def refuse_reads_around_self_set(setup: JointSetup, error: Exception) -> None:
     """Refuse a raising backward where the program read a leaf with grad both before and after its x.set_(x)
-    under no_grad (Note [Reads Around A set_ That Renews An Accumulator])."""
+    under no_grad (Note [Gradient Accumulators Of Leaves])."""
     flat, analysis = setup.flat, setup.analysis
     # outputs eager's backward reaches the leaf's last accumulator through outside the Function: the input itself,
     # or a view the runtime regenerates from an input
@@ -451,7 +435,7 @@ def refuse_reads_around_self_set(setup: JointSetup, error: Exception) -> None:
                 f"both before and after its last such set_(), and the program's backward fails in eager ({error}): "
                 "eager's nodes feed two gradient accumulators of that leaf, the output that is (a view of) it the "
                 "last one, which the compiled Function's one edge cannot reproduce, nor so which gradients eager "
-                "accumulates before it raises (Note [Reads Around A set_ That Renews An Accumulator]). Read a clone "
+                "accumulates before it raises (Note [Gradient Accumulators Of Leaves]). Read a clone "
                 "of it on one side of the set_()"
             ) from error
 
@@ -464,7 +448,7 @@ def _reached(setup: JointSetup, reach: Sequence[frozenset[int]]) -> list[int]:
 def _returned_leaves(
     setup: JointSetup, patterns: TangentPatterns | None, reach: Sequence[frozenset[int]]
 ) -> frozenset[int]:
-    """Tensor input positions of the leaves of Note [Returned Leaves Outside A Raising Backward]."""
+    """Tensor input positions of the leaves of Note [Backward Errors Are Deferred]."""
     if patterns is None:
         return frozenset()
     flat, analysis = setup.flat, setup.analysis
@@ -480,39 +464,23 @@ def _returned_leaves(
     return frozenset(out)
 
 
-# Note [Errors Only Eager's Backward Sees]
-# `.data =` with a tensor of another size on an intermediate that requires grad (t0 = x.diagonal(1, 0, 1);
-# t0.data = t0[1:3]; return t0.t()) leaves nodes made before it expecting the old size, so eager's backward fails
-# its size check ("TBackward0 returned an invalid gradient"), while the functional trace, whose tensors carry the
-# sizes of each value as computed, runs (fuzz seed 11000 #2988). So a program that assigned `.data` and whose
-# traced backward ran is probed too (Note [Probing Eager's Backward]): where eager's backward through every output
-# raises before any gradient, that error (from the static fakes: the same text) is deferred as the program's own
-# (Note [Backward Errors Are Deferred]); where the probe sees some backward raise otherwise (an output regenerated
-# from an input leaf, whose nodes are outside the Function), the program is refused, unless each such raise is at
-# a node the compiled program shares with eager (Note [Errors Raised Outside The Program]). The same for a gradient
-# accumulated into a leaf whose `.data` took another size after the node that feeds it was made (t = x[3:4]; s =
-# x.sum(0); x.data = s, x a leaf: eager's backward through s fails "output with shape [] doesn't match the broadcast
-# shape [4]", fuzz seed 13000 #7958): like the size checks, a broadcast check reads sizes only, which the static fakes
-# have as eager's tensors do.
-
-
 def _defer_probed_error(
     setup: JointSetup, reach: Sequence[frozenset[int]], tangent_trees: tuple[SubclassNode | None, ...]
 ) -> BackwardGraph | None:
     """The BackwardGraph deferring eager's error where the probe sees eager's backward raise though ours ran
-    (Note [Errors Only Eager's Backward Sees]); else None."""
+    (Note [Probing Eager's Backward]); else None."""
     patterns = _probe(setup)
     verified, early = _deferred_exactly(setup, patterns)
     error = eager_backward_error(setup.call, setup.flat)
-    if setup.analysis.grad_set_intermediate_read:  # Note [Reads Of Intermediates set_() Under Grad]
+    if setup.analysis.grad_set_intermediate_read:  # Note [set_ Under Grad]
         if verified is not None and error is not None and SET_BACKWARD_ERROR in str(error):
             return _error_graph(setup, error, reach, tangent_trees, verified, early)
         raise UnsupportedError(
             "the program set_() with grad enabled a tensor other than an input, not through a view (so eager records "
             "set_'s node, whose derivative is not implemented) and read it with grad afterwards into an output, "
             "so eager's backward through that output raises, which the compiled backward cannot reproduce at the same "
-            "step here (eager's backward through the other outputs, or a gradient it accumulates first: Note [Reads "
-            "Of Intermediates set_() Under Grad]); not supported in training. Call set_() under torch.no_grad(), or "
+            "step here (eager's backward through the other outputs, or a gradient it accumulates first: Note [set_ "
+            "Under Grad]); not supported in training. Call set_() under torch.no_grad(), or "
             "set_() a tensor that requires grad"
         ) from error
     if error is None or not any(text in str(error) for text in (SHAPE_CHECK_ERROR, BROADCAST_ERROR)):
@@ -520,13 +488,13 @@ def _defer_probed_error(
     if verified is None:
         ends = probe_eager_backward(setup.call, setup.flat) or {}
         if not any(end is not BackwardEnd.COMPLETES for end in ends.values()) or raises_outside_program(setup):
-            return None  # See Note [Errors Raised Outside The Program]
+            return None  # See Note [Probing Eager's Backward]
         # the failing node is not behind the Function (an output regenerated from an input leaf), or eager
         # accumulates a gradient first: the compiled backward cannot raise where eager's does
         raise UnsupportedError(
             f"the program assigns `.data` (a tensor of another size), and eager's backward fails ({error}) where "
             "the compiled backward, which sees the sizes of the values as computed, runs and cannot raise at the "
-            "same step (Note [Errors Only Eager's Backward Sees]); not supported in training. Assign `.data` a "
+            "same step (Note [Probing Eager's Backward]); not supported in training. Assign `.data` a "
             "tensor of the same shape"
         ) from error
     return _error_graph(setup, error, reach, tangent_trees, verified, early)
@@ -565,7 +533,7 @@ def _deferred_exactly(
 ) -> tuple[frozenset[frozenset[int]] | None, frozenset[int]]:
     """Where eager's backward through every output raises before any gradient, and so does the Function's:
     the sets of diff positions whose backward raises so (Note [Probing Eager's Backward]), and the outputs replayed
-    before the call for it (Note [Leaf Views Replayed Before A Raising Backward]); else None."""
+    before the call for it (Note [Backward Errors Are Deferred]); else None."""
     if patterns is None or not patterns.full:
         return None, frozenset()
     early = early_leaf_views(setup.analysis, setup.flat, setup.layout, patterns.leaf_bypass)
@@ -576,26 +544,15 @@ def _deferred_exactly(
     return frozenset(p for p, end in patterns.ends.items() if end is BackwardEnd.RAISES), early
 
 
-# Note [Backward View Replays That Raise]
-# The program's traced backward may fail by rebuilding a view's history: autograd replays the view's ops on its base,
-# which the program has since set_() to (or changed in place into) a layout they do not apply to, and the replay
-# raises IndexError (`x0.mul_(3.0); t1 = x0.mul(x0 * 0.5); x2.set_(x1); return t1`, x0 = b.transpose(1, 2) and x2 = b
-# PairTensors, x1 2-d: the backward unpacks x0, saved by the mul, and rebuilds its grad_fn; fuzz seed 47000 #3046
-# unshrunk). Eager's backward fails so too for a subclass view (for a plain one it rebuilds by as_strided() and may
-# run), but deferring the error (Note [Backward Errors Are Deferred]) holds for RuntimeErrors only: the probe and the
-# runtime's raise take those. So the program is refused, naming the views of inputs whose base the program set_() or
-# changed the layout of (`_replayed_views`).
-
-
 def _view_replay_refusal(layout: DenseLayout, analysis: Analysis, error: Exception) -> UnsupportedError:
-    """Note [Backward View Replays That Raise]."""
+    """Note [Backward Errors Are Deferred]."""
     named = _replayed_views(layout, analysis)
     where = f"{named}: " if named else ""
     return UnsupportedError(
         f"{where}the program's backward fails rebuilding the autograd history of a view ({type(error).__name__}: "
         f"{str(error).splitlines()[0] if str(error) else ''}): autograd replays the view's ops on the tensor it is a "
-        "view of, which the program set_() or changed in place to a layout they do not apply to (Note [Backward View "
-        "Replays That Raise]); eager's backward fails so for a subclass view, but such a failure is not deferred to "
+        "view of, which the program set_() or changed in place to a layout they do not apply to (Note [Backward Errors "
+        "Are Deferred]); eager's backward fails so for a subclass view, but such a failure is not deferred to "
         "the backward: not supported in training. Compute from a clone of the view, or set_() a clone of its base"
     )
 
@@ -718,7 +675,7 @@ def retrace_backward(
     absent: frozenset[int] = frozenset(),
 ) -> BackwardVariant:
     """The backward for runtime tangents of structure `trees` (dense leaves `dense_tangents`, per diff output),
-    where the diff outputs at positions `absent` got no tangent (Note [Gradient Types Follow The Tangents Given])."""
+    where the diff outputs at positions `absent` got no tangent (Note [Tangent Retrace])."""
     setup, reference = meta.setup, meta.partition
     if setup is None or reference is None:
         raise AssertionError("BUG: a tangent retrace of an entry without a partition")
@@ -726,11 +683,11 @@ def retrace_backward(
         if isinstance(value, torch.Tensor):
             # The compile-time inputs are read while the joint trace runs (is_leaf): a view among them whose base
             # a later call wrote rebuilds its grad_fn on that read, on real tensors, so it does it here, outside
-            # the fake mode (Note [Subclass Views Of A Base Not Passed]: a member written rebases the others).
+            # the fake mode (Note [Aliased Subclass Inputs In Training]: a member written rebases the others).
             refresh_view_grad_fn(value)
     with setup.fake_mode:
         fakes = [setup.fake_mode.from_tensor(t, static_shapes=True) for ts in dense_tangents for t in ts]
-    # Note [Backward Errors Through Input Values Only]: those tangents are never given to this backward
+    # See Note [Backward Errors Are Deferred]: those tangents are never given to this backward
     joint = trace_joint(setup, fakes, trees, absent=absent | meta.raising_tangents)
     if joint.backward_mutations != meta.backward_mutations or joint.backward_reshapes != meta.backward_reshapes:
         raise UnsupportedError(
@@ -754,7 +711,7 @@ def backward_plan(
     meta: BackwardGraph, compile_variant: Callable[[BackwardVariant], Callable[..., object]]
 ) -> BackwardPlan:
     """What the runtime needs of `meta`: no graph it does not run, no fake tensor, and a retrace that compiles its
-    backward through `compile_variant` (Note [The Tangent Retrace Is Compile Work At Call Time])."""
+    backward through `compile_variant` (Note [Tangent Retrace])."""
 
     def retrace(
         trees: Sequence[SubclassNode | None],
@@ -802,7 +759,7 @@ _Dim = int | torch.SymInt
 
 
 def _dense_order(t: torch.Tensor) -> tuple[int, ...] | None:
-    """Note [Symbolic Tangent Strides]: the dims of `t` (a traced tangent with symbolic strides), outermost first,
+    """Note [Tangent Retrace]: the dims of `t` (a traced tangent with symbolic strides), outermost first,
     where its strides are the dense strides of that order; None where they are static or not so."""
     sizes, strides = t.shape, t.stride()
     if _static_strides(t) is not None or any(try_expr_of(v) is None for v in (*sizes, *strides)):
@@ -821,17 +778,6 @@ def _dense_strides(sizes: Sequence[_Dim], order: Sequence[int]) -> list[_Dim]:
         size = sizes[d]
         step = step * (max(size, 1) if isinstance(size, int) else size)
     return out
-
-
-# Note [Symbolic Tangent Strides]
-# The backward graph is traced for tangents laid out like the forward outputs (empty_like: dense, in the outputs'
-# dim order), and a compiled backward may rely on it: inductor's code asserts its inputs' sizes and strides. With
-# static strides the runtime copies a tangent of other strides into the traced ones (tangent_strides). With dynamic
-# shapes those strides are symbolic and were not checked, so `compiled(x).sum().backward()`, whose tangent is an
-# expanded tensor (strides 0), failed inductor's assert_size_stride ("expected stride 0==2") for plain tensors and
-# PairTensors alike. So a tangent with symbolic strides records its dim order, outermost first (by the strides'
-# hints; dims of equal stride keep their order), where its strides are exactly the dense strides of that order;
-# the runtime gives a tangent of other strides that layout, computed from its real sizes.
 
 
 def _static_strides(t: torch.Tensor) -> tuple[int, ...] | None:

@@ -19,24 +19,30 @@ from subclassaot.schemas import AliasGroup, AliasGroupRef, DenseIndex, DenseLayo
 from subclassaot.torch_internals import get_version, set_version, storage_key, symint_expr
 
 # Note [Synthetic Bases]
-# Two inputs that share storage (f(x, x), f(x, x.view(-1)), two slices of one tensor, a PairTensor whose inner
-# tensors are one tensor) must see each other's mutations inside the program. Functionalization tracks aliasing
-# per storage it was given, so giving it two separate inputs would lose that. Instead every storage shared by two or
-# more dense leaves becomes ONE graph input: a flat 1-D view of the whole storage (the synthetic base), and inside the
-# trace each member is regenerated as `base.as_strided(size, stride, offset)`. A mutation of any member is then a
-# mutation of the base, which the epilogue writes back once with `base.copy_`, so every alias sees it, exactly as in
-# eager. Members' metadata is baked in as constants and guarded, because the aliasing pattern itself is part of
-# what a compiled entry assumes (a call with a different pattern recompiles, with the reason printed).
-
-
-# Note [Unmutated Aliases Stay Apart]
-# A synthetic base is only needed when the program writes to (or changes the metadata or storage of) one of the
-# aliases, or advances its version counter (an in-place view op on a view of it, which another alias's unbind()
-# views check when autograd reads their grad_fn): otherwise no alias can observe another, and each member is traced as the separate input it is. The driver
-# desugars, analyzes, and desugars again without the groups the analysis found untouched. Separate inputs keep the
-# graph simple and let training handle aliased inputs (subclass ones included) as autograd does in eager: each alias
-# gets its own gradient, which reaches the tensor behind both through the aliases' own grad_fns. The guards still
-# check the aliasing pattern the entry was compiled for (`observed_groups`).
+# Two inputs that share storage (f(x, x.view(-1)), two slices of one tensor, a PairTensor whose inner tensors are one
+# tensor) must see each other's mutations inside the program. Functionalization tracks aliasing per storage it was
+# given, so giving it two separate inputs would lose that. Instead every storage shared by two or more dense leaves
+# becomes ONE graph input: a flat 1-D view of the whole storage (the synthetic base), and inside the trace each member is
+# regenerated as `base.as_strided(size, stride, offset)`. A mutation of any member is then a mutation of the base, which
+# the epilogue writes back once with `base.copy_`, so every alias sees it, exactly as in eager. Members' metadata is
+# baked in as constants and guarded, because the aliasing pattern itself is part of what a compiled entry assumes (a
+# call with a different pattern recompiles, with the reason printed).
+# - Unmutated aliases stay apart: a synthetic base is only needed when the program writes to (or changes the metadata or
+#   storage of) one of the aliases, or advances its version counter (an in-place view op on a view of it, which another
+#   alias's unbind() views check when autograd reads their grad_fn); otherwise no alias can observe another, and each
+#   member is traced as the separate input it is. The driver desugars, analyzes, and desugars again without the groups
+#   the analysis found untouched. Separate inputs keep the graph simple and let training handle aliased inputs as
+#   autograd does in eager: each alias gets its own gradient. The guards still check the aliasing pattern
+#   (`observed_groups`).
+# - One tensor passed several times: `f(x, x)` runs in eager as `g(y) = f(y, y)` does: one object, one storage, one
+#   version counter, one autograd history and one `.grad`, whatever the program does through either name. As a base and
+#   views of it the histories would not be the input's own. So a call whose arguments hold one plain tensor at several
+#   positions compiles the program of its first position: each repeated position holds a `SameTensorAs(first)` marker,
+#   replaced by the tensor at `first` before the user's function is called, and every stage treats it as one input (no
+#   alias group). The entry's guards check that the same positions hold the very same object again (`is`), then the
+#   compiled guards; messages name the first position. Only plain tensors, and functions called with their own arguments
+#   (module state and captured tensors lift to inputs the marked function could not name). A subclass object passed
+#   twice is one object in the program already (Note [Aliased Subclass Inputs In Training]).
 
 
 class DynamicAliasError(UnsupportedError):
@@ -53,7 +59,7 @@ def dense_layout(
     whole_storage: frozenset[DenseIndex] = frozenset(),
 ) -> DenseLayout:
     """Flatten every fake tensor input and group dense leaves by storage (families come from the real inputs).
-    Groups whose first member is in `untraced` stay separate graph inputs (Note [Unmutated Aliases Stay Apart]).
+    Groups whose first member is in `untraced` stay separate graph inputs (Note [Synthetic Bases]).
     A leaf in `whole_storage` is in a group even alone: the program reaches its whole storage (Note [as_strided On
     Inputs])."""
     trees: list[SubclassNode | None] = []
@@ -221,7 +227,7 @@ def dense_from_graph_inputs(layout: DenseLayout, graph_values: Sequence[torch.Te
                 if same is not None:
                     dense[member] = dense[group.members[same]]
                 elif _whole_hidden_base(layout, group, member, (size, stride, offset)):
-                    dense[member] = value  # Note [Subclass Views Of A Base Not Passed]: its views' chains start here
+                    dense[member] = value  # Note [Aliased Subclass Inputs In Training]: its views' chains start here
                 else:
                     dense[member] = value.as_strided(_ints(size), _ints(stride), _int(offset))
         else:
@@ -231,8 +237,8 @@ def dense_from_graph_inputs(layout: DenseLayout, graph_values: Sequence[torch.Te
 
 
 def _whole_hidden_base(layout: DenseLayout, group: AliasGroup, member: DenseIndex, meta: Meta) -> bool:
-    """`member` is an inner tensor of a base the call does not pass, added by Note [Subclass Views Of A Base Not
-    Passed], and it is its group's whole base (offset 0, contiguous): it is traced as the base itself, so that an
+    """`member` is an inner tensor of a base the call does not pass, added by Note [Aliased Subclass Inputs In
+    Training], and it is its group's whole base (offset 0, contiguous): it is traced as the base itself, so that an
     as_strided() view of it (an input made by as_strided() replayed on it) is the first view of its chain (Note
     [as_strided On Inputs]). The program never sees that base, so nothing changes its layout."""
     size, stride, offset = meta
@@ -250,7 +256,7 @@ def rebuild_user_tensors(layout: DenseLayout, dense: Sequence[torch.Tensor]) -> 
     traced = {m for g in layout.groups for m in g.members}
     for i, (tree, indices) in enumerate(zip(layout.trees, layout.leaves_of_input, strict=True)):
         same = layout.same_wrapper[i] if layout.same_wrapper else None
-        # Untouched, the same wrapper twice is two separate inputs (Note [Unmutated Aliases Stay Apart]).
+        # Untouched, the same wrapper twice is two separate inputs (Note [Synthetic Bases]).
         if same is not None and any(j in traced for j in indices):
             out.append(out[same])  # the same wrapper passed twice is one object in the program too
             continue
@@ -259,14 +265,6 @@ def rebuild_user_tensors(layout: DenseLayout, dense: Sequence[torch.Tensor]) -> 
         if tree is not None and layout.wrapper_bytes:
             widen_wrapper_storage(out[-1], layout.wrapper_bytes[i])
     return out
-
-
-# Note [Wrapper Storage Of A View Input]
-# A wrapper subclass input that is a view of a larger one (`b[1:1]`, `b[:2]`) shares its base's wrapper storage in
-# eager, which bounds the in-place view ops the wrapper allows: `x.as_strided((), (), 0).unsqueeze_(0)` on an empty
-# slice of a 1-element PairTensor is legal (fuzz seed 40000 #7513). Rebuilt by unflatten, the traced wrapper gets a
-# storage sized for its own elements only, and the same op raises (setStorage: out of bounds). So a traced wrapper
-# gets a (data-less) storage as large as the real input's, where that is larger and its metadata is static.
 
 
 def widen_wrapper_storage(wrapper: torch.Tensor, nbytes: int | None) -> None:

@@ -68,7 +68,7 @@ def _note_shared_storage(
     base: torch.Tensor,
     user_tensors: Sequence[torch.Tensor],
 ) -> None:
-    """A storage that two or more distinct inputs share, none of which requires grad (Note [Inputs That Gain Grad In
+    """A storage that two or more distinct inputs share, none of which requires grad (Note [Inputs Written In
     Training])."""
     group = layout.groups[item.group]
     input_of = {j: i for i, leaves in enumerate(layout.leaves_of_input) for j in leaves}
@@ -140,13 +140,13 @@ def run_functional(
             else:
                 clone = _strided_clone(original)
             if i in view_clone_inputs and not clone._is_view():
-                clone = clone.view_as(clone)  # Note [Writes To Plain View Inputs Make Plain Gradients]
+                clone = clone.view_as(clone)  # Note [Input Updates]
             clones[id(original)] = clone
             if not shared and clone.is_contiguous() and not original.is_contiguous():
-                copy_on_contiguous.add(id(clone))  # Note [Eager's Layouts Under Functionalization]
+                copy_on_contiguous.add(id(clone))  # Note [In-Place Ops As Eager Runs Them]
         user_tensors[i] = clone
         if layout.trees[i] is not None and layout.wrapper_bytes:
-            widen_wrapper_storage(clone, layout.wrapper_bytes[i])  # Note [Wrapper Storage Of A View Input]
+            widen_wrapper_storage(clone, layout.wrapper_bytes[i])  # Note [Wrapper Storage]
         leaves = [clone] if layout.trees[i] is None else flatten_subclass(clone, "clone")[1]
         for j, leaf in zip(layout.leaves_of_input[i], leaves, strict=True):
             shift[j] = dense[j].storage_offset() - leaf.storage_offset()
@@ -168,13 +168,14 @@ def run_functional(
         values[index] = tensor
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord(copy_on_contiguous=copy_on_contiguous)
-    record.replayed_reads = replay_reads  # Note [Autograd Reads Answer As Eager's]
-    for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):  # Note [Autograd Reads Answer As Eager's]
+    record.replayed_reads = replay_reads  # Note [Grad Mode And Autograd Reads]
+    # See Note [Grad Mode And Autograd Reads]
+    for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):
         real = flat.values[index]
         if isinstance(real, torch.Tensor) and real.requires_grad:
             record.eager_inputs[id(tensor)] = real
     for position, (index, tensor) in enumerate(zip(flat.tensor_indices, user_tensors, strict=True)):
-        record.run_inputs.append(tensor)  # Note [Autograd Reads Answer As Eager's]
+        record.run_inputs.append(tensor)  # Note [Grad Mode And Autograd Reads]
         record.input_positions.setdefault(id(tensor), (position, cast(torch.Tensor, flat.values[index])))
     record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Storage Swaps By Rebinding]
     record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
@@ -230,7 +231,7 @@ def run_functional(
                 raise UnsupportedError(
                     "the program turns grad mode back on inside (torch.enable_grad() / set_grad_enabled(True)) and "
                     "writes in place a tensor subclass input that requires grad, while it is called under no_grad "
-                    "(Note [Grad Mode At The Call Decides Training]). Call the compiled function with grad mode "
+                    "(Note [Grad Mode And Autograd Reads]). Call the compiled function with grad mode "
                     "on, or write outside that region"
                 ) from e
             inference_view = ("Cannot set version_counter for inference tensor", "on inference tensor outside")
@@ -253,7 +254,7 @@ def run_functional(
                 ) from e
             raise
         if record.absolute_frames:
-            check_absolute_frames(record)  # Note [Offsets After A Write]: the outputs read them
+            check_absolute_frames(record)  # Note [as_strided On Inputs]: the outputs read them
     _check_containers_unchanged(flat, values, (state, args, kwargs))
     finals: list[torch.Tensor] = []
     for tree, tensor in zip(layout.trees, user_tensors, strict=True):
@@ -463,19 +464,19 @@ def intermediate_bases(
                 "returning a view of the storage it left is not supported. Return a clone (.clone()) instead"
             )
         bases[key] = (len(bases), base)
-    for value in leaves:  # Note [Views Set Onto Another Storage]
+    for value in leaves:  # Note [Outputs Over Another Storage]
         root = foreign_root(value, set(current), set(original)) if isinstance(value, torch.Tensor) else None
         if root is not None and storage_key(root) not in bases:
             bases[storage_key(root)] = (len(bases), root)
     inputs = set(current) | set(original)
-    for value in leaves:  # Note [Bases Of Outputs set_() Under Grad]
+    for value in leaves:  # Note [Outputs set_() Under Grad]
         found = grad_set_view_root(value, swaps, inputs)
         for leaf in found[1] if found is not None else ():
             bases.setdefault(storage_key(leaf), (len(bases), leaf))
-    for value in leaves:  # Note [Views Set Under no_grad With History]
+    for value in leaves:  # Note [Outputs Over Another Storage]
         if (root := no_grad_set_view_root(value, swaps, inputs)) is not None:
             bases.setdefault(storage_key(root), (len(bases), root))
-    for value in leaves:  # Note [Subclass Views set_() Off Their Base]
+    for value in leaves:  # Note [Subclass Intermediate Roots]
         for leaf in found[1] if (found := set_view_root(value, swaps, inputs)) is not None else ():
             bases.setdefault(storage_key(leaf), (len(bases), leaf))
     return bases

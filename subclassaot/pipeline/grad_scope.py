@@ -26,27 +26,32 @@ __all__ = [
     "metadata_of",
 ]
 
-# Note [Grad Mode At The Call Decides Training]
+# Note [Grad Mode And Autograd Reads]
 # A call compiles for training (a joint graph behind one autograd.Function) when grad mode is on and some input requires
 # grad, else for inference, whose graph outputs carry no autograd history. Eager decides nothing up front, so each way
-# the program itself could make history is matched or refused:
-# - Inference runs in the caller's grad mode: it is analyzed and traced in the grad mode it is called in, not under
-#   no_grad, because Python code may read the mode and what it does then is observable (DTensor's `to_local()` returns
-#   its very inner tensor under no_grad, and with grad on a view of it made by an autograd.Function). With no input
-#   requiring grad nothing records history either way; an inference entry guards the grad mode, so a call in the other
-#   mode compiles its own.
-# - Tensors made requiring grad inside the program (`torch.ones(3, requires_grad=True)`) are leaves of their own: with
-#   grad on, eager's outputs computed from them carry a grad_fn although no input requires grad. Refused for inference
-#   with grad on; in training the outputs carry history through the Function, and the leaf's own gradient is not
-#   observable outside the program.
-# - Grad mode turned on inside a no_grad call (`with torch.enable_grad(): out = x.cos()`, x requiring grad) gives eager
-#   outputs with a grad_fn next to outputs without. The call compiles for inference, so the analysis (run under no_grad
-#   as the call is) records every torch function that ran with grad on and read a tensor requiring grad, and refuses the
-#   call if there is one.
-# - Autograd inside the program: torch.func.grad / vjp / jacrev call torch.autograd.grad on their own wrapped tensors
-#   (GradTrackingTensors, one autograd level each); that backward is part of the forward computation and is traced like
-#   any op. torch.autograd.grad / backward() on tensors of the program's own level is refused: the compiled graph would
-#   not differentiate it.
+# the program itself could make or observe history is matched or refused:
+# - Inference runs in the caller's grad mode (analyzed and traced in it, not under no_grad: Python code may read the
+#   mode, and DTensor's `to_local()` differs by it). An inference entry guards the grad mode.
+# - Tensors made requiring grad inside the program are leaves of their own: with grad on, outputs computed from them
+#   carry a grad_fn although no input requires grad. Refused for inference with grad on; in training the outputs carry
+#   history through the Function, and the leaf's own gradient is not observable outside the program.
+# - Grad mode turned on inside a no_grad call (`with torch.enable_grad(): out = x.cos()`) gives eager outputs with a
+#   grad_fn. The call compiles for inference, so the analysis records every torch function that ran with grad on and
+#   read a tensor requiring grad, and refuses the call if there is one.
+# - Autograd inside the program: torch.func.grad / vjp / jacrev differentiate their own wrapped tensors (one autograd
+#   level each), traced like any op. torch.autograd.grad / backward() on the program's own level is refused.
+# - Autograd reads (`t.is_leaf`, `t.requires_grad`, `t.grad_fn`, `t._base`, `t._is_view()`) become Python constants or
+#   branches, so every run answers as eager does (rules/autograd_reads.py). The forward is traced again under no_grad
+#   (trace_inference), where a view whose base was written since reads as a no_grad view and raises: that run takes
+#   each read's answer from the analysis run, in call order (reads that raise there raise out of it, as eager's).
+# - Reads of inputs: the run's inputs are functional tensors or rebuilt wrappers. An input that requires grad stays a
+#   leaf or non-leaf until detach_()ed, so is_leaf answers the real input's, and grad_fn the real input's where it cannot
+#   have changed; a non-leaf written with grad gets a new node and the run's answer stands. Inputs are laid out anew
+#   under no_grad, so a grad_fn read of a view of an input whose base requires grad and was written raises where eager's
+#   answers: refused by name. `._base` / `._is_view()` of an input or a view of it answer from the real input (None or
+#   the input where it is no view; the other input where it views one passed; refused for a base not passed); reads from
+#   an intermediate answer the run's own. The guards check each input's requires_grad, is_leaf where it requires grad,
+#   and, for inputs so read, that each is still no view or a view of that input.
 
 
 def check_grad_factories(factories: Sequence[str], *, training: bool) -> None:
@@ -55,7 +60,7 @@ def check_grad_factories(factories: Sequence[str], *, training: bool) -> None:
         raise UnsupportedError(
             f"the program makes a tensor that requires grad itself ({factories[0]}(..., requires_grad=True)) while "
             "no input requires grad; eager's outputs computed from it require grad, the compiled inference graph's "
-            "cannot (Note [Grad Mode At The Call Decides Training]). Pass that tensor as an input instead"
+            "cannot (Note [Grad Mode And Autograd Reads]). Pass that tensor as an input instead"
         )
 
 
@@ -65,8 +70,8 @@ def check_grad_reenabled(functions: Sequence[str], *, training: bool) -> None:
         raise UnsupportedError(
             f"the program turns grad mode back on inside (torch.enable_grad() / set_grad_enabled(True)) and calls "
             f"{functions[0]}() on tensors that require grad, while it is called under no_grad: eager's results of "
-            "that region require grad, the compiled inference graph's cannot (Note [Grad Mode At The Call Decides "
-            "Training]). Call the compiled function with grad mode on, or compute that region outside it"
+            "that region require grad, the compiled inference graph's cannot (Note [Grad Mode And Autograd "
+            "Reads]). Call the compiled function with grad mode on, or compute that region outside it"
         )
 
 
@@ -85,18 +90,6 @@ def _surely_same(before: Metadata, after: Metadata) -> bool:
     return same_rank and all(statically_known_true(a == b) for a, b in pairs)
 
 
-# Note [Metadata Changed By A Custom Backward]
-# A custom autograd.Function's backward may change a saved input's metadata in place (`x.t_()` on
-# ctx.saved_tensors): in eager the saved tensor is the input itself, so after backward() the caller's tensor has the
-# new size and strides (its values and storage unchanged), and its version counter moved once per in-place op. The
-# joint trace sees the change on the traced input; the runtime replays it on the real input when the compiled
-# backward runs, by as_strided_() to the traced size and strides at the input's own offset, under no_grad, and sets
-# the version counter to eager's. Taken only where that is exactly eager's: a plain tensor whose traced metadata
-# before the backward are the input's as passed (not a clone laid out anew), static sizes, and an unchanged offset.
-# Eager's own failures follow: for a leaf that requires grad, AccumulateGrad then copies the gradient into the
-# leaf's new layout and raises, as the engine does for the replayed input. Other changes stay refused.
-
-
 def backward_reshapes(
     flat: FlatInputs,
     user_tensors: Sequence[torch.Tensor],
@@ -104,7 +97,7 @@ def backward_reshapes(
     before: Sequence[Metadata],
     versions: Sequence[int],
 ) -> tuple[BackwardReshape, ...]:
-    """The inputs whose metadata the program's backward changed (Note [Metadata Changed By A Custom Backward]);
+    """The inputs whose metadata the program's backward changed (Note [Custom Functions]);
     refuse the changes the runtime cannot replay exactly."""
     found = []
     for i, (t, meta) in enumerate(zip(user_tensors, before, strict=True)):
@@ -128,8 +121,8 @@ def backward_reshapes(
             raise UnsupportedError(
                 f"{path}: the program's backward (a custom autograd.Function) changes this input's metadata "
                 "(transpose_, unsqueeze_, ... on a saved tensor) where the runtime cannot replay it exactly (a tensor "
-                "subclass, symbolic sizes, a changed offset, or an input traced as a clone) (Note [Metadata Changed "
-                "By A Custom Backward]). Change the metadata of a clone in the backward instead"
+                "subclass, symbolic sizes, a changed offset, or an input traced as a clone) (Note [Custom "
+                "Functions]). Change the metadata of a clone in the backward instead"
             )
         size = tuple(int(v) for v in after[0])
         stride = tuple(int(v) for v in after[1])

@@ -38,13 +38,13 @@ class Guards:
     source: str  # the generated Python, printable for users: each check with its message
     check: GuardFn
     symbols: tuple[str, ...]  # names bound by the guards, in binding order
-    # the fast body of the tensor guards, which `check` runs, and which runs `source`'s on a failure (Note [Guards
-    # Run Fast, Then Explain]); "" where there is none
+    # the fast body of the tensor guards, which `check` runs, and which runs `source`'s on a failure (Note [What
+    # The Guards Compare]); "" where there is none
     fast_source: str = ""
 
 
 def with_python_state(inner: Guards, state: Callable[[], str | None], state_source: str) -> Guards:
-    """`inner` preceded by the Python-state check (Note [Python State Is Snapshotted, Not Recorded])."""
+    """`inner` preceded by the Python-state check (Note [State The Program Reads])."""
     inner_check = inner.check
 
     def check(values: Sequence[object]) -> dict[str, int] | str:
@@ -177,6 +177,11 @@ def describe_opaque_change(path: str, old: object, new: object) -> str:
 #   literals we produce, and expressions over the ShapeEnv's symbol names. A failure message is assembled at run time by
 #   `_msg(...)` from bound text and the guard's locals, so a quote, brace or newline in a value can neither break the
 #   source nor run.
+# - Fast, then explain. A failure names the one fact that changed ("args[0].size(1): expected 4, got 8"), so the guards
+#   are generated twice: as the checks one by one, each with its message, and as a fast body, the same predicate in the
+#   same order binding the same symbols, where a tensor's static sizes (and its static strides) are one comparison,
+#   `v0.shape == (2, 4)`. Most calls pass and run only the fast body; where one of its checks fails it calls the first
+#   body, which finds the failing fact and returns its message.
 
 
 class Src(str):
@@ -198,7 +203,7 @@ def describe_aliasing(paths: Sequence[str], storages: Sequence[object]) -> str:
 class _Writer:
     """Accumulates guard lines; checks return a message, bindings assign symbols. Two bodies: `lines`, the checks
     one by one, each with its message, and `fast`, the same predicate with some checks combined, which hands a
-    failure to the first for its message (Note [Guards Run Fast, Then Explain])."""
+    failure to the first for its message (Note [What The Guards Compare])."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
@@ -287,8 +292,8 @@ def build_guards(
     grad_mode: bool | None = None,
 ) -> Guards:
     """`caller_guarded`: facts the caller guards already, by input path (Note [Dynamo Captures, The Pipeline
-    Compiles]). `grad_mode`: the grad mode an inference entry was analyzed in (Note [Grad Mode At The Call Decides
-    Training]); None for training entries."""
+    Compiles]). `grad_mode`: the grad mode an inference entry was analyzed in (Note [Grad Mode And Autograd
+    Reads]); None for training entries."""
     w = _Writer()
     if grad_mode is not None:
         w.expect(
@@ -305,7 +310,7 @@ def build_guards(
         assert isinstance(real, torch.Tensor)
         path = flat.leaves[index].path
         _tensor_guards(w, f"v{index}", path, fake, tree, type(real), real.requires_grad, caller_guarded or {})
-        if tree is not None:  # Note [Written Subclass Views Changed In Place]
+        if tree is not None:  # Note [Stale View Functions]
             c = w.constant(real._is_view())
             w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
         if real.requires_grad:
@@ -313,10 +318,10 @@ def build_guards(
             c = w.constant(real.is_leaf)
             w.expect(f"v{index}.is_leaf == {c}", f"{path}.is_leaf", real.is_leaf, f"v{index}.is_leaf")
             if tree is None and not real.is_leaf:
-                # Note [Writes To Plain View Inputs Make Plain Gradients]
+                # See Note [Input Updates]
                 c = w.constant(real._is_view())
                 w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
-    for position, base in dict.fromkeys(base_reads):  # Note [Autograd Reads Answer As Eager's]
+    for position, base in dict.fromkeys(base_reads):  # Note [Grad Mode And Autograd Reads]
         index = flat.tensor_indices[position]
         path = flat.leaves[index].path
         if base is None or base == -1:
@@ -368,7 +373,7 @@ def _tensor_guards(
         w.expect(f"{var}.{field} == {c}", f"{path}.{field}", expected, f"{var}.{field}")
     sizes, strides = fake.size(), fake.stride()
     if known is None or len(known.sizes) != fake.dim():
-        combined = _static_dims(sizes)  # Note [Guards Run Fast, Then Explain]
+        combined = _static_dims(sizes)  # Note [What The Guards Compare]
         if combined is not None:
             w.fast_check(f"{var}.shape == {combined}")
         w.detail_only = combined is not None
@@ -388,15 +393,6 @@ def _tensor_guards(
     w.dim(f"{var}.storage_offset()", f"{path}.storage_offset()", fake.storage_offset())
 
 
-# Note [Guards Run Fast, Then Explain]
-# A guard's failure message names the one fact that changed ("args[0].size(1): expected 4, got 8"), so the guards
-# are written one check at a time. Most calls pass every check, and for them only the predicate matters: the
-# guards are generated twice, as the checks one by one, each with its message, and as a fast body where the checks
-# of a tensor's static size (its dim and each dim's size) become one comparison, `v0.shape == (2, 4)`, and so do
-# those of its static strides. The fast body is the same predicate in the same order, and binds the same symbols;
-# where one of its checks fails it calls the first body, which finds the failing fact and returns its message.
-
-
 def _static_dims(dims: Sequence[int | torch.SymInt]) -> str | None:
     """`(2, 4)`: source for the tuple of these dims, where every one is a static int; else None."""
     exprs = [symint_expr(d) for d in dims]
@@ -414,7 +410,7 @@ def _stride_guards(
     every_dim: bool,
 ) -> None:
     """Each dim's stride checked (or bound), and where every one is static and checked here, all of them at once
-    in the fast body (Note [Guards Run Fast, Then Explain])."""
+    in the fast body (Note [What The Guards Compare])."""
     combined = _static_dims(strides) if every_dim else None
     if combined is not None:
         w.fast_check(f"{var}.stride() == {combined}")
@@ -536,7 +532,7 @@ def constant_condition(w: _Writer, var: str, value: object) -> str:
     """Guard source that holds when `var` is a value equal to `value`, of the same type. The value is bound as a
     snapshot: a mutable object changed in place after this compile must not equal itself (Note [What The Guards
     Compare])."""
-    if isinstance(value, torch.nn.Module):  # Note [State The Program Reads Is An Input]: the same module object
+    if isinstance(value, torch.nn.Module):  # Note [State The Program Reads]: the same module object
         return f"{var} is {w.constant(value)}"
     kind = w.constant(type(value))
     if isinstance(value, float) and math.isnan(value):

@@ -29,27 +29,6 @@ from subclassaot.torch_internals import (
     is_real_plain_tensor,
 )
 
-# Note [State The Program Reads Is An Input]
-# Eager reads a module's parameters and buffers, the tensors a function captures, and the state of modules passed as
-# arguments afresh on every call, may write them, and differentiates through them; baked into the graph as constants
-# they would miss all three. So each is lifted to an input with a source path, read on every call and guarded like an
-# argument:
-# - a compiled module's parameters, buffers and tensor attributes (`weight`, `bn.running_mean`, `self.scale` held as a
-#   plain attribute);
-# - captured tensors are inputs: the tensors a function's closure cells and referenced globals hold (a global module's
-#   state too), with paths `closure.w` / `globals.model.weight`; rebinding the name is seen. A real tensor the program
-#   reaches some other way (an attribute of an object, a global of another module) is refused by name: it would
-#   otherwise be frozen into the graph. A torch.func transform's wrapper (vmap's BatchedTensor, grad's
-#   GradTrackingTensor) is judged by the tensor it wraps: around a traced argument it is traced, around a real captured
-#   tensor it is refused, naming that cause;
-# - modules passed as arguments (`def step(model, x)`, `f([enc, dec], x)`): their parameters, buffers and tensor
-#   attributes, with paths under the argument (`args[0].bn.running_mean`), written back and differentiated as in eager.
-#   The module itself stays an argument leaf, guarded by identity; a parameter or buffer added or removed changes the
-#   argument structure.
-# A tensor reached twice (the same module passed twice, a module also compiled or captured, weights shared between
-# modules) is lifted once, under its first path: eager has one tensor, so the graph has one input. While the program is
-# traced, a torch-function mode hands the traced stand-in to every op that receives the real tensor.
-
 CaptureRef = tuple[str, str]  # ("closure" | "globals", name)
 
 
@@ -62,7 +41,7 @@ def module_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 def module_tensor_attributes(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     """Tensors held as plain attributes (`self.scale = torch.tensor(2.0)`, neither parameter nor buffer), by
-    qualified name: lifted like the state (Note [State The Program Reads Is An Input])."""
+    qualified name: lifted like the state (Note [State The Program Reads])."""
     out: dict[str, torch.Tensor] = {}
     for prefix, sub in module.named_modules(remove_duplicate=False):
         for name, value in vars(sub).items():
@@ -100,7 +79,7 @@ def lifted_state(
 ) -> dict[str, torch.Tensor]:
     """What is lifted to inputs besides the arguments, by name: a module's parameters, buffers and tensor
     attributes, or the tensors a function captures (`refs`, from `capture_refs`); then the state of the modules in
-    the arguments (Note [State The Program Reads Is An Input])."""
+    the arguments (Note [State The Program Reads])."""
     if isinstance(fn, torch.nn.Module):
         state = {**module_state(fn), **module_tensor_attributes(fn)}
     else:
@@ -130,7 +109,7 @@ def argument_modules(args: tuple[object, ...], kwargs: Mapping[str, object]) -> 
 
 def capture_refs(fn: Callable[..., object]) -> tuple[CaptureRef, ...]:
     """The closure cells and referenced globals of `fn` (and of functions nested in it) that hold a tensor or an
-    nn.Module now: the names `captured_state` reads on every call (Note [State The Program Reads Is An Input])."""
+    nn.Module now: the names `captured_state` reads on every call (Note [State The Program Reads])."""
     code = getattr(fn, "__code__", None)
     if not isinstance(code, types.CodeType) or isinstance(fn, torch.nn.Module):
         return ()
@@ -176,7 +155,7 @@ def captured_state(fn: Callable[..., object], refs: tuple[CaptureRef, ...]) -> d
 
 class _LiftCaptured(TorchFunctionMode):
     """While the program is traced: every op given a captured real tensor gets its traced stand-in instead; a real
-    tensor that was not lifted is refused (Note [State The Program Reads Is An Input])."""
+    tensor that was not lifted is refused (Note [State The Program Reads])."""
 
     def __init__(self, table: dict[int, torch.Tensor], fn: Callable[..., object]) -> None:
         super().__init__()
@@ -203,7 +182,7 @@ class _LiftCaptured(TorchFunctionMode):
                 "variable, global or module attribute) straight into a torch.func transform (vmap, grad, jacrev) "
                 "as the transformed argument: the transform wraps the captured tensor itself, before the compiled "
                 "program can read it as an input. Pass it as an argument of the compiled function "
-                "(Note [State The Program Reads Is An Input])"
+                "(Note [State The Program Reads])"
             )
         if is_real_plain_tensor(t) and fake_mode_active():  # a real run (torch_function_output_types) makes them
             raise UnsupportedError(uncaptured_tensor_message(self.fn, t))

@@ -53,42 +53,44 @@ from subclassaot.torch_internals import (
 
 # Note [Training Through A Joint Graph]
 # When an input requires grad, one make_fx trace over (primals, tangents) runs the program on the primals (under
-# functionalization, with autograd on), then torch.autograd.grad of its differentiable outputs with respect to the
-# user tensor inputs that require grad. The joint graph returns the forward graph's outputs (exactly the inference
-# graph's GraphOutputs: input updates, fresh leaves, intermediate bases, symbolic ints), then the dense gradients,
-# then the inputs the backward itself writes. partition.py splits it (Note [Partitioning The Joint Graph]): the
-# forward graph also returns the saved values, and the backward graph takes (saved..., tangents...). The runtime
-# runs both in one autograd.Function (autograd_runtime.py). So a random op is drawn once, in the forward, and its
-# value is saved for the backward (gradients agree with the forward and the generator advances as in eager), and
-# what is saved is what autograd's formulas read, never more than eager keeps. Inputs gradients are taken for run as
-# clones inside the trace, so that the program's writes to them happen to non-leaves, as in eager; the epilogue
-# then writes the real input, and a primal the backward reads is copied first if the epilogue is about to write it.
-
-# Note [Double Backward By Recompute]
-# The backward graph reads saved values the forward computed under no_grad: differentiating it again
-# (create_graph=True) would miss their dependence on the inputs. So with the eager backend (whose graphs run aten ops
-# autograd records) a double backward runs the joint graph again from the primals instead, which autograd records
-# from the inputs on, as eager does. That rerun must see the forward's values: it is refused (UnsupportedError) for
-# a program with random ops (it would draw again) or one that writes its inputs (the epilogue has changed them).
-# The Function keeps weak references to its graph inputs (and their versions) for that: one freed or written since
-# the forward is refused too, rather than recomputed from other values.
-
-
-# Note [Fresh Wrappers Over Input Leaves]
-# An op on a subclass often returns a new wrapper (its own autograd node) around some inner tensors of its input:
-# torch's jagged tensor passes its offsets on, so `x.sin()` holds x's `_offsets` object. Eager's output then has a
-# grad_fn of its own while those inner leaves alias the input. Only the compiled autograd.Function can give a
-# wrapper that history, so such an output (a wrapper output that requires grad, is neither a view nor an input) is
-# produced by the Function: every leaf a graph output, and a leaf that is an input's own leaf is passed through
-# (the very object, `OutputLeaf.passthrough`), as for a custom Function returning its input.
+# functionalization, with autograd on), then torch.autograd.grad of its differentiable outputs with respect to the user
+# tensor inputs that require grad. The joint graph returns the forward graph's outputs (the inference graph's
+# GraphOutputs: input updates, fresh leaves, intermediate bases, symbolic ints), the dense gradients, then the inputs the
+# backward itself writes. Inputs gradients are taken for run as clones inside the trace, so that the program's writes to
+# them happen to non-leaves, as in eager; the epilogue then writes the real input, and a primal the backward reads is
+# copied first if the epilogue is about to write it. The runtime runs forward and backward in one autograd.Function.
+# Partition (partition.py): the forward region is the nodes the forward outputs need, every random op (eager draws it in
+# the forward, once, even when unused) and every symbolic-int node that needs no tangent, with their ancestors; every
+# other node the gradients need is the backward region (tangent-free ones too, recomputed from what is saved). Saved
+# values are forward-region nodes the backward reads: a view is not saved but retaken from its source, a tuple result's
+# element rather than the tuple, and ops read a primal rather than its clone. What is saved is what eager's formulas
+# read (the joint graph *is* those formulas), never more than eager keeps; a random value drawn once in the forward is
+# what the backward uses. The forward region never depends on a tangent (checked: a BUG otherwise).
+# - Ops that read grad mode: a few kernels decide by grad mode whether to make what their backward reads (oneDNN's
+#   `mkldnn_rnn_layer` returns its workspace only with grad on). An autograd.Function's forward runs with grad off, so a
+#   forward holding such an op runs with grad on over detached inputs: the same outputs, and no history.
+# - Fresh wrappers over input leaves: an op on a subclass may return a new wrapper (its own autograd node) around inner
+#   tensors of its input (a jagged tensor's `x.sin()` keeps x's `_offsets`). Only the Function can give a wrapper that
+#   history, so such an output comes from it, and a leaf that is an input's own is passed through as the very object
+#   (`OutputLeaf.passthrough`).
+# - Double backward: the backward graph reads saved values computed under no_grad, so differentiating it again would
+#   miss their dependence on the inputs. With the eager backend a create_graph backward reruns the joint graph from the
+#   primals instead, which autograd records. The rerun must see the forward's values: refused (UnsupportedError) for a
+#   program with random ops or one that writes its inputs, and where a graph input (held by weak reference, with its
+#   version) was freed or written since the forward.
+# - The inference graph: a training entry runs the partitioned forward; the inference graph (the analysis's
+#   `inference_outputs`) is traced only where the joint trace fails (Note [Backward Errors Are Deferred]) or a later
+#   stage raises (first then, so that its own error is the one raised). With symbolic shapes it always runs: the guards
+#   it adds to the ShapeEnv are the entry's. A failure of that no_grad trace alone does not refuse a training compile
+#   with static shapes: eager runs the program with grad on.
 
 
 def forward_output_values(
     run: FunctionalRun, traced: TracedGraph, analysis: Analysis, wrapper_updates: tuple[int, ...]
 ) -> list[torch.Tensor]:
     """The forward graph's tensor outputs as user-level tensors (fresh subclass outputs wrapped), in order, then
-    the new value of each subclass input in `wrapper_updates` (Note [Subclass Inputs Mutated In Training]), then
-    the intermediate subclass roots (Note [Intermediate Roots In Training])."""
+    the new value of each subclass input in `wrapper_updates` (Note [Inputs Written In Training]), then
+    the intermediate subclass roots (Note [Subclass Intermediate Roots])."""
     run_output, finals, originals, graph_inputs = run.output, run.finals, run.originals, run.graph_inputs
     out: list[torch.Tensor] = []
     for update in traced.outputs.updates:
@@ -112,39 +114,11 @@ def forward_output_values(
     return out
 
 
-# Note [Subclass Gradient Strides]
-# A subclass gradient is rebuilt from its dense leaves after the backward graph ran. Its outer strides are what
-# autograd's later nodes read: the user's own ViewBackward (x = leaf.view(...)) reshapes it, which views it where its
-# outer strides allow and then views each inner tensor. So where the traced gradient had the size and stride of one
-# of its leaves (a wrapper taking them from its first inner tensor, as eager's did), it takes that leaf's real
-# strides; otherwise the input's own size and stride.
-
-
-# Note [Original Values After In-Place View Ops]
-# The new data of an input in its original layout (an ORIGINAL update) is read through an alias taken before the
-# program ran. Once the program writes the input, autograd rebuilds that alias's grad_fn from the input's current
-# history, which an in-place view op (x.transpose_(0, 1), x.as_strided_(...)) has left in another layout: the alias
-# then sends its gradient, in the original layout, to a node expecting the new one (autograd raises "invalid
-# gradient ... got [1, 2] but expected shape compatible with [2, 1]"). So where the input ends in another layout on
-# the same storage, the differentiated value is a view of the input as it ends instead, taken after the program,
-# with the original size, stride and offset: the same elements, through a history autograd keeps consistent. (A
-# non-view input is mostly not differentiated there at all: Note [Overwritten Original Updates].)
-
-
 def _original_value(original: torch.Tensor, final: torch.Tensor) -> torch.Tensor:
-    """The value differentiated for an ORIGINAL update (Note [Original Values After In-Place View Ops])."""
+    """The value differentiated for an ORIGINAL update (Note [Input Updates])."""
     if leaf_meta(original) == leaf_meta(final) or storage_key(original) != storage_key(final):
         return original
     return final.as_strided(original.shape, original.stride(), original.storage_offset())
-
-
-# Note [Intermediate Roots In Training]
-# Outputs that view one intermediate subclass tensor (`y = x.clone(); return y.view(-1), y.t()`) are replayed from
-# a wrapper around the intermediate's dense leaves (Note [Subclass Intermediate Roots]). In training that wrapper is
-# the intermediate itself as the compiled autograd.Function returns it: one more differentiable output per root
-# (after the wrapper updates), built inside the Function from the intermediate bases, so that its inner tensors are
-# the very bases other outputs (`y.a`) alias. The views are replayed on it with grad enabled: each output is a view
-# of one shared `_base` and the gradients of all of them reach the root's tangent, as in eager.
 
 
 def _root_values(run: FunctionalRun, analysis: Analysis, leaves: list[object]) -> list[torch.Tensor]:
@@ -179,25 +153,17 @@ class JointSetup:
     group_grads: tuple[int, ...]
     wrapper_updates: tuple[int, ...]
     diff: tuple[int, ...]  # BackwardGraph.diff_outputs
-    # Note [Backward Errors Are Deferred]: differentiate with respect to this one of the gradients taken only
+    # See Note [Backward Errors Are Deferred]: differentiate with respect to this one of the gradients taken only
     wrt_only: int | None = None
-    # tensor inputs run as a view of their clone (Note [Writes To Plain View Inputs Make Plain Gradients])
+    # tensor inputs run as a view of their clone (Note [Input Updates])
     view_clones: frozenset[int] = frozenset()
     # (position in diff, ctx) where the subclass asks for tangents of other metadata than its output's (Note
-    # [Tangent Metadata Of The Subclass's Choosing])
+    # [Tangent Retrace])
     tangent_ctxs: tuple[tuple[int, object], ...] = ()
 
 
-# Note [Tangent Metadata Of The Subclass's Choosing]
-# A subclass may say that the gradient of one of its outputs has other metadata than the output: DTensor's
-# `__coerce_tangent_metadata__` turns a Partial output (a sum over a sharded dim, not yet reduced) into Replicate,
-# because a Partial gradient cannot be made from a user's gradient (redistributing to Partial is refused). As torch's
-# AOTDispatch does, the backward is traced for a tangent of the coerced metadata, and a runtime tangent is converted
-# to it (`__coerce_same_metadata_as_tangent__`), instead of to the output's own ctx, which would raise.
-
-
 def tangent_like(o: torch.Tensor) -> torch.Tensor:
-    """`o` with the metadata its tangent has (Note [Tangent Metadata Of The Subclass's Choosing])."""
+    """`o` with the metadata its tangent has (Note [Tangent Retrace])."""
     coerce = getattr(type(o), "__coerce_tangent_metadata__", None)
     if coerce is None or not is_traceable_subclass(o):
         return o
@@ -213,7 +179,7 @@ class TracedJoint:
     grad_trees: tuple[SubclassNode | None, ...]
     grad_stride_leaves: tuple[int | None, ...]
     backward_mutations: tuple[DenseIndex, ...]
-    backward_reshapes: tuple[BackwardReshape, ...]  # Note [Metadata Changed By A Custom Backward]
+    backward_reshapes: tuple[BackwardReshape, ...]  # Note [Custom Functions]
     # per gradient taken (grad inputs, then synthetic bases): the diff outputs (positions in diff) from whose
     # autograd graph it is reachable; eager's gradient is None when no output with a tangent reaches it
     reach: tuple[frozenset[int], ...]
@@ -229,8 +195,8 @@ def trace_joint(
     """make_fx of the program then autograd.grad (Note [Training Through A Joint Graph]). `tangent_trees`: the
     structure each diff output's tangent is rebuilt with (None: the output's own structure). `reach_sink` receives
     TracedJoint.reach even when autograd.grad then raises (Note [Backward Errors Are Deferred]). `absent`: positions
-    in diff whose outputs get no tangent (their tangent placeholders stay unread; Note [Gradient Types Follow The
-    Tangents Given])."""
+    in diff whose outputs get no tangent (their tangent placeholders stay unread; Note [Tangent
+    Retrace])."""
     n_primals = len(setup.example)
     unused: set[int] = set()
     grad_trees: list[SubclassNode | None] = []
@@ -265,7 +231,7 @@ def trace_joint(
                 tangent_trees if tangent_trees is not None else [_tree_of(o, ctxs, k) for k, o in enumerate(diff_outs)]
             )
             grad_outs = [_rewrap_tangent(tree, tangents, o) for tree, o in zip(trees, diff_outs, strict=True)]
-            # Note [Leaves Laid Out Anew Under no_grad]: the clone made a leaf again stands for the input
+            # See Note [Leaves Laid Out Anew Under no_grad]: the clone made a leaf again stands for the input
             wrt = [
                 run.user_tensors[i] if id(run.user_tensors[i]) in run.swaps.releafed else run.grad_leaves[i]
                 for i in setup.grad_inputs
@@ -330,15 +296,25 @@ def _autograd_node_of(x: torch.Tensor, seen: set[object]) -> bool:
 
 
 # Note [Backward Runs Every Node]
-# Eager's backward through the outputs runs every node of their autograd graph; autograd.grad runs only the nodes
-# on a path to the tensors it differentiates. A node on no path to them, where the program cut the history (`with
-# torch.no_grad(): t1 = x.view(-1)`, and the graph of t1.clone() ends there), still runs in eager, and its error
-# ("one of the variables needed for gradient computation has been modified by an inplace operation": t2 =
-# t1.clone(); t3 = t2.view(-1); t2.mul_(t2), fuzz seed 10000 #7477) is the program's. So the joint trace also takes
-# the gradient flowing into each node that ends such a path (a GradientEdge: all of the nodes before it run), and
-# drops it: the failing node raises while tracing, and the error is deferred (Note [Backward Errors Are Deferred]).
-# Where every node is on a path to the differentiated tensors (the usual case), nothing is added; nor for paths
-# that end at a leaf's accumulator (the trace's own graph inputs, whose nodes eager does not have).
+# Eager's backward through the outputs runs every node of their autograd graph; autograd.grad runs only the nodes on a
+# path to the tensors it differentiates. A node on no such path, where the program cut the history (`with
+# torch.no_grad(): t1 = x.view(-1)`, and the graph of t1.clone() ends there), still runs in eager, and its error (a
+# tensor "modified by an inplace operation") is the program's. So the joint trace also takes the gradient flowing into
+# each node that ends such a path (a GradientEdge: every node before it runs) and drops it: the failing node raises while
+# tracing, and the error is deferred (Note [Backward Errors Are Deferred]). Nothing is added where every node is on a
+# path, nor for paths that end at a leaf's accumulator (the trace's own inputs, whose nodes eager does not have).
+# - The end node itself: eager runs it too, unpacking the tensors it saved, which raises where one was written since
+#   (or, for a no_grad or multi-output view written through its base, raises the view error when the check reads its
+#   grad_fn). So before taking the gradients the joint trace reads each such node's saved tensors (the `_saved_*`
+#   attributes of autograd's generated nodes). A custom Function's node is left alone: its backward reads what it saved
+#   only where it chooses to.
+# - Outputs whose history cannot be rebuilt: a set_() that bumps the counter a subclass view shares with its base makes
+#   autograd rebuild the view's grad_fn by replaying its view ops on a base now of another layout, which raises
+#   (IndexError), as eager's does after the call (a wrapper subclass has no as_strided replay). Such a forward output (a
+#   subclass one whose grad_fn read raises IndexError or ValueError) gets no tangent, as one does whose read raises the
+#   view-after-write RuntimeError: no backward of eager's goes through it, and the runtime's output raises the same when
+#   read. A plain output is not covered (eager rebuilds it by as_strided(), which does not raise); a backward that fails
+#   so while tracing is refused (Note [Backward Errors Are Deferred]).
 
 
 def _uncovered_ends(outs: Sequence[torch.Tensor], wrt: Sequence[torch.Tensor]) -> list[GradientEdge]:
@@ -379,21 +355,8 @@ def _uncovered_ends(outs: Sequence[torch.Tensor], wrt: Sequence[torch.Tensor]) -
     ]
 
 
-# Note [Ends Of Cut Paths Unpack Their Saved Tensors]
-# The gradient taken at an edge into a node that ends a cut path (Note [Backward Runs Every Node]) runs every node
-# before it, not that node itself, which eager's backward runs too: it unpacks the tensors the node saved, and that
-# raises where one was written since (autograd's "modified by an inplace operation" check, whose message reads the
-# saved tensor's grad_fn: for a view made under no_grad or by a multi-output op, written through its base since,
-# that read raises its own error instead). `with torch.no_grad(): t0 = x.unbind(0)[2]`, then `t1 = t0.sin();
-# x.add_(t1)` (fuzz seed 49000 #988): t1's SinBackward0 ends a cut path (t0 has no grad_fn), and eager's backward
-# through t1 raises the view error when it unpacks t0. So the joint trace reads each such node's saved tensors
-# (the `_saved_*` attributes of autograd's generated nodes, each read unpacking as the node's backward does) before
-# taking the gradients: the error is the program's, and is deferred (Note [Backward Errors Are Deferred]). A custom
-# autograd.Function's node is left alone: its backward reads what it saved only where it chooses to.
-
-
 def _unpack_saved(ends: Sequence[GradientEdge]) -> None:
-    """Note [Ends Of Cut Paths Unpack Their Saved Tensors]."""
+    """Note [Backward Runs Every Node]."""
     for edge in ends:
         node = edge.node
         for name in dir(node):
@@ -416,7 +379,7 @@ def _grads(
     extra = _uncovered_ends(diff_outs, [wrt[k] for k in live]) if diff_outs and every_node else []
     found: Sequence[torch.Tensor | None]
     if extra:
-        _unpack_saved(extra)  # Note [Ends Of Cut Paths Unpack Their Saved Tensors]
+        _unpack_saved(extra)  # Note [Backward Runs Every Node]
         edges = [*(get_gradient_edge(wrt[k]) for k in live), *extra]
         found = torch.autograd.grad(diff_outs, edges, grad_outs, allow_unused=True)
     elif diff_outs and live:
@@ -429,21 +392,9 @@ def _grads(
     return grads
 
 
-# Note [Writes To Plain View Inputs Make Plain Gradients]
-# An in-place op on a view makes autograd's CopySlices node on its base: its backward writes the op's gradient for
-# the view's old value into a buffer made from the base's incoming gradient (grad.new_empty_strided(...), then
-# copy_), so that gradient takes the incoming gradient's type. A plain input that is a view, written with a subclass
-# operand (x1.mul_(pair)), thus gets a plain gradient along that path in eager where a write to a non-view gets the
-# subclass one (fuzz seed 3001 #1564). The joint trace runs each input a gradient is taken for as a clone (Note
-# [Training Through A Joint Graph]), a non-view; so where a plain input that is a view gets a subclass gradient in
-# that trace, the joint is traced again with the input run as a view of its clone (`view_as`), whose writes go
-# through CopySlices as eager's do. The gradient's values are the same either way. Plain inputs that require grad
-# and are not leaves are guarded on being views (guards.py), so an entry is not reused across the two.
-
-
 def _plain_views_with_subclass_grads(setup: JointSetup, joint: TracedJoint) -> frozenset[int]:
-    """Grad inputs that are plain views with a subclass gradient in `joint` (Note [Writes To Plain View Inputs
-    Make Plain Gradients])."""
+    """Grad inputs that are plain views with a subclass gradient in `joint` (Note [Input
+    Updates])."""
     found = set()
     for i, tree in zip(setup.grad_inputs, joint.grad_trees, strict=False):
         real = setup.flat.values[setup.flat.tensor_indices[i]]
@@ -458,8 +409,8 @@ def trace_joint_views(
     reach: list[frozenset[int]],
     absent: frozenset[int] = frozenset(),
 ) -> tuple[JointSetup, TracedJoint]:
-    """trace_joint, again with plain view inputs run as views where needed (Note [Writes To Plain View Inputs Make
-    Plain Gradients])."""
+    """trace_joint, again with plain view inputs run as views where needed (Note [Input
+    Updates])."""
     joint = trace_joint(setup, tangent_fakes, None, reach, absent=absent)
     if views := _plain_views_with_subclass_grads(setup, joint):
         setup = dataclasses.replace(setup, view_clones=views)
@@ -475,8 +426,8 @@ def _dense_grads(
     stride_leaves: list[int | None],
 ) -> list[torch.Tensor]:
     """The gradients' dense leaves (user inputs, then synthetic bases); records their structure in `grad_trees`
-    and, for a subclass gradient, the leaf whose size and stride it has in `stride_leaves` (Note [Subclass Gradient
-    Strides])."""
+    and, for a subclass gradient, the leaf whose size and stride it has in `stride_leaves` (Note [Tangent
+    Retrace])."""
     dense: list[torch.Tensor] = []
     for k, (g, x) in enumerate(zip(grads, wrt, strict=True)):
         if g is None:
@@ -536,7 +487,7 @@ def forward_example(
 ) -> list[tuple[bool, list[torch.Tensor], SubclassNode | None, tuple[object, ...]]]:
     """Per output: whether it gets a tangent, its tangent's dense leaves (plain fakes, to shape the tangents), its
     tangent's subclass structure (what a runtime tangent is checked and coerced against), and `(ctx,)` where that
-    ctx is not the output's own (Note [Tangent Metadata Of The Subclass's Choosing]), else ()."""
+    ctx is not the output's own (Note [Tangent Retrace]), else ()."""
     with new_functional_mode():
         run = run_functional(
             call,
@@ -557,28 +508,15 @@ def forward_example(
             # A no_grad view of an input that requires grad may report requires_grad under tracing; it has no grad_fn.
             # One whose grad_fn raises (a no_grad view whose base was written since: fuzz seed 7000 #4719) gets no
             # tangent: eager's raises when autograd reads it, and so does the runtime's (analyze._output_info). See
-            # Note [Subclass Views Whose History Cannot Be Rebuilt] for one whose rebuild of its history raises.
+            # See Note [Backward Runs Every Node] for one whose rebuild of its history raises.
             grad = o.requires_grad and not grad_fn_raises(o) and _has_grad_fn(o) and o.dtype.is_floating_point
             result.append((grad, [from_functional(leaf) for leaf in leaves], node, chosen))
         return result
 
 
-# Note [Subclass Views Whose History Cannot Be Rebuilt]
-# `x0.mul_(3.0); x2.set_(x1)` with PairTensor inputs x0 = b.transpose(1, 2), x2 = b (b a non-leaf, x1 2-d): the
-# set_() bumps the version counter x0 shares with x2, so reading x0's grad_fn makes autograd rebuild it by replaying
-# x0's view ops on x2, now 2-d, which raises IndexError; eager's x0 does the same after the call (a wrapper subclass
-# has no as_strided replay, and x0 runs in the functional run as the same view of its base input: Note [Aliased
-# Subclass Inputs In Training]). So such a forward output (a subclass one whose grad_fn read raises
-# IndexError or ValueError) gets no tangent, as one does whose read raises the view-after-write RuntimeError: no
-# backward of eager's goes through it, and the runtime's x0, copied in before the epilogue's set_(), raises the same
-# when read (fuzz seed 47000 #3046). A plain output is not covered: eager's plain views rebuild their history by
-# as_strided(), which does not raise there (grad_fn_raises), so its read raises here as before. A backward that
-# fails so while tracing is refused (Note [Backward View Replays That Raise], backward_trace.py).
-
-
 def _has_grad_fn(o: torch.Tensor) -> bool:
-    """`o.grad_fn is not None`; False for a subclass view whose history cannot be rebuilt (Note [Subclass Views Whose
-    History Cannot Be Rebuilt])."""
+    """`o.grad_fn is not None`; False for a subclass view whose history cannot be rebuilt (Note [Backward Runs Every
+    Node])."""
     if not is_traceable_subclass(o):
         return o.grad_fn is not None
     try:

@@ -4,7 +4,7 @@ Input: the joint fx graph `(primals..., tangents...) -> (forward outputs..., bac
 number of primals and of forward outputs.
 Output: `Partition`: `forward: (primals...) -> (forward outputs..., saved...)` and
 `backward: (saved..., tangents...) -> (backward outputs...)`, both purely functional, with their example inputs.
-Invariants: see Note [Partitioning The Joint Graph]; no node the forward runs is run again by the backward unless
+Invariants: see Note [Training Through A Joint Graph]; no node the forward runs is run again by the backward unless
 it is a view (free to recompute); a random op that needs no tangent runs in the forward, exactly once (one that
 does, drawn by a custom backward, stays in the backward, as in eager).
 """
@@ -21,32 +21,6 @@ import torch.fx
 from subclassaot.errors import UnsupportedError
 from subclassaot.torch_internals import symint_expr
 
-# Note [Partitioning The Joint Graph]
-# The joint graph runs the program on the primals, then autograd.grad of its differentiable outputs with the
-# tangents (joint.py). It is split by what each node needs:
-#   forward region  the nodes the forward outputs need, every random op (nondeterministic_seeded: eager draws it in
-#                   the forward, once, even when its value is unused), and every symbolic-int node that needs no
-#                   tangent (an int is cheaper to save than the tensor it is read from); with their ancestors;
-#   backward region every other node the backward outputs need (tangent-free ones included: a `zeros_like`, a
-#                   transpose of a weight are recomputed there from what is saved).
-# An element of a forward op's tuple result (an LSTM layer's workspace, read by its backward only) is taken in the
-# forward region: the element is saved, never the tuple.
-# Saved values are forward-region nodes (primals included) the backward region reads. A saved view is not saved:
-# its source is, and the backward takes the view again (a view costs nothing and keeps the same storage alive, so
-# saved bytes never grow, and a primal is saved rather than a transposed copy of it). What is saved is what eager
-# autograd's formulas read (the joint graph *is* those formulas), so saved activations stay within eager's.
-# Ops read a primal rather than the clone joint.py takes of each input gradients are taken for (same values in a
-# functional graph): no copy per call, no saved copy of each parameter. The forward region never depends on a
-# tangent (the program runs before autograd.grad): checked, a BUG otherwise.
-
-
-# Note [Ops That Read Grad Mode]
-# A few kernels decide by grad mode, not by their arguments, whether to make what their backward reads: the oneDNN
-# LSTM/GRU layer (`mkldnn_rnn_layer`) returns its workspace only with grad mode on. Eager runs them with grad on; the
-# partitioned forward runs inside an autograd.Function's forward, where grad mode is off, and would hand the backward
-# an undefined workspace. So a forward that holds such an op runs with grad mode on, over detached inputs: the ops
-# make what eager's make, and record no history (no input requires grad).
-
 _READS_GRAD_MODE = frozenset({torch.ops.aten.mkldnn_rnn_layer.default})
 
 
@@ -60,7 +34,7 @@ class Partition:
     backward_example: tuple[object, ...]  # fake tensors and symbolic ints, one per backward placeholder
     has_random: bool  # the forward draws random numbers
     reads_grad_mode: (
-        bool  # the forward holds an op whose saved outputs need grad mode on (Note [Ops That Read Grad Mode])
+        bool  # the forward holds an op whose saved outputs need grad mode on (Note [Training Through A Joint Graph])
     )
     # Compile time only (Note [Tangent Retrace]): the joint graph's forward-region nodes (graph order), saved nodes
     # (saved order) and primal placeholders
@@ -131,7 +105,7 @@ def _regions(joint: torch.fx.GraphModule, num_primals: int, num_fw_outputs: int)
     available = forward | set(primals)
     saved = _saved(graph, available, backward, _nodes(bw_outs))
     while views := [n for n in saved if _is_view(n)]:
-        # Recompute saved views in the backward from their sources (Note [Partitioning The Joint Graph]).
+        # Recompute saved views in the backward from their sources (Note [Training Through A Joint Graph]).
         backward |= set(views)
         saved = _saved(graph, available, backward, _nodes(bw_outs))
     return _Regions(
@@ -164,14 +138,34 @@ def partition_joint(joint: torch.fx.GraphModule, num_primals: int, num_fw_output
 
 # Note [Tangent Retrace]
 # The backward graph is traced for tangents shaped like the forward outputs (a PairTensor tangent for a PairTensor
-# output, plain for plain). A runtime tangent of another type or ctx (a PairTensor tangent for a plain output, a
-# plain one for a PairTensor output, another ctx) that no hook of the subclass converts (__coerce_tangent_from__,
-# __coerce_same_metadata_as_tangent__) gets a backward of its own, traced lazily on first sight and cached per tangent
-# structure (types, ctx, dense sizes): the joint graph is traced again with such tangents and only its backward
-# region kept. The forward already ran and saved its values, so that backward may read only those: the new joint's
-# forward region runs the same ops in the same order (the program runs before the tangents are touched), which maps
-# each of its nodes to the first joint's; a backward that needs a forward value the first partition did not save
-# is refused with an UnsupportedError naming the node (never recomputed: it may be random).
+# output, plain for plain, laid out like the output). The caller chooses the tangents at backward time:
+# - Another type or ctx that no hook of the subclass converts (`__coerce_tangent_from__`,
+#   `__coerce_same_metadata_as_tangent__`) gets a backward of its own, traced lazily on first sight and cached per
+#   tangent structure (types, ctx, dense sizes): the joint is traced again with such tangents and only its backward
+#   region kept. The forward already ran, so that backward may read only what it saved: the new forward region runs the
+#   same ops in the same order, which maps its nodes to the first joint's, and a backward that needs an unsaved forward
+#   value is refused with an UnsupportedError naming the node (never recomputed: it may be random).
+# - Metadata of the subclass's choosing: DTensor's `__coerce_tangent_metadata__` turns a Partial output's tangent into
+#   Replicate (a Partial gradient cannot be made from a user's). As AOTDispatch does, the backward is traced for the
+#   coerced metadata and a runtime tangent is converted to it (`__coerce_same_metadata_as_tangent__`).
+# - Some outputs only: eager's gradient of a subclass input is a subclass where some path from an output given a tangent
+#   makes one, else plain (x1.copy_(x0) with a plain x1 sends x0 a plain gradient). So when an output that some subclass
+#   gradient depends on gets no tangent, the backward is traced again without differentiating it, cached per such set;
+#   a backward through every output, or missing only tangents no subclass gradient depends on, runs the compiled one,
+#   and so does one whose retrace fails and a double backward (there types are a full backward's: a known gap).
+# - Strides: with static strides the runtime copies a tangent of other strides into the traced ones. Symbolic strides
+#   were not checked (an expanded tangent failed inductor's assert_size_stride), so such a tangent records its dim order
+#   where its strides are the dense strides of that order, and the runtime lays a tangent out so from its real sizes.
+# All of this is the one place where compile work reaches the per-call path: the plan holds no fake tensor, ShapeEnv or
+# graph it does not run, so the compile hands the runtime one typed callable, `BackwardPlan.retrace`, closing over the
+# compile-time records and returning only a compiled backward and the meaning of its outputs (`RetracedBackward`); the
+# Function caches it per new structure, and a retrace that cannot be had raises UnsupportedError.
+# Gradients: a subclass gradient is rebuilt from its dense leaves after the backward graph ran. Its outer strides are
+# read by later nodes (the user's ViewBackward), so where the traced gradient had a leaf's size and stride (a
+# WrapperTensor's first inner tensor) it takes that leaf's real strides, else the input's own. A tensor the graph
+# returns more than once (a broadcast add's tangent) is cloned wherever it becomes an inner tensor of a subclass
+# gradient: AccumulateGrad keeps the fresh wrapper and accumulates into it in place later, and eager's gradients never
+# share storage.
 
 
 def partition_backward_like(

@@ -6,7 +6,7 @@ and `check() -> str | None`, a generated function that returns None while everyt
 change in words ("closure k[0]: expected 2.0, got 7.0"; "self.training: expected True, got False").
 Invariants: every container is bound by reference and every compared value is a snapshot (Note [What The Guards
 Compare]); a value that cannot be snapshotted is refused by name, never skipped; tensors are not compared here (they are
-lifted to inputs and guarded there: Note [State The Program Reads Is An Input]).
+lifted to inputs and guarded there: Note [State The Program Reads]).
 """
 
 from __future__ import annotations
@@ -35,36 +35,31 @@ from subclassaot.torch_internals import (
     float32_matmul_precision,
 )
 
-# Note [Python State Is Snapshotted, Not Recorded]
-# A compiled graph bakes in every Python value its trace read: a module's `training` flag (dropout), a float attribute
-# (`self.scale`), a global, a closure's list element (`k[0]`), which submodule sits at `seq[1]`, and the ambient torch
-# state that changes what ops produce (grad mode, autocast per device, default dtype, deterministic algorithms,
-# float32 matmul precision). Eager reads them afresh on every call, so each is a guard, or the graph goes stale.
-# How the reads are found: Python has no hook on reads of a plain attribute (`self.scale` is found in the instance
-# `__dict__` without calling any method we could wrap), a closure cell, a global or a list item, so recording them
-# would mean analysing bytecode, as Dynamo does. We snapshot instead: at compile time we walk everything the program
-# can name and watch it: the compiled module tree (each module's `__dict__`: flags, plain attributes, hooks, which
-# submodule sits under which name), the closure cells and referenced globals of the function and of every user
-# function reachable from it (helpers, a module class's methods), and what those reach (list and dict items, a
-# dataclass's fields, an object's attributes, recursively). Over-approximation costs a spurious recompile, never a
-# wrong result. What cannot be snapshotted (an object without attributes we can read, a walk past its budget) is
-# refused by name. Code (classes, Python modules, builtins, library functions, torch objects) is watched by identity
-# only: monkeypatching a library is out of scope.
-# Cheap on every call: the check compares, in C, the objects each container holds now with the objects it held
-# (`all(map(is_, d.values(), V))`, plus keys and lengths); all whole dicts (every module's `__dict__`) share one such
-# line, a module tree's empty hook dicts one `any(...)`. For an immutable value, identity implies equality, so the
-# common call costs no Python-level comparison; only when an identity differs does the slow path
-# compare by value, name the change, and, if the value is merely an equal new object (`m.scale = 2.0` again), adopt
-# it so later calls are fast again. A mutable container (a list, a config object, a submodule) must stay the same
-# object: its contents are watched on their own line, bound to that object.
-# Writes: the compile compares the state after tracing with the snapshot; a program that changes Python state
-# (`self.calls += 1`) is refused, since the graph cannot replay it (an import it runs is not such a change).
-# Modules passed as arguments are walked like the compiled one (labels `args[0].training`).
-# Dynamo: under torch.compile the backend gets a graph Dynamo has already specialised, and Dynamo guards every Python
-# value its bytecode analysis saw read (attributes, globals, closure cells, `training`, module identity) and, in its
-# GlobalStateGuard, grad mode, autocast (per device, with dtype and cache flag), default dtype, deterministic
-# algorithms, matmul precision flags, torch-function enablement and the thread count. CompileConfig.python_state_guards
-# = False turns all of this module's guards off for that path.
+# Note [State The Program Reads]
+# Eager reads on every call what the program names: tensors and Python values alike. A compiled graph bakes in what its
+# trace read, so each is either an input of the graph or a guard, or the graph goes stale.
+# Tensors are inputs (inputs.py): a compiled module's parameters, buffers and tensor attributes; the tensors a
+# function's closure cells and referenced globals hold (`closure.w`, `globals.model.weight`: rebinding the name is
+# seen); and the state of modules passed as arguments (`args[0].bn.running_mean`, the module itself an argument leaf
+# guarded by identity). Each is lifted to an input with a source path, read, written back and differentiated as in
+# eager. A tensor reached twice is lifted once, under its first path; while tracing, a torch-function mode hands the
+# stand-in to every op that receives the real tensor. A real tensor reached some other way (an attribute of an object,
+# a global of another module) is refused by name; a torch.func wrapper is judged by the tensor it wraps.
+# Python values are guards: a module's `training` flag, a float attribute, a global, a closure's list element, which
+# submodule sits at `seq[1]`, and ambient torch state (grad mode, autocast per device, default dtype, deterministic
+# algorithms, matmul precision). Python has no hook on reads of a plain attribute, a cell, a global or a list item, so
+# recording them would mean analysing bytecode, as Dynamo does. We snapshot instead: at compile time we walk everything
+# the program can name (the module tree's `__dict__`s, the closure cells and referenced globals of the function and of
+# every user function reachable from it, and what those reach, recursively) and watch it. Over-approximation costs a
+# spurious recompile, never a wrong result; what cannot be snapshotted is refused by name. Code (classes, modules,
+# builtins, library functions, torch objects) is watched by identity only: monkeypatching a library is out of scope.
+# Cheap on every call: the check compares, in C, the objects each container holds now with those it held
+# (`all(map(is_, d.values(), V))`, plus keys and lengths); all whole dicts share one line. Identity implies equality for
+# an immutable value; only when an identity differs does the slow path compare by value, name the change, and adopt an
+# equal new object (`m.scale = 2.0` again) so later calls are fast again. A mutable container must stay the same object.
+# Writes: a program that changes Python state (`self.calls += 1`) is refused: the graph cannot replay it. Modules passed
+# as arguments are walked like the compiled one. Under torch.compile Dynamo guards all of this itself, and
+# CompileConfig.python_state_guards = False turns these guards off for that path.
 
 _MISSING = object()
 _MAX_VALUES = 50_000  # values walked per compile (a large model has tens of thousands); past it, refused by name
@@ -200,7 +195,7 @@ def _is_library(obj: object) -> bool:
 
 
 def _is_code(value: object) -> bool:
-    """Watched by identity only (Note [Python State Is Snapshotted, Not Recorded])."""
+    """Watched by identity only (Note [State The Program Reads])."""
     if isinstance(value, type | types.ModuleType | types.BuiltinFunctionType | types.BuiltinMethodType):
         return True
     if isinstance(value, types.FunctionType | types.MethodType | functools.partial):
@@ -544,7 +539,7 @@ def _generate(walk: _Walk, ambient: Ambient | None) -> PythonState:
     dicts = [w for w in watched if w.kind is WatchKind.DICT]
     batch = _dict_batch(dicts)
     if dicts:
-        # Every whole dict at once (Note [Python State Is Snapshotted, Not Recorded]): lengths, values, keys.
+        # Every whole dict at once (Note [State The Program Reads]): lengths, values, keys.
         d, lens = bind(tuple(w.obj for w in dicts)), bind(tuple(len(w.keys) for w in dicts))
         v, k = bind(batch), bind([key for w in dicts for key in w.keys])
         lines.append(

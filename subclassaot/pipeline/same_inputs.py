@@ -18,21 +18,6 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.pipeline.guards import Guards
 
-# Note [One Tensor Passed Several Times]
-# `f(x, x)` runs in eager as `g(y) = f(y, y)` does on `y = x`: one object, one storage, one version counter, one
-# autograd history and one `.grad`, whatever the program does to it through either name (writes, t_(), set_(), `.data
-# =`). Traced as two inputs, it would be rebuilt as a synthetic base and views of it (Note [Synthetic Bases]), whose
-# autograd histories are not the input's own. So a call whose arguments hold one plain tensor at several positions
-# compiles the program of its first position: each repeated position holds a `SameTensorAs(first)` marker, which the
-# compiled function replaces by the tensor at `first` before it calls the user's function, so the program sees one
-# object as eager's does, and every stage treats it as one input (its own mutations, metadata changes and gradient; no
-# alias group). The entry's guards check that the same positions hold the very same object again (`is`), then the
-# compiled guards over the marked values; a call with two distinct tensors there fails them and compiles its own entry.
-# Messages name the first position.
-# Only plain tensors, and functions called with their own arguments (no module state, no captured tensors: those lift to
-# inputs the marked function could not name). A subclass object passed twice is one object in the program already (Note
-# [Subclass Inputs Passed Twice In Training]).
-
 
 @dataclass(frozen=True, slots=True)
 class SameTensorAs:
@@ -48,7 +33,7 @@ class SameInputs:
 
 
 def find_same_inputs(args: tuple[object, ...], kwargs: Mapping[str, object]) -> SameInputs | None:
-    """The repeated tensors of a call (Note [One Tensor Passed Several Times]), or None where none repeats."""
+    """The repeated tensors of a call (Note [Synthetic Bases]), or None where none repeats."""
     values, spec = pytree.tree_flatten((args, dict(kwargs)))
     first: dict[int, int] = {}
     repeats: list[tuple[int, int]] = []
@@ -108,6 +93,6 @@ def same_input_guards(
         return inner.check(marked(values))
 
     lines = "".join(f"#   L[{later}] is L[{k}]  ({paths[later]} is {paths[k]})\n" for later, k in repeats)
-    source = f"# Note [One Tensor Passed Several Times]: first\n{lines}# then, with those replaced by markers:\n"
+    source = f"# Note [Synthetic Bases]: first\n{lines}# then, with those replaced by markers:\n"
     source += inner.source
     return Guards(source=source, check=check, symbols=inner.symbols, fast_source=inner.fast_source), marked

@@ -20,22 +20,11 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
 from subclassaot.schemas import FlatInputs
 
-# Note [Torch Function Subclass Outputs]
-# A tensor subclass that only overrides __torch_function__ (no __tensor_flatten__: `x.as_subclass(MyTensor)`) is
-# traced as the plain tensor it holds, so the graph's outputs are plain. Eager's are not: Tensor.__torch_function__
-# turns every result into the subclass (`result.as_subclass(cls)`, an alias of the plain result), and an override
-# may do anything else (return an argument unchanged for torch.add, say). Neither can be read off fake tensors (a
-# fake cannot be such a subclass). So when an input is one, the driver runs the program once for real at compile
-# time on clones of the inputs (the RNG state restored afterwards) and records the type of every output; the runtime
-# applies `as_subclass` where eager's type differs. The new entry then runs on a second set of clones from the same
-# RNG state and must give the same outputs; if the override changed what the ops compute, the entry is refused
-# (UnsupportedError naming the input) rather than cached.
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TorchFunctionTrial:
-    """A compile-time eager run of a program with torch-function subclass inputs (Note [Torch Function Subclass
-    Outputs])."""
+    """A compile-time eager run of a program with torch-function subclass inputs (Note [Ambient
+    Modes])."""
 
     output_types: tuple[type[torch.Tensor] | None, ...]  # per OutputIndex: eager's subclass type, None if plain
     subclass_input: str  # the path of the first torch-function subclass input (for messages)

@@ -43,13 +43,31 @@ from subclassaot.torch_internals import from_functional, new_functional_mode, st
 #   BASE      the whole storage of an alias group (Note [Synthetic Bases]), written back once for all members.
 # The epilogue applies, per leaf: copy ORIGINAL; then set_ / resize_ / as_strided_ to the final metadata; then copy
 # FINAL. Eager's observable state after the call is the same; only the version counter may advance by a different
-# count (it advances whenever eager's does).
+# count. So parity compares counters as "changed or not": eager bumps once per in-place op, the epilogue once per
+# epilogue op; writes hidden from autograd (`x.data.mul_(2)`) bump none in either, and only top-level tensors' counters
+# count (a wrapper's inner counters are not observable through it). In training:
+# - An ORIGINAL overwritten by a FINAL (x.mul_(2); x.t_()) gets zero gradient in eager's history as in ours, so it is not
+#   differentiated (through the traced in-place view ops that fails). Only where no one else sees the original storage
+#   through autograd: the input is not a view, keeps its storage, and its writes are visible to autograd.
+# - An ORIGINAL read through an alias taken before the program ran would have its grad_fn rebuilt from the input's
+#   history, which an in-place view op left in another layout ("invalid gradient"). Where the input ends in another
+#   layout on the same storage, the differentiated value is a view of the input as it ends, taken after the program,
+#   with the original size, stride and offset: the same elements, through a history autograd keeps consistent.
+# - Writes through a set_() alias: a tensor set_() or `.data =`-assigned to an input's storage is a family of its own,
+#   whose writes change the input's values but not its history or counter. An input written only so
+#   (LeafMutation.visible_through_self false) is written below autograd and its version put back at once (a recorded
+#   copy_ raises on a leaf requiring grad, gives a non-leaf a grad_fn eager's has not, and raises on a multi-output view);
+#   subclass inputs likewise, at the wrapper level (`_copy_wrapper`).
+# - Writes to plain view inputs: autograd's CopySlices builds the base's gradient from the incoming one's type, so a plain
+#   input that is a view, written with a subclass operand (x1.mul_(pair)), gets a plain gradient in eager. The joint runs
+#   inputs as non-view clones; where such an input gets a subclass gradient there, the joint is traced again with it run
+#   as a view of its clone (`view_as`). Plain non-leaf inputs that require grad are guarded on being views.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TracedGraph:
     # None: a training entry whose forward the joint graph gave, which needed no inference graph (Note [Training
-    # Traces The Inference Graph Only When Needed], api.py)
+    # Through A Joint Graph], api.py)
     graph: torch.fx.GraphModule | None
     outputs: GraphOutputs
     example_inputs: tuple[torch.Tensor, ...]  # fake, one per placeholder (compile time only)
@@ -69,7 +87,7 @@ def input_updates(layout: DenseLayout, analysis: Analysis) -> tuple[InputUpdate,
         mutation = analysis.mutations[item]
         if mutation.data:
             updates.append(InputUpdate(kind=UpdateKind.ORIGINAL, target=item))
-        # (Note [Writes With Grad After .data =]: the value that carries the input's history of the write)
+        # (Note [History Kept Through .data =]: the value that carries the input's history of the write)
         final = mutation.final_data or mutation.written_after_data
         if final or (mutation.data and mutation.metadata and not mutation.storage_changed):
             updates.append(InputUpdate(kind=UpdateKind.FINAL, target=item))
@@ -93,7 +111,7 @@ def inference_outputs(layout: DenseLayout, analysis: Analysis) -> GraphOutputs:
 
 
 def untraced_inference(layout: DenseLayout, analysis: Analysis, dense_fakes: Sequence[torch.Tensor]) -> TracedGraph:
-    """A TracedGraph without its graph (Note [Training Traces The Inference Graph Only When Needed], api.py)."""
+    """A TracedGraph without its graph (Note [Training Through A Joint Graph], api.py)."""
     example = graph_example_inputs(layout, dense_fakes)
     return TracedGraph(graph=None, outputs=inference_outputs(layout, analysis), example_inputs=tuple(example))
 
@@ -140,7 +158,7 @@ def graph_output_values(
 
 
 def _stride_probes(run: FunctionalRun, analysis: Analysis) -> list[object]:
-    """Note [Strides Of Assigned Tensors]: the dense leaves whose real strides assigned wrappers take."""
+    """Note [Strides The Kernels Choose]: the dense leaves whose real strides assigned wrappers take."""
     probes: list[object] = []
     outputs = pytree.tree_leaves(run.output)
     for probe in analysis.stride_probes:

@@ -61,8 +61,8 @@ def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None) -> list[torc
 
 
 def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[torch.Tensor]:
-    """The graph inputs for a double backward's rerun, as the forward saw them (Note [Double Backward By
-    Recompute]); refused where one was freed or written since."""
+    """The graph inputs for a double backward's rerun, as the forward saw them (Note [Training Through A
+    Joint Graph]); refused where one was freed or written since."""
     out = []
     for k, (ref, version) in enumerate(refs):
         t = ref()
@@ -70,34 +70,11 @@ def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[tor
             raise UnsupportedError(
                 f"double backward (create_graph=True): graph input {k} of the compiled program was "
                 f"{'freed' if t is None else 'modified in place'} after the forward, and the double backward "
-                "recomputes from it (Note [Double Backward By Recompute]). Keep the inputs alive and unchanged "
+                "recomputes from it (Note [Training Through A Joint Graph]). Keep the inputs alive and unchanged "
                 "until the backward"
             )
         out.append(t)
     return out
-
-
-# Note [Gradient Types Follow The Tangents Given]
-# Eager's gradient of a tensor subclass input is the sum of what autograd's formulas give back along each path from
-# an output that got a tangent: a subclass where some path makes one, else a plain tensor (x1.copy_(x0) with a plain
-# x1 sends x0 a plain gradient; a write x0.add_(1) sends its own). The backward graph is traced with a tangent for
-# every differentiable output, so its gradient types are those of a backward through all of them; a backward through
-# some only (the program's output, not the new value of the subclass input it wrote) may give a plain gradient where
-# the graph gives a subclass. So when an output that some subclass gradient depends on gets no tangent, the backward
-# is traced again without differentiating that output, and cached per such set (Note [Tangent Retrace]); a backward
-# through every output, or missing only tangents no subclass gradient depends on, runs the compiled one. So does one
-# whose retrace fails (the retraced forward differs from the compiled one, as with some dynamic shapes) and a double
-# backward (create_graph=True): there the gradient types are those of a backward through every output (a known gap).
-
-
-# Note [Subclass Gradients Own Their Inner Tensors]
-# The backward graph may return one tensor as several gradients (a broadcast add gives the same tangent to every
-# input it reached). For plain inputs autograd copes (AccumulateGrad copies a gradient it does not hold alone). A
-# subclass gradient rebuilt around that tensor shares it with the others, or with itself (`p.grad.a is p.grad.b`):
-# AccumulateGrad keeps the fresh wrapper, and the next accumulation `p.grad += g` runs in place on its inner tensors,
-# adding to the shared one twice or into another input's gradient (test_subclass_parameters, a second call gave 3
-# where eager gives 2). So a tensor the graph returns more than once is cloned wherever it becomes an inner tensor of
-# a subclass gradient; eager's gradients never share storage.
 
 
 def _shared_grads(grads: Sequence[torch.Tensor | None]) -> frozenset[int]:
@@ -109,24 +86,9 @@ def _shared_grads(grads: Sequence[torch.Tensor | None]) -> frozenset[int]:
     return frozenset(shared)
 
 
-# Note [Unreached Inputs Are Detached]
-# An input that requires grad but that no differentiable output's gradient reaches (or only new values of inputs
-# that the epilogue writes under no_grad: .data and no_grad writes) is given to the Function detached where the
-# program changes its metadata (a tensor subclass's own size too, by `.data =`), or where the backward raises. Eager
-# never puts such an input in the autograd graph; an attached Function input would, and would create its gradient
-# accumulator now, with its metadata now: after x.transpose_(0, 1) under no_grad on a leaf, a later backward through
-# the new x would fail against that stale accumulator where eager's succeeds (so after `x0.data = x1` on a (4, 4)
-# PairTensor leaf, x1 of size (), with x0 returned: fuzz seed 14000 #1219). Detaching also keeps such an input's own gradient from
-# waiting behind a backward that raises (Note [Backward Errors Are Deferred]). Other unreached inputs stay
-# attached: outputs computed from a no_grad view of one still require grad in eager, and do through the Function.
-# Where every input that requires grad went in detached, the first detached one goes in as a fresh alias leaf that
-# requires grad (it gets no gradient), so that the differentiable outputs require grad as eager's (fuzz seed 9000
-# #2949: `x.unsqueeze_(-1); with no_grad(): t = x.unsqueeze(-2)`, then `t.sum(1)` with grad on).
-
-
 def _raise_deferred(bw_meta: BackwardPlan, no_graph: bool, grads: Sequence[torch.Tensor | None]) -> None:
     """Raise the program's own backward error where this backward is eager's failing one (Note [Backward Errors
-    Are Deferred], Note [Backward Errors Through Input Values Only]); refuse one the probe did not see (Note
+    Are Deferred], Note [Backward Errors Are Deferred]); refuse one the probe did not see (Note
     [Probing Eager's Backward])."""
     error = bw_meta.error
     given = frozenset(k for k, i in enumerate(bw_meta.diff_outputs) if grads[i] is not None)
@@ -177,12 +139,12 @@ def _collect_tangents(
 
 class _Variants:
     """Backward graphs for tangent structures other than the traced one, traced on first sight (Note [Tangent
-    Retrace]) by the compile's own callable (Note [The Tangent Retrace Is Compile Work At Call Time]); keyed by the
+    Retrace]) by the compile's own callable (Note [Tangent Retrace]); keyed by the
     tangents' structure and dense sizes, strides and dtypes."""
 
     def __init__(self) -> None:
-        # None: a retrace for missing tangents only that failed; the compiled backward runs (Note [Gradient Types
-        # Follow The Tangents Given])
+        # None: a retrace for missing tangents only that failed; the compiled backward runs (Note [Tangent
+        # Retrace])
         self._cache: list[tuple[object, RetracedBackward | None]] = []
         self._lock = threading.Lock()
 
@@ -224,7 +186,7 @@ def _describe(tree: SubclassNode | None) -> str:
 
 
 def _dense_strides(sizes: Sequence[int], order: Sequence[int]) -> tuple[int, ...]:
-    """The strides of a dense tensor whose dims, outermost first, are `order` (Note [Symbolic Tangent Strides])."""
+    """The strides of a dense tensor whose dims, outermost first, are `order` (Note [Tangent Retrace])."""
     out = [1] * len(sizes)
     step = 1
     for d in reversed(order):
@@ -270,7 +232,7 @@ def _passthrough(
     if not leaf.is_view:
         # An inner tensor of a subclass input is no input of the Function: returned as is, it would take the
         # Function's history itself. Where the program's Function made a view of it (DTensor.to_local: view_as),
-        # so do we (Note [Inputs Returned By A Custom Function]); an inner tensor a wrapper output shares with an
+        # so do we (Note [Custom Functions]); an inner tensor a wrapper output shares with an
         # input (a jagged output's offsets) is the input's own object, as in eager.
         return source.view_as(source) if leaf.function_view else source
     return source.as_strided(*ev.meta(leaf.meta, symbols))
@@ -315,7 +277,7 @@ def training_call(
     subclass_inputs = [i for i, tree in enumerate(layout.trees) if tree is not None]
     releafed = frozenset(i for i, s in enumerate(analysis.releaf_sizes) if s is not None)
     roots = training_roots(analysis)
-    # Note [Gradient Types Follow The Tangents Given]: the diff outputs a tensor subclass gradient depends on
+    # See Note [Tangent Retrace]: the diff outputs a tensor subclass gradient depends on
     typed_by = set().union(
         *(deps for tree, deps in zip(bw_meta.grad_trees, bw_meta.tangent_deps, strict=False) if tree is not None)
     )
@@ -331,7 +293,7 @@ def training_call(
             # symbolic).
             ctx.input_meta = {i: (tuple(user[i].shape), tuple(user[i].stride())) for i in subclass_inputs}
             # A Function's forward runs with grad mode off: the graph's ops record nothing.
-            if bw_meta.forward_reads_grad_mode:  # Note [Ops That Read Grad Mode]
+            if bw_meta.forward_reads_grad_mode:  # Note [Training Through A Joint Graph]
                 with torch.enable_grad():
                     all_outs = list(cast(Sequence[Any], fw(*[_detached(g) for g in graph_in])))
             else:
@@ -346,13 +308,13 @@ def training_call(
                 saved[k] = saved[k].clone()  # the epilogue is about to write this input
             ctx.save_for_backward(*[v for v in saved if isinstance(v, torch.Tensor)])
             ctx.saved_ints = [(k, v) for k, v in enumerate(saved) if not isinstance(v, torch.Tensor)]
-            # Note [Double Backward By Recompute]: weak references, so that the forward keeps no input alive.
+            # See Note [Training Through A Joint Graph]: weak references, so that the forward keeps no input alive.
             ctx.primals = [(weakref.ref(g), g._version) for g in graph_in] if rerun is not None else None
             tensors = outs[:n_updates]
             pos = n_updates
             for o in fresh_outputs:
                 info = analysis.outputs[o]
-                if info.function_view is not None:  # Note [Inputs Returned By A Custom Function]
+                if info.function_view is not None:  # Note [Custom Functions]
                     view = info.function_view
                     tensors.append(replay_steps(user[tensor_position[view.index]], view.steps, ev, symbols))
                     pos += len(info.leaves)
@@ -372,7 +334,7 @@ def training_call(
                     assert info.outer_meta is not None
                     size, stride, _ = ev.meta(info.outer_meta, symbols)
                     stride = fresh_outer_stride(info, leaves, size, stride)
-                    if info.history_size is not None:  # Note [Subclass Outputs Resized Under Their History]
+                    if info.history_size is not None:  # Note [Wrapper Data Assignment]
                         size = [ev.dim(d, symbols) for d in info.history_size]
                         stride = _contiguous_strides(size)
                     tensors.append(
@@ -381,10 +343,10 @@ def training_call(
             n_bases = plan.graph_outputs.num_bases
             base_values = outs[pos : pos + n_bases]
             tensors.extend(base_values)
-            # the symbolic ints, then the stride probes (Note [Strides Of Assigned Tensors]): only their strides are
+            # the symbolic ints, then the stride probes (Note [Strides The Kernels Choose]): only their strides are
             # read, from aliases that are not the graph's outputs themselves (which may be returned above too)
             symints = [o.detach() if isinstance(o, torch.Tensor) else o for o in outs[pos + n_bases :]]
-            # Note [Subclass Inputs Mutated In Training]: the new value of such an input, as a wrapper.
+            # See Note [Inputs Written In Training]: the new value of such an input, as a wrapper.
             for i in bw_meta.wrapper_updates:
                 tree = layout.trees[i]
                 assert tree is not None
@@ -398,12 +360,12 @@ def training_call(
                     ]
                 else:
                     leaves = [
-                        # Note [Aliased Subclass Inputs In Training]: a member's region of its group's new base
+                        # See Note [Aliased Subclass Inputs In Training]: a member's region of its group's new base
                         outs[original_update[j]] if j in original_update else _member_of(outs, group_source[j])
                         for j in layout.leaves_of_input[i]
                     ]
                 tensors.append(unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False))
-            for r in roots:  # Note [Intermediate Roots In Training]
+            for r in roots:  # Note [Subclass Intermediate Roots]
                 assert r.root_tree is not None and r.root_meta is not None
                 size, stride, _ = ev.meta(r.root_meta, symbols)
                 root_leaves = [base_values[b] for b in r.root_bases]
@@ -419,7 +381,7 @@ def training_call(
             ctx.zeros = [_dense_zeros(tensors[i]) for i in bw_meta.diff_outputs]
             tensors.extend(symints)
             ctx.bw_targets = [graph_dense[j] for j in bw_meta.backward_mutations] if bw_meta.backward_mutations else []
-            # Note [Metadata Changed By A Custom Backward]
+            # See Note [Custom Functions]
             ctx.bw_reshapes = [(user[r.position], r) for r in bw_meta.backward_reshapes]
             return tuple(tensors)
 
@@ -440,8 +402,8 @@ def training_call(
                 raise UnsupportedError(
                     "double backward (create_graph=True) of a program that draws random numbers or writes its "
                     "inputs: the gradient is computed from values the forward saved without their history, and "
-                    "recomputing them would draw again or read the inputs after the write (Note [Double Backward "
-                    "By Recompute]). Differentiate an eager version of the program twice instead"
+                    "recomputing them would draw again or read the inputs after the write (Note [Training Through "
+                    "A Joint Graph]). Differentiate an eager version of the program twice instead"
                 )
             saved = list(ctx.saved_tensors)
             for k, v in ctx.saved_ints:
@@ -453,7 +415,7 @@ def training_call(
                     "double backward (create_graph=True) with a tangent of another type than the output's "
                     "(Note [Tangent Retrace]); pass tangents of the type of the outputs"
                 )
-            absent = frozenset(typed_by - present)  # Note [Gradient Types Follow The Tangents Given]
+            absent = frozenset(typed_by - present)  # Note [Tangent Retrace]
             found = (
                 variants.get(bw_meta, trees, per_output, absent) if retyped or (absent and not create_graph) else None
             )
@@ -480,7 +442,7 @@ def training_call(
                         bw_meta.tangent_orders,
                         strict=True,
                     )
-                ]  # Note [Symbolic Tangent Strides]
+                ]  # Note [Tangent Retrace]
                 if create_graph:
                     assert rerun is not None
                     all_outs = cast(Sequence[torch.Tensor], rerun(*_live_primals(ctx.primals), *tangents))
@@ -497,9 +459,7 @@ def training_call(
                         target.copy_(value)
                 dense_grads = dense_grads[:n_grads]
             for (target, reshape), version in zip(ctx.bw_reshapes, reshaped, strict=True):
-                if (
-                    reshape.size is not None and reshape.stride is not None
-                ):  # Note [Metadata Changed By A Custom Backward]
+                if reshape.size is not None and reshape.stride is not None:  # Note [Custom Functions]
                     with torch.no_grad():
                         target.as_strided_(reshape.size, reshape.stride, target.storage_offset())
                 set_version(target, version + reshape.bumps)
@@ -513,7 +473,7 @@ def training_call(
                 width = 1 if tree is None else tree.num_leaves
                 leaves = dense_grads[pos : pos + width]
                 pos += width
-                if tree is not None and shared:  # Note [Subclass Gradients Own Their Inner Tensors]
+                if tree is not None and shared:  # Note [Tangent Retrace]
                     leaves = [g.clone() if id(g) in shared else g for g in leaves]
                 if k in unused or not (deps[k] & present):
                     continue  # eager's gradient is None: no used output reaches this input
@@ -521,7 +481,7 @@ def training_call(
                     result[i] = leaves[0]
                 elif i in ctx.input_meta:
                     size, stride = ctx.input_meta[i]
-                    j = stride_leaves[k]  # Note [Subclass Gradient Strides]
+                    j = stride_leaves[k]  # Note [Tangent Retrace]
                     if i in releafed:  # in the layout of eager's first read: Note [Leaves Laid Out Anew Under no_grad]
                         first = leaves[0 if j is None else j]
                         size = tuple(first.shape)
@@ -535,7 +495,7 @@ def training_call(
 
     n_wrappers = len(bw_meta.wrapper_updates)
     # Diff outputs that are new values of inputs the epilogue writes hidden from autograd: no gradient flows
-    # through them (Note [Unreached Inputs Are Detached])
+    # through them (Note [Backward Errors Are Deferred])
     hidden_updates = {
         p
         for p, d in enumerate(bw_meta.diff_outputs)
@@ -553,7 +513,7 @@ def training_call(
         if wrappers_at <= d < wrappers_at + n_wrappers
         and not wrapper_write_recorded(analysis, layout, bw_meta.wrapper_updates[d - wrappers_at])
     }
-    unreached = (  # Note [Unreached Inputs Are Detached]
+    unreached = (  # Note [Backward Errors Are Deferred]
         [
             i
             for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False)
@@ -609,7 +569,7 @@ def training_call(
                     group_final[m] = (base_update[k], _ints(size), _ints(stride), _ints((offset,))[0])
     for i in bw_meta.wrapper_updates:
         if analysis.inplace_replay[i] and analysis.wrapper_meta_after[i]:
-            needed: Container[int] = {*final_update, *group_final}  # Note [Subclass Inputs Passed Twice In Training]
+            needed: Container[int] = {*final_update, *group_final}  # Note [Aliased Subclass Inputs In Training]
         else:
             needed = {*original_update, *group_source}
         if any(j not in needed for j in layout.leaves_of_input[i]):
@@ -623,7 +583,7 @@ def training_call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
     ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
         user = [values[i] for i in flat.tensor_indices]
-        for i in unreached:  # Note [Unreached Inputs Are Detached]
+        for i in unreached:  # Note [Backward Errors Are Deferred]
             given = user[i]
             user[i] = detached = cast(torch.Tensor, given).detach()
             if i in stand_ins:
@@ -650,7 +610,7 @@ def training_call(
         pos = n_updates
         for o in fresh_outputs:
             value = tensors[pos]
-            # Note [Subclass Views Of Intermediates In Training]: a view of an intermediate only it sees.
+            # See Note [Subclass Intermediate Roots]: a view of an intermediate only it sees.
             prewrapped[o] = value.view(value.shape) if analysis.outputs[o].view_of_fresh else value
             outs.extend([tensors[pos]] * len(analysis.outputs[o].leaves))  # placeholders keep the layout
             pos += 1

@@ -123,7 +123,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         if plan.input_requires_grad[i] and not after
     ]
 
-    # Note [Reads Around A set_ That Renews An Accumulator]: renewed before the compiled call, or after it
+    # See Note [Gradient Accumulators Of Leaves]: renewed before the compiled call, or after it
     first = plan.analysis.self_set_first or (False,) * len(plan.analysis.self_set)
     self_set_first = [flat.tensor_indices[t] for t, s in enumerate(first) if s]
     self_set = [flat.tensor_indices[t] for t, s in enumerate(plan.analysis.self_set) if s and not first[t]]
@@ -131,7 +131,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
     assigned_reads = [
         (flat.tensor_indices[t], s) for t, s in enumerate(plan.analysis.accumulator_sizes) if s is not None
     ]
-    # Note [Leaves Laid Out Anew Under no_grad]
+    # See Note [Leaves Laid Out Anew Under no_grad]
     assigned_reads += [(flat.tensor_indices[t], s) for t, s in enumerate(plan.analysis.releaf_sizes) if s is not None]
     early_replays = sorted(
         (
@@ -141,7 +141,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         ),
         key=lambda item: item[1].made,  # in the program's order (Replay.made)
     )
-    # Note [No-Grad Views Made After The Bump]: steps before the epilogue, and those after it
+    # See Note [Views That Raise After A Bump]: steps before the epilogue, and those after it
     early_heads = [(o, _head(r)) for o, r in early_replays]
     late_tails = [(o, r) for o, r in early_replays if r.late_steps]
 
@@ -149,8 +149,8 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         entry = {i: get_version(cast(torch.Tensor, values[i])) for i in bumped_inputs}
         for i in gains:
             cast(torch.Tensor, values[i]).requires_grad_(True)  # the program's requires_grad_()
-        _held = hold_accumulators(values, kept)  # until the outputs are built: Note [Accumulators Kept Through .data =]
-        if assigned_reads:  # Note [Subclass Accumulators Made After .data =]
+        _held = hold_accumulators(values, kept)  # until the outputs are built: Note [Gradient Accumulators Of Leaves]
+        if assigned_reads:  # Note [Gradient Accumulators Of Leaves]
             _held += make_assigned_accumulators(
                 values, [(i, ev.meta((s, (), 0), symbols)[0]) for i, s in assigned_reads]
             )
@@ -158,14 +158,14 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         graph_in = graph_example_inputs(layout, dense)
         # version counters as the inputs came: an early replay of an in-place view op (t_) advances them already
         counters = _versions(plan, epilogue, values, dense)
-        shared: dict[int, torch.Tensor] = {}  # Note [Views Sharing An Intermediate]
-        early, at_end = replay_early(  # Note [Early Views Made After The Last Write]
+        shared: dict[int, torch.Tensor] = {}  # Note [Output Regeneration]
+        early, at_end = replay_early(  # Note [Views That Raise After A Bump]
             early_heads, values, lambda r: replay_view(r, ev, values, ([], {}), symbols, no_output, shared=shared)
         )
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
-        for i in self_set_first:  # Note [Reads Around A set_ That Renews An Accumulator]
+        for i in self_set_first:  # Note [Gradient Accumulators Of Leaves]
             renew_grad_accumulator(cast(torch.Tensor, values[i]))
-        if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad Before The Call]
+        if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad]
             done: list[torch.Tensor] = []  # an input passed at several positions takes one set_, as in eager
             for t in early_sets:
                 x = cast(torch.Tensor, values[flat.tensor_indices[t]])
@@ -177,7 +177,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         if not epilogue.empty:
             _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values, counters)
         settle_early_counters(at_end, values)
-        for i in self_set:  # Note [set_ Renews A Leaf's Accumulator]
+        for i in self_set:  # Note [Gradient Accumulators Of Leaves]
             renew_grad_accumulator(cast(torch.Tensor, values[i]))
         for o, r in late_tails:
             start = len(r.steps) - r.late_steps
@@ -206,7 +206,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
 
 
 def _head(replay: Replay) -> Replay:
-    """An early replay without its late steps (Note [No-Grad Views Made After The Bump])."""
+    """An early replay without its late steps (Note [Views That Raise After A Bump])."""
     if not replay.late_steps:
         return replay
     kept = len(replay.steps) - replay.late_steps
@@ -228,7 +228,7 @@ def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
             or leaf.onto_input is not None
         ):
             return None
-        if info.data_from is not None:  # Note [Outputs Assigned .data With History]
+        if info.data_from is not None:  # Note [History Kept Through .data =]
             return None
         out.append(fresh_start + info.leaves[0].index)
     if (
@@ -239,7 +239,7 @@ def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
     ):
         return None
     if plan.analysis.wrapper_storage:
-        return None  # _outputs gives inputs their wrapper storage (Note [Wrapper Storage After set_])
+        return None  # _outputs gives inputs their wrapper storage (Note [Wrapper Storage])
     return tuple(out)
 
 
@@ -249,7 +249,7 @@ def _copy_base(plan: RuntimePlan, base: torch.Tensor, value: torch.Tensor, g: in
     mutations = plan.analysis.mutations
     members = plan.layout.groups[cast(AliasGroupRef, plan.layout.graph_inputs[g]).group].members
     visible = any(mutations[m].autograd_visible and not mutations[m].hidden_from_autograd for m in members)
-    # written only through tensors set_() or `.data =`-assigned to its storage: Note [Writes Through A set_() Alias]
+    # written only through tensors set_() or `.data =`-assigned to its storage: Note [Input Updates]
     # (through the base's own views, a leaf that requires grad raises in eager, and so does this copy_)
     through_self = any(mutations[m].visible_through_self for m in members)
     before = get_version(base)
@@ -266,7 +266,7 @@ def _grad_swap_pair(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Tensor input `t`, swapped to a value that requires grad, and the tensor whose storage it took (if an input):
     dense leaves for a plain input, wrappers for a subclass input (whose set_ autograd records at the wrapper level:
-    Note [Inputs That Gain Grad In Training])."""
+    Note [Inputs Written In Training])."""
     layout, mutations = plan.layout, plan.analysis.mutations
     j = layout.leaves_of_input[t][0]
     source = mutations[j].set_source
@@ -279,7 +279,7 @@ def _grad_swap_pair(
 
 def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None) -> None:
     """`x.set_(alias)` under grad, `alias` a differentiable alias of x's storage and metadata: x gets eager's
-    grad_fn for a set_ of a value that requires grad (Note [Inputs That Gain Grad In Training])."""
+    grad_fn for a set_ of a value that requires grad (Note [Inputs Written In Training])."""
     with torch.enable_grad():
         same = source is not None and (source.size(), source.stride()) == (x.size(), x.stride())
         if source is not None and source.requires_grad:
@@ -292,17 +292,6 @@ def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None) -> Non
         else:
             alias = non_view_alias(x).requires_grad_(True)  # never reached by a backward: it stops at the set_
         set_to_tensor(x, alias)
-
-
-# Note [set_ Under Grad]
-# set_() on a tensor that requires grad, with grad enabled, makes autograd record a node whose backward raises
-# ("derivative for set_ is not implemented"), even when the storage ends where it was (x.set_(x)). The epilogue
-# repeats `x.set_(x)` (which changes nothing else) under grad on such an input, so a backward through it raises as
-# in eager. A set_ on a view of the input taken with grad on counts too: autograd rebases the input's history on it
-# (Note [Views Of Inputs set_() Under Grad]).
-# Where a plain input was set_() to another input whose storage it still has, the epilogue's set_ takes that input
-# (or a view of it) as its source instead: eager's set_ node has an edge to the source's history, so the source's
-# gradient waits behind the raising node (fuzz seed 6000 #544: `x0.set_(x2)`, x2 also returned, got a gradient).
 
 
 def _epilogue(
@@ -322,7 +311,7 @@ def _epilogue(
     versions, wrapper_versions = counters
     for g, k in epilogue.base_copies:
         _copy_base(plan, graph_in[g], cast(torch.Tensor, outs[k]), g)
-    # Note [Subclass Inputs Mutated In Training]: inputs whose view ops are replayed get their value after them.
+    # See Note [Inputs Written In Training]: inputs whose view ops are replayed get their value after them.
     late = {t for t in wrapper_values if t in epilogue.inplace_ops}
     copy_points = dict(epilogue.copy_points)
     by_wrapper = {j for t in wrapper_values for j in plan.layout.leaves_of_input[t]}
@@ -343,13 +332,13 @@ def _epilogue(
     finals = dict(epilogue.final_copies)
     for j in epilogue.metadata:
         m, meta = mutations[j], ev.meta(mutations[j].final_meta, symbols)
-        if m.storage_changed and m.set_source is None and j in finals:  # Note [Inputs Set To Computed Tensors]
+        if m.storage_changed and m.set_source is None and j in finals:  # Note [Strides The Kernels Choose]
             meta = set_target_layout(meta, outs[finals[j]])
         _replay_metadata(dense, j, m, meta, sources)
     for t in epilogue.reshaped:
         wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         data, steps = plan.analysis.wrapper_data[t], plan.analysis.inplace_replay[t]
-        # Note [Written Subclass Views Changed In Place]: a view takes its value first, in the layout it came with
+        # See Note [Stale View Functions]: a view takes its value first, in the layout it came with
         copy_at = copy_points.get(t) if t in late and wrapper._is_view() else None
         if copy_at is not None:
             _copy_wrapper(plan, values, t, undo_steps(wrapper_values[t], steps, ev, symbols))
@@ -360,7 +349,7 @@ def _epilogue(
             # Under the grad mode the program had: autograd records it on a wrapper that requires grad, as in eager.
             grad = step.grad_enabled and (copy_at is None or k >= copy_at)
             with torch.set_grad_enabled(grad and torch.is_grad_enabled()):
-                refresh_view_grad_fn(wrapper)  # Note [In-Place Ops On A View Whose Base Gained Grad]
+                refresh_view_grad_fn(wrapper)  # Note [Inputs Written In Training]
                 step.op(
                     wrapper,
                     *cast(tuple[object, ...], ev.arg(step.args, symbols)),
@@ -409,7 +398,7 @@ def _assign_data(
     outs: Sequence[object],
 ) -> None:
     """Note [Wrapper Data Assignment]: the wrapper takes the assigned tensor's own metadata (not its storage: see
-    Note [Wrapper Storage After set_]), without autograd or the version counter, as eager's `.data =`."""
+    Note [Wrapper Storage]), without autograd or the version counter, as eager's `.data =`."""
     if data.source is not None:
         source = cast(torch.Tensor, values[plan.flat.tensor_indices[data.source]])
         size, stride, offset = list(source.shape), list(source.stride()), int(source.storage_offset())
@@ -420,14 +409,14 @@ def _assign_data(
 
 
 def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: torch.Tensor) -> None:
-    """A wrapper-level copy_ that autograd records (Note [Subclass Inputs Mutated In Training])."""
+    """A wrapper-level copy_ that autograd records (Note [Inputs Written In Training])."""
     wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
     # Recorded only where the program wrote the input itself (or a view of it) with grad on: a write through an
     # alias autograd does not relate to it (a detach() passed beside it) is not (Note [Aliased Subclass Inputs In
     # Training]). Written through itself, a leaf that requires grad, or a view of one, raises eager's error here,
     # as it does in eager.
     visible = wrapper_write_recorded(plan.analysis, plan.layout, t)
-    # written only through an alias set_() or `.data =`-assigned to its storage (Note [Writes Through A set_() Alias])
+    # written only through an alias set_() or `.data =`-assigned to its storage (Note [Input Updates])
     mutations = plan.analysis.mutations
     visible = visible and any(mutations[j].visible_through_self for j in plan.layout.leaves_of_input[t])
     before = get_version(wrapper)
@@ -435,21 +424,6 @@ def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: to
         wrapper.copy_(value)
     if not plan.analysis.wrapper_version_bumped[t]:
         set_version(wrapper, before)  # a write through `.data`: eager leaves the wrapper's counter alone
-
-
-# Note [data Assignment Keeps A Leaf's Accumulator]
-# Eager's `.data =` on a leaf that requires grad keeps its gradient accumulator, whose recorded size the engine
-# reduces gradients to (x0.reshape(()) took it at size (1,); x0.data = x0.unsqueeze(1); then x0 returned: eager's
-# x0.grad has size (1,), fuzz seed 41000 #1312), while set_() makes a new one (Note [set_ Renews A Leaf's
-# Accumulator]). So a plain input the program swapped only by `.data =`, within its own storage, gets its layout
-# by `.data =` too, not by set_(). Whether eager has one to keep: See Note [Accumulators Kept Through .data =].
-
-
-# Note [Metadata Changes Under no_grad]
-# `with torch.no_grad(): x.t_()` on an input that requires grad leaves its grad_fn as it was in eager (a backward
-# through the new x then raises there, as its grad_fn expects the old layout). So the epilogue replays such a change
-# under no_grad too, even where the program's other writes (to x, or an in-place view op on a view of it with grad
-# on: t = x.transpose(0, 0); t.unsqueeze_(0)) make the input's mutation autograd-visible.
 
 
 def _replay_metadata(
@@ -462,7 +436,7 @@ def _replay_metadata(
     size, stride, offset = meta
     x = dense[j]
     # An in-place view op on a non-leaf that requires grad rewrites its grad_fn in eager: let autograd see ours,
-    # unless the program ran them all under no_grad (Note [Metadata Changes Under no_grad]).
+    # unless the program ran them all under no_grad (Note [Leaves Laid Out Anew Under no_grad]).
     visible = x.requires_grad and m.autograd_visible and not m.storage_changed and not m.metadata_hidden
     with torch.set_grad_enabled(visible and torch.is_grad_enabled()):
         if m.storage_changed and m.set_source is not None:
@@ -487,7 +461,7 @@ def _replay_metadata(
             # set_() within its own storage (to another input sharing it, or to a view of itself): set_(Tensor) as
             # the program's. On a leaf, unlike as_strided_, it also renews the gradient accumulator autograd
             # checks the leaf's gradient against (fuzz seed 6000 #183: x0.set_(x0.view(-1)) under no_grad)
-            if m.swapped_by_data_only:  # Note [data Assignment Keeps A Leaf's Accumulator]
+            if m.swapped_by_data_only:  # Note [Gradient Accumulators Of Leaves]
                 x.data = x.detach().as_strided(size, stride, offset)
             else:
                 set_to_tensor(x, x.detach().as_strided(size, stride, offset))
@@ -533,7 +507,7 @@ def _fix_wrappers(
         if after is not None and not analysis.inplace_replay[t] and not (data is not None and data.final):
             leaves = plan.layout.leaves_of_input[t]
             leaf_metas = [ev.meta(analysis.mutations[j].final_meta, symbols) for j in leaves]
-            # Note [Inputs Set To Computed Tensors]
+            # See Note [Strides The Kernels Choose]
             size, stride, offset = wrapper_layout(ev.meta(after, symbols), leaf_metas, [dense[j] for j in leaves])
             if list(wrapper.shape) != size or list(wrapper.stride()) != stride or wrapper.storage_offset() != offset:
                 # after a `.data =`, without autograd or the version counter (Note [Wrapper Data Assignment])

@@ -3,7 +3,7 @@
 Input: a `RuntimePlan`. Output: `EpiloguePlan` (what the epilogue does, decided once per entry); `copy_into` and
 `settle_version`, the input writes and version-counter fixes the generic runner (call.py) and the generated one
 (straight_line.py) share. Invariants: a write autograd saw in eager is recorded here too, one it did not see is made
-under no_grad (Note [Writes Through A set_() Alias]); a version counter ends advanced iff eager's did.
+under no_grad (Note [Input Updates]); a version counter ends advanced iff eager's did.
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ class EpiloguePlan:
     versions: tuple[int, ...]  # dense leaves whose version counter is settled to eager's
     grad_sets: tuple[int, ...]  # tensor inputs set_() under grad: Note [set_ Under Grad]
     wrappers: tuple[int, ...]  # tensor inputs (subclasses) whose own metadata or version changes
-    # plain tensor inputs set_() to a value requiring grad: See Note [Inputs That Gain Grad In Training]
+    # plain tensor inputs set_() to a value requiring grad: See Note [Inputs Written In Training]
     grad_swaps: tuple[int, ...] = ()
     # (tensor input, copy point) where a view's value is copied in before some of its replayed in-place view ops
-    # (Note [Written Subclass Views Changed In Place]; applied when the real input is a view)
+    # (Note [Stale View Functions]; applied when the real input is a view)
     copy_points: tuple[tuple[int, int], ...] = ()
-    # grad_sets repeated before the compiled call instead (Note [set_ Under Grad Before The Call])
+    # grad_sets repeated before the compiled call instead (Note [set_ Under Grad])
     early_grad_sets: tuple[int, ...] = ()
 
     @property
@@ -90,7 +90,7 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
 
 
 def _grad_swaps(plan: RuntimePlan) -> tuple[int, ...]:
-    """Tensor inputs that gain grad by a storage swap (Note [Inputs That Gain Grad In Training])."""
+    """Tensor inputs that gain grad by a storage swap (Note [Inputs Written In Training])."""
     analysis, layout = plan.analysis, plan.layout
     return tuple(
         t
@@ -111,25 +111,14 @@ def settle_version(t: torch.Tensor, before: int, bumped: bool) -> None:
         set_version(t, before + 1)
 
 
-# Note [Writes Through A set_() Alias]
-# A tensor set_() or `.data =`-assigned to an input's storage is a family of its own: eager's writes through it
-# change the input's values but not its autograd history or version counter (where no other write advanced it).
-# So the epilogue writes an input written only so (LeafMutation.visible_through_self false) below autograd and puts
-# its version back at once: on a leaf that requires grad a recorded copy_ would raise (fuzz seed 3000 #7901, seed
-# 5000 #5074), on a non-leaf it would give the input a grad_fn eager's has not, and on a view made by an op that
-# returns several views (unbind, split) both the recorded copy_ and a later read of its grad_fn at the moved version
-# (the epilogue's own set_() under grad to it) raise where eager runs (fuzz seed 44000 #7422). Subclass inputs
-# likewise, at the wrapper level (`_copy_wrapper`).
-
-
 def copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, final: bool = False) -> None:
     # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's
     # grad_fn and version match eager; .data and no_grad mutations stay invisible to autograd, as in eager.
     hidden = not mutation.autograd_visible or mutation.hidden_from_autograd or mutation.storage_changed
-    # Note [Writes Through A set_() Alias]; written through itself, a leaf that requires grad raises in eager, and
+    # See Note [Input Updates]; written through itself, a leaf that requires grad raises in eager, and
     # so does this copy.
     hidden = hidden or not mutation.visible_through_self
-    hidden = hidden and not (final and mutation.written_after_data)  # Note [Writes With Grad After .data =]
+    hidden = hidden and not (final and mutation.written_after_data)  # Note [History Kept Through .data =]
     x, value = once_per_location(x, value)
     if (x.requires_grad or value.requires_grad) and not hidden:
         x.copy_(value)

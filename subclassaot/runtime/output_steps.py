@@ -25,7 +25,7 @@ def lower_input_counter(
 ) -> tuple[torch.Tensor, int] | None:
     """Before replaying a bump_after view of an input: give the input its counter at entry (the input and the
     counter it has now), where the epilogue moved it and its grad_fn raises since (Replay.entry_counter too), or
-    where eager's view is stale at the end (Replay.stale_view: Note [Plain Views Assigned .data After A Write])."""
+    where eager's view is stale at the end (Replay.stale_view: Note [History Kept Through .data =])."""
     if replay.source is not ReplaySource.INPUT or replay.index not in entry:
         return None
     source = values[replay.index]
@@ -53,7 +53,7 @@ def set_onto_inputs(
     metas: Sequence[tuple[list[int], list[int], int]],
     wrapper: torch.Tensor,
 ) -> None:
-    """Note [Detached Outputs Written With Grad]: each dense leaf of `value` (the Function's output) set_() onto the
+    """Note [Outputs Over Another Storage]: each dense leaf of `value` (the Function's output) set_() onto the
     storage of its input with eager's metadata (`metas`, per leaf), under no_grad, its version counter kept; a
     subclass output also takes the wrapper storage of `wrapper`, the input it is a detach() of (as eager's aliasing
     correction gives a view op's output)."""
@@ -69,8 +69,8 @@ def set_onto_inputs(
 
 
 def input_root(t: torch.Tensor) -> torch.Tensor:
-    """The tensor whose views share `t`'s autograd base: `t._base`, or `t` itself where it is no view (Note [Views
-    Set Onto Another Storage])."""
+    """The tensor whose views share `t`'s autograd base: `t._base`, or `t` itself where it is no view (Note [Outputs
+    Over Another Storage])."""
     return t._base if t._base is not None else t
 
 
@@ -82,8 +82,8 @@ def view_onto(
     offset: int,
     grad: bool = False,
 ) -> torch.Tensor:
-    """A view of `root` that lives on `storage`'s storage with this size, stride and offset (Note [Views Set Onto
-    Another Storage]). `grad`: made and set_() with grad on, as the program did (Note [Views Of Inputs set_() Under
+    """A view of `root` that lives on `storage`'s storage with this size, stride and offset (Note [Outputs Over Another
+    Storage]). `grad`: made and set_() with grad on, as the program did (Note [set_ Under
     Grad]); otherwise without (eager's view does not require grad: foreign_root)."""
     version = get_version(root)
     if grad and torch.is_grad_enabled():
@@ -107,10 +107,10 @@ def set_under_grad_holder(
     blocked: Sequence[object] = (),
 ) -> torch.Tensor:
     """`value` rebuilt as eager's output set_() under grad (Note [Outputs set_() Under Grad]). `found`: where eager's
-    output is a view, the value of its `._base` and whether that is eager's base object itself (Note [Bases Of
-    Outputs set_() Under Grad]). `view`: the output was a view when set_(); `viewed_after`: it is a view taken of
+    output is a view, the value of its `._base` and whether that is eager's base object itself (Note [Outputs set_()
+    Under Grad]). `view`: the output was a view when set_(); `viewed_after`: it is a view taken of
     the tensor set_() (eager's base) after the set_. `blocked`: the inputs eager's set_ node stands in front of
-    (Note [Leaves Behind A Raising set_ Node])."""
+    (Note [Outputs set_() Under Grad])."""
     root = None if found is None else found[0]
     if found is not None and found[1]:
         holder = found[0].view(found[0].shape)  # other outputs view that base too: one object, as in eager
@@ -134,7 +134,7 @@ def set_under_grad_holder(
 
 
 class _Blocked(torch.autograd.Function):
-    """A clone of `base` whose node has an edge to each of `blocked` (Note [Leaves Behind A Raising set_ Node])."""
+    """A clone of `base` whose node has an edge to each of `blocked` (Note [Outputs set_() Under Grad])."""
 
     @staticmethod
     def forward(ctx: Any, base: torch.Tensor, *blocked: torch.Tensor) -> torch.Tensor:
@@ -142,12 +142,12 @@ class _Blocked(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor) -> tuple[None, ...]:
-        raise AssertionError("BUG: the node behind a raising set_ node ran (Note [Leaves Behind A Raising set_ Node])")
+        raise AssertionError("BUG: the node behind a raising set_ node ran (Note [Outputs set_() Under Grad])")
 
 
 def blocking_holder(base: torch.Tensor, blocked: Sequence[object]) -> torch.Tensor:
     """A clone of `base` (which requires grad), behind which the backward reaches each of `blocked` that requires
-    grad (Note [Leaves Behind A Raising set_ Node])."""
+    grad (Note [Outputs set_() Under Grad])."""
     inputs = [b for b in blocked if isinstance(b, torch.Tensor) and b.requires_grad]
     if not inputs:
         return base.clone()
@@ -158,8 +158,8 @@ MARK_STATES = 64  # in-place view ops per object a chain may pass it after
 
 
 def state_token(t: int, state: int) -> int:
-    """The mark token of object `t` (its id) in state `state` (Note [Views Across In-Place View Ops On An
-    Intermediate]): the id itself in state 0, else a negative number that is never an id."""
+    """The mark token of object `t` (its id) in state `state` (Note [Output
+    Regeneration]): the id itself in state 0, else a negative number that is never an id."""
     return t if state == 0 else ~(t * MARK_STATES + state)
 
 
@@ -183,7 +183,7 @@ def _set_bumps(replay: Replay | None) -> bool:
 
 def build_order(infos: Sequence[OutputInfo]) -> list[int]:
     """Outputs in the order of the object states their chains pass through, then output order (or, where an output
-    repeats a set_(), program order: Note [Outputs Built After A Runtime set_])."""
+    repeats a set_(), program order: Note [Views That Raise After A Bump])."""
     by_program = any(_set_bumps(info.replay) for info in infos)
 
     def key(o: int) -> tuple[int, int]:

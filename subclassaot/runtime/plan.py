@@ -5,7 +5,7 @@ Input: built by api.py from the analysis, the layout and the graph outputs.
 Output: `RuntimePlan`, `BackwardPlan` (training), `MetaEvaluator` (size/stride/offset expressions over the guards'
 symbols), `GraphCall`.
 Invariants: the plan holds no fake tensors, no ShapeEnv and no graph it does not run; the one callable that does
-compile-time work at call time is `BackwardPlan.retrace` (Note [The Tangent Retrace Is Compile Work At Call Time]).
+compile-time work at call time is `BackwardPlan.retrace` (Note [Tangent Retrace]).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from subclassaot.torch_internals import (
 def wrapper_write_recorded(analysis: Analysis, layout: DenseLayout, t: int) -> bool:
     """Whether the program wrote tensor subclass input `t` where autograd records it: else the epilogue's
     wrapper-level copy_ of its new value runs under no_grad, and no gradient flows through that value
-    (runtime._copy_wrapper, Note [Unreached Inputs Are Detached])."""
+    (runtime._copy_wrapper, Note [Backward Errors Are Deferred])."""
     return any(analysis.mutations[j].autograd_visible for j in layout.leaves_of_input[t])
 
 
@@ -50,24 +50,9 @@ class RuntimePlan:
     graph_outputs: GraphOutputs
     leaf_attr_paths: tuple[tuple[str, ...], ...]  # per dense leaf: attribute names from its owner input
     input_requires_grad: tuple[bool, ...]  # per tensor input: requires_grad when compiled (a guard holds it)
-    # per output (OutputIndex): the torch-function subclass eager returns it as, or None (Note [Torch Function
-    # Subclass Outputs]); () when no input is such a subclass
+    # per output (OutputIndex): the torch-function subclass eager returns it as, or None (Note [Ambient
+    # Modes]); () when no input is such a subclass
     output_types: tuple[type[torch.Tensor] | None, ...] = ()
-
-
-# Note [The Tangent Retrace Is Compile Work At Call Time]
-# A compile decides once, and the per-call path runs what it left: the plan, which holds no fake tensor, no
-# ShapeEnv and no graph it does not run. One decision cannot be made at compile time: the backward for runtime
-# tangents of another structure than the traced one (Note [Tangent Retrace]), or for a backward through some of the
-# outputs only, whose subclass gradients may then be plain (Note [Gradient Types Follow The Tangents Given]). The
-# tangents' types, metadata and dense sizes are the caller's choice at backward time, and the sets of outputs left
-# without a tangent are exponentially many, so no entry can trace them all ahead. So the compile hands the runtime
-# one typed callable, `BackwardPlan.retrace`, which closes over the compile-time records (the joint setup with its
-# fake mode, the partition the forward was cut by, the entry's backend) and returns only what the runtime runs: a
-# compiled backward and the meaning of its outputs (`RetracedBackward`). The runtime calls it at most once per new
-# tangent structure (the autograd.Function caches the result), imports nothing of the tracing, and sees nothing of
-# what the closure holds. It is the one place where compile-time work reaches the per-call path: a retrace that
-# cannot be had raises UnsupportedError, and where only tangents are missing the compiled backward runs instead.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,7 +68,7 @@ class RetracedBackward:
 
 
 # (per diff output: the runtime tangent's structure and its dense leaves; the diff positions given no tangent) ->
-# the backward for them, or UnsupportedError. See Note [The Tangent Retrace Is Compile Work At Call Time].
+# the backward for them, or UnsupportedError. See Note [Tangent Retrace].
 RetraceBackward = Callable[
     [Sequence[SubclassNode | None], Sequence[Sequence[torch.Tensor]], frozenset[int]], RetracedBackward
 ]
@@ -96,45 +81,45 @@ class BackwardPlan:
     backward error (Note [Backward Errors Are Deferred])."""
 
     # the program's own backward error, raised when backward runs (no backward graph) or when one of the diff outputs
-    # at positions `raising_tangents` gets a tangent (Note [Backward Errors Through Input Values Only])
+    # at positions `raising_tangents` gets a tangent (Note [Backward Errors Are Deferred])
     error: RuntimeError | None
     raising_tangents: frozenset[int]
     # no backward graph: the sets of diff positions given a tangent for which eager's backward was seen to raise
     # before any gradient (Note [Probing Eager's Backward]); another set is refused when backward runs. None: not
     # probed
     raising_patterns: frozenset[frozenset[int]] | None
-    # no backward graph: tensor inputs given to the Function detached (Note [Returned Leaves Outside A Raising
-    # Backward])
+    # no backward graph: tensor inputs given to the Function detached (Note [Backward Errors Are
+    # Deferred])
     detached: frozenset[int]
     diff_outputs: tuple[int, ...]  # forward-output positions (tensor outputs) that receive a tangent
     grad_inputs: tuple[int, ...]  # tensor-input positions (FlatInputs.tensor_indices order) that get a gradient
     unused: frozenset[int]  # positions in grad_inputs whose gradient eager leaves None (unreachable from outputs)
     grad_trees: tuple[SubclassNode | None, ...]  # per grad input: the gradient's subclass structure (None: plain)
     # per grad input: the dense leaf (position among its leaves) whose size and stride its subclass gradient had
-    # while tracing (Note [Subclass Gradient Strides])
+    # while tracing (Note [Tangent Retrace])
     grad_stride_leaves: tuple[int | None, ...]
     # per grad input: the diff outputs (positions in diff_outputs) whose tangents reach its gradient in the graph
     tangent_deps: tuple[frozenset[int], ...]
     # dense inputs the backward itself writes (a custom Function's backward updating a buffer); their new values
     # follow the gradients in the backward's outputs, and the runtime copies them into the real inputs
     backward_mutations: tuple[DenseIndex, ...]
-    backward_reshapes: tuple[BackwardReshape, ...]  # Note [Metadata Changed By A Custom Backward]
+    backward_reshapes: tuple[BackwardReshape, ...]  # Note [Custom Functions]
     tangent_trees: tuple[SubclassNode | None, ...]  # per diff output: the subclass structure its tangent must have
     wrapper_updates: tuple[int, ...]  # tensor inputs whose new value the Function returns as a wrapper (last outputs)
     # graph inputs (synthetic bases of aliased inputs) that require grad: Function inputs after the user tensors,
     # their gradients after the user inputs' (Note [Aliased Inputs In Training])
     group_grads: tuple[int, ...]
     tangent_strides: tuple[tuple[int, ...] | None, ...]  # per dense tangent: its traced strides (static ones)
-    # per dense tangent: the dims outermost first, where its strides are symbolic (Note [Symbolic Tangent Strides])
+    # per dense tangent: the dims outermost first, where its strides are symbolic (Note [Tangent Retrace])
     tangent_orders: tuple[tuple[int, ...] | None, ...]
     num_saved: int  # forward outputs after the GraphOutputs ones, the backward's first inputs
     saved_primals: tuple[int | None, ...]  # per saved value: the graph input it is, if it is one
-    forward_reads_grad_mode: bool  # Note [Ops That Read Grad Mode]
+    forward_reads_grad_mode: bool  # Note [Training Through A Joint Graph]
     # the joint graph, where it can run again from the primals for double backward (no random op in the forward);
-    # see Note [Double Backward By Recompute]
+    # see Note [Training Through A Joint Graph]
     rerun: Callable[..., object] | None
     num_fw_outputs: int  # the joint graph's outputs before the gradients
-    retrace: RetraceBackward  # Note [The Tangent Retrace Is Compile Work At Call Time]
+    retrace: RetraceBackward  # Note [Tangent Retrace]
 
 
 def leaf_attr_paths(layout: DenseLayout) -> tuple[tuple[str, ...], ...]:
@@ -191,7 +176,7 @@ class MetaEvaluator:
 
 
 # (values, graph inputs, dense inputs) -> (graph outputs, prewrapped fresh outputs by OutputIndex, new values of
-# subclass inputs mutated in training by tensor-input position: Note [Subclass Inputs Mutated In Training],
+# subclass inputs mutated in training by tensor-input position: Note [Inputs Written In Training],
 # intermediate subclass roots by Replay.root_bases: Note [Subclass Intermediate Roots])
 GraphRun = Callable[
     [Sequence[object], list[torch.Tensor], list[torch.Tensor], dict[str, int]],
@@ -214,7 +199,7 @@ class GraphCall:
 def probed_stride(
     plan: RuntimePlan, outs: Sequence[object], probe: int | None, size: list[int], stride: list[int]
 ) -> list[int]:
-    """Note [Strides Of Assigned Tensors]: the real strides of the stride probe the analysis named, if any."""
+    """Note [Strides The Kernels Choose]: the real strides of the stride probe the analysis named, if any."""
     if probe is None:
         return stride
     gout = plan.graph_outputs

@@ -49,11 +49,34 @@ from subclassaot.torch_internals import (
 # Note [Output Regeneration]
 # The graph is functional, so a user output that is a view of an input (or of an intermediate it shares with other
 # outputs) cannot come out of the graph as such: the graph would return a copy. Instead the epilogue rebuilds it from
-# the real tensor it aliases, after input mutations are applied: `source.as_strided(size, stride, offset)` when eager
-# returns a view (so `._base` and storage sharing match eager), or a non-view alias sharing the storage when eager
-# returns one (detach-like). Sizes, strides and offsets are expressions over the guards' symbols, evaluated per call.
-# Intermediate bases come out of the graph once and every output aliasing them is rebuilt from that one tensor, so
-# two outputs that share storage in eager share it here too.
+# the real tensor it aliases, after input mutations are applied: by replaying its view chain, by `source.as_strided(size,
+# stride, offset)` when eager returns a view (so `._base` and storage sharing match eager), or as a non-view alias
+# sharing the storage when eager returns one (detach-like). Sizes, strides and offsets are expressions over the guards'
+# symbols, evaluated per call. Intermediate bases come out of the graph once and every output aliasing them is rebuilt
+# from that one tensor, so two outputs that share storage in eager share it here too. Eager's objects must match too:
+# - Views sharing an intermediate (`t0 = x.detach(); return t0.view(...), t0.t()`) have one `._base`. The analysis names
+#   each intermediate object a chain passes through (Replay.marks), and a memo that lives for one call hands the first
+#   rebuild of each to every later chain through it (runtime `_replay`; hidden bases too, OutputLeaf.hidden_key).
+# - In-place view ops on a `._base` after its views (`t1 = t0.view(-1, 1, 1); t0.unsqueeze_(0); return t1`): the chain
+#   makes t0 as it was when t1 was taken; the ops applied after (Replay.base_after) are applied to the replayed `._base`
+#   once every output is built, once per object, in the grad mode each ran in, advancing its counter as eager's did.
+#   Only for the output's `._base` (an op on a view mid-chain leaves nothing an output observes). An object such ops
+#   changed is named only by chains through it after all of them, where no chain names it as it was before.
+# - Views across those ops (`t0 = x.detach(); a = t0.view(-1); t0.t_(); return a, t0.unsqueeze(0)`): a chain that passes
+#   t0 after the first j of its in-place view ops names it in each state 0..j (id(t0), then `state_token`s that are never
+#   an id()). At run time it takes t0 in the latest state an earlier chain made, applies the ops from there to its own
+#   state and hands t0 out in that state only; outputs are built in order of the states they pass (`build_order`), and
+#   base_after applies only the ops past the state a chain left. Not for views rebuilt before the epilogue.
+# - Views between in-place view ops (`x.resize_((4, 1)); t = x.detach(); x.t_()`), and detach()es of an intermediate or
+#   output changed in place since, can be replayed neither before the epilogue nor after it from the input as it ends;
+#   as_strided alone would lose their aliasing (`._base`, a subclass's wrapper storage). So the chain is replayed after
+#   the epilogue from `x.as_strided(...)` with x's metadata when the chain first viewed it (the input's own metadata are
+#   eager's: Note [as_strided On Inputs]). Only without autograd history, and for a subclass whose dense leaves are laid
+#   out as the wrapper is; otherwise a detach of an output is `t1.detach()` set_() without autograd to a wrapper of its
+#   own leaves (Note [Subclass Intermediate Roots]), and a view of such a detach is refused.
+# - Input views with cut history (a step under no_grad, or a detach()): where their chain cannot be replayed (a `.data =`
+#   moved a tensor of it), they are rebuilt as that as_strided() under no_grad, then, where eager's has a dead-end
+#   grad_fn, a view() of it with grad on; only where nothing bumped the input's version after it was made.
 
 
 def build_outputs(
@@ -80,7 +103,7 @@ def build_outputs(
     given_roots, shared, entry = given
     roots = dict(given_roots)  # Note [Subclass Intermediate Roots]
     # `get` itself, for its recursion, emptied once the outputs are built: a closure naming itself would be a cycle
-    # holding every output of the graph, and their graph, until a garbage collection (Note [Rewrapping Holds No Cycle])
+    # holding every output of the graph, and their graph, until a garbage collection (Note [Gradient Accumulators Of Leaves])
     builder: list[Callable[[int], object]] = []
     gains_late: list[torch.Tensor] = []
 
@@ -119,19 +142,19 @@ def build_outputs(
             owner = values[plan.layout.leaves[info.leaves[0].onto_input].owner]
             assert isinstance(owner, torch.Tensor)
             set_onto_inputs(value, info, dense, [ev.meta(leaf.meta, symbols) for leaf in info.leaves], owner)
-        if info.data_from is not None and isinstance(value, torch.Tensor):  # Note [Outputs Assigned .data With History]
-            with torch.no_grad():  # see Note [Outputs Assigned .data With History]
+        if info.data_from is not None and isinstance(value, torch.Tensor):  # Note [History Kept Through .data =]
+            with torch.no_grad():  # see Note [History Kept Through .data =]
                 data = _from_leaves(
                     replace(info, leaves=(info.data_from,)), ev, dense, outs, fresh_start, bases, symbols, shared
                 )
             value.data = data
         if info.base_gains_grad and isinstance(value, torch.Tensor) and torch.is_grad_enabled():
             if info.replay is not None and info.replay.bump_after:
-                gains_late.append(value)  # once every output is built: Note [Views Of A Detach That Gained Grad]
+                gains_late.append(value)  # once every output is built: Note [Views That Raise After A Bump]
             else:
-                give_base_grad(value)  # Note [Views Of A Detach That Gained Grad]
+                give_base_grad(value)  # Note [Views That Raise After A Bump]
         onto = info.leaves[0].storage_of if info.leaves else None
-        if onto is not None and isinstance(value, torch.Tensor):  # Note [Outputs That An Input Was set_() To]
+        if onto is not None and isinstance(value, torch.Tensor):  # Note [Outputs Over Another Storage]
             version = get_version(value)
             with torch.no_grad():
                 set_to_tensor(value, dense[onto].detach())
@@ -148,7 +171,7 @@ def build_outputs(
 
     builder.append(get)
     try:
-        for o in build_order(infos):  # Note [Views Across In-Place View Ops On An Intermediate]
+        for o in build_order(infos):  # Note [Output Regeneration]
             get(o)
     finally:
         builder.clear()
@@ -173,16 +196,6 @@ def intermediate_base(value: object) -> object:
     return value
 
 
-# Note [In-Place View Ops On A Base After Its Views]
-# `t0 = x.detach(); t1 = t0.view(-1, 1, 1); t0.unsqueeze_(0); return t1` (fuzz seed 40000 #4668): eager's
-# `t1._base` is t0, which is no view (a detach()), and the in-place view op changed its metadata after t1 was taken
-# from it, leaving t1 as it was. The replayed chain makes t0 as it was when t1 was taken; the in-place view ops the
-# program applied to it afterwards (Replay.base_after) are applied to the replayed `._base` once every output is
-# built, once per object (two outputs viewing t0 before the op share it: Note [Views Sharing An Intermediate]),
-# under the grad mode each ran in. They advance its version counter as eager's did. Only for the output's `._base`:
-# an in-place view op on a view in the middle of a chain leaves nothing an output can observe.
-
-
 def _change_bases(
     infos: Sequence[OutputInfo],
     result: list[object],
@@ -191,7 +204,7 @@ def _change_bases(
     values: Sequence[object],
     shared: dict[int, torch.Tensor],
 ) -> None:
-    """Note [In-Place View Ops On A Base After Its Views], Note [Views Of A Root Whose .data Was Assigned]."""
+    """Note [Output Regeneration], Note [Wrapper Data Assignment]."""
     done: set[int] = set()
     for info, value in zip(infos, result, strict=True):
         replay = info.replay
@@ -201,7 +214,7 @@ def _change_bases(
         assert base is not None, "BUG: an output with in-place changes of its `._base` is no view"
         if id(base) not in done:
             done.add(id(base))
-            done_ops = state_reached(base, shared)  # Note [Views Across In-Place View Ops On An Intermediate]
+            done_ops = state_reached(base, shared)  # Note [Output Regeneration]
             replay_steps(base, replay.base_after[done_ops:], ev, symbols, values)
             if replay.root_data_meta is not None:
                 assign_data_meta(base, *ev.meta(replay.root_data_meta, symbols))
@@ -253,11 +266,11 @@ def _tensor_output(
 ) -> torch.Tensor:
     bases, roots = bases_and_roots
     if info.replay is not None:
-        lowered = lower_input_counter(info.replay, values, entry)  # Note [Views Of Intermediates Written After]
+        lowered = lower_input_counter(info.replay, values, entry)  # Note [Views That Raise After A Bump]
         view = replay_view(info.replay, ev, values, bases_and_roots, symbols, earlier, dense, shared)
         if info.replay.bump_after or lowered is not None:
             finish_bumped_view(view, lowered, bump=info.replay.bump_after)
-        if info.replay.then_set:  # Note [Wrapper Storage After set_]
+        if info.replay.then_set:  # Note [Wrapper Storage]
             # only the contents' storage and metadata are used: no autograd view of an input whose grad_fn may raise
             # (an unbind() output whose version the epilogue advanced: fuzz seed 9000 #8076)
             with torch.no_grad():
@@ -283,8 +296,8 @@ def _grad_set_root(
     values: Sequence[object],
     dense: Sequence[torch.Tensor],
 ) -> tuple[torch.Tensor, bool] | None:
-    """Eager's `._base` of an output set_() under grad, and whether it is that very object (Note [Bases Of Outputs
-    set_() Under Grad])."""
+    """Eager's `._base` of an output set_() under grad, and whether it is that very object (Note [Outputs set_() Under
+    Grad])."""
     if found is None:
         return None
     if found.source is None:
@@ -301,7 +314,7 @@ def _grad_set_root(
 
 
 def _set_keeping_storage(view: torch.Tensor, contents: torch.Tensor) -> None:
-    """Note [Subclass Views Rebuilt By set_]: `view.set_(contents)`, leaving its version counter and wrapper storage."""
+    """Note [Subclass Intermediate Roots]: `view.set_(contents)`, leaving its version counter and wrapper storage."""
     version, holder = get_version(view), torch.empty(0, dtype=view.dtype, device=view.device)
     torch._functionalize_unsafe_set(holder, view)
     with torch.no_grad():
@@ -332,7 +345,7 @@ def _from_leaves(
         # The base itself only where the output was that very leaf object (another output sharing its storage, as
         # after `t0.set_(t1)`, is an alias of it: fuzz seed 2000 #4157).
         own = leaf.same_object
-        if leaf.foreign_base is not None:  # Note [Views Set Onto Another Storage]
+        if leaf.foreign_base is not None:  # Note [Outputs Over Another Storage]
             kind, at = leaf.foreign_base
             root = input_root(dense[at]) if kind is LeafSource.INPUT_ALIAS else bases[at]
             assert isinstance(root, torch.Tensor)
@@ -342,7 +355,7 @@ def _from_leaves(
             hidden = non_view_alias(source.as_strided(*ev.meta(leaf.hidden_base, symbols)))
             source = hidden if leaf.hidden_key is None else shared.setdefault(leaf.hidden_key, hidden)
         meta = ev.meta(leaf.meta, symbols)
-        if leaf.input_layout:  # Note [Inputs Set To Computed Tensors]; a view too (fuzz seed 47000 #3804)
+        if leaf.input_layout:  # Note [Strides The Kernels Choose]; a view too (fuzz seed 47000 #3804)
             meta = set_target_layout(meta, dense[leaf.index])
         leaves.append(regenerate_alias(source, meta, leaf.is_view, own))
     if info.tree is None:
@@ -357,7 +370,7 @@ def _from_leaves(
 def fresh_outer_stride(
     info: OutputInfo, leaves: Sequence[torch.Tensor], size: list[int], stride: list[int]
 ) -> list[int]:
-    """Note [Fresh Subclass Output Strides]: the real strides of the leaf the wrapper's followed while tracing."""
+    """Note [Strides The Kernels Choose]: the real strides of the leaf the wrapper's followed while tracing."""
     if info.outer_stride_leaf is None:
         return stride
     leaf = leaves[info.outer_stride_leaf]
@@ -365,7 +378,7 @@ def fresh_outer_stride(
 
 
 def root_outer_stride(replay: Replay, leaves: Sequence[torch.Tensor], size: list[int], stride: list[int]) -> list[int]:
-    """Note [Fresh Subclass Output Strides], for an intermediate subclass root (fuzz seed 6000 #8603)."""
+    """Note [Strides The Kernels Choose], for an intermediate subclass root (fuzz seed 6000 #8603)."""
     if replay.root_stride_leaf is None:
         return stride
     leaf = leaves[replay.root_stride_leaf]
@@ -402,11 +415,11 @@ def replay_from(
 ) -> torch.Tensor:
     """The steps of `replay` after the first `done`, from `src` (what those made; None only where an earlier
     replay made an object of the chain past them)."""
-    # Note [Views Sharing An Intermediate]: from the last object of the chain an earlier replay already made
+    # See Note [Output Regeneration]: from the last object of the chain an earlier replay already made
     made = [(count, shared[token]) for count, token in replay.marks if count > done and token in shared]
     done, src = made[-1] if made else (done, src)
     assert src is not None, "BUG: a replay with no source and no shared object of its chain"
-    changed = use_only_tokens(replay.marks)  # Note [Views Across In-Place View Ops On An Intermediate]
+    changed = use_only_tokens(replay.marks)  # Note [Output Regeneration]
     for count, token in replay.marks:
         if count > done:
             src = replay_steps(src, replay.steps[done:count], ev, symbols, values)
@@ -445,8 +458,8 @@ def _replay_source(
 ) -> torch.Tensor:
     bases, roots = bases_and_roots
     if replay.source is ReplaySource.INPUT_ROOT:
-        # Note [Subclass Views Rebuilt By set_]: a wrapper (not a view) around aliases of the input leaves, one per
-        # eager intermediate (Note [Intermediates set_() Onto Inputs Are One Root])
+        # See Note [Subclass Intermediate Roots]: a wrapper (not a view) around aliases of the input leaves, one per
+        # eager intermediate (Note [Subclass Intermediate Roots])
         if replay.root_token is None:
             return _input_root(replay, ev, symbols, dense)
         key = (-1, replay.root_token)
@@ -472,39 +485,50 @@ def _replay_source(
 
 
 def _as_then(source: torch.Tensor, replay: Replay, ev: MetaEvaluator, symbols: dict[str, int]) -> torch.Tensor:
-    """The source as it was when the chain viewed it (Note [Views Between In-Place View Ops])."""
+    """The source as it was when the chain viewed it (Note [Output Regeneration])."""
     if replay.source_meta is None:
         return source
     return source.as_strided(*ev.meta(replay.source_meta, symbols))
 
 
 # Note [Subclass Intermediate Roots]
-# Outputs that are views of one intermediate subclass tensor (`out = x * 3; return out.view(-1), out.t()`) are
-# replayed from a wrapper rebuilt around the intermediate's dense leaves (the graph returns them as bases). Eager
-# has one such intermediate, so the wrapper is built once per call and every output views it (their `._base` is
-# the same object). In training a wrapper rebuilt here around dense leaves would have no autograd history, so its
-# views would get no gradient: there the compiled autograd.Function builds it and returns it as a differentiable
-# output (Note [Intermediate Roots In Training]), and the views replay from it with grad enabled, as in eager.
+# Outputs that are views of one intermediate subclass tensor (`out = x * 3; return out.view(-1), out.t()`) are replayed
+# from a wrapper rebuilt around the intermediate's dense leaves (the graph returns them as bases). Eager has one such
+# intermediate, so the wrapper is built once per call and every output views it (their `._base` is one object).
+# - Training: a wrapper rebuilt around dense leaves would have no autograd history (autograd runs above the subclass), so
+#   the compiled Function builds the root inside it from the intermediate bases and returns it as one more
+#   differentiable output (after the wrapper updates); its inner tensors are the very bases other outputs (`y.a`) alias,
+#   and the views replay on it with grad enabled, so every gradient reaches the root's tangent, as in eager.
+# - Fallback in training: an output that views an intermediate nobody else sees and whose chain does not replay exactly
+#   (`y = x.clone(); return y.view(-1)`, or a view a custom Function returns of a tensor it made, torchao's Float8Linear
+#   `mm_result.reshape(...)`) is computed by the graph like a fresh output and returned as `fresh.view(fresh.shape)`: a
+#   view of a tensor nobody else sees. Two fallbacks of one intermediate are refused, and so is a fallback whose eager
+#   `._base` is an input or another output. One whose wrapper was set_() after its chain (Replay.then_set) replays.
+# - Views rebuilt by set_: where a wrapper-level view's chain is not exact (its base changed metadata or storage after the
+#   view: t_(), set_(), the same object passed twice), the output is still made a view of eager's base: an alias() of the
+#   base, then set_() without autograd to a wrapper of the output's dense leaves (Note [Wrapper Storage]); the subclass's
+#   set_ points the alias's inner tensors (never autograd views, as in eager) at the leaves, and the runtime gives the
+#   view back its base's version counter value and wrapper storage. Only for outputs without autograd history.
+# - Views set_() off their base (`t0 = x1.add(3.0); t1 = t0.reshape(1, -1, 2); t1.set_(x1); return t1`, x1 a
+#   PairTensor): t1 stays a wrapper-level view of t0 while its inner tensors point at x1's. It is rebuilt as above from
+#   t0 as it ends, rebuilt around its dense leaves the graph returns (`set_view_root`). Only for a view without
+#   history, set_() after it was taken, whose base is an intermediate subclass whose `.data` the program did not assign.
+# - Intermediates set_() onto inputs (`t0 = x0.mul(x0); x0.set_(t0); return t0.unsqueeze(-1), t0.view(1, 1, 1)`): t0's
+#   dense leaves end on the input's storages; its views are rebuilt from a wrapper around aliases of those leaves, built
+#   once per call per eager intermediate, so their `._base` is one object.
 
 
 def regenerate_alias(
     source: torch.Tensor, meta: tuple[list[int], list[int], int], is_view: bool, same_object: bool = True
 ) -> torch.Tensor:
     size, stride, offset = meta
-    # The very object, strides included: fake strides can differ from the real kernel's (Note [Fresh Subclass
-    # Output Strides]; fuzz seed 10000 #3436)
+    # The very object, strides included: fake strides can differ from the real kernel's (Note [Strides The
+    # Kernels Choose]; fuzz seed 10000 #3436)
     if same_object and not is_view and list(source.shape) == size and source.storage_offset() == offset:
         return source
     if is_view:
         return source.as_strided(size, stride, offset)
     return non_view_alias(source.as_strided(size, stride, offset))
-
-
-# Note [Intermediates set_() Onto Inputs Are One Root]
-# `t0 = x0.mul(x0); x0.set_(t0); return t0.unsqueeze(-1), t0.view(1, 1, 1)` (fuzz seed 17000 #4540): both outputs
-# are eager views of the one intermediate t0, whose dense leaves end on the input's storages. They are rebuilt as
-# views of a wrapper around aliases of those leaves (Note [Subclass Views Rebuilt By set_]); built once per call per
-# eager intermediate, like Note [Subclass Intermediate Roots], so that their `._base` is one object, as in eager.
 
 
 def _input_root(
@@ -520,7 +544,7 @@ def _input_root(
         regenerate_alias(dense[leaf.index], meta, False, False)
         for leaf, meta in zip(replay.root_leaves, real, strict=True)
     ]
-    # Note [Inputs Set To Computed Tensors]: the outer strides of the leaf it had them from
+    # See Note [Strides The Kernels Choose]: the outer strides of the leaf it had them from
     size, stride, _ = wrapper_layout(ev.meta(replay.root_meta, symbols), metas, leaves)
     return unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
 

@@ -68,8 +68,8 @@ def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tenso
 
 def hold_accumulators(values: Sequence[object], indices: Sequence[int]) -> list[GradientEdge]:
     """The gradient accumulators of the flat inputs at `indices` (leaves that require grad), made now if none is
-    alive: the caller holds them while the epilogue and the output replays run (Note [Accumulators Kept Through
-    .data =])."""
+    alive: the caller holds them while the epilogue and the output replays run (Note [Gradient Accumulators Of
+    Leaves])."""
     held = []
     for i in indices:
         x = values[i]
@@ -79,7 +79,7 @@ def hold_accumulators(values: Sequence[object], indices: Sequence[int]) -> list[
 
 
 def make_assigned_accumulators(values: Sequence[object], sizes: Sequence[tuple[int, list[int]]]) -> list[GradientEdge]:
-    """Note [Subclass Accumulators Made After .data =]: for each (flat input, size), the input's accumulator, made
+    """Note [Gradient Accumulators Of Leaves]: for each (flat input, size), the input's accumulator, made
     at that size if none is alive; the caller holds them until the compiled Function has taken the inputs."""
     held = []
     for i, size in sizes:
@@ -104,8 +104,8 @@ def make_assigned_accumulators(values: Sequence[object], sizes: Sequence[tuple[i
 
 
 def early_grad_sets(analysis: Analysis, layout: DenseLayout) -> tuple[int, ...]:
-    """Tensor inputs whose set_() under grad the runtime repeats before the compiled call (Note [set_ Under Grad
-    Before The Call])."""
+    """Tensor inputs whose set_() under grad the runtime repeats before the compiled call (Note [set_ Under
+    Grad])."""
     after = analysis.read_after_grad_set or (False,) * len(layout.trees)
     return tuple(
         t
@@ -127,7 +127,7 @@ _UNDO: dict[object, Callable[..., torch.Tensor]] = {
 def copy_point(layout: DenseLayout, analysis: Analysis, i: int) -> int | None:
     """For subclass input `i`, a view whose new value comes from the compiled Function and whose in-place view ops
     the epilogue replays: after how many of them the epilogue copies the value in, or None where it cannot be
-    eager's (Note [Written Subclass Views Changed In Place])."""
+    eager's (Note [Stale View Functions])."""
     k = analysis.write_steps[i] if analysis.write_steps else None
     steps = analysis.inplace_replay[i]
     grouped = {m for g in layout.groups for m in g.members}
@@ -154,7 +154,7 @@ def epilogue_write_hidden(m: LeafMutation, kind: UpdateKind) -> bool:
     """The epilogue writes this input's new value (an update of `kind`) under no_grad (see runtime.epilogue_plan.copy_into):
     no gradient flows from the input back into the graph's output for it."""
     if kind is UpdateKind.FINAL and m.assigned_write is AssignedWrite.AFTER:
-        return False  # Note [Writes With Grad After .data =]
+        return False  # Note [History Kept Through .data =]
     return not m.autograd_visible or m.hidden_from_autograd or m.storage_changed
 
 
@@ -174,7 +174,7 @@ def replay_early(
     heads: Sequence[tuple[int, Replay]], values: Sequence[object], make: Callable[[Replay], torch.Tensor]
 ) -> tuple[dict[int, torch.Tensor], dict[int, int]]:
     """The early replays `heads` (output index, replay), each made by `make`; and, per input of a replay with
-    Replay.counter_at_end, the count to give it after the epilogue (Note [Early Views Made After The Last Write])."""
+    Replay.counter_at_end, the count to give it after the epilogue (Note [Views That Raise After A Bump])."""
     made: dict[int, torch.Tensor] = {}
     at_end: dict[int, int] = {}
     for o, replay in heads:
@@ -191,7 +191,7 @@ def replay_early(
 
 
 def settle_early_counters(at_end: dict[int, int], values: Sequence[object]) -> None:
-    """After the epilogue: the counts of `replay_early` (Note [Early Views Made After The Last Write])."""
+    """After the epilogue: the counts of `replay_early` (Note [Views That Raise After A Bump])."""
     for i, version in at_end.items():
         source = values[i]
         assert isinstance(source, torch.Tensor), "BUG: an early replay of a value that is no tensor"
@@ -199,8 +199,8 @@ def settle_early_counters(at_end: dict[int, int], values: Sequence[object]) -> N
 
 
 def training_roots(analysis: Analysis) -> tuple[Replay, ...]:
-    """The distinct intermediate subclass roots the outputs replay from, in output order (Note [Intermediate Roots
-    In Training])."""
+    """The distinct intermediate subclass roots the outputs replay from, in output order (Note [Subclass Intermediate
+    Roots])."""
     seen: dict[tuple[int, ...], Replay] = {}
     for info in analysis.outputs:
         r = info.replay

@@ -115,7 +115,7 @@ def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> 
         return "torch-function subclass outputs"
     tokens = [token for info in analysis.outputs if info.replay is not None for _, token in info.replay.marks]
     if len(set(tokens)) != len(tokens):
-        return "views sharing an intermediate"  # Note [Views Sharing An Intermediate]
+        return "views sharing an intermediate"  # Note [Output Regeneration]
     for o, info in enumerate(analysis.outputs):
         why = _unsupported_output(info, o in call.prewraps)
         if why is not None:
@@ -336,7 +336,7 @@ def _from_leaves(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo) -> Non
     assert info.outer_meta is not None
     size, stride, _ = w.meta(info.outer_meta)
     k = info.outer_stride_leaf
-    if k is not None:  # regenerate.fresh_outer_stride: Note [Fresh Subclass Output Strides]
+    if k is not None:  # regenerate.fresh_outer_stride: Note [Strides The Kernels Choose]
         static = type(info.outer_meta[0]) is tuple and all(type(d) is int for d in info.outer_meta[0])
         shape = w.constant(tuple(info.outer_meta[0])) if static else f"tuple({size})"
         w.line(f"s{o} = list({leaves[k]}.stride()) if {leaves[k]}.shape == {shape} else {stride}")
@@ -384,7 +384,7 @@ def _root(w: _Writer, plan: RuntimePlan, replay: Replay) -> str:
     leaves = [f"B{b}" for b in replay.root_bases]
     size, stride, _ = w.meta(replay.root_meta, depth)
     k = replay.root_stride_leaf
-    if k is not None:  # regenerate.root_outer_stride: Note [Fresh Subclass Output Strides]
+    if k is not None:  # regenerate.root_outer_stride: Note [Strides The Kernels Choose]
         w.line(f"{name}_s = list({leaves[k]}.stride()) if list({leaves[k]}.shape) == {size} else {stride}", depth)
         stride = f"{name}_s"
     build = w.constant(unflattener(replay.root_tree))

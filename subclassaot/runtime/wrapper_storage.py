@@ -1,5 +1,5 @@
 """Stage `runtime`, wrapper subclasses' own metadata and storage: what `set_()` and `.data =` leave on a wrapper that
-its inner tensors do not say (Note [Wrapper Storage After set_], Note [Wrappers set_() To A Plain Tensor], Note
+its inner tensors do not say (Note [Wrapper Storage], Note [Wrapper Storage], Note
 [Wrapper Data Assignment]).
 
 Input: the per-call values (flat inputs, outputs as built) and the analysis's `WrapperStorageClass`es and per-output
@@ -46,11 +46,11 @@ def share_wrapper_storages(
     result: Sequence[object],
     dense_leaf: Callable[[int], torch.Tensor],
 ) -> None:
-    """Note [Wrapper Storage After set_]: each member of a class ends on the class's wrapper storage. `holders`: from
+    """Note [Wrapper Storage]: each member of a class ends on the class's wrapper storage. `holders`: from
     `anchor_holders`, taken before the epilogue; `dense_leaf(k)`: dense leaf k as the call left it."""
     targets: list[torch.Tensor] = []
     for c, holder in zip(classes, holders, strict=True):
-        if c.leaf is not None:  # Note [Wrappers set_() To A Plain Tensor]
+        if c.leaf is not None:  # Note [Wrapper Storage]
             holder = dense_leaf(c.leaf)
         elif c.output_leaf is not None:
             o, pos = c.output_leaf

@@ -40,25 +40,30 @@ __all__ = ["ADAPTER_OPTIONS", "CapturedGraph", "explain_compiled", "recording", 
 # it must (data-dependent control flow, `.item()`, `loss.backward()`, unsupported calls), inlines nn.Modules and lifts
 # their parameters and buffers, globals and closure tensors to graph inputs, and guards the Python around each graph.
 # Each captured graph is an ordinary function over tensors, so it goes through the pipeline unchanged, as a
-# `CompiledFunction` of `gm.forward`: its in-place ops (Dynamo keeps input mutations as `add_` calls), aliasing outputs,
-# subclass inputs and training are handled exactly as for `subclassaot.compile`. Two inputs need translating:
-# - SymInt inputs. Under dynamic shapes Dynamo passes sizes as extra int inputs (`s77` = `x.size(0)`); fed to the
-#   pipeline as ints they would be constants, guarded by value. Where a SymInt is a size, stride or offset of a tensor
-#   input (found on Dynamo's fakes, `node.meta["example_value"]`) the adapter reads it from that tensor inside the
-#   compiled function instead, so it is symbolic in our trace too. Any other int input stays a constant.
-# - Dynamic dims. A dim whose size is a symbol on Dynamo's fake is given a dynamic policy at the input's path
-#   (`args[i]`, `args[i].a` for an inner tensor); every other dim is static, so our pipeline makes the shapes Dynamo
-#   decided (it still guards its own symbols: our trace may specialise where Dynamo's did not).
-# Guards Dynamo already holds are not repeated. Before it calls a captured graph's callable, Dynamo guards every tensor
-# input (TENSOR_MATCH: Python type, dtype, device, requires_grad, rank, and each size and stride that has no symbol),
-# and for a traceable subclass its ctx (TENSOR_SUBCLASS_METADATA_MATCH), its inner attribute names, and a TENSOR_MATCH
-# on every inner tensor, recursively; a failed guard recompiles above us. Our guards for exactly those facts of exactly
-# those inputs are dropped (`CompileConfig.caller_guarded`, by input path): only where ours would check the very value
-# Dynamo checks, so a dim we specialised while Dynamo kept it symbolic keeps its guard. What Dynamo does not guard stays
-# ours: storage offset, storage sharing between inputs (Dynamo checks identity only), `is_leaf` and `_is_view`, and our
-# ShapeEnv's guards over our symbols. The Python state a program reads and the global torch state Dynamo guards itself,
-# from the bytecode it traced, and it traces through ambient modes: our snapshot guards are off on this path
-# (`python_state_guards=False`; Note [Python State Is Snapshotted, Not Recorded]).
+# `CompiledFunction` of `gm.forward`. What the two sides must agree on:
+# - SymInt inputs. Under dynamic shapes Dynamo passes sizes as extra int inputs (`s77` = `x.size(0)`); where one is a
+#   size, stride or offset of a tensor input (found on Dynamo's fakes, `node.meta["example_value"]`) the adapter reads
+#   it from that tensor inside the compiled function, so it is symbolic in our trace too. Any other int stays a constant.
+# - Dynamic dims. A dim whose size is a symbol on Dynamo's fake gets a dynamic policy at the input's path (`args[i]`,
+#   `args[i].a`); every other dim is static (our ShapeEnv still guards its own symbols).
+# - Guards Dynamo already holds are not repeated: TENSOR_MATCH on every tensor input and, for a traceable subclass, its
+#   ctx (TENSOR_SUBCLASS_METADATA_MATCH), inner attribute names and each inner tensor. Ours for exactly those facts of
+#   exactly those inputs are dropped (`CompileConfig.caller_guarded`, by input path), only where ours would check the
+#   very value Dynamo checks. Storage offset, storage sharing, `is_leaf`, `_is_view` and our symbols stay ours. Python
+#   state and global torch state Dynamo guards itself, and it traces through ambient modes: our snapshot guards are off
+#   on this path (`python_state_guards=False`; Note [State The Program Reads]).
+# - Grad switches. Dynamo records `with torch.no_grad():` as absolute `_set_grad_enabled(False)` / `(True)` calls, True
+#   being the mode at capture. The pipeline also runs a graph under no_grad (a training graph's forward values), where
+#   the closing switch would turn grad on for the rest of the graph. So a switch to the captured mode gives back the
+#   mode the graph was entered in, and a switch away from it sets its own value.
+# - Subclass dispatch runs without Dynamo. Where Dynamo breaks the graph (an in-place metadata op on a wrapper) it runs
+#   the op eagerly with its frame hook on, and would compile WrapperTensor's `__torch_dispatch__` (user code, not in its
+#   skip list) and fail inside it. Dispatch holds nothing to capture, so that code and the op handlers it calls carry a
+#   flag on their code objects (free per call, unlike a torch.compiler.disable wrapper), set when this module loads.
+# - `torch.compiler.is_compiling()` is True while the pipeline runs the user's program to observe and trace it, as
+#   under Dynamo and torch.export's non-strict tracing: libraries leave out work a graph cannot hold (transformers'
+#   mask builders skip `padding_mask.all()`), so the compiled program is the program torch.compile would capture. The
+#   entry's calls run outside the flag, as Dynamo's compiled frames do.
 
 ADAPTER_OPTIONS = {
     "backend": "the inner backend each captured graph goes to: 'eager', 'inductor' (default) or a registered name",
@@ -271,30 +276,8 @@ def _restore_data_reads(gm: torch.fx.GraphModule) -> None:
         gm.recompile()
 
 
-# Note [Grad Switches In A Captured Graph]
-# Dynamo records `with torch.no_grad():` (enable_grad, set_grad_enabled) as calls that set grad mode absolutely:
-# `torch._C._set_grad_enabled(False)` where the block opens and `_set_grad_enabled(True)` where it closes, True being
-# the mode at capture, which Dynamo guards (and it records only switches that change the mode). The pipeline runs a
-# graph in other modes too: a training graph's forward values are traced under no_grad, where the user's block would
-# give back no_grad as it closes, but the captured call turned grad on for the rest of the graph (a view made before
-# the block and read after it then raised as a no_grad view written with grad on). So a switch to the captured mode
-# gives back the mode the graph was entered in, and a switch away from it sets its own value: in the mode the graph
-# was captured in nothing changes; under the pipeline's no_grad the graph stays under no_grad, as its values need.
-
-
-# Note [Subclass Dispatch Runs Eagerly Under Dynamo]
-# Where Dynamo breaks the graph (an in-place metadata op on a wrapper subclass: `x.unsqueeze_(-1)`), it runs the op
-# eagerly with its frame hook still on, so the subclass's `__torch_dispatch__` (Python code outside torch, hence not
-# in Dynamo's skip list, unlike torch's own TwoTensor) is compiled as a frame of its own, and Dynamo fails inside it
-# (an internal error, or its guards on the subclass's metadata: under backend="aot_eager" alike). Dispatch is the
-# eager implementation of one op and holds nothing to capture, so WrapperTensor's `__torch_dispatch__`, and every
-# frame it calls (the op tables' handlers), is marked to run without Dynamo: a flag on its code object, free per
-# call (a torch.compiler.disable wrapper cost more than half again of a small op). Set when this module loads, that
-# is before any torch.compile(backend="subclassaot") call runs.
-
-
 def _dispatch_runs_eagerly() -> None:
-    """See Note [Subclass Dispatch Runs Eagerly Under Dynamo]."""
+    """See Note [Dynamo Captures, The Pipeline Compiles]."""
     from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy, set_code_exec_strategy
 
     code = WrapperTensor.__dict__["__torch_dispatch__"].__func__.__code__
@@ -310,7 +293,7 @@ def set_grad_from_captured(value: bool, captured: bool, entered: bool) -> None:
 
 
 def _relative_grad_switches(gm: torch.fx.GraphModule) -> None:
-    """See Note [Grad Switches In A Captured Graph]."""
+    """See Note [Dynamo Captures, The Pipeline Compiles]."""
     switches = [
         n for n in gm.graph.nodes if n.op == "call_function" and n.target is torch._C._set_grad_enabled and n.args
     ]
@@ -373,7 +356,7 @@ def _graph_function(
     """The function our pipeline compiles: the graph's forward, with derived SymInts read from their tensors."""
     # A graph holding tensors as attributes (Dynamo keeps an optimizer's parameters as get_attr) compiles as a
     # module (held in `run`'s closure below): our pipeline lifts its parameters, buffers and tensor attributes to
-    # inputs, read afresh on every call (Note [State The Program Reads Is An Input]).
+    # inputs, read afresh on every call (Note [State The Program Reads]).
     graph: Callable[..., object] = gm if _has_state(gm) else gm.forward
     if not derived:
         return graph

@@ -8,7 +8,7 @@ itself raises); `shrink(program, still_fails)`; `fuzz(...) -> FuzzReport`, the r
 `python -m subclassaot fuzz`.
 Invariants: only eager-legal programs are counted; every generated op was legal in eager on the tensors it was
 drawn for (the generator runs each op as it draws it), and none is a write whose eager result depends on loop
-order (Note [Writes Through Overlapping Memory]); no program, generated or shrunk, reads a storage it freed
+order (Note [In-Place Ops As Eager Runs Them]); no program, generated or shrunk, reads a storage it freed
 (subclassaot/tools/fuzz_storage.py); `FuzzConfig.vocabulary` chooses the groups of ops drawn, and CORE alone draws
 what the generator drew before the other groups existed; a verdict compares two fresh calls of one compiled function
 (the second goes through the cached entry) with eager, through `subclassaot.tools.parity`.
@@ -254,7 +254,7 @@ def _draw_op(
 def _legal(op: Op, env: dict[int, torch.Tensor], storages: StorageLiveness) -> bool:
     src = env[op.src].data if op.via_data else env[op.src]
     if unspecified_write(op.name, src, None if op.other is None else env[op.other]):
-        return False  # Note [Writes Through Overlapping Memory]
+        return False  # Note [In-Place Ops As Eager Runs Them]
     if not storages.allows(op, env):
         return False
     try:

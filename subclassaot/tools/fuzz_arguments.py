@@ -7,7 +7,7 @@ a module whose buffers it updates (an exponential moving average and a step coun
 the Python values users pass (a str, a torch.device, a dtype, an enum member, a float, None or a nested tuple of a
 float and a dict of a list), branches on them and uses the floats as scalars. Before each call the constants are
 drawn again and one change to the module (or none) is made, alike on the compiled side and on the eager twin; every
-call is compared with eager, the module's buffers included (Note [State The Program Reads Is An Input]). The dtype an
+call is compared with eager, the module's buffers included (Note [State The Program Reads]). The dtype an
 output is cast to is float32 or bfloat16, never float64: the programs compute in float32, and a float32 rounding
 difference the oracle accepts at float32's tolerance (one ulp) would be judged at float64's after a widening cast.
 """

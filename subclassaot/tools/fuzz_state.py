@@ -2,7 +2,7 @@
 
 Input: a fuzz `Program`, a compile function and a seed for the changes. Output: a `Verdict`, as `check_program`'s.
 Invariants: the wrapper is user code (its source is executed in a fresh namespace named like a user module, so the
-guards walk it as they walk any user's module: Note [Python State Is Snapshotted, Not Recorded]); it reads a
+guards walk it as they walk any user's module: Note [State The Program Reads]); it reads a
 `training` flag, a float attribute, a global, a closure list element and a submodule; before each call one of them
 (or none) changes, alike on the compiled module and on its eager twin, and every call is compared with eager.
 """

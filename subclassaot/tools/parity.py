@@ -17,7 +17,7 @@ What is compared, per call:
 - aliasing, over all tensors (inputs, outputs, and the inner tensors of subclasses): which pairs are the same
   Python object, which pairs share a storage, and what each view's `_base` is (an input, an input's `_base`, an
   output, or something else);
-- version counters: whether each top-level input's `_version` changed. See Note [Parity Of Version Counters];
+- version counters: whether each top-level input's `_version` changed. See Note [Input Updates];
 - gradients, when an input or parameter requires grad and grad mode is on (or `check_grads=True`): a fixed random
   tangent is pushed back through every output that requires grad, then the `.grad` of each leaf input and of each
   leaf behind a non-leaf input (found by walking its autograd graph before the call) is compared, None-ness and
@@ -49,15 +49,6 @@ __all__ = [
     "fixed_random_like",
     "fresh_call",
 ]
-
-# Note [Parity Of Version Counters]
-# Only "changed or not" is compared, not the count: eager bumps the counter once per in-place op, while a compiled
-# program applies all the mutations of one input with one epilogue op (`copy_`, `as_strided_`, `set_`), so counts
-# legitimately differ; what is observable to autograd's saved-tensor checks and to users is whether the input was
-# modified at all. Mutations hidden from autograd (`x.data.mul_(2)`) do not bump the counter in eager, and must not
-# in compiled code either. Only top-level tensors' counters are compared: an op applied to a wrapper subclass inside
-# `__torch_dispatch__` does not bump its inner tensors' counters in eager, and whether an epilogue writes through
-# the wrapper or into the inner tensors is not observable through the wrapper.
 
 SEED = 0
 

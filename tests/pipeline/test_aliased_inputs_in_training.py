@@ -1,6 +1,6 @@
 """Inputs that share storage (alias groups, overlapping subclass views, detached aliases) in training: writes and
 metadata changes of one member seen by the others, gradients and refusals (Note [Aliased Inputs In Training], Note
-[Aliased Subclass Inputs In Training], Note [Writes Through A set_() Alias]).
+[Aliased Subclass Inputs In Training], Note [Input Updates]).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def test_member_that_requires_grad_changed_under_no_grad_is_refused(compile_fn: 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Subclass Inputs Mutated In Training]
+# See Note [Inputs Written In Training]
 
 
 @pytest.mark.parametrize("return_input", [False, True])
@@ -145,7 +145,7 @@ def test_subclass_input_set_to_a_computed_empty_value_is_refused(compile_fn: Com
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Subclass Inputs Mutated In Training]
+# See Note [Inputs Written In Training]
 
 
 def pair_view(*shape: int) -> T:
@@ -275,8 +275,8 @@ def test_aliased_view_set_under_no_grad_is_refused(compile_fn: CompileFn | None)
 
 def test_aliased_leaf_data_assigned(compile_fn: CompileFn | None) -> None:
     # fuzz seed 3000 #784 (eager's backward raised, ours did not, when allowed): the member assigned is a leaf. One
-    # leaf passed twice is one input (Note [One Tensor Passed Several Times]), whose backward failure the compiled
-    # program reproduces (Note [Errors Raised Outside The Program]): supported
+    # leaf passed twice is one input (Note [Synthetic Bases]), whose backward failure the compiled
+    # program reproduces (Note [Probing Eager's Backward]): supported
     def f(x0: T, x1: T) -> object:
         t0 = x0.as_strided((), (), 2)
         x1.data = t0
@@ -293,7 +293,7 @@ def test_aliased_leaf_data_assigned(compile_fn: CompileFn | None) -> None:
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups: layout changes (t_, unsqueeze_, ...) of aliased inputs in training (Note [Aliased Inputs In
-# Training], Note [Stale View Functions], Note [Subclass Inputs Passed Twice In Training]).
+# Training], Note [Stale View Functions], Note [Aliased Subclass Inputs In Training]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -368,7 +368,7 @@ def test_view_changed_under_no_grad_beside_a_write(compile_fn: CompileFn | None)
 def test_transposed_then_copied_into(compile_fn: CompileFn | None) -> None:
     # fuzz seed 6000 #3969 (the backward raised where eager's did not, when allowed): a write through the member
     # after its t_() sliced the base's gradient by its stale view function; one tensor passed twice is one input
-    # since Note [One Tensor Passed Several Times]
+    # since Note [Synthetic Bases]
     def f(x0: T, x1: T) -> object:
         x1.transpose_(0, 1)
         x1.copy_(x0)
@@ -414,7 +414,7 @@ def test_member_set_to_another_under_no_grad_is_refused(compile_fn: CompileFn | 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Subclass Inputs Passed Twice In Training]
+# See Note [Aliased Subclass Inputs In Training]
 
 
 @pytest.mark.parametrize("write_first", [False, True])
@@ -542,8 +542,8 @@ def test_detached_subclass_member_changed_beside_written_member(
 def test_detached_subclass_member_changed_beside_transposed_member(
     compile_fn: CompileFn | None, grad_mode: bool
 ) -> None:
-    # Both change their layout: the member that requires grad by t_() with grad enabled (one object: Note [Subclass
-    # Inputs Passed Twice In Training]), not written: a value computed before the change is returned
+    # Both change their layout: the member that requires grad by t_() with grad enabled (one object: Note [Aliased
+    # Subclass Inputs In Training]), not written: a value computed before the change is returned
     def f(x0: T, x1: T) -> object:
         v = x0[0] * 2
         with torch.set_grad_enabled(grad_mode):
@@ -593,7 +593,7 @@ def test_leaf_changed_under_no_grad_beside_written_detached_member_is_refused(co
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Subclass Inputs Mutated In Training]
+# See Note [Inputs Written In Training]
 
 
 def test_subclass_member_set_under_grad_to_a_view_of_another(compile_fn: CompileFn | None) -> None:
@@ -676,7 +676,7 @@ def test_subclass_object_passed_twice_set_under_grad(compile_fn: CompileFn | Non
 
 
 def test_subclass_member_set_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
-    # A set_() under no_grad keeps the refusal (Note [Subclass Inputs Mutated In Training]; here the subclass rule's)
+    # A set_() under no_grad keeps the refusal (Note [Inputs Written In Training]; here the subclass rule's)
     def f(x0: T, x1: T) -> object:
         t0 = x0 * 2
         with torch.no_grad():
@@ -865,7 +865,7 @@ def test_detached_member_written_beside_traced_views(compile_fn: CompileFn | Non
 
 def test_members_not_views_of_each_other_used_after_write(compile_fn: CompileFn | None) -> None:
     # Two overlapping views of a base the program does not get: neither is the other's `._base` (refused before);
-    # they are compiled with that base added (Note [Subclass Views Of A Base Not Passed]), so a use of one after a
+    # they are compiled with that base added (Note [Aliased Subclass Inputs In Training]), so a use of one after a
     # write through the other differentiates through the write, as in eager.
     def f(x0: T, x1: T) -> object:
         x1.mul_(0.5)
@@ -882,7 +882,7 @@ def test_members_not_views_of_each_other_used_after_write(compile_fn: CompileFn 
 def test_base_relation_is_guarded() -> None:
     # Compiled for (x[0], x); called with (y[0], y.view_as(y)): the same storages and layouts, but the second input
     # is no `._base` of the first, so the entry's traced view link does not hold: the guard fails and recompiles
-    # (for two views of a base not passed: Note [Subclass Views Of A Base Not Passed]), and the result is eager's.
+    # (for two views of a base not passed: Note [Aliased Subclass Inputs In Training]), and the result is eager's.
     def f(x0: T, x1: T) -> object:
         x1.mul_(0.5)
         return (x0.sin(),)
@@ -978,7 +978,7 @@ _ALIASED_GAIN_RULE = "does not require grad, shares storage with another input, 
 
 def test_input_passed_twice_gains_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 40000 #1161, #6072 (shrunk): x0 and x2 are one tensor that does not require grad; a write of a value
-    # that requires grad gives it eager's history (Note [Inputs That Gain Grad In Training])
+    # that requires grad gives it eager's history (Note [Inputs Written In Training])
     def written(x0: T, x1: T, x2: T) -> object:
         x2.add_(x1)
         return ()
@@ -1006,8 +1006,8 @@ def test_input_passed_twice_gains_grad(compile_fn: CompileFn | None) -> None:
 
 def test_aliased_inputs_gaining_grad_stay_refused(compile_fn: CompileFn | None) -> None:
     # fuzz seed 40000 #6072: x2 a detach() alias of x0 (eager: only x0 gains grad; the trace's members all would);
-    # #1161: one tensor passed twice whose layout the program changes (supported since Note [One Tensor Passed Several
-    # Times])
+    # #1161: one tensor passed twice whose layout the program changes (supported since Note [Synthetic
+    # Bases])
     def written(x0: T, x1: T, x2: T) -> object:
         x0.add_(x1)
         return (x2 * 2, x0)
@@ -1040,7 +1040,7 @@ _DETACH_RULE = "is a detach\\(\\) of an input \\(or a view of one\\) that the pr
 
 def test_detach_of_input_written_with_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 40000 #2743, #2811, #5641, seed 11000 #7533: the detach() gets its history from the Function and
-    # the input's storage (Note [Detached Outputs Written With Grad])
+    # the input's storage (Note [Outputs Over Another Storage])
     def copied(x0: T) -> object:
         t0 = x0.detach()
         t0.copy_(x0)
@@ -1172,7 +1172,7 @@ def test_expanded_subclass_input_written_through_another_input(compile_fn: Compi
 # its storage (fuzz seed 44000 #7422, crashed). Eager's write leaves the input's autograd history and version counter
 # as they were; the epilogue recorded its copy_ with autograd, which raises on a view made by an op that returns
 # several views (unbind, split), and gave other non-leaf inputs a grad_fn eager's has not. Now the copy_ runs below
-# autograd and the version is put back at once (Note [Writes Through A set_() Alias]).
+# autograd and the version is put back at once (Note [Input Updates]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -1435,7 +1435,7 @@ def test_overlapping_subclass_member_written_under_no_grad(compile_fn: CompileFn
 
 def test_contiguous_of_overlapping_subclass_input(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 31, program 47 (wrong aliasing before: the traced contiguous clone's contiguous() is itself, so
-    # the output came back as the input; eager's is a copy). Note [Eager's Layouts Under Functionalization].
+    # the output came back as the input; eager's is a copy). Note [In-Place Ops As Eager Runs Them].
     def f(x0: T) -> object:
         y = x0.contiguous()
         y.mul_(2.0)

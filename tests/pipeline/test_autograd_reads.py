@@ -1,8 +1,8 @@
 """Fuzz regressions (helper left11, session 13): gaps left open since session 11.
 
-- in-program reads of is_leaf / requires_grad / grad_fn after writes (Note [Autograd Reads Answer As Eager's]);
+- in-program reads of is_leaf / requires_grad / grad_fn after writes (Note [Grad Mode And Autograd Reads]);
 - set_() onto an input's own storage (Note [Storage Swaps By Rebinding], Note [Autograd Sees The Wrapper]);
-- `._base` / `._is_view()` of inputs (Note [Autograd Reads Answer As Eager's]).
+- `._base` / `._is_view()` of inputs (Note [Grad Mode And Autograd Reads]).
 
 With `--identity-compile` (eager against eager) every program here must pass the oracle (it is eager-legal).
 """
@@ -45,7 +45,7 @@ _ALL: dict[str, Maker] = {
 }
 
 # ---------------------------------------------------------------------------------------------------------------
-# Autograd reads after a write (Note [Autograd Reads Answer As Eager's])
+# Autograd reads after a write (Note [Grad Mode And Autograd Reads])
 
 
 def _view_is_leaf(x: T) -> object:
@@ -104,7 +104,7 @@ def test_autograd_reads_called_twice(compile_fn: CompileFn | None) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Reads on the inputs themselves (Note [Autograd Reads Answer As Eager's])
+# Reads on the inputs themselves (Note [Grad Mode And Autograd Reads])
 
 
 def _input_reads(x: T) -> object:
@@ -214,7 +214,7 @@ def test_set_onto_a_wrappers_own_storage_is_refused(compile_fn: CompileFn | None
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# `._base` and `._is_view()` of inputs and their views (Note [Autograd Reads Answer As Eager's])
+# `._base` and `._is_view()` of inputs and their views (Note [Grad Mode And Autograd Reads])
 
 
 def _base_reads(x: T) -> object:
@@ -295,7 +295,7 @@ def test_base_reads_guarded(compile_fn: CompileFn | None) -> None:
 
 def test_autograd_read_of_a_view_of_an_input_made_to_require_grad_is_refused(compile_fn: CompileFn | None) -> None:
     # the run's view of an input is made in no_grad mode (autograd refuses its history once the input requires grad
-    # and was written), where eager's view answers (Note [Autograd Reads Answer As Eager's])
+    # and was written), where eager's view answers (Note [Grad Mode And Autograd Reads])
     def f(x: T) -> object:
         t0 = x.diagonal()
         x.mul_(-1)

@@ -1,6 +1,6 @@
 """Backward errors: a compiled backward raises exactly where eager's does, runs where eager's runs, and gradients
 eager accumulates before raising match or the program is refused (Note [Probing Eager's Backward], Note [Backward
-Errors Through Input Values Only]).
+Errors Are Deferred]).
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def test_write_through_view_reshaped_in_place_refused(compile_fn: CompileFn | No
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups: programs whose backward fails in eager, deferred where a probe of eager's own backward shows
-# what it does before raising (Note [Probing Eager's Backward], Note [Backward Errors Through Input Values Only]).
+# what it does before raising (Note [Probing Eager's Backward], Note [Backward Errors Are Deferred]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -244,7 +244,7 @@ def test_gradient_accumulated_before_the_error_refused(compile_fn: CompileFn | N
 def test_write_fails_backward_of_the_written_input_only(compile_fn: CompileFn | None) -> None:
     # fuzz seed 7000 #6562: x0.mul_(x0) makes a backward through x0's new value fail; the output t1 does not reach
     # it, so eager's backward through it completes (refused before). A backward through x0 after the call raises
-    # eager's error (Note [Backward Errors Through Input Values Only]).
+    # eager's error (Note [Backward Errors Are Deferred]).
     def f(x0: T, x1: T) -> object:
         x0.mul_(x0)
         t0 = x1.clone()
@@ -295,7 +295,7 @@ def test_view_of_a_leaf_returned_beside_a_failing_output(compile_fn: CompileFn |
 def test_written_input_returned_beside_another_whose_backward_fails(compile_fn: CompileFn | None) -> None:
     # fuzz seed 7000 #8804 (DIVERGED before: our backward raised): x1.mul_(x1) fails only a backward through x1's
     # new value; the returned x0 is written from the leaf x2, and eager's backward through it completes. The
-    # backward graph takes no tangent for x1's new value only (Note [Backward Errors Through Input Values Only]).
+    # backward graph takes no tangent for x1's new value only (Note [Backward Errors Are Deferred]).
     def f(x0: T, x1: T, x2: T) -> object:
         x0.mul_(x2)
         x1.mul_(x1)
@@ -383,7 +383,7 @@ def test_failing_node_on_no_path_input_returned_twice(compile_fn: CompileFn | No
 def test_data_assigned_another_size_fails_eager_backward_refused(compile_fn: CompileFn | None) -> None:
     # fuzz seed 11000 #2988, #6066: t0's DiagonalBackward0 keeps its size after `.data =`, so eager's backward fails
     # TBackward0's size check; the output is regenerated from the leaf x0, outside the compiled Function, whose
-    # backward ran (Note [Errors Only Eager's Backward Sees])
+    # backward ran (Note [Probing Eager's Backward])
     def f(x0: T) -> object:
         t0 = x0.diagonal(1, 0, 1)
         t1 = t0[1:3:1]
@@ -392,9 +392,7 @@ def test_data_assigned_another_size_fails_eager_backward_refused(compile_fn: Com
         return (t2,)
 
     with torch.enable_grad():
-        assert_refused(
-            f, lambda: (torch.randn((2, 3, 4), requires_grad=True),), compile_fn, "Errors Only Eager's Backward Sees"
-        )
+        assert_refused(f, lambda: (torch.randn((2, 3, 4), requires_grad=True),), compile_fn, "Probing Eager's Backward")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -418,7 +416,7 @@ def test_view_op_on_subclass_view_beside_a_written_input(compile_fn: CompileFn |
 
 
 def test_written_subclass_view_then_unsqueeze(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 11000 #2263 (Note [Written Subclass Views Changed In Place]): refused before, now supported
+    # fuzz seed 11000 #2263 (Note [Stale View Functions]): refused before, now supported
     def f(x0: T, x1: T) -> object:
         x0.copy_(x1)
         x0.unsqueeze_(-1)
@@ -429,7 +427,7 @@ def test_written_subclass_view_then_unsqueeze(compile_fn: CompileFn | None) -> N
 
 
 def test_written_nonleaf_subclass_view_then_unsqueeze(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 9000 #3729 (Note [Written Subclass Views Changed In Place]): refused before, now supported
+    # fuzz seed 9000 #3729 (Note [Stale View Functions]): refused before, now supported
     def f(x0: T) -> object:
         x0.copy_(x0)
         x0.unsqueeze_(2)
@@ -445,7 +443,7 @@ def test_written_nonleaf_subclass_view_then_unsqueeze(compile_fn: CompileFn | No
 
 
 def test_returned_leaf_gets_its_gradient_before_a_raising_backward(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 41000 #1981 (Note [Returned Leaves Outside A Raising Backward]): t1's backward fails (x1 was saved,
+    # fuzz seed 41000 #1981 (Note [Backward Errors Are Deferred]): t1's backward fails (x1 was saved,
     # then written); x0 reaches only x1's new value, so eager accumulates x0's gradient from the output x0 first
     def f(x0: T, x1: T) -> object:
         t0 = x0.expand(())
@@ -475,7 +473,7 @@ def test_returned_subclass_leaf_first_before_a_raising_backward(compile_fn: Comp
 def test_subclass_view_written_under_no_grad_before_a_raising_backward(compile_fn: CompileFn | None) -> None:
     # fuzz seed 41000 #7600: x0 (a view of a leaf) written under no_grad regenerates its grad_fn when the caller
     # reads it, after the program's nodes, so eager's leaf gets its gradient before t1's backward fails; the
-    # epilogue copies x0's new value in under no_grad, so x0 goes in detached (Note [Unreached Inputs Are Detached])
+    # epilogue copies x0's new value in under no_grad, so x0 goes in detached (Note [Backward Errors Are Deferred])
     def f(x0: T) -> object:
         with torch.no_grad():
             x0.add_(2.0)
@@ -518,7 +516,7 @@ def test_written_as_strided_view_inside_its_slice(compile_fn: CompileFn | None) 
 
 
 def test_data_assignment_keeps_the_leaf_accumulator(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 41000 #1312 (Note [data Assignment Keeps A Leaf's Accumulator]): eager's x0.grad keeps size (1,)
+    # fuzz seed 41000 #1312 (Note [Gradient Accumulators Of Leaves]): eager's x0.grad keeps size (1,)
     def f(x0: T) -> object:
         t0 = x0.reshape(())
         t1 = x0.unsqueeze(1)
@@ -578,8 +576,8 @@ def test_data_assigned_subclass_backward_error_deferred_beside_a_returned_input(
 
 def test_leaf_passed_twice_unsqueezed_under_no_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 13000 #2682: one leaf as both arguments; unsqueeze_ under no_grad through one, a view with grad
-    # through the other: eager's gradient arrives in the new size (1, 1, 1); one input since Note [One Tensor Passed
-    # Several Times]
+    # through the other: eager's gradient arrives in the new size (1, 1, 1); one input since Note [Synthetic
+    # Bases]
     def f(x0: T, x1: T) -> object:
         with torch.no_grad():
             x1.unsqueeze_(-1)
@@ -613,7 +611,7 @@ def test_leaf_set_under_no_grad_to_a_smaller_tensor_then_multiplied_in(compile_f
 
 def test_data_assigned_a_sum_of_itself_after_a_copy_of_its_slice(compile_fn: CompileFn | None) -> None:
     # fuzz seed 13000 #7958: eager's backward fails ("output with shape [] doesn't match the broadcast shape [4]"),
-    # and so must ours (Note [Errors Only Eager's Backward Sees])
+    # and so must ours (Note [Probing Eager's Backward])
     def f(x0: T, x1: T) -> object:
         t0 = x1[3:4:2]
         x0.copy_(t0)

@@ -1,4 +1,4 @@
-"""Tensors a program reads without being passed them (Note [State The Program Reads Is An Input]): closure cells,
+"""Tensors a program reads without being passed them (Note [State The Program Reads]): closure cells,
 globals, global modules, module tensor attributes. Each is read on every call, written as eager writes it,
 differentiated through, and guarded; a tensor reached any other way is refused by name."""
 

@@ -1,6 +1,6 @@
 """Activation checkpointing (torch.utils.checkpoint, reentrant and not) and torch.func transforms (vmap, grad,
-jacrev) inside compiled functions: outputs, gradients and random draws equal eager's (Note [Grad Mode At The Call
-Decides Training]). A checkpointed region with dropout recomputes the same mask in eager's backward; ours traces the
+jacrev) inside compiled functions: outputs, gradients and random draws equal eager's (Note [Grad Mode And Autograd
+Reads]). A checkpointed region with dropout recomputes the same mask in eager's backward; ours traces the
 region once, so the mask it saves is the one the forward drew, and the gradients match."""
 
 from __future__ import annotations

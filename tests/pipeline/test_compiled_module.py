@@ -177,7 +177,7 @@ def test_gpt2_two_sgd_steps_equal_eager() -> None:
 
 def test_gpt2_with_default_attention_and_no_mask_trains_like_eager() -> None:
     """transformers' SDPA mask builder reads `padding_mask.all()` into Python unless torch.compiler.is_compiling():
-    the trace runs as a compile (Note [The Trace Runs As A Compile]), so no mask needs to be passed."""
+    the trace runs as a compile (Note [Dynamo Captures, The Pipeline Compiles]), so no mask needs to be passed."""
     torch.manual_seed(0)
     config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=50, n_positions=16)
     model = transformers.GPT2LMHeadModel(config)

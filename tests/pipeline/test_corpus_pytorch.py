@@ -36,7 +36,7 @@ REFUSED: dict[str, str] = {
     "set__and_data_mutation_bad": GRAD_FACTORY,
     "backward_mutation_metadata_dynamic": (
         "a metadata mutation (transpose_) of an input in a custom Function's backward, with symbolic sizes "
-        "(Note [Metadata Changed By A Custom Backward] replays static ones)"
+        "(Note [Custom Functions] replays static ones)"
     ),
     "nnc_passthrough_dict": CONTAINER_WRITE,
     "pair_nnc_passthrough_dict": CONTAINER_WRITE,
@@ -44,11 +44,11 @@ REFUSED: dict[str, str] = {
 
 HIDDEN_SET_WRITE = (
     "set_() of an input under no_grad onto another input's storage, then a write of it with grad enabled, is refused "
-    "(Note [Writes With Grad After .data =]; AOTAutograd bans it too)"
+    "(Note [History Kept Through .data =]; AOTAutograd bans it too)"
 )
 GRAD_REENABLED = (
     "a program that turns grad mode on inside (enable_grad) is refused when called under no_grad with inputs that "
-    "require grad (Note [Grad Mode At The Call Decides Training])"
+    "require grad (Note [Grad Mode And Autograd Reads])"
 )
 
 REFUSED.update(

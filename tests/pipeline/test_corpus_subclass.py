@@ -245,7 +245,7 @@ CASES = [
     Case(name="training_view_output", fn=pair_views("view"), make_inputs=lambda: (pair_nonleaf(2, 3),)),  # type: ignore[arg-type]
     Case(name="training_metadata_mutation", fn=transpose_in_place, make_inputs=lambda: (pair_nonleaf(2, 3),)),
     # Aliased subclass inputs that require grad and that the program leaves untouched: traced as separate inputs
-    # (Note [Unmutated Aliases Stay Apart]), gradients reach the shared leaf through both wrappers' grad_fns.
+    # (Note [Synthetic Bases]), gradients reach the shared leaf through both wrappers' grad_fns.
     Case(
         name="training_untouched_aliases",
         fn=lambda a, b: a * 2 + b.view(a.shape).sin(),

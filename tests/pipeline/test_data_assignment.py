@@ -1,6 +1,6 @@
 """`.data =` on plain and tensor subclass inputs, intermediates and outputs, in training and inference: the assigned
 layout, the kept or renewed gradient accumulator, views taken before or after, and the refusals that stay (Note
-[Outputs Assigned .data With History], Note [Wrapper Data Assignment], Note [Strides Of Assigned Tensors]).
+[History Kept Through .data =], Note [Wrapper Data Assignment], Note [Strides The Kernels Choose]).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ T = torch.Tensor
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# An output with history whose `.data` the program assigned (Note [Outputs Assigned .data With History])
+# An output with history whose `.data` the program assigned (Note [History Kept Through .data =])
 
 
 def test_intermediate_assigned_its_input(compile_fn: CompileFn | None) -> None:
@@ -129,8 +129,8 @@ def test_view_assigned_an_input_stays_refused(compile_fn: CompileFn | None) -> N
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A tensor subclass output that requires grad, given another size by `.data =` (Note [Subclass Outputs Resized
-# Under Their History])
+# A tensor subclass output that requires grad, given another size by `.data =` (Note [Wrapper Data
+# Assignment])
 
 
 def _pair_leaf(*shape: int) -> T:
@@ -211,7 +211,7 @@ def test_view_of_subclass_input_after_its_data_was_assigned_refused(compile_fn: 
     # fuzz seed 40000 #1535: the view replays from the input after the epilogue's assignment, but eager's backward
     # raises at the input's own history (recorded with its old size) for the returned input, which the probe now
     # sees (the non-leaf input returned as-is is left out of it: seed 41000 #2043), and the compiled backward cannot
-    # raise at the same step: refused (Note [Errors Only Eager's Backward Sees])
+    # raise at the same step: refused (Note [Probing Eager's Backward])
     def f(x0: T) -> object:
         t0 = x0.as_strided((2, 3), (3, 2), 1)
         x0.data = t0
@@ -242,7 +242,7 @@ def test_subclass_view_whose_base_changed_layout_stays_refused(compile_fn: Compi
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Strides of a computed tensor subclass assigned by `.data =`, in training (Note [Strides Of Assigned Tensors])
+# Strides of a computed tensor subclass assigned by `.data =`, in training (Note [Strides The Kernels Choose])
 
 
 def test_view_of_input_assigned_a_computed_value_in_training(compile_fn: CompileFn | None) -> None:
@@ -345,7 +345,7 @@ def test_views_of_one_intermediate_one_assigned_an_input(compile_fn: CompileFn |
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups (seed 43000): `.data =` on an input passed twice: a no_grad view of it taken after the
-# program's last write to it (Note [Early Views Made After The Last Write]); a subclass view taken before a set_() of
+# program's last write to it (Note [Views That Raise After A Bump]); a subclass view taken before a set_() of
 # its input's wrapper whose size a `.data =` then gives back.
 # ---------------------------------------------------------------------------------------------------------------------
 
@@ -452,8 +452,8 @@ def test_leaf_assigned_data_of_another_size_before_a_use_with_grad_is_refused(co
 
 
 def test_leaf_assigned_data_after_a_use_with_grad_keeps_its_accumulator(compile_fn: CompileFn | None) -> None:
-    # read with grad first: eager's accumulator keeps the size it had then, as ours (Note [data Assignment Keeps A
-    # Leaf's Accumulator]); a non-leaf's gradient goes through its own history; a same-size assignment is no resize
+    # read with grad first: eager's accumulator keeps the size it had then, as ours (Note [Gradient Accumulators Of
+    # Leaves]); a non-leaf's gradient goes through its own history; a same-size assignment is no resize
     def before(x0: T, x1: T) -> object:
         t = x0.mul(2)
         x0.data = x1
@@ -479,7 +479,7 @@ def test_leaf_assigned_data_after_a_use_with_grad_keeps_its_accumulator(compile_
 
 # ---------------------------------------------------------------------------------------------------------------
 # A view of an intermediate subclass whose wrapper a later `.data =` changed: eager's `._base` is that wrapper, with
-# the assigned metadata (Note [Views Of A Root Whose .data Was Assigned])
+# the assigned metadata (Note [Wrapper Data Assignment])
 
 
 def _unbind_then_transposed(x0: T) -> object:
@@ -531,7 +531,7 @@ def test_plain_views_before_an_assignment_still_match(compile_fn: CompileFn | No
 
 def test_subclass_view_with_history_before_a_resizing_assignment_is_refused(compile_fn: CompileFn | None) -> None:
     # #3871 in training: the compiled backward raised "invalid gradient ... got [4, 4, 1]" where eager's ran
-    # (Note [Views Of A Root Whose .data Was Assigned])
+    # (Note [Wrapper Data Assignment])
     for f in (_unbind_then_transposed, _select_then_flattened):
         refused_with_grad(
             f, lambda: (pair(4, 4, requires_grad=True),), compile_fn, "whose `.data` the program then assigned a tensor"
@@ -547,7 +547,7 @@ def test_plain_view_with_history_before_a_transposing_assignment_is_refused(comp
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A leaf's gradient accumulator through `.data =` (Note [Accumulators Kept Through .data =])
+# A leaf's gradient accumulator through `.data =` (Note [Gradient Accumulators Of Leaves])
 
 
 def _expand_assigned_then_expanded(x0: T, x1: T) -> object:
@@ -641,7 +641,7 @@ def test_computed_from_after_an_assignment_of_the_same_size(compile_fn: CompileF
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known gap (Note [Accumulators Kept Through .data =]): a read with grad whose result is dropped still counts "
+    reason="known gap (Note [Gradient Accumulators Of Leaves]): a read with grad whose result is dropped still counts "
     "as keeping the leaf's accumulator, where eager's dies with the temporary",
 )
 def test_read_into_a_temporary_before_the_assignment(compile_fn: CompileFn | None) -> None:
@@ -656,8 +656,8 @@ def test_read_into_a_temporary_before_the_assignment(compile_fn: CompileFn | Non
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-up (fuzz seed 47000 #428): a view of an input, taken before a write to its base and then assigned
-# `.data =`, returned: eager regenerates its history over the assigned layout (Note [Plain Views Assigned .data After
-# A Write]); a read of it with grad after that regeneration is refused (Note [Stale View Functions]).
+# `.data =`, returned: eager regenerates its history over the assigned layout (Note [History Kept Through .data
+# =]); a read of it with grad after that regeneration is refused (Note [Stale View Functions]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -872,13 +872,13 @@ def test_view_of_earlier_output_refused(compile_fn: CompileFn | None) -> None:
         t0.data = x0
         return (v, t0)
 
-    refused_with_grad(f, _aliased(nonleaf, _unsqueezed), compile_fn, "Plain Views Assigned .data After A Write")
+    refused_with_grad(f, _aliased(nonleaf, _unsqueezed), compile_fn, "History Kept Through .data =")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-up (seed 16000 #6616): a plain input that requires grad, given another storage by `.data =`, then
-# written with grad through itself or a view of it: eager records the write on the input's own history (Note [Writes
-# With Grad After .data =]); ours kept the input's old grad_fn, and its gradient lost the write (a wrong sign).
+# written with grad through itself or a view of it: eager records the write on the input's own history (Note [History
+# Kept Through .data =]); ours kept the input's old grad_fn, and its gradient lost the write (a wrong sign).
 # ---------------------------------------------------------------------------------------------------------------------
 
 Maker = Callable[[], tuple[object, ...]]
@@ -994,7 +994,7 @@ def test_writes_after_data_assignment_variants(compile_fn: CompileFn | None) -> 
 
 
 def test_writes_after_data_assignment_of_subclass_inputs(compile_fn: CompileFn | None) -> None:
-    # PairTensor inputs keep their wrapper-level rule (Note [Subclass Inputs Mutated In Training])
+    # PairTensor inputs keep their wrapper-level rule (Note [Inputs Written In Training])
     def f(x0: T, x1: T) -> object:
         x0.data = x1
         t0 = x0[:, 0:2:1]
@@ -1051,7 +1051,7 @@ def test_write_after_data_assignment_whose_backward_raises(compile_fn: CompileFn
         return (nonleaf(4), torch.randn(2, 2))
 
     # returned, eager's backward error is one the compiled backward cannot raise at the same step: refused
-    refused_with_grad(f, make, compile_fn, r"Note \[Errors Only Eager's Backward Sees\]")
+    refused_with_grad(f, make, compile_fn, r"Note \[Probing Eager's Backward\]")
     check_with_grad(unreturned, make, compile_fn)
     for fn in (f, unreturned):
         check_no_grad(fn, make, compile_fn)
@@ -1059,7 +1059,7 @@ def test_write_after_data_assignment_whose_backward_raises(compile_fn: CompileFn
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups (seed 14000): a tensor subclass leaf that requires grad, given another wrapper size by `.data =`
-# and reached by no gradient, goes into the compiled Function detached (Note [Unreached Inputs Are Detached]).
+# and reached by no gradient, goes into the compiled Function detached (Note [Backward Errors Are Deferred]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -1106,7 +1106,7 @@ def test_resized_subclass_leaf_read_after_the_assignment(compile_fn: CompileFn |
     # found beside seed 14000 #1219: x0 is read with grad after the assignment, so eager makes its accumulator then,
     # at the new wrapper size, and reduces SinBackward0's gradient (of the inner size) to it. The Function took x0
     # attached (its accumulator at the old size): our backward raised "output with shape [] doesn't match the
-    # broadcast shape [4, 4]" where eager's runs (Note [Subclass Accumulators Made After .data =]; variants in
+    # broadcast shape [4, 4]" where eager's runs (Note [Gradient Accumulators Of Leaves]; variants in
     # this file)
     def f(x0: T, x1: T) -> object:
         x0.data = x1
@@ -1224,8 +1224,8 @@ def _leaf_view() -> T:
 
 def test_view_input_returned_after_data_of_another_size(compile_fn: CompileFn | None) -> None:
     # fuzz seed 44000 #6891 (shrunk): x0's TransposeBackward0 (the caller's) expects [4, 4, 4]; eager's backward
-    # fails its root check for the [4, 4] gradient, and so does ours on the same object (Note [Errors Raised Outside
-    # The Program]); it was refused as an error only eager's backward sees
+    # fails its root check for the [4, 4] gradient, and so does ours on the same object (Note [Probing Eager's
+    # Backward]); it was refused as an error only eager's backward sees
     def f(x0: T) -> object:
         t0 = x0.mul(x0)
         t2 = t0.detach().unbind(0)[1]
@@ -1243,7 +1243,7 @@ def test_view_input_returned_after_data_of_another_size(compile_fn: CompileFn | 
 
 def test_leaf_passed_twice_returned_after_data_of_another_size(compile_fn: CompileFn | None) -> None:
     # fuzz seed 44000 #9643 (shrunk): x1 and x2 are one leaf; t0's backward fails in x1's AccumulateGrad (the only
-    # leaf), x2's at its root check: the same nodes in ours (Note [Errors Raised Outside The Program])
+    # leaf), x2's at its root check: the same nodes in ours (Note [Probing Eager's Backward])
     def f(x0: T, x1: T, x2: T) -> object:
         t0 = x1.mul(3.0)
         x2.data = x0
@@ -1277,14 +1277,14 @@ def test_leaf_read_then_returned_after_data_of_another_size(compile_fn: CompileF
 
 def test_raise_inside_the_program_stays_refused(compile_fn: CompileFn | None) -> None:
     # an intermediate whose `.data` shrank: eager's TBackward0 -> DiagonalBackward0 fails inside the program, which
-    # the compiled backward cannot repeat at the same step (Note [Errors Only Eager's Backward Sees])
+    # the compiled backward cannot repeat at the same step (Note [Probing Eager's Backward])
     def f(x0: T) -> object:
         t0 = x0.diagonal(1, 0, 1)
         t0.data = t0[1:3:1]
         return (t0.t(),)
 
     with torch.enable_grad():
-        assert_refused(f, lambda: (leaf(2, 3, 4),), compile_fn, "Errors Only Eager's Backward Sees")
+        assert_refused(f, lambda: (leaf(2, 3, 4),), compile_fn, "Probing Eager's Backward")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -1354,7 +1354,7 @@ def _leaves(s0: tuple[int, ...], s1: tuple[int, ...]) -> Callable[[], tuple[obje
 
 
 def test_subclass_leaf_read_after_data_gets_its_accumulator_at_the_new_size(compile_fn: CompileFn | None) -> None:
-    # Note [Subclass Accumulators Made After .data =] (the r14a helper's former strict xfail): eager makes x0's
+    # Note [Gradient Accumulators Of Leaves] (the r14a helper's former strict xfail): eager makes x0's
     # accumulator at the first read with grad after the assignment, in the new wrapper size, and reduces the
     # gradients of the inner size to it; the Function took x0 attached at its old size ("output with shape []
     # doesn't match the broadcast shape [4, 4]" in our backward, or x0.grad of the old size)
@@ -1394,12 +1394,12 @@ def test_subclass_leaf_read_after_data_by_a_size_reading_op_is_refused(compile_f
         return (x0.sum(), x0)
 
     for s0, s1 in (((4, 4), ()), ((2, 3), (3,))):
-        refused_with_grad(f, _leaves(s0, s1), compile_fn, "Subclass Accumulators Made After .data =")
+        refused_with_grad(f, _leaves(s0, s1), compile_fn, "Gradient Accumulators Of Leaves")
         check_no_grad(f, _leaves(s0, s1), compile_fn)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Fuzz regressions for Note [Strides Of Assigned Tensors]: `.data =` of a wrapper subclass from a tensor whose
+# Fuzz regressions for Note [Strides The Kernels Choose]: `.data =` of a wrapper subclass from a tensor whose
 # strides fake and real kernels may choose differently (size-0 and size-1 dims).
 # ---------------------------------------------------------------------------------------------------------------------
 
@@ -1487,8 +1487,8 @@ def test_computed_size_one_in_training(compile_fn: CompileFn | None) -> None:
 # Fuzz follow-up (seed 45000 #3453): a leaf read by a view, whose `.data =` then assigns it that view, returned.
 # Whether the backward raises depends on whether the gradient accumulator made at the leaf's old size is still alive
 # after the call, and reference cycles (WrapperTensor's `_rewrap`, the runtime's output builder) kept graphs alive
-# until the next garbage collection: the result depended on when the collector ran (Note [Rewrapping Holds No
-# Cycle]). The parity checks run with the collector off, so that a cycle would show.
+# until the next garbage collection: the result depended on when the collector ran (Note [Gradient Accumulators Of
+# Leaves]). The parity checks run with the collector off, so that a cycle would show.
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -1646,7 +1646,7 @@ def test_a_compiled_call_leaves_no_cycle(compile_fn: CompileFn | None) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Fuzz regression (seed 15000 #5346, lead): a tensor passed twice (one input, Note [One Tensor Passed Several Times])
+# Fuzz regression (seed 15000 #5346, lead): a tensor passed twice (one input, Note [Synthetic Bases])
 # beside a view of it given `.data =`; the analysis indexed tensor inputs by a leaf's flat position (IndexError).
 #
 # With `--identity-compile` (eager against eager) every program here must pass the oracle (it is eager-legal).
@@ -1683,10 +1683,10 @@ def test_data_assigned_beside_a_tensor_passed_twice(compile_fn: CompileFn | None
 # Fuzz regressions (helper old41): wrong results left from seed 41000 and the strict xfails of earlier rounds.
 #
 # - `t0 = x.sin(); t0.data = x; return t0.reshape(())` with grad: the view came back without history (seed 41000
-#   #3773); refused where no output returns t0 (Note [Outputs Assigned .data With History]).
+#   #3773); refused where no output returns t0 (Note [History Kept Through .data =]).
 # - `t1 = t0.transpose(1, 0); t0.data = x1; return t1` with t0 an intermediate PairTensor: eager's `t1._base` takes
 #   x1's metadata, ours kept t0's (seed 41000 #4420); the rebuilt root now takes them (inference), refused in
-#   training where the assignment resizes the root (Note [Views Of A Root Whose .data Was Assigned]).
+#   training where the assignment resizes the root (Note [Wrapper Data Assignment]).
 #
 # Newly supported programs get a parity test; refusals get a test naming the rule. With `--identity-compile` (eager
 # against eager) every program here must pass the oracle (it is eager-legal).
@@ -1694,7 +1694,7 @@ def test_data_assigned_beside_a_tensor_passed_twice(compile_fn: CompileFn | None
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A view of a tensor with history whose `.data` the program assigned (Note [Outputs Assigned .data With History])
+# A view of a tensor with history whose `.data` the program assigned (Note [History Kept Through .data =])
 
 
 def _view_of_assigned(x0: T) -> tuple[T]:
@@ -1738,8 +1738,8 @@ def test_view_of_assigned_with_history_inference_and_returned(compile_fn: Compil
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A view of an intermediate subclass whose `.data` the program assigned after (Note [Views Of A Root Whose .data Was
-# Assigned])
+# A view of an intermediate subclass whose `.data` the program assigned after (Note [Wrapper Data
+# Assignment])
 
 
 def _view_then_assigned(x0: T, x1: T) -> tuple[T]:
@@ -1823,8 +1823,8 @@ def test_plain_views_changed_in_place_still_supported(compile_fn: CompileFn | No
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Outputs viewing one intermediate before and after in-place view ops on it share it (Note [Views Across In-Place
-# View Ops On An Intermediate])
+# Outputs viewing one intermediate before and after in-place view ops on it share it (Note [Output
+# Regeneration])
 
 
 def _view_then_base_unsqueezed(x: T) -> tuple[T, T]:
@@ -2017,7 +2017,7 @@ def test_subclass_data_assigned_to_one_position_of_the_same_input(compile_fn: Co
 
 def test_subclass_data_assigned_output_of_another_size_in_training(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 33, program 768 (backward raised in a first version, then refused): eager's backward sums gradients
-    # of the assigned size back to the size the history recorded (Note [Subclass Outputs Resized Under Their History]).
+    # of the assigned size back to the size the history recorded (Note [Wrapper Data Assignment]).
     def f(x0: T, x1: T) -> object:
         t0 = x1.add(-1.0)
         t0.data = x0

@@ -143,7 +143,7 @@ def resize_in_place(p: torch.Tensor) -> tuple[()]:
 def test_in_place_metadata_op_of_a_wrapper_subclass_runs_its_dispatch_eagerly(fn: Callable[..., object]) -> None:
     """Dynamo breaks the graph at the op and ran it eagerly with its frame hook on: it compiled the subclass's
     __torch_dispatch__ as a frame and failed inside (fuzz seed 27 through torch.compile: an internal error and an
-    IndexError in its guards). Note [Subclass Dispatch Runs Eagerly Under Dynamo]."""
+    IndexError in its guards). Note [Dynamo Captures, The Pipeline Compiles]."""
     with torch.no_grad():
         assert_matches_eager(fn, lambda: (PairTensor.from_tensor(torch.randn(3, 2, 4)),), compile_fn=dynamo_compile)
 

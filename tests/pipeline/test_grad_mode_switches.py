@@ -1,6 +1,6 @@
 """Grad mode switched inside a compiled program: enable_grad / set_grad_enabled / no_grad / inference_mode nested in
 any order, and requires_grad_() on inputs, checked against eager through the oracle (outputs' requires_grad,
-grad_fn presence, gradients); what stays refused is refused precisely (Note [Grad Mode At The Call Decides Training],
+grad_fn presence, gradients); what stays refused is refused precisely (Note [Grad Mode And Autograd Reads],
 and requires_grad_() on a view or an intermediate)."""
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def test_enable_grad_inside_a_no_grad_call_refused() -> None:
     with torch.no_grad():
         eager = enable_inside(x)
     assert isinstance(eager, tuple) and eager[0].requires_grad and not eager[1].requires_grad
-    rule = r"turns grad mode back on inside .*Note \[Grad Mode At The Call Decides Training\]"
+    rule = r"turns grad mode back on inside .*Note \[Grad Mode And Autograd Reads\]"
     with torch.no_grad(), pytest.raises(UnsupportedError, match=rule):
         subclassaot.compile(enable_inside)(torch.randn(3, requires_grad=True))
 
@@ -359,7 +359,7 @@ def test_no_grad_blocks_of_a_captured_training_graph_match_eager(f: Callable[...
     """Dynamo records a no_grad block as absolute switches (`_set_grad_enabled(False)` ... `(True)`); the forward
     values of a training graph are traced under no_grad, where the closing switch had turned grad on for the rest
     of the graph and raised as a no_grad view written with grad on (fuzz seeds 2702-2705 through torch.compile, four
-    CRASHED). Note [Grad Switches In A Captured Graph]."""
+    CRASHED). Note [Dynamo Captures, The Pipeline Compiles]."""
     from subclassaot.tools.dynamo_backend import subclassaot_backend
 
     def compile_fn(fn: Callable[..., object], **kwargs: object) -> Callable[..., object]:
@@ -382,13 +382,13 @@ def enable_grad_write(x: T) -> object:
 
 
 def test_enable_grad_write_of_a_subclass_input_inside_a_no_grad_call_refused() -> None:
-    """As for a plain input (Note [Grad Mode At The Call Decides Training]); the subclass input's leaf stand-in
+    """As for a plain input (Note [Grad Mode And Autograd Reads]); the subclass input's leaf stand-in
     raised in the analysis instead (fuzz seeds 2711 and 2712: Float8Tensor and JaggedTensor inputs, CRASHED)."""
     from subclasses.pair import PairTensor
 
     with torch.enable_grad():
         x = PairTensor.from_tensor(torch.randn(3), requires_grad=True).clone()
-    with torch.no_grad(), pytest.raises(UnsupportedError, match="Grad Mode At The Call Decides Training"):
+    with torch.no_grad(), pytest.raises(UnsupportedError, match="Grad Mode And Autograd Reads"):
         subclassaot.compile(enable_grad_write)(x)
 
 
@@ -405,7 +405,7 @@ def test_enable_grad_set_of_a_subclass_input_inside_a_no_grad_call_refused() -> 
 
     with torch.enable_grad():
         x = PairTensor.from_tensor(torch.randn(3), requires_grad=True).clone()
-    with torch.no_grad(), pytest.raises(UnsupportedError, match="Grad Mode At The Call Decides Training"):
+    with torch.no_grad(), pytest.raises(UnsupportedError, match="Grad Mode And Autograd Reads"):
         subclassaot.compile(enable_grad_set_to_itself)(x)
 
 

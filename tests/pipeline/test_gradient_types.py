@@ -1,5 +1,5 @@
 """Gradient types (PairTensor vs Tensor) and gradient presence (None vs a tensor) of inputs and outputs, and
-requires_grad of outputs (Note [Writes To Plain View Inputs Make Plain Gradients], Note [Aliased Inputs In Training]).
+requires_grad of outputs (Note [Input Updates], Note [Aliased Inputs In Training]).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from tests.pipeline.program_helpers import assert_refused, nonleaf, pair, pair_n
 # - A view of an input set_() onto itself under no_grad: eager regenerates its grad_fn (AsStridedBackward0), whose
 #   gradient of an empty view is plain (seed 9000 #4529).
 # - A leaf set_() onto itself under no_grad gets a new gradient accumulator, which a backward that raises in an older
-#   node still reaches (Note [set_ Renews A Leaf's Accumulator]; seed 10000 #2934).
+#   node still reaches (Note [Gradient Accumulators Of Leaves]; seed 10000 #2934).
 # ---------------------------------------------------------------------------------------------------------------------
 
 T = torch.Tensor
@@ -214,8 +214,8 @@ def test_leaf_set_to_itself_then_returned_gets_its_gradient(compile_fn: CompileF
 
 def test_leaf_view_made_before_a_failing_node(compile_fn: CompileFn | None) -> None:
     # seed 9000 #8833: eager's SinBackward0 (made after t0) raises before t0's ViewBackward0 runs, so args[1].grad
-    # stays None; ours regenerated t0 after the call, its node ran first (Note [Leaf Views Replayed Before A Raising
-    # Backward])
+    # stays None; ours regenerated t0 after the call, its node ran first (Note [Backward Errors Are
+    # Deferred])
     def f(x0: T, x1: T) -> tuple[T, T]:
         with torch.no_grad():
             x0.unsqueeze_(-1)
@@ -245,7 +245,7 @@ def test_leaf_view_made_after_a_failing_node(compile_fn: CompileFn | None) -> No
 # Fuzz regressions: a plain input that is a view, written in place with a subclass operand (fuzz seed 3001 #1564).
 #
 # Eager's CopySlices gives the view's old value a gradient of the type of the base's incoming gradient (plain here),
-# where a write to a non-view gives the subclass one (Note [Writes To Plain View Inputs Make Plain Gradients]).
+# where a write to a non-view gives the subclass one (Note [Input Updates]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -339,7 +339,7 @@ def check(
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Gradient Types Follow The Tangents Given]
+# See Note [Tangent Retrace]
 
 
 def test_plain_copy_from_written_subclass_sends_plain_grad(compile_fn: CompileFn | None) -> None:
@@ -364,7 +364,7 @@ def test_grad_type_through_every_output_stays_subclass(compile_fn: CompileFn | N
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Original Values After In-Place View Ops]
+# See Note [Input Updates]
 
 
 def test_write_then_transpose_of_view_input(compile_fn: CompileFn | None) -> None:
@@ -379,7 +379,7 @@ def test_write_then_transpose_of_view_input(compile_fn: CompileFn | None) -> Non
 
 
 def test_no_grad_transpose_of_leaf_returned_beside_nonleaf_sum(compile_fn: CompileFn | None) -> None:
-    # Note [Unreached Inputs Are Detached]: the Function took x0 and made its gradient accumulator for the (2, 3)
+    # Note [Backward Errors Are Deferred]: the Function took x0 and made its gradient accumulator for the (2, 3)
     # layout; a backward through the returned (3, 2) x0 then raised in MulBackward0.
     def f(x0: T, x1: T) -> object:
         t1 = x1.transpose(0, 0).add(x1)
@@ -403,7 +403,7 @@ def test_no_grad_unsqueeze_then_data_write_of_leaf(compile_fn: CompileFn | None)
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Subclass Gradient Strides]
+# See Note [Tangent Retrace]
 
 
 def test_subclass_gradient_through_user_view_of_leaf(compile_fn: CompileFn | None) -> None:
@@ -420,7 +420,7 @@ def test_subclass_gradient_through_user_view_of_leaf(compile_fn: CompileFn | Non
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Metadata Changes Under no_grad]
+# See Note [Leaves Laid Out Anew Under no_grad]
 
 
 def test_no_grad_transpose_beside_grad_view_op_on_view(compile_fn: CompileFn | None) -> None:
@@ -451,7 +451,7 @@ def test_no_grad_transpose_beside_grad_write(compile_fn: CompileFn | None, write
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [No-Grad Views Made After The Bump]
+# See Note [Views That Raise After A Bump]
 
 
 def test_no_grad_view_made_after_transpose_of_input(compile_fn: CompileFn | None) -> None:
@@ -479,7 +479,7 @@ def test_no_grad_view_made_before_transpose_of_input(compile_fn: CompileFn | Non
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Views Between In-Place View Ops]
+# See Note [Output Regeneration]
 
 
 @pytest.mark.parametrize("grad_view", [True, False])
@@ -515,13 +515,13 @@ def test_no_grad_view_of_intermediate_after_data_assignment(compile_fn: CompileF
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Outputs That An Input Was set_() To]
+# See Note [Outputs Over Another Storage]
 
 
 @pytest.mark.parametrize("subclass", [False, True])
 def test_no_grad_set_of_computed_tensor_to_input_is_refused(compile_fn: CompileFn | None, subclass: bool) -> None:
     # seed 3000 #2746, seed 5000 #1136: eager's output has AddBackward0 (MulBackward0) over x0's storage; ours came
-    # back without history. A plain one is now supported (Note [Outputs That An Input Was set_() To]; seed 40000
+    # back without history. A plain one is now supported (Note [Outputs Over Another Storage]; seed 40000
     # #178); a subclass one is still refused.
     def f(x0: T, x1: T) -> object:
         t0 = x1.add(x0)

@@ -1,7 +1,7 @@
 """In-place metadata ops (t_, transpose_, unsqueeze_, as_strided_) on inputs, views and outputs, under no_grad or
 with grad: layouts changed behind autograd, backward size checks, one tensor passed at several positions (Note
-[Leaves Laid Out Anew Under no_grad], Note [Layouts Changed Behind Autograd], Note [One Tensor Passed Several
-Times]).
+[Leaves Laid Out Anew Under no_grad], Note [Probing Eager's Backward], Note [Synthetic
+Bases]).
 """
 
 from __future__ import annotations
@@ -232,7 +232,7 @@ def test_subclass_views_transposed_under_no_grad(compile_fn: CompileFn | None, v
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper bwdshape): eager's backward fails its size check ("returned an invalid gradient ...
 # expected shape compatible with") after an input's layout changed behind autograd, where ours ran (Note [Leaves Laid
-# Out Anew Under no_grad], Note [Layouts Changed Behind Autograd]).
+# Out Anew Under no_grad], Note [Probing Eager's Backward]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -380,7 +380,7 @@ def test_nonleaf_set_under_no_grad_then_layout_op_passes(compile_fn: CompileFn |
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (seed 8000): backward size checks against layouts changed behind autograd (`.data =` with
-# another shape, in-place view ops under no_grad), refused by Note [Layouts Changed Behind Autograd].
+# another shape, in-place view ops under no_grad), refused by Note [Probing Eager's Backward].
 #
 # With `--identity-compile` (eager against eager) every program here must pass the oracle (it is eager-legal).
 # ---------------------------------------------------------------------------------------------------------------------
@@ -397,7 +397,7 @@ def test_data_assigned_after_in_place_transpose_refused(compile_fn: CompileFn | 
         x0.data = t0
         return (x0,)
 
-    # refused since d6570 by Note [Writes With Grad After .data =], which is checked first
+    # refused since d6570 by Note [History Kept Through .data =], which is checked first
     refused_with_grad(f, lambda: (nonleaf(4, 1),), compile_fn, r"args\[0\]: the program assigns `.data` .* in place")
 
 
@@ -501,7 +501,7 @@ def test_subclass_leaf_resized_under_no_grad_not_read_after(compile_fn: CompileF
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper refpair): subclass inputs that are views, written and changed by in-place view ops in
-# training (Note [Written Subclass Views Changed In Place]).
+# training (Note [Stale View Functions]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -629,8 +629,8 @@ def test_aliased_view_transposed_with_itself_then_written(compile_fn: CompileFn 
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Fuzz follow-ups (seed 12000): crashes of the epilogue where eager runs (Note [set_ Renews A Leaf's Accumulator], Note
-# [In-Place Ops On A View Whose Base Gained Grad], Note [Inputs That Gain Grad In Training]).
+# Fuzz follow-ups (seed 12000): crashes of the epilogue where eager runs (Note [Gradient Accumulators Of Leaves], Note
+# [Inputs Written In Training], Note [Inputs Written In Training]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -702,7 +702,7 @@ def test_member_used_after_another_gains_grad_is_refused(compile_fn: CompileFn |
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper refshare): one tensor passed at several positions whose layout the program changes
-# (Note [One Tensor Passed Several Times]), refused before as inputs sharing storage (fuzz seed 44000).
+# (Note [Synthetic Bases]), refused before as inputs sharing storage (fuzz seed 44000).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -797,7 +797,7 @@ def test_twice_set_to_another_input_under_no_grad(compile_fn: CompileFn | None) 
 
 
 def test_entry_for_one_tensor_twice_is_not_run_for_two(compile_fn: CompileFn | None) -> None:
-    # the guard of Note [One Tensor Passed Several Times]: distinct tensors at the repeated positions recompile
+    # the guard of Note [Synthetic Bases]: distinct tensors at the repeated positions recompile
     def f(x0: T, x1: T) -> tuple[T]:
         x0.t_()
         x1.mul_(2.0)
@@ -870,7 +870,7 @@ def test_leaf_data_assigned_beside_two_detached_aliases(compile_fn: CompileFn | 
 #   partitioned graph; a write to t0 then kept the input's offset, and so did the output views of t0 (partition.py,
 #   clones of inputs at an offset; seed 40000 #5854).
 # - `x.mul_(0.5); t0 = x.select(2, 0); t0.t_(); return t0` with a PairTensor x: t0 was replayed before the epilogue's
-#   write to x, whose bump left its grad_fn stale, regenerated without the t_() (Note [No-Grad Views Made After The
+#   write to x, whose bump left its grad_fn stale, regenerated without the t_() (Note [Views That Raise After A
 #   Bump]; seed 40000 #7249).
 # - A plain input x2 and a view of it x1 (both inputs), x2 written with a PairTensor operand: x1's gradient is a
 #   PairTensor in eager; the group was traced from its synthetic base, whose CopySlices made it plain (Note [Aliased

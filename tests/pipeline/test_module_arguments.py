@@ -1,4 +1,4 @@
-"""nn.Modules in the argument pytree (Note [State The Program Reads Is An Input]): `step(model, x)`, the same module
+"""nn.Modules in the argument pytree (Note [State The Program Reads]): `step(model, x)`, the same module
 twice, modules in lists, dicts and keyword arguments, an EMA of one module into another, BatchNorm in training with its
 int64 `num_batches_tracked`, a step-counter buffer. Their parameters and buffers are lifted like a compiled module's:
 written back, differentiated, guarded by the module's identity and its state's metadata. Checked through the parity

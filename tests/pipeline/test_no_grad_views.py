@@ -1,6 +1,6 @@
 """Views made under no_grad and views of multi-output ops (unbind, split, chunk): autograd's "A view was created in
 no_grad mode ..." error where eager raises it and nowhere else, and requires_grad / is_leaf / grad_fn of such views
-(Note [No-Grad Views Made After The Bump]).
+(Note [Views That Raise After A Bump]).
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ from tests.pipeline.program_helpers import check_no_grad as _no_grad_parity
 #
 # * fuzz seed 17000 #1356 (under no_grad): an output view of an unbind() input, taken after the program's last write
 #   to the input, raised on is_leaf and grad_fn where eager's reads fine: a write to an intermediate of its own
-#   storage counted as a write to an input (Note [No-Grad Views Made After The Bump]).
+#   storage counted as a write to an input (Note [Views That Raise After A Bump]).
 # * fuzz seed 49000 #988 (training): a node that saved a no_grad view and ends a cut path (the view has no grad_fn)
 #   did not run in the traced backward, so eager's error when it unpacks the view, written through its base since,
-#   was missing (Note [Ends Of Cut Paths Unpack Their Saved Tensors]).
+#   was missing (Note [Backward Runs Every Node]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 T = torch.Tensor
@@ -285,8 +285,8 @@ def test_saved_detached_written_after(compile_fn: CompileFn | None, kind: str) -
 # requires grad, replayed after the epilogue (fuzz seed 16000 #5952, diverged). Eager's view requires grad through its
 # `._base` and its grad_fn raises autograd's view-after-write error; ours came back without requires_grad, as the
 # replayed `._base` was given requires_grad only for views rebuilt before the epilogue. The runtime's bump of the
-# view's counter after the replay (Replay.bump_after) makes ours raise too (Note [Views Of A Detach That Gained
-# Grad]).
+# view's counter after the replay (Replay.bump_after) makes ours raise too (Note [Views That Raise After A
+# Bump]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -495,7 +495,7 @@ def test_views_of_no_grad_view_of_detach_of_subclass_intermediate(compile_fn: Co
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Views made by a multi-output op (unbind) and views whose grad_fn raises in eager (fuzz seeds 9000, 10000, 11000; Note
-# [No-Grad Views Made After The Bump]).
+# [Views That Raise After A Bump]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -569,7 +569,7 @@ def _raises_in_eager(f: Callable[..., object], make_inputs: Callable[[], tuple[o
 
 
 def test_no_grad_view_of_intermediate_written_after(compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 10000, program 7533 (refused before): Note [Views Of Intermediates Written After].
+    # Fuzz seed 10000, program 7533 (refused before): Note [Views That Raise After A Bump].
     def f(x0: T) -> object:
         t0 = x0.add(x0)
         with torch.no_grad():
@@ -763,7 +763,7 @@ def test_views_of_unbind_input_and_overlapping_input_written_through_detach(comp
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions: a view of a subclass input taken before an in-place view op changed the input, viewed again
-# under no_grad after it (fuzz seed 3001 #2001). See Note [No-Grad Views Made After The Bump].
+# under no_grad after it (fuzz seed 3001 #2001). See Note [Views That Raise After A Bump].
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -848,7 +848,7 @@ def test_multi_output_view_after_bump(compile_fn: CompileFn | None, kind: str) -
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups (round 3, refusal classes): outputs made by multi-output view ops (unbind, split, chunk) of an
-# input whose base the program writes through another input (Note [No-Grad Views Made After The Bump]).
+# input whose base the program writes through another input (Note [Views That Raise After A Bump]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -935,8 +935,8 @@ def test_unbind_before_write_through_other_input(make: Callable[..., T], compile
 
 def test_no_grad_view_of_input_changed_in_place(compile_fn: CompileFn | None) -> None:
     # fuzz seed 9000 #2949: x0 is given to the Function detached (its metadata changes, no gradient reaches it);
-    # t3 still requires grad in eager (a no_grad view of x0 requires grad), with a grad_fn (Note [Unreached Inputs
-    # Are Detached])
+    # t3 still requires grad in eager (a no_grad view of x0 requires grad), with a grad_fn (Note [Backward Errors
+    # Are Deferred])
     def f(x0: T) -> object:
         x0.unsqueeze_(-1)
         t0 = x0.reshape((1,))
@@ -964,7 +964,7 @@ def test_no_grad_view_of_input_changed_in_place_computed_with_grad(compile_fn: C
 @pytest.mark.parametrize("subclass", [False, True])
 def test_no_grad_view_of_detach_written_with_grad(compile_fn: CompileFn | None, subclass: bool) -> None:
     # fuzz seed 10000 #9135: t0 gains requires_grad by the copy_; its no_grad view requires grad through its
-    # `._base` (Note [Views Of A Detach That Gained Grad])
+    # `._base` (Note [Views That Raise After A Bump])
     def f(x0: T) -> object:
         t0 = x0.detach()
         t0.copy_(x0)
@@ -1101,7 +1101,7 @@ def test_resize_to_own_size_of_a_strided_view_returned(grad: bool, compile_fn: C
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A view of an input's detach() taken after an in-place view op on the input (Note [No-Grad Views Made After The
+# A view of an input's detach() taken after an in-place view op on the input (Note [Views That Raise After A
 # Bump]): eager's `._base` is the detach's result
 
 
@@ -1178,7 +1178,9 @@ def test_seed46000_590_no_grad_view_of_intermediate_with_history_assigned_data(c
         t1.data = x0
         return (t1,)
 
-    refused_with_grad(f, _twice_nonleaf, compile_fn, r"intermediate with autograd history .*Views Set Onto Another")
+    refused_with_grad(
+        f, _twice_nonleaf, compile_fn, r"intermediate with autograd history .*Outputs Over Another Storage"
+    )
 
 
 def test_seed46000_590_variant_diagonal(compile_fn: CompileFn | None) -> None:
@@ -1195,7 +1197,7 @@ def test_seed46000_590_variant_diagonal(compile_fn: CompileFn | None) -> None:
 
 
 def test_seed46000_590_variant_inference_supported(compile_fn: CompileFn | None) -> None:
-    # under no_grad the intermediate has no history: the graph returns it as the base (Note [Views Set Onto Another
+    # under no_grad the intermediate has no history: the graph returns it as the base (Note [Outputs Over Another
     # Storage])
     def f(x0: T, x1: T) -> object:
         t0 = x1.sum(1)
@@ -1295,8 +1297,8 @@ def test_leaf_written_through_itself_still_raises() -> None:
 
 def test_unbind_input_read_while_another_member_writes_is_refused(compile_fn: CompileFn | None) -> None:
     """Seed 5000 #2426 (crashed: a wrapper-level copy_ into x0): x0, an unbind() output, is saved by the write
-    through x1, which advances their base's counter; eager's backward raises when it unpacks x0 (Note [No-Grad Views
-    Made After The Bump])."""
+    through x1, which advances their base's counter; eager's backward raises when it unpacks x0 (Note [Views That
+    Raise After A Bump])."""
 
     def f(x0: T, x1: T) -> object:
         x1.mul_(x0)
@@ -1421,7 +1423,7 @@ def test_early_replays_run_in_program_order(compile_fn: CompileFn | None) -> Non
 def test_output_set_to_input_then_written_with_grad(compile_fn: CompileFn | None) -> None:
     """Seed 3000 #7901 (unshrunk; diverged: out[1] came back a leaf without requires_grad): t0, set_() to x0 under
     no_grad, then filled with grad enabled, has eager's FillBackward history on x0's storage. Refused, then
-    supported: the graph computes it, set_() onto x0 after the epilogue (Note [Outputs That An Input Was set_() To])."""
+    supported: the graph computes it, set_() onto x0 after the epilogue (Note [Outputs Over Another Storage])."""
 
     def f(x0: T, x1: T) -> object:
         t0 = x1.add(3.0)

@@ -73,7 +73,7 @@ def test_set_to_own_view_backward_does_not_raise(compile_fn: CompileFn | None) -
 
 
 def test_set_to_grad_tensor(compile_fn: CompileFn | None) -> None:
-    # Eager's x then requires grad with a set_ backward that raises (Note [Inputs That Gain Grad In Training]).
+    # Eager's x then requires grad with a set_ backward that raises (Note [Inputs Written In Training]).
     def f(x: T, y: T) -> object:
         set_to(x, y)
         return ()
@@ -141,7 +141,7 @@ def test_mutated_plain_output_beside_subclass_output_tangents(compile_fn: Compil
 
 def test_subclass_input_mutated_by_grad_value(compile_fn: CompileFn | None) -> None:
     # Eager's wrapper then requires grad: the Function returns its new value as a wrapper, copied in at the wrapper
-    # level (Note [Inputs That Gain Grad In Training]).
+    # level (Note [Inputs Written In Training]).
     def f(x: T, y: T) -> object:
         x.mul_(y)
         return ()
@@ -296,8 +296,8 @@ def test_empty_mutated_input_clone_strides(compile_fn: CompileFn | None) -> None
 
 
 def test_subclass_fresh_output_strides(compile_fn: CompileFn | None) -> None:
-    # A size-1 dim: fake tensors give the result contiguous strides, eager keeps (1, 1) (Note [Fresh Subclass Output
-    # Strides]).
+    # A size-1 dim: fake tensors give the result contiguous strides, eager keeps (1, 1) (Note [Strides The Kernels
+    # Choose]).
     def f(x: T) -> object:
         return x + 1
 

@@ -1,4 +1,4 @@
-"""A custom autograd.Function that returns its input, or a view of it (Note [Inputs Returned By A Custom Function]):
+"""A custom autograd.Function that returns its input, or a view of it (Note [Custom Functions]):
 eager's output is an autograd view of the input carrying the Function's history. PyTorch's test_aotdispatch.py
 (test_input_output_aliase_custom_autograd_function, test_input_output_view_custom_autograd_function), on plain and
 PairTensor inputs, leaf or not, with the variants around them: the Function's view ops, views taken after, two calls,
@@ -227,7 +227,7 @@ def test_function_returning_a_written_input_is_refused(
 ) -> None:
     # The compiled Function returns the view before the epilogue writes the input (eager's was made after the write:
     # its grad_fn reads fine), or eager's grad_fn raises naming the program's Function (a write after): refused.
-    refused_with_grad(fn, lambda: (maker(2, 3),), compile_fn, "Inputs Returned By A Custom Function")
+    refused_with_grad(fn, lambda: (maker(2, 3),), compile_fn, "Custom Functions")
 
 
 @pytest.mark.parametrize("maker", [nonleaf, pair_nonleaf], ids=["plain", "pair"])
@@ -306,7 +306,7 @@ def dirty(x: T) -> object:
 
 @pytest.mark.parametrize("maker", [nonleaf, pair_nonleaf], ids=["plain", "pair"])
 def test_input_marked_dirty_by_a_function_is_refused(maker: Callable[..., T], compile_fn: CompileFn | None) -> None:
-    # Note [Inputs Returned By A Custom Function]: eager's input takes Dirty's backward (g * 3) as its history;
+    # Note [Custom Functions]: eager's input takes Dirty's backward (g * 3) as its history;
     # the compiled program repeated the write without history, and the gradient behind the input was g, not 3 g
     refused_with_grad(dirty, lambda: (maker(2, 3),), compile_fn, "marks it dirty")
     check_no_grad(dirty, lambda: (maker(2, 3),), compile_fn)
@@ -370,5 +370,5 @@ def view_of_function_product_and_more(x: T) -> object:
 @pytest.mark.parametrize("requires_grad", [False, True], ids=["inference", "training"])
 @pytest.mark.parametrize("fn", [view_of_function_product, view_of_function_product_and_more])
 def test_view_of_a_function_intermediate_is_a_view(fn: Callable[[T], object], requires_grad: bool) -> None:
-    # See Note [Subclass Views Of Intermediates In Training]: eager's output is a view of a tensor nobody sees.
+    # See Note [Subclass Intermediate Roots]: eager's output is a view of a tensor nobody sees.
     assert_matches_eager(fn, lambda: (torch.randn(3, 4, requires_grad=requires_grad),), calls=2)

@@ -1,5 +1,5 @@
 """Python state the program reads is guarded: changing it between calls recompiles (and says what changed), so every
-call equals eager. See Note [Python State Is Snapshotted, Not Recorded].
+call equals eager. See Note [State The Program Reads].
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""In-place random fills of non-contiguous tensors (Note [Eager's Layouts Under Functionalization]): dropout after a
+"""In-place random fills of non-contiguous tensors (Note [In-Place Ops As Eager Runs Them]): dropout after a
 transpose, `bernoulli_`/`uniform_`/`exponential_` on permuted and sliced tensors; the compiled call draws what eager
 draws, element for element, and leaves the RNG state where eager leaves it."""
 

@@ -1,5 +1,5 @@
 """An in-place elementwise op that reads memory it writes at another index: exact where eager's CPU loop reads
-every such location no later than it writes it (Note [Writes Through Overlapping Memory]); refused
+every such location no later than it writes it (Note [In-Place Ops As Eager Runs Them]); refused
 where eager reads a value the op already changed, or where the loop order is out of reach; raises where eager's
 TensorIterator raises (partial overlap of dense tensors)."""
 
@@ -16,7 +16,7 @@ from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eag
 from tests.pipeline.program_helpers import assert_refused
 
 T = torch.Tensor
-OVERLAPPING_READ = r"reads part of the memory it writes .*\(Note \[Writes Through Overlapping Memory\]\)"
+OVERLAPPING_READ = r"reads part of the memory it writes .*\(Note \[In-Place Ops As Eager Runs Them\]\)"
 Make = Callable[[], tuple[object, ...]]
 
 

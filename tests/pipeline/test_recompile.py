@@ -176,7 +176,7 @@ def test_stride_change_is_correct() -> None:
 def test_static_sizes_and_strides_checked_at_once_still_name_the_fact_that_changed(
     make: Callable[[], PairTensor], patterns: tuple[str, ...]
 ) -> None:
-    """Note [Guards Run Fast, Then Explain]: the fast body compares a tensor's static sizes and strides at once; a
+    """Note [What The Guards Compare]: the fast body compares a tensor's static sizes and strides at once; a
     failure is still reported as the one dim that changed."""
     c = compiled(double, dynamic=False)
     assert_call_matches_eager(c, double, lambda: (PairTensor.from_tensor(torch.randn(2, 3)),))

@@ -1,7 +1,7 @@
 """set_() of inputs, intermediates, outputs and their views with grad enabled (and `x.set_(x)`): where the set_ node
 sits in the program's history, which gradient accumulator a leaf set_() to itself feeds, the outputs' history and
-`._base` beside other outputs that require grad, and the refusals that stay (Note [Views Of Inputs set_() Under Grad],
-Note [set_ Under Grad Before The Call], Note [Inputs That Gain Grad In Training], Note [Storage Swaps By Rebinding]).
+`._base` beside other outputs that require grad, and the refusals that stay (Note [set_ Under Grad],
+Note [set_ Under Grad], Note [Inputs Written In Training], Note [Storage Swaps By Rebinding]).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def _set_onto_nograd_view_then_read_beside_input(x0: torch.Tensor, x1: torch.Ten
 
 def test_read_of_intermediate_set_under_grad_beside_other_output_is_refused() -> None:
     # the compiled backward cannot raise at eager's step: refused at compile time rather than computing gradients
-    with torch.enable_grad(), pytest.raises(UnsupportedError, match=r"Reads Of Intermediates set_\(\) Under Grad"):
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match=r"set_ Under Grad"):
         assert_matches_eager(_set_onto_nograd_view_then_read_beside_input, _inputs)
 
 
@@ -101,7 +101,7 @@ def test_intermediate_set_under_grad_returned_itself_matches_eager() -> None:
 # ---------------------------------------------------------------------------------------------------------------------
 
 T = torch.Tensor
-GRAD_SET_RULE = r"set_\(\)s it with grad enabled to a tensor .*Note \[Inputs That Gain Grad In Training\]"
+GRAD_SET_RULE = r"set_\(\)s it with grad enabled to a tensor .*Note \[Inputs Written In Training\]"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -163,7 +163,7 @@ def test_view_of_returned_intermediate_set_under_grad_refused(compile_fn: Compil
 
 def test_subclass_view_set_under_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 3000 #8719: a view set_() under grad rebases its base in eager; refused before, supported since
-    # fuzz seed 40000 (Note [Views Of Inputs set_() Under Grad])
+    # fuzz seed 40000 (Note [set_ Under Grad])
     def f(x0: T) -> object:
         t0 = x0.transpose(0, 0)
         set_to(t0, t0)
@@ -173,7 +173,7 @@ def test_subclass_view_set_under_grad(compile_fn: CompileFn | None) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A subclass input that gains grad by set_() (Note [Inputs That Gain Grad In Training])
+# A subclass input that gains grad by set_() (Note [Inputs Written In Training])
 
 
 def test_subclass_input_set_to_grad_input(compile_fn: CompileFn | None) -> None:
@@ -371,8 +371,8 @@ def test_set_output_after_returned_unused_leaf_refused(compile_fn: CompileFn | N
 
 
 def test_set_output_beside_leaf_passed_twice(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 7000 #6854: one leaf passed twice is one input (Note [One Tensor Passed Several Times]), behind the
-    # raising set_ node (Note [Leaves Behind A Raising set_ Node]): supported; a leaf the set_ node does not reach
+    # fuzz seed 7000 #6854: one leaf passed twice is one input (Note [Synthetic Bases]), behind the
+    # raising set_ node (Note [Outputs set_() Under Grad]): supported; a leaf the set_ node does not reach
     # (two distinct leaves) stays refused
     def f(x0: T, x1: T) -> object:
         t0 = x1.clone()
@@ -451,7 +451,7 @@ def test_view_after_set_of_view_of_input_refused(compile_fn: CompileFn | None) -
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# An output that an input was set_() or `.data =`-assigned to (Note [Outputs That An Input Was set_() To])
+# An output that an input was set_() or `.data =`-assigned to (Note [Outputs Over Another Storage])
 
 
 def test_output_input_was_set_to_under_grad(compile_fn: CompileFn | None) -> None:
@@ -566,7 +566,7 @@ def test_output_assigned_to_data_after_no_grad_view_refused(compile_fn: CompileF
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Fuzz regressions (seed 40000): set_() with grad enabled of a view of an input (Note [Views Of Inputs set_() Under
+# Fuzz regressions (seed 40000): set_() with grad enabled of a view of an input (Note [set_ Under
 # Grad]).
 #
 # Newly supported programs get a parity test; the refusals that stay get a test naming the rule. With
@@ -832,7 +832,7 @@ def test_returned_view_of_grad_free_intermediate_set_under_grad_refused(compile_
 
 def test_clone_set_to_returned_subclass_leaf(compile_fn: CompileFn | None) -> None:
     # fuzz seed 44000 #8877: eager's set_ node stands between the loss and x0's AccumulateGrad, so x0 gets no
-    # gradient although it is returned (Note [Leaves Behind A Raising set_ Node])
+    # gradient although it is returned (Note [Outputs set_() Under Grad])
     def f(x0: T) -> object:
         t0 = x0.clone()
         set_to(t0, x0)
@@ -891,12 +891,12 @@ def test_returned_leaf_not_behind_the_set_node_stays_refused(compile_fn: Compile
         set_to(t0, x1)
         return (t0, x0)
 
-    refused_with_grad(f, lambda: (leaf(3), leaf(3)), compile_fn, r"Leaves Behind A Raising set_ Node")
+    refused_with_grad(f, lambda: (leaf(3), leaf(3)), compile_fn, r"Outputs set_\(\) Under Grad")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions of helper r2crash: set_() under grad, to a value that requires grad, of an input that shares
-# storage with another input (Note [Inputs That Gain Grad In Training]; fuzz seed 3001 #1275).
+# storage with another input (Note [Inputs Written In Training]; fuzz seed 3001 #1275).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -975,8 +975,8 @@ def test_set_into_shared_storage_that_requires_grad_matches_eager(compile_fn: Co
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions from dev seed 49000 about `x.set_(x)`: which gradient accumulator of a leaf set_() to itself under
-# no_grad the compiled Function feeds (Note [Reads Around A set_ That Renews An Accumulator]), and where the set_ node
-# of an input set_() under grad sits among the program's nodes (Note [set_ Under Grad Before The Call]).
+# no_grad the compiled Function feeds (Note [Gradient Accumulators Of Leaves]), and where the set_ node
+# of an input set_() under grad sits among the program's nodes (Note [set_ Under Grad]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -1082,7 +1082,7 @@ def test_seed49000_9292_reads_around_self_set(compile_fn: CompileFn | None) -> N
         t0 = x0.add(-1.0)
         return (t.mul(t0), x0)
 
-    match = "Reads Around A set_ That Renews An Accumulator"
+    match = "Gradient Accumulators Of Leaves"
     for make in _LEAVES:
         refused_with_grad(f, lambda make=make: (make(),), compile_fn, match)  # type: ignore[misc]
     for make in _ALL:
@@ -1208,14 +1208,14 @@ def test_seed49000_3836_view_read_after_set(compile_fn: CompileFn | None) -> Non
 
 # variant of fuzz seed 49000 #3836: a plain input set_() under grad to another input's storage and read after, beside
 # a returned leaf: its set_ node, which has an edge to that input's history, stays in the epilogue, where the order of
-# a raising backward is out of reach: refused (Note [set_ Under Grad Before The Call]); a PairTensor one matches
+# a raising backward is out of reach: refused (Note [set_ Under Grad]); a PairTensor one matches
 def test_seed49000_3836_set_to_other_input(compile_fn: CompileFn | None) -> None:
     def f(x0: T, x1: T, x2: T) -> object:
         set_to(x1, x2)
         t0 = x1.mul(x1)
         return (x0, x1, t0)
 
-    match = "set_ Under Grad Before The Call"
+    match = "set_ Under Grad"
     refused_with_grad(f, lambda: (leaf(4), nonleaf(4), nonleaf(4)), compile_fn, match)
     refused_with_grad(f, lambda: (pair(4, requires_grad=True), nonleaf(4), nonleaf(4)), compile_fn, match)
     check_with_grad(f, lambda: (leaf(4), pair_nonleaf(4), pair_nonleaf(4)), compile_fn)
@@ -1298,7 +1298,7 @@ def _check_idaudit(
     `eager_reuse` is False: a PairTensor's dropped results may stay alive through their inner tensors' histories);
     then compiled, whose every run keeps them apart."""
     # The programs note ids into `_Ids`, a Python side effect for the test's eyes only, which the Python-state guards
-    # would refuse (Note [Python State Is Snapshotted, Not Recorded]): compiled without them.
+    # would refuse (Note [State The Program Reads]): compiled without them.
     unguarded = compile_fn or functools.partial(subclassaot.compile, python_state_guards=False)
     (check_with_grad if grad else check_no_grad)(f, make_inputs, unguarded)
     records.clear()
@@ -1390,7 +1390,7 @@ def test_views_of_max_after_dropped_ones_grown(compile_fn: CompileFn | None, rec
 def test_data_assigned_sort_results_after_dropped_reads(
     compile_fn: CompileFn | None, records: list[SwapRecord]
 ) -> None:
-    # SwapRecord.grad_read / kept_accumulators / fresh_accumulators (Note [Accumulators Kept Through .data =]):
+    # SwapRecord.grad_read / kept_accumulators / fresh_accumulators (Note [Gradient Accumulators Of Leaves]):
     # sort results read with grad and dropped, then new ones given other data by `.data =` and read again.
     ids = _Ids(records)
 
@@ -1438,9 +1438,9 @@ def test_written_sort_results_dropped_under_no_grad_and_with_grad(
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Fuzz regressions from dev seed 49000: views taken after an in-place view op on an input (Note [No-Grad Views Made
-# After The Bump]), a set_() of a leaf's neighbour in a raising backward (Note [set_ Under Grad Before The
-# Call]), and views set_() onto another storage whose `._base` is an input's own base (Note [Views Set Onto Another
+# Fuzz regressions from dev seed 49000: views taken after an in-place view op on an input (Note [Views That Raise
+# After A Bump]), a set_() of a leaf's neighbour in a raising backward (Note [set_ Under
+# Grad]), and views set_() onto another storage whose `._base` is an input's own base (Note [Outputs Over Another
 # Storage]); each program is a shrunk fuzz program or a variant of one (seed and index in the test's name).
 # ---------------------------------------------------------------------------------------------------------------------
 
@@ -1495,8 +1495,8 @@ def test_seed49000_2330_split_of_view_after_unsqueeze_(compile_fn: CompileFn | N
 
 # fuzz seed 49000 #3836: x2 (x1 passed again) set_() to itself with grad, then read: eager's set_ node waits behind
 # the mul's, and the leaf x0 gets its gradient before the backward raises; ours, whose set_ node was made after the
-# compiled call, raised first (was refused); the runtime now repeats that set_ before the call (Note [set_ Under Grad
-# Before The Call])
+# compiled call, raised first (was refused); the runtime now repeats that set_ before the call (Note [set_ Under
+# Grad])
 def test_seed49000_3836_set_beside_returned_leaf(compile_fn: CompileFn | None) -> None:
     def f(x0: T, x1: T, x2: T) -> object:
         set_to(x2, x2)

@@ -1,6 +1,6 @@
 """set_() under no_grad (and `x.set_(x)`) of inputs, intermediates and their views, then read, written or returned
 with grad: the refusals that name Note [Stale View Functions] and the layouts, histories and accumulators that match
-eager's (Note [Subclass Inputs Mutated In Training], Note [Wrappers set_() To A Plain Tensor]).
+eager's (Note [Inputs Written In Training], Note [Wrapper Storage]).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ _VIEW_AFTER_SET_RULE = "a view of a tensor the program computed with grad and se
 
 def test_view_of_intermediate_set_under_no_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 7000 #9637: eager's output keeps its expand's history (AsStridedBackward0 reaching args[0]) over
-    # args[1]'s storage; ours was a view of args[1] without grad (refused, then supported: Note [Views Set Under
-    # no_grad With History])
+    # args[1]'s storage; ours was a view of args[1] without grad (refused, then supported: Note [Outputs Over Another
+    # Storage])
     def f(x0: T, x1: T) -> object:
         t1 = x0.clone().expand((3, 1, 2))
         with torch.no_grad():
@@ -410,7 +410,7 @@ def test_view_set_to_a_larger_storage_then_read_with_grad_is_refused(compile_fn:
 
 
 def test_subclass_view_of_an_intermediate_set_to_an_input(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 41000 #9334 (Note [Subclass Views set_() Off Their Base]): eager's t1 stays a wrapper-level view of
+    # fuzz seed 41000 #9334 (Note [Subclass Intermediate Roots]): eager's t1 stays a wrapper-level view of
     # t0 with plain inner aliases of x1's; it came back as no view, with inner views of x1's
     def f(x0: T, x1: T) -> object:
         t0 = x1.add(3.0)
@@ -551,7 +551,7 @@ def test_subclass_view_set_off_its_base_read_with_grad(compile_fn: CompileFn | N
 
 def test_view_of_a_view_set_off_its_base_returned_is_refused(compile_fn: CompileFn | None) -> None:
     # r14b c2: eager's output is a view of x1 (its `._base`) on x0 * 2's storage; ours came back as no view (training)
-    # or a view of the intermediate without grad (inference); refused (Note [Views Set Onto Another Storage])
+    # or a view of the intermediate without grad (inference); refused (Note [Outputs Over Another Storage])
     def f(x0: T, x1: T) -> object:
         t2 = x1.view(16)
         with torch.no_grad():
@@ -575,7 +575,7 @@ def test_view_of_a_view_set_to_another_input_returned_is_refused(compile_fn: Com
 
 
 def test_view_of_a_view_set_off_its_base_without_grad(compile_fn: CompileFn | None) -> None:
-    # inputs that do not require grad: rebuilt onto its base (Note [Views Set Onto Another Storage]), not refused
+    # inputs that do not require grad: rebuilt onto its base (Note [Outputs Over Another Storage]), not refused
     def f(x0: T, x1: T) -> object:
         t2 = x1.view(16)
         set_to(t2, x0 * 2)
@@ -585,8 +585,8 @@ def test_view_of_a_view_set_off_its_base_without_grad(compile_fn: CompileFn | No
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Fuzz regression: a view of a multi-output view input, set_() under no_grad (Note [Views Of Intermediates Written
-# After]); the program is a shrunk fuzz program (seed and index in the test's name), with variants.
+# Fuzz regression: a view of a multi-output view input, set_() under no_grad (Note [Views That Raise After
+# A Bump]); the program is a shrunk fuzz program (seed and index in the test's name), with variants.
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -667,7 +667,7 @@ def test_self_set_of_view_whose_base_was_set_to_3d_no_grad(compile_fn: CompileFn
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper dv2065): a view of an input set_() under no_grad and returned, beside a view of the input
-# taken after that set_() (Note [Outputs Built After A Runtime set_]). The runtime repeats the output's set_() when it
+# taken after that set_() (Note [Views That Raise After A Bump]). The runtime repeats the output's set_() when it
 # builds it, which advanced the counter of the later view built before it: its grad_fn and is_leaf raised, where
 # eager's read fine.
 # ---------------------------------------------------------------------------------------------------------------------
@@ -880,7 +880,7 @@ def test_other_member_of_an_alias_group_set_to_its_own_view(
 
 @pytest.mark.parametrize("make", [lambda: leaf(2, 3), lambda: nonleaf(2, 3)])
 def test_one_tensor_twice_set_to_its_own_view_is_refused(make: Callable[[], T], compile_fn: CompileFn | None) -> None:
-    # a variant with one tensor at two positions (Note [One Tensor Passed Several Times]): refused, naming the output
+    # a variant with one tensor at two positions (Note [Synthetic Bases]): refused, naming the output
     def f(x0: T, x1: T) -> object:
         with torch.no_grad():
             v = x1.view_as(x1)
@@ -893,7 +893,7 @@ def test_one_tensor_twice_set_to_its_own_view_is_refused(make: Callable[[], T], 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper r14b): subclass views of an input whose wrapper the program set_() to an intermediate
-# under no_grad, returned in training (Note [Subclass Views Of Intermediates In Training]), fuzz seed 14000 #2383 and
+# under no_grad, returned in training (Note [Subclass Intermediate Roots]), fuzz seed 14000 #2383 and
 # variants. Eager's output stays a view of the input (its `._base`), with the view chain's history; it was rebuilt
 # as a view of a fresh tensor instead.
 # ---------------------------------------------------------------------------------------------------------------------
@@ -991,7 +991,7 @@ def test_output_is_still_a_view_of_the_input(compile_fn: CompileFn | None) -> No
 @pytest.mark.parametrize("grad", [True, False])
 def test_view_of_a_view_set_to_an_intermediate_is_refused(compile_fn: CompileFn | None, grad: bool) -> None:
     # a view taken of the set_() view: its chain cannot be replayed, and the fallback made it a view of a fresh
-    # tensor where eager's `._base` is the input (Note [Subclass Views Of Intermediates In Training])
+    # tensor where eager's `._base` is the input (Note [Subclass Intermediate Roots])
     def f(x0: T, x1: T) -> object:
         t1 = x0.exp()
         t2 = x1.view(16)
@@ -1000,7 +1000,7 @@ def test_view_of_a_view_set_to_an_intermediate_is_refused(compile_fn: CompileFn 
         return (t2.view(-1),)
 
     with torch.set_grad_enabled(grad):
-        rule = r"could not be a view of it \(Note \[Subclass Views Of Intermediates In Training\]\)"
+        rule = r"could not be a view of it \(Note \[Subclass Intermediate Roots\]\)"
         assert_refused(f, _pair_leaf_and_view(4, 4, transposed=False), compile_fn, rule)
 
 
@@ -1027,15 +1027,15 @@ def test_views_of_input_views_set_under_grad(compile_fn: CompileFn | None, grad:
 # PyTorch-corpus follow-ups (session 13, "pairset"): PairTensor programs the pipeline refused, now parity tests.
 #
 # set_() of a PairTensor onto a plain tensor: eager's wrapper then shares the plain tensor's storage with its own inner
-# tensors (Note [Wrappers set_() To A Plain Tensor]); set_() back to the size it had, and set_() under dynamic shapes
-# (Note [Subclass Inputs Mutated In Training]); an inner tensor of an input
-# that requires grad written directly (Note [Subclass Inputs Mutated In Training]); set_() under no_grad
-# onto another input, then a write with grad (refused: Note [Writes With Grad After .data =]).
+# tensors (Note [Wrapper Storage]); set_() back to the size it had, and set_() under dynamic shapes
+# (Note [Inputs Written In Training]); an inner tensor of an input
+# that requires grad written directly (Note [Inputs Written In Training]); set_() under no_grad
+# onto another input, then a write with grad (refused: Note [History Kept Through .data =]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 HIDDEN_SET_WRITE = (
     r"set_\(\) it under no_grad to another input's storage and then wrote it with grad enabled.*"
-    r"Note \[Writes With Grad After \.data =\]"
+    r"Note \[History Kept Through \.data =\]"
 )
 Make = Callable[[], tuple[object, ...]]
 
@@ -1088,7 +1088,7 @@ def test_pair_set_to_plain_returned_or_resized(compile_fn: CompileFn | None) -> 
     # the plain source returned too (the wrapper shares the output's storage), and a source of another shape (the
     # wrapper takes it): parity without grad and on an input that does not require grad; on a non-leaf that requires
     # grad they stay refused, as for a plain input (returned: the output would need the set_() tensor's history) and
-    # by Note [Subclass Inputs Mutated In Training] (a read with grad after a set_() to another size)
+    # by Note [Inputs Written In Training] (a read with grad after a set_() to another size)
     def returned(a: T) -> object:
         b = torch.arange(9, dtype=a.dtype).reshape(3, 3)
         with torch.no_grad():
@@ -1128,7 +1128,7 @@ def test_pair_set_to_plain_and_back(compile_fn: CompileFn | None) -> None:
             set_to(a, a_old)
         return v * 2, a + 1
 
-    def view_after(a: T) -> object:  # Note [Subclass Inputs Mutated In Training]: a view taken after the set_() back
+    def view_after(a: T) -> object:  # Note [Inputs Written In Training]: a view taken after the set_() back
         b = torch.arange(9, dtype=a.dtype)
         a_old = torch.ops.aten.alias.default(a)
         with torch.no_grad():
@@ -1277,7 +1277,7 @@ def test_pair_set_under_no_grad_then_written_stays_refused(compile_fn: CompileFn
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups: tensor subclass inputs that require grad and whose storage or metadata the program changes where
-# autograd does not record it (fuzz seeds 10000 and 11000). See Note [Subclass Inputs Mutated In Training].
+# autograd does not record it (fuzz seeds 10000 and 11000). See Note [Inputs Written In Training].
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -1403,7 +1403,7 @@ def test_write_after_set_under_no_grad_is_refused(compile_fn: CompileFn | None) 
         x0[0].mul_(2.0)
         return (x0,)
 
-    # since pairset, the rule for plain inputs (Note [Writes With Grad After .data =]) refuses the first
+    # since pairset, the rule for plain inputs (Note [History Kept Through .data =]) refuses the first
     hidden_set = r"args\[0\] requires grad, and the program set_\(\) it under no_grad to another input's storage"
     with torch.enable_grad():
         assert_refused(itself, lambda: (pair_nonleaf(2, 2), pair(2, 2)), compile_fn, hidden_set)
@@ -1434,7 +1434,7 @@ def test_write_with_grad_before_set_under_no_grad_is_refused(compile_fn: Compile
 
 
 def test_no_grad_view_op_then_write(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 11000 #3577 (shrunk; see Note [Subclass Inputs Mutated In Training]): a non-square
+    # fuzz seed 11000 #3577 (shrunk; see Note [Inputs Written In Training]): a non-square
     # transpose_ under no_grad, then a write autograd records; the backward through the input raises in both
     def f(x0: T) -> object:
         with torch.no_grad():
@@ -1482,7 +1482,7 @@ def test_no_grad_view_op_then_copy(compile_fn: CompileFn | None) -> None:
 
 
 def test_leaf_written_through_data_then_no_grad_view_op_is_refused(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 11000 #7862 (shrunk): a leaf keeps the refusal (Note [Subclass Inputs Mutated In Training])
+    # fuzz seed 11000 #7862 (shrunk): a leaf keeps the refusal (Note [Inputs Written In Training])
     def f(x0: T) -> object:
         x0.data.fill_(3.0)
         with torch.no_grad():
@@ -1494,7 +1494,7 @@ def test_leaf_written_through_data_then_no_grad_view_op_is_refused(compile_fn: C
 
 
 def test_leaf_with_no_grad_view_op_written_through_an_alias(compile_fn: CompileFn | None) -> None:
-    # Note [Subclass Inputs Mutated In Training]: a leaf written with grad through a tensor set_() to it
+    # Note [Inputs Written In Training]: a leaf written with grad through a tensor set_() to it
     def f(x0: T, x1: T) -> object:
         with torch.no_grad():
             x0.t_()
@@ -1581,8 +1581,8 @@ def _expanded_and_base() -> tuple[object, ...]:
 
 def test_empty_write_through_an_expand_is_refused_with_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 45000 #6667: the empty write was traced, and the compiled backward raised "more than one element of
-    # the written-to tensor refers to a single memory location" where eager's ran (Note [Writes Through Overlapping
-    # Memory]); under no_grad it passes, and so does a write that is not empty
+    # the written-to tensor refers to a single memory location" where eager's ran (Note [In-Place Ops As
+    # Eager Runs Them]); under no_grad it passes, and so does a write that is not empty
     def f(x0: T, x1: T) -> object:
         t0 = x0[1:1:1]
         t0.zero_()

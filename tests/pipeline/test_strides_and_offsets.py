@@ -1,7 +1,7 @@
 """Strides, storage offsets and whole storages of outputs and inputs after the call: eager's kernels' layouts where
 fake tensors choose others, as_strided() and set_(storage, offset, ...) at absolute offsets, writes through expanded
-or overlapping inputs (Note [Eager's Layouts Under Functionalization], Note [Offsets After A Write], Note
-[as_strided On Inputs], Note [Inputs Set To Computed Tensors]).
+or overlapping inputs (Note [In-Place Ops As Eager Runs Them], Note [as_strided On Inputs], Note
+[as_strided On Inputs], Note [Strides The Kernels Choose]).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from tests.pipeline.program_helpers import (
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions for strides, storage offsets and aliasing of outputs and inputs after the call where the fake
-# tensors of the analysis lay tensors out differently from eager's kernels (Note [Inputs Set To Computed Tensors]).
+# tensors of the analysis lay tensors out differently from eager's kernels (Note [Strides The Kernels Choose]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 T = torch.Tensor
@@ -108,7 +108,7 @@ def _selected(subclass: bool) -> Callable[[], tuple[object, ...]]:
 @pytest.mark.parametrize("program", ["identity_transpose", "slice", "slice_before_write", "view_after_write"])
 def test_offsets_of_views_taken_after_a_write(compile_fn: CompileFn | None, subclass: bool, program: str) -> None:
     # Fuzz seed 9000 #8570 ("identity_transpose"): functionalization reports offsets of views taken after a write
-    # relative to the regenerated value (Note [Offsets After A Write]); the input set_() to one ended at offset 0.
+    # relative to the regenerated value (Note [as_strided On Inputs]); the input set_() to one ended at offset 0.
     def f(x0: T) -> object:
         if program == "slice_before_write":
             t0 = x0[1:]
@@ -142,7 +142,7 @@ def test_offset_of_empty_view_of_written_subclass_input(compile_fn: CompileFn | 
 @pytest.mark.parametrize("program", ["detach", "detach_then_view", "written"])
 def test_view_between_in_place_view_ops(compile_fn: CompileFn | None, subclass: bool, program: str) -> None:
     # Fuzz seed 11000 #7526 ("written", with grad enabled): the chain replays from an alias of the input with its
-    # metadata when the view was taken (Note [Views Between In-Place View Ops]); regenerated, the output shared no
+    # metadata when the view was taken (Note [Output Regeneration]); regenerated, the output shared no
     # wrapper storage with the input, and its `._base` was the input.
     def f(x0: T) -> object:
         x0.resize_((4, 1))
@@ -164,7 +164,7 @@ def test_view_between_in_place_view_ops(compile_fn: CompileFn | None, subclass: 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups (seed 45000): reads of an input after a write through its view, whose functional value was
-# regenerated with other strides in size-1 dims, give eager's strides (Note [Eager's Layouts Under Functionalization]).
+# regenerated with other strides in size-1 dims, give eager's strides (Note [In-Place Ops As Eager Runs Them]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -227,7 +227,7 @@ def test_other_size1_layout(compile_fn: CompileFn | None, read: str) -> None:
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper offset): absolute offsets on inputs at a nonzero storage offset. as_strided() views and
-# set_(storage, offset, ...) taken before a write to the input itself (Note [Offsets After A Write]),
+# set_(storage, offset, ...) taken before a write to the input itself (Note [as_strided On Inputs]),
 # as_strided_() of a view (Note [as_strided On Inputs]), as_strided() of a view without an offset. Source: helper
 # p109's hand-written variant (in this file) and its family, after torch's
 # test/functorch/test_aotdispatch.py (test_input_mutation_storage_offset, as_strided views of inputs).
@@ -469,8 +469,8 @@ def test_escaping_as_strided_view_used_before_write_or_taken_after(compile_fn: C
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper p109): set_() onto a view of an input at a storage offset, taken after the input was
-# written (Note [Offsets After A Write]), dev seed 44000 #109, and absolute offsets on such inputs (as_strided(),
-# set_(storage, offset, ...): Note [Offsets After A Write]).
+# written (Note [as_strided On Inputs]), dev seed 44000 #109, and absolute offsets on such inputs (as_strided(),
+# set_(storage, offset, ...): Note [as_strided On Inputs]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -570,7 +570,7 @@ def test_as_strided_at_absolute_offset_of_written_input(compile_fn: CompileFn | 
 
 
 def test_view_set_to_written_input_at_offset_then_written(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 44000 #1228 (also #4584, #7294): refused by Note [Offsets After A Write] until the
+    # fuzz seed 44000 #1228 (also #4584, #7294): refused by Note [as_strided On Inputs] until the
     # rebuilt output's leaves carried eager's offsets; x0 is an unbind() output at offset 6
     def f(x0: T) -> object:
         t0 = x0.view((1, 2, 1))
@@ -615,8 +615,8 @@ def test_view_of_other_input_set_to_view_of_written_input(compile_fn: CompileFn 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions about outputs that alias an input set_() (or `.data =`-assigned) to an empty tensor the program
-# computed, whose eager strides are the kernel's (Note [Inputs Set To Computed Tensors], Note [Fresh Subclass Output
-# Strides]); each program is a shrunk fuzz program or a variant of one (seed and index in the test's name).
+# computed, whose eager strides are the kernel's (Note [Strides The Kernels Choose], Note [Strides The Kernels
+# Choose]); each program is a shrunk fuzz program or a variant of one (seed and index in the test's name).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -692,7 +692,7 @@ def test_seed47000_3804_views_after_set_keep_kernel_strides(compile_fn: CompileF
 
 
 # variant of fuzz seed 47000 #3804: a view of the empty intermediate with a layout of its own, rebuilt from the
-# fake strides, is refused (Note [Fresh Subclass Output Strides])
+# fake strides, is refused (Note [Strides The Kernels Choose])
 def test_seed47000_3804_own_layout_view_of_empty_target_refused(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t1 = x0.mul(x0[:, :, 0:0:2])
@@ -704,7 +704,7 @@ def test_seed47000_3804_own_layout_view_of_empty_target_refused(compile_fn: Comp
         set_to(x0, t1)
         return (t1.select(1, -1),)
 
-    match = r"of an empty tensor the program computed and set_\(\) input .*Note \[Fresh Subclass Output Strides\]"
+    match = r"of an empty tensor the program computed and set_\(\) input .*Note \[Strides The Kernels Choose\]"
     with torch.no_grad():
         assert_refused(f, lambda: (_x(),), compile_fn, match)
         assert_refused(g, lambda: (_x_permuted(),), compile_fn, match)
@@ -761,7 +761,7 @@ def test_elementwise_read_of_the_location_written_at_the_same_index_is_exact(
 
 
 def test_elementwise_read_of_a_location_written_at_another_index_stays_refused(compile_fn: CompileFn | None) -> None:
-    # Note [Writes Through Overlapping Memory]: row 1 reads row 0, which the same op writes (eager's loop order
+    # Note [In-Place Ops As Eager Runs Them]: row 1 reads row 0, which the same op writes (eager's loop order
     # decides).
     def f(x: T) -> object:
         x[:, :2].add_(x[:, 1:3])
@@ -1042,7 +1042,7 @@ def test_no_grad_view_set_to_intermediate_matches_eager(f: Callable[..., object]
 #   (functional_run._EmptyCompactClone; seed 43000 #4613).
 # - An output assigned `.data` from an input that is an unbind view, whose base the program then changed in place:
 #   the alias the runtime assigns is taken without an autograd record (reading the view's grad_fn raises by then), as
-#   Note [Outputs Assigned .data With History] says (seed 43000 #891).
+#   Note [History Kept Through .data =] says (seed 43000 #891).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -1143,7 +1143,7 @@ def _pair_at_offset() -> tuple[object, ...]:
 
 def test_set_output_onto_view_of_written_input_at_offset(compile_fn: CompileFn | None) -> None:
     # fuzz seed 8000 #2407: functionalization reports offset 0 for a view of the written input at offset 2 (Note
-    # [Offsets After A Write]); the output came back at the wrong offset with wrong values, then was refused; its leaves
+    # [as_strided On Inputs]); the output came back at the wrong offset with wrong values, then was refused; its leaves
     # now carry eager's offsets (helper p109)
     def f(x0: T) -> object:
         x0.add_(x0)
@@ -1202,7 +1202,7 @@ def test_view_of_subclass_view_set_to_itself_is_refused(compile_fn: CompileFn | 
 
 def test_subclass_view_of_intermediate_set_to_input(compile_fn: CompileFn | None) -> None:
     # fuzz seed 8000 #7374: eager's output is a view of an intermediate, its inner tensors plain aliases of the input's
-    # (refused until Note [Subclass Views set_() Off Their Base])
+    # (refused until Note [Subclass Intermediate Roots])
     def f(x0: T) -> object:
         t0 = x0.clone()
         t1 = t0.expand((2, -1, -1))
@@ -1251,7 +1251,7 @@ def test_no_grad_view_returned_after_its_base_is_set_with_grad_is_refused(compil
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Strides after in-place ops (Note [Eager's Layouts Under Functionalization])
+# Strides after in-place ops (Note [In-Place Ops As Eager Runs Them])
 
 
 def test_clone_of_empty_view_after_inplace_add_keeps_eager_strides(compile_fn: CompileFn | None) -> None:

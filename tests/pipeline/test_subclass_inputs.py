@@ -114,7 +114,7 @@ def test_same_subclass_object_twice_inplace_view(compile_fn: CompileFn | None) -
 @pytest.mark.parametrize("nonleaf", [False, True])
 def test_subclass_view_of_intermediate_in_training(compile_fn: CompileFn | None, nonleaf: bool) -> None:
     # Program 104: the view was rebuilt from the intermediate's inner tensors and had no autograd history (no
-    # gradient at all); Note [Subclass Views Of Intermediates In Training].
+    # gradient at all); Note [Subclass Intermediate Roots].
     def f(x: T) -> object:
         return (x * 2).view(-1)
 
@@ -420,7 +420,7 @@ def test_subclass_input_view_then_input_metadata_change(compile_fn: CompileFn | 
 
 def test_data_assigned_output_with_history(compile_fn: CompileFn | None) -> None:
     # Seed 13, program 217 (refused before): eager's output keeps its grad_fn over the input's storage
-    # (Note [Outputs Assigned .data With History]).
+    # (Note [History Kept Through .data =]).
     def f(x: T) -> object:
         t = x.mul(0.5)
         t.data = x
@@ -449,7 +449,7 @@ def test_subclass_set_to_itself_backward_raises(compile_fn: CompileFn | None) ->
 
 def test_no_grad_view_then_inplace_view_op_through_alias(compile_fn: CompileFn | None) -> None:
     # Seed 11, program 187: t_() through another view advances the counter eager's grad_fn check reads (the
-    # aliases are traced as one synthetic base: Note [Unmutated Aliases Stay Apart]).
+    # aliases are traced as one synthetic base: Note [Synthetic Bases]).
     def f(x: T, y: T) -> object:
         t = x.transpose(0, 0)
         y.expand(2, 2, 3).transpose_(2, 0)
@@ -502,7 +502,7 @@ def test_view_of_input_after_its_metadata_change_then_inplace_view_op(compile_fn
 
 
 def test_subclass_result_strides_after_inplace_transpose(compile_fn: CompileFn | None) -> None:
-    # The wrapper's strides follow its first inner tensor's real ones (Note [Fresh Subclass Output Strides]).
+    # The wrapper's strides follow its first inner tensor's real ones (Note [Strides The Kernels Choose]).
     def f(x0: T) -> object:
         x0.t_()
         t0 = x0.mul(-1.0)
@@ -518,7 +518,7 @@ def test_subclass_result_strides_after_inplace_transpose(compile_fn: CompileFn |
 def test_output_sharing_input_set_to_it_in_training(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 21, program 755: the output (with its autograd history) is the intermediate the input was set_() to;
     # it used to come back as an alias of the input's new storage without a grad_fn, then was refused; supported
-    # since fuzz seed 7000 #292 (Note [Outputs That An Input Was set_() To]).
+    # since fuzz seed 7000 #292 (Note [Outputs Over Another Storage]).
     def f(x0: T, x1: T) -> object:
         t0 = x1.add(-1.0)
         set_to(x0, t0)
@@ -572,7 +572,7 @@ def _fill_expanded_unsqueeze(x0: T) -> object:
 def test_uniform_write_through_expand(
     program: Callable[[T], object], kind: str, grad: bool, compile_fn: CompileFn | None
 ) -> None:
-    # Fuzz seed 20, program 258 (Note [Writes Through Overlapping Memory]): fill_/zero_ through an expanded view were
+    # Fuzz seed 20, program 258 (Note [In-Place Ops As Eager Runs Them]): fill_/zero_ through an expanded view were
     # refused; functionalizing them directly gives wrong values, so they run on the view with repeats narrowed away.
     def make_inputs() -> tuple[object, ...]:
         return (pair(4, 1) if kind == "pair" else torch.randn(4, 1),)
@@ -583,7 +583,7 @@ def test_uniform_write_through_expand(
 
 def test_uniform_write_through_expand_recorded_by_autograd_raises_in_backward(compile_fn: CompileFn | None) -> None:
     # Eager's backward of a fill_ through an expand that autograd recorded raises; so does the compiled one (Note
-    # [Writes Through Overlapping Memory]).
+    # [In-Place Ops As Eager Runs Them]).
     with torch.enable_grad():
         assert_matches_eager(_fill_expanded_unsqueeze, lambda: (nonleaf(4, 1),), compile_fn=compile_fn)
 
@@ -708,7 +708,7 @@ def test_view_made_after_the_write_from_a_view_made_before(compile_fn: CompileFn
 
 
 def test_fresh_subclass_output_strides_in_training(compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 21, program 706: Note [Fresh Subclass Output Strides] in the training runtime too.
+    # Fuzz seed 21, program 706: Note [Strides The Kernels Choose] in the training runtime too.
     def f(x0: T, x1: T) -> object:
         x0.transpose_(0, 1)
         return (x1.add(x0.clone()),)
@@ -766,7 +766,7 @@ def test_aliased_input_gaining_grad_refused(compile_fn: CompileFn | None) -> Non
 
 
 def test_subclass_view_input_set_to_intermediate_leaves_wrapper_family(compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 22, program 832 (Note [Wrapper Storage After set_]): x1's wrapper takes a storage of its own.
+    # Fuzz seed 22, program 832 (Note [Wrapper Storage]): x1's wrapper takes a storage of its own.
     def f(x0: T, x1: T) -> object:
         t0 = x1.sin()
         set_to(x1, t0)
@@ -813,7 +813,7 @@ def test_backward_error_leaves_unreached_input_grad(compile_fn: CompileFn | None
 def test_backward_error_of_the_written_input_only(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 23, program 833: only the written input's backward fails (its set_() under grad); eager's backward
     # through t1 alone succeeds. Refused before; now the backward graph takes no tangent for x0's new value and
-    # raises only when one is given (Note [Backward Errors Through Input Values Only]).
+    # raises only when one is given (Note [Backward Errors Are Deferred]).
     def f(x0: T) -> object:
         t0 = x0.unsqueeze(1)
         t1 = x0.mul(-1.0)
@@ -854,7 +854,7 @@ def test_backward_error_with_gradient_avoiding_it_refused(compile_fn: CompileFn 
 
 def test_set_under_grad_of_view_of_input_without_grad(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 24, program 178: eager rebases x1 (the view's base) on the set_, so x1 requires grad after the call;
-    # ours left it as it was (refused since; supported by Note [Views Of Inputs set_() Under Grad], fuzz seed 40000).
+    # ours left it as it was (refused since; supported by Note [set_ Under Grad], fuzz seed 40000).
     def f(x0: T, x1: T) -> object:
         t0 = x1.transpose(0, 0)
         set_to(t0, x0)
@@ -866,8 +866,8 @@ def test_set_under_grad_of_view_of_input_without_grad(compile_fn: CompileFn | No
 
 def test_no_grad_view_of_intermediate_written_under_grad(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 25, program 327: eager's t1 has a grad_fn that raises (a no_grad view whose base was then written
-    # with grad); ours came back a leaf, then was refused; now its counter is advanced (Note [Views Of
-    # Intermediates Written After]).
+    # with grad); ours came back a leaf, then was refused; now its counter is advanced (Note [Views That
+    # Raise After A Bump]).
     def f(x0: T) -> object:
         t0 = x0.add(-1.0)
         with torch.no_grad():
@@ -911,7 +911,7 @@ def test_write_through_data_after_a_no_grad_view(compile_fn: CompileFn | None) -
 
 
 def test_view_of_wrapper_set_to_input_replays_the_set(compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 23, program 721 (Note [Wrapper Storage After set_]): the output is a view of a wrapper that was
+    # Fuzz seed 23, program 721 (Note [Wrapper Storage]): the output is a view of a wrapper that was
     # set_() to an unchanged input; the set_ is a step of its replay, so the output stays a view of args[0].
     def f(x0: T, x1: T) -> object:
         t0 = x1.view(())
@@ -940,7 +940,7 @@ def test_view_of_earlier_output_resized_after(compile_fn: CompileFn | None) -> N
 
 @pytest.mark.parametrize("kind", ["plain", "pair"])
 def test_inplace_read_of_written_memory_refused(kind: str, compile_fn: CompileFn | None) -> None:
-    # Fuzz seed 24, program 562 (Note [Writes Through Overlapping Memory]): the broadcast operand views memory the op
+    # Fuzz seed 24, program 562 (Note [In-Place Ops As Eager Runs Them]): the broadcast operand views memory the op
     # writes; eager reads values its own element writes changed, the functional graph read the old ones (wrong values).
     def f(x0: T) -> object:
         t0 = x0[:, :, 0:2:2]
@@ -984,7 +984,7 @@ def test_view_set_to_intermediate_returned(
 
 def test_uniform_write_into_expanded_alias_member(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 25, program 121 (and seed 24, 798): a crash; the member is a view of the synthetic base, so the
-    # narrowed write is an as_strided of the base (Note [Writes Through Overlapping Memory]).
+    # narrowed write is an as_strided of the base (Note [In-Place Ops As Eager Runs Them]).
     def f(x0: T, x1: T) -> object:
         x1.zero_()
         return ()

@@ -106,8 +106,8 @@ def test_factory_view_written_called_twice(compile_fn: CompileFn | None) -> None
 
 
 def test_detach_of_fresh_tensor_written_with_grad_still_refused(compile_fn: CompileFn | None) -> None:
-    # next to the rule: an explicit detach() of a tensor the program made is still one (Note [Outputs That An Input Was
-    # set_() To])
+    # next to the rule: an explicit detach() of a tensor the program made is still one (Note [Outputs Over Another
+    # Storage])
     def f(x: T) -> object:
         tmp = x.new_zeros(2, 2).detach()
         y = tmp.diagonal()
@@ -173,7 +173,7 @@ def test_flat_pair_written_with_grad_dynamic(compile_fn: CompileFn | None) -> No
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Symbolic Tangent Strides]: with dynamic shapes on inductor, `compiled(x).sum().backward()` (an expanded
+# See Note [Tangent Retrace]: with dynamic shapes on inductor, `compiled(x).sum().backward()` (an expanded
 # tangent, strides 0) failed inductor's assert_size_stride; found next to the nested-PairTensor corpus cases
 
 
@@ -275,7 +275,7 @@ class _TransposesSavedInBackward(torch.autograd.Function):
 
 def test_metadata_mutation_in_the_backward_matches_eager(compile_fn: CompileFn | None) -> None:
     # test_aotdispatch.py test_backward_mutation_metadata: the backward's transpose_ of the saved input was lost
-    # (args[1] kept its strides after the backward); now replayed (Note [Metadata Changed By A Custom Backward]).
+    # (args[1] kept its strides after the backward); now replayed (Note [Custom Functions]).
     def f(a: T, b: T) -> object:
         a_, b_ = _TransposesSavedInBackward.apply(a, b)  # type: ignore[no-untyped-call]
         return a_ * b_
@@ -317,8 +317,8 @@ def _flat(x: T) -> object:
 
 def test_function_returning_its_pair_input_matches_eager(compile_fn: CompileFn | None) -> None:
     # test_aotdispatch.py test_input_output_aliase_custom_autograd_function on a PairTensor: eager's output is an
-    # autograd view of the input wrapper; the compiled Function replays that view on the input (Note [Inputs
-    # Returned By A Custom Function]; refused before, more variants in test_pair_function_alias.py).
+    # autograd view of the input wrapper; the compiled Function replays that view on the input (Note [Custom
+    # Functions]; refused before, more variants in test_pair_function_alias.py).
     with torch.enable_grad():
         for fn in (_identity, _flat):
             assert_matches_eager(fn, lambda: (pair(2, 2, requires_grad=True),), compile_fn=compile_fn)

@@ -1,5 +1,5 @@
 """Inputs that are torch-function subclasses (`x.as_subclass(C)`, no __tensor_flatten__): outputs come back with
-eager's types (Note [Torch Function Subclass Outputs]), and an override that changes what an op computes is refused
+eager's types (Note [Ambient Modes]), and an override that changes what an op computes is refused
 instead of compiled wrong. Programs in the spirit of torch's test/dynamo/test_subclasses.py."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The trace runs as a compile: `torch.compiler.is_compiling()` is True while the pipeline runs the user's program,
-as under torch.compile, and False again around it (Note [The Trace Runs As A Compile])."""
+as under torch.compile, and False again around it (Note [Dynamo Captures, The Pipeline Compiles])."""
 
 from __future__ import annotations
 

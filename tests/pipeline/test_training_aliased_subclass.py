@@ -279,8 +279,8 @@ def _copy_from_overlapping_view_of_itself(x: T) -> object:
 
 def test_copy_from_overlapping_view_of_itself_refused(compile_fn: CompileFn | None) -> None:
     # Seen by the fuzzer once PairTensor aliases were accepted (seed 20, program 395); a plain input alone shows it.
-    # Eager's copy_ reads elements it has already written (memory order); refused (Note [Writes Through Overlapping
-    # Memory]).
+    # Eager's copy_ reads elements it has already written (memory order); refused (Note [In-Place Ops As
+    # Eager Runs Them]).
     def make() -> tuple[T, ...]:
         return (torch.randn(2, 3, requires_grad=True).clone(),)
 

@@ -1,5 +1,5 @@
 """Training programs that write or set_() a value requiring grad into an input that does not require grad (Note
-[Inputs That Gain Grad In Training]), and alias groups whose members are set_() elsewhere or change their metadata
+[Inputs Written In Training]), and alias groups whose members are set_() elsewhere or change their metadata
 without returning a tensor (Note [Aliased Inputs In Training]), through the parity oracle;
 plain and PairTensor inputs, with grad enabled and under no_grad, and with a later backward through the inputs."""
 
@@ -367,7 +367,7 @@ def test_grad_write_matches_eager_under_no_grad(case: Case, compile_fn: CompileF
         run_case(case, "eager", compile_fn)
 
 
-# What stays refused (Note [Inputs That Gain Grad In Training])
+# What stays refused (Note [Inputs Written In Training])
 
 
 def tensors(make: Make) -> list[T]:
@@ -377,7 +377,7 @@ def tensors(make: Make) -> list[T]:
 
 
 def test_subclass_input_set_to_value_requiring_grad() -> None:
-    # Supported since fuzz seed 3000 #763 (Note [Inputs That Gain Grad In Training])
+    # Supported since fuzz seed 3000 #763 (Note [Inputs Written In Training])
     def f(x: T, w: T) -> object:
         set_to(x, w)
         return ()
@@ -415,7 +415,7 @@ def test_plain_input_written_with_grad_after_an_unrecorded_set_is_refused() -> N
 
 def test_output_sharing_an_input_set_to_an_intermediate() -> None:
     # In eager the output keeps the intermediate's history (w * 2): refused before, now computed by the graph and
-    # set_() onto the input's new storage (Note [Outputs That An Input Was set_() To]).
+    # set_() onto the input's new storage (Note [Outputs Over Another Storage]).
     def f(x: T, w: T) -> object:
         y = w * 2
         set_to(x, y)

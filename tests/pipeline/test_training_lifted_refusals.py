@@ -1,6 +1,6 @@
 """Training programs the pipeline once refused, through the parity oracle: outputs aliasing one intermediate
-(Note [Intermediate Roots In Training]), subclass inputs whose metadata and data change in place (Note [Subclass
-Inputs Mutated In Training]), and aliased inputs one of which changes its metadata (Note [Aliased Inputs In Training]);
+(Note [Subclass Intermediate Roots]), subclass inputs whose metadata and data change in place (Note [Inputs
+Written In Training]), and aliased inputs one of which changes its metadata (Note [Aliased Inputs In Training]);
 plain and PairTensor inputs, eager and (a sample) inductor."""
 
 from __future__ import annotations
@@ -236,7 +236,7 @@ def test_view_input_metadata_then_write_matches_eager() -> None:
 
 
 def test_subclass_input_reshaped_and_written_under_no_grad_is_refused() -> None:
-    # Note [Subclass Inputs Mutated In Training]: the wrapper-level update covers changes autograd records only.
+    # Note [Inputs Written In Training]: the wrapper-level update covers changes autograd records only.
     def f(x: T) -> object:
         with torch.no_grad():
             x.t_()

@@ -1,7 +1,7 @@
 """Training through the partitioned joint graph: random ops drawn once (gradients agree with the forward, the
 generator advances as in eager), saved activations within eager's, backward twice, double backward.
 
-See Note [Training Through A Joint Graph] and Note [Partitioning The Joint Graph].
+See Note [Training Through A Joint Graph] and Note [Training Through A Joint Graph].
 """
 
 from __future__ import annotations
@@ -301,7 +301,7 @@ def _sin_of_written(x: T) -> T:
 
 
 def test_inference_graph_traced_only_where_the_joint_trace_fails() -> None:
-    # Note [Training Traces The Inference Graph Only When Needed]
+    # Note [Training Through A Joint Graph]
     static = subclassaot.compile(lambda x: (x * 2).sin(), backend="eager")
     static(torch.randn(3, requires_grad=True))
     dynamic = subclassaot.compile(lambda x: (x * 2).sin(), backend="eager", dynamic=True)

@@ -61,7 +61,7 @@ def test_detached_alias_input_gains_requires_grad(compile_fn: CompileFn | None) 
 
 
 def test_mutation_of_overlapping_input(compile_fn: CompileFn | None) -> None:
-    # Note [Writes Through Overlapping Memory]: an expanded input filled in place, then read (fuzz seed 1000, program
+    # Note [In-Place Ops As Eager Runs Them]: an expanded input filled in place, then read (fuzz seed 1000, program
     # 2454 gave wrong values while this was accepted, then it was refused): the input is traced as a view of a
     # synthetic base over its storage (Note [as_strided On Inputs]).
     def f(x: T) -> object:

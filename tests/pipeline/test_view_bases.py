@@ -1,6 +1,6 @@
 """Which tensor an output view's `._base` is, and the view chains eager records: views of intermediates set_() onto
 inputs, outputs set_() under grad, views sharing an intermediate, subclass views of inputs whose base changes (Note
-[Views Set Onto Another Storage], Note [Views Sharing An Intermediate], Note [Bases Of Outputs set_() Under Grad]).
+[Outputs Over Another Storage], Note [Output Regeneration], Note [Outputs set_() Under Grad]).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from tests.pipeline.program_helpers import check_with_grad as _check
 from tests.pipeline.program_helpers import leaf as _leaf
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Fuzz regressions about which tensor an output view's `._base` is (Note [Views Set Onto Another Storage], Note
-# [Views Sharing An Intermediate]); each program is a shrunk fuzz program (seed and index in the test's name).
+# Fuzz regressions about which tensor an output view's `._base` is (Note [Outputs Over Another Storage], Note
+# [Output Regeneration]); each program is a shrunk fuzz program (seed and index in the test's name).
 # ---------------------------------------------------------------------------------------------------------------------
 
 T = torch.Tensor
@@ -187,7 +187,7 @@ def test_seed3000_5331_view_of_detach_written_with_grad_is_refused(compile_fn: C
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Views in size-1 dims get eager strides (Note [Eager's Layouts Under Functionalization])
+# Views in size-1 dims get eager strides (Note [In-Place Ops As Eager Runs Them])
 
 
 def testeager_view_strides_matches_eager_view() -> None:
@@ -356,7 +356,7 @@ def _unbound_pair_view() -> tuple[object, ...]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Views of an intermediate subclass whose `.data` was assigned after (Note [Views Of A Root Whose .data Was Assigned])
+# Views of an intermediate subclass whose `.data` was assigned after (Note [Wrapper Data Assignment])
 
 
 def test_no_grad_view_of_root_whose_data_was_assigned(compile_fn: CompileFn | None) -> None:
@@ -403,7 +403,7 @@ def test_views_of_root_before_and_after_its_data_was_assigned(compile_fn: Compil
 
 def test_view_of_output_set_after_the_view(compile_fn: CompileFn | None) -> None:
     # fuzz seed 12000 #5902: eager's out[1]._base is out[0]; the replayed view's `._base` was a detach of its own.
-    # PairTensor: rebuilt as a view of out[0] set_() to its leaves (Note [Subclass Views Rebuilt By set_]) since the
+    # PairTensor: rebuilt as a view of out[0] set_() to its leaves (Note [Subclass Intermediate Roots]) since the
     # chain is no longer taken as exact (an op on its `._base` after the view no step replays: seed 45000 #1194);
     # a plain tensor: refused
     def f(x0: T) -> object:
@@ -425,7 +425,7 @@ def test_view_of_output_set_after_the_view(compile_fn: CompileFn | None) -> None
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions: chains of views through an intermediate that in-place view ops changed before any view was taken
-# from it share that one object (Note [Views Sharing An Intermediate]); each program is a shrunk fuzz program (seed and
+# from it share that one object (Note [Output Regeneration]); each program is a shrunk fuzz program (seed and
 # index in the test's name) or a variant of one.
 # ---------------------------------------------------------------------------------------------------------------------
 
@@ -516,8 +516,8 @@ def test_views_of_a_detach_transposed_in_place_first(compile_fn: CompileFn | Non
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions: a subclass input that is a view of another input, whose base the program set_() to a layout
-# the view's ops do not apply to (Note [Subclass Views Whose History Cannot Be Rebuilt], Note [Backward View Replays
-# That Raise]); found from fuzz seed 47000 #3046.
+# the view's ops do not apply to (Note [Backward Runs Every Node], Note [Backward Errors Are
+# Deferred]); found from fuzz seed 47000 #3046.
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -598,7 +598,7 @@ def test_seed47000_3046_no_grad_and_plain(subclass: bool, compile_fn: CompileFn 
 
 
 # fuzz seed 47000 #3046 (unshrunk): t1's backward unpacks x0, saved by the mul, and rebuilds its history from x2 as
-# set_() left it: eager's backward raises IndexError, which is not deferred (Note [Backward View Replays That Raise]).
+# set_() left it: eager's backward raises IndexError, which is not deferred (Note [Backward Errors Are Deferred]).
 def test_seed47000_3046_backward_rebuilds_view_refused(compile_fn: CompileFn | None) -> None:
     def f(x0: T, x1: T, x2: T) -> object:
         x0.mul_(3.0)
@@ -608,14 +608,14 @@ def test_seed47000_3046_backward_rebuilds_view_refused(compile_fn: CompileFn | N
         set_to(x2, x1)
         return (t1,)
 
-    refused_with_grad(f, _inputs(), compile_fn, r"args\[0\] \(a view of args\[2\]\).*Backward View Replays That Raise")
+    refused_with_grad(f, _inputs(), compile_fn, r"args\[0\] \(a view of args\[2\]\).*Backward Errors Are Deferred")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups (seed 17000, PairTensor inputs): views of an intermediate that an input was set_() onto share one
-# rebuilt root (Note [Intermediates set_() Onto Inputs Are One Root]); a detach() of an intermediate that an in-place
-# view op changed since shares its wrapper storage, wherever the detach() is in its chain (Note [Views Between In-Place
-# View Ops]).
+# rebuilt root (Note [Subclass Intermediate Roots]); a detach() of an intermediate that an in-place
+# view op changed since shares its wrapper storage, wherever the detach() is in its chain (Note [Output
+# Regeneration]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 Make = Callable[[], tuple[object, ...]]
@@ -952,7 +952,7 @@ def _check_inf40(
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# In-place view ops on an output's `._base` after the view (Note [In-Place View Ops On A Base After Its Views])
+# In-place view ops on an output's `._base` after the view (Note [Output Regeneration])
 
 
 @pytest.mark.parametrize("grad", [False, True])
@@ -1012,7 +1012,7 @@ def test_view_chain_through_a_base_changed_after(kind: str, compile_fn: CompileF
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Inputs that are views of larger ones (Note [Wrapper Storage Of A View Input], Note [as_strided On Inputs])
+# Inputs that are views of larger ones (Note [Wrapper Storage], Note [as_strided On Inputs])
 
 
 def _empty_slice_of_pair(requires_grad: bool) -> Callable[[], tuple[object, ...]]:
@@ -1061,7 +1061,7 @@ def test_as_strided_in_place_past_an_input_view(kind: str, requires_grad: bool, 
 # the replay viewed the returned t1 after its t_(), which raises for a view made under no_grad. Now a view replays from
 # an earlier output only where no in-place view op changed it since (view_chains._changed_since). Fuzz seed 45000
 # #8651 (crashed): the output set_() after its view of an earlier no_grad output, whose version counter the program
-# then advanced, is refused (a plain input already was, by Note [Views Of Intermediates Written After]).
+# then advanced, is refused (a plain input already was, by Note [Views That Raise After A Bump]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -1141,7 +1141,7 @@ def test_set_view_taken_under_no_grad(compile_fn: CompileFn | None) -> None:
 # the metadata it had when the view was taken while its dense leaves stay transposed, and the output was replayed
 # from the input after the epilogue, on the transposed leaves (Note [Wrapper Data Assignment]). Also its
 # variants: a view of a PairTensor input set_() while another input shares its storage, and a plain input that
-# requires grad given `.data =` and an in-place view op with grad (Note [Writes With Grad After .data =]).
+# requires grad given `.data =` and an in-place view op with grad (Note [History Kept Through .data =]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -1298,14 +1298,14 @@ def test_inplace_view_op_with_grad_and_data_assignment(compile_fn: CompileFn | N
     # without eager's TransposeBackward0 (a wrong gradient): refused; under no_grad, and for a PairTensor, parity
     one = lambda: (nonleaf(3, 3),)  # noqa: E731
     two = lambda: (nonleaf(3, 3), torch.randn(3, 3))  # noqa: E731
-    match = r"cannot give it eager's history of that view op \(Note \[Writes With Grad After \.data =\]\)"
+    match = r"cannot give it eager's history of that view op \(Note \[History Kept Through \.data =\]\)"
     for f, make in ((_data_then_transpose, one), (_transpose_then_data, one), (_data_of_input_then_unsqueeze, two)):
         refused_with_grad(f, make, compile_fn, match)
         check_no_grad(f, make, compile_fn)
     check_with_grad(_data_then_transpose, lambda: (pair_nonleaf(3, 3),), compile_fn)
     check_with_grad(_data_then_transpose, lambda: (torch.randn(3, 3),), compile_fn)
 
-    def written_after(x: T, y: T) -> object:  # a write with grad after: Note [Writes With Grad After .data =]
+    def written_after(x: T, y: T) -> object:  # a write with grad after: Note [History Kept Through .data =]
         x.t_()
         x.data = y.sin()
         x.mul_(2)
@@ -1315,7 +1315,7 @@ def test_inplace_view_op_with_grad_and_data_assignment(compile_fn: CompileFn | N
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Fuzz regressions: outputs set_() under grad whose `._base` is eager's (Note [Bases Of Outputs set_() Under Grad]).
+# Fuzz regressions: outputs set_() under grad whose `._base` is eager's (Note [Outputs set_() Under Grad]).
 #
 # The six programs once pinned as known `._base` divergences live on as parity tests in test_set_storage.py and
 # test_set_storage.py; these are variants of them (other shapes, subclasses, several outputs on one base). With
@@ -1468,7 +1468,7 @@ def test_subclass_view_after_set_to_a_view_of_a_nonleaf(compile_fn: CompileFn | 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Computed with grad, then set_() onto an input under no_grad (Note [Outputs That An Input Was set_() To])
+# Computed with grad, then set_() onto an input under no_grad (Note [Outputs Over Another Storage])
 
 
 def test_no_grad_set_onto_input_passedtwice(compile_fn: CompileFn | None) -> None:
@@ -1534,7 +1534,7 @@ def test_no_grad_set_onto_part_of_input_refused(compile_fn: CompileFn | None) ->
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A view taken with grad, then set_() under no_grad (Note [Views Set Under no_grad With History])
+# A view taken with grad, then set_() under no_grad (Note [Outputs Over Another Storage])
 
 _VIEW_SET_RULE = "a view the program took with grad and then set_\\(\\) under no_grad"
 
@@ -1672,8 +1672,8 @@ def test_inplace_view_ops_under_mixed_grad_modes_refused(compile_fn: CompileFn |
 
 def test_subclass_view_of_intermediate_changed_after(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 2000, programs 23 and 8543: the intermediate's unsqueeze_() after the views broke their chain; the
-    # output came back as a wrapper of inner views instead of a wrapper-level view (Note [Subclass Views Rebuilt By
-    # set_]).
+    # output came back as a wrapper of inner views instead of a wrapper-level view (Note [Subclass Intermediate
+    # Roots]).
     def f(x0: T) -> object:
         t0 = x0.add(x0)
         t1 = t0.select(0, 1)
@@ -1915,7 +1915,7 @@ def test_view_of_input_before_set_with_history_refused(compile_fn: CompileFn | N
 
 def test_detach_of_input_written_with_grad(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 2000, program 3651: t0's CopyBackwards history came back missing; refused, then supported (Note
-    # [Detached Outputs Written With Grad])
+    # [Outputs Over Another Storage])
     def f(x0: T) -> object:
         t0 = x0.detach()
         t0.copy_(x0)
@@ -1927,8 +1927,8 @@ def test_detach_of_input_written_with_grad(compile_fn: CompileFn | None) -> None
 
 def test_data_of_view_of_unreturned_intermediate(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 2000, program 3412: eager's t1 stays a view of t0, which no output returns. Refused, then supported:
-    # the graph returns t0 as an intermediate base (Note [Views Set Onto Another Storage]), t1 replays its chain from
-    # it and is then assigned (Replay.then_set; Note [Views Set Under no_grad With History]).
+    # the graph returns t0 as an intermediate base (Note [Outputs Over Another Storage]), t1 replays its chain from
+    # it and is then assigned (Replay.then_set; Note [Outputs Over Another Storage]).
     def f(x0: T) -> object:
         t1 = x0.add(3.0)[0:1:1]
         t1.data = x0

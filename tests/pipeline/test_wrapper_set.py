@@ -1,4 +1,4 @@
-"""set_() on tensor subclass wrappers (Note [Wrapper Storage After set_]): the wrapper's own storage and view-ness
+"""set_() on tensor subclass wrappers (Note [Wrapper Storage]): the wrapper's own storage and view-ness
 after the call, as eager leaves them. Each program is a shrunk fuzz failure (seeds 20 and 21)."""
 
 from __future__ import annotations

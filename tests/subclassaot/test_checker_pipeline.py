@@ -257,7 +257,7 @@ class CompileOnlyFastPath(PairTensor):
 
 def test_aot_eager_rule() -> None:
     """A class that branches on torch.compiler.is_compiling() fails the aot_eager rule; the pipeline's own rules that
-    multiply fail too, since our trace runs as a compile (Note [The Trace Runs As A Compile])."""
+    multiply fail too, since our trace runs as a compile (Note [Dynamo Captures, The Pipeline Compiles])."""
     report = check_subclass(_pair_factory(CompileOnlyFastPath))
     failed = _failed(report)
     assert "torch.compile.aot_eager" in failed, str(report)

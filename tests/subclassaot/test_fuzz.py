@@ -191,7 +191,7 @@ def test_generated_resize_never_grows_a_storage() -> None:
 
 
 def test_writes_whose_eager_result_depends_on_loop_order_are_recognized() -> None:
-    # Note [Writes Through Overlapping Memory]: fuzz seed 3000 #5450 (mul_ through as_strided((2, 3), (1, 1))), #7829.
+    # Note [In-Place Ops As Eager Runs Them]: fuzz seed 3000 #5450 (mul_ through as_strided((2, 3), (1, 1))), #7829.
     from subclassaot.tools.fuzz_ops import unspecified_write
     from subclasses.pair import PairTensor
 

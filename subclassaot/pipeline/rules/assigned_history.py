@@ -3,7 +3,7 @@ can rebuild exactly (the graph gives the history, a `.data =` the storage), and 
 
 Input: one output (its value in the functional run, its path) and the `OutputLeaf`s found for it as an alias.
 Output: the leaf its `.data` is regenerated from, or None where the rule does not apply; an UnsupportedError for what
-is refused. Invariants: pure reads of the run's records (Note [Outputs Assigned .data With History]).
+is refused. Invariants: pure reads of the run's records (Note [History Kept Through .data =]).
 """
 
 from __future__ import annotations
@@ -19,25 +19,6 @@ from subclassaot.schemas import LeafSource, OutputLeaf
 
 __all__ = ["assigned_with_history", "check_unreplayed_assigned_view", "history_data_leaf"]
 
-# Note [Outputs Assigned .data With History]
-# Eager: `t = x.add(x); t.data = y; return t` with grad on: t keeps its own history (AddBackward0, recorded with the
-# size t had then) and its own version counter, and takes y's storage and metadata (`.data =` shallow-copies the
-# TensorImpl; t stays no view). Its gradient flows through that history: the engine checks the new size against the
-# recorded one (sum_to where it expands, an error where it does not), exactly as it does for a Function output whose
-# recorded size is the traced value's. So the output comes from the graph as a fresh output of the compiled Function
-# (the joint traces the same history on the functional t, whose value is y's), and where y's storage is an input's
-# (eager's t shares it), the runtime then assigns `.data` of that output from an alias of the input taken after the
-# epilogue, with the metadata t ended with (OutputInfo.data_from): no autograd record, no version bump, as in eager. The
-# alias is taken under no_grad: an input that is a multi-output view whose base the program changed in place raises on
-# any view made of it with grad on. Where y is a fresh intermediate no output returns, the graph's own value is that
-# storage already.
-# A plain view stays a view of its base in eager: it is replayed from its base with its history, then assigned
-# (Replay.set_by_data) where its chain allows, else refused by the rules on views. A view of such a t (`t0 = x.sin();
-# t0.data = x; return t0.reshape(())`) is over x's storage with a history through t0's own (ViewBackward0 ->
-# SinBackward0): where t0 is returned too, the view replays from that output, which has the history; where no output
-# returns t0, no replay source has it, so it is refused. Refused too: a tensor subclass (its wrapper metadata
-# follow Note [Wrapper Data Assignment]) and an alias of an intermediate that another output shares.
-
 
 def assigned_with_history(value: torch.Tensor, run: FunctionalRun) -> bool:
     """`value`'s last storage swap was `.data =` and it has autograd history of its own."""
@@ -52,7 +33,7 @@ def assigned_with_history(value: torch.Tensor, run: FunctionalRun) -> bool:
 def history_data_leaf(
     path: str, value: torch.Tensor, subclass: bool, leaves: Sequence[OutputLeaf], run: FunctionalRun
 ) -> OutputLeaf | None:
-    """Note [Outputs Assigned .data With History]: for such an output, the leaf its `.data` is regenerated from after
+    """Note [History Kept Through .data =]: for such an output, the leaf its `.data` is regenerated from after
     the graph gave it its history (None: the graph's own value is eager's storage, or the rule does not apply)."""
     if not assigned_with_history(value, run) or (not subclass and run.swaps.is_view(value)):
         return None  # (a plain view: replayed, then assigned, where its chain allows: analyze._check_replay)
@@ -71,8 +52,8 @@ def history_data_leaf(
     if not (plain and exact):
         raise UnsupportedError(
             f"{path}: the program assigned `.data` of this tensor, which has autograd history: eager returns it with "
-            "its own history over the assigned storage, which a compiled output cannot have here (Note [Outputs "
-            "Assigned .data With History]: supported for a plain tensor assigned an input or a view of one, or a "
+            "its own history over the assigned storage, which a compiled output cannot have here (Note [History "
+            "Kept Through .data =]: supported for a plain tensor assigned an input or a view of one, or a "
             "fresh intermediate). Return the assigned tensor, or a clone"
         )
     return leaf
@@ -82,8 +63,8 @@ def check_unreplayed_assigned_view(
     path: str, value: torch.Tensor, run: FunctionalRun, rebuilt_as_view: bool, leaves: Sequence[OutputLeaf]
 ) -> None:
     """Refuse a plain view output with no replay that `.data =` of it, or of its view root with history, makes
-    unreproducible. `rebuilt_as_view`: the output is rebuilt as a view onto its storage without replay (Note [Views
-    Set Onto Another Storage], or one without history of an input)."""
+    unreproducible. `rebuilt_as_view`: the output is rebuilt as a view onto its storage without replay (Note [Outputs
+    Over Another Storage], or one without history of an input)."""
     if id(value) in run.swaps.swapped_by_data and run.swaps.is_view(value) and not rebuilt_as_view:
         raise UnsupportedError(
             f"{path}: the program assigned `.data` of this view, which eager keeps a view of its base; its view chain "
@@ -95,10 +76,10 @@ def check_unreplayed_assigned_view(
         return
     root = run.swaps.view_root(value)
     if root is value or run.swaps.is_view(root) or not assigned_with_history(root, run):
-        return  # (a view assigned `.data`: the rules on views, and Note [Errors Only Eager's Backward Sees])
+        return  # (a view assigned `.data`: the rules on views, and Note [Probing Eager's Backward])
     if all(leaf.source is not LeafSource.GRAPH for leaf in leaves):
         raise UnsupportedError(
             f"{path} is a view of a tensor with autograd history whose `.data` the program assigned: eager's view keeps that history over the assigned storage, which a view rebuilt from that "
-            "storage cannot have unless the tensor is returned too (Note [Outputs Assigned .data With History]). "
+            "storage cannot have unless the tensor is returned too (Note [History Kept Through .data =]). "
             "Return that tensor as well, or a clone of the view"
         )

@@ -3,8 +3,8 @@ taking them, replayed from the intermediate rebuilt as it was when viewed, which
 `.data =` left on it.
 
 Input: the root a view chain starts at, its first view record, the run. Output: whether the rule applies, and the
-`Replay` with the root's final metadata. Invariants: pure reads of the run's records (Note [Views Of A Root Whose
-.data Was Assigned]).
+`Replay` with the root's final metadata. Invariants: pure reads of the run's records (Note [Wrapper Data
+Assignment]).
 """
 
 from __future__ import annotations
@@ -21,17 +21,6 @@ from subclassaot.schemas import InputIndex, Replay
 
 __all__ = ["assigned_root", "with_root_data_meta"]
 
-# Note [Views Of A Root Whose .data Was Assigned]
-# `y = x.add(0.5); v = y.expand(...); y.data = x; return v.t()`: `.data =` on an intermediate wrapper subclass gives
-# the wrapper the assigned tensor's metadata and leaves its inner tensors and its views as they were (Note [Wrapper
-# Data Assignment]). A view of it taken before is replayed from the intermediate rebuilt around its dense leaves
-# with the metadata it had when viewed, so the output is that view, with eager's strides, values and requires_grad.
-# Once every output is built, the rebuilt root (eager's `._base`) takes the metadata the
-# `.data =` gave eager's (Replay.root_data_meta), without autograd, as eager's assignment: its shape is eager's.
-# Only where no in-place view op changed the root. In
-# training, where the view requires grad, the Function returns the root with its history, which the joint traced at
-# the assigned size: that is refused where the assignment changed the root's metadata.
-
 
 def assigned_root(
     t: torch.Tensor,
@@ -41,7 +30,7 @@ def assigned_root(
     earlier: dict[int, int],
 ) -> bool:
     """`t`, the intermediate subclass a view chain starts at, had its metadata changed only by `.data =` after
-    the chain's first view (Note [Views Of A Root Whose .data Was Assigned])."""
+    the chain's first view (Note [Wrapper Data Assignment])."""
     assignments = run.swaps.wrapper_data.get(id(t), [])
     return (
         bool(assignments)
@@ -55,7 +44,7 @@ def assigned_root(
 
 def with_root_data_meta(replay: Replay | None, t: torch.Tensor) -> Replay | None:
     """`replay` (from `t`, an `assigned_root`) with `t`'s metadata at the end where they differ from the root's when
-    viewed (Note [Views Of A Root Whose .data Was Assigned])."""
+    viewed (Note [Wrapper Data Assignment])."""
     if replay is None or replay.root_meta == leaf_meta(t):
         return replay
     return replace(replay, root_data_meta=leaf_meta(t))

@@ -1,5 +1,5 @@
 """The program's reads of autograd state (`t.is_leaf`, `t.requires_grad`, `t.grad_fn`) answered in the no_grad
-trace as the analysis run answered them (Note [Autograd Reads Answer As Eager's]).
+trace as the analysis run answered them (Note [Grad Mode And Autograd Reads]).
 
 Input: the `_DataMode` of storage_swaps.py hands each call of the program to `read`; the analysis copies the
 record's answers into Analysis.autograd_reads and trace_inference gives them back to its run. Output: the answer.
@@ -18,37 +18,11 @@ from subclassaot.pipeline.rules.swap_record import SwapRecord
 
 __all__ = ["base_read", "is_autograd_read", "is_base_read", "note_detach", "read"]
 
-# Note [Autograd Reads Answer As Eager's]
-# A program may read autograd state (`t.is_leaf`, `t.requires_grad`, `t.grad_fn`, `t._base`, `t._is_view()`) and turn
-# the answer into a Python constant or a branch. The compiled program returns the analysis run's constants, so every run
-# must answer as eager does, where its tensors are not eager's:
-# - Autograd reads replayed in the trace: the analysis runs the program in eager's grad mode, but the forward graph is
-#   traced again under no_grad (trace_inference), where a view whose base was written since is a view "created in
-#   no_grad mode" and the same read raises (`t0 = x.diagonal(); x.mul_(-1); t0.is_leaf`). The trace only has to follow
-#   the same path, so its run takes each read's answer from the analysis run, in call order. Reads that raise in the
-#   analysis run raise out of it (eager raises there too).
-# - Autograd reads of inputs: the run's inputs are functional tensors or wrappers rebuilt from inner tensors, not the
-#   real ones. An input that requires grad stays a leaf or a non-leaf until the program detach_()es it (eager refuses
-#   writes to a leaf that requires grad with grad on, a write to a non-leaf keeps it one, nothing under no_grad changes
-#   its history), so is_leaf on the input object answers the real input's, and grad_fn the real input's where it cannot
-#   have changed (a leaf: None; without grad: the input's node); a non-leaf written with grad gets a new node, and the
-#   run's own answer stands. The guards check each input's requires_grad and, where it requires grad, is_leaf.
-# - Autograd reads failing on views of inputs: the run lays its inputs out anew under no_grad, so a view of one is a
-#   view "created in no_grad mode", and reading its grad_fn once its base requires grad and was written raises where
-#   eager's (a view of a tensor made with grad) answers. Such a read of a tensor whose view chain starts at an input is
-#   refused by name.
-# - Base reads of inputs: inputs are laid out anew, some as views of a base of the layout's own, so `._base` of an input
-#   or of a view of it would answer the layout's tensors. A read of `._base` whose chain starts at an input answers from
-#   the real input: where it is no view, None for the input itself and the input for a view of it; where it is a view of
-#   another input passed to the program, that input; a view of a tensor not passed is refused. `._is_view()` answers the
-#   same way. Reads whose chain starts at an intermediate answer the run's own `._base`, eager's. The guards check, for
-#   each input so read, that it is still no view, or still a view of that other input.
-
 _GETTERS = frozenset({"is_leaf", "requires_grad", "grad_fn"})
 
 
 def is_autograd_read(func: Any) -> bool:
-    """Is `func` the getter of one of the autograd attributes replayed (Note [Autograd Reads Answer As Eager's])?"""
+    """Is `func` the getter of one of the autograd attributes replayed (Note [Grad Mode And Autograd Reads])?"""
     owner = getattr(getattr(func, "__self__", None), "__name__", None)
     return owner in _GETTERS and getattr(func, "__name__", "") == "__get__"
 
@@ -62,7 +36,7 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
         return replayed
     real = record.eager_inputs.get(id(args[0])) if args else None
     name = getattr(getattr(func, "__self__", None), "__name__", None)
-    if real is not None and name == "is_leaf":  # Note [Autograd Reads Answer As Eager's]
+    if real is not None and name == "is_leaf":  # Note [Grad Mode And Autograd Reads]
         answer: object = real.is_leaf
     elif real is not None and name == "grad_fn" and (real.is_leaf or not record.grad_at_start):
         answer = real.grad_fn
@@ -73,7 +47,7 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
 
 
 def _run_read(record: SwapRecord, name: object, args: tuple[Any, ...], call: Callable[[], object]) -> object:
-    """`call()`, the run's own answer to a read of `name` (Note [Autograd Reads Answer As Eager's])."""
+    """`call()`, the run's own answer to a read of `name` (Note [Grad Mode And Autograd Reads])."""
     try:
         return call()
     except RuntimeError as e:
@@ -87,19 +61,19 @@ def _run_read(record: SwapRecord, name: object, args: tuple[Any, ...], call: Cal
             f"the program reads `.{name}` of a view of tensor input {found[0]} that its base's in-place write "
             "(with that base requiring grad) makes autograd rebuild: the compiler's run lays inputs out under "
             'no_grad, where autograd refuses that view\'s history ("A view was created in no_grad mode ...") and '
-            "eager's view may have one (Note [Autograd Reads Answer As Eager's]). Take the view after the "
+            "eager's view may have one (Note [Grad Mode And Autograd Reads]). Take the view after the "
             "write, or make the input require grad before the call"
         ) from e
 
 
 def note_detach(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
-    """`detach_()` makes its tensor a leaf (Note [Autograd Reads Answer As Eager's])."""
+    """`detach_()` makes its tensor a leaf (Note [Grad Mode And Autograd Reads])."""
     if func in (torch.Tensor.detach_, torch.detach_) and args:
         record.eager_inputs.pop(id(args[0]), None)
 
 
 def is_base_read(func: Any) -> bool:
-    """Is `func` the getter of `Tensor._base`, or `Tensor._is_view` (Note [Autograd Reads Answer As Eager's])?"""
+    """Is `func` the getter of `Tensor._base`, or `Tensor._is_view` (Note [Grad Mode And Autograd Reads])?"""
     if func is torch.Tensor._is_view:
         return True
     owner = getattr(getattr(func, "__self__", None), "__name__", None)
@@ -107,7 +81,7 @@ def is_base_read(func: Any) -> bool:
 
 
 def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[], object]) -> object:
-    """The answer of `args[0]._base` or `args[0]._is_view()` (Note [Autograd Reads Answer As Eager's]); `call()` gives
+    """The answer of `args[0]._base` or `args[0]._is_view()` (Note [Grad Mode And Autograd Reads]); `call()` gives
     the run's own."""
     out = call()
     t = args[0] if args else None
@@ -135,5 +109,5 @@ def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callab
     raise UnsupportedError(
         f"the program reads `._base` of {what} {position} (of shape {tuple(real.shape)}), which is a view of a "
         "tensor not passed to the program: eager's answer is that tensor, which the compiled program does not have "
-        "(Note [Autograd Reads Answer As Eager's]). Pass the base as an argument too, or test `._is_view()` instead"
+        "(Note [Grad Mode And Autograd Reads]). Pass the base as an argument too, or test `._is_view()` instead"
     )

@@ -21,25 +21,9 @@ from subclassaot.schemas import FlatInputs, OutputInfo, OutputKind
 __all__ = ["check_set_under_grad", "inputs_behind_raising_nodes"]
 
 
-# Note [Leaves Behind A Raising set_ Node]
-# `t0 = x.clone(); t0.set_(x); return t0, x` with grad on, x an autograd leaf: eager's t0 has set_'s grad_fn
-# (NotImplemented), whose edges lead to x's AccumulateGrad. An AccumulateGrad runs only once every node that has
-# an edge to it has run, and the set_ node raises when it runs, so whatever order the engine picks, a backward
-# through t0 ends without x's gradient, also where the loss reaches x directly (x returned). The compiled output
-# is a holder set_() with grad to its storage (Note [Outputs set_() Under Grad]), whose set_ node has edges to the
-# holder and to the output's value, which need not lead to x (x would get a gradient). So the
-# analysis walks the output's history in the functional run and notes each input reached through a NotImplemented
-# node (`OutputInfo.set_blocks`), and the holder is made by an autograd Function with an edge to each of those
-# inputs (`blocking_holder`): the holder's set_ node raises before any of them can run, as eager's does. Where a
-# returned autograd leaf input is not behind such a node of every output set_() under grad, whether eager
-# accumulates its gradient before the backward raises depends on the engine's order: refused
-# (`check_set_under_grad`). So is one behind an output whose holder is a view
-# of eager's base object (`GradSetBase.same_object`), whose history the holder shares with other outputs.
-
-
 def inputs_behind_raising_nodes(value: torch.Tensor, user_tensors: Sequence[torch.Tensor]) -> frozenset[int]:
     """Positions in `user_tensors` of the inputs whose node (an input's grad_fn, or a leaf's AccumulateGrad) the
-    history of `value` reaches through a NotImplemented node (Note [Leaves Behind A Raising set_ Node])."""
+    history of `value` reaches through a NotImplemented node (Note [Outputs set_() Under Grad])."""
     nodes: dict[int, int] = {}
     for k, u in enumerate(user_tensors):
         fn = _grad_fn_or_none(u)
@@ -71,7 +55,7 @@ def _grad_fn_or_none(t: torch.Tensor) -> Any:
 
 
 def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs) -> None:
-    """Note [Leaves Behind A Raising set_ Node]: an autograd leaf input returned beside a set_() output is refused
+    """Note [Outputs set_() Under Grad]: an autograd leaf input returned beside a set_() output is refused
     unless eager's set_ node of each such output stands between it and the loss."""
     grad_set = [info for info in infos if info.set_under_grad]
     for info in infos if grad_set else ():
@@ -85,7 +69,7 @@ def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs) -> None:
             f"{grad_set[0].path}: the program set_() this tensor with grad enabled, so its backward raises in eager, "
             f"and {info.path} is {flat.leaves[index].path}, an autograd leaf that requires grad: whether eager "
             "accumulates its gradient before the backward raises depends on the order autograd runs its nodes (Note "
-            "[Leaves Behind A Raising set_ Node]). Call set_() under torch.no_grad(), or return a clone"
+            "[Outputs set_() Under Grad]). Call set_() under torch.no_grad(), or return a clone"
         )
 
 

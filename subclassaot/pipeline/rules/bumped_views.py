@@ -1,5 +1,5 @@
-"""Outputs that view an intermediate (or an input) the program wrote after taking them (Note [Views Of
-Intermediates Written After]).
+"""Outputs that view an intermediate (or an input) the program wrote after taking them (Note [Views That
+Raise After A Bump]).
 
 Input: the analysis's output infos and the eager objects they describe. Output: nothing, or UnsupportedError.
 Invariants: an output whose Replay has bump_after shares its intermediate's storage only with outputs that have it
@@ -23,37 +23,47 @@ from subclassaot.torch_internals import (
     storage_key,
 )
 
-# Note [Views Of Intermediates Written After]
-# A view the program took of an intermediate under no_grad, or by a multi-output op (unbind), and whose base it then
-# wrote with grad enabled, has a grad_fn that raises in eager: autograd refuses to rebase its history. The graph
-# computes the intermediate with the write already in it, so the view replayed from it (Replay source BASE, or
-# WRAPPER for a subclass) is made by the same ops in the same grad modes, hence with the same creation meta, but
-# reads fine. The runtime then advances the view's version counter by one (Replay.bump_after), which the view
-# shares with its base: the counter no longer matches the one recorded when the view was made, and reading its
-# grad_fn or is_leaf raises the same error as eager's (fuzz seed 10000 #7533, #1981). The view may replay from an
-# earlier output that is the intermediate itself (Replay source OUTPUT: seed 11000 #5304), whose counter eager's
-# write advanced too; a tensor that is no view reads its grad_fn the same whatever its counter, and a view of the
-# default kind rebuilds its grad_fn over its base's history as it stands (eager's does after any write to the base:
-# fuzz seed 10000 #9450, a reshape() of the input beside the raising view). Likewise a view of an input replayed
-# after the epilogue (source INPUT: seed 10000 #2418, #1602): the write or set_() that makes eager's raise advanced
-# the input's counter in eager, and the extra step of ours keeps it changed, which is what is observable of an
-# input's counter (Note [Parity Of Version Counters]). Where the input is itself a view whose grad_fn raises once its
-# counter moves (an unbind() output the program wrote: fuzz seed 11000 #6991), the replay's first view, taken with
-# grad enabled, would raise: the runtime gives the input back the counter it came with for the replay, as eager's
-# view was taken before the write, then restores it, and only advances the view's if it does not raise already.
-# The set_() of such a view (Replay.then_set) is that write too: it advances the counter the view shares with the
-# input before the runtime's set_() repeats it (fuzz seed 15000 #6332). A program run under no_grad writes no base
-# with grad enabled, but a view it made under no_grad of an input that requires grad raises all the same once the
-# base's counter moved: where its replay reads fine, the runtime advances its counter too (`x0.data = x1; t0 =
-# x0[:, 0:2]; t0.mul_(-1.0); return t0`, x0 a non-leaf: t0 is replayed after the epilogue, which repeats the
-# `.data =`; fuzz seed 16000 #6616 under no_grad). Nothing is refused there that was not before.
-# Another output that is a no_grad or multi-output view
-# sharing that storage would see the bump too, where eager's may have been made after the write and read fine:
-# refused unless its grad_fn raises as well.
+# Note [Views That Raise After A Bump]
+# Eager: a view made under no_grad, or one of the views a multi-output op made (unbind, split, chunk), raises on grad_fn
+# and is_leaf once the version counter it shares with its base moved after it was made (a write with grad to the base,
+# or any write where the view's base requires grad); one made after the last bump reads fine. A replayed output's
+# counter is the runtime's, so each view is made where its counter says what eager's says:
+# - Which bumps count: only writes to inputs' storages (each dense leaf's as received and as left, and a wrapper's own);
+#   a write to an intermediate of its own storage moves no counter an input's view shares. A view refreshed by its own
+#   in-place view op takes that bump as its own (`inplace_view_bumps`).
+# - Before or after the epilogue: an output view of an input replayed before the epilogue raises as eager's made before
+#   the program's last write; one replayed after reads fine. A view taken before an in-place view op changed the input
+#   is replayed before the epilogue, though eager's may have been made after the bump: a plain no_grad view is then taken
+#   after the epilogue by as_strided() of the input under no_grad; otherwise the chain is split as eager ran it, steps
+#   before the last bump replayed before the epilogue and trailing views after it (Replay.late_steps). A chain through a
+#   detach() replays whole after the epilogue (Note [Output Regeneration]).
+# - Early views made after the last write: a view the runtime must make before the epilogue (a `.data =` moved the input
+#   off the view's storage) but that eager made after the program's last write is made at the input's counter plus one;
+#   the input gets its own counter back for the epilogue, and the advanced count again after it (Replay.counter_at_end).
+#   Only for plain views whose steps all ran under no_grad and change no metadata in place.
+# - Views of intermediates written after: the graph computes the intermediate with the write already in it, so the view
+#   replayed from it (source BASE, WRAPPER, or OUTPUT) reads fine; the runtime advances its counter by one
+#   (Replay.bump_after), so it raises as eager's. Likewise a view of an input replayed after the epilogue (source INPUT),
+#   which keeps the input's counter changed (Note [Input Updates]); where the input is itself a view whose
+#   grad_fn raises once its counter moves, it gets its entry counter back for the replay. A then_set (a set_() of such a
+#   view) is that write too. A program under no_grad gets the same for no_grad views of inputs requiring grad. Another
+#   no_grad or multi-output output view sharing the storage would see the bump too: refused unless it raises as well.
+# - Views of a detach that gained grad (`t = x.detach(); t.copy_(x)` with grad): a no_grad view of t requires grad with
+#   no grad_fn, so the runtime calls requires_grad_() on the replayed `._base` (a leaf no gradient reaches); after the
+#   outputs are built where the view replays after the epilogue, as views taken from it before the write must not raise.
+#   A view taken before the write raises by the epilogue's write, or by bump_after. Views of t with history are refused.
+# - Outputs built after a runtime set_: where an output repeats the program's set_() (Replay.then_set) after the
+#   epilogue, it advances the counter other views share; so outputs built after the epilogue are built in the program's
+#   order (Replay.made), each seeing the counter eager's saw. Without such an output, the output order stands.
+# - Multi-output view inputs: a subclass input that is one of a multi-output op's views is rebuilt in the trace as a
+#   wrapper of its own, so eager's check at a read with grad after a write through another view of the base does not
+#   happen there: refused where the program writes the base through another input and reads this one with grad; an
+#   output made by such an op from an input is refused where the program advances the shared base's counter through
+#   another input, unless rebuilt before the epilogue or taken after that last write (Replay.split_made).
 
 
 def check_bumped_views(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> None:
-    """See Note [Views Of Intermediates Written After]."""
+    """See Note [Views That Raise After A Bump]."""
     owned: list[set[object]] = []
     for info, value in zip(infos, leaves, strict=True):
         # (an output that is no view, or a view of the default kind, reads its grad_fn whatever its counter)
@@ -80,27 +90,11 @@ def check_bumped_views(infos: Sequence[OutputInfo], leaves: Sequence[object]) ->
                 )
 
 
-# Note [Early Views Made After The Last Write]
-# An output view of an input that the runtime makes before the epilogue (Replay.before_epilogue: a `.data =` moved
-# the input off the storage the view was taken of, so only the input as it came gives the view eager's `._base`) is
-# made at the counter the input came with, which the epilogue's writes then advance: a view made under no_grad
-# whose base's counter moved since raises on grad_fn and is_leaf. Eager's may read fine: taken after the program's
-# last write to the input, and before the `.data =`, which leaves the counter alone (fuzz seed 43000 #2024, under
-# no_grad: `x0.add_(2.0); t0 = x1.expand(...); x0.data = x0.add(3.0)`, x0 and x1 one non-leaf). So where eager's
-# reads fine and the program advanced the input's counter (Replay.counter_at_end), the runtime makes the view with
-# the input's counter one past the one it came with, gives the input back the one it came with for the epilogue,
-# and after the epilogue (before any other output is made) sets that advanced count again: the input ends
-# advanced, as eager's (Note [Parity Of Version Counters]), at the count the view was made at. Early views made at
-# the counter the input came with still raise, as eager's taken before a write do. Only for plain views whose steps
-# all ran under no_grad and change no metadata in place: their grad_fn is None whatever history the input had when
-# they were made, so making them before the epilogue's writes loses nothing else.
-
-
 def counter_at_end(
     replay: Replay, value: torch.Tensor, run: FunctionalRun, input_by_id: dict[int, InputIndex]
 ) -> Replay:
-    """`replay`, an early replay of `value`, marked Replay.counter_at_end where Note [Early Views Made After The
-    Last Write] applies."""
+    """`replay`, an early replay of `value`, marked Replay.counter_at_end where Note [Views That Raise After A
+    Bump] applies."""
     sources = [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
     if (
         replay.source is not ReplaySource.INPUT

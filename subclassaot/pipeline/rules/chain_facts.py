@@ -47,24 +47,8 @@ def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
     return False
 
 
-# Note [Views Of A Detach That Gained Grad]
-# Eager: `t = x.detach(); t.copy_(x)` with grad on gives t a history (CopyBackwards); a view of t taken under no_grad
-# has none, yet requires grad, as a view does whose `._base` requires grad. Replayed from the input, t is a fresh
-# detach() that does not: so the runtime calls requires_grad_() on the replayed `._base` (a leaf; no gradient reaches
-# it, as none reaches eager's through a view without grad_fn). A view of t with a history of its own is refused
-# (analyze: a detach() of an input written with a value that requires grad).
-# Where the view was taken before the write (`with no_grad(): t1 = t.unsqueeze(0)`, then `t.mul_(x)`), eager's grad_fn
-# raises. Replayed before the epilogue, whose write moves its version, ours raises too once its `._base` requires grad.
-# Replayed after the epilogue (the input's layout changed in place under no_grad, or a subclass intermediate's view),
-# the runtime advances the view's counter after the replay (Replay.bump_after: Note [Views Of Intermediates Written
-# After]), so it raises as well; without bump_after such a view would read fine, and it is left without requires_grad.
-# There the `._base` gains requires_grad only once every output is built: eager's views of that view, taken with grad
-# before the write, were taken when none required grad, and their replay from the shared view (Note [Views Sharing An
-# Intermediate]) would raise on a view whose grad_fn raises already.
-
-
 def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
-    """Note [Views Of A Detach That Gained Grad]: `value`'s replay makes a `._base` that must be given requires_grad."""
+    """Note [Views That Raise After A Bump]: `value`'s replay makes a `._base` that must be given requires_grad."""
     if not torch.is_grad_enabled() or not value.requires_grad or not value._is_view():
         return False
     if not detached_in_chain(value, run):
@@ -146,7 +130,7 @@ def made_seq(value: torch.Tensor, run: FunctionalRun) -> int:
 
 
 def input_bumps(run: FunctionalRun) -> list[int]:
-    """Note [No-Grad Views Made After The Bump]: the sequence numbers of the program's last version
+    """Note [Views That Raise After A Bump]: the sequence numbers of the program's last version
     bump of each storage an input has or had."""
     keys = {storage_key(t) for t in (*run.originals, *run.finals, *run.user_tensors)}
     keys.update(k for k in run.initial_wrapper_keys if k is not None)
@@ -156,7 +140,7 @@ def input_bumps(run: FunctionalRun) -> list[int]:
 
 def split_seq(value: torch.Tensor, run: FunctionalRun, input_by_id: dict[int, InputIndex]) -> int:
     """When the program took the first view of `value`'s chain (back to an input) that a multi-output view op
-    (unbind, split) made with grad enabled; 0 if none (Note [No-Grad Views Made After The Bump])."""
+    (unbind, split) made with grad enabled; 0 if none (Note [Views That Raise After A Bump])."""
     t, seqs = value, []
     while id(t) not in input_by_id and (record := run.swaps.views.get(id(t))) is not None:
         if record.index is not None and record.grad_enabled:
@@ -189,7 +173,7 @@ def detached_before_change(
     output: int | None,
     root_replay: Callable[[tuple[ViewStep, ...]], Replay | None],
 ) -> Replay | None:
-    """Note [Views Between In-Place View Ops]: `value`, whose chain `steps` detached `t` (the output `output`,
+    """Note [Output Regeneration]: `value`, whose chain `steps` detached `t` (the output `output`,
     else the intermediate subclass root that `root_replay(steps)` replays from) after viewing it with metadata
     `source_meta`, replayed from `t`."""
     detach = torch.ops.aten.detach.default
@@ -211,7 +195,7 @@ def detached_before_change(
         raise UnsupportedError(
             f"an output is a view of a detach() of a {type(t).__name__} that an in-place view op (t_, unsqueeze_, "
             "...) then changed, and whose inner tensors are laid out unlike the wrapper: the detach's metadata at "
-            "the time (the output's `._base`) cannot be rebuilt (Note [Views Between In-Place View Ops]). "
+            "the time (the output's `._base`) cannot be rebuilt (Note [Output Regeneration]). "
             "Return a clone, or take the view before the detach()"
         )
     rebuilt = (steps[at[-1]],)

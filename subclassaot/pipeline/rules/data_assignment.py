@@ -71,7 +71,7 @@ def check_assigned_view(
         raise UnsupportedError(
             f"{path} is a view, with autograd history, of an intermediate tensor subclass whose `.data` the program "
             "then assigned a tensor of another size: the compiled backward sees the intermediate at the assigned "
-            "size, eager's its history's (Note [Views Of A Root Whose .data Was Assigned]). Return a clone made "
+            "size, eager's its history's (Note [Wrapper Data Assignment]). Return a clone made "
             "before the assignment"
         )
     written = any(run.swaps.bumps(t) for t in chain if id(t) in input_by_id)
@@ -165,29 +165,14 @@ def _plan(
     return plan
 
 
-# Note [Strides Of Assigned Tensors]
-# The metadata a `.data =` gives a wrapper are recorded on fake tensors. Their strides are eager's except where the
-# kernel chooses them: a dim of size 0 or 1 in a tensor the program computed (Note [Fresh Subclass Output Strides]). A
-# view of an input takes its strides from the view ops, whose fake metadata are the real ones, empty or not
-# (x.expand((2, 0, 4)) assigned). For a computed tensor (x.data = x.mul(-1.0) of a (1, 1, 3) input) the graph returns
-# the dense leaf of the assigned wrapper whose size and stride the wrapper had (a WrapperTensor takes them from its
-# first inner tensor) as a stride probe, and the wrapper takes that leaf's real strides at run time, as eager's did.
-# Only where nothing changed that leaf or the wrapper after it was made: no in-place view op, set_ or `.data =` on
-# either, no write to the leaf's storage (functionalization would return the value of the functional op that replaced
-# the write, whose strides need not be the leaf's), and the wrapper's metadata when assigned are the leaf's at the end.
-# Refused otherwise. In training the compiled autograd.Function returns the probes after its symbolic ints, as detached
-# aliases it marks non-differentiable. As for fresh subclass outputs, this trusts the backend to give the graph's
-# results the strides of eager's kernels.
-
-
 def _strides_unknown(a: DataAssignment, run: FunctionalRun) -> bool:
-    """Note [Strides Of Assigned Tensors]."""
+    """Note [Strides The Kernels Choose]."""
     computed = storage_key(a.source) not in {k for k in run.initial_wrapper_keys if k is not None}
     return computed and any(isinstance(s, int) and s in (0, 1) for s in a.meta[0])
 
 
 def assigned_probe_leaf(a: DataAssignment, run: FunctionalRun) -> torch.Tensor | None:
-    """Note [Strides Of Assigned Tensors]: the leaf of the assigned tensor whose real strides are the wrapper's."""
+    """Note [Strides The Kernels Choose]: the leaf of the assigned tensor whose real strides are the wrapper's."""
     swaps, v = run.swaps, a.source
     if not isinstance(v, torch.Tensor):
         return None
@@ -215,8 +200,8 @@ def _probe(where: str, a: DataAssignment, run: FunctionalRun, probes: list[Strid
 def _refuse_unknown_strides(where: str) -> NoReturn:
     raise UnsupportedError(
         f"{where}: the assigned tensor subclass has no elements, or the program computed it and it has a dimension "
-        "of size 1: its strides come from the kernels, which the compiled program does not see (Note [Strides Of "
-        "Assigned Tensors]). Assign an input or a view of one"
+        "of size 1: its strides come from the kernels, which the compiled program does not see (Note [Strides The "
+        "Kernels Choose]). Assign an input or a view of one"
     )
 
 
@@ -278,25 +263,8 @@ def check_data_meta_outputs(
     return tuple(result), tuple(found)
 
 
-# Note [Subclass Outputs Resized Under Their History]
-# Eager: `t = x.unbind(1)[0]; t.data = x; return t` with grad on: t keeps the grad_fn it had (UnbindBackward0, recorded
-# with the size (1, 2) t had then) and takes x's wrapper size (1, 2, 2). The engine checks t's gradient against the
-# recorded size: it sums a gradient of the new size back to the recorded one where that one expands to it, and raises
-# where it does not. An output the compiled Function returns records the size it is returned with; so such an output
-# leaves the Function with the size autograd recorded for eager's (read on the traced wrapper, whose grad_fn is eager's:
-# OutputInfo.history_size, contiguous strides), and takes its assigned metadata after, by the `.data =` of Note [Wrapper
-# Data Assignment]. The engine then reduces the gradient before it reaches the Function's backward, as it reduced
-# eager's. Only where the recorded size expands to the new one: otherwise whether eager's backward raises depends on the
-# gradient the subclass's ops give (its inner tensors keep the old size), which the trace cannot tell. An output
-# replayed as a view (from an input or an output) records its size when the view op runs again, before its metadata are
-# assigned: exact where that is the size recorded in the program (no history recorded on it since). So is a view taken
-# of an input after its `.data =` and replayed from it after the epilogue repeated the assignment: its chain records its
-# sizes over the input's own history, as eager's did. Other outputs (rebuilt from an intermediate's leaves, views of an
-# intermediate assigned before) stay refused.
-
-
 def _resized_with_history(info: OutputInfo, value: torch.Tensor, run: FunctionalRun) -> OutputInfo:
-    """Note [Subclass Outputs Resized Under Their History]: `info` with the size its history recorded, or refuse."""
+    """Note [Wrapper Data Assignment]: `info` with the size its history recorded, or refuse."""
     recorded = recorded_size(value)
     assignments = run.swaps.wrapper_data[id(value)]
     fresh = all(leaf.source is LeafSource.GRAPH for leaf in info.leaves) and info.replay is None
@@ -308,7 +276,7 @@ def _resized_with_history(info: OutputInfo, value: torch.Tensor, run: Functional
     raise UnsupportedError(
         f"{info.path}: the program assigned `.data` of this tensor subclass, which requires grad, from a tensor "
         "of another size: eager's autograd takes gradients of the new size through its history, which this "
-        "compiled output cannot reproduce (Note [Subclass Outputs Resized Under Their History]: supported for an "
+        "compiled output cannot reproduce (Note [Wrapper Data Assignment]: supported for an "
         "output the program computed, or a view replayed from an input or output). Assign a tensor of its size, or "
         "return a clone made before"
     )
@@ -322,7 +290,7 @@ def _expands_to(recorded: Sequence[int | torch.SymInt], size: Sequence[int | tor
 
 
 def _replayed_from_assigned_input(info: OutputInfo, base: torch.Tensor, run: FunctionalRun) -> bool:
-    """Note [Subclass Outputs Resized Under Their History]: a view of an input `base` (whose `.data` the program
+    """Note [Wrapper Data Assignment]: a view of an input `base` (whose `.data` the program
     assigned before the view was taken) replayed from it after the epilogue repeated that assignment."""
     replay = info.replay
     return (

@@ -23,20 +23,6 @@ from subclassaot.torch_internals import grad_fn_raises, storage_key
 
 __all__ = ["detached_output_leaves"]
 
-# Note [Detached Outputs Written With Grad]
-# `t = x.detach(); t.add_(x); return t` with grad on (x requiring grad): eager's t is no view, shares x's storage, and
-# has a history of its own (AddBackward0 over the write), through which the gradient reaches x. Rebuilt from x after
-# the epilogue, as other aliases of an input are, it would have none. So the graph computes it, like a fresh output
-# (the compiled Function gives it its history, and the joint trace differentiates the same write: the detach() cuts
-# the old value off there too), and once the epilogue has written x, each of its dense leaves is set_() under
-# no_grad onto x's storage with eager's metadata, keeping its version counter, as in Note [Outputs That An Input Was
-# set_() To]. The value the graph returns is the value the epilogue wrote there. Only for the detach() itself (fuzz
-# seed 40000 #2743, #2811, #5641), on the storage its input still has at the end, not `.data` nor set_() since, and
-# where no other output is a view of it (eager's `._base` of that one is t; fuzz seed 40000 #8919, a select() of t
-# taken after the write, stays refused by analyze); of an input that requires grad and whose layout the program
-# keeps (a detach() of an input without grad, or one the program then changed by t_(), came out of the Function
-# without history: those stay refused too).
-
 
 def detached_output_leaves(
     value: torch.Tensor,
@@ -46,7 +32,7 @@ def detached_output_leaves(
     graph_count: int,
     meta_of: Callable[[torch.Tensor, DenseIndex], Meta],
 ) -> tuple[OutputLeaf, ...] | None:
-    """Note [Detached Outputs Written With Grad]: `value`'s leaves as GRAPH leaves (numbered from `graph_count`)
+    """Note [Outputs Over Another Storage]: `value`'s leaves as GRAPH leaves (numbered from `graph_count`)
     set_() onto their inputs at run time, or None. `placed`: (storage key -> dense input whose storage it is at the
     end, ... as the inputs came); `meta_of`: eager's metadata of a leaf on that input's storage."""
     current, original = placed

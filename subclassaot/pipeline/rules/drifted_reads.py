@@ -2,8 +2,8 @@
 
 Input: an op of the program about to run on FunctionalTensors inside the functional run. Output: the op run on its
 arguments, where a read argument's current functional value has other strides than the tensor (the wrapper, whose
-metadata is eager's) read through a strided copy of eager's layout (`call_with_eager_layouts`, Note [Eager's Layouts
-Under Functionalization]).
+metadata is eager's) read through a strided copy of eager's layout (`call_with_eager_layouts`, Note [In-Place Ops
+As Eager Runs Them]).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _eager_layout(a: object) -> object:
 
 
 def call_with_eager_layouts(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Note [Eager's Layouts Under Functionalization]: `func(*args, **kwargs)`, its drifted read arguments replaced by
+    """Note [In-Place Ops As Eager Runs Them]: `func(*args, **kwargs)`, its drifted read arguments replaced by
     copies in eager's layout where `func` is an aten op that neither writes nor views them; a view op's outputs of
     a drifted tensor get eager's strides."""
     schema = getattr(func, "_schema", None)
@@ -68,7 +68,7 @@ def call_with_eager_layouts(func: Any, args: tuple[Any, ...], kwargs: dict[str, 
 
 def _give_eager_view_strides(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
     """The wrappers of view op `func`'s outputs `out` of drifted args[0] get the strides the op gives args[0]'s own
-    layout (Note [Eager's Layouts Under Functionalization])."""
+    layout (Note [In-Place Ops As Eager Runs Them])."""
     src = args[0]
     others = [a for a in pytree.tree_leaves((args[1:], kwargs)) if isinstance(a, torch.Tensor)]
     if others:

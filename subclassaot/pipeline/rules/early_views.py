@@ -1,6 +1,6 @@
 """Stage `trace` (training), deferred backward errors: views of leaf inputs replayed before the compiled call, so
-that autograd runs their nodes after the Function's, as eager ran them after the failing node (Note [Leaf Views
-Replayed Before A Raising Backward]).
+that autograd runs their nodes after the Function's, as eager ran them after the failing node (Note [Backward Errors
+Are Deferred]).
 
 Input: the `Analysis`, `FlatInputs` and `DenseLayout`, and the outputs that bypass the Function to a leaf input
 (`TangentPatterns.leaf_bypass`).
@@ -17,17 +17,6 @@ from collections.abc import Set
 import torch
 
 from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, InputIndex, OutputKind, ReplaySource
-
-# Note [Leaf Views Replayed Before A Raising Backward]
-# Where eager's backward through every output raises before any input leaf gets its gradient (Note [Probing
-# Eager's Backward]), the failing node ran before the node of each output that is a view of a leaf input (x1.view(())
-# made before x0.sin(), whose SinBackward0 fails: the engine runs the ready node made last first). The runtime
-# regenerates such a view after the compiled call, so its node was made after the Function's and ran first: the
-# leaf got its gradient before our Function raised (where eager's `.grad` stays None). So
-# where every output that bypasses the Function to a leaf is such a view of an input the program does not change,
-# the view is replayed before the call instead (Replay.before_epilogue, the early replays' path) and the error is
-# deferred exactly: the Function's node, made after the view's, runs and raises first. A leaf input returned as is,
-# or a view of one the program changes, stays refused as before.
 
 
 def early_leaf_views(

@@ -3,7 +3,7 @@ before the in-place view ops the program applied to it and one after them, share
 
 Input: a chain segment (the object it makes, its length, where it ends) and the run. Output: `Replay.marks`
 entries, in the token encoding of runtime/output_steps.py, which reads them at run time (`build_order`,
-`state_reached`, `use_only_tokens`). Invariants: Note [Views Across In-Place View Ops On An Intermediate].
+`state_reached`, `use_only_tokens`). Invariants: Note [Output Regeneration].
 """
 
 from __future__ import annotations
@@ -18,19 +18,6 @@ from subclassaot.runtime.output_steps import MARK_STATES, state_of, state_token
 from subclassaot.schemas import Replay
 
 __all__ = ["early_marks", "final_pass_marks", "late_build_seq"]
-
-# Note [Views Across In-Place View Ops On An Intermediate]
-# `t0 = x.detach(); a = t0.view(-1); t0.t_(); return a, t0.unsqueeze(0)`: eager's outputs share one `._base`, t0,
-# which a was viewed from before the t_() and the second output after it. Note [Views Sharing An Intermediate] names
-# t0 as it was before (a's chain: a mark with token id(t0), and Replay.base_after applies the t_() to a's `._base`
-# once every output is built). A chain that passes t0 after the first j of its in-place view ops (its segment is the
-# view op that made t0, then those) names it in each state 0..j: id(t0) for state 0, then a token of state i that is
-# never an id() (`state_token`). At run time it takes t0 in the latest state an earlier chain made, applies the ops
-# from there to its own state (advancing t0's counter as eager's did, after the earlier views were taken), and hands
-# t0 out in that state only: it changed the object the earlier states name. Outputs are built in order of the states
-# they pass through (`build_order`), and Note [In-Place View Ops On A Base After Its Views] applies only the ops past
-# the state a chain left the `._base` in. Fuzz: the strict xfail test_views_of_one_detach_transposed_in_place_between
-# (test_view_bases.py). Not for views rebuilt before the epilogue (their own order).
 
 
 def final_pass_marks(made: torch.Tensor, segment: int, count: int, run: FunctionalRun) -> list[tuple[int, int]]:
@@ -49,20 +36,8 @@ def early_marks(marks: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]
     return tuple((c, t) for c, t in marks if t >= 0 and t not in changed)
 
 
-# Note [Outputs Built After A Runtime set_]
-# `t0 = x.unbind(0)[1]; t0.set_(x); t1 = x[2:3:2]; return t1, t0` under no_grad (fuzz seed 47000 #2065): the
-# runtime repeats the program's set_() of t0 (Replay.then_set) when it builds t0, after the epilogue, which advances
-# the version counter t0 shares with x, hence with t1. Built first (output order), t1 then reads as a no_grad view
-# whose base changed since (its grad_fn and is_leaf raise), where eager's t1 was taken after the set_() and reads
-# fine. So where an output repeats such a set_(), outputs built after the epilogue are built in the program's order
-# (Replay.made: when the program made the view, or for then_set when it ran the set_()): a view taken after the
-# set_() sees the counter the set_() left, one taken before it sees the set_() advance it, as in eager. Views taken
-# before it whose eager grad_fn raises by the bump are mostly rebuilt before the epilogue anyway (Note [Storage Swaps
-# By Rebinding], Note [No-Grad Views Made After The Bump]). Without such an output, the output order stands.
-
-
 def late_build_seq(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> int:
-    """Replay.made of an output built after the epilogue (Note [Outputs Built After A Runtime set_])."""
+    """Replay.made of an output built after the epilogue (Note [Views That Raise After A Bump])."""
     if replay.then_set:
         sets = run.swaps.wrapper_sets if is_traceable_subclass(value) else run.swaps.plain_sets
         if id(value) in run.swaps.swapped_by_data:

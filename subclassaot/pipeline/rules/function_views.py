@@ -4,7 +4,7 @@ and inputs that one wrote and marked dirty.
 Input: the output's value in the functional run, its path, the run's records, the user inputs by id().
 Output: for a tensor subclass output, the `Replay` (source INPUT) that the compiled autograd.Function applies to the
 real input inside its forward; otherwise nothing, or an UnsupportedError naming the output or input and the rule
-(Note [Inputs Returned By A Custom Function]).
+(Note [Custom Functions]).
 Invariants: pure reads of the run's records.
 """
 
@@ -37,32 +37,35 @@ __all__ = [
     "function_view_replay",
 ]
 
-# Note [Inputs Returned By A Custom Function]
+# Note [Custom Functions]
 # Eager: a custom autograd.Function whose forward returns its input `x` (autograd then returns `x.view_as(x)`, made with
 # grad off) or a view of it (`x.view(-1)`, `x[0]`) gives an output that is an autograd view of `x` (its `._base` is x,
 # or x's own base; it shares x's version counter) with the Function's history. The compiled output must get its history
 # from the compiled autograd.Function, whose backward holds the program's, so that Function returns it from its forward,
 # where autograd makes it a view of the input with that history:
 # - a plain tensor: the dense input itself, or its as_strided (autograd_runtime._passthrough); an inner tensor of a
-#   subclass input is no input of the compiled Function (returned as is, it would take the Function's history itself),
-#   so the Function returns a view_as of it, as DTensor.to_local's Function does; a view the program's Function made of
-#   an intermediate (`OutputLeaf.function_view`) is returned as a view_as of the graph's output;
-# - a tensor subclass: the wrapper-level view chain from the input as the program received it to the output (the view_as
-#   autograd added, the Function's own view ops, views the program took of the result after), replayed on the real input
-#   inside the forward with grad off, as eager's Function forward ran. The subclass's own view ops then build the inner
-#   tensors as eager's did (plain aliases of the input's, made below autograd), where a wrapper rebuilt around views of
-#   the input's dense leaves would be no view of the input at all.
+#   subclass input is no input of the compiled Function, so the Function returns a view_as of it, as DTensor.to_local's
+#   Function does; a view the program's Function made of an intermediate (`OutputLeaf.function_view`) is returned as a
+#   view_as of the graph's output;
+# - a tensor subclass: the wrapper-level view chain from the input as the program received it to the output, replayed on
+#   the real input inside the forward with grad off, as eager's Function forward ran, so the subclass's own view ops
+#   build the inner tensors as eager's did.
 # The forward runs before the epilogue writes the inputs, and a Function output whose base is then written has a grad_fn
-# that raises (eager's raises with the program's Function's name), so either form is exact only where the program never
-# writes, set_()s or changes the metadata of that input (or any tensor over its storages), and no tensor of the chain
-# had an in-place view op; such outputs are refused otherwise, and so are views whose base the program wrote after the
-# Function returned them.
-# Inputs marked dirty: a Function that writes its input in place and calls ctx.mark_dirty(x) gives eager's `x` the
-# Function's node as its grad_fn, so the gradient reaching x's earlier history is what the Function's backward says. The
-# functional graph sees a write made with grad off (a Function's forward runs so), and the epilogue repeats it as one,
-# so the input would keep its old history: refused where that input, or a view of it, is an output. Not refused (a known
-# gap): such an input that is not returned; the outputs' gradients are right, but the input keeps its old history for
-# whatever the caller computes from it after the call.
+# that raises, so either form is exact only where the program never writes, set_()s or changes the metadata of that
+# input (or any tensor over its storages), and no tensor of the chain had an in-place view op; refused otherwise, and so
+# are views whose base the program wrote after the Function returned them.
+# Inputs marked dirty: a Function that writes its input and calls ctx.mark_dirty(x) gives eager's `x` the Function's
+# node as its grad_fn, so the gradient reaching x's earlier history is what the Function's backward says. The functional
+# graph sees a write made with grad off, so the input would keep its old history: refused where that input, or a view of
+# it, or another input over its storage that requires grad (its history is rebuilt from x's), is an output (an input
+# whose counter moved and whose final grad_fn is a node of the program's Function, or with a returned view the Function
+# marked dirty). Not refused (a known gap): such an input that is not returned.
+# Metadata changed by a custom backward (`x.t_()` on ctx.saved_tensors): eager's caller sees its tensor's new size and
+# strides after backward() and its counter moved. The runtime replays the traced change on the real input when the
+# compiled backward runs (as_strided_() at the input's offset, under no_grad, counter set to eager's). Only for a plain
+# tensor whose traced metadata before the backward are the input's as passed, static sizes, and an unchanged offset;
+# AccumulateGrad then raises for a leaf as eager's does. Other changes stay refused. A backward that only writes a
+# saved input's values (or whose in-place op changes no metadata) bumps its counter as eager's, at any sizes.
 
 
 def function_view_replay(
@@ -98,43 +101,27 @@ def from_program_function(value: torch.Tensor, run: FunctionalRun) -> bool:
 
 def check_function_input_unwritten(path: str, source: torch.Tensor, run: FunctionalRun) -> None:
     """Refuse a plain output the compiled Function returns as (a view of) input `source`, which the program
-    writes (Note [Inputs Returned By A Custom Function])."""
+    writes (Note [Custom Functions])."""
     if written_or_changed(source, run):
         raise _refusal(path, "the program also writes, set_()s or changes the metadata of that input")
 
 
 def check_written_function_view(path: str, value: torch.Tensor) -> None:
     """Refuse an output made by a custom autograd.Function as a view, whose base the program wrote since (Note
-    [Inputs Returned By A Custom Function])."""
+    [Custom Functions])."""
     if torch.is_grad_enabled() and is_custom_function_view(value) and grad_fn_raises(value):
         raise _refusal(path, "the program then writes its base, so that its grad_fn raises naming that Function")
 
 
-# Note [Inputs Marked Dirty By A Custom Function]
-# A custom autograd.Function that writes its input in place and calls ctx.mark_dirty(x) gives eager's `x` the
-# Function's node as its grad_fn: the gradient that reaches x's earlier history is what the Function's backward
-# says, not the derivative of the write. The functional graph sees a write made with grad off (a Function's forward
-# runs so), and the epilogue repeats it as one, so the input would keep its old history. Refused where that input,
-# or a view of it, is an output (the gradient through it would be wrong): an input whose version counter the program
-# advanced and whose grad_fn at the end is a node of a Function of the program's, or that has a returned view the
-# Function marked dirty (its base then holds the node inside a CopySlices), or where a tensor over its storage that
-# requires grad is an output (another input aliasing it: its history is rebuilt from the input's). Not refused (a known
-# gap): such an
-# input that is not returned; the outputs' gradients are right (the joint graph runs the Function's backward), but
-# the input keeps its old history for whatever the caller computes from it after the call.
-
-
 def check_dirty_inputs(flat: FlatInputs, run: FunctionalRun) -> None:
     """Refuse an input that a custom autograd.Function of the program wrote and marked dirty, returned by the program
-    (Note [Inputs Returned By A Custom Function])."""
+    (Note [Custom Functions])."""
     returned = [o for o in pytree.tree_leaves(run.output) if isinstance(o, torch.Tensor)]
     for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True):
         # (another input over t's storage that requires grad, or a view of one, has its history rebuilt from t's)
         sharing = [u for u in run.user_tensors if u is not t and u.requires_grad and _same_input_storage(u, t, run)]
         roots = [t, *sharing]
-        rooted = [
-            o for o in returned if any(o is r or run.swaps.view_root(o, through_swaps=True) is r for r in roots)
-        ]
+        rooted = [o for o in returned if any(o is r or run.swaps.view_root(o, through_swaps=True) is r for r in roots)]
         if not rooted:
             continue
         # a returned view of the input marked dirty: the input's history holds the Function's node (in a CopySlices)
@@ -150,8 +137,8 @@ def check_dirty_inputs(flat: FlatInputs, run: FunctionalRun) -> None:
             raise UnsupportedError(
                 f"{flat.leaves[k].path}: a custom autograd.Function ({cls.__name__}) writes this input (or a view of "
                 "it) in place and marks it dirty (ctx.mark_dirty), so that eager's input takes the Function's "
-                "backward as its history; the compiled program repeats the write without it (Note [Inputs Marked "
-                "Dirty By A Custom Function]). Return a new tensor from the Function's forward instead"
+                "backward as its history; the compiled program repeats the write without it (Note [Custom "
+                "Functions]). Return a new tensor from the Function's forward instead"
             )
 
 
@@ -181,12 +168,12 @@ def _refusal(path: str, why: str) -> UnsupportedError:
     return UnsupportedError(
         f"{path}: a custom autograd.Function returned its input, or a view of it, with its own autograd history, and "
         f"{why}; the compiled output could not be eager's view of that input with the Function's history (Note "
-        "[Inputs Returned By A Custom Function]). Return a clone from the Function's forward"
+        "[Custom Functions]). Return a clone from the Function's forward"
     )
 
 
 def function_view_of_fresh(value: torch.Tensor, leaves: tuple[OutputLeaf, ...], run: FunctionalRun) -> bool:
-    """See Note [Subclass Views Of Intermediates In Training]."""
+    """See Note [Subclass Intermediate Roots]."""
     if is_traceable_subclass(value) or not torch.is_grad_enabled() or not value.requires_grad:
         return False
     if len(leaves) != 1 or leaves[0].source is not LeafSource.GRAPH or not is_custom_function_view(value):

@@ -5,7 +5,7 @@ output and the value of the tensor eager's output is a view of.
 Output: `grad_set_view_root` (the intermediate a view set_() under grad still views, which the graph returns as an
 intermediate base); runtime/output_steps.py's `set_under_grad_holder` rebuilds the output by a set_() under grad of
 a fresh tensor, a view of eager's base where eager's output is a view.
-Invariants: Note [Bases Of Outputs set_() Under Grad]; analysis and trace find the same roots (they are intermediate
+Invariants: Note [Outputs set_() Under Grad]; analysis and trace find the same roots (they are intermediate
 bases, numbered after the others, in output order).
 """
 
@@ -17,31 +17,6 @@ from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subcla
 from subclassaot.pipeline.rules.swap_record import SwapRecord
 from subclassaot.torch_internals import storage_key
 
-# Note [Bases Of Outputs set_() Under Grad]
-# An output set_() under grad is rebuilt by a set_() under grad of a fresh tensor (Note [Outputs set_() Under
-# Grad]); where eager's output is a view, that fresh tensor is a view of a fresh base, which must be eager's
-# `._base`: its shape and values are the user's to read (fuzz seed 9000 #3608). Two chains make such a view:
-# - the program took views (with grad) of an intermediate r and then set_() the last of them (`t = (x * 2).t();
-#   t.set_(y)`): eager's `._base` is r as it ends, on its own storage, whose values only the graph knows. So r
-#   (its dense leaves, for a subclass) is returned by the graph as an intermediate base (`grad_set_view_root`).
-#   The holder, a view of r, is set_() to the output, where r is that base object (or the wrapper around them)
-#   and requires grad: other outputs that view r then view the same object, as in eager. Otherwise the holder is
-#   a view of a fresh tensor set_() to r (fuzz seed 3000 #6751, seed 7000 #2259);
-# - the program set_() an intermediate r under grad and then took views of it (`t0 = x * 2; t0.set_(y); return
-#   t0.t()`): eager's `._base` is r, on the storage the output lives on, with r's final size, stride and offset
-#   (GradSetBase.meta). The holder's base is a fresh tensor set_() to that alias of the output's storage,
-#   and the output is a view of it with the output's own geometry (fuzz seed 7000 #4697).
-# Either way the base's history runs through a set_ node, as eager's does (CopySlices over set_, or set_ itself):
-# the output's backward raises in both.
-#
-# Note [Views Set Under no_grad With History]
-# `t0 = x * 2; t1 = t0.unsqueeze(-1); with no_grad(): t1.set_(x)` (fuzz seed 40000 #674): eager's t1 lives on x's
-# storage, a view of t0 (its `._base`) with the history of its view chain over t0's (UnsqueezeBackward0 over
-# MulBackward0, whose backward raises where the set_ changed the size). The graph returns t0 as an intermediate base
-# (`no_grad_set_view_root`), with the compiled Function's history; the output replays its chain from it with grad
-# and is then set_() under no_grad onto its dense leaf (Replay.then_set), as the program did. Only for a plain t0
-# with history of its own storage, not itself set_(), and a chain the replay reproduces exactly.
-
 
 def _is_grad_set(value: torch.Tensor, swaps: SwapRecord) -> bool:
     wrapper_set = swaps.wrapper_sets.get(id(value))
@@ -52,7 +27,7 @@ def grad_set_view_root(
     value: object, swaps: SwapRecord, input_storages: set[object]
 ) -> tuple[torch.Tensor, list[torch.Tensor]] | None:
     """The intermediate r (and its dense leaves) that `value`, a view of r set_() under grad that requires grad,
-    still views in eager, when r is on storages of its own (Note [Bases Of Outputs set_() Under Grad])."""
+    still views in eager, when r is on storages of its own (Note [Outputs set_() Under Grad])."""
     if not isinstance(value, torch.Tensor) or not value.requires_grad or not swaps.is_view(value):
         return None
     if not _is_grad_set(value, swaps):
@@ -68,7 +43,7 @@ def grad_set_view_root(
 
 def no_grad_set_view_root(value: object, swaps: SwapRecord, input_storages: set[object]) -> torch.Tensor | None:
     """The plain intermediate r with history that `value`, a plain view of r the program took with grad and then
-    set_() under no_grad onto another storage, still views in eager (Note [Views Set Under no_grad With History])."""
+    set_() under no_grad onto another storage, still views in eager (Note [Outputs Over Another Storage])."""
     if not isinstance(value, torch.Tensor) or not value.requires_grad or is_traceable_subclass(value):
         return None
     record = swaps.plain_sets.get(id(value))
@@ -81,23 +56,11 @@ def no_grad_set_view_root(value: object, swaps: SwapRecord, input_storages: set[
     return None if key in input_storages or key == storage_key(value) else root
 
 
-# Note [Subclass Views set_() Off Their Base]
-# `t0 = x1.add(3.0); t1 = t0.reshape(1, -1, 2); t1.set_(x1); return t1` (x1 a PairTensor; fuzz seed 41000 #9334):
-# eager's t1 stays a wrapper-level view of t0, its `._base`, while the subclass's set_ points its inner tensors at
-# x1's (plain aliases, never autograd views). Its inner tensors no longer share the base's storages, so it is rebuilt
-# as Note [Subclass Views Rebuilt By set_] says (an alias() of its base, then set_() without autograd to a wrapper of
-# its dense leaves), from t0 rebuilt around its dense leaves, which the graph returns as intermediate bases
-# (`set_view_root`): t0 as it ends, eager's `._base` (a set_() of t0 itself after that is t0's own: rebuilt as it
-# ends, around the input leaves it then aliases where it does). Only for a view that carries no autograd history (as
-# that Note), set_() after it was taken, whose base is an intermediate subclass whose `.data` the program did not
-# assign (Note [Views Of A Root Whose .data Was Assigned]).
-
-
 def set_view_root(
     value: object, swaps: SwapRecord, input_storages: set[object]
 ) -> tuple[torch.Tensor, list[torch.Tensor]] | None:
     """The intermediate subclass (and its dense leaves) that `value`, a subclass view the program set_() after
-    taking it, still views in eager (Note [Subclass Views set_() Off Their Base])."""
+    taking it, still views in eager (Note [Subclass Intermediate Roots])."""
     if not isinstance(value, torch.Tensor) or not is_traceable_subclass(value) or not value._is_view():
         return None
     made, moved = swaps.views.get(id(value)), swaps.wrapper_sets.get(id(value))
@@ -113,5 +76,5 @@ def set_view_root(
 def sets_without_history(value: torch.Tensor, swaps: SwapRecord) -> bool:
     """Did the program set_() wrappers only where autograd records nothing: every wrapper set_() under no_grad or of
     tensors none of which requires grad (seed 45000 #1194: a detach() set_() to its own view in training), or
-    `value`'s own, as Note [Subclass Views set_() Off Their Base] rebuilds it (fuzz seed 8000 #2870, #7374)?"""
+    `value`'s own, as Note [Subclass Intermediate Roots] rebuilds it (fuzz seed 8000 #2870, #7374)?"""
     return (bool(swaps.wrapper_sets) and not swaps.grad_set_ids) or set_view_root(value, swaps, set()) is not None

@@ -1,5 +1,5 @@
 """Where the runtime makes the set_ node of an input the program set_() under grad: before the compiled call or in
-the epilogue (Note [set_ Under Grad Before The Call]).
+the epilogue (Note [set_ Under Grad]).
 
 Input: the `_DataMode` of storage_swaps.py calls `note_reads_after_grad_set` after each op of the program.
 Output: `SwapRecord.read_after_grad_set` (read by analyze into `Analysis.read_after_grad_set`), from which
@@ -19,39 +19,45 @@ from subclassaot.pipeline.rules.swap_record import SwapRecord
 
 __all__ = ["early_set_inputs", "intermediate_read_after_grad_set", "note_reads_after_grad_set"]
 
-# Note [set_ Under Grad Before The Call]
-# Eager's set_ node (Note [set_ Under Grad]) takes its place in the program's history: the nodes of the ops that read
-# or wrote the input with grad after the set_ feed it, so it runs, and raises, only after they have, and those are
-# numbered below every node the caller makes on the outputs. The epilogue's set_, made after the compiled Function,
-# has edges from the caller's nodes alone, and its node, numbered above all (autograd gives NotImplemented nodes
-# no sequence number), raised as soon as they had run: before the caller's nodes of a leaf returned beside it, which
-# in eager get that leaf its gradient first (fuzz seed 49000 #3836: `x2.set_(x2); t1 = x1.mul(x1); x2.mul_(t1);
-# return x0, x1, t1`, x1 and x2 one PairTensor, x0 a leaf: x0.grad stayed None). So where the program read the
-# input with grad after its set_() under grad (`Analysis.read_after_grad_set`), the runtime repeats the set_ before
-# the call (set_() of the input to itself: its metadata is the one it came with): the Function's edge to the input
-# goes to that node, which waits behind the Function's backward (standing for the program's nodes) as eager's waits
-# behind the program's. A read of a view of the input counts, wherever the view was taken: the set_ advanced the
-# version counter the view shares, so eager regenerates the view's grad_fn from the input's set_ node (`v =
-# x.view(-1); x.set_(x); return x0, x, v * v`). Where the program did not read it after, eager's set_ node is the
-# input's last history and the epilogue's set_ stays where it is. Only for an input returned as itself, and read
-# with grad before its set_() by no op apart from its own history (an in-place op on it, a view op): eager's set_
-# node, which raises when it runs, then runs in every backward the caller takes through the input, and no gradient
-# of the program's reads bypasses it. Elsewhere the Function's one edge would send it gradients eager never does
-# (`t0 = x0 * 2; x1.set_(x0[1:]); x1.mul_(3.0); return t0`, x1 a view of x0: eager's backward completes), or send
-# the gradients of reads before the set_() through it: the epilogue's set_ stays, and the refusal below covers it.
-# A plain input set_() to another input's storage keeps its epilogue set_ from that input (Note [set_ Under Grad]):
-# its node has an edge to that input's history too, which a set_ before the call cannot give. Where an input set_()
-# under grad whose set_ stays in the epilogue is returned beside a leaf the Function takes detached, and the backward
-# raises, the program is refused where eager's set_ node waits behind the program's nodes (eager's graph on static
-# fakes: the node of an output the Function computes reaches the input's): backward_trace's
-# refuse_set_beside_returned_leaves. (A known gap: an input whose set_ is made before the call though no output the
-# Function computes reads it after the set_() gets a set_ node that waits behind the Function where eager's waits
-# behind no node of the program.)
+# Note [set_ Under Grad]
+# Eager: set_() on a tensor that requires grad, with grad enabled, records a node whose backward raises ("derivative for
+# set_ is not implemented"), even where the storage ends where it was (x.set_(x)); a set_ on a view taken with grad
+# rebases its base's history on it (CopySlices over the set_ node) while the view stays a view. No gradient reaches the
+# earlier history through that node. The functional trace sees an alias, whose backward runs, so each such node is
+# repeated or its error deferred:
+# - Inputs: the epilogue repeats `x.set_(x)` (which changes nothing else) under grad, so a backward through x raises as
+#   in eager. Where a plain input was set_() to another input whose storage it still has, the epilogue's set_ takes
+#   that input (or a view of it) as its source: eager's node has an edge to the source's history, whose gradient then
+#   waits behind the raising node.
+# - Views of inputs set_() under grad (`t0 = x.diagonal(); t0.set_(y)`, x a non-leaf): after the epilogue's set_ on x,
+#   a returned t0 is rebuilt by its view chain on x, by as_strided of x, or as a view of x set_() with grad onto
+#   another input's storage (Note [Outputs Over Another Storage]): `._base`, storage, layout, version are eager's.
+#   A base without grad gains it so (an input: Note [Inputs Written In Training]; an intermediate: set_() by the
+#   runtime as in Note [Outputs set_() Under Grad]); a returned view of such an intermediate is refused.
+# - Order: eager's set_ node sits in the program's creation order, behind the nodes of the program's later reads of the
+#   input, while the epilogue's is made after the Function and runs first. Where the program read the input with grad
+#   after its set_() (`Analysis.read_after_grad_set`; a read of a view counts, wherever taken: the set_ moved the
+#   counter the view shares), the runtime repeats the set_ before the call instead, so the Function's edge goes through
+#   it as eager's reads do. Only for an input returned as itself and read with grad before its set_() by no op but its
+#   own history; elsewhere the epilogue's set_ stays (a plain input set_() to another input keeps it: its edge to that
+#   input's history). Such an input returned beside a leaf the Function takes detached, with a raising backward, is
+#   refused where eager's node waits behind the program's (backward_trace's refuse_set_beside_returned_leaves); one
+#   whose set_ runs before the call though no output reads it after waits behind the Function: a known gap.
+# - Views' and leaves' order: a view's CopySlices node has the set_'s place too, so nodes made after it may hand a leaf
+#   its gradient before it raises (`t0 = x[0]; t0.set_(t0); return t0, w * 2`); and its edge to the tensor set_() to
+#   holds that tensor's gradient back (`t0.set_(w); return t0, w`). Such programs are probed (Note [Probing Eager's
+#   Backward]) and refused where a backward raises after a leaf's gradient, or reaches a raising node, or cannot run.
+# - Intermediates set_() under grad and read after (`t1 = x0.add(-1.0); t1.set_(x1.t()); return (t1 * 2,)`): eager's
+#   backward reaches the set_ node and raises, the compiled one would give x1 a gradient. Outputs that are t1 or views
+#   of it get the node from their holder (Note [Outputs set_() Under Grad]). Where the history of an output without a
+#   holder reaches such a node (`Analysis.grad_set_intermediate_read`), eager's backward is probed although the traced
+#   one ran, and its error deferred where every backward through all outputs raises before any gradient (Note [Probing
+#   Eager's Backward]); else refused, never run with a backward that computes gradients.
 
 
 def note_reads_after_grad_set(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
     """After an op of the program other than set_(): note the tensors set_() under grad before that it read (or
-    wrote) with grad, itself or through a view (Note [set_ Under Grad Before The Call])."""
+    wrote) with grad, itself or through a view (Note [set_ Under Grad])."""
     if not torch.is_grad_enabled():
         return
     if not any(isinstance(t, torch.Tensor) and t.requires_grad for t in pytree.tree_leaves(out)):
@@ -71,28 +77,12 @@ def note_reads_after_grad_set(record: SwapRecord, args: tuple[Any, ...], kwargs:
 
 def early_set_inputs(record: SwapRecord, tensors: Sequence[torch.Tensor], output: object) -> tuple[bool, ...]:
     """Per tensor input: set_() under grad, read with grad after and never apart from its own history before, and
-    returned as itself (Note [set_ Under Grad Before The Call])."""
+    returned as itself (Note [set_ Under Grad])."""
     returned = {id(o) for o in pytree.tree_leaves(output) if isinstance(o, torch.Tensor)}
     return tuple(
         id(t) in record.read_after_grad_set and id(t) not in record.read_before_grad_set and id(t) in returned
         for t in tensors
     )
-
-
-# Note [Reads Of Intermediates set_() Under Grad]
-# `t1 = x0.add(-1.0); t1.set_(x1.t()); return (t1 * 2,)` with grad on, x1 requiring grad: eager records set_'s node
-# (NotImplemented) on t1, and a backward through the output reaches it and raises ("derivative for set_ is not
-# implemented"). The functional trace records t1 as an alias of x1's storage, whose backward runs: the compiled
-# backward would give x1 a gradient (fuzz seed 19000 #3167). An output that is t1 itself, or a view of it taken
-# after the set_, gets the set_ node from its holder (Note [Outputs set_() Under Grad]); an input, from the epilogue
-# (Note [set_ Under Grad]). Where the program set_() under grad a tensor other than an input, not through a view, and
-# read it with grad afterwards, and the history of an output without a holder reaches a set_ node
-# (`Analysis.grad_set_intermediate_read`: eager's backward through that output raises, whatever else it does),
-# backward_trace probes eager's backward even though the traced
-# one ran, and defers eager's error where the probe shows every backward through all of the outputs raising before
-# any gradient (Note [Errors Only Eager's Backward Sees]); elsewhere (the probe sees a backward complete or raise
-# after a gradient, or cannot run, or ends at the history node of a non-leaf input's fake first: Note [Probing
-# Eager's Backward]) the program is refused, never run with a backward that computes gradients.
 
 
 def intermediate_read_after_grad_set(
@@ -104,8 +94,8 @@ def intermediate_read_after_grad_set(
 ) -> bool:
     """Did the program set_() under grad a tensor other than an input (nor one of its dense leaves), not through a
     view, and read it with grad after, and does the history of an output reach a set_ node, other than an output
-    that gets a holder's set_ node (`holders`, per leaf of `output`: Note [Outputs set_() Under Grad]) (Note [Reads
-    Of Intermediates set_() Under Grad])?"""
+    that gets a holder's set_ node (`holders`, per leaf of `output`: Note [Outputs set_() Under Grad]) (Note [set_
+    Under Grad])?"""
     inputs = {id(t) for t in (*tensors, *dense)}
     if not any(k in record.read_after_grad_set and k not in inputs for k in record.plain_grad_sets):
         return False

@@ -19,34 +19,12 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.pipeline.guards import Guards
 
-# Note [Subclass Views Of A Base Not Passed]
-# Eager: two subclass inputs that require grad and are autograd views of one wrapper base (x[0] and x[0], or two
-# overlapping as_strided views of x), x itself not passed: a write through one rebases x's history, and the other's
-# history, regenerated from x, goes through the write. Each member its own input of the compiled Function cannot show
-# that, so Note [Aliased Subclass Inputs In Training] refuses such a group where a write autograd records meets an
-# overlap (`errors.AliasedSubclassRefusal`). Where it does, and the members are views of one base object the call does
-# not hold, the call compiles again with that base as one more input, a keyword argument the user's function never sees
-# (its path `kwargs['<base of args[0]>']`). The base is a root wrapper (autograd's `._base` is never a view), so the
-# members are views of another input and run as their own view ops replayed on the base's traced wrapper (Note [Aliased
-# Subclass Inputs In Training]): autograd in the trace rebases them on a write as eager's does, and their gradients
-# reach the Function's input for the base, whose real history is the one eager's views reach through their grad_fns. The
-# epilogue writes the real members (and so the real base) as for any group. An inner tensor of the base that is its
-# group's whole synthetic base is traced as that base itself (desugar `_whole_hidden_base`), so that a member made by
-# as_strided() is the first view of its chain (Note [as_strided On Inputs]).
-# Only where the first compile refuses the overlap: a call the pipeline already runs keeps its entry, and a retry that
-# fails again, by any error, gives the first refusal. The entry's guards check that the same positions are views of one
-# base object again (`._base is`), then the compiled guards over the values with the base added. Only for functions
-# called with their own arguments (module state and captured tensors lift to inputs the function compiled in the user's
-# place could not name), as for Note [One Tensor Passed Several Times]; those, and views of a leaf (eager forbids their
-# writes), keep the refusal.
-
-
 _HIDDEN_KEY = "<base of "  # no identifier: no keyword argument of the user's function has such a name
 
 
 def is_hidden_base_path(path: str) -> bool:
-    """Is `path` (an input's, or one of its inner tensors') that of a base added by Note [Subclass Views Of A Base
-    Not Passed]?"""
+    """Is `path` (an input's, or one of its inner tensors') that of a base added by Note [Aliased Subclass Inputs In
+    Training]?"""
     return path.startswith(f"kwargs['{_HIDDEN_KEY}")
 
 
@@ -59,7 +37,7 @@ class HiddenBases:
 
 def find_hidden_bases(args: tuple[object, ...], kwargs: Mapping[str, object]) -> HiddenBases | None:
     """Subclass inputs that require grad and are views of one wrapper base the call does not pass, grouped by base
-    (Note [Subclass Views Of A Base Not Passed]); None where there are none."""
+    (Note [Aliased Subclass Inputs In Training]); None where there are none."""
     values, spec = pytree.tree_flatten((args, dict(kwargs)))
     paths = [pytree.keystr(p) for p, _ in pytree.tree_flatten_with_path((args, dict(kwargs)))[0]]
     passed = {id(v) for v in values if isinstance(v, torch.Tensor)}
@@ -143,6 +121,6 @@ def hidden_base_guards(
         + ")\n"
         for group in views
     )
-    source = f"# Note [Subclass Views Of A Base Not Passed]: first\n{lines}# then, with those bases appended:\n"
+    source = f"# Note [Aliased Subclass Inputs In Training]: first\n{lines}# then, with those bases appended:\n"
     source += inner.source
     return Guards(source=source, check=check, symbols=inner.symbols, fast_source=inner.fast_source), with_bases

@@ -44,7 +44,9 @@ __all__ = [
 # grad that reads x after makes the accumulator at the new size: the gradient arrives in the new layout. Where an op
 # with grad read x before the change and its result is still alive, that old accumulator is found again, and eager's
 # backward fails its size check ("... returned an invalid gradient ... expected shape compatible with ..."), or sums a
-# gradient that expands to it down to it.
+# gradient that expands to it down to it. On a non-leaf, a no_grad in-place view op leaves its grad_fn expecting the old
+# layout, so the epilogue replays such a change under no_grad too, even where other writes make the input's mutation
+# autograd-visible (a backward through the new x then raises, as in eager).
 # The joint trace runs the leaf as a clone (Note [Training Through A Joint Graph]), whose CloneBackward0 recorded the
 # old size, and the compiled Function's edge to the real leaf's accumulator is made before the epilogue replays the
 # change. So:
@@ -58,7 +60,7 @@ __all__ = [
 #   every result alive, so it only notes such a leaf (`layout_kept`); analyze runs the program eagerly on static fakes
 #   (backward_probe.eager_kept_accumulators), where results die as in eager, and where the accumulator the outputs'
 #   graphs reach has the size the leaf came with, the runtime holds that accumulator until the outputs are built (as
-#   Note [Accumulators Kept Through .data =] has it), so views it replays on the real leaf find it.
+#   Note [Gradient Accumulators Of Leaves] has it), so views it replays on the real leaf find it.
 # - refused, because the Function's edge expects the old size where eager's gradient arrives in the new one: plain
 #   leaves set_() to another size under no_grad (or given one by `.data =` before any use with grad) and then read with
 #   grad (a set_() back to the old size is none), and subclass leaves resized under no_grad that an op with grad read

@@ -19,7 +19,7 @@ from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, LeafMutation
 
 def kernel_strides(m: LeafMutation) -> bool:
     """The leaf ends with no elements, or set_() to a tensor the program computed with a dim of size 1: strides the
-    kernels choose (Note [Strides Of Assigned Tensors]), which the epilogue's fake-traced metadata may not match."""
+    kernels choose (Note [Strides The Kernels Choose]), which the epilogue's fake-traced metadata may not match."""
     size = m.final_meta[0]
     computed = m.storage_changed and m.set_source is None
     return any(isinstance(d, int) and (d == 0 or (computed and d == 1)) for d in size)
@@ -37,7 +37,7 @@ def _lone_subclass_inputs(layout: DenseLayout, analysis: Analysis) -> Iterator[t
 
 
 def set_under_no_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
-    """Subclass inputs set_() under no_grad only (Note [Subclass Inputs Mutated In Training])."""
+    """Subclass inputs set_() under no_grad only (Note [Inputs Written In Training])."""
     out = []
     for i, muts in _lone_subclass_inputs(layout, analysis):
         if analysis.inplace_replay[i] or (analysis.read_after_set and analysis.read_after_set[i]):
@@ -56,8 +56,8 @@ def _hidden_swap(m: LeafMutation) -> bool:
 
 
 def inner_written_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
-    """Subclass inputs whose inner tensors the program wrote directly, and nothing else (Note [Subclass Inputs Mutated
-    In Training])."""
+    """Subclass inputs whose inner tensors the program wrote directly, and nothing else (Note [Inputs Written In
+    Training])."""
     out = []
     for i, muts in _lone_subclass_inputs(layout, analysis):
         if analysis.wrapper_version_bumped[i] or analysis.inplace_replay[i]:
@@ -71,7 +71,7 @@ def inner_written_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, 
 
 def refuse_leaves_resized_under_no_grad(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
     """Note [Leaves Laid Out Anew Under no_grad];
-    for `.data =`, Note [Accumulators Kept Through .data =]."""
+    for `.data =`, Note [Gradient Accumulators Of Leaves]."""
     for i, (tree, index) in enumerate(zip(layout.trees, flat.tensor_indices, strict=True)):
         real = flat.values[index]
         if not isinstance(real, torch.Tensor) or not (real.is_leaf and real.requires_grad):
@@ -85,7 +85,7 @@ def refuse_leaves_resized_under_no_grad(flat: FlatInputs, layout: DenseLayout, a
                 "torch.no_grad() to a tensor of another size (or assigned one by `.data =` before any use with "
                 "grad), and the program then uses it with grad: eager's gradient reaches it in the new size, where "
                 "the compiled one is checked against the old (Note [Leaves Laid Out Anew Under no_grad], Note "
-                "[Accumulators Kept Through .data =]); not supported in training. Call set_() on a clone, or use the "
+                "[Gradient Accumulators Of Leaves]); not supported in training. Call set_() on a clone, or use the "
                 "other tensor itself"
             )
         if tree is not None and read:
@@ -94,6 +94,6 @@ def refuse_leaves_resized_under_no_grad(flat: FlatInputs, layout: DenseLayout, a
                 "from an in-place view op under torch.no_grad() (t_, transpose_, ...) or from a `.data =` before any "
                 "use with grad, and the program then uses it with grad: eager's gradient reaches it in the new size, "
                 "where the compiled one is checked against the old (Note [Leaves Laid Out Anew Under no_grad], "
-                "Note [Accumulators Kept Through .data =]); not supported in training. Use the out-of-place view op "
+                "Note [Gradient Accumulators Of Leaves]); not supported in training. Use the out-of-place view op "
                 "(x = x.t()) or the assigned tensor itself, or change its size with grad enabled"
             )

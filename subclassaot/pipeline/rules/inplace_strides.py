@@ -1,8 +1,8 @@
 """In-place ops and views whose strides under functionalization and fake tensors are eager's.
 
 Input: an op called on a FunctionalTensor inside the functional run. Output: the op applied so that the tensor keeps
-its strides (`apply_keeping_strides`, Note [Eager's Layouts Under Functionalization]) or so that a view gets eager's
-strides (`view_with_eager_strides`, Note [Eager's Layouts Under Functionalization]), or None where the op needs no help.
+its strides (`apply_keeping_strides`, Note [In-Place Ops As Eager Runs Them]) or so that a view gets eager's
+strides (`view_with_eager_strides`, Note [In-Place Ops As Eager Runs Them]), or None where the op needs no help.
 """
 
 from __future__ import annotations
@@ -15,38 +15,40 @@ from subclassaot.torch_internals import is_functional
 
 __all__ = ["apply_keeping_strides", "eager_view_strides", "fill_in_memory_order", "view_with_eager_strides"]
 
-# Note [Eager's Layouts Under Functionalization]
-# Eager's in-place ops never change their tensor's metadata, and eager's kernels choose the strides of results from
-# their inputs' layouts. Functionalization and the fake kernels depart from both; each departure is fixed where the op
-# runs, traced into the graph:
-# - In-place strides. `x.add_(y)` is computed as `add(x, y)` and x takes that result's metadata; where x's layout leaves
-#   TensorIterator a choice (size-0 or size-1 dims, gaps, an offset-free permutation broken by a size-1 dim) the strides
-#   differ, and so do those of everything derived from x (`x.add_(x); x[:, :0].clone()`). On such a layout the op is
-#   traced as `x.copy_(op(x, ...))`, whose functional copy keeps x's strides. Fake and real kernels choose differently
-#   in size-1 dims, so every op on an undecided layout is rewritten; ops with no out-of-place twin of the same overload
-#   run as usual.
-# - Reads after a write through a view. Functionalization regenerates x after a write through one of its views by the
-#   view's inverse, whose strides may differ in size-1 dims; ops reading x compute on that value, and their results'
-#   strides follow it. An op that neither writes nor views its arguments reads such an argument through a copy laid out
-#   as the wrapper is (empty_strided + copy_); a view of it gets the strides the view op gives eager's layout (the op
-#   run on a meta tensor), so reads of the view are copied the same way.
-# - View strides in size-1 dims. Eager's view (and reshape where it can view) takes its strides from ATen's
-#   computeStride; the fake kernel picks others for size-1 dims and keeps the source's when the shape is unchanged
-#   (`x[0:2:2].view(1, 3)` of a (3, 3) x: eager (3, 1), fake (6, 1)). Where the two disagree the view runs as as_strided
-#   with computeStride's strides, recorded as the program's view (which is what a replay repeats on real tensors).
-# - Random fills in memory order. Eager's in-place random fills (bernoulli_, uniform_, exponential_, ...; dropout's
-#   `empty_like(x).bernoulli_(1 - p)`) draw one number per element in memory order, where the out-of-place result is
-#   contiguous and the same draws land on other elements. A fill of a non-contiguous, non-overlapping tensor is traced
-#   as a fill of a contiguous tensor whose dims are x's in memory order, permuted back and copied into x: the draws,
-#   their order and the RNG state after are eager's. `normal_` is left as it is: eager fills a strided tensor with
-#   another algorithm than a contiguous one.
-# - contiguous() of a contiguous clone. An input that runs as a clone (Note [Training Through A Joint Graph]) is cloned
-#   contiguous where its own strides overlap or leave gaps; its contiguous() would return the clone itself where eager's
-#   copies the input, so the mode makes that call a copy (eager's own `clone(memory_format=torch.contiguous_format)`). A
-#   view of such a clone whose contiguous() returns itself is refused where it matters (analyze).
-# - In-place foreach ops run tensor by tensor. Functionalization and the run's records follow writes through Tensor
-#   arguments, not lists, so `torch._foreach_mul_([a, b], [2, 3])` runs as `Tensor.mul_` on each tensor in turn, list
-#   arguments indexed alongside: eager's own order on CPU. An out-of-place foreach op writes nothing and runs as it is.
+# Note [In-Place Ops As Eager Runs Them]
+# Eager's in-place ops never change their tensor's metadata, run their loops in a fixed order, and its kernels choose
+# result strides from their inputs' layouts. Functionalization computes every write as a fresh value at once, and fake
+# kernels choose strides of their own; each departure is fixed where the op runs, traced into the graph, or refused:
+# - In-place strides: `x.add_(y)` becomes `add(x, y)` and x takes that result's metadata; where x's layout leaves
+#   TensorIterator a choice (size-0 or size-1 dims, gaps, a permutation broken by a size-1 dim) the op is traced as
+#   `x.copy_(op(x, ...))`, which keeps x's strides (every op on such a layout: fake and real kernels choose differently).
+# - Reads after a write through a view: x is regenerated by the view's inverse, whose strides may differ in size-1 dims;
+#   a non-view op reads such an argument through a copy laid out as the wrapper is, a view of it gets the strides the
+#   view op gives eager's layout.
+# - View strides in size-1 dims: where ATen's computeStride and the fake kernel disagree (`x[0:2:2].view(1, 3)`: eager
+#   (3, 1), fake (6, 1)) the view runs as as_strided with computeStride's strides, recorded as the program's view.
+# - Random fills (bernoulli_, uniform_, ...) draw in memory order: a fill of a non-contiguous, non-overlapping tensor is
+#   traced as a fill of a contiguous tensor in x's memory order, permuted back and copied in. `normal_` is left as it is
+#   (eager uses another algorithm for strided tensors).
+# - contiguous() of an input run as a contiguous clone (Note [Training Through A Joint Graph]) would return the clone
+#   itself where eager's copies: the mode makes it a copy; a view of such a clone doing the same is refused (analyze).
+# - In-place foreach ops run tensor by tensor (`Tensor.mul_` on each, lists indexed alongside), eager's order on CPU.
+# - Overlapping memory (write_overlaps.py): eager defines a write only where no element's result depends on the loop
+#   order (PyTorch documents the rest as undefined and rejects what its overlap check detects); functionalization agrees
+#   where each element reads memory the op does not write, or its own location at that index. So an elementwise op with
+#   such reads is exact (x.mul_(x)); other partial overlaps, and non-elementwise ops on any shared memory, are refused,
+#   except a read before its write in eager's loop order (`x[:, 1].add_(x[2])`): CPU TensorIterator kernels run a 1-D
+#   loop in index order on one thread below the grain size (32768), reading an index's operands before writing it, so
+#   the read sees the old value as functionalization's does. Taken only for CPU, one dtype, a written tensor 1-D (size-1
+#   dims aside), fewer elements than the grain size, and no partial overlap in TensorIterator's own check.
+# - Uniform writes through expand (fill_, zero_ of x.expand(3, 4)) give one result in any order, but functionalization's
+#   write-back gets them wrong: the mode runs them on an as_strided view of the same memory with each zero-stride dim of
+#   size one. Where autograd records the write, eager's backward raises (CopySlices copies into the repeats): the mode
+#   follows it with an in-place identity whose backward raises that error (Note [Backward Errors Are Deferred]). Refused:
+#   such writes recorded on a tensor subclass, and into an input that overlaps itself.
+# - Empty writes through overlapping views change no value, but the joint's backward would scatter a recorded one back
+#   through the overlapping layout and raise where eager's runs: refused with grad, fine under no_grad.
+# The fuzzer draws no write whose result eager leaves unspecified (tools/fuzz_ops.py).
 
 _SKIPPED = frozenset({"copy_", "set_", "resize_", "resize_as_"})
 
@@ -84,7 +86,7 @@ def _layout_decided(x: torch.Tensor) -> bool:
 
 
 def apply_keeping_strides(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
-    """Note [Eager's Layouts Under Functionalization]: run in-place `func` on FunctionalTensor args[0] traced as a copy
+    """Note [In-Place Ops As Eager Runs Them]: run in-place `func` on FunctionalTensor args[0] traced as a copy
     into it where its layout leaves the out-of-place result's strides open; None where the caller should run `func` as
     usual."""
     if not args or not isinstance(args[0], torch.Tensor) or not is_functional(args[0]):
@@ -106,7 +108,7 @@ _MEMORY_ORDER_FILLS = frozenset(
 
 
 def fill_in_memory_order(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
-    """Note [Eager's Layouts Under Functionalization]: in-place random fill `func` of FunctionalTensor args[0] traced as
+    """Note [In-Place Ops As Eager Runs Them]: in-place random fill `func` of FunctionalTensor args[0] traced as
     a contiguous fill in x's memory order; None where the caller should run `func` as usual."""
     if not isinstance(func, torch._ops.OpOverload) or func.overloadpacket.__name__ not in _MEMORY_ORDER_FILLS:
         return None
@@ -162,7 +164,7 @@ def eager_view_strides(old_shape: list[int], old_stride: list[int], new_shape: l
 
 
 def view_with_eager_strides(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
-    """Note [Eager's Layouts Under Functionalization]: `view` of FunctionalTensor args[0] as an as_strided with eager's
+    """Note [In-Place Ops As Eager Runs Them]: `view` of FunctionalTensor args[0] as an as_strided with eager's
     strides where the fake kernel would choose others; None where the caller should run `func` as usual."""
     if func is not torch.ops.aten.view.default or kwargs or len(args) != 2 or not is_functional(args[0]):
         return None

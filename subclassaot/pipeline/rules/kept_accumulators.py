@@ -28,32 +28,39 @@ __all__ = [
     "self_set_order",
 ]
 
-# Note [Accumulators Kept Through .data =]
-# `x.data = v` on an autograd leaf that requires grad keeps the leaf's gradient accumulator where one is alive then,
-# and the engine reduces every gradient reaching it to the size it recorded when it was made (Note [data Assignment
-# Keeps A Leaf's Accumulator]). One is alive where an op with grad read the leaf before and its result is still
-# held (by references: no cycle may hold one until a collection, Note [Rewrapping Holds No Cycle]): in a program whose results are its locals, once any op with grad read the leaf before the assignment (the
-# functional run keeps every result, so a read into a temporary, `x.data = x.expand(2, -1)`, counts too: a known
-# gap, where eager's accumulator dies with the temporary). Without one, eager makes a new accumulator at the first
-# read with grad after the assignment, in the leaf's size then.
-# - Kept (`kept_accumulators`): the joint trace reduces the gradient of the graph's reads to the leaf's old size
-#   already; reads the runtime replays after the epilogue (an output view of the leaf, or the leaf itself) must find
-#   the old accumulator too. The compiled Function may hold none (the leaf goes in detached, Note [Unreached Inputs
-#   Are Detached]), so the runtime takes the leaf's accumulator before the epilogue and holds it until the outputs
-#   are built (fuzz seed 43000 #5247: `t0 = x1.expand((2, -1)); x0.data = t0; return x0.expand((2, 2))`, a PairTensor
-#   leaf passed twice: args[0].grad had shape (2, 2) where eager's has (2,)).
-# - Made afresh, on a plain leaf: a read by an op with grad that is no view (one whose gradient the graph computes),
-#   of the leaf or of a view of it, at another size than the leaf had before the assignment, would get its gradient
-#   reduced to the old size by the trace where eager's has the new one (`x0.data = x1; return x0.mul(2)`: twice
-#   eager's gradient): refused with the no_grad set_() it mirrors (Note [Leaves Laid Out Anew Under no_grad]). Views
-#   the runtime replays after the epilogue make the new accumulator as eager's reads do. A wrapper
-#   subclass keeps its inner tensors through `.data =` (Note [Wrapper Data Assignment]): its gradients keep their
-#   sizes, and the compiled ones matched eager's (or its backward error: fuzz seed 41000 #2043) where checked; one
-#   read after the assignment gets its accumulator then (Note [Subclass Accumulators Made After .data =]).
+# Note [Gradient Accumulators Of Leaves]
+# Eager: a leaf that requires grad feeds the accumulator alive when a node reading it was made, and the engine reduces
+# every gradient reaching an accumulator to the size it recorded when it was made (or raises where that does not expand
+# to the gradient's). `.data =` keeps the leaf's accumulator where one is alive; set_() (under no_grad: with grad it
+# raises) gives the leaf a new one, even `x.set_(x)`: nodes made before feed the old, uses after the new. One is alive
+# where an op with grad read the leaf before and its result is still held, so whether eager's backward raises depends
+# on what lives: nothing per call may be kept by a reference cycle until a collection (`_rewrap` recurses through the
+# module-level `_build`; regenerate.build_outputs drops its hold on itself once the outputs are built).
+# - `.data =`, kept: a plain input swapped only by `.data =` within its own storage gets its layout by `.data =` too,
+#   not set_(). The joint trace reduces the graph's gradients to the old size already; reads the runtime replays after
+#   the epilogue must find the old accumulator too, and the Function may hold none (the leaf goes in detached), so the
+#   runtime takes it before the epilogue and holds it until the outputs are built (`kept_accumulators`). The functional
+#   run keeps every result, so a read into a temporary counts as kept: a known gap.
+# - `.data =`, made afresh on a plain leaf: a read with grad by a non-view op at another size than the leaf had would be
+#   reduced to the old size by the trace where eager's has the new one: refused with the no_grad set_() it mirrors
+#   (Note [Leaves Laid Out Anew Under no_grad]). Views replayed after the epilogue make the new one as eager's reads do.
+# - `.data =`, made afresh on a subclass leaf (its inner tensors keep their sizes, so gradients keep theirs): where the
+#   graph reads the leaf after the assignment, the runtime makes the accumulator first, in the size the program read it
+#   at (a `.data =` of that size with zero strides, the accumulator taken, the old metadata given back) and holds it
+#   until the Function's edge does. Only for inputs that are leaves when called; an accumulator already alive stays. A
+#   traced backward that fails the clone's size check (`x0.sum()`) is refused (refuse_unreduced_assigned_gradients);
+#   where the new size does not expand to the old, ours raises for every backward through the Function: a known gap.
+# - set_() renews: x.set_(x) changes nothing else, so the trace sees no swap; the runtime renews the accumulator by
+#   set_() of the input to itself under no_grad, before the call where the program read the leaf with grad only after
+#   its last such set_() (`Analysis.self_set_first`: eager's nodes then feed the accumulator the returned leaf feeds),
+#   after it otherwise. A read is an op with grad, no view op, of the leaf or a view of it wherever taken (the set_()
+#   moved the counter the views share). Read before and after the last set_(), eager's nodes feed two accumulators and
+#   the Function's one edge cannot: a backward error is refused where such a leaf is an input and an output is (a view
+#   of) an input (backward_trace's refuse_reads_around_self_set). Other set_() calls are replayed as set_() already.
 
 
 def note_grad_reads(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
-    """After an op of the program (Note [Accumulators Kept Through .data =]): note the leaves it read with grad."""
+    """After an op of the program (Note [Gradient Accumulators Of Leaves]): note the leaves it read with grad."""
     if not torch.is_grad_enabled():
         return
     results = [
@@ -70,11 +77,11 @@ def note_grad_reads(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str,
         if not a.requires_grad:
             continue
         if not view_op:
-            _note_accumulator_read(record, a)  # Note [Reads Around A set_ That Renews An Accumulator]
+            _note_accumulator_read(record, a)  # Note [Gradient Accumulators Of Leaves]
         if id(a) not in record.data_sets and id(a) not in record.wrapper_data:
             record.grad_read.add(id(a))
         elif id(a) in record.wrapper_data and id(a) not in record.kept_accumulators:
-            record.assigned_reads.setdefault(id(a), tuple(a.shape))  # Note [Subclass Accumulators Made After .data =]
+            record.assigned_reads.setdefault(id(a), tuple(a.shape))  # Note [Gradient Accumulators Of Leaves]
         if not view and record.fresh_accumulators:
             _note_read_after_assignment(record, a)
 
@@ -93,28 +100,8 @@ def _note_read_after_assignment(record: SwapRecord, t: torch.Tensor) -> None:
         taken, t = found.seq, found.source
 
 
-# Note [Subclass Accumulators Made After .data =]
-# A tensor subclass leaf that requires grad, whose `.data =` no op with grad read before (so no accumulator was kept),
-# gets its accumulator at the first read with grad after: in the wrapper size it has then, to which the engine
-# reduces every gradient reaching it, or raises where that size does not expand to the gradient's (its inner tensors
-# keep their sizes, so SinBackward0 of `x0.data = x1; x0.sin()` gives one of the old size). The compiled Function
-# takes the input attached before the epilogue repeats the assignment, which would make the accumulator at the size
-# the input came with: the Function's gradient (built at that size from ctx.input_meta) and every later one (the
-# input returned, at its new size) would be checked against the wrong size. So where the graph reads the leaf after
-# the assignment, the runtime makes the accumulator first, in the size the program read it at: it gives the wrapper
-# that size (zero strides: the wrapper's storage holds it) by `.data =`, takes the accumulator, gives the old
-# metadata back, and holds the accumulator until the Function's edge does. An accumulator already alive (the
-# caller holds a graph through the leaf) is the one eager's read finds too, and stays. Only for inputs that are
-# autograd leaves when called (a non-leaf's grad_fn recorded its size when it was made, in eager as here).
-# The joint trace still runs the leaf as a clone of its old size, whose node checks each gradient against that size:
-# exact where every gradient reaching the leaf has its inner size (x0.sin(), x0.mul(2), views of x0). A traced
-# backward that fails that check (`x0.sum()`: a gradient of the new size) is refused
-# (refuse_unreduced_assigned_gradients). A known gap: where the new size does not expand to the old one, our backward
-# raises at that check for every backward reaching the leaf through the Function, eager's only where one does.
-
-
 def assigned_accumulator_size(record: SwapRecord, t: torch.Tensor) -> tuple[int | sympy.Expr, ...] | None:
-    """Note [Subclass Accumulators Made After .data =]: the size of subclass input `t` at the first read with grad
+    """Note [Gradient Accumulators Of Leaves]: the size of subclass input `t` at the first read with grad
     after its `.data =` (None: none, or one before the assignment kept the accumulator)."""
     size = record.assigned_reads.get(id(t))
     if size is None or id(t) in record.kept_accumulators:
@@ -136,7 +123,7 @@ def note_data_assignment(record: SwapRecord, target: torch.Tensor, size_before: 
 
 def _note_accumulator_read(record: SwapRecord, a: torch.Tensor) -> None:
     """`a`, read by an op with grad that is no view: note it, and the tensor it is a view of, as read then (Note
-    [Reads Around A set_ That Renews An Accumulator])."""
+    [Gradient Accumulators Of Leaves])."""
     read = {id(a), record.family_of(a)}
     if a._is_view() and a._base is not None:
         read.add(id(a._base))
@@ -145,8 +132,8 @@ def _note_accumulator_read(record: SwapRecord, a: torch.Tensor) -> None:
 
 
 def note_self_set(record: SwapRecord, t: torch.Tensor) -> None:
-    """The program's `t.set_(t)` under no_grad (Note [set_ Renews A Leaf's Accumulator], Note [Reads Around A set_
-    That Renews An Accumulator])."""
+    """The program's `t.set_(t)` under no_grad (Note [Gradient Accumulators Of Leaves], Note [Gradient Accumulators Of
+    Leaves])."""
     record.self_sets.add(id(t))
     record.read_after_self_set.discard(id(t))  # reads after the last one only
     if id(t) in record.grad_reads:
@@ -155,8 +142,8 @@ def note_self_set(record: SwapRecord, t: torch.Tensor) -> None:
 
 def self_set_order(record: SwapRecord, t: torch.Tensor) -> str | None:
     """Where an op with grad read `t`, which the program set_() to itself under no_grad, relative to the last such
-    set_(): "before", "after", "both" (None: not so set_(), or never read; Note [Reads Around A set_ That Renews An
-    Accumulator])."""
+    set_(): "before", "after", "both" (None: not so set_(), or never read; Note [Gradient Accumulators Of
+    Leaves])."""
     if id(t) not in record.self_sets:
         return None
     before, after = id(t) in record.read_before_self_set, id(t) in record.read_after_self_set

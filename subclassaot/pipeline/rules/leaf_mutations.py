@@ -70,9 +70,9 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         and not run.swaps.wrapper_data
     )
     final_meta, orig_meta = leaf_meta(final), leaf_meta(orig)
-    if not storage_changed and not grown:  # Note [Offsets After A Write]
+    if not storage_changed and not grown:  # Note [as_strided On Inputs]
         final_meta = (final_meta[0], final_meta[1], symint_expr(eager_offset(final, orig)))
-    elif set_source is not None:  # on another input's storage: its offset there (Note [Offsets After A Write])
+    elif set_source is not None:  # on another input's storage: its offset there (Note [as_strided On Inputs])
         final_meta = alias_meta(final, run, set_source, set_source)
     swaps = run.swaps
     view_ops = swaps.inplace_views.get(id(final), []) if any(final is t for t in run.user_tensors) else []
@@ -110,7 +110,7 @@ def wrappers_after(
 ) -> tuple[Meta | None, ...]:
     """Per tensor input: a subclass's outer metadata at the end where they changed, else None. Against the wrapper
     as the program got it: a non-leaf input runs as a clone, whose layout is its own. The offset is eager's (Note
-    [Offsets After A Write]): that of the first of its dense leaves whose offset the wrapper had."""
+    [as_strided On Inputs]): that of the first of its dense leaves whose offset the wrapper had."""
     result: list[Meta | None] = []
     for tree, t, before, leaves in zip(
         layout.trees, run.user_tensors, run.initial_metas, layout.leaves_of_input, strict=True
@@ -132,7 +132,7 @@ def _with_wrapper_grad_sets(
     mutations: tuple[LeafMutation, ...], run: FunctionalRun, layout: DenseLayout
 ) -> tuple[LeafMutation, ...]:
     """A subclass input set_() under grad (Note [set_ Under Grad]): marked on its leaves; so are the inputs a view
-    of an input was set_() to under grad (Note [Views Of Inputs set_() Under Grad])."""
+    of an input was set_() to under grad (Note [set_ Under Grad])."""
     marked: dict[int, bool] = {
         j: id(t) in run.swaps.view_set_bases
         for i, t in enumerate(run.user_tensors)

@@ -2,7 +2,7 @@
 
 Input: a `JointSetup` of a program that assigned `.data` and whose traced backward ran.
 Output: `raises_outside_program(setup)`: whether every backward of eager's that fails, through any set of the
-program's outputs, fails at a node the compiled program keeps as eager's (Note [Errors Raised Outside The Program]).
+program's outputs, fails at a node the compiled program keeps as eager's (Note [Probing Eager's Backward]).
 Invariants: runs the probe of Note [Probing Eager's Backward] (static fakes; no real tensor read, no guard added).
 """
 
@@ -17,26 +17,12 @@ from subclassaot.pipeline.backward_probe import MAX_PROBED_OUTPUTS, SHAPE_CHECK_
 from subclassaot.pipeline.joint import JointSetup
 from subclassaot.schemas import OutputKind
 
-# Note [Errors Raised Outside The Program]
-# `.data =` with a tensor of another size on an input the program returns as itself (`x0.data = x1; return x0`)
-# leaves the input's grad_fn, or a leaf's AccumulateGrad, expecting the old size: eager's
-# backward through that output fails before any node runs, when the engine checks the gradient of a root against the
-# node it feeds ("invalid gradient at index k", no "Function ... returned" before it). That node is the caller's,
-# made before the call, and the compiled program returns the very input object with it, so its backward fails the
-# same way at the same step: nothing to defer (Note [Errors Only Eager's Backward Sees]). The same for a leaf that
-# takes a gradient of its old size after its `.data` took another ("doesn't match the broadcast shape", raised by its
-# own AccumulateGrad) where it is the only leaf input that requires grad: the Function's gradient for it has the size
-# eager's has, and no other leaf's accumulator can run first. So the probe runs eager's backward through each set
-# of outputs and keeps the program only where each set either completes, or raises before any leaf's gradient in
-# one of those two ways: at a root that is a plain input the program returns as itself without writing it where
-# autograd records it (its grad_fn stays the caller's), or at the one leaf input. Else the program stays refused.
-
 _ROOT_INDEX = re.compile(r"^invalid gradient at index (\d+) ")
 
 
 class _Watch:
-    """The roots of one probed backward and the nodes it entered, in order (Note [Errors Raised Outside The
-    Program])."""
+    """The roots of one probed backward and the nodes it entered, in order (Note [Probing Eager's
+    Backward])."""
 
     def __init__(self) -> None:
         self.roots: list[int] = []
@@ -62,7 +48,7 @@ class _Watch:
 
     def _entered(self, node: torch.autograd.graph.Node) -> Callable[[object], None]:
         # the hook holds neither the node nor the watch (which holds views of the roots): the node holds the hook, so
-        # either would be a cycle, keeping the probe's graph until a collection (Note [Rewrapping Holds No Cycle])
+        # either would be a cycle, keeping the probe's graph until a collection (Note [Gradient Accumulators Of Leaves])
         entered, name = self.entered, type(node).__name__
 
         def hook(_: object) -> None:
@@ -72,7 +58,7 @@ class _Watch:
 
 
 def raises_outside_program(setup: JointSetup) -> bool:
-    """Note [Errors Raised Outside The Program]."""
+    """Note [Probing Eager's Backward]."""
     try:
         grad_outputs, _ = _trial(setup.call, setup.flat, None)
         if not 0 < len(grad_outputs) <= MAX_PROBED_OUTPUTS:

@@ -25,7 +25,7 @@ _T = TypeVar("_T")
 # Plain inputs traced as their own base (Note [Aliased Inputs In Training]). Plain inputs that share storage are
 # traced as views of their group's synthetic base, which training clones. A write to a member then goes through
 # autograd's CopySlices on that clone, whose backward gives the write's gradient the type of the base's incoming
-# gradient (Note [Writes To Plain View Inputs Make Plain Gradients]), where eager's write on a member that is no view
+# gradient (Note [Input Updates]), where eager's write on a member that is no view
 # (f(x, x)) is recorded on x itself: `x.mul_(pair)` sends x MulBackward's PairTensor gradient. So where a plain member
 # that requires grad is no view, its elements are the base's exactly (offset 0, dense strides), and every member is
 # that one object, the trace runs it as a clone of the base's elements in its own layout and the base as a flat view

@@ -1,6 +1,6 @@
 """Single calls of the program's run that the swap record's modes handle specially: in-place foreach ops (run
 tensor by tensor) and reads of tensors that require grad (set_() of a wrapper subclass onto a plain tensor, once
-refused here, is Note [Wrappers set_() To A Plain Tensor]).
+refused here, is Note [Wrapper Storage]).
 
 Input: one torch function or aten op call of the program, as the modes see it. Output: a per-tensor method or a
 flag. Invariants: pure reads of the call's arguments.

@@ -3,8 +3,8 @@ then rebuilds from view functions that miss that op, where the replayed output k
 and a subclass view of an input or another output that only a fresh base could rebuild.
 
 Input: the analysis's output infos and the eager objects they describe, the run. Output: nothing, or
-UnsupportedError. Invariants: pure reads of the run's records (Note [Stale View Functions], Note [Subclass Views Of
-Intermediates In Training]).
+UnsupportedError. Invariants: pure reads of the run's records (Note [Stale View Functions], Note [Subclass Intermediate
+Roots]).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence
         if info.function_view is not None or any(leaf.source is LeafSource.INPUT_ALIAS for leaf in info.leaves):
             continue
         if _view_op_aliases(value, run):
-            # a set_() up the chain moved the data, not the view op (Note [Subclass Views Of Intermediates In Training])
+            # a set_() up the chain moved the data, not the view op (Note [Subclass Intermediate Roots])
             continue
         root = run.swaps.view_root(value, through_swaps=True)
         base = root if id(root) in named else value._base
@@ -62,7 +62,7 @@ def _shares_inner_storage(value: torch.Tensor, base: torch.Tensor) -> bool:
 
 
 def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
-    """See Note [Subclass Views Of Intermediates In Training]."""
+    """See Note [Subclass Intermediate Roots]."""
     named = {id(t): f"input {i}" for i, t in enumerate(run.user_tensors)}
     named.update((id(v), info.path) for info, v in zip(infos, leaves, strict=True) if isinstance(v, torch.Tensor))
     for info, value in zip(infos, leaves, strict=True):
@@ -71,13 +71,13 @@ def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], ru
             raise UnsupportedError(
                 f"{info.path} is a view of {named[id(base)]} (a tensor subclass) whose view chain cannot be replayed "
                 "(it passes through a tensor the program set_() or changed in place after taking a view of it), so "
-                "the compiled output could not be a view of it (Note [Subclass Views Of Intermediates In Training]). "
+                "the compiled output could not be a view of it (Note [Subclass Intermediate Roots]). "
                 "Return a clone"
             )
 
 
 def check_stale_subclass_outputs(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
-    """See Note [Stale View Functions] and Note [Subclass Views Of Intermediates In Training]."""
+    """See Note [Stale View Functions] and Note [Subclass Intermediate Roots]."""
     _check_views_over_fresh_leaves(infos, leaves, run)
     _check_fresh_views(infos, leaves, run)
     if not torch.is_grad_enabled():

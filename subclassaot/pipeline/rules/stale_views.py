@@ -188,41 +188,39 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 # Note [Stale View Functions]
 # Eager: once the version counter a view shares with its base moves past the version its history was set at (a write
 # through any alias, an in-place view op, set_(), also under no_grad), autograd rebuilds the view's grad_fn from its
-# base at its next use with grad. A plain view is rebuilt by as_strided() of the base with the layout the view has
-# *then*; a tensor subclass view (no as_strided) by the view functions it was made by, which know nothing of in-place
-# view ops since. Functional tensors have no as_strided() replay: in the trace every view is rebuilt by its view
-# functions, as a subclass view is in eager. Where a plain view's layout changed without its view function (an in-place
-# view op on it or on a tensor its chain passes through, set_(), `.data =`), a history rebuilt after that reads
-# gradients in the old layout: wrong values, a shape error, or a replay that raises where eager's as_strided() does not.
-# A view whose history is never rebuilt after such a change is exact (a grad-enabled in-place view op records its own
-# node on top, as eager's). So the mode tracks, per view whose function is stale, the sequence number at which its
-# history was last set, and:
-# - Views used after an in-place view op on their base: a view taken with grad of a tensor that requires grad, used with
-#   grad after an in-place view op on that tensor (or on one its chain passes through), is refused; a no_grad in-place
-#   view op counts where the view op no longer applies to the new layout. `x.data = v` bumps no version: a view of x is
-#   replayed on v's layout only after a later write.
-# - Members of an alias group (traced as views of a synthetic base: Note [Synthetic Bases]) read with a stale rebuilt
-#   history are refused by training_rules; any other plain view of an input or intermediate is refused where the stale
-#   read happens; a rebuild that raises while the program runs is refused at the op that read the view
-#   (`stale_history_failures_refused`).
-# - Views set_() under no_grad read with grad: the set_() bumps the counter, and eager's rebuilt history is the base's
-#   as_strided() with the view's new layout, where the view function rebuilds the old one. So while the view's layout
-#   differs from the one its function makes, each torch call that reads it with grad, or writes it with grad, reads a
-#   stand-in: the base's as_strided() with the view's layout now, carrying the view's own values where it sits on
-#   another storage (`_EagerHistory`: t's elements with the as_strided() history). Not substituted: the view an in-place
-#   view op changes (it must stay the program's object), out= arguments, subclass views; refused where the base's
-#   storage cannot hold the new layout and a gradient reaches it.
-# - Writes to a view after set_: eager keeps a view a view through set_(), so a later write with grad rebases its old
-#   base by as_strided with the view's new layout; the trace's replay of the old view ops covers only the old region.
-#   Refused where gradient flows into the write.
-# - Subclass views rebuilt without their in-place view ops: eager rebuilds a subclass view by its view functions too,
-#   dropping a grad-enabled t_() it recorded once another view's in-place view op bumps the shared counter; the output
-#   replayed at run time keeps the t_()'s node. Refused in training where an in-place view op of another, unreturned
-#   view of the same counter came after the output's own.
-# - View inputs laid out anew under no_grad: an input that is a view and requires grad, changed by an in-place view op
-#   under no_grad, is rebuilt at its next read by eager (plain: as_strided at its layout now; subclass: its view
-#   function, without earlier grad-enabled in-place view ops), while the joint trace runs it as a clone whose history
-#   keeps every node. Refused where an op with grad then reads it and the two histories expect different layouts.
+# base at its next use with grad: a plain view by as_strided() of the base with the layout the view has *then*, a tensor
+# subclass view (no as_strided) by the view functions it was made by, which know nothing of in-place view ops since. In
+# the trace every view is rebuilt by its view functions, as a subclass view is in eager. Where a view's layout changed
+# without its view function (an in-place view op on it or on a tensor its chain passes through, set_(), `.data =`), a
+# history rebuilt after that reads gradients in the old layout: wrong values, a shape error, or a replay that raises. A
+# view whose history is never rebuilt after such a change is exact (a grad-enabled in-place view op records its own node
+# on top). So the mode tracks, per view whose function is stale, the sequence number its history was last set at, and:
+# - Refuses a view taken with grad of a tensor that requires grad and used with grad after an in-place view op on that
+#   tensor or one its chain passes through (a no_grad one counts where the view op no longer applies). `x.data = v`
+#   bumps no version: a view of x is replayed on v's layout only after a later write. Alias-group members read with a
+#   stale history are refused by training_rules; a rebuild that raises while the program runs is refused at the op that
+#   read the view (`stale_history_failures_refused`).
+# - Views set_() under no_grad read with grad: eager's rebuilt history is the base's as_strided() with the view's new
+#   layout, so each torch call that reads or writes such a view with grad reads a stand-in (`_EagerHistory`: the base's
+#   as_strided() at the view's layout now, with the view's own values). Not for the view an in-place view op changes,
+#   out= arguments, subclass views; refused where the base's storage cannot hold the layout and a gradient reaches it.
+#   A later write with grad rebases the old base by as_strided with the new layout, which the trace's replay of the old
+#   view ops does not cover: refused where gradient flows into the write.
+# - Subclass views drop a grad-enabled t_() they recorded once another view's in-place view op bumps the shared counter;
+#   the replayed output keeps the t_()'s node: refused in training where such an op of an unreturned view came after.
+# - View inputs laid out anew under no_grad and read with grad are refused where eager's rebuilt history (plain:
+#   as_strided at its layout now; subclass: its view function) and the joint's clone history expect different layouts.
+# - Written subclass view inputs changed in place (Note [Inputs Written In Training]): the epilogue's wrapper
+#   copy_ makes autograd rebuild the view's grad_fn from its view function, at the layout the view came with, while eager
+#   leaves that rebuilt grad_fn as of the program's last bump, with the nodes of later grad-enabled in-place view ops on
+#   top. So the epilogue copies the new value in first, taken back to the original layout through the out-of-place
+#   inverses of the ops (t, transpose, squeeze), then replays the ops before the last write under no_grad and the rest
+#   under the grad mode each had (`Analysis.write_steps`). Exact only where eager's rebuilt histories are not read: once
+#   an op changed the layout (anything but a t_() of a 0-d or 1-d view or a transpose_() of a dim with itself), refused
+#   are a read with grad of the view or a view of it after the next bump, a write after the change that reads a tensor of
+#   more than one element or multiplies by one that requires grad, a layout-changing op under no_grad, a write through
+#   another view after its first in-place view op, alias-group members, inputs whose `.data` is assigned, and ops with
+#   no inverse here.
 
 
 def note_assigned(record: SwapRecord, t: torch.Tensor, key: object, before: tuple[object, ...]) -> None:
@@ -230,7 +228,7 @@ def note_assigned(record: SwapRecord, t: torch.Tensor, key: object, before: tupl
     assignment changes t's layout but not its view function, as an in-place view op under no_grad does; it records
     nothing and bumps no version (an expand() of it set_() with grad then replays the view on the assigned layout).
     A plain view the program took counts wherever it is, with the history autograd last set on it, which a write
-    may have made stale already (Note [Plain Views Assigned .data After A Write]: eager rebuilds it in the assigned
+    may have made stale already (Note [History Kept Through .data =]: eager rebuilds it in the assigned
     layout, ours by the view function)."""
     taken = _taken_plain_view(record, t)
     if (key not in record.alias_bases and not taken) or any(t is b for b in record.alias_bases.values()):
@@ -303,7 +301,7 @@ def note_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dic
         if not member and (rebuilt or (write and not _uniform_write(record, a, func, args, kwargs))):
             raise _stale_refusal(record, a, "which sends the gradient to other elements")
         if rebuilt and id(a) in record.swapped_by_data and _taken_plain_view(record, a):
-            # Note [Plain Views Assigned .data After A Write]: in an alias group too (no member changed its layout)
+            # See Note [History Kept Through .data =]: in an alias group too (no member changed its layout)
             raise _stale_refusal(record, a, "which sends the gradient to other elements")
         if rebuilt or write:
             record.stale_reads.add(key)

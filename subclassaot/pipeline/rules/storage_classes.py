@@ -1,6 +1,6 @@
 """Stage `analyze`, wrapper storages: which subclass tensors share one wrapper storage after the call, and which
-tensor the runtime takes that storage from (Note [Wrapper Storage After set_], Note [Wrappers set_() To A Plain
-Tensor]).
+tensor the runtime takes that storage from (Note [Wrapper Storage], Note [Wrapper
+Storage]).
 
 Input: a `FunctionalRun`, its `DenseLayout` and the analyzed outputs. Output: `WrapperStorageClass`es for the runtime
 (wrapper_storage.py applies them). Invariants: pure reads of the run's records; nothing here raises.
@@ -18,7 +18,7 @@ from subclassaot.torch_internals import storage_key
 __all__ = ["wrapper_storage_classes"]
 
 
-# Note [Wrapper Storage After set_]
+# Note [Wrapper Storage]
 # A wrapper subclass has a storage of its own (no data): views share it (return_and_correct_aliasing), and since set_
 # is an inplace_view op, `w.set_(src)` on a wrapper also replays on the wrapper itself, which then shares src's
 # wrapper storage and takes its metadata, while the subclass's own set_ handler points the inner tensors at src's
@@ -30,17 +30,15 @@ __all__ = ["wrapper_storage_classes"]
 # wrapper of its dense leaves (`Replay.then_set`); and after the outputs are built, every member of a sharing class
 # gets the class's storage (torch._functionalize_unsafe_set, which changes neither metadata nor version counters),
 # an anchor's storage taken before the epilogue (which may move the anchor off it).
-
-# Note [Wrappers set_() To A Plain Tensor]
-# `w.set_(t)`, w a wrapper subclass and t a plain tensor:
-# the replay on the wrapper puts w on t's own storage, a real one, and the subclass's set_ points every inner tensor
-# of w at it too, so in eager w shares a storage with its inner tensors and with t. The functional run shows it the
-# same way: at its end the class's storage is that of a dense leaf (an inner tensor of an input, or a plain input)
-# or of an output's leaf. The class then names that leaf (`WrapperStorageClass.leaf`, else `output_leaf`), and the
-# runtime gives the members the storage that leaf has once the epilogue ran and the outputs are built: the epilogue's
-# set_() put the leaf where eager's is. When no tensor the caller can see holds that storage any more (the inner
-# tensors moved on, t was an intermediate), a storage of the wrapper's own is as good as eager's: nothing observable
-# shares it.
+# - `w.set_(t)` with t a plain tensor puts w on t's own, real storage, and the subclass points every inner tensor at
+#   it too. The class's storage is then that of a dense leaf (an input's inner tensor, a plain input, or an output's
+#   leaf: `WrapperStorageClass.leaf`, else `output_leaf`), and the members get the storage that leaf has once the
+#   epilogue ran and the outputs are built. Where no tensor the caller can see holds it any more, a storage of the
+#   wrapper's own is as good as eager's: nothing observable shares it.
+# - A wrapper input that is a view of a larger one (`b[1:1]`, `b[:2]`) shares its base's wrapper storage, which bounds
+#   the in-place view ops it allows (`x.as_strided((), (), 0).unsqueeze_(0)` on an empty slice is legal). Rebuilt by
+#   unflatten, the traced wrapper would get a storage sized for its own elements only, and the op would raise; so it
+#   gets a (data-less) storage as large as the real input's, where that is larger and its metadata is static.
 
 
 def wrapper_storage_classes(
@@ -60,7 +58,7 @@ def wrapper_storage_classes(
     for o, (info, value) in enumerate(zip(outputs, values, strict=True)):
         if info.kind is OutputKind.TENSOR and info.tree is not None and isinstance(value, torch.Tensor):
             members.setdefault(storage_key(value), ([], []))[1].append(o)
-    leaf_keys: dict[object, int] = {}  # Note [Wrappers set_() To A Plain Tensor]
+    leaf_keys: dict[object, int] = {}  # Note [Wrapper Storage]
     for k, final in enumerate(run.finals):
         leaf_keys.setdefault(storage_key(final), k)
     output_keys: dict[object, tuple[int, int]] = {}

@@ -37,33 +37,33 @@ class StorageReachError(UnsupportedError):
 # Note [as_strided On Inputs]
 # Eager: as_strided names absolute storage offsets, so a view of an input can reach storage elements the input does not
 # cover (x = base[1:3]; x.as_strided((1,), (1,), 0)), and eager reads and writes them; so does a resize_() that makes a
-# view contiguous over its storage. A write into a view whose own elements are distinct, taken of a tensor whose
-# elements overlap (the diagonal of an expanded input, or a `.data` alias of it), is legal too.
-# An input that is its own graph input holds only its own elements (a training clone, laid out at other offsets, not
-# even those): when the program reaches others, the trace raises StorageReachError naming the input's leaf, and the
-# driver compiles again with that leaf as a one-member alias group: its whole storage becomes a synthetic base (Note
-# [Synthetic Bases]), the leaf a view of it, and writes anywhere in the storage reach the real one through the base's
-# write-back. Such a group stays traced when untouched, and the guards check the storage's size. The same retrace serves
-# two writes functionalization cannot take:
-# - a write below an expanded input: functionalization writes it back view by view, the last step scattering into the
-#   overlapping tensor, which raises. The mode runs it on the base's as_strided view of the same memory instead: one
-#   as_strided_scatter into the base, every repeat of the input then reads the new value;
-# - writes after as_strided in a view chain: functionalization refuses a write through a chain in which an as_strided is
-#   not the first view (pytorch/pytorch issue 104505), and after x.t_() or x.set_(y) an input's own chain is not empty.
-# Inside the span, `v.as_strided(...)` of a view `v` is taken from the view chain's root instead (the synthetic base for
-# aliased inputs), the same view in eager and first in its chain; `v.as_strided_(...)` rebinds v to that view of the
-# root (Note [Storage Swaps By Rebinding]), its wrapper keeping eager's metadata, since an as_strided_ at the end of v's
-# chain would be written back at the absolute offset into the view before it. Elsewhere (an intermediate) reaching
-# beyond a tensor's own elements is refused precisely.
-# Gradients follow the elements a history covers. Eager's AsStridedBackward of an as_strided view of x sends the
-# gradient to x's elements only; once the storage's version advances, autograd rebuilds the view's history on its next
-# use as an as_strided of x's base, which reaches every element of the view, and an in-place write to the view records
-# CopySlices on the base. The compiled program sends the gradient through the input's elements in every case. So in
-# training these are refused: escaping as_strided views read after a write (a view reaching beyond its input, used with
-# grad after a version bump of its storage: used before, returned as it is, or taken after the write, it is exact);
-# views that escape their history (a written view input whose own history loses gradient its base's as_strided would
-# give, checked on the real input); and writes through as_strided of a synthetic base that autograd records (the joint
-# trace's backward would replay the view chain of the base's clone).
+# view contiguous over its storage, and a write into a view with distinct elements of a tensor whose elements overlap.
+# An input that is its own graph input holds only its own elements: when the program reaches others, the trace raises
+# StorageReachError naming the input's leaf, and the driver compiles again with that leaf as a one-member alias group:
+# its whole storage becomes a synthetic base (Note [Synthetic Bases]), the leaf a view of it, and writes anywhere in the
+# storage reach the real one through the base's write-back; the guards check the storage's size. The same retrace serves
+# a write below an expanded input (one as_strided_scatter into the base instead of a failing view-by-view write-back),
+# and writes after an as_strided that is not first in its chain (pytorch/pytorch issue 104505; after x.t_() or x.set_(y)
+# an input's chain is not empty). Inside the span `v.as_strided(...)` is taken from the chain's root, and
+# `v.as_strided_(...)` rebinds v to that view of the root (Note [Storage Swaps By Rebinding]). Elsewhere (an
+# intermediate) reaching beyond a tensor's own elements is refused precisely.
+# Offsets: functionalization regenerates a written tensor from a fresh value at offset 0, so a view op run after the
+# write computes its offset from that (after `x0.mul_(2.0)` on an input at offset 12, `x0[1:]` reports 3, eager's 15),
+# while tensors that had an offset before keep eager's. Every offset crosses between the two frames by one shift, the
+# input's original offset less its offset behind the wrapper:
+# - eager's offsets are read (`eager_offset`) as the offset behind the wrapper plus the shift, for an input's final
+#   metadata and outputs that alias an input's storage (views of inputs replay their chains and never read them);
+# - absolute offsets the program names on written inputs (as_strided(), set_(storage, offset, ...)) are moved into the
+#   regenerated frame (minus the shift), and the wrapper keeps eager's offset;
+# - an as_strided() view holds an absolute offset in the frame of its time, and a later write through the input starts a
+#   new frame, so its replay would name other elements: once the shift differs the trace raises StorageReachError and
+#   the input is traced over its whole storage, whose synthetic base starts at 0 in every frame.
+# Gradients follow the elements a history covers: eager's AsStridedBackward sends the gradient to x's elements only,
+# but a history rebuilt after a version bump is an as_strided of x's base, reaching every element of the view, where
+# the compiled program sends it through the input's elements in every case. So in training these are refused: views
+# reaching beyond their input used with grad after a version bump of the storage; written view inputs whose own history
+# loses gradient its base's as_strided would give (checked on the real input); and writes through as_strided of a
+# synthetic base that autograd records.
 
 
 @contextlib.contextmanager
@@ -96,7 +96,7 @@ def as_strided_chain_refused(
 
 
 def frame_shift(record: SwapRecord, key: object) -> int | torch.SymInt:
-    """Note [Offsets After A Write]: eager's offsets on the input storage `key` minus the ones
+    """Note [as_strided On Inputs]: eager's offsets on the input storage `key` minus the ones
     functionalization keeps behind the wrappers (0 until a write regenerates the input's value)."""
     original = record.input_originals.get(key)
     if original is None or not has_data_mutation(original):
@@ -105,14 +105,14 @@ def frame_shift(record: SwapRecord, key: object) -> int | torch.SymInt:
 
 
 def functional_frame_offset(record: SwapRecord, t: torch.Tensor, offset: int | torch.SymInt) -> int | torch.SymInt:
-    """Note [Offsets After A Write]: eager's absolute `offset` on FunctionalTensor `t`'s storage, as
+    """Note [as_strided On Inputs]: eager's absolute `offset` on FunctionalTensor `t`'s storage, as
     functionalization counts it behind the wrappers."""
     shift = frame_shift(record, storage_key(t))
     return offset if isinstance(shift, int) and shift == 0 else offset - shift
 
 
 def note_absolute_view(record: SwapRecord, t: torch.Tensor) -> None:
-    """Note [Offsets After A Write]: the program took a view of FunctionalTensor `t`'s storage at an
+    """Note [as_strided On Inputs]: the program took a view of FunctionalTensor `t`'s storage at an
     absolute offset."""
     key = storage_key(t)
     if key in record.input_originals and key not in record.alias_bases:
@@ -123,9 +123,9 @@ def strided_call_args(
     record: SwapRecord, x: torch.Tensor, source: torch.Tensor, rest: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """`x.as_strided(*rest, **kwargs)` as an as_strided of `source` (x, or its view chain's root: Note [as_strided
-    On Inputs]): an offset the program gave moved into functionalization's frame (Note [Offsets After A Write]); none
-    given, x's own, which eager takes (the root's would be another). Either is an absolute offset (Note [Offsets After A
-    Write])."""
+    On Inputs]): an offset the program gave moved into functionalization's frame (Note [as_strided On Inputs]); none
+    given, x's own, which eager takes (the root's would be another). Either is an absolute offset (Note [as_strided On
+    Inputs])."""
     if kwargs.get("storage_offset") is not None:
         note_absolute_view(record, source)
         return rest, {**kwargs, "storage_offset": functional_frame_offset(record, source, kwargs["storage_offset"])}
@@ -139,7 +139,7 @@ def strided_call_args(
 
 
 def check_inplace_strided_frame(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """`x.as_strided_(size, stride, offset)`: Note [Offsets After A Write] for an in-place view op,
+    """`x.as_strided_(size, stride, offset)`: Note [as_strided On Inputs] for an in-place view op,
     whose offset stays in x's wrapper; once the frame has shifted, the input is traced over its whole storage."""
     offset = args[3] if len(args) > 3 else kwargs.get("storage_offset")
     if offset is None:
@@ -149,7 +149,7 @@ def check_inplace_strided_frame(record: SwapRecord, args: tuple[Any, ...], kwarg
     if not (isinstance(shift, int) and shift == 0) and (span := record.input_spans.get(key)) is not None:
         raise StorageReachError(
             f"{span[1]}: as_strided_() at an absolute storage offset of this input, which sits at an offset of its "
-            "storage, after a write to the input itself (Note [Offsets After A Write])",
+            "storage, after a write to the input itself (Note [as_strided On Inputs])",
             leaf=span[2],
         )
     note_absolute_view(record, args[0])
@@ -197,7 +197,7 @@ def check_escaping_reads(record: SwapRecord, func: Any, args: tuple[Any, ...]) -
 
 
 def check_absolute_frames(record: SwapRecord) -> None:
-    """Note [Offsets After A Write]: refuse (retrace) once a view at an absolute offset is stale."""
+    """Note [as_strided On Inputs]: refuse (retrace) once a view at an absolute offset is stale."""
     for key, shifts in record.absolute_frames.items():
         now = frame_shift(record, key)
         if all(statically_known_true(s == now) for s in shifts):
@@ -206,7 +206,7 @@ def check_absolute_frames(record: SwapRecord) -> None:
             "the program took an as_strided() view (or a set_(storage, offset, ...)) at an absolute storage offset "
             "of this input, which sits at an offset of its storage, and then wrote the input itself: the compiled "
             "graph regenerates the input from a value at offset 0, where that view's offset names other elements "
-            "(Note [Offsets After A Write])"
+            "(Note [as_strided On Inputs])"
         )
         span = record.input_spans.get(key)
         if span is not None:
@@ -217,7 +217,7 @@ def check_absolute_frames(record: SwapRecord) -> None:
 
 def strided_in_frame(record: SwapRecord, t: torch.Tensor, args: tuple[Any, ...]) -> tuple[Any, ...]:
     """as_strided's arguments after the tensor (size, stride, storage offset), the offset, where given, moved into
-    functionalization's frame (Note [Offsets After A Write])."""
+    functionalization's frame (Note [as_strided On Inputs])."""
     if len(args) < 3 or args[2] is None:
         return args
     return (*args[:2], functional_frame_offset(record, t, args[2]), *args[3:])
@@ -296,7 +296,7 @@ def writes_self(func: Any) -> bool:
     )
 
 
-# set_ under grad into shared storage (Note [Inputs That Gain Grad In Training]): `v.set_(w)` with grad on, w requiring
+# set_ under grad into shared storage (Note [Inputs Written In Training]): `v.set_(w)` with grad on, w requiring
 # grad and v not, v (a view of) an input that shares storage with other inputs, none of which requires grad (v not a
 # `.data` or detach() alias): eager's autograd records the set_ as an in-place op on a view, so it rebases the view's
 # base on it (CopySlices), and every other alias of that base then requires grad with a history whose backward raises;
@@ -337,12 +337,12 @@ def check_shared_grad_set(record: SwapRecord, args: tuple[Any, ...], leaves: Seq
                 f"set_() with grad enabled, to a tensor that requires grad, of a tensor in the storage that inputs "
                 f"{', '.join(paths)} share, none of which requires grad: eager's autograd then rebases that storage's "
                 "base on the set_, and its other aliases require grad with a history the compiled program cannot "
-                "reproduce (Note [Inputs That Gain Grad In Training]). set_() a clone of the input, run the set_() "
+                "reproduce (Note [Inputs Written In Training]). set_() a clone of the input, run the set_() "
                 "under torch.no_grad(), or pass inputs that do not share storage"
             )
 
 
-# Members of a subclass family that gained grad (Note [Inputs That Gain Grad In Training]): subclass inputs that are
+# Members of a subclass family that gained grad (Note [Inputs Written In Training]): subclass inputs that are
 # views of one wrapper (x1 and x2 = x1.select(0, -1)), none requiring grad, are each their own wrapper in the trace
 # (Note [Aliased Subclass Inputs In Training]). A write with grad into one (x1.copy_(x0), x0 requiring grad) makes it
 # require grad, in eager as here; eager's other members, autograd views of it, then require grad too, but the trace's do
@@ -369,6 +369,6 @@ def check_gained_family_member(record: SwapRecord, args: tuple[Any, ...]) -> Non
             raise UnsupportedError(
                 f"tensor subclass inputs {', '.join(paths)} share storage and do not require grad; a write with "
                 "grad makes one of them require grad (in eager its views then do too), and the program then uses "
-                "another; in training this is not supported (Note [Inputs That Gain Grad In Training]). "
+                "another; in training this is not supported (Note [Inputs Written In Training]). "
                 "Write into a clone, or detach() the value"
             )

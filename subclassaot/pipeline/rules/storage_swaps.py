@@ -150,7 +150,7 @@ from subclassaot.torch_internals import (
 # In-place ops whose version bump is decided elsewhere (resize_ bumps only when the size changes).
 _NO_VERSION_BUMP = frozenset({"aten::resize_", "aten::resize_as_"})
 
-# Writes that store one value everywhere (Note [Writes Through Overlapping Memory]).
+# Writes that store one value everywhere (Note [In-Place Ops As Eager Runs Them]).
 _RESIZE_OPS = frozenset({torch.ops.aten.resize_.default, torch.ops.aten.resize_as_.default})
 
 
@@ -183,7 +183,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             func, (args, kwargs) = torch.ops.aten.resize_.default, as_resize(args, kwargs)
         if self.depth == 0:
             if self.record.absolute_frames:
-                check_absolute_frames(self.record)  # Note [Offsets After A Write]
+                check_absolute_frames(self.record)  # Note [as_strided On Inputs]
             note_before(self.record, func, args, kwargs)  # Note [Stale View Functions]
             if self.record.escaping_strided:
                 check_escaping_reads(self.record, func, args)  # Note [as_strided On Inputs]
@@ -231,7 +231,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
                 self.record.note_wrapper_set(args[0], seq, size_before)
                 if len(args) > 1 and args[1] is args[0] and not torch.is_grad_enabled():
-                    note_self_set(self.record, args[0])  # Note [set_ Renews A Leaf's Accumulator]
+                    note_self_set(self.record, args[0])  # Note [Gradient Accumulators Of Leaves]
             if func in _RESIZE_OPS and self.depth == 0 and _size_and_stride(args[0]) != before:
                 # The wrapper takes its new size with a set_ of its own, which advances its version counter (and
                 # its base's, for a view), in eager.
@@ -272,7 +272,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 return args[0]
         if func is torch.ops.aten.as_strided_.default and args and is_functional(args[0]):
             check_strided_reach(self.record, args)  # (an input's as_strided_ off its elements)
-            check_inplace_strided_frame(self.record, args, kwargs)  # Note [Offsets After A Write]
+            check_inplace_strided_frame(self.record, args, kwargs)  # Note [as_strided On Inputs]
             source = self._as_strided_source(args)
             if source is not args[0]:  # Note [as_strided On Inputs]
                 rest, strided_kwargs = strided_call_args(self.record, args[0], source, args[1:], kwargs)
@@ -302,7 +302,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.seq += 1
                 self.record.last_bump[storage_key(args[0])] = self.record.seq
             if self.depth == 0 and not torch.is_grad_enabled():
-                note_self_set(self.record, args[0])  # Note [set_ Renews A Leaf's Accumulator]
+                note_self_set(self.record, args[0])  # Note [Gradient Accumulators Of Leaves]
             return args[0]
         if func in SET_OPS and args and is_functional(args[0]):
             if self.depth == 0:
@@ -323,8 +323,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self._grad_set(args[0], source)  # autograd recorded a set_ it cannot differentiate
             made_here = id(args[0]) in self.record.views  # a view the program took (not an aliased input's)
             if torch.is_grad_enabled() and made_here and args[0]._is_view() and id(args[0]) not in self.record.hidden:
-                self.record.set_views.add(id(args[0]))  # Note [Eager's Layouts Under Functionalization]
-            # Note [Stale View Functions]
+                self.record.set_views.add(id(args[0]))  # Note [In-Place Ops As Eager Runs Them]
+            # See Note [Stale View Functions]
             self.record.swapped_by_data.discard(id(args[0]))
             self.record.swapped_ids.add(id(args[0]))
             self.record.written_families.add(self.record.family_of(args[0]))
@@ -347,7 +347,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             x = args[0]
             once = [1 if st == 0 and sz > 1 else sz for sz, st in zip(x.shape, x.stride(), strict=True)]
             meta = (once, list(x.stride()), x.storage_offset())
-            # Note [Writes Through Overlapping Memory]: as_strided from the chain's root, which functionalization writes
+            # See Note [In-Place Ops As Eager Runs Them]: as_strided from the chain's root, which functionalization writes
             # back by one as_strided_scatter (a narrow at the end of the chain would scatter through the repeats)
             own_root = self.record.view_root(x) is x and storage_key(x) not in self.record.alias_bases
             root = x if own_root else self._as_strided_source((x, *meta))
@@ -371,7 +371,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self._track(func, args, args[0], kwargs)
             return args[0]
         if args and is_functional(args[0]) and writes_self(func) and self._through_overlap(args[0]):
-            # Note [as_strided On Inputs]: the same memory, as a view of the synthetic base.
+            # See Note [as_strided On Inputs]: the same memory, as a view of the synthetic base.
             x = args[0]
             check_overlapping_input(self.record, x)
             meta = (list(x.shape), list(x.stride()), x.storage_offset())
@@ -382,13 +382,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self._track(func, args, args[0], kwargs)
                 return args[0]
         with as_strided_chain_refused(self.record, func, args, kwargs):
-            out = fill_in_memory_order(func, args, kwargs)  # Note [Eager's Layouts Under Functionalization]
+            out = fill_in_memory_order(func, args, kwargs)  # Note [In-Place Ops As Eager Runs Them]
             if out is None:
-                out = apply_keeping_strides(func, args, kwargs)  # Note [Eager's Layouts Under Functionalization]
+                out = apply_keeping_strides(func, args, kwargs)  # Note [In-Place Ops As Eager Runs Them]
             if out is None:
-                out = view_with_eager_strides(func, args, kwargs)  # Note [Eager's Layouts Under Functionalization]
+                out = view_with_eager_strides(func, args, kwargs)  # Note [In-Place Ops As Eager Runs Them]
             if out is None:
-                out = call_with_eager_layouts(func, args, kwargs)  # Note [Eager's Layouts Under Functionalization]
+                out = call_with_eager_layouts(func, args, kwargs)  # Note [In-Place Ops As Eager Runs Them]
         self._track(func, args, out, kwargs)
         return out
 
@@ -414,7 +414,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
     def _grad_set(self, x: torch.Tensor, source: torch.Tensor | None = None) -> None:
         """Note [set_ Under Grad]: set_() of `x` with grad on. On a view taken with grad on, eager's autograd
         rebases the view's base on the set_ node too: its history then raises in backward as well. `source`: the
-        tensor set_() to (Note [Views Of Inputs set_() Under Grad])."""
+        tensor set_() to (Note [set_ Under Grad])."""
         self.record.grad_set_ids.add(id(x))
         t = x
         while (record := self.record.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
@@ -422,8 +422,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 return
             t = record.source
         if t is x:
-            self.record.plain_grad_sets[id(x)] = x  # Note [Reads Of Intermediates set_() Under Grad]
-        else:  # (Note [Views Of Inputs set_() Under Grad])
+            self.record.plain_grad_sets[id(x)] = x  # Note [set_ Under Grad]
+        else:  # (Note [set_ Under Grad])
             self.record.grad_set_ids.add(id(t))
             self.record.view_set_bases.add(id(t))
             if source is not None:
@@ -517,9 +517,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if stride is None or len(stride) == 0:
             stride = torch._prims_common.make_contiguous_strides_for(size)
         check_strided_reach(self.record, (owner, size, stride, offset))  # Note [as_strided On Inputs]
-        inner = functional_frame_offset(self.record, owner, offset)  # Note [Offsets After A Write]
+        inner = functional_frame_offset(self.record, owner, offset)  # Note [as_strided On Inputs]
         rebind_functional(x, owner, (list(size), list(stride), inner), wrapper_offset=offset)
-        note_absolute_view(self.record, owner)  # Note [Offsets After A Write]
+        note_absolute_view(self.record, owner)  # Note [as_strided On Inputs]
 
     def _track(self, func: Any, args: tuple[Any, ...], out: Any, kwargs: dict[str, Any] | None = None) -> None:
         kwargs = kwargs or {}
@@ -657,27 +657,34 @@ def _key_of_storage(storage: object) -> object:
 # Eager: `w.data = v` on a wrapper subclass never dispatches: it shallow-copies v's TensorImpl into w's (size, stride,
 # offset, storage, of the wrapper itself), while w's inner tensors (Python attributes), autograd history and version
 # counter stay what they were; `w.data = w` changes nothing. So a wrapper can end with metadata that its inner tensors
-# do not have, and a view of it taken before keeps the leaves' metadata of its time (`t0 = x.detach(); x.transpose_(0,
-# 1); x.data = t1`: x ends with the wrapper metadata it had when t0 was taken, over leaves transposed since).
+# do not have, and a view of it taken before keeps the leaves' metadata of its time.
 # The functional run does the same on the traced wrappers and records each assignment (its seq, v's metadata then), so
 # at its end the traced wrappers hold eager's own metadata and wrapper storages. The runtime gives them to the real
 # tensors in two parts:
 # - metadata: a subclass input takes the assigned metadata in the epilogue, between the in-place view ops replayed
-#   before and after the assignment (those replay on the wrapper's own metadata, as in eager); a subclass output whose
-#   own wrapper was assigned takes the metadata it had at the end once it is built. Both by `t.data = shell`, shell an
-#   empty wrapper of that metadata on t's storage (torch_internals.assign_wrapper_metadata): no autograd record, no
-#   version bump. Where the assigned metadata come from an input as received, they are read from the real input (the run
-#   may have used a clone with another offset).
-# - storage: as after a wrapper-level set_ (Note [Wrapper Storage After set_]), every subclass input and output ends on
-#   the wrapper storage its class had in the run, taken from the inputs before the epilogue.
-# A view record of a subclass keeps its source's dense leaves' metadata too (ViewRecord.source_leaves): the source
-# counts as changed since the view where they differ from its leaves' at the end, even where the wrapper's metadata are
-# as they were, and the chain is then replayed before the epilogue from the input as the program received it.
-# Refused (data_assignment.py): in training, an output that requires grad and took another size where its history cannot
-# record eager's size (Note [Subclass Outputs Resized Under Their History]), and an input written where autograd records
-# it and given another size; metadata recorded on a clone whose layout is not the input's, or whose strides the kernels
-# chose (Note [Strides Of Assigned Tensors]); a view through an assigned tensor that cannot be replayed as eager made
-# it. The same object passed twice stays one object in the trace.
+#   before and after the assignment; a subclass output whose own wrapper was assigned takes the metadata it had at the
+#   end once it is built. Both by `t.data = shell`, shell an empty wrapper of that metadata on t's storage
+#   (torch_internals.assign_wrapper_metadata): no autograd record, no version bump. Metadata that come from an input as
+#   received are read from the real input (the run may have used a clone with another offset).
+# - storage: as after a wrapper-level set_ (Note [Wrapper Storage]), every subclass input and output ends on the
+#   wrapper storage its class had in the run.
+# Views: a view record of a subclass keeps its source's dense leaves' metadata (ViewRecord.source_leaves); the source
+# counts as changed where they differ at the end, and the chain is replayed before the epilogue from the input as
+# received. A view of an intermediate assigned after (`y = x.add(0.5); v = y.expand(...); y.data = x; return v.t()`) is
+# replayed from the intermediate rebuilt around its leaves with the metadata it had when viewed; once every output is
+# built, that root (eager's `._base`) takes the assigned metadata (Replay.root_data_meta). Only where no in-place view
+# op changed the root; in training, a view requiring grad whose root the assignment relaid is refused.
+# Sizes under history: `t = x.unbind(1)[0]; t.data = x; return t` keeps UnbindBackward0, recorded at t's old size, and
+# the engine sums a gradient of the new size back to it where it expands (raises where not). So such an output leaves
+# the Function at the size autograd recorded (OutputInfo.history_size, contiguous strides) and takes its assigned
+# metadata after: the engine reduces the gradient before it reaches the Function, as for eager's. Only where the
+# recorded size expands to the new one (else whether eager raises depends on the subclass's gradients). A view replayed
+# from an input or output records its size when its view op runs again, which is exact where nothing recorded history
+# on it since, and so is a view taken after an input's `.data =` and replayed after the epilogue repeated it.
+# Refused (data_assignment.py): other outputs resized under their history, an input written where autograd records it
+# and given another size, metadata recorded on a clone whose layout is not the input's or whose strides the kernels
+# chose (Note [Strides The Kernels Choose]), and a view through an assigned tensor that cannot be replayed as eager
+# made it. The same object passed twice stays one object in the trace.
 
 
 def _plain_tensor(t: object) -> bool:
@@ -695,7 +702,7 @@ class _DataMode(TorchFunctionMode):
         kwargs = kwargs or {}
         method = per_tensor_method(func)
         if method is not None and args and isinstance(args[0], (list, tuple)):
-            for i, t in enumerate(args[0]):  # Note [Eager's Layouts Under Functionalization]
+            for i, t in enumerate(args[0]):  # Note [In-Place Ops As Eager Runs Them]
                 rest = tuple(a[i] if isinstance(a, (list, tuple)) else a for a in args[1:])
                 family, version = self.record.family_of(t), get_version(t)
                 bumped = family in self.record.written_families
@@ -718,7 +725,7 @@ class _DataMode(TorchFunctionMode):
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
             version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
             note_data_assignment(self.record, args[0], tuple(args[0].shape))
-            note_assignment_reads(self.record, args[0])  # Note [Plain Views Assigned .data After A Write]
+            note_assignment_reads(self.record, args[0])  # Note [History Kept Through .data =]
             with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
                 rebind_functional(args[0], args[1], None)
             set_version(args[0], version)  # and from its version counter, which autograd checks views against
@@ -753,7 +760,7 @@ class _DataMode(TorchFunctionMode):
         if (
             func is torch.Tensor.requires_grad_
             and args
-            and not is_functorch_wrapped(args[0])  # Note [Grad Mode At The Call Decides Training]
+            and not is_functorch_wrapped(args[0])  # Note [Grad Mode And Autograd Reads]
             and (args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
         ):
             self.record.requires_grad_set.add(id(args[0]))
@@ -766,7 +773,7 @@ class _DataMode(TorchFunctionMode):
         # (an attribute read, or a call inside inference_mode, makes no result that requires grad)
         computes = name != "__get__" and not torch.is_inference_mode_enabled()
         if computes and not self.record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
-            self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode At The Call Decides Training]
+            self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode And Autograd Reads]
         call_args, call_kwargs = with_eager_view_histories(self.record, func, args, kwargs)
         if name != "__set__":
             # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise
@@ -777,9 +784,9 @@ class _DataMode(TorchFunctionMode):
         view_before = view_layout(args[0]) if layout_op and self.record.view_layouts else None
         seq_before = self.record.seq
         with stale_history_failures_refused(self.record, call_args, call_kwargs):
-            if is_autograd_read(func):  # Note [Autograd Reads Answer As Eager's]
+            if is_autograd_read(func):  # Note [Grad Mode And Autograd Reads]
                 out = read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
-            elif is_base_read(func):  # Note [Autograd Reads Answer As Eager's]
+            elif is_base_read(func):  # Note [Grad Mode And Autograd Reads]
                 out = base_read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
             else:
                 out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
@@ -792,14 +799,14 @@ class _DataMode(TorchFunctionMode):
             self.record.read_with_grad.update(
                 id(a) for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)
             )
-        note_detach(self.record, func, args)  # Note [Autograd Reads Answer As Eager's]
+        note_detach(self.record, func, args)  # Note [Grad Mode And Autograd Reads]
         note_wrapper_storage(self.record, func, args, out)  # Note [Autograd Sees The Wrapper]
         note_traced_storage(self.record, func, args, out)  # Note [Storage Swaps By Rebinding]
-        # Note [Plain Views Assigned .data After A Write]
+        # See Note [History Kept Through .data =]
         note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
-        note_grad_reads(self.record, args, kwargs, out)  # Note [Accumulators Kept Through .data =]
+        note_grad_reads(self.record, args, kwargs, out)  # Note [Gradient Accumulators Of Leaves]
         if self.record.grad_set_ids and func is not torch.Tensor.set_:
-            note_reads_after_grad_set(self.record, args, kwargs, out)  # Note [set_ Under Grad Before The Call]
+            note_reads_after_grad_set(self.record, args, kwargs, out)  # Note [set_ Under Grad]
         if self.record.releafable:  # Note [Leaves Laid Out Anew Under no_grad]
             note_first_read(self.record, args, kwargs)
             if layout_op:
@@ -811,7 +818,7 @@ class _DataMode(TorchFunctionMode):
         if self.record.shared_members and torch.is_grad_enabled():
             refresh_shared_histories(self.record)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
-            # See Note [Writes Through Overlapping Memory]
+            # See Note [In-Place Ops As Eager Runs Them]
             _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch
         if func is torch.Tensor.contiguous and args and out is args[0]:
             if id(out) in self.record.copy_on_contiguous and len(args) == 1 and not kwargs:
@@ -895,7 +902,7 @@ def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
 
 def _note_function_apply(record: SwapRecord, cls: type, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
     """A custom Function reads its inputs with grad on (Note [Leaves Laid Out Anew Under no_grad]), and where the call
-    began under no_grad, its result requires grad as eager's would (Note [Grad Mode At The Call Decides Training])."""
+    began under no_grad, its result requires grad as eager's would (Note [Grad Mode And Autograd Reads])."""
     grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
     if not record.grad_at_start and grad and reads_grad((args, kwargs)):
         record.grad_reenabled.append(f"{cls.__name__}.apply")

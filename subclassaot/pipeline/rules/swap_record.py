@@ -85,12 +85,12 @@ class SwapRecord:
     grown_ids: set[int] = field(default_factory=set)  # id() of tensors resize_() grew beyond their storage
     # id() of tensors set_() with grad on while they or the source required grad (autograd recorded a set_ node)
     grad_set_ids: set[int] = field(default_factory=set)
-    # ... of those, the bases a set_() of their view rebased (Note [Views Of Inputs set_() Under Grad])
+    # ... of those, the bases a set_() of their view rebased (Note [set_ Under Grad])
     view_set_bases: set[int] = field(default_factory=set)
     view_set_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad before
     view_set_sources: set[int] = field(default_factory=set)  # ... the view roots of the tensors they were set_() to
-    # ... of those, the ones set_() as themselves, not through a view taken with grad on, by id() (Note [Reads Of
-    # Intermediates set_() Under Grad])
+    # ... of those, the ones set_() as themselves, not through a view taken with grad on, by id() (Note [set_ Under
+    # Grad])
     plain_grad_sets: dict[int, torch.Tensor] = field(default_factory=dict)
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
@@ -100,23 +100,23 @@ class SwapRecord:
     # storage_key() of the tensors torch functions returned with inference mode on: eager's are inference tensors,
     # whose views (taken there or later) keep no view relation
     inference_made: set[object] = field(default_factory=set)
-    # id() of the tensors a custom autograd.Function marked dirty -> its class (Note [Inputs Marked Dirty By A Custom
-    # Function])
+    # id() of the tensors a custom autograd.Function marked dirty -> its class (Note [Custom
+    # Functions])
     marked_dirty: dict[int, type] = field(default_factory=dict)
     read_with_grad: set[int] = field(default_factory=set)
-    # torch functions the program called with requires_grad=True (Note [Grad Mode At The Call Decides Training])
+    # torch functions the program called with requires_grad=True (Note [Grad Mode And Autograd Reads])
     grad_factories: list[str] = field(default_factory=list)
     # answers of the program's reads of is_leaf / requires_grad / grad_fn, in call order; the analysis run's answers
-    # given back to the trace's run, and how many it took (Note [Autograd Reads Answer As Eager's])
+    # given back to the trace's run, and how many it took (Note [Grad Mode And Autograd Reads])
     autograd_reads: list[object] = field(default_factory=list)
     replayed_reads: tuple[object, ...] | None = None
     replay_cursor: int = 0
-    # id() of inputs (as the run passes them) that require grad in eager -> the real input (Note [Autograd Reads Answer
-    # As Eager's])
+    # id() of inputs (as the run passes them) that require grad in eager -> the real input (Note [Grad Mode And
+    # Autograd Reads])
     eager_inputs: dict[int, torch.Tensor] = field(default_factory=dict)
     # id() of every tensor input (as the run passes it) -> (its tensor position, the real input); the run's inputs by
     # position; the program's `._base` / `._is_view()` reads of inputs: (position, position of the input that is its
-    # base; None: it is no view; -1: a view of a tensor not passed) (Note [Autograd Reads Answer As Eager's])
+    # base; None: it is no view; -1: a view of a tensor not passed) (Note [Grad Mode And Autograd Reads])
     input_positions: dict[int, tuple[int, torch.Tensor]] = field(default_factory=dict)
     run_inputs: list[torch.Tensor] = field(default_factory=list)
     base_reads: list[tuple[int, int | None]] = field(default_factory=list)
@@ -127,7 +127,7 @@ class SwapRecord:
     # inside the program) (Note [Storage Swaps By Rebinding])
     traced_storages: dict[object, tuple[str, ...]] = field(default_factory=dict)
     # grad mode when the run began; torch functions that ran with grad mode turned back on inside a run begun
-    # without it, on tensors that require grad (Note [Grad Mode At The Call Decides Training])
+    # without it, on tensors that require grad (Note [Grad Mode And Autograd Reads])
     grad_at_start: bool = field(default_factory=torch.is_grad_enabled)
     grad_reenabled: list[str] = field(default_factory=list)
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
@@ -150,25 +150,25 @@ class SwapRecord:
     # family (a tensor set_() or `.data =`-assigned to another's storage is of its own family)
     visible_families: set[int] = field(default_factory=set)
     visible_seq: dict[int, int] = field(default_factory=dict)  # id() of a tensor so written -> seq of its last write
-    # version-counter root (as `family`) -> seq of the first write so recorded through the family (Note [Writes With
-    # Grad After .data =])
+    # version-counter root (as `family`) -> seq of the first write so recorded through the family (Note [History Kept
+    # Through .data =])
     family_visible_seq: dict[int, int] = field(default_factory=dict)
     # id() of a wrapper subclass -> the `.data =` assignments to it, in order: each a shallow copy of the wrapper's
     # own metadata and storage; its inner tensors stay (Note [Wrapper Data Assignment])
     wrapper_data: dict[int, list[DataAssignment]] = field(default_factory=dict)
     # id() of a wrapper subclass -> (seq, grad mode) of the last set_() called on the wrapper itself (Note [Wrapper
-    # Storage After set_])
+    # Storage])
     wrapper_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)
     # id() of a wrapper subclass whose last set_() autograd recorded -> (its source tensor, the set_'s position in
-    # `wrapper_ops`): Note [Inputs That Gain Grad In Training]
+    # `wrapper_ops`): Note [Inputs Written In Training]
     wrapper_grad_sets: dict[int, tuple[torch.Tensor | None, int]] = field(default_factory=dict)
     # id() of a wrapper subclass -> (seq, its size before) of the first set_() called on the wrapper itself; id() of
     # those a set_() gave another size; id() of those an op the program ran with grad enabled read after a set_()
-    # had given them another size (Note [Subclass Inputs Mutated In Training])
+    # had given them another size (Note [Inputs Written In Training])
     wrapper_first_sets: dict[int, tuple[int, tuple[Any, ...]]] = field(default_factory=dict)
     set_resized: set[int] = field(default_factory=set)
-    # id() of a wrapper in set_resized -> seq of the later set_() that gave it its first size back (Note [Subclass
-    # Inputs Mutated In Training])
+    # id() of a wrapper in set_resized -> seq of the later set_() that gave it its first size back (Note [Inputs
+    # Written In Training])
     set_restored: dict[int, int] = field(default_factory=dict)
     read_after_set: set[int] = field(default_factory=set)
     plain_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # the same for plain tensors' set_()
@@ -178,49 +178,49 @@ class SwapRecord:
     # by id: the size a plain leaf had before a set_() under no_grad noted in hidden_resizes (its accumulator's)
     hidden_resize_from: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     read_after_hidden_resize: set[int] = field(default_factory=set)
-    # Note [Leaves Laid Out Anew Under no_grad], by id(): tensors standing for leaf inputs that require grad; those an
+    # See Note [Leaves Laid Out Anew Under no_grad], by id(): tensors standing for leaf inputs that require grad; those an
     # in-place view op under no_grad made leaves again -> their size at the first read with grad after (None: none yet)
     releafable: set[int] = field(default_factory=set)
     releafed: dict[int, tuple[Any, ...] | None] = field(default_factory=dict)
     # ... those an op with grad read before such an op, whose accumulator eager may keep (Note [Leaves Laid Out Anew
     # Under no_grad])
     layout_kept: set[int] = field(default_factory=set)
-    # Note [Stale View Functions], by id(): view inputs that require grad -> (the layout their
+    # See Note [Stale View Functions], by id(): view inputs that require grad -> (the layout their
     # traced history expects, is a subclass); subclass views an in-place view op with grad gave another layout; those
     # an in-place view op under no_grad then bumped; those read with grad where their history is not eager's
     view_layouts: dict[int, tuple[tuple[Any, ...], bool]] = field(default_factory=dict)
     grad_changed_views: set[int] = field(default_factory=set)
     dropped_view_nodes: set[int] = field(default_factory=set)
     stale_view_layouts: set[int] = field(default_factory=set)
-    # Note [Accumulators Kept Through .data =], by id(): tensors an op with grad read before any `.data =` to them;
+    # See Note [Gradient Accumulators Of Leaves], by id(): tensors an op with grad read before any `.data =` to them;
     # leaves a `.data =` kept their accumulator for; those it left without one -> (seq before it, size before it)
     grad_read: set[int] = field(default_factory=set)
     kept_accumulators: set[int] = field(default_factory=set)
     fresh_accumulators: dict[int, tuple[int, tuple[Any, ...]]] = field(default_factory=dict)
     # ... tensor subclasses a `.data =` left without one -> their size at the first op with grad that read them
-    # after (Note [Subclass Accumulators Made After .data =])
+    # after (Note [Gradient Accumulators Of Leaves])
     assigned_reads: dict[int, tuple[Any, ...]] = field(default_factory=dict)
-    # id() of tensors the program called x.set_(x) on under no_grad (Note [set_ Renews A Leaf's Accumulator])
+    # id() of tensors the program called x.set_(x) on under no_grad (Note [Gradient Accumulators Of Leaves])
     self_sets: set[int] = field(default_factory=set)
-    # ... those an op with grad read before the last such set_, and after it (Note [Reads Around A set_ That Renews
-    # An Accumulator]); `grad_reads`: every tensor an op with grad read so far
+    # ... those an op with grad read before the last such set_, and after it (Note [Gradient Accumulators Of
+    # Leaves]); `grad_reads`: every tensor an op with grad read so far
     read_before_self_set: set[int] = field(default_factory=set)
     read_after_self_set: set[int] = field(default_factory=set)
     grad_reads: set[int] = field(default_factory=set)
-    # id() of tensors set_() under grad that an op with grad read after (Note [set_ Under Grad Before The Call])
+    # id() of tensors set_() under grad that an op with grad read after (Note [set_ Under Grad])
     read_after_grad_set: set[int] = field(default_factory=set)
     read_before_grad_set: set[int] = field(default_factory=set)  # ... read with grad apart from it before the set_
     data_sets: dict[int, tuple[int, bool]] = field(default_factory=dict)  # ... and `.data =` (grad mode: False)
     # id() -> seq when autograd last read the tensor's grad_fn; ... of those assigned `.data =`, the one before the last
-    # assignment (-1: none): Note [Plain Views Assigned .data After A Write]
+    # assignment (-1: none): Note [History Kept Through .data =]
     grad_fn_reads: dict[int, int] = field(default_factory=dict)
     reads_before_data: dict[int, int] = field(default_factory=dict)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
-    # id() -> seq of the version bump of the last in-place view op on it (Note [No-Grad Views Made After The Bump])
+    # id() -> seq of the version bump of the last in-place view op on it (Note [Views That Raise After A Bump])
     inplace_view_bumps: dict[int, int] = field(default_factory=dict)
     # id() of a subclass the program itself wrote (an op that moves data, not an in-place view op) -> the seqs of
-    # those writes (Note [Written Subclass Views Changed In Place])
+    # those writes (Note [Stale View Functions])
     wrapper_data_writes: dict[int, list[int]] = field(default_factory=dict)
     # per entry of `wrapper_ops`: the seq before it ran, and the tensors among its arguments it does not write
     wrapper_op_reads: list[tuple[int, tuple[torch.Tensor, ...]]] = field(default_factory=list)
@@ -233,15 +233,15 @@ class SwapRecord:
     own_inputs: dict[object, tuple[str, DenseIndex]] = field(default_factory=dict)
     alias_bases: dict[object, torch.Tensor] = field(default_factory=dict)  # storage key -> synthetic base
     # storage key of an input's dense leaf -> its alias with the original metadata (`FunctionalRun.originals`): the
-    # frame of the offsets functionalization keeps behind the wrappers (Note [Offsets After A Write])
+    # frame of the offsets functionalization keeps behind the wrappers (Note [as_strided On Inputs])
     input_originals: dict[object, torch.Tensor] = field(default_factory=dict)
     # storage key of such a leaf -> the frame shifts at which the program took views of it at absolute offsets
-    # (as_strided(), set_(storage, offset, ...)): Note [Offsets After A Write]
+    # (as_strided(), set_(storage, offset, ...)): Note [as_strided On Inputs]
     absolute_frames: dict[object, list[int | torch.SymInt]] = field(default_factory=dict)
     # storage key of an input's dense leaf (its clone's, where it runs as one) -> the paths of the inputs over it
     input_paths: dict[object, tuple[str, ...]] = field(default_factory=dict)
-    # storage key of a synthetic base that two or more distinct inputs share -> their paths (Note [Inputs That Gain Grad
-    # In Training])
+    # storage key of a synthetic base that two or more distinct inputs share -> their paths (Note [Inputs Written In
+    # Training])
     shared_storages: dict[object, tuple[str, ...]] = field(default_factory=dict)
     # ... and the plain inputs over it, views of the base in the trace (`refresh_shared_histories`)
     shared_members: dict[object, tuple[torch.Tensor, ...]] = field(default_factory=dict)
@@ -256,7 +256,7 @@ class SwapRecord:
     moved_storages: set[object] = field(default_factory=set)
     moved_by_swap: bool = False  # set_() or growth moved data (their storages are not in moved_storages)
     # id() of clones that inputs run as, contiguous where the input is not: contiguous() copies them, as eager's
-    # (Note [Eager's Layouts Under Functionalization])
+    # (Note [In-Place Ops As Eager Runs Them])
     copy_on_contiguous: set[int] = field(default_factory=set)
     contiguous_self: list[torch.Tensor] = field(default_factory=list)  # other tensors whose contiguous() was them
     # inner storage key -> seq of the last wrapper-level write the program made to a subclass over it (its wrapper
@@ -265,7 +265,7 @@ class SwapRecord:
     # version-counter root (as `family`) -> the subclass inputs of that family as the program runs them, each its own
     # wrapper with its own counter here: Note [Aliased Subclass Inputs In Training]
     family_wrappers: dict[int, list[torch.Tensor]] = field(default_factory=dict)
-    # id() of those that did not require grad as they came (Note [Inputs That Gain Grad In Training])
+    # id() of those that did not require grad as they came (Note [Inputs Written In Training])
     grad_free_members: set[int] = field(default_factory=set)
     # id() of a view of a synthetic base whose view function misses an in-place view op -> the seq at which its
     # history was last set; storage keys of such views read after their history was rebuilt (Note [Stale View
@@ -285,7 +285,7 @@ class SwapRecord:
 
     def grad_set_view_of(self, value: torch.Tensor, inputs: Sequence[torch.Tensor]) -> bool:
         """`value` is a chain of views, all taken with grad on (none by a multi-output op, .data or detach()), of one
-        of `inputs` whose history a set_() under grad of such a view rebased (Note [Views Of Inputs set_() Under
+        of `inputs` whose history a set_() under grad of such a view rebased (Note [set_ Under
         Grad])."""
         t = value
         while (record := self.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
@@ -318,7 +318,7 @@ class SwapRecord:
             self.set_resized.add(id(t))
             self.set_restored.pop(id(t), None)
         elif id(t) in self.set_resized:
-            self.set_restored.setdefault(id(t), seq)  # Note [Subclass Inputs Mutated In Training]
+            self.set_restored.setdefault(id(t), seq)  # Note [Inputs Written In Training]
 
     def note_reads_after_set(self, tensors: tuple[torch.Tensor, ...], writes: tuple[torch.Tensor, ...]) -> None:
         """`tensors`, read by an op with grad enabled that writes `writes`: mark each wrapper set_() before that it
@@ -502,33 +502,6 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
             return False
         expected *= s
     return True
-
-
-# Note [set_ Renews A Leaf's Accumulator]
-# Eager: set_() on an autograd leaf that requires grad (under no_grad: with grad it raises) gives the leaf a new
-# gradient accumulator: nodes made before it (x.sin()'s SinBackward0) feed the old one, uses after it (returning x) the
-# new one, and a backward in which an old node raises (it saved x, whose version set_ advanced) still accumulates the
-# gradient reaching the new one. x.set_(x) changes nothing else, so the trace sees no swap; the runtime renews the
-# accumulator around the compiled call (its autograd.Function took the old one), by set_() of the input to itself under
-# no_grad, as the program did. Other set_() calls are replayed as set_() already (runtime._replay_metadata).
-
-
-# Note [Reads Around A set_ That Renews An Accumulator]
-# The accumulator the compiled Function's edge to such a leaf feeds must be the one eager's nodes that read it feed,
-# relative to the last accumulator, which the returned leaf (or a view the runtime regenerates from it) feeds. Where the
-# program read the leaf with grad only after its last x.set_(x), eager's nodes feed that one too (`with no_grad():
-# x0.set_(x0)`, then `t1 = x0 * t0; return t1, x0`: eager's MulBackward0 feeds the accumulator the returned x0 feeds,
-# which waits behind it, so where t1's backward raises x0.grad stays None), so the runtime renews it before the call
-# (`Analysis.self_set_first`); after it otherwise, since where every read came before the last set_(), eager's nodes
-# feed earlier accumulators, which the returned leaf's does not wait behind. Where the program read it with grad before
-# and after its last set_(), eager's nodes feed two accumulators and the Function's one edge cannot; that changes only
-# which gradients a raising backward accumulates before it raises, so a backward error is refused where such a leaf is
-# an input and an output is (a view of) an input (backward_trace's refuse_reads_around_self_set); without such an output
-# every gradient of the leaf comes through the Function, and Note [Backward Errors Are Deferred] decides as for any
-# leaf.
-# A read is an op with grad that is no view op (a view feeds no accumulator by itself) reading the leaf or a view of it,
-# wherever the view was taken: the set_() advanced the version counter the views share, so eager regenerates a view's
-# grad_fn, read after it, from the new accumulator.
 
 
 def bump_family_wrappers(record: SwapRecord, written: torch.Tensor) -> None:

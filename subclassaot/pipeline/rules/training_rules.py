@@ -37,39 +37,41 @@ from subclassaot.schemas import (
     ReplaySource,
 )
 
-# Note [Subclass Inputs Mutated In Training]
-# Autograd sees a subclass at the wrapper level (Note [Autograd Sees The Wrapper]), so what the epilogue does to a
-# subclass input that requires grad follows what eager's autograd recorded of the program's changes to it:
-# - Writes autograd records. Writing the new inner values into the real input, as inference does, would leave autograd
-#   blind. Instead the compiled Function also returns the input's new value as a wrapper (rebuilt from the graph's
-#   ORIGINAL updates of its leaves), differentiable like any output, and the epilogue applies `input.copy_(new)` at the
-#   wrapper level with grad enabled, which autograd records as eager does. In the backward graph the program runs on a
-#   clone of the input (Note [Training Through A Joint Graph]), whose mutated self is that output. Where the program
-#   also changes the input's metadata by in-place view ops, the epilogue writes the original storage below autograd,
-#   replays the view ops on the real input under the grad mode each had, then copies the new value in at the wrapper
-#   level: the copy replaces all of it, so the gradient reaches the input through the Function alone, as eager's through
-#   its ops (a no_grad view op leaves eager's grad_fn expecting the old layout, and ours alike). A leaf written only
-#   through an alias autograd does not relate to it (`z.set_(x)`, then `z.mul_(2)`) gets its copy below autograd
-#   (runtime `_copy_wrapper`).
-# - Changes autograd does not record need no new value from the Function: in-place view ops with writes only under
-#   no_grad or through `.data`; writes of its inner tensors themselves (`x.a.add_(1)`: the wrapper's counter does not
-#   move, so the epilogue writes the inner tensors below autograd rather than a wrapper-level copy); set_() under
-#   no_grad (x keeps its autograd identity; the epilogue gives it storage, metadata and values below autograd, and its
-#   wrapper's own metadata under no_grad). For set_() the refusals are: a read with grad after a set_() that gave x
-#   another size (eager's gradient reaches x's history in the new size, ours is checked against the old; a set_() back
-#   to the original size, or a size equal to it under the guard the static trace makes, is none), a write with grad
-#   after the set_() (eager records it on x, the epilogue does not), and a set_() to a computed tensor whose strides a
-#   kernel chose (`kernel_strides`). An autograd leaf whose layout changes below autograd keeps its refusal: the
-#   Function is applied to it before the epilogue changes its layout, so a gradient of the new layout meets the
-#   accumulator of the old one (Note [Leaves Laid Out Anew Under no_grad]).
-# - set_() under grad gives the input, at the wrapper level, a node whose backward raises: no gradient reaches its
-#   earlier history through it any more, whatever the program did before or after. So it too needs no new value: the
-#   epilogue gives it its storage, metadata and values as in inference, then repeats `x.set_(x)` under grad (Note [set_
-#   Under Grad]), which gives it eager's grad_fn; outputs computed before the swap carry gradients to its earlier
-#   history through the Function, those after fail as eager's (Note [Backward Errors Are Deferred]). The same for a
-#   member of an alias group: the epilogue's `x.set_(x)` on the real member rebases its real base as eager's did, and
-#   the member leaves the group's metadata check. Only where every dense leaf was set_() so (not by `.data =` or
-#   resize_) and no kernel chose its final strides.
+# Note [Inputs Written In Training]
+# Autograd sees a subclass at the wrapper level (Note [Autograd Sees The Wrapper]), and a plain input's writes through
+# the graph's update, so what the epilogue does to an input follows what eager's autograd recorded of the program's
+# changes to it. A plain input written with grad needs nothing new: the epilogue's copy_ runs with grad from the
+# Function's differentiable update. A subclass input that requires grad, or gains it:
+# - Writes autograd records: the Function also returns the input's new value as a wrapper (rebuilt from the ORIGINAL
+#   updates of its leaves), and the epilogue applies `input.copy_(new)` at the wrapper level with grad, as eager records
+#   it. With in-place view ops too, the epilogue writes the original storage below autograd, replays the ops under the
+#   grad mode each had, then copies in: the gradient reaches the input through the Function alone. A view of an input
+#   that gained grad by that copy gets its grad_fn only when read (an in-place op before takes it for a leaf and raises),
+#   so the epilogue reads it before each replayed step. A leaf written only through an alias autograd does not relate to
+#   it (`z.set_(x)`, then `z.mul_(2)`) is copied below autograd (`_copy_wrapper`). Views changed in place: Note [Stale
+#   View Functions].
+# - Changes autograd does not record need no new value: in-place view ops with writes only under no_grad or through
+#   `.data`, writes of its inner tensors (`x.a.add_(1)`: written below autograd), set_() under no_grad (storage,
+#   metadata, values below autograd). Refused for set_(): a read with grad after one to another size, a write with grad
+#   after it, and a target whose strides a kernel chose (`kernel_strides`). A leaf relaid below autograd keeps its
+#   refusal (Note [Leaves Laid Out Anew Under no_grad]).
+# - set_() under grad: the epilogue gives storage, metadata and values as in inference, then repeats `x.set_(x)` under
+#   grad (Note [set_ Under Grad]); outputs computed before the swap carry gradients through the Function, those after
+#   fail as eager's (Note [Backward Errors Are Deferred]). An alias-group member's real base is rebased as eager's, and it
+#   leaves the group's metadata check. Only where every dense leaf was set_() so and no kernel chose its final strides.
+# Inputs that gain grad (x.copy_(w), x.set_(w) with w requiring grad) become non-leaves with eager's op as grad_fn; a view
+# of one regenerates its history from it, an input merely sharing its storage does not. Beyond the rules above:
+# - A plain input set_() to a value requiring grad gets the raising set_ node by a repeat `x.set_(source)` under grad,
+#   `source` a differentiable alias of its new storage (from the input it now shares, else a fresh leaf never reached);
+#   the updates of a swapped storage are not differentiated. Refused: an output that is the intermediate set_() to
+#   (`check_swapped_storage_outputs`), and a write that gains grad after a swap autograd did not record.
+# - A subclass input set_() so repeats the set_ at the wrapper level once x has its final storage (`x.set_(alias)`, the
+#   alias taken from the input w is or views). Only where that set_ was x's last change autograd saw and w is an input or
+#   a view of one taken with grad on.
+# - Inputs passed twice that gain grad (`f(x, w, x)`, `x.add_(w)`): the group's base is an as_strided view of x, so the
+#   epilogue's copy_ gives x a CopySlices history, as eager's. Only where every member is that one tensor, its layout
+#   kept; distinct views or detach() aliases, set_ under grad into a storage inputs share (eager rebases the storage's
+#   base), and grad-free members of a subclass family another member of which gained grad stay refused.
 # Other storage changes (set_ or resize_ with a write autograd records) are refused.
 
 
@@ -137,8 +139,8 @@ def duplicate_wrappers(layout: DenseLayout) -> frozenset[int]:
 
 def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation], alone: bool) -> bool:
     """The input's metadata changes are in-place view ops the epilogue replays, and its writes all happened where
-    autograd records them (`.data` ones are refused: Note [Subclass Inputs Mutated In Training]); so did the view
-    ops, unless the input requires grad and is in no alias group (`alone`: Note [Subclass Inputs Mutated In
+    autograd records them (`.data` ones are refused: Note [Inputs Written In Training]); so did the view
+    ops, unless the input requires grad and is in no alias group (`alone`: Note [Inputs Written In
     Training])."""
     steps = analysis.inplace_replay[i]
     visible = all(m.autograd_visible and not m.hidden_from_autograd for m in muts if m.data)
@@ -230,10 +232,10 @@ def _unsupported_group_change(
     """The member whose change makes the group unsupported in training (Note [Aliased Inputs In Training]), if any.
     `input_of`: the tensor input a member belongs to; `plain`: no member is a subclass's; `grad_free`: the tensor input
     requires grad neither before nor after the call; `leaf`: the member's tensor input is an autograd leaf;
-    `set_by_grad`: a subclass input set_() under grad (Note [Subclass Inputs Mutated In Training]); `member_meta`: each
+    `set_by_grad`: a subclass input set_() under grad (Note [Inputs Written In Training]); `member_meta`: each
     member's layout as it came."""
     muts = [(m, analysis.mutations[m]) for m in members]
-    if not plain:  # See Note [Subclass Inputs Mutated In Training]
+    if not plain:  # See Note [Inputs Written In Training]
         muts = [(m, mut) for m, mut in muts if not set_by_grad(input_of(m))]
     if not plain:  # the relaxations below are checked for plain members only
         swapped = [m for m, mut in muts if mut.storage_changed]
@@ -253,7 +255,7 @@ def _unsupported_group_change(
     if plain and data_assignments_allowed(meta, members, analysis, input_of, grad_free, leaf):
         return None  # See Note [Aliased Inputs In Training]
     if plain and not any(analysis.mutations[m].swapped for m in meta):
-        # Note [Aliased Inputs In Training]
+        # See Note [Aliased Inputs In Training]
         stale = [m for m in members if analysis.stale_view_reads and analysis.stale_view_reads[m]]
         sizes = dict(zip(members, (mm[0] for mm in member_meta), strict=True))
         hidden = [
@@ -274,17 +276,6 @@ def _unsupported_group_change(
     return None
 
 
-# Note [Subclass Inputs Passed Twice In Training]
-# One subclass object passed at several positions (f(x, x)) is one object in the program (Note [Aliased Subclass Inputs
-# In Training]): its traced group holds that object alone, so no other member's history can meet its own. Its layout
-# changes by in-place view ops with grad enabled are then those of one input (Note [Subclass Inputs Mutated In
-# Training]): the Function returns its new value with its final metadata, rebuilt from the group's new base
-# (autograd_runtime `group_final`), and the epilogue replays the view ops on the real input, then copies the value in at
-# the wrapper level; written or not, returning tensors or not. Under no_grad they follow the rule for members changed
-# only under no_grad (a leaf, or a write, keeps the refusal where tensors are returned). A set_() of the object keeps
-# the refusal.
-
-
 def _one_subclass_object_change(
     muts: Sequence[tuple[DenseIndex, LeafMutation]],
     analysis: Analysis,
@@ -292,7 +283,7 @@ def _one_subclass_object_change(
     leaf: Callable[[DenseIndex], bool],
     written: bool,
 ) -> DenseIndex | None:
-    """One subclass object passed several times (Note [Subclass Inputs Passed Twice In Training]); `written`: the
+    """One subclass object passed several times (Note [Aliased Subclass Inputs In Training]); `written`: the
     program writes a member of its group."""
     meta = [m for m, mut in muts if mut.metadata]
     if not meta:
@@ -314,7 +305,7 @@ def _check_overlapping_wrapper_writes(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
     """A subclass input whose elements overlap (expand()) that the epilogue writes at the wrapper level (Note
-    [Subclass Inputs Mutated In Training]): its copy_ into the repeated elements raises. One
+    [Inputs Written In Training]): its copy_ into the repeated elements raises. One
     written only through another input over its storage or below autograd
     is not written that way."""
     for i in wrapper_update_inputs(layout, analysis, user_fakes):
@@ -400,7 +391,7 @@ def check_training_supported(
 
 
 def _set_under_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
-    """Subclass inputs set_() with grad enabled (Note [Subclass Inputs Mutated In Training])."""
+    """Subclass inputs set_() with grad enabled (Note [Inputs Written In Training])."""
     return tuple(i for i in range(len(layout.trees)) if _set_under_grad(layout, analysis, i))
 
 
@@ -416,7 +407,7 @@ def _set_under_grad(layout: DenseLayout, analysis: Analysis, i: int) -> bool:
 
 def _hidden_change_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
     """Subclass inputs, not autograd leaves, whose layout the program changes by in-place view ops the epilogue
-    replays, and whose values it writes only where autograd does not record it (Note [Subclass Inputs Mutated In
+    replays, and whose values it writes only where autograd does not record it (Note [Inputs Written In
     Training])."""
     grouped = {m for g in layout.groups for m in g.members}
     out = []
@@ -435,42 +426,38 @@ def _hidden_change_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analy
 
 
 # Note [Aliased Subclass Inputs In Training]
-# Subclass inputs whose inner tensors share storage (two views of one PairTensor, or the same one passed twice) are
-# traced like plain aliases, their inner tensors as views of one synthetic base per storage (Note [Synthetic Bases]), so
-# that every alias sees every write. Autograd, though, sees a subclass at the wrapper level, and in eager it relates two
-# wrappers only when they are views of one wrapper base (one version-counter family): there an in-place op on one
-# rebases the other's history. So each member stays its own input of the compiled autograd.Function, with its own
-# wrapper-level gradient (the program runs on a wrapper over its very inner tensors, `_SameStorageClone`, a non-leaf as
-# eager's views are), and autograd sums the members' gradients into the tensor behind them through their own grad_fns,
-# as in eager. The same object passed twice is one object in the program and one gradient (Note [Subclass Inputs Passed
-# Twice In Training]). A member written through its own wrapper family comes back from the Function as a wrapper around
-# its region of the new base and is copied in at the wrapper level (Note [Subclass Inputs Mutated In Training]); the
-# base itself is written below autograd, where no one else sees it. A leaf (or a view of one) written that way was
-# written through an alias autograd does not relate to it (a detach() beside it), so its copy is made below autograd.
-# That is exact except where autograd's rebasing matters: a write autograd records into a group in which two distinct
-# members of one wrapper family overlap (x and x[0], x written, x[0] read after), which is refused unless:
-# - one member is the other's real `._base` (x and x[0], x and x.t()): in training the view member runs as the same view
-#   of its base's traced wrapper (its own view ops replayed: `replay_view`, the `._base` relation guarded), so autograd
-#   in the trace rebases it as eager's does, and its gradient reaches the Function's input for the base. Members that
-#   are views of one base the call does not pass get that base added as an input first (Note [Subclass Views Of A Base
-#   Not Passed]);
-# - overlapping subclass members written through one: one member is the only one written with grad enabled, and no other
-#   member is used with grad by a non-view op after the write. Then the writer's new value comes from the Function and
-#   is copied in at the wrapper level, which rebases the wrappers' common base, so every other member, a view of it,
-#   gets its history from the write as in eager; the others get no wrapper update of their own. A use before the write
-#   may save a member for a backward that eager's version check then fails: a wrapper-level write through one member
-#   also advances the traced counters of the other members of its family, so the trace's check fails alike (saved
-#   members of a written wrapper family).
-# Metadata changes: members whose tensor input requires grad neither before nor after the call (a detach() beside the
-# one that does) have no history for a changed layout to spoil; their in-place view ops do not count, and the group is
-# judged by the members that need grad. A member whose layout changes only by in-place view ops under no_grad keeps its
-# own history and gradient, and the epilogue replays the ops under no_grad, where its input is the only one changed and
-# none of the group is written, set_() or resized (an autograd leaf keeps the refusal).
-# Making the general case exact would need the gradient with respect to the shared inner storage, split back per member,
-# but the link from a wrapper to its inner tensors is below autograd: that would take autograd on the inner tensors (not
-# the subclass's wrapper-level formulas) or as_strided on the subclass (which a general subclass need not support). A
-# group mixing a plain member and a subclass member that both require grad is refused too: their gradients would meet
-# below autograd.
+# Subclass inputs whose inner tensors share storage are traced like plain aliases, their inner tensors as views of one
+# synthetic base per storage (Note [Synthetic Bases]), so that every alias sees every write. Autograd, though, sees a
+# subclass at the wrapper level, and relates two wrappers only when they are views of one wrapper base (one
+# version-counter family): there an in-place op on one rebases the other's history. So each member stays its own input
+# of the compiled Function, with its own wrapper-level gradient (the program runs on a wrapper over its very inner
+# tensors, `_SameStorageClone`, a non-leaf as eager's views are), and autograd sums the members' gradients through their
+# own grad_fns. A member written through its own wrapper family comes back from the Function as a wrapper around its
+# region of the new base, copied in at the wrapper level (Note [Inputs Written In Training]); the base itself is
+# written below autograd. A leaf (or view of one) written through an alias autograd does not relate to it is copied in
+# below autograd. Exact except where rebasing matters: a recorded write into a group in which two members of one wrapper
+# family overlap is refused (`errors.AliasedSubclassRefusal`), unless:
+# - one member is the other's real `._base` (x and x[0]): the view member runs as the same view of its base's traced
+#   wrapper (`replay_view`, the `._base` relation guarded), so the trace rebases it as eager does;
+# - members are views of one base the call does not pass (x[0] and x[0], overlapping as_strided views): the call
+#   compiles again with that base as one more input, a keyword argument the user's function never sees (path
+#   `kwargs['<base of args[0]>']`), and the members run as views of it as above. Only where the first compile refuses
+#   the overlap (a retry that fails gives the first refusal), guarded by `._base is` on the same positions, and for
+#   functions called with their own arguments; views of a leaf (eager forbids their writes) keep the refusal. An inner
+#   tensor of the base that is its group's whole synthetic base is traced as that base (desugar `_whole_hidden_base`);
+# - one member is the only one written with grad and no other is used with grad by a non-view op after the write: the
+#   writer's copy rebases the common base, so the others, views of it, get their history from the write. A use before the
+#   write may save a member whose version check then fails, in the trace as in eager (the wrapper-level write advances
+#   the traced counters of its family).
+# The same object passed twice is one object in the program, its group that object alone: its in-place view ops with
+# grad are those of one input (the Function returns its new value with final metadata, `group_final`, and the epilogue
+# replays them, then copies in); under no_grad it follows the rule below; a set_() of it keeps the refusal.
+# Metadata changes: members whose input requires grad neither before nor after the call have no history to spoil and
+# do not count. A member whose layout changes only by in-place view ops under no_grad keeps its own history, replayed
+# under no_grad, where it is the only one changed and none of the group is written, set_() or resized (not a leaf).
+# The general case would need the gradient with respect to the shared inner storage, split back per member, below
+# autograd (autograd on the inner tensors, or as_strided on the subclass). A group mixing a plain and a subclass member
+# that both require grad is refused too: their gradients would meet below autograd.
 
 
 def _written_through_alias(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
@@ -618,43 +605,9 @@ def _static(dims: Sequence[object]) -> tuple[int, ...]:
     return tuple(int(d) for d in dims if isinstance(d, int))
 
 
-# Note [Inputs That Gain Grad In Training]
-# Eager: an input that does not require grad ends up requiring it when the program writes, or set_()s, a value that
-# requires grad into it (x.copy_(w), x.set_(w)); eager records that op on it, so afterwards it is a non-leaf with a
-# grad_fn. Its aliases follow autograd's relations: a view of it regenerates its history from it; an input merely
-# sharing its storage does not.
-# - A plain input written that way needs nothing new: the epilogue's copy_ runs with grad enabled from the Function's
-#   differentiable update.
-# - A subclass input written that way takes the path of Note [Subclass Inputs Mutated In Training]: the Function returns
-#   its new value as a wrapper (the traced copy into the fake wrapper is recorded at the wrapper level, as in eager),
-#   copied in at the wrapper level with grad enabled, so the input gets eager's CopyBackwards. Where that path is
-#   refused, so is this.
-# - A plain input set_() to a value that requires grad gets eager's raising set_ node: the epilogue swaps its storage as
-#   in inference, then repeats the swap as `x.set_(source)` under grad, `source` a differentiable alias of x's new
-#   storage and metadata (taken from the input whose storage it now shares; else a fresh leaf, never reached: the
-#   backward stops at the set_ node). Outputs computed from it come from the Function, whose backward raises the same
-#   error (Note [Backward Errors Are Deferred]); the updates of a swapped storage are not differentiated. An output that
-#   is the intermediate the input was set_() to (`y = w * 2; x.set_(y); return y`) would lose y's history: refused
-#   (`check_swapped_storage_outputs`). A plain input that gains grad by a write after a swap autograd did not record is
-#   refused (its write lands in the new storage below autograd).
-# - A subclass input set_() that way repeats the set_ at the wrapper level once x has its final storage and metadata
-#   (`x.set_(alias)` under grad, `alias` taken from the input w is, or is a view of), so that autograd's edges match
-#   eager's too. Exact only where that set_ was the last change to x autograd saw and w is an input or a view of one
-#   taken with grad on; otherwise refused.
-# - Inputs passed twice that gain grad (`f(x, w, x)`, `x.add_(w)`) are one alias group whose synthetic base, as no
-#   member requires grad, is an as_strided view of x: the epilogue's copy_ into it with grad gives x a CopySlices
-#   history reaching the Function's update, as eager's. Only where every member is that one tensor and its layout is
-#   left as it was; distinct views or detach() aliases of one storage gain grad in eager by relations the base copy does
-#   not reproduce, and stay refused.
-# - Aliases the trace cannot relate stay refused: a set_ under grad into a storage inputs share (`v.set_(w)`, none of
-#   them requiring grad: eager rebases the storage's base and its other aliases require grad with a raising history),
-#   and an op with grad on a grad-free member of a subclass family another member of which gained grad (eager's members
-#   are views of it and require grad too; the trace's are wrappers of their own).
-
-
 def one_tensor_passed_again(layout: DenseLayout, analysis: Analysis, j: int) -> bool:
     """Dense leaf `j` is in an alias group every member of which is one tensor passed several times, whose layout
-    the program leaves as it was (Note [Inputs That Gain Grad In Training])."""
+    the program leaves as it was (Note [Inputs Written In Training])."""
     group = next(g for g in layout.groups if j in g.members)
     same = not group.whole_storage and all(s is not None for s in group.same_as[1:])
     return same and not any(analysis.mutations[m].metadata for m in group.members)
@@ -669,7 +622,7 @@ def gains_grad(analysis: Analysis, i: int, fake: torch.Tensor) -> bool:
 def check_swapped_storage_outputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
     """Refuse an output that shares the new storage of an input set_() to an intermediate that requires grad
     (`y = w * 2; x.set_(y); return y`): it is rebuilt from the input after the epilogue, without the
-    intermediate's own history, so its gradient would not be eager's (Note [Inputs That Gain Grad In Training])."""
+    intermediate's own history, so its gradient would not be eager's (Note [Inputs Written In Training])."""
     input_of: dict[int, int] = {leaf: i for i, leaves in enumerate(layout.leaves_of_input) for leaf in leaves}
     for info in analysis.outputs:
         if info.replay is not None and info.replay.source is ReplaySource.INPUT:

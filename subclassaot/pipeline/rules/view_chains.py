@@ -5,7 +5,7 @@ storage_classes.py). The facts about chains the analysis decides on (a detach() 
 before it, in-place view ops under mixed grad modes) are in chain_facts.py.
 
 Input: a `FunctionalRun` and the output being analyzed. Output: `Replay` / `ViewStep` records for the runtime (Note
-[Output Regeneration], Note [Subclass Views Rebuilt By set_]). Invariants: pure reads of the run's records; a chain
+[Output Regeneration], Note [Subclass Intermediate Roots]). Invariants: pure reads of the run's records; a chain
 is returned only when replaying it is exact, else None; nothing here raises.
 """
 
@@ -64,7 +64,7 @@ def root_replay(
 ) -> Replay | None:
     """Replay from the intermediate subclass `t` rebuilt around its dense leaves, when they are all intermediate
     bases (Note [Subclass Intermediate Roots]); no steps: the output is `t` itself. `meta`: the wrapper's metadata
-    when the chain viewed it, where a `.data =` changed it since (Note [Views Of A Root Whose .data Was Assigned])."""
+    when the chain viewed it, where a `.data =` changed it since (Note [Wrapper Data Assignment])."""
     if not is_traceable_subclass(t):
         return None
     node, root_leaves = flatten_subclass(t, "root")
@@ -92,14 +92,14 @@ def replay_of(
     earlier: dict[int, int],
 ) -> Replay | None:
     """The view chain eager used to make `value` from an input, an earlier output or an intermediate base, if
-    replaying it is exact; it names the eager objects it passes through (Note [Views Sharing An Intermediate])."""
+    replaying it is exact; it names the eager objects it passes through (Note [Output Regeneration])."""
     chain: list[ViewStep] = []
     marks: list[tuple[int, int]] = []
     after: list[ViewStep | None] = []
     found = _replay_of(value, leaves, run, input_by_id, bases, earlier, (chain, marks, after))
     if found is None or found.steps != tuple(chain):
         return found
-    if after and all(s is not None for s in after):  # Note [In-Place View Ops On A Base After Its Views]
+    if after and all(s is not None for s in after):  # Note [Output Regeneration]
         found = replace(found, base_after=tuple(s for s in after if s is not None))
     elif after:  # an op on the `._base` after the view that no step replays (a set_() onto another tensor)
         return None
@@ -111,7 +111,7 @@ def _chain_marks(
 ) -> list[tuple[int, int]]:
     """(steps replayed, id() of the eager object they make) per segment whose object no in-place view op changed,
     or only after the chain viewed it where it is `changed_base`, the `._base` they are applied to once (Note
-    [In-Place View Ops On A Base After Its Views])."""
+    [Output Regeneration])."""
     marks: list[tuple[int, int]] = []
     count = 0
     for segment, made in zip(reversed(segments), reversed(objects), strict=True):
@@ -123,7 +123,7 @@ def _chain_marks(
         )
         if unchanged and id(made) not in run.swaps.swapped_ids:
             marks.append((count, id(made)))
-        else:  # Note [Views Across In-Place View Ops On An Intermediate]
+        else:  # Note [Output Regeneration]
             marks.extend(final_pass_marks(made, len(segment), count, run))
     return marks
 
@@ -170,7 +170,7 @@ def _replay_of(
             return None
         segments.append([s for s in segment if s is not None])
         objects.append(t)
-        if t is value._base and t is not value:  # Note [In-Place View Ops On A Base After Its Views]
+        if t is value._base and t is not value:  # Note [Output Regeneration]
             named[2].extend(_inplace_step(r) for r in run.swaps.inplace_views.get(id(t), []) if r.seq > upto)
             changed_base = id(t) if named[2] and all(s is not None for s in named[2]) else None
         first, t, upto = record, record.source, record.seq
@@ -204,7 +204,7 @@ def _replay_of(
             return Replay(
                 source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), source_meta=source_meta
             )
-        source = t  # Note [Views Between In-Place View Ops]
+        source = t  # Note [Output Regeneration]
         return detached_before_change(
             value, t, first.source_meta, tuple(steps), earlier.get(id(t)), lambda s: root_replay(source, bases, s)
         )
@@ -220,7 +220,7 @@ def _replay_of(
                 if as_received
                 else None
             )
-        # the chain's last view, or its own last in-place view op's bump (Note [No-Grad Views Made After The Bump])
+        # the chain's last view, or its own last in-place view op's bump (Note [Views That Raise After A Bump])
         made = max(run.swaps.views[id(value)].seq, run.swaps.inplace_view_bumps.get(id(value), 0))
         early = (
             value.requires_grad
@@ -239,7 +239,7 @@ def _replay_of(
                 late_steps=tail,
             )
         # made before a write to any input: the input may share an eager base with the one written, traced apart
-        # (Note [No-Grad Views Made After The Bump])
+        # (Note [Views That Raise After A Bump])
         before_bump = not early and made < max(input_bumps(run), default=0)
         return Replay(
             source=ReplaySource.INPUT,
@@ -258,18 +258,6 @@ def _replay_of(
     return None
 
 
-# Note [Subclass Views Rebuilt By set_]
-# A subclass output that eager returns as a wrapper-level view (its `._base` an input, an earlier output or an
-# intermediate subclass) is replayed from that base by its view chain where the chain is exact. Where it is not (the
-# base changed its metadata or storage after the view was taken: t_(), set_(), the same object passed twice), the
-# output is still made a view of eager's base: an alias() of the base, then set_() without autograd to a wrapper of
-# the output's dense leaves, as for Note [Wrapper Storage After set_]. set_ keeps a view a view of its base, and the
-# subclass's set_ points the alias's inner tensors (never autograd views, as in eager, where they are made below
-# autograd) at the leaves; the runtime then gives the view back its base's version counter value and wrapper storage
-# (eager advanced neither), unless a sharing class says otherwise. Only for outputs that carry no autograd history
-# (not requiring grad, or made under no_grad): a view made this way has none of the chain's.
-
-
 def view_rebuilt_by_set(
     value: torch.Tensor,
     run: FunctionalRun,
@@ -277,7 +265,7 @@ def view_rebuilt_by_set(
     bases: dict[object, tuple[int, torch.Tensor]],
     earlier: dict[int, int],
 ) -> Replay | None:
-    """Note [Subclass Views Rebuilt By set_]: `value` as a view of eager's `._base` set_() to its own leaves."""
+    """Note [Subclass Intermediate Roots]: `value` as a view of eager's `._base` set_() to its own leaves."""
     if not is_traceable_subclass(value) or not value._is_view() or value._base is None:
         return None
     if torch.is_grad_enabled() and value.requires_grad:
@@ -287,7 +275,7 @@ def view_rebuilt_by_set(
         return None
     base_storages = {storage_key(leaf) for leaf in flatten_subclass(base, "base")[1]}
     copies = any(storage_key(leaf) not in base_storages for leaf in flatten_subclass(value, "out")[1])
-    if copies and set_view_root(value, run.swaps, set()) is None:  # Note [Subclass Views set_() Off Their Base]
+    if copies and set_view_root(value, run.swaps, set()) is None:  # Note [Subclass Intermediate Roots]
         return None  # an inner tensor that does not alias the base's: the subclass's view op copies (check_subclass)
     alias = ViewStep(op=torch.ops.aten.alias.default, args=(), kwargs=(), index=None, grad_enabled=False)
     found = (ReplaySource.OUTPUT, earlier[id(base)]) if id(base) in earlier else None
@@ -313,7 +301,7 @@ def _input_root(base: torch.Tensor, run: FunctionalRun, alias: ViewStep) -> Repl
             index=j,
             meta=leaf_meta(leaf),
             is_view=False,
-            # Note [Inputs Set To Computed Tensors]: the input's real layout
+            # See Note [Strides The Kernels Choose]: the input's real layout
             input_layout=storage_key(leaf) not in original and leaf_meta(leaf) == leaf_meta(run.finals[j]),
         )
         for j, leaf in zip(found, root_leaves, strict=True)
@@ -372,13 +360,13 @@ def viewed_before_set(value: torch.Tensor, run: FunctionalRun, earlier: dict[int
 
 
 def _set_after_made(value: torch.Tensor, run: FunctionalRun) -> bool:
-    """The program set_() the wrapper of subclass output `value` (Note [Wrapper Storage After set_]) after making it
+    """The program set_() the wrapper of subclass output `value` (Note [Wrapper Storage]) after making it
     as a view, in a way the runtime reproduces by a wrapper-level set_ without autograd: `value` does not require
     grad, or the set_ ran under no_grad."""
     found = _set_record(value, run)
     if found is None or id(value) not in run.swaps.views:
         return False
-    # or a view of an input set_() under grad: Note [Views Of Inputs set_() Under Grad]
+    # or a view of an input set_() under grad: Note [set_ Under Grad]
     return not value.requires_grad or not found[1] or run.swaps.grad_set_view_of(value, run.user_tensors)
 
 
@@ -414,7 +402,7 @@ def _replay_then_set(
         return Replay(source=found[0], index=found[1], steps=tuple(steps), then_set=True, set_by_data=by_data)
     base = bases.get(storage_key(t))
     if not is_traceable_subclass(t) and base is not None and base[1] is t:
-        # Note [Views Set Under no_grad With History]
+        # See Note [Outputs Over Another Storage]
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps), then_set=True)
     root = root_replay(t, bases, tuple(steps))
     return None if root is None else replace(root, then_set=True)
@@ -426,7 +414,7 @@ def _check_then_set_from_no_grad_view(
     """An output set_() after its chain viewed an earlier output made under no_grad, under grad, before the program
     advanced that output's version counter: the replay views it after the epilogue advanced
     it, which raises where eager's view was taken before. Refused."""
-    # (a plain source: Note [Views Of Intermediates Written After] refuses it or replays it at its entry counter)
+    # (a plain source: Note [Views That Raise After A Bump] refuses it or replays it at its entry counter)
     if not is_traceable_subclass(t) or not t._is_view() or is_plain_autograd_view(t) or not t.requires_grad:
         return
     viewed = [s for s in steps if s.grad_enabled and s.op is not torch.ops.aten.detach.default]
@@ -444,8 +432,8 @@ def _then_set_entry_counter(
     """`replay`, a then_set view of input `t`, marked Replay.entry_counter where the program took the view before a
     write to an input: the set_() itself advances the counter of an input it views (t1 = x.diagonal(); with
     no_grad: t1.set_(t0), x an unbind() output), whose grad_fn then raises, and eager's view
-    was taken before that (Note [Views Of Intermediates Written After]); and Replay.stale_view where eager's, assigned
-    `.data =`, regenerates its history from its base (Note [Plain Views Assigned .data After A Write])."""
+    was taken before that (Note [Views That Raise After A Bump]); and Replay.stale_view where eager's, assigned
+    `.data =`, regenerates its history from its base (Note [History Kept Through .data =])."""
     if replay is None:
         return None
     made = run.swaps.views[id(value)].seq
@@ -456,12 +444,12 @@ def _then_set_entry_counter(
                 f"an output is a view of out[{replay.index}] that the program assigned `.data =` after a write to "
                 "its storage (or wrote after): eager rebuilds its history over the assigned layout when it is "
                 f"read, which the compiled output, viewed from the rebuilt out[{replay.index}], cannot repeat (Note "
-                "[Plain Views Assigned .data After A Write]). Take the view from the input, or return a clone"
+                "[History Kept Through .data =]). Take the view from the input, or return a clone"
             )
         return replay
     found = _set_record(value, run)
     by_set = [] if found is None or id(value) in run.swaps.swapped_by_data else [found[0]]  # `.data =` bumps none
-    bumps = [*input_bumps(run), *by_set]  # Note [No-Grad Views Made After The Bump]
+    bumps = [*input_bumps(run), *by_set]  # Note [Views That Raise After A Bump]
     return replace(replay, entry_counter=made < max(bumps, default=0), stale_view=stale)
 
 
@@ -472,32 +460,6 @@ def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
     return storage_key(source) != storage_key(view)
 
 
-# Note [No-Grad Views Made After The Bump]
-# Eager: a view made under no_grad, or one of the views a multi-output op made (unbind, split, chunk), raises on grad_fn
-# and is_leaf once its base's version counter moved after it was made; one made after the last bump reads fine. An
-# output view of an input is replayed before the epilogue (whose writes then bump the counter it shares, so it raises as
-# eager's made before the program's last write) or after it (it reads fine). Which bumps date a view:
-# - Only writes to inputs count. A write to an intermediate of its own storage (`t1 = x0.sum(); t1.zero_()`) advances no
-#   counter an input's view shares. An input's storages: each dense leaf's as received and as left, and a wrapper's own.
-# - A view refreshed by its own in-place view op (`t0 = x[0]; t0.t_()`) takes that bump as its own: autograd rebuilds
-#   its grad_fn there, so only writes after its last in-place view op make it stale (`inplace_view_bumps`).
-# - A view taken before an in-place view op changed the input (`t0 = x.t(); x.t_()`) is replayed before the epilogue, on
-#   the input as the program got it, but eager's output may have been made after that bump (`t1 = t0[1:1]`) and read
-#   fine. A plain view made under no_grad is then taken after the epilogue by as_strided() of the input with its
-#   recorded metadata, under no_grad: the same elements, base and (absent) history. Otherwise the chain is split as
-#   eager ran it: the steps before the last bump replay before the epilogue, and the trailing views taken after it, in
-#   either grad mode, with no in-place view op, `.data =` or set_() on what they made (Replay.late_steps), replay after
-#   it from what the early steps made. A chain through a detach() replays whole after the epilogue (Note [Views Between
-#   In-Place View Ops]).
-# - Multi-output view inputs. A subclass input that is one of a multi-output op's views is rebuilt in the trace as a
-#   wrapper of its own, not an autograd view, so eager's check at a read with grad after a write through another view of
-#   the base does not happen there: refused where the program writes the base through another input and reads this one
-#   with grad. An output the program made by such an op from an input that the trace does not relate to another input
-#   sharing its eager base is refused where the program advances that base's counter through the other input, unless the
-#   output is rebuilt before the epilogue or was taken after the program's last write through either input
-#   (Replay.split_made).
-
-
 def _late_no_grad_view(
     value: torch.Tensor,
     t: torch.Tensor,
@@ -506,7 +468,7 @@ def _late_no_grad_view(
     steps: tuple[ViewStep, ...],
     source_meta: Meta,
 ) -> Replay | None:
-    """Note [No-Grad Views Made After The Bump]: the replay after the epilogue, where it applies (index: the caller's)."""
+    """Note [Views That Raise After A Bump]: the replay after the epilogue, where it applies (index: the caller's)."""
     record = run.swaps.views.get(id(value))
     if (
         is_traceable_subclass(value)
@@ -539,7 +501,7 @@ def cut_history_replay(
     input_by_id: dict[int, InputIndex],
     bases: dict[object, tuple[int, torch.Tensor]],
 ) -> Replay | None:
-    """Note [Views Between In-Place View Ops], where it applies."""
+    """Note [Output Regeneration], where it applies."""
     if is_traceable_subclass(value) or len(leaves) != 1 or leaves[0].hidden_base is not None:
         return None
     chain: list[ViewRecord] = []
@@ -599,7 +561,7 @@ def _no_grad_tail(
 ) -> int:
     """How many of the last steps of `value`'s chain from input `t` are views the program took under no_grad (or,
     `with_grad`, in either grad mode) after `t`'s last version bump, with no in-place view op on what they made
-    (Note [No-Grad Views Made After The Bump])."""
+    (Note [Views That Raise After A Bump])."""
     bump = last_bump(t, run)
     count, u = 0, value
     while count < total - 1 and (record := run.swaps.views.get(id(u))) is not None:
@@ -616,7 +578,7 @@ def _no_grad_tail(
 
 
 def _split_at_bump(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, total: int) -> int:
-    """Note [No-Grad Views Made After The Bump], for a chain that the program took partly before `t`'s last version
+    """Note [Views That Raise After A Bump], for a chain that the program took partly before `t`'s last version
     bump, with grad enabled, and ended under no_grad after it: replayed after the epilogue, its first view would read
     the input's grad_fn, which raises where the input is a multi-output view. How many
     trailing steps to take after the epilogue; 0 where the chain is not so split."""
@@ -668,28 +630,8 @@ def _as_received(t: torch.Tensor, first: ViewRecord, run: FunctionalRun) -> bool
     return not earlier_ops and not earlier_swap and _meta_exprs(first.source_meta) == run.initial_metas[position]
 
 
-# Note [Views Between In-Place View Ops]
-# Some output views can be replayed neither before the epilogue (the input is not yet as the program had it) nor after
-# it from the input as it ends: a view taken of an input between two in-place view ops on it (`x.resize_((4, 1)); t =
-# x.detach(); x.t_()`), or a detach() of an intermediate or output changed in place since (`t2 = t1.detach();
-# t1.unsqueeze_(0)`, whose t2 shares t1's storage and wrapper storage at the metadata t1 had then). Rebuilt with
-# as_strided alone, such a view loses its aliasing: its `._base` is the input, eager's is the chain's own object, and a
-# subclass output gets a wrapper storage of its own. So the chain is replayed after the epilogue from
-# `x.as_strided(...)` with x's metadata when the chain first viewed it: the same elements of the same storages, and
-# eager's objects from there on (the input's own metadata are eager's, written or not: Note [Offsets After A Write]).
-# Only without autograd history (as_strided is not the program's op; a chain through a detach() has none), and for a
-# subclass whose dense leaves are laid out as the wrapper is (its as_strided gives them the wrapper's metadata). Where
-# they are not, a detach of an output is `t1.detach()` set_() without autograd to a wrapper of its own leaves (Note
-# [Subclass Views Rebuilt By set_]), and a view of such a detach is refused.
-# Input views with cut history: a view whose chain has a step made under no_grad (or a detach()) has no autograd path to
-# the input in eager, no grad_fn where the output itself was made under no_grad, else one that leads nowhere. Where its
-# chain cannot be replayed (a `.data =` moved a tensor of the chain), it is rebuilt as that as_strided() under no_grad,
-# then, where eager's has a dead-end grad_fn, a view() of it with grad on; only where nothing bumped the input's version
-# after it was made (eager's grad_fn would raise then).
-
-
 def _replays_between(value: torch.Tensor, t: torch.Tensor, leaves: tuple[OutputLeaf, ...], run: FunctionalRun) -> bool:
-    """Note [Views Between In-Place View Ops]: can `value`'s chain replay from input `t` with its metadata then?"""
+    """Note [Output Regeneration]: can `value`'s chain replay from input `t` with its metadata then?"""
     if value.requires_grad or t.requires_grad:
         return False
     return not is_traceable_subclass(t) or all(leaf_meta(d) == leaf_meta(t) for d in dense_leaves_of(t, "")[1])
@@ -714,7 +656,7 @@ def inplace_replay(
 
 
 def _inplace_step(record: InplaceViewRecord, set_sources: dict[int, InputIndex] | None = None) -> ViewStep | None:
-    """`set_sources`: inputs a wrapper-level `set_(src)` may name as a step (Note [Wrapper Storage After set_])."""
+    """`set_sources`: inputs a wrapper-level `set_(src)` may name as a step (Note [Wrapper Storage])."""
     if (
         set_sources is not None
         and record.func is torch.ops.aten.set_.source_Tensor
@@ -781,8 +723,8 @@ def _meta_exprs(meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]) -> Meta:
 
 def final_only(t: torch.Tensor, run: FunctionalRun) -> bool:
     """No chain names `t` as it was before its in-place view ops: it is a view (never an output's `._base`, so never
-    named by Note [In-Place View Ops On A Base After Its Views]), or they all ran before any view was taken from it
-    (Note [Views Sharing An Intermediate])."""
+    named by Note [Output Regeneration]), or they all ran before any view was taken from it
+    (Note [Output Regeneration])."""
     if t._is_view():
         return True
     last = run.swaps.inplace_views[id(t)][-1].seq

@@ -1,9 +1,9 @@
 """Which in-place writes meet memory they also read or write twice: the overlap checks of the storage-swap modes.
 
 Input: the tensors of an in-place op under functionalization (their sizes, strides and offsets). Output: refusals
-(UnsupportedError) for reads of memory the op writes (Note [Writes Through Overlapping Memory]), and `overlaps` /
+(UnsupportedError) for reads of memory the op writes (Note [In-Place Ops As Eager Runs Them]), and `overlaps` /
 `meta_overlaps` for writes through memory that several elements share; the checks the swap mode makes before a
-write (Note [Stale View Functions], copies onto the same data, Note [Writes Through Overlapping Memory]).
+write (Note [Stale View Functions], copies onto the same data, Note [In-Place Ops As Eager Runs Them]).
 Invariants: reads metadata only; symbolic sizes that cannot be decided count as disjoint for reads and as not
 overlapping for writes.
 """
@@ -26,38 +26,6 @@ from subclassaot.pipeline.rules.swap_record import (
 )
 from subclassaot.torch_internals import is_functional, storage_key
 
-# Note [Writes Through Overlapping Memory]
-# Eager defines an in-place write only where no element's result depends on the order of its loops: PyTorch documents
-# writes through memory several elements share, or reads of memory written at another index, as undefined
-# (torch.Tensor.expand, torch.as_strided), and rejects the cases its overlap check detects. Functionalization computes
-# the new value from the old values all at once, so it agrees with eager exactly where each element reads memory the op
-# does not write, or the location it writes at that same index:
-# - Reads of written memory: an elementwise op (copy_ and pointwise ops) whose every index reads either memory it does
-#   not write or its own location at that index (x.mul_(x), x.select(1, -1).mul_(x.diagonal(-1, 1, 0)) meeting at one
-#   shared index) is exact; other partial overlaps (x.add_(x[..., :1]) broadcast over a last dim of 2) read values
-#   eager's earlier element writes may have changed, and are refused. Non-elementwise ops are refused on any shared
-#   memory.
-# - Reads before their write in eager's loop order: `x[:, 1].add_(x[2])` (x 3x3) writes locations 1, 4, 7 at indices 0,
-#   1, 2 and reads 6, 7, 8, so location 7 is read at index 1 before it is written at index 2. Eager's CPU TensorIterator
-#   kernels run a one-dimensional loop in index order on one thread below its grain size (32768 elements), reading an
-#   index's operands before writing it (vectorized loops and zero-stride operands only read earlier), so such a read
-#   sees the old value, as functionalization's does. A read after its write (`x[2].add_(x[:, 1])`) stays refused. Taken
-#   only where the order is that simple: CPU, one dtype for every tensor operand, the written tensor one-dimensional
-#   (size-1 dims aside), fewer elements than the grain size, and no partial overlap in TensorIterator's own check (eager
-#   raises there).
-# - Uniform writes through expand: fill_ and zero_ through an expanded view (x.expand(3, 4).zero_()) give one result in
-#   every order. Functionalization's write-back of the view gets them wrong, so the mode runs them on an as_strided view
-#   of the same memory with each zero-stride dim of size one: each location written once. Where autograd records the
-#   write, eager's backward through it raises (its CopySlices copies the gradient into the view's repeats): the mode
-#   follows the write with an in-place identity whose backward raises that error (Note [Backward Errors Are Deferred]).
-#   Refused: uniform writes autograd records on a tensor subclass, and into an input that overlaps itself (the graph
-#   holds its repeats as separate values).
-# - Empty writes through overlapping views (`t0 = x0[1:1]; t0.zero_()`, x0 an expand()) change no value, but a write
-#   autograd records would be scattered back through the overlapping layout by the joint graph's backward, which raises
-#   where eager's runs: refused with grad, fine under no_grad.
-# The fuzzer draws no write whose result eager leaves unspecified (tools/fuzz_ops.py): no compiled program can be held
-# to one of those loop orders.
-
 _EAGER_GRAIN_SIZE = 32768  # at::internal::GRAIN_SIZE: TensorIterator runs serially below it
 
 
@@ -66,7 +34,7 @@ def _dense(t: torch.Tensor) -> bool:
 
 
 def _reads_before_written(func: Any, written: torch.Tensor, other: torch.Tensor, args: tuple[Any, ...]) -> bool:
-    """Note [Writes Through Overlapping Memory]: every location `other` reads that the op writes at
+    """Note [In-Place Ops As Eager Runs Them]: every location `other` reads that the op writes at
     another index is read no later than it is written."""
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     simple = (
@@ -111,8 +79,8 @@ def check_no_overlapping_read(func: Any, written: torch.Tensor, args: tuple[Any,
 
 def _overlapping_read(func: Any) -> UnsupportedError:
     return UnsupportedError(
-        f"{func}: an in-place op reads part of the memory it writes through another view of it (Note [Writes Through "
-        "Overlapping Memory]); eager's result depends on its loop order. Read from a clone (.clone()) instead"
+        f"{func}: an in-place op reads part of the memory it writes through another view of it (Note [In-Place Ops "
+        "As Eager Runs Them]); eager's result depends on its loop order. Read from a clone (.clone()) instead"
     )
 
 
@@ -131,7 +99,7 @@ def _meet(a: Elements, b: Elements) -> bool:
 def overlaps(t: torch.Tensor, uniform: bool = False) -> bool:
     """Do several elements share one memory location (a zero stride, or strides that meet, as_strided((3, 2),
     (2, 2)))? Eager writes such elements once per index, in an order it does not promise. `uniform`: the write
-    stores one value everywhere, so zero-stride dims are harmless (Note [Writes Through Overlapping Memory])."""
+    stores one value everywhere, so zero-stride dims are harmless (Note [In-Place Ops As Eager Runs Them])."""
     return meta_overlaps(tuple(t.shape), tuple(t.stride()), t.storage_offset(), uniform)
 
 
@@ -157,7 +125,7 @@ def _numel(pairs: list[tuple[int, int]]) -> int:
 def check_empty_write_through_overlap(
     func: Any, written: torch.Tensor, args: tuple[Any, ...], kwargs: dict[str, Any], record: SwapRecord
 ) -> None:
-    """Note [Writes Through Overlapping Memory]."""
+    """Note [In-Place Ops As Eager Runs Them]."""
     if written.numel() != 0 or not torch.is_grad_enabled():
         return
     recorded = any(isinstance(a, torch.Tensor) and a.requires_grad for a in (*args, *kwargs.values()))
@@ -169,8 +137,8 @@ def check_empty_write_through_overlap(
         raise UnsupportedError(
             f"{func}: an in-place write with grad into a view with no elements of a tensor whose elements overlap in "
             "memory (an expand()): autograd records it, and the compiled backward would scatter its gradient "
-            "through the overlapping layout, which raises where eager's does not (Note [Writes Through Overlapping "
-            "Memory]). Drop the empty write, or run it under torch.no_grad()"
+            "through the overlapping layout, which raises where eager's does not (Note [In-Place Ops As "
+            "Eager Runs Them]). Drop the empty write, or run it under torch.no_grad()"
         )
 
 

@@ -1,6 +1,6 @@
 """Subclass inputs that are views, require grad (or gain it), are written and have their layout changed by in-place
-view ops: where the epilogue copies their new value in among the replayed view ops (Note [Written Subclass Views
-Changed In Place]).
+view ops: where the epilogue copies their new value in among the replayed view ops (Note [Stale View
+Functions]).
 
 Input: the functional run's `SwapRecord` (analyze), `Analysis` and `DenseLayout` (backward trace, runtime). Output:
 per input, how many of its replayed view ops come before the copy (`steps_before_last_write`; the epilogue's
@@ -25,42 +25,13 @@ if TYPE_CHECKING:
 
 aten = torch.ops.aten
 
-# Note [Written Subclass Views Changed In Place]
-# The epilogue of Note [Subclass Inputs Mutated In Training] replays an input's in-place view ops, then copies the new
-# value in at the wrapper level. Where the input is a view, that copy_ makes autograd rebuild the view's grad_fn from
-# its view function, which for a subclass (no as_strided replay) misses the in-place view ops: the rebuilt grad_fn
-# expects the layout the view came with. Eager rebuilds it so at each write too (and after an in-place view op under
-# no_grad, which bumps the version and records nothing), so what eager leaves is that rebuilt grad_fn as of the
-# program's LAST such bump, with the nodes of the in-place view ops run with grad after it on top. The epilogue gave the
-# rebuilt one alone, which is eager's only where the last write comes after every op: `x.copy_(y); x.unsqueeze_(2);
-# return x` made the backward raise ("invalid gradient") where eager's ran (fuzz seed 9000 #3729, seed 11000 #2263). So
-# for such a view the epilogue copies the Function's new value in first, taken back to the layout the view came with
-# through the out-of-place inverses of the ops (t, transpose, squeeze: views autograd records, so the gradient reaches
-# the input through the Function alone, and the copy's CopySlices, which regions the base by that same view function,
-# gets a value of its layout); then it replays the ops that ran before the program's last write under no_grad (the bumps
-# after which eager rebuilt the grad_fn; their nodes eager dropped there) and the rest under the grad mode each had
-# (`Analysis.write_steps`, counted from the run's sequence numbers). Exact only where eager's own rebuilt histories are
-# not read: once an op changed the view's layout (anything but a t_() of a 0-d or 1-d view or a transpose_() of a dim
-# with itself), the rebuilt grad_fn is stale, so refused are: a read with grad of the view or of a view of it (anything
-# but its own in-place view ops and writes) after the first bump that follows the change; a write after the change that
-# reads a tensor of more than one element, or multiplies (mul_, div_) by one that requires grad (eager's CopySlices
-# hands those gradients over in the stale layout); an op under no_grad that changes the layout (the Function's history
-# of the input, traced on a non-view clone, misses it, the inverse views do not); a write through another view of it
-# after its first in-place view op;
-# a member of an alias group, an input whose `.data` the program assigns, and ops with no inverse here; none of them
-# where every op leaves the layout as it came (fuzz seed 44000 #7690: x0.transpose_(1, 1) of a member of an alias
-# group), as no history is stale then. Checked (parity oracle) on fuzz seed 44000 #3672, #7031, #7375, #7690, seed 9000
-# #3729, seed 11000 #2263, and on random mixes of t_/unsqueeze_/transpose_ and writes (fill_, mul_, add_, copy_), each
-# with grad or under no_grad, on select/diagonal/unsqueeze/transpose/slice views of a leaf's clone or of a tensor that
-# gains grad, returning nothing, the view, a view of it or a product.
-
 _SCALING = frozenset({aten.mul_.Tensor, aten.div_.Tensor})
 
 
 def steps_before_last_write(t: torch.Tensor, ndim: int, swaps: SwapRecord) -> int | None:
     """How many of the in-place view ops on input `t` (as the run ran it; `ndim` dims as it came) came before the
     program's last write of its data, through it or a view of it; None if it had none of either, or where the
-    epilogue cannot give it eager's history (Note [Written Subclass Views Changed In Place])."""
+    epilogue cannot give it eager's history (Note [Stale View Functions])."""
     records = swaps.inplace_views.get(id(t), [])
     family = swaps.family_of(t)
     others = [
@@ -124,7 +95,7 @@ def _fresh_reads(t: torch.Tensor, changed: int, own: Sequence[int], swaps: SwapR
 def refuse_written_views_changed_in_place(
     layout: DenseLayout, analysis: Analysis, real: Sequence[torch.Tensor], wrapper_updates: Sequence[int]
 ) -> None:
-    """Note [Written Subclass Views Changed In Place]. `real`: the real tensor inputs (guarded: `_is_view()`)."""
+    """Note [Stale View Functions]. `real`: the real tensor inputs (guarded: `_is_view()`)."""
     for i in wrapper_updates:
         tree = layout.trees[i]
         if (
@@ -142,5 +113,5 @@ def refuse_written_views_changed_in_place(
                 "write, writes it from a tensor of several elements (or multiplies it by one that requires grad) "
                 "after such an op, changes its layout under no_grad, writes a view of it after such an op, shares "
                 "its storage with another input or assigns its `.data`; in training this is not supported yet (Note "
-                "[Written Subclass Views Changed In Place]). Pass the base, or change a clone"
+                "[Stale View Functions]). Pass the base, or change a clone"
             )
