@@ -206,6 +206,19 @@ def reads_nbytes_after_free(x: T, y: T) -> object:
     return out * x.untyped_storage().nbytes()
 
 
+def view_after_free(x: T) -> object:
+    out = x * 2
+    x.untyped_storage().resize_(0)
+    return out, x[1:]
+
+
+def fill_while_freed(x: T, src: T) -> object:
+    x.untyped_storage().resize_(0)
+    with torch.no_grad():
+        x.copy_(src)
+    return src + 1
+
+
 def shrinks_an_input(x: T) -> object:
     out = x * 2
     x.untyped_storage().resize_(8)
@@ -215,13 +228,15 @@ def shrinks_an_input(x: T) -> object:
 @pytest.mark.parametrize(
     ("f", "make_inputs", "message"),
     [
-        (read_after_free, lambda: (torch.randn(4),), "storage of args\\[0\\] is freed .* reads it"),
+        (read_after_free, lambda: (torch.randn(4),), "storage of args\\[0\\] is freed .* while it has no bytes"),
         (read_before_fill, _freed, "storage of args\\[0\\] is freed .* reads it"),
         (partial_fill, _freed, "storage of args\\[0\\] is freed .* writes only part of it"),
         (left_unwritten, _two, "storage of args\\[0\\] is freed .* leaves it unwritten"),
         (returns_freed_intermediate, lambda: (torch.randn(4),), "returns a tensor over the storage of a tensor made"),
         (grows_a_fresh_storage, lambda: (torch.randn(4),), "resize_\\(\\) of the storage of a tensor made inside"),
         (shrinks_an_input, lambda: (torch.randn(4),), "resize_\\(\\) of the storage of args\\[0\\]: 8 bytes"),
+        (view_after_free, lambda: (torch.randn(4),), "storage of args\\[0\\] is freed .* while it has no bytes"),
+        (fill_while_freed, _two, "storage of args\\[0\\] is freed .* aten.copy_.default takes a tensor over it"),
         (reads_nbytes_after_free, _two, "storage of args\\[0\\]: the program reads the storage's nbytes\\(\\)"),
     ],
     ids=[
@@ -232,6 +247,8 @@ def shrinks_an_input(x: T) -> object:
         "returns_freed_intermediate",
         "grows_a_fresh_storage",
         "shrinks_an_input",
+        "view_after_free",
+        "fill_while_freed",
         "reads_nbytes_after_free",
     ],
 )

@@ -83,7 +83,8 @@ def note_traced_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], ou
 # write covers the elements of it the input (or the intermediate) has: copy_(), fill_() or zero_() of a tensor over
 # all of them. Another op that reads a tensor over it before that (eager reads out of bounds, or undefined bytes), an
 # input left re-allocated and unwritten, or an output over such a storage, is refused (`check_unwritten_reads`,
-# `check_unwritten_at_end`); view ops read no bytes. Refused too: the storage of a tensor subclass wrapper, of a subclass
+# `check_unwritten_at_end`); view ops read no bytes, but while the storage has no bytes eager's view ops raise out of
+# bounds, and its writes too: any op but detach() over it is refused then. Refused too: the storage of a tensor subclass wrapper, of a subclass
 # input's inner tensor, or of an input that shares its storage with another input; a storage's nbytes() read after the
 # program resized it, or of an input that came freed (the graph would answer the byte count before; torch_internals
 # wraps UntypedStorage.nbytes for `check_resized_nbytes`); and Dynamo's inductor::resize_storage_bytes_, refused where
@@ -127,6 +128,9 @@ def note_storage_resize(record: SwapRecord, storage: torch.UntypedStorage, size:
     if freed:
         span = record.input_spans.get(key)
         record.unwritten_storages[key] = (paths, span[0] if span is not None else None)
+        record.freed_storages.add(key)
+    else:
+        record.freed_storages.discard(key)
     return True
 
 
@@ -137,8 +141,10 @@ def _note_intermediate_resize(record: SwapRecord, key: object, storage: torch.Un
         before = record.freed_intermediates[key]
         count = before // storage.element_size() if isinstance(before, int) else None
         record.unwritten_storages[key] = ((), Elements(0, count - 1, None) if count is not None else None)
+        record.freed_storages.add(key)
         return True
     if key in record.freed_intermediates and isinstance(size, int) and size == record.freed_intermediates[key]:
+        record.freed_storages.discard(key)
         return True  # back to its byte count: still unwritten
     _refuse_storage_resize((), "only resize_(0), and resize_ back to its byte count after, are supported")
     return False
@@ -152,12 +158,21 @@ def note_freed_inputs(record: SwapRecord, reals: Sequence[tuple[object, torch.Te
         if key in record.own_inputs and isinstance(need, int) and storage_nbytes(real.untyped_storage()) < need:
             span = record.input_spans.get(key)
             record.unwritten_storages[key] = (record.input_paths.get(key, ()), span[0] if span is not None else None)
+            record.freed_storages.add(key)
 
 
 def check_unwritten_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Before an op of the program: refuse a read of a storage freed or re-allocated and not yet written; a fill of
     all of its elements makes it written (see the comment above)."""
-    if not record.unwritten_storages or getattr(func, "is_view", False):
+    if not record.unwritten_storages or func is torch.ops.aten.detach.default:
+        return
+    for a in pytree.tree_leaves((args, kwargs)):
+        if isinstance(a, torch.Tensor) and storage_key(a) in record.freed_storages:
+            paths = record.unwritten_storages[storage_key(a)][0]
+            _refuse_unwritten(
+                paths, f"{func} takes a tensor over it while it has no bytes (eager raises out of bounds)"
+            )
+    if getattr(func, "is_view", False):
         return
     target = args[0] if args and func in _FILL_OPS and isinstance(args[0], torch.Tensor) else None
     for i, a in enumerate(pytree.tree_leaves((args, kwargs))):

@@ -133,6 +133,7 @@ class SwapRecord:
     storage_resizes: dict[object, list[object]] = field(default_factory=dict)
     unwritten_storages: dict[object, tuple[tuple[str, ...], Elements | None]] = field(default_factory=dict)
     freed_intermediates: dict[object, object] = field(default_factory=dict)
+    freed_storages: set[object] = field(default_factory=set)  # ... of those, the ones that have no bytes now
     # grad mode when the run began; torch functions that ran with grad mode turned back on inside a run begun
     # without it, on tensors that require grad (Note [Grad Mode At The Call Decides Training])
     grad_at_start: bool = field(default_factory=torch.is_grad_enabled)
