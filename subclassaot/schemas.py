@@ -434,6 +434,17 @@ class OutputInfo:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StorageResize:
+    """The program's `untyped_storage().resize_(n)` calls on the storage of one input's dense leaf (Note [Storage
+    Swaps By Rebinding]): the runtime grows the real storage to `grow` bytes before the compiled call where it has
+    fewer, and resizes it to `final` bytes after the epilogue and the outputs."""
+
+    leaf: DenseIndex
+    grow: int | sympy.Expr | None  # the first count above 0 (None: none)
+    final: int | sympy.Expr  # the last count
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Analysis:
     mutations: tuple[LeafMutation, ...]  # indexed by DenseIndex
     wrapper_meta_after: tuple[Meta | None, ...]  # per tensor input: a subclass's outer metadata at the end
@@ -513,6 +524,8 @@ class Analysis:
     # the program set_() under grad a tensor other than an input, then read it with grad (Note [set_ Under
     # Grad])
     grad_set_intermediate_read: bool = False
+    # the program's storage resize_ of inputs' storages (Note [Storage Swaps By Rebinding])
+    storage_resizes: tuple[StorageResize, ...] = ()
 
     def wrapper_roots(self) -> dict[int, tuple[int, ...]]:
         """First base number -> the base numbers of one intermediate subclass that views are replayed from

@@ -851,29 +851,52 @@ def function_applies_noted(note: Callable[[type, tuple[object, ...], dict[str, o
 # ---------------------------------------------------------------------------------------------------------------
 
 # `UntypedStorage.resize_` is a C method that dispatches nothing, so no mode sees it. It is wrapped once, for the
-# process: the wrapper runs this thread's check (set while a program runs under the pipeline), then torch's method.
-_storage_resize_checks = threading.local()
+# process: the wrapper hands the call to this thread's handler (set while a program runs under the pipeline), which
+# either takes it (it returns True: the resize of a traced tensor's storage is a fact of the run, not a change of the
+# functional tensor's storage, which has no bytes to resize) or leaves it to torch's method.
+_storage_resize_handlers = threading.local()
 _torch_storage_resize = torch.UntypedStorage.resize_
 
 
-def _checked_storage_resize(self: torch.UntypedStorage, size: int) -> object:
-    check = getattr(_storage_resize_checks, "check", None)
-    if check is not None:
-        check(self)
+def _handled_storage_resize(self: torch.UntypedStorage, size: int) -> object:
+    handle = getattr(_storage_resize_handlers, "handle", None)
+    if handle is not None and handle(self, size):
+        return self
     return _torch_storage_resize(self, size)
 
 
+# `UntypedStorage.nbytes` likewise: the handler's `check_read` runs first (a storage the run resized answers the byte
+# count it had before: Note [Storage Swaps By Rebinding]).
+_torch_storage_nbytes = torch.UntypedStorage.nbytes
+
+
+def _checked_storage_nbytes(self: torch.UntypedStorage) -> int:
+    check = getattr(_storage_resize_handlers, "check_read", None)
+    if check is not None:
+        check(self)
+    return _torch_storage_nbytes(self)
+
+
+def storage_nbytes(storage: torch.UntypedStorage) -> int:
+    """`storage.nbytes()`, unchecked."""
+    return _torch_storage_nbytes(storage)
+
+
 @contextlib.contextmanager
-def storage_resize_checked(check: Callable[[torch.UntypedStorage], None]) -> Iterator[None]:
-    """Run `check(storage)` before every `UntypedStorage.resize_` this thread calls inside the block."""
-    if torch.UntypedStorage.resize_ is not _checked_storage_resize:
-        torch.UntypedStorage.resize_ = _checked_storage_resize  # type: ignore[method-assign,assignment]  # see the comment above
-    before = getattr(_storage_resize_checks, "check", None)
-    _storage_resize_checks.check = check
+def storage_resizes_handled(
+    handle: Callable[[torch.UntypedStorage, object], bool], check_read: Callable[[torch.UntypedStorage], None]
+) -> Iterator[None]:
+    """Hand every `UntypedStorage.resize_(size)` this thread calls inside the block to `handle(storage, size)`;
+    torch's method runs where it returns False. Run `check_read(storage)` before every `UntypedStorage.nbytes()`."""
+    if torch.UntypedStorage.resize_ is not _handled_storage_resize:
+        torch.UntypedStorage.resize_ = _handled_storage_resize  # type: ignore[method-assign,assignment]  # see the comment above
+        torch.UntypedStorage.nbytes = _checked_storage_nbytes  # type: ignore[method-assign,assignment]  # see above
+    before = getattr(_storage_resize_handlers, "handle", None), getattr(_storage_resize_handlers, "check_read", None)
+    _storage_resize_handlers.handle, _storage_resize_handlers.check_read = handle, check_read
     try:
         yield
     finally:
-        _storage_resize_checks.check = before
+        _storage_resize_handlers.handle, _storage_resize_handlers.check_read = before
 
 
 @contextlib.contextmanager

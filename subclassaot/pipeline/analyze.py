@@ -68,6 +68,7 @@ from subclassaot.pipeline.rules.hidden_layouts import refuse_stale_view_layouts,
 from subclassaot.pipeline.rules.kept_accumulators import assigned_accumulator_size, self_set_order
 from subclassaot.pipeline.rules.leaf_mutations import leaf_mutations, wrappers_after
 from subclassaot.pipeline.rules.own_base import check_own_base_run, with_own_base_views
+from subclassaot.pipeline.rules.set_storage_rules import storage_resize_plan
 from subclassaot.pipeline.rules.stale_subclass_views import check_stale_subclass_outputs
 from subclassaot.pipeline.rules.storage_classes import wrapper_storage_classes
 from subclassaot.pipeline.rules.swap_record import elements_of
@@ -224,6 +225,7 @@ def analyze(
         autograd_reads=tuple(run.swaps.autograd_reads),
         base_reads=tuple(run.swaps.base_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
+        storage_resizes=storage_resize_plan(run.swaps, layout),
     )
 
 

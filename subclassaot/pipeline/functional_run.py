@@ -24,6 +24,7 @@ from subclassaot.pipeline.rules.foreign_bases import foreign_root
 from subclassaot.pipeline.rules.grad_set_bases import grad_set_view_root, no_grad_set_view_root, set_view_root
 from subclassaot.pipeline.rules.hidden_layouts import note_view_inputs
 from subclassaot.pipeline.rules.own_base import clone_synthetic_base
+from subclassaot.pipeline.rules.set_storage_rules import check_unwritten_at_end, note_freed_inputs
 from subclassaot.pipeline.rules.storage_reach import check_absolute_frames
 from subclassaot.pipeline.rules.storage_swaps import swap_modes
 from subclassaot.pipeline.rules.swap_record import Elements, SwapRecord, dense_strides, elements_of
@@ -31,6 +32,7 @@ from subclassaot.schemas import AliasGroupRef, DenseIndex, DenseLayout, FlatInpu
 from subclassaot.torch_internals import (
     DataDependentError,
     clone_keeps_type,
+    is_fake,
     replay_view,
     storage_key,
     to_functional,
@@ -212,6 +214,14 @@ def run_functional(
             record.family_wrappers.setdefault(-1_000_000 - fam, []).append(t)
             if not t.requires_grad:
                 record.grad_free_members.add(id(t))
+    note_freed_inputs(  # Note [Storage Swaps By Rebinding]
+        record,
+        [
+            (storage_key(originals[leaves[0]]), cast(torch.Tensor, flat.values[index]))
+            for tree, leaves, index in zip(layout.trees, layout.leaves_of_input, flat.tensor_indices, strict=True)
+            if tree is None and not is_fake(flat.values[index])
+        ],
+    )
     with swap_modes(record, [*dense, *originals]):
         try:
             output = call(state, args, kwargs)
@@ -255,6 +265,8 @@ def run_functional(
             raise
         if record.absolute_frames:
             check_absolute_frames(record)  # Note [as_strided On Inputs]: the outputs read them
+        if record.unwritten_storages:  # Note [Storage Swaps By Rebinding]
+            check_unwritten_at_end(record, [o for o in pytree.tree_leaves(output) if isinstance(o, torch.Tensor)])
     _check_containers_unchanged(flat, values, (state, args, kwargs))
     finals: list[torch.Tensor] = []
     for tree, tensor in zip(layout.trees, user_tensors, strict=True):

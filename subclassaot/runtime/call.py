@@ -37,10 +37,12 @@ from subclassaot.runtime.regenerate import (
 from subclassaot.runtime.steps import (
     bumped_input_sources,
     graph_example_inputs,
+    grow_storages,
     hold_accumulators,
     make_assigned_accumulators,
     replay_early,
     settle_early_counters,
+    settle_storages,
     undo_steps,
 )
 from subclassaot.runtime.straight_line import EntryRunner, Runner, straight_line
@@ -202,7 +204,18 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
     bumped_inputs = bumped_input_sources(plan.analysis.outputs)
     fresh_only = _fresh_only_outputs(plan)
     has_size = has_size_spec(plan.analysis.output_spec)
-    return run
+    resizes = plan.analysis.storage_resizes
+    if not resizes:
+        return run
+
+    def run_resizing(values: Sequence[object], symbols: dict[str, int]) -> object:
+        dense = dense_of(values)
+        grow_storages(resizes, dense, ev, symbols)  # Note [Storage Swaps By Rebinding]
+        result = run(values, symbols)
+        settle_storages(resizes, dense, ev, symbols)
+        return result
+
+    return run_resizing
 
 
 def _head(replay: Replay) -> Replay:

@@ -28,6 +28,7 @@ from subclassaot.schemas import (
     OutputKind,
     Replay,
     ReplaySource,
+    StorageResize,
     UpdateKind,
     ViewStep,
 )
@@ -207,3 +208,27 @@ def training_roots(analysis: Analysis) -> tuple[Replay, ...]:
         if info.kind is OutputKind.TENSOR and r is not None and r.source is ReplaySource.WRAPPER:
             seen.setdefault(r.root_bases, r)
     return tuple(seen.values())
+
+
+def grow_storages(
+    resizes: Sequence[StorageResize], dense: Sequence[torch.Tensor], ev: MetaEvaluator, symbols: dict[str, int]
+) -> None:
+    """Before the compiled call: the program's re-allocation of inputs' storages, where they have fewer bytes (Note
+    [Storage Swaps By Rebinding])."""
+    for r in resizes:
+        if r.grow is not None:
+            storage = dense[r.leaf].untyped_storage()
+            nbytes = ev.dim(r.grow, symbols)
+            if storage.nbytes() < nbytes:
+                storage.resize_(nbytes)
+
+
+def settle_storages(
+    resizes: Sequence[StorageResize], dense: Sequence[torch.Tensor], ev: MetaEvaluator, symbols: dict[str, int]
+) -> None:
+    """After the epilogue and the outputs: the program's last storage resize_ of each input's storage (its free)."""
+    for r in resizes:
+        storage = dense[r.leaf].untyped_storage()
+        nbytes = ev.dim(r.final, symbols)
+        if storage.nbytes() != nbytes:
+            storage.resize_(nbytes)

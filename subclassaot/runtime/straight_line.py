@@ -98,6 +98,7 @@ def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> 
             for info in analysis.outputs
         ),
         "wrapper storages": bool(analysis.wrapper_storage),
+        "storage resizes": bool(analysis.storage_resizes),
         "inputs' counters kept at entry": bool(bumped_input_sources(analysis.outputs)),
         "aliased inputs": any(isinstance(g, AliasGroupRef) for g in layout.graph_inputs),
         "subclass inputs written in training": bool(call.wrapper_updates),

@@ -193,11 +193,25 @@ def _metadata(t: torch.Tensor) -> dict[str, object]:
         "has grad_fn": _autograd_fact(lambda: t.grad_fn is not None),
         "is a view": t._is_view(),
     }
+    if not is_traceable_wrapper_subclass(t):
+        meta["storage holds its elements"] = _holds_elements(t)
     if is_traceable_wrapper_subclass(t):
         attrs, ctx = t.__tensor_flatten__()
         meta["flatten attrs"] = tuple(attrs)
         meta["flatten ctx"] = ctx
     return meta
+
+
+def _holds_elements(t: torch.Tensor) -> bool | str:
+    """Does the storage hold every element of `t` (no: freed with untyped_storage().resize_(0), whose values
+    neither side can read)?"""
+    if t.numel() == 0:
+        return True
+    try:
+        extent = 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride(), strict=True))
+        return bool(t.untyped_storage().nbytes() >= (t.storage_offset() + extent) * t.element_size())
+    except (RuntimeError, NotImplementedError, TypeError) as e:  # no storage to read (meta, functional, symbolic)
+        return f"raises {type(e).__name__}"
 
 
 def _autograd_fact(read: Callable[[], bool]) -> bool | str:
@@ -243,8 +257,8 @@ def _compare_tensor(
             elif got_inner is not want_inner and got_inner != want_inner:
                 errors.append(f"{where}.{attr}{when}: {got_inner!r} vs eager {want_inner!r}")
         return
-    if got.shape != want.shape or got.dtype != want.dtype:
-        return
+    if got.shape != want.shape or got.dtype != want.dtype or want_meta.get("storage holds its elements") is False:
+        return  # (a freed storage's values are no one's to read)
     try:
         torch.testing.assert_close(
             got.detach(), want.detach(), atol=tol.atol, rtol=tol.rtol, equal_nan=True, check_stride=False

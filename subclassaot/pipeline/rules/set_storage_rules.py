@@ -1,27 +1,38 @@
-"""`set_(storage, ...)` where the storage is a tensor subclass wrapper's own (Note [Autograd Sees The Wrapper]).
+"""`set_(storage, ...)` where the storage is a tensor subclass wrapper's own (Note [Autograd Sees The Wrapper]), and
+storage resize_ in the program (Note [Storage Swaps By Rebinding]).
 
 Input: the `_DataMode` of storage_swaps.py hands each call of the program to `note_wrapper_storage`, and its
-dispatch mode a set_() onto a storage of no input to `check_wrapper_storage_set`. Output: an UnsupportedError for
-the calls out of reach. Invariants: checks only; nothing here changes a tensor.
+dispatch mode a set_() onto a storage of no input to `check_wrapper_storage_set` and each op to
+`check_unwritten_reads`; torch_internals hands each `UntypedStorage.resize_` to `note_storage_resize`. Output: the
+storage resizes in the SwapRecord; an UnsupportedError for the calls out of reach. Invariants: nothing here changes
+a tensor or a storage.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NoReturn, cast
 
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
-from subclassaot.pipeline.rules.swap_record import SwapRecord
-from subclassaot.torch_internals import is_functional
+from subclassaot.pipeline.rules.swap_record import Elements, SwapRecord, elements_of
+from subclassaot.schemas import DenseLayout, StorageResize
+from subclassaot.torch_internals import DataDependentError, is_functional, storage_key, storage_nbytes, symint_expr
 
 __all__ = [
+    "check_resized_nbytes",
     "check_storage_bytes_resize",
-    "check_storage_resize",
+    "check_unwritten_at_end",
+    "check_unwritten_reads",
     "check_wrapper_storage_set",
+    "note_freed_inputs",
+    "note_storage_resize",
     "note_traced_storage",
+    "storage_resize_plan",
     "note_wrapper_storage",
 ]
 
@@ -57,16 +68,190 @@ def note_traced_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], ou
 # Storage resize_ inside the program: `t.untyped_storage().resize_(n)` (FSDP2 frees a parameter's storage with
 # resize_(0) after use and re-allocates it before the next) changes the bytes of a storage, not a tensor: every tensor
 # on it keeps its metadata, and reads past the new end are out of bounds until it grows back, its grown bytes undefined
-# until written. The storage method dispatches nothing, and the epilogue replays data and metadata writes, not a
-# storage's byte count, so a storage resize_ of any tensor the program traces is refused before torch's method runs,
-# naming the input whose storage it is (torch_internals wraps UntypedStorage.resize_ so that this check runs on the
-# thread that runs the program); Dynamo's inductor::resize_storage_bytes_ is refused where it dispatches. Fix: resize
-# the storage outside the compiled function, as FSDP2's hooks do with torch.compile.
-def check_storage_resize(record: SwapRecord, storage: torch.UntypedStorage) -> None:
-    """Refuse `resize_` of the storage of a tensor the program traces (see the comment above)."""
-    paths = record.traced_storages.get(StorageWeakRef(storage))  # type: ignore[no-untyped-call]  # untyped in torch
-    if paths is not None:
-        _refuse_storage_resize(paths)
+# until written. The storage method dispatches nothing, so torch_internals wraps UntypedStorage.resize_ and hands the
+# call to `note_storage_resize` on the thread that runs the program: the resize is a fact of the run, and the
+# functional tensors' storages are left as they are (the graph computes values, not byte counts).
+# - The storage of a plain input (its own graph input, not shared with another input): each byte count is kept in
+#   order (SwapRecord.storage_resizes, then Analysis.storage_resizes). The runtime resizes the real storage to the
+#   first count above 0 before the compiled call where it has fewer bytes (eager's re-allocation: the graph may take
+#   the input before the program's fill), and to the last count after the epilogue has written every input back and
+#   the outputs are built (eager's free: an output that is a view of the input shares the freed storage, as eager's).
+#   A count other than 0 must hold the input's elements (a shrink that cuts them is refused).
+# - The storage of a tensor made inside the program: resize_(0), and resize_ back to its byte count before, change
+#   nothing the graph computes (the storage dies with the program); an output over such a storage is refused.
+# A storage freed, or re-allocated (an input may come with 0 bytes, freed before the call), holds no value until a
+# write covers the elements of it the input (or the intermediate) has: copy_(), fill_() or zero_() of a tensor over
+# all of them. Another op that reads a tensor over it before that (eager reads out of bounds, or undefined bytes), an
+# input left re-allocated and unwritten, or an output over such a storage, is refused (`check_unwritten_reads`,
+# `check_unwritten_at_end`); view ops read no bytes, but while the storage has no bytes eager's view ops raise out of
+# bounds, and its writes too: any op but detach() over it is refused then. Refused too: the storage of a tensor subclass wrapper, of a subclass
+# input's inner tensor, or of an input that shares its storage with another input; a storage's nbytes() read after the
+# program resized it, or of an input that came freed (the graph would answer the byte count before; torch_internals
+# wraps UntypedStorage.nbytes for `check_resized_nbytes`); and Dynamo's inductor::resize_storage_bytes_, refused where
+# it dispatches. Fix for those: resize the storage outside the compiled function, as FSDP2's hooks do with
+# torch.compile. Storage byte counts are not guarded: a graph that reads an input is called on it freed as eager reads it
+# (out of bounds).
+_FILL_OPS = frozenset(
+    {
+        torch.ops.aten.copy_.default,
+        torch.ops.aten.fill_.Scalar,
+        torch.ops.aten.fill_.Tensor,
+        torch.ops.aten.zero_.default,
+    }
+)
+
+
+def note_storage_resize(record: SwapRecord, storage: torch.UntypedStorage, size: object) -> bool:
+    """`storage.resize_(size)` in the program (see the comment above): True where the run takes it (a traced
+    tensor's storage), False to leave it to torch."""
+    key = StorageWeakRef(storage)  # type: ignore[no-untyped-call]  # untyped in torch
+    paths = record.traced_storages.get(key)
+    if paths is None:
+        return False
+    if key in record.wrapper_storages:
+        name = record.wrapper_storages[key]
+        _refuse_storage_resize(paths or (f"a {name}",), f"it is a {name} wrapper's own storage, which holds no data")
+    if not paths:
+        return _note_intermediate_resize(record, key, storage, size)
+    own = record.own_inputs.get(key)
+    original = record.input_originals.get(key)
+    if own is None or original is None:
+        _refuse_storage_resize(paths, "it is no input's own storage: one two inputs share")
+    need = (original.storage_offset() + _extent(original)) * original.element_size()
+    try:
+        freed = bool(size == 0)
+        if not freed and not bool(size >= need):  # type: ignore[operator]  # an int or a SymInt
+            _refuse_storage_resize(paths, f"{size} bytes do not hold the elements of the input")
+    except DataDependentError:
+        _refuse_storage_resize(paths, "a byte count that depends on tensor values")
+    record.storage_resizes.setdefault(key, []).append(size)
+    if freed:
+        span = record.input_spans.get(key)
+        record.unwritten_storages[key] = (paths, span[0] if span is not None else None)
+        record.freed_storages.add(key)
+    else:
+        record.freed_storages.discard(key)
+    return True
+
+
+def _note_intermediate_resize(record: SwapRecord, key: object, storage: torch.UntypedStorage, size: object) -> bool:
+    if isinstance(size, int) and size == 0:
+        if key not in record.freed_intermediates:
+            record.freed_intermediates[key] = storage_nbytes(storage)
+        before = record.freed_intermediates[key]
+        count = before // storage.element_size() if isinstance(before, int) else None
+        record.unwritten_storages[key] = ((), Elements(0, count - 1, None) if count is not None else None)
+        record.freed_storages.add(key)
+        return True
+    if key in record.freed_intermediates and isinstance(size, int) and size == record.freed_intermediates[key]:
+        record.freed_storages.discard(key)
+        return True  # back to its byte count: still unwritten
+    _refuse_storage_resize((), "only resize_(0), and resize_ back to its byte count after, are supported")
+    return False
+
+
+def note_freed_inputs(record: SwapRecord, reals: Sequence[tuple[object, torch.Tensor]]) -> None:
+    """Before the program: the storage (by key) of an input whose real tensor's storage came freed (fewer bytes than
+    its elements need; its fake has them all) is unwritten."""
+    for key, real in reals:
+        need = (real.storage_offset() + _extent(real)) * real.element_size()
+        if key in record.own_inputs and isinstance(need, int) and storage_nbytes(real.untyped_storage()) < need:
+            span = record.input_spans.get(key)
+            record.unwritten_storages[key] = (record.input_paths.get(key, ()), span[0] if span is not None else None)
+            record.freed_storages.add(key)
+
+
+def check_unwritten_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Before an op of the program: refuse a read of a storage freed or re-allocated and not yet written; a fill of
+    all of its elements makes it written (see the comment above)."""
+    if not record.unwritten_storages or func is torch.ops.aten.detach.default:
+        return
+    for a in pytree.tree_leaves((args, kwargs)):
+        if isinstance(a, torch.Tensor) and storage_key(a) in record.freed_storages:
+            paths = record.unwritten_storages[storage_key(a)][0]
+            _refuse_unwritten(
+                paths, f"{func} takes a tensor over it while it has no bytes (eager raises out of bounds)"
+            )
+    if getattr(func, "is_view", False):
+        return
+    target = args[0] if args and func in _FILL_OPS and isinstance(args[0], torch.Tensor) else None
+    for i, a in enumerate(pytree.tree_leaves((args, kwargs))):
+        if not isinstance(a, torch.Tensor):
+            continue
+        entry = record.unwritten_storages.get(storage_key(a))
+        if entry is None:
+            continue
+        paths, elements = entry
+        if i == 0 and a is target and _covers(record, a, elements):
+            continue
+        _refuse_unwritten(paths, f"{func} reads it (or writes only part of it)")
+    if target is not None and not any(
+        storage_key(a) in record.unwritten_storages
+        for a in pytree.tree_leaves((args[1:], kwargs))
+        if isinstance(a, torch.Tensor)
+    ):
+        record.unwritten_storages.pop(storage_key(target), None)
+
+
+def _covers(record: SwapRecord, t: torch.Tensor, elements: Elements | None) -> bool:
+    """Does a write of `t` cover `elements` of its storage (symbolic: does `t` have the input's own layout)?"""
+    covered = elements_of(list(t.shape), list(t.stride()), t.storage_offset())
+    if elements is not None and covered is not None:
+        return covered.covers(elements)
+    original = record.input_originals.get(storage_key(t))
+    if original is None or t.dim() != original.dim():
+        return False
+    try:
+        pairs = zip(
+            (*t.shape, *t.stride(), t.storage_offset()),
+            (*original.shape, *original.stride(), original.storage_offset()),
+            strict=True,
+        )
+        return all(bool(x == y) for x, y in pairs)
+    except DataDependentError:
+        return False
+
+
+def check_unwritten_at_end(record: SwapRecord, outputs: Sequence[torch.Tensor]) -> None:
+    """After the program: refuse an output over a storage it freed or left unwritten but for an input's freed storage
+    (eager's output shares it, and so does the runtime's), and an input's storage re-allocated and left unwritten."""
+    for key, (paths, _) in record.unwritten_storages.items():
+        sizes = record.storage_resizes.get(key)
+        if paths and sizes is not None and not (isinstance(sizes[-1], int) and sizes[-1] == 0):
+            _refuse_unwritten(paths, "the program re-allocates it and leaves it unwritten (its bytes are undefined)")
+    for o in outputs:
+        entry = record.unwritten_storages.get(storage_key(o))
+        if entry is not None and not entry[0]:
+            raise UnsupportedError(
+                "the program returns a tensor over the storage of a tensor made inside the program that it freed "
+                "with untyped_storage().resize_(0) (Note [Storage Swaps By Rebinding]): eager's output holds no bytes. "
+                "Free the storage outside the compiled function, or return a clone()"
+            )
+
+
+def storage_resize_plan(record: SwapRecord, layout: DenseLayout) -> tuple[StorageResize, ...]:
+    """The runtime's storage resizes of the inputs' storages (see the comment above)."""
+    owner = {j: t for t, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    plans = []
+    for key, sizes in record.storage_resizes.items():
+        path, leaf = record.own_inputs[key]
+        if layout.trees[owner[leaf]] is not None:
+            _refuse_storage_resize((path,), "it is an inner tensor's storage of a tensor subclass input")
+        grown = [n for n in sizes if not (isinstance(n, int) and n == 0)]
+        grow = symint_expr(cast(int, grown[0])) if grown else None
+        plans.append(StorageResize(leaf=leaf, grow=grow, final=symint_expr(cast(int, sizes[-1]))))
+    return tuple(plans)
+
+
+def check_resized_nbytes(record: SwapRecord, storage: torch.UntypedStorage) -> None:
+    """Refuse `nbytes()` of a storage the program resized, or of an input's that came freed (see the comment above)."""
+    key = StorageWeakRef(storage)  # type: ignore[no-untyped-call]  # untyped in torch
+    if key in record.storage_resizes or key in record.unwritten_storages or key in record.freed_intermediates:
+        _refuse_storage_resize(
+            record.traced_storages.get(key, ()),
+            "the program reads the storage's nbytes() after the resize, or of an input that came freed, which the "
+            "graph would answer with the byte count before",
+        )
 
 
 def check_storage_bytes_resize(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
@@ -74,14 +259,30 @@ def check_storage_bytes_resize(record: SwapRecord, func: Any, args: tuple[Any, .
     [Storage Swaps By Rebinding])."""
     if func is torch.ops.inductor.resize_storage_bytes_.default and isinstance(args[0], torch.Tensor):
         key = StorageWeakRef(args[0].untyped_storage())  # type: ignore[no-untyped-call]  # untyped in torch
-        _refuse_storage_resize(record.input_paths.get(key, ()))
+        _refuse_storage_resize(record.input_paths.get(key, ()), "Dynamo captured it as inductor::resize_storage_bytes_")
 
 
-def _refuse_storage_resize(paths: tuple[str, ...]) -> None:
+def _extent(t: torch.Tensor) -> int | torch.SymInt:
+    """How many storage elements past its offset `t` reaches (0 when it has none)."""
+    if any(s == 0 for s in t.shape):
+        return 0
+    return cast("int | torch.SymInt", 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride(), strict=True)))
+
+
+def _refuse_storage_resize(paths: tuple[str, ...], why: str) -> NoReturn:
     whose = f"the storage of {' and '.join(paths)}" if paths else "the storage of a tensor made inside the program"
     raise UnsupportedError(
-        f"untyped_storage().resize_() of {whose}: the compiled program cannot change the byte size of a storage "
-        "(FSDP2's free with resize_(0), or re-allocation before a copy_), and its epilogue would not replay it "
+        f"untyped_storage().resize_() of {whose}: {why}; the compiled program cannot replay that resize "
         "(Note [Storage Swaps By Rebinding]). Resize the storage outside the compiled function, before or "
         "after the call"
+    )
+
+
+def _refuse_unwritten(paths: tuple[str, ...], why: str) -> NoReturn:
+    whose = f"the storage of {' and '.join(paths)}" if paths else "the storage of a tensor made inside the program"
+    raise UnsupportedError(
+        f"{whose} is freed (untyped_storage().resize_(0), in the program or before the call) or re-allocated and not "
+        f"yet written whole, and {why}: eager reads bytes out of bounds or undefined (Note [Storage Swaps By "
+        "Rebinding]). Fill it first (with torch.no_grad(): x.copy_(src)) after re-allocating it with "
+        "x.untyped_storage().resize_(x.numel() * x.element_size())"
     )

@@ -45,9 +45,11 @@ from subclassaot.pipeline.rules.regenerated_views import note_assignment_reads, 
 from subclassaot.pipeline.rules.resize_rules import as_resize, check_resize_within_storage, resize_strides
 from subclassaot.pipeline.rules.run_calls import per_tensor_method, reads_grad
 from subclassaot.pipeline.rules.set_storage_rules import (
+    check_resized_nbytes,
     check_storage_bytes_resize,
-    check_storage_resize,
+    check_unwritten_reads,
     check_wrapper_storage_set,
+    note_storage_resize,
     note_traced_storage,
     note_wrapper_storage,
 )
@@ -112,7 +114,7 @@ from subclassaot.torch_internals import (
     rebind_functional,
     set_version,
     storage_key,
-    storage_resize_checked,
+    storage_resizes_handled,
 )
 
 # Note [Storage Swaps By Rebinding]
@@ -179,6 +181,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
 
     def _dispatch(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         check_storage_bytes_resize(self.record, func, args)  # Note [Storage Swaps By Rebinding]
+        if self.depth == 0 and self.record.unwritten_storages:
+            check_unwritten_reads(self.record, func, args, kwargs)  # Note [Storage Swaps By Rebinding]
         if func is torch.ops.aten.resize_as_.default:  # Note [Storage Swaps By Rebinding]
             func, (args, kwargs) = torch.ops.aten.resize_.default, as_resize(args, kwargs)
         if self.depth == 0:
@@ -889,11 +893,11 @@ _AUTOGRAD_CALLS = frozenset(
 @contextlib.contextmanager
 def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
     """Enter both modes (above an active FunctionalTensorMode)."""
-    check = functools.partial(check_storage_resize, record)  # Note [Storage Swaps By Rebinding]
+    handle = functools.partial(note_storage_resize, record)  # Note [Storage Swaps By Rebinding]
     with (
         _DataMode(record),
         _SwapDispatchMode(record, known),
-        storage_resize_checked(check),
+        storage_resizes_handled(handle, functools.partial(check_resized_nbytes, record)),
         marks_dirty_noted(functools.partial(_note_marked_dirty, record)),
         function_applies_noted(functools.partial(_note_function_apply, record)),
     ):

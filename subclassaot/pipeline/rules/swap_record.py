@@ -126,6 +126,14 @@ class SwapRecord:
     # storages untyped_storage() gave for the run's tensors -> the paths of the inputs over them (empty: a tensor made
     # inside the program) (Note [Storage Swaps By Rebinding])
     traced_storages: dict[object, tuple[str, ...]] = field(default_factory=dict)
+    # the byte counts the program resized each input's storage to (untyped_storage().resize_(n)), in order, by storage
+    # key; the storages whose bytes are freed or re-allocated and not yet written whole -> (the paths of the inputs over
+    # them (empty: made inside the program), the storage elements a write must cover); an intermediate's storage the
+    # program freed -> its byte count before (Note [Storage Swaps By Rebinding])
+    storage_resizes: dict[object, list[object]] = field(default_factory=dict)
+    unwritten_storages: dict[object, tuple[tuple[str, ...], Elements | None]] = field(default_factory=dict)
+    freed_intermediates: dict[object, object] = field(default_factory=dict)
+    freed_storages: set[object] = field(default_factory=set)  # ... of those, the ones that have no bytes now
     # grad mode when the run began; torch functions that ran with grad mode turned back on inside a run begun
     # without it, on tensors that require grad (Note [Grad Mode And Autograd Reads])
     grad_at_start: bool = field(default_factory=torch.is_grad_enabled)
