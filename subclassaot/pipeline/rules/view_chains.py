@@ -22,7 +22,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.pipeline.rules.assigned_roots import assigned_root, with_root_data_meta
-from subclassaot.pipeline.rules.chain_facts import detached_before_change, input_bumps
+from subclassaot.pipeline.rules.chain_facts import detached_before_change, input_bumps, requires_grad_as_eager
 from subclassaot.pipeline.rules.data_assignment import apart_from_leaves, leaves_moved
 from subclassaot.pipeline.rules.final_marks import early_marks, final_pass_marks
 from subclassaot.pipeline.rules.grad_set_bases import set_view_root
@@ -222,14 +222,15 @@ def _replay_of(
             )
         # the chain's last view, or its own last in-place view op's bump (Note [No-Grad Views Made After The Bump])
         made = max(run.swaps.views[id(value)].seq, run.swaps.inplace_view_bumps.get(id(value), 0))
+        requires_grad = requires_grad_as_eager(value, t, tuple(steps), run)
         early = (
-            value.requires_grad
+            requires_grad
             # A subclass input: where eager advanced its wrapper's own version counter (a wrapper-level write)
             and (not is_traceable_subclass(t) or run.swaps.bumps(t))
             and last_bump(t, run) > made
             and _as_received(t, first, run)  # before the epilogue the input is as the program got it
         )
-        tail = 0 if early or not value.requires_grad else _split_at_bump(value, t, run, len(steps))
+        tail = 0 if early or not requires_grad else _split_at_bump(value, t, run, len(steps))
         if tail and _as_received(t, first, run):
             return Replay(
                 source=ReplaySource.INPUT,
@@ -496,6 +497,12 @@ def _swapped_after_view(source: torch.Tensor, view: torch.Tensor) -> bool:
 #   sharing its eager base is refused where the program advances that base's counter through the other input, unless the
 #   output is rebuilt before the epilogue or was taken after the program's last write through either input
 #   (Replay.split_made).
+# - Whether the view requires grad (and so can raise) is eager's, not the run's: a view requires grad as the root of
+#   its storage does, and inputs sharing a storage are laid out as views of a synthetic base, so the run's view of an
+#   input that eager passed as that root (or of a view of another input that is the root) and that gained
+#   requires_grad in the program does not require grad (chain_facts.requires_grad_as_eager). Nor does its grad_fn
+#   raise, so an early replay is made at the counter it came with, not the advanced one (Note [Early Views Made After
+#   The Last Write]).
 
 
 def _late_no_grad_view(
