@@ -132,9 +132,7 @@ def check_dirty_inputs(flat: FlatInputs, run: FunctionalRun) -> None:
         # (another input over t's storage that requires grad, or a view of one, has its history rebuilt from t's)
         sharing = [u for u in run.user_tensors if u is not t and u.requires_grad and _same_input_storage(u, t, run)]
         roots = [t, *sharing]
-        rooted = [
-            o for o in returned if any(o is r or run.swaps.view_root(o, through_swaps=True) is r for r in roots)
-        ]
+        rooted = [o for o in returned if any(o is r or run.swaps.view_root(o, through_swaps=True) is r for r in roots)]
         if not rooted:
             continue
         # a returned view of the input marked dirty: the input's history holds the Function's node (in a CopySlices)
