@@ -1469,7 +1469,7 @@ def test_seed24000_872_view_of_input_whose_root_input_gains_grad(compile_fn: Com
 
     def f(x0: T, x1: T) -> object:
         t0 = x1.select(0, -1)
-        x1.set_(t0)
+        set_to(x1, t0)
         x0.requires_grad_()
         return (t0,)
 
