@@ -34,6 +34,9 @@ from subclassaot.torch_internals import storage_key
 # did; the set_() is the runtime's own, so the shared version counter is put back. Only for outputs that do not
 # require grad: a set_() on a view that does rewrites its history, which eager's never had, unless the program's
 # own set_() with grad moved it there (Note [Views Of Inputs set_() Under Grad]: then the set_ runs with grad).
+# A view set_() back onto its root's storage keeps that root as `._base` too (`t1 = t0.select(2, 0); t2 = t1[:, 1:1];
+# t2.set_(t1)`: `t2._base` is t0, not t1 nor t2): the intermediate base of that storage is the root of the chain
+# through the set_(), not the view it stops at (`intermediate_bases`).
 #
 # Note [Views Sharing An Intermediate]
 # Two outputs made by view chains through one eager intermediate (`t0 = x.detach(); return t0.view(...), t0.t()`,
