@@ -372,7 +372,9 @@ def _then_set_from_base(
 #   for its own `._base`, `input_root`), and the output is rebuilt as an empty view of it, then set_() onto eager's
 #   storage and metadata (`view_onto`), putting back the shared version counter. Only for outputs that do not require
 #   grad, unless the program's own set_() with grad moved it there (then the set_ runs with grad: Note [set_ Under
-#   Grad]).
+#   Grad]). A view set_() back onto its root's storage keeps that root as `._base` (`t1 = t0.select(2, 0); t2 =
+#   t1[:, 1:1]; t2.set_(t1)`: `t2._base` is t0): the intermediate base of that storage is the root of the chain through
+#   the set_(), not the view the chain stops at (`intermediate_bases`).
 # Refused otherwise: tensors computed with grad then set_() under no_grad onto aliased storage, detach()es written
 # with a value requiring grad, views with grad taken of an intermediate before a `.data =` relaid it, and views taken
 # after a no_grad set_() of a tensor with history (ViewBackward0 over MulBackward0, which raises where the size changed).

@@ -469,6 +469,11 @@ def intermediate_bases(
         # `t0.set_(t1); return t0, t1`)
         owners = [m for m in members if id(m) not in swaps.swapped_ids]
         base = swaps.view_root(views[0]) if views else (owners or members)[0]
+        if views and id(base) in swaps.swapped_ids:
+            # set_() back onto its own root's storage: still a view of that root (Note [Outputs Over Another
+            # Storage])
+            through = swaps.view_root(views[0], through_swaps=True)
+            base = through if storage_key(through) == key else base
         if storage_key(base) != key:
             # `t1 = t0.diagonal(); t0.data = x`: no tensor holds the storage t1 views
             raise UnsupportedError(

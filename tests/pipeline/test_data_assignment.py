@@ -2128,3 +2128,70 @@ def test_no_grad_view_of_written_input_then_data_assigned_refused(compile_fn: Co
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, "partly taken under no_grad")
+
+
+def test_seed24000_768_input_assigned_another_dtype_refused(compile_fn: CompileFn | None) -> None:
+    """Seed 24000 #768 (shrunk; diverged: x0 and out[0] came back float32 where eager's are int64): `.data =` gives
+    eager's tensor the assigned dtype, which the trace (whose tensors keep the dtype they were made with) cannot.
+    Refused by name (Note [Storage Swaps By Rebinding])."""
+
+    def f(x0: T) -> object:
+        t0, t1 = x0.sort(0, descending=True)
+        x0.data = t1
+        return (x0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (torch.randn(()),)
+
+    with torch.no_grad():
+        assert_refused(f, make_inputs, compile_fn, r"`\.data =` of tensor input 0 \(dtype torch\.float32")
+
+
+def _view_assigned_another_dtype(x0: T) -> object:
+    t0 = x0[1:]
+    t0.data = torch.arange(2)
+    return (t0, x0)
+
+
+def _input_assigned_float64_unreturned(x0: T) -> object:
+    x0.data = x0.double()
+    return (x0.sum(),)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize(
+    ("fn", "match"),
+    [
+        (_view_assigned_another_dtype, "of a view of an input"),
+        (_input_assigned_float64_unreturned, "of tensor input 0"),
+    ],
+)
+def test_data_assigned_another_dtype_refused(
+    compile_fn: CompileFn | None, grad: bool, fn: Callable[[T], object], match: str
+) -> None:
+    # seed 24000 #768 variants: a view of the input, another floating dtype, the input not returned, with grad too
+    with torch.set_grad_enabled(grad):
+        assert_refused(fn, lambda: (torch.randn(3),), compile_fn, match)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_intermediate_assigned_another_dtype(compile_fn: CompileFn | None, grad: bool) -> None:
+    # seed 24000 #768 variant that runs: a fresh intermediate takes the assigned dtype, as the graph returns it
+    def f(x0: T) -> object:
+        t0 = x0.mul(2.0)
+        t0.data = x0.long()
+        return (t0.add(1), t0)
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, lambda: (torch.randn(3),), compile_fn=compile_fn)
+
+
+def test_pair_input_assigned_another_dtype_refused(compile_fn: CompileFn | None) -> None:
+    # seed 24000 #768 with a PairTensor input: Note [Wrapper Data Assignment]'s refusal
+    def f(x0: T) -> object:
+        x0.data = x0.double()
+        return (x0,)
+
+    with torch.no_grad():
+        assert_refused(f, lambda: (pair(3),), compile_fn, "of a PairTensor of dtype torch.float32")

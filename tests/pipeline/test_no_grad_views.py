@@ -1442,3 +1442,77 @@ def test_output_set_to_input_then_written_with_grad(compile_fn: CompileFn | None
 
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def _seed24000_621_inputs() -> tuple[object, ...]:
+    with torch.enable_grad():
+        b0 = torch.randn((2,))
+        return (b0, b0.transpose(0, 0))
+
+
+def test_seed24000_621_view_of_root_input_that_gains_grad(compile_fn: CompileFn | None) -> None:
+    """Seed 24000 #621 (shrunk; diverged: out[0] read as a leaf without grad_fn where eager's is_leaf and grad_fn
+    raise "A view was created in no_grad mode ..."): x0 is the root of the storage it shares with x1 and gains
+    requires_grad; its no_grad view, written after, requires grad in eager. The run lays both inputs out as views of a
+    synthetic base that does not require grad, so its view did not, and the output was rebuilt after the write."""
+
+    def f(x0: T, x1: T) -> object:
+        x0.requires_grad_()
+        t0 = x0.unsqueeze(-2)
+        t0.add_(0.5)
+        return (t0,)
+
+    check_no_grad(f, _seed24000_621_inputs, compile_fn)
+
+
+def test_seed24000_872_view_of_input_whose_root_input_gains_grad(compile_fn: CompileFn | None) -> None:
+    """Seed 24000 #872 (shrunk; diverged as #621): t0 is a no_grad view of x1, a view of x0; set_() on x1 advances
+    their counter, then x0 (the root) gains requires_grad: eager's t0 requires grad and its grad_fn raises."""
+
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.select(0, -1)
+        set_to(x1, t0)
+        x0.requires_grad_()
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = torch.randn((3,))
+            return (b0, b0[1:3:2])
+
+    check_no_grad(f, make_inputs, compile_fn)
+
+
+@pytest.mark.parametrize("order", ["root_first", "root_second"])
+@pytest.mark.parametrize("written", ["view", "root", "other"])
+def test_no_grad_view_of_root_input_that_gains_grad(compile_fn: CompileFn | None, order: str, written: str) -> None:
+    # seed 24000 #621 and variants: the root passed first or second, the write through the view, the root or the
+    # other input
+    def f(x0: T, x1: T) -> object:
+        root, other = (x0, x1) if order == "root_first" else (x1, x0)
+        root.requires_grad_()
+        t0 = root.unsqueeze(-2)
+        {"view": t0, "root": root, "other": other}[written].add_(0.5)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = torch.randn((3,))
+            return (b0, b0[1:]) if order == "root_first" else (b0[1:], b0)
+
+    check_no_grad(f, make_inputs, compile_fn)
+
+
+def test_no_grad_view_of_pair_root_input_that_gains_grad(compile_fn: CompileFn | None) -> None:
+    # seed 24000 #621 with PairTensor inputs
+    def f(x0: T, x1: T) -> object:
+        x0.requires_grad_()
+        t0 = x0.unsqueeze(-2)
+        t0.add_(0.5)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair(3)
+        return (b0, b0[1:])
+
+    check_no_grad(f, make_inputs, compile_fn)

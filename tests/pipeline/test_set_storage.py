@@ -22,7 +22,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.storage_swaps import _DataMode
 from subclassaot.pipeline.rules.swap_record import SwapRecord
 from subclasses.pair import PairTensor, nested_example
-from tests.oracle import CompileFn, assert_matches_eager
+from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
     assert_refused,
@@ -1603,3 +1603,15 @@ def test_seed49000_4037_grad_view_set_onto_input(compile_fn: CompileFn | None) -
 
     check_with_grad(f, shared, compile_fn)
     check_with_grad(f, lambda: (nonleaf(2, 3), nonleaf(4, 2, 3)[1]), compile_fn)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_set_to_another_dtype_raises_as_eager(grad: bool) -> None:
+    # seed 24000 #768's set_() counterpart: unlike `.data =`, set_() to a tensor of another dtype raises in eager
+    # ("Could not set tensor of type long int to a tensor of type float"), and in the compiled call
+    def f(x0: T) -> object:
+        set_to(x0, torch.arange(3))
+        return (x0,)
+
+    with torch.set_grad_enabled(grad):
+        assert_raises_like_eager(f, lambda: (torch.randn(3),))

@@ -1936,3 +1936,82 @@ def test_data_of_view_of_unreturned_intermediate(compile_fn: CompileFn | None) -
 
     with torch.no_grad():
         assert_matches_eager(f, lambda: (torch.randn(()).reshape((1, -1)),), compile_fn=compile_fn)
+
+
+def _seed24000_814(x0: T) -> object:
+    t0 = x0.sin()
+    t1 = t0.select(2, 0)
+    t2 = t1[:, 1:1:1]
+    set_to(t2, t1)
+    return (t2,)
+
+
+def test_seed24000_814_view_set_back_onto_its_roots_storage(compile_fn: CompileFn | None) -> None:
+    """Seed 24000 #814 (shrunk; diverged: out[0]._base had shape (3, 2) where eager's is t0, (3, 2, 2)): t2, a view
+    of t1 (itself a view of t0), set_() to t1 stays a view of t0, now on t0's storage. The analysis took the set_()
+    view as the root of that storage and the graph returned t1 as the base (Note [Outputs Over Another Storage])."""
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (torch.randn((3, 2, 2)),)
+
+    with torch.no_grad():
+        assert_matches_eager(_seed24000_814, make_inputs, compile_fn=compile_fn)
+
+
+def _set_to_root(x0: T) -> object:
+    t0 = x0.sin()
+    t2 = t0.select(2, 0)[:, 1:1:1]
+    set_to(t2, t0)
+    return (t2,)
+
+
+def _set_to_view_returned_beside(x0: T) -> object:
+    t0 = x0.sin()
+    t1 = t0.select(2, 0)
+    t2 = t1[:, 1:1:1]
+    set_to(t2, t1)
+    return (t2, t1)
+
+
+def _set_to_other_view_then_viewed(x0: T) -> object:
+    t0 = x0.sin()
+    t2 = t0.select(2, 0)[:, 1:1:1]
+    set_to(t2, t0.diagonal(0, 1, 2))
+    return (t2.t(),)
+
+
+def _data_assigned_view(x0: T) -> object:
+    t0 = x0.sin()
+    t1 = t0.select(2, 0)
+    t2 = t1[:, 1:1:1]
+    t2.data = t1
+    return (t2,)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize(
+    "fn",
+    [_seed24000_814, _set_to_root, _set_to_view_returned_beside, _set_to_other_view_then_viewed, _data_assigned_view],
+)
+def test_view_set_back_onto_its_roots_storage(
+    compile_fn: CompileFn | None, grad: bool, fn: Callable[[T], object]
+) -> None:
+    # seed 24000 #814 and variants: set_() to the root, or to another view of it, the set view returned beside its
+    # source or viewed again, `.data =` instead of set_() (refused before); with grad too (the input does not require it)
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(fn, lambda: (torch.randn((3, 2, 2)),), compile_fn=compile_fn)
+
+
+def test_view_set_back_onto_its_roots_storage_with_history(compile_fn: CompileFn | None) -> None:
+    # seed 24000 #814 with an input that requires grad, t1 returned beside t2 (out[1]'s `._base` was itself)
+    def f(x0: T) -> object:
+        return _set_to_view_returned_beside(x0)
+
+    _check(f, lambda: (_leaf(3, 2, 2),), compile_fn)
+
+
+def test_subclass_view_set_back_onto_its_roots_storage(compile_fn: CompileFn | None) -> None:
+    # seed 24000 #814 with a PairTensor input, under no_grad
+    with torch.no_grad():
+        assert_matches_eager(_seed24000_814, lambda: (pair(3, 2, 2),), compile_fn=compile_fn)

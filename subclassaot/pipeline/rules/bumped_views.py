@@ -16,6 +16,7 @@ import torch
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
+from subclassaot.pipeline.rules.chain_facts import requires_grad_as_eager
 from subclassaot.schemas import InputIndex, OutputInfo, OutputKind, Replay, ReplaySource
 from subclassaot.torch_internals import (
     grad_fn_raises,
@@ -60,6 +61,11 @@ from subclassaot.torch_internals import (
 #   happen there: refused where the program writes the base through another input and reads this one with grad; an
 #   output made by such an op from an input is refused where the program advances the shared base's counter through
 #   another input, unless rebuilt before the epilogue or taken after that last write (Replay.split_made).
+# - Whether a view requires grad (and so can raise) is eager's, not the run's: a view requires grad as the root of its
+#   storage does, but inputs sharing a storage run as views of a synthetic base that never requires grad, so a view of
+#   the input eager passed as that root, which gained requires_grad in the program, does not require grad in the run
+#   (`chain_facts.requires_grad_as_eager` answers as eager); nor does its grad_fn raise there, so an early replay of it
+#   is made at the counter it came with, not the advanced one.
 
 
 def check_bumped_views(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> None:
@@ -105,8 +111,17 @@ def counter_at_end(
         or not value._is_view()
         or is_plain_autograd_view(value)
         or grad_fn_raises(value)
+        or _raises_in_eager(value, sources[0], replay, run)
         or not run.swaps.bumps(sources[0])
         or any(s.grad_enabled or s.own_version or torch.Tag.inplace_view in s.op.tags for s in replay.steps)
     ):
         return replay
     return replace(replay, counter_at_end=True)
+
+
+def _raises_in_eager(value: torch.Tensor, source: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
+    """Eager's `value` requires grad where the run's does not (requires_grad_as_eager), and the program wrote
+    its input after making it: eager's grad_fn raises, whatever the run's answers."""
+    if value.requires_grad or not requires_grad_as_eager(value, source, replay.steps, run):
+        return False
+    return run.swaps.last_bump.get(storage_key(source), 0) > replay.made

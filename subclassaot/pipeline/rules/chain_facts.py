@@ -31,6 +31,7 @@ __all__ = [
     "hidden_base",
     "input_bumps",
     "made_seq",
+    "requires_grad_as_eager",
     "set_after_viewed",
     "split_seq",
     "viewed_after_grad_set",
@@ -136,6 +137,28 @@ def input_bumps(run: FunctionalRun) -> list[int]:
     keys.update(k for k in run.initial_wrapper_keys if k is not None)
     bumps = [seq for key, seq in run.swaps.last_bump.items() if key in keys]
     return bumps + [seq for key, seq in run.swaps.wrapper_bumps.items() if key in keys]
+
+
+def requires_grad_as_eager(
+    value: torch.Tensor, t: torch.Tensor, steps: tuple[ViewStep, ...], run: FunctionalRun
+) -> bool:
+    """Does eager's `value`, a plain view of plain input `t` by `steps`, require grad? A view requires grad as the
+    root of its storage does, and the run's roots need not be eager's: inputs sharing a storage are laid out as views
+    of a synthetic base of the layout's own, so an input that eager passed as that root, or another input passed as
+    its root, that gained requires_grad in the program gives eager's views requires_grad, not the run's (Note [Views
+    That Raise After A Bump])."""
+    if value.requires_grad or is_traceable_subclass(value) or is_traceable_subclass(t) or not t._is_view():
+        return value.requires_grad
+    if any(s.op is torch.ops.aten.detach.default or s.own_version for s in steps):
+        return False
+    found = run.swaps.input_positions.get(id(t))
+    if found is None:
+        return False
+    base = found[1]._base
+    if base is None:
+        return t.requires_grad
+    root = next((run.swaps.run_inputs[j] for j, real in run.swaps.input_positions.values() if real is base), None)
+    return root is not None and not is_traceable_subclass(root) and root.requires_grad
 
 
 def split_seq(value: torch.Tensor, run: FunctionalRun, input_by_id: dict[int, InputIndex]) -> int:

@@ -135,6 +135,9 @@ from subclassaot.torch_internals import (
 # through x reach src, and writes through old views reach the old storage, which stays live. `.data = y` is the same
 # rebinding, seen through a torch-function mode, and so is a resize_ that grows the storage; `.data` reads are tracked
 # so that writes through them count as hidden from autograd, which functionalization does not record for us.
+# Eager's `.data = y` also gives x y's dtype; a rebound functional tensor keeps the dtype it was made with, so a `.data
+# =` of another dtype onto an input, a view, or a tensor on an input's storage is refused (the input or the replayed
+# view would come back in the old dtype); onto a fresh intermediate the graph returns the assigned value itself.
 # A resize_ that does not grow the storage is recorded by functionalization as a view of the tensor as it is: an
 # as_strided() of its current value, written back by an as_strided_scatter() into that value. Where the tensor had been
 # made smaller before (x.resize_(0) ... x.resize_(n), FSDP's pattern), or is a view of a larger tensor
@@ -727,6 +730,7 @@ class _DataMode(TorchFunctionMode):
             # `x.data = x` copies x's metadata onto itself: nothing changes (Note [Wrapper Data Assignment])
             return None
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
+            _check_data_dtype(self.record, args[0], args[1])
             version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
             note_data_assignment(self.record, args[0], tuple(args[0].shape))
             note_assignment_reads(self.record, args[0])  # Note [History Kept Through .data =]
@@ -849,6 +853,26 @@ class _DataMode(TorchFunctionMode):
         meta = (tuple(source.shape), tuple(source.stride()), source.storage_offset())
         assignment = DataAssignment(source, self.record.seq, meta, tuple(target.shape))
         self.record.wrapper_data.setdefault(id(target), []).append(assignment)
+
+
+def _check_data_dtype(record: SwapRecord, target: torch.Tensor, source: torch.Tensor) -> None:
+    """`target.data = source` with another dtype (or device), target plain: eager's target takes the new dtype; the
+    run's functional tensor keeps the one it was made with, and so would the input or the view the compiled call
+    gives back. A fresh intermediate (no view, on no input's storage) is the graph's output as assigned, and runs
+    (Note [Storage Swaps By Rebinding])."""
+    if source.dtype == target.dtype and source.device == target.device:
+        return
+    found = record.input_positions.get(id(target))
+    inputs = {storage_key(t) for t in record.run_inputs if not is_traceable_subclass(t)}
+    if found is None and not target._is_view() and storage_key(target) not in inputs:
+        return
+    what = f"tensor input {found[0]}" if found is not None else "a view of an input or of an intermediate"
+    raise UnsupportedError(
+        f"`.data =` of {what} (dtype {target.dtype}, device {target.device}) with a tensor of dtype {source.dtype} "
+        f"on {source.device}: eager's tensor takes the new dtype, which the compiled call cannot give it (the trace "
+        "keeps each tensor's dtype). Assign a tensor of the same dtype (`x.data = y.to(x.dtype)`), or return the "
+        "assigned tensor itself instead of the input"
+    )
 
 
 _UNIFORM_METHODS = frozenset({torch.Tensor.fill_, torch.Tensor.zero_, torch.fill_, torch.zero_})

@@ -22,7 +22,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.pipeline.rules.assigned_roots import assigned_root, with_root_data_meta
-from subclassaot.pipeline.rules.chain_facts import detached_before_change, input_bumps
+from subclassaot.pipeline.rules.chain_facts import detached_before_change, input_bumps, requires_grad_as_eager
 from subclassaot.pipeline.rules.data_assignment import apart_from_leaves, leaves_moved
 from subclassaot.pipeline.rules.final_marks import early_marks, final_pass_marks
 from subclassaot.pipeline.rules.grad_set_bases import set_view_root
@@ -222,14 +222,15 @@ def _replay_of(
             )
         # the chain's last view, or its own last in-place view op's bump (Note [Views That Raise After A Bump])
         made = max(run.swaps.views[id(value)].seq, run.swaps.inplace_view_bumps.get(id(value), 0))
+        requires_grad = requires_grad_as_eager(value, t, tuple(steps), run)
         early = (
-            value.requires_grad
+            requires_grad
             # A subclass input: where eager advanced its wrapper's own version counter (a wrapper-level write)
             and (not is_traceable_subclass(t) or run.swaps.bumps(t))
             and last_bump(t, run) > made
             and _as_received(t, first, run)  # before the epilogue the input is as the program got it
         )
-        tail = 0 if early or not value.requires_grad else _split_at_bump(value, t, run, len(steps))
+        tail = 0 if early or not requires_grad else _split_at_bump(value, t, run, len(steps))
         if tail and _as_received(t, first, run):
             return Replay(
                 source=ReplaySource.INPUT,
