@@ -311,8 +311,7 @@ def check_history_over_alias(
         raise UnsupportedError(
             f"{path} is {what}: eager returns it with an autograd history of views over that tensor's own history "
             "(whose backward may raise on the changed size), on the storage it was set_() to, which a compiled "
-            "output that shares that storage cannot have (Note [Outputs Over Another Storage]; fuzz seed 7000 "
-            "#501, #9637). Return a clone"
+            "output that shares that storage cannot have (Note [Outputs Over Another Storage]). Return a clone"
         )
     plain_owner = not is_traceable_subclass(value) and not run.swaps.is_view(value)
     if plain_owner and base is not None and base[1] is not value and id(value) not in run.swaps.swapped_ids:

@@ -581,7 +581,7 @@ def _refuse_view_replay_limit(error: Exception) -> None:
     """Refuse a traced backward that fails by a limit of autograd's view replay, not by the program's own error."""
     if "CopySlices returned an invalid gradient" in str(error):
         # A limit of autograd's view replay, which it uses on functional tensors: a write through a view whose
-        # shape an in-place view op changed replays the view without that op (fuzz seed 7000 #3857); eager's
+        # shape an in-place view op changed replays the view without that op; eager's
         # backward, which takes the view with as_strided, runs.
         raise UnsupportedError(
             f"the program writes in place through a view whose shape an in-place view op changed (t = x.t(); "

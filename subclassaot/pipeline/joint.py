@@ -506,7 +506,7 @@ def forward_example(
             node, leaves = flatten_subclass(like, "out") if is_traceable_subclass(o) else (None, [o])
             chosen = (node.ctx,) if node is not None and like is not o else ()
             # A no_grad view of an input that requires grad may report requires_grad under tracing; it has no grad_fn.
-            # One whose grad_fn raises (a no_grad view whose base was written since: fuzz seed 7000 #4719) gets no
+            # One whose grad_fn raises (a no_grad view whose base was written since) gets no
             # tangent: eager's raises when autograd reads it, and so does the runtime's (analyze._output_info). See
             # See Note [Backward Runs Every Node] for one whose rebuild of its history raises.
             grad = o.requires_grad and not grad_fn_raises(o) and _has_grad_fn(o) and o.dtype.is_floating_point

@@ -505,7 +505,7 @@ def training_call(
             analysis.mutations[plan.graph_outputs.updates[d].target], plan.graph_outputs.updates[d].kind
         )
     }
-    # ... and new values of tensor subclass inputs the epilogue copies in under no_grad (fuzz seed 41000 #7600)
+    # ... and new values of tensor subclass inputs the epilogue copies in under no_grad
     wrappers_at = n_updates + len(fresh_outputs) + plan.graph_outputs.num_bases
     hidden_updates |= {
         p
@@ -538,7 +538,7 @@ def training_call(
         else frozenset()
     )
     # Inputs no output reaches: where reading one's grad_fn raises when the Function takes it (an unbind() output
-    # whose base an in-place view op replayed early, t_(), advanced: fuzz seed 5000 #550), it goes in detached;
+    # whose base an in-place view op replayed early, t_(), advanced), it goes in detached;
     # eager's program did not read it after that op.
     unread = (
         [
@@ -550,7 +550,7 @@ def training_call(
         else []
     )
     # ... and likewise inputs that get no gradient of their own (an alias group's members, whose gradient goes to
-    # the group's base: fuzz seed 9000 #5294, an unbind() output passed beside its base, unread by the program)
+    # the group's base, an unbind() output passed beside its base, unread by the program)
     with_grad = set(bw_meta.grad_inputs)
     unread.extend(i for i in range(len(flat.tensor_indices)) if i not in with_grad)
     ev = MetaEvaluator()

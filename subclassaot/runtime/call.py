@@ -473,14 +473,14 @@ def _replay_metadata(
         elif m.swapped and (m.resized or not visible):
             # set_() within its own storage (to another input sharing it, or to a view of itself): set_(Tensor) as
             # the program's. On a leaf, unlike as_strided_, it also renews the gradient accumulator autograd
-            # checks the leaf's gradient against (fuzz seed 6000 #183: x0.set_(x0.view(-1)) under no_grad)
+            # checks the leaf's gradient against (x0.set_(x0.view(-1)) under no_grad)
             if m.swapped_by_data_only:  # Note [Gradient Accumulators Of Leaves]
                 x.data = x.detach().as_strided(size, stride, offset)
             else:
                 set_to_tensor(x, x.detach().as_strided(size, stride, offset))
         elif m.resized and (offset + _extent(size, stride)) * x.element_size() > x.untyped_storage().nbytes():
-            # (an as_strided_() onto elements of its storage past its own is no resize: fuzz seed 40000 #7513's
-            # kin, where resize_ of an input that requires grad raises)
+            # (an as_strided_() onto elements of its storage past its own is no resize, where resize_ of an input
+            # that requires grad raises)
             x.resize_(size)
             if list(x.stride()) != stride or x.storage_offset() != offset:
                 x.as_strided_(size, stride, offset)

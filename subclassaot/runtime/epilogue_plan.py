@@ -132,7 +132,7 @@ def copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, f
 
 def once_per_location(x: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """`x` and `value` at index 0 of each dim where `x` repeats one memory location (a zero stride, after `.data =`
-    of an expand(): fuzz seed 6000 #1630): copy_ refuses such a target, and the graph's value, a view of the same
+    of an expand()): copy_ refuses such a target, and the graph's value, a view of the same
     functional storage, holds one value at every repeat."""
     repeated = [d for d, (sz, st) in enumerate(zip(x.shape, x.stride(), strict=True)) if st == 0 and sz > 1]
     if repeated:

@@ -272,7 +272,7 @@ def _tensor_output(
             finish_bumped_view(view, lowered, bump=info.replay.bump_after)
         if info.replay.then_set:  # Note [Wrapper Storage]
             # only the contents' storage and metadata are used: no autograd view of an input whose grad_fn may raise
-            # (an unbind() output whose version the epilogue advanced: fuzz seed 9000 #8076)
+            # (an unbind() output whose version the epilogue advanced)
             with torch.no_grad():
                 contents = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
             if info.replay.runtime_set:
@@ -343,7 +343,7 @@ def _from_leaves(
         source = dense[leaf.index] if leaf.source is LeafSource.INPUT_ALIAS else bases[leaf.index]
         assert isinstance(source, torch.Tensor)
         # The base itself only where the output was that very leaf object (another output sharing its storage, as
-        # after `t0.set_(t1)`, is an alias of it: fuzz seed 2000 #4157).
+        # after `t0.set_(t1)`, is an alias of it).
         own = leaf.same_object
         if leaf.foreign_base is not None:  # Note [Outputs Over Another Storage]
             kind, at = leaf.foreign_base
@@ -355,7 +355,7 @@ def _from_leaves(
             hidden = non_view_alias(source.as_strided(*ev.meta(leaf.hidden_base, symbols)))
             source = hidden if leaf.hidden_key is None else shared.setdefault(leaf.hidden_key, hidden)
         meta = ev.meta(leaf.meta, symbols)
-        if leaf.input_layout:  # Note [Strides The Kernels Choose]; a view too (fuzz seed 47000 #3804)
+        if leaf.input_layout:  # Note [Strides The Kernels Choose]; a view too
             meta = set_target_layout(meta, dense[leaf.index])
         leaves.append(regenerate_alias(source, meta, leaf.is_view, own))
     if info.tree is None:
@@ -378,7 +378,7 @@ def fresh_outer_stride(
 
 
 def root_outer_stride(replay: Replay, leaves: Sequence[torch.Tensor], size: list[int], stride: list[int]) -> list[int]:
-    """Note [Strides The Kernels Choose], for an intermediate subclass root (fuzz seed 6000 #8603)."""
+    """Note [Strides The Kernels Choose], for an intermediate subclass root."""
     if replay.root_stride_leaf is None:
         return stride
     leaf = leaves[replay.root_stride_leaf]
@@ -523,7 +523,7 @@ def regenerate_alias(
 ) -> torch.Tensor:
     size, stride, offset = meta
     # The very object, strides included: fake strides can differ from the real kernel's (Note [Strides The
-    # Kernels Choose]; fuzz seed 10000 #3436)
+    # Kernels Choose])
     if same_object and not is_view and list(source.shape) == size and source.storage_offset() == offset:
         return source
     if is_view:

@@ -49,7 +49,7 @@ def foreign_base(
     root = None if leaf.requires_grad and not grad_set else _moved_root(leaf)
     if root is None:
         return None
-    # the input itself, or the base an input is a view of (fuzz seed 49000 #4037): its autograd root
+    # the input itself, or the base an input is a view of: its autograd root
     inputs = [j for j, f in enumerate(finals) if f is root or f._base is root]
     if inputs:
         return LeafSource.INPUT_ALIAS, inputs[0]
@@ -61,9 +61,9 @@ def foreign_base(
 
 
 def check_grad_view_of_moved_input(path: str, leaf: torch.Tensor, finals: Sequence[torch.Tensor]) -> None:
-    """A plain output view that requires grad whose eager `._base` is an input now on another storage (fuzz seed 3000
-    #9510 in training): its history runs through the input as it was when the view was taken (its set_() under
-    grad, say), which a view rebuilt after the call cannot have (Note [Outputs Over Another Storage])."""
+    """A plain output view that requires grad whose eager `._base` is an input now on another storage: its history
+    runs through the input as it was when the view was taken (its set_() under grad, say), which a view rebuilt after
+    the call cannot have (Note [Outputs Over Another Storage])."""
     found = _index_of(_moved_root(leaf) if leaf.requires_grad else None, finals)
     if found is not None:
         raise UnsupportedError(
@@ -77,9 +77,8 @@ def check_view_of_input_set_off_it(
     path: str, value: torch.Tensor, user_tensors: Sequence[torch.Tensor], rebuilt_onto_base: bool
 ) -> None:
     """Refuse a plain output view with no replay that requires grad and whose eager `._base` is an input on another
-    storage than the view (`t1 = x.view(16); with no_grad(): t1.set_(y); return t1.view(-1)`, found beside fuzz seed
-    43000): rebuilt from its storage, it would be no view of the input, or a view of another (Note [Outputs Over Another
-    Storage])."""
+    storage than the view (`t1 = x.view(16); with no_grad(): t1.set_(y); return t1.view(-1)`): rebuilt from its
+    storage, it would be no view of the input, or a view of another (Note [Outputs Over Another Storage])."""
     found = _index_of(_moved_root(value) if value.requires_grad and not rebuilt_onto_base else None, user_tensors)
     if found is not None:
         raise UnsupportedError(
@@ -95,7 +94,7 @@ def check_moved_view_of_grad_intermediate(
 ) -> None:
     """Refuse a plain output view whose eager `._base` is an intermediate with autograd history on another storage,
     that the graph does not return as an intermediate base (`bases`: their storages): `t1 = t0.as_strided(...)` under
-    no_grad, then `t1.data = x` (fuzz seed 46000 #590). That base is eager's to read, but `foreign_root` gives none
+    no_grad, then `t1.data = x`. That base is eager's to read, but `foreign_root` gives none
     that requires grad, and a view rebuilt over the output's storage has the wrong `._base` (Note [Outputs Over Another
     Storage])."""
     root = _moved_root(leaf)

@@ -75,6 +75,6 @@ def set_view_root(
 
 def sets_without_history(value: torch.Tensor, swaps: SwapRecord) -> bool:
     """Did the program set_() wrappers only where autograd records nothing: every wrapper set_() under no_grad or of
-    tensors none of which requires grad (seed 45000 #1194: a detach() set_() to its own view in training), or
-    `value`'s own, as Note [Subclass Intermediate Roots] rebuilds it (fuzz seed 8000 #2870, #7374)?"""
+    tensors none of which requires grad (a detach() set_() to its own view in training), or
+    `value`'s own, as Note [Subclass Intermediate Roots] rebuilds it?"""
     return (bool(swaps.wrapper_sets) and not swaps.grad_set_ids) or set_view_root(value, swaps, set()) is not None
