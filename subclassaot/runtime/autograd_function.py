@@ -88,8 +88,7 @@ def _shared_grads(grads: Sequence[torch.Tensor | None]) -> frozenset[int]:
 
 def _raise_deferred(bw_meta: BackwardPlan, no_graph: bool, grads: Sequence[torch.Tensor | None]) -> None:
     """Raise the program's own backward error where this backward is eager's failing one (Note [Backward Errors
-    Are Deferred], Note [Backward Errors Are Deferred]); refuse one the probe did not see (Note
-    [Probing Eager's Backward])."""
+    Are Deferred]); refuse one the probe did not see (Note [Probing Eager's Backward])."""
     error = bw_meta.error
     given = frozenset(k for k, i in enumerate(bw_meta.diff_outputs) if grads[i] is not None)
     if not no_graph and not given & bw_meta.raising_tangents:

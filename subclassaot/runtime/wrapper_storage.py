@@ -1,6 +1,5 @@
 """Stage `runtime`, wrapper subclasses' own metadata and storage: what `set_()` and `.data =` leave on a wrapper that
-its inner tensors do not say (Note [Wrapper Storage], Note [Wrapper Storage], Note
-[Wrapper Data Assignment]).
+its inner tensors do not say (Note [Wrapper Storage], Note [Wrapper Data Assignment]).
 
 Input: the per-call values (flat inputs, outputs as built) and the analysis's `WrapperStorageClass`es and per-output
 `data_meta`. Output: the same tensors, each wrapper on its class's storage and with eager's own size/stride/offset.

@@ -1,7 +1,7 @@
 """set_() of inputs, intermediates, outputs and their views with grad enabled (and `x.set_(x)`): where the set_ node
 sits in the program's history, which gradient accumulator a leaf set_() to itself feeds, the outputs' history and
-`._base` beside other outputs that require grad, and the refusals that stay (Note [set_ Under Grad],
-Note [set_ Under Grad], Note [Inputs Written In Training], Note [Storage Swaps By Rebinding]).
+`._base` beside other outputs that require grad, and the refusals that stay (Note [set_ Under Grad], Note [Inputs
+Written In Training], Note [Storage Swaps By Rebinding]).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Training through the partitioned joint graph: random ops drawn once (gradients agree with the forward, the
 generator advances as in eager), saved activations within eager's, backward twice, double backward.
 
-See Note [Training Through A Joint Graph] and Note [Training Through A Joint Graph].
+See Note [Training Through A Joint Graph].
 """
 
 from __future__ import annotations

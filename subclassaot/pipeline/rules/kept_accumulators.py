@@ -132,8 +132,7 @@ def _note_accumulator_read(record: SwapRecord, a: torch.Tensor) -> None:
 
 
 def note_self_set(record: SwapRecord, t: torch.Tensor) -> None:
-    """The program's `t.set_(t)` under no_grad (Note [Gradient Accumulators Of Leaves], Note [Gradient Accumulators Of
-    Leaves])."""
+    """The program's `t.set_(t)` under no_grad (Note [Gradient Accumulators Of Leaves])."""
     record.self_sets.add(id(t))
     record.read_after_self_set.discard(id(t))  # reads after the last one only
     if id(t) in record.grad_reads:

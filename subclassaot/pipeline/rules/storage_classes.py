@@ -1,6 +1,5 @@
 """Stage `analyze`, wrapper storages: which subclass tensors share one wrapper storage after the call, and which
-tensor the runtime takes that storage from (Note [Wrapper Storage], Note [Wrapper
-Storage]).
+tensor the runtime takes that storage from (Note [Wrapper Storage]).
 
 Input: a `FunctionalRun`, its `DenseLayout` and the analyzed outputs. Output: `WrapperStorageClass`es for the runtime
 (wrapper_storage.py applies them). Invariants: pure reads of the run's records; nothing here raises.
