@@ -558,12 +558,6 @@ def _compile_over(
     analysis = resimplified_data_metas(analysis, shape_env_of(fake_mode))
     backend = backends.get_backend(config.backend)
     grad_mode = None if training else torch.is_grad_enabled()  # Note [Grad Mode And Autograd Reads]
-    # Built before the joint and backward traces: the guards those traces add (a custom backward branching on a
-    # size) are missing; building after them breaks the symbols the plan's records name (a backward's `s7 == s3`
-    # replaces s7): known gap, tests/pipeline/test_recompile.py's strict xfail.
-    entry_guards = guards.build_guards(
-        flat, layout, fakes, shape_env_of(fake_mode), analysis.base_reads, config.caller_guarded, grad_mode
-    )
     trial = torch_function_trial(call, flat)  # See Note [Ambient Modes]
     plan = RuntimePlan(
         flat=flat,
@@ -608,6 +602,11 @@ def _compile_over(
         graph_call = inference_call(
             _compile_graph(backend, _graph_of(traced), traced.example_inputs, config), inputs_grad
         )
+    # After every trace: the joint and backward traces add guards too (a backward that branches on a size); the
+    # symbols they replaced stay bound for the plan's records.
+    entry_guards = guards.build_guards(
+        flat, layout, fakes, shape_env_of(fake_mode), analysis.base_reads, config.caller_guarded, grad_mode
+    )
     runner = make_runner(plan, graph_call)
     if trial is not None:
         check_trial(trial, lambda values: _run_checked(entry_guards, runner.run, values))

@@ -336,6 +336,7 @@ def build_guards(
             f"{access} == {expected}", w.msg(f"{label}: expected {expected} = ", Src(expected), ", got ", Src(access))
         )
     _shape_env_guards(w, shape_env)
+    _replaced_symbols(w, shape_env)
     symbols = tuple(w.bound)
     w.line("    return {" + ", ".join(f"{s!r}: {s}" for s in symbols) + "}")
     source = "def check(L):\n" + "\n".join(w.lines) + "\n"
@@ -578,6 +579,24 @@ def _finite_int(value: object) -> int | None:
     if isinstance(value, sympy.Integer):
         return int(value)
     return None
+
+
+def _replaced_symbols(w: _Writer, shape_env: torch.fx.experimental.symbolic_shapes.ShapeEnv) -> None:
+    """Bind each symbol a later trace replaced (a backward's `s7 == s3` makes s7 `s3`; a size it branched on makes
+    it a constant) by its replacement over the bound symbols: the plan's records, written before, still name it."""
+    pending = {s.name: e for s, e in shape_env.replacements.items() if s.name not in w.bound}
+    while pending:
+        ready = {
+            name: expr
+            for name, expr in pending.items()
+            if {s.name for s in sympy.sympify(expr).free_symbols} <= set(w.bound)
+        }
+        if not ready:
+            return  # replaced by symbols no input binds (unbacked): nothing the plan can read
+        for name, expr in ready.items():
+            w.bound[name] = python_source(expr)
+            w.line(f"    {name} = {w.bound[name]}")
+            del pending[name]
 
 
 def _shape_env_guards(w: _Writer, shape_env: torch.fx.experimental.symbolic_shapes.ShapeEnv) -> None:

@@ -96,12 +96,6 @@ def branches_in_backward(x: T) -> object:
     return BranchesOnSizeInBackward.apply(x)  # type: ignore[no-untyped-call]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: guards are built before the joint and backward traces, so a size only the backward branches on "
-    "is not guarded and a second size reuses the first graph (it fails inside it); building them after the traces "
-    "leaves symbols the backward replaced (s7 == s3) unbound for the plan's records",
-)
 def test_guards_include_what_the_backward_trace_specialized() -> None:
     """A size the backward branches on is guarded like one the forward branches on: the guards were built before
     the joint trace, so a second size reused the graph traced for the first and failed inside it."""

@@ -1604,3 +1604,27 @@ def test_write_into_strided_view_input_in_training_is_not_an_overlap(compile_fn:
 
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (nonleaf(4, 4, 2)[2:4:2],), compile_fn=compile_fn)
+
+
+def test_write_through_a_restrided_view_of_a_non_contiguous_input_requiring_grad_is_refused(
+    compile_fn: CompileFn | None,
+) -> None:
+    # Fuzz seed 25000 #1709 (argument changes): the reshape's eager strides differ from the fake kernel's in a
+    # size-1 dim, so it runs as an as_strided view of the input's clone; the write then scatters into a
+    # non-contiguous tensor requiring grad, which autograd's as_strided_scatter rejects (it crashed on an internal
+    # assert). Refused; the same write to the input itself, or through a view with the kernel's strides, compiles.
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.reshape((-1, 2))
+        t0.copy_(x1)
+        return (x0.mul(2),)
+
+    def direct(x0: T, x1: T) -> object:
+        x0.copy_(x1)
+        x0.t().mul_(2)
+        return (x0.mul(2),)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (nonleaf(3, 4, 1).diagonal(-1, 0, 1), torch.randn(1, 2))
+
+    refused_with_grad(f, make_inputs, compile_fn, "requires grad and is not contiguous")
+    check_with_grad(direct, make_inputs, compile_fn)

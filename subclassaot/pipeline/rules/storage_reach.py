@@ -74,7 +74,8 @@ def as_strided_chain_refused(
     try:
         yield
     except RuntimeError as e:
-        if "encountered a mutation on a view chain" not in str(e):
+        scatter = "as_strided_scatter is currently only supported for contiguous inputs" in str(e)
+        if not scatter and "encountered a mutation on a view chain" not in str(e):
             raise
         schema = getattr(func, "_schema", None)
         written = [
@@ -84,6 +85,14 @@ def as_strided_chain_refused(
             and isinstance(a := args[i] if i < len(args) else kwargs.get(a_schema.name), torch.Tensor)
         ]
         span = next((found for t in written if (found := record.input_spans.get(storage_key(t)))), None)
+        if scatter:
+            where = f"{span[1]}: " if span is not None else ""
+            raise UnsupportedError(
+                f"{where}{func}: an in-place write through a view of a tensor that requires grad and is not "
+                "contiguous, where the view has eager's strides in size-1 dims only as an as_strided() view: "
+                "autograd cannot write an as_strided() view of a non-contiguous tensor back (Note [as_strided On "
+                "Inputs]). Write the tensor itself, or a view of a .contiguous() copy of it"
+            ) from e
         message = (
             f"{func}: an in-place write through an as_strided() view that is not the first view of its chain "
             "(an as_strided() of a view, or of a tensor changed by an in-place view op like t_() or by set_()): "
