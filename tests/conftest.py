@@ -1,7 +1,10 @@
 """Test-wide setup, run by pytest before any test module is imported."""
 
+import collections
 import os
+import zlib
 
+import pytest
 import torch
 
 # Without a GPU, Triton kernels run in Triton's CPU interpreter, which is how CI tests them. Triton decides between
@@ -10,3 +13,28 @@ import torch
 # library never reads it; see Note [Kernel Dispatch].
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+# CI runs a slice of every sweep (a test parametrized over at least SWEEP variants): the variants whose id hashes to
+# 0 mod CI_SHARE, at least one. The others are marked `slow`, run by `pytest -m slow` (everything: `pytest -m ''`).
+# The choice hangs on the variant's id alone, so it stays put as variants are added.
+SWEEP = 6
+CI_SHARE = 4
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    sweeps: dict[str, list[pytest.Item]] = collections.defaultdict(list)
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None:
+            sweeps[item.nodeid.split("[", 1)[0]].append(item)
+    for variants in sweeps.values():
+        if len(variants) < SWEEP:
+            continue
+        kept = [zlib.crc32(v.callspec.id.encode()) % CI_SHARE == 0 for v in variants]  # type: ignore[attr-defined]
+        if not any(kept):
+            kept[0] = True
+        for v, keep in zip(variants, kept, strict=True):
+            if not keep:
+                v.add_marker(pytest.mark.slow)

@@ -917,7 +917,7 @@ def test_write_through_a_view_after_data_assignment(compile_fn: CompileFn | None
     check_with_grad(f, make_inputs, compile_fn)
 
 
-def test_writes_after_data_assignment_variants(compile_fn: CompileFn | None) -> None:
+def _writes_after_data_assignment() -> dict[str, Callable[..., object]]:
     def sliced_mul(x0: T, x1: T, w: T) -> object:
         x0.data = x1
         t0 = x0[:, 0:2:1]
@@ -980,17 +980,19 @@ def test_writes_after_data_assignment_variants(compile_fn: CompileFn | None) -> 
         x0.mul_(-1.0)
         return (t,)
 
-    for fn in (sliced_mul, sliced_add, whole, by_tensor, row, unreturned, fresh, assigned_written_after):
-        for k, make in enumerate(_plain_makers()):
-            if fn is by_tensor and k == 4:  # an input that gains grad below autograd: refused by its own rule
-                refused_with_grad(fn, make, compile_fn, "does not require grad, and the program set_")
-            else:
-                check_with_grad(fn, make, compile_fn)
-            check_no_grad(fn, make, compile_fn)
-    for fn in (read_then_written, no_grad_write_first, view_taken_before):
-        for make in _plain_makers():
+    fns = (sliced_mul, sliced_add, whole, by_tensor, row, unreturned, fresh, assigned_written_after)
+    return {fn.__name__: fn for fn in (*fns, read_then_written, no_grad_write_first, view_taken_before)}
+
+
+@pytest.mark.parametrize("name", list(_writes_after_data_assignment()))
+def test_writes_after_data_assignment_variants(compile_fn: CompileFn | None, name: str) -> None:
+    fn = _writes_after_data_assignment()[name]
+    for k, make in enumerate(_plain_makers()):
+        if name == "by_tensor" and k == 4:  # an input that gains grad below autograd: refused by its own rule
+            refused_with_grad(fn, make, compile_fn, "does not require grad, and the program set_")
+        else:
             check_with_grad(fn, make, compile_fn)
-            check_no_grad(fn, make, compile_fn)  # view_taken_before: eager's no_grad t raises when read
+        check_no_grad(fn, make, compile_fn)  # view_taken_before: eager's no_grad t raises when read
 
 
 def test_writes_after_data_assignment_of_subclass_inputs(compile_fn: CompileFn | None) -> None:
@@ -1549,7 +1551,9 @@ def test_data_assigned_a_view_read_before_with_grad(compile_fn: CompileFn | None
             check_with_grad(add, functools.partial(_with_plain, maker), compile_fn)
 
 
-def test_data_assigned_a_view_variants(compile_fn: CompileFn | None) -> None:
+@pytest.mark.parametrize("read", list(READS))
+@pytest.mark.parametrize("kind", ["pair", "plain"])
+def test_data_assigned_a_view_variants(compile_fn: CompileFn | None, read: str, kind: str) -> None:
     # fuzz seed 45000 #3453 variants: reads by select/view/transpose/unsqueeze, a plain or PairTensor leaf, with and
     # without the in-place write of the view into another tensor, the view returned too (its graph keeps the old
     # accumulator alive: eager's backward raises where the new size does not reduce to the old one)
@@ -1579,16 +1583,16 @@ def test_data_assigned_a_view_variants(compile_fn: CompileFn | None) -> None:
 
         return [add, plain, kept, kept_mul]
 
-    for read in READS.values():
-        for maker in (pair_leaf, lambda: leaf(4, 4)):
+    reader = READS[read]
+    maker = pair_leaf if kind == "pair" else functools.partial(leaf, 4, 4)
 
-            def make_inputs(maker: Callable[[], T] = maker, read: Callable[[T], T] = read) -> tuple[object, ...]:
-                x1 = maker()
-                return (torch.zeros(read(x1.detach()).shape), x1)
+    def make_inputs() -> tuple[object, ...]:
+        x1 = maker()
+        return (torch.zeros(reader(x1.detach()).shape), x1)
 
-            for fn in programs(read):
-                with no_collector():
-                    check_with_grad(fn, make_inputs, compile_fn)
+    for fn in programs(reader):
+        with no_collector():
+            check_with_grad(fn, make_inputs, compile_fn)
 
 
 def test_data_assigned_a_view_of_a_leaf_passed_twice(compile_fn: CompileFn | None) -> None:

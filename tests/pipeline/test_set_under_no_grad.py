@@ -1190,7 +1190,7 @@ def _pair_and_leaf() -> list[tuple[Make, bool]]:
     ]
 
 
-def test_pair_inner_tensor_written_directly(compile_fn: CompileFn | None) -> None:
+def _inner_written_directly() -> dict[str, Callable[..., object]]:
     # PyTorch test_subclass_inner_mutated on a PairTensor that requires grad (corpus pair_inner_mutated_train): the
     # pipeline refused writing some inner tensors but not others; eager records nothing on the wrapper
     def f(x: T, y: T) -> object:
@@ -1218,11 +1218,15 @@ def test_pair_inner_tensor_written_directly(compile_fn: CompileFn | None) -> Non
         x.a.add_(1)  # type: ignore[attr-defined]
         return x * y
 
-    for fn in (f, squared, both, through_view, grad_value, other_input):
-        _check_all(fn, _pair_and_leaf(), compile_fn)
+    return {fn.__name__: fn for fn in (f, squared, both, through_view, grad_value, other_input)}
 
 
-def test_pair_inner_tensor_written_below_autograd(compile_fn: CompileFn | None) -> None:
+@pytest.mark.parametrize("name", list(_inner_written_directly()))
+def test_pair_inner_tensor_written_directly(compile_fn: CompileFn | None, name: str) -> None:
+    _check_all(_inner_written_directly()[name], _pair_and_leaf(), compile_fn)
+
+
+def _inner_written_below_autograd() -> dict[str, Callable[..., object]]:
     # corpus pair_inner_mutated_train, variants: the inner tensor written under no_grad (was refused as "some inner
     # tensors but not others"), through `x.data` or `x.detach()`, the input returned or viewed after the write
     def no_grad_one(x: T, y: T) -> object:
@@ -1253,12 +1257,21 @@ def test_pair_inner_tensor_written_below_autograd(compile_fn: CompileFn | None) 
         x.a.mul_(2)  # type: ignore[attr-defined]
         return x.a, x.t()  # type: ignore[attr-defined]
 
-    for fn in (no_grad_one, no_grad_returned, view_before, through_data, through_detach, returned_inner):
-        _check_all(fn, _pair_and_leaf(), compile_fn)
+    fns = (no_grad_one, no_grad_returned, view_before, through_data, through_detach, returned_inner)
+    return {fn.__name__: fn for fn in fns}
+
+
+@pytest.mark.parametrize("name", list(_inner_written_below_autograd()))
+def test_pair_inner_tensor_written_below_autograd(compile_fn: CompileFn | None, name: str) -> None:
+    _check_all(_inner_written_below_autograd()[name], _pair_and_leaf(), compile_fn)
+
+
+def test_pair_inner_tensor_written_below_autograd_of_a_view_or_passed_twice(compile_fn: CompileFn | None) -> None:
     # a view of a PairTensor as the input, and one passed twice
-    check_with_grad(no_grad_one, lambda: (pair_nonleaf(2, 3).view(-1), leaf(6)), compile_fn)
-    check_with_grad(no_grad_one, lambda: (pair(2, 3, requires_grad=True)[0], leaf(3)), compile_fn)
-    check_with_grad(returned_inner, twice(lambda: pair_nonleaf(3, 3)), compile_fn)
+    fns = _inner_written_below_autograd()
+    check_with_grad(fns["no_grad_one"], lambda: (pair_nonleaf(2, 3).view(-1), leaf(6)), compile_fn)
+    check_with_grad(fns["no_grad_one"], lambda: (pair(2, 3, requires_grad=True)[0], leaf(3)), compile_fn)
+    check_with_grad(fns["returned_inner"], twice(lambda: pair_nonleaf(3, 3)), compile_fn)
 
 
 def test_pair_set_under_no_grad_then_written_stays_refused(compile_fn: CompileFn | None) -> None:

@@ -744,7 +744,7 @@ def test_seed17000_program7333(compile_fn: CompileFn | None) -> None:
         assert_matches_eager(f, _one(pair), compile_fn=compile_fn)
 
 
-def test_detach_of_an_intermediate_changed_in_place_since(compile_fn: CompileFn | None) -> None:
+def _changed_since_programs() -> dict[str, Callable[..., object]]:
     # variants of seed 17000 #7333: t_/transpose_/squeeze_/as_strided_ on the intermediate after the detach, the
     # outputs in either order, a view of the detach, the detach written or changed itself, two detaches at two
     # layouts, the intermediate returned only through views (an intermediate root), the input returned too
@@ -813,16 +813,25 @@ def test_detach_of_an_intermediate_changed_in_place_since(compile_fn: CompileFn 
         return (t2, t1, x0)
 
     fns = (t_, transpose_, squeeze_, as_strided_, view_of_detach, detach_written, detach_changed)
-    for fn in (*fns, two_detaches, through_views, with_input):
-        for shape in ((), (2, 3)):
-            if fn in (as_strided_, two_detaches) and shape:
-                continue  # (not eager-legal at 2-d)
-            for make in _makers(*shape):
-                check_no_grad(fn, make, compile_fn)
-                check_with_grad(fn, make, compile_fn)
-            for make in _grad_makers(*shape):
-                check_no_grad(fn, make, compile_fn)
-                check_with_grad(fn, make, compile_fn)
+    return {fn.__name__: fn for fn in (*fns, two_detaches, through_views, with_input)}
+
+
+_CHANGED_SINCE = [
+    (name, shape)
+    for name in _changed_since_programs()
+    for shape in ((), (2, 3))
+    if not (name in ("as_strided_", "two_detaches") and shape)  # (not eager-legal at 2-d)
+]
+
+
+@pytest.mark.parametrize(("name", "shape"), _CHANGED_SINCE)
+def test_detach_of_an_intermediate_changed_in_place_since(
+    compile_fn: CompileFn | None, name: str, shape: tuple[int, ...]
+) -> None:
+    fn = _changed_since_programs()[name]
+    for make in (*_makers(*shape), *_grad_makers(*shape)):
+        check_no_grad(fn, make, compile_fn)
+        check_with_grad(fn, make, compile_fn)
 
 
 def test_aliases_of_an_intermediate_changed_since_in_training(compile_fn: CompileFn | None) -> None:
@@ -845,7 +854,7 @@ def _mixed(requires_grad: bool = False) -> T:
     return PairTensor(torch.randn(2, 3), torch.randn(3, 2).t(), requires_grad=requires_grad)
 
 
-def test_detach_anywhere_in_the_chain_of_an_intermediate_changed_since(compile_fn: CompileFn | None) -> None:
+def _anywhere_in_the_chain_programs() -> dict[str, Callable[..., object]]:
     # beside seed 17000 #7333: the detach() comes after views of the intermediate (`t1.view(-1).detach()`), or twice
     def view_then_detach(x0: T) -> object:
         t1 = x0.mul(2.0)
@@ -872,11 +881,18 @@ def test_detach_anywhere_in_the_chain_of_an_intermediate_changed_since(compile_f
         t1.squeeze_(0)
         return (t1.view(-1), t2)
 
-    for fn in (view_then_detach, t_then_detach, detach_twice, changed_before_and_after):
-        for shape in ((), (2, 3)):
-            for make in (*_makers(*shape), *_grad_makers(*shape)):
-                check_no_grad(fn, make, compile_fn)
-                check_with_grad(fn, make, compile_fn)
+    return {fn.__name__: fn for fn in (view_then_detach, t_then_detach, detach_twice, changed_before_and_after)}
+
+
+@pytest.mark.parametrize("shape", [(), (2, 3)])
+@pytest.mark.parametrize("name", list(_anywhere_in_the_chain_programs()))
+def test_detach_anywhere_in_the_chain_of_an_intermediate_changed_since(
+    compile_fn: CompileFn | None, name: str, shape: tuple[int, ...]
+) -> None:
+    fn = _anywhere_in_the_chain_programs()[name]
+    for make in (*_makers(*shape), *_grad_makers(*shape)):
+        check_no_grad(fn, make, compile_fn)
+        check_with_grad(fn, make, compile_fn)
 
 
 def test_detach_of_a_subclass_laid_out_unlike_its_inner_tensors(compile_fn: CompileFn | None) -> None:

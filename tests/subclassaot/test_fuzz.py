@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import cast
 
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 
@@ -153,17 +154,19 @@ def test_refused_programs_are_listed_by_rule_with_their_indexes(tmp_path: object
     assert f"refused by rule R: {indexes}" in text
 
 
-def test_fixed_seed_smoke_has_no_divergence_or_crash() -> None:
+@pytest.mark.parametrize("count", [60, pytest.param(200, marks=pytest.mark.slow)])
+def test_fixed_seed_smoke_has_no_divergence_or_crash(count: int) -> None:
     core = dataclasses.replace(CONFIG, vocabulary=frozenset({Vocabulary.CORE}))
-    report = fuzz(200, seed=0, config=core, backend="eager", shrink_per_signature=1)
-    assert report.counted == 200
+    report = fuzz(count, seed=0, config=core, backend="eager", shrink_per_signature=1)
+    assert report.counted == count
     shrunk = "\n\n".join(to_source(f.shrunk) + f.verdict.detail for f in report.failures if f.shrunk is not None)
     assert report.counts[Outcome.DIVERGED] == 0 and report.counts[Outcome.CRASHED] == 0, f"{report}\n\n{shrunk}"
 
 
-def test_fixed_seed_smoke_of_the_wide_vocabulary_has_no_divergence_or_crash() -> None:
-    report = fuzz(200, seed=0, config=CONFIG, backend="eager", shrink_per_signature=1)
-    assert report.counted == 200
+@pytest.mark.parametrize("count", [60, pytest.param(200, marks=pytest.mark.slow)])
+def test_fixed_seed_smoke_of_the_wide_vocabulary_has_no_divergence_or_crash(count: int) -> None:
+    report = fuzz(count, seed=0, config=CONFIG, backend="eager", shrink_per_signature=1)
+    assert report.counted == count
     shrunk = "\n\n".join(to_source(f.shrunk) + f.verdict.detail for f in report.failures if f.shrunk is not None)
     assert report.counts[Outcome.DIVERGED] == 0 and report.counts[Outcome.CRASHED] == 0, f"{report}\n\n{shrunk}"
 
