@@ -828,7 +828,11 @@ _CHANGED_SINCE = [
 def test_detach_of_an_intermediate_changed_in_place_since(
     compile_fn: CompileFn | None, name: str, shape: tuple[int, ...]
 ) -> None:
-    fn = _changed_since_programs()[name]
+    _check_every_input_kind(_changed_since_programs()[name], shape, compile_fn)
+
+
+def _check_every_input_kind(fn: Callable[..., object], shape: tuple[int, ...], compile_fn: CompileFn | None) -> None:
+    """`fn` on each kind of input `_makers` and `_grad_makers` make at `shape`, under no_grad and with grad."""
     for make in (*_makers(*shape), *_grad_makers(*shape)):
         check_no_grad(fn, make, compile_fn)
         check_with_grad(fn, make, compile_fn)
@@ -889,10 +893,7 @@ def _anywhere_in_the_chain_programs() -> dict[str, Callable[..., object]]:
 def test_detach_anywhere_in_the_chain_of_an_intermediate_changed_since(
     compile_fn: CompileFn | None, name: str, shape: tuple[int, ...]
 ) -> None:
-    fn = _anywhere_in_the_chain_programs()[name]
-    for make in (*_makers(*shape), *_grad_makers(*shape)):
-        check_no_grad(fn, make, compile_fn)
-        check_with_grad(fn, make, compile_fn)
+    _check_every_input_kind(_anywhere_in_the_chain_programs()[name], shape, compile_fn)
 
 
 def test_detach_of_a_subclass_laid_out_unlike_its_inner_tensors(compile_fn: CompileFn | None) -> None:
