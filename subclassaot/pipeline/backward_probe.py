@@ -64,7 +64,10 @@ from subclassaot.torch_internals import EXAMPLE_INPUT_HISTORY_ERROR, static_fake
 #   changed under no_grad before any read with grad runs as a leaf in the trace instead (Note [Leaves Laid Out Anew Under
 #   no_grad]). The same guards a set_() under no_grad onto another layout of the input's own storage followed by an
 #   in-place view op with grad (eager's node fails its size check; ours maps the gradient back to the storage). Where
-#   the sizes agree (a square x0 set_() to x0.t()) eager's gradient lands on other elements: a known gap.
+#   the sizes agree (a square x0 set_() to x0.t()) eager's gradient lands on other elements: a known gap. And a set_()
+#   under no_grad of an input that is the `._base` of another input requiring grad: a read of that view with grad
+#   rebuilds its history over the base's new size, and eager's backward fails there; only backwards through outputs
+#   the graph computes count (a view input returned as itself keeps eager's own history).
 # - Errors raised outside the program: where the raise is at a node the compiled program shares with eager there is
 #   nothing to defer: at a root that is a plain input returned as itself and not written where autograd records it (the
 #   engine checks the root's gradient against the caller's node, "invalid gradient at index k"), or at the AccumulateGrad
@@ -271,15 +274,32 @@ def refuse_layout_changed_behind_autograd(
     Backward]). `error`: the traced backward's own failure (None: it ran)."""
     if error is not None and SHAPE_CHECK_ERROR not in str(error):
         return
+    counted: set[int] | None = None  # the output positions whose backwards count (None: all)
     if error is None:
         # a write or in-place view op under grad before `.data =`: autograd's nodes keep what it made; or an in-place
         # view op with grad after a set_() under no_grad onto the input's own storage (Note [Probing Eager's
         # Backward])
+        # ...; or a set_() under no_grad of an input that is the `._base` of another input requiring grad: a read
+        # of that view with grad rebuilds its history over the base's new layout (Note [Probing Eager's Backward])
         changed = [
             d
             for d, m in enumerate(analysis.mutations)
             if m.autograd_visible and (m.swapped_by_data or (m.swapped and not (m.set_under_grad or m.storage_changed)))
         ]
+        bases = _bases_of_inputs_requiring_grad(flat)
+        set_bases = [
+            d
+            for d, m in enumerate(analysis.mutations)
+            if m.swapped and not m.set_under_grad and id(flat.values[layout.leaves[d].owner]) in bases
+        ]
+        # only backwards through outputs the graph computes count there: an input returned as itself keeps eager's
+        # own history (and error)
+        counted = (
+            {k for k, o in enumerate(analysis.outputs) if o.kind is not OutputKind.IS_INPUT}
+            if set_bases and not changed
+            else None
+        )
+        changed = changed or set_bases
     else:
         # a leaf runs as a clone in the joint trace, and eager remakes a view's node after a write: another
         # non-leaf's node fails in the trace as in eager
@@ -292,7 +312,7 @@ def refuse_layout_changed_behind_autograd(
         return
     if error is None:
         ends = probe_eager_backward(call, flat)
-        if not ends or all(end is BackwardEnd.COMPLETES for end in ends.values()):
+        if not ends or all(end is BackwardEnd.COMPLETES for s, end in ends.items() if counted is None or s <= counted):
             return
     ours = "runs where eager's fails" if error is None else f"fails ({error}) where eager's may run"
     paths = ", ".join(layout.leaves[d].path for d in changed)
@@ -331,6 +351,16 @@ def refuse_unreduced_assigned_gradients(
 
 def _is_leaf(value: object) -> bool:
     return isinstance(value, torch.Tensor) and value.is_leaf
+
+
+def _bases_of_inputs_requiring_grad(flat: FlatInputs) -> set[int]:
+    """ids of the input tensors that are the `._base` of another input that requires grad."""
+    inputs = {id(v) for v in flat.values if isinstance(v, torch.Tensor)}
+    return {
+        id(v._base)
+        for v in flat.values
+        if isinstance(v, torch.Tensor) and v.requires_grad and v._base is not None and id(v._base) in inputs
+    }
 
 
 def _leaf_or_view(value: object) -> bool:
