@@ -276,11 +276,10 @@ def refuse_layout_changed_behind_autograd(
         return
     counted: set[int] | None = None  # the output positions whose backwards count (None: all)
     if error is None:
-        # a write or in-place view op under grad before `.data =`: autograd's nodes keep what it made; or an in-place
-        # view op with grad after a set_() under no_grad onto the input's own storage (Note [Probing Eager's
-        # Backward])
-        # ...; or a set_() under no_grad of an input that is the `._base` of another input requiring grad: a read
-        # of that view with grad rebuilds its history over the base's new layout (Note [Probing Eager's Backward])
+        # a write or in-place view op under grad before `.data =`: autograd's nodes keep what it made; an in-place
+        # view op with grad after a set_() under no_grad onto the input's own storage; or a set_() under no_grad of
+        # an input that is the `._base` of another input requiring grad, whose history a read with grad rebuilds
+        # over the base's new layout (Note [Probing Eager's Backward])
         changed = [
             d
             for d, m in enumerate(analysis.mutations)
