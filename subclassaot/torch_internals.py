@@ -113,7 +113,12 @@ def inner_storage_offset(t: torch.Tensor) -> int | torch.SymInt:
 
 def storage_key(t: torch.Tensor) -> object:
     """A hashable identity of `t`'s storage (works for real, fake and functional tensors)."""
-    return StorageWeakRef(t.untyped_storage())  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+    return untyped_storage_key(t.untyped_storage())
+
+
+def untyped_storage_key(storage: object) -> object:
+    """A hashable identity of an UntypedStorage (`storage_key` of a tensor on it)."""
+    return StorageWeakRef(storage)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
 
 
 def get_version(t: torch.Tensor) -> int:

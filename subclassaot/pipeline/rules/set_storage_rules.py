@@ -14,14 +14,20 @@ from collections.abc import Sequence
 from typing import Any, NoReturn, cast
 
 import torch
-from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.swap_record import Elements, SwapRecord, elements_of
 from subclassaot.schemas import DenseLayout, StorageResize
-from subclassaot.torch_internals import DataDependentError, is_functional, storage_key, storage_nbytes, symint_expr
+from subclassaot.torch_internals import (
+    DataDependentError,
+    is_functional,
+    storage_key,
+    storage_nbytes,
+    symint_expr,
+    untyped_storage_key,
+)
 
 __all__ = [
     "check_resized_nbytes",
@@ -41,12 +47,12 @@ def note_wrapper_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], o
     """After a call of the program: note the storage `untyped_storage()` gave for a tensor subclass wrapper."""
     if func is torch.Tensor.untyped_storage and args and isinstance(args[0], torch.Tensor):
         if is_traceable_subclass(args[0]) and isinstance(out, torch.UntypedStorage):
-            record.wrapper_storages[StorageWeakRef(out)] = type(args[0]).__name__  # type: ignore[no-untyped-call]  # untyped in torch
+            record.wrapper_storages[untyped_storage_key(out)] = type(args[0]).__name__
 
 
 def check_wrapper_storage_set(record: SwapRecord, storage: object) -> None:
     """Refuse `set_(storage, ...)` whose storage is a tensor subclass wrapper's (Note [Autograd Sees The Wrapper])."""
-    name = record.wrapper_storages.get(StorageWeakRef(storage))  # type: ignore[no-untyped-call]  # untyped in torch
+    name = record.wrapper_storages.get(untyped_storage_key(storage))
     if name is not None:
         raise UnsupportedError(
             f"{name}.set_(storage, ...) with the storage of a {name} (its untyped_storage()): a tensor subclass "
@@ -61,7 +67,7 @@ def note_traced_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], ou
     By Rebinding])."""
     if func is torch.Tensor.untyped_storage and args and isinstance(out, torch.UntypedStorage):
         if is_functional(args[0]) or is_traceable_subclass(args[0]):
-            key = StorageWeakRef(out)  # type: ignore[no-untyped-call]  # untyped in torch
+            key = untyped_storage_key(out)
             record.traced_storages[key] = record.input_paths.get(key, ())
 
 
@@ -104,7 +110,7 @@ _FILL_OPS = frozenset(
 def note_storage_resize(record: SwapRecord, storage: torch.UntypedStorage, size: object) -> bool:
     """`storage.resize_(size)` in the program (see the comment above): True where the run takes it (a traced
     tensor's storage), False to leave it to torch."""
-    key = StorageWeakRef(storage)  # type: ignore[no-untyped-call]  # untyped in torch
+    key = untyped_storage_key(storage)
     paths = record.traced_storages.get(key)
     if paths is None:
         return False
@@ -245,7 +251,7 @@ def storage_resize_plan(record: SwapRecord, layout: DenseLayout) -> tuple[Storag
 
 def check_resized_nbytes(record: SwapRecord, storage: torch.UntypedStorage) -> None:
     """Refuse `nbytes()` of a storage the program resized, or of an input's that came freed (see the comment above)."""
-    key = StorageWeakRef(storage)  # type: ignore[no-untyped-call]  # untyped in torch
+    key = untyped_storage_key(storage)
     if key in record.storage_resizes or key in record.unwritten_storages or key in record.freed_intermediates:
         _refuse_storage_resize(
             record.traced_storages.get(key, ()),
@@ -258,7 +264,7 @@ def check_storage_bytes_resize(record: SwapRecord, func: Any, args: tuple[Any, .
     """Refuse inductor::resize_storage_bytes_ (what Dynamo captures a storage resize_ as) of a traced tensor (Note
     [Storage Swaps By Rebinding])."""
     if func is torch.ops.inductor.resize_storage_bytes_.default and isinstance(args[0], torch.Tensor):
-        key = StorageWeakRef(args[0].untyped_storage())  # type: ignore[no-untyped-call]  # untyped in torch
+        key = storage_key(args[0])
         _refuse_storage_resize(record.input_paths.get(key, ()), "Dynamo captured it as inductor::resize_storage_bytes_")
 
 

@@ -115,6 +115,7 @@ from subclassaot.torch_internals import (
     set_version,
     storage_key,
     storage_resizes_handled,
+    untyped_storage_key,
 )
 
 # Note [Storage Swaps By Rebinding]
@@ -509,7 +510,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if isinstance(source, torch.Tensor):
             owner = source
         else:
-            owner = next((t for t in self.known if storage_key(t) == _key_of_storage(source)), None)
+            owner = next((t for t in self.known if storage_key(t) == untyped_storage_key(source)), None)
             if owner is None:
                 check_wrapper_storage_set(self.record, source)  # Note [Autograd Sees The Wrapper]
                 raise UnsupportedError(
@@ -652,12 +653,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
 
 def _size_and_stride(t: object) -> object:
     return (tuple(t.shape), tuple(t.stride())) if isinstance(t, torch.Tensor) else None
-
-
-def _key_of_storage(storage: object) -> object:
-    from torch.multiprocessing.reductions import StorageWeakRef
-
-    return StorageWeakRef(storage)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
 
 
 # Note [Wrapper Data Assignment]
