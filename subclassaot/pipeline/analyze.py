@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.utils import _pytree as pytree
@@ -28,7 +28,7 @@ from subclassaot.pipeline.analyze_training import (
     set_under_grad,
     wrapper_uses,
 )
-from subclassaot.pipeline.backward_probe import eager_kept_accumulators
+from subclassaot.pipeline.backward_probe import eager_accumulator_sizes
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.pipeline.rules.assigned_history import check_unreplayed_assigned_view, history_data_leaf
@@ -179,7 +179,15 @@ def analyze(
     uses = wrapper_uses(run, layout)
     # See Note [Leaves Laid Out Anew Under no_grad]
     layout_kept = [flat.tensor_indices[k] for k, t in enumerate(run.user_tensors) if id(t) in run.swaps.layout_kept]
-    kept_by_layout = eager_kept_accumulators(call, flat, layout_kept) if layout_kept else frozenset()
+    # See Note [Gradient Accumulators Of Leaves]: a `.data =` keeps an accumulator only while a result holds it
+    data_kept = [
+        flat.tensor_indices[k]
+        for k, t in enumerate(run.user_tensors)
+        if id(t) in run.swaps.kept_accumulators and id(t) in run.swaps.data_sets
+    ]
+    probed = eager_accumulator_sizes(call, flat, layout_kept + data_kept) if layout_kept or data_kept else {}
+    kept_by_layout = frozenset(i for i in layout_kept if probed is None or _came_with(flat, i) in probed[i])
+    renewed = frozenset(i for i in data_kept if probed is not None and any(s != _came_with(flat, i) for s in probed[i]))
     return Analysis(
         mutations=mutations,
         wrapper_meta_after=wrapper_after,
@@ -195,13 +203,17 @@ def analyze(
         stale_view_reads=stale,
         last_bumps=tuple(last_bump(t, run) for t in run.user_tensors),
         read_after_set=tuple(id(t) in run.swaps.read_after_set for t in run.user_tensors),
-        read_after_hidden_resize=tuple(id(t) in run.swaps.read_after_hidden_resize for t in run.user_tensors),
+        read_after_hidden_resize=tuple(
+            id(t) in run.swaps.read_after_hidden_resize or flat.tensor_indices[k] in renewed
+            for k, t in enumerate(run.user_tensors)
+        ),
         self_set=tuple(id(t) in run.swaps.self_sets for t in run.user_tensors),
         self_set_first=tuple(self_set_order(run.swaps, t) == "after" for t in run.user_tensors),
         self_set_mixed=tuple(self_set_order(run.swaps, t) == "both" for t in run.user_tensors),
         read_after_grad_set=early_set_inputs(run.swaps, run.user_tensors, run.output),
         kept_accumulators=tuple(
-            id(t) in run.swaps.kept_accumulators or flat.tensor_indices[k] in kept_by_layout
+            (id(t) in run.swaps.kept_accumulators and flat.tensor_indices[k] not in renewed)
+            or flat.tensor_indices[k] in kept_by_layout
             for k, t in enumerate(run.user_tensors)
         ),
         accumulator_sizes=tuple(assigned_accumulator_size(run.swaps, t) for t in run.user_tensors),
@@ -227,6 +239,11 @@ def analyze(
         grad_reenabled=tuple(run.swaps.grad_reenabled),
         storage_resizes=storage_resize_plan(run.swaps, layout),
     )
+
+
+def _came_with(flat: FlatInputs, index: int) -> tuple[int, ...]:
+    """The size flat input `index` came with."""
+    return tuple(cast(torch.Tensor, flat.values[index]).shape)
 
 
 def _made_in_inference_mode(value: torch.Tensor, run: FunctionalRun) -> bool:

@@ -213,29 +213,26 @@ def reaches_output_node(
     return False
 
 
-def eager_kept_accumulators(call: Callable[..., object], flat: FlatInputs, leaves: Sequence[int]) -> frozenset[int]:
-    """Of the leaf inputs at positions `leaves` in `flat.values`: those whose gradient accumulator that the outputs'
-    graphs reach in eager, run on static fakes, has the size the leaf came with (Note [Leaves Laid Out Anew Under
-    no_grad]). All of them where the program does not run on static fakes."""
+def eager_accumulator_sizes(
+    call: Callable[..., object], flat: FlatInputs, leaves: Sequence[int]
+) -> dict[int, frozenset[tuple[int, ...]]] | None:
+    """Of the leaf inputs at positions `leaves` in `flat.values`: the sizes their gradient accumulators that the
+    outputs' graphs reach in eager, run on static fakes, recorded (none reached: empty), so where results die as in
+    eager (Note [Gradient Accumulators Of Leaves]). None where the program does not run on static fakes."""
     try:
         mode, values = static_fake_copies(flat.values)
         with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
             state, args, kwargs = unflatten_call(flat, values)
             outs = pytree.tree_leaves(call(state, args, kwargs))
             sizes = _accumulator_sizes([o.grad_fn for o in outs if isinstance(o, torch.Tensor)])
-    except Exception:  # a program the probe cannot run: as the functional run saw it
-        return frozenset(leaves)
-    kept = set()
-    for i in leaves:
-        fake, real = values[i], flat.values[i]
-        if isinstance(real, torch.Tensor) and sizes.get(id(fake)) == tuple(real.shape):
-            kept.add(i)
-    return frozenset(kept)
+    except Exception:  # a program the probe cannot run
+        return None
+    return {i: frozenset(sizes.get(id(values[i]), ())) for i in leaves}
 
 
-def _accumulator_sizes(starts: Sequence[object]) -> dict[int, tuple[int, ...]]:
-    """id() of each leaf whose AccumulateGrad the nodes `starts` reach -> the size that accumulator recorded."""
-    found: dict[int, tuple[int, ...]] = {}
+def _accumulator_sizes(starts: Sequence[object]) -> dict[int, set[tuple[int, ...]]]:
+    """id() of each leaf whose AccumulateGrad the nodes `starts` reach -> the sizes those accumulators recorded."""
+    found: dict[int, set[tuple[int, ...]]] = {}
     seen: set[object] = set()
     stack = list(starts)
     while stack:
@@ -247,7 +244,7 @@ def _accumulator_sizes(starts: Sequence[object]) -> dict[int, tuple[int, ...]]:
         if isinstance(variable, torch.Tensor):
             meta = getattr(node, "_input_metadata", ())
             if meta:
-                found[id(variable)] = tuple(int(d) for d in meta[0].shape)
+                found.setdefault(id(variable), set()).add(tuple(int(d) for d in meta[0].shape))
         stack.extend(parent for parent, _ in getattr(node, "next_functions", ()))
     return found
 

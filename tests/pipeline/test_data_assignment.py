@@ -429,7 +429,7 @@ def test_subclass_view_before_a_wrapper_set_then_data_back(compile_fn: CompileFn
     check_with_grad(unsqueezed, makes[2], compile_fn)
 
 
-_DATA_RESIZE_RULE = r"to a tensor of another size \(or assigned one by `\.data =` before any use with grad\)"
+_DATA_RESIZE_RULE = r"to a tensor of another size \(or assigned one by `\.data =` before any use with grad"
 
 
 def test_leaf_assigned_data_of_another_size_before_a_use_with_grad_is_refused(compile_fn: CompileFn | None) -> None:
@@ -467,6 +467,31 @@ def test_leaf_assigned_data_after_a_use_with_grad_keeps_its_accumulator(compile_
     check_with_grad(f, lambda: (nonleaf(), torch.randn(3, 4, 1)), compile_fn)
     check_with_grad(f, lambda: (leaf(3, 4, 1), torch.randn(3, 4, 1)), compile_fn)
     check_with_grad(f, lambda: (pair(requires_grad=True), pair(3, 4, 1)), compile_fn)
+
+
+def test_accumulator_dropped_before_the_read_after_data_assignment(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 27000 #2444 (argument changes): the read with grad before `.data =` went into a temporary that died
+    # when the inner function returned, so eager's read after it made a new accumulator in the new size, where ours
+    # fed the old one (x0.grad of shape () against eager's (2,)): refused, from eager's own graph (Note [Gradient
+    # Accumulators Of Leaves]); with the temporary still alive at the read, both feed the old one
+    def inner(x0: T, x1: T) -> T:
+        t0 = x0.add(x1)
+        t0.zero_()
+        x0.data = x1
+        return x0
+
+    def dropped(x0: T, x1: T) -> object:
+        return (inner(x0, x1).mul(1.5),)
+
+    def held(x0: T, x1: T) -> object:
+        t0 = x0.add(x1)
+        t0.zero_()
+        x0.data = x1
+        return (x0.mul(1.5),)
+
+    with torch.enable_grad():
+        assert_refused(dropped, lambda: (leaf(), torch.randn(2)), compile_fn, _DATA_RESIZE_RULE)
+    check_with_grad(held, lambda: (leaf(), torch.randn(2)), compile_fn)
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ the program and `note_first_read`/`note_view_reads` after each op; run_functiona
 inputs (`SwapRecord.releafable`, `note_view_inputs`). Output: `SwapRecord.releafed` (by id: the size at the first
 read with grad after the op, None until then), read by analyze (`Analysis.releaf_sizes`) and by the joint trace (the
 tensors gradients are taken with respect to); `SwapRecord.layout_kept` (read by analyze, with
-backward_probe.eager_kept_accumulators); `SwapRecord.stale_view_layouts`, refused by analyze. Invariants:
+backward_probe.eager_accumulator_sizes); `SwapRecord.stale_view_layouts`, refused by analyze. Invariants:
 records only, except the joint trace's detach_()/requires_grad_() of its own clone.
 """
 
@@ -58,7 +58,7 @@ __all__ = [
 #   both backwards then fail its check. Not for leaves in an alias group or run as views.
 # - accumulators kept through layout ops: where an op with grad read the leaf before the op, the functional run keeps
 #   every result alive, so it only notes such a leaf (`layout_kept`); analyze runs the program eagerly on static fakes
-#   (backward_probe.eager_kept_accumulators), where results die as in eager, and where the accumulator the outputs'
+#   (backward_probe.eager_accumulator_sizes), where results die as in eager, and where the accumulator the outputs'
 #   graphs reach has the size the leaf came with, the runtime holds that accumulator until the outputs are built (as
 #   Note [Gradient Accumulators Of Leaves] has it), so views it replays on the real leaf find it.
 # - refused, because the Function's edge expects the old size where eager's gradient arrives in the new one: plain

@@ -40,7 +40,9 @@ __all__ = [
 #   not set_(). The joint trace reduces the graph's gradients to the old size already; reads the runtime replays after
 #   the epilogue must find the old accumulator too, and the Function may hold none (the leaf goes in detached), so the
 #   runtime takes it before the epilogue and holds it until the outputs are built (`kept_accumulators`). The functional
-#   run keeps every result, so a read into a temporary counts as kept: a known gap.
+#   run keeps every result, so analyze asks eager, run on static fakes where results die as in eager
+#   (backward_probe.eager_accumulator_sizes): where the outputs' graphs reach an accumulator of the leaf in another
+#   size (the read before went into a temporary that died), eager's reads after made a new one, refused as below.
 # - `.data =`, made afresh on a plain leaf: a read with grad by a non-view op at another size than the leaf had would be
 #   reduced to the old size by the trace where eager's has the new one: refused with the no_grad set_() it mirrors
 #   (Note [Leaves Laid Out Anew Under no_grad]). Views replayed after the epilogue make the new one as eager's reads do.
