@@ -107,15 +107,31 @@ def check_program_with_argument_changes(
 ) -> Verdict:
     """Compile the wrapped program once; call it `calls` times with constants drawn from `seed` and a module whose
     buffers it updates, changed between calls on both sides; compare each call with eager."""
+    return check_with_argument_changes(
+        as_function(program), lambda: make_inputs(program), program.grad_mode, compile_fn, seed, calls=calls
+    )
+
+
+def check_with_argument_changes(
+    fn: Callable[..., object],
+    inputs: Callable[[], tuple[torch.Tensor, ...]],
+    grad_mode: bool,
+    compile_fn: CompileFn,
+    seed: int,
+    *,
+    calls: int = 4,
+) -> Verdict:
+    """`check_program_with_argument_changes` for a program given as a function `fn` of the tensors `inputs()` makes
+    (a printed program: a regression test calls this)."""
     ns: dict[str, object] = {"__name__": "fuzz_argument_program"}
     exec(compile(_WRAPPER_SOURCE, "<fuzz argument wrapper>", "exec"), ns)
-    step = cast(Callable[..., Callable[..., object]], ns["wrap"])(as_function(program))
+    step = cast(Callable[..., Callable[..., object]], ns["wrap"])(fn)
     new_stats = cast(Callable[[], torch.nn.Module], ns["Stats"])
     first = new_stats()
     stats = [first, copy.deepcopy(first)]  # [compiled side's, eager side's]
     rng = random.Random(seed)
     applied: list[str] = []
-    with warnings.catch_warnings(), torch.set_grad_enabled(program.grad_mode):
+    with warnings.catch_warnings(), torch.set_grad_enabled(grad_mode):
         warnings.simplefilter("ignore")
         try:
             compiled = compile_fn(step)
@@ -127,7 +143,7 @@ def check_program_with_argument_changes(
                 sides = iter((stats[1], stats[0]))  # compare_with_eager makes eager's inputs first
 
                 def call(opts: dict[str, object] = opts, sides: Iterator[torch.nn.Module] = sides) -> Call:
-                    return Call(args=(next(sides), opts, *make_inputs(program)))
+                    return Call(args=(next(sides), opts, *inputs()))
 
                 diffs = compare_with_eager(compiled, step, call)
                 if diffs:

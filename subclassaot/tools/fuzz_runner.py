@@ -41,6 +41,7 @@ from subclassaot.tools.fuzz_state import check_program_with_state_changes
 
 R = TypeVar("R")
 Entry = Literal["direct", "dynamo"]  # subclassaot.compile(fn), or torch.compile(fn, backend="subclassaot")
+Changes = Literal["none", "state", "arguments"]  # what changes between calls: nothing, or fuzz_state's, fuzz_arguments'
 
 __all__ = [
     "Entry",
@@ -72,6 +73,7 @@ class FuzzReport:
     seed: int
     backend: str
     entry: Entry = "direct"
+    changes: Changes = "none"
     counts: Counter[Outcome] = field(default_factory=Counter)  # DISCARDED counts programs skipped, not run
     unsupported_rules: Counter[str] = field(default_factory=Counter)
     unsupported_indexes: dict[str, list[int]] = field(default_factory=dict)  # rule -> program indexes, in order
@@ -127,7 +129,8 @@ def fuzz(
     if entry == "dynamo" and (state_changes or argument_changes or compile_fn is not None):
         raise ValueError("fuzz(entry='dynamo') compiles the printed program itself: no compile_fn, no change modes")
     compile_fn = compile_fn if compile_fn is not None else pipeline_compile(backend)
-    report = FuzzReport(seed=seed, backend=backend, entry=entry)
+    changes: Changes = "arguments" if argument_changes else "state" if state_changes else "none"
+    report = FuzzReport(seed=seed, backend=backend, entry=entry, changes=changes)
     k, n = shard
     target = shard_share(programs, shard)
     index = k
@@ -191,7 +194,8 @@ def run_shards(worker: Callable[[tuple[int, int]], R], jobs: int) -> list[R]:
 
 def merge_reports(reports: Sequence[FuzzReport]) -> FuzzReport:
     """One report for a run split into shards; failures in program order."""
-    merged = FuzzReport(seed=reports[0].seed, backend=reports[0].backend, entry=reports[0].entry)
+    first = reports[0]
+    merged = FuzzReport(seed=first.seed, backend=first.backend, entry=first.entry, changes=first.changes)
     for r in reports:
         merged.counts.update(r.counts)
         merged.unsupported_rules.update(r.unsupported_rules)
@@ -222,21 +226,41 @@ def _failure(
 _DYNAMO_COMPILE = "compile_fn=lambda fn, **kw: torch.compile(fn, backend='subclassaot', options={'backend': 'eager'})"
 
 
-def regression_source(failure: Failure, seed: int, entry: Entry = "direct") -> str:
+def regression_source(
+    failure: Failure, seed: int, entry: Entry = "direct", changes: Changes = "none", backend: str = "eager"
+) -> str:
+    """A regression test for `failure`: the printed program and a test that compares it with eager as the run did
+    (with `changes`, through the same wrapper and changes between calls, drawn from the program's own seed)."""
     program = failure.shrunk if failure.shrunk is not None else failure.program
     verdict = failure.shrunk_verdict if failure.shrunk_verdict is not None else failure.verdict
     name = f"test_fuzz_seed{seed}_program{failure.index}"
     what = "\n".join(f"#   {line}" for line in verdict.detail.splitlines()[:12])
     grad = "enable_grad" if program.grad_mode else "no_grad"
     compile_arg = f", {_DYNAMO_COMPILE}" if entry == "dynamo" else ""
-    return (
-        f"# subclassaot fuzz, seed {seed}, entry {entry}, program {failure.index}: {verdict.outcome.value}"
-        f"{' (shrunk)' if failure.shrunk is not None else ''}\n# signature: {verdict.signature}\n"
-        f"# what differed:\n{what}\n{to_source(program)}\n\n"
+    header = (
+        f"# subclassaot fuzz, seed {seed}, entry {entry}, changes {changes}, program {failure.index}: "
+        f"{verdict.outcome.value}{' (shrunk)' if failure.shrunk is not None else ''}\n"
+        f"# signature: {verdict.signature}\n# what differed:\n{what}\n{to_source(program)}\n\n"
+    )
+    if changes == "none":
+        return header + (
+            f"def {name}() -> None:\n"
+            "    from tests.oracle import assert_matches_eager\n\n"
+            f"    with torch.{grad}():\n"
+            f"        assert_matches_eager(f, make_inputs{compile_arg})\n"
+        )
+    module, check = (
+        ("fuzz_arguments", "check_with_argument_changes")
+        if changes == "arguments"
+        else ("fuzz_state", "check_with_state_changes")
+    )
+    return header + (
         f"def {name}() -> None:\n"
-        "    from tests.oracle import assert_matches_eager\n\n"
-        f"    with torch.{grad}():\n"
-        f"        assert_matches_eager(f, make_inputs{compile_arg})\n"
+        f"    from subclassaot.tools.{module} import {check}\n"
+        "    from subclassaot.tools.fuzz_runner import pipeline_compile\n\n"
+        f"    verdict = {check}(f, make_inputs, {program.grad_mode}, pipeline_compile({backend!r}), "
+        f"{seed * 1_000_003 + failure.index})\n"
+        '    assert verdict.outcome.value == "PASS", verdict.detail\n'
     )
 
 
@@ -247,7 +271,7 @@ def write_report(report: FuzzReport, out_dir: str) -> str:
     for failure in report.failures:
         if failure.shrunk is None:
             continue
-        text = regression_source(failure, report.seed, report.entry)
+        text = regression_source(failure, report.seed, report.entry, report.changes, report.backend)
         path = os.path.join(out_dir, f"{failure.verdict.outcome.value.lower()}_{failure.index:05d}.py")
         with open(path, "w") as f:
             f.write(text)

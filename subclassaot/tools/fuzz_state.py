@@ -74,15 +74,31 @@ def _apply(
 def check_program_with_state_changes(program: Program, compile_fn: CompileFn, seed: int, *, calls: int = 4) -> Verdict:
     """Compile the wrapped program once; before each of `calls` calls, change one piece of Python state (drawn from
     `seed`) on both the compiled module and its eager twin; compare each call with eager."""
+    return check_with_state_changes(
+        as_function(program), lambda: make_inputs(program), program.grad_mode, compile_fn, seed, calls=calls
+    )
+
+
+def check_with_state_changes(
+    fn: Callable[..., object],
+    inputs: Callable[[], tuple[torch.Tensor, ...]],
+    grad_mode: bool,
+    compile_fn: CompileFn,
+    seed: int,
+    *,
+    calls: int = 4,
+) -> Verdict:
+    """`check_program_with_state_changes` for a program given as a function `fn` of the tensors `inputs()` makes (a
+    printed program: a regression test calls this)."""
     ns: dict[str, object] = {"__name__": "fuzz_stateful_program"}
     exec(compile(_WRAPPER_SOURCE, "<fuzz stateful wrapper>", "exec"), ns)
     k = [1.0]
     wrap = cast(Callable[..., type[torch.nn.Module]], ns["wrap"])
-    module = wrap(as_function(program), k)()
+    module = wrap(fn, k)()
     eager = copy.deepcopy(module)
     rng = random.Random(seed)
     applied: list[str] = []
-    with warnings.catch_warnings(), torch.set_grad_enabled(program.grad_mode):
+    with warnings.catch_warnings(), torch.set_grad_enabled(grad_mode):
         warnings.simplefilter("ignore")
         try:
             compiled = compile_fn(module)
@@ -93,7 +109,7 @@ def check_program_with_state_changes(program: Program, compile_fn: CompileFn, se
                 diffs = compare_with_eager(
                     compiled,
                     eager,
-                    lambda: make_inputs(program),
+                    inputs,
                     compiled_module=module,
                     eager_module=eager,
                 )

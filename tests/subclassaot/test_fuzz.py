@@ -15,6 +15,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 
 from subclassaot.errors import UnsupportedError
+from subclassaot.tools import fuzz_runner
 from subclassaot.tools.checker import Status, check_subclass
 from subclassaot.tools.fuzz import (
     FuzzConfig,
@@ -46,8 +47,8 @@ def drops_input_mutations(fn: Fn) -> Fn:
     """A broken "compiler": runs the program on clones of its inputs, so every input mutation is lost (an input
     whose storage is freed is passed as it is: cloning it would read freed memory)."""
 
-    def run(*args: torch.Tensor) -> object:
-        return fn(*(a if _freed(a) else a.clone() for a in args))
+    def run(*args: object) -> object:
+        return fn(*(a.clone() if isinstance(a, torch.Tensor) and not _freed(a) else a for a in args))
 
     return run
 
@@ -115,6 +116,33 @@ def test_a_broken_compiler_is_caught_by_the_runner_and_written_as_a_regression_t
     text = regression_source(shrunk[0], seed=3)
     assert "def test_fuzz_seed3_program" in text and "assert_matches_eager(f, make_inputs)" in text
     compile(text, "<regression>", "exec")
+
+
+@pytest.mark.parametrize("changes", ["arguments", "state"])
+def test_a_failure_found_with_changes_is_written_with_its_wrapper(
+    changes: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A regression test written from a change-mode run calls the program through the same wrapper, with the same
+    changes between calls (it dropped them, and the written test of fuzz seed 27000 #2444 passed)."""
+    report = fuzz(
+        20,
+        seed=3,
+        config=CONFIG,
+        compile_fn=drops_input_mutations,
+        shrink_per_signature=1,
+        argument_changes=changes == "arguments",
+        state_changes=changes == "state",
+    )
+    shrunk = [f for f in report.failures if f.shrunk is not None]
+    assert shrunk and report.changes == changes
+    text = regression_source(shrunk[0], 3, changes=report.changes)
+    namespace: dict[str, object] = {}
+    exec(compile(text, "<regression>", "exec"), namespace)
+    test = cast(Callable[[], None], namespace[f"test_fuzz_seed3_program{shrunk[0].index}"])
+    test()  # the real pipeline: passes
+    monkeypatch.setattr(fuzz_runner, "pipeline_compile", lambda backend: drops_input_mutations)
+    with pytest.raises(AssertionError, match=r"call \d"):
+        test()  # the broken compiler the run used: fails again
 
 
 def test_the_progress_line_tells_each_failure_as_soon_as_it_is_found() -> None:
