@@ -23,6 +23,7 @@ from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subcla
 from subclassaot.pipeline.rules.swap_record import element_offsets
 from subclassaot.tools.fuzz_ops import Params
 from subclassaot.tools.fuzz_program import Op, Program, make_inputs, run_op
+from subclassaot.tools.parity import seed_rng
 
 __all__ = ["StorageLiveness", "storage_safe"]
 
@@ -135,7 +136,7 @@ def storage_safe(program: Program) -> bool:
         return True
     with warnings.catch_warnings(), torch.random.fork_rng(devices=[]):
         warnings.simplefilter("ignore")
-        torch.manual_seed(0)
+        seed_rng(0)
         env = dict(zip((s.var for s in program.inputs), make_inputs(program), strict=True))
         storages = StorageLiveness(inputs=frozenset(env))
         storages.free_inputs(env, [s.var for s in program.inputs if program.bases[s.base].freed])

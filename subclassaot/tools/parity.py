@@ -73,10 +73,22 @@ class EagerRaised(Exception):
         self.error = error
 
 
+def seed_rng(seed: int) -> None:
+    """`torch.manual_seed(seed)` for the CPU and each accelerator this build can use. torch.manual_seed seeds CUDA, XPU
+    and MTIA lazily where they are not initialized, formatting the Python stack for each queued call (milliseconds
+    deep in a test): skipped for backends that are not available."""
+    torch.default_generator.manual_seed(seed)
+    for backend in (torch.cuda, torch.xpu):
+        if backend.is_available():
+            backend.manual_seed_all(seed)
+    if torch.backends.mps.is_available():
+        torch.mps.manual_seed(seed)
+
+
 def fresh_call(make_inputs: MakeInputs) -> Call:
     """Call `make_inputs` under the fixed seed (both sides get the same values) and normalize its result to a Call."""
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(SEED)
+        seed_rng(SEED)
         made = make_inputs()
     return made if isinstance(made, Call) else Call(args=tuple(made))
 
@@ -354,7 +366,7 @@ def _run(
         leaves=_grad_leaves(inputs),
     )
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(SEED + 1)
+        seed_rng(SEED + 1)
         run.out = fn(*call.args, **call.kwargs)
     if after_call is not None:
         try:
