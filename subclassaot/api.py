@@ -42,7 +42,7 @@ from subclassaot.pipeline.analyze_training import check_multi_output_view_inputs
 from subclassaot.pipeline.backward_trace import BackwardVariant, backward_plan, trace_backward
 from subclassaot.pipeline.desugar import DynamicAliasError, dense_layout
 from subclassaot.pipeline.fakify import FakifyResult, SymbolCache, fakify_inputs
-from subclassaot.pipeline.grad_scope import check_grad_factories, check_grad_reenabled
+from subclassaot.pipeline.grad_scope import GradReenabledError, check_grad_factories, check_grad_reenabled
 from subclassaot.pipeline.inputs import CaptureRef, argument_modules, capture_refs, flatten_call, lifted_state
 from subclassaot.pipeline.rules.data_assignment import resimplified_data_metas
 from subclassaot.pipeline.rules.early_views import replays_before_call
@@ -396,6 +396,9 @@ class _Attempt:
 
     symbolic: bool = False
     deferred_trace: Callable[[], TracedGraph] | None = None
+    # a call under no_grad whose program turns grad on inside: compiled for training over no_grad(program) (Note
+    # [Grad Mode And Autograd Reads])
+    within_no_grad: bool = False
 
 
 def _compile_entry_once(
@@ -450,9 +453,10 @@ def _compile_entry(
     while True:
         try:
             try:
-                return _compile_over(
-                    fn, args, kwargs, config, state, symbols, captures, whole_storage, function_modes, attempt
-                )
+                with torch.enable_grad() if attempt.within_no_grad else contextlib.nullcontext():
+                    return _compile_over(
+                        fn, args, kwargs, config, state, symbols, captures, whole_storage, function_modes, attempt
+                    )
             except Exception:
                 if attempt.deferred_trace is not None:  # Note [Training Through A Joint Graph]
                     _raised_alone(attempt.deferred_trace)  # its own error first
@@ -461,6 +465,10 @@ def _compile_entry(
             if e.leaf in whole_storage:
                 raise
             whole_storage |= {e.leaf}
+        except GradReenabledError:
+            if attempt.within_no_grad or torch.is_grad_enabled():
+                raise
+            attempt.within_no_grad = True  # Note [Grad Mode And Autograd Reads]
 
 
 def _compile_over(
@@ -479,6 +487,10 @@ def _compile_over(
     attempt.deferred_trace = None
     flat, call = flatten_call(fn, args, kwargs, captures)
     call = traced_under(function_modes, call)  # See Note [Ambient Modes]
+    # See Note [Grad Mode And Autograd Reads]: the grad mode the program starts in, and the one it leaves
+    caller_grad = False if attempt.within_no_grad else torch.is_grad_enabled()
+    grad_at_end: list[bool] = []
+    call = _in_grad_mode(call, False if attempt.within_no_grad else None, grad_at_end)
     tensors = [cast(torch.Tensor, flat.values[i]) for i in flat.tensor_indices]
     paths = [flat.leaves[i].path for i in flat.tensor_indices]
     fake_mode, fakified, layout = _fakify_and_desugar(tensors, paths, flat, config, state, symbols, whole_storage)
@@ -608,8 +620,10 @@ def _compile_over(
         flat, layout, fakes, shape_env_of(fake_mode), analysis.base_reads, config.caller_guarded, grad_mode
     )
     runner = make_runner(plan, graph_call)
+    left = grad_at_end[0] if grad_at_end and grad_at_end[0] != caller_grad else None
+    run = _with_grad_mode(runner.run, attempt.within_no_grad, left)
     if trial is not None:
-        check_trial(trial, lambda values: _run_checked(entry_guards, runner.run, values))
+        check_trial(trial, lambda values: _run_checked(entry_guards, run, values))
     _, spec = pytree.tree_flatten(pytree.tree_unflatten(list(flat.values), flat.spec))
     simple = len(flat.leaves) == len(flat.module_state_names) + len(args) and not kwargs
     return CompiledEntry(
@@ -617,7 +631,7 @@ def _compile_over(
         simple_arity=len(args) if simple else None,
         lifted_names=flat.module_state_names,
         guards=entry_guards,
-        run=runner.run,
+        run=run,
         run_source=runner.source,
         flat=flat,
         layout=layout,
@@ -626,6 +640,43 @@ def _compile_over(
         backward=backward_graph,
         forward=forward_graph,
     )
+
+
+def _in_grad_mode(call: Callable[..., object], start: bool | None, ends: list[bool]) -> Callable[..., object]:
+    """`call`, run from grad mode `start` (None: the one it finds); the mode it leaves is appended to `ends` and undone,
+    so that a program switching it for good (`torch.set_grad_enabled(False)` as a call) does not switch the compile's
+    (Note [Grad Mode And Autograd Reads])."""
+
+    def run(*args: object, **kwargs: object) -> object:
+        before = torch.is_grad_enabled()
+        torch._C._set_grad_enabled(before if start is None else start)
+        try:
+            out = call(*args, **kwargs)
+            ends.append(torch.is_grad_enabled())
+            return out
+        finally:
+            torch._C._set_grad_enabled(before)
+
+    return run
+
+
+Run = Callable[[Sequence[object], dict[str, int]], object]
+
+
+def _with_grad_mode(run: Run, grad_on: bool, left: bool | None) -> Run:
+    """An entry's `run`: with grad mode on around it where `grad_on`, leaving the grad mode `left` behind where the
+    program leaves one other than its caller's (None: the caller's stays; Note [Grad Mode And Autograd Reads])."""
+    if not grad_on and left is None:
+        return run
+
+    def in_mode(values: Sequence[object], symbols: dict[str, int]) -> object:
+        with torch.enable_grad() if grad_on else contextlib.nullcontext():
+            out = run(values, symbols)
+        if left is not None:
+            torch._C._set_grad_enabled(left)
+        return out
+
+    return in_mode
 
 
 def _raised_alone(trace: Callable[[], object]) -> None:

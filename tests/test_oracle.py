@@ -125,6 +125,30 @@ def test_wrong_shape_and_dtype_are_reported() -> None:
         assert_matches_eager(lambda x: x * 2, one_input, compile_fn=on_output(lambda o: o.double()))
 
 
+def test_a_grad_mode_left_switched_is_compared() -> None:
+    """A program that switches grad mode for good leaves it switched in eager: a compiled call that puts it back is
+    caught, and the mode is restored between the two sides (else the second side's inputs are made in it)."""
+
+    def leaves_grad_off(x: torch.Tensor) -> torch.Tensor:
+        y = x * 2
+        torch.set_grad_enabled(False)
+        return y
+
+    def restoring(fn: Callable[..., object], **kwargs: object) -> Callable[..., object]:
+        def run(*args: object) -> object:
+            with torch.set_grad_enabled(torch.is_grad_enabled()):
+                return fn(*args)
+
+        return run
+
+    with torch.enable_grad():
+        with pytest.raises(AssertionError, match=r"torch.is_grad_enabled\(\) after the call: True vs eager False"):
+            assert_matches_eager(leaves_grad_off, lambda: (torch.randn(3, requires_grad=True),), compile_fn=restoring)
+        assert torch.is_grad_enabled()
+        assert_matches_eager(leaves_grad_off, lambda: (torch.randn(3, requires_grad=True),))  # the pipeline's leaves it
+        assert torch.is_grad_enabled()
+
+
 def test_missing_input_mutation_is_reported() -> None:
     def f(x: torch.Tensor) -> torch.Tensor:
         x.mul_(2)

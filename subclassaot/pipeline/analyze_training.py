@@ -728,6 +728,11 @@ def _viewed_before_resize(value: torch.Tensor, base: torch.Tensor, run: Function
     return False
 
 
+def _overlapping_view(t: object) -> bool:
+    """A view whose elements may share memory locations (torch's check answers "yes" or "too hard to tell")."""
+    return isinstance(t, torch.Tensor) and t._is_view() and torch._debug_has_internal_overlap(t) != 0
+
+
 def _has_history(t: torch.Tensor) -> bool:
     try:
         return t.grad_fn is not None
@@ -750,7 +755,18 @@ def check_writes_after_hidden_set(
         if not user_fakes[i].requires_grad or record is None or record[1]:
             continue
         onto_input = any(mutations[j].set_source is not None for j in layout.leaves_of_input[i])
-        if onto_input and run.swaps.visible_seq.get(id(t), -1) > record[0]:
+        written_after = run.swaps.visible_seq.get(id(t), -1) > record[0]
+        real = flat.values[flat.tensor_indices[i]]
+        relaid = any(mutations[j].final_meta != leaf_meta(user_fakes[i]) for j in layout.leaves_of_input[i])
+        if written_after and relaid and layout.trees[i] is None and _overlapping_view(real):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path} is a view that requires grad whose elements overlap "
+                "(a zero stride), and the program set_() it under no_grad to a tensor of another layout and then wrote "
+                "it with grad enabled: eager records that write on its base through the view's new layout, where the "
+                "compiled backward writes the base's gradient through the overlapping one it came with and raises "
+                "(Note [History Kept Through .data =]). Call set_() with grad enabled, or write into a clone"
+            )
+        if onto_input and written_after:
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} requires grad, and the program set_() it under no_grad "
                 "to another input's storage and then wrote it with grad enabled: eager records that write on the "

@@ -18,7 +18,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors, widen_wrapper_storage
-from subclassaot.pipeline.grad_scope import check_grad_reenabled
+from subclassaot.pipeline.grad_scope import GradReenabledError, check_grad_reenabled
 from subclassaot.pipeline.inputs import unflatten_call
 from subclassaot.pipeline.rules.foreign_bases import foreign_root
 from subclassaot.pipeline.rules.grad_set_bases import grad_set_view_root, no_grad_set_view_root, set_view_root
@@ -238,7 +238,7 @@ def run_functional(
             if not record.grad_at_start and "a leaf Variable that requires grad is being used in an in-place" in str(e):
                 # (under no_grad only an op run with grad on raises this; eager's input is no leaf, the stand-in of a
                 # subclass input is: a set_() the record does not see as a call)
-                raise UnsupportedError(
+                raise GradReenabledError(
                     "the program turns grad mode back on inside (torch.enable_grad() / set_grad_enabled(True)) and "
                     "writes in place a tensor subclass input that requires grad, while it is called under no_grad "
                     "(Note [Grad Mode And Autograd Reads]). Call the compiled function with grad mode "

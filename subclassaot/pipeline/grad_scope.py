@@ -22,6 +22,7 @@ from subclassaot.torch_internals import get_version
 __all__ = [
     "backward_reshapes",
     "check_grad_factories",
+    "GradReenabledError",
     "check_grad_reenabled",
     "metadata_of",
 ]
@@ -36,8 +37,15 @@ __all__ = [
 #   carry a grad_fn although no input requires grad. Refused for inference with grad on; in training the outputs carry
 #   history through the Function, and the leaf's own gradient is not observable outside the program.
 # - Grad mode turned on inside a no_grad call (`with torch.enable_grad(): out = x.cos()`) gives eager outputs with a
-#   grad_fn. The call compiles for inference, so the analysis records every torch function that ran with grad on and
-#   read a tensor requiring grad, and refuses the call if there is one.
+#   grad_fn. The analysis of the inference compile records every torch function that ran with grad on and read a
+#   tensor requiring grad; where there is one (GradReenabledError), the call compiles again for training, over the
+#   program wrapped in torch.no_grad() and with grad on around it: a program that switches grad off at its start and
+#   on again in a region, which the training pipeline takes as it takes any no_grad region. The entry runs with grad
+#   on around it (so its autograd.Function records), and the ambient guard (Note [State The Program Reads]) keeps it
+#   for calls under no_grad.
+# - A program may switch grad mode for good (`torch.set_grad_enabled(False)` called, not entered): every run of it in
+#   the compile is put back in the compile's mode after it, and where the analysis's run left another mode than the
+#   caller's, the entry leaves that mode behind after each call, as eager's program does.
 # - Autograd inside the program: torch.func.grad / vjp / jacrev differentiate their own wrapped tensors (one autograd
 #   level each), traced like any op. torch.autograd.grad / backward() on the program's own level is refused.
 # - Autograd reads (`t.is_leaf`, `t.requires_grad`, `t.grad_fn`, `t._base`, `t._is_view()`) become Python constants or
@@ -64,10 +72,15 @@ def check_grad_factories(factories: Sequence[str], *, training: bool) -> None:
         )
 
 
+class GradReenabledError(UnsupportedError):
+    """A program compiled for inference turned grad mode on inside and computed on tensors requiring grad: the
+    compile goes again for training (Note [Grad Mode And Autograd Reads])."""
+
+
 def check_grad_reenabled(functions: Sequence[str], *, training: bool) -> None:
     """Refuse a program compiled for inference that turned grad mode on inside and computed on tensors needing it."""
     if functions and not training:
-        raise UnsupportedError(
+        raise GradReenabledError(
             f"the program turns grad mode back on inside (torch.enable_grad() / set_grad_enabled(True)) and calls "
             f"{functions[0]}() on tensors that require grad, while it is called under no_grad: eager's results of "
             "that region require grad, the compiled inference graph's cannot (Note [Grad Mode And Autograd "

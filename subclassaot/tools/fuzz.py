@@ -134,7 +134,10 @@ def _draw_base(choose: Chooser, config: FuzzConfig, index: int, grad_mode: bool)
     else:
         shape = tuple(choose.integer(1, config.max_size) for _ in range(choose.integer(0, config.max_rank)))
     grads: tuple[Grad, ...] = ("none", "nonleaf", "leaf")
-    grad = grads[choose.integer(1, 2)] if grad_mode and choose.chance(50) else grads[0]
+    # a program called under no_grad takes inputs that require grad too where its grad-mode scopes can turn grad on
+    # again (Note [Grad Mode And Autograd Reads])
+    wants_grad = grad_mode or Vocabulary.GRAD_MODE in config.vocabulary
+    grad = grads[choose.integer(1, 2)] if wants_grad and choose.chance(50) else grads[0]
     freed = Vocabulary.STORAGE in config.vocabulary and kind.key == "plain" and choose.chance(10)
     spec = BaseSpec(kind=kind.key, shape=shape, grad=grad, freed=freed)
     if grad != "none":

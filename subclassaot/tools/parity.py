@@ -112,6 +112,7 @@ class _Run:
     versions_before: tuple[int, ...] = ()  # indexed like `inputs`
     leaves: tuple[_Entry, ...] = ()  # every autograd leaf whose .grad is compared: leaf inputs and hidden leaves
     post_error: BaseException | None = None
+    grad_after: bool = True  # the grad mode the call left (a program may switch it for good)
 
 
 def fixed_random_like(t: torch.Tensor, index: int) -> torch.Tensor:
@@ -365,14 +366,19 @@ def _run(
         versions_before=tuple(e.tensor._version for e in inputs),
         leaves=_grad_leaves(inputs),
     )
-    with torch.random.fork_rng(devices=[]):
-        seed_rng(SEED + 1)
-        run.out = fn(*call.args, **call.kwargs)
-    if after_call is not None:
-        try:
-            after_call(run.out, call.args)
-        except Exception as e:  # any eager failure must be mirrored, whatever its type
-            run.post_error = e
+    grad_before = torch.is_grad_enabled()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            seed_rng(SEED + 1)
+            run.out = fn(*call.args, **call.kwargs)
+        run.grad_after = torch.is_grad_enabled()
+        if after_call is not None:
+            try:
+                after_call(run.out, call.args)
+            except Exception as e:  # any eager failure must be mirrored, whatever its type
+                run.post_error = e
+    finally:
+        torch.set_grad_enabled(grad_before)  # the other side's inputs are made and its call runs in the same mode
     return run
 
 
@@ -414,6 +420,8 @@ def _leaves_behind(root: torch.autograd.graph.Node) -> list[torch.Tensor]:
 
 
 def _compare_forward(got: _Run, want: _Run, tol: Tolerance, errors: list[str]) -> None:
+    if got.grad_after != want.grad_after:
+        errors.append(f"torch.is_grad_enabled() after the call: {got.grad_after} vs eager {want.grad_after}")
     if (want.post_error is None) != (got.post_error is None):
         errors.append(f"after_call raised {got.post_error!r} vs eager {want.post_error!r}")
     got_leaves, got_spec = pytree.tree_flatten(got.out)

@@ -46,11 +46,6 @@ HIDDEN_SET_WRITE = (
     "set_() of an input under no_grad onto another input's storage, then a write of it with grad enabled, is refused "
     "(Note [History Kept Through .data =]; AOTAutograd bans it too)"
 )
-GRAD_REENABLED = (
-    "a program that turns grad mode on inside (enable_grad) is refused when called under no_grad with inputs that "
-    "require grad (Note [Grad Mode And Autograd Reads])"
-)
-
 REFUSED.update(
     {
         # corpus_pytorch4.py
@@ -66,10 +61,9 @@ REFUSED.update(
 )
 
 # Training programs called under no_grad that the pipeline refuses there (see NO_GRAD below).
-NO_GRAD_REFUSED: dict[str, str] = {
-    "aot_dispatch_output_requires_grad_in_no_grad_leaf_train": GRAD_REENABLED,
-    "pair_aot_dispatch_output_requires_grad_in_no_grad_leaf_train": GRAD_REENABLED,
-}
+# (none: programs that turn grad mode on inside compile for training over no_grad(program), Note [Grad Mode And
+# Autograd Reads])
+NO_GRAD_REFUSED: dict[str, str] = {}
 
 REFUSED.update(
     {
@@ -146,12 +140,12 @@ def test_pytorch_program_dynamic(case: Case, backend: str, compile_fn: CompileFn
         run_case(case, backend, compile_fn)
 
 
-# The training variants called under an outer no_grad (inputs require grad, the program runs without autograd, so
-# the training gaps do not apply). grad_disabled_inside turns grad mode back on itself.
+# The training variants called under an outer no_grad (inputs require grad; the program runs without autograd, except
+# where it turns grad mode on itself).
 NO_GRAD = [
     dataclasses.replace(c, name=f"{c.name}_no_grad", inductor=False)
     for c in ALL
-    if c.name.endswith("_train") and not c.eager_raises and "grad_disabled_inside" not in c.name
+    if c.name.endswith("_train") and not c.eager_raises
 ]
 
 

@@ -13,6 +13,7 @@ import torch
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
+from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 
 T = torch.Tensor
@@ -118,16 +119,115 @@ def test_enable_grad_inside_a_no_grad_call_without_grad_inputs_matches_eager() -
         assert g.requires_grad == w.requires_grad and (g.grad_fn is None) == (w.grad_fn is None)
 
 
-def test_enable_grad_inside_a_no_grad_call_refused() -> None:
-    """Eager's enable_grad region gives outputs with history under a no_grad call; the compiled inference graph
-    cannot: refused naming the rule, not a wrong requires_grad."""
-    x = torch.randn(3, requires_grad=True)
+def grad_switched_on_by_call(x: T) -> object:
+    torch.set_grad_enabled(True)  # the function form, not a context manager: eager's grad mode stays on after
+    y = x.sin()
+    torch.set_grad_enabled(False)
+    return y, x.cos()
+
+
+def three_levels(x: T, w: T) -> object:
+    a = x * w
+    with torch.enable_grad():
+        b = a * w  # a has no history: only w's gradient flows
+        with torch.no_grad():
+            c = b * 2
+        d = (b + c).sum()
+    return a, b, c, d
+
+
+def region_writes_an_intermediate(x: T) -> object:
+    y = x * 2
+    with torch.enable_grad():
+        z = x.exp()
+        z.mul_(y)  # y has no history: z's gradient reaches x through exp only
+    y.add_(1)
+    return y, z
+
+
+def region_reads_a_written_input(x: T, buf: T) -> object:
+    buf.add_(1)  # an input that requires no grad, written under the call's no_grad
+    with torch.enable_grad():
+        out = x * buf
+    return out
+
+
+def pair_inputs(x: T) -> object:
+    with torch.enable_grad():
+        y = (x * 2).sin()
+    return y, x * 3
+
+
+class _Net(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 3)
+
+    def forward(self, x: T) -> object:
+        frozen = self.lin(x)
+        with torch.enable_grad():
+            live = self.lin(x).relu()
+        return frozen, live
+
+
+def _pair_grad() -> tuple[object, ...]:
+    return (PairTensor.from_tensor(torch.randn(3), requires_grad=True),)
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (enable_inside, _grad(3)),
+        (no_grad_then_enable, _grad(3)),
+        (enable_then_no_grad, _grad(4)),
+        (set_grad_enabled_switches, _grad(3)),
+        (grad_switched_on_by_call, _grad(3)),
+        (three_levels, lambda: (torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True))),
+        (region_writes_an_intermediate, _grad(3)),
+        (region_reads_a_written_input, lambda: (torch.randn(3, requires_grad=True), torch.randn(3))),
+        (pair_inputs, _pair_grad),
+        (_Net(), lambda: (torch.randn(2, 4),)),
+    ],
+    ids=[
+        "enable_inside",
+        "no_grad_then_enable",
+        "enable_then_no_grad",
+        "set_grad_enabled",
+        "set_grad_enabled_call",
+        "three_levels",
+        "region_writes_intermediate",
+        "region_reads_written_input",
+        "pair",
+        "module",
+    ],
+)
+def test_grad_turned_on_inside_a_no_grad_call_matches_eager(
+    f: Callable[..., object], make_inputs: Make, compile_fn: CompileFn | None
+) -> None:
+    """Called under no_grad, a program that turns grad back on gives outputs with history from that region (and
+    module parameters' gradients through it): compiled for training over the program wrapped in no_grad (Note [Grad
+    Mode And Autograd Reads]); outputs, requires_grad, grad_fn presence and gradients as eager's. It was refused."""
     with torch.no_grad():
-        eager = enable_inside(x)
-    assert isinstance(eager, tuple) and eager[0].requires_grad and not eager[1].requires_grad
-    rule = r"turns grad mode back on inside .*Note \[Grad Mode And Autograd Reads\]"
-    with torch.no_grad(), pytest.raises(UnsupportedError, match=rule):
-        subclassaot.compile(enable_inside)(torch.randn(3, requires_grad=True))
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_a_no_grad_call_and_a_grad_call_get_their_own_entries() -> None:
+    """The entry compiled under no_grad (run with grad on inside) is not reused with grad on, nor the other way round:
+    each call's outputs carry eager's history, and the recompile says why."""
+    compiled = subclassaot.compile(enable_inside)
+    for grad in (False, True, False):
+        x = torch.randn(3, requires_grad=True)
+        with torch.set_grad_enabled(grad):
+            got = cast(tuple[T, T], compiled(x))
+            want = cast(tuple[T, T], enable_inside(x))
+        assert [t.requires_grad for t in got] == [t.requires_grad for t in want] == [True, grad]
+        got[0].sum().backward()  # type: ignore[no-untyped-call]
+        grad_compiled = x.grad
+        x.grad = None
+        want[0].sum().backward()  # type: ignore[no-untyped-call]
+        torch.testing.assert_close(grad_compiled, x.grad)
+    assert len(compiled._entries) == 2
+    assert any("torch.is_grad_enabled()" in r for r in compiled.recompile_reasons)
 
 
 def requires_grad_on_view(x: T) -> object:
@@ -381,15 +481,10 @@ def enable_grad_write(x: T) -> object:
     return ()
 
 
-def test_enable_grad_write_of_a_subclass_input_inside_a_no_grad_call_refused() -> None:
-    """As for a plain input (Note [Grad Mode And Autograd Reads]); the subclass input's leaf stand-in
-    raised in the analysis instead (fuzz seeds 2711 and 2712: Float8Tensor and JaggedTensor inputs, CRASHED)."""
-    from subclasses.pair import PairTensor
-
+def enable_grad_write_then_read(x: T) -> object:
     with torch.enable_grad():
-        x = PairTensor.from_tensor(torch.randn(3), requires_grad=True).clone()
-    with torch.no_grad(), pytest.raises(UnsupportedError, match="Grad Mode And Autograd Reads"):
-        subclassaot.compile(enable_grad_write)(x)
+        x.mul_(0.5)
+    return (x * 2,)
 
 
 def enable_grad_set_to_itself(x: T) -> object:
@@ -398,15 +493,27 @@ def enable_grad_set_to_itself(x: T) -> object:
     return ()
 
 
-def test_enable_grad_set_of_a_subclass_input_inside_a_no_grad_call_refused() -> None:
-    """set_() of the input onto itself is no call the analysis's record sees; the subclass input's leaf stand-in
-    raised (fuzz seed 2731, program 23: a Float8Tensor input, CRASHED)."""
-    from subclasses.pair import PairTensor
-
+def _nonleaf_pair() -> tuple[object, ...]:
     with torch.enable_grad():
-        x = PairTensor.from_tensor(torch.randn(3), requires_grad=True).clone()
-    with torch.no_grad(), pytest.raises(UnsupportedError, match="Grad Mode And Autograd Reads"):
-        subclassaot.compile(enable_grad_set_to_itself)(x)
+        return (PairTensor.from_tensor(torch.randn(3), requires_grad=True).clone(),)
+
+
+def _nonleaf_plain() -> tuple[object, ...]:
+    with torch.enable_grad():
+        return (torch.randn(3, requires_grad=True).clone(),)
+
+
+@pytest.mark.parametrize("make_inputs", [_nonleaf_pair, _nonleaf_plain], ids=["pair", "plain"])
+@pytest.mark.parametrize("f", [enable_grad_write, enable_grad_write_then_read, enable_grad_set_to_itself])
+def test_enable_grad_write_of_a_nonleaf_input_inside_a_no_grad_call_matches_eager(
+    f: Callable[..., object], make_inputs: Make
+) -> None:
+    """A non-leaf input written in place (or set_() to itself) with grad turned back on inside a no_grad call: the
+    write records history on the input, as eager's does (Note [Grad Mode And Autograd Reads]). Refused before; the
+    subclass input's leaf stand-in had raised in the analysis first (fuzz seeds 2711, 2712 and 2731: Float8Tensor and
+    JaggedTensor inputs, CRASHED)."""
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs)
 
 
 class _SinFn(torch.autograd.Function):
@@ -498,20 +605,20 @@ def _function_under_enable_grad(x0: T, x1: T) -> object:
     [(_function_after_requires_grad, True), (_function_under_enable_grad, True), (_function_under_enable_grad, False)],
     ids=["requires_grad_then_apply", "apply_same_object", "apply"],
 )
-def test_custom_function_under_enable_grad_inside_a_no_grad_call_refused(fn: Callable[..., object], same: bool) -> None:
-    """A custom Function applied with grad turned back on inside a call under no_grad: eager's result requires grad.
-    Its apply dispatches nothing with grad on, so the check saw no call after requires_grad_() and the compiled result
-    came back without grad (fuzz seed 21000, program 405); before that, the refusal named `__get__()`."""
+def test_custom_function_under_enable_grad_inside_a_no_grad_call_matches_eager(
+    fn: Callable[..., object], same: bool
+) -> None:
+    """A custom Function applied with grad turned back on inside a call under no_grad: eager's result requires grad,
+    and so does the compiled one's (Note [Grad Mode And Autograd Reads]). Its apply dispatches nothing with grad on,
+    so the check saw no call after requires_grad_() and the compiled result came back without grad (fuzz seed 21000,
+    program 405); then it was refused."""
     leaf = fn is _function_under_enable_grad
-    x = torch.randn(2, 3, requires_grad=leaf)
-    args = (x, x) if same else (torch.randn(2, 3, requires_grad=leaf), x)
+
+    def make_inputs() -> tuple[object, ...]:
+        x = torch.randn(2, 3, requires_grad=leaf)
+        return (x, x) if same else (torch.randn(2, 3, requires_grad=leaf), x)
+
     with torch.no_grad():
-        out = fn(*args)
-    assert out[0].requires_grad  # type: ignore[index]  # eager's
-    x = torch.randn(2, 3, requires_grad=leaf)
-    args = (x, x) if same else (torch.randn(2, 3, requires_grad=leaf), x)
-    with (
-        torch.no_grad(),
-        pytest.raises(UnsupportedError, match=r"calls _SinFn\.apply\(\) on tensors that require grad"),
-    ):
-        subclassaot.compile(fn)(*args)
+        out = fn(*make_inputs())
+        assert out[0].requires_grad  # type: ignore[index]  # eager's
+        assert_matches_eager(fn, make_inputs)
