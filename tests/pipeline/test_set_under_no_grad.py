@@ -160,6 +160,34 @@ def test_write_with_grad_after_no_grad_set_of_an_overlapping_view_is_refused(com
         assert_matches_eager(f, _view_then_base(lambda b: b.select(0, 0).select(0, 1)), compile_fn=compile_fn)
 
 
+def test_view_input_set_under_no_grad_to_another_size_then_read_with_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 28000 #8068 (argument changes): args[1] a view of a non-leaf that requires grad, set_() under no_grad
+    # to a tensor of another size, then read with grad: eager rebuilds its grad_fn as an as_strided of its base in the
+    # new size and its backward runs; ours expected the view's old size ("MulBackward0 returned an invalid gradient
+    # ... got [2, 2, 4] but expected shape compatible with [3, 1]"): refused as an in-place view op under no_grad is
+    # (Note [Stale View Functions]). Returned as itself, with no read, it matches eager.
+    def make() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b1 = torch.randn((3, 1)).requires_grad_().clone()
+        return (torch.randn(2, 2, 4), b1.transpose(1, 1))
+
+    def read(x0: T, x1: T) -> object:
+        t0 = x0.mul(-1.0)
+        with torch.no_grad():
+            x1.set_(t0)  # type: ignore[call-overload]  # the stubs list only storage overloads
+        return (x1 * 2,)
+
+    def returned(x0: T, x1: T) -> object:
+        t0 = x0.mul(-1.0)
+        with torch.no_grad():
+            x1.set_(t0)  # type: ignore[call-overload]  # the stubs list only storage overloads
+        return (x1,)
+
+    with torch.enable_grad():
+        assert_refused(read, make, compile_fn, "gets another layout from an in-place view op or a set_\\(\\) under")
+        assert_matches_eager(returned, make, compile_fn=compile_fn)
+
+
 def test_write_through_other_input_after_no_grad_set(compile_fn: CompileFn | None) -> None:
     # The write goes through the set_() source, not the input that requires grad: not refused
     def f(x0: T, x1: T) -> object:

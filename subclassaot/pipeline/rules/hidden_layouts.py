@@ -170,7 +170,8 @@ def note_view_reads(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str,
         if subclass:
             if id(a) in record.dropped_view_nodes:
                 record.stale_view_layouts.add(id(a))
-        elif _squeezed(a) != expected and _accepted(expected[0], _squeezed(a)[0]):
+        elif _squeezed(a) != expected and (_accepted(expected[0], _squeezed(a)[0]) or id(a) in record.view_sets):
+            # (a set_() to another size: eager's as_strided history takes any size, where the traced one raises)
             record.stale_view_layouts.add(id(a))
 
 
@@ -192,7 +193,8 @@ def refuse_stale_view_layouts(paths: list[str]) -> None:
     if paths:
         raise UnsupportedError(
             f"{', '.join(paths)}: an input that is a view and requires grad gets another layout from an in-place "
-            "view op under torch.no_grad() (t_, transpose_, ...) and is then read with grad: eager rebuilds its "
+            "view op or a set_() under torch.no_grad() (t_, transpose_, ...) and is then read with grad: eager "
+            "rebuilds its "
             "grad_fn from its base at that read (as_strided with its new layout for a plain view, its view "
             "function for a subclass one), which the compiled history of the input does not reproduce (Note [Stale "
             "View Functions]); not supported in training. Use the out-of-place view op (x = x.t()), or change a clone"

@@ -318,6 +318,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     check_stale_views(self.record, args, kwargs)
                     check_shared_grad_set(self.record, args, (args[0],))
                     check_stale_set(self.record, args[0], args[1] if len(args) > 1 else None)
+                if not torch.is_grad_enabled() and id(args[0]) in self.record.view_layouts:
+                    self.record.view_sets.add(id(args[0]))  # Note [Stale View Functions]
             size_before, layout_before = tuple(args[0].shape), layout_of(args[0])
             key_before = storage_key(args[0])
             self._set(func, args, kwargs)

@@ -200,6 +200,7 @@ class SwapRecord:
     grad_changed_views: set[int] = field(default_factory=set)
     dropped_view_nodes: set[int] = field(default_factory=set)
     stale_view_layouts: set[int] = field(default_factory=set)
+    view_sets: set[int] = field(default_factory=set)  # of those views, the ones set_() under no_grad
     # See Note [Gradient Accumulators Of Leaves], by id(): tensors an op with grad read before any `.data =` to them;
     # leaves a `.data =` kept their accumulator for; those it left without one -> (seq before it, size before it)
     grad_read: set[int] = field(default_factory=set)
