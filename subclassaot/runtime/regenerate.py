@@ -59,7 +59,8 @@ from subclassaot.torch_internals import (
 #   rebuild of each to every later chain through it (runtime `_replay`; hidden bases too, OutputLeaf.hidden_key).
 # - In-place view ops on a `._base` after its views (`t1 = t0.view(-1, 1, 1); t0.unsqueeze_(0); return t1`): the chain
 #   makes t0 as it was when t1 was taken; the ops applied after (Replay.base_after) are applied to the replayed `._base`
-#   once every output is built, once per object, in the grad mode each ran in, advancing its counter as eager's did.
+#   once every output is built, once per object, in the grad mode each ran in, advancing its counter as eager's did
+#   (a base on an input's counter keeps the count the epilogue gave it, which has those ops already).
 #   Only for the output's `._base` (an op on a view mid-chain leaves nothing an output observes). An object such ops
 #   changed is named only by chains through it after all of them, where no chain names it as it was before.
 # - Views across those ops (`t0 = x.detach(); a = t0.view(-1); t0.t_(); return a, t0.unsqueeze(0)`): a chain that passes
@@ -215,7 +216,13 @@ def _change_bases(
         if id(base) not in done:
             done.add(id(base))
             done_ops = state_reached(base, shared)  # Note [Output Regeneration]
+            # a base on an input's counter (a chain from the input with no `.data`): the epilogue gave that counter
+            # eager's count already, these ops included
+            counted = replay.source is ReplaySource.INPUT and not any(s.own_version for s in replay.steps)
+            version = get_version(base)
             replay_steps(base, replay.base_after[done_ops:], ev, symbols, values)
+            if counted:
+                set_version(base, version)
             if replay.root_data_meta is not None:
                 assign_data_meta(base, *ev.meta(replay.root_data_meta, symbols))
 

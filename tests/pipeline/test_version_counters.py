@@ -221,3 +221,28 @@ def test_untouched_strided_nonleaf_subclass_input_keeps_metadata(compile_fn: Com
 
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def _view_then_t_of_detach(x0: torch.Tensor) -> object:
+    t0 = x0.detach()
+    t1 = t0.view(-1)
+    t0.t_()
+    t2 = x0.view(x0.shape[::-1])
+    return (t1, t2)
+
+
+@pytest.mark.parametrize("requires_grad", [False, True], ids=["plain", "nonleaf_requiring_grad"])
+@pytest.mark.parametrize("shape", [(), (2, 3)], ids=["0d", "2d"])
+def test_in_place_view_op_on_a_detach_after_a_view_of_it_counts_once(
+    shape: tuple[int, ...], requires_grad: bool, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 32000 #570 (grad_mode vocabulary): the output view taken before `t0.t_()` is rebuilt with t_ applied
+    # to its replayed `._base` afterwards (Replay.base_after), which advanced the input's shared counter a second
+    # time after the epilogue had given it eager's count: x0._version 2 against eager's 1, and x0's later no_grad view
+    # raised on `is_leaf` where eager's answered
+    def make() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (torch.randn(shape, requires_grad=requires_grad).clone(),)
+
+    with torch.no_grad():
+        assert_matches_eager(_view_then_t_of_detach, make, compile_fn=compile_fn)
