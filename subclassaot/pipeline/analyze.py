@@ -581,14 +581,15 @@ def _output_info(
     raises = grad_fn_raises(value)  # (under no_grad too: Note [Views That Raise After A Bump])
     if raises and not rebuilt and replay is not None and replay.source in _BUMPED_SOURCES:
         replay = replace(replay, bump_after=True)  # Note [Views That Raise After A Bump]
-    elif raises and not rebuilt and torch.is_grad_enabled():
+    elif raises and not rebuilt and (torch.is_grad_enabled() or replay is None):
         # Only a view replayed exactly (then rebuilt before the epilogue writes it, or its counter advanced), or one
         # whose wrapper the runtime set_()s (Note [Wrapper Storage]), gets such a grad_fn at run time
-        # (a no_grad view of an intermediate or swapped tensor would come back with none).
+        # (a no_grad view of an intermediate or swapped tensor would come back with none; one rebuilt by
+        # as_strided after the epilogue, under no_grad too, with one that answers).
         raise UnsupportedError(
             f"{path}: its grad_fn raises in eager (a view made under no_grad, or one of the views of a multi-output "
-            "op, whose base the program then wrote with grad enabled); returned, such a view is supported only where "
-            "its view chain can be replayed. Return a clone made before the write"
+            "op, whose base the program then wrote or set_()); returned, such a view is supported only where its "
+            "view chain can be replayed. Return a clone made before the write"
         )
     passed = [] if replay is None else [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
     # an input passed twice (one input since Note [Synthetic Bases]: `repeated`) and set_()

@@ -1516,3 +1516,23 @@ def test_no_grad_view_of_pair_root_input_that_gains_grad(compile_fn: CompileFn |
         return (b0, b0[1:])
 
     check_no_grad(f, make_inputs, compile_fn)
+
+
+def test_no_grad_view_of_an_unbind_output_set_after_is_refused_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 32000 #402 (grad_mode vocabulary): a call under no_grad with an input that requires grad; t1 is an
+    # as_strided view of an unbind() output t0, which the program then set_()s. Eager's t1.grad_fn (and is_leaf) raises
+    # "A view was created in no_grad mode and its base ... modified inplace"; ours, rebuilt by as_strided after the
+    # epilogue, answered. Refused under no_grad as it is with grad (no view chain to replay it by)
+    def f(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        t0 = x0.unbind(0)[0]
+        t1 = t0.as_strided((), (), 0)
+        t0.set_(x1)  # type: ignore[call-overload]  # the stubs list only storage overloads
+        return (t1,)
+
+    def make() -> tuple[object, ...]:
+        return (torch.randn(3, requires_grad=True), torch.randn(()))
+
+    with torch.no_grad():
+        out = f(torch.randn(3, requires_grad=True), torch.randn(()))
+        assert isinstance(out, tuple) and grad_fn_raises(out[0])  # eager's raises
+        assert_refused(f, make, compile_fn, "its grad_fn raises in eager")
