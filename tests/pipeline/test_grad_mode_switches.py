@@ -211,6 +211,24 @@ def test_grad_turned_on_inside_a_no_grad_call_matches_eager(
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
+@pytest.mark.parametrize("f", [enable_inside, no_grad_then_enable, grad_switched_on_by_call])
+def test_grad_turned_on_inside_a_no_grad_call_through_torch_compile(f: Callable[..., object]) -> None:
+    """The same programs through torch.compile(backend="subclassaot"): Dynamo captures the grad-mode switches and
+    hands the pipeline graphs of its own."""
+    from subclassaot.tools.dynamo_backend import subclassaot_backend
+
+    def compile_fn(fn: Callable[..., object], **kwargs: object) -> Callable[..., object]:
+        compiled: Callable[..., object] = torch.compile(fn, backend=subclassaot_backend, options={"backend": "eager"})
+        return compiled
+
+    torch._dynamo.reset()
+    try:
+        with torch.no_grad():
+            assert_matches_eager(f, _grad(3), compile_fn=compile_fn)
+    finally:
+        torch._dynamo.reset()
+
+
 def test_a_no_grad_call_and_a_grad_call_get_their_own_entries() -> None:
     """The entry compiled under no_grad (run with grad on inside) is not reused with grad on, nor the other way round:
     each call's outputs carry eager's history, and the recompile says why."""
