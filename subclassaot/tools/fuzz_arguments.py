@@ -1,7 +1,7 @@
 """The fuzzer's argument-change mode: a program called with Python constants and a module as arguments, which change
 between calls.
 
-Input: a fuzz `Program`, a compile function and a seed for the changes. Output: a `Verdict`, as `check_program`'s.
+Input: a fuzz program as a function and its inputs maker, a compile function and a seed for the changes. Output: a `Verdict`, as `check_program`'s.
 Invariants: the wrapper is user code (its source is executed in a fresh namespace named like a user module); it takes
 a module whose buffers it updates (an exponential moving average and a step counter, under no_grad) and a dict of
 the Python values users pass (a str, a torch.device, a dtype, an enum member, a float, None or a nested tuple of a
@@ -24,7 +24,6 @@ from typing import cast
 import torch
 
 from subclassaot.tools.fuzz import CompileFn, Outcome, Verdict, diverged_after_changes, exception_verdict
-from subclassaot.tools.fuzz_program import Program, as_function, make_inputs
 from subclassaot.tools.parity import Call, EagerRaised, compare_with_eager
 
 # The wrapper, as a user would write it: `wrap(program_fn)` returns `step(stats, opts, *args)`.
@@ -102,16 +101,6 @@ def _change(change: str, rng: random.Random, stats: list[torch.nn.Module], new: 
         stats[:] = [fresh, copy.deepcopy(fresh)]
 
 
-def check_program_with_argument_changes(
-    program: Program, compile_fn: CompileFn, seed: int, *, calls: int = 4
-) -> Verdict:
-    """Compile the wrapped program once; call it `calls` times with constants drawn from `seed` and a module whose
-    buffers it updates, changed between calls on both sides; compare each call with eager."""
-    return check_with_argument_changes(
-        as_function(program), lambda: make_inputs(program), program.grad_mode, compile_fn, seed, calls=calls
-    )
-
-
 def check_with_argument_changes(
     fn: Callable[..., object],
     inputs: Callable[[], tuple[torch.Tensor, ...]],
@@ -121,8 +110,10 @@ def check_with_argument_changes(
     *,
     calls: int = 4,
 ) -> Verdict:
-    """`check_program_with_argument_changes` for a program given as a function `fn` of the tensors `inputs()` makes
-    (a printed program: a regression test calls this)."""
+    """Compile the wrapped program once; call it `calls` times with constants drawn from `seed` and a module whose
+    buffers it updates, changed between calls on both sides; compare each call with eager.
+    `fn`: the program, a function of the tensors `inputs()` makes (a printed program's f and make_inputs too: a
+    regression test calls this)."""
     ns: dict[str, object] = {"__name__": "fuzz_argument_program"}
     exec(compile(_WRAPPER_SOURCE, "<fuzz argument wrapper>", "exec"), ns)
     step = cast(Callable[..., Callable[..., object]], ns["wrap"])(fn)

@@ -34,10 +34,17 @@ from subclassaot.tools.fuzz import (
     same_failure,
     shrink,
 )
-from subclassaot.tools.fuzz_arguments import check_program_with_argument_changes
+from subclassaot.tools.fuzz_arguments import check_with_argument_changes
 from subclassaot.tools.fuzz_ops import Vocabulary
-from subclassaot.tools.fuzz_program import Program, kind_from_factory, register_input_kind, to_source
-from subclassaot.tools.fuzz_state import check_program_with_state_changes
+from subclassaot.tools.fuzz_program import (
+    Program,
+    as_function,
+    kind_from_factory,
+    make_inputs,
+    register_input_kind,
+    to_source,
+)
+from subclassaot.tools.fuzz_state import check_with_state_changes
 
 R = TypeVar("R")
 Entry = Literal["direct", "dynamo"]  # subclassaot.compile(fn), or torch.compile(fn, backend="subclassaot")
@@ -163,10 +170,9 @@ def fuzz(
 def _checker(
     compile_fn: CompileFn, changes_seed: int, state_changes: bool, argument_changes: bool
 ) -> Callable[[Program], Verdict]:
-    if argument_changes:
-        return lambda p: check_program_with_argument_changes(p, compile_fn, changes_seed)
-    if state_changes:
-        return lambda p: check_program_with_state_changes(p, compile_fn, changes_seed)
+    if argument_changes or state_changes:
+        check = check_with_argument_changes if argument_changes else check_with_state_changes
+        return lambda p: check(as_function(p), lambda: make_inputs(p), p.grad_mode, compile_fn, changes_seed)
     return lambda p: check_program(p, compile_fn)
 
 

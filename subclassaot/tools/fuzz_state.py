@@ -1,6 +1,6 @@
 """The fuzzer's state-change mode: a program wrapped in a module that reads Python state, changed between calls.
 
-Input: a fuzz `Program`, a compile function and a seed for the changes. Output: a `Verdict`, as `check_program`'s.
+Input: a fuzz program as a function and its inputs maker, a compile function and a seed for the changes. Output: a `Verdict`, as `check_program`'s.
 Invariants: the wrapper is user code (its source is executed in a fresh namespace named like a user module, so the
 guards walk it as they walk any user's module: Note [State The Program Reads]); it reads a
 `training` flag, a float attribute, a global, a closure list element and a submodule; before each call one of them
@@ -18,7 +18,6 @@ from typing import cast
 import torch
 
 from subclassaot.tools.fuzz import CompileFn, Outcome, Verdict, diverged_after_changes, exception_verdict
-from subclassaot.tools.fuzz_program import Program, as_function, make_inputs
 from subclassaot.tools.parity import EagerRaised, compare_with_eager
 
 # The wrapper, as a user would write it. `wrap(program_fn, k)` returns the module class; SHIFT is a global it reads.
@@ -71,14 +70,6 @@ def _apply(
             m.act = make()
 
 
-def check_program_with_state_changes(program: Program, compile_fn: CompileFn, seed: int, *, calls: int = 4) -> Verdict:
-    """Compile the wrapped program once; before each of `calls` calls, change one piece of Python state (drawn from
-    `seed`) on both the compiled module and its eager twin; compare each call with eager."""
-    return check_with_state_changes(
-        as_function(program), lambda: make_inputs(program), program.grad_mode, compile_fn, seed, calls=calls
-    )
-
-
 def check_with_state_changes(
     fn: Callable[..., object],
     inputs: Callable[[], tuple[torch.Tensor, ...]],
@@ -88,8 +79,10 @@ def check_with_state_changes(
     *,
     calls: int = 4,
 ) -> Verdict:
-    """`check_program_with_state_changes` for a program given as a function `fn` of the tensors `inputs()` makes (a
-    printed program: a regression test calls this)."""
+    """Compile the wrapped program once; before each of `calls` calls, change one piece of Python state (drawn from
+    `seed`) on both the compiled module and its eager twin; compare each call with eager.
+    `fn`: the program, a function of the tensors `inputs()` makes (a printed program's f and make_inputs too: a
+    regression test calls this)."""
     ns: dict[str, object] = {"__name__": "fuzz_stateful_program"}
     exec(compile(_WRAPPER_SOURCE, "<fuzz stateful wrapper>", "exec"), ns)
     k = [1.0]
