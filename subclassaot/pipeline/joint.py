@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.fx
@@ -307,7 +307,8 @@ def _autograd_node_of(x: torch.Tensor, seen: set[object]) -> bool:
 #   (or, for a no_grad or multi-output view written through its base, raises the view error when the check reads its
 #   grad_fn). So before taking the gradients the joint trace reads each such node's saved tensors (the `_saved_*`
 #   attributes of autograd's generated nodes). A custom Function's node is left alone: its backward reads what it saved
-#   only where it chooses to.
+#   only where it chooses to. A node whose backward only raises (NotImplemented: `x0.set_(t1)` under grad, t1 a no_grad
+#   view, records one with no edge, since t1 has no history) is called, so its error is the one eager's backward gets.
 # - Outputs whose history cannot be rebuilt: a set_() that bumps the counter a subclass view shares with its base makes
 #   autograd rebuild the view's grad_fn by replaying its view ops on a base now of another layout, which raises
 #   (IndexError), as eager's does after the call (a wrapper subclass has no as_strided replay). Such a forward output (a
@@ -355,10 +356,17 @@ def _uncovered_ends(outs: Sequence[torch.Tensor], wrt: Sequence[torch.Tensor]) -
     ]
 
 
+# autograd's nodes whose backward only raises: an op without a derivative (set_() under grad), an Error node
+_RAISING_NODES = frozenset({"torch::autograd::NotImplemented", "torch::autograd::Error"})
+
+
 def _unpack_saved(ends: Sequence[GradientEdge]) -> None:
     """Note [Backward Runs Every Node]."""
     for edge in ends:
         node = edge.node
+        if node.name() in _RAISING_NODES:
+            # raises its error ("derivative for set_ is not implemented"), as eager's backward running it does
+            cast(Callable[[None], object], node)(None)
         for name in dir(node):
             if name.startswith("_saved_"):
                 getattr(node, name)  # raises as the node's backward would

@@ -380,6 +380,38 @@ def test_failing_node_on_no_path_input_returned_twice(compile_fn: CompileFn | No
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
+def test_set_to_a_no_grad_view_raises_in_backward(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 29000 #7854: x0.set_(t1) under grad records a NotImplemented node with no edge (t1, a no_grad view,
+    # has no history), so it is on no path to x1 and autograd.grad never ran it; eager's backward does, and raises
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.view((1, 4, 1))
+        with torch.no_grad():
+            t1 = t0[:, :, 0:1]
+        x0.set_(t1)
+        return (-x0,)
+
+    def f_empty(x0: T, x1: T) -> object:  # the shrunk program: the view is empty
+        t0 = x1.view((1, 4, 1))
+        with torch.no_grad():
+            t1 = t0[:, :, 1:1:2]
+        x0.set_(t1)
+        return (x0 * 2.0,)
+
+    def f_beside(x0: T, x1: T) -> object:  # another output gives x1 a gradient: eager's backward through both raises
+        with torch.no_grad():
+            t1 = x1.view(-1)[1:3]
+        x0.set_(t1)
+        return (x0 + 1.0, x1 * 3.0)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(()), torch.randn((1, 4), requires_grad=True))
+
+    for g in (f, f_empty):
+        check(g, make_inputs, compile_fn)
+    with torch.enable_grad():
+        assert_refused(f_beside, make_inputs, compile_fn, "but not through forward output 1")
+
+
 def test_data_assigned_another_size_fails_eager_backward_refused(compile_fn: CompileFn | None) -> None:
     # fuzz seed 11000 #2988, #6066: t0's DiagonalBackward0 keeps its size after `.data =`, so eager's backward fails
     # TBackward0's size check; the output is regenerated from the leaf x0, outside the compiled Function, whose
