@@ -31,6 +31,7 @@ from torch.fx.experimental.symbolic_shapes import (
     ShapeEnv,
 )
 from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils import _pytree as pytree
 from torch.utils._sympy.printers import PythonPrinter
 
 # Raised when a traced program turns a tensor's value into a Python number (.item(), float(t), bool(t), ...).
@@ -273,8 +274,67 @@ def static_fake_copies(values: Sequence[object]) -> tuple[FakeTensorMode, list[o
     """Fakes of `values`' tensors with static shapes in a fresh fake mode (no ShapeEnv, so no guards), aliasing
     kept (the same object gives the same fake, a view a view of its base's fake); a non-leaf that requires grad
     becomes a non-leaf whose earlier history raises EXAMPLE_INPUT_HISTORY_ERROR. Other values as they are."""
-    mode = FakeTensorMode(allow_non_fake_inputs=False)
+    mode = _EagerEmptyLayouts(allow_non_fake_inputs=False)
     return mode, [mode.from_tensor(v, static_shapes=True) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+# Note [Empty Results Laid Out As Eager]
+# A meta kernel lays out an empty result contiguously where the CPU kernel may keep its input's strides (`x.sort(2)`
+# on an empty slice of stride (3, 3, 1) gives (3, 3, 1) in eager, (1, 1, 1) on fakes), and a later view or return
+# shows the difference. On static fakes (the eager record, the backward probe) a functional op whose tensor arguments
+# are all empty CPU tensors and whose fake results are all empty asks the CPU kernel itself, on real empty tensors
+# of the same layouts (nothing is allocated, no random number drawn), and takes its results' strides.
+
+
+class _EagerEmptyLayouts(FakeTensorMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
+    """A static fake mode whose empty results have eager's strides (Note [Empty Results Laid Out As Eager])."""
+
+    def __torch_dispatch__(
+        self,
+        func: torch._ops.OpOverload,
+        types: Sequence[type],
+        args: Sequence[object] = (),
+        kwargs: Mapping[str, object] | None = None,
+    ) -> object:
+        kwargs = kwargs or {}
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        results = [t for t in pytree.tree_leaves(out) if isinstance(t, FakeTensor)]
+        schema = getattr(func, "_schema", None)
+        if (
+            schema is None
+            or schema.is_mutable
+            or any(r.alias_info is not None for r in schema.returns)
+            or not tensors
+            or not results
+            or not all(isinstance(t, FakeTensor) and t.device.type == "cpu" and t.numel() == 0 for t in tensors)
+            or not all(r.numel() == 0 for r in results)
+        ):
+            return out
+        real = {
+            id(t): torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="cpu").as_strided(
+                t.shape, t.stride(), int(t.storage_offset())
+            )
+            for t in tensors
+        }
+        real_args, real_kwargs = pytree.tree_map(lambda v: real.get(id(v), v), (tuple(args), dict(kwargs)))
+        with torch.random.fork_rng(devices=[]):
+            try:
+                eager = func(*real_args, **real_kwargs)
+            except (RuntimeError, ValueError, IndexError, TypeError, NotImplementedError):  # the real kernel refuses
+                return out  # what the meta one took: keep the fake's answer
+        strides = {
+            id(f): tuple(e.stride())
+            for f, e in zip(pytree.tree_leaves(out), pytree.tree_leaves(eager), strict=False)
+            if isinstance(f, FakeTensor) and isinstance(e, torch.Tensor) and e.shape == f.shape
+        }
+
+        def relaid(v: object) -> object:
+            if not isinstance(v, FakeTensor) or strides.get(id(v), tuple(v.stride())) == tuple(v.stride()):
+                return v
+            return self.from_tensor(torch.empty_strided(v.shape, strides[id(v)], dtype=v.dtype, device="cpu"))
+
+        return pytree.tree_map(relaid, out)
 
 
 def shape_env_of(mode: FakeTensorMode) -> ShapeEnv:

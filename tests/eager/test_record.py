@@ -100,6 +100,21 @@ def _both(fn: Program, *values: torch.Tensor) -> EagerRecord:
     return fake
 
 
+def test_empty_results_have_eager_strides_on_fakes() -> None:
+    # fuzz seed 56 (Note [Empty Results Laid Out As Eager]): the CPU sort of an empty slice keeps its strides, the meta
+    # kernel's result is contiguous; a later view shows it
+    def f(x: torch.Tensor) -> object:
+        values, indices = x.sort(2)
+        return values.transpose(2, 0), indices, x.argsort(1), torch.sin(x)
+
+    dense = torch.empty_strided((2, 1, 0), (3, 3, 1))  # as an empty slice of a (2, 1, 3) tensor is laid out
+    for x in (dense, PairTensor.from_tensor(dense)):
+        record = _both(f, x)  # the facts on fakes are the facts on real tensors
+        out = record.outputs[0]
+        assert out is not None
+        assert _final(record, out).stride == (1, 3, 3)  # eager's (3, 3, 1), transposed
+
+
 def test_views_share_the_version_counter_and_the_root_base() -> None:
     def f(x: torch.Tensor) -> object:
         v = x.view(-1)
