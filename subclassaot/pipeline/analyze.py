@@ -187,7 +187,19 @@ def analyze(
     ]
     probed = eager_accumulator_sizes(call, flat, layout_kept + data_kept) if layout_kept or data_kept else {}
     kept_by_layout = frozenset(i for i in layout_kept if probed is None or _came_with(flat, i) in probed[i])
-    renewed = frozenset(i for i in data_kept if probed is not None and any(s != _came_with(flat, i) for s in probed[i]))
+    # eager's outputs reach an accumulator made after the change: the gradient arrives in the new layout, where the
+    # compiled graph computes a result from the leaf in the old one (the size it came with: not a leaf an earlier op
+    # made a leaf again)
+    computed = [
+        flat.tensor_indices[k]
+        for k, t in enumerate(run.user_tensors)
+        if id(t) in run.swaps.layout_read_after and id(t) not in run.swaps.releafed
+    ]
+    renewed = frozenset(
+        i
+        for i in data_kept + [i for i in layout_kept if i in computed]
+        if probed is not None and any(s != _came_with(flat, i) for s in probed[i])
+    )
     return Analysis(
         mutations=mutations,
         wrapper_meta_after=wrapper_after,

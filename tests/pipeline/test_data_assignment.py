@@ -494,6 +494,35 @@ def test_accumulator_dropped_before_the_read_after_data_assignment(compile_fn: C
     check_with_grad(held, lambda: (leaf(), torch.randn(2)), compile_fn)
 
 
+def test_accumulator_dropped_before_the_read_after_an_in_place_view_op(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 30000 #533 (argument changes): as above with `x0.unsqueeze_(0)` under no_grad in place of `.data =`:
+    # t0 died when the inner function returned, so the read after made an accumulator of size (1,) (Note [Leaves Laid
+    # Out Anew Under no_grad]); refused where eager's outputs reach only the new accumulator, matched where t0 holds
+    # the old one at the read
+    def inner(x0: T) -> T:
+        t0 = x0.t()  # noqa: F841  # alive until inner returns
+        with torch.no_grad():
+            x0.unsqueeze_(0)
+        return x0
+
+    def dropped(x0: T) -> object:
+        return (inner(x0) * -1.0,)
+
+    def held(x0: T) -> object:
+        t0 = x0.t()
+        with torch.no_grad():
+            x0.unsqueeze_(0)
+        return (x0 * -1.0, t0)
+
+    def scalar_leaf() -> tuple[object, ...]:
+        return (torch.randn((), requires_grad=True),)
+
+    with torch.enable_grad():
+        assert_refused(dropped, scalar_leaf, compile_fn, "laid out anew so by an in-place view op")
+    check_with_grad(held, scalar_leaf, compile_fn)
+    check_with_grad(inner, scalar_leaf, compile_fn)  # returned as itself, no read after
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper data43b, dev seed 43000): `.data =` with expanded or transposed values.
 #

@@ -30,6 +30,7 @@ __all__ = [
     "view_layout",
     "note_first_read",
     "note_layout_op",
+    "note_reads_after_layout",
     "note_view_inputs",
     "note_view_layout_op",
     "note_view_reads",
@@ -60,7 +61,10 @@ __all__ = [
 #   every result alive, so it only notes such a leaf (`layout_kept`); analyze runs the program eagerly on static fakes
 #   (backward_probe.eager_accumulator_sizes), where results die as in eager, and where the accumulator the outputs'
 #   graphs reach has the size the leaf came with, the runtime holds that accumulator until the outputs are built (as
-#   Note [Gradient Accumulators Of Leaves] has it), so views it replays on the real leaf find it.
+#   Note [Gradient Accumulators Of Leaves] has it), so views it replays on the real leaf find it. Where they reach only
+#   an accumulator made after the op (the earlier read's results all died) and an op with grad other than a view op
+#   read the leaf after the op (`layout_read_after`: the compiled graph computes that result from the leaf in its old
+#   layout; not a leaf an earlier op made a leaf again), the program is refused as below; returned views replayed on the real leaf make the new accumulator there.
 # - refused, because the Function's edge expects the old size where eager's gradient arrives in the new one: plain
 #   leaves set_() to another size under no_grad (or given one by `.data =` before any use with grad) and then read with
 #   grad (a set_() back to the old size is none), and subclass leaves resized under no_grad that an op with grad read
@@ -113,6 +117,16 @@ def note_first_read(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str,
         if isinstance(a, torch.Tensor) and id(a) in record.releafed and record.releafed[id(a)] is None:
             if id(a) in record.grad_read:
                 record.releafed[id(a)] = tuple(a.shape)
+
+
+def note_reads_after_layout(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any], view_op: bool) -> None:
+    """After an op with grad that is not a view op (`view_op`: its results are all views): the `layout_kept` leaves
+    it read, itself or through a view (Note [Leaves Laid Out Anew Under no_grad])."""
+    if not torch.is_grad_enabled() or not record.layout_kept or view_op:
+        return
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            record.layout_read_after.update({id(a), record.family_of(a)} & record.layout_kept)
 
 
 def releaf_size(record: SwapRecord, t: torch.Tensor) -> tuple[int | sympy.Expr, ...] | None:

@@ -83,7 +83,8 @@ def refuse_leaves_resized_under_no_grad(flat: FlatInputs, layout: DenseLayout, a
             raise UnsupportedError(
                 f"{flat.leaves[index].path}: an input that is an autograd leaf and requires grad is set_() under "
                 "torch.no_grad() to a tensor of another size (or assigned one by `.data =` before any use with "
-                "grad, or after uses whose results all died), and the program then uses it with grad: eager's gradient reaches it in the new size, where "
+                "grad, or after uses whose results all died, or laid out anew so by an in-place view op under "
+                "no_grad), and the program then uses it with grad: eager's gradient reaches it in the new size, where "
                 "the compiled one is checked against the old (Note [Leaves Laid Out Anew Under no_grad], Note "
                 "[Gradient Accumulators Of Leaves]); not supported in training. Call set_() on a clone, or use the "
                 "other tensor itself"

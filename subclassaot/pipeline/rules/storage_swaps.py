@@ -25,6 +25,7 @@ from subclassaot.pipeline.rules.hidden_layouts import (
     is_layout_op,
     note_first_read,
     note_layout_op,
+    note_reads_after_layout,
     note_view_layout_op,
     note_view_reads,
     view_layout,
@@ -816,6 +817,8 @@ class _DataMode(TorchFunctionMode):
             note_first_read(self.record, args, kwargs)
             if layout_op:
                 note_layout_op(self.record, args[0])
+            results = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
+            note_reads_after_layout(self.record, args, kwargs, bool(results) and all(o._is_view() for o in results))
         if self.record.view_layouts:  # Note [Stale View Functions]
             if view_before is not None:
                 note_view_layout_op(self.record, args[0], view_before)
@@ -937,6 +940,7 @@ def _note_function_apply(record: SwapRecord, cls: type, args: tuple[object, ...]
         if isinstance(a, torch.Tensor) and a.requires_grad and id(a) not in record.data_sets:
             record.grad_read.add(id(a))
     note_first_read(record, args, kwargs)
+    note_reads_after_layout(record, args, kwargs, False)
 
 
 def _note_marked_dirty(record: SwapRecord, cls: type, tensors: tuple[torch.Tensor, ...]) -> None:

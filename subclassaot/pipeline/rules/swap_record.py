@@ -193,6 +193,9 @@ class SwapRecord:
     # ... those an op with grad read before such an op, whose accumulator eager may keep (Note [Leaves Laid Out Anew
     # Under no_grad])
     layout_kept: set[int] = field(default_factory=set)
+    # ... of those, the ones an op with grad other than a view op read after, itself or through a view: a result the
+    # compiled graph computes from the leaf in its old layout (Note [Leaves Laid Out Anew Under no_grad])
+    layout_read_after: set[int] = field(default_factory=set)
     # See Note [Stale View Functions], by id(): view inputs that require grad -> (the layout their
     # traced history expects, is a subclass); subclass views an in-place view op with grad gave another layout; those
     # an in-place view op under no_grad then bumped; those read with grad where their history is not eager's
