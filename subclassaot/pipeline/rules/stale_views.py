@@ -25,6 +25,7 @@ from subclassaot.errors import SubclassAOTError, UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.rules.regenerated_views import history_set_at
 from subclassaot.pipeline.rules.swap_record import SwapRecord, ViewRecord
+from subclassaot.schemas import Analysis, DenseLayout, FlatInputs
 from subclassaot.torch_internals import DataDependentError, no_dispatch, storage_key, symint_expr
 
 __all__ = [
@@ -221,6 +222,12 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 #   more than one element or multiplies by one that requires grad, a layout-changing op under no_grad, a write through
 #   another view after its first in-place view op, alias-group members, inputs whose `.data` is assigned, and ops with
 #   no inverse here.
+# - Plain view inputs whose version the program moves: the compiled Function's edge is the history the input came
+#   with, eager's reads after the bump use the rebuilt one (the base's as_strided() at the view's layout). The two give
+#   the same gradient for every view op but an as_strided() taken of another view whose elements it leaves
+#   (`b[:, 0:1].as_strided((), (), 2)`: as_strided's backward writes into the other view's geometry, which drops the
+#   element; the rebuilt history reaches it). `refuse_rebuilt_input_histories` asks autograd at compile time, on the
+#   real input, which elements of the base each history reaches, and refuses where they differ.
 
 
 def note_assigned(record: SwapRecord, t: torch.Tensor, key: object, before: tuple[object, ...]) -> None:
@@ -426,3 +433,31 @@ def note_layout(record: SwapRecord, func: Any, args: tuple[Any, ...], out: Any, 
         for o in out if isinstance(out, list | tuple) else (out,):
             if isinstance(o, torch.Tensor):
                 record.stale_views[id(o)] = -1 if rebuilt and torch.is_grad_enabled() else record.seq
+
+
+def refuse_rebuilt_input_histories(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
+    """Note [Stale View Functions]: refuse a plain view input that requires grad, whose version the program moves and
+    whose history (an as_strided() of another view) reaches other elements of its base than the rebuilt one would."""
+    for i, (tree, index) in enumerate(zip(layout.trees, flat.tensor_indices, strict=True)):
+        real = flat.values[index]
+        if tree is not None or not isinstance(real, torch.Tensor) or not real.requires_grad:
+            continue
+        base = real._base
+        node = real.grad_fn
+        if base is None or node is None or type(node).__name__ != "AsStridedBackward0":
+            continue
+        if not any(analysis.mutations[j].version_bumped for j in layout.leaves_of_input[i]):
+            continue
+        with torch.enable_grad():
+            ones = torch.ones_like(real)
+            kept: torch.Tensor | None = torch.autograd.grad(real, base, ones, retain_graph=True, allow_unused=True)[0]
+            rebuilt = base.as_strided(real.size(), real.stride(), real.storage_offset())
+            fresh: torch.Tensor | None = torch.autograd.grad(rebuilt, base, ones, allow_unused=True)[0]
+        if kept is None or fresh is None or not torch.equal(kept != 0, fresh != 0):
+            raise UnsupportedError(
+                f"{flat.leaves[index].path}: a view input that requires grad, made by as_strided() of another view "
+                "whose elements it leaves, is written or changed in place by the program: eager rebuilds its history "
+                "as the base's as_strided() at its next use with grad, which reaches other elements of the base than "
+                "the history it came with, which the compiled backward keeps (Note [Stale View Functions]); not "
+                "supported in training. Take the as_strided() view of the base itself"
+            )
