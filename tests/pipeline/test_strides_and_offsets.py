@@ -1628,3 +1628,22 @@ def test_write_through_a_restrided_view_of_a_non_contiguous_input_requiring_grad
 
     refused_with_grad(f, make_inputs, compile_fn, "requires grad and is not contiguous")
     check_with_grad(direct, make_inputs, compile_fn)
+
+
+def test_write_into_an_empty_expand_keeps_its_views_strides(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 30000 #5708 (Note [In-Place Ops As Eager Runs Them]): mul_ into an empty expand of an empty diagonal
+    # changes no value; functionalized, t1 was regenerated with fresh strides, so `t1 + 1.5` came out (1, 1, 1) where
+    # eager's is (0, 1, 1). Under grad too, and with the view returned itself
+    def f(x0: torch.Tensor) -> object:
+        t0 = x0.expand((2, -1, 0))
+        t1 = t0[:, 1:2:1]
+        t0.mul_(x0)
+        return (t1 + 1.5, t1, x0)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn((1, 3, 4)).diagonal(-1, 0, 2),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)

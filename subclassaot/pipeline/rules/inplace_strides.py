@@ -27,6 +27,9 @@ __all__ = ["apply_keeping_strides", "eager_view_strides", "fill_in_memory_order"
 #   view op gives eager's layout.
 # - View strides in size-1 dims: where ATen's computeStride and the fake kernel disagree (`x[0:2:2].view(1, 3)`: eager
 #   (3, 1), fake (6, 1)) the view runs as as_strided with computeStride's strides, recorded as the program's view.
+# - Writes into an empty tensor (a size-0 dim) change no value: where autograd records nothing, the mode traces one as
+#   it does a copy to the same data (the version counter moves, no value is rebuilt), so the tensor's views keep
+#   eager's strides (functionalization would regenerate an empty expand() with fresh strides) (storage_swaps.py).
 # - Random fills (bernoulli_, uniform_, ...) draw in memory order: a fill of a non-contiguous, non-overlapping tensor is
 #   traced as a fill of a contiguous tensor in x's memory order, permuted back and copied in. `normal_` is left as it is
 #   (eager uses another algorithm for strided tensors).

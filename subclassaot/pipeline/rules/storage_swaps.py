@@ -347,9 +347,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             return args[0]
         if (
             copy_to_same_data(func, args, id(args[0]) in self.record.hidden)
-            and is_functional(args[0])
-            and self.depth == 0
-        ):
+            or _unrecorded_empty_write(func, args, kwargs)
+        ) and (is_functional(args[0]) and self.depth == 0):
             # (not a subclass's inner copy: the wrapper-level copy_ decided that, autograd may record it)
             note_reads(self.record, func, args, kwargs)
             self._record_write(args[0], True)
@@ -946,3 +945,19 @@ def _note_function_apply(record: SwapRecord, cls: type, args: tuple[object, ...]
 def _note_marked_dirty(record: SwapRecord, cls: type, tensors: tuple[torch.Tensor, ...]) -> None:
     record.pin(tensors)  # Note [Storage Swaps By Rebinding]
     record.marked_dirty.update((id(t), cls) for t in tensors)
+
+
+def _unrecorded_empty_write(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Note [In-Place Ops As Eager Runs Them]: an in-place op that writes only args[0], which has no element (its size
+    known), where autograd records nothing: eager changes no value and moves only the version counter, as a copy to
+    the same data does. Traced so, no value is rebuilt, and the views of it keep eager's strides (an empty expand's
+    zero strides, which a functionalized write would lose)."""
+    if not args or not isinstance(args[0], torch.Tensor) or not writes_self(func):
+        return False
+    if sum(a.is_write for a in func._schema.arguments) != 1:
+        return False
+    sizes = list(args[0].shape)
+    if not all(type(n) is int for n in sizes) or 0 not in sizes:
+        return False
+    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    return not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors))
