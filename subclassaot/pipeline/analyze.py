@@ -63,13 +63,18 @@ from subclassaot.pipeline.rules.function_views import (
 )
 from subclassaot.pipeline.rules.functional_offsets import alias_meta
 from subclassaot.pipeline.rules.grad_set_bases import sets_without_history
-from subclassaot.pipeline.rules.grad_set_order import early_set_inputs, intermediate_read_after_grad_set
+from subclassaot.pipeline.rules.grad_set_order import (
+    early_set_inputs,
+    intermediate_read_after_grad_set,
+    refuse_grad_set_onto_moved_source,
+)
 from subclassaot.pipeline.rules.hidden_layouts import refuse_stale_view_layouts, releaf_size
 from subclassaot.pipeline.rules.kept_accumulators import assigned_accumulator_size, self_set_order
 from subclassaot.pipeline.rules.leaf_mutations import leaf_mutations, wrappers_after
 from subclassaot.pipeline.rules.own_base import check_own_base_run, with_own_base_views
 from subclassaot.pipeline.rules.set_storage_rules import storage_resize_plan
 from subclassaot.pipeline.rules.stale_subclass_views import check_stale_subclass_outputs
+from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set
 from subclassaot.pipeline.rules.storage_classes import wrapper_storage_classes
 from subclassaot.pipeline.rules.swap_record import elements_of
 from subclassaot.pipeline.rules.training_rules import (
@@ -162,6 +167,25 @@ def analyze(
             ]
         )
         mutations = leaf_mutations(run, layout)
+        refuse_views_read_after_base_set(  # Note [Stale View Functions]
+            flat,
+            run.user_tensors,
+            run.swaps,
+            [
+                tree is None and any(mutations[j].storage_changed or mutations[j].metadata for j in leaves)
+                for tree, leaves in zip(layout.trees, layout.leaves_of_input, strict=True)
+            ],
+        )
+        owners = {j: k for k, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+        refuse_grad_set_onto_moved_source(  # Note [set_ Under Grad]
+            [flat.leaves[k].path for k in flat.tensor_indices],
+            run.user_tensors,
+            run.swaps,
+            [
+                None if tree is not None or (s := mutations[leaves[0]].set_source) is None else owners[s]
+                for tree, leaves in zip(layout.trees, layout.leaves_of_input, strict=True)
+            ],
+        )
         # Against the wrapper as the program got it: a non-leaf input runs as a clone, whose layout is its own.
         wrapper_after = wrappers_after(layout, run, mutations)
         replays = tuple(inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors))

@@ -1556,3 +1556,26 @@ def test_as_strided_input_leaving_the_view_it_was_taken_of(compile_fn: CompileFn
     with torch.enable_grad():
         assert_refused(f, leaving, compile_fn, "made by as_strided\\(\\) of another view whose elements it leaves")
         assert_matches_eager(f, within, compile_fn=compile_fn)
+
+
+def test_view_input_read_after_its_base_is_set_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 30000 #7742 (Note [Stale View Functions]): x2 is x0's base; its set_() to a 0-d tensor moves the
+    # counter x0 shares, so eager's read of x0 rebuilds x0's history on x2's new geometry (x2.grad of shape ()), where
+    # the compiled one kept x0's (shape (2,)): refused; x0 returned unread matches eager
+    def read(x0: torch.Tensor, x1: torch.Tensor, x2: torch.Tensor) -> object:
+        with torch.no_grad():
+            x2.set_(x1)
+        return (x0 + 1.5,)
+
+    def unread(x0: torch.Tensor, x1: torch.Tensor, x2: torch.Tensor) -> object:
+        with torch.no_grad():
+            x2.set_(x1)
+        return (x0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn(2, requires_grad=True)
+        return (b0.reshape((2, 1)), torch.randn(()), b0)
+
+    with torch.enable_grad():
+        assert_refused(read, make_inputs, compile_fn, "set_\\(\\) its base args\\[2\\] to another storage or layout")
+        assert_matches_eager(unread, make_inputs, compile_fn=compile_fn)

@@ -1977,6 +1977,7 @@ def test_view_input_read_with_grad_after_its_base_input_set_under_no_grad(compil
         b0 = nonleaf(3)
         return (b0.t(), torch.randn(4, 2), b0)
 
-    refused_with_grad(f, make_inputs, compile_fn, "changes the size of a tensor that requires grad behind autograd")
+    # (refused before the probe runs now: Note [Stale View Functions], fuzz seed 30000 #7742)
+    refused_with_grad(f, make_inputs, compile_fn, r"set_\(\) its base args\[2\] to another storage or layout")
     with torch.enable_grad():
         assert_matches_eager(returned, make_inputs, check_grads=True, compile_fn=compile_fn)

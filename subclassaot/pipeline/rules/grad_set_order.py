@@ -15,9 +15,15 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.swap_record import SwapRecord
 
-__all__ = ["early_set_inputs", "intermediate_read_after_grad_set", "note_reads_after_grad_set"]
+__all__ = [
+    "early_set_inputs",
+    "intermediate_read_after_grad_set",
+    "note_reads_after_grad_set",
+    "refuse_grad_set_onto_moved_source",
+]
 
 # Note [set_ Under Grad]
 # Eager: set_() on a tensor that requires grad, with grad enabled, records a node whose backward raises ("derivative for
@@ -47,6 +53,10 @@ __all__ = ["early_set_inputs", "intermediate_read_after_grad_set", "note_reads_a
 #   its gradient before it raises (`t0 = x[0]; t0.set_(t0); return t0, w * 2`); and its edge to the tensor set_() to
 #   holds that tensor's gradient back (`t0.set_(w); return t0, w`). Such programs are probed (Note [Probing Eager's
 #   Backward]) and refused where a backward raises after a leaf's gradient, or reaches a raising node, or cannot run.
+# - A plain input set_() under grad to another input that the program then set_() away (`x1.set_(x0); x0.set_(t0)`):
+#   x1 keeps x0's old storage, while the epilogue's repeat takes its differentiable alias from x0 once x0 has its new
+#   one. Refused (`refuse_grad_set_onto_moved_source`); the other order (x0 moved first, x1 set_() to it after) is
+#   exact, and so is x1's set_() under no_grad.
 # - Intermediates set_() under grad and read after (`t1 = x0.add(-1.0); t1.set_(x1.t()); return (t1 * 2,)`): eager's
 #   backward reaches the set_ node and raises, the compiled one would give x1 a gradient. Outputs that are t1 or views
 #   of it get the node from their holder (Note [Outputs set_() Under Grad]). Where the history of an output without a
@@ -120,3 +130,26 @@ def _grad_fn(t: torch.Tensor) -> Any:
         return t.grad_fn
     except (RuntimeError, ValueError, IndexError):  # see analyze._needs_program_autograd
         return None
+
+
+def refuse_grad_set_onto_moved_source(
+    paths: Sequence[str],
+    user_tensors: Sequence[torch.Tensor],
+    record: SwapRecord,
+    sources: Sequence[int | None],
+) -> None:
+    """Note [set_ Under Grad]: refuse a plain input whose last set_() ran under grad onto another input (`sources`, per
+    tensor input: the tensor input whose storage it took, None for none or a subclass) that the program set_() after."""
+    for i, s in enumerate(sources):
+        if s is None:
+            continue
+        mine = record.plain_sets.get(id(user_tensors[i]))
+        theirs = record.plain_sets.get(id(user_tensors[s]))
+        if mine is None or theirs is None or not mine[1] or theirs[0] <= mine[0]:
+            continue
+        raise UnsupportedError(
+            f"{paths[i]}: an input set_() with grad enabled to another input, {paths[s]}, which the program then "
+            "set_() to another storage: the compiled epilogue would take the alias for its set_ node from that "
+            "input's new storage, not the one it left (Note [set_ Under Grad]); not supported in training. set_() "
+            "it to a clone, or under torch.no_grad()"
+        )

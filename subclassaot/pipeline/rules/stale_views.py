@@ -14,7 +14,7 @@ Output: UnsupportedError naming the rule, or entries of the record. Invariants: 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -228,6 +228,11 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 #   (`b[:, 0:1].as_strided((), (), 2)`: as_strided's backward writes into the other view's geometry, which drops the
 #   element; the rebuilt history reaches it). `refuse_rebuilt_input_histories` asks autograd at compile time, on the
 #   real input, which elements of the base each history reaches, and refuses where they differ.
+# - Plain view inputs whose base, another input, the program set_() to another storage or layout (under no_grad: with
+#   grad, set_ on a leaf raises): the shared counter moved, so eager's read of the view with grad rebuilds its history
+#   as an as_strided() of the base in its new geometry, where the Function keeps the old one (a gradient of the base's
+#   new size in eager, of its old one compiled). `refuse_views_read_after_base_set` refuses a view input read with
+#   grad after the program set_() its base so.
 
 
 def note_assigned(record: SwapRecord, t: torch.Tensor, key: object, before: tuple[object, ...]) -> None:
@@ -461,3 +466,30 @@ def refuse_rebuilt_input_histories(flat: FlatInputs, layout: DenseLayout, analys
                 "the history it came with, which the compiled backward keeps (Note [Stale View Functions]); not "
                 "supported in training. Take the as_strided() view of the base itself"
             )
+
+
+def refuse_views_read_after_base_set(
+    flat: FlatInputs, user_tensors: Sequence[torch.Tensor], record: SwapRecord, changed: Sequence[bool]
+) -> None:
+    """Note [Stale View Functions]: refuse a plain view input that requires grad, read with grad by the program after
+    its `._base`, another tensor input, was set_() under no_grad (`changed`, per tensor input: its storage or
+    layout changed)."""
+    reals = [flat.values[k] for k in flat.tensor_indices]
+    for i, real in enumerate(reals):
+        if not isinstance(real, torch.Tensor) or not real.requires_grad or is_traceable_subclass(real):
+            continue
+        base = real._base
+        read = record.last_grad_read.get(id(user_tensors[i]))
+        if base is None or read is None:
+            continue
+        for j, other in enumerate(reals):
+            found = record.plain_sets.get(id(user_tensors[j]))
+            # its last set_() under no_grad, and a read after it
+            if other is base and changed[j] and found is not None and not found[1] and read >= found[0]:
+                raise UnsupportedError(
+                    f"{flat.leaves[flat.tensor_indices[i]].path}: a view input that requires grad is read with grad after "
+                    f"the program set_() its base {flat.leaves[flat.tensor_indices[j]].path} to another storage "
+                    "or layout: eager rebuilds the view's history as an as_strided() of the base in its new geometry, "
+                    "where the compiled one keeps the history the view came with (Note [Stale View Functions]); not "
+                    "supported in training. set_() a clone of the base, or read the view before the set_()"
+                )

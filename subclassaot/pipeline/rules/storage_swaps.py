@@ -801,9 +801,10 @@ class _DataMode(TorchFunctionMode):
             made = {storage_key(o) for o in pytree.tree_leaves(out) if _plain_tensor(o)}
             self.record.inference_made.update(made - taken)
         if torch.is_grad_enabled() and any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out)):
-            self.record.read_with_grad.update(
-                id(a) for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)
-            )
+            for a in pytree.tree_leaves((args, kwargs)):
+                if isinstance(a, torch.Tensor):
+                    self.record.read_with_grad.add(id(a))
+                    self.record.last_grad_read[id(a)] = self.record.seq
         note_detach(self.record, func, args)  # Note [Grad Mode And Autograd Reads]
         note_wrapper_storage(self.record, func, args, out)  # Note [Autograd Sees The Wrapper]
         note_traced_storage(self.record, func, args, out)  # Note [Storage Swaps By Rebinding]

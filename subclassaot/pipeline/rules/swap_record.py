@@ -104,6 +104,7 @@ class SwapRecord:
     # Functions])
     marked_dirty: dict[int, type] = field(default_factory=dict)
     read_with_grad: set[int] = field(default_factory=set)
+    last_grad_read: dict[int, int] = field(default_factory=dict)  # ... by id: `seq` at its last such read
     # torch functions the program called with requires_grad=True (Note [Grad Mode And Autograd Reads])
     grad_factories: list[str] = field(default_factory=list)
     # answers of the program's reads of is_leaf / requires_grad / grad_fn, in call order; the analysis run's answers
