@@ -521,6 +521,9 @@ class Analysis:
     own_base_views: bool = False
     # the program assigned some tensor's `.data` (Note [Probing Eager's Backward])
     data_assigned: bool = False
+    # an in-place view op with grad changed a view that requires grad: fakes rebuild its history by replaying its
+    # view ops, eager by as_strided() (Note [Probing Eager's Backward])
+    views_relaid_with_grad: bool = False
     # the program set_() under grad a tensor other than an input, then read it with grad (Note [set_ Under
     # Grad])
     grad_set_intermediate_read: bool = False

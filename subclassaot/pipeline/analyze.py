@@ -167,15 +167,7 @@ def analyze(
             ]
         )
         mutations = leaf_mutations(run, layout)
-        refuse_views_read_after_base_set(  # Note [Stale View Functions]
-            flat,
-            run.user_tensors,
-            run.swaps,
-            [
-                tree is None and any(mutations[j].storage_changed or mutations[j].metadata for j in leaves)
-                for tree, leaves in zip(layout.trees, layout.leaves_of_input, strict=True)
-            ],
-        )
+        refuse_views_read_after_base_set(flat, run.user_tensors, run.swaps)  # Note [Stale View Functions]
         owners = {j: k for k, leaves in enumerate(layout.leaves_of_input) for j in leaves}
         refuse_grad_set_onto_moved_source(  # Note [set_ Under Grad]
             [flat.leaves[k].path for k in flat.tensor_indices],
@@ -256,6 +248,7 @@ def analyze(
         releaf_sizes=tuple(releaf_size(run.swaps, t) for t in run.user_tensors),
         own_base_views=own_base_views,
         data_assigned=bool(run.swaps.data_sets or run.swaps.wrapper_data),
+        views_relaid_with_grad=run.swaps.views_relaid_with_grad,
         grad_set_intermediate_read=intermediate_read_after_grad_set(
             run.swaps, run.user_tensors, run.dense, run.output, [info.set_under_grad for info in outputs]
         ),

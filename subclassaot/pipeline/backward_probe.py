@@ -68,6 +68,10 @@ from subclassaot.torch_internals import EXAMPLE_INPUT_HISTORY_ERROR, static_fake
 #   under no_grad of an input that is the `._base` of another input requiring grad: a read of that view with grad
 #   rebuilds its history over the base's new size, and eager's backward fails there; only backwards through outputs
 #   the graph computes count (a view input returned as itself keeps eager's own history).
+# - Fakes are a subclass to autograd: it rebuilds a fake view's history by replaying its view ops where eager uses
+#   as_strided() at the view's layout now, so after an in-place view op with grad on a view (`x1.t_()` on a diagonal
+#   input, then a write that rebuilds it) the fakes' history expects the old size and their backward fails the size
+#   check where eager's runs. Such a size-check failure is not deferred but refused (`Analysis.views_relaid_with_grad`).
 # - Errors raised outside the program: where the raise is at a node the compiled program shares with eager there is
 #   nothing to defer: at a root that is a plain input returned as itself and not written where autograd records it (the
 #   engine checks the root's gradient against the caller's node, "invalid gradient at index k"), or at the AccumulateGrad

@@ -485,6 +485,14 @@ def _defer_probed_error(
         ) from error
     if error is None or not any(text in str(error) for text in (SHAPE_CHECK_ERROR, BROADCAST_ERROR)):
         return None  # only the size checks the trace does not make: other errors the fakes may not share
+    if setup.analysis.views_relaid_with_grad:
+        raise UnsupportedError(
+            f"eager's backward of the program fails on fake tensors ({error}), but the program changes a view that "
+            "requires grad by an in-place view op with grad (t_, transpose_, ...): fake tensors rebuild such a view's "
+            "history by replaying its view ops, eager by as_strided() at its layout now, so the failure may be the "
+            "fakes' alone and the compiled backward cannot follow it (Note [Probing Eager's Backward]); not supported "
+            "in training. Use the out-of-place view op (x = x.t())"
+        ) from error
     if verified is None:
         ends = probe_eager_backward(setup.call, setup.flat) or {}
         if not any(end is not BackwardEnd.COMPLETES for end in ends.values()) or raises_outside_program(setup):

@@ -523,6 +523,31 @@ def test_accumulator_dropped_before_the_read_after_an_in_place_view_op(compile_f
     check_with_grad(inner, scalar_leaf, compile_fn)  # returned as itself, no read after
 
 
+def test_probe_on_fakes_after_an_in_place_view_op_on_a_view_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 30000 #9967 (Note [Probing Eager's Backward]): the `.data =` makes the compile probe eager's backward on
+    # fakes, which rebuild x1's history after add_ by replaying diagonal (size (2, 1)) where eager's as_strided uses
+    # x1's size after t_() (1, 2): the fakes' backward failed, eager's ran, and ours deferred the fakes' error. Refused;
+    # without the in-place view op the probe is right and the program compiles
+    def f(x0: T, x1: T) -> object:
+        x1.t_()
+        x0.data = x1
+        x1.add_(-1.0)
+        return (-x1,)
+
+    def no_view_op(x0: T, x1: T) -> object:
+        x0.data = x1
+        x1.add_(-1.0)
+        return (-x1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b1 = torch.randn(4, requires_grad=True).clone()
+        return (torch.randn(2, 1, 1), b1.reshape((2, 2, 1)).diagonal(-1, 1, 2))
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, "fake tensors rebuild such a view's history by replaying")
+    check_with_grad(no_view_op, make_inputs, compile_fn)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper data43b, dev seed 43000): `.data =` with expanded or transposed values.
 #

@@ -37,6 +37,8 @@ T = torch.Tensor
 
 VIEW_RULE = r"args\[0\]: an input that is a view and requires grad gets another layout .*Note \[Stale View Functions\]"
 BEHIND = r"args\[0\]: the program changes the size of a tensor that requires grad behind autograd"
+# ... or, where the view input is read with grad after the set_() of its base (Note [Stale View Functions])
+BEHIND_OR_BASE_SET = BEHIND + r"|args\[1\]: a view input that requires grad is read with grad after the program set_"
 
 
 def _leaf_nogradlayout(kind: str, *shape: int) -> T:
@@ -354,7 +356,7 @@ def _aliased(view: Callable[[T], T], *shape: int) -> Callable[[], tuple[object, 
 
 def test_fuzz_seed17000_program3910(compile_fn: CompileFn | None) -> None:
     # fuzz seed 17000 #3910: eager's TBackward1 hands CloneBackward0 (size [2, 3]) a gradient of size [2, 0]
-    refused_with_grad(_set_then("t_", "x1"), _aliased(lambda b: b[:, 3:3:2], 2, 3), compile_fn, BEHIND)
+    refused_with_grad(_set_then("t_", "x1"), _aliased(lambda b: b[:, 3:3:2], 2, 3), compile_fn, BEHIND_OR_BASE_SET)
 
 
 @pytest.mark.parametrize("after", ["t_", "unsqueeze_"])
@@ -365,7 +367,7 @@ def test_nonleaf_set_under_no_grad_then_layout_op_refused(
 ) -> None:
     # fuzz seed 17000 #3910 generalized: where eager's backward fails its size check and ours runs, refused
     views: dict[str, Callable[[T], T]] = {"slice": lambda b: b[:, 3:3:2], "row": lambda b: b[0], "t": lambda b: b.t()}
-    refused_with_grad(_set_then(after, out), _aliased(views[view], 2, 3), compile_fn, BEHIND)
+    refused_with_grad(_set_then(after, out), _aliased(views[view], 2, 3), compile_fn, BEHIND_OR_BASE_SET)
 
 
 @pytest.mark.parametrize("after", ["t_", "unsqueeze_"])
@@ -375,7 +377,10 @@ def test_nonleaf_set_under_no_grad_then_layout_op_passes(compile_fn: CompileFn |
     # in the traced backward as in eager's, and that error is deferred
     check_with_grad(_set_then(after, out), _aliased(lambda b: b.view(2, 3), 2, 3), compile_fn)
     if out == "x0mul":
-        check_with_grad(_set_then(after, out), _aliased(lambda b: b[0], 2, 3), compile_fn)
+        # x1 = b[0] is read with grad (`x1 * 2`, evaluated in the dict and dropped) after its base's set_() to another
+        # layout: refused, though that read reaches no output (Note [Stale View Functions]: the run does not follow
+        # which reads reach the outputs)
+        refused_with_grad(_set_then(after, out), _aliased(lambda b: b[0], 2, 3), compile_fn, BEHIND_OR_BASE_SET)
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -25,15 +25,17 @@ def refuse_written_escaping_views(flat: FlatInputs, layout: DenseLayout, analysi
         if not isinstance(real, torch.Tensor) or not real.requires_grad or real.is_leaf or real._base is None:
             continue
         muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
-        if not any(m.data and m.autograd_visible and not m.hidden_from_autograd for m in muts):
+        # a write autograd records sends the gradient to the base; any other bump of the counter the view shares
+        # makes eager rebuild its history from the base at its next read (Note [Stale View Functions])
+        if not any((m.data and m.autograd_visible and not m.hidden_from_autograd) or m.version_bumped for m in muts):
             continue
         if _has_as_strided(real) and _history_loses_gradient(real, real._base):
             raise UnsupportedError(
                 f"{flat.leaves[k].path}: an as_strided() view that reaches elements of its base that the view it "
-                "was taken of does not, and that the program writes where autograd records it: eager's write sends "
-                "the gradient to the base, while the view's own history loses it (Note [as_strided On Inputs]); not "
-                "supported in training. Take the as_strided() view of the base itself (base.as_strided(...)), or "
-                "write a clone"
+                "was taken of does not, and that the program writes (or changes in place): eager's write sends the "
+                "gradient to the base, or eager rebuilds the view's history from the base at its next read, while "
+                "the view's own history loses it (Note [as_strided On Inputs]); not supported in training. Take the "
+                "as_strided() view of the base itself (base.as_strided(...)), or write a clone"
             )
 
 

@@ -25,7 +25,7 @@ from subclassaot.errors import SubclassAOTError, UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.rules.regenerated_views import history_set_at
 from subclassaot.pipeline.rules.swap_record import SwapRecord, ViewRecord
-from subclassaot.schemas import Analysis, DenseLayout, FlatInputs
+from subclassaot.schemas import FlatInputs
 from subclassaot.torch_internals import DataDependentError, no_dispatch, storage_key, symint_expr
 
 __all__ = [
@@ -223,16 +223,14 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 #   another view after its first in-place view op, alias-group members, inputs whose `.data` is assigned, and ops with
 #   no inverse here.
 # - Plain view inputs whose version the program moves: the compiled Function's edge is the history the input came
-#   with, eager's reads after the bump use the rebuilt one (the base's as_strided() at the view's layout). The two give
-#   the same gradient for every view op but an as_strided() taken of another view whose elements it leaves
-#   (`b[:, 0:1].as_strided((), (), 2)`: as_strided's backward writes into the other view's geometry, which drops the
-#   element; the rebuilt history reaches it). `refuse_rebuilt_input_histories` asks autograd at compile time, on the
-#   real input, which elements of the base each history reaches, and refuses where they differ.
+#   with, eager's reads after the bump use the rebuilt one (the base's as_strided() at the view's layout); they differ
+#   for an as_strided() taken of another view whose elements it leaves (refused by escaping_views.py, Note
+#   [as_strided On Inputs]).
 # - Plain view inputs whose base, another input, the program set_() to another storage or layout (under no_grad: with
 #   grad, set_ on a leaf raises): the shared counter moved, so eager's read of the view with grad rebuilds its history
 #   as an as_strided() of the base in its new geometry, where the Function keeps the old one (a gradient of the base's
 #   new size in eager, of its old one compiled). `refuse_views_read_after_base_set` refuses a view input read with
-#   grad after the program set_() its base so.
+#   grad after the program set_() its base so (also a read whose result reaches no output: the run does not follow it).
 
 
 def note_assigned(record: SwapRecord, t: torch.Tensor, key: object, before: tuple[object, ...]) -> None:
@@ -440,40 +438,11 @@ def note_layout(record: SwapRecord, func: Any, args: tuple[Any, ...], out: Any, 
                 record.stale_views[id(o)] = -1 if rebuilt and torch.is_grad_enabled() else record.seq
 
 
-def refuse_rebuilt_input_histories(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
-    """Note [Stale View Functions]: refuse a plain view input that requires grad, whose version the program moves and
-    whose history (an as_strided() of another view) reaches other elements of its base than the rebuilt one would."""
-    for i, (tree, index) in enumerate(zip(layout.trees, flat.tensor_indices, strict=True)):
-        real = flat.values[index]
-        if tree is not None or not isinstance(real, torch.Tensor) or not real.requires_grad:
-            continue
-        base = real._base
-        node = real.grad_fn
-        if base is None or node is None or type(node).__name__ != "AsStridedBackward0":
-            continue
-        if not any(analysis.mutations[j].version_bumped for j in layout.leaves_of_input[i]):
-            continue
-        with torch.enable_grad():
-            ones = torch.ones_like(real)
-            kept: torch.Tensor | None = torch.autograd.grad(real, base, ones, retain_graph=True, allow_unused=True)[0]
-            rebuilt = base.as_strided(real.size(), real.stride(), real.storage_offset())
-            fresh: torch.Tensor | None = torch.autograd.grad(rebuilt, base, ones, allow_unused=True)[0]
-        if kept is None or fresh is None or not torch.equal(kept != 0, fresh != 0):
-            raise UnsupportedError(
-                f"{flat.leaves[index].path}: a view input that requires grad, made by as_strided() of another view "
-                "whose elements it leaves, is written or changed in place by the program: eager rebuilds its history "
-                "as the base's as_strided() at its next use with grad, which reaches other elements of the base than "
-                "the history it came with, which the compiled backward keeps (Note [Stale View Functions]); not "
-                "supported in training. Take the as_strided() view of the base itself"
-            )
-
-
 def refuse_views_read_after_base_set(
-    flat: FlatInputs, user_tensors: Sequence[torch.Tensor], record: SwapRecord, changed: Sequence[bool]
+    flat: FlatInputs, user_tensors: Sequence[torch.Tensor], record: SwapRecord
 ) -> None:
     """Note [Stale View Functions]: refuse a plain view input that requires grad, read with grad by the program after
-    its `._base`, another tensor input, was set_() under no_grad (`changed`, per tensor input: its storage or
-    layout changed)."""
+    its `._base`, another tensor input, was set_() under no_grad to another storage or layout."""
     reals = [flat.values[k] for k in flat.tensor_indices]
     for i, real in enumerate(reals):
         if not isinstance(real, torch.Tensor) or not real.requires_grad or is_traceable_subclass(real):
@@ -485,7 +454,8 @@ def refuse_views_read_after_base_set(
         for j, other in enumerate(reals):
             found = record.plain_sets.get(id(user_tensors[j]))
             # its last set_() under no_grad, and a read after it
-            if other is base and changed[j] and found is not None and not found[1] and read >= found[0]:
+            relaid = id(user_tensors[j]) in record.relaid_by_set
+            if other is base and relaid and found is not None and not found[1] and read >= found[0]:
                 raise UnsupportedError(
                     f"{flat.leaves[flat.tensor_indices[i]].path}: a view input that requires grad is read with grad after "
                     f"the program set_() its base {flat.leaves[flat.tensor_indices[j]].path} to another storage "

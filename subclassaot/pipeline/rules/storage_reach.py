@@ -61,8 +61,9 @@ class StorageReachError(UnsupportedError):
 # Gradients follow the elements a history covers: eager's AsStridedBackward sends the gradient to x's elements only,
 # but a history rebuilt after a version bump is an as_strided of x's base, reaching every element of the view, where
 # the compiled program sends it through the input's elements in every case. So in training these are refused: views
-# reaching beyond their input used with grad after a version bump of the storage; written view inputs whose own history
-# loses gradient its base's as_strided would give (checked on the real input); and writes through as_strided of a
+# reaching beyond their input used with grad after a version bump of the storage; view inputs written (or bumped by a
+# no_grad write: eager rebuilds their history at the next read) whose own history loses gradient its base's as_strided
+# would give (checked on the real input, escaping_views.py); and writes through as_strided of a
 # synthetic base that autograd records.
 
 

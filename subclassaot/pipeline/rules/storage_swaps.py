@@ -326,6 +326,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self._set(func, args, kwargs)
             if self.depth == 0:
                 note_nograd_set(self.record, args[0], layout_before)  # Note [Stale View Functions]
+                if not torch.is_grad_enabled() and (
+                    layout_of(args[0]) != layout_before or storage_key(args[0]) != key_before
+                ):
+                    self.record.relaid_by_set.add(id(args[0]))  # Note [Stale View Functions]
             source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
             if self.depth == 0:  # Note [Leaves Laid Out Anew Under no_grad]
                 self.record.note_hidden_resize(args[0], size_before, self.record.seq + 1)
@@ -787,6 +791,10 @@ class _DataMode(TorchFunctionMode):
         check_gained_family_member(self.record, args)
         layout_op = is_layout_op(func, args)
         view_before = view_layout(args[0]) if layout_op and self.record.view_layouts else None
+        if layout_op and torch.is_grad_enabled() and args[0].requires_grad:
+            # a view, or a view input (run as a clone) (Note [Probing Eager's Backward])
+            if args[0]._is_view() or id(args[0]) in self.record.view_layouts:
+                self.record.views_relaid_with_grad = True
         seq_before = self.record.seq
         with stale_history_failures_refused(self.record, call_args, call_kwargs):
             if is_autograd_read(func):  # Note [Grad Mode And Autograd Reads]

@@ -205,6 +205,10 @@ class SwapRecord:
     dropped_view_nodes: set[int] = field(default_factory=set)
     stale_view_layouts: set[int] = field(default_factory=set)
     view_sets: set[int] = field(default_factory=set)  # of those views, the ones set_() under no_grad
+    # an in-place view op with grad changed a view that requires grad (Note [Probing Eager's Backward])
+    views_relaid_with_grad: bool = False
+    # by id: tensors a set_() under no_grad gave another storage or layout (Note [Stale View Functions])
+    relaid_by_set: set[int] = field(default_factory=set)
     # See Note [Gradient Accumulators Of Leaves], by id(): tensors an op with grad read before any `.data =` to them;
     # leaves a `.data =` kept their accumulator for; those it left without one -> (seq before it, size before it)
     grad_read: set[int] = field(default_factory=set)

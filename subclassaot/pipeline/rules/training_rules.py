@@ -22,7 +22,6 @@ from subclassaot.pipeline.rules.hidden_set_rules import (
     refuse_leaves_resized_under_no_grad,
     set_under_no_grad_inputs,
 )
-from subclassaot.pipeline.rules.stale_views import refuse_rebuilt_input_histories
 from subclassaot.schemas import (
     AliasGroup,
     AliasGroupRef,
@@ -389,7 +388,6 @@ def check_training_supported(
                     "yet. Change a clone instead, or run it under torch.no_grad()"
                 )
     refuse_leaves_resized_under_no_grad(flat, layout, analysis)
-    refuse_rebuilt_input_histories(flat, layout, analysis)
 
 
 def _set_under_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
