@@ -152,6 +152,10 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         for i in gains:
             cast(torch.Tensor, values[i]).requires_grad_(True)  # the program's requires_grad_()
         _held = hold_accumulators(values, kept)  # until the outputs are built: Note [Gradient Accumulators Of Leaves]
+        # See Note [Gradient Accumulators Of Leaves]: every read with grad comes after the last x.set_(x), so the
+        # accumulators made below at a read's size come after the renewal too
+        for i in self_set_first:
+            renew_grad_accumulator(cast(torch.Tensor, values[i]))
         if assigned_reads:  # Note [Gradient Accumulators Of Leaves]
             _held += make_assigned_accumulators(
                 values, [(i, ev.meta((s, (), 0), symbols)[0]) for i, s in assigned_reads]
@@ -165,8 +169,6 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             early_heads, values, lambda r: replay_view(r, ev, values, ([], {}), symbols, no_output, shared=shared)
         )
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
-        for i in self_set_first:  # Note [Gradient Accumulators Of Leaves]
-            renew_grad_accumulator(cast(torch.Tensor, values[i]))
         if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad]
             done: list[torch.Tensor] = []  # an input passed at several positions takes one set_, as in eager
             for t in early_sets:

@@ -1246,3 +1246,20 @@ def test_copy_of_expanded_subclass_into_its_data_alias_in_training(compile_fn: C
 
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (pair(2, 1, requires_grad=True).expand(2, 3),), compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("self_set_first", [True, False])
+def test_leaf_self_set_and_layout_op_under_no_grad(compile_fn: CompileFn | None, self_set_first: bool) -> None:
+    # fuzz seed 33000 #510 (Note [Gradient Accumulators Of Leaves], Note [Leaves Laid Out Anew Under no_grad]): the
+    # runtime made the leaf's accumulator at the read's size (3, 1, 4), then renewed it for the x.set_(x) at the old
+    # size, so the Function's gradient failed the size check; the renewal now comes first
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            if self_set_first:
+                x0.set_(x0)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
+            x0.unsqueeze_(-2)
+            if not self_set_first:
+                x0.set_(x0)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
+        return (x0.mul(2.0),)
+
+    check_with_grad(f, lambda: (leaf(3, 4),), compile_fn)
