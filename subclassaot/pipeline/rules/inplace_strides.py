@@ -193,5 +193,7 @@ def view_with_eager_strides(func: Any, args: tuple[Any, ...], kwargs: dict[str, 
     assert isinstance(out, torch.Tensor), f"BUG: {func} returned {type(out).__name__}"
     if list(out.shape) != new_shape or list(out.stride()) == stride:
         return out
-    strided: torch.Tensor = torch.ops.aten.as_strided.default(x, new_shape, stride, x.storage_offset())
+    # no offset given: x's own, replayed relative to its base (Note [as_strided On Inputs]); an absolute one would
+    # be out of frame once a write regenerated x from a fresh value at offset 0
+    strided: torch.Tensor = torch.ops.aten.as_strided.default(x, new_shape, stride)
     return strided
