@@ -465,8 +465,19 @@ def _compile_entry(
             if e.leaf in whole_storage:
                 raise
             whole_storage |= {e.leaf}
-        except GradReenabledError:
-            if attempt.within_no_grad or torch.is_grad_enabled():
+        except GradReenabledError as e:
+            if torch.is_grad_enabled() and not attempt.within_no_grad:
+                # called with grad: the error comes from a trace a training compile runs under no_grad (the forward's
+                # values), whose grad-enabled regions eager never runs so; "called under no_grad" would mislead
+                cause: BaseException = e.__cause__ or e.__context__ or e  # the trace's own error, where it raised one
+                raise UnsupportedError(
+                    "the program turns grad mode on inside (torch.enable_grad() / set_grad_enabled(True)); a training "
+                    "compile traces the forward's values under no_grad, where that region fails "
+                    f"({type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}) though eager, "
+                    "called with grad, runs it (Note [Grad Mode And Autograd Reads]); not supported yet. Compute "
+                    "that region without the torch.enable_grad() block (grad is on already)"
+                ) from e
+            if attempt.within_no_grad:
                 raise
             attempt.within_no_grad = True  # Note [Grad Mode And Autograd Reads]
 

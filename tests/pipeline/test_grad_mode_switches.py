@@ -640,3 +640,27 @@ def test_custom_function_under_enable_grad_inside_a_no_grad_call_matches_eager(
         out = fn(*make_inputs())
         assert out[0].requires_grad  # type: ignore[index]  # eager's
         assert_matches_eager(fn, make_inputs)
+
+
+def test_enable_grad_region_failing_in_the_no_grad_forward_trace_is_refused_as_such() -> None:
+    # fuzz seed 32000 #314: called with grad, a training compile traces the forward's values under no_grad, where
+    # `t0 = x1.contiguous()` (x1 returned as itself: an empty view input) and `t0.add_()` inside enable_grad() raise
+    # the no_grad-view error; the refusal said "called under no_grad". It now names the trace and the error
+    def f(x0: torch.Tensor, x1: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.enable_grad():
+            t0 = x1.contiguous()
+        x0.mul_(x0)
+        with torch.enable_grad():
+            t0.add_(-1.0)
+        return (x1, x0)
+
+    def make_inputs() -> tuple[torch.Tensor, torch.Tensor]:
+        b0 = torch.randn((3,), requires_grad=True).clone()
+        return (b0, b0.unsqueeze(0)[1:1:2])
+
+    with torch.enable_grad():
+        eager = f(*make_inputs())  # eager runs it
+        assert eager[1].requires_grad
+        with pytest.raises(UnsupportedError, match="traces the forward's values under no_grad") as raised:
+            subclassaot.compile(f)(*make_inputs())
+    assert "called under no_grad" not in str(raised.value)
