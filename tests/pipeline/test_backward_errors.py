@@ -387,20 +387,20 @@ def test_set_to_a_no_grad_view_raises_in_backward(compile_fn: CompileFn | None) 
         t0 = x1.view((1, 4, 1))
         with torch.no_grad():
             t1 = t0[:, :, 0:1]
-        x0.set_(t1)
+        set_to(x0, t1)
         return (-x0,)
 
     def f_empty(x0: T, x1: T) -> object:  # the shrunk program: the view is empty
         t0 = x1.view((1, 4, 1))
         with torch.no_grad():
             t1 = t0[:, :, 1:1:2]
-        x0.set_(t1)
+        set_to(x0, t1)
         return (x0 * 2.0,)
 
     def f_beside(x0: T, x1: T) -> object:  # another output gives x1 a gradient: eager's backward through both raises
         with torch.no_grad():
             t1 = x1.view(-1)[1:3]
-        x0.set_(t1)
+        set_to(x0, t1)
         return (x0 + 1.0, x1 * 3.0)
 
     def make_inputs() -> tuple[object, ...]:

@@ -1564,12 +1564,12 @@ def test_view_input_read_after_its_base_is_set_under_no_grad(compile_fn: Compile
     # the compiled one kept x0's (shape (2,)): refused; x0 returned unread matches eager
     def read(x0: torch.Tensor, x1: torch.Tensor, x2: torch.Tensor) -> object:
         with torch.no_grad():
-            x2.set_(x1)
+            set_to(x2, x1)
         return (x0 + 1.5,)
 
     def unread(x0: torch.Tensor, x1: torch.Tensor, x2: torch.Tensor) -> object:
         with torch.no_grad():
-            x2.set_(x1)
+            set_to(x2, x1)
         return (x0,)
 
     def make_inputs() -> tuple[object, ...]:

@@ -356,9 +356,17 @@ def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kw
     except (SubclassAOTError, DataDependentError):
         raise  # a refusal of the modes, or a read of a value: not a replay's failure
     except (RuntimeError, IndexError) as e:
+        failure = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+        for a in pytree.tree_leaves((args, kwargs)):
+            if isinstance(a, torch.Tensor) and (named := _set_after_view(record, a)) is not None:
+                raise UnsupportedError(
+                    f"{input_named(record, a)}a view is read after the program set_() the tensor it was taken of "
+                    f"({named}) to a layout its view ops do not apply to: functionalization rebuilds the view by "
+                    f"replaying them on that tensor, which fails ({failure}) where eager's view keeps its own layout "
+                    "(Note [Stale View Functions]); not supported. Take the view of a clone, or set_() a clone"
+                ) from e
         if not torch.is_grad_enabled():
             raise
-        failure = f"{type(e).__name__}: {str(e).splitlines()[0]}"
         for a in pytree.tree_leaves((args, kwargs)):
             if isinstance(a, torch.Tensor) and a.requires_grad and _stale(record, a):
                 raise _stale_refusal(record, a, f"which fails here ({failure})") from e
@@ -372,6 +380,17 @@ def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kw
                     "`.data =` assignment, or assign `.data` of a clone"
                 ) from e
         raise
+
+
+def _set_after_view(record: SwapRecord, t: torch.Tensor) -> str | None:
+    """The tensor along `t`'s view chain that the program set_() after the view of it was taken (its input name, or
+    "a tensor of the program"); else None."""
+    while (view := record.views.get(id(t))) is not None and view.func is not torch.ops.aten.detach.default:
+        found = record.plain_sets.get(id(view.source))
+        if found is not None and found[0] > view.seq:
+            return input_named(record, view.source).rstrip(": ") or "a tensor of the program"
+        t = view.source
+    return None
 
 
 def _replay_fails_after_assignment(record: SwapRecord, t: torch.Tensor) -> bool:
