@@ -212,9 +212,7 @@ def analyze(
         if id(t) in run.swaps.layout_read_after and id(t) not in run.swaps.releafed
     ]
     renewed = frozenset(
-        i
-        for i in data_kept + [i for i in layout_kept if i in computed]
-        if probed is not None and any(s != _came_with(flat, i) for s in probed[i])
+        i for i in data_kept + computed if probed is not None and any(s != _came_with(flat, i) for s in probed[i])
     )
     return Analysis(
         mutations=mutations,

@@ -467,14 +467,12 @@ def refuse_views_read_after_base_set(
         if not isinstance(real, torch.Tensor) or not real.requires_grad or is_traceable_subclass(real):
             continue
         base = real._base
-        read = record.last_grad_read.get(id(user_tensors[i]))
+        read = record.read_with_grad.get(id(user_tensors[i]))
         if base is None or read is None:
             continue
         for j, other in enumerate(reals):
-            found = record.plain_sets.get(id(user_tensors[j]))
-            # its last set_() under no_grad, and a read after it
-            relaid = id(user_tensors[j]) in record.relaid_by_set
-            if other is base and relaid and found is not None and not found[1] and read >= found[0]:
+            relaid = record.relaid_by_set.get(id(user_tensors[j]))  # a set_() under no_grad that relaid it
+            if other is base and relaid is not None and read >= relaid:  # ... and a read after it
                 raise UnsupportedError(
                     f"{flat.leaves[flat.tensor_indices[i]].path}: a view input that requires grad is read with grad after "
                     f"the program set_() its base {flat.leaves[flat.tensor_indices[j]].path} to another storage "

@@ -329,7 +329,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 if not torch.is_grad_enabled() and (
                     layout_of(args[0]) != layout_before or storage_key(args[0]) != key_before
                 ):
-                    self.record.relaid_by_set.add(id(args[0]))  # Note [Stale View Functions]
+                    self.record.relaid_by_set[id(args[0])] = self.record.seq + 1  # Note [Stale View Functions]
             source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
             if self.depth == 0:  # Note [Leaves Laid Out Anew Under no_grad]
                 self.record.note_hidden_resize(args[0], size_before, self.record.seq + 1)
@@ -811,8 +811,7 @@ class _DataMode(TorchFunctionMode):
         if torch.is_grad_enabled() and any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out)):
             for a in pytree.tree_leaves((args, kwargs)):
                 if isinstance(a, torch.Tensor):
-                    self.record.read_with_grad.add(id(a))
-                    self.record.last_grad_read[id(a)] = self.record.seq
+                    self.record.read_with_grad[id(a)] = self.record.seq
         note_detach(self.record, func, args)  # Note [Grad Mode And Autograd Reads]
         note_wrapper_storage(self.record, func, args, out)  # Note [Autograd Sees The Wrapper]
         note_traced_storage(self.record, func, args, out)  # Note [Storage Swaps By Rebinding]

@@ -103,8 +103,8 @@ class SwapRecord:
     # id() of the tensors a custom autograd.Function marked dirty -> its class (Note [Custom
     # Functions])
     marked_dirty: dict[int, type] = field(default_factory=dict)
-    read_with_grad: set[int] = field(default_factory=set)
-    last_grad_read: dict[int, int] = field(default_factory=dict)  # ... by id: `seq` at its last such read
+    # id() of the tensors an op with grad read -> `seq` at the last such read (Note [Stale View Functions])
+    read_with_grad: dict[int, int] = field(default_factory=dict)
     # torch functions the program called with requires_grad=True (Note [Grad Mode And Autograd Reads])
     grad_factories: list[str] = field(default_factory=list)
     # answers of the program's reads of is_leaf / requires_grad / grad_fn, in call order; the analysis run's answers
@@ -207,8 +207,9 @@ class SwapRecord:
     view_sets: set[int] = field(default_factory=set)  # of those views, the ones set_() under no_grad
     # an in-place view op with grad changed a view that requires grad (Note [Probing Eager's Backward])
     views_relaid_with_grad: bool = False
-    # by id: tensors a set_() under no_grad gave another storage or layout (Note [Stale View Functions])
-    relaid_by_set: set[int] = field(default_factory=set)
+    # by id: tensors a set_() under no_grad gave another storage or layout -> that set_()'s `seq` (Note [Stale View
+    # Functions])
+    relaid_by_set: dict[int, int] = field(default_factory=dict)
     # See Note [Gradient Accumulators Of Leaves], by id(): tensors an op with grad read before any `.data =` to them;
     # leaves a `.data =` kept their accumulator for; those it left without one -> (seq before it, size before it)
     grad_read: set[int] = field(default_factory=set)
