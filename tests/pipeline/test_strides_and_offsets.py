@@ -1681,3 +1681,32 @@ def test_view_with_eager_strides_of_a_written_input_at_an_offset(compile_fn: Com
     with torch.no_grad():
         for _ in range(3):
             torch.testing.assert_close(compiled(*make_inputs()), computed(*make_inputs()))
+
+
+def test_view_with_eager_strides_beyond_the_regenerated_value(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 35000 #6421 (CRASHED, Note [In-Place Ops As Eager Runs Them]): a write through `x0.expand(...)` of a
+    # sliced input regenerates x0 as a dense (2, 3, 3) value; `t0.view(...)` then ran as an as_strided with eager's
+    # strides (12, 3, 1), which reach past that value's 18 elements: the graph raised at run time. The view keeps the
+    # fake kernel's strides there; a returned view is rebuilt from the input with eager's
+    def computed(x0: torch.Tensor) -> object:
+        t0 = x0.expand((-1, -1, 3))
+        t0.add_(2.0)
+        t1 = t0.view((2, 3, -1))
+        return (t1 * 2, t1.detach().sum(), t1.clone())
+
+    def returned(x0: torch.Tensor) -> object:
+        t0 = x0.expand((-1, -1, 3))
+        t0.add_(2.0)
+        return (t0.view((2, 3, -1)),)
+
+    def make_inputs() -> tuple[torch.Tensor]:
+        return (torch.randn((2, 4, 3), generator=torch.Generator().manual_seed(0))[:, 1:4],)
+
+    def nonleaf_inputs() -> tuple[object, ...]:
+        return (torch.randn((2, 4, 3), requires_grad=True).clone()[:, 1:4],)
+
+    for f in (computed, returned):
+        with torch.no_grad():
+            assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        with torch.enable_grad():
+            assert_matches_eager(f, nonleaf_inputs, compile_fn=compile_fn)

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from subclassaot.torch_internals import is_functional
+from subclassaot.torch_internals import from_functional, is_functional
 
 __all__ = ["apply_keeping_strides", "eager_view_strides", "fill_in_memory_order", "view_with_eager_strides"]
 
@@ -26,7 +26,10 @@ __all__ = ["apply_keeping_strides", "eager_view_strides", "fill_in_memory_order"
 #   a non-view op reads such an argument through a copy laid out as the wrapper is, a view of it gets the strides the
 #   view op gives eager's layout.
 # - View strides in size-1 dims: where ATen's computeStride and the fake kernel disagree (`x[0:2:2].view(1, 3)`: eager
-#   (3, 1), fake (6, 1)) the view runs as as_strided with computeStride's strides, recorded as the program's view.
+#   (3, 1), fake (6, 1)) the view runs as as_strided with computeStride's strides, recorded as the program's view;
+#   not where the value functionalization holds is laid out otherwise and lacks the elements those strides reach (a
+#   dense result of a write through `x[:, 1:4].expand(...)`): there the fake kernel's strides stand (a view only read in
+#   the graph; a returned one is rebuilt from its input with eager's).
 # - Writes into an empty tensor (a size-0 dim) change no value: where autograd records nothing, the mode traces one as
 #   it does a copy to the same data (the version counter moves, no value is rebuilt), so the tensor's views keep
 #   eager's strides (functionalization would regenerate an empty expand() with fresh strides) (storage_swaps.py).
@@ -191,9 +194,21 @@ def view_with_eager_strides(func: Any, args: tuple[Any, ...], kwargs: dict[str, 
         return None
     out = func(*args)
     assert isinstance(out, torch.Tensor), f"BUG: {func} returned {type(out).__name__}"
-    if list(out.shape) != new_shape or list(out.stride()) == stride:
+    if list(out.shape) != new_shape or list(out.stride()) == stride or not _inner_reaches(x, new_shape, stride):
         return out
     # no offset given: x's own, replayed relative to its base (Note [as_strided On Inputs]); an absolute one would
     # be out of frame once a write regenerated x from a fresh value at offset 0
     strided: torch.Tensor = torch.ops.aten.as_strided.default(x, new_shape, stride)
     return strided
+
+
+def _inner_reaches(x: torch.Tensor, shape: list[int], stride: list[int]) -> bool:
+    """Does the value functionalization holds for FunctionalTensor `x` (whose layout may be another than the one x
+    reports: a dense result regenerated after a write) have the elements an as_strided() of it at `shape` and
+    `stride`, from its own offset, reaches? Where it does not, the graph's as_strided would fail at run time."""
+    inner = from_functional(x)
+    if any(s == 0 for s in shape):
+        return True
+    last = inner.storage_offset() + sum((sz - 1) * st for sz, st in zip(shape, stride, strict=True))
+    size = inner.untyped_storage().nbytes() // inner.element_size()
+    return all(type(v) is int for v in (last, size)) and last < size

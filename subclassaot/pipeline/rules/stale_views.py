@@ -387,7 +387,8 @@ def _set_after_view(record: SwapRecord, t: torch.Tensor) -> str | None:
     "a tensor of the program"); else None."""
     while (view := record.views.get(id(t))) is not None and view.func is not torch.ops.aten.detach.default:
         found = record.plain_sets.get(id(view.source))
-        if found is not None and found[0] > view.seq:
+        # (set_() before the view was taken, of a tensor that is a view itself: the view inherits its stale chain)
+        if found is not None and (found[0] > view.seq or view.source._is_view()):
             return input_named(record, view.source).rstrip(": ") or "a tensor of the program"
         t = view.source
     return None
@@ -414,13 +415,13 @@ def check_stale_set(record: SwapRecord, target: torch.Tensor, source: object) ->
     once the set_ ran, below the ops the program calls (it may raise; where it does not, the history
     it makes is not eager's either)."""
     recorded = target.requires_grad or (isinstance(source, torch.Tensor) and source.requires_grad)
-    if torch.is_grad_enabled() and recorded and _stale(record, target):
+    if torch.is_grad_enabled() and recorded and (_stale(record, target) or _set_after_view(record, target) is not None):
         raise _stale_refusal(record, target, "for the set_(), which does not make eager's history")
 
 
 def _stale_refusal(record: SwapRecord, t: torch.Tensor, what: str) -> UnsupportedError:
     return UnsupportedError(
-        f"{input_named(record, t)}the program changes the layout (t_, unsqueeze_, `.data =`, ...) of a view (one it "
+        f"{input_named(record, t)}the program changes the layout (t_, unsqueeze_, set_(), `.data =`, ...) of a view (one it "
         "took, or an input that shares storage with another), then uses it, or a view of it taken after, with grad "
         "where autograd rebuilds its history (after a write to the storage, or a write or set_() of the view "
         f"itself): autograd replays the view without the layout change, {what}, where eager's does not (Note "
