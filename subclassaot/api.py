@@ -354,13 +354,16 @@ def _compile_any(
     refs = capture_refs(fn) if captures is None else captures
     # State lifted beside the arguments (Note [State The Program Reads]) keeps the arguments as they are.
     lifts = isinstance(fn, torch.nn.Module) or bool(refs) or bool(argument_modules(args, kwargs))
-    same = find_same_inputs(args, kwargs) if not lifts else None
+    # (a module among the arguments stays one through the marked call; the wrapper would hide fn's own captures)
+    same = find_same_inputs(args, kwargs) if not (isinstance(fn, torch.nn.Module) or refs) else None
     if same is not None:  # See Note [Synthetic Bases]
-        marked_args, marked_kwargs = marked_call(same, args, kwargs)
+        offset = len(flatten_call(fn, args, kwargs, ())[0].values) - len(pytree.tree_leaves((args, dict(kwargs))))
+        marked_args, marked_kwargs = marked_call(same, args, kwargs, offset)
         inner = _compile_any(
             unmarking(fn, same), marked_args, marked_kwargs, config, state, symbols, (), function_modes
         )
-        entry_guards, marked = same_input_guards(same, inner.guards, [leaf.path for leaf in inner.flat.leaves])
+        paths = [leaf.path for leaf in inner.flat.leaves]
+        entry_guards, marked = same_input_guards(same, inner.guards, paths, offset)
         return dataclasses.replace(
             inner, guards=entry_guards, run=lambda values, bound: inner.run(marked(values), bound)
         )

@@ -424,6 +424,9 @@ class OutputInfo:
     # TENSOR in training replayed through a detach(): eager's `._base` (that detach, written since with a value that
     # requires grad) requires grad, and the replayed one is made to (Note [Views That Raise After A Bump])
     base_gains_grad: bool = False
+    # TENSOR in inference: it requires grad in eager as the program made it (requires_grad_() on it, or on the tensor
+    # it is a view of, under no_grad), and is made to once built (Note [Grad Mode And Autograd Reads])
+    gains_grad: bool = False
     # TENSOR in training, from the graph with its history: its `.data` is then assigned from this leaf's alias, as
     # eager's program did (Note [History Kept Through .data =])
     data_from: OutputLeaf | None = None

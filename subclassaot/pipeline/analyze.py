@@ -285,15 +285,21 @@ def _check_requires_grad_calls(run: FunctionalRun, flat: FlatInputs) -> None:
         if id(t) in run.swaps.gained_after_read:
             raise UnsupportedError(
                 f"{flat.leaves[k].path}: the program calls requires_grad_() on this input after computing from it "
-                "with grad mode on; eager's earlier results carry no autograd history, but the compiled call makes "
-                "the input require grad before the graph runs, so they would. Call requires_grad_() before the "
-                "input's first use, or outside the compiled function"
+                "(or from another tensor over its storage, an input that is a view of it) with grad mode on; eager's "
+                "earlier results carry no autograd history, but the compiled call makes the input require grad "
+                "before the graph runs, so they would. Call requires_grad_() before the input's first use, or "
+                "outside the compiled function"
             )
-    if run.swaps.requires_grad_gained - inputs:
+    gained = {k: grad for k, grad in run.swaps.requires_grad_gained.items() if k not in inputs}
+    if gained and (run.swaps.grad_at_start or any(gained.values())):
+        # (a call under no_grad that leaves grad off: the tensor and its views only carry the flag; Note [Grad Mode
+        # And Autograd Reads])
         raise UnsupportedError(
-            "the program calls requires_grad_() on a tensor that is not an input (a view of an input or an "
-            "intermediate); the compiled graph cannot make its outputs require grad that way. Call requires_grad_() "
-            "on the input itself, or on the output after the call"
+            "the program calls requires_grad_() (or sets `.requires_grad = True`) on a tensor that is not an input (a "
+            "view of an input or an intermediate) in a call made with grad mode on: eager makes it a new autograd "
+            "leaf, which the outputs' histories end in, and one compiled graph over the inputs cannot make such a "
+            'leaf. Use torch.compile(fn, backend="subclassaot"), which splits the program there, call '
+            "requires_grad_() on the input itself, or on the output after the call"
         )
 
 
@@ -308,6 +314,7 @@ def _analyze_outputs(
     original = {storage_key(o): DenseIndex(j) for j, o in enumerate(run.originals)}
     bases = intermediate_bases(leaves, current, original, run.swaps)
     set_targets = outputs_set_onto_inputs(leaves, run, current, original, mutations)
+    gained = bool(run.swaps.requires_grad_gained.keys() - input_by_id.keys())  # (a call under no_grad: analyze)
     infos: list[OutputInfo] = []
     graph_count = 0
     first_seen: dict[int, int] = {}
@@ -352,6 +359,8 @@ def _analyze_outputs(
                 ),
             )
         check_input_view_rebuilt(value, info, run)
+        if gained and info.kind is OutputKind.TENSOR and isinstance(value, torch.Tensor) and value.requires_grad:
+            info = replace(info, gains_grad=True)  # Note [Grad Mode And Autograd Reads]
         infos.append(info)
     _check_views_of_fresh(infos, leaves, bases)
     check_bumped_views(infos, leaves)
@@ -572,6 +581,16 @@ def _output_info(
     if replay is None and replaced is None and torch.is_grad_enabled():
         replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
     _check_replay(path, value, (tree is not None, replay, replaced), run, out_leaves)
+    taken_at = run.swaps.inference_views.get(id(value))
+    if taken_at is not None and not torch.is_inference_mode_enabled():
+        if run.swaps.last_bump.get(storage_key(value), -1) > taken_at:
+            raise UnsupportedError(
+                f"{path} is a view taken inside a torch.inference_mode() block of a tensor made outside it that "
+                "requires grad, and the program writes its storage after: eager's view then raises when its grad_fn "
+                'is read ("A view was created in inference mode and its base ... has been modified inplace"), the '
+                "compiled output, which the trace made an inference tensor, would not. Take the view outside the "
+                "block, or return a clone"
+            )
     if replay is not None and tree is None and _made_in_inference_mode(value, run):
         raise UnsupportedError(
             f"{path} is a view of a tensor made inside a torch.inference_mode() block: eager's is an inference "

@@ -235,16 +235,26 @@ def run_functional(
             # A program called under no_grad that turned grad back on and computed on tensors requiring grad is
             # refused whatever happened next (an in-place write of a subclass input's leaf fake raised here)
             check_grad_reenabled(record.grad_reenabled, training=False)
-            if not record.grad_at_start and "a leaf Variable that requires grad is being used in an in-place" in str(e):
-                # (under no_grad only an op run with grad on raises this; eager's input is no leaf, the stand-in of a
-                # subclass input is: a set_() the record does not see as a call)
+            raised_with_grad = (
+                "a leaf Variable that requires grad is being used in an in-place",
+                "with grad mode enabled",
+            )
+            if not record.grad_at_start and any(m in str(e) for m in raised_with_grad):
+                # (under no_grad only an op run with grad on raises these; eager's input is no leaf, the stand-in of a
+                # subclass input is; a view input is laid out under no_grad, eager's was taken with grad: a set_() the
+                # record does not see as a call)
                 raise GradReenabledError(
                     "the program turns grad mode back on inside (torch.enable_grad() / set_grad_enabled(True)) and "
-                    "writes in place a tensor subclass input that requires grad, while it is called under no_grad "
+                    "writes in place an input that requires grad (a tensor subclass, or a view input), while it is "
+                    "called under no_grad "
                     "(Note [Grad Mode And Autograd Reads]). Call the compiled function with grad mode "
                     "on, or write outside that region"
                 ) from e
-            inference_view = ("Cannot set version_counter for inference tensor", "on inference tensor outside")
+            inference_view = (
+                "Cannot set version_counter for inference tensor",
+                "on inference tensor outside",
+                "Inplace update to inference tensor outside InferenceMode",
+            )
             if any(m in str(e) for m in inference_view):
                 raise UnsupportedError(
                     "the program takes a view, inside a torch.inference_mode() block, of a tensor made outside it; "

@@ -46,12 +46,13 @@ def find_same_inputs(args: tuple[object, ...], kwargs: Mapping[str, object]) -> 
 
 
 def marked_call(
-    same: SameInputs, args: tuple[object, ...], kwargs: Mapping[str, object]
+    same: SameInputs, args: tuple[object, ...], kwargs: Mapping[str, object], offset: int
 ) -> tuple[tuple[object, ...], dict[str, object]]:
-    """The call with each repeated position replaced by its marker."""
+    """The call with each repeated position replaced by its marker. `offset`: how many leaves of state lifted from
+    modules among the arguments come before the call's in the compiled entry's flat inputs (markers name those)."""
     values = pytree.tree_flatten((args, dict(kwargs)))[0]
     for later, k in same.repeats:
-        values[later] = SameTensorAs(k)
+        values[later] = SameTensorAs(k + offset)
     marked_args, marked_kwargs = pytree.tree_unflatten(values, same.spec)
     return tuple(marked_args), dict(marked_kwargs)
 
@@ -73,11 +74,12 @@ def unmarking(fn: Callable[..., object], same: SameInputs) -> Callable[..., obje
 
 
 def same_input_guards(
-    same: SameInputs, inner: Guards, paths: Sequence[str]
+    same: SameInputs, inner: Guards, paths: Sequence[str], offset: int
 ) -> tuple[Guards, Callable[[Sequence[object]], list[object]]]:
-    """Guards over the user's flat values (those of (args, kwargs): no lifted state) and the map from those values
-    to the marked ones the compiled entry takes. `paths`: each flat leaf's source path."""
-    repeats = same.repeats
+    """Guards over the entry's flat values (the state lifted from argument modules, `offset` leaves, then those of
+    (args, kwargs)) and the map from those values to the marked ones the compiled entry takes. `paths`: each flat
+    leaf's source path."""
+    repeats = tuple((later + offset, k + offset) for later, k in same.repeats)
     markers = tuple(SameTensorAs(k) for _, k in repeats)
 
     def marked(values: Sequence[object]) -> list[object]:

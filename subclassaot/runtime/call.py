@@ -23,6 +23,7 @@ from subclassaot.runtime.plan import (
     fresh_output,
     non_view_alias,
     probed_stride,
+    requires_grad_changes,
     wrapper_write_recorded,
 )
 from subclassaot.runtime.real_layouts import set_target_layout, wrapper_layout
@@ -114,16 +115,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             dense.append(cast(torch.Tensor, t))
         return dense
 
-    gains = [
-        flat.tensor_indices[i]
-        for i, after in enumerate(plan.analysis.requires_grad_set)
-        if after and not plan.input_requires_grad[i]
-    ]
-    loses = [
-        flat.tensor_indices[i]
-        for i, after in enumerate(plan.analysis.requires_grad_after)
-        if plan.input_requires_grad[i] and not after
-    ]
+    gains, loses = ([flat.tensor_indices[i] for i in ts] for ts in requires_grad_changes(plan))
 
     # See Note [Gradient Accumulators Of Leaves]: renewed before the compiled call, or after it
     first = plan.analysis.self_set_first or (False,) * len(plan.analysis.self_set)
@@ -178,6 +170,11 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
                     done.append(x)
         outs, prewrapped, wrapper_values, roots = graph_call.run(values, graph_in, dense, symbols)
         prewrapped.update(early)
+        # a leaf's before its writes: eager's program wrote it only once it no longer required grad (a write to a
+        # leaf that requires grad raises), which the epilogue's copies, made with grad on, must see too
+        dropped = [i for i in loses if cast(torch.Tensor, values[i]).is_leaf]
+        for i in dropped:
+            cast(torch.Tensor, values[i]).requires_grad_(False)
         if not epilogue.empty:
             _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values, counters)
         settle_early_counters(at_end, values)
@@ -186,8 +183,9 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         for o, r in late_tails:
             start = len(r.steps) - r.late_steps
             prewrapped[o] = replay_from(prewrapped[o], start, r, ev, symbols, values, shared)
-        for i in loses:
-            cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
+        for i in loses:  # (a view of an input dropped above follows it)
+            if i not in dropped and cast(torch.Tensor, values[i]).requires_grad:
+                cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
         if fresh_only is not None:
             # Every output a fresh plain tensor of the graph: no replay, no wrapping (the common case, kept short;
             # in training the autograd.Function's outputs are all of them).
@@ -243,7 +241,7 @@ def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
             or leaf.onto_input is not None
         ):
             return None
-        if info.data_from is not None:  # Note [History Kept Through .data =]
+        if info.data_from is not None or info.gains_grad:  # Note [History Kept Through .data =]; requires_grad_()
             return None
         out.append(fresh_start + info.leaves[0].index)
     if (

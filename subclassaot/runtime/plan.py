@@ -55,6 +55,20 @@ class RuntimePlan:
     output_types: tuple[type[torch.Tensor] | None, ...] = ()
 
 
+def requires_grad_changes(plan: RuntimePlan) -> tuple[list[int], list[int]]:
+    """Tensor positions whose requires_grad the program changes: those it turns on (set before the graph runs), and
+    those that end without it (detach_(), requires_grad_(False), `.requires_grad = False`, also after turning it on:
+    dropped after the graph ran)."""
+    analysis = plan.analysis
+    gains = [i for i, on in enumerate(analysis.requires_grad_set) if on and not plan.input_requires_grad[i]]
+    loses = [
+        i
+        for i, after in enumerate(analysis.requires_grad_after)
+        if (plan.input_requires_grad[i] or analysis.requires_grad_set[i]) and not after
+    ]
+    return gains, loses
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetracedBackward:
     """A backward for runtime tangents of another structure than the traced one, compiled (Note [Tangent Retrace])."""

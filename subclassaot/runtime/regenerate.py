@@ -167,6 +167,8 @@ def build_outputs(
             size, stride, offset = ev.meta(info.data_meta, symbols)
             stride = probed_stride(plan, outs, info.data_stride_probe, size, stride)
             assign_data_meta(value, size, stride, offset)  # Note [Wrapper Data Assignment]
+        if info.gains_grad and isinstance(value, torch.Tensor) and not value.requires_grad:
+            value.requires_grad_()  # Note [Grad Mode And Autograd Reads]
         result[o] = value
         return value
 

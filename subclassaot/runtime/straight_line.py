@@ -18,7 +18,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import unflattener
 from subclassaot.runtime.epilogue_plan import EpiloguePlan, once_per_location
 from subclassaot.runtime.output_steps import build_order
-from subclassaot.runtime.plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias
+from subclassaot.runtime.plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias, requires_grad_changes
 from subclassaot.runtime.regenerate import (
     has_size_spec,
     intermediate_base,
@@ -84,12 +84,7 @@ def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> 
     """Why this plan needs the generic runner (a step the generated one does not take), or None."""
     analysis, layout = plan.analysis, plan.layout
     before_call = {
-        "requires_grad_() on an input": any(
-            after and not plan.input_requires_grad[i] for i, after in enumerate(analysis.requires_grad_set)
-        ),
-        "detach_() of an input": any(
-            plan.input_requires_grad[i] and not after for i, after in enumerate(analysis.requires_grad_after)
-        ),
+        "requires_grad changed on an input": any(requires_grad_changes(plan)),
         "x.set_(x) on an input": any(analysis.self_set) or any(analysis.self_set_first),
         "accumulators kept or made": any(analysis.kept_accumulators)
         or any(s is not None for s in (*analysis.accumulator_sizes, *analysis.releaf_sizes)),
@@ -130,6 +125,8 @@ def _unsupported_output(info: OutputInfo, prewrapped: bool) -> str | None:
         return "set_() or .data = on it"
     if first is not None and (first.onto_input is not None or first.storage_of is not None):
         return "set_() onto an input"
+    if info.gains_grad:
+        return "requires_grad_() on it"
     if prewrapped or info.kind is not OutputKind.TENSOR:
         return None
     replay = info.replay

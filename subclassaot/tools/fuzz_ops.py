@@ -79,7 +79,7 @@ OpName = Literal[
     "add_", "mul_", "copy_", "zero_", "fill_", "t_", "unsqueeze_", "transpose_", "set_", "resize_",
     "add", "mul", "sin", "clone", "sum",
     "data_assign",
-    "requires_grad_", "storage_free", "storage_refill",
+    "requires_grad_", "requires_grad_set", "storage_free", "storage_refill",
     "SinFn", "DirtyScale", "TransposeSaved",
     "sort", "max_dim", "split_with_sizes",
 ]  # fmt: skip
@@ -352,6 +352,14 @@ def _data_assign(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
     t.data = o
 
 
+def _set_requires_grad(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
+    t.requires_grad = bool(p[0])
+
+
+def _gen_flag(choose: Chooser, t: torch.Tensor) -> Params | None:
+    return (choose.chance(70),) if t.dtype.is_floating_point else None
+
+
 def _refill_expr(t: str, o: str | None, p: Params) -> str:
     fill = f"{t}.copy_({o})" if o is not None else f"{t}.fill_({_f(p[1])!r})"
     return f"{t}.untyped_storage().resize_({_i(p[0])}); {fill}"
@@ -482,6 +490,14 @@ _OPS: tuple[OpDef, ...] = (
         other="always",
     ),
     _op("requires_grad_", STATE, _gen_float, _nullary("requires_grad_"), weight=2, vocabulary=Vocabulary.REQUIRES_GRAD),
+    _op(
+        "requires_grad_set",  # the setter, True or False: eager allows either on leaves only
+        STATE,
+        _gen_flag,
+        (_set_requires_grad, lambda t, o, p: f"{t}.requires_grad = {bool(p[0])!r}"),
+        weight=1,
+        vocabulary=Vocabulary.REQUIRES_GRAD,
+    ),
     _op(
         "storage_free",
         STATE,

@@ -1,7 +1,7 @@
 """Grad mode switched inside a compiled program: enable_grad / set_grad_enabled / no_grad / inference_mode nested in
 any order, and requires_grad_() on inputs, checked against eager through the oracle (outputs' requires_grad,
 grad_fn presence, gradients); what stays refused is refused precisely (Note [Grad Mode And Autograd Reads],
-and requires_grad_() on a view or an intermediate)."""
+and requires_grad_() on a view or an intermediate with grad on)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import subclassaot
 from subclassaot.errors import UnsupportedError
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.corpus import set_to
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
@@ -69,6 +70,22 @@ def requires_grad_on_input(x: T) -> object:
     return x * 3
 
 
+def requires_grad_set_on_input(x: T) -> object:
+    x.requires_grad = True
+    return x * 3
+
+
+def requires_grad_dropped_by_input(x: T) -> object:
+    y = x * 2  # read with grad before: its history reaches x's accumulator
+    x.requires_grad_(False)
+    return y, x * 3
+
+
+def requires_grad_set_off_on_input(x: T) -> object:
+    x.requires_grad = False
+    return x * 3
+
+
 def _grad(*shape: int) -> Make:
     return lambda: (torch.randn(*shape, requires_grad=True),)
 
@@ -88,6 +105,10 @@ def _plain(*shape: int) -> Make:
         (no_grad_write_then_use, _grad(3)),
         (inference_mode_inside, _plain(3)),
         (requires_grad_on_input, _plain(3)),
+        (requires_grad_set_on_input, _plain(3)),
+        (requires_grad_set_on_input, _grad(3)),
+        (requires_grad_dropped_by_input, _grad(3)),
+        (requires_grad_set_off_on_input, _grad(3)),
     ],
     ids=[
         "enable_inside",
@@ -98,6 +119,10 @@ def _plain(*shape: int) -> Make:
         "no_grad_write",
         "inference_mode",
         "requires_grad_input",
+        "requires_grad_setter_input",
+        "requires_grad_setter_input_already",
+        "requires_grad_dropped_by_input",
+        "requires_grad_setter_off_input",
     ],
 )
 def test_grad_mode_switches_match_eager(
@@ -260,12 +285,97 @@ def requires_grad_on_intermediate(x: T) -> object:
     return y * 3
 
 
-@pytest.mark.parametrize("f", [requires_grad_on_view, requires_grad_on_intermediate], ids=["view", "intermediate"])
-def test_requires_grad_on_non_inputs_refused(f: Callable[..., object]) -> None:
+def requires_grad_set_on_intermediate(x: T) -> object:
+    y = x * 2
+    y.requires_grad = True  # the setter: what requires_grad_() does
+    return y * 3
+
+
+@pytest.mark.parametrize(
+    "f",
+    [requires_grad_on_view, requires_grad_on_intermediate, requires_grad_set_on_intermediate],
+    ids=["view", "intermediate", "setter"],
+)
+def test_requires_grad_on_non_inputs_with_grad_refused(f: Callable[..., object]) -> None:
+    """With grad on, the tensor becomes a new autograd leaf that the outputs' histories end in: refused, pointing to
+    the Dynamo backend, which splits the program there (the setter was ignored: outputs without history)."""
     out = f(torch.randn(3, 3))
     assert isinstance(out, T) and out.requires_grad  # eager: the output carries history
-    with pytest.raises(UnsupportedError, match="requires_grad_\\(\\) on a tensor that is not an input"):
+    with pytest.raises(UnsupportedError, match='on a tensor that is not an input .* backend="subclassaot"'):
         subclassaot.compile(f)(torch.randn(3, 3))
+
+
+def requires_grad_on_non_inputs_under_no_grad(x: T) -> object:
+    y = x * 2
+    early = y.view(-1)  # a view taken before the call: the base's flag reaches it
+    y.requires_grad_()
+    v = x[0]
+    v.requires_grad = True  # a view of the input; the input itself keeps its flag
+    return y, early, y.t(), y.sin(), v, v * 2, x.cos()
+
+
+def requires_grad_on_a_returned_intermediate_only(x: T) -> object:
+    y = x.exp()
+    y.requires_grad_(True)
+    return (y,)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [requires_grad_on_non_inputs_under_no_grad, requires_grad_on_a_returned_intermediate_only],
+    ids=["views", "one"],
+)
+@pytest.mark.parametrize("make_inputs", [_plain(2, 3), _grad(2, 3)], ids=["plain", "input_requires_grad"])
+def test_requires_grad_on_non_inputs_in_a_no_grad_call_matches_eager(
+    f: Callable[..., object], make_inputs: Make, compile_fn: CompileFn | None
+) -> None:
+    """Called under no_grad (grad never turned on inside), requires_grad_() or `.requires_grad = True` on a view or an
+    intermediate only sets the flag, which that tensor's views share: the outputs that are such tensors require grad
+    as eager's (leaves, no history). It was refused; the setter was ignored."""
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_requires_grad_on_a_pair_intermediate_in_a_no_grad_call() -> None:
+    def f(x: T) -> object:
+        y = x * 2
+        y.requires_grad_()
+        return y, y + 1
+
+    def make_inputs() -> tuple[object, ...]:
+        return (PairTensor(torch.randn(3), torch.randn(3)),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs)
+        compiled: Callable[..., object] = subclassaot.compile(f)
+        got = cast(tuple[T, T], compiled(*make_inputs()))
+    assert isinstance(got[0], PairTensor) and [t.requires_grad for t in got] == [True, False]
+
+
+def test_requires_grad_on_an_intermediate_with_grad_through_torch_compile() -> None:
+    """What the refusal points to: torch.compile(backend="subclassaot") runs the program with grad on, and the
+    gradients reach the new leaf as eager's."""
+    from subclassaot.tools.dynamo_backend import subclassaot_backend
+
+    def f(x: T, w: T) -> object:
+        y = x * 2
+        y.requires_grad_()
+        return (y * w).sum(), y
+
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(f, backend=subclassaot_backend, options={"backend": "eager"})
+        x, w = torch.randn(3), torch.randn(3, requires_grad=True)
+        got = cast(tuple[T, T], compiled(x, w))
+        want = cast(tuple[T, T], f(x, w))
+        for out in (got, want):
+            out[0].backward()  # type: ignore[no-untyped-call]
+        torch.testing.assert_close(got[0], want[0])
+        assert got[1].is_leaf and want[1].is_leaf and got[1].requires_grad
+        torch.testing.assert_close(got[1].grad, want[1].grad)
+        torch.testing.assert_close(got[1].grad, w.detach())
+    finally:
+        torch._dynamo.reset()
 
 
 def inference_mode_view_of_input(x: T) -> object:
@@ -281,8 +391,17 @@ def inference_mode_view_of_intermediate(x: T) -> object:
     return v, y
 
 
+def inference_mode_view_written_outside(x: T) -> object:
+    with torch.inference_mode():
+        t0 = x.reshape((1, 4))
+    t0.mul_(t0)  # fuzz seed 37200, program 194: the run's inference tensor raised (a crash)
+    return ()
+
+
 @pytest.mark.parametrize(
-    "f", [inference_mode_view_of_input, inference_mode_view_of_intermediate], ids=["input", "intermediate"]
+    "f",
+    [inference_mode_view_of_input, inference_mode_view_of_intermediate, inference_mode_view_written_outside],
+    ids=["input", "intermediate", "written_outside"],
 )
 @pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
 def test_view_inside_inference_mode_of_a_tensor_made_outside_refused(f: Callable[..., object], grad: bool) -> None:
@@ -365,14 +484,26 @@ def requires_grad_after_set_of_a_view(x: T) -> object:
     return ()
 
 
+def requires_grad_after_a_view_of_an_aliasing_input(x0: T, x1: T) -> object:
+    t0 = x1[:, 1:1:2]  # x1, a view of x0: eager's t0, taken before, has no history
+    x0.requires_grad_()
+    return (t0,)
+
+
+def _aliased() -> tuple[object, ...]:
+    b0 = torch.randn((2, 4))
+    return (b0, b0[:, 2:4:2])
+
+
 @pytest.mark.parametrize(
     ("f", "make_inputs"),
     [
         (requires_grad_after_compute, _plain(2, 2)),
         (requires_grad_after_view, lambda: (torch.randn(1, 4)[:, 2:3:2],)),
         (requires_grad_after_set_of_a_view, lambda: (torch.randn(2, 4, 1).view(4, 2),)),
+        (requires_grad_after_a_view_of_an_aliasing_input, _aliased),  # fuzz seed 37100, program 985: DIVERGED
     ],
-    ids=["compute", "view", "set_of_a_view"],
+    ids=["compute", "view", "set_of_a_view", "view_of_an_aliasing_input"],
 )
 def test_requires_grad_on_input_after_its_use_refused(f: Callable[..., object], make_inputs: Make) -> None:
     """Eager's results computed before requires_grad_() carry no history; the compiled call made the input require
@@ -664,3 +795,155 @@ def test_enable_grad_region_failing_in_the_no_grad_forward_trace_is_refused_as_s
         with pytest.raises(UnsupportedError, match="traces the forward's values under no_grad") as raised:
             subclassaot.compile(f)(*make_inputs())
     assert "called under no_grad" not in str(raised.value)
+
+
+def requires_grad_turned_on_then_off(x: T) -> object:
+    x.requires_grad = True
+    x.requires_grad = False  # fuzz seed 37100, program 297: the input ended requiring grad
+    return (x,)
+
+
+def requires_grad_off_then_written_through_its_twin(x0: T, x1: T) -> object:
+    x0.requires_grad = False  # x0 and x1 are one tensor
+    x1.mul_(-1.0)  # fuzz seed 37100, program 384: the epilogue wrote it while it still required grad (a crash)
+    return ()
+
+
+def detached_then_written(x: T) -> object:
+    y = x * 2
+    x.detach_()
+    x.mul_(-1.0)
+    return (y,)
+
+
+def _twice() -> tuple[object, ...]:
+    b0 = torch.randn(3, requires_grad=True)
+    return (b0, b0)
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (requires_grad_turned_on_then_off, _plain(3)),
+        (requires_grad_off_then_written_through_its_twin, _twice),
+        (detached_then_written, _grad(3)),
+    ],
+    ids=["on_then_off", "off_then_written_twin", "detached_then_written"],
+)
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_requires_grad_dropped_on_an_input_matches_eager(
+    f: Callable[..., object], make_inputs: Make, grad: bool
+) -> None:
+    """An input's flag turned off (setter, or detach_()) is dropped after the graph, before the epilogue writes it
+    where it is a leaf (eager wrote it only once it no longer required grad), and also after turning it on."""
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make_inputs)
+
+
+def _grad_clone(*shape: int) -> Make:
+    def make() -> tuple[object, ...]:
+        with torch.enable_grad():  # (made inside the test's no_grad block)
+            return (torch.randn(*shape, requires_grad=True).clone(),)
+
+    return make
+
+
+def inference_view_then_base_written(x: T) -> object:
+    with torch.inference_mode():
+        t0 = x.reshape((2, 1, 1))
+    x.fill_(3.0)  # fuzz seed 37100, program 1541: eager's t0.grad_fn raises, the compiled output was a leaf
+    return (t0,)
+
+
+def inference_view_then_written_through_a_view(x: T) -> object:
+    with torch.inference_mode():
+        t0 = x.reshape((1, 4))
+    t0.unbind(1)[1].add_(-1.0)  # fuzz seed 37100, program 386
+    return (t0,)
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs", "plain"),
+    [
+        (inference_view_then_base_written, _grad_clone(1, 2, 1), (1, 2, 1)),
+        (inference_view_then_written_through_a_view, _grad(4), (4,)),
+    ],
+    ids=["base_written", "written_through_a_view"],
+)
+def test_view_inside_inference_mode_of_a_grad_tensor_written_after_refused(
+    f: Callable[..., object], make_inputs: Make, plain: tuple[int, ...]
+) -> None:
+    with torch.no_grad():
+        out = cast(tuple[T], f(*make_inputs()))
+        assert out[0]._is_view() and out[0].requires_grad
+        with pytest.raises(RuntimeError, match="A view was created in inference mode"):
+            out[0].is_leaf  # noqa: B018  # eager's read raises
+        with pytest.raises(UnsupportedError, match="is a view taken inside a torch.inference_mode\\(\\) block"):
+            subclassaot.compile(f)(*make_inputs())
+        assert_matches_eager(f, _plain(*plain))  # without grad, eager's view reads fine: compiled
+
+
+def set_self_in_inference_mode_with_grad_on(x0: T) -> object:
+    with torch.inference_mode():
+        with torch.set_grad_enabled(True):
+            set_to(x0, x0)  # fuzz seed 37100, program 1937: inference mode records nothing; ours made a raising node
+    return (x0,)
+
+
+def set_with_grad_from_a_view_input(x0: T, x1: T) -> object:
+    x0.copy_(x0)
+    t0 = x0.add(x1)
+    with torch.enable_grad():
+        set_to(t0, x0)  # fuzz seed 37100, program 1249: raised from the run, whose x0 is laid out under no_grad
+    return (t0,)
+
+
+def _view_and_base() -> tuple[object, ...]:
+    with torch.enable_grad():
+        b0 = torch.randn((1, 4, 3), requires_grad=True).clone()
+        return (b0.unsqueeze(-3), b0)
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs", "grad"),
+    [
+        (set_self_in_inference_mode_with_grad_on, _grad_clone(1, 3), True),
+        (set_with_grad_from_a_view_input, _view_and_base, False),
+    ],
+    ids=["set_self_inference_mode", "set_from_view_input"],
+)
+def test_set_with_grad_switched_inside_matches_eager(f: Callable[..., object], make_inputs: Make, grad: bool) -> None:
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make_inputs)
+
+
+def requires_grad_off_inside_inference_mode(x0: T) -> object:
+    with torch.inference_mode():
+        x0.requires_grad = False  # fuzz seed 37200, program 838: the flag stayed on and the counter moved
+    return (x0,)
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_requires_grad_off_inside_inference_mode_matches_eager(grad: bool) -> None:
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(requires_grad_off_inside_inference_mode, _grad(4))
+
+
+def requires_grad_off_with_a_view_passed_too(x0: T, x1: T) -> object:
+    x1.mul_(-1.0)
+    x0.requires_grad = False  # eager's x1 keeps its history; the run's x1 followed x0 (fuzz seed 37200, 1783)
+    return (x1,)
+
+
+def test_requires_grad_off_on_an_input_sharing_storage_refused() -> None:
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = torch.randn((4, 4), requires_grad=True)
+            return (b0, b0.expand((4, 4)))
+
+    with torch.no_grad():
+        a, b = cast(tuple[T, T], make_inputs())
+        requires_grad_off_with_a_view_passed_too(a, b)  # eager runs it
+        a, b = cast(tuple[T, T], make_inputs())
+        with pytest.raises(UnsupportedError, match="turns requires_grad off on an input that shares storage"):
+            subclassaot.compile(requires_grad_off_with_a_view_passed_too)(a, b)

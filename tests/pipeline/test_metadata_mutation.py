@@ -7,6 +7,7 @@ Bases]).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import pytest
 import torch
@@ -1263,3 +1264,39 @@ def test_leaf_self_set_and_layout_op_under_no_grad(compile_fn: CompileFn | None,
         return (x0.mul(2.0),)
 
     check_with_grad(f, lambda: (leaf(3, 4),), compile_fn)
+
+
+def test_one_tensor_twice_beside_a_module_argument() -> None:
+    # fuzz seed 36000 #6866 (CRASHED): a module among the arguments turned the same-tensor path of Note [Synthetic
+    # Bases] off, and the alias-group path gave each position a stand-in of its own, so the set_() with grad through
+    # x2's view left x1's a leaf that requires grad ("a leaf Variable ... in-place"). The markers and the guards now
+    # count the leaves lifted from the module, which come first in the entry's flat inputs
+    class Stats(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
+
+    def f(m: torch.nn.Module, x0: T, x1: T, x2: T) -> object:
+        t0 = x2.diagonal(1, 0, 1)
+        set_to(t0, x0)
+        x1.copy_(x0)
+        with torch.no_grad():
+            cast(T, m.steps).add_(1)
+        return (x2 * 2,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((4, 3), requires_grad=True).clone()
+        b1 = torch.randn((4, 1))
+        return (Stats(), b0.as_strided((1,), (1,), 1), b1, b1)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs)
+    compiled = subclassaot.compile(f)
+    m = Stats()
+    with torch.enable_grad():
+        _, a0, a1, _ = cast(tuple[object, T, T, T], make_inputs())
+        compiled(m, a0, a1, a1)
+        _, b0, b1, _ = cast(tuple[object, T, T, T], make_inputs())
+        compiled(m, b0, b1, torch.randn((4, 1)))  # distinct tensors at the repeated positions: recompiled
+    assert compiled.compile_count == 2 and "very same tensor" in compiled.recompile_reasons[0]
+    assert int(cast(T, m.steps)) == 2

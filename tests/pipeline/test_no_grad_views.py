@@ -1558,6 +1558,28 @@ def test_as_strided_input_leaving_the_view_it_was_taken_of(compile_fn: CompileFn
         assert_matches_eager(f, within, compile_fn=compile_fn)
 
 
+def test_as_strided_input_leaving_its_view_beside_a_base_data_assigned(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 36000 #6907 (DIVERGED, Note [as_strided On Inputs]): x1, an as_strided() of b0.unbind(0)[1] at offset
+    # 0, outside that view: eager's backward drops the element (b0's gradient is zero). `x0.data = ...` on its base
+    # x0 made the compiled call send the group's gradients through the base, which reaches it (6 at [0]): refused.
+    # Without the assignment it compiles and matches eager
+    def assigned(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        t0 = x1.mul(2.0)
+        x0.data = x1
+        return (t0,)
+
+    def unassigned(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        return (x1.mul(2.0),)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((3, 3, 1), requires_grad=True).clone()
+        return (b0, b0.unbind(0)[1].as_strided((1,), (1,), 0))
+
+    with torch.enable_grad():
+        assert_refused(assigned, make_inputs, compile_fn, r"args\[1\]: an as_strided\(\) view that reaches elements")
+        assert_matches_eager(unassigned, make_inputs, compile_fn=compile_fn)
+
+
 def test_view_input_read_after_its_base_is_set_under_no_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 30000 #7742 (Note [Stale View Functions]): x2 is x0's base; its set_() to a 0-d tensor moves the
     # counter x0 shares, so eager's read of x0 rebuilds x0's history on x2's new geometry (x2.grad of shape ()), where

@@ -57,6 +57,7 @@ from subclassaot.pipeline.rules.set_storage_rules import (
 from subclassaot.pipeline.rules.stale_views import (
     check_stale_set,
     check_stale_views,
+    input_named,
     layout_of,
     note_assigned,
     note_before,
@@ -314,6 +315,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 note_self_set(self.record, args[0])  # Note [Gradient Accumulators Of Leaves]
             return args[0]
         if func in SET_OPS and args and is_functional(args[0]):
+            grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+            if self.depth == 0 and not self.record.grad_at_start and grad and reads_grad((args, kwargs)):
+                self.record.grad_reenabled.append("set_")  # Note [Grad Mode And Autograd Reads] (no torch function)
             if self.depth == 0:
                 with no_torch_function():  # set_ never reaches the torch-function mode: its checks run here
                     check_stale_views(self.record, args, kwargs)
@@ -428,7 +432,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
     def _grad_set(self, x: torch.Tensor, source: torch.Tensor | None = None) -> None:
         """Note [set_ Under Grad]: set_() of `x` with grad on. On a view taken with grad on, eager's autograd
         rebases the view's base on the set_ node too: its history then raises in backward as well. `source`: the
-        tensor set_() to (Note [set_ Under Grad])."""
+        tensor set_() to (Note [set_ Under Grad]). Inside inference_mode autograd records nothing, grad mode on or off."""
+        if torch.is_inference_mode_enabled():
+            return
         self.record.grad_set_ids.add(id(x))
         t = x
         while (record := self.record.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
@@ -699,6 +705,14 @@ def _plain_tensor(t: object) -> bool:
     return isinstance(t, torch.Tensor) and not is_traceable_subclass(t)
 
 
+def _stands_for_leaf_input(record: SwapRecord, args: tuple[Any, ...]) -> bool:
+    """Is args[0] the run's stand-in, no leaf, for a tensor input that is a leaf requiring grad in eager?"""
+    if not args or not isinstance(args[0], torch.Tensor) or is_functorch_wrapped(args[0]):
+        return False
+    found = record.input_positions.get(id(args[0]))
+    return found is not None and found[1].is_leaf and args[0].requires_grad and not args[0].is_leaf
+
+
 class _DataMode(TorchFunctionMode):
     def __init__(self, record: SwapRecord) -> None:
         super().__init__()
@@ -766,17 +780,40 @@ class _DataMode(TorchFunctionMode):
         ):
             if not is_functional(target):
                 self._record_assignment(target, args[1])
+        # requires_grad_(), or the `.requires_grad = True` setter, which does the same
+        setter = owner == "requires_grad" and name == "__set__"
         if (
-            func is torch.Tensor.requires_grad_
+            (func is torch.Tensor.requires_grad_ or setter)
             and args
+            and isinstance(args[0], torch.Tensor)
             and not is_functorch_wrapped(args[0])  # Note [Grad Mode And Autograd Reads]
             and (args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
         ):
             self.record.requires_grad_set.add(id(args[0]))
             if not args[0].requires_grad:
-                self.record.requires_grad_gained.add(id(args[0]))
-                if id(args[0]) in self.record.read_with_grad:
+                self.record.requires_grad_gained[id(args[0])] = torch.is_grad_enabled()
+                if id(args[0]) in self.record.read_with_grad or (
+                    not is_traceable_subclass(args[0]) and storage_key(args[0]) in self.record.storages_read_with_grad
+                ):
                     self.record.gained_after_read.add(id(args[0]))
+        flag = setter or func is torch.Tensor.requires_grad_
+        turns_on = flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
+        if flag and (setter or not turns_on) and _stands_for_leaf_input(self.record, args):
+            # See Note [Grad Mode And Autograd Reads]: the run's stand-in for a leaf input is no leaf, where the setter
+            # and requires_grad_(False) raise; eager's leaf keeps requiring grad, or stops as by detach_()
+            if not turns_on:
+                key = storage_key(args[0])
+                if any(t is not args[0] and storage_key(t) == key for t in self.record.run_inputs):
+                    raise UnsupportedError(
+                        f"{input_named(self.record, args[0])}the program turns requires_grad off on an input that "
+                        "shares storage with another input (requires_grad_(False), `.requires_grad = False`): the "
+                        "run lays the inputs over that storage out under no_grad, so the others' flags would follow "
+                        "this one's where eager's views keep the history they were taken with. Pass the tensor "
+                        "once, or turn requires_grad off outside the compiled function"
+                    )
+                with torch.inference_mode(False):  # (the flag is no write: inference mode changes nothing)
+                    self._function(torch.Tensor.detach_, (args[0],), {})
+            return None if setter else args[0]
         if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
             self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
         # (an attribute read, or a call inside inference_mode, makes no result that requires grad)
@@ -808,10 +845,17 @@ class _DataMode(TorchFunctionMode):
             taken = {storage_key(a) for a in pytree.tree_leaves((args, kwargs)) if _plain_tensor(a)}
             made = {storage_key(o) for o in pytree.tree_leaves(out) if _plain_tensor(o)}
             self.record.inference_made.update(made - taken)
+            if args and _plain_tensor(args[0]):  # a view: a result over the storage it read
+                if args[0].requires_grad or id(args[0]) in self.record.inference_views:
+                    for o in pytree.tree_leaves(out):
+                        if _plain_tensor(o) and o is not args[0] and storage_key(o) in taken:
+                            self.record.inference_views[id(o)] = self.record.seq
         if torch.is_grad_enabled() and any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out)):
             for a in pytree.tree_leaves((args, kwargs)):
                 if isinstance(a, torch.Tensor):
                     self.record.read_with_grad[id(a)] = self.record.seq
+                    if not is_traceable_subclass(a) and not is_functorch_wrapped(a):
+                        self.record.storages_read_with_grad.add(storage_key(a))
         note_detach(self.record, func, args)  # Note [Grad Mode And Autograd Reads]
         note_wrapper_storage(self.record, func, args, out)  # Note [Autograd Sees The Wrapper]
         note_traced_storage(self.record, func, args, out)  # Note [Storage Swaps By Rebinding]

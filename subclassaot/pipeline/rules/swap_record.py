@@ -93,18 +93,25 @@ class SwapRecord:
     # Grad])
     plain_grad_sets: dict[int, torch.Tensor] = field(default_factory=dict)
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
-    requires_grad_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad
+    # ... of those, the ones that did not require grad, and whether grad mode was on at the call
+    requires_grad_gained: dict[int, bool] = field(default_factory=dict)
     # ... of those, the ones a torch function read with grad mode on before (it made a tensor of them that eager's
     # autograd did not record), and the id() of every tensor such a read took
     gained_after_read: set[int] = field(default_factory=set)
     # storage_key() of the tensors torch functions returned with inference mode on: eager's are inference tensors,
     # whose views (taken there or later) keep no view relation
     inference_made: set[object] = field(default_factory=set)
+    # id() of the views taken there of a tensor made outside that requires grad -> `seq` then: eager's, a view that
+    # requires grad, raises at a grad_fn read once its storage is written after
+    inference_views: dict[int, int] = field(default_factory=dict)
     # id() of the tensors a custom autograd.Function marked dirty -> its class (Note [Custom
     # Functions])
     marked_dirty: dict[int, type] = field(default_factory=dict)
     # id() of the tensors an op with grad read -> `seq` at the last such read (Note [Stale View Functions])
     read_with_grad: dict[int, int] = field(default_factory=dict)
+    # ... the storages of the plain ones: a requires_grad_() after a read of another tensor over the storage (a view
+    # the caller passed too) leaves eager's earlier results without history (Note [Grad Mode And Autograd Reads])
+    storages_read_with_grad: set[object] = field(default_factory=set)
     # torch functions the program called with requires_grad=True (Note [Grad Mode And Autograd Reads])
     grad_factories: list[str] = field(default_factory=list)
     # answers of the program's reads of is_leaf / requires_grad / grad_fn, in call order; the analysis run's answers
