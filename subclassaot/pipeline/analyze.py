@@ -495,22 +495,28 @@ def _output_info(
             graph_count += 1
             continue
         if key in current:
-            _check_within_swapped_input(path, leaf, run, current[key])
+            # (inputs sharing the storage at the end: the one that is eager's `._base`, where one is; fuzz seed 37200,
+            # #988: `x1.set_(x0)`, a view of x0 was given x1 as its base)
+            base = leaf._base if tree is None and leaf._is_view() else None
+            at = next(
+                (DenseIndex(j) for j, f in enumerate(run.finals) if f is base and storage_key(f) == key), current[key]
+            )
+            _check_within_swapped_input(path, leaf, run, at)
             regrad = tree is None and run.swaps.grad_set_view_of(leaf, run.user_tensors)
             if tree is None and not regrad:
                 check_grad_view_of_moved_input(path, leaf, run.finals)
-            hidden = hidden_base(leaf, run, current[key], input_by_id, earlier, meta != leaf_meta(leaf))
-            meta = alias_meta(leaf, run, current[key], original.get(key))  # Note [as_strided On Inputs]
-            input_layout = key not in original and meta == leaf_meta(run.finals[current[key]])
+            hidden = hidden_base(leaf, run, at, input_by_id, earlier, meta != leaf_meta(leaf))
+            meta = alias_meta(leaf, run, at, original.get(key))  # Note [as_strided On Inputs]
+            input_layout = key not in original and meta == leaf_meta(run.finals[at])
             if key not in original and not input_layout:
-                own_layout.append(current[key])  # Note [Strides The Kernels Choose]
+                own_layout.append(at)  # Note [Strides The Kernels Choose]
             out_leaves.append(
                 OutputLeaf(
                     source=LeafSource.INPUT_ALIAS,
-                    index=current[key],
+                    index=at,
                     meta=meta,
                     is_view=is_view(leaf),
-                    same_object=leaf is run.finals[current[key]],
+                    same_object=leaf is run.finals[at],
                     input_layout=input_layout,
                     hidden_base=hidden,
                     foreign_base=None

@@ -1700,3 +1700,31 @@ def test_set_of_a_view_of_a_set_view() -> None:
         with pytest.raises(UnsupportedError, match="for the set_\\(\\), which does not make eager's history"):
             subclassaot.compile(set_again)(*make_inputs())
         assert_matches_eager(read, make_inputs)
+
+
+def test_view_of_an_output_relaid_after_and_set_onto_by_an_input(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 37200 #167 (DIVERGED, Note [Output Regeneration]): t1 = t0.view(...), then t0.transpose_(): eager's
+    # t1._base is t0 (out[1]); x0.set_(t0) puts the input over t0's storage, and t1 was regenerated as a view of x0.
+    # It is now replayed from out[1] as laid out when the view was taken
+    def f(x0: torch.Tensor) -> object:
+        t0 = x0.add(-1.0)
+        set_to(x0, t0)
+        t1 = t0.view((4, 2, 3))
+        t0.transpose_(0, 2)
+        return (t1, t0)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn((4, 3, 2)),), compile_fn=compile_fn)
+
+
+def test_view_of_an_input_another_input_was_set_onto(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 37200 #988 (DIVERGED): after `x1.set_(x0)` both inputs end over x0's storage; t1, a view of a view of
+    # x0 (set_() to x0 in between), was given x1 as its `._base` (the last input over the storage); eager's is x0
+    def f(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        set_to(x1, x0)
+        t0 = x0[0:1:2]
+        set_to(t0, x0)
+        return (t0[:, :, 0:1:2],)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn((1, 3, 1)), torch.randn((4,))), compile_fn=compile_fn)

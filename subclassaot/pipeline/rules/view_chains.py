@@ -204,6 +204,12 @@ def _replay_of(
             return Replay(
                 source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), source_meta=source_meta
             )
+        plain = not is_traceable_subclass(value) and not is_traceable_subclass(t)
+        if plain and id(t) in earlier and not (torch.is_grad_enabled() and value.requires_grad):
+            # an earlier output, eager's `._base`, relaid since the view was taken (t0.transpose_() after t0.view()):
+            # the steps from it as laid out then, as_strided (fuzz seed 37200, #167: the view came from the input)
+            source_meta = _meta_exprs(first.source_meta)
+            return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps), source_meta=source_meta)
         source = t  # Note [Output Regeneration]
         return detached_before_change(
             value, t, first.source_meta, tuple(steps), earlier.get(id(t)), lambda s: root_replay(source, bases, s)
