@@ -1580,6 +1580,26 @@ def test_as_strided_input_leaving_its_view_beside_a_base_data_assigned(compile_f
         assert_matches_eager(unassigned, make_inputs, compile_fn=compile_fn)
 
 
+def test_as_strided_input_leaving_its_view_beside_a_read_outside_the_inputs(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 38000 #245 (DIVERGED, Note [as_strided On Inputs]): x1 leaves the select() it was taken of (eager drops
+    # its gradient); `x0.as_strided(..., 0)` reads outside x0, so both compile over the whole storage as one base,
+    # which sent x1's gradient to b0[0]: refused. Without the outside read it compiles and matches eager
+    def outside(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        x0.as_strided((1,), (2,), 0)
+        return (x1.expand(()),)
+
+    def inside(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        return (x1.expand(()),)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((4,), requires_grad=True)
+        return (b0[2:4], b0.select(0, -2).as_strided((), (), 0))
+
+    with torch.enable_grad():
+        assert_refused(outside, make_inputs, compile_fn, r"args\[1\]: an as_strided\(\) view that reaches elements")
+        assert_matches_eager(inside, make_inputs, compile_fn=compile_fn)
+
+
 def test_view_input_read_after_its_base_is_set_under_no_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 30000 #7742 (Note [Stale View Functions]): x2 is x0's base; its set_() to a 0-d tensor moves the
     # counter x0 shares, so eager's read of x0 rebuilds x0's history on x2's new geometry (x2.grad of shape ()), where

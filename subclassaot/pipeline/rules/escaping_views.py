@@ -30,16 +30,20 @@ def refuse_written_escaping_views(flat: FlatInputs, layout: DenseLayout, analysi
         # makes eager rebuild its history from the base at its next read (Note [Stale View Functions]); a change of
         # another input over the storage (`.data =` of the base: fuzz seed 36000, #6907) makes the compiled call
         # send the group's gradients through the base, where eager's view keeps its own history
-        others = [analysis.mutations[m] for g in layout.groups if set(own) & set(g.members) for m in g.members]
-        if not any(
-            (m.data and m.autograd_visible and not m.hidden_from_autograd) or m.version_bumped for m in muts
-        ) and not any(m.any or m.version_bumped for m in others):
+        # as does a group over the whole storage (the program reads outside its members: fuzz seed 38000, #245)
+        groups = [g for g in layout.groups if set(own) & set(g.members)]
+        others = [analysis.mutations[m] for g in groups for m in g.members]
+        if (
+            not any((m.data and m.autograd_visible and not m.hidden_from_autograd) or m.version_bumped for m in muts)
+            and not any(m.any or m.version_bumped for m in others)
+            and not any(g.whole_storage for g in groups)
+        ):
             continue
         if _has_as_strided(real) and _history_loses_gradient(real, real._base):
             raise UnsupportedError(
                 f"{flat.leaves[k].path}: an as_strided() view that reaches elements of its base that the view it "
                 "was taken of does not, and that the program writes (or changes in place, or changes another input "
-                "over its storage): eager's write sends the "
+                "over its storage, or reads outside the inputs over it): eager's write sends the "
                 "gradient to the base, or eager rebuilds the view's history from the base at its next read, while "
                 "the view's own history loses it (Note [as_strided On Inputs]); not supported in training. Take the "
                 "as_strided() view of the base itself (base.as_strided(...)), or write a clone"
