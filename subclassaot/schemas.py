@@ -490,6 +490,9 @@ class Analysis:
     # per dense leaf: the program read a view of its synthetic base whose history autograd rebuilt from a view
     # function that misses an in-place view op (Note [Stale View Functions]); () outside alias groups
     stale_view_reads: tuple[bool, ...] = ()
+    # paths of plain view inputs that require grad, read with grad after the program set_() them under no_grad to
+    # another storage or layout (Note [Stale View Functions]): refused after the other training checks
+    views_read_after_own_set: tuple[str, ...] = ()
     # per tensor input with in-place view ops (subclasses): how many ran before the program's last write of its data,
     # None if unknown (Note [Stale View Functions]); () where not computed
     write_steps: tuple[int | None, ...] = ()

@@ -74,7 +74,7 @@ from subclassaot.pipeline.rules.leaf_mutations import leaf_mutations, wrappers_a
 from subclassaot.pipeline.rules.own_base import check_own_base_run, with_own_base_views
 from subclassaot.pipeline.rules.set_storage_rules import storage_resize_plan
 from subclassaot.pipeline.rules.stale_subclass_views import check_stale_subclass_outputs
-from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set
+from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set, views_read_after_own_set
 from subclassaot.pipeline.rules.storage_classes import wrapper_storage_classes
 from subclassaot.pipeline.rules.swap_record import elements_of
 from subclassaot.pipeline.rules.training_rules import (
@@ -227,6 +227,7 @@ def analyze(
         ),
         inplace_view_ops=tuple(id(t) in run.swaps.inplace_views for t in run.user_tensors),
         stale_view_reads=stale,
+        views_read_after_own_set=views_read_after_own_set(flat, run.user_tensors, run.swaps),
         last_bumps=tuple(last_bump(t, run) for t in run.user_tensors),
         read_after_set=tuple(id(t) in run.swaps.read_after_set for t in run.user_tensors),
         read_after_hidden_resize=tuple(

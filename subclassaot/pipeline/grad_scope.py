@@ -60,6 +60,16 @@ __all__ = [
 #   the input where it is no view; the other input where it views one passed; refused for a base not passed); reads from
 #   an intermediate answer the run's own. The guards check each input's requires_grad, is_leaf where it requires grad,
 #   and, for inputs so read, that each is still no view or a view of that input.
+# - requires_grad_() and the `.requires_grad =` setter (one rule). On an input: turned on, the call compiles for
+#   training with it requiring grad from the start (refused after a read of it, or of another tensor over its
+#   storage, with grad on: eager's earlier results carry no history); turned off, the run's stand-in (no leaf, where
+#   both raise) is detach_()ed and the runtime drops the real leaf's flag after the graph and before the epilogue's
+#   writes (refused where another input shares its storage). On a view or an intermediate: in a call under no_grad
+#   that never turns grad on, only the flag changes, which its views share, and the outputs that are such tensors are
+#   made to require grad once built (OutputInfo.gains_grad); with grad on, eager makes a new leaf the outputs'
+#   histories end in, which one graph over the inputs cannot: refused, pointing to the Dynamo backend.
+# - Inside inference_mode autograd records nothing whatever the grad mode; a view taken there of a tensor made outside
+#   it is an inference tensor in the trace: refused where that shows (rules in functional_run.py and analyze.py).
 
 
 def check_grad_factories(factories: Sequence[str], *, training: bool) -> None:

@@ -1600,6 +1600,26 @@ def test_as_strided_input_leaving_its_view_beside_a_read_outside_the_inputs(comp
         assert_matches_eager(inside, make_inputs, compile_fn=compile_fn)
 
 
+def test_view_input_read_after_it_is_set_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 39000 #3399 (DIVERGED, Note [Stale View Functions]): x0 = b0.unsqueeze(-2), set_() under no_grad to
+    # a tensor of another size, then read with grad: eager rebuilds x0's history on the new geometry, the compiled
+    # graph kept the old one (its backward failed a shape check): refused. (The fuzz program set_() it to its base,
+    # another input: the shared-storage rule refuses that form first.)
+    def read(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        with torch.no_grad():
+            set_to(x0, x1)
+        return (-x0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((1, 3, 2), requires_grad=True).clone()
+        return (b0.unsqueeze(-2), torch.randn((1, 3, 2)))
+
+    with torch.enable_grad():
+        x0, x1 = cast(tuple[torch.Tensor, torch.Tensor], make_inputs())
+        read(x0, x1)  # eager runs it
+        assert_refused(read, make_inputs, compile_fn, "args\\[0\\]: a view input that requires grad is read with grad")
+
+
 def test_view_input_read_after_its_base_is_set_under_no_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 30000 #7742 (Note [Stale View Functions]): x2 is x0's base; its set_() to a 0-d tensor moves the
     # counter x0 shares, so eager's read of x0 rebuilds x0's history on x2's new geometry (x2.grad of shape ()), where

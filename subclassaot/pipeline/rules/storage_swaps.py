@@ -780,14 +780,14 @@ class _DataMode(TorchFunctionMode):
         ):
             if not is_functional(target):
                 self._record_assignment(target, args[1])
-        # requires_grad_(), or the `.requires_grad = True` setter, which does the same
+        # requires_grad_(), or the `.requires_grad =` setter, which does the same
         setter = owner == "requires_grad" and name == "__set__"
+        flag = setter or func is torch.Tensor.requires_grad_
+        turns_on = flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
         if (
-            (func is torch.Tensor.requires_grad_ or setter)
-            and args
+            turns_on
             and isinstance(args[0], torch.Tensor)
             and not is_functorch_wrapped(args[0])  # Note [Grad Mode And Autograd Reads]
-            and (args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
         ):
             self.record.requires_grad_set.add(id(args[0]))
             if not args[0].requires_grad:
@@ -796,8 +796,6 @@ class _DataMode(TorchFunctionMode):
                     not is_traceable_subclass(args[0]) and storage_key(args[0]) in self.record.storages_read_with_grad
                 ):
                     self.record.gained_after_read.add(id(args[0]))
-        flag = setter or func is torch.Tensor.requires_grad_
-        turns_on = flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
         if flag and (setter or not turns_on) and _stands_for_leaf_input(self.record, args):
             # See Note [Grad Mode And Autograd Reads]: the run's stand-in for a leaf input is no leaf, where the setter
             # and requires_grad_(False) raise; eager's leaf keeps requiring grad, or stops as by detach_()
