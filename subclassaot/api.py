@@ -52,7 +52,7 @@ from subclassaot.pipeline.rules.hidden_bases import (
     find_hidden_bases,
     hidden_base_guards,
 )
-from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_own_set
+from subclassaot.pipeline.rules.hidden_layouts import refuse_stale_view_layouts
 from subclassaot.pipeline.rules.storage_reach import StorageReachError
 from subclassaot.pipeline.rules.training_rules import (
     check_overlapping_plain_groups,
@@ -572,7 +572,7 @@ def _compile_over(
         check_overlapping_plain_groups(flat, layout, analysis, fakes)
         check_multi_output_view_inputs(flat, layout, analysis)
         check_multi_output_view_outputs(flat, layout, analysis)
-        refuse_views_read_after_own_set(analysis.views_read_after_own_set)  # Note [Stale View Functions]
+        refuse_stale_view_layouts(list(analysis.views_read_after_own_set))  # Note [Stale View Functions]
     inference = functools.cache(
         functools.partial(
             _trace_inference, training, call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions

@@ -463,8 +463,8 @@ def views_read_after_own_set(
 ) -> tuple[str, ...]:
     """Note [Stale View Functions]: the paths of plain view inputs that require grad, read with grad by the program
     after it set_() them under no_grad to a tensor of another size, which they end with (fuzz seed 39000, #3399: the
-    compiled backward failed a shape check); refused after the training checks (`refuse_views_read_after_own_set`),
-    whose messages say more where they apply. (Another storage or layout of the same size is left to the other rules:
+    compiled backward failed a shape check); refused after the training checks (by `refuse_stale_view_layouts`,
+    whose own record misses this case), so their messages stand where they apply. (Another storage or layout of the same size is left to the other rules:
     a write with grad in between gives the view a history of the new layout.)"""
     paths = []
     for i, k in enumerate(flat.tensor_indices):
@@ -479,16 +479,6 @@ def views_read_after_own_set(
         if tuple(user_tensors[i].shape) != tuple(real.shape):
             paths.append(flat.leaves[k].path)
     return tuple(paths)
-
-
-def refuse_views_read_after_own_set(paths: Sequence[str]) -> None:
-    if paths:
-        raise UnsupportedError(
-            f"{paths[0]}: a view input that requires grad is read with grad after the program set_() it under "
-            "no_grad to a tensor of another size: eager rebuilds its history as an as_strided() of its base in the "
-            "new geometry, where the compiled one keeps the history the view came with (Note [Stale View "
-            "Functions]); not supported in training. set_() a clone, or read the view before the set_()"
-        )
 
 
 def refuse_views_read_after_base_set(
