@@ -1748,3 +1748,27 @@ def test_open_view_input_set_to_a_clone_with_grad() -> None:
 
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs)
+
+
+def test_set_of_a_view_after_its_base_data_assigned() -> None:
+    # fuzz seed 40000 #1383 (CRASHED, Note [Stale View Functions]): t0 = x0.transpose(1, 0) with grad, then
+    # `x0.data = x1` (1-d), then `set_to(t0, x1)` with grad: autograd rebases t0's history by replaying transpose on
+    # x0's new layout, which raised from the trace. Refused now; without the set_() the program matches eager
+    def set_after(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        t0 = x0.transpose(1, 0)
+        x0.data = x1
+        set_to(t0, x1)
+        return (x1,)
+
+    def without(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        t0 = x0.transpose(1, 0)
+        x0.data = x1
+        return (x1, t0 * 2)
+
+    def make_inputs() -> tuple[torch.Tensor, torch.Tensor]:
+        return (torch.randn((3, 3), requires_grad=True).clone(), torch.randn((4,)))
+
+    with torch.enable_grad():
+        with pytest.raises(UnsupportedError, match="for the set_\\(\\), which does not make eager's history"):
+            subclassaot.compile(set_after)(*make_inputs())
+        assert_matches_eager(without, make_inputs)

@@ -415,7 +415,13 @@ def check_stale_set(record: SwapRecord, target: torch.Tensor, source: object) ->
     once the set_ ran, below the ops the program calls (it may raise; where it does not, the history
     it makes is not eager's either)."""
     recorded = target.requires_grad or (isinstance(source, torch.Tensor) and source.requires_grad)
-    if torch.is_grad_enabled() and recorded and (_stale(record, target) or _set_after_view(record, target) is not None):
+    if not (torch.is_grad_enabled() and recorded):
+        return
+    if (
+        _stale(record, target)
+        or _set_after_view(record, target) is not None
+        or _replay_fails_after_assignment(record, target)  # (`.data =` of its base since: fuzz seed 40000, #1383)
+    ):
         raise _stale_refusal(record, target, "for the set_(), which does not make eager's history")
 
 
