@@ -51,7 +51,11 @@ from subclassaot.torch_internals import EXAMPLE_INPUT_HISTORY_ERROR, static_fake
 #   program it may still end the probe before another node raises: a known limit.
 # - Deferring is exact for a backward through all of the outputs where eager's raises before any input leaf's gradient,
 #   and no output that requires grad is, or is regenerated from, a leaf input that requires grad (its AccumulateGrad
-#   would run outside the Function).
+#   would run outside the Function). The leaf a view input is a view of counts as an input leaf: a write under no_grad
+#   makes eager rebuild the view's node at its next read, and one made after the raising node runs first and hands
+#   that leaf its gradient (`with no_grad(): x0.add_(2)`, then `t1.mul_(t1)`, then `x0 * 2`; fuzz seed 41000, #7600).
+#   Not where that view is itself among the roots: returned as itself, it is rebuilt outside the compiled Function
+#   as in eager (a backward through it and through another output that reads it after the raising node: a known gap).
 # - Sizes changed behind autograd: `.data =` with a tensor of another layout, or an in-place view op under no_grad,
 #   leaves nodes made before it (a grad_fn, a leaf's AccumulateGrad kept alive by a view's backward) expecting the old
 #   size, and eager's backward checks each gradient against it ("returned an invalid gradient ... expected shape
@@ -155,6 +159,19 @@ def _trial(
         for v in values
         if isinstance(v, torch.Tensor) and v.requires_grad and v.is_leaf and not any(v is a for a in apart)
     ]
+    # ... and the leaves view inputs are views of (their fakes keep that history), with those views: eager gives
+    # such a leaf its gradient outside the program, and first where the program read the view after making the
+    # raising node (fuzz seed 41000, #7600); a view returned as itself does so outside the compiled Function too
+    bases: list[tuple[torch.Tensor, list[torch.Tensor]]] = []
+    for v in values:
+        base = v._base if isinstance(v, torch.Tensor) else None
+        if base is None or not base.requires_grad or not base.is_leaf or any(base is w for w in (*leaves, *apart)):
+            continue
+        found = next((views for b, views in bases if b is base), None)
+        if found is None:
+            bases.append((base, [cast(torch.Tensor, v)]))
+        else:
+            found.append(cast(torch.Tensor, v))
     with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
         state, args, kwargs = unflatten_call(flat, values)
         outs = pytree.tree_leaves(call(state, args, kwargs))
@@ -182,7 +199,9 @@ def _trial(
                 return grad_outputs, _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
             if errors is not None:
                 errors.append(e)
-            graded = any(leaf.grad is not None for leaf in leaves)
+            graded = any(leaf.grad is not None for leaf in leaves) or any(
+                base.grad is not None and not any(r is v for r in roots for v in views) for base, views in bases
+            )
             end = BackwardEnd.RAISES_AFTER_GRADS if graded else BackwardEnd.RAISES
             return grad_outputs, _apart_as_returned(apart, roots, end)
     return grad_outputs, _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)

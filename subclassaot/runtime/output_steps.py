@@ -181,10 +181,16 @@ def _set_bumps(replay: Replay | None) -> bool:
     return replay is not None and replay.then_set and not replay.runtime_set and not replay.set_by_data
 
 
+def _inplace_view_bumps(replay: Replay | None) -> bool:
+    """Does the chain repeat an in-place view op (t_, transpose_, ...)? Each bumps the version of the storage's
+    views, under no_grad too."""
+    return replay is not None and any(torch.Tag.inplace_view in step.op.tags for step in replay.steps)
+
+
 def build_order(infos: Sequence[OutputInfo]) -> list[int]:
     """Outputs in the order of the object states their chains pass through, then output order (or, where an output
-    repeats a set_(), program order: Note [Views That Raise After A Bump])."""
-    by_program = any(_set_bumps(info.replay) for info in infos)
+    repeats a set_() or an in-place view op, program order: Note [Views That Raise After A Bump])."""
+    by_program = any(_set_bumps(info.replay) or _inplace_view_bumps(info.replay) for info in infos)
 
     def key(o: int) -> tuple[int, int]:
         replay = infos[o].replay

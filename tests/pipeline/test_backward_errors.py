@@ -656,3 +656,30 @@ def test_data_assigned_a_sum_of_itself_after_a_copy_of_its_slice(compile_fn: Com
 
     with torch.enable_grad():
         assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+def test_view_input_written_under_no_grad_read_after_the_raising_node(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 41000 #7600 again (with argument changes, session 22: DIVERGED, the leaf behind x0 got no gradient vs
+    # eager a tensor): the test above, but the fuzzer's argument wrapper reads x0 inside the compiled step. `x0 * 2`
+    # after `t1.mul_(t1)` reads x0, whose node eager rebuilds then, after the raising one: it runs first and hands
+    # the leaf its gradient. The compiled backward raises before anything (Note [Probing Eager's Backward]): refused
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            x0.add_(2.0)
+            t0 = x0.reshape(())
+        t1 = t0.mul(0.5)
+        t1.mul_(t1)
+        return (x0 * 2, t1 * 2)
+
+    def unbumped(x0: T) -> object:  # x0's node made before the raising one: eager raises first, so does ours
+        t1 = x0.mul(0.5)
+        t1.mul_(t1)
+        return (x0 * 2, t1 * 2)
+
+    def make() -> tuple[T]:
+        b0 = torch.randn((), requires_grad=True)
+        return (b0.reshape(()),)
+
+    with torch.enable_grad():
+        assert_refused(f, make, compile_fn, "the program's backward fails in eager")
+        assert_matches_eager(unbumped, make, compile_fn=compile_fn)

@@ -51,8 +51,11 @@ __all__ = [
 #   whose set_ runs before the call though no output reads it after waits behind the Function: a known gap.
 # - Views' and leaves' order: a view's CopySlices node has the set_'s place too, so nodes made after it may hand a leaf
 #   its gradient before it raises (`t0 = x[0]; t0.set_(t0); return t0, w * 2`); and its edge to the tensor set_() to
-#   holds that tensor's gradient back (`t0.set_(w); return t0, w`). Such programs are probed (Note [Probing Eager's
-#   Backward]) and refused where a backward raises after a leaf's gradient, or reaches a raising node, or cannot run.
+#   holds that tensor's gradient back (`t0.set_(w); return t0, w`), and so the gradient of every leaf behind a tensor
+#   computed from inputs (`t0.set_(w.clone()); return t0, w * t1`, where the compiled Function hands w its gradient
+#   first: any input leaf counts there, as the run's history does not name them). Such programs are probed (Note
+#   [Probing Eager's Backward]) and refused where a backward raises after a leaf's gradient, or reaches a raising
+#   node, or cannot run.
 # - A plain input set_() under grad to another input that the program then set_() away (`x1.set_(x0); x0.set_(t0)`):
 #   x1 keeps x0's old storage, while the epilogue's repeat takes its differentiable alias from x0 once x0 has its new
 #   one. Refused (`refuse_grad_set_onto_moved_source`); the other order (x0 moved first, x1 set_() to it after) is

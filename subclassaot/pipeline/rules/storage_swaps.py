@@ -447,7 +447,12 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.grad_set_ids.add(id(t))
             self.record.view_set_bases.add(id(t))
             if source is not None:
-                self.record.view_set_sources.add(id(self.record.view_root(source)))
+                root = self.record.view_root(source)
+                self.record.view_set_sources.add(id(root))
+                if source.requires_grad and all(root is not r for r in self.record.run_inputs):
+                    # computed from inputs: eager's node holds back the leaves behind it (fuzz seed 37200, #246),
+                    # which the run's autograd graph does not name; any input leaf counts
+                    self.record.view_set_sources.update(id(r) for r in self.record.run_inputs if r.requires_grad)
             if not t.requires_grad:
                 self.record.view_set_gained.add(id(t))
 

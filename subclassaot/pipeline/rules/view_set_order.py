@@ -15,6 +15,7 @@ import torch
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.backward_probe import BackwardEnd, grad_output_count, probe_eager_backward
+from subclassaot.runtime.steps import early_grad_sets
 from subclassaot.schemas import Analysis, DenseLayout, FlatInputs
 
 __all__ = ["refuse_view_set_order"]
@@ -33,9 +34,27 @@ def refuse_view_set_order(
         path = flat.leaves[layout.leaves[held[0]].owner].path
         raise UnsupportedError(
             f"{path}: the program set_() a view of an input with grad enabled to (a view of) this input, an autograd "
-            "leaf that requires grad: eager's set_ node holds back its gradient where a backward reaches that node, "
-            "which a compiled output rebuilt on its storage does not (Note [set_ Under Grad]). "
-            "set_() to a clone of it, or under torch.no_grad()"
+            "leaf that requires grad: eager's set_ node holds back its gradient (so it does for every leaf behind a "
+            "tensor computed from inputs that a view is set_() to) where a backward reaches that node, which the "
+            "compiled backward does not (Note [set_ Under Grad]). set_() to a tensor that does not require grad "
+            "(a detached clone), or under torch.no_grad()"
+        )
+    early = set(early_grad_sets(analysis, layout))
+    leaves = [t for t, i in enumerate(flat.tensor_indices) if _grad_leaf_value(flat.values[i])]
+    if (
+        ends is not None
+        and BackwardEnd.RAISES in ends.values()
+        and early & {t for t, js in enumerate(layout.leaves_of_input) if any(j in rebased for j in js)}
+        and leaves
+    ):
+        # the set_ repeated before the call: the Function's node comes after the raising one and runs first, where
+        # eager runs the nodes made before the set_() after it (fuzz seed 37200, #246)
+        path = flat.leaves[flat.tensor_indices[leaves[0]]].path
+        raise UnsupportedError(
+            f"{path}: the program set_() a view of another input with grad enabled and read it after, and eager's "
+            "backward raises at that set_'s node before this autograd leaf gets its gradient from the nodes made "
+            "before the set_(); the compiled backward runs them, as one node made after it, first "
+            "(Note [set_ Under Grad]). Call set_() under torch.no_grad(), or on a clone"
         )
     if ends is not None and BackwardEnd.RAISES_AFTER_GRADS not in ends.values():
         return
@@ -50,5 +69,8 @@ def refuse_view_set_order(
 
 
 def _grad_leaf(flat: FlatInputs, layout: DenseLayout, j: int) -> bool:
-    real = flat.values[layout.leaves[j].owner]
+    return _grad_leaf_value(flat.values[layout.leaves[j].owner])
+
+
+def _grad_leaf_value(real: object) -> bool:
     return isinstance(real, torch.Tensor) and real.requires_grad and real.is_leaf
