@@ -224,7 +224,7 @@ def _view_of_grad_set_intermediate(value: torch.Tensor, run: FunctionalRun, outp
     a view of it: rebuilt as a view of a fresh tensor set_() under grad (Note [Outputs set_() Under Grad])."""
     chain = []
     t = value
-    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+    for record in run.swaps.chain(value):
         if not record.grad_enabled or id(t) in run.swaps.hidden or record.index is not None:
             return False  # (a view of a multi-output op: eager's refuses in-place writes, ours would not)
         chain.append(record.seq)
@@ -253,7 +253,7 @@ def _grad_view_of_intermediate(value: torch.Tensor, run: FunctionalRun, outputs:
     (rebuilt otherwise, its `._base` would not be eager's): eager's set_() of it rebases only that intermediate
     (Note [Outputs set_() Under Grad])."""
     t = value
-    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+    for record in run.swaps.chain(value):
         if not record.grad_enabled or id(t) in run.swaps.hidden:
             return False
         t = record.source
@@ -463,7 +463,7 @@ def check_wrapper_grad_gains(
 
     def grad_root_of(t: torch.Tensor) -> torch.Tensor | None:
         """run.swaps.view_root(t, through_swaps=True) where every view of the chain was taken with grad on; else None."""
-        while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        for record in run.swaps.chain(t):
             if not record.grad_enabled:
                 return None
             t = record.source

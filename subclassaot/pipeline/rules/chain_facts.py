@@ -72,8 +72,7 @@ def viewed_after_grad_set(value: torch.Tensor, run: FunctionalRun) -> bool:
     with grad enabled: its history goes through that set_ too. (An input's set_ under grad is repeated by the epilogue,
     and views of it replay after: Note [set_ Under Grad].)"""
     inputs = {id(u) for u in run.user_tensors}
-    t = value
-    while (record := run.swaps.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+    for record in run.swaps.chain(value):
         t = record.source
         found = run.swaps.wrapper_sets.get(id(t)) or run.swaps.plain_sets.get(id(t))
         if found is not None and found[0] < record.seq and found[1] and id(t) not in inputs:

@@ -79,11 +79,7 @@ def _changed_base(record: SwapRecord, t: torch.Tensor) -> tuple[str, bool] | Non
     replaying the view on that tensor's layout now gives another layout than eager's view has, and whether the
     replay fails; else None. An op under no_grad counts only where the replay fails (its version bump makes autograd
     replay the view all the same, and the replay raises where eager's as_strided() does not)."""
-    while (view := record.views.get(id(t))) is not None and view.func is not torch.ops.aten.detach.default:
-        if (changed := _change_of(record, view)) is not None:
-            return changed
-        t = view.source
-    return None
+    return next((changed for view in record.chain(t) if (changed := _change_of(record, view)) is not None), None)
 
 
 def _change_of(record: SwapRecord, view: ViewRecord) -> tuple[str, bool] | None:
@@ -385,12 +381,11 @@ def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kw
 def _set_after_view(record: SwapRecord, t: torch.Tensor) -> str | None:
     """The tensor along `t`'s view chain that the program set_() after the view of it was taken (its input name, or
     "a tensor of the program"); else None."""
-    while (view := record.views.get(id(t))) is not None and view.func is not torch.ops.aten.detach.default:
+    for view in record.chain(t):
         found = record.plain_sets.get(id(view.source))
         # (set_() before the view was taken, of a tensor that is a view itself: the view inherits its stale chain)
         if found is not None and (found[0] > view.seq or view.source._is_view()):
             return input_named(record, view.source).rstrip(": ") or "a tensor of the program"
-        t = view.source
     return None
 
 
@@ -399,13 +394,12 @@ def _replay_fails_after_assignment(record: SwapRecord, t: torch.Tensor) -> bool:
     assigned after the view was taken, to a layout the view op does not apply to? The
     assignment bumps no version, so autograd replays the view only after a later write: this is asked only once an
     op that read `t` failed."""
-    while (view := record.views.get(id(t))) is not None and view.func is not torch.ops.aten.detach.default:
+    for view in record.chain(t):
         source = view.source
         assigned = record.data_sets.get(id(source))
         if view.grad_enabled and source.requires_grad and assigned is not None and assigned[0] > view.seq:
             if _replay_fails(view, source):
                 return True
-        t = source
     return False
 
 

@@ -437,7 +437,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             return
         self.record.grad_set_ids.add(id(x))
         t = x
-        while (record := self.record.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        for record in self.record.chain(x):
             if not record.grad_enabled or id(t) in self.record.hidden:
                 return
             t = record.source

@@ -6,7 +6,7 @@ of views, in-place view ops and `.data =` assignments, and `Elements`, the stora
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -313,7 +313,7 @@ class SwapRecord:
         of `inputs` whose history a set_() under grad of such a view rebased (Note [set_ Under
         Grad])."""
         t = value
-        while (record := self.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+        for record in self.chain(value):
             if not record.grad_enabled or id(t) in self.hidden or record.index is not None:
                 return False
             t = record.source
@@ -435,6 +435,13 @@ class SwapRecord:
         views internally, and inner tensors of subclasses are never autograd views: `_is_view()` can't tell.)"""
         record = self.views.get(id(t))
         return record is not None and record.func is not torch.ops.aten.detach.default
+
+    def chain(self, t: torch.Tensor) -> Iterator[ViewRecord]:
+        """The view ops (not detach) that made `t`, from `t` back to the chain's root: each record's `source` is the
+        tensor the next one made."""
+        while (record := self.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
+            yield record
+            t = record.source
 
     def view_root(self, t: torch.Tensor, *, through_swaps: bool = False) -> torch.Tensor:
         """The tensor a chain of view ops (not detach) started from (eager's `._base`), as far as storage goes: a

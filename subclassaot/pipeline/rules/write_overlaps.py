@@ -129,10 +129,7 @@ def check_empty_write_through_overlap(
     if written.numel() != 0 or not torch.is_grad_enabled():
         return
     recorded = any(isinstance(a, torch.Tensor) and a.requires_grad for a in (*args, *kwargs.values()))
-    t, chain = written, []
-    while (view := record.views.get(id(t))) is not None and view.func is not torch.ops.aten.detach.default:
-        t = view.source
-        chain.append(t)
+    chain = [view.source for view in record.chain(written)]
     if recorded and any(overlaps(c) for c in chain):
         raise UnsupportedError(
             f"{func}: an in-place write with grad into a view with no elements of a tensor whose elements overlap in "
