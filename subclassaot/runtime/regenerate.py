@@ -7,6 +7,7 @@ Invariants: Note [Output Regeneration]; an output that replays from another outp
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import cast
@@ -448,7 +449,13 @@ def replay_steps(
     for step in steps:
         args = [values[a.index] if isinstance(a, InputArg) else ev.arg(a, symbols) for a in step.args]
         kwargs = {k: ev.arg(v, symbols) for k, v in step.kwargs}
-        with torch.set_grad_enabled(step.grad_enabled and torch.is_grad_enabled()):
+        # resize_() of a tensor that requires grad raises outside inference_mode, so the program ran it inside
+        # (fuzz seed 52100, #601). Not `inference_mode(False)` otherwise: that turns grad mode on
+        inside = step.op is torch.ops.aten.resize_.default and src.requires_grad
+        with (
+            torch.set_grad_enabled(step.grad_enabled and torch.is_grad_enabled()),
+            torch.inference_mode() if inside else contextlib.nullcontext(),
+        ):
             out = step.op(src, *args, **kwargs)
         src = out[step.index] if step.index is not None else out
         if step.own_version:

@@ -141,6 +141,8 @@ def _unsupported_output(info: OutputInfo, prewrapped: bool) -> str | None:
         return "a view of an intermediate set_() onto inputs"
     if replay.bump_after or replay.then_set or replay.base_after or replay.root_data_meta is not None:
         return "a view changed after it was taken"
+    if any(step.op is torch.ops.aten.resize_.default for step in replay.steps):
+        return "a resize_() replayed (inside inference_mode where it requires grad: regenerate.replay_steps)"
     return None
 
 

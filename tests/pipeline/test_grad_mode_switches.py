@@ -947,3 +947,24 @@ def test_requires_grad_off_on_an_input_sharing_storage_refused() -> None:
         a, b = cast(tuple[T, T], make_inputs())
         with pytest.raises(UnsupportedError, match="turns requires_grad off on an input that shares storage"):
             subclassaot.compile(requires_grad_off_with_a_view_passed_too)(a, b)
+
+
+def test_view_resized_inside_inference_mode() -> None:
+    # fuzz seed 52100 #601 (CRASHED): resize_() of a view that requires grad runs only inside inference_mode (eager
+    # raises "cannot resize variables that require grad" outside it); the output replays the chain, and replayed the
+    # resize_ outside. Eager's view, made under no_grad, then raises when its grad_fn is read: so must ours
+    def f(x0: T) -> object:
+        t0 = x0.view((1, 1, -1))
+        with torch.inference_mode():
+            t0.resize_(())
+        return (t0,)
+
+    def make() -> tuple[T]:
+        with torch.enable_grad():
+            return (torch.randn((1,), requires_grad=True).clone(),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make)
+    with torch.enable_grad():
+        assert_matches_eager(f, make)
+    assert_matches_eager(f, lambda: (torch.randn((3,)),))
