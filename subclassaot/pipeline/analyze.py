@@ -361,6 +361,12 @@ def _analyze_outputs(
             )
         check_input_view_rebuilt(value, info, run)
         if gained and info.kind is OutputKind.TENSOR and isinstance(value, torch.Tensor) and value.requires_grad:
+            if grad_fn_raises(value):  # (fuzz seed 52200, #344)
+                raise UnsupportedError(
+                    f"{path}: its grad_fn raises in eager (a view made under no_grad of a tensor the program made "
+                    "require grad, whose base it then wrote in place); the compiled call makes the output require "
+                    "grad after it is built, which reads fine. Return a clone made before the write"
+                )
             info = replace(info, gains_grad=True)  # Note [Grad Mode And Autograd Reads]
         infos.append(info)
     _check_views_of_fresh(infos, leaves, bases)

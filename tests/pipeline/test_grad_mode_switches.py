@@ -968,3 +968,100 @@ def test_view_resized_inside_inference_mode() -> None:
     with torch.enable_grad():
         assert_matches_eager(f, make)
     assert_matches_eager(f, lambda: (torch.randn((3,)),))
+
+
+def test_requires_grad_on_for_an_input_laid_out_as_a_view_with_grad() -> None:
+    # fuzz seed 52200 #1696 (CRASHED: autograd's "new_fn INTERNAL ASSERT"): one tensor passed twice beside a view of
+    # it, the setter turns requires_grad on with grad enabled, then views of it are taken and their base written
+    # under no_grad. The run lays the inputs out as views of a synthetic base that does not require grad, from which
+    # autograd rebuilt the later view's history and asserted. Refused with grad; under no_grad only the flag changes
+    def f(x0: T, x1: T, x2: T) -> object:
+        x1.requires_grad = True
+        t0 = x2[:, :, 1:2:1]
+        with torch.no_grad():
+            x0.add_(2.0)
+        t1 = t0.view((2, 3, 1))
+        return (t1,)
+
+    def make() -> tuple[T, T, T]:
+        b0 = torch.randn((3, 2, 4))
+        return (b0.select(2, -3), b0, b0)
+
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match="turns requires_grad on for an input that shares"):
+        subclassaot.compile(f, backend="eager")(*make())
+    with torch.no_grad():
+        assert_matches_eager(f, make)
+
+
+def test_no_grad_view_of_an_intermediate_made_to_require_grad_then_written() -> None:
+    # fuzz seed 52200 #344 (DIVERGED: out[0].is_leaf True vs eager raises): in a call under no_grad, t0 gains
+    # requires_grad, t2 is a no_grad (multi-output) view of it, then t0 is written in place: eager's t2.grad_fn read
+    # raises; ours made the built output require grad, which reads fine. Refused; without the write it matches
+    def f(x0: T) -> object:
+        t0 = x0.sum()
+        t0.requires_grad = True
+        t1 = t0.unsqueeze(-1)
+        t2 = t1.unbind(0)[0]
+        t0.add_(t0)
+        return (t2,)
+
+    def unwritten(x0: T) -> object:
+        t0 = x0.sum()
+        t0.requires_grad = True
+        t1 = t0.unsqueeze(-1)
+        return (t1.unbind(0)[0],)
+
+    with torch.no_grad():
+        with pytest.raises(UnsupportedError, match="made require grad, whose base it then wrote in place"):
+            subclassaot.compile(f, backend="eager")(torch.randn(()))
+        assert_matches_eager(unwritten, lambda: (torch.randn(()),))
+
+
+def test_view_taken_inside_inference_mode_computed_from_with_grad_after_refused() -> None:
+    # fuzz seed 52200 #951 (DIVERGED: x1.requires_grad False vs eager True): t0, a view taken inside inference_mode
+    # of x0 (which requires grad), copied into x1 with grad after the block. Eager's t0 requires grad with no
+    # history (a leaf of its own), so x1 requires grad and the gradient stops at t0; ours's view was an ordinary one.
+    # Refused; read under no_grad after the block it matches
+    def f(x0: T, x1: T) -> object:
+        x0.requires_grad_()
+        with torch.inference_mode():
+            t0 = x0.reshape((1, 1))
+        x1.copy_(t0)
+        return (x1,)
+
+    def read_without_grad(x0: T, x1: T) -> object:
+        x0.requires_grad_()
+        with torch.inference_mode():
+            t0 = x0.reshape((1, 1))
+        with torch.no_grad():
+            x1.copy_(t0)
+        return (x1,)
+
+    def make() -> tuple[T, T]:
+        return (torch.randn(()), torch.randn((4, 4, 3)))
+
+    with torch.enable_grad():
+        with pytest.raises(UnsupportedError, match="from a view it took inside that block of a tensor that requires"):
+            subclassaot.compile(f, backend="eager")(*make())
+        assert_matches_eager(read_without_grad, make)
+
+
+def test_inplace_view_op_inside_inference_mode_on_a_tensor_requiring_grad_refused() -> None:
+    # fuzz seed 52200 #1958 (DIVERGED: ours's backward raised the no_grad-view error, eager's ran): x0, a view of a
+    # leaf, unsqueeze_()d inside inference_mode; eager rebuilds its history by as_strided() after the block. Refused;
+    # the same program on a tensor that does not require grad matches
+    def f(x0: T) -> object:
+        with torch.inference_mode():
+            x0.unsqueeze_(1)
+        t0 = x0.unbind(1)[0]
+        t1 = t0.expand((2, 3))
+        return (t1.mul(t0),)
+
+    def make() -> tuple[T]:
+        b0 = torch.randn((), requires_grad=True)
+        return (b0.view((-1, 1)),)
+
+    with torch.enable_grad():
+        with pytest.raises(UnsupportedError, match="an in-place view op .* inside a torch.inference_mode"):
+            subclassaot.compile(f, backend="eager")(*make())
+        assert_matches_eager(f, lambda: (torch.randn(()).view((-1, 1)),))

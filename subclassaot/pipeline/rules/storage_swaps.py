@@ -559,6 +559,20 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if self.record.hidden_resizes and torch.is_grad_enabled():
                 read = tuple(a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor))
                 self.record.note_reads_after_hidden_resize(read)
+        inplace_view = torch.Tag.inplace_view in getattr(func, "tags", ())
+        if inplace_view and self.depth == 0 and torch.is_inference_mode_enabled() and _plain_tensor(args[0]):
+            found = self.record.input_positions.get(id(args[0]))
+            eager_view = found[1]._base is not None if found is not None else args[0]._is_view()
+            # (a leaf's accumulator is made anew as under no_grad: Note [Leaves Laid Out Anew Under no_grad]; resize_:
+            # regenerate.replay_steps)
+            if args[0].requires_grad and eager_view and func is not torch.ops.aten.resize_.default:
+                # (fuzz seed 52200, #1958)
+                raise UnsupportedError(
+                    f"{input_named(self.record, args[0])}{func}: an in-place view op (t_, unsqueeze_, ...) inside a "
+                    "torch.inference_mode() block on a tensor that requires grad: eager changes the layout without "
+                    "recording it and rebuilds the view's history by as_strided() after the block, which the "
+                    "compiled call does not repeat. Use the out-of-place view op (x = x.unsqueeze(1))"
+                )
         seq_before = self.record.seq
         self._track_op(func, schema, args, out, kwargs)
         if self.depth == 0:
@@ -795,6 +809,20 @@ class _DataMode(TorchFunctionMode):
             and not is_functorch_wrapped(args[0])  # Note [Grad Mode And Autograd Reads]
         ):
             self.record.requires_grad_set.add(id(args[0]))
+            laid_as_view = id(args[0]) in self.record.input_positions and args[0]._is_view()
+            if not args[0].requires_grad and laid_as_view and torch.is_grad_enabled():
+                # (laid out as a view of a synthetic base that does not require grad: autograd rebuilds the
+                # histories of views taken with grad after from that base, and asserts; under no_grad the flag
+                # alone changes: Note [Grad Mode And Autograd Reads])
+                key = storage_key(args[0])
+                if any(t is not args[0] and storage_key(t) == key for t in self.record.run_inputs):
+                    raise UnsupportedError(  # (fuzz seed 52200, #1696: autograd's assert on a view of it)
+                        f"{input_named(self.record, args[0])}the program turns requires_grad on for an input that "
+                        "shares storage with another input (requires_grad_(), `.requires_grad = True`): the run lays "
+                        "the inputs over that storage out under no_grad, as views of one another, so their "
+                        "histories would not be eager's. Pass the tensor once, or call requires_grad_() outside "
+                        "the compiled function"
+                    )
             if not args[0].requires_grad:
                 self.record.requires_grad_gained[id(args[0])] = torch.is_grad_enabled()
                 if id(args[0]) in self.record.read_with_grad or (
@@ -844,6 +872,21 @@ class _DataMode(TorchFunctionMode):
             else:
                 out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
         self.record.forget_factory_detach(out, args, kwargs)  # factory results are no detach()
+        if torch.is_grad_enabled() and not torch.is_inference_mode_enabled() and self.record.inference_views:
+            read_views = [
+                a
+                for a in pytree.tree_leaves((args, kwargs))
+                if isinstance(a, torch.Tensor) and id(a) in self.record.inference_views
+            ]
+            computed = any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out))
+            if read_views and computed and name != "__get__" and not is_autograd_read(func) and not is_base_read(func):
+                raise UnsupportedError(  # (fuzz seed 52200, #951)
+                    f"{input_named(self.record, read_views[0])}the program computes with grad, after a "
+                    "torch.inference_mode() block, from a view it took inside that block of a tensor that requires "
+                    "grad: eager's view requires grad but has no history (a leaf of its own, is_leaf, no grad_fn), "
+                    "so the result's gradient stops at it; the compiled graph's view is an ordinary one. Take the "
+                    "view outside the block, or use torch.no_grad() there"
+                )
         if torch.is_inference_mode_enabled():  # (an in-place op returns a storage made outside: not recorded)
             taken = {storage_key(a) for a in pytree.tree_leaves((args, kwargs)) if _plain_tensor(a)}
             made = {storage_key(o) for o in pytree.tree_leaves(out) if _plain_tensor(o)}
