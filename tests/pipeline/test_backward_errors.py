@@ -506,20 +506,22 @@ def test_subclass_view_written_under_no_grad_before_a_raising_backward(compile_f
     # fuzz seed 41000 #7600: x0 (a view of a leaf) written under no_grad regenerates its grad_fn when the caller
     # reads it, after the program's nodes, so eager's leaf gets its gradient before t1's backward fails; the
     # epilogue copies x0's new value in under no_grad, so x0 goes in detached (Note [Backward Errors Are Deferred])
-    def f(x0: T) -> object:
-        with torch.no_grad():
-            x0.add_(2.0)
-            t0 = x0.reshape(())
-        t1 = t0.mul(0.5)
-        t1.mul_(t1)
-        return (x0, t1)
-
     def make() -> tuple[T]:
         with torch.enable_grad():
             return (pair(requires_grad=True).reshape(()),)
 
     with torch.enable_grad():
-        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(_written_under_no_grad_then_raising, make, compile_fn=compile_fn)
+
+
+def _written_under_no_grad_then_raising(x0: T) -> tuple[T, T]:
+    """x0 written under no_grad, then `t1.mul_(t1)`, whose node's backward raises."""
+    with torch.no_grad():
+        x0.add_(2.0)
+        t0 = x0.reshape(())
+    t1 = t0.mul(0.5)
+    t1.mul_(t1)
+    return (x0, t1)
 
 
 def test_written_as_strided_view_escaping_its_slice_refused(compile_fn: CompileFn | None) -> None:
@@ -664,11 +666,7 @@ def test_view_input_written_under_no_grad_read_after_the_raising_node(compile_fn
     # after `t1.mul_(t1)` reads x0, whose node eager rebuilds then, after the raising one: it runs first and hands
     # the leaf its gradient. The compiled backward raises before anything (Note [Probing Eager's Backward]): refused
     def f(x0: T) -> object:
-        with torch.no_grad():
-            x0.add_(2.0)
-            t0 = x0.reshape(())
-        t1 = t0.mul(0.5)
-        t1.mul_(t1)
+        x0, t1 = _written_under_no_grad_then_raising(x0)
         return (x0 * 2, t1 * 2)
 
     def unbumped(x0: T) -> object:  # x0's node made before the raising one: eager raises first, so does ours
