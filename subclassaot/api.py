@@ -536,8 +536,18 @@ def _compile_over(
         for i in gains_grad:
             fakes[i].requires_grad_(True)
         training = True
+        before = analysis
         with torch.enable_grad():
             analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
+        for i in gains_grad:  # (fuzz seed 52300, #1206)
+            leaves = layout.leaves_of_input[i]
+            if any(analysis.mutations[j].set_under_grad and not before.mutations[j].set_under_grad for j in leaves):
+                raise UnsupportedError(
+                    f"{flat.leaves[flat.tensor_indices[i]].path} is set_() with grad enabled before the program makes "
+                    "it require grad (requires_grad_()): eager records no set_ node then, but the compiled call makes "
+                    "it require grad from the start. Call requires_grad_() outside the compiled function, or before "
+                    "the set_()"
+                )
     # Untouched: no member written or changed, and no in-place view op or `.data =` on one (t_(); t_() cancel out,
     # but on the same object passed twice they must stay one object), and no member's version counter advanced (an
     # in-place view op on a view of one: the others' unbind() views check that counter). A

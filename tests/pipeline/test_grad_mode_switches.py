@@ -1065,3 +1065,41 @@ def test_inplace_view_op_inside_inference_mode_on_a_tensor_requiring_grad_refuse
         with pytest.raises(UnsupportedError, match="an in-place view op .* inside a torch.inference_mode"):
             subclassaot.compile(f, backend="eager")(*make())
         assert_matches_eager(f, lambda: (torch.randn(()).view((-1, 1)),))
+
+
+def test_input_set_to_itself_before_requires_grad_refused() -> None:
+    # fuzz seed 52300 #1206 and #1268 (CRASHED: "a leaf Variable that requires grad is being used in an in-place
+    # operation"): `x0.set_(x0)` with grad before `x0.requires_grad_()` records no node in eager; the compiled call
+    # makes x0 require grad from the start, and its epilogue repeated the set_ on a leaf requiring grad. Refused;
+    # the other order matches eager (a set_ node whose backward raises)
+    def set_first(x0: T) -> object:
+        set_to(x0, x0)
+        x0.requires_grad_()
+        return ()
+
+    def grad_first(x0: T) -> object:
+        x0.requires_grad_()
+        return (x0.mul(2),)
+
+    with torch.enable_grad():
+        with pytest.raises(UnsupportedError, match="is set_\\(\\) with grad enabled before the program makes it"):
+            subclassaot.compile(set_first, backend="eager")(torch.randn((4, 3)))
+        assert_matches_eager(grad_first, lambda: (torch.randn((4, 3)),))
+
+
+def test_inplace_view_op_with_grad_on_a_no_grad_view_refused() -> None:
+    # fuzz seed 52300 #1827 (CRASHED): in a call under no_grad, t0 a no_grad view of x0, x0 made to require grad, then
+    # `t0.transpose_(0, 1)` with grad enabled: eager changes t0's layout (only in-place writes to such a view raise);
+    # the functionalized run raised "A view was created in no_grad mode and is being modified inplace". Refused
+    def f(x0: T) -> object:
+        t0 = x0.select(0, 0)
+        x0.requires_grad = True
+        with torch.set_grad_enabled(True):
+            t0.transpose_(0, 1)
+        return ()
+
+    def make() -> tuple[T]:
+        return (torch.randn((2, 2)).diagonal(0, 1, 0).view((1, 2, 1)),)
+
+    with torch.no_grad(), pytest.raises(UnsupportedError, match="an in-place view op .* on a view taken under no_grad"):
+        subclassaot.compile(f, backend="eager")(*make())

@@ -864,13 +864,23 @@ class _DataMode(TorchFunctionMode):
             if args[0]._is_view() or id(args[0]) in self.record.view_layouts:
                 self.record.views_relaid_with_grad = True
         seq_before = self.record.seq
-        with stale_history_failures_refused(self.record, call_args, call_kwargs):
-            if is_autograd_read(func):  # Note [Grad Mode And Autograd Reads]
-                out = read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
-            elif is_base_read(func):  # Note [Grad Mode And Autograd Reads]
-                out = base_read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
-            else:
-                out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
+        try:
+            with stale_history_failures_refused(self.record, call_args, call_kwargs):
+                if is_autograd_read(func):  # Note [Grad Mode And Autograd Reads]
+                    out = read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
+                elif is_base_read(func):  # Note [Grad Mode And Autograd Reads]
+                    out = base_read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
+                else:
+                    out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
+        except RuntimeError as e:
+            if layout_op and "A view was created in no_grad mode and is being modified inplace" in str(e):
+                raise UnsupportedError(  # (fuzz seed 52300, #1827)
+                    f"{input_named(self.record, args[0])}{name}: an in-place view op (t_, transpose_, ...) with grad "
+                    "enabled on a view taken under no_grad of a tensor that requires grad: eager changes the view's "
+                    "layout (only in-place writes to such a view raise), while the functionalized run records it as "
+                    "a write and raises. Take the view with grad enabled, or use the out-of-place view op"
+                ) from e
+            raise
         self.record.forget_factory_detach(out, args, kwargs)  # factory results are no detach()
         if torch.is_grad_enabled() and not torch.is_inference_mode_enabled() and self.record.inference_views:
             read_views = [
