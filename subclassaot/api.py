@@ -37,7 +37,12 @@ from subclassaot.pipeline.ambient_modes import (
     describe_modes_change,
     traced_under,
 )
-from subclassaot.pipeline.analyze import analyze, check_gained_grad, check_written_inputs_gaining_grad
+from subclassaot.pipeline.analyze import (
+    analyze,
+    check_gained_grad,
+    check_sets_before_gaining_grad,
+    check_written_inputs_gaining_grad,
+)
 from subclassaot.pipeline.analyze_training import check_multi_output_view_inputs, check_multi_output_view_outputs
 from subclassaot.pipeline.backward_trace import BackwardVariant, backward_plan, trace_backward
 from subclassaot.pipeline.desugar import DynamicAliasError, dense_layout
@@ -539,15 +544,7 @@ def _compile_over(
         before = analysis
         with torch.enable_grad():
             analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
-        for i in gains_grad:  # (fuzz seed 52300, #1206)
-            leaves = layout.leaves_of_input[i]
-            if any(analysis.mutations[j].set_under_grad and not before.mutations[j].set_under_grad for j in leaves):
-                raise UnsupportedError(
-                    f"{flat.leaves[flat.tensor_indices[i]].path} is set_() with grad enabled before the program makes "
-                    "it require grad (requires_grad_()): eager records no set_ node then, but the compiled call makes "
-                    "it require grad from the start. Call requires_grad_() outside the compiled function, or before "
-                    "the set_()"
-                )
+        check_sets_before_gaining_grad(flat, layout, (before, analysis), gains_grad)
     # Untouched: no member written or changed, and no in-place view op or `.data =` on one (t_(); t_() cancel out,
     # but on the same object passed twice they must stay one object), and no member's version counter advanced (an
     # in-place view op on a view of one: the others' unbind() views check that counter). A

@@ -951,6 +951,24 @@ def check_written_inputs_gaining_grad(
             )
 
 
+def check_sets_before_gaining_grad(
+    flat: FlatInputs, layout: DenseLayout, analyses: tuple[Analysis, Analysis], gains: Sequence[int]
+) -> None:
+    """Refuse an input set_() with grad before the program makes it require grad: eager records no set_ node
+    then, and the analysis with the input requiring grad from the start (`analyses`: before, after) records one
+    that the runtime would repeat on a leaf requiring grad (fuzz seed 52300, #1206)."""
+    before, after = analyses
+    for i in gains:
+        leaves = layout.leaves_of_input[i]
+        if any(after.mutations[j].set_under_grad and not before.mutations[j].set_under_grad for j in leaves):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path} is set_() with grad enabled before the program makes it "
+                "require grad (requires_grad_()): eager records no set_ node then, but the compiled call makes it "
+                "require grad from the start. Call requires_grad_() outside the compiled function, or before the "
+                "set_()"
+            )
+
+
 def check_gained_grad(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:

@@ -10,7 +10,9 @@ import pytest
 import torch
 
 import subclassaot
+from subclassaot.errors import UnsupportedError
 from subclasses.pair import PairTensor
+from tests.oracle import assert_matches_eager, assert_raises_like_eager
 
 T = torch.Tensor
 
@@ -113,3 +115,66 @@ def test_view_taken_inside_inference_mode_made_to_require_grad_is_refused() -> N
         _inference_view_made_to_require_grad(torch.randn(()))
         with pytest.raises(subclassaot.UnsupportedError, match="takes a view, inside a torch.inference_mode"):
             subclassaot.compile(_inference_view_made_to_require_grad)(torch.randn(()))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Held out: the cases of PyTorch's C++ InferenceMode tests (test/cpp/api/inference_mode.cpp), as programs that open
+# an inference_mode block inside a compiled call: a functional op on a normal tensor gives an inference tensor, an
+# in-place op on a normal tensor is counted but not recorded, a view of a normal tensor stays a normal tensor, an
+# inference tensor cannot be saved for backward. Each matches eager, raises as eager does, or is refused by name.
+
+
+def _held_functional(x: T) -> object:
+    with torch.inference_mode():
+        y = x * 2
+    return (y.clone(),)
+
+
+def _held_inplace(x: T) -> object:
+    with torch.inference_mode():
+        x.add_(1)
+    return (x * 2,)
+
+
+def _held_view_returned(x: T) -> object:
+    with torch.inference_mode():
+        v = x.view(-1)
+    return (v,)
+
+
+def _held_view_written_inside(x: T) -> object:
+    with torch.inference_mode():
+        v = x.view(-1)
+        v.mul_(2)
+    return (x * 1,)
+
+
+def _held_inference_tensor_saved(x: T) -> object:
+    with torch.inference_mode():
+        y = x.sum()
+    return (x * y,)
+
+
+def _held_inputs(grad: bool) -> Callable[[], tuple[T]]:
+    return lambda: (torch.randn(3, requires_grad=True).clone() if grad else torch.randn(3),)
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+@pytest.mark.parametrize("f", [_held_functional, _held_inplace], ids=["functional", "inplace"])
+def test_held_out_inference_mode_blocks_match_eager(f: Callable[..., object], grad: bool) -> None:
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, _held_inputs(grad))
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+@pytest.mark.parametrize("f", [_held_view_returned, _held_view_written_inside], ids=["returned", "written"])
+def test_held_out_views_of_normal_tensors_inside_inference_mode_refused(f: Callable[..., object], grad: bool) -> None:
+    with torch.set_grad_enabled(grad), pytest.raises(UnsupportedError, match="takes a view, inside a torch.inference"):
+        subclassaot.compile(f, backend="eager")(*_held_inputs(grad)())
+
+
+def test_held_out_inference_tensor_saved_for_backward_raises_as_eager() -> None:
+    with torch.enable_grad():
+        assert_raises_like_eager(_held_inference_tensor_saved, _held_inputs(True))
+    with torch.no_grad():
+        assert_matches_eager(_held_inference_tensor_saved, _held_inputs(False))

@@ -732,6 +732,27 @@ def _stands_for_leaf_input(record: SwapRecord, args: tuple[Any, ...]) -> bool:
     return found is not None and found[1].is_leaf and args[0].requires_grad and not args[0].is_leaf
 
 
+def check_inference_view_reads(record: SwapRecord, func: Any, call: object, out: object) -> None:
+    """After an op with grad outside inference_mode that made tensors: refuse where it read a view taken inside an
+    inference_mode block of a tensor that requires grad (fuzz seed 52200, #951): eager's view requires grad with no
+    history (a leaf of its own), so the result's gradient stops at it; the graph's view is an ordinary one."""
+    if not record.inference_views or not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+        return
+    if getattr(func, "__name__", "") == "__get__" or is_autograd_read(func) or is_base_read(func):
+        return
+    if not any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out)):
+        return
+    for a in pytree.tree_leaves(call):
+        if isinstance(a, torch.Tensor) and id(a) in record.inference_views:
+            raise UnsupportedError(
+                f"{input_named(record, a)}the program computes with grad, after a torch.inference_mode() block, from a "
+                "view it took inside that block of a tensor that requires grad: eager's view requires grad but has "
+                "no history (a leaf of its own, is_leaf, no grad_fn), so the result's gradient stops at it; the "
+                "compiled graph's view is an ordinary one. Take the view outside the block, or use torch.no_grad() "
+                "there"
+            )
+
+
 class _DataMode(TorchFunctionMode):
     def __init__(self, record: SwapRecord) -> None:
         super().__init__()
@@ -814,8 +835,7 @@ class _DataMode(TorchFunctionMode):
                 # (laid out as a view of a synthetic base that does not require grad: autograd rebuilds the
                 # histories of views taken with grad after from that base, and asserts; under no_grad the flag
                 # alone changes: Note [Grad Mode And Autograd Reads])
-                key = storage_key(args[0])
-                if any(t is not args[0] and storage_key(t) == key for t in self.record.run_inputs):
+                if self.record.shares_input_storage(args[0]):
                     raise UnsupportedError(  # (fuzz seed 52200, #1696: autograd's assert on a view of it)
                         f"{input_named(self.record, args[0])}the program turns requires_grad on for an input that "
                         "shares storage with another input (requires_grad_(), `.requires_grad = True`): the run lays "
@@ -833,8 +853,7 @@ class _DataMode(TorchFunctionMode):
             # See Note [Grad Mode And Autograd Reads]: the run's stand-in for a leaf input is no leaf, where the setter
             # and requires_grad_(False) raise; eager's leaf keeps requiring grad, or stops as by detach_()
             if not turns_on:
-                key = storage_key(args[0])
-                if any(t is not args[0] and storage_key(t) == key for t in self.record.run_inputs):
+                if self.record.shares_input_storage(args[0]):
                     raise UnsupportedError(
                         f"{input_named(self.record, args[0])}the program turns requires_grad off on an input that "
                         "shares storage with another input (requires_grad_(False), `.requires_grad = False`): the "
@@ -882,21 +901,7 @@ class _DataMode(TorchFunctionMode):
                 ) from e
             raise
         self.record.forget_factory_detach(out, args, kwargs)  # factory results are no detach()
-        if torch.is_grad_enabled() and not torch.is_inference_mode_enabled() and self.record.inference_views:
-            read_views = [
-                a
-                for a in pytree.tree_leaves((args, kwargs))
-                if isinstance(a, torch.Tensor) and id(a) in self.record.inference_views
-            ]
-            computed = any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out))
-            if read_views and computed and name != "__get__" and not is_autograd_read(func) and not is_base_read(func):
-                raise UnsupportedError(  # (fuzz seed 52200, #951)
-                    f"{input_named(self.record, read_views[0])}the program computes with grad, after a "
-                    "torch.inference_mode() block, from a view it took inside that block of a tensor that requires "
-                    "grad: eager's view requires grad but has no history (a leaf of its own, is_leaf, no grad_fn), "
-                    "so the result's gradient stops at it; the compiled graph's view is an ordinary one. Take the "
-                    "view outside the block, or use torch.no_grad() there"
-                )
+        check_inference_view_reads(self.record, func, (args, kwargs), out)
         if torch.is_inference_mode_enabled():  # (an in-place op returns a storage made outside: not recorded)
             taken = {storage_key(a) for a in pytree.tree_leaves((args, kwargs)) if _plain_tensor(a)}
             made = {storage_key(o) for o in pytree.tree_leaves(out) if _plain_tensor(o)}

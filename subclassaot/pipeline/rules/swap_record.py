@@ -15,7 +15,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.schemas import DenseIndex
-from subclassaot.torch_internals import DataDependentError, get_version, set_version
+from subclassaot.torch_internals import DataDependentError, get_version, set_version, storage_key
 
 # set_() overloads: each replaces a tensor's storage and metadata
 SET_OPS = frozenset(
@@ -435,6 +435,11 @@ class SwapRecord:
         views internally, and inner tensors of subclasses are never autograd views: `_is_view()` can't tell.)"""
         record = self.views.get(id(t))
         return record is not None and record.func is not torch.ops.aten.detach.default
+
+    def shares_input_storage(self, t: torch.Tensor) -> bool:
+        """Does another of the run's inputs (another object) have `t`'s storage?"""
+        key = storage_key(t)
+        return any(u is not t and storage_key(u) == key for u in self.run_inputs)
 
     def chain(self, t: torch.Tensor) -> Iterator[ViewRecord]:
         """The view ops (not detach) that made `t`, from `t` back to the chain's root: each record's `source` is the
