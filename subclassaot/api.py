@@ -379,7 +379,7 @@ def _compile_any(
         hidden = find_hidden_bases(args, kwargs) if not lifts else None
         if hidden is None:
             raise
-        try:  # See Note [Aliased Subclass Inputs In Training]
+        try:  # See Note [Aliased Inputs In Training]
             with_args, with_kwargs = call_with_bases(hidden, args, kwargs)
             inner = _compile_any(
                 dropping_bases(fn, hidden), with_args, with_kwargs, config, state, symbols, (), function_modes

@@ -39,8 +39,8 @@ class UnsupportedError(SubclassAOTError, NotImplementedError):
 
 
 class AliasedSubclassRefusal(UnsupportedError):
-    """The refusal of overlapping subclass inputs written under grad (Note [Aliased Subclass Inputs In Training]),
-    which Note [Aliased Subclass Inputs In Training] may lift by compiling again."""
+    """The refusal of overlapping subclass inputs written under grad (Note [Aliased Inputs In Training]),
+    which Note [Aliased Inputs In Training] may lift by compiling again."""
 
 
 class BackendError(SubclassAOTError, RuntimeError):

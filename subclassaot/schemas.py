@@ -101,8 +101,8 @@ class DenseLayout:
     wrapper_families: tuple[int, ...]  # per tensor input (-1 for plain inputs)
     # per tensor input: the first earlier tensor input that is the very same subclass object (f(x, x)), else None
     same_wrapper: tuple[int | None, ...] = ()
-    # per tensor input: the subclass tensor input whose real wrapper is its autograd `._base` (Note [Aliased Subclass
-    # Inputs In Training]), else None
+    # per tensor input: the subclass tensor input whose real wrapper is its autograd `._base` (Note [Aliased Inputs
+    # In Training]), else None
     view_of: tuple[int | None, ...] = ()
     # per tensor input: the real wrapper's own storage size in bytes (None for plain inputs): Note [Wrapper
     # Storage]
@@ -462,7 +462,7 @@ class Analysis:
     # per tensor input (subclasses), positions in the program's ops on subclass tensors: the first that wrote
     # through its own wrapper (or a view of it the program took), the last other than a view op that it (or such a
     # view) was passed to; whether one of those may save it for the backward; whether the program wrote its inner
-    # tensors directly (x.a.mul_()). See Note [Aliased Subclass Inputs In Training].
+    # tensors directly (x.a.mul_()). See Note [Aliased Inputs In Training].
     wrapper_first_write: tuple[int | None, ...] = ()
     wrapper_last_use: tuple[int | None, ...] = ()
     wrapper_saved: tuple[bool, ...] = ()

@@ -361,7 +361,7 @@ def _analyze_outputs(
             )
         check_input_view_rebuilt(value, info, run)
         if gained and info.kind is OutputKind.TENSOR and isinstance(value, torch.Tensor) and value.requires_grad:
-            if grad_fn_raises(value):  # (fuzz seed 52200, #344)
+            if grad_fn_raises(value):
                 raise UnsupportedError(
                     f"{path}: its grad_fn raises in eager (a view made under no_grad of a tensor the program made "
                     "require grad, whose base it then wrote in place); the compiled call makes the output require "
@@ -502,8 +502,8 @@ def _output_info(
             graph_count += 1
             continue
         if key in current:
-            # (inputs sharing the storage at the end: the one that is eager's `._base`, where one is; fuzz seed 37200,
-            # #988: `x1.set_(x0)`, a view of x0 was given x1 as its base)
+            # (inputs sharing the storage at the end: the one that is eager's `._base`, where one is: after
+            # `x1.set_(x0)`, a view of x0 has x1 as its base)
             base = leaf._base if tree is None and leaf._is_view() else None
             at = next(
                 (DenseIndex(j) for j, f in enumerate(run.finals) if f is base and storage_key(f) == key), current[key]
@@ -956,7 +956,7 @@ def check_sets_before_gaining_grad(
 ) -> None:
     """Refuse an input set_() with grad before the program makes it require grad: eager records no set_ node
     then, and the analysis with the input requiring grad from the start (`analyses`: before, after) records one
-    that the runtime would repeat on a leaf requiring grad (fuzz seed 52300, #1206)."""
+    that the runtime would repeat on a leaf requiring grad."""
     before, after = analyses
     for i in gains:
         leaves = layout.leaves_of_input[i]

@@ -1,5 +1,5 @@
-"""Stage `analyze`, training facts: how the program used subclass inputs of an alias group (Note [Aliased Subclass
-Inputs In Training]), outputs set_() under grad (Note [Outputs set_() Under Grad]), and views of inputs that run as
+"""Stage `analyze`, training facts: how the program used subclass inputs of an alias group (Note [Aliased Inputs
+In Training]), outputs set_() under grad (Note [Outputs set_() Under Grad]), and views of inputs that run as
 contiguous clones (`check_overlapping_clones`), subclass inputs that are views of a multi-output op
 (`check_multi_output_view_inputs`).
 
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 
-# Ops whose backward saves none of their tensor arguments (Note [Aliased Subclass Inputs In Training])
+# Ops whose backward saves none of their tensor arguments (Note [Aliased Inputs In Training])
 _SAVES_NOTHING = frozenset(
     {
         *(torch.ops.aten.add.Tensor, torch.ops.aten.add_.Tensor, torch.ops.aten.sub.Tensor, torch.ops.aten.sub_.Tensor),

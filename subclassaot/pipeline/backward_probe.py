@@ -53,7 +53,7 @@ from subclassaot.torch_internals import EXAMPLE_INPUT_HISTORY_ERROR, static_fake
 #   and no output that requires grad is, or is regenerated from, a leaf input that requires grad (its AccumulateGrad
 #   would run outside the Function). The leaf a view input is a view of counts as an input leaf: a write under no_grad
 #   makes eager rebuild the view's node at its next read, and one made after the raising node runs first and hands
-#   that leaf its gradient (`with no_grad(): x0.add_(2)`, then `t1.mul_(t1)`, then `x0 * 2`; fuzz seed 41000, #7600).
+#   that leaf its gradient (`with no_grad(): x0.add_(2)`, then `t1.mul_(t1)`, then `x0 * 2`).
 #   Not where that view is itself among the roots: returned as itself, it is rebuilt outside the compiled Function
 #   as in eager (a backward through it and through another output that reads it after the raising node: a known gap).
 # - Sizes changed behind autograd: `.data =` with a tensor of another layout, or an in-place view op under no_grad,
@@ -161,7 +161,7 @@ def _trial(
     ]
     # ... and the leaves view inputs are views of (their fakes keep that history), with those views: eager gives
     # such a leaf its gradient outside the program, and first where the program read the view after making the
-    # raising node (fuzz seed 41000, #7600); a view returned as itself does so outside the compiled Function too
+    # raising node; a view returned as itself does so outside the compiled Function too
     bases: list[tuple[torch.Tensor, list[torch.Tensor]]] = []
     for v in values:
         base = v._base if isinstance(v, torch.Tensor) else None

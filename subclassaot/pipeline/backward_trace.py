@@ -205,7 +205,7 @@ def trace_backward(
 ) -> BackwardGraph:
     group_grads = grad_bases(layout, user_fakes)
     in_groups = {layout.leaves[m].owner for k in group_grads for m in layout.groups[group_of(layout, k)].members}
-    duplicates = duplicate_wrappers(layout)  # Note [Aliased Subclass Inputs In Training]
+    duplicates = duplicate_wrappers(layout)  # Note [Aliased Inputs In Training]
     grad_inputs = tuple(
         i
         for i, t in enumerate(user_fakes)
@@ -691,7 +691,7 @@ def retrace_backward(
         if isinstance(value, torch.Tensor):
             # The compile-time inputs are read while the joint trace runs (is_leaf): a view among them whose base
             # a later call wrote rebuilds its grad_fn on that read, on real tensors, so it does it here, outside
-            # the fake mode (Note [Aliased Subclass Inputs In Training]: a member written rebases the others).
+            # the fake mode (Note [Aliased Inputs In Training]: a member written rebases the others).
             refresh_view_grad_fn(value)
     with setup.fake_mode:
         fakes = [setup.fake_mode.from_tensor(t, static_shapes=True) for ts in dense_tangents for t in ts]

@@ -42,7 +42,7 @@ from subclassaot.torch_internals import get_version, set_version, storage_key, s
 #   alias group). The entry's guards check that the same positions hold the very same object again (`is`), then the
 #   compiled guards; messages name the first position. Only plain tensors, and functions called with their own arguments
 #   (module state and captured tensors lift to inputs the marked function could not name). A subclass object passed
-#   twice is one object in the program already (Note [Aliased Subclass Inputs In Training]).
+#   twice is one object in the program already (Note [Aliased Inputs In Training]).
 
 
 class DynamicAliasError(UnsupportedError):
@@ -114,7 +114,7 @@ def dense_layout(
 
 
 def _base_input(real: torch.Tensor, reals: Sequence[torch.Tensor]) -> int | None:
-    """The first subclass input that is `real`'s autograd `._base` (Note [Aliased Subclass Inputs In Training]): both
+    """The first subclass input that is `real`'s autograd `._base` (Note [Aliased Inputs In Training]): both
     require grad and are no autograd leaves (in training, both run as clones)."""
     base = real._base if is_traceable_subclass(real) and real._is_view() and real.requires_grad else None
     if base is None or base.is_leaf or not base.requires_grad:
@@ -227,7 +227,7 @@ def dense_from_graph_inputs(layout: DenseLayout, graph_values: Sequence[torch.Te
                 if same is not None:
                     dense[member] = dense[group.members[same]]
                 elif _whole_hidden_base(layout, group, member, (size, stride, offset)):
-                    dense[member] = value  # Note [Aliased Subclass Inputs In Training]: its views' chains start here
+                    dense[member] = value  # Note [Aliased Inputs In Training]: its views' chains start here
                 else:
                     dense[member] = value.as_strided(_ints(size), _ints(stride), _int(offset))
         else:
@@ -237,8 +237,8 @@ def dense_from_graph_inputs(layout: DenseLayout, graph_values: Sequence[torch.Te
 
 
 def _whole_hidden_base(layout: DenseLayout, group: AliasGroup, member: DenseIndex, meta: Meta) -> bool:
-    """`member` is an inner tensor of a base the call does not pass, added by Note [Aliased Subclass Inputs In
-    Training], and it is its group's whole base (offset 0, contiguous): it is traced as the base itself, so that an
+    """`member` is an inner tensor of a base the call does not pass, added by Note [Aliased Inputs In Training], and it
+    is its group's whole base (offset 0, contiguous): it is traced as the base itself, so that an
     as_strided() view of it (an input made by as_strided() replayed on it) is the first view of its chain (Note
     [as_strided On Inputs]). The program never sees that base, so nothing changes its layout."""
     size, stride, offset = meta

@@ -128,12 +128,12 @@ def run_functional(
         # The program runs on a clone of the input (autograd-visible): gradients are taken with respect to the
         # input as it was, and a wrapper that is a non-leaf in eager is one here too (see Note [Training
         # Through A Joint Graph]). The clone's leaves stand for the input's leaves from here on. A subclass input
-        # that shares storage with another keeps its inner tensors (Note [Aliased Subclass Inputs In Training]).
+        # that shares storage with another keeps its inner tensors (Note [Aliased Inputs In Training]).
         original = user_tensors[i]
         clone = clones.get(id(original))
         if clone is None:
             shared = layout.trees[i] is not None and any(j in grouped for j in layout.leaves_of_input[i])
-            if i in viewed:  # Note [Aliased Subclass Inputs In Training]
+            if i in viewed:  # Note [Aliased Inputs In Training]
                 clone = replay_view(cast(torch.Tensor, flat.values[flat.tensor_indices[i]]), user_tensors[viewed[i]])
             elif shared:
                 clone = cast(torch.Tensor, _SameStorageClone.apply(original))  # type: ignore[no-untyped-call]  # untyped in torch
@@ -360,8 +360,8 @@ def _traced_as_views(layout: DenseLayout, flat: FlatInputs, clone_inputs: frozen
 
 
 class _SameStorageClone(torch.autograd.Function):
-    """A non-leaf wrapper over the very inner tensors of a subclass input (Note [Aliased Subclass Inputs In
-    Training]): writes through it reach the other aliases of those inner tensors, and autograd sees a non-leaf."""
+    """A non-leaf wrapper over the very inner tensors of a subclass input (Note [Aliased Inputs In Training]): writes
+    through it reach the other aliases of those inner tensors, and autograd sees a non-leaf."""
 
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:

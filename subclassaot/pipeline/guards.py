@@ -500,7 +500,7 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
                 is_same = first == k or (first is not None and first == layout.same_wrapper[k])
                 conds.append(f"({a} is {b}) == {is_same}")
     for i, base in enumerate(layout.view_of):
-        if base is not None:  # Note [Aliased Subclass Inputs In Training]
+        if base is not None:  # Note [Aliased Inputs In Training]
             conds.append(f"v{flat.tensor_indices[i]}._base is v{flat.tensor_indices[base]}")
     conds += own_base_guards(layout, flat, accesses)  # Note [Aliased Inputs In Training]
     paths = w.constant(tuple(leaf.path for leaf in layout.leaves))

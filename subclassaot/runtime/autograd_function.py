@@ -359,7 +359,7 @@ def training_call(
                     ]
                 else:
                     leaves = [
-                        # See Note [Aliased Subclass Inputs In Training]: a member's region of its group's new base
+                        # See Note [Aliased Inputs In Training]: a member's region of its group's new base
                         outs[original_update[j]] if j in original_update else _member_of(outs, group_source[j])
                         for j in layout.leaves_of_input[i]
                     ]
@@ -568,7 +568,7 @@ def training_call(
                     group_final[m] = (base_update[k], _ints(size), _ints(stride), _ints((offset,))[0])
     for i in bw_meta.wrapper_updates:
         if analysis.inplace_replay[i] and analysis.wrapper_meta_after[i]:
-            needed: Container[int] = {*final_update, *group_final}  # Note [Aliased Subclass Inputs In Training]
+            needed: Container[int] = {*final_update, *group_final}  # Note [Aliased Inputs In Training]
         else:
             needed = {*original_update, *group_source}
         if any(j not in needed for j in layout.leaves_of_input[i]):

@@ -425,8 +425,8 @@ def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: to
     """A wrapper-level copy_ that autograd records (Note [Inputs Written In Training])."""
     wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
     # Recorded only where the program wrote the input itself (or a view of it) with grad on: a write through an
-    # alias autograd does not relate to it (a detach() passed beside it) is not (Note [Aliased Subclass Inputs In
-    # Training]). Written through itself, a leaf that requires grad, or a view of one, raises eager's error here,
+    # alias autograd does not relate to it (a detach() passed beside it) is not (Note [Aliased Inputs In Training]).
+    # Written through itself, a leaf that requires grad, or a view of one, raises eager's error here,
     # as it does in eager.
     visible = wrapper_write_recorded(plan.analysis, plan.layout, t)
     # written only through an alias set_() or `.data =`-assigned to its storage (Note [Input Updates])

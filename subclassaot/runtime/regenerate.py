@@ -449,8 +449,8 @@ def replay_steps(
     for step in steps:
         args = [values[a.index] if isinstance(a, InputArg) else ev.arg(a, symbols) for a in step.args]
         kwargs = {k: ev.arg(v, symbols) for k, v in step.kwargs}
-        # resize_() of a tensor that requires grad raises outside inference_mode, so the program ran it inside
-        # (fuzz seed 52100, #601). Not `inference_mode(False)` otherwise: that turns grad mode on
+        # resize_() of a tensor that requires grad raises outside inference_mode, so the program ran it inside one
+        # and the replay does too. Not `inference_mode(False)` otherwise: that turns grad mode on
         inside = step.op is torch.ops.aten.resize_.default and src.requires_grad
         with (
             torch.set_grad_enabled(step.grad_enabled and torch.is_grad_enabled()),

@@ -1,6 +1,6 @@
 """Inputs that share storage (alias groups, overlapping subclass views, detached aliases) in training: writes and
 metadata changes of one member seen by the others, gradients and refusals (Note [Aliased Inputs In Training], Note
-[Aliased Subclass Inputs In Training], Note [Input Updates]).
+[Aliased Inputs In Training], Note [Input Updates]).
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ def test_subclass_leaf_changed_under_no_grad_is_refused(compile_fn: CompileFn | 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Aliased Subclass Inputs In Training]
+# See Note [Aliased Inputs In Training]
 
 
 def test_aliased_subclass_view_unsqueezed_under_no_grad(compile_fn: CompileFn | None) -> None:
@@ -293,7 +293,7 @@ def test_aliased_leaf_data_assigned(compile_fn: CompileFn | None) -> None:
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups: layout changes (t_, unsqueeze_, ...) of aliased inputs in training (Note [Aliased Inputs In
-# Training], Note [Stale View Functions], Note [Aliased Subclass Inputs In Training]).
+# Training], Note [Stale View Functions], Note [Aliased Inputs In Training]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -414,7 +414,7 @@ def test_member_set_to_another_under_no_grad_is_refused(compile_fn: CompileFn | 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# See Note [Aliased Subclass Inputs In Training]
+# See Note [Aliased Inputs In Training]
 
 
 @pytest.mark.parametrize("write_first", [False, True])
@@ -453,7 +453,7 @@ def test_subclass_passed_three_times_unsqueezed_and_written(compile_fn: CompileF
 
 
 def test_subclass_leaf_passed_twice_changed_under_no_grad_is_refused(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 7000 #1517: a leaf keeps Note [Aliased Subclass Inputs In Training]'s refusal
+    # fuzz seed 7000 #1517: a leaf keeps Note [Aliased Inputs In Training]'s refusal
     def f(x0: T, x1: T) -> object:
         with torch.no_grad():
             x1.unsqueeze_(1)
@@ -488,7 +488,7 @@ def test_layout_change_that_keeps_the_layout_then_written(compile_fn: CompileFn 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups (round 7): subclass alias groups whose members that need no gradient change their layout (Note
-# [Aliased Subclass Inputs In Training]).
+# [Aliased Inputs In Training]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -543,7 +543,7 @@ def test_detached_subclass_member_changed_beside_transposed_member(
     compile_fn: CompileFn | None, grad_mode: bool
 ) -> None:
     # Both change their layout: the member that requires grad by t_() with grad enabled (one object: Note [Aliased
-    # Subclass Inputs In Training]), not written: a value computed before the change is returned
+    # Inputs In Training]), not written: a value computed before the change is returned
     def f(x0: T, x1: T) -> object:
         v = x0[0] * 2
         with torch.set_grad_enabled(grad_mode):
@@ -576,7 +576,7 @@ def test_detached_subclass_member_changed_beside_leaf(compile_fn: CompileFn | No
 
 def test_leaf_changed_under_no_grad_beside_written_detached_member_is_refused(compile_fn: CompileFn | None) -> None:
     # The member that requires grad (a leaf) changes its layout under no_grad and tensors are returned: as Note [Aliased
-    # Subclass Inputs In Training], the leaf keeps the refusal whatever its detached alias does
+    # Inputs In Training], the leaf keeps the refusal whatever its detached alias does
     def f(x0: T, x1: T) -> object:
         t0 = x0.select(0, 1)
         x1.mul_(2.0)
@@ -692,7 +692,7 @@ def test_subclass_member_set_under_no_grad_is_refused(compile_fn: CompileFn | No
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Writes to overlapping views of one tensor subclass base in training (fuzz seed 7000; Note [Aliased Subclass Inputs In
+# Writes to overlapping views of one tensor subclass base in training (fuzz seed 7000; Note [Aliased Inputs In
 # Training]).
 # ---------------------------------------------------------------------------------------------------------------------
 
@@ -784,7 +784,7 @@ def test_member_saved_before_write_views_returned(compile_fn: CompileFn | None) 
 
 def test_view_member_used_after_base_written(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 7000, program 1874 shape (refused before): a member whose `._base` is the written member is used
-    # after the write; eager differentiates that use through the write (Note [Aliased Subclass Inputs In Training]).
+    # after the write; eager differentiates that use through the write (Note [Aliased Inputs In Training]).
     def f(x0: T, x1: T) -> object:
         x1.mul_(0.5)
         return (x0.sin(), x1 * 2)
@@ -865,7 +865,7 @@ def test_detached_member_written_beside_traced_views(compile_fn: CompileFn | Non
 
 def test_members_not_views_of_each_other_used_after_write(compile_fn: CompileFn | None) -> None:
     # Two overlapping views of a base the program does not get: neither is the other's `._base` (refused before);
-    # they are compiled with that base added (Note [Aliased Subclass Inputs In Training]), so a use of one after a
+    # they are compiled with that base added (Note [Aliased Inputs In Training]), so a use of one after a
     # write through the other differentiates through the write, as in eager.
     def f(x0: T, x1: T) -> object:
         x1.mul_(0.5)
@@ -882,7 +882,7 @@ def test_members_not_views_of_each_other_used_after_write(compile_fn: CompileFn 
 def test_base_relation_is_guarded() -> None:
     # Compiled for (x[0], x); called with (y[0], y.view_as(y)): the same storages and layouts, but the second input
     # is no `._base` of the first, so the entry's traced view link does not hold: the guard fails and recompiles
-    # (for two views of a base not passed: Note [Aliased Subclass Inputs In Training]), and the result is eager's.
+    # (for two views of a base not passed: Note [Aliased Inputs In Training]), and the result is eager's.
     def f(x0: T, x1: T) -> object:
         x1.mul_(0.5)
         return (x0.sin(),)
@@ -1354,7 +1354,7 @@ def test_set_under_grad_output_beside_another_grad_output(compile_fn: CompileFn 
 def test_overlapping_subclass_view_written_base_returned(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 2000, program 1096 (refused before; wrong gradients with the refusal lifted alone: the base got a
     # wrapper update of its own that replaced the write's history). Only the member written gets an update (Note
-    # [Aliased Subclass Inputs In Training]).
+    # [Aliased Inputs In Training]).
     def f(x0: T, x1: T) -> object:
         x0.mul_(2.0)
         return (x1,)
@@ -1401,7 +1401,7 @@ def test_overlapping_subclass_unbind_member_viewed_before_write(compile_fn: Comp
 
 def test_overlapping_subclass_member_saved_before_write(compile_fn: CompileFn | None) -> None:
     # mul saves x0 for its backward; eager's backward then fails its version check, and the trace's does too (Note
-    # [Aliased Subclass Inputs In Training]); the probe of eager's backward shows it raises before any gradient, so the
+    # [Aliased Inputs In Training]); the probe of eager's backward shows it raises before any gradient, so the
     # deferred error is exact (Note [Probing Eager's Backward]).
     def f(x0: T, x1: T) -> object:
         y = x0 * x0

@@ -1,6 +1,6 @@
 """PairTensor inputs that require grad and are overlapping views of one base the call does not pass (`f(x[0],
-x[0])`), written under grad: compiled with that base as a hidden input (Note [Aliased Subclass Inputs In
-Training]). Sources: the corpus cases pair_aliases_other_input_train, pair_input_data_and_metadata_mutation_aliases_
+x[0])`), written under grad: compiled with that base as a hidden input (Note [Aliased Inputs In Training]). Sources:
+the corpus cases pair_aliases_other_input_train, pair_input_data_and_metadata_mutation_aliases_
 other_input_train, pair_aliasing_strided_overlap_by_one_train and pair_aliasing_3d_then_slice_overlap_train
 (PyTorch's test_aotdispatch.py on TwoTensor), refused before, and variants of them written here."""
 
@@ -211,7 +211,7 @@ def test_called_twice_on_the_same_views(compile_fn: CompileFn | None) -> None:
 
 def test_module_and_captured_tensor_keep_the_refusal(compile_fn: CompileFn | None) -> None:
     # corpus pair_aliases_other_input_train in a module's forward and beside a captured tensor: their state lifts
-    # to inputs before the arguments, and the base is not added there (Note [Aliased Subclass Inputs In Training])
+    # to inputs before the arguments, and the base is not added there (Note [Aliased Inputs In Training])
     class Scale(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()

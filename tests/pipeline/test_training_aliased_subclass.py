@@ -1,6 +1,6 @@
 """Training programs over tensor subclass inputs that share storage (views of one PairTensor, the same one passed
-twice, a PairTensor over a plain input's storage), through the parity oracle under grad mode: Note [Aliased Subclass
-Inputs In Training]. And the one sub-case still refused, with its error."""
+twice, a PairTensor over a plain input's storage), through the parity oracle under grad mode: Note [Aliased Inputs
+In Training]. And the one sub-case still refused, with its error."""
 
 from __future__ import annotations
 
@@ -251,7 +251,7 @@ def write_whole_read_row(x0: T, x1: T) -> object:
 
 def test_overlapping_views_written_under_grad_match_eager(compile_fn: CompileFn | None) -> None:
     # Eager's history of x1 goes through the write to x0 (autograd rebases views of one base); x1 is x0's view, so
-    # the trace runs it as one and autograd does the same (Note [Aliased Subclass Inputs In Training]). Two overlapping
+    # the trace runs it as one and autograd does the same (Note [Aliased Inputs In Training]). Two overlapping
     # views of a base the program does not get stay refused (test_aliased_inputs_in_training.py).
     with torch.enable_grad():
         assert_matches_eager(write_whole_read_row, whole_and_row, compile_fn=compile_fn)

@@ -452,7 +452,7 @@ def test_subclass_gaining_grad_keeps_eager_autograd_facts() -> None:
 
 def test_subclass_same_object_set_to_itself() -> None:
     # The same PairTensor passed twice, set_() to itself through the second position: one object in the program
-    # (Note [Aliased Subclass Inputs In Training]), and eager's history through set_.
+    # (Note [Aliased Inputs In Training]), and eager's history through set_.
     def f(a: T, b: T) -> object:
         set_to(b, a)
         return (a * 2, b + 1)

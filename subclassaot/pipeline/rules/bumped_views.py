@@ -58,7 +58,7 @@ from subclassaot.torch_internals import (
 #   order (Replay.made), each seeing the counter eager's saw. Without such an output, the output order stands. An
 #   output whose chain repeats an in-place view op (t_, transpose_) advances the counter too, under no_grad as well:
 #   the same order (`t0 = x.unsqueeze(2); t0.transpose_(3, 1); return x.unbind(2)[0], t0`: an unbind() output built
-#   first raised at its grad_fn; fuzz seed 37200, #1664).
+#   first raised at its grad_fn).
 # - Multi-output view inputs: a subclass input that is one of a multi-output op's views is rebuilt in the trace as a
 #   wrapper of its own, so eager's check at a read with grad after a write through another view of the base does not
 #   happen there: refused where the program writes the base through another input and reads this one with grad; an

@@ -28,9 +28,9 @@ def refuse_written_escaping_views(flat: FlatInputs, layout: DenseLayout, analysi
         muts = [analysis.mutations[j] for j in own]
         # a write autograd records sends the gradient to the base; any other bump of the counter the view shares
         # makes eager rebuild its history from the base at its next read (Note [Stale View Functions]); a change of
-        # another input over the storage (`.data =` of the base: fuzz seed 36000, #6907) makes the compiled call
+        # another input over the storage (`.data =` of the base) makes the compiled call
         # send the group's gradients through the base, where eager's view keeps its own history
-        # as does a group over the whole storage (the program reads outside its members: fuzz seed 38000, #245)
+        # as does a group over the whole storage (the program reads outside its members)
         groups = [g for g in layout.groups if set(own) & set(g.members)]
         others = [analysis.mutations[m] for g in groups for m in g.members]
         if (

@@ -23,7 +23,7 @@ _HIDDEN_KEY = "<base of "  # no identifier: no keyword argument of the user's fu
 
 
 def is_hidden_base_path(path: str) -> bool:
-    """Is `path` (an input's, or one of its inner tensors') that of a base added by Note [Aliased Subclass Inputs In
+    """Is `path` (an input's, or one of its inner tensors') that of a base added by Note [Aliased Inputs In
     Training]?"""
     return path.startswith(f"kwargs['{_HIDDEN_KEY}")
 
@@ -37,7 +37,7 @@ class HiddenBases:
 
 def find_hidden_bases(args: tuple[object, ...], kwargs: Mapping[str, object]) -> HiddenBases | None:
     """Subclass inputs that require grad and are views of one wrapper base the call does not pass, grouped by base
-    (Note [Aliased Subclass Inputs In Training]); None where there are none."""
+    (Note [Aliased Inputs In Training]); None where there are none."""
     values, spec = pytree.tree_flatten((args, dict(kwargs)))
     paths = [pytree.keystr(p) for p, _ in pytree.tree_flatten_with_path((args, dict(kwargs)))[0]]
     passed = {id(v) for v in values if isinstance(v, torch.Tensor)}
@@ -121,6 +121,6 @@ def hidden_base_guards(
         + ")\n"
         for group in views
     )
-    source = f"# Note [Aliased Subclass Inputs In Training]: first\n{lines}# then, with those bases appended:\n"
+    source = f"# Note [Aliased Inputs In Training]: first\n{lines}# then, with those bases appended:\n"
     source += inner.source
     return Guards(source=source, check=check, symbols=inner.symbols, fast_source=inner.fast_source), with_bases

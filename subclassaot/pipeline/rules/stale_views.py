@@ -414,7 +414,7 @@ def check_stale_set(record: SwapRecord, target: torch.Tensor, source: object) ->
     if (
         _stale(record, target)
         or _set_after_view(record, target) is not None
-        or _replay_fails_after_assignment(record, target)  # (`.data =` of its base since: fuzz seed 40000, #1383)
+        or _replay_fails_after_assignment(record, target)  # (`.data =` of its base since)
     ):
         raise _stale_refusal(record, target, "for the set_(), which does not make eager's history")
 
@@ -462,8 +462,8 @@ def views_read_after_own_set(
     flat: FlatInputs, user_tensors: Sequence[torch.Tensor], record: SwapRecord
 ) -> tuple[str, ...]:
     """Note [Stale View Functions]: the paths of plain view inputs that require grad, read with grad by the program
-    after it set_() them under no_grad to a tensor of another size, which they end with (fuzz seed 39000, #3399: the
-    compiled backward failed a shape check); refused after the training checks (by `refuse_stale_view_layouts`,
+    after it set_() them under no_grad to a tensor of another size, which they end with (the
+    compiled backward would fail a shape check); refused after the training checks (by `refuse_stale_view_layouts`,
     whose own record misses this case), so their messages stand where they apply. (Another storage or layout of the same size is left to the other rules:
     a write with grad in between gives the view a history of the new layout.)"""
     paths = []

@@ -354,7 +354,7 @@ def check_shared_grad_set(record: SwapRecord, args: tuple[Any, ...], leaves: Seq
 
 # Members of a subclass family that gained grad (Note [Inputs Written In Training]): subclass inputs that are
 # views of one wrapper (x1 and x2 = x1.select(0, -1)), none requiring grad, are each their own wrapper in the trace
-# (Note [Aliased Subclass Inputs In Training]). A write with grad into one (x1.copy_(x0), x0 requiring grad) makes it
+# (Note [Aliased Inputs In Training]). A write with grad into one (x1.copy_(x0), x0 requiring grad) makes it
 # require grad, in eager as here; eager's other members, autograd views of it, then require grad too, but the trace's do
 # not, so what the program computes from them after the write (x2 * 2) would come out without eager's history. Refused;
 # a member only written or changed before the write, or returned as it is, is supported.

@@ -450,7 +450,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 root = self.record.view_root(source)
                 self.record.view_set_sources.add(id(root))
                 if source.requires_grad and all(root is not r for r in self.record.run_inputs):
-                    # computed from inputs: eager's node holds back the leaves behind it (fuzz seed 37200, #246),
+                    # computed from inputs: eager's node holds back the leaves behind it,
                     # which the run's autograd graph does not name; any input leaf counts
                     self.record.view_set_sources.update(id(r) for r in self.record.run_inputs if r.requires_grad)
             if not t.requires_grad:
@@ -566,7 +566,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # (a leaf's accumulator is made anew as under no_grad: Note [Leaves Laid Out Anew Under no_grad]; resize_:
             # regenerate.replay_steps)
             if args[0].requires_grad and eager_view and func is not torch.ops.aten.resize_.default:
-                # (fuzz seed 52200, #1958)
                 raise UnsupportedError(
                     f"{input_named(self.record, args[0])}{func}: an in-place view op (t_, unsqueeze_, ...) inside a "
                     "torch.inference_mode() block on a tensor that requires grad: eager changes the layout without "
@@ -734,7 +733,7 @@ def _stands_for_leaf_input(record: SwapRecord, args: tuple[Any, ...]) -> bool:
 
 def check_inference_view_reads(record: SwapRecord, func: Any, call: object, out: object) -> None:
     """After an op with grad outside inference_mode that made tensors: refuse where it read a view taken inside an
-    inference_mode block of a tensor that requires grad (fuzz seed 52200, #951): eager's view requires grad with no
+    inference_mode block of a tensor that requires grad: eager's view requires grad with no
     history (a leaf of its own), so the result's gradient stops at it; the graph's view is an ordinary one."""
     if not record.inference_views or not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
         return
@@ -836,7 +835,7 @@ class _DataMode(TorchFunctionMode):
                 # histories of views taken with grad after from that base, and asserts; under no_grad the flag
                 # alone changes: Note [Grad Mode And Autograd Reads])
                 if self.record.shares_input_storage(args[0]):
-                    raise UnsupportedError(  # (fuzz seed 52200, #1696: autograd's assert on a view of it)
+                    raise UnsupportedError(  # (autograd asserts on a view of it)
                         f"{input_named(self.record, args[0])}the program turns requires_grad on for an input that "
                         "shares storage with another input (requires_grad_(), `.requires_grad = True`): the run lays "
                         "the inputs over that storage out under no_grad, as views of one another, so their "
@@ -893,7 +892,7 @@ class _DataMode(TorchFunctionMode):
                     out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
         except RuntimeError as e:
             if layout_op and "A view was created in no_grad mode and is being modified inplace" in str(e):
-                raise UnsupportedError(  # (fuzz seed 52300, #1827)
+                raise UnsupportedError(
                     f"{input_named(self.record, args[0])}{name}: an in-place view op (t_, transpose_, ...) with grad "
                     "enabled on a view taken under no_grad of a tensor that requires grad: eager changes the view's "
                     "layout (only in-place writes to such a view raise), while the functionalized run records it as "

@@ -272,7 +272,7 @@ class SwapRecord:
     shared_members: dict[object, tuple[torch.Tensor, ...]] = field(default_factory=dict)
     overlapping_inputs: set[object] = field(default_factory=set)  # storage keys of input_spans whose elements overlap
     # Ops on subclass tensors the program itself ran with grad enabled (not a subclass's inner ops), in order: (op,
-    # its subclass arguments, those it writes). See Note [Aliased Subclass Inputs In Training].
+    # its subclass arguments, those it writes). See Note [Aliased Inputs In Training].
     wrapper_ops: list[tuple[Any, tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]] = field(default_factory=list)
     dense_writes: set[object] = field(default_factory=set)  # storage keys the program wrote below any subclass
     # an op that moves data (not an in-place view op) wrote a tensor, at any depth; also set by set_() and growth
@@ -285,10 +285,10 @@ class SwapRecord:
     copy_on_contiguous: set[int] = field(default_factory=set)
     contiguous_self: list[torch.Tensor] = field(default_factory=list)  # other tensors whose contiguous() was them
     # inner storage key -> seq of the last wrapper-level write the program made to a subclass over it (its wrapper
-    # family's version counter advanced: views of another member see it; Note [Aliased Subclass Inputs In Training])
+    # family's version counter advanced: views of another member see it; Note [Aliased Inputs In Training])
     wrapper_bumps: dict[object, int] = field(default_factory=dict)
     # version-counter root (as `family`) -> the subclass inputs of that family as the program runs them, each its own
-    # wrapper with its own counter here: Note [Aliased Subclass Inputs In Training]
+    # wrapper with its own counter here: Note [Aliased Inputs In Training]
     family_wrappers: dict[int, list[torch.Tensor]] = field(default_factory=dict)
     # id() of those that did not require grad as they came (Note [Inputs Written In Training])
     grad_free_members: set[int] = field(default_factory=set)
@@ -542,8 +542,7 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
 
 
 def bump_family_wrappers(record: SwapRecord, written: torch.Tensor) -> None:
-    """Advance the version counters of the inputs of `written`'s wrapper family (Note [Aliased Subclass Inputs In
-    Training])."""
+    """Advance the version counters of the inputs of `written`'s wrapper family (Note [Aliased Inputs In Training])."""
     for member in record.family_wrappers.get(record.family_of(written), ()):
         if member is not written:
             set_version(member, get_version(member) + 1)

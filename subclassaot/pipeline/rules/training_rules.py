@@ -94,7 +94,7 @@ def wrapper_update_inputs(
         alone = fake.requires_grad and not any(j in grouped for j in leaves)
         if any(m.metadata or m.final_data for m in muts) and not _recorded_view_ops(analysis, i, muts, alone):
             continue
-        # See Note [Aliased Subclass Inputs In Training]: a member of an alias group gets its new value only where
+        # See Note [Aliased Inputs In Training]: a member of an alias group gets its new value only where
         # the program wrote through its own wrapper family (not through an alias autograd does not relate to it),
         # and once per object; not where it wrote only through another member of the family (it shares the
         # member's version counter), whose wrapper-level copy_ rebases their common base.
@@ -106,7 +106,7 @@ def wrapper_update_inputs(
         ):
             continue
         if any(_read_only_member(layout, analysis, g, i) for g in layout.groups if set(leaves) & set(g.members)):
-            continue  # Note [Aliased Subclass Inputs In Training]
+            continue  # Note [Aliased Inputs In Training]
         out.append(i)
     return tuple(out)
 
@@ -155,7 +155,7 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation],
 # reach them through both aliases. A mutation of a member is a copy into that base, which autograd records as well.
 # Where a plain member that requires grad is no view and the other members are it or views of it (f(x, x), x and x.t()),
 # the group is traced from that member instead, so that writes are recorded on it as eager records them on x
-# (own_base.py). Subclass members: see Note [Aliased Subclass Inputs In Training].
+# (own_base.py). Subclass members: at the end of this Note.
 # Metadata changes. A member whose metadata the program changes in place (a.t_()) is traced as an in-place view op on a
 # view of the synthetic base, and the epilogue replays it on the real member. Autograd rebuilds the history of a traced
 # view of the base from a view function that misses in-place view ops (Note [Stale View Functions]), so the question is
@@ -180,13 +180,45 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation],
 #   records it: Note [set_ Under Grad]), and the updates of its new storage get no gradient. Nor does the metadata of a
 #   member set_() under grad to a view of the base count: eager's backward through it raises, and ours too (Note
 #   [Backward Errors Are Deferred]).
-# Groups with a subclass member keep the refusals of set_() and of metadata changes, except as Note [Aliased Subclass
-# Inputs In Training] says.
+# Groups with a subclass member keep the refusals of set_() and of metadata changes, except as below.
+# Subclass members. Subclass inputs whose inner tensors share storage are traced like plain aliases, their inner
+# tensors as views of one
+# synthetic base per storage (Note [Synthetic Bases]), so that every alias sees every write. Autograd, though, sees a
+# subclass at the wrapper level, and relates two wrappers only when they are views of one wrapper base (one
+# version-counter family): there an in-place op on one rebases the other's history. So each member stays its own input
+# of the compiled Function, with its own wrapper-level gradient (the program runs on a wrapper over its very inner
+# tensors, `_SameStorageClone`, a non-leaf as eager's views are), and autograd sums the members' gradients through their
+# own grad_fns. A member written through its own wrapper family comes back from the Function as a wrapper around its
+# region of the new base, copied in at the wrapper level (Note [Inputs Written In Training]); the base itself is
+# written below autograd. A leaf (or view of one) written through an alias autograd does not relate to it is copied in
+# below autograd. Exact except where rebasing matters: a recorded write into a group in which two members of one wrapper
+# family overlap is refused (`errors.AliasedSubclassRefusal`), unless:
+# - one member is the other's real `._base` (x and x[0]): the view member runs as the same view of its base's traced
+#   wrapper (`replay_view`, the `._base` relation guarded), so the trace rebases it as eager does;
+# - members are views of one base the call does not pass (x[0] and x[0], overlapping as_strided views): the call
+#   compiles again with that base as one more input, a keyword argument the user's function never sees (path
+#   `kwargs['<base of args[0]>']`), and the members run as views of it as above. Only where the first compile refuses
+#   the overlap (a retry that fails gives the first refusal), guarded by `._base is` on the same positions, and for
+#   functions called with their own arguments; views of a leaf (eager forbids their writes) keep the refusal. An inner
+#   tensor of the base that is its group's whole synthetic base is traced as that base (desugar `_whole_hidden_base`);
+# - one member is the only one written with grad and no other is used with grad by a non-view op after the write: the
+#   writer's copy rebases the common base, so the others, views of it, get their history from the write. A use before the
+#   write may save a member whose version check then fails, in the trace as in eager (the wrapper-level write advances
+#   the traced counters of its family).
+# The same object passed twice is one object in the program, its group that object alone: its in-place view ops with
+# grad are those of one input (the Function returns its new value with final metadata, `group_final`, and the epilogue
+# replays them, then copies in); under no_grad it follows the rule below; a set_() of it keeps the refusal.
+# Metadata changes: members whose input requires grad neither before nor after the call have no history to spoil and
+# do not count. A member whose layout changes only by in-place view ops under no_grad keeps its own history, replayed
+# under no_grad, where it is the only one changed and none of the group is written, set_() or resized (not a leaf).
+# The general case would need the gradient with respect to the shared inner storage, split back per member, below
+# autograd (autograd on the inner tensors, or as_strided on the subclass). A group mixing a plain and a subclass member
+# that both require grad is refused too: their gradients would meet below autograd.
 
 
 def grad_bases(layout: DenseLayout, user_fakes: Sequence[torch.Tensor]) -> tuple[int, ...]:
     """Graph inputs that are synthetic bases of plain inputs one of which requires grad (subclass members get their
-    gradients at the wrapper level: Note [Aliased Subclass Inputs In Training])."""
+    gradients at the wrapper level: Note [Aliased Inputs In Training])."""
     requires_grad = {
         layout.leaves[leaves[0]].owner: fake.requires_grad and tree is None
         for leaves, fake, tree in zip(layout.leaves_of_input, user_fakes, layout.trees, strict=True)
@@ -241,7 +273,7 @@ def _unsupported_group_change(
         swapped = [m for m, mut in muts if mut.storage_changed]
         if swapped:
             return swapped[0]
-        # See Note [Aliased Subclass Inputs In Training]
+        # See Note [Aliased Inputs In Training]
         held = [(m, mut) for m, mut in muts if not grad_free(input_of(m))]
         if len({input_of(m) for m, _ in held}) == 1 and not any(mut.swapped for _, mut in muts):
             written = any(mut.data for _, mut in muts)
@@ -272,7 +304,7 @@ def _unsupported_group_change(
     if len({input_of(m) for m in meta}) > 1 or any(mut.data for _, mut in muts):
         return meta[-1]
     if not recorded and not (not plain and steps and not any(s.grad_enabled for s in steps) and not leaf(meta[0])):
-        return meta[-1]  # the exception: Note [Aliased Subclass Inputs In Training]
+        return meta[-1]  # the exception: Note [Aliased Inputs In Training]
     return None
 
 
@@ -283,7 +315,7 @@ def _one_subclass_object_change(
     leaf: Callable[[DenseIndex], bool],
     written: bool,
 ) -> DenseIndex | None:
-    """One subclass object passed several times (Note [Aliased Subclass Inputs In Training]); `written`: the
+    """One subclass object passed several times (Note [Aliased Inputs In Training]); `written`: the
     program writes a member of its group."""
     meta = [m for m, mut in muts if mut.metadata]
     if not meta:
@@ -293,7 +325,7 @@ def _one_subclass_object_change(
         return None
     hidden = steps and not any(step.grad_enabled for step in steps)
     if hidden and (not _returns_tensors(analysis) or not (leaf(meta[0]) or written)):
-        return None  # as Note [Aliased Subclass Inputs In Training]
+        return None  # as Note [Aliased Inputs In Training]
     return meta[-1]
 
 
@@ -425,41 +457,6 @@ def _hidden_change_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analy
     return tuple(out)
 
 
-# Note [Aliased Subclass Inputs In Training]
-# Subclass inputs whose inner tensors share storage are traced like plain aliases, their inner tensors as views of one
-# synthetic base per storage (Note [Synthetic Bases]), so that every alias sees every write. Autograd, though, sees a
-# subclass at the wrapper level, and relates two wrappers only when they are views of one wrapper base (one
-# version-counter family): there an in-place op on one rebases the other's history. So each member stays its own input
-# of the compiled Function, with its own wrapper-level gradient (the program runs on a wrapper over its very inner
-# tensors, `_SameStorageClone`, a non-leaf as eager's views are), and autograd sums the members' gradients through their
-# own grad_fns. A member written through its own wrapper family comes back from the Function as a wrapper around its
-# region of the new base, copied in at the wrapper level (Note [Inputs Written In Training]); the base itself is
-# written below autograd. A leaf (or view of one) written through an alias autograd does not relate to it is copied in
-# below autograd. Exact except where rebasing matters: a recorded write into a group in which two members of one wrapper
-# family overlap is refused (`errors.AliasedSubclassRefusal`), unless:
-# - one member is the other's real `._base` (x and x[0]): the view member runs as the same view of its base's traced
-#   wrapper (`replay_view`, the `._base` relation guarded), so the trace rebases it as eager does;
-# - members are views of one base the call does not pass (x[0] and x[0], overlapping as_strided views): the call
-#   compiles again with that base as one more input, a keyword argument the user's function never sees (path
-#   `kwargs['<base of args[0]>']`), and the members run as views of it as above. Only where the first compile refuses
-#   the overlap (a retry that fails gives the first refusal), guarded by `._base is` on the same positions, and for
-#   functions called with their own arguments; views of a leaf (eager forbids their writes) keep the refusal. An inner
-#   tensor of the base that is its group's whole synthetic base is traced as that base (desugar `_whole_hidden_base`);
-# - one member is the only one written with grad and no other is used with grad by a non-view op after the write: the
-#   writer's copy rebases the common base, so the others, views of it, get their history from the write. A use before the
-#   write may save a member whose version check then fails, in the trace as in eager (the wrapper-level write advances
-#   the traced counters of its family).
-# The same object passed twice is one object in the program, its group that object alone: its in-place view ops with
-# grad are those of one input (the Function returns its new value with final metadata, `group_final`, and the epilogue
-# replays them, then copies in); under no_grad it follows the rule below; a set_() of it keeps the refusal.
-# Metadata changes: members whose input requires grad neither before nor after the call have no history to spoil and
-# do not count. A member whose layout changes only by in-place view ops under no_grad keeps its own history, replayed
-# under no_grad, where it is the only one changed and none of the group is written, set_() or resized (not a leaf).
-# The general case would need the gradient with respect to the shared inner storage, split back per member, below
-# autograd (autograd on the inner tensors, or as_strided on the subclass). A group mixing a plain and a subclass member
-# that both require grad is refused too: their gradients would meet below autograd.
-
-
 def _written_through_alias(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
     """Subclass members of traced alias groups whose data changed only: the base copy writes their storage."""
     grouped = {m for g in layout.groups for m in g.members}
@@ -477,7 +474,7 @@ def _written_through_alias(layout: DenseLayout, analysis: Analysis) -> tuple[int
 def _check_aliased_subclass_group(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor], group: AliasGroup
 ) -> None:
-    """Refuse the alias groups Note [Aliased Subclass Inputs In Training] cannot make exact."""
+    """Refuse the alias groups Note [Aliased Inputs In Training] cannot make exact."""
     owner_of = {m: layout.leaves[m].owner for m in group.members}
     position = {flat.tensor_indices[t]: t for t in range(len(layout.trees))}
     subclass_grad = [
@@ -494,7 +491,7 @@ def _check_aliased_subclass_group(
     ):
         raise UnsupportedError(
             f"{path} is a tensor subclass that requires grad and shares storage with a plain input that requires "
-            "grad; in training this is not supported yet (Note [Aliased Subclass Inputs In Training]). Pass one "
+            "grad; in training this is not supported yet (Note [Aliased Inputs In Training]). Pass one "
             "of them and take the other inside the function"
         )
     visible = any(
@@ -521,7 +518,7 @@ def _check_aliased_subclass_group(
 
 
 def _writer_of(layout: DenseLayout, analysis: Analysis, group: AliasGroup) -> int | None:
-    """The one tensor input the program writes the group through, where Note [Aliased Subclass Inputs In Training]
+    """The one tensor input the program writes the group through, where Note [Aliased Inputs In Training]
     applies; else None."""
     if not analysis.wrapper_first_write:
         return None
@@ -541,7 +538,7 @@ def _writer_of(layout: DenseLayout, analysis: Analysis, group: AliasGroup) -> in
     first = analysis.wrapper_first_write[writers[0]]
     for t in inputs - {writers[0]}:
         # Used after the write: eager's history of that use goes through the write. Saved by an op before it, or
-        # by the write itself: the trace's backward fails as eager's (Note [Aliased Subclass Inputs In Training]).
+        # by the write itself: the trace's backward fails as eager's (Note [Aliased Inputs In Training]).
         last = analysis.wrapper_last_use[t]
         if last is not None and (first is None or last > first) and not _traced_as_view(layout, t, writers[0]):
             return None
@@ -550,7 +547,7 @@ def _writer_of(layout: DenseLayout, analysis: Analysis, group: AliasGroup) -> in
 
 def _one_traced_view_family(layout: DenseLayout, members: Sequence[DenseIndex]) -> bool:
     """The tensor inputs of `members` (those of a group that require grad: the others are written below autograd,
-    as in eager) are one base input and views of it traced as such (Note [Aliased Subclass Inputs In Training])."""
+    as in eager) are one base input and views of it traced as such (Note [Aliased Inputs In Training])."""
     input_of = {j: t for t, leaves in enumerate(layout.leaves_of_input) for j in leaves}
     inputs = set()
     for m in members:
@@ -563,13 +560,13 @@ def _one_traced_view_family(layout: DenseLayout, members: Sequence[DenseIndex]) 
 
 def _traced_as_view(layout: DenseLayout, t: int, writer: int) -> bool:
     """Input `t` or the writer is the other's autograd `._base`: the trace differentiates a use after the write
-    through it (Note [Aliased Subclass Inputs In Training])."""
+    through it (Note [Aliased Inputs In Training])."""
     return bool(layout.view_of) and (layout.view_of[t] == writer or layout.view_of[writer] == t)
 
 
 def _read_only_member(layout: DenseLayout, analysis: Analysis, group: AliasGroup, i: int) -> bool:
     """Tensor input `i` is a member of `group` other than its one writer, in a group whose members overlap (Note
-    [Aliased Subclass Inputs In Training])."""
+    [Aliased Inputs In Training])."""
     writer = _writer_of(layout, analysis, group)
     if writer is None or writer == i or (layout.same_wrapper and layout.same_wrapper[i] == writer):
         return False

@@ -207,7 +207,7 @@ def _replay_of(
         plain = not is_traceable_subclass(value) and not is_traceable_subclass(t)
         if plain and id(t) in earlier and not (torch.is_grad_enabled() and value.requires_grad):
             # an earlier output, eager's `._base`, relaid since the view was taken (t0.transpose_() after t0.view()):
-            # the steps from it as laid out then, as_strided (fuzz seed 37200, #167: the view came from the input)
+            # the steps from it as laid out then, as_strided (also where the view came from the input)
             source_meta = _meta_exprs(first.source_meta)
             return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps), source_meta=source_meta)
         source = t  # Note [Output Regeneration]
@@ -609,8 +609,7 @@ def last_bump(t: torch.Tensor, run: FunctionalRun) -> int:
         return run.swaps.last_bump.get(storage_key(t), 0)
     family = run.swaps.family_of(t)
     keys = {storage_key(u) for u in run.user_tensors if is_traceable_subclass(u) and run.swaps.family_of(u) == family}
-    # also by a wrapper-level write through another member of its alias group (Note [Aliased Subclass Inputs In
-    # Training])
+    # also by a wrapper-level write through another member of its alias group (Note [Aliased Inputs In Training])
     wrapper_bumps = [run.swaps.wrapper_bumps.get(storage_key(leaf), 0) for leaf in flatten_subclass(t, "input")[1]]
     return max([run.swaps.last_bump.get(key, 0) for key in keys | {storage_key(t)}] + wrapper_bumps)
 

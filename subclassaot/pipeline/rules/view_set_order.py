@@ -48,7 +48,7 @@ def refuse_view_set_order(
         and leaves
     ):
         # the set_ repeated before the call: the Function's node comes after the raising one and runs first, where
-        # eager runs the nodes made before the set_() after it (fuzz seed 37200, #246)
+        # eager runs the nodes made before the set_() after it
         path = flat.leaves[flat.tensor_indices[leaves[0]]].path
         raise UnsupportedError(
             f"{path}: the program set_() a view of another input with grad enabled and read it after, and eager's "
