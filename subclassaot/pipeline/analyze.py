@@ -275,9 +275,29 @@ def _came_with(flat: FlatInputs, index: int) -> tuple[int, ...]:
 
 
 def _made_in_inference_mode(value: torch.Tensor, run: FunctionalRun) -> bool:
-    """Is `value` a view of a tensor the program made inside an inference_mode block, though the call is not made
-    under inference mode (where the runtime takes its views under inference mode too, as eager)?"""
+    """Is `value` over a storage the program made inside an inference_mode block, though the call is not made under
+    inference mode (a view of an inference tensor, one itself in eager, taken outside the block)?"""
     return not torch.is_inference_mode_enabled() and storage_key(value) in run.swaps.inference_made
+
+
+def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
+    """Is eager's output an inference tensor that the runtime, outside inference mode, would not make one: computed
+    inside an inference_mode block, or a view of such a tensor (one too, taken after the block as well), not a tensor
+    made outside that `.data =` or set_() put over such a storage (nor a view of one)?"""
+    if torch.is_inference_mode_enabled():
+        return False  # (the runtime runs inside it too)
+    if is_traceable_subclass(value):
+        if not value.is_inference() and run.swaps.view_root(value, through_swaps=True).is_inference():
+            raise UnsupportedError(
+                f"{path}: a tensor subclass view, taken after a torch.inference_mode() block, of a subclass "
+                "computed inside it: eager's inner tensors are inference tensors, its wrapper is not, which the "
+                "compiled call cannot rebuild. Take the view inside the block, or return a clone"
+            )
+        return value.is_inference()
+    if not _made_in_inference_mode(value, run):
+        return False
+    swapped = run.swaps.swapped_ids
+    return id(value) not in swapped and all(id(r.source) not in swapped for r in run.swaps.chain(value))
 
 
 def _check_requires_grad_calls(run: FunctionalRun, flat: FlatInputs) -> None:
@@ -368,12 +388,31 @@ def _analyze_outputs(
                     "grad after it is built, which reads fine. Return a clone made before the write"
                 )
             info = replace(info, gains_grad=True)  # Note [Grad Mode And Autograd Reads]
+        if (
+            info.kind is OutputKind.TENSOR
+            and isinstance(value, torch.Tensor)
+            and _eager_inference_tensor(path, value, run)
+        ):
+            check_inference_output(path, value)
+            info = replace(info, inference=True)
         infos.append(info)
     _check_views_of_fresh(infos, leaves, bases)
     check_bumped_views(infos, leaves)
     check_stale_subclass_outputs(infos, leaves, run)
     check_set_under_grad(infos, flat)
     return tuple(infos), spec, len({b for b, _ in bases.values()})
+
+
+def check_inference_output(path: str, value: torch.Tensor) -> None:
+    """An output eager computed inside a torch.inference_mode() block, or a view of one, is an inference tensor, with no
+    view relation; the runtime makes it so (Note [Grad Mode And Autograd Reads]), though not one with history."""
+    if value.requires_grad:
+        raise UnsupportedError(
+            f"{path}: eager's is an inference tensor (computed inside a torch.inference_mode() block) and it has "
+            "autograd history (a custom autograd.Function applied there with grad on records one); the compiled call "
+            "cannot make such an inference tensor. Compute it outside the inference_mode block, or under "
+            "torch.no_grad()"
+        )
 
 
 def _check_views_of_fresh(
@@ -604,12 +643,6 @@ def _output_info(
                 "compiled output, which the trace made an inference tensor, would not. Take the view outside the "
                 "block, or return a clone"
             )
-    if replay is not None and tree is None and _made_in_inference_mode(value, run):
-        raise UnsupportedError(
-            f"{path} is a view of a tensor made inside a torch.inference_mode() block: eager's is an inference "
-            "tensor, which keeps no view relation (`._base` is None, `_is_view()` is False) though it shares the "
-            "storage; the compiled output would be a view. Return a clone"
-        )
     # (a replayed view takes its strides from the real input, unless set_() to contents built from its leaves)
     for j in own_layout if replay is None or replay.then_set else ():
         _check_empty_set_target(path, run, j)

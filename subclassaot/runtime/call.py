@@ -241,7 +241,7 @@ def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
             or leaf.onto_input is not None
         ):
             return None
-        if info.data_from is not None or info.gains_grad:  # Note [History Kept Through .data =]; requires_grad_()
+        if info.data_from is not None or info.gains_grad or info.inference:  # Note [History Kept Through .data =]
             return None
         out.append(fresh_start + info.leaves[0].index)
     if (

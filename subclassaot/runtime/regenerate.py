@@ -14,6 +14,7 @@ from typing import cast
 
 import torch
 from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from subclassaot.authoring.protocol import unflatten_subclass
 from subclassaot.runtime.output_steps import (
@@ -180,6 +181,8 @@ def build_outputs(
     finally:
         builder.clear()
     _change_bases(infos, result, ev, symbols, values, shared)
+    if any(info.inference for info in infos):
+        _as_inference_tensors(infos, result)
     for view in gains_late:
         give_base_grad(view)
     if plan.analysis.wrapper_storage:
@@ -190,6 +193,36 @@ def build_outputs(
 
 
 _PENDING = object()
+
+
+def _as_inference_tensors(infos: Sequence[OutputInfo], result: list[object]) -> None:
+    """The outputs eager computed inside a torch.inference_mode() block are inference tensors: each is rebuilt inside
+    one (Note [Grad Mode And Autograd Reads])."""
+    copies: dict[int, torch.UntypedStorage] = {}
+    made: dict[int, torch.Tensor] = {}  # id() of a built output -> its inference tensor (`return t, t` is one object)
+    with torch.inference_mode():
+        for o, info in enumerate(infos):
+            value = result[o]
+            if not info.inference or not isinstance(value, torch.Tensor) or value.is_inference():
+                continue
+            if id(value) not in made:
+                made[id(value)] = _inference_copy(value, copies)
+            result[o] = made[id(value)]
+
+
+def _inference_copy(value: torch.Tensor, copies: dict[int, torch.UntypedStorage]) -> torch.Tensor:
+    """`value` over a copy of its storage made inside inference_mode, one copy per storage so that outputs sharing a
+    storage still do; a subclass rebuilt there from such copies of its inner tensors."""
+    if is_traceable_wrapper_subclass(value):
+        attrs, ctx = value.__tensor_flatten__()
+        inner = {a: _inference_copy(getattr(value, a), copies) for a in attrs}
+        return type(value).__tensor_unflatten__(inner, ctx, value.size(), value.stride())
+    storage = value.untyped_storage()
+    copy = copies.get(storage.data_ptr())
+    if copy is None:
+        copy = copies[storage.data_ptr()] = storage.clone()  # type: ignore[no-untyped-call]
+    empty = torch.empty(0, dtype=value.dtype, device=value.device)
+    return empty.set_(copy, value.storage_offset(), value.size(), value.stride())
 
 
 def intermediate_base(value: object) -> object:

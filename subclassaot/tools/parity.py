@@ -205,6 +205,7 @@ def _metadata(t: torch.Tensor) -> dict[str, object]:
         "is_leaf": _autograd_fact(lambda: t.is_leaf),
         "has grad_fn": _autograd_fact(lambda: t.grad_fn is not None),
         "is a view": t._is_view(),
+        "is an inference tensor": t.is_inference(),
     }
     if not is_traceable_wrapper_subclass(t):
         meta["storage holds its elements"] = _holds_elements(t)

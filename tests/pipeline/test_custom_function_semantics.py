@@ -279,3 +279,19 @@ def test_mark_dirty_input_whose_alias_is_returned_refused() -> None:
     assert type(x1.grad_fn).__name__ == "DirtyReturnedBackward" and out[0].requires_grad  # type: ignore[index]
     with pytest.raises(UnsupportedError, match=r"Note \[Custom Functions\]"):
         subclassaot.compile(dirty_other_alias_returned)(*make())
+
+
+def dirty_view_of_input_not_returned(x0: T) -> object:
+    DirtyReturned.apply(x0.transpose(0, 0))  # type: ignore[no-untyped-call]
+    return (x0,)
+
+
+def test_mark_dirty_view_of_a_returned_input_refused() -> None:
+    """The view marked dirty is not returned, its base (the input) is: eager's input history holds the Function's node
+    in a CopySlices, so its gradient runs through the Function's backward; the compiled gradient missed it (fuzz seed
+    53000, program 1581: DIVERGED, the leaf's gradient wrong). Refused like the returned view."""
+    x = _nonleaf(2)
+    out = dirty_view_of_input_not_returned(x)
+    assert isinstance(out, tuple) and out[0] is x and type(x.grad_fn).__name__ == "CopySlices"
+    with pytest.raises(UnsupportedError, match=r"marks it dirty \(ctx\.mark_dirty\)"):
+        subclassaot.compile(dirty_view_of_input_not_returned)(_nonleaf(2))

@@ -58,8 +58,8 @@ __all__ = [
 # node as its grad_fn, so the gradient reaching x's earlier history is what the Function's backward says. The functional
 # graph sees a write made with grad off, so the input would keep its old history: refused where that input, or a view of
 # it, or another input over its storage that requires grad (its history is rebuilt from x's), is an output (an input
-# whose counter moved and whose final grad_fn is a node of the program's Function, or with a returned view the Function
-# marked dirty). Not refused (a known gap): such an input that is not returned.
+# whose counter moved and whose final grad_fn is a node of the program's Function, or with a view the Function marked
+# dirty, returned or not). Not refused (a known gap): such an input that is not returned.
 # Metadata changed by a custom backward (`x.t_()` on ctx.saved_tensors): eager's caller sees its tensor's new size and
 # strides after backward() and its counter moved. The runtime replays the traced change on the real input when the
 # compiled backward runs (as_strided_() at the input's offset, under no_grad, counter set to eager's). Only for a plain
@@ -126,6 +126,8 @@ def check_dirty_inputs(flat: FlatInputs, run: FunctionalRun) -> None:
             continue
         # a returned view of the input marked dirty: the input's history holds the Function's node (in a CopySlices)
         marked = [run.swaps.marked_dirty[id(o)] for o in rooted if id(o) in run.swaps.marked_dirty and t.requires_grad]
+        # ... and a view of it marked dirty, returned or not: the input's history holds that node too
+        marked += [cls for v, cls in _dirty_views_of(t, run)] if t.requires_grad else []
         cls = custom_function_of(t) if t.requires_grad else None
         if cls is None and t.requires_grad:  # (a member traced as a view of its group's base: the record knows)
             cls = run.swaps.marked_dirty.get(id(t))
@@ -140,6 +142,16 @@ def check_dirty_inputs(flat: FlatInputs, run: FunctionalRun) -> None:
                 "backward as its history; the compiled program repeats the write without it (Note [Custom "
                 "Functions]). Return a new tensor from the Function's forward instead"
             )
+
+
+def _dirty_views_of(t: torch.Tensor, run: FunctionalRun) -> list[tuple[torch.Tensor, type]]:
+    """The views of `t` a custom Function of the program marked dirty, with that Function."""
+    found = []
+    for i, cls in run.swaps.marked_dirty.items():
+        v = run.swaps.pinned.get(i)
+        if isinstance(v, torch.Tensor) and v is not t and run.swaps.view_root(v, through_swaps=True) is t:
+            found.append((v, cls))
+    return found
 
 
 def _same_input_storage(u: torch.Tensor, t: torch.Tensor, run: FunctionalRun) -> bool:

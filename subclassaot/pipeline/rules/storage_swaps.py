@@ -1042,8 +1042,8 @@ def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
 def _note_function_apply(record: SwapRecord, cls: type, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
     """A custom Function reads its inputs with grad on (Note [Leaves Laid Out Anew Under no_grad]), and where the call
     began under no_grad, its result requires grad as eager's would (Note [Grad Mode And Autograd Reads])."""
-    grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
-    if not record.grad_at_start and grad and reads_grad((args, kwargs)):
+    # (inside inference_mode too: autograd records a custom Function wherever grad mode is on)
+    if not record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
         record.grad_reenabled.append(f"{cls.__name__}.apply")
     if not record.releafable or not torch.is_grad_enabled():
         return
