@@ -544,8 +544,14 @@ def _output_info(
             # (inputs sharing the storage at the end: the one that is eager's `._base`, where one is: after
             # `x1.set_(x0)`, a view of x0 has x1 as its base)
             base = leaf._base if tree is None and leaf._is_view() else None
+            # (or the input the program took it from, through tensors `.data =` or set_() moved since)
+            root = run.swaps.view_root(leaf, through_swaps=True) if tree is None else None
             at = next(
-                (DenseIndex(j) for j, f in enumerate(run.finals) if f is base and storage_key(f) == key), current[key]
+                (DenseIndex(j) for j, f in enumerate(run.finals) if f is base and storage_key(f) == key),
+                next(
+                    (DenseIndex(j) for j, f in enumerate(run.finals) if f is root and storage_key(f) == key),
+                    current[key],
+                ),
             )
             _check_within_swapped_input(path, leaf, run, at)
             regrad = tree is None and run.swaps.grad_set_view_of(leaf, run.user_tensors)

@@ -10,6 +10,7 @@ Invariants: pure reads; no guards are added on symbolic sizes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from torch.fx.experimental.symbolic_shapes import statically_known_true
@@ -18,6 +19,9 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.schemas import BackwardReshape, FlatInputs
 from subclassaot.torch_internals import get_version
+
+if TYPE_CHECKING:
+    from subclassaot.pipeline.rules.swap_record import SwapRecord
 
 __all__ = [
     "backward_reshapes",
@@ -117,19 +121,37 @@ def _surely_same(before: Metadata, after: Metadata) -> bool:
     return same_rank and all(statically_known_true(a == b) for a, b in pairs)
 
 
+def views_of_inputs(record: SwapRecord, inputs: Sequence[torch.Tensor]) -> list[tuple[int, torch.Tensor]]:
+    """(input position, tensor) for each view the program took of an input, as the record saw them."""
+    position = {id(t): i for i, t in enumerate(inputs)}
+    found = []
+    for key in record.views:
+        view = record.pinned.get(key)
+        if isinstance(view, torch.Tensor):
+            i = position.get(id(record.view_root(view, through_swaps=True)))
+            if i is not None and view is not inputs[i]:
+                found.append((i, view))
+    return found
+
+
 def backward_reshapes(
     flat: FlatInputs,
     user_tensors: Sequence[torch.Tensor],
     user_fakes: Sequence[torch.Tensor],
     before: Sequence[Metadata],
     versions: Sequence[int],
+    view_bumps: Sequence[tuple[int, int]] = (),
 ) -> tuple[BackwardReshape, ...]:
     """The inputs whose metadata the program's backward changed (Note [Custom Functions]);
-    refuse the changes the runtime cannot replay exactly."""
+    refuse the changes the runtime cannot replay exactly. `view_bumps`: (input position, bumps) of the views the
+    forward took of inputs, which share the input's version counter in eager (a saved view's `t_()` in the backward
+    bumps the input's) where the trace's need not."""
     found = []
     for i, (t, meta) in enumerate(zip(user_tensors, before, strict=True)):
         after = metadata_of(t)
         bumps = get_version(t) - versions[i]
+        if not bumps:  # (views of one input share one counter: the most any saw)
+            bumps = max((n for k, n in view_bumps if k == i), default=0)
         if _surely_same(meta, after):
             # Values written (x.mul_(2)) or an in-place op that changes nothing (t_() of a 0-d tensor): no layout to
             # replay, only eager's count of bumps on a plain input (a subclass's counter is its own inner tensors').

@@ -24,7 +24,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, intermediate_bases, run_functional
-from subclassaot.pipeline.grad_scope import backward_reshapes, metadata_of
+from subclassaot.pipeline.grad_scope import backward_reshapes, metadata_of, views_of_inputs
 from subclassaot.pipeline.rules.nograd_set_views import differentiated_as_eager
 from subclassaot.pipeline.trace import TracedGraph, graph_output_values
 from subclassaot.runtime.steps import training_roots
@@ -242,12 +242,15 @@ def trace_joint(
             before = [mutation_counter(o) for o in run.originals]
             metas = [metadata_of(t) for t in run.user_tensors]
             versions = [get_version(t) for t in run.user_tensors]
+            views = views_of_inputs(run.swaps, run.user_tensors)
+            view_versions = [get_version(v) for _, v in views]
             reach[:] = _autograd_reach(diff_outs, wrt)
             given = [k for k in range(len(diff_outs)) if k not in absent]
             # a trace for one input's gradient asks what depends on the failing node: only its own nodes run
             every = setup.wrt_only is None
             grads = _grads([diff_outs[k] for k in given], wrt, [grad_outs[k] for k in given], every)
-            reshapes[:] = backward_reshapes(setup.flat, run.user_tensors, setup.user_fakes, metas, versions)
+            view_bumps = [(i, get_version(v) - n) for (i, v), n in zip(views, view_versions, strict=True)]
+            reshapes[:] = backward_reshapes(setup.flat, run.user_tensors, setup.user_fakes, metas, versions, view_bumps)
             bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
             grad_trees.clear()
             stride_leaves.clear()
@@ -306,8 +309,9 @@ def _autograd_node_of(x: torch.Tensor, seen: set[object]) -> bool:
 # - The end node itself: eager runs it too, unpacking the tensors it saved, which raises where one was written since
 #   (or, for a no_grad or multi-output view written through its base, raises the view error when the check reads its
 #   grad_fn). So before taking the gradients the joint trace reads each such node's saved tensors (the `_saved_*`
-#   attributes of autograd's generated nodes). A custom Function's node is left alone: its backward reads what it saved
-#   only where it chooses to. A node whose backward only raises (NotImplemented: `x0.set_(t1)` under grad, t1 a no_grad
+#   attributes of autograd's generated nodes). A custom Function's node (one output) is run instead, under no_grad, on
+#   the gradient flowing into it, its result dropped: its backward reads what it saved where it chooses to, and may
+#   change it in place (a saved view's `t_()` bumps the counter of the input it views). A node whose backward only raises (NotImplemented: `x0.set_(t1)` under grad, t1 a no_grad
 #   view, records one with no edge, since t1 has no history) is called, so its error is the one eager's backward gets.
 # - Outputs whose history cannot be rebuilt: a set_() that bumps the counter a subclass view shares with its base makes
 #   autograd rebuild the view's grad_fn by replaying its view ops on a base now of another layout, which raises
@@ -372,6 +376,18 @@ def _unpack_saved(ends: Sequence[GradientEdge]) -> None:
                 getattr(node, name)  # raises as the node's backward would
 
 
+def _run_function_ends(ends: Sequence[GradientEdge], into: Sequence[torch.Tensor | None]) -> None:
+    """A custom Function's node that ends a path runs in eager too, and its backward may change what it saved in place
+    (a version bump, a metadata change its caller sees): it runs here on the gradient flowing into it, its result
+    dropped (Note [Backward Runs Every Node]). Only a Function with one output; the others stay unrun."""
+    for edge, grad in zip(ends, into, strict=True):
+        node = edge.node
+        if isinstance(node, torch.autograd.function.BackwardCFunction) and len(node._input_metadata) == 1:
+            if grad is not None:
+                with torch.no_grad():  # (eager's backward runs under no_grad)
+                    node.apply(grad)
+
+
 def _tree_of(t: torch.Tensor, ctxs: dict[int, object], k: int) -> SubclassNode | None:
     if not is_traceable_subclass(t):
         return None
@@ -390,6 +406,7 @@ def _grads(
         _unpack_saved(extra)  # Note [Backward Runs Every Node]
         edges = [*(get_gradient_edge(wrt[k]) for k in live), *extra]
         found = torch.autograd.grad(diff_outs, edges, grad_outs, allow_unused=True)
+        _run_function_ends(extra, found[len(live) :])  # Note [Backward Runs Every Node]
     elif diff_outs and live:
         found = torch.autograd.grad(diff_outs, [wrt[k] for k in live], grad_outs, allow_unused=True)
     else:

@@ -486,7 +486,7 @@ def replay_steps(
         # and the replay does too. Not `inference_mode(False)` otherwise: that turns grad mode on
         inside = step.op is torch.ops.aten.resize_.default and src.requires_grad
         with (
-            torch.set_grad_enabled(step.grad_enabled and torch.is_grad_enabled()),
+            torch.set_grad_enabled(step.grad_enabled),
             torch.inference_mode() if inside else contextlib.nullcontext(),
         ):
             out = step.op(src, *args, **kwargs)

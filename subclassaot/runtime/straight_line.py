@@ -112,6 +112,9 @@ def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> 
     tokens = [token for info in analysis.outputs if info.replay is not None for _, token in info.replay.marks]
     if len(set(tokens)) != len(tokens):
         return "views sharing an intermediate"  # Note [Output Regeneration]
+    steps = [step for info in analysis.outputs if info.replay is not None for step in info.replay.steps]
+    if not torch.is_grad_enabled() and any(step.grad_enabled for step in steps):
+        return "a view taken with grad on, called under no_grad"  # (the generated steps only turn grad off)
     for o, info in enumerate(analysis.outputs):
         why = _unsupported_output(info, o in call.prewraps)
         if why is not None:

@@ -295,3 +295,24 @@ def test_mark_dirty_view_of_a_returned_input_refused() -> None:
     assert isinstance(out, tuple) and out[0] is x and type(x.grad_fn).__name__ == "CopySlices"
     with pytest.raises(UnsupportedError, match=r"marks it dirty \(ctx\.mark_dirty\)"):
         subclassaot.compile(dirty_view_of_input_not_returned)(_nonleaf(2))
+
+
+def transpose_saved_no_grad_view(x0: T) -> object:
+    t0 = x0.view(())
+    with torch.no_grad():
+        t1 = t0.view((-1, 1))  # requires grad (a view of x0) with no history: the Function's node ends the path
+    return (TransposeSaved.apply(t1),)  # type: ignore[no-untyped-call]
+
+
+def test_backward_of_a_function_ending_a_path_runs_like_eager(compile_fn: CompileFn | None) -> None:
+    """The Function's input is a no_grad view of a leaf: its node reaches no input, which autograd.grad would skip,
+    while eager's backward runs it, and its `t_()` on the saved view bumps the version counter the leaf shares (fuzz
+    seed 53000, program 1465: DIVERGED, the leaf's counter unchanged). The joint trace runs such a node on the
+    gradient flowing into it (Note [Backward Runs Every Node])."""
+    x = torch.randn((), requires_grad=True)
+    out = transpose_saved_no_grad_view(x)
+    assert isinstance(out, tuple)
+    out[0].sum().backward()  # type: ignore[no-untyped-call]
+    assert x._version == 1 and x.grad is None
+    make = lambda: (torch.randn((), requires_grad=True),)  # noqa: E731
+    assert_matches_eager(transpose_saved_no_grad_view, make, compile_fn=compile_fn, check_grads=True)

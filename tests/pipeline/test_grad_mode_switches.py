@@ -1108,3 +1108,30 @@ def test_inplace_view_op_with_grad_on_a_no_grad_view_refused() -> None:
 
     with torch.no_grad(), pytest.raises(UnsupportedError, match="an in-place view op .* on a view taken under no_grad"):
         subclassaot.compile(f, backend="eager")(*make())
+
+
+def view_taken_with_grad_then_written_under_no_grad(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    with torch.enable_grad():
+        t0 = x1.expand((3,))
+    t0.copy_(x0)
+    return (t0,)
+
+
+@torch.enable_grad()
+def _input_and_its_expand() -> tuple[T, T]:
+    b0 = torch.randn((3,))
+    return b0, b0.expand((3,))
+
+
+def test_view_taken_with_grad_inside_a_no_grad_call_is_replayed_with_grad(compile_fn: CompileFn | None) -> None:
+    """The output view was taken with grad turned on inside a call under no_grad, then written under no_grad: eager's
+    view (made with grad) regenerates its grad_fn after the write; one replayed under the call's no_grad would raise
+    reading it, as the runtime did (fuzz seed 53000, program 1415: DIVERGED). Views are replayed in the grad mode the
+    program took them in."""
+    with torch.no_grad():
+        out = view_taken_with_grad_then_written_under_no_grad(*_input_and_its_expand())
+        assert isinstance(out, tuple) and out[0].grad_fn is not None
+        assert_matches_eager(
+            view_taken_with_grad_then_written_under_no_grad, _input_and_its_expand, compile_fn=compile_fn
+        )

@@ -2032,3 +2032,27 @@ def test_subclass_view_set_back_onto_its_roots_storage(compile_fn: CompileFn | N
     # seed 24000 #814 with a PairTensor input, under no_grad
     with torch.no_grad():
         assert_matches_eager(_seed24000_814, lambda: (pair(3, 2, 2),), compile_fn=compile_fn)
+
+
+def view_of_a_view_moved_by_data_after(x0: torch.Tensor, x1: torch.Tensor) -> object:
+    x1.add_(1)  # the other input over the storage is written
+    t1 = x0[0]
+    t2 = t1[1]
+    t1.data = torch.zeros(3)  # t2's `._base` stays x0
+    return (t2,)
+
+
+def _detach_and_itself() -> tuple[torch.Tensor, torch.Tensor]:
+    b0 = torch.randn((1, 4, 2))
+    return b0.detach(), b0
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_view_of_an_input_sharing_storage_keeps_its_base_after_data_of_its_source(
+    grad: bool, compile_fn: CompileFn | None
+) -> None:
+    """Two inputs over one storage: the output is a view of args[0] (through a view `.data =` moved since); the
+    compiled one was a view of args[1], the input last seen over that storage (fuzz seed 53000, program 883:
+    DIVERGED). The input the program took it from, through such moves, is its base."""
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(view_of_a_view_moved_by_data_after, _detach_and_itself, compile_fn=compile_fn)
