@@ -15,7 +15,7 @@ from typing import Any, cast
 import torch
 from torch.utils import _pytree as pytree
 
-from subclassaot.authoring.protocol import is_traceable_subclass
+from subclassaot.authoring.protocol import SubclassNode, is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.analyze_training import (
     check_history_over_alias,
@@ -280,6 +280,21 @@ def _made_in_inference_mode(value: torch.Tensor, run: FunctionalRun) -> bool:
     return not torch.is_inference_mode_enabled() and storage_key(value) in run.swaps.inference_made
 
 
+def _check_inference_storages(infos: list[OutputInfo], leaves: list[object], current: dict[object, DenseIndex]) -> None:
+    """The runtime makes an inference-tensor output over a copy of its storage: refused where an input, or an output
+    that is no inference tensor, shares that storage in eager (set_() onto it)."""
+    tensors = [(i, v) for i, v in zip(infos, leaves, strict=True) if isinstance(v, torch.Tensor)]
+    plain = [(i, v) for i, v in tensors if not is_traceable_subclass(v)]
+    made = {storage_key(v): i.path for i, v in plain if i.inference}
+    others = [v for i, v in plain if not i.inference]
+    for key in made.keys() & ({storage_key(v) for v in others} | current.keys()):
+        raise UnsupportedError(
+            f"{made[key]}: eager's is an inference tensor (computed inside a torch.inference_mode() block) whose "
+            "storage another tensor shares (set_() onto it: an input, or an output made outside the block); the "
+            "compiled call makes inference tensors over a copy of their storage. Return a clone, or set_() to one"
+        )
+
+
 def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
     """Is eager's output an inference tensor that the runtime, outside inference mode, would not make one: computed
     inside an inference_mode block, or a view of such a tensor (one too, taken after the block as well), not a tensor
@@ -396,6 +411,7 @@ def _analyze_outputs(
             check_inference_output(path, value)
             info = replace(info, inference=True)
         infos.append(info)
+    _check_inference_storages(infos, leaves, current)
     _check_views_of_fresh(infos, leaves, bases)
     check_bumped_views(infos, leaves)
     check_stale_subclass_outputs(infos, leaves, run)
@@ -439,6 +455,148 @@ def _check_views_of_fresh(
 
 # See Note [Views That Raise After A Bump]
 _BUMPED_SOURCES = (ReplaySource.BASE, ReplaySource.WRAPPER, ReplaySource.OUTPUT, ReplaySource.INPUT)
+
+
+def _input_alias_leaf(
+    path: str,
+    leaf: torch.Tensor,
+    in_subclass: bool,
+    run: FunctionalRun,
+    maps: tuple[
+        dict[int, InputIndex],
+        dict[object, DenseIndex],
+        dict[object, DenseIndex],
+        dict[object, tuple[int, torch.Tensor]],
+        dict[int, int],
+        dict[int, DenseIndex],
+    ],
+    is_view: Callable[[torch.Tensor], bool],
+) -> tuple[OutputLeaf, bool]:
+    """An output leaf over an input's storage at the end of the program, and whether it takes its layout from the
+    graph (Note [Strides The Kernels Choose])."""
+    input_by_id, current, original, bases, earlier, _ = maps
+    key = storage_key(leaf)
+    meta = leaf_meta(leaf)
+    # (inputs sharing the storage at the end: the one that is eager's `._base`, where one is: after `x1.set_(x0)`, a
+    # view of x0 has x1 as its base; or the input the program took it from, through tensors `.data =` or set_() moved
+    # since)
+    base = leaf._base if not in_subclass and leaf._is_view() else None
+    root = run.swaps.view_root(leaf, through_swaps=True) if not in_subclass else None
+    at = next(
+        (DenseIndex(j) for j, f in enumerate(run.finals) if f is base and storage_key(f) == key),
+        next((DenseIndex(j) for j, f in enumerate(run.finals) if f is root and storage_key(f) == key), current[key]),
+    )
+    _check_within_swapped_input(path, leaf, run, at)
+    regrad = not in_subclass and run.swaps.grad_set_view_of(leaf, run.user_tensors)
+    if not in_subclass and not regrad:
+        check_grad_view_of_moved_input(path, leaf, run.finals)
+    hidden = hidden_base(leaf, run, at, input_by_id, earlier)
+    meta = alias_meta(leaf, run, at, original.get(key))  # Note [as_strided On Inputs]
+    input_layout = key not in original and meta == leaf_meta(run.finals[at])
+    alias = OutputLeaf(
+        source=LeafSource.INPUT_ALIAS,
+        index=at,
+        meta=meta,
+        is_view=is_view(leaf),
+        same_object=leaf is run.finals[at],
+        input_layout=input_layout,
+        hidden_base=hidden,
+        foreign_base=None if in_subclass else foreign_base(leaf, run.finals, set(original), bases, regrad),
+        foreign_grad=regrad,
+        hidden_key=None if hidden is None else id(leaf._base),
+    )
+    return alias, key not in original and not input_layout  # Note [Strides The Kernels Choose]
+
+
+def _output_leaves(
+    path: str,
+    value: torch.Tensor,
+    parts: tuple[SubclassNode | None, list[torch.Tensor], bool],
+    run: FunctionalRun,
+    maps: tuple[
+        dict[int, InputIndex],
+        dict[object, DenseIndex],
+        dict[object, DenseIndex],
+        dict[object, tuple[int, torch.Tensor]],
+        dict[int, int],
+        dict[int, DenseIndex],
+    ],
+    graph_count: int,
+) -> tuple[list[OutputLeaf], int, DenseIndex | None, list[DenseIndex]]:
+    """One OutputLeaf per dense leaf of output `value` (`parts`: its subclass tree, dense leaves, and whether it needs
+    the program's autograd history): computed by the graph, an alias of an input (over its storage at the end, or the
+    one it had before a set_()), or of an intermediate base. Also the next graph output index, the input whose storage
+    before set_() a leaf views, and the inputs whose layout a leaf takes from the graph (Note [Strides The Kernels
+    Choose])."""
+    tree, dense, fresh = parts
+    input_by_id, current, original, bases, earlier, set_targets = maps
+    out_leaves = []
+    # an inner leaf made by the subclass's own dispatch is no autograd view (Note [Autograd Sees The Wrapper])
+    is_view = run.swaps.is_view if tree is None else run.swaps.is_autograd_view
+    replaced: DenseIndex | None = None  # an input whose storage before set_() an output leaf views
+    own_layout: list[DenseIndex] = []
+    for leaf in dense:
+        key = storage_key(leaf)
+        meta = leaf_meta(leaf)
+        if fresh:
+            same = current.get(key) if key in original else None  # the input's own storage, not one set_() gave it
+            view = same is not None and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
+            # a view the program's Function made of an intermediate (DTensor.to_local of a computed DTensor)
+            made_view = tree is None and is_custom_function_view(leaf)
+            out_leaves.append(
+                OutputLeaf(
+                    source=LeafSource.GRAPH,
+                    index=graph_count,
+                    meta=meta,
+                    is_view=view,
+                    passthrough=same,
+                    function_view=made_view,
+                )
+            )
+            graph_count += 1
+            continue
+        if id(value) in set_targets:
+            out_leaves.append(
+                OutputLeaf(
+                    source=LeafSource.GRAPH,
+                    index=graph_count,
+                    meta=meta,
+                    is_view=False,
+                    storage_of=set_targets[id(value)],
+                )
+            )
+            graph_count += 1
+            continue
+        if key in current:
+            alias, own = _input_alias_leaf(path, leaf, tree is not None, run, maps, is_view)
+            out_leaves.append(alias)
+            own_layout += [DenseIndex(alias.index)] if own else []
+        elif key in original:
+            # Only a view of the input made before the epilogue swaps it can reach that storage (below).
+            replaced = replaced if replaced is not None else original[key]
+            out_leaves.append(
+                OutputLeaf(source=LeafSource.INPUT_ALIAS, index=original[key], meta=meta, is_view=is_view(leaf))
+            )
+        elif key in bases and not (leaf.requires_grad and not bases[key][1].requires_grad):
+            out_leaves.append(
+                OutputLeaf(
+                    source=LeafSource.INTERMEDIATE_ALIAS,
+                    index=bases[key][0],
+                    meta=meta,
+                    is_view=is_view(leaf),
+                    same_object=bases[key][1] is leaf,
+                    foreign_base=None if tree is not None else foreign_base(leaf, run.finals, set(original), bases),
+                )
+            )
+        else:
+            made_view = tree is None and leaf.requires_grad and is_custom_function_view(leaf)
+            out_leaves.append(
+                OutputLeaf(
+                    source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False, function_view=made_view
+                )
+            )
+            graph_count += 1
+    return out_leaves, graph_count, replaced, own_layout
 
 
 def _output_info(
@@ -502,107 +660,15 @@ def _output_info(
         stride_leaf = _outer_stride_leaf(outer, list(detached))
         made = info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=detached, outer_stride_leaf=stride_leaf)
         return replace(made, data_meta=data_meta), graph_count + len(detached)
-    out_leaves = []
-    # an inner leaf made by the subclass's own dispatch is no autograd view (Note [Autograd Sees The Wrapper])
-    is_view = run.swaps.is_view if tree is None else run.swaps.is_autograd_view
-    replaced: DenseIndex | None = None  # an input whose storage before set_() an output leaf views
     fresh = _needs_program_autograd(value, run)
-    own_layout: list[DenseIndex] = []
-    for leaf in dense:
-        key = storage_key(leaf)
-        meta = leaf_meta(leaf)
-        if fresh:
-            same = current.get(key) if key in original else None  # the input's own storage, not one set_() gave it
-            view = same is not None and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
-            # a view the program's Function made of an intermediate (DTensor.to_local of a computed DTensor)
-            made_view = tree is None and is_custom_function_view(leaf)
-            out_leaves.append(
-                OutputLeaf(
-                    source=LeafSource.GRAPH,
-                    index=graph_count,
-                    meta=meta,
-                    is_view=view,
-                    passthrough=same,
-                    function_view=made_view,
-                )
-            )
-            graph_count += 1
-            continue
-        if id(value) in set_targets:
-            out_leaves.append(
-                OutputLeaf(
-                    source=LeafSource.GRAPH,
-                    index=graph_count,
-                    meta=meta,
-                    is_view=False,
-                    storage_of=set_targets[id(value)],
-                )
-            )
-            graph_count += 1
-            continue
-        if key in current:
-            # (inputs sharing the storage at the end: the one that is eager's `._base`, where one is: after
-            # `x1.set_(x0)`, a view of x0 has x1 as its base)
-            base = leaf._base if tree is None and leaf._is_view() else None
-            # (or the input the program took it from, through tensors `.data =` or set_() moved since)
-            root = run.swaps.view_root(leaf, through_swaps=True) if tree is None else None
-            at = next(
-                (DenseIndex(j) for j, f in enumerate(run.finals) if f is base and storage_key(f) == key),
-                next(
-                    (DenseIndex(j) for j, f in enumerate(run.finals) if f is root and storage_key(f) == key),
-                    current[key],
-                ),
-            )
-            _check_within_swapped_input(path, leaf, run, at)
-            regrad = tree is None and run.swaps.grad_set_view_of(leaf, run.user_tensors)
-            if tree is None and not regrad:
-                check_grad_view_of_moved_input(path, leaf, run.finals)
-            hidden = hidden_base(leaf, run, at, input_by_id, earlier, meta != leaf_meta(leaf))
-            meta = alias_meta(leaf, run, at, original.get(key))  # Note [as_strided On Inputs]
-            input_layout = key not in original and meta == leaf_meta(run.finals[at])
-            if key not in original and not input_layout:
-                own_layout.append(at)  # Note [Strides The Kernels Choose]
-            out_leaves.append(
-                OutputLeaf(
-                    source=LeafSource.INPUT_ALIAS,
-                    index=at,
-                    meta=meta,
-                    is_view=is_view(leaf),
-                    same_object=leaf is run.finals[at],
-                    input_layout=input_layout,
-                    hidden_base=hidden,
-                    foreign_base=None
-                    if tree is not None
-                    else foreign_base(leaf, run.finals, set(original), bases, regrad),
-                    foreign_grad=regrad,
-                    hidden_key=None if hidden is None else id(leaf._base),
-                )
-            )
-        elif key in original:
-            # Only a view of the input made before the epilogue swaps it can reach that storage (below).
-            replaced = replaced if replaced is not None else original[key]
-            out_leaves.append(
-                OutputLeaf(source=LeafSource.INPUT_ALIAS, index=original[key], meta=meta, is_view=is_view(leaf))
-            )
-        elif key in bases and not (leaf.requires_grad and not bases[key][1].requires_grad):
-            out_leaves.append(
-                OutputLeaf(
-                    source=LeafSource.INTERMEDIATE_ALIAS,
-                    index=bases[key][0],
-                    meta=meta,
-                    is_view=is_view(leaf),
-                    same_object=bases[key][1] is leaf,
-                    foreign_base=None if tree is not None else foreign_base(leaf, run.finals, set(original), bases),
-                )
-            )
-        else:
-            made_view = tree is None and leaf.requires_grad and is_custom_function_view(leaf)
-            out_leaves.append(
-                OutputLeaf(
-                    source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False, function_view=made_view
-                )
-            )
-            graph_count += 1
+    out_leaves, graph_count, replaced, own_layout = _output_leaves(
+        path,
+        value,
+        (tree, dense, fresh),
+        run,
+        (input_by_id, current, original, bases, earlier, set_targets),
+        graph_count,
+    )
     check_written_function_view(path, value)
     root = run.swaps.view_root(value, through_swaps=True) if fresh and from_program_function(value, run) else None
     if root is not None and id(root) in input_by_id:  # Note [Custom Functions]

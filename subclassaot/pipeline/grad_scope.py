@@ -175,5 +175,23 @@ def backward_reshapes(
             )
         size = tuple(int(v) for v in after[0])
         stride = tuple(int(v) for v in after[1])
+        _check_sole_grad_leaf(flat, i, size != tuple(meta[0]))
         found.append(BackwardReshape(position=i, size=size, stride=stride, bumps=bumps))
     return tuple(found)
+
+
+def _check_sole_grad_leaf(flat: FlatInputs, i: int, resized: bool) -> None:
+    """A leaf input the backward gives another size raises at its AccumulateGrad, in eager and in the compiled call
+    alike; whether other inputs got their gradients before depends on the order of eager's nodes, while the compiled
+    backward hands them all at once: refused where another input requires grad."""
+    reals = [flat.values[k] for k in flat.tensor_indices]
+    mine = reals[i]
+    others = [t for j, t in enumerate(reals) if j != i and isinstance(t, torch.Tensor) and t.requires_grad]
+    if resized and isinstance(mine, torch.Tensor) and mine.is_leaf and mine.requires_grad and others:
+        raise UnsupportedError(
+            f"{flat.leaves[flat.tensor_indices[i]].path}: the program's backward (a custom autograd.Function) gives "
+            "this leaf input another size in place (t_(), unsqueeze_(), ... on a saved tensor), so that its gradient "
+            "accumulation raises; whether eager's other inputs got their gradients before it depends on the order "
+            "of eager's nodes, and the compiled backward hands them all at once (Note [Custom Functions]). Change the "
+            "metadata of a clone in the backward instead"
+        )

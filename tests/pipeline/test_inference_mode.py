@@ -253,3 +253,26 @@ def test_custom_function_with_grad_inside_inference_mode_refused(grad: bool) -> 
         assert isinstance(eager, tuple) and eager[0].is_inference() and eager[0].grad_fn is not None
         with pytest.raises(UnsupportedError, match="eager's is an inference tensor .* and it has autograd history"):
             subclassaot.compile(_function_with_grad_inside_inference_mode)(torch.randn(3, requires_grad=True))
+
+
+def _input_set_onto_an_inference_result(x0: T, x1: T) -> object:
+    with torch.inference_mode():
+        t0 = x1.mul(0.5)
+    x0.set_(t0)  # type: ignore[call-overload]
+    return (t0,)
+
+
+def test_inference_result_another_tensor_is_set_onto_refused() -> None:
+    """Eager's input shares the inference tensor's storage after set_(); the runtime's inference output is over a
+    copy of it (fuzz seed 54000, programs 336 and 581: DIVERGED). Refused by name."""
+
+    def make() -> tuple[T, T]:
+        return torch.randn(()), torch.randn((1,))
+
+    with torch.no_grad():
+        x0, x1 = make()
+        out = _input_set_onto_an_inference_result(x0, x1)
+        assert isinstance(out, tuple) and out[0].is_inference()
+        assert x0.untyped_storage().data_ptr() == out[0].untyped_storage().data_ptr()
+        with pytest.raises(UnsupportedError, match="inference tensor .* whose storage another tensor shares"):
+            subclassaot.compile(_input_set_onto_an_inference_result)(*make())

@@ -86,11 +86,10 @@ def hidden_base(
     j: DenseIndex,
     input_by_id: dict[int, InputIndex],
     earlier: dict[int, int],
-    shifted: bool,
 ) -> Meta | None:
     """A plain view of input `j`'s storage whose view chain starts at an intermediate that set_() made share it
     (`t1 = t0.t(); x.set_(t0)`): eager's `._base` is that intermediate, returned by no one."""
-    if is_traceable_subclass(leaf) or not run.swaps.is_view(leaf) or shifted or not leaf._is_view():
+    if is_traceable_subclass(leaf) or not run.swaps.is_view(leaf) or not leaf._is_view():
         return None
     root = leaf._base  # eager's, set_() or not
     if root is None or root is run.finals[j] or id(root) in input_by_id or id(root) in earlier:
