@@ -257,7 +257,8 @@ def run_functional(
             )
             if any(m in str(e) for m in inference_view):
                 raise UnsupportedError(
-                    "the program takes a view, inside a torch.inference_mode() block, of a tensor made outside it; "
+                    "the program takes a view, inside a torch.inference_mode() block, of a tensor made outside it "
+                    "(one that requires grad, or a tensor subclass); "
                     "eager gives the view the version counter of its base, but the functionalized trace (the "
                     "pipeline's, as torch.compile's) makes every result inside the block an inference tensor, which "
                     f"has none, nor can it require grad ({type(e).__name__}: {str(e).splitlines()[0]}). Take the "

@@ -211,8 +211,9 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
     def run_resizing(values: Sequence[object], symbols: dict[str, int]) -> object:
         dense = dense_of(values)
         grow_storages(resizes, dense, ev, symbols)  # Note [Storage Swaps By Rebinding]
+        storages = [dense[r.leaf].untyped_storage() for r in resizes]  # (as passed: set_() may move the input)
         result = run(values, symbols)
-        settle_storages(resizes, dense, ev, symbols)
+        settle_storages(resizes, storages, ev, symbols)
         return result
 
     return run_resizing

@@ -224,11 +224,14 @@ def grow_storages(
 
 
 def settle_storages(
-    resizes: Sequence[StorageResize], dense: Sequence[torch.Tensor], ev: MetaEvaluator, symbols: dict[str, int]
+    resizes: Sequence[StorageResize],
+    storages: Sequence[torch.UntypedStorage],
+    ev: MetaEvaluator,
+    symbols: dict[str, int],
 ) -> None:
-    """After the epilogue and the outputs: the program's last storage resize_ of each input's storage (its free)."""
-    for r in resizes:
-        storage = dense[r.leaf].untyped_storage()
+    """After the epilogue and the outputs: the program's last storage resize_ of each input's storage as passed (its
+    free), `storages[k]` that of `resizes[k]`, taken before the call (a set_() may have moved the input since)."""
+    for r, storage in zip(resizes, storages, strict=True):
         nbytes = ev.dim(r.final, symbols)
         if storage.nbytes() != nbytes:
             storage.resize_(nbytes)

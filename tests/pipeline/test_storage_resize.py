@@ -390,3 +390,26 @@ def test_storage_resize_refused_through_dynamo(
             torch.compile(f, backend=subclassaot_backend)(*make_inputs())
     finally:
         torch._dynamo.reset()
+
+
+def set_then_free_the_old_storage(x0: torch.Tensor) -> object:
+    t0 = x0.contiguous()  # x0 itself
+    t1 = t0.detach()  # over x0's storage as passed
+    t0.set_(t1.sum(0))  # type: ignore[call-overload]  # x0 moves to a new storage
+    t1.untyped_storage().resize_(0)  # frees the storage x0 had
+    return (t0,)
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_storage_freed_after_its_input_was_set_elsewhere_matches_eager(
+    grad: bool, compile_fn: CompileFn | None
+) -> None:
+    """The program frees the storage the input had, after set_() moved the input to a new one: the runtime freed the
+    input's storage at the end, the new one, and the output read freed memory (fuzz seed 55000, program 7826: a
+    segfault that ended the run). It resizes the storage the input was passed with."""
+
+    def make() -> tuple[torch.Tensor]:
+        return (torch.randn(2, 3, 4, requires_grad=grad),)
+
+    with torch.no_grad():
+        assert_matches_eager(set_then_free_the_old_storage, make, compile_fn=compile_fn)

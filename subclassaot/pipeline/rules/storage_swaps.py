@@ -889,7 +889,7 @@ class _DataMode(TorchFunctionMode):
                 elif is_base_read(func):  # Note [Grad Mode And Autograd Reads]
                     out = base_read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
                 else:
-                    out = original_of(func(*call_args, **call_kwargs), name, args, call_args)
+                    out = original_of(_call_viewing_normal(func, call_args, call_kwargs), name, args, call_args)
         except RuntimeError as e:
             if layout_op and "A view was created in no_grad mode and is being modified inplace" in str(e):
                 raise UnsupportedError(
@@ -1023,6 +1023,40 @@ _AUTOGRAD_CALLS = frozenset(
         torch.Tensor.register_post_accumulate_grad_hook,
     }
 )
+
+
+_INFERENCE_VIEW_ERROR = "Cannot set version_counter for inference tensor"
+
+
+def _call_viewing_normal(func: Any, args: Any, kwargs: Any) -> object:
+    """Inside inference_mode, eager's view of a normal tensor is a normal tensor sharing its base's version counter;
+    the functionalized run's view op fails to give it one, or makes an inference tensor. Where the base requires no
+    grad (no history to tell the view's creation mode by), the view is taken again outside inference mode, in the
+    same grad mode, which makes eager's tensor (Note [Grad Mode And Autograd Reads])."""
+    base = args[0] if args else None
+    normal = (
+        torch.is_inference_mode_enabled()
+        and isinstance(base, torch.Tensor)
+        and _plain_tensor(base)
+        and not base.is_inference()
+        and not base.requires_grad
+    )
+    if not normal:
+        return func(*args, **kwargs)
+    try:
+        out = func(*args, **kwargs)
+    except RuntimeError as e:
+        if _INFERENCE_VIEW_ERROR not in str(e):
+            raise
+    else:
+        assert isinstance(base, torch.Tensor)
+        key = storage_key(base)
+        made = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.is_inference()]
+        if not any(storage_key(o) == key for o in made):
+            return out
+    grad = torch.is_grad_enabled()
+    with torch.inference_mode(False), torch.set_grad_enabled(grad):  # (inference_mode(False) turns grad on)
+        return func(*args, **kwargs)
 
 
 @contextlib.contextmanager
