@@ -31,6 +31,7 @@ from subclassaot.pipeline.analyze_training import (
 from subclassaot.pipeline.backward_probe import eager_accumulator_sizes
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
+from subclassaot.pipeline.grad_scope import check_gained_after_read
 from subclassaot.pipeline.rules.assigned_history import check_unreplayed_assigned_view, history_data_leaf
 from subclassaot.pipeline.rules.blocked_leaves import check_set_under_grad, inputs_behind_raising_nodes
 from subclassaot.pipeline.rules.bumped_views import check_bumped_views, counter_at_end
@@ -183,6 +184,7 @@ def analyze(
         replays = tuple(inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors))
         data_plans, probes = wrapper_data_plans(flat, run, replays, wrapper_after, user_fakes, nonleaf_wrappers)
         outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
+        _check_views_of_inputs_losing_grad(flat, run, outputs)
         check_overlapping_clones(flat, layout, run, mutations, user_fakes, nonleaf_wrappers, outputs, replays)
         check_wrapper_grad_gains(flat, layout, run, mutations, user_fakes)
         check_writes_after_hidden_set(flat, layout, run, mutations, user_fakes)
@@ -317,14 +319,18 @@ def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) 
 
 def _check_requires_grad_calls(run: FunctionalRun, flat: FlatInputs) -> None:
     inputs = {id(t) for t in run.user_tensors}
+    check_gained_after_read(run.swaps.gained_after_read, run.user_tensors, flat)
+    sources = {id(r.source) for r in run.swaps.views.values()}
     for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True):
-        if id(t) in run.swaps.gained_after_read:
+        real = flat.values[k]
+        if id(t) not in run.swaps.requires_grad_gained or id(t) not in sources or not isinstance(real, torch.Tensor):
+            continue
+        if real._is_view() and real._base is not None and not real._base.requires_grad:
             raise UnsupportedError(
-                f"{flat.leaves[k].path}: the program calls requires_grad_() on this input after computing from it "
-                "(or from another tensor over its storage, an input that is a view of it) with grad mode on; eager's "
-                "earlier results carry no autograd history, but the compiled call makes the input require grad "
-                "before the graph runs, so they would. Call requires_grad_() before the input's first use, or "
-                "outside the compiled function"
+                f"{flat.leaves[k].path}: the program turns requires_grad on for this input, a view of a tensor that "
+                "does not require grad, and takes views of it: eager's views take requires_grad from that base, "
+                "which the flag does not change, while the compiled call has them require grad. Pass the base, or "
+                "call requires_grad_() outside the compiled function"
             )
     gained = {k: grad for k, grad in run.swaps.requires_grad_gained.items() if k not in inputs}
     if gained and (run.swaps.grad_at_start or any(gained.values())):
@@ -508,6 +514,14 @@ def _input_alias_leaf(
     return alias, key not in original and not input_layout  # Note [Strides The Kernels Choose]
 
 
+def _history_of_its_own(leaf: torch.Tensor, base: torch.Tensor, run: FunctionalRun) -> bool:
+    """Does a view requiring grad of an intermediate base that does not have history of its own, which a view of that
+    base rebuilt at run time would lack? Not one the program made require grad under no_grad (requires_grad_()):
+    the runtime makes it so once built (Note [Grad Mode And Autograd Reads])."""
+    made_to = id(leaf) in run.swaps.requires_grad_set and not torch.is_grad_enabled()
+    return leaf.requires_grad and not base.requires_grad and not made_to
+
+
 def _output_leaves(
     path: str,
     value: torch.Tensor,
@@ -577,7 +591,7 @@ def _output_leaves(
             out_leaves.append(
                 OutputLeaf(source=LeafSource.INPUT_ALIAS, index=original[key], meta=meta, is_view=is_view(leaf))
             )
-        elif key in bases and not (leaf.requires_grad and not bases[key][1].requires_grad):
+        elif key in bases and not _history_of_its_own(leaf, bases[key][1], run):
             out_leaves.append(
                 OutputLeaf(
                     source=LeafSource.INTERMEDIATE_ALIAS,
@@ -1031,6 +1045,25 @@ def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
             return _grad_fn_or_none(t) is not None
         t = record.source
     return False
+
+
+def _check_views_of_inputs_losing_grad(flat: FlatInputs, run: FunctionalRun, outputs: tuple[OutputInfo, ...]) -> None:
+    """An output view of an input, taken with history before the program turned the input's requires_grad off: eager's
+    keeps that history; the runtime drops the flag before it builds the outputs, so its view would have none."""
+    values = pytree.tree_leaves(run.output)
+    position = {id(t): k for k, t in enumerate(run.user_tensors)}
+    for info, value in zip(outputs, values, strict=True):
+        if info.kind is not OutputKind.TENSOR or not isinstance(value, torch.Tensor) or info.replay is None:
+            continue
+        k = position.get(id(run.swaps.view_root(value, through_swaps=True)))
+        if k is None or run.user_tensors[k].requires_grad or _grad_fn_or_none(value) is None:
+            continue
+        raise UnsupportedError(
+            f"{info.path} is a view of {flat.leaves[flat.tensor_indices[k]].path}, taken with autograd history before "
+            "the program turned that input's requires_grad off (`.requires_grad = False`, requires_grad_(False), "
+            "detach_()); eager's view keeps the history, the compiled call drops the flag before it rebuilds the "
+            "view. Take the view after turning requires_grad off, or return a clone"
+        )
 
 
 def _grad_fn_or_none(t: torch.Tensor) -> object:

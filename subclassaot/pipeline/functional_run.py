@@ -18,7 +18,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors, widen_wrapper_storage
-from subclassaot.pipeline.grad_scope import GradReenabledError, check_grad_reenabled
+from subclassaot.pipeline.grad_scope import GradReenabledError, check_gained_after_read, check_grad_reenabled
 from subclassaot.pipeline.inputs import unflatten_call
 from subclassaot.pipeline.rules.foreign_bases import foreign_root
 from subclassaot.pipeline.rules.grad_set_bases import grad_set_view_root, no_grad_set_view_root, set_view_root
@@ -235,6 +235,7 @@ def run_functional(
             # A program called under no_grad that turned grad back on and computed on tensors requiring grad is
             # refused whatever happened next (an in-place write of a subclass input's leaf fake raised here)
             check_grad_reenabled(record.grad_reenabled, training=False)
+            check_gained_after_read(record.gained_after_read, user_tensors, flat)  # (refused first, as below)
             raised_with_grad = (
                 "a leaf Variable that requires grad is being used in an in-place",
                 "with grad mode enabled",

@@ -82,6 +82,22 @@ __all__ = [
 #   (one per storage, so outputs sharing one still do; a subclass from such copies of its inner tensors).
 
 
+def check_gained_after_read(
+    gained_after_read: set[int], user_tensors: Sequence[torch.Tensor], flat: FlatInputs
+) -> None:
+    """Refuse requires_grad_() on an input after the program computed from it with grad on (ids in
+    `gained_after_read`): the compiled call makes it require grad from the start."""
+    for t, k in zip(user_tensors, flat.tensor_indices, strict=True):
+        if id(t) in gained_after_read:
+            raise UnsupportedError(
+                f"{flat.leaves[k].path}: the program calls requires_grad_() on this input after computing from it "
+                "(or from another tensor over its storage, an input that is a view of it) with grad mode on; eager's "
+                "earlier results carry no autograd history, but the compiled call makes the input require grad "
+                "before the graph runs, so they would. Call requires_grad_() before the input's first use, or "
+                "outside the compiled function"
+            )
+
+
 def check_grad_factories(factories: Sequence[str], *, training: bool) -> None:
     """Refuse factory calls with requires_grad=True in a program compiled for inference with grad mode on."""
     if factories and not training and torch.is_grad_enabled():

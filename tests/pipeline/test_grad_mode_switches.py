@@ -1162,3 +1162,87 @@ def test_view_taken_with_grad_inside_a_no_grad_call_is_replayed_with_grad(compil
         assert_matches_eager(
             view_taken_with_grad_then_written_under_no_grad, _input_and_its_expand, compile_fn=compile_fn
         )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fuzz seed 55000 (full vocabulary): requires_grad changes around views and custom Functions.
+
+
+def view_then_requires_grad_off(x0: T) -> object:
+    t0 = x0.t()
+    x0.requires_grad = False
+    return (t0,)
+
+
+def test_view_taken_before_requires_grad_is_turned_off_refused() -> None:
+    """Eager's view keeps the history it was taken with; the runtime drops the input's flag before it rebuilds the
+    view, which came back without history (programs 842, 2639, 6813: DIVERGED)."""
+    x = torch.randn(2, 3, requires_grad=True)
+    out = view_then_requires_grad_off(x)
+    assert isinstance(out, tuple) and out[0].grad_fn is not None and not x.requires_grad
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match="taken with autograd history before the program"):
+        subclassaot.compile(view_then_requires_grad_off)(torch.randn(2, 3, requires_grad=True))
+
+
+class _Sin(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
+        return g
+
+
+def function_then_requires_grad(x0: T) -> object:
+    t0 = _Sin.apply(x0)  # type: ignore[no-untyped-call]
+    x0.requires_grad = True
+    return (t0,)
+
+
+def test_requires_grad_after_a_custom_function_read_refused() -> None:
+    """A custom Function's apply reads its inputs with grad on, as a torch function does: the result carries no
+    history in eager, where the compiled call made the input require grad from the start (programs 1802, 5462)."""
+    with torch.enable_grad():
+        out = function_then_requires_grad(torch.randn(3))
+        assert isinstance(out, tuple) and out[0].grad_fn is None
+        with pytest.raises(UnsupportedError, match="calls requires_grad_\\(\\) on this input after computing"):
+            subclassaot.compile(function_then_requires_grad)(torch.randn(3))
+
+
+def view_of_an_intermediate_made_to_require_grad(x0: T) -> object:
+    t0 = x0.mul(2.0)
+    t1 = t0.transpose(2, 0)
+    t1.requires_grad_()
+    return (t1,)
+
+
+def test_view_of_an_intermediate_made_to_require_grad_under_no_grad_matches_eager(
+    compile_fn: CompileFn | None,
+) -> None:
+    """Eager's output is a view of the unreturned intermediate, requiring grad; ours came back fresh, no view
+    (program 2282). Such a view is rebuilt as a view of its intermediate base and made to require grad."""
+    with torch.no_grad():
+        assert_matches_eager(view_of_an_intermediate_made_to_require_grad, _plain(2, 2, 4), compile_fn=compile_fn)
+
+
+def view_input_made_to_require_grad_then_viewed(x0: T) -> object:
+    x0.requires_grad_()
+    t0 = x0.diagonal(1, 2, 1)
+    with torch.set_grad_enabled(True):
+        t1, _ = t0.max(0)
+    return (t1,)
+
+
+def test_view_input_made_to_require_grad_then_viewed_refused() -> None:
+    """requires_grad_() on a view input sets its own flag; views of it take requires_grad from the base it views,
+    which does not require grad, so eager's result has no history; ours had (program 5802)."""
+
+    def make() -> tuple[T]:
+        return (torch.randn((2, 4, 4)).unsqueeze(0),)
+
+    with torch.no_grad():
+        out = view_input_made_to_require_grad_then_viewed(*make())
+        assert isinstance(out, tuple) and not out[0].requires_grad
+        with pytest.raises(UnsupportedError, match="a view of a tensor that does not require grad, and takes views"):
+            subclassaot.compile(view_input_made_to_require_grad_then_viewed)(*make())

@@ -278,3 +278,40 @@ def test_inference_result_another_tensor_is_set_onto_refused() -> None:
         assert x0.untyped_storage().data_ptr() == out[0].untyped_storage().data_ptr()
         with pytest.raises(UnsupportedError, match="inference tensor .* whose storage another tensor shares"):
             subclassaot.compile(_input_set_onto_an_inference_result)(*make())
+
+
+def _data_of_an_input_assigned_an_inference_tensor(x0: T) -> object:
+    with torch.inference_mode():
+        t1 = x0[0].clone()
+    x0.data = t1
+    return ()
+
+
+def _input_requiring_grad_set_inside_inference_mode(x0: T) -> object:
+    t0 = x0.sin()
+    t1 = t0.transpose(0, 0)
+    with torch.inference_mode():
+        x0.set_(t1)  # type: ignore[call-overload]
+    return t0, x0
+
+
+def test_data_of_an_input_assigned_an_inference_tensor_refused() -> None:
+    """Eager's input becomes an inference tensor (fuzz seed 55000, program 3674: DIVERGED)."""
+    with torch.no_grad():
+        x = torch.randn(2, 3)
+        _data_of_an_input_assigned_an_inference_tensor(x)
+        assert x.is_inference()
+        with pytest.raises(UnsupportedError, match="`.data =` an inference tensor"):
+            subclassaot.compile(_data_of_an_input_assigned_an_inference_tensor)(torch.randn(2, 3))
+
+
+def test_set_inside_inference_mode_of_a_tensor_requiring_grad_refused() -> None:
+    """Eager's set_() there bumps the leaf's counter, so the backward through sin's node raises; the compiled one ran
+    and gave the leaf a gradient (fuzz seed 55000, program 5947: DIVERGED)."""
+    x = torch.randn(2, 2, requires_grad=True)
+    out = _input_requiring_grad_set_inside_inference_mode(x)
+    assert isinstance(out, tuple)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        (out[0].sum() + out[1].sum()).backward()
+    with pytest.raises(UnsupportedError, match="set_\\(\\) inside a torch.inference_mode\\(\\) block of a tensor"):
+        subclassaot.compile(_input_requiring_grad_set_inside_inference_mode)(torch.randn(2, 2, requires_grad=True))

@@ -318,6 +318,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
             if self.depth == 0 and not self.record.grad_at_start and grad and reads_grad((args, kwargs)):
                 self.record.grad_reenabled.append("set_")  # Note [Grad Mode And Autograd Reads] (no torch function)
+            if self.depth == 0 and torch.is_inference_mode_enabled() and args[0].requires_grad:
+                raise UnsupportedError(
+                    f"{input_named(self.record, args[0])}set_() inside a torch.inference_mode() block of a tensor "
+                    "that requires grad: eager records nothing but bumps its version counter, so that a backward "
+                    "through a node that saved it raises, which the compiled call does not reproduce. set_() it "
+                    "outside the block, under torch.no_grad()"
+                )
             if self.depth == 0:
                 with no_torch_function():  # set_ never reaches the torch-function mode: its checks run here
                     check_stale_views(self.record, args, kwargs)
@@ -785,6 +792,12 @@ class _DataMode(TorchFunctionMode):
             return None
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
             _check_data_dtype(self.record, args[0], args[1])
+            if args[1].is_inference() and not args[0].is_inference() and not torch.is_inference_mode_enabled():
+                raise UnsupportedError(
+                    f"{input_named(self.record, args[0])}`.data =` an inference tensor (made inside a "
+                    "torch.inference_mode() block) of a normal tensor: eager's becomes an inference tensor, which "
+                    "the compiled call does not make. Assign a clone made outside the block"
+                )
             version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
             note_data_assignment(self.record, args[0], tuple(args[0].shape))
             note_assignment_reads(self.record, args[0])  # Note [History Kept Through .data =]
@@ -1079,6 +1092,12 @@ def _note_function_apply(record: SwapRecord, cls: type, args: tuple[object, ...]
     # (inside inference_mode too: autograd records a custom Function wherever grad mode is on)
     if not record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
         record.grad_reenabled.append(f"{cls.__name__}.apply")
+    if torch.is_grad_enabled():  # (a read with grad, as a torch function's: its ops run with grad off inside)
+        for a in pytree.tree_leaves((args, kwargs)):
+            if isinstance(a, torch.Tensor):
+                record.read_with_grad[id(a)] = record.seq
+                if not is_traceable_subclass(a) and not is_functorch_wrapped(a):
+                    record.storages_read_with_grad.add(storage_key(a))
     if not record.releafable or not torch.is_grad_enabled():
         return
     for a in (*args, *kwargs.values()):
