@@ -599,6 +599,7 @@ def _output_leaves(
                     meta=meta,
                     is_view=is_view(leaf),
                     same_object=bases[key][1] is leaf,
+                    base_layout=meta == leaf_meta(bases[key][1]),
                     foreign_base=None if tree is not None else foreign_base(leaf, run.finals, set(original), bases),
                 )
             )
@@ -890,6 +891,8 @@ def _output_info(
 #   =` on either, no write to the leaf's storage, whose functional value need not keep the leaf's strides) and the
 #   wrapper's metadata when assigned are the leaf's at the end; refused otherwise. In training the Function returns the
 #   probes after its symbolic ints, as detached aliases it marks non-differentiable.
+# - An output leaf over an intermediate base with that base's size, stride and offset in the trace (`t0.data = t1`, t1
+#   the base) takes the real base's layout (OutputLeaf.base_layout): strides in its size-1 and empty dims included.
 
 
 def _check_replay(

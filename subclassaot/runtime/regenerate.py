@@ -388,16 +388,18 @@ def _from_leaves(
         # The base itself only where the output was that very leaf object (another output sharing its storage, as
         # after `t0.set_(t1)`, is an alias of it).
         own = leaf.same_object
+        meta = ev.meta(leaf.meta, symbols)
+        if leaf.base_layout:  # Note [Strides The Kernels Choose]
+            meta = (list(source.shape), list(source.stride()), int(source.storage_offset()))
         if leaf.foreign_base is not None:  # Note [Outputs Over Another Storage]
             kind, at = leaf.foreign_base
             root = input_root(dense[at]) if kind is LeafSource.INPUT_ALIAS else bases[at]
             assert isinstance(root, torch.Tensor)
-            leaves.append(view_onto(root, source, *ev.meta(leaf.meta, symbols), grad=leaf.foreign_grad))
+            leaves.append(view_onto(root, source, *meta, grad=leaf.foreign_grad))
             continue
         if leaf.hidden_base is not None:
             hidden = non_view_alias(source.as_strided(*ev.meta(leaf.hidden_base, symbols)))
             source = hidden if leaf.hidden_key is None else shared.setdefault(leaf.hidden_key, hidden)
-        meta = ev.meta(leaf.meta, symbols)
         if leaf.input_layout:  # Note [Strides The Kernels Choose]; a view too
             meta = set_target_layout(meta, dense[leaf.index])
         leaves.append(regenerate_alias(source, meta, leaf.is_view, own))

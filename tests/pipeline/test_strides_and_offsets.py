@@ -1712,3 +1712,31 @@ def test_view_with_eager_strides_beyond_the_regenerated_value(compile_fn: Compil
             assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
         with torch.enable_grad():
             assert_matches_eager(f, nonleaf_inputs, compile_fn=compile_fn)
+
+
+def data_of_a_diagonal_from_its_sort(x0: torch.Tensor) -> object:
+    t0 = x0.diagonal(-1, 0, 2)
+    t1, _ = t0.sort(1, descending=True)
+    t0.data = t1
+    return (t0,)
+
+
+def data_of_a_split_from_an_empty_product(x0: torch.Tensor) -> object:
+    _, t1, t2 = x0.split_with_sizes([0, 4, 0], 0)
+    t1.data = t2.mul(-1.0)
+    return (t1,)
+
+
+@pytest.mark.parametrize(
+    ("f", "shape"),
+    [(data_of_a_diagonal_from_its_sort, (2, 1, 1)), (data_of_a_split_from_an_empty_product, (4, 1))],
+    ids=["sort", "empty"],
+)
+def test_data_assigned_an_intermediate_takes_its_real_strides(
+    f: Callable[..., object], shape: tuple[int, ...], compile_fn: CompileFn | None
+) -> None:
+    """`.data =` an intermediate gives the output that tensor's layout, whose strides in size-1 and empty dims are the
+    kernel's (sort keeps its input's (1, 2); an empty product (1, 0)), not the trace's (fuzz seed 55000, programs
+    6927 and 3193: DIVERGED on strides)."""
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(shape),), compile_fn=compile_fn)
