@@ -251,6 +251,12 @@ def run_functional(
                     "(Note [Grad Mode And Autograd Reads]). Call the compiled function with grad mode "
                     "on, or write outside that region"
                 ) from e
+            if "Could not set tensor of type" in str(e) and record.swapped_by_data:
+                raise UnsupportedError(
+                    "the program set_()s a tensor whose dtype a `.data =` changed: the run's tensor keeps the dtype it "
+                    "was made with, which set_() checks against its source. Assign a tensor of the same dtype, or "
+                    "set_() a fresh tensor"
+                ) from e
             inference_view = (
                 "Cannot set version_counter for inference tensor",
                 "on inference tensor outside",

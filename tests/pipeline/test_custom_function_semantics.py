@@ -337,3 +337,17 @@ def test_backward_resizing_a_leaf_beside_another_grad_input_refused() -> None:
         subclassaot.compile(transpose_saved_leaf_beside_another)(
             torch.randn(3, 2, requires_grad=True), torch.randn(4, 3, requires_grad=True)
         )
+
+
+def dirty_then_data_assigned(x0: T, x1: T) -> object:
+    t0 = DirtyReturned.apply(x0)  # type: ignore[no-untyped-call]
+    t0.data = x1  # x0 moves to x1's storage; its history stays the Function's
+    return (x0,)
+
+
+def test_mark_dirty_input_moved_by_data_after_refused() -> None:
+    """The Function marked the input dirty, then `.data =` moved it: the write is no longer seen on the input's
+    storage, but eager's history still runs through the Function's backward; the compiled gradient missed it, half
+    eager's (fuzz seed 56000, program 2112: DIVERGED). Refused like any returned input marked dirty."""
+    with pytest.raises(UnsupportedError, match=r"marks it dirty \(ctx\.mark_dirty\)"):
+        subclassaot.compile(dirty_then_data_assigned)(_nonleaf(3), torch.randn(3))

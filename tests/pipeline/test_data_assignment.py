@@ -2278,3 +2278,26 @@ def test_pair_input_assigned_another_dtype_refused(compile_fn: CompileFn | None)
 
     with torch.no_grad():
         assert_refused(f, lambda: (pair(3),), compile_fn, "of a PairTensor of dtype torch.float32")
+
+
+def set_after_data_changed_the_dtype(x0: torch.Tensor) -> object:
+    t0, t1 = x0.sort(0)
+    t1.data = x0  # t1 (int64 indices) becomes float
+    t1.set_(t0)  # type: ignore[call-overload]
+    return ()
+
+
+def data_changed_the_dtype_then_computed(x0: torch.Tensor) -> object:
+    _, t1 = x0.sort(0)
+    t1.data = x0
+    return (t1 * 2,)
+
+
+def test_set_of_a_tensor_whose_dtype_data_changed_refused() -> None:
+    """Eager's set_() sees the new dtype; the run's tensor kept its own and raised (fuzz seed 56000, program 4408:
+    CRASHED). Refused by name; computing from such a tensor matches eager."""
+    with torch.no_grad():
+        set_after_data_changed_the_dtype(torch.randn(3))
+        with pytest.raises(subclassaot.UnsupportedError, match="set_\\(\\)s a tensor whose dtype a `.data =` changed"):
+            subclassaot.compile(set_after_data_changed_the_dtype)(torch.randn(3))
+        assert_matches_eager(data_changed_the_dtype_then_computed, lambda: (torch.randn(3),))

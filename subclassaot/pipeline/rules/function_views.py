@@ -134,7 +134,9 @@ def check_dirty_inputs(flat: FlatInputs, run: FunctionalRun) -> None:
         cls = cls if cls is not None else next(iter(marked), None)
         if cls is None or cls.__module__.startswith("subclassaot."):  # (the pipeline's own, around input clones)
             continue
+        # (marked dirty itself: written by the Function's own account, though a `.data =` may move it since)
         written = run.swaps.bumps(t) if is_traceable_subclass(t) else storage_key(t) in run.swaps.last_bump
+        written = written or id(t) in run.swaps.marked_dirty
         if written:
             raise UnsupportedError(
                 f"{flat.leaves[k].path}: a custom autograd.Function ({cls.__name__}) writes this input (or a view of "
