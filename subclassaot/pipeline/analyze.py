@@ -514,6 +514,13 @@ def _input_alias_leaf(
     return alias, key not in original and not input_layout  # Note [Strides The Kernels Choose]
 
 
+def _made_as_inference_tensor(t: torch.Tensor, run: FunctionalRun) -> bool:
+    """Was `t` made as a view of an inference tensor (one itself, with no view relation) in a call made outside
+    inference mode?"""
+    inference = run.swaps.inference_made
+    return not torch.is_inference_mode_enabled() and any(storage_key(r.source) in inference for r in run.swaps.chain(t))
+
+
 def _history_of_its_own(leaf: torch.Tensor, base: torch.Tensor, run: FunctionalRun) -> bool:
     """Does a view requiring grad of an intermediate base that does not have history of its own, which a view of that
     base rebuilt at run time would lack? Not one the program made require grad under no_grad (requires_grad_()):
@@ -545,8 +552,13 @@ def _output_leaves(
     tree, dense, fresh = parts
     input_by_id, current, original, bases, earlier, set_targets = maps
     out_leaves = []
-    # an inner leaf made by the subclass's own dispatch is no autograd view (Note [Autograd Sees The Wrapper])
-    is_view = run.swaps.is_view if tree is None else run.swaps.is_autograd_view
+    # an inner leaf made by the subclass's own dispatch is no autograd view (Note [Autograd Sees The Wrapper]), nor is
+    # one made as an inference tensor, which keeps no view relation after a `.data =` either
+    viewed = run.swaps.is_view if tree is None else run.swaps.is_autograd_view
+
+    def is_view(t: torch.Tensor) -> bool:
+        return viewed(t) and not _made_as_inference_tensor(t, run)
+
     replaced: DenseIndex | None = None  # an input whose storage before set_() an output leaf views
     own_layout: list[DenseIndex] = []
     for leaf in dense:

@@ -218,9 +218,10 @@ def _inference_copy(value: torch.Tensor, copies: dict[int, torch.UntypedStorage]
         inner = {a: _inference_copy(getattr(value, a), copies) for a in attrs}
         return type(value).__tensor_unflatten__(inner, ctx, value.size(), value.stride())
     storage = value.untyped_storage()
-    copy = copies.get(storage.data_ptr())
+    key = storage._cdata  # (the storage itself: empty ones all have data_ptr 0)
+    copy = copies.get(key)
     if copy is None:
-        copy = copies[storage.data_ptr()] = storage.clone()  # type: ignore[no-untyped-call]
+        copy = copies[key] = storage.clone()  # type: ignore[no-untyped-call]
     empty = torch.empty(0, dtype=value.dtype, device=value.device)
     return empty.set_(copy, value.storage_offset(), value.size(), value.stride())
 
