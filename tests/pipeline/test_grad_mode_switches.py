@@ -1246,3 +1246,19 @@ def test_view_input_made_to_require_grad_then_viewed_refused() -> None:
         assert isinstance(out, tuple) and not out[0].requires_grad
         with pytest.raises(UnsupportedError, match="a view of a tensor that does not require grad, and takes views"):
             subclassaot.compile(view_input_made_to_require_grad_then_viewed)(*make())
+
+
+def requires_grad_off_then_set_with_grad(x0: T) -> object:
+    t0 = x0.unsqueeze(-1)
+    x0.requires_grad = False
+    x0.set_(t0)  # type: ignore[call-overload]
+    return ()
+
+
+def test_set_with_grad_after_requires_grad_was_turned_off_refused() -> None:
+    """Eager's set_() meets a leaf that no longer requires grad; the runtime repeated it on the input as passed, a
+    leaf requiring grad, and raised (fuzz seed 56000, program 5844: CRASHED). Refused by name."""
+    with torch.enable_grad():
+        requires_grad_off_then_set_with_grad(torch.randn(1, 2, requires_grad=True))
+        with pytest.raises(UnsupportedError, match="whose requires_grad the program turned off before"):
+            subclassaot.compile(requires_grad_off_then_set_with_grad)(torch.randn(1, 2, requires_grad=True))

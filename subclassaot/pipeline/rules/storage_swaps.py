@@ -442,6 +442,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         tensor set_() to (Note [set_ Under Grad]). Inside inference_mode autograd records nothing, grad mode on or off."""
         if torch.is_inference_mode_enabled():
             return
+        if id(x) in self.record.requires_grad_dropped and id(x) in self.record.input_positions:
+            raise UnsupportedError(
+                f"{input_named(self.record, x)}set_() with grad enabled of an input whose requires_grad the program "
+                "turned off before: eager's set_() meets a tensor that does not require grad, the compiled call "
+                "repeats the set_() on the input as passed, which does. Turn requires_grad off after the set_(), or "
+                "outside the compiled function"
+            )
         self.record.grad_set_ids.add(id(x))
         t = x
         for record in self.record.chain(x):
@@ -836,6 +843,8 @@ class _DataMode(TorchFunctionMode):
         setter = owner == "requires_grad" and name == "__set__"
         flag = setter or func is torch.Tensor.requires_grad_
         turns_on = flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
+        if flag and not turns_on and isinstance(args[0], torch.Tensor):
+            self.record.requires_grad_dropped.add(id(args[0]))
         if (
             turns_on
             and isinstance(args[0], torch.Tensor)
