@@ -232,54 +232,7 @@ def run_functional(
                 "values. Keep the value a tensor"
             ) from e
         except (RuntimeError, ValueError) as e:
-            # A program called under no_grad that turned grad back on and computed on tensors requiring grad is
-            # refused whatever happened next (an in-place write of a subclass input's leaf fake raised here)
-            check_grad_reenabled(record.grad_reenabled, training=False)
-            check_gained_after_read(record.gained_after_read, user_tensors, flat)  # (refused first, as below)
-            raised_with_grad = (
-                "a leaf Variable that requires grad is being used in an in-place",
-                "with grad mode enabled",
-            )
-            if not record.grad_at_start and any(m in str(e) for m in raised_with_grad):
-                # (under no_grad only an op run with grad on raises these; eager's input is no leaf, the stand-in of a
-                # subclass input is; a view input is laid out under no_grad, eager's was taken with grad: a set_() the
-                # record does not see as a call)
-                raise GradReenabledError(
-                    "the program turns grad mode back on inside (torch.enable_grad() / set_grad_enabled(True)) and "
-                    "writes in place an input that requires grad (a tensor subclass, or a view input), while it is "
-                    "called under no_grad "
-                    "(Note [Grad Mode And Autograd Reads]). Call the compiled function with grad mode "
-                    "on, or write outside that region"
-                ) from e
-            if "Could not set tensor of type" in str(e) and record.swapped_by_data:
-                raise UnsupportedError(
-                    "the program set_()s a tensor whose dtype a `.data =` changed: the run's tensor keeps the dtype it "
-                    "was made with, which set_() checks against its source. Assign a tensor of the same dtype, or "
-                    "set_() a fresh tensor"
-                ) from e
-            inference_view = (
-                "Cannot set version_counter for inference tensor",
-                "on inference tensor outside",
-                "Inplace update to inference tensor outside InferenceMode",
-            )
-            if any(m in str(e) for m in inference_view):
-                raise UnsupportedError(
-                    "the program takes a view, inside a torch.inference_mode() block, of a tensor made outside it "
-                    "(one that requires grad, or a tensor subclass); "
-                    "eager gives the view the version counter of its base, but the functionalized trace (the "
-                    "pipeline's, as torch.compile's) makes every result inside the block an inference tensor, which "
-                    f"has none, nor can it require grad ({type(e).__name__}: {str(e).splitlines()[0]}). Take the "
-                    "view outside the inference_mode block, or use torch.no_grad() there"
-                ) from e
-            if restrided and _is_view_stride_error(e):
-                path = flat.leaves[layout.leaves[restrided[0]].owner].path
-                raise UnsupportedError(
-                    f"{path}: this input requires grad and its elements overlap (an expand() or a zero stride), so in "
-                    "training the program runs on a contiguous clone of it (Note [Training Through A Joint Graph]), "
-                    f"and a view of it fails there that eager's strides allow ({type(e).__name__}: "
-                    f"{str(e).splitlines()[0]}). Pass the tensor before expand() and expand it inside the function, "
-                    "or use reshape()"
-                ) from e
+            _refuse_run_error(e, record, (flat, layout, user_tensors), restrided)
             raise
         if record.absolute_frames:
             check_absolute_frames(record)  # Note [as_strided On Inputs]: the outputs read them
@@ -304,6 +257,65 @@ def run_functional(
         moved_clones=frozenset(moved),
         output=output,
     )
+
+
+def _refuse_run_error(
+    e: RuntimeError | ValueError,
+    record: SwapRecord,
+    inputs: tuple[FlatInputs, DenseLayout, Sequence[torch.Tensor]],
+    restrided: Sequence[int],
+) -> None:
+    """The refusal, if any, that an error the program's run raised stands for (the rule the program broke before
+    the failing op, or the rule that op's failure shows); returns where the error is the program's own."""
+    flat, layout, user_tensors = inputs
+    # A program called under no_grad that turned grad back on and computed on tensors requiring grad is
+    # refused whatever happened next (an in-place write of a subclass input's leaf fake raised here)
+    check_grad_reenabled(record.grad_reenabled, training=False)
+    check_gained_after_read(record.gained_after_read, user_tensors, flat)  # (refused first, as below)
+    raised_with_grad = (
+        "a leaf Variable that requires grad is being used in an in-place",
+        "with grad mode enabled",
+    )
+    if not record.grad_at_start and any(m in str(e) for m in raised_with_grad):
+        # (under no_grad only an op run with grad on raises these; eager's input is no leaf, the stand-in of a
+        # subclass input is; a view input is laid out under no_grad, eager's was taken with grad: a set_() the
+        # record does not see as a call)
+        raise GradReenabledError(
+            "the program turns grad mode back on inside (torch.enable_grad() / set_grad_enabled(True)) and "
+            "writes in place an input that requires grad (a tensor subclass, or a view input), while it is "
+            "called under no_grad "
+            "(Note [Grad Mode And Autograd Reads]). Call the compiled function with grad mode "
+            "on, or write outside that region"
+        ) from e
+    if "Could not set tensor of type" in str(e) and record.swapped_by_data:
+        raise UnsupportedError(
+            "the program set_()s a tensor whose dtype a `.data =` changed: the run's tensor keeps the dtype it "
+            "was made with, which set_() checks against its source. Assign a tensor of the same dtype, or "
+            "set_() a fresh tensor"
+        ) from e
+    inference_view = (
+        "Cannot set version_counter for inference tensor",
+        "on inference tensor outside",
+        "Inplace update to inference tensor outside InferenceMode",
+    )
+    if any(m in str(e) for m in inference_view):
+        raise UnsupportedError(
+            "the program takes a view, inside a torch.inference_mode() block, of a tensor made outside it "
+            "(one that requires grad, or a tensor subclass); "
+            "eager gives the view the version counter of its base, but the functionalized trace (the "
+            "pipeline's, as torch.compile's) makes every result inside the block an inference tensor, which "
+            f"has none, nor can it require grad ({type(e).__name__}: {str(e).splitlines()[0]}). Take the "
+            "view outside the inference_mode block, or use torch.no_grad() there"
+        ) from e
+    if restrided and _is_view_stride_error(e):
+        path = flat.leaves[layout.leaves[restrided[0]].owner].path
+        raise UnsupportedError(
+            f"{path}: this input requires grad and its elements overlap (an expand() or a zero stride), so in "
+            "training the program runs on a contiguous clone of it (Note [Training Through A Joint Graph]), "
+            f"and a view of it fails there that eager's strides allow ({type(e).__name__}: "
+            f"{str(e).splitlines()[0]}). Pass the tensor before expand() and expand it inside the function, "
+            "or use reshape()"
+        ) from e
 
 
 def _check_containers_unchanged(flat: FlatInputs, values: Sequence[object], call: object) -> None:
