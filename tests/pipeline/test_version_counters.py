@@ -246,3 +246,25 @@ def test_in_place_view_op_on_a_detach_after_a_view_of_it_counts_once(
 
     with torch.no_grad():
         assert_matches_eager(_view_then_t_of_detach, make, compile_fn=compile_fn)
+
+
+def view_taken_after_its_base_was_written_then_another_input_written(
+    x0: torch.Tensor, x1: torch.Tensor, x2: torch.Tensor
+) -> object:
+    x2.add_(2.0)  # x2 is x0's base
+    t0 = x0.unbind(0)[2]  # taken after that write
+    x1.fill_(0.5)  # an input on another storage, written after the view
+    return (t0,)
+
+
+def test_a_write_to_an_unrelated_input_after_a_view_does_not_bump_it() -> None:
+    """The view was replayed with its input's counter as at entry (Replay.entry_counter) because some input was
+    written after it was taken; only inputs over its own storage can share its counter, and x1 is not one (fuzz seed
+    56000, program 2581: DIVERGED, the view's grad_fn read raised where eager's answers)."""
+
+    def make() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        b0 = torch.randn((4, 3), requires_grad=True).clone()
+        return b0.unbind(1)[2], torch.randn(()), b0
+
+    with torch.no_grad():
+        assert_matches_eager(view_taken_after_its_base_was_written_then_another_input_written, make)

@@ -128,9 +128,18 @@ def made_seq(value: torch.Tensor, run: FunctionalRun) -> int:
     return max(seqs, default=0)
 
 
-def input_bumps(run: FunctionalRun) -> list[int]:
+def input_bumps(run: FunctionalRun, of: torch.Tensor | None = None) -> list[int]:
     """Note [Views That Raise After A Bump]: the sequence numbers of the program's last version
-    bump of each storage an input has or had."""
+    bump of each storage an input has or had. `of`, a plain input: only the inputs passed over its storage (only they
+    can share its eager base, so its version counter)."""
+    own = {storage_key(o) for d, o in zip(run.dense, run.originals, strict=True) if d is of} if of is not None else None
+    if own:
+        related = [j for j, o in enumerate(run.originals) if storage_key(o) in own]
+        return [
+            seq
+            for key, seq in run.swaps.last_bump.items()
+            if key in {storage_key(x) for j in related for x in (run.originals[j], run.finals[j])}
+        ]
     keys = {storage_key(t) for t in (*run.originals, *run.finals, *run.user_tensors)}
     keys.update(k for k in run.initial_wrapper_keys if k is not None)
     bumps = [seq for key, seq in run.swaps.last_bump.items() if key in keys]
