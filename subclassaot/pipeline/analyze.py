@@ -463,19 +463,24 @@ def _check_views_of_fresh(
 _BUMPED_SOURCES = (ReplaySource.BASE, ReplaySource.WRAPPER, ReplaySource.OUTPUT, ReplaySource.INPUT)
 
 
+# What an output's leaves are looked up in: input positions by id(), the dense inputs by their storage at the end and
+# as passed, the intermediate bases, the earlier outputs by id(), the inputs set_() onto an output by its id()
+_OutputMaps = tuple[
+    dict[int, InputIndex],
+    dict[object, DenseIndex],
+    dict[object, DenseIndex],
+    dict[object, tuple[int, torch.Tensor]],
+    dict[int, int],
+    dict[int, DenseIndex],
+]
+
+
 def _input_alias_leaf(
     path: str,
     leaf: torch.Tensor,
     in_subclass: bool,
     run: FunctionalRun,
-    maps: tuple[
-        dict[int, InputIndex],
-        dict[object, DenseIndex],
-        dict[object, DenseIndex],
-        dict[object, tuple[int, torch.Tensor]],
-        dict[int, int],
-        dict[int, DenseIndex],
-    ],
+    maps: _OutputMaps,
     is_view: Callable[[torch.Tensor], bool],
 ) -> tuple[OutputLeaf, bool]:
     """An output leaf over an input's storage at the end of the program, and whether it takes its layout from the
@@ -534,14 +539,7 @@ def _output_leaves(
     value: torch.Tensor,
     parts: tuple[SubclassNode | None, list[torch.Tensor], bool],
     run: FunctionalRun,
-    maps: tuple[
-        dict[int, InputIndex],
-        dict[object, DenseIndex],
-        dict[object, DenseIndex],
-        dict[object, tuple[int, torch.Tensor]],
-        dict[int, int],
-        dict[int, DenseIndex],
-    ],
+    maps: _OutputMaps,
     graph_count: int,
 ) -> tuple[list[OutputLeaf], int, DenseIndex | None, list[DenseIndex]]:
     """One OutputLeaf per dense leaf of output `value` (`parts`: its subclass tree, dense leaves, and whether it needs

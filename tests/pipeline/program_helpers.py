@@ -80,3 +80,18 @@ def twice(make: Callable[[], T]) -> Callable[[], tuple[object, ...]]:
         return (x, x)
 
     return make_inputs
+
+
+class SinFunction(torch.autograd.Function):
+    """A plain custom Function: saves its input, returns a fresh tensor."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
+        (x,) = ctx.saved_tensors  # type: ignore[attr-defined]
+        grad: T = g * x.cos()
+        return grad

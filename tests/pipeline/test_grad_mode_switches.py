@@ -16,6 +16,7 @@ from subclassaot.errors import UnsupportedError
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
+from tests.pipeline.program_helpers import SinFunction
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
@@ -697,25 +698,10 @@ def test_enable_grad_write_of_a_nonleaf_input_inside_a_no_grad_call_matches_eage
         assert_matches_eager(f, make_inputs)
 
 
-class _SinFn(torch.autograd.Function):
-    """A plain Function: saves its input, returns a fresh tensor."""
-
-    @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
-        ctx.save_for_backward(x)
-        return x.sin()
-
-    @staticmethod
-    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
-        (x,) = ctx.saved_tensors  # type: ignore[attr-defined]
-        grad: T = g * x.cos()
-        return grad
-
-
 def inference_mode_unsqueeze_then_function(x0: T) -> object:
     with torch.inference_mode():
         x0.unsqueeze_(0)
-    t0: T = _SinFn.apply(x0)  # type: ignore[no-untyped-call]
+    t0: T = SinFunction.apply(x0)  # type: ignore[no-untyped-call]
     return (t0,)
 
 
@@ -771,13 +757,13 @@ def test_in_place_view_op_on_a_leaf_inside_inference_mode_matches_eager(
 def _function_after_requires_grad(x0: T, x1: T) -> object:
     x0.requires_grad_()
     with torch.set_grad_enabled(True):
-        t0 = _SinFn.apply(x1)  # type: ignore[no-untyped-call]
+        t0 = SinFunction.apply(x1)  # type: ignore[no-untyped-call]
     return (t0,)
 
 
 def _function_under_enable_grad(x0: T, x1: T) -> object:
     with torch.set_grad_enabled(True):
-        t0 = _SinFn.apply(x1)  # type: ignore[no-untyped-call]
+        t0 = SinFunction.apply(x1)  # type: ignore[no-untyped-call]
     return (t0,)
 
 
@@ -1184,18 +1170,8 @@ def test_view_taken_before_requires_grad_is_turned_off_refused() -> None:
         subclassaot.compile(view_then_requires_grad_off)(torch.randn(2, 3, requires_grad=True))
 
 
-class _Sin(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
-        return x.sin()
-
-    @staticmethod
-    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
-        return g
-
-
 def function_then_requires_grad(x0: T) -> object:
-    t0 = _Sin.apply(x0)  # type: ignore[no-untyped-call]
+    t0 = SinFunction.apply(x0)  # type: ignore[no-untyped-call]
     x0.requires_grad = True
     return (t0,)
 

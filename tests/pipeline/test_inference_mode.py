@@ -5,7 +5,6 @@ reads version counters, so these compare by hand.)"""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import cast
 
 import pytest
 import torch
@@ -14,6 +13,7 @@ import subclassaot
 from subclassaot.errors import UnsupportedError
 from subclasses.pair import PairTensor
 from tests.oracle import assert_matches_eager, assert_raises_like_eager
+from tests.pipeline.program_helpers import SinFunction
 
 T = torch.Tensor
 
@@ -227,21 +227,9 @@ def test_outputs_computed_inside_inference_mode_are_inference_tensors(f: Callabl
             out[1 if f is _viewed_after_and_input_written else 0].add_(1)
 
 
-class _Sin(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
-        ctx.save_for_backward(x)
-        return x.sin()
-
-    @staticmethod
-    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
-        (x,) = ctx.saved_tensors  # type: ignore[attr-defined]
-        return cast(T, g * x.cos())
-
-
 def _function_with_grad_inside_inference_mode(x: T) -> object:
     with torch.inference_mode(), torch.set_grad_enabled(True):
-        y = _Sin.apply(x)  # type: ignore[no-untyped-call]
+        y = SinFunction.apply(x)  # type: ignore[no-untyped-call]
     return (y,)
 
 
