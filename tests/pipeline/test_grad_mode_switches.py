@@ -1238,3 +1238,24 @@ def test_set_with_grad_after_requires_grad_was_turned_off_refused() -> None:
         requires_grad_off_then_set_with_grad(torch.randn(1, 2, requires_grad=True))
         with pytest.raises(UnsupportedError, match="whose requires_grad the program turned off before"):
             subclassaot.compile(requires_grad_off_then_set_with_grad)(torch.randn(1, 2, requires_grad=True))
+
+
+def requires_grad_off_beside_a_view_input(x0: T, x1: T, x2: T) -> object:
+    x0.requires_grad = False
+    x2.add_(0.5)
+    return (x1,)
+
+
+def test_requires_grad_off_on_an_input_sharing_storage_refused_under_no_grad() -> None:
+    """Under no_grad too: the run lays the inputs over one storage out as views of one another, so the flag did not
+    stay off (fuzz seed 57000, program 4869: DIVERGED, the input still required grad after the call)."""
+
+    def make() -> tuple[T, T, T]:
+        b0 = torch.randn((3, 2, 3), requires_grad=True)
+        return b0, b0, b0.select(0, 0)
+
+    with torch.no_grad():
+        out = requires_grad_off_beside_a_view_input(*make())
+        assert isinstance(out, tuple) and not out[0].requires_grad
+        with pytest.raises(UnsupportedError, match="turns requires_grad off on an input that shares storage"):
+            subclassaot.compile(requires_grad_off_beside_a_view_input)(*make())

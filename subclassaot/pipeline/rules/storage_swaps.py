@@ -870,18 +870,19 @@ class _DataMode(TorchFunctionMode):
                     not is_traceable_subclass(args[0]) and storage_key(args[0]) in self.record.storages_read_with_grad
                 ):
                     self.record.gained_after_read.add(id(args[0]))
+        input_off = flag and not turns_on and id(args[0]) in self.record.input_positions and args[0].requires_grad
+        if input_off and self.record.shares_input_storage(args[0]):
+            raise UnsupportedError(
+                f"{input_named(self.record, args[0])}the program turns requires_grad off on an input that shares "
+                "storage with another input (requires_grad_(False), `.requires_grad = False`): the run lays the "
+                "inputs over that storage out under no_grad, as views of one another, so the others' flags would "
+                "follow this one's (or this one's the base's) where eager's keep their own. Pass the tensor once, or "
+                "turn requires_grad off outside the compiled function"
+            )
         if flag and (setter or not turns_on) and _stands_for_leaf_input(self.record, args):
             # See Note [Grad Mode And Autograd Reads]: the run's stand-in for a leaf input is no leaf, where the setter
             # and requires_grad_(False) raise; eager's leaf keeps requiring grad, or stops as by detach_()
             if not turns_on:
-                if self.record.shares_input_storage(args[0]):
-                    raise UnsupportedError(
-                        f"{input_named(self.record, args[0])}the program turns requires_grad off on an input that "
-                        "shares storage with another input (requires_grad_(False), `.requires_grad = False`): the "
-                        "run lays the inputs over that storage out under no_grad, so the others' flags would follow "
-                        "this one's where eager's views keep the history they were taken with. Pass the tensor "
-                        "once, or turn requires_grad off outside the compiled function"
-                    )
                 with torch.inference_mode(False):  # (the flag is no write: inference mode changes nothing)
                     self._function(torch.Tensor.detach_, (args[0],), {})
             return None if setter else args[0]
