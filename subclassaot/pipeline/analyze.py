@@ -624,6 +624,142 @@ def _output_leaves(
     return out_leaves, graph_count, replaced, own_layout
 
 
+def _check_view_bases(
+    path: str,
+    value: torch.Tensor,
+    parts: tuple[SubclassNode | None, list[torch.Tensor], list[DenseIndex]],
+    replay: Replay | None,
+    run: FunctionalRun,
+    maps: tuple[
+        dict[object, DenseIndex], dict[object, DenseIndex], dict[object, tuple[int, torch.Tensor]], dict[int, int]
+    ],
+) -> None:
+    """Refuse an output view whose base eager keeps and its rebuild cannot: taken inside inference_mode and written
+    after, over a set_() target's empty storage, a view of a grad intermediate moved since, a view of another output
+    `.data =` or set_() moved after the view (`parts`: its subclass tree, dense leaves, inputs whose layout it takes)."""
+    tree, dense, own_layout = parts
+    current, original, bases, earlier = maps
+    taken_at = run.swaps.inference_views.get(id(value))
+    if taken_at is not None and not torch.is_inference_mode_enabled():
+        if run.swaps.last_bump.get(storage_key(value), -1) > taken_at:
+            raise UnsupportedError(
+                f"{path} is a view taken inside a torch.inference_mode() block of a tensor made outside it that "
+                "requires grad, and the program writes its storage after: eager's view then raises when its grad_fn "
+                'is read ("A view was created in inference mode and its base ... has been modified inplace"), the '
+                "compiled output, which the trace made an inference tensor, would not. Take the view outside the "
+                "block, or return a clone"
+            )
+    # (a replayed view takes its strides from the real input, unless set_() to contents built from its leaves)
+    for j in own_layout if replay is None or replay.then_set else ():
+        _check_empty_set_target(path, run, j)
+    for leaf in dense if tree is None else ():  # (after _check_replay: its refusals name their own rules)
+        check_moved_view_of_grad_intermediate(path, leaf, run.finals, set(current) | set(original), set(bases))
+    base = value._base if tree is None and value._is_view() else None
+    set_since = base is not None and set_after_viewed(value, base, run)
+    moved = base is not None and (id(base) in run.swaps.swapped_by_data or set_since)
+    if tree is not None:  # a subclass view of an output set_() since
+        base = viewed_before_set(value, run, earlier)
+        moved = base is not None
+    if base is not None and moved and id(base) in earlier:
+        shared = replay is not None and any(token == id(base) for _, token in replay.marks)
+        if replay is None or (replay.source is not ReplaySource.OUTPUT and not shared):
+            # eager's `._base` is that output, which `.data =` or set_() moved since
+            what = "that the program set_()" if tree is not None or set_since else "whose `.data` the program assigned"
+            raise UnsupportedError(
+                f"{path} is a view of another output {what} after taking the view; its `._base` cannot be made that "
+                "output. Return a clone"
+            )
+
+
+def _replay_counters(
+    path: str, value: torch.Tensor, replay: Replay | None, run: FunctionalRun, input_by_id: dict[int, InputIndex]
+) -> tuple[Replay | None, bool]:
+    """`replay` with the sequence points its view is built at, against the program's writes (Note [Views That Raise
+    After A Bump]), and whether eager's grad_fn of `value` raises; refused where it raises and the replay cannot."""
+    if replay is not None and replay.before_epilogue:
+        replay = counter_at_end(replace(replay, made=made_seq(value, run)), value, run, input_by_id)
+    elif replay is not None and replay.source is ReplaySource.INPUT and torch.is_grad_enabled():
+        replay = replace(replay, split_made=split_seq(value, run, input_by_id))
+    if replay is not None and not replay.before_epilogue:
+        replay = replace(replay, made=late_build_seq(value, replay, run))  # Note [Views That Raise After A Bump]
+    rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
+    raises = grad_fn_raises(value)  # (under no_grad too: Note [Views That Raise After A Bump])
+    if raises and not rebuilt and replay is not None and replay.source in _BUMPED_SOURCES:
+        replay = replace(replay, bump_after=True)  # Note [Views That Raise After A Bump]
+    elif raises and not rebuilt and (torch.is_grad_enabled() or replay is None):
+        # Only a view replayed exactly (then rebuilt before the epilogue writes it, or its counter advanced), or one
+        # whose wrapper the runtime set_()s (Note [Wrapper Storage]), gets such a grad_fn at run time
+        # (a no_grad view of an intermediate or swapped tensor would come back with none; one rebuilt by
+        # as_strided after the epilogue, under no_grad too, with one that answers).
+        raise UnsupportedError(
+            f"{path}: its grad_fn raises in eager (a view made under no_grad, or one of the views of a multi-output "
+            "op, whose base the program then wrote or set_()); returned, such a view is supported only where its "
+            "view chain can be replayed. Return a clone made before the write"
+        )
+    return replay, raises
+
+
+def _check_history_kept(
+    path: str,
+    value: torch.Tensor,
+    parts: tuple[SubclassNode | None, Replay | None, tuple[OutputLeaf, ...]],
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    repeated: frozenset[int],
+) -> None:
+    """Refuse an output whose autograd history (or the raising of its grad_fn) eager keeps and its rebuild cannot:
+    a view of an input passed twice and set_(), an alias of an input with a history of its own, a subclass view taken
+    between in-place view ops on its input (`parts`: its subclass tree, replay and leaves)."""
+    tree, replay, out_leaves = parts
+    passed = [] if replay is None else [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
+    # an input passed twice (one input since Note [Synthetic Bases]: `repeated`) and set_()
+    repeat = bool(passed) and (len(passed) > 1 or input_by_id[id(passed[0])] in repeated)
+    set_input = repeat and id(passed[0]) in run.swaps.swapped_ids
+    if set_input and tree is None and grad_fn_raises(value):
+        # A set_() of its base, even under no_grad, makes eager's grad_fn raise (the base here
+        # an input passed twice, one input since Note [Synthetic Bases]); the view rebuilt from the
+        # input before the epilogue has none that raises.
+        raise UnsupportedError(
+            f"{path}: its grad_fn raises in eager (a view made under no_grad of a tensor that requires grad, whose "
+            "base the program then set_() or wrote in place), which a compiled output cannot reproduce. Return a "
+            "clone made before the set_()"
+        )
+    if (
+        replay is None
+        and tree is None
+        and torch.is_grad_enabled()
+        and id(value) in run.swaps.swapped_ids
+        and id(value) not in run.swaps.grad_set_ids  # Note [Outputs set_() Under Grad]
+        and _grad_fn_or_none(value) is not None
+        and out_leaves[0].source is LeafSource.INPUT_ALIAS
+        and not out_leaves[0].is_view
+        and not out_leaves[0].same_object
+    ):
+        # Rebuilt as an alias of the input made without autograd (runtime.non_view_alias): eager's has a history of
+        # its own (set_() to the input under no_grad, then written with grad).
+        raise UnsupportedError(
+            f"{path} shares the storage of an input (set_() to it) and has an autograd history of its own, which an "
+            "output rebuilt over the input's storage cannot have. Return a clone"
+        )
+    if (
+        replay is None
+        and tree is not None
+        and torch.is_grad_enabled()
+        and run.swaps.is_view(value)
+        and id(value) not in run.swaps.swapped_ids
+        and any(run.swaps.view_root(value) is u for u in run.user_tensors)
+        and all(o.source is LeafSource.INPUT_ALIAS and not o.same_object for o in out_leaves)
+        and _grad_fn_or_none(value) is not None
+    ):
+        # Rebuilt from its dense leaves, it would have no autograd history (a view taken
+        # between in-place view ops on the input)
+        raise UnsupportedError(
+            f"{path} is a view with autograd history of a tensor subclass input whose layout the program changed "
+            "in place (t_, unsqueeze_, set_ ...) around taking the view, so its view chain cannot be replayed on the "
+            "input, and an output rebuilt from its inner tensors would have no history. Return a clone"
+        )
+
+
 def _output_info(
     path: str,
     value: object,
@@ -730,103 +866,9 @@ def _output_info(
     if replay is None and replaced is None and torch.is_grad_enabled():
         replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
     _check_replay(path, value, (tree is not None, replay, replaced), run, out_leaves)
-    taken_at = run.swaps.inference_views.get(id(value))
-    if taken_at is not None and not torch.is_inference_mode_enabled():
-        if run.swaps.last_bump.get(storage_key(value), -1) > taken_at:
-            raise UnsupportedError(
-                f"{path} is a view taken inside a torch.inference_mode() block of a tensor made outside it that "
-                "requires grad, and the program writes its storage after: eager's view then raises when its grad_fn "
-                'is read ("A view was created in inference mode and its base ... has been modified inplace"), the '
-                "compiled output, which the trace made an inference tensor, would not. Take the view outside the "
-                "block, or return a clone"
-            )
-    # (a replayed view takes its strides from the real input, unless set_() to contents built from its leaves)
-    for j in own_layout if replay is None or replay.then_set else ():
-        _check_empty_set_target(path, run, j)
-    for leaf in dense if tree is None else ():  # (after _check_replay: its refusals name their own rules)
-        check_moved_view_of_grad_intermediate(path, leaf, run.finals, set(current) | set(original), set(bases))
-    base = value._base if tree is None and value._is_view() else None
-    set_since = base is not None and set_after_viewed(value, base, run)
-    moved = base is not None and (id(base) in run.swaps.swapped_by_data or set_since)
-    if tree is not None:  # a subclass view of an output set_() since
-        base = viewed_before_set(value, run, earlier)
-        moved = base is not None
-    if base is not None and moved and id(base) in earlier:
-        shared = replay is not None and any(token == id(base) for _, token in replay.marks)
-        if replay is None or (replay.source is not ReplaySource.OUTPUT and not shared):
-            # eager's `._base` is that output, which `.data =` or set_() moved since
-            what = "that the program set_()" if tree is not None or set_since else "whose `.data` the program assigned"
-            raise UnsupportedError(
-                f"{path} is a view of another output {what} after taking the view; its `._base` cannot be made that "
-                "output. Return a clone"
-            )
-    if replay is not None and replay.before_epilogue:
-        replay = counter_at_end(replace(replay, made=made_seq(value, run)), value, run, input_by_id)
-    elif replay is not None and replay.source is ReplaySource.INPUT and torch.is_grad_enabled():
-        replay = replace(replay, split_made=split_seq(value, run, input_by_id))
-    if replay is not None and not replay.before_epilogue:
-        replay = replace(replay, made=late_build_seq(value, replay, run))  # Note [Views That Raise After A Bump]
-    rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
-    raises = grad_fn_raises(value)  # (under no_grad too: Note [Views That Raise After A Bump])
-    if raises and not rebuilt and replay is not None and replay.source in _BUMPED_SOURCES:
-        replay = replace(replay, bump_after=True)  # Note [Views That Raise After A Bump]
-    elif raises and not rebuilt and (torch.is_grad_enabled() or replay is None):
-        # Only a view replayed exactly (then rebuilt before the epilogue writes it, or its counter advanced), or one
-        # whose wrapper the runtime set_()s (Note [Wrapper Storage]), gets such a grad_fn at run time
-        # (a no_grad view of an intermediate or swapped tensor would come back with none; one rebuilt by
-        # as_strided after the epilogue, under no_grad too, with one that answers).
-        raise UnsupportedError(
-            f"{path}: its grad_fn raises in eager (a view made under no_grad, or one of the views of a multi-output "
-            "op, whose base the program then wrote or set_()); returned, such a view is supported only where its "
-            "view chain can be replayed. Return a clone made before the write"
-        )
-    passed = [] if replay is None else [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
-    # an input passed twice (one input since Note [Synthetic Bases]: `repeated`) and set_()
-    repeat = bool(passed) and (len(passed) > 1 or input_by_id[id(passed[0])] in repeated)
-    set_input = repeat and id(passed[0]) in run.swaps.swapped_ids
-    if set_input and tree is None and grad_fn_raises(value):
-        # A set_() of its base, even under no_grad, makes eager's grad_fn raise (the base here
-        # an input passed twice, one input since Note [Synthetic Bases]); the view rebuilt from the
-        # input before the epilogue has none that raises.
-        raise UnsupportedError(
-            f"{path}: its grad_fn raises in eager (a view made under no_grad of a tensor that requires grad, whose "
-            "base the program then set_() or wrote in place), which a compiled output cannot reproduce. Return a "
-            "clone made before the set_()"
-        )
-    if (
-        replay is None
-        and tree is None
-        and torch.is_grad_enabled()
-        and id(value) in run.swaps.swapped_ids
-        and id(value) not in run.swaps.grad_set_ids  # Note [Outputs set_() Under Grad]
-        and _grad_fn_or_none(value) is not None
-        and out_leaves[0].source is LeafSource.INPUT_ALIAS
-        and not out_leaves[0].is_view
-        and not out_leaves[0].same_object
-    ):
-        # Rebuilt as an alias of the input made without autograd (runtime.non_view_alias): eager's has a history of
-        # its own (set_() to the input under no_grad, then written with grad).
-        raise UnsupportedError(
-            f"{path} shares the storage of an input (set_() to it) and has an autograd history of its own, which an "
-            "output rebuilt over the input's storage cannot have. Return a clone"
-        )
-    if (
-        replay is None
-        and tree is not None
-        and torch.is_grad_enabled()
-        and run.swaps.is_view(value)
-        and id(value) not in run.swaps.swapped_ids
-        and any(run.swaps.view_root(value) is u for u in run.user_tensors)
-        and all(o.source is LeafSource.INPUT_ALIAS and not o.same_object for o in out_leaves)
-        and _grad_fn_or_none(value) is not None
-    ):
-        # Rebuilt from its dense leaves, it would have no autograd history (a view taken
-        # between in-place view ops on the input)
-        raise UnsupportedError(
-            f"{path} is a view with autograd history of a tensor subclass input whose layout the program changed "
-            "in place (t_, unsqueeze_, set_ ...) around taking the view, so its view chain cannot be replayed on the "
-            "input, and an output rebuilt from its inner tensors would have no history. Return a clone"
-        )
+    _check_view_bases(path, value, (tree, dense, own_layout), replay, run, (current, original, bases, earlier))
+    replay, raises = _replay_counters(path, value, replay, run, input_by_id)
+    _check_history_kept(path, value, (tree, replay, tuple(out_leaves)), run, input_by_id, repeated)
     on_root = tree is not None and value.requires_grad and not (replay is not None and replay.then_set)
     if on_root and replay is None:
         replay = root_replay(value, bases, ())  # the intermediate itself, views of it returned too
