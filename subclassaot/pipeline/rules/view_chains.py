@@ -247,7 +247,9 @@ def _replay_of(
             )
         # made before a write to any input: the input may share an eager base with the one written, traced apart
         # (Note [Views That Raise After A Bump])
-        before_bump = not early and made < max(input_bumps(run, None if is_traceable_subclass(t) else t), default=0)
+        # (by the chain's views: an in-place view op of its own at the end comes after them, as in eager)
+        created = run.swaps.views[id(value)].seq
+        before_bump = not early and created < max(input_bumps(run, None if is_traceable_subclass(t) else t), default=0)
         return Replay(
             source=ReplaySource.INPUT,
             index=input_by_id[id(t)],
