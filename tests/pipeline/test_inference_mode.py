@@ -336,3 +336,22 @@ def test_data_of_a_view_of_an_inference_tensor_is_no_view() -> None:
         assert isinstance(out, tuple) and not out[0]._is_view() and not out[0].requires_grad
         with pytest.raises(UnsupportedError, match="the program assigned `.data` of this view"):
             subclassaot.compile(_data_of_a_view_of_an_inference_tensor)(torch.randn(4, requires_grad=True))
+
+
+def _view_inside_with_grad_of_a_no_grad_view(x0: T) -> object:
+    t0 = x0.reshape((4,))
+    with torch.inference_mode(), torch.set_grad_enabled(True):
+        t1 = t0.reshape((2, 2))  # autograd records nothing here, grad mode on or not
+    return (t1,)
+
+
+def test_view_taken_inside_inference_mode_with_grad_on_has_no_history() -> None:
+    """Called under no_grad: the view taken inside inference_mode with grad turned on was replayed with grad and came
+    back with a grad_fn (fuzz seed 59000, programs 2321 and 3259: DIVERGED). Views taken inside the block are
+    recorded as taken without grad."""
+
+    def make() -> tuple[T]:
+        return (torch.randn((2, 2, 1), requires_grad=True).clone(),)
+
+    with torch.no_grad():
+        assert_matches_eager(_view_inside_with_grad_of_a_no_grad_view, make)

@@ -595,7 +595,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if torch.Tag.inplace_view in getattr(func, "tags", ()) and args and isinstance(args[0], torch.Tensor):
             self.record.seq += 1
             self.record.inplace_views.setdefault(id(args[0]), []).append(
-                InplaceViewRecord(func, tuple(args[1:]), dict(kwargs), torch.is_grad_enabled(), self.record.seq)
+                InplaceViewRecord(func, tuple(args[1:]), dict(kwargs), _recording(), self.record.seq)
             )
         shares_version = getattr(func, "is_view", False) or func is torch.ops.aten.detach.default
         if shares_version and args and isinstance(args[0], torch.Tensor):
@@ -612,7 +612,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         tuple(args[1:]),
                         dict(kwargs),
                         i if multi else None,
-                        torch.is_grad_enabled(),
+                        _recording(),
                         meta,
                         self.record.seq,
                         leaves,
@@ -1048,14 +1048,19 @@ _AUTOGRAD_CALLS = frozenset(
 )
 
 
+def _recording() -> bool:
+    """Does autograd record the op running now (grad mode on, outside inference_mode, where it records nothing)?"""
+    return torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+
+
 _INFERENCE_VIEW_ERROR = "Cannot set version_counter for inference tensor"
 
 
 def _call_viewing_normal(func: Any, args: Any, kwargs: Any) -> object:
     """Inside inference_mode, eager's view of a normal tensor is a normal tensor sharing its base's version counter;
     the functionalized run's view op fails to give it one, or makes an inference tensor. Where the base requires no
-    grad (no history to tell the view's creation mode by), the view is taken again outside inference mode, in the
-    same grad mode, which makes eager's tensor (Note [Grad Mode And Autograd Reads])."""
+    grad (no history to tell the view's creation mode by), the view is taken again outside inference mode, under
+    no_grad, which makes eager's tensor (Note [Grad Mode And Autograd Reads])."""
     base = args[0] if args else None
     normal = (
         torch.is_inference_mode_enabled()
@@ -1077,8 +1082,9 @@ def _call_viewing_normal(func: Any, args: Any, kwargs: Any) -> object:
         made = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.is_inference()]
         if not any(storage_key(o) == key for o in made):
             return out
-    grad = torch.is_grad_enabled()
-    with torch.inference_mode(False), torch.set_grad_enabled(grad):  # (inference_mode(False) turns grad on)
+    # under no_grad: inside inference_mode autograd records nothing, grad mode on or off (inference_mode(False) alone
+    # would turn grad mode on)
+    with torch.inference_mode(False), torch.no_grad():
         return func(*args, **kwargs)
 
 
