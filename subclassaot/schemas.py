@@ -430,9 +430,10 @@ class OutputInfo:
     # TENSOR in inference: it requires grad in eager as the program made it (requires_grad_() on it, or on the tensor
     # it is a view of, under no_grad), and is made to once built (Note [Grad Mode And Autograd Reads])
     gains_grad: bool = False
-    # TENSOR, plain: eager's is an inference tensor (computed inside a torch.inference_mode() block); the runtime makes
-    # it one (Note [Grad Mode And Autograd Reads])
-    inference: bool = False
+    # TENSOR: eager's is an inference tensor (computed inside a torch.inference_mode() block, or a view of one), and
+    # so are these of its dense leaves (a plain tensor: (0,); a subclass's others, an input's offsets say, are not);
+    # the runtime makes them so (Note [Grad Mode And Autograd Reads])
+    inference_leaves: tuple[int, ...] = ()
     # TENSOR in training, from the graph with its history: its `.data` is then assigned from this leaf's alias, as
     # eager's program did (Note [History Kept Through .data =])
     data_from: OutputLeaf | None = None

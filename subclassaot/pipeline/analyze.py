@@ -287,8 +287,8 @@ def _check_inference_storages(infos: list[OutputInfo], leaves: list[object], cur
     that is no inference tensor, shares that storage in eager (set_() onto it)."""
     tensors = [(i, v) for i, v in zip(infos, leaves, strict=True) if isinstance(v, torch.Tensor)]
     plain = [(i, v) for i, v in tensors if not is_traceable_subclass(v)]
-    made = {storage_key(v): i.path for i, v in plain if i.inference}
-    others = [v for i, v in plain if not i.inference]
+    made = {storage_key(v): i.path for i, v in plain if i.inference_leaves}
+    others = [v for i, v in plain if not i.inference_leaves]
     for key in made.keys() & ({storage_key(v) for v in others} | current.keys()):
         raise UnsupportedError(
             f"{made[key]}: eager's is an inference tensor (computed inside a torch.inference_mode() block) whose "
@@ -415,7 +415,9 @@ def _analyze_outputs(
             and _eager_inference_tensor(path, value, run)
         ):
             check_inference_output(path, value)
-            info = replace(info, inference=True)
+            dense = dense_leaves_of(value, path)[1] if is_traceable_subclass(value) else [value]
+            made = tuple(k for k, leaf in enumerate(dense) if leaf.is_inference()) if len(dense) > 1 else (0,)
+            info = replace(info, inference_leaves=made or tuple(range(len(dense))))
         infos.append(info)
     _check_inference_storages(infos, leaves, current)
     _check_views_of_fresh(infos, leaves, bases)

@@ -383,7 +383,7 @@ def _run_function_ends(ends: Sequence[GradientEdge], into: Sequence[torch.Tensor
     for edge, grad in zip(ends, into, strict=True):
         node = edge.node
         if isinstance(node, torch.autograd.function.BackwardCFunction) and len(node._input_metadata) == 1:
-            if grad is not None:
+            if grad is not None and not node._forward_cls.__module__.startswith("subclassaot."):  # (the program's)
                 with torch.no_grad():  # (eager's backward runs under no_grad)
                     node.apply(grad)
 

@@ -242,7 +242,9 @@ def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
             or leaf.onto_input is not None
         ):
             return None
-        if info.data_from is not None or info.gains_grad or info.inference:  # Note [History Kept Through .data =]
+        # (Note [History Kept Through .data =]; requires_grad_() on it; an inference tensor: Note [Grad Mode And
+        # Autograd Reads])
+        if info.data_from is not None or info.gains_grad or info.inference_leaves:
             return None
         out.append(fresh_start + info.leaves[0].index)
     if (

@@ -14,9 +14,8 @@ from typing import cast
 
 import torch
 from torch.utils import _pytree as pytree
-from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
-from subclassaot.authoring.protocol import unflatten_subclass
+from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.runtime.output_steps import (
     build_order,
     finish_bumped_view,
@@ -181,7 +180,7 @@ def build_outputs(
     finally:
         builder.clear()
     _change_bases(infos, result, ev, symbols, values, shared)
-    if any(info.inference for info in infos):
+    if any(info.inference_leaves for info in infos):
         _as_inference_tensors(infos, result)
     for view in gains_late:
         give_base_grad(view)
@@ -203,25 +202,28 @@ def _as_inference_tensors(infos: Sequence[OutputInfo], result: list[object]) -> 
     with torch.inference_mode():
         for o, info in enumerate(infos):
             value = result[o]
-            if not info.inference or not isinstance(value, torch.Tensor) or value.is_inference():
+            if not info.inference_leaves or not isinstance(value, torch.Tensor) or value.is_inference():
                 continue
             if id(value) not in made:
-                made[id(value)] = _inference_copy(value, copies)
+                made[id(value)] = _inference_copy(value, info.inference_leaves, copies)
             result[o] = made[id(value)]
 
 
-def _inference_copy(value: torch.Tensor, copies: dict[int, torch.UntypedStorage]) -> torch.Tensor:
+def _inference_copy(
+    value: torch.Tensor, leaves_made: tuple[int, ...], copies: dict[int, torch.UntypedStorage]
+) -> torch.Tensor:
     """`value` over a copy of its storage made inside inference_mode, one copy per storage so that outputs sharing a
-    storage still do; a subclass rebuilt there from such copies of its inner tensors."""
-    if is_traceable_wrapper_subclass(value):
-        attrs, ctx = value.__tensor_flatten__()
-        inner = {a: _inference_copy(getattr(value, a), copies) for a in attrs}
-        return type(value).__tensor_unflatten__(inner, ctx, value.size(), value.stride())
+    storage still do; a subclass rebuilt there around such copies of the dense leaves at `leaves_made` and its other
+    leaves as they are (eager's share them with an input)."""
+    if is_traceable_subclass(value):
+        tree, leaves = flatten_subclass(value, "output")
+        kept = [_inference_copy(leaf, (0,), copies) if k in leaves_made else leaf for k, leaf in enumerate(leaves)]
+        return unflatten_subclass(tree, kept, outer_size=value.size(), outer_stride=value.stride(), check=False)
     storage = value.untyped_storage()
     key = storage._cdata  # (the storage itself: empty ones all have data_ptr 0)
     copy = copies.get(key)
     if copy is None:
-        copy = copies[key] = storage.clone()  # type: ignore[no-untyped-call]
+        copy = copies[key] = storage.clone()  # type: ignore[no-untyped-call]  # (UntypedStorage.clone has no stub)
     empty = torch.empty(0, dtype=value.dtype, device=value.device)
     return empty.set_(copy, value.storage_offset(), value.size(), value.stride())
 

@@ -355,3 +355,20 @@ def test_view_taken_inside_inference_mode_with_grad_on_has_no_history() -> None:
 
     with torch.no_grad():
         assert_matches_eager(_view_inside_with_grad_of_a_no_grad_view, make)
+
+
+def _frozen_model_inside_inference_mode(x: T, model: torch.nn.Module) -> object:
+    with torch.inference_mode():
+        y = model(x)
+    return y, x * 2
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_frozen_model_called_inside_an_inference_mode_block_matches_eager(grad: bool) -> None:
+    """The everyday pattern: a model whose parameters require no grad, called inside an inference_mode block of the
+    compiled function (its weight.t() views are taken outside inference mode in the run). With parameters that
+    require grad the same program is refused by name (test_grad_mode_switches), a gap noted for the team."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4)).requires_grad_(False)
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(_frozen_model_inside_inference_mode, lambda: (torch.randn(3, 8), model), calls=2)

@@ -94,3 +94,18 @@ def test_check_cli_on_dtensor_factory() -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 failed" in proc.stdout and "protocol                    PASS" in proc.stdout, proc.stdout
+
+
+def _computed_inside_inference_mode(x: torch.Tensor) -> object:
+    with torch.inference_mode():
+        y = x.sin() * 2
+    return y, x + 1
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_dtensor_computed_inside_inference_mode_matches_eager(mesh: DeviceMesh, grad: bool) -> None:
+    """An inference DTensor, its local tensor an inference tensor, as eager's."""
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(
+            _computed_inside_inference_mode, lambda: (distribute_tensor(torch.randn(4, 6), mesh, [Shard(0)]),)
+        )
