@@ -29,6 +29,7 @@ from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.errors import AliasedSubclassRefusal, BackendError, SubclassAOTError, UnsupportedError
 from subclassaot.pipeline import backends, guards, python_state
 from subclassaot.pipeline.ambient_modes import (
+    NO_MODES,
     NO_MODES_KEY,
     AmbientModes,
     ModesKey,
@@ -151,9 +152,11 @@ class CompiledFunction(Generic[P, R]):
         return None
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        modes = ambient_modes()
-        if modes:  # See Note [Ambient Modes]
-            return self._call_under(modes, args, kwargs)
+        modes = NO_MODES
+        if _dispatch_modes() or _function_modes():  # (the stacks' lengths: ambient_modes is the per-call cost)
+            modes = ambient_modes()
+            if modes:  # See Note [Ambient Modes]
+                return self._call_under(modes, args, kwargs)
         if not kwargs:
             # Fast path: called with positional leaves only; its flat inputs are the lifted state's values (a
             # module's, or what the function captures: the same names in the same order), then `args` itself. A
@@ -301,6 +304,10 @@ class CompiledModule(torch.nn.Module, Generic[M]):
     @property
     def entries(self) -> tuple[CompiledEntry, ...]:
         return self._compiled.entries
+
+
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_modes = torch._C._len_torch_function_stack
 
 
 def _ambient_grad() -> contextlib.AbstractContextManager[object]:
@@ -744,7 +751,9 @@ def _run_checked(
 def _compile_graph(
     backend: BackendFn, gm: torch.fx.GraphModule, example_inputs: Sequence[torch.Tensor], config: CompileConfig
 ) -> Callable[..., object]:
-    compiled = _checked_first_call(backend(gm, example_inputs), config.backend)
+    compiled = backend(gm, example_inputs)
+    if not backends.is_own(backend):  # ours run the functional graph as it is: nothing to check per call
+        compiled = _checked_first_call(compiled, config.backend)
     if config.backend != "eager":  # the eager backend runs the graph's own aten ops: eager's strides already
         compiled = backends.keep_eager_strides(compiled, gm)
     return compiled

@@ -21,7 +21,7 @@ import torch.utils._pytree as pytree
 from torch._ops import OpOverload, OpOverloadPacket
 from torch.utils._python_dispatch import return_and_correct_aliasing
 
-from subclassaot.authoring.protocol import SizeLike
+from subclassaot.authoring.protocol import SizeLike, Unflattener
 from subclassaot.errors import ProtocolError, UnsupportedError
 
 aten = torch.ops.aten
@@ -405,6 +405,69 @@ def _present_inner(cls: type[WrapperTensor], fields: Mapping[str, object]) -> It
             yield value
 
 
+def _constructs_plainly(cls: type[WrapperTensor]) -> bool:
+    """`cls` constructs as WrapperTensor does (no `__new__`, `__init__` or `outer_meta` of its own), from a fixed
+    set of inner tensors (no optional ones)."""
+    return (
+        cls.__new__ is WrapperTensor.__new__
+        and cls.__init__ is WrapperTensor.__init__
+        and cls.outer_meta.__func__ is WrapperTensor.outer_meta.__func__  # type: ignore[attr-defined]
+        and not cls.optional_inner_names
+        and bool(cls.inner_names)
+    )
+
+
+def flattens_plainly(cls: type) -> bool:
+    """`cls.__tensor_flatten__` is WrapperTensor's own over a fixed set of inner tensors: for every instance it
+    returns `(list(cls.inner_names), tuple(getattr(self, n) for n in cls.ctx_names))` (a guard reads the ctx fields
+    and skips the call)."""
+    return (
+        issubclass(cls, WrapperTensor)
+        and cls.__tensor_flatten__ is WrapperTensor.__tensor_flatten__
+        and not cls.optional_inner_names
+    )
+
+
+def plain_unflattener(cls: type, attrs: Sequence[str], ctx: object) -> Unflattener | None:
+    """`build(leaves, size, stride)`: what `cls.__tensor_unflatten__(dict(zip(attrs, leaves)), ctx, size, stride)`
+    returns, with every decision that depends only on (cls, attrs, ctx) made here, once; None where that call is not
+    WrapperTensor's own plain construction (the caller calls `__tensor_unflatten__`). A runtime's output rebuild."""
+    own_unflatten = WrapperTensor.__tensor_unflatten__.__func__  # type: ignore[attr-defined]  # a classmethod
+    if not (
+        issubclass(cls, WrapperTensor)
+        and getattr(cls.__tensor_unflatten__, "__func__", None) is own_unflatten
+        and _constructs_plainly(cls)
+        and tuple(attrs) == cls.inner_names
+        and isinstance(ctx, tuple)
+        and len(ctx) == len(cls.ctx_names)
+    ):
+        return None
+    fields = (*cls.inner_names, *cls.ctx_names)
+    general = cls.__tensor_unflatten__
+    make = torch.Tensor._make_wrapper_subclass
+    set_field = object.__setattr__
+
+    def build(leaves: Sequence[torch.Tensor], size: SizeLike, stride: SizeLike) -> torch.Tensor:
+        if len(leaves) != len(attrs) or -1 in size or -1 in stride:  # _resolve_outer's cases: the general path
+            return general(dict(zip(attrs, leaves, strict=True)), ctx, tuple(size), tuple(stride))
+        first = leaves[0]
+        out = make(
+            cls,
+            size,
+            strides=stride,
+            storage_offset=first.storage_offset(),
+            dtype=first.dtype,
+            device=first.device,
+            layout=first.layout,
+            requires_grad=False,
+        )
+        for name, value in zip(fields, (*leaves, *ctx), strict=True):
+            set_field(out, name, value)
+        return out
+
+    return build
+
+
 def _resolve_outer(
     own_size: tuple[int | torch.SymInt, ...],
     own_stride: tuple[int | torch.SymInt, ...],
@@ -437,14 +500,8 @@ def _build_plainly(
     """What `cls(**inner, **ctx_fields, outer_size=..., outer_stride=...)` builds, without the checks and objects of
     the general constructor, for a class that constructs as WrapperTensor does (no `__new__`, `__init__` or
     `outer_meta` of its own) given exactly its declared inner tensors; None otherwise (the constructor decides)."""
-    if (
-        cls.__new__ is not WrapperTensor.__new__
-        or cls.__init__ is not WrapperTensor.__init__
-        or cls.outer_meta.__func__ is not WrapperTensor.outer_meta.__func__  # type: ignore[attr-defined]
-    ):
-        return None
     names = cls.inner_names
-    if cls.optional_inner_names or not names or len(inner) != len(names):
+    if not _constructs_plainly(cls) or len(inner) != len(names):
         return None
     values = [inner.get(n) for n in names]
     if not all(isinstance(v, torch.Tensor) for v in values):

@@ -149,6 +149,11 @@ register_backend("eager", eager_backend)
 register_backend("inductor", inductor_backend)
 
 
+def is_own(backend: BackendFn) -> bool:
+    """One of the backends above (by identity: a user's backend may be unhashable)."""
+    return backend is eager_backend or backend is inductor_backend
+
+
 def decompositions_for(backend: str | BackendFn) -> Mapping[torch._ops.OperatorBase, Callable[..., object]] | None:
     """The decomposition table a backend wants applied while tracing (inductor lowers only decomposed aten)."""
     if backend == "inductor" or backend is inductor_backend:

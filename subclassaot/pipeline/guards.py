@@ -25,6 +25,7 @@ import sympy
 import torch
 
 from subclassaot.authoring.protocol import SubclassNode
+from subclassaot.authoring.wrapper_tensor import flattens_plainly
 from subclassaot.config import CallerGuarded
 from subclassaot.pipeline.rules.own_base import own_base_guards
 from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
@@ -180,8 +181,10 @@ def describe_opaque_change(path: str, old: object, new: object) -> str:
 # - Fast, then explain. A failure names the one fact that changed ("args[0].size(1): expected 4, got 8"), so the guards
 #   are generated twice: as the checks one by one, each with its message, and as a fast body, the same predicate in the
 #   same order binding the same symbols, where a tensor's static sizes (and its static strides) are one comparison,
-#   `v0.shape == (2, 4)`. Most calls pass and run only the fast body; where one of its checks fails it calls the first
-#   body, which finds the failing fact and returns its message.
+#   `v0.shape == (2, 4)`, and a WrapperTensor whose `__tensor_flatten__` is the base class's is not flattened: its
+#   inner names are its class's (its type is checked first) and its ctx is its ctx fields, compared as one tuple.
+#   Most calls pass and run only the fast body; where one of its checks fails it calls the first body, which finds
+#   the failing fact and returns its message.
 
 
 class Src(str):
@@ -442,12 +445,18 @@ def _subclass_guards(
         names = tree.flatten_attrs()
         attrs = w.constant(list(names))
         ctx = w.constant(copy.deepcopy(ctx_for_guard(tree.ctx)))  # Note [What The Guards Compare]
+        plain = flattens_plainly(tree.cls) and tuple(names) == tree.cls.inner_names  # type: ignore[attr-defined]
+        if plain:  # the fast body reads the ctx fields themselves (Note [What The Guards Compare])
+            fields = "".join(f"{_attribute(w, var, n)}, " for n in tree.cls.ctx_names)  # type: ignore[attr-defined]
+            w.fast_check(f"({fields}) == {ctx}")
+        w.detail_only = plain
         w.line(f"    {var}_flat = {var}.__tensor_flatten__()")
         w.check(
             f"list({var}_flat[0]) == {attrs}",
             w.msg(f"{path}: inner tensors expected {' '.join(names)}, got ", Src(f"list({var}_flat[0])")),
         )
         w.check(f"{var}_flat[1] == {ctx}", f"describe_ctx_change({w.constant(path)}, {ctx}, {var}_flat[1])")
+        w.detail_only = False
     for k, opaque in enumerate(tree.opaques):  # Note [The Flatten Protocol]: by identity
         opaque_var, expected = f"{var}_o{k}", w.constant(opaque.value)
         w.line(f"    {opaque_var} = {_attribute(w, var, opaque.name)}")

@@ -15,7 +15,8 @@ import sympy
 import torch
 from torch.utils import _pytree as pytree
 
-from subclassaot.authoring.protocol import unflattener
+from subclassaot.authoring.protocol import LeafInfo, SubclassNode, Unflattener, unflattener
+from subclassaot.authoring.wrapper_tensor import plain_unflattener
 from subclassaot.runtime.epilogue_plan import EpiloguePlan, once_per_location
 from subclassaot.runtime.output_steps import build_order
 from subclassaot.runtime.plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias, requires_grad_changes
@@ -37,7 +38,6 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
-from subclassaot.torch_internals import get_version, set_version
 
 # Note [Straight-Line Runners]
 # The generic runner (call.make_runner) walks the plan on every call, asking of each output and each input what the
@@ -50,6 +50,10 @@ from subclassaot.torch_internals import get_version, set_version
 # the generic runner does and nothing else, so the result is the same object graph: outputs, aliasing, `._base`,
 # version counters, autograd history. `_unsupported` names the plans it leaves to the generic runner: any step
 # beyond those above (metadata changes, set_(), `.data =`, accumulators, early replays, wrapper storages, ...).
+# What is cheaper written out is written out: version counters read and set inline, a copy into an input that cannot
+# require grad (a direct call has no graph input that does) made without no_grad where the value does not either,
+# and the outputs of a WrapperTensor that constructs as the base class does built by `plain_unflattener` (the
+# wrapper's `_make_wrapper_subclass` and its fields, the same object its `__tensor_unflatten__` returns).
 # As for the guards (Note [What The Guards Compare]), the source holds no caller text: every value it uses (a
 # subclass, its ctx, an attribute name that is no plain identifier, an op, a constant output) is bound by reference
 # as a global of the function (`_c3`); the source holds only our own names and integer literals we produce.
@@ -72,7 +76,7 @@ def straight_line(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) ->
     _versions_before(w, plan, epilogue)
     _graph(w, plan, call)
     if not epilogue.empty:
-        _epilogue(w, plan, epilogue)
+        _epilogue(w, plan, call, epilogue)
     _outputs(w, plan, call)
     source = "def run(L, symbols):\n" + "\n".join(w.lines) + "\n"
     namespace = dict(w.globals)
@@ -158,8 +162,7 @@ class _Writer:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.globals: dict[str, object] = {
-            "_gv": get_version,
-            "_sv": set_version,
+            "_usv": torch._C._autograd._unsafe_set_version_counter,
             "_ige": torch.is_grad_enabled,
             "_sg": torch._C._set_grad_enabled,
             "_alias": non_view_alias,
@@ -187,6 +190,16 @@ class _Writer:
         name = f"_m{len(self.lines)}"
         self.line(f"{name} = _ev.meta({self.constant(meta)}, symbols)", depth)
         return f"{name}[0]", f"{name}[1]", f"{name}[2]"
+
+    @staticmethod
+    def version(var: str) -> str:
+        """Source for torch_internals.get_version(var), inline (`var` is a local or `L[i]`)."""
+        return f"(0 if {var}.is_inference() else {var}._version)"
+
+    def set_version(self, var: str, value: str, depth: int = 1) -> None:
+        """torch_internals.set_version(var, value), inline."""
+        self.line(f"if not {var}.is_inference():", depth)
+        self.line(f"_usv(({var},), ({value},))", depth + 1)
 
     def without_grad(self, statement: str, depth: int = 1) -> None:
         """`statement` under no_grad (torch.no_grad()'s own steps, without the context-manager object)."""
@@ -216,9 +229,9 @@ def _unwrap(w: _Writer, plan: RuntimePlan) -> None:
 def _versions_before(w: _Writer, plan: RuntimePlan, epilogue: EpiloguePlan) -> None:
     """The counters the epilogue settles, as the inputs came (call._versions), wrappers first."""
     for t in epilogue.wrappers:
-        w.line(f"w{t} = _gv(L[{plan.flat.tensor_indices[t]}])")
+        w.line(f"w{t} = {w.version(f'L[{plan.flat.tensor_indices[t]}]')}")
     for j in epilogue.versions:
-        w.line(f"b{j} = _gv(d{j})")
+        w.line(f"b{j} = {w.version(f'd{j}')}")
 
 
 def _graph(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
@@ -231,27 +244,27 @@ def _graph(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
     w.given = True
 
 
-def _epilogue(w: _Writer, plan: RuntimePlan, epilogue: EpiloguePlan) -> None:
+def _epilogue(w: _Writer, plan: RuntimePlan, call: GraphCall, epilogue: EpiloguePlan) -> None:
     """call._epilogue for the plans `_unsupported` lets through: copies, counters, wrappers' counters."""
     for j, k in epilogue.original_copies:
-        _copy(w, plan, j, k, final=False)
+        _copy(w, plan, call, j, k, final=False)
     for j, k in epilogue.final_copies:
-        _copy(w, plan, j, k, final=True)
+        _copy(w, plan, call, j, k, final=True)
     mutations = plan.analysis.mutations
     for j in epilogue.versions:  # epilogue_plan.settle_version
         if mutations[j].version_bumped:
-            w.line(f"if _gv(d{j}) == b{j}:")
-            w.line(f"_sv(d{j}, b{j} + 1)", 2)
+            w.line(f"if {w.version(f'd{j}')} == b{j}:")
+            w.set_version(f"d{j}", f"b{j} + 1", 2)
         else:
-            w.line(f"if _gv(d{j}) != b{j}:")
-            w.line(f"_sv(d{j}, b{j})", 2)
+            w.line(f"if {w.version(f'd{j}')} != b{j}:")
+            w.set_version(f"d{j}", f"b{j}", 2)
     for t in epilogue.wrappers:  # call._fix_wrappers without metadata: only wrappers whose counter eager advances
         wrapper = f"L[{plan.flat.tensor_indices[t]}]"
-        w.line(f"if _gv({wrapper}) == w{t}:")
-        w.line(f"_sv({wrapper}, _gv({wrapper}) + 1)", 2)
+        w.line(f"if {w.version(wrapper)} == w{t}:")
+        w.set_version(wrapper, f"w{t} + 1", 2)
 
 
-def _copy(w: _Writer, plan: RuntimePlan, j: int, k: int, *, final: bool) -> None:
+def _copy(w: _Writer, plan: RuntimePlan, call: GraphCall, j: int, k: int, *, final: bool) -> None:
     """epilogue_plan.copy_into, its decisions taken here."""
     m = plan.analysis.mutations[j]
     hidden = not m.autograd_visible or m.hidden_from_autograd or m.storage_changed or not m.visible_through_self
@@ -263,16 +276,27 @@ def _copy(w: _Writer, plan: RuntimePlan, j: int, k: int, *, final: bool) -> None
         w.line(f"x, v = d{j}, outs[{k}]")
     else:
         w.line(f"x, v = _once(d{j}, outs[{k}])")
+    # A direct call has no graph input that requires grad (guarded): then x does not, and where v does not either
+    # a copy under grad mode records nothing, so it needs no no_grad (which costs as much as the copy).
+    plain_x = call.direct is not None and j in plan.layout.graph_inputs
     depth = 1
     if not hidden:
-        w.line("if x.requires_grad or v.requires_grad:")
+        w.line("if v.requires_grad:" if plain_x else "if x.requires_grad or v.requires_grad:")
         w.line("x.copy_(v)", 2)
         w.line("else:")
         depth = 2
-    w.line("before = _gv(x)", depth)
-    w.without_grad("x.copy_(v)", depth)
+    w.line(f"before = {w.version('x')}", depth)
+    if plain_x and hidden:
+        w.line("if v.requires_grad:", depth)
+        w.without_grad("x.copy_(v)", depth + 1)
+        w.line("else:", depth)
+        w.line("x.copy_(v)", depth + 1)
+    elif plain_x:
+        w.line("x.copy_(v)", depth)
+    else:
+        w.without_grad("x.copy_(v)", depth)
     if not m.version_bumped:
-        w.line("_sv(x, before)", depth)
+        w.set_version("x", "before", depth)
 
 
 def _outputs(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
@@ -346,8 +370,17 @@ def _from_leaves(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo) -> Non
         shape = w.constant(tuple(info.outer_meta[0])) if static else f"tuple({size})"
         w.line(f"s{o} = list({leaves[k]}.stride()) if {leaves[k]}.shape == {shape} else {stride}")
         stride = f"s{o}"
-    build = w.constant(unflattener(info.tree))
+    build = w.constant(_builder(info.tree))
     w.line(f"r{o} = {build}([{', '.join(leaves)}], {size}, {stride})")
+
+
+def _builder(node: SubclassNode) -> Unflattener:
+    """The subclass's own plain construction where it has one (a WrapperTensor that constructs as the base class
+    does: `_make_wrapper_subclass` and its fields, no `__tensor_unflatten__` call), else its `__tensor_unflatten__`."""
+    plain = None
+    if not node.opaques and all(isinstance(c, LeafInfo) for c in node.children):
+        plain = plain_unflattener(node.cls, node.attrs, node.ctx)
+    return plain if plain is not None else unflattener(node)
 
 
 def _replayed(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo, emit: Callable[[int], None]) -> None:
@@ -392,7 +425,7 @@ def _root(w: _Writer, plan: RuntimePlan, replay: Replay) -> str:
     if k is not None:  # regenerate.root_outer_stride: Note [Strides The Kernels Choose]
         w.line(f"{name}_s = list({leaves[k]}.stride()) if list({leaves[k]}.shape) == {size} else {stride}", depth)
         stride = f"{name}_s"
-    build = w.constant(unflattener(replay.root_tree))
+    build = w.constant(_builder(replay.root_tree))
     w.line(f"{name} = {build}([{', '.join(leaves)}], {size}, {stride})", depth)
     return name
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import subclassaot
+from subclassaot.authoring.wrapper_tensor import WrapperTensor, plain_unflattener
 from subclasses.pair import PairTensor
 from tests.oracle import assert_matches_eager
 
@@ -113,3 +114,83 @@ def test_the_runner_source_holds_no_caller_text() -> None:
     (entry,) = compiled.entries
     assert entry.run_source is not None
     assert text not in entry.run_source and "caller text" not in entry.run_source
+
+
+class Scaled(WrapperTensor):
+    """A wrapper with a ctx field and the base class's construction: its outputs are built plainly."""
+
+    inner_names = ("payload",)
+    ctx_names = ("scale",)
+    apply_to_inner_by_default = True
+    payload: torch.Tensor
+    scale: float
+
+
+class OwnInit(WrapperTensor):
+    inner_names = ("payload",)
+    apply_to_inner_by_default = True
+
+    def __init__(self, payload: torch.Tensor, **kwargs: object) -> None:
+        super().__init__()
+        self.built_by_init = True
+
+
+class OwnUnflatten(WrapperTensor):
+    inner_names = ("payload",)
+    apply_to_inner_by_default = True
+
+    @classmethod
+    def __tensor_unflatten__(
+        cls, inner: dict[str, torch.Tensor], ctx: object, size: object, stride: object
+    ) -> WrapperTensor:
+        out = super().__tensor_unflatten__(inner, ctx, size, stride)  # type: ignore[arg-type]
+        out.unflattened = True  # type: ignore[attr-defined]
+        return out
+
+
+def test_plain_construction_builds_what_tensor_unflatten_builds() -> None:
+    data = torch.randn(4, 6)[:, ::2]
+    build = plain_unflattener(Scaled, ("payload",), (0.5,))
+    assert build is not None
+    out = build([data], [4, 3], [1, 4])
+    ref = Scaled.__tensor_unflatten__({"payload": data}, (0.5,), (4, 3), (1, 4))
+    for t in (out, ref):
+        assert type(t) is Scaled and t.payload is data and t.scale == 0.5
+    assert (out.shape, out.stride(), out.storage_offset(), out.dtype, out.requires_grad) == (
+        ref.shape,
+        ref.stride(),
+        ref.storage_offset(),
+        ref.dtype,
+        ref.requires_grad,
+    )
+    # -1 stands for a dim only the inner tensors know: the general path decides it, as before
+    assert build([data], [-1, 3], [1, 4]).shape == (4, 3)
+
+
+def test_plain_construction_is_not_taken_for_a_class_that_constructs_its_own_way() -> None:
+    assert plain_unflattener(OwnInit, ("payload",), ()) is None
+    assert plain_unflattener(OwnUnflatten, ("payload",), ()) is None
+    assert plain_unflattener(Scaled, ("payload",), ()) is None  # ctx of another length: the class's own check
+    assert plain_unflattener(PairTensor, ("b", "a"), ()) is None
+
+    def double(x: T) -> T:
+        return x * 2
+
+    x = OwnUnflatten(torch.randn(3))
+    out = subclassaot.compile(double, backend="eager")(x)
+    assert getattr(out, "unflattened", False)  # the class's __tensor_unflatten__ built the output
+
+
+def test_a_ctx_change_of_a_plain_wrapper_fails_the_fast_guard_with_its_message() -> None:
+    def double(x: T) -> T:
+        return x * 2
+
+    compiled = subclassaot.compile(double, backend="eager")
+    out = compiled(Scaled(torch.randn(3), 0.5))
+    assert isinstance(out, Scaled) and out.scale == 0.5
+    out = compiled(Scaled(torch.randn(3), 2.0))
+    assert isinstance(out, Scaled) and out.scale == 2.0 and compiled.compile_count == 2
+    assert compiled.recompile_reasons == ("args[0] ctx field [0] changed: 0.5 -> 2.0",)
+    (first, _) = compiled.entries
+    assert "__tensor_flatten__" not in first.guards.fast_source  # read as fields
+    assert "__tensor_flatten__" in first.guards.source  # the message still names the ctx field
