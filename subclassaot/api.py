@@ -72,6 +72,7 @@ from subclassaot.pipeline.trace import TracedGraph, trace_inference, untraced_in
 from subclassaot.runtime.autograd_function import training_call
 from subclassaot.runtime.call import inference_call, make_runner
 from subclassaot.runtime.plan import RuntimePlan, leaf_attr_paths
+from subclassaot.runtime.straight_line import graph_writes
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, InputIndex
 from subclassaot.torch_internals import (
     DATA_DEPENDENT_ERRORS,
@@ -641,9 +642,12 @@ def _compile_over(
         backends.verify_functional(_graph_of(traced))
         refuse_float8_arithmetic(_graph_of(traced))
         inputs_grad = any(t.requires_grad for t in traced.example_inputs)
-        graph_call = inference_call(
-            _compile_graph(backend, _graph_of(traced), traced.example_inputs, config), inputs_grad
-        )
+        functional = gm = _graph_of(traced)
+        written = frozenset[int]()
+        if backend is backends.inductor_backend and not inputs_grad:  # Note [Input Writes Kept In The Graph]
+            gm, written = backends.with_input_writes(gm, graph_writes(plan))
+        compiled = _compile_graph(backend, gm, traced.example_inputs, config, functional)
+        graph_call = inference_call(compiled, inputs_grad, written)
     # After every trace: the joint and backward traces add guards too (a backward that branches on a size); the
     # symbols they replaced stay bound for the plan's records.
     entry_guards = guards.build_guards(
@@ -749,13 +753,19 @@ def _run_checked(
 
 
 def _compile_graph(
-    backend: BackendFn, gm: torch.fx.GraphModule, example_inputs: Sequence[torch.Tensor], config: CompileConfig
+    backend: BackendFn,
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[torch.Tensor],
+    config: CompileConfig,
+    functional: torch.fx.GraphModule | None = None,
 ) -> Callable[..., object]:
+    """`functional`: the graph without the input writes `gm` makes (Note [Input Writes Kept In The Graph]), which
+    the stride reference runs."""
     compiled = backend(gm, example_inputs)
     if not backends.is_own(backend):  # ours run the functional graph as it is: nothing to check per call
         compiled = _checked_first_call(compiled, config.backend)
     if config.backend != "eager":  # the eager backend runs the graph's own aten ops: eager's strides already
-        compiled = backends.keep_eager_strides(compiled, gm)
+        compiled = backends.keep_eager_strides(compiled, functional if functional is not None else gm)
     return compiled
 
 

@@ -149,6 +149,38 @@ register_backend("eager", eager_backend)
 register_backend("inductor", inductor_backend)
 
 
+def with_input_writes(
+    gm: torch.fx.GraphModule, writes: Sequence[tuple[int, int]]
+) -> tuple[torch.fx.GraphModule, frozenset[int]]:
+    """A copy of `gm` that copies graph output k into placeholder p for each (p, k) in `writes`, after every other
+    node, and returns what it returned; with the outputs k it writes (Note [Input Writes Kept In The Graph]). A
+    value returned at another position too, or not of its input's dtype, shape and strides, is left to the
+    epilogue."""
+    copied = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+    graph = copied.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    output = graph.output_node()
+    returned = list(cast(Sequence[object], output.args[0]))
+    made: set[int] = set()
+    for p, k in writes:
+        value, target = returned[k], placeholders[p]
+        if not isinstance(value, torch.fx.Node) or returned.count(value) != 1 or value is target:
+            continue
+        new, old = value.meta.get("val"), target.meta.get("val")
+        if not (isinstance(new, torch.Tensor) and isinstance(old, torch.Tensor)):
+            continue
+        if (new.dtype, new.shape, new.stride()) != (old.dtype, old.shape, old.stride()):
+            continue
+        with graph.inserting_before(output):
+            node = graph.call_function(torch.ops.aten.copy_.default, (target, value))
+        node.meta["val"] = old
+        made.add(k)
+    if not made:
+        return gm, frozenset()
+    copied.recompile()
+    return copied, frozenset(made)
+
+
 def is_own(backend: BackendFn) -> bool:
     """One of the backends above (by identity: a user's backend may be unhashable)."""
     return backend is eager_backend or backend is inductor_backend

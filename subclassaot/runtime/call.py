@@ -70,8 +70,11 @@ from subclassaot.torch_internals import (
 )
 
 
-def inference_call(compiled: Callable[..., object], inputs_require_grad: bool) -> GraphCall:
-    """`inputs_require_grad`: some graph input requires grad (a subclass input's inner tensor; guarded)."""
+def inference_call(
+    compiled: Callable[..., object], inputs_require_grad: bool, written: frozenset[int] = frozenset()
+) -> GraphCall:
+    """`inputs_require_grad`: some graph input requires grad (a subclass input's inner tensor; guarded). `written`:
+    GraphCall.written (only without `inputs_require_grad`)."""
     if not inputs_require_grad:
 
         def plain_call(
@@ -79,7 +82,9 @@ def inference_call(compiled: Callable[..., object], inputs_require_grad: bool) -
         ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
             return list(cast(Sequence[object], compiled(*graph_in))), {}, {}, {}
 
-        return GraphCall(run=plain_call, direct=compiled)
+        return GraphCall(run=plain_call, direct=compiled, written=written)
+    if written:
+        raise AssertionError("BUG: a graph that writes its inputs takes no input that requires grad")
 
     def call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
@@ -97,6 +102,8 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> EntryRunner:
     Runners]), else the generic runner below."""
     epilogue = epilogue_plan(plan)
     generated = straight_line(plan, epilogue, graph_call)
+    if generated is None and graph_call.written:
+        raise AssertionError("BUG: a graph that writes its inputs runs the generated runner (runtime.graph_writes)")
     if generated is not None:
         return generated
     return EntryRunner(run=generic_runner(plan, graph_call, epilogue), source=None)

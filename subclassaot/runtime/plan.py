@@ -208,6 +208,9 @@ class GraphCall:
     direct: Callable[..., object] | None = None
     prewraps: frozenset[int] = frozenset()  # OutputIndex: the outputs `run` returns built (training's fresh ones)
     wrapper_updates: tuple[int, ...] = ()  # tensor inputs whose new value `run` returns as a wrapper (training)
+    # graph outputs (ORIGINAL updates) whose copy into their input the compiled graph makes itself (Note [Input
+    # Writes Kept In The Graph]): the runner settles their version counters only
+    written: frozenset[int] = frozenset()
 
 
 def probed_stride(

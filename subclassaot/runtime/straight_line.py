@@ -17,7 +17,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import LeafInfo, SubclassNode, Unflattener, unflattener
 from subclassaot.authoring.wrapper_tensor import plain_unflattener
-from subclassaot.runtime.epilogue_plan import EpiloguePlan, once_per_location
+from subclassaot.runtime.epilogue_plan import EpiloguePlan, epilogue_plan, once_per_location
 from subclassaot.runtime.output_steps import build_order
 from subclassaot.runtime.plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias, requires_grad_changes
 from subclassaot.runtime.regenerate import (
@@ -82,6 +82,43 @@ def straight_line(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) ->
     namespace = dict(w.globals)
     exec(compile(source, "<subclassaot runner>", "exec"), namespace)
     return EntryRunner(source=source, run=namespace["run"])  # type: ignore[arg-type]  # exec'd: untyped
+
+
+# Note [Input Writes Kept In The Graph]
+# A backend that compiles a graph writing its own inputs (inductor: a copy_ into a placeholder becomes a store of
+# the kernel that computes the value) saves the epilogue's copy and a pass over the data. `graph_writes` picks the
+# writes it may take: in an inference entry whose graph inputs require no grad (nothing for autograd to record),
+# with the generated runner, a new value of an input's own elements in its own layout (an ORIGINAL update of a leaf
+# with no metadata change, no final copy, nonzero static strides: no repeated location) that no alias group shares,
+# and a value the graph returns nowhere else (so no output can come back as the input's buffer). The graph gets
+# `aten.copy_(input, value)` before its output, after every read; its outputs stay as they are, and the runner skips
+# those copies and settles the version counters as before: a kernel's store leaves the counter as it was, a
+# fallback copy_ advances it, and the settle step makes either eager's.
+
+
+def graph_writes(plan: RuntimePlan) -> tuple[tuple[int, int], ...]:
+    """(graph input, graph output) for each input write the compiled graph may make itself (Note [Input Writes Kept
+    In The Graph]); () where none or the entry needs the generic runner."""
+    epilogue = epilogue_plan(plan)
+    if _unsupported(plan, epilogue, GraphCall(run=_no_run)) is not None:
+        return ()
+    finals = {j for j, _ in epilogue.final_copies}
+    mutations, inputs = plan.analysis.mutations, plan.layout.graph_inputs
+    writes = []
+    for j, k in epilogue.original_copies:
+        m = mutations[j]
+        if j in finals or m.metadata or m.storage_changed or j not in inputs:
+            continue
+        if not all(type(s) is int and s != 0 for s in m.final_meta[1]):
+            continue
+        writes.append((inputs.index(j), k))
+    return tuple(writes)
+
+
+def _no_run(
+    values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
+) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
+    raise AssertionError("BUG: graph_writes' probe call ran")
 
 
 def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> str | None:
@@ -247,7 +284,8 @@ def _graph(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
 def _epilogue(w: _Writer, plan: RuntimePlan, call: GraphCall, epilogue: EpiloguePlan) -> None:
     """call._epilogue for the plans `_unsupported` lets through: copies, counters, wrappers' counters."""
     for j, k in epilogue.original_copies:
-        _copy(w, plan, call, j, k, final=False)
+        if k not in call.written:  # Note [Input Writes Kept In The Graph]
+            _copy(w, plan, call, j, k, final=False)
     for j, k in epilogue.final_copies:
         _copy(w, plan, call, j, k, final=True)
     mutations = plan.analysis.mutations

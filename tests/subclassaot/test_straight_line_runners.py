@@ -194,3 +194,41 @@ def test_a_ctx_change_of_a_plain_wrapper_fails_the_fast_guard_with_its_message()
     (first, _) = compiled.entries
     assert "__tensor_flatten__" not in first.guards.fast_source  # read as fields
     assert "__tensor_flatten__" in first.guards.source  # the message still names the ctx field
+
+
+def scale_in_place(x: T) -> T:
+    x.mul_(3)
+    return x.sum()
+
+
+def write_through_a_row(x: T, y: T) -> T:
+    x[0].add_(y)
+    return x * 2
+
+
+def write_and_return_the_value(x: T) -> T:
+    y = x + 1
+    x.copy_(y)
+    return y
+
+
+KEPT_WRITES: list[tuple[str, Callable[..., object], Callable[[], tuple[object, ...]]]] = [
+    ("plain", scale_in_place, lambda: (torch.randn(3),)),
+    ("through a row", write_through_a_row, lambda: (torch.randn(3, 2), torch.randn(2))),
+    ("the value returned", write_and_return_the_value, lambda: (torch.randn(3),)),
+    ("two pairs", write_then_fresh, lambda: (pair(2, 3), pair(2, 3))),
+    ("pair and its view", write_then_view, lambda: (pair(2, 3),)),
+]
+
+
+@pytest.mark.parametrize(("fn", "make"), [pytest.param(f, m, id=name) for name, f, m in KEPT_WRITES])
+def test_inductor_writes_the_inputs_in_its_kernel_like_eager(
+    fn: Callable[..., object], make: Callable[[], tuple[object, ...]]
+) -> None:
+    # Note [Input Writes Kept In The Graph]: values, version counters and aliasing as eager's, no copy in the runner
+    compiled = assert_matches_eager(fn, make, calls=3, backend="inductor")
+    (entry,) = compiled.entries  # type: ignore[attr-defined]
+    assert entry.run_source is not None and "copy_" not in entry.run_source
+    on_eager = assert_matches_eager(fn, make, calls=1, backend="eager")
+    (entry,) = on_eager.entries  # type: ignore[attr-defined]
+    assert "x.copy_(v)" in entry.run_source  # the eager backend's graph stays functional: the runner copies
