@@ -63,17 +63,17 @@ from subclassaot.pipeline.rules.function_views import (
     function_view_replay,
 )
 from subclassaot.pipeline.rules.functional_offsets import alias_meta
-from subclassaot.pipeline.rules.grad_set_bases import sets_without_history
-from subclassaot.pipeline.rules.grad_set_order import (
-    early_set_inputs,
-    intermediate_read_after_grad_set,
-    refuse_grad_set_onto_moved_source,
-)
 from subclassaot.pipeline.rules.hidden_layouts import refuse_stale_view_layouts, releaf_size
 from subclassaot.pipeline.rules.kept_accumulators import assigned_accumulator_size, self_set_order
 from subclassaot.pipeline.rules.leaf_mutations import leaf_mutations, wrappers_after
 from subclassaot.pipeline.rules.own_base import check_own_base_run, with_own_base_views
 from subclassaot.pipeline.rules.set_storage_rules import storage_resize_plan
+from subclassaot.pipeline.rules.set_under_grad import (
+    early_set_inputs,
+    intermediate_read_after_grad_set,
+    refuse_grad_set_onto_moved_source,
+    sets_without_history,
+)
 from subclassaot.pipeline.rules.stale_subclass_views import check_stale_subclass_outputs
 from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set, views_read_after_own_set
 from subclassaot.pipeline.rules.storage_classes import wrapper_storage_classes

@@ -20,7 +20,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.pipeline.rules.chain_facts import detached_in_chain, viewed_after_grad_set
-from subclassaot.pipeline.rules.grad_set_bases import grad_set_view_root
+from subclassaot.pipeline.rules.set_under_grad import grad_set_view_root
 from subclassaot.pipeline.rules.view_chains import replay_of, root_replay
 from subclassaot.schemas import (
     Analysis,

@@ -47,13 +47,13 @@ from subclassaot.pipeline.partition import Partition, partition_backward_like, p
 from subclassaot.pipeline.rules.early_views import early_leaf_views
 from subclassaot.pipeline.rules.escaping_views import refuse_written_escaping_views
 from subclassaot.pipeline.rules.outside_raises import raises_outside_program
+from subclassaot.pipeline.rules.set_under_grad import refuse_view_set_order
 from subclassaot.pipeline.rules.training_rules import (
     duplicate_wrappers,
     grad_bases,
     group_of,
     wrapper_update_inputs,
 )
-from subclassaot.pipeline.rules.view_set_order import refuse_view_set_order
 from subclassaot.pipeline.rules.written_views import refuse_written_views_changed_in_place
 from subclassaot.pipeline.trace import TracedGraph
 from subclassaot.runtime.plan import BackwardPlan, RetracedBackward

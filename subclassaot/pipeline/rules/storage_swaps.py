@@ -20,7 +20,6 @@ from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subcla
 from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.pipeline.rules.autograd_reads import base_read, is_autograd_read, is_base_read, note_detach, read
 from subclassaot.pipeline.rules.drifted_reads import call_with_eager_layouts
-from subclassaot.pipeline.rules.grad_set_order import note_reads_after_grad_set
 from subclassaot.pipeline.rules.hidden_layouts import (
     is_layout_op,
     note_first_read,
@@ -54,6 +53,7 @@ from subclassaot.pipeline.rules.set_storage_rules import (
     note_traced_storage,
     note_wrapper_storage,
 )
+from subclassaot.pipeline.rules.set_under_grad import note_reads_after_grad_set
 from subclassaot.pipeline.rules.stale_views import (
     check_stale_set,
     check_stale_views,

@@ -25,8 +25,8 @@ from subclassaot.pipeline.rules.assigned_roots import assigned_root, with_root_d
 from subclassaot.pipeline.rules.chain_facts import detached_before_change, input_bumps, requires_grad_as_eager
 from subclassaot.pipeline.rules.data_assignment import apart_from_leaves, leaves_moved
 from subclassaot.pipeline.rules.final_marks import early_marks, final_pass_marks
-from subclassaot.pipeline.rules.grad_set_bases import set_view_root
 from subclassaot.pipeline.rules.regenerated_views import stale_at_end
+from subclassaot.pipeline.rules.set_under_grad import set_view_root
 from subclassaot.pipeline.rules.swap_record import SET_OPS, InplaceViewRecord, ViewRecord
 from subclassaot.schemas import (
     DenseIndex,

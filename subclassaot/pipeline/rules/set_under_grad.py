@@ -1,22 +1,35 @@
-"""Where the runtime makes the set_ node of an input the program set_() under grad: before the compiled call or in
-the epilogue (Note [set_ Under Grad]).
+"""set_() under grad: where the runtime makes the set_ node of an input (before the compiled call or in the epilogue),
+eager's `._base` of outputs set_() under grad, and the order eager's backward runs its nodes around a set_() of a
+view (Note [set_ Under Grad], Note [Outputs set_() Under Grad]).
 
-Input: the `_DataMode` of storage_swaps.py calls `note_reads_after_grad_set` after each op of the program.
-Output: `SwapRecord.read_after_grad_set` (read by analyze into `Analysis.read_after_grad_set`), from which
-runtime/steps.py's `early_grad_sets` names the tensor inputs whose set_() the runtime repeats before the call.
-Invariants: records only; nothing here changes a tensor.
+Input: the `_DataMode` of storage_swaps.py calls `note_reads_after_grad_set` after each op of the program; output
+leaves of a functional run and its `SwapRecord`; at run time, a regenerated output and the value of the tensor
+eager's output is a view of; for the order, the call, `FlatInputs`, `DenseLayout` and the `Analysis`.
+Output: `SwapRecord.read_after_grad_set` (from which runtime/steps.py's `early_grad_sets` names the tensor inputs whose
+set_() the runtime repeats before the call); `grad_set_view_root` (the intermediate a view set_() under grad still
+views, which the graph returns as an intermediate base), whose output runtime/output_steps.py's
+`set_under_grad_holder` rebuilds by a set_() under grad of a fresh tensor; `refuse_view_set_order(...)`: None, or
+an UnsupportedError for a program whose backward eager runs in an order the compiled one does not.
+Invariants: records only; nothing here changes a tensor. Analysis and trace find the same roots (intermediate bases,
+numbered after the others, in output order). Only programs with a view set_() are probed (Note [Probing Eager's
+Backward]); the probe adds no guard.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.backward_probe import BackwardEnd, grad_output_count, probe_eager_backward
 from subclassaot.pipeline.rules.swap_record import SwapRecord
+from subclassaot.runtime.steps import early_grad_sets
+from subclassaot.schemas import Analysis, DenseLayout, FlatInputs
+from subclassaot.torch_internals import storage_key
 
 __all__ = [
     "early_set_inputs",
@@ -156,3 +169,120 @@ def refuse_grad_set_onto_moved_source(
             "input's new storage, not the one it left (Note [set_ Under Grad]); not supported in training. set_() "
             "it to a clone, or under torch.no_grad()"
         )
+
+
+def _is_grad_set(value: torch.Tensor, swaps: SwapRecord) -> bool:
+    wrapper_set = swaps.wrapper_sets.get(id(value))
+    return id(value) in swaps.grad_set_ids or (wrapper_set is not None and wrapper_set[1])
+
+
+def grad_set_view_root(
+    value: object, swaps: SwapRecord, input_storages: set[object]
+) -> tuple[torch.Tensor, list[torch.Tensor]] | None:
+    """The intermediate r (and its dense leaves) that `value`, a view of r set_() under grad that requires grad,
+    still views in eager, when r is on storages of its own (Note [Outputs set_() Under Grad])."""
+    if not isinstance(value, torch.Tensor) or not value.requires_grad or not swaps.is_view(value):
+        return None
+    if not _is_grad_set(value, swaps):
+        return None
+    root = swaps.view_root(value, through_swaps=True)
+    if root is value or not root.requires_grad:
+        return None
+    leaves = flatten_subclass(root, "root")[1] if is_traceable_subclass(root) else [root]
+    if any(storage_key(leaf) in input_storages for leaf in leaves):
+        return None
+    return root, leaves
+
+
+def no_grad_set_view_root(value: object, swaps: SwapRecord, input_storages: set[object]) -> torch.Tensor | None:
+    """The plain intermediate r with history that `value`, a plain view of r the program took with grad and then
+    set_() under no_grad onto another storage, still views in eager (Note [Outputs Over Another Storage])."""
+    if not isinstance(value, torch.Tensor) or not value.requires_grad or is_traceable_subclass(value):
+        return None
+    record = swaps.plain_sets.get(id(value))
+    if record is None or record[1] or id(value) in swaps.swapped_by_data or not swaps.is_view(value):
+        return None
+    root = swaps.view_root(value, through_swaps=True)
+    if root is value or is_traceable_subclass(root) or not root.requires_grad or id(root) in swaps.swapped_ids:
+        return None
+    key = storage_key(root)
+    return None if key in input_storages or key == storage_key(value) else root
+
+
+def set_view_root(
+    value: object, swaps: SwapRecord, input_storages: set[object]
+) -> tuple[torch.Tensor, list[torch.Tensor]] | None:
+    """The intermediate subclass (and its dense leaves) that `value`, a subclass view the program set_() after
+    taking it, still views in eager (Note [Subclass Intermediate Roots])."""
+    if not isinstance(value, torch.Tensor) or not is_traceable_subclass(value) or not value._is_view():
+        return None
+    made, moved = swaps.views.get(id(value)), swaps.wrapper_sets.get(id(value))
+    root = value._base
+    if made is None or moved is None or moved[0] < made.seq or root is None or not is_traceable_subclass(root):
+        return None
+    if (torch.is_grad_enabled() and value.requires_grad) or id(root) in swaps.wrapper_data:
+        return None
+    leaves = flatten_subclass(root, "root")[1]
+    return None if any(storage_key(leaf) in input_storages for leaf in leaves) else (root, leaves)
+
+
+def sets_without_history(value: torch.Tensor, swaps: SwapRecord) -> bool:
+    """Did the program set_() wrappers only where autograd records nothing: every wrapper set_() under no_grad or of
+    tensors none of which requires grad (a detach() set_() to its own view in training), or
+    `value`'s own, as Note [Subclass Intermediate Roots] rebuilds it?"""
+    return (bool(swaps.wrapper_sets) and not swaps.grad_set_ids) or set_view_root(value, swaps, set()) is not None
+
+
+def refuse_view_set_order(
+    call: Callable[..., object], flat: FlatInputs, layout: DenseLayout, analysis: Analysis
+) -> None:
+    """Note [set_ Under Grad]."""
+    rebased = [j for j, m in enumerate(analysis.mutations) if m.view_set_under_grad]
+    if not rebased or grad_output_count(call, flat) == 0:
+        return  # no output to run a backward through
+    ends = probe_eager_backward(call, flat)
+    held = [j for j, m in enumerate(analysis.mutations) if m.view_set_source and _grad_leaf(flat, layout, j)]
+    if held and (ends is None or any(end is not BackwardEnd.COMPLETES for end in ends.values())):
+        path = flat.leaves[layout.leaves[held[0]].owner].path
+        raise UnsupportedError(
+            f"{path}: the program set_() a view of an input with grad enabled to (a view of) this input, an autograd "
+            "leaf that requires grad: eager's set_ node holds back its gradient (so it does for every leaf behind a "
+            "tensor computed from inputs that a view is set_() to) where a backward reaches that node, which the "
+            "compiled backward does not (Note [set_ Under Grad]). set_() to a tensor that does not require grad "
+            "(a detached clone), or under torch.no_grad()"
+        )
+    early = set(early_grad_sets(analysis, layout))
+    leaves = [t for t, i in enumerate(flat.tensor_indices) if _grad_leaf_value(flat.values[i])]
+    if (
+        ends is not None
+        and BackwardEnd.RAISES in ends.values()
+        and early & {t for t, js in enumerate(layout.leaves_of_input) if any(j in rebased for j in js)}
+        and leaves
+    ):
+        # the set_ repeated before the call: the Function's node comes after the raising one and runs first, where
+        # eager runs the nodes made before the set_() after it
+        path = flat.leaves[flat.tensor_indices[leaves[0]]].path
+        raise UnsupportedError(
+            f"{path}: the program set_() a view of another input with grad enabled and read it after, and eager's "
+            "backward raises at that set_'s node before this autograd leaf gets its gradient from the nodes made "
+            "before the set_(); the compiled backward runs them, as one node made after it, first "
+            "(Note [set_ Under Grad]). Call set_() under torch.no_grad(), or on a clone"
+        )
+    if ends is not None and BackwardEnd.RAISES_AFTER_GRADS not in ends.values():
+        return
+    paths = ", ".join(sorted({flat.leaves[layout.leaves[j].owner].path for j in rebased}))
+    raise UnsupportedError(
+        f"{paths}: the program set_() a view of this input with grad enabled, which rebases the input's autograd "
+        "history on a node that raises in backward; eager's backward runs the nodes the program made after that "
+        "set_() first, and one of them gives an input leaf its gradient before it raises (or the backward could not "
+        "be probed), which the compiled backward does not reproduce (Note [set_ Under Grad]). "
+        "Call set_() under torch.no_grad(), or on a clone"
+    )
+
+
+def _grad_leaf(flat: FlatInputs, layout: DenseLayout, j: int) -> bool:
+    return _grad_leaf_value(flat.values[layout.leaves[j].owner])
+
+
+def _grad_leaf_value(real: object) -> bool:
+    return isinstance(real, torch.Tensor) and real.requires_grad and real.is_leaf
