@@ -9,6 +9,7 @@ cache is filled under a lock, so one CompiledFunction may be called from several
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import functools
 import gc
@@ -646,7 +647,7 @@ def _compile_over(
         written = frozenset[int]()
         if backend is backends.inductor_backend and not inputs_grad:  # Note [Input Writes Kept In The Graph]
             gm, written = backends.with_input_writes(gm, graph_writes(plan))
-        compiled = _compile_graph(backend, gm, traced.example_inputs, config, functional)
+        compiled = _compile_graph(backend, gm, traced.example_inputs, config, functional, written)
         graph_call = inference_call(compiled, inputs_grad, written)
     # After every trace: the joint and backward traces add guards too (a backward that branches on a size); the
     # symbols they replaced stay bound for the plan's records.
@@ -758,15 +759,18 @@ def _compile_graph(
     example_inputs: Sequence[torch.Tensor],
     config: CompileConfig,
     functional: torch.fx.GraphModule | None = None,
+    written: frozenset[int] = frozenset(),
 ) -> Callable[..., object]:
-    """`functional`: the graph without the input writes `gm` makes (Note [Input Writes Kept In The Graph]), which
-    the stride reference runs."""
-    compiled = backend(gm, example_inputs)
+    """`functional`: the graph without the input writes `gm` makes to its outputs `written` (Note [Input Writes Kept
+    In The Graph]), which the stride reference runs."""
+    if backend is backends.eager_backend:  # runs the graph's own aten ops: eager's strides and fresh outputs already
+        return backend(gm, example_inputs)
+    # Another backend may rewrite the graph it is given (inductor does, in place): it gets a copy, and ours stays the
+    # reference for its outputs (Note [What A Backend Receives And Returns])
+    compiled = backend(torch.fx.GraphModule(gm, copy.deepcopy(gm.graph)), example_inputs)
     if not backends.is_own(backend):  # ours run the functional graph as it is: nothing to check per call
         compiled = _checked_first_call(compiled, config.backend)
-    if config.backend != "eager":  # the eager backend runs the graph's own aten ops: eager's strides already
-        compiled = backends.keep_eager_strides(compiled, functional if functional is not None else gm)
-    return compiled
+    return backends.keep_eager_outputs(compiled, functional if functional is not None else gm, written)
 
 
 def _compile_variant(backend: BackendFn, variant: BackwardVariant) -> Callable[..., object]:

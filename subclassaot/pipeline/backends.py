@@ -19,7 +19,7 @@ import torch.fx
 
 from subclassaot.config import BackendFn
 from subclassaot.errors import BackendError
-from subclassaot.torch_internals import get_version
+from subclassaot.torch_internals import get_version, storage_key
 
 _REGISTRY: dict[str, BackendFn] = {}
 _LOCK = threading.Lock()
@@ -93,6 +93,9 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
 #   static metadata is compared with eager's; for the outputs that differ, every call gives back a tensor with eager's
 #   strides: an alias of the same memory when only size-1 dimensions differ, a copy otherwise. Outputs that matched on
 #   the first call are never touched again.
+# - Fresh outputs over an input's memory. Inductor drops a clone it deems a no-op (`x.clone().view(())` returned from
+#   a training forward came back as a view of x), so an output the graph computes can come back as an alias of an
+#   input, where eager's is a new tensor. The first call finds those too; every call then returns a copy.
 
 
 def _symbols_only_in_expressions(
@@ -220,12 +223,17 @@ def check_inputs_untouched(versions_before: Sequence[int], inputs: Sequence[torc
             )
 
 
-def keep_eager_strides(compiled: Callable[..., object], gm: torch.fx.GraphModule) -> Callable[..., object]:
-    """Wrap a backend's callable so its outputs have eager's strides (Note [What A Backend Receives And Returns])."""
+def keep_eager_outputs(
+    compiled: Callable[..., object], gm: torch.fx.GraphModule, written: frozenset[int] = frozenset()
+) -> Callable[..., object]:
+    """Wrap a backend's callable so its outputs have eager's strides and the fresh ones share no input's memory (Note
+    [What A Backend Receives And Returns]). `written`: outputs the graph copies into an input (Note [Input Writes
+    Kept In The Graph]), which nothing reads."""
     static = _static_outputs(gm)
-    if not any(static):
+    fresh = [f and k not in written for k, f in enumerate(_fresh_outputs(gm))]
+    if not any(static) and not any(fresh):
         return compiled
-    fix: dict[int, tuple[int, ...]] | None = None
+    fix: dict[int, tuple[tuple[int, ...], bool]] | None = None  # output -> (eager's strides, copy it)
     lock = threading.Lock()
 
     def run(*args: object) -> object:
@@ -234,15 +242,32 @@ def keep_eager_strides(compiled: Callable[..., object], gm: torch.fx.GraphModule
         assert isinstance(outs, list | tuple), "BUG: a backend returns a list or tuple of outputs"
         if fix is None:
             with lock:
-                fix = _stride_fixes(gm, args, outs, static)
+                fix = _output_fixes(gm, args, outs, static, fresh)
         if not fix:
             return outs
         fixed = list(outs)
-        for k, stride in fix.items():
-            fixed[k] = _with_strides(cast(torch.Tensor, outs[k]), stride)
+        for k, (stride, copy_it) in fix.items():
+            fixed[k] = _with_strides(cast(torch.Tensor, outs[k]), stride, copy_it)
         return fixed
 
     return run
+
+
+def _fresh_outputs(gm: torch.fx.GraphModule) -> list[bool]:
+    """Per output: the graph computes it (it is no input, nor a view of one through view ops)."""
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    values = output.args[0]
+    out: list[bool] = []
+    for node in values if isinstance(values, list | tuple) else [values]:
+        while (
+            isinstance(node, torch.fx.Node)
+            and node.op == "call_function"
+            and isinstance(node.target, torch._ops.OpOverload)
+            and node.target.is_view
+        ):
+            node = node.args[0]
+        out.append(isinstance(node, torch.fx.Node) and node.op != "placeholder")
+    return out
 
 
 def _static_outputs(gm: torch.fx.GraphModule) -> list[bool]:
@@ -255,23 +280,34 @@ def _static_outputs(gm: torch.fx.GraphModule) -> list[bool]:
     return out
 
 
-def _stride_fixes(
-    gm: torch.fx.GraphModule, args: Sequence[object], outs: Sequence[object], static: Sequence[bool]
-) -> dict[int, tuple[int, ...]]:
+def _output_fixes(
+    gm: torch.fx.GraphModule,
+    args: Sequence[object],
+    outs: Sequence[object],
+    static: Sequence[bool],
+    fresh: Sequence[bool],
+) -> dict[int, tuple[tuple[int, ...], bool]]:
+    """The first call's findings: outputs with other strides than eager's, and fresh outputs the backend returned
+    over an input's memory (inductor drops a clone it deems a no-op), which must be copies."""
     devices = sorted({str(a.device) for a in args if isinstance(a, torch.Tensor) and a.device.type != "cpu"})
     with torch.random.fork_rng(devices=devices), torch.no_grad():
         reference = gm.forward(*args)
-    return {
-        k: tuple(ref.stride())
-        for k, (ref, out, ok) in enumerate(zip(reference, outs, static, strict=True))
-        if ok and isinstance(out, torch.Tensor) and isinstance(ref, torch.Tensor) and out.stride() != ref.stride()
-    }
+    inputs = {storage_key(a) for a in args if isinstance(a, torch.Tensor)}
+    fixes: dict[int, tuple[tuple[int, ...], bool]] = {}
+    for k, (ref, out) in enumerate(zip(reference, outs, strict=True)):
+        if not isinstance(out, torch.Tensor) or not isinstance(ref, torch.Tensor):
+            continue
+        if fresh[k] and storage_key(out) in inputs:
+            fixes[k] = (tuple(ref.stride()), True)
+        elif static[k] and out.stride() != ref.stride():
+            fixes[k] = (tuple(ref.stride()), False)
+    return fixes
 
 
-def _with_strides(t: torch.Tensor, stride: tuple[int, ...]) -> torch.Tensor:
-    if tuple(t.stride()) == stride:
+def _with_strides(t: torch.Tensor, stride: tuple[int, ...], copy_it: bool = False) -> torch.Tensor:
+    if tuple(t.stride()) == stride and not copy_it:
         return t
-    if all(a == b or size <= 1 for a, b, size in zip(t.stride(), stride, t.shape, strict=True)):
+    if not copy_it and all(a == b or size <= 1 for a, b, size in zip(t.stride(), stride, t.shape, strict=True)):
         alias = torch.empty((0,), dtype=t.dtype, device=t.device)
         with torch.no_grad():
             alias.set_(t.untyped_storage(), t.storage_offset(), t.size(), stride)

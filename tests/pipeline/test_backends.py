@@ -85,3 +85,37 @@ def test_double_backward_through_inductor_is_refused_clearly() -> None:
     y = subclassaot.compile(f, backend="inductor")(x)
     with pytest.raises(UnsupportedError, match="double backward"):
         torch.autograd.grad(y, x, create_graph=True)
+
+
+def _clone_into_pair(x0: torch.Tensor, x1: torch.Tensor) -> tuple[torch.Tensor]:
+    t0 = x0.clone()
+    t2 = t0.view(()).unsqueeze(0)
+    x1.copy_(t0)
+    return (t2,)
+
+
+def test_a_fresh_output_inductor_returns_over_an_input_is_copied() -> None:
+    # Found by `fuzz --backend inductor --subclass subclasses.pair:example --seed 60000` (program 145): inductor
+    # drops the clone of x0 as a no-op and returned t2 as a view of x0 (offset 2, sharing its storage) where eager's
+    # is a new tensor (Note [What A Backend Receives And Returns]).
+    from subclasses.pair import PairTensor
+
+    def make() -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.enable_grad():
+            b0 = torch.randn(4, requires_grad=True).clone()
+        return b0.select(0, -2), PairTensor.from_tensor(torch.randn(1, 1))
+
+    with torch.enable_grad():
+        assert_matches_eager(_clone_into_pair, make, calls=2, backend="inductor")
+
+
+def test_inductor_gets_a_copy_of_the_graph() -> None:
+    # inductor rewrites the graph it compiles in place; the entry keeps the pipeline's own (explain shows it)
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return x.clone().view(-1) * 2
+
+    compiled = subclassaot.compile(f, backend="inductor")
+    compiled(torch.randn(2, 2))
+    (entry,) = compiled.entries
+    assert entry.traced.graph is not None
+    assert any(n.target is torch.ops.aten.view.default for n in entry.traced.graph.graph.nodes)
