@@ -32,7 +32,6 @@ from subclassaot.pipeline.backward_probe import eager_accumulator_sizes
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.pipeline.grad_scope import check_gained_after_read
-from subclassaot.pipeline.rules.assigned_history import check_unreplayed_assigned_view, history_data_leaf
 from subclassaot.pipeline.rules.blocked_leaves import check_set_under_grad, inputs_behind_raising_nodes
 from subclassaot.pipeline.rules.bumped_views import check_bumped_views, counter_at_end
 from subclassaot.pipeline.rules.chain_facts import (
@@ -65,7 +64,12 @@ from subclassaot.pipeline.rules.function_views import (
 from subclassaot.pipeline.rules.functional_offsets import alias_meta
 from subclassaot.pipeline.rules.hidden_layouts import refuse_stale_view_layouts, releaf_size
 from subclassaot.pipeline.rules.kept_accumulators import assigned_accumulator_size, self_set_order
-from subclassaot.pipeline.rules.leaf_mutations import leaf_mutations, wrappers_after
+from subclassaot.pipeline.rules.leaf_mutations import (
+    check_unreplayed_assigned_view,
+    history_data_leaf,
+    leaf_mutations,
+    wrappers_after,
+)
 from subclassaot.pipeline.rules.own_base import check_own_base_run, with_own_base_views
 from subclassaot.pipeline.rules.set_storage_rules import storage_resize_plan
 from subclassaot.pipeline.rules.set_under_grad import (

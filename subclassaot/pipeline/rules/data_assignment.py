@@ -1,15 +1,23 @@
-"""Stage `analyze`, `.data =` on wrapper subclasses: which outputs' wrappers an assignment set apart from their inner
-tensors, how the epilogue repeats an assignment to a subclass input, and which of them cannot be repeated exactly.
+"""Stage `analyze`, `.data =` on wrapper subclasses and alias groups (Note [Wrapper Data Assignment]): which outputs'
+wrappers an assignment set apart from their inner tensors, how the epilogue repeats an assignment to a subclass input,
+which assignments cannot be repeated exactly; views of an intermediate subclass whose `.data` the program assigned
+after taking them (replayed from the intermediate rebuilt as it was when viewed, which then takes the metadata
+eager's `.data =` left on it); and in training, which assignments to plain members of an alias group leave the
+group's gradients as eager's (Note [Aliased Inputs In Training]).
 
-Input: a `FunctionalRun` (its `SwapRecord.wrapper_data`) and the outputs analyzed so far. Output: whether an output's
-wrapper takes recorded metadata (`OutputInfo.data_meta`), a `DataAssignmentPlan` per subclass input, and an
-UnsupportedError for what is refused. Invariants: pure reads of the run's records (Note [Wrapper Data Assignment]).
+Input: a `FunctionalRun` (its `SwapRecord.wrapper_data`, its view records) and the outputs analyzed so far; for
+alias groups, a group's members, the `Analysis` and the per-member facts `training_rules` derives.
+Output: whether an output's wrapper takes recorded metadata (`OutputInfo.data_meta`), a `DataAssignmentPlan` per
+subclass input, the `Replay` of such a view with its root's final metadata, whether a group's assignments keep
+eager's gradients, and an UnsupportedError for what is refused.
+Invariants: pure reads of the run's and the compile's records.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import NoReturn, cast
 
 import sympy
@@ -17,6 +25,7 @@ import torch
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.utils import _pytree as pytree
 
+from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
@@ -24,6 +33,7 @@ from subclassaot.pipeline.rules.swap_record import DataAssignment, ViewRecord
 from subclassaot.schemas import (
     Analysis,
     DataAssignmentPlan,
+    DenseIndex,
     FlatInputs,
     InputIndex,
     LeafSource,
@@ -351,3 +361,50 @@ def _dim(d: object, shape_env: ShapeEnv) -> int | sympy.Expr:
         return d
     simplified = shape_env.simplify(cast(sympy.Expr, d))
     return int(simplified) if isinstance(simplified, sympy.Integer) else cast(sympy.Expr, simplified)
+
+
+__all__ = ["assigned_root", "with_root_data_meta"]
+
+
+def assigned_root(
+    t: torch.Tensor,
+    first: ViewRecord,
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    earlier: dict[int, int],
+) -> bool:
+    """`t`, the intermediate subclass a view chain starts at, had its metadata changed only by `.data =` after
+    the chain's first view (Note [Wrapper Data Assignment])."""
+    assignments = run.swaps.wrapper_data.get(id(t), [])
+    return (
+        bool(assignments)
+        and is_traceable_subclass(t)
+        and id(t) not in input_by_id
+        and id(t) not in earlier
+        and id(t) not in run.swaps.inplace_views
+        and all(a.seq > first.seq for a in assignments)
+    )
+
+
+def with_root_data_meta(replay: Replay | None, t: torch.Tensor) -> Replay | None:
+    """`replay` (from `t`, an `assigned_root`) with `t`'s metadata at the end where they differ from the root's when
+    viewed (Note [Wrapper Data Assignment])."""
+    if replay is None or replay.root_meta == leaf_meta(t):
+        return replay
+    return replace(replay, root_data_meta=leaf_meta(t))
+
+
+def data_assignments_allowed(
+    meta: Sequence[DenseIndex],
+    members: Sequence[DenseIndex],
+    analysis: Analysis,
+    input_of: Callable[[DenseIndex], int],
+    grad_free: Callable[[int], bool],
+    leaf: Callable[[DenseIndex], bool],
+) -> bool:
+    """Every changed member (`meta`) changed by `.data =` alone, as Note [Aliased Inputs In Training] allows."""
+
+    def alone(m: DenseIndex) -> bool:
+        return all(grad_free(input_of(o)) for o in members if input_of(o) != input_of(m))
+
+    return all(analysis.mutations[m].swapped_by_data and (not leaf(m) or alone(m)) for m in meta)

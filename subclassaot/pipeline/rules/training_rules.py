@@ -14,14 +14,14 @@ from typing import cast
 import torch
 
 from subclassaot.errors import AliasedSubclassRefusal, UnsupportedError
-from subclassaot.pipeline.rules.aliased_data_rules import data_assignments_allowed
-from subclassaot.pipeline.rules.assigned_writes import check_assigned_writes
+from subclassaot.pipeline.rules.data_assignment import data_assignments_allowed
 from subclassaot.pipeline.rules.hidden_set_rules import (
     inner_written_inputs,
     kernel_strides,
     refuse_leaves_resized_under_no_grad,
     set_under_no_grad_inputs,
 )
+from subclassaot.pipeline.rules.leaf_mutations import check_assigned_writes
 from subclassaot.schemas import (
     AliasGroup,
     AliasGroupRef,
