@@ -51,8 +51,8 @@ from subclassaot.pipeline.desugar import DynamicAliasError, dense_layout
 from subclassaot.pipeline.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.pipeline.grad_scope import GradReenabledError, check_grad_factories, check_grad_reenabled
 from subclassaot.pipeline.inputs import CaptureRef, argument_modules, capture_refs, flatten_call, lifted_state
+from subclassaot.pipeline.rules.backward_errors import replays_before_call
 from subclassaot.pipeline.rules.data_assignment import resimplified_data_metas
-from subclassaot.pipeline.rules.early_views import replays_before_call
 from subclassaot.pipeline.rules.hidden_bases import (
     call_with_bases,
     dropping_bases,

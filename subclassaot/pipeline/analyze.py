@@ -32,7 +32,7 @@ from subclassaot.pipeline.backward_probe import eager_accumulator_sizes
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.pipeline.grad_scope import check_gained_after_read
-from subclassaot.pipeline.rules.blocked_leaves import check_set_under_grad, inputs_behind_raising_nodes
+from subclassaot.pipeline.rules.backward_errors import check_set_under_grad, inputs_behind_raising_nodes
 from subclassaot.pipeline.rules.bumped_views import check_bumped_views, counter_at_end
 from subclassaot.pipeline.rules.chain_facts import (
     base_gains_grad,

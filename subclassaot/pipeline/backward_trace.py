@@ -44,9 +44,11 @@ from subclassaot.pipeline.joint import (
     trace_joint_views,
 )
 from subclassaot.pipeline.partition import Partition, partition_backward_like, partition_joint
-from subclassaot.pipeline.rules.early_views import early_leaf_views
-from subclassaot.pipeline.rules.escaping_views import refuse_written_escaping_views
-from subclassaot.pipeline.rules.outside_raises import raises_outside_program
+from subclassaot.pipeline.rules.backward_errors import (
+    early_leaf_views,
+    raises_outside_program,
+    refuse_written_escaping_views,
+)
 from subclassaot.pipeline.rules.set_under_grad import refuse_view_set_order
 from subclassaot.pipeline.rules.training_rules import (
     duplicate_wrappers,

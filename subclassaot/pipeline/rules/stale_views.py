@@ -220,7 +220,7 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 #   no inverse here.
 # - Plain view inputs whose version the program moves: the compiled Function's edge is the history the input came
 #   with, eager's reads after the bump use the rebuilt one (the base's as_strided() at the view's layout); they differ
-#   for an as_strided() taken of another view whose elements it leaves (refused by escaping_views.py, Note
+#   for an as_strided() taken of another view whose elements it leaves (refused by backward_errors.py, Note
 #   [as_strided On Inputs]).
 # - Plain view inputs whose base, another input, the program set_() to another storage or layout (under no_grad: with
 #   grad, set_ on a leaf raises): the shared counter moved, so eager's read of the view with grad rebuilds its history

@@ -63,7 +63,7 @@ class StorageReachError(UnsupportedError):
 # the compiled program sends it through the input's elements in every case. So in training these are refused: views
 # reaching beyond their input used with grad after a version bump of the storage; view inputs written (or bumped by a
 # no_grad write: eager rebuilds their history at the next read) whose own history loses gradient its base's as_strided
-# would give (checked on the real input, escaping_views.py); and writes through as_strided of a
+# would give (checked on the real input, backward_errors.py); and writes through as_strided of a
 # synthetic base that autograd records.
 
 

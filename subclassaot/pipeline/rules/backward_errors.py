@@ -1,0 +1,290 @@
+"""Part of stage `trace` (training): eager backward errors raised only by nodes the compiled program shares.
+
+Input: a `JointSetup` of a program that assigned `.data` and whose traced backward ran.
+Output: `raises_outside_program(setup)`: whether every backward of eager's that fails, through any set of the
+program's outputs, fails at a node the compiled program keeps as eager's (Note [Probing Eager's Backward]).
+Invariants: runs the probe of Note [Probing Eager's Backward] (static fakes; no real tensor read, no guard added).
+
+Also here: Stage `trace` (training), deferred backward errors: views of leaf inputs replayed before the compiled call, so
+that autograd runs their nodes after the Function's, as eager ran them after the failing node (Note [Backward Errors
+Are Deferred]).
+
+Input: the `Analysis`, `FlatInputs` and `DenseLayout`, and the outputs that bypass the Function to a leaf input
+(`TangentPatterns.leaf_bypass`).
+Output: those outputs where each is such a view (else None); the analysis with their replays made early.
+Invariants: only outputs whose source input the program leaves untouched: replayed before or after the epilogue,
+they are the same views of the same tensor.
+
+Also here: Part of stage `trace` (training): refuse a written view input whose own autograd history loses the gradient of
+elements it reaches (Note [as_strided On Inputs]).
+
+Input: `FlatInputs` (the real values of this call), `DenseLayout`, `Analysis`.
+Output: None, or an UnsupportedError naming the input.
+Invariants: reads the real inputs' autograd graphs only (autograd.grad to their bases: nothing accumulates).
+
+Also here: Stage `analyze` (training) and the runtime's output rebuild: input leaves whose gradient eager never
+accumulates because a raising node of an output set_() under grad stands between them and the loss.
+
+Input: an output set_() under grad and the functional run's user tensors (analyze); the holder the runtime rebuilds
+that output from and the real inputs (runtime). Output: which inputs are behind the output's raising node
+(`inputs_behind_raising_nodes`) and the refusal of the rest (`check_set_under_grad`); runtime/output_steps.py's
+`blocking_holder` makes a holder whose history reaches those inputs. Invariants: the analysis only reads autograd
+graphs; the runtime's node never runs its backward (the set_ node in front of it raises first).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Sequence, Set
+from typing import Any, cast
+
+import torch
+
+from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.backward_probe import MAX_PROBED_OUTPUTS, SHAPE_CHECK_ERROR, BackwardEnd, _trial
+from subclassaot.pipeline.joint import JointSetup
+from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, InputIndex, OutputInfo, OutputKind, ReplaySource
+
+_ROOT_INDEX = re.compile(r"^invalid gradient at index (\d+) ")
+
+
+class _Watch:
+    """The roots of one probed backward and the nodes it entered, in order (Note [Probing Eager's
+    Backward])."""
+
+    def __init__(self) -> None:
+        self.roots: list[int] = []
+        self.entered: list[str] = []  # the type names of the nodes entered
+        self.keep: list[torch.Tensor] = []  # views keeping leaf roots' accumulators alive
+
+    def install(self, positions: list[int], roots: list[torch.Tensor]) -> None:
+        self.roots = positions
+        todo = []
+        for r in roots:
+            if r.grad_fn is None:  # a leaf: its AccumulateGrad, found through (never run) the node of a view of it
+                self.keep.append(r.view_as(r))
+                r = self.keep[-1]
+            todo.append(r.grad_fn)
+        seen: set[int] = set()
+        while todo:
+            node = todo.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            node.register_prehook(self._entered(node))
+            todo.extend(n for n, _ in node.next_functions)
+
+    def _entered(self, node: torch.autograd.graph.Node) -> Callable[[object], None]:
+        # the hook holds neither the node nor the watch (which holds views of the roots): the node holds the hook, so
+        # either would be a cycle, keeping the probe's graph until a collection (Note [Gradient Accumulators Of Leaves])
+        entered, name = self.entered, type(node).__name__
+
+        def hook(_: object) -> None:
+            entered.append(name)
+
+        return hook
+
+
+def raises_outside_program(setup: JointSetup) -> bool:
+    """Note [Probing Eager's Backward]."""
+    try:
+        grad_outputs, _ = _trial(setup.call, setup.flat, None)
+        if not 0 < len(grad_outputs) <= MAX_PROBED_OUTPUTS:
+            return False
+        for mask in range(1, 1 << len(grad_outputs)):
+            chosen = frozenset(p for k, p in enumerate(grad_outputs) if mask >> k & 1)
+            errors: list[RuntimeError] = []
+            watch = _Watch()
+            _, end = _trial(setup.call, setup.flat, chosen, errors, before_backward=watch.install)
+            if end is BackwardEnd.COMPLETES:
+                continue
+            if end is not BackwardEnd.RAISES or not errors or not _shared_node_raised(setup, str(errors[0]), watch):
+                return False
+    except Exception:  # a program the probe cannot run: it stays refused
+        return False
+    return True
+
+
+def _shared_node_raised(setup: JointSetup, error: str, watch: _Watch) -> bool:
+    if watch.entered:
+        # the CPU engine runs one node at a time: the one that raised is the last one entered
+        return watch.entered[-1] == "AccumulateGrad" and _single_grad_leaf(setup)
+    found = _ROOT_INDEX.match(error)
+    if found is None or SHAPE_CHECK_ERROR not in error or int(found.group(1)) >= len(watch.roots):
+        return False
+    return _caller_node(setup, watch.roots[int(found.group(1))])
+
+
+def _single_grad_leaf(setup: JointSetup) -> bool:
+    leaves = {id(v) for v in setup.flat.values if isinstance(v, torch.Tensor) and v.requires_grad and v.is_leaf}
+    return len(leaves) == 1
+
+
+def _caller_node(setup: JointSetup, position: int) -> bool:
+    """Is output `position` a plain input returned as itself whose grad_fn the compiled program leaves the caller's?"""
+    analysis, layout, flat = setup.analysis, setup.layout, setup.flat
+    info = analysis.outputs[position]
+    if info.kind is not OutputKind.IS_INPUT or info.input_index is None:
+        return False
+    t = flat.tensor_indices.index(int(info.input_index))
+    if layout.trees[t] is not None:
+        return False  # a tensor subclass: its `.data` is assigned as Note [Wrapper Data Assignment] says
+    muts = [analysis.mutations[j] for j in layout.leaves_of_input[t]]
+    return all(m.swapped_by_data_only and not m.autograd_visible and not m.set_under_grad for m in muts)
+
+
+def early_leaf_views(
+    analysis: Analysis, flat: FlatInputs, layout: DenseLayout, outputs: Set[int]
+) -> frozenset[int] | None:
+    """`outputs` where each is a view replayed from a leaf input the program does not change, else None."""
+    for o in outputs:
+        info = analysis.outputs[o]
+        r = info.replay
+        if info.kind is not OutputKind.TENSOR or r is None or r.source is not ReplaySource.INPUT:
+            return None
+        if r.then_set or r.late_steps or r.split_made:
+            return None
+        real = flat.values[r.index]
+        if not isinstance(real, torch.Tensor) or not real.is_leaf:
+            return None
+        t = flat.tensor_indices.index(InputIndex(r.index))
+        if any(analysis.mutations[j].any or analysis.mutations[j].version_bumped for j in layout.leaves_of_input[t]):
+            return None
+    return frozenset(outputs)
+
+
+def replays_before_call(analysis: Analysis, outputs: Set[int]) -> Analysis:
+    """The analysis with the replays of `outputs` made before the compiled call."""
+    infos = tuple(
+        dataclasses.replace(info, replay=dataclasses.replace(info.replay, before_epilogue=True))
+        if o in outputs and info.replay is not None
+        else info
+        for o, info in enumerate(analysis.outputs)
+    )
+    return dataclasses.replace(analysis, outputs=infos)
+
+
+_MAX_CHAIN = 16
+
+
+def refuse_written_escaping_views(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
+    """Note [as_strided On Inputs]."""
+    for i, k in enumerate(flat.tensor_indices):
+        real = flat.values[k]
+        if not isinstance(real, torch.Tensor) or not real.requires_grad or real.is_leaf or real._base is None:
+            continue
+        own = layout.leaves_of_input[i]
+        muts = [analysis.mutations[j] for j in own]
+        # a write autograd records sends the gradient to the base; any other bump of the counter the view shares
+        # makes eager rebuild its history from the base at its next read (Note [Stale View Functions]); a change of
+        # another input over the storage (`.data =` of the base) makes the compiled call
+        # send the group's gradients through the base, where eager's view keeps its own history
+        # as does a group over the whole storage (the program reads outside its members)
+        groups = [g for g in layout.groups if set(own) & set(g.members)]
+        others = [analysis.mutations[m] for g in groups for m in g.members]
+        if (
+            not any((m.data and m.autograd_visible and not m.hidden_from_autograd) or m.version_bumped for m in muts)
+            and not any(m.any or m.version_bumped for m in others)
+            and not any(g.whole_storage for g in groups)
+        ):
+            continue
+        if _has_as_strided(real) and _history_loses_gradient(real, real._base):
+            raise UnsupportedError(
+                f"{flat.leaves[k].path}: an as_strided() view that reaches elements of its base that the view it "
+                "was taken of does not, and that the program writes (or changes in place, or changes another input "
+                "over its storage, or reads outside the inputs over it): eager's write sends the "
+                "gradient to the base, or eager rebuilds the view's history from the base at its next read, while "
+                "the view's own history loses it (Note [as_strided On Inputs]); not supported in training. Take the "
+                "as_strided() view of the base itself (base.as_strided(...)), or write a clone"
+            )
+
+
+def _has_as_strided(t: torch.Tensor) -> bool:
+    """Whether t's history back to its base holds an as_strided()."""
+    base = t._base
+    stop = None if base is None else base.grad_fn
+    node = t.grad_fn
+    for _ in range(_MAX_CHAIN):
+        if node is None or node is stop:
+            return False
+        if type(node).__name__ == "AsStridedBackward0":
+            return True
+        node = node.next_functions[0][0] if node.next_functions else None
+    return True  # a longer chain: checked by its gradients
+
+
+def _history_loses_gradient(t: torch.Tensor, base: torch.Tensor) -> bool:
+    try:
+        with torch.enable_grad():
+            weights = torch.ones_like(t)
+            # None where the history does not reach the base (allow_unused)
+            history = cast(
+                torch.Tensor | None, torch.autograd.grad(t, base, weights, retain_graph=True, allow_unused=True)[0]
+            )
+            view = base.as_strided(t.size(), t.stride(), t.storage_offset())
+            direct = cast(torch.Tensor | None, torch.autograd.grad(view, base, weights, allow_unused=True)[0])
+    except RuntimeError:
+        return False  # a history autograd cannot run now: the backward says so in eager too
+    if history is None or direct is None:
+        return history is not direct
+    return not torch.equal(history, direct)
+
+
+__all__ = ["check_set_under_grad", "inputs_behind_raising_nodes"]
+
+
+def inputs_behind_raising_nodes(value: torch.Tensor, user_tensors: Sequence[torch.Tensor]) -> frozenset[int]:
+    """Positions in `user_tensors` of the inputs whose node (an input's grad_fn, or a leaf's AccumulateGrad) the
+    history of `value` reaches through a NotImplemented node (Note [Outputs set_() Under Grad])."""
+    nodes: dict[int, int] = {}
+    for k, u in enumerate(user_tensors):
+        fn = _grad_fn_or_none(u)
+        if fn is not None:
+            nodes[id(fn)] = k
+    found: set[int] = set()
+    seen: set[tuple[int, bool]] = set()
+    stack: list[tuple[Any, bool]] = [(_grad_fn_or_none(value), False)]
+    while stack:
+        node, behind = stack.pop()
+        if node is None or (id(node), behind) in seen:
+            continue
+        seen.add((id(node), behind))
+        if behind and id(node) in nodes:
+            found.add(nodes[id(node)])
+        variable = getattr(node, "variable", None) if type(node).__name__ == "AccumulateGrad" else None
+        if behind and variable is not None:
+            found.update(k for k, u in enumerate(user_tensors) if u is variable)
+        behind = behind or type(node).__name__ == "NotImplemented"
+        stack.extend((child, behind) for child, _ in node.next_functions)
+    return frozenset(found)
+
+
+def _grad_fn_or_none(t: torch.Tensor) -> Any:
+    try:
+        return t.grad_fn
+    except (RuntimeError, ValueError, IndexError):  # see analyze._needs_program_autograd
+        return None
+
+
+def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs) -> None:
+    """Note [Outputs set_() Under Grad]: an autograd leaf input returned beside a set_() output is refused
+    unless eager's set_ node of each such output stands between it and the loss."""
+    grad_set = [info for info in infos if info.set_under_grad]
+    for info in infos if grad_set else ():
+        index = info.input_index if info.kind is OutputKind.IS_INPUT else None
+        real = None if index is None else flat.values[index]
+        if index is None or not isinstance(real, torch.Tensor) or not real.requires_grad or not real.is_leaf:
+            continue
+        if all(index in s.set_blocks and not _holder_shared(s) for s in grad_set):
+            continue
+        raise UnsupportedError(
+            f"{grad_set[0].path}: the program set_() this tensor with grad enabled, so its backward raises in eager, "
+            f"and {info.path} is {flat.leaves[index].path}, an autograd leaf that requires grad: whether eager "
+            "accumulates its gradient before the backward raises depends on the order autograd runs its nodes (Note "
+            "[Outputs set_() Under Grad]). Call set_() under torch.no_grad(), or return a clone"
+        )
+
+
+def _holder_shared(info: OutputInfo) -> bool:
+    return info.grad_set_base is not None and info.grad_set_base.same_object
