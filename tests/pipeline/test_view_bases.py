@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import subclassaot
-from subclassaot.pipeline.rules.inplace_strides import eager_view_strides
+from subclassaot.pipeline.rules.strides_and_offsets import eager_view_strides
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to

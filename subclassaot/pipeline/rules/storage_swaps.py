@@ -19,7 +19,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.pipeline.rules.autograd_reads import base_read, is_autograd_read, is_base_read, note_detach, read
-from subclassaot.pipeline.rules.drifted_reads import call_with_eager_layouts
 from subclassaot.pipeline.rules.hidden_layouts import (
     is_layout_op,
     note_first_read,
@@ -28,11 +27,6 @@ from subclassaot.pipeline.rules.hidden_layouts import (
     note_view_layout_op,
     note_view_reads,
     view_layout,
-)
-from subclassaot.pipeline.rules.inplace_strides import (
-    apply_keeping_strides,
-    fill_in_memory_order,
-    view_with_eager_strides,
 )
 from subclassaot.pipeline.rules.kept_accumulators import note_data_assignment, note_grad_reads, note_self_set
 from subclassaot.pipeline.rules.nograd_set_views import (
@@ -83,6 +77,12 @@ from subclassaot.pipeline.rules.storage_reach import (
     storage_tail,
     strided_call_args,
     writes_self,
+)
+from subclassaot.pipeline.rules.strides_and_offsets import (
+    apply_keeping_strides,
+    call_with_eager_layouts,
+    fill_in_memory_order,
+    view_with_eager_strides,
 )
 from subclassaot.pipeline.rules.swap_record import (
     SET_OPS,
