@@ -61,10 +61,10 @@ from subclassaot.pipeline.rules.function_views import (
     function_view_of_fresh,
     function_view_replay,
 )
-from subclassaot.pipeline.rules.functional_offsets import alias_meta
 from subclassaot.pipeline.rules.hidden_layouts import refuse_stale_view_layouts, releaf_size
 from subclassaot.pipeline.rules.kept_accumulators import assigned_accumulator_size, self_set_order
 from subclassaot.pipeline.rules.leaf_mutations import (
+    alias_meta,
     check_unreplayed_assigned_view,
     history_data_leaf,
     leaf_mutations,
