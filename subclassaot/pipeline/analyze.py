@@ -46,12 +46,6 @@ from subclassaot.pipeline.rules.chain_facts import (
 from subclassaot.pipeline.rules.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
 from subclassaot.pipeline.rules.detached_outputs import detached_output_leaves
 from subclassaot.pipeline.rules.final_marks import late_build_seq
-from subclassaot.pipeline.rules.foreign_bases import (
-    check_grad_view_of_moved_input,
-    check_moved_view_of_grad_intermediate,
-    check_view_of_input_set_off_it,
-    foreign_base,
-)
 from subclassaot.pipeline.rules.function_views import (
     check_built_wrapper_output,
     check_dirty_inputs,
@@ -70,7 +64,6 @@ from subclassaot.pipeline.rules.leaf_mutations import (
     leaf_mutations,
     wrappers_after,
 )
-from subclassaot.pipeline.rules.own_base import check_own_base_run, with_own_base_views
 from subclassaot.pipeline.rules.set_storage_rules import storage_resize_plan
 from subclassaot.pipeline.rules.set_under_grad import (
     early_set_inputs,
@@ -87,6 +80,14 @@ from subclassaot.pipeline.rules.training_rules import (
     grad_bases,
     one_tensor_passed_again,
     wrapper_update_inputs,
+)
+from subclassaot.pipeline.rules.view_bases import (
+    check_grad_view_of_moved_input,
+    check_moved_view_of_grad_intermediate,
+    check_own_base_run,
+    check_view_of_input_set_off_it,
+    foreign_base,
+    with_own_base_views,
 )
 from subclassaot.pipeline.rules.view_chains import (
     cut_history_replay,

@@ -20,14 +20,13 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors, widen_wrapper_storage
 from subclassaot.pipeline.grad_scope import GradReenabledError, check_gained_after_read, check_grad_reenabled
 from subclassaot.pipeline.inputs import unflatten_call
-from subclassaot.pipeline.rules.foreign_bases import foreign_root
 from subclassaot.pipeline.rules.hidden_layouts import note_view_inputs
-from subclassaot.pipeline.rules.own_base import clone_synthetic_base
 from subclassaot.pipeline.rules.set_storage_rules import check_unwritten_at_end, note_freed_inputs
 from subclassaot.pipeline.rules.set_under_grad import grad_set_view_root, no_grad_set_view_root, set_view_root
 from subclassaot.pipeline.rules.storage_reach import check_absolute_frames
 from subclassaot.pipeline.rules.storage_swaps import swap_modes
 from subclassaot.pipeline.rules.swap_record import Elements, SwapRecord, dense_strides, elements_of
+from subclassaot.pipeline.rules.view_bases import clone_synthetic_base, foreign_root
 from subclassaot.schemas import AliasGroupRef, DenseIndex, DenseLayout, FlatInputs, Meta
 from subclassaot.torch_internals import (
     DataDependentError,

@@ -27,7 +27,7 @@ import torch
 from subclassaot.authoring.protocol import SubclassNode
 from subclassaot.authoring.wrapper_tensor import flattens_plainly
 from subclassaot.config import CallerGuarded
-from subclassaot.pipeline.rules.own_base import own_base_guards
+from subclassaot.pipeline.rules.view_bases import own_base_guards
 from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
 from subclassaot.torch_internals import nested_coeff, nested_int_id, opaque_guard_values, python_source, symint_expr
 

@@ -155,7 +155,7 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation],
 # reach them through both aliases. A mutation of a member is a copy into that base, which autograd records as well.
 # Where a plain member that requires grad is no view and the other members are it or views of it (f(x, x), x and x.t()),
 # the group is traced from that member instead, so that writes are recorded on it as eager records them on x
-# (own_base.py). Subclass members: at the end of this Note.
+# (view_bases.py). Subclass members: at the end of this Note.
 # Metadata changes. A member whose metadata the program changes in place (a.t_()) is traced as an in-place view op on a
 # view of the synthetic base, and the epilogue replays it on the real member. Autograd rebuilds the history of a traced
 # view of the base from a view function that misses in-place view ops (Note [Stale View Functions]), so the question is
