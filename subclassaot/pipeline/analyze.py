@@ -33,7 +33,6 @@ from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.pipeline.grad_scope import check_gained_after_read
 from subclassaot.pipeline.rules.backward_errors import check_set_under_grad, inputs_behind_raising_nodes
-from subclassaot.pipeline.rules.bumped_views import check_bumped_views, counter_at_end
 from subclassaot.pipeline.rules.chain_facts import (
     base_gains_grad,
     check_mixed_grad_view_ops,
@@ -43,9 +42,15 @@ from subclassaot.pipeline.rules.chain_facts import (
     set_after_viewed,
     split_seq,
 )
+from subclassaot.pipeline.rules.changed_views import (
+    check_bumped_views,
+    check_stale_subclass_outputs,
+    counter_at_end,
+    late_build_seq,
+    steps_before_last_write,
+)
 from subclassaot.pipeline.rules.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
 from subclassaot.pipeline.rules.detached_outputs import detached_output_leaves
-from subclassaot.pipeline.rules.final_marks import late_build_seq
 from subclassaot.pipeline.rules.function_views import (
     check_built_wrapper_output,
     check_dirty_inputs,
@@ -71,7 +76,6 @@ from subclassaot.pipeline.rules.set_under_grad import (
     refuse_grad_set_onto_moved_source,
     sets_without_history,
 )
-from subclassaot.pipeline.rules.stale_subclass_views import check_stale_subclass_outputs
 from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set, views_read_after_own_set
 from subclassaot.pipeline.rules.storage_classes import wrapper_storage_classes
 from subclassaot.pipeline.rules.swap_record import elements_of
@@ -99,7 +103,6 @@ from subclassaot.pipeline.rules.view_chains import (
     view_rebuilt_by_set,
     viewed_before_set,
 )
-from subclassaot.pipeline.rules.written_views import steps_before_last_write
 from subclassaot.pipeline.same_inputs import SameTensorAs
 from subclassaot.runtime.steps import graph_example_inputs
 from subclassaot.schemas import (

@@ -49,6 +49,7 @@ from subclassaot.pipeline.rules.backward_errors import (
     raises_outside_program,
     refuse_written_escaping_views,
 )
+from subclassaot.pipeline.rules.changed_views import refuse_written_views_changed_in_place
 from subclassaot.pipeline.rules.set_under_grad import refuse_view_set_order
 from subclassaot.pipeline.rules.training_rules import (
     duplicate_wrappers,
@@ -56,7 +57,6 @@ from subclassaot.pipeline.rules.training_rules import (
     group_of,
     wrapper_update_inputs,
 )
-from subclassaot.pipeline.rules.written_views import refuse_written_views_changed_in_place
 from subclassaot.pipeline.trace import TracedGraph
 from subclassaot.runtime.plan import BackwardPlan, RetracedBackward
 from subclassaot.runtime.steps import early_grad_sets, graph_example_inputs, training_roots

@@ -22,13 +22,13 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.pipeline.rules.chain_facts import detached_before_change, input_bumps, requires_grad_as_eager
+from subclassaot.pipeline.rules.changed_views import early_marks, final_pass_marks
 from subclassaot.pipeline.rules.data_assignment import (
     apart_from_leaves,
     assigned_root,
     leaves_moved,
     with_root_data_meta,
 )
-from subclassaot.pipeline.rules.final_marks import early_marks, final_pass_marks
 from subclassaot.pipeline.rules.regenerated_views import stale_at_end
 from subclassaot.pipeline.rules.set_under_grad import set_view_root
 from subclassaot.pipeline.rules.swap_record import SET_OPS, InplaceViewRecord, ViewRecord

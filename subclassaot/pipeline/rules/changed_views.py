@@ -1,0 +1,381 @@
+"""Outputs that view an intermediate (or an input) the program wrote after taking them (Note [Views That
+Raise After A Bump]).
+
+Input: the analysis's output infos and the eager objects they describe. Output: nothing, or UnsupportedError.
+Invariants: an output whose Replay has bump_after shares its intermediate's storage only with outputs that have it
+too, so the runtime's version-counter bump reaches no output whose eager grad_fn reads fine.
+
+Also here: Subclass inputs that are views, require grad (or gain it), are written and have their layout changed by in-place
+view ops: where the epilogue copies their new value in among the replayed view ops (Note [Stale View
+Functions]).
+
+Input: the functional run's `SwapRecord` (analyze), `Analysis` and `DenseLayout` (backward trace, runtime). Output:
+per input, how many of its replayed view ops come before the copy (`steps_before_last_write`; the epilogue's
+`copy_point` and the value it copies, `undo_steps`, are runtime/steps.py's), and the refusal of what stays
+unsupported. Invariants: no tracing here.
+
+Also here: Stage `analyze`, training outputs: a subclass view that an in-place view op of its own changed, whose history eager
+then rebuilds from view functions that miss that op, where the replayed output keeps the history the op recorded;
+and a subclass view of an input or another output that only a fresh base could rebuild.
+
+Input: the analysis's output infos and the eager objects they describe, the run. Output: nothing, or
+UnsupportedError. Invariants: pure reads of the run's records (Note [Stale View Functions], Note [Subclass Intermediate
+Roots]).
+
+Also here: Stage `analyze` and the runtime, output regeneration: outputs whose view chains pass one intermediate, one
+before the in-place view ops the program applied to it and one after them, share that object as in eager.
+
+Input: a chain segment (the object it makes, its length, where it ends) and the run. Output: `Replay.marks`
+entries, in the token encoding of runtime/output_steps.py, which reads them at run time (`build_order`,
+`state_reached`, `use_only_tokens`). Invariants: Note [Output Regeneration].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import torch
+
+from subclassaot.authoring.protocol import is_traceable_subclass
+from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
+from subclassaot.pipeline.rules.chain_facts import requires_grad_as_eager
+from subclassaot.runtime.output_steps import MARK_STATES, state_of, state_token
+from subclassaot.runtime.steps import copy_point
+from subclassaot.schemas import (
+    Analysis,
+    DenseLayout,
+    InputIndex,
+    LeafSource,
+    OutputInfo,
+    OutputKind,
+    Replay,
+    ReplaySource,
+)
+from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, storage_key
+
+# Note [Views That Raise After A Bump]
+# Eager: a view made under no_grad, or one of the views a multi-output op made (unbind, split, chunk), raises on grad_fn
+# and is_leaf once the version counter it shares with its base moved after it was made (a write with grad to the base,
+# or any write where the view's base requires grad); one made after the last bump reads fine. A replayed output's
+# counter is the runtime's, so each view is made where its counter says what eager's says:
+# - Which bumps count: only writes to inputs' storages (each dense leaf's as received and as left, and a wrapper's own);
+#   a write to an intermediate of its own storage moves no counter an input's view shares. A view refreshed by its own
+#   in-place view op takes that bump as its own (`inplace_view_bumps`).
+# - Before or after the epilogue: an output view of an input replayed before the epilogue raises as eager's made before
+#   the program's last write; one replayed after reads fine. A view taken before an in-place view op changed the input
+#   is replayed before the epilogue, though eager's may have been made after the bump: a plain no_grad view is then taken
+#   after the epilogue by as_strided() of the input under no_grad; otherwise the chain is split as eager ran it, steps
+#   before the last bump replayed before the epilogue and trailing views after it (Replay.late_steps). A chain through a
+#   detach() replays whole after the epilogue (Note [Output Regeneration]).
+# - Early views made after the last write: a view the runtime must make before the epilogue (a `.data =` moved the input
+#   off the view's storage) but that eager made after the program's last write is made at the input's counter plus one;
+#   the input gets its own counter back for the epilogue, and the advanced count again after it (Replay.counter_at_end).
+#   Only for plain views whose steps all ran under no_grad and change no metadata in place.
+# - Views of intermediates written after: the graph computes the intermediate with the write already in it, so the view
+#   replayed from it (source BASE, WRAPPER, or OUTPUT) reads fine; the runtime advances its counter by one
+#   (Replay.bump_after), so it raises as eager's. Likewise a view of an input replayed after the epilogue (source INPUT),
+#   which keeps the input's counter changed (Note [Input Updates]); where the input is itself a view whose
+#   grad_fn raises once its counter moves, it gets its entry counter back for the replay. A then_set (a set_() of such a
+#   view) is that write too. A program under no_grad gets the same for no_grad views of inputs requiring grad. Another
+#   no_grad or multi-output output view sharing the storage would see the bump too: refused unless it raises as well.
+# - Views of a detach that gained grad (`t = x.detach(); t.copy_(x)` with grad): a no_grad view of t requires grad with
+#   no grad_fn, so the runtime calls requires_grad_() on the replayed `._base` (a leaf no gradient reaches); after the
+#   outputs are built where the view replays after the epilogue, as views taken from it before the write must not raise.
+#   A view taken before the write raises by the epilogue's write, or by bump_after. Views of t with history are refused.
+# - Outputs built after a runtime set_: where an output repeats the program's set_() (Replay.then_set) after the
+#   epilogue, it advances the counter other views share; so outputs built after the epilogue are built in the program's
+#   order (Replay.made), each seeing the counter eager's saw. Without such an output, the output order stands. An
+#   output whose chain repeats an in-place view op (t_, transpose_) advances the counter too, under no_grad as well:
+#   the same order (`t0 = x.unsqueeze(2); t0.transpose_(3, 1); return x.unbind(2)[0], t0`: an unbind() output built
+#   first raised at its grad_fn).
+# - Multi-output view inputs: a subclass input that is one of a multi-output op's views is rebuilt in the trace as a
+#   wrapper of its own, so eager's check at a read with grad after a write through another view of the base does not
+#   happen there: refused where the program writes the base through another input and reads this one with grad; an
+#   output made by such an op from an input is refused where the program advances the shared base's counter through
+#   another input, unless rebuilt before the epilogue or taken after that last write (Replay.split_made).
+# - Whether a view requires grad (and so can raise) is eager's, not the run's: a view requires grad as the root of its
+#   storage does, but inputs sharing a storage run as views of a synthetic base that never requires grad, so a view of
+#   the input eager passed as that root, which gained requires_grad in the program, does not require grad in the run
+#   (`chain_facts.requires_grad_as_eager` answers as eager); nor does its grad_fn raise there, so an early replay of it
+#   is made at the counter it came with, not the advanced one.
+
+
+def check_bumped_views(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> None:
+    """See Note [Views That Raise After A Bump]."""
+    owned: list[set[object]] = []
+    for info, value in zip(infos, leaves, strict=True):
+        # (an output that is no view, or a view of the default kind, reads its grad_fn whatever its counter)
+        if (
+            info.kind is not OutputKind.TENSOR
+            or not isinstance(value, torch.Tensor)
+            or not value._is_view()
+            or is_plain_autograd_view(value)
+        ):
+            owned.append(set())
+            continue
+        owned.append({storage_key(d) for d in dense_leaves_of(value, info.path)[1]})
+    for k, info in enumerate(infos):
+        if info.replay is None or not info.replay.bump_after:
+            continue
+        for j, other in enumerate(infos):
+            bumped = other.replay is not None and other.replay.bump_after
+            if j != k and owned[j] & owned[k] and not bumped and other.kind is not OutputKind.SAME_AS:
+                raise UnsupportedError(
+                    f"{info.path} and {other.path} are views (made under no_grad, or by a multi-output op) of one "
+                    f"tensor the program wrote between taking them: eager's {info.path} raises when its grad_fn is "
+                    f"read, {other.path} does not, which compiled outputs sharing a version counter cannot be. Return "
+                    f"a clone of {info.path} made before the write"
+                )
+
+
+def counter_at_end(
+    replay: Replay, value: torch.Tensor, run: FunctionalRun, input_by_id: dict[int, InputIndex]
+) -> Replay:
+    """`replay`, an early replay of `value`, marked Replay.counter_at_end where Note [Views That Raise After A
+    Bump] applies."""
+    sources = [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
+    if (
+        replay.source is not ReplaySource.INPUT
+        or replay.late_steps
+        or not sources
+        or is_traceable_subclass(value)
+        or is_traceable_subclass(sources[0])
+        or not value._is_view()
+        or is_plain_autograd_view(value)
+        or grad_fn_raises(value)
+        or _raises_in_eager(value, sources[0], replay, run)
+        or not run.swaps.bumps(sources[0])
+        or any(s.grad_enabled or s.own_version or torch.Tag.inplace_view in s.op.tags for s in replay.steps)
+    ):
+        return replay
+    return replace(replay, counter_at_end=True)
+
+
+def _raises_in_eager(value: torch.Tensor, source: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
+    """Eager's `value` requires grad where the run's does not (requires_grad_as_eager), and the program wrote
+    its input after making it: eager's grad_fn raises, whatever the run's answers."""
+    if value.requires_grad or not requires_grad_as_eager(value, source, replay.steps, run):
+        return False
+    return run.swaps.last_bump.get(storage_key(source), 0) > replay.made
+
+
+if TYPE_CHECKING:
+    from subclassaot.pipeline.rules.swap_record import SwapRecord
+
+aten = torch.ops.aten
+
+_SCALING = frozenset({aten.mul_.Tensor, aten.div_.Tensor})
+
+
+def steps_before_last_write(t: torch.Tensor, ndim: int, swaps: SwapRecord) -> int | None:
+    """How many of the in-place view ops on input `t` (as the run ran it; `ndim` dims as it came) came before the
+    program's last write of its data, through it or a view of it; None if it had none of either, or where the
+    epilogue cannot give it eager's history (Note [Stale View Functions])."""
+    records = swaps.inplace_views.get(id(t), [])
+    family = swaps.family_of(t)
+    others = [
+        seq
+        for k, seqs in swaps.wrapper_data_writes.items()
+        if k != id(t) and swaps.family.get(k) == family
+        for seq in seqs
+    ]
+    own = swaps.wrapper_data_writes.get(id(t), [])
+    if not records or not (own or others) or any(seq > records[0].seq for seq in others):
+        return None
+    last = max([*own, *others])
+    changes = layout_changes([(r.func, r.args) for r in records], ndim)
+    if any(change and not r.grad_enabled for r, change in zip(records, changes, strict=True)):
+        return None  # the trace's history of its non-view clone does not see it, the inverse views do
+    changed = next((r.seq for r, change in zip(records, changes, strict=True) if change), None)
+    if changed is not None and not _fresh_reads(t, changed, own, swaps):
+        return None
+    return sum(1 for r in records if r.seq < last)
+
+
+def layout_changes(ops: Sequence[tuple[object, tuple[object, ...]]], ndim: int) -> list[bool]:
+    """Per in-place view op (op, its arguments after the tensor) applied in turn to a tensor of `ndim` dims: may it
+    change the layout? (Conservatively: all but a t_() of a 0-d or 1-d tensor and a transpose_() of a dim with
+    itself.)"""
+    out = []
+    for func, args in ops:
+        a, b = (args[0], args[1]) if len(args) == 2 else (None, None)
+        if func is aten.t_.default and ndim < 2:
+            out.append(False)
+        elif func is aten.transpose_.default and isinstance(a, int) and isinstance(b, int):
+            out.append(a % max(ndim, 1) != b % max(ndim, 1))
+        else:
+            out.append(True)
+        ndim += 1 if func is aten.unsqueeze_.default else 0
+    return out
+
+
+def _fresh_reads(t: torch.Tensor, changed: int, own: Sequence[int], swaps: SwapRecord) -> bool:
+    """After the layout change at seq `changed`: no op with grad reads `t`, or a view of it, once a bump made
+    eager's rebuilt history stale, and every write into `t` hands its other arguments layout-free gradients."""
+    family = swaps.family_of(t)
+    bumps = [seq for seq in own if seq > changed]
+    for (func, _, written), (before, read) in zip(swaps.wrapper_ops, swaps.wrapper_op_reads, strict=True):
+        if before < changed:
+            continue
+        if any(w is t for w in written):
+            if torch.Tag.inplace_view in func.tags:
+                continue
+            if not all(isinstance(a.numel(), int) and a.numel() == 1 for a in read):
+                return False
+            if func in _SCALING and any(a.requires_grad for a in read):
+                return False
+            continue
+        stale = any(changed < seq <= before for seq in bumps)
+        if stale and any(is_traceable_subclass(a) and swaps.family_of(a) == family for a in (*read, *written)):
+            return False
+    return True
+
+
+def refuse_written_views_changed_in_place(
+    layout: DenseLayout, analysis: Analysis, real: Sequence[torch.Tensor], wrapper_updates: Sequence[int]
+) -> None:
+    """Note [Stale View Functions]. `real`: the real tensor inputs (guarded: `_is_view()`)."""
+    for i in wrapper_updates:
+        tree = layout.trees[i]
+        if (
+            tree is not None
+            and real[i]._is_view()
+            and analysis.inplace_replay[i]
+            and copy_point(layout, analysis, i) is None
+            # ops that leave the layout as it came (x.transpose_(1, 1)) leave no stale history: as for any input
+            and any(layout_changes([(s.op, s.args) for s in analysis.inplace_replay[i]], real[i].dim()))
+        ):
+            raise UnsupportedError(
+                f"{tree.path}: a tensor subclass input that is a view and requires grad (or gains it) is written and "
+                "has its metadata changed by in-place view ops (t_, unsqueeze_, ...), where eager's autograd rebuilds "
+                "its history from the layout it came with: the program reads it with grad after such an op and a "
+                "write, writes it from a tensor of several elements (or multiplies it by one that requires grad) "
+                "after such an op, changes its layout under no_grad, writes a view of it after such an op, shares "
+                "its storage with another input or assigns its `.data`; in training this is not supported yet (Note "
+                "[Stale View Functions]). Pass the base, or change a clone"
+            )
+
+
+__all__ = ["check_stale_subclass_outputs"]
+
+
+def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
+    """See Note [Autograd Sees The Wrapper]."""
+    named = {id(t): i for i, t in enumerate(run.user_tensors)}
+    for info, value in zip(infos, leaves, strict=True):
+        if info.kind is not OutputKind.TENSOR or info.tree is None or info.replay is not None:
+            continue
+        if not isinstance(value, torch.Tensor) or not value._is_view():
+            continue
+        if info.function_view is not None or any(leaf.source is LeafSource.INPUT_ALIAS for leaf in info.leaves):
+            continue
+        if _view_op_aliases(value, run):
+            # a set_() up the chain moved the data, not the view op (Note [Subclass Intermediate Roots])
+            continue
+        root = run.swaps.view_root(value, through_swaps=True)
+        base = root if id(root) in named else value._base
+        if base is not None and id(base) in named and not _shares_inner_storage(value, base):
+            raise UnsupportedError(
+                f"{info.path} is a view of input {named[id(base)]} (a {type(value).__name__}: eager's `._base`), but "
+                "its inner tensors share no storage with that input's: the subclass's view op returns new inner "
+                "tensors, which breaks the views.alias rule of subclassaot.check_subclass (Note [Autograd Sees The "
+                "Wrapper]). Return a clone of the view, or make the view op alias the input's inner tensors (return "
+                "torch.utils._python_dispatch.return_and_correct_aliasing(func, args, kwargs, out))"
+            )
+
+
+def _view_op_aliases(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """Did the view op that made `value` give inner tensors sharing storage with its source's? (Then the class's
+    view ops alias, and a lost link to the input is a set_() further up the chain.)"""
+    record = run.swaps.views.get(id(value))
+    if record is None or record.func is torch.ops.aten.detach.default or not is_traceable_subclass(record.source):
+        return False
+    return _shares_inner_storage(value, record.source)
+
+
+def _shares_inner_storage(value: torch.Tensor, base: torch.Tensor) -> bool:
+    keys = {storage_key(leaf) for leaf in dense_leaves_of(base, "base")[1]}
+    return any(storage_key(leaf) in keys for leaf in dense_leaves_of(value, "out")[1])
+
+
+def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
+    """See Note [Subclass Intermediate Roots]."""
+    named = {id(t): f"input {i}" for i, t in enumerate(run.user_tensors)}
+    named.update((id(v), info.path) for info, v in zip(infos, leaves, strict=True) if isinstance(v, torch.Tensor))
+    for info, value in zip(infos, leaves, strict=True):
+        base = value._base if info.view_of_fresh and isinstance(value, torch.Tensor) else None
+        if base is not None and id(base) in named:
+            raise UnsupportedError(
+                f"{info.path} is a view of {named[id(base)]} (a tensor subclass) whose view chain cannot be replayed "
+                "(it passes through a tensor the program set_() or changed in place after taking a view of it), so "
+                "the compiled output could not be a view of it (Note [Subclass Intermediate Roots]). "
+                "Return a clone"
+            )
+
+
+def check_stale_subclass_outputs(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
+    """See Note [Stale View Functions] and Note [Subclass Intermediate Roots]."""
+    _check_views_over_fresh_leaves(infos, leaves, run)
+    _check_fresh_views(infos, leaves, run)
+    if not torch.is_grad_enabled():
+        return
+    returned = {id(v) for v in leaves if isinstance(v, torch.Tensor)}
+    for info, value in zip(infos, leaves, strict=True):
+        replayed = info.kind is OutputKind.TENSOR and info.replay is not None
+        if not (replayed or info.kind is OutputKind.IS_INPUT) or not isinstance(value, torch.Tensor):
+            continue
+        own = run.swaps.inplace_views.get(id(value), [])
+        # (an input aliased by others is traced as a member of their base, not a view: its family says enough)
+        view = run.swaps.is_view(value) or info.kind is OutputKind.IS_INPUT
+        if not (value.requires_grad and is_traceable_subclass(value) and view):
+            continue
+        if not any(r.grad_enabled for r in own):
+            continue
+        last, family = max(r.seq for r in own), run.swaps.family_of(value)
+        for k, records in run.swaps.inplace_views.items():
+            if k in returned or run.swaps.family.get(k, k) != family or all(r.seq < last for r in records):
+                continue
+            raise UnsupportedError(
+                f"{info.path} is a view of a tensor subclass that an in-place view op (t_, unsqueeze_, ...) of its "
+                "own changed with grad enabled, after which the program applied an in-place view op to another view "
+                "of the same tensor that it does not return: eager then rebuilds the output's autograd history from "
+                "view functions without its own op, which the output rebuilt at run time cannot repeat (Note [Stale "
+                "View Functions]). Return a clone, or apply the in-place view ops to clones"
+            )
+
+
+__all__ = ["early_marks", "final_pass_marks", "late_build_seq"]
+
+
+def final_pass_marks(made: torch.Tensor, segment: int, count: int, run: FunctionalRun) -> list[tuple[int, int]]:
+    """The marks of a segment of `segment` steps ending at step `count` that makes `made` and then applies the first
+    of the in-place view ops the program applied to it, or [] where it does not."""
+    ops = run.swaps.inplace_views.get(id(made), [])
+    state = segment - 1
+    if not 1 <= state <= len(ops) or state >= MARK_STATES or made._is_view() or id(made) in run.swaps.swapped_ids:
+        return []
+    return [(count - state + i, state_token(id(made), i)) for i in range(state + 1)]
+
+
+def early_marks(marks: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """`marks` without those of `final_pass_marks`, for a chain replayed before the epilogue."""
+    changed = {state_of(t)[0] for _, t in marks if t < 0}
+    return tuple((c, t) for c, t in marks if t >= 0 and t not in changed)
+
+
+def late_build_seq(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> int:
+    """Replay.made of an output built after the epilogue (Note [Views That Raise After A Bump])."""
+    if replay.then_set:
+        sets = run.swaps.wrapper_sets if is_traceable_subclass(value) else run.swaps.plain_sets
+        if id(value) in run.swaps.swapped_by_data:
+            sets = run.swaps.data_sets
+        found = sets.get(id(value))
+        if found is not None:
+            return found[0]
+    record = run.swaps.views.get(id(value))
+    seqs = [record.seq] if record is not None else []
+    seqs.extend(r.seq for r in run.swaps.inplace_views.get(id(value), []))
+    return max(seqs, default=0)
