@@ -36,8 +36,6 @@ from subclassaot.pipeline.rules.nograd_set_views import (
     with_eager_view_histories,
 )
 from subclassaot.pipeline.rules.regenerated_views import note_assignment_reads, note_grad_fn_reads
-from subclassaot.pipeline.rules.resize_rules import as_resize, check_resize_within_storage, resize_strides
-from subclassaot.pipeline.rules.run_calls import per_tensor_method, reads_grad
 from subclassaot.pipeline.rules.set_storage_rules import (
     check_resized_nbytes,
     check_storage_bytes_resize,
@@ -61,19 +59,24 @@ from subclassaot.pipeline.rules.stale_views import (
 )
 from subclassaot.pipeline.rules.storage_reach import (
     StorageReachError,
+    as_resize,
     as_strided_chain_refused,
     check_absolute_frames,
     check_escaping_reads,
     check_gained_family_member,
     check_inplace_strided_frame,
     check_overlapping_input,
+    check_resize_within_storage,
     check_shared_grad_set,
     check_strided_reach,
     check_write_through_base_strided,
     functional_frame_offset,
     note_absolute_view,
     note_escaping_view,
+    per_tensor_method,
+    reads_grad,
     refresh_shared_histories,
+    resize_strides,
     storage_tail,
     strided_call_args,
     writes_self,
