@@ -15,13 +15,13 @@ import torch
 
 from subclassaot.errors import AliasedSubclassRefusal, UnsupportedError
 from subclassaot.pipeline.rules.data_assignment import data_assignments_allowed
-from subclassaot.pipeline.rules.hidden_set_rules import (
+from subclassaot.pipeline.rules.leaf_mutations import check_assigned_writes
+from subclassaot.pipeline.rules.set_storage_rules import (
     inner_written_inputs,
     kernel_strides,
     refuse_leaves_resized_under_no_grad,
     set_under_no_grad_inputs,
 )
-from subclassaot.pipeline.rules.leaf_mutations import check_assigned_writes
 from subclassaot.schemas import (
     AliasGroup,
     AliasGroupRef,
