@@ -32,6 +32,7 @@ from subclassaot.pipeline.backward_probe import eager_accumulator_sizes
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.pipeline.grad_scope import check_gained_after_read
+from subclassaot.pipeline.rules.autograd_state import assigned_accumulator_size, self_set_order
 from subclassaot.pipeline.rules.backward_errors import check_set_under_grad, inputs_behind_raising_nodes
 from subclassaot.pipeline.rules.chain_facts import (
     base_gains_grad,
@@ -61,7 +62,6 @@ from subclassaot.pipeline.rules.function_views import (
     function_view_replay,
 )
 from subclassaot.pipeline.rules.hidden_layouts import refuse_stale_view_layouts, releaf_size
-from subclassaot.pipeline.rules.kept_accumulators import assigned_accumulator_size, self_set_order
 from subclassaot.pipeline.rules.leaf_mutations import (
     alias_meta,
     check_unreplayed_assigned_view,

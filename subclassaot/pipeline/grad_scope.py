@@ -53,7 +53,7 @@ __all__ = [
 # - Autograd inside the program: torch.func.grad / vjp / jacrev differentiate their own wrapped tensors (one autograd
 #   level each), traced like any op. torch.autograd.grad / backward() on the program's own level is refused.
 # - Autograd reads (`t.is_leaf`, `t.requires_grad`, `t.grad_fn`, `t._base`, `t._is_view()`) become Python constants or
-#   branches, so every run answers as eager does (rules/autograd_reads.py). The forward is traced again under no_grad
+#   branches, so every run answers as eager does (rules/autograd_state.py). The forward is traced again under no_grad
 #   (trace_inference), where a view whose base was written since reads as a no_grad view and raises: that run takes
 #   each read's answer from the analysis run, in call order (reads that raise there raise out of it, as eager's).
 # - Reads of inputs: the run's inputs are functional tensors or rebuilt wrappers. An input that requires grad stays a

@@ -23,7 +23,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import SubclassAOTError, UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
-from subclassaot.pipeline.rules.regenerated_views import history_set_at
+from subclassaot.pipeline.rules.autograd_state import history_set_at
 from subclassaot.pipeline.rules.swap_record import SwapRecord, ViewRecord
 from subclassaot.schemas import FlatInputs
 from subclassaot.torch_internals import DataDependentError, no_dispatch, storage_key, symint_expr

@@ -18,7 +18,18 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
-from subclassaot.pipeline.rules.autograd_reads import base_read, is_autograd_read, is_base_read, note_detach, read
+from subclassaot.pipeline.rules.autograd_state import (
+    base_read,
+    is_autograd_read,
+    is_base_read,
+    note_assignment_reads,
+    note_data_assignment,
+    note_detach,
+    note_grad_fn_reads,
+    note_grad_reads,
+    note_self_set,
+    read,
+)
 from subclassaot.pipeline.rules.hidden_layouts import (
     is_layout_op,
     note_first_read,
@@ -28,14 +39,12 @@ from subclassaot.pipeline.rules.hidden_layouts import (
     note_view_reads,
     view_layout,
 )
-from subclassaot.pipeline.rules.kept_accumulators import note_data_assignment, note_grad_reads, note_self_set
 from subclassaot.pipeline.rules.nograd_set_views import (
     check_nograd_set_write,
     note_nograd_set,
     original_of,
     with_eager_view_histories,
 )
-from subclassaot.pipeline.rules.regenerated_views import note_assignment_reads, note_grad_fn_reads
 from subclassaot.pipeline.rules.set_storage_rules import (
     check_resized_nbytes,
     check_storage_bytes_resize,

@@ -21,6 +21,7 @@ from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subcla
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
+from subclassaot.pipeline.rules.autograd_state import stale_at_end
 from subclassaot.pipeline.rules.chain_facts import detached_before_change, input_bumps, requires_grad_as_eager
 from subclassaot.pipeline.rules.changed_views import early_marks, final_pass_marks
 from subclassaot.pipeline.rules.data_assignment import (
@@ -29,7 +30,6 @@ from subclassaot.pipeline.rules.data_assignment import (
     leaves_moved,
     with_root_data_meta,
 )
-from subclassaot.pipeline.rules.regenerated_views import stale_at_end
 from subclassaot.pipeline.rules.set_under_grad import set_view_root
 from subclassaot.pipeline.rules.swap_record import SET_OPS, InplaceViewRecord, ViewRecord
 from subclassaot.schemas import (
