@@ -50,7 +50,12 @@ from subclassaot.pipeline.rules.changed_views import (
     late_build_seq,
     steps_before_last_write,
 )
-from subclassaot.pipeline.rules.data_assignment import check_assigned_view, check_data_meta_outputs, wrapper_data_plans
+from subclassaot.pipeline.rules.data_assignment import (
+    check_assigned_view,
+    check_data_meta_outputs,
+    wrapper_data_plans,
+    wrapper_storage_classes,
+)
 from subclassaot.pipeline.rules.detached_outputs import detached_output_leaves
 from subclassaot.pipeline.rules.function_views import (
     check_built_wrapper_output,
@@ -77,7 +82,6 @@ from subclassaot.pipeline.rules.set_under_grad import (
     sets_without_history,
 )
 from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set, views_read_after_own_set
-from subclassaot.pipeline.rules.storage_classes import wrapper_storage_classes
 from subclassaot.pipeline.rules.swap_record import elements_of
 from subclassaot.pipeline.rules.training_rules import (
     gains_grad,

@@ -1,7 +1,7 @@
 """Stage `analyze`, output regeneration: how eager made each aliased output (the view chain from an input, an
 earlier output or an intermediate base, with in-place view ops and wrapper-level set_() steps), and the in-place view
 ops the epilogue replays on subclass inputs (which subclass tensors share a wrapper storage after the call is in
-storage_classes.py). The facts about chains the analysis decides on (a detach() in the chain, a set_() under grad
+data_assignment.py). The facts about chains the analysis decides on (a detach() in the chain, a set_() under grad
 before it, in-place view ops under mixed grad modes) are in chain_facts.py.
 
 Input: a `FunctionalRun` and the output being analyzed. Output: `Replay` / `ViewStep` records for the runtime (Note
