@@ -56,12 +56,12 @@ from subclassaot.pipeline.rules.data_assignment import (
     wrapper_data_plans,
     wrapper_storage_classes,
 )
-from subclassaot.pipeline.rules.detached_outputs import detached_output_leaves
 from subclassaot.pipeline.rules.function_views import (
     check_built_wrapper_output,
     check_dirty_inputs,
     check_function_input_unwritten,
     check_written_function_view,
+    detached_output_leaves,
     from_program_function,
     function_view_of_fresh,
     function_view_replay,
