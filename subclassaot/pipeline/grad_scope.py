@@ -173,8 +173,9 @@ def backward_reshapes(
             bumps = max((n for k, n in view_bumps if k == i), default=0)
         if _surely_same(meta, after):
             # Values written (x.mul_(2)) or an in-place op that changes nothing (t_() of a 0-d tensor): no layout to
-            # replay, only eager's count of bumps on a plain input (a subclass's counter is its own inner tensors').
-            if bumps and not is_traceable_subclass(user_fakes[i]):
+            # replay, only eager's count of bumps (on a subclass input, its wrapper's own counter: the in-place op
+            # ran on the wrapper above autograd).
+            if bumps:
                 found.append(BackwardReshape(position=i, size=None, stride=None, bumps=bumps))
             continue
         path = flat.leaves[flat.tensor_indices[i]].path

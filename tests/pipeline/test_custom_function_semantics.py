@@ -223,6 +223,25 @@ def test_backward_in_place_op_that_changes_no_metadata_bumps_the_version_like_ea
     assert_matches_eager(transpose_saved, make, compile_fn=compile_fn, check_grads=True)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: (pair(requires_grad=True),),
+        lambda: (pair(3, requires_grad=True),),
+        lambda: (pair(3, requires_grad=True).expand(1, 3)[0],),
+    ],
+    ids=["0d_leaf", "1d_leaf", "1d_view"],
+)
+def test_backward_in_place_op_on_a_subclass_input_bumps_its_wrapper_like_eager(
+    make: Make, compile_fn: CompileFn | None
+) -> None:
+    """t_() of a saved PairTensor input in the backward bumps the wrapper's own counter in eager (the op runs on the
+    wrapper, above autograd); the compiled backward left it (fuzz --subclass subclasses.pair:example, seed 61000,
+    programs 294 and 550)."""
+    with torch.enable_grad():
+        assert_matches_eager(transpose_saved, make, compile_fn=compile_fn, check_grads=True)
+
+
 class WritesSavedTwice(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: T) -> T:
