@@ -1,11 +1,15 @@
-"""The program's reads of autograd state (`t.is_leaf`, `t.requires_grad`, `t.grad_fn`) answered in the no_grad
+"""Autograd state as eager's reads see it: reads of is_leaf / requires_grad / grad_fn answered in the no_grad trace,
+gradient accumulators across `.data =`, and grad_fns regenerated from a base after `.data =`. Each part below keeps
+its own contract.
+
+The program's reads of autograd state (`t.is_leaf`, `t.requires_grad`, `t.grad_fn`) answered in the no_grad
 trace as the analysis run answered them (Note [Grad Mode And Autograd Reads]).
 
 Input: the `_DataMode` of storage_swaps.py hands each call of the program to `read`; the analysis copies the
 record's answers into Analysis.autograd_reads and trace_inference gives them back to its run. Output: the answer.
 Invariants: the answers are replayed in call order; a run given none computes and records them.
 
-Also here: Gradient accumulators of autograd leaves across `.data =`: which one eager's reads after an assignment feed, as the
+Part: Gradient accumulators of autograd leaves across `.data =`: which one eager's reads after an assignment feed, as the
 functional run sees it, and the runtime's hold on the one eager keeps.
 
 Input: the `_DataMode` of storage_swaps.py calls `note_grad_reads` after each op of the program and
@@ -14,7 +18,7 @@ Input: the `_DataMode` of storage_swaps.py calls `note_grad_reads` after each op
 is runtime/steps.py's `hold_accumulators` and `make_assigned_accumulators`. Invariants: records only; nothing here
 changes a tensor.
 
-Also here: Plain output views assigned `.data =` whose grad_fn eager's autograd regenerates from their base (Note [History
+Part: Plain output views assigned `.data =` whose grad_fn eager's autograd regenerates from their base (Note [History
 Kept Through .data =]).
 
 Input: the `_DataMode` of storage_swaps.py calls `note_grad_fn_reads` after each call of the program and

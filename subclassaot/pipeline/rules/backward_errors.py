@@ -1,11 +1,15 @@
-"""Part of stage `trace` (training): eager backward errors raised only by nodes the compiled program shares.
+"""Backward errors and lost gradients in training: eager backward errors raised only by nodes the compiled program
+shares, deferred errors (views of leaf inputs replayed before the compiled call), written view inputs whose history
+loses gradients, and leaves whose gradient a raising set_() node blocks. Each part below keeps its own contract.
+
+Part of stage `trace` (training): eager backward errors raised only by nodes the compiled program shares.
 
 Input: a `JointSetup` of a program that assigned `.data` and whose traced backward ran.
 Output: `raises_outside_program(setup)`: whether every backward of eager's that fails, through any set of the
 program's outputs, fails at a node the compiled program keeps as eager's (Note [Probing Eager's Backward]).
 Invariants: runs the probe of Note [Probing Eager's Backward] (static fakes; no real tensor read, no guard added).
 
-Also here: Stage `trace` (training), deferred backward errors: views of leaf inputs replayed before the compiled call, so
+Part: Stage `trace` (training), deferred backward errors: views of leaf inputs replayed before the compiled call, so
 that autograd runs their nodes after the Function's, as eager ran them after the failing node (Note [Backward Errors
 Are Deferred]).
 
@@ -15,14 +19,14 @@ Output: those outputs where each is such a view (else None); the analysis with t
 Invariants: only outputs whose source input the program leaves untouched: replayed before or after the epilogue,
 they are the same views of the same tensor.
 
-Also here: Part of stage `trace` (training): refuse a written view input whose own autograd history loses the gradient of
+Part: Part of stage `trace` (training): refuse a written view input whose own autograd history loses the gradient of
 elements it reaches (Note [as_strided On Inputs]).
 
 Input: `FlatInputs` (the real values of this call), `DenseLayout`, `Analysis`.
 Output: None, or an UnsupportedError naming the input.
 Invariants: reads the real inputs' autograd graphs only (autograd.grad to their bases: nothing accumulates).
 
-Also here: Stage `analyze` (training) and the runtime's output rebuild: input leaves whose gradient eager never
+Part: Stage `analyze` (training) and the runtime's output rebuild: input leaves whose gradient eager never
 accumulates because a raising node of an output set_() under grad stands between them and the loss.
 
 Input: an output set_() under grad and the functional run's user tensors (analyze); the holder the runtime rebuilds

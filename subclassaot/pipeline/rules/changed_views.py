@@ -1,11 +1,15 @@
-"""Outputs that view an intermediate (or an input) the program wrote after taking them (Note [Views That
+"""Views changed after they were taken: outputs viewing something the program wrote later, subclass view inputs
+written among in-place view ops, subclass views whose history eager rebuilds from stale view functions, and chains
+that pass one intermediate before and after its in-place view ops. Each part below keeps its own contract.
+
+Outputs that view an intermediate (or an input) the program wrote after taking them (Note [Views That
 Raise After A Bump]).
 
 Input: the analysis's output infos and the eager objects they describe. Output: nothing, or UnsupportedError.
 Invariants: an output whose Replay has bump_after shares its intermediate's storage only with outputs that have it
 too, so the runtime's version-counter bump reaches no output whose eager grad_fn reads fine.
 
-Also here: Subclass inputs that are views, require grad (or gain it), are written and have their layout changed by in-place
+Part: Subclass inputs that are views, require grad (or gain it), are written and have their layout changed by in-place
 view ops: where the epilogue copies their new value in among the replayed view ops (Note [Stale View
 Functions]).
 
@@ -14,7 +18,7 @@ per input, how many of its replayed view ops come before the copy (`steps_before
 `copy_point` and the value it copies, `undo_steps`, are runtime/steps.py's), and the refusal of what stays
 unsupported. Invariants: no tracing here.
 
-Also here: Stage `analyze`, training outputs: a subclass view that an in-place view op of its own changed, whose history eager
+Part: Stage `analyze`, training outputs: a subclass view that an in-place view op of its own changed, whose history eager
 then rebuilds from view functions that miss that op, where the replayed output keeps the history the op recorded;
 and a subclass view of an input or another output that only a fresh base could rebuild.
 
@@ -22,7 +26,7 @@ Input: the analysis's output infos and the eager objects they describe, the run.
 UnsupportedError. Invariants: pure reads of the run's records (Note [Stale View Functions], Note [Subclass Intermediate
 Roots]).
 
-Also here: Stage `analyze` and the runtime, output regeneration: outputs whose view chains pass one intermediate, one
+Part: Stage `analyze` and the runtime, output regeneration: outputs whose view chains pass one intermediate, one
 before the in-place view ops the program applied to it and one after them, share that object as in eager.
 
 Input: a chain segment (the object it makes, its length, where it ends) and the run. Output: `Replay.marks`

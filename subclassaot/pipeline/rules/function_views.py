@@ -1,4 +1,8 @@
-"""Stage `analyze`, training: outputs that a custom autograd.Function returned as its input, or as a view of it,
+"""Outputs with history a custom Function or a detach() gives them: outputs a Function returned as (a view of) its
+input, inputs it marked dirty, and detach()es of inputs later written with a value that requires grad. Each part
+below keeps its own contract.
+
+Stage `analyze`, training: outputs that a custom autograd.Function returned as its input, or as a view of it,
 and inputs that one wrote and marked dirty.
 
 Input: the output's value in the functional run, its path, the run's records, the user inputs by id().
@@ -7,7 +11,7 @@ real input inside its forward; otherwise nothing, or an UnsupportedError naming 
 (Note [Custom Functions]).
 Invariants: pure reads of the run's records.
 
-Also here: Outputs that are a detach() of an input the program then wrote with a value that requires grad: computed by the
+Part: Outputs that are a detach() of an input the program then wrote with a value that requires grad: computed by the
 graph (with the compiled Function's history), then put on the input's storage.
 
 Input (analysis): one output of the functional run, its dense leaves, the storage maps of `_analyze_outputs`.

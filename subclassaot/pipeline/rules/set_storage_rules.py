@@ -1,4 +1,7 @@
-"""`set_(storage, ...)` where the storage is a tensor subclass wrapper's own (Note [Autograd Sees The Wrapper]), and
+"""Storage changes autograd does not see: set_() onto a wrapper subclass's storage, storage resize_() in the program,
+and in training subclass inputs whose storage or size changes under no_grad. Each part below keeps its own contract.
+
+`set_(storage, ...)` where the storage is a tensor subclass wrapper's own (Note [Autograd Sees The Wrapper]), and
 storage resize_ in the program (Note [Storage Swaps By Rebinding]).
 
 Input: the `_DataMode` of storage_swaps.py hands each call of the program to `note_wrapper_storage`, and its
@@ -7,7 +10,7 @@ dispatch mode a set_() onto a storage of no input to `check_wrapper_storage_set`
 storage resizes in the SwapRecord; an UnsupportedError for the calls out of reach. Invariants: nothing here changes
 a tensor or a storage.
 
-Also here: Training rules for tensor subclass inputs that require grad and whose storage or size the program changes where
+Part: Training rules for tensor subclass inputs that require grad and whose storage or size the program changes where
 autograd does not record it (under no_grad): which of them the epilogue changes exactly as inference does
 (`set_under_no_grad_inputs`), and which are refused (`refuse_leaves_resized_under_no_grad`).
 

@@ -1,18 +1,21 @@
-"""Inputs whose storage the program reaches beyond their own elements, and writes functionalization cannot take as
+"""What functionalization cannot take as it comes under the storage-swap mode: inputs reached beyond their own
+elements, resize_() and resize_as_(), and calls the modes run specially. Each part below keeps its own contract.
+
+Inputs whose storage the program reaches beyond their own elements, and writes functionalization cannot take as
 they come: the refusals and rewrites the storage-swap mode (storage_swaps.py) applies to them.
 
 Input: the mode's `SwapRecord` and the tensors of one op. Output: StorageReachError (the driver then traces the
 input over its whole storage), a precise UnsupportedError, or the tensor to read from. Invariants: see Note
 [as_strided On Inputs].
 
-Also here: resize_() and resize_as_() under the storage-swap mode: what functionalization cannot take as it comes.
+Part: resize_() and resize_as_() under the storage-swap mode: what functionalization cannot take as it comes.
 
 Input: the mode's `SwapRecord` and the arguments of one resize_ or resize_as_ of a FunctionalTensor (or of a traceable
 wrapper subclass, for resize_as_). Output: resize_as_ as the resize_ eager runs for it; the strides a resize_ gives;
 StorageReachError (the driver then traces the input over its whole storage, Note [as_strided On Inputs]) or a precise
 UnsupportedError where functionalization's own resize_ would lose writes. Invariants: reads the record only.
 
-Also here: Single calls of the program's run that the swap record's modes handle specially: in-place foreach ops (run
+Part: Single calls of the program's run that the swap record's modes handle specially: in-place foreach ops (run
 tensor by tensor) and reads of tensors that require grad (set_() of a wrapper subclass onto a plain tensor, once
 refused here, is Note [Wrapper Storage]).
 

@@ -1,10 +1,13 @@
-"""In-place ops and views whose strides under functionalization and fake tensors are eager's.
+"""Eager's strides and offsets under functionalization and fake tensors: in-place ops and views that keep eager's
+strides, and reads of tensors whose functional value lost them. Each part below keeps its own contract.
+
+In-place ops and views whose strides under functionalization and fake tensors are eager's.
 
 Input: an op called on a FunctionalTensor inside the functional run. Output: the op applied so that the tensor keeps
 its strides (`apply_keeping_strides`, Note [In-Place Ops As Eager Runs Them]) or so that a view gets eager's
 strides (`view_with_eager_strides`, Note [In-Place Ops As Eager Runs Them]), or None where the op needs no help.
 
-Also here: Reads of tensors whose functional value lost the strides eager's tensor keeps.
+Part: Reads of tensors whose functional value lost the strides eager's tensor keeps.
 
 Input: an op of the program about to run on FunctionalTensors inside the functional run. Output: the op run on its
 arguments, where a read argument's current functional value has other strides than the tensor (the wrapper, whose

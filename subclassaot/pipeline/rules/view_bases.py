@@ -1,11 +1,14 @@
-"""Stage `trace` (training), a synthetic base's clone: where a plain input of an alias group is its own base in
+"""Views' bases: a synthetic base's clone in training (an alias-group input that is its own base in eager), and views
+whose `._base` is on another storage than their own. Each part below keeps its own contract.
+
+Stage `trace` (training), a synthetic base's clone: where a plain input of an alias group is its own base in
 eager, the trace runs that input as the clone and the base as a view of it (Note [Aliased Inputs In Training]).
 
 Input: `DenseLayout`, `FlatInputs` (the real inputs) and the functional value of a synthetic base placeholder.
 Output: the base's clone, and the dense leaves made from the clone of one member instead.
 Invariants: the clone holds the base's elements at the base's storage positions; values are those of a plain clone.
 
-Also here: Views whose `._base` is on another storage than their own (and the Note on intermediates that views share).
+Part: Views whose `._base` is on another storage than their own (and the Note on intermediates that views share).
 
 Input: output leaves of a functional run (at analysis and trace), or real tensors (at run time).
 Output: `foreign_root` and `foreign_base` (eager's `._base` of an output view that set_() left on another storage,
