@@ -9,8 +9,8 @@ Input: the `_DataMode` of storage_swaps.py hands each call of the program to `re
 record's answers into Analysis.autograd_reads and trace_inference gives them back to its run. Output: the answer.
 Invariants: the answers are replayed in call order; a run given none computes and records them.
 
-Part: Gradient accumulators of autograd leaves across `.data =`: which one eager's reads after an assignment feed, as the
-functional run sees it, and the runtime's hold on the one eager keeps.
+Part: Gradient accumulators of autograd leaves across `.data =`: which one eager's reads after an assignment feed, as
+the functional run sees it, and the runtime's hold on the one eager keeps.
 
 Input: the `_DataMode` of storage_swaps.py calls `note_grad_reads` after each op of the program and
 `note_data_assignment` at each `.data =`. Output: `SwapRecord.kept_accumulators` (read by analyze) and

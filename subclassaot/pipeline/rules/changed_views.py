@@ -18,8 +18,8 @@ per input, how many of its replayed view ops come before the copy (`steps_before
 `copy_point` and the value it copies, `undo_steps`, are runtime/steps.py's), and the refusal of what stays
 unsupported. Invariants: no tracing here.
 
-Part: Stage `analyze`, training outputs: a subclass view that an in-place view op of its own changed, whose history eager
-then rebuilds from view functions that miss that op, where the replayed output keeps the history the op recorded;
+Part: Stage `analyze`, training outputs: a subclass view that an in-place view op of its own changed, whose history
+eager then rebuilds from view functions that miss that op, where the replayed output keeps the history the op recorded;
 and a subclass view of an input or another output that only a fresh base could rebuild.
 
 Input: the analysis's output infos and the eager objects they describe, the run. Output: nothing, or
