@@ -26,7 +26,6 @@ from subclassaot.runtime.plan import (
     requires_grad_changes,
     wrapper_write_recorded,
 )
-from subclassaot.runtime.real_layouts import set_target_layout, wrapper_layout
 from subclassaot.runtime.regenerate import (
     build_outputs,
     has_size_spec,
@@ -47,7 +46,7 @@ from subclassaot.runtime.steps import (
     undo_steps,
 )
 from subclassaot.runtime.straight_line import EntryRunner, Runner, straight_line
-from subclassaot.runtime.wrapper_storage import anchor_holders, assign_data_meta
+from subclassaot.runtime.wrapper_storage import anchor_holders, assign_data_meta, set_target_layout, wrapper_layout
 from subclassaot.schemas import (
     AliasGroupRef,
     DataAssignmentPlan,

@@ -28,8 +28,12 @@ from subclassaot.runtime.output_steps import (
     view_onto,
 )
 from subclassaot.runtime.plan import MetaEvaluator, RuntimePlan, fresh_output, non_view_alias, probed_stride
-from subclassaot.runtime.real_layouts import set_target_layout, wrapper_layout
-from subclassaot.runtime.wrapper_storage import assign_data_meta, share_wrapper_storages
+from subclassaot.runtime.wrapper_storage import (
+    assign_data_meta,
+    set_target_layout,
+    share_wrapper_storages,
+    wrapper_layout,
+)
 from subclassaot.schemas import (
     GradSetBase,
     InputArg,
