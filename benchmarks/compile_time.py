@@ -143,7 +143,7 @@ STAGES = (
     "joint.py:*(trace_joint)",
     "partition.py:*(partition_joint)",
     "guards.py:*(build_guards)",
-    "torch_function.py:*(torch_function_trial)",
+    "ambient_modes.py:*(torch_function_trial)",
     "api.py:*(_compile_graph)",
     "call.py:*(make_runner)",
 )

@@ -35,8 +35,10 @@ from subclassaot.pipeline.ambient_modes import (
     AmbientModes,
     ModesKey,
     ambient_modes,
+    check_trial,
     describe_modes,
     describe_modes_change,
+    torch_function_trial,
     traced_under,
 )
 from subclassaot.pipeline.analyze import (
@@ -68,7 +70,6 @@ from subclassaot.pipeline.rules.training_rules import (
 )
 from subclassaot.pipeline.rules.write_overlaps import refuse_float8_arithmetic
 from subclassaot.pipeline.same_inputs import find_same_inputs, marked_call, same_input_guards, unmarking
-from subclassaot.pipeline.torch_function import check_trial, torch_function_trial
 from subclassaot.pipeline.trace import TracedGraph, trace_inference, untraced_inference
 from subclassaot.runtime.autograd_function import training_call
 from subclassaot.runtime.call import inference_call, make_runner
