@@ -49,18 +49,19 @@ from subclassaot.pipeline.analyze import (
 )
 from subclassaot.pipeline.analyze_training import check_multi_output_view_inputs, check_multi_output_view_outputs
 from subclassaot.pipeline.backward_trace import BackwardVariant, backward_plan, trace_backward
-from subclassaot.pipeline.desugar import DynamicAliasError, dense_layout
+from subclassaot.pipeline.desugar import (
+    DynamicAliasError,
+    call_with_bases,
+    dense_layout,
+    dropping_bases,
+    find_hidden_bases,
+    hidden_base_guards,
+)
 from subclassaot.pipeline.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.pipeline.grad_scope import GradReenabledError, check_grad_factories, check_grad_reenabled
 from subclassaot.pipeline.inputs import CaptureRef, argument_modules, capture_refs, flatten_call, lifted_state
 from subclassaot.pipeline.rules.backward_errors import replays_before_call
 from subclassaot.pipeline.rules.data_assignment import resimplified_data_metas
-from subclassaot.pipeline.rules.hidden_bases import (
-    call_with_bases,
-    dropping_bases,
-    find_hidden_bases,
-    hidden_base_guards,
-)
 from subclassaot.pipeline.rules.hidden_layouts import refuse_stale_view_layouts
 from subclassaot.pipeline.rules.storage_reach import StorageReachError
 from subclassaot.pipeline.rules.training_rules import (
