@@ -109,6 +109,7 @@ def traced_under(function_modes: tuple[object, ...], call: Callable[..., object]
     return run
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TorchFunctionTrial:
     """A compile-time eager run of a program with torch-function subclass inputs (Note [Ambient
     Modes])."""
