@@ -769,7 +769,8 @@ def _compile_graph(
         return backend(gm, example_inputs)
     # Another backend may rewrite the graph it is given (inductor does, in place): it gets a copy, and ours stays the
     # reference for its outputs (Note [What A Backend Receives And Returns])
-    compiled = backend(torch.fx.GraphModule(gm, copy.deepcopy(gm.graph)), example_inputs)
+    private = functional is not None and gm is not functional  # (with_input_writes made it: no one else holds it)
+    compiled = backend(gm if private else torch.fx.GraphModule(gm, copy.deepcopy(gm.graph)), example_inputs)
     if not backends.is_own(backend):  # ours run the functional graph as it is: nothing to check per call
         compiled = _checked_first_call(compiled, config.backend)
     return backends.keep_eager_outputs(compiled, functional if functional is not None else gm, written)
