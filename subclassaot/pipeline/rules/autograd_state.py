@@ -14,7 +14,7 @@ the functional run sees it, and the runtime's hold on the one eager keeps.
 
 Input: the `_DataMode` of storage_swaps.py calls `note_grad_reads` after each op of the program and
 `note_data_assignment` at each `.data =`. Output: `SwapRecord.kept_accumulators` (read by analyze) and
-`SwapRecord.read_after_hidden_resize` entries (refused by hidden_set_rules); the runtime's hold on the accumulators
+`SwapRecord.read_after_hidden_resize` entries (refused by set_storage_rules); the runtime's hold on the accumulators
 is runtime/steps.py's `hold_accumulators` and `make_assigned_accumulators`. Invariants: records only; nothing here
 changes a tensor.
 
