@@ -323,9 +323,17 @@ def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) 
                 "compiled call cannot rebuild. Take the view inside the block, or return a clone"
             )
         return value.is_inference()
+    swapped = run.swaps.swapped_ids
+    for t in (value, *(r.source for r in run.swaps.chain(value))):
+        # (`.data =` takes the new data's dispatch keys, and with them whether it is an inference tensor)
+        if id(t) in run.swaps.inference_tensors and id(t) in swapped and id(t) not in run.swaps.swapped_by_data:
+            raise UnsupportedError(
+                f"{path}: eager's is an inference tensor (made inside a torch.inference_mode() block, or a view of "
+                "one) that set_() moved onto another storage: it stays an inference tensor over that storage, which "
+                "the compiled call cannot make. Return a clone made inside the block"
+            )
     if not _made_in_inference_mode(value, run):
         return False
-    swapped = run.swaps.swapped_ids
     return id(value) not in swapped and all(id(r.source) not in swapped for r in run.swaps.chain(value))
 
 

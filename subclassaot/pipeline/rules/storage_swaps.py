@@ -940,6 +940,10 @@ class _DataMode(TorchFunctionMode):
             taken = {storage_key(a) for a in pytree.tree_leaves((args, kwargs)) if _plain_tensor(a)}
             made = {storage_key(o) for o in pytree.tree_leaves(out) if _plain_tensor(o)}
             self.record.inference_made.update(made - taken)
+            for o in pytree.tree_leaves(out):
+                if _plain_tensor(o) and storage_key(o) in made - taken:
+                    self.record.inference_tensors.add(id(o))
+                    self.record.pin(o)
             if args and _plain_tensor(args[0]):  # a view: a result over the storage it read
                 if args[0].requires_grad or id(args[0]) in self.record.inference_views:
                     for o in pytree.tree_leaves(out):

@@ -102,6 +102,8 @@ class SwapRecord:
     # storage_key() of the tensors torch functions returned with inference mode on: eager's are inference tensors,
     # whose views (taken there or later) keep no view relation
     inference_made: set[object] = field(default_factory=set)
+    # id() of the tensors made there over such a storage (pinned): eager's stay inference tensors on any storage
+    inference_tensors: set[int] = field(default_factory=set)
     # id() of the views taken there of a tensor made outside that requires grad -> `seq` then: eager's, a view that
     # requires grad, raises at a grad_fn read once its storage is written after
     inference_views: dict[int, int] = field(default_factory=dict)
