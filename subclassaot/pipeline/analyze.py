@@ -99,6 +99,7 @@ from subclassaot.pipeline.rules.view_bases import (
 )
 from subclassaot.pipeline.rules.view_chains import (
     cut_history_replay,
+    detached_chains_without_grad,
     early_input_replay,
     inplace_replay,
     last_bump,
@@ -439,6 +440,7 @@ def _analyze_outputs(
             made = tuple(k for k, leaf in enumerate(dense) if leaf.is_inference()) if len(dense) > 1 else (0,)
             info = replace(info, inference_leaves=made or tuple(range(len(dense))))
         infos.append(info)
+    infos = detached_chains_without_grad(infos)
     _check_inference_storages(infos, leaves, current)
     _check_views_of_fresh(infos, leaves, bases)
     check_bumped_views(infos, leaves)

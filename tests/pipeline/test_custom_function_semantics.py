@@ -370,3 +370,34 @@ def test_mark_dirty_input_moved_by_data_after_refused() -> None:
     eager's (fuzz seed 56000, program 2112: DIVERGED). Refused like any returned input marked dirty."""
     with pytest.raises(UnsupportedError, match=r"marks it dirty \(ctx\.mark_dirty\)"):
         subclassaot.compile(dirty_then_data_assigned)(_nonleaf(3), torch.randn(3))
+
+
+class DirtyScaleReturned(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: T) -> T:
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx: Any, g: T) -> T:
+        return g * 2
+
+
+def dirty_view_taken_with_grad(x0: T) -> object:
+    with torch.enable_grad():
+        t0 = x0.t()
+    return (DirtyScaleReturned.apply(t0),)  # type: ignore[no-untyped-call]
+
+
+def test_dirty_function_under_no_grad_on_a_view_of_a_multi_output_view_matches_eager() -> None:
+    """Under no_grad a Function's dirty output is a detach() of the view taken with grad before the write; replaying
+    that view with grad after the epilogue wrote the unbind() output input raised in autograd (fuzz seed 62000,
+    program 5921: CRASHED). A chain ending in a detach() is replayed without grad."""
+
+    def make() -> tuple[T]:
+        with torch.enable_grad():
+            return (torch.randn(3, 2, 3, requires_grad=True).unbind(1)[0],)
+
+    with torch.no_grad():
+        assert_matches_eager(dirty_view_taken_with_grad, make)

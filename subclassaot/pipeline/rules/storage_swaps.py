@@ -926,6 +926,15 @@ class _DataMode(TorchFunctionMode):
                 else:
                     out = original_of(_call_viewing_normal(func, call_args, call_kwargs), name, args, call_args)
         except RuntimeError as e:
+            if "new_fn INTERNAL ASSERT FAILED" in str(e):
+                # autograd regenerating a view's grad_fn by as_strided (its view function is gone: a view made to
+                # require grad, its base written since) finds no node over a FunctionalTensor
+                raise UnsupportedError(
+                    f"{input_named(self.record, args[0]) if args else ''}{name}: reads with grad a view whose history "
+                    "autograd regenerates by as_strided (a view of a tensor that requires no grad, made to require "
+                    "grad with requires_grad_(), whose base the program then wrote in place); the functionalized run "
+                    "cannot rebuild that history. Make a clone of the view require grad instead"
+                ) from e
             if layout_op and "A view was created in no_grad mode and is being modified inplace" in str(e):
                 raise UnsupportedError(
                     f"{input_named(self.record, args[0])}{name}: an in-place view op (t_, transpose_, ...) with grad "

@@ -11,6 +11,7 @@ is returned only when replaying it is exact, else None; nothing here raises.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
@@ -40,6 +41,7 @@ from subclassaot.schemas import (
     LeafMutation,
     LeafSource,
     Meta,
+    OutputInfo,
     OutputLeaf,
     Replay,
     ReplaySource,
@@ -741,3 +743,25 @@ def final_only(t: torch.Tensor, run: FunctionalRun) -> bool:
         return True
     last = run.swaps.inplace_views[id(t)][-1].seq
     return all(r.seq > last for r in run.swaps.views.values() if r.source is t)
+
+
+def detached_chains_without_grad(infos: list[OutputInfo]) -> list[OutputInfo]:
+    """Replays that end in a detach() (or `.data`) and share no chain object with another output, with every step
+    before it taken without grad: only the last object is observable, and the grad mode of the steps before it
+    changes neither its value, its `._base` nor its history (it has none). With grad, autograd checks a view of a
+    written multi-output view input, which eager took before the write (Note [Output Regeneration])."""
+    tokens = Counter(token for info in infos if info.replay is not None for _, token in info.replay.marks)
+    out = []
+    for info in infos:
+        replay = info.replay
+        if (
+            replay is not None
+            and len(replay.steps) > 1
+            and (replay.steps[-1].op is torch.ops.aten.detach.default or replay.steps[-1].own_version)
+            and all(tokens[token] == 1 for _, token in replay.marks)
+            and any(step.grad_enabled for step in replay.steps[:-1])
+        ):
+            steps = (*(replace(step, grad_enabled=False) for step in replay.steps[:-1]), replay.steps[-1])
+            info = replace(info, replay=replace(replay, steps=steps))
+        out.append(info)
+    return out
