@@ -15,7 +15,6 @@ from typing import cast
 import torch
 
 from subclassaot.authoring.protocol import is_traceable_subclass
-from subclassaot.runtime.epilogue_plan import EpiloguePlan, copy_into, epilogue_plan, settle_version
 from subclassaot.runtime.plan import (
     GraphCall,
     MetaEvaluator,
@@ -35,7 +34,10 @@ from subclassaot.runtime.regenerate import (
     unflatten_output,
 )
 from subclassaot.runtime.steps import (
+    EpiloguePlan,
     bumped_input_sources,
+    copy_into,
+    epilogue_plan,
     graph_example_inputs,
     grow_storages,
     hold_accumulators,
@@ -43,6 +45,7 @@ from subclassaot.runtime.steps import (
     replay_early,
     settle_early_counters,
     settle_storages,
+    settle_version,
     undo_steps,
 )
 from subclassaot.runtime.straight_line import EntryRunner, Runner, straight_line

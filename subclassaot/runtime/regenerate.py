@@ -16,7 +16,8 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass, unflatten_subclass
-from subclassaot.runtime.output_steps import (
+from subclassaot.runtime.plan import MetaEvaluator, RuntimePlan, fresh_output, non_view_alias, probed_stride
+from subclassaot.runtime.steps import (
     build_order,
     finish_bumped_view,
     input_root,
@@ -27,7 +28,6 @@ from subclassaot.runtime.output_steps import (
     use_only_tokens,
     view_onto,
 )
-from subclassaot.runtime.plan import MetaEvaluator, RuntimePlan, fresh_output, non_view_alias, probed_stride
 from subclassaot.runtime.wrapper_storage import (
     assign_data_meta,
     set_target_layout,

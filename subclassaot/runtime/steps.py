@@ -7,17 +7,35 @@ accumulators, replayed views, the epilogue's per-entry decisions (`early_grad_se
 `training_roots`). Invariants: imports nothing from the analysis, the tracing or the eager record; the analysis
 imports from here where it decides by the same rule (the graph inputs it traces with, the copy points it refuses
 without, the set_() it repeats before the call).
+
+Also here: The epilogue's per-entry plan, and the writes of new values into inputs that every runner of an entry makes.
+
+Input: a `RuntimePlan`. Output: `EpiloguePlan` (what the epilogue does, decided once per entry); `copy_into` and
+`settle_version`, the input writes and version-counter fixes the generic runner (call.py) and the generated one
+(straight_line.py) share. Invariants: a write autograd saw in eager is recorded here too, one it did not see is made
+under no_grad (Note [Input Updates]); a version counter ends advanced iff eager's did.
+
+Also here: Steps of the output rebuild that the analysis's rules name: version counters around replays of bumped views,
+leaves set_() onto inputs or onto foreign storages, holders of outputs set_() under grad, and the order outputs
+are built in by the object states their view chains pass.
+
+Input: the real inputs, dense leaves and regenerated outputs of one call, and the `OutputInfo`/`Replay` records of
+the plan. Output: rebuilt tensors, the build order. Invariants: imports nothing from the analysis, the tracing or
+the eager record; the analysis imports the mark tokens from here (`state_token`, `state_of`), so that the marks it
+records and the states the runtime reads are one encoding.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
 
 import torch
 from torch.autograd.graph import GradientEdge, get_gradient_edge
 
-from subclassaot.authoring.protocol import is_traceable_subclass
-from subclassaot.runtime.plan import MetaEvaluator
+from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.runtime.plan import MetaEvaluator, RuntimePlan
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
@@ -35,6 +53,8 @@ from subclassaot.schemas import (
 from subclassaot.torch_internals import (
     assign_wrapper_metadata,
     get_version,
+    grad_fn_raises,
+    set_to_tensor,
     set_version,
     symint_expr,
     wrapper_grad_accumulator,
@@ -235,3 +255,313 @@ def settle_storages(
         nbytes = ev.dim(r.final, symbols)
         if storage.nbytes() != nbytes:
             storage.resize_(nbytes)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EpiloguePlan:
+    """What the epilogue does, decided once per entry so that the per-call path only loops over real work."""
+
+    base_copies: tuple[tuple[int, int], ...]  # (graph input, graph output) for alias-group bases
+    original_copies: tuple[tuple[int, int], ...]  # (dense leaf, graph output): values of the original storage
+    metadata: tuple[int, ...]  # dense leaves whose metadata or storage changes
+    inplace_ops: tuple[int, ...]  # tensor inputs whose in-place view ops are replayed on the real input
+    # tensor inputs whose in-place view ops or `.data =` assignments are replayed (Note [Wrapper Data Assignment])
+    reshaped: tuple[int, ...]
+    final_copies: tuple[tuple[int, int], ...]  # (dense leaf, graph output): values with the final metadata
+    versions: tuple[int, ...]  # dense leaves whose version counter is settled to eager's
+    grad_sets: tuple[int, ...]  # tensor inputs set_() under grad: Note [set_ Under Grad]
+    wrappers: tuple[int, ...]  # tensor inputs (subclasses) whose own metadata or version changes
+    # plain tensor inputs set_() to a value requiring grad: See Note [Inputs Written In Training]
+    grad_swaps: tuple[int, ...] = ()
+    # (tensor input, copy point) where a view's value is copied in before some of its replayed in-place view ops
+    # (Note [Stale View Functions]; applied when the real input is a view)
+    copy_points: tuple[tuple[int, int], ...] = ()
+    # grad_sets repeated before the compiled call instead (Note [set_ Under Grad])
+    early_grad_sets: tuple[int, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return (
+            not (self.base_copies or self.original_copies or self.metadata or self.final_copies or self.versions)
+            and not self.wrappers
+            and not self.reshaped
+            and not self.grad_sets
+            and not self.grad_swaps
+        )
+
+
+def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
+    analysis, updates = plan.analysis, plan.graph_outputs.updates
+    by_kind = {kind: tuple((u.target, k) for k, u in enumerate(updates) if u.kind is kind) for kind in UpdateKind}
+    replayed = {t for t, steps in enumerate(analysis.inplace_replay) if steps}
+    same = plan.layout.same_wrapper
+    by_ops = {
+        j
+        for t in range(len(plan.layout.trees))
+        if t in replayed or (same and same[t] in replayed)
+        for j in plan.layout.leaves_of_input[t]
+    }
+    wrappers = tuple(
+        t
+        for t, (tree, after) in enumerate(zip(plan.layout.trees, analysis.wrapper_meta_after, strict=True))
+        if tree is not None and (after is not None or analysis.wrapper_version_bumped[t])
+    )
+    return EpiloguePlan(
+        base_copies=by_kind[UpdateKind.BASE],
+        original_copies=by_kind[UpdateKind.ORIGINAL],
+        metadata=tuple(
+            j for j, m in enumerate(analysis.mutations) if (m.metadata or m.storage_changed) and j not in by_ops
+        ),
+        inplace_ops=tuple(sorted(replayed)),
+        reshaped=tuple(sorted(replayed | {t for t, d in enumerate(analysis.wrapper_data) if d is not None})),
+        final_copies=by_kind[UpdateKind.FINAL],
+        versions=tuple(j for j, m in enumerate(analysis.mutations) if m.any or m.version_bumped),
+        wrappers=wrappers,
+        grad_sets=tuple(
+            t
+            for t, leaves in enumerate(plan.layout.leaves_of_input)
+            if any(analysis.mutations[j].set_under_grad for j in leaves)
+        ),
+        grad_swaps=_grad_swaps(plan),
+        early_grad_sets=early_grad_sets(plan.analysis, plan.layout),
+        copy_points=tuple((t, k) for t in sorted(replayed) if (k := copy_point(plan.layout, analysis, t)) is not None),
+    )
+
+
+def _grad_swaps(plan: RuntimePlan) -> tuple[int, ...]:
+    """Tensor inputs that gain grad by a storage swap (Note [Inputs Written In Training])."""
+    analysis, layout = plan.analysis, plan.layout
+    return tuple(
+        t
+        for t in range(len(layout.trees))
+        if not plan.input_requires_grad[t]
+        and analysis.requires_grad_after[t]
+        and not analysis.requires_grad_set[t]
+        and any(analysis.mutations[j].set_under_grad for j in layout.leaves_of_input[t])
+    )
+
+
+def settle_version(t: torch.Tensor, before: int, bumped: bool) -> None:
+    """Leave the version counter as eager does: advanced iff eager advanced it (counts may differ)."""
+    now = get_version(t)
+    if not bumped and now != before:
+        set_version(t, before)
+    elif bumped and now == before:
+        set_version(t, before + 1)
+
+
+def copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, final: bool = False) -> None:
+    # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's
+    # grad_fn and version match eager; .data and no_grad mutations stay invisible to autograd, as in eager.
+    hidden = not mutation.autograd_visible or mutation.hidden_from_autograd or mutation.storage_changed
+    # See Note [Input Updates]; written through itself, a leaf that requires grad raises in eager, and
+    # so does this copy.
+    hidden = hidden or not mutation.visible_through_self
+    hidden = hidden and not (final and mutation.written_after_data)  # Note [History Kept Through .data =]
+    x, value = once_per_location(x, value)
+    if (x.requires_grad or value.requires_grad) and not hidden:
+        x.copy_(value)
+        return
+    before = get_version(x)
+    with torch.no_grad():
+        x.copy_(value)
+    if not mutation.version_bumped:
+        set_version(x, before)
+
+
+def once_per_location(x: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`x` and `value` at index 0 of each dim where `x` repeats one memory location (a zero stride, after `.data =`
+    of an expand()): copy_ refuses such a target, and the graph's value, a view of the same
+    functional storage, holds one value at every repeat."""
+    repeated = [d for d, (sz, st) in enumerate(zip(x.shape, x.stride(), strict=True)) if st == 0 and sz > 1]
+    if repeated:
+        value = value.expand_as(x)
+        for d in repeated:
+            x, value = x.narrow(d, 0, 1), value.narrow(d, 0, 1)
+    return x, value
+
+
+def lower_input_counter(
+    replay: Replay, values: Sequence[object], entry: dict[int, int]
+) -> tuple[torch.Tensor, int] | None:
+    """Before replaying a bump_after view of an input: give the input its counter at entry (the input and the
+    counter it has now), where the epilogue moved it and its grad_fn raises since (Replay.entry_counter too), or
+    where eager's view is stale at the end (Replay.stale_view: Note [History Kept Through .data =])."""
+    if replay.source is not ReplaySource.INPUT or replay.index not in entry:
+        return None
+    source = values[replay.index]
+    assert isinstance(source, torch.Tensor), "BUG: an INPUT replay of a value that is no tensor"
+    now = get_version(source)
+    if now == entry[replay.index] or not (replay.stale_view or grad_fn_raises(source)):
+        return None
+    set_version(source, entry[replay.index])
+    return source, now
+
+
+def finish_bumped_view(view: torch.Tensor, lowered: tuple[torch.Tensor, int] | None, *, bump: bool) -> None:
+    """After the replay: the input's counter back, then (`bump`) the view's advanced unless reading its grad_fn
+    raises already, as eager's does."""
+    if lowered is not None:
+        set_version(*lowered)
+    if bump and not grad_fn_raises(view):
+        set_version(view, get_version(view) + 1)
+
+
+def set_onto_inputs(
+    value: torch.Tensor,
+    info: OutputInfo,
+    dense: Sequence[torch.Tensor],
+    metas: Sequence[tuple[list[int], list[int], int]],
+    wrapper: torch.Tensor,
+) -> None:
+    """Note [Outputs Over Another Storage]: each dense leaf of `value` (the Function's output) set_() onto the
+    storage of its input with eager's metadata (`metas`, per leaf), under no_grad, its version counter kept; a
+    subclass output also takes the wrapper storage of `wrapper`, the input it is a detach() of (as eager's aliasing
+    correction gives a view op's output)."""
+    leaves = flatten_subclass(value, "out")[1] if info.tree is not None else [value]
+    for t, leaf, (size, stride, offset) in zip(leaves, info.leaves, metas, strict=True):
+        assert leaf.onto_input is not None, "BUG: a detached output leaf names no input"
+        version = get_version(t)
+        with torch.no_grad():
+            set_to_tensor(t, dense[leaf.onto_input].detach().as_strided(size, stride, offset))
+        set_version(t, version)
+    if info.tree is not None:
+        torch._functionalize_unsafe_set(value, wrapper)  # the storage only: no dispatch, no autograd record
+
+
+def input_root(t: torch.Tensor) -> torch.Tensor:
+    """The tensor whose views share `t`'s autograd base: `t._base`, or `t` itself where it is no view (Note [Outputs
+    Over Another Storage])."""
+    return t._base if t._base is not None else t
+
+
+def view_onto(
+    root: torch.Tensor,
+    storage: torch.Tensor,
+    size: Sequence[int],
+    stride: Sequence[int],
+    offset: int,
+    grad: bool = False,
+) -> torch.Tensor:
+    """A view of `root` that lives on `storage`'s storage with this size, stride and offset (Note [Outputs Over Another
+    Storage]). `grad`: made and set_() with grad on, as the program did (Note [set_ Under
+    Grad]); otherwise without (eager's view does not require grad: foreign_root)."""
+    version = get_version(root)
+    if grad and torch.is_grad_enabled():
+        # eager's set_ node has an edge to the source's history: a gradient of the source waits behind it
+        view = root.as_strided((0,), (1,), root.storage_offset())
+        set_to_tensor(view, storage.as_strided(size, stride, offset))
+    else:
+        with torch.no_grad():
+            view = root.as_strided((0,), (1,), root.storage_offset())
+            view.set_(storage.untyped_storage(), offset, list(size), list(stride))
+    set_version(view, version)
+    return view
+
+
+def set_under_grad_holder(
+    value: torch.Tensor,
+    found: tuple[torch.Tensor, bool] | None,
+    *,
+    view: bool,
+    viewed_after: bool,
+    blocked: Sequence[object] = (),
+) -> torch.Tensor:
+    """`value` rebuilt as eager's output set_() under grad (Note [Outputs set_() Under Grad]). `found`: where eager's
+    output is a view, the value of its `._base` and whether that is eager's base object itself (Note [Outputs set_()
+    Under Grad]). `view`: the output was a view when set_(); `viewed_after`: it is a view taken of
+    the tensor set_() (eager's base) after the set_. `blocked`: the inputs eager's set_ node stands in front of
+    (Note [Outputs set_() Under Grad])."""
+    root = None if found is None else found[0]
+    if found is not None and found[1]:
+        holder = found[0].view(found[0].shape)  # other outputs view that base too: one object, as in eager
+        set_to_tensor(holder, value)
+        return holder
+    src = value if root is None else root
+    if is_traceable_subclass(src):
+        # a holder of the output's own class: a clone of a detached alias (Note [Outputs set_() Under Grad])
+        holder = blocking_holder(src.detach().requires_grad_(), blocked)
+    else:
+        holder = blocking_holder(torch.empty(0, dtype=src.dtype, device=src.device, requires_grad=True), blocked)
+    if root is not None:
+        set_to_tensor(holder, root.detach())  # eager's base, set_() under grad
+        if viewed_after:
+            return holder.as_strided(value.shape, value.stride(), value.storage_offset())
+        holder = holder.view(holder.shape)
+    elif view:
+        holder = holder.view(holder.shape)
+    set_to_tensor(holder, value)
+    return holder
+
+
+class _Blocked(torch.autograd.Function):
+    """A clone of `base` whose node has an edge to each of `blocked` (Note [Outputs set_() Under Grad])."""
+
+    @staticmethod
+    def forward(ctx: Any, base: torch.Tensor, *blocked: torch.Tensor) -> torch.Tensor:
+        return base.clone()
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> tuple[None, ...]:
+        raise AssertionError("BUG: the node behind a raising set_ node ran (Note [Outputs set_() Under Grad])")
+
+
+def blocking_holder(base: torch.Tensor, blocked: Sequence[object]) -> torch.Tensor:
+    """A clone of `base` (which requires grad), behind which the backward reaches each of `blocked` that requires
+    grad (Note [Outputs set_() Under Grad])."""
+    inputs = [b for b in blocked if isinstance(b, torch.Tensor) and b.requires_grad]
+    if not inputs:
+        return base.clone()
+    return cast(torch.Tensor, _Blocked.apply(base, *inputs))  # type: ignore[no-untyped-call]  # untyped in torch
+
+
+MARK_STATES = 64  # in-place view ops per object a chain may pass it after
+
+
+def state_token(t: int, state: int) -> int:
+    """The mark token of object `t` (its id) in state `state` (Note [Output
+    Regeneration]): the id itself in state 0, else a negative number that is never an id."""
+    return t if state == 0 else ~(t * MARK_STATES + state)
+
+
+def state_of(token: int) -> tuple[int, int]:
+    """(the object's token in state 0, the state) of a mark's token."""
+    return (token, 0) if token >= 0 else divmod(~token, MARK_STATES)
+
+
+def use_only_tokens(marks: Sequence[tuple[int, int]]) -> set[int]:
+    """The tokens of states the chain then changes by in-place view ops: read, never handed out."""
+    return {t for (_, t), (_, u) in zip(marks, marks[1:], strict=False) if u < 0 and state_of(u)[0] == state_of(t)[0]}
+
+
+def _max_state(marks: Sequence[tuple[int, int]]) -> int:
+    return max((state_of(t)[1] for _, t in marks), default=0)
+
+
+def _set_bumps(replay: Replay | None) -> bool:
+    return replay is not None and replay.then_set and not replay.runtime_set and not replay.set_by_data
+
+
+def _inplace_view_bumps(replay: Replay | None) -> bool:
+    """Does the chain repeat an in-place view op (t_, transpose_, ...)? Each bumps the version of the storage's
+    views, under no_grad too."""
+    return replay is not None and any(torch.Tag.inplace_view in step.op.tags for step in replay.steps)
+
+
+def build_order(infos: Sequence[OutputInfo]) -> list[int]:
+    """Outputs in the order of the object states their chains pass through, then output order (or, where an output
+    repeats a set_() or an in-place view op, program order: Note [Views That Raise After A Bump])."""
+    by_program = any(_set_bumps(info.replay) or _inplace_view_bumps(info.replay) for info in infos)
+
+    def key(o: int) -> tuple[int, int]:
+        replay = infos[o].replay
+        if replay is None:
+            return (0, 0)
+        return (_max_state(replay.marks), replay.made if by_program and not replay.before_epilogue else 0)
+
+    return sorted(range(len(infos)), key=key)
+
+
+def state_reached(base: torch.Tensor, shared: dict[int, torch.Tensor]) -> int:
+    """How many of its in-place view ops a chain applied to `base` already (a memo object in a later state)."""
+    return max((state_of(t)[1] for t, v in shared.items() if t < 0 and v is base), default=0)

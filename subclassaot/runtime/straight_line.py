@@ -17,8 +17,6 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import LeafInfo, SubclassNode, Unflattener, unflattener
 from subclassaot.authoring.wrapper_tensor import plain_unflattener
-from subclassaot.runtime.epilogue_plan import EpiloguePlan, epilogue_plan, once_per_location
-from subclassaot.runtime.output_steps import build_order
 from subclassaot.runtime.plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias, requires_grad_changes
 from subclassaot.runtime.regenerate import (
     has_size_spec,
@@ -26,7 +24,7 @@ from subclassaot.runtime.regenerate import (
     regenerate_alias,
     unflatten_output,
 )
-from subclassaot.runtime.steps import bumped_input_sources
+from subclassaot.runtime.steps import EpiloguePlan, build_order, bumped_input_sources, epilogue_plan, once_per_location
 from subclassaot.schemas import (
     AliasGroupRef,
     InputArg,

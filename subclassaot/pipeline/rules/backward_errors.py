@@ -31,7 +31,7 @@ accumulates because a raising node of an output set_() under grad stands between
 
 Input: an output set_() under grad and the functional run's user tensors (analyze); the holder the runtime rebuilds
 that output from and the real inputs (runtime). Output: which inputs are behind the output's raising node
-(`inputs_behind_raising_nodes`) and the refusal of the rest (`check_set_under_grad`); runtime/output_steps.py's
+(`inputs_behind_raising_nodes`) and the refusal of the rest (`check_set_under_grad`); runtime/steps.py's
 `blocking_holder` makes a holder whose history reaches those inputs. Invariants: the analysis only reads autograd
 graphs; the runtime's node never runs its backward (the set_ node in front of it raises first).
 """

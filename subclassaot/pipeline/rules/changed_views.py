@@ -30,7 +30,7 @@ Part: Stage `analyze` and the runtime, output regeneration: outputs whose view c
 before the in-place view ops the program applied to it and one after them, share that object as in eager.
 
 Input: a chain segment (the object it makes, its length, where it ends) and the run. Output: `Replay.marks`
-entries, in the token encoding of runtime/output_steps.py, which reads them at run time (`build_order`,
+entries, in the token encoding of runtime/steps.py, which reads them at run time (`build_order`,
 `state_reached`, `use_only_tokens`). Invariants: Note [Output Regeneration].
 """
 
@@ -46,8 +46,7 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.pipeline.rules.chain_facts import requires_grad_as_eager
-from subclassaot.runtime.output_steps import MARK_STATES, state_of, state_token
-from subclassaot.runtime.steps import copy_point
+from subclassaot.runtime.steps import MARK_STATES, copy_point, state_of, state_token
 from subclassaot.schemas import (
     Analysis,
     DenseLayout,

@@ -16,7 +16,7 @@ graph (with the compiled Function's history), then put on the input's storage.
 
 Input (analysis): one output of the functional run, its dense leaves, the storage maps of `_analyze_outputs`.
 Output: the output's leaves as GRAPH leaves naming the input each is set_() onto (`OutputLeaf.onto_input`), or None
-where the rule does not apply; at run time, runtime/output_steps.py's `set_onto_inputs` moves them. Invariants:
+where the rule does not apply; at run time, runtime/steps.py's `set_onto_inputs` moves them. Invariants:
 only with grad enabled; the values the graph computes are those the epilogue writes into the input, so moving a
 leaf changes no value.
 """

@@ -7,7 +7,7 @@ leaves of a functional run and its `SwapRecord`; at run time, a regenerated outp
 eager's output is a view of; for the order, the call, `FlatInputs`, `DenseLayout` and the `Analysis`.
 Output: `SwapRecord.read_after_grad_set` (from which runtime/steps.py's `early_grad_sets` names the tensor inputs whose
 set_() the runtime repeats before the call); `grad_set_view_root` (the intermediate a view set_() under grad still
-views, which the graph returns as an intermediate base), whose output runtime/output_steps.py's
+views, which the graph returns as an intermediate base), whose output runtime/steps.py's
 `set_under_grad_holder` rebuilds by a set_() under grad of a fresh tensor; `refuse_view_set_order(...)`: None, or
 an UnsupportedError for a program whose backward eager runs in an order the compiled one does not.
 Invariants: records only; nothing here changes a tensor. Analysis and trace find the same roots (intermediate bases,

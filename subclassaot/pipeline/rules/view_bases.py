@@ -12,7 +12,7 @@ Part: Views whose `._base` is on another storage than their own (and the Note on
 
 Input: output leaves of a functional run (at analysis and trace), or real tensors (at run time).
 Output: `foreign_root` and `foreign_base` (eager's `._base` of an output view that set_() left on another storage,
-and where the runtime finds it; the run-time rebuild of such a view is runtime/output_steps.py's `view_onto`),
+and where the runtime finds it; the run-time rebuild of such a view is runtime/steps.py's `view_onto`),
 and the refusal of such views
 that require grad (`check_grad_view_of_moved_input`, `check_view_of_input_set_off_it`) or that view an
 intermediate with history (`check_moved_view_of_grad_intermediate`).
