@@ -59,7 +59,17 @@ from subclassaot.pipeline.desugar import (
 )
 from subclassaot.pipeline.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.pipeline.grad_scope import GradReenabledError, check_grad_factories, check_grad_reenabled
-from subclassaot.pipeline.inputs import CaptureRef, argument_modules, capture_refs, flatten_call, lifted_state
+from subclassaot.pipeline.inputs import (
+    CaptureRef,
+    argument_modules,
+    capture_refs,
+    find_same_inputs,
+    flatten_call,
+    lifted_state,
+    marked_call,
+    same_input_guards,
+    unmarking,
+)
 from subclassaot.pipeline.rules.backward_errors import replays_before_call
 from subclassaot.pipeline.rules.data_assignment import resimplified_data_metas
 from subclassaot.pipeline.rules.hidden_layouts import refuse_stale_view_layouts
@@ -70,7 +80,6 @@ from subclassaot.pipeline.rules.training_rules import (
     check_training_supported,
 )
 from subclassaot.pipeline.rules.write_overlaps import refuse_float8_arithmetic
-from subclassaot.pipeline.same_inputs import find_same_inputs, marked_call, same_input_guards, unmarking
 from subclassaot.pipeline.trace import TracedGraph, trace_inference, untraced_inference
 from subclassaot.runtime.autograd_function import training_call
 from subclassaot.runtime.call import inference_call, make_runner

@@ -32,6 +32,7 @@ from subclassaot.pipeline.backward_probe import eager_accumulator_sizes
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.pipeline.grad_scope import check_gained_after_read
+from subclassaot.pipeline.inputs import SameTensorAs
 from subclassaot.pipeline.rules.autograd_state import assigned_accumulator_size, self_set_order
 from subclassaot.pipeline.rules.backward_errors import check_set_under_grad, inputs_behind_raising_nodes
 from subclassaot.pipeline.rules.chain_facts import (
@@ -108,7 +109,6 @@ from subclassaot.pipeline.rules.view_chains import (
     view_rebuilt_by_set,
     viewed_before_set,
 )
-from subclassaot.pipeline.same_inputs import SameTensorAs
 from subclassaot.runtime.steps import graph_example_inputs
 from subclassaot.schemas import (
     Analysis,
