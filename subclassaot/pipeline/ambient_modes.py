@@ -6,7 +6,7 @@ torch-function modes while the pipeline's own tensor calls run without them.
 Invariants: a mode is applied once per op, as in eager: traced into the graph and off while the graph runs, or
 not traced and the call run eagerly. See Note [Ambient Modes].
 
-Also here: Stage `analyze` (torch-function subclasses): a compile-time eager trial run when an input is a tensor subclass
+Part: Stage `analyze` (torch-function subclasses): a compile-time eager trial run when an input is a tensor subclass
 with only a __torch_function__ override (no __tensor_flatten__), which the pipeline traces as a plain tensor.
 
 Input: the call and its `FlatInputs`. Output: `TorchFunctionTrial` (eager's output types, and what the compiled

@@ -5,7 +5,7 @@ Input: the fake tensor inputs (one per tensor input, plain or subclass) with the
 Invariants: leaf order is depth-first by `__tensor_flatten__` attrs (Note [The Flatten Protocol]); every storage
 shared by two or more dense leaves becomes exactly one graph input (Note [Synthetic Bases]).
 
-Also here: Subclass inputs that are views of one wrapper base the call does not pass (`f(x[0], x[0])`, x a PairTensor that
+Part: Subclass inputs that are views of one wrapper base the call does not pass (`f(x[0], x[0])`, x a PairTensor that
 requires grad): compiled as a program that takes that base too.
 
 Input: the user's function and one call's args/kwargs. Output: `HiddenBases` (which positions are views of which

@@ -5,7 +5,7 @@ Input: the user's callable (function or nn.Module) and one call's args/kwargs. O
 function that the later stages trace, taking the same pytree back. Invariants: tensor leaves keep their identity
 (aliasing between inputs is visible to later stages); every leaf has a source path used in every message.
 
-Also here: Activation checkpointing (torch.utils.checkpoint) while the pipeline runs the user's code.
+Part: Activation checkpointing (torch.utils.checkpoint) while the pipeline runs the user's code.
 
 Input: the user's program, run by the pipeline's stages (observe, functional run, joint trace) inside
 `regions_run_inline()`.
@@ -13,7 +13,7 @@ Output: each `checkpoint(fn, *args, ...)` call runs `fn(*args)` once, in place, 
 are; eager-only differences are refused.
 Invariants: nothing is patched outside the `with` block; a checkpoint call outside the pipeline's runs is torch's.
 
-Also here: One tensor passed at several positions of a call (`f(x, x)`): compiled as a program of its first position only.
+Part: One tensor passed at several positions of a call (`f(x, x)`): compiled as a program of its first position only.
 
 Input: the user's function and one call's args/kwargs. Output: `SameInputs` (which positions repeat which), the
 function the pipeline compiles in the user's place, and the compiled entry's guards and runner over the user's

@@ -1,4 +1,8 @@
-"""Epilogue steps around the compiled call that the analysis's rules name: the graph inputs made from the dense
+"""The runtime's steps: the epilogue's plan per entry (`EpiloguePlan`, `copy_into`, `settle_version`), the steps
+around the compiled call, and the output rebuild's steps (build order, tokens, holders). Each part below keeps its
+own contract.
+
+Epilogue steps around the compiled call that the analysis's rules name: the graph inputs made from the dense
 leaves, accumulators held or made before the call, set_() repeated before it, the copy point and inverse view ops
 of written subclass views, early view replays and their counters, and which input writes autograd does not see.
 
@@ -8,14 +12,14 @@ accumulators, replayed views, the epilogue's per-entry decisions (`early_grad_se
 imports from here where it decides by the same rule (the graph inputs it traces with, the copy points it refuses
 without, the set_() it repeats before the call).
 
-Also here: The epilogue's per-entry plan, and the writes of new values into inputs that every runner of an entry makes.
+Part: The epilogue's per-entry plan, and the writes of new values into inputs that every runner of an entry makes.
 
 Input: a `RuntimePlan`. Output: `EpiloguePlan` (what the epilogue does, decided once per entry); `copy_into` and
 `settle_version`, the input writes and version-counter fixes the generic runner (call.py) and the generated one
 (straight_line.py) share. Invariants: a write autograd saw in eager is recorded here too, one it did not see is made
 under no_grad (Note [Input Updates]); a version counter ends advanced iff eager's did.
 
-Also here: Steps of the output rebuild that the analysis's rules name: version counters around replays of bumped views,
+Part: Steps of the output rebuild that the analysis's rules name: version counters around replays of bumped views,
 leaves set_() onto inputs or onto foreign storages, holders of outputs set_() under grad, and the order outputs
 are built in by the object states their view chains pass.
 

@@ -5,7 +5,7 @@ Input: the per-call values (flat inputs, outputs as built) and the analysis's `W
 `data_meta`. Output: the same tensors, each wrapper on its class's storage and with eager's own size/stride/offset.
 Invariants: nothing here dispatches to a subclass, records autograd history or moves a version counter.
 
-Also here: Layouts the epilogue takes from the graph's real results instead of the fake tensors of the analysis.
+Part: Layouts the epilogue takes from the graph's real results instead of the fake tensors of the analysis.
 
 Input: the metadata the analysis recorded for an input after the call (a fake tensor's), and the real tensor the
 graph returned for it. Output: the size, stride and offset the epilogue gives the input (`set_target_layout`) or its

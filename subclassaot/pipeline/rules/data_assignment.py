@@ -12,7 +12,7 @@ subclass input, the `Replay` of such a view with its root's final metadata, whet
 eager's gradients, and an UnsupportedError for what is refused.
 Invariants: pure reads of the run's and the compile's records.
 
-Also here: Stage `analyze`, wrapper storages: which subclass tensors share one wrapper storage after the call, and which
+Part: Stage `analyze`, wrapper storages: which subclass tensors share one wrapper storage after the call, and which
 tensor the runtime takes that storage from (Note [Wrapper Storage]).
 
 Input: a `FunctionalRun`, its `DenseLayout` and the analyzed outputs. Output: `WrapperStorageClass`es for the runtime

@@ -11,7 +11,7 @@ grown, hidden from autograd, ...), per tensor input the outer metadata a subclas
 output's `.data` is regenerated from, and an UnsupportedError for what is refused.
 Invariants: reads the run only; no graph is built.
 
-Also here: Where the functional run's storage offsets are not eager's, and eager's from them.
+Part: Where the functional run's storage offsets are not eager's, and eager's from them.
 
 Input: functional tensors of the analysis's run. Output: eager's offset of a tensor on a written input's storage
 (`eager_offset`), eager's metadata of a leaf on an input's storage (`alias_meta`).
