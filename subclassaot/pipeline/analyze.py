@@ -300,14 +300,22 @@ def _check_inference_storages(infos: list[OutputInfo], leaves: list[object], cur
     that is no inference tensor, shares that storage in eager (set_() onto it)."""
     tensors = [(i, v) for i, v in zip(infos, leaves, strict=True) if isinstance(v, torch.Tensor)]
     plain = [(i, v) for i, v in tensors if not is_traceable_subclass(v)]
-    made = {storage_key(v): i.path for i, v in plain if i.inference_leaves}
-    others = [v for i, v in plain if not i.inference_leaves]
+    made = {storage_key(v): i.path for i, v in plain if i.inference}
+    others = [v for i, v in plain if not i.inference]
     for key in made.keys() & ({storage_key(v) for v in others} | current.keys()):
         raise UnsupportedError(
             f"{made[key]}: eager's is an inference tensor (computed inside a torch.inference_mode() block) whose "
             "storage another tensor shares (set_() onto it: an input, or an output made outside the block); the "
             "compiled call makes inference tensors over a copy of their storage. Return a clone, or set_() to one"
         )
+
+
+_SUBCLASS_VIEW_IN_INFERENCE = (
+    "{path}: a tensor subclass view taken inside a torch.inference_mode() block of a subclass made outside it (or a "
+    "view of one): eager's wrapper is an inference tensor, with no view relation, over views of the input's inner "
+    "tensors, which the compiled call, replaying the view after the block, does not make. Take the view outside "
+    "the inference_mode block, or use torch.no_grad() there"
+)
 
 
 def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
@@ -317,6 +325,11 @@ def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) 
     if torch.is_inference_mode_enabled():
         return False  # (the runtime runs inside it too)
     if is_traceable_subclass(value):
+        made: torch.Tensor = value
+        for record in run.swaps.chain(value):
+            if made.is_inference() and not record.source.is_inference():
+                raise UnsupportedError(_SUBCLASS_VIEW_IN_INFERENCE.format(path=path))
+            made = record.source
         if not value.is_inference() and run.swaps.view_root(value, through_swaps=True).is_inference():
             raise UnsupportedError(
                 f"{path}: a tensor subclass view, taken after a torch.inference_mode() block, of a subclass "
@@ -437,8 +450,20 @@ def _analyze_outputs(
         ):
             check_inference_output(path, value)
             dense = dense_leaves_of(value, path)[1] if is_traceable_subclass(value) else [value]
-            made = tuple(k for k, leaf in enumerate(dense) if leaf.is_inference()) if len(dense) > 1 else (0,)
-            info = replace(info, inference_leaves=made or tuple(range(len(dense))))
+            made = (
+                # (the run makes every result inside the block an inference tensor: a view of an input's inner
+                # tensor there is one, eager's is not)
+                tuple(
+                    k
+                    for k, leaf in enumerate(dense)
+                    if _made_in_inference_mode(leaf, run) or (leaf.is_inference() and storage_key(leaf) not in current)
+                )
+                if is_traceable_subclass(value)
+                else (0,)
+            )
+            if not made:  # a wrapper made inside the block over views of an input's inner tensors
+                raise UnsupportedError(_SUBCLASS_VIEW_IN_INFERENCE.format(path=path))
+            info = replace(info, inference=True, inference_leaves=made)
         infos.append(info)
     infos = detached_chains_without_grad(infos)
     _check_inference_storages(infos, leaves, current)

@@ -184,7 +184,7 @@ def build_outputs(
     finally:
         builder.clear()
     _change_bases(infos, result, ev, symbols, values, shared)
-    if any(info.inference_leaves for info in infos):
+    if any(info.inference for info in infos):
         _as_inference_tensors(infos, result)
     for view in gains_late:
         give_base_grad(view)
@@ -206,7 +206,7 @@ def _as_inference_tensors(infos: Sequence[OutputInfo], result: list[object]) -> 
     with torch.inference_mode():
         for o, info in enumerate(infos):
             value = result[o]
-            if not info.inference_leaves or not isinstance(value, torch.Tensor) or value.is_inference():
+            if not info.inference or not isinstance(value, torch.Tensor) or value.is_inference():
                 continue
             if id(value) not in made:
                 made[id(value)] = _inference_copy(value, info.inference_leaves, copies)

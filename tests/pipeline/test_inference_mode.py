@@ -400,3 +400,37 @@ def test_inference_tensor_moved_onto_an_outer_storage_refused(fn: Callable[..., 
         assert eager.is_inference()
         with pytest.raises(UnsupportedError, match="inference tensor .* set_\\(\\) moved onto another storage"):
             subclassaot.compile(fn)(x)
+
+
+def _pair_view_inside(x0: torch.Tensor) -> tuple[torch.Tensor]:
+    with torch.inference_mode():
+        t0 = x0.reshape((2, 1, -1))
+    return (t0,)
+
+
+def _view_after_of_a_pair_view_inside(x0: torch.Tensor) -> tuple[torch.Tensor]:
+    with torch.inference_mode():
+        t0 = x0.reshape((1, 1))
+    return (t0.expand((1, 2)),)
+
+
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [
+        (_pair_view_inside, lambda: PairTensor.from_tensor(torch.randn(1, 3, 2))),
+        (_view_after_of_a_pair_view_inside, lambda: PairTensor.from_tensor(torch.randn(1), requires_grad=True)),
+    ],
+    ids=["view_inside", "view_after_of_a_view_inside"],
+)
+def test_subclass_view_taken_inside_inference_mode_of_an_outer_subclass_refused(
+    fn: Callable[..., tuple[torch.Tensor]], make: Callable[[], torch.Tensor]
+) -> None:
+    """Eager's view of a PairTensor made outside, taken inside inference_mode, is a wrapper that is an inference
+    tensor with no view relation, over normal views of the input's inner tensors; the compiled call copied the inner
+    tensors as inference tensors, or returned a view of the input that requires grad (fuzz --subclass
+    subclasses.pair:example, seed 63000, programs 533, 803, 299, 5735, 6534: DIVERGED)."""
+    x = make()
+    with torch.no_grad():
+        fn(x)  # legal in eager
+        with pytest.raises(UnsupportedError, match="subclass view taken inside a torch.inference_mode"):
+            subclassaot.compile(fn)(x)
