@@ -286,6 +286,12 @@ def _refuse_run_error(
             "(Note [Grad Mode And Autograd Reads]). Call the compiled function with grad mode "
             "on, or write outside that region"
         ) from e
+    if "only Tensors of floating point dtype can require gradients" in str(e) and record.swapped_by_data:
+        raise UnsupportedError(
+            "the program makes a tensor require grad after a `.data =` gave it a floating-point dtype (its own was "
+            "not: sort()'s indices, say): eager's tensor takes the new dtype, the run's keeps the one it was made "
+            "with. Assign a tensor of the same dtype, or make a float copy require grad"
+        ) from e
     if "Could not set tensor of type" in str(e) and record.swapped_by_data:
         raise UnsupportedError(
             "the program set_()s a tensor whose dtype a `.data =` changed: the run's tensor keeps the dtype it "

@@ -1277,3 +1277,41 @@ def test_view_whose_history_autograd_regenerates_by_as_strided_refused() -> None
         _empty_view_made_to_require_grad_then_base_written(torch.randn(2, 1, 4))  # legal in eager
         with pytest.raises(UnsupportedError, match="history autograd regenerates by as_strided"):
             subclassaot.compile(_empty_view_made_to_require_grad_then_base_written)(torch.randn(2, 1, 4))
+
+
+def _indices_given_float_data_then_require_grad(x0: torch.Tensor) -> tuple[()]:
+    _, t1 = x0.sort(0)
+    t1.data = x0
+    t1.requires_grad_()
+    return ()
+
+
+def _requires_grad_off_on_a_pair_passed_twice(x0: torch.Tensor, x1: torch.Tensor) -> tuple[()]:
+    x1.requires_grad = False
+    x1.copy_(x0)
+    return ()
+
+
+def test_requires_grad_after_a_dtype_changing_data_assignment_refused() -> None:
+    """sort()'s indices given float data by `.data =`, then made to require grad: eager's tensor took the float
+    dtype; the run's kept int64 and raised (fuzz --subclass subclasses.pair:example, seed 63000, program 2063:
+    CRASHED)."""
+    with torch.no_grad():
+        _indices_given_float_data_then_require_grad(torch.randn(()))  # legal in eager
+        with pytest.raises(UnsupportedError, match="after a `.data =` gave it a floating-point dtype"):
+            subclassaot.compile(_indices_given_float_data_then_require_grad)(torch.randn(()))
+
+
+def test_requires_grad_off_on_a_tensor_passed_twice_refused() -> None:
+    """f(x, x) with x a PairTensor that requires grad: `x1.requires_grad = False` turns it off for both positions
+    in eager; the compiled call's write raised on the other position's stand-in (seed 63000, program 7905)."""
+
+    def make() -> torch.Tensor:
+        return PairTensor.from_tensor(torch.randn(()), requires_grad=True)
+
+    with torch.enable_grad():
+        x = make()
+        _requires_grad_off_on_a_pair_passed_twice(x, x)  # legal in eager
+        x = make()
+        with pytest.raises(UnsupportedError, match="turns requires_grad off on a tensor it was passed more than once"):
+            subclassaot.compile(_requires_grad_off_on_a_pair_passed_twice)(x, x)
