@@ -434,3 +434,24 @@ def test_subclass_view_taken_inside_inference_mode_of_an_outer_subclass_refused(
         fn(x)  # legal in eager
         with pytest.raises(UnsupportedError, match="subclass view taken inside a torch.inference_mode"):
             subclassaot.compile(fn)(x)
+
+
+def _grad_use_of_a_view_of_an_inference_view(x0: torch.Tensor) -> tuple[torch.Tensor]:
+    with torch.inference_mode():
+        t0 = x0.reshape((1, 4, 16))
+    t1 = t0.select(1, 0)
+    with torch.enable_grad():
+        t2 = t1.mul(2.0)
+    return (t2,)
+
+
+def test_grad_use_of_a_view_of_an_inference_view_refused() -> None:
+    """A view taken after the block of a view taken inside it of a tensor that requires grad requires grad too in
+    eager, and so does what is computed from it with grad; the run's was an inference tensor (fuzz seed 63000,
+    program 2123: DIVERGED): refused as the view itself is."""
+    x = torch.randn(4, 4, 4, requires_grad=True)
+    with torch.no_grad():
+        (eager,) = _grad_use_of_a_view_of_an_inference_view(x)
+        assert eager.requires_grad
+        with pytest.raises(UnsupportedError, match="computes with grad, after a torch.inference_mode"):
+            subclassaot.compile(_grad_use_of_a_view_of_an_inference_view)(x)

@@ -768,7 +768,10 @@ def check_inference_view_reads(record: SwapRecord, func: Any, call: object, out:
     if not any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out)):
         return
     for a in pytree.tree_leaves(call):
-        if isinstance(a, torch.Tensor) and id(a) in record.inference_views:
+        if not isinstance(a, torch.Tensor):
+            continue
+        # the view itself, or a view of it taken after the block (which requires grad as it does)
+        if any(id(t) in record.inference_views for t in (a, *(r.source for r in record.chain(a)))):
             raise UnsupportedError(
                 f"{input_named(record, a)}the program computes with grad, after a torch.inference_mode() block, from a "
                 "view it took inside that block of a tensor that requires grad: eager's view requires grad but has "
