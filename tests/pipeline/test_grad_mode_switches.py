@@ -1313,5 +1313,22 @@ def test_requires_grad_off_on_a_tensor_passed_twice_refused() -> None:
         x = make()
         _requires_grad_off_on_a_pair_passed_twice(x, x)  # legal in eager
         x = make()
-        with pytest.raises(UnsupportedError, match="turns requires_grad off on a tensor it was passed more than once"):
+        with pytest.raises(UnsupportedError, match="turns requires_grad off for a tensor it was passed more than once"):
             subclassaot.compile(_requires_grad_off_on_a_pair_passed_twice)(x, x)
+
+
+def _requires_grad_on_for_a_pair_passed_twice(x0: torch.Tensor, x1: torch.Tensor) -> tuple[torch.Tensor]:
+    t0 = x0.unsqueeze(-4)
+    x1.requires_grad_()
+    return (t0,)
+
+
+def test_requires_grad_on_for_a_tensor_passed_twice_refused() -> None:
+    """f(x, x): `x1.requires_grad_()` changes the one object at both positions in eager (a view taken of x0 before
+    then raises at its grad_fn); the compiled call's stand-in for x0 did not change (seed 63000, program 3781)."""
+    with torch.no_grad():
+        x = PairTensor.from_tensor(torch.randn(3, 3, 2))
+        _requires_grad_on_for_a_pair_passed_twice(x, x)  # legal in eager
+        x = PairTensor.from_tensor(torch.randn(3, 3, 2))
+        with pytest.raises(UnsupportedError, match="turns requires_grad on for a tensor it was passed more than once"):
+            subclassaot.compile(_requires_grad_on_for_a_pair_passed_twice)(x, x)

@@ -858,16 +858,18 @@ class _DataMode(TorchFunctionMode):
         setter = owner == "requires_grad" and name == "__set__"
         flag = setter or func is torch.Tensor.requires_grad_
         turns_on = flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
-        if flag and not turns_on and isinstance(args[0], torch.Tensor):
-            self.record.requires_grad_dropped.add(id(args[0]))
+        if flag and isinstance(args[0], torch.Tensor):
+            if not turns_on:
+                self.record.requires_grad_dropped.add(id(args[0]))
             found = self.record.input_positions.get(id(args[0]))
             passed = [real for _, real in self.record.input_positions.values()]
-            if found is not None and args[0].requires_grad and sum(r is found[1] for r in passed) > 1:
+            changes = args[0].requires_grad != turns_on
+            if found is not None and changes and sum(r is found[1] for r in passed) > 1:
                 raise UnsupportedError(
-                    f"{input_named(self.record, args[0])}the program turns requires_grad off on a tensor it was "
-                    "passed more than once (f(x, x)): eager's one object stops requiring grad at every position, the "
-                    "compiled call's stand-ins for the other positions do not. Pass a detached copy, or turn "
-                    "requires_grad off before the call"
+                    f"{input_named(self.record, args[0])}the program turns requires_grad {'on' if turns_on else 'off'} "
+                    "for a tensor it was passed more than once (f(x, x)): eager's one object changes at every "
+                    "position, the compiled call's stand-ins for the other positions do not. Pass a copy, or set "
+                    "requires_grad before the call"
                 )
         if (
             turns_on
