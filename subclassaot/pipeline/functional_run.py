@@ -292,6 +292,12 @@ def _refuse_run_error(
             "not: sort()'s indices, say): eager's tensor takes the new dtype, the run's keeps the one it was made "
             "with. Assign a tensor of the same dtype, or make a float copy require grad"
         ) from e
+    if "a leaf Variable that requires grad has been used in an in-place" in str(e) and record.marked_dirty:
+        raise UnsupportedError(
+            "a custom autograd.Function writes in place and marks dirty (ctx.mark_dirty) a tensor that the run lays "
+            "out as an autograd leaf where eager's is a view (of an input made to require grad by requires_grad_(), "
+            "or of a tensor subclass input): autograd refuses the dirty leaf. Pass the Function a clone"
+        ) from e
     if "Could not set tensor of type" in str(e) and record.swapped_by_data:
         raise UnsupportedError(
             "the program set_()s a tensor whose dtype a `.data =` changed: the run's tensor keeps the dtype it "

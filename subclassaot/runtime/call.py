@@ -31,6 +31,7 @@ from subclassaot.runtime.regenerate import (
     no_output,
     replay_from,
     replay_view,
+    resize_inside_inference_mode,
     unflatten_output,
 )
 from subclassaot.runtime.steps import (
@@ -375,6 +376,7 @@ def _epilogue(
             grad = step.grad_enabled and (copy_at is None or k >= copy_at)
             with torch.set_grad_enabled(grad and torch.is_grad_enabled()):
                 refresh_view_grad_fn(wrapper)  # Note [Inputs Written In Training]
+            with torch.set_grad_enabled(grad and torch.is_grad_enabled()), resize_inside_inference_mode(step, wrapper):
                 step.op(
                     wrapper,
                     *cast(tuple[object, ...], ev.arg(step.args, symbols)),

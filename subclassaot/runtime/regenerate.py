@@ -491,18 +491,20 @@ def replay_steps(
     for step in steps:
         args = [values[a.index] if isinstance(a, InputArg) else ev.arg(a, symbols) for a in step.args]
         kwargs = {k: ev.arg(v, symbols) for k, v in step.kwargs}
-        # resize_() of a tensor that requires grad raises outside inference_mode, so the program ran it inside one
-        # and the replay does too. Not `inference_mode(False)` otherwise: that turns grad mode on
-        inside = step.op is torch.ops.aten.resize_.default and src.requires_grad
-        with (
-            torch.set_grad_enabled(step.grad_enabled),
-            torch.inference_mode() if inside else contextlib.nullcontext(),
-        ):
+        with torch.set_grad_enabled(step.grad_enabled), resize_inside_inference_mode(step, src):
             out = step.op(src, *args, **kwargs)
         src = out[step.index] if step.index is not None else out
         if step.own_version:
             src = src.data
     return src
+
+
+def resize_inside_inference_mode(step: ViewStep, t: torch.Tensor) -> contextlib.AbstractContextManager[object]:
+    """resize_() of a tensor that requires grad raises outside inference_mode, so the program ran it inside one and
+    the replay does too. Not `inference_mode(False)` otherwise: that turns grad mode on."""
+    if step.op is torch.ops.aten.resize_.default and t.requires_grad:
+        return torch.inference_mode()
+    return contextlib.nullcontext()
 
 
 def _replay_source(

@@ -401,3 +401,25 @@ def test_dirty_function_under_no_grad_on_a_view_of_a_multi_output_view_matches_e
 
     with torch.no_grad():
         assert_matches_eager(dirty_view_taken_with_grad, make)
+
+
+def dirty_view_of_an_input_made_to_require_grad(x0: T) -> object:
+    x0.requires_grad_()
+    t0 = x0.unbind(0)[0]
+    with torch.enable_grad():
+        DirtyScaleReturned.apply(t0)  # type: ignore[no-untyped-call]
+    return ()
+
+
+def test_dirty_view_of_a_subclass_view_input_made_to_require_grad_refused() -> None:
+    """Under no_grad the program makes a PairTensor view input require grad and a Function marks a view of it dirty
+    with grad on: eager's is a view, the run's stand-in a leaf, which autograd refuses (fuzz --subclass
+    subclasses.pair:example, seed 64000, program 1042: CRASHED)."""
+
+    def make() -> T:
+        return pair(3, 3, 3).transpose(2, 1)
+
+    with torch.no_grad():
+        dirty_view_of_an_input_made_to_require_grad(make())  # legal in eager
+        with pytest.raises(UnsupportedError, match="marks dirty"):
+            subclassaot.compile(dirty_view_of_an_input_made_to_require_grad)(make())

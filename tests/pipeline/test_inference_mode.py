@@ -455,3 +455,45 @@ def test_grad_use_of_a_view_of_an_inference_view_refused() -> None:
         assert eager.requires_grad
         with pytest.raises(UnsupportedError, match="computes with grad, after a torch.inference_mode"):
             subclassaot.compile(_grad_use_of_a_view_of_an_inference_view)(x)
+
+
+def _resize_inside_inference_mode(x0: torch.Tensor) -> tuple[()]:
+    with torch.inference_mode():
+        x0.resize_(())
+    return ()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: (PairTensor.from_tensor(torch.randn(()), requires_grad=True),),
+        lambda: (PairTensor.from_tensor(torch.randn(()), requires_grad=True).clone(),),
+    ],
+    ids=["leaf", "non_leaf"],
+)
+def test_resize_inside_inference_mode_of_a_subclass_input_requiring_grad_matches_eager(
+    make: Callable[[], tuple[torch.Tensor]],
+) -> None:
+    """resize_() of a tensor that requires grad is legal only inside inference_mode; the epilogue replayed it outside
+    and raised (fuzz --subclass subclasses.pair:example, seed 64000, programs 446 and 8047: CRASHED)."""
+    with torch.no_grad():
+        assert_matches_eager(_resize_inside_inference_mode, make)
+
+
+def _data_of_an_inference_pair(x0: torch.Tensor, x1: torch.Tensor) -> tuple[()]:
+    with torch.inference_mode():
+        t0, _ = x0.sort(0, descending=True)
+    x1.data = t0
+    return ()
+
+
+def test_data_assignment_of_an_inference_subclass_refused() -> None:
+    """`.data =` of a PairTensor made inside inference_mode makes eager's wrapper an inference tensor too (seed
+    64000, program 2717): refused as for plain tensors."""
+    x = PairTensor.from_tensor(torch.randn(3))
+    y = PairTensor.from_tensor(torch.randn(3))
+    with torch.no_grad():
+        _data_of_an_inference_pair(x, y)  # legal in eager
+        assert y.is_inference()
+        with pytest.raises(UnsupportedError, match="`.data =` an inference tensor"):
+            subclassaot.compile(_data_of_an_inference_pair)(x, PairTensor.from_tensor(torch.randn(3)))

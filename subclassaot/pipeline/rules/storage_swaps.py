@@ -812,14 +812,21 @@ class _DataMode(TorchFunctionMode):
         if owner == "data" and name == "__set__" and args[1] is args[0]:
             # `x.data = x` copies x's metadata onto itself: nothing changes (Note [Wrapper Data Assignment])
             return None
+        if (
+            owner == "data"
+            and name == "__set__"
+            and isinstance(args[1], torch.Tensor)
+            and args[1].is_inference()
+            and not args[0].is_inference()
+            and not torch.is_inference_mode_enabled()
+        ):  # (a tensor subclass's too: its wrapper takes the new data's keys)
+            raise UnsupportedError(
+                f"{input_named(self.record, args[0])}`.data =` an inference tensor (made inside a "
+                "torch.inference_mode() block) of a normal tensor: eager's becomes an inference tensor, which "
+                "the compiled call does not make. Assign a clone made outside the block"
+            )
         if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
             _check_data_dtype(self.record, args[0], args[1])
-            if args[1].is_inference() and not args[0].is_inference() and not torch.is_inference_mode_enabled():
-                raise UnsupportedError(
-                    f"{input_named(self.record, args[0])}`.data =` an inference tensor (made inside a "
-                    "torch.inference_mode() block) of a normal tensor: eager's becomes an inference tensor, which "
-                    "the compiled call does not make. Assign a clone made outside the block"
-                )
             version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
             note_data_assignment(self.record, args[0], tuple(args[0].shape))
             note_assignment_reads(self.record, args[0])  # Note [History Kept Through .data =]
