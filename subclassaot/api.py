@@ -656,7 +656,7 @@ def _compile_over(
         inputs_grad = any(t.requires_grad for t in traced.example_inputs)
         functional = gm = _graph_of(traced)
         written = frozenset[int]()
-        if backend is backends.inductor_backend and not inputs_grad:  # Note [Input Writes Kept In The Graph]
+        if backend is backends.inductor_backend and not inputs_grad:  # Note [What A Backend Receives And Returns]
             gm, written = backends.with_input_writes(gm, graph_writes(plan))
         compiled = _compile_graph(backend, gm, traced.example_inputs, config, functional, written)
         graph_call = inference_call(compiled, inputs_grad, written)
@@ -772,8 +772,8 @@ def _compile_graph(
     functional: torch.fx.GraphModule | None = None,
     written: frozenset[int] = frozenset(),
 ) -> Callable[..., object]:
-    """`functional`: the graph without the input writes `gm` makes to its outputs `written` (Note [Input Writes Kept
-    In The Graph]), which the stride reference runs."""
+    """`functional`: the graph without the input writes `gm` makes to its outputs `written` (Note [What A Backend
+    Receives And Returns]), which the stride reference runs."""
     if backend is backends.eager_backend:  # runs the graph's own aten ops: eager's strides and fresh outputs already
         return backend(gm, example_inputs)
     # Another backend may rewrite the graph it is given (inductor does, in place): it gets a copy, and ours stays the

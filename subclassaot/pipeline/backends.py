@@ -96,6 +96,15 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
 # - Fresh outputs over an input's memory. Inductor drops a clone it deems a no-op (`x.clone().view(())` returned from
 #   a training forward came back as a view of x), so an output the graph computes can come back as an alias of an
 #   input, where eager's is a new tensor. The first call finds those too; every call then returns a copy.
+# - Input writes kept in the graph. A backend that compiles a graph writing its own inputs (inductor: a copy_ into a
+#   placeholder becomes a store of the kernel that computes the value) saves the epilogue's copy and a pass over the
+#   data. `graph_writes` picks the writes it may take: in an inference entry whose graph inputs require no grad (nothing
+#   for autograd to record), with the generated runner, a new value of an input's own elements in its own layout (an
+#   ORIGINAL update of a leaf with no metadata change, no final copy, nonzero static strides: no repeated location) that
+#   no alias group shares, and a value the graph returns nowhere else (so no output can come back as the input's
+#   buffer). The graph gets `aten.copy_(input, value)` before its output, after every read; its outputs stay as they
+#   are, and the runner skips those copies and settles the version counters as before: a kernel's store leaves the
+#   counter as it was, a fallback copy_ advances it, and the settle step makes either eager's.
 
 
 def _symbols_only_in_expressions(
@@ -156,7 +165,7 @@ def with_input_writes(
     gm: torch.fx.GraphModule, writes: Sequence[tuple[int, int]]
 ) -> tuple[torch.fx.GraphModule, frozenset[int]]:
     """A copy of `gm` that copies graph output k into placeholder p for each (p, k) in `writes`, after every other
-    node, and returns what it returned; with the outputs k it writes (Note [Input Writes Kept In The Graph]). A
+    node, and returns what it returned; with the outputs k it writes (Note [What A Backend Receives And Returns]). A
     value returned at another position too, or not of its input's dtype, shape and strides, is left to the
     epilogue."""
     copied = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
@@ -227,8 +236,8 @@ def keep_eager_outputs(
     compiled: Callable[..., object], gm: torch.fx.GraphModule, written: frozenset[int] = frozenset()
 ) -> Callable[..., object]:
     """Wrap a backend's callable so its outputs have eager's strides and the fresh ones share no input's memory (Note
-    [What A Backend Receives And Returns]). `written`: outputs the graph copies into an input (Note [Input Writes
-    Kept In The Graph]), which nothing reads."""
+    [What A Backend Receives And Returns]). `written`: outputs the graph copies into an input (the same
+    Note), which nothing reads."""
     static = _static_outputs(gm)
     fresh = [f and k not in written for k, f in enumerate(_fresh_outputs(gm))]
     if not any(static) and not any(fresh):

@@ -208,8 +208,8 @@ class GraphCall:
     direct: Callable[..., object] | None = None
     prewraps: frozenset[int] = frozenset()  # OutputIndex: the outputs `run` returns built (training's fresh ones)
     wrapper_updates: tuple[int, ...] = ()  # tensor inputs whose new value `run` returns as a wrapper (training)
-    # graph outputs (ORIGINAL updates) whose copy into their input the compiled graph makes itself (Note [Input
-    # Writes Kept In The Graph]): the runner settles their version counters only
+    # graph outputs (ORIGINAL updates) whose copy into their input the compiled graph makes itself (Note [What A
+    # Backend Receives And Returns]): the runner settles their version counters only
     written: frozenset[int] = frozenset()
 
 

@@ -82,21 +82,12 @@ def straight_line(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) ->
     return EntryRunner(source=source, run=namespace["run"])  # type: ignore[arg-type]  # exec'd: untyped
 
 
-# Note [Input Writes Kept In The Graph]
-# A backend that compiles a graph writing its own inputs (inductor: a copy_ into a placeholder becomes a store of
-# the kernel that computes the value) saves the epilogue's copy and a pass over the data. `graph_writes` picks the
-# writes it may take: in an inference entry whose graph inputs require no grad (nothing for autograd to record),
-# with the generated runner, a new value of an input's own elements in its own layout (an ORIGINAL update of a leaf
-# with no metadata change, no final copy, nonzero static strides: no repeated location) that no alias group shares,
-# and a value the graph returns nowhere else (so no output can come back as the input's buffer). The graph gets
-# `aten.copy_(input, value)` before its output, after every read; its outputs stay as they are, and the runner skips
-# those copies and settles the version counters as before: a kernel's store leaves the counter as it was, a
-# fallback copy_ advances it, and the settle step makes either eager's.
+# The input writes a backend may keep in its graph: Note [What A Backend Receives And Returns].
 
 
 def graph_writes(plan: RuntimePlan) -> tuple[tuple[int, int], ...]:
-    """(graph input, graph output) for each input write the compiled graph may make itself (Note [Input Writes Kept
-    In The Graph]); () where none or the entry needs the generic runner."""
+    """(graph input, graph output) for each input write the compiled graph may make itself (Note [What A Backend
+    Receives And Returns]); () where none or the entry needs the generic runner."""
     epilogue = epilogue_plan(plan)
     if _unsupported(plan, epilogue, GraphCall(run=_no_run)) is not None:
         return ()
@@ -282,7 +273,7 @@ def _graph(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
 def _epilogue(w: _Writer, plan: RuntimePlan, call: GraphCall, epilogue: EpiloguePlan) -> None:
     """call._epilogue for the plans `_unsupported` lets through: copies, counters, wrappers' counters."""
     for j, k in epilogue.original_copies:
-        if k not in call.written:  # Note [Input Writes Kept In The Graph]
+        if k not in call.written:  # Note [What A Backend Receives And Returns]
             _copy(w, plan, call, j, k, final=False)
     for j, k in epilogue.final_copies:
         _copy(w, plan, call, j, k, final=True)

@@ -225,7 +225,7 @@ KEPT_WRITES: list[tuple[str, Callable[..., object], Callable[[], tuple[object, .
 def test_inductor_writes_the_inputs_in_its_kernel_like_eager(
     fn: Callable[..., object], make: Callable[[], tuple[object, ...]]
 ) -> None:
-    # Note [Input Writes Kept In The Graph]: values, version counters and aliasing as eager's, no copy in the runner
+    # Note [What A Backend Receives And Returns]: values, version counters and aliasing as eager's, no copy in the runner
     compiled = assert_matches_eager(fn, make, calls=3, backend="inductor")
     (entry,) = compiled.entries  # type: ignore[attr-defined]
     assert entry.run_source is not None and "copy_" not in entry.run_source
