@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import keyword
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from inspect import Parameter, signature
 from typing import Any, ClassVar, TypeAlias, TypeVar, cast
@@ -444,26 +444,11 @@ def plain_unflattener(cls: type, attrs: Sequence[str], ctx: object) -> Unflatten
         return None
     fields = (*cls.inner_names, *cls.ctx_names)
     general = cls.__tensor_unflatten__
-    make = torch.Tensor._make_wrapper_subclass
-    set_field = object.__setattr__
 
     def build(leaves: Sequence[torch.Tensor], size: SizeLike, stride: SizeLike) -> torch.Tensor:
         if len(leaves) != len(attrs) or -1 in size or -1 in stride:  # _resolve_outer's cases: the general path
             return general(dict(zip(attrs, leaves, strict=True)), ctx, tuple(size), tuple(stride))
-        first = leaves[0]
-        out = make(
-            cls,
-            size,
-            strides=stride,
-            storage_offset=first.storage_offset(),
-            dtype=first.dtype,
-            device=first.device,
-            layout=first.layout,
-            requires_grad=False,
-        )
-        for name, value in zip(fields, (*leaves, *ctx), strict=True):
-            set_field(out, name, value)
-        return out
+        return _plain_wrapper(cls, leaves[0], size, stride, zip(fields, (*leaves, *ctx), strict=True))
 
     return build
 
@@ -508,6 +493,19 @@ def _build_plainly(
         return None
     first = cast(torch.Tensor, values[0])  # outer_meta: the first inner tensor's
     size, stride = _resolve_outer(tuple(first.size()), tuple(first.stride()), outer_size, outer_stride)
+    fields = (*zip(names, values, strict=True), *zip(cls.ctx_names, ctx, strict=True))
+    return _plain_wrapper(cls, first, size, stride, fields)
+
+
+def _plain_wrapper(
+    cls: type[WrapperTensor],
+    first: torch.Tensor,
+    size: SizeLike,
+    stride: SizeLike,
+    fields: Iterable[tuple[str, object]],
+) -> WrapperTensor:
+    """A `cls` wrapper of this size and stride over `first`'s offset, dtype, device and layout (outer_meta's
+    default), with these fields set: what WrapperTensor's own constructor makes, without its checks."""
     out = torch.Tensor._make_wrapper_subclass(
         cls,
         size,
@@ -518,9 +516,7 @@ def _build_plainly(
         layout=first.layout,
         requires_grad=False,
     )
-    for name, value in zip(names, values, strict=True):
-        object.__setattr__(out, name, value)
-    for name, value in zip(cls.ctx_names, ctx, strict=True):
+    for name, value in fields:
         object.__setattr__(out, name, value)
     return out
 

@@ -372,22 +372,10 @@ def test_mark_dirty_input_moved_by_data_after_refused() -> None:
         subclassaot.compile(dirty_then_data_assigned)(_nonleaf(3), torch.randn(3))
 
 
-class DirtyScaleReturned(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, x: T) -> T:
-        x.mul_(2)
-        ctx.mark_dirty(x)
-        return x
-
-    @staticmethod
-    def backward(ctx: Any, g: T) -> T:
-        return g * 2
-
-
 def dirty_view_taken_with_grad(x0: T) -> object:
     with torch.enable_grad():
         t0 = x0.t()
-    return (DirtyScaleReturned.apply(t0),)  # type: ignore[no-untyped-call]
+    return (DirtyReturned.apply(t0),)  # type: ignore[no-untyped-call]
 
 
 def test_dirty_function_under_no_grad_on_a_view_of_a_multi_output_view_matches_eager() -> None:
@@ -407,7 +395,7 @@ def dirty_view_of_an_input_made_to_require_grad(x0: T) -> object:
     x0.requires_grad_()
     t0 = x0.unbind(0)[0]
     with torch.enable_grad():
-        DirtyScaleReturned.apply(t0)  # type: ignore[no-untyped-call]
+        DirtyReturned.apply(t0)  # type: ignore[no-untyped-call]
     return ()
 
 
