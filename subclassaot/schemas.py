@@ -431,9 +431,9 @@ class OutputInfo:
     # it is a view of, under no_grad), and is made to once built (Note [Grad Mode And Autograd Reads])
     gains_grad: bool = False
     # TENSOR: eager's is an inference tensor (computed inside a torch.inference_mode() block, or a view of one), and
-    # so are these of its dense leaves (a plain tensor: (0,); of a subclass, those over storage made inside the
-    # block: a view's leaves, an input's offsets, are not); the runtime makes them so (Note [Grad Mode And Autograd
-    # Reads])
+    # these of its dense leaves are (a plain tensor: (0,); of a subclass, those over storage made inside the block: a
+    # view's leaves, an input's offsets, are not; a wrapper made after the block may have some while it is none);
+    # the runtime makes them so (Note [Grad Mode And Autograd Reads])
     inference: bool = False
     inference_leaves: tuple[int, ...] = ()
     # TENSOR in training, from the graph with its history: its `.data` is then assigned from this leaf's alias, as

@@ -318,6 +318,32 @@ _SUBCLASS_VIEW_IN_INFERENCE = (
 )
 
 
+def _with_inference_leaves(
+    path: str, value: torch.Tensor, info: OutputInfo, run: FunctionalRun, current: dict[object, DenseIndex]
+) -> OutputInfo:
+    """`info` with what of eager's output is an inference tensor (OutputInfo.inference, .inference_leaves)."""
+    subclass = is_traceable_subclass(value)
+    dense = dense_leaves_of(value, path)[1] if subclass else [value]
+    # the leaves over storage made inside an inference_mode block (the run makes every result inside the block an
+    # inference tensor: a view of an input's inner tensor there is one, eager's is not)
+    made = (
+        tuple(
+            k
+            for k, leaf in enumerate(dense)
+            if _made_in_inference_mode(leaf, run) or (leaf.is_inference() and storage_key(leaf) not in current)
+        )
+        if subclass and not torch.is_inference_mode_enabled()
+        else ()
+    )
+    if not _eager_inference_tensor(path, value, run):
+        # a wrapper made outside over such leaves (a detach() after the block): its leaves only
+        return replace(info, inference_leaves=made) if made else info
+    check_inference_output(path, value)
+    if subclass and not made:  # a wrapper made inside the block over views of an input's inner tensors
+        raise UnsupportedError(_SUBCLASS_VIEW_IN_INFERENCE.format(path=path))
+    return replace(info, inference=True, inference_leaves=made if subclass else (0,))
+
+
 def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
     """Is eager's output an inference tensor that the runtime, outside inference mode, would not make one: computed
     inside an inference_mode block, or a view of such a tensor (one too, taken after the block as well), not a tensor
@@ -443,27 +469,8 @@ def _analyze_outputs(
                     "grad after it is built, which reads fine. Return a clone made before the write"
                 )
             info = replace(info, gains_grad=True)  # Note [Grad Mode And Autograd Reads]
-        if (
-            info.kind is OutputKind.TENSOR
-            and isinstance(value, torch.Tensor)
-            and _eager_inference_tensor(path, value, run)
-        ):
-            check_inference_output(path, value)
-            dense = dense_leaves_of(value, path)[1] if is_traceable_subclass(value) else [value]
-            made = (
-                # (the run makes every result inside the block an inference tensor: a view of an input's inner
-                # tensor there is one, eager's is not)
-                tuple(
-                    k
-                    for k, leaf in enumerate(dense)
-                    if _made_in_inference_mode(leaf, run) or (leaf.is_inference() and storage_key(leaf) not in current)
-                )
-                if is_traceable_subclass(value)
-                else (0,)
-            )
-            if not made:  # a wrapper made inside the block over views of an input's inner tensors
-                raise UnsupportedError(_SUBCLASS_VIEW_IN_INFERENCE.format(path=path))
-            info = replace(info, inference=True, inference_leaves=made)
+        if info.kind is OutputKind.TENSOR and isinstance(value, torch.Tensor):
+            info = _with_inference_leaves(path, value, info, run, current)
         infos.append(info)
     infos = detached_chains_without_grad(infos)
     _check_inference_storages(infos, leaves, current)

@@ -184,7 +184,7 @@ def build_outputs(
     finally:
         builder.clear()
     _change_bases(infos, result, ev, symbols, values, shared)
-    if any(info.inference for info in infos):
+    if any(info.inference or info.inference_leaves for info in infos):
         _as_inference_tensors(infos, result)
     for view in gains_late:
         give_base_grad(view)
@@ -203,33 +203,37 @@ def _as_inference_tensors(infos: Sequence[OutputInfo], result: list[object]) -> 
     one (Note [Grad Mode And Autograd Reads])."""
     copies: dict[int, torch.UntypedStorage] = {}
     made: dict[int, torch.Tensor] = {}  # id() of a built output -> its inference tensor (`return t, t` is one object)
-    with torch.inference_mode():
-        for o, info in enumerate(infos):
-            value = result[o]
-            if not info.inference or not isinstance(value, torch.Tensor) or value.is_inference():
-                continue
-            if id(value) not in made:
-                made[id(value)] = _inference_copy(value, info.inference_leaves, copies)
-            result[o] = made[id(value)]
+    for o, info in enumerate(infos):
+        value = result[o]
+        if not (info.inference or info.inference_leaves) or not isinstance(value, torch.Tensor):
+            continue
+        if info.inference and value.is_inference():
+            continue
+        if id(value) not in made:
+            made[id(value)] = _inference_copy(value, info.inference_leaves, copies, info.inference)
+        result[o] = made[id(value)]
 
 
 def _inference_copy(
-    value: torch.Tensor, leaves_made: tuple[int, ...], copies: dict[int, torch.UntypedStorage]
+    value: torch.Tensor, leaves_made: tuple[int, ...], copies: dict[int, torch.UntypedStorage], outer: bool = True
 ) -> torch.Tensor:
     """`value` over a copy of its storage made inside inference_mode, one copy per storage so that outputs sharing a
-    storage still do; a subclass rebuilt there around such copies of the dense leaves at `leaves_made` and its other
-    leaves as they are (eager's share them with an input)."""
+    storage still do; a subclass rebuilt around such copies of the dense leaves at `leaves_made` and its other
+    leaves as they are (eager's share them with an input), inside inference_mode where `outer` (its wrapper is an
+    inference tensor too), else outside."""
     if is_traceable_subclass(value):
         tree, leaves = flatten_subclass(value, "output")
         kept = [_inference_copy(leaf, (0,), copies) if k in leaves_made else leaf for k, leaf in enumerate(leaves)]
-        return unflatten_subclass(tree, kept, outer_size=value.size(), outer_stride=value.stride(), check=False)
+        with torch.inference_mode() if outer else contextlib.nullcontext():
+            return unflatten_subclass(tree, kept, outer_size=value.size(), outer_stride=value.stride(), check=False)
     storage = value.untyped_storage()
     key = storage._cdata  # (the storage itself: empty ones all have data_ptr 0)
     copy = copies.get(key)
     if copy is None:
         copy = copies[key] = storage.clone()  # type: ignore[no-untyped-call]  # (UntypedStorage.clone has no stub)
-    empty = torch.empty(0, dtype=value.dtype, device=value.device)
-    return empty.set_(copy, value.storage_offset(), value.size(), value.stride())
+    with torch.inference_mode():
+        empty = torch.empty(0, dtype=value.dtype, device=value.device)
+        return empty.set_(copy, value.storage_offset(), value.size(), value.stride())
 
 
 def intermediate_base(value: object) -> object:

@@ -160,7 +160,7 @@ def _unsupported_output(info: OutputInfo, prewrapped: bool) -> str | None:
         return "set_() onto an input"
     if info.gains_grad:
         return "requires_grad_() on it"
-    if info.inference:
+    if info.inference or info.inference_leaves:
         return "an inference tensor"
     if prewrapped or info.kind is not OutputKind.TENSOR:
         return None

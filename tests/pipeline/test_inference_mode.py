@@ -497,3 +497,25 @@ def test_data_assignment_of_an_inference_subclass_refused() -> None:
         assert y.is_inference()
         with pytest.raises(UnsupportedError, match="`.data =` an inference tensor"):
             subclassaot.compile(_data_of_an_inference_pair)(x, PairTensor.from_tensor(torch.randn(3)))
+
+
+def _pair_clone_inside_then_data_assigned(x0: torch.Tensor, x1: torch.Tensor) -> tuple[torch.Tensor]:
+    with torch.inference_mode():
+        t0 = x0.clone()
+    t0.data = x1
+    return (t0,)
+
+
+def test_inference_leaves_of_a_wrapper_that_is_no_inference_tensor_match_eager() -> None:
+    """After `.data =` outside the block, eager's PairTensor is no inference tensor but its inner tensors, cloned
+    inside the block, still are; the runtime rebuilt neither (fuzz --subclass subclasses.pair:example, seed 64000,
+    program 8538: DIVERGED). OutputInfo.inference_leaves without OutputInfo.inference."""
+
+    def make() -> tuple[torch.Tensor, torch.Tensor]:
+        x = PairTensor.from_tensor(torch.randn(()))
+        return x, x
+
+    with torch.no_grad():
+        (eager,) = _pair_clone_inside_then_data_assigned(*make())
+        assert not eager.is_inference() and eager.a.is_inference()  # type: ignore[attr-defined]
+        assert_matches_eager(_pair_clone_inside_then_data_assigned, make)
