@@ -411,21 +411,25 @@ def _constructs_plainly(cls: type[WrapperTensor]) -> bool:
     return (
         cls.__new__ is WrapperTensor.__new__
         and cls.__init__ is WrapperTensor.__init__
+        # (a classmethod: its function, not the bound method, tells whether the class overrides it)
         and cls.outer_meta.__func__ is WrapperTensor.outer_meta.__func__  # type: ignore[attr-defined]
         and not cls.optional_inner_names
         and bool(cls.inner_names)
     )
 
 
-def flattens_plainly(cls: type) -> bool:
-    """`cls.__tensor_flatten__` is WrapperTensor's own over a fixed set of inner tensors: for every instance it
-    returns `(list(cls.inner_names), tuple(getattr(self, n) for n in cls.ctx_names))` (a guard reads the ctx fields
-    and skips the call)."""
-    return (
+def plain_ctx_names(cls: type, attrs: Sequence[str]) -> tuple[str, ...] | None:
+    """Where `cls.__tensor_flatten__` is WrapperTensor's own over a fixed set of inner tensors, `attrs`: the names of
+    its ctx fields (for every instance it returns `(list(attrs), tuple(getattr(self, n) for n in those))`, which a
+    guard reads without the call); else None."""
+    if (
         issubclass(cls, WrapperTensor)
         and cls.__tensor_flatten__ is WrapperTensor.__tensor_flatten__
         and not cls.optional_inner_names
-    )
+        and tuple(attrs) == cls.inner_names
+    ):
+        return cls.ctx_names
+    return None
 
 
 def plain_unflattener(cls: type, attrs: Sequence[str], ctx: object) -> Unflattener | None:

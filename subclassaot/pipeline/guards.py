@@ -25,7 +25,7 @@ import sympy
 import torch
 
 from subclassaot.authoring.protocol import SubclassNode
-from subclassaot.authoring.wrapper_tensor import flattens_plainly
+from subclassaot.authoring.wrapper_tensor import plain_ctx_names
 from subclassaot.config import CallerGuarded
 from subclassaot.pipeline.rules.view_bases import own_base_guards
 from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
@@ -445,11 +445,11 @@ def _subclass_guards(
         names = tree.flatten_attrs()
         attrs = w.constant(list(names))
         ctx = w.constant(copy.deepcopy(ctx_for_guard(tree.ctx)))  # Note [What The Guards Compare]
-        plain = flattens_plainly(tree.cls) and tuple(names) == tree.cls.inner_names  # type: ignore[attr-defined]
-        if plain:  # the fast body reads the ctx fields themselves (Note [What The Guards Compare])
-            fields = "".join(f"{_attribute(w, var, n)}, " for n in tree.cls.ctx_names)  # type: ignore[attr-defined]
+        ctx_names = plain_ctx_names(tree.cls, names)
+        if ctx_names is not None:  # the fast body reads the ctx fields themselves (Note [What The Guards Compare])
+            fields = "".join(f"{_attribute(w, var, n)}, " for n in ctx_names)
             w.fast_check(f"({fields}) == {ctx}")
-        w.detail_only = plain
+        w.detail_only = ctx_names is not None
         w.line(f"    {var}_flat = {var}.__tensor_flatten__()")
         w.check(
             f"list({var}_flat[0]) == {attrs}",

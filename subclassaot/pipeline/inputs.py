@@ -421,7 +421,7 @@ def regions_run_inline() -> Iterator[None]:
             for name in ("CheckpointFunction", "_checkpoint_without_reentrant_generator")
         }
         setattr(torch_checkpoint, "CheckpointFunction", _InlineReentrant)  # noqa: B010  # setattr: the module attributes are typed as their originals
-        setattr(torch_checkpoint, "_checkpoint_without_reentrant_generator", _inline_non_reentrant)  # noqa: B010
+        setattr(torch_checkpoint, "_checkpoint_without_reentrant_generator", _inline_non_reentrant)  # noqa: B010  # as above
         try:
             yield
         finally:

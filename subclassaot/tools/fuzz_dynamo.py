@@ -24,7 +24,13 @@ from subclassaot.errors import SubclassAOTError, UnsupportedError
 from subclassaot.tools.dynamo_backend import subclassaot_backend
 from subclassaot.tools.fuzz_program import Program, to_source
 
-__all__ = ["dynamo_compile_for", "source_function"]
+__all__ = ["REGRESSION_COMPILE_ARG", "dynamo_compile_for", "source_function"]
+
+# The oracle's `compile_fn` argument in a regression test the Dynamo entry writes (test source: the printed program
+# is compiled by torch.compile with our backend, as the run did)
+REGRESSION_COMPILE_ARG = (
+    "compile_fn=lambda fn, **kw: torch.compile(fn, backend='subclassaot', options={'backend': 'eager'})"
+)
 
 Fn = Callable[..., object]
 

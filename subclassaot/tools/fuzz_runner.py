@@ -229,9 +229,6 @@ def _failure(
 # Writing failures out as regression tests
 
 
-_DYNAMO_COMPILE = "compile_fn=lambda fn, **kw: torch.compile(fn, backend='subclassaot', options={'backend': 'eager'})"
-
-
 def regression_source(
     failure: Failure, seed: int, entry: Entry = "direct", changes: Changes = "none", backend: str = "eager"
 ) -> str:
@@ -242,7 +239,11 @@ def regression_source(
     name = f"test_fuzz_seed{seed}_program{failure.index}"
     what = "\n".join(f"#   {line}" for line in verdict.detail.splitlines()[:12])
     grad = "enable_grad" if program.grad_mode else "no_grad"
-    compile_arg = f", {_DYNAMO_COMPILE}" if entry == "dynamo" else ""
+    compile_arg = ""
+    if entry == "dynamo":
+        from subclassaot.tools.fuzz_dynamo import REGRESSION_COMPILE_ARG  # (imports Dynamo: only for that entry)
+
+        compile_arg = f", {REGRESSION_COMPILE_ARG}"
     header = (
         f"# subclassaot fuzz, seed {seed}, entry {entry}, changes {changes}, program {failure.index}: "
         f"{verdict.outcome.value}{' (shrunk)' if failure.shrunk is not None else ''}\n"

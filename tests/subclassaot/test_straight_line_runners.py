@@ -232,3 +232,36 @@ def test_inductor_writes_the_inputs_in_its_kernel_like_eager(
     on_eager = assert_matches_eager(fn, make, calls=1, backend="eager")
     (entry,) = on_eager.entries  # type: ignore[attr-defined]
     assert "x.copy_(v)" in entry.run_source  # the eager backend's graph stays functional: the runner copies
+
+
+class RunningScale(torch.nn.Module):
+    """A buffer the forward writes in place (a running statistic): lifted to an input the graph writes."""
+
+    total: T
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("total", torch.zeros(3))
+
+    def forward(self, x: T) -> T:
+        self.total.add_(x.sum(0))
+        return x * self.total
+
+
+def test_inductor_writes_a_module_buffer_in_its_kernel_like_eager() -> None:
+    """A module's buffer written by its forward, on inductor: the write happens in the kernel (Note [What A Backend
+    Receives And Returns]); values, the buffer and its version counter as eager's over several calls."""
+    import copy
+
+    eager = RunningScale()
+    module = copy.deepcopy(eager)
+    compiled = subclassaot.compile(module, backend="inductor")
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(4, 3)
+            before = (eager.total._version, module.total._version)
+            assert torch.allclose(compiled(x), eager(x))
+            assert torch.allclose(module.total, eager.total)
+            assert module.total._version - before[1] == eager.total._version - before[0]
+    (entry,) = compiled.entries
+    assert entry.run_source is not None and "copy_" not in entry.run_source
