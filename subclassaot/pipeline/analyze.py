@@ -31,7 +31,7 @@ from subclassaot.pipeline.analyze_training import (
 from subclassaot.pipeline.backward_probe import eager_accumulator_sizes
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
-from subclassaot.pipeline.grad_scope import check_gained_after_read
+from subclassaot.pipeline.grad_scope import check_gained_after_read, refuse_gain_on_view_input
 from subclassaot.pipeline.inputs import SameTensorAs
 from subclassaot.pipeline.rules.autograd_state import assigned_accumulator_size, self_set_order
 from subclassaot.pipeline.rules.backward_errors import check_set_under_grad, inputs_behind_raising_nodes
@@ -386,12 +386,7 @@ def _check_requires_grad_calls(run: FunctionalRun, flat: FlatInputs) -> None:
         if id(t) not in run.swaps.requires_grad_gained or id(t) not in sources or not isinstance(real, torch.Tensor):
             continue
         if real._is_view() and real._base is not None and not real._base.requires_grad:
-            raise UnsupportedError(
-                f"{flat.leaves[k].path}: the program turns requires_grad on for this input, a view of a tensor that "
-                "does not require grad, and takes views of it: eager's views take requires_grad from that base, "
-                "which the flag does not change, while the compiled call has them require grad. Pass the base, or "
-                "call requires_grad_() outside the compiled function"
-            )
+            refuse_gain_on_view_input(flat.leaves[k].path)
     gained = {k: grad for k, grad in run.swaps.requires_grad_gained.items() if k not in inputs}
     if gained and (run.swaps.grad_at_start or any(gained.values())):
         # (a call under no_grad that leaves grad off: the tensor and its views only carry the flag; Note [Grad Mode

@@ -10,7 +10,7 @@ Invariants: pure reads; no guards are added on symbolic sizes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import torch
 from torch.fx.experimental.symbolic_shapes import statically_known_true
@@ -97,6 +97,17 @@ def check_gained_after_read(
                 "before the graph runs, so they would. Call requires_grad_() before the input's first use, or "
                 "outside the compiled function"
             )
+
+
+def refuse_gain_on_view_input(path: str) -> NoReturn:
+    """Refuse requires_grad_() on an input that is a view of a tensor requiring no grad, where the program takes
+    views of it (before or after): eager's views take requires_grad from that base, the run's from the input."""
+    raise UnsupportedError(
+        f"{path}: the program turns requires_grad on for this input, a view of a tensor that does not require "
+        "grad, and takes views of it: eager's views take requires_grad from that base, which the flag does not "
+        "change, while the compiled call has them require grad. Pass the base, or call requires_grad_() outside "
+        "the compiled function"
+    )
 
 
 def check_grad_factories(factories: Sequence[str], *, training: bool) -> None:

@@ -225,7 +225,9 @@ def _inference_copy(
         tree, leaves = flatten_subclass(value, "output")
         kept = [_inference_copy(leaf, (0,), copies) if k in leaves_made else leaf for k, leaf in enumerate(leaves)]
         with torch.inference_mode() if outer else contextlib.nullcontext():
-            return unflatten_subclass(tree, kept, outer_size=value.size(), outer_stride=value.stride(), check=False)
+            rebuilt = unflatten_subclass(tree, kept, outer_size=value.size(), outer_stride=value.stride(), check=False)
+        # (a wrapper made outside the block that is a view, of an intermediate: eager's is one too)
+        return rebuilt.view(rebuilt.shape) if not outer and value._is_view() else rebuilt
     storage = value.untyped_storage()
     key = storage._cdata  # (the storage itself: empty ones all have data_ptr 0)
     copy = copies.get(key)

@@ -519,3 +519,24 @@ def test_inference_leaves_of_a_wrapper_that_is_no_inference_tensor_match_eager()
         (eager,) = _pair_clone_inside_then_data_assigned(*make())
         assert not eager.is_inference() and eager.a.is_inference()  # type: ignore[attr-defined]
         assert_matches_eager(_pair_clone_inside_then_data_assigned, make)
+
+
+def _indices_of_max_inside_then_detached(x0: torch.Tensor) -> tuple[torch.Tensor]:
+    with torch.inference_mode():
+        _, t1 = x0.max(0, keepdim=True)
+    return (t1.detach().transpose(0, 0),)
+
+
+def test_a_subclass_made_by_its_dispatch_inside_the_block_keeps_inference_leaves() -> None:
+    """max()'s indices PairTensor is made inside the block by the subclass's __torch_dispatch__ (out of the run's
+    torch-function sight): eager's inner tensors, and their views after the block, are inference tensors, and the
+    detach().transpose() output is a view (fuzz --subclass subclasses.pair:example, seed 67000, program 2513:
+    DIVERGED)."""
+
+    def make() -> tuple[torch.Tensor]:
+        return (PairTensor.from_tensor(torch.randn(())),)
+
+    with torch.no_grad():
+        (eager,) = _indices_of_max_inside_then_detached(*make())
+        assert eager.a.is_inference() and eager._is_view()  # type: ignore[attr-defined]
+        assert_matches_eager(_indices_of_max_inside_then_detached, make)

@@ -147,3 +147,28 @@ def test_data_assignment_of_another_dtype_to_a_subclass_refused() -> None:
     assert isinstance(out, tuple) and out[0].dtype == torch.float32
     with pytest.raises(UnsupportedError, match="`.data =` of a PairTensor of dtype torch.int64"):
         subclassaot.compile(data_of_another_dtype)(PairTensor.from_tensor(torch.randn(3)))
+
+
+def _set_of_a_view_then_split_under_no_grad(x0: T) -> tuple[T]:
+    t0 = x0.transpose(0, 1)
+    set_to(t0, x0)
+    with torch.no_grad():
+        set_to(t0, x0)
+        _, t2 = t0.split_with_sizes([0, 3], 1)
+    return (t2,)
+
+
+def test_a_subclass_view_of_an_input_through_a_set_view_is_refused() -> None:
+    """Eager's output is a wrapper view of the input (and requires grad through it); the chain (a view set_() to the
+    input, then a multi-output view under no_grad) has no replay, and rebuilt from its inner tensors the output was
+    no view and required no grad (fuzz --subclass subclasses.pair:example, seed 67000, program 9485: DIVERGED)."""
+
+    def make() -> tuple[T]:
+        return (pair(2, 3, requires_grad=True).clone(),)
+
+    with torch.enable_grad():
+        (eager,) = _set_of_a_view_then_split_under_no_grad(*make())
+        assert eager._is_view() and eager.requires_grad
+        rule = r"could not be a view of it \(Note \[Subclass Intermediate Roots\]\)"
+        with pytest.raises(UnsupportedError, match=rule):
+            subclassaot.compile(_set_of_a_view_then_split_under_no_grad)(*make())

@@ -310,6 +310,8 @@ def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], ru
     named.update((id(v), info.path) for info, v in zip(infos, leaves, strict=True) if isinstance(v, torch.Tensor))
     for info, value in zip(infos, leaves, strict=True):
         base = value._base if info.view_of_fresh and isinstance(value, torch.Tensor) else None
+        if base is None and isinstance(value, torch.Tensor) and _rebuilt_view_of_input(info, value, run):
+            base = run.swaps.view_root(value, through_swaps=True)
         if base is not None and id(base) in named:
             raise UnsupportedError(
                 f"{info.path} is a view of {named[id(base)]} (a tensor subclass) whose view chain cannot be replayed "
@@ -317,6 +319,15 @@ def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], ru
                 "the compiled output could not be a view of it (Note [Subclass Intermediate Roots]). "
                 "Return a clone"
             )
+
+
+def _rebuilt_view_of_input(info: OutputInfo, value: torch.Tensor, run: FunctionalRun) -> bool:
+    """A subclass output, a view of an input in eager, that the runtime would rebuild from its inner tensors (no
+    replay: a set_() of a view in the chain, a view op of several outputs under no_grad), so no view of it."""
+    if info.kind is not OutputKind.TENSOR or info.tree is None or info.replay is not None or not value._is_view():
+        return False
+    root = run.swaps.view_root(value, through_swaps=True)
+    return root is not value and any(root is u for u in run.user_tensors)
 
 
 def check_stale_subclass_outputs(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:

@@ -18,6 +18,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
+from subclassaot.pipeline.grad_scope import refuse_gain_on_view_input
 from subclassaot.pipeline.rules.autograd_state import (
     base_read,
     is_autograd_read,
@@ -745,6 +746,17 @@ def _size_and_stride(t: object) -> object:
 # made it. The same object passed twice stays one object in the trace.
 
 
+def _dense_leaves(tree: object) -> list[torch.Tensor]:
+    """The plain tensors of `tree`, a traceable subclass's inner tensors (recursively) in its place."""
+    leaves: list[torch.Tensor] = []
+    for t in pytree.tree_leaves(tree):
+        if _plain_tensor(t):
+            leaves.append(t)
+        elif isinstance(t, torch.Tensor) and is_traceable_subclass(t):
+            leaves.extend(flatten_subclass(t, "t")[1])
+    return leaves
+
+
 def _plain_tensor(t: object) -> bool:
     return isinstance(t, torch.Tensor) and not is_traceable_subclass(t)
 
@@ -898,6 +910,7 @@ class _DataMode(TorchFunctionMode):
                         "the compiled function"
                     )
             if not args[0].requires_grad:
+                _check_gain_on_view_input(self.record, args[0])
                 self.record.requires_grad_gained[id(args[0])] = torch.is_grad_enabled()
                 if id(args[0]) in self.record.read_with_grad or (
                     not is_traceable_subclass(args[0]) and storage_key(args[0]) in self.record.storages_read_with_grad
@@ -967,11 +980,12 @@ class _DataMode(TorchFunctionMode):
         self.record.forget_factory_detach(out, args, kwargs)  # factory results are no detach()
         check_inference_view_reads(self.record, func, (args, kwargs), out)
         if torch.is_inference_mode_enabled():  # (an in-place op returns a storage made outside: not recorded)
-            taken = {storage_key(a) for a in pytree.tree_leaves((args, kwargs)) if _plain_tensor(a)}
-            made = {storage_key(o) for o in pytree.tree_leaves(out) if _plain_tensor(o)}
+            # (a subclass's inner tensors too: its __torch_dispatch__ makes them, out of this mode's sight)
+            taken = {storage_key(a) for a in _dense_leaves((args, kwargs))}
+            made = {storage_key(o) for o in _dense_leaves(out)}
             self.record.inference_made.update(made - taken)
-            for o in pytree.tree_leaves(out):
-                if _plain_tensor(o) and storage_key(o) in made - taken:
+            for o in _dense_leaves(out):
+                if storage_key(o) in made - taken:
                     self.record.inference_tensors.add(id(o))
                     self.record.pin(o)
             if args and _plain_tensor(args[0]):  # a view: a result over the storage it read
@@ -1188,3 +1202,16 @@ def _unrecorded_empty_write(func: Any, args: tuple[Any, ...], kwargs: dict[str, 
         return False
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
     return not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors))
+
+
+def _check_gain_on_view_input(record: SwapRecord, t: torch.Tensor) -> None:
+    """requires_grad_() on an input that is a view of a tensor requiring no grad, of which the run already took
+    views: refused before those views' flags differ from eager's (views taken after: the analysis refuses)."""
+    position = record.input_positions.get(id(t))
+    if position is None:
+        return
+    real = position[1]
+    if not real._is_view() or real._base is None or real._base.requires_grad:
+        return
+    if any(r.source is t for r in record.views.values()):
+        refuse_gain_on_view_input(input_named(record, t).removesuffix(": ") or f"input #{position[0]}")
