@@ -387,6 +387,16 @@ def _check_requires_grad_calls(run: FunctionalRun, flat: FlatInputs) -> None:
             continue
         if real._is_view() and real._base is not None and not real._base.requires_grad:
             refuse_gain_on_view_input(flat.leaves[k].path)
+    for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True):
+        real = flat.values[k]
+        dropped = id(t) in run.swaps.requires_grad_dropped and id(t) not in run.swaps.requires_grad_set
+        if dropped and t.requires_grad and isinstance(real, torch.Tensor) and real.is_leaf:
+            raise UnsupportedError(
+                f"{flat.leaves[k].path}: the program turns requires_grad off for this input, a leaf that requires "
+                "grad, then writes into it a value that requires grad: eager's input becomes a non-leaf with that "
+                "write's history, while the compiled call's write reaches a leaf that still requires grad. Write "
+                "into a clone, or turn requires_grad off outside the compiled function"
+            )
     gained = {k: grad for k, grad in run.swaps.requires_grad_gained.items() if k not in inputs}
     if gained and (run.swaps.grad_at_start or any(gained.values())):
         # (a call under no_grad that leaves grad off: the tensor and its views only carry the flag; Note [Grad Mode
@@ -1015,6 +1025,10 @@ def _check_replay(
         leaf.source is LeafSource.INPUT_ALIAS and leaf.is_view and leaf.hidden_base is None for leaf in leaves
     )
     if replay is None and not subclass:
+        # (as_strided() of an input is eager's view only where the view's root is an input: `.data =` keeps a view of
+        # an intermediate one of it)
+        root = run.swaps.view_root(value, through_swaps=True)
+        of_input = of_input and (root is value or any(root is u for u in run.user_tensors))
         check_unreplayed_assigned_view(path, value, run, onto_base or of_input, leaves)
         check_view_of_input_set_off_it(path, value, run.user_tensors, onto_base)
     early = replay is not None and replay.source is ReplaySource.INPUT and replay.before_epilogue

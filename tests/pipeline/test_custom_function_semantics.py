@@ -409,5 +409,6 @@ def test_dirty_view_of_a_subclass_view_input_made_to_require_grad_refused() -> N
 
     with torch.no_grad():
         dirty_view_of_an_input_made_to_require_grad(make())  # legal in eager
-        with pytest.raises(UnsupportedError, match="marks dirty"):
+        # (refused at the unbind() since the rule on views of a view input made to require grad runs after each op)
+        with pytest.raises(UnsupportedError, match="a view of a tensor that does not require grad, and takes views"):
             subclassaot.compile(dirty_view_of_an_input_made_to_require_grad)(make())

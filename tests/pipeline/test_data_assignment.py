@@ -2301,3 +2301,27 @@ def test_set_of_a_tensor_whose_dtype_data_changed_refused() -> None:
         with pytest.raises(subclassaot.UnsupportedError, match="set_\\(\\)s a tensor whose dtype a `.data =` changed"):
             subclassaot.compile(set_after_data_changed_the_dtype)(torch.randn(3))
         assert_matches_eager(data_changed_the_dtype_then_computed, lambda: (torch.randn(3),))
+
+
+def _data_of_a_view_of_an_intermediate_over_an_input(x0: torch.Tensor, x1: torch.Tensor) -> tuple[torch.Tensor]:
+    t0 = x1.add(0.5)
+    set_to(x0, t0)
+    t2 = t0.view(())
+    t2.data = x1.t()
+    return (t2,)
+
+
+def test_data_of_a_view_of_an_intermediate_now_over_an_input_refused() -> None:
+    """Eager's t2 stays a view of t0 (an intermediate, which x0 was set_() onto) over x1's storage; the runtime
+    rebuilt it by as_strided() of an input, a view of that input (fuzz --subclass subclasses.pair:example, seed
+    64000, program 6722: DIVERGED). The as_strided() rebuild is eager's view only where the view's root is an input."""
+
+    def make() -> tuple[torch.Tensor, torch.Tensor]:
+        b0 = torch.randn((3,))
+        return b0, b0.unbind(0)[2]
+
+    with torch.no_grad():
+        (eager,) = _data_of_a_view_of_an_intermediate_over_an_input(*make())
+        assert eager._is_view() and eager._base is not None and eager._base.shape == ()
+        with pytest.raises(subclassaot.UnsupportedError, match="assigned `.data` of this view, which eager keeps"):
+            subclassaot.compile(_data_of_a_view_of_an_intermediate_over_an_input)(*make())

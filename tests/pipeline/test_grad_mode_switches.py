@@ -1360,3 +1360,51 @@ def test_requires_grad_on_for_a_tensor_passed_twice_refused() -> None:
         x = PairTensor.from_tensor(torch.randn(3, 3, 2))
         with pytest.raises(UnsupportedError, match="turns requires_grad on for a tensor it was passed more than once"):
             subclassaot.compile(_requires_grad_on_for_a_pair_passed_twice)(x, x)
+
+
+def leaf_flag_off_then_written_with_grad(x0: T) -> object:
+    t1 = x0.add(x0.mul(2.0))
+    x0.requires_grad = False
+    x0.copy_(t1)
+    return ()
+
+
+def test_leaf_flag_off_then_written_with_grad_refused() -> None:
+    """Eager's leaf stops requiring grad, then the copy_() of a value with history makes it a non-leaf; the compiled
+    call's epilogue wrote into the leaf that still required grad and autograd raised (fuzz seed 68000, program 8061:
+    CRASHED)."""
+
+    def make() -> tuple[T]:
+        return (torch.randn((), requires_grad=True),)
+
+    with torch.enable_grad():
+        x = make()[0]
+        leaf_flag_off_then_written_with_grad(x)
+        assert not x.is_leaf and x.requires_grad
+        with pytest.raises(UnsupportedError, match="turns requires_grad off for this input, a leaf that requires"):
+            subclassaot.compile(leaf_flag_off_then_written_with_grad)(*make())
+
+
+def view_input_made_to_require_grad_then_viewed_under_no_grad(x0: T) -> object:
+    x0.requires_grad = True
+    with torch.set_grad_enabled(False):
+        t0 = x0.view((6, -1))
+    t1 = t0.mul(3)
+    with torch.no_grad():
+        t2 = t1[:, 0:0:1]
+    t2.zero_()
+    return ()
+
+
+def test_view_taken_after_a_view_input_requires_grad_refused_before_it_is_written() -> None:
+    """The view taken after the flag was set (under no_grad) takes requires_grad from the base the input views
+    (none): eager's zero_() of a view of it runs; the run had it require grad and raised (fuzz seed 68000, program
+    2149: CRASHED). Refused at the view, before the analysis would."""
+
+    def make() -> tuple[T]:
+        return (torch.randn((3, 4)).unsqueeze(0),)
+
+    with torch.enable_grad():
+        assert view_input_made_to_require_grad_then_viewed_under_no_grad(*make()) == ()
+        with pytest.raises(UnsupportedError, match="a view of a tensor that does not require grad, and takes views"):
+            subclassaot.compile(view_input_made_to_require_grad_then_viewed_under_no_grad)(*make())

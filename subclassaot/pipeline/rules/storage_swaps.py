@@ -917,6 +917,8 @@ class _DataMode(TorchFunctionMode):
                 ):
                     self.record.gained_after_read.add(id(args[0]))
         input_off = flag and not turns_on and id(args[0]) in self.record.input_positions and args[0].requires_grad
+        if input_off:
+            self.record.requires_grad_dropped.add(id(args[0]))
         if input_off and self.record.shares_input_storage(args[0]):
             raise UnsupportedError(
                 f"{input_named(self.record, args[0])}the program turns requires_grad off on an input that shares "
@@ -978,6 +980,8 @@ class _DataMode(TorchFunctionMode):
                 ) from e
             raise
         self.record.forget_factory_detach(out, args, kwargs)  # factory results are no detach()
+        if args and isinstance(args[0], torch.Tensor) and id(args[0]) in self.record.requires_grad_gained:
+            _check_gain_on_view_input(self.record, args[0])  # (a view taken after the flag was set)
         check_inference_view_reads(self.record, func, (args, kwargs), out)
         if torch.is_inference_mode_enabled():  # (an in-place op returns a storage made outside: not recorded)
             # (a subclass's inner tensors too: its __torch_dispatch__ makes them, out of this mode's sight)
@@ -1205,8 +1209,8 @@ def _unrecorded_empty_write(func: Any, args: tuple[Any, ...], kwargs: dict[str, 
 
 
 def _check_gain_on_view_input(record: SwapRecord, t: torch.Tensor) -> None:
-    """requires_grad_() on an input that is a view of a tensor requiring no grad, of which the run already took
-    views: refused before those views' flags differ from eager's (views taken after: the analysis refuses)."""
+    """requires_grad_() on an input that is a view of a tensor requiring no grad, of which the run took views (checked
+    when the flag is set and after each op on the input): refused before those views' flags differ from eager's."""
     position = record.input_positions.get(id(t))
     if position is None:
         return
