@@ -390,7 +390,7 @@ def _check_requires_grad_calls(run: FunctionalRun, flat: FlatInputs) -> None:
     for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True):
         real = flat.values[k]
         dropped = id(t) in run.swaps.requires_grad_dropped and id(t) not in run.swaps.requires_grad_set
-        if dropped and t.requires_grad and isinstance(real, torch.Tensor) and real.is_leaf:
+        if dropped and t.requires_grad and isinstance(real, torch.Tensor) and real.is_leaf and real.requires_grad:
             raise UnsupportedError(
                 f"{flat.leaves[k].path}: the program turns requires_grad off for this input, a leaf that requires "
                 "grad, then writes into it a value that requires grad: eager's input becomes a non-leaf with that "

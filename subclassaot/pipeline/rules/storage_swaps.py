@@ -917,8 +917,6 @@ class _DataMode(TorchFunctionMode):
                 ):
                     self.record.gained_after_read.add(id(args[0]))
         input_off = flag and not turns_on and id(args[0]) in self.record.input_positions and args[0].requires_grad
-        if input_off:
-            self.record.requires_grad_dropped.add(id(args[0]))
         if input_off and self.record.shares_input_storage(args[0]):
             raise UnsupportedError(
                 f"{input_named(self.record, args[0])}the program turns requires_grad off on an input that shares "

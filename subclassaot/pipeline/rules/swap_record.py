@@ -93,7 +93,6 @@ class SwapRecord:
     # Grad])
     plain_grad_sets: dict[int, torch.Tensor] = field(default_factory=dict)
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
-    requires_grad_dropped: set[int] = field(default_factory=set)  # id() of inputs whose flag the program turned off
     requires_grad_dropped: set[int] = field(default_factory=set)  # ... and those it turned requires_grad off on
     # ... of those, the ones that did not require grad, and whether grad mode was on at the call
     requires_grad_gained: dict[int, bool] = field(default_factory=dict)
