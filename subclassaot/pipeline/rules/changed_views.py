@@ -324,10 +324,16 @@ def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], ru
 def _rebuilt_view_of_input(info: OutputInfo, value: torch.Tensor, run: FunctionalRun) -> bool:
     """A subclass output, a view of an input in eager, that the runtime would rebuild from its inner tensors (no
     replay: a set_() of a view in the chain, a view op of several outputs under no_grad), so no view of it."""
-    if info.kind is not OutputKind.TENSOR or info.tree is None or info.replay is not None or not value._is_view():
+    if info.kind is not OutputKind.TENSOR or info.tree is None or not value._is_view():
+        return False
+    if info.replay is not None or info.function_view is not None:  # (rebuilt as a view of the input)
         return False
     root = run.swaps.view_root(value, through_swaps=True)
-    return root is not value and any(root is u for u in run.user_tensors)
+    # (a view op that makes new inner tensors breaks the views.alias rule: the checker's, not this one)
+    if root is value or not any(root is u for u in run.user_tensors):
+        return False
+    keys = {storage_key(leaf) for leaf in dense_leaves_of(root, "root")[1]}
+    return all(storage_key(leaf) in keys for leaf in dense_leaves_of(value, "out")[1])
 
 
 def check_stale_subclass_outputs(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:

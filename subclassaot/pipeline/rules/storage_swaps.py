@@ -912,9 +912,12 @@ class _DataMode(TorchFunctionMode):
             if not args[0].requires_grad:
                 _check_gain_on_view_input(self.record, args[0])
                 self.record.requires_grad_gained[id(args[0])] = torch.is_grad_enabled()
-                if id(args[0]) in self.record.read_with_grad or (
+                was_read = id(args[0]) in self.record.read_with_grad or (
                     not is_traceable_subclass(args[0]) and storage_key(args[0]) in self.record.storages_read_with_grad
-                ):
+                )
+                if id(args[0]) in self.record.late_grad:  # Note [Inputs Made To Require Grad]
+                    self.record.views_before_grad.update(self.record.views_of(args[0]))
+                elif was_read:
                     self.record.gained_after_read.add(id(args[0]))
         input_off = flag and not turns_on and id(args[0]) in self.record.input_positions and args[0].requires_grad
         if input_off and self.record.shares_input_storage(args[0]):

@@ -200,6 +200,10 @@ class SwapRecord:
     # See Note [Leaves Laid Out Anew Under no_grad], by id(): tensors standing for leaf inputs that require grad; those an
     # in-place view op under no_grad made leaves again -> their size at the first read with grad after (None: none yet)
     releafable: set[int] = field(default_factory=set)
+    # ... tensors standing for leaf inputs that do not require grad when passed, which the program makes require grad
+    # (Note [Inputs Made To Require Grad]): leaves without grad from the start, read before the flag without history
+    late_grad: set[int] = field(default_factory=set)
+    views_before_grad: set[int] = field(default_factory=set)  # ... views of them taken before the flag was set
     releafed: dict[int, tuple[Any, ...] | None] = field(default_factory=dict)
     # ... those an op with grad read before such an op, whose accumulator eager may keep (Note [Leaves Laid Out Anew
     # Under no_grad])
@@ -450,6 +454,16 @@ class SwapRecord:
         while (record := self.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
             yield record
             t = record.source
+
+    def views_of(self, t: torch.Tensor) -> set[int]:
+        """id() of the views taken so far whose chain of view ops (detach included) starts at `t`."""
+        found = set()
+        for vid, record in self.views.items():
+            while record.source is not t and (up := self.views.get(id(record.source))) is not None:
+                record = up
+            if record.source is t:
+                found.add(vid)
+        return found
 
     def view_root(self, t: torch.Tensor, *, through_swaps: bool = False) -> torch.Tensor:
         """The tensor a chain of view ops (not detach) started from (eager's `._base`), as far as storage goes: a
