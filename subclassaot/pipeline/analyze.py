@@ -473,7 +473,7 @@ def _analyze_outputs(
                     f"{path} is a view of an input taken before the program made that input require grad "
                     "(requires_grad_(), `.requires_grad = True`), or a view of such a view: eager's has no autograd "
                     "history, the compiled call, whose input requires grad before the graph runs, replays it with "
-                    "one (Note [Inputs Made To Require Grad]). Return a clone, or take the view after the call"
+                    "one (Note [Leaves Laid Out Anew Under no_grad]). Return a clone, or take the view after the call"
                 )
         if gained and info.kind is OutputKind.TENSOR and isinstance(value, torch.Tensor) and value.requires_grad:
             if grad_fn_raises(value):

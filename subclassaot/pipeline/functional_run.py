@@ -183,7 +183,7 @@ def run_functional(
     late = _late_grad(flat, layout, user_tensors, set(viewed) | set(view_clone_inputs))
     record.late_grad = {id(user_tensors[i]) for i in late}
     if requires_grad_like is not None:  # Note [Leaves Laid Out Anew Under no_grad]
-        for i in late:  # Note [Inputs Made To Require Grad]: inputs the compile made require grad
+        for i in late:  # Note [Leaves Laid Out Anew Under no_grad]: inputs the compile made require grad
             if requires_grad_like[i].requires_grad:
                 if user_tensors[i].requires_grad:
                     with torch.no_grad():
@@ -568,22 +568,11 @@ def _wrapper_roots(
     return forced
 
 
-# Note [Inputs Made To Require Grad]
-# Eager: a leaf input that does not require grad, which the program makes require grad (requires_grad_(), `.requires_grad
-# = True`), is read without history before that call and with history after; its gradient accumulates into it. The
-# compile goes for training with the input requiring grad (the runtime sets the flag before the graph runs, as the
-# program's own call would); the run's stand-in for such a plain input, in no alias group and no view, is a leaf
-# without grad from the start (in training: its clone, detach_()ed), so the program's own call turns the flag on where
-# eager's does, and the joint trace takes the input's gradient with respect to that leaf, as for the leaves of Note
-# [Leaves Laid Out Anew Under no_grad]. Results computed before the call carry no history, as in eager; a view of the
-# input taken before the call and returned is refused (the runtime would replay it on the input requiring grad).
-
-
 def _late_grad(
     flat: FlatInputs, layout: DenseLayout, user_tensors: Sequence[torch.Tensor], as_views: set[int]
 ) -> list[int]:
     """Positions of plain leaf inputs that do not require grad as passed, in no alias group, not run as views (Note
-    [Inputs Made To Require Grad]), where grad mode is on at the call."""
+    [Leaves Laid Out Anew Under no_grad]), where grad mode is on at the call."""
     if not torch.is_grad_enabled():
         return []
     grouped = {m for g in layout.groups for m in g.members}

@@ -539,7 +539,7 @@ def test_requires_grad_on_input_after_its_use_refused(f: Callable[..., object], 
     """Eager's results computed before requires_grad_() carry no history; the compiled call made the input require
     grad before the graph, so they did (fuzz seed 2702, program 175: DIVERGED; program 9: CRASHED). Refused for view
     inputs and inputs sharing storage; a plain leaf input is run as a leaf without grad until the program's call
-    (Note [Inputs Made To Require Grad]; test below)."""
+    (Note [Leaves Laid Out Anew Under no_grad]; test below)."""
     with torch.enable_grad():
         f(*make_inputs())  # eager runs it
         # (the aliasing-input variant meets the refusal of requires_grad on an input sharing storage first, the view
@@ -576,7 +576,7 @@ def _requires_grad_after_views_read(x: T) -> object:
 def test_requires_grad_on_input_after_its_use_matches_eager(
     f: Callable[..., object], make_inputs: Make, compile_fn: CompileFn | None
 ) -> None:
-    """Note [Inputs Made To Require Grad]: the run's stand-in for the input is a leaf without grad until the
+    """Note [Leaves Laid Out Anew Under no_grad]: the run's stand-in for the input is a leaf without grad until the
     program's requires_grad_(); results before it carry no history, the gradient comes from the uses after (the
     refusal this replaced met 108-116 of each 10,000 fuzz programs)."""
     with torch.enable_grad():
@@ -1146,7 +1146,7 @@ def test_input_set_to_itself_before_requires_grad_matches_eager() -> None:
         return (x0.mul(2),)
 
     with torch.enable_grad():
-        # (matches since Note [Inputs Made To Require Grad]: the stand-in requires no grad at the set_())
+        # (matches since Note [Leaves Laid Out Anew Under no_grad]: the stand-in requires no grad at the set_())
         assert_matches_eager(set_first, lambda: (torch.randn((4, 3)),))
         assert_matches_eager(grad_first, lambda: (torch.randn((4, 3)),))
 
@@ -1234,7 +1234,7 @@ def test_requires_grad_after_a_custom_function_read_matches_eager() -> None:
         assert isinstance(out, tuple) and out[0].grad_fn is None
         assert_matches_eager(
             function_then_requires_grad, lambda: (torch.randn(3),)
-        )  # Note [Inputs Made To Require Grad]
+        )  # Note [Leaves Laid Out Anew Under no_grad]
 
 
 def view_of_an_intermediate_made_to_require_grad(x0: T) -> object:

@@ -915,7 +915,7 @@ class _DataMode(TorchFunctionMode):
                 was_read = id(args[0]) in self.record.read_with_grad or (
                     not is_traceable_subclass(args[0]) and storage_key(args[0]) in self.record.storages_read_with_grad
                 )
-                if id(args[0]) in self.record.late_grad:  # Note [Inputs Made To Require Grad]
+                if id(args[0]) in self.record.late_grad:  # Note [Leaves Laid Out Anew Under no_grad]
                     self.record.views_before_grad.update(self.record.views_of(args[0]))
                 elif was_read:
                     self.record.gained_after_read.add(id(args[0]))

@@ -201,7 +201,7 @@ class SwapRecord:
     # in-place view op under no_grad made leaves again -> their size at the first read with grad after (None: none yet)
     releafable: set[int] = field(default_factory=set)
     # ... tensors standing for leaf inputs that do not require grad when passed, which the program makes require grad
-    # (Note [Inputs Made To Require Grad]): leaves without grad from the start, read before the flag without history
+    # (Note [Leaves Laid Out Anew Under no_grad]): leaves without grad from the start, read before the flag without history
     late_grad: set[int] = field(default_factory=set)
     views_before_grad: set[int] = field(default_factory=set)  # ... views of them taken before the flag was set
     releafed: dict[int, tuple[Any, ...] | None] = field(default_factory=dict)
