@@ -372,6 +372,8 @@ def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) 
                 "one) that set_() moved onto another storage: it stays an inference tensor over that storage, which "
                 "the compiled call cannot make. Return a clone made inside the block"
             )
+    if id(value) in run.swaps.swapped_by_data:  # (the new data's dispatch keys)
+        return run.swaps.data_inference.get(id(value), False)
     if not _made_in_inference_mode(value, run):
         return False
     return id(value) not in swapped and all(id(r.source) not in swapped for r in run.swaps.chain(value))

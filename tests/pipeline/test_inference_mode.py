@@ -540,3 +540,34 @@ def test_a_subclass_made_by_its_dispatch_inside_the_block_keeps_inference_leaves
         (eager,) = _indices_of_max_inside_then_detached(*make())
         assert eager.a.is_inference() and eager._is_view()  # type: ignore[attr-defined]
         assert_matches_eager(_indices_of_max_inside_then_detached, make)
+
+
+def _inference_tensor_given_a_view_of_itself(x0: torch.Tensor) -> tuple[torch.Tensor]:
+    with torch.inference_mode():
+        t0 = x0.add(2.0)
+    t0.data = t0.t()  # the view, taken after the block, is an inference tensor in eager: t0 stays one
+    return (t0,)
+
+
+def _normal_tensor_given_a_view_of_an_inference_tensor(x0: torch.Tensor) -> tuple[torch.Tensor]:
+    with torch.inference_mode():
+        t0 = x0.add(2.0)
+    t2 = x0 * 3
+    t2.data = t0.t()
+    return (t2,)
+
+
+def test_data_assignment_takes_the_inference_flag_of_the_new_data() -> None:
+    """`.data =` takes the new data's dispatch keys: a view taken after the block of a tensor made inside it is an
+    inference tensor in eager (not in the run), so t0 stayed one there and came back a normal tensor (fuzz --subclass
+    subclasses.pair:example, seed 69000, program 529: DIVERGED); a normal tensor given such data is refused."""
+
+    def make() -> tuple[torch.Tensor]:
+        return (torch.randn(3, 3),)
+
+    with torch.no_grad():
+        assert _inference_tensor_given_a_view_of_itself(*make())[0].is_inference()
+        assert_matches_eager(_inference_tensor_given_a_view_of_itself, make)
+        assert _normal_tensor_given_a_view_of_an_inference_tensor(*make())[0].is_inference()
+        with pytest.raises(UnsupportedError, match="`.data =` an inference tensor"):
+            subclassaot.compile(_normal_tensor_given_a_view_of_an_inference_tensor)(*make())

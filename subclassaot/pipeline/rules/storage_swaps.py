@@ -828,8 +828,8 @@ class _DataMode(TorchFunctionMode):
             owner == "data"
             and name == "__set__"
             and isinstance(args[1], torch.Tensor)
-            and args[1].is_inference()
-            and not args[0].is_inference()
+            and self.record.eager_inference(args[1])
+            and not self.record.eager_inference(args[0])
             and not torch.is_inference_mode_enabled()
         ):  # (a tensor subclass's too: its wrapper takes the new data's keys)
             raise UnsupportedError(
@@ -847,6 +847,7 @@ class _DataMode(TorchFunctionMode):
             set_version(args[0], version)  # and from its version counter, which autograd checks views against
             note_assigned(self.record, args[0], key, before)  # Note [Stale View Functions]
             self.record.swapped_by_data.add(id(args[0]))
+            self.record.data_inference[id(args[0])] = self.record.eager_inference(args[1])
             self.record.swapped_ids.add(id(args[0]))
             self.record.seq += 1
             self.record.data_sets[id(args[0])] = (self.record.seq, False)  # hidden from autograd

@@ -81,6 +81,7 @@ class DataAssignment:
 @dataclass(slots=True)
 class SwapRecord:
     swapped_by_data: set[int] = field(default_factory=set)  # id() of tensors whose last swap was `.data =`
+    data_inference: dict[int, bool] = field(default_factory=dict)  # ... is eager's an inference tensor after it
     swapped_ids: set[int] = field(default_factory=set)  # id() of tensors set_() or `.data =` was called on
     grown_ids: set[int] = field(default_factory=set)  # id() of tensors resize_() grew beyond their storage
     # id() of tensors set_() with grad on while they or the source required grad (autograd recorded a set_ node)
@@ -454,6 +455,11 @@ class SwapRecord:
         while (record := self.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
             yield record
             t = record.source
+
+    def eager_inference(self, t: torch.Tensor) -> bool:
+        """Is eager's `t` an inference tensor: made inside an inference_mode block, or a view of one (taken after the
+        block too, where the run's is none)?"""
+        return t.is_inference() or (not is_traceable_subclass(t) and storage_key(t) in self.inference_made)
 
     def views_of(self, t: torch.Tensor) -> set[int]:
         """id() of the views taken so far whose chain of view ops (detach included) starts at `t`."""
