@@ -1259,12 +1259,8 @@ def check_gained_grad(
                 "writes a value that requires grad into it; in training this is not supported (its new storage is "
                 "written below autograd). Write into a clone, or detach() the value"
             )
-        if (
-            layout.trees[i] is None
-            and not swapped
-            and any(
-                j in grouped and not one_tensor_passed_again(layout, analysis, j) for j in layout.leaves_of_input[i]
-            )
+        if not swapped and any(
+            j in grouped and not one_tensor_passed_again(layout, analysis, j) for j in layout.leaves_of_input[i]
         ):
             # Its writes are copies into the group's synthetic base (Note [Aliased Inputs In Training]), which hands
             # a grad_fn to the tensor the base views: eager's only where that is the input itself (Note [Inputs Written

@@ -487,3 +487,27 @@ def test_view_taken_of_aliased_inputs_changed_under_no_grad_then_read_is_refused
     x = torch.randn((4, 1), requires_grad=True)
     with pytest.raises(subclassaot.UnsupportedError, match="Stale View Functions"):
         subclassaot.compile(_view_of_aliased_inputs_changed_under_no_grad)(x, x[:] if second == "view" else x)
+
+
+def _as_strided_view_written_with_grad(x0: torch.Tensor, x1: torch.Tensor) -> tuple[torch.Tensor]:
+    t0 = x0.as_strided((2, 1), (1, 2), 1)
+    t0.copy_(x1)
+    return (t0,)
+
+
+@pytest.mark.parametrize("subclass", [False, True])
+def test_grouped_input_written_with_grad_refused(subclass: bool) -> None:
+    """x0, a view input, is laid out over a synthetic base (the as_strided() reaches past it) and gains grad from
+    the write; eager's gradient reaches x1, the compiled one came back zero for a PairTensor (fuzz --subclass
+    subclasses.pair:example, seed 69000, program 2244: DIVERGED). The plain input's refusal covers subclasses."""
+
+    def make() -> tuple[torch.Tensor, torch.Tensor]:
+        wrap = PairTensor.from_tensor if subclass else (lambda t: t)
+        b1 = wrap(torch.randn(())).requires_grad_().clone()
+        return wrap(torch.randn((2, 2)))[:, 1:2:1], b1
+
+    with torch.enable_grad():
+        (eager,) = _as_strided_view_written_with_grad(*make())
+        assert eager.requires_grad
+        with pytest.raises(subclassaot.UnsupportedError, match="does not require grad, shares storage with another"):
+            subclassaot.compile(_as_strided_view_written_with_grad)(*make())
