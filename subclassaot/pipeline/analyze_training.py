@@ -392,8 +392,8 @@ def outputs_set_onto_inputs(
         not r.grad_enabled and r.source.requires_grad and r.func not in (_aten.detach.default, _aten.alias.default)
         for r in run.swaps.views.values()  # (`.data` aliases: detach, alias)
     )
-    if not torch.is_grad_enabled() or no_grad_views:
-        return {}  # (a no_grad view of a tensor that requires grad: the trace's output has no grad)
+    if not torch.is_grad_enabled():
+        return {}
     found: dict[int, DenseIndex] = {}
     for value in tensors:
         key = storage_key(value)
@@ -401,7 +401,8 @@ def outputs_set_onto_inputs(
         if j is None or is_traceable_subclass(value) or _viewed_by_others(value, tensors, run):
             continue
         if _set_onto_input_under_no_grad(value, run, j):
-            found[id(value)] = j
+            if not no_grad_views:
+                found[id(value)] = j
             continue
         if key in original:
             continue
@@ -418,6 +419,15 @@ def outputs_set_onto_inputs(
                 continue
         except (RuntimeError, ValueError, IndexError):  # see analyze._needs_program_autograd
             continue
+        if no_grad_views:
+            # (a no_grad view of a tensor that requires grad: the trace's output has no grad, and the output rebuilt
+            # from the input would have none either)
+            raise UnsupportedError(
+                "an output with autograd history shares the storage the program gave an input by set_() or `.data =`, "
+                "in a program that also takes a view under no_grad of a tensor that requires grad: the compiled "
+                "call can give the output neither that storage and its history (Note [Outputs Over Another "
+                "Storage]). Return a clone, or take that view with grad enabled"
+            )
         found[id(value)] = j
     return found
 

@@ -2325,3 +2325,27 @@ def test_data_of_a_view_of_an_intermediate_now_over_an_input_refused() -> None:
         assert eager._is_view() and eager._base is not None and eager._base.shape == ()
         with pytest.raises(subclassaot.UnsupportedError, match="assigned `.data` of this view, which eager keeps"):
             subclassaot.compile(_data_of_a_view_of_an_intermediate_over_an_input)(*make())
+
+
+def _output_assigned_to_data_beside_a_no_grad_view(x0: torch.Tensor, x1: torch.Tensor) -> tuple[torch.Tensor]:
+    t0, _ = x1.sort(0)
+    with torch.no_grad():
+        t0.unbind(0)
+    t3 = x1.sum(0)
+    x0.data = t3
+    return (t3,)
+
+
+def test_output_assigned_to_data_beside_a_no_grad_view_refused() -> None:
+    """Eager's t3 keeps its history over the storage x0 now shares; with a no_grad view of a tensor requiring grad
+    anywhere in the program the output was rebuilt from x0 without history (fuzz seed 70000, program 5703:
+    DIVERGED). Without that view the output comes from the graph and x0 is set onto its storage."""
+
+    def make() -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.randn((3, 3)), torch.randn((2,), requires_grad=True).clone()
+
+    with torch.enable_grad():
+        (eager,) = _output_assigned_to_data_beside_a_no_grad_view(*make())
+        assert eager.grad_fn is not None
+        with pytest.raises(subclassaot.UnsupportedError, match="shares the storage the program gave an input"):
+            subclassaot.compile(_output_assigned_to_data_beside_a_no_grad_view)(*make())
