@@ -1187,7 +1187,17 @@ def _check_views_of_inputs_losing_grad(flat: FlatInputs, run: FunctionalRun, out
         if info.kind is not OutputKind.TENSOR or not isinstance(value, torch.Tensor) or info.replay is None:
             continue
         k = position.get(id(run.swaps.view_root(value, through_swaps=True)))
-        if k is None or run.user_tensors[k].requires_grad or _grad_fn_or_none(value) is None:
+        if k is None or run.user_tensors[k].requires_grad:
+            continue
+        real = flat.values[flat.tensor_indices[k]]
+        # (the run's view may have lost the history its input's detach_() took: eager's, taken with grad of an input
+        # passed requiring grad, keeps it)
+        chain = list(run.swaps.chain(value))
+        dropped = run.swaps.dropped_at.get(id(run.user_tensors[k]))
+        taken_with_grad = isinstance(real, torch.Tensor) and real.requires_grad and bool(chain)
+        taken_with_grad = taken_with_grad and all(r.grad_enabled for r in chain)
+        taken_with_grad = taken_with_grad and dropped is not None and chain[-1].seq <= dropped
+        if _grad_fn_or_none(value) is None and not taken_with_grad:
             continue
         raise UnsupportedError(
             f"{info.path} is a view of {flat.leaves[flat.tensor_indices[k]].path}, taken with autograd history before "

@@ -881,6 +881,7 @@ class _DataMode(TorchFunctionMode):
         if flag and isinstance(args[0], torch.Tensor):
             if not turns_on:
                 self.record.requires_grad_dropped.add(id(args[0]))
+                self.record.dropped_at.setdefault(id(args[0]), self.record.seq)
             found = self.record.input_positions.get(id(args[0]))
             passed = [real for _, real in self.record.input_positions.values()]
             changes = args[0].requires_grad != turns_on

@@ -95,6 +95,7 @@ class SwapRecord:
     plain_grad_sets: dict[int, torch.Tensor] = field(default_factory=dict)
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     requires_grad_dropped: set[int] = field(default_factory=set)  # ... and those it turned requires_grad off on
+    dropped_at: dict[int, int] = field(default_factory=dict)  # ... -> `seq` when it first did
     # ... of those, the ones that did not require grad, and whether grad mode was on at the call
     requires_grad_gained: dict[int, bool] = field(default_factory=dict)
     # ... of those, the ones a torch function read with grad mode on before (it made a tensor of them that eager's
