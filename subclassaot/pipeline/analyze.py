@@ -301,6 +301,10 @@ def _check_inference_storages(infos: list[OutputInfo], leaves: list[object], cur
     tensors = [(i, v) for i, v in zip(infos, leaves, strict=True) if isinstance(v, torch.Tensor)]
     plain = [(i, v) for i, v in tensors if not is_traceable_subclass(v)]
     made = {storage_key(v): i.path for i, v in plain if i.inference}
+    for i, v in tensors:  # (a subclass's leaves made inside the block: OutputInfo.inference_leaves)
+        if is_traceable_subclass(v) and i.inference_leaves:
+            dense = dense_leaves_of(v, i.path)[1]
+            made.update((storage_key(dense[k]), i.path) for k in i.inference_leaves)
     others = [v for i, v in plain if not i.inference]
     for key in made.keys() & ({storage_key(v) for v in others} | current.keys()):
         raise UnsupportedError(
@@ -326,13 +330,16 @@ def _with_inference_leaves(
     dense = dense_leaves_of(value, path)[1] if subclass else [value]
     # the leaves over storage made inside an inference_mode block (the run makes every result inside the block an
     # inference tensor: a view of an input's inner tensor there is one, eager's is not)
+    # (not through a wrapper set_() onto such leaves since: eager's target keeps its own dispatch keys)
+    swapped = run.swaps.swapped_ids | run.swaps.wrapper_sets.keys()
+    via_set = id(value) in swapped or any(id(r.source) in swapped for r in run.swaps.chain(value))
     made = (
         tuple(
             k
             for k, leaf in enumerate(dense)
             if _made_in_inference_mode(leaf, run) or (leaf.is_inference() and storage_key(leaf) not in current)
         )
-        if subclass and not torch.is_inference_mode_enabled()
+        if subclass and not torch.is_inference_mode_enabled() and not via_set
         else ()
     )
     if not _eager_inference_tensor(path, value, run):
@@ -1269,8 +1276,16 @@ def check_gained_grad(
                 "writes a value that requires grad into it; in training this is not supported (its new storage is "
                 "written below autograd). Write into a clone, or detach() the value"
             )
-        if not swapped and any(
-            j in grouped and not one_tensor_passed_again(layout, analysis, j) for j in layout.leaves_of_input[i]
+        own = set(layout.leaves_of_input[i])
+        # (a subclass input alone over its group's synthetic base, made for an as_strided() reach: its gradient was
+        # lost; one grouped with other inputs is supported, Note [Aliased Inputs In Training])
+        alone = all(set(g.members) <= own for g in layout.groups if own & set(g.members))
+        if (
+            (layout.trees[i] is None or alone)
+            and not swapped
+            and any(
+                j in grouped and not one_tensor_passed_again(layout, analysis, j) for j in layout.leaves_of_input[i]
+            )
         ):
             # Its writes are copies into the group's synthetic base (Note [Aliased Inputs In Training]), which hands
             # a grad_fn to the tensor the base views: eager's only where that is the input itself (Note [Inputs Written

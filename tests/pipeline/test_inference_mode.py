@@ -13,6 +13,7 @@ import subclassaot
 from subclassaot.errors import UnsupportedError
 from subclasses.pair import PairTensor
 from tests.oracle import assert_matches_eager, assert_raises_like_eager
+from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import SinFunction
 
 T = torch.Tensor
@@ -571,3 +572,34 @@ def test_data_assignment_takes_the_inference_flag_of_the_new_data() -> None:
         assert _normal_tensor_given_a_view_of_an_inference_tensor(*make())[0].is_inference()
         with pytest.raises(UnsupportedError, match="`.data =` an inference tensor"):
             subclassaot.compile(_normal_tensor_given_a_view_of_an_inference_tensor)(*make())
+
+
+def _input_set_onto_a_pair_made_inside(x0: torch.Tensor) -> tuple[torch.Tensor]:
+    with torch.inference_mode():
+        t0 = x0.mul(0.5)
+    set_to(x0, t0)
+    return (t0,)
+
+
+def _view_of_an_input_set_onto_a_pair_made_inside(x0: torch.Tensor, x1: torch.Tensor) -> tuple[torch.Tensor]:
+    with torch.inference_mode():
+        t0 = x0.add(2.0)
+    set_to(x1, t0)
+    return (x1[3:4:2],)
+
+
+def test_pair_leaves_made_inside_the_block_and_shared_by_a_set_input() -> None:
+    """An inference PairTensor whose inner storages an input was set_() onto: eager's output shares them, the
+    runtime's inference copies would not (refused, as for plain tensors); a view of that input after the set_() is no
+    inference tensor in eager, its inner tensors neither (fuzz --subclass subclasses.pair:example, seed 71000,
+    programs 256 and 3473: DIVERGED once the dispatch's inner tensors were recorded as made inside the block)."""
+    with torch.no_grad():
+        with pytest.raises(UnsupportedError, match="whose storage another tensor shares"):
+            subclassaot.compile(_input_set_onto_a_pair_made_inside)(PairTensor.from_tensor(torch.randn(2, 3)))
+
+        def make() -> tuple[torch.Tensor, torch.Tensor]:
+            x = PairTensor.from_tensor(torch.randn(4))
+            return x, x
+
+        assert not _view_of_an_input_set_onto_a_pair_made_inside(*make())[0].a.is_inference()  # type: ignore[attr-defined]
+        assert_matches_eager(_view_of_an_input_set_onto_a_pair_made_inside, make)
