@@ -603,3 +603,26 @@ def test_pair_leaves_made_inside_the_block_and_shared_by_a_set_input() -> None:
 
         assert not _view_of_an_input_set_onto_a_pair_made_inside(*make())[0].a.is_inference()  # type: ignore[attr-defined]
         assert_matches_eager(_view_of_an_input_set_onto_a_pair_made_inside, make)
+
+
+def _view_inside_saved_with_grad_after(x0: torch.Tensor) -> tuple[()]:
+    t0 = x0.unsqueeze(0)
+    t1 = x0.mul(3.0)
+    with torch.inference_mode():
+        t2 = t1.reshape(())
+    t2.mul(t0)
+    return ()
+
+
+def test_view_taken_inside_the_block_saved_for_backward_refused() -> None:
+    """Eager's reshape() of t1 inside the block is a view of a normal tensor, which mul() may save; the run's is an
+    inference tensor and autograd raised "Inference tensors cannot be saved for backward" (fuzz seed 72000, program
+    4757: CRASHED). Refused as the class it belongs to."""
+
+    def make() -> tuple[torch.Tensor]:
+        return (torch.randn((), requires_grad=True),)
+
+    with torch.enable_grad():
+        assert _view_inside_saved_with_grad_after(*make()) == ()
+        with pytest.raises(UnsupportedError, match="takes a view, inside a torch.inference_mode"):
+            subclassaot.compile(_view_inside_saved_with_grad_after)(*make())
