@@ -574,8 +574,8 @@ def _wrapper_roots(
 def _late_grad(
     flat: FlatInputs, layout: DenseLayout, user_tensors: Sequence[torch.Tensor], as_views: set[int]
 ) -> list[int]:
-    """Positions of plain leaf inputs that do not require grad as passed, in no alias group, not run as views (Note
-    [Leaves Laid Out Anew Under no_grad]), where grad mode is on at the call."""
+    """Positions of leaf inputs (plain or subclass) that do not require grad as passed, in no alias group, not run
+    as views (Note [Leaves Laid Out Anew Under no_grad]), where grad mode is on at the call."""
     if not torch.is_grad_enabled():
         return []
     grouped = {m for g in layout.groups for m in g.members}
@@ -584,7 +584,7 @@ def _late_grad(
         real = flat.values[flat.tensor_indices[i]]
         if not isinstance(real, torch.Tensor) or real.requires_grad or real._is_view() or i in as_views:
             continue
-        if layout.trees[i] is None and not any(j in grouped for j in layout.leaves_of_input[i]):
+        if not any(j in grouped for j in layout.leaves_of_input[i]):
             found.append(i)
     return found
 

@@ -570,8 +570,10 @@ def _requires_grad_after_views_read(x: T) -> object:
         (requires_grad_after_compute, _plain(2, 2)),
         (_requires_grad_after_views_read, _plain(2, 3)),
         (lambda x: (x.sin() * x.detach(), x.requires_grad_(), (x.cos() * x).sum())[::2], _plain(3)),
+        (requires_grad_after_compute, lambda: (PairTensor.from_tensor(torch.randn(2, 2)),)),
+        (_requires_grad_after_views_read, lambda: (PairTensor.from_tensor(torch.randn(2, 3)),)),
     ],
-    ids=["compute", "views_read", "mixed"],
+    ids=["compute", "views_read", "mixed", "pair_compute", "pair_views_read"],
 )
 def test_requires_grad_on_input_after_its_use_matches_eager(
     f: Callable[..., object], make_inputs: Make, compile_fn: CompileFn | None
