@@ -1228,12 +1228,14 @@ def check_written_inputs_gaining_grad(
     before the graph runs, so the epilogue's copy of the write would be recorded by autograd (or raise, on a leaf),
     where eager wrote it before it required grad (Note [Inputs Written In Training])."""
     for i in gains:
-        if any(analysis.mutations[j].any for j in layout.leaves_of_input[i]):
+        # (an in-place view op on a subclass wrapper too: the epilogue replays it on the leaf requiring grad)
+        changed = analysis.inplace_view_ops[i] or analysis.wrapper_data[i] is not None
+        if changed or any(analysis.mutations[j].any for j in layout.leaves_of_input[i]):
             path = flat.leaves[flat.tensor_indices[i]].path
             raise UnsupportedError(
                 f"{path} is written in place and made to require grad (requires_grad_()) by the program: the "
-                "compiled call cannot order the write before the requires_grad_() as eager does. Call "
-                "requires_grad_() outside the compiled function, or write into a clone"
+                "compiled call cannot order the write (or in-place view op) before the requires_grad_() as eager "
+                "does. Call requires_grad_() outside the compiled function, or write into a clone"
             )
 
 

@@ -1487,3 +1487,24 @@ def test_view_taken_before_the_flag_goes_off_then_set_refused() -> None:
         with pytest.raises(UnsupportedError, match="taken with autograd history before the program turned"):
             subclassaot.compile(_view_then_flag_off_then_set)(*make())
         assert_matches_eager(_flag_off_then_view_then_set, make)
+
+
+def _layout_changed_then_made_to_require_grad(x0: T) -> object:
+    x0.t_()
+    x0.requires_grad_()
+    return ()
+
+
+@pytest.mark.parametrize("subclass", [False, True])
+def test_layout_changed_before_requires_grad_refused(subclass: bool) -> None:
+    """An in-place view op before requires_grad_(): the runtime sets the flag before the graph and its epilogue
+    replayed t_() on a leaf requiring grad, which autograd refuses (fuzz --subclass subclasses.pair:example, seed
+    74000, program 3887: CRASHED, once reads before the flag were supported). Refused as a write before it."""
+
+    def make() -> tuple[T]:
+        return ((PairTensor.from_tensor if subclass else torch.Tensor.clone)(torch.randn(3)),)
+
+    with torch.enable_grad():
+        assert _layout_changed_then_made_to_require_grad(*make()) == ()
+        with pytest.raises(UnsupportedError, match="is written in place and made to require grad"):
+            subclassaot.compile(_layout_changed_then_made_to_require_grad)(*make())
