@@ -23,7 +23,7 @@ from subclassaot.authoring.protocol import flatten_subclass
 from subclassaot.schemas import FlatInputs, WrapperStorageClass
 from subclassaot.torch_internals import assign_wrapper_metadata
 
-__all__ = ["anchor_holders", "assign_data_meta", "share_wrapper_storages"]
+__all__ = ["anchor_holders", "assign_data_meta", "set_target_layout", "share_wrapper_storages", "wrapper_layout"]
 
 
 def anchor_holders(
@@ -85,8 +85,6 @@ def assign_data_meta(t: torch.Tensor, size: list[int], stride: list[int], offset
     if list(t.shape) != size or list(t.stride()) != stride or t.storage_offset() != offset:
         assign_wrapper_metadata(t, size, stride, offset)
 
-
-__all__ = ["set_target_layout", "wrapper_layout"]
 
 Layout = tuple[list[int], list[int], int]
 

@@ -7,8 +7,7 @@ import re
 import pytest
 import torch
 
-from subclassaot.tools.explain import Explanation, clone_arguments, explain
-from subclassaot.tools.graph_dot import NodeShape
+from subclassaot.tools.explain import Explanation, NodeShape, clone_arguments, explain
 from subclasses.pair import PairTensor
 
 SECTIONS = (
@@ -126,7 +125,7 @@ def test_to_dot_has_one_node_line_per_fx_node(shape: NodeShape) -> None:
 
 
 def test_record_labels_escape_special_characters() -> None:
-    from subclassaot.tools.graph_dot import graph_to_dot
+    from subclassaot.tools.explain import graph_to_dot
 
     graph = torch.fx.Graph()
     x = graph.placeholder("x")

@@ -26,11 +26,11 @@ from subclassaot.tools.fuzz import (
     programs,
     same_failure,
     shrink,
+    storage_safe,
 )
 from subclassaot.tools.fuzz_ops import OPS, Vocabulary
 from subclassaot.tools.fuzz_program import BaseSpec, InputSpec, Op, Program, as_function, make_inputs, to_source
 from subclassaot.tools.fuzz_runner import _checkpoint, fuzz, merge_reports, regression_source, write_report
-from subclassaot.tools.fuzz_storage import storage_safe
 from subclassaot.tools.parity import compare_with_eager, fresh_call
 
 PAIR = "subclasses.pair:example"

@@ -41,7 +41,22 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.swap_record import SwapRecord
 from subclassaot.torch_internals import grad_fn_raises, symint_expr
 
-__all__ = ["base_read", "is_autograd_read", "is_base_read", "note_detach", "read"]
+__all__ = [
+    "assigned_accumulator_size",
+    "base_read",
+    "history_set_at",
+    "is_autograd_read",
+    "is_base_read",
+    "note_assignment_reads",
+    "note_data_assignment",
+    "note_detach",
+    "note_grad_fn_reads",
+    "note_grad_reads",
+    "note_self_set",
+    "read",
+    "self_set_order",
+    "stale_at_end",
+]
 
 _GETTERS = frozenset({"is_leaf", "requires_grad", "grad_fn"})
 
@@ -137,14 +152,6 @@ def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callab
         "(Note [Grad Mode And Autograd Reads]). Pass the base as an argument too, or test `._is_view()` instead"
     )
 
-
-__all__ = [
-    "assigned_accumulator_size",
-    "note_data_assignment",
-    "note_grad_reads",
-    "note_self_set",
-    "self_set_order",
-]
 
 # Note [Gradient Accumulators Of Leaves]
 # Eager: a leaf that requires grad feeds the accumulator alive when a node reading it was made, and the engine reduces
@@ -268,8 +275,6 @@ def self_set_order(record: SwapRecord, t: torch.Tensor) -> str | None:
     before, after = id(t) in record.read_before_self_set, id(t) in record.read_after_self_set
     return {(True, True): "both", (True, False): "before", (False, True): "after"}.get((before, after))
 
-
-__all__ = ["history_set_at", "note_assignment_reads", "note_grad_fn_reads", "stale_at_end"]
 
 _GRAD_FN_GETTERS = frozenset({"grad_fn", "is_leaf"})
 

@@ -262,7 +262,7 @@ def refuse_written_views_changed_in_place(
             )
 
 
-__all__ = ["check_stale_subclass_outputs"]
+__all__ = ["check_stale_subclass_outputs", "early_marks", "final_pass_marks", "late_build_seq"]
 
 
 def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
@@ -365,9 +365,6 @@ def check_stale_subclass_outputs(infos: Sequence[OutputInfo], leaves: Sequence[o
                 "view functions without its own op, which the output rebuilt at run time cannot repeat (Note [Stale "
                 "View Functions]). Return a clone, or apply the in-place view ops to clones"
             )
-
-
-__all__ = ["early_marks", "final_pass_marks", "late_build_seq"]
 
 
 def final_pass_marks(made: torch.Tensor, segment: int, count: int, run: FunctionalRun) -> list[tuple[int, int]]:

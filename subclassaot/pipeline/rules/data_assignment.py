@@ -58,11 +58,14 @@ from subclassaot.torch_internals import mutation_counter, recorded_size, storage
 __all__ = [
     "apart_from_leaves",
     "assigned_probe_leaf",
+    "assigned_root",
     "check_assigned_view",
     "check_data_meta_outputs",
     "leaves_moved",
     "resimplified_data_metas",
+    "with_root_data_meta",
     "wrapper_data_plans",
+    "wrapper_storage_classes",
 ]
 
 
@@ -372,9 +375,6 @@ def _dim(d: object, shape_env: ShapeEnv) -> int | sympy.Expr:
     return int(simplified) if isinstance(simplified, sympy.Integer) else cast(sympy.Expr, simplified)
 
 
-__all__ = ["assigned_root", "with_root_data_meta"]
-
-
 def assigned_root(
     t: torch.Tensor,
     first: ViewRecord,
@@ -417,9 +417,6 @@ def data_assignments_allowed(
         return all(grad_free(input_of(o)) for o in members if input_of(o) != input_of(m))
 
     return all(analysis.mutations[m].swapped_by_data and (not leaf(m) or alone(m)) for m in meta)
-
-
-__all__ = ["wrapper_storage_classes"]
 
 
 # Note [Wrapper Storage]

@@ -58,6 +58,7 @@ __all__ = [
     "check_dirty_inputs",
     "check_function_input_unwritten",
     "check_written_function_view",
+    "detached_output_leaves",
     "from_program_function",
     "function_view_replay",
 ]
@@ -240,9 +241,6 @@ def check_built_wrapper_output(path: str, value: torch.Tensor, run: FunctionalRu
                 "Sees The Wrapper]). Reuse an input's offsets (nested_tensor_from_jagged(v, x.offsets())), or build "
                 "the tensor outside the compiled function"
             )
-
-
-__all__ = ["detached_output_leaves"]
 
 
 def detached_output_leaves(

@@ -208,7 +208,15 @@ def _in_subclass(i: int, layout: DenseLayout) -> bool:
     return any(layout.trees[t] is not None and i in leaves for t, leaves in enumerate(layout.leaves_of_input))
 
 
-__all__ = ["assigned_write", "check_assigned_writes"]
+__all__ = [
+    "alias_meta",
+    "assigned_with_history",
+    "assigned_write",
+    "check_assigned_writes",
+    "check_unreplayed_assigned_view",
+    "eager_offset",
+    "history_data_leaf",
+]
 
 # Note [History Kept Through .data =]
 # Eager: a swap autograd does not see (`.data =`, or set_() under no_grad) gives a tensor another storage and metadata
@@ -305,9 +313,6 @@ def _expands_to(recorded: Sequence[int | torch.SymInt], size: Sequence[int | tor
     return all((r := symint_expr(d)) == 1 or r == symint_expr(n) for d, n in pairs)
 
 
-__all__ = ["assigned_with_history", "check_unreplayed_assigned_view", "history_data_leaf"]
-
-
 def assigned_with_history(value: torch.Tensor, run: FunctionalRun) -> bool:
     """`value`'s last storage swap was `.data =` and it has autograd history of its own."""
     if not (value.requires_grad and id(value) in run.swaps.swapped_by_data):
@@ -392,6 +397,3 @@ def alias_meta(leaf: torch.Tensor, run: FunctionalRun, j: DenseIndex, original: 
     if original is not None:
         return (meta[0], meta[1], symint_expr(eager_offset(leaf, run.originals[original])))
     return meta
-
-
-__all__ = ["alias_meta", "eager_offset"]

@@ -24,7 +24,13 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.torch_internals import from_functional, is_functional, no_dispatch, set_wrapper_metadata
 
-__all__ = ["apply_keeping_strides", "eager_view_strides", "fill_in_memory_order", "view_with_eager_strides"]
+__all__ = [
+    "apply_keeping_strides",
+    "call_with_eager_layouts",
+    "eager_view_strides",
+    "fill_in_memory_order",
+    "view_with_eager_strides",
+]
 
 # Note [In-Place Ops As Eager Runs Them]
 # Eager's in-place ops never change their tensor's metadata, run their loops in a fixed order, and its kernels choose
@@ -223,9 +229,6 @@ def _inner_reaches(x: torch.Tensor, shape: list[int], stride: list[int]) -> bool
     last = inner.storage_offset() + sum((sz - 1) * st for sz, st in zip(shape, stride, strict=True))
     size = inner.untyped_storage().nbytes() // inner.element_size()
     return all(type(v) is int for v in (last, size)) and last < size
-
-
-__all__ = ["call_with_eager_layouts"]
 
 
 def _drifted(a: object) -> bool:
