@@ -412,7 +412,7 @@ def _constructs_plainly(cls: type[WrapperTensor]) -> bool:
         cls.__new__ is WrapperTensor.__new__
         and cls.__init__ is WrapperTensor.__init__
         # (a classmethod: its function, not the bound method, tells whether the class overrides it)
-        and cls.outer_meta.__func__ is WrapperTensor.outer_meta.__func__  # type: ignore[attr-defined]
+        and cls.outer_meta.__func__ is WrapperTensor.outer_meta.__func__  # type: ignore[attr-defined]  # classmethod
         and not cls.optional_inner_names
         and bool(cls.inner_names)
     )

@@ -31,7 +31,7 @@ from subclassaot.pipeline.analyze_training import (
 from subclassaot.pipeline.backward_probe import eager_accumulator_sizes
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
-from subclassaot.pipeline.grad_scope import check_gained_after_read, refuse_gain_on_view_input
+from subclassaot.pipeline.grad_scope import check_gained_after_read
 from subclassaot.pipeline.inputs import SameTensorAs
 from subclassaot.pipeline.rules.autograd_state import assigned_accumulator_size, self_set_order
 from subclassaot.pipeline.rules.backward_errors import check_set_under_grad, inputs_behind_raising_nodes
@@ -389,13 +389,7 @@ def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) 
 def _check_requires_grad_calls(run: FunctionalRun, flat: FlatInputs) -> None:
     inputs = {id(t) for t in run.user_tensors}
     check_gained_after_read(run.swaps.gained_after_read, run.user_tensors, flat)
-    sources = {id(r.source) for r in run.swaps.views.values()}
-    for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True):
-        real = flat.values[k]
-        if id(t) not in run.swaps.requires_grad_gained or id(t) not in sources or not isinstance(real, torch.Tensor):
-            continue
-        if real._is_view() and real._base is not None and not real._base.requires_grad:
-            refuse_gain_on_view_input(flat.leaves[k].path)
+    # (requires_grad_() on a view input with views of it: refused in the run, storage_swaps._check_gain_on_view_input)
     for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True):
         real = flat.values[k]
         dropped = id(t) in run.swaps.requires_grad_dropped and id(t) not in run.swaps.requires_grad_set

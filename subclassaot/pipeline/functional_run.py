@@ -180,7 +180,9 @@ def run_functional(
         record.input_positions.setdefault(id(tensor), (position, cast(torch.Tensor, flat.values[index])))
     record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Storage Swaps By Rebinding]
     record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
-    late = _late_grad(flat, layout, user_tensors, set(viewed) | set(view_clone_inputs))
+    as_views = set(viewed) | set(view_clone_inputs)
+    # (inputs made to require grad: where grad mode is on at the call)
+    late = _leaf_inputs(flat, layout, as_views, requires_grad=False) if torch.is_grad_enabled() else []
     record.late_grad = {id(user_tensors[i]) for i in late}
     if requires_grad_like is not None:  # Note [Leaves Laid Out Anew Under no_grad]
         for i in late:  # Note [Leaves Laid Out Anew Under no_grad]: inputs the compile made require grad
@@ -189,7 +191,7 @@ def run_functional(
                     with torch.no_grad():
                         user_tensors[i].detach_()
                 record.releafed[id(user_tensors[i])] = None
-        record.releafable = _releafable(flat, layout, user_tensors, set(viewed) | set(view_clone_inputs))
+        record.releafable = {id(user_tensors[i]) for i in _leaf_inputs(flat, layout, as_views, requires_grad=True)}
         note_view_inputs(record, _view_inputs(flat, layout, user_tensors))  # Note [Stale View Functions]
     for item, value in zip(layout.graph_inputs, graph_fun, strict=True):
         if isinstance(item, AliasGroupRef):
@@ -571,37 +573,20 @@ def _wrapper_roots(
     return forced
 
 
-def _late_grad(
-    flat: FlatInputs, layout: DenseLayout, user_tensors: Sequence[torch.Tensor], as_views: set[int]
-) -> list[int]:
-    """Positions of leaf inputs (plain or subclass) that do not require grad as passed, in no alias group, not run
-    as views (Note [Leaves Laid Out Anew Under no_grad]), where grad mode is on at the call."""
-    if not torch.is_grad_enabled():
-        return []
+def _leaf_inputs(flat: FlatInputs, layout: DenseLayout, as_views: set[int], *, requires_grad: bool) -> list[int]:
+    """Positions of leaf inputs (plain or subclass) that require grad as passed, or not, in no alias group and not
+    run as views (Note [Leaves Laid Out Anew Under no_grad]: the leaves laid out anew, and the inputs made to require
+    grad)."""
     grouped = {m for g in layout.groups for m in g.members}
     found = []
-    for i in range(len(user_tensors)):
+    for i, leaves in enumerate(layout.leaves_of_input):
         real = flat.values[flat.tensor_indices[i]]
-        if not isinstance(real, torch.Tensor) or real.requires_grad or real._is_view() or i in as_views:
+        if not isinstance(real, torch.Tensor) or not real.is_leaf or real.requires_grad != requires_grad:
             continue
-        if not any(j in grouped for j in layout.leaves_of_input[i]):
+        if not requires_grad and real._is_view():  # (a view input made to require grad: its own rule)
+            continue
+        if i not in as_views and not any(j in grouped for j in leaves):
             found.append(i)
-    return found
-
-
-def _releafable(
-    flat: FlatInputs, layout: DenseLayout, user_tensors: Sequence[torch.Tensor], as_views: set[int]
-) -> set[int]:
-    """id() of the tensors the program gets for leaf inputs that require grad, in no alias group and not run as
-    views (Note [Leaves Laid Out Anew Under no_grad])."""
-    grouped = {m for g in layout.groups for m in g.members}
-    found = set()
-    for i, t in enumerate(user_tensors):
-        real = flat.values[flat.tensor_indices[i]]
-        if not isinstance(real, torch.Tensor) or not (real.is_leaf and real.requires_grad) or i in as_views:
-            continue
-        if not any(j in grouped for j in layout.leaves_of_input[i]):
-            found.add(id(t))
     return found
 
 

@@ -10,6 +10,7 @@ from typing import cast
 
 import pytest
 import torch
+from torch.testing._internal.two_tensor import TwoTensor
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
@@ -572,8 +573,9 @@ def _requires_grad_after_views_read(x: T) -> object:
         (lambda x: (x.sin() * x.detach(), x.requires_grad_(), (x.cos() * x).sum())[::2], _plain(3)),
         (requires_grad_after_compute, lambda: (PairTensor.from_tensor(torch.randn(2, 2)),)),
         (_requires_grad_after_views_read, lambda: (PairTensor.from_tensor(torch.randn(2, 3)),)),
+        (requires_grad_after_compute, lambda: (TwoTensor(torch.randn(2, 2), torch.randn(2, 2)),)),  # type: ignore[no-untyped-call]  # untyped in torch
     ],
-    ids=["compute", "views_read", "mixed", "pair_compute", "pair_views_read"],
+    ids=["compute", "views_read", "mixed", "pair_compute", "pair_views_read", "two_tensor_compute"],
 )
 def test_requires_grad_on_input_after_its_use_matches_eager(
     f: Callable[..., object], make_inputs: Make, compile_fn: CompileFn | None

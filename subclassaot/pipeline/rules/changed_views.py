@@ -299,9 +299,11 @@ def _view_op_aliases(value: torch.Tensor, run: FunctionalRun) -> bool:
     return _shares_inner_storage(value, record.source)
 
 
-def _shares_inner_storage(value: torch.Tensor, base: torch.Tensor) -> bool:
+def _shares_inner_storage(value: torch.Tensor, base: torch.Tensor, *, every: bool = False) -> bool:
+    """Does one of `value`'s inner tensors (`every`: each of them) share storage with one of `base`'s?"""
     keys = {storage_key(leaf) for leaf in dense_leaves_of(base, "base")[1]}
-    return any(storage_key(leaf) in keys for leaf in dense_leaves_of(value, "out")[1])
+    shared = (storage_key(leaf) in keys for leaf in dense_leaves_of(value, "out")[1])
+    return all(shared) if every else any(shared)
 
 
 def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
@@ -332,8 +334,7 @@ def _rebuilt_view_of_input(info: OutputInfo, value: torch.Tensor, run: Functiona
     # (a view op that makes new inner tensors breaks the views.alias rule: the checker's, not this one)
     if root is value or not any(root is u for u in run.user_tensors):
         return False
-    keys = {storage_key(leaf) for leaf in dense_leaves_of(root, "root")[1]}
-    return all(storage_key(leaf) in keys for leaf in dense_leaves_of(value, "out")[1])
+    return _shares_inner_storage(value, root, every=True)
 
 
 def check_stale_subclass_outputs(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
