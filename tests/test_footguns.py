@@ -98,27 +98,3 @@ def test_view_of_the_storage_an_input_had_before_set_matches_eager() -> None:
         return v
 
     assert_matches_eager(f, lambda: (torch.randn(3), torch.randn(3)))
-
-
-@pytest.mark.xfail(strict=True, reason="the compiled gradient keeps the traced tangent's placements")
-def test_training_gradient_placements_match_eager() -> None:
-    # found by the checker's pipeline.training rule: eager's x.grad of (x * 2 * r).sum(), r plain, is Replicate;
-    # the compiled backward coerces the tangent to the output's Shard(1) metadata, so x.grad is Shard(1) (same
-    # values)
-    from subclasses.distributed import example
-
-    assert_matches_eager(lambda x: x * 2, lambda: (example().detach().requires_grad_(True),))
-
-
-@pytest.mark.xfail(strict=True, reason="a jagged output's values come out of the compiled Function differentiable")
-def test_jagged_output_from_inputs_without_grad_keeps_its_values_without_grad() -> None:
-    # found by the fuzzer (sample subclass inputs, seed 2712 #28): in a training call (another input requires grad),
-    # a JaggedTensor output computed only from an input that does not require grad: eager's flat_values does not
-    # require grad; the compiled one is an output of the compiled autograd.Function (grad_fn CompiledStepBackward)
-    from subclasses.nested import example
-
-    def f(x: torch.Tensor, j: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return (j.sin(),)
-
-    with torch.enable_grad():
-        assert_matches_eager(f, lambda: (torch.randn(3, requires_grad=True), example()))

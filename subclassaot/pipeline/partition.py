@@ -139,15 +139,17 @@ def partition_joint(joint: torch.fx.GraphModule, num_primals: int, num_fw_output
 # Note [Tangent Retrace]
 # The backward graph is traced for tangents shaped like the forward outputs (a PairTensor tangent for a PairTensor
 # output, plain for plain, laid out like the output). The caller chooses the tangents at backward time:
-# - Another type or ctx that no hook of the subclass converts (`__coerce_tangent_from__`,
-#   `__coerce_same_metadata_as_tangent__`) gets a backward of its own, traced lazily on first sight and cached per
-#   tangent structure (types, ctx, dense sizes): the joint is traced again with such tangents and only its backward
-#   region kept. The forward already ran, so that backward may read only what it saved: the new forward region runs the
+# - Another type that no hook of the subclass converts (`__coerce_tangent_from__`), or another ctx of the same class
+#   (eager's gradient takes the tangent's metadata: a Replicate tangent of a Shard output gives a Replicate gradient,
+#   where converting it with `__coerce_same_metadata_as_tangent__` would give the output's placements; that hook is
+#   the fallback where the retrace is refused, and is cached as refused), gets a backward of its own, traced lazily
+#   on first sight and cached per tangent structure (types, ctx, dense sizes): the joint is traced again with such
+#   tangents and only its backward region kept. The forward already ran, so that backward may read only what it saved: the new forward region runs the
 #   same ops in the same order, which maps its nodes to the first joint's, and a backward that needs an unsaved forward
 #   value is refused with an UnsupportedError naming the node (never recomputed: it may be random).
 # - Metadata of the subclass's choosing: DTensor's `__coerce_tangent_metadata__` turns a Partial output's tangent into
 #   Replicate (a Partial gradient cannot be made from a user's). As AOTDispatch does, the backward is traced for the
-#   coerced metadata and a runtime tangent is converted to it (`__coerce_same_metadata_as_tangent__`).
+#   coerced metadata; a runtime tangent of other metadata is then another ctx (above).
 # - Some outputs only: eager's gradient of a subclass input is a subclass where some path from an output given a tangent
 #   makes one, else plain (x1.copy_(x0) with a plain x1 sends x0 a plain gradient). So when an output that some subclass
 #   gradient depends on gets no tangent, the backward is traced again without differentiating it, cached per such set;

@@ -37,9 +37,11 @@ from subclassaot.torch_internals import get_version, grad_fn_raises, set_version
 log = logging.getLogger(__name__)
 
 
-def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None) -> list[torch.Tensor] | None:
+def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None, *, coerce_ctx: bool) -> list[torch.Tensor] | None:
     """Dense leaves of a runtime tangent, coerced to the structure the backward graph was traced for by the
-    subclass's hooks; None where it has another structure that no hook converts (Note [Tangent Retrace])."""
+    subclass's hooks; None where it has another structure that no hook converts (Note [Tangent Retrace]). Another
+    ctx of the same class is converted only with `coerce_ctx` (the fallback where a backward for the tangent's own
+    ctx cannot be traced): eager's gradient takes its metadata from the tangent's."""
     if expected is None:
         return [g] if type(g) is torch.Tensor or not is_traceable_subclass(g) else None
     if not is_traceable_subclass(g) or type(g) is not expected.cls:
@@ -50,9 +52,9 @@ def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None) -> list[torc
         g = coerced
     node, leaves = flatten_subclass(g, "grad")
     if node.ctx != expected.ctx:
-        # Other metadata than the output's (a Replicate tangent for a Partial output): the subclass converts it,
-        # or it gets its own backward; reading it with the traced metadata would be a wrong gradient.
-        coerce_same = getattr(g, "__coerce_same_metadata_as_tangent__", None)
+        # Other metadata than the output's (a Replicate tangent for a Shard output): reading it with the traced
+        # metadata would be a wrong gradient; the subclass converts it (same values, the traced metadata).
+        coerce_same = getattr(g, "__coerce_same_metadata_as_tangent__", None) if coerce_ctx else None
         coerced = coerce_same(expected.ctx) if coerce_same is not None else None
         if coerced is None:
             return None
@@ -112,12 +114,14 @@ TangentTree = SubclassNode | None | _Same
 
 def _collect_tangents(
     grads: Sequence[torch.Tensor | None], bw_meta: BackwardPlan, zeros: list[list[ZeroMeta]]
-) -> tuple[list[list[torch.Tensor]], list[TangentTree], set[int]]:
+) -> tuple[list[list[torch.Tensor]], list[TangentTree], set[int], dict[int, list[torch.Tensor]]]:
     """Per diff output: the tangent's dense leaves and its structure (_SAME: the traced one); the outputs that got
-    a tangent (the others get zeros)."""
+    a tangent (the others get zeros); per output whose tangent has another ctx, its leaves converted to the traced
+    ctx by the subclass, where it can (the fallback of a failed retrace, Note [Tangent Retrace])."""
     per_output: list[list[torch.Tensor]] = []
     trees: list[TangentTree] = []
     present: set[int] = set()
+    coerced: dict[int, list[torch.Tensor]] = {}
     for k, i in enumerate(bw_meta.diff_outputs):
         g = grads[i]
         if g is None:
@@ -125,7 +129,7 @@ def _collect_tangents(
             trees.append(_SAME)
             continue
         present.add(k)
-        leaves = _tangent_leaves(g, bw_meta.tangent_trees[k])
+        leaves = _tangent_leaves(g, bw_meta.tangent_trees[k], coerce_ctx=False)
         if leaves is not None:
             per_output.append(leaves)
             trees.append(_SAME)
@@ -133,7 +137,22 @@ def _collect_tangents(
             tree, dense = flatten_subclass(g, "grad") if is_traceable_subclass(g) else (None, [g])
             per_output.append(list(dense))
             trees.append(tree)
-    return per_output, trees, present
+            if (fallback := _tangent_leaves(g, bw_meta.tangent_trees[k], coerce_ctx=True)) is not None:
+                coerced[k] = fallback
+    return per_output, trees, present, coerced
+
+
+def _coerced_instead(
+    per_output: list[list[torch.Tensor]], trees: list[TangentTree], coerced: dict[int, list[torch.Tensor]]
+) -> bool:
+    """Put the subclass-converted tangents in place of those of another ctx (`_collect_tangents`), where every
+    retyped tangent has one; False (nothing changed) otherwise."""
+    retyped = [k for k, tree in enumerate(trees) if tree is not _SAME]
+    if not all(k in coerced for k in retyped):
+        return False
+    for k in retyped:
+        per_output[k], trees[k] = coerced[k], _SAME
+    return True
 
 
 class _Variants:
@@ -144,7 +163,8 @@ class _Variants:
     def __init__(self) -> None:
         # None: a retrace for missing tangents only that failed; the compiled backward runs (Note [Tangent
         # Retrace])
-        self._cache: list[tuple[object, RetracedBackward | None]] = []
+        # (an UnsupportedError: a retrace for other tangent types that failed, raised again without tracing)
+        self._cache: list[tuple[object, RetracedBackward | UnsupportedError | None]] = []
         self._lock = threading.Lock()
 
     def get(
@@ -159,6 +179,8 @@ class _Variants:
         with self._lock:
             for seen, found in self._cache:
                 if seen == key:
+                    if isinstance(found, UnsupportedError):
+                        raise found
                     return found
             reasons = [
                 f"output {bw_meta.diff_outputs[k]}: a {_describe(tree)} tangent, traced for "
@@ -170,8 +192,9 @@ class _Variants:
             log.info("retracing the backward for new tangent types: %s", "; ".join(reasons))
             try:
                 variant = bw_meta.retrace(resolved, per_output, absent)
-            except UnsupportedError:
+            except UnsupportedError as e:
                 if any(not isinstance(tree, _Same) for tree in trees):
+                    self._cache.append((key, e))
                     raise
                 log.info("the retrace for missing tangents failed; running the compiled backward")
                 self._cache.append((key, None))
@@ -372,13 +395,16 @@ def training_call(
                 tensors.append(
                     unflatten_subclass(r.root_tree, root_leaves, outer_size=size, outer_stride=stride, check=False)
                 )
-            if len(tensors) != len(bw_meta.diff_outputs):
-                non_diff = [t for i, t in enumerate(tensors) if i not in diff_set]
-                ctx.mark_non_differentiable(*[t for t in non_diff if isinstance(t, torch.Tensor)])
+            ctx.zeros = [_dense_zeros(tensors[i]) for i in bw_meta.diff_outputs]
+            # The tail (symbolic ints, stride probes, the graph's leaves of an output rebuilt beside inner tensors
+            # of an input: a jagged output sharing an input's offsets) has no tangent traced for it; as a Function
+            # output it would otherwise take the Function's history, where eager's has none.
+            tensors.extend(symints)
+            non_diff = [t for i, t in enumerate(tensors) if i not in diff_set and isinstance(t, torch.Tensor)]
+            if non_diff:
+                ctx.mark_non_differentiable(*non_diff)
             # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
             ctx.set_materialize_grads(False)
-            ctx.zeros = [_dense_zeros(tensors[i]) for i in bw_meta.diff_outputs]
-            tensors.extend(symints)
             ctx.bw_targets = [graph_dense[j] for j in bw_meta.backward_mutations] if bw_meta.backward_mutations else []
             # See Note [Custom Functions]
             ctx.bw_reshapes = [(user[r.position], r) for r in bw_meta.backward_reshapes]
@@ -407,17 +433,25 @@ def training_call(
             saved = list(ctx.saved_tensors)
             for k, v in ctx.saved_ints:
                 saved.insert(k, v)
-            per_output, trees, present = _collect_tangents(grads, bw_meta, ctx.zeros)
+            per_output, trees, present, coerced = _collect_tangents(grads, bw_meta, ctx.zeros)
             retyped = any(tree is not _SAME for tree in trees)
-            if retyped and create_graph:
+            if retyped and create_graph and not _coerced_instead(per_output, trees, coerced):
                 raise UnsupportedError(
                     "double backward (create_graph=True) with a tangent of another type than the output's "
                     "(Note [Tangent Retrace]); pass tangents of the type of the outputs"
                 )
+            retyped = any(tree is not _SAME for tree in trees)
             absent = frozenset(typed_by - present)  # Note [Tangent Retrace]
-            found = (
-                variants.get(bw_meta, trees, per_output, absent) if retyped or (absent and not create_graph) else None
-            )
+            try:
+                found = (
+                    variants.get(bw_meta, trees, per_output, absent)
+                    if retyped or (absent and not create_graph)
+                    else None
+                )
+            except UnsupportedError:
+                if not retyped or not _coerced_instead(per_output, trees, coerced):
+                    raise
+                found = variants.get(bw_meta, trees, per_output, absent) if absent else None
             if found is not None:
                 variant = found
                 flat_tangents = [t for ts in per_output for t in ts]

@@ -4,9 +4,8 @@ transposes a saved input) and multi-output ops (sort, max(dim), split_with_sizes
 subclasses (Float8Tensor, JaggedTensor, ShardedTensor on a one-rank mesh), match eager or are refused by name,
 through both entry points: `subclassaot.compile(fn)` and `torch.compile(fn, backend="subclassaot")`.
 
-Fixed seeds, a few dozen programs: 0 DIVERGED and 0 CRASHED, but for the one known divergence of a ShardedTensor's
-gradient placements (tests/test_footguns.py). A failure lists each shrunk program; paste it into a test named by its
-behaviour (tests/pipeline/test_grad_mode_switches.py and its neighbours hold the ones found so far).
+Fixed seeds, a few dozen programs: 0 DIVERGED and 0 CRASHED. A failure lists each shrunk program; paste it into a
+test named by its behaviour (tests/pipeline/test_grad_mode_switches.py and its neighbours hold the ones found so far).
 """
 
 from __future__ import annotations
@@ -15,20 +14,14 @@ import pytest
 
 from subclassaot.tools.fuzz import FuzzConfig, Outcome
 from subclassaot.tools.fuzz_program import to_source
-from subclassaot.tools.fuzz_runner import Entry, Failure, FuzzReport, fuzz
+from subclassaot.tools.fuzz_runner import Entry, FuzzReport, fuzz
 
 WIDE = FuzzConfig(kinds=("plain", "subclasses.pair:example"))  # every vocabulary group
 
 
-def _known_gradient_placements(failure: Failure) -> bool:
-    """The compiled backward keeps the traced tangent's placements, where eager's gradient takes the placements the
-    oracle's plain tangent gives it (same values): tests/test_footguns.py holds it as a strict xfail."""
-    return all(".grad: flatten ctx ShardingSpec(" in s for s in failure.verdict.signatures)
-
-
 def _assert_no_divergence_or_crash(report: FuzzReport, programs: int) -> None:
     assert report.counted == programs
-    failures = [f for f in report.failures if not _known_gradient_placements(f)]
+    failures = report.failures
     shrunk = "\n\n".join(
         f"{f.verdict.detail}\n{to_source(f.shrunk if f.shrunk is not None else f.program)}" for f in failures
     )

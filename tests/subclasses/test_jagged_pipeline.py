@@ -218,3 +218,18 @@ def test_compiled_fused_block_beats_inductor_padded_on_cuda() -> None:
         padded_inductor = subclassaot.compile(padded_block, backend="inductor")
         torch.testing.assert_close(fused(x, w), padded_inductor(padded, mask, w), atol=1e-4, rtol=1e-4)
         assert _median_ms(lambda: fused(x, w)) < _median_ms(lambda: padded_inductor(padded, mask, w))
+
+
+@pytest.mark.parametrize("op", ["sin", "contiguous_mul"])
+def test_output_from_inputs_without_grad_has_no_history_in_a_training_call(op: str) -> None:
+    # found by the fuzzer (sample subclass inputs, seeds 2712 #28 and 75000 #40/#42): in a training call (another
+    # input requires grad), a JaggedTensor output computed only from an input that does not require grad shares
+    # that input's offsets, so it is rebuilt beside the compiled autograd.Function; its values came out of the
+    # Function with its history (grad_fn CompiledStepBackward), eager's have none.
+    def f(x: Tensor, j: Tensor) -> tuple[Tensor, ...]:
+        return (j.sin(),) if op == "sin" else (j.contiguous().mul(3.0),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (torch.randn(3, requires_grad=True), _batch([2, 0, 3])))
+        out = subclassaot.compile(f)(torch.randn(3, requires_grad=True), _batch([2, 0, 3]))[0]
+    assert isinstance(out, JaggedTensor) and not out.flat_values.requires_grad and out.flat_values.grad_fn is None

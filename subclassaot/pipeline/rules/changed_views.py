@@ -275,6 +275,17 @@ def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence
             continue
         if info.function_view is not None or any(leaf.source is LeafSource.INPUT_ALIAS for leaf in info.leaves):
             continue
+        outer_base = value._base
+        if outer_base is not None and id(outer_base) not in named and not info.view_of_fresh:
+            if not _shares_inner_storage(value, outer_base):
+                raise UnsupportedError(
+                    f"{info.path} is a view of a {type(value).__name__} the program computed (eager's `._base`), but "
+                    "its inner tensors share no storage with that tensor's (the subclass's view op returned new inner "
+                    "tensors, or a set_() moved them), so the compiled output, rebuilt from them, could not be "
+                    "eager's view (Note [Autograd Sees The Wrapper]). Return a clone of the view, or make the view op "
+                    "alias its input's inner tensors (return "
+                    "torch.utils._python_dispatch.return_and_correct_aliasing(func, args, kwargs, out))"
+                )
         if _view_op_aliases(value, run):
             # a set_() up the chain moved the data, not the view op (Note [Subclass Intermediate Roots])
             continue
