@@ -282,6 +282,10 @@ def training_call(
         for o, info in enumerate(analysis.outputs)
         if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves)
     ]
+    n_fresh = plan.graph_outputs.num_fresh
+    # fresh graph leaves of outputs that are not wholly fresh (rebuilt beside inner tensors of inputs)
+    in_fresh_outputs = {leaf.index for o in fresh_outputs for leaf in analysis.outputs[o].leaves}
+    rebuilt_leaves = [k for k in range(n_fresh) if k not in in_fresh_outputs]
     mutated_graph_inputs = set()
     for k, item in enumerate(layout.graph_inputs):
         members = layout.groups[item.group].members if isinstance(item, AliasGroupRef) else (item,)
@@ -333,13 +337,11 @@ def training_call(
             # See Note [Training Through A Joint Graph]: weak references, so that the forward keeps no input alive.
             ctx.primals = [(weakref.ref(g), g._version) for g in graph_in] if rerun is not None else None
             tensors = outs[:n_updates]
-            pos = n_updates
             for o in fresh_outputs:
                 info = analysis.outputs[o]
                 if info.function_view is not None:  # Note [Custom Functions]
                     view = info.function_view
                     tensors.append(replay_steps(user[tensor_position[view.index]], view.steps, ev, symbols))
-                    pos += len(info.leaves)
                     continue
                 leaves = [
                     # An input (or a view of one) returned by the program's own autograd.Function: return it as is,
@@ -347,9 +349,10 @@ def training_call(
                     _passthrough(graph_dense, leaf, ev, symbols)
                     if leaf.passthrough is not None
                     else (out.view_as(out) if leaf.function_view else out)
-                    for leaf, out in zip(info.leaves, outs[pos : pos + len(info.leaves)], strict=True)
+                    for leaf, out in zip(
+                        info.leaves, [outs[n_updates + leaf.index] for leaf in info.leaves], strict=True
+                    )
                 ]
-                pos += len(info.leaves)
                 if info.tree is None:
                     tensors.append(leaves[0])
                 else:
@@ -362,12 +365,16 @@ def training_call(
                     tensors.append(
                         unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
                     )
+            pos = n_updates + n_fresh
             n_bases = plan.graph_outputs.num_bases
             base_values = outs[pos : pos + n_bases]
             tensors.extend(base_values)
-            # the symbolic ints, then the stride probes (Note [Strides The Kernels Choose]): only their strides are
-            # read, from aliases that are not the graph's outputs themselves (which may be returned above too)
-            symints = [o.detach() if isinstance(o, torch.Tensor) else o for o in outs[pos + n_bases :]]
+            # The graph's leaves of outputs rebuilt beside inner tensors of inputs (a jagged output sharing an input's
+            # offsets), then the symbolic ints, then the stride probes (Note [Strides The Kernels Choose]): only
+            # their strides are read, from aliases that are not the graph's outputs themselves (which may be returned
+            # above too)
+            tail = [outs[n_updates + k] for k in rebuilt_leaves] + outs[pos + n_bases :]
+            symints = [o.detach() if isinstance(o, torch.Tensor) else o for o in tail]
             # See Note [Inputs Written In Training]: the new value of such an input, as a wrapper.
             for i in bw_meta.wrapper_updates:
                 tree = layout.trees[i]
@@ -640,20 +647,28 @@ def training_call(
         tensors = list(CompiledStep.apply((graph_in, dense, symbols), *user, *bases))  # type: ignore[no-untyped-call]  # untyped in torch
         outs: list[object] = list(tensors[:n_updates])
         prewrapped: dict[int, torch.Tensor] = {}
+        fresh: list[object] = [None] * n_fresh  # the graph's fresh leaves, by OutputLeaf.index
         pos = n_updates
         for o in fresh_outputs:
             value = tensors[pos]
             # See Note [Subclass Intermediate Roots]: a view of an intermediate only it sees.
             prewrapped[o] = value.view(value.shape) if analysis.outputs[o].view_of_fresh else value
-            outs.extend([tensors[pos]] * len(analysis.outputs[o].leaves))  # placeholders keep the layout
+            for leaf in analysis.outputs[o].leaves:
+                fresh[leaf.index] = value  # placeholders keep the layout
             pos += 1
         n_bases = plan.graph_outputs.num_bases
-        outs.extend(tensors[pos : pos + n_bases])
+        bases_at = pos
         pos += n_bases
         wrappers = dict(zip(bw_meta.wrapper_updates, tensors[pos : pos + n_wrappers], strict=True))
         pos += n_wrappers
         root_values = dict(zip((r.root_bases for r in roots), tensors[pos : pos + len(roots)], strict=True))
-        outs.extend(tensors[pos + len(roots) :])  # the symbolic ints
+        pos += len(roots)
+        for k in rebuilt_leaves:
+            fresh[k] = tensors[pos]
+            pos += 1
+        outs.extend(fresh)
+        outs.extend(tensors[bases_at : bases_at + n_bases])
+        outs.extend(tensors[pos:])  # the symbolic ints
         return outs, prewrapped, wrappers, root_values
 
     return GraphCall(run=call, prewraps=frozenset(fresh_outputs), wrapper_updates=tuple(bw_meta.wrapper_updates))

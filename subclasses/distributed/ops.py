@@ -208,7 +208,13 @@ def _like_nonzero(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Any
     return rewrap(func(x.local, *args[1:], **kwargs), x.spec.with_placement(placement), x.shape)
 
 
-@ShardedTensor.implements(aten.new_zeros.default, aten.new_ones.default, aten.new_empty.default, aten.new_full.default)
+@ShardedTensor.implements(
+    aten.new_zeros.default,
+    aten.new_ones.default,
+    aten.new_empty.default,
+    aten.new_full.default,
+    aten.new_empty_strided.default,
+)
 def _new(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Any:
     x: ShardedTensor = args[0]
     local = func(x.local, *args[1:], **kwargs)

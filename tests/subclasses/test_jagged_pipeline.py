@@ -233,3 +233,14 @@ def test_output_from_inputs_without_grad_has_no_history_in_a_training_call(op: s
         assert_matches_eager(f, lambda: (torch.randn(3, requires_grad=True), _batch([2, 0, 3])))
         out = subclassaot.compile(f)(torch.randn(3, requires_grad=True), _batch([2, 0, 3]))[0]
     assert isinstance(out, JaggedTensor) and not out.flat_values.requires_grad and out.flat_values.grad_fn is None
+
+
+def test_output_beside_an_inputs_offsets_and_a_fresh_output_in_a_training_call() -> None:
+    # found by the fuzzer (JaggedTensor inputs, seed 75100 #740): the first output shares x's offsets (rebuilt
+    # beside the compiled Function), the second is wholly fresh; the Function read the fresh output's inner tensors
+    # from the graph's first fresh leaves (the first output's values), so its flat_values came out a JaggedTensor
+    def f(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        return x.contiguous().mul(x), y.mul(y)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (_batch([2, 0, 3]), _batch([2, 0, 3], seed=1, requires_grad=True).clone()))

@@ -273,19 +273,22 @@ def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence
             continue
         if not isinstance(value, torch.Tensor) or not value._is_view():
             continue
-        if info.function_view is not None or any(leaf.source is LeafSource.INPUT_ALIAS for leaf in info.leaves):
+        if info.function_view is not None:
             continue
         outer_base = value._base
-        if outer_base is not None and id(outer_base) not in named and not info.view_of_fresh:
-            if not _shares_inner_storage(value, outer_base):
-                raise UnsupportedError(
-                    f"{info.path} is a view of a {type(value).__name__} the program computed (eager's `._base`), but "
-                    "its inner tensors share no storage with that tensor's (the subclass's view op returned new inner "
-                    "tensors, or a set_() moved them), so the compiled output, rebuilt from them, could not be "
-                    "eager's view (Note [Autograd Sees The Wrapper]). Return a clone of the view, or make the view op "
-                    "alias its input's inner tensors (return "
-                    "torch.utils._python_dispatch.return_and_correct_aliasing(func, args, kwargs, out))"
-                )
+        if outer_base is not None and id(outer_base) not in named and _chain_breaks_inner_views(value, run):
+            # no view chain replays it from that tensor, and no root rebuilt from that tensor's inner tensors (Note
+            # [Subclass Intermediate Roots]) has it as a view: a view op up the chain made no view of the inner ones
+            raise UnsupportedError(
+                f"{info.path} is a view of a {type(value).__name__} the program computed (eager's `._base`), but its "
+                "inner tensors are not views of that tensor's (the subclass's view op returned new inner tensors, or "
+                "the same ones, or a set_() moved them), so the compiled output, rebuilt from them, could not be "
+                "eager's view (Note [Autograd Sees The Wrapper]). Return a clone of the view, or make the view op "
+                "return views of its input's inner tensors (as "
+                "torch.utils._python_dispatch.return_and_correct_aliasing(func, args, kwargs, out) checks)"
+            )
+        if any(leaf.source is LeafSource.INPUT_ALIAS for leaf in info.leaves):
+            continue
         if _view_op_aliases(value, run):
             # a set_() up the chain moved the data, not the view op (Note [Subclass Intermediate Roots])
             continue
@@ -302,12 +305,38 @@ def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence
 
 
 def _view_op_aliases(value: torch.Tensor, run: FunctionalRun) -> bool:
-    """Did the view op that made `value` give inner tensors sharing storage with its source's? (Then the class's
-    view ops alias, and a lost link to the input is a set_() further up the chain.)"""
-    record = run.swaps.views.get(id(value))
-    if record is None or record.func is torch.ops.aten.detach.default or not is_traceable_subclass(record.source):
-        return False
-    return _shares_inner_storage(value, record.source)
+    """Did each view op up the chain that made `value` give inner tensors sharing storage with its source's? (Then
+    the class's view ops alias, and a lost link to the input is a set_() further up the chain.)"""
+    t, steps = value, 0
+    moved = run.swaps.swapped_ids | run.swaps.wrapper_sets.keys() | run.swaps.wrapper_data.keys()
+    while (record := run.swaps.views.get(id(t))) is not None:
+        if record.func is torch.ops.aten.detach.default or not is_traceable_subclass(record.source):
+            break
+        if record.source is t or (steps > 0 and id(t) in moved):
+            break  # (a set_() or `.data =` moved this tensor's data since the view was taken)
+        if not _shares_inner_storage(t, record.source):
+            return False
+        t, steps = record.source, steps + 1
+    return steps > 0
+
+
+def _chain_breaks_inner_views(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """Did a view op up the chain that made `value` return inner tensors none of which is a view of its source's
+    (new tensors, or the same objects)? Eager's wrapper is still a view (Note [Autograd Sees The Wrapper])."""
+    t = value
+    while (record := run.swaps.views.get(id(t))) is not None and record.source is not t:
+        source = record.source
+        if record.func is torch.ops.aten.detach.default or not is_traceable_subclass(source):
+            return False
+        moved = run.swaps.swapped_ids | run.swaps.wrapper_sets.keys() | run.swaps.wrapper_data.keys()
+        if id(t) in moved or id(source) in moved:
+            return False  # a set_() or `.data =` moved the data since: the rules of set_ decide
+        keys = {storage_key(leaf): leaf for leaf in dense_leaves_of(source, "base")[1]}
+        leaves = dense_leaves_of(t, "out")[1]
+        if not any(storage_key(leaf) in keys and keys[storage_key(leaf)] is not leaf for leaf in leaves):
+            return True
+        t = source
+    return False
 
 
 def _shares_inner_storage(value: torch.Tensor, base: torch.Tensor, *, every: bool = False) -> bool:
