@@ -83,19 +83,21 @@ def quantize(x: Tensor, fp8_dtype: torch.dtype, granularity: Granularity) -> tup
         x_amax = x32.abs().amax(dim=-1, keepdim=True)
     scale = amax_to_scale(x_amax, fp8_dtype)
     bound = fp8_max(fp8_dtype)
-    data = (x32 * scale).clamp(-bound, bound).to(fp8_dtype)
+    data = (x32 * scale).clamp(-bound, bound).to(fp8_dtype).contiguous()  # (the kernel's and the fake's layout)
     return data, scale
 
 
 def cast_with_scale(x: Tensor, scale: Tensor, fp8_dtype: torch.dtype) -> Tensor:
     """saturate(x * scale).to(fp8_dtype) for a scale that is already known (broadcasting against x)."""
     bound = fp8_max(fp8_dtype)
-    return (x.to(torch.float32) * scale).clamp(-bound, bound).to(fp8_dtype)
+    return (x.to(torch.float32) * scale).clamp(-bound, bound).to(fp8_dtype).contiguous()  # (as quantize)
 
 
 def dequantize(data: Tensor, scale: Tensor, out_dtype: torch.dtype) -> Tensor:
-    """data.float() / scale, cast to out_dtype (scale broadcasts: shape () or data.shape[:-1] + (1,))."""
-    return (data.to(torch.float32) / scale).to(out_dtype)
+    """data.float() / scale, cast to out_dtype (scale broadcasts: shape () or data.shape[:-1] + (1,)); contiguous,
+    as the Triton kernel writes it and the fake impl says (a transposed `data` gave a transposed result here, and a
+    graph traced with the fake's strides made a view the real result could not)."""
+    return (data.to(torch.float32) / scale).to(out_dtype).contiguous()
 
 
 def scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, out_dtype: torch.dtype) -> Tensor:

@@ -380,3 +380,25 @@ def test_write_through_an_expanded_view_refused_where_functionalization_needs_ar
         f(example().reshape(2, 3, 4))  # eager writes it
         with pytest.raises(UnsupportedError, match="computes sub\\(\\) on float8 values"):
             subclassaot.compile(f)(example().reshape(2, 3, 4))
+
+
+@pytest.mark.parametrize("reference", [True, False], ids=["reference", "kernels"])
+def test_dequantized_result_of_a_transposed_input_is_laid_out_as_the_fake_says(
+    reference: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # found by the fuzzer (Float8Tensor inputs, seed 75200 #71): the reference dequantize kept a transposed input's
+    # strides where the fake impl (and the Triton kernel) give a contiguous result; a compiled reshape traced as a
+    # view of the fake then failed on the real result ("view size is not compatible")
+    from subclasses.fp8.tensor import example
+    from tests.oracle import assert_matches_eager
+
+    from subclasses.fp8 import kernels
+
+    if reference:
+        monkeypatch.setattr(kernels, "_HAS_TRITON", False)  # the pure-torch twins run, as without Triton
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return (x * 3).reshape(2, 1, 12)[0:1]
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (example().transpose(1, 0),))

@@ -304,6 +304,32 @@ def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence
             )
 
 
+def _check_replays_through_copies(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
+    """A subclass view op that copies (a sharded view that gathers) took its values when it ran; a replay at the
+    end of the call takes them after the program's writes. Refused where the copied tensor's family was written."""
+    for info, value in zip(infos, leaves, strict=True):
+        if info.kind is not OutputKind.TENSOR or info.replay is None or not isinstance(value, torch.Tensor):
+            continue
+        t = value
+        moved = run.swaps.swapped_ids | run.swaps.wrapper_sets.keys() | run.swaps.wrapper_data.keys()
+        while (record := run.swaps.views.get(id(t))) is not None and record.source is not t:
+            source = record.source
+            if not is_traceable_subclass(source) or not is_traceable_subclass(t) or id(t) in moved:
+                break  # (a set_() or `.data =` moved the data: the rules of set_ decide)
+            if id(source) in moved or record.func is torch.ops.aten.detach.default:
+                break
+            copied = not _shares_inner_storage(t, source)
+            if copied and run.swaps.family_of(source) in run.swaps.written_families:
+                raise UnsupportedError(
+                    f"{info.path} is a view of a {type(value).__name__} made by a view op ({record.func}) whose inner "
+                    "tensors are a copy of its source's, and the program writes that source's storage: eager's view "
+                    "kept the values it copied, while the compiled output, replayed from the source at "
+                    "the end of the call, would see the write (Note [Autograd Sees The Wrapper]). Return a clone of the "
+                    "view, or make the view op return views of its source's inner tensors"
+                )
+            t = source
+
+
 def _view_op_aliases(value: torch.Tensor, run: FunctionalRun) -> bool:
     """Did each view op up the chain that made `value` give inner tensors sharing storage with its source's? (Then
     the class's view ops alias, and a lost link to the input is a set_() further up the chain.)"""
@@ -380,6 +406,7 @@ def _rebuilt_view_of_input(info: OutputInfo, value: torch.Tensor, run: Functiona
 def check_stale_subclass_outputs(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
     """See Note [Stale View Functions] and Note [Subclass Intermediate Roots]."""
     _check_views_over_fresh_leaves(infos, leaves, run)
+    _check_replays_through_copies(infos, leaves, run)
     _check_fresh_views(infos, leaves, run)
     if not torch.is_grad_enabled():
         return
