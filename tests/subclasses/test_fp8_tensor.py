@@ -389,10 +389,9 @@ def test_dequantized_result_of_a_transposed_input_is_laid_out_as_the_fake_says(
     # found by the fuzzer (Float8Tensor inputs, seed 75200 #71): the reference dequantize kept a transposed input's
     # strides where the fake impl (and the Triton kernel) give a contiguous result; a compiled reshape traced as a
     # view of the fake then failed on the real result ("view size is not compatible")
+    from subclasses.fp8 import kernels
     from subclasses.fp8.tensor import example
     from tests.oracle import assert_matches_eager
-
-    from subclasses.fp8 import kernels
 
     if reference:
         monkeypatch.setattr(kernels, "_HAS_TRITON", False)  # the pure-torch twins run, as without Triton
