@@ -224,3 +224,15 @@ def test_gathering_view_of_an_input_written_afterwards_is_refused() -> None:
 
     with torch.no_grad(), pytest.raises(subclassaot.UnsupportedError, match="view of input 0"):
         subclassaot.compile(g)(example())
+
+
+def test_write_with_grad_through_a_gathering_view_is_refused() -> None:
+    # found by the fuzzer (ShardedTensor inputs, seed 75400 #818): view(1, 1, 24) of a Shard(1) tensor gathers (a
+    # copy); mul_() of it with grad changes the base's gradient in eager (autograd records the write on the base)
+    # while the base's data never sees it; the compiled gradient was the unwritten one
+    def f(x: torch.Tensor) -> torch.Tensor:
+        x.view(1, 1, 24).mul_(-1.0)
+        return x
+
+    with torch.enable_grad(), pytest.raises(subclassaot.UnsupportedError, match="copy of its source's"):
+        subclassaot.compile(f)(example().requires_grad_().clone())

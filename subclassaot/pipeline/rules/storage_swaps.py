@@ -682,6 +682,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     self._record_write(arg, inplace or arg_schema.is_out, moves_data)
 
     def _record_write(self, arg: torch.Tensor, bumps: bool, moves_data: bool = True) -> None:
+        if self.depth == 0 and moves_data and torch.is_grad_enabled() and arg.requires_grad:
+            self._refuse_write_through_copying_view(arg)
         self.record.seq += 1
         self.record.note_write_kind(arg, moves_data, self.depth == 0 and is_traceable_subclass(arg))
         left = self.left_storages.pop(id(arg), None)  # Note [Storage Swaps By Rebinding]
@@ -706,6 +708,28 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.visible_seq[id(arg)] = self.record.seq
             if moves_data:
                 self.record.family_visible_seq.setdefault(self.record.family_of(arg), self.record.seq)
+
+    def _refuse_write_through_copying_view(self, arg: torch.Tensor) -> None:
+        """A write with grad through a subclass view whose view op copied (a sharded view that gathers): eager's
+        autograd records it on the view's base (CopySlices: the base's gradient changes), while the data it writes is
+        the copy's, which the base never sees; the compiled program computes one or the other."""
+        t = arg
+        while is_traceable_subclass(t) and (record := self.record.views.get(id(t))) is not None:
+            source = record.source
+            if source is t or not is_traceable_subclass(source) or record.func is torch.ops.aten.detach.default:
+                return
+            if id(t) in self.record.swapped_ids or id(source) in self.record.swapped_ids:
+                return  # (a set_() or `.data =` moved the data: the rules of set_ decide)
+            keys = {storage_key(leaf) for leaf in flatten_subclass(source, "source")[1]}
+            if not any(storage_key(leaf) in keys for leaf in flatten_subclass(t, "view")[1]):
+                raise UnsupportedError(
+                    f"the program writes, with grad, a view of a {type(arg).__name__} made by a view op "
+                    f"({record.func}) whose inner tensors are a copy of its source's: eager's autograd records the "
+                    "write on the view's base, whose data never sees it, so its gradient and its values disagree, "
+                    "which a compiled program cannot reproduce (Note [Autograd Sees The Wrapper]). Write a clone, or "
+                    "make the view op return views of its source's inner tensors"
+                )
+            t = source
 
 
 def _size_and_stride(t: object) -> object:
