@@ -349,9 +349,7 @@ def training_call(
                     _passthrough(graph_dense, leaf, ev, symbols)
                     if leaf.passthrough is not None
                     else (out.view_as(out) if leaf.function_view else out)
-                    for leaf, out in zip(
-                        info.leaves, [outs[n_updates + leaf.index] for leaf in info.leaves], strict=True
-                    )
+                    for leaf, out in ((leaf, outs[n_updates + leaf.index]) for leaf in info.leaves)
                 ]
                 if info.tree is None:
                     tensors.append(leaves[0])

@@ -310,31 +310,23 @@ def _check_replays_through_copies(infos: Sequence[OutputInfo], leaves: Sequence[
     for info, value in zip(infos, leaves, strict=True):
         if info.kind is not OutputKind.TENSOR or info.replay is None or not isinstance(value, torch.Tensor):
             continue
-        t = value
-        moved = run.swaps.swapped_ids | run.swaps.wrapper_sets.keys() | run.swaps.wrapper_data.keys()
-        while (record := run.swaps.views.get(id(t))) is not None and record.source is not t:
-            source = record.source
-            if not is_traceable_subclass(source) or not is_traceable_subclass(t) or id(t) in moved:
-                break  # (a set_() or `.data =` moved the data: the rules of set_ decide)
-            if id(source) in moved or record.func is torch.ops.aten.detach.default:
-                break
-            copied = not _shares_inner_storage(t, source)
-            if copied and run.swaps.family_of(source) in run.swaps.written_families:
+        for t, record in run.swaps.subclass_view_steps(value):
+            copied = not _shares_inner_storage(t, record.source)
+            if copied and run.swaps.family_of(record.source) in run.swaps.written_families:
                 raise UnsupportedError(
                     f"{info.path} is a view of a {type(value).__name__} made by a view op ({record.func}) whose inner "
                     "tensors are a copy of its source's, and the program writes that source's storage: eager's view "
-                    "kept the values it copied, while the compiled output, replayed from the source at "
-                    "the end of the call, would see the write (Note [Autograd Sees The Wrapper]). Return a clone of the "
-                    "view, or make the view op return views of its source's inner tensors"
+                    "kept the values it copied, while the compiled output, replayed from the source at the end of the "
+                    "call, would see the write (Note [Autograd Sees The Wrapper]). Return a clone of the view, or make "
+                    "the view op return views of its source's inner tensors"
                 )
-            t = source
 
 
 def _view_op_aliases(value: torch.Tensor, run: FunctionalRun) -> bool:
     """Did each view op up the chain that made `value` give inner tensors sharing storage with its source's? (Then
     the class's view ops alias, and a lost link to the input is a set_() further up the chain.)"""
     t, steps = value, 0
-    moved = run.swaps.swapped_ids | run.swaps.wrapper_sets.keys() | run.swaps.wrapper_data.keys()
+    moved = run.swaps.moved()
     while (record := run.swaps.views.get(id(t))) is not None:
         if record.func is torch.ops.aten.detach.default or not is_traceable_subclass(record.source):
             break
@@ -349,19 +341,10 @@ def _view_op_aliases(value: torch.Tensor, run: FunctionalRun) -> bool:
 def _chain_breaks_inner_views(value: torch.Tensor, run: FunctionalRun) -> bool:
     """Did a view op up the chain that made `value` return inner tensors none of which is a view of its source's
     (new tensors, or the same objects)? Eager's wrapper is still a view (Note [Autograd Sees The Wrapper])."""
-    t = value
-    while (record := run.swaps.views.get(id(t))) is not None and record.source is not t:
-        source = record.source
-        if record.func is torch.ops.aten.detach.default or not is_traceable_subclass(source):
-            return False
-        moved = run.swaps.swapped_ids | run.swaps.wrapper_sets.keys() | run.swaps.wrapper_data.keys()
-        if id(t) in moved or id(source) in moved:
-            return False  # a set_() or `.data =` moved the data since: the rules of set_ decide
-        keys = {storage_key(leaf): leaf for leaf in dense_leaves_of(source, "base")[1]}
-        leaves = dense_leaves_of(t, "out")[1]
-        if not any(storage_key(leaf) in keys and keys[storage_key(leaf)] is not leaf for leaf in leaves):
+    for t, record in run.swaps.subclass_view_steps(value):
+        keys = {storage_key(leaf): leaf for leaf in dense_leaves_of(record.source, "base")[1]}
+        if not any(keys.get(storage_key(leaf), leaf) is not leaf for leaf in dense_leaves_of(t, "out")[1]):
             return True
-        t = source
     return False
 
 

@@ -713,14 +713,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         """A write with grad through a subclass view whose view op copied (a sharded view that gathers): eager's
         autograd records it on the view's base (CopySlices: the base's gradient changes), while the data it writes is
         the copy's, which the base never sees; the compiled program computes one or the other."""
-        t = arg
-        while is_traceable_subclass(t) and (record := self.record.views.get(id(t))) is not None:
-            source = record.source
-            if source is t or not is_traceable_subclass(source) or record.func is torch.ops.aten.detach.default:
-                return
-            if id(t) in self.record.swapped_ids or id(source) in self.record.swapped_ids:
-                return  # (a set_() or `.data =` moved the data: the rules of set_ decide)
-            keys = {storage_key(leaf) for leaf in flatten_subclass(source, "source")[1]}
+        for t, record in self.record.subclass_view_steps(arg):
+            keys = {storage_key(leaf) for leaf in flatten_subclass(record.source, "source")[1]}
             if not any(storage_key(leaf) in keys for leaf in flatten_subclass(t, "view")[1]):
                 raise UnsupportedError(
                     f"the program writes, with grad, a view of a {type(arg).__name__} made by a view op "
@@ -729,7 +723,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     "which a compiled program cannot reproduce (Note [Autograd Sees The Wrapper]). Write a clone, or "
                     "make the view op return views of its source's inner tensors"
                 )
-            t = source
 
 
 def _size_and_stride(t: object) -> object:

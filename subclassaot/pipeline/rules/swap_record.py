@@ -457,6 +457,24 @@ class SwapRecord:
             yield record
             t = record.source
 
+    def moved(self) -> set[int]:
+        """id() of the tensors a set_() or `.data =` gave other data (plain or wrapper)."""
+        return self.swapped_ids | self.wrapper_sets.keys() | self.wrapper_data.keys()
+
+    def subclass_view_steps(self, t: torch.Tensor) -> Iterator[tuple[torch.Tensor, ViewRecord]]:
+        """(view, the record of the op that made it) up `t`'s chain while both are subclass tensors whose data no
+        set_() or `.data =` moved since (the rules of set_ decide those): where a view op that copies (a sharded view
+        that gathers) shows as inner tensors that are no views of the source's."""
+        moved = self.moved()
+        for record in self.chain(t):
+            source = record.source
+            if source is t or not (is_traceable_subclass(t) and is_traceable_subclass(source)):
+                return
+            if id(t) in moved or id(source) in moved:
+                return
+            yield t, record
+            t = source
+
     def eager_inference(self, t: torch.Tensor) -> bool:
         """Is eager's `t` an inference tensor: made inside an inference_mode block, or a view of one (taken after the
         block too, where the run's is none)?"""
