@@ -279,14 +279,7 @@ def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence
         if outer_base is not None and id(outer_base) not in named and _chain_breaks_inner_views(value, run):
             # no view chain replays it from that tensor, and no root rebuilt from that tensor's inner tensors (Note
             # [Subclass Intermediate Roots]) has it as a view: a view op up the chain made no view of the inner ones
-            raise UnsupportedError(
-                f"{info.path} is a view of a {type(value).__name__} the program computed (eager's `._base`), but its "
-                "inner tensors are not views of that tensor's (the subclass's view op returned new inner tensors, or "
-                "the same ones, or a set_() moved them), so the compiled output, rebuilt from them, could not be "
-                "eager's view (Note [Autograd Sees The Wrapper]). Return a clone of the view, or make the view op "
-                "return views of its input's inner tensors (as "
-                "torch.utils._python_dispatch.return_and_correct_aliasing(func, args, kwargs, out) checks)"
-            )
+            raise _no_inner_views(info.path, f"a {type(value).__name__} the program computed (eager's `._base`)")
         if any(leaf.source is LeafSource.INPUT_ALIAS for leaf in info.leaves):
             continue
         if _view_op_aliases(value, run):
@@ -295,13 +288,19 @@ def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence
         root = run.swaps.view_root(value, through_swaps=True)
         base = root if id(root) in named else value._base
         if base is not None and id(base) in named and not _shares_inner_storage(value, base):
-            raise UnsupportedError(
-                f"{info.path} is a view of input {named[id(base)]} (a {type(value).__name__}: eager's `._base`), but "
-                "its inner tensors share no storage with that input's: the subclass's view op returns new inner "
-                "tensors, which breaks the views.alias rule of subclassaot.check_subclass (Note [Autograd Sees The "
-                "Wrapper]). Return a clone of the view, or make the view op alias the input's inner tensors (return "
-                "torch.utils._python_dispatch.return_and_correct_aliasing(func, args, kwargs, out))"
-            )
+            raise _no_inner_views(info.path, f"input {named[id(base)]} (a {type(value).__name__}: eager's `._base`)")
+
+
+def _no_inner_views(path: str, base: str) -> UnsupportedError:
+    """See Note [Autograd Sees The Wrapper]: an output whose eager wrapper is a view of `base`, rebuilt from inner
+    tensors that are no views of that tensor's, comes out as no view."""
+    return UnsupportedError(
+        f"{path} is a view of {base}, but its inner tensors are not views of that tensor's: the subclass's view op "
+        "returns new inner tensors (or the same ones, or a set_() moved them), which breaks the views.alias rule of "
+        "subclassaot.check_subclass, so the compiled output, rebuilt from them, could not be eager's view (Note "
+        "[Autograd Sees The Wrapper]). Return a clone of the view, or make the view op return views of its input's "
+        "inner tensors (return torch.utils._python_dispatch.return_and_correct_aliasing(func, args, kwargs, out))"
+    )
 
 
 def _check_replays_through_copies(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
