@@ -109,3 +109,21 @@ def test_dtensor_computed_inside_inference_mode_matches_eager(mesh: DeviceMesh, 
         assert_matches_eager(
             _computed_inside_inference_mode, lambda: (distribute_tensor(torch.randn(4, 6), mesh, [Shard(0)]),)
         )
+
+
+def test_gradient_takes_the_tangents_placements_as_in_eager(mesh: DeviceMesh) -> None:
+    # PyTorch's DTensor: a Replicate tangent for a Shard(1) output gives eager a Replicate gradient; converting the
+    # tangent to the traced Shard(1) (its __coerce_same_metadata_as_tangent__, what AOTAutograd does) gave Shard(1)
+    # with the same values. A tangent of other placements now gets a backward traced for them (Note [Tangent Retrace]).
+    def step(x: torch.Tensor) -> torch.Tensor:
+        return x * 2 + x
+
+    grads = []
+    for fn in (step, subclassaot.compile(step)):
+        x = distribute_tensor(torch.arange(24.0).reshape(4, 6), mesh, [Shard(1)]).requires_grad_()
+        out = fn(x)
+        out.backward(distribute_tensor(torch.ones(4, 6), mesh, [Replicate()]))  # type: ignore[no-untyped-call]  # untyped in torch
+        assert isinstance(x.grad, DTensor)
+        grads.append(x.grad)
+    assert grads[0].placements == (Replicate(),) and grads[1].placements == grads[0].placements
+    torch.testing.assert_close(grads[1].full_tensor(), grads[0].full_tensor())
