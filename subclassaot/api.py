@@ -129,6 +129,8 @@ class CompiledFunction(Generic[P, R]):
         self.fn = fn
         self.config = config
         self._entries: list[CompiledEntry] = []
+        # (arity, guards, run) of the entries a plain positional call can take, in order (__call__'s first path)
+        self._plain: tuple[tuple[int, guards.GuardFn, Callable[[Sequence[object], dict[str, int]], object]], ...] = ()
         self._reasons: list[str] = []
         self._lock = threading.RLock()
         self._is_module = isinstance(fn, torch.nn.Module)
@@ -165,6 +167,15 @@ class CompiledFunction(Generic[P, R]):
         return None
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        if not kwargs and not (_dispatch_modes() or _function_modes()):
+            # A function that reads no lifted state, called with positional leaves only, outside any mode: its flat
+            # inputs are `args` itself (the path below, its decisions taken when the entry was added).
+            n = len(args)
+            for arity, check, run in self._plain:
+                if arity == n:
+                    bound = check(args)
+                    if type(bound) is dict:
+                        return cast(R, run(args, bound))
         modes = NO_MODES
         if _dispatch_modes() or _function_modes():  # (the stacks' lengths: ambient_modes is the per-call cost)
             modes = ambient_modes()
@@ -250,6 +261,13 @@ class CompiledFunction(Generic[P, R]):
             )
             entry = dataclasses.replace(entry, modes=modes.key)
             self._entries.append(entry)
+            if (
+                entry.simple_arity is not None
+                and not entry.lifted_names
+                and entry.modes == NO_MODES_KEY
+                and not (self._is_module or self._captures)
+            ):
+                self._plain = (*self._plain, (entry.simple_arity, entry.guards.check, entry.run))
         bound = entry.guards.check(values)
         if not isinstance(bound, dict):
             raise AssertionError(f"BUG: a freshly compiled entry rejects the inputs it was compiled for: {bound}")

@@ -432,10 +432,11 @@ def plain_ctx_names(cls: type, attrs: Sequence[str]) -> tuple[str, ...] | None:
     return None
 
 
-def plain_unflattener(cls: type, attrs: Sequence[str], ctx: object) -> Unflattener | None:
-    """`build(leaves, size, stride)`: what `cls.__tensor_unflatten__(dict(zip(attrs, leaves)), ctx, size, stride)`
-    returns, with every decision that depends only on (cls, attrs, ctx) made here, once; None where that call is not
-    WrapperTensor's own plain construction (the caller calls `__tensor_unflatten__`). A runtime's output rebuild."""
+def plain_fields(cls: type, attrs: Sequence[str], ctx: object) -> tuple[str, ...] | None:
+    """The fields `plain_unflattener`'s build sets, inner tensors then ctx (values: the leaves, then `ctx`'s items),
+    where `cls.__tensor_unflatten__(dict(zip(attrs, leaves)), ctx, size, stride)` is WrapperTensor's own plain
+    construction (`_plain_wrapper`: a wrapper over the first leaf's offset, dtype, device and layout, these fields
+    set), for sizes and strides with no -1; else None."""
     own_unflatten = WrapperTensor.__tensor_unflatten__.__func__  # type: ignore[attr-defined]  # a classmethod
     if not (
         issubclass(cls, WrapperTensor)
@@ -446,7 +447,17 @@ def plain_unflattener(cls: type, attrs: Sequence[str], ctx: object) -> Unflatten
         and len(ctx) == len(cls.ctx_names)
     ):
         return None
-    fields = (*cls.inner_names, *cls.ctx_names)
+    return (*cls.inner_names, *cls.ctx_names)
+
+
+def plain_unflattener(cls: type, attrs: Sequence[str], ctx: object) -> Unflattener | None:
+    """`build(leaves, size, stride)`: what `cls.__tensor_unflatten__(dict(zip(attrs, leaves)), ctx, size, stride)`
+    returns, with every decision that depends only on (cls, attrs, ctx) made here, once; None where that call is not
+    WrapperTensor's own plain construction (the caller calls `__tensor_unflatten__`). A runtime's output rebuild."""
+    fields = plain_fields(cls, attrs, ctx)
+    if fields is None:
+        return None
+    assert issubclass(cls, WrapperTensor) and isinstance(ctx, tuple)
     general = cls.__tensor_unflatten__
 
     def build(leaves: Sequence[torch.Tensor], size: SizeLike, stride: SizeLike) -> torch.Tensor:

@@ -184,7 +184,11 @@ def describe_opaque_change(path: str, old: object, new: object) -> str:
 #   `v0.shape == (2, 4)`, and a WrapperTensor whose `__tensor_flatten__` is the base class's is not flattened: its
 #   inner names are its class's (its type is checked first) and its ctx is its ctx fields, compared as one tuple.
 #   Most calls pass and run only the fast body; where one of its checks fails it calls the first body, which finds
-#   the failing fact and returns its message.
+#   the failing fact and returns its message. In the fast body consecutive checks are one conjunction (one `if`), a
+#   dtype and a bool are compared by identity and a CPU device by `is_cpu` (the same predicates, cheaper), and where
+#   every subclass input reads its properties as a plain tensor does (its `__torch_function__` is torch's disabled
+#   one or Tensor's default, which returns what the property returns) the body runs with subclass torch functions
+#   off, so that a wrapper's `.shape` or `.dtype` skips the torch-function check.
 
 
 class Src(str):
@@ -211,6 +215,7 @@ class _Writer:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.fast: list[str] = []
+        self.pending: list[str] = []  # fast checks not yet written: consecutive ones become one `if`
         self.detail_only = False  # what is emitted now goes to `lines` only (a combined check stands for it)
         self.globals: dict[str, object] = {
             "describe_ctx_change": describe_ctx_change,
@@ -249,21 +254,30 @@ class _Writer:
     def line(self, text: str) -> None:
         self.lines.append(text)
         if not self.detail_only:
+            self.flush()
             self.fast.append(text)
 
-    def check(self, cond: str, message: str) -> None:
+    def check(self, cond: str, message: str, fast: str | None = None) -> None:
+        """`fast`: the same predicate, cheaper to evaluate, for the fast body (`cond` where None)."""
         self.lines.append(f"    if not ({cond}):\n        return {message}")
         if not self.detail_only:
-            self.fast_check(cond)
+            self.fast_check(cond if fast is None else fast)
 
     def fast_check(self, cond: str) -> None:
         """A check of the fast body only, which stands for checks of `lines` emitted with `detail_only` set."""
-        self.fast.append(f"    if not ({cond}):\n        return _detail(L)")
+        self.pending.append(cond)
 
-    def expect(self, cond: str, label: str, expected: object, got: str | None = None) -> None:
+    def flush(self) -> None:
+        """The pending fast checks, as one conjunction in their order (Note [What The Guards Compare])."""
+        if self.pending:
+            conds = " and ".join(f"({c})" for c in self.pending)
+            self.fast.append(f"    if not ({conds}):\n        return _detail(L)")
+            self.pending = []
+
+    def expect(self, cond: str, label: str, expected: object, got: str | None = None, fast: str | None = None) -> None:
         """`label: expected E, got G` when `cond` fails; `got` is a guard expression, shown with str()."""
         tail: tuple[str, ...] = (", got ", Src(got)) if got is not None else ()
-        self.check(cond, self.msg(f"{label}: expected {expected}", *tail))
+        self.check(cond, self.msg(f"{label}: expected {expected}", *tail), fast)
 
     def dim(self, access: str, label: str, value: int | torch.SymInt) -> None:
         coeff = nested_coeff(value)
@@ -315,7 +329,13 @@ def build_guards(
         _tensor_guards(w, f"v{index}", path, fake, tree, type(real), real.requires_grad, caller_guarded or {})
         if tree is not None:  # Note [Stale View Functions]
             c = w.constant(real._is_view())
-            w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
+            w.expect(
+                f"v{index}._is_view() == {c}",
+                f"{path}._is_view()",
+                real._is_view(),
+                f"v{index}._is_view()",
+                f"v{index}._is_view() is {c}",
+            )
         if real.requires_grad:
             # compile-time rules differ for autograd leaves and non-leaves (in-place writes, layout changes)
             c = w.constant(real.is_leaf)
@@ -346,9 +366,33 @@ def build_guards(
     namespace = dict(w.globals)
     exec(compile(source, "<subclassaot guards>", "exec"), namespace)
     fast_source = "def check(L):\n" + "\n".join(w.fast) + "\n"
-    fast_namespace = {**w.globals, "_detail": namespace["check"]}
+    if _plain_properties(layout.trees):  # Note [What The Guards Compare]
+        fast_source = (
+            "def check(L):\n    with _no_subclass_functions():\n        return _fast(L)\n\n"
+            + fast_source.replace("def check(L):", "def _fast(L):", 1)
+        )
+    fast_namespace = {**w.globals, "_detail": namespace["check"], "_no_subclass_functions": _DisableSubclassFunctions}
     exec(compile(fast_source, "<subclassaot guards, fast>", "exec"), fast_namespace)
     return Guards(source=source, check=cast(GuardFn, fast_namespace["check"]), symbols=symbols, fast_source=fast_source)
+
+
+_DisableSubclassFunctions = torch._C.DisableTorchFunctionSubclass
+_DISABLED_FUNCTIONS = (torch._C._disabled_torch_function_impl, vars(torch.Tensor)["__torch_function__"].__func__)
+
+
+def _plain_properties(trees: Sequence[SubclassNode | None]) -> bool:
+    """Some input is a tensor subclass, and every subclass among them reads its properties (dtype, shape, ...) as a
+    plain tensor does: its `__torch_function__` is torch's disabled one or Tensor's default (which returns what the
+    property returns)."""
+    classes: list[type[torch.Tensor]] = []
+    todo = [tree for tree in trees if tree is not None]
+    while todo:
+        node = todo.pop()
+        classes.append(node.cls)
+        todo.extend(c for c in node.children if isinstance(c, SubclassNode))
+    return bool(classes) and all(
+        getattr(cls.__torch_function__, "__func__", cls.__torch_function__) in _DISABLED_FUNCTIONS for cls in classes
+    )
 
 
 def _tensor_guards(
@@ -374,7 +418,9 @@ def _tensor_guards(
         if known is not None and getattr(known, field) == expected:
             continue  # See Note [Dynamo Captures, The Pipeline Compiles]
         c = w.constant(expected)
-        w.expect(f"{var}.{field} == {c}", f"{path}.{field}", expected, f"{var}.{field}")
+        w.expect(
+            f"{var}.{field} == {c}", f"{path}.{field}", expected, f"{var}.{field}", _fast_field(var, field, c, expected)
+        )
     sizes, strides = fake.size(), fake.stride()
     if known is None or len(known.sizes) != fake.dim():
         combined = _static_dims(sizes)  # Note [What The Guards Compare]
@@ -395,6 +441,14 @@ def _tensor_guards(
         return
     _stride_guards(w, var, path, strides, stride_dims, known is None)
     w.dim(f"{var}.storage_offset()", f"{path}.storage_offset()", fake.storage_offset())
+
+
+def _fast_field(var: str, field: str, c: str, expected: object) -> str:
+    """The fast body's test of a tensor's dtype, device or requires_grad: by identity (dtypes and bools are
+    singletons), a CPU device by `is_cpu` (a CPU tensor's device has no index); the same predicate as `==`."""
+    if field == "device":
+        return f"{var}.is_cpu" if expected == torch.device("cpu") else f"{var}.device == {c}"
+    return f"{var}.{field} is {c}"
 
 
 def _static_dims(dims: Sequence[int | torch.SymInt]) -> str | None:

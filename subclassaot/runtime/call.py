@@ -8,6 +8,7 @@ inputs or intermediates are regenerated from the real tensors after the epilogue
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import cast
@@ -104,12 +105,17 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> EntryRunner:
     """The entry's per-call path: generated as straight-line code where its plan allows (Note [Straight-Line
     Runners]), else the generic runner below."""
     epilogue = epilogue_plan(plan)
-    generated = straight_line(plan, epilogue, graph_call)
+    generic = functools.cache(lambda: generic_runner(plan, graph_call, epilogue))
+
+    def fallback(values: Sequence[object], symbols: dict[str, int]) -> object:
+        return generic()(values, symbols)
+
+    generated = straight_line(plan, epilogue, graph_call, fallback)
     if generated is None and graph_call.written:
         raise AssertionError("BUG: a graph that writes its inputs runs the generated runner (runtime.graph_writes)")
     if generated is not None:
         return generated
-    return EntryRunner(run=generic_runner(plan, graph_call, epilogue), source=None)
+    return EntryRunner(run=generic(), source=None)
 
 
 def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpiloguePlan) -> Runner:

@@ -225,13 +225,28 @@ def probed_stride(
     return list(leaf.stride()) if list(leaf.shape) == size else stride
 
 
+_below_views = torch._C._AutoDispatchBelowADInplaceOrView
+_no_subclass_functions = torch._C.DisableTorchFunctionSubclass
+
+
 def fresh_output(value: torch.Tensor) -> torch.Tensor:
     # A fresh output is never a view in eager; the eager backend may return a view of a graph temporary.
     return non_view_alias(value) if value._is_view() and not value.requires_grad else value
 
 
-def non_view_alias(t: torch.Tensor) -> torch.Tensor:
-    """A tensor sharing `t`'s storage and metadata that is not a view (no `._base`)."""
+def non_view_alias(t: torch.Tensor, meta: tuple[Sequence[int], Sequence[int], int] | None = None) -> torch.Tensor:
+    """A tensor sharing `t`'s storage, with `t`'s metadata or `meta` (size, stride, offset), that is not a view (no
+    `._base`), with a counter of its own at 0 and no autograd history: what a view op on an inner tensor makes inside
+    a subclass's `__torch_dispatch__` (below autograd and ADInplaceOrView, which alone make a view). An inference
+    tensor's alias is made by `set_()` instead (below ADInplaceOrView it would be an inference tensor)."""
+    if not t.is_inference():
+        # (a plain tensor: a torch-function subclass's `__torch_function__` would hand back its own class)
+        with _below_views(), _no_subclass_functions():
+            if meta is None:
+                return t.as_strided(t.size(), t.stride(), t.storage_offset())
+            return t.as_strided(*meta)
+    if meta is not None:
+        t = t.as_strided(*meta)
     alias = torch.empty((0,), dtype=t.dtype, device=t.device)
     with torch.no_grad():
         alias.set_(t.untyped_storage(), t.storage_offset(), t.size(), t.stride())

@@ -594,7 +594,7 @@ def regenerate_alias(
         return source
     if is_view:
         return source.as_strided(size, stride, offset)
-    return non_view_alias(source.as_strided(size, stride, offset))
+    return non_view_alias(source, (size, stride, offset))
 
 
 def _input_root(

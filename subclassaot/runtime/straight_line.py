@@ -10,13 +10,14 @@ from __future__ import annotations
 import keyword
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import sympy
 import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import LeafInfo, SubclassNode, Unflattener, unflattener
-from subclassaot.authoring.wrapper_tensor import plain_unflattener
+from subclassaot.authoring.wrapper_tensor import WrapperTensor, plain_fields, plain_unflattener
 from subclassaot.runtime.plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias, requires_grad_changes
 from subclassaot.runtime.regenerate import (
     has_size_spec,
@@ -48,10 +49,22 @@ from subclassaot.schemas import (
 # the generic runner does and nothing else, so the result is the same object graph: outputs, aliasing, `._base`,
 # version counters, autograd history. `_unsupported` names the plans it leaves to the generic runner: any step
 # beyond those above (metadata changes, set_(), `.data =`, accumulators, early replays, wrapper storages, ...).
-# What is cheaper written out is written out: version counters read and set inline, a copy into an input that cannot
-# require grad (a direct call has no graph input that does) made without no_grad where the value does not either,
-# and the outputs of a WrapperTensor that constructs as the base class does built by `plain_unflattener` (the
-# wrapper's `_make_wrapper_subclass` and its fields, the same object its `__tensor_unflatten__` returns).
+# What is cheaper written out is written out: version counters read and set inline (read once before the call inside
+# one `try`: an inference tensor has none, and such a call goes to the generic runner before anything ran; the
+# written leaves' counters set back in one call after the copies, whatever the copies did to them), a copy into an
+# input that cannot require grad (a direct call has no graph input that does) made without no_grad where the value
+# does not either, and the outputs of a WrapperTensor that constructs as the base class does built as
+# `plain_unflattener` builds them, its steps written out (`_make_wrapper_subclass` and the fields: the same object
+# its `__tensor_unflatten__` returns).
+# A view of a WrapperTensor input made by one view op (`x.view(-1)`, `x.t()`, `x[1]`) costs most through the class's
+# `__torch_dispatch__` (a Python dispatch, an unwrap, the op per inner tensor, a rewrap). Eager's result is fixed by
+# what the trace saw: inner tensors that are aliases (not views) of the input's inner tensors, with the traced sizes,
+# strides and offsets, in a wrapper that shares the input's wrapper storage (return_and_correct_aliasing), which
+# autograd and ADInplaceOrView, above the Python key, make a view of the input (`._base`, the shared counter, the
+# view's autograd metadata and grad_fn). So the runner builds that wrapper itself and calls the view op with a
+# one-shot dispatch mode (`_Give`) that hands it over at the Python key: everything above the Python key runs as in
+# eager; the class's dispatch, which the compiled graph already stands for, does not (`_handed_view`: one step, a
+# plain construction, every inner tensor an alias of an input's; else the op runs through the class).
 # As for the guards (Note [What The Guards Compare]), the source holds no caller text: every value it uses (a
 # subclass, its ctx, an attribute name that is no plain identifier, an op, a constant output) is bound by reference
 # as a global of the function (`_c3`); the source holds only our own names and integer literals we produce.
@@ -65,11 +78,13 @@ class EntryRunner:
     source: str | None  # the generated Python, printable for users; None: the generic runner (call.make_runner)
 
 
-def straight_line(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> EntryRunner | None:
-    """The generated runner of this entry, or None where its plan needs the generic runner."""
+def straight_line(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall, generic: Runner) -> EntryRunner | None:
+    """The generated runner of this entry, or None where its plan needs the generic runner. `generic`: that runner,
+    for a call the generated one leaves to it (an inference tensor among the counters it settles)."""
     if _unsupported(plan, epilogue, call) is not None:
         return None
     w = _Writer()
+    w.globals["_generic"] = generic
     _unwrap(w, plan)
     _versions_before(w, plan, epilogue)
     _graph(w, plan, call)
@@ -196,6 +211,12 @@ class _Writer:
             "_regen": regenerate_alias,
             "_once": once_per_location,
             "_ev": MetaEvaluator(),
+            "_mws": torch.Tensor._make_wrapper_subclass,
+            "_osa": object.__setattr__,
+            "_fus": torch._functionalize_unsafe_set,
+            "_Give": _Give,
+            "_push": torch._C._push_on_torch_dispatch_stack,
+            "_pop": torch._C._pop_torch_dispatch_stack,
         }
         self.given = False  # the graph call returns intermediate subclass roots (`given`)
         self.roots: set[str] = set()  # the roots built so far (Note [Subclass Intermediate Roots])
@@ -216,16 +237,6 @@ class _Writer:
         name = f"_m{len(self.lines)}"
         self.line(f"{name} = _ev.meta({self.constant(meta)}, symbols)", depth)
         return f"{name}[0]", f"{name}[1]", f"{name}[2]"
-
-    @staticmethod
-    def version(var: str) -> str:
-        """Source for torch_internals.get_version(var), inline (`var` is a local or `L[i]`)."""
-        return f"(0 if {var}.is_inference() else {var}._version)"
-
-    def set_version(self, var: str, value: str, depth: int = 1) -> None:
-        """torch_internals.set_version(var, value), inline."""
-        self.line(f"if not {var}.is_inference():", depth)
-        self.line(f"_usv(({var},), ({value},))", depth + 1)
 
     def without_grad(self, statement: str, depth: int = 1) -> None:
         """`statement` under no_grad (torch.no_grad()'s own steps, without the context-manager object)."""
@@ -253,11 +264,18 @@ def _unwrap(w: _Writer, plan: RuntimePlan) -> None:
 
 
 def _versions_before(w: _Writer, plan: RuntimePlan, epilogue: EpiloguePlan) -> None:
-    """The counters the epilogue settles, as the inputs came (call._versions), wrappers first."""
+    """The counters the epilogue settles, as the inputs came (call._versions), wrappers first. An inference tensor
+    has none (reading it raises, before anything ran): such a call takes the generic runner, so every counter step
+    below reads and sets counters that exist."""
+    if not epilogue.wrappers and not epilogue.versions:
+        return
+    w.line("try:")
     for t in epilogue.wrappers:
-        w.line(f"w{t} = {w.version(f'L[{plan.flat.tensor_indices[t]}]')}")
+        w.line(f"w{t} = L[{plan.flat.tensor_indices[t]}]._version", 2)
     for j in epilogue.versions:
-        w.line(f"b{j} = {w.version(f'd{j}')}")
+        w.line(f"b{j} = d{j}._version", 2)
+    w.line("except RuntimeError:")
+    w.line("return _generic(L, symbols)", 2)
 
 
 def _graph(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
@@ -278,21 +296,26 @@ def _epilogue(w: _Writer, plan: RuntimePlan, call: GraphCall, epilogue: Epilogue
     for j, k in epilogue.final_copies:
         _copy(w, plan, call, j, k, final=True)
     mutations = plan.analysis.mutations
-    for j in epilogue.versions:  # epilogue_plan.settle_version
+    assert {j for j, _ in (*epilogue.original_copies, *epilogue.final_copies)} <= set(epilogue.versions)
+    # epilogue_plan.settle_version: a counter eager leaves as it came is set back in one call, whatever happened
+    # to it; one eager advances is advanced where nothing did.
+    kept = [j for j in epilogue.versions if not mutations[j].version_bumped]
+    if kept:
+        w.line(f"_usv(({''.join(f'd{j}, ' for j in kept)}), ({''.join(f'b{j}, ' for j in kept)}))")
+    for j in epilogue.versions:
         if mutations[j].version_bumped:
-            w.line(f"if {w.version(f'd{j}')} == b{j}:")
-            w.set_version(f"d{j}", f"b{j} + 1", 2)
-        else:
-            w.line(f"if {w.version(f'd{j}')} != b{j}:")
-            w.set_version(f"d{j}", f"b{j}", 2)
+            w.line(f"if d{j}._version == b{j}:")
+            w.line(f"_usv((d{j},), (b{j} + 1,))", 2)
     for t in epilogue.wrappers:  # call._fix_wrappers without metadata: only wrappers whose counter eager advances
         wrapper = f"L[{plan.flat.tensor_indices[t]}]"
-        w.line(f"if {w.version(wrapper)} == w{t}:")
-        w.set_version(wrapper, f"w{t} + 1", 2)
+        w.line(f"if {wrapper}._version == w{t}:")
+        w.line(f"_usv(({wrapper},), (w{t} + 1,))", 2)
 
 
 def _copy(w: _Writer, plan: RuntimePlan, call: GraphCall, j: int, k: int, *, final: bool) -> None:
-    """epilogue_plan.copy_into, its decisions taken here."""
+    """epilogue_plan.copy_into, its decisions taken here. Its version-counter steps are left out: the settle step
+    after the copies (every written leaf is in `EpiloguePlan.versions`) sets the counter from the one read before the
+    call, whatever the copy did to it, and nothing between reads it."""
     m = plan.analysis.mutations[j]
     hidden = not m.autograd_visible or m.hidden_from_autograd or m.storage_changed or not m.visible_through_self
     hidden = hidden and not (final and m.written_after_data)
@@ -303,27 +326,18 @@ def _copy(w: _Writer, plan: RuntimePlan, call: GraphCall, j: int, k: int, *, fin
         w.line(f"x, v = d{j}, outs[{k}]")
     else:
         w.line(f"x, v = _once(d{j}, outs[{k}])")
+    if not hidden:  # (where neither requires grad, a copy under grad mode records nothing, as under no_grad)
+        w.line("x.copy_(v)")
+        return
     # A direct call has no graph input that requires grad (guarded): then x does not, and where v does not either
     # a copy under grad mode records nothing, so it needs no no_grad (which costs as much as the copy).
-    plain_x = call.direct is not None and j in plan.layout.graph_inputs
-    depth = 1
-    if not hidden:
-        w.line("if v.requires_grad:" if plain_x else "if x.requires_grad or v.requires_grad:")
-        w.line("x.copy_(v)", 2)
+    if call.direct is not None and j in plan.layout.graph_inputs:
+        w.line("if v.requires_grad:")
+        w.without_grad("x.copy_(v)", 2)
         w.line("else:")
-        depth = 2
-    w.line(f"before = {w.version('x')}", depth)
-    if plain_x and hidden:
-        w.line("if v.requires_grad:", depth)
-        w.without_grad("x.copy_(v)", depth + 1)
-        w.line("else:", depth)
-        w.line("x.copy_(v)", depth + 1)
-    elif plain_x:
-        w.line("x.copy_(v)", depth)
+        w.line("x.copy_(v)", 2)
     else:
-        w.without_grad("x.copy_(v)", depth)
-    if not m.version_bumped:
-        w.set_version("x", "before", depth)
+        w.without_grad("x.copy_(v)")
 
 
 def _outputs(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
@@ -397,8 +411,30 @@ def _from_leaves(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo) -> Non
         shape = w.constant(tuple(info.outer_meta[0])) if static else f"tuple({size})"
         w.line(f"s{o} = list({leaves[k]}.stride()) if {leaves[k]}.shape == {shape} else {stride}")
         stride = f"s{o}"
-    build = w.constant(_builder(info.tree))
-    w.line(f"r{o} = {build}([{', '.join(leaves)}], {size}, {stride})")
+    _build(w, f"r{o}", info.tree, leaves, size, stride)
+
+
+def _build(
+    w: _Writer, var: str, node: SubclassNode, leaves: Sequence[str], size: str, stride: str, depth: int = 1
+) -> None:
+    """`var` = the subclass `node` over `leaves`: a WrapperTensor that constructs as the base class does, written
+    out (`_plain_wrapper`'s steps, where its sizes are static and have no -1: `plain_fields`); else `_builder`'s."""
+    fields = None
+    if not node.opaques and all(isinstance(c, LeafInfo) for c in node.children):
+        fields = plain_fields(node.cls, node.attrs, node.ctx)
+    static = size in w.globals and -1 not in cast(list[object], w.globals[size])
+    if fields is None or not static:
+        w.line(f"{var} = {w.constant(_builder(node))}([{', '.join(leaves)}], {size}, {stride})", depth)
+        return
+    first = leaves[0]
+    w.line(
+        f"{var} = _mws({w.constant(node.cls)}, {size}, strides={stride}, storage_offset={first}.storage_offset(), "
+        f"dtype={first}.dtype, device={first}.device, layout={first}.layout, requires_grad=False)",
+        depth,
+    )
+    values = [*leaves, *(w.constant(c) for c in cast(tuple[object, ...], node.ctx))]
+    for name, value in zip(fields, values, strict=True):
+        w.line(f"_osa({var}, {w.constant(name)}, {value})", depth)
 
 
 def _builder(node: SubclassNode) -> Unflattener:
@@ -416,6 +452,8 @@ def _replayed(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo, emit: Cal
     replay = info.replay
     assert replay is not None
     var = f"r{o}"
+    if _handed_view(w, plan, o, info):
+        return
     if replay.source is ReplaySource.INPUT:
         w.line(f"{var} = L[{replay.index}]")
     elif replay.source is ReplaySource.BASE:
@@ -430,6 +468,93 @@ def _replayed(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo, emit: Cal
         w.line(f"{var} = {var}.as_strided({size}, {stride}, {offset})")
     for step in replay.steps:
         _step(w, var, step)
+
+
+def _handed_view(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo) -> bool:
+    """A one-step view of a WrapperTensor input, where every inner tensor of eager's result is an alias of an inner
+    tensor of the input's, as traced: the view op runs, and autograd and ADInplaceOrView make its result a view of
+    the input as in eager, but the wrapper they are handed comes from here, not from the class's
+    `__torch_dispatch__` (Note [Straight-Line Runners]). False (nothing written) where that does not hold."""
+    replay, tree = info.replay, info.tree
+    assert replay is not None
+    if replay.source is not ReplaySource.INPUT or replay.source_meta is not None or len(replay.steps) != 1:
+        return False
+    step = replay.steps[0]
+    if step.index is not None or step.own_version or not isinstance(step.op, torch._ops.OpOverload):
+        return False
+    returns = step.op._schema.returns
+    if len(returns) != 1 or returns[0].alias_info is None or returns[0].alias_info.is_write:
+        return False  # (return_and_correct_aliasing shares the input's wrapper storage with such an output)
+    if tree is None or tree.opaques or not all(isinstance(c, LeafInfo) for c in tree.children):
+        return False
+    source = plan.layout.trees[plan.flat.tensor_indices.index(replay.index)]
+    if source is None or source.cls is not tree.cls or not issubclass(tree.cls, WrapperTensor):
+        return False
+    if info.outer_stride_leaf is not None or plain_fields(tree.cls, tree.attrs, tree.ctx) is None:
+        return False
+    metas = [leaf.meta for leaf in info.leaves]
+    if not all(
+        leaf.source is LeafSource.INPUT_ALIAS
+        and leaf.hidden_base is None
+        and leaf.foreign_base is None
+        and not leaf.input_layout
+        and leaf.passthrough is None
+        and not leaf.function_view
+        for leaf in info.leaves
+    ) or not all(type(d) is int for meta in (*metas, info.outer_meta) if meta is not None for d in _ints(meta)):
+        return False
+    assert info.outer_meta is not None
+    leaves = []
+    for n, leaf in enumerate(info.leaves):
+        size, stride, offset = w.meta(leaf.meta)
+        leaves.append(f"r{o}_{n}")
+        w.line(f"r{o}_{n} = _regen(d{leaf.index}, ({size}, {stride}, {offset}), {leaf.is_view}, {leaf.same_object})")
+    size, stride, _ = w.meta(info.outer_meta)
+    _build(w, f"h{o}", tree, leaves, size, stride)
+    w.line(f"_fus(h{o}, L[{replay.index}])")
+    w.line(f"_give = _Give(h{o}, {w.constant(step.op)})")
+    w.line("_push(_give)")
+    w.line("try:")
+    depth = 2
+    statement = f"r{o} = {w.constant(step.op)}({', '.join([f'L[{replay.index}]', *_arguments(w, step)])})"
+    if step.grad_enabled:
+        w.line(statement, depth)
+    else:
+        w.without_grad(statement, depth)
+    w.line("finally:")
+    w.line("_pop(None)", 2)
+    w.line("if _give.result is not None:")
+    w.line("raise AssertionError('BUG: a handed view was not taken')", 2)
+    return True
+
+
+def _ints(meta: Meta) -> tuple[object, ...]:
+    size, stride, offset = meta
+    return (*size, *stride, offset)
+
+
+class _Give:
+    """A dispatch mode for one call: hands `result` to the one op it expects, at the Python key (below autograd and
+    ADInplaceOrView, which then make it a view of the op's input); `_handed_view`'s."""
+
+    __slots__ = ("op", "result")
+
+    def __init__(self, result: torch.Tensor, op: torch._ops.OpOverload[..., object]) -> None:
+        self.result: torch.Tensor | None = result
+        self.op = op
+
+    def __torch_dispatch__(
+        self,
+        func: object,
+        types: object,
+        args: object = (),
+        kwargs: object = None,
+    ) -> torch.Tensor:
+        result = self.result
+        if func is not self.op or result is None:
+            raise AssertionError(f"BUG: a handed view expected {self.op}, got {func}")
+        self.result = None
+        return result
 
 
 def _root(w: _Writer, plan: RuntimePlan, replay: Replay) -> str:
@@ -452,18 +577,23 @@ def _root(w: _Writer, plan: RuntimePlan, replay: Replay) -> str:
     if k is not None:  # regenerate.root_outer_stride: Note [Strides The Kernels Choose]
         w.line(f"{name}_s = list({leaves[k]}.stride()) if list({leaves[k]}.shape) == {size} else {stride}", depth)
         stride = f"{name}_s"
-    build = w.constant(_builder(replay.root_tree))
-    w.line(f"{name} = {build}([{', '.join(leaves)}], {size}, {stride})", depth)
+    _build(w, name, replay.root_tree, leaves, size, stride, depth)
     return name
 
 
-def _step(w: _Writer, var: str, step: ViewStep) -> None:
-    """One step of regenerate.replay_steps, under the grad mode the program had."""
-    args = [var, *(_argument(w, a) for a in step.args)]
+def _arguments(w: _Writer, step: ViewStep) -> list[str]:
+    """Source for a step's arguments after its input."""
+    args = [_argument(w, a) for a in step.args]
     if step.kwargs:
         # (an InputArg names an input among the positional arguments only, as replay_steps reads them)
         kwargs = ", ".join(f"{w.constant(k)}: {_argument(w, v, inputs=False)}" for k, v in step.kwargs)
         args.append(f"**{{{kwargs}}}")
+    return args
+
+
+def _step(w: _Writer, var: str, step: ViewStep) -> None:
+    """One step of regenerate.replay_steps, under the grad mode the program had."""
+    args = [var, *_arguments(w, step)]
     statement = f"{var} = {w.constant(step.op)}({', '.join(args)})"
     if step.grad_enabled:
         w.line(statement)

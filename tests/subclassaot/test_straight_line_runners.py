@@ -265,3 +265,91 @@ def test_inductor_writes_a_module_buffer_in_its_kernel_like_eager() -> None:
             assert module.total._version - before[1] == eager.total._version - before[0]
     (entry,) = compiled.entries
     assert entry.run_source is not None and "copy_" not in entry.run_source
+
+
+HANDED_VIEWS: list[tuple[str, Callable[[T], T]]] = [
+    ("view", lambda x: x.view(-1)),
+    ("t", lambda x: x.t()),
+    ("transpose", lambda x: x.transpose(0, 1)),
+    ("select", lambda x: x[1]),
+    ("slice", lambda x: x[:, 1:]),
+    ("narrow", lambda x: x.narrow(1, 1, 2)),
+    ("unsqueeze", lambda x: x.unsqueeze(0)),
+    ("expand", lambda x: x.expand(2, 2, 3)),
+    ("diagonal", lambda x: x.diagonal()),
+    ("as_strided", lambda x: x.as_strided((2, 2), (1, 2), 1)),
+    ("permute", lambda x: x.permute(1, 0)),
+    ("alias", torch.ops.aten.alias.default),
+]
+
+
+def _written_then(view: Callable[[T], T]) -> Callable[[T], T]:
+    def program(x: T) -> T:
+        x.mul_(2)
+        return view(x)
+
+    return program
+
+
+def _under_no_grad(view: Callable[[T], T]) -> Callable[[T], T]:
+    def program(x: T) -> T:
+        with torch.no_grad():
+            return view(x)
+
+    return program
+
+
+@pytest.mark.parametrize("wrap", [lambda v: v, _written_then, _under_no_grad], ids=["view", "written", "no_grad"])
+@pytest.mark.parametrize(("name", "view"), HANDED_VIEWS, ids=[n for n, _ in HANDED_VIEWS])
+@pytest.mark.parametrize("make", [lambda: pair(2, 3), lambda: Scaled(torch.randn(2, 3), 0.5)], ids=["pair", "ctx"])
+def test_a_view_of_a_wrapper_input_is_handed_to_autograd_like_eager(
+    name: str,
+    view: Callable[[T], T],
+    wrap: Callable[[Callable[[T], T]], Callable[[T], T]],
+    make: Callable[[], T],
+) -> None:
+    # Note [Straight-Line Runners]: the wrapper built from the traced inner aliases, made a view of the input by the
+    # view op itself; `._base`, the counter it shares, storages (the wrapper's too) and values as eager's
+    program = wrap(view)
+    compiled = assert_matches_eager(program, lambda: (make(),), calls=3)
+    (entry,) = compiled.entries  # type: ignore[attr-defined]
+    assert entry.run_source is not None and "_Give(" in entry.run_source
+    x = make()
+    out = compiled(x)
+    assert isinstance(out, torch.Tensor)
+    assert out._base is x and out.untyped_storage()._cdata == x.untyped_storage()._cdata
+    if name == "expand":
+        return  # (a write to an expanded view raises, in eager too)
+    before = x._version
+    out.add_(1)  # written through the view: the input's counter and values follow, as in eager
+    assert x._version == before + 1
+    first = "a" if isinstance(x, PairTensor) else "payload"
+    assert torch.equal(getattr(view(x), first), getattr(out, first))  # the input's inner tensor took the write
+
+
+def test_a_chain_of_views_of_a_wrapper_input_is_replayed_through_the_class() -> None:
+    def two_steps(x: T) -> T:
+        return x.t().unsqueeze(0)
+
+    compiled = assert_matches_eager(two_steps, lambda: (pair(2, 3),), calls=3)
+    (entry,) = compiled.entries  # type: ignore[attr-defined]
+    assert entry.run_source is not None and "_Give(" not in entry.run_source
+
+
+def test_a_handed_view_of_an_input_that_requires_grad_called_under_no_grad_is_eager_s() -> None:
+    def view_and_t(x: T) -> tuple[T, T]:
+        return x.view(-1), x.t()
+
+    def call(fn: Callable[..., object]) -> Callable[..., object]:
+        def under_no_grad(*args: object) -> object:
+            with torch.no_grad():
+                return fn(*args)
+
+        return under_no_grad
+
+    compiled = subclassaot.compile(view_and_t, backend="eager")
+    assert_matches_eager(
+        call(view_and_t), lambda: (pair(2, 3, requires_grad=True),), calls=2, compile_fn=lambda f, **k: call(compiled)
+    )
+    (entry,) = compiled.entries
+    assert entry.run_source is not None and "_Give(" in entry.run_source
