@@ -49,6 +49,7 @@ from subclassaot.torch_internals import (
     give_base_grad,
     set_to_tensor,
     set_version,
+    storage_key,
 )
 
 # Note [Output Regeneration]
@@ -203,6 +204,7 @@ def _as_inference_tensors(infos: Sequence[OutputInfo], result: list[object]) -> 
     one (Note [Grad Mode And Autograd Reads])."""
     copies: dict[int, torch.UntypedStorage] = {}
     made: dict[int, torch.Tensor] = {}  # id() of a built output -> its inference tensor (`return t, t` is one object)
+    wrappers: dict[object, torch.Tensor] = {}  # a built wrapper's storage -> the first wrapper rebuilt over it
     for o, info in enumerate(infos):
         value = result[o]
         if not (info.inference or info.inference_leaves) or not isinstance(value, torch.Tensor):
@@ -210,7 +212,16 @@ def _as_inference_tensors(infos: Sequence[OutputInfo], result: list[object]) -> 
         if info.inference and value.is_inference():
             continue
         if id(value) not in made:
-            made[id(value)] = _inference_copy(value, info.inference_leaves, copies, info.inference)
+            made[id(value)] = rebuilt = _inference_copy(value, info.inference_leaves, copies, info.inference)
+            if rebuilt is not value and is_traceable_subclass(value):
+                # wrappers sharing a storage (a view and its base: return_and_correct_aliasing) still do
+                try:
+                    key: object = storage_key(value)
+                except (RuntimeError, NotImplementedError):  # a wrapper with no storage to name
+                    key = None
+                first = wrappers.setdefault(key, rebuilt) if key is not None else rebuilt
+                if first is not rebuilt:
+                    torch._functionalize_unsafe_set(rebuilt, first)
         result[o] = made[id(value)]
 
 

@@ -626,3 +626,23 @@ def test_view_taken_inside_the_block_saved_for_backward_refused() -> None:
         assert _view_inside_saved_with_grad_after(*make()) == ()
         with pytest.raises(UnsupportedError, match="takes a view, inside a torch.inference_mode"):
             subclassaot.compile(_view_inside_saved_with_grad_after)(*make())
+
+
+def _sum_and_its_slice_inside(x: T, y: T) -> object:
+    t = x.mul(y)
+    with torch.inference_mode():
+        s = t.sum(0)
+        part = s[:, 2:4:2]
+    return s, part
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+def test_wrapper_outputs_made_inside_inference_mode_share_their_wrapper_storage_like_eager(grad: bool) -> None:
+    # found by the fuzzer (PairTensor inputs, seed 75800 #846): the view's wrapper shares its base's wrapper storage
+    # in eager (return_and_correct_aliasing); rebuilt as inference tensors, each had one of its own
+    def inputs() -> tuple[T, T]:
+        b = PairTensor.from_tensor(torch.randn(3, 2, 4))
+        return b, b
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(_sum_and_its_slice_inside, inputs)
