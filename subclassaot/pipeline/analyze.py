@@ -757,6 +757,11 @@ def _replay_counters(
         replay = replace(replay, made=late_build_seq(value, replay, run))  # Note [Views That Raise After A Bump]
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
     raises = grad_fn_raises(value)  # (under no_grad too: Note [Views That Raise After A Bump])
+    if raises and replay is not None and not replay.before_epilogue and replay.runtime_set and value._is_view():
+        # A view the runtime itself set_()s (a subclass view of an input an in-place view op changed, rebuilt
+        # over its storage: Note [Subclass Intermediate Roots]) keeps a grad_fn that answers: its counter is
+        # advanced after it is built instead (Note [Views That Raise After A Bump])
+        rebuilt = False
     if raises and not rebuilt and replay is not None and replay.source in _BUMPED_SOURCES:
         replay = replace(replay, bump_after=True)  # Note [Views That Raise After A Bump]
     elif raises and not rebuilt and (torch.is_grad_enabled() or replay is None):

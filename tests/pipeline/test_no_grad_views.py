@@ -13,6 +13,7 @@ import torch
 
 import subclassaot
 from subclassaot.torch_internals import grad_fn_raises
+from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
@@ -1643,3 +1644,25 @@ def test_view_input_read_after_its_base_is_set_under_no_grad(compile_fn: Compile
     with torch.enable_grad():
         assert_refused(read, make_inputs, compile_fn, "set_\\(\\) its base args\\[2\\] to another storage or layout")
         assert_matches_eager(unread, make_inputs, compile_fn=compile_fn)
+
+
+def _transposed_then_viewed_then_unsqueezed(x0: torch.Tensor) -> tuple[torch.Tensor]:
+    x0.t_()
+    t0 = x0.t()
+    x0.unsqueeze_(-1)
+    return (t0,)
+
+
+@pytest.mark.parametrize("leaf", [True, False], ids=["leaf", "nonleaf"])
+def test_a_no_grad_view_of_a_subclass_input_an_in_place_view_op_changed_raises_like_eager(leaf: bool) -> None:
+    # found by the fuzzer (PairTensor inputs, seed 75800 #853): the runtime rebuilds the view over the input's
+    # storage (its own set_()), which left its grad_fn answering where eager's raises ("A view was created in no_grad
+    # mode and its base ... has been modified inplace"); its counter is now advanced after it is built
+    @torch.enable_grad()
+    def inputs() -> tuple[torch.Tensor]:
+        b = PairTensor.from_tensor(torch.randn(4))
+        b.requires_grad_()
+        return (b if leaf else b.clone(),)
+
+    with torch.no_grad():
+        assert_matches_eager(_transposed_then_viewed_then_unsqueezed, inputs)
