@@ -353,3 +353,21 @@ def test_a_handed_view_of_an_input_that_requires_grad_called_under_no_grad_is_ea
     )
     (entry,) = compiled.entries
     assert entry.run_source is not None and "_Give(" in entry.run_source
+
+
+def test_the_one_shot_mode_hands_over_only_its_op_and_lets_others_through() -> None:
+    from subclassaot.runtime.straight_line import _Give
+
+    x = pair(2, 3)
+    handed = PairTensor(x.a.t(), x.b.t())  # a fresh wrapper: no autograd metadata yet
+    give = _Give(handed, torch.ops.aten.t.default)
+    torch._C._push_on_torch_dispatch_stack(give)
+    try:
+        doubled = x * 2  # another op: through the class, as without the mode
+        out = torch.ops.aten.t.default(x)
+        again = torch.ops.aten.t.default(x)  # handed once: the second call goes through the class
+    finally:
+        torch._C._pop_torch_dispatch_stack(None)
+    assert isinstance(doubled, PairTensor) and torch.equal(doubled.a, x.a * 2)
+    assert out is handed and out._base is x  # autograd and ADInplaceOrView made the handed wrapper a view of x
+    assert give.result is None and again is not handed and torch.equal(again.a, x.a.t())
