@@ -361,7 +361,7 @@ def test_the_one_shot_mode_hands_over_only_its_op_and_lets_others_through() -> N
     x = pair(2, 3)
     handed = PairTensor(x.a.t(), x.b.t())  # a fresh wrapper: no autograd metadata yet
     give = _Give(handed, torch.ops.aten.t.default)
-    torch._C._push_on_torch_dispatch_stack(give)
+    torch._C._push_on_torch_dispatch_stack(give)  # type: ignore[arg-type]  # (torch calls its __torch_dispatch__ only)
     try:
         doubled = x * 2  # another op: through the class, as without the mode
         out = torch.ops.aten.t.default(x)
