@@ -891,6 +891,13 @@ _function_apply_notes = threading.local()
 _torch_function_apply = torch.autograd.Function.__dict__["apply"].__func__
 
 
+def torch_method_patches() -> tuple[object, ...]:
+    """The code objects of the process-wide wrappers of torch's own methods (`Function.apply`,
+    `UntypedStorage.resize_`): pass-throughs outside a compile, so a frame of theirs on a stack is torch's method,
+    not the pipeline."""
+    return (_noted_function_apply.__code__, _handled_storage_resize.__code__)
+
+
 def _noted_function_apply(cls: type[torch.autograd.Function], *args: object, **kwargs: object) -> object:
     note = getattr(_function_apply_notes, "note", None)
     if note is not None:

@@ -6,7 +6,8 @@ Invariants: Dynamo sees user code, the printed `f` (executed in a fresh namespac
 the interpreter; `torch._dynamo.reset()` runs before each program, so no program sees another's cache; a refusal of
 ours that Dynamo wraps (`BackendCompilerFailed` around an `UnsupportedError` raised while the backend compiles) is
 unwrapped, so it counts as a refusal, as on the direct path; an exception none of whose frames (nor those of the
-exceptions it chains) is ours is Dynamo's own failure (its run of the program on fakes, its guards), which the same
+exceptions it chains) is ours (a frame of our process-wide wrappers of torch's own methods, `Function.apply`, is
+torch's) is Dynamo's own failure (its run of the program on fakes, its guards), which the same
 program meets under backend="aot_eager": it counts as a refusal under a rule that names Dynamo. This module and the
 adapter are the only ones of the fuzzer that import Dynamo (tests/test_architecture.py).
 """
@@ -23,6 +24,7 @@ import torch._dynamo
 from subclassaot.errors import SubclassAOTError, UnsupportedError
 from subclassaot.tools.dynamo_backend import subclassaot_backend
 from subclassaot.tools.fuzz_program import Program, to_source
+from subclassaot.torch_internals import torch_method_patches
 
 __all__ = ["REGRESSION_COMPILE_ARG", "dynamo_compile_for", "source_function"]
 
@@ -46,6 +48,7 @@ def source_function(program: Program) -> Fn:
 
 _OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the subclassaot package
 _THIS = os.path.abspath(__file__)
+_PATCHES = torch_method_patches()
 # a subclass's own code (its dispatch, which Dynamo calls to fakify a subclass view), not the pipeline's
 _AUTHORING = os.path.join(_OURS, "authoring") + os.sep
 
@@ -61,6 +64,8 @@ def _ran_our_code(e: BaseException) -> bool:
             continue
         seen.add(id(current))
         for frame, _ in traceback.walk_tb(current.__traceback__):
+            if frame.f_code in _PATCHES:
+                continue  # torch's own method, through our process-wide wrapper
             path = os.path.abspath(frame.f_code.co_filename)
             if path.startswith(_OURS + os.sep) and path != _THIS and not path.startswith(_AUTHORING):
                 return True

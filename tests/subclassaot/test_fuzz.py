@@ -7,6 +7,7 @@ DIVERGED and no CRASHED program; a failure lists each shrunk program.
 from __future__ import annotations
 
 import dataclasses
+import traceback
 from collections.abc import Callable
 from typing import cast
 
@@ -320,3 +321,28 @@ def test_the_dynamo_entry_compiles_the_printed_program_and_counts_refusals() -> 
     report = fuzz(4, seed=2, config=CONFIG, entry="dynamo", shrink_per_signature=0)
     assert report.counted == 4 and report.entry == "dynamo"
     assert report.counts[Outcome.PASS] + report.counts[Outcome.UNSUPPORTED] == 4, str(report)
+
+
+def test_a_failure_through_our_wrapper_of_function_apply_is_not_counted_as_ours() -> None:
+    # fuzz seed 75700 #646 (Dynamo entry): Dynamo's own error, which torch.compile(backend="aot_eager") and
+    # backend="eager" raise too, passed through the process-wide wrapper of `Function.apply` that an earlier compile
+    # installed, and was counted as a crash of ours
+    from subclassaot.tools.fuzz_dynamo import _ran_our_code
+    from subclassaot.torch_internals import function_applies_noted
+
+    class Raises(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: object, x: torch.Tensor) -> torch.Tensor:
+            raise ValueError("not ours")
+
+        @staticmethod
+        def backward(ctx: object, g: torch.Tensor) -> torch.Tensor:
+            return g
+
+    with function_applies_noted(lambda cls, args, kwargs: None):  # (installs the wrapper, as a compile does)
+        pass
+    with pytest.raises(ValueError, match="not ours") as caught:
+        Raises.apply(torch.randn(2))  # type: ignore[no-untyped-call]  # untyped in torch
+    frames = [frame.f_code.co_name for frame, _ in traceback.walk_tb(caught.value.__traceback__)]
+    assert "_noted_function_apply" in frames
+    assert not _ran_our_code(caught.value)
