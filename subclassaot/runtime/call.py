@@ -490,10 +490,12 @@ def _replay_metadata(
                 x.data = fresh.as_strided(size, stride, offset)
             else:
                 x.set_(fresh.untyped_storage(), offset, size, stride)
-        elif m.swapped and (m.resized or not visible):
+        elif m.swapped and (m.resized or not visible or m.swapped_by_data_only):
             # set_() within its own storage (to another input sharing it, or to a view of itself): set_(Tensor) as
             # the program's. On a leaf, unlike as_strided_, it also renews the gradient accumulator autograd
-            # checks the leaf's gradient against (x0.set_(x0.view(-1)) under no_grad)
+            # checks the leaf's gradient against (x0.set_(x0.view(-1)) under no_grad). `.data =` alone: as the
+            # program's, which autograd never sees (as_strided_ with grad would rewrite a non-leaf's grad_fn, and
+            # raises on a view of a multi-output op such as unbind)
             if m.swapped_by_data_only:  # Note [Gradient Accumulators Of Leaves]
                 x.data = x.detach().as_strided(size, stride, offset)
             else:

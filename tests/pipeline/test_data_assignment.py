@@ -2349,3 +2349,22 @@ def test_output_assigned_to_data_beside_a_no_grad_view_refused() -> None:
         assert eager.grad_fn is not None
         with pytest.raises(subclassaot.UnsupportedError, match="shares the storage the program gave an input"):
             subclassaot.compile(_output_assigned_to_data_beside_a_no_grad_view)(*make())
+
+
+@pytest.mark.parametrize("width", [1, 3])
+def test_data_of_an_unbind_output_input_assigned_its_base(compile_fn: CompileFn | None, width: int) -> None:
+    # fuzz seed 76100 #2334 (shrunk to plain tensors): the epilogue gave the unbind output its new layout by
+    # as_strided_() with grad, which raises on a view of a multi-output op ("Output 0 of Unbind is a view and is
+    # being modified inplace") and would rewrite a non-leaf's grad_fn; eager's `.data =` goes past autograd, and so
+    # does ours now
+    def f(x0: T, x1: T) -> object:
+        x1.data = x0
+        x0.t_()
+        return ()
+
+    @torch.enable_grad()
+    def inputs() -> tuple[T, T]:
+        b = torch.randn(1, width, requires_grad=True).clone()
+        return b, b.unbind(1)[0]
+
+    assert_matches_eager(f, inputs, compile_fn=compile_fn)
