@@ -142,6 +142,25 @@ def _collect_tangents(
     return per_output, trees, present, coerced
 
 
+def _plain_tangents(
+    grads: Sequence[torch.Tensor | None], bw_meta: BackwardPlan, zeros: list[list[ZeroMeta]]
+) -> tuple[list[list[torch.Tensor]], list[TangentTree], set[int], dict[int, list[torch.Tensor]]] | None:
+    """`_collect_tangents` where every traced tangent is a plain tensor and every runtime one is one or None (the
+    common case, without its per-output calls); None where some tangent is not (that function decides)."""
+    per_output: list[list[torch.Tensor]] = []
+    present: set[int] = set()
+    for k, i in enumerate(bw_meta.diff_outputs):
+        g = grads[i]
+        if g is None:
+            per_output.append([torch.zeros(shape, dtype=dtype, device=device) for shape, dtype, device in zeros[k]])
+        elif type(g) is torch.Tensor:
+            per_output.append([g])
+            present.add(k)
+        else:
+            return None
+    return per_output, [_SAME] * len(per_output), present, {}
+
+
 def _coerced_instead(
     per_output: list[list[torch.Tensor]], trees: list[TangentTree], coerced: dict[int, list[torch.Tensor]]
 ) -> bool:
@@ -309,6 +328,17 @@ def training_call(
     )
     tensor_position: dict[int, int] = {k: p for p, k in enumerate(flat.tensor_indices)}  # InputIndex -> `user`
 
+    plain_tangents = all(tree is None for tree in bw_meta.tangent_trees)
+    plain_fresh = {
+        o: n_updates + info.leaves[0].index
+        for o in fresh_outputs
+        if (info := analysis.outputs[o]).function_view is None
+        and info.tree is None
+        and len(info.leaves) == 1
+        and info.leaves[0].passthrough is None
+        and not info.leaves[0].function_view
+    }
+
     class CompiledStep(torch.autograd.Function):
         @staticmethod
         def forward(
@@ -317,7 +347,9 @@ def training_call(
             graph_in, graph_dense, symbols = holder
             # Subclass gradients are rebuilt with the real inputs' outer size and stride (the traced ones may be
             # symbolic).
-            ctx.input_meta = {i: (tuple(user[i].shape), tuple(user[i].stride())) for i in subclass_inputs}
+            ctx.input_meta = (
+                {i: (tuple(user[i].shape), tuple(user[i].stride())) for i in subclass_inputs} if subclass_inputs else {}
+            )
             # A Function's forward runs with grad mode off: the graph's ops record nothing.
             if bw_meta.forward_reads_grad_mode:  # Note [Training Through A Joint Graph]
                 with torch.enable_grad():
@@ -332,12 +364,16 @@ def training_call(
             saved = all_outs[n_outs:]
             for k in clone_saved:
                 saved[k] = saved[k].clone()  # the epilogue is about to write this input
-            ctx.save_for_backward(*[v for v in saved if isinstance(v, torch.Tensor)])
             ctx.saved_ints = [(k, v) for k, v in enumerate(saved) if not isinstance(v, torch.Tensor)]
+            ctx.save_for_backward(*([v for v in saved if isinstance(v, torch.Tensor)] if ctx.saved_ints else saved))
             # See Note [Training Through A Joint Graph]: weak references, so that the forward keeps no input alive.
             ctx.primals = [(weakref.ref(g), g._version) for g in graph_in] if rerun is not None else None
             tensors = outs[:n_updates]
             for o in fresh_outputs:
+                at = plain_fresh.get(o)
+                if at is not None:  # a plain tensor, the graph's own (the loop's general case, decided once)
+                    tensors.append(outs[at])
+                    continue
                 info = analysis.outputs[o]
                 if info.function_view is not None:  # Note [Custom Functions]
                     view = info.function_view
@@ -371,8 +407,10 @@ def training_call(
             # offsets), then the symbolic ints, then the stride probes (Note [Strides The Kernels Choose]): only
             # their strides are read, from aliases that are not the graph's outputs themselves (which may be returned
             # above too)
-            tail = [outs[n_updates + k] for k in rebuilt_leaves] + outs[pos + n_bases :]
-            symints = [o.detach() if isinstance(o, torch.Tensor) else o for o in tail]
+            tail = outs[pos + n_bases :]
+            if rebuilt_leaves:
+                tail = [outs[n_updates + k] for k in rebuilt_leaves] + tail
+            symints = [o.detach() if isinstance(o, torch.Tensor) else o for o in tail] if tail else []
             # See Note [Inputs Written In Training]: the new value of such an input, as a wrapper.
             for i in bw_meta.wrapper_updates:
                 tree = layout.trees[i]
@@ -412,7 +450,9 @@ def training_call(
             ctx.set_materialize_grads(False)
             ctx.bw_targets = [graph_dense[j] for j in bw_meta.backward_mutations] if bw_meta.backward_mutations else []
             # See Note [Custom Functions]
-            ctx.bw_reshapes = [(user[r.position], r) for r in bw_meta.backward_reshapes]
+            ctx.bw_reshapes = (
+                [(user[r.position], r) for r in bw_meta.backward_reshapes] if bw_meta.backward_reshapes else ()
+            )
             return tuple(tensors)
 
         @staticmethod
@@ -438,7 +478,10 @@ def training_call(
             saved = list(ctx.saved_tensors)
             for k, v in ctx.saved_ints:
                 saved.insert(k, v)
-            per_output, trees, present, coerced = _collect_tangents(grads, bw_meta, ctx.zeros)
+            collected = _plain_tangents(grads, bw_meta, ctx.zeros) if plain_tangents else None
+            if collected is None:
+                collected = _collect_tangents(grads, bw_meta, ctx.zeros)
+            per_output, trees, present, coerced = collected
             retyped = any(tree is not _SAME for tree in trees)
             if retyped and create_graph and not _coerced_instead(per_output, trees, coerced):
                 raise UnsupportedError(
@@ -488,7 +531,9 @@ def training_call(
                 else:
                     dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
                 shape = (bw_meta.grad_trees, bw_meta.unused, bw_meta.tangent_deps, bw_meta.grad_stride_leaves)
-            reshaped = [get_version(target) for target, _ in ctx.bw_reshapes]  # eager's count, before write-backs
+            reshaped = (
+                [get_version(target) for target, _ in ctx.bw_reshapes] if ctx.bw_reshapes else ()
+            )  # eager's count, before write-backs
             if ctx.bw_targets:
                 n_grads = len(dense_grads) - len(ctx.bw_targets)
                 with torch.no_grad():
@@ -496,7 +541,7 @@ def training_call(
                     for target, value in zip(ctx.bw_targets, dense_grads[n_grads:], strict=True):
                         target.copy_(value)
                 dense_grads = dense_grads[:n_grads]
-            for (target, reshape), version in zip(ctx.bw_reshapes, reshaped, strict=True):
+            for (target, reshape), version in zip(ctx.bw_reshapes, reshaped, strict=True) if ctx.bw_reshapes else ():
                 if reshape.size is not None and reshape.stride is not None:  # Note [Custom Functions]
                     with torch.no_grad():
                         target.as_strided_(reshape.size, reshape.stride, target.storage_offset())
@@ -505,7 +550,7 @@ def training_call(
             result: list[torch.Tensor | None] = [None] * n_results
             pos = 0
             grad_trees, unused, deps, stride_leaves = shape
-            shared = _shared_grads(dense_grads)
+            shared = _shared_grads(dense_grads) if any(tree is not None for tree in grad_trees) else frozenset()
             for k, i in enumerate(targets):
                 tree = grad_trees[k]
                 width = 1 if tree is None else tree.num_leaves
@@ -633,7 +678,9 @@ def training_call(
         for i in unread:
             if grad_fn_raises(cast(torch.Tensor, user[i])):
                 user[i] = cast(torch.Tensor, user[i]).detach()
-        bases = [graph_in[k] for k in bw_meta.group_grads]  # Note [Aliased Inputs In Training]
+        bases = (
+            [graph_in[k] for k in bw_meta.group_grads] if bw_meta.group_grads else []
+        )  # Note [Aliased Inputs In Training]
         if (
             unreached
             and bw_meta.diff_outputs
@@ -657,9 +704,13 @@ def training_call(
         n_bases = plan.graph_outputs.num_bases
         bases_at = pos
         pos += n_bases
-        wrappers = dict(zip(bw_meta.wrapper_updates, tensors[pos : pos + n_wrappers], strict=True))
+        wrappers = (
+            dict(zip(bw_meta.wrapper_updates, tensors[pos : pos + n_wrappers], strict=True)) if n_wrappers else {}
+        )
         pos += n_wrappers
-        root_values = dict(zip((r.root_bases for r in roots), tensors[pos : pos + len(roots)], strict=True))
+        root_values = (
+            dict(zip((r.root_bases for r in roots), tensors[pos : pos + len(roots)], strict=True)) if roots else {}
+        )
         pos += len(roots)
         for k in rebuilt_leaves:
             fresh[k] = tensors[pos]
