@@ -68,7 +68,7 @@ def _live_primals(refs: list[tuple[weakref.ref[torch.Tensor], int]]) -> list[tor
     out = []
     for k, (ref, version) in enumerate(refs):
         t = ref()
-        if t is None or t._version != version:
+        if t is None or get_version(t) != version:
             raise UnsupportedError(
                 f"double backward (create_graph=True): graph input {k} of the compiled program was "
                 f"{'freed' if t is None else 'modified in place'} after the forward, and the double backward "
@@ -367,7 +367,7 @@ def training_call(
             ctx.saved_ints = [(k, v) for k, v in enumerate(saved) if not isinstance(v, torch.Tensor)]
             ctx.save_for_backward(*([v for v in saved if isinstance(v, torch.Tensor)] if ctx.saved_ints else saved))
             # See Note [Training Through A Joint Graph]: weak references, so that the forward keeps no input alive.
-            ctx.primals = [(weakref.ref(g), g._version) for g in graph_in] if rerun is not None else None
+            ctx.primals = [(weakref.ref(g), get_version(g)) for g in graph_in] if rerun is not None else None
             tensors = outs[:n_updates]
             for o in fresh_outputs:
                 at = plain_fresh.get(o)

@@ -322,3 +322,25 @@ def test_backend_by_name_in_a_fresh_process() -> None:
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("ok")
+
+
+def test_an_inference_tensor_handed_to_a_training_graph_runs_like_eager() -> None:
+    # fuzz seed 76200 #372 (Dynamo entry, PairTensor inputs): Dynamo hands the graph an inference tensor the program
+    # made inside an inference_mode block; the compiled Function read its version counter (it has none) to guard a
+    # double backward's rerun
+    def f(x0: torch.Tensor) -> tuple[()]:
+        with torch.inference_mode():
+            t0 = x0.mul(0.5)
+        x0.transpose_(0, 0)
+        t0.select(0, 0)
+        x0.expand((-1, 4, 2))
+        return ()
+
+    @torch.enable_grad()
+    def make() -> tuple[torch.Tensor]:
+        b0 = PairTensor.from_tensor(torch.randn(2, 4, 2))
+        b0.requires_grad_()
+        return (b0.clone(),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=dynamo_compile)
