@@ -247,3 +247,40 @@ def test_failed_compile_with_static_shapes_is_not_compiled_again() -> None:
             subclassaot.compile(reads_a_value, backend="eager", dynamic=dynamic)(torch.randn(3))
         counts.append(len(runs))
     assert counts[0] == counts[1] and counts[2] == 2 * counts[1]
+
+
+class CountingPair(PairTensor):
+    """A PairTensor whose `__torch_function__` is its own (it counts property reads): the guards read its
+    properties through it, as the program would."""
+
+    reads = 0
+
+    @classmethod
+    def __torch_function__(  # type: ignore[override]  # (torch's stub omits `func`)
+        cls,
+        func: Callable[..., object],
+        types: object,
+        args: tuple[object, ...] = (),
+        kwargs: dict[str, object] | None = None,
+    ) -> object:
+        CountingPair.reads += 1
+        with torch._C.DisableTorchFunctionSubclass():
+            return func(*args, **(kwargs or {}))
+
+
+def test_fast_guards_skip_torch_functions_only_where_the_classes_have_torch_s_own() -> None:
+    # Note [What The Guards Compare]: PairTensor's __torch_function__ is torch's disabled one, so its properties read
+    # the same with subclass torch functions off (and cheaper); a class with its own is read through it
+    c = compiled(double)
+    assert_call_matches_eager(c, double, lambda: (PairTensor.from_tensor(torch.randn(2, 3)),))
+    assert "_no_subclass_functions" in c.entries[0].guards.fast_source
+    assert_call_matches_eager(c, double, lambda: (PairTensor.from_tensor(torch.randn(2, 3, dtype=torch.float64)),))
+    assert c.compile_count == 2  # a dtype change still fails the fast body, and names itself
+    reason_matches(c, r"args\[0\]", r"dtype", r"float64")
+    own = compiled(double)
+    x = CountingPair(torch.randn(2, 3), torch.randn(2, 3))
+    own(x)
+    assert "_no_subclass_functions" not in own.entries[0].guards.fast_source
+    before = CountingPair.reads
+    own(x)
+    assert CountingPair.reads > before and own.compile_count == 1
