@@ -48,6 +48,7 @@ from subclassaot.pipeline.analyze import (
     check_written_inputs_gaining_grad,
 )
 from subclassaot.pipeline.analyze_training import check_multi_output_view_inputs, check_multi_output_view_outputs
+from subclassaot.pipeline.backward_probe import native_training_plan, records_as_eager
 from subclassaot.pipeline.backward_trace import BackwardVariant, backward_plan, trace_backward
 from subclassaot.pipeline.desugar import (
     DynamicAliasError,
@@ -623,13 +624,19 @@ def _compile_over(
             _trace_inference, training, call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions
         )
     )
-    if training and not fakified.symbol_bindings:  # Note [Training Through A Joint Graph]
+    backend = backends.get_backend(config.backend)
+    native = (  # Note [Training Without A Function]
+        training
+        and backend is backends.eager_backend
+        and native_training_plan(flat, layout, analysis)
+        and records_as_eager(call, flat, layout, analysis, _graph_of(inference()))
+    )
+    if training and not native and not fakified.symbol_bindings:  # Note [Training Through A Joint Graph]
         traced = untraced_inference(layout, analysis, dense_fakes)
         attempt.deferred_trace = inference
     else:
         traced = inference()
     analysis = resimplified_data_metas(analysis, shape_env_of(fake_mode))
-    backend = backends.get_backend(config.backend)
     grad_mode = None if training else torch.is_grad_enabled()  # Note [Grad Mode And Autograd Reads]
     trial = torch_function_trial(call, flat)  # See Note [Ambient Modes]
     plan = RuntimePlan(
@@ -642,7 +649,7 @@ def _compile_over(
         output_types=trial.output_types if trial is not None else (),
     )
     backward_graph = forward_graph = None
-    if training:
+    if training and not native:
         bw_meta = trace_backward(call, flat, layout, analysis, traced, dense_fakes, fakes, fake_mode, decompositions)
         if bw_meta.early_views:  # Note [Backward Errors Are Deferred]
             plan = dataclasses.replace(plan, analysis=replays_before_call(analysis, bw_meta.early_views))
@@ -671,7 +678,8 @@ def _compile_over(
     else:
         backends.verify_functional(_graph_of(traced))
         refuse_float8_arithmetic(_graph_of(traced))
-        inputs_grad = any(t.requires_grad for t in traced.example_inputs)
+        # (native training: the graph runs with grad on, and autograd records it as eager's program)
+        inputs_grad = any(t.requires_grad for t in traced.example_inputs) and not native
         functional = gm = _graph_of(traced)
         written = frozenset[int]()
         if backend is backends.inductor_backend and not inputs_grad:  # Note [What A Backend Receives And Returns]

@@ -507,3 +507,130 @@ def tangent_patterns(
         key = frozenset(pattern)
         patterns[key] = end if patterns.get(key, end) is end else None
     return TangentPatterns(ends=patterns, full=frozenset().union(*per_output.values()), leaf_bypass=frozenset(bypass))
+
+
+# Note [Training Without A Function]
+# With the eager backend the compiled forward is the traced aten graph, run by Python; where running that graph with
+# grad on records the very autograd graph eager's program records, autograd itself is the compiled backward: its C++
+# nodes, eager's own grad_fns on the outputs, double backward, retain_graph and saved-tensor hooks as eager has them,
+# and no Python autograd.Function around the call (whose own cost is most of a small training call's). The compile
+# checks that, on static fakes of the inputs, instead of assuming it:
+# - the program writes nothing in place (no mutable op reaches the dispatcher: eager's backward would check its saved
+#   tensors' version counters, which a functional graph does not have to), assigns no `.data`, changes no
+#   requires_grad, reads no autograd state, and takes and returns plain tensors that share no storage;
+# - each tensor output's autograd graph (node types, the edges between them with their input numbers, and which input
+#   each AccumulateGrad accumulates into) is the same from eager's run of the program and from the graph's run. A
+#   custom autograd.Function, a no_grad or inference_mode region, a detach(), a checkpoint or a decomposed op all
+#   change it.
+# Otherwise the joint graph and the Function stand (Note [Training Through A Joint Graph]).
+
+
+class _WriteSeen(torch.utils._python_dispatch.TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
+    """Notes whether any op that reaches the dispatcher writes in place or out= (its schema is mutable)."""
+
+    def __init__(self) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # untyped in torch
+        self.wrote = False
+
+    def __torch_dispatch__(
+        self,
+        func: torch._ops.OpOverload,
+        types: Sequence[type],
+        args: Sequence[object] = (),
+        kwargs: Mapping[str, object] | None = None,
+    ) -> object:
+        if func._schema.is_mutable:
+            self.wrote = True
+        return func(*args, **(kwargs or {}))
+
+
+def _autograd_shape(root: torch.Tensor, inputs: Sequence[object]) -> object:
+    """A comparable picture of `root`'s autograd graph: node types, edges with their input numbers, nodes met again
+    by their first-visit number, AccumulateGrad by the position of its tensor among `inputs` (-1: none of them)."""
+    numbers: dict[int, int] = {}
+
+    def visit(node: object, nr: int) -> object:
+        if node is None:
+            return None
+        if id(node) in numbers:
+            return ("again", numbers[id(node)], nr)
+        numbers[id(node)] = len(numbers)
+        if type(node).__name__ == "AccumulateGrad":
+            var = getattr(node, "variable", None)
+            return ("leaf", next((k for k, v in enumerate(inputs) if v is var), -1), nr)
+        edges = cast(Sequence[tuple[object, int]], getattr(node, "next_functions", ()))
+        return (type(node).__name__, nr, tuple(visit(child, k) for child, k in edges))
+
+    return (root.requires_grad, visit(root.grad_fn, 0))
+
+
+def records_as_eager(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    layout: DenseLayout,
+    analysis: Analysis,
+    graph: Callable[..., object],
+) -> bool:
+    """Does running `graph` (the traced forward, on the dense inputs, its fresh outputs first) with grad on record
+    the autograd graph eager's program records, on static fakes of this call's inputs? Note [Training Without A
+    Function]; the plan-level conditions are `native_training_plan`'s."""
+    mode, values = static_fake_copies(flat.values)
+    tensors = [v for v in values if isinstance(v, torch.Tensor)]
+    try:
+        with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
+            seen = _WriteSeen()
+            with seen:
+                state, args, kwargs = unflatten_call(flat, values)
+                outs = pytree.tree_leaves(call(state, args, kwargs))
+            if seen.wrote or len(outs) != len(analysis.outputs):
+                return False
+            graph_in = [values[layout.leaves[j].owner] for j in cast(Sequence[int], layout.graph_inputs)]
+            graph_outs = list(cast(Sequence[object], graph(*graph_in)))
+    except Exception:  # a program the check cannot run: the Function stands
+        return False
+    for info, out in zip(analysis.outputs, outs, strict=True):
+        if info.kind is not OutputKind.TENSOR:
+            continue
+        mine = graph_outs[info.leaves[0].index]
+        if not isinstance(out, torch.Tensor) or not isinstance(mine, torch.Tensor):
+            return False
+        if _autograd_shape(out, tensors) != _autograd_shape(mine, tensors):
+            return False
+    return True
+
+
+def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> bool:
+    """The plan-level conditions of Note [Training Without A Function]: plain inputs that share no storage, nothing
+    written, moved or re-laid out, no requires_grad or autograd-state business, and outputs that are the graph's
+    own plain tensors (or constants, sizes, inputs returned as they came)."""
+    if any(tree is not None for tree in layout.trees) or layout.groups:
+        return False
+    if not all(isinstance(g, int) for g in layout.graph_inputs):
+        return False
+    if any(m.any or m.version_bumped for m in analysis.mutations) or any(analysis.inplace_view_ops):
+        return False
+    if analysis.data_assigned or any(d is not None for d in analysis.wrapper_data) or analysis.wrapper_storage:
+        return False
+    if any(analysis.requires_grad_set) or analysis.autograd_reads or analysis.base_reads or analysis.grad_reenabled:
+        return False
+    if analysis.grad_factories or analysis.storage_resizes or any(analysis.self_set):
+        return False
+    if any(analysis.kept_accumulators) or any(
+        s is not None for s in (*analysis.accumulator_sizes, *analysis.releaf_sizes)
+    ):
+        return False
+    for info in analysis.outputs:
+        if info.kind in (OutputKind.CONSTANT, OutputKind.SYMINT, OutputKind.IS_INPUT, OutputKind.SAME_AS):
+            continue
+        if info.tree is not None or info.replay is not None:
+            return False
+        if len(info.leaves) != 1 or info.function_view is not None or info.view_of_fresh:
+            return False
+        leaf = info.leaves[0]
+        if leaf.source is not LeafSource.GRAPH or leaf.passthrough is not None or leaf.function_view:
+            return False
+        if info.gains_grad or info.base_gains_grad or info.inference or info.inference_leaves:
+            return False
+        if info.data_from is not None or info.data_meta is not None or info.set_under_grad or info.history_size:
+            return False
+    return True

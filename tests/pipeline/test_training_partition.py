@@ -263,7 +263,9 @@ def test_double_backward_of_random_program_is_refused_clearly() -> None:
 
 def test_double_backward_after_input_written_is_refused_clearly() -> None:
     def f(x: T) -> T:
-        return x.exp().sum()  # saves exp(x), not x: autograd's own version check does not see the write
+        z = x * 1
+        z.add_(0.0)  # (an in-place op: the joint graph and the Function, Note [Training Without A Function])
+        return z.exp().sum()  # saves exp(z), not x: autograd's own version check does not see the write
 
     x = torch.randn(3, requires_grad=True)
     y = subclassaot.compile(f, backend="eager")(x)
@@ -271,6 +273,26 @@ def test_double_backward_after_input_written_is_refused_clearly() -> None:
         x.add_(1.0)
     with pytest.raises(subclassaot.errors.UnsupportedError, match="modified in place after the forward"):
         torch.autograd.grad(y, x, create_graph=True)
+
+
+def test_double_backward_after_input_written_runs_as_eager_without_a_function() -> None:
+    # Note [Training Without A Function]: autograd is the backward, so the double backward is eager's own
+    def f(x: T) -> T:
+        return x.exp().sum()
+
+    results = []
+    for fn in (f, subclassaot.compile(f, backend="eager")):
+        x = torch.randn(3, requires_grad=True, generator=torch.Generator().manual_seed(0))
+        y = fn(x)
+        with torch.no_grad():
+            x.add_(1.0)
+        (g,) = torch.autograd.grad(y, x, create_graph=True)
+        (gg,) = torch.autograd.grad(g.sum(), x)
+        results.append((type(y.grad_fn).__name__, g, gg))
+    (eager_fn, eager_g, eager_gg), (ours_fn, ours_g, ours_gg) = results
+    assert ours_fn == eager_fn == "SumBackward0"
+    torch.testing.assert_close(ours_g, eager_g)
+    torch.testing.assert_close(ours_gg, eager_gg)
 
 
 def test_unused_subclass_gradient_saves_nothing() -> None:
@@ -300,11 +322,17 @@ def _sin_of_written(x: T) -> T:
     return z
 
 
+def _doubled_in_place_sin(x: T) -> T:
+    y = x * 2
+    y.add_(1.0)  # (an in-place op: trained through the joint graph, not natively: Note [Training Without A Function])
+    return y.sin()
+
+
 def test_inference_graph_traced_only_where_the_joint_trace_fails() -> None:
     # Note [Training Through A Joint Graph]
-    static = subclassaot.compile(lambda x: (x * 2).sin(), backend="eager")
+    static = subclassaot.compile(_doubled_in_place_sin, backend="eager")
     static(torch.randn(3, requires_grad=True))
-    dynamic = subclassaot.compile(lambda x: (x * 2).sin(), backend="eager", dynamic=True)
+    dynamic = subclassaot.compile(_doubled_in_place_sin, backend="eager", dynamic=True)
     dynamic(torch.randn(3, requires_grad=True))
     failing = subclassaot.compile(_sin_of_written, backend="eager")
     x = torch.randn(3, requires_grad=True)

@@ -1,0 +1,143 @@
+"""Training without a Python autograd.Function (Note [Training Without A Function]): with the eager backend, a
+program whose autograd graph running the traced forward records exactly is trained by autograd itself; every other
+program keeps the joint graph and the Function. Both are checked against eager."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+import pytest
+import torch
+from torch import nn
+
+import subclassaot
+from tests.oracle import assert_matches_eager
+
+T = torch.Tensor
+
+
+def _native(compiled: object) -> bool:
+    (entry,) = compiled.entries  # type: ignore[attr-defined]
+    return entry.backward is None and entry.forward is None and entry.traced.graph is not None
+
+
+def leaf(*shape: int) -> T:
+    return torch.randn(*shape, requires_grad=True)
+
+
+def mlp_loss(x: T, w1: T, w2: T) -> T:
+    return torch.relu(x @ w1).mul(w2).sum()
+
+
+def two_outputs(x: T, y: T) -> tuple[T, T]:
+    z = (x * y).sin()
+    return z, z.view(-1).cumsum(0)
+
+
+def with_constant(x: T) -> tuple[T, int, T]:
+    return x.exp(), 3, x
+
+
+NATIVE: list[tuple[str, Callable[..., object], Callable[[], tuple[object, ...]]]] = [
+    ("mlp loss", mlp_loss, lambda: (torch.randn(4, 3), leaf(3, 5), leaf(5))),
+    ("two outputs", two_outputs, lambda: (leaf(2, 3), torch.randn(2, 3))),
+    ("constant and input returned", with_constant, lambda: (leaf(3),)),
+]
+
+
+@pytest.mark.parametrize(("fn", "make"), [pytest.param(f, m, id=name) for name, f, m in NATIVE])
+def test_programs_autograd_records_alike_train_without_a_function(
+    fn: Callable[..., object], make: Callable[[], tuple[object, ...]]
+) -> None:
+    compiled = assert_matches_eager(fn, make, calls=3)
+    assert _native(compiled)
+    out = compiled(*make())
+    first = out[0] if isinstance(out, tuple) else out
+    eager = fn(*make())
+    eager_first = eager[0] if isinstance(eager, tuple) else eager
+    assert isinstance(first, T) and isinstance(eager_first, T)
+    assert type(first.grad_fn).__name__ == type(eager_first.grad_fn).__name__  # eager's own nodes
+
+
+class Doubler(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: object, x: T) -> T:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: object, g: T) -> T:
+        return g * 3  # not the derivative of the forward: only the Function's backward gives eager's gradient
+
+
+def custom_function(x: T) -> T:
+    doubled: T = Doubler.apply(x)  # type: ignore[no-untyped-call]  # untyped in torch
+    return doubled.sum()
+
+
+def no_grad_region(x: T) -> T:
+    with torch.no_grad():
+        y = x * 2
+    return (y * x).sum()
+
+
+def detached(x: T) -> T:
+    return (x.detach() * x).sum()
+
+
+def written_intermediate(x: T) -> T:
+    y = x * 2
+    y.add_(1.0)
+    return y.sin().sum()
+
+
+def checkpointed(x: T) -> T:
+    out: T = torch.utils.checkpoint.checkpoint(lambda t: t.sin() * 2, x, use_reentrant=False)
+    return out.sum()
+
+
+KEPT: list[tuple[str, Callable[..., object]]] = [
+    ("custom Function", custom_function),
+    ("no_grad region", no_grad_region),
+    ("written intermediate", written_intermediate),
+]
+
+
+@pytest.mark.parametrize(("fn"), [pytest.param(detached, id="detach"), pytest.param(checkpointed, id="checkpoint")])
+def test_detach_and_a_non_reentrant_checkpoint_record_as_the_graph_does(fn: Callable[..., object]) -> None:
+    # the graph has eager's detach; a non-reentrant checkpoint records eager's own nodes (it recomputes through
+    # saved-tensor hooks, which changes memory, not the autograd graph): both train without a Function
+    compiled = assert_matches_eager(fn, lambda: (leaf(3),), calls=2)
+    assert _native(compiled)
+
+
+@pytest.mark.parametrize(("fn"), [pytest.param(f, id=name) for name, f in KEPT])
+def test_programs_whose_autograd_differs_from_the_graph_s_keep_the_function(fn: Callable[..., object]) -> None:
+    compiled = assert_matches_eager(fn, lambda: (leaf(3),), calls=2)
+    assert not _native(compiled)
+
+
+def test_inductor_keeps_the_function() -> None:
+    compiled = assert_matches_eager(mlp_loss, NATIVE[0][2], calls=2, backend="inductor")
+    assert not _native(compiled)
+
+
+def test_a_module_trains_without_a_function_over_several_steps_like_eager() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 2))
+    eager = copy.deepcopy(model)
+    compiled = subclassaot.compile(model, backend="eager")
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, eager)]
+    for _ in range(3):
+        x = torch.randn(5, 6)
+        losses = []
+        for m, opt in zip((compiled, eager), opts, strict=True):
+            opt.zero_grad()
+            loss = m(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            losses.append(loss.detach())
+        torch.testing.assert_close(losses[0], losses[1], rtol=0, atol=0)
+    for p, q in zip(model.parameters(), eager.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+    assert _native(compiled)
