@@ -629,7 +629,7 @@ def _compile_over(
         training
         and backend is backends.eager_backend
         and native_training_plan(flat, layout, analysis)
-        and records_as_eager(call, flat, layout, analysis, _graph_of(inference()))
+        and records_as_eager(call, flat, layout, analysis, lambda: _graph_of(inference()))
     )
     if training and not native and not fakified.symbol_bindings:  # Note [Training Through A Joint Graph]
         traced = untraced_inference(layout, analysis, dense_fakes)

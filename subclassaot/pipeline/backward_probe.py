@@ -569,11 +569,11 @@ def records_as_eager(
     flat: FlatInputs,
     layout: DenseLayout,
     analysis: Analysis,
-    graph: Callable[..., object],
+    traced_graph: Callable[[], Callable[..., object]],
 ) -> bool:
-    """Does running `graph` (the traced forward, on the dense inputs, its fresh outputs first) with grad on record
-    the autograd graph eager's program records, on static fakes of this call's inputs? Note [Training Without A
-    Function]; the plan-level conditions are `native_training_plan`'s."""
+    """Does running the traced forward (`traced_graph()`, traced only once eager's run passed: on the dense inputs,
+    its fresh outputs first) with grad on record the autograd graph eager's program records, on static fakes of this
+    call's inputs? Note [Training Without A Function]; the plan-level conditions are `native_training_plan`'s."""
     mode, values = static_fake_copies(flat.values)
     tensors = [v for v in values if isinstance(v, torch.Tensor)]
     try:
@@ -582,8 +582,10 @@ def records_as_eager(
             with seen:
                 state, args, kwargs = unflatten_call(flat, values)
                 outs = pytree.tree_leaves(call(state, args, kwargs))
-            if seen.wrote or len(outs) != len(analysis.outputs):
-                return False
+        if seen.wrote or len(outs) != len(analysis.outputs):
+            return False
+        graph = traced_graph()  # (traced in the compile's own fake mode, outside this one)
+        with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
             graph_in = [values[layout.leaves[j].owner] for j in cast(Sequence[int], layout.graph_inputs)]
             graph_outs = list(cast(Sequence[object], graph(*graph_in)))
     except Exception:  # a program the check cannot run: the Function stands
