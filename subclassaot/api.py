@@ -121,6 +121,9 @@ class CompiledEntry:
     forward: torch.fx.GraphModule | None = None  # training: the forward partitioned from the joint graph
     modes: ModesKey = NO_MODES_KEY  # the ambient modes it was compiled under (Note [Ambient Modes])
     lifted_names: tuple[str, ...] = ()  # the lifted state's names, in order (FlatInputs.module_state_names)
+    # a training entry whose backward is autograd's own, through the graph run with grad on (Note [Training Without A
+    # Function]): no backward graph, no Function
+    autograd_backward: bool = False
 
 
 class CompiledFunction(Generic[P, R]):
@@ -711,6 +714,7 @@ def _compile_over(
         traced=traced,
         backward=backward_graph,
         forward=forward_graph,
+        autograd_backward=native,
     )
 
 

@@ -515,9 +515,12 @@ def tangent_patterns(
 # nodes, eager's own grad_fns on the outputs, double backward, retain_graph and saved-tensor hooks as eager has them,
 # and no Python autograd.Function around the call (whose own cost is most of a small training call's). The compile
 # checks that, on static fakes of the inputs, instead of assuming it:
-# - the program writes nothing in place (no mutable op reaches the dispatcher: eager's backward would check its saved
-#   tensors' version counters, which a functional graph does not have to), assigns no `.data`, changes no
-#   requires_grad, reads no autograd state, and takes and returns plain tensors that share no storage;
+# - the program writes no input, assigns no `.data`, changes no requires_grad, reads no autograd state, and takes and
+#   returns plain tensors that share no storage; what it writes in place (dropout's mask, an intermediate) it writes
+#   before anything saves it for the backward: every tensor saved (seen by a saved-tensor hook of the check's) has
+#   the version counter it was saved with at the end, where eager's backward would otherwise raise and the functional
+#   graph's would not; and no write runs while the program's own saved-tensor hooks are innermost (a checkpoint's
+#   hide its saves from the check's);
 # - each tensor output's autograd graph (node types, the edges between them with their input numbers, and which input
 #   each AccumulateGrad accumulates into) is the same from eager's run of the program and from the graph's run. A
 #   custom autograd.Function, a no_grad or inference_mode region, a detach(), a checkpoint or a decomposed op all
@@ -526,11 +529,14 @@ def tangent_patterns(
 
 
 class _WriteSeen(torch.utils._python_dispatch.TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
-    """Notes whether any op that reaches the dispatcher writes in place or out= (its schema is mutable)."""
+    """Notes whether any op that reaches the dispatcher writes in place or out= (its schema is mutable), and whether
+    one ran while saved-tensor hooks other than `pack`'s were the innermost (the program's own: a checkpoint's)."""
 
-    def __init__(self) -> None:
+    def __init__(self, pack: Callable[[torch.Tensor], object]) -> None:
         super().__init__()  # type: ignore[no-untyped-call]  # untyped in torch
+        self.pack = pack
         self.wrote = False
+        self.other_hooks = False
 
     def __torch_dispatch__(
         self,
@@ -539,9 +545,17 @@ class _WriteSeen(torch.utils._python_dispatch.TorchDispatchMode):  # type: ignor
         args: Sequence[object] = (),
         kwargs: Mapping[str, object] | None = None,
     ) -> object:
+        # (None where no hooks are set: torch's stub leaves that out)
+        top = cast("tuple[object, object] | None", torch._C._autograd._top_saved_tensors_default_hooks(False))
+        if top is None or top[0] is not self.pack:
+            self.other_hooks = True
         if func._schema.is_mutable:
             self.wrote = True
         return func(*args, **(kwargs or {}))
+
+
+def _unpacked(t: torch.Tensor) -> torch.Tensor:
+    return t
 
 
 def _autograd_shape(root: torch.Tensor, inputs: Sequence[object]) -> object:
@@ -576,13 +590,21 @@ def records_as_eager(
     call's inputs? Note [Training Without A Function]; the plan-level conditions are `native_training_plan`'s."""
     mode, values = static_fake_copies(flat.values)
     tensors = [v for v in values if isinstance(v, torch.Tensor)]
+    saved: list[tuple[torch.Tensor, int]] = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        saved.append((t, t._version))
+        return t
+
     try:
         with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
-            seen = _WriteSeen()
-            with seen:
+            seen = _WriteSeen(pack)
+            with torch.autograd.graph.saved_tensors_hooks(pack, _unpacked), seen:
                 state, args, kwargs = unflatten_call(flat, values)
                 outs = pytree.tree_leaves(call(state, args, kwargs))
-        if seen.wrote or len(outs) != len(analysis.outputs):
+        if len(outs) != len(analysis.outputs) or (seen.wrote and seen.other_hooks):
+            return False
+        if any(t._version != version for t, version in saved):  # eager's backward would find a saved tensor written
             return False
         graph = traced_graph()  # (traced in the compile's own fake mode, outside this one)
         with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():

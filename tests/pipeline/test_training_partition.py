@@ -18,6 +18,7 @@ from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subcla
 from subclassaot.authoring.wrapper_tensor import WrapperTensor, implements
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
+from tests.pipeline.program_helpers import SinFunction
 
 T = torch.Tensor
 
@@ -254,17 +255,48 @@ def test_tangent_with_other_ctx_is_retraced() -> None:
         _assert_same(g, w)
 
 
+class _Twice(torch.autograd.Function):
+    """Saves nothing (a custom Function keeps a program on the joint graph: Note [Training Without A Function])."""
+
+    @staticmethod
+    def forward(ctx: object, x: T) -> T:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: object, g: T) -> T:
+        return g * 2
+
+
+def _dropout_after_a_function(x: T) -> object:
+    doubled: T = _Twice.apply(x)  # type: ignore[no-untyped-call]  # untyped in torch
+    return (nn.functional.dropout(doubled, 0.5, training=True).sum(),)
+
+
 def test_double_backward_of_random_program_is_refused_clearly() -> None:
     x = torch.randn(5, requires_grad=True)
-    y = subclassaot.compile(dropout_sum, backend="eager")(x)[0]  # type: ignore[index]
+    y = subclassaot.compile(_dropout_after_a_function, backend="eager")(x)[0]  # type: ignore[index]
     with pytest.raises(subclassaot.errors.UnsupportedError, match="double backward.*random"):
         torch.autograd.grad(y, x, create_graph=True)
 
 
+def test_double_backward_of_random_program_without_a_function_is_eager_s() -> None:
+    # Note [Training Without A Function]: the draws happened once, in the forward, as in eager
+    x = torch.randn(5, requires_grad=True)
+    compiled = subclassaot.compile(dropout_sum, backend="eager")
+    grads = []
+    for fn in (dropout_sum, compiled):
+        torch.manual_seed(3)
+        out = fn(x)
+        assert isinstance(out, tuple) and isinstance(out[0], T)
+        (g,) = torch.autograd.grad(out[0], x, create_graph=True)
+        grads.append(g.detach())
+    torch.testing.assert_close(grads[1], grads[0], rtol=0, atol=0)
+    assert compiled.entries[0].autograd_backward
+
+
 def test_double_backward_after_input_written_is_refused_clearly() -> None:
     def f(x: T) -> T:
-        z = x * 1
-        z.add_(0.0)  # (an in-place op: the joint graph and the Function, Note [Training Without A Function])
+        z: T = _Twice.apply(x)  # type: ignore[no-untyped-call]  # untyped in torch
         return z.exp().sum()  # saves exp(z), not x: autograd's own version check does not see the write
 
     x = torch.randn(3, requires_grad=True)
@@ -324,8 +356,9 @@ def _sin_of_written(x: T) -> T:
 
 def _doubled_in_place_sin(x: T) -> T:
     y = x * 2
-    y.add_(1.0)  # (an in-place op: trained through the joint graph, not natively: Note [Training Without A Function])
-    return y.sin()
+    # (a custom Function: trained through the joint graph, not natively: Note [Training Without A Function])
+    out: T = SinFunction.apply(y)  # type: ignore[no-untyped-call]  # untyped in torch
+    return out
 
 
 def test_inference_graph_traced_only_where_the_joint_trace_fails() -> None:
