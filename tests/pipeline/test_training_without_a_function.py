@@ -181,3 +181,45 @@ def test_dropout_writes_its_mask_before_saving_it_and_trains_without_a_function(
         torch.testing.assert_close(ours[1], eager[1], rtol=0, atol=0)
         assert ours[2] == eager[2]
     assert _native(compiled)
+
+
+@pytest.mark.parametrize(
+    ("name", "native"),
+    [
+        ("transformer_encoder_layer", True),
+        ("transformer_decoder_layer", True),
+        ("multihead_attention", True),
+        ("embedding_lstm", True),
+        ("conv_batchnorm", False),  # BatchNorm's running statistics: inputs written
+    ],
+)
+def test_real_modules_train_without_a_function_like_eager(name: str, native: bool) -> None:
+    # two SGD steps against eager (outputs, the RNG state after dropout, gradients, parameters, buffers), and which
+    # path the entry took
+    from tests.pipeline.test_model_zoo import ZOO, _build, _two_training_steps
+
+    _two_training_steps(name, train=True, backend="eager")
+    compiled = subclassaot.compile(_build(name, True), backend="eager")
+    compiled(*ZOO[name][1]())
+    assert _native(compiled) is native
+
+
+def test_hugging_face_gpt2_trains_without_a_function_like_eager() -> None:
+    transformers = pytest.importorskip("transformers")
+    from tests.pipeline.test_compiled_module import _lm_call
+
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(
+        n_layer=1, n_head=2, n_embd=16, vocab_size=50, n_positions=16, attn_implementation="eager"
+    )
+    eager = transformers.GPT2LMHeadModel(config)
+    compiled = subclassaot.compile(copy.deepcopy(eager), backend="eager")
+    grads = []
+    for model in (eager, compiled):
+        torch.manual_seed(1)  # the same inputs and dropout draws on each side
+        call = _lm_call(50, mask=True, cache=True)  # (cache=True: use_cache=False)
+        torch.autograd.backward(model(*call.args, **call.kwargs).loss)
+        grads.append([p.grad for p in model.parameters()])
+    for want, got in zip(*grads, strict=True):
+        torch.testing.assert_close(got, want)
+    assert _native(compiled)
