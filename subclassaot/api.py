@@ -685,8 +685,10 @@ def _compile_over(
         inputs_grad = any(t.requires_grad for t in traced.example_inputs) and not native
         functional = gm = _graph_of(traced)
         written = frozenset[int]()
-        if backend is backends.inductor_backend and not inputs_grad:  # Note [What A Backend Receives And Returns]
-            gm, written = backends.with_input_writes(gm, graph_writes(plan))
+        # Note [What A Backend Receives And Returns]
+        if backends.is_own(backend) and not any(t.requires_grad for t in traced.example_inputs):
+            in_place = backend is backends.eager_backend
+            gm, written = backends.with_input_writes(gm, graph_writes(plan), in_place=in_place)
         compiled = _compile_graph(backend, gm, traced.example_inputs, config, functional, written)
         graph_call = inference_call(compiled, inputs_grad, written)
     # After every trace: the joint and backward traces add guards too (a backward that branches on a size); the

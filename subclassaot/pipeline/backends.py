@@ -104,7 +104,9 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
 #   no alias group shares, and a value the graph returns nowhere else (so no output can come back as the input's
 #   buffer). The graph gets `aten.copy_(input, value)` before its output, after every read; its outputs stay as they
 #   are, and the runner skips those copies and settles the version counters as before: a kernel's store leaves the
-#   counter as it was, a fallback copy_ advances it, and the settle step makes either eager's.
+#   counter as it was, a fallback copy_ advances it, and the settle step makes either eager's. The eager backend's
+#   graph takes them too: where the value is `op(input, ...)` and nothing can tell the difference (`_in_place`), the
+#   op becomes its in-place overload (`add` -> `add_`), which is what eager's kernel did, and no copy is made at all.
 
 
 def _symbols_only_in_expressions(
@@ -162,12 +164,13 @@ register_backend("inductor", inductor_backend)
 
 
 def with_input_writes(
-    gm: torch.fx.GraphModule, writes: Sequence[tuple[int, int]]
+    gm: torch.fx.GraphModule, writes: Sequence[tuple[int, int]], *, in_place: bool = False
 ) -> tuple[torch.fx.GraphModule, frozenset[int]]:
     """A copy of `gm` that copies graph output k into placeholder p for each (p, k) in `writes`, after every other
     node, and returns what it returned; with the outputs k it writes (Note [What A Backend Receives And Returns]). A
     value returned at another position too, or not of its input's dtype, shape and strides, is left to the
-    epilogue."""
+    epilogue. `in_place`: where the op computing the value can write it into the input itself, it does (`_in_place`)
+    and no copy is added."""
     copied = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
     graph = copied.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
@@ -183,14 +186,89 @@ def with_input_writes(
             continue
         if (new.dtype, new.shape, new.stride()) != (old.dtype, old.shape, old.stride()):
             continue
+        made.add(k)
+        if in_place and _in_place(graph, target, value, returned, k):
+            continue
         with graph.inserting_before(output):
             node = graph.call_function(torch.ops.aten.copy_.default, (target, value))
         node.meta["val"] = old
-        made.add(k)
     if not made:
         return gm, frozenset()
     copied.recompile()
     return copied, frozenset(made)
+
+
+def _in_place(
+    graph: torch.fx.Graph, target: torch.fx.Node, value: torch.fx.Node, returned: Sequence[object], k: int
+) -> bool:
+    """Rewrite the op that computes `value` (through `alias` nodes) as its in-place form on `target`, where that
+    gives the same results: `op(target, ...)` with an in-place overload of the same arguments, no RNG draw, and after
+    it nothing reads the input's old elements (no node that aliases `target` is used later, no other argument shares
+    its memory, the value has its layout and no repeated location) and no other output holds the value's memory
+    (it becomes the input's). The eager backend's graph then writes its input as eager's kernel does, without the
+    epilogue's copy (Note [What A Backend Receives And Returns])."""
+    root = value
+    while root.target is torch.ops.aten.alias.default and len(root.users) == 1:
+        root = cast(torch.fx.Node, root.args[0])
+    op = root.target
+    if not (isinstance(op, torch._ops.OpOverload) and root.args and root.args[0] is target):
+        return False
+    inplace = _in_place_overload(op)
+    old = target.meta["val"]
+    if inplace is None or torch._debug_has_internal_overlap(old) != 0:
+        return False
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    mine, values = storage_key(old), root.meta.get("val")
+    if not isinstance(values, torch.Tensor):
+        return False
+    aliases = [n for n in graph.nodes if _on(n, mine)]
+    if any(order[u] > order[root] for n in aliases for u in n.users):
+        return False  # the input's old elements are read after the write
+    arguments: list[torch.fx.Node] = []
+    torch.fx.node.map_arg((root.args[1:], root.kwargs), arguments.append)
+    if any(_on(n, mine) for n in arguments):
+        return False
+    theirs = storage_key(values)
+    outputs = [r for j, r in enumerate(returned) if j != k and isinstance(r, torch.fx.Node)]
+    if any(_on(r, theirs) or _on(r, mine) for r in outputs):
+        return False
+    with graph.inserting_after(root):
+        node = graph.call_function(inplace, root.args, root.kwargs)
+    node.meta = dict(root.meta)
+    root.replace_all_uses_with(node)
+    graph.erase_node(root)
+    return True
+
+
+def _in_place_overload(op: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    """`aten.add.Tensor` -> `aten.add_.Tensor`: the overload that writes its first argument and otherwise takes the
+    same arguments; None where there is none or the op draws random numbers."""
+    schema = op._schema
+    fresh = len(schema.returns) == 1 and schema.returns[0].alias_info is None  # (not a view op)
+    if not fresh or schema.is_mutable or torch.Tag.nondeterministic_seeded in op.tags or op.namespace != "aten":
+        return None
+    if op._opname in _NOT_WRITES:
+        return None
+    packet = getattr(torch.ops.aten, f"{op._opname}_", None)
+    inplace = getattr(packet, op._overloadname, None) if packet is not None else None
+    if not isinstance(inplace, torch._ops.OpOverload) or torch.Tag.inplace_view in inplace.tags:
+        return None
+    theirs = inplace._schema
+    first = theirs.arguments[0] if theirs.arguments else None
+    if first is None or first.alias_info is None or not first.alias_info.is_write or len(theirs.returns) != 1:
+        return None
+    same = [(a.name, str(a.type), a.kwarg_only) for a in schema.arguments]
+    return inplace if same == [(a.name, str(a.type), a.kwarg_only) for a in theirs.arguments] else None
+
+
+# Functional ops whose in-place form changes the tensor's storage or size rather than writing its elements.
+_NOT_WRITES = frozenset({"set", "resize", "resize_as", "_resize_output"})
+
+
+def _on(node: torch.fx.Node, storage: object) -> bool:
+    """The node's value (its fake) is a tensor on that storage (a `storage_key`)."""
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and storage_key(val) == storage
 
 
 def is_own(backend: BackendFn) -> bool:

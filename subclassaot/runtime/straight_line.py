@@ -217,8 +217,11 @@ class _Writer:
             "_Give": _Give,
             "_push": torch._C._push_on_torch_dispatch_stack,
             "_pop": torch._C._pop_torch_dispatch_stack,
+            "_below": torch._C._AutoDispatchBelowADInplaceOrView,
+            "_no_tf": torch._C.DisableTorchFunctionSubclass,
         }
         self.given = False  # the graph call returns intermediate subclass roots (`given`)
+        self.counted: set[int] = set()  # dense leaves whose counter was read before the call: no inference tensor
         self.roots: set[str] = set()  # the roots built so far (Note [Subclass Intermediate Roots])
 
     def constant(self, value: object) -> str:
@@ -274,6 +277,7 @@ def _versions_before(w: _Writer, plan: RuntimePlan, epilogue: EpiloguePlan) -> N
         w.line(f"w{t} = L[{plan.flat.tensor_indices[t]}]._version", 2)
     for j in epilogue.versions:
         w.line(f"b{j} = d{j}._version", 2)
+    w.counted.update(epilogue.versions)
     w.line("except RuntimeError:")
     w.line("return _generic(L, symbols)", 2)
 
@@ -504,11 +508,16 @@ def _handed_view(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo) -> boo
     ) or not all(type(d) is int for meta in (*metas, info.outer_meta) if meta is not None for d in _ints(meta)):
         return False
     assert info.outer_meta is not None
-    leaves = []
-    for n, leaf in enumerate(info.leaves):
-        size, stride, offset = w.meta(leaf.meta)
-        leaves.append(f"r{o}_{n}")
-        w.line(f"r{o}_{n} = _regen(d{leaf.index}, ({size}, {stride}, {offset}), {leaf.is_view}, {leaf.same_object})")
+    leaves = [f"r{o}_{n}" for n in range(len(info.leaves))]
+    if all(not leaf.is_view and not leaf.same_object and leaf.index in w.counted for leaf in info.leaves):
+        # plan.non_view_alias of each, under one pair of guards (no inference tensor: its counter was read)
+        w.line("with _below(), _no_tf():")
+        for var, leaf in zip(leaves, info.leaves, strict=True):
+            w.line(f"{var} = d{leaf.index}.as_strided({', '.join(w.meta(leaf.meta))})", 2)
+    else:
+        for var, leaf in zip(leaves, info.leaves, strict=True):
+            size, stride, offset = w.meta(leaf.meta)
+            w.line(f"{var} = _regen(d{leaf.index}, ({size}, {stride}, {offset}), {leaf.is_view}, {leaf.same_object})")
     size, stride, _ = w.meta(info.outer_meta)
     _build(w, f"h{o}", tree, leaves, size, stride)
     w.line(f"_fus(h{o}, L[{replay.index}])")

@@ -119,3 +119,72 @@ def test_inductor_gets_a_copy_of_the_graph() -> None:
     (entry,) = compiled.entries
     assert entry.traced.graph is not None
     assert any(n.target is torch.ops.aten.view.default for n in entry.traced.graph.graph.nodes)
+
+
+# Input writes kept in the eager backend's graph, as the in-place form of the op computing the value where nothing
+# can tell (Note [What A Backend Receives And Returns]): the rewritten graph against the functional one plus a copy.
+
+
+def _value_then_double(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    v = x + 1
+    return v, v * 2
+
+
+def _old_read_after(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    v = x + 1
+    return v, x * 3  # x's old elements read after the value is computed
+
+
+def _view_of_old_read_after(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    row = x[0]
+    v = x.sin()
+    return v, row * 3  # read through a view taken before the value
+
+
+def _value_aliased_by_an_output(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    v = x * 2
+    return v, v.view(-1)  # the view would alias the input after an in-place write
+
+
+def _value_through_a_view(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    return ((x.t() + 1).t(),)  # its last op is a view
+
+
+def _value_with_itself(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    return (x.mul(x),)  # mul_(x, x): the other argument is the input
+
+
+IN_PLACE = [
+    ("value then double", _value_then_double, "add_"),
+    ("old read after", _old_read_after, None),
+    ("view of old read after", _view_of_old_read_after, None),
+    ("value aliased by an output", _value_aliased_by_an_output, None),
+    ("value through a view", _value_through_a_view, None),
+    ("value with itself", _value_with_itself, None),
+]
+
+
+@pytest.mark.parametrize(("fn", "op"), [pytest.param(f, op, id=name) for name, f, op in IN_PLACE])
+def test_input_writes_in_place_only_where_nothing_can_tell(fn: object, op: str | None) -> None:
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from subclassaot.pipeline import backends
+
+    assert callable(fn)
+    gm = make_fx(fn, tracing_mode="fake")(torch.randn(3, 3))
+    rewritten, written = backends.with_input_writes(gm, [(0, 0)], in_place=True)
+    assert written == frozenset({0})
+    targets = [str(n.target) for n in rewritten.graph.nodes if n.op == "call_function"]
+    copies = targets.count("aten.copy_.default")
+    if op is None:
+        assert copies == 1, rewritten.code
+    else:
+        assert copies == 0 and f"aten.{op}.Tensor" in targets, rewritten.code
+    x = torch.randn(3, 3)
+    expected = gm(x.clone())
+    written_x = x.clone()
+    got = rewritten(written_x)
+    assert torch.equal(written_x, expected[0])
+    for k in range(1, len(expected)):
+        assert torch.equal(got[k], expected[k])
+        assert got[k].untyped_storage().data_ptr() != written_x.untyped_storage().data_ptr()
