@@ -187,7 +187,13 @@ def with_input_writes(
         if (new.dtype, new.shape, new.stride()) != (old.dtype, old.shape, old.stride()):
             continue
         made.add(k)
-        if in_place and _in_place(graph, target, value, returned, k):
+        written = _in_place(graph, target, value, returned, k) if in_place else None
+        if written is not None:
+            returned[k] = written  # the input itself, as the in-place op returns it (nothing reads it)
+            output.args = (list(returned), *output.args[1:])
+            while value.target is torch.ops.aten.alias.default and not value.users:  # those between, now unused
+                node, value = value, cast(torch.fx.Node, value.args[0])
+                graph.erase_node(node)
             continue
         with graph.inserting_before(output):
             node = graph.call_function(torch.ops.aten.copy_.default, (target, value))
@@ -200,7 +206,7 @@ def with_input_writes(
 
 def _in_place(
     graph: torch.fx.Graph, target: torch.fx.Node, value: torch.fx.Node, returned: Sequence[object], k: int
-) -> bool:
+) -> torch.fx.Node | None:
     """Rewrite the op that computes `value` (through `alias` nodes) as its in-place form on `target`, where that
     gives the same results: `op(target, ...)` with an in-place overload of the same arguments, no RNG draw, and after
     it nothing reads the input's old elements (no node that aliases `target` is used later, no other argument shares
@@ -212,32 +218,32 @@ def _in_place(
         root = cast(torch.fx.Node, root.args[0])
     op = root.target
     if not (isinstance(op, torch._ops.OpOverload) and root.args and root.args[0] is target):
-        return False
+        return None
     inplace = _in_place_overload(op)
     old = target.meta["val"]
     if inplace is None or torch._debug_has_internal_overlap(old) != 0:
-        return False
+        return None
     order = {n: i for i, n in enumerate(graph.nodes)}
     mine, values = storage_key(old), root.meta.get("val")
     if not isinstance(values, torch.Tensor):
-        return False
+        return None
     aliases = [n for n in graph.nodes if _on(n, mine)]
     if any(order[u] > order[root] for n in aliases for u in n.users):
-        return False  # the input's old elements are read after the write
+        return None  # the input's old elements are read after the write
     arguments: list[torch.fx.Node] = []
     torch.fx.node.map_arg((root.args[1:], root.kwargs), arguments.append)
     if any(_on(n, mine) for n in arguments):
-        return False
+        return None
     theirs = storage_key(values)
     outputs = [r for j, r in enumerate(returned) if j != k and isinstance(r, torch.fx.Node)]
     if any(_on(r, theirs) or _on(r, mine) for r in outputs):
-        return False
+        return None
     with graph.inserting_after(root):
         node = graph.call_function(inplace, root.args, root.kwargs)
     node.meta = dict(root.meta)
     root.replace_all_uses_with(node)
     graph.erase_node(root)
-    return True
+    return node
 
 
 def _in_place_overload(op: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
