@@ -190,7 +190,7 @@ def with_input_writes(
         written = _in_place(graph, target, value, returned, k) if in_place else None
         if written is not None:
             returned[k] = written  # the input itself, as the in-place op returns it (nothing reads it)
-            output.args = (list(returned), *output.args[1:])
+            output.args = (cast(list[torch.fx.node.Argument], list(returned)), *output.args[1:])
             while value.target is torch.ops.aten.alias.default and not value.users:  # those between, now unused
                 node, value = value, cast(torch.fx.Node, value.args[0])
                 graph.erase_node(node)
