@@ -690,7 +690,8 @@ def _compile_over(
             in_place = backend is backends.eager_backend
             gm, written = backends.with_input_writes(gm, graph_writes(plan), in_place=in_place)
         compiled = _compile_graph(backend, gm, traced.example_inputs, config, functional, written)
-        graph_call = inference_call(compiled, inputs_grad, written)
+        no_views = backends.never_views(gm) if backend is backends.eager_backend else frozenset[int]()
+        graph_call = inference_call(compiled, inputs_grad, written, no_views)
     # After every trace: the joint and backward traces add guards too (a backward that branches on a size); the
     # symbols they replaced stay bound for the plan's records.
     entry_guards = guards.build_guards(

@@ -43,8 +43,98 @@ def get_backend(backend: str | BackendFn) -> BackendFn:
 
 
 def eager_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object]) -> Callable[..., object]:
-    """Run the graph module as Python (the reference backend); `forward` skips GraphModule's call wrapper."""
-    return gm.forward
+    """Run the graph's aten ops one by one (the reference backend), as straight-line Python of our own (`_straight`)
+    where the graph has only the nodes it writes out; else the graph module's `forward`."""
+    run = _straight(gm)
+    return run if run is not None else gm.forward
+
+
+def never_views(gm: torch.fx.GraphModule) -> frozenset[int]:
+    """The graph's outputs that the eager backend never returns as views: each made by an aten op whose schema
+    returns one tensor and no alias (GraphCall.no_views)."""
+    found = set()
+    for k, node in enumerate(cast(Sequence[object], gm.graph.output_node().args[0])):
+        target = node.target if isinstance(node, torch.fx.Node) and node.op == "call_function" else None
+        if isinstance(target, torch._ops.OpOverload) and target.namespace == "aten":
+            returns = target._schema.returns
+            if len(returns) == 1 and returns[0].alias_info is None and str(returns[0].type) == "Tensor":
+                found.add(k)
+    return frozenset(found)
+
+
+def _straight(gm: torch.fx.GraphModule) -> Callable[..., object] | None:
+    """The graph's code with each op called as the C++ callable its OpOverload wraps (`OpOverload.__call__` is that
+    call behind a Python frame and four attribute reads of `torch.ops.aten.mul.Tensor`: ~0.8 us an op), every other
+    target and every constant bound by reference as a global (none spliced into the source as text), and each value
+    dropped after its last use as fx's own code does. None for a node kind it does not write (fx's code runs)."""
+    names: dict[object, str] = {}
+    bound: dict[str, object] = {}
+
+    def bind(value: object) -> str:
+        key = id(value)
+        if key not in names:
+            names[key] = f"_g{len(bound)}"
+            bound[names[key]] = value
+        return names[key]
+
+    def render(a: object) -> str | None:
+        if isinstance(a, torch.fx.Node):
+            return a.name if a.name.isidentifier() else None
+        if isinstance(a, list | tuple):
+            items = [render(x) for x in a]
+            if any(x is None for x in items):
+                return None
+            inner = ", ".join(cast(list[str], items))
+            return f"[{inner}]" if isinstance(a, list) else f"({inner}{',' if len(items) == 1 else ''})"
+        if isinstance(a, dict | slice):
+            leaves: list[torch.fx.Node] = []
+            torch.fx.node.map_arg(a, leaves.append)
+            return None if leaves else bind(a)
+        return bind(a)
+
+    nodes = list(gm.graph.nodes)
+    last_use: dict[torch.fx.Node, torch.fx.Node] = {}
+    for node in nodes:
+        torch.fx.node.map_arg((node.args, node.kwargs), lambda n: last_use.__setitem__(n, node))  # noqa: B023
+    dropped: dict[torch.fx.Node, list[str]] = {}
+    for used, user in last_use.items():
+        dropped.setdefault(user, []).append(used.name)
+    params, lines = [], []
+    for node in nodes:
+        if node.op == "placeholder":
+            params.append(node.name)
+            continue
+        if node.op == "output":
+            result = render(node.args[0])
+            if result is None:
+                return None
+            lines.append(f"return {result}")
+            break
+        if node.op == "get_attr":
+            value: object = gm
+            for part in str(node.target).split("."):
+                value = getattr(value, part)
+            lines.append(f"{node.name} = {bind(value)}")
+        elif node.op == "call_function":
+            target = node.target
+            fn = target._op if isinstance(target, torch._ops.OpOverload) else target
+            args = [render(a) for a in node.args]
+            kwargs = [(k, render(v)) for k, v in node.kwargs.items()]
+            if any(a is None for a in args) or any(v is None or not k.isidentifier() for k, v in kwargs):
+                return None
+            call = ", ".join([*cast(list[str], args), *(f"{k}={v}" for k, v in kwargs)])
+            lines.append(f"{node.name} = {bind(fn)}({call})")
+        else:
+            return None
+        gone = [*dropped.get(node, []), *([] if node.users else [node.name])]  # (an unused value: dropped at once)
+        if gone:
+            lines.append(" = ".join(gone) + " = None")
+    if not all(p.isidentifier() for p in params) or any(n.name.startswith("_g") for n in nodes):
+        return None
+    source = f"def run({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in lines)
+    namespace = dict(bound)
+    exec(compile(source, "<subclassaot eager graph>", "exec"), namespace)
+    return cast(Callable[..., object], namespace["run"])
 
 
 def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object]) -> Callable[..., object]:

@@ -75,10 +75,13 @@ from subclassaot.torch_internals import (
 
 
 def inference_call(
-    compiled: Callable[..., object], inputs_require_grad: bool, written: frozenset[int] = frozenset()
+    compiled: Callable[..., object],
+    inputs_require_grad: bool,
+    written: frozenset[int] = frozenset(),
+    no_views: frozenset[int] = frozenset(),
 ) -> GraphCall:
-    """`inputs_require_grad`: some graph input requires grad (a subclass input's inner tensor; guarded). `written`:
-    GraphCall.written (only without `inputs_require_grad`)."""
+    """`inputs_require_grad`: some graph input requires grad (a subclass input's inner tensor; guarded). `written`,
+    `no_views`: GraphCall's (`written` only without `inputs_require_grad`)."""
     if not inputs_require_grad:
 
         def plain_call(
@@ -86,7 +89,7 @@ def inference_call(
         ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
             return list(cast(Sequence[object], compiled(*graph_in))), {}, {}, {}
 
-        return GraphCall(run=plain_call, direct=compiled, written=written)
+        return GraphCall(run=plain_call, direct=compiled, written=written, no_views=no_views)
     if written:
         raise AssertionError("BUG: a graph that writes its inputs takes no input that requires grad")
 

@@ -211,6 +211,9 @@ class GraphCall:
     # graph outputs (ORIGINAL updates) whose copy into their input the compiled graph makes itself (Note [What A
     # Backend Receives And Returns]): the runner settles their version counters only
     written: frozenset[int] = frozenset()
+    # graph outputs that are never views (the eager backend's: made by an op whose schema returns no alias), which
+    # the runner hands out without the view check of `fresh_output`
+    no_views: frozenset[int] = frozenset()
 
 
 def probed_stride(

@@ -373,7 +373,7 @@ def _outputs(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
         elif info.replay is not None:
             _replayed(w, plan, o, info, emit)
         else:
-            _from_leaves(w, plan, o, info)
+            _from_leaves(w, plan, call, o, info)
 
     for o in build_order(infos):
         emit(o)
@@ -390,7 +390,7 @@ def _outputs(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
         w.line(f"return {w.constant(pytree.tree_unflatten)}([{', '.join(results)}], {w.constant(spec)})")
 
 
-def _from_leaves(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo) -> None:
+def _from_leaves(w: _Writer, plan: RuntimePlan, call: GraphCall, o: int, info: OutputInfo) -> None:
     """regenerate._from_leaves: fresh leaves, and aliases of inputs and intermediates on their own storage."""
     fresh_start = len(plan.graph_outputs.updates)
     leaves = []
@@ -399,8 +399,9 @@ def _from_leaves(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo) -> Non
         leaves.append(var)
         if leaf.source is LeafSource.GRAPH:  # plan.fresh_output
             w.line(f"{var} = outs[{fresh_start + leaf.index}]")
-            w.line(f"if {var}._is_view() and not {var}.requires_grad:")
-            w.line(f"{var} = _alias({var})", 2)
+            if fresh_start + leaf.index not in call.no_views:
+                w.line(f"if {var}._is_view() and not {var}.requires_grad:")
+                w.line(f"{var} = _alias({var})", 2)
             continue
         source = f"d{leaf.index}" if leaf.source is LeafSource.INPUT_ALIAS else f"B{leaf.index}"
         size, stride, offset = w.meta(leaf.meta)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal, cast
+
 import pytest
 import torch
 
@@ -188,3 +190,37 @@ def test_input_writes_in_place_only_where_nothing_can_tell(fn: object, op: str |
     for k in range(1, len(expected)):
         assert torch.equal(got[k], expected[k])
         assert got[k].untyped_storage().data_ptr() != written_x.untyped_storage().data_ptr()
+
+
+# The eager backend's own straight-line code for a graph (backends._straight): the graph module's results, RNG draws
+# included, on graphs with multi-output ops, keyword arguments, constants, tensor attributes and symbolic sizes.
+
+
+def _many_kinds(x: torch.Tensor, y: torch.Tensor) -> list[torch.Tensor]:
+    values, indices = torch.sort(x, 0)
+    joined = torch.cat([values, y], dim=0).to(torch.float64)
+    zeros = x.new_zeros((2, x.shape[1]), dtype=torch.int32)
+    torch.rand(3)  # an unused draw still advances the generator
+    quotient = torch.div(x, y + 2, rounding_mode="floor")  # a string argument, bound by reference
+    return [joined.sum(), indices, zeros, x[1:2], quotient * torch.tensor([1.0, 2.0, 3.0]), torch.rand(2)]
+
+
+@pytest.mark.parametrize("mode", ["real", "symbolic"])
+def test_the_eager_backends_code_computes_what_the_graph_module_does(mode: Literal["real", "symbolic"]) -> None:
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from subclassaot.pipeline import backends
+
+    gm = make_fx(_many_kinds, tracing_mode=mode)(torch.randn(2, 3), torch.randn(1, 3))
+    run = backends.eager_backend(gm, [])
+    assert run != gm.forward  # its own code, not fx's
+    x, y = torch.randn(2, 3), torch.randn(1, 3)
+    torch.manual_seed(0)
+    expected = gm(x, y)
+    after_expected = torch.rand(1)
+    torch.manual_seed(0)
+    got = cast(list[torch.Tensor], run(x, y))
+    assert torch.equal(torch.rand(1), after_expected)
+    assert len(got) == len(expected)
+    for a, b in zip(got, expected, strict=True):
+        assert torch.equal(a, b) and a.stride() == b.stride() and a._is_view() == b._is_view()
