@@ -169,6 +169,24 @@ def analyze(
             clone_graph_inputs=grad_groups,
             own_base_views=own_base_views,
         )
+        facts = _CheckedRun(flat, layout, run, user_fakes, nonleaf_wrappers, own_base_views)
+    return _analysis(call, flat, layout, user_fakes, own_base_views, facts)
+
+
+class _CheckedRun:
+    """What the analysis reads of the program's run under functionalization, checked against what the pipeline
+    supports; built under the run's fake and functional modes."""
+
+    def __init__(
+        self,
+        flat: FlatInputs,
+        layout: DenseLayout,
+        run: FunctionalRun,
+        user_fakes: Sequence[torch.Tensor],
+        nonleaf_wrappers: frozenset[int],
+        own_base_views: bool,
+    ) -> None:
+        self.run = run
         check_own_base_run(run.swaps, own_base_views)
         _check_requires_grad_calls(run, flat)
         check_dirty_inputs(flat, run)
@@ -180,7 +198,7 @@ def analyze(
                 if id(t) in run.swaps.stale_view_layouts
             ]
         )
-        mutations = leaf_mutations(run, layout)
+        self.mutations = mutations = leaf_mutations(run, layout)
         refuse_views_read_after_base_set(flat, run.user_tensors, run.swaps)  # Note [Stale View Functions]
         owners = {j: k for k, leaves in enumerate(layout.leaves_of_input) for j in leaves}
         refuse_grad_set_onto_moved_source(  # Note [set_ Under Grad]
@@ -193,55 +211,50 @@ def analyze(
             ],
         )
         # Against the wrapper as the program got it: a non-leaf input runs as a clone, whose layout is its own.
-        wrapper_after = wrappers_after(layout, run, mutations)
-        replays = tuple(inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors))
-        data_plans, probes = wrapper_data_plans(flat, run, replays, wrapper_after, user_fakes, nonleaf_wrappers)
-        outputs, spec, num_bases = _analyze_outputs(flat, layout, run, mutations)
+        self.wrapper_after = wrapper_after = wrappers_after(layout, run, mutations)
+        self.replays = replays = tuple(
+            inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors)
+        )
+        self.data_plans, probes = wrapper_data_plans(flat, run, replays, wrapper_after, user_fakes, nonleaf_wrappers)
+        outputs, self.spec, self.num_bases = _analyze_outputs(flat, layout, run, mutations)
         _check_views_of_inputs_losing_grad(flat, run, outputs)
         check_overlapping_clones(flat, layout, run, mutations, user_fakes, nonleaf_wrappers, outputs, replays)
         check_wrapper_grad_gains(flat, layout, run, mutations, user_fakes)
         check_writes_after_hidden_set(flat, layout, run, mutations, user_fakes)
-        outputs, probes = check_data_meta_outputs(flat, run, user_fakes, nonleaf_wrappers, outputs, probes)
-        wrapper_storage = wrapper_storage_classes(run, layout, outputs)
-        wrapper_bumped = tuple(
+        self.outputs, self.probes = outputs, probes = check_data_meta_outputs(
+            flat, run, user_fakes, nonleaf_wrappers, outputs, probes
+        )
+        self.wrapper_storage = wrapper_storage_classes(run, layout, outputs)
+        self.wrapper_bumped = tuple(
             tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
         )
-        stale = tuple(storage_key(o) in run.swaps.stale_reads for o in run.originals)
+        self.stale = tuple(storage_key(o) in run.swaps.stale_reads for o in run.originals)
+
+
+def _analysis(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    layout: DenseLayout,
+    user_fakes: Sequence[torch.Tensor],
+    own_base_views: bool,
+    f: _CheckedRun,
+) -> Analysis:
+    run = f.run
     uses = wrapper_uses(run, layout)
-    # See Note [Leaves Laid Out Anew Under no_grad]
-    layout_kept = [flat.tensor_indices[k] for k, t in enumerate(run.user_tensors) if id(t) in run.swaps.layout_kept]
-    # See Note [Gradient Accumulators Of Leaves]: a `.data =` keeps an accumulator only while a result holds it
-    data_kept = [
-        flat.tensor_indices[k]
-        for k, t in enumerate(run.user_tensors)
-        if id(t) in run.swaps.kept_accumulators and id(t) in run.swaps.data_sets
-    ]
-    probed = eager_accumulator_sizes(call, flat, layout_kept + data_kept) if layout_kept or data_kept else {}
-    kept_by_layout = frozenset(i for i in layout_kept if probed is None or _came_with(flat, i) in probed[i])
-    # eager's outputs reach an accumulator made after the change: the gradient arrives in the new layout, where the
-    # compiled graph computes a result from the leaf in the old one (the size it came with: not a leaf an earlier op
-    # made a leaf again)
-    computed = [
-        flat.tensor_indices[k]
-        for k, t in enumerate(run.user_tensors)
-        if id(t) in run.swaps.layout_read_after and id(t) not in run.swaps.releafed
-    ]
-    renewed = frozenset(
-        i for i in data_kept + computed if probed is not None and any(s != _came_with(flat, i) for s in probed[i])
-    )
+    kept_by_layout, renewed = _kept_accumulators(call, flat, run)
     return Analysis(
-        mutations=mutations,
-        wrapper_meta_after=wrapper_after,
-        wrapper_version_bumped=wrapper_bumped,
+        mutations=f.mutations,
+        wrapper_meta_after=f.wrapper_after,
+        wrapper_version_bumped=f.wrapper_bumped,
         requires_grad_after=tuple(bool(t.requires_grad) for t in run.user_tensors),
         requires_grad_set=tuple(id(t) in run.swaps.requires_grad_set for t in run.user_tensors),
-        inplace_replay=replays,
+        inplace_replay=f.replays,
         write_steps=tuple(
             steps_before_last_write(t, u.dim(), run.swaps) if r else None
-            for t, u, r in zip(run.user_tensors, user_fakes, replays, strict=True)
+            for t, u, r in zip(run.user_tensors, user_fakes, f.replays, strict=True)
         ),
         inplace_view_ops=tuple(id(t) in run.swaps.inplace_views for t in run.user_tensors),
-        stale_view_reads=stale,
+        stale_view_reads=f.stale,
         views_read_after_own_set=views_read_after_own_set(flat, run.user_tensors, run.swaps),
         last_bumps=tuple(last_bump(t, run) for t in run.user_tensors),
         read_after_set=tuple(id(t) in run.swaps.read_after_set for t in run.user_tensors),
@@ -264,24 +277,52 @@ def analyze(
         data_assigned=bool(run.swaps.data_sets or run.swaps.wrapper_data),
         views_relaid_with_grad=run.swaps.views_relaid_with_grad,
         grad_set_intermediate_read=intermediate_read_after_grad_set(
-            run.swaps, run.user_tensors, run.dense, run.output, [info.set_under_grad for info in outputs]
+            run.swaps, run.user_tensors, run.dense, run.output, [info.set_under_grad for info in f.outputs]
         ),
         wrapper_first_write=uses[0],
         wrapper_last_use=uses[1],
         wrapper_saved=uses[2],
         dense_written=uses[3],
-        wrapper_data=data_plans,
-        outputs=outputs,
-        output_spec=spec,
-        num_intermediate_bases=num_bases,
-        stride_probes=probes,
-        wrapper_storage=wrapper_storage,
+        wrapper_data=f.data_plans,
+        outputs=f.outputs,
+        output_spec=f.spec,
+        num_intermediate_bases=f.num_bases,
+        stride_probes=f.probes,
+        wrapper_storage=f.wrapper_storage,
         grad_factories=tuple(run.swaps.grad_factories),
         autograd_reads=tuple(run.swaps.autograd_reads),
         base_reads=tuple(run.swaps.base_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
         storage_resizes=storage_resize_plan(run.swaps, layout),
     )
+
+
+def _kept_accumulators(
+    call: Callable[..., object], flat: FlatInputs, run: FunctionalRun
+) -> tuple[frozenset[InputIndex], frozenset[InputIndex]]:
+    """The inputs whose gradient accumulator eager keeps through a layout change, and those it renews."""
+    # See Note [Leaves Laid Out Anew Under no_grad]
+    layout_kept = [flat.tensor_indices[k] for k, t in enumerate(run.user_tensors) if id(t) in run.swaps.layout_kept]
+    # See Note [Gradient Accumulators Of Leaves]: a `.data =` keeps an accumulator only while a result holds it
+    data_kept = [
+        flat.tensor_indices[k]
+        for k, t in enumerate(run.user_tensors)
+        if id(t) in run.swaps.kept_accumulators and id(t) in run.swaps.data_sets
+    ]
+    probed = eager_accumulator_sizes(call, flat, layout_kept + data_kept) if layout_kept or data_kept else {}
+    kept_by_layout = frozenset(i for i in layout_kept if probed is None or _came_with(flat, i) in probed[i])
+    # eager's outputs reach an accumulator made after the change: the gradient arrives in the new layout, where the
+    # compiled graph computes a result from the leaf in the old one (the size it came with: not a leaf an earlier op
+    # made a leaf again)
+    computed = [
+        flat.tensor_indices[k]
+        for k, t in enumerate(run.user_tensors)
+        if id(t) in run.swaps.layout_read_after and id(t) not in run.swaps.releafed
+    ]
+    renewed = frozenset(
+        i for i in data_kept + computed if probed is not None and any(s != _came_with(flat, i) for s in probed[i])
+    )
+    return kept_by_layout, renewed
 
 
 def _came_with(flat: FlatInputs, index: int) -> tuple[int, ...]:
@@ -443,19 +484,9 @@ def _analyze_outputs(
             and id(value) not in input_by_id
             and set_under_grad(path, value, run, leaves)
         )
-        info, graph_count = _output_info(
-            path,
-            value,
-            run,
-            input_by_id,
-            current,
-            original,
-            bases,
-            graph_count,
-            {i: k for i, k in output_ids.items() if i != id(value)},
-            set_targets,
-            repeated,
-        )
+        others = {i: k for i, k in output_ids.items() if i != id(value)}
+        maps = (input_by_id, current, original, bases, others, set_targets)
+        info, graph_count = _output_info(path, value, run, maps, graph_count, repeated)
         if isinstance(value, torch.Tensor):
             first_seen[id(value)] = len(infos)
         if grad_set:
@@ -636,20 +667,7 @@ def _output_leaves(
         key = storage_key(leaf)
         meta = leaf_meta(leaf)
         if fresh:
-            same = current.get(key) if key in original else None  # the input's own storage, not one set_() gave it
-            view = same is not None and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
-            # a view the program's Function made of an intermediate (DTensor.to_local of a computed DTensor)
-            made_view = tree is None and is_custom_function_view(leaf)
-            out_leaves.append(
-                OutputLeaf(
-                    source=LeafSource.GRAPH,
-                    index=graph_count,
-                    meta=meta,
-                    is_view=view,
-                    passthrough=same,
-                    function_view=made_view,
-                )
-            )
+            out_leaves.append(_fresh_leaf(leaf, tree is None, run, (current, original), graph_count))
             graph_count += 1
             continue
         if id(value) in set_targets:
@@ -695,6 +713,24 @@ def _output_leaves(
             )
             graph_count += 1
     return out_leaves, graph_count, replaced, own_layout
+
+
+def _fresh_leaf(
+    leaf: torch.Tensor,
+    plain: bool,
+    run: FunctionalRun,
+    maps: tuple[dict[object, DenseIndex], dict[object, DenseIndex]],
+    index: int,
+) -> OutputLeaf:
+    """A leaf of an output that needs the program's autograd history: graph output `index`."""
+    (current, original), key, meta = maps, storage_key(leaf), leaf_meta(leaf)
+    same = current.get(key) if key in original else None  # the input's own storage, not one set_() gave it
+    view = same is not None and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
+    # a view the program's Function made of an intermediate (DTensor.to_local of a computed DTensor)
+    made_view = plain and is_custom_function_view(leaf)
+    return OutputLeaf(
+        source=LeafSource.GRAPH, index=index, meta=meta, is_view=view, passthrough=same, function_view=made_view
+    )
 
 
 def _check_view_bases(
@@ -838,19 +874,7 @@ def _check_history_kept(
         )
 
 
-def _output_info(
-    path: str,
-    value: object,
-    run: FunctionalRun,
-    input_by_id: dict[int, InputIndex],
-    current: dict[object, DenseIndex],
-    original: dict[object, DenseIndex],
-    bases: dict[object, tuple[int, torch.Tensor]],
-    graph_count: int,
-    earlier: dict[int, int],
-    set_targets: dict[int, DenseIndex],
-    repeated: frozenset[int],
-) -> tuple[OutputInfo, int]:
+def _info(path: str, kind: OutputKind, **kw: Any) -> OutputInfo:
     blank = OutputInfo(
         path=path,
         kind=OutputKind.CONSTANT,
@@ -861,24 +885,31 @@ def _output_info(
         leaves=(),
         replay=None,
     )
+    return replace(blank, kind=kind, **kw)
 
-    def info(kind: OutputKind, **kw: Any) -> OutputInfo:
-        return replace(blank, kind=kind, **kw)
 
+def _non_tensor_info(path: str, value: object) -> OutputInfo:
     if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
-        return info(OutputKind.SYMINT), graph_count
+        return _info(path, OutputKind.SYMINT)
+    if not isinstance(value, _CONSTANT_TYPES):
+        raise UnsupportedError(
+            f"{path}: the program returns a {type(value).__name__}; outputs must be tensors, symbolic ints or "
+            "constants (int, float, bool, str, None, dtype, device). Return tensors and rebuild objects outside, "
+            "or register the type with torch.utils._pytree.register_pytree_node, flatten_with_keys_fn included "
+            "(its tensors become outputs and the object is rebuilt around them; a Hugging Face cache: "
+            "transformers.integrations.executorch.register_dynamic_cache_export_support(), or use_cache=False)"
+        )
+    return _info(path, OutputKind.CONSTANT, constant=value)
+
+
+def _output_info(
+    path: str, value: object, run: FunctionalRun, maps: _OutputMaps, graph_count: int, repeated: frozenset[int]
+) -> tuple[OutputInfo, int]:
+    input_by_id, current, original, bases, earlier, set_targets = maps
     if not isinstance(value, torch.Tensor):
-        if not isinstance(value, _CONSTANT_TYPES):
-            raise UnsupportedError(
-                f"{path}: the program returns a {type(value).__name__}; outputs must be tensors, symbolic ints or "
-                "constants (int, float, bool, str, None, dtype, device). Return tensors and rebuild objects outside, "
-                "or register the type with torch.utils._pytree.register_pytree_node, flatten_with_keys_fn included "
-                "(its tensors become outputs and the object is rebuilt around them; a Hugging Face cache: "
-                "transformers.integrations.executorch.register_dynamic_cache_export_support(), or use_cache=False)"
-            )
-        return info(OutputKind.CONSTANT, constant=value), graph_count
+        return _non_tensor_info(path, value), graph_count
     if id(value) in input_by_id:
-        return info(OutputKind.IS_INPUT, input_index=input_by_id[id(value)]), graph_count
+        return _info(path, OutputKind.IS_INPUT, input_index=input_by_id[id(value)]), graph_count
     # See Note [Wrapper Data Assignment]: the wrapper's own metadata, given to it once it is built, where a `.data =` to
     # it set them (views taken after one from a tensor it was assigned to have their inner tensors' metadata)
     own = is_traceable_subclass(value) and id(value) in run.swaps.wrapper_data
@@ -886,47 +917,21 @@ def _output_info(
     _check_wrapper_base_within(path, value, run, current)
     check_built_wrapper_output(path, value, run)
     tree, dense = dense_leaves_of(value, path)
-    detached = detached_output_leaves(
-        value,
-        dense,
-        run,
-        (current, original),
-        graph_count,
-        lambda t, j: alias_meta(t, run, j, original.get(storage_key(t))),
-    )
+    detached = _detached_info(path, value, run, (current, original), (tree, dense, data_meta), graph_count)
     if detached is not None:  # Note [Outputs Over Another Storage]
-        outer = None if tree is None else leaf_meta(value)
-        stride_leaf = _outer_stride_leaf(outer, list(detached))
-        made = info(OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=detached, outer_stride_leaf=stride_leaf)
-        return replace(made, data_meta=data_meta), graph_count + len(detached)
+        return detached
     fresh = _needs_program_autograd(value, run)
     out_leaves, graph_count, replaced, own_layout = _output_leaves(
-        path,
-        value,
-        (tree, dense, fresh),
-        run,
-        (input_by_id, current, original, bases, earlier, set_targets),
-        graph_count,
+        path, value, (tree, dense, fresh), run, maps, graph_count
     )
-    check_written_function_view(path, value)
-    root = run.swaps.view_root(value, through_swaps=True) if fresh and from_program_function(value, run) else None
-    if root is not None and id(root) in input_by_id:  # Note [Custom Functions]
-        if tree is None:
-            check_function_input_unwritten(path, root, run)
-        elif value._is_view():
-            through = function_view_replay(path, value, run, input_by_id)
-            made = info(OutputKind.TENSOR, tree=tree, outer_meta=leaf_meta(value), leaves=tuple(out_leaves))
-            return replace(made, function_view=through), graph_count
-    elif fresh and tree is not None and value._is_view() and any(o.passthrough is not None for o in out_leaves):
-        raise UnsupportedError(
-            f"{path}: a view of a tensor subclass input with autograd history of the program's own, not returned by a "
-            "custom autograd.Function; eager's is an autograd view of that input, which a compiled output cannot be. "
-            "Return a clone"
-        )
+    through = _function_view_through(path, value, run, input_by_id, tree, out_leaves, fresh)
+    if through is not None:
+        made = _info(path, OutputKind.TENSOR, tree=tree, outer_meta=leaf_meta(value), leaves=tuple(out_leaves))
+        return replace(made, function_view=through), graph_count
     data_from = history_data_leaf(path, value, tree is not None, out_leaves, run)
     if data_from is not None:  # Note [History Kept Through .data =]
         graph_leaf = OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=data_from.meta, is_view=False)
-        return info(OutputKind.TENSOR, leaves=(graph_leaf,), data_from=data_from), graph_count + 1
+        return _info(path, OutputKind.TENSOR, leaves=(graph_leaf,), data_from=data_from), graph_count + 1
     on_input = any(o.source is LeafSource.INPUT_ALIAS for o in out_leaves)
     if on_input and value.requires_grad and _grad_fn_or_none(value) is not None and detached_in_chain(value, run):
         raise UnsupportedError(
@@ -936,41 +941,15 @@ def _output_info(
         )
     check_history_over_alias(path, value, out_leaves, run, bases, (input_by_id, earlier))
     outer = None if tree is None else leaf_meta(value)
-    replay = replay_of(value, tuple(out_leaves), run, input_by_id, bases, earlier)
-    if replay is not None and replay.source is ReplaySource.OUTPUT:
-        replay = early_input_replay(value, tuple(out_leaves), run, input_by_id, bases) or replay
-    if replay is None and tree is not None and replaced is None:
-        replay = view_rebuilt_by_set(value, run, input_by_id, bases, earlier)
-    if replay is None and replaced is None and torch.is_grad_enabled():
-        replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
-    _check_replay(path, value, (tree is not None, replay, replaced), run, out_leaves)
-    _check_view_bases(path, value, (tree, dense, own_layout), replay, run, (current, original, bases, earlier))
-    replay, raises = _replay_counters(path, value, replay, run, input_by_id)
-    _check_history_kept(path, value, (tree, replay, tuple(out_leaves)), run, input_by_id, repeated)
+    replay, raises = _output_replay(path, value, run, maps, (tree, dense, out_leaves), (replaced, own_layout), repeated)
     on_root = tree is not None and value.requires_grad and not (replay is not None and replay.then_set)
     if on_root and replay is None:
         replay = root_replay(value, bases, ())  # the intermediate itself, views of it returned too
-    if (
-        on_root
-        and any(o.source is LeafSource.INTERMEDIATE_ALIAS for o in out_leaves)
-        and (replay is None or replay.source not in (ReplaySource.WRAPPER, ReplaySource.OUTPUT))
-        and not raises  # no history to keep: rebuilt by its replay, whose grad_fn raises too
-    ):
-        # See Note [Subclass Intermediate Roots]
-        first = graph_count - sum(1 for o in out_leaves if o.source is LeafSource.GRAPH)
-        fresh_leaves = tuple(
-            OutputLeaf(source=LeafSource.GRAPH, index=first + k, meta=o.meta, is_view=False)
-            for k, o in enumerate(out_leaves)
-        )
-        as_fresh = info(
-            OutputKind.TENSOR,
-            tree=tree,
-            outer_meta=leaf_meta(value),
-            leaves=fresh_leaves,
-            view_of_fresh=True,
-            data_meta=data_meta,
-        )
-        return as_fresh, first + len(fresh_leaves)
+    fresh_root = (
+        _as_fresh_root(path, value, tree, out_leaves, (replay, raises, data_meta), graph_count) if on_root else None
+    )
+    if fresh_root is not None:
+        return fresh_root
     if replay is None and tree is not None and value._is_view() and sets_without_history(value, run.swaps):
         # Built from its dense leaves, the wrapper would not be a view, and its leaves would be views where the
         # program's set_() (without grad) left eager's plain aliases
@@ -983,7 +962,8 @@ def _output_info(
         check_assigned_view(path, value, replay, run, input_by_id)
     stride_leaf = _outer_stride_leaf(outer, out_leaves) if replay is None else None
     return (
-        info(
+        _info(
+            path,
             OutputKind.TENSOR,
             tree=tree,
             outer_meta=outer,
@@ -996,6 +976,122 @@ def _output_info(
         ),
         graph_count,
     )
+
+
+def _detached_info(
+    path: str,
+    value: torch.Tensor,
+    run: FunctionalRun,
+    maps: tuple[dict[object, DenseIndex], dict[object, DenseIndex]],
+    parts: tuple[SubclassNode | None, list[torch.Tensor], Meta | None],
+    graph_count: int,
+) -> tuple[OutputInfo, int] | None:
+    """Output `value` over another storage than the one it views (Note [Outputs Over Another Storage]), where it
+    is one (`parts`: its subclass tree, dense leaves and the metadata a `.data =` gave the wrapper)."""
+    (current, original), (tree, dense, data_meta) = maps, parts
+    detached = detached_output_leaves(
+        value,
+        dense,
+        run,
+        (current, original),
+        graph_count,
+        lambda t, j: alias_meta(t, run, j, original.get(storage_key(t))),
+    )
+    if detached is None:
+        return None
+    outer = None if tree is None else leaf_meta(value)
+    stride_leaf = _outer_stride_leaf(outer, list(detached))
+    made = _info(path, OutputKind.TENSOR, tree=tree, outer_meta=outer, leaves=detached, outer_stride_leaf=stride_leaf)
+    return replace(made, data_meta=data_meta), graph_count + len(detached)
+
+
+def _output_replay(
+    path: str,
+    value: torch.Tensor,
+    run: FunctionalRun,
+    maps: _OutputMaps,
+    parts: tuple[SubclassNode | None, list[torch.Tensor], list[OutputLeaf]],
+    found: tuple[DenseIndex | None, list[DenseIndex]],
+    repeated: frozenset[int],
+) -> tuple[Replay | None, bool]:
+    """How output `value` is rebuilt from what it views, if it is (`parts`: its subclass tree, dense leaves and
+    OutputLeafs; `found`: what `_output_leaves` found besides), checked; and whether its grad_fn raises in eager."""
+    input_by_id, current, original, bases, earlier, _ = maps
+    (tree, dense, out_leaves), (replaced, own_layout) = parts, found
+    replay = replay_of(value, tuple(out_leaves), run, input_by_id, bases, earlier)
+    if replay is not None and replay.source is ReplaySource.OUTPUT:
+        replay = early_input_replay(value, tuple(out_leaves), run, input_by_id, bases) or replay
+    if replay is None and tree is not None and replaced is None:
+        replay = view_rebuilt_by_set(value, run, input_by_id, bases, earlier)
+    if replay is None and replaced is None and torch.is_grad_enabled():
+        replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
+    _check_replay(path, value, (tree is not None, replay, replaced), run, out_leaves)
+    _check_view_bases(path, value, (tree, dense, own_layout), replay, run, (current, original, bases, earlier))
+    replay, raises = _replay_counters(path, value, replay, run, input_by_id)
+    _check_history_kept(path, value, (tree, replay, tuple(out_leaves)), run, input_by_id, repeated)
+    return replay, raises
+
+
+def _function_view_through(
+    path: str,
+    value: torch.Tensor,
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    tree: SubclassNode | None,
+    out_leaves: list[OutputLeaf],
+    fresh: bool,
+) -> Replay | None:
+    """The view a subclass output is of an input through the program's own autograd.Function (Note [Custom
+    Functions]), where it is one; refuses such views the compiled output cannot be."""
+    check_written_function_view(path, value)
+    root = run.swaps.view_root(value, through_swaps=True) if fresh and from_program_function(value, run) else None
+    if root is not None and id(root) in input_by_id:  # Note [Custom Functions]
+        if tree is None:
+            check_function_input_unwritten(path, root, run)
+        elif value._is_view():
+            return function_view_replay(path, value, run, input_by_id)
+    elif fresh and tree is not None and value._is_view() and any(o.passthrough is not None for o in out_leaves):
+        raise UnsupportedError(
+            f"{path}: a view of a tensor subclass input with autograd history of the program's own, not returned by a "
+            "custom autograd.Function; eager's is an autograd view of that input, which a compiled output cannot be. "
+            "Return a clone"
+        )
+    return None
+
+
+def _as_fresh_root(
+    path: str,
+    value: torch.Tensor,
+    tree: SubclassNode | None,
+    out_leaves: list[OutputLeaf],
+    found: tuple[Replay | None, bool, Meta | None],
+    graph_count: int,
+) -> tuple[OutputInfo, int] | None:
+    """An intermediate subclass output that requires grad, rebuilt from fresh graph leaves (Note [Subclass
+    Intermediate Roots]), where it is one."""
+    replay, raises, data_meta = found
+    if (
+        any(o.source is LeafSource.INTERMEDIATE_ALIAS for o in out_leaves)
+        and (replay is None or replay.source not in (ReplaySource.WRAPPER, ReplaySource.OUTPUT))
+        and not raises  # no history to keep: rebuilt by its replay, whose grad_fn raises too
+    ):
+        # See Note [Subclass Intermediate Roots]
+        first = graph_count - sum(1 for o in out_leaves if o.source is LeafSource.GRAPH)
+        fresh_leaves = tuple(
+            OutputLeaf(source=LeafSource.GRAPH, index=first + k, meta=o.meta, is_view=False)
+            for k, o in enumerate(out_leaves)
+        )
+        as_fresh = _info(
+            path,
+            OutputKind.TENSOR,
+            tree=tree,
+            outer_meta=leaf_meta(value),
+            leaves=fresh_leaves,
+            view_of_fresh=True,
+            data_meta=data_meta,
+        )
+        return as_fresh, first + len(fresh_leaves)
+    return None
 
 
 # Note [Strides The Kernels Choose]

@@ -97,6 +97,76 @@ def run_functional(
     replay_reads: tuple[object, ...] | None = None,
 ) -> FunctionalRun:
     """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
+    graph_fun, graph_grad_leaves, dense, detached, user_tensors = _functional_inputs(
+        flat, layout, graph_values, requires_grad_like, clone_graph_inputs, own_base_views
+    )
+    grad_leaves = list(user_tensors)
+    viewed = _traced_as_views(layout, flat, clone_inputs)
+    shift, moved, restrided, copy_on_contiguous = _clone_inputs(
+        flat, layout, dense, user_tensors, requires_grad_like, (clone_inputs, view_clone_inputs, viewed)
+    )
+    originals = [torch.ops.aten.alias.default(d) for d in dense]
+    initial_metas = [leaf_meta(t) for t in user_tensors]
+    initial_wrapper_keys = [
+        None if tree is None else storage_key(t) for tree, t in zip(layout.trees, user_tensors, strict=True)
+    ]
+    values = list(flat.values)
+    for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):
+        values[index] = tensor
+    state, args, kwargs = unflatten_call(flat, values)
+    record = SwapRecord(copy_on_contiguous=copy_on_contiguous)
+    record.replayed_reads = replay_reads  # Note [Grad Mode And Autograd Reads]
+    record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Storage Swaps By Rebinding]
+    record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
+    _note_grad_inputs(record, flat, layout, user_tensors, requires_grad_like, set(viewed) | set(view_clone_inputs))
+    _note_input_storages(record, flat, layout, graph_fun, dense, originals, user_tensors, moved)
+    with swap_modes(record, [*dense, *originals]):
+        try:
+            output = call(state, args, kwargs)
+        except DataDependentError as e:
+            raise UnsupportedError(
+                "the program reads a tensor's value as a Python number (.item(), float(t), bool(t), int(t), or a "
+                "module doing so, like BatchNorm with momentum=None); the compiled graph cannot depend on tensor "
+                "values. Keep the value a tensor"
+            ) from e
+        except (RuntimeError, ValueError) as e:
+            _refuse_run_error(e, record, (flat, layout, user_tensors), restrided)
+            raise
+        if record.absolute_frames:
+            check_absolute_frames(record)  # Note [as_strided On Inputs]: the outputs read them
+        if record.unwritten_storages:  # Note [Storage Swaps By Rebinding]
+            check_unwritten_at_end(record, [o for o in pytree.tree_leaves(output) if isinstance(o, torch.Tensor)])
+    _check_containers_unchanged(flat, values, (state, args, kwargs))
+    finals: list[torch.Tensor] = []
+    for tree, tensor in zip(layout.trees, user_tensors, strict=True):
+        finals.extend([tensor] if tree is None else flatten_subclass(tensor, tree.path)[1])
+    return FunctionalRun(
+        graph_inputs=graph_fun,
+        graph_grad_leaves=graph_grad_leaves,
+        swaps=record,
+        dense=dense,
+        grad_leaves=grad_leaves,
+        user_tensors=user_tensors,
+        originals=originals,
+        finals=finals,
+        initial_metas=initial_metas,
+        initial_wrapper_keys=initial_wrapper_keys,
+        clone_offset_shift=shift,
+        moved_clones=frozenset(moved),
+        output=output,
+    )
+
+
+def _functional_inputs(
+    flat: FlatInputs,
+    layout: DenseLayout,
+    graph_values: Sequence[torch.Tensor],
+    requires_grad_like: Sequence[torch.Tensor] | None,
+    clone_graph_inputs: frozenset[int],
+    own_base_views: bool,
+) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
+    """The functional graph inputs, what gradients are taken with respect to, the dense leaves, the members
+    detached from a base that requires grad, and the user's tensors rebuilt over the leaves."""
     graph_fun = [to_functional(v) for v in graph_values]
     graph_grad_leaves = list(graph_fun)
     own: dict[DenseIndex, torch.Tensor] = {}  # Note [Aliased Inputs In Training]
@@ -115,14 +185,27 @@ def run_functional(
         for t, like in zip(user_tensors, requires_grad_like, strict=True):
             if like.requires_grad and not t.requires_grad:
                 t.requires_grad_(True)
-    grad_leaves = list(user_tensors)
+    return graph_fun, graph_grad_leaves, dense, detached, user_tensors
+
+
+def _clone_inputs(
+    flat: FlatInputs,
+    layout: DenseLayout,
+    dense: list[torch.Tensor],
+    user_tensors: list[torch.Tensor],
+    requires_grad_like: Sequence[torch.Tensor] | None,
+    which: tuple[frozenset[int], frozenset[int], dict[int, int]],
+) -> tuple[dict[int, int | torch.SymInt], set[int], list[int], set[int]]:
+    """Put clones of the inputs that run as a clone (`which`: those, those whose clone is a view, and those traced
+    as views of another input) in their place in `user_tensors`, and the clones' leaves in `dense`; returns the
+    clones' offset shifts, the dense leaves whose clone moved, those restrided, and the clones `contiguous()` copies."""
+    clone_inputs, view_clone_inputs, viewed = which
     shift: dict[int, int | torch.SymInt] = {}
     grouped = {m for g in layout.groups for m in g.members}
     clones: dict[int, torch.Tensor] = {}  # id of the input object -> its clone (the same object passed twice)
     moved: set[int] = set()  # dense leaves whose clone has other offsets or strides than the input
     restrided: list[int] = []  # ... other strides (an input whose elements overlap is cloned contiguous)
     copy_on_contiguous: set[int] = set()
-    viewed = _traced_as_views(layout, flat, clone_inputs)
     for i in sorted(clone_inputs, key=lambda i: i in viewed):
         # The program runs on a clone of the input (autograd-visible): gradients are taken with respect to the
         # input as it was, and a wrapper that is a non-leaf in eager is one here too (see Note [Training
@@ -159,17 +242,18 @@ def run_functional(
     for i, t in enumerate(user_tensors):
         if id(t) in clones:  # the same object at a position not cloned itself: it is the clone too
             user_tensors[i] = clones[id(t)]
-    originals = [torch.ops.aten.alias.default(d) for d in dense]
-    initial_metas = [leaf_meta(t) for t in user_tensors]
-    initial_wrapper_keys = [
-        None if tree is None else storage_key(t) for tree, t in zip(layout.trees, user_tensors, strict=True)
-    ]
-    values = list(flat.values)
-    for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):
-        values[index] = tensor
-    state, args, kwargs = unflatten_call(flat, values)
-    record = SwapRecord(copy_on_contiguous=copy_on_contiguous)
-    record.replayed_reads = replay_reads  # Note [Grad Mode And Autograd Reads]
+    return shift, moved, restrided, copy_on_contiguous
+
+
+def _note_grad_inputs(
+    record: SwapRecord,
+    flat: FlatInputs,
+    layout: DenseLayout,
+    user_tensors: list[torch.Tensor],
+    requires_grad_like: Sequence[torch.Tensor] | None,
+    as_views: set[int],
+) -> None:
+    """What the record needs of the inputs' autograd state (Note [Grad Mode And Autograd Reads])."""
     # See Note [Grad Mode And Autograd Reads]
     for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):
         real = flat.values[index]
@@ -178,9 +262,6 @@ def run_functional(
     for position, (index, tensor) in enumerate(zip(flat.tensor_indices, user_tensors, strict=True)):
         record.run_inputs.append(tensor)  # Note [Grad Mode And Autograd Reads]
         record.input_positions.setdefault(id(tensor), (position, cast(torch.Tensor, flat.values[index])))
-    record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Storage Swaps By Rebinding]
-    record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
-    as_views = set(viewed) | set(view_clone_inputs)
     # (inputs made to require grad: where grad mode is on at the call)
     late = _leaf_inputs(flat, layout, as_views, requires_grad=False) if torch.is_grad_enabled() else []
     record.late_grad = {id(user_tensors[i]) for i in late}
@@ -193,6 +274,19 @@ def run_functional(
                 record.releafed[id(user_tensors[i])] = None
         record.releafable = {id(user_tensors[i]) for i in _leaf_inputs(flat, layout, as_views, requires_grad=True)}
         note_view_inputs(record, _view_inputs(flat, layout, user_tensors))  # Note [Stale View Functions]
+
+
+def _note_input_storages(
+    record: SwapRecord,
+    flat: FlatInputs,
+    layout: DenseLayout,
+    graph_fun: list[torch.Tensor],
+    dense: list[torch.Tensor],
+    originals: list[torch.Tensor],
+    user_tensors: list[torch.Tensor],
+    moved: set[int],
+) -> None:
+    """What the record needs of the inputs' storages: synthetic bases, spans, paths, version counter families."""
     for item, value in zip(layout.graph_inputs, graph_fun, strict=True):
         if isinstance(item, AliasGroupRef):
             record.alias_bases[storage_key(value)] = value
@@ -230,41 +324,6 @@ def run_functional(
             for tree, leaves, index in zip(layout.trees, layout.leaves_of_input, flat.tensor_indices, strict=True)
             if tree is None and not is_fake(flat.values[index])
         ],
-    )
-    with swap_modes(record, [*dense, *originals]):
-        try:
-            output = call(state, args, kwargs)
-        except DataDependentError as e:
-            raise UnsupportedError(
-                "the program reads a tensor's value as a Python number (.item(), float(t), bool(t), int(t), or a "
-                "module doing so, like BatchNorm with momentum=None); the compiled graph cannot depend on tensor "
-                "values. Keep the value a tensor"
-            ) from e
-        except (RuntimeError, ValueError) as e:
-            _refuse_run_error(e, record, (flat, layout, user_tensors), restrided)
-            raise
-        if record.absolute_frames:
-            check_absolute_frames(record)  # Note [as_strided On Inputs]: the outputs read them
-        if record.unwritten_storages:  # Note [Storage Swaps By Rebinding]
-            check_unwritten_at_end(record, [o for o in pytree.tree_leaves(output) if isinstance(o, torch.Tensor)])
-    _check_containers_unchanged(flat, values, (state, args, kwargs))
-    finals: list[torch.Tensor] = []
-    for tree, tensor in zip(layout.trees, user_tensors, strict=True):
-        finals.extend([tensor] if tree is None else flatten_subclass(tensor, tree.path)[1])
-    return FunctionalRun(
-        graph_inputs=graph_fun,
-        graph_grad_leaves=graph_grad_leaves,
-        swaps=record,
-        dense=dense,
-        grad_leaves=grad_leaves,
-        user_tensors=user_tensors,
-        originals=originals,
-        finals=finals,
-        initial_metas=initial_metas,
-        initial_wrapper_keys=initial_wrapper_keys,
-        clone_offset_shift=shift,
-        moved_clones=frozenset(moved),
-        output=output,
     )
 
 

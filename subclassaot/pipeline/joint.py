@@ -231,14 +231,7 @@ def trace_joint(
                 tangent_trees if tangent_trees is not None else [_tree_of(o, ctxs, k) for k, o in enumerate(diff_outs)]
             )
             grad_outs = [_rewrap_tangent(tree, tangents, o) for tree, o in zip(trees, diff_outs, strict=True)]
-            # See Note [Leaves Laid Out Anew Under no_grad]: the clone made a leaf again stands for the input
-            wrt = [
-                run.user_tensors[i] if id(run.user_tensors[i]) in run.swaps.releafed else run.grad_leaves[i]
-                for i in setup.grad_inputs
-            ]
-            wrt += [run.graph_grad_leaves[k] for k in setup.group_grads]
-            if setup.wrt_only is not None:
-                wrt = [wrt[setup.wrt_only]]
+            wrt = _grad_wrt(setup, run)
             before = [mutation_counter(o) for o in run.originals]
             metas = [metadata_of(t) for t in run.user_tensors]
             versions = [get_version(t) for t in run.user_tensors]
@@ -269,6 +262,17 @@ def trace_joint(
         backward_reshapes=tuple(reshapes),
         reach=tuple(reach),
     )
+
+
+def _grad_wrt(setup: JointSetup, run: FunctionalRun) -> list[torch.Tensor]:
+    """What the joint's gradients are taken with respect to: the inputs', then the synthetic bases'."""
+    # See Note [Leaves Laid Out Anew Under no_grad]: the clone made a leaf again stands for the input
+    wrt = [
+        run.user_tensors[i] if id(run.user_tensors[i]) in run.swaps.releafed else run.grad_leaves[i]
+        for i in setup.grad_inputs
+    ]
+    wrt += [run.graph_grad_leaves[k] for k in setup.group_grads]
+    return wrt if setup.wrt_only is None else [wrt[setup.wrt_only]]
 
 
 def _autograd_reach(outs: Sequence[torch.Tensor], wrt: Sequence[torch.Tensor]) -> list[frozenset[int]]:

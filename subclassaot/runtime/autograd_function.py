@@ -254,7 +254,10 @@ def _dense_zeros(t: torch.Tensor) -> list[ZeroMeta]:
     return [(leaf.shape, leaf.dtype, leaf.device) for leaf in flatten_subclass(t, "out")[1]]
 
 
-def _member_of(outs: Sequence[object], source: tuple[int, tuple[int, ...], tuple[int, ...], int]) -> torch.Tensor:
+GroupSource = tuple[int, tuple[int, ...], tuple[int, ...], int]
+
+
+def _member_of(outs: Sequence[object], source: GroupSource) -> torch.Tensor:
     """A group member's leaf as a view of its group's new base (a graph output)."""
     k, size, stride, offset = source
     return cast(torch.Tensor, outs[k]).as_strided(size, stride, offset)
@@ -287,295 +290,108 @@ def _contiguous_strides(size: Sequence[int]) -> list[int]:
     return strides[::-1]
 
 
-def training_call(
-    plan: RuntimePlan,
-    fw: Callable[..., object],
-    bw: Callable[..., object] | None,
-    bw_meta: BackwardPlan,
-    differentiable_backward: bool,
-) -> GraphCall:
+class _Step:
+    """What one compile's `CompiledStep` reads per call, decided once (the Function's forward and backward are
+    shared by every compile and find it in their first argument)."""
+
+    def __init__(
+        self,
+        plan: RuntimePlan,
+        fw: Callable[..., object],
+        bw: Callable[..., object] | None,
+        bw_meta: BackwardPlan,
+        differentiable_backward: bool,
+    ) -> None:
+        analysis, layout, flat = plan.analysis, plan.layout, plan.flat
+        self.plan, self.fw, self.bw, self.bw_meta = plan, fw, bw, bw_meta
+        self.differentiable_backward = differentiable_backward
+        self.n_updates = n_updates = len(plan.graph_outputs.updates)
+        self.fresh_outputs = fresh_outputs = tuple(
+            o
+            for o, info in enumerate(analysis.outputs)
+            if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves)
+        )
+        # fresh graph leaves of outputs that are not wholly fresh (rebuilt beside inner tensors of inputs)
+        in_fresh_outputs = {leaf.index for o in fresh_outputs for leaf in analysis.outputs[o].leaves}
+        self.rebuilt_leaves = tuple(k for k in range(plan.graph_outputs.num_fresh) if k not in in_fresh_outputs)
+        mutated_graph_inputs = set()
+        for k, item in enumerate(layout.graph_inputs):
+            members = layout.groups[item.group].members if isinstance(item, AliasGroupRef) else (item,)
+            if any(analysis.mutations[m].any or analysis.mutations[m].version_bumped for m in members):
+                mutated_graph_inputs.add(k)
+
+        self.rerun = bw_meta.rerun if differentiable_backward and not mutated_graph_inputs else None
+
+        self.variants = _Variants()
+        self.clone_saved = [
+            k for k, p in enumerate(bw_meta.saved_primals) if p is not None and p in mutated_graph_inputs
+        ]
+        n_user = len(layout.trees)
+        self.n_results = n_results = n_user + len(bw_meta.group_grads)
+        self.targets = [*bw_meta.grad_inputs, *range(n_user, n_results)]
+        self.diff_set = frozenset(bw_meta.diff_outputs)
+        self.subclass_inputs = [i for i, tree in enumerate(layout.trees) if tree is not None]
+        self.releafed = frozenset(i for i, s in enumerate(analysis.releaf_sizes) if s is not None)
+        self.roots = training_roots(analysis)
+        # See Note [Tangent Retrace]: the diff outputs a tensor subclass gradient depends on
+        self.typed_by: set[int] = set().union(
+            *(deps for tree, deps in zip(bw_meta.grad_trees, bw_meta.tangent_deps, strict=False) if tree is not None)
+        )
+        self.tensor_position: dict[int, int] = {k: p for p, k in enumerate(flat.tensor_indices)}  # InputIndex -> `user`
+
+        self.plain_tangents = all(tree is None for tree in bw_meta.tangent_trees)
+        self.plain_fresh = {
+            o: n_updates + info.leaves[0].index
+            for o in fresh_outputs
+            if (info := analysis.outputs[o]).function_view is None
+            and info.tree is None
+            and len(info.leaves) == 1
+            and info.leaves[0].passthrough is None
+            and not info.leaves[0].function_view
+        }
+        self.ev = MetaEvaluator()
+        self.original_update, self.final_update, self.group_source, self.group_final = _update_sources(plan, bw_meta)
+
+
+def _update_sources(
+    plan: RuntimePlan, bw_meta: BackwardPlan
+) -> tuple[dict[int, int], dict[int, int], dict[int, GroupSource], dict[int, GroupSource]]:
+    """Where each leaf of a tensor subclass input written in training finds its new value among the graph outputs
+    (ORIGINAL and FINAL updates, alias-group members' regions of their group's new base); refused where the program
+    writes some inner tensors of such an input but not others."""
     analysis, layout, flat = plan.analysis, plan.layout, plan.flat
-    n_updates = len(plan.graph_outputs.updates)
-    fresh_outputs = [
-        o
-        for o, info in enumerate(analysis.outputs)
-        if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves)
-    ]
-    n_fresh = plan.graph_outputs.num_fresh
-    # fresh graph leaves of outputs that are not wholly fresh (rebuilt beside inner tensors of inputs)
-    in_fresh_outputs = {leaf.index for o in fresh_outputs for leaf in analysis.outputs[o].leaves}
-    rebuilt_leaves = [k for k in range(n_fresh) if k not in in_fresh_outputs]
-    mutated_graph_inputs = set()
+    original_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.ORIGINAL}
+    final_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.FINAL}
+    base_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.BASE}
+    group_source: dict[int, GroupSource] = {}
+    group_final: dict[int, GroupSource] = {}  # ... with its final metadata
     for k, item in enumerate(layout.graph_inputs):
-        members = layout.groups[item.group].members if isinstance(item, AliasGroupRef) else (item,)
-        if any(analysis.mutations[m].any or analysis.mutations[m].version_bumped for m in members):
-            mutated_graph_inputs.add(k)
-
-    rerun = bw_meta.rerun if differentiable_backward and not mutated_graph_inputs else None
-
-    variants = _Variants()
-    clone_saved = [k for k, p in enumerate(bw_meta.saved_primals) if p is not None and p in mutated_graph_inputs]
-    n_user = len(layout.trees)
-    n_results = n_user + len(bw_meta.group_grads)
-    targets = [*bw_meta.grad_inputs, *range(n_user, n_results)]
-    diff_set = frozenset(bw_meta.diff_outputs)
-    subclass_inputs = [i for i, tree in enumerate(layout.trees) if tree is not None]
-    releafed = frozenset(i for i, s in enumerate(analysis.releaf_sizes) if s is not None)
-    roots = training_roots(analysis)
-    # See Note [Tangent Retrace]: the diff outputs a tensor subclass gradient depends on
-    typed_by = set().union(
-        *(deps for tree, deps in zip(bw_meta.grad_trees, bw_meta.tangent_deps, strict=False) if tree is not None)
-    )
-    tensor_position: dict[int, int] = {k: p for p, k in enumerate(flat.tensor_indices)}  # InputIndex -> `user`
-
-    plain_tangents = all(tree is None for tree in bw_meta.tangent_trees)
-    plain_fresh = {
-        o: n_updates + info.leaves[0].index
-        for o in fresh_outputs
-        if (info := analysis.outputs[o]).function_view is None
-        and info.tree is None
-        and len(info.leaves) == 1
-        and info.leaves[0].passthrough is None
-        and not info.leaves[0].function_view
-    }
-
-    class CompiledStep(torch.autograd.Function):
-        @staticmethod
-        def forward(
-            ctx: Any, holder: tuple[list[torch.Tensor], list[torch.Tensor], dict[str, int]], *user: torch.Tensor
-        ) -> Any:
-            graph_in, graph_dense, symbols = holder
-            # Subclass gradients are rebuilt with the real inputs' outer size and stride (the traced ones may be
-            # symbolic).
-            ctx.input_meta = (
-                {i: (tuple(user[i].shape), tuple(user[i].stride())) for i in subclass_inputs} if subclass_inputs else {}
+        if isinstance(item, AliasGroupRef) and k in base_update:
+            group = layout.groups[item.group]
+            for m, (size, stride, offset) in zip(group.members, group.member_meta, strict=True):
+                group_source[m] = (base_update[k], _ints(size), _ints(stride), _ints((offset,))[0])
+                size, stride, offset = analysis.mutations[m].final_meta
+                if all(isinstance(d, int) for d in (*size, *stride, offset)):
+                    group_final[m] = (base_update[k], _ints(size), _ints(stride), _ints((offset,))[0])
+    for i in bw_meta.wrapper_updates:
+        if analysis.inplace_replay[i] and analysis.wrapper_meta_after[i]:
+            needed: Container[int] = {*final_update, *group_final}  # Note [Aliased Inputs In Training]
+        else:
+            needed = {*original_update, *group_source}
+        if any(j not in needed for j in layout.leaves_of_input[i]):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path}: the program writes some inner tensors of this tensor "
+                "subclass input that requires grad but not others (x.a.add_(...)); in training this is not "
+                "supported yet. Write through the subclass (x.add_(...)) or write a clone"
             )
-            # A Function's forward runs with grad mode off: the graph's ops record nothing.
-            if bw_meta.forward_reads_grad_mode:  # Note [Training Through A Joint Graph]
-                with torch.enable_grad():
-                    all_outs = list(cast(Sequence[Any], fw(*[_detached(g) for g in graph_in])))
-            else:
-                all_outs = list(cast(Sequence[Any], fw(*graph_in)))  # GraphOutputs, then the saved values
-            n_outs = len(all_outs) - bw_meta.num_saved
-            outs = [
-                non_view_alias(o) if isinstance(o, torch.Tensor) and o._is_view() else o
-                for o in all_outs[:n_outs]  # tensors, then symbolic ints
-            ]
-            saved = all_outs[n_outs:]
-            for k in clone_saved:
-                saved[k] = saved[k].clone()  # the epilogue is about to write this input
-            ctx.saved_ints = [(k, v) for k, v in enumerate(saved) if not isinstance(v, torch.Tensor)]
-            ctx.save_for_backward(*([v for v in saved if isinstance(v, torch.Tensor)] if ctx.saved_ints else saved))
-            # See Note [Training Through A Joint Graph]: weak references, so that the forward keeps no input alive.
-            ctx.primals = [(weakref.ref(g), get_version(g)) for g in graph_in] if rerun is not None else None
-            tensors = outs[:n_updates]
-            for o in fresh_outputs:
-                at = plain_fresh.get(o)
-                if at is not None:  # a plain tensor, the graph's own (the loop's general case, decided once)
-                    tensors.append(outs[at])
-                    continue
-                info = analysis.outputs[o]
-                if info.function_view is not None:  # Note [Custom Functions]
-                    view = info.function_view
-                    tensors.append(replay_steps(user[tensor_position[view.index]], view.steps, ev, symbols))
-                    continue
-                leaves = [
-                    # An input (or a view of one) returned by the program's own autograd.Function: return it as is,
-                    # and autograd makes the output a view of it with our backward, exactly as eager does.
-                    _passthrough(graph_dense, leaf, ev, symbols)
-                    if leaf.passthrough is not None
-                    else (out.view_as(out) if leaf.function_view else out)
-                    for leaf, out in ((leaf, outs[n_updates + leaf.index]) for leaf in info.leaves)
-                ]
-                if info.tree is None:
-                    tensors.append(leaves[0])
-                else:
-                    assert info.outer_meta is not None
-                    size, stride, _ = ev.meta(info.outer_meta, symbols)
-                    stride = fresh_outer_stride(info, leaves, size, stride)
-                    if info.history_size is not None:  # Note [Wrapper Data Assignment]
-                        size = [ev.dim(d, symbols) for d in info.history_size]
-                        stride = _contiguous_strides(size)
-                    tensors.append(
-                        unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
-                    )
-            pos = n_updates + n_fresh
-            n_bases = plan.graph_outputs.num_bases
-            base_values = outs[pos : pos + n_bases]
-            tensors.extend(base_values)
-            # The graph's leaves of outputs rebuilt beside inner tensors of inputs (a jagged output sharing an input's
-            # offsets), then the symbolic ints, then the stride probes (Note [Strides The Kernels Choose]): only
-            # their strides are read, from aliases that are not the graph's outputs themselves (which may be returned
-            # above too)
-            tail = outs[pos + n_bases :]
-            if rebuilt_leaves:
-                tail = [outs[n_updates + k] for k in rebuilt_leaves] + tail
-            symints = [o.detach() if isinstance(o, torch.Tensor) else o for o in tail] if tail else []
-            # See Note [Inputs Written In Training]: the new value of such an input, as a wrapper.
-            for i in bw_meta.wrapper_updates:
-                tree = layout.trees[i]
-                assert tree is not None
-                size, stride = list(user[i].shape), list(user[i].stride())
-                after = analysis.wrapper_meta_after[i]
-                if analysis.inplace_replay[i] and after is not None:  # the value with the final metadata
-                    size, stride, _ = ev.meta(after, symbols)
-                    leaves = [
-                        outs[final_update[j]] if j in final_update else _member_of(outs, group_final[j])
-                        for j in layout.leaves_of_input[i]
-                    ]
-                else:
-                    leaves = [
-                        # See Note [Aliased Inputs In Training]: a member's region of its group's new base
-                        outs[original_update[j]] if j in original_update else _member_of(outs, group_source[j])
-                        for j in layout.leaves_of_input[i]
-                    ]
-                tensors.append(unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False))
-            for r in roots:  # Note [Subclass Intermediate Roots]
-                assert r.root_tree is not None and r.root_meta is not None
-                size, stride, _ = ev.meta(r.root_meta, symbols)
-                root_leaves = [base_values[b] for b in r.root_bases]
-                stride = root_outer_stride(r, root_leaves, size, stride)
-                tensors.append(
-                    unflatten_subclass(r.root_tree, root_leaves, outer_size=size, outer_stride=stride, check=False)
-                )
-            ctx.zeros = [_dense_zeros(tensors[i]) for i in bw_meta.diff_outputs]
-            # The tail (symbolic ints, stride probes, the graph's leaves of an output rebuilt beside inner tensors
-            # of an input: a jagged output sharing an input's offsets) has no tangent traced for it; as a Function
-            # output it would otherwise take the Function's history, where eager's has none.
-            tensors.extend(symints)
-            non_diff = [t for i, t in enumerate(tensors) if i not in diff_set and isinstance(t, torch.Tensor)]
-            if non_diff:
-                ctx.mark_non_differentiable(*non_diff)
-            # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
-            ctx.set_materialize_grads(False)
-            ctx.bw_targets = [graph_dense[j] for j in bw_meta.backward_mutations] if bw_meta.backward_mutations else []
-            # See Note [Custom Functions]
-            ctx.bw_reshapes = (
-                [(user[r.position], r) for r in bw_meta.backward_reshapes] if bw_meta.backward_reshapes else ()
-            )
-            return tuple(tensors)
+    return original_update, final_update, group_source, group_final
 
-        @staticmethod
-        def backward(ctx: Any, *grads: torch.Tensor | None) -> Any:
-            if bw_meta.error is not None:
-                _raise_deferred(bw_meta, bw is None, grads)
-            if bw is None:
-                raise AssertionError("BUG: a backward without a graph or an error")
-            create_graph = torch.is_grad_enabled()
-            if create_graph and not differentiable_backward:
-                # create_graph=True: a compiled backend's kernels are opaque to autograd.
-                raise UnsupportedError(
-                    "double backward (create_graph=True) through a compiled backward: the backend's kernels are "
-                    'not differentiable. Compile with backend="eager" to differentiate the gradient again'
-                )
-            if create_graph and ctx.primals is None:
-                raise UnsupportedError(
-                    "double backward (create_graph=True) of a program that draws random numbers or writes its "
-                    "inputs: the gradient is computed from values the forward saved without their history, and "
-                    "recomputing them would draw again or read the inputs after the write (Note [Training Through "
-                    "A Joint Graph]). Differentiate an eager version of the program twice instead"
-                )
-            saved = list(ctx.saved_tensors)
-            for k, v in ctx.saved_ints:
-                saved.insert(k, v)
-            collected = _plain_tangents(grads, bw_meta, ctx.zeros) if plain_tangents else None
-            if collected is None:
-                collected = _collect_tangents(grads, bw_meta, ctx.zeros)
-            per_output, trees, present, coerced = collected
-            retyped = any(tree is not _SAME for tree in trees)
-            if retyped and create_graph and not _coerced_instead(per_output, trees, coerced):
-                raise UnsupportedError(
-                    "double backward (create_graph=True) with a tangent of another type than the output's "
-                    "(Note [Tangent Retrace]); pass tangents of the type of the outputs"
-                )
-            retyped = any(tree is not _SAME for tree in trees)
-            absent = frozenset(typed_by - present)  # Note [Tangent Retrace]
-            try:
-                found = (
-                    variants.get(bw_meta, trees, per_output, absent)
-                    if retyped or (absent and not create_graph)
-                    else None
-                )
-            except UnsupportedError:
-                if not retyped or not _coerced_instead(per_output, trees, coerced):
-                    raise
-                found = variants.get(bw_meta, trees, per_output, absent) if absent else None
-            if found is not None:
-                variant = found
-                flat_tangents = [t for ts in per_output for t in ts]
-                dense_grads = list(
-                    cast(Sequence[torch.Tensor], variant.run(*[saved[j] for j in variant.saved_index], *flat_tangents))
-                )
-                shape: tuple[Any, ...] = (
-                    variant.grad_trees,
-                    variant.unused,
-                    variant.tangent_deps,
-                    variant.grad_stride_leaves,
-                )
-            else:
-                # The backward graph was traced for tangents laid out like the forward outputs (views in it depend
-                # on that layout): give the runtime tangents the same strides.
-                tangents = [
-                    _restride(t, s if order is None else _dense_strides(t.shape, order))
-                    for t, s, order in zip(
-                        [t for ts in per_output for t in ts],
-                        bw_meta.tangent_strides,
-                        bw_meta.tangent_orders,
-                        strict=True,
-                    )
-                ]  # Note [Tangent Retrace]
-                if create_graph:
-                    assert rerun is not None
-                    all_outs = cast(Sequence[torch.Tensor], rerun(*_live_primals(ctx.primals), *tangents))
-                    dense_grads = list(all_outs[bw_meta.num_fw_outputs :])
-                else:
-                    dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
-                shape = (bw_meta.grad_trees, bw_meta.unused, bw_meta.tangent_deps, bw_meta.grad_stride_leaves)
-            reshaped = (
-                [get_version(target) for target, _ in ctx.bw_reshapes] if ctx.bw_reshapes else ()
-            )  # eager's count, before write-backs
-            if ctx.bw_targets:
-                n_grads = len(dense_grads) - len(ctx.bw_targets)
-                with torch.no_grad():
-                    # See BackwardPlan.backward_mutations: what the program's backward wrote, written for real.
-                    for target, value in zip(ctx.bw_targets, dense_grads[n_grads:], strict=True):
-                        target.copy_(value)
-                dense_grads = dense_grads[:n_grads]
-            for (target, reshape), version in zip(ctx.bw_reshapes, reshaped, strict=True) if ctx.bw_reshapes else ():
-                if reshape.size is not None and reshape.stride is not None:  # Note [Custom Functions]
-                    with torch.no_grad():
-                        target.as_strided_(reshape.size, reshape.stride, target.storage_offset())
-                set_version(target, version + reshape.bumps)
-            # Gradients of the Function's inputs: the user tensors, then the synthetic bases of aliased inputs.
-            result: list[torch.Tensor | None] = [None] * n_results
-            pos = 0
-            grad_trees, unused, deps, stride_leaves = shape
-            shared = _shared_grads(dense_grads) if any(tree is not None for tree in grad_trees) else frozenset()
-            for k, i in enumerate(targets):
-                tree = grad_trees[k]
-                width = 1 if tree is None else tree.num_leaves
-                leaves = dense_grads[pos : pos + width]
-                pos += width
-                if tree is not None and shared:  # Note [Tangent Retrace]
-                    leaves = [g.clone() if id(g) in shared else g for g in leaves]
-                if k in unused or not (deps[k] & present):
-                    continue  # eager's gradient is None: no used output reaches this input
-                if tree is None:
-                    result[i] = leaves[0]
-                elif i in ctx.input_meta:
-                    size, stride = ctx.input_meta[i]
-                    j = stride_leaves[k]  # Note [Tangent Retrace]
-                    if i in releafed:  # in the layout of eager's first read: Note [Leaves Laid Out Anew Under no_grad]
-                        first = leaves[0 if j is None else j]
-                        size = tuple(first.shape)
-                        stride = tuple(first.stride()) if j is not None else tuple(first.contiguous().stride())
-                    elif j is not None and tuple(leaves[j].shape) == size:
-                        stride = tuple(leaves[j].stride())
-                    result[i] = unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False)
-                else:
-                    result[i] = unflatten_subclass(tree, leaves, check=False)
-            return (None, *result)
 
+def _detached_inputs(s: _Step) -> tuple[list[int], frozenset[int], list[int]]:
+    """The user inputs that go into the Function detached (Note [Backward Errors Are Deferred]): those no gradient
+    reaches, those of them that go in as stand-ins requiring grad, and those no output reads."""
+    plan, bw_meta, n_updates = s.plan, s.bw_meta, s.n_updates
+    analysis, layout, flat = plan.analysis, plan.layout, plan.flat
     n_wrappers = len(bw_meta.wrapper_updates)
     # Diff outputs that are new values of inputs the epilogue writes hidden from autograd: no gradient flows
     # through them (Note [Backward Errors Are Deferred])
@@ -589,7 +405,7 @@ def training_call(
         )
     }
     # ... and new values of tensor subclass inputs the epilogue copies in under no_grad
-    wrappers_at = n_updates + len(fresh_outputs) + plan.graph_outputs.num_bases
+    wrappers_at = n_updates + len(s.fresh_outputs) + plan.graph_outputs.num_bases
     hidden_updates |= {
         p
         for p, d in enumerate(bw_meta.diff_outputs)
@@ -636,31 +452,304 @@ def training_call(
     # the group's base, an unbind() output passed beside its base, unread by the program)
     with_grad = set(bw_meta.grad_inputs)
     unread.extend(i for i in range(len(flat.tensor_indices)) if i not in with_grad)
-    ev = MetaEvaluator()
-    original_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.ORIGINAL}
-    final_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.FINAL}
-    base_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.BASE}
-    group_source: dict[int, tuple[int, tuple[int, ...], tuple[int, ...], int]] = {}
-    group_final: dict[int, tuple[int, tuple[int, ...], tuple[int, ...], int]] = {}  # ... with its final metadata
-    for k, item in enumerate(layout.graph_inputs):
-        if isinstance(item, AliasGroupRef) and k in base_update:
-            group = layout.groups[item.group]
-            for m, (size, stride, offset) in zip(group.members, group.member_meta, strict=True):
-                group_source[m] = (base_update[k], _ints(size), _ints(stride), _ints((offset,))[0])
-                size, stride, offset = analysis.mutations[m].final_meta
-                if all(isinstance(d, int) for d in (*size, *stride, offset)):
-                    group_final[m] = (base_update[k], _ints(size), _ints(stride), _ints((offset,))[0])
-    for i in bw_meta.wrapper_updates:
-        if analysis.inplace_replay[i] and analysis.wrapper_meta_after[i]:
-            needed: Container[int] = {*final_update, *group_final}  # Note [Aliased Inputs In Training]
+    return unreached, stand_ins, unread
+
+
+class CompiledStep(torch.autograd.Function):
+    """The compiled forward and backward graphs as one autograd node (`CompiledStepBackward` in a grad_fn chain),
+    shared by every compile: the first argument carries the compile's `_Step`."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, holder: tuple[_Step, list[torch.Tensor], list[torch.Tensor], dict[str, int]], *user: torch.Tensor
+    ) -> Any:
+        s, graph_in, graph_dense, symbols = holder
+        ctx.step = s
+        bw_meta, n_updates = s.bw_meta, s.n_updates
+        # Subclass gradients are rebuilt with the real inputs' outer size and stride (the traced ones may be
+        # symbolic).
+        ctx.input_meta = (
+            {i: (tuple(user[i].shape), tuple(user[i].stride())) for i in s.subclass_inputs} if s.subclass_inputs else {}
+        )
+        # A Function's forward runs with grad mode off: the graph's ops record nothing.
+        if bw_meta.forward_reads_grad_mode:  # Note [Training Through A Joint Graph]
+            with torch.enable_grad():
+                all_outs = list(cast(Sequence[Any], s.fw(*[_detached(g) for g in graph_in])))
         else:
-            needed = {*original_update, *group_source}
-        if any(j not in needed for j in layout.leaves_of_input[i]):
+            all_outs = list(cast(Sequence[Any], s.fw(*graph_in)))  # GraphOutputs, then the saved values
+        n_outs = len(all_outs) - bw_meta.num_saved
+        outs = [
+            non_view_alias(o) if isinstance(o, torch.Tensor) and o._is_view() else o
+            for o in all_outs[:n_outs]  # tensors, then symbolic ints
+        ]
+        saved = all_outs[n_outs:]
+        for k in s.clone_saved:
+            saved[k] = saved[k].clone()  # the epilogue is about to write this input
+        ctx.saved_ints = [(k, v) for k, v in enumerate(saved) if not isinstance(v, torch.Tensor)]
+        ctx.save_for_backward(*([v for v in saved if isinstance(v, torch.Tensor)] if ctx.saved_ints else saved))
+        # See Note [Training Through A Joint Graph]: weak references, so that the forward keeps no input alive.
+        ctx.primals = [(weakref.ref(g), get_version(g)) for g in graph_in] if s.rerun is not None else None
+        tensors = outs[:n_updates]
+        for o in s.fresh_outputs:
+            at = s.plain_fresh.get(o)
+            if at is not None:  # a plain tensor, the graph's own (the loop's general case, decided once)
+                tensors.append(outs[at])
+            else:
+                tensors.append(_fresh_output(s, o, user, outs, graph_dense, symbols))
+        pos = n_updates + s.plan.graph_outputs.num_fresh
+        n_bases = s.plan.graph_outputs.num_bases
+        base_values = outs[pos : pos + n_bases]
+        tensors.extend(base_values)
+        # The graph's leaves of outputs rebuilt beside inner tensors of inputs (a jagged output sharing an input's
+        # offsets), then the symbolic ints, then the stride probes (Note [Strides The Kernels Choose]): only
+        # their strides are read, from aliases that are not the graph's outputs themselves (which may be returned
+        # above too)
+        tail = outs[pos + n_bases :]
+        if s.rebuilt_leaves:
+            tail = [outs[n_updates + k] for k in s.rebuilt_leaves] + tail
+        symints = [o.detach() if isinstance(o, torch.Tensor) else o for o in tail] if tail else []
+        if bw_meta.wrapper_updates:
+            tensors.extend(_wrapper_values(s, user, outs, symbols))
+        if s.roots:
+            tensors.extend(_root_values(s, base_values, symbols))
+        ctx.zeros = [_dense_zeros(tensors[i]) for i in bw_meta.diff_outputs]
+        # The tail (symbolic ints, stride probes, the graph's leaves of an output rebuilt beside inner tensors
+        # of an input: a jagged output sharing an input's offsets) has no tangent traced for it; as a Function
+        # output it would otherwise take the Function's history, where eager's has none.
+        tensors.extend(symints)
+        non_diff = [t for i, t in enumerate(tensors) if i not in s.diff_set and isinstance(t, torch.Tensor)]
+        if non_diff:
+            ctx.mark_non_differentiable(*non_diff)
+        # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
+        ctx.set_materialize_grads(False)
+        ctx.bw_targets = [graph_dense[j] for j in bw_meta.backward_mutations] if bw_meta.backward_mutations else []
+        # See Note [Custom Functions]
+        ctx.bw_reshapes = (
+            [(user[r.position], r) for r in bw_meta.backward_reshapes] if bw_meta.backward_reshapes else ()
+        )
+        return tuple(tensors)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor | None) -> Any:
+        s: _Step = ctx.step
+        bw_meta, bw = s.bw_meta, s.bw
+        if bw_meta.error is not None:
+            _raise_deferred(bw_meta, bw is None, grads)
+        if bw is None:
+            raise AssertionError("BUG: a backward without a graph or an error")
+        create_graph = torch.is_grad_enabled()
+        if create_graph:
+            _check_double_backward(s, ctx.primals)
+        saved = list(ctx.saved_tensors)
+        for k, v in ctx.saved_ints:
+            saved.insert(k, v)
+        collected = _plain_tangents(grads, bw_meta, ctx.zeros) if s.plain_tangents else None
+        if collected is None:
+            collected = _collect_tangents(grads, bw_meta, ctx.zeros)
+        per_output, trees, present, coerced = collected
+        retyped = any(tree is not _SAME for tree in trees)
+        if retyped and create_graph and not _coerced_instead(per_output, trees, coerced):
             raise UnsupportedError(
-                f"{flat.leaves[flat.tensor_indices[i]].path}: the program writes some inner tensors of this tensor "
-                "subclass input that requires grad but not others (x.a.add_(...)); in training this is not "
-                "supported yet. Write through the subclass (x.add_(...)) or write a clone"
+                "double backward (create_graph=True) with a tangent of another type than the output's "
+                "(Note [Tangent Retrace]); pass tangents of the type of the outputs"
             )
+        retyped = any(tree is not _SAME for tree in trees)
+        absent = frozenset(s.typed_by - present)  # Note [Tangent Retrace]
+        try:
+            found = (
+                s.variants.get(bw_meta, trees, per_output, absent) if retyped or (absent and not create_graph) else None
+            )
+        except UnsupportedError:
+            if not retyped or not _coerced_instead(per_output, trees, coerced):
+                raise
+            found = s.variants.get(bw_meta, trees, per_output, absent) if absent else None
+        if found is not None:
+            dense_grads, shape = _run_variant(found, saved, per_output)
+        else:
+            # The backward graph was traced for tangents laid out like the forward outputs (views in it depend
+            # on that layout): give the runtime tangents the same strides.
+            tangents = [
+                _restride(t, stride if order is None else _dense_strides(t.shape, order))
+                for t, stride, order in zip(
+                    [t for ts in per_output for t in ts], bw_meta.tangent_strides, bw_meta.tangent_orders, strict=True
+                )
+            ]  # Note [Tangent Retrace]
+            if create_graph:
+                assert s.rerun is not None
+                all_outs = cast(Sequence[torch.Tensor], s.rerun(*_live_primals(ctx.primals), *tangents))
+                dense_grads = list(all_outs[bw_meta.num_fw_outputs :])
+            else:
+                dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
+            shape = (bw_meta.grad_trees, bw_meta.unused, bw_meta.tangent_deps, bw_meta.grad_stride_leaves)
+        if ctx.bw_targets or ctx.bw_reshapes:
+            dense_grads = _backward_writes(ctx.bw_targets, ctx.bw_reshapes, dense_grads)
+        # Gradients of the Function's inputs: the user tensors, then the synthetic bases of aliased inputs.
+        result: list[torch.Tensor | None] = [None] * s.n_results
+        pos = 0
+        grad_trees, unused, deps, stride_leaves = shape
+        shared = _shared_grads(dense_grads) if any(tree is not None for tree in grad_trees) else frozenset()
+        for k, i in enumerate(s.targets):
+            tree = grad_trees[k]
+            width = 1 if tree is None else tree.num_leaves
+            leaves = dense_grads[pos : pos + width]
+            pos += width
+            if tree is not None and shared:  # Note [Tangent Retrace]
+                leaves = [g.clone() if id(g) in shared else g for g in leaves]
+            if k in unused or not (deps[k] & present):
+                continue  # eager's gradient is None: no used output reaches this input
+            if tree is None:
+                result[i] = leaves[0]
+            elif i in ctx.input_meta:
+                size, stride = ctx.input_meta[i]
+                result[i] = _subclass_grad(tree, leaves, size, stride, i in s.releafed, stride_leaves[k])
+            else:
+                result[i] = unflatten_subclass(tree, leaves, check=False)
+        return (None, *result)
+
+
+def _fresh_output(
+    s: _Step, o: int, user: Sequence[torch.Tensor], outs: list[Any], dense: list[torch.Tensor], symbols: dict[str, int]
+) -> torch.Tensor:
+    """Fresh output `o` built from its graph leaves, where it is not a plain tensor of the graph's own."""
+    info = s.plan.analysis.outputs[o]
+    if info.function_view is not None:  # Note [Custom Functions]
+        view = info.function_view
+        return replay_steps(user[s.tensor_position[view.index]], view.steps, s.ev, symbols)
+    leaves = [
+        # An input (or a view of one) returned by the program's own autograd.Function: return it as is,
+        # and autograd makes the output a view of it with our backward, exactly as eager does.
+        _passthrough(dense, leaf, s.ev, symbols)
+        if leaf.passthrough is not None
+        else (out.view_as(out) if leaf.function_view else out)
+        for leaf, out in ((leaf, outs[s.n_updates + leaf.index]) for leaf in info.leaves)
+    ]
+    if info.tree is None:
+        return leaves[0]
+    assert info.outer_meta is not None
+    size, stride, _ = s.ev.meta(info.outer_meta, symbols)
+    stride = fresh_outer_stride(info, leaves, size, stride)
+    if info.history_size is not None:  # Note [Wrapper Data Assignment]
+        size = [s.ev.dim(d, symbols) for d in info.history_size]
+        stride = _contiguous_strides(size)
+    return unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
+
+
+def _wrapper_values(
+    s: _Step, user: Sequence[torch.Tensor], outs: list[Any], symbols: dict[str, int]
+) -> list[torch.Tensor]:
+    """See Note [Inputs Written In Training]: the new value of such an input, as a wrapper."""
+    analysis, layout = s.plan.analysis, s.plan.layout
+    values = []
+    for i in s.bw_meta.wrapper_updates:
+        tree = layout.trees[i]
+        assert tree is not None
+        size, stride = list(user[i].shape), list(user[i].stride())
+        after = analysis.wrapper_meta_after[i]
+        if analysis.inplace_replay[i] and after is not None:  # the value with the final metadata
+            size, stride, _ = s.ev.meta(after, symbols)
+            leaves = [
+                outs[s.final_update[j]] if j in s.final_update else _member_of(outs, s.group_final[j])
+                for j in layout.leaves_of_input[i]
+            ]
+        else:
+            leaves = [
+                # See Note [Aliased Inputs In Training]: a member's region of its group's new base
+                outs[s.original_update[j]] if j in s.original_update else _member_of(outs, s.group_source[j])
+                for j in layout.leaves_of_input[i]
+            ]
+        values.append(unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False))
+    return values
+
+
+def _root_values(s: _Step, base_values: list[Any], symbols: dict[str, int]) -> list[torch.Tensor]:
+    values = []
+    for r in s.roots:  # Note [Subclass Intermediate Roots]
+        assert r.root_tree is not None and r.root_meta is not None
+        size, stride, _ = s.ev.meta(r.root_meta, symbols)
+        root_leaves = [base_values[b] for b in r.root_bases]
+        stride = root_outer_stride(r, root_leaves, size, stride)
+        values.append(unflatten_subclass(r.root_tree, root_leaves, outer_size=size, outer_stride=stride, check=False))
+    return values
+
+
+def _check_double_backward(s: _Step, primals: object) -> None:
+    if not s.differentiable_backward:
+        # create_graph=True: a compiled backend's kernels are opaque to autograd.
+        raise UnsupportedError(
+            "double backward (create_graph=True) through a compiled backward: the backend's kernels are "
+            'not differentiable. Compile with backend="eager" to differentiate the gradient again'
+        )
+    if primals is None:
+        raise UnsupportedError(
+            "double backward (create_graph=True) of a program that draws random numbers or writes its "
+            "inputs: the gradient is computed from values the forward saved without their history, and "
+            "recomputing them would draw again or read the inputs after the write (Note [Training Through "
+            "A Joint Graph]). Differentiate an eager version of the program twice instead"
+        )
+
+
+def _run_variant(
+    variant: RetracedBackward, saved: list[Any], per_output: list[list[torch.Tensor]]
+) -> tuple[list[torch.Tensor], tuple[Any, ...]]:
+    flat_tangents = [t for ts in per_output for t in ts]
+    dense_grads = list(
+        cast(Sequence[torch.Tensor], variant.run(*[saved[j] for j in variant.saved_index], *flat_tangents))
+    )
+    return dense_grads, (variant.grad_trees, variant.unused, variant.tangent_deps, variant.grad_stride_leaves)
+
+
+def _backward_writes(
+    targets: list[torch.Tensor], reshapes: Sequence[tuple[torch.Tensor, Any]], dense_grads: list[torch.Tensor]
+) -> list[torch.Tensor]:
+    """What the program's backward wrote (BackwardPlan.backward_mutations, the last dense gradients) and reshaped,
+    done for real; the gradients without those values."""
+    reshaped = [get_version(target) for target, _ in reshapes] if reshapes else ()  # eager's count, before write-backs
+    if targets:
+        n_grads = len(dense_grads) - len(targets)
+        with torch.no_grad():
+            for target, value in zip(targets, dense_grads[n_grads:], strict=True):
+                target.copy_(value)
+        dense_grads = dense_grads[:n_grads]
+    for (target, reshape), version in zip(reshapes, reshaped, strict=True) if reshapes else ():
+        if reshape.size is not None and reshape.stride is not None:  # Note [Custom Functions]
+            with torch.no_grad():
+                target.as_strided_(reshape.size, reshape.stride, target.storage_offset())
+        set_version(target, version + reshape.bumps)
+    return dense_grads
+
+
+def _subclass_grad(
+    tree: SubclassNode,
+    leaves: list[torch.Tensor],
+    size: Sequence[int],
+    stride: Sequence[int],
+    releafed: bool,
+    j: int | None,
+) -> torch.Tensor:
+    """A user input's gradient rebuilt from its dense leaves with the input's outer size and stride, or the layout
+    of the leaf `j` the gradient's strides follow (Note [Tangent Retrace])."""
+    if releafed:  # in the layout of eager's first read: Note [Leaves Laid Out Anew Under no_grad]
+        first = leaves[0 if j is None else j]
+        size = tuple(first.shape)
+        stride = tuple(first.stride()) if j is not None else tuple(first.contiguous().stride())
+    elif j is not None and tuple(leaves[j].shape) == size:
+        stride = tuple(leaves[j].stride())
+    return unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False)
+
+
+def training_call(
+    plan: RuntimePlan,
+    fw: Callable[..., object],
+    bw: Callable[..., object] | None,
+    bw_meta: BackwardPlan,
+    differentiable_backward: bool,
+) -> GraphCall:
+    step = _Step(plan, fw, bw, bw_meta, differentiable_backward)
+    unreached, stand_ins, unread = _detached_inputs(step)
+    analysis, flat = plan.analysis, plan.flat
+    n_updates, n_fresh, n_bases = step.n_updates, plan.graph_outputs.num_fresh, plan.graph_outputs.num_bases
+    n_wrappers = len(bw_meta.wrapper_updates)
+    fresh_outputs, roots, rebuilt_leaves = step.fresh_outputs, step.roots, step.rebuilt_leaves
 
     def call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
@@ -689,7 +778,7 @@ def training_call(
             # Differentiable outputs (computed from a no_grad view of a detached input) still require grad in eager,
             # with no gradient flowing back: a fresh alias leaf that requires grad carries that, and gets None.
             user[unreached[0]] = cast(torch.Tensor, user[unreached[0]]).requires_grad_(True)
-        tensors = list(CompiledStep.apply((graph_in, dense, symbols), *user, *bases))  # type: ignore[no-untyped-call]  # untyped in torch
+        tensors = list(CompiledStep.apply((step, graph_in, dense, symbols), *user, *bases))  # type: ignore[no-untyped-call]  # untyped in torch
         outs: list[object] = list(tensors[:n_updates])
         prewrapped: dict[int, torch.Tensor] = {}
         fresh: list[object] = [None] * n_fresh  # the graph's fresh leaves, by OutputLeaf.index
@@ -701,7 +790,6 @@ def training_call(
             for leaf in analysis.outputs[o].leaves:
                 fresh[leaf.index] = value  # placeholders keep the layout
             pos += 1
-        n_bases = plan.graph_outputs.num_bases
         bases_at = pos
         pos += n_bases
         wrappers = (

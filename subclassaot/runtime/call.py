@@ -372,28 +372,13 @@ def _epilogue(
         _replay_metadata(dense, j, m, meta, sources)
     for t in epilogue.reshaped:
         wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
-        data, steps = plan.analysis.wrapper_data[t], plan.analysis.inplace_replay[t]
         # See Note [Stale View Functions]: a view takes its value first, in the layout it came with
         copy_at = copy_points.get(t) if t in late and wrapper._is_view() else None
         if copy_at is not None:
+            steps = plan.analysis.inplace_replay[t]
             _copy_wrapper(plan, values, t, undo_steps(wrapper_values[t], steps, ev, symbols))
             late.discard(t)
-        for k, step in enumerate(steps):
-            if data is not None and k == data.after_steps:
-                _assign_data(plan, ev, values, symbols, wrapper, data, outs)
-            # Under the grad mode the program had: autograd records it on a wrapper that requires grad, as in eager.
-            grad = step.grad_enabled and (copy_at is None or k >= copy_at)
-            with torch.set_grad_enabled(grad and torch.is_grad_enabled()):
-                refresh_view_grad_fn(wrapper)  # Note [Inputs Written In Training]
-            with torch.set_grad_enabled(grad and torch.is_grad_enabled()), resize_inside_inference_mode(step, wrapper):
-                step.op(
-                    wrapper,
-                    *cast(tuple[object, ...], ev.arg(step.args, symbols)),
-                    **{k: ev.arg(v, symbols) for k, v in step.kwargs},
-                )
-        # With no step after it, only where it gives the final metadata (else _fix_wrappers gives them).
-        if data is not None and data.after_steps >= len(steps) and (data.final or steps):
-            _assign_data(plan, ev, values, symbols, wrapper, data, outs)
+        _replay_wrapper_steps(plan, ev, (values, outs, symbols), t, copy_at)
     for t in late:
         _copy_wrapper(plan, values, t, wrapper_values[t])
     for j, k in epilogue.final_copies:
@@ -422,6 +407,36 @@ def _epilogue(
                 version = get_version(wrapper)
                 _repeat_swap_under_grad(wrapper, source)
                 set_version(wrapper, version)
+
+
+def _replay_wrapper_steps(
+    plan: RuntimePlan,
+    ev: MetaEvaluator,
+    call: tuple[Sequence[object], list[object], dict[str, int]],
+    t: int,
+    copy_at: int | None,
+) -> None:
+    """Replay on tensor subclass input `t` the in-place view ops the program ran on it, and its `.data =` among
+    them (`call`: the call's inputs, graph outputs and symbols; `copy_at`: the step its value was copied in at)."""
+    values, outs, symbols = call
+    wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+    data, steps = plan.analysis.wrapper_data[t], plan.analysis.inplace_replay[t]
+    for k, step in enumerate(steps):
+        if data is not None and k == data.after_steps:
+            _assign_data(plan, ev, values, symbols, wrapper, data, outs)
+        # Under the grad mode the program had: autograd records it on a wrapper that requires grad, as in eager.
+        grad = step.grad_enabled and (copy_at is None or k >= copy_at)
+        with torch.set_grad_enabled(grad and torch.is_grad_enabled()):
+            refresh_view_grad_fn(wrapper)  # Note [Inputs Written In Training]
+        with torch.set_grad_enabled(grad and torch.is_grad_enabled()), resize_inside_inference_mode(step, wrapper):
+            step.op(
+                wrapper,
+                *cast(tuple[object, ...], ev.arg(step.args, symbols)),
+                **{k: ev.arg(v, symbols) for k, v in step.kwargs},
+            )
+    # With no step after it, only where it gives the final metadata (else _fix_wrappers gives them).
+    if data is not None and data.after_steps >= len(steps) and (data.final or steps):
+        _assign_data(plan, ev, values, symbols, wrapper, data, outs)
 
 
 def _assign_data(

@@ -32,6 +32,7 @@ from subclassaot.pipeline.rules.autograd_state import (
     read,
 )
 from subclassaot.pipeline.rules.hidden_layouts import (
+    Layout,
     is_layout_op,
     note_first_read,
     note_layout_op,
@@ -221,157 +222,20 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             )  # its inner tensors' copies run below autograd: no counter of theirs moves
             return args[0]
         if subclass is not None:
-            # Let the subclass run with this mode still active, so its inner set_ calls are seen too. Its inner
-            # ops run below autograd, so in eager they advance no version counter: count them as not writing.
-            before = _size_and_stride(args[0]) if func in _RESIZE_OPS else None
-            size_before = tuple(args[0].shape) if func in SET_OPS or torch.Tag.inplace_view in func.tags else ()
-            if self.depth == 0 and torch.is_grad_enabled():
-                self._note_wrapper_op(func, args, kwargs)
-            if func in SET_OPS and self.depth == 0:
-                leaves = flatten_subclass(args[0], "set_")[1]
-                check_shared_grad_set(self.record, args, leaves)
-                self.left_storages[id(args[0])] = (storage_key(args[0]), [storage_key(leaf) for leaf in leaves])
-            self.depth += 1
-            try:
-                with self:
-                    if dispatches_in_cpp(type(subclass)):
-                        self.native_pending = func
-                        out = func(*args, **kwargs)
-                    else:
-                        out = getattr(type(subclass), "__torch_dispatch__")(func, types, args, kwargs)  # noqa: B009
-            finally:
-                self.depth -= 1
-                self.native_pending = None
-            self._track(func, args, out, kwargs)
-            if isinstance(out, torch.Tensor) and is_traceable_subclass(out) and getattr(func, "is_view", False):
-                inner = flatten_subclass(out, "out")[1]
-                if any(id(t) in self.record.base_strided_views for t in inner):
-                    self.record.base_strided_views.add(id(out))  # its inner views were: so is the wrapper
-            if torch.Tag.inplace_view in func.tags and func not in SET_OPS and self.depth == 0:  # set_: its own rules
-                self.record.note_hidden_resize(args[0], size_before)  # Note [Leaves Laid Out Anew Under no_grad]
-            if func in SET_OPS and self.depth == 0:
-                seq = self.record.inplace_views[id(args[0])][-1].seq  # set_ is an inplace_view op: _track saw it
-                self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
-                self.record.note_wrapper_set(args[0], seq, size_before)
-                if len(args) > 1 and args[1] is args[0] and not torch.is_grad_enabled():
-                    note_self_set(self.record, args[0])  # Note [Gradient Accumulators Of Leaves]
-            if func in _RESIZE_OPS and self.depth == 0 and _size_and_stride(args[0]) != before:
-                # The wrapper takes its new size with a set_ of its own, which advances its version counter (and
-                # its base's, for a view), in eager.
-                self.record.written_families.add(self.record.family_of(args[0]))
-            source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
-            if func in SET_OPS and self.depth == 0:
-                self.record.wrapper_grad_sets.pop(id(args[0]), None)
-            if func in SET_OPS and torch.is_grad_enabled() and (args[0].requires_grad or source_grad):
-                if self.depth == 0:
-                    source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
-                    self._grad_set(args[0], source)  # Note [set_ Under Grad], at the wrapper level
-                    self.record.wrapper_grad_sets[id(args[0])] = (source, len(self.record.wrapper_ops) - 1)
-            return out
+            return self._dispatch_subclass(subclass, func, args, kwargs, types)
         if func is torch.ops.aten.resize_.default and args and is_functional(args[0]):
-            # Eager advances the version counter only when resize_ changes the size.
-            if tuple(args[0].shape) != tuple(args[1]) and self.depth == 0:
-                self.record.written_families.add(self.record.family_of(args[0]))
-            if tuple(args[0].shape) == tuple(args[1]) and kwargs.get("memory_format") is None:
-                # Eager's resize_ to the size a tensor has keeps its strides; functionalization's (and the synthetic
-                # base rebinding below) would make it contiguous.
-                return args[0]
-            self._check_resize_reach(args[0], list(args[1]))
-            memory_format = kwargs.get("memory_format")
-            if self._grows(args):
-                self._grow(args[0], list(args[1]), memory_format)
-                return args[0]
-            base = self.record.alias_bases.get(storage_key(args[0]))
-            if base is None:
-                check_resize_within_storage(self.record, args[0], list(args[1]), memory_format)
-            else:
-                # Within a synthetic base (Note [as_strided On Inputs]): x becomes the contiguous view of the same
-                # storage from its offset, as eager's resize_ makes it (functionalization's resize_ of a view loses
-                # later writes through it).
-                size = list(args[1])
-                strides = resize_strides(size, memory_format)
-                rebind_functional(args[0], base, (size, strides, int(args[0].storage_offset())))
-                self._track(func, args, args[0], kwargs)
+            if self._resize(func, args, kwargs):
                 return args[0]
         if func is torch.ops.aten.as_strided_.default and args and is_functional(args[0]):
-            check_strided_reach(self.record, args)  # (an input's as_strided_ off its elements)
-            check_inplace_strided_frame(self.record, args, kwargs)  # Note [as_strided On Inputs]
-            source = self._as_strided_source(args)
-            if source is not args[0]:  # Note [as_strided On Inputs]
-                rest, strided_kwargs = strided_call_args(self.record, args[0], source, args[1:], kwargs)
-                offset = rest[2] if len(rest) > 2 else strided_kwargs["storage_offset"]
-                given = args[3] if len(args) > 3 else kwargs.get("storage_offset")
-                eager = args[0].storage_offset() if given is None else given
-                rebind_functional(args[0], source, (list(rest[0]), list(rest[1]), offset), wrapper_offset=eager)
-                self._track(func, args, args[0], kwargs)
+            if self._as_strided_in_place(func, args, kwargs):
                 return args[0]
         if func is torch.ops.aten.as_strided.default and args and is_functional(args[0]):
-            # Tracked against the tensor the program named (version counter family, view chain).
-            source = self._as_strided_source(args)
-            rest, strided_kwargs = strided_call_args(self.record, args[0], source, args[1:], kwargs)
-            out = func(source, *rest, **strided_kwargs)
-            self._track(func, args, out, kwargs)
-            if any(source is base for base in self.record.alias_bases.values()):
-                self.record.base_strided_views.add(id(out))  # Note [as_strided On Inputs]
-                note_escaping_view(self.record, source, out)  # Note [as_strided On Inputs]
-            return out
+            return self._as_strided(func, args, kwargs)
         if func is torch.ops.aten.set_.source_Tensor and len(args) > 1 and args[1] is args[0]:
-            # x.set_(x) changes nothing but the version counter (and, under grad, autograd's history).
-            if torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
-                self._grad_set(args[0])
-            self.record.written_families.add(self.record.family_of(args[0]))
-            if self.depth == 0 and id(args[0]) not in self.record.data_aliases | self.record.data_views:
-                # a view taken before it is regenerated by autograd (eager's AsStridedBackward)
-                self.record.seq += 1
-                self.record.last_bump[storage_key(args[0])] = self.record.seq
-            if self.depth == 0 and not torch.is_grad_enabled():
-                note_self_set(self.record, args[0])  # Note [Gradient Accumulators Of Leaves]
+            self._self_set(args)
             return args[0]
         if func in SET_OPS and args and is_functional(args[0]):
-            grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
-            if self.depth == 0 and not self.record.grad_at_start and grad and reads_grad((args, kwargs)):
-                self.record.grad_reenabled.append("set_")  # Note [Grad Mode And Autograd Reads] (no torch function)
-            if self.depth == 0 and torch.is_inference_mode_enabled() and args[0].requires_grad:
-                raise UnsupportedError(
-                    f"{input_named(self.record, args[0])}set_() inside a torch.inference_mode() block of a tensor "
-                    "that requires grad: eager records nothing but bumps its version counter, so that a backward "
-                    "through a node that saved it raises, which the compiled call does not reproduce. set_() it "
-                    "outside the block, under torch.no_grad()"
-                )
-            if self.depth == 0:
-                with no_torch_function():  # set_ never reaches the torch-function mode: its checks run here
-                    check_stale_views(self.record, args, kwargs)
-                    check_shared_grad_set(self.record, args, (args[0],))
-                    check_stale_set(self.record, args[0], args[1] if len(args) > 1 else None)
-                if not torch.is_grad_enabled() and id(args[0]) in self.record.view_layouts:
-                    self.record.view_sets.add(id(args[0]))  # Note [Stale View Functions]
-            size_before, layout_before = tuple(args[0].shape), layout_of(args[0])
-            key_before = storage_key(args[0])
-            self._set(func, args, kwargs)
-            if self.depth == 0:
-                note_nograd_set(self.record, args[0], layout_before)  # Note [Stale View Functions]
-                if not torch.is_grad_enabled() and (
-                    layout_of(args[0]) != layout_before or storage_key(args[0]) != key_before
-                ):
-                    self.record.relaid_by_set[id(args[0])] = self.record.seq + 1  # Note [Stale View Functions]
-            source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
-            if self.depth == 0:  # Note [Leaves Laid Out Anew Under no_grad]
-                self.record.note_hidden_resize(args[0], size_before, self.record.seq + 1)
-            if torch.is_grad_enabled() and (args[0].requires_grad or source_grad) and self.depth == 0:
-                source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
-                self._grad_set(args[0], source)  # autograd recorded a set_ it cannot differentiate
-            made_here = id(args[0]) in self.record.views  # a view the program took (not an aliased input's)
-            if torch.is_grad_enabled() and made_here and args[0]._is_view() and id(args[0]) not in self.record.hidden:
-                self.record.set_views.add(id(args[0]))  # Note [In-Place Ops As Eager Runs Them]
-            # See Note [Stale View Functions]
-            self.record.swapped_by_data.discard(id(args[0]))
-            self.record.swapped_ids.add(id(args[0]))
-            self.record.written_families.add(self.record.family_of(args[0]))
-            if self.depth == 0:
-                self.record.seq += 1
-                self.record.plain_sets[id(args[0])] = (self.record.seq, torch.is_grad_enabled())
-                if id(args[0]) not in self.record.data_aliases | self.record.data_views:
-                    self.record.last_bump[key_before] = self.record.seq  # Note [Storage Swaps By Rebinding]
+            self._functional_set(func, args, kwargs)
             return args[0]
         if (
             copy_to_same_data(func, args, id(args[0]) in self.record.hidden)
@@ -382,31 +246,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self._record_write(args[0], True)
             return args[0]
         if args and is_functional(args[0]) and uniform_write(func, args[0]) and 0 in args[0].stride():
-            x = args[0]
-            once = [1 if st == 0 and sz > 1 else sz for sz, st in zip(x.shape, x.stride(), strict=True)]
-            meta = (once, list(x.stride()), x.storage_offset())
-            # See Note [In-Place Ops As Eager Runs Them]: as_strided from the chain's root, which functionalization writes
-            # back by one as_strided_scatter (a narrow at the end of the chain would scatter through the repeats)
-            own_root = self.record.view_root(x) is x and storage_key(x) not in self.record.alias_bases
-            root = x if own_root else self._as_strided_source((x, *meta))
-            check_overlapping_input(self.record, x)
-            if overlaps(root) and storage_key(root) not in self.record.alias_bases:
-                raise UnsupportedError(
-                    f"{func}: an in-place write into an input whose elements overlap in memory (an expanded input): "
-                    "the compiled graph holds its repeated elements as separate values. Pass the tensor it was "
-                    "expanded from and expand it inside the function"
-                )
-            if root.requires_grad and not root.is_contiguous():
-                # functionalization writes it back by as_strided_scatter, which torch allows on contiguous tensors
-                # only where they require grad (elsewhere: an internal assert)
-                raise UnsupportedError(
-                    f"{func}: a write of one value through an expand() of a non-contiguous tensor that requires "
-                    "grad (an input's strided view) cannot be functionalized. Write into the tensor itself, or "
-                    "into a clone"
-                )
-            with as_strided_chain_refused(self.record, func, args, kwargs):
-                func(root.as_strided(*meta), *args[1:], **kwargs)
-            self._track(func, args, args[0], kwargs)
+            self._write_over_repeats(func, args, kwargs)
             return args[0]
         if args and is_functional(args[0]) and writes_self(func) and self._through_overlap(args[0]):
             # See Note [as_strided On Inputs]: the same memory, as a view of the synthetic base.
@@ -429,6 +269,198 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 out = call_with_eager_layouts(func, args, kwargs)  # Note [In-Place Ops As Eager Runs Them]
         self._track(func, args, out, kwargs)
         return out
+
+    def _dispatch_subclass(
+        self, subclass: object, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], types: Any
+    ) -> Any:
+        # Let the subclass run with this mode still active, so its inner set_ calls are seen too. Its inner
+        # ops run below autograd, so in eager they advance no version counter: count them as not writing.
+        before = _size_and_stride(args[0]) if func in _RESIZE_OPS else None
+        size_before = tuple(args[0].shape) if func in SET_OPS or torch.Tag.inplace_view in func.tags else ()
+        if self.depth == 0 and torch.is_grad_enabled():
+            self._note_wrapper_op(func, args, kwargs)
+        if func in SET_OPS and self.depth == 0:
+            leaves = flatten_subclass(args[0], "set_")[1]
+            check_shared_grad_set(self.record, args, leaves)
+            self.left_storages[id(args[0])] = (storage_key(args[0]), [storage_key(leaf) for leaf in leaves])
+        self.depth += 1
+        try:
+            with self:
+                if dispatches_in_cpp(type(subclass)):
+                    self.native_pending = func
+                    out = func(*args, **kwargs)
+                else:
+                    out = getattr(type(subclass), "__torch_dispatch__")(func, types, args, kwargs)  # noqa: B009
+        finally:
+            self.depth -= 1
+            self.native_pending = None
+        self._track(func, args, out, kwargs)
+        if isinstance(out, torch.Tensor) and is_traceable_subclass(out) and getattr(func, "is_view", False):
+            inner = flatten_subclass(out, "out")[1]
+            if any(id(t) in self.record.base_strided_views for t in inner):
+                self.record.base_strided_views.add(id(out))  # its inner views were: so is the wrapper
+        if torch.Tag.inplace_view in func.tags and func not in SET_OPS and self.depth == 0:  # set_: its own rules
+            self.record.note_hidden_resize(args[0], size_before)  # Note [Leaves Laid Out Anew Under no_grad]
+        if func in SET_OPS and self.depth == 0:
+            seq = self.record.inplace_views[id(args[0])][-1].seq  # set_ is an inplace_view op: _track saw it
+            self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
+            self.record.note_wrapper_set(args[0], seq, size_before)
+            if len(args) > 1 and args[1] is args[0] and not torch.is_grad_enabled():
+                note_self_set(self.record, args[0])  # Note [Gradient Accumulators Of Leaves]
+        if func in _RESIZE_OPS and self.depth == 0 and _size_and_stride(args[0]) != before:
+            # The wrapper takes its new size with a set_ of its own, which advances its version counter (and
+            # its base's, for a view), in eager.
+            self.record.written_families.add(self.record.family_of(args[0]))
+        source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
+        if func in SET_OPS and self.depth == 0:
+            self.record.wrapper_grad_sets.pop(id(args[0]), None)
+        if func in SET_OPS and torch.is_grad_enabled() and (args[0].requires_grad or source_grad):
+            if self.depth == 0:
+                source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
+                self._grad_set(args[0], source)  # Note [set_ Under Grad], at the wrapper level
+                self.record.wrapper_grad_sets[id(args[0])] = (source, len(self.record.wrapper_ops) - 1)
+        return out
+
+    def _resize(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """resize_ of a FunctionalTensor; False where the op still runs as functionalization records it."""
+        # Eager advances the version counter only when resize_ changes the size.
+        if tuple(args[0].shape) != tuple(args[1]) and self.depth == 0:
+            self.record.written_families.add(self.record.family_of(args[0]))
+        if tuple(args[0].shape) == tuple(args[1]) and kwargs.get("memory_format") is None:
+            # Eager's resize_ to the size a tensor has keeps its strides; functionalization's (and the synthetic
+            # base rebinding below) would make it contiguous.
+            return True
+        self._check_resize_reach(args[0], list(args[1]))
+        memory_format = kwargs.get("memory_format")
+        if self._grows(args):
+            self._grow(args[0], list(args[1]), memory_format)
+            return True
+        base = self.record.alias_bases.get(storage_key(args[0]))
+        if base is None:
+            check_resize_within_storage(self.record, args[0], list(args[1]), memory_format)
+        else:
+            # Within a synthetic base (Note [as_strided On Inputs]): x becomes the contiguous view of the same
+            # storage from its offset, as eager's resize_ makes it (functionalization's resize_ of a view loses
+            # later writes through it).
+            size = list(args[1])
+            strides = resize_strides(size, memory_format)
+            rebind_functional(args[0], base, (size, strides, int(args[0].storage_offset())))
+            self._track(func, args, args[0], kwargs)
+            return True
+        return False
+
+    def _as_strided_in_place(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """as_strided_ of a FunctionalTensor; False where it runs as functionalization records it."""
+        check_strided_reach(self.record, args)  # (an input's as_strided_ off its elements)
+        check_inplace_strided_frame(self.record, args, kwargs)  # Note [as_strided On Inputs]
+        source = self._as_strided_source(args)
+        if source is not args[0]:  # Note [as_strided On Inputs]
+            rest, strided_kwargs = strided_call_args(self.record, args[0], source, args[1:], kwargs)
+            offset = rest[2] if len(rest) > 2 else strided_kwargs["storage_offset"]
+            given = args[3] if len(args) > 3 else kwargs.get("storage_offset")
+            eager = args[0].storage_offset() if given is None else given
+            rebind_functional(args[0], source, (list(rest[0]), list(rest[1]), offset), wrapper_offset=eager)
+            self._track(func, args, args[0], kwargs)
+            return True
+        return False
+
+    def _as_strided(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        # Tracked against the tensor the program named (version counter family, view chain).
+        source = self._as_strided_source(args)
+        rest, strided_kwargs = strided_call_args(self.record, args[0], source, args[1:], kwargs)
+        out = func(source, *rest, **strided_kwargs)
+        self._track(func, args, out, kwargs)
+        if any(source is base for base in self.record.alias_bases.values()):
+            self.record.base_strided_views.add(id(out))  # Note [as_strided On Inputs]
+            note_escaping_view(self.record, source, out)  # Note [as_strided On Inputs]
+        return out
+
+    def _self_set(self, args: tuple[Any, ...]) -> None:
+        # x.set_(x) changes nothing but the version counter (and, under grad, autograd's history).
+        if torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
+            self._grad_set(args[0])
+        self.record.written_families.add(self.record.family_of(args[0]))
+        if self.depth == 0 and id(args[0]) not in self.record.data_aliases | self.record.data_views:
+            # a view taken before it is regenerated by autograd (eager's AsStridedBackward)
+            self.record.seq += 1
+            self.record.last_bump[storage_key(args[0])] = self.record.seq
+        if self.depth == 0 and not torch.is_grad_enabled():
+            note_self_set(self.record, args[0])  # Note [Gradient Accumulators Of Leaves]
+
+    def _functional_set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """set_() of a FunctionalTensor: rebound (Note [Storage Swaps By Rebinding]), and what eager records of it."""
+        grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+        if self.depth == 0 and not self.record.grad_at_start and grad and reads_grad((args, kwargs)):
+            self.record.grad_reenabled.append("set_")  # Note [Grad Mode And Autograd Reads] (no torch function)
+        if self.depth == 0 and torch.is_inference_mode_enabled() and args[0].requires_grad:
+            raise UnsupportedError(
+                f"{input_named(self.record, args[0])}set_() inside a torch.inference_mode() block of a tensor "
+                "that requires grad: eager records nothing but bumps its version counter, so that a backward "
+                "through a node that saved it raises, which the compiled call does not reproduce. set_() it "
+                "outside the block, under torch.no_grad()"
+            )
+        if self.depth == 0:
+            with no_torch_function():  # set_ never reaches the torch-function mode: its checks run here
+                check_stale_views(self.record, args, kwargs)
+                check_shared_grad_set(self.record, args, (args[0],))
+                check_stale_set(self.record, args[0], args[1] if len(args) > 1 else None)
+            if not torch.is_grad_enabled() and id(args[0]) in self.record.view_layouts:
+                self.record.view_sets.add(id(args[0]))  # Note [Stale View Functions]
+        size_before, layout_before = tuple(args[0].shape), layout_of(args[0])
+        key_before = storage_key(args[0])
+        self._set(func, args, kwargs)
+        if self.depth == 0:
+            note_nograd_set(self.record, args[0], layout_before)  # Note [Stale View Functions]
+            if not torch.is_grad_enabled() and (
+                layout_of(args[0]) != layout_before or storage_key(args[0]) != key_before
+            ):
+                self.record.relaid_by_set[id(args[0])] = self.record.seq + 1  # Note [Stale View Functions]
+        source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
+        if self.depth == 0:  # Note [Leaves Laid Out Anew Under no_grad]
+            self.record.note_hidden_resize(args[0], size_before, self.record.seq + 1)
+        if torch.is_grad_enabled() and (args[0].requires_grad or source_grad) and self.depth == 0:
+            source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
+            self._grad_set(args[0], source)  # autograd recorded a set_ it cannot differentiate
+        made_here = id(args[0]) in self.record.views  # a view the program took (not an aliased input's)
+        if torch.is_grad_enabled() and made_here and args[0]._is_view() and id(args[0]) not in self.record.hidden:
+            self.record.set_views.add(id(args[0]))  # Note [In-Place Ops As Eager Runs Them]
+        # See Note [Stale View Functions]
+        self.record.swapped_by_data.discard(id(args[0]))
+        self.record.swapped_ids.add(id(args[0]))
+        self.record.written_families.add(self.record.family_of(args[0]))
+        if self.depth == 0:
+            self.record.seq += 1
+            self.record.plain_sets[id(args[0])] = (self.record.seq, torch.is_grad_enabled())
+            if id(args[0]) not in self.record.data_aliases | self.record.data_views:
+                self.record.last_bump[key_before] = self.record.seq  # Note [Storage Swaps By Rebinding]
+
+    def _write_over_repeats(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """A write of one value into a FunctionalTensor with stride-0 dims (an expand()): once per element."""
+        x = args[0]
+        once = [1 if st == 0 and sz > 1 else sz for sz, st in zip(x.shape, x.stride(), strict=True)]
+        meta = (once, list(x.stride()), x.storage_offset())
+        # See Note [In-Place Ops As Eager Runs Them]: as_strided from the chain's root, which functionalization writes
+        # back by one as_strided_scatter (a narrow at the end of the chain would scatter through the repeats)
+        own_root = self.record.view_root(x) is x and storage_key(x) not in self.record.alias_bases
+        root = x if own_root else self._as_strided_source((x, *meta))
+        check_overlapping_input(self.record, x)
+        if overlaps(root) and storage_key(root) not in self.record.alias_bases:
+            raise UnsupportedError(
+                f"{func}: an in-place write into an input whose elements overlap in memory (an expanded input): "
+                "the compiled graph holds its repeated elements as separate values. Pass the tensor it was "
+                "expanded from and expand it inside the function"
+            )
+        if root.requires_grad and not root.is_contiguous():
+            # functionalization writes it back by as_strided_scatter, which torch allows on contiguous tensors
+            # only where they require grad (elsewhere: an internal assert)
+            raise UnsupportedError(
+                f"{func}: a write of one value through an expand() of a non-contiguous tensor that requires "
+                "grad (an input's strided view) cannot be functionalized. Write into the tensor itself, or "
+                "into a clone"
+            )
+        with as_strided_chain_refused(self.record, func, args, kwargs):
+            func(root.as_strided(*meta), *args[1:], **kwargs)
+        self._track(func, args, args[0], kwargs)
 
     def _note_wrapper_op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         subclass_args = tuple(
@@ -838,36 +870,7 @@ class _DataMode(TorchFunctionMode):
     def _function(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         name = getattr(func, "__name__", "")
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
-        if owner == "data" and name == "__set__" and args[1] is args[0]:
-            # `x.data = x` copies x's metadata onto itself: nothing changes (Note [Wrapper Data Assignment])
-            return None
-        if (
-            owner == "data"
-            and name == "__set__"
-            and isinstance(args[1], torch.Tensor)
-            and self.record.eager_inference(args[1])
-            and not self.record.eager_inference(args[0])
-            and not torch.is_inference_mode_enabled()
-        ):  # (a tensor subclass's too: its wrapper takes the new data's keys)
-            raise UnsupportedError(
-                f"{input_named(self.record, args[0])}`.data =` an inference tensor (made inside a "
-                "torch.inference_mode() block) of a normal tensor: eager's becomes an inference tensor, which "
-                "the compiled call does not make. Assign a clone made outside the block"
-            )
-        if owner == "data" and name == "__set__" and is_functional(args[0]) and is_functional(args[1]):
-            _check_data_dtype(self.record, args[0], args[1])
-            version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
-            note_data_assignment(self.record, args[0], tuple(args[0].shape))
-            note_assignment_reads(self.record, args[0])  # Note [History Kept Through .data =]
-            with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
-                rebind_functional(args[0], args[1], None)
-            set_version(args[0], version)  # and from its version counter, which autograd checks views against
-            note_assigned(self.record, args[0], key, before)  # Note [Stale View Functions]
-            self.record.swapped_by_data.add(id(args[0]))
-            self.record.data_inference[id(args[0])] = self.record.eager_inference(args[1])
-            self.record.swapped_ids.add(id(args[0]))
-            self.record.seq += 1
-            self.record.data_sets[id(args[0])] = (self.record.seq, False)  # hidden from autograd
+        if owner == "data" and name == "__set__" and self._data_set(args):
             return None
         if owner == "grad" and args and isinstance(args[0], torch.Tensor):
             raise UnsupportedError(
@@ -895,7 +898,87 @@ class _DataMode(TorchFunctionMode):
         setter = owner == "requires_grad" and name == "__set__"
         flag = setter or func is torch.Tensor.requires_grad_
         turns_on = flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
-        if flag and isinstance(args[0], torch.Tensor):
+        if flag:
+            self._requires_grad_change(args, turns_on)
+        if flag and (setter or not turns_on) and _stands_for_leaf_input(self.record, args):
+            # See Note [Grad Mode And Autograd Reads]: the run's stand-in for a leaf input is no leaf, where the setter
+            # and requires_grad_(False) raise; eager's leaf keeps requiring grad, or stops as by detach_()
+            if not turns_on:
+                with torch.inference_mode(False):  # (the flag is no write: inference mode changes nothing)
+                    self._function(torch.Tensor.detach_, (args[0],), {})
+            return None if setter else args[0]
+        if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
+            self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
+        # (an attribute read, or a call inside inference_mode, makes no result that requires grad)
+        computes = name != "__get__" and not torch.is_inference_mode_enabled()
+        if computes and not self.record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
+            self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode And Autograd Reads]
+        call_args, call_kwargs = with_eager_view_histories(self.record, func, args, kwargs)
+        if name != "__set__":
+            # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise
+            # comes out as a SystemError)
+            check_stale_views(self.record, call_args, call_kwargs)
+        check_gained_family_member(self.record, args)
+        layout_op = is_layout_op(func, args)
+        view_before = view_layout(args[0]) if layout_op and self.record.view_layouts else None
+        if layout_op and torch.is_grad_enabled() and args[0].requires_grad:
+            # a view, or a view input (run as a clone) (Note [Probing Eager's Backward])
+            if args[0]._is_view() or id(args[0]) in self.record.view_layouts:
+                self.record.views_relaid_with_grad = True
+        seq_before = self.record.seq
+        out = self._call(func, args, call_args, call_kwargs, name, layout_op)
+        self._note_call(func, args, kwargs, out, seq_before, layout_op, view_before)
+        if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
+            # See Note [In-Place Ops As Eager Runs Them]
+            _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch
+        if func is torch.Tensor.contiguous and args and out is args[0]:
+            if id(out) in self.record.copy_on_contiguous and len(args) == 1 and not kwargs:
+                return out.clone(memory_format=torch.contiguous_format)
+            self.record.contiguous_self.append(out)
+        if owner == "data" and name == "__get__" and isinstance(out, torch.Tensor):
+            # `.data` has a version counter of its own: writes through it leave the original's unchanged.
+            self.record.data_of[id(out)] = args[0]
+            self.record.hidden.add(id(out))
+            self.record.data_aliases.add(id(out))
+            self.record.family[id(out)] = id(out)
+        return out
+
+    def _data_set(self, args: tuple[Any, ...]) -> bool:
+        """`args[0].data = args[1]`: True where it is done here (nothing is left to run)."""
+        if args[1] is args[0]:
+            # `x.data = x` copies x's metadata onto itself: nothing changes (Note [Wrapper Data Assignment])
+            return True
+        if (
+            isinstance(args[1], torch.Tensor)
+            and self.record.eager_inference(args[1])
+            and not self.record.eager_inference(args[0])
+            and not torch.is_inference_mode_enabled()
+        ):  # (a tensor subclass's too: its wrapper takes the new data's keys)
+            raise UnsupportedError(
+                f"{input_named(self.record, args[0])}`.data =` an inference tensor (made inside a "
+                "torch.inference_mode() block) of a normal tensor: eager's becomes an inference tensor, which "
+                "the compiled call does not make. Assign a clone made outside the block"
+            )
+        if is_functional(args[0]) and is_functional(args[1]):
+            _check_data_dtype(self.record, args[0], args[1])
+            version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
+            note_data_assignment(self.record, args[0], tuple(args[0].shape))
+            note_assignment_reads(self.record, args[0])  # Note [History Kept Through .data =]
+            with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
+                rebind_functional(args[0], args[1], None)
+            set_version(args[0], version)  # and from its version counter, which autograd checks views against
+            note_assigned(self.record, args[0], key, before)  # Note [Stale View Functions]
+            self.record.swapped_by_data.add(id(args[0]))
+            self.record.data_inference[id(args[0])] = self.record.eager_inference(args[1])
+            self.record.swapped_ids.add(id(args[0]))
+            self.record.seq += 1
+            self.record.data_sets[id(args[0])] = (self.record.seq, False)  # hidden from autograd
+            return True
+        return False
+
+    def _requires_grad_change(self, args: tuple[Any, ...], turns_on: bool) -> None:
+        """requires_grad_() or the `.requires_grad =` setter of `args[0]`: what eager does with it, noted or refused."""
+        if isinstance(args[0], torch.Tensor):
             if not turns_on:
                 self.record.requires_grad_dropped.add(id(args[0]))
                 self.record.dropped_at.setdefault(id(args[0]), self.record.seq)
@@ -938,7 +1021,7 @@ class _DataMode(TorchFunctionMode):
                     self.record.views_before_grad.update(self.record.views_of(args[0]))
                 elif was_read:
                     self.record.gained_after_read.add(id(args[0]))
-        input_off = flag and not turns_on and id(args[0]) in self.record.input_positions and args[0].requires_grad
+        input_off = not turns_on and id(args[0]) in self.record.input_positions and args[0].requires_grad
         if input_off and self.record.shares_input_storage(args[0]):
             raise UnsupportedError(
                 f"{input_named(self.record, args[0])}the program turns requires_grad off on an input that shares "
@@ -947,32 +1030,16 @@ class _DataMode(TorchFunctionMode):
                 "follow this one's (or this one's the base's) where eager's keep their own. Pass the tensor once, or "
                 "turn requires_grad off outside the compiled function"
             )
-        if flag and (setter or not turns_on) and _stands_for_leaf_input(self.record, args):
-            # See Note [Grad Mode And Autograd Reads]: the run's stand-in for a leaf input is no leaf, where the setter
-            # and requires_grad_(False) raise; eager's leaf keeps requiring grad, or stops as by detach_()
-            if not turns_on:
-                with torch.inference_mode(False):  # (the flag is no write: inference mode changes nothing)
-                    self._function(torch.Tensor.detach_, (args[0],), {})
-            return None if setter else args[0]
-        if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
-            self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
-        # (an attribute read, or a call inside inference_mode, makes no result that requires grad)
-        computes = name != "__get__" and not torch.is_inference_mode_enabled()
-        if computes and not self.record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
-            self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode And Autograd Reads]
-        call_args, call_kwargs = with_eager_view_histories(self.record, func, args, kwargs)
-        if name != "__set__":
-            # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise
-            # comes out as a SystemError)
-            check_stale_views(self.record, call_args, call_kwargs)
-        check_gained_family_member(self.record, args)
-        layout_op = is_layout_op(func, args)
-        view_before = view_layout(args[0]) if layout_op and self.record.view_layouts else None
-        if layout_op and torch.is_grad_enabled() and args[0].requires_grad:
-            # a view, or a view input (run as a clone) (Note [Probing Eager's Backward])
-            if args[0]._is_view() or id(args[0]) in self.record.view_layouts:
-                self.record.views_relaid_with_grad = True
-        seq_before = self.record.seq
+
+    def _call(
+        self,
+        func: Any,
+        args: tuple[Any, ...],
+        call_args: tuple[Any, ...],
+        call_kwargs: dict[str, Any],
+        name: str,
+        layout_op: bool,
+    ) -> Any:
         try:
             with stale_history_failures_refused(self.record, call_args, call_kwargs):
                 if is_autograd_read(func):  # Note [Grad Mode And Autograd Reads]
@@ -999,6 +1066,19 @@ class _DataMode(TorchFunctionMode):
                     "a write and raises. Take the view with grad enabled, or use the out-of-place view op"
                 ) from e
             raise
+        return out
+
+    def _note_call(
+        self,
+        func: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        out: Any,
+        seq_before: int,
+        layout_op: bool,
+        view_before: Layout | None,
+    ) -> None:
+        """What the record keeps of a call the program made, once it ran."""
         self.record.forget_factory_detach(out, args, kwargs)  # factory results are no detach()
         if args and isinstance(args[0], torch.Tensor) and id(args[0]) in self.record.requires_grad_gained:
             _check_gain_on_view_input(self.record, args[0])  # (a view taken after the flag was set)
@@ -1043,20 +1123,6 @@ class _DataMode(TorchFunctionMode):
             note_view_reads(self.record, args, kwargs)
         if self.record.shared_members and torch.is_grad_enabled():
             refresh_shared_histories(self.record)
-        if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
-            # See Note [In-Place Ops As Eager Runs Them]
-            _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch
-        if func is torch.Tensor.contiguous and args and out is args[0]:
-            if id(out) in self.record.copy_on_contiguous and len(args) == 1 and not kwargs:
-                return out.clone(memory_format=torch.contiguous_format)
-            self.record.contiguous_self.append(out)
-        if owner == "data" and name == "__get__" and isinstance(out, torch.Tensor):
-            # `.data` has a version counter of its own: writes through it leave the original's unchanged.
-            self.record.data_of[id(out)] = args[0]
-            self.record.hidden.add(id(out))
-            self.record.data_aliases.add(id(out))
-            self.record.family[id(out)] = id(out)
-        return out
 
     def _record_assignment(self, target: torch.Tensor, source: torch.Tensor) -> None:
         """`target.data = source`, target a wrapper subclass (Note [Wrapper Data Assignment])."""
