@@ -457,6 +457,18 @@ class SwapRecord:
             yield record
             t = record.source
 
+    def inference_view_made(self, t: torch.Tensor) -> int | None:
+        """`seq` when `t` was made, where eager's `t` is a view with creation meta INFERENCE_MODE: taken inside an
+        inference_mode block of a tensor made outside that requires grad, or a view of one taken after the block
+        (a view's creation meta passes to views of it); None otherwise. A write after that `seq` makes eager's
+        grad_fn read raise; a view taken after the write reads fine (its version is the storage's)."""
+        if (taken := self.inference_views.get(id(t))) is not None:
+            return taken
+        records = list(self.chain(t))
+        if any(id(r.source) in self.inference_views for r in records):
+            return records[0].seq
+        return None
+
     def moved(self) -> set[int]:
         """id() of the tensors a set_() or `.data =` gave other data (plain or wrapper)."""
         return self.swapped_ids | self.wrapper_sets.keys() | self.wrapper_data.keys()
