@@ -183,6 +183,9 @@ class SwapRecord:
     # id() of a wrapper subclass whose last set_() autograd recorded -> (its source tensor, the set_'s position in
     # `wrapper_ops`): Note [Inputs Written In Training]
     wrapper_grad_sets: dict[int, tuple[torch.Tensor | None, int]] = field(default_factory=dict)
+    # id() of a tensor (plain or wrapper) set_() under grad -> the tensor the last such set_() took, where that one
+    # required grad (eager's set_ node has an edge to its history), else None (Note [set_ Under Grad])
+    grad_set_sources: dict[int, torch.Tensor | None] = field(default_factory=dict)
     # id() of a wrapper subclass -> (seq, its size before) of the first set_() called on the wrapper itself; id() of
     # those a set_() gave another size; id() of those an op the program ran with grad enabled read after a set_()
     # had given them another size (Note [Inputs Written In Training])
