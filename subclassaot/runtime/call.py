@@ -326,6 +326,28 @@ def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None) -> Non
         set_to_tensor(x, alias)
 
 
+def _repeat_grad_sets(
+    plan: RuntimePlan, epilogue: EpiloguePlan, values: Sequence[object], dense: list[torch.Tensor]
+) -> list[int]:
+    """The epilogue's repeat of each input's set_() under grad (Note [set_ Under Grad]); returns the subclass inputs
+    set_() to another input whose storages they still have, whose repeat waits for the wrapper's final metadata."""
+    wrapper_sets = []
+    for t in epilogue.grad_sets:
+        x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+        if x.requires_grad and torch.is_grad_enabled() and t not in epilogue.early_grad_sets:
+            _, source = _grad_swap_pair(plan, values, dense, t)
+            edge = plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].set_source_edge
+            if not edge:
+                set_to_self(x)
+            elif plan.layout.trees[t] is None and source is not None and storage_key(source) == storage_key(x):
+                _repeat_swap_under_grad(x, source)
+            elif _holds_set_source_storages(plan, dense, t):
+                wrapper_sets.append(t)
+            else:
+                set_to_self(x)
+    return wrapper_sets
+
+
 def _holds_set_source_storages(plan: RuntimePlan, dense: list[torch.Tensor], t: int) -> bool:
     """Subclass input `t`, set_() under grad to another input, still holds that input's storage in every dense leaf
     (Note [set_ Under Grad]: the epilogue's set_ then takes that input as its source, at the wrapper level)."""
@@ -436,20 +458,7 @@ def _epilogue(
     for j, k in epilogue.final_copies:
         if j not in by_wrapper:
             copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j], final=True)
-    wrapper_sets = []  # subclass inputs set_() under grad to another input whose storages they still have
-    for t in epilogue.grad_sets:
-        x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
-        if x.requires_grad and torch.is_grad_enabled() and t not in epilogue.early_grad_sets:
-            _, source = _grad_swap_pair(plan, values, dense, t)  # Note [set_ Under Grad]
-            edge = plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].set_source_edge
-            if not edge:
-                set_to_self(x)
-            elif plan.layout.trees[t] is None and source is not None and storage_key(source) == storage_key(x):
-                _repeat_swap_under_grad(x, source)
-            elif _holds_set_source_storages(plan, dense, t):
-                wrapper_sets.append(t)  # once the wrapper has its final metadata and version
-            else:
-                set_to_self(x)
+    wrapper_sets = _repeat_grad_sets(plan, epilogue, values, dense)
     if epilogue.grad_swaps and torch.is_grad_enabled():
         for t in epilogue.grad_swaps:
             if plan.layout.trees[t] is None:
