@@ -155,6 +155,9 @@ class LeafMutation:
     # a tensor set_() or `.data =`-assigned to its storage: on a leaf that requires grad, eager raises
     visible_through_self: bool = False
     set_under_grad: bool = False  # set_() was called on it with grad enabled while it or the source required grad
+    # ... and the last such set_() took an input that requires grad (or a view of one taken with grad): eager's node
+    # has an edge to that input's history (Note [set_ Under Grad])
+    set_source_edge: bool = False
     # ... on a view of it, which rebased its history (Note [set_ Under Grad])
     view_set_under_grad: bool = False
     # a view of a tensor was set_() under grad to (a view of) it (Note [set_ Under Grad])

@@ -748,7 +748,7 @@ def _check_view_bases(
     `.data =` or set_() moved after the view (`parts`: its subclass tree, dense leaves, inputs whose layout it takes)."""
     tree, dense, own_layout = parts
     current, original, bases, earlier = maps
-    taken_at = run.swaps.inference_views.get(id(value))
+    taken_at = run.swaps.inference_view_made(value)
     if taken_at is not None and not torch.is_inference_mode_enabled():
         if run.swaps.last_bump.get(storage_key(value), -1) > taken_at:
             raise UnsupportedError(

@@ -329,6 +329,68 @@ def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None) -> Non
         set_to_tensor(x, alias)
 
 
+def _repeat_grad_sets(
+    plan: RuntimePlan, epilogue: EpiloguePlan, values: Sequence[object], dense: list[torch.Tensor]
+) -> list[int]:
+    """The epilogue's repeat of each input's set_() under grad (Note [set_ Under Grad]); returns the subclass inputs
+    set_() to another input whose storages they still have, whose repeat waits for the wrapper's final metadata."""
+    wrapper_sets = []
+    for t in epilogue.grad_sets:
+        x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+        if x.requires_grad and torch.is_grad_enabled() and t not in epilogue.early_grad_sets:
+            _, source = _grad_swap_pair(plan, values, dense, t)
+            edge = plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].set_source_edge
+            if not edge:
+                set_to_self(x)
+            elif plan.layout.trees[t] is None and source is not None and storage_key(source) == storage_key(x):
+                _repeat_swap_under_grad(x, source)
+            elif _holds_set_source_storages(plan, dense, t):
+                wrapper_sets.append(t)
+            else:
+                set_to_self(x)
+    return wrapper_sets
+
+
+def _holds_set_source_storages(plan: RuntimePlan, dense: list[torch.Tensor], t: int) -> bool:
+    """Subclass input `t`, set_() under grad to another input, still holds that input's storage in every dense leaf
+    (Note [set_ Under Grad]: the epilogue's set_ then takes that input as its source, at the wrapper level)."""
+    if plan.layout.trees[t] is None:
+        return False
+    sources = [plan.analysis.mutations[j].set_source for j in plan.layout.leaves_of_input[t]]
+    owners = {s for s, leaves in enumerate(plan.layout.leaves_of_input) if any(k in leaves for k in sources)}
+    return (
+        len(owners) == 1
+        and t not in owners
+        and all(
+            k is not None and storage_key(dense[k]) == storage_key(dense[j])
+            for j, k in zip(plan.layout.leaves_of_input[t], sources, strict=True)
+        )
+    )
+
+
+def _repeat_wrapper_set_under_grad(
+    wrapper: torch.Tensor, source: torch.Tensor | None, leaves: list[torch.Tensor]
+) -> None:
+    """`wrapper.set_(source)` under grad (the source an input that requires grad, whose storages the wrapper's dense
+    `leaves` hold): eager's node, with its edge to the source's history, whose gradient then waits behind the raising
+    node; the wrapper and its leaves then get back the layout they had, as the program's later in-place view ops left
+    it (no autograd record, versions kept). Else `wrapper.set_(wrapper)` (Note [set_ Under Grad])."""
+    if source is None or not source.requires_grad:
+        set_to_self(wrapper)
+        return
+    metas = [(t.size(), t.stride(), t.storage_offset(), get_version(t)) for t in leaves]
+    size, stride, offset = list(wrapper.shape), list(wrapper.stride()), int(wrapper.storage_offset())
+    with torch.enable_grad():
+        set_to_tensor(wrapper, source)
+    with torch.no_grad():
+        for t, (t_size, t_stride, t_offset, version) in zip(leaves, metas, strict=True):
+            if (t.size(), t.stride(), t.storage_offset()) != (t_size, t_stride, t_offset):
+                t.as_strided_(t_size, t_stride, t_offset)
+            set_version(t, version)
+    if list(wrapper.shape) != size or list(wrapper.stride()) != stride or wrapper.storage_offset() != offset:
+        assign_wrapper_metadata(wrapper, size, stride, offset)
+
+
 def _epilogue(
     plan: RuntimePlan,
     epilogue: EpiloguePlan,
@@ -384,14 +446,7 @@ def _epilogue(
     for j, k in epilogue.final_copies:
         if j not in by_wrapper:
             copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j], final=True)
-    for t in epilogue.grad_sets:
-        x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
-        if x.requires_grad and torch.is_grad_enabled() and t not in epilogue.early_grad_sets:
-            _, source = _grad_swap_pair(plan, values, dense, t)  # Note [set_ Under Grad]
-            if plan.layout.trees[t] is None and source is not None and storage_key(source) == storage_key(x):
-                _repeat_swap_under_grad(x, source)
-            else:
-                set_to_self(x)
+    wrapper_sets = _repeat_grad_sets(plan, epilogue, values, dense)
     if epilogue.grad_swaps and torch.is_grad_enabled():
         for t in epilogue.grad_swaps:
             if plan.layout.trees[t] is None:
@@ -407,6 +462,11 @@ def _epilogue(
                 version = get_version(wrapper)
                 _repeat_swap_under_grad(wrapper, source)
                 set_version(wrapper, version)
+    for t in wrapper_sets:
+        wrapper, source = _grad_swap_pair(plan, values, dense, t)
+        version = get_version(wrapper)
+        _repeat_wrapper_set_under_grad(wrapper, source, [dense[j] for j in plan.layout.leaves_of_input[t]])
+        set_version(wrapper, version)
 
 
 def _replay_wrapper_steps(

@@ -930,13 +930,29 @@ def inference_view_then_written_through_a_view(x: T) -> object:
     return (t0,)
 
 
+def view_of_an_inference_view_then_written(x: T) -> object:
+    with torch.inference_mode():
+        t0 = x.reshape((2, 18))
+    t1 = t0.select(0, 0)  # a view taken after the block keeps its source's creation meta (INFERENCE_MODE)
+    t1.add_(3.0)  # fuzz seed 76100, program 8348: eager's t1.grad_fn raises, the compiled output was a leaf
+    return (t1,)
+
+
+def view_of_an_inference_view_taken_after_the_write(x: T) -> object:
+    with torch.inference_mode():
+        t0 = x.reshape((2, 18))
+    x.fill_(3.0)
+    return (t0.select(0, 0),)  # taken after the write: eager's grad_fn reads fine (None)
+
+
 @pytest.mark.parametrize(
     ("f", "make_inputs", "plain"),
     [
         (inference_view_then_base_written, _grad_clone(1, 2, 1), (1, 2, 1)),
         (inference_view_then_written_through_a_view, _grad(4), (4,)),
+        (view_of_an_inference_view_then_written, _grad(3, 3, 4), (3, 3, 4)),
     ],
-    ids=["base_written", "written_through_a_view"],
+    ids=["base_written", "written_through_a_view", "view_of_it_written"],
 )
 def test_view_inside_inference_mode_of_a_grad_tensor_written_after_refused(
     f: Callable[..., object], make_inputs: Make, plain: tuple[int, ...]
@@ -949,6 +965,12 @@ def test_view_inside_inference_mode_of_a_grad_tensor_written_after_refused(
         with pytest.raises(UnsupportedError, match="is a view taken inside a torch.inference_mode\\(\\) block"):
             subclassaot.compile(f)(*make_inputs())
         assert_matches_eager(f, _plain(*plain))  # without grad, eager's view reads fine: compiled
+
+
+def test_view_of_an_inference_view_taken_after_the_write_matches_eager() -> None:
+    """Only a write after the view was taken makes eager's grad_fn read raise: a view taken after it is compiled."""
+    with torch.no_grad():
+        assert_matches_eager(view_of_an_inference_view_taken_after_the_write, _grad(3, 3, 4))
 
 
 def set_self_in_inference_mode_with_grad_on(x0: T) -> object:

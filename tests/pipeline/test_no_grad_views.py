@@ -1519,6 +1519,41 @@ def test_no_grad_view_of_pair_root_input_that_gains_grad(compile_fn: CompileFn |
     check_no_grad(f, make_inputs, compile_fn)
 
 
+def _split_view_written(x0: T) -> T:
+    t0, _, t2 = x0.split_with_sizes([0, 1, 0], 2)
+    t2.copy_(t0)  # fuzz seed 76100, program 796 (shrunk)
+    return t2
+
+
+def _select_written(x0: T) -> T:
+    t1 = x0[0]
+    t1.mul_(2)
+    return t1
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("view", [_split_view_written, _select_written], ids=["split_with_sizes", "select"])
+def test_no_grad_view_of_an_input_whose_root_input_gains_grad_after_the_write(
+    compile_fn: CompileFn | None, view: Callable[[T], T], kind: str
+) -> None:
+    """x0 is passed as a view of x1; a no_grad view of x0 is written, then x1 gains requires_grad: eager's view
+    requires grad and its grad_fn raises ("A view was created in no_grad mode ..."). The run's PairTensor inputs are
+    wrappers of their own, no views of each other, so whether the view requires grad is read off eager's inputs; the
+    output, replayed after the epilogue, read as a leaf."""
+
+    def f(x0: T, x1: T) -> object:
+        t = view(x0)
+        x1.requires_grad_()
+        return (t,)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = torch.randn(()) if kind == "plain" else PairTensor.from_tensor(torch.randn(()))
+            return (b0.view((1, 1, 1)), b0)
+
+    check_no_grad(f, make_inputs, compile_fn)
+
+
 def test_no_grad_view_of_an_unbind_output_set_after_is_refused_under_no_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 32000 #402 (grad_mode vocabulary): a call under no_grad with an input that requires grad; t1 is an
     # as_strided view of an unbind() output t0, which the program then set_()s. Eager's t1.grad_fn (and is_leaf) raises

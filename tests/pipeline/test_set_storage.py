@@ -203,6 +203,53 @@ def test_subclass_input_set_to_grad_leaf_then_returned(compile_fn: CompileFn | N
     _check(f, lambda: (pair(1), pair(4, 2, requires_grad=True)), compile_fn)
 
 
+def _set_then_view(x0: T, x1: T) -> object:
+    set_to(x1, x0)  # fuzz seed 76100, program 8084 (shrunk)
+    return (x0, x1.reshape((3, 2, 1)))
+
+
+def _set_then_relaid(x0: T, x1: T) -> object:
+    set_to(x1, x0)
+    x1.t_()  # (an in-place view op after the set_: the epilogue's set_ takes an as_strided() of x0)
+    return (x1, x0)
+
+
+def _set_to_a_view_then_read(x0: T, x1: T) -> object:
+    set_to(x1, x0[0])
+    return (x1 * 2, x0)
+
+
+def _set_to_a_detach(x0: T, x1: T) -> object:
+    set_to(x1, x0.detach())  # eager's node has no edge to x0: its gradient does not wait behind the node
+    return (x1, x0)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize(
+    "f",
+    [_set_then_view, _set_then_relaid, _set_to_a_view_then_read, _set_to_a_detach],
+    ids=["view", "relaid", "to_a_view", "to_a_detach"],
+)
+def test_input_set_under_grad_to_a_returned_grad_leaf(
+    compile_fn: CompileFn | None, f: Callable[[T, T], object], kind: str, request: pytest.FixtureRequest
+) -> None:
+    """Eager's set_ node has an edge to the history of the tensor set_() to, where that requires grad: x0's
+    gradient from its own output waits behind the node, whose backward raises first, so x0 gets none. The epilogue's
+    set_ of a subclass input (repeated at the wrapper level) took the input itself, so x0 got one; the epilogue's set_
+    of a plain input took x0 even where the program's source was a detach(). (A subclass input read or relaid after
+    its set_() takes the set_ before the call, still to itself: `relaid` with PairTensor inputs is a known gap.)"""
+    if kind == "pair" and f is _set_then_relaid and compile_fn is None:
+        gap = "the set_ repeated before the call has no edge to x0 (Note [set_ Under Grad]): x0 gets a gradient"
+        request.applymarker(pytest.mark.xfail(strict=True, reason=gap))
+
+    def make_inputs() -> tuple[object, ...]:
+        if kind == "plain":
+            return (leaf(2, 3), nonleaf(4, 3, 4))
+        return (pair(2, 3, requires_grad=True), pair_nonleaf(4, 3, 4))
+
+    _check(f, make_inputs, compile_fn)
+
+
 def test_subclass_input_data_assigned_then_set_under_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 3000 #1340: a `.data =` before the set_ does not stand between the input and the set_ node
     def f(x0: T, x1: T) -> object:

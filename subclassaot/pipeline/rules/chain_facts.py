@@ -149,12 +149,14 @@ def input_bumps(run: FunctionalRun, of: torch.Tensor | None = None) -> list[int]
 def requires_grad_as_eager(
     value: torch.Tensor, t: torch.Tensor, steps: tuple[ViewStep, ...], run: FunctionalRun
 ) -> bool:
-    """Does eager's `value`, a plain view of plain input `t` by `steps`, require grad? A view requires grad as the
+    """Does eager's `value`, a view of input `t` by `steps`, require grad? A view requires grad as the
     root of its storage does, and the run's roots need not be eager's: inputs sharing a storage are laid out as views
     of a synthetic base of the layout's own, so an input that eager passed as that root, or another input passed as
     its root, that gained requires_grad in the program gives eager's views requires_grad, not the run's (Note [Views
-    That Raise After A Bump])."""
-    if value.requires_grad or is_traceable_subclass(value) or is_traceable_subclass(t) or not t._is_view():
+    That Raise After A Bump]). Likewise for a subclass view of a subclass input that eager passed as a view of another
+    (the run's wrapper inputs are wrappers of their own, no views of each other)."""
+    wrapper = is_traceable_subclass(value) or is_traceable_subclass(t)
+    if value.requires_grad or not (wrapper or t._is_view()):
         return value.requires_grad
     if any(s.op is torch.ops.aten.detach.default or s.own_version for s in steps):
         return False
@@ -165,7 +167,7 @@ def requires_grad_as_eager(
     if base is None:
         return t.requires_grad
     root = next((run.swaps.run_inputs[j] for j, real in run.swaps.input_positions.values() if real is base), None)
-    return root is not None and not is_traceable_subclass(root) and root.requires_grad
+    return root is not None and root.requires_grad
 
 
 def split_seq(value: torch.Tensor, run: FunctionalRun, input_by_id: dict[int, InputIndex]) -> int:

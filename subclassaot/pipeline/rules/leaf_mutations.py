@@ -122,6 +122,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         autograd_visible=storage_key(orig) in swaps.visible_writes,
         visible_through_self=swaps.family_of(run.dense[i]) in swaps.visible_families,
         set_under_grad=id(final) in swaps.grad_set_ids,
+        set_source_edge=set_source is not None and _edge_to_input(final, run),
         view_set_under_grad=id(final) in swaps.view_set_bases,
         new_storage_of=new_storage_of,
         new_storage_numel=_storage_numel(final) if storage_changed and set_source is None else None,
@@ -160,8 +161,8 @@ def _with_wrapper_grad_sets(
 ) -> tuple[LeafMutation, ...]:
     """A subclass input set_() under grad (Note [set_ Under Grad]): marked on its leaves; so are the inputs a view
     of an input was set_() to under grad (Note [set_ Under Grad])."""
-    marked: dict[int, bool] = {
-        j: id(t) in run.swaps.view_set_bases
+    marked: dict[int, tuple[bool, bool]] = {
+        j: (id(t) in run.swaps.view_set_bases, _edge_to_input(t, run))
         for i, t in enumerate(run.user_tensors)
         if layout.trees[i] is not None and id(t) in run.swaps.grad_set_ids
         for j in layout.leaves_of_input[i]
@@ -174,9 +175,29 @@ def _with_wrapper_grad_sets(
     }
     mutations = tuple(replace(m, view_set_source=True) if j in sources else m for j, m in enumerate(mutations))
     return tuple(
-        replace(m, set_under_grad=True, view_set_under_grad=marked[j]) if j in marked else m
+        replace(
+            m,
+            set_under_grad=True,
+            view_set_under_grad=marked[j][0],
+            set_source_edge=m.set_source is not None and marked[j][1],
+        )
+        if j in marked
+        else m
         for j, m in enumerate(mutations)
     )
+
+
+def _edge_to_input(t: torch.Tensor, run: FunctionalRun) -> bool:
+    """Did the last set_() of `t` under grad take an input that requires grad, or a view of one taken with grad
+    (eager's set_ node then has an edge to that input's history: Note [set_ Under Grad])?"""
+    source = run.swaps.grad_set_sources.get(id(t))
+    if source is None:
+        return False
+    for record in run.swaps.chain(source):
+        if not record.grad_enabled:
+            return False
+        source = record.source
+    return any(source is u for u in run.user_tensors)
 
 
 def _extent(meta: Meta) -> int | sympy.Expr:

@@ -45,9 +45,11 @@ __all__ = [
 # earlier history through that node. The functional trace sees an alias, whose backward runs, so each such node is
 # repeated or its error deferred:
 # - Inputs: the epilogue repeats `x.set_(x)` (which changes nothing else) under grad, so a backward through x raises as
-#   in eager. Where a plain input was set_() to another input whose storage it still has, the epilogue's set_ takes
-#   that input (or a view of it) as its source: eager's node has an edge to the source's history, whose gradient then
-#   waits behind the raising node.
+#   in eager. Where an input was set_() to another input that requires grad (or a view of it taken with grad: not a
+#   detach(), not a no_grad view) whose storage it still has, the epilogue's set_ takes that input (or a view of it) as
+#   its source: eager's node has an edge to the source's history, whose gradient then waits behind the raising node.
+#   A subclass input's is repeated at the wrapper level, its layout and its leaves' put back after; where the runtime
+#   repeats it before the call instead (a subclass input read after its set_(), below), it is x.set_(x): a known gap.
 # - Views of inputs set_() under grad (`t0 = x.diagonal(); t0.set_(y)`, x a non-leaf): after the epilogue's set_ on x,
 #   a returned t0 is rebuilt by its view chain on x, by as_strided of x, or as a view of x set_() with grad onto
 #   another input's storage (Note [Outputs Over Another Storage]): `._base`, storage, layout, version are eager's.

@@ -495,6 +495,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 "outside the compiled function"
             )
         self.record.grad_set_ids.add(id(x))
+        self.record.grad_set_sources[id(x)] = source if source is not None and source.requires_grad else None
         t = x
         for record in self.record.chain(x):
             if not record.grad_enabled or id(t) in self.record.hidden:

@@ -183,6 +183,9 @@ class SwapRecord:
     # id() of a wrapper subclass whose last set_() autograd recorded -> (its source tensor, the set_'s position in
     # `wrapper_ops`): Note [Inputs Written In Training]
     wrapper_grad_sets: dict[int, tuple[torch.Tensor | None, int]] = field(default_factory=dict)
+    # id() of a tensor (plain or wrapper) set_() under grad -> the tensor the last such set_() took, where that one
+    # required grad (eager's set_ node has an edge to its history), else None (Note [set_ Under Grad])
+    grad_set_sources: dict[int, torch.Tensor | None] = field(default_factory=dict)
     # id() of a wrapper subclass -> (seq, its size before) of the first set_() called on the wrapper itself; id() of
     # those a set_() gave another size; id() of those an op the program ran with grad enabled read after a set_()
     # had given them another size (Note [Inputs Written In Training])
@@ -456,6 +459,18 @@ class SwapRecord:
         while (record := self.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
             yield record
             t = record.source
+
+    def inference_view_made(self, t: torch.Tensor) -> int | None:
+        """`seq` when `t` was made, where eager's `t` is a view with creation meta INFERENCE_MODE: taken inside an
+        inference_mode block of a tensor made outside that requires grad, or a view of one taken after the block
+        (a view's creation meta passes to views of it); None otherwise. A write after that `seq` makes eager's
+        grad_fn read raise; a view taken after the write reads fine (its version is the storage's)."""
+        if (taken := self.inference_views.get(id(t))) is not None:
+            return taken
+        records = list(self.chain(t))
+        if any(id(r.source) in self.inference_views for r in records):
+            return records[0].seq
+        return None
 
     def moved(self) -> set[int]:
         """id() of the tensors a set_() or `.data =` gave other data (plain or wrapper)."""
