@@ -458,6 +458,23 @@ def test_grad_use_of_a_view_of_an_inference_view_refused() -> None:
             subclassaot.compile(_grad_use_of_a_view_of_an_inference_view)(x)
 
 
+def _function_applied_to_an_inference_view(x0: torch.Tensor) -> tuple[torch.Tensor]:
+    with torch.inference_mode():
+        t0 = x0.reshape((3, -1, 2))
+    return (SinFunction.apply(t0),)
+
+
+def test_function_applied_to_an_inference_view_refused() -> None:
+    """A custom Function applied with grad to a view taken inside an inference_mode block of a tensor that requires
+    grad: eager's result has the Function's history (the view is a leaf of its own), the compiled one had none (fuzz
+    seed 76500, program 446: DIVERGED): refused as an op's use of the view is (its ops inside run with grad off)."""
+    x = torch.randn(3, 4, requires_grad=True)
+    (eager,) = _function_applied_to_an_inference_view(x)
+    assert eager.grad_fn is not None
+    with pytest.raises(UnsupportedError, match="computes with grad, after a torch.inference_mode"):
+        subclassaot.compile(_function_applied_to_an_inference_view)(x)
+
+
 def _resize_inside_inference_mode(x0: torch.Tensor) -> tuple[()]:
     with torch.inference_mode():
         x0.resize_(())

@@ -827,8 +827,12 @@ def check_inference_view_reads(record: SwapRecord, func: Any, call: object, out:
         return
     if getattr(func, "__name__", "") == "__get__" or is_autograd_read(func) or is_base_read(func):
         return
-    if not any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out)):
-        return
+    if any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out)):
+        _refuse_inference_view_reads(record, call)
+
+
+def _refuse_inference_view_reads(record: SwapRecord, call: object) -> None:
+    """check_inference_view_reads's refusal, for a call with grad outside inference_mode that makes tensors."""
     for a in pytree.tree_leaves(call):
         if not isinstance(a, torch.Tensor):
             continue
@@ -1260,6 +1264,8 @@ def _note_function_apply(record: SwapRecord, cls: type, args: tuple[object, ...]
     if not record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
         record.grad_reenabled.append(f"{cls.__name__}.apply")
     if torch.is_grad_enabled():  # (a read with grad, as a torch function's: its ops run with grad off inside)
+        if record.inference_views and not torch.is_inference_mode_enabled():
+            _refuse_inference_view_reads(record, (args, kwargs))
         for a in pytree.tree_leaves((args, kwargs)):
             if isinstance(a, torch.Tensor):
                 record.read_with_grad[id(a)] = record.seq
