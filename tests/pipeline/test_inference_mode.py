@@ -461,7 +461,7 @@ def test_grad_use_of_a_view_of_an_inference_view_refused() -> None:
 def _function_applied_to_an_inference_view(x0: torch.Tensor) -> tuple[torch.Tensor]:
     with torch.inference_mode():
         t0 = x0.reshape((3, -1, 2))
-    return (SinFunction.apply(t0),)
+    return (SinFunction.apply(t0),)  # type: ignore[no-untyped-call]
 
 
 def test_function_applied_to_an_inference_view_refused() -> None:
