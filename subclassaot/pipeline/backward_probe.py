@@ -558,6 +558,36 @@ def _unpacked(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
+def outputs_eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysis) -> frozenset[int]:
+    """The subclass outputs (positions among the program's outputs) that eager's autograd saves as themselves (an
+    `exp()`'s result): eager's backward checks their version counter, so writing one after the call makes it raise.
+    The compiled Function saves the inner tensors, which a write through the wrapper does not advance (its
+    `__torch_dispatch__` runs below ADInplaceOrView), so it saves these outputs too (training_call). Run on static
+    fakes as the probes above; () where the program cannot run so."""
+    if not any(info.kind is OutputKind.TENSOR and info.tree is not None for info in analysis.outputs):
+        return frozenset()
+    packed: list[torch.Tensor] = []  # (kept alive: their ids stay theirs)
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        packed.append(t)
+        return t
+
+    try:  # (static fakes of a nested tensor's sizes need a shape environment: not probed)
+        mode, values = static_fake_copies(flat.values)
+        with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
+            with torch.autograd.graph.saved_tensors_hooks(pack, _unpacked):
+                state, args, kwargs = unflatten_call(flat, values)
+                outs = pytree.tree_leaves(call(state, args, kwargs))
+    except Exception:  # (the program's own error is the trace's to raise)
+        return frozenset()
+    ids = {id(t) for t in packed}
+    return frozenset(
+        p
+        for p, (out, info) in enumerate(zip(outs, analysis.outputs, strict=False))
+        if info.kind is OutputKind.TENSOR and info.tree is not None and id(out) in ids
+    )
+
+
 def _autograd_shape(root: torch.Tensor, inputs: Sequence[object]) -> object:
     """A comparable picture of `root`'s autograd graph: node types, edges with their input numbers, nodes met again
     by their first-visit number, AccumulateGrad by the position of its tensor among `inputs` (-1: none of them)."""

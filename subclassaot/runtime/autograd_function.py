@@ -301,6 +301,7 @@ class _Step:
         bw: Callable[..., object] | None,
         bw_meta: BackwardPlan,
         differentiable_backward: bool,
+        eager_saves: frozenset[int],
     ) -> None:
         analysis, layout, flat = plan.analysis, plan.layout, plan.flat
         self.plan, self.fw, self.bw, self.bw_meta = plan, fw, bw, bw_meta
@@ -314,6 +315,9 @@ class _Step:
         # fresh graph leaves of outputs that are not wholly fresh (rebuilt beside inner tensors of inputs)
         in_fresh_outputs = {leaf.index for o in fresh_outputs for leaf in analysis.outputs[o].leaves}
         self.rebuilt_leaves = tuple(k for k in range(plan.graph_outputs.num_fresh) if k not in in_fresh_outputs)
+        # Function outputs saved beside the graph's values, so that autograd checks their counters as eager's backward
+        # checks them (backward_probe.outputs_eager_saves)
+        self.saved_outputs = tuple(n_updates + fresh_outputs.index(o) for o in sorted(eager_saves & {*fresh_outputs}))
         mutated_graph_inputs = set()
         for k, item in enumerate(layout.graph_inputs):
             members = layout.groups[item.group].members if isinstance(item, AliasGroupRef) else (item,)
@@ -486,7 +490,6 @@ class CompiledStep(torch.autograd.Function):
         for k in s.clone_saved:
             saved[k] = saved[k].clone()  # the epilogue is about to write this input
         ctx.saved_ints = [(k, v) for k, v in enumerate(saved) if not isinstance(v, torch.Tensor)]
-        ctx.save_for_backward(*([v for v in saved if isinstance(v, torch.Tensor)] if ctx.saved_ints else saved))
         # See Note [Training Through A Joint Graph]: weak references, so that the forward keeps no input alive.
         ctx.primals = [(weakref.ref(g), get_version(g)) for g in graph_in] if s.rerun is not None else None
         tensors = outs[:n_updates]
@@ -520,6 +523,10 @@ class CompiledStep(torch.autograd.Function):
         non_diff = [t for i, t in enumerate(tensors) if i not in s.diff_set and isinstance(t, torch.Tensor)]
         if non_diff:
             ctx.mark_non_differentiable(*non_diff)
+        ctx.save_for_backward(
+            *([v for v in saved if isinstance(v, torch.Tensor)] if ctx.saved_ints else saved),
+            *(tensors[p] for p in s.saved_outputs),
+        )
         # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
         ctx.set_materialize_grads(False)
         ctx.bw_targets = [graph_dense[j] for j in bw_meta.backward_mutations] if bw_meta.backward_mutations else []
@@ -540,7 +547,9 @@ class CompiledStep(torch.autograd.Function):
         create_graph = torch.is_grad_enabled()
         if create_graph:
             _check_double_backward(s, ctx.primals)
-        saved = list(ctx.saved_tensors)
+        saved = list(ctx.saved_tensors)  # (unpacking checks each counter, the saved outputs' too, as eager's)
+        if s.saved_outputs:
+            del saved[len(saved) - len(s.saved_outputs) :]
         for k, v in ctx.saved_ints:
             saved.insert(k, v)
         collected = _plain_tangents(grads, bw_meta, ctx.zeros) if s.plain_tangents else None
@@ -743,8 +752,10 @@ def training_call(
     bw: Callable[..., object] | None,
     bw_meta: BackwardPlan,
     differentiable_backward: bool,
+    eager_saves: frozenset[int] = frozenset(),
 ) -> GraphCall:
-    step = _Step(plan, fw, bw, bw_meta, differentiable_backward)
+    """`eager_saves`: backward_probe.outputs_eager_saves."""
+    step = _Step(plan, fw, bw, bw_meta, differentiable_backward, eager_saves)
     unreached, stand_ins, unread = _detached_inputs(step)
     analysis, flat = plan.analysis, plan.flat
     n_updates, n_fresh, n_bases = step.n_updates, plan.graph_outputs.num_fresh, plan.graph_outputs.num_bases

@@ -59,7 +59,7 @@ from subclassaot.tools.fuzz_program import (
     make_inputs,
     run_op,
 )
-from subclassaot.tools.parity import EagerRaised, compare_with_eager, seed_rng
+from subclassaot.tools.parity import EagerRaised, compare_with_eager, seed_rng, write_outputs
 
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn, SearchStrategy
@@ -359,14 +359,16 @@ def exception_verdict(e: Exception) -> Verdict:
 
 
 def check_program(program: Program, compile_fn: CompileFn, *, calls: int = 2) -> Verdict:
-    """Compile `program` once and compare `calls` calls, each on fresh inputs, with eager."""
+    """Compile `program` once and compare `calls` calls, each on fresh inputs, with eager; in training, the last
+    with every output written after the call (`write_outputs`: eager's backward raises where it saved one)."""
     fn = as_function(program)
     with warnings.catch_warnings(), torch.set_grad_enabled(program.grad_mode):
         warnings.simplefilter("ignore")
         try:
             compiled = compile_fn(fn)
             for index in range(calls):
-                diffs = compare_with_eager(compiled, fn, lambda: make_inputs(program))
+                after = write_outputs if program.grad_mode and index == calls - 1 and index > 0 else None
+                diffs = compare_with_eager(compiled, fn, lambda: make_inputs(program), after_call=after)
                 if diffs:
                     return Verdict(
                         outcome=Outcome.DIVERGED,

@@ -255,6 +255,13 @@ def regression_source(
             "    from tests.oracle import assert_matches_eager\n\n"
             f"    with torch.{grad}():\n"
             f"        assert_matches_eager(f, make_inputs{compile_arg})\n"
+            + (
+                "        # ... and with every output written after the call (the fuzzer's last call in training)\n"
+                "        from subclassaot.tools.parity import write_outputs\n\n"
+                f"        assert_matches_eager(f, make_inputs{compile_arg}, after_call=write_outputs)\n"
+                if program.grad_mode
+                else ""
+            )
         )
     module, check = (
         ("fuzz_arguments", "check_with_argument_changes")

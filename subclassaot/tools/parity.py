@@ -115,6 +115,16 @@ class _Run:
     grad_after: bool = True  # the grad mode the call left (a program may switch it for good)
 
 
+def write_outputs(outputs: object, args: tuple[object, ...]) -> None:
+    """An `after_call`: write every tensor output in place, under no_grad and with its own values (`o.copy_(o)`),
+    which advances its version counter and changes nothing else: a backward that saved an output (`exp()`'s
+    result) must then raise as eager's does."""
+    with torch.no_grad():
+        for o in pytree.tree_leaves(outputs):
+            if isinstance(o, torch.Tensor):
+                o.copy_(o)
+
+
 def fixed_random_like(t: torch.Tensor, index: int) -> torch.Tensor:
     """A plain tensor of `t`'s shape with values fixed by `index` (the same for eager and compiled)."""
     gen = torch.Generator().manual_seed(1000 + index)

@@ -681,3 +681,64 @@ def test_view_input_written_under_no_grad_read_after_the_raising_node(compile_fn
     with torch.enable_grad():
         assert_refused(f, make, compile_fn, "the program's backward fails in eager")
         assert_matches_eager(unbumped, make, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# An output eager's autograd saves as itself (exp()'s result, sort()'s indices), written by the caller after the call:
+# eager's backward raises on its version counter. A subclass output's wrapper counter is the one a write through it
+# advances (its inner tensors' stay: the write runs below ADInplaceOrView), so the compiled Function saves such
+# outputs too (backward_probe.outputs_eager_saves); it used to compute a gradient from the written values.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _exp(x: T) -> T:
+    return x.exp()
+
+
+def _scaled_exp(x: T) -> T:
+    return x.exp() * 2  # mul saves the scalar, not its result: a write after the call is harmless
+
+
+def _sorted(x: T) -> tuple[T, T]:
+    return torch.sort(x, 0)
+
+
+def _write_after(fn: Callable[..., object], index: int) -> Callable[[T], T]:
+    def step(x: T) -> T:
+        outs = fn(x)
+        out = outs if isinstance(outs, torch.Tensor) else cast(tuple[T, ...], outs)[index]
+        if out.is_floating_point():
+            out.add_(1)
+        else:
+            out.t_()
+        first = outs if isinstance(outs, torch.Tensor) else cast(tuple[T, ...], outs)[0]
+        first.sum().backward()
+        return cast(T, x.grad)
+
+    return step
+
+
+@pytest.mark.parametrize(
+    "make",
+    [pytest.param(lambda: _leaf(3, 3), id="plain"), pytest.param(lambda: pair(3, 3, requires_grad=True), id="pair")],
+)
+@pytest.mark.parametrize(
+    ("fn", "index", "raises"),
+    [
+        pytest.param(_exp, 0, True, id="exp result written"),
+        pytest.param(_scaled_exp, 0, False, id="product written"),
+        pytest.param(_sorted, 1, True, id="sort indices relaid"),
+    ],
+)
+def test_output_eager_saves_written_after_the_call(
+    make: Callable[[], T], fn: Callable[..., object], index: int, raises: bool
+) -> None:
+    for run in (fn, subclassaot.compile(fn, backend="eager")):
+        step = _write_after(run, index)
+        if raises:
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                step(make())
+        else:
+            x = make()
+            torch.manual_seed(0)
+            assert step(x) is not None
