@@ -515,16 +515,18 @@ def tangent_patterns(
 # nodes, eager's own grad_fns on the outputs, double backward, retain_graph and saved-tensor hooks as eager has them,
 # and no Python autograd.Function around the call (whose own cost is most of a small training call's). The compile
 # checks that, on static fakes of the inputs, instead of assuming it:
-# - the program writes no input, assigns no `.data`, changes no requires_grad, reads no autograd state, and takes and
-#   returns plain tensors that share no storage; what it writes in place (dropout's mask, an intermediate) it writes
-#   before anything saves it for the backward: every tensor saved (seen by a saved-tensor hook of the check's) has
-#   the version counter it was saved with at the end, where eager's backward would otherwise raise and the functional
+# - the program writes no input, assigns no `.data`, changes no input's requires_grad (neither requires_grad_() nor
+#   detach_() / requires_grad_(False): the graph runs on the caller's inputs as they came, so its results would carry
+#   the history that eager's, computed after the drop, lack), reads no autograd state, and takes and returns plain
+#   tensors that share no storage; what it writes in place (dropout's mask, an intermediate) it writes before
+#   anything saves it for the backward: every tensor saved (seen by a saved-tensor hook of the check's) has the
+#   version counter it was saved with at the end, where eager's backward would otherwise raise and the functional
 #   graph's would not; and no write runs while the program's own saved-tensor hooks are innermost (a checkpoint's
 #   hide its saves from the check's);
 # - each tensor output's autograd graph (node types, the edges between them with their input numbers, and which input
-#   each AccumulateGrad accumulates into) is the same from eager's run of the program and from the graph's run. A
-#   custom autograd.Function, a no_grad or inference_mode region, a detach(), a checkpoint or a decomposed op all
-#   change it.
+#   each AccumulateGrad accumulates into) is the same from eager's run of the program and from the graph's run, each
+#   on its own fakes of the inputs as passed (eager's run may change their autograd state). A custom
+#   autograd.Function, a no_grad or inference_mode region, a detach(), a checkpoint or a decomposed op all change it.
 # Otherwise the joint graph and the Function stand (Note [Training Through A Joint Graph]).
 
 
@@ -637,20 +639,34 @@ def records_as_eager(
         if any(t._version != version for t, version in saved):  # eager's backward would find a saved tensor written
             return False
         graph = traced_graph()  # (traced in the compile's own fake mode, outside this one)
-        with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
-            graph_in = [values[layout.leaves[j].owner] for j in cast(Sequence[int], layout.graph_inputs)]
+        # on fakes of the inputs as the call passes them, not as the program left them (Note [Training Without A
+        # Function]): the compiled call runs the graph on the caller's inputs before anything of the program's
+        graph_mode, graph_values = static_fake_copies(flat.values)
+        with torch.random.fork_rng(devices=[]), graph_mode, torch.enable_grad():
+            graph_in = [graph_values[layout.leaves[j].owner] for j in cast(Sequence[int], layout.graph_inputs)]
             graph_outs = list(cast(Sequence[object], graph(*graph_in)))
     except Exception:  # a program the check cannot run: the Function stands
         return False
+    graph_tensors = [v for v in graph_values if isinstance(v, torch.Tensor)]
     for info, out in zip(analysis.outputs, outs, strict=True):
         if info.kind is not OutputKind.TENSOR:
             continue
         mine = graph_outs[info.leaves[0].index]
         if not isinstance(out, torch.Tensor) or not isinstance(mine, torch.Tensor):
             return False
-        if _autograd_shape(out, tensors) != _autograd_shape(mine, tensors):
+        if _autograd_shape(out, tensors) != _autograd_shape(mine, graph_tensors):
             return False
     return True
+
+
+def _drops_requires_grad(flat: FlatInputs, analysis: Analysis) -> bool:
+    """Does the program end with an input that came requiring grad no longer requiring it (detach_(),
+    requires_grad_(False), `.requires_grad = False`)? Eager's later results from it carry no history; the graph run
+    on the caller's input, which still requires grad while it runs, would record one."""
+    return any(
+        cast(torch.Tensor, flat.values[k]).requires_grad and not after
+        for k, after in zip(flat.tensor_indices, analysis.requires_grad_after, strict=True)
+    )
 
 
 def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> bool:
@@ -666,6 +682,8 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
     if analysis.data_assigned or any(d is not None for d in analysis.wrapper_data) or analysis.wrapper_storage:
         return False
     if any(analysis.requires_grad_set) or analysis.autograd_reads or analysis.base_reads or analysis.grad_reenabled:
+        return False
+    if _drops_requires_grad(flat, analysis):
         return False
     if analysis.grad_factories or analysis.storage_resizes or any(analysis.self_set):
         return False

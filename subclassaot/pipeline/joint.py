@@ -11,6 +11,7 @@ differentiable forward output, in forward-output order.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -206,10 +207,11 @@ def trace_joint(
     reshapes: list[BackwardReshape] = []
     reach: list[frozenset[int]] = [] if reach_sink is None else reach_sink
     clone = frozenset(setup.grad_inputs)
+    saves, stand_ins = _saves_as_eager(setup)  # Note [Saves Of A Leaf Whose Flag Drops]
 
     def joint_fn(*values: torch.Tensor) -> list[object]:
         primals, tangents = values[:n_primals], list(values[n_primals:])
-        with new_functional_mode(), torch.enable_grad():
+        with new_functional_mode(), torch.enable_grad(), saves:
             tangents = [to_functional(t) for t in tangents]
             run = run_functional(
                 setup.call,
@@ -222,6 +224,7 @@ def trace_joint(
                 view_clone_inputs=setup.view_clones,
                 own_base_views=setup.analysis.own_base_views,
             )
+            stand_ins.update(id(t) for t, f in zip(run.user_tensors, setup.user_fakes, strict=True) if f.is_leaf)
             fw_outs = graph_output_values(run, setup.traced.outputs.updates, setup.analysis)[0]
             n_fw_outputs[0] = len(fw_outs)
             outs = forward_output_values(run, setup.traced, setup.analysis, setup.wrapper_updates)
@@ -262,6 +265,41 @@ def trace_joint(
         backward_reshapes=tuple(reshapes),
         reach=tuple(reach),
     )
+
+
+# Note [Saves Of A Leaf Whose Flag Drops]
+# The run's stand-in for a leaf input that requires grad is a clone, no leaf; where the program drops the leaf's flag
+# (`.requires_grad = False`, requires_grad_(False)) the stand-in is detach_()ed (Note [Grad Mode And Autograd Reads]).
+# Eager's backward then still unpacks what ops saved of the leaf before the drop (a leaf's saves are never checked
+# for a lost grad_fn), while autograd raises for a non-leaf detached in place after a save ("Trying to use a saved
+# tensor that has been detached in-place"). So where the program drops a leaf input's flag, the joint trace packs
+# every save with saved-tensor hooks of its own: a stand-in for a leaf input unpacks as it is, as eager's leaf does,
+# and any other tensor saved with a grad_fn that a detach_() took since raises eager's error.
+
+_DETACHED_SAVE = (
+    "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not supported, "
+    "please use out-of-place `.detach()` instead"
+)
+
+
+def _saves_as_eager(setup: JointSetup) -> tuple[contextlib.AbstractContextManager[object], set[int]]:
+    """Note [Saves Of A Leaf Whose Flag Drops]: the hooks to trace the joint under (none where the program drops no
+    leaf input's flag), and the set the trace fills with the id() of each leaf input's stand-in."""
+    stand_ins: set[int] = set()
+    after = setup.analysis.requires_grad_after
+    if not any(f.is_leaf and f.requires_grad and not a for f, a in zip(setup.user_fakes, after, strict=True)):
+        return contextlib.nullcontext(), stand_ins
+
+    def pack(t: torch.Tensor) -> tuple[torch.Tensor, bool]:
+        return t, t.grad_fn is not None
+
+    def unpack(packed: tuple[torch.Tensor, bool]) -> torch.Tensor:
+        t, had_grad_fn = packed
+        if had_grad_fn and t.grad_fn is None and id(t) not in stand_ins:
+            raise RuntimeError(_DETACHED_SAVE)
+        return t
+
+    return torch.autograd.graph.saved_tensors_hooks(pack, unpack), stand_ins
 
 
 def _grad_wrt(setup: JointSetup, run: FunctionalRun) -> list[torch.Tensor]:

@@ -908,6 +908,64 @@ def test_requires_grad_dropped_on_an_input_matches_eager(
         assert_matches_eager(f, make_inputs)
 
 
+# An input that ends the call without requiring grad: the outputs computed after the drop carry no history (the
+# eager backend's graph, run as autograd records it, must not record one: Note [Training Without A Function]), and
+# what ops saved of a leaf before the drop is still read by the backward (Note [Saves Of A Leaf Whose Flag Drops]).
+def leaf_detached_in_place(x: T) -> object:
+    x.detach_()  # on a leaf: as requires_grad_(False)
+    return x.sin()
+
+
+def flag_dropped_after_a_save(x: T, y: T) -> object:
+    z = x * y  # saves y for x's gradient
+    y.requires_grad = False
+    return z, y.exp()
+
+
+def flag_dropped_beside_a_detached_save(x: T, y: T) -> object:
+    z = x * y  # saves both
+    x.requires_grad_(False)  # a leaf: its save stays readable
+    y.detach_()  # a non-leaf: eager's backward raises on its save
+    return z
+
+
+def one_of_two_dropped(x: T, y: T) -> object:
+    x.requires_grad_(False)
+    return x * y
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (leaf_detached_in_place, _grad(3)),
+        (flag_dropped_after_a_save, lambda: (torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True))),
+        (
+            flag_dropped_beside_a_detached_save,
+            lambda: (torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True).mul(2)),
+        ),
+    ],
+    ids=["leaf_detach_", "after_a_save", "beside_a_detached_save"],
+)
+def test_requires_grad_dropped_after_use_matches_eager(
+    f: Callable[..., object], make_inputs: Make, compile_fn: CompileFn | None
+) -> None:
+    """Results computed after the drop carry no history, and what ops saved before it stays readable where the
+    input is a leaf (eager's backward raises where it is a non-leaf detach_()ed)."""
+    assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_requires_grad_dropped_on_one_input_leaves_it_out_of_the_outputs_history() -> None:
+    """x * y after x's flag dropped: eager's output history has no edge to x, so turning x's flag back on after the
+    call and running the backward gives x no gradient. The eager backend's graph, run on x while it still requires
+    grad, would record that edge: such a program keeps the joint graph (Note [Training Without A Function])."""
+
+    def regain(_outputs: object, args: tuple[object, ...]) -> None:
+        cast(T, args[0]).requires_grad_(True)
+
+    make: Make = lambda: (torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True))  # noqa: E731
+    assert_matches_eager(one_of_two_dropped, make, after_call=regain)
+
+
 def _grad_clone(*shape: int) -> Make:
     def make() -> tuple[object, ...]:
         with torch.enable_grad():  # (made inside the test's no_grad block)
