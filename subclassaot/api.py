@@ -48,7 +48,7 @@ from subclassaot.pipeline.analyze import (
     check_written_inputs_gaining_grad,
 )
 from subclassaot.pipeline.analyze_training import check_multi_output_view_inputs, check_multi_output_view_outputs
-from subclassaot.pipeline.backward_probe import native_training_plan, outputs_eager_saves, records_as_eager
+from subclassaot.pipeline.backward_probe import eager_saves, native_training_plan, records_as_eager
 from subclassaot.pipeline.backward_trace import BackwardVariant, backward_plan, trace_backward
 from subclassaot.pipeline.desugar import (
     DynamicAliasError,
@@ -676,7 +676,7 @@ def _compile_over(
             bw,
             backward_plan(bw_meta, functools.partial(_compile_variant, backend)),
             differentiable_backward=config.backend == "eager",
-            eager_saves=outputs_eager_saves(call, flat, analysis),
+            eager_saves=eager_saves(call, flat, layout, analysis),
         )
         backward_graph, forward_graph = bw_meta.graph, bw_meta.forward
     else:

@@ -560,14 +560,25 @@ def _unpacked(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-def outputs_eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysis) -> frozenset[int]:
-    """The subclass outputs (positions among the program's outputs) that eager's autograd saves as themselves (an
-    `exp()`'s result): eager's backward checks their version counter, so writing one after the call makes it raise.
-    The compiled Function saves the inner tensors, which a write through the wrapper does not advance (its
-    `__torch_dispatch__` runs below ADInplaceOrView), so it saves these outputs too (training_call). Run on static
-    fakes as the probes above; () where the program cannot run so."""
-    if not any(info.kind is OutputKind.TENSOR and info.tree is not None for info in analysis.outputs):
-        return frozenset()
+def eager_saves(
+    call: Callable[..., object], flat: FlatInputs, layout: DenseLayout, analysis: Analysis
+) -> tuple[frozenset[int], frozenset[int]]:
+    """The subclass outputs (positions among the program's outputs), and the subclass inputs the program leaves
+    unwritten (positions among its tensor inputs), that eager's autograd saves as themselves (an `exp()`'s result,
+    a `sin()`'s input): eager's backward checks their version counter, so writing one after the call makes it
+    raise. The compiled Function saves inner tensors, which a write through the wrapper does not advance (its
+    `__torch_dispatch__` runs below ADInplaceOrView), so it saves these wrappers too (training_call). Run on static
+    fakes as the probes above; nothing where the program cannot run so."""
+    unwritten = [
+        p
+        for p, k in enumerate(flat.tensor_indices)
+        if layout.trees[p] is not None
+        and not analysis.wrapper_version_bumped[p]
+        and not any(m.any or m.version_bumped for j, m in enumerate(analysis.mutations) if layout.leaves[j].owner == k)
+    ]
+    subclass_outputs = any(info.kind is OutputKind.TENSOR and info.tree is not None for info in analysis.outputs)
+    if not unwritten and not subclass_outputs:
+        return frozenset(), frozenset()
     packed: list[torch.Tensor] = []  # (kept alive: their ids stay theirs)
 
     def pack(t: torch.Tensor) -> torch.Tensor:
@@ -581,13 +592,14 @@ def outputs_eager_saves(call: Callable[..., object], flat: FlatInputs, analysis:
                 state, args, kwargs = unflatten_call(flat, values)
                 outs = pytree.tree_leaves(call(state, args, kwargs))
     except Exception:  # (the program's own error is the trace's to raise)
-        return frozenset()
+        return frozenset(), frozenset()
     ids = {id(t) for t in packed}
-    return frozenset(
+    outputs = frozenset(
         p
         for p, (out, info) in enumerate(zip(outs, analysis.outputs, strict=False))
         if info.kind is OutputKind.TENSOR and info.tree is not None and id(out) in ids
     )
+    return outputs, frozenset(p for p in unwritten if id(values[flat.tensor_indices[p]]) in ids)
 
 
 def _autograd_shape(root: torch.Tensor, inputs: Sequence[object]) -> object:

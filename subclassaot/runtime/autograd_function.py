@@ -301,7 +301,7 @@ class _Step:
         bw: Callable[..., object] | None,
         bw_meta: BackwardPlan,
         differentiable_backward: bool,
-        eager_saves: frozenset[int],
+        eager_saves: tuple[frozenset[int], frozenset[int]],
     ) -> None:
         analysis, layout, flat = plan.analysis, plan.layout, plan.flat
         self.plan, self.fw, self.bw, self.bw_meta = plan, fw, bw, bw_meta
@@ -316,8 +316,10 @@ class _Step:
         in_fresh_outputs = {leaf.index for o in fresh_outputs for leaf in analysis.outputs[o].leaves}
         self.rebuilt_leaves = tuple(k for k in range(plan.graph_outputs.num_fresh) if k not in in_fresh_outputs)
         # Function outputs saved beside the graph's values, so that autograd checks their counters as eager's backward
-        # checks them (backward_probe.outputs_eager_saves)
-        self.saved_outputs = tuple(n_updates + fresh_outputs.index(o) for o in sorted(eager_saves & {*fresh_outputs}))
+        # checks them (backward_probe.eager_saves)
+        saved_outputs, self.saved_inputs = eager_saves[0] & {*fresh_outputs}, tuple(sorted(eager_saves[1]))
+        self.saved_outputs = tuple(n_updates + fresh_outputs.index(o) for o in sorted(saved_outputs))
+        self.n_checked = len(self.saved_outputs) + len(self.saved_inputs)
         mutated_graph_inputs = set()
         for k, item in enumerate(layout.graph_inputs):
             members = layout.groups[item.group].members if isinstance(item, AliasGroupRef) else (item,)
@@ -526,6 +528,7 @@ class CompiledStep(torch.autograd.Function):
         ctx.save_for_backward(
             *([v for v in saved if isinstance(v, torch.Tensor)] if ctx.saved_ints else saved),
             *(tensors[p] for p in s.saved_outputs),
+            *(user[i] for i in s.saved_inputs),
         )
         # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
         ctx.set_materialize_grads(False)
@@ -548,8 +551,8 @@ class CompiledStep(torch.autograd.Function):
         if create_graph:
             _check_double_backward(s, ctx.primals)
         saved = list(ctx.saved_tensors)  # (unpacking checks each counter, the saved outputs' too, as eager's)
-        if s.saved_outputs:
-            del saved[len(saved) - len(s.saved_outputs) :]
+        if s.n_checked:
+            del saved[len(saved) - s.n_checked :]
         for k, v in ctx.saved_ints:
             saved.insert(k, v)
         collected = _plain_tangents(grads, bw_meta, ctx.zeros) if s.plain_tangents else None
@@ -752,9 +755,9 @@ def training_call(
     bw: Callable[..., object] | None,
     bw_meta: BackwardPlan,
     differentiable_backward: bool,
-    eager_saves: frozenset[int] = frozenset(),
+    eager_saves: tuple[frozenset[int], frozenset[int]] = (frozenset(), frozenset()),
 ) -> GraphCall:
-    """`eager_saves`: backward_probe.outputs_eager_saves."""
+    """`eager_saves`: backward_probe.eager_saves."""
     step = _Step(plan, fw, bw, bw_meta, differentiable_backward, eager_saves)
     unreached, stand_ins, unread = _detached_inputs(step)
     analysis, flat = plan.analysis, plan.flat

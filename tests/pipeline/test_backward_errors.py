@@ -13,9 +13,10 @@ import torch
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
+from subclassaot.tools.parity import write_outputs
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import assert_refused, nonleaf, pair, pair_nonleaf
+from tests.pipeline.program_helpers import SinFunction, assert_refused, nonleaf, pair, pair_nonleaf
 from tests.pipeline.program_helpers import leaf as _leaf
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -687,7 +688,7 @@ def test_view_input_written_under_no_grad_read_after_the_raising_node(compile_fn
 # An output eager's autograd saves as itself (exp()'s result, sort()'s indices), written by the caller after the call:
 # eager's backward raises on its version counter. A subclass output's wrapper counter is the one a write through it
 # advances (its inner tensors' stay: the write runs below ADInplaceOrView), so the compiled Function saves such
-# outputs too (backward_probe.outputs_eager_saves); it used to compute a gradient from the written values.
+# outputs too (backward_probe.eager_saves); it used to compute a gradient from the written values.
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -712,7 +713,7 @@ def _write_after(fn: Callable[..., object], index: int) -> Callable[[T], T]:
         else:
             out.t_()
         first = outs if isinstance(outs, torch.Tensor) else cast(tuple[T, ...], outs)[0]
-        first.sum().backward()
+        first.sum().backward()  # type: ignore[no-untyped-call]
         return cast(T, x.grad)
 
     return step
@@ -742,3 +743,38 @@ def test_output_eager_saves_written_after_the_call(
             x = make()
             torch.manual_seed(0)
             assert step(x) is not None
+
+
+def _input_returned_beside_its_sine(x: T) -> tuple[T, T]:
+    return x.sin(), x  # sin saves x: written after the call (as the output it also is), eager's backward raises
+
+
+def _input_given_to_a_saving_function(x: T, y: T) -> tuple[T, T]:
+    return SinFunction.apply(x), y  # type: ignore[no-untyped-call]  # the Function saves x
+
+
+def _input_written_then_saved(x: T) -> T:
+    x.add_(1)
+    return x.sin()  # saved after the program's own write: no later write, no error
+
+
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [
+        pytest.param(_input_returned_beside_its_sine, lambda: (pair(1, 2, 1, requires_grad=True),), id="sin"),
+        pytest.param(
+            _input_given_to_a_saving_function,
+            lambda: (pair(4, requires_grad=True), pair(4, requires_grad=True)),
+            id="function",
+        ),
+        pytest.param(_input_written_then_saved, lambda: (pair_nonleaf(3),), id="written then saved"),
+    ],
+)
+def test_subclass_input_eager_saves_written_after_the_call(
+    fn: Callable[..., object], make: Callable[[], tuple[object, ...]]
+) -> None:
+    """Found by the fuzzer (PairTensor inputs, seed 76700, programs 88 and 267, once its last call wrote the outputs):
+    a subclass input eager's autograd saves as itself, written after the call; the compiled Function saves that
+    wrapper too where the program leaves it unwritten."""
+    with torch.enable_grad():
+        assert_matches_eager(fn, make, after_call=write_outputs)
