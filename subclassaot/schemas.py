@@ -382,7 +382,7 @@ class Replay:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GradSetBase:
-    """Eager's `._base` of an output view set_() under grad (Note [Outputs set_() Under Grad])."""
+    """Eager's `._base` of an output view set_() under grad (Note [set_ Under Grad])."""
 
     # where the base's dense leaves are: intermediate bases (BASE for a plain base, WRAPPER for a subclass); None:
     # on the output's own storage (views taken after the base was set_())
@@ -409,15 +409,14 @@ class OutputInfo:
     # had while tracing; its strides are that leaf's at run time (Note [Strides The Kernels Choose])
     outer_stride_leaf: int | None = None
     # TENSOR in training: the program set_() it with grad on; rebuilt by such a set_() of a fresh tensor
-    # (Note [Outputs set_() Under Grad])
+    # (Note [set_ Under Grad])
     set_under_grad: bool = False
     # ... and it was a view (of an intermediate) when set_(): the fresh tensor is a view of a fresh base
     set_under_grad_view: bool = False
-    # ... where eager's output is a view: that fresh base is eager's `._base` (Note [Outputs set_() Under
-    # Grad])
+    # ... where eager's output is a view: that fresh base is eager's `._base` (Note [set_ Under Grad])
     grad_set_base: GradSetBase | None = None
     # ... the inputs eager's raising node of it stands in front of: the holder's history reaches them too (Note
-    # [Outputs set_() Under Grad]); any length, ascending input indexes
+    # [set_ Under Grad]); any length, ascending input indexes
     set_blocks: tuple[InputIndex, ...] = ()
     # TENSOR subclass whose own size/stride/offset a `.data =` set apart from its inner tensors': those eager left on
     # the wrapper, given to it after it is built (Note [Wrapper Data Assignment])

@@ -843,7 +843,7 @@ def _check_history_kept(
         and tree is None
         and torch.is_grad_enabled()
         and id(value) in run.swaps.swapped_ids
-        and id(value) not in run.swaps.grad_set_ids  # Note [Outputs set_() Under Grad]
+        and id(value) not in run.swaps.grad_set_ids  # Note [set_ Under Grad]
         and _grad_fn_or_none(value) is not None
         and out_leaves[0].source is LeafSource.INPUT_ALIAS
         and not out_leaves[0].is_view
@@ -1256,7 +1256,7 @@ def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
     if is_traceable_subclass(value) and id(value) not in run.swaps.views:
         # a wrapper made by an op, not a view: Note [Training Through A Joint Graph]. An inner tensor that shares
         # an input leaf's storage without being that very leaf (set_() onto the input) is not passed on: it keeps
-        # the history its set_() gave it (Note [Outputs set_() Under Grad]).
+        # the history its set_() gave it (Note [set_ Under Grad]).
         if any(value is u for u in (*run.user_tensors, *run.finals)):
             return False
         inputs = {storage_key(t): t for t in run.finals}

@@ -1,5 +1,5 @@
 """Stage `analyze`, training facts: how the program used subclass inputs of an alias group (Note [Aliased Inputs
-In Training]), outputs set_() under grad (Note [Outputs set_() Under Grad]), and views of inputs that run as
+In Training]), outputs set_() under grad (Note [set_ Under Grad]), and views of inputs that run as
 contiguous clones (`check_overlapping_clones`), subclass inputs that are views of a multi-output op
 (`check_multi_output_view_inputs`).
 
@@ -100,35 +100,7 @@ def wrapper_uses(
     return tuple(first_write), tuple(last_use), tuple(saved), dense_written
 
 
-# Note [Outputs set_() Under Grad]
-# Eager: `t = x * 3; t.set_(y); return t` with grad on records the set_ on t, whose grad_fn raises in backward (Note
-# [set_ Under Grad]). The output is built as usual (an alias of y's storage, from the input or the graph), then a fresh
-# holder that requires grad is set_() to it with grad on: the same grad_fn, storage and metadata. Which leaves got a
-# gradient before the raise depends on the engine's order; a set_ node runs as soon as it is ready, and ours (a
-# holder's, or the Function's deferred error) is ready no later than eager's, so only the loss's nodes and those made
-# after the set_ run between: a leaf gets a gradient there only where the loss reaches it directly or none of its
-# paths crosses a set_ node (refused by Note [Backward Errors Are Deferred]).
-# - A subclass output gets a holder of its own class (a clone of a detached alias), set_() at the wrapper level, whose
-#   wrapper storage is then the output's (Note [Wrapper Storage]).
-# - Leaves behind the node: eager's set_ node has edges to the leaves its tensor's history reaches, and an
-#   AccumulateGrad runs only once every node with an edge to it has run, so such a leaf never gets its gradient, even
-#   where the loss reaches it directly. The analysis notes each input reached through a NotImplemented node
-#   (`OutputInfo.set_blocks`), and the holder is made by an autograd Function with an edge to each (`blocking_holder`).
-#   A returned leaf input not behind such a node of every output set_() under grad, or behind an output whose holder is
-#   a view of eager's base object (`GradSetBase.same_object`), is refused (`check_set_under_grad`).
-# - Views: the holder of a view must be a view of eager's `._base`, whose shape and values the user can read:
-#   * views (with grad) of an intermediate r, the last of them then set_() (`t = (x * 2).t(); t.set_(y)`): r as it
-#     ends is returned by the graph as an intermediate base (`grad_set_view_root`); the holder is a view of r where r
-#     is that object and requires grad, so other outputs viewing r view the same object; else a view of a fresh tensor
-#     set_() to r;
-#   * an intermediate r set_() under grad, then viewed (`t0 = x * 2; t0.set_(y); return t0.t()`): the holder's base is a
-#     fresh tensor set_() to the alias of the output's storage with r's final metadata (GradSetBase.meta), and the output
-#     a view of it with its own geometry. Only where t0 is an intermediate no other output is or views, no view itself,
-#     and every view in the chain was taken with grad on (none by unbind, split, ...).
-#   Either way the base's history runs through a set_ node, as eager's does, and the output's backward raises. A view
-#   of an intermediate (`t = (x * 2).view(-1); t.set_(y)`) stays a view whose history the set_ rebases: the holder is a
-#   view of a base requiring grad with the intermediate's values, set_() the same way. Views of inputs follow Note
-#   [set_ Under Grad]. Other views are refused.
+# (Outputs set_() under grad: the outputs part of Note [set_ Under Grad].)
 
 
 def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
@@ -139,7 +111,7 @@ def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: 
             f"{path} is a view of a tensor the program set_() with grad enabled before taking the view, so eager "
             "gives it an autograd history through set_ (whose derivative is not implemented), which a compiled "
             "output cannot have where that tensor is an input, a view, or (a view of it) returned too, or a view "
-            "in the chain was taken under no_grad (Note [Outputs set_() Under Grad]). Call set_() under "
+            "in the chain was taken under no_grad (Note [set_ Under Grad]). Call set_() under "
             "torch.no_grad(), or return a clone"
         )
     wrapper_set = run.swaps.wrapper_sets.get(id(value))
@@ -175,8 +147,7 @@ def set_under_grad(path: str, value: torch.Tensor, run: FunctionalRun, outputs: 
 def grad_set_base(
     path: str, value: torch.Tensor, run: FunctionalRun, bases: dict[object, tuple[int, torch.Tensor]]
 ) -> GradSetBase | None:
-    """Where eager's `._base` of `value`, an output set_() under grad, is (Note [Outputs set_() Under
-    Grad]); None where eager's output is no view."""
+    """Where eager's `._base` of `value`, an output set_() under grad, is (Note [set_ Under Grad]); None where eager's output is no view."""
     if not run.swaps.is_view(value):
         return None
     root = run.swaps.view_root(value, through_swaps=True)
@@ -191,8 +162,8 @@ def grad_set_base(
         return GradSetBase(source=replay, meta=leaf_meta(root), same_object=found[1] is root)
     raise UnsupportedError(
         f"{path} is a view of an intermediate that the program set_() with grad enabled, and that intermediate (the "
-        "output's `._base` in eager) does not end on storage of its own the compiled graph can return (Note [Outputs "
-        "set_() Under Grad]). Call set_() under torch.no_grad(), or return a clone"
+        "output's `._base` in eager) does not end on storage of its own the compiled graph can return (Note [set_ "
+        "Under Grad]). Call set_() under torch.no_grad(), or return a clone"
     )
 
 
@@ -221,7 +192,7 @@ def check_input_view_rebuilt(value: object, info: OutputInfo, run: FunctionalRun
 def _view_of_grad_set_intermediate(value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
     """`value` is a chain of views (none of a multi-output op), all taken with grad on, of an intermediate `t` the
     program set_() with grad on before the first of them, where `t` is no view, no input, and no other output is `t` or
-    a view of it: rebuilt as a view of a fresh tensor set_() under grad (Note [Outputs set_() Under Grad])."""
+    a view of it: rebuilt as a view of a fresh tensor set_() under grad (Note [set_ Under Grad])."""
     chain = []
     t = value
     for record in run.swaps.chain(value):
@@ -251,7 +222,7 @@ def _nested(t: torch.Tensor) -> bool:
 def _grad_view_of_intermediate(value: torch.Tensor, run: FunctionalRun, outputs: Sequence[object]) -> bool:
     """`value` is a chain of views, all taken with grad on, of a tensor the program computed and does not return
     (rebuilt otherwise, its `._base` would not be eager's): eager's set_() of it rebases only that intermediate
-    (Note [Outputs set_() Under Grad])."""
+    (Note [set_ Under Grad])."""
     t = value
     for record in run.swaps.chain(value):
         if not record.grad_enabled or id(t) in run.swaps.hidden:

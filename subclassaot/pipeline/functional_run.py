@@ -599,7 +599,7 @@ def intermediate_bases(
         if root is not None and storage_key(root) not in bases:
             bases[storage_key(root)] = (len(bases), root)
     inputs = set(current) | set(original)
-    for value in leaves:  # Note [Outputs set_() Under Grad]
+    for value in leaves:  # Note [set_ Under Grad]
         found = grad_set_view_root(value, swaps, inputs)
         for leaf in found[1] if found is not None else ():
             bases.setdefault(storage_key(leaf), (len(bases), leaf))

@@ -207,7 +207,7 @@ def trace_joint(
     reshapes: list[BackwardReshape] = []
     reach: list[frozenset[int]] = [] if reach_sink is None else reach_sink
     clone = frozenset(setup.grad_inputs)
-    saves, stand_ins = _saves_as_eager(setup)  # Note [Saves Of A Leaf Whose Flag Drops]
+    saves, stand_ins = _saves_as_eager(setup)  # (its comment above)
 
     def joint_fn(*values: torch.Tensor) -> list[object]:
         primals, tangents = values[:n_primals], list(values[n_primals:])
@@ -267,14 +267,14 @@ def trace_joint(
     )
 
 
-# Note [Saves Of A Leaf Whose Flag Drops]
-# The run's stand-in for a leaf input that requires grad is a clone, no leaf; where the program drops the leaf's flag
-# (`.requires_grad = False`, requires_grad_(False)) the stand-in is detach_()ed (Note [Grad Mode And Autograd Reads]).
-# Eager's backward then still unpacks what ops saved of the leaf before the drop (a leaf's saves are never checked
-# for a lost grad_fn), while autograd raises for a non-leaf detached in place after a save ("Trying to use a saved
-# tensor that has been detached in-place"). So where the program drops a leaf input's flag, the joint trace packs
-# every save with saved-tensor hooks of its own: a stand-in for a leaf input unpacks as it is, as eager's leaf does,
-# and any other tensor saved with a grad_fn that a detach_() took since raises eager's error.
+# Saves of a leaf whose flag drops (`_saves_as_eager`). The run's stand-in for a leaf input that requires grad is a
+# clone, no leaf; where the program drops the leaf's flag (`.requires_grad = False`, requires_grad_(False)) the stand-in
+# is detach_()ed (Note [Grad Mode And Autograd Reads]). Eager's backward then still unpacks what ops saved of the leaf
+# before the drop (a leaf's saves are never checked for a lost grad_fn), while autograd raises for a non-leaf detached
+# in place after a save ("Trying to use a saved tensor that has been detached in-place"). So where the program drops a
+# leaf input's flag, the joint trace packs every save with saved-tensor hooks of its own: a stand-in for a leaf input
+# unpacks as it is, as eager's leaf does, and any other tensor saved with a grad_fn that a detach_() took since raises
+# eager's error.
 
 _DETACHED_SAVE = (
     "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not supported, "
@@ -283,7 +283,7 @@ _DETACHED_SAVE = (
 
 
 def _saves_as_eager(setup: JointSetup) -> tuple[contextlib.AbstractContextManager[object], set[int]]:
-    """Note [Saves Of A Leaf Whose Flag Drops]: the hooks to trace the joint under (none where the program drops no
+    """The hooks to trace the joint under (none where the program drops no
     leaf input's flag), and the set the trace fills with the id() of each leaf input's stand-in."""
     stand_ins: set[int] = set()
     after = setup.analysis.requires_grad_after

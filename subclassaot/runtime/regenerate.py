@@ -136,7 +136,7 @@ def build_outputs(
             value = _tensor_output(
                 info, ev, values, dense, outs, fresh_start, (bases, roots), symbols, builder[0], shared, entry
             )
-            if info.set_under_grad and torch.is_grad_enabled():  # Note [Outputs set_() Under Grad]
+            if info.set_under_grad and torch.is_grad_enabled():  # Note [set_ Under Grad]
                 root = _grad_set_root(info.grad_set_base, value, ev, (bases, roots), symbols, builder[0], values, dense)
                 value = set_under_grad_holder(
                     value,
@@ -363,8 +363,7 @@ def _grad_set_root(
     values: Sequence[object],
     dense: Sequence[torch.Tensor],
 ) -> tuple[torch.Tensor, bool] | None:
-    """Eager's `._base` of an output set_() under grad, and whether it is that very object (Note [Outputs set_() Under
-    Grad])."""
+    """Eager's `._base` of an output set_() under grad, and whether it is that very object (Note [set_ Under Grad])."""
     if found is None:
         return None
     if found.source is None:

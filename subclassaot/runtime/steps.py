@@ -471,11 +471,10 @@ def set_under_grad_holder(
     viewed_after: bool,
     blocked: Sequence[object] = (),
 ) -> torch.Tensor:
-    """`value` rebuilt as eager's output set_() under grad (Note [Outputs set_() Under Grad]). `found`: where eager's
-    output is a view, the value of its `._base` and whether that is eager's base object itself (Note [Outputs set_()
-    Under Grad]). `view`: the output was a view when set_(); `viewed_after`: it is a view taken of
+    """`value` rebuilt as eager's output set_() under grad (Note [set_ Under Grad]). `found`: where eager's
+    output is a view, the value of its `._base` and whether that is eager's base object itself (Note [set_ Under Grad]). `view`: the output was a view when set_(); `viewed_after`: it is a view taken of
     the tensor set_() (eager's base) after the set_. `blocked`: the inputs eager's set_ node stands in front of
-    (Note [Outputs set_() Under Grad])."""
+    (Note [set_ Under Grad])."""
     root = None if found is None else found[0]
     if found is not None and found[1]:
         holder = found[0].view(found[0].shape)  # other outputs view that base too: one object, as in eager
@@ -483,7 +482,7 @@ def set_under_grad_holder(
         return holder
     src = value if root is None else root
     if is_traceable_subclass(src):
-        # a holder of the output's own class: a clone of a detached alias (Note [Outputs set_() Under Grad])
+        # a holder of the output's own class: a clone of a detached alias (Note [set_ Under Grad])
         holder = blocking_holder(src.detach().requires_grad_(), blocked)
     else:
         holder = blocking_holder(torch.empty(0, dtype=src.dtype, device=src.device, requires_grad=True), blocked)
@@ -499,7 +498,7 @@ def set_under_grad_holder(
 
 
 class _Blocked(torch.autograd.Function):
-    """A clone of `base` whose node has an edge to each of `blocked` (Note [Outputs set_() Under Grad])."""
+    """A clone of `base` whose node has an edge to each of `blocked` (Note [set_ Under Grad])."""
 
     @staticmethod
     def forward(ctx: Any, base: torch.Tensor, *blocked: torch.Tensor) -> torch.Tensor:
@@ -507,12 +506,12 @@ class _Blocked(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor) -> tuple[None, ...]:
-        raise AssertionError("BUG: the node behind a raising set_ node ran (Note [Outputs set_() Under Grad])")
+        raise AssertionError("BUG: the node behind a raising set_ node ran (Note [set_ Under Grad])")
 
 
 def blocking_holder(base: torch.Tensor, blocked: Sequence[object]) -> torch.Tensor:
     """A clone of `base` (which requires grad), behind which the backward reaches each of `blocked` that requires
-    grad (Note [Outputs set_() Under Grad])."""
+    grad (Note [set_ Under Grad])."""
     inputs = [b for b in blocked if isinstance(b, torch.Tensor) and b.requires_grad]
     if not inputs:
         return base.clone()

@@ -1341,7 +1341,7 @@ def test_set_under_grad_output_of_itself(compile_fn: CompileFn | None) -> None:
 
 def test_set_under_grad_output_beside_another_grad_output(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 2000, program 262: refused before; no leaf gets a gradient before set_'s backward raises, in eager
-    # and compiled alike (Note [Outputs set_() Under Grad])
+    # and compiled alike (Note [set_ Under Grad])
     def f(x0: T) -> object:
         t0 = x0.mul(3.0)
         set_to(t0, x0)

@@ -910,7 +910,7 @@ def test_requires_grad_dropped_on_an_input_matches_eager(
 
 # An input that ends the call without requiring grad: the outputs computed after the drop carry no history (the
 # eager backend's graph, run as autograd records it, must not record one: Note [Training Without A Function]), and
-# what ops saved of a leaf before the drop is still read by the backward (Note [Saves Of A Leaf Whose Flag Drops]).
+# what ops saved of a leaf before the drop is still read by the backward (joint._saves_as_eager).
 def leaf_detached_in_place(x: T) -> object:
     x.detach_()  # on a leaf: as requires_grad_(False)
     return x.sin()

@@ -86,7 +86,7 @@ def _set_onto_nograd_view_returned(x0: torch.Tensor, x1: torch.Tensor) -> tuple[
         t0 = x1.t()
     t1 = x0.add(-1.0)
     set_to(t1, t0)
-    return (t1,)  # the output's own set_ node (Note [Outputs set_() Under Grad])
+    return (t1,)  # the output's own set_ node (Note [set_ Under Grad])
 
 
 def test_intermediate_set_under_grad_returned_itself_matches_eager() -> None:
@@ -106,7 +106,7 @@ GRAD_SET_RULE = r"set_\(\)s it with grad enabled to a tensor .*Note \[Inputs Wri
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A subclass output set_() under grad (Note [Outputs set_() Under Grad])
+# A subclass output set_() under grad (Note [set_ Under Grad])
 
 
 def test_subclass_clone_set_to_itself_under_grad(compile_fn: CompileFn | None) -> None:
@@ -318,7 +318,7 @@ def test_nested_subclass_set_under_grad_refused(compile_fn: CompileFn | None) ->
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A set_() output beside other outputs that require grad (Note [Outputs set_() Under Grad])
+# A set_() output beside other outputs that require grad (Note [set_ Under Grad])
 
 
 def test_set_output_beside_returned_nonleaf_input(compile_fn: CompileFn | None) -> None:
@@ -420,7 +420,7 @@ def test_set_output_after_returned_unused_leaf_refused(compile_fn: CompileFn | N
 
 def test_set_output_beside_leaf_passed_twice(compile_fn: CompileFn | None) -> None:
     # fuzz seed 7000 #6854: one leaf passed twice is one input (Note [Synthetic Bases]), behind the
-    # raising set_ node (Note [Outputs set_() Under Grad]): supported; a leaf the set_ node does not reach
+    # raising set_ node (Note [set_ Under Grad]): supported; a leaf the set_ node does not reach
     # (two distinct leaves) stays refused
     def f(x0: T, x1: T) -> object:
         t0 = x1.clone()
@@ -432,7 +432,7 @@ def test_set_output_beside_leaf_passed_twice(compile_fn: CompileFn | None) -> No
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A view taken of an intermediate after the program set_() it under grad (Note [Outputs set_() Under Grad])
+# A view taken of an intermediate after the program set_() it under grad (Note [set_ Under Grad])
 
 
 def test_view_after_set_of_intermediate(compile_fn: CompileFn | None) -> None:
@@ -865,7 +865,7 @@ def test_view_of_grad_free_tensors_set_to_grad_input(compile_fn: CompileFn | Non
 
 
 def test_returned_view_of_grad_free_intermediate_set_under_grad_refused(compile_fn: CompileFn | None) -> None:
-    # the view would be rebuilt over a fresh base (Note [Outputs set_() Under Grad]), not eager's
+    # the view would be rebuilt over a fresh base (Note [set_ Under Grad]), not eager's
     def f(x0: T) -> object:
         with torch.no_grad():
             t0 = x0 * 2
@@ -884,7 +884,7 @@ def test_returned_view_of_grad_free_intermediate_set_under_grad_refused(compile_
 
 def test_clone_set_to_returned_subclass_leaf(compile_fn: CompileFn | None) -> None:
     # fuzz seed 44000 #8877: eager's set_ node stands between the loss and x0's AccumulateGrad, so x0 gets no
-    # gradient although it is returned (Note [Outputs set_() Under Grad])
+    # gradient although it is returned (Note [set_ Under Grad])
     def f(x0: T) -> object:
         t0 = x0.clone()
         set_to(t0, x0)

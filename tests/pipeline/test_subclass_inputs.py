@@ -530,7 +530,7 @@ def test_output_sharing_input_set_to_it_in_training(compile_fn: CompileFn | None
 
 def test_subclass_output_set_under_grad(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 21, program 992: eager's output gets its history from set_ (backward raises); it used to come back
-    # without one, then was refused; supported since fuzz seed 3000 #4064 (Note [Outputs set_() Under Grad]).
+    # without one, then was refused; supported since fuzz seed 3000 #4064 (Note [set_ Under Grad]).
     def f(x0: T) -> object:
         t0 = x0.sin()
         set_to(t0, x0)
@@ -731,7 +731,7 @@ def test_uniform_write_through_zero_stride_as_strided(compile_fn: CompileFn | No
 
 def test_set_under_grad_output(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 22, program 167: a plain intermediate set_() under grad, returned: eager's has set_'s history, and
-    # so does ours (Note [Outputs set_() Under Grad]; refused before). Backward raises on both sides.
+    # so does ours (Note [set_ Under Grad]; refused before). Backward raises on both sides.
     def f(x0: T, x1: T) -> object:
         t0 = x0.sin()
         set_to(t0, x1.t())

@@ -1,6 +1,6 @@
 """Which tensor an output view's `._base` is, and the view chains eager records: views of intermediates set_() onto
 inputs, outputs set_() under grad, views sharing an intermediate, subclass views of inputs whose base changes (Note
-[Outputs Over Another Storage], Note [Output Regeneration], Note [Outputs set_() Under Grad]).
+[Outputs Over Another Storage], Note [Output Regeneration], Note [set_ Under Grad]).
 """
 
 from __future__ import annotations
@@ -1332,7 +1332,7 @@ def test_inplace_view_op_with_grad_and_data_assignment(compile_fn: CompileFn | N
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Fuzz regressions: outputs set_() under grad whose `._base` is eager's (Note [Outputs set_() Under Grad]).
+# Fuzz regressions: outputs set_() under grad whose `._base` is eager's (Note [set_ Under Grad]).
 #
 # The six programs once pinned as known `._base` divergences live on as parity tests in test_set_storage.py and
 # test_set_storage.py; these are variants of them (other shapes, subclasses, several outputs on one base). With

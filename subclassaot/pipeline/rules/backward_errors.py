@@ -240,7 +240,7 @@ __all__ = ["check_set_under_grad", "inputs_behind_raising_nodes"]
 
 def inputs_behind_raising_nodes(value: torch.Tensor, user_tensors: Sequence[torch.Tensor]) -> frozenset[int]:
     """Positions in `user_tensors` of the inputs whose node (an input's grad_fn, or a leaf's AccumulateGrad) the
-    history of `value` reaches through a NotImplemented node (Note [Outputs set_() Under Grad])."""
+    history of `value` reaches through a NotImplemented node (Note [set_ Under Grad])."""
     nodes: dict[int, int] = {}
     for k, u in enumerate(user_tensors):
         fn = _grad_fn_or_none(u)
@@ -272,7 +272,7 @@ def _grad_fn_or_none(t: torch.Tensor) -> Any:
 
 
 def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs) -> None:
-    """Note [Outputs set_() Under Grad]: an autograd leaf input returned beside a set_() output is refused
+    """Note [set_ Under Grad]: an autograd leaf input returned beside a set_() output is refused
     unless eager's set_ node of each such output stands between it and the loss."""
     grad_set = [info for info in infos if info.set_under_grad]
     for info in infos if grad_set else ():
@@ -286,7 +286,7 @@ def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs) -> None:
             f"{grad_set[0].path}: the program set_() this tensor with grad enabled, so its backward raises in eager, "
             f"and {info.path} is {flat.leaves[index].path}, an autograd leaf that requires grad: whether eager "
             "accumulates its gradient before the backward raises depends on the order autograd runs its nodes (Note "
-            "[Outputs set_() Under Grad]). Call set_() under torch.no_grad(), or return a clone"
+            "[set_ Under Grad]). Call set_() under torch.no_grad(), or return a clone"
         )
 
 

@@ -1,6 +1,6 @@
 """set_() under grad: where the runtime makes the set_ node of an input (before the compiled call or in the epilogue),
 eager's `._base` of outputs set_() under grad, and the order eager's backward runs its nodes around a set_() of a
-view (Note [set_ Under Grad], Note [Outputs set_() Under Grad]).
+view (Note [set_ Under Grad], Note [set_ Under Grad]).
 
 Input: the `_DataMode` of storage_swaps.py calls `note_reads_after_grad_set` after each op of the program; output
 leaves of a functional run and its `SwapRecord`; at run time, a regenerated output and the value of the tensor
@@ -54,7 +54,7 @@ __all__ = [
 #   a returned t0 is rebuilt by its view chain on x, by as_strided of x, or as a view of x set_() with grad onto
 #   another input's storage (Note [Outputs Over Another Storage]): `._base`, storage, layout, version are eager's.
 #   A base without grad gains it so (an input: Note [Inputs Written In Training]; an intermediate: set_() by the
-#   runtime as in Note [Outputs set_() Under Grad]); a returned view of such an intermediate is refused.
+#   runtime as in Note [set_ Under Grad]); a returned view of such an intermediate is refused.
 # - Order: eager's set_ node sits in the program's creation order, behind the nodes of the program's later reads of the
 #   input, while the epilogue's is made after the Function and runs first. Where the program read the input with grad
 #   after its set_() (`Analysis.read_after_grad_set`; a read of a view counts, wherever taken: the set_ moved the
@@ -77,10 +77,39 @@ __all__ = [
 #   exact, and so is x1's set_() under no_grad.
 # - Intermediates set_() under grad and read after (`t1 = x0.add(-1.0); t1.set_(x1.t()); return (t1 * 2,)`): eager's
 #   backward reaches the set_ node and raises, the compiled one would give x1 a gradient. Outputs that are t1 or views
-#   of it get the node from their holder (Note [Outputs set_() Under Grad]). Where the history of an output without a
+#   of it get the node from their holder (Note [set_ Under Grad]). Where the history of an output without a
 #   holder reaches such a node (`Analysis.grad_set_intermediate_read`), eager's backward is probed although the traced
 #   one ran, and its error deferred where every backward through all outputs raises before any gradient (Note [Probing
 #   Eager's Backward]); else refused, never run with a backward that computes gradients.
+#
+# Outputs. Eager: `t = x * 3; t.set_(y); return t` with grad on records the set_ on t, whose grad_fn raises in backward
+# (above). The output is built as usual (an alias of y's storage, from the input or the graph), then a fresh holder that
+# requires grad is set_() to it with grad on: the same grad_fn, storage and metadata. Which leaves got a gradient before
+# the raise depends on the engine's order; a set_ node runs as soon as it is ready, and ours (a holder's, or the
+# Function's deferred error) is ready no later than eager's, so only the loss's nodes and those made after the set_ run
+# between: a leaf gets a gradient there only where the loss reaches it directly or none of its paths crosses a set_ node
+# (refused by Note [Backward Errors Are Deferred]).
+# - A subclass output gets a holder of its own class (a clone of a detached alias), set_() at the wrapper level, whose
+#   wrapper storage is then the output's (Note [Wrapper Storage]).
+# - Leaves behind the node: eager's set_ node has edges to the leaves its tensor's history reaches, and an
+#   AccumulateGrad runs only once every node with an edge to it has run, so such a leaf never gets its gradient, even
+#   where the loss reaches it directly. The analysis notes each input reached through a NotImplemented node
+#   (`OutputInfo.set_blocks`), and the holder is made by an autograd Function with an edge to each (`blocking_holder`).
+#   A returned leaf input not behind such a node of every output set_() under grad, or behind an output whose holder is
+#   a view of eager's base object (`GradSetBase.same_object`), is refused (`check_set_under_grad`).
+# - Views: the holder of a view must be a view of eager's `._base`, whose shape and values the user can read:
+#   * views (with grad) of an intermediate r, the last of them then set_() (`t = (x * 2).t(); t.set_(y)`): r as it
+#     ends is returned by the graph as an intermediate base (`grad_set_view_root`); the holder is a view of r where r
+#     is that object and requires grad, so other outputs viewing r view the same object; else a view of a fresh tensor
+#     set_() to r;
+#   * an intermediate r set_() under grad, then viewed (`t0 = x * 2; t0.set_(y); return t0.t()`): the holder's base is a
+#     fresh tensor set_() to the alias of the output's storage with r's final metadata (GradSetBase.meta), and the output
+#     a view of it with its own geometry. Only where t0 is an intermediate no other output is or views, no view itself,
+#     and every view in the chain was taken with grad on (none by unbind, split, ...).
+#   Either way the base's history runs through a set_ node, as eager's does, and the output's backward raises. A view
+#   of an intermediate (`t = (x * 2).view(-1); t.set_(y)`) stays a view whose history the set_ rebases: the holder is a
+#   view of a base requiring grad with the intermediate's values, set_() the same way. Views of inputs follow Note
+#   [set_ Under Grad]. Other views are refused.
 
 
 def note_reads_after_grad_set(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
@@ -122,7 +151,7 @@ def intermediate_read_after_grad_set(
 ) -> bool:
     """Did the program set_() under grad a tensor other than an input (nor one of its dense leaves), not through a
     view, and read it with grad after, and does the history of an output reach a set_ node, other than an output
-    that gets a holder's set_ node (`holders`, per leaf of `output`: Note [Outputs set_() Under Grad]) (Note [set_
+    that gets a holder's set_ node (`holders`, per leaf of `output`: Note [set_ Under Grad]) (Note [set_
     Under Grad])?"""
     inputs = {id(t) for t in (*tensors, *dense)}
     if not any(k in record.read_after_grad_set and k not in inputs for k in record.plain_grad_sets):
@@ -182,7 +211,7 @@ def grad_set_view_root(
     value: object, swaps: SwapRecord, input_storages: set[object]
 ) -> tuple[torch.Tensor, list[torch.Tensor]] | None:
     """The intermediate r (and its dense leaves) that `value`, a view of r set_() under grad that requires grad,
-    still views in eager, when r is on storages of its own (Note [Outputs set_() Under Grad])."""
+    still views in eager, when r is on storages of its own (Note [set_ Under Grad])."""
     if not isinstance(value, torch.Tensor) or not value.requires_grad or not swaps.is_view(value):
         return None
     if not _is_grad_set(value, swaps):

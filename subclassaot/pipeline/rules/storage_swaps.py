@@ -908,7 +908,7 @@ class _DataMode(TorchFunctionMode):
         if flag and (setter or not turns_on) and _stands_for_leaf_input(self.record, args):
             # See Note [Grad Mode And Autograd Reads]: the run's stand-in for a leaf input is no leaf, where the setter
             # and requires_grad_(False) raise; eager's leaf keeps requiring grad, or stops as by detach_() (what ops
-            # saved of it before stays readable: Note [Saves Of A Leaf Whose Flag Drops])
+            # saved of it before stays readable: joint._saves_as_eager)
             if not turns_on:
                 with torch.inference_mode(False):  # (the flag is no write: inference mode changes nothing)
                     self._function(torch.Tensor.detach_, (args[0],), {})
