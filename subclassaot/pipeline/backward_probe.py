@@ -19,8 +19,10 @@ from typing import cast
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
+from subclassaot.runtime.plan import EagerSave
 from subclassaot.runtime.steps import epilogue_write_hidden
 from subclassaot.schemas import (
     AliasGroupRef,
@@ -34,7 +36,7 @@ from subclassaot.schemas import (
     ReplaySource,
     UpdateKind,
 )
-from subclassaot.torch_internals import EXAMPLE_INPUT_HISTORY_ERROR, static_fake_copies
+from subclassaot.torch_internals import EXAMPLE_INPUT_HISTORY_ERROR, static_fake_copies, storage_key
 
 # Note [Probing Eager's Backward]
 # Where the traced backward fails (Note [Backward Errors Are Deferred]), or may pass where eager's fails, what eager's
@@ -560,15 +562,21 @@ def _unpacked(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
+# Saved wrappers: eager's autograd saves a subclass tensor as itself (an `exp()`'s result, a `sin()`'s input, what a
+# custom Function saves), so its backward raises where that wrapper was written after the save: its version counter
+# moved. The compiled Function saves inner tensors, whose counters a write through the wrapper does not move (the
+# class's `__torch_dispatch__` runs below ADInplaceOrView). So the Function also notes, per such wrapper (a subclass
+# output it returns fresh, or a subclass input the program leaves unwritten), its counter at the call, and its backward
+# raises eager's error where the counter moved and a tangent reached an output through whose history eager's backward
+# would run the node that saved it (`EagerSave.outputs`: the probe walks each output's grad_fn graph on static fakes and
+# reads the nodes' saved tensors). Not covered: a view of the saved wrapper returned instead (its counter is the
+# saved one's), and an input the program writes before the save.
+
+
 def eager_saves(
     call: Callable[..., object], flat: FlatInputs, layout: DenseLayout, analysis: Analysis
-) -> tuple[frozenset[int], frozenset[int]]:
-    """The subclass outputs (positions among the program's outputs), and the subclass inputs the program leaves
-    unwritten (positions among its tensor inputs), that eager's autograd saves as themselves (an `exp()`'s result,
-    a `sin()`'s input): eager's backward checks their version counter, so writing one after the call makes it
-    raise. The compiled Function saves inner tensors, which a write through the wrapper does not advance (its
-    `__torch_dispatch__` runs below ADInplaceOrView), so it saves these wrappers too (training_call). Run on static
-    fakes as the probes above; nothing where the program cannot run so."""
+) -> tuple[EagerSave, ...]:
+    """The saved wrappers of the comment above; () where there are none or the program cannot run on fakes."""
     unwritten = [
         p
         for p, k in enumerate(flat.tensor_indices)
@@ -576,30 +584,71 @@ def eager_saves(
         and not analysis.wrapper_version_bumped[p]
         and not any(m.any or m.version_bumped for j, m in enumerate(analysis.mutations) if layout.leaves[j].owner == k)
     ]
-    subclass_outputs = any(info.kind is OutputKind.TENSOR and info.tree is not None for info in analysis.outputs)
-    if not unwritten and not subclass_outputs:
-        return frozenset(), frozenset()
-    packed: list[torch.Tensor] = []  # (kept alive: their ids stay theirs)
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        packed.append(t)
-        return t
-
+    if not unwritten and not any(info.kind is OutputKind.TENSOR and info.tree is not None for info in analysis.outputs):
+        return ()
     try:  # (static fakes of a nested tensor's sizes need a shape environment: not probed)
         mode, values = static_fake_copies(flat.values)
         with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
-            with torch.autograd.graph.saved_tensors_hooks(pack, _unpacked):
-                state, args, kwargs = unflatten_call(flat, values)
-                outs = pytree.tree_leaves(call(state, args, kwargs))
+            state, args, kwargs = unflatten_call(flat, values)
+            outs = pytree.tree_leaves(call(state, args, kwargs))
+            readers = _saved_readers(outs)
     except Exception:  # (the program's own error is the trace's to raise)
-        return frozenset(), frozenset()
-    ids = {id(t) for t in packed}
-    outputs = frozenset(
-        p
+        return ()
+    found = [
+        EagerSave(output=p, input=None, outputs=readers[_identity(out)])
         for p, (out, info) in enumerate(zip(outs, analysis.outputs, strict=False))
-        if info.kind is OutputKind.TENSOR and info.tree is not None and id(out) in ids
-    )
-    return outputs, frozenset(p for p in unwritten if id(values[flat.tensor_indices[p]]) in ids)
+        if info.kind is OutputKind.TENSOR and info.tree is not None and isinstance(out, torch.Tensor)
+        if _identity(out) in readers
+    ]
+    found += [
+        EagerSave(output=None, input=p, outputs=readers[_identity(value)])
+        for p in unwritten
+        if isinstance(value := values[flat.tensor_indices[p]], torch.Tensor) and _identity(value) in readers
+    ]
+    return tuple(found)
+
+
+def _saved_readers(outs: Sequence[object]) -> dict[object, frozenset[int]]:
+    """Each tensor a node of the outputs' autograd graphs saved (`_identity`: a saved output comes back as another
+    tensor over the same memory) -> the outputs whose graph has such a node."""
+    readers: dict[object, set[int]] = {}
+    keep: list[object] = []  # (the saved tensors, alive while their ids are compared)
+    for p, out in enumerate(outs):
+        seen: set[int] = set()
+        stack = [out.grad_fn] if isinstance(out, torch.Tensor) else []
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            for t in _saved_by(node):
+                keep.append(t)
+                readers.setdefault(_identity(t), set()).add(p)
+            stack.extend(child for child, _ in node.next_functions)
+    return {k: frozenset(v) for k, v in readers.items()}
+
+
+def _identity(t: torch.Tensor) -> object:
+    """What tells a tensor of the static fake run apart: class, storages (of its inner tensors, recursively) and
+    layout."""
+    if is_traceable_subclass(t):
+        inner: tuple[object, ...] = tuple(_identity(getattr(t, a)) for a in t.__tensor_flatten__()[0])
+    else:
+        inner = (storage_key(t),)
+    return (type(t), inner, tuple(t.shape), tuple(t.stride()), t.storage_offset())
+
+
+def _saved_by(node: torch.autograd.graph.Node) -> list[torch.Tensor]:
+    """The tensors an autograd node saved (`_saved_*` of a built-in node, `saved_tensors` of a custom Function's)."""
+    names = [n for n in dir(node) if n.startswith("_saved_")] + ["saved_tensors"]
+    found: list[torch.Tensor] = []
+    for name in names:
+        try:
+            value = getattr(node, name, None)
+        except RuntimeError:  # (a saved tensor freed, or none)
+            continue
+        found.extend(v for v in (value if isinstance(value, tuple | list) else (value,)) if isinstance(v, torch.Tensor))
+    return found
 
 
 def _autograd_shape(root: torch.Tensor, inputs: Sequence[object]) -> object:

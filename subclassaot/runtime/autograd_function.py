@@ -22,6 +22,7 @@ from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_tr
 from subclassaot.errors import UnsupportedError
 from subclassaot.runtime.plan import (
     BackwardPlan,
+    EagerSave,
     GraphCall,
     MetaEvaluator,
     RetracedBackward,
@@ -301,7 +302,7 @@ class _Step:
         bw: Callable[..., object] | None,
         bw_meta: BackwardPlan,
         differentiable_backward: bool,
-        eager_saves: tuple[frozenset[int], frozenset[int]],
+        eager_saves: tuple[EagerSave, ...],
     ) -> None:
         analysis, layout, flat = plan.analysis, plan.layout, plan.flat
         self.plan, self.fw, self.bw, self.bw_meta = plan, fw, bw, bw_meta
@@ -316,10 +317,14 @@ class _Step:
         in_fresh_outputs = {leaf.index for o in fresh_outputs for leaf in analysis.outputs[o].leaves}
         self.rebuilt_leaves = tuple(k for k in range(plan.graph_outputs.num_fresh) if k not in in_fresh_outputs)
         # Function outputs saved beside the graph's values, so that autograd checks their counters as eager's backward
-        # checks them (backward_probe.eager_saves)
-        saved_outputs, self.saved_inputs = eager_saves[0] & {*fresh_outputs}, tuple(sorted(eager_saves[1]))
-        self.saved_outputs = tuple(n_updates + fresh_outputs.index(o) for o in sorted(saved_outputs))
-        self.n_checked = len(self.saved_outputs) + len(self.saved_inputs)
+        # checks them: (Function output or None, tensor input or None, the Function outputs whose tangents run the node
+        # that saved it), from backward_probe.eager_saves
+        self.checks = tuple(
+            (None if e.output is None else n_updates + fresh_outputs.index(e.output), e.input, positions)
+            for e in eager_saves
+            if e.output is None or e.output in fresh_outputs
+            if (positions := tuple(n_updates + fresh_outputs.index(o) for o in sorted(e.outputs & {*fresh_outputs})))
+        )
         mutated_graph_inputs = set()
         for k, item in enumerate(layout.graph_inputs):
             members = layout.groups[item.group].members if isinstance(item, AliasGroupRef) else (item,)
@@ -527,9 +532,15 @@ class CompiledStep(torch.autograd.Function):
             ctx.mark_non_differentiable(*non_diff)
         ctx.save_for_backward(
             *([v for v in saved if isinstance(v, torch.Tensor)] if ctx.saved_ints else saved),
-            *(tensors[p] for p in s.saved_outputs),
-            *(user[i] for i in s.saved_inputs),
         )
+        if s.checks:
+            # (an output by weak reference: one held by its own node's ctx would never be freed; an input, which
+            # may be a stand-in made for this call, by a strong one)
+            ctx.checks = [
+                (weakref.ref(tensors[out]) if out is not None else _Held(user[cast(int, inp)]), positions)
+                for out, inp, positions in s.checks
+            ]
+            ctx.checked = [get_version(ref()) for ref, _ in ctx.checks]
         # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
         ctx.set_materialize_grads(False)
         ctx.bw_targets = [graph_dense[j] for j in bw_meta.backward_mutations] if bw_meta.backward_mutations else []
@@ -550,9 +561,9 @@ class CompiledStep(torch.autograd.Function):
         create_graph = torch.is_grad_enabled()
         if create_graph:
             _check_double_backward(s, ctx.primals)
-        saved = list(ctx.saved_tensors)  # (unpacking checks each counter, the saved outputs' too, as eager's)
-        if s.n_checked:
-            del saved[len(saved) - s.n_checked :]
+        if s.checks:
+            _check_saved_wrappers(ctx.checks, ctx.checked, grads)
+        saved = list(ctx.saved_tensors)
         for k, v in ctx.saved_ints:
             saved.insert(k, v)
         collected = _plain_tangents(grads, bw_meta, ctx.zeros) if s.plain_tangents else None
@@ -749,13 +760,43 @@ def _subclass_grad(
     return unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False)
 
 
+class _Held:
+    """A strong reference with weakref.ref's call."""
+
+    __slots__ = ("t",)
+
+    def __init__(self, t: torch.Tensor) -> None:
+        self.t = t
+
+    def __call__(self) -> torch.Tensor:
+        return self.t
+
+
+def _check_saved_wrappers(
+    checks: Sequence[tuple[Callable[[], torch.Tensor | None], tuple[int, ...]]],
+    versions: Sequence[int],
+    grads: Sequence[torch.Tensor | None],
+) -> None:
+    """Raise eager's error where a wrapper eager's backward would unpack was written since the call (the saved
+    wrappers of backward_probe.eager_saves), if a tangent reached an output whose backward runs the node saving it."""
+    for (ref, positions), version in zip(checks, versions, strict=True):
+        t = ref()
+        if t is None or not any(grads[k] is not None for k in positions) or get_version(t) == version:
+            continue
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an inplace operation: "
+            f"[{type(t).__name__} {list(t.shape)}] is at version {get_version(t)}; expected version {version} "
+            "instead (a tensor subclass eager's autograd saved, written after the compiled call)"
+        )
+
+
 def training_call(
     plan: RuntimePlan,
     fw: Callable[..., object],
     bw: Callable[..., object] | None,
     bw_meta: BackwardPlan,
     differentiable_backward: bool,
-    eager_saves: tuple[frozenset[int], frozenset[int]] = (frozenset(), frozenset()),
+    eager_saves: tuple[EagerSave, ...] = (),
 ) -> GraphCall:
     """`eager_saves`: backward_probe.eager_saves."""
     step = _Step(plan, fw, bw, bw_meta, differentiable_backward, eager_saves)

@@ -216,6 +216,15 @@ class GraphCall:
     no_views: frozenset[int] = frozenset()
 
 
+@dataclass(frozen=True, slots=True)
+class EagerSave:
+    """A wrapper eager's autograd saves as itself: backward_probe's comment on saved wrappers."""
+
+    output: int | None  # the program output saved, or
+    input: int | None  # the tensor input (position among the tensor inputs) saved
+    outputs: frozenset[int]  # program outputs whose backward runs a node that saved it
+
+
 def probed_stride(
     plan: RuntimePlan, outs: Sequence[object], probe: int | None, size: list[int], stride: list[int]
 ) -> list[int]:

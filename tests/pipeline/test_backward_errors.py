@@ -753,6 +753,12 @@ def _input_given_to_a_saving_function(x: T, y: T) -> tuple[T, T]:
     return SinFunction.apply(x), y  # type: ignore[no-untyped-call]  # the Function saves x
 
 
+def _indices_saved_by_a_node_no_tangent_reaches(x: T) -> tuple[T, T]:
+    _, indices = x.sort(0)  # sort's node saves them, but no gradient reaches it: writing them is harmless
+    top, _ = x.max(0, keepdim=True)
+    return indices, top
+
+
 def _input_written_then_saved(x: T) -> T:
     x.add_(1)
     return x.sin()  # saved after the program's own write: no later write, no error
@@ -768,12 +774,17 @@ def _input_written_then_saved(x: T) -> T:
             id="function",
         ),
         pytest.param(_input_written_then_saved, lambda: (pair_nonleaf(3),), id="written then saved"),
+        pytest.param(
+            _indices_saved_by_a_node_no_tangent_reaches,
+            lambda: (pair(3, requires_grad=True),),
+            id="saved by a node no tangent reaches",
+        ),
     ],
 )
 def test_subclass_input_eager_saves_written_after_the_call(
     fn: Callable[..., object], make: Callable[[], tuple[object, ...]]
 ) -> None:
-    """Found by the fuzzer (PairTensor inputs, seed 76700, programs 88 and 267, once its last call wrote the outputs):
+    """Found by the fuzzer (PairTensor inputs, seeds 76700 #88 and #267, 76800 #32, once its last call wrote the outputs):
     a subclass input eager's autograd saves as itself, written after the call; the compiled Function saves that
     wrapper too where the program leaves it unwritten."""
     with torch.enable_grad():
