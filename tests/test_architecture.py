@@ -136,8 +136,6 @@ _LONG_FUNCTION_DEBT: frozenset[tuple[str, str]] = frozenset(
         ("subclassaot/pipeline/backward_probe.py", "tangent_patterns"),
         ("subclassaot/pipeline/backward_trace.py", "trace_backward"),
         ("subclassaot/pipeline/rules/view_chains.py", "_replay_of"),
-        ("subclassaot/runtime/call.py", "generic_runner"),
-        ("subclassaot/runtime/regenerate.py", "build_outputs"),
     }
 )
 
