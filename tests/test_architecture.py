@@ -135,7 +135,6 @@ _LONG_FUNCTION_DEBT: frozenset[tuple[str, str]] = frozenset(
         ("subclassaot/api.py", "_compile_over"),
         ("subclassaot/pipeline/backward_probe.py", "tangent_patterns"),
         ("subclassaot/pipeline/backward_trace.py", "trace_backward"),
-        ("subclassaot/pipeline/rules/view_chains.py", "_replay_of"),
     }
 )
 
