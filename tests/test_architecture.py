@@ -133,8 +133,6 @@ _MAX_FUNCTION_LINES = 80
 _LONG_FUNCTION_DEBT: frozenset[tuple[str, str]] = frozenset(
     {
         ("subclassaot/api.py", "_compile_over"),
-        ("subclassaot/pipeline/backward_probe.py", "tangent_patterns"),
-        ("subclassaot/pipeline/backward_trace.py", "trace_backward"),
     }
 )
 
