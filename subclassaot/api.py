@@ -49,7 +49,7 @@ from subclassaot.pipeline.analyze import (
 )
 from subclassaot.pipeline.analyze_training import check_multi_output_view_inputs, check_multi_output_view_outputs
 from subclassaot.pipeline.backward_probe import eager_saves, native_training_plan, records_as_eager
-from subclassaot.pipeline.backward_trace import BackwardVariant, backward_plan, trace_backward
+from subclassaot.pipeline.backward_trace import BackwardGraph, BackwardVariant, backward_plan, trace_backward
 from subclassaot.pipeline.desugar import (
     DynamicAliasError,
     call_with_bases,
@@ -84,7 +84,7 @@ from subclassaot.pipeline.rules.write_overlaps import refuse_float8_arithmetic
 from subclassaot.pipeline.trace import TracedGraph, trace_inference, untraced_inference
 from subclassaot.runtime.autograd_function import training_call
 from subclassaot.runtime.call import inference_call, make_runner
-from subclassaot.runtime.plan import RuntimePlan, leaf_attr_paths
+from subclassaot.runtime.plan import GraphCall, RuntimePlan, leaf_attr_paths
 from subclassaot.runtime.straight_line import graph_writes
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, InputIndex
 from subclassaot.torch_internals import (
@@ -533,6 +533,24 @@ def _compile_entry(
             attempt.within_no_grad = True  # Note [Grad Mode And Autograd Reads]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Program:
+    """One compile attempt's program over fresh fakes of its inputs: what each of its traces takes."""
+
+    call: Callable[..., object]  # the program over the flat inputs (ambient modes and grad mode set around it)
+    flat: FlatInputs
+    tensors: list[torch.Tensor]  # per tensor input (FlatInputs.tensor_indices): the real tensor
+    fake_mode: FakeTensorMode
+    fakified: FakifyResult
+    fakes: list[torch.Tensor]  # per tensor input: its fake, requiring grad where the real tensor does
+    dense_fakes: list[torch.Tensor]  # per dense leaf (DenseIndex): its fake
+    nonleaf: frozenset[int]  # tensor inputs: subclass non-leaves that require grad (analyze's `nonleaf`)
+    decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None
+
+    def analyze(self, layout: DenseLayout) -> Analysis:
+        return analyze(self.call, self.flat, layout, self.dense_fakes, self.fakes, self.fake_mode, self.nonleaf)
+
+
 def _compile_over(
     fn: Callable[..., object],
     args: tuple[object, ...],
@@ -553,93 +571,17 @@ def _compile_over(
     caller_grad = False if attempt.within_no_grad else torch.is_grad_enabled()
     grad_at_end: list[bool] = []
     call = _in_grad_mode(call, False if attempt.within_no_grad else None, grad_at_end)
-    tensors = [cast(torch.Tensor, flat.values[i]) for i in flat.tensor_indices]
-    paths = [flat.leaves[i].path for i in flat.tensor_indices]
-    fake_mode, fakified, layout = _fakify_and_desugar(tensors, paths, flat, config, state, symbols, whole_storage)
-    attempt.symbolic |= bool(fakified.symbol_bindings)
-    fakes = list(fakified.fakes)
-    for real, fake in zip(tensors, fakes, strict=True):
-        if real.requires_grad and not fake.requires_grad and fake.is_leaf:
-            fake.requires_grad_(True)  # a wrapper rebuilt by __tensor_unflatten__ may not carry it
-    dense_fakes = _dense(fakes, paths)
-    decompositions = backends.decompositions_for(config.backend)
-    nonleaf = frozenset(
-        i
-        for i, t in enumerate(tensors)
-        if torch.is_grad_enabled() and is_traceable_subclass(t) and t.requires_grad and not t.is_leaf
-    )
-    training = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
-    with torch.enable_grad() if training else _ambient_grad():
-        analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
-    gains_grad = [
-        i
-        for i, (t, after) in enumerate(zip(tensors, analysis.requires_grad_set, strict=True))
-        if after and not t.requires_grad
-    ]
-    if gains_grad and torch.is_grad_enabled():
-        # The program calls requires_grad_() on an input: compile for training with it requiring grad from the
-        # start (the runtime sets it on the real input before running, as eager's program would).
-        check_written_inputs_gaining_grad(flat, layout, analysis, gains_grad)
-        for i in gains_grad:
-            fakes[i].requires_grad_(True)
-        training = True
-        before = analysis
-        with torch.enable_grad():
-            analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
-        check_sets_before_gaining_grad(flat, layout, (before, analysis), gains_grad)
-    # Untouched: no member written or changed, and no in-place view op or `.data =` on one (t_(); t_() cancel out,
-    # but on the same object passed twice they must stay one object), and no member's version counter advanced (an
-    # in-place view op on a view of one: the others' unbind() views check that counter). A
-    # group over a whole storage stays (the program reads outside its members).
-    reshaped = {
-        j
-        for t, (ops, data) in enumerate(zip(analysis.inplace_view_ops, analysis.wrapper_data, strict=True))
-        if ops or data is not None
-        for j in layout.leaves_of_input[t]
-    }
-    untraced = frozenset(
-        g.members[0]
-        for g in layout.groups
-        if not g.whole_storage
-        and not any(
-            analysis.mutations[m].any or analysis.mutations[m].version_bumped or m in reshaped for m in g.members
-        )
-    )
-    if untraced:
-        # See Note [Synthetic Bases]: trace the untouched aliases as separate inputs.
-        layout = dense_layout(
-            list(fakified.fakes), paths, flat.tensor_indices, tensors, untraced=untraced, whole_storage=whole_storage
-        )
-        with torch.enable_grad() if training else _ambient_grad():
-            analysis = analyze(call, flat, layout, dense_fakes, fakes, fake_mode, nonleaf)
-    check_grad_factories(analysis.grad_factories, training=training)
-    check_grad_reenabled(analysis.grad_reenabled, training=training)
-    if training:
-        check_gained_grad(flat, layout, analysis, fakes)
-        check_training_supported(flat, layout, analysis, fakes)
-        check_swapped_storage_outputs(flat, layout, analysis)
-        check_overlapping_plain_groups(flat, layout, analysis, fakes)
-        check_multi_output_view_inputs(flat, layout, analysis)
-        check_multi_output_view_outputs(flat, layout, analysis)
-        refuse_stale_view_layouts(list(analysis.views_read_after_own_set))  # Note [Stale View Functions]
-    inference = functools.cache(
-        functools.partial(
-            _trace_inference, training, call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions
-        )
-    )
+    prog, layout = _fakify_and_desugar(call, flat, config, state, symbols, whole_storage, attempt)
+    layout, analysis, training = _analyzed(prog, layout, whole_storage)
+    inference = functools.cache(functools.partial(_trace_inference, training, prog, layout, analysis))
     backend = backends.get_backend(config.backend)
-    native = (  # Note [Training Without A Function]
-        training
-        and backend is backends.eager_backend
-        and native_training_plan(flat, layout, analysis)
-        and records_as_eager(call, flat, layout, analysis, lambda: _graph_of(inference()))
-    )
-    if training and not native and not fakified.symbol_bindings:  # Note [Training Through A Joint Graph]
-        traced = untraced_inference(layout, analysis, dense_fakes)
+    native = training and _trains_natively(prog, layout, analysis, backend, inference)
+    if training and not native and not prog.fakified.symbol_bindings:  # Note [Training Through A Joint Graph]
+        traced = untraced_inference(layout, analysis, prog.dense_fakes)
         attempt.deferred_trace = inference
     else:
         traced = inference()
-    analysis = resimplified_data_metas(analysis, shape_env_of(fake_mode))
+    analysis = resimplified_data_metas(analysis, shape_env_of(prog.fake_mode))
     grad_mode = None if training else torch.is_grad_enabled()  # Note [Grad Mode And Autograd Reads]
     trial = torch_function_trial(call, flat)  # See Note [Ambient Modes]
     plan = RuntimePlan(
@@ -648,55 +590,21 @@ def _compile_over(
         analysis=analysis,
         graph_outputs=traced.outputs,
         leaf_attr_paths=leaf_attr_paths(layout),
-        input_requires_grad=tuple(t.requires_grad for t in tensors),
+        input_requires_grad=tuple(t.requires_grad for t in prog.tensors),
         output_types=trial.output_types if trial is not None else (),
     )
     backward_graph = forward_graph = None
     if training and not native:
-        bw_meta = trace_backward(call, flat, layout, analysis, traced, dense_fakes, fakes, fake_mode, decompositions)
-        if bw_meta.early_views:  # Note [Backward Errors Are Deferred]
-            plan = dataclasses.replace(plan, analysis=replays_before_call(analysis, bw_meta.early_views))
-        # The partitioned forward (Note [Training Through A Joint Graph]); the inference graph where the joint
-        # trace failed (the backward then raises the program's own error: Note [Backward Errors Are Deferred]).
-        forward = bw_meta.forward
-        if forward is None:
-            attempt.deferred_trace = None  # (run here: its error, if it has one, is raised here)
-            traced = inference()
-            forward = _graph_of(traced)
-        backends.verify_functional(forward)
-        refuse_float8_arithmetic(forward)
-        compiled = _compile_graph(backend, forward, traced.example_inputs, config)
-        bw: Callable[..., object] | None = None
-        if bw_meta.graph is not None:
-            backends.verify_functional(bw_meta.graph)
-            bw = backend(bw_meta.graph, bw_meta.example_inputs)
-        graph_call = training_call(
-            plan,
-            compiled,
-            bw,
-            backward_plan(bw_meta, functools.partial(_compile_variant, backend)),
-            differentiable_backward=config.backend == "eager",
-            eager_saves=eager_saves(call, flat, layout, analysis),
+        plan, traced, graph_call, bw_meta = _training_graph_call(
+            prog, plan, traced, inference, backend, config, attempt
         )
         backward_graph, forward_graph = bw_meta.graph, bw_meta.forward
     else:
-        backends.verify_functional(_graph_of(traced))
-        refuse_float8_arithmetic(_graph_of(traced))
-        # (native training: the graph runs with grad on, and autograd records it as eager's program)
-        inputs_grad = any(t.requires_grad for t in traced.example_inputs) and not native
-        functional = gm = _graph_of(traced)
-        written = frozenset[int]()
-        # Note [What A Backend Receives And Returns]
-        if backends.is_own(backend) and not any(t.requires_grad for t in traced.example_inputs):
-            in_place = backend is backends.eager_backend
-            gm, written = backends.with_input_writes(gm, graph_writes(plan), in_place=in_place)
-        compiled = _compile_graph(backend, gm, traced.example_inputs, config, functional, written)
-        no_views = backends.never_views(gm) if backend is backends.eager_backend else frozenset[int]()
-        graph_call = inference_call(compiled, inputs_grad, written, no_views)
+        graph_call = _inference_graph_call(plan, traced, backend, config, native)
     # After every trace: the joint and backward traces add guards too (a backward that branches on a size); the
     # symbols they replaced stay bound for the plan's records.
     entry_guards = guards.build_guards(
-        flat, layout, fakes, shape_env_of(fake_mode), analysis.base_reads, config.caller_guarded, grad_mode
+        flat, layout, prog.fakes, shape_env_of(prog.fake_mode), analysis.base_reads, config.caller_guarded, grad_mode
     )
     runner = make_runner(plan, graph_call)
     left = grad_at_end[0] if grad_at_end and grad_at_end[0] != caller_grad else None
@@ -720,6 +628,157 @@ def _compile_over(
         forward=forward_graph,
         autograd_backward=native,
     )
+
+
+def _trains_natively(
+    prog: _Program, layout: DenseLayout, analysis: Analysis, backend: BackendFn, inference: Callable[[], TracedGraph]
+) -> bool:
+    """Note [Training Without A Function]: whether autograd, recording the graph's run, is the compiled backward."""
+    return (
+        backend is backends.eager_backend
+        and native_training_plan(prog.flat, layout, analysis)
+        and records_as_eager(prog.call, prog.flat, layout, analysis, lambda: _graph_of(inference()))
+    )
+
+
+def _analyzed(
+    prog: _Program, layout: DenseLayout, whole_storage: frozenset[DenseIndex]
+) -> tuple[DenseLayout, Analysis, bool]:
+    """The program analyzed over `layout`, and again where it gains grad on an input or leaves aliases untouched;
+    the layout it was last analyzed over, and whether the compile is for training. Refuses what it cannot compile."""
+    flat, fakes = prog.flat, prog.fakes
+    training = torch.is_grad_enabled() and any(t.requires_grad for t in prog.tensors)
+    with torch.enable_grad() if training else _ambient_grad():
+        analysis = prog.analyze(layout)
+    gains_grad = [
+        i
+        for i, (t, after) in enumerate(zip(prog.tensors, analysis.requires_grad_set, strict=True))
+        if after and not t.requires_grad
+    ]
+    if gains_grad and torch.is_grad_enabled():
+        # The program calls requires_grad_() on an input: compile for training with it requiring grad from the
+        # start (the runtime sets it on the real input before running, as eager's program would).
+        check_written_inputs_gaining_grad(flat, layout, analysis, gains_grad)
+        for i in gains_grad:
+            fakes[i].requires_grad_(True)
+        training = True
+        before = analysis
+        with torch.enable_grad():
+            analysis = prog.analyze(layout)
+        check_sets_before_gaining_grad(flat, layout, (before, analysis), gains_grad)
+    # Untouched: no member written or changed, and no in-place view op or `.data =` on one (t_(); t_() cancel out,
+    # but on the same object passed twice they must stay one object), and no member's version counter advanced (an
+    # in-place view op on a view of one: the others' unbind() views check that counter). A
+    # group over a whole storage stays (the program reads outside its members).
+    reshaped = {
+        j
+        for t, (ops, data) in enumerate(zip(analysis.inplace_view_ops, analysis.wrapper_data, strict=True))
+        if ops or data is not None
+        for j in layout.leaves_of_input[t]
+    }
+    untraced = frozenset(
+        g.members[0]
+        for g in layout.groups
+        if not g.whole_storage
+        and not any(
+            analysis.mutations[m].any or analysis.mutations[m].version_bumped or m in reshaped for m in g.members
+        )
+    )
+    if untraced:
+        # See Note [Synthetic Bases]: trace the untouched aliases as separate inputs.
+        paths = [flat.leaves[i].path for i in flat.tensor_indices]
+        layout = dense_layout(
+            list(prog.fakified.fakes),
+            paths,
+            flat.tensor_indices,
+            prog.tensors,
+            untraced=untraced,
+            whole_storage=whole_storage,
+        )
+        with torch.enable_grad() if training else _ambient_grad():
+            analysis = prog.analyze(layout)
+    check_grad_factories(analysis.grad_factories, training=training)
+    check_grad_reenabled(analysis.grad_reenabled, training=training)
+    if training:
+        check_gained_grad(flat, layout, analysis, fakes)
+        check_training_supported(flat, layout, analysis, fakes)
+        check_swapped_storage_outputs(flat, layout, analysis)
+        check_overlapping_plain_groups(flat, layout, analysis, fakes)
+        check_multi_output_view_inputs(flat, layout, analysis)
+        check_multi_output_view_outputs(flat, layout, analysis)
+        refuse_stale_view_layouts(list(analysis.views_read_after_own_set))  # Note [Stale View Functions]
+    return layout, analysis, training
+
+
+def _training_graph_call(
+    prog: _Program,
+    plan: RuntimePlan,
+    traced: TracedGraph,
+    inference: Callable[[], TracedGraph],
+    backend: BackendFn,
+    config: CompileConfig,
+    attempt: _Attempt,
+) -> tuple[RuntimePlan, TracedGraph, GraphCall, BackwardGraph]:
+    """Training through a joint graph: the backward traced and partitioned, forward and backward compiled by
+    `backend`, the plan (with the views replayed before the call), the inference trace where the joint trace failed,
+    the compiled Function's call, and the backward's records."""
+    layout, analysis = plan.layout, plan.analysis
+    bw_meta = trace_backward(
+        prog.call,
+        prog.flat,
+        layout,
+        analysis,
+        traced,
+        prog.dense_fakes,
+        prog.fakes,
+        prog.fake_mode,
+        prog.decompositions,
+    )
+    if bw_meta.early_views:  # Note [Backward Errors Are Deferred]
+        plan = dataclasses.replace(plan, analysis=replays_before_call(analysis, bw_meta.early_views))
+    # The partitioned forward (Note [Training Through A Joint Graph]); the inference graph where the joint
+    # trace failed (the backward then raises the program's own error: Note [Backward Errors Are Deferred]).
+    forward = bw_meta.forward
+    if forward is None:
+        attempt.deferred_trace = None  # (run here: its error, if it has one, is raised here)
+        traced = inference()
+        forward = _graph_of(traced)
+    backends.verify_functional(forward)
+    refuse_float8_arithmetic(forward)
+    compiled = _compile_graph(backend, forward, traced.example_inputs, config)
+    bw: Callable[..., object] | None = None
+    if bw_meta.graph is not None:
+        backends.verify_functional(bw_meta.graph)
+        bw = backend(bw_meta.graph, bw_meta.example_inputs)
+    graph_call = training_call(
+        plan,
+        compiled,
+        bw,
+        backward_plan(bw_meta, functools.partial(_compile_variant, backend)),
+        differentiable_backward=config.backend == "eager",
+        eager_saves=eager_saves(prog.call, prog.flat, layout, analysis),
+    )
+    return plan, traced, graph_call, bw_meta
+
+
+def _inference_graph_call(
+    plan: RuntimePlan, traced: TracedGraph, backend: BackendFn, config: CompileConfig, native: bool
+) -> GraphCall:
+    """The inference graph (or, `native`, the forward autograd records as eager's: Note [Training Without A Function])
+    compiled by `backend`, and its call."""
+    backends.verify_functional(_graph_of(traced))
+    refuse_float8_arithmetic(_graph_of(traced))
+    # (native training: the graph runs with grad on, and autograd records it as eager's program)
+    inputs_grad = any(t.requires_grad for t in traced.example_inputs) and not native
+    functional = gm = _graph_of(traced)
+    written = frozenset[int]()
+    # Note [What A Backend Receives And Returns]
+    if backends.is_own(backend) and not any(t.requires_grad for t in traced.example_inputs):
+        in_place = backend is backends.eager_backend
+        gm, written = backends.with_input_writes(gm, graph_writes(plan), in_place=in_place)
+    compiled = _compile_graph(backend, gm, traced.example_inputs, config, functional, written)
+    no_views = backends.never_views(gm) if backend is backends.eager_backend else frozenset[int]()
+    return inference_call(compiled, inputs_grad, written, no_views)
 
 
 def _in_grad_mode(call: Callable[..., object], start: bool | None, ends: list[bool]) -> Callable[..., object]:
@@ -768,19 +827,11 @@ def _raised_alone(trace: Callable[[], object]) -> None:
         raise e from None
 
 
-def _trace_inference(
-    training: bool,
-    call: Callable[..., object],
-    flat: FlatInputs,
-    layout: DenseLayout,
-    analysis: Analysis,
-    dense_fakes: Sequence[torch.Tensor],
-    fakes: Sequence[torch.Tensor],
-    fake_mode: FakeTensorMode,
-    decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None,
-) -> TracedGraph:
+def _trace_inference(training: bool, prog: _Program, layout: DenseLayout, analysis: Analysis) -> TracedGraph:
     with torch.no_grad() if training else _ambient_grad():
-        return trace_inference(call, flat, layout, analysis, dense_fakes, fakes, fake_mode, decompositions)
+        return trace_inference(
+            prog.call, prog.flat, layout, analysis, prog.dense_fakes, prog.fakes, prog.fake_mode, prog.decompositions
+        )
 
 
 def _graph_of(traced: TracedGraph) -> torch.fx.GraphModule:
@@ -826,15 +877,18 @@ def _compile_variant(backend: BackendFn, variant: BackwardVariant) -> Callable[.
 
 
 def _fakify_and_desugar(
-    tensors: Sequence[torch.Tensor],
-    paths: Sequence[str],
+    call: Callable[..., object],
     flat: FlatInputs,
     config: CompileConfig,
     state: AutomaticDynamicState,
     symbols: SymbolCache,
     whole_storage: frozenset[DenseIndex],
-) -> tuple[FakeTensorMode, FakifyResult, DenseLayout]:
-    """Fresh fakes from the real inputs and the policies; aliased inputs fall back to static shapes."""
+    attempt: _Attempt,
+) -> tuple[_Program, DenseLayout]:
+    """Fresh fakes from the real inputs and the policies; aliased inputs fall back to static shapes. Records in
+    `attempt` whether a fake has a symbolic size or stride."""
+    tensors = [cast(torch.Tensor, flat.values[i]) for i in flat.tensor_indices]
+    paths = [flat.leaves[i].path for i in flat.tensor_indices]
     dynamic = config.dynamic
     while True:
         fake_mode = new_fake_mode()
@@ -851,11 +905,35 @@ def _fakify_and_desugar(
             layout = dense_layout(
                 list(fakified.fakes), paths, flat.tensor_indices, tensors, whole_storage=whole_storage
             )
-            return fake_mode, fakified, layout
         except DynamicAliasError:
             if dynamic is False:
                 raise
             dynamic = False  # See Note [Synthetic Bases]: aliased inputs compile with static shapes.
+            continue
+        attempt.symbolic |= bool(fakified.symbol_bindings)
+        fakes = list(fakified.fakes)
+        for real, fake in zip(tensors, fakes, strict=True):
+            if real.requires_grad and not fake.requires_grad and fake.is_leaf:
+                fake.requires_grad_(True)  # a wrapper rebuilt by __tensor_unflatten__ may not carry it
+        dense_fakes = _dense(fakes, paths)
+        decompositions = backends.decompositions_for(config.backend)
+        nonleaf = frozenset(
+            i
+            for i, t in enumerate(tensors)
+            if torch.is_grad_enabled() and is_traceable_subclass(t) and t.requires_grad and not t.is_leaf
+        )
+        prog = _Program(
+            call=call,
+            flat=flat,
+            tensors=tensors,
+            fake_mode=fake_mode,
+            fakified=fakified,
+            fakes=fakes,
+            dense_fakes=dense_fakes,
+            nonleaf=nonleaf,
+            decompositions=decompositions,
+        )
+        return prog, layout
 
 
 def _dense(fakes: Sequence[torch.Tensor], paths: Sequence[str]) -> list[torch.Tensor]:

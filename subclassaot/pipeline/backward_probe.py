@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 import torch
@@ -424,70 +424,19 @@ def tangent_patterns(
         for info in analysis.outputs
         if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves)
     )
-    fresh_rank: dict[int, int] = {}
-    wrappers_at = len(updates) + n_fresh + num_bases
+    reach = _FunctionReach(
+        analysis=analysis,
+        layout=layout,
+        flat=flat,
+        updates=updates,
+        wrapper_updates=wrapper_updates,
+        roots=roots,
+        returned=returned,
+        n_fresh=n_fresh,
+        wrappers_at=len(updates) + n_fresh + num_bases,
+    )
+    fresh_rank, leaf_inputs = reach.fresh_rank, reach.leaf_inputs
     position = {d: p for p, d in enumerate(diff)}
-    leaf_inputs: list[int] = []  # leaf inputs reached, once per path
-
-    def of_input(i: int) -> set[int] | None:
-        if i in returned:
-            return None  # reached otherwise than as the output it is: not modelled
-        real = flat.values[flat.tensor_indices[i]]
-        if isinstance(real, torch.Tensor) and real.requires_grad and real.is_leaf:
-            leaf_inputs.append(i)
-        # the same object passed at several positions: the epilogue writes it once per position
-        same = [j for j, k in enumerate(flat.tensor_indices) if flat.values[k] is real]
-        found = {wrappers_at + k for k, w in enumerate(wrapper_updates) if w in same}
-        own = {leaf for j in same for leaf in layout.leaves_of_input[j]}
-        for k, u in enumerate(updates):
-            if u.kind is UpdateKind.BASE:
-                item = layout.graph_inputs[u.target]
-                if isinstance(item, AliasGroupRef) and own & set(layout.groups[item.group].members):
-                    found.add(k)
-            elif u.target in own and not epilogue_write_hidden(analysis.mutations[u.target], u.kind):
-                found.add(k)
-        return found
-
-    def of_output(o: int) -> set[int] | None:
-        info = analysis.outputs[o]
-        if info.kind is OutputKind.SAME_AS:
-            assert info.input_index is not None
-            return of_output(info.input_index)
-        if info.kind is OutputKind.IS_INPUT:
-            assert info.input_index is not None
-            i = flat.tensor_indices.index(info.input_index)
-            return set() if i in returned else of_input(i)
-        if info.kind is not OutputKind.TENSOR:
-            return None
-        r = info.replay
-        if r is not None:  # the view replayed by the epilogue from its source (regenerate._replay_source)
-            if r.then_set:
-                return None
-            if r.source is ReplaySource.WRAPPER:
-                return {wrappers_at + len(wrapper_updates) + list(roots).index(r.root_bases)}
-            if r.source is ReplaySource.OUTPUT:
-                return of_output(r.index)
-            if r.source is ReplaySource.BASE:
-                return {len(updates) + n_fresh + r.index}
-            if r.source is ReplaySource.INPUT:
-                return of_input(flat.tensor_indices.index(InputIndex(r.index)))
-            return None
-        if all(leaf.source is LeafSource.GRAPH for leaf in info.leaves):
-            return {len(updates) + fresh_rank[o]}
-        found: set[int] = set()
-        for leaf in info.leaves:
-            if leaf.source is LeafSource.GRAPH:
-                return None
-            reached = (
-                {len(updates) + n_fresh + leaf.index}
-                if leaf.source is LeafSource.INTERMEDIATE_ALIAS
-                else of_input(flat.tensor_indices.index(layout.leaves[leaf.index].owner))
-            )
-            if reached is None:
-                return None
-            found |= reached
-        return found
-
     for o, info in enumerate(analysis.outputs):  # fresh outputs are numbered in output order
         if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves):
             fresh_rank.setdefault(o, len(fresh_rank))
@@ -499,7 +448,7 @@ def tangent_patterns(
         for o in chosen:
             if o not in per_output:
                 seen = len(leaf_inputs)
-                reached = of_output(o)
+                reached = reach.of_output(o)
                 if reached is None:
                     return None
                 if len(leaf_inputs) > seen:
@@ -509,6 +458,85 @@ def tangent_patterns(
         key = frozenset(pattern)
         patterns[key] = end if patterns.get(key, end) is end else None
     return TangentPatterns(ends=patterns, full=frozenset().union(*per_output.values()), leaf_bypass=frozenset(bypass))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _FunctionReach:
+    """Which forward outputs of the compiled Function each program output reaches (tangent_patterns' arguments)."""
+
+    analysis: Analysis
+    layout: DenseLayout
+    flat: FlatInputs
+    updates: Sequence[InputUpdate]
+    wrapper_updates: Sequence[int]
+    roots: Sequence[tuple[int, ...]]
+    returned: frozenset[int]
+    n_fresh: int  # fresh outputs (each one forward output)
+    wrappers_at: int  # the forward-output position of the first wrapper update
+    fresh_rank: dict[int, int] = field(default_factory=dict)  # per fresh output: its rank among them
+    leaf_inputs: list[int] = field(default_factory=list)  # leaf inputs reached, once per path
+
+    def of_input(self, i: int) -> set[int] | None:
+        flat, layout, updates, wrappers_at = self.flat, self.layout, self.updates, self.wrappers_at
+        if i in self.returned:
+            return None  # reached otherwise than as the output it is: not modelled
+        real = flat.values[flat.tensor_indices[i]]
+        if isinstance(real, torch.Tensor) and real.requires_grad and real.is_leaf:
+            self.leaf_inputs.append(i)
+        # the same object passed at several positions: the epilogue writes it once per position
+        same = [j for j, k in enumerate(flat.tensor_indices) if flat.values[k] is real]
+        found = {wrappers_at + k for k, w in enumerate(self.wrapper_updates) if w in same}
+        own = {leaf for j in same for leaf in layout.leaves_of_input[j]}
+        for k, u in enumerate(updates):
+            if u.kind is UpdateKind.BASE:
+                item = layout.graph_inputs[u.target]
+                if isinstance(item, AliasGroupRef) and own & set(layout.groups[item.group].members):
+                    found.add(k)
+            elif u.target in own and not epilogue_write_hidden(self.analysis.mutations[u.target], u.kind):
+                found.add(k)
+        return found
+
+    def of_output(self, o: int) -> set[int] | None:
+        analysis, flat, layout, updates = self.analysis, self.flat, self.layout, self.updates
+        n_fresh, wrappers_at, wrapper_updates = self.n_fresh, self.wrappers_at, self.wrapper_updates
+        info = analysis.outputs[o]
+        if info.kind is OutputKind.SAME_AS:
+            assert info.input_index is not None
+            return self.of_output(info.input_index)
+        if info.kind is OutputKind.IS_INPUT:
+            assert info.input_index is not None
+            i = flat.tensor_indices.index(info.input_index)
+            return set() if i in self.returned else self.of_input(i)
+        if info.kind is not OutputKind.TENSOR:
+            return None
+        r = info.replay
+        if r is not None:  # the view replayed by the epilogue from its source (regenerate._replay_source)
+            if r.then_set:
+                return None
+            if r.source is ReplaySource.WRAPPER:
+                return {wrappers_at + len(wrapper_updates) + list(self.roots).index(r.root_bases)}
+            if r.source is ReplaySource.OUTPUT:
+                return self.of_output(r.index)
+            if r.source is ReplaySource.BASE:
+                return {len(updates) + n_fresh + r.index}
+            if r.source is ReplaySource.INPUT:
+                return self.of_input(flat.tensor_indices.index(InputIndex(r.index)))
+            return None
+        if all(leaf.source is LeafSource.GRAPH for leaf in info.leaves):
+            return {len(updates) + self.fresh_rank[o]}
+        found: set[int] = set()
+        for leaf in info.leaves:
+            if leaf.source is LeafSource.GRAPH:
+                return None
+            reached = (
+                {len(updates) + n_fresh + leaf.index}
+                if leaf.source is LeafSource.INTERMEDIATE_ALIAS
+                else self.of_input(flat.tensor_indices.index(layout.leaves[leaf.index].owner))
+            )
+            if reached is None:
+                return None
+            found |= reached
+        return found
 
 
 # Note [Training Without A Function]

@@ -205,14 +205,7 @@ def trace_backward(
     fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
     decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None = None,
 ) -> BackwardGraph:
-    group_grads = grad_bases(layout, user_fakes)
-    in_groups = {layout.leaves[m].owner for k in group_grads for m in layout.groups[group_of(layout, k)].members}
-    duplicates = duplicate_wrappers(layout)  # Note [Aliased Inputs In Training]
-    grad_inputs = tuple(
-        i
-        for i, t in enumerate(user_fakes)
-        if t.requires_grad and flat.tensor_indices[i] not in in_groups and i not in duplicates
-    )
+    group_grads, grad_inputs = _grad_inputs(flat, layout, user_fakes)
     example = graph_example_inputs(layout, dense_fakes)
     with fake_mode:
         for k in group_grads:  # a base taken from a member that does not require grad (x.detach(), x)
@@ -232,7 +225,10 @@ def trace_backward(
     overwritten = _overwritten_originals(traced, analysis, dense_fakes) | _swapped_updates(traced, analysis)
     diff = tuple(i for i, (grad, _, _, _) in enumerate(fw_example) if grad and i not in overwritten)
     with fake_mode:
-        tangent_fakes = [torch.empty_like(t) for i in diff for t in fw_example[i][1]]
+        tangent_fakes = tuple(torch.empty_like(t) for i in diff for t in fw_example[i][1])
+    tangents = _Tangents(
+        fakes=tangent_fakes, trees=tuple(fw_example[i][2] for i in diff), leaves=tuple(fw_example[i][1] for i in diff)
+    )
     setup = JointSetup(
         call=call,
         flat=flat,
@@ -249,13 +245,12 @@ def trace_backward(
         diff=diff,
         tangent_ctxs=tuple((k, fw_example[i][3][0]) for k, i in enumerate(diff) if fw_example[i][3]),
     )
-    tangent_trees = tuple(fw_example[i][2] for i in diff)
     reach: list[frozenset[int]] = []
     error: RuntimeError | None = None
     raising: frozenset[int] = frozenset()
     refuse_view_set_order(call, flat, layout, analysis)
     try:
-        setup, joint = trace_joint_views(setup, tangent_fakes, reach)
+        setup, joint = trace_joint_views(setup, tangents.fakes, reach)
     except UnsupportedError:
         raise
     except (IndexError, ValueError) as e:
@@ -266,32 +261,76 @@ def trace_backward(
         # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
         error = e
-        _refuse_view_replay_limit(e)
-        refuse_reads_around_self_set(setup, e)
-        refuse_layout_changed_behind_autograd(call, flat, layout, analysis, e)
-        refuse_unreduced_assigned_gradients(flat, analysis, _reached(setup, reach), e)
-        patterns = _probe(setup)
-        found = _backward_without_input_values(setup, tangent_fakes, reach, patterns)
-        if found is not None:
-            setup, joint, raising = found
-        else:
-            verified, early = _deferred_exactly(setup, patterns)
-            if verified is None and (returned := _returned_leaves(setup, patterns, reach)):
-                refuse_set_beside_returned_leaves(setup, reach, returned)
-                verified, early = _deferred_exactly(setup, _probe(setup, returned))
-                if verified is not None:
-                    graph = _error_graph(setup, e, reach, tangent_trees, verified, early)
-                    return dataclasses.replace(graph, detached=returned)
-            if verified is None:
-                _check_deferred_error(setup, [fw_example[i][1] for i in diff], reach, e)
-                _refuse_by_probe(patterns, e)
-            return _error_graph(setup, e, reach, tangent_trees, verified, early)
+        found = _with_deferred_error(setup, tangents, reach, e)
+        if isinstance(found, BackwardGraph):
+            return found
+        setup, joint, raising = found
     if error is None:
         refuse_layout_changed_behind_autograd(call, flat, layout, analysis, None)
         probed = analysis.data_assigned or analysis.grad_set_intermediate_read
-        if probed and (deferred := _defer_probed_error(setup, joint.reach, tangent_trees)) is not None:
+        if probed and (deferred := _defer_probed_error(setup, joint.reach, tangents.trees)) is not None:
             return deferred
-    o = traced.outputs
+    return _partitioned(setup, joint, tangents, error, raising)
+
+
+def _grad_inputs(
+    flat: FlatInputs, layout: DenseLayout, user_fakes: Sequence[torch.Tensor]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """BackwardGraph.group_grads and BackwardGraph.grad_inputs: the synthetic bases that require grad, and the tensor
+    inputs that get a gradient of their own (not through such a base, nor as a duplicate wrapper)."""
+    group_grads = grad_bases(layout, user_fakes)
+    in_groups = {layout.leaves[m].owner for k in group_grads for m in layout.groups[group_of(layout, k)].members}
+    duplicates = duplicate_wrappers(layout)  # Note [Aliased Inputs In Training]
+    grad_inputs = tuple(
+        i
+        for i, t in enumerate(user_fakes)
+        if t.requires_grad and flat.tensor_indices[i] not in in_groups and i not in duplicates
+    )
+    return group_grads, grad_inputs
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Tangents:
+    """The tangents the joint graph is traced with."""
+
+    fakes: tuple[torch.Tensor, ...]  # per dense tangent (the diff outputs' dense leaves, in order): its fake
+    trees: tuple[SubclassNode | None, ...]  # per diff output: the subclass structure its tangent must have
+    leaves: tuple[Sequence[torch.Tensor], ...]  # per diff output: its dense leaves (to shape the tangents)
+
+
+def _with_deferred_error(
+    setup: JointSetup, tangents: _Tangents, reach: list[frozenset[int]], e: RuntimeError
+) -> tuple[JointSetup, TracedJoint, frozenset[int]] | BackwardGraph:
+    """Where the joint trace raised the program's own backward error `e` (Note [Backward Errors Are Deferred]): the
+    joint traced without the tangents of the inputs' new values (the setup, the joint, and the diff positions whose
+    tangent raises), or the BackwardGraph that raises `e` when backward runs; or a refusal."""
+    _refuse_view_replay_limit(e)
+    refuse_reads_around_self_set(setup, e)
+    refuse_layout_changed_behind_autograd(setup.call, setup.flat, setup.layout, setup.analysis, e)
+    refuse_unreduced_assigned_gradients(setup.flat, setup.analysis, _reached(setup, reach), e)
+    patterns = _probe(setup)
+    found = _backward_without_input_values(setup, tangents.fakes, reach, patterns)
+    if found is not None:
+        return found
+    verified, early = _deferred_exactly(setup, patterns)
+    if verified is None and (returned := _returned_leaves(setup, patterns, reach)):
+        refuse_set_beside_returned_leaves(setup, reach, returned)
+        verified, early = _deferred_exactly(setup, _probe(setup, returned))
+        if verified is not None:
+            graph = _error_graph(setup, e, reach, tangents.trees, verified, early)
+            return dataclasses.replace(graph, detached=returned)
+    if verified is None:
+        _check_deferred_error(setup, tangents.leaves, reach, e)
+        _refuse_by_probe(patterns, e)
+    return _error_graph(setup, e, reach, tangents.trees, verified, early)
+
+
+def _partitioned(
+    setup: JointSetup, joint: TracedJoint, tangents: _Tangents, error: RuntimeError | None, raising: frozenset[int]
+) -> BackwardGraph:
+    """The BackwardGraph of the traced joint graph, partitioned into forward and backward."""
+    analysis, example, diff = setup.analysis, setup.example, setup.diff
+    o = setup.traced.outputs
     if joint.num_fw_outputs != len(o.updates) + o.num_fresh + o.num_bases + o.num_symints + len(analysis.stride_probes):
         raise AssertionError("BUG: the joint graph's forward outputs differ from the inference graph's")
     parts = partition_joint(joint.graph, len(example), joint.num_fw_outputs)
@@ -304,19 +343,19 @@ def trace_backward(
         saved_primals=parts.saved_primals,
         error=error,
         diff_outputs=diff,
-        grad_inputs=grad_inputs,
+        grad_inputs=setup.grad_inputs,
         unused=joint.unused,
         grad_trees=joint.grad_trees,
         grad_stride_leaves=joint.grad_stride_leaves,
         tangent_deps=joint.reach,
         backward_mutations=joint.backward_mutations,
         backward_reshapes=joint.backward_reshapes,
-        tangent_trees=tangent_trees,
+        tangent_trees=tangents.trees,
         example_inputs=parts.backward_example,
-        wrapper_updates=wrapper_updates,
-        group_grads=group_grads,
-        tangent_strides=tuple(_static_strides(t) for t in tangent_fakes),
-        tangent_orders=tuple(_dense_order(t) for t in tangent_fakes),
+        wrapper_updates=setup.wrapper_updates,
+        group_grads=setup.group_grads,
+        tangent_strides=tuple(_static_strides(t) for t in tangents.fakes),
+        tangent_orders=tuple(_dense_order(t) for t in tangents.fakes),
         setup=setup,
         partition=parts,
         forward_reads_grad_mode=parts.reads_grad_mode,

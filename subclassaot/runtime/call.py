@@ -56,6 +56,8 @@ from subclassaot.schemas import (
     AliasGroupRef,
     DataAssignmentPlan,
     DenseIndex,
+    Dim,
+    InputIndex,
     LeafMutation,
     LeafSource,
     OutputKind,
@@ -124,39 +126,10 @@ def make_runner(plan: RuntimePlan, graph_call: GraphCall) -> EntryRunner:
 def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpiloguePlan) -> Runner:
     ev = MetaEvaluator()
     flat, layout = plan.flat, plan.layout
-
-    def dense_of(values: Sequence[object]) -> list[torch.Tensor]:
-        dense: list[torch.Tensor] = []
-        for leaf, attrs in zip(layout.leaves, plan.leaf_attr_paths, strict=True):
-            t = values[leaf.owner]
-            for a in attrs:
-                t = getattr(t, a)
-            dense.append(cast(torch.Tensor, t))
-        return dense
-
+    dense_of = _dense_reader(plan)
     gains, loses = ([flat.tensor_indices[i] for i in ts] for ts in requires_grad_changes(plan))
-
-    # See Note [Gradient Accumulators Of Leaves]: renewed before the compiled call, or after it
-    first = plan.analysis.self_set_first or (False,) * len(plan.analysis.self_set)
-    self_set_first = [flat.tensor_indices[t] for t, s in enumerate(first) if s]
-    self_set = [flat.tensor_indices[t] for t, s in enumerate(plan.analysis.self_set) if s and not first[t]]
-    kept = [flat.tensor_indices[t] for t, k in enumerate(plan.analysis.kept_accumulators) if k]
-    assigned_reads = [
-        (flat.tensor_indices[t], s) for t, s in enumerate(plan.analysis.accumulator_sizes) if s is not None
-    ]
-    # See Note [Leaves Laid Out Anew Under no_grad]
-    assigned_reads += [(flat.tensor_indices[t], s) for t, s in enumerate(plan.analysis.releaf_sizes) if s is not None]
-    early_replays = sorted(
-        (
-            (o, info.replay)
-            for o, info in enumerate(plan.analysis.outputs)
-            if info.kind is OutputKind.TENSOR and info.replay is not None and info.replay.before_epilogue
-        ),
-        key=lambda item: item[1].made,  # in the program's order (Replay.made)
-    )
-    # See Note [Views That Raise After A Bump]: steps before the epilogue, and those after it
-    early_heads = [(o, _head(r)) for o, r in early_replays]
-    late_tails = [(o, r) for o, r in early_replays if r.late_steps]
+    self_set_first, self_set, kept, assigned_reads = _accumulator_inputs(plan)
+    early_heads, late_tails = _early_replays(plan)
 
     def run(values: Sequence[object], symbols: dict[str, int]) -> object:
         entry = {i: get_version(cast(torch.Tensor, values[i])) for i in bumped_inputs}
@@ -181,12 +154,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         )
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
         if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad]
-            done: list[torch.Tensor] = []  # an input passed at several positions takes one set_, as in eager
-            for t in early_sets:
-                x = cast(torch.Tensor, values[flat.tensor_indices[t]])
-                if x.requires_grad and not any(x is d for d in done):
-                    set_to_self(x)
-                    done.append(x)
+            _early_self_sets(plan, early_sets, values)
         outs, prewrapped, wrapper_values, roots = graph_call.run(values, graph_in, dense, symbols)
         prewrapped.update(early)
         # a leaf's before its writes: eager's program wrote it only once it no longer required grad (a write to a
@@ -223,9 +191,70 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
     bumped_inputs = bumped_input_sources(plan.analysis.outputs)
     fresh_only = _fresh_only_outputs(plan)
     has_size = has_size_spec(plan.analysis.output_spec)
-    resizes = plan.analysis.storage_resizes
-    if not resizes:
-        return run
+    return _resizing(run, plan, ev) if plan.analysis.storage_resizes else run
+
+
+def _dense_reader(plan: RuntimePlan) -> Callable[[Sequence[object]], list[torch.Tensor]]:
+    """The dense leaves of the real inputs `values`, read through each leaf's inner-attribute path."""
+    leaves, leaf_attr_paths = plan.layout.leaves, plan.leaf_attr_paths
+
+    def dense_of(values: Sequence[object]) -> list[torch.Tensor]:
+        dense: list[torch.Tensor] = []
+        for leaf, attrs in zip(leaves, leaf_attr_paths, strict=True):
+            t = values[leaf.owner]
+            for a in attrs:
+                t = getattr(t, a)
+            dense.append(cast(torch.Tensor, t))
+        return dense
+
+    return dense_of
+
+
+def _accumulator_inputs(
+    plan: RuntimePlan,
+) -> tuple[list[InputIndex], list[InputIndex], list[InputIndex], list[tuple[InputIndex, tuple[Dim, ...]]]]:
+    """Flat input positions (Note [Gradient Accumulators Of Leaves]): inputs whose accumulator is renewed before the
+    compiled call, those renewed after it, those whose accumulator is held, and (position, size expression) of the
+    inputs that get an accumulator at the size a read saw."""
+    flat, analysis = plan.flat, plan.analysis
+    # See Note [Gradient Accumulators Of Leaves]: renewed before the compiled call, or after it
+    first = analysis.self_set_first or (False,) * len(analysis.self_set)
+    self_set_first = [flat.tensor_indices[t] for t, s in enumerate(first) if s]
+    self_set = [flat.tensor_indices[t] for t, s in enumerate(analysis.self_set) if s and not first[t]]
+    kept = [flat.tensor_indices[t] for t, k in enumerate(analysis.kept_accumulators) if k]
+    assigned_reads = [(flat.tensor_indices[t], s) for t, s in enumerate(analysis.accumulator_sizes) if s is not None]
+    # See Note [Leaves Laid Out Anew Under no_grad]
+    assigned_reads += [(flat.tensor_indices[t], s) for t, s in enumerate(analysis.releaf_sizes) if s is not None]
+    return self_set_first, self_set, kept, assigned_reads
+
+
+def _early_replays(plan: RuntimePlan) -> tuple[list[tuple[int, Replay]], list[tuple[int, Replay]]]:
+    """(output, replay) of the outputs replayed before the epilogue, in the program's order (Replay.made), without
+    their late steps, and of those with late steps (Note [Views That Raise After A Bump])."""
+    early_replays = sorted(
+        (
+            (o, info.replay)
+            for o, info in enumerate(plan.analysis.outputs)
+            if info.kind is OutputKind.TENSOR and info.replay is not None and info.replay.before_epilogue
+        ),
+        key=lambda item: item[1].made,  # in the program's order (Replay.made)
+    )
+    return [(o, _head(r)) for o, r in early_replays], [(o, r) for o, r in early_replays if r.late_steps]
+
+
+def _early_self_sets(plan: RuntimePlan, early_sets: Sequence[int], values: Sequence[object]) -> None:
+    """Note [set_ Under Grad]: x.set_(x) on the inputs that require grad, before the compiled call."""
+    done: list[torch.Tensor] = []  # an input passed at several positions takes one set_, as in eager
+    for t in early_sets:
+        x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+        if x.requires_grad and not any(x is d for d in done):
+            set_to_self(x)
+            done.append(x)
+
+
+def _resizing(run: Runner, plan: RuntimePlan, ev: MetaEvaluator) -> Runner:
+    """`run` with the inputs' storages grown before it and settled after it (Note [Storage Swaps By Rebinding])."""
+    dense_of, resizes = _dense_reader(plan), plan.analysis.storage_resizes
 
     def run_resizing(values: Sequence[object], symbols: dict[str, int]) -> object:
         dense = dense_of(values)

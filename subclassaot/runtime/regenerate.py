@@ -8,6 +8,7 @@ Invariants: Note [Output Regeneration]; an output that replays from another outp
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import cast
@@ -103,10 +104,8 @@ def build_outputs(
     base_start = fresh_start + gout.num_fresh
     symint_start = base_start + gout.num_bases
     bases = [intermediate_base(b) for b in outs[base_start:symint_start]]
-    symints = outs[symint_start : symint_start + gout.num_symints]
     infos = plan.analysis.outputs
     result: list[object] = [_PENDING] * len(infos)
-    symint_positions = [o for o, info in enumerate(infos) if info.kind is OutputKind.SYMINT]
     given_roots, shared, entry = given
     roots = dict(given_roots)  # Note [Subclass Intermediate Roots]
     # `get` itself, for its recursion, emptied once the outputs are built: a closure naming itself would be a cycle
@@ -122,39 +121,18 @@ def build_outputs(
         value: object
         if o in prewrapped:
             value = prewrapped[o]
-        elif info.kind is OutputKind.CONSTANT:
-            value = info.constant
-        elif info.kind is OutputKind.SYMINT:
-            value = symints[symint_positions.index(o)]
-        elif info.kind is OutputKind.IS_INPUT:
-            assert info.input_index is not None
-            value = values[info.input_index]
-        elif info.kind is OutputKind.SAME_AS:
-            assert info.input_index is not None
-            value = builder[0](info.input_index)
+        elif info.kind is not OutputKind.TENSOR:
+            value = _non_tensor_output(plan, o, values, outs, builder[0])
         else:
             value = _tensor_output(
                 info, ev, values, dense, outs, fresh_start, (bases, roots), symbols, builder[0], shared, entry
             )
-            if info.set_under_grad and torch.is_grad_enabled():  # Note [set_ Under Grad]
-                root = _grad_set_root(info.grad_set_base, value, ev, (bases, roots), symbols, builder[0], values, dense)
-                value = set_under_grad_holder(
-                    value,
-                    root,
-                    view=info.set_under_grad_view,
-                    viewed_after=info.grad_set_base is not None and info.grad_set_base.source is None,
-                    blocked=[values[i] for i in info.set_blocks],
-                )
         if info.leaves and info.leaves[0].onto_input is not None and isinstance(value, torch.Tensor):
             owner = values[plan.layout.leaves[info.leaves[0].onto_input].owner]
             assert isinstance(owner, torch.Tensor)
             set_onto_inputs(value, info, dense, [ev.meta(leaf.meta, symbols) for leaf in info.leaves], owner)
         if info.data_from is not None and isinstance(value, torch.Tensor):  # Note [History Kept Through .data =]
-            with torch.no_grad():  # see Note [History Kept Through .data =]
-                data = _from_leaves(
-                    replace(info, leaves=(info.data_from,)), ev, dense, outs, fresh_start, bases, symbols, shared
-                )
-            value.data = data
+            value.data = _kept_data(info, ev, dense, outs, fresh_start, bases, symbols, shared)
         if info.base_gains_grad and isinstance(value, torch.Tensor) and torch.is_grad_enabled():
             if info.replay is not None and info.replay.bump_after:
                 gains_late.append(value)  # once every output is built: Note [Views That Raise After A Bump]
@@ -162,10 +140,7 @@ def build_outputs(
                 give_base_grad(value)  # Note [Views That Raise After A Bump]
         onto = info.leaves[0].storage_of if info.leaves else None
         if onto is not None and isinstance(value, torch.Tensor):  # Note [Outputs Over Another Storage]
-            version = get_version(value)
-            with torch.no_grad():
-                set_to_tensor(value, dense[onto].detach())
-            set_version(value, version)
+            _set_keeping_version(value, dense[onto])
         cls = plan.output_types[o] if plan.output_types else None
         if cls is not None and isinstance(value, torch.Tensor) and type(value) is not cls:
             value = value.as_subclass(cls)  # what Tensor.__torch_function__ does to eager's result
@@ -190,13 +165,60 @@ def build_outputs(
     for view in gains_late:
         give_base_grad(view)
     if plan.analysis.wrapper_storage:
-        share_wrapper_storages(
-            plan.flat, plan.analysis.wrapper_storage, holders, values, result, lambda k: _dense_leaf(plan, values, k)
-        )
+        _share_storages(plan, holders, values, result)
     return unflatten_output(result, plan.analysis.output_spec, has_size)
 
 
 _PENDING = object()
+
+
+def _non_tensor_output(
+    plan: RuntimePlan, o: int, values: Sequence[object], outs: list[object], earlier: Callable[[int], object]
+) -> object:
+    """Output `o` when it is no tensor of its own: a constant, a symbolic int of the graph, an input returned as
+    itself, or an earlier output returned again (built by `earlier`)."""
+    info, gout = plan.analysis.outputs[o], plan.graph_outputs
+    if info.kind is OutputKind.CONSTANT:
+        return info.constant
+    if info.kind is OutputKind.SYMINT:
+        symints = outs[len(gout.updates) + gout.num_fresh + gout.num_bases :][: gout.num_symints]
+        return symints[[p for p, i in enumerate(plan.analysis.outputs) if i.kind is OutputKind.SYMINT].index(o)]
+    assert info.input_index is not None
+    return values[info.input_index] if info.kind is OutputKind.IS_INPUT else earlier(info.input_index)
+
+
+def _kept_data(
+    info: OutputInfo,
+    ev: MetaEvaluator,
+    dense: list[torch.Tensor],
+    outs: list[object],
+    fresh_start: int,
+    bases: list[object],
+    symbols: dict[str, int],
+    shared: dict[int, torch.Tensor],
+) -> torch.Tensor:
+    """The value a `.data =` gave the output (OutputInfo.data_from), built without history."""
+    assert info.data_from is not None
+    with torch.no_grad():  # see Note [History Kept Through .data =]
+        return _from_leaves(
+            replace(info, leaves=(info.data_from,)), ev, dense, outs, fresh_start, bases, symbols, shared
+        )
+
+
+def _share_storages(
+    plan: RuntimePlan, holders: Sequence[torch.Tensor | None], values: Sequence[object], result: list[object]
+) -> None:
+    """Note [Wrapper Storage]: the outputs and inputs of each wrapper-storage class end on its wrapper storage."""
+    dense_leaf = functools.partial(_dense_leaf, plan, values)
+    share_wrapper_storages(plan.flat, plan.analysis.wrapper_storage, holders, values, result, dense_leaf)
+
+
+def _set_keeping_version(value: torch.Tensor, onto: torch.Tensor) -> None:
+    """Note [Outputs Over Another Storage]: `value.set_(onto)` without autograd, its version counter as it was."""
+    version = get_version(value)
+    with torch.no_grad():
+        set_to_tensor(value, onto.detach())
+    set_version(value, version)
 
 
 def _as_inference_tensors(infos: Sequence[OutputInfo], result: list[object]) -> None:
@@ -332,25 +354,35 @@ def _tensor_output(
     entry: dict[int, int],
 ) -> torch.Tensor:
     bases, roots = bases_and_roots
-    if info.replay is not None:
+    if info.replay is None:
+        value = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
+    else:
         lowered = lower_input_counter(info.replay, values, entry)  # Note [Views That Raise After A Bump]
-        view = replay_view(info.replay, ev, values, bases_and_roots, symbols, earlier, dense, shared)
+        value = replay_view(info.replay, ev, values, bases_and_roots, symbols, earlier, dense, shared)
         if info.replay.bump_after or lowered is not None:
-            finish_bumped_view(view, lowered, bump=info.replay.bump_after)
+            finish_bumped_view(value, lowered, bump=info.replay.bump_after)
         if info.replay.then_set:  # Note [Wrapper Storage]
             # only the contents' storage and metadata are used: no autograd view of an input whose grad_fn may raise
             # (an unbind() output whose version the epilogue advanced)
             with torch.no_grad():
                 contents = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
             if info.replay.runtime_set:
-                _set_keeping_storage(view, contents)
+                _set_keeping_storage(value, contents)
             elif info.replay.set_by_data:
-                view.data = contents
+                value.data = contents
             else:
                 with torch.no_grad():
-                    set_to_tensor(view, contents)
-        return view
-    return _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
+                    set_to_tensor(value, contents)
+    if info.set_under_grad and torch.is_grad_enabled():  # Note [set_ Under Grad]
+        root = _grad_set_root(info.grad_set_base, value, ev, bases_and_roots, symbols, earlier, values, dense)
+        value = set_under_grad_holder(
+            value,
+            root,
+            view=info.set_under_grad_view,
+            viewed_after=info.grad_set_base is not None and info.grad_set_base.source is None,
+            blocked=[values[i] for i in info.set_blocks],
+        )
+    return value
 
 
 def _grad_set_root(

@@ -12,7 +12,7 @@ is returned only when replaying it is exact, else None; nothing here raises.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -134,6 +134,17 @@ def _chain_marks(
     return marks
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Chain:
+    """An output's view chain, walked back to the tensor it starts from (Note [Output Regeneration])."""
+
+    value: torch.Tensor  # the output
+    leaves: tuple[OutputLeaf, ...]  # its dense leaves (OutputInfo.leaves)
+    source: torch.Tensor  # the tensor the chain's first view was taken from
+    first: ViewRecord  # that view
+    steps: tuple[ViewStep, ...]  # the steps from `source` to `value`, in the program's order
+
+
 def _replay_of(
     value: torch.Tensor,
     leaves: tuple[OutputLeaf, ...],
@@ -191,78 +202,11 @@ def _replay_of(
         return _then_set_entry_counter(replay, value, t, run)
     if assigned_root(t, first, run, input_by_id, earlier):
         return with_root_data_meta(root_replay(t, bases, tuple(steps), _meta_exprs(first.source_meta)), t)
+    chain = _Chain(value=value, leaves=leaves, source=t, first=first, steps=tuple(steps))
     if _meta_exprs(first.source_meta) != leaf_meta(t) or apart_from_leaves(t, first.seq, run) or leaves_moved(t, first):
-        # The source changed shape after the view was taken (t_(), set_()): an input still as the program got it
-        # then is viewed before the epilogue changes it; anything else is regenerated.
-        if id(t) in input_by_id and _as_received(t, first, run) and _all_input_alias(leaves):
-            late = _late_no_grad_view(value, t, leaves, run, tuple(steps), _meta_exprs(first.source_meta))
-            if late is not None:
-                return replace(late, index=input_by_id[id(t)])
-            return Replay(
-                source=ReplaySource.INPUT,
-                index=input_by_id[id(t)],
-                steps=tuple(steps),
-                before_epilogue=True,
-                late_steps=_no_grad_tail(value, t, run, len(steps), with_grad=True),
-            )
-        if id(t) in input_by_id and _all_input_alias(leaves) and _replays_between(value, t, leaves, run):
-            source_meta = _meta_exprs(first.source_meta)
-            return Replay(
-                source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), source_meta=source_meta
-            )
-        plain = not is_traceable_subclass(value) and not is_traceable_subclass(t)
-        if plain and id(t) in earlier and not (torch.is_grad_enabled() and value.requires_grad):
-            # an earlier output, eager's `._base`, relaid since the view was taken (t0.transpose_() after t0.view()):
-            # the steps from it as laid out then, as_strided (also where the view came from the input)
-            source_meta = _meta_exprs(first.source_meta)
-            return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps), source_meta=source_meta)
-        source = t  # Note [Output Regeneration]
-        return detached_before_change(
-            value, t, first.source_meta, tuple(steps), earlier.get(id(t)), lambda s: root_replay(source, bases, s)
-        )
+        return _from_changed_source(chain, run, input_by_id, bases, earlier)
     if id(t) in input_by_id:
-        if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
-            return None
-        if _swapped_after_view(t, value) or _on_replaced_storage(value, t, run):
-            # set_() moved the input off the storage the view was taken from: view it before the epilogue swaps it
-            # (as the program did), else regenerate the view from the input still holding that storage.
-            as_received = _as_received(t, first, run)
-            return (
-                Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(steps), before_epilogue=True)
-                if as_received
-                else None
-            )
-        # the chain's last view, or its own last in-place view op's bump (Note [Views That Raise After A Bump])
-        made = max(run.swaps.views[id(value)].seq, run.swaps.inplace_view_bumps.get(id(value), 0))
-        requires_grad = requires_grad_as_eager(value, t, tuple(steps), run)
-        early = (
-            requires_grad
-            # A subclass input: where eager advanced its wrapper's own version counter (a wrapper-level write)
-            and (not is_traceable_subclass(t) or run.swaps.bumps(t))
-            and last_bump(t, run) > made
-            and _as_received(t, first, run)  # before the epilogue the input is as the program got it
-        )
-        tail = 0 if early or not requires_grad else _split_at_bump(value, t, run, len(steps))
-        if tail and _as_received(t, first, run):
-            return Replay(
-                source=ReplaySource.INPUT,
-                index=input_by_id[id(t)],
-                steps=tuple(steps),
-                before_epilogue=True,
-                late_steps=tail,
-            )
-        # made before a write to any input: the input may share an eager base with the one written, traced apart
-        # (Note [Views That Raise After A Bump])
-        # (by the chain's views: an in-place view op of its own at the end comes after them, as in eager)
-        created = run.swaps.views[id(value)].seq
-        before_bump = not early and created < max(input_bumps(run, None if is_traceable_subclass(t) else t), default=0)
-        return Replay(
-            source=ReplaySource.INPUT,
-            index=input_by_id[id(t)],
-            steps=tuple(steps),
-            before_epilogue=early,
-            entry_counter=before_bump,
-        )
+        return _from_input(chain, run, input_by_id)
     if id(t) in earlier:
         return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps))
     if is_traceable_subclass(t):
@@ -271,6 +215,89 @@ def _replay_of(
     if base is not None and base[1] is t and not is_traceable_subclass(value):
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
     return None
+
+
+def _from_changed_source(
+    chain: _Chain,
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    bases: dict[object, tuple[int, torch.Tensor]],
+    earlier: dict[int, int],
+) -> Replay | None:
+    """`chain`'s replay where its source changed shape after the view was taken (t_(), set_()): an input still as
+    the program got it then is viewed before the epilogue changes it; anything else is regenerated."""
+    value, t, first, steps, leaves = chain.value, chain.source, chain.first, chain.steps, chain.leaves
+    if id(t) in input_by_id and _as_received(t, first, run) and _all_input_alias(leaves):
+        late = _late_no_grad_view(value, t, leaves, run, steps, _meta_exprs(first.source_meta))
+        if late is not None:
+            return replace(late, index=input_by_id[id(t)])
+        return Replay(
+            source=ReplaySource.INPUT,
+            index=input_by_id[id(t)],
+            steps=steps,
+            before_epilogue=True,
+            late_steps=_no_grad_tail(value, t, run, len(steps), with_grad=True),
+        )
+    if id(t) in input_by_id and _all_input_alias(leaves) and _replays_between(value, t, leaves, run):
+        source_meta = _meta_exprs(first.source_meta)
+        return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=steps, source_meta=source_meta)
+    plain = not is_traceable_subclass(value) and not is_traceable_subclass(t)
+    if plain and id(t) in earlier and not (torch.is_grad_enabled() and value.requires_grad):
+        # an earlier output, eager's `._base`, relaid since the view was taken (t0.transpose_() after t0.view()):
+        # the steps from it as laid out then, as_strided (also where the view came from the input)
+        source_meta = _meta_exprs(first.source_meta)
+        return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=steps, source_meta=source_meta)
+    source = t  # Note [Output Regeneration]
+    return detached_before_change(
+        value, t, first.source_meta, steps, earlier.get(id(t)), lambda s: root_replay(source, bases, s)
+    )
+
+
+def _from_input(chain: _Chain, run: FunctionalRun, input_by_id: dict[int, InputIndex]) -> Replay | None:
+    """`chain`'s replay where its source is an input, laid out as when the chain viewed it."""
+    value, t, first, steps, leaves = chain.value, chain.source, chain.first, chain.steps, chain.leaves
+    if any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in leaves):
+        return None
+    if _swapped_after_view(t, value) or _on_replaced_storage(value, t, run):
+        # set_() moved the input off the storage the view was taken from: view it before the epilogue swaps it
+        # (as the program did), else regenerate the view from the input still holding that storage.
+        as_received = _as_received(t, first, run)
+        return (
+            Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=steps, before_epilogue=True)
+            if as_received
+            else None
+        )
+    # the chain's last view, or its own last in-place view op's bump (Note [Views That Raise After A Bump])
+    made = max(run.swaps.views[id(value)].seq, run.swaps.inplace_view_bumps.get(id(value), 0))
+    requires_grad = requires_grad_as_eager(value, t, steps, run)
+    early = (
+        requires_grad
+        # A subclass input: where eager advanced its wrapper's own version counter (a wrapper-level write)
+        and (not is_traceable_subclass(t) or run.swaps.bumps(t))
+        and last_bump(t, run) > made
+        and _as_received(t, first, run)  # before the epilogue the input is as the program got it
+    )
+    tail = 0 if early or not requires_grad else _split_at_bump(value, t, run, len(steps))
+    if tail and _as_received(t, first, run):
+        return Replay(
+            source=ReplaySource.INPUT,
+            index=input_by_id[id(t)],
+            steps=steps,
+            before_epilogue=True,
+            late_steps=tail,
+        )
+    # made before a write to any input: the input may share an eager base with the one written, traced apart
+    # (Note [Views That Raise After A Bump])
+    # (by the chain's views: an in-place view op of its own at the end comes after them, as in eager)
+    created = run.swaps.views[id(value)].seq
+    before_bump = not early and created < max(input_bumps(run, None if is_traceable_subclass(t) else t), default=0)
+    return Replay(
+        source=ReplaySource.INPUT,
+        index=input_by_id[id(t)],
+        steps=steps,
+        before_epilogue=early,
+        entry_counter=before_bump,
+    )
 
 
 def view_rebuilt_by_set(
