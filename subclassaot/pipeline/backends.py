@@ -300,8 +300,8 @@ def _in_place(
     """Rewrite the op that computes `value` (through `alias` nodes) as its in-place form on `target`, where that
     gives the same results: `op(target, ...)` with an in-place overload of the same arguments, no RNG draw, and after
     it nothing reads the input's old elements (no node that aliases `target` is used later, no other argument shares
-    its memory, the value has its layout and no repeated location) and no other output holds the value's memory
-    (it becomes the input's). The eager backend's graph then writes its input as eager's kernel does, without the
+    its memory, the value has its layout and no repeated location), the input is a whole storage as the value is
+    (`_same_memory_shape`), and no other output holds the value's memory (it becomes the input's). The eager backend's graph then writes its input as eager's kernel does, without the
     epilogue's copy (Note [What A Backend Receives And Returns])."""
     root = value
     while root.target is torch.ops.aten.alias.default and len(root.users) == 1:
@@ -315,7 +315,7 @@ def _in_place(
         return None
     order = {n: i for i, n in enumerate(graph.nodes)}
     mine, values = storage_key(old), root.meta.get("val")
-    if not isinstance(values, torch.Tensor):
+    if not isinstance(values, torch.Tensor) or not _same_memory_shape(old, values):
         return None
     aliases = [n for n in graph.nodes if _on(n, mine)]
     if any(order[u] > order[root] for n in aliases for u in n.users):
@@ -334,6 +334,20 @@ def _in_place(
     root.replace_all_uses_with(node)
     graph.erase_node(root)
     return node
+
+
+def _same_memory_shape(old: torch.Tensor, new: torch.Tensor) -> bool:
+    """The input spans the whole of its storage from offset 0, as the value it would stand in for does: an op that
+    addresses storage itself (`as_strided` at an absolute offset, a view's storage offset read) finds the same
+    elements in either (static sizes only)."""
+    offsets, sizes = (
+        (old.storage_offset(), new.storage_offset()),
+        (
+            old.untyped_storage().nbytes(),
+            new.untyped_storage().nbytes(),
+        ),
+    )
+    return all(type(v) is int for v in (*offsets, *sizes)) and offsets == (0, 0) and sizes[0] == sizes[1]
 
 
 def _in_place_overload(op: torch._ops.OpOverload) -> torch._ops.OpOverload | None:

@@ -620,8 +620,19 @@ def eager_saves(
             state, args, kwargs = unflatten_call(flat, values)
             outs = pytree.tree_leaves(call(state, args, kwargs))
             readers = _saved_readers(outs)
-    except Exception:  # (the program's own error is the trace's to raise)
+            return _matched(readers, outs, values, unwritten, flat, analysis)
+    except Exception:  # (the program's own error is the trace's to raise; a class the walk cannot read)
         return ()
+
+
+def _matched(
+    readers: dict[object, frozenset[int]],
+    outs: Sequence[object],
+    values: Sequence[object],
+    unwritten: Sequence[int],
+    flat: FlatInputs,
+    analysis: Analysis,
+) -> tuple[EagerSave, ...]:
     found = [
         EagerSave(output=p, input=None, outputs=readers[_identity(out)])
         for p, (out, info) in enumerate(zip(outs, analysis.outputs, strict=False))
@@ -660,7 +671,8 @@ def _identity(t: torch.Tensor) -> object:
     """What tells a tensor of the static fake run apart: class, storages (of its inner tensors, recursively) and
     layout."""
     if is_traceable_subclass(t):
-        inner: tuple[object, ...] = tuple(_identity(getattr(t, a)) for a in t.__tensor_flatten__()[0])
+        values = [getattr(t, a) for a in t.__tensor_flatten__()[0]]
+        inner: tuple[object, ...] = tuple(_identity(v) if isinstance(v, torch.Tensor) else id(v) for v in values)
     else:
         inner = (storage_key(t),)
     return (type(t), inner, tuple(t.shape), tuple(t.stride()), t.storage_offset())

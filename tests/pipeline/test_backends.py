@@ -224,3 +224,24 @@ def test_the_eager_backends_code_computes_what_the_graph_module_does(mode: Liter
     assert len(got) == len(expected)
     for a, b in zip(got, expected, strict=True):
         assert torch.equal(a, b) and a.stride() == b.stride() and a._is_view() == b._is_view()
+
+
+def test_input_write_kept_as_a_copy_for_an_input_inside_a_larger_storage() -> None:
+    """An input at an offset of a larger storage: an op addressing storage (as_strided at an absolute offset) would
+    find other elements in it than in the fresh value the functional graph computed, so the write stays a copy."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from subclassaot.pipeline import backends
+
+    def fn(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        v = x + 1
+        return v, v.as_strided((2,), (1,), 1) * 2
+
+    gm = make_fx(fn, tracing_mode="fake")(torch.randn(3, 4)[1])
+    rewritten, written = backends.with_input_writes(gm, [(0, 0)], in_place=True)
+    targets = [str(n.target) for n in rewritten.graph.nodes if n.op == "call_function"]
+    assert written == frozenset({0}) and "aten.copy_.default" in targets and "aten.add_.Tensor" not in targets
+    base = torch.randn(3, 4)
+    expected = gm(base[1].clone())
+    got = rewritten(base[1])
+    assert torch.equal(base[1], expected[0]) and torch.equal(got[1], expected[1])
