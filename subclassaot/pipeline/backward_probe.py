@@ -590,15 +590,16 @@ def _unpacked(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-# Saved wrappers: eager's autograd saves a subclass tensor as itself (an `exp()`'s result, a `sin()`'s input, what a
-# custom Function saves), so its backward raises where that wrapper was written after the save: its version counter
-# moved. The compiled Function saves inner tensors, whose counters a write through the wrapper does not move (the
-# class's `__torch_dispatch__` runs below ADInplaceOrView). So the Function also notes, per such wrapper (a subclass
-# output it returns fresh, or a subclass input the program leaves unwritten), its counter at the call, and its backward
-# raises eager's error where the counter moved and a tangent reached an output through whose history eager's backward
-# would run the node that saved it (`EagerSave.outputs`: the probe walks each output's grad_fn graph on static fakes and
-# reads the nodes' saved tensors). Not covered: a view of the saved wrapper returned instead (its counter is the
-# saved one's), and an input the program writes before the save.
+# Saved tensors eager's backward checks: eager's autograd saves a tensor as itself (an `exp()`'s result, a `sin()`'s
+# input, what a custom Function saves), so its backward raises where that tensor was written after the save: its
+# version counter moved. The compiled Function saves what its backward graph reads, which need not be that tensor: a
+# subclass's inner tensors (a write through the wrapper moves no inner counter: the class's `__torch_dispatch__` runs
+# below ADInplaceOrView), or nothing at all (a custom Function that saves its input and only changes its metadata in
+# the backward). So the Function also notes, per such tensor (an output it returns fresh, or an input the program leaves
+# unwritten), its counter at the call, and its backward raises eager's error where the counter moved and a tangent
+# reached an output through whose history eager's backward would run the node that saved it (`EagerSave.outputs`: the
+# probe walks each output's grad_fn graph on static fakes and reads the nodes' saved tensors). Not covered: a view of
+# the saved tensor returned instead (its counter is the saved one's), and an input the program writes before the save.
 
 
 def eager_saves(
@@ -608,11 +609,10 @@ def eager_saves(
     unwritten = [
         p
         for p, k in enumerate(flat.tensor_indices)
-        if layout.trees[p] is not None
-        and not analysis.wrapper_version_bumped[p]
+        if not analysis.wrapper_version_bumped[p]
         and not any(m.any or m.version_bumped for j, m in enumerate(analysis.mutations) if layout.leaves[j].owner == k)
     ]
-    if not unwritten and not any(info.kind is OutputKind.TENSOR and info.tree is not None for info in analysis.outputs):
+    if not unwritten and not any(info.kind is OutputKind.TENSOR for info in analysis.outputs):
         return ()
     try:  # (static fakes of a nested tensor's sizes need a shape environment: not probed)
         mode, values = static_fake_copies(flat.values)
@@ -636,7 +636,7 @@ def _matched(
     found = [
         EagerSave(output=p, input=None, outputs=readers[_identity(out)])
         for p, (out, info) in enumerate(zip(outs, analysis.outputs, strict=False))
-        if info.kind is OutputKind.TENSOR and info.tree is not None and isinstance(out, torch.Tensor)
+        if info.kind is OutputKind.TENSOR and isinstance(out, torch.Tensor)
         if _identity(out) in readers
     ]
     found += [

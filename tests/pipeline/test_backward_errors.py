@@ -6,7 +6,7 @@ Errors Are Deferred]).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 import pytest
 import torch
@@ -759,6 +759,24 @@ def _indices_saved_by_a_node_no_tangent_reaches(x: T) -> tuple[T, T]:
     return indices, top
 
 
+class _SavedUnread(torch.autograd.Function):
+    """Saves its input and never reads it: the compiled backward graph needs nothing of it."""
+
+    @staticmethod
+    def forward(ctx: Any, x: T) -> T:
+        ctx.save_for_backward(x)
+        return x * 3
+
+    @staticmethod
+    def backward(ctx: Any, g: T) -> T:
+        ctx.saved_tensors  # noqa: B018  (eager's unpack checks the counter)
+        return g * 3
+
+
+def _input_saved_by_a_function_that_never_reads_it(x: T) -> tuple[T, T]:
+    return _SavedUnread.apply(x), x  # type: ignore[no-untyped-call]
+
+
 def _input_written_then_saved(x: T) -> T:
     x.add_(1)
     return x.sin()  # saved after the program's own write: no later write, no error
@@ -774,6 +792,7 @@ def _input_written_then_saved(x: T) -> T:
             id="function",
         ),
         pytest.param(_input_written_then_saved, lambda: (pair_nonleaf(3),), id="written then saved"),
+        pytest.param(_input_saved_by_a_function_that_never_reads_it, lambda: (_leaf(3),), id="plain, saved and unread"),
         pytest.param(
             _indices_saved_by_a_node_no_tangent_reaches,
             lambda: (pair(3, requires_grad=True),),
@@ -784,7 +803,7 @@ def _input_written_then_saved(x: T) -> T:
 def test_subclass_input_eager_saves_written_after_the_call(
     fn: Callable[..., object], make: Callable[[], tuple[object, ...]]
 ) -> None:
-    """Found by the fuzzer (PairTensor inputs, seeds 76700 #88 and #267, 76800 #32, once its last call wrote the outputs):
+    """Found by the fuzzer (seeds 76700 #88 and #267, 76800 #32, 76900 #795, once its last call wrote the outputs):
     a subclass input eager's autograd saves as itself, written after the call; the compiled Function saves that
     wrapper too where the program leaves it unwritten."""
     with torch.enable_grad():
