@@ -261,8 +261,9 @@ def with_input_writes(
     value returned at another position too, or not of its input's dtype, shape and strides, is left to the
     epilogue. `in_place`: where the op computing the value can write it into the input itself, it does (`_in_place`)
     and no copy is added."""
-    copied = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
-    graph = copied.graph
+    if not writes:
+        return gm, frozenset()
+    graph = copy.deepcopy(gm.graph)  # (the module is made once the graph is final: it generates its code then)
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     output = graph.output_node()
     returned = list(cast(Sequence[object], output.args[0]))
@@ -290,8 +291,7 @@ def with_input_writes(
         node.meta["val"] = old
     if not made:
         return gm, frozenset()
-    copied.recompile()
-    return copied, frozenset(made)
+    return torch.fx.GraphModule(gm, graph), frozenset(made)
 
 
 def _in_place(
