@@ -32,7 +32,7 @@ from subclassaot.runtime.plan import (
 )
 from subclassaot.runtime.regenerate import fresh_outer_stride, replay_steps, root_outer_stride
 from subclassaot.runtime.steps import epilogue_write_hidden, training_roots
-from subclassaot.schemas import AliasGroupRef, LeafSource, OutputKind, OutputLeaf, UpdateKind
+from subclassaot.schemas import AliasGroupRef, Analysis, LeafSource, OutputKind, OutputLeaf, ReplaySource, UpdateKind
 from subclassaot.torch_internals import get_version, grad_fn_raises, set_version
 
 log = logging.getLogger(__name__)
@@ -316,14 +316,14 @@ class _Step:
         # fresh graph leaves of outputs that are not wholly fresh (rebuilt beside inner tensors of inputs)
         in_fresh_outputs = {leaf.index for o in fresh_outputs for leaf in analysis.outputs[o].leaves}
         self.rebuilt_leaves = tuple(k for k in range(plan.graph_outputs.num_fresh) if k not in in_fresh_outputs)
-        # Function outputs saved beside the graph's values, so that autograd checks their counters as eager's backward
-        # checks them: (Function output or None, tensor input or None, the Function outputs whose tangents run the node
-        # that saved it), from backward_probe.eager_saves
+        # Tensors whose counters eager's backward checks (backward_probe.eager_saves): (Function output or None,
+        # tensor input or None, the Function outputs a tangent of an output whose backward runs the saving node comes
+        # through)
         self.checks = tuple(
             (None if e.output is None else n_updates + fresh_outputs.index(e.output), e.input, positions)
             for e in eager_saves
             if e.output is None or e.output in fresh_outputs
-            if (positions := tuple(n_updates + fresh_outputs.index(o) for o in sorted(e.outputs & {*fresh_outputs})))
+            if (positions := _through(analysis, e.outputs, n_updates, fresh_outputs))
         )
         mutated_graph_inputs = set()
         for k, item in enumerate(layout.graph_inputs):
@@ -758,6 +758,29 @@ def _subclass_grad(
     elif j is not None and tuple(leaves[j].shape) == size:
         stride = tuple(leaves[j].stride())
     return unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False)
+
+
+def _through(analysis: Analysis, outputs: frozenset[int], n_updates: int, fresh: tuple[int, ...]) -> tuple[int, ...]:
+    """The Function outputs the tangents of `outputs` come in through: a fresh output's own; a view's, the base it is
+    replayed from (an intermediate base, the bases of a rebuilt subclass root, or an earlier output's); none for a
+    view of an input."""
+    found: set[int] = set()
+    todo, seen = sorted(outputs), set()
+    while todo:
+        o = todo.pop()
+        if o in seen:
+            continue
+        seen.add(o)
+        replay = analysis.outputs[o].replay
+        if o in fresh:
+            found.add(n_updates + fresh.index(o))
+        elif replay is not None and replay.source is ReplaySource.BASE:
+            found.add(n_updates + len(fresh) + replay.index)
+        elif replay is not None and replay.source is ReplaySource.WRAPPER:
+            found.update(n_updates + len(fresh) + b for b in replay.root_bases)
+        elif replay is not None and replay.source is ReplaySource.OUTPUT:
+            todo.append(replay.index)
+    return tuple(sorted(found))
 
 
 class _Held:

@@ -777,6 +777,10 @@ def _input_saved_by_a_function_that_never_reads_it(x: T) -> tuple[T, T]:
     return _SavedUnread.apply(x), x  # type: ignore[no-untyped-call]
 
 
+def _input_saved_beside_a_view_of_the_result(x: T) -> tuple[T, T]:
+    return _SavedUnread.apply(x).view(1, 3), x  # type: ignore[no-untyped-call]  # the tangent comes through a view
+
+
 def _input_written_then_saved(x: T) -> T:
     x.add_(1)
     return x.sin()  # saved after the program's own write: no later write, no error
@@ -793,6 +797,7 @@ def _input_written_then_saved(x: T) -> T:
         ),
         pytest.param(_input_written_then_saved, lambda: (pair_nonleaf(3),), id="written then saved"),
         pytest.param(_input_saved_by_a_function_that_never_reads_it, lambda: (_leaf(3),), id="plain, saved and unread"),
+        pytest.param(_input_saved_beside_a_view_of_the_result, lambda: (_leaf(3),), id="through a view of the result"),
         pytest.param(
             _indices_saved_by_a_node_no_tangent_reaches,
             lambda: (pair(3, requires_grad=True),),
@@ -803,7 +808,7 @@ def _input_written_then_saved(x: T) -> T:
 def test_subclass_input_eager_saves_written_after_the_call(
     fn: Callable[..., object], make: Callable[[], tuple[object, ...]]
 ) -> None:
-    """Found by the fuzzer (seeds 76700 #88 and #267, 76800 #32, 76900 #795, once its last call wrote the outputs):
+    """Found by the fuzzer (seeds 76700 #88 and #267, 76800 #32, 76900 #795, 77000 #62, once its last call wrote the outputs):
     a subclass input eager's autograd saves as itself, written after the call; the compiled Function saves that
     wrapper too where the program leaves it unwritten."""
     with torch.enable_grad():
