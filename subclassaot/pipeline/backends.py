@@ -301,8 +301,9 @@ def _in_place(
     gives the same results: `op(target, ...)` with an in-place overload of the same arguments, no RNG draw, and after
     it nothing reads the input's old elements (no node that aliases `target` is used later, no other argument shares
     its memory, the value has its layout and no repeated location), the input is a whole storage as the value is
-    (`_same_memory_shape`), and no other output holds the value's memory (it becomes the input's). The eager backend's graph then writes its input as eager's kernel does, without the
-    epilogue's copy (Note [What A Backend Receives And Returns])."""
+    (`_same_memory_shape`), and no other output holds the value's memory (it becomes the input's). The eager
+    backend's graph then writes its input as eager's kernel does, without the epilogue's copy (Note [What A Backend
+    Receives And Returns])."""
     root = value
     while root.target is torch.ops.aten.alias.default and len(root.users) == 1:
         root = cast(torch.fx.Node, root.args[0])
