@@ -369,7 +369,9 @@ def compile_entry(
     python = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
     if not python.watched and python.ambient is None:
         return entry
-    return dataclasses.replace(entry, guards=guards.with_python_state(entry.guards, python.check, python.source))
+    return dataclasses.replace(
+        entry, guards=guards.with_python_state(entry.guards, python.check, python.source, python.names)
+    )
 
 
 @contextlib.contextmanager

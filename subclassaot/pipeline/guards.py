@@ -17,6 +17,7 @@ import copy
 import dataclasses
 import keyword
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -42,11 +43,20 @@ class Guards:
     # the fast body of the tensor guards, which `check` runs, and which runs `source`'s on a failure (Note [What
     # The Guards Compare]); "" where there is none
     fast_source: str = ""
+    fast_names: Mapping[str, object] | None = None  # the globals `fast_source` runs with
 
 
-def with_python_state(inner: Guards, state: Callable[[], str | None], state_source: str) -> Guards:
-    """`inner` preceded by the Python-state check (Note [State The Program Reads])."""
+def with_python_state(
+    inner: Guards, state: Callable[[], str | None], state_source: str, state_names: Mapping[str, object]
+) -> Guards:
+    """`inner` preceded by the Python-state check (Note [State The Program Reads]): one generated function, the state's
+    checks written at the top of the tensor guards' fast body (a frame per check costs more in a training step than
+    alone), `state`'s slow path where one fails."""
     inner_check = inner.check
+
+    def then(values: Sequence[object], failed: int) -> dict[str, int] | str:
+        reason = state_names["_slow"](failed)  # type: ignore[operator]  # python_state's slow path
+        return cast(str, reason) if reason is not None else inner_check(values)
 
     def check(values: Sequence[object]) -> dict[str, int] | str:
         reason = state()
@@ -54,9 +64,34 @@ def with_python_state(inner: Guards, state: Callable[[], str | None], state_sour
             return reason
         return inner_check(values)
 
+    merged = _merged_check(inner, state_source, state_names, then)
     return Guards(
-        source=state_source + "\n" + inner.source, check=check, symbols=inner.symbols, fast_source=inner.fast_source
+        source=state_source + "\n" + inner.source,
+        check=merged if merged is not None else check,
+        symbols=inner.symbols,
+        fast_source=inner.fast_source,
+        fast_names=inner.fast_names,
     )
+
+
+# python_state's generated names, renamed apart from the tensor guards' own in the merged check
+_STATE_NAMES = re.compile(r"\b(_c\d+|is_|_cell|chain|_slow)\b")
+
+
+def _merged_check(
+    inner: Guards, state_source: str, state_names: Mapping[str, object], then: Callable[..., object]
+) -> GuardFn | None:
+    """The tensor guards' fast body with the state's checks first (our own generated lines both: no caller text)."""
+    lines = state_source.rstrip("\n").split("\n")
+    if not inner.fast_source.startswith("def check(L):\n") or inner.fast_names is None or lines[0] != "def check():":
+        return None
+    body = [_STATE_NAMES.sub(lambda m: "_s" + m.group(1), line) for line in lines[1:] if line != "    return None"]
+    body = [line.replace("return _s_slow(", "return _then(L, ") for line in body]
+    source = inner.fast_source.replace("def check(L):\n", "def check(L):\n" + "\n".join(body) + "\n", 1)
+    names = {**inner.fast_names, **{("_s" + k if k != "torch" else k): v for k, v in state_names.items()}}
+    names["_then"] = then
+    exec(compile(source, "<subclassaot guards, fast, with the Python state>", "exec"), names)
+    return cast(GuardFn, names["check"])
 
 
 def describe_ctx_change(path: str, old: object, new: object) -> str:
@@ -373,7 +408,13 @@ def build_guards(
         )
     fast_namespace = {**w.globals, "_detail": namespace["check"], "_no_subclass_functions": _DisableSubclassFunctions}
     exec(compile(fast_source, "<subclassaot guards, fast>", "exec"), fast_namespace)
-    return Guards(source=source, check=cast(GuardFn, fast_namespace["check"]), symbols=symbols, fast_source=fast_source)
+    return Guards(
+        source=source,
+        check=cast(GuardFn, fast_namespace["check"]),
+        symbols=symbols,
+        fast_source=fast_source,
+        fast_names=fast_namespace,
+    )
 
 
 _DisableSubclassFunctions = torch._C.DisableTorchFunctionSubclass

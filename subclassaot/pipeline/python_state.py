@@ -20,7 +20,7 @@ import math
 import operator
 import sys
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -126,6 +126,7 @@ class PythonState:
     ambient: Ambient | None  # None: not guarded (CompileConfig.python_state_guards=False)
     source: str  # the generated check, printable
     check: Callable[[], str | None]
+    names: Mapping[str, object]  # the globals `source` runs with (guards.with_python_state merges it)
 
 
 _AUTOCAST_DEVICES = ("cpu", "cuda")
@@ -580,6 +581,7 @@ def _generate(walk: _Walk, ambient: Ambient | None) -> PythonState:
         ambient=ambient,
         source=source,
         check=cast(Callable[[], "str | None"], namespace["check"]),
+        names=namespace,
     )
 
 
