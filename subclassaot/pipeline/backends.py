@@ -9,6 +9,7 @@ on the first call that the backend's callable did not mutate its inputs either.
 from __future__ import annotations
 
 import copy
+import keyword
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import cast
@@ -79,7 +80,7 @@ def _straight(gm: torch.fx.GraphModule) -> Callable[..., object] | None:
 
     def render(a: object) -> str | None:
         if isinstance(a, torch.fx.Node):
-            return a.name if a.name.isidentifier() else None
+            return a.name if _name(a.name) else None
         if isinstance(a, list | tuple):
             items = [render(x) for x in a]
             if any(x is None for x in items):
@@ -120,7 +121,7 @@ def _straight(gm: torch.fx.GraphModule) -> Callable[..., object] | None:
             fn = target._op if isinstance(target, torch._ops.OpOverload) else target
             args = [render(a) for a in node.args]
             kwargs = [(k, render(v)) for k, v in node.kwargs.items()]
-            if any(a is None for a in args) or any(v is None or not k.isidentifier() for k, v in kwargs):
+            if any(a is None for a in args) or any(v is None or not _name(k) for k, v in kwargs):
                 return None
             call = ", ".join([*cast(list[str], args), *(f"{k}={v}" for k, v in kwargs)])
             lines.append(f"{node.name} = {bind(fn)}({call})")
@@ -129,7 +130,7 @@ def _straight(gm: torch.fx.GraphModule) -> Callable[..., object] | None:
         gone = [*dropped.get(node, []), *([] if node.users else [node.name])]  # (an unused value: dropped at once)
         if gone:
             lines.append(" = ".join(gone) + " = None")
-    if not all(p.isidentifier() for p in params) or any(n.name.startswith("_g") for n in nodes):
+    if not all(_name(p) for p in params) or any(n.name.startswith("_g") or not _name(n.name) for n in nodes):
         return None
     source = f"def run({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in lines)
     namespace = dict(bound)
@@ -292,6 +293,12 @@ def with_input_writes(
     if not made:
         return gm, frozenset()
     return torch.fx.GraphModule(gm, graph), frozenset(made)
+
+
+def _name(text: str) -> bool:
+    """Usable as a Python name in generated code (an identifier, no keyword: aten's `random.from` has an argument
+    named `from`)."""
+    return text.isidentifier() and not keyword.iskeyword(text)
 
 
 def _in_place(
