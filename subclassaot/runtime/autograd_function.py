@@ -114,17 +114,25 @@ TangentTree = SubclassNode | None | _Same
 
 
 def _collect_tangents(
-    grads: Sequence[torch.Tensor | None], bw_meta: BackwardPlan, zeros: list[list[ZeroMeta]]
+    grads: Sequence[torch.Tensor | None],
+    bw_meta: BackwardPlan,
+    zeros: list[list[ZeroMeta]],
+    outer: list[tuple[tuple[int, ...], tuple[int, ...]]] | None = None,
 ) -> tuple[list[list[torch.Tensor]], list[TangentTree], set[int], dict[int, list[torch.Tensor]]]:
     """Per diff output: the tangent's dense leaves and its structure (_SAME: the traced one); the outputs that got
-    a tangent (the others get zeros); per output whose tangent has another ctx, its leaves converted to the traced
-    ctx by the subclass, where it can (the fallback of a failed retrace, Note [Tangent Retrace])."""
+    a tangent (the others get zeros: for a subclass output, what its class's zeros_like gives, as eager's engine
+    materializes it: zeros for every inner tensor can mean no value at all, a Float8Tensor's scale 0); per output
+    whose tangent has another ctx, its leaves converted to the traced ctx by the subclass, where it can (the fallback
+    of a failed retrace, Note [Tangent Retrace])."""
     per_output: list[list[torch.Tensor]] = []
     trees: list[TangentTree] = []
     present: set[int] = set()
     coerced: dict[int, list[torch.Tensor]] = {}
     for k, i in enumerate(bw_meta.diff_outputs):
         g = grads[i]
+        tree = bw_meta.tangent_trees[k]
+        if g is None and tree is not None and outer is not None:
+            g = _zeros_like_output(tree, zeros[k], *outer[k])
         if g is None:
             per_output.append([torch.zeros(shape, dtype=dtype, device=device) for shape, dtype, device in zeros[k]])
             trees.append(_SAME)
@@ -141,6 +149,22 @@ def _collect_tangents(
             if (fallback := _tangent_leaves(g, bw_meta.tangent_trees[k], coerce_ctx=True)) is not None:
                 coerced[k] = fallback
     return per_output, trees, present, coerced
+
+
+def _zeros_like_output(
+    tree: SubclassNode, metas: list[ZeroMeta], size: tuple[int, ...], stride: tuple[int, ...]
+) -> torch.Tensor | None:
+    """The class's own zeros_like of an output of this structure (built over uninitialized leaves it never reads),
+    where it is not simply zeros in every inner tensor of the same class (then None: the tangent stays absent, as
+    traced)."""
+    leaves = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype, device in metas]
+    template = unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check_dtype_device=False)
+    with torch.no_grad():
+        zero = torch.zeros_like(template)
+        if type(zero) is type(template) and is_traceable_subclass(zero):
+            if all(not bool(leaf.any()) for leaf in flatten_subclass(zero, "zero")[1]):
+                return None
+    return zero
 
 
 def _plain_tangents(
@@ -523,6 +547,8 @@ class CompiledStep(torch.autograd.Function):
         if s.roots:
             tensors.extend(_root_values(s, base_values, symbols))
         ctx.zeros = [_dense_zeros(tensors[i]) for i in bw_meta.diff_outputs]
+        if not s.plain_tangents:  # (a subclass output's zero tangent is its class's zeros_like: _collect_tangents)
+            ctx.outer = [(tuple(tensors[i].shape), tuple(tensors[i].stride())) for i in bw_meta.diff_outputs]
         # The tail (symbolic ints, stride probes, the graph's leaves of an output rebuilt beside inner tensors
         # of an input: a jagged output sharing an input's offsets) has no tangent traced for it; as a Function
         # output it would otherwise take the Function's history, where eager's has none.
@@ -568,7 +594,7 @@ class CompiledStep(torch.autograd.Function):
             saved.insert(k, v)
         collected = _plain_tangents(grads, bw_meta, ctx.zeros) if s.plain_tangents else None
         if collected is None:
-            collected = _collect_tangents(grads, bw_meta, ctx.zeros)
+            collected = _collect_tangents(grads, bw_meta, ctx.zeros, getattr(ctx, "outer", None))
         per_output, trees, present, coerced = collected
         retyped = any(tree is not _SAME for tree in trees)
         if retyped and create_graph and not _coerced_instead(per_output, trees, coerced):

@@ -1052,3 +1052,23 @@ def test_data_assigned_after_recorded_write_refused_in_training(compile_fn: Comp
 
     with torch.enable_grad():
         assert_refused(f, make_inputs, compile_fn, "and assigns its `.data`")
+
+
+def _written_float8_then_read(x0: T) -> T:
+    x0.copy_(x0)  # the written input is a Function output that gets no tangent here
+    return x0.add(-1.0)
+
+
+def test_untangented_float8_output_gets_its_class_zero() -> None:
+    """Fuzz seed 77200 #156 (Float8Tensor inputs): the written input, a Function output no tangent reached, got a zero
+    tangent of zeros in every inner tensor, a scale of 0 among them, and the gradient came out NaN; it gets its
+    class's own zeros_like now, as eager's engine would give it."""
+    from subclasses.fp8.tensor import example
+
+    def make() -> tuple[object, ...]:
+        leaf = example()
+        leaf.requires_grad_()
+        return (leaf.clone(),)
+
+    with torch.enable_grad():
+        assert_matches_eager(_written_float8_then_read, make)
