@@ -400,21 +400,22 @@ def build_guards(
     source = "def check(L):\n" + "\n".join(w.lines) + "\n"
     namespace = dict(w.globals)
     exec(compile(source, "<subclassaot guards>", "exec"), namespace)
+    fast_source, fast_namespace = _fast_body(w, layout, namespace)
+    check = cast(GuardFn, fast_namespace["check"])
+    return Guards(source=source, check=check, symbols=symbols, fast_source=fast_source, fast_names=fast_namespace)
+
+
+def _fast_body(w: _Writer, layout: DenseLayout, namespace: dict[str, object]) -> tuple[str, dict[str, object]]:
+    """The fast body's source and the globals it ran with (Note [What The Guards Compare])."""
     fast_source = "def check(L):\n" + "\n".join(w.fast) + "\n"
-    if _plain_properties(layout.trees):  # Note [What The Guards Compare]
+    if _plain_properties(layout.trees):
         fast_source = (
             "def check(L):\n    with _no_subclass_functions():\n        return _fast(L)\n\n"
             + fast_source.replace("def check(L):", "def _fast(L):", 1)
         )
     fast_namespace = {**w.globals, "_detail": namespace["check"], "_no_subclass_functions": _DisableSubclassFunctions}
     exec(compile(fast_source, "<subclassaot guards, fast>", "exec"), fast_namespace)
-    return Guards(
-        source=source,
-        check=cast(GuardFn, fast_namespace["check"]),
-        symbols=symbols,
-        fast_source=fast_source,
-        fast_names=fast_namespace,
-    )
+    return fast_source, fast_namespace
 
 
 _DisableSubclassFunctions = torch._C.DisableTorchFunctionSubclass
