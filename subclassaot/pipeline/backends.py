@@ -56,10 +56,8 @@ def never_views(gm: torch.fx.GraphModule) -> frozenset[int]:
     found = set()
     for k, node in enumerate(cast(Sequence[object], gm.graph.output_node().args[0])):
         target = node.target if isinstance(node, torch.fx.Node) and node.op == "call_function" else None
-        if isinstance(target, torch._ops.OpOverload) and target.namespace == "aten":
-            returns = target._schema.returns
-            if len(returns) == 1 and returns[0].alias_info is None and str(returns[0].type) == "Tensor":
-                found.add(k)
+        if isinstance(target, torch._ops.OpOverload) and target.namespace == "aten" and _returns_fresh(target):
+            found.add(k)
     return frozenset(found)
 
 
@@ -96,7 +94,8 @@ def _straight(gm: torch.fx.GraphModule) -> Callable[..., object] | None:
     nodes = list(gm.graph.nodes)
     last_use: dict[torch.fx.Node, torch.fx.Node] = {}
     for node in nodes:
-        torch.fx.node.map_arg((node.args, node.kwargs), lambda n: last_use.__setitem__(n, node))  # noqa: B023
+        for used in node.all_input_nodes:
+            last_use[used] = node
     dropped: dict[torch.fx.Node, list[str]] = {}
     for used, user in last_use.items():
         dropped.setdefault(user, []).append(used.name)
@@ -295,6 +294,12 @@ def with_input_writes(
     return torch.fx.GraphModule(gm, graph), frozenset(made)
 
 
+def _returns_fresh(op: torch._ops.OpOverload) -> bool:
+    """One tensor, aliasing no argument (not a view op): by its schema."""
+    returns = op._schema.returns
+    return len(returns) == 1 and returns[0].alias_info is None and str(returns[0].type) == "Tensor"
+
+
 def _name(text: str) -> bool:
     """Usable as a Python name in generated code (an identifier, no keyword: aten's `random.from` has an argument
     named `from`)."""
@@ -362,8 +367,9 @@ def _in_place_overload(op: torch._ops.OpOverload) -> torch._ops.OpOverload | Non
     """`aten.add.Tensor` -> `aten.add_.Tensor`: the overload that writes its first argument and otherwise takes the
     same arguments; None where there is none or the op draws random numbers."""
     schema = op._schema
-    fresh = len(schema.returns) == 1 and schema.returns[0].alias_info is None  # (not a view op)
-    if not fresh or schema.is_mutable or torch.Tag.nondeterministic_seeded in op.tags or op.namespace != "aten":
+    if not _returns_fresh(op) or schema.is_mutable or torch.Tag.nondeterministic_seeded in op.tags:
+        return None
+    if op.namespace != "aten":
         return None
     if op._opname in _NOT_WRITES:
         return None

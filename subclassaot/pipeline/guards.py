@@ -54,9 +54,11 @@ def with_python_state(
     alone), `state`'s slow path where one fails."""
     inner_check = inner.check
 
+    slow = cast(Callable[[int], "str | None"], state_names["_slow"])  # python_state's slow path
+
     def then(values: Sequence[object], failed: int) -> dict[str, int] | str:
-        reason = state_names["_slow"](failed)  # type: ignore[operator]  # python_state's slow path
-        return cast(str, reason) if reason is not None else inner_check(values)
+        reason = slow(failed)
+        return reason if reason is not None else inner_check(values)
 
     def check(values: Sequence[object]) -> dict[str, int] | str:
         reason = state()

@@ -157,14 +157,21 @@ def _zeros_like_output(
     """The class's own zeros_like of an output of this structure (built over uninitialized leaves it never reads),
     where it is not simply zeros in every inner tensor of the same class (then None: the tangent stays absent, as
     traced)."""
+    if tree.cls in _ZEROS_ARE_ZERO_LEAVES:
+        return None
     leaves = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype, device in metas]
     template = unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check_dtype_device=False)
     with torch.no_grad():
         zero = torch.zeros_like(template)
         if type(zero) is type(template) and is_traceable_subclass(zero):
             if all(not bool(leaf.any()) for leaf in flatten_subclass(zero, "zero")[1]):
+                _ZEROS_ARE_ZERO_LEAVES.add(tree.cls)  # (decided once per class: PairTensor's, say)
                 return None
     return zero
+
+
+# classes whose zeros_like is zeros in every inner tensor, of the same class
+_ZEROS_ARE_ZERO_LEAVES: set[type] = set()
 
 
 def _plain_tangents(
