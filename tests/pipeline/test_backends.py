@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal, cast
 
 import pytest
@@ -245,3 +246,29 @@ def test_input_write_kept_as_a_copy_for_an_input_inside_a_larger_storage() -> No
     expected = gm(base[1].clone())
     got = rewritten(base[1])
     assert torch.equal(base[1], expected[0]) and torch.equal(got[1], expected[1])
+
+
+def _njt() -> tuple[object, ...]:
+    return (torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)], layout=torch.jagged),)
+
+
+def _dtensor() -> tuple[object, ...]:
+    from torch.distributed.tensor import Replicate, distribute_tensor
+
+    from tests.subclasses.dtensor_factory import one_rank_mesh
+
+    return (distribute_tensor(torch.randn(4, 4), one_rank_mesh(), [Replicate()]),)
+
+
+def _write_then_read(x: torch.Tensor) -> torch.Tensor:
+    x.mul_(2)
+    return x.sin()
+
+
+@pytest.mark.parametrize("make", [_njt, _dtensor], ids=["njt", "dtensor"])
+def test_input_writes_in_the_eager_graph_on_torch_subclasses(make: Callable[[], tuple[object, ...]]) -> None:
+    """PyTorch's own subclasses written in place, and a module's buffers (BatchNorm's running statistics): the eager
+    backend's graph writes them itself (Note [What A Backend Receives And Returns]), as eager leaves them."""
+    with torch.no_grad():
+        assert_matches_eager(_write_then_read, make, backend="eager")
+        assert_matches_eager(torch.nn.BatchNorm1d(4), lambda: (torch.randn(8, 4),), backend="eager", calls=3)
