@@ -227,6 +227,63 @@ def test_the_eager_backends_code_computes_what_the_graph_module_does(mode: Liter
         assert torch.equal(a, b) and a.stride() == b.stride() and a._is_view() == b._is_view()
 
 
+def test_the_eager_backend_calls_a_binding_only_where_it_dispatches_the_node_itself() -> None:
+    """A node's op is called through the tensor method or torch function that dispatches exactly that overload with
+    exactly its arguments (checked on meta stand-ins); another overload, a decomposition or filled-in arguments keep
+    the OpOverload's own call."""
+    from subclassaot.pipeline import backends
+
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    x.meta["val"] = torch.empty(2, 2)
+    nodes = [
+        graph.call_function(torch.ops.aten.mul.Tensor, (x, 2)),
+        graph.call_function(torch.ops.aten.add.Scalar, (x, 2)),  # x.add(2) dispatches add.Tensor: not this node
+        graph.call_function(torch.ops.aten.sum.dim_IntList, (x, [0])),
+        graph.call_function(torch.ops.aten.view.default, (x, [-1])),
+    ]
+    graph.output(nodes)
+    twins = [backends._twin(n) for n in nodes]
+    assert twins == [torch._C.TensorBase.mul, None, torch._C.TensorBase.sum, torch._C.TensorBase.view]
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    t = torch.randn(2, 2)
+    for a, b in zip(cast(list[torch.Tensor], backends.eager_backend(gm, [])(t)), gm(t), strict=True):
+        assert torch.equal(a, b) and a.stride() == b.stride() and a._is_view() == b._is_view()
+
+
+def test_the_eager_backends_graph_calls_reach_no_torch_function_override() -> None:
+    """eager's backward, and an OpOverload's call, go past every `__torch_function__`: a mode the caller holds, or a
+    torch-function subclass handed to the graph, sees none of the graph's ops."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.overrides import TorchFunctionMode
+
+    from subclassaot.pipeline import backends
+
+    class Seen(TorchFunctionMode):
+        calls: list[object] = []
+
+        def __torch_function__(
+            self, func: Callable[..., object], types: object, args: tuple[object, ...] = (), kwargs: object = None
+        ) -> object:
+            Seen.calls.append(func)
+            return func(*args, **cast(dict[str, object], kwargs or {}))
+
+    class Counting(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func: object, types: object, args: object = (), kwargs: object = None) -> object:
+            Seen.calls.append(func)
+            return super().__torch_function__(func, types, args, kwargs or {})  # type: ignore[no-untyped-call]
+
+    gm = make_fx(lambda a: (a * 2 + a).sin().sum())(torch.randn(2, 2))
+    run = backends.eager_backend(gm, [])
+    x = torch.randn(2, 2)
+    with Seen():
+        got = run(x)
+    assert Seen.calls == [] and torch.equal(cast(torch.Tensor, got), gm(x))
+    got = run(x.as_subclass(Counting))
+    assert Seen.calls == [] and type(got) is torch.Tensor
+
+
 def test_input_write_kept_as_a_copy_for_an_input_inside_a_larger_storage() -> None:
     """An input at an offset of a larger storage: an op addressing storage (as_strided at an absolute offset) would
     find other elements in it than in the fresh value the functional graph computed, so the write stays a copy."""
