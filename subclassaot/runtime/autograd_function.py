@@ -891,7 +891,7 @@ def training_call(
             # Differentiable outputs (computed from a no_grad view of a detached input) still require grad in eager,
             # with no gradient flowing back: a fresh alias leaf that requires grad carries that, and gets None.
             user[unreached[0]] = cast(torch.Tensor, user[unreached[0]]).requires_grad_(True)
-        tensors = list(CompiledStep.apply((step, graph_in, dense, symbols), *user, *bases))  # type: ignore[no-untyped-call]  # untyped in torch
+        tensors = list(_apply_step((step, graph_in, dense, symbols), *user, *bases))
         outs: list[object] = list(tensors[:n_updates])
         prewrapped: dict[int, torch.Tensor] = {}
         fresh: list[object] = [None] * n_fresh  # the graph's fresh leaves, by OutputLeaf.index
@@ -922,6 +922,22 @@ def training_call(
         return outs, prewrapped, wrappers, root_values
 
     return GraphCall(run=call, prewraps=frozenset(fresh_outputs), wrapper_updates=tuple(bw_meta.wrapper_updates))
+
+
+_c_apply = torch._C._FunctionBase.__dict__["apply"].__get__(None, CompiledStep)
+_unwrap_if_dead = torch._C._functorch.unwrap_if_dead
+
+
+def _apply_step(*args: object) -> Sequence[torch.Tensor]:
+    """`CompiledStep.apply(*args)`: outside functorch's transforms, what torch's `Function.apply` does there (dead
+    functorch wrappers unwrapped, then the C apply) without its Python frames (~4 us a call, more where a
+    process-wide wrapper of `Function.apply` sits in front: torch_internals.function_applies_noted)."""
+    if torch._C._are_functorch_transforms_active():
+        return cast(Sequence[torch.Tensor], CompiledStep.apply(*args))  # type: ignore[no-untyped-call]  # untyped in torch
+    return cast(
+        Sequence[torch.Tensor],
+        _c_apply(*(_unwrap_if_dead(a) if isinstance(a, torch.Tensor) else a for a in args)),
+    )
 
 
 def _detached(value: object) -> object:
