@@ -604,7 +604,7 @@ class CompiledStep(torch.autograd.Function):
         if create_graph:
             _check_double_backward(s, ctx.primals)
         if s.checks and ctx.checked is not None:
-            _check_saved_wrappers(ctx.checks, ctx.checked, grads)
+            _check_saved_tensors(ctx.checks, ctx.checked, grads)
         saved = list(ctx.saved_tensors)
         for k, v in ctx.saved_ints:
             saved.insert(k, v)
@@ -904,28 +904,26 @@ def _counter_holders(
             found[o] = n_updates + fresh.index(source)
         elif replay is not None and replay.source is ReplaySource.BASE:
             found[o] = n_updates + len(fresh) + replay.index
-        elif replay is not None and replay.source is ReplaySource.WRAPPER:
+        elif replay is not None and replay.source is ReplaySource.WRAPPER and replay.root_bases in root_of:
             found[o] = root_of[replay.root_bases]
     return found
 
 
-def _check_saved_wrappers(
+def _check_saved_tensors(
     checks: Sequence[tuple[Callable[[], torch.Tensor | None], tuple[int, ...]]],
     versions: Sequence[int],
     grads: Sequence[torch.Tensor | None],
 ) -> None:
-    """Raise eager's error where a wrapper eager's backward would unpack was written since the call (the saved
-    wrappers of backward_probe.eager_saves), if a tangent reached an output whose backward runs the node saving it."""
+    """Raise eager's error where a tensor eager's backward would unpack was written since the call (the saved
+    tensors of backward_probe.eager_saves), if a tangent reached an output whose backward runs the node saving it."""
     for (ref, positions), version in zip(checks, versions, strict=True):
         t = ref()
-        # (only a counter that moved on counts: one the runtime set back to eager's count, as it does after writes of
-        # its own to a graph input in the same call, is no write of the caller's)
         if t is None or not any(grads[k] is not None for k in positions) or get_version(t) <= version:
             continue
         raise RuntimeError(
             "one of the variables needed for gradient computation has been modified by an inplace operation: "
             f"[{type(t).__name__} {list(t.shape)}] is at version {get_version(t)}; expected version {version} "
-            "instead (a tensor subclass eager's autograd saved, written after the compiled call)"
+            "instead (a tensor eager's autograd saved, written after the compiled call)"
         )
 
 

@@ -224,10 +224,11 @@ class GraphCall:
 
 @dataclass(frozen=True, slots=True)
 class EagerSave:
-    """A wrapper eager's autograd saves as itself: backward_probe's comment on saved wrappers."""
+    """A tensor eager's autograd saves as itself: backward_probe's comment on saved tensors."""
 
-    output: int | None  # the program output saved (or one whose version counter it uses), or
-    input: int | None  # the tensor input (position among the tensor inputs) saved (or ...)
+    # the program output whose version counter the saved tensor uses (the saved tensor, its base or a view), or
+    output: int | None
+    input: int | None  # ... the tensor input (position among the tensor inputs) whose counter it uses
     outputs: frozenset[int]  # program outputs whose backward runs a node that saved it
 
 
